@@ -1,0 +1,60 @@
+package netns
+
+import (
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var prefixSeq atomic.Uint32
+
+// TestPrefix returns a short prefix unique to this test process and call,
+// base followed by the pid and a counter in base 36 (e.g. "lfn" -> "lfn1x3a"),
+// and registers Down(prefix) in tb.Cleanup, so the testbed is removed even if
+// the test fails. Use it for every testbed a test makes:
+//
+//	p := netns.TestPrefix(t, "lfn")
+//	tb, err := netns.Up(topo, netns.Options{Prefix: p})
+func TestPrefix(tb testing.TB, base string) string {
+	tb.Helper()
+	if base == "" {
+		base = "lfn"
+	}
+	p := base + strconv.FormatInt(int64(os.Getpid()), 36) + "x" + strconv.FormatInt(int64(prefixSeq.Add(1)), 36)
+	tb.Cleanup(func() {
+		if err := Down(p); err != nil {
+			tb.Errorf("netns: cleanup of testbed %s: %v", p, err)
+		}
+	})
+	return p
+}
+
+// RequireRoot skips the test unless it runs as root.
+func RequireRoot(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("needs root (network namespaces); CI runs as root")
+	}
+}
+
+// TestUp is the usual start of an integration test: it skips unless root,
+// makes a unique prefix from base with cleanup, and brings topology preset
+// up with opts (opts.Prefix is overwritten). It fails the test on error.
+func TestUp(tb testing.TB, base, preset string, opts Options) *Testbed {
+	tb.Helper()
+	RequireRoot(tb)
+	topo, err := Preset(preset)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opts.Prefix = TestPrefix(tb, base)
+	start := time.Now()
+	t, err := Up(topo, opts)
+	if err != nil {
+		tb.Fatalf("netns.Up(%s, prefix %s): %v", preset, opts.Prefix, err)
+	}
+	tb.Logf("testbed %s (%s, forwarding %s) up in %v", opts.Prefix, preset, t.Forwarding, time.Since(start).Round(time.Millisecond))
+	return t
+}
