@@ -1,0 +1,76 @@
+package xdp
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Poller waits for several sockets with one poll(2). It reuses its buffers:
+// Wait does not allocate. Not safe for concurrent use.
+type Poller struct {
+	socks []*Socket
+	fds   []unix.PollFd
+	ready []int
+}
+
+// NewPoller returns a poller over socks, waiting for POLLIN on each.
+func NewPoller(socks ...*Socket) *Poller {
+	p := &Poller{
+		socks: append([]*Socket(nil), socks...),
+		fds:   make([]unix.PollFd, len(socks)),
+		ready: make([]int, 0, len(socks)),
+	}
+	for i, s := range socks {
+		p.fds[i] = unix.PollFd{Fd: int32(s.FD()), Events: unix.POLLIN}
+	}
+	return p
+}
+
+// WantWrite sets whether Wait also wakes when socket i can transmit (POLLOUT:
+// TX ring has room); use it while frames wait for TX space. A poll with POLLOUT
+// also kicks the TX ring in copy mode.
+func (p *Poller) WantWrite(i int, on bool) {
+	if on {
+		p.fds[i].Events |= unix.POLLOUT
+	} else {
+		p.fds[i].Events &^= unix.POLLOUT
+	}
+}
+
+// Wait polls until a socket is readable (or writable, see WantWrite) or timeout
+// passes (negative: forever; 0: just check). It returns the indices, in the
+// order given to NewPoller, of sockets with any event; the slice is reused by
+// the next Wait. An interrupted poll returns no sockets and no error.
+func (p *Poller) Wait(timeout time.Duration) ([]int, error) {
+	ms := -1
+	if timeout >= 0 {
+		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
+	}
+	p.ready = p.ready[:0]
+	n, err := unix.Poll(p.fds, ms)
+	if err != nil {
+		if err == unix.EINTR {
+			return p.ready, nil
+		}
+		return p.ready, err
+	}
+	if n == 0 {
+		return p.ready, nil
+	}
+	for i := range p.fds {
+		if p.fds[i].Revents != 0 {
+			p.ready = append(p.ready, i)
+		}
+	}
+	return p.ready, nil
+}
+
+// Readable reports whether socket i had POLLIN in the last Wait.
+func (p *Poller) Readable(i int) bool { return p.fds[i].Revents&unix.POLLIN != 0 }
+
+// Writable reports whether socket i had POLLOUT in the last Wait.
+func (p *Poller) Writable(i int) bool { return p.fds[i].Revents&unix.POLLOUT != 0 }
+
+// Socket returns socket i.
+func (p *Poller) Socket(i int) *Socket { return p.socks[i] }
