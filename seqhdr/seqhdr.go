@@ -1,0 +1,405 @@
+// Package seqhdr defines the wire format of the link header that linkfabric
+// puts on frames crossing a LinkGuardian-protected link, and the serial-number
+// arithmetic of its sequence numbers.
+//
+// # Frame layout
+//
+// A protected frame keeps its Ethernet destination and source MAC addresses,
+// replaces the EtherType by EtherType (0x88B5, IEEE 802 local experimental
+// EtherType 1) and moves the original EtherType into the link header. All
+// multi-byte fields are big endian. Offsets are from the start of the frame.
+//
+//	off len field
+//	 0   6  destination MAC                  (unchanged)
+//	 6   6  source MAC                       (unchanged)
+//	12   2  EtherType = 0x88B5
+//	14   1  version (high nibble, 0) | type (low nibble):
+//	          1 data, 2 explicit ACK, 3 loss notification, 4 dummy
+//	15   1  flags:
+//	          0x01 Retx      data: retransmitted copy
+//	          0x02 Era       era bit of Seq
+//	          0x04 HasAck    Ack field is valid (piggybacked / explicit ACK)
+//	          0x08 AckEra    era bit of Ack
+//	          0x10 LatestEra loss: era bit of Latest
+//	          0x20 Unseq     data: frame carries no sequence number, only an ACK
+//	                         (reverse traffic of a link protected in one direction)
+//	          0x40, 0x80     reserved, must be zero
+//	16   2  Seq   data: the frame's sequence number; dummy: the sender's latest
+//	              assigned sequence number; loss: first lost sequence number;
+//	              ACK and Unseq data: zero
+//	18   2  Aux   data: the frame's original EtherType; loss: number of
+//	              consecutive lost frames (hole size, ≥ 1); others: zero
+//	20   2  Ack   if HasAck: the receiver's latest in-order sequence number
+//	              (ackNo-1: every frame up to and including Ack was delivered
+//	              or given up on); otherwise zero
+//	22   2  Latest  loss notification only: receiver's latestRxSeqNo
+//
+// Data, ACK and dummy headers are HeaderLen (8) bytes after the link
+// EtherType; a loss notification is LossHeaderLen (10). A data frame grows by
+// exactly MaxOverhead (8) bytes: the 2 bytes of the link EtherType replace the
+// original EtherType, which moves into Aux. The ACK field is always present in a
+// data header so that a core can refresh a piggybacked ACK in place, also on a
+// retransmitted copy, without moving bytes.
+//
+// Control frames (ACK, loss notification, dummy) are padded with zeros to
+// MinFrameLen (60 bytes, the Ethernet minimum without FCS).
+//
+// # Sequence numbers
+//
+// The paper (LinkGuardian, SIGCOMM'23, §3.5) uses a 16-bit seqNo and an era
+// bit that toggles on every wrap. Seq holds both as one (SeqBits+1)-bit serial
+// number era<<SeqBits | seqNo and compares with RFC 1982 arithmetic over that
+// space, which is the paper's era correction: comparisons are correct while the
+// two numbers are less than 2^SeqBits apart.
+package seqhdr
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// EtherType is the link EtherType of protected frames (IEEE 802 local
+// experimental EtherType 1).
+const EtherType = 0x88B5
+
+// Sizes.
+const (
+	MACLen        = 12                           // destination + source MAC
+	HeaderLen     = 8                            // data/ACK/dummy header after the link EtherType
+	LossHeaderLen = 10                           // loss notification header after the link EtherType
+	MaxOverhead   = HeaderLen                    // bytes a data frame grows by
+	DataOffset    = MACLen + 2 + HeaderLen       // offset of the payload in a data frame (22)
+	MinFrameLen   = 60                           // control frames are padded to this length
+	ctrlNeed      = MACLen + 2 + LossHeaderLen   // largest control frame before padding
+	_             = uint(MinFrameLen - ctrlNeed) // compile-time check: control frames fit
+)
+
+// Type is the frame type.
+type Type uint8
+
+// Frame types.
+const (
+	TypeData  Type = 1
+	TypeAck   Type = 2
+	TypeLoss  Type = 3
+	TypeDummy Type = 4
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeData:
+		return "data"
+	case TypeAck:
+		return "ack"
+	case TypeLoss:
+		return "loss"
+	case TypeDummy:
+		return "dummy"
+	}
+	return "invalid"
+}
+
+// Flag bits (byte 15 of the frame).
+const (
+	FlagRetx      = 0x01
+	FlagEra       = 0x02
+	FlagHasAck    = 0x04
+	FlagAckEra    = 0x08
+	FlagLatestEra = 0x10
+	FlagUnseq     = 0x20
+	flagReserved  = 0xC0
+)
+
+// Errors returned by the decoders.
+var (
+	ErrShort     = errors.New("seqhdr: frame too short for its link header")
+	ErrNotLink   = errors.New("seqhdr: EtherType is not 0x88B5 (not a link-protected frame)")
+	ErrVersion   = errors.New("seqhdr: unsupported link header version")
+	ErrType      = errors.New("seqhdr: unknown link header type")
+	ErrFlags     = errors.New("seqhdr: flags invalid for this header type")
+	ErrField     = errors.New("seqhdr: field must be zero or in range for this header type")
+	ErrHeadroom  = errors.New("seqhdr: not enough headroom before the frame to insert the link header")
+	ErrNotData   = errors.New("seqhdr: only data headers can be inserted into or stripped from a frame")
+	ErrEtherType = errors.New("seqhdr: frame is already link-protected (EtherType 0x88B5)")
+)
+
+// Header is a decoded link header.
+type Header struct {
+	Type      Type
+	Retx      bool   // data: retransmitted copy
+	Unseq     bool   // data: carries only a piggybacked ACK, no sequence number
+	Seq       Seq    // see the package comment
+	EtherType uint16 // data: original EtherType of the frame
+	Count     uint16 // loss: number of consecutive lost frames starting at Seq
+	HasAck    bool   // Ack is valid
+	Ack       Seq    // receiver's latest in-order sequence number
+	Latest    Seq    // loss: receiver's latestRxSeqNo
+}
+
+// Len returns the encoded length of h after the link EtherType.
+func (h *Header) Len() int {
+	if h.Type == TypeLoss {
+		return LossHeaderLen
+	}
+	return HeaderLen
+}
+
+// WireLen returns the number of bytes Put writes: link EtherType plus header.
+func (h *Header) WireLen() int { return 2 + h.Len() }
+
+func (h *Header) validate() error {
+	if h.Type < TypeData || h.Type > TypeDummy {
+		return ErrType
+	}
+	if h.Seq >= Space || h.Ack >= Space || h.Latest >= Space {
+		return ErrField
+	}
+	if !h.HasAck && h.Ack != 0 {
+		return ErrField
+	}
+	if h.Type != TypeData && (h.Retx || h.Unseq || h.EtherType != 0) {
+		return ErrFlags
+	}
+	if h.Type != TypeLoss && (h.Count != 0 || h.Latest != 0) {
+		return ErrField
+	}
+	switch h.Type {
+	case TypeData:
+		if h.Unseq && (h.Retx || !h.HasAck || h.Seq != 0) {
+			return ErrFlags
+		}
+	case TypeAck:
+		if !h.HasAck || h.Seq != 0 {
+			return ErrField
+		}
+	case TypeLoss:
+		if h.Count == 0 {
+			return ErrField
+		}
+	}
+	return nil
+}
+
+// Put encodes the link EtherType and h into b and returns the number of bytes
+// written (h.WireLen()). It does not allocate.
+func (h *Header) Put(b []byte) (int, error) {
+	if err := h.validate(); err != nil {
+		return 0, err
+	}
+	n := h.WireLen()
+	if len(b) < n {
+		return 0, ErrShort
+	}
+	var flags byte
+	if h.Retx {
+		flags |= FlagRetx
+	}
+	if h.Seq.Era() {
+		flags |= FlagEra
+	}
+	if h.HasAck {
+		flags |= FlagHasAck
+		if h.Ack.Era() {
+			flags |= FlagAckEra
+		}
+	}
+	if h.Type == TypeLoss && h.Latest.Era() {
+		flags |= FlagLatestEra
+	}
+	if h.Unseq {
+		flags |= FlagUnseq
+	}
+	binary.BigEndian.PutUint16(b[0:], EtherType)
+	b[2] = byte(h.Type)
+	b[3] = flags
+	binary.BigEndian.PutUint16(b[4:], h.Seq.Num())
+	aux := h.EtherType
+	if h.Type == TypeLoss {
+		aux = h.Count
+	}
+	binary.BigEndian.PutUint16(b[6:], aux)
+	var ack uint16
+	if h.HasAck {
+		ack = h.Ack.Num()
+	}
+	binary.BigEndian.PutUint16(b[8:], ack)
+	if h.Type == TypeLoss {
+		binary.BigEndian.PutUint16(b[10:], h.Latest.Num())
+	}
+	return n, nil
+}
+
+// Parse decodes a link header from b, which starts at the link EtherType
+// (offset 12 of a frame). Every successfully parsed header re-encodes with Put
+// to exactly the bytes it was parsed from.
+func Parse(b []byte) (Header, error) {
+	var h Header
+	if len(b) < 4 {
+		return h, ErrShort
+	}
+	if binary.BigEndian.Uint16(b) != EtherType {
+		return h, ErrNotLink
+	}
+	if b[2]>>4 != 0 {
+		return h, ErrVersion
+	}
+	h.Type = Type(b[2] & 0x0f)
+	if h.Type < TypeData || h.Type > TypeDummy {
+		return h, ErrType
+	}
+	if len(b) < h.WireLen() {
+		return h, ErrShort
+	}
+	flags := b[3]
+	if flags&flagReserved != 0 {
+		return h, ErrFlags
+	}
+	if h.Type != TypeData && flags&(FlagRetx|FlagUnseq) != 0 {
+		return h, ErrFlags
+	}
+	if h.Type != TypeLoss && flags&FlagLatestEra != 0 {
+		return h, ErrFlags
+	}
+	if flags&FlagHasAck == 0 && flags&FlagAckEra != 0 {
+		return h, ErrFlags
+	}
+	seq := binary.BigEndian.Uint16(b[4:])
+	aux := binary.BigEndian.Uint16(b[6:])
+	ack := binary.BigEndian.Uint16(b[8:])
+	if uint32(seq) >= SeqMod || uint32(ack) >= SeqMod {
+		return h, ErrField
+	}
+	h.Retx = flags&FlagRetx != 0
+	h.Unseq = flags&FlagUnseq != 0
+	h.Seq = MakeSeq(seq, flags&FlagEra != 0)
+	h.HasAck = flags&FlagHasAck != 0
+	if h.HasAck {
+		h.Ack = MakeSeq(ack, flags&FlagAckEra != 0)
+	} else if ack != 0 {
+		return h, ErrField
+	}
+	switch h.Type {
+	case TypeData:
+		h.EtherType = aux
+	case TypeLoss:
+		h.Count = aux
+		latest := binary.BigEndian.Uint16(b[10:])
+		if uint32(latest) >= SeqMod {
+			return h, ErrField
+		}
+		h.Latest = MakeSeq(latest, flags&FlagLatestEra != 0)
+	default:
+		if aux != 0 {
+			return h, ErrField
+		}
+	}
+	if err := h.validate(); err != nil {
+		return Header{}, err
+	}
+	return h, nil
+}
+
+// ParseFrame decodes the link header of a whole Ethernet frame.
+func ParseFrame(frame []byte) (Header, error) {
+	if len(frame) < MACLen+2 {
+		return Header{}, ErrShort
+	}
+	return Parse(frame[MACLen:])
+}
+
+// IsLink reports whether frame carries the link EtherType.
+func IsLink(frame []byte) bool {
+	return len(frame) >= MACLen+2 && binary.BigEndian.Uint16(frame[MACLen:]) == EtherType
+}
+
+// Insert turns the frame buf[off:off+n] into a protected data frame in place:
+// it moves the 12 MAC bytes MaxOverhead bytes towards the start of buf, writes
+// the link EtherType and the data header h (h.EtherType is taken from the
+// frame) and returns the new offset and length (off-MaxOverhead, n+MaxOverhead).
+// off must be at least MaxOverhead. h.Type must be TypeData.
+func Insert(buf []byte, off, n int, h *Header) (newOff, newLen int, err error) {
+	if h.Type != TypeData {
+		return 0, 0, ErrNotData
+	}
+	if off < MaxOverhead {
+		return 0, 0, ErrHeadroom
+	}
+	if n < MACLen+2 || off+n > len(buf) {
+		return 0, 0, ErrShort
+	}
+	et := binary.BigEndian.Uint16(buf[off+MACLen:])
+	if et == EtherType {
+		return 0, 0, ErrEtherType
+	}
+	h.EtherType = et
+	if err := h.validate(); err != nil {
+		return 0, 0, err
+	}
+	newOff = off - MaxOverhead
+	copy(buf[newOff:newOff+MACLen], buf[off:off+MACLen])
+	if _, err := h.Put(buf[newOff+MACLen : off+MACLen+2]); err != nil {
+		return 0, 0, err
+	}
+	return newOff, n + MaxOverhead, nil
+}
+
+// Strip reverses Insert on the data frame buf[off:off+n]: it restores the
+// original EtherType, moves the MAC bytes forward and returns the decoded
+// header and the new offset and length (off+MaxOverhead, n-MaxOverhead). The
+// bytes of the returned frame are exactly the frame given to Insert.
+func Strip(buf []byte, off, n int) (h Header, newOff, newLen int, err error) {
+	if off < 0 || n < DataOffset || off+n > len(buf) {
+		return h, 0, 0, ErrShort
+	}
+	h, err = Parse(buf[off+MACLen : off+n])
+	if err != nil {
+		return h, 0, 0, err
+	}
+	if h.Type != TypeData {
+		return h, 0, 0, ErrNotData
+	}
+	newOff = off + MaxOverhead
+	binary.BigEndian.PutUint16(buf[newOff+MACLen:], h.EtherType)
+	copy(buf[newOff:newOff+MACLen], buf[off:off+MACLen])
+	return h, newOff, n - MaxOverhead, nil
+}
+
+// SetAck writes a piggybacked ACK into the data header of frame (a whole
+// protected frame), in place. It does not check the rest of the header.
+func SetAck(frame []byte, ack Seq) {
+	f := frame[MACLen+3]
+	f |= FlagHasAck
+	if ack.Era() {
+		f |= FlagAckEra
+	} else {
+		f &^= FlagAckEra
+	}
+	frame[MACLen+3] = f
+	binary.BigEndian.PutUint16(frame[MACLen+8:], ack.Num())
+}
+
+// SetRetx sets or clears the retransmitted-copy flag of the data frame, in place.
+func SetRetx(frame []byte, retx bool) {
+	if retx {
+		frame[MACLen+3] |= FlagRetx
+	} else {
+		frame[MACLen+3] &^= FlagRetx
+	}
+}
+
+// PutControl writes a complete control frame (ACK, loss notification or dummy;
+// or any header) into b: dst and src MACs, the link header and zero padding up
+// to MinFrameLen. It returns the frame length.
+func PutControl(b []byte, dst, src *[6]byte, h *Header) (int, error) {
+	if len(b) < MinFrameLen {
+		return 0, ErrShort
+	}
+	copy(b[0:6], dst[:])
+	copy(b[6:12], src[:])
+	n, err := h.Put(b[MACLen:])
+	if err != nil {
+		return 0, err
+	}
+	clear(b[MACLen+n : MinFrameLen])
+	return MinFrameLen, nil
+}
