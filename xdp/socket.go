@@ -49,8 +49,10 @@ type SocketConfig struct {
 	// the mode it is inherited from the UMEM's first socket.
 	NeedWakeup bool
 	// BindRetries is how many times to retry a bind that fails with EBUSY
-	// (a socket closed a moment ago on the same queue). 0 means 5; negative
-	// means no retry. Retries back off from 10 ms, about 0.3 s in total.
+	// (the kernel releases a closed socket's queue from a workqueue that needs
+	// the RTNL lock, so it can take from milliseconds to, on a busy host,
+	// seconds). 0 means 12; negative means no retry. Retries back off from
+	// 10 ms to at most 250 ms each, about 2 s in total with the default.
 	BindRetries int
 	// BusyPollUsec, if > 0, sets SO_PREFER_BUSY_POLL, SO_BUSY_POLL (this many
 	// µs) and SO_BUSY_POLL_BUDGET (BusyPollBudget, default 64) after bind.
@@ -138,7 +140,7 @@ func (u *Umem) Open(ifname string, queue int, cfg SocketConfig) (*Socket, error)
 
 	retries := cfg.BindRetries
 	if retries == 0 {
-		retries = 5
+		retries = 12
 	}
 	backoff := 10 * time.Millisecond
 	mode := cfg.Mode
@@ -172,7 +174,7 @@ func (u *Umem) Open(ifname string, queue int, cfg SocketConfig) (*Socket, error)
 			}
 			if errors.Is(err, unix.EBUSY) && attempt < retries {
 				time.Sleep(backoff)
-				backoff *= 2
+				backoff = min(2*backoff, 250*time.Millisecond)
 				continue
 			}
 		}
