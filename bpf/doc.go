@@ -1,0 +1,41 @@
+// Package bpf holds linkfabric's eBPF/XDP programs and the Go API that loads,
+// attaches and configures them.
+//
+// Two programs share one impairment stage (c/impair.h):
+//
+//   - the dataplane port program (lf_port, AttachPort): counts every frame,
+//     applies the impairment stage when enabled, then redirects the frame to
+//     the AF_XDP socket registered for its RX queue in an XSKMAP, or passes
+//     it to the kernel stack when that queue has none. Each Port loads its own
+//     copy of the maps and is attached through a bpf_link, so it is detached
+//     when the Port is closed or the process dies;
+//   - the standalone impairer (lf_impair, AttachImpairer): the impairment
+//     stage, then XDP_PASS, for interfaces that run no dataplane (the
+//     unprotected baseline). It is attached through netlink and outlives the
+//     process until DetachImpairer.
+//
+// The impairment stage drops frames by a Bernoulli or Gilbert-Elliott model
+// and optionally flips one bit of a frame's payload; see ImpairConfig. Its
+// configuration lives in a map the program reads on every frame, so it can be
+// changed while traffic flows, from the owning process or from any other one
+// via OpenImpairer.
+//
+// # Network namespaces
+//
+// Every function that takes an interface name resolves it in the network
+// namespace of the calling OS thread. Callers that work in another namespace
+// lock the goroutine to its thread (runtime.LockOSThread), switch the thread
+// (e.g. vishvananda/netns Set), call, and switch back. eBPF programs and maps
+// themselves are not namespaced: a Port or Impairer handle keeps working from
+// any thread once obtained.
+//
+// # Privileges
+//
+// Loading and attaching need root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON;
+// OpenImpairer (which looks programs and maps up by ID) needs CAP_SYS_ADMIN.
+//
+// # Regenerating
+//
+// The compiled objects (*_bpfel.o, *_bpfeb.o) and their bindings are
+// committed; `go generate ./bpf/` rebuilds them with clang (see gen.go).
+package bpf

@@ -1,0 +1,226 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// DefaultQueues is the default size of a port's XSKMAP (RX queues 0..63).
+const DefaultQueues = 64
+
+// PortOptions configure AttachPort.
+type PortOptions struct {
+	// Mode is the XDP attach mode; XDPAuto (the zero value) tries native
+	// and falls back to generic when the driver has no native XDP. A veth
+	// whose MTU is too large for native XDP is an error (*MTUError) in
+	// XDPAuto as well: lower the MTU or ask for XDPGeneric explicitly.
+	Mode XDPMode
+	// Queues is the number of RX queues that can get an AF_XDP socket
+	// (XSKMAP size); 0 means DefaultQueues.
+	Queues int
+	// Impair, when set, is the impairment applied from the first frame.
+	Impair *ImpairConfig
+}
+
+// PortCounters are a port program's counters, summed over CPUs.
+type PortCounters struct {
+	RxFrames      uint64 // frames the program saw
+	RxBytes       uint64 // their bytes (linear part)
+	Redirected    uint64 // handed to the AF_XDP socket of their RX queue
+	Passed        uint64 // no socket on their RX queue: passed to the kernel stack
+	ImpairDropped uint64 // dropped by the impairment stage
+	ImpairFlipped uint64 // had one bit flipped by the impairment stage
+}
+
+// Port is the dataplane XDP program attached to one interface, with its own
+// copy of the maps. It counts every frame, applies the impairment stage when
+// enabled, and redirects the frame to the AF_XDP socket registered for its RX
+// queue (XDP_PASS when there is none).
+//
+// The program is attached through a bpf_link: Close detaches it, and so does
+// the kernel when the process exits.
+//
+// Port has the impairment methods SetImpair, ClearImpair, ImpairConfig,
+// ImpairStats and ResetImpairStats.
+type Port struct {
+	impairControl
+	ifname   string
+	ifindex  int
+	queues   int
+	objs     portObjects
+	lnk      link.Link
+	mode     XDPMode
+	fallback error
+}
+
+// AttachPort loads a fresh copy of the dataplane program and attaches it to
+// the interface named ifname in the network namespace of the calling OS
+// thread (callers that switch namespaces must runtime.LockOSThread first).
+// It refuses (*BusyError) if the interface already carries an XDP program.
+func AttachPort(ifname string, opts PortOptions) (*Port, error) {
+	prepare()
+	if opts.Impair != nil {
+		if err := opts.Impair.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	queues := opts.Queues
+	if queues <= 0 {
+		queues = DefaultQueues
+	}
+	l, err := checkFree(ifname)
+	if err != nil {
+		return nil, err
+	}
+
+	spec, err := loadPort()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded port object: %w", err)
+	}
+	spec.Maps["xsks_map"].MaxEntries = uint32(queues)
+	p := &Port{ifname: ifname, ifindex: l.Attrs().Index, queues: queues}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		return nil, loadErr("dataplane port program", err)
+	}
+	p.impairControl = impairControl{cfg: p.objs.ImpairCfg, rng: p.objs.ImpairRng, count: p.objs.ImpairCount}
+	if opts.Impair != nil {
+		if err := p.SetImpair(*opts.Impair); err != nil {
+			p.objs.Close()
+			return nil, err
+		}
+	}
+
+	attach := func(flags link.XDPAttachFlags) (link.Link, error) {
+		return link.AttachXDP(link.XDPOptions{Program: p.objs.LfPort, Interface: p.ifindex, Flags: flags})
+	}
+	switch opts.Mode {
+	case XDPGeneric:
+		p.lnk, err = attach(link.XDPGenericMode)
+		p.mode = XDPGeneric
+		if err != nil {
+			err = fmt.Errorf("attach generic XDP to %s (%s): %w", ifname, netnsDesc(), permErr(err))
+		}
+	case XDPNative, XDPAuto:
+		p.lnk, err = attach(link.XDPDriverMode)
+		p.mode = XDPNative
+		if err != nil {
+			nerr, isMTU := nativeErr(l, err)
+			err = nerr
+			if opts.Mode == XDPAuto && !isMTU && !errors.Is(err, ErrPermission) {
+				p.fallback = nerr
+				p.mode = XDPGeneric
+				p.lnk, err = attach(link.XDPGenericMode)
+				if err != nil {
+					err = fmt.Errorf("attach XDP to %s: native failed (%v), generic failed too: %w", ifname, nerr, permErr(err))
+				}
+			}
+		}
+	default:
+		err = fmt.Errorf("attach XDP to %s: unknown mode %d", ifname, int(opts.Mode))
+	}
+	if err != nil {
+		p.objs.Close()
+		if isBusy(err) {
+			// Lost a race with another attacher: describe what is there now.
+			if l2, lerr := lookupLink(ifname); lerr == nil {
+				if id, mode := attachedProg(l2); id != 0 {
+					return nil, busyError(ifname, id, mode)
+				}
+			}
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// Ifname is the interface's name.
+func (p *Port) Ifname() string { return p.ifname }
+
+// Ifindex is the interface's index in its namespace.
+func (p *Port) Ifindex() int { return p.ifindex }
+
+// Mode is the mode the program is attached in: XDPNative or XDPGeneric.
+func (p *Port) Mode() XDPMode { return p.mode }
+
+// FallbackReason is why native mode was not used when XDPAuto fell back to
+// generic mode; nil otherwise.
+func (p *Port) FallbackReason() error { return p.fallback }
+
+// ProgramID is the kernel's ID of this port's program.
+func (p *Port) ProgramID() (ebpf.ProgramID, error) {
+	info, err := p.objs.LfPort.Info()
+	if err != nil {
+		return 0, err
+	}
+	id, _ := info.ID()
+	return id, nil
+}
+
+// Program is the loaded port program (for BPF_PROG_TEST_RUN or inspection);
+// it stays owned by the Port.
+func (p *Port) Program() *ebpf.Program { return p.objs.LfPort }
+
+// RegisterXSK makes frames received on RX queue queue go to the AF_XDP socket
+// fd (bound to this interface and queue).
+func (p *Port) RegisterXSK(queue int, fd int) error {
+	if queue < 0 || queue >= p.queues {
+		return fmt.Errorf("register AF_XDP socket on %s: queue %d out of range [0, %d) (raise PortOptions.Queues)", p.ifname, queue, p.queues)
+	}
+	if err := p.objs.XsksMap.Put(uint32(queue), uint32(fd)); err != nil {
+		return fmt.Errorf("register AF_XDP socket fd %d for %s queue %d (is it bound to this interface and queue?): %w", fd, p.ifname, queue, err)
+	}
+	return nil
+}
+
+// UnregisterXSK removes the socket of RX queue queue; its frames go to the
+// kernel stack again.
+func (p *Port) UnregisterXSK(queue int) error {
+	if queue < 0 || queue >= p.queues {
+		return fmt.Errorf("unregister AF_XDP socket on %s: queue %d out of range [0, %d)", p.ifname, queue, p.queues)
+	}
+	if err := p.objs.XsksMap.Delete(uint32(queue)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unregister AF_XDP socket for %s queue %d: %w", p.ifname, queue, err)
+	}
+	return nil
+}
+
+// Counters sums the port counters over all CPUs.
+func (p *Port) Counters() (PortCounters, error) {
+	return readPortCounters(p.objs.PortCount)
+}
+
+func readPortCounters(m *ebpf.Map) (PortCounters, error) {
+	var per []portPortCounters
+	if err := m.Lookup(uint32(0), &per); err != nil {
+		return PortCounters{}, fmt.Errorf("read port counters: %w", err)
+	}
+	var c PortCounters
+	for _, v := range per {
+		c.RxFrames += v.RxFrames
+		c.RxBytes += v.RxBytes
+		c.Redirected += v.Redirected
+		c.Passed += v.Passed
+		c.ImpairDropped += v.ImpairDropped
+		c.ImpairFlipped += v.ImpairFlipped
+	}
+	return c, nil
+}
+
+// Close detaches the program and releases the maps. Closing twice is harmless.
+func (p *Port) Close() error {
+	var err error
+	if p.lnk != nil {
+		if e := p.lnk.Close(); e != nil {
+			err = fmt.Errorf("detach XDP from %s: %w", p.ifname, e)
+		}
+		p.lnk = nil
+	}
+	if e := p.objs.Close(); e != nil && err == nil {
+		err = e
+	}
+	p.objs = portObjects{}
+	return err
+}
