@@ -28,7 +28,8 @@ const RunDir = "/run/netns"
 // sockets, netlink sockets, /proc/sys/net writes. Sockets and other fds
 // created inside stay bound to ns after Do returns, so fn may open a socket
 // (for example an AF_XDP socket or a listener) and hand it out. Goroutines
-// that fn starts do NOT run in ns. If the thread cannot be switched back,
+// that fn starts do NOT run in ns. Read per-namespace proc files through
+// /proc/thread-self/net, not /proc/net (which follows the main thread). If the thread cannot be switched back,
 // it is left locked so the Go runtime discards it instead of reusing it.
 func Do(ns string, fn func() error) error {
 	target, err := vnetns.GetFromName(ns)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // Forwarding modes of the switch namespaces.
@@ -381,7 +380,11 @@ func (b *builder) configureNS(h *netlink.Handle, short string) error {
 					return fmt.Errorf("netns %s: %s: address %q: %w", n, e.Dev, a, err)
 				}
 				if err := h.AddrAdd(link, addr); err != nil {
-					return fmt.Errorf("netns %s: ip addr add %s dev %s: %w", n, a, e.Dev, err)
+					hint := "check the address in the topology"
+					if addr.IP.To4() == nil {
+						hint = "testbed namespaces run with IPv6 disabled; use an IPv4 address"
+					}
+					return fmt.Errorf("netns %s: ip addr add %s dev %s: %w (%s)", n, a, e.Dev, err, hint)
 				}
 			}
 			if t.TxChecksumOffFor(e) {
@@ -650,39 +653,20 @@ func isOurs(n, prefix string) bool {
 	return err == nil && lo.Attrs().Alias == markerPrefix+prefix
 }
 
-// deleteNamespace deletes the links in namespace n (so veths and XDP
-// programs go away now even if a process still holds the namespace), then
-// unmounts and removes /run/netns/n.
+// deleteNamespace unmounts and removes /run/netns/n, as "ip netns del"
+// does. The kernel destroys the namespace, and with it its veths (their
+// peers too) and bridges, once nothing else holds it: a process still
+// running inside (ip netns pids n) or an open fd keeps it alive, invisible.
+// Deleting each link first would make that deterministic but costs an RCU
+// grace period per link (about a second per testbed).
 func deleteNamespace(n string) error {
 	if !nsExists(n) {
 		return nil
 	}
-	var errs []error
-	if h, closeH, err := handleFor(n); err == nil {
-		links, _ := h.LinkList()
-		for _, l := range links {
-			if l.Attrs().Name == "lo" {
-				continue
-			}
-			if err := h.LinkDel(l); err != nil {
-				var nf netlink.LinkNotFoundError
-				if !errors.As(err, &nf) && !isNoDev(err) {
-					errs = append(errs, fmt.Errorf("netns %s: ip link del %s: %w", n, l.Attrs().Name, err))
-				}
-			}
-		}
-		closeH()
-	}
 	if err := vnetns.DeleteNamed(n); err != nil {
-		errs = append(errs, fmt.Errorf("netns %s: ip netns del %s: %w (a process may be using it: ip netns pids %s)", n, n, err, n))
+		return fmt.Errorf("netns %s: ip netns del %s: %w", n, n, err)
 	}
-	return errors.Join(errs...)
-}
-
-// isNoDev reports a link that vanished meanwhile (deleting one veth end
-// deletes its peer too).
-func isNoDev(err error) bool {
-	return errors.Is(err, unix.ENODEV) || strings.Contains(err.Error(), "not found")
+	return nil
 }
 
 // Down removes every namespace that this package made with prefix (veths

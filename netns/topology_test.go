@@ -175,9 +175,9 @@ func TestTopologyRoundTrip(t *testing.T) {
 
 func TestSysctlPath(t *testing.T) {
 	for in, want := range map[string]string{
-		"net.ipv4.tcp_sack":               "/proc/sys/net/ipv4/tcp_sack",
-		"net/ipv4/tcp_sack":               "/proc/sys/net/ipv4/tcp_sack",
-		"/proc/sys/net/core/rmem_max":     "/proc/sys/net/core/rmem_max",
+		"net.ipv4.tcp_sack":              "/proc/sys/net/ipv4/tcp_sack",
+		"net/ipv4/tcp_sack":              "/proc/sys/net/ipv4/tcp_sack",
+		"/proc/sys/net/core/rmem_max":    "/proc/sys/net/core/rmem_max",
 		"net.ipv6.conf.all.disable_ipv6": "/proc/sys/net/ipv6/conf/all/disable_ipv6",
 	} {
 		if got := sysctlPath(in); got != want {
