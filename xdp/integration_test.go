@@ -568,6 +568,19 @@ func TestIntegrationSharedUmemForward(t *testing.T) {
 			}
 		}
 	}
+	// The data path of a real socket does not allocate: poll, receive,
+	// transmit, kick, complete, fill, wake.
+	if allocs := testing.AllocsPerRun(200, func() {
+		poller.Wait(0)
+		k := s1.Receive(descs)
+		s2.Transmit(descs[:k])
+		_ = s2.Kick()
+		k = s2.Complete(comp)
+		s1.Fill(comp[:k])
+		_ = s1.Wake()
+	}); allocs != 0 {
+		t.Errorf("data path allocates %.1f times per iteration", allocs)
+	}
 	if sameSlot < 2*total {
 		t.Fatalf("forwarded %d descriptors, want >= %d", sameSlot, 2*total)
 	}
