@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -111,7 +112,7 @@ func AttachImpairerMode(ifname string, cfg ImpairConfig, mode XDPMode) (*Impaire
 	}
 	var objs impairerObjects
 	if err := loadImpairerObjects(&objs, nil); err != nil {
-		return nil, loadErr("standalone impairer program", err)
+		return nil, loadErr("standalone impairer program for "+ifname, err)
 	}
 	im := &Impairer{
 		impairControl: impairControl{cfg: objs.ImpairCfg, rng: objs.ImpairRng, count: objs.ImpairCount},
@@ -259,15 +260,15 @@ func OpenImpairer(ifname string) (*Impairer, error) {
 		dst       **ebpf.Map
 		valueSize uint32
 	}{
-		"impair_cfg":   {&im.cfg, 40},
-		"impair_rng":   {&im.rng, 24},
-		"impair_count": {&im.count, 32},
+		"impair_cfg":   {&im.cfg, uint32(unsafe.Sizeof(impairerImpairConfig{}))},
+		"impair_rng":   {&im.rng, uint32(unsafe.Sizeof(impairerImpairState{}))},
+		"impair_count": {&im.count, uint32(unsafe.Sizeof(impairerImpairStats{}))},
 	}
 	if im.kind == KindPort {
 		want["port_count"] = struct {
 			dst       **ebpf.Map
 			valueSize uint32
-		}{&im.ports, 48}
+		}{&im.ports, uint32(unsafe.Sizeof(portPortCounters{}))}
 	}
 	for _, mid := range mapIDs {
 		m, err := ebpf.NewMapFromID(mid)

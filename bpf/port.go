@@ -83,7 +83,7 @@ func AttachPort(ifname string, opts PortOptions) (*Port, error) {
 	spec.Maps["xsks_map"].MaxEntries = uint32(queues)
 	p := &Port{ifname: ifname, ifindex: l.Attrs().Index, queues: queues}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
-		return nil, loadErr("dataplane port program", err)
+		return nil, loadErr("dataplane port program for "+ifname, err)
 	}
 	p.impairControl = impairControl{cfg: p.objs.ImpairCfg, rng: p.objs.ImpairRng, count: p.objs.ImpairCount}
 	if opts.Impair != nil {
