@@ -2,7 +2,9 @@ package fct
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +58,38 @@ func TestIntegrationBuiltin(t *testing.T) {
 	}
 	out, _ := exec.Command("ip", "netns", "exec", h1, "ss", "-tan").Output()
 	if n := strings.Count(string(out), "TIME-WAIT"); n > 0 {
-		t.Errorf("%d TIME-WAIT sockets left in client namespace", n)
+		t.Errorf("%d TIME-WAIT sockets left in client namespace by the builtin tool", n)
 	}
+
+	t.Run("iperf", func(t *testing.T) {
+		for _, bin := range []string{"iperf", "tcpdump"} {
+			if _, err := exec.LookPath(bin); err != nil {
+				t.Skipf("%s not installed", bin)
+			}
+		}
+		if out, _ := exec.Command("iperf", "-v").CombinedOutput(); !strings.Contains(string(out), "iperf version 2") {
+			t.Skipf("iperf is not iperf 2: %s", out)
+		}
+		pcap := filepath.Join(t.TempDir(), "sender.pcap")
+		if d := os.Getenv("FCT_KEEP_PCAP"); d != "" {
+			pcap = d
+		}
+		res, err := RunIperf(ctx, IperfConfig{
+			Arm: "noloss", ServerNS: h2, ClientNS: h1, ServerIP: "10.99.0.2", Port: 5399,
+			Sizes: []int64{143}, FlowsPerSize: 20, CongestionControl: "cubic", PcapPath: pcap,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Flows) != 20 || len(res.Conns) != 20 {
+			t.Fatalf("flows=%d conns=%d, want 20 each; first flow %+v", len(res.Flows), len(res.Conns), res.Flows[0])
+		}
+		for _, f := range res.Flows {
+			if f.Failed || f.FCT <= 0 {
+				t.Fatalf("flow %+v", f)
+			}
+		}
+		s := Summarize(res.Flows)[0]
+		t.Logf("iperf 143 B: %d flows p50=%v p90=%v max=%v (capture dropped %d)", s.Count, s.P50, s.P90, s.Max, res.CaptureDropped)
+	})
 }

@@ -37,10 +37,12 @@ type PcapFlow struct {
 	// DataSegments counts client segments with payload, retransmissions
 	// included; Retrans counts those among them whose sequence range
 	// overlaps data already sent (retransmissions, including TLP probes
-	// that resend the last segment); SynRetrans counts repeated SYNs.
+	// that resend the last segment); SynRetrans counts repeated SYNs and
+	// FinRetrans repeated data-less FINs (e.g. a TLP probe resending the FIN).
 	DataSegments int  `json:"data_segments"`
 	Retrans      int  `json:"retrans"`
 	SynRetrans   int  `json:"syn_retrans"`
+	FinRetrans   int  `json:"fin_retrans"`
 	Complete     bool `json:"complete"` // DataAck found and Bytes > 0
 	// FCT = DataAck - SYN (0 if not Complete).
 	FCT time.Duration `json:"fct_ns"`
@@ -188,9 +190,14 @@ func handleSegment(open map[tuple]*pcapConn, all *[]*pcapConn, ts time.Time, s, 
 				c.sent = end
 			}
 		}
-		if tcp.FIN && !c.fin {
-			c.fin = true
-			c.finRel = rel + plen
+		if tcp.FIN {
+			switch {
+			case !c.fin:
+				c.fin = true
+				c.finRel = rel + plen
+			case plen == 0 && rel == c.finRel:
+				c.f.FinRetrans++
+			}
 		}
 		return
 	}
