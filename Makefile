@@ -1,0 +1,51 @@
+# linkfabric — the two commands a newcomer runs are `make demo` and `make test`.
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
+GO ?= go
+BIN := bin/linkfabric
+PKGS := ./...
+FUZZTIME ?= 60s
+
+.PHONY: all build deps test unit vet generate demo bench stress fct goodput fuzz clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build:
+	$(GO) build -o $(BIN) ./cmd/linkfabric
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Unit and integration tests. Integration tests need root (namespaces, XDP); they
+# skip themselves when not root. Packages run one at a time: the integration tests
+# measure traffic and the machine has two cores.
+test: deps vet build
+	$(GO) test -p 1 -count=1 -timeout 40m $(PKGS)
+
+unit:
+	$(GO) test -count=1 -short $(PKGS)
+
+# Rebuild the eBPF objects and their Go bindings (needs clang; the results are committed).
+generate: deps
+	$(GO) generate ./bpf/...
+
+demo: deps build
+	./$(BIN) demo
+
+bench: deps build
+	./$(BIN) bench
+
+fuzz:
+	@for p in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list 'Fuzz.*' $$p 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$p $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/spf13/cobra"
+)
+
+// defaultMetricsAddr is where `run` serves its statistics. Loopback is per
+// network namespace, so each switch namespace has its own endpoint.
+const defaultMetricsAddr = "127.0.0.1:9477"
+
+// readyMessage is logged once the dataplane forwards; orchestrators wait for it.
+const readyMessage = "dataplane ready"
+
+func parseXDPMode(s string) (bpf.XDPMode, error) {
+	switch s {
+	case "auto", "":
+		return bpf.XDPAuto, nil
+	case "native", "drv":
+		return bpf.XDPNative, nil
+	case "generic", "skb":
+		return bpf.XDPGeneric, nil
+	}
+	return 0, fmt.Errorf("--xdp-mode %q: want auto, native or generic", s)
+}
+
+func runCmd() *cobra.Command {
+	var (
+		ns, xdpMode, metricsAddr string
+		cfg                      dataplane.Config
+		mode                     string
+		statsEvery               time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run --netns NS --host-port IF --link-port IF --mode forward",
+		Short: "Run the dataplane on a host port and a link port (foreground; Ctrl-C stops it)",
+		Long: `run attaches linkfabric's XDP program to both ports, binds AF_XDP sockets on one
+shared UMEM, and moves frames between them with the pipeline of --mode:
+
+  forward   every frame both ways, unchanged (the baseline bump in the wire)
+
+It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
+detaches the programs and exits. Statistics are served on --metrics (loopback of
+the namespace by default): /stats.json, and read by 'linkfabric stats'.
+
+On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
+checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
+does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`,
+		Example: `  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
+  linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode forward --busy-poll`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("run"); err != nil {
+				return err
+			}
+			if err := enterNetns(ns); err != nil {
+				return err
+			}
+			var err error
+			if cfg.XDPMode, err = parseXDPMode(xdpMode); err != nil {
+				return err
+			}
+			cfg.Mode = dataplane.Mode(mode)
+			cfg.Logger = log
+			return runDataplane(cmd.Context(), cfg, metricsAddr, statsEvery)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
+	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host")
+	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch")
+	f.StringVar(&mode, "mode", "forward", "pipeline: forward")
+	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
+	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
+	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by both ports (default 16384)")
+	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, 2048 or 4096 (default 4096)")
+	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 64)")
+	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint; empty to disable")
+	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
+	_ = cmd.MarkFlagRequired("host-port")
+	_ = cmd.MarkFlagRequired("link-port")
+	return cmd
+}
+
+func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string, statsEvery time.Duration) error {
+	d, err := dataplane.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	cfg = d.Config()
+	for _, p := range []*dataplane.Port{d.Host(), d.Link()} {
+		log.Info("port", "dev", p.Name, "xdp", p.Program().Mode().String(),
+			"queues", len(p.Sockets()), "afxdp", p.Sockets()[0].Mode().String())
+		if r := p.Program().FallbackReason(); r != nil {
+			log.Warn("native XDP unavailable, using generic", "dev", p.Name, "reason", r)
+		}
+	}
+	if metricsAddr != "" {
+		stop, err := serveStats(metricsAddr, d)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if statsEvery > 0 {
+		go func() {
+			t := time.NewTicker(statsEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					logStats(d.Stats())
+				}
+			}
+		}()
+	}
+	log.Info(readyMessage, "mode", cfg.Mode, "host", cfg.HostPort, "link", cfg.LinkPort, "busy_poll", cfg.BusyPoll)
+	err = d.Run(ctx)
+	logStats(d.Stats())
+	if err != nil {
+		return err
+	}
+	log.Info("stopped; XDP programs detached")
+	return nil
+}
+
+func logStats(s dataplane.Snapshot) {
+	log.Info("counters",
+		"host_rx", s.Host.RX.Frames, "link_tx", s.Link.TX.Frames, "link_tx_dropped", s.Link.TX.Dropped,
+		"link_rx", s.Link.RX.Frames, "host_tx", s.Host.TX.Frames, "host_tx_dropped", s.Host.TX.Dropped,
+		"umem_exhausted", s.FramesExhausted)
+}
+
+// serveStats serves /stats.json on addr until stop is called.
+func serveStats(addr string, d *dataplane.Dataplane) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("statistics endpoint %s: %w (is another linkfabric run in this namespace? pass --metrics with another port, or --metrics '')", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stats.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(statsDoc(d))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("statistics endpoint stopped", "err", err)
+		}
+	}()
+	return func() { srv.Close() }, nil
+}
+
+// statsDoc is what /stats.json serves: dataplane counters plus the XDP
+// programs' and AF_XDP sockets' own counters.
+func statsDoc(d *dataplane.Dataplane) map[string]any {
+	doc := map[string]any{"dataplane": d.Stats()}
+	for _, p := range []*dataplane.Port{d.Host(), d.Link()} {
+		pd := map[string]any{"xdp_mode": p.Program().Mode().String()}
+		if c, err := p.Program().Counters(); err == nil {
+			pd["xdp"] = c
+		}
+		if s, err := p.Program().ImpairStats(); err == nil {
+			pd["impair"] = s
+		}
+		var socks []any
+		for _, s := range p.Sockets() {
+			if st, err := s.Stats(); err == nil {
+				socks = append(socks, map[string]any{"queue": s.Queue(), "mode": s.Mode().String(), "xdp_statistics": st})
+			}
+		}
+		pd["sockets"] = socks
+		doc["port_"+p.Name] = pd
+	}
+	return doc
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/spf13/cobra"
+)
+
+func testbedCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "testbed",
+		Short: "Build, inspect and remove network-namespace testbeds",
+		Long: `A testbed is a set of network namespaces joined by veth pairs. The preset "pair" is
+
+  PREFIXh1:eth0 ⇄ PREFIXsw1:host0   PREFIXsw1:link0 ⇄ PREFIXsw2:link0   PREFIXsw2:host0 ⇄ PREFIXh2:eth0
+
+with 10.0.0.1/24 on h1 and 10.0.0.2/24 on h2 (one L2 segment through both switches).
+The link ports get an MTU larger than the host MTU by the link header's size.
+--forwarding kernel bridges host0 and link0 in each switch (the Linux baseline);
+--forwarding none leaves them for the dataplane (linkfabric run).`,
+	}
+	var (
+		opts     netns.Options
+		preset   string
+		topoFile string
+		asJSON   bool
+	)
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Create a testbed (removes what it made if anything fails)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("testbed up"); err != nil {
+				return err
+			}
+			topo, err := loadTopology(preset, topoFile)
+			if err != nil {
+				return err
+			}
+			tb, err := netns.Up(topo, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(tb)
+			}
+			st, err := tb.Status()
+			if err != nil {
+				return err
+			}
+			fmt.Print(st.String())
+			return nil
+		},
+	}
+	up.Flags().StringVar(&preset, "preset", "pair", fmt.Sprintf("topology preset: %v", netns.Presets()))
+	up.Flags().StringVar(&topoFile, "topology", "", "YAML topology file (instead of --preset)")
+	up.Flags().StringVar(&opts.Prefix, "prefix", netns.DefaultPrefix, "prefix of every namespace name")
+	up.Flags().StringVar(&opts.Forwarding, "forwarding", "kernel", "kernel (Linux bridge in each switch) or none (ports left for the dataplane)")
+	up.Flags().IntVar(&opts.MTU, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
+	up.Flags().BoolVar(&asJSON, "json", false, "print the testbed as JSON")
+
+	var downPrefix string
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Remove a testbed (safe to run twice)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("testbed down"); err != nil {
+				return err
+			}
+			return netns.Down(downPrefix)
+		},
+	}
+	down.Flags().StringVar(&downPrefix, "prefix", netns.DefaultPrefix, "prefix of the testbed to remove")
+
+	var stPrefix string
+	var stJSON bool
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show what exists of a testbed",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := netns.Status(stPrefix)
+			if err != nil {
+				return err
+			}
+			if stJSON {
+				return printJSON(st)
+			}
+			fmt.Print(st.String())
+			return nil
+		},
+	}
+	status.Flags().StringVar(&stPrefix, "prefix", netns.DefaultPrefix, "prefix of the testbed")
+	status.Flags().BoolVar(&stJSON, "json", false, "JSON output")
+
+	var fwPrefix string
+	fw := &cobra.Command{
+		Use:   "forwarding kernel|none",
+		Short: "Switch an existing testbed between Linux bridges and bare ports",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("testbed forwarding"); err != nil {
+				return err
+			}
+			return netns.SetForwarding(fwPrefix, args[0])
+		},
+	}
+	fw.Flags().StringVar(&fwPrefix, "prefix", netns.DefaultPrefix, "prefix of the testbed")
+
+	cmd.AddCommand(up, down, status, fw)
+	return cmd
+}
+
+func loadTopology(preset, file string) (*netns.Topology, error) {
+	if file != "" {
+		return netns.LoadTopology(file)
+	}
+	return netns.Preset(preset)
+}

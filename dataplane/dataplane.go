@@ -1,0 +1,164 @@
+// Package dataplane owns a pair of ports (a host port and a link port), moves
+// frames between them through AF_XDP with one shared UMEM, and runs the
+// pipeline of the link's mode on them: forward (a plain L2 bump in the wire),
+// and later LinkGuardian lg/lgnb. It does not talk netlink or build testbeds.
+//
+// The hot path (the worker loop) makes no per-frame allocation, takes no lock
+// and uses no Go timer: it receives a batch, runs it through the pipeline,
+// places it on the other port's TX ring, kicks, reclaims completions and
+// refills the fill rings, all from one goroutine locked to its OS thread.
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/xdp"
+)
+
+// Mode is the pipeline a link runs.
+type Mode string
+
+const (
+	// ModeForward forwards every frame unchanged both ways (the baseline).
+	ModeForward Mode = "forward"
+)
+
+// Config configures a Dataplane. Zero fields take the defaults.
+type Config struct {
+	HostPort string // interface facing the host (frames leave here as the host sent them)
+	LinkPort string // interface facing the (lossy) link to the other switch
+	Mode     Mode
+
+	// BusyPoll spins on the rings instead of sleeping in poll(2): lower
+	// latency, but it keeps one core busy.
+	BusyPoll bool
+	// XDPMode is how the XDP programs attach (auto: native, else generic).
+	XDPMode bpf.XDPMode
+	// FrameSize is the UMEM frame size (2048 or 4096). Default 4096, which
+	// carries frames up to 3840 bytes.
+	FrameSize uint32
+	// FrameCount is the number of UMEM frames shared by both ports. Default 16384.
+	FrameCount uint32
+	// RingSize is the size of each AF_XDP ring. Default 2048.
+	RingSize uint32
+	// Batch is the most frames moved per ring operation. Default 64.
+	Batch int
+	// PollTimeout bounds how long the worker sleeps in poll(2) when idle.
+	// Default 50ms (it only delays noticing cancellation).
+	PollTimeout time.Duration
+
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() error {
+	if c.HostPort == "" || c.LinkPort == "" {
+		return errors.New("dataplane: both a host port and a link port are needed (--host-port IF --link-port IF)")
+	}
+	if c.HostPort == c.LinkPort {
+		return fmt.Errorf("dataplane: host port and link port are both %s; they must be two interfaces", c.HostPort)
+	}
+	if c.Mode == "" {
+		c.Mode = ModeForward
+	}
+	if c.Mode != ModeForward {
+		return fmt.Errorf("dataplane: mode %q is not known (modes: forward)", c.Mode)
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = 4096
+	}
+	if c.FrameCount == 0 {
+		c.FrameCount = 16384
+	}
+	if c.RingSize == 0 {
+		c.RingSize = 2048
+	}
+	if c.Batch == 0 {
+		c.Batch = 64
+	}
+	if c.PollTimeout == 0 {
+		c.PollTimeout = 50 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Dataplane is a running pair of ports. Create it with New, run it with Run,
+// release it with Close.
+type Dataplane struct {
+	cfg   Config
+	umem  *xdp.Umem
+	host  *Port
+	link  *Port
+	stats Stats
+}
+
+// New attaches the XDP programs and binds the AF_XDP sockets of both ports in
+// the calling thread's network namespace. On error nothing is left behind.
+func New(cfg Config) (_ *Dataplane, err error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	d := &Dataplane{cfg: cfg}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	// Everything below must happen in this thread's network namespace.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
+	if err != nil {
+		return nil, err
+	}
+	if d.host, err = openPort(d.umem, cfg.HostPort, &cfg); err != nil {
+		return nil, err
+	}
+	if d.link, err = openPort(d.umem, cfg.LinkPort, &cfg); err != nil {
+		return nil, err
+	}
+	d.stats.Host.Name, d.stats.Link.Name = cfg.HostPort, cfg.LinkPort
+	return d, nil
+}
+
+// Host is the host port.
+func (d *Dataplane) Host() *Port { return d.host }
+
+// Link is the link port.
+func (d *Dataplane) Link() *Port { return d.link }
+
+// Config is the configuration in force (defaults filled in).
+func (d *Dataplane) Config() Config { return d.cfg }
+
+// Run forwards frames until ctx is cancelled. It returns nil on cancellation.
+func (d *Dataplane) Run(ctx context.Context) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w := newWorker(d)
+	return w.run(ctx)
+}
+
+// Close detaches the XDP programs and releases the sockets and the UMEM.
+// It is safe to call more than once.
+func (d *Dataplane) Close() error {
+	var errs []error
+	for _, p := range []*Port{d.host, d.link} {
+		if p != nil {
+			errs = append(errs, p.close())
+		}
+	}
+	if d.umem != nil {
+		errs = append(errs, d.umem.Close())
+		d.umem = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,75 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/xdp"
+)
+
+// Port is one interface owned by the dataplane: the XDP program that counts,
+// impairs and redirects its received frames, and one AF_XDP socket per receive
+// queue, all on the dataplane's shared UMEM.
+type Port struct {
+	Name  string
+	prog  *bpf.Port
+	socks []*xdp.Socket
+}
+
+// openPort attaches the dataplane's XDP program to ifname and binds one AF_XDP
+// socket per receive queue. It runs in the calling thread's network namespace.
+// On failure nothing is left attached.
+func openPort(umem *xdp.Umem, ifname string, cfg *Config) (_ *Port, err error) {
+	p := &Port{Name: ifname}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	queues, err := xdp.QueueCount(ifname)
+	if err != nil {
+		return nil, err
+	}
+	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(queues, 1)})
+	if err != nil {
+		return nil, err
+	}
+	scfg := xdp.SocketConfig{
+		RxSize: cfg.RingSize, TxSize: cfg.RingSize, FillSize: cfg.RingSize, CompletionSize: cfg.RingSize,
+	}
+	if cfg.BusyPoll {
+		scfg.BusyPollUsec = 20
+		scfg.BusyPollBudget = cfg.Batch
+	}
+	for q := 0; q < queues; q++ {
+		s, err := umem.Open(ifname, q, scfg)
+		if err != nil {
+			return nil, err
+		}
+		p.socks = append(p.socks, s)
+		if err := p.prog.RegisterXSK(q, s.FD()); err != nil {
+			return nil, fmt.Errorf("%s queue %d: register AF_XDP socket in XSKMAP: %w", ifname, q, err)
+		}
+	}
+	return p, nil
+}
+
+// Program is the port's XDP program (counters and impairment).
+func (p *Port) Program() *bpf.Port { return p.prog }
+
+// Sockets are the port's AF_XDP sockets, one per receive queue.
+func (p *Port) Sockets() []*xdp.Socket { return p.socks }
+
+func (p *Port) close() error {
+	var errs []error
+	for _, s := range p.socks {
+		errs = append(errs, s.Close())
+	}
+	p.socks = nil
+	if p.prog != nil {
+		errs = append(errs, p.prog.Close())
+		p.prog = nil
+	}
+	return errors.Join(errs...)
+}

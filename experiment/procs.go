@@ -1,0 +1,195 @@
+// Package experiment runs linkfabric's experiments on a testbed: it starts the
+// dataplane processes, runs traffic tools (iperf3, sockperf, the frame
+// generator) in the hosts' namespaces, and collects and reports the results.
+// Command-line parsing stays in cmd/linkfabric; the logic lives here.
+package experiment
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// ReadyMessage is what `linkfabric run` logs once it forwards.
+const ReadyMessage = "dataplane ready"
+
+// Env is what an experiment runs with.
+type Env struct {
+	Self   string // the linkfabric executable (started as the dataplane)
+	Prefix string // testbed prefix
+	Log    *slog.Logger
+	// Progress receives human progress lines (stderr by default).
+	Progress io.Writer
+}
+
+func (e *Env) defaults() error {
+	if e.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		e.Self = self
+	}
+	if e.Prefix == "" {
+		e.Prefix = "lfx"
+	}
+	if e.Log == nil {
+		e.Log = slog.Default()
+	}
+	if e.Progress == nil {
+		e.Progress = os.Stderr
+	}
+	return nil
+}
+
+func (e *Env) progress(format string, args ...any) {
+	fmt.Fprintf(e.Progress, format+"\n", args...)
+}
+
+// NS is the full name of testbed namespace short ("h1").
+func (e *Env) NS(short string) string { return e.Prefix + short }
+
+// Dataplanes are the `linkfabric run` processes of both switches.
+type Dataplanes struct {
+	procs []*proc
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	tail []string // last lines of its log, for error messages
+}
+
+func (p *proc) addLine(l string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tail = append(p.tail, l)
+	if len(p.tail) > 20 {
+		p.tail = p.tail[1:]
+	}
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, "\n")
+}
+
+// StartDataplanes starts `linkfabric run` on host0/link0 of sw1 and sw2 with
+// the given extra arguments and waits until both forward.
+func (e *Env) StartDataplanes(ctx context.Context, mode string, extra ...string) (*Dataplanes, error) {
+	d := &Dataplanes{}
+	for _, sw := range []string{"sw1", "sw2"} {
+		args := append([]string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", "link0", "--mode", mode}, extra...)
+		p, err := e.startProc(sw, args)
+		if err != nil {
+			d.Stop()
+			return nil, err
+		}
+		d.procs = append(d.procs, p)
+	}
+	return d, nil
+}
+
+func (e *Env) startProc(name string, args []string) (*proc, error) {
+	cmd := exec.Command(e.Self, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", e.Self, strings.Join(args, " "), err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			l := sc.Text()
+			p.addLine(l)
+			e.Log.Debug("dataplane", "sw", name, "line", l)
+			if strings.Contains(l, ReadyMessage) {
+				once.Do(func() { close(ready) })
+			}
+		}
+		cmd.Wait()
+		close(p.done)
+	}()
+	select {
+	case <-ready:
+		return p, nil
+	case <-p.done:
+		return nil, fmt.Errorf("dataplane on %s exited before it was ready:\n%s", name, p.log())
+	case <-time.After(15 * time.Second):
+		p.stop()
+		return nil, fmt.Errorf("dataplane on %s not ready after 15s:\n%s", name, p.log())
+	}
+}
+
+func (p *proc) stop() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("dataplane on %s did not stop on SIGINT; killed", p.name)
+	}
+	return nil
+}
+
+// Stop stops both dataplanes (SIGINT, then SIGKILL after 5 s).
+func (d *Dataplanes) Stop() error {
+	var errs []error
+	for _, p := range d.procs {
+		errs = append(errs, p.stop())
+	}
+	d.procs = nil
+	return errors.Join(errs...)
+}
+
+// Alive reports an error if a dataplane exited.
+func (d *Dataplanes) Alive() error {
+	for _, p := range d.procs {
+		select {
+		case <-p.done:
+			return fmt.Errorf("dataplane on %s exited:\n%s", p.name, p.log())
+		default:
+		}
+	}
+	return nil
+}
+
+// Up brings up the pair testbed with forwarding fw, removing a stale testbed
+// of the same prefix first.
+func (e *Env) Up(fw string, mtu int) (*netns.Testbed, error) {
+	if err := netns.Down(e.Prefix); err != nil {
+		return nil, err
+	}
+	topo, err := netns.Preset("pair")
+	if err != nil {
+		return nil, err
+	}
+	return netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: fw, MTU: mtu})
+}

@@ -1,0 +1,181 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/traffic"
+	"github.com/vishvananda/netlink"
+)
+
+// H2Addr is the address of h2 on the pair testbed.
+const H2Addr = "10.0.0.2"
+
+// server runs a server in a namespace until stop is called.
+func (e *Env) server(ctx context.Context, ns string, name string, args ...string) (stop func(), err error) {
+	cmd := netns.Command(ctx, ns, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s in %s: %w (scripts/deps.sh installs it)", name, ns, err)
+	}
+	time.Sleep(300 * time.Millisecond) // let it listen
+	return func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}, nil
+}
+
+// IperfResult is one iperf3 TCP run from h1 to h2.
+type IperfResult struct {
+	Gbps        float64 `json:"gbps"`
+	Retransmits int     `json:"retransmits"`
+}
+
+// Iperf3 runs one TCP stream h1→h2 for d.
+func (e *Env) Iperf3(ctx context.Context, d time.Duration, extra ...string) (IperfResult, error) {
+	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5201")
+	if err != nil {
+		return IperfResult{}, err
+	}
+	defer stop()
+	args := append([]string{"-c", H2Addr, "-p", "5201", "-t", strconv.Itoa(int(d.Seconds())), "-J", "--connect-timeout", "3000"}, extra...)
+	out, err := netns.Command(ctx, e.NS("h1"), "iperf3", args...).Output()
+	var doc struct {
+		End struct {
+			SumSent     struct{ Retransmits int } `json:"sum_sent"`
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+		Error string `json:"error"`
+	}
+	if jerr := json.Unmarshal(out, &doc); jerr != nil {
+		return IperfResult{}, fmt.Errorf("iperf3 in %s: %v %v: %s", e.NS("h1"), err, jerr, bytes.TrimSpace(out))
+	}
+	if doc.Error != "" {
+		return IperfResult{}, fmt.Errorf("iperf3 in %s: %s", e.NS("h1"), doc.Error)
+	}
+	return IperfResult{Gbps: doc.End.SumReceived.BitsPerSecond / 1e9, Retransmits: doc.End.SumSent.Retransmits}, nil
+}
+
+// Latency is a sockperf ping-pong result: one-way latency (RTT/2) in µs.
+type Latency struct {
+	P50 float64 `json:"p50_us"`
+	P99 float64 `json:"p99_us"`
+}
+
+var percentileRE = regexp.MustCompile(`percentile (\d+\.\d+) =\s+([0-9.]+)`)
+
+// Sockperf runs UDP ping-pong h1→h2 with 64-byte messages for d.
+func (e *Env) Sockperf(ctx context.Context, d time.Duration) (Latency, error) {
+	stop, err := e.server(ctx, e.NS("h2"), "sockperf", "server", "-i", H2Addr, "-p", "11111")
+	if err != nil {
+		return Latency{}, err
+	}
+	defer stop()
+	out, err := netns.Command(ctx, e.NS("h1"), "sockperf", "ping-pong", "-i", H2Addr, "-p", "11111",
+		"-t", strconv.Itoa(int(d.Seconds())), "-m", "64").CombinedOutput()
+	if err != nil {
+		return Latency{}, fmt.Errorf("sockperf in %s: %v: %s", e.NS("h1"), err, lastLines(out, 5))
+	}
+	var l Latency
+	for _, m := range percentileRE.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(m[2]), 64)
+		switch string(m[1]) {
+		case "50.000":
+			l.P50 = v
+		case "99.000":
+			l.P99 = v
+		}
+	}
+	if l.P50 == 0 {
+		return Latency{}, fmt.Errorf("sockperf in %s printed no percentiles: %s", e.NS("h1"), lastLines(out, 5))
+	}
+	return l, nil
+}
+
+func lastLines(b []byte, n int) string {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// link returns a link of a namespace, looked up inside it.
+func link(ns, dev string) (netlink.Link, error) {
+	var l netlink.Link
+	err := netns.Do(ns, func() error {
+		var err error
+		l, err = netlink.LinkByName(dev)
+		if err != nil {
+			return fmt.Errorf("%s in namespace %s: %w", dev, ns, err)
+		}
+		return nil
+	})
+	return l, err
+}
+
+// FrameRate sends frames of size bytes from h1 as fast as they go for d and
+// returns how many per second reached h2 (its eth0 receive counter), and how
+// many per second the generator sent.
+func (e *Env) FrameRate(ctx context.Context, size int, d time.Duration) (delivered, offered float64, err error) {
+	src, err := link(e.NS("h1"), "eth0")
+	if err != nil {
+		return 0, 0, err
+	}
+	dst, err := link(e.NS("h2"), "eth0")
+	if err != nil {
+		return 0, 0, err
+	}
+	var g *traffic.Generator
+	err = netns.Do(e.NS("h1"), func() error {
+		var err error
+		g, err = traffic.NewGenerator("eth0", traffic.Template{Dst: dst.Attrs().HardwareAddr, Src: src.Attrs().HardwareAddr, Size: size})
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer g.Close()
+	// Warm up (fills rings, lets the bridge learn MACs), then measure.
+	g.Run(ctx, 0, 0, 200*time.Millisecond, 0)
+	time.Sleep(100 * time.Millisecond)
+	rx0, err := rxPackets(e.NS("h2"), "eth0")
+	if err != nil {
+		return 0, 0, err
+	}
+	sent0 := g.Sent()
+	start := time.Now()
+	g.Run(ctx, 0, 0, d, 0)
+	elapsed := time.Since(start).Seconds()
+	time.Sleep(50 * time.Millisecond) // frames still in flight
+	rx1, err := rxPackets(e.NS("h2"), "eth0")
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(rx1-rx0) / elapsed, float64(g.Sent()-sent0) / elapsed, nil
+}
+
+func rxPackets(ns, dev string) (uint64, error) {
+	l, err := link(ns, dev)
+	if err != nil {
+		return 0, err
+	}
+	return l.Attrs().Statistics.RxPackets, nil
+}
+
+func jsonIndent(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
