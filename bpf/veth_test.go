@@ -529,3 +529,44 @@ func TestNotPermitted(t *testing.T) {
 		t.Errorf("unprivileged errors do not explain the missing privileges")
 	}
 }
+
+// TestImpairerOutlivesProcess attaches the standalone impairer from a child
+// process that then exits, and finds it still attached and working.
+func TestImpairerOutlivesProcess(t *testing.T) {
+	if ns := os.Getenv("LFB_ATTACH_CHILD"); ns != "" {
+		runtime.LockOSThread()
+		h, err := netns.GetFromName(ns)
+		if err == nil {
+			err = netns.Set(h)
+		}
+		if err == nil {
+			_, err = AttachImpairer("lfbb", ImpairConfig{Loss: 1, Seed: 1})
+		}
+		fmt.Printf("CHILD %v\n", err)
+		os.Exit(0) // exit without closing anything
+	}
+	n := newVethNet(t, 0)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestImpairerOutlivesProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LFB_ATTACH_CHILD="+n.name)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "CHILD <nil>") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	h, err := OpenImpairer("lfbb")
+	if err != nil {
+		t.Fatalf("after the attaching process exited: %v", err)
+	}
+	defer h.Close()
+	n.send(50)
+	st := waitStats(t, h.ImpairStats, func(s ImpairStats) bool { return s.Seen >= 50 })
+	if got := n.received(); got != 0 || st.Dropped != 50 {
+		t.Errorf("loss 1 set by the exited process: %+v, %d received", st, got)
+	}
+	if err := DetachImpairer("lfbb"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -11,12 +11,12 @@ import (
 
 // Report is what a Sink saw of one stream.
 type Report struct {
-	Received   uint64 `json:"received"`    // test frames of the stream, duplicates included
-	Unique     uint64 `json:"unique"`      // distinct sequence numbers
-	Duplicates uint64 `json:"duplicates"`  // frames whose number was seen before
+	Received   uint64 `json:"received"`     // test frames of the stream, duplicates included
+	Unique     uint64 `json:"unique"`       // distinct sequence numbers
+	Duplicates uint64 `json:"duplicates"`   // frames whose number was seen before
 	OutOfOrder uint64 `json:"out_of_order"` // frames numbered below the highest seen before them
-	Missing    uint64 `json:"missing"`     // numbers in [0, expected) never seen
-	Other      uint64 `json:"other"`       // frames that were not test frames of the stream
+	Missing    uint64 `json:"missing"`      // numbers in [0, expected) never seen
+	Other      uint64 `json:"other"`        // frames that were not test frames of the stream
 }
 
 // Sink receives test frames on every queue of an interface through AF_XDP
