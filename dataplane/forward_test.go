@@ -1,0 +1,188 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/vishvananda/netlink"
+)
+
+// startSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
+func startSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
+	t.Helper()
+	cfg.HostPort, cfg.LinkPort = "host0", "link0"
+	var d *Dataplane
+	if err := netns.Do(ns, func() error {
+		var err error
+		d, err = New(cfg)
+		return err
+	}); err != nil {
+		t.Fatalf("dataplane in %s: %v", ns, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var runErr error
+	go func() {
+		defer wg.Done()
+		runErr = d.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if runErr != nil {
+			t.Errorf("dataplane in %s: Run: %v", ns, runErr)
+		}
+		if err := d.Close(); err != nil {
+			t.Errorf("dataplane in %s: Close: %v", ns, err)
+		}
+	})
+	return d
+}
+
+func TestForwardPingAndTCP(t *testing.T) {
+	tb := netns.TestUp(t, "lfd", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	sw1 := startSwitch(t, tb.NS("sw1"), Config{})
+	sw2 := startSwitch(t, tb.NS("sw2"), Config{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through the dataplane: %v", err)
+	}
+	out, err := netns.Command(ctx, tb.NS("h1"), "ping", "-c", "20", "-i", "0.01", "-q", "10.0.0.2").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), " 0% packet loss") {
+		t.Fatalf("20 pings h1→h2: %v\n%s", err, out)
+	}
+
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
+	}
+	srv := netns.Command(ctx, tb.NS("h2"), "iperf3", "-s", "-1", "-p", "5299")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	out, err = netns.Command(ctx, tb.NS("h1"), "iperf3", "-c", "10.0.0.2", "-p", "5299", "-n", "50M", "--connect-timeout", "3000").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iperf3 50 MB h1→h2 through the dataplane: %v\n%s", err, out)
+	}
+	t.Logf("iperf3:\n%s", lastLines(string(out), 4))
+
+	// Every frame sw1 took from its host port left on its link port, and the
+	// counters of both switches agree with each other.
+	s1, s2 := sw1.Stats(), sw2.Stats()
+	if s1.Host.RX.Frames < 30000 {
+		t.Errorf("sw1 host port received %d frames; 50 MB needs > 30000", s1.Host.RX.Frames)
+	}
+	if s1.Link.TX.Frames+s1.Link.TX.Dropped != s1.Host.RX.Frames {
+		t.Errorf("sw1: host rx %d != link tx %d + dropped %d", s1.Host.RX.Frames, s1.Link.TX.Frames, s1.Link.TX.Dropped)
+	}
+	if s2.Link.RX.Frames > s1.Link.TX.Frames || s2.Link.RX.Frames < s1.Link.TX.Frames*99/100 {
+		t.Errorf("sw2 link rx %d frames vs sw1 link tx %d", s2.Link.RX.Frames, s1.Link.TX.Frames)
+	}
+	c, err := sw2.Link().Program().Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Redirected < s2.Link.RX.Frames {
+		t.Errorf("sw2 link XDP redirected %d < frames the dataplane received %d", c.Redirected, s2.Link.RX.Frames)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	tb := netns.TestUp(t, "lfd", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	sw1 := tb.NS("sw1")
+	try := func(cfg Config) error {
+		return netns.Do(sw1, func() error {
+			d, err := New(cfg)
+			if err == nil {
+				d.Close()
+			}
+			return err
+		})
+	}
+	// A missing interface is named in the error.
+	err := try(Config{HostPort: "host0", LinkPort: "nosuch0"})
+	if err == nil || !strings.Contains(err.Error(), "nosuch0") {
+		t.Errorf("missing interface: got %v, want an error naming nosuch0", err)
+	}
+	// After that failure nothing is left attached to host0.
+	assertNoXDP(t, sw1, "host0")
+
+	// An interface already carrying an XDP program is refused, with the fix.
+	var im *bpf.Impairer
+	if err := netns.Do(sw1, func() error {
+		var err error
+		im, err = bpf.AttachImpairer("link0", bpf.ImpairConfig{Loss: 0.5})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	im.Close()
+	err = try(Config{HostPort: "host0", LinkPort: "link0"})
+	var busy *bpf.BusyError
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "link0") {
+		t.Errorf("link0 with an XDP program: got %v, want a BusyError naming link0", err)
+	}
+	assertNoXDP(t, sw1, "host0")
+	netns.Do(sw1, func() error { return bpf.DetachImpairer("link0") })
+
+	// MTU too large for native XDP on veth (the kernel checks the peer's MTU).
+	for _, ns := range []string{sw1, tb.NS("sw2")} {
+		if err := netns.Do(ns, func() error {
+			l, err := netlink.LinkByName("link0")
+			if err != nil {
+				return err
+			}
+			return netlink.LinkSetMTU(l, 4000)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = try(Config{HostPort: "host0", LinkPort: "link0"})
+	var mtu *bpf.MTUError
+	if !errors.As(err, &mtu) {
+		t.Errorf("link0 MTU 4000: got %v, want an MTUError", err)
+	}
+	assertNoXDP(t, sw1, "host0")
+
+	// Same port twice and an unknown mode are refused before touching anything.
+	if err := try(Config{HostPort: "host0", LinkPort: "host0"}); err == nil {
+		t.Error("host port == link port accepted")
+	}
+	if err := try(Config{HostPort: "host0", LinkPort: "link0", Mode: "teleport"}); err == nil || !strings.Contains(err.Error(), "teleport") {
+		t.Errorf("unknown mode: %v", err)
+	}
+}
+
+func assertNoXDP(t *testing.T, ns, dev string) {
+	t.Helper()
+	netns.Do(ns, func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			t.Errorf("%s in %s: %v", dev, ns, err)
+			return nil
+		}
+		if x := l.Attrs().Xdp; x != nil && x.Attached {
+			t.Errorf("%s in %s still carries XDP program %d after a failed New", dev, ns, x.ProgId)
+		}
+		return nil
+	})
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
