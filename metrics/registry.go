@@ -239,14 +239,26 @@ type HistogramSummary struct {
 	P9999 float64 `json:"p9999"`
 }
 
+// ApplyScale returns v·scale (scale 0 means 1). A scale that is the
+// reciprocal of an integer, such as 1e-9, divides by that integer instead,
+// so that 1000 ns prints as 1e-06 s and not 1.0000000000000002e-06.
+func ApplyScale(v, scale float64) float64 {
+	if scale == 0 || scale == 1 {
+		return v
+	}
+	if scale < 1 {
+		if inv := math.Round(1 / scale); math.Abs(inv*scale-1) < 1e-12 {
+			return v / inv
+		}
+	}
+	return v * scale
+}
+
 // Summarize returns the summary of a snapshot with values multiplied by scale.
 func Summarize(s *Snapshot, scale float64) HistogramSummary {
-	if scale == 0 {
-		scale = 1
-	}
-	f := func(v uint64) float64 { return float64(v) * scale }
+	f := func(v uint64) float64 { return ApplyScale(float64(v), scale) }
 	return HistogramSummary{
-		Count: s.Count, Sum: f(s.Sum), Min: f(s.Min), Max: f(s.Max), Mean: s.Mean() * scale,
+		Count: s.Count, Sum: f(s.Sum), Min: f(s.Min), Max: f(s.Max), Mean: ApplyScale(s.Mean(), scale),
 		P50: f(s.Quantile(0.5)), P90: f(s.Quantile(0.9)), P99: f(s.Quantile(0.99)),
 		P999: f(s.Quantile(0.999)), P9999: f(s.Quantile(0.9999)),
 	}
