@@ -90,6 +90,7 @@ func TestParsePcap(t *testing.T) {
 	up(1000*us, 40000, 1101, 5001, false, true, false, 100) // retransmission
 	down(1100*us, 40000, 5001, 1201, false)
 	up(1200*us, 40000, 1201, 5001, false, true, true, 0) // FIN
+	up(1250*us, 40000, 1201, 5001, false, true, true, 0) // FIN again (TLP)
 	down(1300*us, 40000, 5001, 1202, false)
 	// Flow C reuses A's 4-tuple with a new ISN: 10 B, FCT 30 µs.
 	up(2000*us, 40000, 90000, 0, true, false, false, 0)
@@ -125,6 +126,9 @@ func TestParsePcap(t *testing.T) {
 		f := flows[i]
 		if f.Client.Port() != w.port || f.Server.String() != "10.0.0.2:5001" || f.Client.Addr().String() != C {
 			t.Errorf("flow %d: endpoints %v -> %v", i, f.Client, f.Server)
+		}
+		if wantFin := map[int]int{0: 1}[i]; f.FinRetrans != wantFin {
+			t.Errorf("flow %d: FinRetrans %d, want %d", i, f.FinRetrans, wantFin)
 		}
 		if f.FCT != w.fct || f.Bytes != w.bytes || f.DataSegments != w.segs || f.Retrans != w.retrans ||
 			f.SynRetrans != w.synRetrans || f.Complete != w.complete {
