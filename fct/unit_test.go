@@ -288,3 +288,14 @@ func TestGoodputTable(t *testing.T) {
 	}
 	t.Logf("\n%s", b.String())
 }
+
+func TestProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	p := ProgressBar(&b, "flows")
+	for i := 1; i <= 50; i++ {
+		p(i, 50)
+	}
+	if !strings.Contains(b.String(), "50/50") {
+		t.Errorf("progress output %q", b.String())
+	}
+}
