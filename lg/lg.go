@@ -1,0 +1,187 @@
+// Package lg is the LinkGuardian protocol core (SIGCOMM'23 §3, Appendix A)
+// for a software dataplane: link-local retransmission with in-order (LG) or
+// non-blocking (LGNB) delivery.
+//
+// The core is pure logic. It does no I/O, starts no goroutines, uses no Go
+// timers and does not allocate in steady state. Frames are referred to by
+// Handle (a byte address in the caller's frame memory, e.g. a UMEM address)
+// and a length; time is a monotonic nanosecond clock passed in on every call.
+//
+// # One Port per link end
+//
+// A Port is one end of a link. It holds an optional Sender (this end protects
+// the frames it sends onto the link) and an optional Receiver (this end
+// protects the frames it receives). Protecting both directions of a link means
+// both ends have both; ACKs for the incoming direction then ride on the
+// outgoing data frames. A Port with a Receiver and no Sender piggybacks ACKs on
+// outgoing host frames with an "unsequenced" data header.
+//
+// # Worker loop
+//
+// Per iteration, with now read once from a monotonic clock:
+//
+//  1. For every frame received from the link: p.Receive(now, f). PFC frames
+//     (EtherType 0x8808) are handled by the caller, which calls p.Pause /
+//     p.Resume.
+//  2. While the host-to-link queue is not empty and p.CanSend(now): if
+//     !p.Send(now, f) stop (the frame stays queued; retry next iteration).
+//  3. p.Poll(now, queueEmpty): timers (ackNoTimeout, re-notification,
+//     explicit ACK, dummy, pause refresh).
+//  4. Transmit, in this order: a PFC frame for each EvPause/EvResume in
+//     p.Out.Events, then p.Out.Urgent (loss notifications), p.Out.Retx
+//     (retransmitted copies), p.Out.Normal (protected host frames), p.Out.Low
+//     (explicit ACKs, dummies).
+//  5. Hand p.Out.Deliver to the host side (in order, link header removed).
+//  6. Release p.Out.Free (see ownership below). Record p.Out.Events
+//     (EvRecovered delays, EvLoss counts) as needed.
+//  7. p.Out.Reset().
+//
+// # Frame ownership
+//
+// Every frame handed to the core (Receive, Send) or allocated by it
+// (Memory.Alloc, for control frames) comes back exactly once, either in
+// Out.Deliver (ownership passes to the host path) or in Out.Free (the core is
+// done with it). The transmit lists are not ownership transfers: they only ask
+// for the bytes to be sent. A frame in the TX buffer is transmitted once in
+// Normal and again in Retx for every retransmitted copy (the same Handle,
+// possibly several times in one batch) and is released in Out.Free once the
+// peer's cumulative ACK passes it. Control frames and pass-through frames are
+// in Out.Free in the same iteration they are transmitted. The caller must
+// therefore not reuse a freed frame's memory while transmit descriptors that
+// refer to it are still outstanding (count submissions and completions per
+// frame). The Handle of a frame changes when the core inserts (H-MaxOverhead)
+// or strips (H+MaxOverhead) the link header; the caller must map any address
+// inside a frame buffer back to its buffer when freeing.
+package lg
+
+import (
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// Handle is the byte address of the first byte of a frame in the caller's
+// frame memory. The core reads and writes the bytes [H-seqhdr.MaxOverhead,
+// H+Len) of a frame it was given, so frames handed to Send need
+// seqhdr.MaxOverhead bytes of headroom (XDP gives 256).
+type Handle uint64
+
+// Frame is a frame in the caller's memory.
+type Frame struct {
+	H   Handle
+	Len int
+}
+
+// Memory gives the core access to frame bytes.
+type Memory interface {
+	// Bytes returns the n bytes starting at address h. It must not allocate.
+	Bytes(h Handle, n int) []byte
+	// Alloc returns a free frame buffer of at least seqhdr.MinFrameLen bytes
+	// for a control frame, or false when none is available (the core counts it
+	// and retries later).
+	Alloc() (Handle, bool)
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EvPause: the receiver's reorder buffer reached pauseThreshold; send a
+	// PFC pause of Nanos nanoseconds to the peer (re-sent every Nanos/2 while
+	// the condition holds).
+	EvPause EventKind = iota + 1
+	// EvResume: the reorder buffer fell to resumeThreshold; send a PFC resume
+	// (pause with zero quanta) to the peer.
+	EvResume
+	// EvLoss: a gap of Count frames starting at Seq was detected (loss monitor input).
+	EvLoss
+	// EvRecovered: lost frame Seq arrived Nanos after its loss was detected
+	// (the retransmission delay of Appendix B.1).
+	EvRecovered
+	// EvSkipped: ackNoTimeout (or reorder-window overflow) gave up on Seq.
+	EvSkipped
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EvPause:
+		return "pause"
+	case EvResume:
+		return "resume"
+	case EvLoss:
+		return "loss"
+	case EvRecovered:
+		return "recovered"
+	case EvSkipped:
+		return "skipped"
+	}
+	return "invalid"
+}
+
+// Event is an output of the core that is not a frame.
+type Event struct {
+	Kind  EventKind
+	Seq   seqhdr.Seq
+	Count int
+	Nanos int64
+}
+
+// Output collects what one worker iteration must do. The slices keep their
+// capacity across Reset, so steady state does not allocate.
+type Output struct {
+	Urgent  []Frame // loss notifications: transmit first
+	Retx    []Frame // retransmitted copies: before any normal frame
+	Normal  []Frame // host frames, protected or passed through
+	Low     []Frame // explicit ACKs and dummies: transmit last
+	Deliver []Frame // frames for the host, in order, link header removed
+	Free    []Frame // frames the core has released
+	Events  []Event
+}
+
+// Reset empties all lists, keeping their capacity.
+func (o *Output) Reset() {
+	o.Urgent = o.Urgent[:0]
+	o.Retx = o.Retx[:0]
+	o.Normal = o.Normal[:0]
+	o.Low = o.Low[:0]
+	o.Deliver = o.Deliver[:0]
+	o.Free = o.Free[:0]
+	o.Events = o.Events[:0]
+}
+
+func newOutput(n int) Output {
+	return Output{
+		Urgent:  make([]Frame, 0, n),
+		Retx:    make([]Frame, 0, n),
+		Normal:  make([]Frame, 0, n),
+		Low:     make([]Frame, 0, n),
+		Deliver: make([]Frame, 0, n),
+		Free:    make([]Frame, 0, 2*n),
+		Events:  make([]Event, 0, n),
+	}
+}
+
+// env is what a Sender and a Receiver of one Port share.
+type env struct {
+	mem   Memory
+	out   *Output
+	local [6]byte
+	peer  [6]byte
+	stats *PortStats
+}
+
+// control allocates and writes a control frame; it returns false if no
+// buffer was available.
+func (e *env) control(h *seqhdr.Header) (Frame, bool) {
+	a, ok := e.mem.Alloc()
+	if !ok {
+		e.stats.AllocFail++
+		return Frame{}, false
+	}
+	n, err := seqhdr.PutControl(e.mem.Bytes(a, seqhdr.MinFrameLen), &e.peer, &e.local, h)
+	if err != nil {
+		panic("lg: invalid control header: " + err.Error())
+	}
+	f := Frame{H: a, Len: n}
+	e.out.Free = append(e.out.Free, f)
+	return f, true
+}

@@ -1,0 +1,175 @@
+package lg
+
+import (
+	"errors"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// Config configures one end of a link.
+type Config struct {
+	// LocalMAC and PeerMAC are the source and destination MACs of the control
+	// frames (ACK, loss notification, dummy) this end generates.
+	LocalMAC, PeerMAC [6]byte
+	// Sender protects the frames this end sends; nil sends them unprotected.
+	Sender *SenderConfig
+	// Receiver protects the frames this end receives; nil delivers them as they come.
+	Receiver *ReceiverConfig
+	// Batch is the initial capacity of the Output lists (default 256). Lists
+	// grow if an iteration needs more, and keep the capacity afterwards.
+	Batch int
+}
+
+// Port is one end of a link: an optional Sender for the outgoing direction
+// and an optional Receiver for the incoming direction. See the package
+// documentation for the worker loop and ownership rules.
+type Port struct {
+	S     *Sender   // nil if the outgoing direction is not protected
+	R     *Receiver // nil if the incoming direction is not protected
+	Out   Output
+	Stats PortStats
+	e     env
+}
+
+// NewPort returns a Port using mem for frame bytes and control frame buffers.
+func NewPort(cfg Config, mem Memory) (*Port, error) {
+	if mem == nil {
+		return nil, errors.New("lg: NewPort needs a Memory")
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 256
+	}
+	p := &Port{Out: newOutput(cfg.Batch)}
+	p.e = env{mem: mem, out: &p.Out, local: cfg.LocalMAC, peer: cfg.PeerMAC, stats: &p.Stats}
+	if cfg.Receiver != nil {
+		if err := cfg.Receiver.check(); err != nil {
+			return nil, err
+		}
+		p.R = newReceiver(*cfg.Receiver, &p.e)
+	}
+	if cfg.Sender != nil {
+		if err := cfg.Sender.check(); err != nil {
+			return nil, err
+		}
+		p.S = newSender(*cfg.Sender, &p.e)
+		p.S.ackSrc = p.R
+	}
+	return p, nil
+}
+
+// Receive processes a frame received from the link. The core takes ownership.
+func (p *Port) Receive(now int64, f Frame) {
+	b := p.e.mem.Bytes(f.H, f.Len)
+	if !seqhdr.IsLink(b) {
+		p.Stats.RxPassthrough++
+		p.Out.Deliver = append(p.Out.Deliver, f)
+		return
+	}
+	h, err := seqhdr.ParseFrame(b)
+	if err != nil {
+		p.Stats.RxBad++
+		p.Out.Free = append(p.Out.Free, f)
+		return
+	}
+	if h.HasAck && p.S != nil {
+		p.S.onAck(h.Ack)
+	}
+	switch h.Type {
+	case seqhdr.TypeData:
+		if p.R == nil || h.Unseq {
+			if h.Unseq {
+				p.Stats.RxUnseq++
+			} else {
+				p.Stats.RxUnprotected++
+			}
+			_, off, n, err := seqhdr.Strip(b, 0, f.Len)
+			if err != nil {
+				p.Stats.RxBad++
+				p.Out.Free = append(p.Out.Free, f)
+				return
+			}
+			p.Out.Deliver = append(p.Out.Deliver, Frame{H: f.H + Handle(off), Len: n})
+			return
+		}
+		p.R.onData(now, f, &h)
+		return
+	case seqhdr.TypeAck:
+		if p.S != nil {
+			p.S.Stats.AcksRx++
+		}
+	case seqhdr.TypeLoss:
+		if p.S != nil {
+			p.S.onLoss(now, h.Seq, int(h.Count))
+		}
+	case seqhdr.TypeDummy:
+		if p.R != nil {
+			p.R.onDummy(now, h.Seq)
+		}
+	}
+	p.Out.Free = append(p.Out.Free, f)
+}
+
+// CanSend reports whether Send would accept a frame at now.
+func (p *Port) CanSend(now int64) bool { return p.S == nil || p.S.CanSend(now) }
+
+// Send offers a host frame for the link. It returns false if the frame was
+// not accepted (PFC pause in force, or TX buffer full): the caller keeps it
+// and offers it again later. On true the core owns the frame; it appears in
+// Out.Normal for transmission and later in Out.Free. Frames need
+// seqhdr.MaxOverhead bytes of headroom.
+func (p *Port) Send(now int64, f Frame) bool {
+	if p.S != nil {
+		return p.S.send(now, f)
+	}
+	if p.R != nil && p.R.pendingAck {
+		h := seqhdr.Header{Type: seqhdr.TypeData, Unseq: true, HasAck: true, Ack: p.R.takeAck()}
+		b := p.e.mem.Bytes(f.H-seqhdr.MaxOverhead, f.Len+seqhdr.MaxOverhead)
+		if _, n, err := seqhdr.Insert(b, seqhdr.MaxOverhead, f.Len, &h); err == nil {
+			f = Frame{H: f.H - seqhdr.MaxOverhead, Len: n}
+		} else {
+			p.R.pendingAck = true
+		}
+	}
+	p.Stats.TxPassthrough++
+	p.Out.Normal = append(p.Out.Normal, f)
+	p.Out.Free = append(p.Out.Free, f)
+	return true
+}
+
+// Poll runs timers: ackNoTimeout, re-notification and explicit ACKs of the
+// receiver; dummies of the sender (only if queueEmpty: no host frame is
+// waiting for this link). Call it once per loop iteration after Send.
+func (p *Port) Poll(now int64, queueEmpty bool) {
+	if p.R != nil {
+		p.R.poll(now)
+	}
+	if p.S != nil {
+		p.S.poll(now, queueEmpty)
+	}
+}
+
+// Pause applies a PFC pause of d nanoseconds received from the peer.
+func (p *Port) Pause(now, d int64) {
+	if p.S != nil {
+		p.S.Pause(now, d)
+	}
+}
+
+// Resume applies a PFC resume received from the peer.
+func (p *Port) Resume(now int64) {
+	if p.S != nil {
+		p.S.Resume(now)
+	}
+}
+
+// Quiet reports whether the port holds no frames and owes no ACK: the TX buffer
+// and the reorder buffer are empty, nothing is missing and no ACK is pending.
+func (p *Port) Quiet() bool {
+	if p.S != nil && p.S.Outstanding() > 0 {
+		return false
+	}
+	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck) {
+		return false
+	}
+	return true
+}

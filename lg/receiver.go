@@ -1,0 +1,442 @@
+package lg
+
+import (
+	"errors"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// Mode selects in-order (LG) or non-blocking (LGNB) delivery.
+type Mode uint8
+
+// Modes.
+const (
+	// ModeLG holds out-of-order frames in the reorder buffer and delivers in
+	// sequence order (Algorithm 1), with backpressure (Algorithm 2).
+	ModeLG Mode = iota
+	// ModeLGNB delivers frames as they arrive and only removes duplicates.
+	ModeLGNB
+)
+
+func (m Mode) String() string {
+	if m == ModeLGNB {
+		return "lgnb"
+	}
+	return "lg"
+}
+
+// ReceiverConfig configures the receiving side of a protected direction.
+type ReceiverConfig struct {
+	Mode Mode
+	// Window is the reorder (LG) or de-duplication (LGNB) window in frames, a
+	// power of two in [2, 16384]; at least the peer sender's TxBuffer. A frame
+	// further than Window ahead of ackNo forces ackNo forward (counted).
+	Window int
+	// AckNoTimeout: a hole at ackNo is skipped once it has been missing this
+	// long (§3.5 "Preventing transmission stalls"; Params.Timers).
+	AckNoTimeout int64
+	// RenotifyInterval: a loss notification is sent again for frames still
+	// missing this long after the last notification. A software link has no
+	// lossless high-priority path, so a lost notification (or a lost set of
+	// copies) is recovered this way. Set it above the maximum retransmission
+	// delay and below AckNoTimeout; 0 disables re-notification.
+	RenotifyInterval int64
+	// NotifyCopies is the number of copies of each loss notification (first
+	// and repeated), default 1. Extra copies protect recovery against loss of
+	// the notification on a lossy reverse direction; the sender ignores the
+	// duplicates (SenderConfig.RetxHoldoff).
+	NotifyCopies int
+	// AckDelay: an explicit ACK is sent only if an ACK has been pending this
+	// long without a reverse data frame carrying it.
+	AckDelay int64
+	// PauseThreshold and ResumeThreshold (bytes of the reorder buffer) drive
+	// Algorithm 2; PauseThreshold = ResumeThreshold + 2 MTU (Params). A zero
+	// PauseThreshold disables backpressure.
+	PauseThreshold, ResumeThreshold int
+	// PauseDuration is the time a pause event asks for (the PFC quanta time).
+	// While the reorder buffer stays above ResumeThreshold the pause is
+	// re-issued every PauseDuration/2.
+	PauseDuration int64
+}
+
+// DefaultReceiverConfig returns software defaults (see Params for tuning).
+func DefaultReceiverConfig() ReceiverConfig {
+	return ReceiverConfig{
+		Mode:             ModeLG,
+		Window:           4096,
+		AckNoTimeout:     400_000,
+		RenotifyInterval: 100_000,
+		NotifyCopies:     1,
+		AckDelay:         5_000,
+		ResumeThreshold:  64 << 10,
+		PauseThreshold:   64<<10 + 2*1522,
+		PauseDuration:    200_000,
+	}
+}
+
+func (c *ReceiverConfig) check() error {
+	if c.Window < 2 || c.Window > 1<<14 || c.Window&(c.Window-1) != 0 {
+		return errors.New("lg: ReceiverConfig.Window must be a power of two in [2, 16384]")
+	}
+	if c.NotifyCopies < 0 || c.NotifyCopies > 16 {
+		return errors.New("lg: ReceiverConfig.NotifyCopies must be in [0, 16] (0 means 1)")
+	}
+	if c.Mode > ModeLGNB {
+		return errors.New("lg: ReceiverConfig.Mode must be ModeLG or ModeLGNB")
+	}
+	if c.AckNoTimeout <= 0 {
+		return errors.New("lg: ReceiverConfig.AckNoTimeout must be positive (use Params.Timers)")
+	}
+	if c.RenotifyInterval < 0 || c.AckDelay < 0 || c.PauseDuration < 0 {
+		return errors.New("lg: ReceiverConfig intervals must not be negative")
+	}
+	if c.PauseThreshold > 0 && (c.ResumeThreshold < 0 || c.ResumeThreshold >= c.PauseThreshold || c.PauseDuration == 0) {
+		return errors.New("lg: ReceiverConfig needs 0 ≤ ResumeThreshold < PauseThreshold and PauseDuration > 0 for backpressure")
+	}
+	return nil
+}
+
+const (
+	slotEmpty   = 0 // beyond latestRxSeqNo
+	slotPresent = 1 // LG: frame buffered; LGNB: frame delivered
+	slotMissing = 2 // detected lost, not yet recovered
+)
+
+type rxSlot struct {
+	f          Frame
+	state      uint8
+	detectedAt int64
+	notifiedAt int64
+}
+
+// Receiver is the receiving side of a protected direction (the paper's
+// receiver switch).
+type Receiver struct {
+	cfg          ReceiverConfig
+	e            *env
+	slots        []rxSlot
+	mask         uint32
+	ackNo        seqhdr.Seq // next expected
+	latest       seqhdr.Seq // latestRxSeqNo
+	missing      int
+	buffered     int
+	bytes        int
+	nextCheck    int64
+	pendingAck   bool
+	pendingSince int64
+	paused       bool
+	lastPause    int64
+	Stats        ReceiverStats
+}
+
+func newReceiver(cfg ReceiverConfig, e *env) *Receiver {
+	return &Receiver{
+		cfg:    cfg,
+		e:      e,
+		slots:  make([]rxSlot, cfg.Window),
+		mask:   uint32(cfg.Window - 1),
+		latest: seqhdr.Seq(0).Add(-1),
+	}
+}
+
+// AckNo returns the next expected sequence number.
+func (r *Receiver) AckNo() seqhdr.Seq { return r.ackNo }
+
+// Latest returns latestRxSeqNo.
+func (r *Receiver) Latest() seqhdr.Seq { return r.latest }
+
+// Missing returns the number of frames currently known lost and not recovered.
+func (r *Receiver) Missing() int { return r.missing }
+
+// Buffered returns the frames and bytes held in the reorder buffer.
+func (r *Receiver) Buffered() (frames, bytes int) { return r.buffered, r.bytes }
+
+// PendingAck reports whether an ACK is waiting to be sent.
+func (r *Receiver) PendingAck() bool { return r.pendingAck }
+
+func (r *Receiver) slot(q seqhdr.Seq) *rxSlot { return &r.slots[uint32(q)&r.mask] }
+
+// takeAck returns the cumulative ACK (latest in-order sequence number) and
+// marks it sent.
+func (r *Receiver) takeAck() seqhdr.Seq {
+	if r.pendingAck {
+		r.pendingAck = false
+		r.Stats.PiggyAcksSent++
+	}
+	return r.ackNo.Add(-1)
+}
+
+func (r *Receiver) setPending(now int64) {
+	if !r.pendingAck {
+		r.pendingAck = true
+		r.pendingSince = now
+	}
+}
+
+// deliver strips the link header of a data frame and outputs it to the host.
+func (r *Receiver) deliver(f Frame) {
+	b := r.e.mem.Bytes(f.H, f.Len)
+	_, off, n, err := seqhdr.Strip(b, 0, f.Len)
+	if err != nil {
+		panic("lg: buffered frame lost its header: " + err.Error())
+	}
+	r.e.out.Deliver = append(r.e.out.Deliver, Frame{H: f.H + Handle(off), Len: n})
+	r.Stats.Delivered++
+}
+
+func (r *Receiver) free(f Frame) { r.e.out.Free = append(r.e.out.Free, f) }
+
+// advanceHead moves ackNo over one slot that is present (delivering it in LG)
+// or missing (giving up on it).
+func (r *Receiver) advanceHead(now int64) {
+	sl := r.slot(r.ackNo)
+	switch sl.state {
+	case slotPresent:
+		if r.cfg.Mode == ModeLG {
+			r.deliver(sl.f)
+			r.buffered--
+			r.bytes -= sl.f.Len
+		}
+	case slotMissing:
+		r.missing--
+		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvSkipped, Seq: r.ackNo, Nanos: now - sl.detectedAt})
+	}
+	*sl = rxSlot{}
+	r.ackNo = r.ackNo.Next()
+	r.setPending(now)
+}
+
+// drain advances ackNo over consecutive present slots (Algorithm 1 applied to
+// the buffered frames).
+func (r *Receiver) drain(now int64) {
+	for r.slot(r.ackNo).state == slotPresent && seqhdr.LessEq(r.ackNo, r.latest) {
+		r.advanceHead(now)
+	}
+}
+
+// forceTo moves ackNo to target, delivering what is buffered and skipping what
+// is missing: the window cannot hold a frame further ahead.
+func (r *Receiver) forceTo(now int64, target seqhdr.Seq) {
+	for seqhdr.Less(r.ackNo, target) {
+		if seqhdr.Less(r.latest, r.ackNo) {
+			r.Stats.ForcedSkips += uint64(seqhdr.Diff(target, r.ackNo))
+			r.ackNo = target
+			r.latest = target.Add(-1)
+			r.setPending(now)
+			break
+		}
+		if r.slot(r.ackNo).state == slotMissing {
+			r.Stats.ForcedSkips++
+		}
+		r.advanceHead(now)
+	}
+	r.drain(now)
+	r.backpressure(now)
+}
+
+// gap records the frames from latestRxSeqNo+1 up to q as lost (q itself
+// only if qLost: a dummy names the sender's latest frame; a data frame q was
+// received), makes q latestRxSeqNo and notifies the sender.
+func (r *Receiver) gap(now int64, q seqhdr.Seq, qLost bool) {
+	first := r.latest.Next()
+	count := seqhdr.Diff(q, first)
+	if qLost {
+		count++
+	}
+	r.latest = q
+	if count <= 0 {
+		return
+	}
+	for i := 0; i < count; i++ {
+		*r.slot(first.Add(i)) = rxSlot{state: slotMissing, detectedAt: now, notifiedAt: now}
+	}
+	r.missing += count
+	r.Stats.HolesDetected++
+	r.Stats.LostDetected += uint64(count)
+	r.e.out.Events = append(r.e.out.Events, Event{Kind: EvLoss, Seq: first, Count: count})
+	r.notify(first, count)
+	r.Stats.LossNotifsSent++
+	d := r.cfg.AckNoTimeout
+	if ri := r.cfg.RenotifyInterval; ri > 0 && ri < d {
+		d = ri
+	}
+	if r.missing == count || now+d < r.nextCheck {
+		r.nextCheck = now + d
+	}
+}
+
+func (r *Receiver) notify(first seqhdr.Seq, count int) {
+	h := seqhdr.Header{Type: seqhdr.TypeLoss, Seq: first, Count: uint16(count), Latest: r.latest, HasAck: true, Ack: r.takeAck()}
+	for i := 0; i < max(1, r.cfg.NotifyCopies); i++ {
+		if f, ok := r.e.control(&h); ok {
+			r.e.out.Urgent = append(r.e.out.Urgent, f)
+		}
+	}
+}
+
+// onData handles a sequenced data frame (Algorithm 1, or LGNB de-duplication).
+func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
+	if h.Retx {
+		r.Stats.RetxRx++
+	} else {
+		r.Stats.DataRx++
+	}
+	q := h.Seq
+	d := seqhdr.Diff(q, r.ackNo)
+	if d < 0 {
+		r.Stats.DupDropped++
+		r.free(f)
+		return
+	}
+	if d >= len(r.slots) {
+		r.forceTo(now, q.Add(1-len(r.slots)))
+	}
+	if seqhdr.Less(r.latest, q) {
+		r.gap(now, q, false)
+	} else {
+		switch sl := r.slot(q); sl.state {
+		case slotPresent:
+			r.Stats.DupDropped++
+			r.free(f)
+			return
+		case slotMissing:
+			r.missing--
+			r.Stats.Recovered++
+			if !h.Retx {
+				r.Stats.RecoveredLate++
+			}
+			r.e.out.Events = append(r.e.out.Events, Event{Kind: EvRecovered, Seq: q, Nanos: now - sl.detectedAt})
+		}
+	}
+	sl := r.slot(q)
+	if r.cfg.Mode == ModeLGNB {
+		r.deliver(f)
+		sl.state = slotPresent
+		if q == r.ackNo {
+			r.advanceHead(now)
+			r.drain(now)
+		}
+		return
+	}
+	if q == r.ackNo {
+		r.deliver(f)
+		*sl = rxSlot{}
+		r.ackNo = r.ackNo.Next()
+		r.setPending(now)
+		r.drain(now)
+	} else {
+		*sl = rxSlot{f: f, state: slotPresent}
+		r.buffered++
+		r.bytes += f.Len
+		r.Stats.ReorderPeakFrames = max(r.Stats.ReorderPeakFrames, uint64(r.buffered))
+		r.Stats.ReorderPeakBytes = max(r.Stats.ReorderPeakBytes, uint64(r.bytes))
+	}
+	r.backpressure(now)
+}
+
+// onDummy handles a dummy carrying the sender's latest sequence number.
+func (r *Receiver) onDummy(now int64, q seqhdr.Seq) {
+	r.Stats.DummiesRx++
+	if seqhdr.Less(r.latest, q) {
+		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) {
+			r.forceTo(now, q.Add(1-len(r.slots)))
+		}
+		r.gap(now, q, true)
+		return
+	}
+	if seqhdr.Less(q, r.ackNo) {
+		// Everything the sender has sent was received, yet it still has
+		// unacknowledged frames: our last ACK was lost. ACK again now.
+		r.setPending(now)
+		r.pendingSince = now - r.cfg.AckDelay
+	}
+}
+
+// backpressure is Algorithm 2 on the reorder buffer bytes.
+func (r *Receiver) backpressure(now int64) {
+	r.Stats.ReorderFrames = uint64(r.buffered)
+	r.Stats.ReorderBytes = uint64(r.bytes)
+	if r.cfg.PauseThreshold <= 0 {
+		return
+	}
+	if !r.paused && r.bytes >= r.cfg.PauseThreshold {
+		r.paused = true
+		r.lastPause = now
+		r.Stats.PausesSent++
+		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvPause, Nanos: r.cfg.PauseDuration})
+	} else if r.paused && r.bytes <= r.cfg.ResumeThreshold {
+		r.paused = false
+		r.Stats.ResumesSent++
+		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvResume})
+	}
+}
+
+// poll runs the receiver's timers.
+func (r *Receiver) poll(now int64) {
+	if r.missing > 0 && now >= r.nextCheck {
+		r.scan(now)
+	}
+	if r.pendingAck && now-r.pendingSince >= r.cfg.AckDelay {
+		h := seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: r.ackNo.Add(-1)}
+		if f, ok := r.e.control(&h); ok {
+			r.e.out.Low = append(r.e.out.Low, f)
+			r.pendingAck = false
+			r.Stats.ExplicitAcksSent++
+		}
+	}
+	if r.paused && now-r.lastPause >= r.cfg.PauseDuration/2 {
+		r.lastPause = now
+		r.Stats.PausesSent++
+		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvPause, Nanos: r.cfg.PauseDuration})
+	}
+}
+
+// scan handles ackNoTimeout at the head and re-notification of frames still
+// missing; it runs only when the earliest such deadline has passed.
+func (r *Receiver) scan(now int64) {
+	to := r.cfg.AckNoTimeout
+	for r.missing > 0 {
+		sl := r.slot(r.ackNo)
+		if sl.state != slotMissing || now-sl.detectedAt < to {
+			break
+		}
+		r.Stats.AckNoTimeouts++
+		r.advanceHead(now)
+		r.drain(now)
+	}
+	r.backpressure(now)
+	next := int64(1<<63 - 1)
+	ri := r.cfg.RenotifyInterval
+	runStart, runLen := seqhdr.Seq(0), 0
+	flush := func() {
+		if runLen > 0 {
+			r.notify(runStart, runLen)
+			r.Stats.Renotifies++
+			runLen = 0
+		}
+	}
+	seen := 0
+	for q := r.ackNo; seen < r.missing && seqhdr.LessEq(q, r.latest); q = q.Next() {
+		sl := r.slot(q)
+		if sl.state != slotMissing {
+			flush()
+			continue
+		}
+		seen++
+		next = min(next, sl.detectedAt+to)
+		if ri > 0 && ri < to {
+			if now-sl.notifiedAt >= ri {
+				if runLen == 0 {
+					runStart = q
+				}
+				runLen++
+				sl.notifiedAt = now
+			} else {
+				flush()
+			}
+			next = min(next, sl.notifiedAt+ri)
+		}
+	}
+	flush()
+	r.nextCheck = next
+}

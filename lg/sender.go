@@ -1,0 +1,226 @@
+package lg
+
+import (
+	"errors"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// SenderConfig configures the sending side of a protected direction.
+type SenderConfig struct {
+	// TxBuffer is the TX buffer size in frames (power of two, 2..2^14). It
+	// bounds the unacknowledged frames; the peer receiver's Window must be at
+	// least as large.
+	TxBuffer int
+	// Copies is N, the number of retransmitted copies per lost frame (≥ 1;
+	// Equation 2, computed by the integrator).
+	Copies int
+	// DummyInterval is the minimum time between dummy emissions while frames
+	// are unacknowledged and the normal queue is empty.
+	DummyInterval int64
+	// DummyCopies is K, the number of dummies sent per emission (≥ 1).
+	DummyCopies int
+	// RetxHoldoff: a loss notification for a frame retransmitted less than
+	// RetxHoldoff ago is a duplicate and ignored. Set it below the receiver's
+	// RenotifyInterval.
+	RetxHoldoff int64
+	// MaxRetxRounds caps how many notifications one frame is retransmitted for
+	// (each round sends Copies copies).
+	MaxRetxRounds int
+}
+
+// DefaultSenderConfig returns software defaults (see Params for tuning).
+func DefaultSenderConfig() SenderConfig {
+	return SenderConfig{
+		TxBuffer:      4096,
+		Copies:        1,
+		DummyInterval: 10_000,
+		DummyCopies:   1,
+		RetxHoldoff:   50_000,
+		MaxRetxRounds: 8,
+	}
+}
+
+func (c *SenderConfig) check() error {
+	if c.TxBuffer < 2 || c.TxBuffer > 1<<14 || c.TxBuffer&(c.TxBuffer-1) != 0 {
+		return errors.New("lg: SenderConfig.TxBuffer must be a power of two in [2, 16384]")
+	}
+	if c.Copies < 1 || c.DummyCopies < 1 || c.MaxRetxRounds < 1 || c.MaxRetxRounds > 255 {
+		return errors.New("lg: SenderConfig.Copies, DummyCopies must be ≥ 1 and MaxRetxRounds in [1, 255]")
+	}
+	if c.DummyInterval < 0 || c.RetxHoldoff < 0 {
+		return errors.New("lg: SenderConfig intervals must not be negative")
+	}
+	return nil
+}
+
+type txSlot struct {
+	f      Frame
+	retxAt int64
+	rounds uint8
+}
+
+// Sender is the sending side of a protected direction (the paper's sender
+// switch): it numbers frames, keeps them in the TX buffer until the peer's
+// cumulative ACK passes them, retransmits on loss notifications and sends
+// dummies to expose tail losses.
+type Sender struct {
+	cfg         SenderConfig
+	e           *env
+	ackSrc      *Receiver // receiver of the opposite direction on the same port
+	ring        []txSlot
+	mask        uint32
+	base, next  seqhdr.Seq // oldest unacknowledged, next to assign
+	bytes       int
+	pausedUntil int64 // pause in force while now < pausedUntil
+	lastDummy   int64
+	dummySent   bool
+	Stats       SenderStats
+}
+
+func newSender(cfg SenderConfig, e *env) *Sender {
+	return &Sender{cfg: cfg, e: e, ring: make([]txSlot, cfg.TxBuffer), mask: uint32(cfg.TxBuffer - 1)}
+}
+
+// Outstanding returns the number of unacknowledged frames in the TX buffer.
+func (s *Sender) Outstanding() int { return seqhdr.Diff(s.next, s.base) }
+
+// Next returns the sequence number the next normal frame will get.
+func (s *Sender) Next() seqhdr.Seq { return s.next }
+
+// Paused reports whether a PFC pause is in force at now.
+func (s *Sender) Paused(now int64) bool { return now < s.pausedUntil }
+
+// CanSend reports whether a normal frame would be accepted at now.
+func (s *Sender) CanSend(now int64) bool {
+	return !s.Paused(now) && s.Outstanding() < len(s.ring)
+}
+
+// Pause stops normal frames for d nanoseconds from now (a PFC pause with
+// d = quanta × 512 bit times). A new pause replaces the old one; d ≤ 0 resumes.
+func (s *Sender) Pause(now, d int64) {
+	if d <= 0 {
+		s.Resume(now)
+		return
+	}
+	s.Stats.PausesRx++
+	s.pausedUntil = now + d
+}
+
+// Resume ends a pause (a PFC frame with zero quanta).
+func (s *Sender) Resume(now int64) {
+	s.Stats.ResumesRx++
+	s.pausedUntil = 0
+}
+
+func (s *Sender) slot(q seqhdr.Seq) *txSlot { return &s.ring[uint32(q)&s.mask] }
+
+// send stamps and buffers a normal frame; false if paused or the TX buffer is full.
+func (s *Sender) send(now int64, f Frame) bool {
+	if s.Paused(now) {
+		s.Stats.PausedRefusals++
+		return false
+	}
+	if s.Outstanding() >= len(s.ring) {
+		s.Stats.TxFull++
+		return false
+	}
+	h := seqhdr.Header{Type: seqhdr.TypeData, Seq: s.next}
+	if s.ackSrc != nil {
+		h.HasAck, h.Ack = true, s.ackSrc.takeAck()
+	}
+	b := s.e.mem.Bytes(f.H-seqhdr.MaxOverhead, f.Len+seqhdr.MaxOverhead)
+	_, n, err := seqhdr.Insert(b, seqhdr.MaxOverhead, f.Len, &h)
+	if err != nil {
+		// Not a frame we can protect (runt or already 0x88B5): drop it.
+		s.e.stats.TxBad++
+		s.e.out.Free = append(s.e.out.Free, f)
+		return true
+	}
+	f = Frame{H: f.H - seqhdr.MaxOverhead, Len: n}
+	*s.slot(s.next) = txSlot{f: f}
+	s.next = s.next.Next()
+	s.bytes += f.Len
+	s.Stats.DataSent++
+	s.Stats.TxBufFrames = uint64(s.Outstanding())
+	s.Stats.TxBufBytes = uint64(s.bytes)
+	s.Stats.TxBufPeakFrames = max(s.Stats.TxBufPeakFrames, s.Stats.TxBufFrames)
+	s.Stats.TxBufPeakBytes = max(s.Stats.TxBufPeakBytes, s.Stats.TxBufBytes)
+	s.e.out.Normal = append(s.e.out.Normal, f)
+	return true
+}
+
+// onAck releases every buffered frame up to and including ack.
+func (s *Sender) onAck(ack seqhdr.Seq) {
+	if seqhdr.Diff(ack, s.base) < 0 || seqhdr.Diff(ack, s.next) >= 0 {
+		if seqhdr.Diff(ack, s.next) >= 0 {
+			s.Stats.AckInvalid++
+		}
+		return
+	}
+	for q := s.base; seqhdr.LessEq(q, ack); q = q.Next() {
+		sl := s.slot(q)
+		s.bytes -= sl.f.Len
+		s.e.out.Free = append(s.e.out.Free, sl.f)
+		*sl = txSlot{}
+		s.Stats.Acked++
+	}
+	s.base = ack.Next()
+	s.Stats.TxBufFrames = uint64(s.Outstanding())
+	s.Stats.TxBufBytes = uint64(s.bytes)
+}
+
+// onLoss retransmits count frames from first, Copies copies each.
+func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
+	s.Stats.LossNotifsRx++
+	for i := 0; i < count; i++ {
+		q := first.Add(i)
+		if seqhdr.Diff(q, s.base) < 0 || seqhdr.Diff(q, s.next) >= 0 {
+			s.Stats.RetxUnknown++ // already acknowledged, or never sent
+			continue
+		}
+		sl := s.slot(q)
+		if sl.rounds > 0 && now-sl.retxAt < s.cfg.RetxHoldoff || int(sl.rounds) >= s.cfg.MaxRetxRounds {
+			s.Stats.RetxSuppressed++
+			continue
+		}
+		sl.rounds++
+		sl.retxAt = now
+		b := s.e.mem.Bytes(sl.f.H, sl.f.Len)
+		seqhdr.SetRetx(b, true)
+		if s.ackSrc != nil {
+			seqhdr.SetAck(b, s.ackSrc.takeAck())
+		}
+		s.Stats.RetxRequests++
+		for c := 0; c < s.cfg.Copies; c++ {
+			s.e.out.Retx = append(s.e.out.Retx, sl.f)
+		}
+		s.Stats.RetxCopies += uint64(s.cfg.Copies)
+	}
+}
+
+// poll sends dummies: only while frames are unacknowledged, the normal queue
+// is empty (idle) and no pause is in force, at most one emission (of
+// DummyCopies dummies) per DummyInterval.
+func (s *Sender) poll(now int64, idle bool) {
+	if !idle || s.Outstanding() == 0 || s.Paused(now) {
+		return
+	}
+	if s.dummySent && now-s.lastDummy < s.cfg.DummyInterval {
+		return
+	}
+	h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.next.Add(-1)}
+	if s.ackSrc != nil {
+		h.HasAck, h.Ack = true, s.ackSrc.takeAck()
+	}
+	for i := 0; i < s.cfg.DummyCopies; i++ {
+		f, ok := s.e.control(&h)
+		if !ok {
+			return
+		}
+		s.e.out.Low = append(s.e.out.Low, f)
+		s.Stats.DummiesSent++
+	}
+	s.lastDummy = now
+	s.dummySent = true
+}

@@ -1,0 +1,59 @@
+package lg
+
+// SenderStats counts what a Sender did. Occupancy fields are current values.
+type SenderStats struct {
+	DataSent        uint64 // normal frames numbered and sent
+	Acked           uint64 // frames released by cumulative ACKs
+	AcksRx          uint64 // explicit ACK frames received
+	AckInvalid      uint64 // ACKs beyond the latest sent sequence number (ignored)
+	LossNotifsRx    uint64 // loss notifications received
+	RetxRequests    uint64 // frames retransmitted (once per notification round)
+	RetxCopies      uint64 // retransmitted copies sent (RetxRequests × N)
+	RetxSuppressed  uint64 // duplicate notifications ignored (holdoff, round cap)
+	RetxUnknown     uint64 // notified frames no longer (or never) in the TX buffer
+	DummiesSent     uint64
+	TxFull          uint64 // frames refused because the TX buffer was full
+	PausedRefusals  uint64 // frames refused because a pause was in force
+	PausesRx        uint64
+	ResumesRx       uint64
+	TxBufFrames     uint64
+	TxBufBytes      uint64
+	TxBufPeakFrames uint64
+	TxBufPeakBytes  uint64
+}
+
+// ReceiverStats counts what a Receiver did. Occupancy fields are current values.
+type ReceiverStats struct {
+	DataRx            uint64 // original data frames received
+	RetxRx            uint64 // retransmitted copies received
+	DummiesRx         uint64
+	Delivered         uint64 // frames handed to the host
+	DupDropped        uint64 // duplicates removed
+	HolesDetected     uint64 // gaps detected (one per loss notification)
+	LostDetected      uint64 // frames in those gaps (loss monitor input)
+	LossNotifsSent    uint64 // first notifications
+	Renotifies        uint64 // repeated notifications
+	Recovered         uint64 // missing frames that arrived
+	RecoveredLate     uint64 // ... of which arrived without the Retx flag (link reordering)
+	AckNoTimeouts     uint64 // missing frames given up on by ackNoTimeout
+	ForcedSkips       uint64 // frames skipped because a frame was beyond the window
+	ExplicitAcksSent  uint64
+	PiggyAcksSent     uint64 // pending ACKs carried by data, dummies or loss notifications
+	PausesSent        uint64 // pause events (including refreshes)
+	ResumesSent       uint64
+	ReorderFrames     uint64
+	ReorderBytes      uint64
+	ReorderPeakFrames uint64
+	ReorderPeakBytes  uint64
+}
+
+// PortStats counts port-level events.
+type PortStats struct {
+	RxPassthrough uint64 // received frames without a link header, delivered as they are
+	RxUnseq       uint64 // received unsequenced frames (only carrying an ACK)
+	RxUnprotected uint64 // sequenced data received on a port without Receiver
+	RxBad         uint64 // link frames that failed to decode (freed)
+	TxPassthrough uint64 // host frames sent without protection
+	TxBad         uint64 // host frames that cannot be protected (runts, 0x88B5), dropped
+	AllocFail     uint64 // control frames not sent for lack of buffers
+}

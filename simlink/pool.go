@@ -1,0 +1,72 @@
+package simlink
+
+import (
+	"fmt"
+
+	"github.com/linkfabric/linkfabric/lg"
+)
+
+// Pool is a UMEM-like frame memory: one flat byte arena cut into fixed-size
+// buffers. A Handle is a byte address in the arena; any address inside a
+// buffer identifies that buffer (as in an aligned AF_XDP UMEM). It implements
+// lg.Memory and checks ownership: Free of a buffer that is not in use is
+// recorded as an error.
+type Pool struct {
+	mem      []byte
+	bufSize  int
+	headroom int
+	free     []int32
+	inUse    []bool
+	n        int
+	peak     int
+	allocs   uint64
+	errs     []string
+}
+
+// NewPool returns a pool of n buffers of bufSize bytes; frames start headroom
+// bytes into their buffer.
+func NewPool(n, bufSize, headroom int) *Pool {
+	p := &Pool{mem: make([]byte, n*bufSize), bufSize: bufSize, headroom: headroom, free: make([]int32, n), inUse: make([]bool, n)}
+	for i := range p.free {
+		p.free[i] = int32(n - 1 - i)
+	}
+	return p
+}
+
+// Bytes implements lg.Memory.
+func (p *Pool) Bytes(h lg.Handle, n int) []byte { return p.mem[h : int(h)+n : int(h)+n] }
+
+// Alloc implements lg.Memory: a buffer whose frame starts at its headroom.
+func (p *Pool) Alloc() (lg.Handle, bool) {
+	if len(p.free) == 0 {
+		return 0, false
+	}
+	i := p.free[len(p.free)-1]
+	p.free = p.free[:len(p.free)-1]
+	p.inUse[i] = true
+	p.n++
+	p.allocs++
+	p.peak = max(p.peak, p.n)
+	return lg.Handle(int(i)*p.bufSize + p.headroom), true
+}
+
+// Free returns the buffer containing address h to the pool.
+func (p *Pool) Free(h lg.Handle) {
+	i := int(h) / p.bufSize
+	if i < 0 || i >= len(p.inUse) || !p.inUse[i] {
+		p.errs = append(p.errs, fmt.Sprintf("free of buffer %d (address %#x) that is not in use", i, h))
+		return
+	}
+	p.inUse[i] = false
+	p.free = append(p.free, int32(i))
+	p.n--
+}
+
+// InUse returns the number of allocated buffers.
+func (p *Pool) InUse() int { return p.n }
+
+// Peak returns the largest number of buffers in use at once.
+func (p *Pool) Peak() int { return p.peak }
+
+// Errors returns ownership errors (double frees).
+func (p *Pool) Errors() []string { return p.errs }

@@ -1,0 +1,504 @@
+// Package simlink is a deterministic in-memory link simulator with a virtual
+// clock for testing the LinkGuardian core (package lg) without I/O or root.
+//
+// A Sim has two ends, A and B, each a "switch" running an lg.Port over its own
+// frame Pool (a UMEM stand-in) with the worker loop documented in package lg.
+// A host behind each end sends numbered frames to the host behind the other
+// end. Each direction (A→B, B→A) has a propagation delay, a serialization
+// rate, scripted loss rules, seeded random loss and optional extra delay
+// jitter for control frames (which reorders them). PFC pause/resume requests of
+// a receiver cross the reverse direction as messages and call Pause/Resume on
+// the peer's Port. The simulator records exactly which host frames each host
+// receives and in what order, checks that they are byte-for-byte the frames
+// that were sent, and checks frame ownership (no double free; InUse() is 0
+// when the link is quiet).
+package simlink
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// Side names an end of the link.
+type Side int
+
+// The two ends.
+const (
+	A Side = 0
+	B Side = 1
+)
+
+func (s Side) String() string { return [...]string{"A", "B"}[s] }
+
+// DirConfig configures one direction of the link.
+type DirConfig struct {
+	Delay      int64     // propagation delay, ns
+	Rate       float64   // serialization rate, bits/s; 0 = infinitely fast
+	Rules      []*Rule   // scripted losses, checked in order
+	Random     LossModel // random loss; nil for none
+	Seed       uint64    // seed of the random loss and jitter
+	CtrlJitter int64     // control frames get an extra delay uniform in [0, CtrlJitter)
+	LosePFC    bool      // apply Random to PFC messages too
+}
+
+// Config configures a Sim.
+type Config struct {
+	A, B         lg.Config // the two ports (MACs are filled in if zero)
+	AB, BA       DirConfig // directions A→B and B→A
+	PollInterval int64     // worker loop tick when nothing arrives (default 1 µs)
+	// TxBudget is how much queued wire time (ns) a worker allows before it
+	// stops handing normal frames to the port, i.e. the NIC TX ring: control
+	// frames and retransmissions queued later overtake the host queue.
+	// Default: 2 frames at the direction's rate (1 ns if the rate is 0).
+	TxBudget   int64
+	FrameLen   int // host frame length, 60..1514 (default 128)
+	PoolFrames int // buffers per end (default 8192)
+	HostQueue  int // host frames a switch queues for the link (default 128)
+}
+
+// DirStats counts what crossed a direction.
+type DirStats struct {
+	Sent, Dropped   uint64
+	SentByType      [5]uint64 // index seqhdr.Type; 0 = frames without a link header
+	DroppedByType   [5]uint64
+	PFCSent, PFCDrp uint64
+	Bytes           uint64
+}
+
+type evKind uint8
+
+const (
+	evArrive evKind = iota
+	evPFC
+	evTick
+	evWake
+)
+
+type event struct {
+	t     int64
+	seq   uint64
+	kind  evKind
+	side  Side // the end that handles the event
+	data  []byte
+	pause int64 // evPFC: pause duration, 0 = resume
+}
+
+type eventHeap []*event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+type wire struct {
+	cfg       DirConfig
+	busyUntil int64
+	rng       *rand.Rand
+	n, dataN  int
+	stats     DirStats
+}
+
+type end struct {
+	side      Side
+	port      *lg.Port
+	pool      *Pool
+	out       *wire // this end's outgoing direction
+	rxQ       [][]byte
+	hostQ     []lg.Frame
+	remaining int
+	gap       int64
+	nextAt    int64
+	nextID    uint64
+	wakeAt    int64
+	dirty     bool
+	delivered []uint64
+	corrupt   int
+	rxNoBuf   int
+	events    []lg.Event
+	recovery  []int64
+}
+
+// Sim is the simulated link.
+type Sim struct {
+	cfg     Config
+	now     int64
+	seq     uint64
+	q       eventHeap
+	ends    [2]*end
+	wires   [2]*wire // [A] = A→B, [B] = B→A
+	inWire  int      // arrive and PFC events pending
+	bufs    [][]byte
+	OnEvent func(side Side, now int64, ev lg.Event)
+}
+
+// New builds a Sim.
+func New(cfg Config) (*Sim, error) {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 1000
+	}
+	if cfg.FrameLen == 0 {
+		cfg.FrameLen = 128
+	}
+	if cfg.FrameLen < 60 || cfg.FrameLen > 1514 {
+		return nil, errors.New("simlink: FrameLen must be in [60, 1514]")
+	}
+	if cfg.PoolFrames <= 0 {
+		cfg.PoolFrames = 8192
+	}
+	if cfg.HostQueue <= 0 {
+		cfg.HostQueue = 128
+	}
+	s := &Sim{cfg: cfg}
+	macs := [2][6]byte{{2, 0, 0, 0, 0, 0xA}, {2, 0, 0, 0, 0, 0xB}}
+	pcfg := [2]lg.Config{cfg.A, cfg.B}
+	dcfg := [2]DirConfig{cfg.AB, cfg.BA}
+	for i := range 2 {
+		if pcfg[i].LocalMAC == [6]byte{} {
+			pcfg[i].LocalMAC = macs[i]
+		}
+		if pcfg[i].PeerMAC == [6]byte{} {
+			pcfg[i].PeerMAC = macs[1-i]
+		}
+		pool := NewPool(cfg.PoolFrames, 2048, 256)
+		p, err := lg.NewPort(pcfg[i], pool)
+		if err != nil {
+			return nil, fmt.Errorf("simlink: port %v: %w", Side(i), err)
+		}
+		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
+		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i]}
+	}
+	for i := range 2 {
+		s.push(&event{t: 0, kind: evTick, side: Side(i)})
+	}
+	return s, nil
+}
+
+func (s *Sim) push(e *event) {
+	e.seq = s.seq
+	s.seq++
+	heap.Push(&s.q, e)
+}
+
+// Now returns the virtual time.
+func (s *Sim) Now() int64 { return s.now }
+
+// Port returns the lg.Port of an end.
+func (s *Sim) Port(side Side) *lg.Port { return s.ends[side].port }
+
+// Pool returns the frame memory of an end.
+func (s *Sim) Pool(side Side) *Pool { return s.ends[side].pool }
+
+// Dir returns the statistics of the direction leaving side.
+func (s *Sim) Dir(from Side) DirStats { return s.wires[from].stats }
+
+// Delivered returns the IDs of the host frames the host behind side received,
+// in order. IDs of frames sent by a host are 0, 1, 2, ...
+func (s *Sim) Delivered(side Side) []uint64 { return s.ends[side].delivered }
+
+// Corrupt returns how many frames delivered to side's host were not byte for
+// byte a frame the other host sent.
+func (s *Sim) Corrupt(side Side) int { return s.ends[side].corrupt }
+
+// Events returns the lg events side's port emitted.
+func (s *Sim) Events(side Side) []lg.Event { return s.ends[side].events }
+
+// Recoveries returns the retransmission delays measured by side's receiver.
+func (s *Sim) Recoveries(side Side) []int64 { return s.ends[side].recovery }
+
+// Sent returns how many host frames side's host has generated.
+func (s *Sim) Sent(side Side) uint64 { return s.ends[side].nextID }
+
+// AddRule adds a scripted loss rule to the direction leaving from.
+func (s *Sim) AddRule(from Side, r *Rule) {
+	s.wires[from].cfg.Rules = append(s.wires[from].cfg.Rules, r)
+}
+
+// Send makes the host behind side send n more frames to the other host, one
+// every gap ns from now (gap 0: as fast as the switch takes them).
+func (s *Sim) Send(side Side, n int, gap int64) {
+	e := s.ends[side]
+	e.remaining += n
+	e.gap = gap
+	e.nextAt = s.now
+	s.push(&event{t: s.now, kind: evWake, side: side})
+}
+
+// Run advances the virtual clock by d.
+func (s *Sim) Run(d int64) { s.run(s.now+d, false) }
+
+// RunUntilQuiet runs until both hosts have sent everything, nothing is on the
+// wire and both ports are quiet, or until maxTime more has passed. It reports
+// whether the link became quiet.
+func (s *Sim) RunUntilQuiet(maxTime int64) bool { return s.run(s.now+maxTime, true) }
+
+func (s *Sim) quiet() bool {
+	if s.inWire > 0 {
+		return false
+	}
+	for _, e := range s.ends {
+		if e.remaining > 0 || len(e.hostQ) > 0 || len(e.rxQ) > 0 || !e.port.Quiet() {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Sim) run(until int64, stopQuiet bool) bool {
+	for len(s.q) > 0 && s.q[0].t <= until {
+		ev := heap.Pop(&s.q).(*event)
+		s.now = ev.t
+		e := s.ends[ev.side]
+		switch ev.kind {
+		case evArrive:
+			s.inWire--
+			e.rxQ = append(e.rxQ, ev.data)
+		case evPFC:
+			s.inWire--
+			if ev.pause > 0 {
+				e.port.Pause(s.now, ev.pause)
+			} else {
+				e.port.Resume(s.now)
+			}
+		case evTick:
+			s.push(&event{t: s.now + s.cfg.PollInterval, kind: evTick, side: ev.side})
+		case evWake:
+		}
+		e.dirty = true
+		if len(s.q) == 0 || s.q[0].t > s.now {
+			for _, e := range s.ends {
+				if e.dirty {
+					e.dirty = false
+					s.iterate(e)
+				}
+			}
+			if stopQuiet && s.quiet() {
+				return true
+			}
+		}
+	}
+	if s.now < until {
+		s.now = until
+	}
+	return stopQuiet && s.quiet()
+}
+
+var etherTypes = [...]uint16{0x0800, 0x86DD, 0x0806, 0x88CC, 0x8100}
+
+// hostFrame writes host frame id sent by side into b (deterministic contents:
+// MACs of the hosts, an EtherType that varies with id, the id, a pattern).
+func hostFrame(b []byte, side Side, id uint64) {
+	for i := range b {
+		b[i] = byte(uint64(i)*13 + id*7 + uint64(side))
+	}
+	b[0], b[5] = 0x02, byte(0xB0+1-side) // destination host
+	b[6], b[11] = 0x02, byte(0xB0+side)  // source host
+	binary.BigEndian.PutUint16(b[12:], etherTypes[id%uint64(len(etherTypes))])
+	binary.BigEndian.PutUint64(b[14:], id)
+}
+
+func (s *Sim) getBuf(n int) []byte {
+	if k := len(s.bufs); k > 0 {
+		b := s.bufs[k-1]
+		s.bufs = s.bufs[:k-1]
+		return b[:n]
+	}
+	return make([]byte, n, 2048)
+}
+
+func (s *Sim) putBuf(b []byte) { s.bufs = append(s.bufs, b) }
+
+// iterate is one pass of the worker loop of package lg at end e.
+func (s *Sim) iterate(e *end) {
+	now := s.now
+	p := e.port
+	// 1. Frames from the link: copy into this end's memory (the RX ring).
+	for _, data := range e.rxQ {
+		h, ok := e.pool.Alloc()
+		if !ok {
+			e.rxNoBuf++
+			s.putBuf(data)
+			continue
+		}
+		copy(e.pool.Bytes(h, len(data)), data)
+		p.Receive(now, lg.Frame{H: h, Len: len(data)})
+		s.putBuf(data)
+	}
+	e.rxQ = e.rxQ[:0]
+	// The host generates frames into the switch's queue.
+	for e.remaining > 0 && len(e.hostQ) < s.cfg.HostQueue && now >= e.nextAt {
+		h, ok := e.pool.Alloc()
+		if !ok {
+			break
+		}
+		hostFrame(e.pool.Bytes(h, s.cfg.FrameLen), e.side, e.nextID)
+		e.hostQ = append(e.hostQ, lg.Frame{H: h, Len: s.cfg.FrameLen})
+		e.nextID++
+		e.remaining--
+		e.nextAt += e.gap
+	}
+	if e.remaining > 0 && e.gap > 0 && e.nextAt > now && e.wakeAt != e.nextAt {
+		e.wakeAt = e.nextAt
+		s.push(&event{t: e.nextAt, kind: evWake, side: e.side})
+	}
+	// 2. Normal frames while the NIC TX ring (TxBudget) has room.
+	w := e.out
+	budget := s.cfg.TxBudget
+	if budget <= 0 {
+		budget = max(1, w.ser(2*(s.cfg.FrameLen+seqhdr.MaxOverhead)))
+	}
+	backlog := max(0, w.busyUntil-now)
+	sent := 0
+	for len(e.hostQ) > 0 && backlog+w.ser(sent) < budget && p.CanSend(now) {
+		f := e.hostQ[0]
+		if !p.Send(now, f) {
+			break
+		}
+		sent += f.Len + seqhdr.MaxOverhead
+		e.hostQ = e.hostQ[1:]
+	}
+	if len(e.hostQ) == 0 {
+		e.hostQ = e.hostQ[:0:0]
+	}
+	// 3. Timers.
+	p.Poll(now, len(e.hostQ) == 0)
+	// 4. Transmit in priority order.
+	for _, ev := range p.Out.Events {
+		switch ev.Kind {
+		case lg.EvPause:
+			s.sendPFC(e, ev.Nanos)
+		case lg.EvResume:
+			s.sendPFC(e, 0)
+		case lg.EvRecovered:
+			e.recovery = append(e.recovery, ev.Nanos)
+		}
+		e.events = append(e.events, ev)
+		if s.OnEvent != nil {
+			s.OnEvent(e.side, now, ev)
+		}
+	}
+	for _, list := range [...][]lg.Frame{p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
+		for _, f := range list {
+			s.transmit(e, e.pool.Bytes(f.H, f.Len))
+		}
+	}
+	// 5. Deliver to the host: check the bytes, record the id.
+	for _, f := range p.Out.Deliver {
+		b := e.pool.Bytes(f.H, f.Len)
+		var id uint64
+		ok := f.Len == s.cfg.FrameLen
+		if ok {
+			id = binary.BigEndian.Uint64(b[14:])
+			want := s.getBuf(f.Len)
+			hostFrame(want, 1-e.side, id)
+			ok = string(want) == string(b)
+			s.putBuf(want)
+		}
+		if ok {
+			e.delivered = append(e.delivered, id)
+		} else {
+			e.corrupt++
+		}
+		e.pool.Free(f.H)
+	}
+	// 6. Release.
+	for _, f := range p.Out.Free {
+		e.pool.Free(f.H)
+	}
+	p.Out.Reset()
+}
+
+// ser returns the serialization time of n bytes.
+func (w *wire) ser(n int) int64 {
+	if w.cfg.Rate <= 0 {
+		return 0
+	}
+	return int64(float64(n) * 8e9 / w.cfg.Rate)
+}
+
+func (s *Sim) transmit(e *end, frame []byte) {
+	w := e.out
+	info := Info{N: w.n, DataN: -1}
+	w.n++
+	var typ seqhdr.Type
+	if seqhdr.IsLink(frame) {
+		if h, err := seqhdr.ParseFrame(frame); err == nil {
+			info.Link, info.Hdr, typ = true, h, h.Type
+			if info.IsData() {
+				info.DataN = w.dataN
+				w.dataN++
+				info.Retx = h.Retx
+				if len(frame) >= seqhdr.DataOffset+8 {
+					info.ID = binary.BigEndian.Uint64(frame[seqhdr.DataOffset:])
+				}
+			}
+		}
+	}
+	start := max(s.now, w.busyUntil)
+	w.busyUntil = start + w.ser(len(frame))
+	w.stats.Sent++
+	w.stats.SentByType[typ]++
+	w.stats.Bytes += uint64(len(frame))
+	drop := false
+	for _, r := range w.cfg.Rules {
+		if r.apply(&info) {
+			drop = true
+			break
+		}
+	}
+	if !drop && w.cfg.Random != nil {
+		drop = w.cfg.Random.Drop(w.rng, s.now)
+	}
+	if drop {
+		w.stats.Dropped++
+		w.stats.DroppedByType[typ]++
+		return
+	}
+	t := w.busyUntil + w.cfg.Delay
+	if info.Link && typ != seqhdr.TypeData && w.cfg.CtrlJitter > 0 {
+		t += w.rng.Int64N(w.cfg.CtrlJitter)
+	}
+	data := s.getBuf(len(frame))
+	copy(data, frame)
+	s.inWire++
+	s.push(&event{t: t, kind: evArrive, side: 1 - e.side, data: data})
+}
+
+// sendPFC sends a PFC pause (d > 0) or resume (d == 0) towards the peer of e.
+// It takes a minimum-size frame's time on the wire.
+func (s *Sim) sendPFC(e *end, d int64) {
+	w := e.out
+	info := Info{N: w.n, DataN: -1, PFC: true}
+	w.n++
+	start := max(s.now, w.busyUntil)
+	w.busyUntil = start + w.ser(64)
+	w.stats.PFCSent++
+	for _, r := range w.cfg.Rules {
+		if r.apply(&info) {
+			w.stats.PFCDrp++
+			return
+		}
+	}
+	if w.cfg.LosePFC && w.cfg.Random != nil && w.cfg.Random.Drop(w.rng, s.now) {
+		w.stats.PFCDrp++
+		return
+	}
+	s.inWire++
+	s.push(&event{t: w.busyUntil + w.cfg.Delay, kind: evPFC, side: 1 - e.side, pause: d})
+}
