@@ -14,11 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/xdp"
+	"golang.org/x/sys/unix"
 )
 
 // Mode is the pipeline a link runs.
@@ -53,6 +55,9 @@ type Config struct {
 	// Default 50ms (it only delays noticing cancellation).
 	PollTimeout time.Duration
 
+	// LG configures modes lg and lgnb.
+	LG LGConfig
+
 	Logger *slog.Logger
 }
 
@@ -66,8 +71,14 @@ func (c *Config) defaults() error {
 	if c.Mode == "" {
 		c.Mode = ModeForward
 	}
-	if c.Mode != ModeForward {
-		return fmt.Errorf("dataplane: mode %q is not known (modes: forward)", c.Mode)
+	switch c.Mode {
+	case ModeForward:
+	case ModeLG, ModeLGNB:
+		if err := c.LG.defaults(c.Mode); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb)", c.Mode)
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 4096
@@ -98,6 +109,9 @@ type Dataplane struct {
 	host  *Port
 	link  *Port
 	stats Stats
+
+	linkMAC [6]byte
+	lgStats *LGStats // modes lg and lgnb
 }
 
 // New attaches the XDP programs and binds the AF_XDP sockets of both ports in
@@ -127,6 +141,14 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		return nil, err
 	}
 	d.stats.Host.Name, d.stats.Link.Name = cfg.HostPort, cfg.LinkPort
+	ifc, err := net.InterfaceByName(cfg.LinkPort)
+	if err != nil {
+		return nil, fmt.Errorf("dataplane: %s: %w", cfg.LinkPort, err)
+	}
+	copy(d.linkMAC[:], ifc.HardwareAddr)
+	if cfg.Mode != ModeForward {
+		d.lgStats = &LGStats{}
+	}
 	return d, nil
 }
 
@@ -136,6 +158,9 @@ func (d *Dataplane) Host() *Port { return d.host }
 // Link is the link port.
 func (d *Dataplane) Link() *Port { return d.link }
 
+// LGStats are the LinkGuardian statistics (nil in forward mode).
+func (d *Dataplane) LGStats() *LGStats { return d.lgStats }
+
 // Config is the configuration in force (defaults filled in).
 func (d *Dataplane) Config() Config { return d.cfg }
 
@@ -143,7 +168,15 @@ func (d *Dataplane) Config() Config { return d.cfg }
 func (d *Dataplane) Run(ctx context.Context) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	w := newWorker(d)
+	// Short sleeps in ppoll should wake on time (default slack is 50 µs).
+	unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+	if d.cfg.Mode == ModeForward {
+		return newWorker(d).run(ctx)
+	}
+	w, err := newLGWorker(d)
+	if err != nil {
+		return err
+	}
 	return w.run(ctx)
 }
 

@@ -43,12 +43,15 @@ func (p *Poller) WantWrite(i int, on bool) {
 // order given to NewPoller, of sockets with any event; the slice is reused by
 // the next Wait. An interrupted poll returns no sockets and no error.
 func (p *Poller) Wait(timeout time.Duration) ([]int, error) {
-	ms := -1
+	// ppoll takes a nanosecond timeout (poll's is whole milliseconds), so a
+	// worker can sleep for a few microseconds while a protocol timer runs.
+	var ts *unix.Timespec
 	if timeout >= 0 {
-		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
+		t := unix.NsecToTimespec(int64(timeout))
+		ts = &t
 	}
 	p.ready = p.ready[:0]
-	n, err := unix.Poll(p.fds, ms)
+	n, err := unix.Ppoll(p.fds, ts, nil)
 	if err != nil {
 		if err == unix.EINTR {
 			return p.ready, nil

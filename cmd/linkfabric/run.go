@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/spf13/cobra"
 )
 
@@ -39,6 +42,7 @@ func runCmd() *cobra.Command {
 		cfg                      dataplane.Config
 		mode                     string
 		statsEvery               time.Duration
+		peerMAC, linkSpeed       string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --netns NS --host-port IF --link-port IF --mode forward",
@@ -47,6 +51,15 @@ func runCmd() *cobra.Command {
 shared UMEM, and moves frames between them with the pipeline of --mode:
 
   forward   every frame both ways, unchanged (the baseline bump in the wire)
+  lg        LinkGuardian: frames sent on the link are numbered and kept until
+            ACKed; the receiving end detects holes, asks for retransmission
+            (N copies, Equation 2), and delivers in order (reorder buffer,
+            PFC pause/resume to the sender by Algorithm 2)
+  lgnb      LinkGuardianNB: the same retransmission, but frames are delivered
+            as they arrive (de-duplicated, not reordered)
+
+Both switches of a link must run the same mode. By default each end protects
+both directions (--protect both).
 
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
 detaches the programs and exits. Statistics are served on --metrics (loopback of
@@ -56,7 +69,8 @@ On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
 does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`,
 		Example: `  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
-  linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode forward --busy-poll`,
+  linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
+  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("run"); err != nil {
 				return err
@@ -70,6 +84,18 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 			}
 			cfg.Mode = dataplane.Mode(mode)
 			cfg.Logger = log
+			if peerMAC != "" {
+				hw, err := net.ParseMAC(peerMAC)
+				if err != nil || len(hw) != 6 {
+					return fmt.Errorf("--peer-mac %q: want a MAC address like 02:00:00:00:00:01", peerMAC)
+				}
+				copy(cfg.LG.PeerMAC[:], hw)
+			}
+			if linkSpeed != "" {
+				if cfg.LG.LinkSpeed, err = parseBitRate(linkSpeed); err != nil {
+					return err
+				}
+			}
 			return runDataplane(cmd.Context(), cfg, metricsAddr, statsEvery)
 		},
 	}
@@ -77,12 +103,25 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
 	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host")
 	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch")
-	f.StringVar(&mode, "mode", "forward", "pipeline: forward")
+	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order) or lgnb (non-blocking)")
+	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
+	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
+	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
+	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
+	f.IntVar(&cfg.LG.MaxCopies, "max-copies", 4, "lg/lgnb: cap on a measured N")
+	f.DurationVar(&cfg.LG.AckTimeout, "ack-timeout", 0, "lg: ackNoTimeout (default: from the measured retransmission delay, Appendix B.1)")
+	f.IntVar(&cfg.LG.PauseThreshold, "pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
+	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default 64 KiB)")
+	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default 4096)")
+	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: 802.1Qbb priority of pause/resume frames")
+	f.StringVar(&linkSpeed, "link-speed", "", "lg: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
+	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb: destination MAC of control frames (default broadcast)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by both ports (default 16384)")
 	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, 2048 or 4096 (default 4096)")
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 64)")
+	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048)")
 	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint; empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	_ = cmd.MarkFlagRequired("host-port")
@@ -166,6 +205,9 @@ func serveStats(addr string, d *dataplane.Dataplane) (stop func(), err error) {
 // programs' and AF_XDP sockets' own counters.
 func statsDoc(d *dataplane.Dataplane) map[string]any {
 	doc := map[string]any{"dataplane": d.Stats()}
+	if s := d.LGStats(); s != nil {
+		doc["linkguardian"] = lgDoc(s)
+	}
 	for _, p := range []*dataplane.Port{d.Host(), d.Link()} {
 		pd := map[string]any{"xdp_mode": p.Program().Mode().String()}
 		if c, err := p.Program().Counters(); err == nil {
@@ -184,4 +226,46 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 		doc["port_"+p.Name] = pd
 	}
 	return doc
+}
+
+// lgDoc is the LinkGuardian part of /stats.json.
+func lgDoc(s *dataplane.LGStats) map[string]any {
+	var snap metrics.Snapshot
+	hist := func(h *metrics.Histogram, scale float64) metrics.HistogramSummary {
+		h.SnapshotInto(&snap)
+		return metrics.Summarize(&snap, scale)
+	}
+	return map[string]any{
+		"core":                  s.Core(),
+		"retx_delay_us":         hist(&s.RetxDelay, 1e-3),
+		"tx_buffer_frames":      hist(&s.TxBuf, 1),
+		"reorder_buffer_bytes":  hist(&s.Reorder, 1),
+		"peak_tx_buffer_frames": s.PeakTxBuf.Load(),
+		"peak_reorder_bytes":    s.PeakReorderBytes.Load(),
+		"link_tx_ring_full":     s.LinkTxRingFull.Load(),
+		"host_tx_ring_full":     s.HostTxRingFull.Load(),
+		"pfc_rx":                s.PFCRx.Load(),
+		"pfc_tx":                s.PFCTx.Load(),
+		"measured_loss_rate":    s.LossRate(),
+		"copies":                s.Copies.Load(),
+	}
+}
+
+// parseBitRate parses "10G", "25Gbit", "100g", "1000M" into bits per second.
+func parseBitRate(s string) (uint64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(s), "bit"), "bps")
+	mult := uint64(1)
+	switch {
+	case strings.HasSuffix(t, "g"):
+		mult, t = 1e9, strings.TrimSuffix(t, "g")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1e6, strings.TrimSuffix(t, "m")
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1e3, strings.TrimSuffix(t, "k")
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("link speed %q: want e.g. 10G, 25G, 100G", s)
+	}
+	return uint64(v * float64(mult)), nil
 }

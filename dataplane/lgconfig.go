@@ -1,0 +1,136 @@
+package dataplane
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/lossmon"
+	"github.com/linkfabric/linkfabric/pfc"
+)
+
+const (
+	// ModeLG is LinkGuardian: retransmission with in-order delivery.
+	ModeLG Mode = "lg"
+	// ModeLGNB is LinkGuardianNB: retransmission, delivery as frames come.
+	ModeLGNB Mode = "lgnb"
+)
+
+// LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
+// fields take the defaults.
+type LGConfig struct {
+	// Protect says which directions of the link this end protects: "both"
+	// (default), "tx" (frames this end sends), "rx" (frames it receives).
+	// Both ends of a link must agree (tx here, rx there).
+	Protect string
+	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
+	TargetLoss float64
+	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes
+	// from the loss rate measured from loss notifications (moving window),
+	// starting at Copies.
+	LinkLoss float64
+	// Copies forces N (retransmitted copies per lost frame); 0 derives it.
+	Copies int
+	// MaxCopies caps a measured N (default 4). The sender measures loss from
+	// notifications, which also count frames its peer dropped for want of
+	// CPU (RX ring full); without a cap, more copies can cause more such
+	// drops and feed back.
+	MaxCopies int
+	// AckTimeout, if set, fixes ackNoTimeout; otherwise it follows the
+	// measured maximum retransmission delay (Appendix B.1): renotify after
+	// 1.5× it, give up after three such intervals.
+	AckTimeout time.Duration
+	// PauseThreshold and ResumeThreshold are reorder-buffer bytes
+	// (Algorithm 2). Default resume 64 KiB, pause = resume + 2 MTU.
+	PauseThreshold, ResumeThreshold int
+	// MTU of the link (for the pause hysteresis); default 1500.
+	MTU int
+	// TxBuffer (frames, power of two) bounds unacknowledged frames; the
+	// reorder window is the same size. Default 4096.
+	TxBuffer int
+	// PFCClass is the 802.1Qbb priority the pause/resume frames use (0-7).
+	PFCClass int
+	// LinkSpeed (bit/s) converts pause durations to PFC quanta; default 10G.
+	LinkSpeed uint64
+	// PeerMAC is the destination of control frames; default broadcast.
+	PeerMAC [6]byte
+
+	// fixedCopies: N was given (Copies or LinkLoss), not measured.
+	fixedCopies bool
+}
+
+func (c *LGConfig) defaults(mode Mode) error {
+	if c.Protect == "" {
+		c.Protect = "both"
+	}
+	if c.Protect != "both" && c.Protect != "tx" && c.Protect != "rx" {
+		return fmt.Errorf("dataplane: --protect %q: want both, tx or rx", c.Protect)
+	}
+	if c.TargetLoss == 0 {
+		c.TargetLoss = 1e-8
+	}
+	if c.TargetLoss <= 0 || c.TargetLoss >= 1 || c.LinkLoss < 0 || c.LinkLoss >= 1 {
+		return fmt.Errorf("dataplane: loss rates must be in (0, 1): target %g, link %g", c.TargetLoss, c.LinkLoss)
+	}
+	c.fixedCopies = c.Copies > 0 || c.LinkLoss > 0
+	if c.MaxCopies == 0 {
+		c.MaxCopies = 4
+	}
+	if c.Copies == 0 {
+		c.Copies = 1
+		if c.LinkLoss > 0 {
+			c.Copies = lossmon.Copies(c.TargetLoss, c.LinkLoss)
+		}
+	}
+	if c.MTU == 0 {
+		c.MTU = 1500
+	}
+	if c.ResumeThreshold == 0 {
+		c.ResumeThreshold = 64 << 10
+	}
+	if c.PauseThreshold == 0 {
+		c.PauseThreshold = lg.PauseThreshold(c.ResumeThreshold, c.MTU+18)
+	}
+	if c.PauseThreshold <= c.ResumeThreshold {
+		return fmt.Errorf("dataplane: pause threshold %d must exceed resume threshold %d (Algorithm 2; default pause = resume + 2 MTU)", c.PauseThreshold, c.ResumeThreshold)
+	}
+	if c.TxBuffer == 0 {
+		c.TxBuffer = 4096
+	}
+	if c.PFCClass < 0 || c.PFCClass >= pfc.NumClasses {
+		return fmt.Errorf("dataplane: PFC class %d: want 0-7", c.PFCClass)
+	}
+	if c.LinkSpeed == 0 {
+		c.LinkSpeed = pfc.Speed10G
+	}
+	if c.PeerMAC == ([6]byte{}) {
+		c.PeerMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
+	return nil
+}
+
+// core returns the lg core's configuration for this end.
+func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
+	cfg := lg.Config{LocalMAC: local, PeerMAC: c.PeerMAC}
+	if c.Protect != "rx" {
+		s := lg.DefaultSenderConfig()
+		s.TxBuffer = c.TxBuffer
+		s.Copies = c.Copies
+		cfg.Sender = &s
+	}
+	if c.Protect != "tx" {
+		r := lg.DefaultReceiverConfig()
+		r.Mode = lg.ModeLG
+		if mode == ModeLGNB {
+			r.Mode = lg.ModeLGNB
+		}
+		r.Window = c.TxBuffer
+		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
+		if c.AckTimeout > 0 {
+			r.AckNoTimeout = int64(c.AckTimeout)
+			r.RenotifyInterval = min(r.RenotifyInterval, r.AckNoTimeout/2)
+		}
+		cfg.Receiver = &r
+	}
+	return cfg
+}

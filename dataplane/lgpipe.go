@@ -1,0 +1,507 @@
+package dataplane
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/lossmon"
+	"github.com/linkfabric/linkfabric/metrics"
+	"github.com/linkfabric/linkfabric/pfc"
+	"github.com/linkfabric/linkfabric/xdp"
+)
+
+// lgWorker runs LinkGuardian on the link port: host frames are sequenced and
+// kept in the TX buffer, link frames go through the receiver (reorder or
+// de-duplication) before they reach the host port.
+//
+// Frame lifetime. A UMEM frame may be on a TX ring several times at once (a
+// frame in the TX buffer is sent, then retransmitted N times) while the core
+// has already released it (ACKed). So every frame has a count of TX
+// descriptors outstanding and a flag "released"; it returns to the free list
+// only when released and with nothing outstanding.
+type lgWorker struct {
+	*worker
+	port     *lg.Port
+	hostSock *xdp.Socket
+	linkSock *xdp.Socket
+
+	outstanding []uint16 // TX descriptors in flight, per UMEM frame index
+	released    []bool   // the core (or host path) is done with the frame
+
+	queue lgQueue // host frames waiting for the link (PFC pause, TX buffer full)
+
+	tx []xdp.Desc // one TX batch being assembled
+
+	pfcClass int
+	pfcSpeed uint64
+	local    [6]byte
+
+	lgs *LGStats
+}
+
+// lgQueue is a fixed ring of host frames waiting for the link.
+type lgQueue struct {
+	buf        []lg.Frame
+	head, tail uint32 // tail-head = length
+}
+
+func (q *lgQueue) len() int          { return int(q.tail - q.head) }
+func (q *lgQueue) free() int         { return len(q.buf) - q.len() }
+func (q *lgQueue) push(f lg.Frame)   { q.buf[q.tail&uint32(len(q.buf)-1)] = f; q.tail++ }
+func (q *lgQueue) front() lg.Frame   { return q.buf[q.head&uint32(len(q.buf)-1)] }
+func (q *lgQueue) pop()              { q.head++ }
+func newLGQueue(n int) lgQueue       { return lgQueue{buf: make([]lg.Frame, n)} }
+func (q *lgQueue) empty() bool       { return q.head == q.tail }
+func (w *lgWorker) idx(a uint64) int { return w.umem.FrameIndex(a) }
+
+// Bytes implements lg.Memory.
+func (w *lgWorker) Bytes(h lg.Handle, n int) []byte { return w.umem.Bytes(uint64(h), uint32(n)) }
+
+// Alloc implements lg.Memory: a free UMEM frame for a control frame.
+func (w *lgWorker) Alloc() (lg.Handle, bool) {
+	a, ok := w.free.Pop()
+	if !ok {
+		return 0, false
+	}
+	w.released[w.idx(a)] = false
+	return lg.Handle(a + uint64(w.umem.DataOffset())), true
+}
+
+// LGStats are the LinkGuardian statistics of a dataplane: the core's counters
+// (copied by the worker every few milliseconds) and live histograms.
+type LGStats struct {
+	mu   sync.Mutex
+	core LGCore
+
+	// RetxDelay is the time from loss detection to the retransmission's
+	// arrival, ns (Appendix B.1), measured on the receiver.
+	RetxDelay metrics.Histogram
+	// TxBuf and Reorder sample the TX buffer (frames) and reorder buffer
+	// (bytes) occupancy once per busy loop iteration.
+	TxBuf, Reorder metrics.Histogram
+	// PeakTxBuf and PeakReorder are maxima since start.
+	PeakTxBuf, PeakReorderBytes atomic.Int64
+	// LinkTxRingFull counts link frames that found the TX ring full (they are
+	// then recovered like losses); HostTxRingFull counts delivered frames
+	// dropped for the same reason on the host port.
+	LinkTxRingFull, HostTxRingFull atomic.Uint64
+	// PFCRx counts PFC frames received from the peer; PFCTx counts pause and
+	// resume frames sent.
+	PFCRx, PFCTx atomic.Uint64
+	// LossRate is the link's loss rate as the sender sees it (frames reported
+	// lost / frames sent, moving window), ×1e12 for atomic storage.
+	lossRate atomic.Uint64
+	// Copies is the N in force.
+	Copies atomic.Int64
+}
+
+// LGCore is a copy of the core's counters.
+type LGCore struct {
+	Port     lg.PortStats      `json:"port"`
+	Sender   *lg.SenderStats   `json:"sender,omitempty"`
+	Receiver *lg.ReceiverStats `json:"receiver,omitempty"`
+	// Timers in force (ns) and N.
+	AckNoTimeout int64 `json:"ack_no_timeout_ns,omitempty"`
+	Renotify     int64 `json:"renotify_ns,omitempty"`
+	Copies       int   `json:"copies,omitempty"`
+}
+
+// Core returns a copy of the core's counters as last published.
+func (s *LGStats) Core() LGCore {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.core
+	if c.Sender != nil {
+		v := *c.Sender
+		c.Sender = &v
+	}
+	if c.Receiver != nil {
+		v := *c.Receiver
+		c.Receiver = &v
+	}
+	return c
+}
+
+// LossRate is the measured loss rate of the protected outgoing direction.
+func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
+
+func newLGWorker(d *Dataplane) (*lgWorker, error) {
+	w := &lgWorker{
+		worker:      newWorker(d),
+		hostSock:    d.host.socks[0],
+		linkSock:    d.link.socks[0],
+		outstanding: make([]uint16, d.umem.FrameCount()),
+		released:    make([]bool, d.umem.FrameCount()),
+		queue:       newLGQueue(1024),
+		tx:          make([]xdp.Desc, 0, 4*d.cfg.Batch),
+		pfcClass:    d.cfg.LG.PFCClass,
+		pfcSpeed:    d.cfg.LG.LinkSpeed,
+		lgs:         d.lgStats,
+	}
+	for i := range w.released {
+		w.released[i] = true
+	}
+	cfg := d.cfg.LG.core(d.cfg.Mode, d.linkMAC)
+	w.local = d.linkMAC
+	p, err := lg.NewPort(cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	w.port = p
+	if p.S != nil {
+		w.lgs.Copies.Store(int64(d.cfg.LG.Copies))
+	}
+	return w, nil
+}
+
+func (w *lgWorker) run(ctx context.Context) error {
+	var stop atomic.Bool
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
+	st := &w.d.stats
+	epoch := time.Now()
+	for _, s := range w.all {
+		w.refill(s)
+	}
+	p := w.port
+	var publishAt, monitorAt int64
+	var mon *lossmon.Monitor
+	if p.S != nil && !w.d.cfg.LG.fixedCopies {
+		mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
+	}
+	var lastSent, lastLost uint64
+	for !stop.Load() {
+		st.Loops.Add(1)
+		now := int64(time.Since(epoch))
+		moved := 0
+
+		// 1. Link → core.
+		for _, s := range w.d.link.socks {
+			n := s.Receive(w.descs)
+			if n == 0 {
+				continue
+			}
+			moved += n
+			w.countRx(&st.Link, w.descs[:n])
+			for _, d := range w.descs[:n] {
+				b := w.umem.Bytes(d.Addr, d.Len)
+				if pfc.IsMACControl(b) {
+					w.onPFC(now, b)
+					w.release(d.Addr)
+					continue
+				}
+				w.released[w.idx(d.Addr)] = false
+				p.Receive(now, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
+			}
+		}
+		// 2. Host → queue → core.
+		for _, s := range w.d.host.socks {
+			room := min(w.queue.free(), len(w.descs))
+			if room == 0 {
+				break
+			}
+			n := s.Receive(w.descs[:room])
+			if n == 0 {
+				continue
+			}
+			moved += n
+			w.countRx(&st.Host, w.descs[:n])
+			for _, d := range w.descs[:n] {
+				w.released[w.idx(d.Addr)] = false
+				w.queue.push(lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
+			}
+		}
+		// Leave room on the link TX ring for control frames and copies.
+		budget := w.linkSock.TxFree() - 2*len(w.descs)
+		for budget > 0 && !w.queue.empty() && p.CanSend(now) {
+			if !p.Send(now, w.queue.front()) {
+				break
+			}
+			w.queue.pop()
+			budget--
+		}
+		p.Poll(now, w.queue.empty())
+
+		// 3. Transmit in priority order: PFC, loss notifications,
+		// retransmissions, normal, explicit ACKs and dummies.
+		w.tx = w.tx[:0]
+		for _, ev := range p.Out.Events {
+			switch ev.Kind {
+			case lg.EvPause:
+				w.sendPFC(ev.Nanos)
+			case lg.EvResume:
+				w.sendPFC(0)
+			case lg.EvRecovered:
+				w.lgs.RetxDelay.Record(uint64(ev.Nanos))
+			}
+		}
+		w.queueTx(p.Out.Urgent)
+		w.queueTx(p.Out.Retx)
+		w.queueTx(p.Out.Normal)
+		w.queueTx(p.Out.Low)
+		w.flushTx(w.linkSock, &st.Link, &w.lgs.LinkTxRingFull)
+		w.tx = w.tx[:0]
+		w.queueTx(p.Out.Deliver)
+		delivered := w.flushTx(w.hostSock, &st.Host, &w.lgs.HostTxRingFull)
+		// Delivered frames belong to the host path now: free after completion.
+		for _, f := range p.Out.Deliver[:delivered] {
+			w.releaseFrame(uint64(f.H))
+		}
+		for _, f := range p.Out.Free {
+			w.releaseFrame(uint64(f.H))
+		}
+		busy := moved > 0 || len(p.Out.Normal) > 0 || len(p.Out.Retx) > 0
+		p.Out.Reset()
+
+		for _, s := range []*xdp.Socket{w.hostSock, w.linkSock} {
+			if s.TxPending() > 0 {
+				if err := s.Kick(); err != nil {
+					return err
+				}
+			}
+		}
+		for _, s := range w.all {
+			w.reclaimLG(s)
+			w.refill(s)
+		}
+
+		if busy {
+			w.sample(p)
+		}
+		if now >= publishAt {
+			publishAt = now + int64(20*time.Millisecond)
+			w.publish(p)
+			w.tuneTimers(p)
+		}
+		if mon != nil && now >= monitorAt {
+			monitorAt = now + int64(10*time.Millisecond)
+			// Frames sent vs frames the peer reported lost (once per
+			// notification round: lost copies count again, as they should).
+			sent, lost := p.S.Stats.DataSent, p.S.Stats.RetxRequests
+			mon.Observe(now, sent-lastSent, lost-lastLost)
+			lastSent, lastLost = sent, lost
+			if rate, ok := mon.Rate(now); ok {
+				w.lgs.lossRate.Store(uint64(rate * 1e12))
+				n := lossmon.CopiesLimit(w.d.cfg.LG.TargetLoss, rate, w.d.cfg.LG.MaxCopies)
+				if int64(n) != w.lgs.Copies.Load() {
+					p.S.SetCopies(n)
+					w.lgs.Copies.Store(int64(n))
+				}
+			}
+		}
+
+		if busy || w.hostSock.TxPending() > 0 || w.linkSock.TxPending() > 0 {
+			continue
+		}
+		if w.busy {
+			for _, s := range w.all {
+				if err := s.Wake(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		// Idle. While the core runs timers (frames unacknowledged, holes,
+		// ACK owed, host frames held by a pause) sleep only briefly; spinning
+		// would starve the other processes of a two-core machine.
+		timeout := w.d.cfg.PollTimeout
+		if !p.Quiet() || !w.queue.empty() {
+			timeout = timerPoll
+		}
+		st.Polls.Add(1)
+		if _, err := w.poller.Wait(timeout); err != nil {
+			return err
+		}
+	}
+	w.publish(p)
+	return nil
+}
+
+func (w *lgWorker) countRx(c *PortCounters, descs []xdp.Desc) {
+	var bytes uint64
+	for i := range descs {
+		bytes += uint64(descs[i].Len)
+	}
+	c.RX.Frames.Add(uint64(len(descs)))
+	c.RX.Bytes.Add(bytes)
+}
+
+func (w *lgWorker) queueTx(fs []lg.Frame) {
+	for _, f := range fs {
+		w.tx = append(w.tx, xdp.Desc{Addr: uint64(f.H), Len: uint32(f.Len)})
+	}
+}
+
+// flushTx places w.tx on s's TX ring, counting each frame as outstanding. It
+// returns how many were placed; the rest are counted in full (they are not
+// sent; the core recovers link frames as losses).
+func (w *lgWorker) flushTx(s *xdp.Socket, c *PortCounters, full *atomic.Uint64) int {
+	if len(w.tx) == 0 {
+		return 0
+	}
+	n := s.Transmit(w.tx)
+	var bytes uint64
+	for _, d := range w.tx[:n] {
+		w.outstanding[w.idx(d.Addr)]++
+		bytes += uint64(d.Len)
+	}
+	c.TX.Frames.Add(uint64(n))
+	c.TX.Bytes.Add(bytes)
+	if n < len(w.tx) {
+		c.TX.Dropped.Add(uint64(len(w.tx) - n))
+		full.Add(uint64(len(w.tx) - n))
+	}
+	return n
+}
+
+// releaseFrame records that the core or the host path is done with the frame
+// holding address a; it goes back to the free list once no TX descriptor
+// refers to it.
+func (w *lgWorker) releaseFrame(a uint64) {
+	i := w.idx(a)
+	if w.released[i] {
+		return // already released (a frame listed twice in one iteration)
+	}
+	w.released[i] = true
+	if w.outstanding[i] == 0 {
+		w.free.Push(w.umem.FrameBase(a))
+	}
+}
+
+// release returns a frame the worker itself consumed (e.g. a PFC frame).
+func (w *lgWorker) release(a uint64) {
+	w.released[w.idx(a)] = false
+	w.releaseFrame(a)
+}
+
+// reclaimLG processes TX completions with the outstanding counts.
+func (w *lgWorker) reclaimLG(s *xdp.Socket) {
+	for {
+		n := s.Complete(w.addrs)
+		if n == 0 {
+			return
+		}
+		for _, a := range w.addrs[:n] {
+			i := w.idx(a)
+			w.outstanding[i]--
+			if w.outstanding[i] == 0 && w.released[i] {
+				w.free.Push(w.umem.FrameBase(a))
+			}
+		}
+	}
+}
+
+// onPFC applies a PFC (or 802.3x PAUSE) frame from the peer to the sender.
+func (w *lgWorker) onPFC(now int64, b []byte) {
+	var f pfc.Frame
+	if pfc.Decode(b, &f) != nil {
+		return
+	}
+	w.lgs.PFCRx.Add(1)
+	q := f.Quanta[0]
+	if f.Opcode == pfc.OpPFC {
+		if f.ClassEnable&(1<<w.pfcClass) == 0 {
+			return
+		}
+		q = f.Quanta[w.pfcClass]
+	}
+	if q == 0 {
+		w.port.Resume(now)
+		return
+	}
+	w.port.Pause(now, pfc.QuantaToNanos(q, w.pfcSpeed))
+}
+
+// sendPFC puts a PFC frame pausing (d > 0) or resuming (d == 0) the
+// protected class at the head of the link TX batch.
+func (w *lgWorker) sendPFC(d int64) {
+	h, ok := w.Alloc()
+	if !ok {
+		return
+	}
+	var quanta [pfc.NumClasses]uint16
+	quanta[w.pfcClass] = pfc.NanosToQuanta(d, w.pfcSpeed)
+	if d > 0 && quanta[w.pfcClass] == 0 {
+		quanta[w.pfcClass] = 1
+	}
+	f := pfc.NewPFC(w.local, 1<<w.pfcClass, quanta)
+	n, err := f.Encode(w.umem.Bytes(uint64(h), pfc.FrameLen))
+	if err != nil {
+		w.releaseFrame(uint64(h))
+		return
+	}
+	w.tx = append(w.tx, xdp.Desc{Addr: uint64(h), Len: uint32(n)})
+	w.lgs.PFCTx.Add(1)
+	// Free once transmitted: flushTx counts it outstanding first.
+	w.port.Out.Free = append(w.port.Out.Free, lg.Frame{H: h, Len: n})
+}
+
+func (w *lgWorker) sample(p *lg.Port) {
+	if p.S != nil {
+		o := int64(p.S.Outstanding())
+		w.lgs.TxBuf.Record(uint64(o))
+		if o > w.lgs.PeakTxBuf.Load() {
+			w.lgs.PeakTxBuf.Store(o)
+		}
+	}
+	if p.R != nil {
+		_, b := p.R.Buffered()
+		w.lgs.Reorder.Record(uint64(b))
+		if int64(b) > w.lgs.PeakReorderBytes.Load() {
+			w.lgs.PeakReorderBytes.Store(int64(b))
+		}
+	}
+}
+
+func (w *lgWorker) publish(p *lg.Port) {
+	s := w.lgs
+	s.mu.Lock()
+	s.core.Port = p.Stats
+	if p.S != nil {
+		if s.core.Sender == nil {
+			s.core.Sender = new(lg.SenderStats)
+		}
+		*s.core.Sender = p.S.Stats
+		s.core.Copies = p.S.Copies()
+	}
+	if p.R != nil {
+		if s.core.Receiver == nil {
+			s.core.Receiver = new(lg.ReceiverStats)
+		}
+		*s.core.Receiver = p.R.Stats
+		s.core.Renotify, s.core.AckNoTimeout = p.R.Timers()
+	}
+	s.mu.Unlock()
+}
+
+// timerPoll is how long an idle worker sleeps while protocol timers run.
+const timerPoll = 20 * time.Microsecond
+
+// minRetxStep and maxRetxStep bound the re-notification interval derived
+// from measured retransmission delays.
+const (
+	minRetxStep = int64(100 * time.Microsecond)
+	maxRetxStep = int64(20 * time.Millisecond)
+)
+
+// tuneTimers sets the receiver's timers from the largest retransmission delay
+// measured so far (Appendix B.1): renotify after 1.5× it, skip the hole after
+// three such intervals.
+func (w *lgWorker) tuneTimers(p *lg.Port) {
+	if p.R == nil || w.d.cfg.LG.AckTimeout > 0 {
+		return
+	}
+	var snap metrics.Snapshot
+	w.lgs.RetxDelay.SnapshotInto(&snap)
+	if snap.Count < 20 {
+		return
+	}
+	renotify, ackNo, _ := lg.Timers(int64(snap.Max), 1.5, 2)
+	if renotify < minRetxStep || renotify > maxRetxStep {
+		renotify = min(max(renotify, minRetxStep), maxRetxStep)
+		ackNo = 3 * renotify
+	}
+	p.R.SetTimers(renotify, ackNo)
+}
