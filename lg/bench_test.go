@@ -1,0 +1,182 @@
+package lg_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/simlink"
+)
+
+const benchFrame = 128
+
+// benchSender drives a sender-only port: per op one host frame is protected
+// and sent; every 32 frames a cumulative ACK (explicit ACK frame) from the
+// peer releases them; every 1024 frames one frame is reported lost.
+type benchSender struct {
+	p    *lg.Port
+	pool *simlink.Pool
+	tmpl [benchFrame]byte
+	ack  [seqhdr.MinFrameLen]byte
+	loss [seqhdr.MinFrameLen]byte
+}
+
+func newBenchSender(tb testing.TB) *benchSender {
+	pool := simlink.NewPool(4096, 2048, 256)
+	sc := lg.DefaultSenderConfig()
+	sc.TxBuffer = 1024
+	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &benchSender{p: p, pool: pool}
+	binary.BigEndian.PutUint16(b.tmpl[12:], 0x0800)
+	return b
+}
+
+func (b *benchSender) op(now int64, i int) {
+	h, _ := b.pool.Alloc()
+	copy(b.pool.Bytes(h, benchFrame), b.tmpl[:])
+	if !b.p.Send(now, lg.Frame{H: h, Len: benchFrame}) {
+		panic("refused")
+	}
+	if i%1024 == 1000 {
+		q := b.p.S.Next().Add(-5)
+		hd := seqhdr.Header{Type: seqhdr.TypeLoss, Seq: q, Count: 1, Latest: q.Add(3)}
+		b.rx(now, &hd, b.loss[:])
+	}
+	if i%32 == 31 {
+		hd := seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: b.p.S.Next().Add(-1)}
+		b.rx(now, &hd, b.ack[:])
+		b.p.Poll(now, true)
+	}
+	for _, f := range b.p.Out.Free {
+		b.pool.Free(f.H)
+	}
+	b.p.Out.Reset()
+}
+
+func (b *benchSender) rx(now int64, hd *seqhdr.Header, buf []byte) {
+	var z [6]byte
+	n, _ := seqhdr.PutControl(buf, &z, &z, hd)
+	h, _ := b.pool.Alloc()
+	copy(b.pool.Bytes(h, n), buf[:n])
+	b.p.Receive(now, lg.Frame{H: h, Len: n})
+}
+
+// benchReceiver drives a receiver-only LG port: per op one protected data
+// frame arrives; every 1000th sequence number arrives late (a loss recovered
+// 8 frames later), so the reorder path runs too.
+type benchReceiver struct {
+	p    *lg.Port
+	pool *simlink.Pool
+	tmpl [benchFrame + seqhdr.MaxOverhead]byte
+	held lg.Frame
+	next seqhdr.Seq
+}
+
+func newBenchReceiver(tb testing.TB, mode lg.Mode) *benchReceiver {
+	pool := simlink.NewPool(4096, 2048, 256)
+	rc := lg.DefaultReceiverConfig()
+	rc.Mode = mode
+	rc.Window = 1024
+	p, err := lg.NewPort(lg.Config{Receiver: &rc}, pool)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &benchReceiver{p: p, pool: pool}
+	binary.BigEndian.PutUint16(b.tmpl[12:], 0x0800)
+	buf := make([]byte, 2*len(b.tmpl))
+	copy(buf[seqhdr.MaxOverhead:], b.tmpl[:benchFrame])
+	h := seqhdr.Header{Type: seqhdr.TypeData}
+	off, n, _ := seqhdr.Insert(buf, seqhdr.MaxOverhead, benchFrame, &h)
+	copy(b.tmpl[:], buf[off:off+n])
+	return b
+}
+
+func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) lg.Frame {
+	h, _ := b.pool.Alloc()
+	buf := b.pool.Bytes(h, len(b.tmpl))
+	copy(buf, b.tmpl[:])
+	f := buf[seqhdr.MACLen+3]
+	if q.Era() {
+		f |= seqhdr.FlagEra
+	}
+	if retx {
+		f |= seqhdr.FlagRetx
+	}
+	buf[seqhdr.MACLen+3] = f
+	binary.BigEndian.PutUint16(buf[seqhdr.MACLen+4:], q.Num())
+	return lg.Frame{H: h, Len: len(b.tmpl)}
+}
+
+func (b *benchReceiver) op(now int64, i int) {
+	q := b.next
+	b.next = q.Next()
+	switch {
+	case i%1000 == 500:
+		b.held = b.frame(q, true) // "lost"; its retransmission arrives later
+	case i%1000 == 508:
+		b.p.Receive(now, b.held)
+		fallthrough
+	default:
+		b.p.Receive(now, b.frame(q, false))
+	}
+	if i%32 == 31 {
+		b.p.Poll(now, true)
+	}
+	for _, f := range b.p.Out.Deliver {
+		b.pool.Free(f.H)
+	}
+	for _, f := range b.p.Out.Free {
+		b.pool.Free(f.H)
+	}
+	b.p.Out.Reset()
+}
+
+func BenchmarkSenderPerFrame(b *testing.B) {
+	s := newBenchSender(b)
+	for i := range 4096 { // warm up: output lists reach their steady capacity
+		s.op(int64(i)*100, i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.op(int64(i+4096)*100, i+4096)
+	}
+}
+
+func BenchmarkReceiverPerFrameLG(b *testing.B)   { benchRecv(b, lg.ModeLG) }
+func BenchmarkReceiverPerFrameLGNB(b *testing.B) { benchRecv(b, lg.ModeLGNB) }
+
+func benchRecv(b *testing.B, mode lg.Mode) {
+	r := newBenchReceiver(b, mode)
+	for i := range 4096 {
+		r.op(int64(i)*100, i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r.op(int64(i+4096)*100, i+4096)
+	}
+}
+
+// TestSteadyStateAllocs asserts the per-frame paths do not allocate.
+func TestSteadyStateAllocs(t *testing.T) {
+	s := newBenchSender(t)
+	r := newBenchReceiver(t, lg.ModeLG)
+	nb := newBenchReceiver(t, lg.ModeLGNB)
+	i := 0
+	for ; i < 4096; i++ {
+		s.op(int64(i)*100, i)
+		r.op(int64(i)*100, i)
+		nb.op(int64(i)*100, i)
+	}
+	for name, fn := range map[string]func(int64, int){"sender": s.op, "receiver LG": r.op, "receiver LGNB": nb.op} {
+		j := i
+		if a := testing.AllocsPerRun(5000, func() { fn(int64(j)*100, j); j++ }); a != 0 {
+			t.Errorf("%s: %v allocs per frame", name, a)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package lg_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/simlink"
+)
+
+func hostFrame(t *testing.T, pool *simlink.Pool) lg.Frame {
+	t.Helper()
+	h, ok := pool.Alloc()
+	if !ok {
+		t.Fatal("pool empty")
+	}
+	b := pool.Bytes(h, 64)
+	clear(b)
+	binary.BigEndian.PutUint16(b[12:], 0x0800)
+	return lg.Frame{H: h, Len: 64}
+}
+
+func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) lg.Frame {
+	t.Helper()
+	h, _ := pool.Alloc()
+	var z [6]byte
+	n, err := seqhdr.PutControl(pool.Bytes(h, seqhdr.MinFrameLen), &z, &z, &hd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg.Frame{H: h, Len: n}
+}
+
+func release(p *lg.Port, pool *simlink.Pool) {
+	for _, f := range p.Out.Free {
+		pool.Free(f.H)
+	}
+	for _, f := range p.Out.Deliver {
+		pool.Free(f.H)
+	}
+	p.Out.Reset()
+}
+
+func TestPauseResumeAndTxFull(t *testing.T) {
+	pool := simlink.NewPool(64, 2048, 256)
+	sc := *senderCfg(2)
+	sc.TxBuffer = 4
+	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := int64(1000)
+	for i := range 4 {
+		if !p.Send(now, hostFrame(t, pool)) {
+			t.Fatalf("frame %d refused", i)
+		}
+	}
+	f := hostFrame(t, pool)
+	if p.CanSend(now) || p.Send(now, f) || p.S.Stats.TxFull != 1 {
+		t.Fatalf("TX buffer full must refuse: %+v", p.S.Stats)
+	}
+	release(p, pool)
+	// Pause: normal frames stop, retransmissions do not.
+	p.Pause(now, 10*us)
+	p.Receive(now, control(t, pool, seqhdr.Header{Type: seqhdr.TypeLoss, Seq: 1, Count: 2, Latest: 3, HasAck: true, Ack: 0}))
+	if len(p.Out.Retx) != 4 || p.S.Outstanding() != 3 {
+		t.Fatalf("retransmissions while paused: %d copies, %d outstanding", len(p.Out.Retx), p.S.Outstanding())
+	}
+	for _, r := range p.Out.Retx {
+		h, err := seqhdr.ParseFrame(pool.Bytes(r.H, r.Len))
+		if err != nil || !h.Retx || (h.Seq != 1 && h.Seq != 2) {
+			t.Fatalf("retransmitted copy header %+v %v", h, err)
+		}
+	}
+	release(p, pool)
+	if p.CanSend(now+5*us) || p.Send(now+5*us, f) || p.S.Stats.PausedRefusals != 1 {
+		t.Fatal("paused sender accepted a frame")
+	}
+	p.Poll(now+5*us, true)
+	if len(p.Out.Low) != 0 {
+		t.Fatal("dummy sent while paused")
+	}
+	// The pause expires after its duration.
+	if !p.S.Paused(now+10*us-1) || p.S.Paused(now+10*us) {
+		t.Fatal("pause must last exactly its duration")
+	}
+	p.Pause(now, 50*us)
+	p.Resume(now + 1)
+	if p.S.Paused(now + 2) {
+		t.Fatal("resume did not end the pause")
+	}
+	// ACK everything; the buffer empties and frames are released once.
+	p.Receive(now+20*us, control(t, pool, seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 3}))
+	if p.S.Outstanding() != 0 || len(p.Out.Free) != 4 { // 3 data frames + the ACK frame
+		t.Fatalf("after ACK: outstanding %d, freed %d", p.S.Outstanding(), len(p.Out.Free))
+	}
+	release(p, pool)
+	// A stale or impossible ACK changes nothing.
+	p.Receive(now+21*us, control(t, pool, seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 100}))
+	if p.S.Stats.AckInvalid != 1 {
+		t.Fatal("ACK beyond next not counted")
+	}
+	release(p, pool)
+	pool.Free(f.H)
+	if pool.InUse() != 0 {
+		t.Fatalf("%d frames leaked", pool.InUse())
+	}
+}
+
+func TestReceiverBadAndPassthrough(t *testing.T) {
+	pool := simlink.NewPool(16, 2048, 256)
+	rc := *receiverCfg(lg.ModeLG)
+	p, err := lg.NewPort(lg.Config{Receiver: &rc}, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := hostFrame(t, pool)
+	p.Receive(0, f)
+	if len(p.Out.Deliver) != 1 || p.Out.Deliver[0] != f || p.Stats.RxPassthrough != 1 {
+		t.Fatal("plain frame not passed through")
+	}
+	release(p, pool)
+	g := hostFrame(t, pool)
+	b := pool.Bytes(g.H, g.Len)
+	binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
+	b[14] = 9 // bad type
+	p.Receive(0, g)
+	if len(p.Out.Free) != 1 || p.Stats.RxBad != 1 {
+		t.Fatal("bad link frame not freed")
+	}
+	release(p, pool)
+	if pool.InUse() != 0 {
+		t.Fatal("leak")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	pool := simlink.NewPool(4, 2048, 256)
+	bad := []lg.Config{
+		{Sender: &lg.SenderConfig{TxBuffer: 3, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
+		{Sender: &lg.SenderConfig{TxBuffer: 4, Copies: 0, DummyCopies: 1, MaxRetxRounds: 1}},
+		{Receiver: &lg.ReceiverConfig{Window: 1000, AckNoTimeout: 1}},
+		{Receiver: &lg.ReceiverConfig{Window: 1024}},
+		{Receiver: &lg.ReceiverConfig{Window: 1024, AckNoTimeout: 1, PauseThreshold: 10, ResumeThreshold: 20, PauseDuration: 1}},
+	}
+	for i, c := range bad {
+		if _, err := lg.NewPort(c, pool); err == nil {
+			t.Errorf("config %d accepted", i)
+		}
+	}
+	sc, rc := lg.DefaultSenderConfig(), lg.DefaultReceiverConfig()
+	if _, err := lg.NewPort(lg.Config{Sender: &sc, Receiver: &rc}, pool); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParams(t *testing.T) {
+	// Appendix B.1: 6 µs max retransmission delay → 7.5 µs.
+	if got := lg.AckNoTimeout(6000, 1.25); got != 7500 {
+		t.Fatalf("AckNoTimeout %d", got)
+	}
+	re, to, hold := lg.Timers(6000, 1.25, 2)
+	if re != 7500 || to != 22500 || hold != 3750 {
+		t.Fatalf("Timers %d %d %d", re, to, hold)
+	}
+	if re, to, _ := lg.Timers(6000, 1.25, 0); re != 0 || to != 7500 {
+		t.Fatalf("Timers without re-notification %d %d", re, to)
+	}
+	// 1.6 µs at 100 Gb/s drains 20 KB; the paper used ~37 KB (margin ≈ 1.85).
+	if got := lg.ResumeThreshold(1600, 100e9, 1); got != 20000 {
+		t.Fatalf("ResumeThreshold %d", got)
+	}
+	if got := lg.PauseThreshold(37000, 1538); got != 37000+3076 {
+		t.Fatalf("PauseThreshold %d", got)
+	}
+	if q := lg.PauseQuanta(10_000, 10e9); q != 196 {
+		t.Fatalf("PauseQuanta %d", q)
+	}
+	if d := lg.QuantaDuration(65535, 10e9); d != 3355392 {
+		t.Fatalf("QuantaDuration %d", d)
+	}
+}
