@@ -509,6 +509,30 @@ func TestSoak(t *testing.T) {
 	}
 }
 
+// TestSoakPerFrameBursts: with bursts counted in frames (not time), a sparse
+// reverse direction loses consecutive re-notifications together; with seed 4
+// and one copy per notification three frames time out. Three copies of each
+// notification recover everything.
+func TestSoakPerFrameBursts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	cfg := bothWays(lg.ModeLG, 3)
+	cfg.A.Receiver.NotifyCopies, cfg.B.Receiver.NotifyCopies = 3, 3
+	cfg.FrameLen = 512
+	cfg.AB.Random, cfg.AB.Seed = &simlink.Bursty{P: 1e-2, MeanBurst: 3}, 4
+	cfg.BA.Random, cfg.BA.Seed = &simlink.Bursty{P: 1e-2, MeanBurst: 3}, 104
+	s := newSim(t, cfg)
+	s.Send(simlink.A, 100_000, 0)
+	s.Send(simlink.B, 10_000, 2*us)
+	finish(t, s)
+	wantDelivered(t, s, simlink.B, seqIDs(0, 100_000))
+	wantDelivered(t, s, simlink.A, seqIDs(0, 10_000))
+	if rs := s.Port(simlink.B).R.Stats; rs.AckNoTimeouts != 0 {
+		t.Fatalf("%+v", rs)
+	}
+}
+
 func sorted(x []uint64) []uint64 {
 	y := slices.Clone(x)
 	slices.Sort(y)

@@ -173,12 +173,20 @@ func (s *Sender) onAck(ack seqhdr.Seq) {
 // onLoss retransmits count frames from first, Copies copies each.
 func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
 	s.Stats.LossNotifsRx++
+	// Clamp the range to the TX buffer [base, next): frames before base were
+	// already acknowledged, frames from next on were never sent.
+	if d := seqhdr.Diff(first, s.base); d < 0 {
+		skip := min(-d, count)
+		s.Stats.RetxUnknown += uint64(skip)
+		first, count = first.Add(skip), count-skip
+	}
+	if over := seqhdr.Diff(first.Add(count), s.next); over > 0 {
+		over = min(over, count)
+		s.Stats.RetxUnknown += uint64(over)
+		count -= over
+	}
 	for i := 0; i < count; i++ {
 		q := first.Add(i)
-		if seqhdr.Diff(q, s.base) < 0 || seqhdr.Diff(q, s.next) >= 0 {
-			s.Stats.RetxUnknown++ // already acknowledged, or never sent
-			continue
-		}
 		sl := s.slot(q)
 		if sl.rounds > 0 && now-sl.retxAt < s.cfg.RetxHoldoff || int(sl.rounds) >= s.cfg.MaxRetxRounds {
 			s.Stats.RetxSuppressed++
