@@ -232,3 +232,7 @@ func (s *Sender) poll(now int64, idle bool) {
 	s.lastDummy = now
 	s.dummySent = true
 }
+
+// SetRetxHoldoff sets the duplicate-notification holdoff. Keep it below the
+// peer receiver's RenotifyInterval when that changes (Timers returns both).
+func (s *Sender) SetRetxHoldoff(d int64) { s.cfg.RetxHoldoff = max(d, 0) }
