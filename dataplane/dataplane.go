@@ -71,15 +71,6 @@ func (c *Config) defaults() error {
 	if c.Mode == "" {
 		c.Mode = ModeForward
 	}
-	switch c.Mode {
-	case ModeForward:
-	case ModeLG, ModeLGNB:
-		if err := c.LG.defaults(c.Mode); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb)", c.Mode)
-	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 4096
 	}
@@ -91,6 +82,15 @@ func (c *Config) defaults() error {
 	}
 	if c.Batch == 0 {
 		c.Batch = 64
+	}
+	switch c.Mode {
+	case ModeForward:
+	case ModeLG, ModeLGNB:
+		if err := c.LG.defaults(c.Mode, c.RingSize); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb)", c.Mode)
 	}
 	if c.PollTimeout == 0 {
 		c.PollTimeout = 50 * time.Millisecond

@@ -16,6 +16,10 @@ const (
 	ModeLGNB Mode = "lgnb"
 )
 
+// initialRenotify is the re-notification interval before any retransmission
+// delay has been measured; ackNoTimeout starts at three times it.
+const initialRenotify = int64(2 * time.Millisecond)
+
 // LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
 // fields take the defaults.
 type LGConfig struct {
@@ -46,7 +50,9 @@ type LGConfig struct {
 	// MTU of the link (for the pause hysteresis); default 1500.
 	MTU int
 	// TxBuffer (frames, power of two) bounds unacknowledged frames; the
-	// reorder window is the same size. Default 4096.
+	// reorder window is the same size. Default: half the AF_XDP ring size,
+	// so the sender can never overrun the peer's RX ring with data (it acts
+	// as a credit limit: frames not yet processed by the peer are not ACKed).
 	TxBuffer int
 	// PFCClass is the 802.1Qbb priority the pause/resume frames use (0-7).
 	PFCClass int
@@ -59,7 +65,7 @@ type LGConfig struct {
 	fixedCopies bool
 }
 
-func (c *LGConfig) defaults(mode Mode) error {
+func (c *LGConfig) defaults(mode Mode, ringSize uint32) error {
 	if c.Protect == "" {
 		c.Protect = "both"
 	}
@@ -95,7 +101,7 @@ func (c *LGConfig) defaults(mode Mode) error {
 		return fmt.Errorf("dataplane: pause threshold %d must exceed resume threshold %d (Algorithm 2; default pause = resume + 2 MTU)", c.PauseThreshold, c.ResumeThreshold)
 	}
 	if c.TxBuffer == 0 {
-		c.TxBuffer = 4096
+		c.TxBuffer = int(max(ringSize/2, 2))
 	}
 	if c.PFCClass < 0 || c.PFCClass >= pfc.NumClasses {
 		return fmt.Errorf("dataplane: PFC class %d: want 0-7", c.PFCClass)
@@ -129,6 +135,11 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 		if c.AckTimeout > 0 {
 			r.AckNoTimeout = int64(c.AckTimeout)
 			r.RenotifyInterval = min(r.RenotifyInterval, r.AckNoTimeout/2)
+		} else {
+			// Until retransmission delays are measured (tuneTimers), assume
+			// a software link's: up to a couple of milliseconds.
+			r.RenotifyInterval = initialRenotify
+			r.AckNoTimeout = 3 * initialRenotify
 		}
 		cfg.Receiver = &r
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +45,7 @@ func runCmd() *cobra.Command {
 		mode                     string
 		statsEvery               time.Duration
 		peerMAC, linkSpeed       string
+		cpuProfile               string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --netns NS --host-port IF --link-port IF --mode forward",
@@ -96,6 +99,17 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 					return err
 				}
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(strings.ReplaceAll(cpuProfile, "%n", ns))
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return runDataplane(cmd.Context(), cfg, metricsAddr, statsEvery)
 		},
 	}
@@ -124,6 +138,7 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048)")
 	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint; empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name)")
 	_ = cmd.MarkFlagRequired("host-port")
 	_ = cmd.MarkFlagRequired("link-port")
 	return cmd

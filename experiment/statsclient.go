@@ -1,0 +1,73 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// MetricsAddr is where `linkfabric run` serves statistics (the loopback of
+// its own namespace).
+const MetricsAddr = "127.0.0.1:9477"
+
+// FetchStats reads /stats.json of the dataplane running in namespace ns into v.
+func FetchStats(ctx context.Context, ns string, v any) error {
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := netns.Do(ns, func() error {
+			var err error
+			// The socket is created on this thread, inside ns.
+			c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+MetricsAddr+"/stats.json", nil)
+	resp, err := cl.Do(req)
+	if err != nil {
+		return fmt.Errorf("statistics of the dataplane in %s: %w", ns, err)
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// DPStats is the part of /stats.json the experiments read.
+type DPStats struct {
+	Dataplane struct {
+		Host, Link struct {
+			RX, TX struct{ Frames, Dropped uint64 }
+		}
+	} `json:"dataplane"`
+	LinkGuardian *struct {
+		Core struct {
+			Sender *struct {
+				DataSent, RetxCopies, DummiesSent, TxBufPeakFrames, TxBufPeakBytes uint64
+			}
+			Receiver *struct {
+				DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes uint64
+			}
+		} `json:"core"`
+		RetxDelayUS struct {
+			Count              uint64
+			P50, P99, P999, Max float64
+		} `json:"retx_delay_us"`
+		Copies int64 `json:"copies"`
+	} `json:"linkguardian"`
+	Link0 struct {
+		Sockets []struct {
+			XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
+		} `json:"sockets"`
+	} `json:"port_link0"`
+	Host0 struct {
+		Sockets []struct {
+			XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
+		} `json:"sockets"`
+	} `json:"port_host0"`
+}

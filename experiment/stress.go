@@ -1,0 +1,341 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/traffic"
+)
+
+// StressConfig sizes `linkfabric stress` (the paper's §4.1 stress test).
+type StressConfig struct {
+	Frames     uint64        `json:"frames"`     // frames sent in the loss phase of each arm
+	Size       int           `json:"frame_size"` // bytes per frame (no FCS)
+	Loss       float64       `json:"loss"`       // loss rate on sw1→sw2
+	Burst      float64       `json:"burst"`      // mean burst length (0: Bernoulli)
+	Rate       float64       `json:"rate"`       // frames/s of the loss phase (0: half of forward's capacity)
+	Capacity   time.Duration `json:"capacity_duration"`
+	Modes      []string      `json:"modes"`    // arms besides the forward reference: none, lgnb, lg
+	RunArgs    []string      `json:"run_args"` // extra `linkfabric run` arguments for lg/lgnb
+	BusyPoll   bool          `json:"busy_poll"`
+	Seed       uint64        `json:"seed"`
+	TargetLoss float64       `json:"target_loss"`
+}
+
+// StressArm is one arm's result.
+type StressArm struct {
+	Name string `json:"name"`
+	// Capacity phase: frames/s delivered to h2 while h1 sends as fast as it can.
+	CapacityFPS float64 `json:"capacity_frames_per_s"`
+	// EffectiveSpeed is CapacityFPS over the forward (no loss) arm's.
+	EffectiveSpeed float64 `json:"effective_link_speed"`
+	// Loss phase, paced so the pipeline keeps up.
+	Sent          uint64  `json:"sent"`
+	IngressDrops  uint64  `json:"ingress_drops"` // dropped before sw1's dataplane took them (RX ring full)
+	Delivered     uint64  `json:"delivered_unique"`
+	Missing       uint64  `json:"missing"`
+	Duplicates    uint64  `json:"duplicates"`
+	OutOfOrder    uint64  `json:"out_of_order"`
+	ActualLoss    float64 `json:"actual_loss_rate"`    // impairment drops / frames seen on sw2 link0
+	EffectiveLoss float64 `json:"effective_loss_rate"` // missing / (sent - ingress drops)
+	// LinkGuardian (lg, lgnb).
+	Copies          int64   `json:"copies,omitempty"`
+	RetxCopies      uint64  `json:"retx_copies,omitempty"`
+	AckNoTimeouts   uint64  `json:"ack_no_timeouts,omitempty"`
+	PeakTxBufFrames uint64  `json:"peak_tx_buffer_frames,omitempty"`
+	PeakReorderB    uint64  `json:"peak_reorder_bytes,omitempty"`
+	Pauses          uint64  `json:"pauses,omitempty"`
+	RetxDelayP50us  float64 `json:"retx_delay_p50_us,omitempty"`
+	RetxDelayP99us  float64 `json:"retx_delay_p99_us,omitempty"`
+	RetxDelayMaxus  float64 `json:"retx_delay_max_us,omitempty"`
+	Recoveries      uint64  `json:"recoveries,omitempty"`
+}
+
+// StressResult is what `linkfabric stress` reports.
+type StressResult struct {
+	Config StressConfig `json:"config"`
+	Kernel string       `json:"kernel"`
+	Date   time.Time    `json:"date"`
+	Rate   float64      `json:"loss_phase_rate"`
+	Arms   []*StressArm `json:"arms"`
+}
+
+// Stress runs the stress experiment on a fresh pair testbed.
+func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, error) {
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
+	if cfg.Frames == 0 {
+		cfg.Frames = 1_000_000
+	}
+	if cfg.Size == 0 {
+		cfg.Size = 1000
+	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 3 * time.Second
+	}
+	if len(cfg.Modes) == 0 {
+		cfg.Modes = []string{"none", "lgnb", "lg"}
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: cfg.Loss, Seed: cfg.Seed}
+	if cfg.Burst > 0 {
+		imp = bpf.Bursty(cfg.Loss, cfg.Burst)
+		imp.Seed = cfg.Seed
+	}
+	if err := imp.Validate(); err != nil {
+		return nil, err
+	}
+	e.progress("stress: pair testbed %q, %d frames of %d B per arm, loss %v on sw1→sw2", e.Prefix, cfg.Frames, cfg.Size, imp)
+	tb, err := e.Up(netns.ForwardingNone, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Down()
+	res := &StressResult{Config: cfg, Kernel: kernel(), Date: time.Now().UTC(), Rate: cfg.Rate}
+	arms := append([]string{"forward"}, cfg.Modes...)
+	for _, arm := range arms {
+		a, err := e.stressArm(ctx, arm, cfg, imp, res)
+		if err != nil {
+			return nil, fmt.Errorf("stress %s: %w", arm, err)
+		}
+		res.Arms = append(res.Arms, a)
+		if arm == "forward" && res.Rate == 0 {
+			res.Rate = math.Floor(a.CapacityFPS / 2)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	for _, a := range res.Arms {
+		a.EffectiveSpeed = ratio(a.CapacityFPS, res.Arms[0].CapacityFPS)
+	}
+	return res, nil
+}
+
+func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp bpf.ImpairConfig, res *StressResult) (*StressArm, error) {
+	mode := arm
+	var args []string
+	switch arm {
+	case "forward", "none":
+		mode = "forward"
+	case "lg", "lgnb":
+		args = append(args, cfg.RunArgs...)
+		if cfg.TargetLoss > 0 {
+			args = append(args, "--target-loss", fmt.Sprint(cfg.TargetLoss))
+		}
+	default:
+		return nil, fmt.Errorf("unknown arm %q (arms: none, lgnb, lg)", arm)
+	}
+	if cfg.BusyPoll {
+		args = append(args, "--busy-poll")
+	}
+	dp, err := e.StartDataplanes(ctx, mode, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer dp.Stop()
+	a := &StressArm{Name: arm}
+
+	// Loss on sw1→sw2 is applied by sw2's link port program (XDP on receive).
+	setImpair := func(on bool) error {
+		return netns.Do(e.NS("sw2"), func() error {
+			im, err := bpf.OpenImpairer("link0")
+			if err != nil {
+				return err
+			}
+			defer im.Close()
+			if !on || arm == "forward" {
+				return im.ClearImpair()
+			}
+			if err := im.SetImpair(imp); err != nil {
+				return err
+			}
+			return im.ResetImpairStats()
+		})
+	}
+	if err := setImpair(true); err != nil {
+		return nil, err
+	}
+
+	// Capacity phase.
+	e.progress("stress: %s: capacity, %v at full speed", arm, cfg.Capacity)
+	capRep, capDur, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
+	if err != nil {
+		return nil, err
+	}
+	a.CapacityFPS = float64(capRep.Unique) / capDur.Seconds()
+	if err := dp.Alive(); err != nil {
+		return nil, err
+	}
+	// Loss phase: fresh counters, paced.
+	dp.Stop()
+	if dp, err = e.StartDataplanes(ctx, mode, args...); err != nil {
+		return nil, err
+	}
+	defer dp.Stop()
+	if err := setImpair(true); err != nil {
+		return nil, err
+	}
+	rate := res.Rate
+	if rate == 0 {
+		rate = a.CapacityFPS / 2
+	}
+	e.progress("stress: %s: %d frames at %.0f frames/s", arm, cfg.Frames, rate)
+	rep, _, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := dp.Alive(); err != nil {
+		return nil, err
+	}
+	a.Sent, a.Delivered, a.Duplicates, a.OutOfOrder = cfg.Frames, rep.Unique, rep.Duplicates, rep.OutOfOrder
+	a.Missing = cfg.Frames - rep.Unique
+
+	var s1, s2 DPStats
+	if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
+		return nil, err
+	}
+	if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
+		return nil, err
+	}
+	for _, s := range s1.Host0.Sockets {
+		a.IngressDrops += s.XDPStatistics.RxRingFull + s.XDPStatistics.RxDropped
+	}
+	a.EffectiveLoss = ratio(float64(a.Missing), float64(a.Sent-min(a.IngressDrops, a.Sent)))
+	if arm != "forward" {
+		err := netns.Do(e.NS("sw2"), func() error {
+			im, err := bpf.OpenImpairer("link0")
+			if err != nil {
+				return err
+			}
+			defer im.Close()
+			st, err := im.ImpairStats()
+			a.ActualLoss = st.LossRate()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
+		a.Copies, a.RetxCopies = l.Copies, l.Core.Sender.RetxCopies
+		a.PeakTxBufFrames = l.Core.Sender.TxBufPeakFrames
+	}
+	if l := s2.LinkGuardian; l != nil && l.Core.Receiver != nil {
+		r := l.Core.Receiver
+		a.AckNoTimeouts, a.PeakReorderB, a.Pauses = r.AckNoTimeouts, r.ReorderPeakBytes, r.PausesSent
+		a.RetxDelayP50us, a.RetxDelayP99us, a.RetxDelayMaxus = l.RetxDelayUS.P50, l.RetxDelayUS.P99, l.RetxDelayUS.Max
+		a.Recoveries = l.RetxDelayUS.Count
+	}
+	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s",
+		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS)
+	return a, nil
+}
+
+// sendAndSink sends count frames (or for d) of stream from h1 and receives
+// them on h2; it returns the sink's report and the time from the first sent
+// to the last received frame.
+func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size int, rate float64, d time.Duration) (traffic.Report, time.Duration, error) {
+	src, err := link(e.NS("h1"), "eth0")
+	if err != nil {
+		return traffic.Report{}, 0, err
+	}
+	dst, err := link(e.NS("h2"), "eth0")
+	if err != nil {
+		return traffic.Report{}, 0, err
+	}
+	expected := count
+	if expected == 0 {
+		expected = 64 << 20 // a capacity run: plenty of sequence space
+	}
+	var sink *traffic.Sink
+	var gen *traffic.Generator
+	if err := netns.Do(e.NS("h2"), func() error {
+		var err error
+		sink, err = traffic.NewSink("eth0", stream, expected)
+		return err
+	}); err != nil {
+		return traffic.Report{}, 0, err
+	}
+	defer sink.Close()
+	if err := netns.Do(e.NS("h1"), func() error {
+		var err error
+		gen, err = traffic.NewGenerator("eth0", traffic.Template{Dst: dst.Attrs().HardwareAddr, Src: src.Attrs().HardwareAddr, Stream: stream, Size: size})
+		return err
+	}); err != nil {
+		return traffic.Report{}, 0, err
+	}
+	defer gen.Close()
+
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	var last time.Time
+	go func() {
+		defer close(done)
+		sink.Run(sctx, 0)
+	}()
+	start := time.Now()
+	progressDone := make(chan struct{})
+	go func() { // progress every 2 s for long runs
+		defer close(progressDone)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+				if count > 0 {
+					e.progress("stress:   sent %d/%d, received %d", gen.Sent(), count, sink.Received())
+				}
+			}
+		}
+	}()
+	gen.Run(ctx, 0, count, d, rate)
+	// Wait until nothing more arrives for 300 ms (retransmissions, queues).
+	prev := sink.Received()
+	last = time.Now()
+	for time.Since(last) < 300*time.Millisecond && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		if n := sink.Received(); n != prev {
+			prev, last = n, time.Now()
+		}
+	}
+	cancel()
+	<-done
+	<-progressDone
+	return sink.Report(), last.Sub(start), ctx.Err()
+}
+
+// Table renders a stress result.
+func (r *StressResult) Table() string {
+	var b strings.Builder
+	c := r.Config
+	model := fmt.Sprintf("Bernoulli %g", c.Loss)
+	if c.Burst > 0 {
+		model = fmt.Sprintf("bursty %g, mean burst %g", c.Loss, c.Burst)
+	}
+	fmt.Fprintf(&b, "linkfabric stress: %d frames of %d B per arm at %.0f frames/s, loss %s on sw1→sw2; kernel %s\n\n",
+		c.Frames, c.Size, r.Rate, model, r.Kernel)
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "arm\tactual loss\teffective loss\tmissing\tdup\tout of order\tspeed ×fwd\tN\tpeak txbuf\tpeak reorder B\tretx p50 µs\tp99 µs\tmax µs\ttimeouts\t")
+	for _, a := range r.Arms {
+		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%d\t%d\t%d\t%.3f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d\t\n",
+			a.Name, a.ActualLoss, a.EffectiveLoss, a.Missing, a.Duplicates, a.OutOfOrder, a.EffectiveSpeed,
+			a.Copies, a.PeakTxBufFrames, a.PeakReorderB, a.RetxDelayP50us, a.RetxDelayP99us, a.RetxDelayMaxus, a.AckNoTimeouts)
+	}
+	w.Flush()
+	fmt.Fprintln(&b, "\nforward: no loss (the reference). none: forward with loss (unprotected). effective loss: frames that")
+	fmt.Fprintln(&b, "never reached h2 / frames sw1 accepted. speed: frames/s delivered at full offered load ÷ forward's.")
+	return b.String()
+}
