@@ -51,7 +51,7 @@ type DPStats struct {
 				DataSent, RetxCopies, DummiesSent, TxBufPeakFrames, TxBufPeakBytes uint64
 			}
 			Receiver *struct {
-				DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes uint64
+				DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64
 			}
 		} `json:"core"`
 		RetxDelayUS struct {

@@ -55,6 +55,12 @@ type StressArm struct {
 	RetxDelayP99us  float64 `json:"retx_delay_p99_us,omitempty"`
 	RetxDelayMaxus  float64 `json:"retx_delay_max_us,omitempty"`
 	Recoveries      uint64  `json:"recoveries,omitempty"`
+	// Control overhead of the loss phase: frames sw2 sent back on the link
+	// (explicit ACKs, loss notifications, PFC) and dummies sw1 sent, per
+	// data frame.
+	ReverseFrames uint64 `json:"reverse_frames,omitempty"`
+	ExplicitAcks  uint64 `json:"explicit_acks,omitempty"`
+	Dummies       uint64 `json:"dummies,omitempty"`
 }
 
 // StressResult is what `linkfabric stress` reports.
@@ -235,9 +241,14 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 		a.AckNoTimeouts, a.PeakReorderB, a.Pauses = r.AckNoTimeouts, r.ReorderPeakBytes, r.PausesSent
 		a.RetxDelayP50us, a.RetxDelayP99us, a.RetxDelayMaxus = l.RetxDelayUS.P50, l.RetxDelayUS.P99, l.RetxDelayUS.Max
 		a.Recoveries = l.RetxDelayUS.Count
+		a.ExplicitAcks = r.ExplicitAcksSent
+		a.ReverseFrames = s2.Dataplane.Link.TX.Frames
 	}
-	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s",
-		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS)
+	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
+		a.Dummies = l.Core.Sender.DummiesSent
+	}
+	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d",
+		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS, a.ReverseFrames, a.ExplicitAcks, a.Dummies)
 	return a, nil
 }
 
