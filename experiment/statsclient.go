@@ -55,7 +55,7 @@ type DPStats struct {
 			}
 		} `json:"core"`
 		RetxDelayUS struct {
-			Count              uint64
+			Count               uint64
 			P50, P99, P999, Max float64
 		} `json:"retx_delay_us"`
 		Copies int64 `json:"copies"`
