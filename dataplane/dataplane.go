@@ -49,8 +49,13 @@ type Config struct {
 	FrameCount uint32
 	// RingSize is the size of each AF_XDP ring. Default 2048.
 	RingSize uint32
-	// Batch is the most frames moved per ring operation. Default 64.
+	// Batch is the most frames moved per ring operation. Default 256.
 	Batch int
+	// TxBudget raises how many frames one TX kick (sendto) may move in copy
+	// mode (XDP_MAX_TX_SKB_BUDGET, Linux 6.17+; the kernel's default is 32).
+	// Default 256 (measured: +10% TCP throughput on veth); a kernel without
+	// the option keeps 32, with a warning. Negative leaves the kernel default.
+	TxBudget int
 	// PollTimeout bounds how long the worker sleeps in poll(2) when idle.
 	// Default 50ms (it only delays noticing cancellation).
 	PollTimeout time.Duration
@@ -81,7 +86,10 @@ func (c *Config) defaults() error {
 		c.RingSize = 2048
 	}
 	if c.Batch == 0 {
-		c.Batch = 64
+		c.Batch = 256
+	}
+	if c.TxBudget == 0 {
+		c.TxBudget = 256
 	}
 	switch c.Mode {
 	case ModeForward:

@@ -45,7 +45,11 @@ type LGConfig struct {
 	// 1.5× it, give up after three such intervals.
 	AckTimeout time.Duration
 	// PauseThreshold and ResumeThreshold are reorder-buffer bytes
-	// (Algorithm 2). Default resume 64 KiB, pause = resume + 2 MTU.
+	// (Algorithm 2). Appendix B.1 sets resume = t_flight_resume × drain rate;
+	// in software t_flight_resume is a process wakeup on the peer (100s of µs
+	// here) and the buffer drains at memory speed into a 3-10 Gbit/s host
+	// port, so the default resume is 256 KiB (measured: 2.5× fewer pauses
+	// than 64 KiB at loss 1e-3, same throughput); pause = resume + 2 MTU.
 	PauseThreshold, ResumeThreshold int
 	// MTU of the link (for the pause hysteresis); default 1500.
 	MTU int
@@ -92,7 +96,7 @@ func (c *LGConfig) defaults(mode Mode, ringSize uint32) error {
 		c.MTU = 1500
 	}
 	if c.ResumeThreshold == 0 {
-		c.ResumeThreshold = 64 << 10
+		c.ResumeThreshold = 256 << 10
 	}
 	if c.PauseThreshold == 0 {
 		c.PauseThreshold = lg.PauseThreshold(c.ResumeThreshold, c.MTU+18)

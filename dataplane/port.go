@@ -48,6 +48,11 @@ func openPort(umem *xdp.Umem, ifname string, cfg *Config) (_ *Port, err error) {
 			return nil, err
 		}
 		p.socks = append(p.socks, s)
+		if cfg.TxBudget > 0 && s.Mode() == xdp.ModeCopy {
+			if err := s.SetTxBudget(cfg.TxBudget); err != nil {
+				cfg.Logger.Warn("TX budget not raised; each kick moves at most 32 frames", "dev", ifname, "err", err)
+			}
+		}
 		if err := p.prog.RegisterXSK(q, s.FD()); err != nil {
 			return nil, fmt.Errorf("%s queue %d: register AF_XDP socket in XSKMAP: %w", ifname, q, err)
 		}
