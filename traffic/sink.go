@@ -23,8 +23,9 @@ type Report struct {
 // (it attaches linkfabric's port program to redirect them) and checks their
 // sequence numbers against a bitmap of the expected range.
 type Sink struct {
-	stream uint32
-	seen   []uint64 // bitmap over [0, expected)
+	stream   uint32
+	expected uint64
+	seen     []uint64 // bitmap over [0, expected)
 	max    uint64
 	any    bool
 	rep    Report
@@ -41,13 +42,22 @@ type Sink struct {
 // NewSink attaches to ifname (calling thread's namespace) and expects frames
 // of stream numbered 0..expected-1.
 func NewSink(ifname string, stream uint32, expected uint64) (_ *Sink, err error) {
-	s := &Sink{stream: stream, seen: make([]uint64, (expected+63)/64),
-		descs: make([]xdp.Desc, 64), addrs: make([]uint64, 64)}
+	s := newChecker(stream, expected)
+	s.descs, s.addrs = make([]xdp.Desc, 64), make([]uint64, 64)
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
+	return s.open(ifname)
+}
+
+// newChecker returns a Sink that only checks frames (no sockets yet).
+func newChecker(stream uint32, expected uint64) *Sink {
+	return &Sink{stream: stream, expected: expected, seen: make([]uint64, (expected+63)/64)}
+}
+
+func (s *Sink) open(ifname string) (_ *Sink, err error) {
 	n, err := xdp.QueueCount(ifname)
 	if err != nil {
 		return nil, err
@@ -123,7 +133,7 @@ func (s *Sink) account(b []byte) {
 		s.max = seq
 	}
 	s.any = true
-	if seq/64 >= uint64(len(s.seen)) {
+	if seq >= s.expected {
 		s.rep.Other++ // beyond the expected range
 		return
 	}
@@ -145,8 +155,7 @@ func (s *Sink) refill(sock *xdp.Socket) {
 // Report returns what was seen; call it after Run returned.
 func (s *Sink) Report() Report {
 	r := s.rep
-	r.Missing = uint64(len(s.seen))*64 - r.Unique
-	// Bits past expected in the last word were never expected.
+	r.Missing = s.expected - r.Unique
 	return r
 }
 
