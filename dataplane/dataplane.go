@@ -93,12 +93,12 @@ func (c *Config) defaults() error {
 	}
 	switch c.Mode {
 	case ModeForward:
-	case ModeLG, ModeLGNB:
+	case ModeLG, ModeLGNB, ModeMonitor:
 		if err := c.LG.defaults(c.Mode, c.RingSize); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb)", c.Mode)
+		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb, monitor)", c.Mode)
 	}
 	if c.PollTimeout == 0 {
 		c.PollTimeout = 50 * time.Millisecond

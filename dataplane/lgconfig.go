@@ -14,6 +14,10 @@ const (
 	ModeLG Mode = "lg"
 	// ModeLGNB is LinkGuardianNB: retransmission, delivery as frames come.
 	ModeLGNB Mode = "lgnb"
+	// ModeMonitor sequences frames and measures the link's loss from the
+	// gaps, but retransmits nothing (sequenced, unprotected). With Auto the
+	// policy can switch protection on.
+	ModeMonitor Mode = "monitor"
 )
 
 // initialRenotify is the re-notification interval before any retransmission
@@ -65,6 +69,16 @@ type LGConfig struct {
 	// PeerMAC is the destination of control frames; default broadcast.
 	PeerMAC [6]byte
 
+	// Auto lets the receiver's loss monitor switch this end's receiving
+	// direction between monitor, lg and lgnb by Policy (Appendix C, §5
+	// "Automatic fallback"), starting from the configured mode.
+	Auto bool
+	// Policy is the protection policy used with Auto; zero means
+	// lossmon.DefaultPolicy.
+	Policy lossmon.Policy
+	// MonitorWindow is the loss monitor's moving window; default 10s.
+	MonitorWindow time.Duration
+
 	// fixedCopies: N was given (Copies or LinkLoss), not measured.
 	fixedCopies bool
 }
@@ -113,6 +127,16 @@ func (c *LGConfig) defaults(mode Mode, ringSize uint32) error {
 	if c.LinkSpeed == 0 {
 		c.LinkSpeed = pfc.Speed10G
 	}
+	if c.Policy == (lossmon.Policy{}) {
+		c.Policy = lossmon.DefaultPolicy()
+		c.Policy.Target = c.TargetLoss
+	}
+	if err := c.Policy.Validate(); err != nil {
+		return err
+	}
+	if c.MonitorWindow == 0 {
+		c.MonitorWindow = 10 * time.Second
+	}
 	if c.PeerMAC == ([6]byte{}) {
 		c.PeerMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	}
@@ -130,10 +154,7 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 	}
 	if c.Protect != "tx" {
 		r := lg.DefaultReceiverConfig()
-		r.Mode = lg.ModeLG
-		if mode == ModeLGNB {
-			r.Mode = lg.ModeLGNB
-		}
+		r.Mode = coreMode(mode)
 		r.Window = c.TxBuffer
 		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
 		if c.AckTimeout > 0 {
@@ -148,4 +169,37 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 		cfg.Receiver = &r
 	}
 	return cfg
+}
+
+// coreMode is the lg core's receiver mode for a dataplane mode.
+func coreMode(m Mode) lg.Mode {
+	switch m {
+	case ModeLGNB:
+		return lg.ModeLGNB
+	case ModeMonitor:
+		return lg.ModeMonitor
+	}
+	return lg.ModeLG
+}
+
+// policyMode is the lg core's receiver mode for a policy decision.
+func policyMode(d lossmon.Decision) lg.Mode {
+	switch {
+	case !d.Protect:
+		return lg.ModeMonitor
+	case d.Mode == lossmon.ModeLGNB:
+		return lg.ModeLGNB
+	}
+	return lg.ModeLG
+}
+
+// decision is the policy's view of a receiver mode.
+func decision(m lg.Mode, copies int) lossmon.Decision {
+	switch m {
+	case lg.ModeLG:
+		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLG, Copies: copies}
+	case lg.ModeLGNB:
+		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLGNB, Copies: copies}
+	}
+	return lossmon.Decision{}
 }

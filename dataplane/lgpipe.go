@@ -96,7 +96,16 @@ type LGStats struct {
 	lossRate atomic.Uint64
 	// Copies is the N in force.
 	Copies atomic.Int64
+	// RxLossRate is the loss rate of the incoming direction measured by this
+	// end's receiver from sequence gaps (moving window), ×1e12; RxMode is the
+	// receiver's mode (lg.Mode) and ModeChanges how often the policy changed it.
+	rxLossRate  atomic.Uint64
+	RxMode      atomic.Int64
+	ModeChanges atomic.Uint64
 }
+
+// RxLossRate is the incoming direction's loss rate measured from gaps.
+func (s *LGStats) RxLossRate() float64 { return float64(s.rxLossRate.Load()) / 1e12 }
 
 // LGCore is a copy of the core's counters.
 type LGCore struct {
@@ -166,12 +175,18 @@ func (w *lgWorker) run(ctx context.Context) error {
 		w.refill(s)
 	}
 	p := w.port
-	var publishAt, monitorAt int64
+	var publishAt, monitorAt, rmonAt int64
 	var mon *lossmon.Monitor
 	if p.S != nil && !w.d.cfg.LG.fixedCopies {
 		mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 	}
 	var lastSent, lastLost uint64
+	var rmon *lossmon.Monitor
+	if p.R != nil {
+		rmon, _ = lossmon.New(lossmon.Config{Window: int64(w.d.cfg.LG.MonitorWindow), MinSamples: 10000})
+		w.lgs.RxMode.Store(int64(p.R.Mode()))
+	}
+	var lastRx, lastGap uint64
 	for !stop.Load() {
 		st.Loops.Add(1)
 		now := int64(time.Since(epoch))
@@ -292,6 +307,19 @@ func (w *lgWorker) run(ctx context.Context) error {
 			}
 		}
 
+		if rmon != nil && now >= rmonAt {
+			rmonAt = now + int64(100*time.Millisecond)
+			rx, gap := p.R.Stats.DataRx, p.R.Stats.LostDetected
+			rmon.Observe(now, rx-lastRx, gap-lastGap)
+			lastRx, lastGap = rx, gap
+			if rate, ok := rmon.Rate(now); ok {
+				w.lgs.rxLossRate.Store(uint64(rate * 1e12))
+				if w.d.cfg.LG.Auto {
+					w.applyPolicy(now, p, rate)
+				}
+			}
+		}
+
 		if busy || w.hostSock.TxPending() > 0 || w.linkSock.TxPending() > 0 {
 			continue
 		}
@@ -317,6 +345,22 @@ func (w *lgWorker) run(ctx context.Context) error {
 	}
 	w.publish(p)
 	return nil
+}
+
+// applyPolicy switches the receiver's mode as the policy decides for the
+// measured loss rate of the incoming direction.
+func (w *lgWorker) applyPolicy(now int64, p *lg.Port, rate float64) {
+	cur := p.R.Mode()
+	want := policyMode(w.d.cfg.LG.Policy.Decide(rate, decision(cur, 1)))
+	if want == cur {
+		return
+	}
+	if p.R.SetMode(now, want) {
+		w.lgs.RxMode.Store(int64(want))
+		w.lgs.ModeChanges.Add(1)
+		w.d.cfg.Logger.Info("protection policy changed the receiving mode",
+			"dev", w.d.cfg.LinkPort, "from", cur.String(), "to", want.String(), "loss_rate", rate)
+	}
 }
 
 func (w *lgWorker) countRx(c *PortCounters, descs []xdp.Desc) {

@@ -16,11 +16,18 @@ const (
 	ModeLG Mode = iota
 	// ModeLGNB delivers frames as they arrive and only removes duplicates.
 	ModeLGNB
+	// ModeMonitor is sequenced but unprotected: frames are delivered as they
+	// arrive and losses are counted from the gaps (the loss monitor's input),
+	// but nothing is asked for again. A policy can switch protection on.
+	ModeMonitor
 )
 
 func (m Mode) String() string {
-	if m == ModeLGNB {
+	switch m {
+	case ModeLGNB:
 		return "lgnb"
+	case ModeMonitor:
+		return "monitor"
 	}
 	return "lg"
 }
@@ -81,8 +88,8 @@ func (c *ReceiverConfig) check() error {
 	if c.NotifyCopies < 0 || c.NotifyCopies > 16 {
 		return errors.New("lg: ReceiverConfig.NotifyCopies must be in [0, 16] (0 means 1)")
 	}
-	if c.Mode > ModeLGNB {
-		return errors.New("lg: ReceiverConfig.Mode must be ModeLG or ModeLGNB")
+	if c.Mode > ModeMonitor {
+		return errors.New("lg: ReceiverConfig.Mode must be ModeLG, ModeLGNB or ModeMonitor")
 	}
 	if c.AckNoTimeout <= 0 {
 		return errors.New("lg: ReceiverConfig.AckNoTimeout must be positive (use Params.Timers)")
@@ -247,6 +254,17 @@ func (r *Receiver) gap(now int64, q seqhdr.Seq, qLost bool) {
 	if count <= 0 {
 		return
 	}
+	if r.cfg.Mode == ModeMonitor {
+		// Unprotected: the frames are gone. Nothing is held before the gap
+		// in this mode, so ackNo == first; move it past the gap.
+		r.Stats.HolesDetected++
+		r.Stats.LostDetected += uint64(count)
+		r.Stats.LostUnprotected += uint64(count)
+		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvLoss, Seq: first, Count: count})
+		r.ackNo = first.Add(count)
+		r.setPending(now)
+		return
+	}
 	for i := 0; i < count; i++ {
 		*r.slot(first.Add(i)) = rxSlot{state: slotMissing, detectedAt: now, notifiedAt: now}
 	}
@@ -309,7 +327,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 		}
 	}
 	sl := r.slot(q)
-	if r.cfg.Mode == ModeLGNB {
+	if r.cfg.Mode != ModeLG {
 		r.deliver(f)
 		sl.state = slotPresent
 		if q == r.ackNo {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/lg"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/spf13/cobra"
 )
@@ -60,6 +61,9 @@ shared UMEM, and moves frames between them with the pipeline of --mode:
             PFC pause/resume to the sender by Algorithm 2)
   lgnb      LinkGuardianNB: the same retransmission, but frames are delivered
             as they arrive (de-duplicated, not reordered)
+  monitor   frames are sequenced and the link's loss is measured from the gaps,
+            nothing is retransmitted; with --auto the policy switches
+            protection on (lg), falls back to lgnb at high loss, and off again
 
 Both switches of a link must run the same mode. By default each end protects
 both directions (--protect both).
@@ -117,7 +121,8 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
 	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host")
 	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch")
-	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order) or lgnb (non-blocking)")
+	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking) or monitor (sequenced, unprotected: measures loss)")
+	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
 	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
 	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
@@ -264,6 +269,9 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"pfc_tx":                s.PFCTx.Load(),
 		"measured_loss_rate":    s.LossRate(),
 		"copies":                s.Copies.Load(),
+		"rx_loss_rate":          s.RxLossRate(),
+		"rx_mode":               lg.Mode(s.RxMode.Load()).String(),
+		"mode_changes":          s.ModeChanges.Load(),
 	}
 }
 

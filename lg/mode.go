@@ -1,0 +1,59 @@
+package lg
+
+import "github.com/linkfabric/linkfabric/seqhdr"
+
+// Mode returns the receiver's delivery mode.
+func (r *Receiver) Mode() Mode { return r.cfg.Mode }
+
+// SetMode switches the receiver's mode while frames flow: the automatic
+// fallback of the paper's §5 (lg → lgnb when loss gets high), and switching
+// protection on or off (monitor ⇄ lg/lgnb, Appendix C). It returns whether
+// the mode is now m; when it is not, call again later (a switch waits for
+// holes to close).
+//
+//   - to LGNB: frames waiting in the reorder buffer only for order are
+//     delivered at once; holes stay open and are still recovered.
+//   - to LG, or to monitor: takes effect only when nothing is missing (then
+//     every frame up to latestRxSeqNo has been delivered and nothing is
+//     held). From LG it first switches to LGNB, which releases the buffer.
+func (r *Receiver) SetMode(now int64, m Mode) bool {
+	if m == r.cfg.Mode {
+		return true
+	}
+	if m > ModeMonitor {
+		return false
+	}
+	if r.cfg.Mode == ModeLG {
+		r.releaseBuffer(now)
+		r.cfg.Mode = ModeLGNB
+		r.Stats.ModeChanges++
+		if m == ModeLGNB {
+			return true
+		}
+	}
+	if m == ModeLGNB {
+		r.cfg.Mode = ModeLGNB
+		r.Stats.ModeChanges++
+		return true
+	}
+	if r.missing > 0 {
+		return false
+	}
+	r.cfg.Mode = m
+	r.Stats.ModeChanges++
+	return true
+}
+
+// releaseBuffer delivers every frame in the reorder buffer, leaving its slot
+// marked present (the LGNB meaning: delivered, so a copy is a duplicate).
+func (r *Receiver) releaseBuffer(now int64) {
+	for q := r.ackNo; r.buffered > 0 && seqhdr.LessEq(q, r.latest); q = q.Next() {
+		sl := r.slot(q)
+		if sl.state == slotPresent && sl.f.Len > 0 {
+			r.deliver(sl.f)
+			sl.f = Frame{}
+		}
+	}
+	r.buffered, r.bytes = 0, 0
+	r.backpressure(now) // a pause in force is lifted
+}

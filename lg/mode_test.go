@@ -1,0 +1,106 @@
+package lg_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/simlink"
+)
+
+// lg → lgnb while holes are open and frames wait in the reorder buffer: the
+// buffered frames are delivered at once, the holes are still recovered, and
+// nothing is lost or duplicated.
+func TestSetModeLGToLGNBMidHole(t *testing.T) {
+	cfg := oneWay(lg.ModeLG, 1)
+	// Lose frame 10's original and its first copy: it stays missing for a
+	// re-notification interval while later frames pile up in the buffer.
+	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 2)}
+	s := newSim(t, cfg)
+	s.Send(simlink.A, 200, 100) // one frame every 100 ns
+	r := s.Port(simlink.B).R
+	for s.Now() < 1_000_000 {
+		s.Run(500)
+		if f, _ := r.Buffered(); f >= 20 {
+			break
+		}
+	}
+	held, _ := r.Buffered()
+	if held < 20 || r.Missing() != 1 {
+		t.Fatalf("setup: %d frames buffered, %d missing; want ≥ 20 and 1", held, r.Missing())
+	}
+	before := len(s.Delivered(simlink.B))
+	if !r.SetMode(s.Now(), lg.ModeLGNB) || r.Mode() != lg.ModeLGNB {
+		t.Fatal("switch to lgnb refused")
+	}
+	if f, b := r.Buffered(); f != 0 || b != 0 {
+		t.Fatalf("buffer not released: %d frames %d bytes", f, b)
+	}
+	if got := len(s.Delivered(simlink.B)); got != before { // delivered on the next delivery step
+		s.Run(1)
+	}
+	finish(t, s)
+	got := s.Delivered(simlink.B)
+	sorted := slices.Clone(got)
+	slices.Sort(sorted)
+	if !slices.Equal(sorted, seqIDs(0, 200)) {
+		t.Fatalf("after lg→lgnb: lost or duplicated frames: %v", head(sorted))
+	}
+	if i := slices.Index(got, 10); i <= 10 {
+		t.Fatalf("frame 10 delivered at %d: the buffered frames should have gone first", i)
+	}
+	if rs := r.Stats; rs.Recovered != 1 || rs.AckNoTimeouts != 0 || rs.ModeChanges != 1 {
+		t.Fatalf("stats %+v", rs)
+	}
+}
+
+// lgnb → lg waits for holes to close; monitor mode loses frames without
+// asking for them, and switching protection back on protects again.
+func TestSetModeMonitorAndBack(t *testing.T) {
+	cfg := oneWay(lg.ModeLGNB, 1)
+	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(5, 1), simlink.DropID(150, 1), simlink.DropID(250, 1)}
+	s := newSim(t, cfg)
+	r := s.Port(simlink.B).R
+	s.Send(simlink.A, 100, 100)
+	s.Run(5_000) // frame 5 lost and not yet recovered... or recovered: either way
+	for !r.SetMode(s.Now(), lg.ModeMonitor) {
+		if r.Missing() == 0 {
+			t.Fatal("SetMode(monitor) refused with nothing missing")
+		}
+		s.Run(1_000)
+	}
+	finish(t, s)
+	wantSorted(t, s.Delivered(simlink.B), seqIDs(0, 100))
+
+	// Unprotected: frame 150 is lost for good, with no loss notification.
+	notifs := r.Stats.LossNotifsSent
+	s.Send(simlink.A, 100, 100)
+	finish(t, s)
+	wantSorted(t, s.Delivered(simlink.B), seqIDs(0, 200, 150))
+	if r.Stats.LostUnprotected != 1 || r.Stats.LossNotifsSent != notifs {
+		t.Fatalf("monitor: %+v", r.Stats)
+	}
+
+	// Protection on again (in order): frame 250 is recovered.
+	if !r.SetMode(s.Now(), lg.ModeLG) {
+		t.Fatal("SetMode(lg) refused on a quiet link")
+	}
+	s.Send(simlink.A, 100, 100)
+	finish(t, s)
+	got := s.Delivered(simlink.B)
+	if !slices.Equal(got[len(got)-100:], seqIDs(200, 100)) {
+		t.Fatalf("lg after monitor: %v", head(got[len(got)-100:]))
+	}
+	if r.Stats.Recovered < 2 || r.Stats.ModeChanges != 2 {
+		t.Fatalf("stats %+v", r.Stats)
+	}
+}
+
+func wantSorted(t *testing.T, got, want []uint64) {
+	t.Helper()
+	s := slices.Clone(got)
+	slices.Sort(s)
+	if !slices.Equal(s, want) {
+		t.Fatalf("delivered %d frames, want %d: %v", len(s), len(want), head(s))
+	}
+}
