@@ -259,9 +259,10 @@ func (w *lgWorker) run(ctx context.Context) error {
 		w.flushTx(w.linkSock, &st.Link, &w.lgs.LinkTxRingFull)
 		w.tx = w.tx[:0]
 		w.queueTx(p.Out.Deliver)
-		delivered := w.flushTx(w.hostSock, &st.Host, &w.lgs.HostTxRingFull)
-		// Delivered frames belong to the host path now: free after completion.
-		for _, f := range p.Out.Deliver[:delivered] {
+		w.flushTx(w.hostSock, &st.Host, &w.lgs.HostTxRingFull)
+		// Delivered frames belong to the host path now: those on the TX ring
+		// return after completion, those that did not fit (counted) at once.
+		for _, f := range p.Out.Deliver {
 			w.releaseFrame(uint64(f.H))
 		}
 		for _, f := range p.Out.Free {
