@@ -62,5 +62,3 @@ Takes about 15 s per arm per run.`,
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
 }
-
-func demoCmd() *cobra.Command { return &cobra.Command{Use: "demo", Hidden: true} }

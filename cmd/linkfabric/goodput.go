@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/spf13/cobra"
+)
+
+func goodputCmd() *cobra.Command {
+	var (
+		cfg                   experiment.GoodputConfig
+		losses, arms, runArgs string
+		prefix, outJSON       string
+		asJSON                bool
+	)
+	cmd := &cobra.Command{
+		Use:   "goodput",
+		Short: "Goodput of one long TCP flow over a lossy link with and without LinkGuardian (paper Table 3)",
+		Long: `goodput builds the pair testbed and, for each arm and each loss rate on the sw1→sw2
+link, starts fresh dataplanes and runs one iperf3 TCP flow from h1 to h2 for --duration:
+
+  loss  linkfabric forward (unprotected; at loss 0 the no-loss reference)
+  lg    linkfabric lg (LinkGuardian), --link-loss set to the loss rate
+  lgnb  linkfabric lgnb (LinkGuardianNB), --link-loss set to the loss rate
+
+It prints the paper's Table 3 layout (Gbit/s and the ratio to the same arm at loss
+0), then per run the TCP retransmissions, the loss the link really applied and
+LinkGuardian's recovery counters, and writes JSON to --out. TCP in h1 and h2 is set
+up as for 'linkfabric fct'.`,
+		Example: `  linkfabric goodput
+  linkfabric goodput --duration 3s --losses 0,1e-3,1e-2 --arms loss,lg`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("goodput"); err != nil {
+				return err
+			}
+			for _, p := range splitList(losses) {
+				v, err := strconv.ParseFloat(p, 64)
+				if err != nil {
+					return fmt.Errorf("--losses: %q is not a number", p)
+				}
+				cfg.Losses = append(cfg.Losses, v)
+			}
+			cfg.Arms = splitList(arms)
+			cfg.RunArgs = strings.Fields(runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: prefix, Log: log}
+			res, err := env.Goodput(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if outJSON != "" {
+				if err := experiment.WriteJSON(outJSON, res); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return printJSON(res)
+			}
+			fmt.Print(res.Text())
+			if outJSON != "" {
+				fmt.Printf("\nJSON: %s\n", filepath.Clean(outJSON))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&cfg.Duration, "duration", 0, "iperf3 duration per arm and loss rate, whole seconds (default 5s)")
+	f.StringVar(&losses, "losses", "0,1e-5,1e-4,1e-3,1e-2", "loss rates on sw1→sw2, comma-separated")
+	f.StringVar(&arms, "arms", strings.Join(experiment.GoodputArms, ","), "arms: "+strings.Join(experiment.GoodputArms, ","))
+	f.Float64Var(&cfg.Burst, "burst", 0, "mean loss burst length (Gilbert-Elliott); 0 = Bernoulli")
+	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms")
+	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
+	f.StringVar(&prefix, "prefix", "lfgood", "testbed prefix")
+	f.StringVar(&outJSON, "out", "out/goodput.json", "write the result as JSON here ('' to skip)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	return cmd
+}

@@ -1,0 +1,621 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// Subnet of the pair testbed's hosts (the route that carries rto_min).
+const Subnet = "10.0.0.0/24"
+
+// FCTArms are the arms `linkfabric fct` knows, in their canonical order.
+var FCTArms = []string{"noloss", "loss", "lg", "lgnb", "kernel"}
+
+// DefaultFCTArms are the arms run when none are given.
+var DefaultFCTArms = []string{"noloss", "loss", "lg", "lgnb"}
+
+var fctArmWhat = map[string]string{
+	"noloss": "linkfabric forward, impairment stage at loss 0 (the reference)",
+	"loss":   "linkfabric forward, lossy link (unprotected)",
+	"lg":     "linkfabric lg (LinkGuardian, in order), lossy link",
+	"lgnb":   "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
+	"kernel": "Linux bridge in sw1 and sw2, no impairment",
+}
+
+// FCTConfig sizes `linkfabric fct`.
+type FCTConfig struct {
+	Sizes []int64 `json:"sizes"` // flow sizes in bytes, run one after the other
+	// Flows per arm: one count for every size, or one per size.
+	Flows []int    `json:"flows"`
+	Loss  float64  `json:"loss"`            // loss rate on sw1→sw2 for loss, lg, lgnb
+	Burst float64  `json:"burst,omitempty"` // mean loss burst (Gilbert-Elliott); 0 = Bernoulli
+	Seed  uint64   `json:"seed"`
+	CC    string   `json:"cc"`   // congestion control; "" = dctcp if the kernel has it, else cubic
+	Arms  []string `json:"arms"` // from FCTArms
+	Tool  string   `json:"tool"` // builtin or iperf
+	// Warmup flows per size and arm, discarded (builtin only).
+	Warmup int `json:"warmup"`
+	// Timeout per flow; a flow not complete by then counts as failed.
+	Timeout time.Duration `json:"flow_timeout"`
+	// RunArgs are extra `linkfabric run` arguments for lg and lgnb (after
+	// --link-loss LOSS, which they may override).
+	RunArgs []string `json:"run_args,omitempty"`
+	MTU     int      `json:"mtu,omitempty"` // host MTU (default 1500)
+}
+
+// Normalize fills defaults and checks the configuration (no system access).
+func (c *FCTConfig) Normalize() error {
+	if len(c.Sizes) == 0 {
+		c.Sizes = []int64{143}
+	}
+	if len(c.Flows) == 0 {
+		c.Flows = []int{10000}
+	}
+	if len(c.Flows) != 1 && len(c.Flows) != len(c.Sizes) {
+		return fmt.Errorf("fct: %d flow counts for %d sizes: give one count for all sizes or one per size", len(c.Flows), len(c.Sizes))
+	}
+	for _, n := range c.Flows {
+		if n <= 0 {
+			return fmt.Errorf("fct: flow count %d: must be positive", n)
+		}
+	}
+	if len(c.Arms) == 0 {
+		c.Arms = slices.Clone(DefaultFCTArms)
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Arms {
+		if !slices.Contains(FCTArms, a) {
+			return fmt.Errorf("fct: unknown arm %q (arms: %s)", a, strings.Join(FCTArms, ", "))
+		}
+		if seen[a] {
+			return fmt.Errorf("fct: arm %q given twice", a)
+		}
+		seen[a] = true
+	}
+	if c.Tool == "" {
+		c.Tool = "builtin"
+	}
+	switch c.Tool {
+	case "builtin":
+		for _, s := range c.Sizes {
+			if s < fct.HeaderSize {
+				return fmt.Errorf("fct: size %d B is below the builtin tool's %d B minimum", s, fct.HeaderSize)
+			}
+		}
+	case "iperf":
+		for _, s := range c.Sizes {
+			if s < 100 {
+				return fmt.Errorf("fct: size %d B is too small for iperf 2 (its test header alone is ~60 B)", s)
+			}
+		}
+	default:
+		return fmt.Errorf("fct: unknown tool %q (builtin or iperf)", c.Tool)
+	}
+	if math.IsNaN(c.Loss) || c.Loss < 0 || c.Loss >= 1 {
+		return fmt.Errorf("fct: loss %v: want a rate in [0, 1)", c.Loss)
+	}
+	if c.Burst != 0 && c.Burst < 1 {
+		return fmt.Errorf("fct: mean burst %v: want >= 1 (or 0 for Bernoulli loss)", c.Burst)
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Warmup < 0 {
+		c.Warmup = 0
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	_, err := c.impairment()
+	return err
+}
+
+// FlowsFor is the flow count of size index i.
+func (c *FCTConfig) FlowsFor(i int) int {
+	if len(c.Flows) == 1 {
+		return c.Flows[0]
+	}
+	return c.Flows[i]
+}
+
+func (c *FCTConfig) impairment() (bpf.ImpairConfig, error) {
+	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: c.Loss, Seed: c.Seed}
+	if c.Burst > 0 && c.Loss > 0 {
+		imp = bpf.Bursty(c.Loss, c.Burst)
+		imp.Seed = c.Seed
+	}
+	return imp, imp.Validate()
+}
+
+// ChooseCC resolves a requested congestion control against the kernel's
+// available ones: "" or "auto" picks dctcp when available, else cubic; a
+// named one must be available.
+func ChooseCC(want string, avail []string) (string, error) {
+	if want == "" || want == "auto" {
+		for _, c := range []string{"dctcp", "cubic"} {
+			if slices.Contains(avail, c) {
+				return c, nil
+			}
+		}
+		if len(avail) > 0 {
+			return avail[0], nil
+		}
+		return "", errors.New("the kernel lists no congestion control algorithms")
+	}
+	if !slices.Contains(avail, want) {
+		return "", fmt.Errorf("congestion control %q is not available in this kernel (available: %s; modprobe tcp_%s may add it)",
+			want, strings.Join(avail, ", "), want)
+	}
+	return want, nil
+}
+
+// FCTArm is one arm's context: time taken, the loss the impairment really
+// applied, and the dataplane's recovery counters.
+type FCTArm struct {
+	Name    string  `json:"name"`
+	What    string  `json:"what"`
+	Seconds float64 `json:"seconds"` // wall time of the arm's flows
+	// Impairment at sw2's link0 (sw1→sw2): frames seen and dropped while the
+	// flows ran. Zero for kernel (no impairment stage).
+	FramesSeen    uint64  `json:"frames_seen"`
+	FramesDropped uint64  `json:"frames_dropped"`
+	ActualLoss    float64 `json:"actual_loss_rate"`
+	// lg/lgnb: sw2's receiver, sw1's sender.
+	LostDetected   uint64  `json:"lost_detected,omitempty"`
+	Recovered      uint64  `json:"recovered,omitempty"`
+	AckNoTimeouts  uint64  `json:"ack_no_timeouts,omitempty"`
+	Copies         int64   `json:"copies,omitempty"`
+	RetxCopies     uint64  `json:"retx_copies,omitempty"`
+	RetxDelayP99us float64 `json:"retx_delay_p99_us,omitempty"`
+	// iperf tool: tcpdump's dropped packets (-1 unknown), summed over sizes.
+	CaptureDropped int `json:"capture_dropped,omitempty"`
+}
+
+// FCTResult is what `linkfabric fct` reports. Flows are written to CSV,
+// not JSON.
+type FCTResult struct {
+	Config     FCTConfig   `json:"config"`
+	Kernel     string      `json:"kernel"`
+	CPUs       int         `json:"cpus"`
+	Date       time.Time   `json:"date"`
+	CC         string      `json:"congestion_control"`
+	Impairment string      `json:"impairment"`
+	Seconds    float64     `json:"seconds"` // the whole experiment, testbed included
+	Arms       []*FCTArm   `json:"arms"`
+	FCT        fct.Results `json:"fct"` // summaries, ratios to noloss, TCP settings read back
+	Flows      []fct.Flow  `json:"-"`
+}
+
+// FCT runs the flow-completion-time experiment on a fresh pair testbed: for
+// each arm in turn, short TCP flows from h1 to h2, one connection each.
+func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
+	start := time.Now()
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	imp, _ := cfg.impairment()
+	avail, err := fct.AvailableCongestionControl("")
+	if err != nil {
+		return nil, err
+	}
+	cc, err := ChooseCC(cfg.CC, avail)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Tool == "iperf" {
+		if err := checkIperf2(); err != nil {
+			return nil, err
+		}
+	}
+	res := &FCTResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc, Impairment: imp.String()}
+	if cfg.Loss == 0 {
+		res.Impairment = "none (loss 0)"
+	}
+
+	var counts []string
+	for i, s := range cfg.Sizes {
+		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))
+	}
+	e.progress("fct: pair testbed %q; arms %s; %s flows per arm (%s tool, %s); loss %s on sw1→sw2",
+		e.Prefix, strings.Join(cfg.Arms, ","), strings.Join(counts, " + "), cfg.Tool, cc, res.Impairment)
+	tb, err := e.Up(netns.ForwardingNone, cfg.MTU)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Down()
+
+	var reports []fct.Report
+	for _, h := range []string{"h1", "h2"} {
+		rep, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc))
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, rep)
+	}
+	e.progress("fct: TCP %s", tcpSummary(reports[0]))
+
+	var flows []fct.Flow
+	for i, arm := range cfg.Arms {
+		e.progress("fct: [%d/%d] %s: %s", i+1, len(cfg.Arms), arm, fctArmWhat[arm])
+		a, fl, err := e.fctArm(ctx, tb, arm, cfg, cc, imp)
+		if err != nil {
+			return nil, fmt.Errorf("fct %s: %w", arm, err)
+		}
+		res.Arms = append(res.Arms, a)
+		flows = append(flows, fl...)
+		for _, s := range fct.Summarize(fl) {
+			e.progress("fct:   %s %s: %d flows (%d failed), p50 %s p99 %s p99.9 %s max %s µs; %d with a TCP retransmission",
+				arm, fct.FormatSize(s.Size), s.Count, s.Failed, usStr(s.P50), usStr(s.P99), usStr(s.P999), usStr(s.Max), s.Retransmitted)
+		}
+		e.progress("fct:   %s: %.1fs; %s", arm, a.Seconds, a.lossNote())
+	}
+	ref := fct.DefaultReference
+	if !slices.Contains(cfg.Arms, ref) {
+		ref = cfg.Arms[0]
+	}
+	res.Flows = flows
+	res.FCT = fct.NewResults(flows, ref)
+	res.FCT.Settings = reports
+	res.FCT.Meta = map[string]string{
+		"tool": cfg.Tool, "congestion_control": cc, "impairment": res.Impairment,
+		"direction": "h1 → h2 (data crosses sw1→sw2, the impaired direction)",
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCTConfig, cc string, imp bpf.ImpairConfig) (*FCTArm, []fct.Flow, error) {
+	a := &FCTArm{Name: arm, What: fctArmWhat[arm]}
+	fw := netns.ForwardingNone
+	if arm == "kernel" {
+		fw = netns.ForwardingKernel
+	}
+	if tb.Forwarding != fw {
+		if err := tb.SetForwarding(fw); err != nil {
+			return nil, nil, err
+		}
+	}
+	var dp *Dataplanes
+	if arm != "kernel" {
+		mode, args := "forward", []string(nil)
+		if arm == "lg" || arm == "lgnb" {
+			mode = arm
+			if cfg.Loss > 0 {
+				args = append(args, "--link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))
+			}
+			args = append(args, cfg.RunArgs...)
+		}
+		var err error
+		if dp, err = e.StartDataplanes(ctx, mode, args...); err != nil {
+			return nil, nil, err
+		}
+		defer dp.Stop()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	cancel()
+	if err != nil {
+		return nil, nil, fmt.Errorf("h1 cannot reach h2: %w", err)
+	}
+	if dp != nil {
+		// noloss runs the same impairment stage at loss 0, so every
+		// dataplane arm takes the same XDP path and counts its frames.
+		c := imp
+		if arm == "noloss" || cfg.Loss == 0 {
+			c = bpf.ImpairConfig{Model: bpf.Bernoulli, Seed: cfg.Seed}
+		}
+		if err := e.withImpairer(func(im *bpf.Impairer) error {
+			if err := im.SetImpair(c); err != nil {
+				return err
+			}
+			return im.ResetImpairStats()
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	t0 := time.Now()
+	var flows []fct.Flow
+	for i, size := range cfg.Sizes {
+		n := cfg.FlowsFor(i)
+		bar := fct.ProgressBar(e.Progress, fmt.Sprintf("%-6s %7s", arm, fct.FormatSize(size)))
+		var fl []fct.Flow
+		var err error
+		switch cfg.Tool {
+		case "builtin":
+			fl, err = fct.RunBuiltin(ctx, fct.BuiltinConfig{
+				Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerAddr: H2Addr + ":0",
+				Sizes: []int64{size}, FlowsPerSize: n, Warmup: cfg.Warmup,
+				CongestionControl: cc, Timeout: cfg.Timeout, Progress: bar,
+			})
+		case "iperf":
+			var r *fct.IperfResult
+			r, err = fct.RunIperf(ctx, fct.IperfConfig{
+				Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerIP: H2Addr,
+				Sizes: []int64{size}, FlowsPerSize: n, CongestionControl: cc, Timeout: cfg.Timeout, Progress: bar,
+			})
+			if r != nil {
+				fl = r.Flows
+				a.CaptureDropped += max(r.CaptureDropped, 0)
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		flows = append(flows, fl...)
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+	}
+	a.Seconds = time.Since(t0).Seconds()
+
+	if dp == nil {
+		return a, flows, nil
+	}
+	if err := dp.Alive(); err != nil {
+		return nil, nil, err
+	}
+	if err := e.withImpairer(func(im *bpf.Impairer) error {
+		st, err := im.ImpairStats()
+		a.FramesSeen, a.FramesDropped = st.Seen, st.Dropped
+		a.ActualLoss = ratio(float64(st.Dropped), float64(st.Seen))
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	if arm == "lg" || arm == "lgnb" {
+		var s1, s2 DPStats
+		if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
+			return nil, nil, err
+		}
+		if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
+			return nil, nil, err
+		}
+		if l := s2.LinkGuardian; l != nil && l.Core.Receiver != nil {
+			r := l.Core.Receiver
+			a.LostDetected, a.Recovered, a.AckNoTimeouts = r.LostDetected, r.Recovered, r.AckNoTimeouts
+			a.RetxDelayP99us = l.RetxDelayUS.P99
+		}
+		if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
+			a.Copies, a.RetxCopies = l.Copies, l.Core.Sender.RetxCopies
+		}
+	}
+	return a, flows, nil
+}
+
+// withImpairer runs fn on the impairment stage of sw2's link0 (the receiving
+// end of sw1→sw2), which the running dataplane's program carries.
+func (e *Env) withImpairer(fn func(*bpf.Impairer) error) error {
+	return netns.Do(e.NS("sw2"), func() error {
+		im, err := bpf.OpenImpairer("link0")
+		if err != nil {
+			return err
+		}
+		defer im.Close()
+		return fn(im)
+	})
+}
+
+func checkIperf2() error {
+	for _, bin := range []string{"iperf", "tcpdump"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("fct --tool iperf needs %s (scripts/deps.sh installs it): %w", bin, err)
+		}
+	}
+	out, _ := exec.Command("iperf", "-v").CombinedOutput()
+	if !strings.Contains(string(out), "iperf version 2") {
+		return fmt.Errorf("fct --tool iperf needs iperf 2 as `iperf`, found: %s", strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func (a *FCTArm) lossNote() string {
+	switch {
+	case a.Name == "kernel":
+		return "no impairment"
+	case a.LostDetected > 0 || a.Name == "lg" || a.Name == "lgnb":
+		return fmt.Sprintf("link dropped %d/%d frames (%.3g); lost detected %d, recovered %d, ackNo timeouts %d",
+			a.FramesDropped, a.FramesSeen, a.ActualLoss, a.LostDetected, a.Recovered, a.AckNoTimeouts)
+	}
+	return fmt.Sprintf("link dropped %d/%d frames (%.3g)", a.FramesDropped, a.FramesSeen, a.ActualLoss)
+}
+
+func usStr(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
+
+// tcpSummary renders a settings report on one line: "tcp_sack=1 ... rto_min 1ms".
+func tcpSummary(r fct.Report) string {
+	var parts []string
+	for _, s := range r.Sysctls {
+		v := strings.TrimPrefix(s.Key, "net.ipv4.") + "=" + s.Got
+		if s.Note != "" {
+			v += " (" + s.Note + ")"
+		} else if !s.OK {
+			v += " (MISMATCH: wanted " + s.Want + ")"
+		}
+		parts = append(parts, v)
+	}
+	if r.Route != "" {
+		parts = append(parts, "route rto_min="+r.RTOMin)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Table renders the result for people: the TCP knobs, the FCT table with
+// ratios to the reference, what the link and the dataplanes did per arm,
+// and the paper's headline comparisons.
+func (r *FCTResult) Table() string {
+	var b strings.Builder
+	c := r.Config
+	var counts []string
+	for i, s := range c.Sizes {
+		counts = append(counts, fmt.Sprintf("%d × %s", c.FlowsFor(i), fct.FormatSize(s)))
+	}
+	fmt.Fprintf(&b, "linkfabric fct: h1 → sw1 ══ sw2 → h2, %s flows per arm, %s tool, %s; loss on sw1→sw2: %s\n",
+		strings.Join(counts, " + "), c.Tool, r.CC, r.Impairment)
+	fmt.Fprintf(&b, "kernel %s, %d CPUs; %.0fs in all\n", r.Kernel, r.CPUs, r.Seconds)
+	for _, rep := range r.FCT.Settings {
+		fmt.Fprintf(&b, "TCP in %s: %s\n", rep.Namespace, tcpSummary(rep))
+	}
+	b.WriteString("\n")
+	fct.WriteTable(&b, r.FCT)
+
+	b.WriteString("\nper arm (impairment counters at sw2 link0, sw1→sw2; LinkGuardian counters of sw2's receiver and sw1's sender):\n")
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "arm\tseconds\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tretx copies\tretx p99 µs\t")
+	for _, a := range r.Arms {
+		if a.Name == "kernel" {
+			fmt.Fprintf(w, "%s\t%.1f\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", a.Name, a.Seconds)
+			continue
+		}
+		lg := a.Name == "lg" || a.Name == "lgnb"
+		opt := func(v uint64) string {
+			if !lg {
+				return "-"
+			}
+			return strconv.FormatUint(v, 10)
+		}
+		n, p99 := "-", "-"
+		if lg {
+			n, p99 = strconv.FormatInt(a.Copies, 10), fmt.Sprintf("%.0f", a.RetxDelayP99us)
+		}
+		fmt.Fprintf(w, "%s\t%.1f\t%d\t%d\t%.3g\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Name, a.Seconds, a.FramesSeen, a.FramesDropped,
+			a.ActualLoss, opt(a.LostDetected), opt(a.Recovered), opt(a.AckNoTimeouts), n, opt(a.RetxCopies), p99)
+	}
+	w.Flush()
+
+	if lines := r.headline(); len(lines) > 0 {
+		b.WriteString("\np99.9 comparisons (the paper's claim: LinkGuardian keeps the tail near no loss):\n")
+		for _, l := range lines {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+func (r *FCTResult) headline() []string {
+	get := func(arm string, size int64) (fct.Summary, bool) {
+		for _, s := range r.FCT.Summaries {
+			if s.Arm == arm && s.Size == size {
+				return s, s.Count > 0
+			}
+		}
+		return fct.Summary{}, false
+	}
+	var out []string
+	for _, size := range r.Config.Sizes {
+		var parts []string
+		nl, okN := get("noloss", size)
+		lo, okL := get("loss", size)
+		for _, arm := range []string{"lg", "lgnb"} {
+			s, ok := get(arm, size)
+			if !ok {
+				continue
+			}
+			if okN {
+				parts = append(parts, fmt.Sprintf("%s/noloss %.2fx", arm, ratio(float64(s.P999), float64(nl.P999))))
+			}
+			if okL {
+				parts = append(parts, fmt.Sprintf("loss/%s %.1fx", arm, ratio(float64(lo.P999), float64(s.P999))))
+			}
+		}
+		if okN && okL {
+			parts = append(parts, fmt.Sprintf("loss/noloss %.1fx", ratio(float64(lo.P999), float64(nl.P999))))
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("%s: %s", fct.FormatSize(size), strings.Join(parts, ", ")))
+		}
+	}
+	return out
+}
+
+// WriteFiles writes fct.json, flows.csv and one tail-CDF PNG per size
+// (fct-<size>.png) into dir and returns the paths written.
+func (r *FCTResult) WriteFiles(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	jsonPath := filepath.Join(dir, "fct.json")
+	if err := WriteJSON(jsonPath, r); err != nil {
+		return nil, err
+	}
+	csvPath := filepath.Join(dir, "flows.csv")
+	f, err := os.Create(csvPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := fct.WriteCSV(f, r.Flows); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	files := []string{jsonPath, csvPath}
+	plots, err := fct.PlotAllSizes(r.Flows, dir, "fct", fct.PlotOptions{Arms: r.Config.Arms})
+	files = append(files, plots...)
+	return files, err
+}
+
+// DemoOutDir is where Demo writes its files.
+const DemoOutDir = "out/demo"
+
+// DemoConfig is the paper's main FCT setting sized for a laptop: 10^4 flows
+// of 143 B and 2,000 of 24,387 B per arm, Bernoulli loss 1e-3 on sw1→sw2,
+// arms noloss, loss, lg and lgnb, the builtin tool.
+func DemoConfig() FCTConfig {
+	return FCTConfig{
+		Sizes: []int64{143, 24387},
+		Flows: []int{10000, 2000},
+		Loss:  1e-3,
+		Arms:  slices.Clone(DefaultFCTArms),
+		Tool:  "builtin",
+	}
+}
+
+// Demo runs the FCT experiment at DemoConfig, writes its files to
+// DemoOutDir and prints the table and where the files went to w.
+func (e *Env) Demo(ctx context.Context, w io.Writer) error {
+	if err := e.defaults(); err != nil {
+		return err
+	}
+	e.progress("demo: LinkGuardian flow completion times (the paper's Figure 10 setting, scaled down): about a minute")
+	res, err := e.FCT(ctx, DemoConfig())
+	if err != nil {
+		return err
+	}
+	files, werr := res.WriteFiles(DemoOutDir)
+	fmt.Fprint(w, res.Table())
+	fmt.Fprintln(w)
+	for _, f := range files {
+		what := "file"
+		switch {
+		case strings.HasSuffix(f, ".png"):
+			what = "plot (tail CDF)"
+		case strings.HasSuffix(f, ".json"):
+			what = "JSON"
+		case strings.HasSuffix(f, ".csv"):
+			what = "per-flow CSV"
+		}
+		fmt.Fprintf(w, "%s: %s\n", what, f)
+	}
+	return werr
+}

@@ -1,0 +1,105 @@
+package experiment
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/fct"
+)
+
+func TestFCTConfigNormalize(t *testing.T) {
+	var c FCTConfig
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sizes) != 1 || c.Sizes[0] != 143 || c.FlowsFor(0) != 10000 || c.Tool != "builtin" ||
+		strings.Join(c.Arms, ",") != "noloss,loss,lg,lgnb" || c.Timeout != 10*time.Second || c.Seed != 1 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	c = FCTConfig{Sizes: []int64{143, 24387}, Flows: []int{10000, 2000}}
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if c.FlowsFor(0) != 10000 || c.FlowsFor(1) != 2000 {
+		t.Fatalf("per-size flows: %v", c.Flows)
+	}
+	for _, bad := range []FCTConfig{
+		{Sizes: []int64{143, 24387, 2e6}, Flows: []int{1, 2}},
+		{Flows: []int{0}},
+		{Arms: []string{"noloss", "bogus"}},
+		{Arms: []string{"lg", "lg"}},
+		{Tool: "netperf"},
+		{Sizes: []int64{8}},
+		{Tool: "iperf", Sizes: []int64{60}},
+		{Loss: 1},
+		{Loss: 1e-3, Burst: 0.5},
+	} {
+		if err := bad.Normalize(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	if d := DemoConfig(); d.Normalize() != nil || d.FlowsFor(0) != 10000 || d.FlowsFor(1) != 2000 || d.Loss != 1e-3 {
+		t.Fatalf("demo config: %+v", d)
+	}
+}
+
+func TestChooseCC(t *testing.T) {
+	for _, tc := range []struct {
+		want  string
+		avail []string
+		got   string
+		err   string
+	}{
+		{"", []string{"reno", "bbr", "cubic"}, "cubic", ""},
+		{"auto", []string{"reno", "cubic", "dctcp"}, "dctcp", ""},
+		{"bbr", []string{"reno", "bbr", "cubic"}, "bbr", ""},
+		{"dctcp", []string{"reno", "bbr", "cubic"}, "", "available: reno, bbr, cubic"},
+	} {
+		got, err := ChooseCC(tc.want, tc.avail)
+		if got != tc.got || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ChooseCC(%q, %v) = %q, %v", tc.want, tc.avail, got, err)
+		}
+	}
+}
+
+func TestFCTTable(t *testing.T) {
+	var flows []fct.Flow
+	add := func(arm string, us ...int) {
+		for i, u := range us {
+			flows = append(flows, fct.Flow{Arm: arm, Tool: "builtin", ID: i, Size: 143, FCT: time.Duration(u) * time.Microsecond, Retransmitted: u > 1000})
+		}
+	}
+	add("noloss", 100, 100, 200)
+	add("loss", 100, 100, 5000)
+	add("lg", 100, 100, 250)
+	r := &FCTResult{
+		Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Tool: "builtin", Arms: []string{"noloss", "loss", "lg"}},
+		CC:     "cubic", Impairment: "bernoulli loss=0.001",
+		Arms: []*FCTArm{{Name: "noloss", FramesSeen: 10}, {Name: "loss", FramesSeen: 10, FramesDropped: 1, ActualLoss: 0.1},
+			{Name: "lg", FramesSeen: 20, FramesDropped: 2, ActualLoss: 0.1, LostDetected: 2, Recovered: 2, Copies: 2}},
+		FCT:   fct.NewResults(flows, ""),
+		Flows: flows,
+	}
+	out := r.Table()
+	for _, want := range []string{"3 × 143B flows per arm", "ratio to noloss", "lost detected", "143B: lg/noloss 1.25x, loss/lg 20.0x, loss/noloss 25.0x"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestGoodputConfigNormalize(t *testing.T) {
+	var c GoodputConfig
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Duration != 5*time.Second || len(c.Losses) != 5 || strings.Join(c.Arms, ",") != "loss,lg,lgnb" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	for _, bad := range []GoodputConfig{{Losses: []float64{2}}, {Arms: []string{"kernel"}}, {Duration: time.Millisecond}} {
+		if err := bad.Normalize(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// GoodputArms are the arms of `linkfabric goodput`.
+var GoodputArms = []string{"loss", "lg", "lgnb"}
+
+var goodputArmWhat = map[string]string{
+	"loss": "linkfabric forward (unprotected)",
+	"lg":   "linkfabric lg (LinkGuardian)",
+	"lgnb": "linkfabric lgnb (LinkGuardianNB)",
+}
+
+// GoodputConfig sizes `linkfabric goodput` (the paper's Table 3).
+type GoodputConfig struct {
+	Duration time.Duration `json:"duration"` // per iperf3 run
+	Losses   []float64     `json:"losses"`   // loss rates on sw1→sw2
+	Arms     []string      `json:"arms"`     // from GoodputArms
+	Burst    float64       `json:"burst,omitempty"`
+	Seed     uint64        `json:"seed"`
+	CC       string        `json:"cc"` // "" = dctcp if available, else cubic
+	RunArgs  []string      `json:"run_args,omitempty"`
+	MTU      int           `json:"mtu,omitempty"`
+}
+
+// Normalize fills defaults and checks the configuration (no system access).
+func (c *GoodputConfig) Normalize() error {
+	if c.Duration <= 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.Duration < time.Second {
+		return fmt.Errorf("goodput: duration %v: iperf3 needs at least 1s", c.Duration)
+	}
+	if len(c.Losses) == 0 {
+		c.Losses = []float64{0, 1e-5, 1e-4, 1e-3, 1e-2}
+	}
+	for _, l := range c.Losses {
+		if math.IsNaN(l) || l < 0 || l >= 1 {
+			return fmt.Errorf("goodput: loss %v: want a rate in [0, 1)", l)
+		}
+	}
+	if len(c.Arms) == 0 {
+		c.Arms = slices.Clone(GoodputArms)
+	}
+	for _, a := range c.Arms {
+		if !slices.Contains(GoodputArms, a) {
+			return fmt.Errorf("goodput: unknown arm %q (arms: %s)", a, strings.Join(GoodputArms, ", "))
+		}
+	}
+	if c.Burst != 0 && c.Burst < 1 {
+		return fmt.Errorf("goodput: mean burst %v: want >= 1 (or 0 for Bernoulli loss)", c.Burst)
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	return nil
+}
+
+func (c *GoodputConfig) impairment(loss float64) (bpf.ImpairConfig, error) {
+	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: loss, Seed: c.Seed}
+	if c.Burst > 0 && loss > 0 {
+		imp = bpf.Bursty(loss, c.Burst)
+		imp.Seed = c.Seed
+	}
+	return imp, imp.Validate()
+}
+
+// GoodputSample is one iperf3 run: an arm at a loss rate.
+type GoodputSample struct {
+	Arm           string  `json:"arm"`
+	Loss          float64 `json:"loss_rate"`
+	Gbps          float64 `json:"gbps"`
+	Retransmits   int     `json:"tcp_retransmits"`
+	FramesSeen    uint64  `json:"frames_seen"`
+	FramesDropped uint64  `json:"frames_dropped"`
+	ActualLoss    float64 `json:"actual_loss_rate"`
+	LostDetected  uint64  `json:"lost_detected,omitempty"`
+	Recovered     uint64  `json:"recovered,omitempty"`
+	AckNoTimeouts uint64  `json:"ack_no_timeouts,omitempty"`
+	Copies        int64   `json:"copies,omitempty"`
+}
+
+// GoodputResult is what `linkfabric goodput` reports.
+type GoodputResult struct {
+	Config  GoodputConfig    `json:"config"`
+	Kernel  string           `json:"kernel"`
+	CPUs    int              `json:"cpus"`
+	Date    time.Time        `json:"date"`
+	CC      string           `json:"congestion_control"`
+	TCP     []fct.Report     `json:"tcp_settings"`
+	Seconds float64          `json:"seconds"`
+	Samples []*GoodputSample `json:"samples"`
+	Table   fct.GoodputTable `json:"table"`
+}
+
+// Goodput measures iperf3 goodput of one long TCP flow h1→h2 for every arm
+// and loss rate, each on freshly started dataplanes, on one pair testbed.
+func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, error) {
+	start := time.Now()
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	for _, l := range cfg.Losses {
+		if _, err := cfg.impairment(l); err != nil {
+			return nil, err
+		}
+	}
+	avail, err := fct.AvailableCongestionControl("")
+	if err != nil {
+		return nil, err
+	}
+	cc, err := ChooseCC(cfg.CC, avail)
+	if err != nil {
+		return nil, err
+	}
+	res := &GoodputResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc}
+	total := len(cfg.Arms) * len(cfg.Losses)
+	e.progress("goodput: pair testbed %q; %d runs of iperf3 for %v (arms %s × loss rates %v, %s); about %s",
+		e.Prefix, total, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Losses, cc,
+		(time.Duration(total) * (cfg.Duration + 2*time.Second)).Round(time.Second))
+	tb, err := e.Up(netns.ForwardingNone, cfg.MTU)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Down()
+	for _, h := range []string{"h1", "h2"} {
+		rep, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc))
+		if err != nil {
+			return nil, err
+		}
+		res.TCP = append(res.TCP, rep)
+	}
+	e.progress("goodput: TCP %s", tcpSummary(res.TCP[0]))
+
+	var cells []fct.GoodputCell
+	step := 0
+	for _, arm := range cfg.Arms {
+		for _, loss := range cfg.Losses {
+			step++
+			e.progress("goodput: [%d/%d] %s at loss %s", step, total, arm, fct.FormatLossRate(loss))
+			s, err := e.goodputOnce(ctx, arm, loss, cfg, cc)
+			if err != nil {
+				return nil, fmt.Errorf("goodput %s at loss %g: %w", arm, loss, err)
+			}
+			extra := ""
+			if arm != "loss" {
+				extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d", s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies)
+			}
+			e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; link dropped %d/%d frames (%.3g)%s",
+				s.Gbps, s.Retransmits, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
+			res.Samples = append(res.Samples, s)
+			cells = append(cells, fct.GoodputCell{Arm: arm, LossRate: loss, Gbps: s.Gbps})
+		}
+	}
+	res.Table = fct.NewGoodputTable(cells, cfg.Arms[0])
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg GoodputConfig, cc string) (*GoodputSample, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	s := &GoodputSample{Arm: arm, Loss: loss}
+	mode, args := "forward", []string(nil)
+	if arm != "loss" {
+		mode = arm
+		if loss > 0 {
+			args = append(args, "--link-loss", strconv.FormatFloat(loss, 'g', -1, 64))
+		}
+		args = append(args, cfg.RunArgs...)
+	}
+	dp, err := e.StartDataplanes(ctx, mode, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer dp.Stop()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("h1 cannot reach h2: %w", err)
+	}
+	imp, _ := cfg.impairment(loss)
+	if err := e.withImpairer(func(im *bpf.Impairer) error {
+		if err := im.SetImpair(imp); err != nil {
+			return err
+		}
+		return im.ResetImpairStats()
+	}); err != nil {
+		return nil, err
+	}
+	ip, err := e.Iperf3(ctx, cfg.Duration, "-C", cc)
+	if err != nil {
+		return nil, err
+	}
+	s.Gbps, s.Retransmits = ip.Gbps, ip.Retransmits
+	if err := dp.Alive(); err != nil {
+		return nil, err
+	}
+	if err := e.withImpairer(func(im *bpf.Impairer) error {
+		st, err := im.ImpairStats()
+		s.FramesSeen, s.FramesDropped = st.Seen, st.Dropped
+		s.ActualLoss = ratio(float64(st.Dropped), float64(st.Seen))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if arm != "loss" {
+		var s1, s2 DPStats
+		if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
+			return nil, err
+		}
+		if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
+			return nil, err
+		}
+		if l := s2.LinkGuardian; l != nil && l.Core.Receiver != nil {
+			r := l.Core.Receiver
+			s.LostDetected, s.Recovered, s.AckNoTimeouts = r.LostDetected, r.Recovered, r.AckNoTimeouts
+		}
+		if l := s1.LinkGuardian; l != nil {
+			s.Copies = l.Copies
+		}
+	}
+	return s, nil
+}
+
+// Text renders the result: the paper's Table 3 layout, then per run what
+// the link and the dataplanes did.
+func (r *GoodputResult) Text() string {
+	var b strings.Builder
+	c := r.Config
+	model := "Bernoulli"
+	if c.Burst > 0 {
+		model = fmt.Sprintf("bursty (mean burst %g)", c.Burst)
+	}
+	fmt.Fprintf(&b, "linkfabric goodput: iperf3, one TCP flow h1 → h2 for %v per cell, %s loss on sw1→sw2, %s; kernel %s, %d CPUs; %.0fs in all\n",
+		c.Duration, model, r.CC, r.Kernel, r.CPUs, r.Seconds)
+	if len(r.TCP) > 0 {
+		fmt.Fprintf(&b, "TCP in h1 and h2: %s\n", tcpSummary(r.TCP[0]))
+	}
+	b.WriteString("\n")
+	r.Table.WriteText(&b)
+	b.WriteString("\narms: ")
+	for i, a := range c.Arms {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s = %s", a, goodputArmWhat[a])
+	}
+	b.WriteString("\n\nper run:\n")
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "arm\tloss\tGbit/s\tTCP retrans\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\t")
+	for _, s := range r.Samples {
+		if s.Arm == "loss" {
+			fmt.Fprintf(w, "%s\t%s\t%.2f\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Gbps, s.Retransmits,
+				s.FramesSeen, s.FramesDropped, s.ActualLoss)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.2f\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Gbps, s.Retransmits,
+			s.FramesSeen, s.FramesDropped, s.ActualLoss, s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies)
+	}
+	w.Flush()
+	return b.String()
+}
