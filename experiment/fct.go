@@ -359,6 +359,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 			}
 		}
 		if err != nil {
+			fmt.Fprintln(e.Progress) // end the progress bar's line
 			return nil, nil, err
 		}
 		flows = append(flows, fl...)

@@ -28,6 +28,7 @@ var goodputArmWhat = map[string]string{
 // GoodputConfig sizes `linkfabric goodput` (the paper's Table 3).
 type GoodputConfig struct {
 	Duration time.Duration `json:"duration"` // per iperf3 run
+	Runs     int           `json:"runs"`     // runs per arm and loss rate; the table shows medians
 	Losses   []float64     `json:"losses"`   // loss rates on sw1→sw2
 	Arms     []string      `json:"arms"`     // from GoodputArms
 	Burst    float64       `json:"burst,omitempty"`
@@ -44,6 +45,9 @@ func (c *GoodputConfig) Normalize() error {
 	}
 	if c.Duration < time.Second {
 		return fmt.Errorf("goodput: duration %v: iperf3 needs at least 1s", c.Duration)
+	}
+	if c.Runs <= 0 {
+		c.Runs = 1
 	}
 	if len(c.Losses) == 0 {
 		c.Losses = []float64{0, 1e-5, 1e-4, 1e-3, 1e-2}
@@ -83,6 +87,7 @@ func (c *GoodputConfig) impairment(loss float64) (bpf.ImpairConfig, error) {
 type GoodputSample struct {
 	Arm           string  `json:"arm"`
 	Loss          float64 `json:"loss_rate"`
+	Run           int     `json:"run"`
 	Gbps          float64 `json:"gbps"`
 	Retransmits   int     `json:"tcp_retransmits"`
 	FramesSeen    uint64  `json:"frames_seen"`
@@ -131,9 +136,9 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 		return nil, err
 	}
 	res := &GoodputResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc}
-	total := len(cfg.Arms) * len(cfg.Losses)
-	e.progress("goodput: pair testbed %q; %d runs of iperf3 for %v (arms %s × loss rates %v, %s); about %s",
-		e.Prefix, total, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Losses, cc,
+	total := len(cfg.Arms) * len(cfg.Losses) * cfg.Runs
+	e.progress("goodput: pair testbed %q; %d runs of iperf3 for %v (arms %s × loss rates %v × %d, %s); about %s",
+		e.Prefix, total, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Losses, cfg.Runs, cc,
 		(time.Duration(total) * (cfg.Duration + 2*time.Second)).Round(time.Second))
 	tb, err := e.Up(netns.ForwardingNone, cfg.MTU)
 	if err != nil {
@@ -153,20 +158,25 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 	step := 0
 	for _, arm := range cfg.Arms {
 		for _, loss := range cfg.Losses {
-			step++
-			e.progress("goodput: [%d/%d] %s at loss %s", step, total, arm, fct.FormatLossRate(loss))
-			s, err := e.goodputOnce(ctx, arm, loss, cfg, cc)
-			if err != nil {
-				return nil, fmt.Errorf("goodput %s at loss %g: %w", arm, loss, err)
+			var gbps []float64
+			for run := 1; run <= cfg.Runs; run++ {
+				step++
+				e.progress("goodput: [%d/%d] %s at loss %s, run %d", step, total, arm, fct.FormatLossRate(loss), run)
+				s, err := e.goodputOnce(ctx, arm, loss, cfg, cc)
+				if err != nil {
+					return nil, fmt.Errorf("goodput %s at loss %g: %w", arm, loss, err)
+				}
+				s.Run = run
+				extra := ""
+				if arm != "loss" {
+					extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d", s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies)
+				}
+				e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; link dropped %d/%d frames (%.3g)%s",
+					s.Gbps, s.Retransmits, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
+				res.Samples = append(res.Samples, s)
+				gbps = append(gbps, s.Gbps)
 			}
-			extra := ""
-			if arm != "loss" {
-				extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d", s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies)
-			}
-			e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; link dropped %d/%d frames (%.3g)%s",
-				s.Gbps, s.Retransmits, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
-			res.Samples = append(res.Samples, s)
-			cells = append(cells, fct.GoodputCell{Arm: arm, LossRate: loss, Gbps: s.Gbps})
+			cells = append(cells, fct.GoodputCell{Arm: arm, LossRate: loss, Gbps: Median(gbps)})
 		}
 	}
 	res.Table = fct.NewGoodputTable(cells, cfg.Arms[0])
@@ -251,8 +261,8 @@ func (r *GoodputResult) Text() string {
 	if c.Burst > 0 {
 		model = fmt.Sprintf("bursty (mean burst %g)", c.Burst)
 	}
-	fmt.Fprintf(&b, "linkfabric goodput: iperf3, one TCP flow h1 → h2 for %v per cell, %s loss on sw1→sw2, %s; kernel %s, %d CPUs; %.0fs in all\n",
-		c.Duration, model, r.CC, r.Kernel, r.CPUs, r.Seconds)
+	fmt.Fprintf(&b, "linkfabric goodput: iperf3, one TCP flow h1 → h2 for %v, median of %d run(s) per cell, %s loss on sw1→sw2, %s; kernel %s, %d CPUs; %.0fs in all\n",
+		c.Duration, c.Runs, model, r.CC, r.Kernel, r.CPUs, r.Seconds)
 	if len(r.TCP) > 0 {
 		fmt.Fprintf(&b, "TCP in h1 and h2: %s\n", tcpSummary(r.TCP[0]))
 	}
@@ -267,14 +277,14 @@ func (r *GoodputResult) Text() string {
 	}
 	b.WriteString("\n\nper run:\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "arm\tloss\tGbit/s\tTCP retrans\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\t")
+	fmt.Fprintln(w, "arm\tloss\trun\tGbit/s\tTCP retrans\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\t")
 	for _, s := range r.Samples {
 		if s.Arm == "loss" {
-			fmt.Fprintf(w, "%s\t%s\t%.2f\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Gbps, s.Retransmits,
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
 				s.FramesSeen, s.FramesDropped, s.ActualLoss)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%.2f\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Gbps, s.Retransmits,
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
 			s.FramesSeen, s.FramesDropped, s.ActualLoss, s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies)
 	}
 	w.Flush()

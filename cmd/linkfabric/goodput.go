@@ -71,6 +71,7 @@ up as for 'linkfabric fct'.`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&cfg.Duration, "duration", 0, "iperf3 duration per arm and loss rate, whole seconds (default 5s)")
+	f.IntVar(&cfg.Runs, "runs", 1, "runs per arm and loss rate (the table shows medians)")
 	f.StringVar(&losses, "losses", "0,1e-5,1e-4,1e-3,1e-2", "loss rates on sw1→sw2, comma-separated")
 	f.StringVar(&arms, "arms", strings.Join(experiment.GoodputArms, ","), "arms: "+strings.Join(experiment.GoodputArms, ","))
 	f.Float64Var(&cfg.Burst, "burst", 0, "mean loss burst length (Gilbert-Elliott); 0 = Bernoulli")
