@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/spf13/cobra"
@@ -37,19 +36,7 @@ Takes about 15 s per arm per run.`,
 			if err != nil {
 				return err
 			}
-			if outJSON != "" {
-				if err := experiment.WriteJSON(outJSON, res); err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				return printJSON(res)
-			}
-			fmt.Print(res.Table())
-			if outJSON != "" {
-				fmt.Printf("JSON: %s\n", outJSON)
-			}
-			return nil
+			return report(res, res.Table(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -54,19 +53,7 @@ up as for 'linkfabric fct'.`,
 			if err != nil {
 				return err
 			}
-			if outJSON != "" {
-				if err := experiment.WriteJSON(outJSON, res); err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				return printJSON(res)
-			}
-			fmt.Print(res.Text())
-			if outJSON != "" {
-				fmt.Printf("\nJSON: %s\n", filepath.Clean(outJSON))
-			}
-			return nil
+			return report(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
+	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/spf13/cobra"
 )
 
@@ -66,6 +68,24 @@ func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// report writes an experiment result: as JSON to the file outJSON (unless
+// empty), then to stdout as JSON (asJSON) or as the text table.
+func report(res any, text string, outJSON string, asJSON bool) error {
+	if outJSON != "" {
+		if err := experiment.WriteJSON(outJSON, res); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return printJSON(res)
+	}
+	fmt.Print(text)
+	if outJSON != "" {
+		fmt.Printf("\nJSON: %s\n", filepath.Clean(outJSON))
+	}
+	return nil
 }
 
 // requireRoot fails early, with the fix, when not root.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -47,19 +46,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 			if err != nil {
 				return err
 			}
-			if outJSON != "" {
-				if err := experiment.WriteJSON(outJSON, res); err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				return printJSON(res)
-			}
-			fmt.Print(res.Table())
-			if outJSON != "" {
-				fmt.Printf("JSON: %s\n", outJSON)
-			}
-			return nil
+			return report(res, res.Table(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()
