@@ -1,0 +1,534 @@
+package main_test
+
+// The linkfabric command as a user runs it: the binary is built once, run
+// with real arguments against throwaway testbeds (prefix base lfq), and
+// judged by its exit status, by whether stderr names the problem and the
+// fix, and by what it leaves behind (XDP programs, namespaces, records).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/vishvananda/netlink"
+)
+
+// result is one run of the binary.
+type result struct {
+	args           []string
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("linkfabric %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+// cli runs the built binary.
+type cli struct {
+	bin  string
+	cred *syscall.Credential // run as this user (nil: as the test)
+}
+
+func (c cli) run(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Dir = "/"
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	}
+	err := cmd.Run()
+	r := result{args: args, stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("linkfabric %s: %v", strings.Join(args, " "), err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("linkfabric %s did not finish within 60 s", strings.Join(args, " "))
+	}
+	return r
+}
+
+// ok runs args and fails the test unless the command exits 0.
+func (c cli) ok(t *testing.T, args ...string) result {
+	t.Helper()
+	r := c.run(t, args...)
+	if r.code != 0 {
+		t.Fatalf("want exit 0: %v", r)
+	}
+	return r
+}
+
+// fails runs args and asserts exit status 1 and that stderr contains every
+// one of want (case-insensitive).
+func (c cli) fails(t *testing.T, args []string, want ...string) result {
+	t.Helper()
+	r := c.run(t, args...)
+	if r.code != 1 {
+		t.Errorf("want exit 1: %v", r)
+	}
+	for _, w := range want {
+		if !strings.Contains(strings.ToLower(r.stderr), strings.ToLower(w)) {
+			t.Errorf("stderr does not mention %q: %v", w, r)
+		}
+	}
+	return r
+}
+
+// buildCLI builds the binary into a fresh temporary directory that other
+// users can enter (for the non-root run).
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "linkfabric")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// t.TempDir is <MkdirTemp dir>/NNN, both mode 0700.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// xdpOn returns the XDP program IDs attached to each interface of ns.
+func xdpOn(t *testing.T, ns string) map[string]uint32 {
+	t.Helper()
+	m := map[string]uint32{}
+	if err := netns.Do(ns, func() error {
+		ls, err := netlink.LinkList()
+		if err != nil {
+			return err
+		}
+		for _, l := range ls {
+			if x := l.Attrs().Xdp; x != nil && x.Attached {
+				m[l.Attrs().Name] = x.ProgId
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("links of %s: %v", ns, err)
+	}
+	return m
+}
+
+// namespaces lists /run/netns.
+func namespaces(t *testing.T) map[string]bool {
+	t.Helper()
+	ents, err := os.ReadDir(netns.RunDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	m := map[string]bool{}
+	for _, e := range ents {
+		m[e.Name()] = true
+	}
+	return m
+}
+
+// leftovers asserts that nothing is attached in the testbed's namespaces
+// except keep (ns → dev), and that no namespace appeared that a linkfabric
+// command could have made: one of the testbed's prefix, or a default-prefix
+// ("lf") testbed that was not there before.
+func leftovers(t *testing.T, tb *netns.Testbed, before map[string]bool, keep map[string]string) {
+	t.Helper()
+	for _, short := range tb.Topology.Namespaces {
+		ns := tb.NS(short)
+		for dev, id := range xdpOn(t, ns) {
+			if keep[ns] != dev {
+				t.Errorf("%s in %s still carries XDP program %d", dev, ns, id)
+			}
+		}
+	}
+	own := map[string]bool{}
+	for _, n := range tb.Topology.NamespaceNames(tb.Prefix) {
+		own[n] = true
+	}
+	dflt := map[string]bool{}
+	for _, n := range tb.Topology.NamespaceNames(netns.DefaultPrefix) {
+		dflt[n] = true
+	}
+	for n := range namespaces(t) {
+		if before[n] {
+			continue
+		}
+		if (strings.HasPrefix(n, tb.Prefix) && !own[n]) || dflt[n] {
+			t.Errorf("new namespace %s appeared", n)
+		}
+	}
+}
+
+// testbed brings up a fresh pair testbed for the dataplane (removed at cleanup).
+func testbed(t *testing.T) (*netns.Testbed, map[string]bool) {
+	t.Helper()
+	tb := netns.TestUp(t, "lfq", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	return tb, namespaces(t)
+}
+
+// detachAtCleanup removes a standalone impairer from dev in ns when the
+// test ends, whatever happened.
+func detachAtCleanup(t *testing.T, c cli, ns, dev string) {
+	t.Cleanup(func() { c.run(t, "impair", "--netns", ns, "--dev", dev, "--off") })
+}
+
+func TestCLI(t *testing.T) {
+	c := cli{bin: buildCLI(t)}
+
+	t.Run("help", func(t *testing.T) { testHelp(t, c) })
+	t.Run("not-root", func(t *testing.T) { testNotRoot(t, c) })
+
+	t.Run("run-netns-missing", func(t *testing.T) {
+		netns.RequireRoot(t)
+		p := netns.TestPrefix(t, "lfq")
+		before := namespaces(t)
+		c.fails(t, []string{"run", "--netns", p + "sw1", "--host-port", "host0", "--link-port", "link0"},
+			p+"sw1", "does not exist", "testbed up")
+		for n := range namespaces(t) {
+			if !before[n] && strings.HasPrefix(n, p) {
+				t.Errorf("run made namespace %s", n)
+			}
+		}
+	})
+
+	t.Run("run-interface-missing", func(t *testing.T) {
+		tb, before := testbed(t)
+		sw1 := tb.NS("sw1")
+		r := c.fails(t, []string{"run", "--netns", sw1, "--host-port", "host0", "--link-port", "nosuch0"},
+			"nosuch0", "no such")
+		// Errors name the interface, the namespace and the fix (DESIGN.md).
+		if !strings.Contains(r.stderr, sw1) {
+			t.Errorf("stderr does not name the namespace %s in which nosuch0 was looked for: %q", sw1, r.stderr)
+		}
+		if !regexp.MustCompile(`ip (-n \S+ )?link|--link-port|--netns`).MatchString(r.stderr) {
+			t.Errorf("stderr names no fix (how to list the interfaces of %s, or which flag to correct): %q", sw1, r.stderr)
+		}
+		leftovers(t, tb, before, nil)
+	})
+
+	t.Run("run-xdp-busy", func(t *testing.T) {
+		tb, before := testbed(t)
+		sw1 := tb.NS("sw1")
+		detachAtCleanup(t, c, sw1, "link0")
+		c.ok(t, "impair", "--netns", sw1, "--dev", "link0", "--loss", "0.1")
+		id := xdpOn(t, sw1)["link0"]
+		if id == 0 {
+			t.Fatalf("impair attached nothing to link0 in %s", sw1)
+		}
+		c.fails(t, []string{"run", "--netns", sw1, "--host-port", "host0", "--link-port", "link0"},
+			"link0", "already has XDP program", fmt.Sprint(id), "impair --off")
+		// run took its host0 program away again and left the impairer alone.
+		leftovers(t, tb, before, map[string]string{sw1: "link0"})
+		if got := xdpOn(t, sw1)["link0"]; got != id {
+			t.Errorf("link0 carries program %d after the failed run; the impairer was %d", got, id)
+		}
+	})
+
+	t.Run("run-mtu-too-large", func(t *testing.T) {
+		tb, before := testbed(t)
+		for _, sw := range []string{"sw1", "sw2"} {
+			out, err := exec.Command("ip", "-n", tb.NS(sw), "link", "set", "dev", "link0", "mtu", "4000").CombinedOutput()
+			if err != nil {
+				t.Fatalf("mtu 4000 on %s link0: %v\n%s", sw, err, out)
+			}
+		}
+		c.fails(t, []string{"run", "--netns", tb.NS("sw1"), "--host-port", "host0", "--link-port", "link0"},
+			"link0", "MTU 4000", "3506", "mtu 3506", "generic")
+		leftovers(t, tb, before, nil)
+	})
+
+	t.Run("impair-off-twice", func(t *testing.T) {
+		tb, before := testbed(t)
+		sw2 := tb.NS("sw2")
+		detachAtCleanup(t, c, sw2, "link0")
+		c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--loss", "0.1")
+		if xdpOn(t, sw2)["link0"] == 0 {
+			t.Fatal("impair attached nothing")
+		}
+		r1 := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--off")
+		r2 := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--off")
+		if !strings.Contains(r1.stdout, "detached") || !strings.Contains(r2.stdout, "nothing to do") {
+			t.Errorf("--off twice: first said %q, second %q", r1.stdout, r2.stdout)
+		}
+		leftovers(t, tb, before, nil)
+	})
+
+	t.Run("impair-stats-json", func(t *testing.T) {
+		tb, before := testbed(t)
+		sw2 := tb.NS("sw2")
+		detachAtCleanup(t, c, sw2, "link0")
+		c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--loss", "0.1", "--seed", "5")
+		r := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--stats", "--json")
+		var doc struct {
+			Dev          string   `json:"dev"`
+			Program      string   `json:"program"`
+			ProgramID    uint32   `json:"program_id"`
+			Enabled      bool     `json:"enabled"`
+			Seen         *uint64  `json:"seen"`
+			Dropped      *uint64  `json:"dropped"`
+			ExpectedLoss *float64 `json:"expected_loss"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatalf("--stats --json is not JSON: %v\n%s", err, r.stdout)
+		}
+		if doc.Dev != "link0" || !doc.Enabled || doc.ProgramID != xdpOn(t, sw2)["link0"] || doc.Seen == nil || doc.Dropped == nil ||
+			doc.ExpectedLoss == nil || *doc.ExpectedLoss < 0.0999 || *doc.ExpectedLoss > 0.1001 {
+			t.Errorf("--stats --json: %+v from\n%s", doc, r.stdout)
+		}
+		c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--off")
+		// With nothing attached, --stats fails and says how to attach.
+		c.fails(t, []string{"impair", "--netns", sw2, "--dev", "link0", "--stats", "--json"}, "link0", "no XDP program", "linkfabric impair")
+		leftovers(t, tb, before, nil)
+	})
+
+	t.Run("testbed-up-down-twice", func(t *testing.T) {
+		netns.RequireRoot(t)
+		p := netns.TestPrefix(t, "lfq")
+		topo, err := netns.Preset("pair")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := topo.NamespaceNames(p)
+		c.ok(t, "testbed", "up", "--prefix", p, "--forwarding", "none")
+		have := namespaces(t)
+		for _, n := range names {
+			if !have[n] {
+				t.Errorf("testbed up --prefix %s: namespace %s missing", p, n)
+			}
+		}
+		c.ok(t, "testbed", "down", "--prefix", p)
+		c.ok(t, "testbed", "down", "--prefix", p)
+		have = namespaces(t)
+		for n := range have {
+			if strings.HasPrefix(n, p) {
+				t.Errorf("namespace %s left after testbed down --prefix %s", n, p)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(netns.StateDir, p+".json")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("testbed record of %s left after down: %v", p, err)
+		}
+	})
+
+	t.Run("testbed-up-exists", func(t *testing.T) {
+		netns.RequireRoot(t)
+		p := netns.TestPrefix(t, "lfq")
+		c.ok(t, "testbed", "up", "--prefix", p, "--forwarding", "none")
+		topo, _ := netns.Preset("pair")
+		ino := func() map[string]uint64 {
+			m := map[string]uint64{}
+			for _, n := range topo.NamespaceNames(p) {
+				var st syscall.Stat_t
+				if err := syscall.Stat(filepath.Join(netns.RunDir, n), &st); err != nil {
+					t.Errorf("%s: %v", n, err)
+					continue
+				}
+				m[n] = st.Ino
+			}
+			return m
+		}
+		before := ino()
+		c.fails(t, []string{"testbed", "up", "--prefix", p, "--forwarding", "none"}, p, "already")
+		r := c.run(t, "testbed", "up", "--prefix", p, "--forwarding", "none")
+		// The fix must be a command that removes this testbed: plain
+		// `linkfabric testbed down` removes the default prefix's ("lf").
+		if !strings.Contains(r.stderr, "testbed down --prefix "+p) && !strings.Contains(r.stderr, "another prefix") {
+			t.Errorf("stderr names no fix for prefix %s: %q", p, r.stderr)
+		}
+		if strings.Contains(r.stderr, `"linkfabric testbed down"`) || strings.Contains(r.stderr, "Down(") {
+			t.Errorf("the fix offered is not a command that removes testbed %s (plain `linkfabric testbed down` removes prefix %q; Down() is the Go API): %q", p, netns.DefaultPrefix, r.stderr)
+		}
+		// The existing testbed is untouched: same namespaces (inodes), its
+		// record, its interfaces.
+		after := ino()
+		for n, i := range before {
+			if after[n] != i {
+				t.Errorf("namespace %s was replaced or removed by the failed up (inode %d → %d)", n, i, after[n])
+			}
+		}
+		if _, err := os.Stat(filepath.Join(netns.StateDir, p+".json")); err != nil {
+			t.Errorf("record of the existing testbed: %v", err)
+		}
+		if err := netns.Do(p+"sw1", func() error {
+			for _, dev := range []string{"host0", "link0"} {
+				if _, err := netlink.LinkByName(dev); err != nil {
+					return fmt.Errorf("%s: %w", dev, err)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("existing testbed damaged: %v", err)
+		}
+		c.ok(t, "testbed", "down", "--prefix", p)
+	})
+
+	t.Run("run-lg-sigint", func(t *testing.T) { testRunSIGINT(t, c) })
+}
+
+// testHelp: --help of every command (found by walking "Available Commands")
+// exits 0 and shows an example.
+func testHelp(t *testing.T, c cli) {
+	var walk func(path []string)
+	seen := 0
+	walk = func(path []string) {
+		r := c.run(t, append(append([]string{}, path...), "--help")...)
+		seen++
+		name := strings.Join(append([]string{"linkfabric"}, path...), " ")
+		if r.code != 0 {
+			t.Errorf("%s --help: exit %d\n%s", name, r.code, r.stderr)
+			return
+		}
+		if !hasExample(r.stdout) {
+			t.Errorf("%s --help shows no example (no Examples: section and no `linkfabric ...` command line)", name)
+		}
+		for _, sub := range subcommands(r.stdout) {
+			walk(append(append([]string{}, path...), sub))
+		}
+	}
+	walk(nil)
+	if seen < 8 {
+		t.Errorf("found only %d commands", seen)
+	}
+}
+
+// subcommands lists the "Available Commands" of a help text, without
+// cobra's own help and completion.
+func subcommands(help string) []string {
+	var subs []string
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(help))
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case l == "Available Commands:":
+			in = true
+		case in && strings.TrimSpace(l) == "":
+			in = false
+		case in:
+			if f := strings.Fields(l); len(f) > 0 && f[0] != "help" && f[0] != "completion" {
+				subs = append(subs, f[0])
+			}
+		}
+	}
+	return subs
+}
+
+// hasExample reports whether a help text has an Examples: section or, in its
+// description (not the Usage: block), a command line starting "linkfabric ".
+func hasExample(help string) bool {
+	if strings.Contains(help, "\nExamples:\n") {
+		return true
+	}
+	desc, _, _ := strings.Cut(help, "Usage:")
+	return regexp.MustCompile(`(?m)^\s+(\$ )?linkfabric \S`).MatchString(desc)
+}
+
+// testNotRoot: as an unprivileged user (nobody) the privileged commands
+// fail at once with the "needs root" message and the fix.
+func testNotRoot(t *testing.T, c cli) {
+	if os.Geteuid() == 0 {
+		c.cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	for _, args := range [][]string{
+		{"run", "--netns", "lfqnone", "--host-port", "host0", "--link-port", "link0"},
+		{"impair", "--netns", "lfqnone", "--dev", "link0", "--loss", "0.1"},
+		{"testbed", "up", "--prefix", "lfqnone"},
+		{"testbed", "down", "--prefix", "lfqnone"},
+	} {
+		c.fails(t, args, "needs root", "sudo")
+	}
+}
+
+// testRunSIGINT: `run --mode lg` starts, attaches its programs, and on
+// SIGINT exits 0 within 5 s with both programs detached.
+func testRunSIGINT(t *testing.T, c cli) {
+	tb, before := testbed(t)
+	sw1 := tb.NS("sw1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, "run", "--netns", sw1, "--host-port", "host0", "--link-port", "link0", "--mode", "lg")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var log strings.Builder
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := false
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if !once && strings.Contains(sc.Text(), "dataplane ready") {
+				once = true
+				close(ready)
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() { // whatever happens, the process does not outlive the test
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-exited:
+		t.Fatalf("run --mode lg exited before it was ready: %v\n%s", err, log.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("run --mode lg not ready within 20 s:\n%s", log.String())
+	}
+	out, _ := exec.Command("ip", "-n", sw1, "link", "show", "dev", "host0").CombinedOutput()
+	if !strings.Contains(string(out), "xdp") {
+		t.Errorf("run --mode lg is ready but host0 carries no XDP program:\n%s", out)
+	}
+	if x := xdpOn(t, sw1); x["host0"] == 0 || x["link0"] == 0 {
+		t.Errorf("run --mode lg is ready but XDP programs are %v", x)
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("run --mode lg after SIGINT: %v (want exit 0)\n%s", err, log.String())
+		}
+		t.Logf("exited %v after SIGINT", time.Since(start).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatalf("run --mode lg still running 5 s after SIGINT:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "XDP programs detached") {
+		t.Errorf("run did not report detaching its programs:\n%s", log.String())
+	}
+	out, err = exec.Command("ip", "-n", sw1, "link", "show", "dev", "host0").CombinedOutput()
+	if err != nil || strings.Contains(string(out), "xdp") {
+		t.Errorf("after run exited, ip -n %s link show dev host0: %v\n%s", sw1, err, out)
+	}
+	leftovers(t, tb, before, nil)
+}
