@@ -142,10 +142,10 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.host, err = openPort(d.umem, cfg.HostPort, &cfg); err != nil {
+	if d.host, err = openPort(d.umem, "host port", cfg.HostPort, &cfg); err != nil {
 		return nil, err
 	}
-	if d.link, err = openPort(d.umem, cfg.LinkPort, &cfg); err != nil {
+	if d.link, err = openPort(d.umem, "link port", cfg.LinkPort, &cfg); err != nil {
 		return nil, err
 	}
 	d.stats.Host.Name, d.stats.Link.Name = cfg.HostPort, cfg.LinkPort

@@ -21,8 +21,19 @@ const (
 )
 
 // initialRenotify is the re-notification interval before any retransmission
-// delay has been measured; ackNoTimeout starts at three times it.
+// delay has been measured.
 const initialRenotify = int64(2 * time.Millisecond)
+
+// minAckNoTimeout is the floor of the default ackNoTimeout. The paper sets
+// the timeout just above the largest retransmission delay (µs in a switch).
+// In software the delay has a long tail from process scheduling (9-68 ms
+// measured on a loaded two-core machine), and the delays of frames that
+// arrive after their hole was skipped are never measured, so a timeout
+// tuned to the observed maximum gives up on retransmissions already on
+// their way. Giving up late only delays in-order delivery in the rare case
+// that every copy is lost; giving up early loses a frame. Re-notification
+// stays fast (tuned to the measured delay).
+const minAckNoTimeout = int64(100 * time.Millisecond)
 
 // LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
 // fields take the defaults.
@@ -46,7 +57,8 @@ type LGConfig struct {
 	MaxCopies int
 	// AckTimeout, if set, fixes ackNoTimeout; otherwise it follows the
 	// measured maximum retransmission delay (Appendix B.1): renotify after
-	// 1.5× it, give up after three such intervals.
+	// 1.5× it, give up after three such intervals, but not before 100 ms
+	// (see minAckNoTimeout).
 	AckTimeout time.Duration
 	// PauseThreshold and ResumeThreshold are reorder-buffer bytes
 	// (Algorithm 2). Appendix B.1 sets resume = t_flight_resume × drain rate;
@@ -164,7 +176,7 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 			// Until retransmission delays are measured (tuneTimers), assume
 			// a software link's: up to a couple of milliseconds.
 			r.RenotifyInterval = initialRenotify
-			r.AckNoTimeout = 3 * initialRenotify
+			r.AckNoTimeout = max(3*initialRenotify, minAckNoTimeout)
 		}
 		cfg.Receiver = &r
 	}

@@ -533,7 +533,7 @@ const (
 
 // tuneTimers sets the receiver's timers from the largest retransmission delay
 // measured so far (Appendix B.1): renotify after 1.5× it, skip the hole after
-// three such intervals.
+// three such intervals but never before minAckNoTimeout.
 func (w *lgWorker) tuneTimers(p *lg.Port) {
 	if p.R == nil || w.d.cfg.LG.AckTimeout > 0 {
 		return
@@ -548,5 +548,5 @@ func (w *lgWorker) tuneTimers(p *lg.Port) {
 		renotify = min(max(renotify, minRetxStep), maxRetxStep)
 		ackNo = 3 * renotify
 	}
-	p.R.SetTimers(renotify, ackNo)
+	p.R.SetTimers(renotify, max(ackNo, minAckNoTimeout))
 }

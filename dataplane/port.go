@@ -3,6 +3,8 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/xdp"
@@ -20,7 +22,11 @@ type Port struct {
 // openPort attaches the dataplane's XDP program to ifname and binds one AF_XDP
 // socket per receive queue. It runs in the calling thread's network namespace.
 // On failure nothing is left attached.
-func openPort(umem *xdp.Umem, ifname string, cfg *Config) (_ *Port, err error) {
+func openPort(umem *xdp.Umem, role, ifname string, cfg *Config) (_ *Port, err error) {
+	if _, err := net.InterfaceByName(ifname); err != nil {
+		return nil, fmt.Errorf("%s %s: no such interface in this network namespace (check --%s and --netns)",
+			role, ifname, strings.ReplaceAll(role, " ", "-"))
+	}
 	p := &Port{Name: ifname}
 	defer func() {
 		if err != nil {

@@ -153,10 +153,10 @@ func Open(prefix string) (*Testbed, error) {
 	}
 	var tb Testbed
 	if err := json.Unmarshal(b, &tb); err != nil {
-		return nil, fmt.Errorf("netns: %s: %w (remove the testbed with Down(%q))", statePath(prefix), err, prefix)
+		return nil, fmt.Errorf("netns: %s: %w (remove the testbed with \"linkfabric testbed down --prefix %s\")", statePath(prefix), err, prefix)
 	}
 	if tb.Topology == nil {
-		return nil, fmt.Errorf("netns: %s has no topology (remove the testbed with Down(%q))", statePath(prefix), prefix)
+		return nil, fmt.Errorf("netns: %s has no topology (remove the testbed with \"linkfabric testbed down --prefix %s\")", statePath(prefix), prefix)
 	}
 	return &tb, nil
 }
@@ -206,11 +206,11 @@ func Up(topo *Topology, opts Options) (*Testbed, error) {
 		return nil, errors.New("netns: Up needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN): run as root")
 	}
 	if _, err := os.Stat(statePath(opts.Prefix)); err == nil {
-		return nil, fmt.Errorf("netns: a testbed with prefix %q is already recorded in %s: remove it with Down(%q) (\"linkfabric testbed down\") or choose another prefix", opts.Prefix, statePath(opts.Prefix), opts.Prefix)
+		return nil, fmt.Errorf("netns: a testbed with prefix %q is already recorded in %s: remove it with \"linkfabric testbed down --prefix %s\" (netns.Down in Go) or choose another prefix", opts.Prefix, statePath(opts.Prefix), opts.Prefix)
 	}
 	for _, n := range t.NamespaceNames(opts.Prefix) {
 		if nsExists(n) {
-			return nil, fmt.Errorf("netns: namespace %q already exists: remove it (\"ip netns del %s\", or Down(%q) if it is an old testbed) or choose another prefix", n, n, opts.Prefix)
+			return nil, fmt.Errorf("netns: namespace %q already exists: remove it (\"ip netns del %s\", or \"linkfabric testbed down --prefix %s\" if it is an old testbed) or choose another prefix", n, n, opts.Prefix)
 		}
 	}
 	tb := &Testbed{Prefix: opts.Prefix, Options: opts, Topology: t, Forwarding: opts.Forwarding, Created: time.Now()}

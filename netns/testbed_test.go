@@ -238,7 +238,7 @@ func TestDownTwiceAndLeavesNothing(t *testing.T) {
 		t.Fatalf("ip netns list after Up: %v", got)
 	}
 	// A second Up with the same prefix is refused and leaves the first alone.
-	if _, err := Up(topo, Options{Prefix: p}); err == nil || !strings.Contains(err.Error(), "Down(") {
+	if _, err := Up(topo, Options{Prefix: p}); err == nil || !strings.Contains(err.Error(), "linkfabric testbed down --prefix "+p) {
 		t.Errorf("second Up with prefix %s: %v", p, err)
 	}
 	if got := netnsList(t, p); len(got) != 4 {

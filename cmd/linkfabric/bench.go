@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/spf13/cobra"
 )
@@ -27,6 +26,9 @@ and reports medians and each arm's ratio to the bridge for iperf3 TCP
 throughput, 60-byte frames per second, and sockperf UDP latency p50/p99.
 All arms run with the same offloads (TX checksum off on the veth ends, GSO on).
 Takes about 15 s per arm per run.`,
+		Example: `  linkfabric bench
+  linkfabric bench --runs 5 --duration 10s --json > bench.json
+  linkfabric bench --mtu 3000 --busy-poll=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("bench"); err != nil {
 				return err

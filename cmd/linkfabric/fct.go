@@ -111,6 +111,8 @@ func demoCmd() *cobra.Command {
 		Long: `demo runs 'linkfabric fct' with 10,000 flows of 143 B and 2,000 flows of 24,387 B per
 arm at loss 1e-3 on the sw1→sw2 link, arms noloss, loss, lg and lgnb, the builtin tool,
 prints the table and writes JSON, CSV and tail-CDF plots to ` + experiment.DemoOutDir + `.`,
+		Example: `  sudo linkfabric demo      # or: make demo
+  linkfabric fct --size 143,24387 --flows 10000,2000 --loss 1e-3   # the same, with every knob`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("demo"); err != nil {
 				return err

@@ -114,7 +114,11 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return runDataplane(cmd.Context(), cfg, metricsAddr, statsEvery)
+			err = runDataplane(cmd.Context(), cfg, metricsAddr, statsEvery)
+			if err != nil && ns != "" {
+				err = fmt.Errorf("network namespace %s: %w (`ip -n %s link` lists its interfaces)", ns, err, ns)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

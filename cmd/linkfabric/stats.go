@@ -20,6 +20,8 @@ func statsCmd() *cobra.Command {
 		Short: "Read the counters of a running dataplane",
 		Long: `stats reads the statistics endpoint of 'linkfabric run' in namespace NS
 (its --metrics address, on the namespace's own loopback).`,
+		Example: `  linkfabric stats --netns lfsw2
+  linkfabric stats --netns lfsw2 --json | jq .linkguardian.retx_delay_us`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := enterNetns(ns); err != nil {
 				return err

@@ -19,6 +19,10 @@ with 10.0.0.1/24 on h1 and 10.0.0.2/24 on h2 (one L2 segment through both switch
 The link ports get an MTU larger than the host MTU by the link header's size.
 --forwarding kernel bridges host0 and link0 in each switch (the Linux baseline);
 --forwarding none leaves them for the dataplane (linkfabric run).`,
+		Example: `  linkfabric testbed up --forwarding none
+  linkfabric testbed status --json
+  linkfabric testbed forwarding kernel
+  linkfabric testbed down`,
 	}
 	var (
 		opts     netns.Options
@@ -29,6 +33,10 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Create a testbed (removes what it made if anything fails)",
+		Example: `  linkfabric testbed up                               # pair, Linux bridges, prefix lf
+  linkfabric testbed up --forwarding none --prefix lab # bare ports for linkfabric run
+  linkfabric testbed up --preset bundle --mtu 3000
+  linkfabric testbed up --topology my-topology.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("testbed up"); err != nil {
 				return err
@@ -63,6 +71,8 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 	down := &cobra.Command{
 		Use:   "down",
 		Short: "Remove a testbed (safe to run twice)",
+		Example: `  linkfabric testbed down
+  linkfabric testbed down --prefix lab`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("testbed down"); err != nil {
 				return err
@@ -77,6 +87,8 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show what exists of a testbed",
+		Example: `  linkfabric testbed status
+  linkfabric testbed status --prefix lab --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := netns.Status(stPrefix)
 			if err != nil {
@@ -96,7 +108,9 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 	fw := &cobra.Command{
 		Use:   "forwarding kernel|none",
 		Short: "Switch an existing testbed between Linux bridges and bare ports",
-		Args:  cobra.ExactArgs(1),
+		Example: `  linkfabric testbed forwarding none     # before linkfabric run
+  linkfabric testbed forwarding kernel   # back to the Linux baseline`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("testbed forwarding"); err != nil {
 				return err
