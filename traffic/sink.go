@@ -26,10 +26,10 @@ type Sink struct {
 	stream   uint32
 	expected uint64
 	seen     []uint64 // bitmap over [0, expected)
-	max    uint64
-	any    bool
-	rep    Report
-	recv   atomic.Uint64
+	max      uint64
+	any      bool
+	rep      Report
+	recv     atomic.Uint64
 
 	port  *bpf.Port
 	umem  *xdp.Umem
