@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -324,23 +325,15 @@ func (w *lgWorker) run(ctx context.Context) error {
 		if busy || w.hostSock.TxPending() > 0 || w.linkSock.TxPending() > 0 {
 			continue
 		}
-		if w.busy {
-			for _, s := range w.all {
-				if err := s.Wake(); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		// Idle. While the core runs timers (frames unacknowledged, holes,
-		// ACK owed, host frames held by a pause) sleep only briefly; spinning
-		// would starve the other processes of a two-core machine.
+		// Idle: sleep until a frame arrives or the core's next timer (an
+		// explicit ACK, a dummy, a re-notification, a pause refresh or end)
+		// is due. Spinning instead would starve the other processes of a
+		// two-core machine.
 		timeout := w.d.cfg.PollTimeout
-		if !p.Quiet() || !w.queue.empty() {
-			timeout = timerPoll
+		if dl := p.NextDeadline(now, w.queue.empty()); dl != math.MaxInt64 {
+			timeout = min(timeout, max(time.Duration(dl-now), minTimerSleep))
 		}
-		st.Polls.Add(1)
-		if _, err := w.poller.Wait(timeout); err != nil {
+		if err := w.idle(timeout); err != nil {
 			return err
 		}
 	}
@@ -521,8 +514,9 @@ func (w *lgWorker) publish(p *lg.Port) {
 	s.mu.Unlock()
 }
 
-// timerPoll is how long an idle worker sleeps while protocol timers run.
-const timerPoll = 20 * time.Microsecond
+// minTimerSleep is the shortest sleep of an idle worker whose next timer is
+// due (or overdue: a control frame found no free UMEM frame).
+const minTimerSleep = 2 * time.Microsecond
 
 // minRetxStep and maxRetxStep bound the re-notification interval derived
 // from measured retransmission delays.

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -77,20 +78,28 @@ func (w *worker) run(ctx context.Context) error {
 		if moved > 0 || pending > 0 {
 			continue
 		}
-		if w.busy {
-			for _, s := range w.all {
-				if err := s.Wake(); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		st.Polls.Add(1)
-		if _, err := w.poller.Wait(w.d.cfg.PollTimeout); err != nil {
+		if err := w.idle(w.d.cfg.PollTimeout); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// idle waits for work. In busy-poll mode it wakes every socket (which
+// busy-polls the device) and returns at once; otherwise it sleeps in ppoll
+// until a socket is readable or timeout passes.
+func (w *worker) idle(timeout time.Duration) error {
+	if w.busy {
+		for _, s := range w.all {
+			if err := s.Wake(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w.d.stats.Polls.Add(1)
+	_, err := w.poller.Wait(timeout)
+	return err
 }
 
 // forward moves a received batch unchanged to the TX ring of out.

@@ -73,9 +73,13 @@ type Sender struct {
 	base, next  seqhdr.Seq // oldest unacknowledged, next to assign
 	bytes       int
 	pausedUntil int64 // pause in force while now < pausedUntil
-	lastDummy   int64
-	dummySent   bool
-	Stats       SenderStats
+	// Dummies: the first goes DummyInterval after the last data frame if the
+	// queue stays empty; while no ACK releases the buffer, further ones back
+	// off exponentially (a software link's ACK round trip is tens of µs, and
+	// every dummy costs a frame each way).
+	nextDummy int64
+	dummyGap  int64
+	Stats     SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
@@ -138,6 +142,7 @@ func (s *Sender) send(now int64, f Frame) bool {
 		return true
 	}
 	f = Frame{H: f.H - seqhdr.MaxOverhead, Len: n}
+	s.nextDummy, s.dummyGap = now+s.cfg.DummyInterval, s.cfg.DummyInterval
 	*s.slot(s.next) = txSlot{f: f}
 	s.next = s.next.Next()
 	s.bytes += f.Len
@@ -207,14 +212,15 @@ func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
 	}
 }
 
+// maxDummyBackoff bounds the dummy interval's growth (×DummyInterval).
+const maxDummyBackoff = 64
+
 // poll sends dummies: only while frames are unacknowledged, the normal queue
-// is empty (idle) and no pause is in force, at most one emission (of
-// DummyCopies dummies) per DummyInterval.
+// is empty (idle) and no pause is in force; the first DummyInterval after the
+// last data frame, then at doubling intervals (up to 64×) until new data is
+// sent. Each emission is DummyCopies dummies.
 func (s *Sender) poll(now int64, idle bool) {
-	if !idle || s.Outstanding() == 0 || s.Paused(now) {
-		return
-	}
-	if s.dummySent && now-s.lastDummy < s.cfg.DummyInterval {
+	if !idle || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
 		return
 	}
 	h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.next.Add(-1)}
@@ -229,8 +235,21 @@ func (s *Sender) poll(now int64, idle bool) {
 		s.e.out.Low = append(s.e.out.Low, f)
 		s.Stats.DummiesSent++
 	}
-	s.lastDummy = now
-	s.dummySent = true
+	s.dummyGap = min(2*s.dummyGap, maxDummyBackoff*s.cfg.DummyInterval)
+	s.nextDummy = now + s.dummyGap
+}
+
+// nextTimer is when poll next has work (a dummy) if the queue stays idle.
+func (s *Sender) nextTimer(now int64, idle bool) int64 {
+	switch {
+	case s.Outstanding() == 0:
+		return maxTime
+	case s.Paused(now):
+		return s.pausedUntil
+	case idle:
+		return s.nextDummy
+	}
+	return maxTime
 }
 
 // SetRetxHoldoff sets the duplicate-notification holdoff. Keep it below the

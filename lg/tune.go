@@ -27,3 +27,28 @@ func (r *Receiver) SetTimers(renotify, ackNoTimeout int64) {
 func (r *Receiver) Timers() (renotify, ackNoTimeout int64) {
 	return r.cfg.RenotifyInterval, r.cfg.AckNoTimeout
 }
+
+const maxTime = int64(1<<63 - 1)
+
+// NextDeadline is the earliest time at which Poll has timer work (an explicit
+// ACK, a re-notification or ackNoTimeout, a pause refresh, a dummy, the end of
+// a pause) if no frame arrives before: a worker may sleep until then. It is
+// math.MaxInt64 when the port is quiet. queueEmpty is as for Poll.
+func (p *Port) NextDeadline(now int64, queueEmpty bool) int64 {
+	d := maxTime
+	if r := p.R; r != nil {
+		if r.missing > 0 {
+			d = min(d, r.nextCheck)
+		}
+		if r.pendingAck {
+			d = min(d, r.pendingSince+r.cfg.AckDelay)
+		}
+		if r.paused {
+			d = min(d, r.lastPause+r.cfg.PauseDuration/2)
+		}
+	}
+	if s := p.S; s != nil {
+		d = min(d, s.nextTimer(now, queueEmpty))
+	}
+	return d
+}

@@ -1,0 +1,66 @@
+package lg_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/simlink"
+)
+
+// While no ACK comes back, dummies back off exponentially instead of going
+// out every DummyInterval: a few dozen in a millisecond, not hundreds. Once
+// an ACK gets through, the link goes quiet and recovers the tail loss.
+func TestDummyBackoff(t *testing.T) {
+	cfg := oneWay(lg.ModeLG, 1)
+	// Lose the only data frame (a tail loss, found by the first dummy) and
+	// every explicit ACK for the first millisecond.
+	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(0)}
+	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeAck, 1<<30)}
+	s := newSim(t, cfg)
+	s.Send(simlink.A, 1, 0)
+	s.Run(1_000_000) // 1 ms
+	dummies := s.Port(simlink.A).S.Stats.DummiesSent
+	// DummyInterval 2 µs: 500 without backoff; with doubling up to 64× (128 µs)
+	// 7 emissions reach 254 µs, then one per 128 µs: about 13.
+	if dummies < 5 || dummies > 20 {
+		t.Fatalf("%d dummies in 1 ms with no ACK coming back; want about 13 (backoff)", dummies)
+	}
+	cfg.BA.Rules[0].Count = 0 // the reverse path heals
+	finish(t, s)
+	wantDelivered(t, s, simlink.B, seqIDs(0, 1))
+}
+
+// NextDeadline names the next timer: the first dummy DummyInterval after the
+// last frame sent, the explicit ACK AckDelay after the frame arrived, and
+// nothing once everything is acknowledged.
+func TestNextDeadline(t *testing.T) {
+	s := newSim(t, oneWay(lg.ModeLG, 1))
+	a, b := s.Port(simlink.A), s.Port(simlink.B)
+	if d := a.NextDeadline(s.Now(), true); d != math.MaxInt64 {
+		t.Fatalf("quiet sender: deadline %d", d)
+	}
+	s.Send(simlink.A, 1, 0)
+	s.Run(100) // the frame is sent, still on the wire (1 µs delay)
+	sent := s.Now()
+	if d := a.NextDeadline(s.Now(), true); d <= sent || d > sent+2*us {
+		t.Fatalf("sender with an unacknowledged frame: deadline %d, want within DummyInterval (2 µs) of %d", d, sent)
+	}
+	if d := a.NextDeadline(s.Now(), false); d != math.MaxInt64 {
+		t.Fatalf("sender with host frames queued: no dummy is due, got deadline %d", d)
+	}
+	s.Run(1100) // the frame has arrived at B; its ACK is pending for AckDelay (1 µs)
+	if !b.R.PendingAck() {
+		t.Fatal("setup: no ACK pending at the receiver")
+	}
+	if d := b.NextDeadline(s.Now(), true); d == math.MaxInt64 || d > s.Now()+1*us {
+		t.Fatalf("receiver owing an ACK: deadline %d, now %d", d, s.Now())
+	}
+	finish(t, s)
+	for _, p := range []*lg.Port{a, b} {
+		if d := p.NextDeadline(s.Now(), true); d != math.MaxInt64 {
+			t.Fatalf("quiet link: deadline %d", d)
+		}
+	}
+}
