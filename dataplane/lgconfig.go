@@ -81,6 +81,11 @@ type LGConfig struct {
 	// PeerMAC is the destination of control frames; default broadcast.
 	PeerMAC [6]byte
 
+	// AckDelay is how long an ACK may wait for reverse data to carry it
+	// before an explicit ACK goes; DummyInterval is how long the sender
+	// waits after its last data frame before the first dummy (later ones
+	// back off). Defaults 5 µs and 10 µs.
+	AckDelay, DummyInterval time.Duration
 	// Auto lets the receiver's loss monitor switch this end's receiving
 	// direction between monitor, lg and lgnb by Policy (Appendix C, §5
 	// "Automatic fallback"), starting from the configured mode.
@@ -162,6 +167,9 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 		s := lg.DefaultSenderConfig()
 		s.TxBuffer = c.TxBuffer
 		s.Copies = c.Copies
+		if c.DummyInterval > 0 {
+			s.DummyInterval = int64(c.DummyInterval)
+		}
 		cfg.Sender = &s
 	}
 	if c.Protect != "tx" {
@@ -169,6 +177,9 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 		r.Mode = coreMode(mode)
 		r.Window = c.TxBuffer
 		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
+		if c.AckDelay > 0 {
+			r.AckDelay = int64(c.AckDelay)
+		}
 		if c.AckTimeout > 0 {
 			r.AckNoTimeout = int64(c.AckTimeout)
 			r.RenotifyInterval = min(r.RenotifyInterval, r.AckNoTimeout/2)

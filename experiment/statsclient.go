@@ -48,7 +48,7 @@ type DPStats struct {
 	LinkGuardian *struct {
 		Core struct {
 			Sender *struct {
-				DataSent, RetxCopies, DummiesSent, TxBufPeakFrames, TxBufPeakBytes uint64
+				DataSent, RetxCopies, DummiesSent, TxBufPeakFrames, TxBufPeakBytes, TxFull, PausedRefusals uint64
 			}
 			Receiver *struct {
 				DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64

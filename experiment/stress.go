@@ -33,6 +33,11 @@ type StressArm struct {
 	Name string `json:"name"`
 	// Capacity phase: frames/s delivered to h2 while h1 sends as fast as it can.
 	CapacityFPS float64 `json:"capacity_frames_per_s"`
+	// CapacityTxFull and CapacityPaused count host frames the LinkGuardian
+	// sender refused during the capacity phase because its TX buffer was
+	// full (no ACK yet) or a PFC pause was in force.
+	CapacityTxFull uint64 `json:"capacity_tx_full,omitempty"`
+	CapacityPaused uint64 `json:"capacity_paused,omitempty"`
 	// EffectiveSpeed is CapacityFPS over the forward (no loss) arm's.
 	EffectiveSpeed float64 `json:"effective_link_speed"`
 	// Loss phase, paced so the pipeline keeps up.
@@ -152,14 +157,9 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 	a := &StressArm{Name: arm}
 
 	// Loss on sw1→sw2 is applied by sw2's link port program (XDP on receive).
-	setImpair := func(on bool) error {
-		return netns.Do(e.NS("sw2"), func() error {
-			im, err := bpf.OpenImpairer("link0")
-			if err != nil {
-				return err
-			}
-			defer im.Close()
-			if !on || arm == "forward" {
+	setImpair := func() error {
+		return e.withImpairer(func(im *bpf.Impairer) error {
+			if arm == "forward" {
 				return im.ClearImpair()
 			}
 			if err := im.SetImpair(imp); err != nil {
@@ -168,7 +168,7 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 			return im.ResetImpairStats()
 		})
 	}
-	if err := setImpair(true); err != nil {
+	if err := setImpair(); err != nil {
 		return nil, err
 	}
 
@@ -182,13 +182,19 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 	if err := dp.Alive(); err != nil {
 		return nil, err
 	}
+	var c1 DPStats
+	if err := FetchStats(ctx, e.NS("sw1"), &c1); err == nil && c1.LinkGuardian != nil && c1.LinkGuardian.Core.Sender != nil {
+		cs := c1.LinkGuardian.Core.Sender
+		a.CapacityTxFull, a.CapacityPaused = cs.TxFull, cs.PausedRefusals
+		e.progress("stress: %s: capacity %.0f frames/s; sender refusals: TX buffer full %d, paused %d", arm, a.CapacityFPS, cs.TxFull, cs.PausedRefusals)
+	}
 	// Loss phase: fresh counters, paced.
 	dp.Stop()
 	if dp, err = e.StartDataplanes(ctx, mode, args...); err != nil {
 		return nil, err
 	}
 	defer dp.Stop()
-	if err := setImpair(true); err != nil {
+	if err := setImpair(); err != nil {
 		return nil, err
 	}
 	rate := res.Rate
@@ -218,12 +224,7 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 	}
 	a.EffectiveLoss = ratio(float64(a.Missing), float64(a.Sent-min(a.IngressDrops, a.Sent)))
 	if arm != "forward" {
-		err := netns.Do(e.NS("sw2"), func() error {
-			im, err := bpf.OpenImpairer("link0")
-			if err != nil {
-				return err
-			}
-			defer im.Close()
+		err := e.withImpairer(func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			a.ActualLoss = st.LossRate()
 			return err

@@ -104,7 +104,7 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 				}
 			}
 			if cpuProfile != "" {
-				f, err := os.Create(strings.ReplaceAll(cpuProfile, "%n", ns))
+				f, err := os.Create(strings.NewReplacer("%n", ns, "%p", strconv.Itoa(os.Getpid())).Replace(cpuProfile))
 				if err != nil {
 					return err
 				}
@@ -133,6 +133,8 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
 	f.IntVar(&cfg.LG.MaxCopies, "max-copies", 4, "lg/lgnb: cap on a measured N")
 	f.DurationVar(&cfg.LG.AckTimeout, "ack-timeout", 0, "lg: ackNoTimeout (default: from the measured retransmission delay, Appendix B.1)")
+	f.DurationVar(&cfg.LG.AckDelay, "ack-delay", 0, "lg/lgnb: longest wait for reverse data to carry an ACK before an explicit ACK (default 5µs)")
+	f.DurationVar(&cfg.LG.DummyInterval, "dummy-interval", 0, "lg/lgnb: idle time after the last data frame before a dummy exposes a tail loss (default 10µs; later dummies back off)")
 	f.IntVar(&cfg.LG.PauseThreshold, "pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
 	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default 256 KiB)")
 	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default 4096)")
@@ -148,7 +150,7 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048)")
 	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint; empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
 	_ = cmd.MarkFlagRequired("host-port")
 	_ = cmd.MarkFlagRequired("link-port")
 	return cmd
