@@ -78,8 +78,11 @@ type LGStats struct {
 	core LGCore
 
 	// RetxDelay is the time from loss detection to the retransmission's
-	// arrival, ns (Appendix B.1), measured on the receiver.
-	RetxDelay metrics.Histogram
+	// arrival, ns (Appendix B.1), measured on the receiver; RetxDelayFirst
+	// only for frames recovered by the first notification's copies (the
+	// timers are tuned from it: a frame recovered after re-notification
+	// took about one re-notification interval, which would feed back).
+	RetxDelay, RetxDelayFirst metrics.Histogram
 	// TxBuf and Reorder sample the TX buffer (frames) and reorder buffer
 	// (bytes) occupancy once per busy loop iteration.
 	TxBuf, Reorder metrics.Histogram
@@ -251,6 +254,9 @@ func (w *lgWorker) run(ctx context.Context) error {
 				w.sendPFC(0)
 			case lg.EvRecovered:
 				w.lgs.RetxDelay.Record(uint64(ev.Nanos))
+				if ev.Count == 0 {
+					w.lgs.RetxDelayFirst.Record(uint64(ev.Nanos))
+				}
 			}
 		}
 		w.queueTx(p.Out.Urgent)
@@ -533,7 +539,7 @@ func (w *lgWorker) tuneTimers(p *lg.Port) {
 		return
 	}
 	var snap metrics.Snapshot
-	w.lgs.RetxDelay.SnapshotInto(&snap)
+	w.lgs.RetxDelayFirst.SnapshotInto(&snap)
 	if snap.Count < 20 {
 		return
 	}

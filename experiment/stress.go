@@ -43,12 +43,14 @@ type StressArm struct {
 	// Loss phase, paced so the pipeline keeps up.
 	Sent          uint64  `json:"sent"`
 	IngressDrops  uint64  `json:"ingress_drops"` // dropped before sw1's dataplane took them (RX ring full)
+	EgressDrops   uint64  `json:"egress_drops"`  // dropped after sw2 (its host TX ring full, or the sink's RX ring)
+	LinkLost      uint64  `json:"link_lost"`     // missing − ingress − egress: lost on sw1→sw2 and not recovered
 	Delivered     uint64  `json:"delivered_unique"`
 	Missing       uint64  `json:"missing"`
 	Duplicates    uint64  `json:"duplicates"`
 	OutOfOrder    uint64  `json:"out_of_order"`
 	ActualLoss    float64 `json:"actual_loss_rate"`    // impairment drops / frames seen on sw2 link0
-	EffectiveLoss float64 `json:"effective_loss_rate"` // missing / (sent - ingress drops)
+	EffectiveLoss float64 `json:"effective_loss_rate"` // link_lost / (sent - ingress drops)
 	// LinkGuardian (lg, lgnb).
 	Copies          int64   `json:"copies,omitempty"`
 	RetxCopies      uint64  `json:"retx_copies,omitempty"`
@@ -174,7 +176,7 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 
 	// Capacity phase.
 	e.progress("stress: %s: capacity, %v at full speed", arm, cfg.Capacity)
-	capRep, capDur, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
+	capRep, _, capDur, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +204,7 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 		rate = a.CapacityFPS / 2
 	}
 	e.progress("stress: %s: %d frames at %.0f frames/s", arm, cfg.Frames, rate)
-	rep, _, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
+	rep, sinkDrops, _, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +224,11 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 	for _, s := range s1.Host0.Sockets {
 		a.IngressDrops += s.XDPStatistics.RxRingFull + s.XDPStatistics.RxDropped
 	}
-	a.EffectiveLoss = ratio(float64(a.Missing), float64(a.Sent-min(a.IngressDrops, a.Sent)))
+	a.EgressDrops = s2.Dataplane.Host.TX.Dropped + sinkDrops
+	if drops := a.IngressDrops + a.EgressDrops; drops < a.Missing {
+		a.LinkLost = a.Missing - drops
+	}
+	a.EffectiveLoss = ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
 	if arm != "forward" {
 		err := e.withImpairer(func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
@@ -256,14 +262,14 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 // sendAndSink sends count frames (or for d) of stream from h1 and receives
 // them on h2; it returns the sink's report and the time from the first sent
 // to the last received frame.
-func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size int, rate float64, d time.Duration) (traffic.Report, time.Duration, error) {
+func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size int, rate float64, d time.Duration) (traffic.Report, uint64, time.Duration, error) {
 	src, err := link(e.NS("h1"), "eth0")
 	if err != nil {
-		return traffic.Report{}, 0, err
+		return traffic.Report{}, 0, 0, err
 	}
 	dst, err := link(e.NS("h2"), "eth0")
 	if err != nil {
-		return traffic.Report{}, 0, err
+		return traffic.Report{}, 0, 0, err
 	}
 	expected := count
 	if expected == 0 {
@@ -276,7 +282,7 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 		sink, err = traffic.NewSink("eth0", stream, expected)
 		return err
 	}); err != nil {
-		return traffic.Report{}, 0, err
+		return traffic.Report{}, 0, 0, err
 	}
 	defer sink.Close()
 	if err := netns.Do(e.NS("h1"), func() error {
@@ -284,7 +290,7 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 		gen, err = traffic.NewGenerator("eth0", traffic.Template{Dst: dst.Attrs().HardwareAddr, Src: src.Attrs().HardwareAddr, Stream: stream, Size: size})
 		return err
 	}); err != nil {
-		return traffic.Report{}, 0, err
+		return traffic.Report{}, 0, 0, err
 	}
 	defer gen.Close()
 
@@ -326,7 +332,11 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 	cancel()
 	<-done
 	<-progressDone
-	return sink.Report(), last.Sub(start), ctx.Err()
+	drops, err := sink.Drops()
+	if err != nil {
+		return traffic.Report{}, 0, 0, err
+	}
+	return sink.Report(), drops, last.Sub(start), ctx.Err()
 }
 
 // Table renders a stress result.
@@ -340,14 +350,16 @@ func (r *StressResult) Table() string {
 	fmt.Fprintf(&b, "linkfabric stress: %d frames of %d B per arm at %.0f frames/s, loss %s on sw1→sw2; kernel %s\n\n",
 		c.Frames, c.Size, r.Rate, model, r.Kernel)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "arm\tactual loss\teffective loss\tmissing\tdup\tout of order\tspeed ×fwd\tN\tpeak txbuf\tpeak reorder B\tretx p50 µs\tp99 µs\tmax µs\ttimeouts\t")
+	fmt.Fprintln(w, "arm\tactual loss\teffective loss\tmissing\t(link\tin\tout)\tdup\tout of order\tspeed ×fwd\tN\tpeak txbuf\tpeak reorder B\tretx p50 µs\tp99 µs\tmax µs\ttimeouts\t")
 	for _, a := range r.Arms {
-		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%d\t%d\t%d\t%.3f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d\t\n",
-			a.Name, a.ActualLoss, a.EffectiveLoss, a.Missing, a.Duplicates, a.OutOfOrder, a.EffectiveSpeed,
+		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d\t\n",
+			a.Name, a.ActualLoss, a.EffectiveLoss, a.Missing, a.LinkLost, a.IngressDrops, a.EgressDrops, a.Duplicates, a.OutOfOrder, a.EffectiveSpeed,
 			a.Copies, a.PeakTxBufFrames, a.PeakReorderB, a.RetxDelayP50us, a.RetxDelayP99us, a.RetxDelayMaxus, a.AckNoTimeouts)
 	}
 	w.Flush()
-	fmt.Fprintln(&b, "\nforward: no loss (the reference). none: forward with loss (unprotected). effective loss: frames that")
-	fmt.Fprintln(&b, "never reached h2 / frames sw1 accepted. speed: frames/s delivered at full offered load ÷ forward's.")
+	fmt.Fprintln(&b, "\nforward: no loss (the reference). none: forward with loss (unprotected). missing: frames h2 never got,")
+	fmt.Fprintln(&b, "split into (link: lost on sw1→sw2, not recovered; in: dropped before sw1's dataplane took them;")
+	fmt.Fprintln(&b, "out: dropped after sw2, host TX ring or h2's socket full). effective loss: link / frames sw1 accepted.")
+	fmt.Fprintln(&b, "speed: frames/s delivered at full offered load ÷ forward's.")
 	return b.String()
 }

@@ -95,7 +95,9 @@ const (
 	// EvLoss: a gap of Count frames starting at Seq was detected (loss monitor input).
 	EvLoss
 	// EvRecovered: lost frame Seq arrived Nanos after its loss was detected
-	// (the retransmission delay of Appendix B.1).
+	// (the retransmission delay of Appendix B.1). Count is 0 if it answered
+	// the first loss notification, 1 if the frame had to be notified again
+	// (every copy of the first round was lost too).
 	EvRecovered
 	// EvSkipped: ackNoTimeout (or reorder-window overflow) gave up on Seq.
 	EvSkipped

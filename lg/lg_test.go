@@ -233,7 +233,31 @@ func TestRetransmittedCopyLost(t *testing.T) {
 		if len(rec) != 1 || rec[0] < 10*us || rec[0] > 50*us {
 			t.Fatalf("recovery after re-notification should take ≥ RenotifyInterval: %v", rec)
 		}
+		if again := recoveredAgain(s.Events(simlink.B)); !slices.Equal(again, []int{1}) {
+			t.Fatalf("EvRecovered.Count = %v, want [1] (recovered after re-notification)", again)
+		}
 	})
+	t.Run("first round is marked", func(t *testing.T) {
+		cfg := oneWay(lg.ModeLG, 1)
+		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
+		s := newSim(t, cfg)
+		s.Send(simlink.A, 50, 0)
+		finish(t, s)
+		if again := recoveredAgain(s.Events(simlink.B)); !slices.Equal(again, []int{0}) {
+			t.Fatalf("EvRecovered.Count = %v, want [0] (answered the first notification)", again)
+		}
+	})
+}
+
+// recoveredAgain lists EvRecovered.Count of the events, in order.
+func recoveredAgain(evs []lg.Event) []int {
+	var c []int
+	for _, e := range evs {
+		if e.Kind == lg.EvRecovered {
+			c = append(c, e.Count)
+		}
+	}
+	return c
 }
 
 func TestAckLostThenRecovered(t *testing.T) {

@@ -323,7 +323,11 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 			if !h.Retx {
 				r.Stats.RecoveredLate++
 			}
-			r.e.out.Events = append(r.e.out.Events, Event{Kind: EvRecovered, Seq: q, Nanos: now - sl.detectedAt})
+			again := 0
+			if sl.notifiedAt != sl.detectedAt {
+				again = 1
+			}
+			r.e.out.Events = append(r.e.out.Events, Event{Kind: EvRecovered, Seq: q, Count: again, Nanos: now - sl.detectedAt})
 		}
 	}
 	sl := r.slot(q)

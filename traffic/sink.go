@@ -159,6 +159,20 @@ func (s *Sink) Report() Report {
 	return r
 }
 
+// Drops is how many frames the kernel dropped on the way into the sink's
+// sockets (RX ring full, no fill buffer, invalid), from XDP_STATISTICS.
+func (s *Sink) Drops() (uint64, error) {
+	var n uint64
+	for _, sock := range s.socks {
+		st, err := sock.Stats()
+		if err != nil {
+			return 0, err
+		}
+		n += st.RxDropped + st.RxRingFull + st.RxFillRingEmptyDescs
+	}
+	return n, nil
+}
+
 // Close detaches the program and releases the sockets.
 func (s *Sink) Close() error {
 	for _, sock := range s.socks {

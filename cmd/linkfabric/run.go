@@ -265,6 +265,7 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 	return map[string]any{
 		"core":                  s.Core(),
 		"retx_delay_us":         hist(&s.RetxDelay, 1e-3),
+		"retx_delay_first_us":   hist(&s.RetxDelayFirst, 1e-3),
 		"tx_buffer_frames":      hist(&s.TxBuf, 1),
 		"reorder_buffer_bytes":  hist(&s.Reorder, 1),
 		"peak_tx_buffer_frames": s.PeakTxBuf.Load(),
