@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/vishvananda/netlink"
 )
@@ -88,6 +89,14 @@ func TestForwardPingAndTCP(t *testing.T) {
 	}
 	if s2.Link.RX.Frames > s1.Link.TX.Frames || s2.Link.RX.Frames < s1.Link.TX.Frames*99/100 {
 		t.Errorf("sw2 link rx %d frames vs sw1 link tx %d", s2.Link.RX.Frames, s1.Link.TX.Frames)
+	}
+	// The Prometheus/JSON export reads the same counters.
+	reg := metrics.NewRegistry()
+	if err := sw1.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if v := reg.Values()[`linkfabric_frames_total{dir="rx",port="host0"}`]; v != float64(sw1.Stats().Host.RX.Frames) {
+		t.Errorf("exported host0 rx frames %v, counters say %d", v, sw1.Stats().Host.RX.Frames)
 	}
 	c, err := sw2.Link().Program().Counters()
 	if err != nil {

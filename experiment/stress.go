@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,24 +16,29 @@ import (
 
 // StressConfig sizes `linkfabric stress` (the paper's §4.1 stress test).
 type StressConfig struct {
-	Frames     uint64        `json:"frames"`     // frames sent in the loss phase of each arm
-	Size       int           `json:"frame_size"` // bytes per frame (no FCS)
-	Loss       float64       `json:"loss"`       // loss rate on sw1→sw2
-	Burst      float64       `json:"burst"`      // mean burst length (0: Bernoulli)
-	Rate       float64       `json:"rate"`       // frames/s of the loss phase (0: half of forward's capacity)
-	Capacity   time.Duration `json:"capacity_duration"`
-	Modes      []string      `json:"modes"`    // arms besides the forward reference: none, lgnb, lg
-	RunArgs    []string      `json:"run_args"` // extra `linkfabric run` arguments for lg/lgnb
-	BusyPoll   bool          `json:"busy_poll"`
-	Seed       uint64        `json:"seed"`
-	TargetLoss float64       `json:"target_loss"`
+	Frames   uint64        `json:"frames"`     // frames sent in the loss phase of each arm
+	Size     int           `json:"frame_size"` // bytes per frame (no FCS)
+	Loss     float64       `json:"loss"`       // loss rate on sw1→sw2
+	Burst    float64       `json:"burst"`      // mean burst length (0: Bernoulli)
+	Rate     float64       `json:"rate"`       // frames/s of the loss phase (0: half of forward's capacity)
+	Capacity time.Duration `json:"capacity_duration"`
+	// CapacityRuns: capacity is measured this many times per arm, the arms
+	// interleaved in each round, and the median reported (default 3).
+	CapacityRuns int      `json:"capacity_runs"`
+	Modes        []string `json:"modes"`    // arms besides the forward reference: none, lgnb, lg
+	RunArgs      []string `json:"run_args"` // extra `linkfabric run` arguments for lg/lgnb
+	BusyPoll     bool     `json:"busy_poll"`
+	Seed         uint64   `json:"seed"`
+	TargetLoss   float64  `json:"target_loss"`
 }
 
 // StressArm is one arm's result.
 type StressArm struct {
 	Name string `json:"name"`
-	// Capacity phase: frames/s delivered to h2 while h1 sends as fast as it can.
-	CapacityFPS float64 `json:"capacity_frames_per_s"`
+	// Capacity phase: frames/s delivered to h2 while h1 sends as fast as it
+	// can; the median of CapacitySamples.
+	CapacityFPS     float64   `json:"capacity_frames_per_s"`
+	CapacitySamples []float64 `json:"capacity_samples"`
 	// CapacityTxFull and CapacityPaused count host frames the LinkGuardian
 	// sender refused during the capacity phase because its TX buffer was
 	// full (no ACK yet) or a PFC pause was in force.
@@ -93,6 +99,9 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	if cfg.Capacity == 0 {
 		cfg.Capacity = 3 * time.Second
 	}
+	if cfg.CapacityRuns <= 0 {
+		cfg.CapacityRuns = 3
+	}
 	if len(cfg.Modes) == 0 {
 		cfg.Modes = []string{"none", "lgnb", "lg"}
 	}
@@ -116,25 +125,33 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	res := &StressResult{Config: cfg, Kernel: kernel(), Date: time.Now().UTC(), Rate: cfg.Rate}
 	arms := append([]string{"forward"}, cfg.Modes...)
 	for _, arm := range arms {
-		a, err := e.stressArm(ctx, arm, cfg, imp, res)
-		if err != nil {
-			return nil, fmt.Errorf("stress %s: %w", arm, err)
-		}
-		res.Arms = append(res.Arms, a)
-		if arm == "forward" && res.Rate == 0 {
-			res.Rate = math.Floor(a.CapacityFPS / 2)
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		res.Arms = append(res.Arms, &StressArm{Name: arm})
+	}
+	// Capacity: rounds over all arms, so drift hits every arm alike.
+	for round := 0; round < cfg.CapacityRuns; round++ {
+		for _, a := range res.Arms {
+			if err := e.stressCapacity(ctx, a, cfg, imp, round); err != nil {
+				return nil, fmt.Errorf("stress %s: %w", a.Name, err)
+			}
 		}
 	}
 	for _, a := range res.Arms {
+		a.CapacityFPS = Median(slices.Clone(a.CapacitySamples))
+	}
+	if res.Rate == 0 {
+		res.Rate = math.Floor(res.Arms[0].CapacityFPS / 2)
+	}
+	for _, a := range res.Arms {
 		a.EffectiveSpeed = ratio(a.CapacityFPS, res.Arms[0].CapacityFPS)
+		if err := e.stressLoss(ctx, a, cfg, imp, res.Rate); err != nil {
+			return nil, fmt.Errorf("stress %s: %w", a.Name, err)
+		}
 	}
 	return res, nil
 }
 
-func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp bpf.ImpairConfig, res *StressResult) (*StressArm, error) {
+// stressArgs are the mode and `linkfabric run` arguments of an arm.
+func stressArgs(arm string, cfg StressConfig) (string, []string, error) {
 	mode := arm
 	var args []string
 	switch arm {
@@ -146,80 +163,95 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 			args = append(args, "--target-loss", fmt.Sprint(cfg.TargetLoss))
 		}
 	default:
-		return nil, fmt.Errorf("unknown arm %q (arms: none, lgnb, lg)", arm)
+		return "", nil, fmt.Errorf("unknown arm %q (arms: none, lgnb, lg)", arm)
 	}
 	if cfg.BusyPoll {
 		args = append(args, "--busy-poll")
+	}
+	return mode, args, nil
+}
+
+// startArm starts the arm's dataplanes with its impairment on sw1→sw2
+// (applied by sw2's link port program, XDP on receive); none for forward.
+func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bpf.ImpairConfig) (*Dataplanes, error) {
+	mode, args, err := stressArgs(arm, cfg)
+	if err != nil {
+		return nil, err
 	}
 	dp, err := e.StartDataplanes(ctx, mode, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer dp.Stop()
-	a := &StressArm{Name: arm}
-
-	// Loss on sw1→sw2 is applied by sw2's link port program (XDP on receive).
-	setImpair := func() error {
-		return e.withImpairer(func(im *bpf.Impairer) error {
-			if arm == "forward" {
-				return im.ClearImpair()
-			}
-			if err := im.SetImpair(imp); err != nil {
-				return err
-			}
-			return im.ResetImpairStats()
-		})
-	}
-	if err := setImpair(); err != nil {
-		return nil, err
-	}
-
-	// Capacity phase.
-	e.progress("stress: %s: capacity, %v at full speed", arm, cfg.Capacity)
-	capRep, _, capDur, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
+	err = e.withImpairer(func(im *bpf.Impairer) error {
+		if arm == "forward" {
+			return im.ClearImpair()
+		}
+		if err := im.SetImpair(imp); err != nil {
+			return err
+		}
+		return im.ResetImpairStats()
+	})
 	if err != nil {
+		dp.Stop()
 		return nil, err
 	}
-	a.CapacityFPS = float64(capRep.Unique) / capDur.Seconds()
+	return dp, nil
+}
+
+// stressCapacity measures one capacity sample of arm a: frames/s delivered
+// while h1 sends as fast as it can.
+func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig, imp bpf.ImpairConfig, round int) error {
+	dp, err := e.startArm(ctx, a.Name, cfg, imp)
+	if err != nil {
+		return err
+	}
+	defer dp.Stop()
+	e.progress("stress: capacity round %d/%d, %s: %v at full speed", round+1, cfg.CapacityRuns, a.Name, cfg.Capacity)
+	rep, _, d, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
+	if err != nil {
+		return err
+	}
 	if err := dp.Alive(); err != nil {
-		return nil, err
+		return err
 	}
+	fps := float64(rep.Unique) / d.Seconds()
+	a.CapacitySamples = append(a.CapacitySamples, fps)
 	var c1 DPStats
 	if err := FetchStats(ctx, e.NS("sw1"), &c1); err == nil && c1.LinkGuardian != nil && c1.LinkGuardian.Core.Sender != nil {
 		cs := c1.LinkGuardian.Core.Sender
-		a.CapacityTxFull, a.CapacityPaused = cs.TxFull, cs.PausedRefusals
-		e.progress("stress: %s: capacity %.0f frames/s; sender refusals: TX buffer full %d, paused %d", arm, a.CapacityFPS, cs.TxFull, cs.PausedRefusals)
+		a.CapacityTxFull += cs.TxFull
+		a.CapacityPaused += cs.PausedRefusals
 	}
-	// Loss phase: fresh counters, paced.
-	dp.Stop()
-	if dp, err = e.StartDataplanes(ctx, mode, args...); err != nil {
-		return nil, err
+	e.progress("stress:   %.0f frames/s", fps)
+	return nil
+}
+
+// stressLoss runs the loss phase of arm a: cfg.Frames numbered frames at
+// rate, each checked on h2.
+func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, imp bpf.ImpairConfig, rate float64) error {
+	arm := a.Name
+	dp, err := e.startArm(ctx, arm, cfg, imp)
+	if err != nil {
+		return err
 	}
 	defer dp.Stop()
-	if err := setImpair(); err != nil {
-		return nil, err
-	}
-	rate := res.Rate
-	if rate == 0 {
-		rate = a.CapacityFPS / 2
-	}
 	e.progress("stress: %s: %d frames at %.0f frames/s", arm, cfg.Frames, rate)
 	rep, sinkDrops, _, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := dp.Alive(); err != nil {
-		return nil, err
+		return err
 	}
 	a.Sent, a.Delivered, a.Duplicates, a.OutOfOrder = cfg.Frames, rep.Unique, rep.Duplicates, rep.OutOfOrder
 	a.Missing = cfg.Frames - rep.Unique
 
 	var s1, s2 DPStats
 	if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
-		return nil, err
+		return err
 	}
 	if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range s1.Host0.Sockets {
 		a.IngressDrops += s.XDPStatistics.RxRingFull + s.XDPStatistics.RxDropped
@@ -236,12 +268,13 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
 		a.Copies, a.RetxCopies = l.Copies, l.Core.Sender.RetxCopies
 		a.PeakTxBufFrames = l.Core.Sender.TxBufPeakFrames
+		a.Dummies = l.Core.Sender.DummiesSent
 	}
 	if l := s2.LinkGuardian; l != nil && l.Core.Receiver != nil {
 		r := l.Core.Receiver
@@ -251,12 +284,9 @@ func (e *Env) stressArm(ctx context.Context, arm string, cfg StressConfig, imp b
 		a.ExplicitAcks = r.ExplicitAcksSent
 		a.ReverseFrames = s2.Dataplane.Link.TX.Frames
 	}
-	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
-		a.Dummies = l.Core.Sender.DummiesSent
-	}
 	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d",
 		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS, a.ReverseFrames, a.ExplicitAcks, a.Dummies)
-	return a, nil
+	return nil
 }
 
 // sendAndSink sends count frames (or for d) of stream from h1 and receives
@@ -347,8 +377,8 @@ func (r *StressResult) Table() string {
 	if c.Burst > 0 {
 		model = fmt.Sprintf("bursty %g, mean burst %g", c.Loss, c.Burst)
 	}
-	fmt.Fprintf(&b, "linkfabric stress: %d frames of %d B per arm at %.0f frames/s, loss %s on sw1→sw2; kernel %s\n\n",
-		c.Frames, c.Size, r.Rate, model, r.Kernel)
+	fmt.Fprintf(&b, "linkfabric stress: %d frames of %d B per arm at %.0f frames/s, loss %s on sw1→sw2; capacity: median of %d interleaved %v runs; kernel %s\n\n",
+		c.Frames, c.Size, r.Rate, model, c.CapacityRuns, c.Capacity, r.Kernel)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "arm\tactual loss\teffective loss\tmissing\t(link\tin\tout)\tdup\tout of order\tspeed ×fwd\tN\tpeak txbuf\tpeak reorder B\tretx p50 µs\tp99 µs\tmax µs\ttimeouts\t")
 	for _, a := range r.Arms {

@@ -17,6 +17,7 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/lg"
 	"github.com/linkfabric/linkfabric/metrics"
+	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/spf13/cobra"
 )
 
@@ -70,7 +71,8 @@ both directions (--protect both).
 
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
 detaches the programs and exits. Statistics are served on --metrics (loopback of
-the namespace by default): /stats.json, and read by 'linkfabric stats'.
+the namespace by default): /stats.json, read by 'linkfabric stats', and /metrics
+for Prometheus.
 
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
@@ -208,13 +210,23 @@ func logStats(s dataplane.Snapshot) {
 		"umem_exhausted", s.FramesExhausted)
 }
 
-// serveStats serves /stats.json on addr until stop is called.
+// serveStats serves /stats.json (the document below) and /metrics
+// (Prometheus) on addr until stop is called.
 func serveStats(addr string, d *dataplane.Dataplane) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("statistics endpoint %s: %w (is another linkfabric run in this namespace? pass --metrics with another port, or --metrics '')", addr, err)
 	}
+	reg := metrics.NewRegistry()
+	if err := d.Register(reg); err != nil {
+		return nil, err
+	}
+	promHandler, err := prom.Handler(reg)
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
+	mux.Handle("/metrics", promHandler)
 	mux.HandleFunc("/stats.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(statsDoc(d))

@@ -23,6 +23,7 @@ loss: unprotected), lgnb and lg — runs two phases:
 
   capacity  h1 sends numbered frames as fast as it can for a few seconds; the
             frames/s that reach h2, divided by forward's, is the effective link speed
+            (median of --capacity-runs rounds over all arms)
   loss      h1 sends --frames numbered frames at a rate the pipeline sustains
             (default half of forward's capacity); h2 checks every number: missing
             (effective loss), duplicated, out of order
@@ -55,7 +56,8 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 	f.Float64Var(&cfg.Loss, "loss", 1e-2, "loss rate on sw1→sw2")
 	f.Float64Var(&cfg.Burst, "burst", 0, "mean loss burst length (Gilbert-Elliott); 0 = Bernoulli")
 	f.Float64Var(&cfg.Rate, "rate", 0, "frames/s in the loss phase (default: half of forward's capacity)")
-	f.DurationVar(&cfg.Capacity, "capacity-time", 0, "length of each capacity phase (default 3s)")
+	f.DurationVar(&cfg.Capacity, "capacity-time", 0, "length of each capacity measurement (default 3s)")
+	f.IntVar(&cfg.CapacityRuns, "capacity-runs", 3, "capacity measurements per arm, arms interleaved; the median is reported")
 	f.StringVar(&modes, "modes", "none,lgnb,lg", "arms after the forward reference")
 	f.StringVar(&runArgs, "run-args", "", "extra arguments for `linkfabric run` in the lg/lgnb arms, e.g. \"--link-loss 1e-2\"")
 	f.Float64Var(&cfg.TargetLoss, "target-loss", 0, "target loss for Equation 2 (default: run's 1e-8)")

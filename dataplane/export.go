@@ -1,0 +1,82 @@
+package dataplane
+
+import (
+	"errors"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/metrics"
+)
+
+// Register exports the dataplane's statistics into r (for Prometheus and
+// JSON): frames, bytes and drops per port and direction, and in modes lg and
+// lgnb the LinkGuardian counters and histograms. Values are read when r is
+// exported, never on the hot path.
+func (d *Dataplane) Register(r *metrics.Registry) error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	for _, p := range []*PortCounters{&d.stats.Host, &d.stats.Link} {
+		for dir, c := range map[string]*DirCounters{"rx": &p.RX, "tx": &p.TX} {
+			l := []string{"port", p.Name, "dir", dir}
+			add(r.Counter("linkfabric_frames_total", "Frames moved by the dataplane.", &c.Frames, l...))
+			add(r.Counter("linkfabric_bytes_total", "Bytes moved by the dataplane.", &c.Bytes, l...))
+			add(r.Counter("linkfabric_dropped_total", "Frames dropped (TX ring full, or by the pipeline).", &c.Dropped, l...))
+		}
+	}
+	add(r.Counter("linkfabric_umem_exhausted_total", "Times no free UMEM frame was left for a fill ring.", &d.stats.FramesExhausted))
+	s := d.lgStats
+	if s == nil {
+		return errors.Join(errs...)
+	}
+	add(r.Histogram("linkfabric_lg_retx_delay_seconds", "Loss detected to retransmission received (Appendix B.1).", &s.RetxDelay, 1e-9))
+	add(r.Histogram("linkfabric_lg_tx_buffer_frames", "TX buffer occupancy, sampled per busy loop.", &s.TxBuf, 1))
+	add(r.Histogram("linkfabric_lg_reorder_buffer_bytes", "Reorder buffer occupancy, sampled per busy loop.", &s.Reorder, 1))
+	add(r.Counter("linkfabric_lg_pfc_rx_total", "PFC frames received from the peer.", &s.PFCRx))
+	add(r.Counter("linkfabric_lg_pfc_tx_total", "PFC pause/resume frames sent.", &s.PFCTx))
+	add(r.Counter("linkfabric_lg_link_tx_ring_full_total", "Link frames that found the TX ring full.", &s.LinkTxRingFull))
+	add(r.Counter("linkfabric_lg_host_tx_ring_full_total", "Delivered frames dropped: host TX ring full.", &s.HostTxRingFull))
+	add(r.Counter("linkfabric_lg_mode_changes_total", "Receiving-mode changes made by the protection policy.", &s.ModeChanges))
+	add(r.Gauge("linkfabric_lg_copies", "N, retransmitted copies per lost frame.", &s.Copies))
+	add(r.GaugeFunc("linkfabric_lg_tx_loss_rate", "Loss rate of the outgoing direction, from loss notifications.", s.LossRate))
+	add(r.GaugeFunc("linkfabric_lg_rx_loss_rate", "Loss rate of the incoming direction, from sequence gaps.", s.RxLossRate))
+	sender := func(f func(*lg.SenderStats) uint64) func() uint64 {
+		return func() uint64 {
+			if c := s.Core(); c.Sender != nil {
+				return f(c.Sender)
+			}
+			return 0
+		}
+	}
+	receiver := func(f func(*lg.ReceiverStats) uint64) func() uint64 {
+		return func() uint64 {
+			if c := s.Core(); c.Receiver != nil {
+				return f(c.Receiver)
+			}
+			return 0
+		}
+	}
+	for name, fn := range map[string]func(*lg.SenderStats) uint64{
+		"data_sent":      func(x *lg.SenderStats) uint64 { return x.DataSent },
+		"retx_requests":  func(x *lg.SenderStats) uint64 { return x.RetxRequests },
+		"retx_copies":    func(x *lg.SenderStats) uint64 { return x.RetxCopies },
+		"dummies_sent":   func(x *lg.SenderStats) uint64 { return x.DummiesSent },
+		"tx_full":        func(x *lg.SenderStats) uint64 { return x.TxFull },
+		"pause_refusals": func(x *lg.SenderStats) uint64 { return x.PausedRefusals },
+	} {
+		add(r.CounterFunc("linkfabric_lg_sender_"+name+"_total", "LinkGuardian sender: "+name+".", sender(fn)))
+	}
+	for name, fn := range map[string]func(*lg.ReceiverStats) uint64{
+		"data_rx":            func(x *lg.ReceiverStats) uint64 { return x.DataRx },
+		"holes_detected":     func(x *lg.ReceiverStats) uint64 { return x.HolesDetected },
+		"lost_detected":      func(x *lg.ReceiverStats) uint64 { return x.LostDetected },
+		"recovered":          func(x *lg.ReceiverStats) uint64 { return x.Recovered },
+		"ack_no_timeouts":    func(x *lg.ReceiverStats) uint64 { return x.AckNoTimeouts },
+		"lost_unprotected":   func(x *lg.ReceiverStats) uint64 { return x.LostUnprotected },
+		"duplicates_dropped": func(x *lg.ReceiverStats) uint64 { return x.DupDropped },
+		"explicit_acks_sent": func(x *lg.ReceiverStats) uint64 { return x.ExplicitAcksSent },
+		"pauses_sent":        func(x *lg.ReceiverStats) uint64 { return x.PausesSent },
+		"resumes_sent":       func(x *lg.ReceiverStats) uint64 { return x.ResumesSent },
+	} {
+		add(r.CounterFunc("linkfabric_lg_receiver_"+name+"_total", "LinkGuardian receiver: "+name+".", receiver(fn)))
+	}
+	return errors.Join(errs...)
+}
