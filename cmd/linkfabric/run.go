@@ -258,7 +258,9 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 		var socks []any
 		for _, s := range p.Sockets() {
 			if st, err := s.Stats(); err == nil {
-				socks = append(socks, map[string]any{"queue": s.Queue(), "mode": s.Mode().String(), "xdp_statistics": st})
+				kicks, stalls, nobufs := s.KickCounters()
+				socks = append(socks, map[string]any{"queue": s.Queue(), "mode": s.Mode().String(), "xdp_statistics": st,
+					"tx_kicks": kicks, "tx_kick_stalls": stalls, "tx_kick_nobufs": nobufs})
 			}
 		}
 		pd["sockets"] = socks
