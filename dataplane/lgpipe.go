@@ -184,13 +184,11 @@ func (w *lgWorker) run(ctx context.Context) error {
 	if p.S != nil && !w.d.cfg.LG.fixedCopies {
 		mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 	}
-	var lastSent, lastLost uint64
 	var rmon *lossmon.Monitor
 	if p.R != nil {
 		rmon, _ = lossmon.New(lossmon.Config{Window: int64(w.d.cfg.LG.MonitorWindow), MinSamples: 10000})
 		w.lgs.RxMode.Store(int64(p.R.Mode()))
 	}
-	var lastRx, lastGap uint64
 	for !stop.Load() {
 		st.Loops.Add(1)
 		now := int64(time.Since(epoch))
@@ -302,9 +300,7 @@ func (w *lgWorker) run(ctx context.Context) error {
 			monitorAt = now + int64(10*time.Millisecond)
 			// Frames sent vs frames the peer reported lost (once per
 			// notification round: lost copies count again, as they should).
-			sent, lost := p.S.Stats.DataSent, p.S.Stats.RetxRequests
-			mon.Observe(now, sent-lastSent, lost-lastLost)
-			lastSent, lastLost = sent, lost
+			mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
 			if rate, ok := mon.Rate(now); ok {
 				w.lgs.lossRate.Store(uint64(rate * 1e12))
 				n := lossmon.CopiesLimit(w.d.cfg.LG.TargetLoss, rate, w.d.cfg.LG.MaxCopies)
@@ -317,9 +313,7 @@ func (w *lgWorker) run(ctx context.Context) error {
 
 		if rmon != nil && now >= rmonAt {
 			rmonAt = now + int64(100*time.Millisecond)
-			rx, gap := p.R.Stats.DataRx, p.R.Stats.LostDetected
-			rmon.Observe(now, rx-lastRx, gap-lastGap)
-			lastRx, lastGap = rx, gap
+			rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
 			if rate, ok := rmon.Rate(now); ok {
 				w.lgs.rxLossRate.Store(uint64(rate * 1e12))
 				if w.d.cfg.LG.Auto {

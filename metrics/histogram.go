@@ -62,23 +62,7 @@ type Histogram struct {
 }
 
 // Record adds one value.
-func (h *Histogram) Record(v uint64) {
-	h.counts[bucketOf(v)].Add(1)
-	h.sum.Add(v)
-	for {
-		m := h.max.Load()
-		if v <= m || h.max.CompareAndSwap(m, v) {
-			break
-		}
-	}
-	inv := ^v
-	for {
-		m := h.minInv.Load()
-		if inv <= m || h.minInv.CompareAndSwap(m, inv) {
-			break
-		}
-	}
-}
+func (h *Histogram) Record(v uint64) { h.RecordN(v, 1) }
 
 // RecordN adds n occurrences of the value v (for example a batch of
 // same-sized frames).
