@@ -86,6 +86,10 @@ type LGConfig struct {
 	// waits after its last data frame before the first dummy (later ones
 	// back off). Defaults 5 µs and 10 µs.
 	AckDelay, DummyInterval time.Duration
+	// DummyCopies is how many dummies each emission sends (default 1). Under
+	// bursty loss one dummy can be lost with the tail frame it should
+	// expose; send more (§5).
+	DummyCopies int
 	// Auto lets the receiver's loss monitor switch this end's receiving
 	// direction between monitor, lg and lgnb by Policy (Appendix C, §5
 	// "Automatic fallback"), starting from the configured mode.
@@ -169,6 +173,9 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 		s.Copies = c.Copies
 		if c.DummyInterval > 0 {
 			s.DummyInterval = int64(c.DummyInterval)
+		}
+		if c.DummyCopies > 0 {
+			s.DummyCopies = c.DummyCopies
 		}
 		cfg.Sender = &s
 	}

@@ -137,6 +137,7 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 	f.DurationVar(&cfg.LG.AckTimeout, "ack-timeout", 0, "lg: ackNoTimeout (default: from the measured retransmission delay, Appendix B.1)")
 	f.DurationVar(&cfg.LG.AckDelay, "ack-delay", 0, "lg/lgnb: longest wait for reverse data to carry an ACK before an explicit ACK (default 5µs)")
 	f.DurationVar(&cfg.LG.DummyInterval, "dummy-interval", 0, "lg/lgnb: idle time after the last data frame before a dummy exposes a tail loss (default 10µs; later dummies back off)")
+	f.IntVar(&cfg.LG.DummyCopies, "dummy-copies", 0, "lg/lgnb: dummies per emission; more than 1 when bursty loss can take the dummy with the tail (default 1)")
 	f.IntVar(&cfg.LG.PauseThreshold, "pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
 	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default 256 KiB)")
 	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default 4096)")
