@@ -60,6 +60,18 @@ type ImpairConfig struct {
 	Seed uint64
 }
 
+// Loss returns the impairment for an average loss rate: Bernoulli, or with
+// meanBurst > 0 (and loss > 0) the bursty model of Bursty with that mean burst
+// length; seeded with seed. Validate the result.
+func Loss(loss, meanBurst float64, seed uint64) ImpairConfig {
+	c := ImpairConfig{Model: Bernoulli, Loss: loss}
+	if meanBurst > 0 && loss > 0 {
+		c = Bursty(loss, meanBurst)
+	}
+	c.Seed = seed
+	return c
+}
+
 // Bursty returns the simple Gilbert model with the given average loss rate and
 // mean loss-burst length (in frames): Good never drops, Bad always drops,
 // p(B->G) = 1/meanBurst and p(G->B) = loss/(1-loss) * p(B->G), so the

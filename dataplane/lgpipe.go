@@ -86,8 +86,6 @@ type LGStats struct {
 	// TxBuf and Reorder sample the TX buffer (frames) and reorder buffer
 	// (bytes) occupancy once per busy loop iteration.
 	TxBuf, Reorder metrics.Histogram
-	// PeakTxBuf and PeakReorder are maxima since start.
-	PeakTxBuf, PeakReorderBytes atomic.Int64
 	// LinkTxRingFull counts link frames that found the TX ring full (they are
 	// then recovered like losses); HostTxRingFull counts delivered frames
 	// dropped for the same reason on the host port.
@@ -201,7 +199,7 @@ func (w *lgWorker) run(ctx context.Context) error {
 				continue
 			}
 			moved += n
-			w.countRx(&st.Link, w.descs[:n])
+			countRx(&st.Link, w.descs[:n])
 			for _, d := range w.descs[:n] {
 				b := w.umem.Bytes(d.Addr, d.Len)
 				if pfc.IsMACControl(b) {
@@ -224,7 +222,7 @@ func (w *lgWorker) run(ctx context.Context) error {
 				continue
 			}
 			moved += n
-			w.countRx(&st.Host, w.descs[:n])
+			countRx(&st.Host, w.descs[:n])
 			for _, d := range w.descs[:n] {
 				w.released[w.idx(d.Addr)] = false
 				w.queue.push(lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
@@ -357,15 +355,6 @@ func (w *lgWorker) applyPolicy(now int64, p *lg.Port, rate float64) {
 	}
 }
 
-func (w *lgWorker) countRx(c *PortCounters, descs []xdp.Desc) {
-	var bytes uint64
-	for i := range descs {
-		bytes += uint64(descs[i].Len)
-	}
-	c.RX.Frames.Add(uint64(len(descs)))
-	c.RX.Bytes.Add(bytes)
-}
-
 func (w *lgWorker) queueTx(fs []lg.Frame) {
 	for _, f := range fs {
 		w.tx = append(w.tx, xdp.Desc{Addr: uint64(f.H), Len: uint32(f.Len)})
@@ -478,18 +467,11 @@ func (w *lgWorker) sendPFC(d int64) {
 
 func (w *lgWorker) sample(p *lg.Port) {
 	if p.S != nil {
-		o := int64(p.S.Outstanding())
-		w.lgs.TxBuf.Record(uint64(o))
-		if o > w.lgs.PeakTxBuf.Load() {
-			w.lgs.PeakTxBuf.Store(o)
-		}
+		w.lgs.TxBuf.Record(uint64(p.S.Outstanding()))
 	}
 	if p.R != nil {
 		_, b := p.R.Buffered()
 		w.lgs.Reorder.Record(uint64(b))
-		if int64(b) > w.lgs.PeakReorderBytes.Load() {
-			w.lgs.PeakReorderBytes.Store(int64(b))
-		}
 	}
 }
 

@@ -104,12 +104,7 @@ func (w *worker) idle(timeout time.Duration) error {
 
 // forward moves a received batch unchanged to the TX ring of out.
 func (w *worker) forward(descs []xdp.Desc, in *PortCounters, out *xdp.Socket, outc *PortCounters) {
-	var bytes uint64
-	for i := range descs {
-		bytes += uint64(descs[i].Len)
-	}
-	in.RX.Frames.Add(uint64(len(descs)))
-	in.RX.Bytes.Add(bytes)
+	bytes := countRx(in, descs)
 	sent := w.transmit(out, descs)
 	outc.TX.Frames.Add(uint64(sent))
 	if sent < len(descs) {
@@ -119,6 +114,17 @@ func (w *worker) forward(descs []xdp.Desc, in *PortCounters, out *xdp.Socket, ou
 		}
 	}
 	outc.TX.Bytes.Add(bytes)
+}
+
+// countRx counts a received batch on c and returns its bytes.
+func countRx(c *PortCounters, descs []xdp.Desc) uint64 {
+	var bytes uint64
+	for i := range descs {
+		bytes += uint64(descs[i].Len)
+	}
+	c.RX.Frames.Add(uint64(len(descs)))
+	c.RX.Bytes.Add(bytes)
+	return bytes
 }
 
 // transmit places descs on out's TX ring, returning what did not fit to the

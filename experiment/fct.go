@@ -135,11 +135,7 @@ func (c *FCTConfig) FlowsFor(i int) int {
 }
 
 func (c *FCTConfig) impairment() (bpf.ImpairConfig, error) {
-	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: c.Loss, Seed: c.Seed}
-	if c.Burst > 0 && c.Loss > 0 {
-		imp = bpf.Bursty(c.Loss, c.Burst)
-		imp.Seed = c.Seed
-	}
+	imp := bpf.Loss(c.Loss, c.Burst, c.Seed)
 	return imp, imp.Validate()
 }
 

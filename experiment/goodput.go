@@ -75,11 +75,7 @@ func (c *GoodputConfig) Normalize() error {
 }
 
 func (c *GoodputConfig) impairment(loss float64) (bpf.ImpairConfig, error) {
-	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: loss, Seed: c.Seed}
-	if c.Burst > 0 && loss > 0 {
-		imp = bpf.Bursty(loss, c.Burst)
-		imp.Seed = c.Seed
-	}
+	imp := bpf.Loss(loss, c.Burst, c.Seed)
 	return imp, imp.Validate()
 }
 

@@ -108,11 +108,7 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
-	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: cfg.Loss, Seed: cfg.Seed}
-	if cfg.Burst > 0 {
-		imp = bpf.Bursty(cfg.Loss, cfg.Burst)
-		imp.Seed = cfg.Seed
-	}
+	imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed)
 	if err := imp.Validate(); err != nil {
 		return nil, err
 	}

@@ -53,11 +53,8 @@ length MEAN frames and the same average rate (--loss P --burst MEAN).`,
 			case off:
 				return impairOff(dev)
 			}
-			cfg := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: loss, FlipProb: flip, Seed: seed}
-			if burst > 0 {
-				cfg = bpf.Bursty(loss, burst)
-				cfg.FlipProb, cfg.Seed = flip, seed
-			}
+			cfg := bpf.Loss(loss, burst, seed)
+			cfg.FlipProb = flip
 			if err := cfg.Validate(); err != nil {
 				return err
 			}

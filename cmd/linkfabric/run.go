@@ -277,14 +277,22 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		h.SnapshotInto(&snap)
 		return metrics.Summarize(&snap, scale)
 	}
+	core := s.Core()
+	var peakTx, peakReorder uint64
+	if core.Sender != nil {
+		peakTx = core.Sender.TxBufPeakFrames
+	}
+	if core.Receiver != nil {
+		peakReorder = core.Receiver.ReorderPeakBytes
+	}
 	return map[string]any{
-		"core":                  s.Core(),
+		"core":                  core,
 		"retx_delay_us":         hist(&s.RetxDelay, 1e-3),
 		"retx_delay_first_us":   hist(&s.RetxDelayFirst, 1e-3),
 		"tx_buffer_frames":      hist(&s.TxBuf, 1),
 		"reorder_buffer_bytes":  hist(&s.Reorder, 1),
-		"peak_tx_buffer_frames": s.PeakTxBuf.Load(),
-		"peak_reorder_bytes":    s.PeakReorderBytes.Load(),
+		"peak_tx_buffer_frames": peakTx,
+		"peak_reorder_bytes":    peakReorder,
 		"link_tx_ring_full":     s.LinkTxRingFull.Load(),
 		"host_tx_ring_full":     s.HostTxRingFull.Load(),
 		"pfc_rx":                s.PFCRx.Load(),
