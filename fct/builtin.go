@@ -324,6 +324,17 @@ func RunBuiltin(ctx context.Context, cfg BuiltinConfig) ([]Flow, error) {
 	return out, ctx.Err()
 }
 
+// interrupted reports whether ctx ended the flow: it is done, or its deadline
+// has passed. The dialer folds ctx's deadline into its own, so a dial can fail
+// with "i/o timeout" at that deadline a moment before ctx itself reports done.
+func interrupted(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // runClientFlow runs one flow on the calling (namespace-locked) goroutine.
 // ok is false when the flow was interrupted by ctx and must be dropped.
 func runClientFlow(ctx context.Context, cfg *BuiltinConfig, srv *builtinServer, addr string, fid int, size int64, payload []byte) (f Flow, ok bool) {
@@ -339,7 +350,7 @@ func runClientFlow(ctx context.Context, cfg *BuiltinConfig, srv *builtinServer, 
 	deadline := f.Start.Add(cfg.Timeout)
 	d := net.Dialer{Deadline: deadline, Control: ccControl(cfg.CongestionControl)}
 	fail := func(err error) (Flow, bool) {
-		if ctx.Err() != nil {
+		if interrupted(ctx) {
 			return f, false
 		}
 		f.Failed = true
