@@ -387,6 +387,26 @@ func TestLGBernoulliLossRecovered(t *testing.T) {
 	checkDelivery(t, r, true)
 	checkLossRate(t, st, lgLoss, 0.25)
 	checkRecovery(t, &s1, &s2, st, 0.25)
+	checkPriorityLane(t, &s1, &s2)
+}
+
+// checkPriorityLane: on the pair testbed's two-queue link, every
+// retransmitted copy left sw1 on the priority lane and nothing else did
+// (this direction has no loss notifications or PFC to send), and sw2 sent
+// its loss notifications (first and repeated) and PFC frames there.
+func checkPriorityLane(t *testing.T, s1, s2 *LGCore) {
+	t.Helper()
+	if !s1.PriorityLane || !s2.PriorityLane {
+		t.Fatalf("no priority lane (sw1 %v, sw2 %v): the pair testbed's link has 2 queues", s1.PriorityLane, s2.PriorityLane)
+	}
+	if s1.PriorityFrames != s1.Sender.RetxCopies {
+		t.Errorf("sw1 sent %d frames on the priority lane; %d retransmitted copies", s1.PriorityFrames, s1.Sender.RetxCopies)
+	}
+	rs := s2.Receiver
+	if want := rs.LossNotifsSent + rs.Renotifies + rs.PausesSent + rs.ResumesSent; s2.PriorityFrames != want {
+		t.Errorf("sw2 sent %d frames on the priority lane; want %d (loss notifications %d, re-notifications %d, pauses %d, resumes %d)",
+			s2.PriorityFrames, want, rs.LossNotifsSent, rs.Renotifies, rs.PausesSent, rs.ResumesSent)
+	}
 }
 
 // TestLGNBBernoulliLossRecovered: the same with LinkGuardianNB: nothing lost

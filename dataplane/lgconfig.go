@@ -61,11 +61,16 @@ type LGConfig struct {
 	// (see minAckNoTimeout).
 	AckTimeout time.Duration
 	// PauseThreshold and ResumeThreshold are reorder-buffer bytes
-	// (Algorithm 2). Appendix B.1 sets resume = t_flight_resume × drain rate;
-	// in software t_flight_resume is a process wakeup on the peer (100s of µs
-	// here) and the buffer drains at memory speed into a 3-10 Gbit/s host
-	// port, so the default resume is 256 KiB (measured: 2.5× fewer pauses
-	// than 64 KiB at loss 1e-3, same throughput); pause = resume + 2 MTU.
+	// (Algorithm 2). Unless either is given, they follow Appendix B.1 from
+	// measurements: resume = t_flight_resume × drain rate, where
+	// t_flight_resume (resume decided → traffic arrives again) is taken as
+	// the p99 retransmission delay (the same path: a control frame to the
+	// sender, a data frame back) and the drain rate as the peak rate of
+	// frames delivered to the host port; pause = resume + 2 MTU. The resume
+	// threshold stays between 64 KiB and the TX buffer's worth of full-size
+	// frames less 2 MTU (the credit window bounds the reorder buffer, so a
+	// higher threshold could never be reached). Until enough is measured it
+	// is 256 KiB.
 	PauseThreshold, ResumeThreshold int
 	// MTU of the link (for the pause hysteresis); default 1500.
 	MTU int
@@ -102,7 +107,15 @@ type LGConfig struct {
 
 	// fixedCopies: N was given (Copies or LinkLoss), not measured.
 	fixedCopies bool
+	// fixedThresholds: a pause or resume threshold was given.
+	fixedThresholds bool
 }
+
+// Resume thresholds: the initial one, and the least a measurement may set.
+const (
+	initialResume = 256 << 10
+	minResume     = 64 << 10
+)
 
 func (c *LGConfig) defaults(mode Mode, ringSize uint32) error {
 	if c.Protect == "" {
@@ -130,8 +143,9 @@ func (c *LGConfig) defaults(mode Mode, ringSize uint32) error {
 	if c.MTU == 0 {
 		c.MTU = 1500
 	}
+	c.fixedThresholds = c.PauseThreshold > 0 || c.ResumeThreshold > 0
 	if c.ResumeThreshold == 0 {
-		c.ResumeThreshold = 256 << 10
+		c.ResumeThreshold = initialResume
 	}
 	if c.PauseThreshold == 0 {
 		c.PauseThreshold = lg.PauseThreshold(c.ResumeThreshold, c.MTU+18)

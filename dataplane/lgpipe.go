@@ -23,11 +23,22 @@ import (
 // has already released it (ACKed). So every frame has a count of TX
 // descriptors outstanding and a flag "released"; it returns to the free list
 // only when released and with nothing outstanding.
+//
+// Lanes. When the link port has a second queue, it is the priority lane:
+// PFC frames, loss notifications and retransmitted copies leave on its
+// socket, and it is read before the data lane. On veth, a frame sent on
+// queue i arrives on the peer's queue i, so recovery never waits behind the
+// data in either end's rings (the switch's high-priority queue). Explicit
+// ACKs and dummies stay on the data lane: a dummy must not overtake the data
+// it follows.
 type lgWorker struct {
 	*worker
 	port     *lg.Port
 	hostSock *xdp.Socket
-	linkSock *xdp.Socket
+	linkSock *xdp.Socket // data lane: link queue 0
+	prioSock *xdp.Socket // priority lane: link queue 1, or linkSock
+	linkRx   []*xdp.Socket
+	txSocks  []*xdp.Socket
 
 	outstanding []uint16 // TX descriptors in flight, per UMEM frame index
 	released    []bool   // the core (or host path) is done with the frame
@@ -39,6 +50,12 @@ type lgWorker struct {
 	pfcClass int
 	pfcSpeed uint64
 	local    [6]byte
+
+	// Peak rate of frames delivered to the host port (bit/s), sampled at
+	// every publish: the reorder buffer's drain rate for the thresholds.
+	peakRate          float64
+	rateBytes, rateAt int64
+	prioFrames        uint64 // frames placed on the priority lane
 
 	lgs *LGStats
 }
@@ -114,10 +131,16 @@ type LGCore struct {
 	Port     lg.PortStats      `json:"port"`
 	Sender   *lg.SenderStats   `json:"sender,omitempty"`
 	Receiver *lg.ReceiverStats `json:"receiver,omitempty"`
-	// Timers in force (ns) and N.
-	AckNoTimeout int64 `json:"ack_no_timeout_ns,omitempty"`
-	Renotify     int64 `json:"renotify_ns,omitempty"`
-	Copies       int   `json:"copies,omitempty"`
+	// Timers in force (ns), N, and the reorder-buffer thresholds (bytes).
+	AckNoTimeout    int64 `json:"ack_no_timeout_ns,omitempty"`
+	Renotify        int64 `json:"renotify_ns,omitempty"`
+	Copies          int   `json:"copies,omitempty"`
+	ResumeThreshold int   `json:"resume_threshold_bytes,omitempty"`
+	PauseThreshold  int   `json:"pause_threshold_bytes,omitempty"`
+	// PriorityLane is whether the link has a priority lane (queue 1), and
+	// PriorityFrames the frames sent on it.
+	PriorityLane   bool   `json:"priority_lane"`
+	PriorityFrames uint64 `json:"priority_lane_frames"`
 }
 
 // Core returns a copy of the core's counters as last published.
@@ -144,6 +167,7 @@ func newLGWorker(d *Dataplane) (*lgWorker, error) {
 		worker:      newWorker(d),
 		hostSock:    d.host.socks[0],
 		linkSock:    d.link.socks[0],
+		prioSock:    d.link.socks[0],
 		outstanding: make([]uint16, d.umem.FrameCount()),
 		released:    make([]bool, d.umem.FrameCount()),
 		queue:       newLGQueue(1024),
@@ -154,6 +178,19 @@ func newLGWorker(d *Dataplane) (*lgWorker, error) {
 	}
 	for i := range w.released {
 		w.released[i] = true
+	}
+	if len(d.link.socks) > 1 {
+		w.prioSock = d.link.socks[1]
+	}
+	w.linkRx = []*xdp.Socket{w.prioSock}
+	for _, s := range d.link.socks {
+		if s != w.prioSock {
+			w.linkRx = append(w.linkRx, s)
+		}
+	}
+	w.txSocks = []*xdp.Socket{w.hostSock, w.linkSock}
+	if w.prioSock != w.linkSock {
+		w.txSocks = append(w.txSocks, w.prioSock)
 	}
 	cfg := d.cfg.LG.core(d.cfg.Mode, d.linkMAC)
 	w.local = d.linkMAC
@@ -192,8 +229,8 @@ func (w *lgWorker) run(ctx context.Context) error {
 		now := int64(time.Since(epoch))
 		moved := 0
 
-		// 1. Link → core.
-		for _, s := range w.d.link.socks {
+		// 1. Link → core, priority lane first.
+		for _, s := range w.linkRx {
 			n := s.Receive(w.descs)
 			if n == 0 {
 				continue
@@ -239,8 +276,9 @@ func (w *lgWorker) run(ctx context.Context) error {
 		}
 		p.Poll(now, w.queue.empty())
 
-		// 3. Transmit in priority order: PFC, loss notifications,
-		// retransmissions, normal, explicit ACKs and dummies.
+		// 3. Transmit in priority order: PFC, loss notifications and
+		// retransmissions on the priority lane; normal, explicit ACKs and
+		// dummies on the data lane.
 		w.tx = w.tx[:0]
 		for _, ev := range p.Out.Events {
 			switch ev.Kind {
@@ -257,6 +295,10 @@ func (w *lgWorker) run(ctx context.Context) error {
 		}
 		w.queueTx(p.Out.Urgent)
 		w.queueTx(p.Out.Retx)
+		if w.prioSock != w.linkSock {
+			w.prioFrames += uint64(w.flushTx(w.prioSock, &st.Link, &w.lgs.LinkTxRingFull))
+			w.tx = w.tx[:0]
+		}
 		w.queueTx(p.Out.Normal)
 		w.queueTx(p.Out.Low)
 		w.flushTx(w.linkSock, &st.Link, &w.lgs.LinkTxRingFull)
@@ -274,11 +316,13 @@ func (w *lgWorker) run(ctx context.Context) error {
 		busy := moved > 0 || len(p.Out.Normal) > 0 || len(p.Out.Retx) > 0
 		p.Out.Reset()
 
-		for _, s := range []*xdp.Socket{w.hostSock, w.linkSock} {
+		pending := 0
+		for _, s := range w.txSocks {
 			if s.TxPending() > 0 {
 				if err := s.Kick(); err != nil {
 					return err
 				}
+				pending += s.TxPending()
 			}
 		}
 		for _, s := range w.all {
@@ -291,8 +335,9 @@ func (w *lgWorker) run(ctx context.Context) error {
 		}
 		if now >= publishAt {
 			publishAt = now + int64(20*time.Millisecond)
+			w.sampleRate(now, int64(st.Host.TX.Bytes.Load()))
 			w.publish(p)
-			w.tuneTimers(p)
+			w.tune(p)
 		}
 		if mon != nil && now >= monitorAt {
 			monitorAt = now + int64(10*time.Millisecond)
@@ -320,8 +365,14 @@ func (w *lgWorker) run(ctx context.Context) error {
 			}
 		}
 
-		if busy || w.hostSock.TxPending() > 0 || w.linkSock.TxPending() > 0 {
+		if busy || pending > 0 {
 			continue
+		}
+		// A full queue takes no more host frames: do not wake for them
+		// (the host socket stays readable, so polling it would spin while
+		// the sender waits for ACKs or a PFC resume).
+		for i := range w.d.host.socks {
+			w.poller.WantRead(i, w.queue.free() > 0)
 		}
 		// Idle: sleep until a frame arrives or the core's next timer (an
 		// explicit ACK, a dummy, a re-notification, a pause refresh or end)
@@ -479,6 +530,8 @@ func (w *lgWorker) publish(p *lg.Port) {
 	s := w.lgs
 	s.mu.Lock()
 	s.core.Port = p.Stats
+	s.core.PriorityLane = w.prioSock != w.linkSock
+	s.core.PriorityFrames = w.prioFrames
 	if p.S != nil {
 		if s.core.Sender == nil {
 			s.core.Sender = new(lg.SenderStats)
@@ -492,6 +545,7 @@ func (w *lgWorker) publish(p *lg.Port) {
 		}
 		*s.core.Receiver = p.R.Stats
 		s.core.Renotify, s.core.AckNoTimeout = p.R.Timers()
+		s.core.ResumeThreshold, s.core.PauseThreshold = p.R.Thresholds()
 	}
 	s.mu.Unlock()
 }
@@ -507,11 +561,20 @@ const (
 	maxRetxStep = int64(20 * time.Millisecond)
 )
 
-// tuneTimers sets the receiver's timers from the largest retransmission delay
-// measured so far (Appendix B.1): renotify after 1.5× it, skip the hole after
-// three such intervals but never before minAckNoTimeout.
-func (w *lgWorker) tuneTimers(p *lg.Port) {
-	if p.R == nil || w.d.cfg.LG.AckTimeout > 0 {
+// sampleRate updates the peak rate of frames delivered to the host port from
+// its byte counter.
+func (w *lgWorker) sampleRate(now, bytes int64) {
+	if w.rateAt > 0 && now > w.rateAt {
+		w.peakRate = max(w.peakRate, float64(bytes-w.rateBytes)*8e9/float64(now-w.rateAt))
+	}
+	w.rateBytes, w.rateAt = bytes, now
+}
+
+// tune sets the receiver's timers and thresholds from the retransmission
+// delays measured so far (first-round recoveries; Appendix B.1) once there
+// are enough of them.
+func (w *lgWorker) tune(p *lg.Port) {
+	if p.R == nil {
 		return
 	}
 	var snap metrics.Snapshot
@@ -519,6 +582,29 @@ func (w *lgWorker) tuneTimers(p *lg.Port) {
 	if snap.Count < 20 {
 		return
 	}
+	if w.d.cfg.LG.AckTimeout == 0 {
+		w.tuneTimers(p, &snap)
+	}
+	if !w.d.cfg.LG.fixedThresholds && w.peakRate > 0 {
+		c := &w.d.cfg.LG
+		resume := tunedResume(int64(snap.Quantile(0.99)), w.peakRate, c.MTU+18, c.TxBuffer)
+		p.R.SetThresholds(resume, lg.PauseThreshold(resume, c.MTU+18))
+	}
+}
+
+// tunedResume is Appendix B.1's resume threshold for a measured flight time
+// (ns) and drain rate (bit/s), kept between minResume and what the credit
+// window of txBuffer frames of frameLen bytes can put in the reorder buffer,
+// less the 2-MTU hysteresis.
+func tunedResume(flight int64, rate float64, frameLen, txBuffer int) int {
+	resume := lg.ResumeThreshold(flight, rate, 1)
+	return max(min(resume, txBuffer*frameLen-2*frameLen), minResume)
+}
+
+// tuneTimers sets the receiver's timers from the largest retransmission delay
+// measured so far (Appendix B.1): renotify after 1.5× it, skip the hole after
+// three such intervals but never before minAckNoTimeout.
+func (w *lgWorker) tuneTimers(p *lg.Port, snap *metrics.Snapshot) {
 	renotify, ackNo, _ := lg.Timers(int64(snap.Max), 1.5, 2)
 	if renotify < minRetxStep || renotify > maxRetxStep {
 		renotify = min(max(renotify, minRetxStep), maxRetxStep)

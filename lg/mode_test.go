@@ -104,3 +104,45 @@ func wantSorted(t *testing.T, got, want []uint64) {
 		t.Fatalf("delivered %d frames, want %d: %v", len(s), len(want), head(s))
 	}
 }
+
+// Raising the thresholds while paused resumes the sender at the next poll,
+// before the hole that filled the buffer is repaired; with the raised
+// thresholds the same hole pauses no more.
+func TestSetThresholdsResumes(t *testing.T) {
+	cfg := oneWay(lg.ModeLG, 1)
+	cfg.FrameLen = 1024
+	cfg.AB.Delay, cfg.BA.Delay = 5*us, 5*us
+	rc := cfg.B.Receiver
+	rc.ResumeThreshold = 8 << 10
+	rc.PauseThreshold = lg.PauseThreshold(rc.ResumeThreshold, 1514)
+	rc.RenotifyInterval = 100 * us
+	rc.AckNoTimeout = 500 * us
+	// The original and its copy are lost: the hole stays open until the
+	// re-notification, 100 µs.
+	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 2)}
+	s := newSim(t, cfg)
+	r := s.Port(simlink.B).R
+	s.Send(simlink.A, 2000, 0)
+	s.Run(60 * us)
+	if r.Stats.PausesSent == 0 || r.Stats.ResumesSent != 0 {
+		t.Fatalf("setup: want paused behind the hole; pauses %d resumes %d, reorder %d B", r.Stats.PausesSent, r.Stats.ResumesSent, r.Stats.ReorderBytes)
+	}
+	r.SetThresholds(1<<20, lg.PauseThreshold(1<<20, 1514))
+	if res, pause := r.Thresholds(); res != 1<<20 || pause != 1<<20+2*1514 {
+		t.Fatalf("thresholds %d/%d after SetThresholds", res, pause)
+	}
+	r.SetThresholds(5, 5) // invalid: ignored
+	if res, _ := r.Thresholds(); res != 1<<20 {
+		t.Fatalf("invalid thresholds taken: resume %d", res)
+	}
+	s.Run(5 * us)
+	if r.Stats.ResumesSent != 1 || r.Stats.Recovered != 0 {
+		t.Fatalf("after raising the thresholds: resumes %d (want 1), recovered %d (want 0: the hole is still open)", r.Stats.ResumesSent, r.Stats.Recovered)
+	}
+	pauses := r.Stats.PausesSent
+	finish(t, s)
+	wantDelivered(t, s, simlink.B, seqIDs(0, 2000))
+	if r.Stats.PausesSent != pauses {
+		t.Fatalf("paused again (%d → %d) below the raised threshold", pauses, r.Stats.PausesSent)
+	}
+}

@@ -406,6 +406,9 @@ func (r *Receiver) poll(now int64) {
 			r.Stats.ExplicitAcksSent++
 		}
 	}
+	if r.paused && r.bytes <= r.cfg.ResumeThreshold {
+		r.backpressure(now) // the threshold was raised (SetThresholds)
+	}
 	if r.paused && now-r.lastPause >= r.cfg.PauseDuration/2 {
 		r.lastPause = now
 		r.Stats.PausesSent++

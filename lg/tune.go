@@ -23,6 +23,23 @@ func (r *Receiver) SetTimers(renotify, ackNoTimeout int64) {
 	}
 }
 
+// SetThresholds sets the reorder-buffer bytes at which the receiver pauses
+// and resumes the sender (Algorithm 2). It is ignored unless
+// 0 ≤ resume < pause, or when backpressure is off (PauseThreshold 0). A
+// pause in force ends at the next Poll if the buffer is at or below the new
+// resume threshold.
+func (r *Receiver) SetThresholds(resume, pause int) {
+	if r.cfg.PauseThreshold <= 0 || resume < 0 || pause <= resume {
+		return
+	}
+	r.cfg.ResumeThreshold, r.cfg.PauseThreshold = resume, pause
+}
+
+// Thresholds returns the resume and pause thresholds in force.
+func (r *Receiver) Thresholds() (resume, pause int) {
+	return r.cfg.ResumeThreshold, r.cfg.PauseThreshold
+}
+
 // Timers returns the receiver's re-notification interval and ackNoTimeout.
 func (r *Receiver) Timers() (renotify, ackNoTimeout int64) {
 	return r.cfg.RenotifyInterval, r.cfg.AckNoTimeout

@@ -288,9 +288,11 @@ func (b *builder) build() error {
 		mtu := tb.Options.LinkMTU(l.MTU)
 		v := &netlink.Veth{
 			LinkAttrs: netlink.LinkAttrs{
-				Name:      a.Dev,
-				MTU:       mtu,
-				Namespace: netlink.NsFd(int(b.handles[a.NS])),
+				Name:        a.Dev,
+				MTU:         mtu,
+				Namespace:   netlink.NsFd(int(b.handles[a.NS])),
+				NumTxQueues: l.Queues, // the peer gets the same
+				NumRxQueues: l.Queues,
 			},
 			PeerName:      z.Dev,
 			PeerMTU:       uint32(mtu),

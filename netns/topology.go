@@ -58,7 +58,15 @@ type VethPair struct {
 	// Count > 1 repeats the pair Count times, replacing "{i}" in the end
 	// names with 0..Count-1 (a bundle of parallel links). Expand resolves it.
 	Count int `yaml:"count,omitempty" json:"count,omitempty"`
+	// Queues is the number of TX and RX queues of each end (default 1). A
+	// LinkGuardian link wants 2: queue 1 is the dataplane's priority lane
+	// (retransmissions, loss notifications, PFC), so they do not wait behind
+	// data in queue 0's rings.
+	Queues int `yaml:"queues,omitempty" json:"queues,omitempty"`
 }
+
+// MaxQueues bounds VethPair.Queues.
+const MaxQueues = 16
 
 // Bridge is a Linux bridge in one namespace over named ports of that
 // namespace; it is the "kernel" forwarding path.
@@ -251,6 +259,9 @@ func (t *Topology) Validate() error {
 		case MTUHost, MTULink, "":
 		default:
 			return fmt.Errorf("links[%d] (%s ⇄ %s): mtu class %q: want %q or %q", i, l.Ends[0], l.Ends[1], l.MTU, MTUHost, MTULink)
+		}
+		if l.Queues < 0 || l.Queues > MaxQueues {
+			return fmt.Errorf("links[%d] (%s ⇄ %s): queues %d: want 1 to %d", i, l.Ends[0], l.Ends[1], l.Queues, MaxQueues)
 		}
 		for _, e := range l.Ends {
 			if !nss[e.NS] {

@@ -18,7 +18,7 @@ func TestPresetPair(t *testing.T) {
 	}
 	want := []VethPair{
 		{Ends: [2]End{{"h1", "eth0"}, {"sw1", "host0"}}, MTU: MTUHost},
-		{Ends: [2]End{{"sw1", "link0"}, {"sw2", "link0"}}, MTU: MTULink},
+		{Ends: [2]End{{"sw1", "link0"}, {"sw2", "link0"}}, MTU: MTULink, Queues: 2},
 		{Ends: [2]End{{"sw2", "host0"}, {"h2", "eth0"}}, MTU: MTUHost},
 	}
 	if len(topo.Links) != len(want) {

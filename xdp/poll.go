@@ -27,6 +27,17 @@ func NewPoller(socks ...*Socket) *Poller {
 	return p
 }
 
+// WantRead sets whether Wait wakes when socket i has received frames
+// (POLLIN, on by default). Turn it off while the caller cannot take frames
+// from the socket, or Wait returns at once and the caller spins.
+func (p *Poller) WantRead(i int, on bool) {
+	if on {
+		p.fds[i].Events |= unix.POLLIN
+	} else {
+		p.fds[i].Events &^= unix.POLLIN
+	}
+}
+
 // WantWrite sets whether Wait also wakes when socket i can transmit (POLLOUT:
 // TX ring has room); use it while frames wait for TX space. A poll with POLLOUT
 // also kicks the TX ring in copy mode.
