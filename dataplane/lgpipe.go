@@ -56,6 +56,9 @@ type lgWorker struct {
 	peakRate          float64
 	rateBytes, rateAt int64
 	prioFrames        uint64 // frames placed on the priority lane
+	// Host frames held: since when (0: not held), and by what.
+	heldSince, heldCredit, heldPause int64
+	heldByPause                      bool
 
 	lgs *LGStats
 }
@@ -141,6 +144,10 @@ type LGCore struct {
 	// PriorityFrames the frames sent on it.
 	PriorityLane   bool   `json:"priority_lane"`
 	PriorityFrames uint64 `json:"priority_lane_frames"`
+	// HeldByCreditNs and HeldByPauseNs are the time host frames waited
+	// because the TX buffer was full (no ACK yet) or a PFC pause was in force.
+	HeldByCreditNs int64 `json:"held_by_credit_ns,omitempty"`
+	HeldByPauseNs  int64 `json:"held_by_pause_ns,omitempty"`
 }
 
 // Core returns a copy of the core's counters as last published.
@@ -274,6 +281,7 @@ func (w *lgWorker) run(ctx context.Context) error {
 			w.queue.pop()
 			budget--
 		}
+		w.trackHeld(now, p)
 		p.Poll(now, w.queue.empty())
 
 		// 3. Transmit in priority order: PFC, loss notifications and
@@ -388,6 +396,23 @@ func (w *lgWorker) run(ctx context.Context) error {
 	}
 	w.publish(p)
 	return nil
+}
+
+// trackHeld accounts the time host frames wait for the link with the reason
+// that held them first.
+func (w *lgWorker) trackHeld(now int64, p *lg.Port) {
+	held := !w.queue.empty() && !p.CanSend(now)
+	switch {
+	case held && w.heldSince == 0:
+		w.heldSince, w.heldByPause = now, p.S.Paused(now)
+	case !held && w.heldSince != 0:
+		if w.heldByPause {
+			w.heldPause += now - w.heldSince
+		} else {
+			w.heldCredit += now - w.heldSince
+		}
+		w.heldSince = 0
+	}
 }
 
 // applyPolicy switches the receiver's mode as the policy decides for the
@@ -532,6 +557,7 @@ func (w *lgWorker) publish(p *lg.Port) {
 	s.core.Port = p.Stats
 	s.core.PriorityLane = w.prioSock != w.linkSock
 	s.core.PriorityFrames = w.prioFrames
+	s.core.HeldByCreditNs, s.core.HeldByPauseNs = w.heldCredit, w.heldPause
 	if p.S != nil {
 		if s.core.Sender == nil {
 			s.core.Sender = new(lg.SenderStats)

@@ -16,12 +16,24 @@ import (
 
 // StressConfig sizes `linkfabric stress` (the paper's §4.1 stress test).
 type StressConfig struct {
-	Frames   uint64        `json:"frames"`     // frames sent in the loss phase of each arm
-	Size     int           `json:"frame_size"` // bytes per frame (no FCS)
-	Loss     float64       `json:"loss"`       // loss rate on sw1→sw2
-	Burst    float64       `json:"burst"`      // mean burst length (0: Bernoulli)
-	Rate     float64       `json:"rate"`       // frames/s of the loss phase (0: half of forward's capacity)
-	Capacity time.Duration `json:"capacity_duration"`
+	Frames uint64  `json:"frames"`     // frames sent in the loss phase of each arm
+	Size   int     `json:"frame_size"` // bytes per frame (no FCS)
+	Loss   float64 `json:"loss"`       // loss rate on sw1→sw2
+	Burst  float64 `json:"burst"`      // mean burst length (0: Bernoulli)
+	Rate   float64 `json:"rate"`       // frames/s of the loss phase (0: half of forward's capacity)
+	// Method measures capacity: "search" (default) finds the highest
+	// paced rate at which at most Tolerance of the frames fail to arrive
+	// (RFC 2544 throughput, by bisection of [0, SearchMax] in SearchSteps
+	// trials of Capacity each); "flood" counts the frames/s delivered while
+	// h1 sends as fast as it can for Capacity.
+	Method    string        `json:"capacity_method"`
+	Capacity  time.Duration `json:"capacity_duration"`
+	SearchMax float64       `json:"search_max_frames_per_s,omitempty"`
+	// SearchSteps bisections; Tolerance is the fraction of a trial's
+	// frames that may fail to arrive (in the none arm: beyond those the
+	// impairment dropped).
+	SearchSteps int     `json:"search_steps,omitempty"`
+	Tolerance   float64 `json:"tolerance,omitempty"`
 	// CapacityRuns: capacity is measured this many times per arm, the arms
 	// interleaved in each round, and the median reported (default 3).
 	CapacityRuns int      `json:"capacity_runs"`
@@ -35,8 +47,9 @@ type StressConfig struct {
 // StressArm is one arm's result.
 type StressArm struct {
 	Name string `json:"name"`
-	// Capacity phase: frames/s delivered to h2 while h1 sends as fast as it
-	// can; the median of CapacitySamples.
+	// Capacity phase: the highest rate sustained (search) or frames/s
+	// delivered to h2 while h1 sends as fast as it can (flood); the median
+	// of CapacitySamples.
 	CapacityFPS     float64   `json:"capacity_frames_per_s"`
 	CapacitySamples []float64 `json:"capacity_samples"`
 	// CapacityTxFull and CapacityPaused count host frames the LinkGuardian
@@ -46,6 +59,11 @@ type StressArm struct {
 	CapacityPaused uint64 `json:"capacity_paused,omitempty"`
 	// EffectiveSpeed is CapacityFPS over the forward (no loss) arm's.
 	EffectiveSpeed float64 `json:"effective_link_speed"`
+	// With the search method, each round also floods for 2 s: FloodFPS is
+	// the median frames/s delivered, FloodSpeed its ratio to forward's.
+	FloodFPS     float64   `json:"flood_frames_per_s,omitempty"`
+	FloodSamples []float64 `json:"flood_samples,omitempty"`
+	FloodSpeed   float64   `json:"flood_link_speed,omitempty"`
 	// Loss phase, paced so the pipeline keeps up.
 	Sent          uint64  `json:"sent"`
 	IngressDrops  uint64  `json:"ingress_drops"` // dropped before sw1's dataplane took them (RX ring full)
@@ -96,8 +114,30 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	if cfg.Size == 0 {
 		cfg.Size = 1000
 	}
-	if cfg.Capacity == 0 {
-		cfg.Capacity = 3 * time.Second
+	switch cfg.Method {
+	case "", "search":
+		cfg.Method = "search"
+		if cfg.Capacity == 0 {
+			cfg.Capacity = time.Second
+		}
+		if cfg.SearchMax == 0 {
+			cfg.SearchMax = 400_000
+		}
+		if cfg.SearchSteps == 0 {
+			cfg.SearchSteps = 8
+		}
+		if cfg.Tolerance == 0 {
+			cfg.Tolerance = 1e-3
+		}
+		if cfg.SearchMax < 0 || cfg.SearchSteps < 1 || cfg.Tolerance < 0 || cfg.Tolerance >= 1 {
+			return nil, fmt.Errorf("stress: search needs a positive maximum rate and steps, and a tolerance in [0, 1)")
+		}
+	case "flood":
+		if cfg.Capacity == 0 {
+			cfg.Capacity = 3 * time.Second
+		}
+	default:
+		return nil, fmt.Errorf("stress: capacity method %q: want search or flood", cfg.Method)
 	}
 	if cfg.CapacityRuns <= 0 {
 		cfg.CapacityRuns = 3
@@ -133,12 +173,14 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	}
 	for _, a := range res.Arms {
 		a.CapacityFPS = Median(slices.Clone(a.CapacitySamples))
+		a.FloodFPS = Median(slices.Clone(a.FloodSamples))
 	}
 	if res.Rate == 0 {
 		res.Rate = math.Floor(res.Arms[0].CapacityFPS / 2)
 	}
 	for _, a := range res.Arms {
 		a.EffectiveSpeed = ratio(a.CapacityFPS, res.Arms[0].CapacityFPS)
+		a.FloodSpeed = ratio(a.FloodFPS, res.Arms[0].FloodFPS)
 		if err := e.stressLoss(ctx, a, cfg, imp, res.Rate); err != nil {
 			return nil, fmt.Errorf("stress %s: %w", a.Name, err)
 		}
@@ -202,15 +244,30 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 		return err
 	}
 	defer dp.Stop()
-	e.progress("stress: capacity round %d/%d, %s: %v at full speed", round+1, cfg.CapacityRuns, a.Name, cfg.Capacity)
-	rep, _, d, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
-	if err != nil {
-		return err
+	var fps float64
+	if cfg.Method == "flood" {
+		e.progress("stress: capacity round %d/%d, %s: %v at full speed", round+1, cfg.CapacityRuns, a.Name, cfg.Capacity)
+		r, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
+		if err != nil {
+			return err
+		}
+		fps = float64(r.Unique) / r.Elapsed.Seconds()
+	} else {
+		e.progress("stress: capacity round %d/%d, %s: highest rate with at most %g of frames missing, %d trials of %v",
+			round+1, cfg.CapacityRuns, a.Name, cfg.Tolerance, cfg.SearchSteps, cfg.Capacity)
+		if fps, err = e.stressSearch(ctx, a.Name, cfg); err != nil {
+			return err
+		}
+		r, err := e.sendAndSink(ctx, 3, 0, cfg.Size, 0, floodTime)
+		if err != nil {
+			return err
+		}
+		a.FloodSamples = append(a.FloodSamples, float64(r.Unique)/r.Elapsed.Seconds())
+		e.progress("stress:   flood: %.0f frames/s delivered", a.FloodSamples[len(a.FloodSamples)-1])
 	}
 	if err := dp.Alive(); err != nil {
 		return err
 	}
-	fps := float64(rep.Unique) / d.Seconds()
 	a.CapacitySamples = append(a.CapacitySamples, fps)
 	var c1 DPStats
 	if err := FetchStats(ctx, e.NS("sw1"), &c1); err == nil && c1.LinkGuardian != nil && c1.LinkGuardian.Core.Sender != nil {
@@ -220,6 +277,74 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 	}
 	e.progress("stress:   %.0f frames/s", fps)
 	return nil
+}
+
+// floodTime is the length of the flood that follows each search.
+const floodTime = 2 * time.Second
+
+// stressSearch bisects [0, cfg.SearchMax] for the highest rate at which arm
+// (running) delivers all but cfg.Tolerance of a trial's frames.
+func (e *Env) stressSearch(ctx context.Context, arm string, cfg StressConfig) (float64, error) {
+	step := 0
+	return bisect(cfg.SearchMax, cfg.SearchSteps, func(rate float64) (float64, bool, error) {
+		step++
+		count := uint64(rate * cfg.Capacity.Seconds())
+		// In the none arm, frames the link lost do not count against it.
+		impairDrops := func() (n uint64, err error) {
+			if arm == "none" {
+				err = e.withImpairer(func(im *bpf.Impairer) error {
+					st, err := im.ImpairStats()
+					n = st.Dropped
+					return err
+				})
+			}
+			return n, err
+		}
+		before, err := impairDrops()
+		if err != nil {
+			return 0, false, err
+		}
+		r, err := e.sendAndSink(ctx, uint32(10+step), count, cfg.Size, rate, 0)
+		if err != nil {
+			return 0, false, err
+		}
+		after, err := impairDrops()
+		if err != nil {
+			return 0, false, err
+		}
+		missing := r.Sent - min(r.Unique, r.Sent)
+		missing -= min(missing, after-before)
+		achieved := float64(r.Sent) / r.SendTime.Seconds()
+		pass := r.Sent == count && float64(missing) <= cfg.Tolerance*float64(count)
+		verdict := "missing too many"
+		if pass {
+			verdict = "sustained"
+		}
+		e.progress("stress:   %.0f frames/s asked, %.0f sent: %d of %d missing, %s", rate, achieved, missing, count, verdict)
+		return achieved, pass, nil
+	})
+}
+
+// bisect searches [0, max] in steps trials for the highest rate that passes.
+// trial runs one rate and returns the rate it really achieved and whether it
+// passed; bisect returns the highest achieved rate of a passing trial (the
+// generator may fall short of the rate asked for on a busy CPU), 0 if none
+// passed.
+func bisect(max float64, steps int, trial func(rate float64) (achieved float64, pass bool, err error)) (float64, error) {
+	lo, hi, best := 0.0, max, 0.0
+	for i := 0; i < steps; i++ {
+		rate := (lo + hi) / 2
+		achieved, pass, err := trial(rate)
+		if err != nil {
+			return 0, err
+		}
+		if pass {
+			lo, best = rate, math.Max(best, achieved)
+		} else {
+			hi = rate
+		}
+	}
+	return best, nil
 }
 
 // stressLoss runs the loss phase of arm a: cfg.Frames numbered frames at
@@ -232,10 +357,11 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	}
 	defer dp.Stop()
 	e.progress("stress: %s: %d frames at %.0f frames/s", arm, cfg.Frames, rate)
-	rep, sinkDrops, _, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
+	r, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
 	if err != nil {
 		return err
 	}
+	rep, sinkDrops := r.Report, r.SinkDrops
 	if err := dp.Alive(); err != nil {
 		return err
 	}
@@ -285,17 +411,26 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	return nil
 }
 
+// sendResult is what sendAndSink measured.
+type sendResult struct {
+	traffic.Report
+	SinkDrops uint64        // frames h2's socket dropped (RX ring full)
+	Sent      uint64        // frames h1 sent
+	SendTime  time.Duration // first frame sent → last sent
+	Elapsed   time.Duration // first frame sent → last received
+}
+
 // sendAndSink sends count frames (or for d) of stream from h1 and receives
-// them on h2; it returns the sink's report and the time from the first sent
-// to the last received frame.
-func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size int, rate float64, d time.Duration) (traffic.Report, uint64, time.Duration, error) {
+// them on h2.
+func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size int, rate float64, d time.Duration) (sendResult, error) {
+	var res sendResult
 	src, err := link(e.NS("h1"), "eth0")
 	if err != nil {
-		return traffic.Report{}, 0, 0, err
+		return res, err
 	}
 	dst, err := link(e.NS("h2"), "eth0")
 	if err != nil {
-		return traffic.Report{}, 0, 0, err
+		return res, err
 	}
 	expected := count
 	if expected == 0 {
@@ -308,7 +443,7 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 		sink, err = traffic.NewSink("eth0", stream, expected)
 		return err
 	}); err != nil {
-		return traffic.Report{}, 0, 0, err
+		return res, err
 	}
 	defer sink.Close()
 	if err := netns.Do(e.NS("h1"), func() error {
@@ -316,7 +451,7 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 		gen, err = traffic.NewGenerator("eth0", traffic.Template{Dst: dst.Attrs().HardwareAddr, Src: src.Attrs().HardwareAddr, Stream: stream, Size: size})
 		return err
 	}); err != nil {
-		return traffic.Report{}, 0, 0, err
+		return res, err
 	}
 	defer gen.Close()
 
@@ -345,7 +480,8 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 			}
 		}
 	}()
-	gen.Run(ctx, 0, count, d, rate)
+	res.Sent = gen.Run(ctx, 0, count, d, rate)
+	res.SendTime = time.Since(start)
 	// Wait until nothing more arrives for 300 ms (retransmissions, queues).
 	prev := sink.Received()
 	last = time.Now()
@@ -358,11 +494,11 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 	cancel()
 	<-done
 	<-progressDone
-	drops, err := sink.Drops()
-	if err != nil {
-		return traffic.Report{}, 0, 0, err
+	if res.SinkDrops, err = sink.Drops(); err != nil {
+		return res, err
 	}
-	return sink.Report(), drops, last.Sub(start), ctx.Err()
+	res.Report, res.Elapsed = sink.Report(), last.Sub(start)
+	return res, ctx.Err()
 }
 
 // Table renders a stress result.
@@ -373,19 +509,32 @@ func (r *StressResult) Table() string {
 	if c.Burst > 0 {
 		model = fmt.Sprintf("bursty %g, mean burst %g", c.Loss, c.Burst)
 	}
-	fmt.Fprintf(&b, "linkfabric stress: %d frames of %d B per arm at %.0f frames/s, loss %s on sw1→sw2; capacity: median of %d interleaved %v runs; kernel %s\n\n",
-		c.Frames, c.Size, r.Rate, model, c.CapacityRuns, c.Capacity, r.Kernel)
+	capacity := fmt.Sprintf("highest rate with ≤ %g of frames missing, median of %d interleaved searches", c.Tolerance, c.CapacityRuns)
+	if c.Method == "flood" {
+		capacity = fmt.Sprintf("frames/s delivered under a flood, median of %d interleaved %v runs", c.CapacityRuns, c.Capacity)
+	}
+	fmt.Fprintf(&b, "linkfabric stress: %d frames of %d B per arm at %.0f frames/s, loss %s on sw1→sw2; capacity: %s; kernel %s\n\n",
+		c.Frames, c.Size, r.Rate, model, capacity, r.Kernel)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "arm\tactual loss\teffective loss\tmissing\t(link\tin\tout)\tdup\tout of order\tspeed ×fwd\tN\tpeak txbuf\tpeak reorder B\tretx p50 µs\tp99 µs\tmax µs\ttimeouts\t")
+	fmt.Fprintln(w, "arm\tactual loss\teffective loss\tmissing\t(link\tin\tout)\tdup\tout of order\tspeed ×fwd\t(flood)\tN\tpeak txbuf\tpeak reorder B\tretx p50 µs\tp99 µs\tmax µs\ttimeouts\t")
 	for _, a := range r.Arms {
-		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d\t\n",
-			a.Name, a.ActualLoss, a.EffectiveLoss, a.Missing, a.LinkLost, a.IngressDrops, a.EgressDrops, a.Duplicates, a.OutOfOrder, a.EffectiveSpeed,
+		flood := "-"
+		if len(a.FloodSamples) > 0 {
+			flood = fmt.Sprintf("%.3f", a.FloodSpeed)
+		}
+		fmt.Fprintf(w, "%s\t%.3g\t%.3g\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%d\t\n",
+			a.Name, a.ActualLoss, a.EffectiveLoss, a.Missing, a.LinkLost, a.IngressDrops, a.EgressDrops, a.Duplicates, a.OutOfOrder, a.EffectiveSpeed, flood,
 			a.Copies, a.PeakTxBufFrames, a.PeakReorderB, a.RetxDelayP50us, a.RetxDelayP99us, a.RetxDelayMaxus, a.AckNoTimeouts)
 	}
 	w.Flush()
 	fmt.Fprintln(&b, "\nforward: no loss (the reference). none: forward with loss (unprotected). missing: frames h2 never got,")
 	fmt.Fprintln(&b, "split into (link: lost on sw1→sw2, not recovered; in: dropped before sw1's dataplane took them;")
 	fmt.Fprintln(&b, "out: dropped after sw2, host TX ring or h2's socket full). effective loss: link / frames sw1 accepted.")
-	fmt.Fprintln(&b, "speed: frames/s delivered at full offered load ÷ forward's.")
+	if c.Method == "flood" {
+		fmt.Fprintln(&b, "speed: frames/s delivered at full offered load ÷ forward's.")
+	} else {
+		fmt.Fprintln(&b, "speed: the highest rate the arm sustains ÷ forward's (RFC 2544 throughput, by bisection);")
+		fmt.Fprintln(&b, "(flood): frames/s delivered while h1 sends as fast as it can ÷ forward's.")
+	}
 	return b.String()
 }

@@ -21,9 +21,15 @@ func stressCmd() *cobra.Command {
 port), and for each arm — forward without loss (the reference), none (forward with
 loss: unprotected), lgnb and lg — runs two phases:
 
-  capacity  h1 sends numbered frames as fast as it can for a few seconds; the
-            frames/s that reach h2, divided by forward's, is the effective link speed
-            (median of --capacity-runs rounds over all arms)
+  capacity  the highest rate the arm sustains: h1 sends numbered frames at a
+            paced rate for 1 s, and a rate passes if at most --tolerance of them
+            fail to reach h2 (RFC 2544 throughput); --search-steps bisections of
+            [0, --search-max]. Divided by forward's, it is the effective link speed
+            (median of --capacity-runs rounds over all arms). Each round then
+            floods for 2 s: the frames/s delivered while h1 sends as fast as it
+            can, shown as "(flood)"; on a small machine that measures how the
+            CPU is shared under overload as much as the pipeline.
+            --capacity flood measures only that.
   loss      h1 sends --frames numbered frames at a rate the pipeline sustains
             (default half of forward's capacity); h2 checks every number: missing
             (effective loss), duplicated, out of order
@@ -56,7 +62,11 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 	f.Float64Var(&cfg.Loss, "loss", 1e-2, "loss rate on sw1→sw2")
 	f.Float64Var(&cfg.Burst, "burst", 0, "mean loss burst length (Gilbert-Elliott); 0 = Bernoulli")
 	f.Float64Var(&cfg.Rate, "rate", 0, "frames/s in the loss phase (default: half of forward's capacity)")
-	f.DurationVar(&cfg.Capacity, "capacity-time", 0, "length of each capacity measurement (default 3s)")
+	f.StringVar(&cfg.Method, "capacity", "search", "capacity measurement: search (highest sustained rate) or flood (delivered under overload)")
+	f.DurationVar(&cfg.Capacity, "capacity-time", 0, "length of each search trial (default 1s) or flood run (default 3s)")
+	f.Float64Var(&cfg.Tolerance, "tolerance", 1e-3, "search: fraction of a trial's frames that may go missing (the none arm: beyond the impairment's drops)")
+	f.Float64Var(&cfg.SearchMax, "search-max", 400_000, "search: upper end of the rates searched, frames/s")
+	f.IntVar(&cfg.SearchSteps, "search-steps", 8, "search: bisection steps (resolution search-max / 2^steps)")
 	f.IntVar(&cfg.CapacityRuns, "capacity-runs", 3, "capacity measurements per arm, arms interleaved; the median is reported")
 	f.StringVar(&modes, "modes", "none,lgnb,lg", "arms after the forward reference")
 	f.StringVar(&runArgs, "run-args", "", "extra arguments for `linkfabric run` in the lg/lgnb arms, e.g. \"--link-loss 1e-2\"")
