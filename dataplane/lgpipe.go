@@ -600,19 +600,19 @@ func (w *lgWorker) sampleRate(now, bytes int64) {
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
 func (w *lgWorker) tune(p *lg.Port) {
-	if p.R == nil {
-		return
+	c := &w.d.cfg.LG
+	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds) {
+		return // nothing to tune
 	}
 	var snap metrics.Snapshot
 	w.lgs.RetxDelayFirst.SnapshotInto(&snap)
 	if snap.Count < 20 {
 		return
 	}
-	if w.d.cfg.LG.AckTimeout == 0 {
+	if c.AckTimeout == 0 {
 		w.tuneTimers(p, &snap)
 	}
-	if !w.d.cfg.LG.fixedThresholds && w.peakRate > 0 {
-		c := &w.d.cfg.LG
+	if !c.fixedThresholds && w.peakRate > 0 {
 		resume := tunedResume(int64(snap.Quantile(0.99)), w.peakRate, c.MTU+18, c.TxBuffer)
 		p.R.SetThresholds(resume, lg.PauseThreshold(resume, c.MTU+18))
 	}

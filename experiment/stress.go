@@ -247,23 +247,21 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 	var fps float64
 	if cfg.Method == "flood" {
 		e.progress("stress: capacity round %d/%d, %s: %v at full speed", round+1, cfg.CapacityRuns, a.Name, cfg.Capacity)
-		r, err := e.sendAndSink(ctx, 1, 0, cfg.Size, 0, cfg.Capacity)
-		if err != nil {
+		if fps, err = e.stressFlood(ctx, 1, cfg.Size, cfg.Capacity); err != nil {
 			return err
 		}
-		fps = float64(r.Unique) / r.Elapsed.Seconds()
 	} else {
 		e.progress("stress: capacity round %d/%d, %s: highest rate with at most %g of frames missing, %d trials of %v",
 			round+1, cfg.CapacityRuns, a.Name, cfg.Tolerance, cfg.SearchSteps, cfg.Capacity)
 		if fps, err = e.stressSearch(ctx, a.Name, cfg); err != nil {
 			return err
 		}
-		r, err := e.sendAndSink(ctx, 3, 0, cfg.Size, 0, floodTime)
+		flood, err := e.stressFlood(ctx, 3, cfg.Size, floodTime)
 		if err != nil {
 			return err
 		}
-		a.FloodSamples = append(a.FloodSamples, float64(r.Unique)/r.Elapsed.Seconds())
-		e.progress("stress:   flood: %.0f frames/s delivered", a.FloodSamples[len(a.FloodSamples)-1])
+		a.FloodSamples = append(a.FloodSamples, flood)
+		e.progress("stress:   flood: %.0f frames/s delivered", flood)
 	}
 	if err := dp.Alive(); err != nil {
 		return err
@@ -277,6 +275,16 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 	}
 	e.progress("stress:   %.0f frames/s", fps)
 	return nil
+}
+
+// stressFlood returns the frames/s of stream delivered to h2 while h1 sends
+// as fast as it can for d.
+func (e *Env) stressFlood(ctx context.Context, stream uint32, size int, d time.Duration) (float64, error) {
+	r, err := e.sendAndSink(ctx, stream, 0, size, 0, d)
+	if err != nil {
+		return 0, err
+	}
+	return float64(r.Unique) / r.Elapsed.Seconds(), nil
 }
 
 // floodTime is the length of the flood that follows each search.

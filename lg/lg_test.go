@@ -309,15 +309,24 @@ func TestWrapAround(t *testing.T) {
 	}
 }
 
-func TestBackpressure(t *testing.T) {
+// backpressureLink is an LG link of 1 KiB frames and 5 µs delays whose
+// receiver pauses at 8 KiB + 2 MTU and resumes at 8 KiB, with the given
+// timers.
+func backpressureLink(renotify, ackNoTimeout int64) simlink.Config {
 	cfg := oneWay(lg.ModeLG, 1)
 	cfg.FrameLen = 1024
 	cfg.AB.Delay, cfg.BA.Delay = 5*us, 5*us
 	rc := cfg.B.Receiver
 	rc.ResumeThreshold = 8 << 10
 	rc.PauseThreshold = lg.PauseThreshold(rc.ResumeThreshold, 1514)
-	rc.RenotifyInterval = 40 * us
-	rc.AckNoTimeout = 200 * us
+	rc.RenotifyInterval = renotify
+	rc.AckNoTimeout = ackNoTimeout
+	return cfg
+}
+
+func TestBackpressure(t *testing.T) {
+	cfg := backpressureLink(40*us, 200*us)
+	rc := cfg.B.Receiver
 	// Original and first copy lost: the hole stays open for a
 	// re-notification interval, much longer than the pause takes to act.
 	for _, id := range []uint64{100, 400, 401, 1200} {

@@ -109,14 +109,7 @@ func wantSorted(t *testing.T, got, want []uint64) {
 // before the hole that filled the buffer is repaired; with the raised
 // thresholds the same hole pauses no more.
 func TestSetThresholdsResumes(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
-	cfg.FrameLen = 1024
-	cfg.AB.Delay, cfg.BA.Delay = 5*us, 5*us
-	rc := cfg.B.Receiver
-	rc.ResumeThreshold = 8 << 10
-	rc.PauseThreshold = lg.PauseThreshold(rc.ResumeThreshold, 1514)
-	rc.RenotifyInterval = 100 * us
-	rc.AckNoTimeout = 500 * us
+	cfg := backpressureLink(100*us, 500*us)
 	// The original and its copy are lost: the hole stays open until the
 	// re-notification, 100 µs.
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 2)}
