@@ -56,6 +56,12 @@ type Config struct {
 	// Default 256 (measured: +10% TCP throughput on veth); a kernel without
 	// the option keeps 32, with a warning. Negative leaves the kernel default.
 	TxBudget int
+	// Nice is the worker thread's nice value (-20..19); 0 leaves it alone.
+	// A dataplane sharing cores with applications wants a negative one: a
+	// frame waiting for the worker to be scheduled waits a scheduler slice
+	// (ms) behind a CPU-bound application otherwise. Needs CAP_SYS_NICE;
+	// without it the worker runs at its inherited priority, with a warning.
+	Nice int
 	// PollTimeout bounds how long the worker sleeps in poll(2) when idle.
 	// Default 50ms (it only delays noticing cancellation).
 	PollTimeout time.Duration
@@ -94,11 +100,14 @@ func (c *Config) defaults() error {
 	switch c.Mode {
 	case ModeForward:
 	case ModeLG, ModeLGNB, ModeMonitor:
-		if err := c.LG.defaults(c.Mode, c.RingSize); err != nil {
+		if err := c.LG.defaults(c.Mode); err != nil {
 			return err
 		}
 	default:
 		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb, monitor)", c.Mode)
+	}
+	if c.Nice < -20 || c.Nice > 19 {
+		return fmt.Errorf("dataplane: nice %d: want a value in [-20, 19]", c.Nice)
 	}
 	if c.PollTimeout == 0 {
 		c.PollTimeout = 50 * time.Millisecond
@@ -148,6 +157,9 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if d.link, err = openPort(d.umem, "link port", cfg.LinkPort, &cfg); err != nil {
 		return nil, err
 	}
+	if cfg.Mode != ModeForward && d.cfg.LG.TxBuffer == 0 {
+		d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.link.socks))
+	}
 	d.stats.Host.Name, d.stats.Link.Name = cfg.HostPort, cfg.LinkPort
 	ifc, err := net.InterfaceByName(cfg.LinkPort)
 	if err != nil {
@@ -178,6 +190,13 @@ func (d *Dataplane) Run(ctx context.Context) error {
 	defer runtime.UnlockOSThread()
 	// Short sleeps in ppoll should wake on time (default slack is 50 µs).
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+	if n := d.cfg.Nice; n != 0 {
+		// On Linux a nice value belongs to a thread: this one, the worker.
+		if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), n); err != nil {
+			d.cfg.Logger.Warn("cannot change the worker's scheduling priority; it keeps its inherited one (run as root or with CAP_SYS_NICE, or pass --nice 0)",
+				"nice", n, "err", err)
+		}
+	}
 	if d.cfg.Mode == ModeForward {
 		return newWorker(d).run(ctx)
 	}

@@ -354,6 +354,15 @@ func checkRecovery(t *testing.T, s1, s2 *LGCore, st bpf.ImpairStats, tol float64
 func runLG(t *testing.T, mode Mode, lgc LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 LGCore, st bpf.ImpairStats) {
 	t.Helper()
 	b := upLG(t, mode, lgc, &imp)
+	if mode != ModeForward && lgc.TxBuffer == 0 {
+		// The pair testbed's link has a priority lane, so the default credit
+		// window is the whole ring.
+		for _, d := range []*Dataplane{b.sw1, b.sw2} {
+			if c := d.Config(); c.LG.TxBuffer != int(c.RingSize) {
+				t.Errorf("%s: TX buffer %d frames by default on a two-queue link; want the ring size %d", c.LinkPort, c.LG.TxBuffer, c.RingSize)
+			}
+		}
+	}
 	before := b.impairStats(t)
 	r = b.send(t, lgFrames, size, rate)
 	if mode != ModeForward {

@@ -75,9 +75,12 @@ type LGConfig struct {
 	// MTU of the link (for the pause hysteresis); default 1500.
 	MTU int
 	// TxBuffer (frames, power of two) bounds unacknowledged frames; the
-	// reorder window is the same size. Default: half the AF_XDP ring size,
-	// so the sender can never overrun the peer's RX ring with data (it acts
-	// as a credit limit: frames not yet processed by the peer are not ACKed).
+	// reorder window is the same size. It acts as a credit limit (frames
+	// the peer has not processed are not ACKed), so by default it is what
+	// the peer's RX ring holds: the whole ring when the link has a priority
+	// lane (the data lane then carries only credited data, dummies and
+	// explicit ACKs), half of it when retransmitted copies and
+	// notifications share the ring (defaultTxBuffer).
 	TxBuffer int
 	// PFCClass is the 802.1Qbb priority the pause/resume frames use (0-7).
 	PFCClass int
@@ -117,7 +120,22 @@ const (
 	minResume     = 64 << 10
 )
 
-func (c *LGConfig) defaults(mode Mode, ringSize uint32) error {
+// defaultTxBuffer is the TX buffer (and reorder window) when none is given:
+// the ring size with a priority lane, else half of it (see TxBuffer).
+//
+// Measured (goodput, iperf3 cubic at loss 1e-2 on this 2-core machine): the
+// retransmission delay of a software link under TCP load has p50 ≈ 3 ms and
+// p99 ≈ 7 ms, all of it waiting for a CPU; with 1024 frames (1.5 MB) the
+// window was full for 3 s of 5 and lg kept 0.67–0.77× of its loss-free
+// goodput; with 2048 frames 0.88–0.94×.
+func defaultTxBuffer(ringSize uint32, queues int) int {
+	if queues > 1 {
+		return int(max(ringSize, 2))
+	}
+	return int(max(ringSize/2, 2))
+}
+
+func (c *LGConfig) defaults(mode Mode) error {
 	if c.Protect == "" {
 		c.Protect = "both"
 	}
@@ -152,9 +170,6 @@ func (c *LGConfig) defaults(mode Mode, ringSize uint32) error {
 	}
 	if c.PauseThreshold <= c.ResumeThreshold {
 		return fmt.Errorf("dataplane: pause threshold %d must exceed resume threshold %d (Algorithm 2; default pause = resume + 2 MTU)", c.PauseThreshold, c.ResumeThreshold)
-	}
-	if c.TxBuffer == 0 {
-		c.TxBuffer = int(max(ringSize/2, 2))
 	}
 	if c.PFCClass < 0 || c.PFCClass >= pfc.NumClasses {
 		return fmt.Errorf("dataplane: PFC class %d: want 0-7", c.PFCClass)

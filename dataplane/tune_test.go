@@ -21,3 +21,17 @@ func TestTunedResume(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultTxBuffer: the credit window is the whole ring when the link
+// has a priority lane, half of it when copies and notifications share it.
+func TestDefaultTxBuffer(t *testing.T) {
+	for _, c := range []struct {
+		ring   uint32
+		queues int
+		want   int
+	}{{2048, 2, 2048}, {2048, 4, 2048}, {2048, 1, 1024}, {4096, 1, 2048}, {2, 1, 2}} {
+		if got := defaultTxBuffer(c.ring, c.queues); got != c.want {
+			t.Errorf("defaultTxBuffer(ring %d, %d queues) = %d; want %d", c.ring, c.queues, got, c.want)
+		}
+	}
+}

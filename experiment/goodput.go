@@ -93,6 +93,17 @@ type GoodputSample struct {
 	Recovered     uint64  `json:"recovered,omitempty"`
 	AckNoTimeouts uint64  `json:"ack_no_timeouts,omitempty"`
 	Copies        int64   `json:"copies,omitempty"`
+	// What the dataplanes did (lg/lgnb): retransmission delay p99 (µs),
+	// PFC pauses sw2 sent, the reorder buffer's peak, and how long sw1 held
+	// host frames for lack of credit (TX buffer full) or for a pause (ms).
+	// IngressDrops counts frames sw1's host port dropped (RX ring full) in
+	// every arm: the pipeline's own bottleneck queue overflowing.
+	RetxP99US        float64 `json:"retx_delay_p99_us,omitempty"`
+	PausesSent       uint64  `json:"pauses_sent,omitempty"`
+	ReorderPeakBytes uint64  `json:"reorder_peak_bytes,omitempty"`
+	HeldByCreditMs   float64 `json:"held_by_credit_ms,omitempty"`
+	HeldByPauseMs    float64 `json:"held_by_pause_ms,omitempty"`
+	IngressDrops     uint64  `json:"ingress_drops"`
 }
 
 // GoodputResult is what `linkfabric goodput` reports.
@@ -165,10 +176,11 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 				s.Run = run
 				extra := ""
 				if arm != "loss" {
-					extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d", s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies)
+					extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d; retx p99 %.0f µs, reorder peak %d B, %d pauses; sw1 held host frames %.0f ms for credit, %.0f ms paused",
+						s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs)
 				}
-				e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; link dropped %d/%d frames (%.3g)%s",
-					s.Gbps, s.Retransmits, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
+				e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d; link dropped %d/%d frames (%.3g)%s",
+					s.Gbps, s.Retransmits, s.IngressDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
 				res.Samples = append(res.Samples, s)
 				gbps = append(gbps, s.Gbps)
 			}
@@ -229,21 +241,29 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	}); err != nil {
 		return nil, err
 	}
-	if arm != "loss" {
-		var s1, s2 DPStats
-		if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
-			return nil, err
-		}
-		if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
-			return nil, err
-		}
-		if l := s2.LinkGuardian; l != nil && l.Core.Receiver != nil {
-			r := l.Core.Receiver
+	var s1, s2 DPStats
+	if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
+		return nil, err
+	}
+	for _, k := range s1.Host0.Sockets {
+		s.IngressDrops += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
+	}
+	if arm == "loss" {
+		return s, nil
+	}
+	if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
+		return nil, err
+	}
+	if l := s2.LinkGuardian; l != nil {
+		s.RetxP99US = l.RetxDelayUS.P99
+		if r := l.Core.Receiver; r != nil {
 			s.LostDetected, s.Recovered, s.AckNoTimeouts = r.LostDetected, r.Recovered, r.AckNoTimeouts
+			s.PausesSent, s.ReorderPeakBytes = r.PausesSent, r.ReorderPeakBytes
 		}
-		if l := s1.LinkGuardian; l != nil {
-			s.Copies = l.Copies
-		}
+	}
+	if l := s1.LinkGuardian; l != nil {
+		s.Copies = l.Copies
+		s.HeldByCreditMs, s.HeldByPauseMs = float64(l.Core.HeldByCreditNs)/1e6, float64(l.Core.HeldByPauseNs)/1e6
 	}
 	return s, nil
 }

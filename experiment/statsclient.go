@@ -53,6 +53,8 @@ type DPStats struct {
 			Receiver *struct {
 				DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64
 			}
+			HeldByCreditNs int64 `json:"held_by_credit_ns"`
+			HeldByPauseNs  int64 `json:"held_by_pause_ns"`
 		} `json:"core"`
 		RetxDelayUS struct {
 			Count               uint64
