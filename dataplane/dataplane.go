@@ -157,8 +157,11 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if d.link, err = openPort(d.umem, "link port", cfg.LinkPort, &cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Mode != ModeForward && d.cfg.LG.TxBuffer == 0 {
-		d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.link.socks))
+	if cfg.Mode != ModeForward {
+		if d.cfg.LG.TxBuffer == 0 {
+			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.link.socks))
+		}
+		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
 	}
 	d.stats.Host.Name, d.stats.Link.Name = cfg.HostPort, cfg.LinkPort
 	ifc, err := net.InterfaceByName(cfg.LinkPort)

@@ -112,6 +112,9 @@ type LGConfig struct {
 	fixedCopies bool
 	// fixedThresholds: a pause or resume threshold was given.
 	fixedThresholds bool
+	// credit is the sender's credit window (creditWindow), set with the TX
+	// buffer once the link's queues are known.
+	credit int
 }
 
 // Resume thresholds: the initial one, and the least a measurement may set.
@@ -133,6 +136,16 @@ func defaultTxBuffer(ringSize uint32, queues int) int {
 		return int(max(ringSize, 2))
 	}
 	return int(max(ringSize/2, 2))
+}
+
+// creditWindow is the most frames the sender leaves unacknowledged: the TX
+// buffer, but never more than seven eighths of the peer's RX ring. The last
+// eighth is for the frames that take no credit (dummies and explicit ACKs):
+// with a window of the whole ring, a stalled peer's ring filled with data
+// and those frames pushed data out (measured at loss 0: 408 data frames
+// dropped as RX ring full in 5 s of iperf3).
+func creditWindow(txBuffer int, ringSize uint32) int {
+	return max(min(txBuffer, int(ringSize-ringSize/8)), 1)
 }
 
 func (c *LGConfig) defaults(mode Mode) error {
@@ -199,6 +212,7 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 	if c.Protect != "rx" {
 		s := lg.DefaultSenderConfig()
 		s.TxBuffer = c.TxBuffer
+		s.Credit = c.credit
 		s.Copies = c.Copies
 		if c.DummyInterval > 0 {
 			s.DummyInterval = int64(c.DummyInterval)

@@ -140,6 +140,9 @@ type LGCore struct {
 	Copies          int   `json:"copies,omitempty"`
 	ResumeThreshold int   `json:"resume_threshold_bytes,omitempty"`
 	PauseThreshold  int   `json:"pause_threshold_bytes,omitempty"`
+	// TxBuffer and Credit (frames): the TX buffer and the credit window.
+	TxBuffer int `json:"tx_buffer_frames,omitempty"`
+	Credit   int `json:"credit_window_frames,omitempty"`
 	// PriorityLane is whether the link has a priority lane (queue 1), and
 	// PriorityFrames the frames sent on it.
 	PriorityLane   bool   `json:"priority_lane"`
@@ -195,10 +198,14 @@ func newLGWorker(d *Dataplane) (*lgWorker, error) {
 			w.linkRx = append(w.linkRx, s)
 		}
 	}
-	w.txSocks = []*xdp.Socket{w.hostSock, w.linkSock}
+	// Kicked in this order: in copy mode a kick does the receiving side's
+	// work too (the peer's XDP program, or the host's whole TCP receive),
+	// so a loss notification or a copy kicked after 256 deliveries to the
+	// host waited for them.
 	if w.prioSock != w.linkSock {
 		w.txSocks = append(w.txSocks, w.prioSock)
 	}
+	w.txSocks = append(w.txSocks, w.linkSock, w.hostSock)
 	cfg := d.cfg.LG.core(d.cfg.Mode, d.linkMAC)
 	w.local = d.linkMAC
 	p, err := lg.NewPort(cfg, w)
@@ -564,6 +571,7 @@ func (w *lgWorker) publish(p *lg.Port) {
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
+		s.core.TxBuffer, s.core.Credit = w.d.cfg.LG.TxBuffer, w.d.cfg.LG.credit
 	}
 	if p.R != nil {
 		if s.core.Receiver == nil {
@@ -613,18 +621,18 @@ func (w *lgWorker) tune(p *lg.Port) {
 		w.tuneTimers(p, &snap)
 	}
 	if !c.fixedThresholds && w.peakRate > 0 {
-		resume := tunedResume(int64(snap.Quantile(0.99)), w.peakRate, c.MTU+18, c.TxBuffer)
+		resume := tunedResume(int64(snap.Quantile(0.99)), w.peakRate, c.MTU+18, c.credit)
 		p.R.SetThresholds(resume, lg.PauseThreshold(resume, c.MTU+18))
 	}
 }
 
 // tunedResume is Appendix B.1's resume threshold for a measured flight time
 // (ns) and drain rate (bit/s), kept between minResume and what the credit
-// window of txBuffer frames of frameLen bytes can put in the reorder buffer,
+// window of credit frames of frameLen bytes can put in the reorder buffer,
 // less the 2-MTU hysteresis.
-func tunedResume(flight int64, rate float64, frameLen, txBuffer int) int {
+func tunedResume(flight int64, rate float64, frameLen, credit int) int {
 	resume := lg.ResumeThreshold(flight, rate, 1)
-	return max(min(resume, txBuffer*frameLen-2*frameLen), minResume)
+	return max(min(resume, credit*frameLen-2*frameLen), minResume)
 }
 
 // tuneTimers sets the receiver's timers from the largest retransmission delay

@@ -35,3 +35,17 @@ func TestDefaultTxBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestCreditWindow: the credit window is the TX buffer but leaves the peer's
+// RX ring an eighth for frames that take no credit.
+func TestCreditWindow(t *testing.T) {
+	for _, c := range []struct {
+		txBuffer int
+		ring     uint32
+		want     int
+	}{{2048, 2048, 1792}, {1024, 2048, 1024}, {4096, 2048, 1792}, {2048, 4096, 2048}, {2, 2, 2}} {
+		if got := creditWindow(c.txBuffer, c.ring); got != c.want {
+			t.Errorf("creditWindow(TX buffer %d, ring %d) = %d; want %d", c.txBuffer, c.ring, got, c.want)
+		}
+	}
+}

@@ -135,11 +135,48 @@ func TestReceiverBadAndPassthrough(t *testing.T) {
 	}
 }
 
+// TestCreditBelowTxBuffer: with Credit set, the sender stops at Credit
+// unacknowledged frames although its TX buffer has room, and an ACK opens
+// the window again by what it acknowledged.
+func TestCreditBelowTxBuffer(t *testing.T) {
+	pool := simlink.NewPool(64, 2048, 256)
+	sc := *senderCfg(1)
+	sc.TxBuffer, sc.Credit = 8, 5
+	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := int64(1000)
+	for i := range 5 {
+		if !p.Send(now, hostFrame(t, pool)) {
+			t.Fatalf("frame %d refused within the credit", i)
+		}
+	}
+	f := hostFrame(t, pool)
+	if p.CanSend(now) || p.Send(now, f) || p.S.Stats.TxFull != 1 || p.S.Outstanding() != 5 {
+		t.Fatalf("sixth frame with credit 5: outstanding %d, stats %+v", p.S.Outstanding(), p.S.Stats)
+	}
+	release(p, pool)
+	p.Receive(now, control(t, pool, seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 1})) // frames 0 and 1
+	release(p, pool)
+	for i := range 2 {
+		if !p.Send(now, f) {
+			t.Fatalf("frame %d refused after an ACK of 2", i)
+		}
+		f = hostFrame(t, pool)
+	}
+	if p.CanSend(now) || p.S.Outstanding() != 5 {
+		t.Fatalf("after the ACK and 2 more frames: outstanding %d, can send %v", p.S.Outstanding(), p.CanSend(now))
+	}
+	pool.Free(f.H)
+}
+
 func TestConfigErrors(t *testing.T) {
 	pool := simlink.NewPool(4, 2048, 256)
 	bad := []lg.Config{
 		{Sender: &lg.SenderConfig{TxBuffer: 3, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
 		{Sender: &lg.SenderConfig{TxBuffer: 4, Copies: 0, DummyCopies: 1, MaxRetxRounds: 1}},
+		{Sender: &lg.SenderConfig{TxBuffer: 4, Credit: 5, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
 		{Receiver: &lg.ReceiverConfig{Window: 1000, AckNoTimeout: 1}},
 		{Receiver: &lg.ReceiverConfig{Window: 1024}},
 		{Receiver: &lg.ReceiverConfig{Window: 1024, AckNoTimeout: 1, PauseThreshold: 10, ResumeThreshold: 20, PauseDuration: 1}},

@@ -12,6 +12,9 @@ type SenderConfig struct {
 	// bounds the unacknowledged frames; the peer receiver's Window must be at
 	// least as large.
 	TxBuffer int
+	// Credit, if nonzero, bounds the unacknowledged frames below TxBuffer
+	// (the credit window: what the peer can hold unprocessed).
+	Credit int
 	// Copies is N, the number of retransmitted copies per lost frame (≥ 1;
 	// Equation 2, computed by the integrator).
 	Copies int
@@ -45,6 +48,9 @@ func (c *SenderConfig) check() error {
 	if c.TxBuffer < 2 || c.TxBuffer > 1<<14 || c.TxBuffer&(c.TxBuffer-1) != 0 {
 		return errors.New("lg: SenderConfig.TxBuffer must be a power of two in [2, 16384]")
 	}
+	if c.Credit < 0 || c.Credit > c.TxBuffer {
+		return errors.New("lg: SenderConfig.Credit must be in [0, TxBuffer] (0 means TxBuffer)")
+	}
 	if c.Copies < 1 || c.DummyCopies < 1 || c.MaxRetxRounds < 1 || c.MaxRetxRounds > 255 {
 		return errors.New("lg: SenderConfig.Copies, DummyCopies must be ≥ 1 and MaxRetxRounds in [1, 255]")
 	}
@@ -70,6 +76,7 @@ type Sender struct {
 	ackSrc      *Receiver // receiver of the opposite direction on the same port
 	ring        []txSlot
 	mask        uint32
+	credit      int        // most unacknowledged frames
 	base, next  seqhdr.Seq // oldest unacknowledged, next to assign
 	bytes       int
 	pausedUntil int64 // pause in force while now < pausedUntil
@@ -83,7 +90,11 @@ type Sender struct {
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
-	return &Sender{cfg: cfg, e: e, ring: make([]txSlot, cfg.TxBuffer), mask: uint32(cfg.TxBuffer - 1)}
+	credit := cfg.Credit
+	if credit == 0 {
+		credit = cfg.TxBuffer
+	}
+	return &Sender{cfg: cfg, e: e, ring: make([]txSlot, cfg.TxBuffer), mask: uint32(cfg.TxBuffer - 1), credit: credit}
 }
 
 // Outstanding returns the number of unacknowledged frames in the TX buffer.
@@ -97,7 +108,7 @@ func (s *Sender) Paused(now int64) bool { return now < s.pausedUntil }
 
 // CanSend reports whether a normal frame would be accepted at now.
 func (s *Sender) CanSend(now int64) bool {
-	return !s.Paused(now) && s.Outstanding() < len(s.ring)
+	return !s.Paused(now) && s.Outstanding() < s.credit
 }
 
 // Pause stops normal frames for d nanoseconds from now (a PFC pause with
@@ -125,7 +136,7 @@ func (s *Sender) send(now int64, f Frame) bool {
 		s.Stats.PausedRefusals++
 		return false
 	}
-	if s.Outstanding() >= len(s.ring) {
+	if s.Outstanding() >= s.credit {
 		s.Stats.TxFull++
 		return false
 	}
