@@ -245,9 +245,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
 		return nil, err
 	}
-	for _, k := range s1.Host0.Sockets {
-		s.IngressDrops += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
-	}
+	s.IngressDrops = s1.HostIngressDrops()
 	if arm == "loss" {
 		return s, nil
 	}

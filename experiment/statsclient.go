@@ -73,3 +73,14 @@ type DPStats struct {
 		} `json:"sockets"`
 	} `json:"port_host0"`
 }
+
+// HostIngressDrops is the frames the host port's sockets dropped on receive
+// (RX ring full, or no fill buffer): what the host offered that never
+// entered the dataplane.
+func (s *DPStats) HostIngressDrops() uint64 {
+	var n uint64
+	for _, k := range s.Host0.Sockets {
+		n += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
+	}
+	return n
+}

@@ -383,9 +383,7 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
 		return err
 	}
-	for _, s := range s1.Host0.Sockets {
-		a.IngressDrops += s.XDPStatistics.RxRingFull + s.XDPStatistics.RxDropped
-	}
+	a.IngressDrops = s1.HostIngressDrops()
 	a.EgressDrops = s2.Dataplane.Host.TX.Dropped + sinkDrops
 	if drops := a.IngressDrops + a.EgressDrops; drops < a.Missing {
 		a.LinkLost = a.Missing - drops
