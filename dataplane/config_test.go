@@ -21,3 +21,58 @@ func TestConfigNice(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigSizes: sizes that cannot work together are refused at startup
+// with an error that names the flags involved, instead of a dataplane that
+// runs and sends nothing (lg keeps 2 × --batch of the link TX ring free for
+// control frames and copies, so --ring-size ≤ 2 × --batch left no room for
+// data at all).
+func TestConfigSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		flags []string // every one must be named in the error
+	}{
+		{"lg ring = 2 x batch", Config{Mode: ModeLG, RingSize: 512, Batch: 256}, []string{"--ring-size", "--batch"}},
+		{"lgnb ring < 2 x batch", Config{Mode: ModeLGNB, RingSize: 256, Batch: 256}, []string{"--ring-size", "--batch"}},
+		{"forward batch > ring", Config{Mode: ModeForward, RingSize: 64, Batch: 256}, []string{"--ring-size", "--batch"}},
+		{"ring not a power of two", Config{Mode: ModeForward, RingSize: 3000}, []string{"--ring-size"}},
+		{"negative batch", Config{Mode: ModeForward, Batch: -1}, []string{"--batch"}},
+		{"frame size", Config{Mode: ModeForward, FrameSize: 1500}, []string{"--frame-size"}},
+		{"tx buffer not a power of two", Config{Mode: ModeLG, LG: LGConfig{TxBuffer: 1000}}, []string{"--tx-buffer"}},
+		{"tx buffer beyond the ring", Config{Mode: ModeLG, RingSize: 1024, LG: LGConfig{TxBuffer: 4096}}, []string{"--tx-buffer", "--ring-size"}},
+		{"umem smaller than the rings", Config{Mode: ModeForward, RingSize: 2048, FrameCount: 2048}, []string{"--frames", "--ring-size"}},
+		{"umem smaller than rings and lg buffers", Config{Mode: ModeLG, RingSize: 1024, FrameCount: 4096}, []string{"--frames", "--ring-size"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			c.HostPort, c.LinkPort = "host0", "link0"
+			err := c.defaults()
+			if err == nil {
+				err = c.checkSizes(3) // host 1 queue, link 2 queues (the testbed's veths)
+			}
+			if err == nil {
+				t.Fatalf("%+v accepted", tc.cfg)
+			}
+			for _, f := range tc.flags {
+				if !strings.Contains(err.Error(), f) {
+					t.Errorf("error %q does not name %s", err, f)
+				}
+			}
+		})
+	}
+	// The defaults, and sizes scaled together, are accepted.
+	for _, c := range []Config{
+		{Mode: ModeForward}, {Mode: ModeLG}, {Mode: ModeLGNB}, {Mode: ModeMonitor},
+		{Mode: ModeLG, RingSize: 4096}, {Mode: ModeLG, RingSize: 512, Batch: 64},
+		{Mode: ModeLG, RingSize: 1024, Batch: 256, FrameCount: 8192, LG: LGConfig{TxBuffer: 512}},
+		{Mode: ModeForward, FrameSize: 2048, RingSize: 64, Batch: 64},
+	} {
+		c.HostPort, c.LinkPort = "host0", "link0"
+		if err := c.defaults(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		} else if err := c.checkSizes(3); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}

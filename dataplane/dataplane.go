@@ -110,6 +110,9 @@ func (c *Config) defaults() error {
 	default:
 		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb, monitor)", c.Mode)
 	}
+	if err := c.checkStaticSizes(); err != nil {
+		return err
+	}
 	if c.Nice < -20 || c.Nice > 19 {
 		return fmt.Errorf("dataplane: nice %d: want a value in [-20, 19]", c.Nice)
 	}
@@ -151,6 +154,15 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
+	sockets := 0
+	for _, ifname := range []string{cfg.HostPort, cfg.LinkPort} {
+		if q, err := xdp.QueueCount(ifname); err == nil {
+			sockets += max(q, 1)
+		}
+	}
+	if err := cfg.checkSizes(sockets); err != nil {
+		return nil, err
+	}
 	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
 	if err != nil {
 		return nil, err
@@ -228,4 +240,69 @@ func (d *Dataplane) Close() error {
 		d.umem = nil
 	}
 	return errors.Join(errs...)
+}
+
+// checkSizes checks the sizes against each other once the number of AF_XDP
+// sockets (receive queues of both ports) is known. Each error names the
+// flags involved and a value that works.
+func (c *Config) checkSizes(sockets int) error {
+	// The fill rings are kept full, frames wait on RX and TX rings, and one
+	// batch is in the worker's hands.
+	need := uint64(sockets)*uint64(c.RingSize) + uint64(c.Batch)
+	what := fmt.Sprintf("the fill rings of %d sockets (%d × --ring-size %d) and one --batch (%d)", sockets, sockets, c.RingSize, c.Batch)
+	if c.Mode != ModeForward {
+		txBuffer := c.LG.TxBuffer
+		if txBuffer == 0 {
+			txBuffer = defaultTxBuffer(c.RingSize, 2) // the larger default
+		}
+		if txBuffer > int(c.RingSize) {
+			return fmt.Errorf("dataplane: --tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)
+		}
+		need += 2*uint64(txBuffer) + hostQueueLen
+		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
+	}
+	if uint64(c.FrameCount) < need {
+		return fmt.Errorf("dataplane: --frames %d is too few: %s need %d UMEM frames; raise --frames to %d or more, or leave it at its default (8 × --ring-size)",
+			c.FrameCount, what, need, need)
+	}
+	return nil
+}
+
+// checkStaticSizes checks what can be checked before the ports are known.
+func (c *Config) checkStaticSizes() error {
+	if c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > 1<<16 {
+		return fmt.Errorf("dataplane: --ring-size %d: want a power of two from 2 to 65536 (default 2048)", c.RingSize)
+	}
+	if c.Batch < 1 {
+		return fmt.Errorf("dataplane: --batch %d: want at least 1 (default 256)", c.Batch)
+	}
+	if c.Batch > int(c.RingSize) {
+		return fmt.Errorf("dataplane: --batch %d exceeds --ring-size %d: a batch never fits a ring; lower --batch to %d or raise --ring-size", c.Batch, c.RingSize, c.RingSize)
+	}
+	if c.FrameSize != 2048 && c.FrameSize != 4096 {
+		return fmt.Errorf("dataplane: --frame-size %d: want 2048 or 4096 (default 4096)", c.FrameSize)
+	}
+	if c.Mode == ModeForward {
+		return nil
+	}
+	// lg leaves 2 × batch of the link TX ring for control frames and
+	// retransmitted copies; new data gets the rest, so a ring of 2 × batch
+	// or less sends nothing at all, and one below 4 × batch mostly idles.
+	if int(c.RingSize) < 4*c.Batch {
+		return fmt.Errorf("dataplane: --ring-size %d must be at least 4 × --batch %d in mode %s (2 × --batch of the link TX ring stay free for control frames and copies, data needs the rest): raise --ring-size to %d or lower --batch to %d",
+			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
+	}
+	if b := c.LG.TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
+		return fmt.Errorf("dataplane: --tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
+	}
+	return nil
+}
+
+// pow2AtLeast is the least power of two ≥ n.
+func pow2AtLeast(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }

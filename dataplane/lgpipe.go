@@ -63,6 +63,9 @@ type lgWorker struct {
 	lgs *LGStats
 }
 
+// hostQueueLen is how many host frames may wait for the link (a power of two).
+const hostQueueLen = 1024
+
 // lgQueue is a fixed ring of host frames waiting for the link.
 type lgQueue struct {
 	buf        []lg.Frame
@@ -180,7 +183,7 @@ func newLGWorker(d *Dataplane) (*lgWorker, error) {
 		prioSock:    d.link.socks[0],
 		outstanding: make([]uint16, d.umem.FrameCount()),
 		released:    make([]bool, d.umem.FrameCount()),
-		queue:       newLGQueue(1024),
+		queue:       newLGQueue(hostQueueLen),
 		tx:          make([]xdp.Desc, 0, 4*d.cfg.Batch),
 		pfcClass:    d.cfg.LG.PFCClass,
 		pfcSpeed:    d.cfg.LG.LinkSpeed,
