@@ -336,12 +336,11 @@ func (w *lgWorker) run(ctx context.Context) error {
 
 		pending := 0
 		for _, s := range w.txSocks {
-			if s.TxPending() > 0 {
-				if err := s.Kick(); err != nil {
-					return err
-				}
-				pending += s.TxPending()
+			n, err := w.kick(s)
+			if err != nil {
+				return err
 			}
+			pending += n
 		}
 		for _, s := range w.all {
 			w.reclaimLG(s)
@@ -396,7 +395,7 @@ func (w *lgWorker) run(ctx context.Context) error {
 		// explicit ACK, a dummy, a re-notification, a pause refresh or end)
 		// is due. Spinning instead would starve the other processes of a
 		// two-core machine.
-		timeout := w.d.cfg.PollTimeout
+		timeout := w.downTimeout(w.d.cfg.PollTimeout)
 		if dl := p.NextDeadline(now, w.queue.empty()); dl != math.MaxInt64 {
 			timeout = min(timeout, max(time.Duration(dl-now), minTimerSleep))
 		}

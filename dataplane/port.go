@@ -17,6 +17,10 @@ type Port struct {
 	Name  string
 	prog  *bpf.Port
 	socks []*xdp.Socket
+
+	// Link state, owned by the worker: since when the interface has been
+	// found down (worker clock, 0: up), and when to try transmitting again.
+	downSince, retryAt int64
 }
 
 // openPort attaches the dataplane's XDP program to ifname and binds one AF_XDP

@@ -17,6 +17,12 @@ type PortCounters struct {
 	Name string
 	RX   DirCounters
 	TX   DirCounters
+	// DownEvents counts times the interface was found down (ENETDOWN or
+	// ENXIO on transmit); DownNs is the time it stayed down (events that
+	// ended), Down whether it is down now.
+	DownEvents atomic.Uint64
+	DownNs     atomic.Int64
+	Down       atomic.Bool
 }
 
 // Stats are the dataplane's live counters.
@@ -37,9 +43,12 @@ type DirSnapshot struct {
 
 // PortSnapshot is a point-in-time copy of PortCounters.
 type PortSnapshot struct {
-	Name string      `json:"name"`
-	RX   DirSnapshot `json:"rx"`
-	TX   DirSnapshot `json:"tx"`
+	Name       string      `json:"name"`
+	RX         DirSnapshot `json:"rx"`
+	TX         DirSnapshot `json:"tx"`
+	DownEvents uint64      `json:"down_events"`
+	DownNs     int64       `json:"down_ns"`
+	Down       bool        `json:"down"`
 }
 
 // Snapshot is a point-in-time copy of Stats, ready for JSON.
@@ -57,7 +66,8 @@ func (c *DirCounters) snapshot() DirSnapshot {
 }
 
 func (c *PortCounters) snapshot() PortSnapshot {
-	return PortSnapshot{Name: c.Name, RX: c.RX.snapshot(), TX: c.TX.snapshot()}
+	return PortSnapshot{Name: c.Name, RX: c.RX.snapshot(), TX: c.TX.snapshot(),
+		DownEvents: c.DownEvents.Load(), DownNs: c.DownNs.Load(), Down: c.Down.Load()}
 }
 
 // Stats returns a snapshot of the counters. Safe to call while Run runs.

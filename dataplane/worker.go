@@ -2,10 +2,12 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/linkfabric/linkfabric/xdp"
+	"golang.org/x/sys/unix"
 )
 
 // worker is the loop that owns every ring of both ports. One goroutine, locked
@@ -21,6 +23,7 @@ type worker struct {
 	// Frames received on a host socket leave on linkTx and vice versa.
 	hostTx, linkTx *xdp.Socket
 	busy           bool
+	epoch          time.Time // the worker clock's zero
 }
 
 func newWorker(d *Dataplane) *worker {
@@ -33,6 +36,7 @@ func newWorker(d *Dataplane) *worker {
 		hostTx: d.host.socks[0],
 		linkTx: d.link.socks[0],
 		busy:   d.cfg.BusyPoll,
+		epoch:  time.Now(),
 	}
 	w.all = append(append(w.all, d.host.socks...), d.link.socks...)
 	w.poller = xdp.NewPoller(w.all...)
@@ -64,12 +68,11 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		pending := 0
 		for _, s := range []*xdp.Socket{w.hostTx, w.linkTx} {
-			if s.TxPending() > 0 {
-				if err := s.Kick(); err != nil {
-					return err
-				}
-				pending += s.TxPending()
+			n, err := w.kick(s)
+			if err != nil {
+				return err
 			}
+			pending += n
 		}
 		for _, s := range w.all {
 			w.reclaim(s)
@@ -78,7 +81,7 @@ func (w *worker) run(ctx context.Context) error {
 		if moved > 0 || pending > 0 {
 			continue
 		}
-		if err := w.idle(w.d.cfg.PollTimeout); err != nil {
+		if err := w.idle(w.downTimeout(w.d.cfg.PollTimeout)); err != nil {
 			return err
 		}
 	}
@@ -91,7 +94,7 @@ func (w *worker) run(ctx context.Context) error {
 func (w *worker) idle(timeout time.Duration) error {
 	if w.busy {
 		for _, s := range w.all {
-			if err := s.Wake(); err != nil {
+			if err := s.Wake(); err != nil && !isDown(err) {
 				return err
 			}
 		}
@@ -164,4 +167,76 @@ func (w *worker) refill(s *xdp.Socket) {
 		}
 		s.Fill(w.addrs[:n])
 	}
+}
+
+// downRetry is how often the worker tries to transmit on a port whose
+// interface is down, to notice that it is up again.
+const downRetry = time.Millisecond
+
+// isDown reports whether err from a socket operation means its interface is
+// down (ENETDOWN) or gone (ENXIO): link state, not a reason to stop.
+func isDown(err error) bool {
+	return errors.Is(err, unix.ENETDOWN) || errors.Is(err, unix.ENXIO)
+}
+
+// now is the worker clock (ns since the worker started).
+func (w *worker) now() int64 { return int64(time.Since(w.epoch)) }
+
+// portOf is the port s belongs to, with its counters.
+func (w *worker) portOf(s *xdp.Socket) (*Port, *PortCounters) {
+	if s.Ifname() == w.d.host.Name {
+		return w.d.host, &w.d.stats.Host
+	}
+	return w.d.link, &w.d.stats.Link
+}
+
+// kick makes the kernel transmit what is on s's TX ring and returns how
+// many frames are still pending there. An interface that is down (a link
+// flap, a NIC reset) is link state, not an error: the port is marked down
+// and counted, its frames wait on its TX ring (what does not fit is counted
+// as TX ring full; LinkGuardian recovers it), and only every downRetry is a
+// transmission tried, until one succeeds and the port is up again. Frames
+// pending on a down port are not reported, so the worker can sleep.
+func (w *worker) kick(s *xdp.Socket) (int, error) {
+	if s.TxPending() == 0 {
+		return 0, nil
+	}
+	p, c := w.portOf(s)
+	if p.downSince != 0 {
+		now := w.now()
+		if now < p.retryAt {
+			return 0, nil
+		}
+		p.retryAt = now + int64(downRetry)
+	}
+	if err := s.Kick(); err != nil {
+		if !isDown(err) {
+			return 0, err
+		}
+		if p.downSince == 0 {
+			now := w.now()
+			p.downSince, p.retryAt = now, now+int64(downRetry)
+			c.DownEvents.Add(1)
+			c.Down.Store(true)
+			w.d.cfg.Logger.Warn("interface down: holding its frames and retrying until it is up again",
+				"dev", p.Name, "err", err)
+		}
+		return 0, nil
+	}
+	if p.downSince != 0 {
+		down := w.now() - p.downSince
+		c.DownNs.Add(down)
+		c.Down.Store(false)
+		p.downSince = 0
+		w.d.cfg.Logger.Info("interface up again", "dev", p.Name, "down_for", time.Duration(down).String())
+	}
+	return s.TxPending(), nil
+}
+
+// downTimeout bounds an idle sleep so that a port that is down is retried.
+func (w *worker) downTimeout(timeout time.Duration) time.Duration {
+	if w.d.host.downSince != 0 || w.d.link.downSince != 0 {
+		return min(timeout, downRetry)
+	}
+	return timeout
 }

@@ -1,0 +1,153 @@
+package dataplane
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// runningSwitch is a dataplane on host0/link0 of a namespace whose Run error
+// is visible while the test runs (startSwitch reports it only at cleanup).
+type runningSwitch struct {
+	d    *Dataplane
+	done chan struct{}
+	err  error
+}
+
+func startWatched(t *testing.T, ns string, cfg Config) *runningSwitch {
+	t.Helper()
+	cfg.HostPort, cfg.LinkPort = "host0", "link0"
+	s := &runningSwitch{done: make(chan struct{})}
+	if err := netns.Do(ns, func() error {
+		var err error
+		s.d, err = New(cfg)
+		return err
+	}); err != nil {
+		t.Fatalf("dataplane in %s: %v", ns, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(s.done)
+		s.err = s.d.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-s.done
+		if err := s.d.Close(); err != nil {
+			t.Errorf("dataplane in %s: Close: %v", ns, err)
+		}
+	})
+	return s
+}
+
+// exited reports whether Run returned, and with what.
+func (s *runningSwitch) exited() (bool, error) {
+	select {
+	case <-s.done:
+		return true, s.err
+	default:
+		return false, nil
+	}
+}
+
+// TestLGLinkFlap: under iperf3 TCP both ways through lg, sw1's link port
+// goes down for 2 s and up again (what a failing fibre or a NIC reset does).
+// The dataplanes keep running (a down interface is link state, not an
+// error), count the flap, and TCP flows again both ways afterwards. How
+// long after `up` bytes reach each host again is logged, not asserted.
+func TestLGLinkFlap(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		netns.RequireRoot(t)
+		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
+	}
+	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	sw1 := startWatched(t, tb.NS("sw1"), Config{Mode: ModeLG})
+	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})
+	h1, h2, ns1 := tb.NS("h1"), tb.NS("h2"), tb.NS("sw1")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through lg: %v", err)
+	}
+	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5301")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+
+	// 12 s of iperf3; the flap is at 3..5 s.
+	var out []byte
+	var iperfErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 30; i++ { // until the server listens
+			out, iperfErr = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5301", "--bidir",
+				"-t", "12", "-i", "0", "--connect-timeout", "3000").CombinedOutput()
+			if iperfErr == nil || !strings.Contains(string(out), "Connection refused") {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	time.Sleep(3 * time.Second)
+	ip := func(args ...string) {
+		if o, err := netns.Command(ctx, ns1, "ip", args...).CombinedOutput(); err != nil {
+			t.Errorf("ip %v in %s: %v: %s", args, ns1, err, o)
+		}
+	}
+	toH2, toH1 := sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
+	t.Logf("before the flap: %d B delivered to h2, %d B to h1", toH2, toH1)
+	ip("link", "set", "link0", "down")
+	time.Sleep(2 * time.Second)
+	// Frames queued before `down` may still trickle out; measure from `up`.
+	ip("link", "set", "link0", "up")
+	up := time.Now()
+	toH2, toH1 = sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
+	// Time from `up` until bytes reach each host again, and until 1 MB has.
+	var first2, first1, mb2, mb1 time.Duration
+	for time.Since(up) < 8*time.Second && (mb1 == 0 || mb2 == 0) {
+		b2, b1 := sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
+		el := time.Since(up)
+		if first2 == 0 && b2 > toH2 {
+			first2 = el
+		}
+		if first1 == 0 && b1 > toH1 {
+			first1 = el
+		}
+		if mb2 == 0 && b2 > toH2+1<<20 {
+			mb2 = el
+		}
+		if mb1 == 0 && b1 > toH1+1<<20 {
+			mb1 = el
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("after `up`: first bytes to h2 after %v (1 MB after %v), to h1 after %v (1 MB after %v)", first2, mb2, first1, mb1)
+	for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
+		if gone, err := s.exited(); gone {
+			t.Errorf("%s's dataplane exited during the flap: %v", name, err)
+		}
+	}
+	wg.Wait()
+	if iperfErr != nil {
+		t.Errorf("iperf3 --bidir h1↔h2 across the flap: %v\n%s", iperfErr, lastLines(string(out), 8))
+	} else {
+		t.Logf("iperf3:\n%s", lastLines(string(out), 6))
+	}
+	if mb2 == 0 || mb1 == 0 {
+		t.Errorf("TCP did not resume both ways within 8 s of `up` (1 MB to h2 after %v, to h1 after %v)", mb2, mb1)
+	}
+	st := sw1.d.Stats()
+	t.Logf("sw1 link port: %+v", st.Link)
+	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
+		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event, a positive time, up now",
+			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
+	}
+}
