@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,10 @@ const (
 type Config struct {
 	HostPort string // interface facing the host (frames leave here as the host sent them)
 	LinkPort string // interface facing the (lossy) link to the other switch
-	Mode     Mode
+	// Netns names the ports' network namespace in error messages (the
+	// dataplane runs in the calling thread's namespace whatever it says).
+	Netns string
+	Mode  Mode
 
 	// BusyPoll spins on the rings instead of sleeping in poll(2): lower
 	// latency, but it keeps one core busy.
@@ -173,6 +177,14 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if d.link, err = openPort(d.umem, "link port", cfg.LinkPort, &cfg); err != nil {
 		return nil, err
 	}
+	// After the ports: the XDP attach reports a driver's own MTU limit first.
+	if hi, err := net.InterfaceByName(cfg.HostPort); err == nil {
+		if li, err := net.InterfaceByName(cfg.LinkPort); err == nil {
+			if err := cfg.checkMTU(hi.MTU, li.MTU); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if cfg.Mode != ModeForward {
 		if d.cfg.LG.TxBuffer == 0 {
 			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.link.socks))
@@ -305,4 +317,45 @@ func pow2AtLeast(n int) int {
 		p <<= 1
 	}
 	return p
+}
+
+// LinkOverhead is how many bytes a frame grows by on a sequenced link (the
+// link header; raise it here when a trailer is added): a link port needs an
+// MTU this much above the host port's.
+func LinkOverhead() int { return seqhdr.MaxOverhead }
+
+// ethHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
+const ethHeaderLen = 14
+
+// checkMTU checks the ports' MTUs: on a sequenced link (every mode but
+// forward) the link port must carry a full host frame plus LinkOverhead, and
+// in every mode the largest frame either port receives must fit a UMEM frame
+// (the kernel drops a longer one on receive, counted only in XDP_STATISTICS).
+func (c *Config) checkMTU(hostMTU, linkMTU int) error {
+	ip := "ip"
+	where := "this network namespace"
+	if c.Netns != "" {
+		ip, where = "ip -n "+c.Netns, "namespace "+c.Netns
+	}
+	if c.Mode != ModeForward && linkMTU < hostMTU+LinkOverhead() {
+		want := hostMTU + LinkOverhead()
+		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header: full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
+			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, LinkOverhead(), c.Mode, ip, c.LinkPort, want)
+	}
+	room := int(c.FrameSize) - unix.XDP_PACKET_HEADROOM
+	for _, p := range []struct {
+		name string
+		mtu  int
+	}{{c.HostPort, hostMTU}, {c.LinkPort, linkMTU}} {
+		if p.mtu+ethHeaderLen <= room {
+			continue
+		}
+		fix := fmt.Sprintf("%s link set dev %s mtu %d", ip, p.name, room-ethHeaderLen)
+		if c.FrameSize < 4096 && p.mtu+ethHeaderLen <= 4096-unix.XDP_PACKET_HEADROOM {
+			fix = "--frame-size 4096, or " + fix
+		}
+		return fmt.Errorf("dataplane: %s (%s) has MTU %d: its largest frame (%d bytes) does not fit a UMEM frame of --frame-size %d (%d bytes after the kernel's headroom); fix: %s",
+			p.name, where, p.mtu, p.mtu+ethHeaderLen, c.FrameSize, room, fix)
+	}
+	return nil
 }

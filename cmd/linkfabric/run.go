@@ -76,7 +76,8 @@ for Prometheus.
 
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
-does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`,
+does both. On a real NIC, give the link ports an MTU at least 8 bytes (the link header)
+above the hosts'; run checks this at startup.`,
 		Example: `  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll`,
@@ -92,6 +93,7 @@ does both. On a real NIC, give the link ports an MTU 16 bytes above the hosts'.`
 				return err
 			}
 			cfg.Mode = dataplane.Mode(mode)
+			cfg.Netns = ns
 			cfg.Logger = log
 			if peerMAC != "" {
 				hw, err := net.ParseMAC(peerMAC)

@@ -1,0 +1,55 @@
+package dataplane
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCheckMTU: a link port whose MTU cannot carry a host frame of full size
+// plus the link header, or a port whose largest frame does not fit a UMEM
+// frame, is refused at startup with the interface, the namespace and the
+// command that fixes it; fitting MTUs are accepted.
+func TestCheckMTU(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		mode           Mode
+		frameSize      uint32
+		hostMTU, lkMTU int
+		want           []string
+	}{
+		{"lg link MTU = host MTU", ModeLG, 4096, 1500, 1500, []string{"link0", "lfsw1", "ip -n lfsw1 link set dev link0 mtu 1508"}},
+		{"lgnb link MTU short by one", ModeLGNB, 4096, 1500, 1500 + LinkOverhead() - 1, []string{"link0", "mtu 1508"}},
+		{"monitor too", ModeMonitor, 4096, 9000 - 100, 9000 - 100, []string{"link0"}},
+		{"forward host frame beyond a 2048 UMEM frame", ModeForward, 2048, 3000, 3000, []string{"host0", "--frame-size 4096"}},
+		{"lg link frame beyond a 4096 UMEM frame", ModeLG, 4096, 3500, 3900, []string{"link0", "--frame-size", "mtu"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{HostPort: "host0", LinkPort: "link0", Netns: "lfsw1", Mode: tc.mode, FrameSize: tc.frameSize}
+			err := c.checkMTU(tc.hostMTU, tc.lkMTU)
+			if err == nil {
+				t.Fatalf("%s: host MTU %d, link MTU %d, frame size %d accepted", tc.mode, tc.hostMTU, tc.lkMTU, tc.frameSize)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		mode           Mode
+		frameSize      uint32
+		hostMTU, lkMTU int
+	}{
+		{ModeLG, 4096, 1500, 1516}, // the testbed's
+		{ModeLG, 4096, 1500, 1500 + LinkOverhead()},
+		{ModeForward, 4096, 1500, 1500},
+		{ModeForward, 2048, 1500, 1500},
+		{ModeLG, 4096, 3490, 3506},
+	} {
+		c := Config{HostPort: "host0", LinkPort: "link0", Mode: tc.mode, FrameSize: tc.frameSize}
+		if err := c.checkMTU(tc.hostMTU, tc.lkMTU); err != nil {
+			t.Errorf("%s, host MTU %d, link MTU %d, frame size %d: %v", tc.mode, tc.hostMTU, tc.lkMTU, tc.frameSize, err)
+		}
+	}
+}
