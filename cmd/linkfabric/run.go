@@ -154,7 +154,7 @@ above the hosts'; run checks this at startup.`,
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 256)")
 	f.IntVar(&cfg.TxBudget, "tx-budget", 0, "frames one TX kick may move in copy mode (XDP_MAX_TX_SKB_BUDGET; default 256, -1 keeps the kernel's 32)")
 	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048)")
-	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint; empty to disable")
+	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint (:PORT binds loopback; 0.0.0.0:PORT exposes it); empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
 	_ = cmd.MarkFlagRequired("host-port")
@@ -217,9 +217,9 @@ func logStats(s dataplane.Snapshot) {
 // serveStats serves /stats.json (the document below) and /metrics
 // (Prometheus) on addr until stop is called.
 func serveStats(addr string, d *dataplane.Dataplane) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenStats(addr)
 	if err != nil {
-		return nil, fmt.Errorf("statistics endpoint %s: %w (is another linkfabric run in this namespace? pass --metrics with another port, or --metrics '')", addr, err)
+		return nil, err
 	}
 	reg := metrics.NewRegistry()
 	if err := d.Register(reg); err != nil {
@@ -242,6 +242,21 @@ func serveStats(addr string, d *dataplane.Dataplane) (stop func(), err error) {
 		}
 	}()
 	return func() { srv.Close() }, nil
+}
+
+// listenStats listens for the statistics endpoint on addr.
+// A port-only address binds loopback (prom.LoopbackDefault): the
+// statistics of a dataplane are not for the whole network.
+func listenStats(addr string) (net.Listener, error) {
+	addr, err := prom.LoopbackDefault(addr)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("statistics endpoint %s: %w (is another linkfabric run in this namespace? pass --metrics with another port, or --metrics '')", addr, err)
+	}
+	return ln, nil
 }
 
 // statsDoc is what /stats.json serves: dataplane counters plus the XDP

@@ -119,7 +119,7 @@ func (s *Server) Close() error {
 // specific address to expose them. The listen error (port in use, bad
 // address) is returned at once.
 func ServeRegistry(addr string, r *metrics.Registry) (*Server, error) {
-	addr, err := loopbackDefault(addr)
+	addr, err := LoopbackDefault(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,9 @@ func ServeRegistry(addr string, r *metrics.Registry) (*Server, error) {
 	return s, nil
 }
 
-func loopbackDefault(addr string) (string, error) {
+// LoopbackDefault is the address to listen on for addr: "" is DefaultAddr
+// and a port-only address (":9464") binds 127.0.0.1; others are kept.
+func LoopbackDefault(addr string) (string, error) {
 	if addr == "" {
 		return DefaultAddr, nil
 	}

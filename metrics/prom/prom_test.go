@@ -149,12 +149,12 @@ func TestLoopbackDefault(t *testing.T) {
 		"localhost:80": "localhost:80",
 	}
 	for in, want := range cases {
-		got, err := loopbackDefault(in)
+		got, err := LoopbackDefault(in)
 		if err != nil || got != want {
-			t.Errorf("loopbackDefault(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("LoopbackDefault(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := loopbackDefault("9464"); err == nil {
+	if _, err := LoopbackDefault("9464"); err == nil {
 		t.Error("port without colon accepted")
 	}
 	s, err := ServeRegistry("127.0.0.1:0", metrics.NewRegistry())
