@@ -92,9 +92,10 @@ type Socket struct {
 
 	closed atomic.Bool
 
-	kicks      uint64
-	kickStalls uint64
-	kickNoBufs uint64
+	// Kick counters: written by the worker, read by statistics readers.
+	kicks      atomic.Uint64
+	kickStalls atomic.Uint64
+	kickNoBufs atomic.Uint64
 }
 
 // Open opens an AF_XDP socket on queue of interface ifname, backed by u.
@@ -450,7 +451,7 @@ func (s *Socket) Kick() error {
 		rounds++
 		before := atomic.LoadUint32(s.tx.consumer)
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
-		s.kicks++
+		s.kicks.Add(1)
 		switch e {
 		case 0, unix.EAGAIN, unix.EBUSY:
 			// EAGAIN: budget used up (more to send) or completion ring full;
@@ -458,14 +459,14 @@ func (s *Socket) Kick() error {
 		case unix.EINTR:
 			continue
 		case unix.ENOBUFS, unix.ENOMEM:
-			s.kickNoBufs++
+			s.kickNoBufs.Add(1)
 			return nil
 		default:
 			return &Error{Op: "transmit on", Ifname: s.ifname, Queue: s.queue, Err: e,
 				Hint: "is the interface up and the socket open?"}
 		}
 		if atomic.LoadUint32(s.tx.consumer) == before {
-			s.kickStalls++ // no progress: completion ring full, device busy, or zero-copy (async)
+			s.kickStalls.Add(1) // no progress: completion ring full, device busy, or zero-copy (async)
 			return nil
 		}
 	}
@@ -486,8 +487,9 @@ func (s *Socket) Wake() error {
 
 // KickCounters returns how many sendto calls Kick made, how many times it
 // stopped for lack of progress, and how many times the kernel had no buffers.
+// Safe to call while another goroutine kicks.
 func (s *Socket) KickCounters() (kicks, stalls, noBufs uint64) {
-	return s.kicks, s.kickStalls, s.kickNoBufs
+	return s.kicks.Load(), s.kickStalls.Load(), s.kickNoBufs.Load()
 }
 
 // Stats are the kernel's XDP_STATISTICS counters for a socket.
