@@ -276,3 +276,29 @@ func decision(m lg.Mode, copies int) lossmon.Decision {
 	}
 	return lossmon.Decision{}
 }
+
+// autoMode is the receiver mode the policy chooses after received frames
+// and lost ones in the monitor's window, from mode cur.
+//
+// Switching protection off for a low rate needs evidence: a window with no
+// loss in 10^4 frames cannot tell a link at 1e-8 (which the policy
+// protects) from a perfect one. So protection stays on until the window
+// excludes a rate of ProtectOn: an upper bound of the rate, (lost+3)/frames
+// (the "rule of three": with no loss in n frames, the 95% bound is 3/n), must
+// be below ProtectOn, that is more than 3/ProtectOn frames (3·10^8 by
+// default) for a loss-free window. Switching on, to lgnb, and off for a
+// rate too high to help need no such wait.
+func autoMode(pol lossmon.Policy, received, lost uint64, cur lg.Mode) lg.Mode {
+	frames := received + lost
+	if frames == 0 {
+		return cur
+	}
+	rate := float64(lost) / float64(frames)
+	want := policyMode(pol.Decide(rate, decision(cur, 1)))
+	if cur != lg.ModeMonitor && want == lg.ModeMonitor && rate < pol.ProtectOff {
+		if upper := float64(lost+3) / float64(frames); upper >= pol.ProtectOn {
+			return cur // not enough frames to conclude "no loss worth protecting"
+		}
+	}
+	return want
+}

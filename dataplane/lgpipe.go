@@ -377,7 +377,8 @@ func (w *lgWorker) run(ctx context.Context) error {
 			if rate, ok := rmon.Rate(now); ok {
 				w.lgs.rxLossRate.Store(uint64(rate * 1e12))
 				if w.d.cfg.LG.Auto {
-					w.applyPolicy(now, p, rate)
+					received, lost := rmon.Totals(now)
+					w.applyPolicy(now, p, rate, received, lost)
 				}
 			}
 		}
@@ -426,9 +427,9 @@ func (w *lgWorker) trackHeld(now int64, p *lg.Port) {
 
 // applyPolicy switches the receiver's mode as the policy decides for the
 // measured loss rate of the incoming direction.
-func (w *lgWorker) applyPolicy(now int64, p *lg.Port, rate float64) {
+func (w *lgWorker) applyPolicy(now int64, p *lg.Port, rate float64, received, lost uint64) {
 	cur := p.R.Mode()
-	want := policyMode(w.d.cfg.LG.Policy.Decide(rate, decision(cur, 1)))
+	want := autoMode(w.d.cfg.LG.Policy, received, lost, cur)
 	if want == cur {
 		return
 	}

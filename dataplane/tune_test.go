@@ -1,6 +1,11 @@
 package dataplane
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/lossmon"
+)
 
 // The tuned resume threshold is flight time × drain rate (Appendix B.1),
 // raised to minResume and capped where the credit window could no longer
@@ -47,5 +52,44 @@ func TestCreditWindow(t *testing.T) {
 		if got := creditWindow(c.txBuffer, c.ring); got != c.want {
 			t.Errorf("creditWindow(TX buffer %d, ring %d) = %d; want %d", c.txBuffer, c.ring, got, c.want)
 		}
+	}
+}
+
+// TestAutoNeedsEvidenceToSwitchOff: --auto may switch protection off for a
+// low loss rate only once the window holds enough frames to tell a rate at
+// which protection is on (ProtectOn, 1e-8 by default) from 0: with no loss,
+// more than 3/ProtectOn frames (the "rule of three" 95% bound). A loss-free
+// window of 10^4..10^7 frames says nothing about 1e-8. Switching on, to
+// lgnb, and off for a high rate need no such wait.
+func TestAutoNeedsEvidenceToSwitchOff(t *testing.T) {
+	pol := lossmon.DefaultPolicy()
+	need := uint64(3 / pol.ProtectOn)
+	for _, cur := range []lg.Mode{lg.ModeLG, lg.ModeLGNB} {
+		for _, n := range []uint64{10_000, 1_000_000, 10_000_000, need / 2} {
+			if got := autoMode(pol, n, 0, cur); got != cur {
+				t.Errorf("from %s, %d frames and no loss: %s; want %s (too few frames to tell %g from 0)", cur, n, got, cur, pol.ProtectOn)
+			}
+		}
+		if got := autoMode(pol, 2*need, 0, cur); got != lg.ModeMonitor {
+			t.Errorf("from %s, %d frames and no loss: %s; want monitor", cur, 2*need, got)
+		}
+		// One loss in 2·need frames: the point rate (≈1.7e-9) is above ProtectOff
+		// (1e-9): stays protected (lg: below NBOff).
+		if got := autoMode(pol, 2*need, 1, cur); got != lg.ModeLG {
+			t.Errorf("from %s, 1 loss in %d frames: %s; want lg", cur, 2*need, got)
+		}
+		// Disabled for a high rate at once.
+		if got := autoMode(pol, 10_000, 2_000, cur); got != lg.ModeMonitor {
+			t.Errorf("from %s, loss 0.17: %s; want monitor (disabled)", cur, got)
+		}
+	}
+	if got := autoMode(pol, 10_000, 1, lg.ModeMonitor); got != lg.ModeLG {
+		t.Errorf("from monitor, 1 loss in 10^4: %s; want lg", got)
+	}
+	if got := autoMode(pol, 10_000, 0, lg.ModeMonitor); got != lg.ModeMonitor {
+		t.Errorf("from monitor, no loss: %s; want monitor", got)
+	}
+	if got := autoMode(pol, 10_000, 200, lg.ModeLG); got != lg.ModeLGNB {
+		t.Errorf("from lg, loss 2e-2: %s; want lgnb", got)
 	}
 }
