@@ -333,7 +333,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	var flows []fct.Flow
 	for i, size := range cfg.Sizes {
 		n := cfg.FlowsFor(i)
-		bar := fct.ProgressBar(e.Progress, fmt.Sprintf("%-6s %7s", arm, fct.FormatSize(size)))
+		bar := flowProgress(e.Progress, fmt.Sprintf("%-6s %7s", arm, fct.FormatSize(size)), time.Now)
 		var fl []fct.Flow
 		var err error
 		switch cfg.Tool {
