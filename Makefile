@@ -6,7 +6,7 @@ BIN := bin/linkfabric
 PKGS := ./...
 FUZZTIME ?= 60s
 
-.PHONY: all build deps test unit vet generate demo bench stress fct goodput fuzz clean
+.PHONY: all build deps test race unit vet generate demo bench stress fct goodput fuzz clean
 
 all: build
 
@@ -21,11 +21,15 @@ vet:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Unit and integration tests. Integration tests need root (namespaces, XDP); they
-# skip themselves when not root. Packages run one at a time: the integration tests
-# measure traffic and the machine has two cores.
-test: deps vet build
+# Unit tests under the race detector (-short skips the root integration tests
+# and the long simulations), then unit and integration tests. Integration tests
+# need root (namespaces, XDP); they skip themselves when not root. Packages run
+# one at a time: the integration tests measure traffic and the machine has two cores.
+test: deps vet build race
 	$(GO) test -p 1 -count=1 -timeout 40m $(PKGS)
+
+race:
+	$(GO) test -race -short -p 1 -count=1 -timeout 20m $(PKGS)
 
 unit:
 	$(GO) test -count=1 -short $(PKGS)

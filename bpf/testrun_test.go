@@ -19,6 +19,9 @@ const (
 
 func needRoot(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("loads eBPF programs (root): skipped with -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load eBPF programs")
 	}

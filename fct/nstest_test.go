@@ -13,6 +13,9 @@ var nsSeq atomic.Int32
 
 func requireRoot(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test (root, namespaces): skipped with -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (network namespaces)")
 	}

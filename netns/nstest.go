@@ -31,9 +31,13 @@ func TestPrefix(tb testing.TB, base string) string {
 	return p
 }
 
-// RequireRoot skips the test unless it runs as root.
+// RequireRoot skips the test unless it runs as root, and with -short (the
+// unit pass of make test, under -race: integration tests run in the full pass).
 func RequireRoot(tb testing.TB) {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration test (root, namespaces): skipped with -short")
+	}
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root (network namespaces); CI runs as root")
 	}

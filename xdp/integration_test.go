@@ -39,6 +39,9 @@ type testNS struct {
 
 func needRoot(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("AF_XDP integration test: skipped with -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("AF_XDP integration test needs root")
 	}
