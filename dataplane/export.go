@@ -21,6 +21,8 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 			add(r.Counter("linkfabric_bytes_total", "Bytes moved by the dataplane.", &c.Bytes, l...))
 			add(r.Counter("linkfabric_dropped_total", "Frames dropped (TX ring full, or by the pipeline).", &c.Dropped, l...))
 		}
+		add(r.Counter("linkfabric_port_down_total", "Times the interface was found down (ENETDOWN/ENXIO on transmit).", &p.DownEvents, "port", p.Name))
+		add(r.GaugeFunc("linkfabric_port_down_seconds", "Time the interface was down (ended events).", func() float64 { return float64(p.DownNs.Load()) / 1e9 }, "port", p.Name))
 	}
 	add(r.Counter("linkfabric_umem_exhausted_total", "Times no free UMEM frame was left for a fill ring.", &d.stats.FramesExhausted))
 	s := d.lgStats

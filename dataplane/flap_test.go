@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -55,7 +56,7 @@ func (s *runningSwitch) exited() (bool, error) {
 	}
 }
 
-// TestLGLinkFlap: under iperf3 TCP both ways through lg, sw1's link port
+// TestLGLinkFlap: under iperf3 TCP both ways through lg (and forward), sw1's link port
 // goes down for 2 s and up again (what a failing fibre or a NIC reset does).
 // The dataplanes keep running (a down interface is link state, not an
 // error), count the flap, and TCP flows again both ways afterwards. How
@@ -65,9 +66,15 @@ func TestLGLinkFlap(t *testing.T) {
 		netns.RequireRoot(t)
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
 	}
+	for _, mode := range []Mode{ModeLG, ModeForward} {
+		t.Run(string(mode), func(t *testing.T) { linkFlap(t, mode) })
+	}
+}
+
+func linkFlap(t *testing.T, mode Mode) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	sw1 := startWatched(t, tb.NS("sw1"), Config{Mode: ModeLG})
-	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})
+	sw1 := startWatched(t, tb.NS("sw1"), Config{Mode: mode})
+	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: mode})
 	h1, h2, ns1 := tb.NS("h1"), tb.NS("h2"), tb.NS("sw1")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -149,5 +156,12 @@ func TestLGLinkFlap(t *testing.T) {
 	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
 		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event, a positive time, up now",
 			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
+	}
+	reg := metrics.NewRegistry()
+	if err := sw1.d.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if v := reg.Values()[`linkfabric_port_down_total{port="link0"}`]; v != float64(st.Link.DownEvents) {
+		t.Errorf("exported link0 down events %v, counters say %d", v, st.Link.DownEvents)
 	}
 }
