@@ -107,7 +107,8 @@ func startRun(t *testing.T, c cli, ns string, args ...string) *runProc {
 	return p
 }
 
-// snmp reads /proc/net/snmp of namespace ns as "Proto:Field" → value.
+// snmp reads /proc/net/snmp of namespace ns as "ProtoField" → value
+// ("UdpInCsumErrors").
 func snmp(t *testing.T, ns string) map[string]uint64 {
 	t.Helper()
 	var b []byte
@@ -131,7 +132,7 @@ func snmp(t *testing.T, ns string) map[string]uint64 {
 		}
 		for i := 1; i < len(f) && i < len(names); i++ {
 			if v, err := strconv.ParseUint(f[i], 10, 64); err == nil {
-				m[f[0]+names[i]] = v
+				m[strings.TrimSuffix(f[0], ":")+names[i]] = v
 			}
 		}
 		names = nil
@@ -260,7 +261,10 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 		t.Fatalf("ping h1→h2 through lg with flips: %v", err)
 	}
 	before := map[string]map[string]uint64{h1: snmp(t, h1), h2: snmp(t, h2)}
-	rxDropped0 := map[string]uint64{h1: rxDropped(t, h1), h2: rxDropped(t, h2)}
+	if _, ok := before[h2]["UdpInCsumErrors"]; !ok {
+		t.Fatalf("no UdpInCsumErrors in /proc/net/snmp of %s: %v", h2, before[h2])
+	}
+	vethDrops0 := hostPathDrops(t, tb)
 	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5299")
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -294,8 +298,8 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 			}
 		}
 		rcvbuf += after[ns]["UdpRcvbufErrors"] - before[ns]["UdpRcvbufErrors"]
-		rcvbuf += rxDropped(t, ns) - rxDropped0[ns]
 	}
+	rcvbuf += hostPathDrops(t, tb) - vethDrops0
 	// 3. Each switch counted what the impairment corrupted, and UDP lost
 	// nothing and kept its order.
 	var ingress uint64
@@ -312,6 +316,9 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 		ingress += num(doc, "dataplane", "host", "tx", "dropped")
 		t.Logf("sw%d: impairment flipped %d frames of %d on link0; the dataplane counted %d corrupt (link0 socket drops %d); core: %v",
 			i+1, flipped, num(doc, "port_link0", "impair", "Seen"), corrupt, lost, doc["linkguardian"].(map[string]any)["core"])
+		hd, _ := json.Marshal(map[string]any{"dataplane": doc["dataplane"], "host0": doc["port_host0"],
+			"host_tx_ring_full": num(doc, "linkguardian", "host_tx_ring_full"), "link_tx_ring_full": num(doc, "linkguardian", "link_tx_ring_full")})
+		t.Logf("sw%d host side: %s", i+1, hd)
 		if flipped == 0 {
 			t.Errorf("sw%d: the impairment flipped no bit on link0", i+1)
 		}
@@ -323,7 +330,7 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 		t.Fatalf("iperf3 -u --bidir h1⇄h2: %v\n%s", err, out)
 	}
 	r, perr := parseIperfUDP(out)
-	t.Logf("iperf3 UDP both ways, 40 Mbit/s each: %d datagrams, %d lost, %d out of order; outside the link: %d dropped at the switches' host ports (RX sockets, TX rings), %d at the hosts (eth0 RX, socket buffers)",
+	t.Logf("iperf3 UDP both ways, 40 Mbit/s each: %d datagrams, %d lost, %d out of order; outside the link: %d dropped at the switches' host ports (RX sockets, TX rings), %d on the host veths or in the hosts' socket buffers",
 		r.Packets, r.Lost, r.OutOfOrder, ingress, rcvbuf)
 	if perr != nil {
 		t.Fatalf("%v\n%s", perr, out)
@@ -342,25 +349,35 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 	}
 }
 
-// rxDropped is what eth0 of host namespace ns dropped on receive (e.g. the
-// backlog queue overflowing when a switch delivers a burst).
-func rxDropped(t *testing.T, ns string) uint64 {
+// devDropped is what dev of namespace ns dropped, received and transmitted
+// (veth counts a frame its peer's backlog or XDP ring refused as a TX drop).
+func devDropped(t *testing.T, ns, dev string) uint64 {
 	t.Helper()
-	out, err := exec.Command("ip", "-n", ns, "-s", "-j", "link", "show", "dev", "eth0").Output()
+	out, err := exec.Command("ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev).Output()
 	if err != nil {
-		t.Fatalf("ip -n %s -s -j link show dev eth0: %v", ns, err)
+		t.Fatalf("ip -n %s -s -j link show dev %s: %v", ns, dev, err)
 	}
 	var l []struct {
 		Stats struct {
 			RX struct {
 				Dropped uint64 `json:"dropped"`
 			} `json:"rx"`
+			TX struct {
+				Dropped uint64 `json:"dropped"`
+			} `json:"tx"`
 		} `json:"stats64"`
 	}
 	if err := json.Unmarshal(out, &l); err != nil || len(l) != 1 {
-		t.Fatalf("ip -s -j link of %s eth0: %v\n%s", ns, err, out)
+		t.Fatalf("ip -s -j link of %s %s: %v\n%s", ns, dev, err, out)
 	}
-	return l[0].Stats.RX.Dropped
+	return l[0].Stats.RX.Dropped + l[0].Stats.TX.Dropped
+}
+
+// hostPathDrops sums the drops of the veths between hosts and switches (the
+// hosts' eth0 and the switches' host0), outside the protected link.
+func hostPathDrops(t *testing.T, tb *netns.Testbed) uint64 {
+	return devDropped(t, tb.NS("h1"), "eth0") + devDropped(t, tb.NS("h2"), "eth0") +
+		devDropped(t, tb.NS("sw1"), "host0") + devDropped(t, tb.NS("sw2"), "host0")
 }
 
 // lastLines returns the last n lines of s.
