@@ -388,3 +388,17 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
+
+// TestIntegrityFlag: run --integrity takes crc32c or off and refuses anything
+// else with an error that names the flag and its values; --help says that
+// both ends must agree.
+func TestIntegrityFlag(t *testing.T) {
+	netns.RequireRoot(t)
+	c := cli{bin: buildCLI(t)}
+	c.fails(t, []string{"run", "--host-port", "host0", "--link-port", "link0", "--mode", "lg", "--integrity", "crc32"},
+		"--integrity", "crc32c", "off")
+	h := c.ok(t, "run", "--help")
+	if !strings.Contains(h.stdout, "--integrity") || !strings.Contains(h.stdout, "same --integrity") {
+		t.Errorf("run --help does not document --integrity and that both ends must agree:\n%s", h.stdout)
+	}
+}
