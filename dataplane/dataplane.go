@@ -320,9 +320,9 @@ func pow2AtLeast(n int) int {
 }
 
 // LinkOverhead is how many bytes a frame grows by on a sequenced link (the
-// link header; raise it here when a trailer is added): a link port needs an
-// MTU this much above the host port's.
-func LinkOverhead() int { return seqhdr.MaxOverhead }
+// link header, and the integrity trailer unless --integrity off): a link
+// port needs an MTU this much above the host port's.
+func (c *Config) LinkOverhead() int { return seqhdr.MaxOverhead + c.LG.Integrity.Overhead() }
 
 // ethHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
 const ethHeaderLen = 14
@@ -337,10 +337,9 @@ func (c *Config) checkMTU(hostMTU, linkMTU int) error {
 	if c.Netns != "" {
 		ip, where = "ip -n "+c.Netns, "namespace "+c.Netns
 	}
-	if c.Mode != ModeForward && linkMTU < hostMTU+LinkOverhead() {
-		want := hostMTU + LinkOverhead()
-		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header: full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
-			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, LinkOverhead(), c.Mode, ip, c.LinkPort, want)
+	if over := c.LinkOverhead(); c.Mode != ModeForward && linkMTU < hostMTU+over {
+		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header and integrity trailer (--integrity %s): full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
+			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.LG.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
 	}
 	room := int(c.FrameSize) - unix.XDP_PACKET_HEADROOM
 	for _, p := range []struct {

@@ -36,6 +36,7 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 	add(r.Counter("linkfabric_lg_pfc_tx_total", "PFC pause/resume frames sent.", &s.PFCTx))
 	add(r.Counter("linkfabric_lg_link_tx_ring_full_total", "Link frames that found the TX ring full.", &s.LinkTxRingFull))
 	add(r.Counter("linkfabric_lg_host_tx_ring_full_total", "Delivered frames dropped: host TX ring full.", &s.HostTxRingFull))
+	add(r.Counter("linkfabric_lg_corrupt_frames_total", "Link frames that failed the integrity check (dropped as lost).", &s.Integrity.Corrupt))
 	add(r.Counter("linkfabric_lg_mode_changes_total", "Receiving-mode changes made by the protection policy.", &s.ModeChanges))
 	add(r.Gauge("linkfabric_lg_copies", "N, retransmitted copies per lost frame.", &s.Copies))
 	add(r.GaugeFunc("linkfabric_lg_tx_loss_rate", "Loss rate of the outgoing direction, from loss notifications.", s.LossRate))

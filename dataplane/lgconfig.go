@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/pfc"
 )
@@ -107,6 +108,10 @@ type LGConfig struct {
 	Policy lossmon.Policy
 	// MonitorWindow is the loss monitor's moving window; default 10s.
 	MonitorWindow time.Duration
+	// Integrity is the check every link frame carries (integrity.go): a
+	// CRC32C trailer by default; linkcrc.Off where the NICs' MACs check the
+	// Ethernet FCS. Both ends must agree.
+	Integrity linkcrc.Mode
 
 	// fixedCopies: N was given (Copies or LinkLoss), not measured.
 	fixedCopies bool

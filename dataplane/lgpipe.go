@@ -127,6 +127,8 @@ type LGStats struct {
 	rxLossRate  atomic.Uint64
 	RxMode      atomic.Int64
 	ModeChanges atomic.Uint64
+	// Integrity counts the link frames' integrity check (integrity.go).
+	Integrity IntegrityStats
 }
 
 // RxLossRate is the incoming direction's loss rate measured from gaps.
@@ -255,6 +257,9 @@ func (w *lgWorker) run(ctx context.Context) error {
 			moved += n
 			countRx(&st.Link, w.descs[:n])
 			for _, d := range w.descs[:n] {
+				if !w.checkRx(&d) { // integrity.go: corrupt frames are dropped (lost)
+					continue
+				}
 				b := w.umem.Bytes(d.Addr, d.Len)
 				if pfc.IsMACControl(b) {
 					w.onPFC(now, b)
@@ -454,6 +459,7 @@ func (w *lgWorker) flushTx(s *xdp.Socket, c *PortCounters, full *atomic.Uint64) 
 	if len(w.tx) == 0 {
 		return 0
 	}
+	w.sealTx(s) // integrity.go: the trailer on every link frame
 	n := s.Transmit(w.tx)
 	var bytes uint64
 	for _, d := range w.tx[:n] {

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"strings"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/linkcrc"
 )
 
 // TestCheckMTU: a link port whose MTU cannot carry a host frame of full size
@@ -17,8 +19,9 @@ func TestCheckMTU(t *testing.T) {
 		hostMTU, lkMTU int
 		want           []string
 	}{
-		{"lg link MTU = host MTU", ModeLG, 4096, 1500, 1500, []string{"link0", "lfsw1", "ip -n lfsw1 link set dev link0 mtu 1508"}},
-		{"lgnb link MTU short by one", ModeLGNB, 4096, 1500, 1500 + LinkOverhead() - 1, []string{"link0", "mtu 1508"}},
+		{"lg link MTU = host MTU", ModeLG, 4096, 1500, 1500, []string{"link0", "lfsw1", "ip -n lfsw1 link set dev link0 mtu 1512"}},
+		{"lgnb link MTU short by one", ModeLGNB, 4096, 1500, 1500 + 12 - 1, []string{"link0", "mtu 1512"}},
+		{"lg without a trailer's room", ModeLG, 4096, 1500, 1508, []string{"link0", "mtu 1512", "--integrity crc32c"}},
 		{"monitor too", ModeMonitor, 4096, 9000 - 100, 9000 - 100, []string{"link0"}},
 		{"forward host frame beyond a 2048 UMEM frame", ModeForward, 2048, 3000, 3000, []string{"host0", "--frame-size 4096"}},
 		{"lg link frame beyond a 4096 UMEM frame", ModeLG, 4096, 3500, 3900, []string{"link0", "--frame-size", "mtu"}},
@@ -42,7 +45,7 @@ func TestCheckMTU(t *testing.T) {
 		hostMTU, lkMTU int
 	}{
 		{ModeLG, 4096, 1500, 1516}, // the testbed's
-		{ModeLG, 4096, 1500, 1500 + LinkOverhead()},
+		{ModeLG, 4096, 1500, 1500 + 12},
 		{ModeForward, 4096, 1500, 1500},
 		{ModeForward, 2048, 1500, 1500},
 		{ModeLG, 4096, 3490, 3506},
@@ -51,5 +54,10 @@ func TestCheckMTU(t *testing.T) {
 		if err := c.checkMTU(tc.hostMTU, tc.lkMTU); err != nil {
 			t.Errorf("%s, host MTU %d, link MTU %d, frame size %d: %v", tc.mode, tc.hostMTU, tc.lkMTU, tc.frameSize, err)
 		}
+	}
+	off := Config{HostPort: "host0", LinkPort: "link0", Mode: ModeLG, FrameSize: 4096}
+	off.LG.Integrity = linkcrc.Off
+	if err := off.checkMTU(1500, 1508); err != nil {
+		t.Errorf("lg --integrity off, host MTU 1500, link MTU 1508 (link header only): %v", err)
 	}
 }

@@ -321,6 +321,11 @@ func (b *builder) build() error {
 	if err := hook("links"); err != nil {
 		return err
 	}
+	for _, w := range t.Wires {
+		if err := setupWire(p, w); err != nil {
+			return err
+		}
+	}
 	if tb.Forwarding == ForwardingKernel {
 		if err := addBridges(p, t); err != nil {
 			return err

@@ -48,6 +48,10 @@ type Topology struct {
 	// TxChecksumOff lists the ends ("ns:dev") whose TX checksum offload is
 	// turned off, or the single entry "all".
 	TxChecksumOff []string `yaml:"tx_checksum_off,omitempty" json:"tx_checksum_off,omitempty"`
+	// Wires are the middle namespaces that links with a Wire run through.
+	// Expand fills it in from VethPair.Wire (see wire.go); it is not written
+	// in YAML.
+	Wires []WireNS `yaml:"-" json:"wires,omitempty"`
 }
 
 // VethPair is one veth pair between two ends.
@@ -63,6 +67,9 @@ type VethPair struct {
 	// (retransmissions, loss notifications, PFC), so they do not wait behind
 	// data in queue 0's rings.
 	Queues int `yaml:"queues,omitempty" json:"queues,omitempty"`
+	// Wire, if set, runs the link through a middle namespace where the
+	// kernel forwards it and tc netem can impair it (see wire.go).
+	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
 }
 
 // MaxQueues bounds VethPair.Queues.
@@ -176,7 +183,18 @@ func ParseTopology(b []byte) (*Topology, error) {
 func (t *Topology) Expand() (*Topology, error) {
 	x := *t
 	x.Links = nil
+	x.Namespaces = slices.Clone(t.Namespaces)
+	x.Wires = slices.Clone(t.Wires)
 	for i, l := range t.Links {
+		if l.Wire != nil {
+			if l.Count > 1 {
+				return nil, fmt.Errorf("links[%d] (%s ⇄ %s): a wire needs a single link (count %d): write the links of a bundle one by one", i, l.Ends[0], l.Ends[1], l.Count)
+			}
+			if err := x.addWire(i, l); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if l.MTU == "" {
 			l.MTU = MTUHost
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/spf13/cobra"
@@ -48,6 +49,7 @@ func runCmd() *cobra.Command {
 		statsEvery               time.Duration
 		peerMAC, linkSpeed       string
 		cpuProfile               string
+		integrity                string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --netns NS --host-port IF --link-port IF --mode forward",
@@ -74,10 +76,19 @@ detaches the programs and exits. Statistics are served on --metrics (loopback of
 the namespace by default): /stats.json, read by 'linkfabric stats', and /metrics
 for Prometheus.
 
+Integrity (lg, lgnb, monitor): by default every frame on the link carries a
+CRC32C trailer (--integrity crc32c); a frame that fails it is dropped and counted
+(corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired like a
+lost one, as a real link's FCS check does. veth and tc netem corrupt frames
+without dropping them. On NICs whose MACs check the FCS, --integrity off saves
+the 4 bytes and the CPU. Both ends must be given the same --integrity (nothing
+negotiates it yet): a frame without a trailer fails the check.
+
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
-does both. On a real NIC, give the link ports an MTU at least 8 bytes (the link header)
-above the hosts'; run checks this at startup.`,
+does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
+hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity off);
+run checks this at startup.`,
 		Example: `  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll`,
@@ -95,6 +106,9 @@ above the hosts'; run checks this at startup.`,
 			cfg.Mode = dataplane.Mode(mode)
 			cfg.Netns = ns
 			cfg.Logger = log
+			if cfg.LG.Integrity, err = linkcrc.ParseMode(integrity); err != nil {
+				return err
+			}
 			if peerMAC != "" {
 				hw, err := net.ParseMAC(peerMAC)
 				if err != nil || len(hw) != 6 {
@@ -146,6 +160,7 @@ above the hosts'; run checks this at startup.`,
 	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: 802.1Qbb priority of pause/resume frames")
 	f.StringVar(&linkSpeed, "link-speed", "", "lg: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
 	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb: destination MAC of control frames (default broadcast)")
+	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost) or off (the NICs check the FCS); must be the same on both ends")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
@@ -197,7 +212,7 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			}
 		}()
 	}
-	log.Info(readyMessage, "mode", cfg.Mode, "host", cfg.HostPort, "link", cfg.LinkPort, "busy_poll", cfg.BusyPoll)
+	log.Info(readyMessage, "mode", cfg.Mode, "host", cfg.HostPort, "link", cfg.LinkPort, "busy_poll", cfg.BusyPoll, "integrity", cfg.LG.Integrity.String())
 	err = d.Run(ctx)
 	logStats(d.Stats())
 	if err != nil {
@@ -320,6 +335,8 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"rx_loss_rate":          s.RxLossRate(),
 		"rx_mode":               lg.Mode(s.RxMode.Load()).String(),
 		"mode_changes":          s.ModeChanges.Load(),
+		"corrupt_frames":        s.Integrity.Corrupt.Load(),
+		"integrity_no_room":     s.Integrity.NoRoom.Load(),
 	}
 }
 

@@ -29,6 +29,7 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 		preset   string
 		topoFile string
 		asJSON   bool
+		netem    string
 	)
 	up := &cobra.Command{
 		Use:   "up",
@@ -36,7 +37,8 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 		Example: `  linkfabric testbed up                               # pair, Linux bridges, prefix lf
   linkfabric testbed up --forwarding none --prefix lab # bare ports for linkfabric run
   linkfabric testbed up --preset bundle --mtu 3000
-  linkfabric testbed up --topology my-topology.yaml`,
+  linkfabric testbed up --topology my-topology.yaml
+  linkfabric testbed up --forwarding none --netem "loss 1% corrupt 0.1%"  # kernels with sch_netem`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("testbed up"); err != nil {
 				return err
@@ -44,6 +46,9 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 			topo, err := loadTopology(preset, topoFile)
 			if err != nil {
 				return err
+			}
+			if netem != "" {
+				topo.SetNetem(netem)
 			}
 			tb, err := netns.Up(topo, opts)
 			if err != nil {
@@ -66,6 +71,7 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 	up.Flags().StringVar(&opts.Forwarding, "forwarding", "kernel", "kernel (Linux bridge in each switch) or none (ports left for the dataplane)")
 	up.Flags().IntVar(&opts.MTU, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
 	up.Flags().BoolVar(&asJSON, "json", false, "print the testbed as JSON")
+	up.Flags().StringVar(&netem, "netem", "", `run each switch-to-switch link through a middle namespace ("wire") where the kernel forwards it and tc netem applies these arguments to both directions, e.g. "loss 1% corrupt 0.1% delay 100us rate 1gbit" (needs sch_netem; AF_XDP transmit bypasses the switches' own qdiscs). In YAML: wire: {netem: "..."} on a link`)
 
 	var downPrefix string
 	down := &cobra.Command{

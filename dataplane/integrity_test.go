@@ -1,0 +1,189 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/pfc"
+	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/xdp"
+)
+
+// integrityWorker is an lg worker with a UMEM and no sockets: enough for the
+// integrity hooks (sealTx, checkRx).
+func integrityWorker(t *testing.T, mode linkcrc.Mode) (*lgWorker, *xdp.Socket) {
+	t.Helper()
+	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	d := &Dataplane{cfg: Config{LG: LGConfig{Integrity: mode}}, umem: u}
+	w := &lgWorker{
+		worker:      &worker{d: d, umem: u, free: u.NewFreeList()},
+		hostSock:    new(xdp.Socket),
+		outstanding: make([]uint16, u.FrameCount()),
+		released:    make([]bool, u.FrameCount()),
+		lgs:         &LGStats{},
+	}
+	for i := range w.released {
+		w.released[i] = true
+	}
+	return w, new(xdp.Socket) // a link socket: not the host's
+}
+
+// linkFrames builds one frame of every kind a link port sends, each at the
+// start (DataOffset) of its own UMEM frame: name → descriptor.
+func linkFrames(t *testing.T, w *lgWorker) map[string]xdp.Desc {
+	t.Helper()
+	dst, src := [6]byte{2, 0, 0, 0, 0, 2}, [6]byte{2, 0, 0, 0, 0, 1}
+	out := map[string]xdp.Desc{}
+	alloc := func() (uint64, []byte) {
+		a, ok := w.free.Pop()
+		if !ok {
+			t.Fatal("UMEM exhausted")
+		}
+		w.released[w.idx(a)] = false
+		a += uint64(w.umem.DataOffset())
+		return a, w.umem.Frame(a)
+	}
+	ipv4 := func(b []byte, n int) {
+		copy(b[0:6], dst[:])
+		copy(b[6:12], src[:])
+		binary.BigEndian.PutUint16(b[12:], 0x0800)
+		for i := 14; i < n; i++ {
+			b[i] = byte(i * 7)
+		}
+	}
+	// Data frames: a host frame with the link header inserted (headroom).
+	data := func(name string, n int, h seqhdr.Header) {
+		a, _ := alloc()
+		a += seqhdr.MaxOverhead
+		ipv4(w.umem.Frame(a), n)
+		buf := w.umem.Frame(a - seqhdr.MaxOverhead)
+		off, m, err := seqhdr.Insert(buf, seqhdr.MaxOverhead, n, &h)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = xdp.Desc{Addr: a - seqhdr.MaxOverhead + uint64(off), Len: uint32(m)}
+	}
+	data("data", 1000, seqhdr.Header{Type: seqhdr.TypeData, Seq: 77, HasAck: true, Ack: 12})
+	data("data-64B", 64-seqhdr.MaxOverhead, seqhdr.Header{Type: seqhdr.TypeData, Seq: 78})
+	data("retx", 1500, seqhdr.Header{Type: seqhdr.TypeData, Retx: true, Seq: 79, HasAck: true, Ack: 13})
+	data("unseq", 300, seqhdr.Header{Type: seqhdr.TypeData, Unseq: true, HasAck: true, Ack: 14})
+	ctrl := func(name string, h seqhdr.Header) {
+		a, b := alloc()
+		n, err := seqhdr.PutControl(b, &dst, &src, &h)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = xdp.Desc{Addr: a, Len: uint32(n)}
+	}
+	ctrl("ack", seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 99})
+	ctrl("loss", seqhdr.Header{Type: seqhdr.TypeLoss, Seq: 100, Count: 3, Latest: 104, HasAck: true, Ack: 99})
+	ctrl("dummy", seqhdr.Header{Type: seqhdr.TypeDummy, Seq: 105})
+	a, b := alloc()
+	f := pfc.NewPFC(src, 1, [pfc.NumClasses]uint16{100})
+	n, err := f.Encode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["pfc"] = xdp.Desc{Addr: a, Len: uint32(n)}
+	a, b = alloc()
+	ipv4(b, 600)
+	out["passthrough"] = xdp.Desc{Addr: a, Len: 600}
+	return out
+}
+
+// TestIntegrityEveryFrameType: every kind of frame a link port sends (data,
+// a retransmitted copy, unsequenced data, explicit ACK, loss notification,
+// dummy, PFC, a frame without link header) is sealed at transmit and passes
+// the check at receive with its bytes and length intact; a flip of any one
+// of its bits (as the impairer and a real link make them) fails the check,
+// is counted and frees the frame. A retransmitted copy whose flags and ACK
+// are rewritten is resealed at its next transmission.
+func TestIntegrityEveryFrameType(t *testing.T) {
+	w, sock := integrityWorker(t, linkcrc.CRC32C)
+	frames := linkFrames(t, w)
+	for name, d := range frames {
+		orig := append([]byte(nil), w.umem.Bytes(d.Addr, d.Len)...)
+		w.tx = append(w.tx[:0], d)
+		w.sealTx(sock)
+		s := w.tx[0]
+		if s.Len != d.Len+linkcrc.TrailerLen || w.lgs.Integrity.NoRoom.Load() != 0 {
+			t.Fatalf("%s: sealed length %d of %d (no room %d)", name, s.Len, d.Len, w.lgs.Integrity.NoRoom.Load())
+		}
+		r := s
+		if !w.checkRx(&r) || r.Len != d.Len || string(w.umem.Bytes(r.Addr, r.Len)) != string(orig) {
+			t.Fatalf("%s: the sealed frame failed the check or came back changed (len %d)", name, r.Len)
+		}
+		if name != "pfc" && name != "passthrough" {
+			if _, err := seqhdr.ParseFrame(w.umem.Bytes(r.Addr, r.Len)); err != nil {
+				t.Errorf("%s: link header after the check: %v", name, err)
+			}
+		}
+		b := w.umem.Bytes(s.Addr, s.Len)
+		idx := w.idx(s.Addr)
+		for bit := 0; bit < 8*len(b); bit++ {
+			before := w.lgs.Integrity.Corrupt.Load()
+			b[bit/8] ^= 1 << (bit % 8)
+			r := s
+			w.released[idx] = false
+			if w.checkRx(&r) {
+				t.Fatalf("%s: a flip of bit %d passed the check", name, bit)
+			}
+			if w.lgs.Integrity.Corrupt.Load() != before+1 || !w.released[idx] {
+				t.Fatalf("%s: a corrupt frame was not counted (%d) or not freed (%v)", name, w.lgs.Integrity.Corrupt.Load()-before, w.released[idx])
+			}
+			w.free.Pop() // take the freed frame back: the test still uses it
+			b[bit/8] ^= 1 << (bit % 8)
+		}
+	}
+	// A retransmission: the core rewrites the flag and the ACK in place;
+	// the old trailer no longer matches, the new transmission's does.
+	d := frames["data"]
+	b := w.umem.Bytes(d.Addr, d.Len)
+	seqhdr.SetRetx(b, true)
+	seqhdr.SetAck(b, 500)
+	r := xdp.Desc{Addr: d.Addr, Len: d.Len + linkcrc.TrailerLen}
+	w.released[w.idx(d.Addr)] = false
+	if w.checkRx(&r) {
+		t.Fatal("a rewritten frame passed with the trailer of its first transmission")
+	}
+	w.free.Pop()
+	w.tx = append(w.tx[:0], d)
+	w.sealTx(sock)
+	if r := w.tx[0]; !w.checkRx(&r) {
+		t.Fatal("a retransmitted copy sealed at its transmission failed the check")
+	}
+}
+
+// TestIntegrityHostAndOff: frames to the host port get no trailer, a frame
+// with no room after it in its UMEM frame is counted, and with the check
+// off nothing is added or verified.
+func TestIntegrityHostAndOff(t *testing.T) {
+	w, sock := integrityWorker(t, linkcrc.CRC32C)
+	d := linkFrames(t, w)["passthrough"]
+	w.tx = append(w.tx[:0], d)
+	w.sealTx(w.hostSock)
+	if w.tx[0].Len != d.Len {
+		t.Errorf("a frame to the host port got a trailer")
+	}
+	full := xdp.Desc{Addr: d.Addr, Len: w.umem.MaxFrameLen()}
+	w.tx = append(w.tx[:0], full)
+	w.sealTx(sock)
+	if w.tx[0].Len != full.Len || w.lgs.Integrity.NoRoom.Load() != 1 {
+		t.Errorf("a frame filling its UMEM frame: len %d, no room counted %d", w.tx[0].Len, w.lgs.Integrity.NoRoom.Load())
+	}
+
+	w, sock = integrityWorker(t, linkcrc.Off)
+	d = linkFrames(t, w)["data"]
+	w.tx = append(w.tx[:0], d)
+	w.sealTx(sock)
+	r := w.tx[0]
+	w.umem.Bytes(r.Addr, r.Len)[20] ^= 1
+	if r.Len != d.Len || !w.checkRx(&r) || r.Len != d.Len {
+		t.Errorf("--integrity off changed or checked the frame")
+	}
+}
