@@ -32,7 +32,9 @@ type lgPipeline struct {
 	port *lg.Port
 	tx   *Tx // the worker's, valid during Receive and Poll
 
-	queue lgQueue // host frames waiting for the link (PFC pause, TX buffer full)
+	// Host frames waiting for the link (PFC pause of their class, LG
+	// pause, credit window full), one queue per traffic class.
+	queue classQueues
 
 	pfcClass int
 	pfcSpeed uint64
@@ -52,20 +54,6 @@ type lgPipeline struct {
 
 	lgs *LGStats
 }
-
-// lgQueue is a fixed ring of host frames waiting for the link.
-type lgQueue struct {
-	buf        []lg.Frame
-	head, tail uint32 // tail-head = length
-}
-
-func (q *lgQueue) len() int        { return int(q.tail - q.head) }
-func (q *lgQueue) free() int       { return len(q.buf) - q.len() }
-func (q *lgQueue) push(f lg.Frame) { q.buf[q.tail&uint32(len(q.buf)-1)] = f; q.tail++ }
-func (q *lgQueue) front() lg.Frame { return q.buf[q.head&uint32(len(q.buf)-1)] }
-func (q *lgQueue) pop()            { q.head++ }
-func newLGQueue(n int) lgQueue     { return lgQueue{buf: make([]lg.Frame, n)} }
-func (q *lgQueue) empty() bool     { return q.head == q.tail }
 
 // Bytes implements lg.Memory.
 func (pl *lgPipeline) Bytes(h lg.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
@@ -136,6 +124,11 @@ type LGCore struct {
 	// because the TX buffer was full (no ACK yet) or a PFC pause was in force.
 	HeldByCreditNs int64 `json:"held_by_credit_ns,omitempty"`
 	HeldByPauseNs  int64 `json:"held_by_pause_ns,omitempty"`
+	// ClassFrames counts host frames queued per 802.1p class (VLAN PCP, or
+	// the IP class selector); PausedClasses is the classes paused by PFC
+	// frames from the link at the last publish (bit c: class c).
+	ClassFrames   [pfc.NumClasses]uint64 `json:"class_frames"`
+	PausedClasses uint8                  `json:"paused_classes"`
 }
 
 // Core returns a copy of the core's counters as last published.
@@ -163,7 +156,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		w:        w,
 		d:        d,
 		tx:       &w.tx,
-		queue:    newLGQueue(1024),
+		queue:    newClassQueues(1024),
 		pfcClass: d.cfg.LG.PFCClass,
 		pfcSpeed: d.cfg.LG.LinkSpeed,
 		local:    d.linkMAC,
@@ -191,7 +184,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 // Room implements Pipeline: host frames up to the queue's free space.
 func (pl *lgPipeline) Room(port int) int {
 	if port == portHost {
-		return pl.queue.free()
+		return pl.queue.room()
 	}
 	return math.MaxInt
 }
@@ -201,7 +194,8 @@ func (pl *lgPipeline) Room(port int) int {
 func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
 	if port == portHost {
 		for _, d := range descs {
-			pl.queue.push(lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
+			class := Classify(pl.w.Bytes(d.Addr, min(int(d.Len), 18)))
+			pl.queue.push(class, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
 		}
 		return
 	}
@@ -225,11 +219,12 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	p := pl.port
 	// Leave room on the link TX ring for control frames and copies.
 	budget := tx.Space(portLink, laneData) - 2*len(pl.w.descs)
-	for budget > 0 && !pl.queue.empty() && p.CanSend(now) {
-		if !p.Send(now, pl.queue.front()) {
+	for budget > 0 && p.CanSend(now) {
+		class, ok := pl.queue.head(now)
+		if !ok || !p.Send(now, pl.queue.front(class)) {
 			break
 		}
-		pl.queue.pop()
+		pl.queue.pop(class)
 		budget--
 	}
 	pl.trackHeld(now, p)
@@ -266,7 +261,13 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	}
 	p.Out.Reset()
 	pl.periodic(now)
-	return p.NextDeadline(now, pl.queue.empty())
+	next := p.NextDeadline(now, pl.queue.empty())
+	if !pl.queue.empty() {
+		if r, ok := pl.queue.Gate.NextResume(now); ok {
+			next = min(next, r)
+		}
+	}
+	return next
 }
 
 // Stop implements Pipeline.
@@ -350,13 +351,19 @@ func (pl *lgPipeline) applyPolicy(now int64, p *lg.Port, rate float64) {
 	}
 }
 
-// onPFC applies a PFC (or 802.3x PAUSE) frame from the peer to the sender.
+// onPFC applies a PFC (or 802.3x PAUSE) frame received on the link port: it
+// gates the host frames of the classes it names, and a pause of the
+// protected class pauses LinkGuardian's sender.
 func (pl *lgPipeline) onPFC(now int64, b []byte) {
 	var f pfc.Frame
 	if pfc.Decode(b, &f) != nil {
 		return
 	}
 	pl.lgs.PFCRx.Add(1)
+	// Every PAUSE/PFC frame gates the host frames of the classes it names.
+	pl.queue.Gate.Apply(&f, now, pl.pfcSpeed)
+	// LinkGuardian's own backpressure (the peer's reorder buffer) pauses
+	// the whole sender.
 	q := f.Quanta[0]
 	if f.Opcode == pfc.OpPFC {
 		if f.ClassEnable&(1<<pl.pfcClass) == 0 {
@@ -412,6 +419,8 @@ func (pl *lgPipeline) publish(p *lg.Port) {
 		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
+	s.core.ClassFrames = pl.queue.Frames
+	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)
 	if p.S != nil {
 		if s.core.Sender == nil {
 			s.core.Sender = new(lg.SenderStats)
