@@ -228,14 +228,16 @@ func (d *Dataplane) Run(ctx context.Context) error {
 				"nice", n, "err", err)
 		}
 	}
-	if d.cfg.Mode == ModeForward {
-		return newWorker(d).run(ctx)
+	w := newWorker(d)
+	var p Pipeline = forwardPipeline{}
+	if d.cfg.Mode != ModeForward {
+		lgp, err := newLGPipeline(w)
+		if err != nil {
+			return err
+		}
+		p = lgp
 	}
-	w, err := newLGWorker(d)
-	if err != nil {
-		return err
-	}
-	return w.run(ctx)
+	return w.run(ctx, p)
 }
 
 // Close detaches the XDP programs and releases the sockets and the UMEM.

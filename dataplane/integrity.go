@@ -10,11 +10,11 @@ import (
 // Integrity check of link frames (modes lg, lgnb, monitor; package linkcrc).
 //
 // With LGConfig.Integrity = linkcrc.CRC32C (the default) every frame the link
-// port transmits gets a CRC32C trailer, computed when the frame is placed on
-// the TX ring (sealTx, from flushTx): a retransmitted copy has its retx flag
-// and ACK rewritten before each send, so each transmission is sealed anew.
-// Every frame received on the link port is verified before anything reads it
-// (checkRx, first thing in the receive loop); one that fails is counted in
+// port transmits gets a CRC32C trailer, computed when the worker places the
+// frame on the TX ring (sealTx): a retransmitted copy has its retx flag and
+// ACK rewritten before each send, so each transmission is sealed anew.
+// Every frame received on the link port is verified before the pipeline
+// sees it (checkRx, in the worker's receive loop); one that fails is counted in
 // IntegrityStats.Corrupt and freed, so to the LinkGuardian core it is a lost
 // frame, which it repairs. That is what a real link does with a frame that
 // fails its FCS.
@@ -41,35 +41,40 @@ type IntegrityStats struct {
 	NoRoom atomic.Uint64
 }
 
-// checkRx verifies the integrity trailer of the link frame d and removes it
-// (d.Len shrinks). A frame that fails is counted, freed, and false returned:
-// the caller drops it.
-func (w *lgWorker) checkRx(d *xdp.Desc) bool {
-	if w.d.cfg.LG.Integrity == linkcrc.Off {
-		return true
+// checkRx verifies and removes the integrity trailer of every frame of
+// descs, received on port, if the port's frames carry one. A frame that
+// fails is counted and released, and left out: checkRx returns the frames
+// that passed (descs compacted in place).
+func (w *worker) checkRx(port int, descs []xdp.Desc) []xdp.Desc {
+	if !w.sealed[port] {
+		return descs
 	}
-	n, ok := linkcrc.Check(w.umem.Bytes(d.Addr, d.Len))
-	if !ok {
-		w.lgs.Integrity.Corrupt.Add(1)
-		w.release(d.Addr)
-		return false
+	ok := descs[:0]
+	for _, d := range descs {
+		n, good := linkcrc.Check(w.umem.Bytes(d.Addr, d.Len))
+		if !good {
+			w.integrity.Corrupt.Add(1)
+			w.refs.release(d.Addr)
+			continue
+		}
+		d.Len = uint32(n)
+		ok = append(ok, d)
 	}
-	d.Len = uint32(n)
-	return true
+	return ok
 }
 
-// sealTx appends the integrity trailer to every frame of the TX batch w.tx
-// for socket s, unless s is the host port's (frames to the host carry none).
-func (w *lgWorker) sealTx(s *xdp.Socket) {
-	if s == w.hostSock || w.d.cfg.LG.Integrity == linkcrc.Off {
+// sealTx appends the integrity trailer to every frame of list, to be sent on
+// port, if the port's frames carry one.
+func (w *worker) sealTx(port int, list []xdp.Desc) {
+	if !w.sealed[port] {
 		return
 	}
-	for i := range w.tx {
-		d := &w.tx[i]
+	for i := range list {
+		d := &list[i]
 		if n, ok := linkcrc.Seal(w.umem.Frame(d.Addr), int(d.Len)); ok {
 			d.Len = uint32(n)
 		} else {
-			w.lgs.Integrity.NoRoom.Add(1)
+			w.integrity.NoRoom.Add(1)
 		}
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
-// integrityWorker is an lg worker with a UMEM and no sockets: enough for the
-// integrity hooks (sealTx, checkRx).
-func integrityWorker(t *testing.T, mode linkcrc.Mode) (*lgWorker, *xdp.Socket) {
+// integrityWorker is a worker with a UMEM and no sockets: enough for the
+// integrity hooks (sealTx, checkRx). The link port carries the check unless
+// mode is Off.
+func integrityWorker(t *testing.T, mode linkcrc.Mode) *worker {
 	t.Helper()
 	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 16})
 	if err != nil {
@@ -20,31 +21,39 @@ func integrityWorker(t *testing.T, mode linkcrc.Mode) (*lgWorker, *xdp.Socket) {
 	}
 	t.Cleanup(func() { u.Close() })
 	d := &Dataplane{cfg: Config{LG: LGConfig{Integrity: mode}}, umem: u}
-	w := &lgWorker{
-		worker:      &worker{d: d, umem: u, free: u.NewFreeList()},
-		hostSock:    new(xdp.Socket),
-		outstanding: make([]uint16, u.FrameCount()),
-		released:    make([]bool, u.FrameCount()),
-		lgs:         &LGStats{},
+	w := &worker{d: d, umem: u, refs: newFrameRefs(u), integrity: &IntegrityStats{}}
+	w.sealed[portLink] = mode != linkcrc.Off
+	return w
+}
+
+// sealOne seals a copy of d for port and returns it.
+func sealOne(w *worker, port int, d xdp.Desc) xdp.Desc {
+	l := []xdp.Desc{d}
+	w.sealTx(port, l)
+	return l[0]
+}
+
+// checkOne checks d as received on the link port; false if it was dropped.
+func checkOne(w *worker, d *xdp.Desc) bool {
+	got := w.checkRx(portLink, []xdp.Desc{*d})
+	if len(got) == 0 {
+		return false
 	}
-	for i := range w.released {
-		w.released[i] = true
-	}
-	return w, new(xdp.Socket) // a link socket: not the host's
+	*d = got[0]
+	return true
 }
 
 // linkFrames builds one frame of every kind a link port sends, each at the
 // start (DataOffset) of its own UMEM frame: name → descriptor.
-func linkFrames(t *testing.T, w *lgWorker) map[string]xdp.Desc {
+func linkFrames(t *testing.T, w *worker) map[string]xdp.Desc {
 	t.Helper()
 	dst, src := [6]byte{2, 0, 0, 0, 0, 2}, [6]byte{2, 0, 0, 0, 0, 1}
 	out := map[string]xdp.Desc{}
 	alloc := func() (uint64, []byte) {
-		a, ok := w.free.Pop()
+		a, ok := w.refs.alloc()
 		if !ok {
 			t.Fatal("UMEM exhausted")
 		}
-		w.released[w.idx(a)] = false
 		a += uint64(w.umem.DataOffset())
 		return a, w.umem.Frame(a)
 	}
@@ -104,18 +113,16 @@ func linkFrames(t *testing.T, w *lgWorker) map[string]xdp.Desc {
 // is counted and frees the frame. A retransmitted copy whose flags and ACK
 // are rewritten is resealed at its next transmission.
 func TestIntegrityEveryFrameType(t *testing.T) {
-	w, sock := integrityWorker(t, linkcrc.CRC32C)
+	w := integrityWorker(t, linkcrc.CRC32C)
 	frames := linkFrames(t, w)
 	for name, d := range frames {
 		orig := append([]byte(nil), w.umem.Bytes(d.Addr, d.Len)...)
-		w.tx = append(w.tx[:0], d)
-		w.sealTx(sock)
-		s := w.tx[0]
-		if s.Len != d.Len+linkcrc.TrailerLen || w.lgs.Integrity.NoRoom.Load() != 0 {
-			t.Fatalf("%s: sealed length %d of %d (no room %d)", name, s.Len, d.Len, w.lgs.Integrity.NoRoom.Load())
+		s := sealOne(w, portLink, d)
+		if s.Len != d.Len+linkcrc.TrailerLen || w.integrity.NoRoom.Load() != 0 {
+			t.Fatalf("%s: sealed length %d of %d (no room %d)", name, s.Len, d.Len, w.integrity.NoRoom.Load())
 		}
 		r := s
-		if !w.checkRx(&r) || r.Len != d.Len || string(w.umem.Bytes(r.Addr, r.Len)) != string(orig) {
+		if !checkOne(w, &r) || r.Len != d.Len || string(w.umem.Bytes(r.Addr, r.Len)) != string(orig) {
 			t.Fatalf("%s: the sealed frame failed the check or came back changed (len %d)", name, r.Len)
 		}
 		if name != "pfc" && name != "passthrough" {
@@ -124,19 +131,19 @@ func TestIntegrityEveryFrameType(t *testing.T) {
 			}
 		}
 		b := w.umem.Bytes(s.Addr, s.Len)
-		idx := w.idx(s.Addr)
+		idx := w.refs.idx(s.Addr)
 		for bit := 0; bit < 8*len(b); bit++ {
-			before := w.lgs.Integrity.Corrupt.Load()
+			before := w.integrity.Corrupt.Load()
 			b[bit/8] ^= 1 << (bit % 8)
 			r := s
-			w.released[idx] = false
-			if w.checkRx(&r) {
+			w.refs.hold(s.Addr)
+			if checkOne(w, &r) {
 				t.Fatalf("%s: a flip of bit %d passed the check", name, bit)
 			}
-			if w.lgs.Integrity.Corrupt.Load() != before+1 || !w.released[idx] {
-				t.Fatalf("%s: a corrupt frame was not counted (%d) or not freed (%v)", name, w.lgs.Integrity.Corrupt.Load()-before, w.released[idx])
+			if w.integrity.Corrupt.Load() != before+1 || w.refs.held[idx] {
+				t.Fatalf("%s: a corrupt frame was not counted (%d) or not freed (held %v)", name, w.integrity.Corrupt.Load()-before, w.refs.held[idx])
 			}
-			w.free.Pop() // take the freed frame back: the test still uses it
+			w.refs.free.Pop() // take the freed frame back: the test still uses it
 			b[bit/8] ^= 1 << (bit % 8)
 		}
 	}
@@ -147,14 +154,12 @@ func TestIntegrityEveryFrameType(t *testing.T) {
 	seqhdr.SetRetx(b, true)
 	seqhdr.SetAck(b, 500)
 	r := xdp.Desc{Addr: d.Addr, Len: d.Len + linkcrc.TrailerLen}
-	w.released[w.idx(d.Addr)] = false
-	if w.checkRx(&r) {
+	w.refs.hold(d.Addr)
+	if checkOne(w, &r) {
 		t.Fatal("a rewritten frame passed with the trailer of its first transmission")
 	}
-	w.free.Pop()
-	w.tx = append(w.tx[:0], d)
-	w.sealTx(sock)
-	if r := w.tx[0]; !w.checkRx(&r) {
+	w.refs.free.Pop()
+	if r := sealOne(w, portLink, d); !checkOne(w, &r) {
 		t.Fatal("a retransmitted copy sealed at its transmission failed the check")
 	}
 }
@@ -163,27 +168,21 @@ func TestIntegrityEveryFrameType(t *testing.T) {
 // with no room after it in its UMEM frame is counted, and with the check
 // off nothing is added or verified.
 func TestIntegrityHostAndOff(t *testing.T) {
-	w, sock := integrityWorker(t, linkcrc.CRC32C)
+	w := integrityWorker(t, linkcrc.CRC32C)
 	d := linkFrames(t, w)["passthrough"]
-	w.tx = append(w.tx[:0], d)
-	w.sealTx(w.hostSock)
-	if w.tx[0].Len != d.Len {
+	if s := sealOne(w, portHost, d); s.Len != d.Len {
 		t.Errorf("a frame to the host port got a trailer")
 	}
 	full := xdp.Desc{Addr: d.Addr, Len: w.umem.MaxFrameLen()}
-	w.tx = append(w.tx[:0], full)
-	w.sealTx(sock)
-	if w.tx[0].Len != full.Len || w.lgs.Integrity.NoRoom.Load() != 1 {
-		t.Errorf("a frame filling its UMEM frame: len %d, no room counted %d", w.tx[0].Len, w.lgs.Integrity.NoRoom.Load())
+	if s := sealOne(w, portLink, full); s.Len != full.Len || w.integrity.NoRoom.Load() != 1 {
+		t.Errorf("a frame filling its UMEM frame: len %d, no room counted %d", s.Len, w.integrity.NoRoom.Load())
 	}
 
-	w, sock = integrityWorker(t, linkcrc.Off)
+	w = integrityWorker(t, linkcrc.Off)
 	d = linkFrames(t, w)["data"]
-	w.tx = append(w.tx[:0], d)
-	w.sealTx(sock)
-	r := w.tx[0]
+	r := sealOne(w, portLink, d)
 	w.umem.Bytes(r.Addr, r.Len)[20] ^= 1
-	if r.Len != d.Len || !w.checkRx(&r) || r.Len != d.Len {
+	if r.Len != d.Len || !checkOne(w, &r) || r.Len != d.Len {
 		t.Errorf("--integrity off changed or checked the frame")
 	}
 }

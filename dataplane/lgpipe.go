@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"context"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -14,38 +13,28 @@ import (
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
-// lgWorker runs LinkGuardian on the link port: host frames are sequenced and
-// kept in the TX buffer, link frames go through the receiver (reorder or
-// de-duplication) before they reach the host port.
-//
-// Frame lifetime. A UMEM frame may be on a TX ring several times at once (a
-// frame in the TX buffer is sent, then retransmitted N times) while the core
-// has already released it (ACKed). So every frame has a count of TX
-// descriptors outstanding and a flag "released"; it returns to the free list
-// only when released and with nothing outstanding.
+// lgPipeline runs LinkGuardian on the link port: host frames are sequenced
+// and kept in the TX buffer, link frames go through the receiver (reorder or
+// de-duplication) before they reach the host port. The worker owns the rings
+// and the frames' reference counts (a frame in the TX buffer is sent, then
+// retransmitted N times, while the core may already have released it).
 //
 // Lanes. When the link port has a second queue, it is the priority lane:
-// PFC frames, loss notifications and retransmitted copies leave on its
-// socket, and it is read before the data lane. On veth, a frame sent on
-// queue i arrives on the peer's queue i, so recovery never waits behind the
-// data in either end's rings (the switch's high-priority queue). Explicit
-// ACKs and dummies stay on the data lane: a dummy must not overtake the data
-// it follows.
-type lgWorker struct {
-	*worker
-	port     *lg.Port
-	hostSock *xdp.Socket
-	linkSock *xdp.Socket // data lane: link queue 0
-	prioSock *xdp.Socket // priority lane: link queue 1, or linkSock
-	linkRx   []*xdp.Socket
-	txSocks  []*xdp.Socket
+// PFC frames, loss notifications and retransmitted copies leave on it, and
+// the worker reads and kicks it first. On veth, a frame sent on queue i
+// arrives on the peer's queue i, so recovery never waits behind the data in
+// either end's rings (the switch's high-priority queue). Explicit ACKs and
+// dummies stay on the data lane: a dummy must not overtake the data it
+// follows.
+type lgPipeline struct {
+	w    *worker
+	d    *Dataplane
+	port *lg.Port
+	tx   *Tx // the worker's, valid during Receive and Poll
 
-	outstanding []uint16 // TX descriptors in flight, per UMEM frame index
-	released    []bool   // the core (or host path) is done with the frame
-
-	queue lgQueue // host frames waiting for the link (PFC pause, TX buffer full)
-
-	tx []xdp.Desc // one TX batch being assembled
+	// Host frames waiting for the link (PFC pause of their class, LG
+	// pause, credit window full), one queue per traffic class.
+	queue classQueues
 
 	pfcClass int
 	pfcSpeed uint64
@@ -55,44 +44,28 @@ type lgWorker struct {
 	// every publish: the reorder buffer's drain rate for the thresholds.
 	peakRate          float64
 	rateBytes, rateAt int64
-	prioFrames        uint64 // frames placed on the priority lane
+	prioLane          bool
 	// Host frames held: since when (0: not held), and by what.
 	heldSince, heldCredit, heldPause int64
 	heldByPause                      bool
 
+	publishAt, monitorAt, rmonAt int64
+	mon, rmon                    *lossmon.Monitor
+
 	lgs *LGStats
 }
 
-// hostQueueLen is how many host frames may wait for the link (a power of two).
-const hostQueueLen = 1024
-
-// lgQueue is a fixed ring of host frames waiting for the link.
-type lgQueue struct {
-	buf        []lg.Frame
-	head, tail uint32 // tail-head = length
-}
-
-func (q *lgQueue) len() int          { return int(q.tail - q.head) }
-func (q *lgQueue) free() int         { return len(q.buf) - q.len() }
-func (q *lgQueue) push(f lg.Frame)   { q.buf[q.tail&uint32(len(q.buf)-1)] = f; q.tail++ }
-func (q *lgQueue) front() lg.Frame   { return q.buf[q.head&uint32(len(q.buf)-1)] }
-func (q *lgQueue) pop()              { q.head++ }
-func newLGQueue(n int) lgQueue       { return lgQueue{buf: make([]lg.Frame, n)} }
-func (q *lgQueue) empty() bool       { return q.head == q.tail }
-func (w *lgWorker) idx(a uint64) int { return w.umem.FrameIndex(a) }
-
 // Bytes implements lg.Memory.
-func (w *lgWorker) Bytes(h lg.Handle, n int) []byte { return w.umem.Bytes(uint64(h), uint32(n)) }
+func (pl *lgPipeline) Bytes(h lg.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
 // Alloc implements lg.Memory: a free UMEM frame for a control frame.
-func (w *lgWorker) Alloc() (lg.Handle, bool) {
-	a, ok := w.free.Pop()
-	if !ok {
-		return 0, false
-	}
-	w.released[w.idx(a)] = false
-	return lg.Handle(a + uint64(w.umem.DataOffset())), true
+func (pl *lgPipeline) Alloc() (lg.Handle, bool) {
+	a, ok := pl.tx.Alloc()
+	return lg.Handle(a), ok
 }
+
+// hostQueueLen is how many host frames may wait for the link.
+const hostQueueLen = 1024
 
 // LGStats are the LinkGuardian statistics of a dataplane: the core's counters
 // (copied by the worker every few milliseconds) and live histograms.
@@ -156,6 +129,11 @@ type LGCore struct {
 	// because the TX buffer was full (no ACK yet) or a PFC pause was in force.
 	HeldByCreditNs int64 `json:"held_by_credit_ns,omitempty"`
 	HeldByPauseNs  int64 `json:"held_by_pause_ns,omitempty"`
+	// ClassFrames counts host frames queued per 802.1p class (VLAN PCP, or
+	// the IP class selector); PausedClasses is the classes paused by PFC
+	// frames from the link at the last publish (bit c: class c).
+	ClassFrames   [pfc.NumClasses]uint64 `json:"class_frames"`
+	PausedClasses uint8                  `json:"paused_classes"`
 }
 
 // Core returns a copy of the core's counters as last published.
@@ -177,410 +155,285 @@ func (s *LGStats) Core() LGCore {
 // LossRate is the measured loss rate of the protected outgoing direction.
 func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
 
-func newLGWorker(d *Dataplane) (*lgWorker, error) {
-	w := &lgWorker{
-		worker:      newWorker(d),
-		hostSock:    d.host.socks[0],
-		linkSock:    d.link.socks[0],
-		prioSock:    d.link.socks[0],
-		outstanding: make([]uint16, d.umem.FrameCount()),
-		released:    make([]bool, d.umem.FrameCount()),
-		queue:       newLGQueue(hostQueueLen),
-		tx:          make([]xdp.Desc, 0, 4*d.cfg.Batch),
-		pfcClass:    d.cfg.LG.PFCClass,
-		pfcSpeed:    d.cfg.LG.LinkSpeed,
-		lgs:         d.lgStats,
+func newLGPipeline(w *worker) (*lgPipeline, error) {
+	d := w.d
+	pl := &lgPipeline{
+		w:        w,
+		d:        d,
+		tx:       &w.tx,
+		queue:    newClassQueues(hostQueueLen),
+		pfcClass: d.cfg.LG.PFCClass,
+		pfcSpeed: d.cfg.LG.LinkSpeed,
+		local:    d.linkMAC,
+		prioLane: len(d.link.socks) > 1,
+		lgs:      d.lgStats,
 	}
-	for i := range w.released {
-		w.released[i] = true
-	}
-	if len(d.link.socks) > 1 {
-		w.prioSock = d.link.socks[1]
-	}
-	w.linkRx = []*xdp.Socket{w.prioSock}
-	for _, s := range d.link.socks {
-		if s != w.prioSock {
-			w.linkRx = append(w.linkRx, s)
-		}
-	}
-	// Kicked in this order: in copy mode a kick does the receiving side's
-	// work too (the peer's XDP program, or the host's whole TCP receive),
-	// so a loss notification or a copy kicked after 256 deliveries to the
-	// host waited for them.
-	if w.prioSock != w.linkSock {
-		w.txSocks = append(w.txSocks, w.prioSock)
-	}
-	w.txSocks = append(w.txSocks, w.linkSock, w.hostSock)
-	cfg := d.cfg.LG.core(d.cfg.Mode, d.linkMAC)
-	w.local = d.linkMAC
-	p, err := lg.NewPort(cfg, w)
+	p, err := lg.NewPort(d.cfg.LG.core(d.cfg.Mode, d.linkMAC), pl)
 	if err != nil {
 		return nil, err
 	}
-	w.port = p
+	pl.port = p
 	if p.S != nil {
-		w.lgs.Copies.Store(int64(d.cfg.LG.Copies))
+		pl.lgs.Copies.Store(int64(d.cfg.LG.Copies))
+		if !d.cfg.LG.fixedCopies {
+			pl.mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
+		}
 	}
-	return w, nil
+	if p.R != nil {
+		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(d.cfg.LG.MonitorWindow), MinSamples: 10000})
+		pl.lgs.RxMode.Store(int64(p.R.Mode()))
+	}
+	return pl, nil
 }
 
-func (w *lgWorker) run(ctx context.Context) error {
-	var stop atomic.Bool
-	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
-	st := &w.d.stats
-	epoch := time.Now()
-	for _, s := range w.all {
-		w.refill(s)
+// Room implements Pipeline: host frames up to the queue's free space.
+func (pl *lgPipeline) Room(port int) int {
+	if port == portHost {
+		return pl.queue.room()
 	}
-	p := w.port
-	var publishAt, monitorAt, rmonAt int64
-	var mon *lossmon.Monitor
-	if p.S != nil && !w.d.cfg.LG.fixedCopies {
-		mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
+	return math.MaxInt
+}
+
+// Receive implements Pipeline: link frames go to the core (PFC frames to the
+// sender's pause state), host frames to the queue.
+func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
+	if port == portHost {
+		for _, d := range descs {
+			class := Classify(pl.w.Bytes(d.Addr, min(int(d.Len), 18)))
+			pl.queue.push(class, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
+		}
+		return
 	}
-	var rmon *lossmon.Monitor
-	if p.R != nil {
-		rmon, _ = lossmon.New(lossmon.Config{Window: int64(w.d.cfg.LG.MonitorWindow), MinSamples: 10000})
-		w.lgs.RxMode.Store(int64(p.R.Mode()))
-	}
-	for !stop.Load() {
-		st.Loops.Add(1)
-		now := int64(time.Since(epoch))
-		moved := 0
-
-		// 1. Link → core, priority lane first.
-		for _, s := range w.linkRx {
-			n := s.Receive(w.descs)
-			if n == 0 {
-				continue
-			}
-			moved += n
-			countRx(&st.Link, w.descs[:n])
-			for _, d := range w.descs[:n] {
-				if !w.checkRx(&d) { // integrity.go: corrupt frames are dropped (lost)
-					continue
-				}
-				b := w.umem.Bytes(d.Addr, d.Len)
-				if pfc.IsMACControl(b) {
-					w.onPFC(now, b)
-					w.release(d.Addr)
-					continue
-				}
-				w.released[w.idx(d.Addr)] = false
-				p.Receive(now, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
-			}
-		}
-		// 2. Host → queue → core.
-		for _, s := range w.d.host.socks {
-			room := min(w.queue.free(), len(w.descs))
-			if room == 0 {
-				break
-			}
-			n := s.Receive(w.descs[:room])
-			if n == 0 {
-				continue
-			}
-			moved += n
-			countRx(&st.Host, w.descs[:n])
-			for _, d := range w.descs[:n] {
-				w.released[w.idx(d.Addr)] = false
-				w.queue.push(lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
-			}
-		}
-		// Leave room on the link TX ring for control frames and copies.
-		budget := w.linkSock.TxFree() - 2*len(w.descs)
-		for budget > 0 && !w.queue.empty() && p.CanSend(now) {
-			if !p.Send(now, w.queue.front()) {
-				break
-			}
-			w.queue.pop()
-			budget--
-		}
-		w.trackHeld(now, p)
-		p.Poll(now, w.queue.empty())
-
-		// 3. Transmit in priority order: PFC, loss notifications and
-		// retransmissions on the priority lane; normal, explicit ACKs and
-		// dummies on the data lane.
-		w.tx = w.tx[:0]
-		for _, ev := range p.Out.Events {
-			switch ev.Kind {
-			case lg.EvPause:
-				w.sendPFC(ev.Nanos)
-			case lg.EvResume:
-				w.sendPFC(0)
-			case lg.EvRecovered:
-				w.lgs.RetxDelay.Record(uint64(ev.Nanos))
-				if ev.Count == 0 {
-					w.lgs.RetxDelayFirst.Record(uint64(ev.Nanos))
-				}
-			}
-		}
-		w.queueTx(p.Out.Urgent)
-		w.queueTx(p.Out.Retx)
-		if w.prioSock != w.linkSock {
-			w.prioFrames += uint64(w.flushTx(w.prioSock, &st.Link, &w.lgs.LinkTxRingFull))
-			w.tx = w.tx[:0]
-		}
-		w.queueTx(p.Out.Normal)
-		w.queueTx(p.Out.Low)
-		w.flushTx(w.linkSock, &st.Link, &w.lgs.LinkTxRingFull)
-		w.tx = w.tx[:0]
-		w.queueTx(p.Out.Deliver)
-		w.flushTx(w.hostSock, &st.Host, &w.lgs.HostTxRingFull)
-		// Delivered frames belong to the host path now: those on the TX ring
-		// return after completion, those that did not fit (counted) at once.
-		for _, f := range p.Out.Deliver {
-			w.releaseFrame(uint64(f.H))
-		}
-		for _, f := range p.Out.Free {
-			w.releaseFrame(uint64(f.H))
-		}
-		busy := moved > 0 || len(p.Out.Normal) > 0 || len(p.Out.Retx) > 0
-		p.Out.Reset()
-
-		pending := 0
-		for _, s := range w.txSocks {
-			n, err := w.kick(s)
-			if err != nil {
-				return err
-			}
-			pending += n
-		}
-		for _, s := range w.all {
-			w.reclaimLG(s)
-			w.refill(s)
-		}
-
-		if busy {
-			w.sample(p)
-		}
-		if now >= publishAt {
-			publishAt = now + int64(20*time.Millisecond)
-			w.sampleRate(now, int64(st.Host.TX.Bytes.Load()))
-			w.publish(p)
-			w.tune(p)
-		}
-		if mon != nil && now >= monitorAt {
-			monitorAt = now + int64(10*time.Millisecond)
-			// Frames sent vs frames the peer reported lost (once per
-			// notification round: lost copies count again, as they should).
-			mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
-			if rate, ok := mon.Rate(now); ok {
-				w.lgs.lossRate.Store(uint64(rate * 1e12))
-				n := lossmon.CopiesLimit(w.d.cfg.LG.TargetLoss, rate, w.d.cfg.LG.MaxCopies)
-				if int64(n) != w.lgs.Copies.Load() {
-					p.S.SetCopies(n)
-					w.lgs.Copies.Store(int64(n))
-				}
-			}
-		}
-
-		if rmon != nil && now >= rmonAt {
-			rmonAt = now + int64(100*time.Millisecond)
-			rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
-			if rate, ok := rmon.Rate(now); ok {
-				w.lgs.rxLossRate.Store(uint64(rate * 1e12))
-				if w.d.cfg.LG.Auto {
-					received, lost := rmon.Totals(now)
-					w.applyPolicy(now, p, rate, received, lost)
-				}
-			}
-		}
-
-		if busy || pending > 0 {
+	for _, d := range descs {
+		b := pl.w.Bytes(d.Addr, int(d.Len))
+		if pfc.IsMACControl(b) {
+			pl.onPFC(now, b)
+			tx.Release(d.Addr)
 			continue
 		}
-		// A full queue takes no more host frames: do not wake for them
-		// (the host socket stays readable, so polling it would spin while
-		// the sender waits for ACKs or a PFC resume).
-		for i := range w.d.host.socks {
-			w.poller.WantRead(i, w.queue.free() > 0)
+		pl.port.Receive(now, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
+	}
+}
+
+// Poll implements Pipeline: host frames from the queue to the core as credit
+// and pauses allow, the core's timers, then the core's output in priority
+// order (PFC, loss notifications and retransmissions on the priority lane;
+// normal frames, explicit ACKs and dummies on the data lane; deliveries to
+// the host port), and the periodic statistics, monitors and tuning.
+func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
+	p := pl.port
+	// Leave room on the link TX ring for control frames and copies.
+	budget := tx.Space(portLink, laneData) - 2*len(pl.w.descs)
+	for budget > 0 && p.CanSend(now) {
+		class, ok := pl.queue.head(now)
+		if !ok || !p.Send(now, pl.queue.front(class)) {
+			break
 		}
-		// Idle: sleep until a frame arrives or the core's next timer (an
-		// explicit ACK, a dummy, a re-notification, a pause refresh or end)
-		// is due. Spinning instead would starve the other processes of a
-		// two-core machine.
-		timeout := w.downTimeout(w.d.cfg.PollTimeout)
-		if dl := p.NextDeadline(now, w.queue.empty()); dl != math.MaxInt64 {
-			timeout = min(timeout, max(time.Duration(dl-now), minTimerSleep))
-		}
-		if err := w.idle(timeout); err != nil {
-			return err
+		pl.queue.pop(class)
+		budget--
+	}
+	pl.trackHeld(now, p)
+	p.Poll(now, pl.queue.empty())
+
+	for _, ev := range p.Out.Events {
+		switch ev.Kind {
+		case lg.EvPause:
+			pl.sendPFC(ev.Nanos)
+		case lg.EvResume:
+			pl.sendPFC(0)
+		case lg.EvRecovered:
+			pl.lgs.RetxDelay.Record(uint64(ev.Nanos))
+			if ev.Count == 0 {
+				pl.lgs.RetxDelayFirst.Record(uint64(ev.Nanos))
+			}
 		}
 	}
-	w.publish(p)
-	return nil
+	pl.send(tx, portLink, lanePrio, p.Out.Urgent)
+	pl.send(tx, portLink, lanePrio, p.Out.Retx)
+	pl.send(tx, portLink, laneData, p.Out.Normal)
+	pl.send(tx, portLink, laneData, p.Out.Low)
+	pl.send(tx, portHost, laneData, p.Out.Deliver)
+	// Delivered frames belong to the host path now: those on the TX ring
+	// return after completion, those that did not fit (counted) at once.
+	for _, f := range p.Out.Deliver {
+		tx.Release(uint64(f.H))
+	}
+	for _, f := range p.Out.Free {
+		tx.Release(uint64(f.H))
+	}
+	if len(p.Out.Normal) > 0 || len(p.Out.Retx) > 0 {
+		pl.sample(p)
+	}
+	p.Out.Reset()
+	pl.periodic(now)
+	next := p.NextDeadline(now, pl.queue.empty())
+	if !pl.queue.empty() {
+		if r, ok := pl.queue.Gate.NextResume(now); ok {
+			next = min(next, r)
+		}
+	}
+	return next
+}
+
+// Stop implements Pipeline.
+func (pl *lgPipeline) Stop() { pl.publish(pl.port) }
+
+func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []lg.Frame) {
+	for _, f := range fs {
+		tx.Send(port, lane, uint64(f.H), f.Len)
+	}
+}
+
+// periodic publishes statistics and tunes (every 20 ms), sets N from the
+// measured loss of the outgoing direction (10 ms) and applies the protection
+// policy to the incoming one (100 ms).
+func (pl *lgPipeline) periodic(now int64) {
+	p, st := pl.port, &pl.d.stats
+	if now >= pl.publishAt {
+		pl.publishAt = now + int64(20*time.Millisecond)
+		pl.sampleRate(now, int64(st.Host.TX.Bytes.Load()))
+		pl.lgs.LinkTxRingFull.Store(st.Link.TX.Dropped.Load())
+		pl.lgs.HostTxRingFull.Store(st.Host.TX.Dropped.Load())
+		pl.publish(p)
+		pl.tune(p)
+	}
+	if pl.mon != nil && now >= pl.monitorAt {
+		pl.monitorAt = now + int64(10*time.Millisecond)
+		// Frames sent vs frames the peer reported lost (once per
+		// notification round: lost copies count again, as they should).
+		pl.mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
+		if rate, ok := pl.mon.Rate(now); ok {
+			pl.lgs.lossRate.Store(uint64(rate * 1e12))
+			n := lossmon.CopiesLimit(pl.d.cfg.LG.TargetLoss, rate, pl.d.cfg.LG.MaxCopies)
+			if int64(n) != pl.lgs.Copies.Load() {
+				p.S.SetCopies(n)
+				pl.lgs.Copies.Store(int64(n))
+			}
+		}
+	}
+	if pl.rmon != nil && now >= pl.rmonAt {
+		pl.rmonAt = now + int64(100*time.Millisecond)
+		pl.rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
+		if rate, ok := pl.rmon.Rate(now); ok {
+			pl.lgs.rxLossRate.Store(uint64(rate * 1e12))
+			if pl.d.cfg.LG.Auto {
+				received, lost := pl.rmon.Totals(now)
+				pl.applyPolicy(now, p, rate, received, lost)
+			}
+		}
+	}
 }
 
 // trackHeld accounts the time host frames wait for the link with the reason
 // that held them first.
-func (w *lgWorker) trackHeld(now int64, p *lg.Port) {
-	held := !w.queue.empty() && !p.CanSend(now)
+func (pl *lgPipeline) trackHeld(now int64, p *lg.Port) {
+	held := !pl.queue.empty() && !p.CanSend(now)
 	switch {
-	case held && w.heldSince == 0:
-		w.heldSince, w.heldByPause = now, p.S.Paused(now)
-	case !held && w.heldSince != 0:
-		if w.heldByPause {
-			w.heldPause += now - w.heldSince
+	case held && pl.heldSince == 0:
+		pl.heldSince, pl.heldByPause = now, p.S.Paused(now)
+	case !held && pl.heldSince != 0:
+		if pl.heldByPause {
+			pl.heldPause += now - pl.heldSince
 		} else {
-			w.heldCredit += now - w.heldSince
+			pl.heldCredit += now - pl.heldSince
 		}
-		w.heldSince = 0
+		pl.heldSince = 0
 	}
 }
 
 // applyPolicy switches the receiver's mode as the policy decides for the
 // measured loss rate of the incoming direction.
-func (w *lgWorker) applyPolicy(now int64, p *lg.Port, rate float64, received, lost uint64) {
+func (pl *lgPipeline) applyPolicy(now int64, p *lg.Port, rate float64, received, lost uint64) {
 	cur := p.R.Mode()
-	want := autoMode(w.d.cfg.LG.Policy, received, lost, cur)
+	want := autoMode(pl.d.cfg.LG.Policy, received, lost, cur)
 	if want == cur {
 		return
 	}
 	if p.R.SetMode(now, want) {
-		w.lgs.RxMode.Store(int64(want))
-		w.lgs.ModeChanges.Add(1)
-		w.d.cfg.Logger.Info("protection policy changed the receiving mode",
-			"dev", w.d.cfg.LinkPort, "from", cur.String(), "to", want.String(), "loss_rate", rate)
+		pl.lgs.RxMode.Store(int64(want))
+		pl.lgs.ModeChanges.Add(1)
+		pl.d.cfg.Logger.Info("protection policy changed the receiving mode",
+			"dev", pl.d.cfg.LinkPort, "from", cur.String(), "to", want.String(), "loss_rate", rate)
 	}
 }
 
-func (w *lgWorker) queueTx(fs []lg.Frame) {
-	for _, f := range fs {
-		w.tx = append(w.tx, xdp.Desc{Addr: uint64(f.H), Len: uint32(f.Len)})
-	}
-}
-
-// flushTx places w.tx on s's TX ring, counting each frame as outstanding. It
-// returns how many were placed; the rest are counted in full (they are not
-// sent; the core recovers link frames as losses).
-func (w *lgWorker) flushTx(s *xdp.Socket, c *PortCounters, full *atomic.Uint64) int {
-	if len(w.tx) == 0 {
-		return 0
-	}
-	w.sealTx(s) // integrity.go: the trailer on every link frame
-	n := s.Transmit(w.tx)
-	var bytes uint64
-	for _, d := range w.tx[:n] {
-		w.outstanding[w.idx(d.Addr)]++
-		bytes += uint64(d.Len)
-	}
-	c.TX.Frames.Add(uint64(n))
-	c.TX.Bytes.Add(bytes)
-	if n < len(w.tx) {
-		c.TX.Dropped.Add(uint64(len(w.tx) - n))
-		full.Add(uint64(len(w.tx) - n))
-	}
-	return n
-}
-
-// releaseFrame records that the core or the host path is done with the frame
-// holding address a; it goes back to the free list once no TX descriptor
-// refers to it.
-func (w *lgWorker) releaseFrame(a uint64) {
-	i := w.idx(a)
-	if w.released[i] {
-		return // already released (a frame listed twice in one iteration)
-	}
-	w.released[i] = true
-	if w.outstanding[i] == 0 {
-		w.free.Push(w.umem.FrameBase(a))
-	}
-}
-
-// release returns a frame the worker itself consumed (e.g. a PFC frame).
-func (w *lgWorker) release(a uint64) {
-	w.released[w.idx(a)] = false
-	w.releaseFrame(a)
-}
-
-// reclaimLG processes TX completions with the outstanding counts.
-func (w *lgWorker) reclaimLG(s *xdp.Socket) {
-	for {
-		n := s.Complete(w.addrs)
-		if n == 0 {
-			return
-		}
-		for _, a := range w.addrs[:n] {
-			i := w.idx(a)
-			w.outstanding[i]--
-			if w.outstanding[i] == 0 && w.released[i] {
-				w.free.Push(w.umem.FrameBase(a))
-			}
-		}
-	}
-}
-
-// onPFC applies a PFC (or 802.3x PAUSE) frame from the peer to the sender.
-func (w *lgWorker) onPFC(now int64, b []byte) {
+// onPFC applies a PFC (or 802.3x PAUSE) frame received on the link port: it
+// gates the host frames of the classes it names, and a pause of the
+// protected class pauses LinkGuardian's sender.
+func (pl *lgPipeline) onPFC(now int64, b []byte) {
 	var f pfc.Frame
 	if pfc.Decode(b, &f) != nil {
 		return
 	}
-	w.lgs.PFCRx.Add(1)
+	pl.lgs.PFCRx.Add(1)
+	// Every PAUSE/PFC frame gates the host frames of the classes it names.
+	pl.queue.Gate.Apply(&f, now, pl.pfcSpeed)
+	// LinkGuardian's own backpressure (the peer's reorder buffer) pauses
+	// the whole sender.
 	q := f.Quanta[0]
 	if f.Opcode == pfc.OpPFC {
-		if f.ClassEnable&(1<<w.pfcClass) == 0 {
+		if f.ClassEnable&(1<<pl.pfcClass) == 0 {
 			return
 		}
-		q = f.Quanta[w.pfcClass]
+		q = f.Quanta[pl.pfcClass]
 	}
 	if q == 0 {
-		w.port.Resume(now)
+		pl.port.Resume(now)
 		return
 	}
-	w.port.Pause(now, pfc.QuantaToNanos(q, w.pfcSpeed))
+	pl.port.Pause(now, pfc.QuantaToNanos(q, pl.pfcSpeed))
 }
 
-// sendPFC puts a PFC frame pausing (d > 0) or resuming (d == 0) the
-// protected class at the head of the link TX batch.
-func (w *lgWorker) sendPFC(d int64) {
-	h, ok := w.Alloc()
+// sendPFC sends a PFC frame pausing (d > 0) or resuming (d == 0) the
+// protected class on the priority lane, ahead of the core's output.
+func (pl *lgPipeline) sendPFC(d int64) {
+	a, ok := pl.tx.Alloc()
 	if !ok {
 		return
 	}
 	var quanta [pfc.NumClasses]uint16
-	quanta[w.pfcClass] = pfc.NanosToQuanta(d, w.pfcSpeed)
-	if d > 0 && quanta[w.pfcClass] == 0 {
-		quanta[w.pfcClass] = 1
+	quanta[pl.pfcClass] = pfc.NanosToQuanta(d, pl.pfcSpeed)
+	if d > 0 && quanta[pl.pfcClass] == 0 {
+		quanta[pl.pfcClass] = 1
 	}
-	f := pfc.NewPFC(w.local, 1<<w.pfcClass, quanta)
-	n, err := f.Encode(w.umem.Bytes(uint64(h), pfc.FrameLen))
-	if err != nil {
-		w.releaseFrame(uint64(h))
-		return
+	f := pfc.NewPFC(pl.local, 1<<pl.pfcClass, quanta)
+	n, err := f.Encode(pl.w.Bytes(a, pfc.FrameLen))
+	if err == nil {
+		pl.tx.Send(portLink, lanePrio, a, n)
+		pl.lgs.PFCTx.Add(1)
 	}
-	w.tx = append(w.tx, xdp.Desc{Addr: uint64(h), Len: uint32(n)})
-	w.lgs.PFCTx.Add(1)
-	// Free once transmitted: flushTx counts it outstanding first.
-	w.port.Out.Free = append(w.port.Out.Free, lg.Frame{H: h, Len: n})
+	// Free once transmitted (the worker counts the descriptor first).
+	pl.tx.Release(a)
 }
 
-func (w *lgWorker) sample(p *lg.Port) {
+func (pl *lgPipeline) sample(p *lg.Port) {
 	if p.S != nil {
-		w.lgs.TxBuf.Record(uint64(p.S.Outstanding()))
+		pl.lgs.TxBuf.Record(uint64(p.S.Outstanding()))
 	}
 	if p.R != nil {
 		_, b := p.R.Buffered()
-		w.lgs.Reorder.Record(uint64(b))
+		pl.lgs.Reorder.Record(uint64(b))
 	}
 }
 
-func (w *lgWorker) publish(p *lg.Port) {
-	s := w.lgs
+func (pl *lgPipeline) publish(p *lg.Port) {
+	s := pl.lgs
 	s.mu.Lock()
 	s.core.Port = p.Stats
-	s.core.PriorityLane = w.prioSock != w.linkSock
-	s.core.PriorityFrames = w.prioFrames
-	s.core.HeldByCreditNs, s.core.HeldByPauseNs = w.heldCredit, w.heldPause
+	s.core.PriorityLane = pl.prioLane
+	if pl.prioLane {
+		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
+	}
+	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
+	s.core.ClassFrames = pl.queue.Frames
+	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)
 	if p.S != nil {
 		if s.core.Sender == nil {
 			s.core.Sender = new(lg.SenderStats)
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
-		s.core.TxBuffer, s.core.Credit = w.d.cfg.LG.TxBuffer, w.d.cfg.LG.credit
+		s.core.TxBuffer, s.core.Credit = pl.d.cfg.LG.TxBuffer, pl.d.cfg.LG.credit
 	}
 	if p.R != nil {
 		if s.core.Receiver == nil {
@@ -593,10 +446,6 @@ func (w *lgWorker) publish(p *lg.Port) {
 	s.mu.Unlock()
 }
 
-// minTimerSleep is the shortest sleep of an idle worker whose next timer is
-// due (or overdue: a control frame found no free UMEM frame).
-const minTimerSleep = 2 * time.Microsecond
-
 // minRetxStep and maxRetxStep bound the re-notification interval derived
 // from measured retransmission delays.
 const (
@@ -606,31 +455,31 @@ const (
 
 // sampleRate updates the peak rate of frames delivered to the host port from
 // its byte counter.
-func (w *lgWorker) sampleRate(now, bytes int64) {
-	if w.rateAt > 0 && now > w.rateAt {
-		w.peakRate = max(w.peakRate, float64(bytes-w.rateBytes)*8e9/float64(now-w.rateAt))
+func (pl *lgPipeline) sampleRate(now, bytes int64) {
+	if pl.rateAt > 0 && now > pl.rateAt {
+		pl.peakRate = max(pl.peakRate, float64(bytes-pl.rateBytes)*8e9/float64(now-pl.rateAt))
 	}
-	w.rateBytes, w.rateAt = bytes, now
+	pl.rateBytes, pl.rateAt = bytes, now
 }
 
 // tune sets the receiver's timers and thresholds from the retransmission
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
-func (w *lgWorker) tune(p *lg.Port) {
-	c := &w.d.cfg.LG
+func (pl *lgPipeline) tune(p *lg.Port) {
+	c := &pl.d.cfg.LG
 	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds) {
 		return // nothing to tune
 	}
 	var snap metrics.Snapshot
-	w.lgs.RetxDelayFirst.SnapshotInto(&snap)
+	pl.lgs.RetxDelayFirst.SnapshotInto(&snap)
 	if snap.Count < 20 {
 		return
 	}
 	if c.AckTimeout == 0 {
-		w.tuneTimers(p, &snap)
+		tuneTimers(p, &snap)
 	}
-	if !c.fixedThresholds && w.peakRate > 0 {
-		resume := tunedResume(int64(snap.Quantile(0.99)), w.peakRate, c.MTU+18, c.credit)
+	if !c.fixedThresholds && pl.peakRate > 0 {
+		resume := tunedResume(int64(snap.Quantile(0.99)), pl.peakRate, c.MTU+18, c.credit)
 		p.R.SetThresholds(resume, lg.PauseThreshold(resume, c.MTU+18))
 	}
 }
@@ -647,7 +496,7 @@ func tunedResume(flight int64, rate float64, frameLen, credit int) int {
 // tuneTimers sets the receiver's timers from the largest retransmission delay
 // measured so far (Appendix B.1): renotify after 1.5× it, skip the hole after
 // three such intervals but never before minAckNoTimeout.
-func (w *lgWorker) tuneTimers(p *lg.Port, snap *metrics.Snapshot) {
+func tuneTimers(p *lg.Port, snap *metrics.Snapshot) {
 	renotify, ackNo, _ := lg.Timers(int64(snap.Max), 1.5, 2)
 	if renotify < minRetxStep || renotify > maxRetxStep {
 		renotify = min(max(renotify, minRetxStep), maxRetxStep)

@@ -3,72 +3,220 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"time"
 
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
 )
 
-// worker is the loop that owns every ring of both ports. One goroutine, locked
-// to its OS thread; nothing in it allocates per frame.
+// Pipeline is what a link's mode does with frames: forward, lg/lgnb/monitor,
+// and later cells and FEC. The worker owns every ring, the kick order,
+// completion, refill, idling and the clock; a pipeline owns no loop, no
+// socket and no timer. Everything is called from the worker's one goroutine.
+//
+// Ports are numbered as in the node (portHost, portLink); a lane is one of a
+// port's AF_XDP sockets (its receive queue). On a link port with two or more
+// queues, lane 1 is the priority lane (lanePrio): it is read first and
+// kicked first, at both ends.
+type Pipeline interface {
+	// Room is how many frames the pipeline takes from port now. The worker
+	// receives no more, and does not wake for a port without room.
+	Room(port int) int
+	// Receive takes a batch received on a lane of port. The pipeline owns
+	// each frame: it sends it (tx.Send) and releases it (tx.Release), now
+	// or later.
+	Receive(now int64, port, lane int, descs []xdp.Desc, tx *Tx)
+	// Poll runs the pipeline's queues and timers at now and returns when its
+	// next timer is due (math.MaxInt64: none).
+	Poll(now int64, tx *Tx) (next int64)
+	// Stop is called once when the worker ends (final statistics).
+	Stop()
+}
+
+// Port numbers of a node, and lanes of a port.
+const (
+	portHost = 0
+	portLink = 1
+	numPorts = 2
+
+	laneData = 0
+	lanePrio = 1
+)
+
+// Tx collects what a pipeline sends and releases in one loop iteration; the
+// worker places it on the TX rings (priority lanes of link ports first, the
+// host port last) and frees what is released once no descriptor refers to it.
+type Tx struct {
+	w     *worker
+	lists [numPorts][][]xdp.Desc
+	rel   []uint64
+	n     int // descriptors queued this iteration
+}
+
+// Send queues frame (addr, n bytes) for port's lane. A lane the port does
+// not have falls back to its data lane.
+func (t *Tx) Send(port, lane int, addr uint64, n int) {
+	l := t.lists[port]
+	if lane >= len(l) {
+		lane = laneData
+	}
+	l[lane] = append(l[lane], xdp.Desc{Addr: addr, Len: uint32(n)})
+	t.n++
+}
+
+// Release ends the pipeline's hold on a frame (see frameRefs).
+func (t *Tx) Release(addr uint64) { t.rel = append(t.rel, addr) }
+
+// Space is how many more descriptors port's lane can take this iteration.
+func (t *Tx) Space(port, lane int) int {
+	l := t.lists[port]
+	if lane >= len(l) {
+		lane = laneData
+	}
+	return t.w.ports[port].socks[lane].TxFree() - len(l[lane])
+}
+
+// Lanes is the number of lanes of port.
+func (t *Tx) Lanes(port int) int { return len(t.lists[port]) }
+
+// Alloc takes a free UMEM frame for a frame the pipeline builds (a control
+// frame); it returns the address to write at, or false if none is free.
+func (t *Tx) Alloc() (uint64, bool) {
+	a, ok := t.w.refs.alloc()
+	if !ok {
+		return 0, false
+	}
+	return a + uint64(t.w.umem.DataOffset()), true
+}
+
+// worker is the loop that owns every ring of the node's ports. One
+// goroutine, locked to its OS thread; nothing in it allocates per frame.
 type worker struct {
-	d      *Dataplane
-	umem   *xdp.Umem
-	free   *xdp.FreeList
+	d        *Dataplane
+	umem     *xdp.Umem
+	refs     *frameRefs
+	ports    [numPorts]*Port
+	counters [numPorts]*PortCounters
+	// rx is the receive order (link priority lane first); kick the kick
+	// order (link priority lane, link data lane, host port). pollIdx maps
+	// rx entries to the poller's sockets.
+	rx     []lane
+	kick   []lane
+	all    []*xdp.Socket
+	poller *xdp.Poller
 	descs  []xdp.Desc
 	addrs  []uint64
-	poller *xdp.Poller
-	all    []*xdp.Socket
-	// Frames received on a host socket leave on linkTx and vice versa.
-	hostTx, linkTx *xdp.Socket
-	busy           bool
-	epoch          time.Time // the worker clock's zero
+	tx     Tx
+	busy   bool
+	// laneFrames counts the frames placed on each lane's TX ring (read by
+	// pipelines for their statistics, in the worker's goroutine).
+	laneFrames [numPorts][]uint64
+	// sealed says which ports' frames carry the integrity trailer
+	// (integrity.go), counted in integrity.
+	sealed    [numPorts]bool
+	integrity *IntegrityStats
+	epoch     time.Time // the worker clock's zero
+}
+
+type lane struct {
+	port, lane int
+	s          *xdp.Socket
+	poll       int // index in the poller
 }
 
 func newWorker(d *Dataplane) *worker {
 	w := &worker{
-		d:      d,
-		umem:   d.umem,
-		free:   d.umem.NewFreeList(),
-		descs:  make([]xdp.Desc, d.cfg.Batch),
-		addrs:  make([]uint64, d.cfg.Batch),
-		hostTx: d.host.socks[0],
-		linkTx: d.link.socks[0],
-		busy:   d.cfg.BusyPoll,
-		epoch:  time.Now(),
+		d:        d,
+		umem:     d.umem,
+		refs:     newFrameRefs(d.umem),
+		ports:    [numPorts]*Port{d.host, d.link},
+		counters: [numPorts]*PortCounters{&d.stats.Host, &d.stats.Link},
+		descs:    make([]xdp.Desc, d.cfg.Batch),
+		addrs:    make([]uint64, d.cfg.Batch),
+		busy:     d.cfg.BusyPoll,
+		epoch:    time.Now(),
 	}
-	w.all = append(append(w.all, d.host.socks...), d.link.socks...)
+	if d.cfg.Mode != ModeForward && d.cfg.LG.Integrity != linkcrc.Off {
+		w.sealed[portLink] = true
+		w.integrity = &d.lgStats.Integrity
+	}
+	w.tx.w = w
+	for p, port := range w.ports {
+		w.tx.lists[p] = make([][]xdp.Desc, len(port.socks))
+		w.laneFrames[p] = make([]uint64, len(port.socks))
+		for l := range port.socks {
+			w.tx.lists[p][l] = make([]xdp.Desc, 0, 4*d.cfg.Batch)
+		}
+	}
+	add := func(list []lane, p, l int) []lane {
+		return append(list, lane{port: p, lane: l, s: w.ports[p].socks[l]})
+	}
+	link := w.ports[portLink].socks
+	if len(link) > 1 {
+		w.rx = add(w.rx, portLink, lanePrio)
+		w.kick = add(w.kick, portLink, lanePrio)
+	}
+	for l := range link {
+		if l != lanePrio || len(link) == 1 {
+			w.rx = add(w.rx, portLink, l)
+		}
+	}
+	w.kick = add(w.kick, portLink, laneData)
+	for l := range w.ports[portHost].socks {
+		w.rx = add(w.rx, portHost, l)
+	}
+	w.kick = add(w.kick, portHost, laneData)
+	for i := range w.rx {
+		w.rx[i].poll = len(w.all)
+		w.all = append(w.all, w.rx[i].s)
+	}
 	w.poller = xdp.NewPoller(w.all...)
 	return w
 }
 
-func (w *worker) run(ctx context.Context) error {
+// Bytes returns n bytes of UMEM at address a.
+func (w *worker) Bytes(a uint64, n int) []byte { return w.umem.Bytes(a, uint32(n)) }
+
+func (w *worker) run(ctx context.Context, p Pipeline) error {
 	var stop atomic.Bool
 	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
-	nhost := len(w.d.host.socks)
+	defer p.Stop()
 	st := &w.d.stats
 	for _, s := range w.all {
 		w.refill(s)
 	}
 	for !stop.Load() {
 		st.Loops.Add(1)
+		now := w.now()
 		moved := 0
-		for i, s := range w.all {
-			n := s.Receive(w.descs)
+		for _, r := range w.rx {
+			room := min(p.Room(r.port), len(w.descs))
+			if room <= 0 {
+				continue
+			}
+			n := r.s.Receive(w.descs[:room])
 			if n == 0 {
 				continue
 			}
 			moved += n
-			if i < nhost {
-				w.forward(w.descs[:n], &st.Host, w.linkTx, &st.Link)
-			} else {
-				w.forward(w.descs[:n], &st.Link, w.hostTx, &st.Host)
+			countRx(w.counters[r.port], w.descs[:n])
+			for _, d := range w.descs[:n] {
+				w.refs.hold(d.Addr)
+			}
+			if got := w.checkRx(r.port, w.descs[:n]); len(got) > 0 {
+				p.Receive(now, r.port, r.lane, got, &w.tx)
 			}
 		}
+		next := p.Poll(now, &w.tx)
+		queued := w.tx.n
+		w.flush()
+
 		pending := 0
-		for _, s := range []*xdp.Socket{w.hostTx, w.linkTx} {
-			n, err := w.kick(s)
+		for _, k := range w.kick {
+			n, err := w.kickLane(k)
 			if err != nil {
 				return err
 			}
@@ -78,14 +226,66 @@ func (w *worker) run(ctx context.Context) error {
 			w.reclaim(s)
 			w.refill(s)
 		}
-		if moved > 0 || pending > 0 {
+		if moved > 0 || queued > 0 || pending > 0 {
 			continue
 		}
-		if err := w.idle(w.downTimeout(w.d.cfg.PollTimeout)); err != nil {
+		// A port without room takes no frames: do not wake for it (its
+		// socket stays readable, so polling it would spin while the
+		// pipeline waits for ACKs or a resume).
+		for _, r := range w.rx {
+			w.poller.WantRead(r.poll, p.Room(r.port) > 0)
+		}
+		// Idle: sleep until a frame arrives or the pipeline's next timer is
+		// due. Spinning instead would starve the other processes of a
+		// two-core machine.
+		timeout := w.downTimeout(w.d.cfg.PollTimeout)
+		if next != math.MaxInt64 {
+			timeout = min(timeout, max(time.Duration(next-now), minTimerSleep))
+		}
+		if err := w.idle(timeout); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// minTimerSleep is the shortest sleep of an idle worker whose next timer is
+// due (or overdue: a control frame found no free UMEM frame).
+const minTimerSleep = 2 * time.Microsecond
+
+// flush places the queued descriptors on their TX rings, counting each
+// placed one as outstanding and what did not fit as dropped (a link frame
+// is then recovered like a loss), then applies the releases.
+func (w *worker) flush() {
+	for _, k := range w.kick {
+		lists := w.tx.lists[k.port]
+		// The host port and a link port without a priority lane send
+		// on lane 0 only; other lanes of a port fall back to it in Send.
+		list := lists[k.lane]
+		if len(list) == 0 {
+			continue
+		}
+		w.sealTx(k.port, list)
+		n := k.s.Transmit(list)
+		var bytes uint64
+		for _, d := range list[:n] {
+			w.refs.sent(d.Addr)
+			bytes += uint64(d.Len)
+		}
+		w.laneFrames[k.port][k.lane] += uint64(n)
+		c := w.counters[k.port]
+		c.TX.Frames.Add(uint64(n))
+		c.TX.Bytes.Add(bytes)
+		if n < len(list) {
+			c.TX.Dropped.Add(uint64(len(list) - n))
+		}
+		lists[k.lane] = list[:0]
+	}
+	for _, a := range w.tx.rel {
+		w.refs.release(a)
+	}
+	w.tx.rel = w.tx.rel[:0]
+	w.tx.n = 0
 }
 
 // idle waits for work. In busy-poll mode it wakes every socket (which
@@ -105,20 +305,6 @@ func (w *worker) idle(timeout time.Duration) error {
 	return err
 }
 
-// forward moves a received batch unchanged to the TX ring of out.
-func (w *worker) forward(descs []xdp.Desc, in *PortCounters, out *xdp.Socket, outc *PortCounters) {
-	bytes := countRx(in, descs)
-	sent := w.transmit(out, descs)
-	outc.TX.Frames.Add(uint64(sent))
-	if sent < len(descs) {
-		outc.TX.Dropped.Add(uint64(len(descs) - sent))
-		for _, d := range descs[sent:] {
-			bytes -= uint64(d.Len)
-		}
-	}
-	outc.TX.Bytes.Add(bytes)
-}
-
 // countRx counts a received batch on c and returns its bytes.
 func countRx(c *PortCounters, descs []xdp.Desc) uint64 {
 	var bytes uint64
@@ -130,17 +316,7 @@ func countRx(c *PortCounters, descs []xdp.Desc) uint64 {
 	return bytes
 }
 
-// transmit places descs on out's TX ring, returning what did not fit to the
-// free list. It returns how many were placed.
-func (w *worker) transmit(out *xdp.Socket, descs []xdp.Desc) int {
-	sent := out.Transmit(descs)
-	for _, d := range descs[sent:] {
-		w.free.Push(w.umem.FrameBase(d.Addr))
-	}
-	return sent
-}
-
-// reclaim returns frames the kernel finished transmitting to the free list.
+// reclaim uncounts the descriptors the kernel finished transmitting.
 func (w *worker) reclaim(s *xdp.Socket) {
 	for {
 		n := s.Complete(w.addrs)
@@ -148,7 +324,7 @@ func (w *worker) reclaim(s *xdp.Socket) {
 			return
 		}
 		for _, a := range w.addrs[:n] {
-			w.free.Push(w.umem.FrameBase(a))
+			w.refs.completed(a)
 		}
 	}
 }
@@ -160,7 +336,7 @@ func (w *worker) refill(s *xdp.Socket) {
 		if want == 0 {
 			return
 		}
-		n := w.free.PopN(w.addrs[:want])
+		n := w.refs.free.PopN(w.addrs[:want])
 		if n == 0 {
 			w.d.stats.FramesExhausted.Add(1)
 			return
@@ -182,26 +358,19 @@ func isDown(err error) bool {
 // now is the worker clock (ns since the worker started).
 func (w *worker) now() int64 { return int64(time.Since(w.epoch)) }
 
-// portOf is the port s belongs to, with its counters.
-func (w *worker) portOf(s *xdp.Socket) (*Port, *PortCounters) {
-	if s.Ifname() == w.d.host.Name {
-		return w.d.host, &w.d.stats.Host
-	}
-	return w.d.link, &w.d.stats.Link
-}
-
-// kick makes the kernel transmit what is on s's TX ring and returns how
-// many frames are still pending there. An interface that is down (a link
-// flap, a NIC reset) is link state, not an error: the port is marked down
-// and counted, its frames wait on its TX ring (what does not fit is counted
-// as TX ring full; LinkGuardian recovers it), and only every downRetry is a
-// transmission tried, until one succeeds and the port is up again. Frames
-// pending on a down port are not reported, so the worker can sleep.
-func (w *worker) kick(s *xdp.Socket) (int, error) {
+// kickLane makes the kernel transmit what is on a lane's TX ring and returns
+// how many frames are still pending there. An interface that is down (a
+// link flap, a NIC reset) is link state, not an error: the port is marked
+// down and counted, its frames wait on its TX ring (what does not fit is
+// counted as TX dropped; LinkGuardian recovers it), and only every downRetry
+// is a transmission tried, until one succeeds and the port is up again.
+// Frames pending on a down port are not reported, so the worker can sleep.
+func (w *worker) kickLane(k lane) (int, error) {
+	s := k.s
 	if s.TxPending() == 0 {
 		return 0, nil
 	}
-	p, c := w.portOf(s)
+	p, c := w.ports[k.port], w.counters[k.port]
 	if p.downSince != 0 {
 		now := w.now()
 		if now < p.retryAt {
@@ -235,8 +404,10 @@ func (w *worker) kick(s *xdp.Socket) (int, error) {
 
 // downTimeout bounds an idle sleep so that a port that is down is retried.
 func (w *worker) downTimeout(timeout time.Duration) time.Duration {
-	if w.d.host.downSince != 0 || w.d.link.downSince != 0 {
-		return min(timeout, downRetry)
+	for _, p := range w.ports {
+		if p.downSince != 0 {
+			return min(timeout, downRetry)
+		}
 	}
 	return timeout
 }

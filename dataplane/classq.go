@@ -1,0 +1,111 @@
+package dataplane
+
+import (
+	"encoding/binary"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/pfc"
+)
+
+// classQueues hold host frames waiting for a link port: one FIFO per
+// 802.1p traffic class, gated by the port's PFC state, served in strict
+// priority (class 7 first). Together they hold at most limit frames: a
+// class paused for long cannot take every UMEM frame.
+type classQueues struct {
+	q     [pfc.NumClasses]frameRing
+	n     int
+	limit int
+	// Gate is the pause state of each class, from PAUSE/PFC frames
+	// received on the link port.
+	Gate pfc.State
+	// Frames counts frames queued per class.
+	Frames [pfc.NumClasses]uint64
+}
+
+func newClassQueues(limit int) classQueues {
+	var c classQueues
+	c.limit = limit
+	size := 1
+	for size < limit {
+		size <<= 1
+	}
+	for i := range c.q {
+		c.q[i] = frameRing{buf: make([]lg.Frame, size)}
+	}
+	return c
+}
+
+// room is how many more frames the queues take.
+func (c *classQueues) room() int { return c.limit - c.n }
+
+func (c *classQueues) empty() bool { return c.n == 0 }
+
+// push queues f in class (0..7).
+func (c *classQueues) push(class int, f lg.Frame) {
+	c.q[class&7].push(f)
+	c.Frames[class&7]++
+	c.n++
+}
+
+// head returns the class whose frame goes next at now: the highest class
+// that holds a frame and is not paused; false if there is none.
+func (c *classQueues) head(now int64) (int, bool) {
+	if c.n == 0 {
+		return 0, false
+	}
+	paused := c.Gate.PausedMask(now)
+	for class := pfc.NumClasses - 1; class >= 0; class-- {
+		if paused&(1<<class) == 0 && !c.q[class].empty() {
+			return class, true
+		}
+	}
+	return 0, false
+}
+
+func (c *classQueues) front(class int) lg.Frame { return c.q[class].front() }
+
+func (c *classQueues) pop(class int) {
+	c.q[class].pop()
+	c.n--
+}
+
+// frameRing is a fixed FIFO of frames (size a power of two).
+type frameRing struct {
+	buf        []lg.Frame
+	head, tail uint32 // tail-head = length
+}
+
+func (q *frameRing) push(f lg.Frame) { q.buf[q.tail&uint32(len(q.buf)-1)] = f; q.tail++ }
+func (q *frameRing) front() lg.Frame { return q.buf[q.head&uint32(len(q.buf)-1)] }
+func (q *frameRing) pop()            { q.head++ }
+func (q *frameRing) empty() bool     { return q.head == q.tail }
+
+// Classify returns a frame's 802.1p traffic class: the PCP of its outer
+// VLAN tag (0x8100 or 0x88A8); else, for IPv4 and IPv6, the top three bits
+// of the DSCP (the class selector, as switches map it by default); else 0.
+func Classify(b []byte) int {
+	if len(b) < 14 {
+		return 0
+	}
+	et := binary.BigEndian.Uint16(b[12:])
+	switch et {
+	case 0x8100, 0x88A8:
+		if len(b) < 16 {
+			return 0
+		}
+		return int(b[14] >> 5)
+	case 0x0800:
+		if len(b) < 16 {
+			return 0
+		}
+		return int(b[15] >> 5) // TOS byte: DSCP<<2 | ECN
+	case 0x86DD:
+		if len(b) < 16 {
+			return 0
+		}
+		// Version (4 bits), traffic class (8), flow label (20).
+		tc := byte(binary.BigEndian.Uint16(b[14:]) >> 4)
+		return int(tc >> 5)
+	}
+	return 0
+}
