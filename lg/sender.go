@@ -187,23 +187,35 @@ func (s *Sender) onAck(ack seqhdr.Seq) {
 }
 
 // onLoss retransmits count frames from first, Copies copies each.
+//
+// A notification is checked against the TX buffer [base, next) with plain
+// integer offsets from base (the serial difference is taken once, so nothing
+// wraps): one that names a frame never sent (at or beyond next) or more frames
+// than the TX buffer holds is invalid (a corrupted or forged frame) and dropped
+// whole, counted in LossInvalid. Frames before base were already acknowledged
+// (a stale notification reordered behind the ACK): they are skipped and
+// counted in RetxUnknown.
 func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
 	s.Stats.LossNotifsRx++
-	// Clamp the range to the TX buffer [base, next): frames before base were
-	// already acknowledged, frames from next on were never sent.
-	if d := seqhdr.Diff(first, s.base); d < 0 {
-		skip := min(-d, count)
+	out := s.Outstanding()
+	lo := seqhdr.Diff(first, s.base)
+	hi := lo + count // exclusive, as an offset from base
+	if count < 1 || count > len(s.ring) || hi > out {
+		s.Stats.LossInvalid++
+		return
+	}
+	if lo < 0 {
+		skip := min(-lo, count)
 		s.Stats.RetxUnknown += uint64(skip)
-		first, count = first.Add(skip), count-skip
+		lo += skip
 	}
-	if over := seqhdr.Diff(first.Add(count), s.next); over > 0 {
-		over = min(over, count)
-		s.Stats.RetxUnknown += uint64(over)
-		count -= over
-	}
-	for i := 0; i < count; i++ {
-		q := first.Add(i)
-		sl := s.slot(q)
+	for i := lo; i < hi; i++ {
+		sl := s.slot(s.base.Add(i))
+		if sl.f.Len < seqhdr.DataOffset {
+			// Cannot happen inside [base, next); never touch an empty slot.
+			s.Stats.LossInvalid++
+			return
+		}
 		if sl.rounds > 0 && now-sl.retxAt < s.cfg.RetxHoldoff || int(sl.rounds) >= s.cfg.MaxRetxRounds {
 			s.Stats.RetxSuppressed++
 			continue

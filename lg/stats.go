@@ -10,7 +10,8 @@ type SenderStats struct {
 	RetxRequests    uint64 // frames retransmitted (once per notification round)
 	RetxCopies      uint64 // retransmitted copies sent (RetxRequests × N)
 	RetxSuppressed  uint64 // duplicate notifications ignored (holdoff, round cap)
-	RetxUnknown     uint64 // notified frames no longer (or never) in the TX buffer
+	RetxUnknown     uint64 // notified frames already acknowledged (stale notification)
+	LossInvalid     uint64 // loss notifications naming frames never sent or more than the TX buffer (dropped)
 	DummiesSent     uint64
 	TxFull          uint64 // frames refused because the TX buffer was full
 	PausedRefusals  uint64 // frames refused because a pause was in force
