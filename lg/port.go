@@ -168,7 +168,7 @@ func (p *Port) Quiet() bool {
 	if p.S != nil && p.S.Outstanding() > 0 {
 		return false
 	}
-	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck) {
+	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck || p.R.ackRepeatAt != 0) {
 		return false
 	}
 	return true

@@ -31,9 +31,9 @@ func TestLossNotificationOutsideWindow(t *testing.T) {
 	next := p.S.Next() // 5: frames 0..4 outstanding
 	bad := []seqhdr.Header{
 		{Type: seqhdr.TypeLoss, Seq: next.Add(10), Count: 65535},
-		{Type: seqhdr.TypeLoss, Seq: next, Count: 1},           // never sent
-		{Type: seqhdr.TypeLoss, Seq: next.Add(-2), Count: 3},   // runs past next
-		{Type: seqhdr.TypeLoss, Seq: 0, Count: 9},              // longer than the TX buffer
+		{Type: seqhdr.TypeLoss, Seq: next, Count: 1},         // never sent
+		{Type: seqhdr.TypeLoss, Seq: next.Add(-2), Count: 3}, // runs past next
+		{Type: seqhdr.TypeLoss, Seq: 0, Count: 9},            // longer than the TX buffer
 		{Type: seqhdr.TypeLoss, Seq: next.Add(-70000), Count: 65535},
 		{Type: seqhdr.TypeLoss, Seq: next.Add(60000), Count: 65535},
 	}

@@ -238,12 +238,17 @@ func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
 // maxDummyBackoff bounds the dummy interval's growth (×DummyInterval).
 const maxDummyBackoff = 64
 
+// creditBound reports whether the credit window is full: no normal frame can
+// go until an ACK arrives, so the sender probes as if idle.
+func (s *Sender) creditBound() bool { return s.Outstanding() >= s.credit }
+
 // poll sends dummies: only while frames are unacknowledged, the normal queue
-// is empty (idle) and no pause is in force; the first DummyInterval after the
-// last data frame, then at doubling intervals (up to 64×) until new data is
-// sent. Each emission is DummyCopies dummies.
+// is empty (idle) or the credit window is full (no data frame can carry the
+// news that the peer's last ACK was lost), and no pause is in force; the first
+// DummyInterval after the last data frame, then at doubling intervals (up to
+// 64×) until new data is sent. Each emission is DummyCopies dummies.
 func (s *Sender) poll(now int64, idle bool) {
-	if !idle || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
+	if !(idle || s.creditBound()) || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
 		return
 	}
 	h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.next.Add(-1)}
@@ -262,14 +267,15 @@ func (s *Sender) poll(now int64, idle bool) {
 	s.nextDummy = now + s.dummyGap
 }
 
-// nextTimer is when poll next has work (a dummy) if the queue stays idle.
+// nextTimer is when poll next has work (a dummy) if the queue stays idle or
+// the credit window stays full.
 func (s *Sender) nextTimer(now int64, idle bool) int64 {
 	switch {
 	case s.Outstanding() == 0:
 		return maxTime
 	case s.Paused(now):
 		return s.pausedUntil
-	case idle:
+	case idle || s.creditBound():
 		return s.nextDummy
 	}
 	return maxTime

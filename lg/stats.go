@@ -40,7 +40,8 @@ type ReceiverStats struct {
 	LostUnprotected   uint64 // frames lost while in ModeMonitor (not asked for)
 	ModeChanges       uint64 // SetMode calls that changed the mode
 	ForcedSkips       uint64 // frames skipped because a frame was beyond the window
-	ExplicitAcksSent  uint64
+	ExplicitAcksSent  uint64 // including repeats
+	AckRepeats        uint64 // explicit ACKs sent again because no data followed them
 	PiggyAcksSent     uint64 // pending ACKs carried by data, dummies or loss notifications
 	PausesSent        uint64 // pause events (including refreshes)
 	ResumesSent       uint64
