@@ -107,6 +107,9 @@ const (
 	slotEmpty   = 0 // beyond latestRxSeqNo
 	slotPresent = 1 // LG: frame buffered; LGNB: frame delivered
 	slotMissing = 2 // detected lost, not yet recovered
+	// ModeMonitor only, behind ackNo: counted lost, not delivered; a late
+	// copy is delivered.
+	slotGone = 3
 )
 
 type rxSlot struct {
@@ -268,6 +271,11 @@ func (r *Receiver) gap(now int64, q seqhdr.Seq, qLost bool) {
 		r.Stats.LostDetected += uint64(count)
 		r.Stats.LostUnprotected += uint64(count)
 		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvLoss, Seq: first, Count: count})
+		// Remember the last Window of them: if one arrives late (the link
+		// reordered it) it is delivered, not taken for a duplicate.
+		for i := max(0, count-len(r.slots)); i < count; i++ {
+			*r.slot(first.Add(i)) = rxSlot{state: slotGone}
+		}
 		r.ackNo = first.Add(count)
 		r.setPending(now)
 		return
@@ -309,11 +317,17 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 	q := h.Seq
 	d := seqhdr.Diff(q, r.ackNo)
 	if d < 0 {
+		if sl := r.slot(q); r.cfg.Mode == ModeMonitor && d >= -len(r.slots) && sl.state == slotGone {
+			*sl = rxSlot{}
+			r.Stats.LateDelivered++
+			r.deliver(f)
+			return
+		}
 		r.Stats.DupDropped++
 		r.free(f)
 		return
 	}
-	if d >= len(r.slots) {
+	if d >= len(r.slots) && r.cfg.Mode != ModeMonitor {
 		r.forceTo(now, q.Add(1-len(r.slots)))
 	}
 	if seqhdr.Less(r.latest, q) {
@@ -368,7 +382,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 func (r *Receiver) onDummy(now int64, q seqhdr.Seq) {
 	r.Stats.DummiesRx++
 	if seqhdr.Less(r.latest, q) {
-		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) {
+		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) && r.cfg.Mode != ModeMonitor {
 			r.forceTo(now, q.Add(1-len(r.slots)))
 		}
 		r.gap(now, q, true)
