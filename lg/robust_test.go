@@ -1,6 +1,8 @@
 package lg_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/lg"
@@ -69,5 +71,44 @@ func TestLossNotificationOutsideWindow(t *testing.T) {
 	release(p, pool)
 	if pool.InUse() != 0 || len(pool.Errors()) != 0 {
 		t.Fatalf("frames in use %d, errors %v", pool.InUse(), pool.Errors())
+	}
+}
+
+// TestReceiverAheadResync: a forged (or corrupted) dummy naming a frame far
+// beyond what the sender has sent makes the receiver count the frames up to
+// it lost and, after ackNoTimeout, skip them: its ackNo is then ahead of the
+// sender, which it tells in every ACK. Before the fix the sender ignored
+// those ACKs as invalid forever and the receiver dropped every new frame as
+// a duplicate: the direction was dead. Now the sender resynchronises at the
+// receiver's ACK and delivery resumes.
+func TestReceiverAheadResync(t *testing.T) {
+	for _, ahead := range []int{1, 500, 5000, 60000} {
+		t.Run(fmt.Sprint(ahead), func(t *testing.T) {
+			s := newSim(t, oneWay(lg.ModeLG, 1))
+			s.Send(simlink.A, 100, 0)
+			finish(t, s)
+			h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.Port(simlink.A).S.Next().Add(ahead)}
+			b := make([]byte, seqhdr.MinFrameLen)
+			if _, err := seqhdr.PutControl(b, &[6]byte{2}, &[6]byte{2, 1}, &h); err != nil {
+				t.Fatal(err)
+			}
+			s.Inject(simlink.B, b)
+			s.Send(simlink.A, 100, 1000)
+			finish(t, s)
+			got := len(s.Delivered(simlink.B))
+			s.Send(simlink.A, 100, 0)
+			finish(t, s)
+			if d := s.Delivered(simlink.B)[got:]; !slices.Equal(d, seqIDs(200, 100)) {
+				t.Fatalf("after the forged dummy, fresh frames delivered: %d %v; sender %+v", len(d), head(d), s.Port(simlink.A).S.Stats)
+			}
+			// One frame ahead, the next real frames fill the "lost" ones;
+			// further, ackNoTimeout skips past the sender, which resyncs
+			// (twice when the window first forced the receiver forward).
+			ss := s.Port(simlink.A).S.Stats
+			if ahead >= 500 && ss.Resyncs == 0 {
+				t.Fatalf("no resync: %+v", ss)
+			}
+			t.Logf("resyncs %d, frames given up %d", ss.Resyncs, ss.ResyncDropped)
+		})
 	}
 }

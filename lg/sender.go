@@ -84,9 +84,10 @@ type Sender struct {
 	// queue stays empty; while no ACK releases the buffer, further ones back
 	// off exponentially (a software link's ACK round trip is tens of µs, and
 	// every dummy costs a frame each way).
-	nextDummy int64
-	dummyGap  int64
-	Stats     SenderStats
+	nextDummy   int64
+	dummyGap    int64
+	invalidAcks int // ACKs beyond next in a row (see onAck)
+	Stats       SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
@@ -166,12 +167,32 @@ func (s *Sender) send(now int64, f Frame) bool {
 	return true
 }
 
+// resyncAcks is the number of ACKs beyond the latest frame sent, in a row,
+// after which the sender takes the receiver's word for it (resync).
+const resyncAcks = 3
+
 // onAck releases every buffered frame up to and including ack.
+//
+// An ACK of a frame never sent is impossible from a receiver in step with
+// this sender: the receiver has moved past frames the sender never sent (a
+// forged or corrupted frame moved it, or one end restarted). It is ignored
+// and counted (AckInvalid); after resyncAcks of them with no ACK in step in
+// between, the receiver, which waits for ack+1 and drops everything before it
+// as duplicates, would never accept a frame again: the sender gives up its
+// unacknowledged frames and continues at ack+1 (resync).
 func (s *Sender) onAck(ack seqhdr.Seq) {
-	if seqhdr.Diff(ack, s.base) < 0 || seqhdr.Diff(ack, s.next) >= 0 {
-		if seqhdr.Diff(ack, s.next) >= 0 {
-			s.Stats.AckInvalid++
+	if seqhdr.Diff(ack, s.next) >= 0 {
+		s.Stats.AckInvalid++
+		if s.invalidAcks++; s.invalidAcks >= resyncAcks {
+			s.resync(ack.Next())
 		}
+		return
+	}
+	if seqhdr.Diff(ack, s.base) < -1 {
+		return // stale: reordered behind a newer ACK
+	}
+	s.invalidAcks = 0
+	if seqhdr.Diff(ack, s.base) < 0 {
 		return
 	}
 	for q := s.base; seqhdr.LessEq(q, ack); q = q.Next() {
@@ -184,6 +205,19 @@ func (s *Sender) onAck(ack seqhdr.Seq) {
 	s.base = ack.Next()
 	s.Stats.TxBufFrames = uint64(s.Outstanding())
 	s.Stats.TxBufBytes = uint64(s.bytes)
+}
+
+// resync drops every unacknowledged frame and numbers the next one q.
+func (s *Sender) resync(q seqhdr.Seq) {
+	s.Stats.Resyncs++
+	for ; s.base != s.next; s.base = s.base.Next() {
+		sl := s.slot(s.base)
+		s.e.out.Free = append(s.e.out.Free, sl.f)
+		*sl = txSlot{}
+		s.Stats.ResyncDropped++
+	}
+	s.base, s.next, s.bytes, s.invalidAcks = q, q, 0, 0
+	s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
 }
 
 // onLoss retransmits count frames from first, Copies copies each.

@@ -6,6 +6,8 @@ type SenderStats struct {
 	Acked           uint64 // frames released by cumulative ACKs
 	AcksRx          uint64 // explicit ACK frames received
 	AckInvalid      uint64 // ACKs beyond the latest sent sequence number (ignored)
+	Resyncs         uint64 // the receiver was found ahead of the sender: continued at its ACK
+	ResyncDropped   uint64 // unacknowledged frames given up by resyncs
 	LossNotifsRx    uint64 // loss notifications received
 	RetxRequests    uint64 // frames retransmitted (once per notification round)
 	RetxCopies      uint64 // retransmitted copies sent (RetxRequests × N)
