@@ -16,9 +16,10 @@ import (
 // sequence, ACK and count fields are arbitrary or near the ports' windows,
 // and arbitrary bytes.
 type portFuzzer struct {
-	s     *simlink.Sim
-	in    []byte
-	rules []*simlink.Rule
+	s      *simlink.Sim
+	in     []byte
+	rules  []*simlink.Rule
+	budget int64 // virtual time the operations may still run
 }
 
 func (z *portFuzzer) u8() byte {
@@ -130,17 +131,28 @@ func (z *portFuzzer) rawFrame() []byte {
 	return b
 }
 
+// run advances the link by d, at most 10 ms in all (fuzzing speed).
+func (z *portFuzzer) run(d int64) {
+	d = min(d, z.budget)
+	z.budget -= d
+	z.s.Run(d)
+}
+
 func (z *portFuzzer) step() {
 	op := z.u8()
 	side := simlink.Side(op >> 7)
 	p, peer := z.s.Port(side), z.s.Port(1-side)
 	switch op & 7 {
 	case 0:
+		if op>>3&3 == 3 && p.R != nil { // a policy switches the receiver's mode
+			p.R.SetMode(z.s.Now(), lg.Mode(z.u8()%3))
+			return
+		}
 		z.s.Send(side, 1+int(z.u8()%32), int64(z.u8()%4)*100)
 	case 1:
-		z.s.Run(int64(z.u8()) * 100)
+		z.run(int64(z.u8()) * 100)
 	case 2:
-		z.s.Run(int64(z.u8()) * 5 * us)
+		z.run(int64(z.u8()) * 5 * us)
 	case 3: // lose the next frames leaving side
 		r := simlink.DropIf(1+int(z.u8()%8), func(*simlink.Info) bool { return true })
 		z.rules = append(z.rules, r)
@@ -169,7 +181,7 @@ func checkPortFuzz(t *testing.T, in []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := &portFuzzer{s: s, in: in[1:]}
+	z := &portFuzzer{s: s, in: in[1:], budget: 10_000 * us}
 	for ops := 0; len(z.in) > 0 && ops < 200; ops++ {
 		z.step()
 	}
@@ -231,6 +243,8 @@ func FuzzPortReceive(f *testing.F) {
 	}
 	f.Add([]byte{0x10, 0, 30, 0, 3, 1, 1, 1, 1, 2, 200})
 	f.Add([]byte{0x18, 0x84, 2, 5, 0, 31, 0, 2, 200})
+	// Mode switches while frames are lost: lg → monitor → lgnb → lg.
+	f.Add([]byte{0x08, 0, 30, 0, 3, 1, 0x98, 2, 0, 30, 0, 1, 40, 0x98, 1, 0, 30, 0, 0x98, 0, 2, 200})
 	for typ := range byte(4) {
 		for ref := range byte(6) {
 			f.Add([]byte{0x19, 0, 10, 0, 1, 10, 0x05, typ, 0x04, ref, 0x7f, 1, 0, 250, 2, 200})
