@@ -138,7 +138,8 @@ func (p *Port) Send(now int64, f Frame) bool {
 
 // Poll runs timers: ackNoTimeout, re-notification and explicit ACKs of the
 // receiver; dummies of the sender (only if queueEmpty: no host frame is
-// waiting for this link). Call it once per loop iteration after Send.
+// waiting for this link, or if the credit window is full). Call it once per
+// loop iteration after Send.
 func (p *Port) Poll(now int64, queueEmpty bool) {
 	if p.R != nil {
 		p.R.poll(now)
