@@ -26,7 +26,8 @@
 //  2. While the host-to-link queue is not empty and p.CanSend(now): if
 //     !p.Send(now, f) stop (the frame stays queued; retry next iteration).
 //  3. p.Poll(now, queueEmpty): timers (ackNoTimeout, re-notification,
-//     explicit ACK, dummy, pause refresh).
+//     explicit ACK and its repeats, dummy, pause refresh). When nothing
+//     arrives, sleep no longer than p.NextDeadline(now, queueEmpty).
 //  4. Transmit, in this order: a PFC frame for each EvPause/EvResume in
 //     p.Out.Events, then p.Out.Urgent (loss notifications), p.Out.Retx
 //     (retransmitted copies), p.Out.Normal (protected host frames), p.Out.Low

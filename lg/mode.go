@@ -23,6 +23,11 @@ func (r *Receiver) SetMode(now int64, m Mode) bool {
 	if m > ModeMonitor {
 		return false
 	}
+	if r.cfg.Mode == ModeMonitor {
+		// Nothing is missing or held in monitor mode; forget the frames
+		// counted lost, whose slots lg and lgnb take for empty.
+		clear(r.slots)
+	}
 	if r.cfg.Mode == ModeLG {
 		r.releaseBuffer(now)
 		r.cfg.Mode = ModeLGNB

@@ -138,7 +138,8 @@ func (p *Port) Send(now int64, f Frame) bool {
 
 // Poll runs timers: ackNoTimeout, re-notification and explicit ACKs of the
 // receiver; dummies of the sender (only if queueEmpty: no host frame is
-// waiting for this link). Call it once per loop iteration after Send.
+// waiting for this link, or if the credit window is full). Call it once per
+// loop iteration after Send.
 func (p *Port) Poll(now int64, queueEmpty bool) {
 	if p.R != nil {
 		p.R.poll(now)
@@ -168,7 +169,7 @@ func (p *Port) Quiet() bool {
 	if p.S != nil && p.S.Outstanding() > 0 {
 		return false
 	}
-	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck) {
+	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck || p.R.ackRepeatAt != 0) {
 		return false
 	}
 	return true

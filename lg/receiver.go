@@ -107,6 +107,9 @@ const (
 	slotEmpty   = 0 // beyond latestRxSeqNo
 	slotPresent = 1 // LG: frame buffered; LGNB: frame delivered
 	slotMissing = 2 // detected lost, not yet recovered
+	// ModeMonitor only, behind ackNo: counted lost, not delivered; a late
+	// copy is delivered.
+	slotGone = 3
 )
 
 type rxSlot struct {
@@ -133,6 +136,13 @@ type Receiver struct {
 	pendingSince int64
 	paused       bool
 	lastPause    int64
+	// Repeat of an unconfirmed explicit ACK: armed when one is sent, off
+	// (ackRepeatAt 0) once data arrives or the ACK changes, or after
+	// maxAckRepeats repeats at doubling intervals.
+	ackRepeatAt  int64
+	ackRepeatGap int64
+	ackRepeats   int
+	ackRepeatOf  seqhdr.Seq
 	Stats        ReceiverStats
 }
 
@@ -261,6 +271,11 @@ func (r *Receiver) gap(now int64, q seqhdr.Seq, qLost bool) {
 		r.Stats.LostDetected += uint64(count)
 		r.Stats.LostUnprotected += uint64(count)
 		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvLoss, Seq: first, Count: count})
+		// Remember the last Window of them: if one arrives late (the link
+		// reordered it) it is delivered, not taken for a duplicate.
+		for i := max(0, count-len(r.slots)); i < count; i++ {
+			*r.slot(first.Add(i)) = rxSlot{state: slotGone}
+		}
 		r.ackNo = first.Add(count)
 		r.setPending(now)
 		return
@@ -302,11 +317,17 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 	q := h.Seq
 	d := seqhdr.Diff(q, r.ackNo)
 	if d < 0 {
+		if sl := r.slot(q); r.cfg.Mode == ModeMonitor && d >= -len(r.slots) && sl.state == slotGone {
+			*sl = rxSlot{}
+			r.Stats.LateDelivered++
+			r.deliver(f)
+			return
+		}
 		r.Stats.DupDropped++
 		r.free(f)
 		return
 	}
-	if d >= len(r.slots) {
+	if d >= len(r.slots) && r.cfg.Mode != ModeMonitor {
 		r.forceTo(now, q.Add(1-len(r.slots)))
 	}
 	if seqhdr.Less(r.latest, q) {
@@ -330,6 +351,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 			r.e.out.Events = append(r.e.out.Events, Event{Kind: EvRecovered, Seq: q, Count: again, Nanos: now - sl.detectedAt})
 		}
 	}
+	r.ackRepeatAt = 0 // the sender is sending: the next ACK is pending anyway
 	sl := r.slot(q)
 	if r.cfg.Mode != ModeLG {
 		r.deliver(f)
@@ -360,7 +382,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 func (r *Receiver) onDummy(now int64, q seqhdr.Seq) {
 	r.Stats.DummiesRx++
 	if seqhdr.Less(r.latest, q) {
-		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) {
+		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) && r.cfg.Mode != ModeMonitor {
 			r.forceTo(now, q.Add(1-len(r.slots)))
 		}
 		r.gap(now, q, true)
@@ -399,12 +421,15 @@ func (r *Receiver) poll(now int64) {
 		r.scan(now)
 	}
 	if r.pendingAck && now-r.pendingSince >= r.cfg.AckDelay {
-		h := seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: r.ackNo.Add(-1)}
-		if f, ok := r.e.control(&h); ok {
-			r.e.out.Low = append(r.e.out.Low, f)
+		if r.explicitAck() {
 			r.pendingAck = false
-			r.Stats.ExplicitAcksSent++
+			r.ackRepeatOf, r.ackRepeats = r.ackNo.Add(-1), 0
+			r.ackRepeatGap = r.ackRepeatBase()
+			r.ackRepeatAt = now + r.ackRepeatGap
 		}
+	}
+	if r.ackRepeatAt != 0 && now >= r.ackRepeatAt {
+		r.repeatAck(now)
 	}
 	if r.paused && r.bytes <= r.cfg.ResumeThreshold {
 		r.backpressure(now) // the threshold was raised (SetThresholds)
@@ -414,6 +439,54 @@ func (r *Receiver) poll(now int64) {
 		r.Stats.PausesSent++
 		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvPause, Nanos: r.cfg.PauseDuration})
 	}
+}
+
+// explicitAck sends an explicit ACK of ackNo-1; false if no buffer was free.
+func (r *Receiver) explicitAck() bool {
+	h := seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: r.ackNo.Add(-1)}
+	f, ok := r.e.control(&h)
+	if ok {
+		r.e.out.Low = append(r.e.out.Low, f)
+		r.Stats.ExplicitAcksSent++
+	}
+	return ok
+}
+
+// maxAckRepeats bounds the repeats of one explicit ACK; a sender whose
+// credit window stays full after that probes with dummies until an ACK gets
+// through.
+const maxAckRepeats = 3
+
+// ackRepeatBase is the first repeat interval: a re-notification interval (a
+// retransmission round trip), else ackNoTimeout.
+func (r *Receiver) ackRepeatBase() int64 {
+	if ri := r.cfg.RenotifyInterval; ri > 0 {
+		return ri
+	}
+	return max(r.cfg.AckNoTimeout, 1)
+}
+
+// repeatAck sends the last explicit ACK again if it may have been lost: no
+// data has arrived since and the ACK has not changed. A sender whose credit
+// window that ACK would have opened sends nothing until it arrives, and the
+// receiver cannot tell that from a sender with nothing more to send, so the
+// repeats are few and back off (base, 2×, 4×).
+func (r *Receiver) repeatAck(now int64) {
+	if r.pendingAck || r.ackNo.Add(-1) != r.ackRepeatOf || r.ackRepeats >= maxAckRepeats {
+		r.ackRepeatAt = 0 // superseded by a newer ACK, or done
+		return
+	}
+	if !r.explicitAck() {
+		return // no buffer: try again at the next poll
+	}
+	r.Stats.AckRepeats++
+	r.ackRepeats++
+	if r.ackRepeats >= maxAckRepeats {
+		r.ackRepeatAt = 0
+		return
+	}
+	r.ackRepeatGap *= 2
+	r.ackRepeatAt = now + r.ackRepeatGap
 }
 
 // scan handles ackNoTimeout at the head and re-notification of frames still

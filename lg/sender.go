@@ -84,9 +84,10 @@ type Sender struct {
 	// queue stays empty; while no ACK releases the buffer, further ones back
 	// off exponentially (a software link's ACK round trip is tens of µs, and
 	// every dummy costs a frame each way).
-	nextDummy int64
-	dummyGap  int64
-	Stats     SenderStats
+	nextDummy   int64
+	dummyGap    int64
+	invalidAcks int // ACKs beyond next in a row (see onAck)
+	Stats       SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
@@ -166,12 +167,32 @@ func (s *Sender) send(now int64, f Frame) bool {
 	return true
 }
 
+// resyncAcks is the number of ACKs beyond the latest frame sent, in a row,
+// after which the sender takes the receiver's word for it (resync).
+const resyncAcks = 3
+
 // onAck releases every buffered frame up to and including ack.
+//
+// An ACK of a frame never sent is impossible from a receiver in step with
+// this sender: the receiver has moved past frames the sender never sent (a
+// forged or corrupted frame moved it, or one end restarted). It is ignored
+// and counted (AckInvalid); after resyncAcks of them with no ACK in step in
+// between, the receiver, which waits for ack+1 and drops everything before it
+// as duplicates, would never accept a frame again: the sender gives up its
+// unacknowledged frames and continues at ack+1 (resync).
 func (s *Sender) onAck(ack seqhdr.Seq) {
-	if seqhdr.Diff(ack, s.base) < 0 || seqhdr.Diff(ack, s.next) >= 0 {
-		if seqhdr.Diff(ack, s.next) >= 0 {
-			s.Stats.AckInvalid++
+	if seqhdr.Diff(ack, s.next) >= 0 {
+		s.Stats.AckInvalid++
+		if s.invalidAcks++; s.invalidAcks >= resyncAcks {
+			s.resync(ack.Next())
 		}
+		return
+	}
+	if seqhdr.Diff(ack, s.base) < -1 {
+		return // stale: reordered behind a newer ACK
+	}
+	s.invalidAcks = 0
+	if seqhdr.Diff(ack, s.base) < 0 {
 		return
 	}
 	for q := s.base; seqhdr.LessEq(q, ack); q = q.Next() {
@@ -186,24 +207,49 @@ func (s *Sender) onAck(ack seqhdr.Seq) {
 	s.Stats.TxBufBytes = uint64(s.bytes)
 }
 
+// resync drops every unacknowledged frame and numbers the next one q.
+func (s *Sender) resync(q seqhdr.Seq) {
+	s.Stats.Resyncs++
+	for ; s.base != s.next; s.base = s.base.Next() {
+		sl := s.slot(s.base)
+		s.e.out.Free = append(s.e.out.Free, sl.f)
+		*sl = txSlot{}
+		s.Stats.ResyncDropped++
+	}
+	s.base, s.next, s.bytes, s.invalidAcks = q, q, 0, 0
+	s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
+}
+
 // onLoss retransmits count frames from first, Copies copies each.
+//
+// A notification is checked against the TX buffer [base, next) with plain
+// integer offsets from base (the serial difference is taken once, so nothing
+// wraps): one that names a frame never sent (at or beyond next) or more frames
+// than the TX buffer holds is invalid (a corrupted or forged frame) and dropped
+// whole, counted in LossInvalid. Frames before base were already acknowledged
+// (a stale notification reordered behind the ACK): they are skipped and
+// counted in RetxUnknown.
 func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
 	s.Stats.LossNotifsRx++
-	// Clamp the range to the TX buffer [base, next): frames before base were
-	// already acknowledged, frames from next on were never sent.
-	if d := seqhdr.Diff(first, s.base); d < 0 {
-		skip := min(-d, count)
+	out := s.Outstanding()
+	lo := seqhdr.Diff(first, s.base)
+	hi := lo + count // exclusive, as an offset from base
+	if count < 1 || count > len(s.ring) || hi > out {
+		s.Stats.LossInvalid++
+		return
+	}
+	if lo < 0 {
+		skip := min(-lo, count)
 		s.Stats.RetxUnknown += uint64(skip)
-		first, count = first.Add(skip), count-skip
+		lo += skip
 	}
-	if over := seqhdr.Diff(first.Add(count), s.next); over > 0 {
-		over = min(over, count)
-		s.Stats.RetxUnknown += uint64(over)
-		count -= over
-	}
-	for i := 0; i < count; i++ {
-		q := first.Add(i)
-		sl := s.slot(q)
+	for i := lo; i < hi; i++ {
+		sl := s.slot(s.base.Add(i))
+		if sl.f.Len < seqhdr.DataOffset {
+			// Cannot happen inside [base, next); never touch an empty slot.
+			s.Stats.LossInvalid++
+			return
+		}
 		if sl.rounds > 0 && now-sl.retxAt < s.cfg.RetxHoldoff || int(sl.rounds) >= s.cfg.MaxRetxRounds {
 			s.Stats.RetxSuppressed++
 			continue
@@ -226,12 +272,17 @@ func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
 // maxDummyBackoff bounds the dummy interval's growth (×DummyInterval).
 const maxDummyBackoff = 64
 
+// creditBound reports whether the credit window is full: no normal frame can
+// go until an ACK arrives, so the sender probes as if idle.
+func (s *Sender) creditBound() bool { return s.Outstanding() >= s.credit }
+
 // poll sends dummies: only while frames are unacknowledged, the normal queue
-// is empty (idle) and no pause is in force; the first DummyInterval after the
-// last data frame, then at doubling intervals (up to 64×) until new data is
-// sent. Each emission is DummyCopies dummies.
+// is empty (idle) or the credit window is full (no data frame can carry the
+// news that the peer's last ACK was lost), and no pause is in force; the first
+// DummyInterval after the last data frame, then at doubling intervals (up to
+// 64×) until new data is sent. Each emission is DummyCopies dummies.
 func (s *Sender) poll(now int64, idle bool) {
-	if !idle || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
+	if !(idle || s.creditBound()) || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
 		return
 	}
 	h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.next.Add(-1)}
@@ -250,14 +301,15 @@ func (s *Sender) poll(now int64, idle bool) {
 	s.nextDummy = now + s.dummyGap
 }
 
-// nextTimer is when poll next has work (a dummy) if the queue stays idle.
+// nextTimer is when poll next has work (a dummy) if the queue stays idle or
+// the credit window stays full.
 func (s *Sender) nextTimer(now int64, idle bool) int64 {
 	switch {
 	case s.Outstanding() == 0:
 		return maxTime
 	case s.Paused(now):
 		return s.pausedUntil
-	case idle:
+	case idle || s.creditBound():
 		return s.nextDummy
 	}
 	return maxTime

@@ -6,11 +6,14 @@ type SenderStats struct {
 	Acked           uint64 // frames released by cumulative ACKs
 	AcksRx          uint64 // explicit ACK frames received
 	AckInvalid      uint64 // ACKs beyond the latest sent sequence number (ignored)
+	Resyncs         uint64 // the receiver was found ahead of the sender: continued at its ACK
+	ResyncDropped   uint64 // unacknowledged frames given up by resyncs
 	LossNotifsRx    uint64 // loss notifications received
 	RetxRequests    uint64 // frames retransmitted (once per notification round)
 	RetxCopies      uint64 // retransmitted copies sent (RetxRequests × N)
 	RetxSuppressed  uint64 // duplicate notifications ignored (holdoff, round cap)
-	RetxUnknown     uint64 // notified frames no longer (or never) in the TX buffer
+	RetxUnknown     uint64 // notified frames already acknowledged (stale notification)
+	LossInvalid     uint64 // loss notifications naming frames never sent or more than the TX buffer (dropped)
 	DummiesSent     uint64
 	TxFull          uint64 // frames refused because the TX buffer was full
 	PausedRefusals  uint64 // frames refused because a pause was in force
@@ -37,9 +40,11 @@ type ReceiverStats struct {
 	RecoveredLate     uint64 // ... of which arrived without the Retx flag (link reordering)
 	AckNoTimeouts     uint64 // missing frames given up on by ackNoTimeout
 	LostUnprotected   uint64 // frames lost while in ModeMonitor (not asked for)
+	LateDelivered     uint64 // ... of which arrived late (reordered) and were delivered
 	ModeChanges       uint64 // SetMode calls that changed the mode
 	ForcedSkips       uint64 // frames skipped because a frame was beyond the window
-	ExplicitAcksSent  uint64
+	ExplicitAcksSent  uint64 // including repeats
+	AckRepeats        uint64 // explicit ACKs sent again because no data followed them
 	PiggyAcksSent     uint64 // pending ACKs carried by data, dummies or loss notifications
 	PausesSent        uint64 // pause events (including refreshes)
 	ResumesSent       uint64

@@ -48,9 +48,10 @@ func (r *Receiver) Timers() (renotify, ackNoTimeout int64) {
 const maxTime = int64(1<<63 - 1)
 
 // NextDeadline is the earliest time at which Poll has timer work (an explicit
-// ACK, a re-notification or ackNoTimeout, a pause refresh, a dummy, the end of
-// a pause) if no frame arrives before: a worker may sleep until then. It is
-// math.MaxInt64 when the port is quiet. queueEmpty is as for Poll.
+// ACK or its repeat, a re-notification or ackNoTimeout, a pause refresh, a
+// dummy while idle or while the credit window is full, the end of a pause) if
+// no frame arrives before: a worker may sleep until then. It is math.MaxInt64
+// when the port is quiet. queueEmpty is as for Poll.
 func (p *Port) NextDeadline(now int64, queueEmpty bool) int64 {
 	d := maxTime
 	if r := p.R; r != nil {
@@ -59,6 +60,9 @@ func (p *Port) NextDeadline(now int64, queueEmpty bool) int64 {
 		}
 		if r.pendingAck {
 			d = min(d, r.pendingSince+r.cfg.AckDelay)
+		}
+		if r.ackRepeatAt != 0 {
+			d = min(d, r.ackRepeatAt)
 		}
 		if r.paused {
 			d = min(d, r.lastPause+r.cfg.PauseDuration/2)

@@ -230,6 +230,16 @@ func (s *Sim) AddRule(from Side, r *Rule) {
 	s.wires[from].cfg.Rules = append(s.wires[from].cfg.Rules, r)
 }
 
+// Inject makes frame arrive at side now, as if it had crossed the link (a
+// corrupted or forged frame: tests of hostile input). Frames longer than
+// 1514 bytes are cut to 1514.
+func (s *Sim) Inject(side Side, frame []byte) {
+	data := s.getBuf(min(len(frame), 1514))
+	copy(data, frame)
+	s.inWire++
+	s.push(&event{t: s.now, kind: evArrive, side: side, data: data})
+}
+
 // Send makes the host behind side send n more frames to the other host, one
 // every gap ns from now (gap 0: as fast as the switch takes them).
 func (s *Sim) Send(side Side, n int, gap int64) {

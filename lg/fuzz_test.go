@@ -1,0 +1,255 @@
+package lg_test
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/simlink"
+)
+
+// portFuzzer drives a two-port simulated link from a fuzz input: host
+// traffic, scripted losses, time passing, and frames injected into either
+// port's Receive: link frames (data, ACK, loss notification, dummy) whose
+// sequence, ACK and count fields are arbitrary or near the ports' windows,
+// and arbitrary bytes.
+type portFuzzer struct {
+	s      *simlink.Sim
+	in     []byte
+	rules  []*simlink.Rule
+	budget int64 // virtual time the operations may still run
+}
+
+func (z *portFuzzer) u8() byte {
+	if len(z.in) == 0 {
+		return 0
+	}
+	b := z.in[0]
+	z.in = z.in[1:]
+	return b
+}
+
+func (z *portFuzzer) u16() uint16 { return uint16(z.u8())<<8 | uint16(z.u8()) }
+
+// fuzzLinkConfig chooses the link from one byte: the receivers' mode, one
+// or both directions protected, the TX buffer (and window) size and N.
+func fuzzLinkConfig(c byte) simlink.Config {
+	mode := lg.Mode(c % 3)
+	cfg := oneWay(mode, 1+int(c>>2&1))
+	if c>>3&1 != 0 {
+		cfg = bothWays(mode, 1+int(c>>2&1))
+	}
+	win := []int{4, 8, 16, 64}[c>>4&3]
+	for _, p := range []*lg.Config{&cfg.A, &cfg.B} {
+		if p.Sender != nil {
+			p.Sender.TxBuffer = win
+		}
+		if p.Receiver != nil {
+			p.Receiver.Window = win << (c >> 6 & 1) // the window may exceed the TX buffer
+		}
+	}
+	cfg.PollInterval = 500
+	cfg.FrameLen = 128 // injected data frames are never this long: counted corrupt, not delivered ids
+	cfg.PoolFrames = 1024
+	return cfg
+}
+
+// ref picks a sequence number near a window edge of port p, or an arbitrary one.
+func (z *portFuzzer) ref(p, peer *lg.Port) seqhdr.Seq {
+	switch z.u8() % 7 {
+	case 0:
+		if p.S != nil {
+			return p.S.Next().Add(-p.S.Outstanding())
+		}
+	case 1:
+		if p.S != nil {
+			return p.S.Next()
+		}
+	case 2:
+		if p.R != nil {
+			return p.R.AckNo()
+		}
+	case 3:
+		if p.R != nil {
+			return p.R.Latest()
+		}
+	case 4:
+		if peer.S != nil {
+			return peer.S.Next()
+		}
+	case 5:
+		return seqhdr.MakeSeq(z.u16(), z.u8()&1 != 0)
+	}
+	return 0
+}
+
+// linkFrame builds a well-formed link frame with fields near p's windows.
+func (z *portFuzzer) linkFrame(p, peer *lg.Port) []byte {
+	h := seqhdr.Header{Type: seqhdr.Type(1 + z.u8()%4)}
+	flags := z.u8()
+	h.Seq = z.ref(p, peer).Add(int(int8(z.u8())))
+	h.HasAck = flags&4 != 0
+	if h.HasAck {
+		h.Ack = z.ref(p, peer).Add(int(int8(z.u8())))
+	}
+	switch h.Type {
+	case seqhdr.TypeData:
+		h.EtherType = 0x0800
+		h.Retx = flags&1 != 0
+		if flags&2 != 0 {
+			h.Unseq, h.Retx, h.Seq, h.HasAck = true, false, 0, true
+		}
+	case seqhdr.TypeAck:
+		h.Seq, h.HasAck = 0, true
+	case seqhdr.TypeLoss:
+		if c := z.u8(); c < 200 {
+			h.Count = 1 + uint16(c%32)
+		} else {
+			h.Count = max(z.u16(), 1)
+		}
+		h.Latest = h.Seq.Add(int(h.Count) - 1)
+	}
+	b := make([]byte, seqhdr.MinFrameLen+int(flags>>3))
+	if _, err := seqhdr.PutControl(b, &[6]byte{2}, &[6]byte{2, 1}, &h); err != nil {
+		panic(err) // the fields above are always valid
+	}
+	return b
+}
+
+// rawFrame returns up to 255 bytes of input, with the link EtherType if asked.
+func (z *portFuzzer) rawFrame() []byte {
+	flags, n := z.u8(), int(z.u8())
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = z.u8()
+	}
+	if flags&1 != 0 && n >= 14 {
+		binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
+	}
+	return b
+}
+
+// run advances the link by d, at most 10 ms in all (fuzzing speed).
+func (z *portFuzzer) run(d int64) {
+	d = min(d, z.budget)
+	z.budget -= d
+	z.s.Run(d)
+}
+
+func (z *portFuzzer) step() {
+	op := z.u8()
+	side := simlink.Side(op >> 7)
+	p, peer := z.s.Port(side), z.s.Port(1-side)
+	switch op & 7 {
+	case 0:
+		if op>>3&3 == 3 && p.R != nil { // a policy switches the receiver's mode
+			p.R.SetMode(z.s.Now(), lg.Mode(z.u8()%3))
+			return
+		}
+		z.s.Send(side, 1+int(z.u8()%32), int64(z.u8()%4)*100)
+	case 1:
+		z.run(int64(z.u8()) * 100)
+	case 2:
+		z.run(int64(z.u8()) * 5 * us)
+	case 3: // lose the next frames leaving side
+		r := simlink.DropIf(1+int(z.u8()%8), func(*simlink.Info) bool { return true })
+		z.rules = append(z.rules, r)
+		z.s.AddRule(side, r)
+	case 4: // lose the next frames of one type leaving side
+		r := simlink.DropType(seqhdr.Type(1+z.u8()%4), 1+int(z.u8()%4))
+		z.rules = append(z.rules, r)
+		z.s.AddRule(side, r)
+	case 5, 6:
+		z.s.Inject(side, z.linkFrame(p, peer))
+	case 7:
+		z.s.Inject(side, z.rawFrame())
+	}
+}
+
+// checkPortFuzz runs one fuzz input: the operations, then a loss-free link
+// until it is quiet, traffic to let the ends resynchronise, and fresh
+// traffic that must arrive complete and in order. No frame may leak or be
+// freed twice.
+func checkPortFuzz(t *testing.T, in []byte) {
+	if len(in) == 0 {
+		return
+	}
+	cfg := fuzzLinkConfig(in[0])
+	s, err := simlink.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := &portFuzzer{s: s, in: in[1:], budget: 10_000 * us}
+	for ops := 0; len(z.in) > 0 && ops < 200; ops++ {
+		z.step()
+	}
+	for _, r := range z.rules {
+		r.Count = 0 // the link is loss-free from now on
+	}
+	const limit = 50_000 * us
+	sides := []simlink.Side{simlink.A, simlink.B}
+	quiet := func(what string) {
+		t.Helper()
+		if !s.RunUntilQuiet(limit) {
+			for _, side := range sides {
+				p := s.Port(side)
+				t.Logf("%v: quiet %v", side, p.Quiet())
+				if p.S != nil {
+					t.Logf("%v: sender next %d outstanding %d %+v", side, p.S.Next(), p.S.Outstanding(), p.S.Stats)
+				}
+				if p.R != nil {
+					t.Logf("%v: receiver ackNo %d latest %d missing %d %+v", side, p.R.AckNo(), p.R.Latest(), p.R.Missing(), p.R.Stats)
+				}
+			}
+			t.Fatalf("%s: the link is not quiet after %d µs without loss", what, limit/us)
+		}
+		for _, side := range sides {
+			if errs := s.Pool(side).Errors(); len(errs) > 0 {
+				t.Fatalf("%s: %v: frame ownership errors: %v", what, side, errs[:min(len(errs), 5)])
+			}
+			if n := s.Pool(side).InUse(); n != 0 {
+				t.Fatalf("%s: %v: %d frames leaked", what, side, n)
+			}
+		}
+	}
+	quiet("after the fuzz input")
+	n := 2*64 + 8
+	for _, side := range sides {
+		s.Send(side, n, 0)
+	}
+	quiet("resynchronising")
+	var before [2]int
+	for _, side := range sides {
+		before[side] = len(s.Delivered(side))
+		s.Send(side, n, 0)
+	}
+	quiet("fresh traffic")
+	for _, side := range sides {
+		got := s.Delivered(side)[before[side]:]
+		sent := int(s.Sent(1 - side))
+		if want := seqIDs(sent-n, n); !slices.Equal(got, want) {
+			t.Fatalf("fresh traffic to %v: got %d frames %v, want %v", side, len(got), head(got), head(want))
+		}
+	}
+}
+
+func FuzzPortReceive(f *testing.F) {
+	// Seeds: every link shape with plain traffic, a lost frame, lost ACKs,
+	// and one injected frame of each type.
+	for c := range 128 {
+		f.Add([]byte{byte(c), 0, 20, 0x80, 20, 1, 50, 2, 100})
+	}
+	f.Add([]byte{0x10, 0, 30, 0, 3, 1, 1, 1, 1, 2, 200})
+	f.Add([]byte{0x18, 0x84, 2, 5, 0, 31, 0, 2, 200})
+	// Mode switches while frames are lost: lg → monitor → lgnb → lg.
+	f.Add([]byte{0x08, 0, 30, 0, 3, 1, 0x98, 2, 0, 30, 0, 1, 40, 0x98, 1, 0, 30, 0, 0x98, 0, 2, 200})
+	for typ := range byte(4) {
+		for ref := range byte(6) {
+			f.Add([]byte{0x19, 0, 10, 0, 1, 10, 0x05, typ, 0x04, ref, 0x7f, 1, 0, 250, 2, 200})
+			f.Add([]byte{0x28, 0, 10, 0, 1, 10, 0x85, typ, 0x04, ref, 0x80, 1, 1, 210, 0xff, 0xff, 2, 200})
+		}
+	}
+	f.Fuzz(checkPortFuzz)
+}
