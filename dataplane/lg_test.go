@@ -7,14 +7,10 @@ package dataplane
 // and the LinkGuardian core cross-checked against what the sink saw.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -558,47 +554,14 @@ func TestLGDefaultTimersSurviveSchedulingStall(t *testing.T) {
 	}
 }
 
-// tcpRetransSegs reads TcpRetransSegs of namespace ns from /proc/net/snmp
-// as seen by a thread inside it.
+// tcpRetransSegs reads TcpRetransSegs of namespace ns.
 func tcpRetransSegs(t *testing.T, ns string) uint64 {
 	t.Helper()
-	var b []byte
-	if err := netns.Do(ns, func() error {
-		var err error
-		b, err = os.ReadFile("/proc/thread-self/net/snmp")
-		return err
-	}); err != nil {
-		t.Fatalf("snmp of %s: %v", ns, err)
-	}
-	v, err := snmpField(b, "Tcp", "RetransSegs")
+	v, err := netns.SNMP(ns, "Tcp", "RetransSegs")
 	if err != nil {
-		t.Fatalf("snmp of %s: %v", ns, err)
+		t.Fatal(err)
 	}
 	return v
-}
-
-// snmpField finds proto's field in /proc/net/snmp (a header line of names
-// followed by a line of values, both starting with "proto:").
-func snmpField(b []byte, proto, field string) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	var names []string
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 || f[0] != proto+":" {
-			continue
-		}
-		if names == nil {
-			names = f
-			continue
-		}
-		for i, n := range names {
-			if n == field && i < len(f) {
-				return strconv.ParseUint(f[i], 10, 64)
-			}
-		}
-		return 0, fmt.Errorf("no field %s:%s", proto, field)
-	}
-	return 0, fmt.Errorf("no %s lines", proto)
 }
 
 // iperfRetrans runs iperf3 -n 100M h1→h2 through mode with Bernoulli loss

@@ -62,11 +62,13 @@ func (e *Env) NS(short string) string { return e.Prefix + short }
 
 // Dataplanes are the `linkfabric run` processes of both switches.
 type Dataplanes struct {
+	env   *Env
 	procs []*proc
 }
 
 type proc struct {
 	name string
+	args []string
 	cmd  *exec.Cmd
 	done chan struct{}
 	mu   sync.Mutex
@@ -91,7 +93,7 @@ func (p *proc) log() string {
 // StartDataplanes starts `linkfabric run` on host0/link0 of sw1 and sw2 with
 // the given extra arguments and waits until both forward.
 func (e *Env) StartDataplanes(ctx context.Context, mode string, extra ...string) (*Dataplanes, error) {
-	d := &Dataplanes{}
+	d := &Dataplanes{env: e}
 	for _, sw := range []string{"sw1", "sw2"} {
 		args := append([]string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", "link0", "--mode", mode}, extra...)
 		p, err := e.startProc(sw, args)
@@ -115,7 +117,7 @@ func (e *Env) startProc(name string, args []string) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s %s: %w", e.Self, strings.Join(args, " "), err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &proc{name: name, args: args, cmd: cmd, done: make(chan struct{})}
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -167,6 +169,51 @@ func (d *Dataplanes) Stop() error {
 	}
 	d.procs = nil
 	return errors.Join(errs...)
+}
+
+func (d *Dataplanes) find(sw string) (int, error) {
+	for i, p := range d.procs {
+		if p.name == sw {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no dataplane on %s", sw)
+}
+
+// Kill ends the dataplane on sw with SIGKILL, as a crash would: none of its
+// cleanup runs (its XDP programs may stay attached).
+func (d *Dataplanes) Kill(sw string) error {
+	i, err := d.find(sw)
+	if err != nil {
+		return err
+	}
+	p := d.procs[i]
+	p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("dataplane on %s did not exit 5 s after SIGKILL", sw)
+	}
+}
+
+// Restart starts the dataplane on sw again with the same arguments (after
+// Kill, or after it exited) and waits until it is ready.
+func (d *Dataplanes) Restart(sw string) error {
+	i, err := d.find(sw)
+	if err != nil {
+		return err
+	}
+	old := d.procs[i]
+	if err := old.stop(); err != nil {
+		return err
+	}
+	p, err := d.env.startProc(sw, old.args)
+	if err != nil {
+		return err
+	}
+	d.procs[i] = p
+	return nil
 }
 
 // Alive reports an error if a dataplane exited.

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/spf13/cobra"
+)
+
+func chaosCmd() *cobra.Command {
+	var (
+		cfg                     experiment.ChaosConfig
+		events, runArgs, prefix string
+		outJSON                 string
+		asJSON                  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Faults under load: kill -9 and restart a dataplane, flap a link port; does TCP resume, does UDP stay whole",
+		Long: `chaos builds the pair testbed, runs --mode (lg by default) on both switches and one
+iperf3 TCP connection in both directions (--bidir) from h1 to h2, then applies each
+fault of --events in turn:
+
+  kill-sw1, kill-sw2   SIGKILL the switch's dataplane (no cleanup runs) and start it again
+  flap-sw1, flap-sw2   ip link set link0 down on the switch, wait --flap, set it up
+
+For each it reports whether every dataplane still runs, how long after the end of
+the fault (the restarted dataplane ready, or the port up again) each TCP direction
+carried data again (h2's and h1's receive counters sampled every 10 ms), and then
+runs UDP from h1 to h2 with --udp-loss on both directions of the link: through
+LinkGuardian it must lose nothing and keep order, and h2 must count no UDP checksum
+errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
+		Example: `  linkfabric chaos
+  linkfabric chaos --events kill-sw2 --udp-loss 1e-2 --json
+  linkfabric chaos --mode lgnb --events flap-sw1 --flap 5s`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("chaos"); err != nil {
+				return err
+			}
+			cfg.Events = splitList(events)
+			cfg.RunArgs = strings.Fields(runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: prefix, Log: log}
+			res, err := env.Chaos(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return report(res, res.Text(), outJSON, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Mode, "mode", "lg", "dataplane mode of both switches: lg or lgnb")
+	f.StringVar(&events, "events", strings.Join(experiment.ChaosEvents, ","), "faults, in order: "+strings.Join(experiment.ChaosEvents, ","))
+	f.DurationVar(&cfg.Settle, "settle", 0, "TCP time before each fault (default 2s)")
+	f.DurationVar(&cfg.Watch, "watch", 0, "time after each fault to watch TCP resume (default 4s)")
+	f.DurationVar(&cfg.Flap, "flap", 0, "how long a flapped port stays down (default 2s)")
+	f.Float64Var(&cfg.UDPLoss, "udp-loss", 1e-2, "Bernoulli loss on both link directions during the UDP check")
+	f.Float64Var(&cfg.UDPRate, "udp-rate", 0, "UDP rate of the check, bit/s (default 50e6)")
+	f.DurationVar(&cfg.UDPTime, "udp-time", 0, "UDP check duration, whole seconds (default 3s)")
+	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
+	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both switches")
+	f.StringVar(&prefix, "prefix", "lfchaos", "testbed prefix")
+	f.StringVar(&outJSON, "out", "out/chaos.json", "write the result as JSON here ('' to skip)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	return cmd
+}

@@ -1,0 +1,541 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// ChaosEvents are the faults `linkfabric chaos` knows: kill -9 a switch's
+// dataplane and start it again, or take a switch's link port down and up.
+var ChaosEvents = []string{"kill-sw1", "kill-sw2", "flap-sw1", "flap-sw2"}
+
+// ChaosConfig configures the fault experiment.
+type ChaosConfig struct {
+	// Mode is the dataplane mode of both switches (lg or lgnb).
+	Mode string `json:"mode"`
+	// Events run one after the other on one testbed (ChaosEvents).
+	Events []string `json:"events"`
+	// Settle is how long TCP runs before an event; Watch how long after the
+	// event ends the experiment waits for TCP to carry data again.
+	Settle time.Duration `json:"settle_ns"`
+	Watch  time.Duration `json:"watch_ns"`
+	// Flap is how long a link port stays down.
+	Flap time.Duration `json:"flap_ns"`
+	// After each event, UDP from h1 to h2 at UDPRate (bit/s) for UDPTime
+	// with Bernoulli loss UDPLoss on both directions of the link.
+	UDPLoss float64       `json:"udp_loss"`
+	UDPRate float64       `json:"udp_rate_bps"`
+	UDPTime time.Duration `json:"udp_ns"`
+	// ResumeBytes: a direction has resumed at the first 10 ms sample from
+	// which it carries this many bytes within the next 50 ms.
+	ResumeBytes uint64 `json:"resume_bytes"`
+	// RunArgs are extra `linkfabric run` arguments.
+	RunArgs []string `json:"run_args,omitempty"`
+	CC      string   `json:"cc"`
+}
+
+// Normalize fills defaults and checks the configuration.
+func (c *ChaosConfig) Normalize() error {
+	if c.Mode == "" {
+		c.Mode = "lg"
+	}
+	if c.Mode != "lg" && c.Mode != "lgnb" {
+		return fmt.Errorf("chaos --mode %q: use lg or lgnb", c.Mode)
+	}
+	if len(c.Events) == 0 {
+		c.Events = ChaosEvents
+	}
+	for _, ev := range c.Events {
+		if !contains(ChaosEvents, ev) {
+			return fmt.Errorf("chaos --events: unknown event %q (know %s)", ev, strings.Join(ChaosEvents, ", "))
+		}
+	}
+	if c.Settle <= 0 {
+		c.Settle = 2 * time.Second
+	}
+	if c.Watch <= 0 {
+		c.Watch = 4 * time.Second
+	}
+	if c.Flap <= 0 {
+		c.Flap = 2 * time.Second
+	}
+	if c.UDPLoss < 0 || c.UDPLoss >= 1 {
+		return fmt.Errorf("chaos --udp-loss %g: use a probability in [0, 1)", c.UDPLoss)
+	}
+	if c.UDPRate <= 0 {
+		c.UDPRate = 50e6
+	}
+	if c.UDPTime <= 0 {
+		c.UDPTime = 3 * time.Second
+	}
+	if c.ResumeBytes == 0 {
+		c.ResumeBytes = 64 << 10
+	}
+	if c.CC == "" {
+		c.CC = "auto"
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ChaosEvent is what one fault did.
+type ChaosEvent struct {
+	Event string `json:"event"`
+	// Before is the TCP rate each way in the Settle period before the event
+	// (Mbit/s): h1→h2, h2→h1.
+	BeforeMbps [2]float64 `json:"before_mbps"`
+	// ResumeMs is, per direction, the time from the end of the event (the
+	// restarted dataplane ready, or the link port up again) until TCP
+	// carried data again; -1 if it did not within Watch, or if over the
+	// last second of Watch it carried less than a tenth of its rate before.
+	ResumeMs [2]float64 `json:"resume_ms"`
+	// AfterMbps is the TCP rate each way over the last second of Watch.
+	AfterMbps [2]float64 `json:"after_mbps"`
+	// Alive is whether every dataplane still ran after the event (a flap
+	// must not end one; a killed one was started again).
+	Alive bool   `json:"alive"`
+	Error string `json:"error,omitempty"`
+	// UDP through the link afterwards, with UDPLoss on both directions.
+	UDP UDPCheck `json:"udp"`
+}
+
+// UDPCheck is one iperf3 UDP run from h1 to h2.
+type UDPCheck struct {
+	Packets    int `json:"packets"`
+	Lost       int `json:"lost"`
+	OutOfOrder int `json:"out_of_order"`
+	// CsumErrors is h2's UDP InCsumErrors during the run: a corrupted
+	// datagram delivered.
+	CsumErrors uint64 `json:"csum_errors"`
+	// LinkDropped is what the impairment dropped on both link ports.
+	LinkDropped uint64 `json:"link_dropped"`
+	Error       string `json:"error,omitempty"`
+}
+
+// OK reports whether the UDP run lost nothing and kept order.
+func (u UDPCheck) OK() bool {
+	return u.Error == "" && u.Packets > 0 && u.Lost == 0 && u.OutOfOrder == 0 && u.CsumErrors == 0
+}
+
+// ChaosResult is the outcome of `linkfabric chaos`.
+type ChaosResult struct {
+	Config ChaosConfig   `json:"config"`
+	Kernel string        `json:"kernel"`
+	CPUs   int           `json:"cpus"`
+	Date   time.Time     `json:"date"`
+	CC     string        `json:"cc"`
+	Events []*ChaosEvent `json:"events"`
+}
+
+// Chaos runs TCP both ways through the dataplanes of the pair testbed and
+// applies each fault in turn: it reports how long TCP took to carry data
+// again, whether the dataplanes lived, and whether UDP through the link
+// afterwards lost anything or arrived out of order.
+func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	avail, err := fct.AvailableCongestionControl("")
+	if err != nil {
+		return nil, err
+	}
+	cc, err := ChooseCC(cfg.CC, avail)
+	if err != nil {
+		return nil, err
+	}
+	res := &ChaosResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc}
+	per := cfg.Settle + cfg.Watch + cfg.UDPTime + 3*time.Second
+	e.progress("chaos: pair testbed %q, %s both ends, TCP both ways (%s); events %s; about %s",
+		e.Prefix, cfg.Mode, cc, strings.Join(cfg.Events, ","), (time.Duration(len(cfg.Events)) * per).Round(time.Second))
+	tb, err := e.Up(netns.ForwardingNone, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Down()
+	for _, h := range []string{"h1", "h2"} {
+		if _, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc)); err != nil {
+			return nil, err
+		}
+	}
+	dp, err := e.StartDataplanes(ctx, cfg.Mode, cfg.RunArgs...)
+	if err != nil {
+		return nil, err
+	}
+	defer dp.Stop()
+	for i, ev := range cfg.Events {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		e.progress("chaos: [%d/%d] %s", i+1, len(cfg.Events), ev)
+		r := e.chaosEvent(ctx, dp, ev, cfg, cc)
+		res.Events = append(res.Events, r)
+		e.progress("chaos: [%d/%d] %s", i+1, len(cfg.Events), r.line())
+		if !r.Alive {
+			break // no dataplane to run the next event on
+		}
+	}
+	return res, nil
+}
+
+func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg ChaosConfig, cc string) *ChaosEvent {
+	r := &ChaosEvent{Event: ev, ResumeMs: [2]float64{-1, -1}}
+	fail := func(err error) *ChaosEvent {
+		r.Error = err.Error()
+		r.Alive = dp.Alive() == nil
+		return r
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	cancel()
+	if err != nil {
+		return fail(fmt.Errorf("before %s, h1 cannot reach h2: %w", ev, err))
+	}
+	stopTCP, err := e.tcpBothWays(ctx, cc, cfg.Settle+cfg.Watch+30*time.Second)
+	if err != nil {
+		return fail(err)
+	}
+	defer stopTCP()
+	s, err := e.sampleRx(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.stop()
+	time.Sleep(cfg.Settle)
+	r.BeforeMbps = s.rate(time.Now().Add(-cfg.Settle/2), time.Now())
+	var end time.Time
+	sw := ev[len(ev)-3:]
+	switch {
+	case strings.HasPrefix(ev, "kill-"):
+		if err := dp.Kill(sw); err != nil {
+			return fail(err)
+		}
+		if err := dp.Restart(sw); err != nil {
+			return fail(err)
+		}
+		end = time.Now()
+	case strings.HasPrefix(ev, "flap-"):
+		if err := setLinkUp(e.NS(sw), "link0", false); err != nil {
+			return fail(err)
+		}
+		time.Sleep(cfg.Flap)
+		if err := setLinkUp(e.NS(sw), "link0", true); err != nil {
+			return fail(err)
+		}
+		end = time.Now()
+	}
+	time.Sleep(cfg.Watch)
+	r.Alive = dp.Alive() == nil
+	r.ResumeMs = s.resumed(end, cfg.ResumeBytes)
+	r.AfterMbps = s.rate(time.Now().Add(-time.Second), time.Now())
+	for d := range r.ResumeMs {
+		// A burst that stopped again is no recovery.
+		if r.AfterMbps[d] < r.BeforeMbps[d]/10 {
+			r.ResumeMs[d] = -1
+		}
+	}
+	stopTCP()
+	s.stop()
+	if !r.Alive {
+		r.Error = dp.Alive().Error()
+		return r
+	}
+	r.UDP = e.udpCheck(ctx, cfg)
+	return r
+}
+
+// tcpBothWays runs one iperf3 TCP connection with --bidir from h1 to h2.
+func (e *Env) tcpBothWays(ctx context.Context, cc string, d time.Duration) (stop func(), err error) {
+	stopSrv, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5202")
+	if err != nil {
+		return nil, err
+	}
+	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", "-c", H2Addr, "-p", "5202", "--bidir", "-C", cc,
+		"-t", strconv.Itoa(int(d.Seconds())), "--connect-timeout", "3000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		stopSrv()
+		return nil, fmt.Errorf("iperf3 in %s: %w", e.NS("h1"), err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			stopSrv()
+		})
+	}, nil
+}
+
+// udpCheck runs UDP from h1 to h2 with the configured loss on both link
+// directions (the impairment stage of each switch's running dataplane).
+func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) UDPCheck {
+	var u UDPCheck
+	imp := bpf.Loss(cfg.UDPLoss, 0, 7)
+	for _, sw := range []string{"sw1", "sw2"} {
+		if err := e.impairOn(sw, func(im *bpf.Impairer) error {
+			if err := im.SetImpair(imp); err != nil {
+				return err
+			}
+			return im.ResetImpairStats()
+		}); err != nil {
+			u.Error = err.Error()
+			return u
+		}
+	}
+	defer func() {
+		for _, sw := range []string{"sw1", "sw2"} {
+			e.impairOn(sw, func(im *bpf.Impairer) error {
+				st, err := im.ImpairStats()
+				u.LinkDropped += st.Dropped
+				if err != nil {
+					return err
+				}
+				return im.ClearImpair()
+			})
+		}
+	}()
+	csum0, _ := udpCsumErrors(e.NS("h2"))
+	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5203")
+	if err != nil {
+		u.Error = err.Error()
+		return u
+	}
+	defer stop()
+	out, err := netns.Command(ctx, e.NS("h1"), "iperf3", "-c", H2Addr, "-p", "5203", "-u", "-l", "1200",
+		"-b", strconv.FormatFloat(cfg.UDPRate, 'f', 0, 64), "-t", strconv.Itoa(max(1, int(cfg.UDPTime.Seconds()))),
+		"-J", "--connect-timeout", "3000").Output()
+	var doc struct {
+		End struct {
+			Streams []struct {
+				UDP struct {
+					OutOfOrder int `json:"out_of_order"`
+				} `json:"udp"`
+			} `json:"streams"`
+			SumReceived struct {
+				Lost    int `json:"lost_packets"`
+				Packets int `json:"packets"`
+			} `json:"sum_received"`
+		} `json:"end"`
+		Error string `json:"error"`
+	}
+	if jerr := json.Unmarshal(out, &doc); jerr != nil || doc.Error != "" {
+		u.Error = fmt.Sprintf("iperf3 -u in %s: %v %v %s", e.NS("h1"), err, jerr, doc.Error)
+		return u
+	}
+	u.Packets, u.Lost = doc.End.SumReceived.Packets, doc.End.SumReceived.Lost
+	for _, s := range doc.End.Streams {
+		u.OutOfOrder += s.UDP.OutOfOrder
+	}
+	csum1, _ := udpCsumErrors(e.NS("h2"))
+	u.CsumErrors = csum1 - csum0
+	return u
+}
+
+// impairOn runs fn on the impairment stage of sw's link0.
+func (e *Env) impairOn(sw string, fn func(*bpf.Impairer) error) error {
+	return netns.Do(e.NS(sw), func() error {
+		im, err := bpf.OpenImpairer("link0")
+		if err != nil {
+			return err
+		}
+		defer im.Close()
+		return fn(im)
+	})
+}
+
+// udpCsumErrors reads Udp InCsumErrors of a namespace.
+func udpCsumErrors(ns string) (uint64, error) {
+	return netns.SNMP(ns, "Udp", "InCsumErrors")
+}
+
+func setLinkUp(ns, dev string, up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	out, err := netns.Command(context.Background(), ns, "ip", "link", "set", dev, state).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip link set %s %s in %s: %v: %s", dev, state, ns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// rxSampler reads h2's and h1's eth0 receive byte counters every 10 ms:
+// index 0 is the h1→h2 direction, 1 is h2→h1.
+type rxSampler struct {
+	mu      sync.Mutex
+	at      []time.Time
+	bytes   [][2]uint64
+	done    chan struct{}
+	stopped sync.Once
+}
+
+const sampleEvery = 10 * time.Millisecond
+
+func (e *Env) sampleRx(ctx context.Context) (*rxSampler, error) {
+	s := &rxSampler{done: make(chan struct{})}
+	read := func() ([2]uint64, error) {
+		var b [2]uint64
+		for i, h := range []string{"h2", "h1"} {
+			l, err := link(e.NS(h), "eth0")
+			if err != nil {
+				return b, err
+			}
+			b[i] = l.Attrs().Statistics.RxBytes
+		}
+		return b, nil
+	}
+	if _, err := read(); err != nil {
+		return nil, err
+	}
+	go func() {
+		t := time.NewTicker(sampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				b, err := read()
+				if err != nil {
+					continue
+				}
+				s.mu.Lock()
+				s.at = append(s.at, now)
+				s.bytes = append(s.bytes, b)
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s, nil
+}
+
+func (s *rxSampler) stop() { s.stopped.Do(func() { close(s.done) }) }
+
+// rate is the mean receive rate of each direction between from and to, Mbit/s.
+func (s *rxSampler) rate(from, to time.Time) [2]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, last := -1, -1
+	for i, at := range s.at {
+		if at.Before(from) || at.After(to) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	var r [2]float64
+	if first < 0 || last <= first {
+		return r
+	}
+	secs := s.at[last].Sub(s.at[first]).Seconds()
+	for d := range r {
+		r[d] = float64(s.bytes[last][d]-s.bytes[first][d]) * 8 / secs / 1e6
+	}
+	return r
+}
+
+// resumed returns, per direction, the time from end to the first sample
+// after which the direction received at least minBytes within 50 ms, in
+// ms; -1 if none.
+func (s *rxSampler) resumed(end time.Time, minBytes uint64) [2]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := [2]float64{-1, -1}
+	const window = 50 * time.Millisecond
+	for d := range out {
+		for i, at := range s.at {
+			if at.Before(end) {
+				continue
+			}
+			j := i
+			for j+1 < len(s.at) && s.at[j+1].Sub(at) <= window {
+				j++
+			}
+			if j > i && s.bytes[j][d]-s.bytes[i][d] >= minBytes {
+				// The data started flowing in the sample interval before i.
+				out[d] = float64(max(0, at.Sub(end)-sampleEvery).Microseconds()) / 1e3
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (r *ChaosEvent) line() string {
+	alive := "dataplanes alive"
+	if !r.Alive {
+		alive = "A DATAPLANE EXITED"
+	}
+	s := fmt.Sprintf("%-9s %s; TCP before %.0f/%.0f Mbit/s, resumed after %s / %s, then %.0f/%.0f Mbit/s; UDP %s",
+		r.Event, alive, r.BeforeMbps[0], r.BeforeMbps[1], msStr(r.ResumeMs[0]), msStr(r.ResumeMs[1]),
+		r.AfterMbps[0], r.AfterMbps[1], r.UDP.String())
+	if r.Error != "" {
+		s += "; error: " + r.Error
+	}
+	return s
+}
+
+func msStr(ms float64) string {
+	if ms < 0 {
+		return "never"
+	}
+	return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+}
+
+func (u UDPCheck) String() string {
+	if u.Error != "" {
+		return "error: " + u.Error
+	}
+	return fmt.Sprintf("%d datagrams, %d lost, %d out of order, %d checksum errors (link dropped %d)",
+		u.Packets, u.Lost, u.OutOfOrder, u.CsumErrors, u.LinkDropped)
+}
+
+// Text renders the result.
+func (r *ChaosResult) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos: %s both ends, TCP both ways (%s), UDP at %.0f Mbit/s with loss %g each way afterwards\n",
+		r.Config.Mode, r.CC, r.Config.UDPRate/1e6, r.Config.UDPLoss)
+	fmt.Fprintf(&b, "%-9s  %-6s  %-17s  %-17s  %-17s  %s\n", "event", "alive", "TCP before Mbit/s", "resumed after", "TCP after Mbit/s", "UDP afterwards")
+	for _, e := range r.Events {
+		alive := "yes"
+		if !e.Alive {
+			alive = "NO"
+		}
+		fmt.Fprintf(&b, "%-9s  %-6s  %-17s  %-17s  %-17s  %s\n", e.Event, alive,
+			fmt.Sprintf("%.0f / %.0f", e.BeforeMbps[0], e.BeforeMbps[1]),
+			msStr(e.ResumeMs[0])+" / "+msStr(e.ResumeMs[1]),
+			fmt.Sprintf("%.0f / %.0f", e.AfterMbps[0], e.AfterMbps[1]), e.UDP.String())
+		if e.Error != "" {
+			fmt.Fprintf(&b, "           error: %s\n", e.Error)
+		}
+	}
+	b.WriteString("(directions: h1→h2 / h2→h1; resumed: from the restarted dataplane ready or the port up again)\n")
+	return b.String()
+}

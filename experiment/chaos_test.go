@@ -1,0 +1,71 @@
+package experiment
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// TestChaosLGSurvivesFaults kills and restarts each switch's dataplane and
+// flaps a link port under TCP both ways: every dataplane must live, TCP must
+// carry data again, and UDP through lg afterwards must lose nothing and keep
+// order at 1% loss each way. How fast TCP resumes is a figure for the
+// `linkfabric chaos` command, not asserted here.
+func TestChaosLGSurvivesFaults(t *testing.T) {
+	netns.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	self := buildSelf(t)
+	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfk"), Progress: testWriter{t}}
+	cfg := ChaosConfig{Events: []string{"kill-sw1", "kill-sw2", "flap-sw1"}, Settle: time.Second, Watch: 3 * time.Second,
+		Flap: 2 * time.Second, UDPLoss: 1e-2, UDPTime: 2 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := e.Chaos(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + res.Text())
+	if len(res.Events) != len(cfg.Events) {
+		t.Fatalf("ran %d of %d events", len(res.Events), len(cfg.Events))
+	}
+	for _, ev := range res.Events {
+		if !ev.Alive {
+			t.Errorf("%s: a dataplane exited: %s", ev.Event, ev.Error)
+			continue
+		}
+		if ev.ResumeMs[0] < 0 || ev.ResumeMs[1] < 0 {
+			t.Errorf("%s: TCP did not resume in both directions within %v: %s", ev.Event, cfg.Watch, ev.line())
+		}
+		if !ev.UDP.OK() {
+			t.Errorf("%s: UDP through lg afterwards: %s", ev.Event, ev.UDP)
+		}
+		if ev.UDP.LinkDropped == 0 && ev.UDP.Error == "" {
+			t.Errorf("%s: the impairment dropped nothing: the UDP check proved nothing", ev.Event)
+		}
+	}
+}
+
+// buildSelf builds the linkfabric command for the experiment to start.
+func buildSelf(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir() + "/linkfabric"
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/linkfabric").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// testWriter sends progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
