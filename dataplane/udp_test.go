@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -19,19 +18,15 @@ import (
 // snmpFields reads proto's fields from /proc/net/snmp of namespace ns.
 func snmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uint64 {
 	t.Helper()
-	var b []byte
-	if err := netns.Do(ns, func() error {
-		var err error
-		b, err = os.ReadFile("/proc/thread-self/net/snmp")
-		return err
-	}); err != nil {
-		t.Fatalf("snmp of %s: %v", ns, err)
+	all, err := netns.SNMPAll(ns)
+	if err != nil {
+		t.Fatal(err)
 	}
 	m := map[string]uint64{}
 	for _, f := range fields {
-		v, err := snmpField(b, proto, f)
-		if err != nil {
-			t.Fatalf("snmp of %s: %v", ns, err)
+		v, ok := all[proto+f]
+		if !ok {
+			t.Fatalf("snmp of %s: no counter %s:%s", ns, proto, f)
 		}
 		m[f] = v
 	}

@@ -1,52 +1,60 @@
 package netns
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 )
 
-// SNMP reads one counter of /proc/net/snmp (proto "Tcp", "Udp", "Ip", ...)
-// as a thread inside namespace ns sees it.
-func SNMP(ns, proto, field string) (uint64, error) {
+// SNMPAll reads every counter of /proc/net/snmp as a thread inside namespace
+// ns sees it, keyed by protocol and field: "UdpInCsumErrors", "TcpRetransSegs".
+func SNMPAll(ns string) (map[string]uint64, error) {
 	var b []byte
 	if err := Do(ns, func() error {
 		var err error
 		b, err = os.ReadFile("/proc/thread-self/net/snmp")
 		return err
 	}); err != nil {
-		return 0, fmt.Errorf("snmp of %s: %w", ns, err)
+		return nil, fmt.Errorf("snmp of %s: %w", ns, err)
 	}
-	v, err := SNMPField(b, proto, field)
+	return ParseSNMP(b), nil
+}
+
+// SNMP reads one counter of /proc/net/snmp (proto "Tcp", "Udp", "Ip", ...)
+// of namespace ns.
+func SNMP(ns, proto, field string) (uint64, error) {
+	m, err := SNMPAll(ns)
 	if err != nil {
-		return 0, fmt.Errorf("snmp of %s: %w", ns, err)
+		return 0, err
+	}
+	v, ok := m[proto+field]
+	if !ok {
+		return 0, fmt.Errorf("snmp of %s: no counter %s:%s", ns, proto, field)
 	}
 	return v, nil
 }
 
-// SNMPField finds proto's field in the text of /proc/net/snmp (a header line
-// of names followed by a line of values, both starting with "proto:").
-func SNMPField(b []byte, proto, field string) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
+// ParseSNMP parses the text of /proc/net/snmp: for each protocol a line of
+// names and a line of values, both starting with "Proto:".
+func ParseSNMP(b []byte) map[string]uint64 {
+	m := map[string]uint64{}
 	var names []string
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 || f[0] != proto+":" {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
 			continue
 		}
-		if names == nil {
+		if names == nil || names[0] != f[0] {
 			names = f
 			continue
 		}
-		for i, n := range names {
-			if n == field && i < len(f) {
-				return strconv.ParseUint(f[i], 10, 64)
+		for i := 1; i < len(f) && i < len(names); i++ {
+			if v, err := strconv.ParseUint(f[i], 10, 64); err == nil {
+				m[strings.TrimSuffix(f[0], ":")+names[i]] = v
 			}
 		}
-		return 0, fmt.Errorf("no field %s:%s", proto, field)
+		names = nil
 	}
-	return 0, fmt.Errorf("no %s lines", proto)
+	return m
 }

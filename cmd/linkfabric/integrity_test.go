@@ -111,31 +111,9 @@ func startRun(t *testing.T, c cli, ns string, args ...string) *runProc {
 // ("UdpInCsumErrors").
 func snmp(t *testing.T, ns string) map[string]uint64 {
 	t.Helper()
-	var b []byte
-	if err := netns.Do(ns, func() error {
-		var err error
-		b, err = os.ReadFile("/proc/thread-self/net/snmp")
-		return err
-	}); err != nil {
-		t.Fatalf("snmp of %s: %v", ns, err)
-	}
-	m := map[string]uint64{}
-	var names []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if names == nil || names[0] != f[0] {
-			names = f
-			continue
-		}
-		for i := 1; i < len(f) && i < len(names); i++ {
-			if v, err := strconv.ParseUint(f[i], 10, 64); err == nil {
-				m[strings.TrimSuffix(f[0], ":")+names[i]] = v
-			}
-		}
-		names = nil
+	m, err := netns.SNMPAll(ns)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return m
 }
