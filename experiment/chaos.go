@@ -290,8 +290,7 @@ func (e *Env) tcpBothWays(ctx context.Context, cc string, d time.Duration) (stop
 
 // udpCheck runs UDP from h1 to h2 with the configured loss on both link
 // directions (the impairment stage of each switch's running dataplane).
-func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) UDPCheck {
-	var u UDPCheck
+func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 	imp := bpf.Loss(cfg.UDPLoss, 0, 7)
 	for _, sw := range []string{"sw1", "sw2"} {
 		if err := e.impairOn(sw, func(im *bpf.Impairer) error {
