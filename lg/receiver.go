@@ -43,10 +43,12 @@ type ReceiverConfig struct {
 	// long (§3.5 "Preventing transmission stalls"; Params.Timers).
 	AckNoTimeout int64
 	// RenotifyInterval: a loss notification is sent again for frames still
-	// missing this long after the last notification. A software link has no
-	// lossless high-priority path, so a lost notification (or a lost set of
-	// copies) is recovered this way. Set it above the maximum retransmission
-	// delay and below AckNoTimeout; 0 disables re-notification.
+	// missing this long after the first notification, then at doubling
+	// intervals (up to 1024× it, and at most AckNoTimeout/4). A software
+	// link has no lossless high-priority path, so a lost notification (or a
+	// lost set of copies) is recovered this way. Set it above the maximum
+	// retransmission delay and below AckNoTimeout; 0 disables
+	// re-notification.
 	RenotifyInterval int64
 	// NotifyCopies is the number of copies of each loss notification (first
 	// and repeated), default 1. Extra copies protect recovery against loss of
@@ -115,8 +117,26 @@ const (
 type rxSlot struct {
 	f          Frame
 	state      uint8
+	renotified uint8 // re-notifications sent for this missing frame
 	detectedAt int64
 	notifiedAt int64
+}
+
+// maxRenotifyShift bounds the backoff of re-notifications of one missing
+// frame: the interval doubles with each one, up to RenotifyInterval << 10
+// and never beyond a quarter of AckNoTimeout.
+const maxRenotifyShift = 10
+
+// renotifyAfter is how long after its last notification a missing frame
+// is notified again: RenotifyInterval, doubling with each re-notification
+// (capped), so that the sender's retransmission rounds (MaxRetxRounds)
+// last until the receiver would give up on the frame, however long the
+// retransmissions are delayed or lost in a burst, instead of being spent in
+// the first few intervals.
+func (r *Receiver) renotifyAfter(sl *rxSlot) int64 {
+	ri := r.cfg.RenotifyInterval
+	d := ri << min(sl.renotified, maxRenotifyShift)
+	return max(ri, min(d, r.cfg.AckNoTimeout/4))
 }
 
 // Receiver is the receiving side of a protected direction (the paper's
@@ -523,16 +543,17 @@ func (r *Receiver) scan(now int64) {
 		seen++
 		next = min(next, sl.detectedAt+to)
 		if ri > 0 && ri < to {
-			if now-sl.notifiedAt >= ri {
+			if now-sl.notifiedAt >= r.renotifyAfter(sl) {
 				if runLen == 0 {
 					runStart = q
 				}
 				runLen++
 				sl.notifiedAt = now
+				sl.renotified = min(sl.renotified+1, 255)
 			} else {
 				flush()
 			}
-			next = min(next, sl.notifiedAt+ri)
+			next = min(next, sl.notifiedAt+r.renotifyAfter(sl))
 		}
 	}
 	flush()

@@ -28,7 +28,9 @@ type SenderConfig struct {
 	// RenotifyInterval.
 	RetxHoldoff int64
 	// MaxRetxRounds caps how many notifications one frame is retransmitted for
-	// (each round sends Copies copies).
+	// (each round sends Copies copies). The receiver's re-notifications back
+	// off exponentially, so about log2(AckNoTimeout/RenotifyInterval)+3 of
+	// them fit before it gives up: the default 16 covers them.
 	MaxRetxRounds int
 }
 
@@ -40,7 +42,7 @@ func DefaultSenderConfig() SenderConfig {
 		DummyInterval: 10_000,
 		DummyCopies:   1,
 		RetxHoldoff:   50_000,
-		MaxRetxRounds: 8,
+		MaxRetxRounds: 16,
 	}
 }
 
