@@ -21,7 +21,7 @@ func integrityWorker(t *testing.T, mode linkcrc.Mode) *worker {
 	}
 	t.Cleanup(func() { u.Close() })
 	d := &Dataplane{cfg: Config{LG: LGConfig{Integrity: mode}}, umem: u}
-	w := &worker{d: d, umem: u, refs: newFrameRefs(u), integrity: &IntegrityStats{}}
+	w := &worker{d: d, umem: u, refs: newFrameRefs(u), integrity: &IntegrityStats{}, sealed: make([]bool, 2)}
 	w.sealed[portLink] = mode != linkcrc.Off
 	return w
 }

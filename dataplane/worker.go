@@ -17,10 +17,11 @@ import (
 // completion, refill, idling and the clock; a pipeline owns no loop, no
 // socket and no timer. Everything is called from the worker's one goroutine.
 //
-// Ports are numbered as in the node (portHost, portLink); a lane is one of a
-// port's AF_XDP sockets (its receive queue). On a link port with two or more
-// queues, lane 1 is the priority lane (lanePrio): it is read first and
-// kicked first, at both ends.
+// Ports are numbered as in the node: the host port first (portHost), then
+// the link ports (portLink is the first; modes with one link use only it). A
+// lane is one of a port's AF_XDP sockets (its receive queue). On a link port
+// with two or more queues, lane 1 is the priority lane (lanePrio): it is
+// read first and kicked first, at both ends.
 type Pipeline interface {
 	// Room is how many frames the pipeline takes from port now. The worker
 	// receives no more, and does not wake for a port without room.
@@ -40,7 +41,6 @@ type Pipeline interface {
 const (
 	portHost = 0
 	portLink = 1
-	numPorts = 2
 
 	laneData = 0
 	lanePrio = 1
@@ -51,7 +51,7 @@ const (
 // host port last) and frees what is released once no descriptor refers to it.
 type Tx struct {
 	w     *worker
-	lists [numPorts][][]xdp.Desc
+	lists [][][]xdp.Desc // per port, per lane
 	rel   []uint64
 	n     int // descriptors queued this iteration
 }
@@ -98,8 +98,8 @@ type worker struct {
 	d        *Dataplane
 	umem     *xdp.Umem
 	refs     *frameRefs
-	ports    [numPorts]*Port
-	counters [numPorts]*PortCounters
+	ports    []*Port
+	counters []*PortCounters
 	// rx is the receive order (link priority lane first); kick the kick
 	// order (link priority lane, link data lane, host port). pollIdx maps
 	// rx entries to the poller's sockets.
@@ -113,10 +113,10 @@ type worker struct {
 	busy   bool
 	// laneFrames counts the frames placed on each lane's TX ring (read by
 	// pipelines for their statistics, in the worker's goroutine).
-	laneFrames [numPorts][]uint64
+	laneFrames [][]uint64
 	// sealed says which ports' frames carry the integrity trailer
 	// (integrity.go), counted in integrity.
-	sealed    [numPorts]bool
+	sealed    []bool
 	integrity *IntegrityStats
 	epoch     time.Time // the worker clock's zero
 }
@@ -132,18 +132,24 @@ func newWorker(d *Dataplane) *worker {
 		d:        d,
 		umem:     d.umem,
 		refs:     newFrameRefs(d.umem),
-		ports:    [numPorts]*Port{d.host, d.link},
-		counters: [numPorts]*PortCounters{&d.stats.Host, &d.stats.Link},
+		ports:    []*Port{d.host, d.link},
+		counters: []*PortCounters{&d.stats.Host, &d.stats.Link},
 		descs:    make([]xdp.Desc, d.cfg.Batch),
 		addrs:    make([]uint64, d.cfg.Batch),
 		busy:     d.cfg.BusyPoll,
 		epoch:    time.Now(),
 	}
+	n := len(w.ports)
+	w.sealed = make([]bool, n)
 	if d.cfg.Mode != ModeForward && d.cfg.LG.Integrity != linkcrc.Off {
-		w.sealed[portLink] = true
+		for p := portLink; p < n; p++ {
+			w.sealed[p] = true
+		}
 		w.integrity = &d.lgStats.Integrity
 	}
 	w.tx.w = w
+	w.tx.lists = make([][][]xdp.Desc, n)
+	w.laneFrames = make([][]uint64, n)
 	for p, port := range w.ports {
 		w.tx.lists[p] = make([][]xdp.Desc, len(port.socks))
 		w.laneFrames[p] = make([]uint64, len(port.socks))
@@ -154,17 +160,22 @@ func newWorker(d *Dataplane) *worker {
 	add := func(list []lane, p, l int) []lane {
 		return append(list, lane{port: p, lane: l, s: w.ports[p].socks[l]})
 	}
-	link := w.ports[portLink].socks
-	if len(link) > 1 {
-		w.rx = add(w.rx, portLink, lanePrio)
-		w.kick = add(w.kick, portLink, lanePrio)
-	}
-	for l := range link {
-		if l != lanePrio || len(link) == 1 {
-			w.rx = add(w.rx, portLink, l)
+	// Priority lanes of every link port first, then their other lanes, the
+	// host port last.
+	for p := portLink; p < n; p++ {
+		if len(w.ports[p].socks) > 1 {
+			w.rx = add(w.rx, p, lanePrio)
+			w.kick = add(w.kick, p, lanePrio)
 		}
 	}
-	w.kick = add(w.kick, portLink, laneData)
+	for p := portLink; p < n; p++ {
+		for l := range w.ports[p].socks {
+			if l != lanePrio || len(w.ports[p].socks) == 1 {
+				w.rx = add(w.rx, p, l)
+			}
+		}
+		w.kick = add(w.kick, p, laneData)
+	}
 	for l := range w.ports[portHost].socks {
 		w.rx = add(w.rx, portHost, l)
 	}
