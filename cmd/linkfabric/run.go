@@ -19,6 +19,7 @@ import (
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
+	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
 
@@ -50,9 +51,11 @@ func runCmd() *cobra.Command {
 		peerMAC, linkSpeed       string
 		cpuProfile               string
 		integrity                string
+		node, preset, topoFile   string
+		prefix                   string
 	)
 	cmd := &cobra.Command{
-		Use:   "run --netns NS --host-port IF --link-port IF --mode forward",
+		Use:   "run {--node SW | --netns NS --host-port IF --link-port IF} --mode forward",
 		Short: "Run the dataplane on a host port and a link port (foreground; Ctrl-C stops it)",
 		Long: `run attaches linkfabric's XDP program to both ports, binds AF_XDP sockets on one
 shared UMEM, and moves frames between them with the pipeline of --mode:
@@ -89,11 +92,15 @@ checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
 does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
 hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity off);
 run checks this at startup.`,
-		Example: `  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
+		Example: `  linkfabric run --node sw1 --mode lg                 # the pair testbed's sw1 (namespace lfsw1)
+  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("run"); err != nil {
+				return err
+			}
+			if err := nodePorts(&cfg, &ns, node, preset, topoFile, prefix); err != nil {
 				return err
 			}
 			if err := enterNetns(ns); err != nil {
@@ -142,7 +149,11 @@ run checks this at startup.`,
 	f := cmd.Flags()
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
 	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host")
-	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch")
+	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch (a comma-separated list for modes that drive a bundle; the modes built so far drive one)")
+	f.StringVar(&node, "node", "", "take --netns, --host-port and --link-port from this switch of the testbed topology (--preset or --topology, --prefix), e.g. sw1")
+	f.StringVar(&preset, "preset", "pair", "with --node: the testbed's topology preset")
+	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
+	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (the namespace is prefix + node)")
 	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking) or monitor (sequenced, unprotected: measures loss)")
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
@@ -172,9 +183,47 @@ run checks this at startup.`,
 	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint (:PORT binds loopback; 0.0.0.0:PORT exposes it); empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
-	_ = cmd.MarkFlagRequired("host-port")
-	_ = cmd.MarkFlagRequired("link-port")
 	return cmd
+}
+
+// nodePorts fills the namespace and ports of run from --node and the
+// testbed topology (flags given explicitly win), and checks that there is
+// one host port and as many link ports as the mode drives (one).
+func nodePorts(cfg *dataplane.Config, ns *string, node, preset, topoFile, prefix string) error {
+	if node != "" {
+		topo, err := loadTopology(preset, topoFile)
+		if err != nil {
+			return err
+		}
+		ports, err := topo.NodePorts(node)
+		if err != nil {
+			return fmt.Errorf("--node %s: %w", node, err)
+		}
+		host, links := netns.PortsOf(ports, netns.RoleHost), netns.PortsOf(ports, netns.RoleLink)
+		if cfg.HostPort == "" {
+			if len(host) != 1 {
+				return fmt.Errorf("--node %s has host ports %v in topology %q: give --host-port", node, host, topo.Name)
+			}
+			cfg.HostPort = host[0]
+		}
+		if cfg.LinkPort == "" {
+			if len(links) == 0 {
+				return fmt.Errorf("--node %s has no link port in topology %q (a link port is an end of a link with mtu: link)", node, topo.Name)
+			}
+			cfg.LinkPort = strings.Join(links, ",")
+		}
+		if *ns == "" {
+			*ns = prefix + node
+		}
+	}
+	if cfg.HostPort == "" || cfg.LinkPort == "" {
+		return errors.New("run needs a host port and a link port: --host-port IF --link-port IF, or --node NAME of a testbed (e.g. --node sw1)")
+	}
+	if links := splitList(cfg.LinkPort); len(links) > 1 {
+		return fmt.Errorf("--link-port %s lists %d link ports: the modes built so far (forward, lg, lgnb, monitor) drive one; give one (e.g. --link-port %s); spraying over a bundle is the coming cells mode",
+			cfg.LinkPort, len(links), links[0])
+	}
+	return nil
 }
 
 func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string, statsEvery time.Duration) error {

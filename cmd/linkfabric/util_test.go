@@ -2,7 +2,10 @@ package main
 
 import (
 	"net"
+	"strings"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/dataplane"
 )
 
 func TestParseBitRate(t *testing.T) {
@@ -35,6 +38,37 @@ func TestListenStatsLoopback(t *testing.T) {
 		ln.Close()
 		if host != wantHost {
 			t.Errorf("--metrics %q listens on %s; want %s", in, ln.Addr(), wantHost)
+		}
+	}
+}
+
+func TestNodePortsFromTopology(t *testing.T) {
+	var cfg dataplane.Config
+	ns := ""
+	if err := nodePorts(&cfg, &ns, "sw2", "pair", "", "lab"); err != nil {
+		t.Fatal(err)
+	}
+	if ns != "labsw2" || cfg.HostPort != "host0" || cfg.LinkPort != "link0" {
+		t.Errorf("--node sw2 --prefix lab: netns %q host %q link %q", ns, cfg.HostPort, cfg.LinkPort)
+	}
+	// Explicit flags win over the topology.
+	cfg, ns = dataplane.Config{LinkPort: "link2"}, "other"
+	if err := nodePorts(&cfg, &ns, "sw1", "bundle", "", "lf"); err != nil || ns != "other" || cfg.LinkPort != "link2" {
+		t.Errorf("explicit --netns/--link-port with --node: %v, netns %q link %q", err, ns, cfg.LinkPort)
+	}
+	for _, tc := range []struct {
+		node, preset, link string
+		want               string
+	}{
+		{"sw1", "bundle", "", "lists 4 link ports"},
+		{"", "pair", "", "--node NAME"},
+		{"sw7", "pair", "", `no namespace "sw7"`},
+		{"h1", "pair", "", "no link port"},
+	} {
+		cfg, ns := dataplane.Config{LinkPort: tc.link}, ""
+		err := nodePorts(&cfg, &ns, tc.node, tc.preset, "", "lf")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--node %q --preset %s: %v, want an error with %q", tc.node, tc.preset, err, tc.want)
 		}
 	}
 }
