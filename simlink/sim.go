@@ -65,8 +65,8 @@ type Config struct {
 // DirStats counts what crossed a direction.
 type DirStats struct {
 	Sent, Dropped   uint64
-	SentByType      [5]uint64 // index seqhdr.Type; 0 = frames without a link header
-	DroppedByType   [5]uint64
+	SentByType      [seqhdr.NumTypes]uint64 // index seqhdr.Type; 0 = frames without a link header
+	DroppedByType   [seqhdr.NumTypes]uint64
 	PFCSent, PFCDrp uint64
 	Bytes           uint64
 }
@@ -133,6 +133,11 @@ type end struct {
 	rxNoBuf   int
 	events    []lg.Event
 	recovery  []int64
+	pcfg      lg.Config
+	sendAt    []int64 // host frame id -> time the port accepted it (-1: not yet)
+	delAt     []int64 // parallel to delivered: delivery time
+	restarts  []int64
+	lost      int // frames that vanished with a restarted switch
 }
 
 // Sim is the simulated link.
@@ -182,7 +187,7 @@ func New(cfg Config) (*Sim, error) {
 			return nil, fmt.Errorf("simlink: port %v: %w", Side(i), err)
 		}
 		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
-		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i]}
+		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i], pcfg: pcfg[i]}
 	}
 	for i := range 2 {
 		s.push(&event{t: 0, kind: evTick, side: Side(i)})
@@ -224,6 +229,47 @@ func (s *Sim) Recoveries(side Side) []int64 { return s.ends[side].recovery }
 
 // Sent returns how many host frames side's host has generated.
 func (s *Sim) Sent(side Side) uint64 { return s.ends[side].nextID }
+
+// SentAt returns when side's port accepted host frame id (Send returned
+// true; the frame was stamped), or -1 if it never did.
+func (s *Sim) SentAt(side Side, id uint64) int64 {
+	if e := s.ends[side]; id < uint64(len(e.sendAt)) {
+		return e.sendAt[id]
+	}
+	return -1
+}
+
+// DeliveredAt returns the delivery times of Delivered(side), in order.
+func (s *Sim) DeliveredAt(side Side) []int64 { return s.ends[side].delAt }
+
+// Restarts returns the times side's switch was restarted.
+func (s *Sim) Restarts(side Side) []int64 { return s.ends[side].restarts }
+
+// Restart simulates kill -9 and a new start of side's switch: a new Port
+// (same configuration, sequence state from scratch) over a new frame memory.
+// Every frame the old process held (TX buffer, reorder buffer, host queue,
+// frames received but not processed) vanishes with it; the host behind side
+// keeps sending new frames afterwards. Frames already on the wire arrive at
+// the new process.
+func (s *Sim) Restart(side Side) error {
+	e := s.ends[side]
+	pool := NewPool(s.cfg.PoolFrames, 2048, 256)
+	p, err := lg.NewPort(e.pcfg, pool)
+	if err != nil {
+		return fmt.Errorf("simlink: restart %v: %w", side, err)
+	}
+	e.lost += len(e.hostQ)
+	for _, data := range e.rxQ {
+		s.putBuf(data)
+	}
+	e.rxQ = e.rxQ[:0]
+	e.hostQ = nil
+	e.port, e.pool = p, pool
+	e.restarts = append(e.restarts, s.now)
+	e.dirty = true
+	s.push(&event{t: s.now, kind: evWake, side: side})
+	return nil
+}
 
 // AddRule adds a scripted loss rule to the direction leaving from.
 func (s *Sim) AddRule(from Side, r *Rule) {
@@ -348,6 +394,7 @@ func (s *Sim) iterate(e *end) {
 			break
 		}
 		hostFrame(e.pool.Bytes(h, s.cfg.FrameLen), e.side, e.nextID)
+		e.sendAt = append(e.sendAt, -1)
 		e.hostQ = append(e.hostQ, lg.Frame{H: h, Len: s.cfg.FrameLen})
 		e.nextID++
 		e.remaining--
@@ -369,6 +416,11 @@ func (s *Sim) iterate(e *end) {
 		f := e.hostQ[0]
 		if !p.Send(now, f) {
 			break
+		}
+		if b := e.pool.Bytes(f.H, f.Len); len(b) >= 22 {
+			if id := binary.BigEndian.Uint64(b[14:]); id < uint64(len(e.sendAt)) && e.sendAt[id] < 0 {
+				e.sendAt[id] = now
+			}
 		}
 		sent += f.Len + seqhdr.MaxOverhead
 		e.hostQ = e.hostQ[1:]
@@ -412,6 +464,7 @@ func (s *Sim) iterate(e *end) {
 		}
 		if ok {
 			e.delivered = append(e.delivered, id)
+			e.delAt = append(e.delAt, now)
 		} else {
 			e.corrupt++
 		}
