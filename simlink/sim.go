@@ -60,6 +60,10 @@ type Config struct {
 	FrameLen   int // host frame length, 60..1514 (default 128)
 	PoolFrames int // buffers per end (default 8192)
 	HostQueue  int // host frames a switch queues for the link (default 128)
+	// PFCMessages also sends each EvPause/EvResume as an 802.1Qbb-like
+	// message (the old integration). By default backpressure crosses the
+	// link only as the PAUSE/RESUME control frames the receiver emits.
+	PFCMessages bool
 }
 
 // DirStats counts what crossed a direction.
@@ -434,9 +438,13 @@ func (s *Sim) iterate(e *end) {
 	for _, ev := range p.Out.Events {
 		switch ev.Kind {
 		case lg.EvPause:
-			s.sendPFC(e, ev.Nanos)
+			if s.cfg.PFCMessages {
+				s.sendPFC(e, ev.Nanos)
+			}
 		case lg.EvResume:
-			s.sendPFC(e, 0)
+			if s.cfg.PFCMessages {
+				s.sendPFC(e, 0)
+			}
 		case lg.EvRecovered:
 			e.recovery = append(e.recovery, ev.Nanos)
 		}
