@@ -28,7 +28,8 @@
 //     another epoch was meant for an earlier incarnation of us (Stats.Stale).
 //     A message carrying our own epoch is a loop (Stats.Looped). A known
 //     epoch offering different parameters is Stats.Inconsistent. Undecodable
-//     frames are Stats.Malformed. All of these are ignored.
+//     frames are Stats.Malformed; a frame from a source MAC other than a
+//     unicast Config.PeerMAC is Stats.Foreign. All of these are ignored.
 //   - Every accepted HELLO is answered with a HELLO-ACK. The session is Up once
 //     the adopted peer echoes our epoch (in either message): the peer has
 //     then reset its receiver to our initial sequence number.
@@ -201,6 +202,7 @@ type Stats struct {
 	Mismatches            uint64 // incompatible protect modes seen
 	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
 	Downs                 uint64 // LinkDown calls
+	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
 }
 
 // Event reports what Receive did (a bit set).
@@ -282,6 +284,10 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 	h, err := seqhdr.ParseHello(frame)
 	if err != nil {
 		s.Stats.Malformed++
+		return 0
+	}
+	if p := &s.cfg.PeerMAC; p[0]&1 == 0 && *p != ([6]byte{}) && string(frame[6:12]) != string(p[:]) {
+		s.Stats.Foreign++ // control is accepted only from the session's peer
 		return 0
 	}
 	if h.Ack {

@@ -184,7 +184,7 @@ func TestHostileHellos(t *testing.T) {
 	before, resets := a.Stats, len(p.la.resets)
 	hello := func(h seqhdr.Hello) []byte {
 		b := make([]byte, seqhdr.MinFrameLen)
-		if _, err := seqhdr.PutHello(b, &ca.LocalMAC, &ca.PeerMAC, &h); err != nil {
+		if _, err := seqhdr.PutHello(b, &ca.LocalMAC, &cb.LocalMAC, &h); err != nil {
 			t.Fatal(err)
 		}
 		return b
@@ -198,14 +198,16 @@ func TestHostileHellos(t *testing.T) {
 	incons.Window = 1
 	noEcho := good
 	noEcho.Ack, noEcho.Echo = true, 0
-	for _, f := range [][]byte{{1, 2, 3}, make([]byte, 60), hello(loop), hello(stale), hello(incons), hello(noEcho)} {
+	foreign := hello(good)
+	foreign[11] ^= 1
+	for _, f := range [][]byte{{1, 2, 3}, make([]byte, 60), hello(loop), hello(stale), hello(incons), hello(noEcho), foreign} {
 		if ev := a.Receive(p.now, f); ev != 0 {
 			t.Fatalf("event %v from hostile input", ev)
 		}
 	}
 	st := a.Stats
 	if st.Malformed != before.Malformed+3 || st.Looped != before.Looped+1 || st.Stale != before.Stale+1 ||
-		st.Inconsistent != before.Inconsistent+1 || len(p.la.resets) != resets || a.State() != Up {
+		st.Inconsistent != before.Inconsistent+1 || st.Foreign != before.Foreign+1 || len(p.la.resets) != resets || a.State() != Up {
 		t.Fatalf("stats %+v (before %+v), resets %d→%d, state %v", st, before, resets, len(p.la.resets), a.State())
 	}
 	if g, _ := a.Agreed(); g.PeerEpoch != 22 {

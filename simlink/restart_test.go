@@ -196,3 +196,39 @@ func TestAsymmetricWindow(t *testing.T) {
 		t.Fatalf("delivered %d of 20000, forced skips %d", n, rs.ForcedSkips)
 	}
 }
+
+// A restarted end whose HELLOs are lost recovers at the pace of the peer's
+// LinkGuardian frames (each brings the next HELLO forward, at most one per
+// HelloInterval), not at the pace of its growing backoff.
+func TestRestartedEndHeardThroughData(t *testing.T) {
+	const lose = 6
+	s, err := New(sessionConfig(1000, 9000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Send(A, 30000, 300) // A keeps sending throughout
+	s.Run(500_000)
+	t0 := s.Now()
+	sc := *sessionConfig(0, 0).SessionB
+	sc.Epoch, sc.InitSeq = 0xBB, seqhdr.Half+5
+	if err := s.RestartWith(B, sc); err != nil {
+		t.Fatal(err)
+	}
+	s.AddRule(B, DropType(seqhdr.TypeHello, lose))
+	if !s.RunUntilQuiet(1e10) {
+		t.Fatal("not quiet")
+	}
+	// Backoff alone would need the sum of lose doubling intervals.
+	backoff := int64(0)
+	for i, iv := 0, int64(helloMin); i < lose; i, iv = i+1, min(2*iv, helloMax) {
+		backoff += iv
+	}
+	bound := int64(lose+2)*helloMin + 10*(2000+1000)
+	if bound >= backoff {
+		t.Fatalf("test setup: bound %d must be below the backoff %d", bound, backoff)
+	}
+	checkDirection(t, s, B, t0, bound)
+	if st := s.Session(B).Stats; st.RxNotAgreed == 0 || st.HellosTx < lose+1 {
+		t.Fatalf("B's session %+v", st)
+	}
+}
