@@ -243,7 +243,7 @@ func (s *Sender) Credit() int { return s.credit }
 
 // backpressureEvent emits a pause (d > 0) or resume (d == 0) to the peer: the
 // Event for the integrator's statistics and a PAUSE/RESUME link-header control
-// frame in Out.Urgent (the priority lane), which the peer's Port.Receive
+// frame in Out.Pause (the priority lane), which the peer's Port.Receive
 // applies to its sender; no 802.1Qbb frame is needed.
 func (r *Receiver) backpressureEvent(d int64) {
 	if d > 0 {
@@ -256,6 +256,6 @@ func (r *Receiver) backpressureEvent(d int64) {
 		h = seqhdr.Header{Type: seqhdr.TypePause, Pause: uint32(min(d, 1<<32-1))}
 	}
 	if f, ok := r.e.control(&h); ok {
-		r.e.out.Urgent = append(r.e.out.Urgent, f)
+		r.e.out.Pause = append(r.e.out.Pause, f)
 	}
 }

@@ -6,9 +6,11 @@
 // A host behind each end sends numbered frames to the host behind the other
 // end. Each direction (A→B, B→A) has a propagation delay, a serialization
 // rate, scripted loss rules, seeded random loss and optional extra delay
-// jitter for control frames (which reorders them). PFC pause/resume requests of
-// a receiver cross the reverse direction as messages and call Pause/Resume on
-// the peer's Port. The simulator records exactly which host frames each host
+// jitter for control frames (which reorders them). A receiver's pause/resume
+// crosses the reverse direction as PAUSE/RESUME link-header frames (and, with
+// Config.PFCMessages, also as PFC messages calling Pause/Resume on the peer's
+// Port). With SessionA/SessionB each end runs a link session (package
+// linksession) that resets its port when the peer restarts (Restart). The simulator records exactly which host frames each host
 // receives and in what order, checks that they are byte-for-byte the frames
 // that were sent, and checks frame ownership (no double free; InUse() is 0
 // when the link is quiet).
@@ -583,7 +585,7 @@ func (s *Sim) iterate(e *end) {
 			s.OnEvent(e.side, now, ev)
 		}
 	}
-	for _, list := range [...][]lg.Frame{p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
+	for _, list := range [...][]lg.Frame{p.Out.Pause, p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
 		for _, f := range list {
 			s.transmit(e, e.pool.Bytes(f.H, f.Len))
 		}
