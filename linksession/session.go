@@ -57,6 +57,9 @@
 //     ev := s.Receive(now, frame) and free the frame (on EvReset apply
 //     Agreed(): SetCredit, lanes, MTU; log it). Else if it is a link frame
 //     and !s.AcceptLink(now), drop it. Else port.Receive.
+//     (On a new agreement Receive has called Link.Reset: the port's
+//     Out.Free then holds every frame the port released; the iteration's
+//     usual release step frees them.)
 //  2. For the host frame at the head of the link queue: s.Admit(now,
 //     queuedAt): Protect → port.Send; Wait → keep it; Pass → transmit it as
 //     it is (unprotected); Drop → free it.
@@ -367,7 +370,7 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
 // i.e. the port was reset to an agreement with a peer. While the session is
 // not Up it also brings the next HELLO forward (at most one per HelloInterval).
 func (s *Session) AcceptLink(now int64) bool {
-	if s.state != Up && s.state != Down {
+	if s.state == HelloSent {
 		s.next = min(s.next, max(now, s.lastTx+s.cfg.HelloInterval))
 	}
 	if s.peer == 0 || s.state == Mismatch {
@@ -390,6 +393,10 @@ func (s *Session) Admit(now, queuedAt int64) Verdict {
 	}
 	return Drop
 }
+
+// WaitDeadline is when Admit stops answering Wait for a frame queued at
+// queuedAt (a deadline for the worker's sleep while the session is not Up).
+func (s *Session) WaitDeadline(queuedAt int64) int64 { return queuedAt + s.cfg.Policy.WaitUpTo }
 
 // Poll runs the HELLO timer and returns the session's next deadline.
 func (s *Session) Poll(now int64) int64 {
@@ -428,7 +435,6 @@ func (s *Session) Frame(now int64, b []byte) int {
 		s.lastTx = now
 		s.Stats.HellosTx++
 	default:
-		s.ackDue = false
 		return 0
 	}
 	n, err := seqhdr.PutHello(b, &s.cfg.PeerMAC, &s.cfg.LocalMAC, &h)

@@ -281,3 +281,30 @@ func TestLinkDownUp(t *testing.T) {
 		t.Fatalf("state %v resets %v %v", p.a.State(), p.la.resets, p.lb.resets)
 	}
 }
+
+// The per-frame and per-iteration calls do not allocate.
+func TestNoAllocation(t *testing.T) {
+	ca, cb := cfgs()
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	h := seqhdr.Hello{Epoch: 22, Echo: 11, InitSeq: seqhdr.Half + 77, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000}
+	in := make([]byte, seqhdr.MinFrameLen)
+	seqhdr.PutHello(in, &ca.LocalMAC, &cb.LocalMAC, &h)
+	out := make([]byte, seqhdr.MinFrameLen)
+	s := p.a
+	now := p.now
+	if n := testing.AllocsPerRun(100, func() {
+		now++
+		s.Receive(now, in)
+		s.AcceptLink(now)
+		s.Admit(now, now)
+		s.Poll(now)
+		for s.Frame(now, out) > 0 {
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per iteration", n)
+	}
+	if s.State() != Up || s.Stats.HelloAcksTx == 0 {
+		t.Fatalf("state %v stats %+v", s.State(), s.Stats)
+	}
+}
