@@ -20,16 +20,18 @@
 //
 // Per iteration, with now read once from a monotonic clock:
 //
-//  1. For every frame received from the link: p.Receive(now, f). PFC frames
-//     (EtherType 0x8808) are handled by the caller, which calls p.Pause /
-//     p.Resume.
+//  1. For every frame received from the link: p.Receive(now, f). PAUSE and
+//     RESUME link-header frames act on the sender there; an integrator that
+//     still exchanges 802.1Qbb frames for LinkGuardian calls p.Pause /
+//     p.Resume for them.
 //  2. While the host-to-link queue is not empty and p.CanSend(now): if
 //     !p.Send(now, f) stop (the frame stays queued; retry next iteration).
 //  3. p.Poll(now, queueEmpty): timers (ackNoTimeout, re-notification,
 //     explicit ACK and its repeats, dummy, pause refresh). When nothing
 //     arrives, sleep no longer than p.NextDeadline(now, queueEmpty).
-//  4. Transmit, in this order: a PFC frame for each EvPause/EvResume in
-//     p.Out.Events, then p.Out.Urgent (loss notifications), p.Out.Retx
+//  4. Transmit, in this order: p.Out.Pause (PAUSE/RESUME control frames,
+//     one for each EvPause/EvResume in p.Out.Events; the peer's Receive
+//     applies them), then p.Out.Urgent (loss notifications), p.Out.Retx
 //     (retransmitted copies), p.Out.Normal (protected host frames), p.Out.Low
 //     (explicit ACKs, dummies).
 //  5. Hand p.Out.Deliver to the host side (in order, link header removed).
@@ -131,6 +133,12 @@ type Event struct {
 // Output collects what one worker iteration must do. The slices keep their
 // capacity across Reset, so steady state does not allocate.
 type Output struct {
+	// Pause holds LinkGuardian's backpressure as PAUSE/RESUME link-header
+	// control frames (one per EvPause/EvResume): transmit them first, on
+	// the priority lane. They replace the 802.1Qbb frames an integrator
+	// sent for the events; one that still does so may ignore this list
+	// (the frames are in Free like every control frame).
+	Pause   []Frame
 	Urgent  []Frame // loss notifications: transmit first
 	Retx    []Frame // retransmitted copies: before any normal frame
 	Normal  []Frame // host frames, protected or passed through
@@ -142,6 +150,7 @@ type Output struct {
 
 // Reset empties all lists, keeping their capacity.
 func (o *Output) Reset() {
+	o.Pause = o.Pause[:0]
 	o.Urgent = o.Urgent[:0]
 	o.Retx = o.Retx[:0]
 	o.Normal = o.Normal[:0]
@@ -153,6 +162,7 @@ func (o *Output) Reset() {
 
 func newOutput(n int) Output {
 	return Output{
+		Pause:   make([]Frame, 0, 4),
 		Urgent:  make([]Frame, 0, n),
 		Retx:    make([]Frame, 0, n),
 		Normal:  make([]Frame, 0, n),

@@ -105,6 +105,10 @@ func (p *Port) Receive(now int64, f Frame) {
 		if p.R != nil {
 			p.R.onDummy(now, h.Seq)
 		}
+	case seqhdr.TypePause:
+		p.Pause(now, int64(h.Pause))
+	case seqhdr.TypeResume:
+		p.Resume(now)
 	}
 	p.Out.Free = append(p.Out.Free, f)
 }
@@ -173,4 +177,86 @@ func (p *Port) Quiet() bool {
 		return false
 	}
 	return true
+}
+
+// TxNext returns the sequence number the sender's next frame gets (0 without
+// a sender). A link session advertises it as this end's initial sequence
+// number when it agrees again after the peer restarted: every frame still on
+// the wire from before then is behind it and dropped as a duplicate.
+func (p *Port) TxNext() seqhdr.Seq {
+	if p.S == nil {
+		return 0
+	}
+	return p.S.next
+}
+
+// Reset restarts the port's sequence state, as a link session does when the
+// peer's epoch changes (the peer restarted) or on the first agreement: the
+// sender's next frame gets sequence number tx and the receiver expects rx
+// next. Every frame the port holds (TX buffer, reorder buffer) is released in
+// Out.Free exactly once; holes, timers, a pause in force and a pending ACK
+// are forgotten. Frames received before the reset and not yet delivered are
+// lost to the host, as on a restart of the peer.
+func (p *Port) Reset(now int64, tx, rx seqhdr.Seq) {
+	p.Stats.Resets++
+	if s := p.S; s != nil {
+		for q := s.base; q != s.next; q = q.Next() {
+			sl := s.slot(q)
+			if sl.f.Len > 0 {
+				p.Out.Free = append(p.Out.Free, sl.f)
+			}
+			*sl = txSlot{}
+		}
+		s.base, s.next = tx&(seqhdr.Space-1), tx&(seqhdr.Space-1)
+		s.bytes = 0
+		s.pausedUntil = 0
+		s.nextDummy, s.dummyGap = 0, s.cfg.DummyInterval
+		s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
+	}
+	if r := p.R; r != nil {
+		for i := range r.slots {
+			if sl := &r.slots[i]; sl.f.Len > 0 {
+				p.Out.Free = append(p.Out.Free, sl.f)
+			}
+			r.slots[i] = rxSlot{}
+		}
+		r.ackNo = rx & (seqhdr.Space - 1)
+		r.latest = r.ackNo.Add(-1)
+		r.missing, r.buffered, r.bytes = 0, 0, 0
+		r.nextCheck = 0
+		r.pendingAck, r.pendingSince = false, 0
+		r.paused, r.lastPause = false, 0
+		r.Stats.ReorderFrames, r.Stats.ReorderBytes = 0, 0
+	}
+}
+
+// SetCredit bounds the sender's unacknowledged frames to n (at most the TX
+// buffer; n ≤ 0 means the whole TX buffer): the window a link session agreed.
+func (s *Sender) SetCredit(n int) {
+	if n <= 0 || n > s.cfg.TxBuffer {
+		n = s.cfg.TxBuffer
+	}
+	s.credit = n
+}
+
+// Credit returns the credit window in force.
+func (s *Sender) Credit() int { return s.credit }
+
+// backpressureEvent emits a pause (d > 0) or resume (d == 0) to the peer: the
+// Event for the integrator's statistics and a PAUSE/RESUME link-header control
+// frame in Out.Pause (the priority lane), which the peer's Port.Receive
+// applies to its sender; no 802.1Qbb frame is needed.
+func (r *Receiver) backpressureEvent(d int64) {
+	if d > 0 {
+		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvPause, Nanos: d})
+	} else {
+		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvResume})
+	}
+	h := seqhdr.Header{Type: seqhdr.TypeResume}
+	if d > 0 {
+		h = seqhdr.Header{Type: seqhdr.TypePause, Pause: uint32(min(d, 1<<32-1))}
+	}
+	if f, ok := r.e.control(&h); ok {
+		r.e.out.Pause = append(r.e.out.Pause, f)
+	}
 }

@@ -427,11 +427,11 @@ func (r *Receiver) backpressure(now int64) {
 		r.paused = true
 		r.lastPause = now
 		r.Stats.PausesSent++
-		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvPause, Nanos: r.cfg.PauseDuration})
+		r.backpressureEvent(r.cfg.PauseDuration)
 	} else if r.paused && r.bytes <= r.cfg.ResumeThreshold {
 		r.paused = false
 		r.Stats.ResumesSent++
-		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvResume})
+		r.backpressureEvent(0)
 	}
 }
 
@@ -457,7 +457,7 @@ func (r *Receiver) poll(now int64) {
 	if r.paused && now-r.lastPause >= r.cfg.PauseDuration/2 {
 		r.lastPause = now
 		r.Stats.PausesSent++
-		r.e.out.Events = append(r.e.out.Events, Event{Kind: EvPause, Nanos: r.cfg.PauseDuration})
+		r.backpressureEvent(r.cfg.PauseDuration)
 	}
 }
 

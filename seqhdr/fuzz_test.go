@@ -91,3 +91,42 @@ func FuzzInsert(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHello: ParseHello never panics, rejects every non-session type,
+// and whatever it accepts re-encodes to the same header bytes.
+func FuzzParseHello(f *testing.F) {
+	src, dst := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
+	for _, h := range []Hello{
+		{Epoch: 1, InitSeq: 5, Window: 4096, Lanes: 2, Protect: ProtectTx | ProtectRx, MTU: 1500, Speed: 10000},
+		{Ack: true, Epoch: 0xdeadbeefcafe, Echo: 7, InitSeq: Space - 1, Window: 1, Lanes: 1, Protect: ProtectRx | 0x10, MTU: 9000, Speed: 100000},
+	} {
+		b := make([]byte, MinFrameLen)
+		if _, err := PutHello(b, &dst, &src, &h); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add(make([]byte, MinFrameLen))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseHello(b)
+		if err != nil {
+			return
+		}
+		if ty, ok := FrameType(b); !ok || !ty.IsSession() {
+			t.Fatalf("ParseHello accepted type %v", ty)
+		}
+		out := make([]byte, MinFrameLen)
+		var d, s [6]byte
+		copy(d[:], b[0:6])
+		copy(s[:], b[6:12])
+		if _, err := PutHello(out, &d, &s, &h); err != nil {
+			t.Fatalf("PutHello of parsed %+v: %v", h, err)
+		}
+		if !bytes.Equal(out[:MACLen+HelloLen], b[:MACLen+HelloLen]) {
+			t.Fatalf("re-encode %x != input %x", out[:MACLen+HelloLen], b[:MACLen+HelloLen])
+		}
+		if _, err := Parse(b[MACLen:]); err == nil {
+			t.Fatal("Parse accepted a session frame")
+		}
+	})
+}

@@ -13,8 +13,7 @@
 //	 0   6  destination MAC                  (unchanged)
 //	 6   6  source MAC                       (unchanged)
 //	12   2  EtherType = 0x88B5
-//	14   1  version (high nibble, 0) | type (low nibble):
-//	          1 data, 2 explicit ACK, 3 loss notification, 4 dummy
+//	14   1  version (high nibble, 0) | type (low nibble), see "Type space"
 //	15   1  flags:
 //	          0x01 Retx      data: retransmitted copy
 //	          0x02 Era       era bit of Seq
@@ -34,6 +33,10 @@
 //	              or given up on); otherwise zero
 //	22   2  Latest  loss notification only: receiver's latestRxSeqNo
 //
+// A pause (LinkGuardian backpressure) uses the data header's length with Seq
+// zero, no ACK and bytes 18..21 holding the pause duration in nanoseconds
+// (uint32, ≥ 1); a resume is all zero after the type byte.
+//
 // Data, ACK and dummy headers are HeaderLen (8) bytes after the link
 // EtherType; a loss notification is LossHeaderLen (10). A data frame grows by
 // exactly MaxOverhead (8) bytes: the 2 bytes of the link EtherType replace the
@@ -43,6 +46,52 @@
 //
 // Control frames (ACK, loss notification, dummy) are padded with zeros to
 // MinFrameLen (60 bytes, the Ethernet minimum without FCS).
+//
+// # Type space
+//
+// One link EtherType carries every mechanism; the 4-bit type partitions it so
+// that no mechanism needs a second EtherType or a second parser. Parse decodes
+// the LinkGuardian family; ParseHello the session family; the reserved
+// numbers have no decoder yet and every decoder rejects them (ErrType), so a
+// caller counts them as bad frames until their mechanism exists.
+//
+//	type  name          family        decoder      lane
+//	 0    -             invalid       -            -
+//	 1    data          LinkGuardian  Parse/Strip  normal
+//	 2    ack           LinkGuardian  Parse        low
+//	 3    loss          LinkGuardian  Parse        priority
+//	 4    dummy         LinkGuardian  Parse        low
+//	 5    pause         LinkGuardian  Parse        priority (replaces 802.1Qbb for LG)
+//	 6    resume        LinkGuardian  Parse        priority
+//	 7    hello         session       ParseHello   priority
+//	 8    hello-ack     session       ParseHello   priority
+//	 9    cell          cells         reserved
+//	10    credit-req    credit        reserved
+//	11    credit-grant  credit        reserved
+//	12    reach         reachability  reserved
+//	13    tdma          TDMA          reserved
+//	14    fec-parity    FEC           reserved
+//	15    -             reserved for an extended type byte
+//
+// # Session frames
+//
+// HELLO and HELLO-ACK (package linksession) are HelloLen bytes after the link
+// EtherType, padded to MinFrameLen:
+//
+//	off len field
+//	14   1  version | type (7 hello, 8 hello-ack)
+//	15   1  flags, must be zero
+//	16   8  Epoch  sender's epoch (random per process start, nonzero)
+//	24   8  Echo   the peer epoch the sender knows (0: none yet)
+//	32   4  InitSeq  first sequence number the sender's LG sender uses
+//	             towards the peer epoch Echo (< Space)
+//	36   4  Window  receive window / credit, frames (≥ 1)
+//	40   1  Lanes   transmit lanes (queues) (≥ 1)
+//	41   1  Protect bit 0: the sender sequences what it sends; bit 1: it
+//	             sequences what it receives; bits 4-5: its receive mode
+//	             (0 lg, 1 lgnb, 2 monitor); other bits zero
+//	42   2  MTU     largest host frame, bytes (≥ 64)
+//	44   4  Speed   link speed, Mbit/s (the PFC quanta unit, 512 bit times)
 //
 // # Sequence numbers
 //
@@ -77,26 +126,50 @@ const (
 // Type is the frame type.
 type Type uint8
 
-// Frame types.
+// Frame types (see the package comment's type space).
 const (
-	TypeData  Type = 1
-	TypeAck   Type = 2
-	TypeLoss  Type = 3
-	TypeDummy Type = 4
+	TypeData        Type = 1
+	TypeAck         Type = 2
+	TypeLoss        Type = 3
+	TypeDummy       Type = 4
+	TypePause       Type = 5
+	TypeResume      Type = 6
+	TypeHello       Type = 7
+	TypeHelloAck    Type = 8
+	TypeCell        Type = 9  // reserved
+	TypeCreditReq   Type = 10 // reserved
+	TypeCreditGrant Type = 11 // reserved
+	TypeReach       Type = 12 // reserved
+	TypeTDMA        Type = 13 // reserved
+	TypeFECParity   Type = 14 // reserved
+	// NumTypes bounds the type field (4 bits): arrays indexed by Type use it.
+	NumTypes = 16
 )
 
+var typeNames = [NumTypes]string{"invalid", "data", "ack", "loss", "dummy", "pause", "resume",
+	"hello", "hello-ack", "cell", "credit-req", "credit-grant", "reach", "tdma", "fec-parity", "reserved"}
+
 func (t Type) String() string {
-	switch t {
-	case TypeData:
-		return "data"
-	case TypeAck:
-		return "ack"
-	case TypeLoss:
-		return "loss"
-	case TypeDummy:
-		return "dummy"
+	if t < NumTypes {
+		return typeNames[t]
 	}
 	return "invalid"
+}
+
+// IsLG reports whether t is a LinkGuardian type (decoded by Parse).
+func (t Type) IsLG() bool { return t >= TypeData && t <= TypeResume }
+
+// IsSession reports whether t is a session type (decoded by ParseHello).
+func (t Type) IsSession() bool { return t == TypeHello || t == TypeHelloAck }
+
+// FrameType returns the link header type of a whole frame without decoding
+// the rest, for dispatch; ok is false for a frame that is not a link frame,
+// too short or of another version.
+func FrameType(frame []byte) (t Type, ok bool) {
+	if len(frame) < MACLen+4 || binary.BigEndian.Uint16(frame[MACLen:]) != EtherType || frame[MACLen+2]>>4 != 0 {
+		return 0, false
+	}
+	return Type(frame[MACLen+2] & 0x0f), true
 }
 
 // Flag bits (byte 15 of the frame).
@@ -134,6 +207,7 @@ type Header struct {
 	HasAck    bool   // Ack is valid
 	Ack       Seq    // receiver's latest in-order sequence number
 	Latest    Seq    // loss: receiver's latestRxSeqNo
+	Pause     uint32 // pause: duration in nanoseconds (≥ 1)
 }
 
 // Len returns the encoded length of h after the link EtherType.
@@ -148,8 +222,20 @@ func (h *Header) Len() int {
 func (h *Header) WireLen() int { return 2 + h.Len() }
 
 func (h *Header) validate() error {
-	if h.Type < TypeData || h.Type > TypeDummy {
+	if !h.Type.IsLG() {
 		return ErrType
+	}
+	if h.Type == TypePause || h.Type == TypeResume {
+		if h.Seq != 0 || h.HasAck || h.Ack != 0 || h.Retx || h.Unseq || h.EtherType != 0 || h.Count != 0 || h.Latest != 0 {
+			return ErrField
+		}
+		if (h.Type == TypePause) != (h.Pause != 0) {
+			return ErrField
+		}
+		return nil
+	}
+	if h.Pause != 0 {
+		return ErrField
 	}
 	if h.Seq >= Space || h.Ack >= Space || h.Latest >= Space {
 		return ErrField
@@ -203,6 +289,13 @@ func (h *Header) Put(b []byte) (int, error) {
 			flags |= FlagAckEra
 		}
 	}
+	if h.Type == TypePause || h.Type == TypeResume {
+		binary.BigEndian.PutUint16(b[0:], EtherType)
+		b[2] = byte(h.Type)
+		clear(b[3:n])
+		binary.BigEndian.PutUint32(b[6:], h.Pause)
+		return n, nil
+	}
 	if h.Type == TypeLoss && h.Latest.Era() {
 		flags |= FlagLatestEra
 	}
@@ -244,13 +337,23 @@ func Parse(b []byte) (Header, error) {
 		return h, ErrVersion
 	}
 	h.Type = Type(b[2] & 0x0f)
-	if h.Type < TypeData || h.Type > TypeDummy {
+	if !h.Type.IsLG() {
 		return h, ErrType
 	}
 	if len(b) < h.WireLen() {
 		return h, ErrShort
 	}
 	flags := b[3]
+	if h.Type == TypePause || h.Type == TypeResume {
+		if flags != 0 || binary.BigEndian.Uint16(b[4:]) != 0 {
+			return Header{}, ErrField
+		}
+		h.Pause = binary.BigEndian.Uint32(b[6:])
+		if err := h.validate(); err != nil {
+			return Header{}, err
+		}
+		return h, nil
+	}
 	if flags&flagReserved != 0 {
 		return h, ErrFlags
 	}

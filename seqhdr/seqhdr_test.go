@@ -17,6 +17,47 @@ func sampleHeaders() []Header {
 		{Type: TypeLoss, Seq: MakeSeq(1, false), Count: 1, Latest: MakeSeq(3, false)},
 		{Type: TypeDummy, Seq: MakeSeq(99, true)},
 		{Type: TypeDummy, Seq: MakeSeq(99, false), HasAck: true, Ack: MakeSeq(1, false)},
+		{Type: TypePause, Pause: 200_000},
+		{Type: TypeResume},
+	}
+}
+
+// Every type that is not LinkGuardian's is rejected by Parse, every type that
+// is not the session's by ParseHello: reserved numbers are bad frames until
+// their mechanism has a decoder.
+func TestTypeSpacePartition(t *testing.T) {
+	for ty := Type(0); ty < NumTypes; ty++ {
+		b := make([]byte, MinFrameLen)
+		b[12], b[13], b[14] = 0x88, 0xB5, byte(ty)
+		_, errLG := Parse(b[MACLen:])
+		_, errS := ParseHello(b)
+		if ty.IsLG() == (errLG == ErrType) || ty.IsSession() == (errS == ErrType) || (ty.IsLG() && ty.IsSession()) {
+			t.Errorf("type %d (%v): Parse %v, ParseHello %v", ty, ty, errLG, errS)
+		}
+		if got, ok := FrameType(b); !ok || got != ty {
+			t.Errorf("FrameType %v %v", got, ok)
+		}
+	}
+	if (&Header{Type: TypePause}).validate() == nil || (&Header{Type: TypeResume, Pause: 1}).validate() == nil {
+		t.Error("a pause needs a duration and a resume has none")
+	}
+}
+
+func TestHelloRoundTrip(t *testing.T) {
+	src, dst := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
+	h := Hello{Ack: true, Epoch: 1 << 40, Echo: 3, InitSeq: MakeSeq(9, true), Window: 2048, Lanes: 2, Protect: ProtectTx | 0x10, MTU: 1500, Speed: 25000}
+	b := make([]byte, MinFrameLen)
+	if n, err := PutHello(b, &dst, &src, &h); err != nil || n != MinFrameLen {
+		t.Fatal(n, err)
+	}
+	got, err := ParseHello(b)
+	if err != nil || got != h {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for _, bad := range []Hello{{}, {Epoch: 1, Window: 1, Lanes: 1, MTU: 1500, Speed: 1, InitSeq: Space}, {Epoch: 1, Window: 1, Lanes: 1, MTU: 1500, Speed: 1, Protect: 0x30}} {
+		if _, err := PutHello(b, &dst, &src, &bad); err == nil {
+			t.Errorf("PutHello accepted %+v", bad)
+		}
 	}
 }
 
@@ -71,7 +112,8 @@ func TestParseErrors(t *testing.T) {
 		{"ethertype", func(b []byte) []byte { b[1] = 0xB6; return b }, ErrNotLink},
 		{"version", func(b []byte) []byte { b[2] = 0x11; return b }, ErrVersion},
 		{"type0", func(b []byte) []byte { b[2] = 0; return b }, ErrType},
-		{"type5", func(b []byte) []byte { b[2] = 5; return b }, ErrType},
+		{"type9-reserved", func(b []byte) []byte { b[2] = 9; return b }, ErrType},
+		{"type7-session", func(b []byte) []byte { b[2] = 7; return b }, ErrType},
 		{"reserved", func(b []byte) []byte { b[3] = 0x80; return b }, ErrFlags},
 		{"ackera-without-ack", func(b []byte) []byte { b[3] = FlagAckEra; return b }, ErrFlags},
 		{"ack-field-without-flag", func(b []byte) []byte { b[9] = 1; return b }, ErrField},

@@ -6,9 +6,11 @@
 // A host behind each end sends numbered frames to the host behind the other
 // end. Each direction (A→B, B→A) has a propagation delay, a serialization
 // rate, scripted loss rules, seeded random loss and optional extra delay
-// jitter for control frames (which reorders them). PFC pause/resume requests of
-// a receiver cross the reverse direction as messages and call Pause/Resume on
-// the peer's Port. The simulator records exactly which host frames each host
+// jitter for control frames (which reorders them). A receiver's pause/resume
+// crosses the reverse direction as PAUSE/RESUME link-header frames (and, with
+// Config.PFCMessages, also as PFC messages calling Pause/Resume on the peer's
+// Port). With SessionA/SessionB each end runs a link session (package
+// linksession) that resets its port when the peer restarts (Restart). The simulator records exactly which host frames each host
 // receives and in what order, checks that they are byte-for-byte the frames
 // that were sent, and checks frame ownership (no double free; InUse() is 0
 // when the link is quiet).
@@ -22,6 +24,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -44,7 +47,11 @@ type DirConfig struct {
 	Random     LossModel // random loss; nil for none
 	Seed       uint64    // seed of the random loss and jitter
 	CtrlJitter int64     // control frames get an extra delay uniform in [0, CtrlJitter)
-	LosePFC    bool      // apply Random to PFC messages too
+	// PriorityLane sends link control frames (everything but sequenced
+	// data) on a lane of their own: they do not wait behind the data frames
+	// queued on the wire (the NIC TX ring), and overtake them.
+	PriorityLane bool
+	LosePFC      bool // apply Random to PFC messages too
 }
 
 // Config configures a Sim.
@@ -60,13 +67,22 @@ type Config struct {
 	FrameLen   int // host frame length, 60..1514 (default 128)
 	PoolFrames int // buffers per end (default 8192)
 	HostQueue  int // host frames a switch queues for the link (default 128)
+	// PFCMessages also sends each EvPause/EvResume as an 802.1Qbb-like
+	// message (the old integration). By default backpressure crosses the
+	// link only as the PAUSE/RESUME control frames the receiver emits.
+	PFCMessages bool
+	// SessionA and SessionB, if set, run a link session at each end (both
+	// or neither): session frames cross the link on the priority path, host
+	// frames wait for the session by its Policy, and on every agreement the
+	// sender's credit is set to the agreed window. MACs are filled in.
+	SessionA, SessionB *linksession.Config
 }
 
 // DirStats counts what crossed a direction.
 type DirStats struct {
 	Sent, Dropped   uint64
-	SentByType      [5]uint64 // index seqhdr.Type; 0 = frames without a link header
-	DroppedByType   [5]uint64
+	SentByType      [seqhdr.NumTypes]uint64 // index seqhdr.Type; 0 = frames without a link header
+	DroppedByType   [seqhdr.NumTypes]uint64
 	PFCSent, PFCDrp uint64
 	Bytes           uint64
 }
@@ -133,6 +149,22 @@ type end struct {
 	rxNoBuf   int
 	events    []lg.Event
 	recovery  []int64
+	pcfg      lg.Config
+	sendAt    []int64 // host frame id -> time the port accepted it (-1: not yet)
+	delAt     []int64 // parallel to delivered: delivery time
+	restarts  []int64
+	lost      int     // frames that vanished with a restarted switch
+	hostAt    []int64 // parallel to hostQ: when the frame was queued
+	sess      *linksession.Session
+	scfg      linksession.Config
+	sessEv    []SessionEvent
+	resets    []int64
+}
+
+// SessionEvent is a non-empty linksession.Receive result at an end.
+type SessionEvent struct {
+	T  int64
+	Ev linksession.Event
 }
 
 // Sim is the simulated link.
@@ -182,7 +214,21 @@ func New(cfg Config) (*Sim, error) {
 			return nil, fmt.Errorf("simlink: port %v: %w", Side(i), err)
 		}
 		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
-		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i]}
+		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i], pcfg: pcfg[i]}
+	}
+	if (cfg.SessionA == nil) != (cfg.SessionB == nil) {
+		return nil, errors.New("simlink: set both SessionA and SessionB, or neither")
+	}
+	if cfg.SessionA != nil {
+		for i, sc := range [2]*linksession.Config{cfg.SessionA, cfg.SessionB} {
+			c := *sc
+			c.LocalMAC, c.PeerMAC = pcfg[i].LocalMAC, pcfg[i].PeerMAC
+			e := s.ends[i]
+			e.scfg = c
+			if err := s.newSession(e); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for i := range 2 {
 		s.push(&event{t: 0, kind: evTick, side: Side(i)})
@@ -224,6 +270,86 @@ func (s *Sim) Recoveries(side Side) []int64 { return s.ends[side].recovery }
 
 // Sent returns how many host frames side's host has generated.
 func (s *Sim) Sent(side Side) uint64 { return s.ends[side].nextID }
+
+// SentAt returns when side's port accepted host frame id (Send returned
+// true; the frame was stamped), or -1 if it never did.
+func (s *Sim) SentAt(side Side, id uint64) int64 {
+	if e := s.ends[side]; id < uint64(len(e.sendAt)) {
+		return e.sendAt[id]
+	}
+	return -1
+}
+
+// DeliveredAt returns the delivery times of Delivered(side), in order.
+func (s *Sim) DeliveredAt(side Side) []int64 { return s.ends[side].delAt }
+
+// Restarts returns the times side's switch was restarted.
+func (s *Sim) Restarts(side Side) []int64 { return s.ends[side].restarts }
+
+func (s *Sim) newSession(e *end) error {
+	ss, err := linksession.New(e.scfg, e.port)
+	if err != nil {
+		return fmt.Errorf("simlink: session %v: %w", e.side, err)
+	}
+	e.sess = ss
+	return nil
+}
+
+// Session returns side's link session (nil without one).
+func (s *Sim) Session(side Side) *linksession.Session { return s.ends[side].sess }
+
+// SessionEvents returns what side's session reported.
+func (s *Sim) SessionEvents(side Side) []SessionEvent { return s.ends[side].sessEv }
+
+// Resets returns the times side's port was reset by its session.
+func (s *Sim) Resets(side Side) []int64 { return s.ends[side].resets }
+
+// Lost returns how many host frames vanished from side's host queue with a
+// restarted switch.
+func (s *Sim) Lost(side Side) int { return s.ends[side].lost }
+
+// RestartWith restarts side like Restart, with a new session configuration
+// (a new process: give it a new Epoch, or 0 for a random one).
+func (s *Sim) RestartWith(side Side, sc linksession.Config) error {
+	e := s.ends[side]
+	sc.LocalMAC, sc.PeerMAC = e.scfg.LocalMAC, e.scfg.PeerMAC
+	e.scfg = sc
+	return s.Restart(side)
+}
+
+// Restart simulates kill -9 and a new start of side's switch: a new Port
+// (same configuration, sequence state from scratch) over a new frame memory.
+// Every frame the old process held (TX buffer, reorder buffer, host queue,
+// frames received but not processed) vanishes with it; the host behind side
+// keeps sending new frames afterwards. Frames already on the wire arrive at
+// the new process.
+func (s *Sim) Restart(side Side) error {
+	e := s.ends[side]
+	pool := NewPool(s.cfg.PoolFrames, 2048, 256)
+	p, err := lg.NewPort(e.pcfg, pool)
+	if err != nil {
+		return fmt.Errorf("simlink: restart %v: %w", side, err)
+	}
+	e.lost += len(e.hostQ)
+	for _, data := range e.rxQ {
+		s.putBuf(data)
+	}
+	e.rxQ = e.rxQ[:0]
+	e.hostQ, e.hostAt = nil, nil
+	e.port, e.pool = p, pool
+	if e.sess != nil {
+		if e.scfg.Epoch != 0 && e.scfg.Epoch == e.sess.Epoch() {
+			e.scfg.Epoch = e.scfg.Epoch*6364136223846793005 + 1442695040888963407 // a new process, deterministically
+		}
+		if err := s.newSession(e); err != nil {
+			return err
+		}
+	}
+	e.restarts = append(e.restarts, s.now)
+	e.dirty = true
+	s.push(&event{t: s.now, kind: evWake, side: side})
+	return nil
+}
 
 // AddRule adds a scripted loss rule to the direction leaving from.
 func (s *Sim) AddRule(from Side, r *Rule) {
@@ -346,9 +472,28 @@ func (s *Sim) iterate(e *end) {
 			s.putBuf(data)
 			continue
 		}
-		copy(e.pool.Bytes(h, len(data)), data)
-		p.Receive(now, lg.Frame{H: h, Len: len(data)})
+		b := e.pool.Bytes(h, len(data))
+		copy(b, data)
 		s.putBuf(data)
+		if e.sess != nil {
+			if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
+				if ev := e.sess.Receive(now, b); ev != 0 {
+					e.sessEv = append(e.sessEv, SessionEvent{now, ev})
+					if ev&linksession.EvReset != 0 {
+						e.resets = append(e.resets, now)
+						if g, ok := e.sess.Agreed(); ok && p.S != nil {
+							p.S.SetCredit(int(min(g.Window, 1<<14)))
+						}
+					}
+				}
+				e.pool.Free(h)
+				continue
+			} else if ok && !e.sess.AcceptLink(now) {
+				e.pool.Free(h)
+				continue
+			}
+		}
+		p.Receive(now, lg.Frame{H: h, Len: len(data)})
 	}
 	e.rxQ = e.rxQ[:0]
 	// The host generates frames into the switch's queue.
@@ -358,7 +503,9 @@ func (s *Sim) iterate(e *end) {
 			break
 		}
 		hostFrame(e.pool.Bytes(h, s.cfg.FrameLen), e.side, e.nextID)
+		e.sendAt = append(e.sendAt, -1)
 		e.hostQ = append(e.hostQ, lg.Frame{H: h, Len: s.cfg.FrameLen})
+		e.hostAt = append(e.hostAt, now)
 		e.nextID++
 		e.remaining--
 		e.nextAt += e.gap
@@ -377,24 +524,69 @@ func (s *Sim) iterate(e *end) {
 	sent := 0
 	for len(e.hostQ) > 0 && backlog+w.ser(sent) < budget && p.CanSend(now) {
 		f := e.hostQ[0]
+		if e.sess != nil {
+			v := e.sess.Admit(now, e.hostAt[0])
+			if v == linksession.Wait {
+				break
+			}
+			if v != linksession.Send {
+				if v == linksession.Pass {
+					s.transmit(e, e.pool.Bytes(f.H, f.Len))
+					sent += f.Len
+				}
+				e.pool.Free(f.H)
+				e.hostQ, e.hostAt = e.hostQ[1:], e.hostAt[1:]
+				continue
+			}
+		}
 		if !p.Send(now, f) {
 			break
 		}
+		if b := e.pool.Bytes(f.H, f.Len); len(b) >= 22 {
+			if id := binary.BigEndian.Uint64(b[14:]); id < uint64(len(e.sendAt)) && e.sendAt[id] < 0 {
+				e.sendAt[id] = now
+			}
+		}
 		sent += f.Len + seqhdr.MaxOverhead
-		e.hostQ = e.hostQ[1:]
+		e.hostQ, e.hostAt = e.hostQ[1:], e.hostAt[1:]
 	}
 	if len(e.hostQ) == 0 {
-		e.hostQ = e.hostQ[:0:0]
+		e.hostQ, e.hostAt = e.hostQ[:0:0], e.hostAt[:0:0]
 	}
 	// 3. Timers.
 	p.Poll(now, len(e.hostQ) == 0)
+	// Session frames go first (the priority lane).
+	if e.sess != nil {
+		if d := e.sess.Poll(now); d < now+s.cfg.PollInterval && d > now {
+			s.push(&event{t: d, kind: evWake, side: e.side})
+		}
+		for {
+			h, ok := e.pool.Alloc()
+			if !ok {
+				break
+			}
+			b := e.pool.Bytes(h, seqhdr.MinFrameLen)
+			n := e.sess.Frame(now, b)
+			if n > 0 {
+				s.transmit(e, b[:n])
+			}
+			e.pool.Free(h)
+			if n == 0 {
+				break
+			}
+		}
+	}
 	// 4. Transmit in priority order.
 	for _, ev := range p.Out.Events {
 		switch ev.Kind {
 		case lg.EvPause:
-			s.sendPFC(e, ev.Nanos)
+			if s.cfg.PFCMessages {
+				s.sendPFC(e, ev.Nanos)
+			}
 		case lg.EvResume:
-			s.sendPFC(e, 0)
+			if s.cfg.PFCMessages {
+				s.sendPFC(e, 0)
+			}
 		case lg.EvRecovered:
 			e.recovery = append(e.recovery, ev.Nanos)
 		}
@@ -403,7 +595,7 @@ func (s *Sim) iterate(e *end) {
 			s.OnEvent(e.side, now, ev)
 		}
 	}
-	for _, list := range [...][]lg.Frame{p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
+	for _, list := range [...][]lg.Frame{p.Out.Pause, p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
 		for _, f := range list {
 			s.transmit(e, e.pool.Bytes(f.H, f.Len))
 		}
@@ -422,6 +614,7 @@ func (s *Sim) iterate(e *end) {
 		}
 		if ok {
 			e.delivered = append(e.delivered, id)
+			e.delAt = append(e.delAt, now)
 		} else {
 			e.corrupt++
 		}
@@ -447,7 +640,9 @@ func (s *Sim) transmit(e *end, frame []byte) {
 	info := Info{N: w.n, DataN: -1}
 	w.n++
 	var typ seqhdr.Type
-	if seqhdr.IsLink(frame) {
+	if t, ok := seqhdr.FrameType(frame); ok && !t.IsLG() {
+		info.Link, info.Hdr.Type, typ = true, t, t
+	} else if seqhdr.IsLink(frame) {
 		if h, err := seqhdr.ParseFrame(frame); err == nil {
 			info.Link, info.Hdr, typ = true, h, h.Type
 			if info.IsData() {
@@ -461,7 +656,12 @@ func (s *Sim) transmit(e *end, frame []byte) {
 		}
 	}
 	start := max(s.now, w.busyUntil)
-	w.busyUntil = start + w.ser(len(frame))
+	arrive := start + w.ser(len(frame))
+	if w.cfg.PriorityLane && info.Link && !info.IsData() {
+		arrive = s.now + w.ser(len(frame))
+	} else {
+		w.busyUntil = arrive
+	}
 	w.stats.Sent++
 	w.stats.SentByType[typ]++
 	w.stats.Bytes += uint64(len(frame))
@@ -480,7 +680,7 @@ func (s *Sim) transmit(e *end, frame []byte) {
 		w.stats.DroppedByType[typ]++
 		return
 	}
-	t := w.busyUntil + w.cfg.Delay
+	t := arrive + w.cfg.Delay
 	if info.Link && typ != seqhdr.TypeData && w.cfg.CtrlJitter > 0 {
 		t += w.rng.Int64N(w.cfg.CtrlJitter)
 	}

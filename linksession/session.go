@@ -1,0 +1,471 @@
+// Package linksession is the link session: the HELLO/HELLO-ACK exchange in
+// the link header's type space (seqhdr types 7 and 8) by which the two ends
+// of a link agree before protected data flows, and agree again after either
+// restarts.
+//
+// Like package lg it is pure logic on a virtual clock: no I/O, goroutines,
+// Go timers or locks, and no allocation after New. Time is a monotonic
+// nanosecond clock passed in on every call.
+//
+// # Protocol
+//
+// Each process start picks an epoch (random, nonzero, 64 bit). A HELLO
+// carries the sender's epoch, the peer epoch it knows (Echo, 0 if none), the
+// initial sequence number its LinkGuardian sender uses towards that peer, and
+// its offer: receive window (credit, frames), lanes, MTU, link speed (the PFC
+// quanta unit) and protect mode. A HELLO-ACK is the same message sent in
+// reply to a HELLO.
+//
+//   - A message from an epoch not seen before (the first peer, or a peer that
+//     restarted) is adopted: the Link is Reset with our initial sequence
+//     number and the peer's, and the agreed parameters are recomputed
+//     (EvReset; EvPeerRestart and Stats.PeerRestarts if a previous peer epoch
+//     was known). Our initial sequence number is chosen at start (Config) for
+//     the first peer and is Link.TxNext() for every later one, so every frame
+//     of ours still on the wire from before the reset is behind the peer's
+//     new receive window and dropped as a duplicate.
+//   - A message is only adopted if its Echo is 0 or our epoch: one echoing
+//     another epoch was meant for an earlier incarnation of us (Stats.Stale).
+//     A message carrying our own epoch is a loop (Stats.Looped). A known
+//     epoch offering different parameters is Stats.Inconsistent. Undecodable
+//     frames are Stats.Malformed; a frame from a source MAC other than a
+//     unicast Config.PeerMAC is Stats.Foreign. All of these are ignored.
+//   - Every accepted HELLO is answered with a HELLO-ACK. The session is Up once
+//     the adopted peer echoes our epoch (in either message): the peer has
+//     then reset its receiver to our initial sequence number.
+//   - Until Up, a HELLO is sent at once and then on a backoff timer
+//     (HelloInterval doubling up to MaxHelloInterval): a lost HELLO or
+//     HELLO-ACK costs time, never a stall. A LinkGuardian frame from the peer
+//     while not Up brings the next HELLO forward (a peer that restarted and did
+//     not hear us recovers).
+//
+// # Agreement
+//
+// Each agreed field is the minimum of both offers. Protect modes must be
+// compatible: a direction is sequenced by its sender exactly when its
+// receiver sequences it (our Tx is the peer's Rx and our Rx the peer's Tx);
+// otherwise the session stays in Mismatch (Stats.Mismatches), does not reset
+// the link and keeps offering HELLOs at MaxHelloInterval until a peer with a
+// compatible configuration (a new epoch) answers. Receive modes (lg, lgnb,
+// monitor) are each receiver's own choice and only reported.
+//
+// # Worker loop
+//
+// Per iteration, with now read once:
+//
+//  1. For each frame from the link: if seqhdr.FrameType says IsSession,
+//     ev := s.Receive(now, frame) and free the frame (on EvReset apply
+//     Agreed(): SetCredit, lanes, MTU; log it). Else if it is a link frame
+//     and !s.AcceptLink(now), drop it. Else port.Receive.
+//     (On a new agreement Receive has called Link.Reset: the port's
+//     Out.Free then holds every frame the port released; the iteration's
+//     usual release step frees them.)
+//  2. For the host frame at the head of the link queue: s.Admit(now,
+//     queuedAt): Protect → port.Send; Wait → keep it; Pass → transmit it as
+//     it is (unprotected); Drop → free it.
+//  3. d := s.Poll(now); for n := s.Frame(buf); n > 0; n = s.Frame(buf) →
+//     transmit buf[:n] on the priority lane. d is the session's next deadline.
+package linksession
+
+import (
+	"errors"
+	"math/rand/v2"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// Link is the LinkGuardian state the session resets; *lg.Port implements it.
+type Link interface {
+	// TxNext is the sequence number the sender's next frame gets.
+	TxNext() seqhdr.Seq
+	// Reset restarts the sender at tx and the receiver at rx, releasing
+	// every frame held.
+	Reset(now int64, tx, rx seqhdr.Seq)
+}
+
+// State of a session.
+type State uint8
+
+// States.
+const (
+	// Down: the link is down (LinkDown); nothing is sent.
+	Down State = iota
+	// HelloSent: HELLOs go out on the backoff timer; the peer has not yet
+	// echoed our epoch.
+	HelloSent
+	// Up: both ends agreed on this pair of epochs.
+	Up
+	// Mismatch: the peer's protect mode is incompatible with ours.
+	Mismatch
+)
+
+func (s State) String() string {
+	return [...]string{"down", "hello-sent", "up", "mismatch"}[s&3]
+}
+
+// Protect is a protect mode: which directions are sequenced, and how this
+// end's receiver delivers (lg.Mode: 0 lg, 1 lgnb, 2 monitor).
+type Protect struct {
+	Tx, Rx bool  // this end sequences what it sends / what it receives
+	RxMode uint8 // 0 lg, 1 lgnb, 2 monitor
+}
+
+func (p Protect) bits() uint8 {
+	b := p.RxMode << 4
+	if p.Tx {
+		b |= seqhdr.ProtectTx
+	}
+	if p.Rx {
+		b |= seqhdr.ProtectRx
+	}
+	return b
+}
+
+func protectOf(b uint8) Protect {
+	return Protect{Tx: b&seqhdr.ProtectTx != 0, Rx: b&seqhdr.ProtectRx != 0, RxMode: b & seqhdr.ProtectModeMask >> 4}
+}
+
+// Offer is what one end can do.
+type Offer struct {
+	Window  uint32 // frames this end can receive unprocessed (reorder window / RX ring)
+	Lanes   uint8  // transmit lanes (queues)
+	MTU     uint16 // largest host frame, bytes
+	Speed   uint32 // link speed, Mbit/s (PFC quanta unit = 512 bit times)
+	Protect Protect
+}
+
+// Agreed is the outcome of an agreement.
+type Agreed struct {
+	Window uint32 // min of both windows: the credit of either sender
+	Lanes  uint8
+	MTU    uint16
+	Speed  uint32 // Mbit/s
+	// Local and Peer are the two protect modes (compatible when agreed).
+	Local, Peer Protect
+	// TxSeq and RxSeq are where our sender and receiver were reset to.
+	TxSeq, RxSeq seqhdr.Seq
+	// Epoch and PeerEpoch identify the agreement.
+	Epoch, PeerEpoch uint64
+}
+
+// QuantumNanos is the duration of one PFC pause quantum (512 bit times) at
+// the agreed speed.
+func (a Agreed) QuantumNanos() float64 { return 512e3 / float64(a.Speed) }
+
+// Verdict is what to do with a host frame waiting for the link.
+type Verdict uint8
+
+// Verdicts.
+const (
+	// Send: the session is up; hand the frame to the LinkGuardian port.
+	Send Verdict = iota + 1
+	// Wait: keep the frame queued and ask again later.
+	Wait
+	// Pass: transmit the frame as it is, unprotected.
+	Pass
+	// Drop: free the frame.
+	Drop
+)
+
+// Policy says what happens to host frames while the session is not Up.
+type Policy struct {
+	// WaitUpTo: a frame waits up to this long (from when it was queued).
+	WaitUpTo int64
+	// PassUnprotected: after WaitUpTo the frame goes out unprotected; if
+	// false it is dropped.
+	PassUnprotected bool
+}
+
+// Config configures one end's session.
+type Config struct {
+	LocalMAC, PeerMAC [6]byte // of the session frames
+	Offer             Offer
+	// Epoch is this process's epoch; 0 picks a random one (the normal case).
+	Epoch uint64
+	// InitSeq is the initial sequence number offered to the first peer; 0
+	// derives one at random (seqhdr.Space asks for 0 itself).
+	InitSeq seqhdr.Seq
+	// HelloInterval (default 1 ms) is the first HELLO retransmission
+	// interval; it doubles up to MaxHelloInterval (default 64 ms).
+	HelloInterval, MaxHelloInterval int64
+	Policy                          Policy
+}
+
+// Stats counts what a session did.
+type Stats struct {
+	HellosTx, HelloAcksTx uint64
+	HellosRx, HelloAcksRx uint64
+	Malformed             uint64 // session frames that failed to decode
+	Looped                uint64 // messages carrying our own epoch
+	Stale                 uint64 // messages echoing an epoch of ours that is not the current one
+	Inconsistent          uint64 // a known peer epoch offering different parameters
+	PeerRestarts          uint64 // a new peer epoch after another one was known
+	Resets                uint64 // Link.Reset calls
+	Ups                   uint64 // transitions to Up
+	Mismatches            uint64 // incompatible protect modes seen
+	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
+	Downs                 uint64 // LinkDown calls
+	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
+}
+
+// Event reports what Receive did (a bit set).
+type Event uint8
+
+// Events.
+const (
+	EvReset       Event = 1 << iota // the link was reset to a new agreement (Agreed changed)
+	EvPeerRestart                   // the peer's epoch changed: it restarted
+	EvUp                            // the session came up
+	EvMismatch                      // the peer's protect mode is incompatible
+)
+
+// Session is one end of a link session.
+type Session struct {
+	cfg      Config
+	link     Link
+	state    State
+	epoch    uint64
+	peer     uint64       // adopted peer epoch (0 none)
+	peerMsg  seqhdr.Hello // the peer's offer as adopted
+	adopted  bool         // a peer was adopted at least once
+	init     seqhdr.Seq   // our initial sequence number towards peer (or the first peer)
+	agreed   Agreed
+	interval int64
+	next     int64 // next HELLO (when not Up)
+	lastTx   int64 // last HELLO sent
+	helloDue bool
+	ackDue   bool
+	Stats    Stats
+}
+
+const maxTime = int64(1<<63 - 1)
+
+// New returns a session over link, in HelloSent: the first Poll sends a HELLO.
+func New(cfg Config, link Link) (*Session, error) {
+	if link == nil {
+		return nil, errors.New("linksession: New needs the Link (the lg.Port) it resets")
+	}
+	o := cfg.Offer
+	if o.Window == 0 || o.Lanes == 0 || o.MTU < 64 || o.Speed == 0 || o.Protect.RxMode > 2 {
+		return nil, errors.New("linksession: Config.Offer needs Window ≥ 1, Lanes ≥ 1, MTU ≥ 64, Speed ≥ 1 Mbit/s and RxMode 0 (lg), 1 (lgnb) or 2 (monitor)")
+	}
+	if cfg.HelloInterval <= 0 {
+		cfg.HelloInterval = 1_000_000
+	}
+	if cfg.MaxHelloInterval < cfg.HelloInterval {
+		cfg.MaxHelloInterval = max(64*1_000_000, cfg.HelloInterval)
+	}
+	if cfg.Policy.WaitUpTo < 0 {
+		return nil, errors.New("linksession: Config.Policy.WaitUpTo must not be negative")
+	}
+	s := &Session{cfg: cfg, link: link, state: HelloSent, epoch: cfg.Epoch, interval: cfg.HelloInterval}
+	for s.epoch == 0 {
+		s.epoch = rand.Uint64()
+	}
+	s.init = cfg.InitSeq & (seqhdr.Space - 1)
+	if cfg.InitSeq == 0 {
+		s.init = seqhdr.Seq(rand.Uint32()) & (seqhdr.Space - 1)
+	}
+	return s, nil
+}
+
+// State returns the session state.
+func (s *Session) State() State { return s.state }
+
+// Epoch returns this end's epoch.
+func (s *Session) Epoch() uint64 { return s.epoch }
+
+// Agreed returns the parameters of the current agreement and whether there
+// is one (a peer adopted with a compatible protect mode). They stay valid
+// while the session is re-confirmed after LinkDown/LinkUp.
+func (s *Session) Agreed() (Agreed, bool) {
+	return s.agreed, s.peer != 0 && s.state != Mismatch
+}
+
+// Receive handles a session frame (HELLO or HELLO-ACK, whole frame).
+func (s *Session) Receive(now int64, frame []byte) Event {
+	h, err := seqhdr.ParseHello(frame)
+	if err != nil {
+		s.Stats.Malformed++
+		return 0
+	}
+	if p := &s.cfg.PeerMAC; p[0]&1 == 0 && *p != ([6]byte{}) && string(frame[6:12]) != string(p[:]) {
+		s.Stats.Foreign++ // control is accepted only from the session's peer
+		return 0
+	}
+	if h.Ack {
+		s.Stats.HelloAcksRx++
+	} else {
+		s.Stats.HellosRx++
+	}
+	switch {
+	case h.Epoch == s.epoch:
+		s.Stats.Looped++
+		return 0
+	case h.Ack && h.Echo == 0:
+		s.Stats.Malformed++ // a reply always echoes the HELLO it answers
+		return 0
+	case h.Echo != 0 && h.Echo != s.epoch:
+		s.Stats.Stale++
+		return 0
+	}
+	var ev Event
+	if h.Epoch != s.peer {
+		ev = s.adopt(now, &h)
+	} else if h.Window != s.peerMsg.Window || h.Lanes != s.peerMsg.Lanes || h.MTU != s.peerMsg.MTU ||
+		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq {
+		s.Stats.Inconsistent++
+		return 0
+	}
+	if !h.Ack {
+		s.ackDue = true
+	}
+	if h.Echo == s.epoch && s.state == HelloSent {
+		s.state = Up
+		s.Stats.Ups++
+		ev |= EvUp
+	}
+	return ev
+}
+
+// adopt takes h's epoch as the peer's and resets the link to the agreement.
+func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
+	var ev Event
+	if s.peer != 0 {
+		s.Stats.PeerRestarts++
+		ev |= EvPeerRestart
+	}
+	if s.adopted {
+		s.init = s.link.TxNext()
+	}
+	s.adopted = true
+	s.peer, s.peerMsg = h.Epoch, *h
+	o := &s.cfg.Offer
+	peerP := protectOf(h.Protect)
+	s.agreed = Agreed{
+		Window: min(o.Window, h.Window), Lanes: min(o.Lanes, h.Lanes), MTU: min(o.MTU, h.MTU),
+		Speed: min(o.Speed, h.Speed), Local: o.Protect, Peer: peerP,
+		TxSeq: s.init, RxSeq: h.InitSeq, Epoch: s.epoch, PeerEpoch: h.Epoch,
+	}
+	if o.Protect.Tx != peerP.Rx || o.Protect.Rx != peerP.Tx {
+		s.Stats.Mismatches++
+		if s.state != Down {
+			s.state = Mismatch
+		}
+		s.interval = s.cfg.MaxHelloInterval
+		return ev | EvMismatch
+	}
+	s.link.Reset(now, s.init, h.InitSeq)
+	s.Stats.Resets++
+	if s.state != Down {
+		s.state = HelloSent
+		s.interval = s.cfg.HelloInterval
+		s.next = now // tell the peer our parameters and ask for its echo
+	}
+	return ev | EvReset
+}
+
+// AcceptLink is called for every LinkGuardian frame received from the link
+// (before port.Receive): it reports whether the frame may be processed,
+// i.e. the port was reset to an agreement with a peer. While the session is
+// not Up it also brings the next HELLO forward (at most one per HelloInterval).
+func (s *Session) AcceptLink(now int64) bool {
+	if s.state == HelloSent {
+		s.next = min(s.next, max(now, s.lastTx+s.cfg.HelloInterval))
+	}
+	if s.peer == 0 || s.state == Mismatch {
+		s.Stats.RxNotAgreed++
+		return false
+	}
+	return true
+}
+
+// Admit decides for the host frame at the head of the link queue, queued at
+// queuedAt.
+func (s *Session) Admit(now, queuedAt int64) Verdict {
+	switch {
+	case s.state == Up:
+		return Send
+	case now-queuedAt < s.cfg.Policy.WaitUpTo:
+		return Wait
+	case s.cfg.Policy.PassUnprotected:
+		return Pass
+	}
+	return Drop
+}
+
+// WaitDeadline is when Admit stops answering Wait for a frame queued at
+// queuedAt (a deadline for the worker's sleep while the session is not Up).
+func (s *Session) WaitDeadline(queuedAt int64) int64 { return queuedAt + s.cfg.Policy.WaitUpTo }
+
+// Poll runs the HELLO timer and returns the session's next deadline.
+func (s *Session) Poll(now int64) int64 {
+	if s.state == Down {
+		return maxTime
+	}
+	if s.state != Up && now >= s.next {
+		s.helloDue = true
+		s.next = now + s.interval
+		s.interval = min(2*s.interval, s.cfg.MaxHelloInterval)
+	}
+	if s.helloDue || s.ackDue {
+		return now
+	}
+	if s.state == Up {
+		return maxTime
+	}
+	return s.next
+}
+
+// Frame writes the next session frame due (HELLO-ACK first, then HELLO) into
+// b (at least seqhdr.MinFrameLen bytes) and returns its length, or 0 when
+// none is due. Call it after Poll until it returns 0.
+func (s *Session) Frame(now int64, b []byte) int {
+	h := seqhdr.Hello{Epoch: s.epoch, Echo: s.peer, InitSeq: s.init, Window: s.cfg.Offer.Window,
+		Lanes: s.cfg.Offer.Lanes, Protect: s.cfg.Offer.Protect.bits(), MTU: s.cfg.Offer.MTU, Speed: s.cfg.Offer.Speed}
+	switch {
+	case s.state == Down:
+		return 0
+	case s.ackDue && s.peer != 0:
+		h.Ack = true
+		s.ackDue = false
+		s.Stats.HelloAcksTx++
+	case s.helloDue:
+		s.helloDue = false
+		s.lastTx = now
+		s.Stats.HellosTx++
+	default:
+		return 0
+	}
+	n, err := seqhdr.PutHello(b, &s.cfg.PeerMAC, &s.cfg.LocalMAC, &h)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// LinkDown records that the link went down (ENETDOWN, carrier loss):
+// nothing is sent until LinkUp.
+func (s *Session) LinkDown(now int64) {
+	if s.state != Down {
+		s.state = Down
+		s.Stats.Downs++
+		s.helloDue, s.ackDue = false, false
+	}
+}
+
+// LinkUp restarts the exchange after LinkDown: HELLOs go out at once. The
+// agreement is kept unless the peer's epoch changed meanwhile.
+func (s *Session) LinkUp(now int64) {
+	if s.state != Down {
+		return
+	}
+	s.state = HelloSent
+	if s.peer != 0 {
+		if o := &s.cfg.Offer; o.Protect.Tx != protectOf(s.peerMsg.Protect).Rx || o.Protect.Rx != protectOf(s.peerMsg.Protect).Tx {
+			s.state = Mismatch
+		}
+	}
+	s.interval = s.cfg.HelloInterval
+	s.next = now
+}

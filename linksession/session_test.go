@@ -1,0 +1,310 @@
+package linksession
+
+import (
+	"testing"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// fakeLink records resets and stands in for an lg.Port's numbering.
+type fakeLink struct {
+	next   seqhdr.Seq
+	resets []struct{ tx, rx seqhdr.Seq }
+}
+
+func (l *fakeLink) TxNext() seqhdr.Seq { return l.next }
+func (l *fakeLink) Reset(now int64, tx, rx seqhdr.Seq) {
+	l.next = tx
+	l.resets = append(l.resets, struct{ tx, rx seqhdr.Seq }{tx, rx})
+}
+
+// pair is two sessions joined by a wire of fixed delay; drop decides per
+// frame (direction 0 is a→b).
+type pair struct {
+	a, b   *Session
+	la, lb *fakeLink
+	now    int64
+	delay  int64
+	drop   func(dir int, f []byte) bool
+	flight []msg
+	sent   [2]int
+	events [2][]Event
+}
+
+type msg struct {
+	at  int64
+	dir int
+	f   []byte
+}
+
+func offer() Offer {
+	return Offer{Window: 4096, Lanes: 2, MTU: 1500, Speed: 10000, Protect: Protect{Tx: true, Rx: true}}
+}
+
+func newPair(t *testing.T, ca, cb Config) *pair {
+	t.Helper()
+	p := &pair{la: &fakeLink{}, lb: &fakeLink{}, delay: 10_000}
+	var err error
+	if p.a, err = New(ca, p.la); err != nil {
+		t.Fatal(err)
+	}
+	if p.b, err = New(cb, p.lb); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *pair) side(dir int) *Session {
+	if dir == 0 {
+		return p.a
+	}
+	return p.b
+}
+
+// step advances by dt: deliver what arrived, poll both, send what is due.
+func (p *pair) run(d, dt int64) {
+	for end := p.now + d; p.now < end; p.now += dt {
+		keep := p.flight[:0]
+		for _, m := range p.flight {
+			if m.at <= p.now {
+				to := 1 - m.dir
+				p.events[to] = append(p.events[to], p.side(to).Receive(p.now, m.f))
+			} else {
+				keep = append(keep, m)
+			}
+		}
+		p.flight = keep
+		for dir := range 2 {
+			s := p.side(dir)
+			s.Poll(p.now)
+			for {
+				b := make([]byte, seqhdr.MinFrameLen)
+				n := s.Frame(p.now, b)
+				if n == 0 {
+					break
+				}
+				p.sent[dir]++
+				if p.drop != nil && p.drop(dir, b[:n]) {
+					continue
+				}
+				p.flight = append(p.flight, msg{p.now + p.delay, dir, b[:n]})
+			}
+		}
+	}
+}
+
+func cfgs() (Config, Config) {
+	a := Config{LocalMAC: [6]byte{2, 0, 0, 0, 0, 0xA}, PeerMAC: [6]byte{2, 0, 0, 0, 0, 0xB}, Offer: offer(), Epoch: 11, InitSeq: 500, HelloInterval: 100_000, MaxHelloInterval: 1_600_000}
+	b := a
+	b.LocalMAC, b.PeerMAC, b.Epoch, b.InitSeq = a.PeerMAC, a.LocalMAC, 22, seqhdr.Half+77
+	return a, b
+}
+
+// Asymmetric offers (item 6): both ends agree on the per-field minimum and
+// on crossed sequence numbers.
+func TestHandshakeAgreesOnMinimum(t *testing.T) {
+	ca, cb := cfgs()
+	cb.Offer = Offer{Window: 512, Lanes: 1, MTU: 9000, Speed: 25000, Protect: Protect{Tx: true, Rx: true, RxMode: 1}}
+	ca.Offer.MTU = 1400
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || p.b.State() != Up {
+		t.Fatalf("states %v %v", p.a.State(), p.b.State())
+	}
+	ga, oka := p.a.Agreed()
+	gb, okb := p.b.Agreed()
+	want := Agreed{Window: 512, Lanes: 1, MTU: 1400, Speed: 10000}
+	for _, g := range []Agreed{ga, gb} {
+		if g.Window != want.Window || g.Lanes != want.Lanes || g.MTU != want.MTU || g.Speed != want.Speed {
+			t.Fatalf("agreed %+v, want the minimum %+v", g, want)
+		}
+	}
+	if !oka || !okb || ga.TxSeq != gb.RxSeq || ga.RxSeq != gb.TxSeq || ga.TxSeq != 500 || gb.TxSeq != seqhdr.Half+77 || ga.Peer.RxMode != 1 {
+		t.Fatalf("sequence numbers not crossed: %+v %+v", ga, gb)
+	}
+	if len(p.la.resets) != 1 || len(p.lb.resets) != 1 || p.a.Stats.PeerRestarts != 0 || ga.QuantumNanos() != 51.2 {
+		t.Fatalf("resets %v %v stats %+v", p.la.resets, p.lb.resets, p.a.Stats)
+	}
+}
+
+// Losing HELLOs and HELLO-ACKs costs backoff time, never a stall.
+func TestHandshakeUnderLoss(t *testing.T) {
+	for _, lose := range []int{1, 2, 3, 5} {
+		ca, cb := cfgs()
+		p := newPair(t, ca, cb)
+		n := 0
+		p.drop = func(dir int, f []byte) bool { n++; return n <= lose*2 }
+		// Backoff: lose rounds cost at most the sum of doubling intervals.
+		bound := int64(0)
+		for i, iv := 0, ca.HelloInterval; i <= lose+1; i, iv = i+1, min(2*iv, ca.MaxHelloInterval) {
+			bound += iv
+		}
+		bound += 4 * p.delay
+		p.run(bound, 1000)
+		if p.a.State() != Up || p.b.State() != Up {
+			t.Fatalf("lose %d: not up after %d ns: %v %v", lose, bound, p.a.State(), p.b.State())
+		}
+	}
+}
+
+// A restarted peer (new epoch) resets our link where our sender got to, is
+// counted, and the session comes up again.
+func TestPeerRestart(t *testing.T) {
+	ca, cb := cfgs()
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	p.la.next = 100_000 // A's sender has moved on
+	cb.Epoch, cb.InitSeq = 33, 9
+	p.lb = &fakeLink{}
+	p.b, _ = New(cb, p.lb)
+	p.events[0] = nil
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || p.b.State() != Up || p.a.Stats.PeerRestarts != 1 {
+		t.Fatalf("states %v %v, peer restarts %d", p.a.State(), p.b.State(), p.a.Stats.PeerRestarts)
+	}
+	last := p.la.resets[len(p.la.resets)-1]
+	if len(p.la.resets) != 2 || last.tx != 100_000 || last.rx != 9 || p.lb.resets[0].rx != 100_000 {
+		t.Fatalf("A resets %v, B resets %v", p.la.resets, p.lb.resets)
+	}
+	var all Event
+	for _, e := range p.events[0] {
+		all |= e
+	}
+	if all&(EvPeerRestart|EvReset|EvUp) != EvPeerRestart|EvReset|EvUp {
+		t.Fatalf("A's events %v", p.events[0])
+	}
+}
+
+// Hostile and stale input is counted and changes nothing.
+func TestHostileHellos(t *testing.T) {
+	ca, cb := cfgs()
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	a := p.a
+	before, resets := a.Stats, len(p.la.resets)
+	hello := func(h seqhdr.Hello) []byte {
+		b := make([]byte, seqhdr.MinFrameLen)
+		if _, err := seqhdr.PutHello(b, &ca.LocalMAC, &cb.LocalMAC, &h); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	good := seqhdr.Hello{Epoch: 22, Echo: 11, InitSeq: seqhdr.Half + 77, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000}
+	loop := good
+	loop.Epoch = 11
+	stale := good
+	stale.Ack, stale.Epoch, stale.Echo = true, 44, 99 // a new epoch, but echoing an old one of ours
+	incons := good
+	incons.Window = 1
+	noEcho := good
+	noEcho.Ack, noEcho.Echo = true, 0
+	foreign := hello(good)
+	foreign[11] ^= 1
+	for _, f := range [][]byte{{1, 2, 3}, make([]byte, 60), hello(loop), hello(stale), hello(incons), hello(noEcho), foreign} {
+		if ev := a.Receive(p.now, f); ev != 0 {
+			t.Fatalf("event %v from hostile input", ev)
+		}
+	}
+	st := a.Stats
+	if st.Malformed != before.Malformed+3 || st.Looped != before.Looped+1 || st.Stale != before.Stale+1 ||
+		st.Inconsistent != before.Inconsistent+1 || st.Foreign != before.Foreign+1 || len(p.la.resets) != resets || a.State() != Up {
+		t.Fatalf("stats %+v (before %+v), resets %d→%d, state %v", st, before, resets, len(p.la.resets), a.State())
+	}
+	if g, _ := a.Agreed(); g.PeerEpoch != 22 {
+		t.Fatalf("agreement changed: %+v", g)
+	}
+}
+
+// Incompatible protect modes: no reset, no Up, both report a mismatch.
+func TestProtectMismatch(t *testing.T) {
+	ca, cb := cfgs()
+	cb.Offer.Protect = Protect{Tx: true} // B does not sequence what A sends
+	p := newPair(t, ca, cb)
+	p.run(2_000_000, 1000)
+	if p.a.State() != Mismatch || p.b.State() != Mismatch || len(p.la.resets)+len(p.lb.resets) != 0 || p.a.Stats.Mismatches == 0 {
+		t.Fatalf("states %v %v resets %v %v", p.a.State(), p.b.State(), p.la.resets, p.lb.resets)
+	}
+	if _, ok := p.a.Agreed(); ok || p.a.AcceptLink(p.now) || p.a.Admit(p.now, 0) == Send {
+		t.Fatal("a mismatched session must not protect or accept link frames")
+	}
+}
+
+// The policy before Up, and LinkGuardian frames from the peer while not Up
+// bring the next HELLO forward.
+func TestPolicyAndTrigger(t *testing.T) {
+	ca, _ := cfgs()
+	ca.Policy = Policy{WaitUpTo: 5000, PassUnprotected: true}
+	ca.HelloInterval, ca.MaxHelloInterval = 1_000_000, 1_000_000_000
+	s, _ := New(ca, &fakeLink{})
+	if s.Admit(0, 0) != Wait || s.Admit(5000, 0) != Pass {
+		t.Fatal("wait then pass")
+	}
+	s.cfg.Policy.PassUnprotected = false
+	if s.Admit(5000, 0) != Drop {
+		t.Fatal("wait then drop")
+	}
+	b := make([]byte, 64)
+	s.Poll(0)
+	if s.Frame(0, b) == 0 || s.Frame(0, b) != 0 {
+		t.Fatal("one HELLO at start")
+	}
+	if d := s.Poll(10); d != ca.HelloInterval {
+		t.Fatalf("next HELLO at %d", d)
+	}
+	// Backoff grows the interval; a peer's LG frame pulls the HELLO in.
+	s.Poll(ca.HelloInterval)
+	s.Frame(ca.HelloInterval, b)
+	at := 2*ca.HelloInterval + 10
+	if s.AcceptLink(at) {
+		t.Fatal("accepted a link frame without an agreement")
+	}
+	if d := s.Poll(at); d != at || s.Frame(at, b) == 0 {
+		t.Fatalf("HELLO not brought forward: deadline %d", d)
+	}
+	if s.Stats.RxNotAgreed != 1 || s.Stats.HellosTx != 3 {
+		t.Fatalf("%+v", s.Stats)
+	}
+}
+
+// LinkDown stops HELLOs; LinkUp re-confirms the agreement without a reset.
+func TestLinkDownUp(t *testing.T) {
+	ca, cb := cfgs()
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	p.a.LinkDown(p.now)
+	if p.a.Poll(p.now) != maxTime || p.a.Frame(p.now, make([]byte, 64)) != 0 {
+		t.Fatal("down session sends")
+	}
+	p.a.LinkUp(p.now)
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || len(p.la.resets) != 1 || len(p.lb.resets) != 1 {
+		t.Fatalf("state %v resets %v %v", p.a.State(), p.la.resets, p.lb.resets)
+	}
+}
+
+// The per-frame and per-iteration calls do not allocate.
+func TestNoAllocation(t *testing.T) {
+	ca, cb := cfgs()
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	h := seqhdr.Hello{Epoch: 22, Echo: 11, InitSeq: seqhdr.Half + 77, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000}
+	in := make([]byte, seqhdr.MinFrameLen)
+	seqhdr.PutHello(in, &ca.LocalMAC, &cb.LocalMAC, &h)
+	out := make([]byte, seqhdr.MinFrameLen)
+	s := p.a
+	now := p.now
+	if n := testing.AllocsPerRun(100, func() {
+		now++
+		s.Receive(now, in)
+		s.AcceptLink(now)
+		s.Admit(now, now)
+		s.Poll(now)
+		for s.Frame(now, out) > 0 {
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per iteration", n)
+	}
+	if s.State() != Up || s.Stats.HelloAcksTx == 0 {
+		t.Fatalf("state %v stats %+v", s.State(), s.Stats)
+	}
+}

@@ -1,0 +1,113 @@
+package seqhdr
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// HelloLen is the length of a HELLO/HELLO-ACK after the link EtherType
+// (see "Session frames" in the package comment).
+const HelloLen = 2 + 2 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4
+
+const _ = uint(MinFrameLen - (MACLen + HelloLen)) // compile-time check: fits a minimum frame
+
+// Protect bits of Hello.Protect.
+const (
+	ProtectTx       = 0x01 // the sender sequences the frames it sends
+	ProtectRx       = 0x02 // the sender sequences the frames it receives
+	ProtectModeMask = 0x30 // its receive mode << 4: 0 lg, 1 lgnb, 2 monitor
+	protectReserved = 0xCC
+)
+
+// ErrHello reports a session frame whose fields are out of range.
+var ErrHello = errors.New("seqhdr: HELLO field out of range (zero epoch or window/lanes/MTU/speed, sequence number beyond the serial space, reserved bits set)")
+
+// Hello is a decoded HELLO or HELLO-ACK (package linksession).
+type Hello struct {
+	Ack     bool   // HELLO-ACK (type 8) rather than HELLO (type 7)
+	Epoch   uint64 // sender's epoch, nonzero
+	Echo    uint64 // the peer epoch the sender knows, 0 if none
+	InitSeq Seq    // sender's first sequence number towards epoch Echo
+	Window  uint32 // receive window / credit, frames
+	Lanes   uint8
+	Protect uint8 // Protect* bits
+	MTU     uint16
+	Speed   uint32 // link speed, Mbit/s
+}
+
+func (h *Hello) valid() bool {
+	return h.Epoch != 0 && h.InitSeq < Space && h.Window != 0 && h.Lanes != 0 && h.MTU >= 64 &&
+		h.Speed != 0 && h.Protect&protectReserved == 0 && h.Protect&ProtectModeMask != ProtectModeMask
+}
+
+// PutHello writes a complete HELLO or HELLO-ACK frame into b (MACs, header,
+// zero padding to MinFrameLen) and returns its length. It does not allocate.
+func PutHello(b []byte, dst, src *[6]byte, h *Hello) (int, error) {
+	if !h.valid() {
+		return 0, ErrHello
+	}
+	if len(b) < MinFrameLen {
+		return 0, ErrShort
+	}
+	copy(b[0:6], dst[:])
+	copy(b[6:12], src[:])
+	p := b[MACLen:]
+	binary.BigEndian.PutUint16(p[0:], EtherType)
+	p[2] = byte(TypeHello)
+	if h.Ack {
+		p[2] = byte(TypeHelloAck)
+	}
+	p[3] = 0
+	binary.BigEndian.PutUint64(p[4:], h.Epoch)
+	binary.BigEndian.PutUint64(p[12:], h.Echo)
+	binary.BigEndian.PutUint32(p[20:], uint32(h.InitSeq))
+	binary.BigEndian.PutUint32(p[24:], h.Window)
+	p[28] = h.Lanes
+	p[29] = h.Protect
+	binary.BigEndian.PutUint16(p[30:], h.MTU)
+	binary.BigEndian.PutUint32(p[32:], h.Speed)
+	clear(b[MACLen+HelloLen : MinFrameLen])
+	return MinFrameLen, nil
+}
+
+// ParseHello decodes the HELLO or HELLO-ACK of a whole frame. Every
+// successfully parsed Hello re-encodes with PutHello to the same header bytes.
+func ParseHello(frame []byte) (Hello, error) {
+	var h Hello
+	if len(frame) < MACLen+4 {
+		return h, ErrShort
+	}
+	p := frame[MACLen:]
+	if binary.BigEndian.Uint16(p) != EtherType {
+		return h, ErrNotLink
+	}
+	if p[2]>>4 != 0 {
+		return h, ErrVersion
+	}
+	switch Type(p[2] & 0x0f) {
+	case TypeHello:
+	case TypeHelloAck:
+		h.Ack = true
+	default:
+		return h, ErrType
+	}
+	if len(p) < HelloLen {
+		return h, ErrShort
+	}
+	if p[3] != 0 {
+		return h, ErrFlags
+	}
+	h.Epoch = binary.BigEndian.Uint64(p[4:])
+	h.Echo = binary.BigEndian.Uint64(p[12:])
+	seq := binary.BigEndian.Uint32(p[20:])
+	h.InitSeq = Seq(seq)
+	h.Window = binary.BigEndian.Uint32(p[24:])
+	h.Lanes = p[28]
+	h.Protect = p[29]
+	h.MTU = binary.BigEndian.Uint16(p[30:])
+	h.Speed = binary.BigEndian.Uint32(p[32:])
+	if !h.valid() {
+		return Hello{}, ErrHello
+	}
+	return h, nil
+}
