@@ -293,7 +293,7 @@ func (b *lgBed) logLG(t *testing.T) (s1, s2 LGCore) {
 	t.Logf("sw2 retransmission delay µs: %+v; timers in force: renotify %v, ackNoTimeout %v",
 		metrics.Summarize(&snap, 1e-3), time.Duration(s2.Renotify), time.Duration(s2.AckNoTimeout))
 	t.Logf("sw1 dataplane: %+v; link tx ring full %d, PFC rx %d", b.sw1.Stats(), b.sw1.LGStats().LinkTxRingFull.Load(), b.sw1.LGStats().PFCRx.Load())
-	t.Logf("sw2 dataplane: %+v; host tx ring full %d, PFC tx %d", b.sw2.Stats(), b.sw2.LGStats().HostTxRingFull.Load(), b.sw2.LGStats().PFCTx.Load())
+	t.Logf("sw2 dataplane: %+v; host tx ring full %d, pause tx %d", b.sw2.Stats(), b.sw2.LGStats().HostTxRingFull.Load(), b.sw2.LGStats().PauseTx.Load())
 	return s1, s2
 }
 
@@ -392,25 +392,32 @@ func TestLGBernoulliLossRecovered(t *testing.T) {
 	checkDelivery(t, r, true)
 	checkLossRate(t, st, lgLoss, 0.25)
 	checkRecovery(t, &s1, &s2, st, 0.25)
-	checkPriorityLane(t, &s1, &s2)
+	checkPriorityLane(t, &s1, &s2, r.bed.sw1.LGStats().Session.Snapshot(), r.bed.sw2.LGStats().Session.Snapshot())
 }
 
 // checkPriorityLane: on the pair testbed's two-queue link, every
 // retransmitted copy left sw1 on the priority lane and nothing else did
 // (this direction has no loss notifications or PFC to send), and sw2 sent
-// its loss notifications (first and repeated) and PFC frames there.
-func checkPriorityLane(t *testing.T, s1, s2 *LGCore) {
+// its loss notifications (first and repeated) and pause frames there; both
+// sent their link session's HELLOs and HELLO-ACKs there.
+func checkPriorityLane(t *testing.T, s1, s2 *LGCore, ss1, ss2 SessionSnapshot) {
 	t.Helper()
 	if !s1.PriorityLane || !s2.PriorityLane {
 		t.Fatalf("no priority lane (sw1 %v, sw2 %v): the pair testbed's link has 2 queues", s1.PriorityLane, s2.PriorityLane)
 	}
-	if s1.PriorityFrames != s1.Sender.RetxCopies {
-		t.Errorf("sw1 sent %d frames on the priority lane; %d retransmitted copies", s1.PriorityFrames, s1.Sender.RetxCopies)
+	sess := func(s SessionSnapshot) uint64 { return s.Counters.HellosTx + s.Counters.HelloAcksTx }
+	if want := s1.Sender.RetxCopies + sess(ss1); s1.PriorityFrames != want {
+		t.Errorf("sw1 sent %d frames on the priority lane; want %d (%d retransmitted copies, %d session frames)", s1.PriorityFrames, want, s1.Sender.RetxCopies, sess(ss1))
 	}
 	rs := s2.Receiver
-	if want := rs.LossNotifsSent + rs.Renotifies + rs.PausesSent + rs.ResumesSent; s2.PriorityFrames != want {
-		t.Errorf("sw2 sent %d frames on the priority lane; want %d (loss notifications %d, re-notifications %d, pauses %d, resumes %d)",
-			s2.PriorityFrames, want, rs.LossNotifsSent, rs.Renotifies, rs.PausesSent, rs.ResumesSent)
+	if want := rs.LossNotifsSent + rs.Renotifies + rs.PausesSent + rs.ResumesSent + sess(ss2); s2.PriorityFrames != want {
+		t.Errorf("sw2 sent %d frames on the priority lane; want %d (loss notifications %d, re-notifications %d, pauses %d, resumes %d, session frames %d)",
+			s2.PriorityFrames, want, rs.LossNotifsSent, rs.Renotifies, rs.PausesSent, rs.ResumesSent, sess(ss2))
+	}
+	for i, s := range []SessionSnapshot{ss1, ss2} {
+		if s.State != "up" || s.Agreed == nil {
+			t.Errorf("sw%d: link session %s, agreed %v", i+1, s.State, s.Agreed)
+		}
 	}
 }
 
@@ -651,12 +658,15 @@ func TestLGPFCBackpressure(t *testing.T) {
 	if ss.PausesRx == 0 || ss.ResumesRx == 0 {
 		t.Errorf("sender applied %d pauses and %d resumes; the receiver sent %d and %d", ss.PausesRx, ss.ResumesRx, rs.PausesSent, rs.ResumesSent)
 	}
-	// Control frames travel sw2→sw1, which is not impaired: every PFC frame
-	// sw2 sent arrives (pause and resume frames alike).
-	// sw2 encodes each pause and resume as a PFC frame on link0; sw1
-	// decodes them (the reverse direction is not impaired).
-	tx, rx := r.bed.sw2.LGStats().PFCTx.Load(), r.bed.sw1.LGStats().PFCRx.Load()
+	// Control frames travel sw2→sw1, which is not impaired: sw2 sends each
+	// pause and resume as a PAUSE/RESUME link-header frame on link0, and
+	// sw1's LinkGuardian port applies them (no 802.1Qbb frame: NIC MACs
+	// consume or refuse those).
+	tx, rx := r.bed.sw2.LGStats().PauseTx.Load(), ss.PausesRx+ss.ResumesRx
 	if tx == 0 || rx == 0 || rx > tx {
-		t.Errorf("sw2 sent %d PFC frames for %d pauses + %d resumes; sw1 received %d", tx, rs.PausesSent, rs.ResumesSent, rx)
+		t.Errorf("sw2 sent %d pause frames for %d pauses + %d resumes; sw1 applied %d", tx, rs.PausesSent, rs.ResumesSent, rx)
+	}
+	if pfc := r.bed.sw1.LGStats().PFCRx.Load(); pfc != 0 {
+		t.Errorf("sw1 received %d 802.1Qbb frames: LinkGuardian's backpressure must travel as link-header frames", pfc)
 	}
 }

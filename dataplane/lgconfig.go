@@ -88,7 +88,13 @@ type LGConfig struct {
 	// LinkSpeed (bit/s) converts pause durations to PFC quanta; default 10G.
 	LinkSpeed uint64
 	// PeerMAC is the destination of control frames; default broadcast.
+	// When set (unicast), session frames from any other source are ignored.
 	PeerMAC [6]byte
+	// SessionWait is how long host frames wait for the link session to come
+	// up (default 200 ms); after that they are dropped (counted), or with
+	// SessionPass sent unprotected.
+	SessionWait time.Duration
+	SessionPass bool
 
 	// AckDelay is how long an ACK may wait for reverse data to carry it
 	// before an explicit ACK goes; DummyInterval is how long the sender
@@ -204,6 +210,9 @@ func (c *LGConfig) defaults(mode Mode) error {
 	}
 	if c.MonitorWindow == 0 {
 		c.MonitorWindow = 10 * time.Second
+	}
+	if c.SessionWait == 0 {
+		c.SessionWait = defaultSessionWait
 	}
 	if c.PeerMAC == ([6]byte{}) {
 		c.PeerMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}

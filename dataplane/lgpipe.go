@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
+	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -52,6 +54,13 @@ type lgPipeline struct {
 	publishAt, monitorAt, rmonAt int64
 	mon, rmon                    *lossmon.Monitor
 
+	// The link session (session.go): lanes is the agreed number of lanes
+	// (1: the peer has no priority lane, so everything goes on lane 0).
+	sess                    *linksession.Session
+	lanes                   int
+	blockedSince, warnedAt  int64
+	sessDropped, sessPassed uint64
+
 	lgs *LGStats
 }
 
@@ -86,9 +95,12 @@ type LGStats struct {
 	// then recovered like losses); HostTxRingFull counts delivered frames
 	// dropped for the same reason on the host port.
 	LinkTxRingFull, HostTxRingFull atomic.Uint64
-	// PFCRx counts PFC frames received from the peer; PFCTx counts pause and
-	// resume frames sent.
-	PFCRx, PFCTx atomic.Uint64
+	// PFCRx counts PAUSE/PFC frames received on the link port (they gate
+	// the host frames' classes); PauseTx counts LinkGuardian's PAUSE and
+	// RESUME link-header frames sent (the receiver's backpressure).
+	PFCRx, PauseTx atomic.Uint64
+	// Session is the link session (session.go).
+	Session SessionStats
 	// LossRate is the link's loss rate as the sender sees it (frames reported
 	// lost / frames sent, moving window), ×1e12 for atomic storage.
 	lossRate atomic.Uint64
@@ -173,6 +185,9 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		return nil, err
 	}
 	pl.port = p
+	if err := pl.newSession(); err != nil {
+		return nil, err
+	}
 	if p.S != nil {
 		pl.lgs.Copies.Store(int64(d.cfg.LG.Copies))
 		if !d.cfg.LG.fixedCopies {
@@ -211,6 +226,19 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 			tx.Release(d.Addr)
 			continue
 		}
+		if t, ok := seqhdr.FrameType(b); ok {
+			if t.IsSession() {
+				pl.sessionRx(now, b)
+				tx.Release(d.Addr)
+				continue
+			}
+			if !pl.sess.AcceptLink(now) {
+				// No agreement with the sender of this frame yet: its
+				// numbering means nothing here (counted by the session).
+				tx.Release(d.Addr)
+				continue
+			}
+		}
 		pl.port.Receive(now, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
 	}
 }
@@ -222,9 +250,12 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 // the host port), and the periodic statistics, monitors and tuning.
 func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	p := pl.port
+	next := pl.sessionPoll(now, tx)
+	admit, wait := pl.admitHost(now, tx)
+	next = min(next, wait)
 	// Leave room on the link TX ring for control frames and copies.
 	budget := tx.Space(portLink, laneData) - 2*len(pl.w.descs)
-	for budget > 0 && p.CanSend(now) {
+	for admit && budget > 0 && p.CanSend(now) {
 		class, ok := pl.queue.head(now)
 		if !ok || !p.Send(now, pl.queue.front(class)) {
 			break
@@ -237,10 +268,6 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 
 	for _, ev := range p.Out.Events {
 		switch ev.Kind {
-		case lg.EvPause:
-			pl.sendPFC(ev.Nanos)
-		case lg.EvResume:
-			pl.sendPFC(0)
 		case lg.EvRecovered:
 			pl.lgs.RetxDelay.Record(uint64(ev.Nanos))
 			if ev.Count == 0 {
@@ -248,8 +275,14 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 			}
 		}
 	}
-	pl.send(tx, portLink, lanePrio, p.Out.Urgent)
-	pl.send(tx, portLink, lanePrio, p.Out.Retx)
+	prio := lanePrio
+	if pl.lanes < 2 {
+		prio = laneData // the peer has no priority lane
+	}
+	pl.send(tx, portLink, prio, p.Out.Pause)
+	pl.lgs.PauseTx.Add(uint64(len(p.Out.Pause)))
+	pl.send(tx, portLink, prio, p.Out.Urgent)
+	pl.send(tx, portLink, prio, p.Out.Retx)
 	pl.send(tx, portLink, laneData, p.Out.Normal)
 	pl.send(tx, portLink, laneData, p.Out.Low)
 	pl.send(tx, portHost, laneData, p.Out.Deliver)
@@ -266,7 +299,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	}
 	p.Out.Reset()
 	pl.periodic(now)
-	next := p.NextDeadline(now, pl.queue.empty())
+	next = min(next, p.NextDeadline(now, pl.queue.empty()))
 	if !pl.queue.empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
 			next = min(next, r)
@@ -295,6 +328,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.lgs.LinkTxRingFull.Store(st.Link.TX.Dropped.Load())
 		pl.lgs.HostTxRingFull.Store(st.Host.TX.Dropped.Load())
 		pl.publish(p)
+		pl.publishSession()
 		pl.tune(p)
 	}
 	if pl.mon != nil && now >= pl.monitorAt {
@@ -382,28 +416,6 @@ func (pl *lgPipeline) onPFC(now int64, b []byte) {
 		return
 	}
 	pl.port.Pause(now, pfc.QuantaToNanos(q, pl.pfcSpeed))
-}
-
-// sendPFC sends a PFC frame pausing (d > 0) or resuming (d == 0) the
-// protected class on the priority lane, ahead of the core's output.
-func (pl *lgPipeline) sendPFC(d int64) {
-	a, ok := pl.tx.Alloc()
-	if !ok {
-		return
-	}
-	var quanta [pfc.NumClasses]uint16
-	quanta[pl.pfcClass] = pfc.NanosToQuanta(d, pl.pfcSpeed)
-	if d > 0 && quanta[pl.pfcClass] == 0 {
-		quanta[pl.pfcClass] = 1
-	}
-	f := pfc.NewPFC(pl.local, 1<<pl.pfcClass, quanta)
-	n, err := f.Encode(pl.w.Bytes(a, pfc.FrameLen))
-	if err == nil {
-		pl.tx.Send(portLink, lanePrio, a, n)
-		pl.lgs.PFCTx.Add(1)
-	}
-	// Free once transmitted (the worker counts the descriptor first).
-	pl.tx.Release(a)
 }
 
 func (pl *lgPipeline) sample(p *lg.Port) {

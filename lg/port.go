@@ -211,6 +211,7 @@ func (p *Port) Reset(now int64, tx, rx seqhdr.Seq) {
 		s.bytes = 0
 		s.pausedUntil = 0
 		s.nextDummy, s.dummyGap = 0, s.cfg.DummyInterval
+		s.invalidAcks = 0
 		s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
 	}
 	if r := p.R; r != nil {
@@ -226,6 +227,7 @@ func (p *Port) Reset(now int64, tx, rx seqhdr.Seq) {
 		r.nextCheck = 0
 		r.pendingAck, r.pendingSince = false, 0
 		r.paused, r.lastPause = false, 0
+		r.ackRepeatAt, r.ackRepeats = 0, 0
 		r.Stats.ReorderFrames, r.Stats.ReorderBytes = 0, 0
 	}
 }

@@ -14,7 +14,7 @@ import (
 func TestPortReset(t *testing.T) {
 	for _, q := range []seqhdr.Seq{7, seqhdr.Half + 5, seqhdr.Space - 3} {
 		cfg := oneWay(lg.ModeLG, 1)
-		cfg.B.Receiver.AckNoTimeout = 1e9 // the hole stays open until the reset
+		cfg.B.Receiver.AckNoTimeout = 1e8 // the hole stays open until the reset
 		cfg.B.Receiver.RenotifyInterval = 0
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 100)}
 		s := newSim(t, cfg)

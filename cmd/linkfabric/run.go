@@ -72,7 +72,13 @@ shared UMEM, and moves frames between them with the pipeline of --mode:
             protection on (lg), falls back to lgnb at high loss, and off again
 
 Both switches of a link must run the same mode. By default each end protects
-both directions (--protect both).
+both directions (--protect both). In lg, lgnb and monitor the two ends first agree
+through a link session (HELLO/HELLO-ACK on the priority lane): the smaller of
+their windows becomes the credit, the lanes, MTU and link speed are agreed, the
+--protect settings must fit together (tx here with rx there), and both reset their
+sequence numbers. When either end restarts (even kill -9), they agree again and
+nothing from before is delivered. Host frames wait --session-wait for the session.
+An interface that goes down is link state: the dataplane waits for it to come up.
 
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
 detaches the programs and exits. Statistics are served on --metrics (loopback of
@@ -170,7 +176,9 @@ run checks this at startup.`,
 	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default --ring-size when the link has a priority lane (2+ queues), else half of it; the sender leaves at most 7/8 of --ring-size unacknowledged, so the peer's RX ring always holds the credit window)")
 	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: 802.1Qbb priority of pause/resume frames")
 	f.StringVar(&linkSpeed, "link-speed", "", "lg: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
-	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb: destination MAC of control frames (default broadcast)")
+	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
+	f.DurationVar(&cfg.LG.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for the link session with the other end to come up (default 200ms); then they are dropped, or sent unprotected with --session-pass")
+	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
 	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost) or off (the NICs check the FCS); must be the same on both ends")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
@@ -378,7 +386,7 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"link_tx_ring_full":     s.LinkTxRingFull.Load(),
 		"host_tx_ring_full":     s.HostTxRingFull.Load(),
 		"pfc_rx":                s.PFCRx.Load(),
-		"pfc_tx":                s.PFCTx.Load(),
+		"pause_tx":              s.PauseTx.Load(),
 		"measured_loss_rate":    s.LossRate(),
 		"copies":                s.Copies.Load(),
 		"rx_loss_rate":          s.RxLossRate(),
@@ -386,6 +394,7 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"mode_changes":          s.ModeChanges.Load(),
 		"corrupt_frames":        s.Integrity.Corrupt.Load(),
 		"integrity_no_room":     s.Integrity.NoRoom.Load(),
+		"session":               s.Session.Snapshot(),
 	}
 }
 

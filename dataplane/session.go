@@ -1,0 +1,244 @@
+package dataplane
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linksession"
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// The link session of the lg pipeline (package linksession): before
+// sequenced frames flow, and again after either end restarts, the two ends
+// exchange HELLO/HELLO-ACK on the priority lane, agree on the smaller of
+// their windows (the sender's credit), lanes, MTU and link speed, check
+// that their --protect settings fit together, and reset LinkGuardian's
+// sequence state to the initial sequence numbers both announced. A frame
+// from before a restart is then behind the receiver's window and dropped:
+// nothing stale is delivered.
+//
+// Until the session is up, host frames wait in the class queues for up to
+// LGConfig.SessionWait; after that they are dropped (counted), or passed
+// unprotected with LGConfig.SessionPass.
+
+// maxDeadline is "no deadline".
+const maxDeadline = math.MaxInt64
+
+// defaultSessionWait is how long host frames wait for the link session.
+const defaultSessionWait = 200 * time.Millisecond
+
+// SessionStats is the link session as /stats.json shows it.
+type SessionStats struct {
+	mu sync.Mutex
+	v  SessionSnapshot
+}
+
+// SessionSnapshot is a copy of the session's state and counters.
+type SessionSnapshot struct {
+	State     string             `json:"state"`
+	Epoch     uint64             `json:"epoch"`
+	PeerEpoch uint64             `json:"peer_epoch,omitempty"`
+	Agreed    *SessionAgreed     `json:"agreed,omitempty"`
+	Counters  linksession.Stats  `json:"counters"`
+	Held      SessionHeldCounter `json:"host_frames"`
+}
+
+// SessionAgreed are the parameters in force.
+type SessionAgreed struct {
+	Window    uint32 `json:"window_frames"`
+	Lanes     uint8  `json:"lanes"`
+	MTU       uint16 `json:"mtu"`
+	SpeedMbps uint32 `json:"speed_mbps"`
+	TxSeq     uint32 `json:"tx_initial_seq"`
+	RxSeq     uint32 `json:"rx_initial_seq"`
+}
+
+// SessionHeldCounter counts host frames that met a session that was not up.
+type SessionHeldCounter struct {
+	Dropped uint64 `json:"dropped_waiting"`
+	Passed  uint64 `json:"passed_unprotected"`
+}
+
+// Snapshot returns a copy.
+func (s *SessionStats) Snapshot() SessionSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.v
+	if v.Agreed != nil {
+		a := *v.Agreed
+		v.Agreed = &a
+	}
+	return v
+}
+
+// newSession starts the link session of pl's port.
+func (pl *lgPipeline) newSession() error {
+	c := &pl.d.cfg.LG
+	p := pl.port
+	window := c.credit
+	if window == 0 {
+		window = c.TxBuffer
+	}
+	prot := linksession.Protect{Tx: p.S != nil, Rx: p.R != nil}
+	if p.R != nil {
+		prot.RxMode = uint8(p.R.Mode())
+	}
+	s, err := linksession.New(linksession.Config{
+		LocalMAC: pl.local,
+		PeerMAC:  c.PeerMAC,
+		Offer: linksession.Offer{
+			Window:  uint32(window),
+			Lanes:   uint8(len(pl.d.link.socks)),
+			MTU:     uint16(min(c.MTU, 1<<16-1)),
+			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
+			Protect: prot,
+		},
+		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), PassUnprotected: c.SessionPass},
+	}, p)
+	if err != nil {
+		return err
+	}
+	pl.sess = s
+	pl.lanes = len(pl.d.link.socks)
+	pl.publishSession()
+	return nil
+}
+
+// sessionRx hands a session frame to the session and applies what it
+// decided.
+func (pl *lgPipeline) sessionRx(now int64, b []byte) {
+	ev := pl.sess.Receive(now, b)
+	if ev == 0 {
+		return
+	}
+	log := pl.d.cfg.Logger
+	a, _ := pl.sess.Agreed()
+	if ev&linksession.EvPeerRestart != 0 {
+		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
+			"dev", pl.d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
+	}
+	if ev&linksession.EvReset != 0 {
+		if p := pl.port; p.S != nil {
+			p.S.SetCredit(min(int(a.Window), pl.d.cfg.LG.credit))
+		}
+		pl.lanes = int(a.Lanes)
+	}
+	if ev&linksession.EvMismatch != 0 {
+		log.Error("link session: the peer's --protect does not fit this end's (a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until it does",
+			"dev", pl.d.cfg.LinkPort, "local_tx", a.Local.Tx, "local_rx", a.Local.Rx, "peer_tx", a.Peer.Tx, "peer_rx", a.Peer.Rx)
+	}
+	if ev&linksession.EvUp != 0 {
+		log.Info("link session up", "dev", pl.d.cfg.LinkPort, "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
+			"window", a.Window, "lanes", a.Lanes, "mtu", a.MTU, "speed_mbps", a.Speed,
+			"tx_seq", uint32(a.TxSeq), "rx_seq", uint32(a.RxSeq))
+		if a.MTU < uint16(min(pl.d.cfg.LG.MTU, 1<<16-1)) {
+			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
+				"dev", pl.d.cfg.LinkPort, "peer_mtu", a.MTU)
+		}
+	}
+	pl.publishSession()
+}
+
+// sessionPoll runs the session's timers, sends its frames on the priority
+// lane, follows the link port's state (down: the session waits; up: it
+// agrees again) and returns its next deadline.
+func (pl *lgPipeline) sessionPoll(now int64, tx *Tx) int64 {
+	down := pl.w.ports[portLink].downSince != 0
+	switch st := pl.sess.State(); {
+	case down && st != linksession.Down:
+		pl.sess.LinkDown(now)
+	case !down && st == linksession.Down:
+		pl.sess.LinkUp(now)
+	}
+	next := pl.sess.Poll(now)
+	for next <= now {
+		a, ok := tx.Alloc()
+		if !ok {
+			return now + int64(minTimerSleep)
+		}
+		n := pl.sess.Frame(now, pl.w.Bytes(a, seqhdr.MinFrameLen))
+		if n == 0 {
+			tx.Release(a)
+			break
+		}
+		tx.Send(portLink, lanePrio, a, n)
+		tx.Release(a)
+		next = pl.sess.Poll(now)
+	}
+	return next
+}
+
+// admitHost applies the session's policy to the host frames queued while
+// it is not up, and reports whether they may go to the LinkGuardian port.
+// Frames waiting longer than the policy allows are dropped or sent as they
+// are (unprotected); the wait is measured from when the session was first
+// found not up with frames queued.
+func (pl *lgPipeline) admitHost(now int64, tx *Tx) (ok bool, next int64) {
+	if pl.sess.State() == linksession.Up {
+		pl.blockedSince = 0
+		return true, maxDeadline
+	}
+	if pl.queue.empty() {
+		pl.blockedSince = 0
+		return false, maxDeadline
+	}
+	if pl.blockedSince == 0 {
+		pl.blockedSince = now
+	}
+	switch pl.sess.Admit(now, pl.blockedSince) {
+	case linksession.Send:
+		return true, maxDeadline
+	case linksession.Wait:
+		return false, pl.sess.WaitDeadline(pl.blockedSince)
+	case linksession.Pass:
+		for {
+			class, ok := pl.queue.head(now)
+			if !ok || tx.Space(portLink, laneData) <= 0 {
+				break
+			}
+			f := pl.queue.front(class)
+			pl.queue.pop(class)
+			tx.Send(portLink, laneData, uint64(f.H), f.Len)
+			tx.Release(uint64(f.H))
+			pl.sessPassed++
+		}
+	default: // Drop
+		for {
+			class, ok := pl.queue.head(now)
+			if !ok {
+				break
+			}
+			tx.Release(uint64(pl.queue.front(class).H))
+			pl.queue.pop(class)
+			pl.sessDropped++
+		}
+		if now-pl.warnedAt > int64(time.Second) {
+			pl.warnedAt = now
+			pl.d.cfg.Logger.Warn("link session not up: host frames dropped; is the other end running linkfabric lg/lgnb/monitor with a --protect that fits this one?",
+				"dev", pl.d.cfg.LinkPort, "state", pl.sess.State().String(), "waited", time.Duration(now-pl.blockedSince).String(), "dropped", pl.sessDropped)
+		}
+	}
+	pl.blockedSince = 0
+	return false, maxDeadline
+}
+
+// publishSession copies the session's state for /stats.json.
+func (pl *lgPipeline) publishSession() {
+	s := pl.sess
+	v := SessionSnapshot{State: s.State().String(), Epoch: s.Epoch(), Counters: s.Stats,
+		Held: SessionHeldCounter{Dropped: pl.sessDropped, Passed: pl.sessPassed}}
+	if a, ok := s.Agreed(); ok {
+		v.PeerEpoch = a.PeerEpoch
+		v.Agreed = &SessionAgreed{Window: a.Window, Lanes: a.Lanes, MTU: a.MTU, SpeedMbps: a.Speed,
+			TxSeq: uint32(a.TxSeq), RxSeq: uint32(a.RxSeq)}
+	}
+	st := &pl.lgs.Session
+	st.mu.Lock()
+	st.v = v
+	st.mu.Unlock()
+}
+
+// lgPort is the LinkGuardian port the session resets.
+var _ linksession.Link = (*lg.Port)(nil)
