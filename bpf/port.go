@@ -23,6 +23,12 @@ type PortOptions struct {
 	Queues int
 	// Impair, when set, is the impairment applied from the first frame.
 	Impair *ImpairConfig
+	// Host marks a port facing a host: the program drops (and counts)
+	// frames a host may not put on a link: the link ethertype 0x88B5 (also
+	// behind one VLAN tag), MAC control 0x8808, and frames to the IEEE
+	// reserved group 01:80:C2:00:00:0X. A link port (the default) instead
+	// accepts link control only from its peer once SetPeerMAC names it.
+	Host bool
 }
 
 // PortCounters are a port program's counters, summed over CPUs.
@@ -33,6 +39,17 @@ type PortCounters struct {
 	Passed        uint64 // no socket on their RX queue: passed to the kernel stack
 	ImpairDropped uint64 // dropped by the impairment stage
 	ImpairFlipped uint64 // had one bit flipped by the impairment stage
+	// Host ports: frames dropped because a host may not send them onto a
+	// link: the link ethertype, MAC control, the IEEE reserved group.
+	HostLinkType, HostMACControl, HostReserved uint64
+	// Link ports: link-header or MAC-control frames dropped because they
+	// did not come from the peer (SetPeerMAC).
+	ForeignControl uint64
+}
+
+// HostControlDropped is every frame a host port dropped as link control.
+func (c PortCounters) HostControlDropped() uint64 {
+	return c.HostLinkType + c.HostMACControl + c.HostReserved
 }
 
 // Port is the dataplane XDP program attached to one interface, with its own
@@ -86,6 +103,12 @@ func AttachPort(ifname string, opts PortOptions) (*Port, error) {
 		return nil, loadErr("dataplane port program for "+ifname, err)
 	}
 	p.impairControl = impairControl{cfg: p.objs.ImpairCfg, rng: p.objs.ImpairRng, count: p.objs.ImpairCount}
+	if opts.Host {
+		if err := p.objs.PortCfg.Put(uint32(0), portPortConf{Role: roleHost}); err != nil {
+			p.objs.Close()
+			return nil, fmt.Errorf("configure the port program of %s as a host port: %w", ifname, err)
+		}
+	}
 	if opts.Impair != nil {
 		if err := p.SetImpair(*opts.Impair); err != nil {
 			p.objs.Close()
@@ -187,6 +210,30 @@ func (p *Port) UnregisterXSK(queue int) error {
 	return nil
 }
 
+// Roles of the port program (port_conf.role in port.c).
+const (
+	roleLink = 0
+	roleHost = 1
+)
+
+// SetPeerMAC makes a link port accept link control (link-header frames other
+// than data, whose source is a host, and link session offers) and MAC
+// control frames only from peer, the other end of
+// its link as the link session learnt it; frames from any other source are
+// dropped and counted (ForeignControl). The zero MAC accepts any source
+// again. It has no effect on a host port.
+func (p *Port) SetPeerMAC(peer [6]byte) error {
+	var conf portPortConf
+	if err := p.objs.PortCfg.Lookup(uint32(0), &conf); err != nil {
+		return fmt.Errorf("read the port program's configuration of %s: %w", p.ifname, err)
+	}
+	conf.Peer = peer
+	if err := p.objs.PortCfg.Put(uint32(0), conf); err != nil {
+		return fmt.Errorf("set the peer MAC of %s: %w", p.ifname, err)
+	}
+	return nil
+}
+
 // Counters sums the port counters over all CPUs.
 func (p *Port) Counters() (PortCounters, error) {
 	return readPortCounters(p.objs.PortCount)
@@ -205,6 +252,10 @@ func readPortCounters(m *ebpf.Map) (PortCounters, error) {
 		c.Passed += v.Passed
 		c.ImpairDropped += v.ImpairDropped
 		c.ImpairFlipped += v.ImpairFlipped
+		c.HostLinkType += v.HostLinkType
+		c.HostMACControl += v.HostMacCtl
+		c.HostReserved += v.HostReserved
+		c.ForeignControl += v.ForeignCtl
 	}
 	return c, nil
 }

@@ -43,6 +43,13 @@ type portImpairStats struct {
 	Bursts  uint64
 }
 
+type portPortConf struct {
+	_    structs.HostLayout
+	Role uint32
+	Peer [6]uint8
+	Pad  [2]uint8
+}
+
 type portPortCounters struct {
 	_             structs.HostLayout
 	RxFrames      uint64
@@ -51,6 +58,10 @@ type portPortCounters struct {
 	Passed        uint64
 	ImpairDropped uint64
 	ImpairFlipped uint64
+	HostLinkType  uint64
+	HostMacCtl    uint64
+	HostReserved  uint64
+	ForeignCtl    uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -60,6 +71,7 @@ const (
 	portMapImpairCfg   = "impair_cfg"
 	portMapImpairCount = "impair_count"
 	portMapImpairRng   = "impair_rng"
+	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
 	portMapXsksMap     = "xsks_map"
 	portProgLfPort     = "lf_port"
@@ -117,6 +129,7 @@ type portMapSpecs struct {
 	ImpairCfg   *ebpf.MapSpec `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
 	ImpairRng   *ebpf.MapSpec `ebpf:"impair_rng"`
+	PortCfg     *ebpf.MapSpec `ebpf:"port_cfg"`
 	PortCount   *ebpf.MapSpec `ebpf:"port_count"`
 	XsksMap     *ebpf.MapSpec `ebpf:"xsks_map"`
 }
@@ -150,6 +163,7 @@ type portMaps struct {
 	ImpairCfg   *ebpf.Map `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
 	ImpairRng   *ebpf.Map `ebpf:"impair_rng"`
+	PortCfg     *ebpf.Map `ebpf:"port_cfg"`
 	PortCount   *ebpf.Map `ebpf:"port_count"`
 	XsksMap     *ebpf.Map `ebpf:"xsks_map"`
 }
@@ -159,6 +173,7 @@ func (m *portMaps) Close() error {
 		m.ImpairCfg,
 		m.ImpairCount,
 		m.ImpairRng,
+		m.PortCfg,
 		m.PortCount,
 		m.XsksMap,
 	)

@@ -41,7 +41,7 @@ func openPort(umem *xdp.Umem, role, ifname string, cfg *Config) (_ *Port, err er
 	if err != nil {
 		return nil, err
 	}
-	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(queues, 1)})
+	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(queues, 1), Host: role == "host port"})
 	if err != nil {
 		return nil, err
 	}

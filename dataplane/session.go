@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"math"
+	"net"
 	"sync"
 	"time"
 
@@ -130,7 +131,14 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 			"dev", pl.d.cfg.LinkPort, "local_tx", a.Local.Tx, "local_rx", a.Local.Rx, "peer_tx", a.Peer.Tx, "peer_rx", a.Peer.Rx)
 	}
 	if ev&linksession.EvUp != 0 {
-		log.Info("link session up", "dev", pl.d.cfg.LinkPort, "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
+		// From now on link control is accepted only from this peer
+		// (session offers excepted: a replaced peer can still agree).
+		var peer [6]byte
+		copy(peer[:], b[6:12])
+		if err := pl.d.link.prog.SetPeerMAC(peer); err != nil {
+			log.Warn("link session: cannot restrict link control to the peer", "dev", pl.d.cfg.LinkPort, "err", err)
+		}
+		log.Info("link session up", "dev", pl.d.cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
 			"window", a.Window, "lanes", a.Lanes, "mtu", a.MTU, "speed_mbps", a.Speed,
 			"tx_seq", uint32(a.TxSeq), "rx_seq", uint32(a.RxSeq))
 		if a.MTU < uint16(min(pl.d.cfg.LG.MTU, 1<<16-1)) {

@@ -1,10 +1,37 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Dataplane port: count the frame, apply the impairment stage when it is
- * enabled, then redirect to the AF_XDP socket of the frame's RX queue (or
- * pass it to the kernel stack when that queue has no socket). */
+/* Dataplane port: count the frame, drop link control a host may not send
+ * (host ports) or that does not come from the link's peer (link ports),
+ * apply the impairment stage when it is enabled, then redirect to the AF_XDP
+ * socket of the frame's RX queue (or pass it to the kernel stack when that
+ * queue has no socket). */
 #include "impair.h"
 
 #define LF_MAX_QUEUES 64
+
+#define LF_ETH_P_LINK 0x88B5 /* linkfabric's link header */
+#define LF_ETH_P_MACCTL 0x8808 /* MAC control: PAUSE, PFC */
+#define LF_ETH_P_8021Q 0x8100
+#define LF_ETH_P_8021AD 0x88A8
+#define LF_TYPE_DATA 1  /* carries a host frame: its source MAC is the host's */
+#define LF_TYPE_HELLO 7 /* link session types: any source may offer a session */
+#define LF_TYPE_HELLO_ACK 8
+
+/* Role of the port (port_conf.role). */
+#define LF_ROLE_LINK 0
+#define LF_ROLE_HOST 1
+
+struct port_conf {
+	__u32 role;    /* LF_ROLE_* */
+	__u8 peer[6];  /* link port: the session's peer; all zero accepts any source */
+	__u8 pad[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct port_conf);
+} port_cfg SEC(".maps");
 
 struct port_counters {
 	__u64 rx_frames;      /* frames seen by the program */
@@ -13,6 +40,10 @@ struct port_counters {
 	__u64 passed;         /* no XSK on that queue: passed to the stack */
 	__u64 impair_dropped; /* dropped by the impairment stage */
 	__u64 impair_flipped; /* one bit flipped by the impairment stage */
+	__u64 host_link_type; /* host port: a frame with the link ethertype 0x88B5 */
+	__u64 host_mac_ctl;   /* host port: a MAC control frame 0x8808 */
+	__u64 host_reserved;  /* host port: to 01:80:C2:00:00:0X (IEEE reserved) */
+	__u64 foreign_ctl;    /* link port: link header or MAC control not from the peer */
 };
 
 struct {
@@ -29,17 +60,72 @@ struct {
 	__type(value, struct port_counters);
 } port_count SEC(".maps");
 
+/* lf_control decides on link control: 0 to go on, or the counter to bump
+ * (the frame is dropped). Host ports drop what only linkfabric may put on a
+ * link (the link ethertype, also behind one VLAN tag, MAC control, and the
+ * IEEE reserved group addresses, which bridges never forward); link ports
+ * with a known peer drop link control (link-header types other than data,
+ * whose source is the host that sent it) and MAC control from any other
+ * source, except session offers (HELLO), which the session judges. */
+static __always_inline __u64 *lf_control(struct xdp_md *ctx, struct port_counters *c)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *eth = data;
+	__u32 zero = 0;
+	struct port_conf *conf = bpf_map_lookup_elem(&port_cfg, &zero);
+	__u16 proto;
+	__u32 off = 12;
+
+	if (!conf || !c || data + LF_ETH_HLEN > end)
+		return 0;
+	proto = (__u16)eth[12] << 8 | eth[13];
+	if ((proto == LF_ETH_P_8021Q || proto == LF_ETH_P_8021AD) && data + LF_ETH_HLEN + 4 <= end) {
+		proto = (__u16)eth[16] << 8 | eth[17];
+		off = 16;
+	}
+	if (conf->role == LF_ROLE_HOST) {
+		if (proto == LF_ETH_P_LINK)
+			return &c->host_link_type;
+		if (proto == LF_ETH_P_MACCTL)
+			return &c->host_mac_ctl;
+		if (eth[0] == 0x01 && eth[1] == 0x80 && eth[2] == 0xC2 && eth[3] == 0 && eth[4] == 0 &&
+		    (eth[5] & 0xF0) == 0)
+			return &c->host_reserved;
+		return 0;
+	}
+	if (proto != LF_ETH_P_LINK && proto != LF_ETH_P_MACCTL)
+		return 0;
+	if (!(conf->peer[0] | conf->peer[1] | conf->peer[2] | conf->peer[3] | conf->peer[4] | conf->peer[5]))
+		return 0;
+	if (eth[6] == conf->peer[0] && eth[7] == conf->peer[1] && eth[8] == conf->peer[2] &&
+	    eth[9] == conf->peer[3] && eth[10] == conf->peer[4] && eth[11] == conf->peer[5])
+		return 0;
+	if (proto == LF_ETH_P_LINK && off == 12 && data + LF_ETH_HLEN + 1 <= end) {
+		__u8 t = eth[14] & 0x0f;
+		if (t == LF_TYPE_DATA || t == LF_TYPE_HELLO || t == LF_TYPE_HELLO_ACK)
+			return 0;
+	}
+	return &c->foreign_ctl;
+}
+
 SEC("xdp")
 int lf_port(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct port_counters *c = bpf_map_lookup_elem(&port_count, &zero);
 	enum lf_verdict v;
+	__u64 *drop;
 	long act;
 
 	if (c) {
 		c->rx_frames++;
 		c->rx_bytes += ctx->data_end - ctx->data;
+	}
+	drop = lf_control(ctx, c);
+	if (drop) {
+		(*drop)++;
+		return XDP_DROP;
 	}
 	v = lf_impair_frame(ctx);
 	if (v == LF_DROP) {
