@@ -1,6 +1,9 @@
 package fct
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 )
 
 // PcapFlow is one TCP connection reconstructed from a capture. The client
@@ -76,18 +80,28 @@ func ParsePcapFile(path string) ([]PcapFlow, error) {
 	return ParsePcap(f)
 }
 
-// ParsePcap reconstructs the TCP connections in a classic pcap capture (as
-// written by tcpdump -w; pcapng is not supported; link types Ethernet, Linux cooked (SLL), raw IP). Packets may be truncated
-// by a small snap length: payload lengths come from the IP header. A
-// connection is only tracked from its SYN; a new SYN with a different ISN on
-// the same 4-tuple starts a new connection. Connections are returned in
-// order of their first SYN.
-func ParsePcap(r io.Reader) ([]PcapFlow, error) {
-	pr, err := newPcapReader(r)
+// ParsePcap reconstructs the TCP connections in a capture file: classic
+// pcap (microsecond or nanosecond timestamps, either byte order, as tcpdump
+// -w writes it; gzip-compressed too) or pcapng (as dumpcap and tshark write
+// it; packets of the first interface's link type), read with gopacket's
+// pcapgo. Link types: Ethernet, Linux cooked (SLL), raw IP. Packets may be
+// truncated by a small snap length: payload lengths come from the IP
+// header. A capture cut short (tcpdump killed mid-write) is read up to its
+// last whole packet. A connection is only tracked from its SYN; a new SYN
+// with a different ISN on the same 4-tuple starts a new connection.
+// Connections are returned in order of their first SYN. A malformed file
+// is an error, never a panic (pcapgo v1.1.19 panics on some malformed
+// pcapng headers, e.g. a zero timestamp resolution; that is recovered here).
+func ParsePcap(r io.Reader) (flows []PcapFlow, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			flows, err = nil, fmt.Errorf("fct: read capture: malformed file (pcapgo: %v)", p)
+		}
+	}()
+	src, lt, err := openCapture(r)
 	if err != nil {
-		return nil, fmt.Errorf("fct: read pcap: %w", err)
+		return nil, fmt.Errorf("fct: read capture: %w", err)
 	}
-	src, lt := pr, layers.LinkType(pr.linkType)
 
 	var (
 		eth  layers.Ethernet
@@ -108,7 +122,7 @@ func ParsePcap(r io.Reader) ([]PcapFlow, error) {
 	case layers.LinkTypeIPv6:
 		first = layers.LayerTypeIPv6
 	default:
-		return nil, fmt.Errorf("fct: unsupported pcap link type %v", lt)
+		return nil, fmt.Errorf("fct: capture link type %v is not supported (Ethernet, Linux cooked SLL or raw IP are; capture on one interface, not -i any)", lt)
 	}
 	parser := gopacket.NewDecodingLayerParser(first, &eth, &sll, &dot1, &ip4, &ip6, &tcp)
 	parser.IgnoreUnsupported = true
@@ -117,12 +131,12 @@ func ParsePcap(r io.Reader) ([]PcapFlow, error) {
 	open := map[tuple]*pcapConn{}
 	var all []*pcapConn
 	for {
-		data, ci, err := src.ReadPacketData()
+		data, ci, err := src.ZeroCopyReadPacketData()
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			break // a capture cut short by a killed tcpdump is still usable
 		}
 		if err != nil {
-			return nil, fmt.Errorf("fct: read pcap: %w", err)
+			return nil, fmt.Errorf("fct: read capture: %w", err)
 		}
 		decoded = decoded[:0]
 		if lt == layers.LinkTypeRaw && len(data) > 0 && data[0]>>4 == 6 {
@@ -164,6 +178,118 @@ func ParsePcap(r io.Reader) ([]PcapFlow, error) {
 	}
 	slices.SortStableFunc(out, func(a, b PcapFlow) int { return a.SYN.Compare(b.SYN) })
 	return out, nil
+}
+
+// captureReader is what pcapgo's Reader (pcap) and NgReader (pcapng) share.
+type captureReader interface {
+	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
+	LinkType() layers.LinkType
+}
+
+// pcapngMagic starts every pcapng file (its Section Header Block type).
+var pcapngMagic = []byte{0x0a, 0x0d, 0x0d, 0x0a}
+
+// maxCaptureRecord bounds one captured packet (tcpdump's largest snap
+// length); a larger record marks a corrupt file. pcapgo allocates what a
+// file's header claims, so the claims are checked against it first.
+const maxCaptureRecord = 1 << 18
+
+// openCapture reads the file header of a pcap or pcapng capture.
+func openCapture(r io.Reader) (captureReader, layers.LinkType, error) {
+	br := bufio.NewReader(r)
+	magic, err := br.Peek(4)
+	if err != nil {
+		return nil, 0, fmt.Errorf("capture file header: %w", err)
+	}
+	if bytes.Equal(magic, pcapngMagic) {
+		// pcapng is read whole and its block lengths checked before pcapgo
+		// sees it: pcapgo v1.1.19 allocates a packet's claimed length (up to
+		// 4 GiB) before reading it. tcpdump writes classic pcap, streamed below.
+		b, err := io.ReadAll(br)
+		if err != nil {
+			return nil, 0, fmt.Errorf("pcapng: %w", err)
+		}
+		if err := checkPcapng(b); err != nil {
+			return nil, 0, err
+		}
+		ng, err := pcapgo.NewNgReader(bytes.NewReader(b), pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			return nil, 0, fmt.Errorf("pcapng: %w", err)
+		}
+		return ng, ng.LinkType(), nil
+	}
+	p, err := pcapgo.NewReader(br)
+	if err != nil {
+		return nil, 0, fmt.Errorf("not a pcap or pcapng file (first bytes %x): %w", magic, err)
+	}
+	if p.Snaplen() > maxCaptureRecord {
+		p.SetSnaplen(maxCaptureRecord) // a larger record is then an error, not an allocation
+	}
+	return p, p.LinkType(), nil
+}
+
+// pcapng block types whose lengths pcapgo trusts.
+const (
+	ngSectionHeader   = 0x0a0d0d0a
+	ngInterface       = 1
+	ngPacketObsolete  = 2
+	ngSimplePacket    = 3
+	ngEnhancedPacket  = 6
+	ngByteOrderMagicV = 0x1a2b3c4d
+)
+
+// checkPcapng walks the blocks of a pcapng file and rejects a block, snap
+// length or packet length that is impossible or larger than
+// maxCaptureRecord. A truncated last block is checked as far as it goes and
+// left to the reader, which stops there as for any capture cut short.
+func checkPcapng(b []byte) error {
+	var o binary.ByteOrder = binary.LittleEndian
+	for off := 0; len(b)-off >= 12; {
+		typ := o.Uint32(b[off:]) // the section header's type reads the same in both orders
+		if typ == ngSectionHeader {
+			if len(b)-off < 16 {
+				return nil
+			}
+			switch {
+			case binary.LittleEndian.Uint32(b[off+8:]) == ngByteOrderMagicV:
+				o = binary.LittleEndian
+			case binary.BigEndian.Uint32(b[off+8:]) == ngByteOrderMagicV:
+				o = binary.BigEndian
+			default:
+				return fmt.Errorf("pcapng: section header at offset %d has no byte-order magic", off)
+			}
+		}
+		n := uint64(o.Uint32(b[off+4:]))
+		if n < 12 || n%4 != 0 {
+			return fmt.Errorf("pcapng: block at offset %d has length %d", off, n)
+		}
+		body := b[off+8:]
+		whole := n <= uint64(len(b)-off)
+		if whole {
+			body = b[off+8 : off+int(n)-4]
+		}
+		// field reports whether the 32-bit field at i is present and above max.
+		field := func(i int, max uint64) bool {
+			return len(body) >= i+4 && uint64(o.Uint32(body[i:])) > max
+		}
+		var bad bool
+		switch typ {
+		case ngInterface: // link type, reserved, snap length
+			bad = whole && len(body) < 8 || field(4, maxCaptureRecord)
+		case ngPacketObsolete, ngEnhancedPacket: // ..., captured length at 12, original at 16
+			bad = whole && len(body) < 20 || field(12, min(maxCaptureRecord, n-32))
+		case ngSimplePacket: // original length; pcapgo reads min(it, snap length)
+			bad = whole && len(body) < 4 || field(0, maxCaptureRecord)
+		}
+		if bad {
+			return fmt.Errorf("pcapng: block of type %d at offset %d claims more data than it holds", typ, off)
+		}
+		if !whole {
+			return nil
+		}
+		off += int(n)
+	}
+	return nil
 }
 
 func handleSegment(open map[tuple]*pcapConn, all *[]*pcapConn, ts time.Time, s, d netip.AddrPort, tcp *layers.TCP, plen uint32) {
