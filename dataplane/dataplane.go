@@ -1,12 +1,16 @@
-// Package dataplane owns a pair of ports (a host port and a link port), moves
-// frames between them through AF_XDP with one shared UMEM, and runs the
-// pipeline of the link's mode on them: forward (a plain L2 bump in the wire),
-// and later LinkGuardian lg/lgnb. It does not talk netlink or build testbeds.
+// Package dataplane owns a node's ports (a host port and a link port today;
+// the worker takes a list, for modes that drive a bundle), moves frames
+// between them through AF_XDP with one shared UMEM, and runs the pipeline of
+// the link's mode on them: forward (a plain L2 bump in the wire) and
+// LinkGuardian lg/lgnb/monitor with its link session. It does not talk
+// netlink or build testbeds.
 //
-// The hot path (the worker loop) makes no per-frame allocation, takes no lock
-// and uses no Go timer: it receives a batch, runs it through the pipeline,
-// places it on the other port's TX ring, kicks, reclaims completions and
-// refills the fill rings, all from one goroutine locked to its OS thread.
+// One worker loop (worker.go) owns every ring; a Pipeline (forward.go,
+// lgpipe.go) owns no loop, socket or timer. The hot path makes no per-frame
+// allocation, takes no lock and uses no Go timer: it receives a batch, runs
+// it through the pipeline, places what the pipeline sends on the TX rings
+// (priority lanes first), kicks, reclaims completions and refills the fill
+// rings, all from one goroutine locked to its OS thread.
 package dataplane
 
 import (
