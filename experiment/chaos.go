@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
-	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -160,11 +159,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	avail, err := fct.AvailableCongestionControl("")
-	if err != nil {
-		return nil, err
-	}
-	cc, err := ChooseCC(cfg.CC, avail)
+	cc, err := resolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
@@ -177,10 +172,8 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 		return nil, err
 	}
 	defer tb.Down()
-	for _, h := range []string{"h1", "h2"} {
-		if _, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc)); err != nil {
-			return nil, err
-		}
+	if _, err := e.paperTCP(cc); err != nil {
+		return nil, err
 	}
 	dp, err := e.StartDataplanes(ctx, cfg.Mode, cfg.RunArgs...)
 	if err != nil {

@@ -139,6 +139,31 @@ func (c *FCTConfig) impairment() (bpf.ImpairConfig, error) {
 	return imp, imp.Validate()
 }
 
+// resolveCC resolves a requested congestion control ("auto" or a name)
+// against what this kernel has.
+func resolveCC(want string) (string, error) {
+	avail, err := fct.AvailableCongestionControl("")
+	if err != nil {
+		return "", err
+	}
+	return ChooseCC(want, avail)
+}
+
+// paperTCP sets TCP in h1 and h2 up as the paper does (SACK, RACK/TLP,
+// rto_min 1 ms on the route, no metrics save) with congestion control cc,
+// and returns what each host got.
+func (e *Env) paperTCP(cc string) ([]fct.Report, error) {
+	var reports []fct.Report
+	for _, h := range []string{"h1", "h2"} {
+		rep, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc))
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, rep)
+	}
+	return reports, nil
+}
+
 // ChooseCC resolves a requested congestion control against the kernel's
 // available ones: "" or "auto" picks dctcp when available, else cubic; a
 // named one must be available.
@@ -209,11 +234,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 		return nil, err
 	}
 	imp, _ := cfg.impairment()
-	avail, err := fct.AvailableCongestionControl("")
-	if err != nil {
-		return nil, err
-	}
-	cc, err := ChooseCC(cfg.CC, avail)
+	cc, err := resolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
@@ -239,13 +260,9 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	}
 	defer tb.Down()
 
-	var reports []fct.Report
-	for _, h := range []string{"h1", "h2"} {
-		rep, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc))
-		if err != nil {
-			return nil, err
-		}
-		reports = append(reports, rep)
+	reports, err := e.paperTCP(cc)
+	if err != nil {
+		return nil, err
 	}
 	e.progress("fct: TCP %s", tcpSummary(reports[0]))
 

@@ -134,11 +134,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 			return nil, err
 		}
 	}
-	avail, err := fct.AvailableCongestionControl("")
-	if err != nil {
-		return nil, err
-	}
-	cc, err := ChooseCC(cfg.CC, avail)
+	cc, err := resolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +148,8 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 		return nil, err
 	}
 	defer tb.Down()
-	for _, h := range []string{"h1", "h2"} {
-		rep, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc))
-		if err != nil {
-			return nil, err
-		}
-		res.TCP = append(res.TCP, rep)
+	if res.TCP, err = e.paperTCP(cc); err != nil {
+		return nil, err
 	}
 	e.progress("goodput: TCP %s", tcpSummary(res.TCP[0]))
 
