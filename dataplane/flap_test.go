@@ -12,50 +12,6 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 )
 
-// runningSwitch is a dataplane on host0/link0 of a namespace whose Run error
-// is visible while the test runs (startSwitch reports it only at cleanup).
-type runningSwitch struct {
-	d    *Dataplane
-	done chan struct{}
-	err  error
-}
-
-func startWatched(t *testing.T, ns string, cfg Config) *runningSwitch {
-	t.Helper()
-	cfg.HostPort, cfg.LinkPort = "host0", "link0"
-	s := &runningSwitch{done: make(chan struct{})}
-	if err := netns.Do(ns, func() error {
-		var err error
-		s.d, err = New(cfg)
-		return err
-	}); err != nil {
-		t.Fatalf("dataplane in %s: %v", ns, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		defer close(s.done)
-		s.err = s.d.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-s.done
-		if err := s.d.Close(); err != nil {
-			t.Errorf("dataplane in %s: Close: %v", ns, err)
-		}
-	})
-	return s
-}
-
-// exited reports whether Run returned, and with what.
-func (s *runningSwitch) exited() (bool, error) {
-	select {
-	case <-s.done:
-		return true, s.err
-	default:
-		return false, nil
-	}
-}
-
 // TestLGLinkFlap: under iperf3 TCP both ways through lg (and forward), sw1's link port
 // goes down for 2 s and up again (what a failing fibre or a NIC reset does).
 // The dataplanes keep running (a down interface is link state, not an

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,37 +14,59 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// startSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
-func startSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
+// runningSwitch is a dataplane on host0/link0 of a namespace whose Run error
+// is visible while the test runs (exited), and reported when the test ends.
+type runningSwitch struct {
+	d    *Dataplane
+	done chan struct{}
+	err  error
+}
+
+// startWatched runs a dataplane on host0/link0 of namespace ns until the
+// test ends.
+func startWatched(t *testing.T, ns string, cfg Config) *runningSwitch {
 	t.Helper()
 	cfg.HostPort, cfg.LinkPort = "host0", "link0"
-	var d *Dataplane
+	s := &runningSwitch{done: make(chan struct{})}
 	if err := netns.Do(ns, func() error {
 		var err error
-		d, err = New(cfg)
+		s.d, err = New(cfg)
 		return err
 	}); err != nil {
 		t.Fatalf("dataplane in %s: %v", ns, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var runErr error
 	go func() {
-		defer wg.Done()
-		runErr = d.Run(ctx)
+		defer close(s.done)
+		s.err = s.d.Run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
-		wg.Wait()
-		if runErr != nil {
-			t.Errorf("dataplane in %s: Run: %v", ns, runErr)
+		<-s.done
+		if s.err != nil {
+			t.Errorf("dataplane in %s: Run: %v", ns, s.err)
 		}
-		if err := d.Close(); err != nil {
+		if err := s.d.Close(); err != nil {
 			t.Errorf("dataplane in %s: Close: %v", ns, err)
 		}
 	})
-	return d
+	return s
+}
+
+// exited reports whether Run returned, and with what.
+func (s *runningSwitch) exited() (bool, error) {
+	select {
+	case <-s.done:
+		return true, s.err
+	default:
+		return false, nil
+	}
+}
+
+// startSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
+func startSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
+	t.Helper()
+	return startWatched(t, ns, cfg).d
 }
 
 func TestForwardPingAndTCP(t *testing.T) {
