@@ -73,6 +73,7 @@ type proc struct {
 	done chan struct{}
 	mu   sync.Mutex
 	tail []string // last lines of its log, for error messages
+	err  error    // how it exited (valid once done is closed)
 }
 
 func (p *proc) addLine(l string) {
@@ -93,6 +94,9 @@ func (p *proc) log() string {
 // StartDataplanes starts `linkfabric run` on host0/link0 of sw1 and sw2 with
 // the given extra arguments and waits until both forward.
 func (e *Env) StartDataplanes(ctx context.Context, mode string, extra ...string) (*Dataplanes, error) {
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
 	d := &Dataplanes{env: e}
 	for _, sw := range []string{"sw1", "sw2"} {
 		args := append([]string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", "link0", "--mode", mode}, extra...)
@@ -130,7 +134,7 @@ func (e *Env) startProc(name string, args []string) (*proc, error) {
 				once.Do(func() { close(ready) })
 			}
 		}
-		cmd.Wait()
+		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	select {
@@ -219,13 +223,30 @@ func (d *Dataplanes) Restart(sw string) error {
 // Alive reports an error if a dataplane exited.
 func (d *Dataplanes) Alive() error {
 	for _, p := range d.procs {
-		select {
-		case <-p.done:
-			return fmt.Errorf("dataplane on %s exited:\n%s", p.name, p.log())
-		default:
+		if err := p.exited(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// Exited reports an error, with how the dataplane on sw ended and the end
+// of its log, if it is no longer running.
+func (d *Dataplanes) Exited(sw string) error {
+	i, err := d.find(sw)
+	if err != nil {
+		return err
+	}
+	return d.procs[i].exited()
+}
+
+func (p *proc) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("dataplane on %s exited (%v):\n%s", p.name, p.err, p.log())
+	default:
+		return nil
+	}
 }
 
 // Up brings up the pair testbed with forwarding fw, removing a stale testbed

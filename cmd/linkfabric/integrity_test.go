@@ -12,100 +12,18 @@ package main_test
 // base lfd.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/netns"
 )
-
-// runProc is one `linkfabric run` child.
-type runProc struct {
-	ns     string
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	log    strings.Builder
-	exited chan struct{}
-	err    error
-}
-
-func (p *runProc) stderr() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
-
-// alive reports whether the child still runs.
-func (p *runProc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// startRun starts `linkfabric run` in ns with args and waits until it is
-// ready. The child is stopped (SIGINT, then killed) when the test ends.
-func startRun(t *testing.T, c cli, ns string, args ...string) *runProc {
-	t.Helper()
-	args = append([]string{"run", "--netns", ns, "--host-port", "host0", "--link-port", "link0"}, args...)
-	p := &runProc{ns: ns, cmd: exec.Command(c.bin, args...), exited: make(chan struct{})}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
-		once := false
-		for sc.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if !once && strings.Contains(sc.Text(), "dataplane ready") {
-				once = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		if !p.alive() {
-			return
-		}
-		p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.exited:
-		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	select {
-	case <-ready:
-	case <-p.exited:
-		t.Fatalf("linkfabric %s exited before it was ready: %v\n%s", strings.Join(args, " "), p.err, p.stderr())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("linkfabric %s not ready within 20 s:\n%s", strings.Join(args, " "), p.stderr())
-	}
-	return p
-}
 
 // snmp reads /proc/net/snmp of namespace ns as "ProtoField" → value
 // ("UdpInCsumErrors").
@@ -226,10 +144,12 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 	// The ackNoTimeout is fixed far above any retransmission delay seen on
 	// this shared machine, so a slow recovery is not given up (the tuned
 	// default timers are another test's subject).
-	var procs []*runProc
-	for _, ns := range sws {
-		procs = append(procs, startRun(t, c, ns, "--mode", "lg", "--ack-timeout", "200ms"))
+	env := &experiment.Env{Self: c.bin, Prefix: tb.Prefix}
+	dp, err := env.StartDataplanes(context.Background(), "lg", "--ack-timeout", "200ms")
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { dp.Stop() })
 	for i, ns := range sws {
 		c.ok(t, "impair", "--netns", ns, "--dev", "link0", "--flip", "0.01", "--seed", strconv.Itoa(21+i))
 	}
@@ -249,7 +169,6 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	var out []byte
-	var err error
 	for i := 0; i < 50; i++ { // until the server listens (up to 10 s on a busy machine)
 		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5299", "-u", "-b", "40M", "-l", "1400",
 			"-t", "8", "--bidir", "--json", "--connect-timeout", "3000").Output()
@@ -261,9 +180,9 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 	time.Sleep(300 * time.Millisecond) // late retransmissions and counters settle
 
 	// 1. Both dataplanes are alive.
-	for _, p := range procs {
-		if !p.alive() {
-			t.Errorf("the dataplane in %s died under bit flips: %v\n%s", p.ns, p.err, lastLines(p.stderr(), 30))
+	for _, sw := range []string{"sw1", "sw2"} {
+		if err := dp.Exited(sw); err != nil {
+			t.Errorf("the dataplane died under bit flips: %v", err)
 		}
 	}
 	// 2. No corrupted frame reached a host.
@@ -281,11 +200,11 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 	// 3. Each switch counted what the impairment corrupted, and UDP lost
 	// nothing and kept its order.
 	var ingress uint64
-	for i, p := range procs {
-		if !p.alive() {
+	for i, sw := range []string{"sw1", "sw2"} {
+		if dp.Exited(sw) != nil {
 			continue
 		}
-		doc := statsDoc(t, c, p.ns)
+		doc := statsDoc(t, c, tb.NS(sw))
 		flipped := num(doc, "port_link0", "impair", "Flipped")
 		corrupt := num(doc, "linkguardian", "corrupt_frames")
 		lost := socketDrops(doc, "link0") // frames that never reached the check
@@ -356,15 +275,6 @@ func devDropped(t *testing.T, ns, dev string) uint64 {
 func hostPathDrops(t *testing.T, tb *netns.Testbed) uint64 {
 	return devDropped(t, tb.NS("h1"), "eth0") + devDropped(t, tb.NS("h2"), "eth0") +
 		devDropped(t, tb.NS("sw1"), "host0") + devDropped(t, tb.NS("sw2"), "host0")
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }
 
 // TestIntegrityFlag: run --integrity takes crc32c or off and refuses anything
