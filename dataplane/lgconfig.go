@@ -83,7 +83,11 @@ type LGConfig struct {
 	// explicit ACKs), half of it when retransmitted copies and
 	// notifications share the ring (defaultTxBuffer).
 	TxBuffer int
-	// PFCClass is the 802.1Qbb priority the pause/resume frames use (0-7).
+	// PFCClass (0-7): a PAUSE/PFC frame received on the link port that
+	// pauses this class also pauses LinkGuardian's whole sender, as a
+	// peer's 802.1Qbb backpressure did before pause/resume became link-header
+	// frames. Every class such a frame names is paused in the class queues
+	// either way.
 	PFCClass int
 	// LinkSpeed (bit/s) converts pause durations to PFC quanta; default 10G.
 	LinkSpeed uint64

@@ -174,7 +174,7 @@ run checks this at startup.`,
 	f.IntVar(&cfg.LG.PauseThreshold, "pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
 	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate, Appendix B.1; 256 KiB until measured)")
 	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default --ring-size when the link has a priority lane (2+ queues), else half of it; the sender leaves at most 7/8 of --ring-size unacknowledged, so the peer's RX ring always holds the credit window)")
-	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: 802.1Qbb priority of pause/resume frames")
+	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: an 802.1Qbb frame from the link pausing this priority also pauses LinkGuardian's sender (its own pause/resume are link-header frames; PFC frames always pause the host classes they name)")
 	f.StringVar(&linkSpeed, "link-speed", "", "lg: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
 	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
 	f.DurationVar(&cfg.LG.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for the link session with the other end to come up (default 200ms); then they are dropped, or sent unprotected with --session-pass")
