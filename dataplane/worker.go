@@ -101,8 +101,8 @@ type worker struct {
 	ports    []*Port
 	counters []*PortCounters
 	// rx is the receive order (link priority lane first); kick the kick
-	// order (link priority lane, link data lane, host port). pollIdx maps
-	// rx entries to the poller's sockets.
+	// order (link priority lane, link data lane, host port). all holds rx's
+	// sockets in the same order: the poller's socket i is rx[i]'s.
 	rx     []lane
 	kick   []lane
 	all    []*xdp.Socket
@@ -124,7 +124,6 @@ type worker struct {
 type lane struct {
 	port, lane int
 	s          *xdp.Socket
-	poll       int // index in the poller
 }
 
 func newWorker(d *Dataplane) *worker {
@@ -180,9 +179,8 @@ func newWorker(d *Dataplane) *worker {
 		w.rx = add(w.rx, portHost, l)
 	}
 	w.kick = add(w.kick, portHost, laneData)
-	for i := range w.rx {
-		w.rx[i].poll = len(w.all)
-		w.all = append(w.all, w.rx[i].s)
+	for _, r := range w.rx {
+		w.all = append(w.all, r.s) // the poller's socket i is w.rx[i]'s
 	}
 	w.poller = xdp.NewPoller(w.all...)
 	return w
@@ -243,8 +241,8 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 		// A port without room takes no frames: do not wake for it (its
 		// socket stays readable, so polling it would spin while the
 		// pipeline waits for ACKs or a resume).
-		for _, r := range w.rx {
-			w.poller.WantRead(r.poll, p.Room(r.port) > 0)
+		for i, r := range w.rx {
+			w.poller.WantRead(i, p.Room(r.port) > 0)
 		}
 		// Idle: sleep until a frame arrives or the pipeline's next timer is
 		// due. Spinning instead would starve the other processes of a
