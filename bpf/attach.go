@@ -15,13 +15,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// XDPMode is how an XDP program is attached to an interface.
-type XDPMode int
+// AttachMode is how an XDP program is attached to an interface.
+type AttachMode int
 
 const (
 	// XDPAuto tries native (driver) mode and falls back to generic mode
 	// when the driver cannot run XDP natively.
-	XDPAuto XDPMode = iota
+	XDPAuto AttachMode = iota
 	// XDPNative is driver mode: the program runs before the kernel builds
 	// an skb. Fast; what AF_XDP wants.
 	XDPNative
@@ -29,7 +29,7 @@ const (
 	XDPGeneric
 )
 
-func (m XDPMode) String() string {
+func (m AttachMode) String() string {
 	switch m {
 	case XDPAuto:
 		return "auto"
@@ -69,7 +69,7 @@ type BusyError struct {
 	Ifname   string
 	ProgID   uint32
 	ProgName string
-	Mode     XDPMode // XDPNative or XDPGeneric
+	Mode     AttachMode // XDPNative or XDPGeneric
 	// HeldByLink is true when the program is attached through a bpf_link
 	// (a running process such as a linkfabric dataplane holds it); such a
 	// program goes away when that process exits and cannot be detached
@@ -154,7 +154,7 @@ func lookupLink(ifname string) (netlink.Link, error) {
 }
 
 // attachedProg returns the ID and mode of the XDP program on the link (0 if none).
-func attachedProg(l netlink.Link) (uint32, XDPMode) {
+func attachedProg(l netlink.Link) (uint32, AttachMode) {
 	x := l.Attrs().Xdp
 	if x == nil || !x.Attached || x.ProgId == 0 {
 		return 0, XDPAuto
@@ -185,7 +185,7 @@ func checkFree(ifname string) (netlink.Link, error) {
 	return nil, busyError(ifname, id, mode)
 }
 
-func busyError(ifname string, id uint32, mode XDPMode) *BusyError {
+func busyError(ifname string, id uint32, mode AttachMode) *BusyError {
 	e := &BusyError{Ifname: ifname, ProgID: id, Mode: mode}
 	if p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id)); err == nil {
 		if info, err := p.Info(); err == nil {

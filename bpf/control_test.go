@@ -111,7 +111,7 @@ func TestLinkPortAcceptsControlOnlyFromPeer(t *testing.T) {
 			t.Fatalf("no peer set: control frame dropped")
 		}
 	}
-	p := &Port{objs: *po, ifname: "test"}
+	p := &PortProgram{objs: *po, ifname: "test"}
 	if err := p.SetPeerMAC(peer); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ type Impairer struct {
 	prog     *ebpf.Program
 	progID   ebpf.ProgramID
 	kind     ProgramKind
-	mode     XDPMode
+	mode     AttachMode
 	fallback error
 	ports    *ebpf.Map // port_count, for KindPort
 }
@@ -62,7 +62,7 @@ func (im *Impairer) Kind() ProgramKind { return im.kind }
 func (im *Impairer) ProgramID() ebpf.ProgramID { return im.progID }
 
 // Mode is the mode the program is attached in: XDPNative or XDPGeneric.
-func (im *Impairer) Mode() XDPMode { return im.mode }
+func (im *Impairer) Mode() AttachMode { return im.mode }
 
 // FallbackReason is, for an Impairer returned by AttachImpairer in XDPAuto
 // mode that fell back to generic mode, why native mode failed; nil otherwise.
@@ -101,7 +101,7 @@ func AttachImpairer(ifname string, cfg ImpairConfig) (*Impairer, error) {
 }
 
 // AttachImpairerMode is AttachImpairer with an explicit attach mode.
-func AttachImpairerMode(ifname string, cfg ImpairConfig, mode XDPMode) (*Impairer, error) {
+func AttachImpairerMode(ifname string, cfg ImpairConfig, mode AttachMode) (*Impairer, error) {
 	prepare()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ type PortOptions struct {
 	// and falls back to generic when the driver has no native XDP. A veth
 	// whose MTU is too large for native XDP is an error (*MTUError) in
 	// XDPAuto as well: lower the MTU or ask for XDPGeneric explicitly.
-	Mode XDPMode
+	Mode AttachMode
 	// Queues is the number of RX queues that can get an AF_XDP socket
 	// (XSKMAP size); 0 means DefaultQueues.
 	Queues int
@@ -52,7 +52,7 @@ func (c PortCounters) HostControlDropped() uint64 {
 	return c.HostLinkType + c.HostMACControl + c.HostReserved
 }
 
-// Port is the dataplane XDP program attached to one interface, with its own
+// PortProgram is the dataplane XDP program attached to one interface, with its own
 // copy of the maps. It counts every frame, applies the impairment stage when
 // enabled, and redirects the frame to the AF_XDP socket registered for its RX
 // queue (XDP_PASS when there is none).
@@ -60,16 +60,16 @@ func (c PortCounters) HostControlDropped() uint64 {
 // The program is attached through a bpf_link: Close detaches it, and so does
 // the kernel when the process exits.
 //
-// Port has the impairment methods SetImpair, ClearImpair, ImpairConfig,
+// PortProgram has the impairment methods SetImpair, ClearImpair, ImpairConfig,
 // ImpairStats and ResetImpairStats.
-type Port struct {
+type PortProgram struct {
 	impairControl
 	ifname   string
 	ifindex  int
 	queues   int
 	objs     portObjects
 	lnk      link.Link
-	mode     XDPMode
+	mode     AttachMode
 	fallback error
 }
 
@@ -77,7 +77,7 @@ type Port struct {
 // the interface named ifname in the network namespace of the calling OS
 // thread (callers that switch namespaces must runtime.LockOSThread first).
 // It refuses (*BusyError) if the interface already carries an XDP program.
-func AttachPort(ifname string, opts PortOptions) (*Port, error) {
+func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 	prepare()
 	if opts.Impair != nil {
 		if err := opts.Impair.Validate(); err != nil {
@@ -98,7 +98,7 @@ func AttachPort(ifname string, opts PortOptions) (*Port, error) {
 		return nil, fmt.Errorf("parse embedded port object: %w", err)
 	}
 	spec.Maps["xsks_map"].MaxEntries = uint32(queues)
-	p := &Port{ifname: ifname, ifindex: l.Attrs().Index, queues: queues}
+	p := &PortProgram{ifname: ifname, ifindex: l.Attrs().Index, queues: queues}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, loadErr("dataplane port program for "+ifname, err)
 	}
@@ -160,20 +160,20 @@ func AttachPort(ifname string, opts PortOptions) (*Port, error) {
 }
 
 // Ifname is the interface's name.
-func (p *Port) Ifname() string { return p.ifname }
+func (p *PortProgram) Ifname() string { return p.ifname }
 
 // Ifindex is the interface's index in its namespace.
-func (p *Port) Ifindex() int { return p.ifindex }
+func (p *PortProgram) Ifindex() int { return p.ifindex }
 
 // Mode is the mode the program is attached in: XDPNative or XDPGeneric.
-func (p *Port) Mode() XDPMode { return p.mode }
+func (p *PortProgram) Mode() AttachMode { return p.mode }
 
 // FallbackReason is why native mode was not used when XDPAuto fell back to
 // generic mode; nil otherwise.
-func (p *Port) FallbackReason() error { return p.fallback }
+func (p *PortProgram) FallbackReason() error { return p.fallback }
 
 // ProgramID is the kernel's ID of this port's program.
-func (p *Port) ProgramID() (ebpf.ProgramID, error) {
+func (p *PortProgram) ProgramID() (ebpf.ProgramID, error) {
 	info, err := p.objs.LfPort.Info()
 	if err != nil {
 		return 0, err
@@ -184,11 +184,11 @@ func (p *Port) ProgramID() (ebpf.ProgramID, error) {
 
 // Program is the loaded port program (for BPF_PROG_TEST_RUN or inspection);
 // it stays owned by the Port.
-func (p *Port) Program() *ebpf.Program { return p.objs.LfPort }
+func (p *PortProgram) Program() *ebpf.Program { return p.objs.LfPort }
 
 // RegisterXSK makes frames received on RX queue queue go to the AF_XDP socket
 // fd (bound to this interface and queue).
-func (p *Port) RegisterXSK(queue int, fd int) error {
+func (p *PortProgram) RegisterXSK(queue int, fd int) error {
 	if queue < 0 || queue >= p.queues {
 		return fmt.Errorf("register AF_XDP socket on %s: queue %d out of range [0, %d) (raise PortOptions.Queues)", p.ifname, queue, p.queues)
 	}
@@ -200,7 +200,7 @@ func (p *Port) RegisterXSK(queue int, fd int) error {
 
 // UnregisterXSK removes the socket of RX queue queue; its frames go to the
 // kernel stack again.
-func (p *Port) UnregisterXSK(queue int) error {
+func (p *PortProgram) UnregisterXSK(queue int) error {
 	if queue < 0 || queue >= p.queues {
 		return fmt.Errorf("unregister AF_XDP socket on %s: queue %d out of range [0, %d)", p.ifname, queue, p.queues)
 	}
@@ -222,7 +222,7 @@ const (
 // its link as the link session learnt it; frames from any other source are
 // dropped and counted (ForeignControl). The zero MAC accepts any source
 // again. It has no effect on a host port.
-func (p *Port) SetPeerMAC(peer [6]byte) error {
+func (p *PortProgram) SetPeerMAC(peer [6]byte) error {
 	var conf portPortConf
 	if err := p.objs.PortCfg.Lookup(uint32(0), &conf); err != nil {
 		return fmt.Errorf("read the port program's configuration of %s: %w", p.ifname, err)
@@ -235,7 +235,7 @@ func (p *Port) SetPeerMAC(peer [6]byte) error {
 }
 
 // Counters sums the port counters over all CPUs.
-func (p *Port) Counters() (PortCounters, error) {
+func (p *PortProgram) Counters() (PortCounters, error) {
 	return readPortCounters(p.objs.PortCount)
 }
 
@@ -261,7 +261,7 @@ func readPortCounters(m *ebpf.Map) (PortCounters, error) {
 }
 
 // Close detaches the program and releases the maps. Closing twice is harmless.
-func (p *Port) Close() error {
+func (p *PortProgram) Close() error {
 	var err error
 	if p.lnk != nil {
 		if e := p.lnk.Close(); e != nil {

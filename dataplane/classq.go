@@ -3,7 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/pfc"
 )
 
@@ -30,7 +30,7 @@ func newClassQueues(limit int) classQueues {
 		size <<= 1
 	}
 	for i := range c.q {
-		c.q[i] = frameRing{buf: make([]lg.Frame, size)}
+		c.q[i] = frameRing{buf: make([]linkguardian.Frame, size)}
 	}
 	return c
 }
@@ -41,7 +41,7 @@ func (c *classQueues) room() int { return c.limit - c.n }
 func (c *classQueues) empty() bool { return c.n == 0 }
 
 // push queues f in class (0..7).
-func (c *classQueues) push(class int, f lg.Frame) {
+func (c *classQueues) push(class int, f linkguardian.Frame) {
 	c.q[class&7].push(f)
 	c.Frames[class&7]++
 	c.n++
@@ -62,7 +62,7 @@ func (c *classQueues) head(now int64) (int, bool) {
 	return 0, false
 }
 
-func (c *classQueues) front(class int) lg.Frame { return c.q[class].front() }
+func (c *classQueues) front(class int) linkguardian.Frame { return c.q[class].front() }
 
 func (c *classQueues) pop(class int) {
 	c.q[class].pop()
@@ -71,14 +71,14 @@ func (c *classQueues) pop(class int) {
 
 // frameRing is a fixed FIFO of frames (size a power of two).
 type frameRing struct {
-	buf        []lg.Frame
+	buf        []linkguardian.Frame
 	head, tail uint32 // tail-head = length
 }
 
-func (q *frameRing) push(f lg.Frame) { q.buf[q.tail&uint32(len(q.buf)-1)] = f; q.tail++ }
-func (q *frameRing) front() lg.Frame { return q.buf[q.head&uint32(len(q.buf)-1)] }
-func (q *frameRing) pop()            { q.head++ }
-func (q *frameRing) empty() bool     { return q.head == q.tail }
+func (q *frameRing) push(f linkguardian.Frame) { q.buf[q.tail&uint32(len(q.buf)-1)] = f; q.tail++ }
+func (q *frameRing) front() linkguardian.Frame { return q.buf[q.head&uint32(len(q.buf)-1)] }
+func (q *frameRing) pop()                      { q.head++ }
+func (q *frameRing) empty() bool               { return q.head == q.tail }
 
 // Classify returns a frame's 802.1p traffic class: the PCP of its outer
 // VLAN tag (0x8100 or 0x88A8); else, for IPv4 and IPv6, the top three bits

@@ -3,7 +3,7 @@ package dataplane
 import (
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/pfc"
 )
 
@@ -37,10 +37,10 @@ func TestClassify(t *testing.T) {
 // until their pause ends, and one limit over all classes.
 func TestClassQueuesStrictPriorityAndPause(t *testing.T) {
 	c := newClassQueues(4)
-	c.push(0, lg.Frame{H: 10})
-	c.push(3, lg.Frame{H: 30})
-	c.push(3, lg.Frame{H: 31})
-	c.push(7, lg.Frame{H: 70})
+	c.push(0, linkguardian.Frame{H: 10})
+	c.push(3, linkguardian.Frame{H: 30})
+	c.push(3, linkguardian.Frame{H: 31})
+	c.push(7, linkguardian.Frame{H: 70})
 	if c.room() != 0 {
 		t.Fatalf("room %d after 4 frames with limit 4", c.room())
 	}

@@ -49,7 +49,7 @@ type Config struct {
 	// latency, but it keeps one core busy.
 	BusyPoll bool
 	// XDPMode is how the XDP programs attach (auto: native, else generic).
-	XDPMode bpf.XDPMode
+	XDPMode bpf.AttachMode
 	// FrameSize is the UMEM frame size (2048 or 4096). Default 4096, which
 	// carries frames up to 3840 bytes.
 	FrameSize uint32

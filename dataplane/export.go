@@ -3,7 +3,7 @@ package dataplane
 import (
 	"errors"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
@@ -41,7 +41,7 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 	add(r.Gauge("linkfabric_lg_copies", "N, retransmitted copies per lost frame.", &s.Copies))
 	add(r.GaugeFunc("linkfabric_lg_tx_loss_rate", "Loss rate of the outgoing direction, from loss notifications.", s.LossRate))
 	add(r.GaugeFunc("linkfabric_lg_rx_loss_rate", "Loss rate of the incoming direction, from sequence gaps.", s.RxLossRate))
-	sender := func(f func(*lg.SenderStats) uint64) func() uint64 {
+	sender := func(f func(*linkguardian.SenderStats) uint64) func() uint64 {
 		return func() uint64 {
 			if c := s.Core(); c.Sender != nil {
 				return f(c.Sender)
@@ -49,7 +49,7 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 			return 0
 		}
 	}
-	receiver := func(f func(*lg.ReceiverStats) uint64) func() uint64 {
+	receiver := func(f func(*linkguardian.ReceiverStats) uint64) func() uint64 {
 		return func() uint64 {
 			if c := s.Core(); c.Receiver != nil {
 				return f(c.Receiver)
@@ -57,27 +57,27 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 			return 0
 		}
 	}
-	for name, fn := range map[string]func(*lg.SenderStats) uint64{
-		"data_sent":      func(x *lg.SenderStats) uint64 { return x.DataSent },
-		"retx_requests":  func(x *lg.SenderStats) uint64 { return x.RetxRequests },
-		"retx_copies":    func(x *lg.SenderStats) uint64 { return x.RetxCopies },
-		"dummies_sent":   func(x *lg.SenderStats) uint64 { return x.DummiesSent },
-		"tx_full":        func(x *lg.SenderStats) uint64 { return x.TxFull },
-		"pause_refusals": func(x *lg.SenderStats) uint64 { return x.PausedRefusals },
+	for name, fn := range map[string]func(*linkguardian.SenderStats) uint64{
+		"data_sent":      func(x *linkguardian.SenderStats) uint64 { return x.DataSent },
+		"retx_requests":  func(x *linkguardian.SenderStats) uint64 { return x.RetxRequests },
+		"retx_copies":    func(x *linkguardian.SenderStats) uint64 { return x.RetxCopies },
+		"dummies_sent":   func(x *linkguardian.SenderStats) uint64 { return x.DummiesSent },
+		"tx_full":        func(x *linkguardian.SenderStats) uint64 { return x.TxFull },
+		"pause_refusals": func(x *linkguardian.SenderStats) uint64 { return x.PausedRefusals },
 	} {
 		add(r.CounterFunc("linkfabric_lg_sender_"+name+"_total", "LinkGuardian sender: "+name+".", sender(fn)))
 	}
-	for name, fn := range map[string]func(*lg.ReceiverStats) uint64{
-		"data_rx":            func(x *lg.ReceiverStats) uint64 { return x.DataRx },
-		"holes_detected":     func(x *lg.ReceiverStats) uint64 { return x.HolesDetected },
-		"lost_detected":      func(x *lg.ReceiverStats) uint64 { return x.LostDetected },
-		"recovered":          func(x *lg.ReceiverStats) uint64 { return x.Recovered },
-		"ack_no_timeouts":    func(x *lg.ReceiverStats) uint64 { return x.AckNoTimeouts },
-		"lost_unprotected":   func(x *lg.ReceiverStats) uint64 { return x.LostUnprotected },
-		"duplicates_dropped": func(x *lg.ReceiverStats) uint64 { return x.DupDropped },
-		"explicit_acks_sent": func(x *lg.ReceiverStats) uint64 { return x.ExplicitAcksSent },
-		"pauses_sent":        func(x *lg.ReceiverStats) uint64 { return x.PausesSent },
-		"resumes_sent":       func(x *lg.ReceiverStats) uint64 { return x.ResumesSent },
+	for name, fn := range map[string]func(*linkguardian.ReceiverStats) uint64{
+		"data_rx":            func(x *linkguardian.ReceiverStats) uint64 { return x.DataRx },
+		"holes_detected":     func(x *linkguardian.ReceiverStats) uint64 { return x.HolesDetected },
+		"lost_detected":      func(x *linkguardian.ReceiverStats) uint64 { return x.LostDetected },
+		"recovered":          func(x *linkguardian.ReceiverStats) uint64 { return x.Recovered },
+		"ack_no_timeouts":    func(x *linkguardian.ReceiverStats) uint64 { return x.AckNoTimeouts },
+		"lost_unprotected":   func(x *linkguardian.ReceiverStats) uint64 { return x.LostUnprotected },
+		"duplicates_dropped": func(x *linkguardian.ReceiverStats) uint64 { return x.DupDropped },
+		"explicit_acks_sent": func(x *linkguardian.ReceiverStats) uint64 { return x.ExplicitAcksSent },
+		"pauses_sent":        func(x *linkguardian.ReceiverStats) uint64 { return x.PausesSent },
+		"resumes_sent":       func(x *linkguardian.ReceiverStats) uint64 { return x.ResumesSent },
 	} {
 		add(r.CounterFunc("linkfabric_lg_receiver_"+name+"_total", "LinkGuardian receiver: "+name+".", receiver(fn)))
 	}

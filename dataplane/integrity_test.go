@@ -13,7 +13,7 @@ import (
 // integrityWorker is a worker with a UMEM and no sockets: enough for the
 // integrity hooks (sealTx, checkRx). The link port carries the check unless
 // mode is Off.
-func integrityWorker(t *testing.T, mode linkcrc.Mode) *worker {
+func integrityWorker(t *testing.T, mode linkcrc.Integrity) *worker {
 	t.Helper()
 	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 16})
 	if err != nil {

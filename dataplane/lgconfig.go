@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/linkfabric/linkfabric/lg"
 	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/pfc"
 )
@@ -121,7 +121,7 @@ type LGConfig struct {
 	// Integrity is the check every link frame carries (integrity.go): a
 	// CRC32C trailer by default; linkcrc.Off where the NICs' MACs check the
 	// Ethernet FCS. Both ends must agree.
-	Integrity linkcrc.Mode
+	Integrity linkcrc.Integrity
 
 	// fixedCopies: N was given (Copies or LinkLoss), not measured.
 	fixedCopies bool
@@ -194,7 +194,7 @@ func (c *LGConfig) defaults(mode Mode) error {
 		c.ResumeThreshold = initialResume
 	}
 	if c.PauseThreshold == 0 {
-		c.PauseThreshold = lg.PauseThreshold(c.ResumeThreshold, c.MTU+18)
+		c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, c.MTU+18)
 	}
 	if c.PauseThreshold <= c.ResumeThreshold {
 		return fmt.Errorf("dataplane: pause threshold %d must exceed resume threshold %d (Algorithm 2; default pause = resume + 2 MTU)", c.PauseThreshold, c.ResumeThreshold)
@@ -224,11 +224,11 @@ func (c *LGConfig) defaults(mode Mode) error {
 	return nil
 }
 
-// core returns the lg core's configuration for this end.
-func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
-	cfg := lg.Config{LocalMAC: local, PeerMAC: c.PeerMAC}
+// core returns the LinkGuardian core's configuration for this end.
+func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
+	cfg := linkguardian.Config{LocalMAC: local, PeerMAC: c.PeerMAC}
 	if c.Protect != "rx" {
-		s := lg.DefaultSenderConfig()
+		s := linkguardian.DefaultSenderConfig()
 		s.TxBuffer = c.TxBuffer
 		s.Credit = c.credit
 		s.Copies = c.Copies
@@ -241,7 +241,7 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 		cfg.Sender = &s
 	}
 	if c.Protect != "tx" {
-		r := lg.DefaultReceiverConfig()
+		r := linkguardian.DefaultReceiverConfig()
 		r.Mode = coreMode(mode)
 		r.Window = c.TxBuffer
 		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
@@ -262,34 +262,34 @@ func (c *LGConfig) core(mode Mode, local [6]byte) lg.Config {
 	return cfg
 }
 
-// coreMode is the lg core's receiver mode for a dataplane mode.
-func coreMode(m Mode) lg.Mode {
+// coreMode is the LinkGuardian core's receiver mode for a dataplane mode.
+func coreMode(m Mode) linkguardian.Delivery {
 	switch m {
 	case ModeLGNB:
-		return lg.ModeLGNB
+		return linkguardian.ModeLGNB
 	case ModeMonitor:
-		return lg.ModeMonitor
+		return linkguardian.ModeMonitor
 	}
-	return lg.ModeLG
+	return linkguardian.ModeLG
 }
 
-// policyMode is the lg core's receiver mode for a policy decision.
-func policyMode(d lossmon.Decision) lg.Mode {
+// policyMode is the LinkGuardian core's receiver mode for a policy decision.
+func policyMode(d lossmon.Decision) linkguardian.Delivery {
 	switch {
 	case !d.Protect:
-		return lg.ModeMonitor
+		return linkguardian.ModeMonitor
 	case d.Mode == lossmon.ModeLGNB:
-		return lg.ModeLGNB
+		return linkguardian.ModeLGNB
 	}
-	return lg.ModeLG
+	return linkguardian.ModeLG
 }
 
 // decision is the policy's view of a receiver mode.
-func decision(m lg.Mode, copies int) lossmon.Decision {
+func decision(m linkguardian.Delivery, copies int) lossmon.Decision {
 	switch m {
-	case lg.ModeLG:
+	case linkguardian.ModeLG:
 		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLG, Copies: copies}
-	case lg.ModeLGNB:
+	case linkguardian.ModeLGNB:
 		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLGNB, Copies: copies}
 	}
 	return lossmon.Decision{}
@@ -306,14 +306,14 @@ func decision(m lg.Mode, copies int) lossmon.Decision {
 // be below ProtectOn, that is more than 3/ProtectOn frames (3·10^8 by
 // default) for a loss-free window. Switching on, to lgnb, and off for a
 // rate too high to help need no such wait.
-func autoMode(pol lossmon.Policy, received, lost uint64, cur lg.Mode) lg.Mode {
+func autoMode(pol lossmon.Policy, received, lost uint64, cur linkguardian.Delivery) linkguardian.Delivery {
 	frames := received + lost
 	if frames == 0 {
 		return cur
 	}
 	rate := float64(lost) / float64(frames)
 	want := policyMode(pol.Decide(rate, decision(cur, 1)))
-	if cur != lg.ModeMonitor && want == lg.ModeMonitor && rate < pol.ProtectOff {
+	if cur != linkguardian.ModeMonitor && want == linkguardian.ModeMonitor && rate < pol.ProtectOff {
 		if upper := float64(lost+3) / float64(frames); upper >= pol.ProtectOn {
 			return cur // not enough frames to conclude "no loss worth protecting"
 		}

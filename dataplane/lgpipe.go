@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/metrics"
@@ -31,7 +31,7 @@ import (
 type lgPipeline struct {
 	w    *worker
 	d    *Dataplane
-	port *lg.Port
+	port *linkguardian.Endpoint
 	tx   *Tx // the worker's, valid during Receive and Poll
 
 	// Host frames waiting for the link (PFC pause of their class, LG
@@ -64,13 +64,13 @@ type lgPipeline struct {
 	lgs *LGStats
 }
 
-// Bytes implements lg.Memory.
-func (pl *lgPipeline) Bytes(h lg.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
+// Bytes implements linkguardian.Memory.
+func (pl *lgPipeline) Bytes(h linkguardian.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
-// Alloc implements lg.Memory: a free UMEM frame for a control frame.
-func (pl *lgPipeline) Alloc() (lg.Handle, bool) {
+// Alloc implements linkguardian.Memory: a free UMEM frame for a control frame.
+func (pl *lgPipeline) Alloc() (linkguardian.Handle, bool) {
 	a, ok := pl.tx.Alloc()
-	return lg.Handle(a), ok
+	return linkguardian.Handle(a), ok
 }
 
 // hostQueueLen is how many host frames may wait for the link.
@@ -108,7 +108,7 @@ type LGStats struct {
 	Copies atomic.Int64
 	// RxLossRate is the loss rate of the incoming direction measured by this
 	// end's receiver from sequence gaps (moving window), ×1e12; RxMode is the
-	// receiver's mode (lg.Mode) and ModeChanges how often the policy changed it.
+	// receiver's mode (linkguardian.Delivery) and ModeChanges how often the policy changed it.
 	rxLossRate  atomic.Uint64
 	RxMode      atomic.Int64
 	ModeChanges atomic.Uint64
@@ -121,9 +121,9 @@ func (s *LGStats) RxLossRate() float64 { return float64(s.rxLossRate.Load()) / 1
 
 // LGCore is a copy of the core's counters.
 type LGCore struct {
-	Port     lg.PortStats      `json:"port"`
-	Sender   *lg.SenderStats   `json:"sender,omitempty"`
-	Receiver *lg.ReceiverStats `json:"receiver,omitempty"`
+	Port     linkguardian.PortStats      `json:"port"`
+	Sender   *linkguardian.SenderStats   `json:"sender,omitempty"`
+	Receiver *linkguardian.ReceiverStats `json:"receiver,omitempty"`
 	// Timers in force (ns), N, and the reorder-buffer thresholds (bytes).
 	AckNoTimeout    int64 `json:"ack_no_timeout_ns,omitempty"`
 	Renotify        int64 `json:"renotify_ns,omitempty"`
@@ -180,7 +180,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		prioLane: len(d.link.socks) > 1,
 		lgs:      d.lgStats,
 	}
-	p, err := lg.NewPort(d.cfg.LG.core(d.cfg.Mode, d.linkMAC), pl)
+	p, err := linkguardian.NewEndpoint(d.cfg.LG.core(d.cfg.Mode, d.linkMAC), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 	if port == portHost {
 		for _, d := range descs {
 			class := Classify(pl.w.Bytes(d.Addr, min(int(d.Len), 18)))
-			pl.queue.push(class, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
+			pl.queue.push(class, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
 		}
 		return
 	}
@@ -239,7 +239,7 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 				continue
 			}
 		}
-		pl.port.Receive(now, lg.Frame{H: lg.Handle(d.Addr), Len: int(d.Len)})
+		pl.port.Receive(now, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
 	}
 }
 
@@ -268,7 +268,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 
 	for _, ev := range p.Out.Events {
 		switch ev.Kind {
-		case lg.EvRecovered:
+		case linkguardian.EvRecovered:
 			pl.lgs.RetxDelay.Record(uint64(ev.Nanos))
 			if ev.Count == 0 {
 				pl.lgs.RetxDelayFirst.Record(uint64(ev.Nanos))
@@ -311,7 +311,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 // Stop implements Pipeline.
 func (pl *lgPipeline) Stop() { pl.publish(pl.port) }
 
-func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []lg.Frame) {
+func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []linkguardian.Frame) {
 	for _, f := range fs {
 		tx.Send(port, lane, uint64(f.H), f.Len)
 	}
@@ -360,7 +360,7 @@ func (pl *lgPipeline) periodic(now int64) {
 
 // trackHeld accounts the time host frames wait for the link with the reason
 // that held them first.
-func (pl *lgPipeline) trackHeld(now int64, p *lg.Port) {
+func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
 	held := !pl.queue.empty() && !p.CanSend(now)
 	switch {
 	case held && pl.heldSince == 0:
@@ -377,7 +377,7 @@ func (pl *lgPipeline) trackHeld(now int64, p *lg.Port) {
 
 // applyPolicy switches the receiver's mode as the policy decides for the
 // measured loss rate of the incoming direction.
-func (pl *lgPipeline) applyPolicy(now int64, p *lg.Port, rate float64, received, lost uint64) {
+func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate float64, received, lost uint64) {
 	cur := p.R.Mode()
 	want := autoMode(pl.d.cfg.LG.Policy, received, lost, cur)
 	if want == cur {
@@ -418,7 +418,7 @@ func (pl *lgPipeline) onPFC(now int64, b []byte) {
 	pl.port.Pause(now, pfc.QuantaToNanos(q, pl.pfcSpeed))
 }
 
-func (pl *lgPipeline) sample(p *lg.Port) {
+func (pl *lgPipeline) sample(p *linkguardian.Endpoint) {
 	if p.S != nil {
 		pl.lgs.TxBuf.Record(uint64(p.S.Outstanding()))
 	}
@@ -428,7 +428,7 @@ func (pl *lgPipeline) sample(p *lg.Port) {
 	}
 }
 
-func (pl *lgPipeline) publish(p *lg.Port) {
+func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s := pl.lgs
 	s.mu.Lock()
 	s.core.Port = p.Stats
@@ -441,7 +441,7 @@ func (pl *lgPipeline) publish(p *lg.Port) {
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)
 	if p.S != nil {
 		if s.core.Sender == nil {
-			s.core.Sender = new(lg.SenderStats)
+			s.core.Sender = new(linkguardian.SenderStats)
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
@@ -449,7 +449,7 @@ func (pl *lgPipeline) publish(p *lg.Port) {
 	}
 	if p.R != nil {
 		if s.core.Receiver == nil {
-			s.core.Receiver = new(lg.ReceiverStats)
+			s.core.Receiver = new(linkguardian.ReceiverStats)
 		}
 		*s.core.Receiver = p.R.Stats
 		s.core.Renotify, s.core.AckNoTimeout = p.R.Timers()
@@ -477,7 +477,7 @@ func (pl *lgPipeline) sampleRate(now, bytes int64) {
 // tune sets the receiver's timers and thresholds from the retransmission
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
-func (pl *lgPipeline) tune(p *lg.Port) {
+func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
 	c := &pl.d.cfg.LG
 	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds) {
 		return // nothing to tune
@@ -492,7 +492,7 @@ func (pl *lgPipeline) tune(p *lg.Port) {
 	}
 	if !c.fixedThresholds && pl.peakRate > 0 {
 		resume := tunedResume(int64(snap.Quantile(0.99)), pl.peakRate, c.MTU+18, c.credit)
-		p.R.SetThresholds(resume, lg.PauseThreshold(resume, c.MTU+18))
+		p.R.SetThresholds(resume, linkguardian.PauseThreshold(resume, c.MTU+18))
 	}
 }
 
@@ -501,15 +501,15 @@ func (pl *lgPipeline) tune(p *lg.Port) {
 // window of credit frames of frameLen bytes can put in the reorder buffer,
 // less the 2-MTU hysteresis.
 func tunedResume(flight int64, rate float64, frameLen, credit int) int {
-	resume := lg.ResumeThreshold(flight, rate, 1)
+	resume := linkguardian.ResumeThreshold(flight, rate, 1)
 	return max(min(resume, credit*frameLen-2*frameLen), minResume)
 }
 
 // tuneTimers sets the receiver's timers from the largest retransmission delay
 // measured so far (Appendix B.1): renotify after 1.5× it, skip the hole after
 // three such intervals but never before minAckNoTimeout.
-func tuneTimers(p *lg.Port, snap *metrics.Snapshot) {
-	renotify, ackNo, _ := lg.Timers(int64(snap.Max), 1.5, 2)
+func tuneTimers(p *linkguardian.Endpoint, snap *metrics.Snapshot) {
+	renotify, ackNo, _ := linkguardian.Timers(int64(snap.Max), 1.5, 2)
 	if renotify < minRetxStep || renotify > maxRetxStep {
 		renotify = min(max(renotify, minRetxStep), maxRetxStep)
 		ackNo = 3 * renotify

@@ -15,7 +15,7 @@ import (
 // queue, all on the dataplane's shared UMEM.
 type Port struct {
 	Name  string
-	prog  *bpf.Port
+	prog  *bpf.PortProgram
 	socks []*xdp.Socket
 
 	// Link state, owned by the worker: since when the interface has been
@@ -71,7 +71,7 @@ func openPort(umem *xdp.Umem, role, ifname string, cfg *Config) (_ *Port, err er
 }
 
 // Program is the port's XDP program (counters and impairment).
-func (p *Port) Program() *bpf.Port { return p.prog }
+func (p *Port) Program() *bpf.PortProgram { return p.prog }
 
 // Sockets are the port's AF_XDP sockets, one per receive queue.
 func (p *Port) Sockets() []*xdp.Socket { return p.socks }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -249,4 +249,4 @@ func (pl *lgPipeline) publishSession() {
 }
 
 // lgPort is the LinkGuardian port the session resets.
-var _ linksession.Link = (*lg.Port)(nil)
+var _ linksession.Link = (*linkguardian.Endpoint)(nil)

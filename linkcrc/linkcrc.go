@@ -78,19 +78,19 @@ func Check(b []byte) (int, bool) {
 	return n, true
 }
 
-// Mode says whether a link's frames carry the check.
-type Mode uint8
+// Integrity says whether a link's frames carry the check.
+type Integrity uint8
 
 // Modes.
 const (
 	// CRC32C appends and verifies the CRC32C trailer (the default).
-	CRC32C Mode = iota
+	CRC32C Integrity = iota
 	// Off sends frames as they are: for a link whose NICs check the
 	// Ethernet FCS and drop frames that fail it.
 	Off
 )
 
-func (m Mode) String() string {
+func (m Integrity) String() string {
 	switch m {
 	case CRC32C:
 		return "crc32c"
@@ -101,7 +101,7 @@ func (m Mode) String() string {
 }
 
 // Overhead is the number of bytes the mode adds to every frame on the link.
-func (m Mode) Overhead() int {
+func (m Integrity) Overhead() int {
 	if m == CRC32C {
 		return TrailerLen
 	}
@@ -109,7 +109,7 @@ func (m Mode) Overhead() int {
 }
 
 // ParseMode parses "crc32c" or "off" (the values of run --integrity).
-func ParseMode(s string) (Mode, error) {
+func ParseMode(s string) (Integrity, error) {
 	switch s {
 	case "crc32c", "":
 		return CRC32C, nil

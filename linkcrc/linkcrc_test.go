@@ -86,7 +86,7 @@ func TestSumIsCastagnoli(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for s, want := range map[string]Mode{"crc32c": CRC32C, "": CRC32C, "off": Off} {
+	for s, want := range map[string]Integrity{"crc32c": CRC32C, "": CRC32C, "off": Off} {
 		if m, err := ParseMode(s); err != nil || m != want {
 			t.Errorf("ParseMode(%q) = %v, %v", s, m, err)
 		}

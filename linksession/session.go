@@ -74,7 +74,7 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// Link is the LinkGuardian state the session resets; *lg.Port implements it.
+// Link is the LinkGuardian state the session resets; *linkguardian.Endpoint implements it.
 type Link interface {
 	// TxNext is the sequence number the sender's next frame gets.
 	TxNext() seqhdr.Seq
@@ -104,7 +104,7 @@ func (s State) String() string {
 }
 
 // Protect is a protect mode: which directions are sequenced, and how this
-// end's receiver delivers (lg.Mode: 0 lg, 1 lgnb, 2 monitor).
+// end's receiver delivers (linkguardian.Delivery: 0 lg, 1 lgnb, 2 monitor).
 type Protect struct {
 	Tx, Rx bool  // this end sequences what it sends / what it receives
 	RxMode uint8 // 0 lg, 1 lgnb, 2 monitor
@@ -243,7 +243,7 @@ const maxTime = int64(1<<63 - 1)
 // New returns a session over link, in HelloSent: the first Poll sends a HELLO.
 func New(cfg Config, link Link) (*Session, error) {
 	if link == nil {
-		return nil, errors.New("linksession: New needs the Link (the lg.Port) it resets")
+		return nil, errors.New("linksession: New needs the Link (the linkguardian.Endpoint) it resets")
 	}
 	o := cfg.Offer
 	if o.Window == 0 || o.Lanes == 0 || o.MTU < 64 || o.Speed == 0 || o.Protect.RxMode > 2 {

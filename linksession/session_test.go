@@ -6,7 +6,7 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// fakeLink records resets and stands in for an lg.Port's numbering.
+// fakeLink records resets and stands in for a linkguardian.Endpoint's numbering.
 type fakeLink struct {
 	next   seqhdr.Seq
 	resets []struct{ tx, rx seqhdr.Seq }

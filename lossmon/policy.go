@@ -9,19 +9,19 @@ import (
 // ErrInvalidPolicy is wrapped by Policy.Validate errors.
 var ErrInvalidPolicy = errors.New("lossmon: invalid policy")
 
-// Mode is the protection mode of a link.
-type Mode string
+// Protection is the protection mode of a link.
+type Protection string
 
 const (
 	// ModeOff: not protected. Lost frames are not retransmitted. The link may
 	// still carry sequence numbers so that the receiver keeps measuring its
 	// loss rate (the dataplane decides; a plain forward link can only be
 	// measured through NIC counters).
-	ModeOff Mode = "off"
+	ModeOff Protection = "off"
 	// ModeLG: LinkGuardian, retransmission with in-order delivery.
-	ModeLG Mode = "lg"
+	ModeLG Protection = "lg"
 	// ModeLGNB: LinkGuardianNB, retransmission without the reorder buffer.
-	ModeLGNB Mode = "lgnb"
+	ModeLGNB Protection = "lgnb"
 )
 
 // Decision is what a link should run. Protect is true exactly when Mode is
@@ -30,7 +30,7 @@ const (
 // The zero Decision means "off".
 type Decision struct {
 	Protect bool
-	Mode    Mode
+	Mode    Protection
 	Copies  int
 }
 
@@ -136,7 +136,7 @@ func (p Policy) Decide(rate float64, current Decision) Decision {
 		return current
 	}
 	protected := current.Protect && (current.Mode == ModeLG || current.Mode == ModeLGNB)
-	var mode Mode
+	var mode Protection
 	if !protected {
 		if rate < p.ProtectOn || rate >= p.DisableOff {
 			return Decision{Mode: ModeOff}

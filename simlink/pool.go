@@ -3,13 +3,13 @@ package simlink
 import (
 	"fmt"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 )
 
 // Pool is a UMEM-like frame memory: one flat byte arena cut into fixed-size
 // buffers. A Handle is a byte address in the arena; any address inside a
 // buffer identifies that buffer (as in an aligned AF_XDP UMEM). It implements
-// lg.Memory and checks ownership: Free of a buffer that is not in use is
+// linkguardian.Memory and checks ownership: Free of a buffer that is not in use is
 // recorded as an error.
 type Pool struct {
 	mem      []byte
@@ -33,11 +33,11 @@ func NewPool(n, bufSize, headroom int) *Pool {
 	return p
 }
 
-// Bytes implements lg.Memory.
-func (p *Pool) Bytes(h lg.Handle, n int) []byte { return p.mem[h : int(h)+n : int(h)+n] }
+// Bytes implements linkguardian.Memory.
+func (p *Pool) Bytes(h linkguardian.Handle, n int) []byte { return p.mem[h : int(h)+n : int(h)+n] }
 
-// Alloc implements lg.Memory: a buffer whose frame starts at its headroom.
-func (p *Pool) Alloc() (lg.Handle, bool) {
+// Alloc implements linkguardian.Memory: a buffer whose frame starts at its headroom.
+func (p *Pool) Alloc() (linkguardian.Handle, bool) {
 	if len(p.free) == 0 {
 		return 0, false
 	}
@@ -47,11 +47,11 @@ func (p *Pool) Alloc() (lg.Handle, bool) {
 	p.n++
 	p.allocs++
 	p.peak = max(p.peak, p.n)
-	return lg.Handle(int(i)*p.bufSize + p.headroom), true
+	return linkguardian.Handle(int(i)*p.bufSize + p.headroom), true
 }
 
 // Free returns the buffer containing address h to the pool.
-func (p *Pool) Free(h lg.Handle) {
+func (p *Pool) Free(h linkguardian.Handle) {
 	i := int(h) / p.bufSize
 	if i < 0 || i >= len(p.inUse) || !p.inUse[i] {
 		p.errs = append(p.errs, fmt.Sprintf("free of buffer %d (address %#x) that is not in use", i, h))

@@ -4,19 +4,19 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // restartConfig is a loss-free link protected in both directions.
 func restartConfig() Config {
-	sc := lg.DefaultSenderConfig()
-	rc := lg.DefaultReceiverConfig()
+	sc := linkguardian.DefaultSenderConfig()
+	rc := linkguardian.DefaultReceiverConfig()
 	rc.RenotifyInterval, rc.AckNoTimeout = 20_000, 100_000
 	return Config{
-		A:  lg.Config{Sender: &sc, Receiver: &rc},
-		B:  lg.Config{Sender: &sc, Receiver: &rc},
+		A:  linkguardian.Config{Sender: &sc, Receiver: &rc},
+		B:  linkguardian.Config{Sender: &sc, Receiver: &rc},
 		AB: DirConfig{Delay: 2000, Rate: 10e9},
 		BA: DirConfig{Delay: 2000, Rate: 10e9},
 	}

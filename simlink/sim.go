@@ -1,7 +1,7 @@
 // Package simlink is a deterministic in-memory link simulator with a virtual
 // clock for testing the LinkGuardian core (package lg) without I/O or root.
 //
-// A Sim has two ends, A and B, each a "switch" running an lg.Port over its own
+// A Sim has two ends, A and B, each a "switch" running a linkguardian.Endpoint over its own
 // frame Pool (a UMEM stand-in) with the worker loop documented in package lg.
 // A host behind each end sends numbered frames to the host behind the other
 // end. Each direction (A→B, B→A) has a propagation delay, a serialization
@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -56,9 +56,9 @@ type DirConfig struct {
 
 // Config configures a Sim.
 type Config struct {
-	A, B         lg.Config // the two ports (MACs are filled in if zero)
-	AB, BA       DirConfig // directions A→B and B→A
-	PollInterval int64     // worker loop tick when nothing arrives (default 1 µs)
+	A, B         linkguardian.Config // the two ports (MACs are filled in if zero)
+	AB, BA       DirConfig           // directions A→B and B→A
+	PollInterval int64               // worker loop tick when nothing arrives (default 1 µs)
 	// TxBudget is how much queued wire time (ns) a worker allows before it
 	// stops handing normal frames to the port, i.e. the NIC TX ring: control
 	// frames and retransmissions queued later overtake the host queue.
@@ -133,11 +133,11 @@ type wire struct {
 
 type end struct {
 	side      Side
-	port      *lg.Port
+	port      *linkguardian.Endpoint
 	pool      *Pool
 	out       *wire // this end's outgoing direction
 	rxQ       [][]byte
-	hostQ     []lg.Frame
+	hostQ     []linkguardian.Frame
 	remaining int
 	gap       int64
 	nextAt    int64
@@ -147,9 +147,9 @@ type end struct {
 	delivered []uint64
 	corrupt   int
 	rxNoBuf   int
-	events    []lg.Event
+	events    []linkguardian.Event
 	recovery  []int64
-	pcfg      lg.Config
+	pcfg      linkguardian.Config
 	sendAt    []int64 // host frame id -> time the port accepted it (-1: not yet)
 	delAt     []int64 // parallel to delivered: delivery time
 	restarts  []int64
@@ -177,7 +177,7 @@ type Sim struct {
 	wires   [2]*wire // [A] = A→B, [B] = B→A
 	inWire  int      // arrive and PFC events pending
 	bufs    [][]byte
-	OnEvent func(side Side, now int64, ev lg.Event)
+	OnEvent func(side Side, now int64, ev linkguardian.Event)
 }
 
 // New builds a Sim.
@@ -199,7 +199,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s := &Sim{cfg: cfg}
 	macs := [2][6]byte{{2, 0, 0, 0, 0, 0xA}, {2, 0, 0, 0, 0, 0xB}}
-	pcfg := [2]lg.Config{cfg.A, cfg.B}
+	pcfg := [2]linkguardian.Config{cfg.A, cfg.B}
 	dcfg := [2]DirConfig{cfg.AB, cfg.BA}
 	for i := range 2 {
 		if pcfg[i].LocalMAC == [6]byte{} {
@@ -209,7 +209,7 @@ func New(cfg Config) (*Sim, error) {
 			pcfg[i].PeerMAC = macs[1-i]
 		}
 		pool := NewPool(cfg.PoolFrames, 2048, 256)
-		p, err := lg.NewPort(pcfg[i], pool)
+		p, err := linkguardian.NewEndpoint(pcfg[i], pool)
 		if err != nil {
 			return nil, fmt.Errorf("simlink: port %v: %w", Side(i), err)
 		}
@@ -245,8 +245,8 @@ func (s *Sim) push(e *event) {
 // Now returns the virtual time.
 func (s *Sim) Now() int64 { return s.now }
 
-// Port returns the lg.Port of an end.
-func (s *Sim) Port(side Side) *lg.Port { return s.ends[side].port }
+// Port returns the linkguardian.Endpoint of an end.
+func (s *Sim) Port(side Side) *linkguardian.Endpoint { return s.ends[side].port }
 
 // Pool returns the frame memory of an end.
 func (s *Sim) Pool(side Side) *Pool { return s.ends[side].pool }
@@ -263,7 +263,7 @@ func (s *Sim) Delivered(side Side) []uint64 { return s.ends[side].delivered }
 func (s *Sim) Corrupt(side Side) int { return s.ends[side].corrupt }
 
 // Events returns the lg events side's port emitted.
-func (s *Sim) Events(side Side) []lg.Event { return s.ends[side].events }
+func (s *Sim) Events(side Side) []linkguardian.Event { return s.ends[side].events }
 
 // Recoveries returns the retransmission delays measured by side's receiver.
 func (s *Sim) Recoveries(side Side) []int64 { return s.ends[side].recovery }
@@ -326,7 +326,7 @@ func (s *Sim) RestartWith(side Side, sc linksession.Config) error {
 func (s *Sim) Restart(side Side) error {
 	e := s.ends[side]
 	pool := NewPool(s.cfg.PoolFrames, 2048, 256)
-	p, err := lg.NewPort(e.pcfg, pool)
+	p, err := linkguardian.NewEndpoint(e.pcfg, pool)
 	if err != nil {
 		return fmt.Errorf("simlink: restart %v: %w", side, err)
 	}
@@ -493,7 +493,7 @@ func (s *Sim) iterate(e *end) {
 				continue
 			}
 		}
-		p.Receive(now, lg.Frame{H: h, Len: len(data)})
+		p.Receive(now, linkguardian.Frame{H: h, Len: len(data)})
 	}
 	e.rxQ = e.rxQ[:0]
 	// The host generates frames into the switch's queue.
@@ -504,7 +504,7 @@ func (s *Sim) iterate(e *end) {
 		}
 		hostFrame(e.pool.Bytes(h, s.cfg.FrameLen), e.side, e.nextID)
 		e.sendAt = append(e.sendAt, -1)
-		e.hostQ = append(e.hostQ, lg.Frame{H: h, Len: s.cfg.FrameLen})
+		e.hostQ = append(e.hostQ, linkguardian.Frame{H: h, Len: s.cfg.FrameLen})
 		e.hostAt = append(e.hostAt, now)
 		e.nextID++
 		e.remaining--
@@ -579,15 +579,15 @@ func (s *Sim) iterate(e *end) {
 	// 4. Transmit in priority order.
 	for _, ev := range p.Out.Events {
 		switch ev.Kind {
-		case lg.EvPause:
+		case linkguardian.EvPause:
 			if s.cfg.PFCMessages {
 				s.sendPFC(e, ev.Nanos)
 			}
-		case lg.EvResume:
+		case linkguardian.EvResume:
 			if s.cfg.PFCMessages {
 				s.sendPFC(e, 0)
 			}
-		case lg.EvRecovered:
+		case linkguardian.EvRecovered:
 			e.recovery = append(e.recovery, ev.Nanos)
 		}
 		e.events = append(e.events, ev)
@@ -595,7 +595,7 @@ func (s *Sim) iterate(e *end) {
 			s.OnEvent(e.side, now, ev)
 		}
 	}
-	for _, list := range [...][]lg.Frame{p.Out.Pause, p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
+	for _, list := range [...][]linkguardian.Frame{p.Out.Pause, p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
 		for _, f := range list {
 			s.transmit(e, e.pool.Bytes(f.H, f.Len))
 		}

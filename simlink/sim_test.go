@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 )
 
 func TestLossModelRates(t *testing.T) {
@@ -57,12 +57,12 @@ func TestPoolOwnership(t *testing.T) {
 }
 
 func cfg() Config {
-	sc := lg.DefaultSenderConfig()
-	rc := lg.DefaultReceiverConfig()
+	sc := linkguardian.DefaultSenderConfig()
+	rc := linkguardian.DefaultReceiverConfig()
 	rc.RenotifyInterval, rc.AckNoTimeout = 20_000, 100_000
 	return Config{
-		A:  lg.Config{Sender: &sc, Receiver: &rc},
-		B:  lg.Config{Sender: &sc, Receiver: &rc},
+		A:  linkguardian.Config{Sender: &sc, Receiver: &rc},
+		B:  linkguardian.Config{Sender: &sc, Receiver: &rc},
 		AB: DirConfig{Delay: 2000, Rate: 10e9, Random: &Bernoulli{P: 0.02}, Seed: 9, CtrlJitter: 500},
 		BA: DirConfig{Delay: 2000, Rate: 10e9, Random: &Bursty{P: 0.02, MeanBurst: 2, Slot: 100}, Seed: 10},
 	}
@@ -96,7 +96,7 @@ func TestDeterministic(t *testing.T) {
 
 func TestUnprotectedLinkLoses(t *testing.T) {
 	c := cfg()
-	c.A, c.B = lg.Config{}, lg.Config{}
+	c.A, c.B = linkguardian.Config{}, linkguardian.Config{}
 	s, err := New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +112,8 @@ func TestUnprotectedLinkLoses(t *testing.T) {
 // host gets the non-link ones (not frames its peer sent: counted corrupt)
 // and every buffer comes back.
 func TestInject(t *testing.T) {
-	sc, rc := lg.DefaultSenderConfig(), lg.DefaultReceiverConfig()
-	s, err := New(Config{A: lg.Config{Sender: &sc}, B: lg.Config{Receiver: &rc}})
+	sc, rc := linkguardian.DefaultSenderConfig(), linkguardian.DefaultReceiverConfig()
+	s, err := New(Config{A: linkguardian.Config{Sender: &sc}, B: linkguardian.Config{Receiver: &rc}})
 	if err != nil {
 		t.Fatal(err)
 	}

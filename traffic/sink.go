@@ -31,7 +31,7 @@ type Sink struct {
 	rep      Report
 	recv     atomic.Uint64
 
-	port  *bpf.Port
+	port  *bpf.PortProgram
 	umem  *xdp.Umem
 	socks []*xdp.Socket
 	descs []xdp.Desc
@@ -84,7 +84,7 @@ func (s *Sink) open(ifname string) (_ *Sink, err error) {
 }
 
 // Port is the XDP program the sink attached (its counters include every frame).
-func (s *Sink) Port() *bpf.Port { return s.port }
+func (s *Sink) Port() *bpf.PortProgram { return s.port }
 
 // Received is how many test frames of the stream arrived so far (safe while Run runs).
 func (s *Sink) Received() uint64 { return s.recv.Load() }

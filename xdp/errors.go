@@ -46,7 +46,7 @@ func hintFor(err error, what string) string {
 	return ""
 }
 
-func bindHint(err error, shared bool, mode Mode, ifname string) string {
+func bindHint(err error, shared bool, mode BindMode, ifname string) string {
 	switch {
 	case errors.Is(err, unix.EBUSY):
 		return "another AF_XDP socket holds this queue, or one closed on it a moment ago; close the other socket or use another queue"

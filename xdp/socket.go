@@ -11,20 +11,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Mode is how a socket moves frames between the NIC and the UMEM.
-type Mode int
+// BindMode is how a socket moves frames between the NIC and the UMEM.
+type BindMode int
 
 const (
 	// ModeAuto tries zero-copy and falls back to copy mode when the driver
 	// has no zero-copy support (EOPNOTSUPP; veth always).
-	ModeAuto Mode = iota
+	ModeAuto BindMode = iota
 	// ModeCopy binds with XDP_COPY.
 	ModeCopy
 	// ModeZeroCopy binds with XDP_ZEROCOPY and fails if unsupported.
 	ModeZeroCopy
 )
 
-func (m Mode) String() string {
+func (m BindMode) String() string {
 	switch m {
 	case ModeAuto:
 		return "auto"
@@ -43,7 +43,7 @@ type SocketConfig struct {
 	// Mode selects copy or zero-copy. Sockets after the first on a UMEM
 	// inherit the first one's mode (the kernel decides); a Mode other than
 	// ModeAuto that disagrees with it is an error.
-	Mode Mode
+	Mode BindMode
 	// NeedWakeup binds with XDP_USE_NEED_WAKEUP: Kick and the caller only
 	// make syscalls when the kernel sets the ring's need-wakeup flag. Like
 	// the mode it is inherited from the UMEM's first socket.
@@ -80,7 +80,7 @@ type Socket struct {
 	ifname  string
 	ifindex int
 	queue   int
-	mode    Mode
+	mode    BindMode
 	shared  bool // bound with XDP_SHARED_UMEM
 	wakeup  bool // XDP_USE_NEED_WAKEUP in effect
 
@@ -187,7 +187,7 @@ const opBind = "bind AF_XDP socket to"
 
 // openOnce creates, configures, maps and binds one socket. On error everything
 // it created is released. mode ModeAuto here means "try zero-copy".
-func (u *Umem) openOnce(ifname string, ifindex, queue int, cfg *SocketConfig, mode Mode) (*Socket, error) {
+func (u *Umem) openOnce(ifname string, ifindex, queue int, cfg *SocketConfig, mode BindMode) (*Socket, error) {
 	s := &Socket{umem: u, fd: -1, ifname: ifname, ifindex: ifindex, queue: queue}
 	fail := func(op string, err error, hint string) (*Socket, error) {
 		s.release()
@@ -338,7 +338,7 @@ func (s *Socket) Ifindex() int { return s.ifindex }
 func (s *Socket) Queue() int { return s.queue }
 
 // Mode is the mode the kernel granted: ModeCopy or ModeZeroCopy.
-func (s *Socket) Mode() Mode { return s.mode }
+func (s *Socket) Mode() BindMode { return s.mode }
 
 // Shared reports whether the socket was bound with XDP_SHARED_UMEM.
 func (s *Socket) Shared() bool { return s.shared }

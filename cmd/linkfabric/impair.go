@@ -87,7 +87,7 @@ func btoi(b bool) int {
 	return 0
 }
 
-func impairSet(dev string, cfg bpf.ImpairConfig, mode bpf.XDPMode) error {
+func impairSet(dev string, cfg bpf.ImpairConfig, mode bpf.AttachMode) error {
 	im, err := bpf.OpenImpairer(dev)
 	switch {
 	case err == nil:

@@ -15,8 +15,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
-	"github.com/linkfabric/linkfabric/lg"
 	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/linkfabric/linkfabric/netns"
@@ -30,7 +30,7 @@ const defaultMetricsAddr = "127.0.0.1:9477"
 // readyMessage is logged once the dataplane forwards; orchestrators wait for it.
 const readyMessage = "dataplane ready"
 
-func parseXDPMode(s string) (bpf.XDPMode, error) {
+func parseXDPMode(s string) (bpf.AttachMode, error) {
 	switch s {
 	case "auto", "":
 		return bpf.XDPAuto, nil
@@ -390,7 +390,7 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"measured_loss_rate":    s.LossRate(),
 		"copies":                s.Copies.Load(),
 		"rx_loss_rate":          s.RxLossRate(),
-		"rx_mode":               lg.Mode(s.RxMode.Load()).String(),
+		"rx_mode":               linkguardian.Delivery(s.RxMode.Load()).String(),
 		"mode_changes":          s.ModeChanges.Load(),
 		"corrupt_frames":        s.Integrity.Corrupt.Load(),
 		"integrity_no_room":     s.Integrity.NoRoom.Load(),

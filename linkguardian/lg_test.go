@@ -1,11 +1,11 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -17,8 +17,8 @@ const (
 	delay = 1 * us
 )
 
-func senderCfg(copies int) *lg.SenderConfig {
-	return &lg.SenderConfig{
+func senderCfg(copies int) *linkguardian.SenderConfig {
+	return &linkguardian.SenderConfig{
 		TxBuffer:      1024,
 		Copies:        copies,
 		DummyInterval: 2 * us,
@@ -28,8 +28,8 @@ func senderCfg(copies int) *lg.SenderConfig {
 	}
 }
 
-func receiverCfg(mode lg.Mode) *lg.ReceiverConfig {
-	return &lg.ReceiverConfig{
+func receiverCfg(mode linkguardian.Delivery) *linkguardian.ReceiverConfig {
+	return &linkguardian.ReceiverConfig{
 		Mode:             mode,
 		Window:           1024,
 		RenotifyInterval: 10 * us,
@@ -42,10 +42,10 @@ func receiverCfg(mode lg.Mode) *lg.ReceiverConfig {
 }
 
 // oneWay protects A→B only.
-func oneWay(mode lg.Mode, copies int) simlink.Config {
+func oneWay(mode linkguardian.Delivery, copies int) simlink.Config {
 	return simlink.Config{
-		A:            lg.Config{Sender: senderCfg(copies)},
-		B:            lg.Config{Receiver: receiverCfg(mode)},
+		A:            linkguardian.Config{Sender: senderCfg(copies)},
+		B:            linkguardian.Config{Receiver: receiverCfg(mode)},
 		AB:           simlink.DirConfig{Delay: delay, Rate: rate},
 		BA:           simlink.DirConfig{Delay: delay, Rate: rate},
 		PollInterval: 250,
@@ -111,7 +111,7 @@ func head(x []uint64) string {
 }
 
 func TestNoLoss(t *testing.T) {
-	s := newSim(t, oneWay(lg.ModeLG, 1))
+	s := newSim(t, oneWay(linkguardian.ModeLG, 1))
 	s.Send(simlink.A, 1000, 0)
 	finish(t, s)
 	wantDelivered(t, s, simlink.B, seqIDs(0, 1000))
@@ -128,7 +128,7 @@ func TestNoLoss(t *testing.T) {
 }
 
 func TestSingleLoss(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 100, 0)
@@ -148,7 +148,7 @@ func TestSingleLoss(t *testing.T) {
 }
 
 func TestTailLossRecoveredByDummy(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(4)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 5, 0)
@@ -165,7 +165,7 @@ func TestTailLossRecoveredByDummy(t *testing.T) {
 }
 
 func TestFiveConsecutiveLosses(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	for k := 20; k < 25; k++ {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
 	}
@@ -181,7 +181,7 @@ func TestFiveConsecutiveLosses(t *testing.T) {
 
 func TestLongHole(t *testing.T) {
 	// A hole as long as a good part of the TX buffer.
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	for k := 100; k < 400; k++ {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
 	}
@@ -196,7 +196,7 @@ func TestLongHole(t *testing.T) {
 
 func TestRetransmittedCopyLost(t *testing.T) {
 	t.Run("N=2", func(t *testing.T) {
-		cfg := oneWay(lg.ModeLG, 2)
+		cfg := oneWay(linkguardian.ModeLG, 2)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)} // original and first copy
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -208,7 +208,7 @@ func TestRetransmittedCopyLost(t *testing.T) {
 		}
 	})
 	t.Run("N=2 both copies arrive", func(t *testing.T) {
-		cfg := oneWay(lg.ModeLG, 2)
+		cfg := oneWay(linkguardian.ModeLG, 2)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -219,7 +219,7 @@ func TestRetransmittedCopyLost(t *testing.T) {
 		}
 	})
 	t.Run("N=1 re-notification", func(t *testing.T) {
-		cfg := oneWay(lg.ModeLG, 1)
+		cfg := oneWay(linkguardian.ModeLG, 1)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)}
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -238,7 +238,7 @@ func TestRetransmittedCopyLost(t *testing.T) {
 		}
 	})
 	t.Run("first round is marked", func(t *testing.T) {
-		cfg := oneWay(lg.ModeLG, 1)
+		cfg := oneWay(linkguardian.ModeLG, 1)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -250,10 +250,10 @@ func TestRetransmittedCopyLost(t *testing.T) {
 }
 
 // recoveredAgain lists EvRecovered.Count of the events, in order.
-func recoveredAgain(evs []lg.Event) []int {
+func recoveredAgain(evs []linkguardian.Event) []int {
 	var c []int
 	for _, e := range evs {
-		if e.Kind == lg.EvRecovered {
+		if e.Kind == linkguardian.EvRecovered {
 			c = append(c, e.Count)
 		}
 	}
@@ -261,7 +261,7 @@ func recoveredAgain(evs []lg.Event) []int {
 }
 
 func TestAckLostThenRecovered(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeAck, 3)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 20, 0)
@@ -274,7 +274,7 @@ func TestAckLostThenRecovered(t *testing.T) {
 }
 
 func TestLossNotificationLost(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeLoss, 1)}
 	s := newSim(t, cfg)
@@ -289,7 +289,7 @@ func TestLossNotificationLost(t *testing.T) {
 
 func TestWrapAround(t *testing.T) {
 	const n = 2*seqhdr.SeqMod + 5000
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	// Losses just before, at and after both wraps (era 0→1 and 1→0), including
 	// a hole that spans the wrap.
 	for _, id := range []uint64{seqhdr.SeqMod - 3, seqhdr.SeqMod - 1, seqhdr.SeqMod, seqhdr.SeqMod + 1, seqhdr.SeqMod + 7,
@@ -313,12 +313,12 @@ func TestWrapAround(t *testing.T) {
 // receiver pauses at 8 KiB + 2 MTU and resumes at 8 KiB, with the given
 // timers.
 func backpressureLink(renotify, ackNoTimeout int64) simlink.Config {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.FrameLen = 1024
 	cfg.AB.Delay, cfg.BA.Delay = 5*us, 5*us
 	rc := cfg.B.Receiver
 	rc.ResumeThreshold = 8 << 10
-	rc.PauseThreshold = lg.PauseThreshold(rc.ResumeThreshold, 1514)
+	rc.PauseThreshold = linkguardian.PauseThreshold(rc.ResumeThreshold, 1514)
 	rc.RenotifyInterval = renotify
 	rc.AckNoTimeout = ackNoTimeout
 	return cfg
@@ -348,7 +348,7 @@ func TestBackpressure(t *testing.T) {
 		t.Fatalf("reorder buffer peak %d > %d", rs.ReorderPeakBytes, limit)
 	}
 	// Without backpressure the same losses fill the buffer far more.
-	cfg2 := oneWay(lg.ModeLG, 1)
+	cfg2 := oneWay(linkguardian.ModeLG, 1)
 	cfg2.FrameLen = 1024
 	cfg2.AB.Delay, cfg2.BA.Delay = 5*us, 5*us
 	*cfg2.B.Receiver = *rc
@@ -370,7 +370,7 @@ func TestBackpressure(t *testing.T) {
 func TestDuplicateNotifications(t *testing.T) {
 	// Every notification is sent 3 times and control frames are reordered:
 	// each lost frame is still retransmitted exactly N times.
-	cfg := oneWay(lg.ModeLG, 2)
+	cfg := oneWay(linkguardian.ModeLG, 2)
 	cfg.B.Receiver.NotifyCopies = 3
 	cfg.BA.CtrlJitter = 500
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 1), simlink.DropID(11, 1), simlink.DropID(60, 1)}
@@ -385,7 +385,7 @@ func TestDuplicateNotifications(t *testing.T) {
 }
 
 func TestAckNoTimeoutSkipsHole(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 2)
+	cfg := oneWay(linkguardian.ModeLG, 2)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(50, 1000)} // every copy of seq 50
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 200, 0)
@@ -397,7 +397,7 @@ func TestAckNoTimeoutSkipsHole(t *testing.T) {
 	}
 	var skipped []seqhdr.Seq
 	for _, ev := range s.Events(simlink.B) {
-		if ev.Kind == lg.EvSkipped {
+		if ev.Kind == linkguardian.EvSkipped {
 			skipped = append(skipped, ev.Seq)
 			if ev.Nanos < 50*us {
 				t.Fatalf("skipped after %d ns, before ackNoTimeout", ev.Nanos)
@@ -414,7 +414,7 @@ func TestAckNoTimeoutSkipsHole(t *testing.T) {
 }
 
 func TestLGNB(t *testing.T) {
-	cfg := oneWay(lg.ModeLGNB, 2)
+	cfg := oneWay(linkguardian.ModeLGNB, 2)
 	lost := []uint64{5, 6, 30, 99}
 	for _, id := range lost {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropID(id, 1))
@@ -444,7 +444,7 @@ func TestLGNB(t *testing.T) {
 	}
 }
 
-func bothWays(mode lg.Mode, copies int) simlink.Config {
+func bothWays(mode linkguardian.Delivery, copies int) simlink.Config {
 	cfg := oneWay(mode, copies)
 	cfg.A.Receiver = receiverCfg(mode)
 	cfg.B.Sender = senderCfg(copies)
@@ -452,7 +452,7 @@ func bothWays(mode lg.Mode, copies int) simlink.Config {
 }
 
 func TestBothDirectionsPiggyback(t *testing.T) {
-	cfg := bothWays(lg.ModeLG, 1)
+	cfg := bothWays(linkguardian.ModeLG, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(100, 1), simlink.DropID(101, 1), simlink.DropID(900, 1)}
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropID(3, 1), simlink.DropID(500, 1)}
 	s := newSim(t, cfg)
@@ -475,7 +475,7 @@ func TestBothDirectionsPiggyback(t *testing.T) {
 func TestUnsequencedReverseCarriesAcks(t *testing.T) {
 	// A→B protected only; B's host traffic to A carries B's ACKs in an
 	// unsequenced header that A strips.
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(40)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 500, 200)
@@ -500,7 +500,7 @@ func TestSoak(t *testing.T) {
 		"bursty3": func(p float64) simlink.LossModel { return &simlink.Bursty{P: p, MeanBurst: 3, Slot: 410} },
 	}
 	for _, name := range []string{"bernoulli", "bursty3"} {
-		for _, mode := range []lg.Mode{lg.ModeLG, lg.ModeLGNB} {
+		for _, mode := range []linkguardian.Delivery{linkguardian.ModeLG, linkguardian.ModeLGNB} {
 			t.Run(fmt.Sprint(name, "/", mode), func(t *testing.T) {
 				cfg := bothWays(mode, 3)
 				cfg.FrameLen = 512
@@ -514,7 +514,7 @@ func TestSoak(t *testing.T) {
 				for _, side := range []simlink.Side{simlink.A, simlink.B} {
 					got := s.Delivered(side)
 					want := seqIDs(0, int(s.Sent(1-side)))
-					if mode == lg.ModeLGNB {
+					if mode == linkguardian.ModeLGNB {
 						got = slices.Clone(got)
 						slices.Sort(got)
 					}
@@ -550,7 +550,7 @@ func TestSoakPerFrameBursts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
-	cfg := bothWays(lg.ModeLG, 3)
+	cfg := bothWays(linkguardian.ModeLG, 3)
 	cfg.A.Receiver.NotifyCopies, cfg.B.Receiver.NotifyCopies = 3, 3
 	cfg.FrameLen = 512
 	cfg.AB.Random, cfg.AB.Seed = &simlink.Bursty{P: 1e-2, MeanBurst: 3}, 4

@@ -1,4 +1,4 @@
-// Package lg is the LinkGuardian protocol core (SIGCOMM'23 §3, Appendix A)
+// Package linkguardian is the LinkGuardian protocol core (SIGCOMM'23 §3, Appendix A)
 // for a software dataplane: link-local retransmission with in-order (LG) or
 // non-blocking (LGNB) delivery.
 //
@@ -7,13 +7,13 @@
 // Handle (a byte address in the caller's frame memory, e.g. a UMEM address)
 // and a length; time is a monotonic nanosecond clock passed in on every call.
 //
-// # One Port per link end
+// # One Endpoint per link end
 //
-// A Port is one end of a link. It holds an optional Sender (this end protects
+// An Endpoint is one end of a link. It holds an optional Sender (this end protects
 // the frames it sends onto the link) and an optional Receiver (this end
 // protects the frames it receives). Protecting both directions of a link means
 // both ends have both; ACKs for the incoming direction then ride on the
-// outgoing data frames. A Port with a Receiver and no Sender piggybacks ACKs on
+// outgoing data frames. An Endpoint with a Receiver and no Sender piggybacks ACKs on
 // outgoing host frames with an "unsequenced" data header.
 //
 // # Worker loop
@@ -55,7 +55,7 @@
 // frame). The Handle of a frame changes when the core inserts (H-MaxOverhead)
 // or strips (H+MaxOverhead) the link header; the caller must map any address
 // inside a frame buffer back to its buffer when freeing.
-package lg
+package linkguardian
 
 import (
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -173,7 +173,7 @@ func newOutput(n int) Output {
 	}
 }
 
-// env is what a Sender and a Receiver of one Port share.
+// env is what a Sender and a Receiver of one Endpoint share.
 type env struct {
 	mem   Memory
 	out   *Output
@@ -192,7 +192,7 @@ func (e *env) control(h *seqhdr.Header) (Frame, bool) {
 	}
 	n, err := seqhdr.PutControl(e.mem.Bytes(a, seqhdr.MinFrameLen), &e.peer, &e.local, h)
 	if err != nil {
-		panic("lg: invalid control header: " + err.Error())
+		panic("linkguardian: invalid control header: " + err.Error())
 	}
 	f := Frame{H: a, Len: n}
 	e.out.Free = append(e.out.Free, f)

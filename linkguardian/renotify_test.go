@@ -1,10 +1,10 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"math"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -18,7 +18,7 @@ import (
 // (Seen on veth under load: renotify tuned to 100 µs, retransmission delay
 // up to 35 ms, 8 rounds spent in 1 ms, holes skipped after ackNoTimeout.)
 func TestRenotifyBacksOff(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.B.Receiver.AckNoTimeout = 100 * 10 * us // 100 renotify intervals
 	const q = 5
 	outage := int64(30 * 10 * us) // copies lost for 30 intervals after the loss

@@ -1,10 +1,10 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/simlink"
 )
 
@@ -12,7 +12,7 @@ import (
 // buffered frames are delivered at once, the holes are still recovered, and
 // nothing is lost or duplicated.
 func TestSetModeLGToLGNBMidHole(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	// Lose frame 10's original and its first copy: it stays missing for a
 	// re-notification interval while later frames pile up in the buffer.
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 2)}
@@ -30,7 +30,7 @@ func TestSetModeLGToLGNBMidHole(t *testing.T) {
 		t.Fatalf("setup: %d frames buffered, %d missing; want ≥ 20 and 1", held, r.Missing())
 	}
 	before := len(s.Delivered(simlink.B))
-	if !r.SetMode(s.Now(), lg.ModeLGNB) || r.Mode() != lg.ModeLGNB {
+	if !r.SetMode(s.Now(), linkguardian.ModeLGNB) || r.Mode() != linkguardian.ModeLGNB {
 		t.Fatal("switch to lgnb refused")
 	}
 	if f, b := r.Buffered(); f != 0 || b != 0 {
@@ -57,13 +57,13 @@ func TestSetModeLGToLGNBMidHole(t *testing.T) {
 // lgnb → lg waits for holes to close; monitor mode loses frames without
 // asking for them, and switching protection back on protects again.
 func TestSetModeMonitorAndBack(t *testing.T) {
-	cfg := oneWay(lg.ModeLGNB, 1)
+	cfg := oneWay(linkguardian.ModeLGNB, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(5, 1), simlink.DropID(150, 1), simlink.DropID(250, 1)}
 	s := newSim(t, cfg)
 	r := s.Port(simlink.B).R
 	s.Send(simlink.A, 100, 100)
 	s.Run(5_000) // frame 5 lost and not yet recovered... or recovered: either way
-	for !r.SetMode(s.Now(), lg.ModeMonitor) {
+	for !r.SetMode(s.Now(), linkguardian.ModeMonitor) {
 		if r.Missing() == 0 {
 			t.Fatal("SetMode(monitor) refused with nothing missing")
 		}
@@ -82,7 +82,7 @@ func TestSetModeMonitorAndBack(t *testing.T) {
 	}
 
 	// Protection on again (in order): frame 250 is recovered.
-	if !r.SetMode(s.Now(), lg.ModeLG) {
+	if !r.SetMode(s.Now(), linkguardian.ModeLG) {
 		t.Fatal("SetMode(lg) refused on a quiet link")
 	}
 	s.Send(simlink.A, 100, 100)
@@ -120,7 +120,7 @@ func TestSetThresholdsResumes(t *testing.T) {
 	if r.Stats.PausesSent == 0 || r.Stats.ResumesSent != 0 {
 		t.Fatalf("setup: want paused behind the hole; pauses %d resumes %d, reorder %d B", r.Stats.PausesSent, r.Stats.ResumesSent, r.Stats.ReorderBytes)
 	}
-	r.SetThresholds(1<<20, lg.PauseThreshold(1<<20, 1514))
+	r.SetThresholds(1<<20, linkguardian.PauseThreshold(1<<20, 1514))
 	if res, pause := r.Thresholds(); res != 1<<20 || pause != 1<<20+2*1514 {
 		t.Fatalf("thresholds %d/%d after SetThresholds", res, pause)
 	}

@@ -1,10 +1,10 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"math"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -13,7 +13,7 @@ import (
 // out every DummyInterval: a few dozen in a millisecond, not hundreds. Once
 // an ACK gets through, the link goes quiet and recovers the tail loss.
 func TestDummyBackoff(t *testing.T) {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	// Lose the only data frame (a tail loss, found by the first dummy) and
 	// every explicit ACK for the first millisecond.
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(0)}
@@ -36,7 +36,7 @@ func TestDummyBackoff(t *testing.T) {
 // last frame sent, the explicit ACK AckDelay after the frame arrived, and
 // nothing once everything is acknowledged.
 func TestNextDeadline(t *testing.T) {
-	s := newSim(t, oneWay(lg.ModeLG, 1))
+	s := newSim(t, oneWay(linkguardian.ModeLG, 1))
 	a, b := s.Port(simlink.A), s.Port(simlink.B)
 	if d := a.NextDeadline(s.Now(), true); d != math.MaxInt64 {
 		t.Fatalf("quiet sender: deadline %d", d)
@@ -58,7 +58,7 @@ func TestNextDeadline(t *testing.T) {
 		t.Fatalf("receiver owing an ACK: deadline %d, now %d", d, s.Now())
 	}
 	finish(t, s)
-	for _, p := range []*lg.Port{a, b} {
+	for _, p := range []*linkguardian.Endpoint{a, b} {
 		if d := p.NextDeadline(s.Now(), true); d != math.MaxInt64 {
 			t.Fatalf("quiet link: deadline %d", d)
 		}

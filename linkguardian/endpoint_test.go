@@ -1,15 +1,15 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
 
-func hostFrame(t *testing.T, pool *simlink.Pool) lg.Frame {
+func hostFrame(t *testing.T, pool *simlink.Pool) linkguardian.Frame {
 	t.Helper()
 	h, ok := pool.Alloc()
 	if !ok {
@@ -18,10 +18,10 @@ func hostFrame(t *testing.T, pool *simlink.Pool) lg.Frame {
 	b := pool.Bytes(h, 64)
 	clear(b)
 	binary.BigEndian.PutUint16(b[12:], 0x0800)
-	return lg.Frame{H: h, Len: 64}
+	return linkguardian.Frame{H: h, Len: 64}
 }
 
-func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) lg.Frame {
+func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) linkguardian.Frame {
 	t.Helper()
 	h, _ := pool.Alloc()
 	var z [6]byte
@@ -29,10 +29,10 @@ func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) lg.Frame {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lg.Frame{H: h, Len: n}
+	return linkguardian.Frame{H: h, Len: n}
 }
 
-func release(p *lg.Port, pool *simlink.Pool) {
+func release(p *linkguardian.Endpoint, pool *simlink.Pool) {
 	for _, f := range p.Out.Free {
 		pool.Free(f.H)
 	}
@@ -46,7 +46,7 @@ func TestPauseResumeAndTxFull(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
 	sc := *senderCfg(2)
 	sc.TxBuffer = 4
-	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,8 @@ func TestPauseResumeAndTxFull(t *testing.T) {
 
 func TestReceiverBadAndPassthrough(t *testing.T) {
 	pool := simlink.NewPool(16, 2048, 256)
-	rc := *receiverCfg(lg.ModeLG)
-	p, err := lg.NewPort(lg.Config{Receiver: &rc}, pool)
+	rc := *receiverCfg(linkguardian.ModeLG)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestCreditBelowTxBuffer(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer, sc.Credit = 8, 5
-	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,48 +173,48 @@ func TestCreditBelowTxBuffer(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	pool := simlink.NewPool(4, 2048, 256)
-	bad := []lg.Config{
-		{Sender: &lg.SenderConfig{TxBuffer: 3, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
-		{Sender: &lg.SenderConfig{TxBuffer: 4, Copies: 0, DummyCopies: 1, MaxRetxRounds: 1}},
-		{Sender: &lg.SenderConfig{TxBuffer: 4, Credit: 5, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
-		{Receiver: &lg.ReceiverConfig{Window: 1000, AckNoTimeout: 1}},
-		{Receiver: &lg.ReceiverConfig{Window: 1024}},
-		{Receiver: &lg.ReceiverConfig{Window: 1024, AckNoTimeout: 1, PauseThreshold: 10, ResumeThreshold: 20, PauseDuration: 1}},
+	bad := []linkguardian.Config{
+		{Sender: &linkguardian.SenderConfig{TxBuffer: 3, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
+		{Sender: &linkguardian.SenderConfig{TxBuffer: 4, Copies: 0, DummyCopies: 1, MaxRetxRounds: 1}},
+		{Sender: &linkguardian.SenderConfig{TxBuffer: 4, Credit: 5, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
+		{Receiver: &linkguardian.ReceiverConfig{Window: 1000, AckNoTimeout: 1}},
+		{Receiver: &linkguardian.ReceiverConfig{Window: 1024}},
+		{Receiver: &linkguardian.ReceiverConfig{Window: 1024, AckNoTimeout: 1, PauseThreshold: 10, ResumeThreshold: 20, PauseDuration: 1}},
 	}
 	for i, c := range bad {
-		if _, err := lg.NewPort(c, pool); err == nil {
+		if _, err := linkguardian.NewEndpoint(c, pool); err == nil {
 			t.Errorf("config %d accepted", i)
 		}
 	}
-	sc, rc := lg.DefaultSenderConfig(), lg.DefaultReceiverConfig()
-	if _, err := lg.NewPort(lg.Config{Sender: &sc, Receiver: &rc}, pool); err != nil {
+	sc, rc := linkguardian.DefaultSenderConfig(), linkguardian.DefaultReceiverConfig()
+	if _, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc, Receiver: &rc}, pool); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestParams(t *testing.T) {
 	// Appendix B.1: 6 µs max retransmission delay → 7.5 µs.
-	if got := lg.AckNoTimeout(6000, 1.25); got != 7500 {
+	if got := linkguardian.AckNoTimeout(6000, 1.25); got != 7500 {
 		t.Fatalf("AckNoTimeout %d", got)
 	}
-	re, to, hold := lg.Timers(6000, 1.25, 2)
+	re, to, hold := linkguardian.Timers(6000, 1.25, 2)
 	if re != 7500 || to != 22500 || hold != 3750 {
 		t.Fatalf("Timers %d %d %d", re, to, hold)
 	}
-	if re, to, _ := lg.Timers(6000, 1.25, 0); re != 0 || to != 7500 {
+	if re, to, _ := linkguardian.Timers(6000, 1.25, 0); re != 0 || to != 7500 {
 		t.Fatalf("Timers without re-notification %d %d", re, to)
 	}
 	// 1.6 µs at 100 Gb/s drains 20 KB; the paper used ~37 KB (margin ≈ 1.85).
-	if got := lg.ResumeThreshold(1600, 100e9, 1); got != 20000 {
+	if got := linkguardian.ResumeThreshold(1600, 100e9, 1); got != 20000 {
 		t.Fatalf("ResumeThreshold %d", got)
 	}
-	if got := lg.PauseThreshold(37000, 1538); got != 37000+3076 {
+	if got := linkguardian.PauseThreshold(37000, 1538); got != 37000+3076 {
 		t.Fatalf("PauseThreshold %d", got)
 	}
-	if q := lg.PauseQuanta(10_000, 10e9); q != 196 {
+	if q := linkguardian.PauseQuanta(10_000, 10e9); q != 196 {
 		t.Fatalf("PauseQuanta %d", q)
 	}
-	if d := lg.QuantaDuration(65535, 10e9); d != 3355392 {
+	if d := linkguardian.QuantaDuration(65535, 10e9); d != 3355392 {
 		t.Fatalf("QuantaDuration %d", d)
 	}
 }

@@ -1,11 +1,11 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"fmt"
 	"math"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -27,7 +27,7 @@ func dropAcks(lose func(k int) bool) *simlink.Rule {
 // (window frames) for the whole transfer: the host offers frames faster
 // than the link returns ACKs.
 func creditBound(window int) simlink.Config {
-	cfg := oneWay(lg.ModeLG, 1)
+	cfg := oneWay(linkguardian.ModeLG, 1)
 	cfg.A.Sender.TxBuffer = window
 	cfg.B.Receiver.Window = max(window, 2)
 	return cfg
@@ -101,7 +101,7 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer, sc.Credit = 8, 4
-	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +153,12 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 // arriving stops the repeats. NextDeadline and Quiet reflect the repeats.
 func TestReceiverRepeatsAck(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
-	rc := *receiverCfg(lg.ModeLG)
-	p, err := lg.NewPort(lg.Config{Receiver: &rc}, pool)
+	rc := *receiverCfg(linkguardian.ModeLG)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := func(q seqhdr.Seq) lg.Frame {
+	data := func(q seqhdr.Seq) linkguardian.Frame {
 		return control(t, pool, seqhdr.Header{Type: seqhdr.TypeData, Seq: q, EtherType: 0x0800})
 	}
 	acks := func() []seqhdr.Seq {

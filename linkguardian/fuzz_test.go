@@ -1,11 +1,11 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"encoding/binary"
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -36,13 +36,13 @@ func (z *portFuzzer) u16() uint16 { return uint16(z.u8())<<8 | uint16(z.u8()) }
 // fuzzLinkConfig chooses the link from one byte: the receivers' mode, one
 // or both directions protected, the TX buffer (and window) size and N.
 func fuzzLinkConfig(c byte) simlink.Config {
-	mode := lg.Mode(c % 3)
+	mode := linkguardian.Delivery(c % 3)
 	cfg := oneWay(mode, 1+int(c>>2&1))
 	if c>>3&1 != 0 {
 		cfg = bothWays(mode, 1+int(c>>2&1))
 	}
 	win := []int{4, 8, 16, 64}[c>>4&3]
-	for _, p := range []*lg.Config{&cfg.A, &cfg.B} {
+	for _, p := range []*linkguardian.Config{&cfg.A, &cfg.B} {
 		if p.Sender != nil {
 			p.Sender.TxBuffer = win
 		}
@@ -57,7 +57,7 @@ func fuzzLinkConfig(c byte) simlink.Config {
 }
 
 // ref picks a sequence number near a window edge of port p, or an arbitrary one.
-func (z *portFuzzer) ref(p, peer *lg.Port) seqhdr.Seq {
+func (z *portFuzzer) ref(p, peer *linkguardian.Endpoint) seqhdr.Seq {
 	switch z.u8() % 7 {
 	case 0:
 		if p.S != nil {
@@ -86,7 +86,7 @@ func (z *portFuzzer) ref(p, peer *lg.Port) seqhdr.Seq {
 }
 
 // linkFrame builds a well-formed link frame with fields near p's windows.
-func (z *portFuzzer) linkFrame(p, peer *lg.Port) []byte {
+func (z *portFuzzer) linkFrame(p, peer *linkguardian.Endpoint) []byte {
 	h := seqhdr.Header{Type: seqhdr.Type(1 + z.u8()%4)}
 	flags := z.u8()
 	h.Seq = z.ref(p, peer).Add(int(int8(z.u8())))
@@ -145,7 +145,7 @@ func (z *portFuzzer) step() {
 	switch op & 7 {
 	case 0:
 		if op>>3&3 == 3 && p.R != nil { // a policy switches the receiver's mode
-			p.R.SetMode(z.s.Now(), lg.Mode(z.u8()%3))
+			p.R.SetMode(z.s.Now(), linkguardian.Delivery(z.u8()%3))
 			return
 		}
 		z.s.Send(side, 1+int(z.u8()%32), int64(z.u8()%4)*100)
@@ -235,7 +235,7 @@ func checkPortFuzz(t *testing.T, in []byte) {
 	}
 }
 
-func FuzzPortReceive(f *testing.F) {
+func FuzzEndpointReceive(f *testing.F) {
 	// Seeds: every link shape with plain traffic, a lost frame, lost ACKs,
 	// and one injected frame of each type.
 	for c := range 128 {

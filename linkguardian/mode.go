@@ -1,9 +1,9 @@
-package lg
+package linkguardian
 
 import "github.com/linkfabric/linkfabric/seqhdr"
 
 // Mode returns the receiver's delivery mode.
-func (r *Receiver) Mode() Mode { return r.cfg.Mode }
+func (r *Receiver) Mode() Delivery { return r.cfg.Mode }
 
 // SetMode switches the receiver's mode while frames flow: the automatic
 // fallback of the paper's §5 (lg → lgnb when loss gets high), and switching
@@ -16,7 +16,7 @@ func (r *Receiver) Mode() Mode { return r.cfg.Mode }
 //   - to LG, or to monitor: takes effect only when nothing is missing (then
 //     every frame up to latestRxSeqNo has been delivered and nothing is
 //     held). From LG it first switches to LGNB, which releases the buffer.
-func (r *Receiver) SetMode(now int64, m Mode) bool {
+func (r *Receiver) SetMode(now int64, m Delivery) bool {
 	if m == r.cfg.Mode {
 		return true
 	}

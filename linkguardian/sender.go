@@ -1,4 +1,4 @@
-package lg
+package linkguardian
 
 import (
 	"errors"
@@ -48,16 +48,16 @@ func DefaultSenderConfig() SenderConfig {
 
 func (c *SenderConfig) check() error {
 	if c.TxBuffer < 2 || c.TxBuffer > 1<<14 || c.TxBuffer&(c.TxBuffer-1) != 0 {
-		return errors.New("lg: SenderConfig.TxBuffer must be a power of two in [2, 16384]")
+		return errors.New("linkguardian: SenderConfig.TxBuffer must be a power of two in [2, 16384]")
 	}
 	if c.Credit < 0 || c.Credit > c.TxBuffer {
-		return errors.New("lg: SenderConfig.Credit must be in [0, TxBuffer] (0 means TxBuffer)")
+		return errors.New("linkguardian: SenderConfig.Credit must be in [0, TxBuffer] (0 means TxBuffer)")
 	}
 	if c.Copies < 1 || c.DummyCopies < 1 || c.MaxRetxRounds < 1 || c.MaxRetxRounds > 255 {
-		return errors.New("lg: SenderConfig.Copies, DummyCopies must be ≥ 1 and MaxRetxRounds in [1, 255]")
+		return errors.New("linkguardian: SenderConfig.Copies, DummyCopies must be ≥ 1 and MaxRetxRounds in [1, 255]")
 	}
 	if c.DummyInterval < 0 || c.RetxHoldoff < 0 {
-		return errors.New("lg: SenderConfig intervals must not be negative")
+		return errors.New("linkguardian: SenderConfig intervals must not be negative")
 	}
 	return nil
 }

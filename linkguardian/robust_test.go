@@ -1,11 +1,11 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -19,7 +19,7 @@ func TestLossNotificationOutsideWindow(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer = 8
-	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestLossNotificationOutsideWindow(t *testing.T) {
 func TestReceiverAheadResync(t *testing.T) {
 	for _, ahead := range []int{1, 500, 5000, 60000} {
 		t.Run(fmt.Sprint(ahead), func(t *testing.T) {
-			s := newSim(t, oneWay(lg.ModeLG, 1))
+			s := newSim(t, oneWay(linkguardian.ModeLG, 1))
 			s.Send(simlink.A, 100, 0)
 			finish(t, s)
 			h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.Port(simlink.A).S.Next().Add(ahead)}

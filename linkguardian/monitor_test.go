@@ -1,10 +1,10 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -17,9 +17,9 @@ import (
 // dropped as a duplicate.
 func TestMonitorLateFrame(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
-	rc := *receiverCfg(lg.ModeMonitor)
+	rc := *receiverCfg(linkguardian.ModeMonitor)
 	rc.Window = 16
-	p, err := lg.NewPort(lg.Config{Receiver: &rc}, pool)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestMonitorLateFrame(t *testing.T) {
 		t.Fatalf("frames beyond the window delivered: late %d, %d delivered", p.R.Stats.LateDelivered, len(got))
 	}
 	// Back to protection: the slots of monitor gaps do not confuse lg.
-	if !p.R.SetMode(0, lg.ModeLG) {
+	if !p.R.SetMode(0, linkguardian.ModeLG) {
 		t.Fatal("SetMode(lg) refused")
 	}
 	recv(41) // 40 lost: now a protected hole

@@ -1,9 +1,9 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -13,7 +13,7 @@ import (
 // either half of the serial space; traffic afterwards is delivered in order.
 func TestPortReset(t *testing.T) {
 	for _, q := range []seqhdr.Seq{7, seqhdr.Half + 5, seqhdr.Space - 3} {
-		cfg := oneWay(lg.ModeLG, 1)
+		cfg := oneWay(linkguardian.ModeLG, 1)
 		cfg.B.Receiver.AckNoTimeout = 1e8 // the hole stays open until the reset
 		cfg.B.Receiver.RenotifyInterval = 0
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 100)}

@@ -1,4 +1,4 @@
-package lg
+package linkguardian
 
 // Runtime tuning, called by the dataplane between iterations as its loss
 // monitor and retransmission-delay measurements change.
@@ -52,7 +52,7 @@ const maxTime = int64(1<<63 - 1)
 // dummy while idle or while the credit window is full, the end of a pause) if
 // no frame arrives before: a worker may sleep until then. It is math.MaxInt64
 // when the port is quiet. queueEmpty is as for Poll.
-func (p *Port) NextDeadline(now int64, queueEmpty bool) int64 {
+func (p *Endpoint) NextDeadline(now int64, queueEmpty bool) int64 {
 	d := maxTime
 	if r := p.R; r != nil {
 		if r.missing > 0 {

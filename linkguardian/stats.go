@@ -1,4 +1,4 @@
-package lg
+package linkguardian
 
 // SenderStats counts what a Sender did. Occupancy fields are current values.
 type SenderStats struct {
@@ -63,5 +63,5 @@ type PortStats struct {
 	TxPassthrough uint64 // host frames sent without protection
 	TxBad         uint64 // host frames that cannot be protected (runts, 0x88B5), dropped
 	AllocFail     uint64 // control frames not sent for lack of buffers
-	Resets        uint64 // Port.Reset calls (link session agreements after a peer restart)
+	Resets        uint64 // Endpoint.Reset calls (link session agreements after a peer restart)
 }

@@ -1,4 +1,4 @@
-package lg
+package linkguardian
 
 import (
 	"errors"
@@ -6,14 +6,14 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// Mode selects in-order (LG) or non-blocking (LGNB) delivery.
-type Mode uint8
+// Delivery selects in-order (LG) or non-blocking (LGNB) delivery.
+type Delivery uint8
 
 // Modes.
 const (
 	// ModeLG holds out-of-order frames in the reorder buffer and delivers in
 	// sequence order (Algorithm 1), with backpressure (Algorithm 2).
-	ModeLG Mode = iota
+	ModeLG Delivery = iota
 	// ModeLGNB delivers frames as they arrive and only removes duplicates.
 	ModeLGNB
 	// ModeMonitor is sequenced but unprotected: frames are delivered as they
@@ -22,7 +22,7 @@ const (
 	ModeMonitor
 )
 
-func (m Mode) String() string {
+func (m Delivery) String() string {
 	switch m {
 	case ModeLGNB:
 		return "lgnb"
@@ -34,7 +34,7 @@ func (m Mode) String() string {
 
 // ReceiverConfig configures the receiving side of a protected direction.
 type ReceiverConfig struct {
-	Mode Mode
+	Mode Delivery
 	// Window is the reorder (LG) or de-duplication (LGNB) window in frames, a
 	// power of two in [2, 16384]; at least the peer sender's TxBuffer. A frame
 	// further than Window ahead of ackNo forces ackNo forward (counted).
@@ -85,22 +85,22 @@ func DefaultReceiverConfig() ReceiverConfig {
 
 func (c *ReceiverConfig) check() error {
 	if c.Window < 2 || c.Window > 1<<14 || c.Window&(c.Window-1) != 0 {
-		return errors.New("lg: ReceiverConfig.Window must be a power of two in [2, 16384]")
+		return errors.New("linkguardian: ReceiverConfig.Window must be a power of two in [2, 16384]")
 	}
 	if c.NotifyCopies < 0 || c.NotifyCopies > 16 {
-		return errors.New("lg: ReceiverConfig.NotifyCopies must be in [0, 16] (0 means 1)")
+		return errors.New("linkguardian: ReceiverConfig.NotifyCopies must be in [0, 16] (0 means 1)")
 	}
 	if c.Mode > ModeMonitor {
-		return errors.New("lg: ReceiverConfig.Mode must be ModeLG, ModeLGNB or ModeMonitor")
+		return errors.New("linkguardian: ReceiverConfig.Mode must be ModeLG, ModeLGNB or ModeMonitor")
 	}
 	if c.AckNoTimeout <= 0 {
-		return errors.New("lg: ReceiverConfig.AckNoTimeout must be positive (use Params.Timers)")
+		return errors.New("linkguardian: ReceiverConfig.AckNoTimeout must be positive (use Params.Timers)")
 	}
 	if c.RenotifyInterval < 0 || c.AckDelay < 0 || c.PauseDuration < 0 {
-		return errors.New("lg: ReceiverConfig intervals must not be negative")
+		return errors.New("linkguardian: ReceiverConfig intervals must not be negative")
 	}
 	if c.PauseThreshold > 0 && (c.ResumeThreshold < 0 || c.ResumeThreshold >= c.PauseThreshold || c.PauseDuration == 0) {
-		return errors.New("lg: ReceiverConfig needs 0 ≤ ResumeThreshold < PauseThreshold and PauseDuration > 0 for backpressure")
+		return errors.New("linkguardian: ReceiverConfig needs 0 ≤ ResumeThreshold < PauseThreshold and PauseDuration > 0 for backpressure")
 	}
 	return nil
 }
@@ -215,7 +215,7 @@ func (r *Receiver) deliver(f Frame) {
 	b := r.e.mem.Bytes(f.H, f.Len)
 	_, off, n, err := seqhdr.Strip(b, 0, f.Len)
 	if err != nil {
-		panic("lg: buffered frame lost its header: " + err.Error())
+		panic("linkguardian: buffered frame lost its header: " + err.Error())
 	}
 	r.e.out.Deliver = append(r.e.out.Deliver, Frame{H: f.H + Handle(off), Len: n})
 	r.Stats.Delivered++

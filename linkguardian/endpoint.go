@@ -1,4 +1,4 @@
-package lg
+package linkguardian
 
 import (
 	"errors"
@@ -20,10 +20,10 @@ type Config struct {
 	Batch int
 }
 
-// Port is one end of a link: an optional Sender for the outgoing direction
+// Endpoint is one end of a link: an optional Sender for the outgoing direction
 // and an optional Receiver for the incoming direction. See the package
 // documentation for the worker loop and ownership rules.
-type Port struct {
+type Endpoint struct {
 	S     *Sender   // nil if the outgoing direction is not protected
 	R     *Receiver // nil if the incoming direction is not protected
 	Out   Output
@@ -31,15 +31,15 @@ type Port struct {
 	e     env
 }
 
-// NewPort returns a Port using mem for frame bytes and control frame buffers.
-func NewPort(cfg Config, mem Memory) (*Port, error) {
+// NewEndpoint returns an Endpoint using mem for frame bytes and control frame buffers.
+func NewEndpoint(cfg Config, mem Memory) (*Endpoint, error) {
 	if mem == nil {
-		return nil, errors.New("lg: NewPort needs a Memory")
+		return nil, errors.New("linkguardian: NewPort needs a Memory")
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 256
 	}
-	p := &Port{Out: newOutput(cfg.Batch)}
+	p := &Endpoint{Out: newOutput(cfg.Batch)}
 	p.e = env{mem: mem, out: &p.Out, local: cfg.LocalMAC, peer: cfg.PeerMAC, stats: &p.Stats}
 	if cfg.Receiver != nil {
 		if err := cfg.Receiver.check(); err != nil {
@@ -58,7 +58,7 @@ func NewPort(cfg Config, mem Memory) (*Port, error) {
 }
 
 // Receive processes a frame received from the link. The core takes ownership.
-func (p *Port) Receive(now int64, f Frame) {
+func (p *Endpoint) Receive(now int64, f Frame) {
 	b := p.e.mem.Bytes(f.H, f.Len)
 	if !seqhdr.IsLink(b) {
 		p.Stats.RxPassthrough++
@@ -114,14 +114,14 @@ func (p *Port) Receive(now int64, f Frame) {
 }
 
 // CanSend reports whether Send would accept a frame at now.
-func (p *Port) CanSend(now int64) bool { return p.S == nil || p.S.CanSend(now) }
+func (p *Endpoint) CanSend(now int64) bool { return p.S == nil || p.S.CanSend(now) }
 
 // Send offers a host frame for the link. It returns false if the frame was
 // not accepted (PFC pause in force, or TX buffer full): the caller keeps it
 // and offers it again later. On true the core owns the frame; it appears in
 // Out.Normal for transmission and later in Out.Free. Frames need
 // seqhdr.MaxOverhead bytes of headroom.
-func (p *Port) Send(now int64, f Frame) bool {
+func (p *Endpoint) Send(now int64, f Frame) bool {
 	if p.S != nil {
 		return p.S.send(now, f)
 	}
@@ -144,7 +144,7 @@ func (p *Port) Send(now int64, f Frame) bool {
 // receiver; dummies of the sender (only if queueEmpty: no host frame is
 // waiting for this link, or if the credit window is full). Call it once per
 // loop iteration after Send.
-func (p *Port) Poll(now int64, queueEmpty bool) {
+func (p *Endpoint) Poll(now int64, queueEmpty bool) {
 	if p.R != nil {
 		p.R.poll(now)
 	}
@@ -154,14 +154,14 @@ func (p *Port) Poll(now int64, queueEmpty bool) {
 }
 
 // Pause applies a PFC pause of d nanoseconds received from the peer.
-func (p *Port) Pause(now, d int64) {
+func (p *Endpoint) Pause(now, d int64) {
 	if p.S != nil {
 		p.S.Pause(now, d)
 	}
 }
 
 // Resume applies a PFC resume received from the peer.
-func (p *Port) Resume(now int64) {
+func (p *Endpoint) Resume(now int64) {
 	if p.S != nil {
 		p.S.Resume(now)
 	}
@@ -169,7 +169,7 @@ func (p *Port) Resume(now int64) {
 
 // Quiet reports whether the port holds no frames and owes no ACK: the TX buffer
 // and the reorder buffer are empty, nothing is missing and no ACK is pending.
-func (p *Port) Quiet() bool {
+func (p *Endpoint) Quiet() bool {
 	if p.S != nil && p.S.Outstanding() > 0 {
 		return false
 	}
@@ -183,7 +183,7 @@ func (p *Port) Quiet() bool {
 // a sender). A link session advertises it as this end's initial sequence
 // number when it agrees again after the peer restarted: every frame still on
 // the wire from before then is behind it and dropped as a duplicate.
-func (p *Port) TxNext() seqhdr.Seq {
+func (p *Endpoint) TxNext() seqhdr.Seq {
 	if p.S == nil {
 		return 0
 	}
@@ -197,7 +197,7 @@ func (p *Port) TxNext() seqhdr.Seq {
 // Out.Free exactly once; holes, timers, a pause in force and a pending ACK
 // are forgotten. Frames received before the reset and not yet delivered are
 // lost to the host, as on a restart of the peer.
-func (p *Port) Reset(now int64, tx, rx seqhdr.Seq) {
+func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 	p.Stats.Resets++
 	if s := p.S; s != nil {
 		for q := s.base; q != s.next; q = q.Next() {
@@ -246,7 +246,7 @@ func (s *Sender) Credit() int { return s.credit }
 
 // backpressureEvent emits a pause (d > 0) or resume (d == 0) to the peer: the
 // Event for the integrator's statistics and a PAUSE/RESUME link-header control
-// frame in Out.Pause (the priority lane), which the peer's Port.Receive
+// frame in Out.Pause (the priority lane), which the peer's Endpoint.Receive
 // applies to its sender; no 802.1Qbb frame is needed.
 func (r *Receiver) backpressureEvent(d int64) {
 	if d > 0 {

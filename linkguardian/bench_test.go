@@ -1,10 +1,10 @@
-package lg_test
+package linkguardian_test
 
 import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/lg"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -15,7 +15,7 @@ const benchFrame = 128
 // and sent; every 32 frames a cumulative ACK (explicit ACK frame) from the
 // peer releases them; every 1024 frames one frame is reported lost.
 type benchSender struct {
-	p    *lg.Port
+	p    *linkguardian.Endpoint
 	pool *simlink.Pool
 	tmpl [benchFrame]byte
 	ack  [seqhdr.MinFrameLen]byte
@@ -24,9 +24,9 @@ type benchSender struct {
 
 func newBenchSender(tb testing.TB) *benchSender {
 	pool := simlink.NewPool(4096, 2048, 256)
-	sc := lg.DefaultSenderConfig()
+	sc := linkguardian.DefaultSenderConfig()
 	sc.TxBuffer = 1024
-	p, err := lg.NewPort(lg.Config{Sender: &sc}, pool)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func newBenchSender(tb testing.TB) *benchSender {
 func (b *benchSender) op(now int64, i int) {
 	h, _ := b.pool.Alloc()
 	copy(b.pool.Bytes(h, benchFrame), b.tmpl[:])
-	if !b.p.Send(now, lg.Frame{H: h, Len: benchFrame}) {
+	if !b.p.Send(now, linkguardian.Frame{H: h, Len: benchFrame}) {
 		panic("refused")
 	}
 	if i%1024 == 1000 {
@@ -62,26 +62,26 @@ func (b *benchSender) rx(now int64, hd *seqhdr.Header, buf []byte) {
 	n, _ := seqhdr.PutControl(buf, &z, &z, hd)
 	h, _ := b.pool.Alloc()
 	copy(b.pool.Bytes(h, n), buf[:n])
-	b.p.Receive(now, lg.Frame{H: h, Len: n})
+	b.p.Receive(now, linkguardian.Frame{H: h, Len: n})
 }
 
 // benchReceiver drives a receiver-only LG port: per op one protected data
 // frame arrives; every 1000th sequence number arrives late (a loss recovered
 // 8 frames later), so the reorder path runs too.
 type benchReceiver struct {
-	p    *lg.Port
+	p    *linkguardian.Endpoint
 	pool *simlink.Pool
 	tmpl [benchFrame + seqhdr.MaxOverhead]byte
-	held lg.Frame
+	held linkguardian.Frame
 	next seqhdr.Seq
 }
 
-func newBenchReceiver(tb testing.TB, mode lg.Mode) *benchReceiver {
+func newBenchReceiver(tb testing.TB, mode linkguardian.Delivery) *benchReceiver {
 	pool := simlink.NewPool(4096, 2048, 256)
-	rc := lg.DefaultReceiverConfig()
+	rc := linkguardian.DefaultReceiverConfig()
 	rc.Mode = mode
 	rc.Window = 1024
-	p, err := lg.NewPort(lg.Config{Receiver: &rc}, pool)
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func newBenchReceiver(tb testing.TB, mode lg.Mode) *benchReceiver {
 	return b
 }
 
-func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) lg.Frame {
+func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) linkguardian.Frame {
 	h, _ := b.pool.Alloc()
 	buf := b.pool.Bytes(h, len(b.tmpl))
 	copy(buf, b.tmpl[:])
@@ -108,7 +108,7 @@ func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) lg.Frame {
 	}
 	buf[seqhdr.MACLen+3] = f
 	binary.BigEndian.PutUint16(buf[seqhdr.MACLen+4:], q.Num())
-	return lg.Frame{H: h, Len: len(b.tmpl)}
+	return linkguardian.Frame{H: h, Len: len(b.tmpl)}
 }
 
 func (b *benchReceiver) op(now int64, i int) {
@@ -147,10 +147,10 @@ func BenchmarkSenderPerFrame(b *testing.B) {
 	}
 }
 
-func BenchmarkReceiverPerFrameLG(b *testing.B)   { benchRecv(b, lg.ModeLG) }
-func BenchmarkReceiverPerFrameLGNB(b *testing.B) { benchRecv(b, lg.ModeLGNB) }
+func BenchmarkReceiverPerFrameLG(b *testing.B)   { benchRecv(b, linkguardian.ModeLG) }
+func BenchmarkReceiverPerFrameLGNB(b *testing.B) { benchRecv(b, linkguardian.ModeLGNB) }
 
-func benchRecv(b *testing.B, mode lg.Mode) {
+func benchRecv(b *testing.B, mode linkguardian.Delivery) {
 	r := newBenchReceiver(b, mode)
 	for i := range 4096 {
 		r.op(int64(i)*100, i)
@@ -165,8 +165,8 @@ func benchRecv(b *testing.B, mode lg.Mode) {
 // TestSteadyStateAllocs asserts the per-frame paths do not allocate.
 func TestSteadyStateAllocs(t *testing.T) {
 	s := newBenchSender(t)
-	r := newBenchReceiver(t, lg.ModeLG)
-	nb := newBenchReceiver(t, lg.ModeLGNB)
+	r := newBenchReceiver(t, linkguardian.ModeLG)
+	nb := newBenchReceiver(t, linkguardian.ModeLGNB)
 	i := 0
 	for ; i < 4096; i++ {
 		s.op(int64(i)*100, i)
