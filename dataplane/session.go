@@ -160,7 +160,13 @@ func (pl *lgPipeline) sessionPoll(now int64, tx *Tx) int64 {
 	case !down && st == linksession.Down:
 		pl.sess.LinkUp(now)
 	}
+	timeouts := pl.sess.Stats.PeerTimeouts
 	next := pl.sess.Poll(now)
+	if pl.sess.Stats.PeerTimeouts != timeouts {
+		pl.d.cfg.Logger.Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
+			"dev", pl.d.cfg.LinkPort, "silent_for", time.Duration(pl.sess.DeadAfter()).String())
+		pl.publishSession()
+	}
 	for next <= now {
 		a, ok := tx.Alloc()
 		if !ok {

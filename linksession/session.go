@@ -38,6 +38,13 @@
 //     HELLO-ACK costs time, never a stall. A LinkGuardian frame from the peer
 //     while not Up brings the next HELLO forward (a peer that restarted and did
 //     not hear us recovers).
+//   - While Up, a HELLO goes out every KeepaliveInterval and the peer answers
+//     it. A peer heard from neither in session frames nor in LinkGuardian
+//     frames for DeadAfter is taken for dead (Stats.PeerTimeouts): the
+//     session leaves Up for HelloSent, so host frames wait and then follow
+//     the policy instead of queueing behind a credit window nobody opens. The
+//     agreement is kept: the same peer answering brings the session Up again
+//     without a reset; a restarted one (a new epoch) resets as usual.
 //
 // # Agreement
 //
@@ -188,7 +195,11 @@ type Config struct {
 	// HelloInterval (default 1 ms) is the first HELLO retransmission
 	// interval; it doubles up to MaxHelloInterval (default 64 ms).
 	HelloInterval, MaxHelloInterval int64
-	Policy                          Policy
+	// KeepaliveInterval (default 100 ms) is how often an Up session sends
+	// a HELLO; DeadAfter (default 5 × KeepaliveInterval) is how long a
+	// silent peer keeps the session Up.
+	KeepaliveInterval, DeadAfter int64
+	Policy                       Policy
 }
 
 // Stats counts what a session did.
@@ -206,6 +217,7 @@ type Stats struct {
 	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
 	Downs                 uint64 // LinkDown calls
 	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
+	PeerTimeouts          uint64 // Up left because the peer was silent for DeadAfter
 }
 
 // Event reports what Receive did (a bit set).
@@ -233,6 +245,7 @@ type Session struct {
 	interval int64
 	next     int64 // next HELLO (when not Up)
 	lastTx   int64 // last HELLO sent
+	heard    int64 // last frame from the adopted peer (session or LinkGuardian)
 	helloDue bool
 	ackDue   bool
 	Stats    Stats
@@ -255,6 +268,12 @@ func New(cfg Config, link Link) (*Session, error) {
 	if cfg.MaxHelloInterval < cfg.HelloInterval {
 		cfg.MaxHelloInterval = max(64*1_000_000, cfg.HelloInterval)
 	}
+	if cfg.KeepaliveInterval <= 0 {
+		cfg.KeepaliveInterval = 100_000_000
+	}
+	if cfg.DeadAfter <= cfg.KeepaliveInterval {
+		cfg.DeadAfter = 5 * cfg.KeepaliveInterval
+	}
 	if cfg.Policy.WaitUpTo < 0 {
 		return nil, errors.New("linksession: Config.Policy.WaitUpTo must not be negative")
 	}
@@ -268,6 +287,9 @@ func New(cfg Config, link Link) (*Session, error) {
 	}
 	return s, nil
 }
+
+// DeadAfter is how long a silent peer keeps the session Up (ns).
+func (s *Session) DeadAfter() int64 { return s.cfg.DeadAfter }
 
 // State returns the session state.
 func (s *Session) State() State { return s.state }
@@ -317,6 +339,7 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 		s.Stats.Inconsistent++
 		return 0
 	}
+	s.heard = now
 	if !h.Ack {
 		s.ackDue = true
 	}
@@ -377,6 +400,7 @@ func (s *Session) AcceptLink(now int64) bool {
 		s.Stats.RxNotAgreed++
 		return false
 	}
+	s.heard = now
 	return true
 }
 
@@ -398,10 +422,22 @@ func (s *Session) Admit(now, queuedAt int64) Verdict {
 // queuedAt (a deadline for the worker's sleep while the session is not Up).
 func (s *Session) WaitDeadline(queuedAt int64) int64 { return queuedAt + s.cfg.Policy.WaitUpTo }
 
-// Poll runs the HELLO timer and returns the session's next deadline.
+// Poll runs the HELLO, keepalive and dead-peer timers and returns the
+// session's next deadline.
 func (s *Session) Poll(now int64) int64 {
 	if s.state == Down {
 		return maxTime
+	}
+	if s.state == Up {
+		switch {
+		case now-s.heard >= s.cfg.DeadAfter:
+			s.state = HelloSent
+			s.Stats.PeerTimeouts++
+			s.interval = s.cfg.HelloInterval
+			s.next = now
+		case now-s.lastTx >= s.cfg.KeepaliveInterval:
+			s.helloDue = true
+		}
 	}
 	if s.state != Up && now >= s.next {
 		s.helloDue = true
@@ -412,7 +448,7 @@ func (s *Session) Poll(now int64) int64 {
 		return now
 	}
 	if s.state == Up {
-		return maxTime
+		return min(s.lastTx+s.cfg.KeepaliveInterval, s.heard+s.cfg.DeadAfter)
 	}
 	return s.next
 }

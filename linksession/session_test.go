@@ -308,3 +308,56 @@ func TestNoAllocation(t *testing.T) {
 		t.Fatalf("state %v stats %+v", s.State(), s.Stats)
 	}
 }
+
+// An Up session sends keepalives that the peer answers; a peer silent for
+// DeadAfter takes the session out of Up (host frames then follow the
+// policy), and the same peer heard again brings it back without a reset.
+// LinkGuardian frames from the peer count as heard.
+func TestKeepaliveAndDeadPeer(t *testing.T) {
+	ca, cb := cfgs()
+	ca.KeepaliveInterval, ca.DeadAfter = 2_000_000, 10_000_000
+	cb.KeepaliveInterval, cb.DeadAfter = 2_000_000, 10_000_000
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	hellos := p.a.Stats.HellosTx
+	p.run(40_000_000, 1000)
+	if p.a.State() != Up || p.b.State() != Up || p.a.Stats.PeerTimeouts != 0 {
+		t.Fatalf("idle link: states %v %v, timeouts %d", p.a.State(), p.b.State(), p.a.Stats.PeerTimeouts)
+	}
+	if k := p.a.Stats.HellosTx - hellos; k < 15 || k > 25 || p.b.Stats.HelloAcksTx < 15 {
+		t.Fatalf("40 ms at a 2 ms keepalive: A sent %d HELLOs, B answered %d", k, p.b.Stats.HelloAcksTx)
+	}
+
+	// B falls silent (its frames are lost): A leaves Up within DeadAfter.
+	silent := p.now
+	p.drop = func(dir int, f []byte) bool { return dir == 1 }
+	for p.a.State() == Up && p.now-silent < 30_000_000 {
+		p.run(100_000, 1000)
+	}
+	if p.a.State() != HelloSent || p.a.Stats.PeerTimeouts != 1 {
+		t.Fatalf("silent peer: state %v, timeouts %d", p.a.State(), p.a.Stats.PeerTimeouts)
+	}
+	if d := p.now - silent; d > ca.DeadAfter+ca.KeepaliveInterval+2*p.delay {
+		t.Fatalf("silent peer noticed after %d ns, DeadAfter %d", d, ca.DeadAfter)
+	}
+	if v := p.a.Admit(p.now, p.now-ca.Policy.WaitUpTo-1); v != Drop {
+		t.Fatalf("host frame past the wait with the peer dead: %v, want Drop", v)
+	}
+
+	// B heard again: Up without a reset on either side.
+	p.drop = nil
+	p.run(5*ca.MaxHelloInterval, 1000)
+	if p.a.State() != Up || len(p.la.resets) != 1 || len(p.lb.resets) != 1 {
+		t.Fatalf("peer back: state %v, resets %v %v", p.a.State(), p.la.resets, p.lb.resets)
+	}
+
+	// Session frames lost but LinkGuardian frames arriving: still Up.
+	p.drop = func(dir int, f []byte) bool { return dir == 1 }
+	for range 30 {
+		p.run(1_000_000, 1000)
+		p.a.AcceptLink(p.now)
+	}
+	if p.a.State() != Up || p.a.Stats.PeerTimeouts != 1 {
+		t.Fatalf("LinkGuardian frames flowing: state %v, timeouts %d", p.a.State(), p.a.Stats.PeerTimeouts)
+	}
+}
