@@ -46,7 +46,6 @@ type lgPipeline struct {
 	// every publish: the reorder buffer's drain rate for the thresholds.
 	peakRate          float64
 	rateBytes, rateAt int64
-	prioLane          bool
 	// Host frames held: since when (0: not held), and by what.
 	heldSince, heldCredit, heldPause int64
 	heldByPause                      bool
@@ -177,7 +176,6 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		pfcClass: d.cfg.LG.PFCClass,
 		pfcSpeed: d.cfg.LG.LinkSpeed,
 		local:    d.linkMAC,
-		prioLane: len(d.link.socks) > 1,
 		lgs:      d.lgStats,
 	}
 	p, err := linkguardian.NewEndpoint(d.cfg.LG.core(d.cfg.Mode, d.linkMAC), pl)
@@ -275,10 +273,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 			}
 		}
 	}
-	prio := lanePrio
-	if pl.lanes < 2 {
-		prio = laneData // the peer has no priority lane
-	}
+	prio := pl.controlLane()
 	pl.send(tx, portLink, prio, p.Out.Pause)
 	pl.lgs.PauseTx.Add(uint64(len(p.Out.Pause)))
 	pl.send(tx, portLink, prio, p.Out.Urgent)
@@ -310,6 +305,15 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 
 // Stop implements Pipeline.
 func (pl *lgPipeline) Stop() { pl.publish(pl.port) }
+
+// controlLane is the lane for link control: the priority lane, unless the
+// session agreed on one lane (the peer has no other queue to receive it on).
+func (pl *lgPipeline) controlLane() int {
+	if pl.lanes < 2 {
+		return laneData
+	}
+	return lanePrio
+}
 
 func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []linkguardian.Frame) {
 	for _, f := range fs {
@@ -432,8 +436,8 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s := pl.lgs
 	s.mu.Lock()
 	s.core.Port = p.Stats
-	s.core.PriorityLane = pl.prioLane
-	if pl.prioLane {
+	s.core.PriorityLane = pl.controlLane() == lanePrio
+	if len(pl.d.link.socks) > 1 {
 		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
@@ -445,7 +449,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
-		s.core.TxBuffer, s.core.Credit = pl.d.cfg.LG.TxBuffer, pl.d.cfg.LG.credit
+		s.core.TxBuffer, s.core.Credit = pl.d.cfg.LG.TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
 	}
 	if p.R != nil {
 		if s.core.Receiver == nil {

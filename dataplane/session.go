@@ -177,7 +177,7 @@ func (pl *lgPipeline) sessionPoll(now int64, tx *Tx) int64 {
 			tx.Release(a)
 			break
 		}
-		tx.Send(portLink, lanePrio, a, n)
+		tx.Send(portLink, pl.controlLane(), a, n)
 		tx.Release(a)
 		next = pl.sess.Poll(now)
 	}

@@ -1,0 +1,85 @@
+package dataplane
+
+import (
+	"fmt"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// TestLGAsymmetricEnds (item 6): the two ends of a link configured
+// differently, each with default settings otherwise, agree on the minimum in
+// the link session and lose nothing at 1e-2 loss: sw2 with half the
+// ring (so half the receive window), or sw2's link port with one
+// queue against sw1's two (so no priority lane: everything on lane 0).
+func TestLGAsymmetricEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sw2       Config
+		oneQueue  bool
+		window    uint32
+		lanes     uint8
+		sw1Credit int
+	}{
+		{name: "ring", sw2: Config{RingSize: 1024}, window: 896, lanes: 2, sw1Credit: 896},
+		{name: "lanes", oneQueue: true, window: 1024, lanes: 1, sw1Credit: 1024},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := netns.TestUp(t, "lfa", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+			if tc.oneQueue {
+				// veth lets one end use fewer queues than its peer.
+				if out, err := exec.Command("ip", "netns", "exec", tb.NS("sw2"), "ethtool", "-L", "link0", "rx", "1", "tx", "1").CombinedOutput(); err != nil {
+					t.Fatalf("ethtool -L link0 rx 1 tx 1 in %s: %v: %s", tb.NS("sw2"), err, out)
+				}
+			}
+			lgc := LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+			b := &lgBed{tb: tb}
+			b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, LG: lgc})
+			cfg2 := tc.sw2
+			cfg2.Mode, cfg2.LG = ModeLG, lgc
+			b.sw2 = startSwitch(t, tb.NS("sw2"), cfg2)
+			if err := b.sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}); err != nil {
+				t.Fatalf("impairment on sw2 link0: %v", err)
+			}
+			if err := b.sw1.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 22}); err != nil {
+				t.Fatalf("impairment on sw1 link0: %v", err)
+			}
+			b.watchSkips(t)
+			for i := 0; b.sw1.LGStats().Session.Snapshot().State != "up" || b.sw2.LGStats().Session.Snapshot().State != "up"; i++ {
+				if i == 500 {
+					t.Fatal("link session not up after 5 s")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			prio0 := waitCore(t, b.sw1).PriorityFrames
+			r := b.send(t, lgFrames, lgFrameSize, lgRate)
+			s1, s2 := b.logLG(t)
+			checkDelivery(t, r, true)
+			if rs := s2.Receiver; rs.AckNoTimeouts != 0 || rs.ForcedSkips != 0 || rs.LostDetected == 0 {
+				t.Errorf("sw2 gave up on %d frames and skipped %d (window overrun); detected %d lost", rs.AckNoTimeouts, rs.ForcedSkips, rs.LostDetected)
+			}
+			for i, d := range []*Dataplane{b.sw1, b.sw2} {
+				ss := d.LGStats().Session.Snapshot()
+				if ss.State != "up" || ss.Agreed == nil {
+					t.Fatalf("sw%d: link session %s, agreed %v", i+1, ss.State, ss.Agreed)
+				}
+				if n := ss.Counters.PeerTimeouts; n != 0 {
+					t.Errorf("sw%d took its peer for dead %d times (keepalives lost?)", i+1, n)
+				}
+				a := ss.Agreed
+				if got := fmt.Sprint(a.Window, "/", a.Lanes); got != fmt.Sprint(tc.window, "/", tc.lanes) {
+					t.Errorf("sw%d agreed window/lanes %s; want %d/%d (the minimum of both ends)", i+1, got, tc.window, tc.lanes)
+				}
+			}
+			if c := s1.Credit; c != tc.sw1Credit {
+				t.Errorf("sw1's sender credit %d frames after the agreement; want %d", c, tc.sw1Credit)
+			}
+			if tc.lanes == 1 && s1.PriorityFrames != prio0 {
+				t.Errorf("sw1 sent %d frames on a priority lane its peer does not have after the agreement", s1.PriorityFrames-prio0)
+			}
+		})
+	}
+}
