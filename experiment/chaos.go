@@ -16,8 +16,9 @@ import (
 )
 
 // ChaosEvents are the faults `linkfabric chaos` knows: kill -9 a switch's
-// dataplane and start it again, or take a switch's link port down and up.
-var ChaosEvents = []string{"kill-sw1", "kill-sw2", "flap-sw1", "flap-sw2"}
+// dataplane and start it again, take a switch's link port down and up, or
+// stop a switch's dataplane (SIGSTOP) and let it continue.
+var ChaosEvents = []string{"kill-sw1", "kill-sw2", "flap-sw1", "flap-sw2", "stall-sw2"}
 
 // ChaosConfig configures the fault experiment.
 type ChaosConfig struct {
@@ -36,9 +37,15 @@ type ChaosConfig struct {
 	UDPLoss float64       `json:"udp_loss"`
 	UDPRate float64       `json:"udp_rate_bps"`
 	UDPTime time.Duration `json:"udp_ns"`
-	// ResumeBytes: a direction has resumed at the first 10 ms sample from
-	// which it carries this many bytes within the next 50 ms.
-	ResumeBytes uint64 `json:"resume_bytes"`
+	// Stall is how long a stalled dataplane stays stopped (SIGSTOP, then
+	// SIGCONT): longer than the link session's dead-peer timeout (500 ms).
+	Stall time.Duration `json:"stall_ns"`
+	// A direction has resumed at the first sample from which it carries at
+	// least ResumeShare of its rate before the event, sustained over the
+	// next ResumeWindow (a flush of frames held during the event is not a
+	// resumption).
+	ResumeShare  float64       `json:"resume_share"`
+	ResumeWindow time.Duration `json:"resume_window_ns"`
 	// RunArgs are extra `linkfabric run` arguments.
 	RunArgs []string `json:"run_args,omitempty"`
 	CC      string   `json:"cc"`
@@ -78,8 +85,14 @@ func (c *ChaosConfig) Normalize() error {
 	if c.UDPTime <= 0 {
 		c.UDPTime = 3 * time.Second
 	}
-	if c.ResumeBytes == 0 {
-		c.ResumeBytes = 64 << 10
+	if c.Stall <= 0 {
+		c.Stall = 1500 * time.Millisecond
+	}
+	if c.ResumeShare <= 0 || c.ResumeShare > 1 {
+		c.ResumeShare = 0.25
+	}
+	if c.ResumeWindow <= 0 {
+		c.ResumeWindow = 500 * time.Millisecond
 	}
 	if c.CC == "" {
 		c.CC = "auto"
@@ -103,9 +116,9 @@ type ChaosEvent struct {
 	// (Mbit/s): h1→h2, h2→h1.
 	BeforeMbps [2]float64 `json:"before_mbps"`
 	// ResumeMs is, per direction, the time from the end of the event (the
-	// restarted dataplane ready, or the link port up again) until TCP
-	// carried data again; -1 if it did not within Watch, or if over the
-	// last second of Watch it carried less than a tenth of its rate before.
+	// restarted dataplane ready, the link port up again, the stalled
+	// dataplane continued) until TCP carried ResumeShare of its rate before,
+	// sustained over ResumeWindow; -1 if it did not within Watch.
 	ResumeMs [2]float64 `json:"resume_ms"`
 	// AfterMbps is the TCP rate each way over the last second of Watch.
 	AfterMbps [2]float64 `json:"after_mbps"`
@@ -240,17 +253,20 @@ func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg Cha
 			return fail(err)
 		}
 		end = time.Now()
+	case strings.HasPrefix(ev, "stall-"):
+		if err := dp.Signal(sw, syscall.SIGSTOP); err != nil {
+			return fail(err)
+		}
+		time.Sleep(cfg.Stall)
+		if err := dp.Signal(sw, syscall.SIGCONT); err != nil {
+			return fail(err)
+		}
+		end = time.Now()
 	}
 	time.Sleep(cfg.Watch)
 	r.Alive = dp.Alive() == nil
-	r.ResumeMs = s.resumed(end, cfg.ResumeBytes)
+	r.ResumeMs = s.resumed(end, r.BeforeMbps, cfg.ResumeShare, cfg.ResumeWindow)
 	r.AfterMbps = s.rate(time.Now().Add(-time.Second), time.Now())
-	for d := range r.ResumeMs {
-		// A burst that stopped again is no recovery.
-		if r.AfterMbps[d] < r.BeforeMbps[d]/10 {
-			r.ResumeMs[d] = -1
-		}
-	}
 	stopTCP()
 	s.stop()
 	if !r.Alive {
@@ -455,27 +471,45 @@ func (s *rxSampler) rate(from, to time.Time) [2]float64 {
 }
 
 // resumed returns, per direction, the time from end to the first sample
-// after which the direction received at least minBytes within 50 ms, in
-// ms; -1 if none.
-func (s *rxSampler) resumed(end time.Time, minBytes uint64) [2]float64 {
+// from which the direction received at least share of its rate before
+// (Mbit/s) in each fifth of the next window, in ms; -1 if none. Asking it of
+// every fifth keeps a flush of frames held during the fault, followed by
+// little, from counting as a resumption.
+func (s *rxSampler) resumed(end time.Time, before [2]float64, share float64, window time.Duration) [2]float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := [2]float64{-1, -1}
-	const window = 50 * time.Millisecond
+	const parts = 5
+	part := window / parts
 	for d := range out {
+		need := uint64(max(before[d]*1e6/8*share*part.Seconds(), 8<<10))
+	next:
 		for i, at := range s.at {
 			if at.Before(end) {
 				continue
 			}
-			j := i
-			for j+1 < len(s.at) && s.at[j+1].Sub(at) <= window {
-				j++
+			from := i
+			for k := 1; k <= parts; k++ {
+				to := from
+				for to+1 < len(s.at) && s.at[to+1].Sub(at) <= time.Duration(k)*part {
+					to++
+				}
+				if s.at[to].Sub(at) < time.Duration(k)*part-sampleEvery {
+					break next // the samples end before a whole window
+				}
+				if s.bytes[to][d]-s.bytes[from][d] < need {
+					continue next
+				}
+				from = to
 			}
-			if j > i && s.bytes[j][d]-s.bytes[i][d] >= minBytes {
-				// The data started flowing in the sample interval before i.
-				out[d] = float64(max(0, at.Sub(end)-sampleEvery).Microseconds()) / 1e3
-				break
+			// The flow started in the first sample interval after i that
+			// carried data.
+			k := i + 1
+			for k < len(s.at) && s.bytes[k][d] == s.bytes[k-1][d] {
+				k++
 			}
+			out[d] = float64(max(0, s.at[k-1].Sub(end)).Microseconds()) / 1e3
+			break
 		}
 	}
 	return out
@@ -529,6 +563,7 @@ func (r *ChaosResult) Text() string {
 			fmt.Fprintf(&b, "           error: %s\n", e.Error)
 		}
 	}
-	b.WriteString("(directions: h1→h2 / h2→h1; resumed: from the restarted dataplane ready or the port up again)\n")
+	fmt.Fprintf(&b, "(directions: h1→h2 / h2→h1; resumed: %.0f%% of the rate before, sustained %v, from the restarted dataplane ready, the port up again or the stalled dataplane continued)\n",
+		r.Config.ResumeShare*100, r.Config.ResumeWindow)
 	return b.String()
 }

@@ -22,8 +22,10 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 	}
 	self := buildSelf(t)
 	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfk"), Progress: testWriter{t}}
-	cfg := ChaosConfig{Events: []string{"kill-sw1", "kill-sw2", "flap-sw1"}, Settle: time.Second, Watch: 3 * time.Second,
-		Flap: 2 * time.Second, UDPLoss: 1e-2, UDPTime: 2 * time.Second}
+	// Resumed here means a tenth of the rate before, over 500 ms: the
+	// command's quarter is a figure, and this test runs on a busy machine.
+	cfg := ChaosConfig{Events: []string{"kill-sw1", "kill-sw2", "flap-sw1", "stall-sw2"}, Settle: time.Second, Watch: 3 * time.Second,
+		Flap: 2 * time.Second, UDPLoss: 1e-2, UDPTime: 2 * time.Second, ResumeShare: 0.1}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := e.Chaos(ctx, cfg)

@@ -201,6 +201,19 @@ func (d *Dataplanes) Kill(sw string) error {
 	}
 }
 
+// Signal sends sig to the dataplane on sw (SIGSTOP and SIGCONT model a
+// process that is not scheduled: a stalled switch).
+func (d *Dataplanes) Signal(sw string, sig os.Signal) error {
+	i, err := d.find(sw)
+	if err != nil {
+		return err
+	}
+	if err := d.procs[i].cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("dataplane on %s: %v: %w", sw, sig, err)
+	}
+	return nil
+}
+
 // Restart starts the dataplane on sw again with the same arguments (after
 // Kill, or after it exited) and waits until it is ready.
 func (d *Dataplanes) Restart(sw string) error {
