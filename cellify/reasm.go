@@ -87,8 +87,8 @@ type stream struct {
 
 	sync      bool   // parsing; false: discarding until a record start
 	lostKnown bool   // !sync: lostFrom is valid
-	lostAny   bool   // !sync: bytes of a lost record were discarded
-	lostFrom  uint16 // !sync: number of the first record lost
+	lostAny   bool   // !sync: bytes of record lostFrom were discarded
+	lostFrom  uint16 // !sync: number of the first lost record not yet counted
 	recNo     uint16 // number of the record in progress, or of the next one
 	hdr       [RecordHeaderLen]byte
 	hdrGot    int // length-prefix bytes of the record in progress
@@ -294,29 +294,39 @@ func (r *Reassembler) consume(s *stream, first, recNo uint16, p []byte) {
 		r.abandon(s)
 	}
 	if !s.sync {
+		if !s.lostKnown {
+			s.lostFrom, s.lostKnown = recNo, true
+		}
 		if first == NoRecord {
+			// All of record recNo: lost, with the ones before it.
+			r.lose(s, recNo+1)
 			r.st.DiscardedBytes += uint64(len(p))
-			s.lostAny = true
 			return
 		}
 		start := recNo
 		if first != 0 {
 			start++ // byte 0 belongs to record recNo, the next starts at first
-			s.lostAny = true
 		}
-		lost := 0
-		if s.lostKnown {
-			lost = max(int(int16(start-s.lostFrom)), 0)
-		}
-		if lost == 0 && s.lostAny {
-			lost = 1
-		}
-		r.st.DiscardedRecords += uint64(lost)
+		r.lose(s, start)
 		r.st.DiscardedBytes += uint64(first)
-		s.sync, s.lostAny, s.recNo = true, false, start
+		s.sync, s.recNo = true, start
 		p = p[first:]
 	}
 	r.parse(s, p)
+}
+
+// lose counts the records from lostFrom up to (not including) upTo as lost,
+// at least one if bytes of record lostFrom were discarded.
+func (r *Reassembler) lose(s *stream, upTo uint16) {
+	n := max(int(int16(upTo-s.lostFrom)), 0)
+	if n == 0 && s.lostAny {
+		n = 1
+	}
+	r.st.DiscardedRecords += uint64(n)
+	if n > 0 {
+		s.lostFrom = upTo
+	}
+	s.lostAny = false
 }
 
 // expects reports whether a cell starting with record recNo and whose first
