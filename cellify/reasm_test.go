@@ -207,7 +207,7 @@ func TestReasmHostile(t *testing.T) {
 	}
 	bad := record(0, 100)
 	binary.BigEndian.PutUint16(bad, MaxRecordFrame+1)
-	short := make([]byte, 42) // length 0
+	short := make([]byte, 42)                        // length 0
 	split := append(record(6, 60), record(7, 60)...) // split over two cells below
 	wrongDst := hostile(9, 0, 9, record(8, 60))
 	binary.BigEndian.PutUint16(wrongDst[Off:], 99)
