@@ -21,6 +21,7 @@ const (
 	DefaultMaxPayload   = 2048
 	DefaultReasmTimeout = 1_000_000
 	DefaultMaxStreams   = 256
+	MaxReasmBytes       = 1 << 30 // bound on one stream's cell buffer, (Window+1) × MaxPayload
 )
 
 // ReasmStats counts what a Reassembler did. Record bytes are frame bytes;
@@ -111,8 +112,8 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 	if cfg.MaxStreams == 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
-	if cfg.Window < 1 || cfg.Window > 1<<20 || cfg.MaxPayload < 1 || cfg.MaxPayload > MaxCellPayload ||
-		cfg.Timeout < 0 || cfg.MaxStreams < 1 || deliver == nil {
+	if cfg.Window < 1 || cfg.MaxPayload < 1 || cfg.MaxPayload > MaxCellPayload ||
+		(cfg.Window+1)*cfg.MaxPayload > MaxReasmBytes || cfg.Timeout < 0 || cfg.MaxStreams < 1 || deliver == nil {
 		return nil, errors.New("cellify: reassembly config out of range")
 	}
 	return &Reassembler{cfg: cfg, deliver: deliver, m: make(map[StreamKey]*stream, cfg.MaxStreams)}, nil
@@ -158,7 +159,7 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 	case d <= w:
 		r.hold(s, now, h, payload)
 		return
-	case s.next-h.Seq <= w:
+	case !s.fresh && s.next-h.Seq <= w:
 		if h.Seq-s.skipLo < s.skipHi-s.skipLo {
 			r.st.Late++
 		} else {

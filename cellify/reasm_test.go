@@ -280,12 +280,17 @@ func TestReasmResync(t *testing.T) {
 	// Claims its first 20 bytes end record 0, which was whole: they are
 	// discarded (no record lost), record 1 at 20 is delivered.
 	r.Receive(3+timeout, hostile(1, 20, 0, append(make([]byte, 20), record(5, 60)...)))
+	// A new stream whose first cell is just "behind" seq 0 starts there too.
+	other := hostile(1<<32-3, 0, 0, record(6, 60))
+	other[Off+5]++ // port
+	fixSum(other)
+	r.Receive(4+timeout, other)
 	var ids []int
 	for _, f := range col.frames {
 		ids = append(ids, int(binary.BigEndian.Uint32(f)))
 	}
 	st := r.Stats()
-	if fmt.Sprint(ids) != "[1 2 4 5]" || st.Resyncs != 2 || st.OutOfWindow != 1 || st.Inconsistent != 1 || st.DiscardedRecords != 0 || st.DiscardedBytes != 20 {
+	if fmt.Sprint(ids) != "[1 2 4 5 6]" || st.Resyncs != 3 || st.OutOfWindow != 1 || st.Inconsistent != 1 || st.DiscardedRecords != 0 || st.DiscardedBytes != 20 {
 		t.Fatalf("delivered %v, stats %+v", ids, st)
 	}
 }
