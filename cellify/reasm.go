@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 )
 
 // ReasmConfig configures a Reassembler.
@@ -21,7 +22,7 @@ const (
 	DefaultMaxPayload   = 2048
 	DefaultReasmTimeout = 1_000_000
 	DefaultMaxStreams   = 256
-	MaxReasmBytes       = 1 << 30 // bound on one stream's cell buffer, (Window+1) × MaxPayload
+	MaxReasmBytes       = 1 << 30 // bound on one stream's cell buffer: the power of two above Window, × MaxPayload
 )
 
 // ReasmStats counts what a Reassembler did. Record bytes are frame bytes;
@@ -113,7 +114,7 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 		cfg.MaxStreams = DefaultMaxStreams
 	}
 	if cfg.Window < 1 || cfg.MaxPayload < 1 || cfg.MaxPayload > MaxCellPayload ||
-		(cfg.Window+1)*cfg.MaxPayload > MaxReasmBytes || cfg.Timeout < 0 || cfg.MaxStreams < 1 || deliver == nil {
+		cfg.Window > MaxReasmBytes/2/cfg.MaxPayload || cfg.Timeout < 0 || cfg.MaxStreams < 1 || deliver == nil {
 		return nil, errors.New("cellify: reassembly config out of range")
 	}
 	return &Reassembler{cfg: cfg, deliver: deliver, m: make(map[StreamKey]*stream, cfg.MaxStreams)}, nil
@@ -188,14 +189,16 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 
 // hold keeps an early cell (1 ≤ seq-next ≤ Window) in its slot.
 func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) {
-	w := r.cfg.Window
 	if s.slots == nil {
-		s.slots = make([]slot, w+1)
-		s.slab = make([]byte, (w+1)*r.cfg.MaxPayload)
+		// A power of two ≥ Window+1, so that slot = seq mod len stays
+		// unique across the wrap of seq.
+		n := 1 << bits.Len(uint(r.cfg.Window))
+		s.slots = make([]slot, n)
+		s.slab = make([]byte, n*r.cfg.MaxPayload)
 	}
-	i := int(h.Seq % uint32(w+1))
+	i := int(h.Seq & uint32(len(s.slots)-1))
 	sl := &s.slots[i]
-	if sl.full { // the same seq: held seqs next+1..next+Window differ mod Window+1
+	if sl.full { // the same seq: held seqs next+1..next+Window have their own slots
 		r.st.Duplicates++
 		return
 	}
@@ -218,10 +221,10 @@ func (r *Reassembler) drain(s *stream) {
 	if s.buffered == 0 {
 		return
 	}
-	n := uint32(len(s.slots))
+	mask := uint32(len(s.slots) - 1)
 	moved := false
 	for s.buffered > 0 {
-		i := s.next % n
+		i := s.next & mask
 		sl := &s.slots[i]
 		if !sl.full || sl.seq != s.next {
 			break
@@ -238,7 +241,7 @@ func (r *Reassembler) drain(s *stream) {
 		// The new head hole is known since the earliest arrival of a cell after it.
 		s.since = math.MaxInt64
 		for q := s.next; q-s.next <= s.hi-s.next; q++ {
-			if sl := &s.slots[q%n]; sl.full && sl.at < s.since {
+			if sl := &s.slots[q&mask]; sl.full && sl.at < s.since {
 				s.since = sl.at
 			}
 		}
@@ -262,9 +265,9 @@ func (r *Reassembler) Poll(now int64) int64 {
 
 // skip gives up the missing cells before the first held one.
 func (r *Reassembler) skip(s *stream) {
-	n := uint32(len(s.slots))
+	mask := uint32(len(s.slots) - 1)
 	to := s.next + 1
-	for !s.slots[to%n].full {
+	for !s.slots[to&mask].full {
 		to++
 	}
 	r.st.Timeouts++
