@@ -51,7 +51,9 @@
 //
 // One link EtherType carries every mechanism; the 4-bit type partitions it so
 // that no mechanism needs a second EtherType or a second parser. Parse decodes
-// the LinkGuardian family; ParseHello the session family; the reserved
+// the LinkGuardian family; ParseHello the session family; package cellify the
+// cell family (its headers start at DataOffset, after a link header whose
+// bytes 15..21 LinkGuardian may fill as for a data frame); the reserved
 // numbers have no decoder yet and every decoder rejects them (ErrType), so a
 // caller counts them as bad frames until their mechanism exists.
 //
@@ -65,10 +67,10 @@
 //	 6    resume        LinkGuardian  Parse        priority
 //	 7    hello         session       ParseHello   priority
 //	 8    hello-ack     session       ParseHello   priority
-//	 9    cell          cells         reserved
-//	10    credit-req    credit        reserved
-//	11    credit-grant  credit        reserved
-//	12    reach         reachability  reserved
+//	 9    cell          cells         cellify.ParseCell    normal
+//	10    credit-req    credit        cellify.ParseCredit  priority
+//	11    credit-grant  credit        cellify.ParseCredit  priority
+//	12    reach         reachability  cellify.ParseReach   priority
 //	13    tdma          TDMA          reserved
 //	14    fec-parity    FEC           reserved
 //	15    -             reserved for an extended type byte
@@ -136,10 +138,10 @@ const (
 	TypeResume      Type = 6
 	TypeHello       Type = 7
 	TypeHelloAck    Type = 8
-	TypeCell        Type = 9  // reserved
-	TypeCreditReq   Type = 10 // reserved
-	TypeCreditGrant Type = 11 // reserved
-	TypeReach       Type = 12 // reserved
+	TypeCell        Type = 9  // package cellify
+	TypeCreditReq   Type = 10 // package cellify
+	TypeCreditGrant Type = 11 // package cellify
+	TypeReach       Type = 12 // package cellify
 	TypeTDMA        Type = 13 // reserved
 	TypeFECParity   Type = 14 // reserved
 	// NumTypes bounds the type field (4 bits): arrays indexed by Type use it.

@@ -1,0 +1,139 @@
+package cellify
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// CREDIT-REQ (type 10, source edge → destination edge) and CREDIT-GRANT
+// (type 11, destination → source) share one layout after the link header:
+//
+//	22  2  src edge (the VOQs' edge; nonzero)
+//	24  2  dst edge (the egress edge; nonzero)
+//	26  1  count of entries, 1..MaxCreditEntries
+//	27  1  reserved, zero
+//	28  4  CRC-32C over bytes 22..27 and the entries
+//	32  -  count × 10-byte entries: port 1, class 1, total 8
+//
+// Total is cumulative: in a request the bytes ever enqueued on VOQ (dst,
+// port, class), in a grant the bytes ever granted to it. A lost or repeated
+// frame is thus repaired by the next. Frames shorter than seqhdr.MinFrameLen
+// are zero-padded.
+
+// Credit frame sizes.
+const (
+	creditHeadLen    = 10
+	CreditEntryLen   = 10
+	MaxCreditEntries = 128 // 1312 bytes: fits a 1500-byte link MTU
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CreditEntry is one VOQ's cumulative counter.
+type CreditEntry struct {
+	Port  uint8
+	Class Class
+	Total uint64
+}
+
+// CreditFrame is a decoded CREDIT-REQ or CREDIT-GRANT; its entries stay in
+// the frame it was parsed from.
+type CreditFrame struct {
+	Grant    bool
+	Src, Dst EdgeID
+	N        int // entries
+	entries  []byte
+}
+
+// Entry returns entry i (0 ≤ i < N).
+func (c *CreditFrame) Entry(i int) CreditEntry {
+	e := c.entries[i*CreditEntryLen:]
+	return CreditEntry{Port: e[0], Class: Class(e[1]), Total: binary.BigEndian.Uint64(e[2:])}
+}
+
+// CreditFrameLen is the length of a credit frame with n entries.
+func CreditFrameLen(n int) int {
+	return max(Off+creditHeadLen+n*CreditEntryLen, seqhdr.MinFrameLen)
+}
+
+// PutCredit writes a whole credit frame but its MACs and returns its length.
+func PutCredit(frame []byte, grant bool, src, dst EdgeID, entries []CreditEntry) (int, error) {
+	n := len(entries)
+	if src == 0 || dst == 0 {
+		return 0, ErrEdge
+	}
+	if n == 0 || n > MaxCreditEntries {
+		return 0, ErrField
+	}
+	if len(frame) < CreditFrameLen(n) {
+		return 0, ErrShort
+	}
+	t := seqhdr.TypeCreditReq
+	if grant {
+		t = seqhdr.TypeCreditGrant
+	}
+	putLink(frame, t)
+	b := frame[Off:]
+	binary.BigEndian.PutUint16(b[0:], uint16(src))
+	binary.BigEndian.PutUint16(b[2:], uint16(dst))
+	b[4] = byte(n)
+	b[5] = 0
+	for i := range entries {
+		e := &entries[i]
+		if e.Class >= Classes {
+			return 0, ErrClass
+		}
+		p := b[creditHeadLen+i*CreditEntryLen:]
+		p[0] = e.Port
+		p[1] = byte(e.Class)
+		binary.BigEndian.PutUint64(p[2:], e.Total)
+	}
+	end := creditHeadLen + n*CreditEntryLen
+	binary.BigEndian.PutUint32(b[6:], sum2(b[:6], b[creditHeadLen:end]))
+	return pad(frame, Off+end), nil
+}
+
+// ParseCredit decodes a CREDIT-REQ or CREDIT-GRANT frame.
+func ParseCredit(frame []byte) (CreditFrame, error) {
+	var c CreditFrame
+	t, ok := seqhdr.FrameType(frame)
+	if !ok || (t != seqhdr.TypeCreditReq && t != seqhdr.TypeCreditGrant) {
+		return c, ErrType
+	}
+	if len(frame) < Off+creditHeadLen {
+		return c, ErrShort
+	}
+	b := frame[Off:]
+	n := int(b[4])
+	if n == 0 || n > MaxCreditEntries || b[5] != 0 {
+		return c, ErrField
+	}
+	end := creditHeadLen + n*CreditEntryLen
+	if len(b) < end {
+		return c, ErrShort
+	}
+	if sum2(b[:6], b[creditHeadLen:end]) != binary.BigEndian.Uint32(b[6:]) {
+		return c, ErrChecksum
+	}
+	c.Grant = t == seqhdr.TypeCreditGrant
+	c.Src = EdgeID(binary.BigEndian.Uint16(b[0:]))
+	c.Dst = EdgeID(binary.BigEndian.Uint16(b[2:]))
+	if c.Src == 0 || c.Dst == 0 {
+		return CreditFrame{}, ErrEdge
+	}
+	c.N = n
+	c.entries = b[creditHeadLen:end]
+	for i := range n {
+		if Class(c.entries[i*CreditEntryLen+1]) >= Classes {
+			return CreditFrame{}, ErrClass
+		}
+	}
+	return c, nil
+}
+
+// sum2 is the CRC-32C of a followed by b.
+func sum2(a, b []byte) uint32 {
+	return crc32.Update(crc32.Checksum(a, castagnoli), castagnoli, b)
+}

@@ -1,0 +1,425 @@
+package cellify
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/bits"
+)
+
+// ReasmConfig configures a Reassembler.
+type ReasmConfig struct {
+	Window     int    // cells held per stream beyond the next expected one; default 512
+	MaxPayload int    // largest cell payload accepted; default 2048
+	Timeout    int64  // ns a hole may hold up its stream before it is skipped; default 1 ms
+	MaxStreams int    // default 256
+	Self       EdgeID // if nonzero, cells addressed to another edge are dropped
+}
+
+// Reassembly defaults.
+const (
+	DefaultWindow       = 512
+	DefaultMaxPayload   = 2048
+	DefaultReasmTimeout = 1_000_000
+	DefaultMaxStreams   = 256
+	MaxReasmBytes       = 1 << 30 // bound on one stream's cell buffer: the power of two above Window, × MaxPayload
+)
+
+// ReasmStats counts what a Reassembler did. Record bytes are frame bytes;
+// DiscardedBytes are stream bytes (length prefixes included).
+type ReasmStats struct {
+	Cells            uint64 // cells accepted (consumed at once or held)
+	BadCells         uint64 // frames or headers rejected (ParseCell, inconsistent fields)
+	WrongDst         uint64 // cells for another edge
+	Oversize         uint64 // cells above MaxPayload
+	NoStream         uint64 // cells of a new stream beyond MaxStreams
+	Duplicates       uint64 // cells already held or already consumed
+	Late             uint64 // cells of a hole already skipped
+	OutOfWindow      uint64 // cells too far ahead of or behind their stream
+	Resyncs          uint64 // streams restarted at a cell far out of the window
+	Delivered        uint64 // records delivered
+	DeliveredBytes   uint64
+	Timeouts         uint64 // holes skipped
+	SkippedCells     uint64 // cell seqs given up by those skips
+	DiscardedRecords uint64 // records lost to holes and resyncs (counted by record number)
+	DiscardedBytes   uint64 // received bytes of those records and of malformed ones
+	Malformed        uint64 // records with a length outside MinRecordFrame..MaxRecordFrame
+	Inconsistent     uint64 // cells whose first-record offset or record number disagrees with the stream
+	Buffered         uint64 // cells held now
+	PeakBuffered     uint64
+}
+
+// Reassembler rebuilds the records of every stream arriving at an egress
+// edge and hands each host frame, in stream order, to the deliver function
+// given to NewReassembler. The frame passed to deliver is valid only during
+// the call, which must not call back into the Reassembler. Receive,
+// ReceiveCell and Poll do not allocate once a stream exists and has held a
+// cell.
+type Reassembler struct {
+	cfg     ReasmConfig
+	deliver func(StreamKey, []byte)
+	m       map[StreamKey]*stream
+	list    []*stream
+	st      ReasmStats
+}
+
+type slot struct {
+	at    int64
+	seq   uint32
+	n     uint16
+	first uint16
+	recNo uint16
+	full  bool
+}
+
+// stream is one reassembly stream: a window of cells from next on, and the
+// record being parsed.
+type stream struct {
+	key      StreamKey
+	next     uint32 // seq of the next cell to consume
+	buffered int    // held cells
+	hi       uint32 // highest held seq
+	since    int64  // the head hole is known since (earliest arrival of a held cell)
+	last     int64  // last accepted cell
+	fresh    bool   // no cell accepted yet
+	slots    []slot
+	slab     []byte
+	skipLo   uint32 // last skipped seq range [skipLo, skipHi)
+	skipHi   uint32
+
+	sync      bool   // parsing; false: discarding until a record start
+	lostKnown bool   // !sync: lostFrom is valid
+	lostAny   bool   // !sync: bytes of record lostFrom were discarded
+	lostFrom  uint16 // !sync: number of the first lost record not yet counted
+	recNo     uint16 // number of the record in progress, or of the next one
+	hdr       [RecordHeaderLen]byte
+	hdrGot    int // length-prefix bytes of the record in progress
+	recLen    int
+	recGot    int
+	rec       []byte
+}
+
+// NewReassembler returns a Reassembler delivering host frames to deliver.
+func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) (*Reassembler, error) {
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.MaxPayload == 0 {
+		cfg.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultReasmTimeout
+	}
+	if cfg.MaxStreams == 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.Window < 1 || cfg.MaxPayload < 1 || cfg.MaxPayload > MaxCellPayload ||
+		cfg.Window > MaxReasmBytes/2/cfg.MaxPayload || cfg.Timeout < 0 || cfg.MaxStreams < 1 || deliver == nil {
+		return nil, errors.New("cellify: reassembly config out of range")
+	}
+	return &Reassembler{cfg: cfg, deliver: deliver, m: make(map[StreamKey]*stream, cfg.MaxStreams)}, nil
+}
+
+// Stats returns the counters.
+func (r *Reassembler) Stats() ReasmStats { return r.st }
+
+// Receive takes a whole cell frame.
+func (r *Reassembler) Receive(now int64, frame []byte) {
+	h, err := ParseCell(frame)
+	if err != nil {
+		r.st.BadCells++
+		return
+	}
+	r.ReceiveCell(now, &h, frame[CellPayloadOffset:CellPayloadOffset+int(h.Len)])
+}
+
+// ReceiveCell takes a cell whose header the caller decoded; payload is its
+// h.Len payload bytes.
+func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
+	if len(payload) != int(h.Len) || h.check() != nil {
+		r.st.BadCells++
+		return
+	}
+	if r.cfg.Self != 0 && h.Dst != r.cfg.Self {
+		r.st.WrongDst++
+		return
+	}
+	if len(payload) > r.cfg.MaxPayload {
+		r.st.Oversize++
+		return
+	}
+	s := r.stream(now, h.Key())
+	if s == nil {
+		r.st.NoStream++
+		return
+	}
+	w := uint32(r.cfg.Window)
+	d := h.Seq - s.next
+	switch {
+	case d == 0:
+	case d <= w:
+		r.hold(s, now, h, payload)
+		return
+	case !s.fresh && s.next-h.Seq <= w:
+		if h.Seq-s.skipLo < s.skipHi-s.skipLo {
+			r.st.Late++
+		} else {
+			r.st.Duplicates++
+		}
+		return
+	case s.fresh || s.buffered == 0 && now-s.last >= r.cfg.Timeout:
+		// Far from a stream that is new or has been silent a timeout: the
+		// sender restarted, or this edge did. Start over at this cell.
+		if s.sync {
+			r.abandon(s)
+		}
+		s.lostKnown = false
+		s.next = h.Seq
+		r.st.Resyncs++
+	default:
+		r.st.OutOfWindow++
+		return
+	}
+	r.st.Cells++
+	s.last, s.fresh = now, false
+	r.consume(s, h.First, h.RecNo, payload)
+	s.next++
+	r.drain(s)
+}
+
+// hold keeps an early cell (1 ≤ seq-next ≤ Window) in its slot.
+func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) {
+	if s.slots == nil {
+		// A power of two ≥ Window+1, so that slot = seq mod len stays
+		// unique across the wrap of seq.
+		n := 1 << bits.Len(uint(r.cfg.Window))
+		s.slots = make([]slot, n)
+		s.slab = make([]byte, n*r.cfg.MaxPayload)
+	}
+	i := int(h.Seq & uint32(len(s.slots)-1))
+	sl := &s.slots[i]
+	if sl.full { // the same seq: held seqs next+1..next+Window have their own slots
+		r.st.Duplicates++
+		return
+	}
+	*sl = slot{at: now, seq: h.Seq, n: h.Len, first: h.First, recNo: h.RecNo, full: true}
+	copy(s.slab[i*r.cfg.MaxPayload:], payload)
+	if s.buffered == 0 {
+		s.since, s.hi = now, h.Seq
+	} else if h.Seq-s.next > s.hi-s.next {
+		s.hi = h.Seq
+	}
+	s.buffered++
+	r.st.Cells++
+	r.st.Buffered++
+	r.st.PeakBuffered = max(r.st.PeakBuffered, r.st.Buffered)
+	s.last, s.fresh = now, false
+}
+
+// drain consumes the held cells that follow next without a gap.
+func (r *Reassembler) drain(s *stream) {
+	if s.buffered == 0 {
+		return
+	}
+	mask := uint32(len(s.slots) - 1)
+	moved := false
+	for s.buffered > 0 {
+		i := s.next & mask
+		sl := &s.slots[i]
+		if !sl.full || sl.seq != s.next {
+			break
+		}
+		off := int(i) * r.cfg.MaxPayload
+		r.consume(s, sl.first, sl.recNo, s.slab[off:off+int(sl.n)])
+		sl.full = false
+		s.buffered--
+		r.st.Buffered--
+		s.next++
+		moved = true
+	}
+	if moved && s.buffered > 0 {
+		// The new head hole is known since the earliest arrival of a cell after it.
+		s.since = math.MaxInt64
+		for q := s.next; q-s.next <= s.hi-s.next; q++ {
+			if sl := &s.slots[q&mask]; sl.full && sl.at < s.since {
+				s.since = sl.at
+			}
+		}
+	}
+}
+
+// Poll skips the holes that have held up their stream for the timeout and
+// returns the next deadline (math.MaxInt64 if none).
+func (r *Reassembler) Poll(now int64) int64 {
+	next := int64(math.MaxInt64)
+	for _, s := range r.list {
+		for s.buffered > 0 && now-s.since >= r.cfg.Timeout {
+			r.skip(s)
+		}
+		if s.buffered > 0 {
+			next = min(next, s.since+r.cfg.Timeout)
+		}
+	}
+	return next
+}
+
+// skip gives up the missing cells before the first held one.
+func (r *Reassembler) skip(s *stream) {
+	mask := uint32(len(s.slots) - 1)
+	to := s.next + 1
+	for !s.slots[to&mask].full {
+		to++
+	}
+	r.st.Timeouts++
+	r.st.SkippedCells += uint64(to - s.next)
+	s.skipLo, s.skipHi = s.next, to
+	if s.sync {
+		r.abandon(s)
+	}
+	s.next = to
+	r.drain(s)
+}
+
+// abandon drops the record in progress and starts discarding until the next
+// record start; records from the current number on are counted lost then.
+func (r *Reassembler) abandon(s *stream) {
+	if s.hdrGot > 0 {
+		r.st.DiscardedBytes += uint64(s.hdrGot + s.recGot)
+		s.lostAny = true
+	}
+	s.sync, s.lostKnown, s.lostFrom = false, true, s.recNo
+	s.hdrGot, s.recGot = 0, 0
+}
+
+// consume feeds the next cell of the stream, in order, to the record parser.
+func (r *Reassembler) consume(s *stream, first, recNo uint16, p []byte) {
+	if s.sync && !s.expects(first, recNo, p) {
+		r.st.Inconsistent++
+		r.abandon(s)
+	}
+	if !s.sync {
+		if !s.lostKnown {
+			s.lostFrom, s.lostKnown = recNo, true
+		}
+		if first == NoRecord {
+			// All of record recNo: lost, with the ones before it.
+			r.lose(s, recNo+1)
+			r.st.DiscardedBytes += uint64(len(p))
+			return
+		}
+		start := recNo
+		if first != 0 {
+			start++ // byte 0 belongs to record recNo, the next starts at first
+		}
+		r.lose(s, start)
+		r.st.DiscardedBytes += uint64(first)
+		s.sync, s.recNo = true, start
+		p = p[first:]
+	}
+	r.parse(s, p)
+}
+
+// lose counts the records from lostFrom up to (not including) upTo as lost,
+// at least one if bytes of record lostFrom were discarded.
+func (r *Reassembler) lose(s *stream, upTo uint16) {
+	n := max(int(int16(upTo-s.lostFrom)), 0)
+	if n == 0 && s.lostAny {
+		n = 1
+	}
+	r.st.DiscardedRecords += uint64(n)
+	if n > 0 {
+		s.lostFrom = upTo
+	}
+	s.lostAny = false
+}
+
+// expects reports whether a cell starting with record recNo and whose first
+// record starts at first continues the parse where it stands.
+func (s *stream) expects(first, recNo uint16, p []byte) bool {
+	if recNo != s.recNo {
+		return false
+	}
+	var rem int
+	switch s.hdrGot {
+	case 0:
+		return first == 0
+	case 1:
+		l := int(s.hdr[0])<<8 | int(p[0])
+		if l < MinRecordFrame || l > MaxRecordFrame {
+			return true // parse counts it malformed
+		}
+		rem = 1 + l
+	default:
+		rem = s.recLen - s.recGot
+	}
+	if rem < len(p) {
+		return int(first) == rem
+	}
+	return first == NoRecord
+}
+
+// parse cuts records out of in-order stream bytes.
+func (r *Reassembler) parse(s *stream, p []byte) {
+	for len(p) > 0 {
+		if s.hdrGot == 0 && len(p) >= RecordHeaderLen {
+			// Fast path: a whole record inside p is delivered from where it lies.
+			l := int(binary.BigEndian.Uint16(p))
+			if l >= MinRecordFrame && l <= MaxRecordFrame && RecordHeaderLen+l <= len(p) {
+				r.out(s, p[RecordHeaderLen:RecordHeaderLen+l])
+				p = p[RecordHeaderLen+l:]
+				continue
+			}
+		}
+		if s.hdrGot < RecordHeaderLen {
+			s.hdr[s.hdrGot] = p[0]
+			s.hdrGot++
+			p = p[1:]
+			if s.hdrGot < RecordHeaderLen {
+				continue
+			}
+			l := int(binary.BigEndian.Uint16(s.hdr[:]))
+			if l < MinRecordFrame || l > MaxRecordFrame {
+				// Its end is unknown: discard up to the next record start
+				// named by a cell header.
+				r.st.Malformed++
+				r.st.DiscardedBytes += uint64(RecordHeaderLen + len(p))
+				s.hdrGot = 0
+				s.sync, s.lostKnown, s.lostAny, s.lostFrom = false, true, false, s.recNo+1
+				return
+			}
+			s.recLen, s.recGot = l, 0
+			if s.rec == nil {
+				s.rec = make([]byte, MaxRecordFrame)
+			}
+			continue
+		}
+		k := copy(s.rec[s.recGot:s.recLen], p)
+		s.recGot += k
+		p = p[k:]
+		if s.recGot == s.recLen {
+			s.hdrGot, s.recGot = 0, 0
+			r.out(s, s.rec[:s.recLen])
+		}
+	}
+}
+
+func (r *Reassembler) out(s *stream, frame []byte) {
+	s.recNo++
+	r.st.Delivered++
+	r.st.DeliveredBytes += uint64(len(frame))
+	r.deliver(s.key, frame)
+}
+
+// stream finds or creates the stream of key; nil beyond MaxStreams.
+func (r *Reassembler) stream(now int64, key StreamKey) *stream {
+	if s := r.m[key]; s != nil {
+		return s
+	}
+	if len(r.list) >= r.cfg.MaxStreams {
+		return nil
+	}
+	s := &stream{key: key, sync: true, fresh: true, last: now}
+	r.m[key] = s
+	r.list = append(r.list, s)
+	return s
+}
