@@ -1,0 +1,400 @@
+package cellify
+
+import (
+	"errors"
+	"math/bits"
+)
+
+// Role is a node's place in the fabric: RoleEdge (0) for an edge, k ≥ 1
+// for a fabric node of tier k (1 next to the edges).
+type Role uint8
+
+// RoleEdge is the role of an edge node.
+const RoleEdge Role = 0
+
+// ReachConfig configures a node's reachability. Times are nanoseconds.
+type ReachConfig struct {
+	Self     EdgeID
+	Role     Role
+	Links    int   // link ports, 1..64
+	MaxEdges int   // edge ids covered by the bitmaps, 1..65536 (0: 256)
+	Interval int64 // REACH period, also the window a REACH is expected in
+	// Th: a link leaves after Th intervals in a row without a REACH and
+	// returns after Th good intervals in a row.
+	Th int
+	// LossFaulty: a link whose measured loss rate (SetLoss) is above it is
+	// faulty: excluded at once and advertised FAULTY to the peer, until the
+	// rate is at or below LossClear.
+	LossFaulty float64
+	LossClear  float64
+}
+
+// DefaultReachConfig returns defaults for a node.
+func DefaultReachConfig(self EdgeID, role Role, links int) ReachConfig {
+	return ReachConfig{
+		Self: self, Role: role, Links: links,
+		MaxEdges:   256,
+		Interval:   100_000,
+		Th:         3,
+		LossFaulty: 1e-3,
+		LossClear:  1e-4,
+	}
+}
+
+func (c *ReachConfig) check() error {
+	if c.Links < 1 || c.Links > 64 || c.MaxEdges < 0 || c.MaxEdges > 1<<16 {
+		return errors.New("cellify: ReachConfig.Links must be in [1, 64], MaxEdges in [0, 65536]")
+	}
+	if c.Interval < 1 || c.Th < 1 || c.Th > 1<<16 {
+		return errors.New("cellify: ReachConfig.Interval must be > 0 and Th in [1, 65536]")
+	}
+	if c.Self == 0 || (c.Role == RoleEdge && int(c.Self) >= c.MaxEdges) {
+		return errors.New("cellify: ReachConfig.Self must be nonzero and, for an edge, below MaxEdges")
+	}
+	if !(c.LossClear >= 0 && c.LossClear <= c.LossFaulty) {
+		return errors.New("cellify: ReachConfig.LossClear must be in [0, LossFaulty]")
+	}
+	return nil
+}
+
+// ReachMsg is a received REACH: the sender, its role, its FAULTY flag
+// (it finds the link faulty) and the edges reachable through it (bit e%64
+// of word e/64 is edge e).
+type ReachMsg struct {
+	From   EdgeID
+	Role   Role
+	Faulty bool
+	Edges  []uint64
+}
+
+// ExcludeReason says why a link left the usable set.
+type ExcludeReason uint8
+
+const (
+	ExcludeNone       ExcludeReason = iota
+	ExcludeMiss                     // Th intervals without a REACH
+	ExcludeDown                     // the interface went down
+	ExcludePeerFaulty               // the peer's REACH carried FAULTY
+	ExcludeLoss                     // the measured loss rate crossed LossFaulty
+	ExcludePeerChange               // a different node answers on the link
+)
+
+var excludeNames = [...]string{"none", "miss", "down", "peer-faulty", "loss", "peer-change"}
+
+func (r ExcludeReason) String() string {
+	if int(r) < len(excludeNames) {
+		return excludeNames[r]
+	}
+	return "ExcludeReason(?)"
+}
+
+// LinkReach is the reachability state of one link port.
+type LinkReach struct {
+	Up         bool // the interface is up
+	Usable     bool
+	PeerKnown  bool // a REACH was received since start
+	Peer       EdgeID
+	PeerRole   Role
+	PeerFaulty bool // the peer's last REACH carried FAULTY
+	LossFaulty bool // the measured loss rate is above LossFaulty
+	Misses     int  // intervals in a row without a REACH
+	Good       int  // good intervals in a row
+
+	ReachRx      uint64 // REACH messages received
+	FaultyRx     uint64 // ... with FAULTY
+	MissTotal    uint64 // intervals without a REACH
+	Exclusions   uint64
+	Returns      uint64
+	LastRx       int64 // time of the last REACH
+	LastExcluded int64
+	LastReturned int64
+	LastReason   ExcludeReason
+}
+
+// ReachStats counts node-level events.
+type ReachStats struct {
+	BadLink   uint64 // calls naming a link out of range (ignored)
+	RxDown    uint64 // REACH received on a link whose interface is down (ignored)
+	Rebuilds  uint64 // table recomputations
+	LateTicks uint64 // Polls more than an interval late (the windows re-anchored)
+}
+
+type reachLink struct {
+	LinkReach
+	edges []uint64
+	rx    bool // a REACH arrived in the current interval
+	good  bool // ... and none of them carried FAULTY
+	bad   bool // ... one carried FAULTY
+}
+
+// Reach is a node's reachability (Stardust §3.2, App. E): per link the
+// REACH messages received and the interface state decide whether the link
+// is usable, with hysteresis; the table maps each destination edge to the
+// usable links whose peer reaches it; Advert says what to send on a link.
+// Poll runs the interval timer; links to send a REACH on accumulate in Due
+// (bit l: link l) until the caller clears it.
+type Reach struct {
+	cfg      ReachConfig
+	words    int
+	links    []reachLink
+	usable   uint64
+	table    []uint64 // per edge: mask of usable links reaching it
+	started  bool
+	evaluate bool // a full window has passed since start
+	nextTick int64
+
+	Due   uint64
+	Stats ReachStats
+}
+
+// NewReach returns a node's reachability; every interface is up, no link
+// usable until Th good intervals have passed.
+func NewReach(cfg ReachConfig) (*Reach, error) {
+	if cfg.MaxEdges == 0 {
+		cfg.MaxEdges = 256
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	r := &Reach{cfg: cfg, words: (cfg.MaxEdges + 63) / 64}
+	r.links = make([]reachLink, cfg.Links)
+	back := make([]uint64, cfg.Links*r.words)
+	for i := range r.links {
+		r.links[i].Up = true
+		r.links[i].edges = back[i*r.words : (i+1)*r.words : (i+1)*r.words]
+	}
+	r.table = make([]uint64, cfg.MaxEdges)
+	return r, nil
+}
+
+// Config returns the configuration in use.
+func (r *Reach) Config() ReachConfig { return r.cfg }
+
+// Words returns the length of a REACH bitmap in 64-bit words.
+func (r *Reach) Words() int { return r.words }
+
+// Usable returns the mask of usable links.
+func (r *Reach) Usable() uint64 { return r.usable }
+
+// Routes returns the mask of usable links through which dst is reachable.
+func (r *Reach) Routes(dst EdgeID) uint64 {
+	if int(dst) >= len(r.table) {
+		return 0
+	}
+	return r.table[dst]
+}
+
+// Link returns link l's state (the zero value if l is out of range).
+func (r *Reach) Link(l int) LinkReach {
+	if l < 0 || l >= len(r.links) {
+		return LinkReach{}
+	}
+	return r.links[l].LinkReach
+}
+
+func (r *Reach) link(l int) *reachLink {
+	if l < 0 || l >= len(r.links) {
+		r.Stats.BadLink++
+		return nil
+	}
+	return &r.links[l]
+}
+
+// Receive records a REACH received on link l. The message's bitmap is
+// copied (bits beyond MaxEdges are ignored).
+func (r *Reach) Receive(now int64, l int, m *ReachMsg) {
+	k := r.link(l)
+	if k == nil {
+		return
+	}
+	if !k.Up {
+		r.Stats.RxDown++
+		return
+	}
+	if k.PeerKnown && k.Peer != m.From {
+		r.exclude(now, l, ExcludePeerChange)
+		k.Good = 0
+	}
+	k.Peer, k.PeerRole, k.PeerKnown = m.From, m.Role, true
+	k.ReachRx++
+	k.LastRx = now
+	k.rx = true
+	k.PeerFaulty = m.Faulty
+	if m.Faulty {
+		k.FaultyRx++
+		k.Good, k.good, k.bad = 0, false, true
+		r.exclude(now, l, ExcludePeerFaulty)
+	} else {
+		k.good = !k.bad
+	}
+	changed := false
+	for w := range k.edges {
+		var v uint64
+		if w < len(m.Edges) {
+			v = m.Edges[w]
+		}
+		if w == r.words-1 && r.cfg.MaxEdges%64 != 0 {
+			v &= 1<<(r.cfg.MaxEdges%64) - 1
+		}
+		if k.edges[w] != v {
+			k.edges[w] = v
+			changed = true
+		}
+	}
+	if changed && k.Usable {
+		r.rebuild()
+	}
+}
+
+// SetUp reports link l's interface state: down excludes the link at once;
+// after up it returns after Th good intervals.
+func (r *Reach) SetUp(now int64, l int, up bool) {
+	k := r.link(l)
+	if k == nil || k.Up == up {
+		return
+	}
+	k.Up = up
+	k.Misses, k.Good, k.rx, k.good, k.bad = 0, 0, false, false, false
+	if !up {
+		r.exclude(now, l, ExcludeDown)
+	}
+}
+
+// SetLoss reports link l's measured loss rate: above LossFaulty the link
+// is excluded at once and advertised FAULTY; at or below LossClear it is no
+// longer faulty and returns after Th good intervals.
+func (r *Reach) SetLoss(now int64, l int, loss float64) {
+	k := r.link(l)
+	if k == nil {
+		return
+	}
+	switch {
+	case loss > r.cfg.LossFaulty && !k.LossFaulty:
+		k.LossFaulty, k.Good = true, 0
+		r.exclude(now, l, ExcludeLoss)
+	case loss <= r.cfg.LossClear && k.LossFaulty:
+		k.LossFaulty, k.Good = false, 0
+	}
+}
+
+// Poll runs the interval timer and returns the next deadline. At each
+// interval it closes the window of every up link (a miss without a REACH,
+// a good interval with a non-faulty one while neither end finds the link
+// faulty), excludes and returns links, and adds the up links to Due.
+func (r *Reach) Poll(now int64) int64 {
+	if !r.started {
+		r.started, r.nextTick = true, now
+	}
+	if now < r.nextTick {
+		return r.nextTick
+	}
+	if r.evaluate {
+		for l := range r.links {
+			r.close(now, l)
+		}
+	}
+	r.evaluate = true
+	for l := range r.links {
+		if r.links[l].Up {
+			r.Due |= 1 << l
+		}
+	}
+	r.nextTick += r.cfg.Interval
+	if r.nextTick <= now {
+		r.Stats.LateTicks++
+		r.nextTick = now + r.cfg.Interval
+	}
+	return r.nextTick
+}
+
+func (r *Reach) close(now int64, l int) {
+	k := &r.links[l]
+	rx, good := k.rx, k.good
+	k.rx, k.good, k.bad = false, false, false
+	if !k.Up {
+		return
+	}
+	if rx {
+		k.Misses = 0
+	} else {
+		k.Misses++
+		k.MissTotal++
+	}
+	if good && !k.PeerFaulty && !k.LossFaulty {
+		k.Good++
+	} else {
+		k.Good = 0
+	}
+	switch {
+	case k.Usable && k.Misses >= r.cfg.Th:
+		r.exclude(now, l, ExcludeMiss)
+	case !k.Usable && k.Good >= r.cfg.Th:
+		k.Usable = true
+		r.usable |= 1 << l
+		k.Returns++
+		k.LastReturned = now
+		r.rebuild()
+	}
+}
+
+func (r *Reach) exclude(now int64, l int, why ExcludeReason) {
+	k := &r.links[l]
+	if !k.Usable {
+		return
+	}
+	k.Usable = false
+	r.usable &^= 1 << l
+	k.Exclusions++
+	k.LastExcluded, k.LastReason = now, why
+	r.rebuild()
+}
+
+// rebuild recomputes the table from the usable links' peer bitmaps.
+func (r *Reach) rebuild() {
+	r.Stats.Rebuilds++
+	clear(r.table)
+	for m := r.usable; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros64(m)
+		for w, v := range r.links[l].edges {
+			for ; v != 0; v &= v - 1 {
+				r.table[w*64+bits.TrailingZeros64(v)] |= 1 << l
+			}
+		}
+	}
+	if r.cfg.Role == RoleEdge {
+		r.table[r.cfg.Self] = 0
+	}
+}
+
+// Advert fills dst (at least Words() long) with the edges this node
+// advertises on link l and returns the FAULTY flag to send. An edge
+// advertises itself. A fabric node advertises the edges reachable through
+// its other usable links (split horizon: not what it learned on l, nor l's
+// peer itself); toward a peer of its own or a higher tier only those
+// learned from lower tiers (valley-free: no loops between tiers).
+func (r *Reach) Advert(l int, dst []uint64) (faulty bool) {
+	dst = dst[:r.words]
+	clear(dst)
+	k := r.link(l)
+	if k == nil {
+		return false
+	}
+	if r.cfg.Role == RoleEdge {
+		dst[r.cfg.Self/64] |= 1 << (r.cfg.Self % 64)
+		return k.LossFaulty
+	}
+	down := k.PeerKnown && k.PeerRole < r.cfg.Role
+	for m := r.usable &^ (1 << l); m != 0; m &= m - 1 {
+		j := &r.links[bits.TrailingZeros64(m)]
+		if !down && j.PeerRole >= r.cfg.Role {
+			continue
+		}
+		for w, v := range j.edges {
+			dst[w] |= v
+		}
+	}
+	if k.PeerKnown && int(k.Peer) < r.cfg.MaxEdges {
+		dst[k.Peer/64] &^= 1 << (k.Peer % 64)
+	}
+	return k.LossFaulty
+}
