@@ -5,13 +5,13 @@ import (
 	"testing"
 )
 
-// fuzzOps reads a byte string as operations: an opcode byte, then its
+// cellFuzzOps reads a byte string as operations: an opcode byte, then its
 // arguments; it stops when the bytes run out.
-type fuzzOps struct{ b []byte }
+type cellFuzzOps struct{ b []byte }
 
-func (o *fuzzOps) more() bool { return len(o.b) > 0 }
+func (o *cellFuzzOps) more() bool { return len(o.b) > 0 }
 
-func (o *fuzzOps) u8() uint8 {
+func (o *cellFuzzOps) u8() uint8 {
 	if len(o.b) == 0 {
 		return 0
 	}
@@ -20,7 +20,7 @@ func (o *fuzzOps) u8() uint8 {
 	return v
 }
 
-func (o *fuzzOps) u32() uint32 {
+func (o *cellFuzzOps) u32() uint32 {
 	if len(o.b) < 4 {
 		o.b = nil
 		return 0
@@ -30,31 +30,31 @@ func (o *fuzzOps) u32() uint32 {
 	return v
 }
 
-// FuzzReachOps: any sequence of REACH messages (any sender, role, flag,
+// FuzzReachOps: any sequence of REACH messages (any sender, tier, flag,
 // bitmap length and content, any link index), interface and loss reports
 // and polls never panics, and the table only names usable links.
 func FuzzReachOps(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 2, 0, 1, 0xff, 3, 0, 0, 1, 0, 3, 0, 0, 2, 0, 3, 0, 0, 3, 0})
 	f.Add([]byte{1, 0, 0, 2, 1, 1, 4, 0, 0, 0, 1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		role := RoleEdge
+		tier := TierEdge
 		if len(data) > 0 {
-			role = Role(data[0] % 3)
+			tier = Tier(data[0] % 3)
 		}
-		cfg := DefaultReachConfig(3, role, 5)
+		cfg := DefaultReachConfig(3, tier, 5)
 		cfg.MaxEdges, cfg.Interval = 100, 1000
-		r, err := NewReach(cfg)
+		r, err := NewReachability(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := &fuzzOps{b: data}
+		o := &cellFuzzOps{b: data}
 		now := int64(0)
 		adv := make([]uint64, r.Words())
 		for o.more() {
 			op, l := o.u8(), int(int8(o.u8()))%8
 			switch op % 5 {
 			case 0:
-				m := ReachMsg{From: EdgeID(o.u8()), Role: Role(o.u8() % 4), Faulty: o.u8()&1 == 1}
+				m := PeerReach{From: EdgeID(o.u8()), Tier: Tier(o.u8() % 4), Faulty: o.u8()&1 == 1}
 				for n := o.u8() % 4; n > 0; n-- {
 					m.Edges = append(m.Edges, uint64(o.u32())<<32|uint64(o.u32()))
 				}
@@ -96,7 +96,7 @@ func FuzzSchedOps(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := &fuzzOps{b: data}
+		o := &cellFuzzOps{b: data}
 		now := int64(0)
 		sent := map[StreamKey]uint64{}
 		for o.more() {

@@ -70,9 +70,9 @@ func (c *SchedConfig) check() error {
 	return nil
 }
 
-// Grant is a credit grant to send: the VOQ at source Key.Src toward this
+// SchedGrant is a credit grant to send: the VOQ at source Key.Src toward this
 // port and class Key.Class may have sent Total bytes ever.
-type Grant struct {
+type SchedGrant struct {
 	Key   StreamKey
 	Total uint64
 	v     int32 // VOQ index, to clear its coalescing mark on ResetOut
@@ -160,7 +160,7 @@ type Scheduler struct {
 	refreshAt int64
 	egressQ   int
 
-	Out   []Grant
+	Out   []SchedGrant
 	Stats SchedStats
 }
 
@@ -179,7 +179,7 @@ func NewScheduler(cfg SchedConfig) (*Scheduler, error) {
 		index: make(map[uint32]int32, cfg.MaxVOQs),
 		srcs:  make([]schedSrc, 0, cfg.MaxVOQs),
 		sidx:  make(map[EdgeID]int32, cfg.MaxVOQs),
-		Out:   make([]Grant, 0, cfg.MaxVOQs),
+		Out:   make([]SchedGrant, 0, cfg.MaxVOQs),
 	}
 	s.burst = int64(uint64(cfg.MaxBurst*cfg.CreditSize) * 8e9 / s.den)
 	for c := range s.rings {
@@ -293,7 +293,7 @@ func (s *Scheduler) emit(vi int32) {
 		s.Out[v.out-1].Total = v.granted
 		return
 	}
-	s.Out = append(s.Out, Grant{Key: v.key, Total: v.granted, v: vi})
+	s.Out = append(s.Out, SchedGrant{Key: v.key, Total: v.granted, v: vi})
 	v.out = int32(len(s.Out))
 	s.Stats.GrantMsgs++
 }

@@ -11,7 +11,7 @@ const (
 	credMs = 1000 * credUs
 )
 
-func newSched(t testing.TB, cfg SchedConfig) *Scheduler {
+func newTestSched(t testing.TB, cfg SchedConfig) *Scheduler {
 	t.Helper()
 	s, err := NewScheduler(cfg)
 	if err != nil {
@@ -82,7 +82,7 @@ func TestSchedRate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultSchedConfig(c.rate)
 			cfg.SpeedUp, cfg.CreditSize = c.speedUp, c.credit
-			s := newSched(t, cfg)
+			s := newTestSched(t, cfg)
 			g := newGrantLog(t)
 			rng := rand.New(rand.NewPCG(1, 2))
 			for src := EdgeID(1); src <= 5; src++ {
@@ -103,7 +103,7 @@ func TestSchedRate(t *testing.T) {
 // fair share within 1 %.
 func TestSchedFairness(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	const n = 7
 	for src := EdgeID(1); src <= n; src++ {
@@ -128,7 +128,7 @@ func TestSchedFairness(t *testing.T) {
 // the port.
 func TestSchedStrictPriority(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	lo := StreamKey{Src: 1, Class: 3}
 	hi := StreamKey{Src: 2, Class: 5}
@@ -168,7 +168,7 @@ func TestSchedNeverBeyondRequest(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.CreditSize = 3000
 	cfg.PreCredit = 1500
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	req := map[StreamKey]uint64{}
@@ -212,7 +212,7 @@ func TestSchedNeverBeyondRequest(t *testing.T) {
 func TestSchedStopResume(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.StopAbove = 100_000
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	s.Request(0, 1, 0, 1<<40)
 	now := pollUntil(s, g, 0, credMs, nil, 0)
@@ -247,7 +247,7 @@ func TestSchedStopResume(t *testing.T) {
 // (its last grant may be lost), then falls quiet.
 func TestSchedRepairAndRefresh(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	k := StreamKey{Src: 9, Class: 1}
 	total := uint64(3 * cfg.CreditSize)
@@ -288,7 +288,7 @@ func TestSchedRepairAndRefresh(t *testing.T) {
 // fair share.
 func TestSchedFCI(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	a, b := StreamKey{Src: 1}, StreamKey{Src: 2}
 	s.Request(0, a.Src, 0, 1<<50)
@@ -345,7 +345,7 @@ func TestSchedFCI(t *testing.T) {
 func TestSchedFCISoleSource(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.FCIRecover = 0
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	s.Request(0, 1, 0, 1<<50)
 	now := pollUntil(s, g, 0, credMs, nil, 0)
@@ -361,7 +361,7 @@ func TestSchedFCISoleSource(t *testing.T) {
 func TestSchedResetSource(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.PreCredit = 2000
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	s.Request(0, 1, 0, 1<<30)
 	s.Request(0, 2, 0, 1<<30)
@@ -390,7 +390,7 @@ func TestSchedResetSource(t *testing.T) {
 func TestSchedBadRequests(t *testing.T) {
 	cfg := DefaultSchedConfig(1e9)
 	cfg.MaxVOQs = 2
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	s.Request(0, 1, Classes, 100)
 	s.Request(0, 1, 0, 100)
 	s.Request(0, 2, 0, 100)
@@ -410,7 +410,7 @@ func TestSchedBadRequests(t *testing.T) {
 func TestSchedNoAlloc(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.StopAbove = 1 << 20
-	s := newSched(t, cfg)
+	s := newTestSched(t, cfg)
 	req := make([]uint64, 16)
 	for i := range req {
 		req[i] = 1 << 20

@@ -43,7 +43,7 @@ type loopData struct {
 
 func newCreditLoop(t testing.TB, cfg SchedConfig, ccfg CreditClientConfig, sources int, loss float64, seed uint64) *creditLoop {
 	l := &creditLoop{
-		s:         newSched(t, cfg),
+		s:         newTestSched(t, cfg),
 		delay:     10 * credUs,
 		loss:      loss,
 		drop:      rand.New(rand.NewPCG(seed, 99)),

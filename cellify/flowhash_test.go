@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// tcpFrame writes an Ethernet + IPv4 + TCP header (54 bytes) into f.
-func tcpFrame(f []byte, src, dst uint32, sport, dport uint16) {
+// fhTCPFrame writes an Ethernet + IPv4 + TCP header (54 bytes) into f.
+func fhTCPFrame(f []byte, src, dst uint32, sport, dport uint16) {
 	copy(f, []byte{2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00})
 	ip := f[14:]
 	ip[0], ip[9] = 0x45, 6
@@ -19,9 +19,9 @@ func tcpFrame(f []byte, src, dst uint32, sport, dport uint16) {
 	binary.BigEndian.PutUint16(ip[22:], dport)
 }
 
-// udp6Frame returns an Ethernet (one VLAN tag) + IPv6 frame with a
+// fhUDP6Frame returns an Ethernet (one VLAN tag) + IPv6 frame with a
 // hop-by-hop header, then UDP.
-func udp6Frame(srcLast byte, sport, dport uint16, payload int) []byte {
+func fhUDP6Frame(srcLast byte, sport, dport uint16, payload int) []byte {
 	f := make([]byte, 14+4+40+8+8+payload)
 	copy(f, []byte{2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x81, 0x00, 0, 7, 0x86, 0xDD})
 	ip := f[18:]
@@ -37,8 +37,8 @@ func udp6Frame(srcLast byte, sport, dport uint16, payload int) []byte {
 func TestFlowHashFields(t *testing.T) {
 	a := make([]byte, 200)
 	b := make([]byte, 200)
-	tcpFrame(a, 0x0a000001, 0x0a000002, 1000, 80)
-	tcpFrame(b, 0x0a000001, 0x0a000002, 1000, 80)
+	fhTCPFrame(a, 0x0a000001, 0x0a000002, 1000, 80)
+	fhTCPFrame(b, 0x0a000001, 0x0a000002, 1000, 80)
 	for i := 54; i < len(b); i++ {
 		b[i] = byte(i)
 	}
@@ -49,26 +49,26 @@ func TestFlowHashFields(t *testing.T) {
 		t.Fatal("the seed does not change the hash")
 	}
 	for i, mod := range []func(f []byte){
-		func(f []byte) { tcpFrame(f, 0x0a000001, 0x0a000002, 1001, 80) },
-		func(f []byte) { tcpFrame(f, 0x0a000001, 0x0a000002, 1000, 81) },
-		func(f []byte) { tcpFrame(f, 0x0a000003, 0x0a000002, 1000, 80) },
+		func(f []byte) { fhTCPFrame(f, 0x0a000001, 0x0a000002, 1001, 80) },
+		func(f []byte) { fhTCPFrame(f, 0x0a000001, 0x0a000002, 1000, 81) },
+		func(f []byte) { fhTCPFrame(f, 0x0a000003, 0x0a000002, 1000, 80) },
 		func(f []byte) { f[23] = 17 }, // UDP
 	} {
-		tcpFrame(b, 0x0a000001, 0x0a000002, 1000, 80)
+		fhTCPFrame(b, 0x0a000001, 0x0a000002, 1000, 80)
 		mod(b)
 		if FlowHash(a, 1) == FlowHash(b, 1) {
 			t.Fatalf("change %d of the 5-tuple kept the hash", i)
 		}
 	}
 	// The MACs do not matter for IP.
-	tcpFrame(b, 0x0a000001, 0x0a000002, 1000, 80)
+	fhTCPFrame(b, 0x0a000001, 0x0a000002, 1000, 80)
 	b[5] = 99
 	if FlowHash(a, 1) != FlowHash(b, 1) {
 		t.Fatal("the MAC changed an IP frame's hash")
 	}
 	// Fragments of one datagram hash alike, without ports.
-	tcpFrame(a, 1, 2, 1000, 80)
-	tcpFrame(b, 1, 2, 7, 7)
+	fhTCPFrame(a, 1, 2, 1000, 80)
+	fhTCPFrame(b, 1, 2, 7, 7)
 	binary.BigEndian.PutUint16(a[20:], 0x2000) // MF, offset 0
 	binary.BigEndian.PutUint16(b[20:], 0x00B9) // last fragment, offset 185
 	if FlowHash(a, 1) != FlowHash(b, 1) {
@@ -77,14 +77,14 @@ func TestFlowHashFields(t *testing.T) {
 }
 
 func TestFlowHashIPv6AndL2(t *testing.T) {
-	a, b := udp6Frame(1, 5000, 53, 10), udp6Frame(1, 5000, 53, 100)
+	a, b := fhUDP6Frame(1, 5000, 53, 10), fhUDP6Frame(1, 5000, 53, 100)
 	if FlowHash(a, 0) != FlowHash(b, 0) {
 		t.Fatal("IPv6 payload changed the hash")
 	}
-	if FlowHash(a, 0) == FlowHash(udp6Frame(1, 5001, 53, 10), 0) {
+	if FlowHash(a, 0) == FlowHash(fhUDP6Frame(1, 5001, 53, 10), 0) {
 		t.Fatal("the UDP port behind a hop-by-hop header does not change the hash")
 	}
-	if FlowHash(a, 0) == FlowHash(udp6Frame(2, 5000, 53, 10), 0) {
+	if FlowHash(a, 0) == FlowHash(fhUDP6Frame(2, 5000, 53, 10), 0) {
 		t.Fatal("the IPv6 source does not change the hash")
 	}
 	arp := make([]byte, 60)
@@ -101,7 +101,7 @@ func TestFlowHashIPv6AndL2(t *testing.T) {
 }
 
 func TestFlowHashNoAlloc(t *testing.T) {
-	f := udp6Frame(1, 2, 3, 100)
+	f := fhUDP6Frame(1, 2, 3, 100)
 	if n := testing.AllocsPerRun(1000, func() { FlowHash(f, 7) }); n != 0 {
 		t.Fatalf("%v allocations", n)
 	}
@@ -112,9 +112,9 @@ func TestFlowHashNoAlloc(t *testing.T) {
 // any byte after, keeps it), so payload never moves a flow.
 func FuzzFlowHash(f *testing.F) {
 	tcp := make([]byte, 80)
-	tcpFrame(tcp, 1, 2, 3, 4)
+	fhTCPFrame(tcp, 1, 2, 3, 4)
 	f.Add(tcp, uint64(0))
-	f.Add(udp6Frame(1, 2, 3, 4), uint64(1))
+	f.Add(fhUDP6Frame(1, 2, 3, 4), uint64(1))
 	f.Add(tcp[:20], uint64(2))
 	f.Add([]byte{1, 2, 3}, uint64(3))
 	f.Add([]byte{}, uint64(0))

@@ -5,17 +5,17 @@ import (
 	"math/bits"
 )
 
-// Role is a node's place in the fabric: RoleEdge (0) for an edge, k ≥ 1
+// Tier is a node's place in the fabric: TierEdge (0) for an edge, k ≥ 1
 // for a fabric node of tier k (1 next to the edges).
-type Role uint8
+type Tier uint8
 
-// RoleEdge is the role of an edge node.
-const RoleEdge Role = 0
+// TierEdge is the tier of an edge node.
+const TierEdge Tier = 0
 
 // ReachConfig configures a node's reachability. Times are nanoseconds.
 type ReachConfig struct {
 	Self     EdgeID
-	Role     Role
+	Tier     Tier
 	Links    int   // link ports, 1..64
 	MaxEdges int   // edge ids covered by the bitmaps, 1..65536 (0: 256)
 	Interval int64 // REACH period, also the window a REACH is expected in
@@ -30,9 +30,9 @@ type ReachConfig struct {
 }
 
 // DefaultReachConfig returns defaults for a node.
-func DefaultReachConfig(self EdgeID, role Role, links int) ReachConfig {
+func DefaultReachConfig(self EdgeID, tier Tier, links int) ReachConfig {
 	return ReachConfig{
-		Self: self, Role: role, Links: links,
+		Self: self, Tier: tier, Links: links,
 		MaxEdges:   256,
 		Interval:   100_000,
 		Th:         3,
@@ -48,7 +48,7 @@ func (c *ReachConfig) check() error {
 	if c.Interval < 1 || c.Th < 1 || c.Th > 1<<16 {
 		return errors.New("cellify: ReachConfig.Interval must be > 0 and Th in [1, 65536]")
 	}
-	if c.Self == 0 || (c.Role == RoleEdge && int(c.Self) >= c.MaxEdges) {
+	if c.Self == 0 || (c.Tier == TierEdge && int(c.Self) >= c.MaxEdges) {
 		return errors.New("cellify: ReachConfig.Self must be nonzero and, for an edge, below MaxEdges")
 	}
 	if !(c.LossClear >= 0 && c.LossClear <= c.LossFaulty) {
@@ -57,12 +57,12 @@ func (c *ReachConfig) check() error {
 	return nil
 }
 
-// ReachMsg is a received REACH: the sender, its role, its FAULTY flag
+// PeerReach is a received REACH: the sender, its tier, its FAULTY flag
 // (it finds the link faulty) and the edges reachable through it (bit e%64
 // of word e/64 is edge e).
-type ReachMsg struct {
+type PeerReach struct {
 	From   EdgeID
-	Role   Role
+	Tier   Tier
 	Faulty bool
 	Edges  []uint64
 }
@@ -94,7 +94,7 @@ type LinkReach struct {
 	Usable     bool
 	PeerKnown  bool // a REACH was received since start
 	Peer       EdgeID
-	PeerRole   Role
+	PeerTier   Tier
 	PeerFaulty bool // the peer's last REACH carried FAULTY
 	LossFaulty bool // the measured loss rate is above LossFaulty
 	Misses     int  // intervals in a row without a REACH
@@ -127,13 +127,13 @@ type reachLink struct {
 	bad   bool // ... one carried FAULTY
 }
 
-// Reach is a node's reachability (Stardust §3.2, App. E): per link the
-// REACH messages received and the interface state decide whether the link
-// is usable, with hysteresis; the table maps each destination edge to the
+// Reachability is a node's view of its links (Stardust §3.2, App. E): the
+// REACH messages received and the interface state decide, with hysteresis,
+// whether a link is usable; the table maps each destination edge to the
 // usable links whose peer reaches it; Advert says what to send on a link.
 // Poll runs the interval timer; links to send a REACH on accumulate in Due
 // (bit l: link l) until the caller clears it.
-type Reach struct {
+type Reachability struct {
 	cfg      ReachConfig
 	words    int
 	links    []reachLink
@@ -147,16 +147,16 @@ type Reach struct {
 	Stats ReachStats
 }
 
-// NewReach returns a node's reachability; every interface is up, no link
-// usable until Th good intervals have passed.
-func NewReach(cfg ReachConfig) (*Reach, error) {
+// NewReachability returns a node's reachability: every interface up, no
+// link usable until Th good intervals have passed.
+func NewReachability(cfg ReachConfig) (*Reachability, error) {
 	if cfg.MaxEdges == 0 {
 		cfg.MaxEdges = 256
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	r := &Reach{cfg: cfg, words: (cfg.MaxEdges + 63) / 64}
+	r := &Reachability{cfg: cfg, words: (cfg.MaxEdges + 63) / 64}
 	r.links = make([]reachLink, cfg.Links)
 	back := make([]uint64, cfg.Links*r.words)
 	for i := range r.links {
@@ -168,16 +168,16 @@ func NewReach(cfg ReachConfig) (*Reach, error) {
 }
 
 // Config returns the configuration in use.
-func (r *Reach) Config() ReachConfig { return r.cfg }
+func (r *Reachability) Config() ReachConfig { return r.cfg }
 
 // Words returns the length of a REACH bitmap in 64-bit words.
-func (r *Reach) Words() int { return r.words }
+func (r *Reachability) Words() int { return r.words }
 
 // Usable returns the mask of usable links.
-func (r *Reach) Usable() uint64 { return r.usable }
+func (r *Reachability) Usable() uint64 { return r.usable }
 
 // Routes returns the mask of usable links through which dst is reachable.
-func (r *Reach) Routes(dst EdgeID) uint64 {
+func (r *Reachability) Routes(dst EdgeID) uint64 {
 	if int(dst) >= len(r.table) {
 		return 0
 	}
@@ -185,14 +185,14 @@ func (r *Reach) Routes(dst EdgeID) uint64 {
 }
 
 // Link returns link l's state (the zero value if l is out of range).
-func (r *Reach) Link(l int) LinkReach {
+func (r *Reachability) Link(l int) LinkReach {
 	if l < 0 || l >= len(r.links) {
 		return LinkReach{}
 	}
 	return r.links[l].LinkReach
 }
 
-func (r *Reach) link(l int) *reachLink {
+func (r *Reachability) link(l int) *reachLink {
 	if l < 0 || l >= len(r.links) {
 		r.Stats.BadLink++
 		return nil
@@ -202,7 +202,7 @@ func (r *Reach) link(l int) *reachLink {
 
 // Receive records a REACH received on link l. The message's bitmap is
 // copied (bits beyond MaxEdges are ignored).
-func (r *Reach) Receive(now int64, l int, m *ReachMsg) {
+func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
 	k := r.link(l)
 	if k == nil {
 		return
@@ -215,7 +215,7 @@ func (r *Reach) Receive(now int64, l int, m *ReachMsg) {
 		r.exclude(now, l, ExcludePeerChange)
 		k.Good = 0
 	}
-	k.Peer, k.PeerRole, k.PeerKnown = m.From, m.Role, true
+	k.Peer, k.PeerTier, k.PeerKnown = m.From, m.Tier, true
 	k.ReachRx++
 	k.LastRx = now
 	k.rx = true
@@ -248,7 +248,7 @@ func (r *Reach) Receive(now int64, l int, m *ReachMsg) {
 
 // SetUp reports link l's interface state: down excludes the link at once;
 // after up it returns after Th good intervals.
-func (r *Reach) SetUp(now int64, l int, up bool) {
+func (r *Reachability) SetUp(now int64, l int, up bool) {
 	k := r.link(l)
 	if k == nil || k.Up == up {
 		return
@@ -263,7 +263,7 @@ func (r *Reach) SetUp(now int64, l int, up bool) {
 // SetLoss reports link l's measured loss rate: above LossFaulty the link
 // is excluded at once and advertised FAULTY; at or below LossClear it is no
 // longer faulty and returns after Th good intervals.
-func (r *Reach) SetLoss(now int64, l int, loss float64) {
+func (r *Reachability) SetLoss(now int64, l int, loss float64) {
 	k := r.link(l)
 	if k == nil {
 		return
@@ -281,7 +281,7 @@ func (r *Reach) SetLoss(now int64, l int, loss float64) {
 // interval it closes the window of every up link (a miss without a REACH,
 // a good interval with a non-faulty one while neither end finds the link
 // faulty), excludes and returns links, and adds the up links to Due.
-func (r *Reach) Poll(now int64) int64 {
+func (r *Reachability) Poll(now int64) int64 {
 	if !r.started {
 		r.started, r.nextTick = true, now
 	}
@@ -307,7 +307,7 @@ func (r *Reach) Poll(now int64) int64 {
 	return r.nextTick
 }
 
-func (r *Reach) close(now int64, l int) {
+func (r *Reachability) close(now int64, l int) {
 	k := &r.links[l]
 	rx, good := k.rx, k.good
 	k.rx, k.good, k.bad = false, false, false
@@ -337,7 +337,7 @@ func (r *Reach) close(now int64, l int) {
 	}
 }
 
-func (r *Reach) exclude(now int64, l int, why ExcludeReason) {
+func (r *Reachability) exclude(now int64, l int, why ExcludeReason) {
 	k := &r.links[l]
 	if !k.Usable {
 		return
@@ -350,7 +350,7 @@ func (r *Reach) exclude(now int64, l int, why ExcludeReason) {
 }
 
 // rebuild recomputes the table from the usable links' peer bitmaps.
-func (r *Reach) rebuild() {
+func (r *Reachability) rebuild() {
 	r.Stats.Rebuilds++
 	clear(r.table)
 	for m := r.usable; m != 0; m &= m - 1 {
@@ -361,7 +361,7 @@ func (r *Reach) rebuild() {
 			}
 		}
 	}
-	if r.cfg.Role == RoleEdge {
+	if r.cfg.Tier == TierEdge {
 		r.table[r.cfg.Self] = 0
 	}
 }
@@ -372,21 +372,21 @@ func (r *Reach) rebuild() {
 // its other usable links (split horizon: not what it learned on l, nor l's
 // peer itself); toward a peer of its own or a higher tier only those
 // learned from lower tiers (valley-free: no loops between tiers).
-func (r *Reach) Advert(l int, dst []uint64) (faulty bool) {
+func (r *Reachability) Advert(l int, dst []uint64) (faulty bool) {
 	dst = dst[:r.words]
 	clear(dst)
 	k := r.link(l)
 	if k == nil {
 		return false
 	}
-	if r.cfg.Role == RoleEdge {
+	if r.cfg.Tier == TierEdge {
 		dst[r.cfg.Self/64] |= 1 << (r.cfg.Self % 64)
 		return k.LossFaulty
 	}
-	down := k.PeerKnown && k.PeerRole < r.cfg.Role
+	down := k.PeerKnown && k.PeerTier < r.cfg.Tier
 	for m := r.usable &^ (1 << l); m != 0; m &= m - 1 {
 		j := &r.links[bits.TrailingZeros64(m)]
-		if !down && j.PeerRole >= r.cfg.Role {
+		if !down && j.PeerTier >= r.cfg.Tier {
 			continue
 		}
 		for w, v := range j.edges {

@@ -7,18 +7,18 @@ import (
 
 const reachI = int64(100_000) // the test interval: 100 µs
 
-func newReach(t testing.TB, self EdgeID, role Role, links int) *Reach {
+func newTestReach(t testing.TB, self EdgeID, tier Tier, links int) *Reachability {
 	t.Helper()
-	cfg := DefaultReachConfig(self, role, links)
+	cfg := DefaultReachConfig(self, tier, links)
 	cfg.Interval = reachI
-	r, err := NewReach(cfg)
+	r, err := NewReachability(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func edgeBits(ids ...EdgeID) []uint64 {
+func reachBits(ids ...EdgeID) []uint64 {
 	b := make([]uint64, 4)
 	for _, e := range ids {
 		b[e/64] |= 1 << (e % 64)
@@ -30,17 +30,17 @@ func edgeBits(ids ...EdgeID) []uint64 {
 // middle of each interval, Poll at each interval boundary.
 type reachFeed struct {
 	t *testing.T
-	r *Reach
+	r *Reachability
 	k int64 // intervals polled
 }
 
-func newReachFeed(t *testing.T, r *Reach) *reachFeed {
+func newReachFeed(t *testing.T, r *Reachability) *reachFeed {
 	r.Poll(0)
 	return &reachFeed{t: t, r: r}
 }
 
 // interval delivers msgs (link → message) mid-interval, then closes it.
-func (f *reachFeed) interval(msgs map[int]*ReachMsg) {
+func (f *reachFeed) interval(msgs map[int]*PeerReach) {
 	f.k++
 	for l, m := range msgs {
 		f.r.Receive(f.k*reachI-reachI/2, l, m)
@@ -53,10 +53,10 @@ func (f *reachFeed) interval(msgs map[int]*ReachMsg) {
 // A link returns after exactly Th good intervals and leaves after exactly
 // Th intervals without a REACH; then returns again after Th good ones.
 func TestReachMissAndReturn(t *testing.T) {
-	r := newReach(t, 1, RoleEdge, 2)
+	r := newTestReach(t, 1, TierEdge, 2)
 	th := r.Config().Th
 	f := newReachFeed(t, r)
-	peer := map[int]*ReachMsg{0: {From: 2, Edges: edgeBits(2)}}
+	peer := map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}}
 	for i := 1; i <= th; i++ {
 		if r.Usable() != 0 || r.Routes(2) != 0 {
 			t.Fatalf("usable after %d good intervals, want after %d", i-1, th)
@@ -103,9 +103,9 @@ func TestReachMissAndReturn(t *testing.T) {
 // An interface going down excludes its link at once and stops REACH on it;
 // after up it returns after Th good intervals.
 func TestReachDown(t *testing.T) {
-	r := newReach(t, 1, RoleEdge, 2)
+	r := newTestReach(t, 1, TierEdge, 2)
 	f := newReachFeed(t, r)
-	both := map[int]*ReachMsg{0: {From: 2, Edges: edgeBits(2)}, 1: {From: 3, Edges: edgeBits(2)}}
+	both := map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}, 1: {From: 3, Edges: reachBits(2)}}
 	for range 4 {
 		f.interval(both)
 	}
@@ -137,11 +137,11 @@ func TestReachDown(t *testing.T) {
 // A peer's FAULTY flag excludes the link at once and keeps it out while it
 // lasts; locally measured loss does the same and is advertised to the peer.
 func TestReachFaulty(t *testing.T) {
-	r := newReach(t, 1, RoleEdge, 1)
+	r := newTestReach(t, 1, TierEdge, 1)
 	th := r.Config().Th
 	f := newReachFeed(t, r)
-	ok := map[int]*ReachMsg{0: {From: 2, Edges: edgeBits(2)}}
-	bad := map[int]*ReachMsg{0: {From: 2, Faulty: true, Edges: edgeBits(2)}}
+	ok := map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}}
+	bad := map[int]*PeerReach{0: {From: 2, Faulty: true, Edges: reachBits(2)}}
 	for range th {
 		f.interval(ok)
 	}
@@ -209,12 +209,12 @@ func TestReachFaulty(t *testing.T) {
 // A different node answering on a link takes it out until it has shown Th
 // good intervals.
 func TestReachPeerChange(t *testing.T) {
-	r := newReach(t, 1, RoleEdge, 1)
+	r := newTestReach(t, 1, TierEdge, 1)
 	f := newReachFeed(t, r)
 	for range 3 {
-		f.interval(map[int]*ReachMsg{0: {From: 2, Edges: edgeBits(2)}})
+		f.interval(map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}})
 	}
-	f.interval(map[int]*ReachMsg{0: {From: 3, Edges: edgeBits(3)}})
+	f.interval(map[int]*PeerReach{0: {From: 3, Edges: reachBits(3)}})
 	if r.Usable() != 0 || r.Link(0).LastReason != ExcludePeerChange || r.Routes(2) != 0 {
 		t.Fatalf("peer change: %+v", r.Link(0))
 	}
@@ -223,68 +223,68 @@ func TestReachPeerChange(t *testing.T) {
 // An edge advertises itself; a fabric node the union of what its other
 // usable links reach (split horizon), never the peer itself.
 func TestReachAdvertSplitHorizon(t *testing.T) {
-	e := newReach(t, 5, RoleEdge, 2)
+	e := newTestReach(t, 5, TierEdge, 2)
 	adv := make([]uint64, e.Words())
 	e.Advert(1, adv)
-	if !equalBits(adv, edgeBits(5)) {
+	if !reachEqualBits(adv, reachBits(5)) {
 		t.Fatalf("edge 5 advertises %x", adv)
 	}
-	fb := newReach(t, 100, 1, 4)
+	fb := newTestReach(t, 100, 1, 4)
 	f := newReachFeed(t, fb)
-	msgs := map[int]*ReachMsg{
-		0: {From: 1, Edges: edgeBits(1)},
-		1: {From: 2, Edges: edgeBits(2)},
-		2: {From: 3, Edges: edgeBits(3)},
-		3: {From: 4, Edges: edgeBits(4)},
+	msgs := map[int]*PeerReach{
+		0: {From: 1, Edges: reachBits(1)},
+		1: {From: 2, Edges: reachBits(2)},
+		2: {From: 3, Edges: reachBits(3)},
+		3: {From: 4, Edges: reachBits(4)},
 	}
 	for range 3 {
 		f.interval(msgs)
 	}
-	for l, want := range [][]uint64{edgeBits(2, 3, 4), edgeBits(1, 3, 4), edgeBits(1, 2, 4), edgeBits(1, 2, 3)} {
+	for l, want := range [][]uint64{reachBits(2, 3, 4), reachBits(1, 3, 4), reachBits(1, 2, 4), reachBits(1, 2, 3)} {
 		fb.Advert(l, adv)
-		if !equalBits(adv, want) {
+		if !reachEqualBits(adv, want) {
 			t.Fatalf("link %d: advertises %x, want %x", l, adv, want)
 		}
 	}
 	// Link 2 excluded: nothing learned there is advertised.
 	fb.SetUp(f.k*reachI+1, 2, false)
 	fb.Advert(0, adv)
-	if !equalBits(adv, edgeBits(2, 4)) {
+	if !reachEqualBits(adv, reachBits(2, 4)) {
 		t.Fatalf("with link 2 down link 0 advertises %x", adv)
 	}
 
 	// A spine (tier 2) over three leaves: what a leaf reaches is not
 	// advertised back to it unless another leaf reaches it too.
-	sp := newReach(t, 200, 2, 3)
+	sp := newTestReach(t, 200, 2, 3)
 	f = newReachFeed(t, sp)
-	msgs = map[int]*ReachMsg{
-		0: {From: 101, Role: 1, Edges: edgeBits(1, 6)},
-		1: {From: 102, Role: 1, Edges: edgeBits(2, 6)},
-		2: {From: 103, Role: 1, Edges: edgeBits(3)},
+	msgs = map[int]*PeerReach{
+		0: {From: 101, Tier: 1, Edges: reachBits(1, 6)},
+		1: {From: 102, Tier: 1, Edges: reachBits(2, 6)},
+		2: {From: 103, Tier: 1, Edges: reachBits(3)},
 	}
 	for range 3 {
 		f.interval(msgs)
 	}
-	for l, want := range [][]uint64{edgeBits(2, 3, 6), edgeBits(1, 3, 6), edgeBits(1, 2, 6)} {
+	for l, want := range [][]uint64{reachBits(2, 3, 6), reachBits(1, 3, 6), reachBits(1, 2, 6)} {
 		sp.Advert(l, adv)
-		if !equalBits(adv, want) {
+		if !reachEqualBits(adv, want) {
 			t.Fatalf("spine link %d: advertises %x, want %x", l, adv, want)
 		}
 	}
 
 	// Two links to one edge: the edge is not advertised to itself.
-	fb = newReach(t, 100, 1, 3)
+	fb = newTestReach(t, 100, 1, 3)
 	f = newReachFeed(t, fb)
-	msgs = map[int]*ReachMsg{
-		0: {From: 1, Edges: edgeBits(1)},
-		1: {From: 1, Edges: edgeBits(1)},
-		2: {From: 2, Edges: edgeBits(2)},
+	msgs = map[int]*PeerReach{
+		0: {From: 1, Edges: reachBits(1)},
+		1: {From: 1, Edges: reachBits(1)},
+		2: {From: 2, Edges: reachBits(2)},
 	}
 	for range 3 {
 		f.interval(msgs)
 	}
 	fb.Advert(0, adv)
-	if !equalBits(adv, edgeBits(2)) {
+	if !reachEqualBits(adv, reachBits(2)) {
 		t.Fatalf("toward edge 1 over a second link: %x, want edge 2 only", adv)
 	}
 }
@@ -292,13 +292,13 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 // Tiers: a tier-1 node advertises to its spine (tier 2) only the edges
 // learned from below; to an edge also what it learned from the spine.
 func TestReachAdvertTiers(t *testing.T) {
-	fb := newReach(t, 100, 1, 4)
+	fb := newTestReach(t, 100, 1, 4)
 	f := newReachFeed(t, fb)
-	msgs := map[int]*ReachMsg{
-		0: {From: 1, Role: RoleEdge, Edges: edgeBits(1)},
-		1: {From: 200, Role: 2, Edges: edgeBits(2, 3)},
-		2: {From: 201, Role: 2, Edges: edgeBits(4)},
-		3: {From: 102, Role: 1, Edges: edgeBits(5)}, // a peer of its own tier
+	msgs := map[int]*PeerReach{
+		0: {From: 1, Tier: TierEdge, Edges: reachBits(1)},
+		1: {From: 200, Tier: 2, Edges: reachBits(2, 3)},
+		2: {From: 201, Tier: 2, Edges: reachBits(4)},
+		3: {From: 102, Tier: 1, Edges: reachBits(5)}, // a peer of its own tier
 	}
 	for range 3 {
 		f.interval(msgs)
@@ -306,12 +306,12 @@ func TestReachAdvertTiers(t *testing.T) {
 	adv := make([]uint64, fb.Words())
 	for _, l := range []int{1, 2, 3} {
 		fb.Advert(l, adv)
-		if !equalBits(adv, edgeBits(1)) {
+		if !reachEqualBits(adv, reachBits(1)) {
 			t.Fatalf("toward link %d (tier ≥ 1): %x, want edge 1 only", l, adv)
 		}
 	}
 	fb.Advert(0, adv)
-	if !equalBits(adv, edgeBits(2, 3, 4, 5)) {
+	if !reachEqualBits(adv, reachBits(2, 3, 4, 5)) {
 		t.Fatalf("toward the edge: %x, want 2, 3, 4, 5", adv)
 	}
 	if fb.Routes(3) != 0b10 || fb.Routes(1) != 0b01 {
@@ -320,30 +320,30 @@ func TestReachAdvertTiers(t *testing.T) {
 }
 
 func TestReachBadInput(t *testing.T) {
-	r := newReach(t, 1, RoleEdge, 2)
-	r.Receive(0, 2, &ReachMsg{From: 3})
-	r.Receive(0, -1, &ReachMsg{From: 3})
+	r := newTestReach(t, 1, TierEdge, 2)
+	r.Receive(0, 2, &PeerReach{From: 3})
+	r.Receive(0, -1, &PeerReach{From: 3})
 	r.SetUp(0, 7, false)
 	r.SetLoss(0, 64, 1)
 	if r.Stats.BadLink != 4 {
 		t.Fatalf("stats %+v", r.Stats)
 	}
 	// Bitmaps too long or too short, bits beyond MaxEdges.
-	cfg := DefaultReachConfig(1, RoleEdge, 1)
+	cfg := DefaultReachConfig(1, TierEdge, 1)
 	cfg.MaxEdges = 70
-	r, err := NewReach(cfg)
+	r, err := NewReachability(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Poll(0)
 	for k := int64(1); k <= 3; k++ {
-		r.Receive(k*cfg.Interval-1, 0, &ReachMsg{From: 2, Edges: []uint64{1 << 2, ^uint64(0), 5, 6}})
+		r.Receive(k*cfg.Interval-1, 0, &PeerReach{From: 2, Edges: []uint64{1 << 2, ^uint64(0), 5, 6}})
 		r.Poll(k * cfg.Interval)
 	}
 	if r.Routes(2) != 1 || r.Routes(69) != 1 || r.Routes(70) != 0 || r.Routes(1000) != 0 {
 		t.Fatalf("routes: 2 %#b 69 %#b 70 %#b", r.Routes(2), r.Routes(69), r.Routes(70))
 	}
-	r.Receive(4*cfg.Interval-1, 0, &ReachMsg{From: 2})
+	r.Receive(4*cfg.Interval-1, 0, &PeerReach{From: 2})
 	if r.Routes(2) != 0 {
 		t.Fatal("an empty bitmap did not clear the routes")
 	}
@@ -353,13 +353,13 @@ func TestReachBadInput(t *testing.T) {
 		{Self: 300, Links: 1, Interval: 1, Th: 1},
 		{Self: 1, Links: 1, Interval: 1, Th: 0},
 	} {
-		if _, err := NewReach(c); err == nil {
+		if _, err := NewReachability(c); err == nil {
 			t.Fatalf("config %+v accepted", c)
 		}
 	}
 }
 
-func equalBits(a, b []uint64) bool {
+func reachEqualBits(a, b []uint64) bool {
 	for i := range max(len(a), len(b)) {
 		var x, y uint64
 		if i < len(a) {
@@ -378,7 +378,7 @@ func equalBits(a, b []uint64) bool {
 // reachNet runs nodes joined by wires on a virtual clock in steps; REACH
 // messages take a fixed delay; a cut wire loses them.
 type reachNet struct {
-	nodes []*Reach
+	nodes []*Reachability
 	start []int64 // each node's first Poll (different phases)
 	wires map[[2]int][2]int
 	cut   map[[2]int]bool // (node, link): what that end sends is lost
@@ -390,15 +390,15 @@ type reachNet struct {
 type reachFly struct {
 	at         int64
 	node, link int
-	msg        ReachMsg
+	msg        PeerReach
 }
 
 func newReachNet() *reachNet {
 	return &reachNet{wires: map[[2]int][2]int{}, cut: map[[2]int]bool{}, dead: map[int]bool{}}
 }
 
-func (n *reachNet) add(t *testing.T, self EdgeID, role Role, links int) int {
-	n.nodes = append(n.nodes, newReach(t, self, role, links))
+func (n *reachNet) add(t *testing.T, self EdgeID, tier Tier, links int) int {
+	n.nodes = append(n.nodes, newTestReach(t, self, tier, links))
 	n.start = append(n.start, int64(len(n.nodes))*7_000)
 	return len(n.nodes) - 1
 }
@@ -435,7 +435,7 @@ func (n *reachNet) run(d int64) {
 				if !ok || n.cut[[2]int{i, l}] {
 					continue
 				}
-				msg := ReachMsg{From: r.cfg.Self, Role: r.cfg.Role, Edges: make([]uint64, r.Words())}
+				msg := PeerReach{From: r.cfg.Self, Tier: r.cfg.Tier, Edges: make([]uint64, r.Words())}
 				msg.Faulty = r.Advert(l, msg.Edges)
 				n.fly = append(n.fly, reachFly{at: n.now + 3_000, node: peer[0], link: peer[1], msg: msg})
 			}
@@ -449,7 +449,7 @@ func (n *reachNet) run(d int64) {
 // once for f1 and, one REACH later, e1's route to e3 through f1.
 func TestReachFabric(t *testing.T) {
 	n := newReachNet()
-	e := []int{n.add(t, 1, RoleEdge, 2), n.add(t, 2, RoleEdge, 2), n.add(t, 3, RoleEdge, 2)}
+	e := []int{n.add(t, 1, TierEdge, 2), n.add(t, 2, TierEdge, 2), n.add(t, 3, TierEdge, 2)}
 	f1, f2 := n.add(t, 101, 1, 3), n.add(t, 102, 1, 3)
 	for i, ei := range e {
 		n.wire(ei, 0, f1, i)
@@ -498,7 +498,7 @@ func TestReachFabric(t *testing.T) {
 // (the tiers keep reachability from looping between leaves and spines).
 func TestReachTwoTiersNoPhantom(t *testing.T) {
 	n := newReachNet()
-	e1, e2 := n.add(t, 1, RoleEdge, 1), n.add(t, 2, RoleEdge, 1)
+	e1, e2 := n.add(t, 1, TierEdge, 1), n.add(t, 2, TierEdge, 1)
 	a, b := n.add(t, 101, 1, 3), n.add(t, 102, 1, 3)
 	s1, s2 := n.add(t, 201, 2, 2), n.add(t, 202, 2, 2)
 	n.wire(e1, 0, a, 0)
@@ -528,8 +528,8 @@ func TestReachTwoTiersNoPhantom(t *testing.T) {
 }
 
 func TestReachNoAlloc(t *testing.T) {
-	r := newReach(t, 100, 1, 8)
-	msg := &ReachMsg{From: 7, Role: RoleEdge, Edges: edgeBits(7)}
+	r := newTestReach(t, 100, 1, 8)
+	msg := &PeerReach{From: 7, Tier: TierEdge, Edges: reachBits(7)}
 	adv := make([]uint64, r.Words())
 	now := int64(0)
 	allocs := testing.AllocsPerRun(10000, func() {
@@ -551,12 +551,12 @@ func TestReachNoAlloc(t *testing.T) {
 	}
 }
 
-func ExampleReach() {
-	r, _ := NewReach(DefaultReachConfig(1, RoleEdge, 1))
+func ExampleReachability() {
+	r, _ := NewReachability(DefaultReachConfig(1, TierEdge, 1))
 	iv := r.Config().Interval
 	r.Poll(0)
 	for k := int64(1); k <= 3; k++ {
-		r.Receive(k*iv-iv/2, 0, &ReachMsg{From: 101, Role: 1, Edges: []uint64{1 << 2}})
+		r.Receive(k*iv-iv/2, 0, &PeerReach{From: 101, Tier: 1, Edges: []uint64{1 << 2}})
 		r.Poll(k * iv)
 	}
 	fmt.Printf("routes to edge 2: %#b\n", r.Routes(2))

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func newSprayer(t testing.TB, mode SprayMode, seed uint64, backlog func(int) int) *Sprayer {
+func newTestSprayer(t testing.TB, mode SprayMode, seed uint64, backlog func(int) int) *Sprayer {
 	t.Helper()
 	s, err := NewSprayer(mode, 0, rand.New(rand.NewPCG(seed, 0x5eed)), backlog)
 	if err != nil {
@@ -16,8 +16,8 @@ func newSprayer(t testing.TB, mode SprayMode, seed uint64, backlog func(int) int
 	return s
 }
 
-// maxOverMean returns max/mean of the loads of the links in mask.
-func maxOverMean(load []float64, mask uint64) float64 {
+// sprayMaxOverMean returns max/mean of the loads of the links in mask.
+func sprayMaxOverMean(load []float64, mask uint64) float64 {
 	var sum, mx float64
 	for m := mask; m != 0; m &= m - 1 {
 		l := load[bits.TrailingZeros64(m)]
@@ -30,7 +30,7 @@ func maxOverMean(load []float64, mask uint64) float64 {
 // perm balances equal cells exactly (no link more than one cell ahead of
 // another at any time), so max/mean ≤ 1.02 over 1e5 cells on 4 links.
 func TestSprayPermBalanceEqual(t *testing.T) {
-	s := newSprayer(t, SprayPerm, 1, nil)
+	s := newTestSprayer(t, SprayPerm, 1, nil)
 	load := make([]float64, 64)
 	const mask = 0b1111
 	for i := range 100000 {
@@ -44,7 +44,7 @@ func TestSprayPermBalanceEqual(t *testing.T) {
 			t.Fatalf("after %d cells the links carry %v: more than one cell apart", i+1, load[:4])
 		}
 	}
-	if r := maxOverMean(load, mask); r > 1.02 {
+	if r := sprayMaxOverMean(load, mask); r > 1.02 {
 		t.Fatalf("max/mean %.4f", r)
 	}
 }
@@ -56,7 +56,7 @@ func TestSprayPermBalanceEqual(t *testing.T) {
 func TestSprayPermBalanceUneven(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, mask := range []uint64{0b101, 0b1_0010_0101, 1<<63 | 1<<40 | 1<<7 | 1<<3 | 1, 0xFF, 0x7F << 20, ^uint64(0)} {
-		s := newSprayer(t, SprayPerm, mask, nil)
+		s := newTestSprayer(t, SprayPerm, mask, nil)
 		cells := make([]float64, 64)
 		bytes := make([]float64, 64)
 		for range 100000 {
@@ -64,18 +64,18 @@ func TestSprayPermBalanceUneven(t *testing.T) {
 			cells[l]++
 			bytes[l] += float64(64 + rng.IntN(449))
 		}
-		if r := maxOverMean(cells, mask); r > 1.02 {
+		if r := sprayMaxOverMean(cells, mask); r > 1.02 {
 			t.Fatalf("usable %#x: cells max/mean %.4f", mask, r)
 		}
 		// Bytes of random-sized cells balance statistically: with ≤ 8
 		// links a link's bytes have a relative deviation below 0.4 %, so
 		// 2 % is 5 deviations.
-		if r := maxOverMean(bytes, mask); bits.OnesCount64(mask) <= 8 && r > 1.02 {
+		if r := sprayMaxOverMean(bytes, mask); bits.OnesCount64(mask) <= 8 && r > 1.02 {
 			t.Fatalf("usable %#x: bytes max/mean %.4f", mask, r)
 		}
 	}
 	masks := []uint64{0b1111, 0b0111, 0b1101, 0b1011_0110, 0b1010_1010, 0b1_1111}
-	s := newSprayer(t, SprayPerm, 9, nil)
+	s := newTestSprayer(t, SprayPerm, 9, nil)
 	load := make([]float64, 64)
 	fair := make([]float64, 64)
 	for range 400 {
@@ -122,13 +122,13 @@ func TestSprayHashFourFlows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	var sum float64
 	frame := make([]byte, 54)
-	tcpFrame(frame, 0, 0, 0, 0)
+	fhTCPFrame(frame, 0, 0, 0, 0)
 	for tr := range trials {
-		s := newSprayer(t, SprayHash, uint64(tr), nil)
+		s := newTestSprayer(t, SprayHash, uint64(tr), nil)
 		seed := rng.Uint64()
 		var used uint64
 		for range flows {
-			tcpFrame(frame, rng.Uint32(), rng.Uint32(), uint16(rng.Uint32()), uint16(rng.Uint32()))
+			fhTCPFrame(frame, rng.Uint32(), rng.Uint32(), uint16(rng.Uint32()), uint16(rng.Uint32()))
 			used |= 1 << s.Pick(0b1111, FlowHash(frame, seed))
 		}
 		sum += float64(bits.OnesCount64(used))
@@ -143,7 +143,7 @@ func TestSprayHashFourFlows(t *testing.T) {
 // hash keeps a flow on one link while the usable set is unchanged, and
 // spreads flows over all links.
 func TestSprayHashStable(t *testing.T) {
-	s := newSprayer(t, SprayHash, 1, nil)
+	s := newTestSprayer(t, SprayHash, 1, nil)
 	const mask = 0b1011_0110
 	first := map[uint64]int{}
 	var seen uint64
@@ -166,7 +166,7 @@ func TestSprayHashStable(t *testing.T) {
 // (2/n of the picks).
 func TestSprayP2CPrefersShorter(t *testing.T) {
 	backlog := []int{500, 0, 300, 100, 200, 400}
-	s := newSprayer(t, SprayP2C, 3, func(l int) int { return backlog[l] })
+	s := newTestSprayer(t, SprayP2C, 3, func(l int) int { return backlog[l] })
 	const mask, n, picks = 0b11_1111, 6, 60000
 	count := make([]float64, n)
 	for range picks {
@@ -194,7 +194,7 @@ func TestSprayP2CPrefersShorter(t *testing.T) {
 func TestSprayP2CQueues(t *testing.T) {
 	rate := []float64{1, 1, 0.5, 1} // cells per tick, link 2 slow
 	run := func(mode SprayMode, backlog []float64) float64 {
-		s := newSprayer(t, mode, 4, func(l int) int { return int(backlog[l]) })
+		s := newTestSprayer(t, mode, 4, func(l int) int { return int(backlog[l]) })
 		peak := 0.0
 		for range 100000 {
 			for range 3 {
@@ -221,7 +221,7 @@ func TestSprayNeverExcluded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	backlog := make([]int, 64)
 	for _, mode := range []SprayMode{SprayPerm, SprayP2C, SprayHash} {
-		s := newSprayer(t, mode, 15, func(l int) int { return backlog[l] })
+		s := newTestSprayer(t, mode, 15, func(l int) int { return backlog[l] })
 		mask := ^uint64(0)
 		for i := range 200000 {
 			switch rng.IntN(8) {
@@ -254,7 +254,7 @@ func TestSprayNeverExcluded(t *testing.T) {
 func TestSprayNoAlloc(t *testing.T) {
 	backlog := make([]int, 64)
 	for _, mode := range []SprayMode{SprayPerm, SprayP2C, SprayHash} {
-		s := newSprayer(t, mode, 1, func(l int) int { return backlog[l] })
+		s := newTestSprayer(t, mode, 1, func(l int) int { return backlog[l] })
 		i := 0
 		masks := []uint64{0xF, 0xF0F0, 0xF}
 		allocs := testing.AllocsPerRun(10000, func() {
@@ -286,7 +286,7 @@ func BenchmarkSprayPick(b *testing.B) {
 	backlog := make([]int, 64)
 	for _, mode := range []SprayMode{SprayPerm, SprayP2C, SprayHash} {
 		b.Run(mode.String(), func(b *testing.B) {
-			s := newSprayer(b, mode, 1, func(l int) int { return backlog[l] })
+			s := newTestSprayer(b, mode, 1, func(l int) int { return backlog[l] })
 			for i := range b.N {
 				backlog[s.Pick(0xFF, uint64(i))]++
 			}
