@@ -49,14 +49,14 @@ func FuzzReachOps(f *testing.F) {
 		}
 		o := &cellFuzzOps{b: data}
 		now := int64(0)
-		adv := make([]uint64, r.Words())
+		adv := make([]byte, r.BitmapLen()-len(data)%2) // sometimes short
 		for o.more() {
 			op, l := o.u8(), int(int8(o.u8()))%8
 			switch op % 5 {
 			case 0:
 				m := PeerReach{From: EdgeID(o.u8()), Tier: Tier(o.u8() % 4), Faulty: o.u8()&1 == 1}
-				for n := o.u8() % 4; n > 0; n-- {
-					m.Edges = append(m.Edges, uint64(o.u32())<<32|uint64(o.u32()))
+				for n := o.u8() % 20; n > 0; n-- {
+					m.Bitmap = append(m.Bitmap, o.u8())
 				}
 				r.Receive(now, l, &m)
 			case 1:

@@ -1,6 +1,7 @@
 package cellify
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/bits"
 )
@@ -58,13 +59,13 @@ func (c *ReachConfig) check() error {
 }
 
 // PeerReach is a received REACH: the sender, its tier, its FAULTY flag
-// (it finds the link faulty) and the edges reachable through it (bit e%64
-// of word e/64 is edge e).
+// (it finds the link faulty) and the edges reachable through it: edge e if
+// byte e/8 of Bitmap has bit 1<<(e%8). Edge 0 (invalid) is ignored.
 type PeerReach struct {
 	From   EdgeID
 	Tier   Tier
 	Faulty bool
-	Edges  []uint64
+	Bitmap []byte
 }
 
 // ExcludeReason says why a link left the usable set.
@@ -139,6 +140,7 @@ type Reachability struct {
 	links    []reachLink
 	usable   uint64
 	table    []uint64 // per edge: mask of usable links reaching it
+	adv      []uint64 // Advert's scratch
 	started  bool
 	evaluate bool // a full window has passed since start
 	nextTick int64
@@ -164,14 +166,15 @@ func NewReachability(cfg ReachConfig) (*Reachability, error) {
 		r.links[i].edges = back[i*r.words : (i+1)*r.words : (i+1)*r.words]
 	}
 	r.table = make([]uint64, cfg.MaxEdges)
+	r.adv = make([]uint64, r.words)
 	return r, nil
 }
 
 // Config returns the configuration in use.
 func (r *Reachability) Config() ReachConfig { return r.cfg }
 
-// Words returns the length of a REACH bitmap in 64-bit words.
-func (r *Reachability) Words() int { return r.words }
+// BitmapLen returns the bytes of an advertised bitmap: (MaxEdges+7)/8.
+func (r *Reachability) BitmapLen() int { return (r.cfg.MaxEdges + 7) / 8 }
 
 // Usable returns the mask of usable links.
 func (r *Reachability) Usable() uint64 { return r.usable }
@@ -200,8 +203,8 @@ func (r *Reachability) link(l int) *reachLink {
 	return &r.links[l]
 }
 
-// Receive records a REACH received on link l. The message's bitmap is
-// copied (bits beyond MaxEdges are ignored).
+// Receive records a REACH received on link l. The bitmap is copied; bits
+// of edge 0 and beyond MaxEdges are ignored.
 func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
 	k := r.link(l)
 	if k == nil {
@@ -229,9 +232,9 @@ func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
 	}
 	changed := false
 	for w := range k.edges {
-		var v uint64
-		if w < len(m.Edges) {
-			v = m.Edges[w]
+		v := reachWord(m.Bitmap, w)
+		if w == 0 {
+			v &^= 1 // edge 0 is invalid
 		}
 		if w == r.words-1 && r.cfg.MaxEdges%64 != 0 {
 			v &= 1<<(r.cfg.MaxEdges%64) - 1
@@ -366,35 +369,52 @@ func (r *Reachability) rebuild() {
 	}
 }
 
-// Advert fills dst (at least Words() long) with the edges this node
-// advertises on link l and returns the FAULTY flag to send. An edge
-// advertises itself. A fabric node advertises the edges reachable through
+// Advert fills dst (BitmapLen bytes; a shorter dst gets what fits) with
+// the edges this node advertises on link l, in PeerReach's bit order, and
+// returns the FAULTY flag to send. An edge advertises itself. A fabric node advertises the edges reachable through
 // its other usable links (split horizon: not what it learned on l, nor l's
 // peer itself); toward a peer of its own or a higher tier only those
 // learned from lower tiers (valley-free: no loops between tiers).
-func (r *Reachability) Advert(l int, dst []uint64) (faulty bool) {
-	dst = dst[:r.words]
-	clear(dst)
+func (r *Reachability) Advert(l int, dst []byte) (faulty bool) {
+	adv := r.adv
+	clear(adv)
 	k := r.link(l)
 	if k == nil {
+		clear(dst)
 		return false
 	}
 	if r.cfg.Tier == TierEdge {
-		dst[r.cfg.Self/64] |= 1 << (r.cfg.Self % 64)
-		return k.LossFaulty
-	}
-	down := k.PeerKnown && k.PeerTier < r.cfg.Tier
-	for m := r.usable &^ (1 << l); m != 0; m &= m - 1 {
-		j := &r.links[bits.TrailingZeros64(m)]
-		if !down && j.PeerTier >= r.cfg.Tier {
-			continue
+		adv[r.cfg.Self/64] |= 1 << (r.cfg.Self % 64)
+	} else {
+		down := k.PeerKnown && k.PeerTier < r.cfg.Tier
+		for m := r.usable &^ (1 << l); m != 0; m &= m - 1 {
+			j := &r.links[bits.TrailingZeros64(m)]
+			if !down && j.PeerTier >= r.cfg.Tier {
+				continue
+			}
+			for w, v := range j.edges {
+				adv[w] |= v
+			}
 		}
-		for w, v := range j.edges {
-			dst[w] |= v
+		if k.PeerKnown && int(k.Peer) < r.cfg.MaxEdges {
+			adv[k.Peer/64] &^= 1 << (k.Peer % 64)
 		}
 	}
-	if k.PeerKnown && int(k.Peer) < r.cfg.MaxEdges {
-		dst[k.Peer/64] &^= 1 << (k.Peer % 64)
+	dst = dst[:min(len(dst), r.BitmapLen())]
+	for i := range dst {
+		dst[i] = byte(adv[i/8] >> (8 * (i % 8)))
 	}
 	return k.LossFaulty
+}
+
+// reachWord returns bits 64w..64w+63 of a byte bitmap (missing bytes are 0).
+func reachWord(b []byte, w int) uint64 {
+	if len(b) >= 8*w+8 {
+		return binary.LittleEndian.Uint64(b[8*w:])
+	}
+	var v uint64
+	for i := 8 * w; i < len(b); i++ {
+		v |= uint64(b[i]) << (8 * (i - 8*w))
+	}
+	return v
 }

@@ -18,10 +18,10 @@ func newTestReach(t testing.TB, self EdgeID, tier Tier, links int) *Reachability
 	return r
 }
 
-func reachBits(ids ...EdgeID) []uint64 {
-	b := make([]uint64, 4)
+func reachBits(ids ...EdgeID) []byte {
+	b := make([]byte, 32)
 	for _, e := range ids {
-		b[e/64] |= 1 << (e % 64)
+		b[e/8] |= 1 << (e % 8)
 	}
 	return b
 }
@@ -56,7 +56,7 @@ func TestReachMissAndReturn(t *testing.T) {
 	r := newTestReach(t, 1, TierEdge, 2)
 	th := r.Config().Th
 	f := newReachFeed(t, r)
-	peer := map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}}
+	peer := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
 	for i := 1; i <= th; i++ {
 		if r.Usable() != 0 || r.Routes(2) != 0 {
 			t.Fatalf("usable after %d good intervals, want after %d", i-1, th)
@@ -105,7 +105,7 @@ func TestReachMissAndReturn(t *testing.T) {
 func TestReachDown(t *testing.T) {
 	r := newTestReach(t, 1, TierEdge, 2)
 	f := newReachFeed(t, r)
-	both := map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}, 1: {From: 3, Edges: reachBits(2)}}
+	both := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}, 1: {From: 3, Bitmap: reachBits(2)}}
 	for range 4 {
 		f.interval(both)
 	}
@@ -140,8 +140,8 @@ func TestReachFaulty(t *testing.T) {
 	r := newTestReach(t, 1, TierEdge, 1)
 	th := r.Config().Th
 	f := newReachFeed(t, r)
-	ok := map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}}
-	bad := map[int]*PeerReach{0: {From: 2, Faulty: true, Edges: reachBits(2)}}
+	ok := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
+	bad := map[int]*PeerReach{0: {From: 2, Faulty: true, Bitmap: reachBits(2)}}
 	for range th {
 		f.interval(ok)
 	}
@@ -177,7 +177,7 @@ func TestReachFaulty(t *testing.T) {
 		t.Fatalf("not back after Th good intervals: %+v", r.Link(0))
 	}
 	// Local loss above the threshold.
-	var adv [4]uint64
+	var adv [32]byte
 	if r.Advert(0, adv[:]) {
 		t.Fatal("advertised FAULTY without loss")
 	}
@@ -212,9 +212,9 @@ func TestReachPeerChange(t *testing.T) {
 	r := newTestReach(t, 1, TierEdge, 1)
 	f := newReachFeed(t, r)
 	for range 3 {
-		f.interval(map[int]*PeerReach{0: {From: 2, Edges: reachBits(2)}})
+		f.interval(map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}})
 	}
-	f.interval(map[int]*PeerReach{0: {From: 3, Edges: reachBits(3)}})
+	f.interval(map[int]*PeerReach{0: {From: 3, Bitmap: reachBits(3)}})
 	if r.Usable() != 0 || r.Link(0).LastReason != ExcludePeerChange || r.Routes(2) != 0 {
 		t.Fatalf("peer change: %+v", r.Link(0))
 	}
@@ -224,7 +224,7 @@ func TestReachPeerChange(t *testing.T) {
 // usable links reach (split horizon), never the peer itself.
 func TestReachAdvertSplitHorizon(t *testing.T) {
 	e := newTestReach(t, 5, TierEdge, 2)
-	adv := make([]uint64, e.Words())
+	adv := make([]byte, e.BitmapLen())
 	e.Advert(1, adv)
 	if !reachEqualBits(adv, reachBits(5)) {
 		t.Fatalf("edge 5 advertises %x", adv)
@@ -232,15 +232,15 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 	fb := newTestReach(t, 100, 1, 4)
 	f := newReachFeed(t, fb)
 	msgs := map[int]*PeerReach{
-		0: {From: 1, Edges: reachBits(1)},
-		1: {From: 2, Edges: reachBits(2)},
-		2: {From: 3, Edges: reachBits(3)},
-		3: {From: 4, Edges: reachBits(4)},
+		0: {From: 1, Bitmap: reachBits(1)},
+		1: {From: 2, Bitmap: reachBits(2)},
+		2: {From: 3, Bitmap: reachBits(3)},
+		3: {From: 4, Bitmap: reachBits(4)},
 	}
 	for range 3 {
 		f.interval(msgs)
 	}
-	for l, want := range [][]uint64{reachBits(2, 3, 4), reachBits(1, 3, 4), reachBits(1, 2, 4), reachBits(1, 2, 3)} {
+	for l, want := range [][]byte{reachBits(2, 3, 4), reachBits(1, 3, 4), reachBits(1, 2, 4), reachBits(1, 2, 3)} {
 		fb.Advert(l, adv)
 		if !reachEqualBits(adv, want) {
 			t.Fatalf("link %d: advertises %x, want %x", l, adv, want)
@@ -258,14 +258,14 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 	sp := newTestReach(t, 200, 2, 3)
 	f = newReachFeed(t, sp)
 	msgs = map[int]*PeerReach{
-		0: {From: 101, Tier: 1, Edges: reachBits(1, 6)},
-		1: {From: 102, Tier: 1, Edges: reachBits(2, 6)},
-		2: {From: 103, Tier: 1, Edges: reachBits(3)},
+		0: {From: 101, Tier: 1, Bitmap: reachBits(1, 6)},
+		1: {From: 102, Tier: 1, Bitmap: reachBits(2, 6)},
+		2: {From: 103, Tier: 1, Bitmap: reachBits(3)},
 	}
 	for range 3 {
 		f.interval(msgs)
 	}
-	for l, want := range [][]uint64{reachBits(2, 3, 6), reachBits(1, 3, 6), reachBits(1, 2, 6)} {
+	for l, want := range [][]byte{reachBits(2, 3, 6), reachBits(1, 3, 6), reachBits(1, 2, 6)} {
 		sp.Advert(l, adv)
 		if !reachEqualBits(adv, want) {
 			t.Fatalf("spine link %d: advertises %x, want %x", l, adv, want)
@@ -276,9 +276,9 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 	fb = newTestReach(t, 100, 1, 3)
 	f = newReachFeed(t, fb)
 	msgs = map[int]*PeerReach{
-		0: {From: 1, Edges: reachBits(1)},
-		1: {From: 1, Edges: reachBits(1)},
-		2: {From: 2, Edges: reachBits(2)},
+		0: {From: 1, Bitmap: reachBits(1)},
+		1: {From: 1, Bitmap: reachBits(1)},
+		2: {From: 2, Bitmap: reachBits(2)},
 	}
 	for range 3 {
 		f.interval(msgs)
@@ -295,15 +295,15 @@ func TestReachAdvertTiers(t *testing.T) {
 	fb := newTestReach(t, 100, 1, 4)
 	f := newReachFeed(t, fb)
 	msgs := map[int]*PeerReach{
-		0: {From: 1, Tier: TierEdge, Edges: reachBits(1)},
-		1: {From: 200, Tier: 2, Edges: reachBits(2, 3)},
-		2: {From: 201, Tier: 2, Edges: reachBits(4)},
-		3: {From: 102, Tier: 1, Edges: reachBits(5)}, // a peer of its own tier
+		0: {From: 1, Tier: TierEdge, Bitmap: reachBits(1)},
+		1: {From: 200, Tier: 2, Bitmap: reachBits(2, 3)},
+		2: {From: 201, Tier: 2, Bitmap: reachBits(4)},
+		3: {From: 102, Tier: 1, Bitmap: reachBits(5)}, // a peer of its own tier
 	}
 	for range 3 {
 		f.interval(msgs)
 	}
-	adv := make([]uint64, fb.Words())
+	adv := make([]byte, fb.BitmapLen())
 	for _, l := range []int{1, 2, 3} {
 		fb.Advert(l, adv)
 		if !reachEqualBits(adv, reachBits(1)) {
@@ -337,11 +337,26 @@ func TestReachBadInput(t *testing.T) {
 	}
 	r.Poll(0)
 	for k := int64(1); k <= 3; k++ {
-		r.Receive(k*cfg.Interval-1, 0, &PeerReach{From: 2, Edges: []uint64{1 << 2, ^uint64(0), 5, 6}})
+		bm := make([]byte, 40)
+		for i := 8; i < len(bm); i++ {
+			bm[i] = 0xff
+		}
+		bm[0] = 1<<2 | 1 // edge 0 is invalid
+		r.Receive(k*cfg.Interval-1, 0, &PeerReach{From: 2, Bitmap: bm})
 		r.Poll(k * cfg.Interval)
 	}
-	if r.Routes(2) != 1 || r.Routes(69) != 1 || r.Routes(70) != 0 || r.Routes(1000) != 0 {
-		t.Fatalf("routes: 2 %#b 69 %#b 70 %#b", r.Routes(2), r.Routes(69), r.Routes(70))
+	if r.Routes(0) != 0 || r.Routes(2) != 1 || r.Routes(3) != 0 || r.Routes(64) != 1 || r.Routes(69) != 1 ||
+		r.Routes(70) != 0 || r.Routes(1000) != 0 {
+		t.Fatalf("routes: 0 %#b 2 %#b 64 %#b 69 %#b 70 %#b", r.Routes(0), r.Routes(2), r.Routes(64), r.Routes(69), r.Routes(70))
+	}
+	// Short bitmaps: a partial word.
+	r.Receive(4*cfg.Interval-2, 0, &PeerReach{From: 2, Bitmap: []byte{0, 0, 0x80}})
+	if r.Routes(23) != 1 || r.Routes(2) != 0 {
+		t.Fatalf("3-byte bitmap: routes to 23 %#b, to 2 %#b", r.Routes(23), r.Routes(2))
+	}
+	r.Receive(4*cfg.Interval-1, 0, &PeerReach{From: 2, Bitmap: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0x20}})
+	if r.Routes(69) != 1 || r.Routes(23) != 0 {
+		t.Fatalf("9-byte bitmap: routes to 69 %#b, to 23 %#b", r.Routes(69), r.Routes(23))
 	}
 	r.Receive(4*cfg.Interval-1, 0, &PeerReach{From: 2})
 	if r.Routes(2) != 0 {
@@ -359,9 +374,9 @@ func TestReachBadInput(t *testing.T) {
 	}
 }
 
-func reachEqualBits(a, b []uint64) bool {
+func reachEqualBits(a, b []byte) bool {
 	for i := range max(len(a), len(b)) {
-		var x, y uint64
+		var x, y byte
 		if i < len(a) {
 			x = a[i]
 		}
@@ -435,8 +450,8 @@ func (n *reachNet) run(d int64) {
 				if !ok || n.cut[[2]int{i, l}] {
 					continue
 				}
-				msg := PeerReach{From: r.cfg.Self, Tier: r.cfg.Tier, Edges: make([]uint64, r.Words())}
-				msg.Faulty = r.Advert(l, msg.Edges)
+				msg := PeerReach{From: r.cfg.Self, Tier: r.cfg.Tier, Bitmap: make([]byte, r.BitmapLen())}
+				msg.Faulty = r.Advert(l, msg.Bitmap)
 				n.fly = append(n.fly, reachFly{at: n.now + 3_000, node: peer[0], link: peer[1], msg: msg})
 			}
 			r.Due = 0
@@ -529,8 +544,8 @@ func TestReachTwoTiersNoPhantom(t *testing.T) {
 
 func TestReachNoAlloc(t *testing.T) {
 	r := newTestReach(t, 100, 1, 8)
-	msg := &PeerReach{From: 7, Tier: TierEdge, Edges: reachBits(7)}
-	adv := make([]uint64, r.Words())
+	msg := &PeerReach{From: 7, Tier: TierEdge, Bitmap: reachBits(7)}
+	adv := make([]byte, r.BitmapLen())
 	now := int64(0)
 	allocs := testing.AllocsPerRun(10000, func() {
 		now += reachI / 4
@@ -556,7 +571,7 @@ func ExampleReachability() {
 	iv := r.Config().Interval
 	r.Poll(0)
 	for k := int64(1); k <= 3; k++ {
-		r.Receive(k*iv-iv/2, 0, &PeerReach{From: 101, Tier: 1, Edges: []uint64{1 << 2}})
+		r.Receive(k*iv-iv/2, 0, &PeerReach{From: 101, Tier: 1, Bitmap: []byte{1 << 2}})
 		r.Poll(k * iv)
 	}
 	fmt.Printf("routes to edge 2: %#b\n", r.Routes(2))
