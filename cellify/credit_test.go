@@ -439,3 +439,17 @@ func TestSchedNoAlloc(t *testing.T) {
 		t.Fatalf("only %d credits issued: the loop did not exercise granting", s.Stats.Credits)
 	}
 }
+
+// BenchmarkSchedPoll: one credit per op among 64 backlogged VOQs in 4
+// classes (the refresh scan included).
+func BenchmarkSchedPoll(b *testing.B) {
+	s := newTestSched(b, DefaultSchedConfig(100e9))
+	for i := range 64 {
+		s.Request(0, EdgeID(1+i), Class(i%4), 1<<60)
+	}
+	now := int64(0)
+	for range b.N {
+		now = s.Poll(now)
+		s.ResetOut()
+	}
+}

@@ -132,8 +132,10 @@ func (s *Sprayer) p2c(usable uint64) int {
 	if n == 1 {
 		return bits.TrailingZeros64(usable)
 	}
-	i := s.rng.IntN(n)
-	j := s.rng.IntN(n - 1)
+	// Two draws from one random word (multiply-shift; bias ≤ 64/2^32).
+	x := s.rng.Uint64()
+	i := int(uint64(uint32(x)) * uint64(n) >> 32)
+	j := int((x >> 32) * uint64(n-1) >> 32)
 	if j >= i {
 		j++
 	}
