@@ -1,0 +1,145 @@
+package cellify
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// cellFuzzOps reads a byte string as operations: an opcode byte, then its
+// arguments; it stops when the bytes run out.
+type cellFuzzOps struct{ b []byte }
+
+func (o *cellFuzzOps) more() bool { return len(o.b) > 0 }
+
+func (o *cellFuzzOps) u8() uint8 {
+	if len(o.b) == 0 {
+		return 0
+	}
+	v := o.b[0]
+	o.b = o.b[1:]
+	return v
+}
+
+func (o *cellFuzzOps) u32() uint32 {
+	if len(o.b) < 4 {
+		o.b = nil
+		return 0
+	}
+	v := binary.BigEndian.Uint32(o.b)
+	o.b = o.b[4:]
+	return v
+}
+
+// FuzzReachOps: any sequence of REACH messages (any sender, tier, flag,
+// bitmap length and content, any link index), interface and loss reports
+// and polls never panics, and the table only names usable links.
+func FuzzReachOps(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 2, 0, 1, 0xff, 3, 0, 0, 1, 0, 3, 0, 0, 2, 0, 3, 0, 0, 3, 0})
+	f.Add([]byte{1, 0, 0, 2, 1, 1, 4, 0, 0, 0, 1, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tier := TierEdge
+		if len(data) > 0 {
+			tier = Tier(data[0] % 3)
+		}
+		cfg := DefaultReachConfig(3, tier, 5)
+		cfg.MaxEdges, cfg.Interval = 100, 1000
+		r, err := NewReachability(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &cellFuzzOps{b: data}
+		now := int64(0)
+		adv := make([]byte, r.BitmapLen()-len(data)%2) // sometimes short
+		for o.more() {
+			op, l := o.u8(), int(int8(o.u8()))%8
+			switch op % 5 {
+			case 0:
+				m := PeerReach{From: EdgeID(o.u8()), Tier: Tier(o.u8() % 4), Faulty: o.u8()&1 == 1}
+				for n := o.u8() % 20; n > 0; n-- {
+					m.Bitmap = append(m.Bitmap, o.u8())
+				}
+				r.Receive(now, l, &m)
+			case 1:
+				r.SetUp(now, l, o.u8()&1 == 1)
+			case 2:
+				r.SetLoss(now, l, float64(o.u8())/1000)
+			case 3:
+				now += int64(o.u8()) * 100
+				r.Poll(now)
+				r.Due = 0
+			case 4:
+				r.Advert(l, adv)
+			}
+			for e := range cfg.MaxEdges + 2 {
+				if rt := r.Routes(EdgeID(e)); rt&^r.Usable() != 0 {
+					t.Fatalf("routes to %d %#b beyond the usable links %#b", e, rt, r.Usable())
+				}
+			}
+			if r.Usable()>>cfg.Links != 0 {
+				t.Fatalf("usable %#b beyond %d links", r.Usable(), cfg.Links)
+			}
+		}
+	})
+}
+
+// FuzzSchedOps: any sequence of requests (any source, class, total),
+// FCI reports, egress queue reports, resets and polls never panics, never
+// grants beyond a VOQ's request (or the pre-credit), and grant totals in Out
+// never go down between resets.
+func FuzzSchedOps(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 3, 10, 0, 2, 1, 0, 0, 0, 0, 9, 3, 200})
+	f.Add([]byte{0, 1, 9, 0, 0, 1, 0, 1, 1, 3, 50, 4, 1, 3, 50, 2, 2, 3, 100})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg := DefaultSchedConfig(1e9)
+		cfg.CreditSize, cfg.PreCredit, cfg.MaxVOQs, cfg.StopAbove = 3000, 500, 8, 10000
+		s, err := NewScheduler(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &cellFuzzOps{b: data}
+		now := int64(0)
+		sent := map[StreamKey]uint64{}
+		for o.more() {
+			op := o.u8()
+			src, class := EdgeID(o.u8()%6), Class(o.u8()%10)
+			switch op % 6 {
+			case 0:
+				s.Request(now, src, class, uint64(o.u32())<<8)
+			case 1:
+				s.FCI(now, src)
+			case 2:
+				s.SetEgressQueue(int(o.u32() % 20000))
+			case 3:
+				now += int64(o.u8()) * 1000
+				s.Poll(now)
+				for _, g := range s.Out {
+					if g.Total < sent[g.Key] {
+						t.Fatalf("grant of %+v went down: %d after %d", g.Key, g.Total, sent[g.Key])
+					}
+					sent[g.Key] = g.Total
+				}
+				s.ResetOut()
+			case 4:
+				s.ResetSource(src)
+				for k := range sent {
+					if k.Src == src {
+						delete(sent, k)
+					}
+				}
+			case 5:
+				s.Reset()
+				clear(sent)
+			}
+			for src := range EdgeID(6) {
+				for c := range Class(Classes) {
+					if r, g, ok := s.Totals(src, c); ok && g > max(r, cfg.PreCredit) {
+						t.Fatalf("VOQ (%d, %d) granted %d beyond its request %d", src, c, g, r)
+					}
+				}
+			}
+			if len(s.Out) > cfg.MaxVOQs {
+				t.Fatalf("%d grants pending for %d VOQs: not coalesced", len(s.Out), cfg.MaxVOQs)
+			}
+		}
+	})
+}

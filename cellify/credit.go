@@ -1,0 +1,523 @@
+package cellify
+
+import (
+	"errors"
+	"math"
+)
+
+// SchedConfig configures the egress credit scheduler of one host port.
+// Times are nanoseconds, sizes bytes, rates bits per second.
+type SchedConfig struct {
+	Port       uint8   // the host port this scheduler serves (names the VOQs in grants)
+	Rate       float64 // the port's rate
+	SpeedUp    float64 // credits are issued at Rate × (1 + SpeedUp)
+	CreditSize int     // bytes per grant (a grant is smaller only at the end of a request)
+	// StopAbove: no grant is issued while the port's egress queue (reported
+	// by SetEgressQueue) holds more bytes than this; 0 never stops.
+	StopAbove int
+	// MaxBurst bounds the credit a late Poll may catch up on, in credits.
+	MaxBurst int
+	// Refresh is the period of the refresh timer that re-sends the grant
+	// totals of VOQs whose grant is outstanding (see Scheduler.Poll).
+	Refresh int64
+	// RefreshHold: a VOQ whose grant total changed less than RefreshHold ago
+	// counts as outstanding (its last grant may have been lost).
+	RefreshHold int64
+	// PreCredit is the grant total both ends assume for every VOQ at session
+	// start (and after a Reset): bytes a source sends without asking.
+	PreCredit uint64
+	MaxVOQs   int // capacity of the VOQ table (source, class); 0: 1024
+	// FCI reaction, per source: a cell with FCI multiplies the source's
+	// credit rate (a fraction of the port's credit rate, starting from its
+	// fair share) by FCIDecrease, at most once per FCIHold; the fraction
+	// regains FCIRecover per second, never falls below FCIMin.
+	FCIDecrease float64
+	FCIHold     int64
+	FCIRecover  float64
+	FCIMin      float64
+}
+
+// DefaultSchedConfig returns the defaults for a port of the given rate.
+func DefaultSchedConfig(rate float64) SchedConfig {
+	return SchedConfig{
+		Rate:        rate,
+		SpeedUp:     0.02,
+		CreditSize:  16 << 10,
+		MaxBurst:    2,
+		Refresh:     200_000,
+		RefreshHold: 400_000,
+		MaxVOQs:     1024,
+		FCIDecrease: 0.75,
+		FCIHold:     20_000,
+		FCIRecover:  500,
+		FCIMin:      0.05,
+	}
+}
+
+func (c *SchedConfig) check() error {
+	if !(c.Rate >= 1 && c.Rate <= 1e13) || !(c.SpeedUp >= 0 && c.SpeedUp <= 1) {
+		return errors.New("cellify: SchedConfig.Rate must be in [1, 1e13] bit/s and SpeedUp in [0, 1]")
+	}
+	if c.CreditSize < 1 || c.CreditSize > 1<<24 || c.MaxBurst < 1 || c.MaxBurst > 1024 || c.StopAbove < 0 {
+		return errors.New("cellify: SchedConfig.CreditSize must be in [1, 16 MiB], MaxBurst in [1, 1024], StopAbove ≥ 0")
+	}
+	if c.Refresh < 1 || c.RefreshHold < 0 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
+		return errors.New("cellify: SchedConfig.Refresh must be > 0, RefreshHold, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
+	}
+	if !(c.FCIDecrease > 0 && c.FCIDecrease <= 1) || !(c.FCIMin > 0 && c.FCIMin <= 1) || !(c.FCIRecover >= 0) {
+		return errors.New("cellify: SchedConfig.FCIDecrease and FCIMin must be in (0, 1], FCIRecover ≥ 0")
+	}
+	return nil
+}
+
+// SchedGrant is a credit grant to send: the VOQ at source Key.Src toward this
+// port and class Key.Class may have sent Total bytes ever.
+type SchedGrant struct {
+	Key   StreamKey
+	Total uint64
+	v     int32 // VOQ index, to clear its coalescing mark on ResetOut
+}
+
+// SchedStats counts what a Scheduler did.
+type SchedStats struct {
+	Requests      uint64 // credit requests received
+	RequestsStale uint64 // ... whose total was below the known one (ignored)
+	RequestsBad   uint64 // ... with a class out of range (dropped)
+	TableFull     uint64 // ... for a new VOQ when the table was full (dropped)
+	Repairs       uint64 // requests not above the granted total: the grant was re-sent at once
+	Credits       uint64 // grants issued by the pacer
+	GrantedBytes  uint64 // bytes granted by the pacer (pre-credit excluded)
+	GrantMsgs     uint64 // grant totals put in Out (coalesced per Poll)
+	Refreshed     uint64 // ... of which by the refresh timer
+	Stopped       uint64 // Polls that issued nothing because the egress queue was above StopAbove
+	FCIs          uint64 // FCI cells reported
+	FCIDecreases  uint64 // ... that lowered a source's rate (the others fell within FCIHold)
+	Resets        uint64
+}
+
+type schedVOQ struct {
+	key       StreamKey
+	src       int32 // index in srcs
+	req       uint64
+	granted   uint64
+	lastGrant int64 // time of the last grant issued (valid if issued)
+	issued    bool  // a grant was issued since the last reset
+	active    bool  // req > granted
+	queued    bool  // in its class ring
+	out       int32 // index in Out + 1, 0 none
+}
+
+type schedSrc struct {
+	active  int32   // VOQs of this source with req > granted
+	frac    float64 // credit rate fraction at fracAt (1: not throttled)
+	fracAt  int64
+	lastFCI int64
+	fciSeen bool
+	next    int64 // while throttled: the source's next grant time
+}
+
+// credRing is a FIFO of VOQ indices with a fixed capacity.
+type credRing struct {
+	b          []int32
+	head, size int
+}
+
+func (r *credRing) push(v int32) {
+	r.b[(r.head+r.size)%len(r.b)] = v
+	r.size++
+}
+
+func (r *credRing) pop() int32 {
+	v := r.b[r.head]
+	r.head = (r.head + 1) % len(r.b)
+	r.size--
+	return v
+}
+
+// Scheduler is the egress credit scheduler of one host port (Stardust §4).
+// It learns each source VOQ's demand from cumulative requests and grants
+// credit, cumulative per VOQ, at the port's rate plus the speed-up: strict
+// priority between classes (higher first), round-robin among the VOQs of a
+// class, never beyond a VOQ's requested total, nothing while the egress
+// queue is above StopAbove. Grant totals to send collect in Out (one entry
+// per VOQ, the latest total) until ResetOut.
+type Scheduler struct {
+	cfg   SchedConfig
+	den   uint64 // credit rate in bits per second (an integer: exact pacing)
+	burst int64  // MaxBurst credits of time
+	voqs  []schedVOQ
+	index map[uint32]int32
+	srcs  []schedSrc
+	sidx  map[EdgeID]int32
+	rings [Classes]credRing
+
+	active    int    // VOQs with req > granted
+	activeSrc int    // sources with an active VOQ
+	next      int64  // the pacer's next credit time
+	frac      uint64 // ... plus frac/den ns
+	started   bool
+	idle      bool // at the last Poll nothing could be granted
+	refreshAt int64
+	egressQ   int
+
+	Out   []SchedGrant
+	Stats SchedStats
+}
+
+// NewScheduler returns a scheduler with an empty VOQ table.
+func NewScheduler(cfg SchedConfig) (*Scheduler, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxVOQs == 0 {
+		cfg.MaxVOQs = 1024
+	}
+	s := &Scheduler{
+		cfg:   cfg,
+		den:   uint64(math.Round(cfg.Rate * (1 + cfg.SpeedUp))),
+		voqs:  make([]schedVOQ, 0, cfg.MaxVOQs),
+		index: make(map[uint32]int32, cfg.MaxVOQs),
+		srcs:  make([]schedSrc, 0, cfg.MaxVOQs),
+		sidx:  make(map[EdgeID]int32, cfg.MaxVOQs),
+		Out:   make([]SchedGrant, 0, cfg.MaxVOQs),
+	}
+	s.burst = int64(uint64(cfg.MaxBurst*cfg.CreditSize) * 8e9 / s.den)
+	for c := range s.rings {
+		s.rings[c].b = make([]int32, cfg.MaxVOQs)
+	}
+	return s, nil
+}
+
+// Config returns the configuration in use.
+func (s *Scheduler) Config() SchedConfig { return s.cfg }
+
+// CreditRate returns the rate at which credit is issued, bits per second.
+func (s *Scheduler) CreditRate() float64 { return float64(s.den) }
+
+func schedKey(src EdgeID, c Class) uint32 { return uint32(src)<<8 | uint32(c) }
+
+// lookup returns the VOQ index of (src, c), creating it; -1 if the table is full.
+func (s *Scheduler) lookup(src EdgeID, c Class) int32 {
+	if v, ok := s.index[schedKey(src, c)]; ok {
+		return v
+	}
+	if len(s.voqs) == cap(s.voqs) {
+		return -1
+	}
+	si, ok := s.sidx[src]
+	if !ok {
+		si = int32(len(s.srcs))
+		s.srcs = append(s.srcs, schedSrc{frac: 1})
+		s.sidx[src] = si
+	}
+	v := int32(len(s.voqs))
+	s.voqs = append(s.voqs, schedVOQ{
+		key:     StreamKey{Src: src, Port: s.cfg.Port, Class: c},
+		src:     si,
+		granted: s.cfg.PreCredit,
+	})
+	s.index[schedKey(src, c)] = v
+	return v
+}
+
+func (s *Scheduler) setActive(v *schedVOQ, a bool) {
+	if v.active == a {
+		return
+	}
+	v.active = a
+	src := &s.srcs[v.src]
+	if a {
+		s.active++
+		src.active++
+		if src.active == 1 {
+			s.activeSrc++
+		}
+		return
+	}
+	s.active--
+	src.active--
+	if src.active == 0 {
+		s.activeSrc--
+	}
+}
+
+// Request records a credit request: the VOQ of (src, class) toward this
+// port has had total bytes ever enqueued. A total below the known one is
+// stale and ignored. A total not above the granted total means the source
+// missed a grant: the total is re-sent at once.
+func (s *Scheduler) Request(now int64, src EdgeID, class Class, total uint64) {
+	s.Stats.Requests++
+	if class >= Classes {
+		s.Stats.RequestsBad++
+		return
+	}
+	vi := s.lookup(src, class)
+	if vi < 0 {
+		s.Stats.TableFull++
+		return
+	}
+	v := &s.voqs[vi]
+	if total < v.req {
+		s.Stats.RequestsStale++
+		return
+	}
+	v.req = total
+	if total <= v.granted {
+		if v.issued {
+			s.Stats.Repairs++
+			s.emit(vi)
+		}
+		return
+	}
+	if s.active == 0 && s.next < now {
+		s.next, s.frac = now, 0 // an idle pacer banks no credit
+	}
+	s.setActive(v, true)
+	if !v.queued {
+		v.queued = true
+		s.rings[class].push(vi)
+	}
+}
+
+// SetEgressQueue reports the bytes in the port's egress queue. Grants stop
+// while it is above StopAbove; call Poll after it falls.
+func (s *Scheduler) SetEgressQueue(bytes int) { s.egressQ = bytes }
+
+// Stopped reports whether the egress queue holds grants back.
+func (s *Scheduler) Stopped() bool { return s.cfg.StopAbove > 0 && s.egressQ > s.cfg.StopAbove }
+
+// emit puts the VOQ's grant total in Out (replacing its entry there).
+func (s *Scheduler) emit(vi int32) {
+	v := &s.voqs[vi]
+	if v.out > 0 {
+		s.Out[v.out-1].Total = v.granted
+		return
+	}
+	s.Out = append(s.Out, SchedGrant{Key: v.key, Total: v.granted, v: vi})
+	v.out = int32(len(s.Out))
+	s.Stats.GrantMsgs++
+}
+
+// ResetOut empties Out once the caller has sent the grants.
+func (s *Scheduler) ResetOut() {
+	for _, g := range s.Out {
+		s.voqs[g.v].out = 0
+	}
+	s.Out = s.Out[:0]
+}
+
+// Poll issues the credit due by now (grant totals go to Out), runs the
+// refresh timer and returns the next deadline. The refresh re-sends the
+// totals of VOQs with a grant since their reset that still want more, or
+// whose total changed within RefreshHold.
+func (s *Scheduler) Poll(now int64) int64 {
+	if !s.started {
+		s.started = true
+		s.refreshAt = now + s.cfg.Refresh
+		if s.next < now {
+			s.next, s.frac = now, 0
+		}
+	}
+	if now >= s.refreshAt {
+		s.refresh(now)
+		s.refreshAt += s.cfg.Refresh
+		if s.refreshAt <= now {
+			s.refreshAt = now + s.cfg.Refresh
+		}
+	}
+	dl := s.refreshAt
+	if s.active == 0 || s.Stopped() {
+		if s.active != 0 {
+			s.Stats.Stopped++
+		}
+		s.idle = true
+		return dl
+	}
+	if s.idle && s.next < now { // no credit banked while idle or stopped
+		s.next, s.frac = now, 0
+	}
+	s.idle = false
+	if s.next < now-s.burst {
+		s.next, s.frac = now-s.burst, 0
+	}
+	for s.next <= now {
+		vi, wait := s.pick(now)
+		if vi < 0 { // only throttled sources want credit
+			s.idle = true
+			return min(dl, wait)
+		}
+		s.grant(now, vi)
+		if s.active == 0 {
+			return dl
+		}
+	}
+	return min(dl, s.next)
+}
+
+// pick takes the next VOQ to serve out of its ring: the highest class with
+// a VOQ whose source is not held back by its FCI pacing. Otherwise it
+// returns -1 and the earliest time a held-back source may be served.
+func (s *Scheduler) pick(now int64) (int32, int64) {
+	wait := int64(math.MaxInt64)
+	for c := Classes - 1; c >= 0; c-- {
+		r := &s.rings[c]
+		for n := r.size; n > 0; n-- {
+			vi := r.pop()
+			v := &s.voqs[vi]
+			if !v.active {
+				v.queued = false
+				continue
+			}
+			src := &s.srcs[v.src]
+			if s.throttled(src, now) && src.next > now {
+				r.push(vi)
+				wait = min(wait, src.next)
+				continue
+			}
+			return vi, 0
+		}
+	}
+	return -1, wait
+}
+
+// grant gives VOQ vi (just popped from its ring) one credit at the pacer's
+// slot time and advances the pacer by the bytes granted.
+func (s *Scheduler) grant(now int64, vi int32) {
+	v := &s.voqs[vi]
+	b := min(uint64(s.cfg.CreditSize), v.req-v.granted)
+	v.granted += b
+	v.lastGrant, v.issued = now, true
+	s.Stats.Credits++
+	s.Stats.GrantedBytes += b
+	slot := s.next
+	num := b * 8e9
+	s.next += int64(num / s.den)
+	s.frac += num % s.den
+	if s.frac >= s.den {
+		s.next++
+		s.frac -= s.den
+	}
+	src := &s.srcs[v.src]
+	if f := s.fraction(src, now); f < 1 {
+		src.next = max(src.next, slot) + int64(float64(num)/(float64(s.den)*f))
+	}
+	s.emit(vi)
+	if v.granted < v.req {
+		s.rings[v.key.Class].push(vi)
+	} else {
+		v.queued = false
+		s.setActive(v, false)
+	}
+}
+
+func (s *Scheduler) refresh(now int64) {
+	for i := range s.voqs {
+		v := &s.voqs[i]
+		if v.issued && (v.active || now-v.lastGrant < s.cfg.RefreshHold) {
+			if v.out == 0 {
+				s.Stats.Refreshed++
+			}
+			s.emit(int32(i))
+		}
+	}
+}
+
+// fraction returns the source's credit rate fraction at now (recovered
+// additively since the last decrease, at most 1).
+func (s *Scheduler) fraction(src *schedSrc, now int64) float64 {
+	if src.frac >= 1 {
+		return 1
+	}
+	f := src.frac + s.cfg.FCIRecover*float64(now-src.fracAt)*1e-9
+	if f >= 1 {
+		src.frac = 1
+		return 1
+	}
+	return f
+}
+
+func (s *Scheduler) throttled(src *schedSrc, now int64) bool { return s.fraction(src, now) < 1 }
+
+// FCI reports a cell that arrived from src with its congestion indication
+// set: the source's credit rate fraction, taken as at most its fair share
+// among the sources with demand, is multiplied by FCIDecrease (at most once
+// per FCIHold, never below FCIMin).
+func (s *Scheduler) FCI(now int64, src EdgeID) {
+	s.Stats.FCIs++
+	si, ok := s.sidx[src]
+	if !ok {
+		return
+	}
+	sr := &s.srcs[si]
+	if sr.fciSeen && now-sr.lastFCI < s.cfg.FCIHold {
+		return
+	}
+	f := s.fraction(sr, now)
+	if f >= 1 {
+		sr.next = now
+	}
+	if share := 1 / float64(max(1, s.activeSrc)); f > share {
+		f = share
+	}
+	sr.frac = max(s.cfg.FCIMin, f*s.cfg.FCIDecrease)
+	sr.fracAt, sr.lastFCI, sr.fciSeen = now, now, true
+	s.Stats.FCIDecreases++
+}
+
+// SourceRate returns the fraction of the port's credit rate src may get at
+// now (1 when FCI does not hold it back).
+func (s *Scheduler) SourceRate(now int64, src EdgeID) float64 {
+	si, ok := s.sidx[src]
+	if !ok {
+		return 1
+	}
+	return s.fraction(&s.srcs[si], now)
+}
+
+// Totals returns the requested and granted totals of the VOQ of (src,
+// class); ok is false if it is unknown.
+func (s *Scheduler) Totals(src EdgeID, class Class) (requested, granted uint64, ok bool) {
+	vi, ok := s.index[schedKey(src, class)]
+	if !ok {
+		return 0, 0, false
+	}
+	return s.voqs[vi].req, s.voqs[vi].granted, true
+}
+
+// ResetSource restarts every total of src's VOQs from 0 (granted from
+// PreCredit) and forgets its FCI state: the source restarted.
+func (s *Scheduler) ResetSource(src EdgeID) {
+	si, ok := s.sidx[src]
+	if !ok {
+		return
+	}
+	s.Stats.Resets++
+	for i := range s.voqs {
+		if v := &s.voqs[i]; v.src == si {
+			s.resetVOQ(v)
+		}
+	}
+	s.srcs[si] = schedSrc{frac: 1}
+}
+
+// Reset restarts every VOQ's totals (this node restarted its session with
+// every source) and forgets FCI state. The table keeps its entries.
+func (s *Scheduler) Reset() {
+	s.Stats.Resets++
+	for i := range s.voqs {
+		s.resetVOQ(&s.voqs[i])
+	}
+	for i := range s.srcs {
+		s.srcs[i] = schedSrc{frac: 1}
+	}
+}
+
+// resetVOQ leaves the VOQ in its ring (if queued): inactive entries are
+// dropped lazily by pick.
+func (s *Scheduler) resetVOQ(v *schedVOQ) {
+	s.setActive(v, false)
+	v.req, v.granted, v.issued = 0, s.cfg.PreCredit, false
+	if v.out > 0 {
+		s.Out[v.out-1].Total = v.granted
+	}
+}

@@ -1,0 +1,455 @@
+package cellify
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+const (
+	credUs = int64(1000)
+	credMs = 1000 * credUs
+)
+
+func newTestSched(t testing.TB, cfg SchedConfig) *Scheduler {
+	t.Helper()
+	s, err := NewScheduler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// grantLog collects the grant totals a scheduler sends, per VOQ, and
+// checks that each VOQ's totals never go down.
+type grantLog struct {
+	t     testing.TB
+	total map[StreamKey]uint64
+	msgs  int
+}
+
+func newGrantLog(t testing.TB) *grantLog {
+	return &grantLog{t: t, total: map[StreamKey]uint64{}}
+}
+
+func (g *grantLog) take(s *Scheduler) {
+	for _, gr := range s.Out {
+		if gr.Total < g.total[gr.Key] {
+			g.t.Fatalf("grant total of %+v went down: %d after %d", gr.Key, gr.Total, g.total[gr.Key])
+		}
+		g.total[gr.Key] = gr.Total
+		g.msgs++
+	}
+	s.ResetOut()
+}
+
+// pollUntil polls s at its deadlines (plus a random lateness below
+// maxLate) from now until end and returns the time reached.
+func pollUntil(s *Scheduler, g *grantLog, now, end int64, rng *rand.Rand, maxLate int64) int64 {
+	for now < end {
+		d := s.Poll(now)
+		g.take(s)
+		if d == math.MaxInt64 || d > end {
+			return end
+		}
+		if d <= now {
+			panic("deadline not in the future")
+		}
+		now = d
+		if maxLate > 0 {
+			now += rng.Int64N(maxLate)
+		}
+	}
+	return now
+}
+
+// The credit rate is the port rate × (1 + speed-up) within 1 % over a long
+// run with several sources (in two classes), with exact and late polls, for
+// rates that do not divide the credit time evenly.
+func TestSchedRate(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		rate    float64
+		speedUp float64
+		credit  int
+		late    int64
+	}{
+		{"10G/2%/16K", 10e9, 0.02, 16 << 10, 0},
+		{"10G/2%/16K/late", 10e9, 0.02, 16 << 10, 5 * credUs},
+		{"1G/3%/4K/late", 999_999_937, 0.03, 4096, 3 * credUs},
+		{"25G/0/9000", 25e9, 0, 9000, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultSchedConfig(c.rate)
+			cfg.SpeedUp, cfg.CreditSize = c.speedUp, c.credit
+			s := newTestSched(t, cfg)
+			g := newGrantLog(t)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for src := EdgeID(1); src <= 5; src++ {
+				s.Request(0, src, Class(src%2), 1<<50)
+			}
+			const dur = 200 * credMs
+			pollUntil(s, g, 0, dur, rng, c.late)
+			got := float64(s.Stats.GrantedBytes) * 8 / (float64(dur) * 1e-9)
+			want := c.rate * (1 + c.speedUp)
+			if math.Abs(got/want-1) > 0.01 {
+				t.Fatalf("credit rate %.4g bit/s, want %.4g (port × (1+speed-up)) within 1%%", got, want)
+			}
+		})
+	}
+}
+
+// Equal VOQs of one class share the credit round-robin: each gets its
+// fair share within 1 %.
+func TestSchedFairness(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	const n = 7
+	for src := EdgeID(1); src <= n; src++ {
+		s.Request(0, src, 2, 1<<50)
+	}
+	pollUntil(s, g, 0, 100*credMs, nil, 0)
+	var sum float64
+	for src := EdgeID(1); src <= n; src++ {
+		sum += float64(g.total[StreamKey{Src: src, Class: 2}])
+	}
+	mean := sum / n
+	for src := EdgeID(1); src <= n; src++ {
+		got := float64(g.total[StreamKey{Src: src, Class: 2}])
+		if math.Abs(got/mean-1) > 0.01 {
+			t.Fatalf("source %d granted %.0f bytes, mean %.0f: not within 1%%", src, got, mean)
+		}
+	}
+}
+
+// Strict priority: while a higher class wants credit, a lower class gets
+// none; once the higher class's request is granted, the lower class gets
+// the port.
+func TestSchedStrictPriority(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	lo := StreamKey{Src: 1, Class: 3}
+	hi := StreamKey{Src: 2, Class: 5}
+	mid := StreamKey{Src: 3, Class: 4}
+	s.Request(0, lo.Src, lo.Class, 1<<40)
+	hiTotal := uint64(200 * cfg.CreditSize)
+	s.Request(0, hi.Src, hi.Class, hiTotal)
+	s.Request(0, mid.Src, mid.Class, hiTotal/2)
+	now := int64(0)
+	for g.total[hi] < hiTotal {
+		d := s.Poll(now)
+		g.take(s)
+		if g.total[lo] != 0 || g.total[mid] != 0 {
+			t.Fatalf("at %d ns lower classes got credit (class 4: %d, class 3: %d) while class 5 had %d of %d",
+				now, g.total[mid], g.total[lo], g.total[hi], hiTotal)
+		}
+		now = d
+	}
+	for g.total[mid] < hiTotal/2 {
+		d := s.Poll(now)
+		g.take(s)
+		if g.total[lo] != 0 {
+			t.Fatalf("class 3 got credit while class 4 wanted more")
+		}
+		now = d
+	}
+	pollUntil(s, g, now, now+10*credMs, nil, 0)
+	if g.total[lo] == 0 {
+		t.Fatal("class 3 got nothing once the higher classes were served")
+	}
+}
+
+// Random requests from random VOQs: no VOQ is ever granted beyond its
+// requested total (or the pre-credit), stale requests are ignored, and
+// in the end every request is granted in full.
+func TestSchedNeverBeyondRequest(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	cfg.CreditSize = 3000
+	cfg.PreCredit = 1500
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	req := map[StreamKey]uint64{}
+	now := int64(0)
+	check := func() {
+		for k, tot := range g.total {
+			if tot > max(req[k], cfg.PreCredit) {
+				t.Fatalf("%+v granted %d beyond its request %d", k, tot, req[k])
+			}
+		}
+	}
+	stale := 0
+	for range 20000 {
+		k := StreamKey{Src: EdgeID(1 + rng.IntN(6)), Class: Class(rng.IntN(3))}
+		if rng.IntN(10) == 0 && req[k] > 100 {
+			s.Request(now, k.Src, k.Class, req[k]-1-uint64(rng.IntN(100))) // stale
+			stale++
+		} else {
+			req[k] += uint64(rng.IntN(5000))
+			s.Request(now, k.Src, k.Class, req[k])
+		}
+		d := s.Poll(now)
+		g.take(s)
+		check()
+		now = min(d, now+rng.Int64N(4*credUs))
+	}
+	if s.Stats.RequestsStale != uint64(stale) {
+		t.Fatalf("%d stale requests counted, %d sent", s.Stats.RequestsStale, stale)
+	}
+	pollUntil(s, g, now, now+1000*credMs, nil, 0)
+	check()
+	for k, r := range req {
+		if g.total[k] != max(r, cfg.PreCredit) && r > cfg.PreCredit {
+			t.Fatalf("%+v: granted %d of %d in the end", k, g.total[k], r)
+		}
+	}
+}
+
+// Above the egress threshold nothing is granted; below it granting resumes
+// at once, without a burst of the credit not issued while stopped.
+func TestSchedStopResume(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	cfg.StopAbove = 100_000
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	s.Request(0, 1, 0, 1<<40)
+	now := pollUntil(s, g, 0, credMs, nil, 0)
+	before := s.Stats.GrantedBytes
+	if before == 0 {
+		t.Fatal("nothing granted before the stop")
+	}
+	s.SetEgressQueue(cfg.StopAbove + 1)
+	now = pollUntil(s, g, now, now+10*credMs, nil, 0)
+	if s.Stats.GrantedBytes != before {
+		t.Fatalf("granted %d bytes while the egress queue was above the threshold", s.Stats.GrantedBytes-before)
+	}
+	if !s.Stopped() || s.Stats.Stopped == 0 {
+		t.Fatal("not counted as stopped")
+	}
+	s.SetEgressQueue(cfg.StopAbove)
+	s.Poll(now)
+	g.take(s)
+	burst := s.Stats.GrantedBytes - before
+	if burst == 0 || burst > uint64(cfg.CreditSize) {
+		t.Fatalf("resumed with %d bytes at once, want one credit (%d)", burst, cfg.CreditSize)
+	}
+	pollUntil(s, g, now, now+10*credMs, nil, 0)
+	got := float64(s.Stats.GrantedBytes-before) * 8 / 10e-3
+	if want := s.CreditRate(); math.Abs(got/want-1) > 0.01 {
+		t.Fatalf("after resuming: %.4g bit/s, want %.4g", got, want)
+	}
+}
+
+// A request not above the granted total means the source lost a grant: it
+// is re-sent at once. The refresh timer re-sends a recently changed total
+// (its last grant may be lost), then falls quiet.
+func TestSchedRepairAndRefresh(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	k := StreamKey{Src: 9, Class: 1}
+	total := uint64(3 * cfg.CreditSize)
+	s.Request(0, k.Src, k.Class, total)
+	now := int64(0)
+	for g.total[k] < total {
+		now = s.Poll(now)
+		g.take(s)
+	}
+	// The source lost the last grant and asks again.
+	s.Request(now, k.Src, k.Class, total)
+	if len(s.Out) != 1 || s.Out[0].Total != total || s.Out[0].Key != k {
+		t.Fatalf("a repeated request got %+v, want the grant total %d again", s.Out, total)
+	}
+	s.ResetOut()
+	// Refreshes within RefreshHold of the last grant, then none.
+	refreshes := 0
+	for end := now + cfg.RefreshHold + 3*cfg.Refresh; now < end; {
+		now = s.Poll(now)
+		for _, gr := range s.Out {
+			if gr.Key == k && gr.Total == total {
+				refreshes++
+			}
+		}
+		s.ResetOut()
+	}
+	want := int(cfg.RefreshHold / cfg.Refresh)
+	if refreshes < want-1 || refreshes > want+1 {
+		t.Fatalf("%d refreshes of the last total within RefreshHold, want about %d", refreshes, want)
+	}
+	if s.Poll(now); len(s.Out) != 0 {
+		t.Fatalf("refresh still sending %+v long after the last change", s.Out)
+	}
+}
+
+// FCI from a source lowers its credit rate (multiplicatively, from its fair
+// share, never below FCIMin); without FCI it recovers additively to its
+// fair share.
+func TestSchedFCI(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	a, b := StreamKey{Src: 1}, StreamKey{Src: 2}
+	s.Request(0, a.Src, 0, 1<<50)
+	s.Request(0, b.Src, 0, 1<<50)
+	now := pollUntil(s, g, 0, 2*credMs, nil, 0)
+	// One FCI: a's fraction is its share × FCIDecrease.
+	s.FCI(now, a.Src)
+	if f, want := s.SourceRate(now, a.Src), 0.5*cfg.FCIDecrease; math.Abs(f-want) > 1e-9 {
+		t.Fatalf("after one FCI a's rate fraction is %v, want share 0.5 × %v", f, cfg.FCIDecrease)
+	}
+	// A second FCI within FCIHold does nothing.
+	s.FCI(now+cfg.FCIHold/2, a.Src)
+	if s.Stats.FCIDecreases != 1 {
+		t.Fatalf("%d decreases, want 1 (second FCI within FCIHold)", s.Stats.FCIDecreases)
+	}
+	// FCI on every cell for 5 ms: a's rate falls to the floor; b takes the rest.
+	a0, b0 := g.total[a], g.total[b]
+	end := now + 5*credMs
+	for now < end {
+		s.FCI(now, a.Src)
+		d := s.Poll(now)
+		g.take(s)
+		now = min(d, now+cfg.FCIHold)
+	}
+	da, db := float64(g.total[a]-a0), float64(g.total[b]-b0)
+	if da > 0.25*db {
+		t.Fatalf("under FCI a got %.0f bytes, b %.0f: a not throttled", da, db)
+	}
+	if f := s.SourceRate(now, a.Src); f < cfg.FCIMin || f > 2*cfg.FCIMin {
+		t.Fatalf("after sustained FCI a's fraction is %v, want near the floor %v", f, cfg.FCIMin)
+	}
+	port := s.CreditRate() * 5e-3 / 8
+	if da < 0.9*cfg.FCIMin*port || da > 3*cfg.FCIMin*port {
+		t.Fatalf("a got %.0f bytes in 5 ms under FCI, want about FCIMin × port (%.0f)", da, cfg.FCIMin*port)
+	}
+	// Recovery: linear at FCIRecover per second.
+	f0 := s.SourceRate(now, a.Src)
+	if f1 := s.SourceRate(now+credMs, a.Src); math.Abs(f1-f0-cfg.FCIRecover*1e-3) > 1e-9 {
+		t.Fatalf("fraction %v → %v in 1 ms, want + %v", f0, f1, cfg.FCIRecover*1e-3)
+	}
+	now = pollUntil(s, g, now, now+int64(1e9/cfg.FCIRecover)+credMs, nil, 0)
+	if f := s.SourceRate(now, a.Src); f != 1 {
+		t.Fatalf("fraction %v after the recovery time, want 1", f)
+	}
+	a0, b0 = g.total[a], g.total[b]
+	pollUntil(s, g, now, now+20*credMs, nil, 0)
+	if da, db := float64(g.total[a]-a0), float64(g.total[b]-b0); math.Abs(da/db-1) > 0.01 {
+		t.Fatalf("after recovery a got %.0f, b %.0f: not equal within 1%%", da, db)
+	}
+}
+
+// A sole source under FCI is throttled too (its share is the whole port),
+// and the port does not bank the credit it did not give.
+func TestSchedFCISoleSource(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	cfg.FCIRecover = 0
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	s.Request(0, 1, 0, 1<<50)
+	now := pollUntil(s, g, 0, credMs, nil, 0)
+	s.FCI(now, 1)
+	before := s.Stats.GrantedBytes
+	now = pollUntil(s, g, now, now+10*credMs, nil, 0)
+	got := float64(s.Stats.GrantedBytes-before) * 8 / 10e-3
+	if want := s.CreditRate() * cfg.FCIDecrease; math.Abs(got/want-1) > 0.02 {
+		t.Fatalf("sole source under FCI: %.4g bit/s, want %.4g", got, want)
+	}
+}
+
+func TestSchedResetSource(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	cfg.PreCredit = 2000
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	s.Request(0, 1, 0, 1<<30)
+	s.Request(0, 2, 0, 1<<30)
+	now := pollUntil(s, g, 0, credMs, nil, 0)
+	s.ResetSource(1)
+	if r, gr, _ := s.Totals(1, 0); r != 0 || gr != cfg.PreCredit {
+		t.Fatalf("after reset: requested %d granted %d, want 0 and the pre-credit", r, gr)
+	}
+	if _, gr, _ := s.Totals(2, 0); gr <= cfg.PreCredit {
+		t.Fatal("the other source was reset too")
+	}
+	// The new session's totals start from 0: a small request is granted.
+	s.Request(now, 1, 0, 5000)
+	for range 1000 {
+		now = s.Poll(now)
+		s.ResetOut()
+		if _, gr, _ := s.Totals(1, 0); gr == 5000 {
+			return
+		}
+	}
+	t.Fatal("the new session's request was not granted")
+}
+
+// Hostile or odd requests are counted and dropped: classes out of range and
+// a full table.
+func TestSchedBadRequests(t *testing.T) {
+	cfg := DefaultSchedConfig(1e9)
+	cfg.MaxVOQs = 2
+	s := newTestSched(t, cfg)
+	s.Request(0, 1, Classes, 100)
+	s.Request(0, 1, 0, 100)
+	s.Request(0, 2, 0, 100)
+	s.Request(0, 3, 0, 100)
+	if s.Stats.RequestsBad != 1 || s.Stats.TableFull != 1 {
+		t.Fatalf("stats %+v: want 1 bad class, 1 table full", s.Stats)
+	}
+	if _, _, ok := s.Totals(3, 0); ok {
+		t.Fatal("a VOQ beyond the table's capacity was created")
+	}
+	if _, err := NewScheduler(SchedConfig{Rate: 1e9}); err == nil {
+		t.Fatal("a config without a credit size was accepted")
+	}
+}
+
+// Poll and Request do not allocate in steady state.
+func TestSchedNoAlloc(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	cfg.StopAbove = 1 << 20
+	s := newTestSched(t, cfg)
+	req := make([]uint64, 16)
+	for i := range req {
+		req[i] = 1 << 20
+		s.Request(0, EdgeID(1+i), Class(i%4), req[i])
+	}
+	now := int64(0)
+	i := 0
+	allocs := testing.AllocsPerRun(20000, func() {
+		i++
+		if i%3 == 0 {
+			k := i % len(req)
+			req[k] += 40000
+			s.Request(now, EdgeID(1+k), Class(k%4), req[k])
+		}
+		if i%500 == 0 {
+			s.FCI(now, EdgeID(1+i%16))
+		}
+		s.SetEgressQueue(i % (2 << 20))
+		now = max(s.Poll(now), now+credUs)
+		s.ResetOut()
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per Poll", allocs)
+	}
+	if s.Stats.Credits < 1000 {
+		t.Fatalf("only %d credits issued: the loop did not exercise granting", s.Stats.Credits)
+	}
+}
+
+// BenchmarkSchedPoll: one credit per op among 64 backlogged VOQs in 4
+// classes (the refresh scan included).
+func BenchmarkSchedPoll(b *testing.B) {
+	s := newTestSched(b, DefaultSchedConfig(100e9))
+	for i := range 64 {
+		s.Request(0, EdgeID(1+i), Class(i%4), 1<<60)
+	}
+	now := int64(0)
+	for range b.N {
+		now = s.Poll(now)
+		s.ResetOut()
+	}
+}

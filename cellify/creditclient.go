@@ -1,0 +1,136 @@
+package cellify
+
+import "math"
+
+// CreditClientConfig configures the ingress side of one VOQ's credit loop.
+type CreditClientConfig struct {
+	// PreCredit is the grant total both ends assume at session start (the
+	// scheduler's SchedConfig.PreCredit): bytes sent without asking.
+	PreCredit uint64
+	// Quantum: new backlog is announced at once when the scheduler's known
+	// demand is less than Quantum ahead of the grant, else once Quantum
+	// bytes more have been enqueued (bounds requests to about one per
+	// Quantum bytes). 0 announces every byte.
+	Quantum uint64
+	// Refresh: while backlog exceeds the grant, the request is repeated
+	// Refresh after the last one (a lost request or grant costs one
+	// Refresh, never a stall).
+	Refresh int64
+}
+
+// DefaultCreditClientConfig returns defaults matching DefaultSchedConfig.
+func DefaultCreditClientConfig() CreditClientConfig {
+	return CreditClientConfig{Quantum: 16 << 10, Refresh: 200_000}
+}
+
+// CreditClientStats counts what a CreditClient did.
+type CreditClientStats struct {
+	Requests      uint64 // requests to send (first announcements and repeats)
+	Repeats       uint64 // ... of which repeats by the refresh timer
+	Grants        uint64 // grants received
+	GrantsStale   uint64 // ... not above the known total (ignored)
+	GrantsClamped uint64 // ... above the largest total requested (cut to it)
+	Resets        uint64
+}
+
+// CreditClient is the ingress side of one VOQ's credit loop: cumulative
+// totals of bytes enqueued, sent and granted. Bytes dropped from the VOQ
+// after Enqueue count as sent (they consumed their place in the request).
+type CreditClient struct {
+	cfg       CreditClientConfig
+	enqueued  uint64
+	sent      uint64
+	granted   uint64
+	requested uint64 // the total in the last request
+	reqAt     int64
+	Stats     CreditClientStats
+}
+
+// NewCreditClient returns a client at session start.
+func NewCreditClient(cfg CreditClientConfig) CreditClient {
+	if cfg.Refresh < 1 {
+		cfg.Refresh = 1
+	}
+	return CreditClient{cfg: cfg, granted: cfg.PreCredit}
+}
+
+// Enqueued, Sent and Granted return the cumulative totals.
+func (c *CreditClient) Enqueued() uint64 { return c.enqueued }
+func (c *CreditClient) Sent() uint64     { return c.sent }
+func (c *CreditClient) Granted() uint64  { return c.granted }
+
+// Enqueue records bytes joining the VOQ. Call Poll after it.
+func (c *CreditClient) Enqueue(bytes int) {
+	if bytes > 0 {
+		c.enqueued += uint64(bytes)
+	}
+}
+
+// Allowed returns the bytes the grant lets the VOQ send now (granted −
+// sent; the caller sends at most what it holds).
+func (c *CreditClient) Allowed() uint64 {
+	if c.granted <= c.sent {
+		return 0
+	}
+	return c.granted - c.sent
+}
+
+// OnSent records bytes sent (or dropped) against the grant.
+func (c *CreditClient) OnSent(bytes int) {
+	if bytes > 0 {
+		c.sent += uint64(bytes)
+	}
+}
+
+// Grant records a received grant total and reports whether it raised the
+// grant (then call Poll: announcing more backlog may be due). A total
+// beyond the largest one requested (a grant of an older session) is cut to
+// it.
+func (c *CreditClient) Grant(total uint64) bool {
+	c.Stats.Grants++
+	if total <= c.granted {
+		c.Stats.GrantsStale++
+		return false
+	}
+	if lim := max(c.requested, c.cfg.PreCredit); total > lim {
+		c.Stats.GrantsClamped++
+		if total = lim; total <= c.granted {
+			return false
+		}
+	}
+	c.granted = total
+	return true
+}
+
+// Poll says whether to send a request now (send, with the total of bytes
+// ever enqueued) and returns the next deadline (math.MaxInt64: none, the
+// grant covers the backlog). A request goes out on new backlog beyond the
+// grant and, while backlog beyond the grant remains, every Refresh.
+func (c *CreditClient) Poll(now int64) (send bool, total uint64, next int64) {
+	if c.enqueued <= c.granted {
+		return false, 0, math.MaxInt64
+	}
+	fresh := c.enqueued > c.requested &&
+		(c.requested < c.granted+c.cfg.Quantum || c.enqueued-c.requested >= c.cfg.Quantum)
+	if !fresh { // (the first request of a session is always fresh)
+		if now-c.reqAt < c.cfg.Refresh {
+			return false, 0, c.reqAt + c.cfg.Refresh
+		}
+		c.Stats.Repeats++
+	}
+	c.Stats.Requests++
+	c.requested, c.reqAt = c.enqueued, now
+	return true, c.enqueued, now + c.cfg.Refresh
+}
+
+// Reset starts a new session (the peer restarted): every total restarts
+// from 0 on both ends. The backlog not yet sent stays and is enqueued anew.
+func (c *CreditClient) Reset() {
+	backlog := uint64(0)
+	if c.enqueued > c.sent {
+		backlog = c.enqueued - c.sent
+	}
+	c.enqueued, c.sent, c.granted = backlog, 0, c.cfg.PreCredit
+	c.requested, c.reqAt = 0, 0
+	c.Stats.Resets++
+}

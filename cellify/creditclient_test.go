@@ -1,0 +1,119 @@
+package cellify
+
+import (
+	"math"
+	"testing"
+)
+
+// The pre-credit lets the first bytes go without a request; beyond it one
+// request announces the backlog.
+func TestCreditClientPreCredit(t *testing.T) {
+	cfg := CreditClientConfig{PreCredit: 4000, Quantum: 16000, Refresh: 100 * credUs}
+	c := NewCreditClient(cfg)
+	c.Enqueue(3000)
+	if send, _, next := c.Poll(0); send || next != math.MaxInt64 {
+		t.Fatalf("backlog within the pre-credit: send %v deadline %d, want no request and no timer", send, next)
+	}
+	if c.Allowed() != 4000 {
+		t.Fatalf("allowed %d, want the pre-credit 4000", c.Allowed())
+	}
+	c.OnSent(3000)
+	c.Enqueue(3000)
+	send, total, next := c.Poll(10)
+	if !send || total != 6000 || next != 10+cfg.Refresh {
+		t.Fatalf("backlog beyond the pre-credit: send %v total %d next %d, want a request for 6000, refresh at %d",
+			send, total, next, 10+cfg.Refresh)
+	}
+	if c.Allowed() != 1000 {
+		t.Fatalf("allowed %d, want 1000 (pre-credit − sent)", c.Allowed())
+	}
+}
+
+// New backlog is announced at once while the scheduler's known demand is
+// close to the grant, else once per Quantum; a grant catching up with the
+// announced demand triggers the announcement of the rest.
+func TestCreditClientQuantum(t *testing.T) {
+	cfg := CreditClientConfig{Quantum: 10000, Refresh: 100 * credUs}
+	c := NewCreditClient(cfg)
+	c.Enqueue(50000)
+	if send, total, _ := c.Poll(0); !send || total != 50000 {
+		t.Fatalf("first backlog: send %v total %d", send, total)
+	}
+	c.Enqueue(1000)
+	if send, _, next := c.Poll(1); send || next != cfg.Refresh {
+		t.Fatalf("1000 more with 50000 announced and nothing granted: send %v (want none until refresh %d, got %d)",
+			send, cfg.Refresh, next)
+	}
+	c.Enqueue(9000)
+	if send, total, _ := c.Poll(2); !send || total != 60000 {
+		t.Fatalf("a quantum more: send %v total %d, want 60000", send, total)
+	}
+	c.Enqueue(10)
+	c.Grant(55000)
+	if send, total, _ := c.Poll(3); !send || total != 60010 {
+		t.Fatalf("grant within a quantum of the demand: send %v total %d, want 60010", send, total)
+	}
+	if c.Stats.Requests != 3 || c.Stats.Repeats != 0 {
+		t.Fatalf("stats %+v", c.Stats)
+	}
+}
+
+// While backlog exceeds the grant the request repeats every Refresh (a
+// lost request costs one interval); once granted, the timer stops.
+func TestCreditClientRefresh(t *testing.T) {
+	cfg := CreditClientConfig{Quantum: 1000, Refresh: 100 * credUs}
+	c := NewCreditClient(cfg)
+	c.Enqueue(5000)
+	c.Poll(0) // lost
+	if send, _, next := c.Poll(cfg.Refresh - 1); send || next != cfg.Refresh {
+		t.Fatalf("before the refresh: send %v next %d", send, next)
+	}
+	send, total, next := c.Poll(cfg.Refresh)
+	if !send || total != 5000 || next != 2*cfg.Refresh || c.Stats.Repeats != 1 {
+		t.Fatalf("at the refresh: send %v total %d next %d stats %+v", send, total, next, c.Stats)
+	}
+	c.Grant(5000)
+	if send, _, next := c.Poll(3 * cfg.Refresh); send || next != math.MaxInt64 {
+		t.Fatalf("fully granted: send %v next %d", send, next)
+	}
+}
+
+// Grants are cumulative: stale ones are ignored, ones beyond the largest
+// request (an old session's) are cut to it.
+func TestCreditClientGrant(t *testing.T) {
+	c := NewCreditClient(CreditClientConfig{PreCredit: 100, Quantum: 1, Refresh: 1})
+	if c.Grant(1 << 40) {
+		t.Fatal("a grant beyond anything requested raised the grant")
+	}
+	c.Enqueue(5000)
+	c.Poll(0)
+	if !c.Grant(3000) || c.Granted() != 3000 {
+		t.Fatalf("granted %d, want 3000", c.Granted())
+	}
+	if c.Grant(2000) || c.Granted() != 3000 {
+		t.Fatal("a stale grant lowered the total")
+	}
+	if !c.Grant(9000) || c.Granted() != 5000 {
+		t.Fatalf("granted %d after a grant of 9000 with 5000 requested, want 5000", c.Granted())
+	}
+	if c.Stats.GrantsStale != 1 || c.Stats.GrantsClamped != 2 {
+		t.Fatalf("stats %+v", c.Stats)
+	}
+}
+
+// Reset starts a new session: totals from 0, the grant at the pre-credit,
+// the unsent backlog announced anew at once.
+func TestCreditClientReset(t *testing.T) {
+	c := NewCreditClient(CreditClientConfig{PreCredit: 100, Quantum: 1000, Refresh: 1000})
+	c.Enqueue(5000)
+	c.Poll(0)
+	c.Grant(3000)
+	c.OnSent(3000)
+	c.Reset()
+	if c.Enqueued() != 2000 || c.Sent() != 0 || c.Granted() != 100 {
+		t.Fatalf("after reset: enqueued %d sent %d granted %d, want 2000 0 100", c.Enqueued(), c.Sent(), c.Granted())
+	}
+	if send, total, _ := c.Poll(1); !send || total != 2000 {
+		t.Fatalf("after reset: send %v total %d, want a request for the backlog 2000", send, total)
+	}
+}

@@ -1,0 +1,420 @@
+package cellify
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+)
+
+// Tier is a node's place in the fabric: TierEdge (0) for an edge, k ≥ 1
+// for a fabric node of tier k (1 next to the edges).
+type Tier uint8
+
+// TierEdge is the tier of an edge node.
+const TierEdge Tier = 0
+
+// ReachConfig configures a node's reachability. Times are nanoseconds.
+type ReachConfig struct {
+	Self     EdgeID
+	Tier     Tier
+	Links    int   // link ports, 1..64
+	MaxEdges int   // edge ids covered by the bitmaps, 1..65536 (0: 256)
+	Interval int64 // REACH period, also the window a REACH is expected in
+	// Th: a link leaves after Th intervals in a row without a REACH and
+	// returns after Th good intervals in a row.
+	Th int
+	// LossFaulty: a link whose measured loss rate (SetLoss) is above it is
+	// faulty: excluded at once and advertised FAULTY to the peer, until the
+	// rate is at or below LossClear.
+	LossFaulty float64
+	LossClear  float64
+}
+
+// DefaultReachConfig returns defaults for a node.
+func DefaultReachConfig(self EdgeID, tier Tier, links int) ReachConfig {
+	return ReachConfig{
+		Self: self, Tier: tier, Links: links,
+		MaxEdges:   256,
+		Interval:   100_000,
+		Th:         3,
+		LossFaulty: 1e-3,
+		LossClear:  1e-4,
+	}
+}
+
+func (c *ReachConfig) check() error {
+	if c.Links < 1 || c.Links > 64 || c.MaxEdges < 0 || c.MaxEdges > 1<<16 {
+		return errors.New("cellify: ReachConfig.Links must be in [1, 64], MaxEdges in [0, 65536]")
+	}
+	if c.Interval < 1 || c.Th < 1 || c.Th > 1<<16 {
+		return errors.New("cellify: ReachConfig.Interval must be > 0 and Th in [1, 65536]")
+	}
+	if c.Self == 0 || (c.Tier == TierEdge && int(c.Self) >= c.MaxEdges) {
+		return errors.New("cellify: ReachConfig.Self must be nonzero and, for an edge, below MaxEdges")
+	}
+	if !(c.LossClear >= 0 && c.LossClear <= c.LossFaulty) {
+		return errors.New("cellify: ReachConfig.LossClear must be in [0, LossFaulty]")
+	}
+	return nil
+}
+
+// PeerReach is a received REACH: the sender, its tier, its FAULTY flag
+// (it finds the link faulty) and the edges reachable through it: edge e if
+// byte e/8 of Bitmap has bit 1<<(e%8). Edge 0 (invalid) is ignored.
+type PeerReach struct {
+	From   EdgeID
+	Tier   Tier
+	Faulty bool
+	Bitmap []byte
+}
+
+// ExcludeReason says why a link left the usable set.
+type ExcludeReason uint8
+
+const (
+	ExcludeNone       ExcludeReason = iota
+	ExcludeMiss                     // Th intervals without a REACH
+	ExcludeDown                     // the interface went down
+	ExcludePeerFaulty               // the peer's REACH carried FAULTY
+	ExcludeLoss                     // the measured loss rate crossed LossFaulty
+	ExcludePeerChange               // a different node answers on the link
+)
+
+var excludeNames = [...]string{"none", "miss", "down", "peer-faulty", "loss", "peer-change"}
+
+func (r ExcludeReason) String() string {
+	if int(r) < len(excludeNames) {
+		return excludeNames[r]
+	}
+	return "ExcludeReason(?)"
+}
+
+// LinkReach is the reachability state of one link port.
+type LinkReach struct {
+	Up         bool // the interface is up
+	Usable     bool
+	PeerKnown  bool // a REACH was received since start
+	Peer       EdgeID
+	PeerTier   Tier
+	PeerFaulty bool // the peer's last REACH carried FAULTY
+	LossFaulty bool // the measured loss rate is above LossFaulty
+	Misses     int  // intervals in a row without a REACH
+	Good       int  // good intervals in a row
+
+	ReachRx      uint64 // REACH messages received
+	FaultyRx     uint64 // ... with FAULTY
+	MissTotal    uint64 // intervals without a REACH
+	Exclusions   uint64
+	Returns      uint64
+	LastRx       int64 // time of the last REACH
+	LastExcluded int64
+	LastReturned int64
+	LastReason   ExcludeReason
+}
+
+// ReachStats counts node-level events.
+type ReachStats struct {
+	BadLink   uint64 // calls naming a link out of range (ignored)
+	RxDown    uint64 // REACH received on a link whose interface is down (ignored)
+	Rebuilds  uint64 // table recomputations
+	LateTicks uint64 // Polls more than an interval late (the windows re-anchored)
+}
+
+type reachLink struct {
+	LinkReach
+	edges []uint64
+	rx    bool // a REACH arrived in the current interval
+	good  bool // ... and none of them carried FAULTY
+	bad   bool // ... one carried FAULTY
+}
+
+// Reachability is a node's view of its links (Stardust §3.2, App. E): the
+// REACH messages received and the interface state decide, with hysteresis,
+// whether a link is usable; the table maps each destination edge to the
+// usable links whose peer reaches it; Advert says what to send on a link.
+// Poll runs the interval timer; links to send a REACH on accumulate in Due
+// (bit l: link l) until the caller clears it.
+type Reachability struct {
+	cfg      ReachConfig
+	words    int
+	links    []reachLink
+	usable   uint64
+	table    []uint64 // per edge: mask of usable links reaching it
+	adv      []uint64 // Advert's scratch
+	started  bool
+	evaluate bool // a full window has passed since start
+	nextTick int64
+
+	Due   uint64
+	Stats ReachStats
+}
+
+// NewReachability returns a node's reachability: every interface up, no
+// link usable until Th good intervals have passed.
+func NewReachability(cfg ReachConfig) (*Reachability, error) {
+	if cfg.MaxEdges == 0 {
+		cfg.MaxEdges = 256
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	r := &Reachability{cfg: cfg, words: (cfg.MaxEdges + 63) / 64}
+	r.links = make([]reachLink, cfg.Links)
+	back := make([]uint64, cfg.Links*r.words)
+	for i := range r.links {
+		r.links[i].Up = true
+		r.links[i].edges = back[i*r.words : (i+1)*r.words : (i+1)*r.words]
+	}
+	r.table = make([]uint64, cfg.MaxEdges)
+	r.adv = make([]uint64, r.words)
+	return r, nil
+}
+
+// Config returns the configuration in use.
+func (r *Reachability) Config() ReachConfig { return r.cfg }
+
+// BitmapLen returns the bytes of an advertised bitmap: (MaxEdges+7)/8.
+func (r *Reachability) BitmapLen() int { return (r.cfg.MaxEdges + 7) / 8 }
+
+// Usable returns the mask of usable links.
+func (r *Reachability) Usable() uint64 { return r.usable }
+
+// Routes returns the mask of usable links through which dst is reachable.
+func (r *Reachability) Routes(dst EdgeID) uint64 {
+	if int(dst) >= len(r.table) {
+		return 0
+	}
+	return r.table[dst]
+}
+
+// Link returns link l's state (the zero value if l is out of range).
+func (r *Reachability) Link(l int) LinkReach {
+	if l < 0 || l >= len(r.links) {
+		return LinkReach{}
+	}
+	return r.links[l].LinkReach
+}
+
+func (r *Reachability) link(l int) *reachLink {
+	if l < 0 || l >= len(r.links) {
+		r.Stats.BadLink++
+		return nil
+	}
+	return &r.links[l]
+}
+
+// Receive records a REACH received on link l. The bitmap is copied; bits
+// of edge 0 and beyond MaxEdges are ignored.
+func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
+	k := r.link(l)
+	if k == nil {
+		return
+	}
+	if !k.Up {
+		r.Stats.RxDown++
+		return
+	}
+	if k.PeerKnown && k.Peer != m.From {
+		r.exclude(now, l, ExcludePeerChange)
+		k.Good = 0
+	}
+	k.Peer, k.PeerTier, k.PeerKnown = m.From, m.Tier, true
+	k.ReachRx++
+	k.LastRx = now
+	k.rx = true
+	k.PeerFaulty = m.Faulty
+	if m.Faulty {
+		k.FaultyRx++
+		k.Good, k.good, k.bad = 0, false, true
+		r.exclude(now, l, ExcludePeerFaulty)
+	} else {
+		k.good = !k.bad
+	}
+	changed := false
+	for w := range k.edges {
+		v := reachWord(m.Bitmap, w)
+		if w == 0 {
+			v &^= 1 // edge 0 is invalid
+		}
+		if w == r.words-1 && r.cfg.MaxEdges%64 != 0 {
+			v &= 1<<(r.cfg.MaxEdges%64) - 1
+		}
+		if k.edges[w] != v {
+			k.edges[w] = v
+			changed = true
+		}
+	}
+	if changed && k.Usable {
+		r.rebuild()
+	}
+}
+
+// SetUp reports link l's interface state: down excludes the link at once;
+// after up it returns after Th good intervals.
+func (r *Reachability) SetUp(now int64, l int, up bool) {
+	k := r.link(l)
+	if k == nil || k.Up == up {
+		return
+	}
+	k.Up = up
+	k.Misses, k.Good, k.rx, k.good, k.bad = 0, 0, false, false, false
+	if !up {
+		r.exclude(now, l, ExcludeDown)
+	}
+}
+
+// SetLoss reports link l's measured loss rate: above LossFaulty the link
+// is excluded at once and advertised FAULTY; at or below LossClear it is no
+// longer faulty and returns after Th good intervals.
+func (r *Reachability) SetLoss(now int64, l int, loss float64) {
+	k := r.link(l)
+	if k == nil {
+		return
+	}
+	switch {
+	case loss > r.cfg.LossFaulty && !k.LossFaulty:
+		k.LossFaulty, k.Good = true, 0
+		r.exclude(now, l, ExcludeLoss)
+	case loss <= r.cfg.LossClear && k.LossFaulty:
+		k.LossFaulty, k.Good = false, 0
+	}
+}
+
+// Poll runs the interval timer and returns the next deadline. At each
+// interval it closes the window of every up link (a miss without a REACH,
+// a good interval with a non-faulty one while neither end finds the link
+// faulty), excludes and returns links, and adds the up links to Due.
+func (r *Reachability) Poll(now int64) int64 {
+	if !r.started {
+		r.started, r.nextTick = true, now
+	}
+	if now < r.nextTick {
+		return r.nextTick
+	}
+	if r.evaluate {
+		for l := range r.links {
+			r.close(now, l)
+		}
+	}
+	r.evaluate = true
+	for l := range r.links {
+		if r.links[l].Up {
+			r.Due |= 1 << l
+		}
+	}
+	r.nextTick += r.cfg.Interval
+	if r.nextTick <= now {
+		r.Stats.LateTicks++
+		r.nextTick = now + r.cfg.Interval
+	}
+	return r.nextTick
+}
+
+func (r *Reachability) close(now int64, l int) {
+	k := &r.links[l]
+	rx, good := k.rx, k.good
+	k.rx, k.good, k.bad = false, false, false
+	if !k.Up {
+		return
+	}
+	if rx {
+		k.Misses = 0
+	} else {
+		k.Misses++
+		k.MissTotal++
+	}
+	if good && !k.PeerFaulty && !k.LossFaulty {
+		k.Good++
+	} else {
+		k.Good = 0
+	}
+	switch {
+	case k.Usable && k.Misses >= r.cfg.Th:
+		r.exclude(now, l, ExcludeMiss)
+	case !k.Usable && k.Good >= r.cfg.Th:
+		k.Usable = true
+		r.usable |= 1 << l
+		k.Returns++
+		k.LastReturned = now
+		r.rebuild()
+	}
+}
+
+func (r *Reachability) exclude(now int64, l int, why ExcludeReason) {
+	k := &r.links[l]
+	if !k.Usable {
+		return
+	}
+	k.Usable = false
+	r.usable &^= 1 << l
+	k.Exclusions++
+	k.LastExcluded, k.LastReason = now, why
+	r.rebuild()
+}
+
+// rebuild recomputes the table from the usable links' peer bitmaps.
+func (r *Reachability) rebuild() {
+	r.Stats.Rebuilds++
+	clear(r.table)
+	for m := r.usable; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros64(m)
+		for w, v := range r.links[l].edges {
+			for ; v != 0; v &= v - 1 {
+				r.table[w*64+bits.TrailingZeros64(v)] |= 1 << l
+			}
+		}
+	}
+	if r.cfg.Tier == TierEdge {
+		r.table[r.cfg.Self] = 0
+	}
+}
+
+// Advert fills dst (BitmapLen bytes; a shorter dst gets what fits) with
+// the edges this node advertises on link l, in PeerReach's bit order, and
+// returns the FAULTY flag to send. An edge advertises itself. A fabric node advertises the edges reachable through
+// its other usable links (split horizon: not what it learned on l, nor l's
+// peer itself); toward a peer of its own or a higher tier only those
+// learned from lower tiers (valley-free: no loops between tiers).
+func (r *Reachability) Advert(l int, dst []byte) (faulty bool) {
+	adv := r.adv
+	clear(adv)
+	k := r.link(l)
+	if k == nil {
+		clear(dst)
+		return false
+	}
+	if r.cfg.Tier == TierEdge {
+		adv[r.cfg.Self/64] |= 1 << (r.cfg.Self % 64)
+	} else {
+		down := k.PeerKnown && k.PeerTier < r.cfg.Tier
+		for m := r.usable &^ (1 << l); m != 0; m &= m - 1 {
+			j := &r.links[bits.TrailingZeros64(m)]
+			if !down && j.PeerTier >= r.cfg.Tier {
+				continue
+			}
+			for w, v := range j.edges {
+				adv[w] |= v
+			}
+		}
+		if k.PeerKnown && int(k.Peer) < r.cfg.MaxEdges {
+			adv[k.Peer/64] &^= 1 << (k.Peer % 64)
+		}
+	}
+	dst = dst[:min(len(dst), r.BitmapLen())]
+	for i := range dst {
+		dst[i] = byte(adv[i/8] >> (8 * (i % 8)))
+	}
+	return k.LossFaulty
+}
+
+// reachWord returns bits 64w..64w+63 of a byte bitmap (missing bytes are 0).
+func reachWord(b []byte, w int) uint64 {
+	if len(b) >= 8*w+8 {
+		return binary.LittleEndian.Uint64(b[8*w:])
+	}
+	var v uint64
+	for i := 8 * w; i < len(b); i++ {
+		v |= uint64(b[i]) << (8 * (i - 8*w))
+	}
+	return v
+}
