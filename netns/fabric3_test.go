@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vishvananda/netlink"
 )
 
 // TestFabric3Preset: the preset expands and validates, every namespace has
@@ -115,4 +117,67 @@ links:
 	if p, _ := topo.NodePorts("sw2"); len(p) != 1 || p[0].Rate != 500e6 || p[0].Buffer != 64<<10 {
 		t.Errorf("sw2 ports %+v; want link0 at 500M with a 64 KiB buffer", p)
 	}
+}
+
+// TestFabric3UpDown: the fabric3 preset comes up (every namespace, every
+// port up at its MTU, the hosts' addresses, two queues on fabric links,
+// each port of a fabric node joined to the right edge), its record carries
+// the roles and rates, and Down leaves nothing.
+func TestFabric3UpDown(t *testing.T) {
+	tb := TestUp(t, "lfn", "fabric3", Options{Forwarding: ForwardingNone})
+	if got := netnsList(t, tb.Prefix); len(got) != 9 {
+		t.Fatalf("namespaces: %v", got)
+	}
+	st, err := tb.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range tb.Topology.Links {
+		for _, e := range l.Ends {
+			s, ok := st.Find(tb.NS(e.NS), e.Dev)
+			if mtu := tb.Options.LinkMTU(l.MTU); !ok || s.State != "up" || s.MTU != mtu {
+				t.Errorf("%s = %+v; want up at MTU %d", e, s, mtu)
+			}
+		}
+		if l.MTU == MTULink {
+			if q := queuesOf(t, tb.NS(l.Ends[1].NS), l.Ends[1].Dev); q != 2 {
+				t.Errorf("%s: %d RX queues; want 2", l.Ends[1], q)
+			}
+		}
+	}
+	if s, ok := st.Find(tb.NS("h3b"), "eth0"); !ok || !slices.Contains(s.Addrs, "10.0.0.4/24") {
+		t.Errorf("h3b eth0: %+v", s)
+	}
+	rec, err := Open(tb.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := rec.Topology.Role("f2"); r != NodeFabric {
+		t.Errorf("recorded role of f2: %s", r)
+	}
+	if p, _ := rec.Topology.NodePorts("e2"); len(p) != 5 || p[0].Rate != 1e9 || p[4].Rate != 500e6 {
+		t.Errorf("recorded ports of e2: %+v", p)
+	}
+	if err := tb.Down(); err != nil {
+		t.Fatal(err)
+	}
+	if got := netnsList(t, tb.Prefix); len(got) != 0 {
+		t.Errorf("left after Down: %v", got)
+	}
+}
+
+// queuesOf is the number of RX queues of dev in ns.
+func queuesOf(t *testing.T, ns, dev string) int {
+	t.Helper()
+	var n int
+	if err := Do(ns, func() error {
+		l, err := netlink.LinkByName(dev)
+		if err == nil {
+			n = l.Attrs().NumRxQueues
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("%s in %s: %v", dev, ns, err)
+	}
+	return n
 }

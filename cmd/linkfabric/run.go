@@ -103,8 +103,8 @@ Ethernet) and an egress queue in front of it: frames wait there for the token
 bucket (depth 500 µs at the rate, at least 16 KiB) and a frame that finds it
 full is dropped and counted (egress in 'linkfabric stats'). --port-buffer
 link0=64K sizes a queue in bytes (K = 1024; default 256K; at most --ring-size
-frames). With --node the topology's rate and buffer of each port apply; the
-flags win for the ports they name.
+frames). With --node the topology's rate and buffer of each port apply; a
+flag wins for the ports it names (--port-rate link0=0 turns a rate off).
 
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
