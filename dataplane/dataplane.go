@@ -183,6 +183,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if err := cfg.checkSizes(sockets); err != nil {
 		return nil, err
 	}
+	d.cfg.FrameCount = cfg.FrameCount // raised for the sockets
 	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
 	if err != nil {
 		return nil, err
