@@ -1,9 +1,9 @@
-// Package dataplane owns a node's ports (a host port and a link port today;
-// the worker takes a list, for modes that drive a bundle), moves frames
-// between them through AF_XDP with one shared UMEM, and runs the pipeline of
-// the link's mode on them: forward (a plain L2 bump in the wire) and
-// LinkGuardian lg/lgnb/monitor with its link session. It does not talk
-// netlink or build testbeds.
+// Package dataplane owns a node's ports (0 or 1 host port and 1 to 16 link
+// ports; the modes built so far take one of each), moves frames between them
+// through AF_XDP with one shared UMEM, and runs the pipeline of the link's
+// mode on them: forward (a plain L2 bump in the wire) and LinkGuardian
+// lg/lgnb/monitor with its link session. A port may have a rate limit and an
+// egress buffer (shaper.go). It does not talk netlink or build testbeds.
 //
 // One worker loop (worker.go) owns every ring; a Pipeline (forward.go,
 // lgpipe.go) owns no loop, socket or timer. The hot path makes no per-frame
@@ -38,8 +38,16 @@ const (
 
 // Config configures a Dataplane. Zero fields take the defaults.
 type Config struct {
-	HostPort string // interface facing the host (frames leave here as the host sent them)
-	LinkPort string // interface facing the (lossy) link to the other switch
+	// HostPort is the interface facing the host (frames leave here as the
+	// host sent them); "" for a node without one (a fabric node).
+	HostPort string
+	// LinkPorts are the interfaces facing links to other nodes, in the
+	// order the pipeline numbers them (Ports). LinkPort alone stands for
+	// LinkPorts = [LinkPort]; New sets it to the first link port.
+	LinkPorts []string
+	LinkPort  string
+	// Shape limits a port's egress (rate, buffer), by interface name.
+	Shape map[string]PortShape
 	// Netns names the ports' network namespace in error messages (the
 	// dataplane runs in the calling thread's namespace whatever it says).
 	Netns string
@@ -53,8 +61,9 @@ type Config struct {
 	// FrameSize is the UMEM frame size (2048 or 4096). Default 4096, which
 	// carries frames up to 3840 bytes.
 	FrameSize uint32
-	// FrameCount is the number of UMEM frames shared by both ports.
-	// Default 8 × RingSize (16384).
+	// FrameCount is the number of UMEM frames shared by all ports.
+	// Default: 8 × RingSize (16384), more when the ports' sockets and
+	// egress queues need it (checkSizes).
 	FrameCount uint32
 	// RingSize is the size of each AF_XDP ring. Default 2048.
 	RingSize uint32
@@ -80,17 +89,16 @@ type Config struct {
 	LG LGConfig
 
 	Logger *slog.Logger
+
+	autoFrames bool // FrameCount was defaulted: checkSizes may raise it
 }
 
 func (c *Config) defaults() error {
-	if c.HostPort == "" || c.LinkPort == "" {
-		return errors.New("dataplane: both a host port and a link port are needed (--host-port IF --link-port IF)")
-	}
-	if c.HostPort == c.LinkPort {
-		return fmt.Errorf("dataplane: host port and link port are both %s; they must be two interfaces", c.HostPort)
-	}
 	if c.Mode == "" {
 		c.Mode = ModeForward
+	}
+	if err := c.checkPorts(); err != nil {
+		return err
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 4096
@@ -100,8 +108,10 @@ func (c *Config) defaults() error {
 	}
 	if c.FrameCount == 0 {
 		// Fill rings of three sockets, TX buffer, reorder buffer and the
-		// TX rings in flight all come out of the UMEM.
+		// TX rings in flight all come out of the UMEM; checkSizes raises
+		// it for more sockets.
 		c.FrameCount = 8 * c.RingSize
+		c.autoFrames = true
 	}
 	if c.Batch == 0 {
 		c.Batch = 256
@@ -110,15 +120,15 @@ func (c *Config) defaults() error {
 		c.TxBudget = 256
 	}
 	switch c.Mode {
-	case ModeForward:
 	case ModeLG, ModeLGNB, ModeMonitor:
 		if err := c.LG.defaults(c.Mode); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("dataplane: mode %q is not known (modes: forward, lg, lgnb, monitor)", c.Mode)
 	}
 	if err := c.checkStaticSizes(); err != nil {
+		return err
+	}
+	if err := c.shapeDefaults(); err != nil {
 		return err
 	}
 	if c.Nice < -20 || c.Nice > 19 {
@@ -133,21 +143,22 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// Dataplane is a running pair of ports. Create it with New, run it with Run,
+// Dataplane is a node's running ports. Create it with New, run it with Run,
 // release it with Close.
 type Dataplane struct {
 	cfg   Config
 	umem  *xdp.Umem
-	host  *Port
-	link  *Port
+	all   []*Port // in the worker's numbering
+	ports Ports
 	stats Stats
 
 	linkMAC [6]byte
 	lgStats *LGStats // modes lg and lgnb
 }
 
-// New attaches the XDP programs and binds the AF_XDP sockets of both ports in
-// the calling thread's network namespace. On error nothing is left behind.
+// New attaches the XDP programs and binds the AF_XDP sockets of every port
+// in the calling thread's network namespace. On error nothing is left
+// behind.
 func New(cfg Config) (_ *Dataplane, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -162,8 +173,9 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
+	names := cfg.portNames()
 	sockets := 0
-	for _, ifname := range []string{cfg.HostPort, cfg.LinkPort} {
+	for _, ifname := range names {
 		if q, err := xdp.QueueCount(ifname); err == nil {
 			sockets += max(q, 1)
 		}
@@ -171,31 +183,52 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if err := cfg.checkSizes(sockets); err != nil {
 		return nil, err
 	}
+	d.cfg.FrameCount = cfg.FrameCount // raised for the sockets
 	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
 	if err != nil {
 		return nil, err
 	}
-	if d.host, err = openPort(d.umem, "host port", cfg.HostPort, &cfg); err != nil {
-		return nil, err
-	}
-	if d.link, err = openPort(d.umem, "link port", cfg.LinkPort, &cfg); err != nil {
-		return nil, err
+	d.ports = newPorts(cfg.HostPort != "", len(cfg.LinkPorts))
+	d.stats.Ports = make([]PortCounters, len(names))
+	for i, ifname := range names {
+		role := d.ports.Role(i)
+		p, err := openPort(d.umem, role, ifname, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		d.all = append(d.all, p)
+		c := &d.stats.Ports[i]
+		c.Name, c.Role = ifname, role
+		if s, ok := cfg.Shape[ifname]; ok && s.Rate > 0 {
+			c.Egress = &EgressCounters{Shape: s}
+		}
 	}
 	// After the ports: the XDP attach reports a driver's own MTU limit first.
-	if hi, err := net.InterfaceByName(cfg.HostPort); err == nil {
-		if li, err := net.InterfaceByName(cfg.LinkPort); err == nil {
-			if err := cfg.checkMTU(hi.MTU, li.MTU); err != nil {
-				return nil, err
-			}
+	hostMTU := 0
+	if cfg.HostPort != "" {
+		hi, err := net.InterfaceByName(cfg.HostPort)
+		if err != nil {
+			return nil, fmt.Errorf("dataplane: %s: %w", cfg.HostPort, err)
+		}
+		hostMTU = hi.MTU
+	}
+	for _, l := range cfg.LinkPorts {
+		li, err := net.InterfaceByName(l)
+		if err != nil {
+			return nil, fmt.Errorf("dataplane: %s: %w", l, err)
+		}
+		c := cfg
+		c.LinkPort = l
+		if err := c.checkMTU(hostMTU, li.MTU); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.Mode != ModeForward {
 		if d.cfg.LG.TxBuffer == 0 {
-			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.link.socks))
+			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.Link().socks))
 		}
 		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
 	}
-	d.stats.Host.Name, d.stats.Link.Name = cfg.HostPort, cfg.LinkPort
 	ifc, err := net.InterfaceByName(cfg.LinkPort)
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: %s: %w", cfg.LinkPort, err)
@@ -207,11 +240,24 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	return d, nil
 }
 
-// Host is the host port.
-func (d *Dataplane) Host() *Port { return d.host }
+// Host is the host port (nil when the node has none).
+func (d *Dataplane) Host() *Port {
+	if d.ports.Host < 0 {
+		return nil
+	}
+	return d.all[d.ports.Host]
+}
 
-// Link is the link port.
-func (d *Dataplane) Link() *Port { return d.link }
+// Link is the first link port (the one link port of forward, lg, lgnb and
+// monitor).
+func (d *Dataplane) Link() *Port { return d.all[d.ports.Links[0]] }
+
+// Port is port number i of the worker's numbering (see Ports).
+func (d *Dataplane) Port(i int) *Port { return d.all[i] }
+
+// Ports is the worker's numbering of the ports: what a pipeline calls them.
+// The slice it holds is shared: do not modify it.
+func (d *Dataplane) Ports() Ports { return d.ports }
 
 // LGStats are the LinkGuardian statistics (nil in forward mode).
 func (d *Dataplane) LGStats() *LGStats { return d.lgStats }
@@ -233,13 +279,9 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		}
 	}
 	w := newWorker(d)
-	var p Pipeline = forwardPipeline{}
-	if d.cfg.Mode != ModeForward {
-		lgp, err := newLGPipeline(w)
-		if err != nil {
-			return err
-		}
-		p = lgp
+	p, err := modes[d.cfg.Mode].pipeline(w)
+	if err != nil {
+		return err
 	}
 	return w.run(ctx, p)
 }
@@ -248,11 +290,10 @@ func (d *Dataplane) Run(ctx context.Context) error {
 // It is safe to call more than once.
 func (d *Dataplane) Close() error {
 	var errs []error
-	for _, p := range []*Port{d.host, d.link} {
-		if p != nil {
-			errs = append(errs, p.close())
-		}
+	for _, p := range d.all {
+		errs = append(errs, p.close())
 	}
+	d.all = nil
 	if d.umem != nil {
 		errs = append(errs, d.umem.Close())
 		d.umem = nil
@@ -261,8 +302,9 @@ func (d *Dataplane) Close() error {
 }
 
 // checkSizes checks the sizes against each other once the number of AF_XDP
-// sockets (receive queues of both ports) is known. Each error names the
-// flags involved and a value that works.
+// sockets (receive queues of every port) is known, and raises a defaulted
+// FrameCount to what they need. Each error names the flags involved and a
+// value that works.
 func (c *Config) checkSizes(sockets int) error {
 	// The fill rings are kept full, frames wait on RX and TX rings, and one
 	// batch is in the worker's hands.
@@ -279,8 +321,17 @@ func (c *Config) checkSizes(sockets int) error {
 		need += 2*uint64(txBuffer) + hostQueueLen
 		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
 	}
+	if n := c.shapedPorts(); n > 0 {
+		need += uint64(n) * uint64(c.RingSize)
+		what += fmt.Sprintf(", the egress queues of %d rate-limited ports (%d × --ring-size %d)", n, n, c.RingSize)
+	}
+	if c.autoFrames {
+		// Room for frames on the RX and TX rings besides (4 rings' worth),
+		// and never below the usual default.
+		c.FrameCount = uint32(max(uint64(c.FrameCount), need+4*uint64(c.RingSize)))
+	}
 	if uint64(c.FrameCount) < need {
-		return fmt.Errorf("dataplane: --frames %d is too few: %s need %d UMEM frames; raise --frames to %d or more, or leave it at its default (8 × --ring-size)",
+		return fmt.Errorf("dataplane: --frames %d is too few: %s need %d UMEM frames; raise --frames to %d or more, or leave it at its default (8 × --ring-size, raised to what the ports need)",
 			c.FrameCount, what, need, need)
 	}
 	return nil

@@ -8,18 +8,26 @@ import (
 )
 
 // Register exports the dataplane's statistics into r (for Prometheus and
-// JSON): frames, bytes and drops per port and direction, and in modes lg and
-// lgnb the LinkGuardian counters and histograms. Values are read when r is
-// exported, never on the hot path.
+// JSON): frames, bytes and drops per port and direction, the egress queue of
+// a rate-limited port, and in modes lg and lgnb the LinkGuardian counters
+// and histograms. Values are read when r is exported, never on the hot path.
 func (d *Dataplane) Register(r *metrics.Registry) error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
-	for _, p := range []*PortCounters{&d.stats.Host, &d.stats.Link} {
+	for i := range d.stats.Ports {
+		p := &d.stats.Ports[i]
 		for dir, c := range map[string]*DirCounters{"rx": &p.RX, "tx": &p.TX} {
 			l := []string{"port", p.Name, "dir", dir}
 			add(r.Counter("linkfabric_frames_total", "Frames moved by the dataplane.", &c.Frames, l...))
 			add(r.Counter("linkfabric_bytes_total", "Bytes moved by the dataplane.", &c.Bytes, l...))
-			add(r.Counter("linkfabric_dropped_total", "Frames dropped (TX ring full, or by the pipeline).", &c.Dropped, l...))
+			add(r.Counter("linkfabric_dropped_total", "Frames dropped (TX ring or egress queue full, or by the pipeline).", &c.Dropped, l...))
+		}
+		if e := p.Egress; e != nil {
+			add(r.Counter("linkfabric_egress_dropped_total", "Frames dropped at the rate-limited port's full egress queue (tail drop).", &e.Dropped, "port", p.Name))
+			add(r.Counter("linkfabric_egress_dropped_bytes_total", "Bytes dropped at the rate-limited port's full egress queue.", &e.DroppedBytes, "port", p.Name))
+			add(r.GaugeFunc("linkfabric_egress_queued_bytes", "Bytes waiting in the rate-limited port's egress queue.", func() float64 { return float64(e.QueuedBytes.Load()) }, "port", p.Name))
+			add(r.GaugeFunc("linkfabric_egress_peak_queued_bytes", "Most bytes that waited in the port's egress queue.", func() float64 { return float64(e.PeakBytes.Load()) }, "port", p.Name))
+			add(r.GaugeFunc("linkfabric_egress_rate_bps", "The port's rate limit, bit/s on the wire.", func() float64 { return float64(e.Shape.Rate) }, "port", p.Name))
 		}
 		add(r.Counter("linkfabric_port_down_total", "Times the interface was found down (ENETDOWN/ENXIO on transmit).", &p.DownEvents, "port", p.Name))
 		add(r.GaugeFunc("linkfabric_port_down_seconds", "Time the interface was down (ended events).", func() float64 { return float64(p.DownNs.Load()) / 1e9 }, "port", p.Name))

@@ -8,14 +8,19 @@ import (
 
 // forwardPipeline is mode forward: every frame leaves on the other port,
 // unchanged (the baseline bump in the wire).
-type forwardPipeline struct{}
+type forwardPipeline struct{ host, link int }
+
+func newForwardPipeline(w *worker) (Pipeline, error) {
+	ps := w.d.Ports()
+	return forwardPipeline{host: ps.Host, link: ps.Links[0]}, nil
+}
 
 func (forwardPipeline) Room(int) int { return math.MaxInt }
 
-func (forwardPipeline) Receive(_ int64, port, _ int, descs []xdp.Desc, tx *Tx) {
-	out := portLink
-	if port == portLink {
-		out = portHost
+func (f forwardPipeline) Receive(_ int64, port, _ int, descs []xdp.Desc, tx *Tx) {
+	out := f.link
+	if port == f.link {
+		out = f.host
 	}
 	for _, d := range descs {
 		tx.Send(out, laneData, d.Addr, int(d.Len))

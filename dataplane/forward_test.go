@@ -22,11 +22,13 @@ type runningSwitch struct {
 	err  error
 }
 
-// startWatched runs a dataplane on host0/link0 of namespace ns until the
-// test ends.
+// startWatched runs a dataplane on host0/link0 of namespace ns (or on the
+// ports cfg names, if it names link ports) until the test ends.
 func startWatched(t *testing.T, ns string, cfg Config) *runningSwitch {
 	t.Helper()
-	cfg.HostPort, cfg.LinkPort = "host0", "link0"
+	if len(cfg.LinkPorts) == 0 {
+		cfg.HostPort, cfg.LinkPort = "host0", "link0"
+	}
 	s := &runningSwitch{done: make(chan struct{})}
 	if err := netns.Do(ns, func() error {
 		var err error

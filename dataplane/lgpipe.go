@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -168,6 +169,9 @@ func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 
 
 func newLGPipeline(w *worker) (*lgPipeline, error) {
 	d := w.d
+	if ps := d.ports; ps.Host != portHost || len(ps.Links) != 1 || ps.Links[0] != portLink {
+		return nil, fmt.Errorf("dataplane: mode %s runs on one host port and one link port; got ports %+v", d.cfg.Mode, ps)
+	}
 	pl := &lgPipeline{
 		w:        w,
 		d:        d,
@@ -328,9 +332,9 @@ func (pl *lgPipeline) periodic(now int64) {
 	p, st := pl.port, &pl.d.stats
 	if now >= pl.publishAt {
 		pl.publishAt = now + int64(20*time.Millisecond)
-		pl.sampleRate(now, int64(st.Host.TX.Bytes.Load()))
-		pl.lgs.LinkTxRingFull.Store(st.Link.TX.Dropped.Load())
-		pl.lgs.HostTxRingFull.Store(st.Host.TX.Dropped.Load())
+		pl.sampleRate(now, int64(st.Ports[portHost].TX.Bytes.Load()))
+		pl.lgs.LinkTxRingFull.Store(st.Ports[portLink].TX.Dropped.Load())
+		pl.lgs.HostTxRingFull.Store(st.Ports[portHost].TX.Dropped.Load())
 		pl.publish(p)
 		pl.publishSession()
 		pl.tune(p)
@@ -437,7 +441,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.mu.Lock()
 	s.core.Port = p.Stats
 	s.core.PriorityLane = pl.controlLane() == lanePrio
-	if len(pl.d.link.socks) > 1 {
+	if len(pl.d.Link().socks) > 1 {
 		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause

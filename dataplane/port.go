@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/xdp"
@@ -15,6 +14,7 @@ import (
 // queue, all on the dataplane's shared UMEM.
 type Port struct {
 	Name  string
+	Role  PortRole
 	prog  *bpf.PortProgram
 	socks []*xdp.Socket
 
@@ -26,12 +26,12 @@ type Port struct {
 // openPort attaches the dataplane's XDP program to ifname and binds one AF_XDP
 // socket per receive queue. It runs in the calling thread's network namespace.
 // On failure nothing is left attached.
-func openPort(umem *xdp.Umem, role, ifname string, cfg *Config) (_ *Port, err error) {
+func openPort(umem *xdp.Umem, role PortRole, ifname string, cfg *Config) (_ *Port, err error) {
 	if _, err := net.InterfaceByName(ifname); err != nil {
-		return nil, fmt.Errorf("%s %s: no such interface in this network namespace (check --%s and --netns)",
-			role, ifname, strings.ReplaceAll(role, " ", "-"))
+		return nil, fmt.Errorf("%s port %s: no such interface in this network namespace (check --%s-port and --netns)",
+			role, ifname, role)
 	}
-	p := &Port{Name: ifname}
+	p := &Port{Name: ifname, Role: role}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -41,7 +41,7 @@ func openPort(umem *xdp.Umem, role, ifname string, cfg *Config) (_ *Port, err er
 	if err != nil {
 		return nil, err
 	}
-	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(queues, 1), Host: role == "host port"})
+	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(queues, 1), Host: role == RoleHost})
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func (pl *lgPipeline) newSession() error {
 		PeerMAC:  c.PeerMAC,
 		Offer: linksession.Offer{
 			Window:  uint32(window),
-			Lanes:   uint8(len(pl.d.link.socks)),
+			Lanes:   uint8(len(pl.d.Link().socks)),
 			MTU:     uint16(min(c.MTU, 1<<16-1)),
 			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
 			Protect: prot,
@@ -102,7 +102,7 @@ func (pl *lgPipeline) newSession() error {
 		return err
 	}
 	pl.sess = s
-	pl.lanes = len(pl.d.link.socks)
+	pl.lanes = len(pl.d.Link().socks)
 	pl.publishSession()
 	return nil
 }
@@ -135,7 +135,7 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 		// (session offers excepted: a replaced peer can still agree).
 		var peer [6]byte
 		copy(peer[:], b[6:12])
-		if err := pl.d.link.prog.SetPeerMAC(peer); err != nil {
+		if err := pl.d.Link().prog.SetPeerMAC(peer); err != nil {
 			log.Warn("link session: cannot restrict link control to the peer", "dev", pl.d.cfg.LinkPort, "err", err)
 		}
 		log.Info("link session up", "dev", pl.d.cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,

@@ -7,14 +7,16 @@ import "sync/atomic"
 type DirCounters struct {
 	Frames atomic.Uint64
 	Bytes  atomic.Uint64
-	// Dropped counts frames that could not be placed on the TX ring (TX
-	// direction) or were dropped by the pipeline (RX direction).
+	// Dropped counts frames that could not be placed on the TX ring or
+	// found the port's egress buffer full (TX direction), or were dropped
+	// by the pipeline (RX direction).
 	Dropped atomic.Uint64
 }
 
 // PortCounters count both directions of one port.
 type PortCounters struct {
 	Name string
+	Role PortRole
 	RX   DirCounters
 	TX   DirCounters
 	// DownEvents counts times the interface was found down (ENETDOWN or
@@ -23,11 +25,28 @@ type PortCounters struct {
 	DownEvents atomic.Uint64
 	DownNs     atomic.Int64
 	Down       atomic.Bool
+	// Egress counts the port's rate limiter and egress queue (nil: the
+	// port has no rate limit).
+	Egress *EgressCounters
+}
+
+// EgressCounters count a rate-limited port's egress queue (shaper.go).
+// Frames and bytes sent are the port's TX counters.
+type EgressCounters struct {
+	Shape PortShape // in force, defaults filled in
+	// Queued and QueuedBytes are what waits now; PeakFrames and PeakBytes
+	// the most that ever waited.
+	Queued, QueuedBytes   atomic.Uint64
+	PeakFrames, PeakBytes atomic.Uint64
+	// Dropped and DroppedBytes count frames that found the queue full
+	// (tail drop; also counted in TX.Dropped).
+	Dropped, DroppedBytes atomic.Uint64
 }
 
 // Stats are the dataplane's live counters.
 type Stats struct {
-	Host, Link PortCounters
+	// Ports count each port, in the worker's numbering (Dataplane.Ports).
+	Ports []PortCounters
 	// FramesExhausted counts times the UMEM had no free frame for a fill ring.
 	FramesExhausted atomic.Uint64
 	// Polls counts poll(2) sleeps; Loops counts worker loop iterations.
@@ -41,24 +60,42 @@ type DirSnapshot struct {
 	Dropped uint64 `json:"dropped"`
 }
 
-// PortSnapshot is a point-in-time copy of PortCounters.
-type PortSnapshot struct {
-	Name       string      `json:"name"`
-	RX         DirSnapshot `json:"rx"`
-	TX         DirSnapshot `json:"tx"`
-	DownEvents uint64      `json:"down_events"`
-	DownNs     int64       `json:"down_ns"`
-	Down       bool        `json:"down"`
+// EgressSnapshot is a point-in-time copy of EgressCounters.
+type EgressSnapshot struct {
+	PortShape
+	SentFrames   uint64 `json:"sent_frames"`
+	SentBytes    uint64 `json:"sent_bytes"`
+	Queued       uint64 `json:"queued_frames"`
+	QueuedBytes  uint64 `json:"queued_bytes"`
+	PeakFrames   uint64 `json:"peak_queued_frames"`
+	PeakBytes    uint64 `json:"peak_queued_bytes"`
+	Dropped      uint64 `json:"dropped_frames"`
+	DroppedBytes uint64 `json:"dropped_bytes"`
 }
 
-// Snapshot is a point-in-time copy of Stats, ready for JSON.
+// PortSnapshot is a point-in-time copy of PortCounters.
+type PortSnapshot struct {
+	Name       string          `json:"name"`
+	Role       PortRole        `json:"role,omitempty"`
+	RX         DirSnapshot     `json:"rx"`
+	TX         DirSnapshot     `json:"tx"`
+	DownEvents uint64          `json:"down_events"`
+	DownNs     int64           `json:"down_ns"`
+	Down       bool            `json:"down"`
+	Egress     *EgressSnapshot `json:"egress,omitempty"`
+}
+
+// Snapshot is a point-in-time copy of Stats, ready for JSON. Host and Link
+// are the host port (zero and left out when the node has none) and the
+// first link port; Ports lists every port in the worker's numbering.
 type Snapshot struct {
-	Mode            Mode         `json:"mode"`
-	Host            PortSnapshot `json:"host"`
-	Link            PortSnapshot `json:"link"`
-	FramesExhausted uint64       `json:"umem_frames_exhausted"`
-	Polls           uint64       `json:"polls"`
-	Loops           uint64       `json:"loops"`
+	Mode            Mode           `json:"mode"`
+	Host            PortSnapshot   `json:"host,omitzero"`
+	Link            PortSnapshot   `json:"link"`
+	Ports           []PortSnapshot `json:"ports"`
+	FramesExhausted uint64         `json:"umem_frames_exhausted"`
+	Polls           uint64         `json:"polls"`
+	Loops           uint64         `json:"loops"`
 }
 
 func (c *DirCounters) snapshot() DirSnapshot {
@@ -66,19 +103,32 @@ func (c *DirCounters) snapshot() DirSnapshot {
 }
 
 func (c *PortCounters) snapshot() PortSnapshot {
-	return PortSnapshot{Name: c.Name, RX: c.RX.snapshot(), TX: c.TX.snapshot(),
+	s := PortSnapshot{Name: c.Name, Role: c.Role, RX: c.RX.snapshot(), TX: c.TX.snapshot(),
 		DownEvents: c.DownEvents.Load(), DownNs: c.DownNs.Load(), Down: c.Down.Load()}
+	if e := c.Egress; e != nil {
+		s.Egress = &EgressSnapshot{PortShape: e.Shape, SentFrames: s.TX.Frames, SentBytes: s.TX.Bytes,
+			Queued: e.Queued.Load(), QueuedBytes: e.QueuedBytes.Load(),
+			PeakFrames: e.PeakFrames.Load(), PeakBytes: e.PeakBytes.Load(),
+			Dropped: e.Dropped.Load(), DroppedBytes: e.DroppedBytes.Load()}
+	}
+	return s
 }
 
 // Stats returns a snapshot of the counters. Safe to call while Run runs.
 func (d *Dataplane) Stats() Snapshot {
 	s := &d.stats
-	return Snapshot{
+	snap := Snapshot{
 		Mode:            d.cfg.Mode,
-		Host:            s.Host.snapshot(),
-		Link:            s.Link.snapshot(),
 		FramesExhausted: s.FramesExhausted.Load(),
 		Polls:           s.Polls.Load(),
 		Loops:           s.Loops.Load(),
 	}
+	for i := range s.Ports {
+		snap.Ports = append(snap.Ports, s.Ports[i].snapshot())
+	}
+	if h := d.ports.Host; h >= 0 {
+		snap.Host = snap.Ports[h]
+	}
+	snap.Link = snap.Ports[d.ports.Links[0]]
+	return snap
 }

@@ -17,11 +17,11 @@ import (
 // completion, refill, idling and the clock; a pipeline owns no loop, no
 // socket and no timer. Everything is called from the worker's one goroutine.
 //
-// Ports are numbered as in the node: the host port first (portHost), then
-// the link ports (portLink is the first; modes with one link use only it). A
-// lane is one of a port's AF_XDP sockets (its receive queue). On a link port
-// with two or more queues, lane 1 is the priority lane (lanePrio): it is
-// read first and kicked first, at both ends.
+// Ports are numbered as in the node: the host port first if there is one,
+// then the link ports (Ports, from Tx.Ports or Dataplane.Ports). A lane is
+// one of a port's AF_XDP sockets (its receive queue). On a link port with
+// two or more queues, lane 1 is the priority lane (lanePrio): it is read
+// first and kicked first, at both ends.
 type Pipeline interface {
 	// Room is how many frames the pipeline takes from port now. The worker
 	// receives no more, and does not wake for a port without room.
@@ -37,18 +37,16 @@ type Pipeline interface {
 	Stop()
 }
 
-// Port numbers of a node, and lanes of a port.
+// Lanes of a port.
 const (
-	portHost = 0
-	portLink = 1
-
 	laneData = 0
 	lanePrio = 1
 )
 
 // Tx collects what a pipeline sends and releases in one loop iteration; the
 // worker places it on the TX rings (priority lanes of link ports first, the
-// host port last) and frees what is released once no descriptor refers to it.
+// host port last), through the port's shaper if it has a rate limit, and
+// frees what is released once no descriptor refers to it.
 type Tx struct {
 	w     *worker
 	lists [][][]xdp.Desc // per port, per lane
@@ -70,17 +68,29 @@ func (t *Tx) Send(port, lane int, addr uint64, n int) {
 // Release ends the pipeline's hold on a frame (see frameRefs).
 func (t *Tx) Release(addr uint64) { t.rel = append(t.rel, addr) }
 
-// Space is how many more descriptors port's lane can take this iteration.
+// Space is how many more descriptors port's lane can take this iteration:
+// room on its TX ring or, on a rate-limited port, in its egress queue
+// (counted in frames; the queue's byte limit may still drop some).
 func (t *Tx) Space(port, lane int) int {
 	l := t.lists[port]
 	if lane >= len(l) {
 		lane = laneData
+	}
+	if sh := t.w.shapers[port]; sh != nil {
+		n := 0
+		for i := range l {
+			n += len(l[i])
+		}
+		return sh.room() - n
 	}
 	return t.w.ports[port].socks[lane].TxFree() - len(l[lane])
 }
 
 // Lanes is the number of lanes of port.
 func (t *Tx) Lanes(port int) int { return len(t.lists[port]) }
+
+// Ports is the numbering of the node's ports (shared: do not modify).
+func (t *Tx) Ports() Ports { return t.w.d.ports }
 
 // Alloc takes a free UMEM frame for a frame the pipeline builds (a control
 // frame); it returns the address to write at, or false if none is free.
@@ -100,6 +110,10 @@ type worker struct {
 	refs     *frameRefs
 	ports    []*Port
 	counters []*PortCounters
+	// shapers are the ports' rate limiters (nil: unlimited); shaped is the
+	// scratch list of frames a shaper releases.
+	shapers []*shaper
+	shaped  []xdp.Desc
 	// rx is the receive order (link priority lane first); kick the kick
 	// order (link priority lane, link data lane, host port). all holds rx's
 	// sockets in the same order: the poller's socket i is rx[i]'s.
@@ -128,20 +142,30 @@ type lane struct {
 
 func newWorker(d *Dataplane) *worker {
 	w := &worker{
-		d:        d,
-		umem:     d.umem,
-		refs:     newFrameRefs(d.umem),
-		ports:    []*Port{d.host, d.link},
-		counters: []*PortCounters{&d.stats.Host, &d.stats.Link},
-		descs:    make([]xdp.Desc, d.cfg.Batch),
-		addrs:    make([]uint64, d.cfg.Batch),
-		busy:     d.cfg.BusyPoll,
-		epoch:    time.Now(),
+		d:     d,
+		umem:  d.umem,
+		refs:  newFrameRefs(d.umem),
+		ports: d.all,
+		descs: make([]xdp.Desc, d.cfg.Batch),
+		addrs: make([]uint64, d.cfg.Batch),
+		busy:  d.cfg.BusyPoll,
+		epoch: time.Now(),
 	}
 	n := len(w.ports)
+	w.counters = make([]*PortCounters, n)
+	w.shapers = make([]*shaper, n)
+	for p := range w.ports {
+		c := &d.stats.Ports[p]
+		w.counters[p] = c
+		if c.Egress != nil {
+			lanes := min(len(w.ports[p].socks), 2) // the kicked lanes
+			w.shapers[p] = newShaper(c.Egress.Shape, lanes, int(d.cfg.RingSize), 0, c.Egress)
+			w.shaped = make([]xdp.Desc, 0, d.cfg.RingSize)
+		}
+	}
 	w.sealed = make([]bool, n)
 	if d.cfg.Mode != ModeForward && d.cfg.LG.Integrity != linkcrc.Off {
-		for p := portLink; p < n; p++ {
+		for _, p := range d.ports.Links {
 			w.sealed[p] = true
 		}
 		w.integrity = &d.lgStats.Integrity
@@ -149,41 +173,56 @@ func newWorker(d *Dataplane) *worker {
 	w.tx.w = w
 	w.tx.lists = make([][][]xdp.Desc, n)
 	w.laneFrames = make([][]uint64, n)
+	lanes := make([]int, n)
 	for p, port := range w.ports {
+		lanes[p] = len(port.socks)
 		w.tx.lists[p] = make([][]xdp.Desc, len(port.socks))
 		w.laneFrames[p] = make([]uint64, len(port.socks))
 		for l := range port.socks {
 			w.tx.lists[p][l] = make([]xdp.Desc, 0, 4*d.cfg.Batch)
 		}
 	}
-	add := func(list []lane, p, l int) []lane {
-		return append(list, lane{port: p, lane: l, s: w.ports[p].socks[l]})
+	rx, kick := laneOrder(d.ports, lanes)
+	for _, r := range rx {
+		w.rx = append(w.rx, lane{port: r.port, lane: r.lane, s: w.ports[r.port].socks[r.lane]})
+		w.all = append(w.all, w.ports[r.port].socks[r.lane]) // the poller's socket i is w.rx[i]'s
 	}
-	// Priority lanes of every link port first, then their other lanes, the
-	// host port last.
-	for p := portLink; p < n; p++ {
-		if len(w.ports[p].socks) > 1 {
-			w.rx = add(w.rx, p, lanePrio)
-			w.kick = add(w.kick, p, lanePrio)
-		}
-	}
-	for p := portLink; p < n; p++ {
-		for l := range w.ports[p].socks {
-			if l != lanePrio || len(w.ports[p].socks) == 1 {
-				w.rx = add(w.rx, p, l)
-			}
-		}
-		w.kick = add(w.kick, p, laneData)
-	}
-	for l := range w.ports[portHost].socks {
-		w.rx = add(w.rx, portHost, l)
-	}
-	w.kick = add(w.kick, portHost, laneData)
-	for _, r := range w.rx {
-		w.all = append(w.all, r.s) // the poller's socket i is w.rx[i]'s
+	for _, k := range kick {
+		w.kick = append(w.kick, lane{port: k.port, lane: k.lane, s: w.ports[k.port].socks[k.lane]})
 	}
 	w.poller = xdp.NewPoller(w.all...)
 	return w
+}
+
+// lanePos is a lane of a port.
+type lanePos struct{ port, lane int }
+
+// laneOrder is the receive and the kick order of ports numbered ps, port p
+// having lanes[p] lanes: the priority lane of every link port first, then
+// the other lanes of every link port (kicked: the data lane), the host port
+// last.
+func laneOrder(ps Ports, lanes []int) (rx, kick []lanePos) {
+	for _, p := range ps.Links {
+		if lanes[p] > 1 {
+			rx = append(rx, lanePos{p, lanePrio})
+			kick = append(kick, lanePos{p, lanePrio})
+		}
+	}
+	for _, p := range ps.Links {
+		for l := 0; l < lanes[p]; l++ {
+			if l != lanePrio || lanes[p] == 1 {
+				rx = append(rx, lanePos{p, l})
+			}
+		}
+		kick = append(kick, lanePos{p, laneData})
+	}
+	if h := ps.Host; h >= 0 {
+		for l := 0; l < lanes[h]; l++ {
+			rx = append(rx, lanePos{h, l})
+		}
+		kick = append(kick, lanePos{h, laneData})
+	}
+	return rx, kick
 }
 
 // Bytes returns n bytes of UMEM at address a.
@@ -221,7 +260,7 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 		}
 		next := p.Poll(now, &w.tx)
 		queued := w.tx.n
-		w.flush()
+		next = min(next, w.flush())
 
 		pending := 0
 		for _, k := range w.kick {
@@ -264,29 +303,30 @@ const minTimerSleep = 2 * time.Microsecond
 
 // flush places the queued descriptors on their TX rings, counting each
 // placed one as outstanding and what did not fit as dropped (a link frame
-// is then recovered like a loss), then applies the releases.
-func (w *worker) flush() {
+// is then recovered like a loss), then applies the releases. A port with a
+// rate limit queues its frames in its shaper instead and places what the
+// bucket allows. It returns when a shaper can place its next frame
+// (math.MaxInt64: none waits).
+func (w *worker) flush() (next int64) {
+	next = math.MaxInt64
+	var now int64
+	if w.shaped != nil {
+		now = w.now()
+		for _, sh := range w.shapers {
+			if sh != nil {
+				sh.fill(now)
+			}
+		}
+	}
 	for _, k := range w.kick {
 		lists := w.tx.lists[k.port]
 		// The host port and a link port without a priority lane send
 		// on lane 0 only; other lanes of a port fall back to it in Send.
 		list := lists[k.lane]
-		if len(list) == 0 {
-			continue
-		}
-		w.sealTx(k.port, list)
-		n := k.s.Transmit(list)
-		var bytes uint64
-		for _, d := range list[:n] {
-			w.refs.sent(d.Addr)
-			bytes += uint64(d.Len)
-		}
-		w.laneFrames[k.port][k.lane] += uint64(n)
-		c := w.counters[k.port]
-		c.TX.Frames.Add(uint64(n))
-		c.TX.Bytes.Add(bytes)
-		if n < len(list) {
-			c.TX.Dropped.Add(uint64(len(list) - n))
+		if sh := w.shapers[k.port]; sh != nil {
+			w.shape(sh, k, list)
+		} else if len(list) > 0 {
+			w.place(k, list, false)
 		}
 		lists[k.lane] = list[:0]
 	}
@@ -295,6 +335,64 @@ func (w *worker) flush() {
 	}
 	w.tx.rel = w.tx.rel[:0]
 	w.tx.n = 0
+	for _, sh := range w.shapers {
+		if sh != nil {
+			next = min(next, sh.next(now))
+			sh.publish()
+		}
+	}
+	return next
+}
+
+// place puts list on k's TX ring and counts it. A descriptor is counted as
+// outstanding when placed, unless counted already (a shaper counts frames
+// as they enter its queue); what does not fit is dropped and counted.
+func (w *worker) place(k lane, list []xdp.Desc, counted bool) {
+	w.sealTx(k.port, list)
+	n := k.s.Transmit(list)
+	var bytes uint64
+	for _, d := range list[:n] {
+		if !counted {
+			w.refs.sent(d.Addr)
+		}
+		bytes += uint64(d.Len)
+	}
+	if counted {
+		for _, d := range list[n:] {
+			w.refs.completed(d.Addr)
+		}
+	}
+	w.laneFrames[k.port][k.lane] += uint64(n)
+	c := w.counters[k.port]
+	c.TX.Frames.Add(uint64(n))
+	c.TX.Bytes.Add(bytes)
+	if n < len(list) {
+		c.TX.Dropped.Add(uint64(len(list) - n))
+	}
+}
+
+// shape queues list in k's port's shaper (a frame in the queue counts as
+// outstanding, so releasing it does not free it; one that finds the queue
+// full is dropped), then places on k's TX ring what the bucket covers.
+func (w *worker) shape(sh *shaper, k lane, list []xdp.Desc) {
+	drops := 0
+	for _, d := range list {
+		if sh.enqueue(k.lane, d) {
+			w.refs.sent(d.Addr)
+		} else {
+			drops++
+		}
+	}
+	if drops > 0 {
+		w.counters[k.port].TX.Dropped.Add(uint64(drops))
+	}
+	if sh.queued(k.lane) == 0 {
+		return
+	}
+	out := sh.dequeue(k.lane, int(k.s.TxFree()), w.shaped[:0])
+	if len(out) > 0 {
+		w.place(k, out, true)
+	}
 }
 
 // idle waits for work. In busy-poll mode it wakes every socket (which

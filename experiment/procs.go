@@ -60,7 +60,7 @@ func (e *Env) progress(format string, args ...any) {
 // NS is the full name of testbed namespace short ("h1").
 func (e *Env) NS(short string) string { return e.Prefix + short }
 
-// Dataplanes are the `linkfabric run` processes of both switches.
+// Dataplanes are `linkfabric run` processes, one per switch.
 type Dataplanes struct {
 	env   *Env
 	procs []*proc
@@ -94,13 +94,30 @@ func (p *proc) log() string {
 // StartDataplanes starts `linkfabric run` on host0/link0 of sw1 and sw2 with
 // the given extra arguments and waits until both forward.
 func (e *Env) StartDataplanes(ctx context.Context, mode string, extra ...string) (*Dataplanes, error) {
+	var runs []NodeRun
+	for _, sw := range []string{"sw1", "sw2"} {
+		runs = append(runs, NodeRun{Name: sw, Args: append([]string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", "link0", "--mode", mode}, extra...)})
+	}
+	return e.StartNodes(ctx, runs)
+}
+
+// NodeRun is one dataplane process: the switch it runs on (a short
+// namespace name, for messages and Kill/Restart) and the arguments of the
+// linkfabric executable ("run", ...).
+type NodeRun struct {
+	Name string
+	Args []string
+}
+
+// StartNodes starts one dataplane process per run, in order, each waited
+// for until it forwards; if one fails, those already started are stopped.
+func (e *Env) StartNodes(ctx context.Context, runs []NodeRun) (*Dataplanes, error) {
 	if err := e.defaults(); err != nil {
 		return nil, err
 	}
 	d := &Dataplanes{env: e}
-	for _, sw := range []string{"sw1", "sw2"} {
-		args := append([]string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", "link0", "--mode", mode}, extra...)
-		p, err := e.startProc(sw, args)
+	for _, r := range runs {
+		p, err := e.startProc(r.Name, r.Args)
 		if err != nil {
 			d.Stop()
 			return nil, err
@@ -165,7 +182,7 @@ func (p *proc) stop() error {
 	return nil
 }
 
-// Stop stops both dataplanes (SIGINT, then SIGKILL after 5 s).
+// Stop stops every dataplane (SIGINT, then SIGKILL after 5 s).
 func (d *Dataplanes) Stop() error {
 	var errs []error
 	for _, p := range d.procs {

@@ -3,6 +3,7 @@ package netns
 import (
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // Role is what a switch port faces: a host, or a link to another switch.
@@ -14,12 +15,26 @@ const (
 	RoleLink Role = "link"
 )
 
+// NodeRole is what a namespace is in a topology.
+type NodeRole string
+
+// Roles of a namespace. An edge node runs a dataplane between host ports
+// and link ports, a fabric node one between link ports only.
+const (
+	NodeHost   NodeRole = "host"   // an end host: only host-class links, no dataplane
+	NodeEdge   NodeRole = "edge"   // a switch with host ports and link ports
+	NodeFabric NodeRole = "fabric" // a switch with link ports only
+	NodeWire   NodeRole = "wire"   // the middle namespace of a wire (wire.go)
+)
+
 // NodePort is one interface of a namespace with the role the topology gives
 // it: an end of a veth pair of MTU class "link" is a link port, any other a
-// host port.
+// host port. Rate and Buffer are its link's (VethPair.Rate, Buffer).
 type NodePort struct {
-	Dev  string `json:"dev"`
-	Role Role   `json:"role"`
+	Dev    string   `json:"dev"`
+	Role   Role     `json:"role"`
+	Rate   BitRate  `json:"rate,omitempty"`
+	Buffer ByteSize `json:"buffer,omitempty"`
 }
 
 // NodePorts lists the ports of namespace node (a short name) in topology
@@ -32,8 +47,17 @@ func (t *Topology) NodePorts(node string) ([]NodePort, error) {
 	if err != nil {
 		return nil, err
 	}
+	ports := x.nodePorts(node)
+	if len(ports) == 0 {
+		return nil, fmt.Errorf("netns: namespace %q of topology %q has no ports", node, t.Name)
+	}
+	return ports, nil
+}
+
+// nodePorts lists node's ports in an expanded topology.
+func (t *Topology) nodePorts(node string) []NodePort {
 	var ports []NodePort
-	for _, l := range x.Links {
+	for _, l := range t.Links {
 		for _, e := range l.Ends {
 			if e.NS != node {
 				continue
@@ -42,13 +66,10 @@ func (t *Topology) NodePorts(node string) ([]NodePort, error) {
 			if l.MTU == MTULink {
 				role = RoleLink
 			}
-			ports = append(ports, NodePort{Dev: e.Dev, Role: role})
+			ports = append(ports, NodePort{Dev: e.Dev, Role: role, Rate: l.Rate, Buffer: l.Buffer})
 		}
 	}
-	if len(ports) == 0 {
-		return nil, fmt.Errorf("netns: namespace %q of topology %q has no ports", node, t.Name)
-	}
-	return ports, nil
+	return ports
 }
 
 // PortsOf returns the devices of ports with role r.
@@ -60,4 +81,97 @@ func PortsOf(ports []NodePort, r Role) []string {
 		}
 	}
 	return devs
+}
+
+// Role is what namespace node is: as Roles says, or else what its ports
+// imply (link ports and host ports: edge; link ports only: fabric; host
+// ports only: host). Wire namespaces are NodeWire.
+func (t *Topology) Role(node string) (NodeRole, error) {
+	x, err := t.Expand()
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(x.Namespaces, node) {
+		return "", fmt.Errorf("netns: topology %q has no namespace %q (namespaces: %v)", t.Name, node, t.Namespaces)
+	}
+	return x.role(node), nil
+}
+
+func (t *Topology) role(node string) NodeRole {
+	for _, w := range t.Wires {
+		if w.NS == node {
+			return NodeWire
+		}
+	}
+	if r, ok := t.Roles[node]; ok {
+		return r
+	}
+	return impliedRole(t.nodePorts(node))
+}
+
+func impliedRole(ports []NodePort) NodeRole {
+	host, link := len(PortsOf(ports, RoleHost)), len(PortsOf(ports, RoleLink))
+	switch {
+	case link > 0 && host > 0:
+		return NodeEdge
+	case link > 0:
+		return NodeFabric
+	}
+	return NodeHost
+}
+
+// Switches lists the namespaces that run a dataplane (edge and fabric
+// nodes), in topology order.
+func (t *Topology) Switches() ([]string, error) {
+	x, err := t.Expand()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range x.Namespaces {
+		if r := x.role(n); r == NodeEdge || r == NodeFabric {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// validateRoles checks Roles against the namespaces (nss) and the ports
+// of an expanded topology: a host has no link port, a fabric node no host
+// port, an edge node both.
+func (t *Topology) validateRoles(nss map[string]bool) error {
+	names := make([]string, 0, len(t.Roles))
+	for n := range t.Roles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r := t.Roles[n]
+		if !nss[n] {
+			return fmt.Errorf("roles: %q is not in namespaces %v", n, t.Namespaces)
+		}
+		ports := t.nodePorts(n)
+		host, link := PortsOf(ports, RoleHost), PortsOf(ports, RoleLink)
+		var bad string
+		switch r {
+		case NodeHost:
+			if len(link) > 0 {
+				bad = fmt.Sprintf("it has link ports %v", link)
+			}
+		case NodeEdge:
+			if len(host) == 0 || len(link) == 0 {
+				bad = fmt.Sprintf("an edge node needs host ports and link ports; it has host ports %v, link ports %v", host, link)
+			}
+		case NodeFabric:
+			if len(host) > 0 || len(link) == 0 {
+				bad = fmt.Sprintf("a fabric node has link ports only; it has host ports %v, link ports %v", host, link)
+			}
+		default:
+			return fmt.Errorf("roles: %s: role %q: want %s, %s or %s", n, r, NodeHost, NodeEdge, NodeFabric)
+		}
+		if bad != "" {
+			return fmt.Errorf("roles: %s: role %s does not fit its ports: %s", n, r, bad)
+		}
+	}
+	return nil
 }

@@ -48,6 +48,9 @@ type Topology struct {
 	// TxChecksumOff lists the ends ("ns:dev") whose TX checksum offload is
 	// turned off, or the single entry "all".
 	TxChecksumOff []string `yaml:"tx_checksum_off,omitempty" json:"tx_checksum_off,omitempty"`
+	// Roles names what a namespace is: host, edge or fabric (node.go).
+	// Namespaces not listed get the role their ports imply.
+	Roles map[string]NodeRole `yaml:"roles,omitempty" json:"roles,omitempty"`
 	// Wires are the middle namespaces that links with a Wire run through.
 	// Expand fills it in from VethPair.Wire (see wire.go); it is not written
 	// in YAML.
@@ -70,6 +73,12 @@ type VethPair struct {
 	// Wire, if set, runs the link through a middle namespace where the
 	// kernel forwards it and tc netem can impair it (see wire.go).
 	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
+	// Rate and Buffer limit what a dataplane port at either end transmits
+	// on this link (its line rate, bit/s, and its egress queue, bytes):
+	// veth has no speed of its own. Zero: unlimited, and the dataplane's
+	// default buffer.
+	Rate   BitRate  `yaml:"rate,omitempty" json:"rate,omitempty"`
+	Buffer ByteSize `yaml:"buffer,omitempty" json:"buffer,omitempty"`
 }
 
 // MaxQueues bounds VethPair.Queues.
@@ -281,6 +290,9 @@ func (t *Topology) Validate() error {
 		if l.Queues < 0 || l.Queues > MaxQueues {
 			return fmt.Errorf("links[%d] (%s ⇄ %s): queues %d: want 1 to %d", i, l.Ends[0], l.Ends[1], l.Queues, MaxQueues)
 		}
+		if l.Buffer != 0 && l.Rate == 0 {
+			return fmt.Errorf("links[%d] (%s ⇄ %s): buffer %s without a rate: the buffer is the queue in front of a rate limit", i, l.Ends[0], l.Ends[1], l.Buffer)
+		}
 		for _, e := range l.Ends {
 			if !nss[e.NS] {
 				return fmt.Errorf("links[%d]: end %s: namespace %q is not in namespaces %v", i, e, e.NS, t.Namespaces)
@@ -335,6 +347,9 @@ func (t *Topology) Validate() error {
 			}
 			enslaved[pe] = b.Name
 		}
+	}
+	if err := t.validateRoles(nss); err != nil {
+		return err
 	}
 	for _, s := range t.TxChecksumOff {
 		if s == AllEnds {

@@ -31,7 +31,8 @@ func main() {
 hardware on ordinary Linux interfaces, through AF_XDP and eBPF/XDP:
 LinkGuardian link-local retransmission (lg, lgnb), and plain forwarding (forward).
 
-A typical session on one machine:
+The quickest start: 'linkfabric up' (a testbed with a dataplane on each switch, until
+Ctrl-C). A typical session by hand:
 
   linkfabric testbed up --forwarding none          # h1 — sw1 ══ sw2 — h2 in namespaces
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward &
@@ -53,7 +54,7 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd())
+	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

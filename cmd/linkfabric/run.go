@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -53,10 +54,11 @@ func runCmd() *cobra.Command {
 		integrity                string
 		node, preset, topoFile   string
 		prefix                   string
+		portRate, portBuffer     string
 	)
 	cmd := &cobra.Command{
-		Use:   "run {--node SW | --netns NS --host-port IF --link-port IF} --mode forward",
-		Short: "Run the dataplane on a host port and a link port (foreground; Ctrl-C stops it)",
+		Use:   "run {--node SW | --netns NS --host-port IF --link-port IF[,IF...]} --mode forward",
+		Short: "Run the dataplane on a node's ports (foreground; Ctrl-C stops it)",
 		Long: `run attaches linkfabric's XDP program to both ports, binds AF_XDP sockets on one
 shared UMEM, and moves frames between them with the pipeline of --mode:
 
@@ -93,6 +95,17 @@ without dropping them. On NICs whose MACs check the FCS, --integrity off saves
 the 4 bytes and the CPU. Both ends must be given the same --integrity (nothing
 negotiates it yet): a frame without a trailer fails the check.
 
+Port rates (every mode): veth has no speed and AF_XDP transmit bypasses the
+qdiscs, so the dataplane can limit what a port sends itself. --port-rate
+host0=1G,link0=500M gives each named port a line rate (bit/s with k, M, G;
+each frame costs its length plus 24 bytes of preamble, FCS and gap, as on
+Ethernet) and an egress queue in front of it: frames wait there for the token
+bucket (depth 500 µs at the rate, at least 16 KiB) and a frame that finds it
+full is dropped and counted (egress in 'linkfabric stats'). --port-buffer
+link0=64K sizes a queue in bytes (K = 1024; default 256K; at most --ring-size
+frames). With --node the topology's rate and buffer of each port apply; a
+flag wins for the ports it names (--port-rate link0=0 turns a rate off).
+
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
 does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
@@ -101,18 +114,23 @@ run checks this at startup.`,
 		Example: `  linkfabric run --node sw1 --mode lg                 # the pair testbed's sw1 (namespace lfsw1)
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
-  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll`,
+  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll
+  linkfabric run --node sw2 --mode forward --port-rate host0=200M --port-buffer host0=128K`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("run"); err != nil {
+				return err
+			}
+			shapes, err := parsePortShapes(portRate, portBuffer)
+			if err != nil {
 				return err
 			}
 			if err := nodePorts(&cfg, &ns, node, preset, topoFile, prefix); err != nil {
 				return err
 			}
+			cfg.Shape = shapes.apply(cfg.Shape)
 			if err := enterNetns(ns); err != nil {
 				return err
 			}
-			var err error
 			if cfg.XDPMode, err = parseXDPMode(xdpMode); err != nil {
 				return err
 			}
@@ -155,8 +173,10 @@ run checks this at startup.`,
 	f := cmd.Flags()
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
 	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host")
-	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch (a comma-separated list for modes that drive a bundle; the modes built so far drive one)")
-	f.StringVar(&node, "node", "", "take --netns, --host-port and --link-port from this switch of the testbed topology (--preset or --topology, --prefix), e.g. sw1")
+	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch, or a comma-separated list of up to 16 (modes that drive a bundle; forward, lg, lgnb and monitor take one)")
+	f.StringVar(&portRate, "port-rate", "", "line rates of ports, PORT=RATE,...: e.g. host0=1G,link0=500M (bit/s on the wire; 0: unlimited, the default)")
+	f.StringVar(&portBuffer, "port-buffer", "", "egress queues of rate-limited ports, PORT=BYTES,...: e.g. host0=256K,link0=64K (K = 1024; default 256K)")
+	f.StringVar(&node, "node", "", "take --netns, --host-port, --link-port and the port rates from this switch of the testbed topology (--preset or --topology, --prefix), e.g. sw1")
 	f.StringVar(&preset, "preset", "pair", "with --node: the testbed's topology preset")
 	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (the namespace is prefix + node)")
@@ -194,9 +214,9 @@ run checks this at startup.`,
 	return cmd
 }
 
-// nodePorts fills the namespace and ports of run from --node and the
-// testbed topology (flags given explicitly win), and checks that there is
-// one host port and as many link ports as the mode drives (one).
+// nodePorts fills the namespace, ports and port rates of run from --node and
+// the testbed topology (flags given explicitly win; port rates are merged in
+// by portShapeFlags.apply), and splits the list of link ports. How many ports the mode takes is the dataplane's to check.
 func nodePorts(cfg *dataplane.Config, ns *string, node, preset, topoFile, prefix string) error {
 	if node != "" {
 		topo, err := loadTopology(preset, topoFile)
@@ -209,10 +229,12 @@ func nodePorts(cfg *dataplane.Config, ns *string, node, preset, topoFile, prefix
 		}
 		host, links := netns.PortsOf(ports, netns.RoleHost), netns.PortsOf(ports, netns.RoleLink)
 		if cfg.HostPort == "" {
-			if len(host) != 1 {
+			if len(host) > 1 {
 				return fmt.Errorf("--node %s has host ports %v in topology %q: give --host-port", node, host, topo.Name)
 			}
-			cfg.HostPort = host[0]
+			if len(host) == 1 {
+				cfg.HostPort = host[0]
+			}
 		}
 		if cfg.LinkPort == "" {
 			if len(links) == 0 {
@@ -220,18 +242,88 @@ func nodePorts(cfg *dataplane.Config, ns *string, node, preset, topoFile, prefix
 			}
 			cfg.LinkPort = strings.Join(links, ",")
 		}
+		for _, p := range ports {
+			if p.Rate > 0 {
+				if cfg.Shape == nil {
+					cfg.Shape = map[string]dataplane.PortShape{}
+				}
+				cfg.Shape[p.Dev] = dataplane.PortShape{Rate: uint64(p.Rate), Buffer: int(p.Buffer)}
+			}
+		}
 		if *ns == "" {
 			*ns = prefix + node
 		}
 	}
-	if cfg.HostPort == "" || cfg.LinkPort == "" {
-		return errors.New("run needs a host port and a link port: --host-port IF --link-port IF, or --node NAME of a testbed (e.g. --node sw1)")
+	if cfg.LinkPort == "" {
+		return errors.New("run needs a link port (and, in modes forward, lg, lgnb and monitor, a host port): --host-port IF --link-port IF, or --node NAME of a testbed (e.g. --node sw1)")
 	}
-	if links := splitList(cfg.LinkPort); len(links) > 1 {
-		return fmt.Errorf("--link-port %s lists %d link ports: the modes built so far (forward, lg, lgnb, monitor) drive one; give one (e.g. --link-port %s); spraying over a bundle is the coming cells mode",
-			cfg.LinkPort, len(links), links[0])
+	cfg.LinkPorts = splitList(cfg.LinkPort)
+	if len(cfg.LinkPorts) == 0 {
+		return fmt.Errorf("--link-port %q names no interface", cfg.LinkPort)
 	}
+	cfg.LinkPort = cfg.LinkPorts[0]
 	return nil
+}
+
+// portShapeFlags are --port-rate and --port-buffer: what was given for which
+// port (a rate of 0 given turns a topology's rate off).
+type portShapeFlags struct {
+	rates   map[string]uint64
+	buffers map[string]int
+}
+
+// parsePortShapes parses --port-rate and --port-buffer (PORT=VALUE lists).
+func parsePortShapes(rates, buffers string) (portShapeFlags, error) {
+	f := portShapeFlags{rates: map[string]uint64{}, buffers: map[string]int{}}
+	for _, item := range splitList(rates) {
+		port, v, ok := strings.Cut(item, "=")
+		r, err := netns.ParseBitRate(v)
+		if !ok || port == "" || err != nil {
+			return f, fmt.Errorf("--port-rate %q: want PORT=RATE, e.g. --port-rate link0=500M,host0=1G (bit/s; 0: unlimited)", item)
+		}
+		f.rates[port] = uint64(r)
+	}
+	for _, item := range splitList(buffers) {
+		port, v, ok := strings.Cut(item, "=")
+		b, err := netns.ParseByteSize(v)
+		if !ok || port == "" || err != nil {
+			return f, fmt.Errorf("--port-buffer %q: want PORT=BYTES, e.g. --port-buffer link0=64K (K = 1024)", item)
+		}
+		f.buffers[port] = int(b)
+	}
+	return f, nil
+}
+
+// apply returns base (the topology's port shapes, or nil) with the flags'
+// rates and buffers in place of its own; a port whose rate is 0 is left
+// out (with its buffer: the dataplane refuses a buffer without a rate).
+func (f portShapeFlags) apply(base map[string]dataplane.PortShape) map[string]dataplane.PortShape {
+	m := maps.Clone(base)
+	if m == nil {
+		m = map[string]dataplane.PortShape{}
+	}
+	for p, r := range f.rates {
+		s := m[p]
+		s.Rate = r
+		if r == 0 {
+			s.Buffer = 0
+		}
+		m[p] = s
+	}
+	for p, b := range f.buffers {
+		s := m[p]
+		s.Buffer = b
+		m[p] = s
+	}
+	for p, s := range m {
+		if s.Rate == 0 && s.Buffer == 0 {
+			delete(m, p)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string, statsEvery time.Duration) error {
@@ -241,9 +333,13 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 	}
 	defer d.Close()
 	cfg = d.Config()
-	for _, p := range []*dataplane.Port{d.Host(), d.Link()} {
-		log.Info("port", "dev", p.Name, "xdp", p.Program().Mode().String(),
+	for i := range d.Ports().N() {
+		p := d.Port(i)
+		log.Info("port", "dev", p.Name, "role", p.Role, "xdp", p.Program().Mode().String(),
 			"queues", len(p.Sockets()), "afxdp", p.Sockets()[0].Mode().String())
+		if s, ok := cfg.Shape[p.Name]; ok {
+			log.Info("port rate limit", "dev", p.Name, "rate", netns.BitRate(s.Rate).String(), "buffer", netns.ByteSize(s.Buffer).String(), "burst", netns.ByteSize(s.Burst).String())
+		}
 		if r := p.Program().FallbackReason(); r != nil {
 			log.Warn("native XDP unavailable, using generic", "dev", p.Name, "reason", r)
 		}
@@ -269,7 +365,7 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			}
 		}()
 	}
-	log.Info(readyMessage, "mode", cfg.Mode, "host", cfg.HostPort, "link", cfg.LinkPort, "busy_poll", cfg.BusyPoll, "integrity", cfg.LG.Integrity.String())
+	log.Info(readyMessage, "mode", cfg.Mode, "host", cfg.HostPort, "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.LG.Integrity.String())
 	err = d.Run(ctx)
 	logStats(d.Stats())
 	if err != nil {
@@ -280,10 +376,14 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 }
 
 func logStats(s dataplane.Snapshot) {
-	log.Info("counters",
-		"host_rx", s.Host.RX.Frames, "link_tx", s.Link.TX.Frames, "link_tx_dropped", s.Link.TX.Dropped,
-		"link_rx", s.Link.RX.Frames, "host_tx", s.Host.TX.Frames, "host_tx_dropped", s.Host.TX.Dropped,
-		"umem_exhausted", s.FramesExhausted)
+	for _, p := range s.Ports {
+		args := []any{"dev", p.Name, "role", p.Role, "rx", p.RX.Frames, "tx", p.TX.Frames, "tx_dropped", p.TX.Dropped}
+		if e := p.Egress; e != nil {
+			args = append(args, "egress_dropped", e.Dropped, "egress_peak_bytes", e.PeakBytes)
+		}
+		log.Info("counters", args...)
+	}
+	log.Info("counters", "umem_exhausted", s.FramesExhausted)
 }
 
 // serveStats serves /stats.json (the document below) and /metrics
@@ -338,7 +438,8 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 	if s := d.LGStats(); s != nil {
 		doc["linkguardian"] = lgDoc(s)
 	}
-	for _, p := range []*dataplane.Port{d.Host(), d.Link()} {
+	for i := range d.Ports().N() {
+		p := d.Port(i)
 		pd := map[string]any{"xdp_mode": p.Program().Mode().String()}
 		if c, err := p.Program().Counters(); err == nil {
 			pd["xdp"] = c

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,11 +58,19 @@ func TestNodePortsFromTopology(t *testing.T) {
 	if err := nodePorts(&cfg, &ns, "sw1", "bundle", "", "lf"); err != nil || ns != "other" || cfg.LinkPort != "link2" {
 		t.Errorf("explicit --netns/--link-port with --node: %v, netns %q link %q", err, ns, cfg.LinkPort)
 	}
+	// A bundle node gets every link port; a mode that takes one refuses
+	// them, naming the flag and the ports.
+	cfg, ns = dataplane.Config{}, ""
+	if err := nodePorts(&cfg, &ns, "sw1", "bundle", "", "lf"); err != nil || !slices.Equal(cfg.LinkPorts, []string{"link0", "link1", "link2", "link3"}) || cfg.LinkPort != "link0" {
+		t.Errorf("--node sw1 --preset bundle: %v, link ports %v (first %q)", err, cfg.LinkPorts, cfg.LinkPort)
+	}
+	if err := dataplane.CheckPorts(dataplane.ModeLG, cfg.HostPort, cfg.LinkPorts); err == nil || !strings.Contains(err.Error(), "--mode lg takes one --link-port; got link0,link1,link2,link3") {
+		t.Errorf("lg on the bundle's 4 link ports: %v", err)
+	}
 	for _, tc := range []struct {
 		node, preset, link string
 		want               string
 	}{
-		{"sw1", "bundle", "", "lists 4 link ports"},
 		{"", "pair", "", "--node NAME"},
 		{"sw7", "pair", "", `no namespace "sw7"`},
 		{"h1", "pair", "", "no link port"},
@@ -69,6 +79,44 @@ func TestNodePortsFromTopology(t *testing.T) {
 		err := nodePorts(&cfg, &ns, tc.node, tc.preset, "", "lf")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--node %q --preset %s: %v, want an error with %q", tc.node, tc.preset, err, tc.want)
+		}
+	}
+}
+
+// TestNodePortsRates: --node takes each port's rate and buffer from the
+// topology (fabric3: host ports 1G, fabric links 500M); --port-rate and
+// --port-buffer win for the ports and fields they name (a rate of 0 turns
+// the topology's off); a fabric node has no host port.
+func TestNodePortsRates(t *testing.T) {
+	flags, err := parsePortShapes("up1=100M,up3=0", "up1=32K,host0=64K")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, ns := dataplane.Config{}, ""
+	if err := nodePorts(&cfg, &ns, "e1", "fabric3", "", "lf"); err != nil {
+		t.Fatal(err)
+	}
+	got := flags.apply(cfg.Shape)
+	want := map[string]dataplane.PortShape{
+		"host0": {Rate: 1e9, Buffer: 64 << 10},
+		"up0":   {Rate: 500e6}, "up1": {Rate: 100e6, Buffer: 32 << 10}, "up2": {Rate: 500e6},
+	}
+	if !maps.Equal(got, want) || ns != "lfe1" || cfg.HostPort != "host0" {
+		t.Errorf("--node e1: netns %s host %q shapes %v; want %v", ns, cfg.HostPort, got, want)
+	}
+	if !maps.Equal(cfg.Shape, map[string]dataplane.PortShape{"host0": {Rate: 1e9}, "up0": {Rate: 500e6}, "up1": {Rate: 500e6}, "up2": {Rate: 500e6}, "up3": {Rate: 500e6}}) {
+		t.Errorf("apply changed the topology's shapes: %v", cfg.Shape)
+	}
+	cfg = dataplane.Config{}
+	if err := nodePorts(&cfg, new(string), "f2", "fabric3", "", "lf"); err != nil || cfg.HostPort != "" || len(cfg.LinkPorts) != 6 || cfg.Shape["e3b"].Rate != 500e6 {
+		t.Errorf("--node f2: %v, host %q links %v shapes %v", err, cfg.HostPort, cfg.LinkPorts, cfg.Shape)
+	}
+	if f, err := parsePortShapes("link0=1G", ""); err != nil || !maps.Equal(f.apply(nil), map[string]dataplane.PortShape{"link0": {Rate: 1e9}}) {
+		t.Errorf("--port-rate link0=1G without a topology: %v, %v", f.apply(nil), err)
+	}
+	for _, bad := range [][2]string{{"link0", ""}, {"link0=fast", ""}, {"", "link0=big"}, {"=1G", ""}} {
+		if _, err := parsePortShapes(bad[0], bad[1]); err == nil {
+			t.Errorf("--port-rate %q --port-buffer %q accepted", bad[0], bad[1])
 		}
 	}
 }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/spf13/cobra"
+)
+
+func upCmd() *cobra.Command {
+	var (
+		preset, topoFile, mode, prefix, runArgs string
+		mtu                                     int
+	)
+	cmd := &cobra.Command{
+		Use:   "up [--preset pair|bundle|fabric3 | --topology FILE] [--mode MODE] [--prefix P] [--run-args \"...\"]",
+		Short: "Bring a testbed up with a dataplane on every switch; Ctrl-C takes it all down",
+		Long: `up builds a testbed (namespaces PREFIX+name, ports bare for the dataplane), starts
+'linkfabric run --node NAME --mode MODE' in every switch namespace (edge and fabric
+nodes; each port at the rate and buffer the topology gives it), prints the hosts, how
+to reach them and where each dataplane's statistics are, and keeps everything up until
+Ctrl-C or SIGTERM. Then it stops the dataplanes and removes the testbed.
+
+A mode runs only on switches with the ports it takes: forward, lg, lgnb and monitor
+take one host port and one link port (preset pair). Presets bundle and fabric3 have
+switches with several link ports (fabric3's fabric nodes have no host port): they
+are for the cells mode. up says which modes and presets fit before it builds anything.
+
+--run-args is added to every 'linkfabric run' (split at spaces, no quoting), e.g.
+"--busy-poll" or "--link-loss 1e-2". If up is killed with SIGKILL its dataplanes stop
+too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.`,
+		Example: `  linkfabric up                                   # pair, forward, prefix lf
+  linkfabric up --mode lg --run-args "--copies 2"
+  linkfabric up --preset pair --mode lgnb --prefix lab`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("up"); err != nil {
+				return err
+			}
+			topo, err := loadTopology(preset, topoFile)
+			if err != nil {
+				return err
+			}
+			switches, err := checkTopologyMode(topo, dataplane.Mode(mode))
+			if err != nil {
+				return err
+			}
+			where := []string{"--preset", preset}
+			if topoFile != "" {
+				where = []string{"--topology", topoFile}
+			}
+			return runUp(cmd.Context(), os.Stdout, topo, switches, upRun{
+				mode: mode, prefix: prefix, mtu: mtu, where: where, extra: strings.Fields(runArgs),
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&preset, "preset", "pair", fmt.Sprintf("topology preset: %v", netns.Presets()))
+	f.StringVar(&topoFile, "topology", "", "YAML topology file (instead of --preset)")
+	f.StringVar(&mode, "mode", "forward", "the dataplane's mode on every switch (see linkfabric run --help)")
+	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "prefix of every namespace name")
+	f.IntVar(&mtu, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
+	f.StringVar(&runArgs, "run-args", "", `more arguments for every 'linkfabric run', e.g. "--busy-poll"`)
+	return cmd
+}
+
+// upRun is what up runs on a topology.
+type upRun struct {
+	mode, prefix string
+	mtu          int
+	where        []string // --preset NAME or --topology FILE, for run --node
+	extra        []string
+}
+
+// checkTopologyMode returns the switches (edge and fabric nodes) of topo,
+// or an error if mode does not run on one of them, naming the modes that
+// run this topology and the presets that run with mode.
+func checkTopologyMode(topo *netns.Topology, mode dataplane.Mode) ([]string, error) {
+	switches, err := topo.Switches()
+	if err != nil {
+		return nil, err
+	}
+	if len(switches) == 0 {
+		return nil, fmt.Errorf("topology %q has no switch (a namespace with a link port) to run a dataplane on", topo.Name)
+	}
+	if !slices.Contains(dataplane.Modes(), mode) {
+		return nil, dataplane.CheckPorts(mode, "", nil) // names the modes
+	}
+	bad := runsOn(topo, mode)
+	if bad == nil {
+		return switches, nil
+	}
+	var modes, presets []string
+	for _, m := range dataplane.Modes() {
+		if runsOn(topo, m) == nil {
+			modes = append(modes, string(m))
+		}
+	}
+	for _, p := range netns.Presets() {
+		if t, err := netns.Preset(p); err == nil && runsOn(t, mode) == nil {
+			presets = append(presets, p)
+		}
+	}
+	fits := fmt.Sprintf("modes that run topology %s: %s", topo.Name, strings.Join(modes, ", "))
+	if len(modes) == 0 {
+		var all []string
+		for _, m := range dataplane.Modes() {
+			all = append(all, string(m))
+		}
+		fits = fmt.Sprintf("no mode built so far (%s) runs topology %s (a switch with several link ports, or none but link ports, is for the cells mode, not built yet)", strings.Join(all, ", "), topo.Name)
+	}
+	with := "no preset"
+	if len(presets) > 0 {
+		with = "--preset " + strings.Join(presets, ", --preset ")
+	}
+	return nil, fmt.Errorf("--mode %s cannot run topology %s: %w; %s; with --mode %s use %s", mode, topo.Name, bad, fits, mode, with)
+}
+
+// runsOn returns why mode does not run on a switch of topo (nil: it runs
+// on all of them).
+func runsOn(topo *netns.Topology, mode dataplane.Mode) error {
+	switches, err := topo.Switches()
+	if err != nil {
+		return err
+	}
+	for _, sw := range switches {
+		ports, err := topo.NodePorts(sw)
+		if err != nil {
+			return err
+		}
+		host, links := netns.PortsOf(ports, netns.RoleHost), netns.PortsOf(ports, netns.RoleLink)
+		if len(host) > 1 {
+			return fmt.Errorf("switch %s has %d host ports (%s); a dataplane takes one", sw, len(host), strings.Join(host, ", "))
+		}
+		if err := dataplane.CheckPorts(mode, strings.Join(host, ""), links); err != nil {
+			return fmt.Errorf("switch %s: %w", sw, err)
+		}
+	}
+	return nil
+}
+
+// runUp brings topo up, starts a dataplane on every switch, prints how to use
+// it to out and waits for ctx (or a dataplane's end); then it takes it all
+// down.
+func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []string, r upRun) (err error) {
+	tb, err := netns.Up(topo, netns.Options{Prefix: r.prefix, Forwarding: netns.ForwardingNone, MTU: r.mtu})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if derr := tb.Down(); derr != nil {
+			err = errors.Join(err, derr)
+		} else {
+			fmt.Fprintf(out, "testbed %s removed\n", r.prefix)
+		}
+	}()
+	env := &experiment.Env{Prefix: r.prefix, Log: log}
+	var runs []experiment.NodeRun
+	for _, sw := range switches {
+		args := append([]string{"run", "--node", sw, "--prefix", r.prefix}, r.where...)
+		args = append(append(args, "--mode", r.mode), r.extra...)
+		runs = append(runs, experiment.NodeRun{Name: sw, Args: args})
+	}
+	fmt.Fprintf(out, "starting %d dataplanes (mode %s) ...\n", len(runs), r.mode)
+	dps, err := env.StartNodes(ctx, runs)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, dps.Stop()) }()
+	printUp(out, tb, runs)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(out, "stopping ...")
+			return nil
+		case <-tick.C:
+			if err := dps.Alive(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// printUp tells what is up and how to use it.
+func printUp(out io.Writer, tb *netns.Testbed, runs []experiment.NodeRun) {
+	t := tb.Topology
+	fmt.Fprintf(out, "\ntestbed %s (prefix %s) is up, namespaces %s\n\nhosts:\n", t.Name, tb.Prefix, strings.Join(t.NamespaceNames(tb.Prefix), " "))
+	var addrs []string // the hosts' first addresses, in order
+	var hostNS []string
+	for _, n := range t.Namespaces {
+		if r, _ := t.Role(n); r != netns.NodeHost {
+			continue
+		}
+		ports, _ := t.NodePorts(n)
+		for _, p := range ports {
+			a := t.Addresses[n+":"+p.Dev]
+			fmt.Fprintf(out, "  %-10s %s %s\n", tb.NS(n), p.Dev, strings.Join(a, " "))
+			if len(a) > 0 {
+				addrs = append(addrs, strings.Split(a[0], "/")[0])
+				hostNS = append(hostNS, tb.NS(n))
+			}
+		}
+	}
+	fmt.Fprintf(out, "\ndataplanes:\n")
+	for _, r := range runs {
+		ports, _ := t.NodePorts(r.Name)
+		var desc []string
+		for _, p := range ports {
+			d := string(p.Role) + " " + p.Dev
+			if p.Rate > 0 {
+				d += " at " + p.Rate.String() + "bit/s"
+			}
+			desc = append(desc, d)
+		}
+		fmt.Fprintf(out, "  %-10s %s\n             linkfabric %s\n             stats: linkfabric stats --netns %s\n",
+			tb.NS(r.Name), strings.Join(desc, ", "), strings.Join(r.Args, " "), tb.NS(r.Name))
+	}
+	if len(addrs) >= 2 {
+		fmt.Fprintf(out, "\ntry:\n  ip netns exec %s ping -c 3 %s\n  ip netns exec %s iperf3 -s -D\n  ip netns exec %s iperf3 -c %s\n",
+			hostNS[0], addrs[1], hostNS[1], hostNS[0], addrs[1])
+	}
+	fmt.Fprintf(out, "\nCtrl-C (or SIGTERM) stops the dataplanes and removes the testbed.\n")
+}

@@ -1,0 +1,180 @@
+package dataplane
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// A node has 0 or 1 host port and 1 to MaxLinkPorts link ports. The worker
+// numbers them: the host port first (if there is one), then the link ports
+// in Config.LinkPorts order. A pipeline learns the numbering from Ports
+// (Dataplane.Ports, Tx.Ports), never from constants.
+
+// MaxLinkPorts bounds the link ports of a node.
+const MaxLinkPorts = 16
+
+// PortRole is what a port faces: a host, or a link to another node.
+type PortRole string
+
+// Roles of a port.
+const (
+	RoleHost PortRole = "host"
+	RoleLink PortRole = "link"
+)
+
+// Ports is the worker's numbering of a node's ports.
+type Ports struct {
+	// Host is the host port's number, -1 when the node has none.
+	Host int
+	// Links[k] is the number of link port k (Config.LinkPorts[k]).
+	Links []int
+}
+
+// N is the number of ports.
+func (p Ports) N() int { return len(p.Links) + min(p.Host+1, 1) }
+
+// Link returns k for the number of link port k, false for the host port.
+func (p Ports) Link(port int) (k int, ok bool) {
+	if len(p.Links) == 0 || port < p.Links[0] || port > p.Links[len(p.Links)-1] {
+		return 0, false
+	}
+	return port - p.Links[0], true
+}
+
+// Role is the role of port number port.
+func (p Ports) Role(port int) PortRole {
+	if port == p.Host {
+		return RoleHost
+	}
+	return RoleLink
+}
+
+// newPorts numbers a node with a host port (or not) and links link ports.
+func newPorts(host bool, links int) Ports {
+	p := Ports{Host: -1, Links: make([]int, links)}
+	first := 0
+	if host {
+		p.Host, first = 0, 1
+	}
+	for k := range p.Links {
+		p.Links[k] = first + k
+	}
+	return p
+}
+
+// The layout of the modes with one host port and one link port (forward,
+// lg, lgnb, monitor): their port spec guarantees it.
+const (
+	portHost = 0
+	portLink = 1
+)
+
+// modeSpec is what a mode needs of a node's ports, and its pipeline.
+type modeSpec struct {
+	hosts, links [2]int // least and most host ports, link ports
+	pipeline     func(w *worker) (Pipeline, error)
+}
+
+// modes are the modes a dataplane runs.
+var modes = map[Mode]modeSpec{
+	ModeForward: {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newForwardPipeline},
+	ModeLG:      {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
+	ModeLGNB:    {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
+	ModeMonitor: {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
+}
+
+func newLG(w *worker) (Pipeline, error) { return newLGPipeline(w) }
+
+// Modes lists the modes a dataplane runs, sorted.
+func Modes() []Mode {
+	var ms []Mode
+	for m := range modes {
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i] < ms[j] })
+	return ms
+}
+
+func modeList() string {
+	var s []string
+	for _, m := range Modes() {
+		s = append(s, string(m))
+	}
+	return strings.Join(s, ", ")
+}
+
+// CheckPorts checks that mode runs on a node with host port host ("" for
+// none) and link ports links, and that no port is named twice. Its errors
+// name the flags (--host-port, --link-port, --mode) and what the mode takes.
+func CheckPorts(mode Mode, host string, links []string) error {
+	spec, ok := modes[mode]
+	if !ok {
+		return fmt.Errorf("dataplane: mode %q is not known (modes: %s)", mode, modeList())
+	}
+	list := strings.Join(links, ",")
+	for i, l := range links {
+		if l == "" {
+			return fmt.Errorf("dataplane: --link-port %q has an empty name", list)
+		}
+		if l == host {
+			return fmt.Errorf("dataplane: %s is both the host port and a link port (--host-port %s, --link-port %s); a port has one role", l, host, list)
+		}
+		if slices.Contains(links[:i], l) {
+			return fmt.Errorf("dataplane: --link-port %s names %s twice", list, l)
+		}
+	}
+	if len(links) > MaxLinkPorts {
+		return fmt.Errorf("dataplane: --link-port lists %d ports; a node has at most %d", len(links), MaxLinkPorts)
+	}
+	hosts := 0
+	if host != "" {
+		hosts = 1
+	}
+	if hosts < spec.hosts[0] {
+		return fmt.Errorf("dataplane: --mode %s needs a --host-port", mode)
+	}
+	if hosts > spec.hosts[1] {
+		return fmt.Errorf("dataplane: --mode %s takes no --host-port; got %s", mode, host)
+	}
+	lo, hi := spec.links[0], spec.links[1]
+	switch {
+	case len(links) == 0:
+		return fmt.Errorf("dataplane: --mode %s needs a link port (--link-port IF)", mode)
+	case len(links) < lo || len(links) > hi:
+		want := fmt.Sprintf("%d to %d", lo, hi)
+		if lo == hi {
+			want = "one"
+			if lo > 1 {
+				want = fmt.Sprint(lo)
+			}
+		}
+		return fmt.Errorf("dataplane: --mode %s takes %s --link-port; got %s", mode, want, list)
+	}
+	return nil
+}
+
+// checkPorts fills LinkPorts from LinkPort (or LinkPort from LinkPorts) and
+// checks them against the mode.
+func (c *Config) checkPorts() error {
+	if len(c.LinkPorts) == 0 && c.LinkPort != "" {
+		c.LinkPorts = []string{c.LinkPort}
+	}
+	if len(c.LinkPorts) > 0 {
+		if c.LinkPort != "" && c.LinkPort != c.LinkPorts[0] {
+			return fmt.Errorf("dataplane: LinkPort %s is not the first of LinkPorts %v", c.LinkPort, c.LinkPorts)
+		}
+		c.LinkPort = c.LinkPorts[0]
+	}
+	return CheckPorts(c.Mode, c.HostPort, c.LinkPorts)
+}
+
+// portNames are the ports' interface names in the worker's numbering.
+func (c *Config) portNames() []string {
+	var n []string
+	if c.HostPort != "" {
+		n = append(n, c.HostPort)
+	}
+	return append(n, c.LinkPorts...)
+}

@@ -1,0 +1,131 @@
+package dataplane
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCheckPorts: what a mode takes of host and link ports is checked with
+// errors naming the flags and the ports given.
+func TestCheckPorts(t *testing.T) {
+	many := make([]string, MaxLinkPorts+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("link%d", i)
+	}
+	for _, tc := range []struct {
+		mode  Mode
+		host  string
+		links []string
+		want  string
+	}{
+		{ModeLG, "host0", []string{"link0", "link1"}, "--mode lg takes one --link-port; got link0,link1"},
+		{ModeForward, "host0", nil, "--mode forward needs a link port (--link-port IF)"},
+		{ModeForward, "", []string{"link0"}, "--mode forward needs a --host-port"},
+		{ModeForward, "link1", []string{"link0", "link1"}, "link1 is both the host port and a link port"},
+		{ModeForward, "host0", []string{"link0", "link1", "link0"}, "--link-port link0,link1,link0 names link0 twice"},
+		{ModeForward, "host0", many, "at most 16"},
+		{"cells2", "host0", []string{"link0"}, `mode "cells2" is not known (modes: forward, lg, lgnb, monitor`},
+	} {
+		err := CheckPorts(tc.mode, tc.host, tc.links)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s host %q links %v: %v; want an error with %q", tc.mode, tc.host, tc.links, err, tc.want)
+		}
+	}
+	for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor} {
+		if err := CheckPorts(m, "host0", []string{"link0"}); err != nil {
+			t.Errorf("%s on host0, link0: %v", m, err)
+		}
+	}
+	// LinkPort is the first of LinkPorts, whichever is given.
+	c := Config{HostPort: "host0", LinkPorts: []string{"link3"}}
+	if err := c.defaults(); err != nil || c.LinkPort != "link3" {
+		t.Errorf("LinkPorts [link3]: LinkPort %q, %v", c.LinkPort, err)
+	}
+	c = Config{HostPort: "host0", LinkPort: "link0", LinkPorts: []string{"link1"}}
+	if err := c.defaults(); err == nil {
+		t.Error("LinkPort link0 with LinkPorts [link1] accepted")
+	}
+}
+
+// TestPortsNumbering: the host port first if there is one, then the link
+// ports; Link and Role tell them apart.
+func TestPortsNumbering(t *testing.T) {
+	p := newPorts(true, 3)
+	if p.Host != 0 || !slices.Equal(p.Links, []int{1, 2, 3}) || p.N() != 4 || p.Role(0) != RoleHost || p.Role(3) != RoleLink {
+		t.Errorf("host and 3 links: %+v N %d", p, p.N())
+	}
+	if k, ok := p.Link(2); !ok || k != 1 {
+		t.Errorf("Link(2) = %d, %v; want link 1", k, ok)
+	}
+	if _, ok := p.Link(0); ok {
+		t.Error("the host port taken for a link port")
+	}
+	f := newPorts(false, 6)
+	if f.Host != -1 || !slices.Equal(f.Links, []int{0, 1, 2, 3, 4, 5}) || f.N() != 6 || f.Role(0) != RoleLink {
+		t.Errorf("fabric node with 6 links: %+v N %d", f, f.N())
+	}
+	if k, ok := f.Link(0); !ok || k != 0 {
+		t.Errorf("fabric Link(0) = %d, %v", k, ok)
+	}
+}
+
+// TestLaneOrder: with N link ports the worker reads and kicks every link
+// port's priority lane first, then the link ports' data lanes, the host port
+// last; a link port without a second queue has only its data lane.
+func TestLaneOrder(t *testing.T) {
+	ps := newPorts(true, 3)
+	rx, kick := laneOrder(ps, []int{1, 2, 1, 3}) // host 1 queue; links 2, 1, 3
+	want := []lanePos{{1, lanePrio}, {3, lanePrio}, {1, laneData}, {2, laneData}, {3, laneData}, {3, 2}, {0, laneData}}
+	if !slices.Equal(rx, want) {
+		t.Errorf("receive order %v; want %v", rx, want)
+	}
+	wantKick := []lanePos{{1, lanePrio}, {3, lanePrio}, {1, laneData}, {2, laneData}, {3, laneData}, {0, laneData}}
+	if !slices.Equal(kick, wantKick) {
+		t.Errorf("kick order %v; want %v", kick, wantKick)
+	}
+	rx, kick = laneOrder(newPorts(false, 2), []int{2, 2})
+	if !slices.Equal(rx, []lanePos{{0, 1}, {1, 1}, {0, 0}, {1, 0}}) || !slices.Equal(kick, rx) {
+		t.Errorf("fabric node: receive %v kick %v", rx, kick)
+	}
+}
+
+// TestFramesScaleWithSockets: the default UMEM grows with the sockets and
+// egress queues of N ports; a --frames given too small for them is refused
+// with the count of sockets and a value that works.
+func TestFramesScaleWithSockets(t *testing.T) {
+	links := []string{"l0", "l1", "l2", "l3", "l4", "l5"}
+	shape := map[string]PortShape{}
+	for _, l := range links {
+		shape[l] = PortShape{Rate: 500e6}
+	}
+	c := Config{LinkPorts: links, HostPort: "h0", Shape: shape, Mode: modeSpray}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	const sockets = 13 // host 1 queue, 6 links of 2
+	if err := c.checkSizes(sockets); err != nil {
+		t.Fatal(err)
+	}
+	need := sockets*int(c.RingSize) + c.Batch + len(links)*int(c.RingSize)
+	if int(c.FrameCount) < need {
+		t.Errorf("default --frames %d for %d sockets and %d egress queues; they need %d", c.FrameCount, sockets, len(links), need)
+	}
+	c = Config{LinkPorts: links, HostPort: "h0", Mode: modeSpray, FrameCount: 16384}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	err := c.checkSizes(sockets)
+	if err == nil || !strings.Contains(err.Error(), "13 sockets") || !strings.Contains(err.Error(), "--frames") {
+		t.Errorf("--frames 16384 for 13 sockets of 2048: %v", err)
+	}
+	// The pair's three sockets keep the default of 8 × --ring-size.
+	c = Config{HostPort: "host0", LinkPort: "link0"}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.checkSizes(3); err != nil || c.FrameCount != 8*c.RingSize {
+		t.Errorf("pair: --frames %d, %v; want the default %d", c.FrameCount, err, 8*c.RingSize)
+	}
+}

@@ -1,0 +1,190 @@
+package dataplane
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/xdp"
+)
+
+// shaperRun offers frames of size bytes to a shaper at offered bit/s (of
+// wire bytes) for dur ns of virtual time, waking when the next frame arrives
+// or when next says the bucket covers a waiting one, as the worker does.
+// It returns the wire bytes sent, and checks at every wake-up that next was
+// exact: nothing could leave 1 ns earlier.
+func shaperRun(t *testing.T, sh *shaper, size int, offered float64, dur int64) (wire int64) {
+	t.Helper()
+	gap := int64(float64((size+WireOverhead)*8) * 1e9 / offered)
+	out := make([]xdp.Desc, 0, 4096)
+	var now, arrive int64
+	for now < dur {
+		for arrive <= now {
+			sh.enqueue(laneData, xdp.Desc{Addr: uint64(arrive), Len: uint32(size)})
+			arrive += gap
+		}
+		sh.fill(now)
+		out = sh.dequeue(laneData, math.MaxInt, out[:0])
+		for _, d := range out {
+			wire += int64(d.Len) + WireOverhead
+		}
+		next := sh.next(now)
+		if next <= now {
+			t.Fatalf("t=%d: next %d with %d frames waiting after a dequeue without limit", now, next, sh.frames)
+		}
+		if next != math.MaxInt64 {
+			// 1 ns before next the bucket must not cover the head frame.
+			c := *sh
+			c.fill(next - 1)
+			if cost(c.lanes[laneData].front()) <= c.tokens {
+				t.Fatalf("t=%d: next %d is late: the frame could leave at %d", now, next, next-1)
+			}
+		}
+		now = min(next, arrive)
+	}
+	return wire
+}
+
+func newTestShaper(rate uint64, buffer, burst, frames int) (*shaper, *EgressCounters) {
+	c := &EgressCounters{}
+	return newShaper(PortShape{Rate: rate, Buffer: buffer, Burst: burst}, 2, frames, 0, c), c
+}
+
+// TestShaperRate: offered twice its rate for 10 s, a shaper sends its rate
+// within 1% (of wire bytes, frames plus WireOverhead), and every frame it
+// did not send is queued or counted as dropped.
+func TestShaperRate(t *testing.T) {
+	for _, tc := range []struct {
+		rate uint64
+		size int
+	}{{200e6, 1514}, {100e6, 64}, {500e6, 777}, {10e9, 9000}} {
+		sh, c := newTestShaper(tc.rate, 256<<10, MinPortBurst, 2048)
+		const dur = 10e9
+		wire := shaperRun(t, sh, tc.size, 2*float64(tc.rate), dur)
+		got := float64(wire*8) / (dur / 1e9)
+		if math.Abs(got-float64(tc.rate)) > 0.01*float64(tc.rate) {
+			t.Errorf("rate %d, frames of %d B: sent %.4g bit/s", tc.rate, tc.size, got)
+		}
+		sh.publish()
+		if c.Dropped.Load() == 0 || c.PeakBytes.Load() == 0 {
+			t.Errorf("rate %d: offered twice the rate, yet %d dropped, peak %d bytes", tc.rate, c.Dropped.Load(), c.PeakBytes.Load())
+		}
+		if c.DroppedBytes.Load() != c.Dropped.Load()*uint64(tc.size) {
+			t.Errorf("rate %d: dropped %d frames and %d bytes of %d-byte frames", tc.rate, c.Dropped.Load(), c.DroppedBytes.Load(), tc.size)
+		}
+	}
+}
+
+// TestShaperBurst: after an idle time a shaper sends at most its burst at
+// once (and all of it, less one frame); the bucket never holds more, however
+// long the idle time; and from then on it keeps to the rate.
+func TestShaperBurst(t *testing.T) {
+	const rate, burst, size = 100e6, 64 << 10, 1000
+	sh, _ := newTestShaper(rate, 8<<20, burst, 8192)
+	for i := 0; i < 8000; i++ {
+		sh.enqueue(laneData, xdp.Desc{Len: size})
+	}
+	for _, idle := range []int64{1e9, 1e12, 1e15} { // up to 11 days: no overflow
+		sh.fill(sh.last + idle)
+		out := sh.dequeue(laneData, math.MaxInt, nil)
+		w := len(out) * (size + WireOverhead)
+		if w > burst || w <= burst-(size+WireOverhead) {
+			t.Errorf("after %d ns idle: %d wire bytes at once; the burst is %d", idle, w, burst)
+		}
+	}
+	// Over the next 100 ms: the rate, within one frame.
+	start, sent := sh.last, 0
+	for now := start; now <= start+100e6; now += 10e3 {
+		sh.fill(now)
+		sent += len(sh.dequeue(laneData, math.MaxInt, nil)) * (size + WireOverhead)
+	}
+	if want := rate / 8 / 10; math.Abs(float64(sent)-want) > size+WireOverhead {
+		t.Errorf("100 ms after the burst: %d wire bytes, want %.0f", sent, want)
+	}
+}
+
+// TestShaperTailDrop: the queue keeps its byte and frame limits, drops and
+// counts what exceeds them, serves the priority lane first, and its room
+// and peak follow.
+func TestShaperTailDrop(t *testing.T) {
+	sh, c := newTestShaper(1e6, 10_000, MinPortBurst, 8)
+	sh.tokens = 0
+	for i := 0; i < 12; i++ {
+		sh.enqueue(laneData, xdp.Desc{Addr: uint64(i), Len: 1500}) // 6 fit the 10,000 bytes
+	}
+	if sh.frames != 6 || sh.bytes != 9000 || sh.room() != 2 {
+		t.Errorf("byte limit: %d frames, %d bytes queued, room %d", sh.frames, sh.bytes, sh.room())
+	}
+	for i := 0; i < 4; i++ {
+		sh.enqueue(lanePrio, xdp.Desc{Addr: 100 + uint64(i), Len: 100}) // 2 fit the 8 frames
+	}
+	sh.publish()
+	if c.Dropped.Load() != 8 || c.DroppedBytes.Load() != 6*1500+2*100 || c.PeakFrames.Load() != 8 || c.PeakBytes.Load() != 9200 || c.Queued.Load() != 8 {
+		t.Errorf("counters: dropped %d (%d B), peak %d frames %d B, queued %d",
+			c.Dropped.Load(), c.DroppedBytes.Load(), c.PeakFrames.Load(), c.PeakBytes.Load(), c.Queued.Load())
+	}
+	// The priority lane's head is what next waits for.
+	if n := sh.next(0); n != (100+WireOverhead)*8*1000 { // 124 bytes at 1 Mbit/s
+		t.Errorf("next %d ns; want the time for the priority frame (124 B at 1 Mbit/s)", n)
+	}
+	sh.fill(1e9)
+	out := sh.dequeue(lanePrio, math.MaxInt, nil)
+	out = sh.dequeue(laneData, 3, out)
+	if len(out) != 5 || out[0].Addr != 100 || out[1].Addr != 101 || out[2].Addr != 0 || out[4].Addr != 2 {
+		t.Errorf("dequeued %v; want the 2 priority frames, then 3 data frames in order", out)
+	}
+}
+
+// TestShaperNoAlloc: queueing and placing frames allocates nothing.
+func TestShaperNoAlloc(t *testing.T) {
+	sh, _ := newTestShaper(1e9, 1<<20, MinPortBurst, 1024)
+	out := make([]xdp.Desc, 0, 1024)
+	now := int64(0)
+	if n := testing.AllocsPerRun(100, func() {
+		for i := 0; i < 64; i++ {
+			sh.enqueue(i&1, xdp.Desc{Len: 1500})
+		}
+		now += 1e6
+		sh.fill(now)
+		out = sh.dequeue(lanePrio, 1024, out[:0])
+		out = sh.dequeue(laneData, 1024, out)
+		sh.next(now)
+		sh.publish()
+	}); n != 0 {
+		t.Errorf("%v allocations per run", n)
+	}
+}
+
+// TestShapeConfig: shapes are checked against the node's ports and filled
+// in (buffer 256 KiB, burst 500 µs at the rate, at least 16 KiB) on a copy.
+func TestShapeConfig(t *testing.T) {
+	in := map[string]PortShape{"host0": {Rate: 1e9}, "link0": {Rate: 10e6, Buffer: 8192}}
+	c := Config{HostPort: "host0", LinkPort: "link0", Shape: in}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if h := c.Shape["host0"]; h.Buffer != DefaultPortBuffer || h.Burst != 62500 {
+		t.Errorf("host0 at 1G: %+v; want buffer %d, burst 62500 (500 µs)", h, DefaultPortBuffer)
+	}
+	if l := c.Shape["link0"]; l.Buffer != 8192 || l.Burst != MinPortBurst {
+		t.Errorf("link0 at 10M: %+v; want buffer 8192, burst %d", l, MinPortBurst)
+	}
+	if in["host0"].Buffer != 0 {
+		t.Error("defaults changed the caller's map")
+	}
+	for _, tc := range []struct {
+		shape map[string]PortShape
+		want  string
+	}{
+		{map[string]PortShape{"link9": {Rate: 1e9}}, "link9, which is not a port"},
+		{map[string]PortShape{"link0": {Buffer: 1 << 20}}, "link0 has no --port-rate"},
+		{map[string]PortShape{"link0": {Rate: 1e9, Buffer: 1000}}, "--port-buffer link0=1000"},
+		{map[string]PortShape{"link0": {Rate: 2e12}}, "at most 1T"},
+		{map[string]PortShape{"link0": {Rate: 1e9, Burst: 1500}}, "burst 1500"},
+	} {
+		c := Config{HostPort: "host0", LinkPort: "link0", Shape: tc.shape}
+		if err := c.defaults(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want an error with %q", tc.shape, err, tc.want)
+		}
+	}
+}
