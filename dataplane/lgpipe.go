@@ -252,6 +252,11 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 // the host port), and the periodic statistics, monitors and tuning.
 func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	p := pl.port
+	// Statistics first: everything sent before this call is on the TX
+	// rings and counted per lane, so a published snapshot agrees with
+	// itself (a keepalive made now would be counted by its session but not
+	// yet by its lane).
+	pl.periodic(now)
 	next := pl.sessionPoll(now, tx)
 	admit, wait := pl.admitHost(now, tx)
 	next = min(next, wait)
@@ -297,7 +302,6 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 		pl.sample(p)
 	}
 	p.Out.Reset()
-	pl.periodic(now)
 	next = min(next, p.NextDeadline(now, pl.queue.empty()))
 	if !pl.queue.empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
