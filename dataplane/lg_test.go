@@ -392,7 +392,20 @@ func TestLGBernoulliLossRecovered(t *testing.T) {
 	checkDelivery(t, r, true)
 	checkLossRate(t, st, lgLoss, 0.25)
 	checkRecovery(t, &s1, &s2, st, 0.25)
-	checkPriorityLane(t, &s1, &s2, r.bed.sw1.LGStats().Session.Snapshot(), r.bed.sw2.LGStats().Session.Snapshot())
+	checkPriorityLane(t, r.bed.sw1, r.bed.sw2)
+}
+
+// coreAndSession reads d's core and session statistics as published
+// together (keepalives keep the session's counters moving, so two separate
+// reads can straddle a publication).
+func coreAndSession(d *Dataplane) (LGCore, SessionSnapshot) {
+	for {
+		c := d.LGStats().Core()
+		s := d.LGStats().Session.Snapshot()
+		if again := d.LGStats().Core(); again.PriorityFrames == c.PriorityFrames {
+			return c, s
+		}
+	}
 }
 
 // checkPriorityLane: on the pair testbed's two-queue link, every
@@ -400,8 +413,11 @@ func TestLGBernoulliLossRecovered(t *testing.T) {
 // (this direction has no loss notifications or PFC to send), and sw2 sent
 // its loss notifications (first and repeated) and pause frames there; both
 // sent their link session's HELLOs and HELLO-ACKs there.
-func checkPriorityLane(t *testing.T, s1, s2 *LGCore, ss1, ss2 SessionSnapshot) {
+func checkPriorityLane(t *testing.T, sw1, sw2 *Dataplane) {
 	t.Helper()
+	c1, ss1 := coreAndSession(sw1)
+	c2, ss2 := coreAndSession(sw2)
+	s1, s2 := &c1, &c2
 	if !s1.PriorityLane || !s2.PriorityLane {
 		t.Fatalf("no priority lane (sw1 %v, sw2 %v): the pair testbed's link has 2 queues", s1.PriorityLane, s2.PriorityLane)
 	}
