@@ -472,9 +472,11 @@ func (s *rxSampler) rate(from, to time.Time) [2]float64 {
 
 // resumed returns, per direction, the time from end to the first sample
 // from which the direction received at least share of its rate before
-// (Mbit/s) in each fifth of the next window, in ms; -1 if none. Asking it of
-// every fifth keeps a flush of frames held during the fault, followed by
-// little, from counting as a resumption.
+// (Mbit/s) over each fifth of the next window, in ms; -1 if none. Asking
+// it of every fifth keeps a flush of frames held during the fault, followed
+// by little, from counting as a resumption. Samples may be irregular (the
+// sampler is late on a busy machine): each fifth is measured over the
+// samples that span it.
 func (s *rxSampler) resumed(end time.Time, before [2]float64, share float64, window time.Duration) [2]float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -482,7 +484,7 @@ func (s *rxSampler) resumed(end time.Time, before [2]float64, share float64, win
 	const parts = 5
 	part := window / parts
 	for d := range out {
-		need := uint64(max(before[d]*1e6/8*share*part.Seconds(), 8<<10))
+		perSec := max(before[d]*1e6/8*share, 80<<10) // bytes/s
 	next:
 		for i, at := range s.at {
 			if at.Before(end) {
@@ -494,10 +496,14 @@ func (s *rxSampler) resumed(end time.Time, before [2]float64, share float64, win
 				for to+1 < len(s.at) && s.at[to+1].Sub(at) <= time.Duration(k)*part {
 					to++
 				}
-				if s.at[to].Sub(at) < time.Duration(k)*part-sampleEvery {
+				if to+1 >= len(s.at) && s.at[to].Sub(at) < time.Duration(k)*part-sampleEvery {
 					break next // the samples end before a whole window
 				}
-				if s.bytes[to][d]-s.bytes[from][d] < need {
+				if to == from {
+					to++ // the gap to the next sample is longer than a fifth
+				}
+				span := s.at[to].Sub(s.at[from]).Seconds()
+				if float64(s.bytes[to][d]-s.bytes[from][d]) < perSec*span {
 					continue next
 				}
 				from = to

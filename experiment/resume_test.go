@@ -34,3 +34,24 @@ func TestResumedNeedsSustainedRate(t *testing.T) {
 		t.Fatalf("resumed %v ms at 50 of 1000 Mbit/s; want -1", got)
 	}
 }
+
+// A late sampler (samples 30-50 ms apart instead of 10) still sees a
+// sustained flow.
+func TestResumedIrregularSamples(t *testing.T) {
+	s := &rxSampler{}
+	end := time.Unix(1000, 0)
+	var b uint64
+	at := end.Add(-time.Second)
+	gaps := []time.Duration{30, 50, 40, 10, 30}
+	for i := 0; at.Before(end.Add(time.Second)); i++ {
+		g := gaps[i%len(gaps)] * time.Millisecond
+		at = at.Add(g)
+		b += uint64(g.Seconds() * 100e6 / 8) // 100 Mbit/s throughout
+		s.at = append(s.at, at)
+		s.bytes = append(s.bytes, [2]uint64{b, b})
+	}
+	got := s.resumed(end, [2]float64{100, 100}, 0.25, 500*time.Millisecond)
+	if got[0] < 0 || got[0] > 50 {
+		t.Fatalf("resumed %v ms with a steady flow sampled irregularly; want within the first gap", got)
+	}
+}
