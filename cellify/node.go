@@ -468,6 +468,7 @@ func (n *Node) sendCell(l int, f Frame, b []byte) {
 	o := &n.Out.Link[l]
 	o.Cells = append(o.Cells, f)
 	o.Bytes += f.Len
+	n.Out.Active |= 1 << l
 	s := &n.links[l]
 	s.TxFrames++
 	s.TxCells++
@@ -479,6 +480,7 @@ func (n *Node) sendCtrl(l int, f Frame, b []byte) {
 	o := &n.Out.Link[l]
 	o.Ctrl = append(o.Ctrl, f)
 	o.Bytes += f.Len
+	n.Out.Active |= 1 << l
 	s := &n.links[l]
 	s.TxFrames++
 	s.TxCtrl++

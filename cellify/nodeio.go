@@ -1,5 +1,7 @@
 package cellify
 
+import "math/bits"
+
 // Handle is the address of a frame buffer in the caller's memory (a UMEM
 // address in a dataplane, an index in a simulator).
 type Handle uint64
@@ -36,6 +38,7 @@ type LinkOut struct {
 // calls. A forwarded cell or credit frame keeps its handle.
 type Output struct {
 	Link    []LinkOut // per link port
+	Active  uint64    // bit l: Link[l] holds frames
 	Deliver [][]Frame // per host port, in stream order
 	Free    []Frame
 }
@@ -54,10 +57,11 @@ func newNodeOutput(links, hosts int) Output {
 
 // Reset empties every list, keeping its capacity.
 func (o *Output) Reset() {
-	for i := range o.Link {
-		l := &o.Link[i]
+	for m := o.Active; m != 0; m &= m - 1 {
+		l := &o.Link[bits.TrailingZeros64(m)]
 		l.Ctrl, l.Cells, l.Bytes = l.Ctrl[:0], l.Cells[:0], 0
 	}
+	o.Active = 0
 	for i := range o.Deliver {
 		o.Deliver[i] = o.Deliver[i][:0]
 	}
