@@ -143,13 +143,15 @@ func CreditLoss(seed uint64) (*Result, error) {
 	return r, nil
 }
 
-// PushPull is Stardust §5.2 on fabric3: e3's ports A and B; e1 sends 1 Gbit/s
-// to A and 1 Gbit/s to B, e2 1 Gbit/s to A. The four links into e3 carry 6 %
-// more than A and B can drain (cell headers counted): room for the credits'
-// 2 % speed-up and some queueing. In push the links into e3 are
-// oversubscribed 3:2 and drop A's and B's cells alike, so B gets about 2/3
-// (exactly the links' capacity over the offer: predicted); in pull A's
-// sources get half A's rate each and B all of its own, so B loses nothing.
+// PushPull is Stardust §5.2 on fabric3: e3's ports A and B; e1 sends
+// 1 Gbit/s to A and 0.95 Gbit/s to B, e2 1 Gbit/s to A, Poisson. The four
+// links into e3 carry 6 % more than A and B can drain (cell headers
+// counted): room for the credits' 2 % speed-up and some queueing; the other
+// links twice that. In push the links into e3 are oversubscribed about 3:2
+// and drop A's and B's cells alike, so B gets about 2/3 of its offer (the
+// links' capacity over the offer: predicted, ±0.05 for the drop process);
+// in pull A's sources get half A's rate each and B all of its own, so B
+// loses nothing.
 func PushPull(seed uint64) (*Result, error) {
 	r := &Result{Scenario: "pushpull", Seed: seed}
 	start := time.Now()
@@ -158,16 +160,34 @@ func PushPull(seed uint64) (*Result, error) {
 	hostWire := float64(size + 24)
 	cellWire := float64(cellify.CellFrameLen(size+cellify.RecordHeaderLen+1) + 24)
 	lr := 1.06 * 2 * hostRate / 4 * cellWire / hostWire
-	predicted := 4 * lr * hostWire / cellWire / (3 * hostRate)
+	// B offers 95 % of its port: in pull its VOQ then never holds a
+	// growing backlog, and B's share of its offer reads 1.
+	const bRate = 0.95 * hostRate
+	predicted := 4 * lr * hostWire / cellWire / (2*hostRate + bRate)
 	for _, credits := range []bool{false, true} {
 		s := New(Config{Seed: seed, Node: func(_ *Node, c *cellify.NodeConfig) { c.Credits = credits }})
 		t := Fabric3(s, LinkConfig{Rate: lr, Delay: linkDelay}, HostConfig{Rate: hostRate}, [3]int{2, 1, 2})
+		// Only the links into e3 are narrow: e1's uplinks at the same rate
+		// would run at 97 % and smooth e1's cells, which then fare better
+		// than e2's at the tail-drop queues into e3.
+		for _, l := range t.Links {
+			if l.AB.From.Name != "e3" {
+				l.AB.rate, l.BA.rate = 2*lr, 2*lr
+			}
+		}
+		h1a, h1b, h2, hA, hB := t.Hosts[0], t.Hosts[1], t.Hosts[2], t.Hosts[3], t.Hosts[4]
+		// The sources' own ports are faster than their 1 Gbit/s Poisson
+		// offer, so that it reaches e1 and e2 still Poisson (a port
+		// backlogged at 100 % would pace it into lockstep with the
+		// fabric links).
+		for _, h := range []*Host{h1a, h1b, h2} {
+			h.cfg.Rate = 1.25 * hostRate
+		}
 		if err := s.Start(); err != nil {
 			return nil, err
 		}
-		h1a, h1b, h2, hA, hB := t.Hosts[0], t.Hosts[1], t.Hosts[2], t.Hosts[3], t.Hosts[4]
 		fa1 := s.AddFlow(FlowConfig{Src: h1a, Dst: hA, Size: size, Rate: hostRate, Poisson: true, Stop: s.Now + 40*ms})
-		fb := s.AddFlow(FlowConfig{Src: h1b, Dst: hB, Size: size, Rate: hostRate, Poisson: true, Stop: s.Now + 40*ms})
+		fb := s.AddFlow(FlowConfig{Src: h1b, Dst: hB, Size: size, Rate: bRate, Poisson: true, Stop: s.Now + 40*ms})
 		fa2 := s.AddFlow(FlowConfig{Src: h2, Dst: hA, Size: size, Rate: hostRate, Poisson: true, Stop: s.Now + 40*ms})
 		w := measure(s, s.Now+10*ms, s.Now+40*ms, []*Flow{fa1, fb, fa2}, []*Host{hA, hB})
 		s.RunFor(60 * ms)
