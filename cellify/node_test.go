@@ -347,6 +347,42 @@ func TestNodeNoAlloc(t *testing.T) {
 	}
 }
 
+// Through a fabric node too: forwarding, FCI marking and credit frames
+// allocate nothing.
+func TestNodeNoAllocFabric(t *testing.T) {
+	n := newNodeNet(t)
+	n.add(testEdge(1, 1, 2))
+	n.add(testEdge(2, 1, 2))
+	f := n.add(testFabric(100, 4))
+	n.wire(0, 0, f, 0, nodeUs)
+	n.wire(0, 1, f, 1, nodeUs)
+	n.wire(1, 0, f, 2, nodeUs)
+	n.wire(1, 1, f, 3, nodeUs)
+	n.run(200*nodeUs, nodeUs)
+	for _, nd := range n.nodes[:2] {
+		nd.Learn(n.now, hostMAC(1), 1, 0)
+		nd.Learn(n.now, hostMAC(2), 2, 0)
+	}
+	n.got = nil
+	fb := n.nodes[f]
+	fb.SetLinkBacklog(2, fb.Config().FCIThreshold+1)
+	frame := hostFrame(1, 2, 0, 0, 1400)
+	for range 2000 {
+		n.host(0, 0, frame)
+		n.run(2*nodeUs, nodeUs)
+	}
+	allocs := testing.AllocsPerRun(2000, func() {
+		n.host(0, 0, frame)
+		n.run(2*nodeUs, nodeUs)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per frame", allocs)
+	}
+	if fb.Stats.Forwarded < 1000 || fb.Stats.FCIMarks == 0 || fb.Stats.CtrlFwd == 0 { // FCI throttles e1: its VOQ drops the rest
+		t.Fatalf("fabric %+v", fb.Stats)
+	}
+}
+
 // Without a buffer the node counts and waits; when memory returns Poll
 // resumes the VOQ.
 func TestNodeAllocFail(t *testing.T) {
