@@ -41,7 +41,7 @@ import (
 // this length).
 //
 // The payload is a byte stream of records [length 2][host frame] cut at cell
-// boundaries. The record number lets the receiver count exactly how many
+// boundaries (a Node's records hold the source host port before the frame). The record number lets the receiver count exactly how many
 // records a skipped hole took with it.
 
 // Off is the offset of the cell-family header in a frame: right after the
