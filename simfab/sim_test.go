@@ -161,7 +161,7 @@ func TestWindowFlow(t *testing.T) {
 	f := s.AddFlow(FlowConfig{Src: tp.Hosts[0], Dst: tp.Hosts[1], Size: 1500, Window: window, AckDelay: 100 * us, Stop: s.Now + 20*ms})
 	s.RunFor(25 * ms)
 	rtt := float64(3*50*us + 100*us + 2*us) // and some serialization
-	want := window / rtt * 1e9    // bytes/s
+	want := window / rtt * 1e9              // bytes/s
 	got := float64(f.Stats.RecvBytes) / 20e-3
 	if got < 0.7*want || got > 1.05*want || f.Lost() != 0 {
 		t.Fatalf("window flow: %.3g B/s, want about %.3g; %+v", got, want, f.Stats)
