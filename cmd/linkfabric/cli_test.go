@@ -200,6 +200,8 @@ func TestCLI(t *testing.T) {
 	t.Run("help", func(t *testing.T) { testHelp(t, c) })
 	t.Run("not-root", func(t *testing.T) { testNotRoot(t, c) })
 
+	t.Run("cells-sim", func(t *testing.T) { testCellsSim(t, c) })
+
 	t.Run("run-netns-missing", func(t *testing.T) {
 		netns.RequireRoot(t)
 		p := netns.TestPrefix(t, "lfq")
@@ -531,4 +533,37 @@ func testRunSIGINT(t *testing.T, c cli) {
 		t.Errorf("after run exited, ip -n %s link show dev host0: %v\n%s", sw1, err, out)
 	}
 	leftovers(t, tb, before, nil)
+}
+
+// cells sim needs no root: it runs the simulated fabric's scenarios, prints
+// their figures and writes a JSON report with a summary; an unknown
+// scenario is named with the ones there are.
+func testCellsSim(t *testing.T, c cli) {
+	out := filepath.Join(t.TempDir(), "out", "cells-sim.json")
+	r := c.ok(t, "cells", "sim", "--scenario", "reasm,linkdeath", "--seed", "3", "--out", out)
+	for _, w := range []string{"reasm", "linkdeath", "discarded_records", "lg_lost", "2 of 2 scenarios within range"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("cells sim output lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Seed      uint64 `json:"seed"`
+		Scenarios []struct {
+			Name string `json:"name"`
+			Pass bool   `json:"pass"`
+		} `json:"scenarios"`
+		Summary map[string]any `json:"summary"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if rep.Seed != 3 || len(rep.Scenarios) != 2 || rep.Summary["pass"] != true || rep.Summary["lg_lost"] != nil ||
+		rep.Summary["linkdeath_lg_lost"] != 0.0 || rep.Summary["reasm_timeouts"] != 1.0 {
+		t.Errorf("report: seed %d, %d scenarios, summary %v", rep.Seed, len(rep.Scenarios), rep.Summary)
+	}
+	c.fails(t, []string{"cells", "sim", "--scenario", "nosuch"}, "nosuch", "packing", "scale")
 }
