@@ -44,8 +44,12 @@ func NewPacker(src EdgeID, key VOQKey, ringBytes int, hops uint8, packing bool) 
 // Enqueue appends frame as one record. It refuses (false) a frame shorter
 // than MinRecordFrame or longer than MaxRecordFrame, or one that does not fit
 // the ring: the caller counts it.
-func (p *Packer) Enqueue(frame []byte) bool {
-	n := len(frame)
+func (p *Packer) Enqueue(frame []byte) bool { return p.EnqueueParts(nil, frame) }
+
+// EnqueueParts appends one record whose frame is head followed by frame
+// (e.g. a tag of the caller's before a host frame), under Enqueue's bounds.
+func (p *Packer) EnqueueParts(head, frame []byte) bool {
+	n := len(head) + len(frame)
 	if n < MinRecordFrame || n > MaxRecordFrame || RecordHeaderLen+n > len(p.ring)-p.used {
 		return false
 	}
@@ -53,6 +57,7 @@ func (p *Packer) Enqueue(frame []byte) bool {
 	binary.BigEndian.PutUint16(lb[:], uint16(n))
 	tail := p.wrap(p.head + p.used)
 	tail = p.put(tail, lb[:])
+	tail = p.put(tail, head)
 	p.put(tail, frame)
 	p.used += RecordHeaderLen + n
 	p.enq += uint64(RecordHeaderLen + n)

@@ -319,3 +319,41 @@ func TestPackRefuse(t *testing.T) {
 		t.Fatal("cut into a frame without room for payload")
 	}
 }
+
+// EnqueueParts makes one record of its two parts, wrapping the ring, under
+// the same bounds as Enqueue.
+func TestPackParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	ring := RecordHeaderLen + MaxRecordFrame + 333
+	p, _ := NewPacker(testSrc, testKey, ring, 4, true)
+	var c collector
+	r, err := NewReassembler(ReasmConfig{}, c.deliver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.EnqueueParts([]byte{1}, make([]byte, MaxRecordFrame)) || p.EnqueueParts([]byte{1}, make([]byte, MinRecordFrame-2)) {
+		t.Fatal("parts outside the record bounds accepted")
+	}
+	var want [][]byte
+	buf := make([]byte, 2048)
+	for i := range 200 {
+		head := []byte{byte(i)}
+		f := testFrame(rng, i, MinRecordFrame-1+rng.IntN(3000))
+		if !p.EnqueueParts(head, f) {
+			t.Fatalf("record %d refused, backlog %d", i, p.Backlog())
+		}
+		want = append(want, append(head, f...))
+		for p.Backlog() > 0 {
+			n, _ := p.Cut(buf, 1<<20, 1000)
+			r.Receive(0, buf[:n])
+		}
+	}
+	if len(c.frames) != len(want) {
+		t.Fatalf("%d records out of %d", len(c.frames), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(c.frames[i], want[i]) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}

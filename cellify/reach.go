@@ -179,7 +179,8 @@ func (r *Reachability) BitmapLen() int { return (r.cfg.MaxEdges + 7) / 8 }
 // Usable returns the mask of usable links.
 func (r *Reachability) Usable() uint64 { return r.usable }
 
-// Routes returns the mask of usable links through which dst is reachable.
+// Routes returns the mask of usable links through which dst is reachable
+// (at a fabric node, only the links to a lower tier if any of them reach it).
 func (r *Reachability) Routes(dst EdgeID) uint64 {
 	if int(dst) >= len(r.table) {
 		return 0
@@ -352,12 +353,20 @@ func (r *Reachability) exclude(now int64, l int, why ExcludeReason) {
 	r.rebuild()
 }
 
-// rebuild recomputes the table from the usable links' peer bitmaps.
+// rebuild recomputes the table from the usable links' peer bitmaps. A
+// fabric node goes down when it can: an edge reachable through a usable
+// link to a lower tier is routed through those links only (else a leaf
+// could send a cell for an edge below it up to a spine, which the spine
+// may send back down to it).
 func (r *Reachability) rebuild() {
 	r.Stats.Rebuilds++
 	clear(r.table)
+	var down uint64
 	for m := r.usable; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros64(m)
+		if k := &r.links[l]; k.PeerKnown && k.PeerTier < r.cfg.Tier {
+			down |= 1 << l
+		}
 		for w, v := range r.links[l].edges {
 			for ; v != 0; v &= v - 1 {
 				r.table[w*64+bits.TrailingZeros64(v)] |= 1 << l
@@ -366,6 +375,12 @@ func (r *Reachability) rebuild() {
 	}
 	if r.cfg.Tier == TierEdge {
 		r.table[r.cfg.Self] = 0
+	} else if down != 0 && down != r.usable {
+		for e, m := range r.table {
+			if m&down != 0 {
+				r.table[e] = m & down
+			}
+		}
 	}
 }
 

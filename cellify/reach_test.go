@@ -319,6 +319,29 @@ func TestReachAdvertTiers(t *testing.T) {
 	}
 }
 
+// A leaf goes down when it can: spines that also reach an edge below it
+// (through the leaf's siblings) are not a route to it; when its own link to
+// the edge goes, the spines are.
+func TestReachDownFirst(t *testing.T) {
+	fb := newTestReach(t, 300, 1, 3)
+	f := newReachFeed(t, fb)
+	msgs := map[int]*PeerReach{
+		0: {From: 1, Tier: TierEdge, Bitmap: reachBits(1)},
+		1: {From: 400, Tier: 2, Bitmap: reachBits(1, 2)},
+		2: {From: 401, Tier: 2, Bitmap: reachBits(1, 2)},
+	}
+	for range 3 {
+		f.interval(msgs)
+	}
+	if fb.Routes(1) != 0b001 || fb.Routes(2) != 0b110 {
+		t.Fatalf("routes to 1: %#b, to 2: %#b", fb.Routes(1), fb.Routes(2))
+	}
+	fb.SetUp(f.k*reachI+1, 0, false)
+	if fb.Routes(1) != 0b110 {
+		t.Fatalf("edge link down: routes to 1 %#b, want the spines", fb.Routes(1))
+	}
+}
+
 func TestReachBadInput(t *testing.T) {
 	r := newTestReach(t, 1, TierEdge, 2)
 	r.Receive(0, 2, &PeerReach{From: 3})

@@ -9,7 +9,8 @@ import (
 // REACH (type 12, every link, every interval) after the link header:
 //
 //	22  2  sender node id (nonzero)
-//	24  1  role: 1 edge, 2 fabric
+//	24  1  role: the sender's tier + 1 (1 edge, 2 fabric tier 1, 3 fabric
+//	       tier 2, ... up to MaxRole)
 //	25  1  flags: 0x01 FAULTY; other bits zero
 //	26  4  interval counter
 //	30  2  edges covered by the bitmap, 0..MaxReachEdges
@@ -25,14 +26,21 @@ const (
 	MaxReachEdges = 1024
 )
 
-// Role of a node.
+// Role of a node on the wire: its tier + 1.
 type Role uint8
 
 // Roles.
 const (
-	RoleEdge   Role = 1
-	RoleFabric Role = 2
+	RoleEdge   Role = 1 // tier 0
+	RoleFabric Role = 2 // a fabric node of tier 1; tier k is Role(k+1)
+	MaxRole    Role = MaxHops + 1
 )
+
+// RoleOf returns the role of a node of tier t.
+func RoleOf(t Tier) Role { return Role(t) + 1 }
+
+// Tier returns the tier of a node of role r (r ≥ 1).
+func (r Role) Tier() Tier { return Tier(r - 1) }
 
 // ReachFaulty is the FAULTY flag: the sender excludes this link itself.
 const ReachFaulty = 0x01
@@ -62,7 +70,7 @@ func (r *Reach) check() error {
 	if r.Node == 0 {
 		return ErrEdge
 	}
-	if r.Role != RoleEdge && r.Role != RoleFabric || r.Edges < 0 || r.Edges > MaxReachEdges {
+	if r.Role < RoleEdge || r.Role > MaxRole || r.Edges < 0 || r.Edges > MaxReachEdges {
 		return ErrField
 	}
 	nb := (r.Edges + 7) / 8

@@ -36,6 +36,16 @@ func (v *VOQ) Enqueue(frame []byte) bool {
 	return false
 }
 
+// EnqueueParts adds a record of head followed by frame; a refusal is counted.
+func (v *VOQ) EnqueueParts(head, frame []byte) bool {
+	if v.Packer.EnqueueParts(head, frame) {
+		return true
+	}
+	v.Drops++
+	v.DropBytes += uint64(len(head) + len(frame))
+	return false
+}
+
 // VOQSet is the bounded set of VOQs of an ingress edge, created on demand.
 type VOQSet struct {
 	cfg   VOQConfig

@@ -30,7 +30,8 @@ import (
 //	34  2  first record: offset in the payload of the first record that
 //	       starts in this cell, or NoRecord
 //	36  2  record number (mod 2^16) of the record holding payload byte 0
-//	38  1  reserved, zero
+//	38  1  entropy: 8 bits of the flow hash of the record at payload byte 0
+//	       (what hash-mode spraying in the fabric picks a link by); any value
 //	39  1  header checksum: CRC-8, polynomial 0x4D (x^8+x^6+x^3+x^2+1), init
 //	       0xFF, MSB first, no final XOR, over bytes 22..38
 //	40  -  payload, then zero padding up to seqhdr.MinFrameLen
@@ -88,6 +89,7 @@ type CellHeader struct {
 	Len      uint16 // payload length
 	First    uint16 // offset of the first record start, or NoRecord
 	RecNo    uint16 // record number of payload byte 0
+	Entropy  uint8  // flow hash bits for hash-mode spraying
 }
 
 // Key is the reassembly stream the cell belongs to.
@@ -137,7 +139,7 @@ func PutCellHeader(frame []byte, h *CellHeader) error {
 	binary.BigEndian.PutUint16(b[10:], h.Len)
 	binary.BigEndian.PutUint16(b[12:], h.First)
 	binary.BigEndian.PutUint16(b[14:], h.RecNo)
-	b[16] = 0
+	b[16] = h.Entropy
 	b[17] = crc8(b[:17])
 	return nil
 }
@@ -170,9 +172,6 @@ func ParseCell(frame []byte) (CellHeader, error) {
 	if crc8(b[:17]) != b[17] {
 		return h, ErrChecksum
 	}
-	if b[16] != 0 {
-		return h, ErrField
-	}
 	h.Dst = EdgeID(binary.BigEndian.Uint16(b[0:]))
 	h.Src = EdgeID(binary.BigEndian.Uint16(b[2:]))
 	h.Class = Class(b[4] >> 5)
@@ -183,6 +182,7 @@ func ParseCell(frame []byte) (CellHeader, error) {
 	h.Len = binary.BigEndian.Uint16(b[10:])
 	h.First = binary.BigEndian.Uint16(b[12:])
 	h.RecNo = binary.BigEndian.Uint16(b[14:])
+	h.Entropy = b[16]
 	if err := h.check(); err != nil {
 		return CellHeader{}, err
 	}
@@ -218,6 +218,20 @@ func SetFCI(frame []byte) bool {
 	b := frame[Off:CellPayloadOffset]
 	if b[4]&0x10 == 0 {
 		b[4] |= 0x10
+		b[17] = crc8(b[:17])
+	}
+	return true
+}
+
+// SetEntropy sets the entropy byte of a parsed cell frame in place and fixes
+// the checksum; false if the frame is too short.
+func SetEntropy(frame []byte, e uint8) bool {
+	if len(frame) < CellPayloadOffset {
+		return false
+	}
+	b := frame[Off:CellPayloadOffset]
+	if b[16] != e {
+		b[16] = e
 		b[17] = crc8(b[:17])
 	}
 	return true

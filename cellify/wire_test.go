@@ -20,6 +20,7 @@ func randCell(rng *rand.Rand) (CellHeader, []byte) {
 		Dst: EdgeID(1 + rng.IntN(0xFFFF)), Src: EdgeID(1 + rng.IntN(0xFFFF)),
 		Class: Class(rng.IntN(Classes)), FCI: rng.IntN(2) == 0, Hops: uint8(1 + rng.IntN(MaxHops)),
 		Port: uint8(rng.Uint32()), Seq: rng.Uint32(), First: first, RecNo: uint16(rng.Uint32()),
+		Entropy: uint8(rng.Uint32()),
 	}
 	p := make([]byte, n)
 	for i := range p {
@@ -122,7 +123,6 @@ func TestCellRejects(t *testing.T) {
 		{"first beyond", func(f []byte) []byte { binary.BigEndian.PutUint16(f[Off+12:], 0xFFFE); fixSum(f); return f }, ErrFirst},
 		{"dst 0", func(f []byte) []byte { binary.BigEndian.PutUint16(f[Off:], 0); fixSum(f); return f }, ErrEdge},
 		{"src 0", func(f []byte) []byte { binary.BigEndian.PutUint16(f[Off+2:], 0); fixSum(f); return f }, ErrEdge},
-		{"reserved", func(f []byte) []byte { f[Off+16] = 1; fixSum(f); return f }, ErrField},
 	}
 	for _, c := range cases {
 		f := c.mod(bytes.Clone(good))
@@ -183,10 +183,17 @@ func TestCellInPlace(t *testing.T) {
 	if err != nil || !g.FCI || g.Hops != 1 || g.Class != 7 {
 		t.Fatalf("after SetFCI: %+v %v", g, err)
 	}
+	if !SetEntropy(f, 0xA5) {
+		t.Fatal("SetEntropy refused")
+	}
+	g, err = ParseCell(f)
+	if err != nil || g.Entropy != 0xA5 || !g.FCI || g.Hops != 1 || g.Seq != 6 {
+		t.Fatalf("after SetEntropy: %+v %v", g, err)
+	}
 	if !bytes.Equal(f[15:Off], before[15:Off]) {
 		t.Fatal("in-place helpers touched the link layer's bytes")
 	}
-	if DecHops(f[:30]) || SetFCI(f[:30]) {
+	if DecHops(f[:30]) || SetFCI(f[:30]) || SetEntropy(f[:30], 1) {
 		t.Fatal("in-place helpers accepted a short frame")
 	}
 }
@@ -284,7 +291,8 @@ func TestReachRoundTrip(t *testing.T) {
 	}
 	for _, bad := range []Reach{
 		{Node: 0, Role: RoleEdge},
-		{Node: 1, Role: 3},
+		{Node: 1, Role: 0},
+		{Node: 1, Role: MaxRole + 1},
 		{Node: 1, Role: RoleEdge, Edges: MaxReachEdges + 1, Bitmap: make([]byte, 200)},
 		{Node: 1, Role: RoleEdge, Edges: 8, Bitmap: []byte{1}},        // edge 0
 		{Node: 1, Role: RoleEdge, Edges: 5, Bitmap: []byte{0x20}},     // edge 5 beyond
@@ -306,7 +314,8 @@ func TestReachRoundTrip(t *testing.T) {
 	}
 	for name, mod := range map[string]func(g []byte){
 		"flags":        func(g []byte) { g[Off+3] = 0x02 },
-		"role":         func(g []byte) { g[Off+2] = 3 },
+		"role":         func(g []byte) { g[Off+2] = byte(MaxRole + 1) },
+		"role 0":       func(g []byte) { g[Off+2] = 0 },
 		"edge 0":       func(g []byte) { g[Off+reachHeadLen] |= 1 },
 		"beyond edges": func(g []byte) { binary.BigEndian.PutUint16(g[Off+8:], 12) },
 		"edges":        func(g []byte) { binary.BigEndian.PutUint16(g[Off+8:], MaxReachEdges+1) },
@@ -322,5 +331,24 @@ func TestReachRoundTrip(t *testing.T) {
 	f[Off+reachHeadLen] ^= 0x04
 	if _, err := ParseReach(f[:l]); !errors.Is(err, ErrChecksum) {
 		t.Errorf("bitmap flip: %v", err)
+	}
+}
+
+// Roles carry the tier: a tier-2 fabric node's REACH round-trips as role 3.
+func TestReachRoleTier(t *testing.T) {
+	for tier := TierEdge; tier <= MaxHops; tier++ {
+		r := Reach{Node: 9, Role: RoleOf(tier), Edges: 8, Bitmap: []byte{2}}
+		f := make([]byte, 100)
+		n, err := PutReach(f, &r)
+		if err != nil {
+			t.Fatalf("tier %d: %v", tier, err)
+		}
+		g, err := ParseReach(f[:n])
+		if err != nil || g.Role.Tier() != tier {
+			t.Fatalf("tier %d: role %d, tier %d, %v", tier, g.Role, g.Role.Tier(), err)
+		}
+	}
+	if RoleOf(TierEdge) != RoleEdge || RoleOf(1) != RoleFabric {
+		t.Fatal("RoleOf disagrees with RoleEdge/RoleFabric")
 	}
 }

@@ -1,0 +1,490 @@
+package cellify
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// Node is one cell node: an edge (host ports and link ports: VOQs, credit
+// client and egress schedulers, packer, sprayer, reassembly, MAC learning)
+// or a fabric node (link ports only: it sprays cells again). It composes
+// the package's parts on the caller's clock and memory, like the
+// LinkGuardian core: no I/O, no goroutines, no clock reads, no allocation
+// per frame in steady state.
+//
+// Worker loop, with now read once per iteration:
+//
+//  1. For each frame from a host port: HostRx; from a link port: LinkRx.
+//     Report link and port events (SetLinkUp, SetLoss, SetLinkBacklog,
+//     SetEgressQueue) as they happen, and Respray the frames a dead link's
+//     LinkGuardian sender still held.
+//  2. Poll(now): timers (REACH, reassembly timeouts, the schedulers' credit
+//     pacing and refresh, credit request refresh). Call it after every
+//     batch and again no later than the deadline it returns.
+//  3. Transmit per link Out.Link[l].Ctrl, then Out.Link[l].Cells; hand
+//     Out.Deliver[p] to host port p; release Out.Free; Out.Reset().
+//
+// Records in cells are [length 2][source host port 1][host frame]: the
+// port byte lets the egress edge learn where a source MAC lives.
+type Node struct {
+	cfg   NodeConfig
+	mem   Memory
+	edge  bool
+	reach *Reachability
+	gen   uint64     // reach.Stats.Rebuilds last seen
+	spray []*Sprayer // per destination edge id, made on first use
+	links []LinkStats
+	back  []int // SetLinkBacklog
+
+	reachBits []byte
+	reachSeq  uint32
+	ctrlRR    uint32
+	entry     [1]CreditEntry
+	tag       [1]byte
+	now       int64
+
+	// Edge.
+	hosts     []HostStats
+	voqs      *VOQSet
+	nv        map[VOQKey]*nodeVOQ
+	list      []*nodeVOQ
+	sched     []*Scheduler
+	schedDue  []int64
+	reasm     *Reassembler
+	reasmDue  int64
+	macs      *MACTable
+	flood     TokenBucket
+	floodTo   []EdgeID
+	floodOK   bool // floodTo matches the table
+	ccDue     int64
+	noRoute   bool // a VOQ waits for a route
+	allocWait bool // a VOQ waits for a buffer
+
+	Out   Output
+	Stats NodeStats
+}
+
+// allocRetry is how soon Poll retries a VOQ that found no buffer.
+const allocRetry = 10_000
+
+// NewNode returns a node; Poll starts its timers.
+func NewNode(cfg NodeConfig) (*Node, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	rc := cfg.Reach
+	rc.Self, rc.Tier, rc.Links = cfg.Self, cfg.Tier, cfg.Links
+	if rc.MaxEdges == 0 {
+		rc.MaxEdges = 256
+	}
+	if rc.MaxEdges > MaxReachEdges {
+		rc.MaxEdges = MaxReachEdges
+	}
+	reach, err := NewReachability(rc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Reach = reach.Config()
+	n := &Node{
+		cfg:       cfg,
+		mem:       cfg.Mem,
+		edge:      cfg.Tier == TierEdge,
+		reach:     reach,
+		spray:     make([]*Sprayer, rc.MaxEdges),
+		links:     make([]LinkStats, cfg.Links),
+		back:      make([]int, cfg.Links),
+		reachBits: make([]byte, reach.BitmapLen()),
+		Out:       newNodeOutput(cfg.Links, cfg.HostPorts),
+		reasmDue:  math.MaxInt64,
+		ccDue:     math.MaxInt64,
+	}
+	if !n.edge {
+		return n, nil
+	}
+	n.hosts = make([]HostStats, cfg.HostPorts)
+	if n.voqs, err = NewVOQSet(VOQConfig{Src: cfg.Self, MaxVOQs: cfg.MaxVOQs, RingBytes: cfg.RingBytes, Hops: cfg.Hops, Packing: cfg.Packing}); err != nil {
+		return nil, err
+	}
+	n.nv = make(map[VOQKey]*nodeVOQ)
+	rcfg := cfg.Reasm
+	rcfg.Self = cfg.Self
+	rcfg.MaxPayload = max(rcfg.MaxPayload, cfg.CellPayload)
+	if n.reasm, err = NewReassembler(rcfg, n.deliver); err != nil {
+		return nil, err
+	}
+	n.cfg.Reasm = rcfg
+	n.macs = NewMACTable(cfg.MACTableSize, cfg.MACAge)
+	n.flood.Reset(0, cfg.FloodRate, cfg.FloodBurst)
+	n.floodTo = make([]EdgeID, 0, rc.MaxEdges)
+	if cfg.Credits {
+		for p := range cfg.HostPorts {
+			sc := cfg.Sched
+			sc.Port, sc.Rate = uint8(p), cfg.HostRate[p]
+			s, err := NewScheduler(sc)
+			if err != nil {
+				return nil, err
+			}
+			n.sched = append(n.sched, s)
+		}
+		n.schedDue = make([]int64, cfg.HostPorts)
+		n.cfg.Client.PreCredit = cfg.Sched.PreCredit
+	}
+	return n, nil
+}
+
+// Config returns the configuration in use.
+func (n *Node) Config() NodeConfig { return n.cfg }
+
+// Reach returns the node's reachability (read it; report link events
+// through the node).
+func (n *Node) Reach() *Reachability { return n.reach }
+
+// LinkStats returns link port l's counters.
+func (n *Node) LinkStats(l int) LinkStats {
+	if l < 0 || l >= len(n.links) {
+		return LinkStats{}
+	}
+	return n.links[l]
+}
+
+// HostStats returns host port p's counters.
+func (n *Node) HostStats(p int) HostStats {
+	if p < 0 || p >= len(n.hosts) {
+		return HostStats{}
+	}
+	return n.hosts[p]
+}
+
+// LinkRx takes a frame received on link port l.
+func (n *Node) LinkRx(now int64, l int, f Frame) {
+	n.now = now
+	if l < 0 || l >= len(n.links) {
+		n.Stats.BadLink++
+		n.free(f)
+		return
+	}
+	ls := &n.links[l]
+	ls.RxFrames++
+	ls.RxBytes += uint64(f.Len)
+	b := n.mem.Bytes(f.H, f.Len)
+	t, ok := seqhdr.FrameType(b)
+	switch {
+	case ok && t == seqhdr.TypeCell:
+		ls.RxCells++
+		n.rxCell(f, b)
+	case ok && (t == seqhdr.TypeCreditReq || t == seqhdr.TypeCreditGrant):
+		ls.RxCtrl++
+		n.rxCredit(f, b)
+	case ok && t == seqhdr.TypeReach:
+		ls.RxCtrl++
+		n.rxReach(l, b)
+		n.free(f)
+	default:
+		n.Stats.BadType++
+		n.free(f)
+	}
+}
+
+func (n *Node) rxCell(f Frame, b []byte) {
+	h, err := ParseCell(b)
+	if err != nil {
+		n.Stats.BadCell++
+		n.free(f)
+		return
+	}
+	if n.edge {
+		n.rxCellEdge(&h, b)
+		n.free(f)
+		return
+	}
+	if !DecHops(b) {
+		n.Stats.HopDrops++
+		n.free(f)
+		return
+	}
+	if n.sprayCell(f, b, h.Dst, h.Entropy, 0) {
+		n.Stats.Forwarded++
+	}
+}
+
+// sprayCell sends a cell frame toward dst over a usable link not in
+// exclude; it frees the frame and returns false if there is none.
+func (n *Node) sprayCell(f Frame, b []byte, dst EdgeID, entropy uint8, exclude uint64) bool {
+	mask := n.reach.Routes(dst) &^ exclude
+	if mask == 0 {
+		n.Stats.NoRoute++
+		n.free(f)
+		return false
+	}
+	l := n.sprayer(dst).Pick(mask, n.fabricFlow(entropy))
+	if n.cfg.FCIThreshold > 0 && !n.edge && n.Backlog(l) > n.cfg.FCIThreshold {
+		SetFCI(b)
+		n.Stats.FCIMarks++
+	}
+	n.sendCell(l, f, b)
+	return true
+}
+
+// fabricFlow is the flow a cell is hashed by where only its entropy is
+// known, decorrelated per node.
+func (n *Node) fabricFlow(entropy uint8) uint64 {
+	if n.cfg.Spray != SprayHash {
+		return 0
+	}
+	return uint64(entropy) ^ n.cfg.FlowSeed<<8
+}
+
+func (n *Node) rxCredit(f Frame, b []byte) {
+	c, err := ParseCredit(b)
+	if err != nil {
+		n.Stats.BadCredit++
+		n.free(f)
+		return
+	}
+	if n.edge {
+		n.rxCreditEdge(&c)
+		n.free(f)
+		return
+	}
+	to := c.Dst
+	if c.Grant {
+		to = c.Src
+	}
+	if n.sendCtrlTo(to, f, b, 0) {
+		n.Stats.CtrlFwd++
+	}
+}
+
+// sendCtrlTo sends a credit frame toward edge to over a usable link not in
+// exclude, round-robin; it frees the frame and returns false if none.
+func (n *Node) sendCtrlTo(to EdgeID, f Frame, b []byte, exclude uint64) bool {
+	mask := n.reach.Routes(to) &^ exclude
+	if mask == 0 {
+		n.Stats.NoRoute++
+		n.free(f)
+		return false
+	}
+	k := int(n.ctrlRR % uint32(bits.OnesCount64(mask)))
+	n.ctrlRR++
+	n.sendCtrl(sprayKth(mask, k), f, b)
+	return true
+}
+
+func (n *Node) rxReach(l int, b []byte) {
+	r, err := ParseReach(b)
+	if err != nil {
+		n.Stats.BadReach++
+		return
+	}
+	n.Stats.ReachRx++
+	m := PeerReach{From: r.Node, Tier: r.Role.Tier(), Faulty: r.Faulty, Bitmap: r.Bitmap}
+	n.reach.Receive(n.now, l, &m)
+}
+
+// Respray takes back the frames link l's LinkGuardian sender still held
+// un-ACKed when the link died and sends them over the other usable links:
+// cells and credit frames by their destination edge (the reassembly drops
+// the copies that had arrived), anything else to Free.
+func (n *Node) Respray(now int64, l int, frames []Frame) {
+	n.now = now
+	var exclude uint64
+	if l >= 0 && l < 64 {
+		exclude = 1 << l
+	}
+	for _, f := range frames {
+		b := n.mem.Bytes(f.H, f.Len)
+		t, ok := seqhdr.FrameType(b)
+		switch {
+		case ok && t == seqhdr.TypeCell:
+			h, err := ParseCell(b)
+			if err != nil {
+				n.Stats.BadCell++
+				n.free(f)
+				continue
+			}
+			if !n.sprayCell(f, b, h.Dst, h.Entropy, exclude) {
+				n.Stats.RespraysDrop++
+				continue
+			}
+		case ok && (t == seqhdr.TypeCreditReq || t == seqhdr.TypeCreditGrant):
+			c, err := ParseCredit(b)
+			if err != nil {
+				n.Stats.BadCredit++
+				n.free(f)
+				continue
+			}
+			to := c.Dst
+			if c.Grant {
+				to = c.Src
+			}
+			if !n.sendCtrlTo(to, f, b, exclude) {
+				n.Stats.RespraysDrop++
+				continue
+			}
+		default:
+			n.Stats.RespraysDrop++
+			n.free(f)
+			continue
+		}
+		n.Stats.Resprayed++
+	}
+}
+
+// SetLinkUp reports link port l's interface state: down leaves the tables
+// at once, up returns after Th good REACH intervals.
+func (n *Node) SetLinkUp(now int64, l int, up bool) {
+	n.now = now
+	if l < 0 || l >= len(n.links) {
+		n.Stats.BadLink++
+		return
+	}
+	n.reach.SetUp(now, l, up)
+}
+
+// SetLoss reports link port l's measured loss rate (exclusion above
+// ReachConfig.LossFaulty, return at or below LossClear).
+func (n *Node) SetLoss(now int64, l int, loss float64) {
+	n.now = now
+	if l < 0 || l >= len(n.links) {
+		n.Stats.BadLink++
+		return
+	}
+	n.reach.SetLoss(now, l, loss)
+}
+
+// SetLinkBacklog reports link port l's transmit backlog in bytes (used
+// when NodeConfig.LinkBacklog is nil).
+func (n *Node) SetLinkBacklog(l, bytes int) {
+	if l < 0 || l >= len(n.back) {
+		n.Stats.BadLink++
+		return
+	}
+	n.back[l] = bytes
+}
+
+// Backlog returns link port l's transmit backlog: what the caller reports
+// plus what the node has listed in Out for it.
+func (n *Node) Backlog(l int) int {
+	b := n.back[l]
+	if n.cfg.LinkBacklog != nil {
+		b = n.cfg.LinkBacklog(l)
+	}
+	return b + n.Out.Link[l].Bytes
+}
+
+// Poll runs the timers due by now and returns the next deadline.
+func (n *Node) Poll(now int64) int64 {
+	n.now = now
+	next := n.reach.Poll(now)
+	for m := n.reach.Due; m != 0; m &= m - 1 {
+		n.sendReach(bits.TrailingZeros64(m))
+	}
+	n.reach.Due = 0
+	if g := n.reach.Stats.Rebuilds; g != n.gen {
+		n.gen, n.floodOK = g, false
+		if n.noRoute {
+			n.noRoute = false
+			n.serveAll()
+		}
+	}
+	if !n.edge {
+		return next
+	}
+	if n.allocWait {
+		n.allocWait = false
+		n.serveAll()
+		if n.allocWait {
+			next = min(next, now+allocRetry)
+		}
+	}
+	if now >= n.reasmDue {
+		n.reasmDue = n.reasm.Poll(now)
+	}
+	next = min(next, n.reasmDue)
+	for p := range n.sched {
+		if now >= n.schedDue[p] {
+			n.pollSched(p)
+		}
+		next = min(next, n.schedDue[p])
+	}
+	if now >= n.ccDue {
+		n.ccDue = math.MaxInt64
+		for _, q := range n.list {
+			if q.cc == nil {
+				continue
+			}
+			if now >= q.due {
+				n.request(q)
+			} else {
+				n.ccDue = min(n.ccDue, q.due)
+			}
+		}
+	}
+	return min(next, n.ccDue)
+}
+
+func (n *Node) sendReach(l int) {
+	size := ReachFrameLen(n.reach.Config().MaxEdges)
+	h, ok := n.mem.Alloc(size)
+	if !ok {
+		n.Stats.AllocFail++
+		return
+	}
+	b := n.mem.Bytes(h, size)
+	clear(b[:12])
+	faulty := n.reach.Advert(l, n.reachBits)
+	n.reachSeq++
+	r := Reach{Node: n.cfg.Self, Role: RoleOf(n.cfg.Tier), Faulty: faulty, Seq: n.reachSeq, Edges: n.reach.Config().MaxEdges, Bitmap: n.reachBits}
+	fl, err := PutReach(b, &r)
+	if err != nil { // cannot happen: the advert follows the table's bounds
+		n.free(Frame{H: h, Len: size})
+		return
+	}
+	n.Stats.ReachTx++
+	n.sendCtrl(l, Frame{H: h, Len: fl}, b)
+}
+
+func (n *Node) sprayer(dst EdgeID) *Sprayer {
+	s := n.spray[dst]
+	if s == nil {
+		s, _ = NewSprayer(n.cfg.Spray, n.cfg.SprayRounds, n.cfg.Rng, n.Backlog)
+		n.spray[dst] = s
+	}
+	return s
+}
+
+// setMACs writes link l's MACs if configured (frames the node makes start
+// with zeros there).
+func (n *Node) setMACs(b []byte, l int) {
+	if n.cfg.LinkMACs != nil {
+		copy(b[:12], n.cfg.LinkMACs[l][:])
+	}
+}
+
+func (n *Node) sendCell(l int, f Frame, b []byte) {
+	n.setMACs(b, l)
+	o := &n.Out.Link[l]
+	o.Cells = append(o.Cells, f)
+	o.Bytes += f.Len
+	n.Out.Active |= 1 << l
+	s := &n.links[l]
+	s.TxFrames++
+	s.TxCells++
+	s.TxBytes += uint64(f.Len)
+}
+
+func (n *Node) sendCtrl(l int, f Frame, b []byte) {
+	n.setMACs(b, l)
+	o := &n.Out.Link[l]
+	o.Ctrl = append(o.Ctrl, f)
+	o.Bytes += f.Len
+	n.Out.Active |= 1 << l
+	s := &n.links[l]
+	s.TxFrames++
+	s.TxCtrl++
+	s.TxBytes += uint64(f.Len)
+}
+
+func (n *Node) free(f Frame) { n.Out.Free = append(n.Out.Free, f) }

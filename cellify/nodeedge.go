@@ -1,0 +1,473 @@
+package cellify
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// nodeVOQ is an edge's VOQ with its credit client and, in hash mode, the
+// flow hashes of its records.
+type nodeVOQ struct {
+	v     *VOQ
+	cc    *CreditClient // nil: push (credits off, or a flood queue)
+	flood bool
+	due   int64 // cc's next deadline
+	fr    *flowRing
+}
+
+// flowRingLen bounds the records whose flow hash a VOQ remembers; beyond,
+// a new record shares the hash of the newest one remembered.
+const flowRingLen = 256
+
+// flowRing holds, in stream order, the end offset and flow hash of the
+// records waiting in a VOQ: a cell is sprayed by the hash of the record
+// its first byte belongs to.
+type flowRing struct {
+	end, hash  [flowRingLen]uint64
+	head, size int
+}
+
+func (r *flowRing) push(end, hash uint64) {
+	if r.size == flowRingLen {
+		r.end[(r.head+r.size-1)%flowRingLen] = end
+		return
+	}
+	i := (r.head + r.size) % flowRingLen
+	r.end[i], r.hash[i] = end, hash
+	r.size++
+}
+
+// at returns the hash of the record holding stream byte off, forgetting
+// the records before it.
+func (r *flowRing) at(off uint64) uint64 {
+	for r.size > 0 && r.end[r.head] <= off {
+		r.head = (r.head + 1) % flowRingLen
+		r.size--
+	}
+	if r.size == 0 {
+		return 0
+	}
+	return r.hash[r.head]
+}
+
+// HostRx takes a frame from host port p. The frame is copied into a VOQ
+// (or switched to another local port, whose Deliver list takes it) and is
+// in Free at once.
+func (n *Node) HostRx(now int64, p int, f Frame) {
+	n.now = now
+	if !n.edge || p < 0 || p >= len(n.hosts) {
+		n.Stats.BadPort++
+		n.free(f)
+		return
+	}
+	hs := &n.hosts[p]
+	hs.RxFrames++
+	hs.RxBytes += uint64(f.Len)
+	b := n.mem.Bytes(f.H, f.Len)
+	if len(b) < MinRecordFrame || len(b) > MaxHostFrame {
+		n.Stats.HostBad++
+		n.free(f)
+		return
+	}
+	var dst, src [6]byte
+	copy(dst[:], b[0:6])
+	copy(src[:], b[6:12])
+	if !isGroup(&src) {
+		n.macs.Learn(now, src, n.cfg.Self, uint8(p))
+	}
+	d := n.macs.Lookup(now, dst)
+	class := frameClass(b)
+	switch {
+	case d.Flood:
+		n.floodFrame(p, class, b)
+		n.free(f)
+	case d.Edge == n.cfg.Self:
+		if int(d.Port) == p || int(d.Port) >= len(n.hosts) {
+			n.Stats.Hairpin++
+			n.free(f)
+			return
+		}
+		n.Stats.Local++
+		n.deliverFrame(int(d.Port), f)
+	default:
+		q := n.voq(VOQKey{Dst: d.Edge, Port: d.Port, Class: class}, false)
+		n.tag[0] = byte(p)
+		if q == nil || !q.v.EnqueueParts(n.tag[:], b) {
+			n.Stats.VOQDrops++
+		} else {
+			n.enqueued(q, b)
+		}
+		n.free(f)
+	}
+}
+
+// frameClass is the 802.1p priority of a tagged frame, else 0.
+func frameClass(b []byte) Class {
+	if len(b) >= 15 {
+		if et := binary.BigEndian.Uint16(b[12:]); et == 0x8100 || et == 0x88A8 {
+			return Class(b[14] >> 5)
+		}
+	}
+	return 0
+}
+
+// Learn teaches the MAC table that mac is behind (edge, port), e.g. from a
+// static configuration.
+func (n *Node) Learn(now int64, mac [6]byte, edge EdgeID, port uint8) {
+	if n.edge {
+		n.macs.Learn(now, mac, edge, port)
+	}
+}
+
+// MACStats returns the MAC table's counters.
+func (n *Node) MACStats() LearnStats {
+	if !n.edge {
+		return LearnStats{}
+	}
+	return n.macs.Stats()
+}
+
+func (n *Node) voq(k VOQKey, flood bool) *nodeVOQ {
+	if q := n.nv[k]; q != nil {
+		return q
+	}
+	v := n.voqs.Get(k)
+	if v == nil {
+		n.voqs.NoVOQ++
+		return nil
+	}
+	q := &nodeVOQ{v: v, flood: flood, due: math.MaxInt64}
+	if n.cfg.Credits && !flood {
+		cc := NewCreditClient(n.cfg.Client)
+		q.cc = &cc
+	}
+	if n.cfg.Spray == SprayHash {
+		q.fr = new(flowRing)
+	}
+	n.nv[k] = q
+	n.list = append(n.list, q)
+	return q
+}
+
+// enqueued follows a record of host frame b joining q.
+func (n *Node) enqueued(q *nodeVOQ, b []byte) {
+	if q.fr != nil {
+		q.fr.push(q.v.Enqueued(), FlowHash(b, n.cfg.FlowSeed))
+	}
+	if q.cc == nil {
+		n.serve(q)
+		return
+	}
+	q.cc.Enqueue(RecordHeaderLen + 1 + len(b))
+	n.serve(q)
+	n.request(q)
+}
+
+// serve cuts what q may send (its grant; everything if push) into cells
+// and sprays them over the usable links toward its edge: a grant is one
+// burst.
+func (n *Node) serve(q *nodeVOQ) {
+	budget := math.MaxInt32
+	if q.cc != nil {
+		budget = int(min(q.cc.Allowed(), math.MaxInt32))
+	}
+	dst := q.v.Key.Dst
+	for budget > 0 && q.v.Backlog() > 0 {
+		mask := n.reach.Routes(dst)
+		if mask == 0 {
+			n.Stats.Stalls++
+			n.noRoute = true
+			return
+		}
+		size := CellFrameLen(min(n.cfg.CellPayload, budget, q.v.Backlog()))
+		h, ok := n.mem.Alloc(size)
+		if !ok {
+			n.Stats.AllocFail++
+			n.Stats.Stalls++
+			n.allocWait = true
+			return
+		}
+		b := n.mem.Bytes(h, size)
+		var flow uint64
+		if q.fr != nil {
+			flow = q.fr.at(q.v.Sent())
+		}
+		fl, took := q.v.Cut(b, budget, n.cfg.CellPayload)
+		if fl == 0 { // cannot happen: the buffer holds a cell
+			n.free(Frame{H: h, Len: size})
+			return
+		}
+		if q.cc != nil {
+			q.cc.OnSent(took)
+		}
+		budget -= took
+		entropy := uint8(flow >> 56)
+		if q.fr != nil {
+			SetEntropy(b, entropy)
+		}
+		clear(b[:12])
+		n.Stats.CellsCut++
+		n.sendCell(n.sprayer(dst).Pick(mask, flow), Frame{H: h, Len: fl}, b)
+	}
+}
+
+func (n *Node) serveAll() {
+	for _, q := range n.list {
+		if q.v.Backlog() > 0 {
+			n.serve(q)
+		}
+	}
+}
+
+// request sends q's credit request if one is due.
+func (n *Node) request(q *nodeVOQ) {
+	send, total, next := q.cc.Poll(n.now)
+	if send {
+		n.sendCredit(false, n.cfg.Self, q.v.Key.Dst, CreditEntry{Port: q.v.Key.Port, Class: q.v.Key.Class, Total: total})
+	}
+	q.due = next
+	n.ccDue = min(n.ccDue, next)
+}
+
+// sendCredit makes a one-entry credit frame and sends it toward its edge.
+func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
+	to := dst
+	if grant {
+		to = src
+	}
+	size := CreditFrameLen(1)
+	h, ok := n.mem.Alloc(size)
+	if !ok {
+		n.Stats.AllocFail++
+		return
+	}
+	b := n.mem.Bytes(h, size)
+	n.entry[0] = e
+	fl, err := PutCredit(b, grant, src, dst, n.entry[:])
+	if err != nil { // cannot happen: entries come from valid keys
+		n.free(Frame{H: h, Len: size})
+		return
+	}
+	clear(b[:12])
+	if !n.sendCtrlTo(to, Frame{H: h, Len: fl}, b, 0) {
+		return
+	}
+	if grant {
+		n.Stats.CreditGrantTx++
+	} else {
+		n.Stats.CreditReqTx++
+	}
+}
+
+// pollSched runs host port p's scheduler and sends the grants it issued.
+func (n *Node) pollSched(p int) {
+	s := n.sched[p]
+	n.schedDue[p] = s.Poll(n.now)
+	for _, g := range s.Out {
+		n.sendCredit(true, g.Key.Src, n.cfg.Self, CreditEntry{Port: g.Key.Port, Class: g.Key.Class, Total: g.Total})
+	}
+	s.ResetOut()
+}
+
+// SetEgressQueue reports the bytes queued toward host port p: grants stop
+// while they are above SchedConfig.StopAbove and resume (in this call)
+// when they fall.
+func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
+	n.now = now
+	if p < 0 || p >= len(n.sched) {
+		if p < 0 || p >= len(n.hosts) {
+			n.Stats.BadPort++
+		}
+		return
+	}
+	s := n.sched[p]
+	was := s.Stopped()
+	s.SetEgressQueue(bytes)
+	if was && !s.Stopped() {
+		n.pollSched(p)
+	}
+}
+
+// Scheduler returns host port p's egress credit scheduler (nil without
+// credits).
+func (n *Node) Scheduler(p int) *Scheduler {
+	if p < 0 || p >= len(n.sched) {
+		return nil
+	}
+	return n.sched[p]
+}
+
+// ReasmStats returns the reassembly counters.
+func (n *Node) ReasmStats() ReasmStats {
+	if !n.edge {
+		return ReasmStats{}
+	}
+	return n.reasm.Stats()
+}
+
+// VOQs calls fn with every VOQ's state, in creation order.
+func (n *Node) VOQs(fn func(VOQInfo)) {
+	for _, q := range n.list {
+		i := VOQInfo{Key: q.v.Key, Flood: q.flood, Backlog: q.v.Backlog(), Enqueued: q.v.Enqueued(), Sent: q.v.Sent(),
+			Drops: q.v.Drops, DropBytes: q.v.DropBytes}
+		if q.cc != nil {
+			i.Granted, i.Client = q.cc.Granted(), q.cc.Stats
+		}
+		fn(i)
+	}
+}
+
+// Credits sums the credit loop state over the edge's VOQs.
+func (n *Node) Credits() CreditTotals {
+	var t CreditTotals
+	for _, q := range n.list {
+		t.Backlog += uint64(q.v.Backlog())
+		if q.cc != nil {
+			t.Requested += q.cc.Enqueued()
+			t.Granted += q.cc.Granted()
+			t.Sent += q.cc.Sent()
+		}
+	}
+	return t
+}
+
+// rxCellEdge takes a parsed cell at an edge.
+func (n *Node) rxCellEdge(h *CellHeader, b []byte) {
+	if h.Dst != n.cfg.Self {
+		n.Stats.WrongDst++
+		return
+	}
+	if int(h.Port) >= len(n.hosts) && h.Port != FloodPort {
+		n.Stats.BadPort++
+		return
+	}
+	if h.FCI {
+		n.Stats.FCISeen++
+		if int(h.Port) < len(n.sched) {
+			n.sched[h.Port].FCI(n.now, h.Src)
+			n.schedDue[h.Port] = n.now
+		}
+	}
+	n.reasm.ReceiveCell(n.now, h, b[CellPayloadOffset:CellPayloadOffset+int(h.Len)])
+	if n.reasm.st.Buffered > 0 && n.reasmDue == math.MaxInt64 {
+		n.reasmDue = n.now + n.cfg.Reasm.Timeout
+	}
+}
+
+// deliver takes a reassembled record: [source port][host frame].
+func (n *Node) deliver(key StreamKey, rec []byte) {
+	if len(rec) < 1+MinRecordFrame {
+		n.Stats.BadRecord++
+		return
+	}
+	frame := rec[1:]
+	var src [6]byte
+	copy(src[:], frame[6:12])
+	if !isGroup(&src) {
+		n.macs.Learn(n.now, src, key.Src, rec[0])
+	}
+	if key.Port != FloodPort {
+		n.deliverCopy(int(key.Port), frame)
+		return
+	}
+	for p := range n.hosts {
+		n.deliverCopy(p, frame)
+	}
+}
+
+func (n *Node) deliverCopy(p int, frame []byte) {
+	h, ok := n.mem.Alloc(len(frame))
+	if !ok {
+		n.Stats.AllocFail++
+		n.Stats.DeliverFail++
+		return
+	}
+	copy(n.mem.Bytes(h, len(frame)), frame)
+	n.deliverFrame(p, Frame{H: h, Len: len(frame)})
+}
+
+func (n *Node) deliverFrame(p int, f Frame) {
+	n.Out.Deliver[p] = append(n.Out.Deliver[p], f)
+	n.Stats.Delivered++
+	n.Stats.DeliveredBytes += uint64(f.Len)
+	hs := &n.hosts[p]
+	hs.TxFrames++
+	hs.TxBytes += uint64(f.Len)
+}
+
+// floodFrame copies a host frame from port p to the edge's other host
+// ports and, as unscheduled cells within FloodRate, to every edge the table
+// reaches.
+func (n *Node) floodFrame(p int, class Class, b []byte) {
+	n.Stats.Floods++
+	for o := range n.hosts {
+		if o != p {
+			n.deliverCopy(o, b)
+		}
+	}
+	if !n.floodOK {
+		n.floodTo = n.floodTo[:0]
+		for e := 1; e < len(n.spray); e++ {
+			if EdgeID(e) != n.cfg.Self && n.reach.Routes(EdgeID(e)) != 0 {
+				n.floodTo = append(n.floodTo, EdgeID(e))
+			}
+		}
+		n.floodOK = true
+	}
+	n.tag[0] = byte(p)
+	for _, e := range n.floodTo {
+		if !n.flood.Take(n.now, RecordHeaderLen+1+len(b)) {
+			n.Stats.FloodDrop++
+			continue
+		}
+		q := n.voq(VOQKey{Dst: e, Port: FloodPort, Class: class}, true)
+		if q == nil || !q.v.EnqueueParts(n.tag[:], b) {
+			n.Stats.VOQDrops++
+			continue
+		}
+		n.enqueued(q, b)
+	}
+}
+
+// rxCreditEdge takes a parsed credit frame at an edge: a request for one of
+// its host ports' schedulers or a grant for one of its VOQs.
+func (n *Node) rxCreditEdge(c *CreditFrame) {
+	if !n.cfg.Credits {
+		n.Stats.CreditsOff++
+		return
+	}
+	if c.Grant {
+		if c.Src != n.cfg.Self {
+			n.Stats.WrongDst++
+			return
+		}
+		n.Stats.CreditGrantRx++
+		for i := range c.N {
+			e := c.Entry(i)
+			q := n.nv[VOQKey{Dst: c.Dst, Port: e.Port, Class: e.Class}]
+			if q == nil || q.cc == nil {
+				n.Stats.UnknownVOQ++
+				continue
+			}
+			if q.cc.Grant(e.Total) {
+				n.serve(q)
+				n.request(q)
+			}
+		}
+		return
+	}
+	if c.Dst != n.cfg.Self {
+		n.Stats.WrongDst++
+		return
+	}
+	n.Stats.CreditReqRx++
+	for i := range c.N {
+		e := c.Entry(i)
+		if int(e.Port) >= len(n.sched) {
+			n.Stats.BadPort++
+			continue
+		}
+		n.sched[e.Port].Request(n.now, c.Src, e.Class, e.Total)
+		n.pollSched(int(e.Port))
+	}
+}

@@ -1,0 +1,81 @@
+package cellify
+
+// LinkStats counts one link port's traffic. Cells are counted within
+// frames; Ctrl counts credit and REACH frames.
+type LinkStats struct {
+	TxFrames, TxBytes, TxCells, TxCtrl uint64
+	RxFrames, RxBytes, RxCells, RxCtrl uint64
+}
+
+// HostStats counts one host port's traffic: Rx from the host, Tx
+// delivered to it.
+type HostStats struct {
+	RxFrames, RxBytes uint64
+	TxFrames, TxBytes uint64
+}
+
+// NodeStats counts what a Node did. Every frame dropped is counted in
+// exactly one of the drop counters.
+type NodeStats struct {
+	// Host side (edge).
+	HostBad   uint64 // host frames shorter than an Ethernet header or above MaxHostFrame
+	Local     uint64 // host frames switched to another host port of this edge
+	Hairpin   uint64 // host frames for the port they came from (dropped)
+	Floods    uint64 // host frames flooded (unknown or group destination)
+	FloodDrop uint64 // flood copies over FloodRate (dropped)
+	VOQDrops  uint64 // host frames a VOQ refused (full) or no VOQ could take
+	CellsCut  uint64
+	Stalls    uint64 // VOQ services stopped for want of a route or a buffer (retried)
+
+	// Egress (edge).
+	Delivered      uint64 // frames listed in Deliver
+	DeliveredBytes uint64
+	DeliverFail    uint64 // frames lost for want of a buffer
+	BadRecord      uint64 // records too short to hold a source port and a frame
+	FCISeen        uint64 // cells arriving with FCI
+
+	// Credits (edge).
+	CreditReqTx, CreditReqRx     uint64
+	CreditGrantTx, CreditGrantRx uint64
+	UnknownVOQ                   uint64 // grant entries for no VOQ of this edge
+	CreditsOff                   uint64 // credit frames at an edge without credits (dropped)
+
+	// Fabric and both.
+	Forwarded    uint64 // cells forwarded (fabric)
+	CtrlFwd      uint64 // credit frames forwarded (fabric)
+	ReachTx      uint64
+	ReachRx      uint64
+	FCIMarks     uint64 // cells this node marked
+	HopDrops     uint64 // cells that had no hop left
+	NoRoute      uint64 // frames dropped: no usable link toward their edge
+	WrongDst     uint64 // frames at an edge addressed to another edge
+	BadPort      uint64 // frames naming a host port this edge has not
+	BadLink      uint64 // calls naming a link port out of range
+	Resprayed    uint64 // frames taken back from a dead link and sent again
+	RespraysDrop uint64 // ... that could not be (no other route, not a cell-family frame)
+	AllocFail    uint64
+
+	// Malformed frames: every decoder error, by family.
+	BadCell, BadCredit, BadReach, BadType uint64
+}
+
+// VOQInfo is one VOQ's state at an edge.
+type VOQInfo struct {
+	Key       VOQKey
+	Flood     bool   // an unscheduled flood queue
+	Backlog   int    // stream bytes waiting
+	Enqueued  uint64 // stream bytes ever enqueued
+	Sent      uint64 // stream bytes ever cut into cells
+	Granted   uint64 // grant total (credits)
+	Drops     uint64 // frames refused
+	DropBytes uint64
+	Client    CreditClientStats
+}
+
+// CreditTotals sums an edge's credit loop state over its VOQs (bytes).
+type CreditTotals struct {
+	Backlog   uint64 // waiting in VOQs
+	Requested uint64 // ever enqueued on credit VOQs (what requests announce)
+	Granted   uint64 // grant totals
+	Sent      uint64
+}

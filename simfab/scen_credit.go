@@ -1,0 +1,193 @@
+package simfab
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/linkfabric/linkfabric/cellify"
+)
+
+// incastRun runs n sources at the host rate into one host of a one-tier
+// fabric (n+1 edges, 4 uplinks each over 2 fabric nodes) and measures the
+// window from 10 ms to the end of the offer.
+type incastOut struct {
+	busy                   float64 // destination port busy share
+	shares                 []float64
+	maxDev                 float64 // max |share·n − 1|
+	fabric, egress, voq    uint64
+	maxVOQ                 int
+	delivered              float64 // bits/s into the destination
+	backlogLeft, unsentVOQ uint64
+}
+
+func incastRun(r *Result, seed uint64, n int, credits bool, loss Loss, offer int64) (*incastOut, error) {
+	s := New(Config{Seed: seed, Node: func(_ *Node, c *cellify.NodeConfig) { c.Credits = credits }})
+	lc := LinkConfig{Rate: linkRate, Delay: linkDelay, Loss: loss}
+	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	dst := t.Hosts[n]
+	var flows []*Flow
+	for i := range n {
+		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}))
+	}
+	w := measure(s, s.Now+10*ms, s.Now+offer, flows, []*Host{dst})
+	o := &incastOut{}
+	s.At(s.Now+offer, func() {
+		for _, e := range t.Edges {
+			e.VOQs(func(v cellify.VOQInfo) { o.maxVOQ = max(o.maxVOQ, v.Backlog) })
+		}
+	})
+	s.RunFor(offer + 30*ms) // the VOQs drain
+	r.account(s)
+	o.busy = w.busy(0)
+	var total float64
+	for i := range flows {
+		total += w.rate(i)
+	}
+	o.delivered = total
+	for i := range flows {
+		sh := w.rate(i) / total
+		o.shares = append(o.shares, sh)
+		o.maxDev = math.Max(o.maxDev, math.Abs(sh*float64(n)-1))
+	}
+	o.fabric = fabricCellDrops(s)
+	o.egress = dst.Stats.EgressDrops
+	for _, e := range t.Edges {
+		o.voq += e.Stats.VOQDrops
+		c := e.Credits()
+		o.backlogLeft += c.Backlog
+		if c.Sent < c.Requested {
+			o.unsentVOQ += c.Requested - c.Sent
+		}
+	}
+	if s.Mem.InUse() != s.InFlight() {
+		return nil, fmt.Errorf("incast: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	}
+	return o, nil
+}
+
+// Incast: 3 sources at the full host rate into one host (and 16 into one),
+// with credits and without. With credits nothing is lost in the fabric or
+// at the egress port (the sources' VOQs hold and drop the excess), the
+// port stays busy (credits run 2 % above its rate) and each source gets its
+// fair share within 5 % (round-robin among equal VOQs). Without credits the
+// egress queue overflows.
+func Incast(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "incast", Seed: seed}
+	start := time.Now()
+	for _, n := range []int{3, 16} {
+		p := fmt.Sprintf("incast%d_", n)
+		// Shares are counted in 16 KiB credits: the window must hold
+		// enough of them per source that one more or less stays within
+		// the tolerance (3→1: 76 each in 30 ms; 16→1: 52 in 110 ms).
+		offer := 40 * ms
+		if n > 3 {
+			offer = 120 * ms
+		}
+		on, err := incastRun(r, seed, n, true, nil, offer)
+		if err != nil {
+			return nil, err
+		}
+		r.add(p+"fabric_drops", float64(on.fabric), 0, 0, "credits: no cell lost in the fabric")
+		r.add(p+"egress_drops", float64(on.egress), 0, 0, "credits: no frame lost at the egress port")
+		r.add(p+"port_busy", on.busy, 0.95, nan, "credits: the destination port stays busy")
+		r.add(p+"share_dev", on.maxDev, 0, 0.05, "credits: every source within 5 % of its fair share")
+		r.report(p+"voq_drops", float64(on.voq), "the sources' VOQs drop the excess at ingress")
+		r.report(p+"max_voq_bytes", float64(on.maxVOQ), "the largest VOQ backlog when the offer stops")
+		off, err := incastRun(r, seed, n, false, nil, 40*ms)
+		if err != nil {
+			return nil, err
+		}
+		if n == 3 {
+			r.add(p+"push_egress_drops", float64(off.egress), 1, nan, "without credits the egress queue overflows")
+		} else {
+			// 16 Gbit/s into links of 2: the fabric drops 7 cells in 8
+			// and few frames survive whole to fill the port.
+			r.report(p+"push_egress_drops", float64(off.egress), "without credits: frames lost at the egress port")
+		}
+		r.report(p+"push_fabric_drops", float64(off.fabric), "without credits: cells lost in the fabric")
+		r.report(p+"push_goodput", off.delivered/hostRate, "without credits: the port's goodput share")
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// CreditLoss runs the 3→1 incast with 10 % of the credit requests and
+// grants lost on every link: the port's throughput must stay at least 0.9
+// of the loss-free run's and, once the offer stops, every VOQ must drain
+// (no deadlock: a lost request or grant is repaired by the next refresh).
+func CreditLoss(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "creditloss", Seed: seed}
+	start := time.Now()
+	base, err := incastRun(r, seed, 3, true, nil, 40*ms)
+	if err != nil {
+		return nil, err
+	}
+	tl := &TypeLoss{}
+	tl.P[10], tl.P[11] = 0.1, 0.1
+	lossy, err := incastRun(r, seed, 3, true, tl, 40*ms)
+	if err != nil {
+		return nil, err
+	}
+	r.add("throughput_ratio", lossy.delivered/base.delivered, 0.9, nan, "≥ 0.9 of the loss-free run")
+	r.add("backlog_left", float64(lossy.backlogLeft), 0, 0, "every VOQ drained after the offer: no deadlock")
+	r.add("unsent_bytes", float64(lossy.unsentVOQ), 0, 0, "every byte requested was granted and sent")
+	r.add("fabric_drops", float64(lossy.fabric), 0, 0, "no cell lost")
+	r.add("egress_drops", float64(lossy.egress), 0, 0, "no frame lost at the egress port")
+	r.report("port_busy_lossfree", base.busy, "")
+	r.report("port_busy_lossy", lossy.busy, "")
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// PushPull is Stardust §5.2 on fabric3: e3's ports A and B; e1 sends 1 Gbit/s
+// to A and 1 Gbit/s to B, e2 1 Gbit/s to A. The four links into e3 carry 6 %
+// more than A and B can drain (cell headers counted): room for the credits'
+// 2 % speed-up and some queueing. In push the links into e3 are
+// oversubscribed 3:2 and drop A's and B's cells alike, so B gets about 2/3
+// (exactly the links' capacity over the offer: predicted); in pull A's
+// sources get half A's rate each and B all of its own, so B loses nothing.
+func PushPull(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "pushpull", Seed: seed}
+	start := time.Now()
+	const size = 1400 // one cell per frame: a lost cell is a lost frame
+	// Wire bytes per frame on a host port and as a cell on a fabric link.
+	hostWire := float64(size + 24)
+	cellWire := float64(cellify.CellFrameLen(size+cellify.RecordHeaderLen+1) + 24)
+	lr := 1.06 * 2 * hostRate / 4 * cellWire / hostWire
+	predicted := 4 * lr * hostWire / cellWire / (3 * hostRate)
+	for _, credits := range []bool{false, true} {
+		s := New(Config{Seed: seed, Node: func(_ *Node, c *cellify.NodeConfig) { c.Credits = credits }})
+		t := Fabric3(s, LinkConfig{Rate: lr, Delay: linkDelay}, HostConfig{Rate: hostRate}, [3]int{2, 1, 2})
+		if err := s.Start(); err != nil {
+			return nil, err
+		}
+		h1a, h1b, h2, hA, hB := t.Hosts[0], t.Hosts[1], t.Hosts[2], t.Hosts[3], t.Hosts[4]
+		fa1 := s.AddFlow(FlowConfig{Src: h1a, Dst: hA, Size: size, Rate: hostRate, Poisson: true, Stop: s.Now + 40*ms})
+		fb := s.AddFlow(FlowConfig{Src: h1b, Dst: hB, Size: size, Rate: hostRate, Poisson: true, Stop: s.Now + 40*ms})
+		fa2 := s.AddFlow(FlowConfig{Src: h2, Dst: hA, Size: size, Rate: hostRate, Poisson: true, Stop: s.Now + 40*ms})
+		w := measure(s, s.Now+10*ms, s.Now+40*ms, []*Flow{fa1, fb, fa2}, []*Host{hA, hB})
+		s.RunFor(60 * ms)
+		r.account(s)
+		// B's share of what its host handed to e1 in the window (a
+		// Poisson source at the full host rate offers a little more or
+		// less than the rate).
+		b := w.rate(1) / w.offered(1)
+		a := (w.rate(0) + w.rate(2)) / hostRate
+		if credits {
+			r.add("pull_b_share", b, 0.97, nan, "pull: B gets its whole offer")
+			r.add("pull_a_busy", w.busy(0), 0.95, nan, "pull: port A stays busy")
+			r.add("pull_fabric_drops", float64(fabricCellDrops(s)), 0, 0, "pull: nothing lost in the fabric")
+		} else {
+			r.report("push_b_predicted", predicted, "the links' capacity into e3 over the offer")
+			r.add("push_b_share", b, predicted-0.05, predicted+0.05, "push: B loses what the oversubscribed links drop (≈ 2/3)")
+			r.report("push_a_share", a, "push: A's port")
+			r.report("push_fabric_drops", float64(fabricCellDrops(s)), "push: cells lost in the fabric")
+		}
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
