@@ -168,7 +168,7 @@ func newWorker(d *Dataplane) *worker {
 		for _, p := range d.ports.Links {
 			w.sealed[p] = true
 		}
-		w.integrity = &d.lgStats.Integrity
+		w.integrity = d.integrityStats()
 	}
 	w.tx.w = w
 	w.tx.lists = make([][][]xdp.Desc, n)
@@ -199,7 +199,7 @@ type lanePos struct{ port, lane int }
 
 // laneOrder is the receive and the kick order of ports numbered ps, port p
 // having lanes[p] lanes: the priority lane of every link port first, then
-// the other lanes of every link port (kicked: the data lane), the host port
+// the other lanes of every link port (kicked: the data lane), the host ports
 // last.
 func laneOrder(ps Ports, lanes []int) (rx, kick []lanePos) {
 	for _, p := range ps.Links {
@@ -216,7 +216,7 @@ func laneOrder(ps Ports, lanes []int) (rx, kick []lanePos) {
 		}
 		kick = append(kick, lanePos{p, laneData})
 	}
-	if h := ps.Host; h >= 0 {
+	for _, h := range ps.Hosts {
 		for l := 0; l < lanes[h]; l++ {
 			rx = append(rx, lanePos{h, l})
 		}
