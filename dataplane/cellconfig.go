@@ -38,17 +38,24 @@ type CellsConfig struct {
 	// default; monitor and lg are not built yet).
 	LinkMode string
 	// ReachInterval is the REACH period on every link (default 1 ms);
-	// ReachTh the intervals in a row without one that exclude a link, and
-	// the good ones that bring it back (default 100). Their product bounds
-	// the scheduling stall of a peer that a link survives: on a loaded
-	// two-core machine a worker was measured kept from running for up to
-	// 55 ms. A link whose interface goes down leaves at once whatever
-	// they are.
+	// ReachTh the intervals in a row without one that exclude a link
+	// (default 100), ReachUp the good ones in a row that bring it back
+	// (default 3). ReachTh × ReachInterval is the longest scheduling stall
+	// of a peer that its links survive: on a loaded two-core machine
+	// workers were measured kept from running for 55 ms, and 300 ms with
+	// five dataplanes in one process. A short ReachUp matters as much:
+	// under such jitter 100 on-time REACHes in a row were rare, and links
+	// that needed them never came up. A link whose interface goes down
+	// leaves at once whatever they are.
 	ReachInterval time.Duration
 	ReachTh       int
+	ReachUp       int
 	// ReasmTimeout is how long a missing cell may hold up its stream before
-	// the reassembly skips it (default 10 ms: above the scheduling stalls of
-	// a fabric node on a loaded machine, whose cells arrive late).
+	// the reassembly skips it (default 30 ms: above the scheduling stalls
+	// of a fabric node on a loaded machine, whose cells arrive that late;
+	// with 10 ms fabric3 skipped holes whose cells came after). The
+	// reassembly holds up to 4095 cells per stream meanwhile (49 ms of
+	// 1500-byte cells at 1 Gbit/s).
 	ReasmTimeout time.Duration
 	// HostRate is the egress schedulers' rate (bit/s) for a host port
 	// without a --port-rate (default 10 Gbit/s); a rate-limited host port
@@ -66,8 +73,9 @@ const (
 	CellMaxEdges         = cellify.MaxReachEdges
 	defaultReachInterval = time.Millisecond
 	defaultReachTh       = 100
-	defaultReasmTimeout  = 10 * time.Millisecond
-	defaultReasmWindow   = 2048
+	defaultReachUp       = 3
+	defaultReasmTimeout  = 30 * time.Millisecond
+	defaultReasmWindow   = 4095 // 4096 slots
 	defaultCellHostRate  = 10_000_000_000
 	// MinCellSize is the least --cell-size: a cell carries at least as
 	// much payload as its own header.
@@ -103,8 +111,11 @@ func (c *CellsConfig) defaults(edge bool) error {
 	if c.ReachTh == 0 {
 		c.ReachTh = defaultReachTh
 	}
-	if c.ReachInterval < 10*time.Microsecond || c.ReachTh < 1 || c.ReachTh > 1000 {
-		return fmt.Errorf("dataplane: --reach-interval %v, --reach-th %d: want at least 10µs and 1..1000", c.ReachInterval, c.ReachTh)
+	if c.ReachUp == 0 {
+		c.ReachUp = defaultReachUp
+	}
+	if c.ReachInterval < 10*time.Microsecond || c.ReachTh < 1 || c.ReachTh > 10000 || c.ReachUp < 1 || c.ReachUp > 10000 {
+		return fmt.Errorf("dataplane: --reach-interval %v, --reach-th %d, --reach-up %d: want at least 10µs, and 1..10000 intervals", c.ReachInterval, c.ReachTh, c.ReachUp)
 	}
 	if c.ReasmTimeout == 0 {
 		c.ReasmTimeout = defaultReasmTimeout

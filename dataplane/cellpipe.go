@@ -20,6 +20,14 @@ import (
 // between calls, so every frame is sent or released in the iteration that
 // gave it.
 //
+// The node's clock runs only while the worker does: a gap between two
+// calls longer than cellMaxStep counts as cellMaxStep. A worker kept from
+// running finds, when it runs again, cells in its RX rings that arrived in
+// time; on the wall clock its reassembly would skip their holes before
+// reading them (measured on fabric3: holes skipped whose cells all came,
+// "late"), its links would miss REACH windows it did not look at, and its
+// schedulers would grant the time they slept at once.
+//
 // What the node is told about the ports: each link's TX backlog (its
 // shaper's queued bytes and its TX ring's frames at the largest cell size,
 // plus what this iteration listed) before every batch and Poll, for p2c
@@ -49,13 +57,30 @@ type cellPipeline struct {
 	// pipeline holds (0 after every call).
 	got, allocs, released int64
 	publishAt             int64
-	lastPoll, maxGap      int64
+	// The node's clock: worker time less stalled, the time beyond
+	// cellMaxStep of each gap between calls; last is the last call's
+	// worker time, maxGap the longest gap.
+	last, stalled, maxGap int64
 	voqs                  int
 	countVOQ              func(cellify.VOQInfo)
 }
 
 // cellPublish is how often the node's counters are copied to CellStats.
 const cellPublish = int64(20 * time.Millisecond)
+
+// cellMaxStep is the most the node's clock advances between two calls (a
+// busy worker calls every few hundred µs, an idle one at the node's next
+// deadline, at least every REACH interval).
+const cellMaxStep = int64(2 * time.Millisecond)
+
+// Credits and VOQs on a software fabric. Measured on the bundle under
+// iperf3 with workers kept from running for 10-50 ms: with 16 KiB credits,
+// bursts of 2 and 256 KiB VOQs the ingress VOQ overflowed (13k TCP
+// retransmits in 3 s); with these, none.
+const (
+	cellCredit   = 64 << 10
+	cellVOQBytes = 2 << 20
+)
 
 func newCellPipeline(w *worker) (Pipeline, error) {
 	d := w.d
@@ -91,23 +116,28 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x63656c6c73)) // "cells"
 	nc := cellify.DefaultNodeConfig(cellify.EdgeID(cc.NodeID), tier, len(ps.Hosts), len(ps.Links), float64(cc.HostRate), pl, rng)
+	// Credits of 64 KiB, up to 8 at once after a late Poll; grants stop
+	// above 4 credits queued toward the port, or a quarter of a
+	// rate-limited port's buffer (what is granted but still on its way
+	// needs the rest).
+	nc.Sched.CreditSize, nc.Sched.MaxBurst = cellCredit, 8
+	nc.Sched.StopAbove = 4 * cellCredit
+	nc.Client.Quantum = cellCredit
 	for k, port := range ps.Hosts {
 		pl.avgLen[k] = 1514
 		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {
 			nc.HostRate[k] = float64(s.Rate)
+			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
 		}
 	}
-	nc.Sched.CreditSize, nc.Sched.MaxBurst = 64<<10, 8
-	nc.Sched.StopAbove = 4 * nc.Sched.CreditSize
-	nc.Client.Quantum = uint64(nc.Sched.CreditSize)
-	nc.RingBytes = 2 << 20
+	nc.RingBytes = cellVOQBytes
 	nc.Spray = spray
 	nc.CellPayload = cc.CellSize
 	nc.Packing = !cc.NoPacking
 	nc.Credits = !cc.NoCredits
 	nc.Reach.MaxEdges = CellMaxEdges
 	nc.Reach.Interval = int64(cc.ReachInterval)
-	nc.Reach.Th = cc.ReachTh
+	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
 	nc.Reasm.Timeout = int64(cc.ReasmTimeout)
 	nc.Reasm.Window = defaultReasmWindow
 	nc.LinkMACs = make([][12]byte, len(ps.Links))
@@ -162,6 +192,7 @@ func (pl *cellPipeline) Room(int) int { return math.MaxInt }
 
 // Receive implements Pipeline.
 func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
+	now = pl.clock(now)
 	pl.got += int64(len(descs))
 	pl.backlogs()
 	if k, ok := pl.ps.HostIndex(port); ok {
@@ -179,11 +210,8 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
 // queues, then the node's timers and its output.
-func (pl *cellPipeline) Poll(now int64, tx *Tx) int64 {
-	if pl.lastPoll != 0 {
-		pl.maxGap = max(pl.maxGap, now-pl.lastPoll)
-	}
-	pl.lastPoll = now
+func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
+	now := pl.clock(wnow)
 	if now >= pl.publishAt {
 		pl.publishAt = now + cellPublish
 		pl.publish()
@@ -203,7 +231,22 @@ func (pl *cellPipeline) Poll(now int64, tx *Tx) int64 {
 	next := pl.node.Poll(now)
 	pl.drain(tx)
 	clear(pl.pend) // the worker places the lists now
-	return next
+	if next == math.MaxInt64 {
+		return next
+	}
+	return next + pl.stalled // worker time
+}
+
+// clock returns the node's time at worker time now.
+func (pl *cellPipeline) clock(now int64) int64 {
+	if pl.last != 0 {
+		if gap := now - pl.last; gap > cellMaxStep {
+			pl.stalled += gap - cellMaxStep
+			pl.maxGap = max(pl.maxGap, gap)
+		}
+	}
+	pl.last = now
+	return now - pl.stalled
 }
 
 // Stop implements Pipeline.
@@ -308,6 +351,6 @@ func (pl *cellPipeline) publish() {
 	c.Malformed = ns.BadCell + ns.BadCredit + ns.BadReach + ns.BadType
 	c.UmemFree = pl.w.refs.free.Len()
 	c.FramesHeld = pl.got + pl.allocs - pl.released
-	c.MaxPollGap = pl.maxGap
+	c.MaxPollGap, c.Stalled = pl.maxGap, pl.stalled
 	c.Node, c.Reasm = *ns, rs
 }

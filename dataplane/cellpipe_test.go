@@ -137,7 +137,7 @@ func newMemPair(t testing.TB, links int, cc CellsConfig) *memPair {
 	p.n[0] = newMemNode(t, 1, 1, links, cc)
 	p.n[1] = newMemNode(t, 2, 1, links, cc)
 	// Until REACH made the links usable both ways.
-	for range 2*defaultReachTh + 5 {
+	for range 2*defaultReachUp + 3 {
 		p.step(t, int64(defaultReachInterval))
 	}
 	for i, m := range p.n {
