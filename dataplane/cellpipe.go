@@ -153,20 +153,6 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	if pl.node, err = cellify.NewNode(nc); err != nil {
 		return nil, err
 	}
-	s := &pl.st.snap
-	s.NodeID, s.Spray, s.CellSize = cc.NodeID, cc.Spray, cc.CellSize
-	s.Role, s.Credits, s.Packing = "fabric", false, false
-	if edge {
-		s.Role, s.Credits, s.Packing = "edge", nc.Credits, nc.Packing
-	}
-	s.Links = make([]CellLinkSnapshot, len(ps.Links))
-	for l, port := range ps.Links {
-		s.Links[l].Name = d.all[port].Name
-	}
-	s.Hosts = make([]CellHostSnapshot, len(ps.Hosts))
-	for k, port := range ps.Hosts {
-		s.Hosts[k].Name = d.all[port].Name
-	}
 	return pl, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -40,7 +41,8 @@ func newMemNode(t testing.TB, id uint16, hosts, links int, cc CellsConfig) *memN
 	if err := cfg.Cells.fit(1516, linkcrc.Off, "link0"); err != nil {
 		t.Fatal(err)
 	}
-	d := &Dataplane{cfg: cfg, umem: u, ports: newPorts(hosts, links), cellStats: &CellStats{}}
+	d := &Dataplane{cfg: cfg, umem: u, ports: newPorts(hosts, links)}
+	d.cellStats = newCellStats(d)
 	for _, n := range cfg.portNames() {
 		d.all = append(d.all, &Port{Name: n, mac: [6]byte{2, 0, 0, 0, byte(id), byte(len(d.all))}})
 	}
@@ -190,6 +192,17 @@ func TestCellPipelineMemory(t *testing.T) {
 			}
 		}
 		s := p.n[0].pl.st.Snapshot()
+		reg := metrics.NewRegistry()
+		if err := p.n[0].w.d.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		v := reg.Values()
+		if got := v[`linkfabric_cells_link_bytes_total{dir="tx",port="link1"}`]; got != float64(s.Links[1].TxBytes) || got == 0 {
+			t.Errorf("%+v: exported link1 tx bytes %v; the snapshot says %d", cc, got, s.Links[1].TxBytes)
+		}
+		if got := v["linkfabric_cells_reasm_delivered_total"]; got != float64(s.ReasmDelivered) {
+			t.Errorf("%+v: exported reassembly deliveries %v; the snapshot says %d", cc, got, s.ReasmDelivered)
+		}
 		var cells uint64
 		for _, l := range s.Links {
 			cells += l.TxCells

@@ -103,6 +103,28 @@ type CellHostSnapshot struct {
 	EgressQueue int `json:"egress_queue_bytes"`
 }
 
+// newCellStats makes the statistics of d's cell node, its configuration
+// and ports filled in.
+func newCellStats(d *Dataplane) *CellStats {
+	cc, ps := d.cfg.Cells, d.ports
+	s := &CellStats{}
+	c := &s.snap
+	c.NodeID, c.Spray, c.CellSize, c.Role = cc.NodeID, cc.Spray, cc.CellSize, "fabric"
+	if len(ps.Hosts) > 0 {
+		c.Role, c.Credits, c.Packing = "edge", !cc.NoCredits, !cc.NoPacking
+	}
+	names := d.cfg.portNames()
+	c.Links = make([]CellLinkSnapshot, len(ps.Links))
+	for l, port := range ps.Links {
+		c.Links[l].Name = names[port]
+	}
+	c.Hosts = make([]CellHostSnapshot, len(ps.Hosts))
+	for k, port := range ps.Hosts {
+		c.Hosts[k].Name = names[port]
+	}
+	return s
+}
+
 // Snapshot returns a copy of the statistics as last published.
 func (s *CellStats) Snapshot() CellsSnapshot {
 	s.mu.Lock()

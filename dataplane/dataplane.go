@@ -273,7 +273,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	copy(d.linkMAC[:], ifc.HardwareAddr)
 	switch {
 	case cfg.Mode == ModeCells:
-		d.cellStats = &CellStats{}
+		d.cellStats = newCellStats(d)
 	case cfg.Mode != ModeForward:
 		d.lgStats = &LGStats{}
 	}
