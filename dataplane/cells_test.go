@@ -12,6 +12,7 @@ import (
 	"net"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -486,4 +487,82 @@ func TestCellsHostileFrames(t *testing.T) {
 		t.Errorf("REACH sent %d before, %d after: the node stopped", before.Node.ReachTx, after.Node.ReachTx)
 	}
 	t.Logf("after %d hostile frames: %+v; reassembly %+v; free UMEM frames %d → %d", want, a, after.Reasm, before.UmemFree, after.UmemFree)
+}
+
+// TestOneHostPortModesStillRun: the modes of one host port and one link
+// port run as before on the pair now that nodes may have several host
+// ports (numbering, lane order, the MTU check per host port, integrity
+// counters): h1 pings h2 through forward and through lg.
+func TestOneHostPortModesStillRun(t *testing.T) {
+	for _, mode := range []Mode{ModeForward, ModeLG} {
+		t.Run(string(mode), func(t *testing.T) {
+			tb := netns.TestUp(t, "lfc", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+			workers(t, 2)
+			sw1 := startSwitch(t, tb.NS("sw1"), Config{Mode: mode})
+			startSwitch(t, tb.NS("sw2"), Config{Mode: mode})
+			if ps := sw1.Ports(); !slices.Equal(ps.Hosts, []int{0}) || ps.Host != 0 || !slices.Equal(ps.Links, []int{1}) {
+				t.Fatalf("ports %+v", ps)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+				t.Fatalf("%s: ping h1→h2: %v", mode, err)
+			}
+			pings(t, tb.NS("h1"), "10.0.0.2", 20)
+			if mode == ModeLG {
+				if c := sw1.LGStats().Integrity.Corrupt.Load(); c != 0 {
+					t.Errorf("lg: %d corrupt frames on a clean link", c)
+				}
+				if sw1.CellStats() != nil {
+					t.Error("lg has cells statistics")
+				}
+			}
+		})
+	}
+}
+
+// TestCellsLinkDown: a link of the bundle set down on sw1 under numbered
+// frames leaves sw1's routes at once (reason "down", from the worker's
+// interface state, not after REACH misses) and comes back after it is set
+// up; the frames lost are bounded by the cells that were on the link and
+// the rest arrive once and in order.
+func TestCellsLinkDown(t *testing.T) {
+	b := upBundleCells(t, CellsConfig{})
+	ns1 := b.tb.NS("sw1")
+	ip := func(args ...string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if o, err := netns.Command(ctx, ns1, "ip", args...).CombinedOutput(); err != nil {
+			t.Errorf("ip %v in %s: %v: %s", args, ns1, err, o)
+		}
+	}
+	before := cellsSnap(t, b.sw1)
+	var down, back CellsSnapshot
+	r := b.sendDuring(t, 30_000, 500, 10_000, func() {
+		time.Sleep(800 * time.Millisecond)
+		ip("link", "set", "link2", "down")
+		time.Sleep(500 * time.Millisecond)
+		down = b.sw1.CellStats().Snapshot()
+		ip("link", "set", "link2", "up")
+		time.Sleep(500 * time.Millisecond)
+		back = b.sw1.CellStats().Snapshot()
+	})
+	after := cellsSnap(t, b.sw1)
+	l2 := after.Links[2]
+	t.Logf("sw1 link2: %+v; while down: usable %v; sink %+v, missing %d of %d", l2, down.Links[2].Usable, r.Report, r.LinkMissing(), r.Accepted)
+	if l2.Exclusions != before.Links[2].Exclusions+1 || l2.LastReason != "down" {
+		t.Errorf("link2 exclusions %d → %d, last reason %q; want one more, down", before.Links[2].Exclusions, l2.Exclusions, l2.LastReason)
+	}
+	if down.Links[2].Usable || down.UsableLinks != 3 {
+		t.Errorf("while link2 was down: usable %v, %d links usable", down.Links[2].Usable, down.UsableLinks)
+	}
+	if !after.Links[2].Usable || after.UsableLinks != 4 || after.Links[2].TxCells <= back.Links[2].TxCells {
+		t.Errorf("after up: link2 usable %v, %d links usable, cells on link2 %d → %d", after.Links[2].Usable, after.UsableLinks, back.Links[2].TxCells, after.Links[2].TxCells)
+	}
+	if m := r.LinkMissing(); m < 0 || m*100 > int64(r.Accepted) {
+		t.Errorf("%d of %d frames lost across the flap; want at most 1%%", m, r.Accepted)
+	}
+	if r.Duplicates != 0 || r.OutOfOrder != 0 {
+		t.Errorf("%d duplicates, %d out of order", r.Duplicates, r.OutOfOrder)
+	}
 }

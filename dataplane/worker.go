@@ -472,12 +472,15 @@ func (w *worker) now() int64 { return int64(time.Since(w.epoch)) }
 // counted as TX dropped; LinkGuardian recovers it), and only every downRetry
 // is a transmission tried, until one succeeds and the port is up again.
 // Frames pending on a down port are not reported, so the worker can sleep.
+// A down port is retried even with nothing pending (a kick of an empty ring
+// fails with ENETDOWN while the interface is down): a pipeline that stops
+// sending on a port it knows is down (cells) still learns it is up.
 func (w *worker) kickLane(k lane) (int, error) {
 	s := k.s
-	if s.TxPending() == 0 {
+	p, c := w.ports[k.port], w.counters[k.port]
+	if s.TxPending() == 0 && p.downSince == 0 {
 		return 0, nil
 	}
-	p, c := w.ports[k.port], w.counters[k.port]
 	if p.downSince != 0 {
 		now := w.now()
 		if now < p.retryAt {
