@@ -167,15 +167,15 @@ func checkCellsClean(t *testing.T, name string, s CellsSnapshot) {
 // bundleCells: ping, iperf3 TCP for 3 s and numbered UDP frames from h1
 // to h2 through two cell edges over the bundle; every frame the edges took
 // arrives once and in order, and with perm the links carry equal bytes.
-func bundleCells(t *testing.T, cc CellsConfig) {
+func bundleCells(t *testing.T, cc CellsConfig, secs int) {
 	b := upBundleCells(t, cc)
 	h1, h2 := b.tb.NS("h1"), b.tb.NS("h2")
 	pings(t, h1, "10.0.0.2", 20)
-	if bps := iperfTCP(t, h1, h2, "10.0.0.2", 5299, 3); bps <= 0 {
+	if bps := iperfTCP(t, h1, h2, "10.0.0.2", 5299, secs); bps <= 0 {
 		t.Errorf("iperf3 TCP h1→h2 through cells: %.0f bit/s", bps)
 	}
 	before := cellsSnap(t, b.sw1)
-	r := b.send(t, 50_000, 500, 25_000)
+	r := b.send(t, uint64(secs)*25_000, 500, 25_000)
 	if r.Other != 0 {
 		t.Logf("note: h2's sink saw %d frames besides the stream (h1's own multicast, flooded)", r.Other)
 		r.Other = 0
@@ -215,12 +215,26 @@ func bundleCells(t *testing.T, cc CellsConfig) {
 	}
 }
 
+// TestCellsBundle: cells with packing, credits and perm spraying.
 func TestCellsBundle(t *testing.T) {
-	bundleCells(t, CellsConfig{Spray: "perm"})
+	bundleCells(t, CellsConfig{Spray: "perm"}, 3)
 }
 
-func TestCellsBundlePushUnpacked(t *testing.T) {
-	bundleCells(t, CellsConfig{Spray: "perm", NoCredits: true, NoPacking: true})
+// TestCellsBundleVariants: without credits (push), without packing, both,
+// and the other spraying modes, shorter.
+func TestCellsBundleVariants(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		cc   CellsConfig
+	}{
+		{"push", CellsConfig{NoCredits: true}},
+		{"unpacked", CellsConfig{NoPacking: true}},
+		{"push-unpacked", CellsConfig{NoCredits: true, NoPacking: true}},
+		{"p2c", CellsConfig{Spray: "p2c"}},
+		{"hash", CellsConfig{Spray: "hash"}}, // a flow keeps to one link: no balance
+	} {
+		t.Run(v.name, func(t *testing.T) { bundleCells(t, v.cc, 1) })
+	}
 }
 
 // topoCells runs mode cells on node of tb's topology (its host and link
