@@ -21,8 +21,9 @@ type ReachConfig struct {
 	MaxEdges int   // edge ids covered by the bitmaps, 1..65536 (0: 256)
 	Interval int64 // REACH period, also the window a REACH is expected in
 	// Th: a link leaves after Th intervals in a row without a REACH and
-	// returns after Th good intervals in a row.
-	Th int
+	// returns after ThUp (0: Th) good intervals in a row.
+	Th   int
+	ThUp int
 	// LossFaulty: a link whose measured loss rate (SetLoss) is above it is
 	// faulty: excluded at once and advertised FAULTY to the peer, until the
 	// rate is at or below LossClear.
@@ -46,8 +47,8 @@ func (c *ReachConfig) check() error {
 	if c.Links < 1 || c.Links > 64 || c.MaxEdges < 0 || c.MaxEdges > 1<<16 {
 		return errors.New("cellify: ReachConfig.Links must be in [1, 64], MaxEdges in [0, 65536]")
 	}
-	if c.Interval < 1 || c.Th < 1 || c.Th > 1<<16 {
-		return errors.New("cellify: ReachConfig.Interval must be > 0 and Th in [1, 65536]")
+	if c.Interval < 1 || c.Th < 1 || c.Th > 1<<16 || c.ThUp < 0 || c.ThUp > 1<<16 {
+		return errors.New("cellify: ReachConfig.Interval must be > 0, Th in [1, 65536] and ThUp in [0, 65536]")
 	}
 	if c.Self == 0 || (c.Tier == TierEdge && int(c.Self) >= c.MaxEdges) {
 		return errors.New("cellify: ReachConfig.Self must be nonzero and, for an edge, below MaxEdges")
@@ -150,7 +151,7 @@ type Reachability struct {
 }
 
 // NewReachability returns a node's reachability: every interface up, no
-// link usable until Th good intervals have passed.
+// link usable until ThUp good intervals have passed.
 func NewReachability(cfg ReachConfig) (*Reachability, error) {
 	if cfg.MaxEdges == 0 {
 		cfg.MaxEdges = 256
@@ -251,7 +252,7 @@ func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
 }
 
 // SetUp reports link l's interface state: down excludes the link at once;
-// after up it returns after Th good intervals.
+// after up it returns after ThUp good intervals.
 func (r *Reachability) SetUp(now int64, l int, up bool) {
 	k := r.link(l)
 	if k == nil || k.Up == up {
@@ -266,7 +267,7 @@ func (r *Reachability) SetUp(now int64, l int, up bool) {
 
 // SetLoss reports link l's measured loss rate: above LossFaulty the link
 // is excluded at once and advertised FAULTY; at or below LossClear it is no
-// longer faulty and returns after Th good intervals.
+// longer faulty and returns after ThUp good intervals.
 func (r *Reachability) SetLoss(now int64, l int, loss float64) {
 	k := r.link(l)
 	if k == nil {
@@ -311,6 +312,14 @@ func (r *Reachability) Poll(now int64) int64 {
 	return r.nextTick
 }
 
+// thUp is the good intervals in a row that make a link usable.
+func (r *Reachability) thUp() int {
+	if r.cfg.ThUp > 0 {
+		return r.cfg.ThUp
+	}
+	return r.cfg.Th
+}
+
 func (r *Reachability) close(now int64, l int) {
 	k := &r.links[l]
 	rx, good := k.rx, k.good
@@ -332,7 +341,7 @@ func (r *Reachability) close(now int64, l int) {
 	switch {
 	case k.Usable && k.Misses >= r.cfg.Th:
 		r.exclude(now, l, ExcludeMiss)
-	case !k.Usable && k.Good >= r.cfg.Th:
+	case !k.Usable && k.Good >= r.thUp():
 		k.Usable = true
 		r.usable |= 1 << l
 		k.Returns++

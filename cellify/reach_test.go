@@ -50,6 +50,47 @@ func (f *reachFeed) interval(msgs map[int]*PeerReach) {
 	}
 }
 
+// With ThUp set, a link returns after ThUp good intervals and leaves after
+// Th missed ones (a long Th rides out a peer's stalls, a short ThUp brings
+// the link back without needing Th on-time REACHes in a row).
+func TestReachThUp(t *testing.T) {
+	cfg := DefaultReachConfig(1, TierEdge, 1)
+	cfg.Interval, cfg.Th, cfg.ThUp = reachI, 20, 2
+	r, err := NewReachability(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newReachFeed(t, r)
+	peer := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
+	f.interval(peer)
+	if r.Usable() != 0 {
+		t.Fatal("usable after 1 good interval; ThUp 2")
+	}
+	f.interval(peer)
+	if r.Usable() != 1 {
+		t.Fatal("not usable after ThUp = 2 good intervals")
+	}
+	for i := 1; i < 20; i++ {
+		f.interval(nil)
+	}
+	if r.Usable() != 1 {
+		t.Fatal("excluded after 19 missed intervals; Th 20")
+	}
+	f.interval(nil)
+	if r.Usable() != 0 || r.Link(0).LastReason != ExcludeMiss {
+		t.Fatalf("after Th = 20 missed intervals: usable %b, %+v", r.Usable(), r.Link(0))
+	}
+	f.interval(peer)
+	f.interval(peer)
+	if r.Usable() != 1 {
+		t.Fatal("not back after ThUp good intervals")
+	}
+	cfg.ThUp = -1
+	if _, err := NewReachability(cfg); err == nil {
+		t.Error("ThUp -1 accepted")
+	}
+}
+
 // A link returns after exactly Th good intervals and leaves after exactly
 // Th intervals without a REACH; then returns again after Th good ones.
 func TestReachMissAndReturn(t *testing.T) {

@@ -1,12 +1,14 @@
-// Package dataplane owns a node's ports (0 or 1 host port and 1 to 16 link
-// ports; the modes built so far take one of each), moves frames between them
-// through AF_XDP with one shared UMEM, and runs the pipeline of the link's
-// mode on them: forward (a plain L2 bump in the wire) and LinkGuardian
-// lg/lgnb/monitor with its link session. A port may have a rate limit and an
-// egress buffer (shaper.go). It does not talk netlink or build testbeds.
+// Package dataplane owns a node's ports (0 to 16 host ports and 1 to 16 link
+// ports; forward, lg, lgnb and monitor take one of each, cells any), moves
+// frames between them through AF_XDP with one shared UMEM, and runs the
+// pipeline of the mode on them: forward (a plain L2 bump in the wire),
+// LinkGuardian lg/lgnb/monitor with its link session, and cells (an edge or
+// fabric node of a cell fabric, cellify.Node). A port may have a rate limit
+// and an egress buffer (shaper.go). It does not talk netlink or build
+// testbeds.
 //
 // One worker loop (worker.go) owns every ring; a Pipeline (forward.go,
-// lgpipe.go) owns no loop, socket or timer. The hot path makes no per-frame
+// lgpipe.go, cellpipe.go) owns no loop, socket or timer. The hot path makes no per-frame
 // allocation, takes no lock and uses no Go timer: it receives a batch, runs
 // it through the pipeline, places what the pipeline sends on the TX rings
 // (priority lanes first), kicks, reclaims completions and refills the fill
@@ -36,11 +38,18 @@ const (
 	ModeForward Mode = "forward"
 )
 
+// linkGuardian reports whether mode runs the LinkGuardian link layer and
+// its sizing (lg, lgnb, monitor, and test modes); forward and cells do not.
+func (m Mode) linkGuardian() bool { return m != ModeForward && m != ModeCells }
+
 // Config configures a Dataplane. Zero fields take the defaults.
 type Config struct {
 	// HostPort is the interface facing the host (frames leave here as the
 	// host sent them); "" for a node without one (a fabric node).
-	HostPort string
+	// HostPorts lists several (mode cells); HostPort alone stands for
+	// HostPorts = [HostPort], and New sets it to the first host port.
+	HostPort  string
+	HostPorts []string
 	// LinkPorts are the interfaces facing links to other nodes, in the
 	// order the pipeline numbers them (Ports). LinkPort alone stands for
 	// LinkPorts = [LinkPort]; New sets it to the first link port.
@@ -85,8 +94,11 @@ type Config struct {
 	// Default 50ms (it only delays noticing cancellation).
 	PollTimeout time.Duration
 
-	// LG configures modes lg and lgnb.
+	// LG configures modes lg and lgnb (and the integrity check of every
+	// mode but forward).
 	LG LGConfig
+	// Cells configures mode cells.
+	Cells CellsConfig
 
 	Logger *slog.Logger
 
@@ -124,6 +136,10 @@ func (c *Config) defaults() error {
 		if err := c.LG.defaults(c.Mode); err != nil {
 			return err
 		}
+	case ModeCells:
+		if err := c.Cells.defaults(len(c.HostPorts) > 0); err != nil {
+			return err
+		}
 	}
 	if err := c.checkStaticSizes(); err != nil {
 		return err
@@ -152,8 +168,9 @@ type Dataplane struct {
 	ports Ports
 	stats Stats
 
-	linkMAC [6]byte
-	lgStats *LGStats // modes lg and lgnb
+	linkMAC   [6]byte
+	lgStats   *LGStats   // modes lg and lgnb
+	cellStats *CellStats // mode cells
 }
 
 // New attaches the XDP programs and binds the AF_XDP sockets of every port
@@ -188,7 +205,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.ports = newPorts(cfg.HostPort != "", len(cfg.LinkPorts))
+	d.ports = newPorts(len(cfg.HostPorts), len(cfg.LinkPorts))
 	d.stats.Ports = make([]PortCounters, len(names))
 	for i, ifname := range names {
 		role := d.ports.Role(i)
@@ -204,26 +221,46 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		}
 	}
 	// After the ports: the XDP attach reports a driver's own MTU limit first.
-	hostMTU := 0
-	if cfg.HostPort != "" {
-		hi, err := net.InterfaceByName(cfg.HostPort)
+	hostMTUs := []int{0} // a node without a host port checks its links alone
+	for i, h := range cfg.HostPorts {
+		hi, err := net.InterfaceByName(h)
 		if err != nil {
-			return nil, fmt.Errorf("dataplane: %s: %w", cfg.HostPort, err)
+			return nil, fmt.Errorf("dataplane: %s: %w", h, err)
 		}
-		hostMTU = hi.MTU
+		if i == 0 {
+			hostMTUs = hostMTUs[:0]
+		}
+		hostMTUs = append(hostMTUs, hi.MTU)
 	}
+	linkMTU := 0 // the smallest
 	for _, l := range cfg.LinkPorts {
 		li, err := net.InterfaceByName(l)
 		if err != nil {
 			return nil, fmt.Errorf("dataplane: %s: %w", l, err)
 		}
-		c := cfg
-		c.LinkPort = l
-		if err := c.checkMTU(hostMTU, li.MTU); err != nil {
-			return nil, err
+		if linkMTU == 0 || li.MTU < linkMTU {
+			linkMTU = li.MTU
+		}
+		for i, hostMTU := range hostMTUs {
+			c := cfg
+			c.LinkPort = l
+			if len(cfg.HostPorts) > 0 {
+				c.HostPort = cfg.HostPorts[i]
+			}
+			if err := c.checkMTU(hostMTU, li.MTU); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if cfg.Mode != ModeForward {
+	if cfg.Mode == ModeCells {
+		if err := d.cfg.Cells.fit(linkMTU, cfg.LG.Integrity, cfg.LinkPort); err != nil {
+			return nil, err
+		}
+		if d.cfg.Cells.NodeID == 0 {
+			d.cfg.Cells.NodeID = CellNodeID(d.all[0].mac, len(cfg.HostPorts) > 0)
+		}
+	}
+	if cfg.Mode.linkGuardian() {
 		if d.cfg.LG.TxBuffer == 0 {
 			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.Link().socks))
 		}
@@ -234,13 +271,16 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		return nil, fmt.Errorf("dataplane: %s: %w", cfg.LinkPort, err)
 	}
 	copy(d.linkMAC[:], ifc.HardwareAddr)
-	if cfg.Mode != ModeForward {
+	switch {
+	case cfg.Mode == ModeCells:
+		d.cellStats = newCellStats(d)
+	case cfg.Mode != ModeForward:
 		d.lgStats = &LGStats{}
 	}
 	return d, nil
 }
 
-// Host is the host port (nil when the node has none).
+// Host is the (first) host port (nil when the node has none).
 func (d *Dataplane) Host() *Port {
 	if d.ports.Host < 0 {
 		return nil
@@ -259,8 +299,23 @@ func (d *Dataplane) Port(i int) *Port { return d.all[i] }
 // The slice it holds is shared: do not modify it.
 func (d *Dataplane) Ports() Ports { return d.ports }
 
-// LGStats are the LinkGuardian statistics (nil in forward mode).
+// LGStats are the LinkGuardian statistics (nil in modes forward and cells).
 func (d *Dataplane) LGStats() *LGStats { return d.lgStats }
+
+// CellStats are the cells statistics (nil in every mode but cells).
+func (d *Dataplane) CellStats() *CellStats { return d.cellStats }
+
+// integrityStats counts the integrity check of link frames (nil in forward
+// mode, which has none).
+func (d *Dataplane) integrityStats() *IntegrityStats {
+	switch {
+	case d.cellStats != nil:
+		return &d.cellStats.Integrity
+	case d.lgStats != nil:
+		return &d.lgStats.Integrity
+	}
+	return nil
+}
 
 // Config is the configuration in force (defaults filled in).
 func (d *Dataplane) Config() Config { return d.cfg }
@@ -310,7 +365,7 @@ func (c *Config) checkSizes(sockets int) error {
 	// batch is in the worker's hands.
 	need := uint64(sockets)*uint64(c.RingSize) + uint64(c.Batch)
 	what := fmt.Sprintf("the fill rings of %d sockets (%d × --ring-size %d) and one --batch (%d)", sockets, sockets, c.RingSize, c.Batch)
-	if c.Mode != ModeForward {
+	if c.Mode.linkGuardian() {
 		txBuffer := c.LG.TxBuffer
 		if txBuffer == 0 {
 			txBuffer = defaultTxBuffer(c.RingSize, 2) // the larger default
@@ -351,7 +406,7 @@ func (c *Config) checkStaticSizes() error {
 	if c.FrameSize != 2048 && c.FrameSize != 4096 {
 		return fmt.Errorf("dataplane: --frame-size %d: want 2048 or 4096 (default 4096)", c.FrameSize)
 	}
-	if c.Mode == ModeForward {
+	if !c.Mode.linkGuardian() {
 		return nil
 	}
 	// lg leaves 2 × batch of the link TX ring for control frames and
@@ -384,8 +439,9 @@ func (c *Config) LinkOverhead() int { return seqhdr.MaxOverhead + c.LG.Integrity
 // ethHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
 const ethHeaderLen = 14
 
-// checkMTU checks the ports' MTUs: on a sequenced link (every mode but
-// forward) the link port must carry a full host frame plus LinkOverhead, and
+// checkMTU checks the ports' MTUs: on a sequenced link (lg, lgnb, monitor)
+// the link port must carry a full host frame plus LinkOverhead (cells cut
+// host frames to the link's size: CellsConfig.fit), and
 // in every mode the largest frame either port receives must fit a UMEM frame
 // (the kernel drops a longer one on receive, counted only in XDP_STATISTICS).
 func (c *Config) checkMTU(hostMTU, linkMTU int) error {
@@ -394,7 +450,7 @@ func (c *Config) checkMTU(hostMTU, linkMTU int) error {
 	if c.Netns != "" {
 		ip, where = "ip -n "+c.Netns, "namespace "+c.Netns
 	}
-	if over := c.LinkOverhead(); c.Mode != ModeForward && linkMTU < hostMTU+over {
+	if over := c.LinkOverhead(); c.Mode.linkGuardian() && linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header and integrity trailer (--integrity %s): full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
 			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.LG.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
 	}

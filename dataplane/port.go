@@ -21,17 +21,23 @@ type Port struct {
 	// Link state, owned by the worker: since when the interface has been
 	// found down (worker clock, 0: up), and when to try transmitting again.
 	downSince, retryAt int64
+	mac                [6]byte
 }
+
+// MAC is the interface's hardware address when the port was opened.
+func (p *Port) MAC() [6]byte { return p.mac }
 
 // openPort attaches the dataplane's XDP program to ifname and binds one AF_XDP
 // socket per receive queue. It runs in the calling thread's network namespace.
 // On failure nothing is left attached.
 func openPort(umem *xdp.Umem, role PortRole, ifname string, cfg *Config) (_ *Port, err error) {
-	if _, err := net.InterfaceByName(ifname); err != nil {
+	ifc, err := net.InterfaceByName(ifname)
+	if err != nil {
 		return nil, fmt.Errorf("%s port %s: no such interface in this network namespace (check --%s-port and --netns)",
 			role, ifname, role)
 	}
 	p := &Port{Name: ifname, Role: role}
+	copy(p.mac[:], ifc.HardwareAddr)
 	defer func() {
 		if err != nil {
 			p.close()

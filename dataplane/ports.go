@@ -7,13 +7,16 @@ import (
 	"strings"
 )
 
-// A node has 0 or 1 host port and 1 to MaxLinkPorts link ports. The worker
-// numbers them: the host port first (if there is one), then the link ports
-// in Config.LinkPorts order. A pipeline learns the numbering from Ports
-// (Dataplane.Ports, Tx.Ports), never from constants.
+// A node has 0 to MaxHostPorts host ports and 1 to MaxLinkPorts link ports.
+// The worker numbers them: the host ports first in Config.HostPorts order,
+// then the link ports in Config.LinkPorts order. A pipeline learns the
+// numbering from Ports (Dataplane.Ports, Tx.Ports), never from constants.
 
-// MaxLinkPorts bounds the link ports of a node.
-const MaxLinkPorts = 16
+// MaxLinkPorts and MaxHostPorts bound the ports of a node.
+const (
+	MaxLinkPorts = 16
+	MaxHostPorts = 16
+)
 
 // PortRole is what a port faces: a host, or a link to another node.
 type PortRole string
@@ -26,14 +29,24 @@ const (
 
 // Ports is the worker's numbering of a node's ports.
 type Ports struct {
-	// Host is the host port's number, -1 when the node has none.
+	// Host is the first host port's number, -1 when the node has none.
 	Host int
+	// Hosts[k] is the number of host port k (Config.HostPorts[k]).
+	Hosts []int
 	// Links[k] is the number of link port k (Config.LinkPorts[k]).
 	Links []int
 }
 
 // N is the number of ports.
-func (p Ports) N() int { return len(p.Links) + min(p.Host+1, 1) }
+func (p Ports) N() int { return len(p.Hosts) + len(p.Links) }
+
+// HostIndex returns k for the number of host port k, false for a link port.
+func (p Ports) HostIndex(port int) (k int, ok bool) {
+	if port < 0 || port >= len(p.Hosts) {
+		return 0, false
+	}
+	return port, true
+}
 
 // Link returns k for the number of link port k, false for the host port.
 func (p Ports) Link(port int) (k int, ok bool) {
@@ -45,21 +58,23 @@ func (p Ports) Link(port int) (k int, ok bool) {
 
 // Role is the role of port number port.
 func (p Ports) Role(port int) PortRole {
-	if port == p.Host {
+	if _, ok := p.HostIndex(port); ok {
 		return RoleHost
 	}
 	return RoleLink
 }
 
-// newPorts numbers a node with a host port (or not) and links link ports.
-func newPorts(host bool, links int) Ports {
-	p := Ports{Host: -1, Links: make([]int, links)}
-	first := 0
-	if host {
-		p.Host, first = 0, 1
+// newPorts numbers a node with hosts host ports and links link ports.
+func newPorts(hosts, links int) Ports {
+	p := Ports{Host: -1, Hosts: make([]int, hosts), Links: make([]int, links)}
+	for k := range p.Hosts {
+		p.Hosts[k] = k
+	}
+	if hosts > 0 {
+		p.Host = 0
 	}
 	for k := range p.Links {
-		p.Links[k] = first + k
+		p.Links[k] = hosts + k
 	}
 	return p
 }
@@ -83,6 +98,7 @@ var modes = map[Mode]modeSpec{
 	ModeLG:      {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
 	ModeLGNB:    {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
 	ModeMonitor: {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
+	ModeCells:   {hosts: [2]int{0, MaxHostPorts}, links: [2]int{1, MaxLinkPorts}, pipeline: newCellPipeline},
 }
 
 func newLG(w *worker) (Pipeline, error) { return newLGPipeline(w) }
@@ -109,17 +125,35 @@ func modeList() string {
 // none) and link ports links, and that no port is named twice. Its errors
 // name the flags (--host-port, --link-port, --mode) and what the mode takes.
 func CheckPorts(mode Mode, host string, links []string) error {
+	var hosts []string
+	if host != "" {
+		hosts = []string{host}
+	}
+	return CheckNodePorts(mode, hosts, links)
+}
+
+// CheckNodePorts is CheckPorts for a node with host ports hosts (none, one
+// or several).
+func CheckNodePorts(mode Mode, hosts, links []string) error {
 	spec, ok := modes[mode]
 	if !ok {
 		return fmt.Errorf("dataplane: mode %q is not known (modes: %s)", mode, modeList())
 	}
-	list := strings.Join(links, ",")
+	list, hlist := strings.Join(links, ","), strings.Join(hosts, ",")
+	for i, h := range hosts {
+		if h == "" {
+			return fmt.Errorf("dataplane: --host-port %q has an empty name", hlist)
+		}
+		if slices.Contains(hosts[:i], h) {
+			return fmt.Errorf("dataplane: --host-port %s names %s twice", hlist, h)
+		}
+	}
 	for i, l := range links {
 		if l == "" {
 			return fmt.Errorf("dataplane: --link-port %q has an empty name", list)
 		}
-		if l == host {
-			return fmt.Errorf("dataplane: %s is both the host port and a link port (--host-port %s, --link-port %s); a port has one role", l, host, list)
+		if slices.Contains(hosts, l) {
+			return fmt.Errorf("dataplane: %s is both a host port and a link port (--host-port %s, --link-port %s); a port has one role", l, hlist, list)
 		}
 		if slices.Contains(links[:i], l) {
 			return fmt.Errorf("dataplane: --link-port %s names %s twice", list, l)
@@ -128,15 +162,16 @@ func CheckPorts(mode Mode, host string, links []string) error {
 	if len(links) > MaxLinkPorts {
 		return fmt.Errorf("dataplane: --link-port lists %d ports; a node has at most %d", len(links), MaxLinkPorts)
 	}
-	hosts := 0
-	if host != "" {
-		hosts = 1
+	if len(hosts) > MaxHostPorts {
+		return fmt.Errorf("dataplane: --host-port lists %d ports; a node has at most %d", len(hosts), MaxHostPorts)
 	}
-	if hosts < spec.hosts[0] {
+	switch n := len(hosts); {
+	case n < spec.hosts[0]:
 		return fmt.Errorf("dataplane: --mode %s needs a --host-port", mode)
-	}
-	if hosts > spec.hosts[1] {
-		return fmt.Errorf("dataplane: --mode %s takes no --host-port; got %s", mode, host)
+	case n > spec.hosts[1] && spec.hosts[1] == 0:
+		return fmt.Errorf("dataplane: --mode %s takes no --host-port; got %s", mode, hlist)
+	case n > spec.hosts[1]:
+		return fmt.Errorf("dataplane: --mode %s takes at most %d --host-port; got %s", mode, spec.hosts[1], hlist)
 	}
 	lo, hi := spec.links[0], spec.links[1]
 	switch {
@@ -155,9 +190,18 @@ func CheckPorts(mode Mode, host string, links []string) error {
 	return nil
 }
 
-// checkPorts fills LinkPorts from LinkPort (or LinkPort from LinkPorts) and
-// checks them against the mode.
+// checkPorts fills LinkPorts from LinkPort (or LinkPort from LinkPorts), the
+// same for the host ports, and checks them against the mode.
 func (c *Config) checkPorts() error {
+	if len(c.HostPorts) == 0 && c.HostPort != "" {
+		c.HostPorts = []string{c.HostPort}
+	}
+	if len(c.HostPorts) > 0 {
+		if c.HostPort != "" && c.HostPort != c.HostPorts[0] {
+			return fmt.Errorf("dataplane: HostPort %s is not the first of HostPorts %v", c.HostPort, c.HostPorts)
+		}
+		c.HostPort = c.HostPorts[0]
+	}
 	if len(c.LinkPorts) == 0 && c.LinkPort != "" {
 		c.LinkPorts = []string{c.LinkPort}
 	}
@@ -167,14 +211,14 @@ func (c *Config) checkPorts() error {
 		}
 		c.LinkPort = c.LinkPorts[0]
 	}
-	return CheckPorts(c.Mode, c.HostPort, c.LinkPorts)
+	return CheckNodePorts(c.Mode, c.HostPorts, c.LinkPorts)
 }
 
 // portNames are the ports' interface names in the worker's numbering.
 func (c *Config) portNames() []string {
-	var n []string
-	if c.HostPort != "" {
-		n = append(n, c.HostPort)
+	hosts := c.HostPorts
+	if len(hosts) == 0 && c.HostPort != "" {
+		hosts = []string{c.HostPort}
 	}
-	return append(n, c.LinkPorts...)
+	return append(slices.Clone(hosts), c.LinkPorts...)
 }

@@ -23,20 +23,42 @@ func TestCheckPorts(t *testing.T) {
 		{ModeLG, "host0", []string{"link0", "link1"}, "--mode lg takes one --link-port; got link0,link1"},
 		{ModeForward, "host0", nil, "--mode forward needs a link port (--link-port IF)"},
 		{ModeForward, "", []string{"link0"}, "--mode forward needs a --host-port"},
-		{ModeForward, "link1", []string{"link0", "link1"}, "link1 is both the host port and a link port"},
+		{ModeForward, "link1", []string{"link0", "link1"}, "link1 is both a host port and a link port"},
 		{ModeForward, "host0", []string{"link0", "link1", "link0"}, "--link-port link0,link1,link0 names link0 twice"},
 		{ModeForward, "host0", many, "at most 16"},
-		{"cells2", "host0", []string{"link0"}, `mode "cells2" is not known (modes: forward, lg, lgnb, monitor`},
+		{"cells2", "host0", []string{"link0"}, `mode "cells2" is not known (modes: cells, forward, lg, lgnb, monitor`},
 	} {
 		err := CheckPorts(tc.mode, tc.host, tc.links)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s host %q links %v: %v; want an error with %q", tc.mode, tc.host, tc.links, err, tc.want)
 		}
 	}
-	for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor} {
+	for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor, ModeCells} {
 		if err := CheckPorts(m, "host0", []string{"link0"}); err != nil {
 			t.Errorf("%s on host0, link0: %v", m, err)
 		}
+	}
+	// Several host ports: cells takes them (an edge with two hosts), and
+	// no host port (a fabric node); lg takes one.
+	for _, tc := range []struct {
+		mode  Mode
+		hosts []string
+		want  string
+	}{
+		{ModeCells, []string{"host0", "host1"}, ""},
+		{ModeCells, nil, ""},
+		{ModeLG, []string{"host0", "host1"}, "--mode lg takes at most 1 --host-port; got host0,host1"},
+		{ModeCells, []string{"host0", "host0"}, "--host-port host0,host0 names host0 twice"},
+		{ModeCells, []string{"host0", "link0"}, "link0 is both a host port and a link port"},
+	} {
+		err := CheckNodePorts(tc.mode, tc.hosts, []string{"link0", "link1"})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s hosts %v: %v; want %q", tc.mode, tc.hosts, err, tc.want)
+		}
+	}
+	c0 := Config{Mode: ModeCells, HostPorts: []string{"host0", "host1"}, LinkPorts: []string{"up0"}}
+	if err := c0.defaults(); err != nil || c0.HostPort != "host0" || !slices.Equal(c0.portNames(), []string{"host0", "host1", "up0"}) {
+		t.Errorf("HostPorts [host0 host1]: HostPort %q, names %v, %v", c0.HostPort, c0.portNames(), err)
 	}
 	// LinkPort is the first of LinkPorts, whichever is given.
 	c := Config{HostPort: "host0", LinkPorts: []string{"link3"}}
@@ -52,9 +74,19 @@ func TestCheckPorts(t *testing.T) {
 // TestPortsNumbering: the host port first if there is one, then the link
 // ports; Link and Role tell them apart.
 func TestPortsNumbering(t *testing.T) {
-	p := newPorts(true, 3)
-	if p.Host != 0 || !slices.Equal(p.Links, []int{1, 2, 3}) || p.N() != 4 || p.Role(0) != RoleHost || p.Role(3) != RoleLink {
+	p := newPorts(1, 3)
+	if p.Host != 0 || !slices.Equal(p.Hosts, []int{0}) || !slices.Equal(p.Links, []int{1, 2, 3}) || p.N() != 4 || p.Role(0) != RoleHost || p.Role(3) != RoleLink {
 		t.Errorf("host and 3 links: %+v N %d", p, p.N())
+	}
+	e3 := newPorts(2, 4)
+	if e3.Host != 0 || !slices.Equal(e3.Hosts, []int{0, 1}) || !slices.Equal(e3.Links, []int{2, 3, 4, 5}) || e3.N() != 6 || e3.Role(1) != RoleHost || e3.Role(2) != RoleLink {
+		t.Errorf("2 hosts and 4 links: %+v N %d", e3, e3.N())
+	}
+	if k, ok := e3.HostIndex(1); !ok || k != 1 {
+		t.Errorf("HostIndex(1) = %d, %v", k, ok)
+	}
+	if _, ok := e3.HostIndex(2); ok {
+		t.Error("a link port taken for a host port")
 	}
 	if k, ok := p.Link(2); !ok || k != 1 {
 		t.Errorf("Link(2) = %d, %v; want link 1", k, ok)
@@ -62,7 +94,7 @@ func TestPortsNumbering(t *testing.T) {
 	if _, ok := p.Link(0); ok {
 		t.Error("the host port taken for a link port")
 	}
-	f := newPorts(false, 6)
+	f := newPorts(0, 6)
 	if f.Host != -1 || !slices.Equal(f.Links, []int{0, 1, 2, 3, 4, 5}) || f.N() != 6 || f.Role(0) != RoleLink {
 		t.Errorf("fabric node with 6 links: %+v N %d", f, f.N())
 	}
@@ -75,7 +107,7 @@ func TestPortsNumbering(t *testing.T) {
 // port's priority lane first, then the link ports' data lanes, the host port
 // last; a link port without a second queue has only its data lane.
 func TestLaneOrder(t *testing.T) {
-	ps := newPorts(true, 3)
+	ps := newPorts(1, 3)
 	rx, kick := laneOrder(ps, []int{1, 2, 1, 3}) // host 1 queue; links 2, 1, 3
 	want := []lanePos{{1, lanePrio}, {3, lanePrio}, {1, laneData}, {2, laneData}, {3, laneData}, {3, 2}, {0, laneData}}
 	if !slices.Equal(rx, want) {
@@ -85,9 +117,14 @@ func TestLaneOrder(t *testing.T) {
 	if !slices.Equal(kick, wantKick) {
 		t.Errorf("kick order %v; want %v", kick, wantKick)
 	}
-	rx, kick = laneOrder(newPorts(false, 2), []int{2, 2})
+	rx, kick = laneOrder(newPorts(0, 2), []int{2, 2})
 	if !slices.Equal(rx, []lanePos{{0, 1}, {1, 1}, {0, 0}, {1, 0}}) || !slices.Equal(kick, rx) {
 		t.Errorf("fabric node: receive %v kick %v", rx, kick)
+	}
+	// Two host ports: both last, in order.
+	rx, kick = laneOrder(newPorts(2, 1), []int{1, 1, 2})
+	if !slices.Equal(rx, []lanePos{{2, 1}, {2, 0}, {0, 0}, {1, 0}}) || !slices.Equal(kick, []lanePos{{2, 1}, {2, 0}, {0, 0}, {1, 0}}) {
+		t.Errorf("two host ports: receive %v kick %v", rx, kick)
 	}
 }
 

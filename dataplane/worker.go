@@ -168,7 +168,7 @@ func newWorker(d *Dataplane) *worker {
 		for _, p := range d.ports.Links {
 			w.sealed[p] = true
 		}
-		w.integrity = &d.lgStats.Integrity
+		w.integrity = d.integrityStats()
 	}
 	w.tx.w = w
 	w.tx.lists = make([][][]xdp.Desc, n)
@@ -199,7 +199,7 @@ type lanePos struct{ port, lane int }
 
 // laneOrder is the receive and the kick order of ports numbered ps, port p
 // having lanes[p] lanes: the priority lane of every link port first, then
-// the other lanes of every link port (kicked: the data lane), the host port
+// the other lanes of every link port (kicked: the data lane), the host ports
 // last.
 func laneOrder(ps Ports, lanes []int) (rx, kick []lanePos) {
 	for _, p := range ps.Links {
@@ -216,7 +216,7 @@ func laneOrder(ps Ports, lanes []int) (rx, kick []lanePos) {
 		}
 		kick = append(kick, lanePos{p, laneData})
 	}
-	if h := ps.Host; h >= 0 {
+	for _, h := range ps.Hosts {
 		for l := 0; l < lanes[h]; l++ {
 			rx = append(rx, lanePos{h, l})
 		}
@@ -472,12 +472,15 @@ func (w *worker) now() int64 { return int64(time.Since(w.epoch)) }
 // counted as TX dropped; LinkGuardian recovers it), and only every downRetry
 // is a transmission tried, until one succeeds and the port is up again.
 // Frames pending on a down port are not reported, so the worker can sleep.
+// A down port is retried even with nothing pending (a kick of an empty ring
+// fails with ENETDOWN while the interface is down): a pipeline that stops
+// sending on a port it knows is down (cells) still learns it is up.
 func (w *worker) kickLane(k lane) (int, error) {
 	s := k.s
-	if s.TxPending() == 0 {
+	p, c := w.ports[k.port], w.counters[k.port]
+	if s.TxPending() == 0 && p.downSince == 0 {
 		return 0, nil
 	}
-	p, c := w.ports[k.port], w.counters[k.port]
 	if p.downSince != 0 {
 		now := w.now()
 		if now < p.retryAt {

@@ -55,9 +55,10 @@ func runCmd() *cobra.Command {
 		node, preset, topoFile   string
 		prefix                   string
 		portRate, portBuffer     string
+		credits, packing         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run {--node SW | --netns NS --host-port IF --link-port IF[,IF...]} --mode forward",
+		Use:   "run {--node SW | --netns NS --host-port IF[,IF...] --link-port IF[,IF...]} --mode forward",
 		Short: "Run the dataplane on a node's ports (foreground; Ctrl-C stops it)",
 		Long: `run attaches linkfabric's XDP program to both ports, binds AF_XDP sockets on one
 shared UMEM, and moves frames between them with the pipeline of --mode:
@@ -72,8 +73,11 @@ shared UMEM, and moves frames between them with the pipeline of --mode:
   monitor   frames are sequenced and the link's loss is measured from the gaps,
             nothing is retransmitted; with --auto the policy switches
             protection on (lg), falls back to lgnb at high loss, and off again
+  cells     a node of a cell fabric (Stardust-style): with host ports an edge,
+            without one a fabric node; any number of link ports (up to 16)
 
-Both switches of a link must run the same mode. By default each end protects
+forward, lg, lgnb and monitor take one host port and one link port. Both switches
+of a link must run the same mode. By default each end protects
 both directions (--protect both). In lg, lgnb and monitor the two ends first agree
 through a link session (HELLO/HELLO-ACK on the priority lane): the smaller of
 their windows becomes the credit, the lanes, MTU and link speed are agreed, the
@@ -87,7 +91,29 @@ detaches the programs and exits. Statistics are served on --metrics (loopback of
 the namespace by default): /stats.json, read by 'linkfabric stats', and /metrics
 for Prometheus.
 
-Integrity (lg, lgnb, monitor): by default every frame on the link carries a
+Cells (--mode cells): an edge learns where host MACs live (unknown and broadcast
+destinations are flooded to every edge, rate-limited), queues each host frame in a
+virtual output queue per destination edge, host port and 802.1p class, asks the
+destination for credit, and on a grant packs the queue's frames into cells of
+--cell-size payload bytes (--packing=false: one frame's bytes per cell), sprayed
+over the link ports that reach the destination (--spray perm: a random permutation,
+reshuffled; p2c: the shorter TX backlog of two random links; hash: one link per
+flow). The destination edge reassembles each source's stream in order and delivers
+the frames on their host port; its scheduler grants at the port's rate (its
+--port-rate, else 10 Gbit/s) plus 2 %, and stops while the port's egress queue is
+deep. --credits=false pushes cells as frames arrive. A fabric node (no host port)
+sprays each cell again toward its edge, decrementing its hop count and marking it
+(FCI) where its queue is deep. Every node sends REACH on every link each
+--reach-interval (1ms) and builds its routes from them: a link missing --reach-th
+(100) in a row, or whose interface goes down, leaves the routes; it returns after
+--reach-up (3) good intervals. A hole in a stream is skipped after --reasm-timeout
+(30ms). Every node of a fabric needs its own --node-id (edges 1-1023, fabric nodes
+1-65535); the default is derived from the MAC of the first port, so two nodes may
+collide by chance: give ids by hand ('up' does). Control frames (credits, REACH) use
+a link's priority lane when it has two queues. --integrity applies to the link
+ports as in lg. Statistics: the "cells" object of 'linkfabric stats'.
+
+Integrity (lg, lgnb, monitor, cells): by default every frame on the link carries a
 CRC32C trailer (--integrity crc32c); a frame that fails it is dropped and counted
 (corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired like a
 lost one, as a real link's FCS check does. veth and tc netem corrupt frames
@@ -112,6 +138,9 @@ does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
 hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity off);
 run checks this at startup.`,
 		Example: `  linkfabric run --node sw1 --mode lg                 # the pair testbed's sw1 (namespace lfsw1)
+  linkfabric run --netns lfsw1 --host-port host0 --link-port link0,link1,link2,link3 --mode cells --node-id 1
+  linkfabric run --node sw2 --preset bundle --mode cells --node-id 2 --spray p2c --cell-size 256 --credits=false
+  linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101   # a fabric node: link ports only
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll
@@ -136,6 +165,7 @@ run checks this at startup.`,
 			}
 			cfg.Mode = dataplane.Mode(mode)
 			cfg.Netns = ns
+			cfg.Cells.NoCredits, cfg.Cells.NoPacking = !credits, !packing
 			cfg.Logger = log
 			if cfg.LG.Integrity, err = linkcrc.ParseMode(integrity); err != nil {
 				return err
@@ -172,7 +202,7 @@ run checks this at startup.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
-	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host")
+	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host, or a comma-separated list (mode cells: an edge with several host ports; none: a fabric node)")
 	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch, or a comma-separated list of up to 16 (modes that drive a bundle; forward, lg, lgnb and monitor take one)")
 	f.StringVar(&portRate, "port-rate", "", "line rates of ports, PORT=RATE,...: e.g. host0=1G,link0=500M (bit/s on the wire; 0: unlimited, the default)")
 	f.StringVar(&portBuffer, "port-buffer", "", "egress queues of rate-limited ports, PORT=BYTES,...: e.g. host0=256K,link0=64K (K = 1024; default 256K)")
@@ -180,7 +210,17 @@ run checks this at startup.`,
 	f.StringVar(&preset, "preset", "pair", "with --node: the testbed's topology preset")
 	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (the namespace is prefix + node)")
-	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking) or monitor (sequenced, unprotected: measures loss)")
+	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (sequenced, unprotected: measures loss) or cells (a cell fabric's edge or fabric node)")
+	f.StringVar(&cfg.Cells.Spray, "spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
+	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 18 (default: what fits the smallest link MTU with 40 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1486 at MTU 1516)")
+	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
+	f.BoolVar(&packing, "packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
+	f.Uint16Var(&cfg.Cells.NodeID, "node-id", 0, "cells: this node's fabric address, unique in the fabric: 1-1023 for an edge, 1-65535 for a fabric node (default: derived from the first port's MAC, which may collide: give ids when you build a fabric by hand)")
+	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none (monitor and lg are not built yet)")
+	f.DurationVar(&cfg.Cells.ReachInterval, "reach-interval", 0, "cells: REACH period on every link (default 1ms)")
+	f.IntVar(&cfg.Cells.ReachTh, "reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 100: rides out a peer's scheduling stalls)")
+	f.IntVar(&cfg.Cells.ReachUp, "reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")
+	f.DurationVar(&cfg.Cells.ReasmTimeout, "reasm-timeout", 0, "cells: how long a missing cell may hold up its stream before it is skipped (default 30ms)")
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
 	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
@@ -199,7 +239,7 @@ run checks this at startup.`,
 	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
 	f.DurationVar(&cfg.LG.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for the link session with the other end to come up (default 200ms); then they are dropped, or sent unprotected with --session-pass")
 	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
-	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost) or off (the NICs check the FCS); must be the same on both ends")
+	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor/cells: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost) or off (the NICs check the FCS); must be the same on both ends")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
@@ -229,12 +269,7 @@ func nodePorts(cfg *dataplane.Config, ns *string, node, preset, topoFile, prefix
 		}
 		host, links := netns.PortsOf(ports, netns.RoleHost), netns.PortsOf(ports, netns.RoleLink)
 		if cfg.HostPort == "" {
-			if len(host) > 1 {
-				return fmt.Errorf("--node %s has host ports %v in topology %q: give --host-port", node, host, topo.Name)
-			}
-			if len(host) == 1 {
-				cfg.HostPort = host[0]
-			}
+			cfg.HostPort = strings.Join(host, ",") // the mode decides how many it takes
 		}
 		if cfg.LinkPort == "" {
 			if len(links) == 0 {
@@ -256,6 +291,11 @@ func nodePorts(cfg *dataplane.Config, ns *string, node, preset, topoFile, prefix
 	}
 	if cfg.LinkPort == "" {
 		return errors.New("run needs a link port (and, in modes forward, lg, lgnb and monitor, a host port): --host-port IF --link-port IF, or --node NAME of a testbed (e.g. --node sw1)")
+	}
+	cfg.HostPorts = splitList(cfg.HostPort)
+	cfg.HostPort = ""
+	if len(cfg.HostPorts) > 0 {
+		cfg.HostPort = cfg.HostPorts[0]
 	}
 	cfg.LinkPorts = splitList(cfg.LinkPort)
 	if len(cfg.LinkPorts) == 0 {
@@ -365,9 +405,22 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			}
 		}()
 	}
-	log.Info(readyMessage, "mode", cfg.Mode, "host", cfg.HostPort, "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.LG.Integrity.String())
+	if cfg.Mode == dataplane.ModeCells {
+		c := cfg.Cells
+		role := "fabric node"
+		if len(cfg.HostPorts) > 0 {
+			role = "edge"
+		}
+		log.Info("cells", "role", role, "node_id", c.NodeID, "cell_size", c.CellSize, "spray", c.Spray,
+			"credits", !c.NoCredits, "packing", !c.NoPacking, "link_mode", c.LinkMode,
+			"reach_interval", c.ReachInterval.String(), "reach_th", c.ReachTh, "reach_up", c.ReachUp, "reasm_timeout", c.ReasmTimeout.String())
+	}
+	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.LG.Integrity.String())
 	err = d.Run(ctx)
 	logStats(d.Stats())
+	if s := d.CellStats(); s != nil {
+		logCells(s.Snapshot())
+	}
 	if err != nil {
 		return err
 	}
@@ -384,6 +437,16 @@ func logStats(s dataplane.Snapshot) {
 		log.Info("counters", args...)
 	}
 	log.Info("counters", "umem_exhausted", s.FramesExhausted)
+}
+
+// logCells logs a cell node's counters at exit.
+func logCells(s dataplane.CellsSnapshot) {
+	for _, l := range s.Links {
+		log.Info("cells link", "dev", l.Name, "usable", l.Usable, "tx_bytes", l.TxBytes, "tx_cells", l.TxCells,
+			"rx_bytes", l.RxBytes, "rx_cells", l.RxCells, "exclusions", l.Exclusions)
+	}
+	log.Info("cells", "delivered", s.ReasmDelivered, "reasm_discarded", s.ReasmDiscards, "voq_drops", s.Node.VOQDrops,
+		"malformed", s.Malformed, "hop_drops", s.HopDrops, "no_route", s.Node.NoRoute, "fci_marks", s.FCIMarks, "max_poll_gap", time.Duration(s.MaxPollGap).String())
 }
 
 // serveStats serves /stats.json (the document below) and /metrics
@@ -438,6 +501,9 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 	if s := d.LGStats(); s != nil {
 		doc["linkguardian"] = lgDoc(s)
 	}
+	if s := d.CellStats(); s != nil {
+		doc["cells"] = cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}
+	}
 	for i := range d.Ports().N() {
 		p := d.Port(i)
 		pd := map[string]any{"xdp_mode": p.Program().Mode().String()}
@@ -459,6 +525,13 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 		doc["port_"+p.Name] = pd
 	}
 	return doc
+}
+
+// cellsDoc is the cells part of /stats.json.
+type cellsDoc struct {
+	dataplane.CellsSnapshot
+	Corrupt uint64 `json:"corrupt_frames"`
+	NoRoom  uint64 `json:"integrity_no_room"`
 }
 
 // lgDoc is the LinkGuardian part of /stats.json.

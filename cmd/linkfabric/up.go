@@ -32,14 +32,19 @@ Ctrl-C or SIGTERM. Then it stops the dataplanes and removes the testbed.
 
 A mode runs only on switches with the ports it takes: forward, lg, lgnb and monitor
 take one host port and one link port (preset pair). Presets bundle and fabric3 have
-switches with several link ports (fabric3's fabric nodes have no host port): they
-are for the cells mode. up says which modes and presets fit before it builds anything.
+switches with several link ports (fabric3's fabric nodes have no host port, its e3
+has two): they are for the cells mode, which runs on every switch (an edge where it
+has host ports, a fabric node where it has none). In mode cells up gives each
+switch its own --node-id (1, 2, ... in topology order). up says which modes and
+presets fit before it builds anything.
 
 --run-args is added to every 'linkfabric run' (split at spaces, no quoting), e.g.
 "--busy-poll" or "--link-loss 1e-2". If up is killed with SIGKILL its dataplanes stop
 too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.`,
 		Example: `  linkfabric up                                   # pair, forward, prefix lf
   linkfabric up --mode lg --run-args "--copies 2"
+  linkfabric up --preset bundle --mode cells --run-args "--spray p2c"
+  linkfabric up --preset fabric3 --mode cells
   linkfabric up --preset pair --mode lgnb --prefix lab`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("up"); err != nil {
@@ -115,7 +120,7 @@ func checkTopologyMode(topo *netns.Topology, mode dataplane.Mode) ([]string, err
 		for _, m := range dataplane.Modes() {
 			all = append(all, string(m))
 		}
-		fits = fmt.Sprintf("no mode built so far (%s) runs topology %s (a switch with several link ports, or none but link ports, is for the cells mode, not built yet)", strings.Join(all, ", "), topo.Name)
+		fits = fmt.Sprintf("no mode (%s) runs topology %s", strings.Join(all, ", "), topo.Name)
 	}
 	with := "no preset"
 	if len(presets) > 0 {
@@ -137,10 +142,7 @@ func runsOn(topo *netns.Topology, mode dataplane.Mode) error {
 			return err
 		}
 		host, links := netns.PortsOf(ports, netns.RoleHost), netns.PortsOf(ports, netns.RoleLink)
-		if len(host) > 1 {
-			return fmt.Errorf("switch %s has %d host ports (%s); a dataplane takes one", sw, len(host), strings.Join(host, ", "))
-		}
-		if err := dataplane.CheckPorts(mode, strings.Join(host, ""), links); err != nil {
+		if err := dataplane.CheckNodePorts(mode, host, links); err != nil {
 			return fmt.Errorf("switch %s: %w", sw, err)
 		}
 	}
@@ -164,9 +166,13 @@ func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []
 	}()
 	env := &experiment.Env{Prefix: r.prefix, Log: log}
 	var runs []experiment.NodeRun
-	for _, sw := range switches {
+	for i, sw := range switches {
 		args := append([]string{"run", "--node", sw, "--prefix", r.prefix}, r.where...)
-		args = append(append(args, "--mode", r.mode), r.extra...)
+		args = append(args, "--mode", r.mode)
+		if dataplane.Mode(r.mode) == dataplane.ModeCells {
+			args = append(args, "--node-id", fmt.Sprint(i+1)) // unique in the testbed, and an edge's
+		}
+		args = append(args, r.extra...)
 		runs = append(runs, experiment.NodeRun{Name: sw, Args: args})
 	}
 	fmt.Fprintf(out, "starting %d dataplanes (mode %s) ...\n", len(runs), r.mode)

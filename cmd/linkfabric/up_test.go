@@ -108,3 +108,143 @@ func prefixed(t *testing.T, p string) []string {
 	}
 	return out
 }
+
+// upProc is a running `linkfabric up`.
+type upProc struct {
+	cmd    *exec.Cmd
+	out    *strings.Builder
+	stderr *strings.Builder
+	exited chan error
+}
+
+// startUp runs `linkfabric up args...` and waits until it says the testbed
+// is up.
+func startUp(t *testing.T, ctx context.Context, c cli, args ...string) *upProc {
+	t.Helper()
+	u := &upProc{cmd: exec.CommandContext(ctx, c.bin, append([]string{"up"}, args...)...), out: &strings.Builder{}, stderr: &strings.Builder{}, exited: make(chan error, 1)}
+	stdout, err := u.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.cmd.Stderr = u.stderr
+	if err := u.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if u.cmd.ProcessState == nil {
+			u.cmd.Process.Kill()
+			<-u.exited
+		}
+	})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			u.out.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "Ctrl-C") {
+				close(ready)
+			}
+		}
+		u.exited <- u.cmd.Wait()
+	}()
+	select {
+	case <-ready:
+	case err := <-u.exited:
+		t.Fatalf("up exited before it was ready: %v\n%s\n%s", err, u.out.String(), u.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("up not ready within 60 s:\n%s\n%s", u.out.String(), u.stderr.String())
+	}
+	return u
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (u *upProc) stop(t *testing.T) {
+	t.Helper()
+	if err := u.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-u.exited:
+		if err != nil {
+			t.Errorf("up after SIGTERM: %v (want exit 0)\n%s", err, u.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("up still running 30 s after SIGTERM:\n%s", u.stderr.String())
+	}
+}
+
+// TestUpCells: `up --mode cells` runs a dataplane on every switch of the
+// bundle (two edges) and of fabric3 (three edges, e3 with two host ports,
+// and two fabric nodes), each with its own node id; the hosts reach each
+// other through the cells, and stats shows each node's cells counters.
+func TestUpCells(t *testing.T) {
+	netns.RequireRoot(t)
+	c := cli{bin: buildCLI(t)}
+	p := netns.TestPrefix(t, "lfc")
+	c.fails(t, []string{"up", "--preset", "fabric3", "--mode", "lg", "--prefix", p}, "--mode lg cannot run topology fabric3", "modes that run topology fabric3: cells")
+	// Cells flags a run refuses, naming the flag and what works.
+	tb := netns.TestUp(t, "lfc", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
+	run := []string{"run", "--netns", tb.NS("sw1"), "--host-port", "host0", "--link-port", "link0,link1", "--mode", "cells", "--metrics", ""}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1516", "at most 1486"}},
+		{[]string{"--cell-size", "1600", "--integrity", "off"}, []string{"--cell-size 1600", "at most 1490"}},
+		{[]string{"--cell-size", "10"}, []string{"--cell-size 10", "below the cell header"}},
+		{[]string{"--link-mode", "lg"}, []string{"--link-mode lg", "not built yet"}},
+		{[]string{"--spray", "ecmp"}, []string{"--spray", "perm, p2c or hash"}},
+		{[]string{"--node-id", "5000"}, []string{"--node-id 5000", "1..1023"}},
+	} {
+		c.fails(t, append(append([]string{}, run...), tc.args...), tc.want...)
+	}
+	if x := xdpOn(t, tb.NS("sw1")); x["host0"] != 0 || x["link0"] != 0 {
+		t.Errorf("a refused run left XDP programs on sw1: %v", x)
+	}
+	for _, tc := range []struct {
+		preset       string
+		pings        []string // addresses h1 pings
+		edge, fabric string   // h1's edge; a fabric node, if any
+		ids          map[string]uint64
+	}{
+		{"bundle", []string{"10.0.0.2"}, "sw1", "", map[string]uint64{"sw1": 1, "sw2": 2}},
+		{"fabric3", []string{"10.0.0.2", "10.0.0.3", "10.0.0.4"}, "e1", "f1", map[string]uint64{"e1": 1, "e3": 3, "f1": 4, "f2": 5}},
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			p := netns.TestPrefix(t, "lfc")
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			u := startUp(t, ctx, c, "--preset", tc.preset, "--mode", "cells", "--prefix", p)
+			for _, a := range tc.pings {
+				if err := netns.WaitPing(ctx, p+"h1", a); err != nil {
+					t.Fatalf("h1 → %s through up's cell dataplanes: %v\n%s", a, err, u.stderr.String())
+				}
+			}
+			for node, id := range tc.ids {
+				doc := statsDoc(t, c, p+node)
+				if got := num(doc, "cells", "node_id"); got != id {
+					t.Errorf("%s: node id %d; want %d", node, got, id)
+				}
+				if num(doc, "cells", "usable_links") == 0 {
+					t.Errorf("%s: no usable link: %v", node, doc["cells"])
+				}
+			}
+			if tc.fabric != "" {
+				doc := statsDoc(t, c, p+tc.fabric)
+				if role, _ := doc["cells"].(map[string]any)["role"].(string); role != "fabric" || num(doc, "cells", "node", "Forwarded") == 0 {
+					t.Errorf("%s: role %q, forwarded %d cells", tc.fabric, role, num(doc, "cells", "node", "Forwarded"))
+				}
+			}
+			r := c.ok(t, "stats", "--netns", p+tc.edge)
+			for _, want := range []string{"cells:", "links:", "tx_cells:", "reasm_delivered:"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("linkfabric stats does not print %q:\n%s", want, r.stdout)
+				}
+			}
+			u.stop(t)
+			if n := prefixed(t, p); len(n) != 0 {
+				t.Errorf("namespaces left after SIGTERM: %v", n)
+			}
+		})
+	}
+}

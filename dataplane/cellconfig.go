@@ -1,0 +1,170 @@
+package dataplane
+
+import (
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/linkcrc"
+)
+
+// ModeCells runs a cell node (cellify.Node): an edge when the node has host
+// ports (host frames packed into cells, sprayed over the link ports, with
+// credits from the destination's egress scheduler; cells reassembled and
+// delivered to the host ports), a fabric node when it has none (cells
+// sprayed again toward their edge).
+const ModeCells Mode = "cells"
+
+// CellsConfig configures mode cells. Zero fields take the defaults.
+type CellsConfig struct {
+	// NodeID is the node's fabric address; every node of a fabric needs its
+	// own. An edge's is 1..CellMaxEdges-1 (its bit in the reachability
+	// bitmaps), a fabric node's 1..65535. 0: derived from the MAC of the
+	// node's first port (CellNodeID), which two nodes share only by chance.
+	NodeID uint16
+	// Spray is how cells pick a link: perm (default), p2c or hash.
+	Spray string
+	// CellSize is the payload bytes per cell. 0: what fits the smallest
+	// link MTU with the link and cell headers and, unless the integrity
+	// check is off, its trailer.
+	CellSize int
+	// NoCredits sends cells as host frames arrive (push) instead of within
+	// the destination's grants (pull, the default); NoPacking cuts each
+	// host frame into its own cells instead of packing a VOQ's frames
+	// into one stream of cells (the default).
+	NoCredits, NoPacking bool
+	// LinkMode is what runs under the cells on every link port: none (the
+	// default; monitor and lg are not built yet).
+	LinkMode string
+	// ReachInterval is the REACH period on every link (default 1 ms);
+	// ReachTh the intervals in a row without one that exclude a link
+	// (default 100), ReachUp the good ones in a row that bring it back
+	// (default 3). ReachTh × ReachInterval is the longest scheduling stall
+	// of a peer that its links survive: on a loaded two-core machine
+	// workers were measured kept from running for 55 ms, and 300 ms with
+	// five dataplanes in one process. A short ReachUp matters as much:
+	// under such jitter 100 on-time REACHes in a row were rare, and links
+	// that needed them never came up. A link whose interface goes down
+	// leaves at once whatever they are.
+	ReachInterval time.Duration
+	ReachTh       int
+	ReachUp       int
+	// ReasmTimeout is how long a missing cell may hold up its stream before
+	// the reassembly skips it (default 30 ms: above the scheduling stalls
+	// of a fabric node on a loaded machine, whose cells arrive that late;
+	// with 10 ms fabric3 skipped holes whose cells came after). The
+	// reassembly holds up to 4095 cells per stream meanwhile (49 ms of
+	// 1500-byte cells at 1 Gbit/s).
+	ReasmTimeout time.Duration
+	// HostRate is the egress schedulers' rate (bit/s) for a host port
+	// without a --port-rate (default 10 Gbit/s); a rate-limited host port
+	// uses its rate. Grants also stop while the port's egress queue holds
+	// more than 4 credits.
+	HostRate uint64
+	// Seed seeds the spraying (0: the node id).
+	Seed uint64
+}
+
+// Cells defaults.
+const (
+	// CellMaxEdges is the edges a reachability bitmap covers: edge ids are
+	// below it.
+	CellMaxEdges         = cellify.MaxReachEdges
+	defaultReachInterval = time.Millisecond
+	defaultReachTh       = 100
+	defaultReachUp       = 3
+	defaultReasmTimeout  = 30 * time.Millisecond
+	defaultReasmWindow   = 4095 // 4096 slots
+	defaultCellHostRate  = 10_000_000_000
+	// MinCellSize is the least --cell-size: a cell carries at least as
+	// much payload as its own header.
+	MinCellSize = cellify.CellHeaderLen
+)
+
+// defaults checks c for an edge (a node with host ports) or a fabric node
+// and fills in the defaults.
+func (c *CellsConfig) defaults(edge bool) error {
+	if c.Spray == "" {
+		c.Spray = "perm"
+	}
+	if _, err := cellify.ParseSprayMode(c.Spray); err != nil {
+		return fmt.Errorf("dataplane: --spray %q: want perm, p2c or hash", c.Spray)
+	}
+	switch c.LinkMode {
+	case "", "none":
+		c.LinkMode = "none"
+	case "monitor", "lg", "lgnb":
+		return fmt.Errorf("dataplane: --link-mode %s under cells is not built yet; use --link-mode none", c.LinkMode)
+	default:
+		return fmt.Errorf("dataplane: --link-mode %q: want none (monitor and lg are not built yet)", c.LinkMode)
+	}
+	if edge && int(c.NodeID) >= CellMaxEdges {
+		return fmt.Errorf("dataplane: --node-id %d: an edge's id must be 1..%d (its bit in the reachability bitmaps); fabric nodes take 1..65535", c.NodeID, CellMaxEdges-1)
+	}
+	if c.CellSize < 0 {
+		return fmt.Errorf("dataplane: --cell-size %d: want a positive size, or 0 for what fits the link MTU", c.CellSize)
+	}
+	if c.ReachInterval == 0 {
+		c.ReachInterval = defaultReachInterval
+	}
+	if c.ReachTh == 0 {
+		c.ReachTh = defaultReachTh
+	}
+	if c.ReachUp == 0 {
+		c.ReachUp = defaultReachUp
+	}
+	if c.ReachInterval < 10*time.Microsecond || c.ReachTh < 1 || c.ReachTh > 10000 || c.ReachUp < 1 || c.ReachUp > 10000 {
+		return fmt.Errorf("dataplane: --reach-interval %v, --reach-th %d, --reach-up %d: want at least 10µs, and 1..10000 intervals", c.ReachInterval, c.ReachTh, c.ReachUp)
+	}
+	if c.ReasmTimeout == 0 {
+		c.ReasmTimeout = defaultReasmTimeout
+	}
+	if c.ReasmTimeout < 0 {
+		return fmt.Errorf("dataplane: --reasm-timeout %v: want a positive duration", c.ReasmTimeout)
+	}
+	if c.HostRate == 0 {
+		c.HostRate = defaultCellHostRate
+	}
+	return nil
+}
+
+// fit checks CellSize against the smallest link MTU (of port link) and sets
+// the default: a cell frame, its trailer included, fits the link MTU.
+func (c *CellsConfig) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
+	maxFrame := linkMTU + ethHeaderLen - integrity.Overhead()
+	most := maxFrame - cellify.CellPayloadOffset
+	if most < MinCellSize {
+		return fmt.Errorf("dataplane: link port %s has MTU %d: no cell fits (%d bytes of headers%s and %d of payload need MTU %d)",
+			link, linkMTU, cellify.CellPayloadOffset, trailerNote(integrity), MinCellSize, cellify.CellPayloadOffset+MinCellSize+integrity.Overhead()-ethHeaderLen)
+	}
+	switch {
+	case c.CellSize == 0:
+		c.CellSize = most
+	case c.CellSize < MinCellSize:
+		return fmt.Errorf("dataplane: --cell-size %d is below the cell header (%d bytes): want %d to %d", c.CellSize, MinCellSize, MinCellSize, most)
+	case c.CellSize > most:
+		return fmt.Errorf("dataplane: --cell-size %d does not fit link MTU %d (%s): a cell frame has %d bytes of headers%s besides its payload; want at most %d (the default)",
+			c.CellSize, linkMTU, link, cellify.CellPayloadOffset, trailerNote(integrity), most)
+	}
+	return nil
+}
+
+func trailerNote(i linkcrc.Integrity) string {
+	if i.Overhead() == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and a %d-byte integrity trailer (--integrity %s)", i.Overhead(), i)
+}
+
+// CellNodeID derives a node id from a MAC address (FNV-1a): 1..CellMaxEdges-1
+// for an edge, 1..65535 for a fabric node.
+func CellNodeID(mac [6]byte, edge bool) uint16 {
+	h := fnv.New32a()
+	h.Write(mac[:])
+	v := h.Sum32()
+	if edge {
+		return uint16(1 + v%(CellMaxEdges-1))
+	}
+	return uint16(1 + v%0xFFFF)
+}

@@ -1,0 +1,342 @@
+package dataplane
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+
+	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/xdp"
+)
+
+// cellPipeline is mode cells: a cellify.Node on the node's ports, its
+// frames in the UMEM. Host frames go to Node.HostRx, link frames (after the
+// worker's integrity check) to Node.LinkRx; after each batch and each Poll
+// the node's output is placed: per link its control frames (credits, REACH)
+// on the priority lane when the port has one, its cells on the data lane;
+// deliveries on their host port; the rest released. The node holds no frame
+// between calls, so every frame is sent or released in the iteration that
+// gave it.
+//
+// The node's clock runs only while the worker does: a gap between two
+// calls longer than cellMaxStep counts as cellMaxStep. A worker kept from
+// running finds, when it runs again, cells in its RX rings that arrived in
+// time; on the wall clock its reassembly would skip their holes before
+// reading them (measured on fabric3: holes skipped whose cells all came,
+// "late"), its links would miss REACH windows it did not look at, and its
+// schedulers would grant the time they slept at once.
+//
+// What the node is told about the ports: each link's TX backlog (its
+// shaper's queued bytes and its TX ring's frames at the largest cell size,
+// plus what this iteration listed) before every batch and Poll, for p2c
+// spraying and FCI; each host port's egress queue (shaper bytes and TX
+// ring frames at the mean delivered size) at every Poll, which stops the
+// credits above the scheduler's threshold; a link port's interface going
+// down or up (the worker's down state) as link state.
+type cellPipeline struct {
+	w    *worker
+	tx   *Tx // the worker's
+	node *cellify.Node
+	ps   Ports
+	st   *CellStats
+
+	prio   []int  // per link: the lane of its control frames
+	down   []bool // per link: down as last reported
+	pend   []int  // per port: bytes listed on its TX lists this iteration
+	avgLen []int  // per host port: mean delivered frame length (EWMA)
+	egress []int  // per host port: egress queue bytes last reported
+
+	cellFrame int // the largest cell frame
+	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
+	ring      int // TX ring size
+
+	// got counts frames handed to the node, allocs frames it allocated,
+	// released frames sent or freed: got + allocs - released is what the
+	// pipeline holds (0 after every call).
+	got, allocs, released int64
+	publishAt             int64
+	// The node's clock: worker time less stalled, the time beyond
+	// cellMaxStep of each gap between calls; last is the last call's
+	// worker time, maxGap the longest gap.
+	last, stalled, maxGap int64
+	voqs                  int
+	countVOQ              func(cellify.VOQInfo)
+}
+
+// cellPublish is how often the node's counters are copied to CellStats.
+const cellPublish = int64(20 * time.Millisecond)
+
+// cellMaxStep is the most the node's clock advances between two calls (a
+// busy worker calls every few hundred µs, an idle one at the node's next
+// deadline, at least every REACH interval).
+const cellMaxStep = int64(2 * time.Millisecond)
+
+// Credits and VOQs on a software fabric. Measured on the bundle under
+// iperf3 with workers kept from running for 10-50 ms: with 16 KiB credits,
+// bursts of 2 and 256 KiB VOQs the ingress VOQ overflowed (13k TCP
+// retransmits in 3 s); with these, none.
+const (
+	cellCredit   = 64 << 10
+	cellVOQBytes = 2 << 20
+)
+
+func newCellPipeline(w *worker) (Pipeline, error) {
+	d := w.d
+	cc := d.cfg.Cells
+	ps := d.ports
+	edge := len(ps.Hosts) > 0
+	spray, err := cellify.ParseSprayMode(cc.Spray)
+	if err != nil {
+		return nil, err
+	}
+	pl := &cellPipeline{
+		w:         w,
+		tx:        &w.tx,
+		ps:        ps,
+		st:        d.cellStats,
+		prio:      make([]int, len(ps.Links)),
+		down:      make([]bool, len(ps.Links)),
+		pend:      make([]int, ps.N()),
+		avgLen:    make([]int, len(ps.Hosts)),
+		egress:    make([]int, len(ps.Hosts)),
+		cellFrame: cellify.CellFrameLen(cc.CellSize),
+		maxAlloc:  int(w.umem.MaxFrameLen()) - linkcrc.TrailerLen,
+		ring:      int(d.cfg.RingSize),
+	}
+	pl.countVOQ = func(cellify.VOQInfo) { pl.voqs++ }
+	tier := cellify.TierEdge
+	if !edge {
+		tier = 1
+	}
+	seed := cc.Seed
+	if seed == 0 {
+		seed = uint64(cc.NodeID)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x63656c6c73)) // "cells"
+	nc := cellify.DefaultNodeConfig(cellify.EdgeID(cc.NodeID), tier, len(ps.Hosts), len(ps.Links), float64(cc.HostRate), pl, rng)
+	// Credits of 64 KiB, up to 8 at once after a late Poll; grants stop
+	// above 4 credits queued toward the port, or a quarter of a
+	// rate-limited port's buffer (what is granted but still on its way
+	// needs the rest).
+	nc.Sched.CreditSize, nc.Sched.MaxBurst = cellCredit, 8
+	nc.Sched.StopAbove = 4 * cellCredit
+	nc.Client.Quantum = cellCredit
+	for k, port := range ps.Hosts {
+		pl.avgLen[k] = 1514
+		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {
+			nc.HostRate[k] = float64(s.Rate)
+			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
+		}
+	}
+	nc.RingBytes = cellVOQBytes
+	nc.Spray = spray
+	nc.CellPayload = cc.CellSize
+	nc.Packing = !cc.NoPacking
+	nc.Credits = !cc.NoCredits
+	nc.Reach.MaxEdges = CellMaxEdges
+	nc.Reach.Interval = int64(cc.ReachInterval)
+	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
+	nc.Reasm.Timeout = int64(cc.ReasmTimeout)
+	nc.Reasm.Window = defaultReasmWindow
+	nc.LinkMACs = make([][12]byte, len(ps.Links))
+	for l, port := range ps.Links {
+		m := &nc.LinkMACs[l]
+		copy(m[:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) // the peer's MAC is not known
+		mac := d.all[port].mac
+		copy(m[6:], mac[:])
+		if len(d.all[port].socks) > 1 {
+			pl.prio[l] = lanePrio
+		}
+	}
+	if pl.node, err = cellify.NewNode(nc); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// Alloc implements cellify.Memory: a free UMEM frame.
+func (pl *cellPipeline) Alloc(n int) (cellify.Handle, bool) {
+	if n > pl.maxAlloc {
+		return 0, false
+	}
+	a, ok := pl.tx.Alloc()
+	if !ok {
+		return 0, false
+	}
+	pl.allocs++
+	return cellify.Handle(a), true
+}
+
+// Bytes implements cellify.Memory.
+func (pl *cellPipeline) Bytes(h cellify.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
+
+// Room implements Pipeline: the node takes every frame (what it cannot
+// place it counts and drops).
+func (pl *cellPipeline) Room(int) int { return math.MaxInt }
+
+// Receive implements Pipeline.
+func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
+	now = pl.clock(now)
+	pl.got += int64(len(descs))
+	pl.backlogs()
+	if k, ok := pl.ps.HostIndex(port); ok {
+		for _, d := range descs {
+			pl.node.HostRx(now, k, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)})
+		}
+	} else {
+		l, _ := pl.ps.Link(port)
+		for _, d := range descs {
+			pl.node.LinkRx(now, l, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)})
+		}
+	}
+	pl.drain(tx)
+}
+
+// Poll implements Pipeline: statistics, link state, backlogs and egress
+// queues, then the node's timers and its output.
+func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
+	now := pl.clock(wnow)
+	if now >= pl.publishAt {
+		pl.publishAt = now + cellPublish
+		pl.publish()
+	}
+	for l, port := range pl.ps.Links {
+		if down := pl.w.ports[port].downSince != 0; down != pl.down[l] {
+			pl.down[l] = down
+			pl.node.SetLinkUp(now, l, !down)
+		}
+	}
+	pl.backlogs()
+	for k, port := range pl.ps.Hosts {
+		q := pl.queued(port, pl.avgLen[k])
+		pl.egress[k] = q
+		pl.node.SetEgressQueue(now, k, q)
+	}
+	next := pl.node.Poll(now)
+	pl.drain(tx)
+	clear(pl.pend) // the worker places the lists now
+	if next == math.MaxInt64 {
+		return next
+	}
+	return next + pl.stalled // worker time
+}
+
+// clock returns the node's time at worker time now.
+func (pl *cellPipeline) clock(now int64) int64 {
+	if pl.last != 0 {
+		if gap := now - pl.last; gap > cellMaxStep {
+			pl.stalled += gap - cellMaxStep
+			pl.maxGap = max(pl.maxGap, gap)
+		}
+	}
+	pl.last = now
+	return now - pl.stalled
+}
+
+// Stop implements Pipeline.
+func (pl *cellPipeline) Stop() { pl.publish() }
+
+// backlogs tells the node every link's TX backlog.
+func (pl *cellPipeline) backlogs() {
+	for l, port := range pl.ps.Links {
+		pl.node.SetLinkBacklog(l, pl.queued(port, pl.cellFrame))
+	}
+}
+
+// queued is what waits to leave port, in bytes: what this iteration listed,
+// its shaper's queue, and its kicked TX rings' frames counted at frameLen
+// bytes each.
+func (pl *cellPipeline) queued(port, frameLen int) int {
+	b := pl.pend[port]
+	if sh := pl.w.shapers[port]; sh != nil {
+		b += sh.bytes
+	}
+	socks := pl.w.ports[port].socks
+	for lane := 0; lane < min(len(socks), 2); lane++ {
+		b += (pl.ring - socks[lane].TxFree()) * frameLen
+	}
+	return b
+}
+
+// drain places the node's output: link frames on their lanes, deliveries
+// on their host ports, every frame released once (a frame on a TX ring is
+// freed after its completion).
+func (pl *cellPipeline) drain(tx *Tx) {
+	o := &pl.node.Out
+	for m := o.Active; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros64(m)
+		lo := &o.Link[l]
+		port := pl.ps.Links[l]
+		for _, f := range lo.Ctrl {
+			pl.send(tx, port, pl.prio[l], f)
+		}
+		for _, f := range lo.Cells {
+			pl.send(tx, port, laneData, f)
+		}
+		pl.pend[port] += lo.Bytes
+	}
+	for k, list := range o.Deliver {
+		port := pl.ps.Hosts[k]
+		for _, f := range list {
+			pl.send(tx, port, laneData, f)
+			pl.pend[port] += f.Len
+			pl.avgLen[k] += (f.Len - pl.avgLen[k]) / 8
+		}
+	}
+	for _, f := range o.Free {
+		tx.Release(uint64(f.H))
+	}
+	pl.released += int64(len(o.Free))
+	o.Reset()
+}
+
+func (pl *cellPipeline) send(tx *Tx, port, lane int, f cellify.Frame) {
+	tx.Send(port, lane, uint64(f.H), f.Len)
+	tx.Release(uint64(f.H))
+	pl.released++
+}
+
+// publish copies the node's counters to CellStats.
+func (pl *cellPipeline) publish() {
+	n := pl.node
+	ns, rs := &n.Stats, n.ReasmStats()
+	ct := n.Credits()
+	pl.voqs = 0
+	n.VOQs(pl.countVOQ)
+	r := n.Reach()
+	s := pl.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &s.snap
+	c.Exclusions = 0
+	for l := range c.Links {
+		ls, lr := n.LinkStats(l), r.Link(l)
+		cl := &c.Links[l]
+		cl.Up, cl.Usable, cl.Peer, cl.Exclusions = lr.Up, lr.Usable, uint16(lr.Peer), lr.Exclusions
+		cl.LastReason = ""
+		if lr.Exclusions > 0 {
+			cl.LastReason = lr.LastReason.String()
+		}
+		cl.TxFrames, cl.TxBytes, cl.TxCells, cl.TxCtrl = ls.TxFrames, ls.TxBytes, ls.TxCells, ls.TxCtrl
+		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
+		c.Exclusions += lr.Exclusions
+	}
+	for k := range c.Hosts {
+		hs := n.HostStats(k)
+		ch := &c.Hosts[k]
+		ch.RxFrames, ch.RxBytes, ch.TxFrames, ch.TxBytes = hs.RxFrames, hs.RxBytes, hs.TxFrames, hs.TxBytes
+		ch.EgressQueue = pl.egress[k]
+	}
+	c.VOQs, c.VOQBacklog = pl.voqs, ct.Backlog
+	c.CreditRequested, c.CreditGranted, c.CreditSent = ct.Requested, ct.Granted, ct.Sent
+	c.ReasmDelivered, c.ReasmDiscards, c.ReasmTimeouts = rs.Delivered, rs.DiscardedRecords, rs.Timeouts
+	c.UsableLinks = bits.OnesCount64(r.Usable())
+	c.FCIMarks, c.FCISeen, c.HopDrops = ns.FCIMarks, ns.FCISeen, ns.HopDrops
+	c.Malformed = ns.BadCell + ns.BadCredit + ns.BadReach + ns.BadType
+	c.UmemFree = pl.w.refs.free.Len()
+	c.FramesHeld = pl.got + pl.allocs - pl.released
+	c.MaxPollGap, c.Stalled = pl.maxGap, pl.stalled
+	c.Node, c.Reasm = *ns, rs
+}

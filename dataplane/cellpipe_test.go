@@ -1,0 +1,297 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/metrics"
+	"github.com/linkfabric/linkfabric/xdp"
+)
+
+// memNode is a cells pipeline on a worker with a UMEM and no sockets: what
+// it sends is collected from the worker's TX lists by the test (memPair).
+type memNode struct {
+	w  *worker
+	pl *cellPipeline
+}
+
+// newMemNode makes a cell node with hosts host ports and links link ports
+// (their frames 1500 bytes of MTU plus 16 on links) as id.
+func newMemNode(t testing.TB, id uint16, hosts, links int, cc CellsConfig) *memNode {
+	t.Helper()
+	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	cfg := Config{Mode: ModeCells, RingSize: 256, Cells: cc}
+	cfg.Cells.NodeID = id
+	for i := range hosts {
+		cfg.HostPorts = append(cfg.HostPorts, "host"+string(rune('0'+i)))
+	}
+	for i := range links {
+		cfg.LinkPorts = append(cfg.LinkPorts, "link"+string(rune('0'+i)))
+	}
+	if err := cfg.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Cells.fit(1516, linkcrc.Off, "link0"); err != nil {
+		t.Fatal(err)
+	}
+	d := &Dataplane{cfg: cfg, umem: u, ports: newPorts(hosts, links)}
+	d.cellStats = newCellStats(d)
+	for _, n := range cfg.portNames() {
+		d.all = append(d.all, &Port{Name: n, mac: [6]byte{2, 0, 0, 0, byte(id), byte(len(d.all))}})
+	}
+	n := d.ports.N()
+	w := &worker{d: d, umem: u, refs: newFrameRefs(u), ports: d.all, shapers: make([]*shaper, n)}
+	w.tx.w = w
+	w.tx.lists = make([][][]xdp.Desc, n)
+	for p := range w.tx.lists {
+		w.tx.lists[p] = [][]xdp.Desc{make([]xdp.Desc, 0, 1024)}
+	}
+	pl, err := newCellPipeline(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &memNode{w: w, pl: pl.(*cellPipeline)}
+}
+
+// put copies b into a free frame of m's UMEM, held as if received.
+func (m *memNode) put(t testing.TB, b []byte) xdp.Desc {
+	a, ok := m.w.refs.alloc()
+	if !ok {
+		t.Fatal("UMEM exhausted")
+	}
+	a += uint64(m.w.umem.DataOffset())
+	copy(m.w.umem.Frame(a), b)
+	return xdp.Desc{Addr: a, Len: uint32(len(b))}
+}
+
+// memPair is two memNodes whose link ports k are wired to each other; host
+// frames delivered are counted per node.
+type memPair struct {
+	n         [2]*memNode
+	count     [2]int
+	delivered [2][][]byte // copies, with keep
+	keep      bool
+	now       int64
+	rx        [1]xdp.Desc
+}
+
+// step polls both nodes at now and carries what they sent until nothing
+// moves: link frames to the peer's same link port, host frames counted.
+func (p *memPair) step(t testing.TB, dt int64) {
+	p.now += dt
+	for i := range 2 {
+		p.n[i].pl.Poll(p.now, &p.n[i].w.tx)
+	}
+	for moved := true; moved; {
+		moved = false
+		for i, m := range p.n {
+			peer := p.n[1-i]
+			tx := &m.w.tx
+			for port, lanes := range tx.lists {
+				list := lanes[0]
+				tx.lists[port][0] = list[:0]
+				for _, d := range list {
+					moved = true
+					b := m.w.umem.Bytes(d.Addr, d.Len)
+					if _, ok := m.pl.ps.HostIndex(port); ok {
+						p.count[i]++
+						if p.keep {
+							p.delivered[i] = append(p.delivered[i], append([]byte(nil), b...))
+						}
+						continue
+					}
+					p.rx[0] = peer.put(t, b)
+					peer.pl.Receive(p.now, port-m.pl.ps.Links[0]+peer.pl.ps.Links[0], 0, p.rx[:], &peer.w.tx)
+				}
+			}
+			for _, a := range tx.rel {
+				m.w.refs.release(a)
+			}
+			tx.rel = tx.rel[:0]
+		}
+	}
+}
+
+// hostFrame is an Ethernet frame of n bytes from src to dst, numbered seq.
+func hostFrame(dst, src byte, n int, seq uint32) []byte {
+	b := make([]byte, n)
+	copy(b, []byte{2, 0, 0, 0, 9, dst, 2, 0, 0, 0, 9, src, 0x88, 0xb6})
+	binary.BigEndian.PutUint32(b[14:], seq)
+	return b
+}
+
+// fromHost hands frame b to m's host port k.
+func (p *memPair) fromHost(t testing.TB, i, k int, b []byte) {
+	m := p.n[i]
+	p.rx[0] = m.put(t, b)
+	m.pl.Receive(p.now, m.pl.ps.Hosts[k], 0, p.rx[:], &m.w.tx)
+}
+
+func newMemPair(t testing.TB, links int, cc CellsConfig) *memPair {
+	p := &memPair{}
+	p.n[0] = newMemNode(t, 1, 1, links, cc)
+	p.n[1] = newMemNode(t, 2, 1, links, cc)
+	// Until REACH made the links usable both ways.
+	for range 2*defaultReachUp + 3 {
+		p.step(t, int64(defaultReachInterval))
+	}
+	for i, m := range p.n {
+		if u := m.pl.node.Reach().Usable(); u != 1<<links-1 {
+			t.Fatalf("node %d: usable links %b after the REACH exchange", i+1, u)
+		}
+	}
+	return p
+}
+
+// TestCellPipelineMemory: two edges in memory; frames both ways (learning
+// by flooding first) are delivered whole and in order, every UMEM frame
+// comes back, the statistics agree, and the steady state allocates
+// nothing per frame.
+func TestCellPipelineMemory(t *testing.T) {
+	for _, cc := range []CellsConfig{{}, {NoCredits: true, NoPacking: true}, {Spray: "p2c"}} {
+		p := newMemPair(t, 3, cc)
+		p.keep = true
+		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0)) // broadcast: flooded, h1 learned at node 2
+		p.step(t, 1000)
+		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0)) // h2 → h1: known
+		p.step(t, 1000)
+		const n = 300
+		for i := range n {
+			p.fromHost(t, 0, 0, hostFrame(2, 1, 60+i*5, uint32(i+1)))
+			if i%7 == 0 {
+				p.step(t, 1000)
+			}
+		}
+		for range 200 {
+			p.step(t, 10_000)
+		}
+		got := p.delivered[1]
+		if len(got) != n+1 {
+			t.Fatalf("%+v: node 2 delivered %d frames; want %d", cc, len(got), n+1)
+		}
+		for i, b := range got[1:] {
+			if len(b) != 60+i*5 || binary.BigEndian.Uint32(b[14:]) != uint32(i+1) {
+				t.Fatalf("%+v: frame %d: %d bytes, seq %d", cc, i, len(b), binary.BigEndian.Uint32(b[14:]))
+			}
+		}
+		for i, m := range p.n {
+			if held, out := m.w.refs.inFlight(); held != 0 || out != 0 {
+				t.Errorf("%+v node %d: %d frames held, %d outstanding after the run", cc, i+1, held, out)
+			}
+			m.pl.publish()
+			s := m.pl.st.Snapshot()
+			if s.FramesHeld != 0 || s.Malformed != 0 || s.UmemFree != int(m.w.umem.FrameCount()) {
+				t.Errorf("%+v node %d: frames held %d, malformed %d, free %d of %d", cc, i+1, s.FramesHeld, s.Malformed, s.UmemFree, m.w.umem.FrameCount())
+			}
+		}
+		s := p.n[0].pl.st.Snapshot()
+		reg := metrics.NewRegistry()
+		if err := p.n[0].w.d.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		v := reg.Values()
+		if got := v[`linkfabric_cells_link_bytes_total{dir="tx",port="link1"}`]; got != float64(s.Links[1].TxBytes) || got == 0 {
+			t.Errorf("%+v: exported link1 tx bytes %v; the snapshot says %d", cc, got, s.Links[1].TxBytes)
+		}
+		if got := v["linkfabric_cells_reasm_delivered_total"]; got != float64(s.ReasmDelivered) {
+			t.Errorf("%+v: exported reassembly deliveries %v; the snapshot says %d", cc, got, s.ReasmDelivered)
+		}
+		var cells uint64
+		for _, l := range s.Links {
+			cells += l.TxCells
+		}
+		if cells != s.Node.CellsCut || s.Hosts[0].RxFrames != n+1 || s.Credits == cc.NoCredits {
+			t.Errorf("%+v node 1: cells on links %d, cut %d; host frames %d; credits %v", cc, cells, s.Node.CellsCut, s.Hosts[0].RxFrames, s.Credits)
+		}
+	}
+}
+
+// TestCellPipelineNoAlloc: once streams, VOQs and lists exist, a host frame
+// through two edges (cells, credits, reassembly, delivery) allocates
+// nothing.
+func TestCellPipelineNoAlloc(t *testing.T) {
+	p := newMemPair(t, 4, CellsConfig{})
+	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
+	p.step(t, 1000)
+	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
+	p.step(t, 1000)
+	f := hostFrame(2, 1, 1000, 1)
+	run := func() {
+		for range 8 {
+			p.fromHost(t, 0, 0, f)
+		}
+		p.step(t, 20_000)
+	}
+	for range 50 {
+		run()
+	}
+	if a := testing.AllocsPerRun(100, run); a != 0 {
+		t.Errorf("%v allocations per 8 host frames through two edges; want 0", a)
+	}
+	if p.count[1] < 100*8 {
+		t.Fatalf("%d frames delivered of %d", p.count[1], 150*8)
+	}
+}
+
+// TestCellsConfig: defaults, the cell size against the link MTU, the node
+// id ranges, and errors that name the flag.
+func TestCellsConfig(t *testing.T) {
+	c := CellsConfig{}
+	if err := c.defaults(true); err != nil || c.Spray != "perm" || c.LinkMode != "none" || c.ReachTh != defaultReachTh {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	if err := c.fit(1516, linkcrc.CRC32C, "link0"); err != nil || c.CellSize != 1516+14-4-cellify.CellPayloadOffset {
+		t.Errorf("default cell size at link MTU 1516 with CRC: %d, %v", c.CellSize, err)
+	}
+	c.CellSize = 0
+	if err := c.fit(1516, linkcrc.Off, "link0"); err != nil || c.CellSize != 1516+14-cellify.CellPayloadOffset {
+		t.Errorf("default cell size at link MTU 1516 without CRC: %d, %v", c.CellSize, err)
+	}
+	for _, tc := range []struct {
+		c    CellsConfig
+		edge bool
+		mtu  int
+		want []string
+	}{
+		{CellsConfig{CellSize: 8}, true, 1516, []string{"--cell-size 8", "below the cell header"}},
+		{CellsConfig{CellSize: 1487}, true, 1516, []string{"--cell-size 1487", "link MTU 1516", "at most 1486"}},
+		{CellsConfig{Spray: "ecmp"}, true, 1516, []string{"--spray", "perm, p2c or hash"}},
+		{CellsConfig{LinkMode: "lg"}, true, 1516, []string{"--link-mode lg", "not built yet"}},
+		{CellsConfig{LinkMode: "fec"}, true, 1516, []string{"--link-mode", "none"}},
+		{CellsConfig{NodeID: 1024}, true, 1516, []string{"--node-id 1024", "1..1023"}},
+		{CellsConfig{ReasmTimeout: -1}, true, 1516, []string{"--reasm-timeout"}},
+		{CellsConfig{}, true, 40, []string{"MTU 40", "no cell fits"}},
+	} {
+		err := tc.c.defaults(tc.edge)
+		if err == nil {
+			err = tc.c.fit(tc.mtu, linkcrc.CRC32C, "link0")
+		}
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: %v; want an error with %q", tc.c, err, w)
+			}
+		}
+	}
+	if err := (&CellsConfig{NodeID: 40000}).defaults(false); err != nil {
+		t.Errorf("fabric node id 40000: %v", err)
+	}
+	seen := map[uint16]bool{}
+	for i := range 200 {
+		mac := [6]byte{2, 0, 0, 0, byte(i >> 8), byte(i)}
+		e, f := CellNodeID(mac, true), CellNodeID(mac, false)
+		if e == 0 || e >= CellMaxEdges || f == 0 {
+			t.Fatalf("MAC %x: edge id %d, fabric id %d", mac, e, f)
+		}
+		seen[e] = true
+	}
+	if len(seen) < 150 {
+		t.Errorf("200 MACs gave %d edge ids", len(seen))
+	}
+}

@@ -1,0 +1,136 @@
+package dataplane
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/linkfabric/linkfabric/cellify"
+)
+
+// CellStats are the statistics of mode cells: the node's counters, copied
+// by the worker every 20 ms (and when it stops) under a small mutex, and the
+// integrity check of the link frames (live).
+type CellStats struct {
+	mu   sync.Mutex
+	snap CellsSnapshot
+	// Integrity counts the link frames' integrity check (integrity.go).
+	Integrity IntegrityStats
+}
+
+// CellsSnapshot is the cells part of the statistics.
+type CellsSnapshot struct {
+	NodeID   uint16 `json:"node_id"`
+	Role     string `json:"role"` // edge or fabric
+	Spray    string `json:"spray"`
+	CellSize int    `json:"cell_size"`
+	Credits  bool   `json:"credits"`
+	Packing  bool   `json:"packing"`
+
+	Links []CellLinkSnapshot `json:"links"`
+	Hosts []CellHostSnapshot `json:"hosts,omitempty"`
+
+	// Edge: bytes waiting in the VOQs; the credit loop's totals over
+	// them (requested: ever enqueued on credit VOQs; granted; sent);
+	// records the reassembly delivered and discarded (lost to holes,
+	// resyncs, malformed), and the holes it skipped.
+	VOQs            int    `json:"voqs"`
+	VOQBacklog      uint64 `json:"voq_backlog_bytes"`
+	CreditRequested uint64 `json:"credit_requested_bytes"`
+	CreditGranted   uint64 `json:"credit_granted_bytes"`
+	CreditSent      uint64 `json:"credit_sent_bytes"`
+	ReasmDelivered  uint64 `json:"reasm_delivered"`
+	ReasmDiscards   uint64 `json:"reasm_discarded"`
+	ReasmTimeouts   uint64 `json:"reasm_timeouts"`
+
+	// Exclusions counts links leaving the usable set (every reason);
+	// UsableLinks is how many are usable now.
+	Exclusions  uint64 `json:"exclusions"`
+	UsableLinks int    `json:"usable_links"`
+	// FCIMarks: cells this fabric node marked; FCISeen: cells arriving at
+	// this edge marked. HopDrops: cells without a hop left. Malformed:
+	// link frames no decoder accepted (bad cell, credit, REACH or type).
+	FCIMarks  uint64 `json:"fci_marks"`
+	FCISeen   uint64 `json:"fci_seen"`
+	HopDrops  uint64 `json:"hop_drops"`
+	Malformed uint64 `json:"malformed"`
+
+	// UmemFree is the UMEM frames on the free list; FramesHeld the frames
+	// the pipeline was given or allocated and has not released at the end
+	// of its last Poll (always 0: the node holds no frame between calls).
+	UmemFree   int   `json:"umem_free_frames"`
+	FramesHeld int64 `json:"frames_held"`
+	// MaxPollGap is the longest time between two calls of the worker
+	// (ns): how long it was kept from running (a peer's such stall longer
+	// than ReachTh intervals excludes its links). Stalled is the time
+	// the node's clock did not count: every gap's excess over 2 ms.
+	MaxPollGap int64 `json:"max_poll_gap_ns"`
+	Stalled    int64 `json:"stalled_ns"`
+
+	Node  cellify.NodeStats  `json:"node"`
+	Reasm cellify.ReasmStats `json:"reasm"`
+}
+
+// CellLinkSnapshot is one link port of a cell node.
+type CellLinkSnapshot struct {
+	Name       string `json:"name"`
+	Up         bool   `json:"up"`
+	Usable     bool   `json:"usable"`
+	Peer       uint16 `json:"peer"`
+	Exclusions uint64 `json:"exclusions"`
+	LastReason string `json:"last_exclusion,omitempty"`
+	// Frames and bytes on the link (cells and control), cells and control
+	// frames (credit, REACH) among them.
+	TxFrames uint64 `json:"tx_frames"`
+	TxBytes  uint64 `json:"tx_bytes"`
+	TxCells  uint64 `json:"tx_cells"`
+	TxCtrl   uint64 `json:"tx_ctrl"`
+	RxFrames uint64 `json:"rx_frames"`
+	RxBytes  uint64 `json:"rx_bytes"`
+	RxCells  uint64 `json:"rx_cells"`
+	RxCtrl   uint64 `json:"rx_ctrl"`
+}
+
+// CellHostSnapshot is one host port of an edge.
+type CellHostSnapshot struct {
+	Name string `json:"name"`
+	// Frames and bytes from the host (rx) and delivered to it (tx).
+	RxFrames uint64 `json:"rx_frames"`
+	RxBytes  uint64 `json:"rx_bytes"`
+	TxFrames uint64 `json:"tx_frames"`
+	TxBytes  uint64 `json:"tx_bytes"`
+	// EgressQueue is what the egress scheduler was last told is queued
+	// toward the port (bytes).
+	EgressQueue int `json:"egress_queue_bytes"`
+}
+
+// newCellStats makes the statistics of d's cell node, its configuration
+// and ports filled in.
+func newCellStats(d *Dataplane) *CellStats {
+	cc, ps := d.cfg.Cells, d.ports
+	s := &CellStats{}
+	c := &s.snap
+	c.NodeID, c.Spray, c.CellSize, c.Role = cc.NodeID, cc.Spray, cc.CellSize, "fabric"
+	if len(ps.Hosts) > 0 {
+		c.Role, c.Credits, c.Packing = "edge", !cc.NoCredits, !cc.NoPacking
+	}
+	names := d.cfg.portNames()
+	c.Links = make([]CellLinkSnapshot, len(ps.Links))
+	for l, port := range ps.Links {
+		c.Links[l].Name = names[port]
+	}
+	c.Hosts = make([]CellHostSnapshot, len(ps.Hosts))
+	for k, port := range ps.Hosts {
+		c.Hosts[k].Name = names[port]
+	}
+	return s
+}
+
+// Snapshot returns a copy of the statistics as last published.
+func (s *CellStats) Snapshot() CellsSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.snap
+	c.Links = slices.Clone(c.Links)
+	c.Hosts = slices.Clone(c.Hosts)
+	return c
+}
