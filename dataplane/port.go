@@ -7,6 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/xdp"
+	"golang.org/x/sys/unix"
 )
 
 // Port is one interface owned by the dataplane: the XDP program that counts,
@@ -17,6 +18,9 @@ type Port struct {
 	Role  PortRole
 	prog  *bpf.PortProgram
 	socks []*xdp.Socket
+	// ctl is a datagram socket in the port's namespace, for reading the
+	// interface's flags while it is down (-1: none).
+	ctl int
 
 	// Link state, owned by the worker: since when the interface has been
 	// found down (worker clock, 0: up), and when to try transmitting again.
@@ -36,13 +40,16 @@ func openPort(umem *xdp.Umem, role PortRole, ifname string, cfg *Config) (_ *Por
 		return nil, fmt.Errorf("%s port %s: no such interface in this network namespace (check --%s-port and --netns)",
 			role, ifname, role)
 	}
-	p := &Port{Name: ifname, Role: role}
+	p := &Port{Name: ifname, Role: role, ctl: -1}
 	copy(p.mac[:], ifc.HardwareAddr)
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
+	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err == nil {
+		p.ctl = fd
+	}
 	queues, err := xdp.QueueCount(ifname)
 	if err != nil {
 		return nil, err
@@ -84,6 +91,10 @@ func (p *Port) Sockets() []*xdp.Socket { return p.socks }
 
 func (p *Port) close() error {
 	var errs []error
+	if p.ctl > 0 {
+		errs = append(errs, unix.Close(p.ctl))
+		p.ctl = -1
+	}
 	for _, s := range p.socks {
 		errs = append(errs, s.Close())
 	}
@@ -93,4 +104,21 @@ func (p *Port) close() error {
 		p.prog = nil
 	}
 	return errors.Join(errs...)
+}
+
+// running reports whether the interface is up with carrier (IFF_UP and
+// IFF_RUNNING), read without transmitting; true if it cannot be read.
+func (p *Port) running() bool {
+	if p.ctl <= 0 {
+		return true
+	}
+	ifr, err := unix.NewIfreq(p.Name)
+	if err != nil {
+		return true
+	}
+	if err := unix.IoctlIfreq(p.ctl, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return true
+	}
+	f := ifr.Uint16()
+	return f&unix.IFF_UP != 0 && f&unix.IFF_RUNNING != 0
 }

@@ -472,8 +472,8 @@ func (w *worker) now() int64 { return int64(time.Since(w.epoch)) }
 // counted as TX dropped; LinkGuardian recovers it), and only every downRetry
 // is a transmission tried, until one succeeds and the port is up again.
 // Frames pending on a down port are not reported, so the worker can sleep.
-// A down port is retried even with nothing pending (a kick of an empty ring
-// fails with ENETDOWN while the interface is down): a pipeline that stops
+// A down port with nothing pending is found up again from its interface
+// flags (a kick of an empty ring proves nothing): a pipeline that stops
 // sending on a port it knows is down (cells) still learns it is up.
 func (w *worker) kickLane(k lane) (int, error) {
 	s := k.s
@@ -487,6 +487,12 @@ func (w *worker) kickLane(k lane) (int, error) {
 			return 0, nil
 		}
 		p.retryAt = now + int64(downRetry)
+		if s.TxPending() == 0 {
+			if p.running() {
+				w.portUp(p, c)
+			}
+			return 0, nil
+		}
 	}
 	if err := s.Kick(); err != nil {
 		if !isDown(err) {
@@ -502,14 +508,20 @@ func (w *worker) kickLane(k lane) (int, error) {
 		}
 		return 0, nil
 	}
-	if p.downSince != 0 {
-		down := w.now() - p.downSince
-		c.DownNs.Add(down)
-		c.Down.Store(false)
-		p.downSince = 0
-		w.d.cfg.Logger.Info("interface up again", "dev", p.Name, "down_for", time.Duration(down).String())
-	}
+	w.portUp(p, c)
 	return s.TxPending(), nil
+}
+
+// portUp records that a port marked down is up again.
+func (w *worker) portUp(p *Port, c *PortCounters) {
+	if p.downSince == 0 {
+		return
+	}
+	down := w.now() - p.downSince
+	c.DownNs.Add(down)
+	c.Down.Store(false)
+	p.downSince = 0
+	w.d.cfg.Logger.Info("interface up again", "dev", p.Name, "down_for", time.Duration(down).String())
 }
 
 // downTimeout bounds an idle sleep so that a port that is down is retried.
