@@ -152,11 +152,9 @@ func linkBalance(s CellsSnapshot) (ratio float64, bytes []uint64) {
 // checkCellsClean fails the test if a node of a clean run counted
 // malformed frames, leaked a frame, or lost one inside the fabric. (VOQ
 // drops are the ingress edge's buffer overflowing under TCP: its loss
-// signal, as at a switch.)
-// checkCellsClean: nothing malformed, held, looped, unroutable or lost in
-// reassembly. noRoute0 is the node's no-route count when traffic started
-// (frames a host sent while reachability was still converging, such as its
-// own multicast at link-up, are not the test's).
+// signal, as at a switch.) noRoute0 is the node's no-route count when
+// traffic started: frames a host sent while reachability was still
+// converging, such as its own multicast at link-up, are not the test's.
 func checkCellsClean(t *testing.T, name string, s CellsSnapshot, noRoute0 uint64) {
 	t.Helper()
 	s.Node.NoRoute -= noRoute0
