@@ -464,26 +464,23 @@ func (n *Node) setMACs(b []byte, l int) {
 }
 
 func (n *Node) sendCell(l int, f Frame, b []byte) {
-	n.setMACs(b, l)
-	o := &n.Out.Link[l]
-	o.Cells = append(o.Cells, f)
-	o.Bytes += f.Len
-	n.Out.Active |= 1 << l
-	s := &n.links[l]
-	s.TxFrames++
-	s.TxCells++
-	s.TxBytes += uint64(f.Len)
+	n.links[l].TxCells++
+	n.transmit(l, f, b, &n.Out.Link[l].Cells)
 }
 
 func (n *Node) sendCtrl(l int, f Frame, b []byte) {
+	n.links[l].TxCtrl++
+	n.transmit(l, f, b, &n.Out.Link[l].Ctrl)
+}
+
+// transmit appends f to one of link l's transmit lists and counts it.
+func (n *Node) transmit(l int, f Frame, b []byte, list *[]Frame) {
 	n.setMACs(b, l)
-	o := &n.Out.Link[l]
-	o.Ctrl = append(o.Ctrl, f)
-	o.Bytes += f.Len
+	*list = append(*list, f)
+	n.Out.Link[l].Bytes += f.Len
 	n.Out.Active |= 1 << l
 	s := &n.links[l]
 	s.TxFrames++
-	s.TxCtrl++
 	s.TxBytes += uint64(f.Len)
 }
 

@@ -190,26 +190,29 @@ func CheckNodePorts(mode Mode, hosts, links []string) error {
 	return nil
 }
 
+// firstOf keeps a single-port field and its list in step: the list is the
+// field alone if empty, and the field is the list's first entry.
+func firstOf(one *string, list *[]string, oneName, listName string) error {
+	if len(*list) == 0 && *one != "" {
+		*list = []string{*one}
+	}
+	if len(*list) > 0 {
+		if *one != "" && *one != (*list)[0] {
+			return fmt.Errorf("dataplane: %s %s is not the first of %s %v", oneName, *one, listName, *list)
+		}
+		*one = (*list)[0]
+	}
+	return nil
+}
+
 // checkPorts fills LinkPorts from LinkPort (or LinkPort from LinkPorts), the
 // same for the host ports, and checks them against the mode.
 func (c *Config) checkPorts() error {
-	if len(c.HostPorts) == 0 && c.HostPort != "" {
-		c.HostPorts = []string{c.HostPort}
+	if err := firstOf(&c.HostPort, &c.HostPorts, "HostPort", "HostPorts"); err != nil {
+		return err
 	}
-	if len(c.HostPorts) > 0 {
-		if c.HostPort != "" && c.HostPort != c.HostPorts[0] {
-			return fmt.Errorf("dataplane: HostPort %s is not the first of HostPorts %v", c.HostPort, c.HostPorts)
-		}
-		c.HostPort = c.HostPorts[0]
-	}
-	if len(c.LinkPorts) == 0 && c.LinkPort != "" {
-		c.LinkPorts = []string{c.LinkPort}
-	}
-	if len(c.LinkPorts) > 0 {
-		if c.LinkPort != "" && c.LinkPort != c.LinkPorts[0] {
-			return fmt.Errorf("dataplane: LinkPort %s is not the first of LinkPorts %v", c.LinkPort, c.LinkPorts)
-		}
-		c.LinkPort = c.LinkPorts[0]
+	if err := firstOf(&c.LinkPort, &c.LinkPorts, "LinkPort", "LinkPorts"); err != nil {
+		return err
 	}
 	return CheckNodePorts(c.Mode, c.HostPorts, c.LinkPorts)
 }
