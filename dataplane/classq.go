@@ -69,6 +69,22 @@ func (c *classQueues) pop(class int) {
 	c.n--
 }
 
+// dropOldest drops all but the newest keep frames of each class, paused
+// or not, handing each dropped frame to release; it returns how many it
+// dropped.
+func (c *classQueues) dropOldest(keep int, release func(uint64)) int {
+	n := 0
+	for class := range c.q {
+		q := &c.q[class]
+		for int(q.tail-q.head) > keep {
+			release(uint64(q.front().H))
+			c.pop(class)
+			n++
+		}
+	}
+	return n
+}
+
 // frameRing is a fixed FIFO of frames (size a power of two).
 type frameRing struct {
 	buf        []linkguardian.Frame

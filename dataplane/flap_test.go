@@ -2,7 +2,10 @@ package dataplane
 
 import (
 	"context"
+	"net"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
+	"golang.org/x/sys/unix"
 )
 
 // TestLGLinkFlap: under iperf3 TCP both ways through lg (and forward), sw1's link port
@@ -120,4 +124,93 @@ func linkFlap(t *testing.T, mode Mode) {
 	if v := reg.Values()[`linkfabric_port_down_total{port="link0"}`]; v != float64(st.Link.DownEvents) {
 		t.Errorf("exported link0 down events %v, counters say %d", v, st.Link.DownEvents)
 	}
+}
+
+// TestLGSessionKeepsNewest: while sw1's link port is down, h1 sends 20
+// numbered UDP datagrams in traffic class 5, 20 ms apart, then nothing for
+// longer than --session-wait. When the port comes back, the newest
+// --session-keep of them (and only those) reach h2, in order; with
+// --session-keep -1 none do. (After a flap, the newest frames are the
+// hosts' latest TCP retransmissions: delivering them restarts TCP without
+// waiting for its backed-off retransmission timer.)
+func TestLGSessionKeepsNewest(t *testing.T) {
+	for _, keep := range []int{4, -1} {
+		t.Run(strconv.Itoa(keep), func(t *testing.T) { sessionKeep(t, keep) })
+	}
+}
+
+func sessionKeep(t *testing.T, keep int) {
+	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	cfg := Config{Mode: ModeLG, LG: LGConfig{SessionKeep: keep}}
+	sw1 := startWatched(t, tb.NS("sw1"), cfg)
+	startWatched(t, tb.NS("sw2"), cfg)
+	h1, h2, ns1 := tb.NS("h1"), tb.NS("h2"), tb.NS("sw1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through lg: %v", err)
+	}
+	var rx, tx *net.UDPConn
+	if err := netns.Do(h2, func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 5310})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	if err := netns.Do(h1, func() (err error) {
+		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 5310})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	raw, err := tx.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, 0xa0) }) // CS5: class 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := func(args ...string) {
+		if o, err := netns.Command(ctx, ns1, "ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v in %s: %v: %s", args, ns1, err, o)
+		}
+	}
+	ip("link", "set", "link0", "down")
+	for deadline := time.Now().Add(2 * time.Second); !sw1.d.Stats().Link.Down; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("sw1 did not mark link0 down within 2 s")
+		}
+	}
+	const sent = 20
+	for i := range sent {
+		if _, err := tx.Write([]byte{byte(i)}); err != nil {
+			t.Fatalf("datagram %d: %v", i, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(3 * defaultSessionWait) // every datagram waited longer than --session-wait
+	ip("link", "set", "link0", "up")
+	var got []int
+	buf := make([]byte, 16)
+	rx.SetReadDeadline(time.Now().Add(2 * time.Second))
+	for {
+		n, err := rx.Read(buf)
+		if err != nil {
+			break
+		}
+		if n == 1 {
+			got = append(got, int(buf[0]))
+		}
+	}
+	var want []int
+	for i := sent - max(keep, 0); i < sent; i++ {
+		want = append(want, i)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("--session-keep %d: h2 got datagrams %v after the link came back, want %v", keep, got, want)
+	}
+	t.Logf("--session-keep %d: h2 got %v; sw1 session: %+v", keep, got, sw1.d.LGStats().Session.Snapshot())
 }

@@ -99,6 +99,14 @@ type LGConfig struct {
 	// SessionPass sent unprotected.
 	SessionWait time.Duration
 	SessionPass bool
+	// SessionKeep is how many of the newest frames of each class stay
+	// queued when the others are dropped after SessionWait (default 16;
+	// negative keeps none), for up to SessionHold (default 5 s) of the
+	// session not being up. A TCP sender backs its retransmissions off
+	// while the link is down: the latest one kept crosses as soon as the
+	// link is back, rather than the next one seconds later.
+	SessionKeep int
+	SessionHold time.Duration
 
 	// AckDelay is how long an ACK may wait for reverse data to carry it
 	// before an explicit ACK goes; DummyInterval is how long the sender
@@ -217,6 +225,12 @@ func (c *LGConfig) defaults(mode Mode) error {
 	}
 	if c.SessionWait == 0 {
 		c.SessionWait = defaultSessionWait
+	}
+	if c.SessionKeep == 0 {
+		c.SessionKeep = defaultSessionKeep
+	}
+	if c.SessionHold == 0 {
+		c.SessionHold = defaultSessionHold
 	}
 	if c.PeerMAC == ([6]byte{}) {
 		c.PeerMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}

@@ -59,6 +59,7 @@ type lgPipeline struct {
 	sess                    *linksession.Session
 	lanes                   int
 	blockedSince, warnedAt  int64
+	notUpSince              int64 // when the session was first found not up
 	sessDropped, sessPassed uint64
 
 	lgs *LGStats

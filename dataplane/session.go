@@ -22,13 +22,23 @@ import (
 //
 // Until the session is up, host frames wait in the class queues for up to
 // LGConfig.SessionWait; after that they are dropped (counted), or passed
-// unprotected with LGConfig.SessionPass.
+// unprotected with LGConfig.SessionPass. When dropped, the newest
+// LGConfig.SessionKeep frames of each class stay, for as long as the session
+// has been down less than LGConfig.SessionHold: after a link flap they are
+// the hosts' latest retransmissions, which restart TCP at once.
 
 // maxDeadline is "no deadline".
 const maxDeadline = math.MaxInt64
 
 // defaultSessionWait is how long host frames wait for the link session.
 const defaultSessionWait = 200 * time.Millisecond
+
+// defaultSessionKeep and defaultSessionHold: the newest frames kept per
+// class while the session is down, and for how long.
+const (
+	defaultSessionKeep = 16
+	defaultSessionHold = 5 * time.Second
+)
 
 // SessionStats is the link session as /stats.json shows it.
 type SessionStats struct {
@@ -191,8 +201,11 @@ func (pl *lgPipeline) sessionPoll(now int64, tx *Tx) int64 {
 // found not up with frames queued.
 func (pl *lgPipeline) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 	if pl.sess.State() == linksession.Up {
-		pl.blockedSince = 0
+		pl.blockedSince, pl.notUpSince = 0, 0
 		return true, maxDeadline
+	}
+	if pl.notUpSince == 0 {
+		pl.notUpSince = now
 	}
 	if pl.queue.empty() {
 		pl.blockedSince = 0
@@ -219,15 +232,11 @@ func (pl *lgPipeline) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 			pl.sessPassed++
 		}
 	default: // Drop
-		for {
-			class, ok := pl.queue.head(now)
-			if !ok {
-				break
-			}
-			tx.Release(uint64(pl.queue.front(class).H))
-			pl.queue.pop(class)
-			pl.sessDropped++
+		keep := pl.d.cfg.LG.SessionKeep
+		if now-pl.notUpSince >= int64(pl.d.cfg.LG.SessionHold) {
+			keep = 0
 		}
+		pl.sessDropped += uint64(pl.queue.dropOldest(max(keep, 0), tx.Release))
 		if now-pl.warnedAt > int64(time.Second) {
 			pl.warnedAt = now
 			pl.d.cfg.Logger.Warn("link session not up: host frames dropped; is the other end running linkfabric lg/lgnb/monitor with a --protect that fits this one?",

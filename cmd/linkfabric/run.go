@@ -83,7 +83,9 @@ through a link session (HELLO/HELLO-ACK on the priority lane): the smaller of
 their windows becomes the credit, the lanes, MTU and link speed are agreed, the
 --protect settings must fit together (tx here with rx there), and both reset their
 sequence numbers. When either end restarts (even kill -9), they agree again and
-nothing from before is delivered. Host frames wait --session-wait for the session.
+nothing from before is delivered. Host frames wait --session-wait for the session;
+then the newest --session-keep of each class stay (after a flap, the hosts' latest
+TCP retransmissions, which cross as soon as the link is back) and the rest are dropped.
 An interface that goes down is link state: the dataplane waits for it to come up.
 
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
@@ -239,6 +241,8 @@ run checks this at startup.`,
 	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
 	f.DurationVar(&cfg.LG.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for the link session with the other end to come up (default 200ms); then they are dropped, or sent unprotected with --session-pass")
 	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
+	f.IntVar(&cfg.LG.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when host frames are dropped after --session-wait, keep the newest N of each class (default 16; -1 keeps none): after a link flap they are the hosts' latest TCP retransmissions, which restart TCP at once")
+	f.DurationVar(&cfg.LG.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long frames kept by --session-keep may wait for the link session (default 5s)")
 	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor/cells: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost) or off (the NICs check the FCS); must be the same on both ends")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
