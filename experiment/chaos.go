@@ -120,6 +120,11 @@ type ChaosEvent struct {
 	// dataplane continued) until TCP carried ResumeShare of its rate before,
 	// sustained over ResumeWindow; -1 if it did not within Watch.
 	ResumeMs [2]float64 `json:"resume_ms"`
+	// FirstMs is, per direction, the time from the end of the event until
+	// the receiving host counted any bytes again (a sample's resolution);
+	// -1 if it did not within Watch. Far below ResumeMs, the link carried
+	// frames again early and TCP was slow to use it.
+	FirstMs [2]float64 `json:"first_ms"`
 	// AfterMbps is the TCP rate each way over the last second of Watch.
 	AfterMbps [2]float64 `json:"after_mbps"`
 	// Alive is whether every dataplane still ran after the event (a flap
@@ -209,7 +214,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 }
 
 func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg ChaosConfig, cc string) *ChaosEvent {
-	r := &ChaosEvent{Event: ev, ResumeMs: [2]float64{-1, -1}}
+	r := &ChaosEvent{Event: ev, ResumeMs: [2]float64{-1, -1}, FirstMs: [2]float64{-1, -1}}
 	fail := func(err error) *ChaosEvent {
 		r.Error = err.Error()
 		r.Alive = dp.Alive() == nil
@@ -266,6 +271,7 @@ func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg Cha
 	time.Sleep(cfg.Watch)
 	r.Alive = dp.Alive() == nil
 	r.ResumeMs = s.resumed(end, r.BeforeMbps, cfg.ResumeShare, cfg.ResumeWindow)
+	r.FirstMs = s.first(end)
 	r.AfterMbps = s.rate(time.Now().Add(-time.Second), time.Now())
 	stopTCP()
 	s.stop()
@@ -468,6 +474,24 @@ func (s *rxSampler) rate(from, to time.Time) [2]float64 {
 		r[d] = float64(s.bytes[last][d]-s.bytes[first][d]) * 8 / secs / 1e6
 	}
 	return r
+}
+
+// first returns, per direction, the time from end to the first sample after
+// it that counted more bytes than the one before, in ms; -1 if none.
+func (s *rxSampler) first(end time.Time) [2]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := [2]float64{-1, -1}
+	for d := range out {
+		for i := 1; i < len(s.at); i++ {
+			if s.at[i-1].Before(end) || s.bytes[i][d] == s.bytes[i-1][d] {
+				continue
+			}
+			out[d] = float64(s.at[i].Sub(end).Microseconds()) / 1e3
+			break
+		}
+	}
+	return out
 }
 
 // resumed returns, per direction, the time from end to the first sample

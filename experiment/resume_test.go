@@ -33,6 +33,10 @@ func TestResumedNeedsSustainedRate(t *testing.T) {
 	if got := s.resumed(end, [2]float64{1000, 1000}, 0.25, 500*time.Millisecond); got[0] != -1 {
 		t.Fatalf("resumed %v ms at 50 of 1000 Mbit/s; want -1", got)
 	}
+	// The flush arrived in the interval ending at i=2.
+	if got := s.first(end); got[0] != 20 || got[1] != 20 {
+		t.Fatalf("first bytes after %v ms; want 20 (the flush)", got)
+	}
 }
 
 // A late sampler (samples 30-50 ms apart instead of 10) still sees a
