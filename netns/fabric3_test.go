@@ -119,6 +119,35 @@ links:
 	}
 }
 
+// TestEdgesMustReachEachOther: with roles declared, two edges joined only
+// through a third edge (which does not forward cells) are refused, naming
+// them; joined through a fabric node they are accepted.
+func TestEdgesMustReachEachOther(t *testing.T) {
+	base := `name: t
+namespaces: [h1, h2, h3, e1, e2, e3, f1]
+links:
+  - {ends: [h1:eth0, e1:host0]}
+  - {ends: [h2:eth0, e2:host0]}
+  - {ends: [h3:eth0, e3:host0]}
+  - {ends: [e1:up0, f1:p1], mtu: link}
+  - {ends: [e2:up0, f1:p2], mtu: link}
+  - {ends: [e3:up0, MIDDLE:p3], mtu: link}
+roles: {e1: edge, e2: edge, e3: edge, f1: fabric}
+`
+	_, err := ParseTopology([]byte(strings.Replace(base, "MIDDLE", "e2", 1)))
+	if err == nil || !strings.Contains(err.Error(), "e1 and e3 cannot reach each other") {
+		t.Errorf("e3 behind edge e2: %v; want \"e1 and e3 cannot reach each other\"", err)
+	}
+	if _, err := ParseTopology([]byte(strings.Replace(base, "MIDDLE", "f1", 1))); err != nil {
+		t.Errorf("every edge on fabric node f1: %v", err)
+	}
+	for _, p := range []string{"fabric3", "bundle", "pair"} {
+		if _, err := Preset(p); err != nil {
+			t.Errorf("preset %s: %v", p, err)
+		}
+	}
+}
+
 // TestFabric3UpDown: the fabric3 preset comes up (every namespace, every
 // port up at its MTU, the hosts' addresses, two queues on fabric links,
 // each port of a fabric node joined to the right edge), its record carries

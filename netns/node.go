@@ -175,3 +175,50 @@ func (t *Topology) validateRoles(nss map[string]bool) error {
 	}
 	return nil
 }
+
+// validateReach checks, for a topology that declares Roles, that every two
+// edge nodes reach each other over link-class links through fabric nodes
+// only (an edge delivers cells to its hosts; it does not forward them).
+func (t *Topology) validateReach() error {
+	if len(t.Roles) == 0 {
+		return nil
+	}
+	adj := map[string][]string{}
+	for _, l := range t.Links {
+		if l.MTU != MTULink {
+			continue
+		}
+		a, b := l.Ends[0].NS, l.Ends[1].NS
+		adj[a] = append(adj[a], b)
+		adj[b] = append(adj[b], a)
+	}
+	var edges []string
+	for _, n := range t.Namespaces {
+		if t.role(n) == NodeEdge {
+			edges = append(edges, n)
+		}
+	}
+	for _, from := range edges {
+		seen := map[string]bool{from: true}
+		queue := []string{from}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			if n != from && t.role(n) != NodeFabric {
+				continue // reached, but cells do not cross it
+			}
+			for _, m := range adj[n] {
+				if !seen[m] {
+					seen[m] = true
+					queue = append(queue, m)
+				}
+			}
+		}
+		for _, to := range edges {
+			if !seen[to] {
+				return fmt.Errorf("roles: edges %s and %s cannot reach each other: no path of link-class links between them through fabric nodes only (an edge does not forward cells); add a link from each to a common fabric node", from, to)
+			}
+		}
+	}
+	return nil
+}

@@ -351,6 +351,9 @@ func (t *Topology) Validate() error {
 	if err := t.validateRoles(nss); err != nil {
 		return err
 	}
+	if err := t.validateReach(); err != nil {
+		return err
+	}
 	for _, s := range t.TxChecksumOff {
 		if s == AllEnds {
 			if len(t.TxChecksumOff) != 1 {
