@@ -89,7 +89,7 @@ func (r *Result) Overhead() float64 { return float64(r.WireBytes)/float64(max(r.
 const (
 	bufSize  = 2048
 	headroom = 256
-	window   = 2 * fec.MaxN // the receiver's, the least that holds any group
+	window   = 512 // the receiver's: the least power of two holding two groups of fec.MaxN
 )
 
 type arrival struct {
