@@ -53,7 +53,9 @@
 // that no mechanism needs a second EtherType or a second parser. Parse decodes
 // the LinkGuardian family; ParseHello the session family; package cellify the
 // cell family (its headers start at DataOffset, after a link header whose
-// bytes 15..21 LinkGuardian may fill as for a data frame); the reserved
+// bytes 15..21 LinkGuardian may fill as for a data frame); package fec the
+// parity frame (FEC's data frames are data frames: Seq and the original
+// EtherType, no flags, no ACK); the reserved
 // numbers have no decoder yet and every decoder rejects them (ErrType), so a
 // caller counts them as bad frames until their mechanism exists.
 //
@@ -72,7 +74,7 @@
 //	11    credit-grant  credit        cellify.ParseCredit  priority
 //	12    reach         reachability  cellify.ParseReach   priority
 //	13    tdma          TDMA          reserved
-//	14    fec-parity    FEC           reserved
+//	14    fec-parity    FEC           fec.ParseParity      normal
 //	15    -             reserved for an extended type byte
 //
 // # Session frames
@@ -143,7 +145,7 @@ const (
 	TypeCreditGrant Type = 11 // package cellify
 	TypeReach       Type = 12 // package cellify
 	TypeTDMA        Type = 13 // reserved
-	TypeFECParity   Type = 14 // reserved
+	TypeFECParity   Type = 14 // package fec
 	// NumTypes bounds the type field (4 bits): arrays indexed by Type use it.
 	NumTypes = 16
 )
