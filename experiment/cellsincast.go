@@ -22,7 +22,7 @@ var CellsTransports = []string{"udp", "tcp"}
 // port at e3 (host0), the bottleneck.
 type CellsIncastConfig struct {
 	PortRate   netns.BitRate  `json:"port_rate_bps"`     // e3's host0 (default 100M)
-	PortBuffer netns.ByteSize `json:"port_buffer_bytes"` // its egress queue (default 256K)
+	PortBuffer netns.ByteSize `json:"port_buffer_bytes"` // its egress queue (default 2M)
 	Arms       []string       `json:"arms"`              // CellsArms
 	Transports []string       `json:"transports"`        // CellsTransports
 	Runs       int            `json:"runs"`
@@ -51,7 +51,7 @@ func (c *CellsIncastConfig) Normalize() error {
 		return fmt.Errorf("cells incast --port-rate %s: want 1M..10G", c.PortRate)
 	}
 	if c.PortBuffer == 0 {
-		c.PortBuffer = 256 << 10
+		c.PortBuffer = 2 << 20
 	}
 	if c.PortBuffer < 16<<10 {
 		return fmt.Errorf("cells incast --port-buffer %s: want at least 16K", c.PortBuffer)

@@ -20,7 +20,7 @@ import (
 type CellsPushPullConfig struct {
 	PortRate   netns.BitRate  `json:"port_rate_bps"`     // A's and B's (default 100M)
 	FabricRate netns.BitRate  `json:"fabric_rate_bps"`   // each link into e3 (default 0.55 × PortRate)
-	PortBuffer netns.ByteSize `json:"port_buffer_bytes"` // A's and B's egress queues (default 256K)
+	PortBuffer netns.ByteSize `json:"port_buffer_bytes"` // A's and B's egress queues (default 2M)
 	Arms       []string       `json:"arms"`              // CellsArms
 	Runs       int            `json:"runs"`
 	Duration   time.Duration  `json:"duration_ns"`   // each run's UDP flows (default 3s)
@@ -46,7 +46,7 @@ func (c *CellsPushPullConfig) Normalize() error {
 			c.FabricRate, c.PortRate/2, c.PortRate*3, c.PortRate*3/4)
 	}
 	if c.PortBuffer == 0 {
-		c.PortBuffer = 256 << 10
+		c.PortBuffer = 2 << 20
 	}
 	if c.PortBuffer < 16<<10 {
 		return fmt.Errorf("cells pushpull --port-buffer %s: want at least 16K", c.PortBuffer)
