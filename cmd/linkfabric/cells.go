@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -8,8 +9,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/simfab"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func cellsCmd() *cobra.Command {
@@ -20,11 +24,16 @@ func cellsCmd() *cobra.Command {
 fabric of edge and fabric nodes that packs host frames into cells, sprays them
 over every usable link and schedules them with credits from the egress port.
 
-  sim   the simulated fabric (package simfab): the design study's scenarios on a
-        virtual clock, deterministic for a seed, no root needed`,
-		Example: `  linkfabric cells sim --scenario incast`,
+  sim       the simulated fabric (package simfab): the design study's scenarios on a
+            virtual clock, deterministic for a seed, no root needed
+  incast    two sources into one port on fabric3 (Stardust §5.4), credits on and off
+  pushpull  a congested port beside an uncongested one on fabric3 (Stardust §5.2)`,
+		Example: `  linkfabric cells sim --scenario incast
+  linkfabric cells incast --runs 3
+  linkfabric cells pushpull --runs 3`,
 	}
 	cmd.AddCommand(cellsSimCmd())
+	cellsAddFabricCmds(cmd)
 	return cmd
 }
 
@@ -220,4 +229,201 @@ func cellsScenarioList() string {
 		fmt.Fprintf(&b, "  %-11s %s\n", sc.Name, sc.Brief)
 	}
 	return b.String()
+}
+
+// cellsAddFabricCmds adds the experiments on a fabric3 testbed.
+func cellsAddFabricCmds(cmd *cobra.Command) {
+	cmd.AddCommand(cellsIncastCmd(), cellsPushPullCmd())
+}
+
+// cellsOut is what a cells experiment on a testbed writes and where.
+type cellsOut struct {
+	prefix, json, csv string
+	asJSON            bool
+}
+
+func (o *cellsOut) flags(f *pflag.FlagSet, name string) {
+	f.StringVar(&o.prefix, "prefix", "lf"+name, "testbed prefix (namespaces PREFIX+h1, ...)")
+	f.StringVar(&o.json, "out", "out/cells-"+name+".json", "write the result as JSON here ('' to skip)")
+	f.StringVar(&o.csv, "csv", "out/cells-"+name+".csv", "write each flow's delivered rate in 10 ms bins as CSV here ('' to skip)")
+	f.BoolVar(&o.asJSON, "json", false, "print JSON instead of the tables")
+}
+
+// write reports res, writes its CSV and fails if the summary's checks did.
+func (o *cellsOut) write(res any, text string, summary map[string]any, writeCSV func(string) error) error {
+	if err := report(res, text, o.json, o.asJSON); err != nil {
+		return err
+	}
+	if o.csv != "" {
+		if err := writeCSV(o.csv); err != nil {
+			return err
+		}
+		if !o.asJSON {
+			fmt.Printf("CSV: %s\n", o.csv)
+		}
+	}
+	if f, _ := summary["failed"].([]string); len(f) > 0 {
+		return errors.New("out of target: " + strings.Join(f, "; "))
+	}
+	return nil
+}
+
+// cellsRateFlag parses a bit rate flag ("" keeps the default).
+func cellsRateFlag(name, v string, dst *netns.BitRate) error {
+	if v == "" {
+		return nil
+	}
+	r, err := netns.ParseBitRate(v)
+	if err != nil || r == 0 {
+		return fmt.Errorf("--%s %q: want a rate like 100M or 1G", name, v)
+	}
+	*dst = r
+	return nil
+}
+
+// cellsSizeFlag parses a byte size flag ("" keeps the default).
+func cellsSizeFlag(name, v string, dst *netns.ByteSize) error {
+	if v == "" {
+		return nil
+	}
+	b, err := netns.ParseByteSize(v)
+	if err != nil || b == 0 {
+		return fmt.Errorf("--%s %q: want a size like 256K or 2M (K = 1024)", name, v)
+	}
+	*dst = b
+	return nil
+}
+
+func cellsIncastCmd() *cobra.Command {
+	var (
+		cfg                       experiment.CellsIncastConfig
+		rate, buffer, burst       string
+		arms, transports, runArgs string
+		out                       cellsOut
+	)
+	cmd := &cobra.Command{
+		Use:   "incast",
+		Short: "Two sources into one port on fabric3, credits on and off: drops, port busy, fair shares (Stardust §5.4)",
+		Long: `incast builds the fabric3 testbed (three edges, two fabric nodes; links as in
+the preset) with h3a's port at e3 (host0) at --port-rate with a --port-buffer egress
+queue: the bottleneck. For each run and arm it starts fresh cells dataplanes on every
+switch and sends from h1 (behind e1) and h2 (behind e2) to h3a, each at the port's rate:
+
+  udp   a burst of --burst bytes per source, paced at the port's rate (datagrams of
+        --payload bytes); h3a timestamps every datagram (kernel receive time)
+  tcp   one iperf3 flow per source for --duration
+
+Arms: credits (cells leave the sources' VOQs within the grants of e3's egress
+scheduler) and push (--credits=false: cells leave as frames arrive). It reports the
+drops of every switch by place (inside the fabric: link ports' queues and rings,
+VOQs, reassembly discards, cells without route or hop; at the egress port; at the
+sources' host ports), how busy the port was (its wire bits over its rate, over the
+delivery period less 10 % at each end) and each source's share. With credits the
+targets are zero drops in the fabric and at the port, the port busy ≥ 95 % and the
+shares within 5 % of fair; it exits 1 if the medians miss one. The burst's default
+(3 MiB) leaves each source's VOQ (2 MiB) room for the half of it that must wait.
+The port's buffer defaults to 2 MiB: what e3 granted is on its way whatever the
+port's queue, and a source whose worker was kept from running sends all its grants
+at once when it runs again (with 256K the credits arm dropped 15-77 frames per UDP
+run at the port on a loaded machine; with 2M none).`,
+		Example: `  linkfabric cells incast
+  linkfabric cells incast --runs 3 --port-rate 200M --port-buffer 512K
+  linkfabric cells incast --arms push --transports udp --burst 1M`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells incast"); err != nil {
+				return err
+			}
+			if err := errors.Join(cellsRateFlag("port-rate", rate, &cfg.PortRate), cellsSizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
+				return err
+			}
+			var b netns.ByteSize
+			if err := cellsSizeFlag("burst", burst, &b); err != nil {
+				return err
+			}
+			cfg.Burst = int64(b)
+			cfg.Arms, cfg.Transports, cfg.RunArgs = splitList(arms), splitList(transports), strings.Fields(runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: out.prefix, Log: log}
+			res, err := env.CellsIncast(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return out.write(res, res.Text(), res.Summary, res.WriteCSV)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&rate, "port-rate", "100M", "rate of h3a's port at e3 (host0), the bottleneck; each source sends at it")
+	f.StringVar(&buffer, "port-buffer", "2M", "egress queue of h3a's port at e3 (K = 1024; e3's scheduler stops granting above a quarter of it, at most 256K)")
+	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--credits=false)")
+	f.StringVar(&transports, "transports", strings.Join(experiment.CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
+	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm and transport (the summary has medians)")
+	f.StringVar(&burst, "burst", "3M", "udp: payload bytes each source sends")
+	f.IntVar(&cfg.Payload, "payload", 1400, "udp: payload bytes per datagram")
+	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "tcp: iperf3 duration, whole seconds")
+	f.StringVar(&cfg.CC, "cc", "", "tcp: congestion control (default: the hosts' default)")
+	f.StringVar(&runArgs, "run-args", "", "more arguments for every 'linkfabric run', e.g. \"--cell-size 512\"")
+	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
+	out.flags(f, "incast")
+	return cmd
+}
+
+func cellsPushPullCmd() *cobra.Command {
+	var (
+		cfg                        experiment.CellsPushPullConfig
+		rate, fabric, buffer, arms string
+		runArgs                    string
+		out                        cellsOut
+	)
+	cmd := &cobra.Command{
+		Use:   "pushpull",
+		Short: "A congested port beside an uncongested one on fabric3, credits on and off (Stardust §5.2)",
+		Long: `pushpull reproduces Stardust §5.2 on the fabric3 testbed. e3 has two ports, A (h3a,
+host0) and B (h3b, host1), at --port-rate; h1 sends UDP to A and to B, h2 to A, each
+at the port rate for --duration. The four links into e3 run at --fabric-rate each
+(default 0.55 × the port rate: together A's and B's rates with a margin for the cells'
+headers and the credits' speed-up, and less than the three flows offer).
+
+In a push fabric (arm push, --credits=false) A's oversubscription backs up into the
+links into e3, which drop A's and B's cells alike: B keeps about what the links carry
+over what is offered (the paper: two thirds) although its own port is not congested.
+With credits (arm credits) e3 grants A's rate to A's two sources and B's to B, A's
+excess waits (and overflows) in its sources' VOQs, and B gets its whole rate: the
+target is ≥ 0.97 of it (exit 1 if the median misses). B's throughput is its wire bits
+over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
+		Example: `  linkfabric cells pushpull
+  linkfabric cells pushpull --runs 3 --port-rate 200M`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells pushpull"); err != nil {
+				return err
+			}
+			if err := errors.Join(cellsRateFlag("port-rate", rate, &cfg.PortRate), cellsRateFlag("fabric-rate", fabric, &cfg.FabricRate),
+				cellsSizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
+				return err
+			}
+			cfg.Arms, cfg.RunArgs = splitList(arms), strings.Fields(runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: out.prefix, Log: log}
+			res, err := env.CellsPushPull(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return out.write(res, res.Text(), res.Summary, res.WriteCSV)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&rate, "port-rate", "100M", "rate of ports A and B at e3; every flow sends at it")
+	f.StringVar(&fabric, "fabric-rate", "", "rate of each of the four links into e3 (default 0.55 × --port-rate)")
+	f.StringVar(&buffer, "port-buffer", "2M", "egress queues of A and B (K = 1024)")
+	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--credits=false)")
+	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm (the summary has medians)")
+	f.DurationVar(&cfg.Duration, "duration", 3*time.Second, "how long the three flows send")
+	f.IntVar(&cfg.Payload, "payload", 1400, "payload bytes per datagram")
+	f.StringVar(&runArgs, "run-args", "", "more arguments for every 'linkfabric run'")
+	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
+	out.flags(f, "pushpull")
+	return cmd
 }
