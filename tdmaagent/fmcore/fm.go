@@ -35,8 +35,9 @@ type Config struct {
 	SlotLen int64
 	Guard   int64
 	Mode    gate.Mode
-	// Lead: grants leave this long before the open part of the slot, the
-	// hosts' calibrated minimum reaction (delay + wake-up); 0 ≤ Lead < Guard.
+	// Lead: grants leave this long before the open part of the slot (the
+	// hosts' delay and wake-up), 0 ≤ Lead ≤ Guard; a host opens at the end
+	// of the guard by its own timer, anchored on the grant's receive time.
 	Lead int64
 	// LinkSpeed (bits/s) converts the standard part's pause to quanta.
 	LinkSpeed uint64
@@ -46,6 +47,9 @@ type Config struct {
 	PublishMargin int64
 	Src           [6]byte
 	Hosts         [][6]byte // unicast MAC per host (may be nil)
+	// Trace, if set, is called as each slot starts (skipped ones too) with
+	// its start, round (nil: idle) and index: the FM's true timeline.
+	Trace func(start int64, r *sched.Round, slot int)
 }
 
 // Emission is a control frame due to a host.
@@ -89,8 +93,8 @@ func New(cfg Config, start int64) (*FM, error) {
 		return nil, fmt.Errorf("fmcore: %d hosts (want 2..%d)", cfg.N, wire.MaxHosts)
 	case cfg.SlotLen <= 0 || cfg.Guard < 0 || cfg.Guard >= cfg.SlotLen:
 		return nil, fmt.Errorf("fmcore: slot %d ns, guard %d ns: want 0 ≤ guard < slot", cfg.SlotLen, cfg.Guard)
-	case cfg.Lead < 0 || (cfg.Lead > 0 && cfg.Lead >= cfg.Guard):
-		return nil, fmt.Errorf("fmcore: lead %d ns must be in [0, guard %d ns)", cfg.Lead, cfg.Guard)
+	case cfg.Lead < 0 || cfg.Lead > cfg.Guard:
+		return nil, fmt.Errorf("fmcore: lead %d ns must be in [0, guard %d ns]", cfg.Lead, cfg.Guard)
 	case cfg.SlotLen > math.MaxUint32:
 		return nil, fmt.Errorf("fmcore: slot %d ns over the trailer's 4.29 s", cfg.SlotLen)
 	case cfg.LinkSpeed == 0:
@@ -173,6 +177,7 @@ func (f *FM) advance() {
 	f.slotStart += f.cfg.SlotLen
 	f.rotation++
 	f.s.Slots++
+	defer f.trace()
 	if f.cur != nil && f.slot >= 0 && f.slot+1 < len(f.cur.Slots) {
 		f.slot++
 		f.phase = 0
@@ -193,6 +198,13 @@ func (f *FM) advance() {
 		f.s.IdleSlots++
 	}
 	f.phase = 0
+}
+
+func (f *FM) trace() {
+	if f.cfg.Trace != nil {
+		r, k, t := f.Current()
+		f.cfg.Trace(t, r, k)
+	}
 }
 
 // Emit appends to out every frame due by now and returns it. Frames whose

@@ -72,10 +72,11 @@ type Config struct {
 	LeaseSlots int
 }
 
-// Window is an open class: its destination and when it closes.
+// Window is an open class: its destination and when it opens and closes.
 type Window struct {
 	Class   int
 	Dst     int
+	OpenAt  int64 // a grant that arrives early opens the class at its slot's guard end
 	Close   int64 // math.MaxInt64: until paused (paper mode)
 	FreeRun bool  // opened by the host's own timer
 }
@@ -125,8 +126,8 @@ type Gate struct {
 	// paper
 	st       pfc.State
 	opened   uint8
-	clsRound [pfc.NumClasses]uint32
-	clsEnd   [pfc.NumClasses]int64 // intended close + guard, for overrun accounting
+	clsRound [pfc.NumClasses]uint16 // trailer round of the unpause that opened each class
+	clsEnd   [pfc.NumClasses]int64  // intended close + guard, for overrun accounting
 
 	ext pfc.State // plain PFC from other senders (any mode)
 	vf  int64     // shaper: when the TBF will have sent everything released
@@ -220,9 +221,7 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 			}
 			if gr.PFC.Quanta[c] == 0 {
 				g.opened |= bit
-				if sc != nil {
-					g.clsRound[c] = sc.Round
-				}
+				g.clsRound[c] = gr.Round
 				g.clsEnd[c] = rx + int64(gr.OpenNs) - g.cfg.DelayEst + int64(gr.GuardUs)*1000
 				g.s.GrantOpens++
 			}
@@ -248,7 +247,10 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 		g.s.GrantOpens++
 	}
 	g.frKey = key
-	g.win = Window{Class: c, Dst: sc.Dst(c), Close: boundary - g.cfg.Margin}
+	// Timers are anchored on the kernel receive time, not on when the agent
+	// woke: a grant sent ahead of the slot opens at the estimated end of its
+	// guard (never before the true one, since d ≥ d_est).
+	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin}
 	g.winOpen = g.win.Dst >= 0
 }
 
@@ -344,7 +346,7 @@ func (g *Gate) Open(now int64) uint8 {
 
 func (g *Gate) window(now int64) (Window, bool) {
 	if g.winOpen && now < g.win.Close {
-		return g.win, true
+		return g.win, now >= g.win.OpenAt
 	}
 	g.winOpen = false
 	w, ok, _ := g.freeRun(now)
@@ -358,7 +360,7 @@ func (g *Gate) Window(now int64, c int) (Window, bool) {
 	}
 	if g.cfg.Mode == Paper {
 		dst := -1
-		if sc := g.schedule(g.clsRound[c]); sc != nil {
+		if sc := g.schedule16(g.clsRound[c]); sc != nil {
 			dst = sc.Dst(c)
 		}
 		return Window{Class: c, Dst: dst, Close: math.MaxInt64}, dst >= 0
@@ -379,6 +381,9 @@ func (g *Gate) NextDeadline(now int64) int64 {
 	}
 	if g.winOpen && now < g.win.Close {
 		next = g.win.Close
+		if now < g.win.OpenAt {
+			next = g.win.OpenAt
+		}
 	} else if w, ok, t := g.freeRun(now); ok {
 		next = w.Close
 	} else {
