@@ -81,9 +81,6 @@ func (s *Sim) publish(now int64) {
 	}
 	s.computeAt = math.MaxInt64
 	for h := 0; h < N; h++ {
-		if s.cfg.CtlLoss > 0 && s.rng.Float64() < s.cfg.CtlLoss {
-			continue
-		}
 		var m wire.Schedule
 		fmcore.ScheduleFor(r, h, s.cfg.LeaseSlots, &m)
 		var b [wire.MaxHosts + wire.MaxSlots + 32]byte
@@ -95,7 +92,15 @@ func (s *Sim) publish(now int64) {
 		if err := wire.DecodeSchedule(b[:k], &s.schPool[len(s.schPool)-1]); err != nil {
 			panic(err)
 		}
-		s.push(event{at: now + s.cfg.CtlDelay.Sample(s.rng), kind: evSched, i: int32(h), a: int64(len(s.schPool) - 1)})
+		// Each schedule goes ScheduleCopies times, half a slot apart: a lost
+		// one would cost the host a whole round.
+		for c := 0; c < s.cfg.ScheduleCopies; c++ {
+			if s.cfg.CtlLoss > 0 && s.rng.Float64() < s.cfg.CtlLoss {
+				continue
+			}
+			at := now + int64(c)*s.cfg.Slot/2 + s.cfg.CtlDelay.Sample(s.rng)
+			s.push(event{at: at, kind: evSched, i: int32(h), a: int64(len(s.schPool) - 1)})
+		}
 	}
 }
 
@@ -140,9 +145,9 @@ func (s *Sim) onArrive(j int, a int64) {
 	panic("data arrivals go through onData")
 }
 
-func (s *Sim) onData(j, src, payload int) {
+func (s *Sim) onData(j, src, payload, bytes int) {
 	p := s.ports[j]
-	f := frame{src: int16(src), dst: int16(j), ctl: -1, bytes: payload + HdrLen, payload: payload}
+	f := frame{src: int16(src), dst: int16(j), ctl: -1, bytes: bytes, payload: payload}
 	if p.data > p.srcCount[src] {
 		s.res.Collisions++
 	}
@@ -229,18 +234,19 @@ func (s *Sim) tryHost(i int) {
 		if !ok || h.remain[w.Dst] <= 0 {
 			continue
 		}
-		n := h.g.Fit(s.now, w, int(min(int64(s.cfg.MTU), h.remain[w.Dst]+HdrLen)))
+		// A last piece shorter than the minimum frame is padded.
+		n := h.g.Fit(s.now, w, int(min(int64(s.cfg.MTU), max(h.remain[w.Dst]+HdrLen, minFrame))))
 		if n == 0 {
 			continue
 		}
-		payload := n - HdrLen
+		payload := int(min(int64(n-HdrLen), h.remain[w.Dst]))
 		h.remain[w.Dst] -= int64(payload)
 		end := h.g.Sent(s.now, w, n)
 		h.nicFree = end
 		h.rr = c + 1
 		s.sends = append(s.sends, sent{src: int16(i), dst: int16(w.Dst), bytes: int32(n), t0: end - s.wireNs(n), t1: end})
 		s.res.DataBytes += int64(n + s.cfg.Overhead)
-		s.push(event{at: end + s.cfg.Prop, kind: evData, i: int32(w.Dst), a: int64(i), b: int64(payload)})
+		s.push(event{at: end + s.cfg.Prop, kind: evData, i: int32(w.Dst), a: int64(i), b: int64(payload) | int64(n)<<32})
 		s.push(event{at: end, kind: evHostTx, i: int32(i)})
 		return
 	}

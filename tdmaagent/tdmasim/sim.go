@@ -31,6 +31,9 @@ import (
 // the raw data header.
 const HdrLen = 14 + wire.DataHdrLen
 
+// minFrame is the Ethernet minimum without FCS.
+const minFrame = 60
+
 // Config configures a run. Zero fields take the defaults of Default.
 type Config struct {
 	Hosts     int
@@ -55,7 +58,10 @@ type Config struct {
 	Wake          Dist // host kernel receive → agent acts
 	Timer         Dist // lateness of the host's own timers
 	CtlLoss       float64
-	Seed          uint64
+	// ScheduleCopies: each host's round schedule is sent this many times
+	// (default 2), each copy lost with CtlLoss.
+	ScheduleCopies int
+	Seed           uint64
 	// Shuffle is the bytes each host sends to every other host.
 	Shuffle int64
 	// FreezeAt, FreezeFor: the FM is stopped (kill -STOP) for that long.
@@ -261,6 +267,9 @@ func fill(cfg *Config) {
 	if cfg.Shuffle == 0 {
 		cfg.Shuffle = d.Shuffle
 	}
+	if cfg.ScheduleCopies == 0 {
+		cfg.ScheduleCopies = 2
+	}
 }
 
 func newSim(cfg Config) (*Sim, error) {
@@ -308,7 +317,7 @@ func newSim(cfg Config) (*Sim, error) {
 		return nil, err
 	}
 	for i := 0; i < cfg.Hosts; i++ {
-		g, err := gate.New(gate.Config{Mode: cfg.Mode, Rate: cfg.Rate, Overhead: cfg.Overhead, MinFrame: HdrLen + 9,
+		g, err := gate.New(gate.Config{Mode: cfg.Mode, Rate: cfg.Rate, Overhead: cfg.Overhead, MinFrame: minFrame,
 			DelayEst: s.dEst, Margin: cfg.Margin, LeaseSlots: cfg.LeaseSlots})
 		if err != nil {
 			return nil, err
@@ -415,7 +424,7 @@ func (s *Sim) loop() {
 		case evPortArrive:
 			s.onArrive(int(e.i), e.a)
 		case evData:
-			s.onData(int(e.i), int(e.a), int(e.b))
+			s.onData(int(e.i), int(e.a), int(e.b&0xffffffff), int(e.b>>32))
 		case evPortDone:
 			s.onPortDone(int(e.i))
 		case evCtlRx:

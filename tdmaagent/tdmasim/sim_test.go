@@ -80,3 +80,17 @@ func TestDist(t *testing.T) {
 		t.Fatalf("%.3f of samples at or below the p50 of 42 µs", f)
 	}
 }
+
+// TestTinyLastPiece: a flow whose last piece is shorter than the minimum
+// frame still completes (the frame is padded).
+func TestTinyLastPiece(t *testing.T) {
+	c := Default()
+	c.Shuffle = 50*int64(c.MTU-HdrLen) + 4
+	r, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Unfinished != 0 {
+		t.Fatalf("%d flows unfinished", r.Unfinished)
+	}
+}
