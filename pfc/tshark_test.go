@@ -1,38 +1,13 @@
 package pfc
 
 import (
-	"encoding/binary"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// writePcap writes frames as a classic pcap file (LINKTYPE_ETHERNET,
-// microsecond timestamps), the format every tool reads.
-func writePcap(t *testing.T, path string, frames [][]byte) {
-	t.Helper()
-	var b []byte
-	le := binary.LittleEndian
-	b = le.AppendUint32(b, 0xa1b2c3d4) // magic, microseconds
-	b = le.AppendUint16(b, 2)          // version 2.4
-	b = le.AppendUint16(b, 4)
-	b = le.AppendUint32(b, 0)     // thiszone
-	b = le.AppendUint32(b, 0)     // sigfigs
-	b = le.AppendUint32(b, 65535) // snaplen
-	b = le.AppendUint32(b, 1)     // LINKTYPE_ETHERNET
-	for i, f := range frames {
-		b = le.AppendUint32(b, 1700000000) // ts seconds
-		b = le.AppendUint32(b, uint32(i))  // ts microseconds
-		b = le.AppendUint32(b, uint32(len(f)))
-		b = le.AppendUint32(b, uint32(len(f)))
-		b = append(b, f...)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/linkfabric/linkfabric/internal/pcapfile"
+)
 
 // TestTsharkDecodes writes frames made by Encode to a pcap and checks that
 // Wireshark's dissector reads them as MAC Control PAUSE / PFC with our
@@ -57,7 +32,9 @@ func TestTsharkDecodes(t *testing.T) {
 		raw = append(raw, b)
 	}
 	path := filepath.Join(t.TempDir(), "pfc.pcap")
-	writePcap(t, path, raw)
+	if err := pcapfile.Write(path, raw); err != nil {
+		t.Fatal(err)
+	}
 
 	run := func(args ...string) string {
 		t.Helper()

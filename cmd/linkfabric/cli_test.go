@@ -201,6 +201,7 @@ func TestCLI(t *testing.T) {
 	t.Run("not-root", func(t *testing.T) { testNotRoot(t, c) })
 
 	t.Run("cells-sim", func(t *testing.T) { testCellsSim(t, c) })
+	t.Run("tdma-sim", func(t *testing.T) { testTDMASim(t, c) })
 
 	t.Run("run-netns-missing", func(t *testing.T) {
 		netns.RequireRoot(t)
@@ -566,4 +567,33 @@ func testCellsSim(t *testing.T, c cli) {
 		t.Errorf("report: seed %d, %d scenarios, summary %v", rep.Seed, len(rep.Scenarios), rep.Summary)
 	}
 	c.fails(t, []string{"cells", "sim", "--scenario", "nosuch"}, "nosuch", "packing", "scale")
+}
+
+// tdma sim needs no root either: its scenarios' figures in a table and a
+// JSON summary; paper mode shows overruns under loss, lease mode none.
+func testTDMASim(t *testing.T, c cli) {
+	out := filepath.Join(t.TempDir(), "out", "tdma-sim.json")
+	r := c.ok(t, "tdma", "sim", "--scenario", "shuffle,ctlloss", "--out", out)
+	for _, w := range []string{"completion_over_ideal", "paper_p1_overrun_bytes", "2 of 2 scenarios within range"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("tdma sim output lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Summary map[string]any `json:"summary"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if rep.Summary["pass"] != true || rep.Summary["ctlloss_lease_p1_overrun_bytes"] != 0.0 {
+		t.Errorf("summary %v", rep.Summary)
+	}
+	if v, _ := rep.Summary["ctlloss_paper_p1_overrun_bytes"].(float64); v <= 0 {
+		t.Errorf("paper mode at 1 %% loss: overrun %v", rep.Summary["ctlloss_paper_p1_overrun_bytes"])
+	}
+	c.fails(t, []string{"tdma", "sim", "--scenario", "nosuch"}, "nosuch", "shuffle", "freeze")
 }

@@ -54,7 +54,7 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd(), cellsCmd(), fecCmd())
+	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd(), cellsCmd(), tdmaCmd(), fecCmd())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

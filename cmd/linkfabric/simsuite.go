@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/linkfabric/linkfabric/simfab"
+)
+
+// simSuite is a set of simulator scenarios behind a `sim` subcommand
+// (cells sim, tdma sim): each scenario measures figures and checks each
+// against its range.
+type simSuite struct {
+	title string // "cells sim"
+	all   func() []simfab.Scenario
+}
+
+// simFigure is a figure in the JSON report; Min and Max are absent when
+// that side of the range is open.
+type simFigure struct {
+	Name  string   `json:"name"`
+	Value float64  `json:"value"`
+	Min   *float64 `json:"min,omitempty"`
+	Max   *float64 `json:"max,omitempty"`
+	OK    bool     `json:"ok"`
+	Why   string   `json:"why,omitempty"`
+}
+
+type simScenario struct {
+	Name    string      `json:"name"`
+	Brief   string      `json:"brief"`
+	Pass    bool        `json:"pass"`
+	WallMs  float64     `json:"wall_ms"`
+	SimMs   float64     `json:"sim_ms"`
+	Events  uint64      `json:"events"`
+	Figures []simFigure `json:"figures"`
+}
+
+type simReport struct {
+	Seed      uint64        `json:"seed"`
+	Scenarios []simScenario `json:"scenarios"`
+	// Summary: pass, scenarios, failed, and every figure as
+	// <scenario>_<figure>.
+	Summary map[string]any `json:"summary"`
+}
+
+// pick resolves --scenario: a name, a comma-separated list, or all.
+func (s simSuite) pick(arg string) ([]simfab.Scenario, error) {
+	if arg == "all" || arg == "" {
+		return s.all(), nil
+	}
+	var list []simfab.Scenario
+	for _, name := range strings.Split(arg, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, sc := range s.all() {
+			if sc.Name == name {
+				list = append(list, sc)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--scenario: no scenario %q (have: %s, all)", name, strings.Join(s.names(), ", "))
+		}
+	}
+	return list, nil
+}
+
+// run runs the scenarios, reports, and fails if a figure is out of range.
+func (s simSuite) run(list []simfab.Scenario, seed uint64, asJSON bool, out string) error {
+	rep := simReport{Seed: seed, Summary: map[string]any{}}
+	var failed []string
+	for _, sc := range list {
+		res, err := s.runOne(sc, seed)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		cs := simScenario{Name: sc.Name, Brief: sc.Brief, Pass: res.Pass(),
+			WallMs: float64(res.Wall.Microseconds()) / 1e3, SimMs: float64(res.SimNs) / 1e6, Events: res.Events}
+		for _, f := range res.Figures {
+			cf := simFigure{Name: f.Name, Value: f.Value, OK: f.OK(), Why: f.Why}
+			if !math.IsNaN(f.Min) {
+				cf.Min = &f.Min
+			}
+			if !math.IsNaN(f.Max) {
+				cf.Max = &f.Max
+			}
+			if math.IsNaN(cf.Value) || math.IsInf(cf.Value, 0) {
+				cf.Value = 0
+				cf.OK = false
+			}
+			cs.Figures = append(cs.Figures, cf)
+			rep.Summary[sc.Name+"_"+f.Name] = cf.Value
+		}
+		if !cs.Pass {
+			failed = append(failed, sc.Name)
+		}
+		rep.Scenarios = append(rep.Scenarios, cs)
+	}
+	rep.Summary["scenarios"] = len(list)
+	rep.Summary["passed"] = len(list) - len(failed)
+	rep.Summary["failed"] = failed
+	rep.Summary["pass"] = len(failed) == 0
+	if err := report(rep, s.text(&rep), out, asJSON); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d scenarios out of range: %s", len(failed), len(list), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// runOne runs a scenario, printing progress to stderr while it takes
+// more than a second.
+func (s simSuite) runOne(sc simfab.Scenario, seed uint64) (*simfab.Result, error) {
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "%s: %s running, %.0f s\n", s.title, sc.Name, time.Since(start).Seconds())
+				t.Reset(5 * time.Second)
+			}
+		}
+	}()
+	res, err := sc.Run(seed)
+	close(done)
+	if d := time.Since(start); d > time.Second {
+		fmt.Fprintf(os.Stderr, "%s: %s done in %.1f s\n", s.title, sc.Name, d.Seconds())
+	}
+	return res, err
+}
+
+func (s simSuite) text(rep *simReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, seed %d\n", s.title, rep.Seed)
+	for _, sc := range rep.Scenarios {
+		verdict := "pass"
+		if !sc.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "\n%s: %s  (%s; %.1f ms simulated, %d events, %.2f s)\n", sc.Name, sc.Brief, verdict, sc.SimMs, sc.Events, sc.WallMs/1e3)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  figure\tvalue\trange\t\twhy")
+		for _, f := range sc.Figures {
+			mark := ""
+			if !f.OK {
+				mark = "OUT"
+			}
+			fmt.Fprintf(tw, "  %s\t%.4g\t%s\t%s\t%s\n", f.Name, f.Value, simRange(f.Min, f.Max), mark, f.Why)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(&b, "\n%d of %d scenarios within range\n", rep.Summary["passed"], rep.Summary["scenarios"])
+	return b.String()
+}
+
+func simRange(lo, hi *float64) string {
+	switch {
+	case lo == nil && hi == nil:
+		return "-"
+	case lo == nil:
+		return fmt.Sprintf("≤ %.4g", *hi)
+	case hi == nil:
+		return fmt.Sprintf("≥ %.4g", *lo)
+	case *lo == *hi:
+		return fmt.Sprintf("= %.4g", *lo)
+	}
+	return fmt.Sprintf("[%.4g, %.4g]", *lo, *hi)
+}
+
+func (s simSuite) names() []string {
+	var n []string
+	for _, sc := range s.all() {
+		n = append(n, sc.Name)
+	}
+	return n
+}
+
+// list is the scenarios with their briefs, for --help.
+func (s simSuite) list() string {
+	var b strings.Builder
+	for _, sc := range s.all() {
+		fmt.Fprintf(&b, "  %-11s %s\n", sc.Name, sc.Brief)
+	}
+	return b.String()
+}

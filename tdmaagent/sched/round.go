@@ -1,0 +1,210 @@
+// Package sched turns a demand matrix into a round: a sequence of slots,
+// each a matching of senders to receivers, built by a pluggable Scheduler
+// (Rotor, WRR, BvN). No slot is ever given to a pair without demand, or
+// beyond the receiver's free buffer (the paper's §4.2).
+package sched
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxClasses is the number of TDMA classes per host per round (0..6);
+// class 7 is never gated.
+const MaxClasses = 7
+
+// Demand is what the hosts reported: Bytes[i][j] queued at i for j, and
+// RxFree[j] the receive buffer j has free (all senders together).
+type Demand struct {
+	N      int
+	Bytes  [][]int64
+	RxFree []int64
+}
+
+// NewDemand returns an N-host demand with nothing queued and unlimited
+// receive buffers.
+func NewDemand(n int) *Demand {
+	d := &Demand{N: n, Bytes: make([][]int64, n), RxFree: make([]int64, n)}
+	for i := range d.Bytes {
+		d.Bytes[i] = make([]int64, n)
+		d.RxFree[i] = 1 << 62
+	}
+	return d
+}
+
+// Matching is one slot: Matching[src] is the destination, -1 if src is silent.
+type Matching []int16
+
+// Round is a schedule: Slots[k] for slot k, Class[i][j] the class host i
+// uses for destination j this round (-1 none).
+type Round struct {
+	ID      uint32
+	SlotLen int64
+	Guard   int64
+	Slots   []Matching
+	Class   [][]int8
+}
+
+// Scheduler builds the slots of a round from a slot-demand matrix n
+// (n[i][j] slots wanted from i to j, already capped by demand and receive
+// buffer), at most maxSlots slots. It must not modify n.
+type Scheduler interface {
+	Name() string
+	Build(n [][]int, maxSlots int) []Matching
+}
+
+// ByName returns the scheduler called name: rotor, wrr or bvn.
+func ByName(name string) (Scheduler, error) {
+	switch name {
+	case "rotor":
+		return &Rotor{}, nil
+	case "wrr":
+		return &WRR{}, nil
+	case "bvn":
+		return BvN{}, nil
+	}
+	return nil, fmt.Errorf("scheduler %q: want rotor, wrr or bvn", name)
+}
+
+// SlotDemand converts bytes to slots of capacity slotCap bytes:
+// n[i][j] = ceil(Bytes[i][j] / slotCap), then each receiver's column is cut
+// (largest entries first) to floor(RxFree[j] / slotCap) slots, so no slot
+// is granted without demand or receive buffer.
+func SlotDemand(d *Demand, slotCap int64) [][]int {
+	n := make([][]int, d.N)
+	for i := range n {
+		n[i] = make([]int, d.N)
+		for j := range n[i] {
+			if i != j && d.Bytes[i][j] > 0 {
+				n[i][j] = int((d.Bytes[i][j] + slotCap - 1) / slotCap)
+			}
+		}
+	}
+	for j := 0; j < d.N; j++ {
+		budget := d.RxFree[j] / slotCap
+		sum := int64(0)
+		for i := range n {
+			sum += int64(n[i][j])
+		}
+		for ; sum > budget; sum-- {
+			m := 0
+			for i := range n {
+				if n[i][j] > n[m][j] {
+					m = i
+				}
+			}
+			n[m][j]--
+		}
+	}
+	return n
+}
+
+// Make builds round id from n with s, cut so that no host needs more than
+// MaxClasses destinations, and fills in the class map.
+func Make(s Scheduler, id uint32, n [][]int, maxSlots int, slotLen, guard int64) *Round {
+	slots := s.Build(n, maxSlots)
+	N := len(n)
+	r := &Round{ID: id, SlotLen: slotLen, Guard: guard, Class: make([][]int8, N)}
+	next := make([]int8, N)
+	for i := range r.Class {
+		r.Class[i] = make([]int8, N)
+		for j := range r.Class[i] {
+			r.Class[i][j] = -1
+		}
+	}
+	for k, m := range slots {
+		// A slot that would give some host an eighth destination ends the round.
+		for i, j := range m {
+			if j >= 0 && r.Class[i][j] < 0 && next[i] >= MaxClasses {
+				r.Slots = slots[:k]
+				return r
+			}
+		}
+		for i, j := range m {
+			if j >= 0 && r.Class[i][j] < 0 {
+				r.Class[i][j] = next[i]
+				next[i]++
+			}
+		}
+	}
+	r.Slots = slots
+	return r
+}
+
+// ErrInvalid is wrapped by every Validate failure.
+var ErrInvalid = errors.New("sched: invalid round")
+
+// Validate checks r against the slot demand it was built from: every slot a
+// matching (each receiver at most once, no self-sends), no slot empty, no
+// pair given more slots than n asks, classes valid and distinct per host.
+func Validate(r *Round, n [][]int) error {
+	N := len(n)
+	got := make([][]int, N)
+	for i := range got {
+		got[i] = make([]int, N)
+	}
+	rx := make([]int, N)
+	for k, m := range r.Slots {
+		if len(m) != N {
+			return fmt.Errorf("%w: slot %d has %d entries for %d hosts", ErrInvalid, k, len(m), N)
+		}
+		for i := range rx {
+			rx[i] = -1
+		}
+		used := false
+		for i, j := range m {
+			if j < 0 {
+				continue
+			}
+			used = true
+			if int(j) >= N || int(j) == i {
+				return fmt.Errorf("%w: slot %d: %d → %d", ErrInvalid, k, i, j)
+			}
+			if rx[j] >= 0 {
+				return fmt.Errorf("%w: slot %d: receiver %d gets %d and %d (not a matching)", ErrInvalid, k, j, rx[j], i)
+			}
+			rx[j] = i
+			got[i][j]++
+			if got[i][j] > n[i][j] {
+				return fmt.Errorf("%w: slot %d: %d → %d beyond its demand of %d slots", ErrInvalid, k, i, j, n[i][j])
+			}
+			if c := r.Class[i][j]; c < 0 || c >= MaxClasses {
+				return fmt.Errorf("%w: %d → %d has class %d", ErrInvalid, i, j, c)
+			}
+		}
+		if !used {
+			return fmt.Errorf("%w: slot %d is empty", ErrInvalid, k)
+		}
+	}
+	for i := range r.Class {
+		seen := uint8(0)
+		for _, c := range r.Class[i] {
+			if c < 0 {
+				continue
+			}
+			if seen&(1<<c) != 0 {
+				return fmt.Errorf("%w: host %d uses class %d twice", ErrInvalid, i, c)
+			}
+			seen |= 1 << c
+		}
+	}
+	return nil
+}
+
+func clone(n [][]int) [][]int {
+	c := make([][]int, len(n))
+	for i := range n {
+		c[i] = append([]int(nil), n[i]...)
+	}
+	return c
+}
+
+func total(n [][]int) int {
+	t := 0
+	for _, row := range n {
+		for _, v := range row {
+			t += v
+		}
+	}
+	return t
+}

@@ -1,0 +1,140 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Limits of the fixed-size messages.
+const (
+	// MaxHosts is the largest fabric a schedule or report describes.
+	MaxHosts = 64
+	// MaxSlots is the most slots in a round (the trailer's slot index is one byte).
+	MaxSlots = 256
+)
+
+// Schedule message layout: magic "TS", version, then the fields below in
+// order, all big-endian.
+const (
+	ScheduleMagic   = 0x5453
+	ScheduleVersion = 1
+	scheduleHdrLen  = 22
+)
+
+// Schedule is one host's part of a round (FM → host, UDP, one round ahead):
+// its destination → class map and the class it sends in each slot.
+type Schedule struct {
+	Host       uint16
+	Round      uint32
+	SlotLen    uint32 // ns
+	Guard      uint32 // ns
+	LeaseSlots uint16 // free-run bound after the last frame heard
+	NHosts     uint8
+	NSlots     uint16
+	ClassMap   [MaxHosts]int8 // destination → class, -1 none
+	Slot       [MaxSlots]int8 // slot → class this host sends, -1 none
+}
+
+// Len is the encoded length.
+func (s *Schedule) Len() int { return scheduleHdrLen + int(s.NHosts) + int(s.NSlots) }
+
+// Dst returns the destination of class c in this round, -1 if none.
+func (s *Schedule) Dst(c int) int {
+	for d := 0; d < int(s.NHosts); d++ {
+		if int(s.ClassMap[d]) == c && c >= 0 {
+			return d
+		}
+	}
+	return -1
+}
+
+func (s *Schedule) check() error {
+	if s.NHosts > MaxHosts || int(s.NSlots) > MaxSlots {
+		return fmt.Errorf("%w: schedule of %d hosts, %d slots (max %d, %d)", ErrRange, s.NHosts, s.NSlots, MaxHosts, MaxSlots)
+	}
+	for d := 0; d < int(s.NHosts); d++ {
+		if c := s.ClassMap[d]; c < -1 || c > 7 {
+			return fmt.Errorf("%w: class %d for destination %d", ErrRange, c, d)
+		}
+	}
+	for k := 0; k < int(s.NSlots); k++ {
+		if c := s.Slot[k]; c < -1 || c > 7 {
+			return fmt.Errorf("%w: class %d in slot %d", ErrRange, c, k)
+		}
+	}
+	return nil
+}
+
+// Encode writes s into b and returns its length.
+func (s *Schedule) Encode(b []byte) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	n := s.Len()
+	if len(b) < n {
+		return 0, fmt.Errorf("%w: schedule needs %d bytes, have %d", ErrShort, n, len(b))
+	}
+	be := binary.BigEndian
+	be.PutUint16(b[0:], ScheduleMagic)
+	b[2] = ScheduleVersion
+	be.PutUint16(b[3:], s.Host)
+	be.PutUint32(b[5:], s.Round)
+	be.PutUint32(b[9:], s.SlotLen)
+	be.PutUint32(b[13:], s.Guard)
+	be.PutUint16(b[17:], s.LeaseSlots)
+	b[19] = s.NHosts
+	be.PutUint16(b[20:], s.NSlots)
+	p := scheduleHdrLen
+	for d := 0; d < int(s.NHosts); d++ {
+		b[p] = byte(s.ClassMap[d])
+		p++
+	}
+	for k := 0; k < int(s.NSlots); k++ {
+		b[p] = byte(s.Slot[k])
+		p++
+	}
+	return n, nil
+}
+
+// DecodeSchedule parses b into s. Entries beyond NHosts / NSlots are set to -1.
+func DecodeSchedule(b []byte, s *Schedule) error {
+	if len(b) < scheduleHdrLen {
+		return fmt.Errorf("%w: schedule of %d bytes, header is %d", ErrShort, len(b), scheduleHdrLen)
+	}
+	be := binary.BigEndian
+	if m := be.Uint16(b); m != ScheduleMagic {
+		return fmt.Errorf("%w: schedule magic %#04x", ErrMagic, m)
+	}
+	if b[2] != ScheduleVersion {
+		return fmt.Errorf("%w: schedule version %d", ErrVersion, b[2])
+	}
+	s.Host = be.Uint16(b[3:])
+	s.Round = be.Uint32(b[5:])
+	s.SlotLen = be.Uint32(b[9:])
+	s.Guard = be.Uint32(b[13:])
+	s.LeaseSlots = be.Uint16(b[17:])
+	s.NHosts = b[19]
+	s.NSlots = be.Uint16(b[20:])
+	if s.NHosts > MaxHosts || int(s.NSlots) > MaxSlots {
+		return fmt.Errorf("%w: schedule of %d hosts, %d slots (max %d, %d)", ErrRange, s.NHosts, s.NSlots, MaxHosts, MaxSlots)
+	}
+	if len(b) < s.Len() {
+		return fmt.Errorf("%w: schedule of %d bytes, its counts need %d", ErrShort, len(b), s.Len())
+	}
+	for i := range s.ClassMap {
+		s.ClassMap[i] = -1
+	}
+	for i := range s.Slot {
+		s.Slot[i] = -1
+	}
+	p := scheduleHdrLen
+	for d := 0; d < int(s.NHosts); d++ {
+		s.ClassMap[d] = int8(b[p])
+		p++
+	}
+	for k := 0; k < int(s.NSlots); k++ {
+		s.Slot[k] = int8(b[p])
+		p++
+	}
+	return s.check()
+}
