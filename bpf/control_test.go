@@ -144,3 +144,51 @@ func TestLinkPortAcceptsControlOnlyFromPeer(t *testing.T) {
 		t.Error("peer cleared: control from another source still dropped")
 	}
 }
+
+// TestFastPathRedirectsAfterControl: with the fast path on, a host port
+// still drops and counts link control, redirects every other frame to the
+// forward port (counted as forwarded), and, with no forward port, hands the
+// frame to the AF_XDP path instead (counted as missed).
+func TestFastPathRedirectsAfterControl(t *testing.T) {
+	po := loadPortForTest(t)
+	p := &PortProgram{objs: *po, ifname: "test"}
+	if err := po.PortCfg.Put(uint32(0), portPortConf{Role: roleHost}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetFast(true); err != nil {
+		t.Fatal(err)
+	}
+	if ret := runOne(t, po.LfPort, ipFrame()); ret != xdpPass {
+		t.Errorf("fast path without a forward port: action %d, want pass (no AF_XDP socket registered)", ret)
+	}
+	if err := p.SetForwardPort(1); err != nil { // lo: any interface will do for BPF_PROG_TEST_RUN
+		t.Fatal(err)
+	}
+	frames := hostControlFrames()
+	for name, f := range frames {
+		if ret := runOne(t, po.LfPort, f); ret != xdpDrop {
+			t.Errorf("fast path, host frame %s: action %d, want drop", name, ret)
+		}
+	}
+	const n = 5
+	for range n {
+		if ret := runOne(t, po.LfPort, ipFrame()); ret != xdpRedirect {
+			t.Fatalf("fast path, IPv4 frame: action %d, want redirect", ret)
+		}
+	}
+	if err := p.SetFast(false); err != nil {
+		t.Fatal(err)
+	}
+	if ret := runOne(t, po.LfPort, ipFrame()); ret != xdpPass {
+		t.Errorf("fast path off: action %d, want pass (no AF_XDP socket registered)", ret)
+	}
+	c, err := readPortCounters(po.PortCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Forwarded != n || c.ForwardedBytes != n*uint64(len(ipFrame())) || c.ForwardMissed != 1 ||
+		c.HostControlDropped() != uint64(len(frames)) || c.RxFrames != uint64(len(frames)+n+2) {
+		t.Errorf("counters %+v: want %d forwarded (%d bytes), 1 missed, %d control dropped, %d seen",
+			c, n, n*len(ipFrame()), len(frames), len(frames)+n+2)
+	}
+}

@@ -4,15 +4,20 @@
 // Two programs share one impairment stage (c/impair.h):
 //
 //   - the dataplane port program (lf_port, AttachPort): counts every frame,
-//     applies the impairment stage when enabled, then redirects the frame to
-//     the AF_XDP socket registered for its RX queue in an XSKMAP, or passes
-//     it to the kernel stack when that queue has none. Each Port loads its own
-//     copy of the maps and is attached through a bpf_link, so it is detached
-//     when the Port is closed or the process dies;
+//     drops link control a host may not send, applies the impairment stage
+//     when enabled, then redirects the frame either to the other port of
+//     mode forward through a devmap (the fast path, SetFast) or to the AF_XDP
+//     socket registered for its RX queue in an XSKMAP, or passes it to the
+//     kernel stack when that queue has none. Each Port loads its own copy of
+//     the maps and is attached through a bpf_link, so it is detached when the
+//     Port is closed or the process dies;
 //   - the standalone impairer (lf_impair, AttachImpairer): the impairment
 //     stage, then XDP_PASS, for interfaces that run no dataplane (the
 //     unprotected baseline). It is attached through netlink and outlives the
 //     process until DetachImpairer.
+//
+// FeatureReader reads the XDP features a device advertises (netdev generic
+// netlink), among them whether frames may be redirected into it.
 //
 // The impairment stage drops frames by a Bernoulli or Gilbert-Elliott model
 // and optionally flips one bit of a frame's payload; see ImpairConfig. Its

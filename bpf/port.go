@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -45,6 +46,10 @@ type PortCounters struct {
 	// Link ports: link-header or MAC-control frames dropped because they
 	// did not come from the peer (SetPeerMAC).
 	ForeignControl uint64
+	// The fast path (SetFast): frames and bytes redirected to the forward
+	// port in the kernel, and frames that found no forward port there
+	// (handed to the AF_XDP socket instead).
+	Forwarded, ForwardedBytes, ForwardMissed uint64
 }
 
 // HostControlDropped is every frame a host port dropped as link control.
@@ -53,9 +58,10 @@ func (c PortCounters) HostControlDropped() uint64 {
 }
 
 // PortProgram is the dataplane XDP program attached to one interface, with its own
-// copy of the maps. It counts every frame, applies the impairment stage when
-// enabled, and redirects the frame to the AF_XDP socket registered for its RX
-// queue (XDP_PASS when there is none).
+// copy of the maps. It counts every frame, drops link control a host may not
+// send (host ports), applies the impairment stage when enabled, and
+// redirects the frame to the forward port in the kernel (SetFast) or to the
+// AF_XDP socket registered for its RX queue (XDP_PASS when there is none).
 //
 // The program is attached through a bpf_link: Close detaches it, and so does
 // the kernel when the process exits.
@@ -64,6 +70,7 @@ func (c PortCounters) HostControlDropped() uint64 {
 // ImpairStats and ResetImpairStats.
 type PortProgram struct {
 	impairControl
+	confMu   sync.Mutex // port_cfg is read, changed and written back
 	ifname   string
 	ifindex  int
 	queues   int
@@ -223,13 +230,45 @@ const (
 // dropped and counted (ForeignControl). The zero MAC accepts any source
 // again. It has no effect on a host port.
 func (p *PortProgram) SetPeerMAC(peer [6]byte) error {
+	return p.changeConf("set the peer MAC", func(c *portPortConf) { c.Peer = peer })
+}
+
+// SetForwardPort makes ifindex, an interface in the calling thread's network
+// namespace that can take redirected frames (XDPFeatures.AcceptsRedirect),
+// the port SetFast sends frames to. The kernel forgets it when that
+// interface goes away.
+func (p *PortProgram) SetForwardPort(ifindex int) error {
+	if err := p.objs.FwdPort.Put(uint32(0), uint32(ifindex)); err != nil {
+		return fmt.Errorf("make ifindex %d (%s) the forward port of %s: %w", ifindex, netnsDesc(), p.ifname, err)
+	}
+	return nil
+}
+
+// SetFast turns the fast path on or off: on, every frame that passes the
+// control check and the impairment stage is redirected in the kernel to the
+// forward port (SetForwardPort), or to the AF_XDP socket when there is
+// none; off, every such frame goes to the AF_XDP socket. Frames already in
+// a socket's ring stay there: across a change, frames of the two paths may
+// overtake each other.
+func (p *PortProgram) SetFast(on bool) error {
+	var v uint32
+	if on {
+		v = 1
+	}
+	return p.changeConf("switch the fast path", func(c *portPortConf) { c.Fast = v })
+}
+
+// changeConf reads the port's configuration, changes it and writes it back.
+func (p *PortProgram) changeConf(what string, change func(*portPortConf)) error {
+	p.confMu.Lock()
+	defer p.confMu.Unlock()
 	var conf portPortConf
 	if err := p.objs.PortCfg.Lookup(uint32(0), &conf); err != nil {
 		return fmt.Errorf("read the port program's configuration of %s: %w", p.ifname, err)
 	}
-	conf.Peer = peer
+	change(&conf)
 	if err := p.objs.PortCfg.Put(uint32(0), conf); err != nil {
-		return fmt.Errorf("set the peer MAC of %s: %w", p.ifname, err)
+		return fmt.Errorf("%s of %s: %w", what, p.ifname, err)
 	}
 	return nil
 }
@@ -256,6 +295,9 @@ func readPortCounters(m *ebpf.Map) (PortCounters, error) {
 		c.HostMACControl += v.HostMacCtl
 		c.HostReserved += v.HostReserved
 		c.ForeignControl += v.ForeignCtl
+		c.Forwarded += v.FwdFrames
+		c.ForwardedBytes += v.FwdBytes
+		c.ForwardMissed += v.FwdMissed
 	}
 	return c, nil
 }

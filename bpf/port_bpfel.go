@@ -48,6 +48,7 @@ type portPortConf struct {
 	Role uint32
 	Peer [6]uint8
 	Pad  [2]uint8
+	Fast uint32
 }
 
 type portPortCounters struct {
@@ -62,12 +63,16 @@ type portPortCounters struct {
 	HostMacCtl    uint64
 	HostReserved  uint64
 	ForeignCtl    uint64
+	FwdFrames     uint64
+	FwdBytes      uint64
+	FwdMissed     uint64
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	portMapFwdPort     = "fwd_port"
 	portMapImpairCfg   = "impair_cfg"
 	portMapImpairCount = "impair_count"
 	portMapImpairRng   = "impair_rng"
@@ -126,6 +131,7 @@ type portProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type portMapSpecs struct {
+	FwdPort     *ebpf.MapSpec `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.MapSpec `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
 	ImpairRng   *ebpf.MapSpec `ebpf:"impair_rng"`
@@ -160,6 +166,7 @@ func (o *portObjects) Close() error {
 //
 // It can be passed to loadPortObjects or ebpf.CollectionSpec.LoadAndAssign.
 type portMaps struct {
+	FwdPort     *ebpf.Map `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.Map `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
 	ImpairRng   *ebpf.Map `ebpf:"impair_rng"`
@@ -170,6 +177,7 @@ type portMaps struct {
 
 func (m *portMaps) Close() error {
 	return _PortClose(
+		m.FwdPort,
 		m.ImpairCfg,
 		m.ImpairCount,
 		m.ImpairRng,

@@ -13,8 +13,9 @@ import (
 
 // XDP return codes.
 const (
-	xdpDrop = 1
-	xdpPass = 2
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpRedirect = 4
 )
 
 func needRoot(t *testing.T) {

@@ -37,13 +37,20 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 func newVethNet(t *testing.T, mtu int) *vethNet {
 	t.Helper()
+	return newVethNetNamed(t, "lfbtest", "lfba", "lfbb", mtu)
+}
+
+// newVethNetNamed is newVethNet with the namespace's base name and the
+// interfaces' names given.
+func newVethNetNamed(t *testing.T, base, ifa, ifb string, mtu int) *vethNet {
+	t.Helper()
 	needRoot(t)
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("lfbtest%d-%d", os.Getpid(), nsSeq.Add(1))
+	name := fmt.Sprintf("%s%d-%d", base, os.Getpid(), nsSeq.Add(1))
 	ns, err := netns.NewNamed(name) // also moves this thread into it
 	if err != nil {
 		orig.Close()
@@ -72,18 +79,18 @@ func newVethNet(t *testing.T, mtu int) *vethNet {
 		os.WriteFile("/proc/sys/net/ipv6/conf/"+f+"/disable_ipv6", []byte("1"), 0)
 	}
 	attrs := netlink.NewLinkAttrs()
-	attrs.Name = "lfba"
+	attrs.Name = ifa
 	if mtu > 0 {
 		attrs.MTU = mtu
 	}
-	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: "lfbb"}
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: ifb}
 	if mtu > 0 {
 		veth.PeerMTU = uint32(mtu)
 	}
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatalf("create veth pair in %s: %v", name, err)
 	}
-	for _, ifn := range []string{"lfba", "lfbb"} {
+	for _, ifn := range []string{ifa, ifb} {
 		l, err := netlink.LinkByName(ifn)
 		if err != nil {
 			t.Fatal(err)
@@ -92,8 +99,8 @@ func newVethNet(t *testing.T, mtu int) *vethNet {
 			t.Fatal(err)
 		}
 	}
-	n.a, _ = netlink.LinkByName("lfba")
-	n.b, _ = netlink.LinkByName("lfbb")
+	n.a, _ = netlink.LinkByName(ifa)
+	n.b, _ = netlink.LinkByName(ifb)
 	return n
 }
 

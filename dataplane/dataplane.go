@@ -62,6 +62,12 @@ type Config struct {
 	Netns string
 	Mode  Mode
 
+	// FastPath is how mode forward moves frames: in the kernel
+	// (FastPathXDP), through AF_XDP (FastPathAFXDP, the zero value), or
+	// the kernel where it can (FastPathAuto, linkfabric run's default).
+	// Other modes take only auto or afxdp and use AF_XDP.
+	FastPath FastPath
+
 	// BusyPoll spins on the rings instead of sleeping in poll(2): lower
 	// latency, but it keeps one core busy.
 	BusyPoll bool
@@ -108,6 +114,10 @@ type Config struct {
 func (c *Config) defaults() error {
 	if c.Mode == "" {
 		c.Mode = ModeForward
+	}
+	var err error
+	if c.FastPath, err = ParseFastPath(string(c.FastPath)); err != nil {
+		return fmt.Errorf("dataplane: %w", err)
 	}
 	if err := c.checkPorts(); err != nil {
 		return err
@@ -171,6 +181,7 @@ type Dataplane struct {
 	linkMAC   [6]byte
 	lgStats   *LGStats   // modes lg and lgnb
 	cellStats *CellStats // mode cells
+	fast      *fastPath  // mode forward
 }
 
 // New attaches the XDP programs and binds the AF_XDP sockets of every port
@@ -277,6 +288,9 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	case cfg.Mode != ModeForward:
 		d.lgStats = &LGStats{}
 	}
+	if err := d.newFastPath(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -338,13 +352,38 @@ func (d *Dataplane) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if f := d.fast; f != nil {
+		wctx, stop := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			f.watch(wctx)
+		}()
+		defer func() {
+			stop()
+			<-watched
+			f.fold()
+		}()
+	}
 	return w.run(ctx, p)
+}
+
+// FastPath reports mode forward's two directions: the path each takes now
+// and what the kernel path carried (nil in other modes).
+func (d *Dataplane) FastPath() []FastPathSnapshot {
+	if d.fast == nil {
+		return nil
+	}
+	return d.fast.snapshot()
 }
 
 // Close detaches the XDP programs and releases the sockets and the UMEM.
 // It is safe to call more than once.
 func (d *Dataplane) Close() error {
 	var errs []error
+	if d.fast != nil {
+		d.fast.close()
+	}
 	for _, p := range d.all {
 		errs = append(errs, p.close())
 	}

@@ -17,9 +17,10 @@ import (
 // runningSwitch is a dataplane on host0/link0 of a namespace whose Run error
 // is visible while the test runs (exited), and reported when the test ends.
 type runningSwitch struct {
-	d    *Dataplane
-	done chan struct{}
-	err  error
+	d      *Dataplane
+	done   chan struct{}
+	err    error
+	cancel context.CancelFunc
 }
 
 // startWatched runs a dataplane on host0/link0 of namespace ns (or on the
@@ -38,6 +39,7 @@ func startWatched(t *testing.T, ns string, cfg Config) *runningSwitch {
 		t.Fatalf("dataplane in %s: %v", ns, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
 	go func() {
 		defer close(s.done)
 		s.err = s.d.Run(ctx)

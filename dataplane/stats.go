@@ -89,13 +89,16 @@ type PortSnapshot struct {
 // are the host port (zero and left out when the node has none) and the
 // first link port; Ports lists every port in the worker's numbering.
 type Snapshot struct {
-	Mode            Mode           `json:"mode"`
-	Host            PortSnapshot   `json:"host,omitzero"`
-	Link            PortSnapshot   `json:"link"`
-	Ports           []PortSnapshot `json:"ports"`
-	FramesExhausted uint64         `json:"umem_frames_exhausted"`
-	Polls           uint64         `json:"polls"`
-	Loops           uint64         `json:"loops"`
+	Mode  Mode           `json:"mode"`
+	Host  PortSnapshot   `json:"host,omitzero"`
+	Link  PortSnapshot   `json:"link"`
+	Ports []PortSnapshot `json:"ports"`
+	// FastPath is mode forward's two directions (Dataplane.FastPath); the
+	// frames the kernel path carried are in the ports' counters too.
+	FastPath        []FastPathSnapshot `json:"fast_path,omitempty"`
+	FramesExhausted uint64             `json:"umem_frames_exhausted"`
+	Polls           uint64             `json:"polls"`
+	Loops           uint64             `json:"loops"`
 }
 
 func (c *DirCounters) snapshot() DirSnapshot {
@@ -118,7 +121,9 @@ func (c *PortCounters) snapshot() PortSnapshot {
 func (d *Dataplane) Stats() Snapshot {
 	s := &d.stats
 	snap := Snapshot{
-		Mode:            d.cfg.Mode,
+		Mode:     d.cfg.Mode,
+		FastPath: d.FastPath(), // folds the kernel's counts first
+
 		FramesExhausted: s.FramesExhausted.Load(),
 		Polls:           s.Polls.Load(),
 		Loops:           s.Loops.Load(),

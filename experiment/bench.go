@@ -31,6 +31,9 @@ type BenchSample struct {
 	OfferedPerS float64 `json:"offered_frames_per_s"`
 	LatP50us    float64 `json:"latency_p50_us"`
 	LatP99us    float64 `json:"latency_p99_us"`
+	// KernelShare is the share of the frames sw1 and sw2 took from their
+	// ports that the XDP fast path carried (the forward-xdp arm).
+	KernelShare float64 `json:"kernel_path_share,omitempty"`
 }
 
 // BenchArm is one forwarding path's samples and their medians.
@@ -49,13 +52,38 @@ type BenchResult struct {
 	Kernel string      `json:"kernel"`
 	CPUs   int         `json:"cpus"`
 	Date   time.Time   `json:"date"`
-	Arms   []*BenchArm `json:"arms"`
+	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end:
+	// other work on the machine moves every arm's figures.
+	LoadAvg [2]float64   `json:"load_average_1m"`
+	Arms    []*BenchArm  `json:"arms"`
+	Summary BenchSummary `json:"summary"`
+}
+
+// BenchSummary is the XDP forward arm against the bridge, with the targets
+// of forward mode's fast path: TCP and 60-byte frames ≥ 1.0× the bridge,
+// latency p50 ≤ 1.3×.
+type BenchSummary struct {
+	Arm          string  `json:"arm"`
+	TCPRatio     float64 `json:"tcp_ratio"`
+	FramesRatio  float64 `json:"frames_ratio"`
+	LatP50Ratio  float64 `json:"latency_p50_ratio"`
+	MeetsTargets bool    `json:"meets_targets"`
+}
+
+// loadAvg1 is the 1-minute load average (0 if unreadable).
+func loadAvg1() float64 {
+	var v float64
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Sscan(string(b), &v)
+	}
+	return v
 }
 
 type benchArm struct {
 	name, what string
 	fw         string
 	dpArgs     []string // nil: no dataplane
+	xdp        bool     // the kernel fast path, checked through the stats endpoint
 }
 
 // Bench measures the Linux bridge and the dataplane in forward mode on one
@@ -75,13 +103,16 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 	}
 	arms := []benchArm{
 		{name: "bridge", what: "Linux bridge in sw1 and sw2", fw: netns.ForwardingKernel},
-		{name: "forward", what: "linkfabric forward mode, poll()", fw: netns.ForwardingNone, dpArgs: []string{}},
+		{name: "forward-xdp", what: "linkfabric forward mode, XDP fast path (devmap redirect in the kernel)", fw: netns.ForwardingNone,
+			dpArgs: []string{"--fastpath", "xdp"}, xdp: true},
+		{name: "forward-afxdp", what: "linkfabric forward mode, AF_XDP path, poll()", fw: netns.ForwardingNone,
+			dpArgs: []string{"--fastpath", "afxdp", "--metrics", ""}},
 	}
 	if cfg.BusyPoll {
-		arms = append(arms, benchArm{name: "forward-busy", what: "linkfabric forward mode, busy poll",
-			fw: netns.ForwardingNone, dpArgs: []string{"--busy-poll"}})
+		arms = append(arms, benchArm{name: "forward-afxdp-busy", what: "linkfabric forward mode, AF_XDP path, busy poll",
+			fw: netns.ForwardingNone, dpArgs: []string{"--fastpath", "afxdp", "--busy-poll", "--metrics", ""}})
 	}
-	e.progress("bench: pair testbed %q (host MTU %d, TX checksum offload off on every veth end, same for all arms)", e.Prefix, max(cfg.MTU, netns.DefaultMTU))
+	e.progress("bench: pair testbed %q (host MTU %d, TX checksum offload off on every veth end, GRO on at the hosts' ends, same for all arms)", e.Prefix, max(cfg.MTU, netns.DefaultMTU))
 	tb, err := e.Up(netns.ForwardingKernel, cfg.MTU)
 	if err != nil {
 		return nil, err
@@ -89,6 +120,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 	defer tb.Down()
 
 	res := &BenchResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res.LoadAvg[0] = loadAvg1()
 	for _, a := range arms {
 		res.Arms = append(res.Arms, &BenchArm{Name: a.name, What: a.what})
 	}
@@ -116,7 +148,13 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 			FramesPerS: ratio(m.FramesPerS, base.FramesPerS), OfferedPerS: ratio(m.OfferedPerS, base.OfferedPerS),
 			LatP50us: ratio(m.LatP50us, base.LatP50us), LatP99us: ratio(m.LatP99us, base.LatP99us),
 		}
+		if a.Name == "forward-xdp" {
+			q := a.Ratio
+			res.Summary = BenchSummary{Arm: a.Name, TCPRatio: q.TCPGbps, FramesRatio: q.FramesPerS, LatP50Ratio: q.LatP50us,
+				MeetsTargets: q.TCPGbps >= 1 && q.FramesPerS >= 1 && q.LatP50us <= 1.3}
+		}
 	}
+	res.LoadAvg[1] = loadAvg1()
 	return res, nil
 }
 
@@ -125,11 +163,18 @@ func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg 
 		return BenchSample{}, err
 	}
 	if a.dpArgs != nil {
-		dp, err := e.StartDataplanes(ctx, "forward", append([]string{"--metrics", ""}, a.dpArgs...)...)
+		dp, err := e.StartDataplanes(ctx, "forward", a.dpArgs...)
 		if err != nil {
 			return BenchSample{}, err
 		}
 		defer dp.Stop()
+	}
+	var before [2]fastPathCounts
+	if a.xdp {
+		var err error
+		if before, err = e.waitFastPath(ctx); err != nil {
+			return BenchSample{}, err
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err := netns.WaitPing(wctx, e.NS("h1"), H2Addr)
@@ -151,9 +196,88 @@ func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg 
 		return s, err
 	}
 	s.LatP50us, s.LatP99us = lat.P50, lat.P99
-	e.progress("bench:   tcp %.2f Gbit/s (%d retrans)  %s frames/s delivered of %s offered  latency p50 %.1f µs p99 %.1f µs",
-		s.TCPGbps, ip.Retransmits, si(s.FramesPerS), si(s.OfferedPerS), s.LatP50us, s.LatP99us)
+	kernel := ""
+	if a.xdp {
+		if s.KernelShare, err = e.kernelShare(ctx, before); err != nil {
+			return s, err
+		}
+		kernel = fmt.Sprintf("  (%.4f of the frames on the XDP fast path)", s.KernelShare)
+	}
+	e.progress("bench:   tcp %.2f Gbit/s (%d retrans)  %s frames/s delivered of %s offered  latency p50 %.1f µs p99 %.1f µs%s",
+		s.TCPGbps, ip.Retransmits, si(s.FramesPerS), si(s.OfferedPerS), s.LatP50us, s.LatP99us, kernel)
 	return s, nil
+}
+
+// fastPathCounts is what /stats.json says of a switch's fast path.
+type fastPathCounts struct {
+	Dataplane struct {
+		Ports []struct {
+			RX struct{ Frames uint64 } `json:"rx"`
+		} `json:"ports"`
+		FastPath []struct {
+			From, To, Path, Reason string
+			Frames                 uint64 `json:"xdp_frames"`
+		} `json:"fast_path"`
+	} `json:"dataplane"`
+}
+
+func (c *fastPathCounts) frames() (rx, kernel uint64) {
+	for _, p := range c.Dataplane.Ports {
+		rx += p.RX.Frames
+	}
+	for _, f := range c.Dataplane.FastPath {
+		kernel += f.Frames
+	}
+	return rx, kernel
+}
+
+// waitFastPath waits until both directions of sw1 and sw2 take the XDP fast
+// path (a switch started before its peer waits on AF_XDP until the peer's
+// program takes redirected frames) and returns their counters.
+func (e *Env) waitFastPath(ctx context.Context) ([2]fastPathCounts, error) {
+	var c [2]fastPathCounts
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok := true
+		var why []string
+		for i, sw := range []string{"sw1", "sw2"} {
+			c[i] = fastPathCounts{}
+			if err := FetchStats(ctx, e.NS(sw), &c[i]); err != nil {
+				return c, err
+			}
+			fp := c[i].Dataplane.FastPath
+			ok = ok && len(fp) == 2
+			for _, f := range fp {
+				if f.Path != "xdp" {
+					ok = false
+					why = append(why, fmt.Sprintf("%s %s→%s: %s", sw, f.From, f.To, f.Reason))
+				}
+			}
+		}
+		if ok {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			return c, fmt.Errorf("the XDP fast path is not on both ways after 5 s: %s", strings.Join(why, "; "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kernelShare is the share of the frames sw1 and sw2 received since before
+// that the fast path carried.
+func (e *Env) kernelShare(ctx context.Context, before [2]fastPathCounts) (float64, error) {
+	var rx, kernel uint64
+	for i, sw := range []string{"sw1", "sw2"} {
+		var now fastPathCounts
+		if err := FetchStats(ctx, e.NS(sw), &now); err != nil {
+			return 0, err
+		}
+		r1, k1 := now.frames()
+		r0, k0 := before[i].frames()
+		rx, kernel = rx+r1-r0, kernel+k1-k0
+	}
+	return ratio(float64(kernel), float64(rx)), nil
 }
 
 func medianSample(ss []BenchSample) BenchSample {
@@ -171,6 +295,7 @@ func medianSample(ss []BenchSample) BenchSample {
 		OfferedPerS: pick(func(s BenchSample) float64 { return s.OfferedPerS }),
 		LatP50us:    pick(func(s BenchSample) float64 { return s.LatP50us }),
 		LatP99us:    pick(func(s BenchSample) float64 { return s.LatP99us }),
+		KernelShare: pick(func(s BenchSample) float64 { return s.KernelShare }),
 	}
 }
 
@@ -215,7 +340,8 @@ func kernel() string {
 // Table renders the result for people.
 func (r *BenchResult) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "linkfabric bench: h1 — sw1 — sw2 — h2, %d runs per arm, medians; kernel %s, %d CPUs\n\n", r.Config.Runs, r.Kernel, r.CPUs)
+	fmt.Fprintf(&b, "linkfabric bench: h1 — sw1 — sw2 — h2, %d runs per arm, medians; kernel %s, %d CPUs, load average %.2f at the start, %.2f at the end\n\n",
+		r.Config.Runs, r.Kernel, r.CPUs, r.LoadAvg[0], r.LoadAvg[1])
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "arm\tTCP Gbit/s\t×bridge\t64B frames/s\t×bridge\tp50 µs\t×bridge\tp99 µs\t×bridge\tTCP retrans\t")
 	for _, a := range r.Arms {
@@ -224,6 +350,18 @@ func (r *BenchResult) Table() string {
 			a.Name, m.TCPGbps, q.TCPGbps, si(m.FramesPerS), q.FramesPerS, m.LatP50us, q.LatP50us, m.LatP99us, q.LatP99us, m.TCPRetrans)
 	}
 	w.Flush()
+	for _, a := range r.Arms {
+		if a.Median.KernelShare > 0 {
+			fmt.Fprintf(&b, "\n%s: %.4f of the switches' frames took the XDP fast path (median)", a.Name, a.Median.KernelShare)
+		}
+	}
+	if s := r.Summary; s.Arm != "" {
+		verdict := "meets"
+		if !s.MeetsTargets {
+			verdict = "misses"
+		}
+		fmt.Fprintf(&b, "\n%s ÷ bridge: TCP %.2f×, frames %.2f×, latency p50 %.2f× (%s the targets ≥ 1.0, ≥ 1.0, ≤ 1.3)\n", s.Arm, s.TCPRatio, s.FramesRatio, s.LatP50Ratio, verdict)
+	}
 	fmt.Fprintln(&b, "\nlatency: sockperf UDP ping-pong, 64-byte messages, one-way (RTT/2). frames: 60-byte frames (64 on a wire with FCS)")
 	fmt.Fprintln(&b, "from an AF_XDP generator in h1, counted by h2's eth0; the generator shares the two CPUs.")
 	return b.String()

@@ -44,6 +44,8 @@ type LinkStatus struct {
 	Addrs     []string `json:"addrs,omitempty"`
 	// TxChecksum is the TX checksum offload state of veth ends.
 	TxChecksum *bool `json:"tx_checksum,omitempty"`
+	// GRO is the generic receive offload state of veth ends.
+	GRO *bool `json:"gro,omitempty"`
 }
 
 // JSON returns the report as indented JSON.
@@ -81,6 +83,9 @@ func (s StatusReport) String() string {
 				} else {
 					b.WriteString(" tx-csum off")
 				}
+			}
+			if l.GRO != nil && *l.GRO {
+				b.WriteString(" gro on")
 			}
 			if len(l.Addrs) > 0 {
 				fmt.Fprintf(&b, " %s", strings.Join(l.Addrs, " "))
@@ -173,6 +178,9 @@ func nsStatus(n string) (NSStatus, error) {
 		if l.Type() == "veth" {
 			if on, err := TxChecksum(n, a.Name); err == nil {
 				ls.TxChecksum = &on
+			}
+			if on, err := GRO(n, a.Name); err == nil {
+				ls.GRO = &on
 			}
 		}
 		out.Links = append(out.Links, ls)

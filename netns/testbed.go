@@ -175,8 +175,8 @@ func hook(step string) error {
 // Up creates the testbed described by topo with opts: namespaces
 // (opts.Prefix + short name) with loopback up and IPv6 disabled, veth pairs
 // created directly inside their namespaces (names never collide in the root
-// namespace), MTUs by class, addresses, TX checksum offload off where the
-// topology says, bridges (STP off, forward delay 0) if forwarding is
+// namespace), MTUs by class, addresses, TX checksum offload off and GRO on
+// where the topology says, bridges (STP off, forward delay 0) if forwarding is
 // "kernel", and waits until every link is up and every bridge port forwards.
 //
 // It refuses to reuse an existing namespace name. On any failure it removes
@@ -401,6 +401,14 @@ func (b *builder) configureNS(h *netlink.Handle, short string) error {
 			}
 			if err := h.LinkSetUp(link); err != nil {
 				return fmt.Errorf("netns %s: ip link set %s up: %w", n, e.Dev, err)
+			}
+			// After up: a veth tells its peer that it takes redirected
+			// frames (the peer's XDP features) only when GRO changes while
+			// it is up.
+			if t.GROFor(e) {
+				if err := SetGRO(n, e.Dev, true); err != nil {
+					return err
+				}
 			}
 		}
 	}

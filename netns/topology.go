@@ -27,7 +27,8 @@ const (
 	MTULink = "link"
 )
 
-// AllEnds in Topology.TxChecksumOff means every veth end of the topology.
+// AllEnds in Topology.TxChecksumOff or Topology.GRO means every veth end
+// of the topology.
 const AllEnds = "all"
 
 // Topology describes a testbed as data: namespaces, veth pairs, addresses,
@@ -48,6 +49,10 @@ type Topology struct {
 	// TxChecksumOff lists the ends ("ns:dev") whose TX checksum offload is
 	// turned off, or the single entry "all".
 	TxChecksumOff []string `yaml:"tx_checksum_off,omitempty" json:"tx_checksum_off,omitempty"`
+	// GRO lists the ends ("ns:dev") whose GRO is turned on, or the single
+	// entry "all". A veth accepts frames an XDP program redirects into it
+	// only while its peer has GRO on or an XDP program of its own.
+	GRO []string `yaml:"gro,omitempty" json:"gro,omitempty"`
 	// Roles names what a namespace is: host, edge or fabric (node.go).
 	// Namespaces not listed get the role their ports imply.
 	Roles map[string]NodeRole `yaml:"roles,omitempty" json:"roles,omitempty"`
@@ -354,27 +359,42 @@ func (t *Topology) Validate() error {
 	if err := t.validateReach(); err != nil {
 		return err
 	}
-	for _, s := range t.TxChecksumOff {
+	if err := checkEndList("tx_checksum_off", t.TxChecksumOff, ends); err != nil {
+		return err
+	}
+	return checkEndList("gro", t.GRO, ends)
+}
+
+// checkEndList checks a list of ends named by field: each an end of a
+// link, or AllEnds alone.
+func checkEndList(field string, list []string, ends map[End]bool) error {
+	for _, s := range list {
 		if s == AllEnds {
-			if len(t.TxChecksumOff) != 1 {
-				return fmt.Errorf("tx_checksum_off: %q must be the only entry", AllEnds)
+			if len(list) != 1 {
+				return fmt.Errorf("%s: %q must be the only entry", field, AllEnds)
 			}
 			continue
 		}
 		e, err := ParseEnd(s)
 		if err != nil {
-			return fmt.Errorf("tx_checksum_off: %w", err)
+			return fmt.Errorf("%s: %w", field, err)
 		}
 		if !ends[e] {
-			return fmt.Errorf("tx_checksum_off: end %s is not an end of any link", e)
+			return fmt.Errorf("%s: end %s is not an end of any link", field, e)
 		}
 	}
 	return nil
 }
 
 // TxChecksumOffFor reports whether end e gets TX checksum offload turned off.
-func (t *Topology) TxChecksumOffFor(e End) bool {
-	for _, s := range t.TxChecksumOff {
+func (t *Topology) TxChecksumOffFor(e End) bool { return listsEnd(t.TxChecksumOff, e) }
+
+// GROFor reports whether end e gets GRO turned on.
+func (t *Topology) GROFor(e End) bool { return listsEnd(t.GRO, e) }
+
+// listsEnd reports whether list names e or is AllEnds.
+func listsEnd(list []string, e End) bool {
+	for _, s := range list {
 		if s == AllEnds || s == e.String() {
 			return true
 		}

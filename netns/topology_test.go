@@ -43,6 +43,10 @@ func TestPresetPair(t *testing.T) {
 			if !topo.TxChecksumOffFor(e) {
 				t.Errorf("tx checksum offload stays on at %s", e)
 			}
+			// The hosts' ends take frames the switches redirect in XDP.
+			if host := e.NS == "h1" || e.NS == "h2"; topo.GROFor(e) != host {
+				t.Errorf("GRO at %s: %v, want %v", e, topo.GROFor(e), host)
+			}
 		}
 	}
 }
@@ -122,6 +126,7 @@ func TestParseTopologyErrors(t *testing.T) {
 		{"bridge unknown ns", "ns: b,", "ns: z,", `namespace "z"`},
 		{"tx unknown end", "tx_checksum_off: [a:x0]", "tx_checksum_off: [a:q]", "a:q is not an end"},
 		{"all not alone", "tx_checksum_off: [a:x0]", "tx_checksum_off: [all, a:x0]", "only entry"},
+		{"gro unknown end", "tx_checksum_off: [a:x0]", "tx_checksum_off: [a:x0]\ngro: [b:q]", "gro: end b:q is not an end"},
 		{"duplicate namespace", "[a, b]", "[a, b, a]", "declared twice"},
 		{"bad namespace name", "[a, b]", "[a, b, \"x/y\"]", "namespace name"},
 		{"count without {i}", "mtu: link}", "mtu: link, count: 2}", `needs "{i}"`},

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Dataplane port: count the frame, drop link control a host may not send
  * (host ports) or that does not come from the link's peer (link ports),
- * apply the impairment stage when it is enabled, then redirect to the AF_XDP
- * socket of the frame's RX queue (or pass it to the kernel stack when that
- * queue has no socket). */
+ * apply the impairment stage when it is enabled, then either redirect the
+ * frame to the other port through the devmap (mode forward's XDP fast path,
+ * when port_conf.fast is set) or to the AF_XDP socket of the frame's RX
+ * queue (or pass it to the kernel stack when that queue has no socket). */
 #include "impair.h"
 
 #define LF_MAX_QUEUES 64
@@ -24,6 +25,7 @@ struct port_conf {
 	__u32 role;    /* LF_ROLE_* */
 	__u8 peer[6];  /* link port: the session's peer; all zero accepts any source */
 	__u8 pad[2];
+	__u32 fast;    /* 1: redirect to the port in fwd_port (XDP fast path) */
 };
 
 struct {
@@ -44,6 +46,9 @@ struct port_counters {
 	__u64 host_mac_ctl;   /* host port: a MAC control frame 0x8808 */
 	__u64 host_reserved;  /* host port: to 01:80:C2:00:00:0X (IEEE reserved) */
 	__u64 foreign_ctl;    /* link port: link header or MAC control not from the peer */
+	__u64 fwd_frames;     /* fast path: redirected to the other port */
+	__u64 fwd_bytes;      /* their bytes */
+	__u64 fwd_missed;     /* fast path on but no port in fwd_port: went to the XSK */
 };
 
 struct {
@@ -52,6 +57,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } xsks_map SEC(".maps");
+
+/* The other port of mode forward (key 0: its ifindex), for the fast path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fwd_port SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -67,13 +80,12 @@ struct {
  * with a known peer drop link control (link-header types other than data,
  * whose source is the host that sent it) and MAC control from any other
  * source, except session offers (HELLO), which the session judges. */
-static __always_inline __u64 *lf_control(struct xdp_md *ctx, struct port_counters *c)
+static __always_inline __u64 *lf_control(struct xdp_md *ctx, struct port_conf *conf,
+					 struct port_counters *c)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u8 *eth = data;
-	__u32 zero = 0;
-	struct port_conf *conf = bpf_map_lookup_elem(&port_cfg, &zero);
 	__u16 proto;
 	__u32 off = 12;
 
@@ -114,15 +126,17 @@ int lf_port(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct port_counters *c = bpf_map_lookup_elem(&port_count, &zero);
+	struct port_conf *conf = bpf_map_lookup_elem(&port_cfg, &zero);
+	__u64 len = ctx->data_end - ctx->data;
 	enum lf_verdict v;
 	__u64 *drop;
 	long act;
 
 	if (c) {
 		c->rx_frames++;
-		c->rx_bytes += ctx->data_end - ctx->data;
+		c->rx_bytes += len;
 	}
-	drop = lf_control(ctx, c);
+	drop = lf_control(ctx, conf, c);
 	if (drop) {
 		(*drop)++;
 		return XDP_DROP;
@@ -136,6 +150,18 @@ int lf_port(struct xdp_md *ctx)
 	if (v == LF_FLIPPED && c)
 		c->impair_flipped++;
 
+	if (conf && conf->fast) {
+		act = bpf_redirect_map(&fwd_port, 0, 0);
+		if (act == XDP_REDIRECT) {
+			if (c) {
+				c->fwd_frames++;
+				c->fwd_bytes += len;
+			}
+			return act;
+		}
+		if (c)
+			c->fwd_missed++;
+	}
 	act = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 	if (c) {
 		if (act == XDP_REDIRECT)

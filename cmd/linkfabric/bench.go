@@ -18,14 +18,20 @@ func benchCmd() *cobra.Command {
 		Long: `bench builds the pair testbed and measures, for each arm in turn and --runs times
 (interleaved, so drift hits every arm alike):
 
-  bridge        a Linux bridge in sw1 and sw2 (the kernel baseline)
-  forward       linkfabric run --mode forward in sw1 and sw2, poll() mode
-  forward-busy  the same with --busy-poll (with --busy-poll)
+  bridge              a Linux bridge in sw1 and sw2 (the kernel baseline)
+  forward-xdp         linkfabric run --mode forward --fastpath xdp in sw1 and sw2:
+                      frames go port to port in the kernel (XDP devmap redirect);
+                      checked on both switches before measuring, and the share of
+                      frames the fast path carried is recorded
+  forward-afxdp       the same with --fastpath afxdp: through AF_XDP and the Go
+                      worker, poll() mode (the fallback path)
+  forward-afxdp-busy  the AF_XDP path with --busy-poll (with --busy-poll)
 
 and reports medians and each arm's ratio to the bridge for iperf3 TCP
 throughput, 60-byte frames per second, and sockperf UDP latency p50/p99.
-All arms run with the same offloads (TX checksum off on the veth ends, GSO on).
-Takes about 15 s per arm per run.`,
+All arms run on the same testbed with the same offloads (TX checksum off on
+the veth ends, GSO on, GRO on at h1's and h2's ends, which lets the switches
+redirect frames into their host ports). Takes about 15 s per arm per run.`,
 		Example: `  linkfabric bench
   linkfabric bench --runs 5 --duration 10s --json > bench.json
   linkfabric bench --mtu 3000 --busy-poll=false`,

@@ -387,6 +387,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("run-lg-sigint", func(t *testing.T) { testRunSIGINT(t, c) })
+	t.Run("run-fastpath-signals", func(t *testing.T) { testRunFastPathSignals(t, c) })
 }
 
 // testHelp: --help of every command (found by walking "Available Commands")
@@ -468,9 +469,50 @@ func testNotRoot(t *testing.T, c cli) {
 func testRunSIGINT(t *testing.T, c cli) {
 	tb, before := testbed(t)
 	sw1 := tb.NS("sw1")
+	log := runUntilSignal(t, c, sw1, os.Interrupt, "--mode", "lg")
+	if !strings.Contains(log, "XDP programs detached") {
+		t.Errorf("run did not report detaching its programs:\n%s", log)
+	}
+	out, err := exec.Command("ip", "-n", sw1, "link", "show", "dev", "host0").CombinedOutput()
+	if err != nil || strings.Contains(string(out), "xdp") {
+		t.Errorf("after run exited, ip -n %s link show dev host0: %v\n%s", sw1, err, out)
+	}
+	leftovers(t, tb, before, nil)
+}
+
+// testRunFastPathSignals: run --mode forward --fastpath xdp reports each
+// direction's path (sw2 runs nothing, so sw1's link0 cannot take redirected
+// frames and host0 → link0 waits on AF_XDP, saying why), and leaves no XDP
+// program behind when SIGTERM or even SIGKILL stops it.
+func testRunFastPathSignals(t *testing.T, c cli) {
+	tb := netns.TestUp(t, "lfw", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	before := namespaces(t)
+	sw1 := tb.NS("sw1")
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		log := runUntilSignal(t, c, sw1, sig, "--mode", "forward", "--fastpath", "xdp")
+		for _, want := range []string{`msg="fast path" from=link0 to=host0 path=xdp`,
+			`msg="fast path" from=host0 to=link0 path=afxdp reason="link0 does not accept redirected frames`} {
+			if !strings.Contains(log, want) {
+				t.Errorf("%v: the log does not say %s:\n%s", sig, want, log)
+			}
+		}
+		// A killed process's bpf_links are released just after it exits.
+		for deadline := time.Now().Add(3 * time.Second); len(xdpOn(t, sw1)) > 0 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		leftovers(t, tb, before, nil)
+	}
+}
+
+// runUntilSignal starts run on host0 and link0 of namespace ns with args,
+// waits until it is ready with XDP programs on both ports, sends sig, and
+// returns its log once it has exited (with status 0 unless sig is SIGKILL).
+func runUntilSignal(t *testing.T, c cli, ns string, sig os.Signal, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bin, "run", "--netns", sw1, "--host-port", "host0", "--link-port", "link0", "--mode", "lg")
+	what := "run " + strings.Join(args, " ")
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"run", "--netns", ns, "--host-port", "host0", "--link-port", "link0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -502,38 +544,31 @@ func testRunSIGINT(t *testing.T, c cli) {
 	select {
 	case <-ready:
 	case err := <-exited:
-		t.Fatalf("run --mode lg exited before it was ready: %v\n%s", err, log.String())
+		t.Fatalf("%s exited before it was ready: %v\n%s", what, err, log.String())
 	case <-time.After(20 * time.Second):
-		t.Fatalf("run --mode lg not ready within 20 s:\n%s", log.String())
+		t.Fatalf("%s not ready within 20 s:\n%s", what, log.String())
 	}
-	out, _ := exec.Command("ip", "-n", sw1, "link", "show", "dev", "host0").CombinedOutput()
+	out, _ := exec.Command("ip", "-n", ns, "link", "show", "dev", "host0").CombinedOutput()
 	if !strings.Contains(string(out), "xdp") {
-		t.Errorf("run --mode lg is ready but host0 carries no XDP program:\n%s", out)
+		t.Errorf("%s is ready but host0 carries no XDP program:\n%s", what, out)
 	}
-	if x := xdpOn(t, sw1); x["host0"] == 0 || x["link0"] == 0 {
-		t.Errorf("run --mode lg is ready but XDP programs are %v", x)
+	if x := xdpOn(t, ns); x["host0"] == 0 || x["link0"] == 0 {
+		t.Errorf("%s is ready but XDP programs are %v", what, x)
 	}
 	start := time.Now()
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-exited:
-		if err != nil {
-			t.Errorf("run --mode lg after SIGINT: %v (want exit 0)\n%s", err, log.String())
+		if err != nil && sig != syscall.SIGKILL {
+			t.Errorf("%s after %v: %v (want exit 0)\n%s", what, sig, err, log.String())
 		}
-		t.Logf("exited %v after SIGINT", time.Since(start).Round(time.Millisecond))
+		t.Logf("%s exited %v after %v", what, time.Since(start).Round(time.Millisecond), sig)
 	case <-time.After(5 * time.Second):
-		t.Fatalf("run --mode lg still running 5 s after SIGINT:\n%s", log.String())
+		t.Fatalf("%s still running 5 s after %v:\n%s", what, sig, log.String())
 	}
-	if !strings.Contains(log.String(), "XDP programs detached") {
-		t.Errorf("run did not report detaching its programs:\n%s", log.String())
-	}
-	out, err = exec.Command("ip", "-n", sw1, "link", "show", "dev", "host0").CombinedOutput()
-	if err != nil || strings.Contains(string(out), "xdp") {
-		t.Errorf("after run exited, ip -n %s link show dev host0: %v\n%s", sw1, err, out)
-	}
-	leftovers(t, tb, before, nil)
+	return log.String()
 }
 
 // cells sim needs no root: it runs the simulated fabric's scenarios, prints

@@ -46,6 +46,7 @@ func parseXDPMode(s string) (bpf.AttachMode, error) {
 func runCmd() *cobra.Command {
 	var (
 		ns, xdpMode, metricsAddr string
+		fastPath                 string
 		cfg                      dataplane.Config
 		mode                     string
 		statsEvery               time.Duration
@@ -87,6 +88,18 @@ nothing from before is delivered. Host frames wait --session-wait for the sessio
 then the newest --session-keep of each class stay (after a flap, the hosts' latest
 TCP retransmissions, which cross as soon as the link is back) and the rest are dropped.
 An interface that goes down is link state: the dataplane waits for it to come up.
+
+Fast path (mode forward): by default (--fastpath auto) each port's XDP program
+redirects frames to the other port in the kernel (bpf_redirect_map through a
+devmap), counted per port; no frame wakes the process. A direction falls back
+to AF_XDP when the kernel cannot carry it, and the log and 'linkfabric stats'
+(dataplane.fast_path) say which path each direction takes and why: XDP in
+generic mode, --busy-poll, a --port-rate, or a target that cannot take
+redirected frames (down, a driver without ndo_xdp_xmit, a veth whose peer has
+neither GRO on nor an XDP program: 'ethtool -K PEER gro on' while it is up).
+Targets are re-checked every 100 ms and on link changes. --fastpath xdp
+refuses to start when the configuration rules the kernel path out;
+--fastpath afxdp always uses AF_XDP (the path measured before the fast path).
 
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
 detaches the programs and exits. Statistics are served on --metrics (loopback of
@@ -144,6 +157,7 @@ run checks this at startup.`,
   linkfabric run --node sw2 --preset bundle --mode cells --node-id 2 --spray p2c --cell-size 256 --credits=false
   linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101   # a fabric node: link ports only
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
+  linkfabric run --node sw1 --mode forward --fastpath afxdp   # the AF_XDP path, for comparison
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll
   linkfabric run --node sw2 --mode forward --port-rate host0=200M --port-buffer host0=128K`,
@@ -163,6 +177,9 @@ run checks this at startup.`,
 				return err
 			}
 			if cfg.XDPMode, err = parseXDPMode(xdpMode); err != nil {
+				return err
+			}
+			if cfg.FastPath, err = dataplane.ParseFastPath(fastPath); err != nil {
 				return err
 			}
 			cfg.Mode = dataplane.Mode(mode)
@@ -247,6 +264,7 @@ run checks this at startup.`,
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
+	f.StringVar(&fastPath, "fastpath", "auto", "mode forward: auto (frames go port to port in the kernel where possible, through AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); other modes use AF_XDP")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by both ports (default 8 × --ring-size: 16384)")
 	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, 2048 or 4096 (default 4096)")
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 256)")
@@ -386,6 +404,13 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 		}
 		if r := p.Program().FallbackReason(); r != nil {
 			log.Warn("native XDP unavailable, using generic", "dev", p.Name, "reason", r)
+		}
+	}
+	for _, f := range d.FastPath() {
+		if f.Path == dataplane.FastPathXDP {
+			log.Info("fast path", "from", f.From, "to", f.To, "path", f.Path)
+		} else {
+			log.Info("fast path", "from", f.From, "to", f.To, "path", f.Path, "reason", f.Reason)
 		}
 	}
 	if metricsAddr != "" {

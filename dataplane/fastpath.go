@@ -1,0 +1,332 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// FastPath is how mode forward moves frames between its two ports.
+type FastPath string
+
+const (
+	// FastPathAFXDP sends every frame through the AF_XDP sockets and the
+	// worker. It is what the zero value means.
+	FastPathAFXDP FastPath = "afxdp"
+	// FastPathXDP redirects frames port to port in the kernel (the port
+	// program's bpf_redirect_map through a devmap). New fails when the
+	// configuration rules that out (another mode, generic XDP, busy poll, a
+	// rate limit, a kernel without XDP features); otherwise it is
+	// FastPathAuto.
+	FastPathXDP FastPath = "xdp"
+	// FastPathAuto uses the kernel path where the configuration allows it,
+	// direction by direction: one whose target is down or cannot take
+	// redirected frames (a veth whose peer has neither an XDP program, yet,
+	// nor GRO on) goes through AF_XDP until it can, re-checked every
+	// fastCheckEvery and at once when a port's link changes.
+	FastPathAuto FastPath = "auto"
+)
+
+// ParseFastPath parses the --fastpath flag ("" is FastPathAFXDP).
+func ParseFastPath(s string) (FastPath, error) {
+	switch f := FastPath(s); f {
+	case "":
+		return FastPathAFXDP, nil
+	case FastPathAFXDP, FastPathXDP, FastPathAuto:
+		return f, nil
+	}
+	return "", fmt.Errorf("--fastpath %q: want auto (the kernel path where possible), xdp (the kernel path, or fail) or afxdp (through AF_XDP and the worker)", s)
+}
+
+// fastCheckEvery is how often the fast path re-checks its directions: the
+// targets' XDP features (a veth's peer may lose its XDP program or GRO),
+// their link state, and the counters it folds into the ports'.
+const fastCheckEvery = 100 * time.Millisecond
+
+// FastPathSnapshot is one direction of mode forward: which path its frames
+// take now and what the kernel path has carried.
+type FastPathSnapshot struct {
+	From string   `json:"from"`
+	To   string   `json:"to"`
+	Path FastPath `json:"path"` // xdp or afxdp
+	// Reason is why the direction is on AF_XDP ("" on xdp).
+	Reason string `json:"reason,omitempty"`
+	// Frames and Bytes were redirected in the kernel; Missed found no
+	// forward port there and went through AF_XDP.
+	Frames uint64 `json:"xdp_frames"`
+	Bytes  uint64 `json:"xdp_bytes"`
+	Missed uint64 `json:"xdp_missed"`
+	// Changes counts switches between the paths since the start.
+	Changes uint64 `json:"changes"`
+}
+
+// fastPath runs mode forward's XDP fast path: it chooses each direction's
+// path, re-checks it while the dataplane runs, and folds the frames the
+// kernel forwarded into the ports' counters. It owns no frame.
+type fastPath struct {
+	log      *slog.Logger
+	counters []PortCounters
+	features *bpf.FeatureReader // nil: the kernel path is out for good
+	ns       netns.NsHandle     // the ports' namespace, for link updates
+
+	mu      sync.Mutex // everything below; the watcher and Stats
+	dirs    [2]fastDir
+	started bool // the first choice is made: log changes (FastPath reports the first)
+	closed  bool
+}
+
+// fastDir is one direction, frames received on from leaving on to.
+type fastDir struct {
+	from, to int // port numbers
+	src, dst *Port
+	on       bool
+	reason   string
+	changes  uint64
+	seen     bpf.PortCounters // src's program counters when last folded
+}
+
+// newFastPath sets up mode forward's fast path in the calling thread's
+// network namespace (the ports'). A reason in the configuration that rules
+// the kernel path out fails New with FastPathXDP and leaves the directions
+// on AF_XDP otherwise.
+func (d *Dataplane) newFastPath() error {
+	cfg := &d.cfg
+	if cfg.Mode != ModeForward {
+		if cfg.FastPath == FastPathXDP {
+			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (only forward has); use --fastpath auto or afxdp", cfg.Mode)
+		}
+		return nil
+	}
+	h, l := d.ports.Host, d.ports.Links[0]
+	f := &fastPath{log: cfg.Logger, counters: d.stats.Ports, ns: netns.None()}
+	f.dirs = [2]fastDir{{from: h, to: l, src: d.all[h], dst: d.all[l]}, {from: l, to: h, src: d.all[l], dst: d.all[h]}}
+	d.fast = f
+	why := d.fastBlocked()
+	if why == "" {
+		why = f.open()
+	}
+	if why != "" && f.features != nil {
+		f.features.Close()
+		f.features = nil
+	}
+	if why != "" {
+		if cfg.FastPath == FastPathXDP {
+			return fmt.Errorf("dataplane: --fastpath xdp: %s; use --fastpath auto to fall back to AF_XDP", why)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i := range f.dirs {
+			f.dirs[i].reason = why
+		}
+		return nil
+	}
+	f.check()
+	f.mu.Lock()
+	f.started = true
+	f.mu.Unlock()
+	return nil
+}
+
+// fastBlocked is why the configuration rules the kernel path out ("" if
+// nothing does).
+func (d *Dataplane) fastBlocked() string {
+	cfg := &d.cfg
+	switch {
+	case cfg.FastPath == FastPathAFXDP:
+		return "--fastpath afxdp"
+	case cfg.BusyPoll:
+		return "--busy-poll asks for the AF_XDP path (it polls the sockets)"
+	}
+	for _, p := range d.all {
+		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {
+			return fmt.Sprintf("%s has a rate limit (--port-rate), which only the AF_XDP path applies", p.Name)
+		}
+		if m := p.prog.Mode(); m != bpf.XDPNative {
+			why := fmt.Sprintf("XDP on %s runs in %s mode; redirecting port to port needs native XDP", p.Name, m)
+			if r := p.prog.FallbackReason(); r != nil {
+				why += fmt.Sprintf(" (native failed: %v)", r)
+			}
+			return why
+		}
+	}
+	return ""
+}
+
+// open gets what the watcher needs and gives each program its forward port;
+// it returns why the kernel path is impossible ("" when it is possible).
+func (f *fastPath) open() string {
+	var err error
+	if f.features, err = bpf.NewFeatureReader(); err != nil {
+		return err.Error()
+	}
+	if f.ns, err = netns.Get(); err != nil {
+		f.ns = netns.None()
+		f.log.Warn("fast path: cannot hold the network namespace; link changes are noticed by polling only", "err", err)
+	}
+	for _, dir := range f.dirs {
+		if err := dir.src.prog.SetForwardPort(dir.dst.prog.Ifindex()); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// usable says whether the kernel can carry dir now, and if not why.
+func (f *fastPath) usable(dir *fastDir) (bool, string) {
+	if !dir.dst.running() {
+		return false, dir.dst.Name + " is down"
+	}
+	src, err := f.features.Features(dir.src.prog.Ifindex())
+	if err != nil {
+		return false, err.Error()
+	}
+	if src&bpf.XDPRedirect == 0 {
+		return false, fmt.Sprintf("the driver of %s cannot redirect from XDP (features %v)", dir.src.Name, src)
+	}
+	dst, err := f.features.Features(dir.dst.prog.Ifindex())
+	if err != nil {
+		return false, err.Error()
+	}
+	if !dst.AcceptsRedirect() {
+		return false, fmt.Sprintf("%s does not accept redirected frames (XDP features %v): a driver without ndo_xdp_xmit, or a veth whose peer has neither GRO on (ethtool -K PEER gro on) nor an XDP program", dir.dst.Name, dst)
+	}
+	return true, ""
+}
+
+// check re-decides every direction's path and applies changes.
+func (f *fastPath) check() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || f.features == nil {
+		return
+	}
+	for i := range f.dirs {
+		dir := &f.dirs[i]
+		on, why := f.usable(dir)
+		if on != dir.on {
+			if err := dir.src.prog.SetFast(on); err != nil {
+				if dir.on {
+					f.log.Warn("fast path: cannot switch to AF_XDP; trying again", "from", dir.src.Name, "to", dir.dst.Name, "reason", why, "err", err)
+					continue
+				}
+				on, why = false, err.Error()
+			}
+		}
+		if on == dir.on && why == dir.reason {
+			continue
+		}
+		if on != dir.on {
+			dir.changes++
+		}
+		dir.on, dir.reason = on, why
+		if !f.started {
+			continue
+		}
+		if on {
+			f.log.Info("fast path", "from", dir.src.Name, "to", dir.dst.Name, "path", FastPathXDP)
+		} else {
+			f.log.Warn("fast path", "from", dir.src.Name, "to", dir.dst.Name, "path", FastPathAFXDP, "reason", why)
+		}
+	}
+}
+
+// fold adds what the kernel forwarded since the last fold to the ports'
+// counters (received on the source, sent on the target).
+func (f *fastPath) fold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || f.features == nil { // the kernel path was never on
+		return
+	}
+	for i := range f.dirs {
+		dir := &f.dirs[i]
+		c, err := dir.src.prog.Counters()
+		if err != nil {
+			continue
+		}
+		frames, bytes := c.Forwarded-dir.seen.Forwarded, c.ForwardedBytes-dir.seen.ForwardedBytes
+		dir.seen = c
+		rx, tx := &f.counters[dir.from].RX, &f.counters[dir.to].TX
+		rx.Frames.Add(frames)
+		rx.Bytes.Add(bytes)
+		tx.Frames.Add(frames)
+		tx.Bytes.Add(bytes)
+	}
+}
+
+// snapshot returns both directions (after a fold).
+func (f *fastPath) snapshot() []FastPathSnapshot {
+	f.fold()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]FastPathSnapshot, 0, len(f.dirs))
+	for _, dir := range f.dirs {
+		s := FastPathSnapshot{From: dir.src.Name, To: dir.dst.Name, Path: FastPathAFXDP, Reason: dir.reason,
+			Frames: dir.seen.Forwarded, Bytes: dir.seen.ForwardedBytes, Missed: dir.seen.ForwardMissed, Changes: dir.changes}
+		if dir.on {
+			s.Path, s.Reason = FastPathXDP, ""
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// watch re-checks the directions every fastCheckEvery and whenever one of
+// the ports' links changes, folding the counters each time, until ctx ends.
+func (f *fastPath) watch(ctx context.Context) {
+	if f.features == nil {
+		return
+	}
+	sub := make(chan netlink.LinkUpdate, 16)
+	done := make(chan struct{})
+	ns := f.ns
+	updates := sub
+	if err := netlink.LinkSubscribeWithOptions(sub, done, netlink.LinkSubscribeOptions{Namespace: &ns}); err != nil {
+		f.log.Warn("fast path: no link notifications; link changes are noticed by polling only", "err", err)
+		updates, sub = nil, nil
+	}
+	defer func() {
+		close(done)
+		if sub != nil && updates != nil {
+			for range sub { // until the subscription closes it
+			}
+		}
+	}()
+	t := time.NewTicker(fastCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-updates:
+			if !ok {
+				updates = nil
+			}
+		case <-t.C:
+		}
+		f.check()
+		f.fold()
+	}
+}
+
+// close stops the fast path's use of the ports (before they are closed).
+func (f *fastPath) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	f.closed = true
+	if f.features != nil {
+		f.features.Close()
+	}
+	if f.ns.IsOpen() {
+		f.ns.Close()
+	}
+}

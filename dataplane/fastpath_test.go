@@ -1,0 +1,337 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ifaceStats reads an interface's own counters.
+func ifaceStats(t *testing.T, ns, dev string) netlink.LinkStatistics {
+	t.Helper()
+	var st netlink.LinkStatistics
+	if err := netns.Do(ns, func() error {
+		l, err := netlink.LinkByName(dev)
+		if err == nil {
+			st = *l.Attrs().Statistics
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("%s in %s: %v", dev, ns, err)
+	}
+	return st
+}
+
+// waitFastPath waits until every direction of d takes path want and
+// returns the snapshot.
+func waitFastPath(t *testing.T, name string, d *Dataplane, want FastPath) []FastPathSnapshot {
+	t.Helper()
+	var fp []FastPathSnapshot
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		fp = d.FastPath()
+		ok := len(fp) == 2
+		for _, f := range fp {
+			ok = ok && f.Path == want
+		}
+		if ok {
+			return fp
+		}
+	}
+	t.Fatalf("%s: fast path %+v, want %s both ways", name, fp, want)
+	return nil
+}
+
+// iperfUDP sends UDP h1→h2 (h2→h1 with reverse) for a second and returns
+// datagrams sent and lost as iperf3 counts them.
+func iperfUDP(ctx context.Context, t *testing.T, tb *netns.Testbed, port string, reverse bool) (sent, lost uint64) {
+	t.Helper()
+	srv := netns.Command(ctx, tb.NS("h2"), "iperf3", "-s", "-1", "-p", port)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	args := []string{"-c", "10.0.0.2", "-p", port, "-u", "-b", "20M", "-l", "1400", "-w", "2M", "-t", "1", "-J", "--connect-timeout", "3000"}
+	if reverse {
+		args = append(args, "-R")
+	}
+	var out []byte
+	var err error
+	for range 30 {
+		out, err = netns.Command(ctx, tb.NS("h1"), "iperf3", args...).Output()
+		if !strings.Contains(string(out), "Connection refused") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var res struct {
+		Error string `json:"error"`
+		End   struct {
+			Sum struct {
+				Packets     uint64 `json:"packets"`
+				LostPackets uint64 `json:"lost_packets"`
+			} `json:"sum"`
+		} `json:"end"`
+	}
+	if err != nil || json.Unmarshal(out, &res) != nil || res.Error != "" || res.End.Sum.Packets == 0 {
+		t.Fatalf("iperf3 -u (reverse %v): %v %q\n%s", reverse, err, res.Error, lastLines(string(out), 10))
+	}
+	return res.End.Sum.Packets, res.End.Sum.LostPackets
+}
+
+// TestFastPathXDP: mode forward with the kernel path on both switches
+// carries TCP and UDP both ways with no frame through AF_XDP; every port's
+// counters equal the interface's own; a host's link control is still
+// dropped and counted by the host port's program.
+func TestFastPathXDP(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		netns.RequireRoot(t)
+		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
+	}
+	tb := netns.TestUp(t, "lfw", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	sws := map[string]*Dataplane{
+		"sw1": startSwitch(t, tb.NS("sw1"), Config{FastPath: FastPathXDP}),
+		"sw2": startSwitch(t, tb.NS("sw2"), Config{FastPath: FastPathXDP}),
+	}
+	for name, d := range sws {
+		waitFastPath(t, name, d, FastPathXDP)
+	}
+	type counts struct {
+		iface         map[string]netlink.LinkStatistics
+		dp            Snapshot
+		xskRedirected map[string]uint64
+	}
+	read := func(sw string) counts {
+		d := sws[sw]
+		c := counts{iface: map[string]netlink.LinkStatistics{}, dp: d.Stats(), xskRedirected: map[string]uint64{}}
+		for _, p := range []*Port{d.Host(), d.Link()} {
+			c.iface[p.Name] = ifaceStats(t, tb.NS(sw), p.Name)
+			pc, err := p.Program().Counters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.xskRedirected[p.Name] = pc.Redirected
+		}
+		return c
+	}
+	before := map[string]counts{"sw1": read("sw1"), "sw2": read("sw2")}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through the kernel path: %v", err)
+	}
+	for _, reverse := range []bool{false, true} {
+		args := []string{"-c", "10.0.0.2", "-p", "5311", "-n", "20M", "--connect-timeout", "3000"}
+		if reverse {
+			args = append(args, "-R")
+		}
+		srv := netns.Command(ctx, tb.NS("h2"), "iperf3", "-s", "-1", "-p", "5311")
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		out, err := netns.Command(ctx, tb.NS("h1"), "iperf3", args...).CombinedOutput()
+		srv.Process.Kill()
+		srv.Wait()
+		if err != nil {
+			t.Fatalf("iperf3 TCP 20 MB (reverse %v) through the kernel path: %v\n%s", reverse, err, out)
+		}
+		t.Logf("TCP (reverse %v): %s", reverse, lastLines(string(out), 3))
+	}
+	h1Before, h2Before := ifaceStats(t, tb.NS("h1"), "eth0"), ifaceStats(t, tb.NS("h2"), "eth0")
+	rcv1, rcv2 := snmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), snmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
+	var lost uint64
+	for _, reverse := range []bool{false, true} {
+		sent, l := iperfUDP(ctx, t, tb, "5312", reverse)
+		t.Logf("UDP (reverse %v): %d datagrams, %d lost", reverse, sent, l)
+		lost += l
+	}
+	// A datagram iperf3 lost is a drop a counter shows: the sending host's
+	// veth (its peer's ring full) or the receiving socket's buffer.
+	h1After, h2After := ifaceStats(t, tb.NS("h1"), "eth0"), ifaceStats(t, tb.NS("h2"), "eth0")
+	rcvAfter1, rcvAfter2 := snmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), snmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
+	drops := map[string]uint64{
+		"h1 eth0 tx dropped": h1After.TxDropped - h1Before.TxDropped,
+		"h2 eth0 tx dropped": h2After.TxDropped - h2Before.TxDropped,
+		"h1 UDP rcvbuf":      rcvAfter1["RcvbufErrors"] - rcv1["RcvbufErrors"],
+		"h2 UDP rcvbuf":      rcvAfter2["RcvbufErrors"] - rcv2["RcvbufErrors"],
+	}
+	var counted uint64
+	for _, n := range drops {
+		counted += n
+	}
+	if lost > counted {
+		t.Errorf("UDP: %d datagrams lost, only %d drops counted on the way (%v): the kernel path lost frames", lost, counted, drops)
+	}
+
+	// Nothing went through AF_XDP, and each port's counters are the
+	// interface's own.
+	for _, sw := range []string{"sw1", "sw2"} {
+		after := read(sw)
+		b := before[sw]
+		for _, p := range after.dp.Ports {
+			name := sw + " " + p.Name
+			if n := after.xskRedirected[p.Name] - b.xskRedirected[p.Name]; n != 0 {
+				t.Errorf("%s: %d frames went to the AF_XDP socket on the kernel path", name, n)
+			}
+			var pb PortSnapshot
+			for _, q := range b.dp.Ports {
+				if q.Name == p.Name {
+					pb = q
+				}
+			}
+			ia, ib := after.iface[p.Name], b.iface[p.Name]
+			rx, tx := p.RX.Frames-pb.RX.Frames, p.TX.Frames-pb.TX.Frames
+			rxBytes := p.RX.Bytes - pb.RX.Bytes
+			t.Logf("%s: rx %d frames (interface %d), tx %d (interface %d + %d dropped)", name, rx, ia.RxPackets-ib.RxPackets,
+				tx, ia.TxPackets-ib.TxPackets, ia.TxDropped-ib.TxDropped)
+			if rx < 10000 {
+				t.Errorf("%s: received %d frames; the TCP and UDP runs need > 10000", name, rx)
+			}
+			// veth counts the bytes of a frame a host's stack sent without
+			// its Ethernet header; those of a redirected frame, with it.
+			ifBytes := ia.RxBytes - ib.RxBytes
+			if rx != ia.RxPackets-ib.RxPackets || (rxBytes != ifBytes && rxBytes != ifBytes+ethHeaderLen*rx) {
+				t.Errorf("%s: rx %d frames %d bytes, the interface counted %d frames %d bytes", name, rx, rxBytes, ia.RxPackets-ib.RxPackets, ifBytes)
+			}
+			if tx != ia.TxPackets-ib.TxPackets+ia.TxDropped-ib.TxDropped {
+				t.Errorf("%s: tx %d frames, the interface counted %d sent + %d dropped", name, tx, ia.TxPackets-ib.TxPackets, ia.TxDropped-ib.TxDropped)
+			}
+		}
+	}
+
+	// A host's link control: dropped at sw1's host port and counted, never
+	// forwarded, while the kernel path runs.
+	d := sws["sw1"]
+	linkTx := ifaceStats(t, tb.NS("sw1"), "link0").TxPackets
+	c0, _ := d.Host().Program().Counters()
+	fd := rawSender(t, tb.NS("h1"), "eth0")
+	frames := map[string][]byte{
+		"link ethertype": linkFrame(1, 64),
+		"PFC":            append([]byte{0x01, 0x80, 0xC2, 0, 0, 0x01, 2, 0, 0, 0, 0, 0x99, 0x88, 0x08, 0x01, 0x01}, make([]byte, 48)...),
+		"LLDP":           append([]byte{0x01, 0x80, 0xC2, 0, 0, 0x0E, 2, 0, 0, 0, 0, 0x99, 0x88, 0xCC}, make([]byte, 50)...),
+	}
+	const each = 50
+	for name, f := range frames {
+		for range each {
+			if _, err := unix.Write(fd, f); err != nil {
+				t.Fatalf("inject %s from h1: %v", name, err)
+			}
+		}
+	}
+	want := uint64(each * len(frames))
+	var c bpf.PortCounters
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if c, _ = d.Host().Program().Counters(); c.HostControlDropped()-c0.HostControlDropped() >= want {
+			break
+		}
+	}
+	if got := c.HostControlDropped() - c0.HostControlDropped(); got != want ||
+		c.HostLinkType-c0.HostLinkType != each || c.HostMACControl-c0.HostMACControl != each || c.HostReserved-c0.HostReserved != each {
+		t.Errorf("host link control on the kernel path: %d dropped (%d link type, %d MAC control, %d reserved), want %d of each",
+			got, c.HostLinkType-c0.HostLinkType, c.HostMACControl-c0.HostMACControl, c.HostReserved-c0.HostReserved, each)
+	}
+	if n := ifaceStats(t, tb.NS("sw1"), "link0").TxPackets - linkTx; n != 0 {
+		t.Errorf("%d frames left sw1's link port while h1 sent only link control", n)
+	}
+}
+
+// TestFastPathFallback: the AF_XDP path is chosen when asked for, when XDP
+// runs in generic mode (and --fastpath xdp then refuses), and, direction by
+// direction, while a target cannot take redirected frames (its veth peer
+// without GRO); traffic flows on either path, and the direction returns to
+// the kernel once the target accepts again.
+func TestFastPathFallback(t *testing.T) {
+	tb := netns.TestUp(t, "lfw", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	sw1NS, sw2NS := tb.NS("sw1"), tb.NS("sw2")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ping := func(what string) {
+		t.Helper()
+		out, err := netns.Command(ctx, tb.NS("h1"), "ping", "-c", "5", "-i", "0.05", "-W", "2", "-q", "10.0.0.2").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), " 0% packet loss") {
+			t.Fatalf("ping h1→h2 %s: %v\n%s", what, err, out)
+		}
+	}
+
+	// Generic XDP: --fastpath xdp refuses, auto falls back and says why.
+	err := netns.Do(sw1NS, func() error {
+		d, err := New(Config{HostPort: "host0", LinkPort: "link0", FastPath: FastPathXDP, XDPMode: bpf.XDPGeneric})
+		if err == nil {
+			d.Close()
+		}
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "generic") || !strings.Contains(err.Error(), "--fastpath auto") {
+		t.Errorf("--fastpath xdp with generic XDP: error %v, want one naming generic mode and --fastpath auto", err)
+	}
+	gen := startWatched(t, sw1NS, Config{FastPath: FastPathAuto, XDPMode: bpf.XDPGeneric})
+	afx := startWatched(t, sw2NS, Config{FastPath: FastPathAFXDP})
+	for _, f := range gen.d.FastPath() {
+		if f.Path != FastPathAFXDP || !strings.Contains(f.Reason, "generic") {
+			t.Errorf("sw1 generic XDP, auto: %+v, want afxdp because of generic mode", f)
+		}
+	}
+	for _, f := range afx.d.FastPath() {
+		if f.Path != FastPathAFXDP || f.Reason != "--fastpath afxdp" {
+			t.Errorf("sw2 --fastpath afxdp: %+v", f)
+		}
+	}
+	ping("on AF_XDP at both switches")
+	for name, s := range map[string]*runningSwitch{"sw1": gen, "sw2": afx} {
+		for _, f := range s.d.FastPath() {
+			if f.Frames != 0 {
+				t.Errorf("%s %s→%s: %d frames on the kernel path while it is off", name, f.From, f.To, f.Frames)
+			}
+		}
+		if st := s.d.Stats(); st.Host.RX.Frames < 5 || st.Link.RX.Frames < 5 {
+			t.Errorf("%s on AF_XDP: host rx %d, link rx %d frames, want the pings", name, st.Host.RX.Frames, st.Link.RX.Frames)
+		}
+	}
+	gen.stop(t)
+
+	// A target whose veth peer cannot take redirected frames: h1's eth0
+	// without GRO makes link0 → host0 use AF_XDP, host0 → link0 stays.
+	if err := netns.SetGRO(tb.NS("h1"), "eth0", false); err != nil {
+		t.Fatal(err)
+	}
+	sw1 := startWatched(t, sw1NS, Config{FastPath: FastPathAuto})
+	fp := sw1.d.FastPath()
+	if fp[0].Path != FastPathXDP || fp[1].Path != FastPathAFXDP || !strings.Contains(fp[1].Reason, "host0 does not accept redirected frames") {
+		t.Fatalf("sw1 with h1's GRO off: %+v, want host0→link0 xdp, link0→host0 afxdp (host0 does not accept)", fp)
+	}
+	ping("with link0→host0 on AF_XDP")
+	if got := sw1.d.FastPath(); got[0].Frames == 0 || got[1].Frames != 0 {
+		t.Errorf("pings: %+v, want frames on the kernel path host0→link0 only", got)
+	}
+	if err := netns.SetGRO(tb.NS("h1"), "eth0", true); err != nil {
+		t.Fatal(err)
+	}
+	fp = waitFastPath(t, "sw1 after GRO on at h1", sw1.d, FastPathXDP)
+	ping("after link0→host0 returned to the kernel path")
+	if got := sw1.d.FastPath(); got[1].Frames == 0 || got[1].Changes != fp[1].Changes {
+		t.Errorf("after GRO on: %+v, want link0→host0 frames on the kernel path and no further change", got)
+	}
+}
+
+// stop ends the dataplane before the test does, so that another one can
+// take its ports (the test's cleanup then finds it stopped).
+func (s *runningSwitch) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	<-s.done
+	if s.err != nil {
+		t.Errorf("Run: %v", s.err)
+	}
+	if err := s.d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
