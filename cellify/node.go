@@ -59,8 +59,11 @@ type Node struct {
 	floodTo   []EdgeID
 	floodOK   bool // floodTo matches the table
 	ccDue     int64
-	noRoute   bool // a VOQ waits for a route
-	allocWait bool // a VOQ waits for a buffer
+	epoch     uint16
+	srcEp     []peerEpoch // per edge id: other edges as sources
+	dstEp     []peerEpoch // ... as destinations of this edge's VOQs
+	noRoute   bool        // a VOQ waits for a route
+	allocWait bool        // a VOQ waits for a buffer
 
 	Out   Output
 	Stats NodeStats
@@ -104,7 +107,12 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		return n, nil
 	}
 	n.hosts = make([]HostStats, cfg.HostPorts)
-	if n.voqs, err = NewVOQSet(VOQConfig{Src: cfg.Self, MaxVOQs: cfg.MaxVOQs, RingBytes: cfg.RingBytes, Hops: cfg.Hops, Packing: cfg.Packing}); err != nil {
+	n.epoch = newEpoch(&cfg)
+	n.cfg.Epoch = n.epoch
+	n.srcEp = make([]peerEpoch, rc.MaxEdges)
+	n.dstEp = make([]peerEpoch, rc.MaxEdges)
+	if n.voqs, err = NewVOQSet(VOQConfig{Src: cfg.Self, MaxVOQs: cfg.MaxVOQs, RingBytes: cfg.RingBytes, Hops: cfg.Hops, Packing: cfg.Packing,
+		Epoch: n.epoch, FirstSeq: cfg.FirstSeq}); err != nil {
 		return nil, err
 	}
 	n.nv = make(map[VOQKey]*nodeVOQ)

@@ -27,6 +27,14 @@ type NodeConfig struct {
 	Mem Memory
 	Rng *rand.Rand // seeded: spraying is reproducible
 
+	// Epoch is this boot's nonce, carried by the node's cells and credit
+	// frames: the other edges reset the streams and credit totals of an
+	// earlier boot when they see a new one. 0: drawn from Rng (a node
+	// that restarts must get a new one: seed Rng differently, or set it).
+	Epoch uint16
+	// FirstSeq is the cell seq every stream starts at.
+	FirstSeq uint32
+
 	Spray       SprayMode
 	SprayRounds int    // SprayPerm's reshuffle period (0: DefaultSprayRounds)
 	FlowSeed    uint64 // FlowHash seed and the hash-mode decorrelation of this node

@@ -40,6 +40,12 @@ type NodeStats struct {
 	UnknownVOQ                   uint64 // grant entries for no VOQ of this edge
 	CreditsOff                   uint64 // credit frames at an edge without credits (dropped)
 
+	// Epochs (edge): other edges' boots.
+	PeerRestarts  uint64 // new boots of other edges seen: their streams and credit totals restart
+	StaleEpoch    uint64 // cells and credit frames of an earlier boot of their source (dropped)
+	StaleSession  uint64 // credit requests with totals of an earlier boot of this edge, or older than ones naming this boot (dropped)
+	SessionResets uint64 // ... of the first kind: the source's totals restart, a grant tells it
+
 	// Fabric and both.
 	Forwarded    uint64 // cells forwarded (fabric)
 	CtrlFwd      uint64 // credit frames forwarded (fabric)

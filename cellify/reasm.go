@@ -37,6 +37,9 @@ type ReasmStats struct {
 	Late             uint64 // cells of a hole already skipped
 	OutOfWindow      uint64 // cells too far ahead of or behind their stream
 	Resyncs          uint64 // streams restarted at a cell far out of the window
+	Restarts         uint64 // streams restarted for a new epoch of their source (it rebooted)
+	RestartCells     uint64 // cells held when their stream restarted (dropped)
+	StaleEpoch       uint64 // cells of a source's epoch before its latest (dropped)
 	Delivered        uint64 // records delivered
 	DeliveredBytes   uint64
 	Timeouts         uint64 // holes skipped
@@ -76,6 +79,8 @@ type slot struct {
 // record being parsed.
 type stream struct {
 	key      StreamKey
+	epoch    uint16 // the source's epoch (0: none seen)
+	oldEpoch uint16 // the one before it
 	next     uint32 // seq of the next cell to consume
 	buffered int    // held cells
 	hi       uint32 // highest held seq
@@ -153,6 +158,17 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 		r.st.NoStream++
 		return
 	}
+	if h.Epoch != 0 && h.Epoch != s.epoch {
+		switch {
+		case h.Epoch == s.oldEpoch:
+			r.st.StaleEpoch++
+			return
+		case s.epoch != 0:
+			r.restart(s, now)
+			s.oldEpoch = s.epoch
+		}
+		s.epoch = h.Epoch
+	}
 	w := uint32(r.cfg.Window)
 	d := h.Seq - s.next
 	switch {
@@ -185,6 +201,25 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 	r.consume(s, h.First, h.RecNo, payload)
 	s.next++
 	r.drain(s)
+}
+
+// restart makes s a new stream (its source rebooted): the record in
+// progress and the cells held are dropped, the next cell expected is 0 (a
+// source's first), and a cell far from it starts the stream where it is.
+func (r *Reassembler) restart(s *stream, now int64) {
+	r.st.Restarts++
+	if s.sync && s.hdrGot > 0 {
+		r.st.DiscardedRecords++
+		r.st.DiscardedBytes += uint64(s.hdrGot + s.recGot)
+	}
+	if s.buffered > 0 {
+		for i := range s.slots {
+			s.slots[i].full = false
+		}
+		r.st.RestartCells += uint64(s.buffered)
+		r.st.Buffered -= uint64(s.buffered)
+	}
+	*s = stream{key: s.key, epoch: s.epoch, oldEpoch: s.oldEpoch, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
 }
 
 // hold keeps an early cell (1 ≤ seq-next ≤ Window) in its slot.

@@ -130,6 +130,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
 		}
 	}
+	nc.Epoch = cellEpoch()
 	nc.RingBytes = cellVOQBytes
 	nc.Spray = spray
 	nc.CellPayload = cc.CellSize
@@ -154,6 +155,17 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		return nil, err
 	}
 	return pl, nil
+}
+
+// cellEpoch is a new nonzero epoch per start of the node (from the
+// runtime's randomly seeded source, unlike the spraying's seeded one): the
+// other edges reset the streams and credit totals of the boot before.
+func cellEpoch() uint16 {
+	for {
+		if e := uint16(rand.Uint32()); e != 0 {
+			return e
+		}
+	}
 }
 
 // Alloc implements cellify.Memory: a free UMEM frame.

@@ -37,4 +37,5 @@ func TestLinkDeath(t *testing.T)    { runScenario(t, "linkdeath") }
 func TestExclusion(t *testing.T)    { runScenario(t, "exclusion") }
 func TestReasmTimeout(t *testing.T) { runScenario(t, "reasm") }
 func TestFCI(t *testing.T)          { runScenario(t, "fci") }
+func TestRestart(t *testing.T)      { runScenario(t, "restart") }
 func TestScale(t *testing.T)        { runScenario(t, "scale") }
