@@ -15,15 +15,17 @@ import (
 //	26  1  count of entries, 1..MaxCreditEntries
 //	27  1  reserved, zero
 //	28  2  src epoch: the source edge's per-boot nonce (0: none)
-//	30  2  dst epoch: the destination edge's (0: not known yet)
+//	30  2  dst epoch: the destination's session nonce with the source,
+//	       drawn when it first grants it and whenever it restarts the
+//	       source's totals (0: none, or not known yet)
 //	32  4  CRC-32C over bytes 22..31 and the entries
 //	36  -  count × 10-byte entries: port 1, class 1, total 8
 //
 // Total is cumulative: in a request the bytes ever enqueued on VOQ (dst,
 // port, class), in a grant the bytes ever granted to it. A lost or repeated
 // frame is thus repaired by the next. The totals count from the start of
-// the session of the two epochs: a request carries its sender's epoch and
-// the destination's as last heard, a grant both as the scheduler knows
+// the session the two epochs name: a request carries its sender's epoch
+// and the session nonce last heard, a grant both as the destination knows
 // them, so that neither end takes a total from before the other restarted.
 // Frames shorter than seqhdr.MinFrameLen are zero-padded.
 
@@ -53,8 +55,8 @@ type CreditFrame struct {
 	entries  []byte
 }
 
-// CreditEpochs are the per-boot nonces of a credit frame's source and
-// destination edges (0: none, or not known yet).
+// CreditEpochs are a credit frame's source edge's per-boot nonce and its
+// destination's session nonce with it (0: none, or not known yet).
 type CreditEpochs struct {
 	Src, Dst uint16
 }

@@ -448,7 +448,7 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 			n.Stats.StaleEpoch++ // for an earlier boot of this edge
 			return
 		}
-		if !n.destEpoch(c.Dst, c.Epochs.Dst) {
+		if !n.destSession(c.Dst, c.Epochs.Dst) {
 			return
 		}
 		n.Stats.CreditGrantRx++

@@ -1,71 +1,98 @@
 package cellify
 
-// peerEpoch is what an edge knows of another edge's boots: the epoch it
-// heard last and the one before (whose frames still in flight are stale).
+// peerEpoch is what an edge knows of another edge's epochs: the one heard
+// last, the one before it and when it changed (frames of the one before
+// are stale for EpochHold after that, and new again beyond).
 type peerEpoch struct {
 	cur, old uint16
-	// bound (as a source): it sent a credit request naming this boot, so
-	// its requests naming none are older ones overtaken.
-	bound bool
+	at       int64
 }
 
 // Epoch returns this boot's nonce.
 func (n *Node) Epoch() uint16 { return n.epoch }
 
-// newEpoch draws a nonzero epoch.
-func newEpoch(c *NodeConfig) uint16 {
-	e := c.Epoch
-	for e == 0 {
-		e = uint16(c.Rng.Uint32())
+// draw returns a nonzero epoch from the node's random source.
+func (n *Node) draw() uint16 {
+	for {
+		if e := uint16(n.cfg.Rng.Uint32()); e != 0 {
+			return e
+		}
 	}
-	return e
+}
+
+// heard checks epoch e of a frame from a peer: stale (false) if it is the
+// one before the current within EpochHold of the change; changed if it is
+// new (a first one is not a change).
+func (p *peerEpoch) heard(now, hold int64, e uint16) (ok, changed bool) {
+	switch {
+	case e == p.cur:
+		return true, false
+	case e == p.old && now-p.at < hold:
+		return false, false
+	}
+	changed = p.cur != 0
+	p.old, p.cur, p.at = p.cur, e, now
+	return true, changed
 }
 
 // sourceEpoch checks epoch e of a cell or credit request from edge src:
-// false if it is of an earlier boot (counted). A new boot restarts src's
-// totals in every egress scheduler; its streams restart in the reassembly
-// on their first cell of the new boot. Epoch 0 and ids beyond the table
-// are not tracked.
+// false if it is of src's boot before the current (counted). A new boot
+// restarts src's totals in every egress scheduler, under a new session
+// nonce that the next grant tells src; its streams restart in the
+// reassembly on their first cell of the new boot. Epoch 0 and ids beyond
+// the table are not tracked.
 func (n *Node) sourceEpoch(src EdgeID, e uint16) bool {
 	if e == 0 || int(src) >= len(n.srcEp) {
 		return true
 	}
-	p := &n.srcEp[src]
-	switch {
-	case e == p.cur:
-	case e == p.old:
+	ok, changed := n.srcEp[src].heard(n.now, n.cfg.EpochHold, e)
+	if !ok {
 		n.Stats.StaleEpoch++
 		return false
-	case p.cur == 0:
-		p.cur = e
-	default:
-		p.old, p.cur, p.bound = p.cur, e, false
+	}
+	if changed {
 		n.Stats.PeerRestarts++
-		for _, s := range n.sched {
-			s.ResetSource(src)
-		}
+		n.resetSource(src)
 	}
 	return true
 }
 
-// destEpoch checks epoch e of a grant from edge dst: false if it is of an
-// earlier boot (counted). A new boot after another restarts the totals of
-// every VOQ toward dst (their backlog is requested anew).
-func (n *Node) destEpoch(dst EdgeID, e uint16) bool {
+// resetSource restarts src's totals in every egress scheduler under a new
+// session nonce.
+func (n *Node) resetSource(src EdgeID) {
+	for _, s := range n.sched {
+		s.ResetSource(src)
+	}
+	n.sess[src] = n.draw()
+}
+
+// session returns the session nonce of this edge's schedulers with source
+// src (0 for ids beyond the table).
+func (n *Node) session(src EdgeID) uint16 {
+	if int(src) >= len(n.sess) {
+		return 0
+	}
+	if n.sess[src] == 0 {
+		n.sess[src] = n.draw()
+	}
+	return n.sess[src]
+}
+
+// destSession checks session nonce e of a grant from edge dst: false if it
+// is the one before the current within EpochHold (counted). A new one
+// after another (dst restarted, or restarted this edge's totals) restarts
+// the totals of every VOQ toward dst: their backlog is requested anew.
+func (n *Node) destSession(dst EdgeID, e uint16) bool {
 	if e == 0 || int(dst) >= len(n.dstEp) {
 		return true
 	}
-	p := &n.dstEp[dst]
-	switch {
-	case e == p.cur:
-	case e == p.old:
+	ok, changed := n.dstEp[dst].heard(n.now, n.cfg.EpochHold, e)
+	if !ok {
 		n.Stats.StaleEpoch++
 		return false
-	case p.cur == 0:
-		p.cur = e
-	default:
-		p.old, p.cur = p.cur, e
-		n.Stats.PeerRestarts++
+	}
+	if changed {
+		n.Stats.SessionResets++
 		for _, q := range n.list {
 			if q.cc != nil && q.v.Key.Dst == dst {
 				q.cc.Reset()
@@ -78,40 +105,29 @@ func (n *Node) destEpoch(dst EdgeID, e uint16) bool {
 }
 
 // requestSession checks that a credit request from src counts its totals
-// in a session with this boot: it names this boot, or none while src has
-// named none. A request naming another boot of this edge restarts src's
-// totals here and is answered with grants of the pre-credit, which tell
-// src this boot (it restarts its totals too). Returns false if the request
-// is to be dropped.
+// in the current session with src: it names the session's nonce, or none
+// (src has had no grant yet, so its grant total is the pre-credit, as in a
+// new session). A request naming another (this edge restarted, or
+// restarted src's totals, and src has not heard) is dropped and answered
+// with grants of the current totals under the current nonce: src restarts
+// its totals on them.
 func (n *Node) requestSession(c *CreditFrame) bool {
 	x := c.Epochs.Dst
-	var p *peerEpoch
-	if int(c.Src) < len(n.srcEp) {
-		p = &n.srcEp[c.Src]
-	}
-	switch {
-	case x == n.epoch:
-		if p != nil {
-			p.bound = true
-		}
-		return true
-	case x == 0 && (p == nil || !p.bound):
+	if x == 0 || x == n.session(c.Src) || int(c.Src) >= len(n.sess) {
 		return true
 	}
 	n.Stats.StaleSession++
-	if x == 0 || p != nil && p.bound {
-		return false
-	}
-	n.Stats.SessionResets++
-	for _, s := range n.sched {
-		s.ResetSource(c.Src)
-	}
 	for i := range c.N {
 		e := c.Entry(i)
-		if int(e.Port) < len(n.sched) {
-			e.Total = n.cfg.Sched.PreCredit
-			n.sendCredit(true, c.Src, n.cfg.Self, e)
+		if int(e.Port) >= len(n.sched) {
+			continue
 		}
+		_, g, ok := n.sched[e.Port].Totals(c.Src, e.Class)
+		if !ok {
+			g = n.cfg.Sched.PreCredit
+		}
+		e.Total = g
+		n.sendCredit(true, c.Src, n.cfg.Self, e)
 	}
 	return false
 }
@@ -120,7 +136,7 @@ func (n *Node) requestSession(c *CreditFrame) bool {
 // to dst, or a grant to src.
 func (n *Node) creditEpochs(grant bool, src, dst EdgeID) CreditEpochs {
 	if grant {
-		ep := CreditEpochs{Dst: n.epoch}
+		ep := CreditEpochs{Dst: n.session(src)}
 		if int(src) < len(n.srcEp) {
 			ep.Src = n.srcEp[src].cur
 		}

@@ -14,6 +14,10 @@ type ReasmConfig struct {
 	Timeout    int64  // ns a hole may hold up its stream before it is skipped; default 1 ms
 	MaxStreams int    // default 256
 	Self       EdgeID // if nonzero, cells addressed to another edge are dropped
+	// EpochHold: after a stream's source changes epoch (it rebooted), its
+	// cells of the epoch before are dropped for this long, and restart the
+	// stream again beyond; default 4 × Timeout.
+	EpochHold int64
 }
 
 // Reassembly defaults.
@@ -79,14 +83,13 @@ type slot struct {
 // record being parsed.
 type stream struct {
 	key      StreamKey
-	epoch    uint16 // the source's epoch (0: none seen)
-	oldEpoch uint16 // the one before it
-	next     uint32 // seq of the next cell to consume
-	buffered int    // held cells
-	hi       uint32 // highest held seq
-	since    int64  // the head hole is known since (earliest arrival of a held cell)
-	last     int64  // last accepted cell
-	fresh    bool   // no cell accepted yet
+	ep       peerEpoch // the source's epochs
+	next     uint32    // seq of the next cell to consume
+	buffered int       // held cells
+	hi       uint32    // highest held seq
+	since    int64     // the head hole is known since (earliest arrival of a held cell)
+	last     int64     // last accepted cell
+	fresh    bool      // no cell accepted yet
 	slots    []slot
 	slab     []byte
 	skipLo   uint32 // last skipped seq range [skipLo, skipHi)
@@ -118,8 +121,11 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 	if cfg.MaxStreams == 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
+	if cfg.EpochHold == 0 {
+		cfg.EpochHold = 4 * cfg.Timeout
+	}
 	if cfg.Window < 1 || cfg.MaxPayload < 1 || cfg.MaxPayload > MaxCellPayload ||
-		cfg.Window > MaxReasmBytes/2/cfg.MaxPayload || cfg.Timeout < 0 || cfg.MaxStreams < 1 || deliver == nil {
+		cfg.Window > MaxReasmBytes/2/cfg.MaxPayload || cfg.Timeout < 0 || cfg.EpochHold < 0 || cfg.MaxStreams < 1 || deliver == nil {
 		return nil, errors.New("cellify: reassembly config out of range")
 	}
 	return &Reassembler{cfg: cfg, deliver: deliver, m: make(map[StreamKey]*stream, cfg.MaxStreams)}, nil
@@ -127,6 +133,9 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 
 // Stats returns the counters.
 func (r *Reassembler) Stats() ReasmStats { return r.st }
+
+// Config returns the configuration in use (defaults filled in).
+func (r *Reassembler) Config() ReasmConfig { return r.cfg }
 
 // Receive takes a whole cell frame.
 func (r *Reassembler) Receive(now int64, frame []byte) {
@@ -158,16 +167,15 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 		r.st.NoStream++
 		return
 	}
-	if h.Epoch != 0 && h.Epoch != s.epoch {
-		switch {
-		case h.Epoch == s.oldEpoch:
+	if h.Epoch != 0 && h.Epoch != s.ep.cur {
+		ok, changed := s.ep.heard(now, r.cfg.EpochHold, h.Epoch)
+		if !ok {
 			r.st.StaleEpoch++
 			return
-		case s.epoch != 0:
-			r.restart(s, now)
-			s.oldEpoch = s.epoch
 		}
-		s.epoch = h.Epoch
+		if changed {
+			r.restart(s, now)
+		}
 	}
 	w := uint32(r.cfg.Window)
 	d := h.Seq - s.next
@@ -219,7 +227,7 @@ func (r *Reassembler) restart(s *stream, now int64) {
 		r.st.RestartCells += uint64(s.buffered)
 		r.st.Buffered -= uint64(s.buffered)
 	}
-	*s = stream{key: s.key, epoch: s.epoch, oldEpoch: s.oldEpoch, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
+	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
 }
 
 // hold keeps an early cell (1 ≤ seq-next ≤ Window) in its slot.

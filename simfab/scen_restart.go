@@ -22,7 +22,8 @@ func (f *Flow) missingFrom(from int) int {
 // restartCase is one restart of a node mid-flow.
 type restartCase struct {
 	name     string
-	node     func(t *Topo) *Node // the node restarted
+	node     func(t *Topo) *Node // the node restarted (nil: forge instead)
+	forge    bool                // instead: one cell with a forged epoch of e1 reaches e2
 	firstSeq uint32              // the cell seq the first boot's streams start at
 	down     int64
 }
@@ -68,12 +69,22 @@ func restartRun(r *Result, seed uint64, c restartCase) (*restartOut, error) {
 	}
 	t0 := s.Now
 	f := s.AddFlow(FlowConfig{Src: t.Hosts[0], Dst: t.Hosts[1], Size: 1500, Rate: 0.5e9, Stop: t0 + 30*ms})
-	n := c.node(t)
+	var n *Node
+	if c.node != nil {
+		n = c.node(t)
+	}
 	var fromSeq, boundSeq int
 	var end int64
+	if c.forge {
+		o.bound += e1.Config().EpochHold
+	}
 	s.At(t0+10*ms, func() {
-		s.Restart(n, c.down, func(nc *cellify.NodeConfig) { nc.FirstSeq = 0 })
 		end = s.Now + c.down
+		if c.forge {
+			forgeCell(s, t.Edges[1], e1)
+			return
+		}
+		s.Restart(n, c.down, func(nc *cellify.NodeConfig) { nc.FirstSeq = 0 })
 	})
 	s.At(t0+10*ms+c.down, func() { fromSeq = f.seq })
 	s.At(t0+10*ms+c.down+o.bound, func() { boundSeq = f.seq })
@@ -100,10 +111,26 @@ func restartRun(r *Result, seed uint64, c restartCase) (*restartOut, error) {
 	}
 	o.lost = f.Lost()
 	for _, e := range t.Edges {
-		o.peerRestarts += e.Stats.PeerRestarts
+		o.peerRestarts += e.Stats.PeerRestarts + e.Stats.SessionResets
 		o.stale += e.Stats.StaleEpoch + e.ReasmStats().StaleEpoch
 	}
 	return o, nil
+}
+
+// forgeCell hands to's first link a cell from src with a forged epoch, as a
+// hostile or corrupted frame would: to takes it for a new boot of src.
+func forgeCell(s *Sim, to, src *Node) {
+	size := cellify.CellFrameLen(1)
+	h, _ := s.Mem.Alloc(size)
+	b := s.Mem.Bytes(h, size)
+	clear(b[:12])
+	ch := cellify.CellHeader{Dst: to.ID, Src: src.ID, Hops: 1, First: cellify.NoRecord, Seq: 7, Epoch: src.Epoch() ^ 0x5a5a}
+	n, err := cellify.PutCell(b, &ch, []byte{0})
+	if err != nil {
+		panic(err)
+	}
+	to.LinkRx(s.Now, 0, cellify.Frame{H: h, Len: n})
+	s.settle(to)
 }
 
 // Restart restarts nodes mid-flow (a 0.5 Gbit/s flow e1 → e2 over two
@@ -115,7 +142,8 @@ func restartRun(r *Result, seed uint64, c restartCase) (*restartOut, error) {
 // down for 1 ms (its links excluded and back). The new boot starts its
 // streams at seq 0 with a new epoch. Nothing may be delivered twice or out
 // of order, and every frame sent once the restarted node had time to come
-// back (its links, a credit refresh, a reassembly timeout) must arrive.
+// back (its links, a credit refresh, a reassembly timeout) must arrive. A
+// cell with a forged epoch of the source costs EpochHold more, no stall.
 func Restart(seed uint64) (*Result, error) {
 	r := &Result{Scenario: "restart", Seed: seed}
 	start := time.Now()
@@ -123,13 +151,14 @@ func Restart(seed uint64) (*Result, error) {
 	dst := func(t *Topo) *Node { return t.Edges[1] }
 	fab := func(t *Topo) *Node { return t.Fabric[0] }
 	for _, c := range []restartCase{
-		{"src_low", src, 100, 200 * us},
-		{"src_high", src, 1<<31 + 1000, 200 * us},
-		{"src_wrap", src, 1<<32 - 20, 200 * us},
-		{"dst", dst, 100, 200 * us},
-		{"dst_high", dst, 1<<31 + 1000, 200 * us},
-		{"fabric", fab, 100, 200 * us},
-		{"fabric_long", fab, 100, ms},
+		{name: "src_low", node: src, firstSeq: 100, down: 200 * us},
+		{name: "src_high", node: src, firstSeq: 1<<31 + 1000, down: 200 * us},
+		{name: "src_wrap", node: src, firstSeq: 1<<32 - 20, down: 200 * us},
+		{name: "dst", node: dst, firstSeq: 100, down: 200 * us},
+		{name: "dst_high", node: dst, firstSeq: 1<<31 + 1000, down: 200 * us},
+		{name: "fabric", node: fab, firstSeq: 100, down: 200 * us},
+		{name: "fabric_long", node: fab, firstSeq: 100, down: ms},
+		{name: "forged", forge: true, firstSeq: 100},
 	} {
 		o, err := restartRun(r, seed, c)
 		if err != nil {
@@ -140,7 +169,7 @@ func Restart(seed uint64) (*Result, error) {
 		r.add(p+"missing", float64(o.missing), 0, 0, "every frame sent after the resume bound arrives: no wedge")
 		r.add(p+"resume_us", o.resumeUs, 0, float64(o.bound)/1e3, "the flow resumes within the bound after the restart")
 		r.report(p+"lost", float64(o.lost), "frames lost to the restart")
-		if c.name != "fabric" && c.name != "fabric_long" {
+		if c.node == nil || c.name != "fabric" && c.name != "fabric_long" {
 			r.add(p+"peer_restarts", float64(o.peerRestarts), 1, nan, "the peer edge saw the new epoch")
 		}
 	}
