@@ -132,6 +132,9 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	}
 	nc.Epoch = cellEpoch()
 	nc.RingBytes = cellVOQBytes
+	if cc.voqBytes > 0 {
+		nc.RingBytes = cc.voqBytes
+	}
 	nc.Spray = spray
 	nc.CellPayload = cc.CellSize
 	nc.Packing = !cc.NoPacking
@@ -141,6 +144,9 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
 	nc.Reasm.Timeout = int64(cc.ReasmTimeout)
 	nc.Reasm.Window = defaultReasmWindow
+	if cc.reasmWindow > 0 {
+		nc.Reasm.Window = cc.reasmWindow
+	}
 	nc.LinkMACs = make([][12]byte, len(ps.Links))
 	for l, port := range ps.Links {
 		m := &nc.LinkMACs[l]
