@@ -103,6 +103,7 @@ func Scenarios() []Scenario {
 		{Name: "fci", Brief: "a fabric bottleneck: FCI lowers the credit rate and the fabric drops", Run: FCI},
 		{Name: "ctrlloss", Brief: "every grant, request or REACH lost for a while, 10 % of REACH, the grant reopening a stopped port lost: time, no stall", Run: CtrlLoss},
 		{Name: "restart", Brief: "an edge (seqs in each half of the space), a destination, a fabric node restart mid-flow: nothing stale, no wedge", Run: Restart},
+		{Name: "ctrlcost", Brief: "control frames per data cell: one flow, small frames, 3→1 incast", Run: CtrlCost},
 		{Name: "scale", Brief: "64 edges × 8 uplinks, 2 tiers: queue tail vs load, permutation perm vs hash", Slow: true, Run: Scale},
 	}
 }
