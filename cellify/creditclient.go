@@ -16,11 +16,17 @@ type CreditClientConfig struct {
 	// Refresh after the last one (a lost request or grant costs one
 	// Refresh, never a stall).
 	Refresh int64
+	// Gap: while bytes announced are still waiting (their grant, or their
+	// turn to be sent), new backlog of less than Quantum is announced at
+	// most once per Gap: totals are cumulative, one request says what many
+	// would. A VOQ that had sent all it announced announces at once (the
+	// first bytes of a burst wait for nothing). 0: at once.
+	Gap int64
 }
 
 // DefaultCreditClientConfig returns defaults matching DefaultSchedConfig.
 func DefaultCreditClientConfig() CreditClientConfig {
-	return CreditClientConfig{Quantum: 16 << 10, Refresh: 200_000}
+	return CreditClientConfig{Quantum: 16 << 10, Refresh: 200_000, Gap: 50_000}
 }
 
 // CreditClientStats counts what a CreditClient did.
@@ -105,13 +111,18 @@ func (c *CreditClient) Grant(total uint64) bool {
 // Poll says whether to send a request now (send, with the total of bytes
 // ever enqueued) and returns the next deadline (math.MaxInt64: none, the
 // grant covers the backlog). A request goes out on new backlog beyond the
-// grant and, while backlog beyond the grant remains, every Refresh.
+// grant (within Gap of the last one only if all it announced was sent, or
+// Quantum more came) and, while backlog beyond the grant remains, every
+// Refresh.
 func (c *CreditClient) Poll(now int64) (send bool, total uint64, next int64) {
 	if c.enqueued <= c.granted {
 		return false, 0, math.MaxInt64
 	}
 	fresh := c.enqueued > c.requested &&
 		(c.requested < c.granted+c.cfg.Quantum || c.enqueued-c.requested >= c.cfg.Quantum)
+	if fresh && c.requested > c.sent && c.enqueued-c.requested < c.cfg.Quantum && now-c.reqAt < c.cfg.Gap {
+		return false, 0, c.reqAt + c.cfg.Gap
+	}
 	if !fresh { // (the first request of a session is always fresh)
 		if now-c.reqAt < c.cfg.Refresh {
 			return false, 0, c.reqAt + c.cfg.Refresh

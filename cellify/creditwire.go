@@ -14,19 +14,26 @@ import (
 //	24  2  dst edge (the egress edge; nonzero)
 //	26  1  count of entries, 1..MaxCreditEntries
 //	27  1  reserved, zero
-//	28  4  CRC-32C over bytes 22..27 and the entries
-//	32  -  count × 10-byte entries: port 1, class 1, total 8
+//	28  2  src epoch: the source edge's per-boot nonce (0: none)
+//	30  2  dst epoch: the destination's session nonce with the source,
+//	       drawn when it first grants it and whenever it restarts the
+//	       source's totals (0: none, or not known yet)
+//	32  4  CRC-32C over bytes 22..31 and the entries
+//	36  -  count × 10-byte entries: port 1, class 1, total 8
 //
 // Total is cumulative: in a request the bytes ever enqueued on VOQ (dst,
 // port, class), in a grant the bytes ever granted to it. A lost or repeated
-// frame is thus repaired by the next. Frames shorter than seqhdr.MinFrameLen
-// are zero-padded.
+// frame is thus repaired by the next. The totals count from the start of
+// the session the two epochs name: a request carries its sender's epoch
+// and the session nonce last heard, a grant both as the destination knows
+// them, so that neither end takes a total from before the other restarted.
+// Frames shorter than seqhdr.MinFrameLen are zero-padded.
 
 // Credit frame sizes.
 const (
-	creditHeadLen    = 10
+	creditHeadLen    = 14
 	CreditEntryLen   = 10
-	MaxCreditEntries = 128 // 1312 bytes: fits a 1500-byte link MTU
+	MaxCreditEntries = 128 // 1316 bytes: fits a 1500-byte link MTU
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -43,8 +50,15 @@ type CreditEntry struct {
 type CreditFrame struct {
 	Grant    bool
 	Src, Dst EdgeID
+	Epochs   CreditEpochs
 	N        int // entries
 	entries  []byte
+}
+
+// CreditEpochs are a credit frame's source edge's per-boot nonce and its
+// destination's session nonce with it (0: none, or not known yet).
+type CreditEpochs struct {
+	Src, Dst uint16
 }
 
 // Entry returns entry i (0 ≤ i < N).
@@ -58,8 +72,15 @@ func CreditFrameLen(n int) int {
 	return max(Off+creditHeadLen+n*CreditEntryLen, seqhdr.MinFrameLen)
 }
 
-// PutCredit writes a whole credit frame but its MACs and returns its length.
+// PutCredit writes a whole credit frame without epochs but its MACs and
+// returns its length.
 func PutCredit(frame []byte, grant bool, src, dst EdgeID, entries []CreditEntry) (int, error) {
+	return PutCreditEpochs(frame, grant, src, dst, CreditEpochs{}, entries)
+}
+
+// PutCreditEpochs writes a whole credit frame but its MACs and returns its
+// length.
+func PutCreditEpochs(frame []byte, grant bool, src, dst EdgeID, ep CreditEpochs, entries []CreditEntry) (int, error) {
 	n := len(entries)
 	if src == 0 || dst == 0 {
 		return 0, ErrEdge
@@ -80,6 +101,8 @@ func PutCredit(frame []byte, grant bool, src, dst EdgeID, entries []CreditEntry)
 	binary.BigEndian.PutUint16(b[2:], uint16(dst))
 	b[4] = byte(n)
 	b[5] = 0
+	binary.BigEndian.PutUint16(b[6:], ep.Src)
+	binary.BigEndian.PutUint16(b[8:], ep.Dst)
 	for i := range entries {
 		e := &entries[i]
 		if e.Class >= Classes {
@@ -91,7 +114,7 @@ func PutCredit(frame []byte, grant bool, src, dst EdgeID, entries []CreditEntry)
 		binary.BigEndian.PutUint64(p[2:], e.Total)
 	}
 	end := creditHeadLen + n*CreditEntryLen
-	binary.BigEndian.PutUint32(b[6:], sum2(b[:6], b[creditHeadLen:end]))
+	binary.BigEndian.PutUint32(b[10:], sum2(b[:10], b[creditHeadLen:end]))
 	return pad(frame, Off+end), nil
 }
 
@@ -114,12 +137,13 @@ func ParseCredit(frame []byte) (CreditFrame, error) {
 	if len(b) < end {
 		return c, ErrShort
 	}
-	if sum2(b[:6], b[creditHeadLen:end]) != binary.BigEndian.Uint32(b[6:]) {
+	if sum2(b[:10], b[creditHeadLen:end]) != binary.BigEndian.Uint32(b[10:]) {
 		return c, ErrChecksum
 	}
 	c.Grant = t == seqhdr.TypeCreditGrant
 	c.Src = EdgeID(binary.BigEndian.Uint16(b[0:]))
 	c.Dst = EdgeID(binary.BigEndian.Uint16(b[2:]))
+	c.Epochs = CreditEpochs{Src: binary.BigEndian.Uint16(b[6:]), Dst: binary.BigEndian.Uint16(b[8:])}
 	if c.Src == 0 || c.Dst == 0 {
 		return CreditFrame{}, ErrEdge
 	}

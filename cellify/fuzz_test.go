@@ -87,7 +87,7 @@ func FuzzCredit(f *testing.F) {
 		if len(frame) >= Off+creditHeadLen {
 			frame = bytes.Clone(frame)
 			end := min(len(frame), Off+creditHeadLen+int(frame[Off+4])*CreditEntryLen)
-			binary.BigEndian.PutUint32(frame[Off+6:], sum2(frame[Off:Off+6], frame[Off+creditHeadLen:end]))
+			binary.BigEndian.PutUint32(frame[Off+10:], sum2(frame[Off:Off+10], frame[Off+creditHeadLen:end]))
 			fuzzCredit(t, frame)
 		}
 	})

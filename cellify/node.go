@@ -59,8 +59,12 @@ type Node struct {
 	floodTo   []EdgeID
 	floodOK   bool // floodTo matches the table
 	ccDue     int64
-	noRoute   bool // a VOQ waits for a route
-	allocWait bool // a VOQ waits for a buffer
+	epoch     uint16
+	srcEp     []peerEpoch // per edge id: other edges as sources
+	dstEp     []peerEpoch // ... as destinations of this edge's VOQs (session nonces)
+	sess      []uint16    // per edge id: the schedulers' session nonce with it as a source
+	noRoute   bool        // a VOQ waits for a route
+	allocWait bool        // a VOQ waits for a buffer
 
 	Out   Output
 	Stats NodeStats
@@ -104,7 +108,16 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		return n, nil
 	}
 	n.hosts = make([]HostStats, cfg.HostPorts)
-	if n.voqs, err = NewVOQSet(VOQConfig{Src: cfg.Self, MaxVOQs: cfg.MaxVOQs, RingBytes: cfg.RingBytes, Hops: cfg.Hops, Packing: cfg.Packing}); err != nil {
+	n.epoch = cfg.Epoch
+	if n.epoch == 0 {
+		n.epoch = n.draw()
+	}
+	n.cfg.Epoch = n.epoch
+	n.srcEp = make([]peerEpoch, rc.MaxEdges)
+	n.dstEp = make([]peerEpoch, rc.MaxEdges)
+	n.sess = make([]uint16, rc.MaxEdges)
+	if n.voqs, err = NewVOQSet(VOQConfig{Src: cfg.Self, MaxVOQs: cfg.MaxVOQs, RingBytes: cfg.RingBytes, Hops: cfg.Hops, Packing: cfg.Packing,
+		Epoch: n.epoch, FirstSeq: cfg.FirstSeq}); err != nil {
 		return nil, err
 	}
 	n.nv = make(map[VOQKey]*nodeVOQ)
@@ -114,7 +127,10 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if n.reasm, err = NewReassembler(rcfg, n.deliver); err != nil {
 		return nil, err
 	}
-	n.cfg.Reasm = rcfg
+	n.cfg.Reasm = n.reasm.Config()
+	if n.cfg.EpochHold == 0 {
+		n.cfg.EpochHold = n.cfg.Reasm.EpochHold
+	}
 	n.macs = NewMACTable(cfg.MACTableSize, cfg.MACAge)
 	n.flood.Reset(0, cfg.FloodRate, cfg.FloodBurst)
 	n.floodTo = make([]EdgeID, 0, rc.MaxEdges)

@@ -27,6 +27,19 @@ type NodeConfig struct {
 	Mem Memory
 	Rng *rand.Rand // seeded: spraying is reproducible
 
+	// Epoch is this boot's nonce, carried by the node's cells and credit
+	// frames: the other edges reset the streams and credit totals of an
+	// earlier boot when they see a new one. 0: drawn from Rng (a node
+	// that restarts must get a new one: seed Rng differently, or set it).
+	Epoch uint16
+	// FirstSeq is the cell seq every stream starts at.
+	FirstSeq uint32
+	// EpochHold: frames of another edge's epoch before its current one are
+	// dropped as stale for this long after the change, and taken as a new
+	// one beyond (a forged or corrupted epoch costs this long, never a
+	// stall). 0: the reassembly's EpochHold.
+	EpochHold int64
+
 	Spray       SprayMode
 	SprayRounds int    // SprayPerm's reshuffle period (0: DefaultSprayRounds)
 	FlowSeed    uint64 // FlowHash seed and the hash-mode decorrelation of this node
@@ -109,8 +122,8 @@ func (c *NodeConfig) check() error {
 		return errors.New("cellify: tier above MaxHops")
 	case c.LinkMACs != nil && len(c.LinkMACs) != c.Links:
 		return errors.New("cellify: LinkMACs must have one entry per link")
-	case c.FCIThreshold < 0:
-		return errors.New("cellify: FCIThreshold must be ≥ 0")
+	case c.FCIThreshold < 0 || c.EpochHold < 0:
+		return errors.New("cellify: FCIThreshold and EpochHold must be ≥ 0")
 	}
 	if c.Tier != TierEdge {
 		return nil

@@ -243,7 +243,7 @@ func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
 	}
 	b := n.mem.Bytes(h, size)
 	n.entry[0] = e
-	fl, err := PutCredit(b, grant, src, dst, n.entry[:])
+	fl, err := PutCreditEpochs(b, grant, src, dst, n.creditEpochs(grant, src, dst), n.entry[:])
 	if err != nil { // cannot happen: entries come from valid keys
 		n.free(Frame{H: h, Len: size})
 		return
@@ -339,6 +339,9 @@ func (n *Node) rxCellEdge(h *CellHeader, b []byte) {
 	}
 	if int(h.Port) >= len(n.hosts) && h.Port != FloodPort {
 		n.Stats.BadPort++
+		return
+	}
+	if !n.sourceEpoch(h.Src, h.Epoch) {
 		return
 	}
 	if h.FCI {
@@ -441,6 +444,13 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 			n.Stats.WrongDst++
 			return
 		}
+		if e := c.Epochs.Src; e != 0 && e != n.epoch {
+			n.Stats.StaleEpoch++ // for an earlier boot of this edge
+			return
+		}
+		if !n.destSession(c.Dst, c.Epochs.Dst) {
+			return
+		}
 		n.Stats.CreditGrantRx++
 		for i := range c.N {
 			e := c.Entry(i)
@@ -458,6 +468,9 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 	}
 	if c.Dst != n.cfg.Self {
 		n.Stats.WrongDst++
+		return
+	}
+	if !n.sourceEpoch(c.Src, c.Epochs.Src) || !n.requestSession(c) {
 		return
 	}
 	n.Stats.CreditReqRx++

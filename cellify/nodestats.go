@@ -40,6 +40,12 @@ type NodeStats struct {
 	UnknownVOQ                   uint64 // grant entries for no VOQ of this edge
 	CreditsOff                   uint64 // credit frames at an edge without credits (dropped)
 
+	// Epochs (edge): other edges' boots.
+	PeerRestarts  uint64 // new boots of other edges seen as sources: their totals restart under a new session
+	SessionResets uint64 // new sessions of destinations (they restarted, or restarted this edge's totals): VOQ totals restart
+	StaleEpoch    uint64 // cells and credit frames of a peer's epoch or session before its current one (dropped)
+	StaleSession  uint64 // credit requests naming another session (dropped; answered with grants naming the current one)
+
 	// Fabric and both.
 	Forwarded    uint64 // cells forwarded (fabric)
 	CtrlFwd      uint64 // credit frames forwarded (fabric)

@@ -14,6 +14,10 @@ type ReasmConfig struct {
 	Timeout    int64  // ns a hole may hold up its stream before it is skipped; default 1 ms
 	MaxStreams int    // default 256
 	Self       EdgeID // if nonzero, cells addressed to another edge are dropped
+	// EpochHold: after a stream's source changes epoch (it rebooted), its
+	// cells of the epoch before are dropped for this long, and restart the
+	// stream again beyond; default 4 × Timeout.
+	EpochHold int64
 }
 
 // Reassembly defaults.
@@ -37,6 +41,9 @@ type ReasmStats struct {
 	Late             uint64 // cells of a hole already skipped
 	OutOfWindow      uint64 // cells too far ahead of or behind their stream
 	Resyncs          uint64 // streams restarted at a cell far out of the window
+	Restarts         uint64 // streams restarted for a new epoch of their source (it rebooted)
+	RestartCells     uint64 // cells held when their stream restarted (dropped)
+	StaleEpoch       uint64 // cells of a source's epoch before its latest (dropped)
 	Delivered        uint64 // records delivered
 	DeliveredBytes   uint64
 	Timeouts         uint64 // holes skipped
@@ -76,12 +83,13 @@ type slot struct {
 // record being parsed.
 type stream struct {
 	key      StreamKey
-	next     uint32 // seq of the next cell to consume
-	buffered int    // held cells
-	hi       uint32 // highest held seq
-	since    int64  // the head hole is known since (earliest arrival of a held cell)
-	last     int64  // last accepted cell
-	fresh    bool   // no cell accepted yet
+	ep       peerEpoch // the source's epochs
+	next     uint32    // seq of the next cell to consume
+	buffered int       // held cells
+	hi       uint32    // highest held seq
+	since    int64     // the head hole is known since (earliest arrival of a held cell)
+	last     int64     // last accepted cell
+	fresh    bool      // no cell accepted yet
 	slots    []slot
 	slab     []byte
 	skipLo   uint32 // last skipped seq range [skipLo, skipHi)
@@ -113,8 +121,11 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 	if cfg.MaxStreams == 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
+	if cfg.EpochHold == 0 {
+		cfg.EpochHold = 4 * cfg.Timeout
+	}
 	if cfg.Window < 1 || cfg.MaxPayload < 1 || cfg.MaxPayload > MaxCellPayload ||
-		cfg.Window > MaxReasmBytes/2/cfg.MaxPayload || cfg.Timeout < 0 || cfg.MaxStreams < 1 || deliver == nil {
+		cfg.Window > MaxReasmBytes/2/cfg.MaxPayload || cfg.Timeout < 0 || cfg.EpochHold < 0 || cfg.MaxStreams < 1 || deliver == nil {
 		return nil, errors.New("cellify: reassembly config out of range")
 	}
 	return &Reassembler{cfg: cfg, deliver: deliver, m: make(map[StreamKey]*stream, cfg.MaxStreams)}, nil
@@ -122,6 +133,9 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 
 // Stats returns the counters.
 func (r *Reassembler) Stats() ReasmStats { return r.st }
+
+// Config returns the configuration in use (defaults filled in).
+func (r *Reassembler) Config() ReasmConfig { return r.cfg }
 
 // Receive takes a whole cell frame.
 func (r *Reassembler) Receive(now int64, frame []byte) {
@@ -152,6 +166,16 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 	if s == nil {
 		r.st.NoStream++
 		return
+	}
+	if h.Epoch != 0 && h.Epoch != s.ep.cur {
+		ok, changed := s.ep.heard(now, r.cfg.EpochHold, h.Epoch)
+		if !ok {
+			r.st.StaleEpoch++
+			return
+		}
+		if changed {
+			r.restart(s, now)
+		}
 	}
 	w := uint32(r.cfg.Window)
 	d := h.Seq - s.next
@@ -185,6 +209,25 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 	r.consume(s, h.First, h.RecNo, payload)
 	s.next++
 	r.drain(s)
+}
+
+// restart makes s a new stream (its source rebooted): the record in
+// progress and the cells held are dropped, the next cell expected is 0 (a
+// source's first), and a cell far from it starts the stream where it is.
+func (r *Reassembler) restart(s *stream, now int64) {
+	r.st.Restarts++
+	if s.sync && s.hdrGot > 0 {
+		r.st.DiscardedRecords++
+		r.st.DiscardedBytes += uint64(s.hdrGot + s.recGot)
+	}
+	if s.buffered > 0 {
+		for i := range s.slots {
+			s.slots[i].full = false
+		}
+		r.st.RestartCells += uint64(s.buffered)
+		r.st.Buffered -= uint64(s.buffered)
+	}
+	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
 }
 
 // hold keeps an early cell (1 ≤ seq-next ≤ Window) in its slot.

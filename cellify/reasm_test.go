@@ -211,12 +211,12 @@ func TestReasmHostile(t *testing.T) {
 	split := append(record(6, 60), record(7, 60)...) // split over two cells below
 	wrongDst := hostile(9, 0, 9, record(8, 60))
 	binary.BigEndian.PutUint16(wrongDst[Off:], 99)
-	wrongDst[Off+17] = crc8(wrongDst[Off : Off+17])
+	fixSum(wrongDst)
 	badSum := hostile(9, 0, 9, record(8, 60))
 	badSum[Off+5] ^= 1
 	otherStream := hostile(0, 0, 0, record(8, 60))
 	otherStream[Off+5]++ // port
-	otherStream[Off+17] = crc8(otherStream[Off : Off+17])
+	fixSum(otherStream)
 	deliv := func(s *ReasmStats) uint64 { return s.Delivered }
 	steps := []step{
 		{"good", hostile(0, 0, 0, record(1, 60)), deliv, []int{1}},
@@ -373,5 +373,68 @@ func TestReasmSeqWrap(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != "[0 1 2 3 4 5 6 7 8 9]" || r.Stats().Duplicates != 0 {
 		t.Fatalf("delivered %v, stats %+v", ids, r.Stats())
+	}
+}
+
+// TestReasmEpochRestart: a source restarts (a new epoch) while its stream
+// holds cells waiting for a hole, at seqs behind, far from and just ahead
+// of the stream's next one. The held cells and the record in progress are
+// dropped and counted, the new boot's records are all delivered in order,
+// and cells of the old boot arriving afterwards are dropped as stale.
+func TestReasmEpochRestart(t *testing.T) {
+	// The old boot's stream starts at 0 (the new one's first cells fall
+	// behind the window), in the upper half (far), or 20 below the wrap
+	// (they fall ahead, inside the window).
+	for _, before := range []uint32{0, 1<<31 + 1000, 1<<32 - 20} {
+		rng := rand.New(rand.NewPCG(9, uint64(before)))
+		mk := func(epoch uint16, seq uint32, ids []int) ([][]byte, [][]byte) {
+			vs, _ := NewVOQSet(VOQConfig{Src: testSrc, Hops: 4, Packing: true, Epoch: epoch, FirstSeq: seq})
+			p := vs.Get(testKey).Packer
+			var frames [][]byte
+			for _, id := range ids {
+				f := testFrame(rng, id, 60+rng.IntN(400))
+				p.Enqueue(f)
+				frames = append(frames, f)
+			}
+			return cutAll(t, rng, p, 300), frames
+		}
+		var old, fresh []int
+		for i := range 40 {
+			old = append(old, i)
+			fresh = append(fresh, 1000+i)
+		}
+		oldCells, _ := mk(0x1111, before, old)
+		newCells, newFrames := mk(0x2222, 0, fresh)
+		var got [][]byte
+		r, _ := NewReassembler(ReasmConfig{Self: testKey.Dst, MaxPayload: 300}, func(_ StreamKey, f []byte) { got = append(got, bytes.Clone(f)) })
+		// The old boot: all but cell 5, so cells 6.. are held behind the hole.
+		for i, c := range oldCells {
+			if i != 5 {
+				r.Receive(int64(i), c)
+			}
+		}
+		st := r.Stats()
+		if st.Buffered == 0 || len(got) == 0 {
+			t.Fatalf("seq %d: no cell held behind the hole", before)
+		}
+		nOld := len(got)
+		for i, c := range newCells {
+			r.Receive(100+int64(i), c)
+			if i == 2 {
+				r.Receive(100+int64(i), oldCells[5]) // the old boot's late cell
+			}
+		}
+		st = r.Stats()
+		if st.Restarts != 1 || st.RestartCells != uint64(len(oldCells)-6) || st.StaleEpoch != 1 || st.Buffered != 0 {
+			t.Fatalf("seq %d: %+v", before, st)
+		}
+		if len(got)-nOld != len(newFrames) {
+			t.Fatalf("seq %d: %d frames of the new boot delivered, want %d (%+v)", before, len(got)-nOld, len(newFrames), st)
+		}
+		for i, f := range newFrames {
+			if !bytes.Equal(got[nOld+i], f) {
+				t.Fatalf("seq %d: new frame %d differs", before, i)
+			}
+		}
 	}
 }

@@ -9,6 +9,8 @@ type VOQConfig struct {
 	RingBytes int    // per VOQ; DefaultRingBytes if 0
 	Hops      uint8  // hop budget of the cells; DefaultHops if 0
 	Packing   bool   // pack records across cells (off: a cell holds one record's bytes)
+	Epoch     uint16 // carried by every cell: this edge's per-boot nonce (0: none)
+	FirstSeq  uint32 // the seq of every VOQ's first cell
 }
 
 // VOQ defaults.
@@ -81,6 +83,7 @@ func (s *VOQSet) Get(key VOQKey) *VOQ {
 	if err != nil {
 		return nil
 	}
+	p.hdr.Epoch, p.seq = s.cfg.Epoch, s.cfg.FirstSeq
 	v := &VOQ{Key: key, Packer: p}
 	s.m[key] = v
 	s.list = append(s.list, v)

@@ -30,13 +30,15 @@ import (
 //	34  2  first record: offset in the payload of the first record that
 //	       starts in this cell, or NoRecord
 //	36  2  record number (mod 2^16) of the record holding payload byte 0
-//	38  1  entropy: 8 bits of the flow hash of the record at payload byte 0
+//	38  2  epoch: the source edge's per-boot nonce (nonzero; 0: none), so
+//	       that the egress edge resets the stream of a restarted source
+//	40  1  entropy: 8 bits of the flow hash of the record at payload byte 0
 //	       (what hash-mode spraying in the fabric picks a link by); any value
-//	39  1  header checksum: CRC-8, polynomial 0x4D (x^8+x^6+x^3+x^2+1), init
-//	       0xFF, MSB first, no final XOR, over bytes 22..38
-//	40  -  payload, then zero padding up to seqhdr.MinFrameLen
+//	41  1  header checksum: CRC-8, polynomial 0x4D (x^8+x^6+x^3+x^2+1), init
+//	       0xFF, MSB first, no final XOR, over bytes 22..40
+//	42  -  payload, then zero padding up to seqhdr.MinFrameLen
 //
-// Over the 18-byte header this CRC detects every 1- and 2-bit error and every
+// Over the 20-byte header this CRC detects every 1- and 2-bit error and every
 // burst of up to 8 bits (the ATM polynomial 0x07 misses some 2-bit errors at
 // this length).
 //
@@ -50,8 +52,8 @@ const Off = seqhdr.DataOffset
 
 // Cell sizes.
 const (
-	CellHeaderLen     = 18
-	CellPayloadOffset = Off + CellHeaderLen // 40
+	CellHeaderLen     = 20
+	CellPayloadOffset = Off + CellHeaderLen // 42
 	NoRecord          = 0xFFFF              // first record: none starts in this cell
 	MaxHops           = 15
 	MaxCellPayload    = 0xFFFF // payload length field
@@ -90,7 +92,15 @@ type CellHeader struct {
 	First    uint16 // offset of the first record start, or NoRecord
 	RecNo    uint16 // record number of payload byte 0
 	Entropy  uint8  // flow hash bits for hash-mode spraying
+	Epoch    uint16 // the source's per-boot nonce; 0: none
 }
+
+// Offsets in the cell header (from Off) of the fields changed in place.
+const (
+	cellFlagsAt   = 4
+	cellEntropyAt = CellHeaderLen - 2
+	cellSumAt     = CellHeaderLen - 1
+)
 
 // Key is the reassembly stream the cell belongs to.
 func (h *CellHeader) Key() StreamKey { return StreamKey{Src: h.Src, Port: h.Port, Class: h.Class} }
@@ -139,8 +149,9 @@ func PutCellHeader(frame []byte, h *CellHeader) error {
 	binary.BigEndian.PutUint16(b[10:], h.Len)
 	binary.BigEndian.PutUint16(b[12:], h.First)
 	binary.BigEndian.PutUint16(b[14:], h.RecNo)
-	b[16] = h.Entropy
-	b[17] = crc8(b[:17])
+	binary.BigEndian.PutUint16(b[16:], h.Epoch)
+	b[cellEntropyAt] = h.Entropy
+	b[cellSumAt] = crc8(b[:cellSumAt])
 	return nil
 }
 
@@ -169,7 +180,7 @@ func ParseCell(frame []byte) (CellHeader, error) {
 		return h, ErrShort
 	}
 	b := frame[Off:CellPayloadOffset]
-	if crc8(b[:17]) != b[17] {
+	if crc8(b[:cellSumAt]) != b[cellSumAt] {
 		return h, ErrChecksum
 	}
 	h.Dst = EdgeID(binary.BigEndian.Uint16(b[0:]))
@@ -182,7 +193,8 @@ func ParseCell(frame []byte) (CellHeader, error) {
 	h.Len = binary.BigEndian.Uint16(b[10:])
 	h.First = binary.BigEndian.Uint16(b[12:])
 	h.RecNo = binary.BigEndian.Uint16(b[14:])
-	h.Entropy = b[16]
+	h.Epoch = binary.BigEndian.Uint16(b[16:])
+	h.Entropy = b[cellEntropyAt]
 	if err := h.check(); err != nil {
 		return CellHeader{}, err
 	}
@@ -201,11 +213,11 @@ func DecHops(frame []byte) bool {
 		return false
 	}
 	b := frame[Off:CellPayloadOffset]
-	if b[4]&0x0f <= 1 {
+	if b[cellFlagsAt]&0x0f <= 1 {
 		return false
 	}
-	b[4]--
-	b[17] = crc8(b[:17])
+	b[cellFlagsAt]--
+	b[cellSumAt] = crc8(b[:cellSumAt])
 	return true
 }
 
@@ -216,9 +228,9 @@ func SetFCI(frame []byte) bool {
 		return false
 	}
 	b := frame[Off:CellPayloadOffset]
-	if b[4]&0x10 == 0 {
-		b[4] |= 0x10
-		b[17] = crc8(b[:17])
+	if b[cellFlagsAt]&0x10 == 0 {
+		b[cellFlagsAt] |= 0x10
+		b[cellSumAt] = crc8(b[:cellSumAt])
 	}
 	return true
 }
@@ -230,9 +242,9 @@ func SetEntropy(frame []byte, e uint8) bool {
 		return false
 	}
 	b := frame[Off:CellPayloadOffset]
-	if b[16] != e {
-		b[16] = e
-		b[17] = crc8(b[:17])
+	if b[cellEntropyAt] != e {
+		b[cellEntropyAt] = e
+		b[cellSumAt] = crc8(b[:cellSumAt])
 	}
 	return true
 }

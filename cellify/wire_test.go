@@ -20,7 +20,7 @@ func randCell(rng *rand.Rand) (CellHeader, []byte) {
 		Dst: EdgeID(1 + rng.IntN(0xFFFF)), Src: EdgeID(1 + rng.IntN(0xFFFF)),
 		Class: Class(rng.IntN(Classes)), FCI: rng.IntN(2) == 0, Hops: uint8(1 + rng.IntN(MaxHops)),
 		Port: uint8(rng.Uint32()), Seq: rng.Uint32(), First: first, RecNo: uint16(rng.Uint32()),
-		Entropy: uint8(rng.Uint32()),
+		Entropy: uint8(rng.Uint32()), Epoch: uint16(rng.Uint32()),
 	}
 	p := make([]byte, n)
 	for i := range p {
@@ -63,7 +63,7 @@ func TestCellRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCellChecksum: every 1- and 2-bit error in the 18 header bytes is
+// TestCellChecksum: every 1- and 2-bit error in the 20 header bytes is
 // caught by the CRC-8.
 func TestCellChecksum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
@@ -95,7 +95,7 @@ func TestCellChecksum(t *testing.T) {
 }
 
 // fixSum recomputes a cell's checksum after a field was changed.
-func fixSum(f []byte) { f[Off+17] = crc8(f[Off : Off+17]) }
+func fixSum(f []byte) { f[Off+cellSumAt] = crc8(f[Off : Off+cellSumAt]) }
 
 func TestCellRejects(t *testing.T) {
 	h := CellHeader{Dst: 1, Src: 2, Class: 3, Hops: 4, Port: 5, Seq: 6, First: 10, RecNo: 7}
@@ -115,7 +115,7 @@ func TestCellRejects(t *testing.T) {
 		{"not a link frame", func(f []byte) []byte { f[12] = 0x08; return f }, ErrType},
 		{"other type", func(f []byte) []byte { f[14] = byte(seqhdr.TypeData); return f }, ErrType},
 		{"version", func(f []byte) []byte { f[14] |= 0x10; return f }, ErrType},
-		{"checksum", func(f []byte) []byte { f[Off+17]++; return f }, ErrChecksum},
+		{"checksum", func(f []byte) []byte { f[Off+cellSumAt]++; return f }, ErrChecksum},
 		{"hops 0", func(f []byte) []byte { f[Off+4] &^= 0x0f; fixSum(f); return f }, ErrHops},
 		{"length 0", func(f []byte) []byte { binary.BigEndian.PutUint16(f[Off+10:], 0); fixSum(f); return f }, ErrLength},
 		{"length beyond frame", func(f []byte) []byte { binary.BigEndian.PutUint16(f[Off+10:], 101); fixSum(f); return f }, ErrLength},
@@ -207,12 +207,13 @@ func TestCreditRoundTrip(t *testing.T) {
 		}
 		grant := n%2 == 0
 		f := make([]byte, 2000)
-		l, err := PutCredit(f, grant, 4, 9, es)
+		ep := CreditEpochs{Src: uint16(rng.Uint32()), Dst: uint16(rng.Uint32())}
+		l, err := PutCreditEpochs(f, grant, 4, 9, ep, es)
 		if err != nil || l != CreditFrameLen(n) || l < seqhdr.MinFrameLen {
 			t.Fatalf("n=%d: length %d, %v", n, l, err)
 		}
 		c, err := ParseCredit(f[:l])
-		if err != nil || c.Grant != grant || c.Src != 4 || c.Dst != 9 || c.N != n {
+		if err != nil || c.Grant != grant || c.Src != 4 || c.Dst != 9 || c.N != n || c.Epochs != ep {
 			t.Fatalf("n=%d: %+v %v", n, c, err)
 		}
 		for i := range n {
@@ -249,7 +250,7 @@ func TestCreditRoundTrip(t *testing.T) {
 	f := make([]byte, 100)
 	l, _ := PutCredit(f, false, 1, 2, es)
 	f[Off+creditHeadLen+1] = Classes // class 8 with a valid checksum
-	binary.BigEndian.PutUint32(f[Off+6:], sum2(f[Off:Off+6], f[Off+creditHeadLen:Off+creditHeadLen+CreditEntryLen]))
+	binary.BigEndian.PutUint32(f[Off+10:], sum2(f[Off:Off+10], f[Off+creditHeadLen:Off+creditHeadLen+CreditEntryLen]))
 	if _, err := ParseCredit(f[:l]); !errors.Is(err, ErrClass) {
 		t.Errorf("class 8: %v", err)
 	}

@@ -64,6 +64,10 @@ type CellsConfig struct {
 	HostRate uint64
 	// Seed seeds the spraying (0: the node id).
 	Seed uint64
+
+	// Tests: the reassembly window (cells per stream) and the VOQ ring
+	// bytes (0: the defaults; small ones keep a fuzzer's memory small).
+	reasmWindow, voqBytes int
 }
 
 // Cells defaults.

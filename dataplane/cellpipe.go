@@ -130,7 +130,11 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
 		}
 	}
+	nc.Epoch = cellEpoch()
 	nc.RingBytes = cellVOQBytes
+	if cc.voqBytes > 0 {
+		nc.RingBytes = cc.voqBytes
+	}
 	nc.Spray = spray
 	nc.CellPayload = cc.CellSize
 	nc.Packing = !cc.NoPacking
@@ -140,6 +144,9 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
 	nc.Reasm.Timeout = int64(cc.ReasmTimeout)
 	nc.Reasm.Window = defaultReasmWindow
+	if cc.reasmWindow > 0 {
+		nc.Reasm.Window = cc.reasmWindow
+	}
 	nc.LinkMACs = make([][12]byte, len(ps.Links))
 	for l, port := range ps.Links {
 		m := &nc.LinkMACs[l]
@@ -154,6 +161,17 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		return nil, err
 	}
 	return pl, nil
+}
+
+// cellEpoch is a new nonzero epoch per start of the node (from the
+// runtime's randomly seeded source, unlike the spraying's seeded one): the
+// other edges reset the streams and credit totals of the boot before.
+func cellEpoch() uint16 {
+	for {
+		if e := uint16(rand.Uint32()); e != 0 {
+			return e
+		}
+	}
 }
 
 // Alloc implements cellify.Memory: a free UMEM frame.

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -250,6 +251,7 @@ func TestCellsConfig(t *testing.T) {
 	if err := c.fit(1516, linkcrc.CRC32C, "link0"); err != nil || c.CellSize != 1516+14-4-cellify.CellPayloadOffset {
 		t.Errorf("default cell size at link MTU 1516 with CRC: %d, %v", c.CellSize, err)
 	}
+	most := 1516 + 14 - 4 - cellify.CellPayloadOffset // with the CRC trailer
 	c.CellSize = 0
 	if err := c.fit(1516, linkcrc.Off, "link0"); err != nil || c.CellSize != 1516+14-cellify.CellPayloadOffset {
 		t.Errorf("default cell size at link MTU 1516 without CRC: %d, %v", c.CellSize, err)
@@ -261,7 +263,7 @@ func TestCellsConfig(t *testing.T) {
 		want []string
 	}{
 		{CellsConfig{CellSize: 8}, true, 1516, []string{"--cell-size 8", "below the cell header"}},
-		{CellsConfig{CellSize: 1487}, true, 1516, []string{"--cell-size 1487", "link MTU 1516", "at most 1486"}},
+		{CellsConfig{CellSize: most + 1}, true, 1516, []string{fmt.Sprintf("--cell-size %d", most+1), "link MTU 1516", fmt.Sprintf("at most %d", most)}},
 		{CellsConfig{Spray: "ecmp"}, true, 1516, []string{"--spray", "perm, p2c or hash"}},
 		{CellsConfig{LinkMode: "lg"}, true, 1516, []string{"--link-mode lg", "not built yet"}},
 		{CellsConfig{LinkMode: "fec"}, true, 1516, []string{"--link-mode", "none"}},

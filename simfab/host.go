@@ -113,8 +113,13 @@ func (h *Host) txDone() {
 		fs.Out++
 		fs.OutBytes += uint64(f.Len)
 	}
-	h.Edge.HostRx(s.Now, h.Port, f)
-	s.settle(h.Edge)
+	if h.Edge.dead {
+		h.Edge.Lost++
+		s.Mem.Free(f)
+	} else {
+		h.Edge.HostRx(s.Now, h.Port, f)
+		s.settle(h.Edge)
+	}
 	h.startTx()
 }
 
@@ -130,7 +135,7 @@ func (h *Host) egress(f cellify.Frame) {
 	h.egq.push(f)
 	h.egBytes += f.Len
 	h.Stats.MaxEgress = max(h.Stats.MaxEgress, h.egBytes)
-	h.Edge.SetEgressQueue(s.Now, h.Port, h.egBytes)
+	h.reportEgress()
 	h.startEgress()
 }
 
@@ -151,9 +156,16 @@ func (h *Host) egressDone() {
 	h.egBytes -= f.Len
 	h.egBusy = false
 	h.receive(f)
-	h.Edge.SetEgressQueue(s.Now, h.Port, h.egBytes)
+	h.reportEgress()
 	s.settle(h.Edge)
 	h.startEgress()
+}
+
+// reportEgress tells the edge its egress queue toward the host.
+func (h *Host) reportEgress() {
+	if !h.Edge.dead {
+		h.Edge.SetEgressQueue(h.sim.Now, h.Port, h.egBytes)
+	}
 }
 
 // receive accounts a frame to its flow and frees it.

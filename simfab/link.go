@@ -217,7 +217,9 @@ func (l *Link) SetUp(up, notify bool) {
 	}
 	if notify {
 		for _, d := range []*Dir{l.AB, l.BA} {
-			d.From.SetLinkUp(s.Now, d.FromPort, up)
+			if !d.From.dead {
+				d.From.SetLinkUp(s.Now, d.FromPort, up)
+			}
 		}
 	}
 	for _, d := range []*Dir{l.AB, l.BA} {
@@ -279,7 +281,11 @@ func (d *Dir) die() {
 			back = append(back, h.f)
 		}
 	}
-	if len(back) > 0 {
+	if len(back) > 0 && d.From.dead {
+		for _, f := range back {
+			lose(f)
+		}
+	} else if len(back) > 0 {
 		d.Stats.HandedBack += uint64(len(back))
 		d.From.Respray(s.Now, d.FromPort, back)
 	}
@@ -407,6 +413,11 @@ func (d *Dir) arrive(epoch int64) {
 		return
 	}
 	fl := d.fly.pop()
+	if d.To.dead {
+		d.To.Lost++
+		d.sim.Mem.Free(fl.f)
+		return
+	}
 	d.To.LinkRx(d.sim.Now, d.ToPort, fl.f)
 	d.sim.settle(d.To)
 }

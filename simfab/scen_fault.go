@@ -34,7 +34,7 @@ func LinkDeath(seed uint64) (*Result, error) {
 		// the wire, so that the death bites.
 		var kill func()
 		kill = func() {
-			if d := dead.AB; d.busy && d.curCell || d.fly.len() > 0 {
+			if d := dead.AB; d.busy && d.curCell { // (a frame in flight may be a REACH)
 				dead.SetUp(false, true)
 				return
 			}

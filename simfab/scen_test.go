@@ -37,4 +37,7 @@ func TestLinkDeath(t *testing.T)    { runScenario(t, "linkdeath") }
 func TestExclusion(t *testing.T)    { runScenario(t, "exclusion") }
 func TestReasmTimeout(t *testing.T) { runScenario(t, "reasm") }
 func TestFCI(t *testing.T)          { runScenario(t, "fci") }
+func TestCtrlLoss(t *testing.T)     { runScenario(t, "ctrlloss") }
+func TestRestart(t *testing.T)      { runScenario(t, "restart") }
+func TestCtrlCost(t *testing.T)     { runScenario(t, "ctrlcost") }
 func TestScale(t *testing.T)        { runScenario(t, "scale") }

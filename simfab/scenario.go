@@ -101,6 +101,9 @@ func Scenarios() []Scenario {
 		{Name: "exclusion", Brief: "a lossy link leaves the tables and returns, with hysteresis", Run: Exclusion},
 		{Name: "reasm", Brief: "a lost cell: the reassembly timeout discards exactly the records it touched", Run: ReasmTimeout},
 		{Name: "fci", Brief: "a fabric bottleneck: FCI lowers the credit rate and the fabric drops", Run: FCI},
+		{Name: "ctrlloss", Brief: "every grant, request or REACH lost for a while, 10 % of REACH, the grant reopening a stopped port lost: time, no stall", Run: CtrlLoss},
+		{Name: "restart", Brief: "an edge (seqs in each half of the space), a destination, a fabric node restart mid-flow: nothing stale, no wedge", Run: Restart},
+		{Name: "ctrlcost", Brief: "control frames per data cell: one flow, small frames, 3→1 incast", Run: CtrlCost},
 		{Name: "scale", Brief: "64 edges × 8 uplinks, 2 tiers: queue tail vs load, permutation perm vs hash", Slow: true, Run: Scale},
 	}
 }

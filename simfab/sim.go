@@ -79,6 +79,11 @@ type Node struct {
 	hosts []*Host // per host port
 	spare cellify.Output
 	wake  int64
+	cfg   cellify.NodeConfig // as built (Epoch 0: drawn)
+	boots uint64
+	dead  bool // restarting: frames to it are lost, it sends nothing
+	// Lost counts the frames that reached the node while it was down.
+	Lost uint64
 }
 
 // Ports returns the outgoing link directions, per link port.
@@ -152,24 +157,9 @@ func (s *Sim) Start() error {
 		if s.cfg.Node != nil {
 			s.cfg.Node(n, &c)
 		}
-		cn, err := cellify.NewNode(c)
-		if err != nil {
-			return fmt.Errorf("simfab: node %s: %w", n.Name, err)
-		}
-		n.Node = cn
-		n.spare = cn.Out
-		n.spare.Link = make([]cellify.LinkOut, len(cn.Out.Link))
-		n.spare.Deliver = make([][]cellify.Frame, len(cn.Out.Deliver))
-		n.spare.Free = nil
-	}
-	if !s.cfg.NoStaticMACs {
-		for _, n := range s.Nodes {
-			if n.Tier != cellify.TierEdge {
-				continue
-			}
-			for _, h := range s.Hosts {
-				n.Learn(0, h.MAC, h.Edge.ID, uint8(h.Port))
-			}
+		n.cfg = c
+		if err := s.build(n); err != nil {
+			return err
 		}
 	}
 	for _, n := range s.Nodes {
@@ -195,6 +185,26 @@ func (s *Sim) Start() error {
 			if b.Tier == cellify.TierEdge && a != b && a.Reach().Routes(b.ID) == 0 {
 				return fmt.Errorf("simfab: after the warm-up %s has no route to %s", a.Name, b.Name)
 			}
+		}
+	}
+	return nil
+}
+
+// build makes n's cellify.Node from n.cfg and teaches it the hosts' MACs
+// (unless NoStaticMACs).
+func (s *Sim) build(n *Node) error {
+	cn, err := cellify.NewNode(n.cfg)
+	if err != nil {
+		return fmt.Errorf("simfab: node %s: %w", n.Name, err)
+	}
+	n.Node = cn
+	n.spare = cn.Out
+	n.spare.Link = make([]cellify.LinkOut, len(cn.Out.Link))
+	n.spare.Deliver = make([][]cellify.Frame, len(cn.Out.Deliver))
+	n.spare.Free = nil
+	if !s.cfg.NoStaticMACs && n.Tier == cellify.TierEdge {
+		for _, h := range s.Hosts {
+			n.Learn(s.Now, h.MAC, h.Edge.ID, uint8(h.Port))
 		}
 	}
 	return nil
@@ -249,6 +259,9 @@ func (s *Sim) dispatch(e *event) {
 // settle hands the node's output to the wires and hosts, polls it and
 // schedules its next wake-up.
 func (s *Sim) settle(n *Node) {
+	if n.dead {
+		return
+	}
 	s.flush(n)
 	d := n.Poll(s.Now)
 	s.flush(n)
@@ -304,7 +317,7 @@ func hasDeliver(o *cellify.Output) bool {
 // receiving node.
 func (s *Sim) reportLoss() {
 	for _, d := range s.dirs {
-		if d.mon != nil && d.mon.n > 0 {
+		if d.mon != nil && d.mon.n > 0 && !d.To.dead {
 			d.To.SetLoss(s.Now, d.ToPort, d.mon.rate())
 			s.settle(d.To)
 		}

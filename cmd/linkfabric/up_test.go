@@ -189,7 +189,7 @@ func TestUpCells(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1516", "at most 1486"}},
+		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1516", "at most 1484"}},
 		{[]string{"--cell-size", "1600", "--integrity", "off"}, []string{"--cell-size 1600", "at most 1490"}},
 		{[]string{"--cell-size", "10"}, []string{"--cell-size 10", "below the cell header"}},
 		{[]string{"--link-mode", "lg"}, []string{"--link-mode lg", "not built yet"}},
