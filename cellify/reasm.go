@@ -9,11 +9,17 @@ import (
 
 // ReasmConfig configures a Reassembler.
 type ReasmConfig struct {
-	Window     int    // cells held per stream beyond the next expected one; default 512
-	MaxPayload int    // largest cell payload accepted; default 2048
-	Timeout    int64  // ns a hole may hold up its stream before it is skipped; default 1 ms
-	MaxStreams int    // default 256
-	Self       EdgeID // if nonzero, cells addressed to another edge are dropped
+	Window     int   // cells held per stream beyond the next expected one; default 512
+	MaxPayload int   // largest cell payload accepted; default 2048
+	Timeout    int64 // ns a hole may hold up its stream before it is skipped; default 1 ms
+	MaxStreams int   // default 256
+	// MaxHeldBytes bounds the cell buffers of all streams together
+	// (default 64 MiB): a stream gets one (Window cells) when it first
+	// holds an early cell. Beyond it, buffers of streams holding nothing
+	// are freed, and if that is not enough the early cell is dropped
+	// (NoBuffer): cells from many forged sources cannot take the memory.
+	MaxHeldBytes int
+	Self         EdgeID // if nonzero, cells addressed to another edge are dropped
 	// EpochHold: after a stream's source changes epoch (it rebooted), its
 	// cells of the epoch before are dropped for this long, and restart the
 	// stream again beyond; default 4 × Timeout.
@@ -26,7 +32,11 @@ const (
 	DefaultMaxPayload   = 2048
 	DefaultReasmTimeout = 1_000_000
 	DefaultMaxStreams   = 256
-	MaxReasmBytes       = 1 << 30 // bound on one stream's cell buffer: the power of two above Window, × MaxPayload
+	DefaultMaxHeldBytes = 64 << 20
+	// idleStreamTimeouts: a stream silent this many Timeouts, holding
+	// nothing, gives its place to a new stream when MaxStreams are in use.
+	idleStreamTimeouts = 100
+	MaxReasmBytes      = 1 << 30 // bound on one stream's cell buffer: the power of two above Window, × MaxPayload
 )
 
 // ReasmStats counts what a Reassembler did. Record bytes are frame bytes;
@@ -37,6 +47,8 @@ type ReasmStats struct {
 	WrongDst         uint64 // cells for another edge
 	Oversize         uint64 // cells above MaxPayload
 	NoStream         uint64 // cells of a new stream beyond MaxStreams
+	NoBuffer         uint64 // early cells dropped: MaxHeldBytes in use
+	Evicted          uint64 // idle streams that gave their place to a new one
 	Duplicates       uint64 // cells already held or already consumed
 	Late             uint64 // cells of a hole already skipped
 	OutOfWindow      uint64 // cells too far ahead of or behind their stream
@@ -68,6 +80,7 @@ type Reassembler struct {
 	m       map[StreamKey]*stream
 	list    []*stream
 	st      ReasmStats
+	held    int // bytes of the streams' cell buffers (slab)
 }
 
 type slot struct {
@@ -120,6 +133,9 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 	}
 	if cfg.MaxStreams == 0 {
 		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxHeldBytes == 0 {
+		cfg.MaxHeldBytes = DefaultMaxHeldBytes
 	}
 	if cfg.EpochHold == 0 {
 		cfg.EpochHold = 4 * cfg.Timeout
@@ -236,6 +252,10 @@ func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) 
 		// A power of two ≥ Window+1, so that slot = seq mod len stays
 		// unique across the wrap of seq.
 		n := 1 << bits.Len(uint(r.cfg.Window))
+		if !r.reserve(s, n*r.cfg.MaxPayload) {
+			r.st.NoBuffer++
+			return
+		}
 		s.slots = make([]slot, n)
 		s.slab = make([]byte, n*r.cfg.MaxPayload)
 	}
@@ -453,16 +473,51 @@ func (r *Reassembler) out(s *stream, frame []byte) {
 	r.deliver(s.key, frame)
 }
 
-// stream finds or creates the stream of key; nil beyond MaxStreams.
+// stream finds or creates the stream of key. Beyond MaxStreams a stream
+// idle for idleStreamTimeouts with nothing held gives its place (it would
+// start over at its next cell anyway); nil if none is.
 func (r *Reassembler) stream(now int64, key StreamKey) *stream {
 	if s := r.m[key]; s != nil {
 		return s
 	}
-	if len(r.list) >= r.cfg.MaxStreams {
-		return nil
-	}
 	s := &stream{key: key, sync: true, fresh: true, last: now}
-	r.m[key] = s
-	r.list = append(r.list, s)
-	return s
+	if len(r.list) < r.cfg.MaxStreams {
+		r.m[key] = s
+		r.list = append(r.list, s)
+		return s
+	}
+	for i, old := range r.list {
+		if old.buffered == 0 && now-old.last >= idleStreamTimeouts*max(r.cfg.Timeout, 1) {
+			if old.sync && old.hdrGot > 0 {
+				r.st.DiscardedRecords++
+				r.st.DiscardedBytes += uint64(old.hdrGot + old.recGot)
+			}
+			r.held -= len(old.slab)
+			delete(r.m, old.key)
+			r.list[i] = s
+			r.m[key] = s
+			r.st.Evicted++
+			return s
+		}
+	}
+	return nil
+}
+
+// reserve accounts n bytes of cell buffer for s, freeing the buffers of
+// other streams that hold nothing if MaxHeldBytes would be passed; false
+// if it still would.
+func (r *Reassembler) reserve(s *stream, n int) bool {
+	if r.held+n > r.cfg.MaxHeldBytes {
+		for _, o := range r.list {
+			if o != s && o.buffered == 0 && o.slab != nil {
+				r.held -= len(o.slab)
+				o.slots, o.slab = nil, nil
+			}
+		}
+	}
+	if r.held+n > r.cfg.MaxHeldBytes {
+		return false
+	}
+	r.held += n
+	return true
 }

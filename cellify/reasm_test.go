@@ -438,3 +438,51 @@ func TestReasmEpochRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestReasmBoundsForgedStreams: cells from many sources (forged or real)
+// cannot take unbounded memory or lock new streams out. Early cells get a
+// cell buffer only within MaxHeldBytes (buffers of streams holding nothing
+// are reclaimed first); beyond MaxStreams, a stream idle long enough with
+// nothing held gives its place to a new one.
+func TestReasmBoundsForgedStreams(t *testing.T) {
+	var col collector
+	const timeout = 1000
+	slab := 32 * 128 // Window 16 → 32 slots of MaxPayload 128
+	r, err := NewReassembler(ReasmConfig{Window: 16, MaxPayload: 128, MaxStreams: 4, MaxHeldBytes: 2 * slab, Timeout: timeout}, col.deliver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := func(src EdgeID, seq uint32) []byte {
+		p := record(int(src)*10+int(seq), 60)
+		f := make([]byte, CellFrameLen(len(p))+8)
+		h := CellHeader{Dst: testKey.Dst, Src: src, Class: testKey.Class, Port: testKey.Port, Hops: 3, Seq: seq}
+		n, err := PutCell(f, &h, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f[:n]
+	}
+	for src := EdgeID(1); src <= 4; src++ {
+		r.Receive(0, from(src, 0))
+		r.Receive(0, from(src, 2)) // early: needs a buffer
+	}
+	r.Receive(1, from(5, 0)) // a fifth stream, none idle
+	if st := r.Stats(); st.NoBuffer != 2 || st.NoStream != 1 || r.held != 2*slab {
+		t.Fatalf("after 4 sources with early cells and a fifth: NoBuffer %d NoStream %d held %d; want 2, 1, %d", st.NoBuffer, st.NoStream, r.held, 2*slab)
+	}
+	r.Poll(1 + timeout) // sources 1 and 2 skip their hole: nothing held
+	now := int64(2 + idleStreamTimeouts*timeout)
+	r.Receive(now, from(5, 0))
+	r.Receive(now, from(6, 2)) // early again: reclaims an idle buffer
+	st := r.Stats()
+	if st.Evicted != 2 || st.NoBuffer != 2 || st.Buffered != 1 || r.held > 2*slab {
+		t.Fatalf("after idling: Evicted %d NoBuffer %d Buffered %d held %d; want 2, 2, 1, ≤ %d", st.Evicted, st.NoBuffer, st.Buffered, r.held, 2*slab)
+	}
+	var ids []int
+	for _, f := range col.frames {
+		ids = append(ids, int(binary.BigEndian.Uint32(f)))
+	}
+	if fmt.Sprint(ids) != "[10 20 30 40 12 22 50]" {
+		t.Fatalf("delivered %v; want [10 20 30 40 12 22 50]", ids)
+	}
+}
