@@ -191,3 +191,48 @@ func TestCellsNoneFailover(t *testing.T) {
 		t.Error("sw1 still uses link2")
 	}
 }
+
+// TestCellsLGNodeCollision: two edges of the bundle given the same
+// --node-id under lg refuse each other in the link session (counted on
+// every link) and carry nothing; with monitor under the cells and 5% loss
+// on two links, those links' measured loss takes them out of sw2's routes
+// and the other two stay.
+func TestCellsLGNodeCollision(t *testing.T) {
+	tb := netns.TestUp(t, "lfl", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
+	workers(t, 2)
+	cc := cellsLGConfig("lg")
+	sw1 := startCells(t, tb.NS("sw1"), 7, nil, bundleLinks, cc).d
+	startCells(t, tb.NS("sw2"), 7, nil, bundleLinks, cc)
+	time.Sleep(500 * time.Millisecond)
+	s := cellsSnap(t, sw1)
+	for _, l := range s.Links {
+		if l.LG.NodeCollisions == 0 || l.LG.Session == "up" || l.Usable {
+			t.Errorf("%s: session %s, usable %v, node collisions %d; want refused", l.Name, l.LG.Session, l.Usable, l.LG.NodeCollisions)
+		}
+	}
+	if s.Node.Delivered != 0 || s.UsableLinks != 0 {
+		t.Errorf("with one id on both edges: %d usable links, %d frames delivered", s.UsableLinks, s.Node.Delivered)
+	}
+}
+
+// TestCellsMonitorLoss: monitor under the cells measures each link's loss
+// and a link above 1e-3 leaves the routes ("loss"); the clean links stay.
+func TestCellsMonitorLoss(t *testing.T) {
+	b := upBundleCellsLG(t, cellsLGConfig("monitor"))
+	imp := bpf.Loss(0.05, 1, 3)
+	for _, l := range []int{0, 2} {
+		if err := b.sw2.Port(b.sw2.Ports().Links[l]).Program().SetImpair(imp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.send(t, 12_000, 500, 6_000)
+	time.Sleep(300 * time.Millisecond) // a measurement every 100 ms
+	s := cellsSnap(t, b.sw2)
+	for l, ln := range s.Links {
+		lossy := l == 0 || l == 2
+		t.Logf("sw2 %s: usable %v, last exclusion %q, measured loss %.4f", ln.Name, ln.Usable, ln.LastReason, ln.LG.LossRate)
+		if lossy && (ln.Usable || ln.LastReason != "loss" || ln.LG.LossRate < 0.01) || !lossy && (!ln.Usable || ln.LG.LossRate > 1e-3) {
+			t.Errorf("sw2 %s (lossy %v): usable %v, last exclusion %q, loss %.4f", ln.Name, lossy, ln.Usable, ln.LastReason, ln.LG.LossRate)
+		}
+	}
+}

@@ -146,7 +146,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 		return nil, err
 	}
 	if d.cfg.Cells.LinkMode == "monitor" {
-		c.rmon, _ = lossmon.New(lossmon.Config{Window: int64(time.Second), MinSamples: 1000})
+		c.rmon, _ = lossmon.New(lossmon.Config{Window: int64(time.Second), MinSamples: 200})
 	}
 	return c, nil
 }
