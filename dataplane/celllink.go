@@ -29,13 +29,15 @@ import (
 // would make every one look like a hole.
 //
 // A link that leaves the node's usable set (interface down, the session
-// leaves Up or its peer goes silent, REACHes missed, too much loss) hands
-// every cell it still holds, un-ACKed or queued, back to the sprayer
-// (Node.Respray, copies: the originals may still be on the port's TX ring)
-// and restarts its session with a new epoch, so that both ends reset their
-// numbering: the peer, adopting the new epoch, hands back what it held
-// too. A cell that had arrived after all is a duplicate the reassembly
-// drops.
+// leaves Up or its peer goes silent, REACHes missed, too much loss, its
+// cells un-ACKed while the other links' are ACKed) hands every cell it
+// holds back to the sprayer (Node.Respray): the queued ones, and copies of
+// the un-ACKed ones not handed back before. The originals stay in the TX
+// buffer, and the link layer goes on with them if the link comes back (a
+// scheduling stall of the peer excludes links that are fine): nothing is
+// reset, so nothing has to agree again. A session reset (the peer
+// restarted) hands back what it would free. A cell that arrived twice is a
+// duplicate the reassembly drops.
 type cellLink struct {
 	pl   *cellPipeline
 	l    int
@@ -63,6 +65,7 @@ type cellLink struct {
 	collisionLog int64 // last node-id collision logged
 	back         []cellify.Frame
 	taken        []linkguardian.Frame
+	handedTo     seqhdr.Seq // un-ACKed cells before it were handed back
 
 	st CellLinkLG
 }
@@ -79,9 +82,10 @@ type CellLinkLG struct {
 	Recovered  uint64 `json:"recovered"`
 	GaveUp     uint64 `json:"gave_up"`
 	// HandedBack counts cells given back to the sprayer when the link left
-	// the usable set; Restarts the sessions restarted then.
+	// the usable set (copies of the un-ACKed ones) or its session reset;
+	// Resets counts the session's resets (agreements with a new peer epoch).
 	HandedBack uint64 `json:"handed_back"`
-	Restarts   uint64 `json:"session_restarts"`
+	Resets     uint64 `json:"resets"`
 	// QueueDrops: cells that found the credit queue full (lost).
 	QueueDrops uint64 `json:"queue_drops"`
 	// NodeCollisions: HELLOs refused because the peer has this node's id.
@@ -117,6 +121,8 @@ func (k lgLink) TxNext() seqhdr.Seq { return k.c.ep.TxNext() }
 func (k lgLink) Reset(now int64, tx, rx seqhdr.Seq) {
 	k.c.handBack(now)
 	k.c.ep.Reset(now, tx, rx)
+	k.c.st.Resets++
+	k.c.handedTo = tx
 }
 
 func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
@@ -142,7 +148,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 		},
 		Node: d.cfg.Cells.NodeID,
 	}
-	if err := c.newSession(0); err != nil {
+	if err := c.newSession(); err != nil {
 		return nil, err
 	}
 	if d.cfg.Cells.LinkMode == "monitor" {
@@ -151,12 +157,9 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	return c, nil
 }
 
-// newSession starts a session with a new epoch, offering initial sequence
-// number init (0: random).
-func (c *cellLink) newSession(init seqhdr.Seq) error {
-	cfg := c.scfg
-	cfg.InitSeq = init
-	s, err := linksession.New(cfg, lgLink{c})
+// newSession starts the link's session.
+func (c *cellLink) newSession() error {
+	s, err := linksession.New(c.scfg, lgLink{c})
 	if err != nil {
 		return err
 	}
@@ -174,7 +177,10 @@ func (c *cellLink) up() bool { return c.sess.State() == linksession.Up && !c.gav
 // watchAcks gives the link up when its cells have gone un-ACKed for
 // giveUp while another link's were ACKed meanwhile, and takes it back when
 // ACKs come again. (When no link gets an ACK, the peer is more likely kept
-// from running than every link dead at once; REACH decides then.)
+// from running than every link dead at once: REACH decides then. After
+// such a stall the first link's ACKs can come before the others' and give
+// them up: that costs copies of their un-ACKed cells, which the reassembly
+// drops, and the links are back with their next ACK.)
 func (c *cellLink) watchAcks(now int64) {
 	s := c.ep.S
 	switch {
@@ -182,7 +188,8 @@ func (c *cellLink) watchAcks(now int64) {
 		c.acked, c.progressAt, c.ackAt, c.gaveUp = s.Stats.Acked, now, now, false
 	case s.Outstanding() == 0:
 		c.progressAt, c.gaveUp = now, false
-	case !c.gaveUp && now-c.progressAt > c.giveUp && c.pl.ackedSince(c.l, c.progressAt+c.giveUp/2):
+	case !c.gaveUp && now-c.progressAt > c.giveUp && c.pl.ackedSince(c.l, c.progressAt+c.giveUp/2) &&
+		c.pl.node.Reach().Usable()&^(1<<c.l) != 0: // never the last usable link
 		c.gaveUp = true
 		c.st.GiveUps++
 		c.pl.w.d.cfg.Logger.Warn("cells: no ACK from the other end of this link; it is taken out and its cells go over the other links",
@@ -352,33 +359,19 @@ func (c *cellLink) flush(now int64, tx *Tx) {
 }
 
 // failover hands the cells of a link that left the usable set back to the
-// sprayer. If some of them were sent and not ACKed, the peer may be
-// waiting for their sequence numbers: the session restarts with a new
-// epoch, so that both ends reset their numbering. (A link that left
-// because its peer restarted has been reset already and holds none: it
-// does not restart in turn, or the two ends would restart each other for
-// ever.)
+// sprayer.
 func (c *cellLink) failover(now int64) {
 	unacked, n := c.handBack(now)
-	if unacked > 0 {
-		c.st.Restarts++
-		c.gaveUp = false
-		// Numbering goes on from where it was: what this end sent before
-		// is behind the peer's new window and dropped there.
-		if err := c.newSession(c.ep.TxNext()); err != nil { // cannot fail: the config was accepted before
-			c.pl.w.d.cfg.Logger.Error("cells: link session restart", "dev", c.pl.w.d.all[c.port].Name, "err", err)
-		}
-	}
 	c.pl.w.d.cfg.Logger.Info("cells: link left the usable set; its cells go over the other links",
-		"dev", c.pl.w.d.all[c.port].Name, "handed_back", n, "unacked", unacked, "session_restarted", unacked > 0)
+		"dev", c.pl.w.d.all[c.port].Name, "handed_back", n, "unacked", unacked)
 }
 
-// handBack takes every cell the link holds (un-ACKed, then queued) and
-// gives them to the node's sprayer (the un-ACKed ones as copies); it
-// returns how many were un-ACKed, and how many it gave.
+// handBack gives the node's sprayer the link's queued cells and copies of
+// its un-ACKed ones not handed back before; it returns how many were
+// un-ACKed copies, and how many it gave in all.
 func (c *cellLink) handBack(now int64) (unacked, n int) {
 	pl := c.pl
-	c.taken = c.ep.TakeUnacked(c.taken[:0])
+	c.taken, c.handedTo = c.ep.Unacked(c.handedTo, c.taken[:0])
 	c.back = c.back[:0]
 	for _, f := range c.taken {
 		c.back = append(c.back, pl.copyFrame(cellify.Frame{H: cellify.Handle(f.H), Len: f.Len}))
@@ -438,12 +431,10 @@ func (pl *cellPipeline) release(tx *Tx, f cellify.Frame) {
 	pl.released++
 }
 
-// copyFrame returns a copy of f in a new UMEM frame and releases f (a
-// frame given back by a link may still be on that port's TX ring, and a
-// new link stamps its own numbering into it). Without a free frame it
-// releases f and returns a zero Frame (counted: the cell is lost).
+// copyFrame returns a copy of f in a new UMEM frame (the original stays
+// in its link's TX buffer, and a new link stamps its own numbering into
+// the copy). Without a free frame it returns a zero Frame (counted).
 func (pl *cellPipeline) copyFrame(f cellify.Frame) cellify.Frame {
-	defer pl.release(pl.tx, f)
 	h, ok := pl.Alloc(f.Len)
 	if !ok {
 		pl.copyFails++

@@ -52,10 +52,14 @@ type cellPipeline struct {
 	copyFails uint64
 	// hostQ holds deliveries that found their host port's TX ring full
 	// (a reassembly hole filled releases a burst), per host port.
-	hostQ  []hostQueue
-	pend   []int // per port: bytes listed on its TX lists this iteration
-	avgLen []int // per host port: mean delivered frame length (EWMA)
-	egress []int // per host port: egress queue bytes last reported
+	hostQ []hostQueue
+	// exclusions and exclAt: per link, the exclusions last seen and the
+	// wall time (Unix ns) the last one was seen at.
+	exclusions []uint64
+	exclAt     []int64
+	pend       []int // per port: bytes listed on its TX lists this iteration
+	avgLen     []int // per host port: mean delivered frame length (EWMA)
+	egress     []int // per host port: egress queue bytes last reported
 
 	cellFrame int // the largest cell frame
 	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
@@ -165,6 +169,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	for l := range pl.up {
 		pl.up[l] = true // a new node takes its links for up
 	}
+	pl.exclusions, pl.exclAt = make([]uint64, len(ps.Links)), make([]int64, len(ps.Links))
 	pl.hostQ = make([]hostQueue, len(ps.Hosts))
 	for k := range pl.hostQ {
 		pl.hostQ[k].q = make([]cellify.Frame, hostQRings*pl.ring)
@@ -249,6 +254,7 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 		pl.node.SetEgressQueue(now, k, q)
 	}
 	next = min(next, pl.node.Poll(now))
+	pl.stampExclusions(wnow)
 	pl.failovers(now)
 	pl.drain(now, tx)
 	clear(pl.pend) // the worker places the lists now
@@ -277,6 +283,18 @@ func (pl *cellPipeline) clock(now int64) int64 {
 
 // Stop implements Pipeline.
 func (pl *cellPipeline) Stop() { pl.publish() }
+
+// stampExclusions records when each link's latest exclusion was seen
+// (wall time: an experiment compares it with when it cut the link).
+func (pl *cellPipeline) stampExclusions(wnow int64) {
+	r := pl.node.Reach()
+	for l := range pl.exclusions {
+		if n := r.Link(l).Exclusions; n != pl.exclusions[l] {
+			pl.exclusions[l] = n
+			pl.exclAt[l] = pl.w.epoch.Add(time.Duration(wnow)).UnixNano()
+		}
+	}
+}
 
 // failovers hands the cells of every link that left the node's usable
 // set back to the sprayer (celllink.go), once another link is usable: with
@@ -438,6 +456,7 @@ func (pl *cellPipeline) publish() {
 		cl.TxFrames, cl.TxBytes, cl.TxCells, cl.TxCtrl = ls.TxFrames, ls.TxBytes, ls.TxCells, ls.TxCtrl
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
+		cl.LastExclusionAt = pl.exclAt[l]
 	}
 	for k := range c.Hosts {
 		hs := n.HostStats(k)

@@ -83,6 +83,9 @@ type CellLinkSnapshot struct {
 	Peer       uint16 `json:"peer"`
 	Exclusions uint64 `json:"exclusions"`
 	LastReason string `json:"last_exclusion,omitempty"`
+	// LastExclusionAt is when the worker saw the last exclusion (Unix
+	// ns, wall clock; within one Poll of it).
+	LastExclusionAt int64 `json:"last_exclusion_unix_ns,omitempty"`
 	// Frames and bytes on the link (cells and control), cells and control
 	// frames (credit, REACH) among them.
 	TxFrames uint64 `json:"tx_frames"`

@@ -13,7 +13,7 @@ import "github.com/linkfabric/linkfabric/seqhdr"
 // SendCarried offers a carried frame for the link, sequenced. Like Send it
 // returns false (the caller keeps the frame) when paused or the credit
 // window is full; on true the frame is in Out.Normal, and in Out.Free once
-// ACKed (or given back by TakeUnacked). A frame that is not of a carried
+// ACKed. A frame that is not of a carried
 // type is dropped (Out.Free, Stats.TxBad). Without a Sender it goes
 // unsequenced, as PassCarried sends it (and is dropped without a Receiver
 // either).
@@ -51,26 +51,27 @@ func (p *Endpoint) PassCarried(f Frame) bool {
 	return true
 }
 
-// TakeUnacked removes every frame from the TX buffer, oldest first, and
-// appends them to dst: the caller owns them again (a cell node sends them
-// over other links when this one died). The sender's numbering goes on
-// from where it was; nothing it held will be retransmitted. Use it before
-// a Reset that would otherwise free them.
-func (p *Endpoint) TakeUnacked(dst []Frame) []Frame {
+// Unacked appends to dst the frames in the TX buffer from sequence number
+// from on (from the oldest if from is before it), oldest first, and
+// returns dst and the sequence number after the last one. The frames stay
+// in the buffer: a cell node sends copies of them over other links when
+// this one left its routes, and the link layer carries on with the
+// originals if the link comes back.
+func (p *Endpoint) Unacked(from seqhdr.Seq, dst []Frame) ([]Frame, seqhdr.Seq) {
 	s := p.S
 	if s == nil {
-		return dst
+		return dst, from
 	}
-	for q := s.base; q != s.next; q = q.Next() {
-		sl := s.slot(q)
-		if sl.f.Len > 0 {
+	q := s.base
+	if d := seqhdr.Diff(from, s.base); d > 0 && d <= s.Outstanding() {
+		q = from
+	}
+	for ; q != s.next; q = q.Next() {
+		if sl := s.slot(q); sl.f.Len > 0 {
 			dst = append(dst, sl.f)
 		}
-		*sl = txSlot{}
 	}
-	s.base, s.bytes = s.next, 0
-	s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
-	return dst
+	return dst, s.next
 }
 
 // sendCarried stamps and buffers a carried frame in place.

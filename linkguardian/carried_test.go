@@ -203,40 +203,48 @@ func TestCarriedFrames(t *testing.T) {
 	}
 }
 
-// TestTakeUnacked: frames sent on a link that died come back from
-// TakeUnacked oldest first, exactly as they were handed in; the sender
-// then holds nothing, and numbers its next frame where it left off.
-func TestTakeUnacked(t *testing.T) {
+// TestUnacked: the frames of a link that died are listed oldest first,
+// exactly as they were handed in, from any sequence number on; they stay
+// in the TX buffer, and a later call from where the last one ended lists
+// only what was sent since.
+func TestUnacked(t *testing.T) {
 	a, _, ma, _ := carriedPair(t, linkguardian.ModeLG)
 	var in []linkguardian.Frame
-	for i := range 10 {
-		f := carriedFrame(t, ma, seqhdr.TypeCell, uint32(i))
-		in = append(in, f)
-		if !a.SendCarried(int64(i), f) {
-			t.Fatal("refused")
+	send := func(n int) {
+		for range n {
+			f := carriedFrame(t, ma, seqhdr.TypeCell, uint32(len(in)))
+			in = append(in, f)
+			if !a.SendCarried(int64(len(in)), f) {
+				t.Fatal("refused")
+			}
 		}
 	}
-	next := a.TxNext()
-	a.Out.Reset()
-	back := a.TakeUnacked(nil)
-	if len(back) != len(in) {
-		t.Fatalf("took %d frames back; want %d", len(back), len(in))
+	first := a.TxNext()
+	send(10)
+	got, next := a.Unacked(first, nil)
+	if len(got) != 10 || next != a.TxNext() {
+		t.Fatalf("listed %d frames up to %v; want 10 up to %v", len(got), next, a.TxNext())
 	}
-	for i := range in {
-		if back[i] != in[i] {
-			t.Fatalf("frame %d: took %+v; sent %+v", i, back[i], in[i])
+	for i := range got {
+		if got[i] != in[i] {
+			t.Fatalf("frame %d: %+v; sent %+v", i, got[i], in[i])
 		}
 	}
-	if a.S.Outstanding() != 0 || a.TxNext() != next || !a.Quiet() {
-		t.Errorf("after TakeUnacked: outstanding %d, next %v (was %v)", a.S.Outstanding(), a.TxNext(), next)
+	if a.S.Outstanding() != 10 {
+		t.Errorf("Unacked took frames out of the TX buffer: %d outstanding", a.S.Outstanding())
 	}
-	a.Reset(100, next, 0)
-	if len(a.Out.Free) != 0 {
-		t.Errorf("Reset after TakeUnacked freed %d frames", len(a.Out.Free))
+	send(3)
+	got, _ = a.Unacked(next, nil)
+	if len(got) != 3 || got[0] != in[10] {
+		t.Errorf("from %v: listed %d frames; want the 3 sent since", next, len(got))
+	}
+	if got, _ := a.Unacked(first.Add(-5), nil); len(got) != 13 {
+		t.Errorf("from before the oldest: listed %d of 13", len(got))
 	}
 	// Not a carried type: dropped and counted, never buffered.
+	a.Out.Reset()
 	f := carriedFrame(t, ma, seqhdr.TypeData, 1)
-	if !a.SendCarried(0, f) || a.Stats.TxBad != 1 || a.S.Outstanding() != 0 || len(a.Out.Free) != 1 {
+	if !a.SendCarried(0, f) || a.Stats.TxBad != 1 || a.S.Outstanding() != 13 || len(a.Out.Free) != 1 {
 		t.Errorf("a data frame to SendCarried: TxBad %d, outstanding %d, freed %d", a.Stats.TxBad, a.S.Outstanding(), len(a.Out.Free))
 	}
 }

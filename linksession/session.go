@@ -238,11 +238,11 @@ type Event uint8
 
 // Events.
 const (
-	EvReset       Event = 1 << iota // the link was reset to a new agreement (Agreed changed)
-	EvPeerRestart                   // the peer's epoch changed: it restarted
-	EvUp                            // the session came up
-	EvMismatch                      // the peer's protect mode is incompatible
-	EvNodeCollision                 // the peer has this end's node id: refused
+	EvReset         Event = 1 << iota // the link was reset to a new agreement (Agreed changed)
+	EvPeerRestart                     // the peer's epoch changed: it restarted
+	EvUp                              // the session came up
+	EvMismatch                        // the peer's protect mode is incompatible
+	EvNodeCollision                   // the peer has this end's node id: refused
 )
 
 // Session is one end of a link session.

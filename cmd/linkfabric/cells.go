@@ -20,11 +20,13 @@ func cellsCmd() *cobra.Command {
 fabric of edge and fabric nodes that packs host frames into cells, sprays them
 over every usable link and schedules them with credits from the egress port.
 
-  sim   the simulated fabric (package simfab): the design study's scenarios on a
-        virtual clock, deterministic for a seed, no root needed`,
+  sim       the simulated fabric (package simfab): the design study's scenarios
+            on a virtual clock, deterministic for a seed, no root needed
+  failover  a bundle link cut under UDP load, cells over lg vs bare (veth, root)
+  gray      bursty loss on bundle links: UDP loss and TCP goodput over lg (veth, root)`,
 		Example: `  linkfabric cells sim --scenario incast`,
 	}
-	cmd.AddCommand(cellsSimCmd())
+	cmd.AddCommand(cellsSimCmd(), cellsFailoverCmd(), cellsGrayCmd())
 	return cmd
 }
 
