@@ -81,12 +81,16 @@ func (c *CellsGrayConfig) cells() *cellsRunConfig {
 
 // CellsGrayRun is one run of one arm, with or without the loss.
 type CellsGrayRun struct {
-	Arm         string    `json:"arm"`
-	Lossy       bool      `json:"lossy"`
-	Run         int       `json:"run"`
-	UDP         udpResult `json:"udp"`
-	TCPGbps     float64   `json:"tcp_gbps"`
-	Retransmits int       `json:"tcp_retransmits"`
+	Arm   string    `json:"arm"`
+	Lossy bool      `json:"lossy"`
+	Run   int       `json:"run"`
+	UDP   udpResult `json:"udp"`
+	// Outside: UDP datagrams lost outside the fabric (not the links');
+	// FabricLost is UDP.Lost less these.
+	Outside     outsideDrops `json:"outside"`
+	FabricLost  int          `json:"fabric_lost"`
+	TCPGbps     float64      `json:"tcp_gbps"`
+	Retransmits int          `json:"tcp_retransmits"`
 	// LinkDropped: frames the impairment dropped on the lossy links
 	// during the run; Recovered: cells sw2's link layers recovered.
 	LinkDropped uint64 `json:"link_dropped"`
@@ -102,6 +106,7 @@ type CellsGrayResult struct {
 	Date   time.Time       `json:"date"`
 	Runs   []CellsGrayRun  `json:"runs"`
 	// Summary: per arm the medians with the loss (<arm>_udp_lost,
+	// <arm>_udp_fabric_lost: less what was dropped outside the fabric,
 	// <arm>_udp_out_of_order, <arm>_tcp_gbps) and without
 	// (<arm>_clean_tcp_gbps), and <arm>_tcp_ratio (target ≥ 0.9).
 	Summary map[string]any `json:"summary"`
@@ -169,10 +174,14 @@ func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg
 			}
 		}
 	}
+	out0 := e.readOutside(ctx)
 	if r.UDP, err = e.udpRun(ctx, 5302, cfg.Rate, cfg.Duration, nil); err != nil {
 		r.Error = err.Error()
 		return r
 	}
+	time.Sleep(100 * time.Millisecond) // a statistics publication after the run
+	r.Outside = e.readOutside(ctx).minus(out0)
+	r.FabricLost = r.UDP.Lost - int(r.Outside.Total)
 	tcp, err := e.Iperf3(ctx, cfg.Duration)
 	if err != nil {
 		r.Error = err.Error()
@@ -204,14 +213,14 @@ func (r *CellsGrayRun) line() string {
 	if r.Error != "" {
 		return "error: " + r.Error
 	}
-	return fmt.Sprintf("UDP %d packets, %d lost, %d out of order; TCP %.3f Gbit/s (%d retransmits); %d frames dropped on the lossy links, %d cells recovered",
-		r.UDP.Packets, r.UDP.Lost, r.UDP.OutOfOrder, r.TCPGbps, r.Retransmits, r.LinkDropped, r.Recovered)
+	return fmt.Sprintf("UDP %d packets, %d lost (%d outside the fabric: %+v), %d out of order; TCP %.3f Gbit/s (%d retransmits); %d frames dropped on the lossy links, %d cells recovered",
+		r.UDP.Packets, r.UDP.Lost, r.Outside.Total, r.Outside, r.UDP.OutOfOrder, r.TCPGbps, r.Retransmits, r.LinkDropped, r.Recovered)
 }
 
 func (res *CellsGrayResult) summarize() {
 	s := map[string]any{}
 	for _, arm := range res.Config.Arms {
-		var lost, ooo, tcp, clean []float64
+		var lost, fabric, ooo, tcp, clean []float64
 		for _, r := range res.Runs {
 			if r.Arm != arm || r.Error != "" {
 				continue
@@ -221,6 +230,7 @@ func (res *CellsGrayResult) summarize() {
 				continue
 			}
 			lost = append(lost, float64(r.UDP.Lost))
+			fabric = append(fabric, float64(r.FabricLost))
 			ooo = append(ooo, float64(r.UDP.OutOfOrder))
 			tcp = append(tcp, r.TCPGbps)
 		}
@@ -230,6 +240,7 @@ func (res *CellsGrayResult) summarize() {
 		}
 		s[arm+"_runs"] = len(lost)
 		s[arm+"_udp_lost"], s[arm+"_udp_out_of_order"] = Median(lost), Median(ooo)
+		s[arm+"_udp_fabric_lost"], s[arm+"_udp_max_fabric_lost"] = Median(fabric), slices.Max(fabric)
 		s[arm+"_udp_max_lost"], s[arm+"_udp_max_out_of_order"] = slices.Max(lost), slices.Max(ooo)
 		s[arm+"_tcp_gbps"], s[arm+"_clean_tcp_gbps"] = Median(tcp), Median(clean)
 		s[arm+"_tcp_ratio"] = ratio(Median(tcp), Median(clean))
@@ -245,14 +256,14 @@ func (res *CellsGrayResult) Text() string {
 	fmt.Fprintf(&b, "cells gray: bundle, loss %g (mean burst %g) on links %v (sw1→sw2); UDP %.0f Mbit/s and TCP, %v each; %d runs (medians)\n\n",
 		c.Loss, c.Burst, c.Lossy, c.Rate/1e6, c.Duration, c.Runs)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "link mode\tUDP lost\tUDP out of order\tTCP lossy (Gbit/s)\tTCP clean (Gbit/s)\tratio (target ≥ 0.9)\t")
+	fmt.Fprintln(w, "link mode\tUDP lost\tUDP lost in the fabric\tUDP out of order\tTCP lossy (Gbit/s)\tTCP clean (Gbit/s)\tratio (target ≥ 0.9)\t")
 	s := res.Summary
 	for _, arm := range c.Arms {
 		if s[arm+"_runs"] == 0 {
-			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\t\n", arm)
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\t-\t\n", arm)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t\n", arm, s[arm+"_udp_lost"], s[arm+"_udp_out_of_order"],
+		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t\n", arm, s[arm+"_udp_lost"], s[arm+"_udp_fabric_lost"], s[arm+"_udp_out_of_order"],
 			s[arm+"_tcp_gbps"], s[arm+"_clean_tcp_gbps"], s[arm+"_tcp_ratio"])
 	}
 	w.Flush()
