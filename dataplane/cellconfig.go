@@ -35,7 +35,16 @@ type CellsConfig struct {
 	// into one stream of cells (the default).
 	NoCredits, NoPacking bool
 	// LinkMode is what runs under the cells on every link port: none (the
-	// default; monitor and lg are not built yet).
+	// default: cells as they are), lg (LinkGuardian: cells sequenced,
+	// retransmitted on loss, delivered in order per link; a link that
+	// leaves the usable set hands its un-ACKed cells back to the sprayer,
+	// so a link failure loses no packet), lgnb (the same, delivered as
+	// they come: the reassembly orders them anyway) or monitor (sequenced,
+	// not retransmitted: each link's loss rate is measured and a link above
+	// ReachConfig.LossFaulty leaves the usable set). All but none run the
+	// link session, which carries the node id; both ends need the same
+	// mode. LGConfig sizes and tunes the link layer (TxBuffer default
+	// defaultCellTxBuffer).
 	LinkMode string
 	// ReachInterval is the REACH period on every link (default 1 ms);
 	// ReachTh the intervals in a row without one that exclude a link
@@ -81,6 +90,11 @@ const (
 	defaultReasmTimeout  = 30 * time.Millisecond
 	defaultReasmWindow   = 4095 // 4096 slots
 	defaultCellHostRate  = 10_000_000_000
+	// defaultCellTxBuffer is each link's TX buffer (and reorder window)
+	// under the cells: 512 cells of up to 1.5 KB hold 6 ms at 1 Gbit/s,
+	// above the retransmission delays of a loaded machine (p99 ≈ 7 ms
+	// under TCP, defaultTxBuffer) spread over the bundle's links.
+	defaultCellTxBuffer = 512
 	// MinCellSize is the least --cell-size: a cell carries at least as
 	// much payload as its own header.
 	MinCellSize = cellify.CellHeaderLen
@@ -99,9 +113,8 @@ func (c *CellsConfig) defaults(edge bool) error {
 	case "", "none":
 		c.LinkMode = "none"
 	case "monitor", "lg", "lgnb":
-		return fmt.Errorf("dataplane: --link-mode %s under cells is not built yet; use --link-mode none", c.LinkMode)
 	default:
-		return fmt.Errorf("dataplane: --link-mode %q: want none (monitor and lg are not built yet)", c.LinkMode)
+		return fmt.Errorf("dataplane: --link-mode %q: want none, lg, lgnb or monitor", c.LinkMode)
 	}
 	if edge && int(c.NodeID) >= CellMaxEdges {
 		return fmt.Errorf("dataplane: --node-id %d: an edge's id must be 1..%d (its bit in the reachability bitmaps); fabric nodes take 1..65535", c.NodeID, CellMaxEdges-1)

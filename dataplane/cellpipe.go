@@ -8,6 +8,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -42,11 +43,23 @@ type cellPipeline struct {
 	ps   Ports
 	st   *CellStats
 
-	prio   []int  // per link: the lane of its control frames
-	down   []bool // per link: down as last reported
-	pend   []int  // per port: bytes listed on its TX lists this iteration
-	avgLen []int  // per host port: mean delivered frame length (EWMA)
-	egress []int  // per host port: egress queue bytes last reported
+	prio []int  // per link: the lane of its control frames
+	up   []bool // per link: up as last reported to the node
+	// links run LinkGuardian and the session under the cells (celllink.go;
+	// nil with --link-mode none); copyFails counts cells handed back by a
+	// link that found no UMEM frame to be copied into.
+	links     []*cellLink
+	copyFails uint64
+	// hostQ holds deliveries that found their host port's TX ring full
+	// (a reassembly hole filled releases a burst), per host port.
+	hostQ []hostQueue
+	// exclusions and exclAt: per link, the exclusions last seen and the
+	// wall time (Unix ns) the last one was seen at.
+	exclusions []uint64
+	exclAt     []int64
+	pend       []int // per port: bytes listed on its TX lists this iteration
+	avgLen     []int // per host port: mean delivered frame length (EWMA)
+	egress     []int // per host port: egress queue bytes last reported
 
 	cellFrame int // the largest cell frame
 	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
@@ -97,7 +110,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		ps:        ps,
 		st:        d.cellStats,
 		prio:      make([]int, len(ps.Links)),
-		down:      make([]bool, len(ps.Links)),
+		up:        make([]bool, len(ps.Links)),
 		pend:      make([]int, ps.N()),
 		avgLen:    make([]int, len(ps.Hosts)),
 		egress:    make([]int, len(ps.Hosts)),
@@ -160,6 +173,22 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	if pl.node, err = cellify.NewNode(nc); err != nil {
 		return nil, err
 	}
+	for l := range pl.up {
+		pl.up[l] = true // a new node takes its links for up
+	}
+	pl.exclusions, pl.exclAt = make([]uint64, len(ps.Links)), make([]int64, len(ps.Links))
+	pl.hostQ = make([]hostQueue, len(ps.Hosts))
+	for k := range pl.hostQ {
+		pl.hostQ[k].q = make([]cellify.Frame, hostQRings*pl.ring)
+	}
+	if cc.LinkMode != "none" {
+		pl.links = make([]*cellLink, len(ps.Links))
+		for l := range ps.Links {
+			if pl.links[l], err = newCellLink(pl, l); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return pl, nil
 }
 
@@ -203,13 +232,18 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx
 		for _, d := range descs {
 			pl.node.HostRx(now, k, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)})
 		}
+	} else if l, _ := pl.ps.Link(port); pl.links != nil {
+		c := pl.links[l]
+		for _, d := range descs {
+			c.receive(now, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)}, tx)
+		}
+		c.deliverUp(now)
 	} else {
-		l, _ := pl.ps.Link(port)
 		for _, d := range descs {
 			pl.node.LinkRx(now, l, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)})
 		}
 	}
-	pl.drain(tx)
+	pl.drain(now, tx)
 }
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
@@ -220,10 +254,15 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 		pl.publishAt = now + cellPublish
 		pl.publish()
 	}
+	next := int64(math.MaxInt64)
+	for _, c := range pl.links {
+		next = min(next, c.poll(now, tx))
+	}
 	for l, port := range pl.ps.Links {
-		if down := pl.w.ports[port].downSince != 0; down != pl.down[l] {
-			pl.down[l] = down
-			pl.node.SetLinkUp(now, l, !down)
+		up := pl.w.ports[port].downSince == 0 && (pl.links == nil || pl.links[l].up())
+		if up != pl.up[l] {
+			pl.up[l] = up
+			pl.node.SetLinkUp(now, l, up)
 		}
 	}
 	pl.backlogs()
@@ -232,9 +271,16 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 		pl.egress[k] = q
 		pl.node.SetEgressQueue(now, k, q)
 	}
-	next := pl.node.Poll(now)
-	pl.drain(tx)
+	next = min(next, pl.node.Poll(now))
+	pl.stampExclusions(wnow)
+	pl.failovers(now)
+	pl.drain(now, tx)
 	clear(pl.pend) // the worker places the lists now
+	for k := range pl.hostQ {
+		if pl.hostQ[k].n > 0 {
+			next = min(next, now+int64(hostQRetry)) // room comes with completions
+		}
+	}
 	if next == math.MaxInt64 {
 		return next
 	}
@@ -256,6 +302,45 @@ func (pl *cellPipeline) clock(now int64) int64 {
 // Stop implements Pipeline.
 func (pl *cellPipeline) Stop() { pl.publish() }
 
+// stampExclusions records when each link's latest exclusion was seen
+// (wall time: an experiment compares it with when it cut the link).
+func (pl *cellPipeline) stampExclusions(wnow int64) {
+	r := pl.node.Reach()
+	for l := range pl.exclusions {
+		if n := r.Link(l).Exclusions; n != pl.exclusions[l] {
+			pl.exclusions[l] = n
+			pl.exclAt[l] = pl.w.epoch.Add(time.Duration(wnow)).UnixNano()
+		}
+	}
+}
+
+// failovers hands the cells of every link that left the node's usable
+// set back to the sprayer (celllink.go), once another link is usable: with
+// none (every link out at once, as when the peer is kept from running and
+// misses its REACHes) they stay where they are, and if the link comes back
+// first its link layer delivers them itself.
+func (pl *cellPipeline) failovers(now int64) {
+	if pl.links == nil {
+		return
+	}
+	r := pl.node.Reach()
+	usable := r.Usable()
+	for l, c := range pl.links {
+		u := r.Link(l).Usable
+		switch {
+		case u:
+			c.excluded = false
+		case c.usable:
+			c.excluded = true
+		}
+		c.usable = u
+		if c.excluded && usable&^(1<<l) != 0 {
+			c.excluded = false
+			c.failover(now)
+		}
+	}
+}
+
 // backlogs tells the node every link's TX backlog.
 func (pl *cellPipeline) backlogs() {
 	for l, port := range pl.ps.Links {
@@ -264,10 +349,16 @@ func (pl *cellPipeline) backlogs() {
 }
 
 // queued is what waits to leave port, in bytes: what this iteration listed,
-// its shaper's queue, and its kicked TX rings' frames counted at frameLen
-// bytes each.
+// its link layer's credit queue, its shaper's queue, and its kicked TX
+// rings' frames counted at frameLen bytes each.
 func (pl *cellPipeline) queued(port, frameLen int) int {
 	b := pl.pend[port]
+	if l, ok := pl.ps.Link(port); ok && pl.links != nil {
+		b += pl.links[l].qBytes
+	}
+	if k, ok := pl.ps.HostIndex(port); ok {
+		b += pl.hostQ[k].bytes
+	}
 	if sh := pl.w.shapers[port]; sh != nil {
 		b += sh.bytes
 	}
@@ -278,15 +369,20 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 	return b
 }
 
-// drain places the node's output: link frames on their lanes, deliveries
-// on their host ports, every frame released once (a frame on a TX ring is
-// freed after its completion).
-func (pl *cellPipeline) drain(tx *Tx) {
+// drain places the node's output: link frames on their lanes (or, under
+// a link layer, control frames on the control lane and cells into its
+// queue), deliveries on their host ports, every frame released once (a
+// frame on a TX ring is freed after its completion).
+func (pl *cellPipeline) drain(now int64, tx *Tx) {
 	o := &pl.node.Out
 	for m := o.Active; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros64(m)
 		lo := &o.Link[l]
 		port := pl.ps.Links[l]
+		if pl.links != nil {
+			pl.toLink(pl.links[l], lo, tx)
+			continue
+		}
 		for _, f := range lo.Ctrl {
 			pl.send(tx, port, pl.prio[l], f)
 		}
@@ -297,10 +393,26 @@ func (pl *cellPipeline) drain(tx *Tx) {
 	}
 	for k, list := range o.Deliver {
 		port := pl.ps.Hosts[k]
-		for _, f := range list {
+		hq := &pl.hostQ[k]
+		space := tx.Space(port, laneData)
+		for hq.n > 0 && space > 0 {
+			f := hq.pop()
 			pl.send(tx, port, laneData, f)
 			pl.pend[port] += f.Len
+			space--
+		}
+		for _, f := range list {
 			pl.avgLen[k] += (f.Len - pl.avgLen[k]) / 8
+			if hq.n > 0 || space <= 0 {
+				if !hq.push(f) {
+					hq.drops++
+					pl.release(tx, f)
+				}
+				continue
+			}
+			pl.send(tx, port, laneData, f)
+			pl.pend[port] += f.Len
+			space--
 		}
 	}
 	for _, f := range o.Free {
@@ -308,6 +420,28 @@ func (pl *cellPipeline) drain(tx *Tx) {
 	}
 	pl.released += int64(len(o.Free))
 	o.Reset()
+	for _, c := range pl.links {
+		c.pump(now, tx)
+	}
+}
+
+// toLink hands a link's output to its link layer: control frames
+// unsequenced on the control lane, cells to the credit queue (counted and
+// dropped when it is full).
+func (pl *cellPipeline) toLink(c *cellLink, lo *cellify.LinkOut, tx *Tx) {
+	for _, f := range lo.Ctrl {
+		if c.ep.PassCarried(linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len}) {
+			tx.Send(c.port, c.ctrlLane(), uint64(f.H), f.Len)
+			pl.pend[c.port] += f.Len
+		}
+		pl.release(tx, f)
+	}
+	for _, f := range lo.Cells {
+		if !c.push(f) {
+			c.st.QueueDrops++
+			pl.release(tx, f)
+		}
+	}
 }
 
 func (pl *cellPipeline) send(tx *Tx, port, lane int, f cellify.Frame) {
@@ -340,6 +474,7 @@ func (pl *cellPipeline) publish() {
 		cl.TxFrames, cl.TxBytes, cl.TxCells, cl.TxCtrl = ls.TxFrames, ls.TxBytes, ls.TxCells, ls.TxCtrl
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
+		cl.LastExclusionAt = pl.exclAt[l]
 	}
 	for k := range c.Hosts {
 		hs := n.HostStats(k)
@@ -355,6 +490,54 @@ func (pl *cellPipeline) publish() {
 	c.Malformed = ns.BadCell + ns.BadCredit + ns.BadReach + ns.BadType
 	c.UmemFree = pl.w.refs.free.Len()
 	c.FramesHeld = pl.got + pl.allocs - pl.released
+	for l, cl := range pl.links {
+		c.FramesHeld -= int64(cl.held())
+		if c.Links[l].LG == nil {
+			c.Links[l].LG = new(CellLinkLG)
+		}
+		cl.snapshot(c.Links[l].LG)
+	}
+	c.CopyFails = pl.copyFails
+	for k := range pl.hostQ {
+		c.FramesHeld -= int64(pl.hostQ[k].n)
+		c.Hosts[k].Queued, c.Hosts[k].QueueDrops = pl.hostQ[k].n, pl.hostQ[k].drops
+	}
 	c.MaxPollGap, c.Stalled = pl.maxGap, pl.stalled
 	c.Node, c.Reasm = *ns, rs
+}
+
+// hostQRings is the host queue's size in TX rings: a reassembly hole of
+// 1400 cells (measured after a link cut under load) released about 4000
+// frames at once.
+const hostQRings = 2
+
+// hostQRetry is how soon Poll runs again while deliveries wait for a host
+// port's TX ring.
+const hostQRetry = 20 * time.Microsecond
+
+// hostQueue is a ring of deliveries waiting for room on a host port's TX
+// ring.
+type hostQueue struct {
+	q       []cellify.Frame
+	head, n int
+	bytes   int
+	drops   uint64
+}
+
+func (h *hostQueue) push(f cellify.Frame) bool {
+	if h.n == len(h.q) {
+		return false
+	}
+	h.q[(h.head+h.n)%len(h.q)] = f
+	h.n++
+	h.bytes += f.Len
+	return true
+}
+
+func (h *hostQueue) pop() cellify.Frame {
+	f := h.q[h.head]
+	h.head = (h.head + 1) % len(h.q)
+	h.n--
+	h.bytes -= f.Len
+	return f
 }

@@ -265,8 +265,7 @@ func TestCellsConfig(t *testing.T) {
 		{CellsConfig{CellSize: 8}, true, 1516, []string{"--cell-size 8", "below the cell header"}},
 		{CellsConfig{CellSize: most + 1}, true, 1516, []string{fmt.Sprintf("--cell-size %d", most+1), "link MTU 1516", fmt.Sprintf("at most %d", most)}},
 		{CellsConfig{Spray: "ecmp"}, true, 1516, []string{"--spray", "perm, p2c or hash"}},
-		{CellsConfig{LinkMode: "lg"}, true, 1516, []string{"--link-mode lg", "not built yet"}},
-		{CellsConfig{LinkMode: "fec"}, true, 1516, []string{"--link-mode", "none"}},
+		{CellsConfig{LinkMode: "fec"}, true, 1516, []string{"--link-mode", "none, lg, lgnb or monitor"}},
 		{CellsConfig{NodeID: 1024}, true, 1516, []string{"--node-id 1024", "1..1023"}},
 		{CellsConfig{ReasmTimeout: -1}, true, 1516, []string{"--reasm-timeout"}},
 		{CellsConfig{}, true, 40, []string{"MTU 40", "no cell fits"}},
@@ -279,6 +278,11 @@ func TestCellsConfig(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%+v: %v; want an error with %q", tc.c, err, w)
 			}
+		}
+	}
+	for _, m := range []string{"lg", "lgnb", "monitor"} {
+		if err := (&CellsConfig{LinkMode: m}).defaults(true); err != nil {
+			t.Errorf("--link-mode %s: %v", m, err)
 		}
 	}
 	if err := (&CellsConfig{NodeID: 40000}).defaults(false); err != nil {

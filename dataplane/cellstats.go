@@ -25,6 +25,11 @@ type CellsSnapshot struct {
 	CellSize int    `json:"cell_size"`
 	Credits  bool   `json:"credits"`
 	Packing  bool   `json:"packing"`
+	// LinkMode is what runs under the cells on every link (none, lg,
+	// lgnb, monitor); CopyFails counts cells a link gave back that found no
+	// UMEM frame to be copied into (lost).
+	LinkMode  string `json:"link_mode"`
+	CopyFails uint64 `json:"copy_fails,omitempty"`
 
 	Links []CellLinkSnapshot `json:"links"`
 	Hosts []CellHostSnapshot `json:"hosts,omitempty"`
@@ -78,6 +83,9 @@ type CellLinkSnapshot struct {
 	Peer       uint16 `json:"peer"`
 	Exclusions uint64 `json:"exclusions"`
 	LastReason string `json:"last_exclusion,omitempty"`
+	// LastExclusionAt is when the worker saw the last exclusion (Unix
+	// ns, wall clock; within one Poll of it).
+	LastExclusionAt int64 `json:"last_exclusion_unix_ns,omitempty"`
 	// Frames and bytes on the link (cells and control), cells and control
 	// frames (credit, REACH) among them.
 	TxFrames uint64 `json:"tx_frames"`
@@ -88,6 +96,8 @@ type CellLinkSnapshot struct {
 	RxBytes  uint64 `json:"rx_bytes"`
 	RxCells  uint64 `json:"rx_cells"`
 	RxCtrl   uint64 `json:"rx_ctrl"`
+	// LG is the link layer under the cells (nil with --link-mode none).
+	LG *CellLinkLG `json:"link_layer,omitempty"`
 }
 
 // CellHostSnapshot is one host port of an edge.
@@ -101,6 +111,11 @@ type CellHostSnapshot struct {
 	// EgressQueue is what the egress scheduler was last told is queued
 	// toward the port (bytes).
 	EgressQueue int `json:"egress_queue_bytes"`
+	// Queued: deliveries waiting for room on the port's TX ring (a burst
+	// released by a filled reassembly hole); QueueDrops: those that found
+	// that queue full too.
+	Queued     int    `json:"queued"`
+	QueueDrops uint64 `json:"queue_drops"`
 }
 
 // newCellStats makes the statistics of d's cell node, its configuration
@@ -109,7 +124,7 @@ func newCellStats(d *Dataplane) *CellStats {
 	cc, ps := d.cfg.Cells, d.ports
 	s := &CellStats{}
 	c := &s.snap
-	c.NodeID, c.Spray, c.CellSize, c.Role = cc.NodeID, cc.Spray, cc.CellSize, "fabric"
+	c.NodeID, c.Spray, c.CellSize, c.Role, c.LinkMode = cc.NodeID, cc.Spray, cc.CellSize, "fabric", cc.LinkMode
 	if len(ps.Hosts) > 0 {
 		c.Role, c.Credits, c.Packing = "edge", !cc.NoCredits, !cc.NoPacking
 	}
@@ -131,6 +146,12 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 	defer s.mu.Unlock()
 	c := s.snap
 	c.Links = slices.Clone(c.Links)
+	for i := range c.Links {
+		if g := c.Links[i].LG; g != nil {
+			v := *g
+			c.Links[i].LG = &v
+		}
+	}
 	c.Hosts = slices.Clone(c.Hosts)
 	return c
 }

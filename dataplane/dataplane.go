@@ -150,6 +150,14 @@ func (c *Config) defaults() error {
 		if err := c.Cells.defaults(len(c.HostPorts) > 0); err != nil {
 			return err
 		}
+		if c.Cells.LinkMode != "none" {
+			if err := c.LG.defaults(ModeLG); err != nil {
+				return err
+			}
+			if c.LG.TxBuffer == 0 {
+				c.LG.TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+			}
+		}
 	}
 	if err := c.checkStaticSizes(); err != nil {
 		return err
@@ -270,6 +278,9 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		if d.cfg.Cells.NodeID == 0 {
 			d.cfg.Cells.NodeID = CellNodeID(d.all[0].mac, len(cfg.HostPorts) > 0)
 		}
+	}
+	if cfg.Mode == ModeCells && cfg.Cells.LinkMode != "none" {
+		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
 	}
 	if cfg.Mode.linkGuardian() {
 		if d.cfg.LG.TxBuffer == 0 {
@@ -414,6 +425,20 @@ func (c *Config) checkSizes(sockets int) error {
 		}
 		need += 2*uint64(txBuffer) + hostQueueLen
 		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
+	}
+	if c.Mode == ModeCells && c.Cells.LinkMode != "none" {
+		b := c.LG.TxBuffer
+		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
+			return fmt.Errorf("dataplane: --tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
+		}
+		n := uint64(len(c.LinkPorts))
+		need += n * 3 * uint64(b)
+		what += fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --tx-buffer %d)", n, b)
+	}
+	if c.Mode == ModeCells {
+		n := uint64(len(c.HostPorts))
+		need += n * hostQRings * uint64(c.RingSize)
+		what += fmt.Sprintf(", the delivery queues of %d host ports (%d × --ring-size %d each)", n, hostQRings, c.RingSize)
 	}
 	if n := c.shapedPorts(); n > 0 {
 		need += uint64(n) * uint64(c.RingSize)

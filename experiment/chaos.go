@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -334,39 +333,12 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 		}
 	}()
 	snmp0, _ := netns.SNMPAll(e.NS("h2"))
-	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5203")
+	r, err := e.udpRun(ctx, 5203, cfg.UDPRate, max(cfg.UDPTime, time.Second), nil)
 	if err != nil {
 		u.Error = err.Error()
 		return u
 	}
-	defer stop()
-	// A 2 MB socket buffer on both ends: with iperf3's default (212 kB) a
-	// receiver not scheduled for 10 ms on a busy machine drops datagrams.
-	out, err := netns.Command(ctx, e.NS("h1"), "iperf3", "-c", H2Addr, "-p", "5203", "-u", "-l", "1200", "-w", "2M",
-		"-b", strconv.FormatFloat(cfg.UDPRate, 'f', 0, 64), "-t", strconv.Itoa(max(1, int(cfg.UDPTime.Seconds()))),
-		"-J", "--connect-timeout", "3000").Output()
-	var doc struct {
-		End struct {
-			Streams []struct {
-				UDP struct {
-					OutOfOrder int `json:"out_of_order"`
-				} `json:"udp"`
-			} `json:"streams"`
-			SumReceived struct {
-				Lost    int `json:"lost_packets"`
-				Packets int `json:"packets"`
-			} `json:"sum_received"`
-		} `json:"end"`
-		Error string `json:"error"`
-	}
-	if jerr := json.Unmarshal(out, &doc); jerr != nil || doc.Error != "" {
-		u.Error = fmt.Sprintf("iperf3 -u in %s: %v %v %s", e.NS("h1"), err, jerr, doc.Error)
-		return u
-	}
-	u.Packets, u.Lost = doc.End.SumReceived.Packets, doc.End.SumReceived.Lost
-	for _, s := range doc.End.Streams {
-		u.OutOfOrder += s.UDP.OutOfOrder
-	}
+	u.Packets, u.Lost, u.OutOfOrder = r.Packets, r.Lost, r.OutOfOrder
 	snmp1, _ := netns.SNMPAll(e.NS("h2"))
 	u.CsumErrors = snmp1["UdpInCsumErrors"] - snmp0["UdpInCsumErrors"]
 	u.RcvbufErrors = snmp1["UdpRcvbufErrors"] - snmp0["UdpRcvbufErrors"]
@@ -375,14 +347,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 
 // impairOn runs fn on the impairment stage of sw's link0.
 func (e *Env) impairOn(sw string, fn func(*bpf.Impairer) error) error {
-	return netns.Do(e.NS(sw), func() error {
-		im, err := bpf.OpenImpairer("link0")
-		if err != nil {
-			return err
-		}
-		defer im.Close()
-		return fn(im)
-	})
+	return e.impairDev(sw, "link0", fn)
 }
 
 func setLinkUp(ns, dev string, up bool) error {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
 	"github.com/vishvananda/netlink"
@@ -178,4 +179,69 @@ func jsonIndent(v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// udpResult is an iperf3 UDP run from h1 to h2.
+type udpResult struct {
+	Packets    int `json:"packets"`
+	Lost       int `json:"lost"`
+	OutOfOrder int `json:"out_of_order"`
+}
+
+// udpRun runs iperf3 UDP from h1 to h2 at rate for d (whole seconds);
+// during, if not nil, runs on its own goroutine meanwhile, and udpRun
+// waits for it.
+func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duration, during func()) (udpResult, error) {
+	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", strconv.Itoa(port))
+	if err != nil {
+		return udpResult{}, err
+	}
+	defer stop()
+	done := make(chan struct{})
+	if during != nil {
+		go func() { defer close(done); during() }()
+	} else {
+		close(done)
+	}
+	// A 2 MB socket buffer on both ends: with iperf3's default a receiver
+	// not scheduled for 10 ms on a busy machine drops datagrams.
+	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", "-c", H2Addr, "-p", strconv.Itoa(port), "-u", "-l", "1200", "-w", "2M",
+		"-b", strconv.FormatFloat(rate, 'f', 0, 64), "-t", strconv.Itoa(int(d.Seconds())), "-J", "--connect-timeout", "3000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.Output()
+	<-done
+	var doc struct {
+		End struct {
+			Streams []struct {
+				UDP struct {
+					OutOfOrder int `json:"out_of_order"`
+				} `json:"udp"`
+			} `json:"streams"`
+			SumReceived struct {
+				Lost    int `json:"lost_packets"`
+				Packets int `json:"packets"`
+			} `json:"sum_received"`
+		} `json:"end"`
+		Error string `json:"error"`
+	}
+	if jerr := json.Unmarshal(out, &doc); jerr != nil || doc.Error != "" {
+		return udpResult{}, fmt.Errorf("iperf3 -u in %s: %v %v %s", e.NS("h1"), err, jerr, doc.Error)
+	}
+	r := udpResult{Packets: doc.End.SumReceived.Packets, Lost: doc.End.SumReceived.Lost}
+	for _, s := range doc.End.Streams {
+		r.OutOfOrder += s.UDP.OutOfOrder
+	}
+	return r, nil
+}
+
+// impairDev runs fn on the impairment stage of dev in sw's namespace.
+func (e *Env) impairDev(sw, dev string, fn func(*bpf.Impairer) error) error {
+	return netns.Do(e.NS(sw), func() error {
+		im, err := bpf.OpenImpairer(dev)
+		if err != nil {
+			return err
+		}
+		defer im.Close()
+		return fn(im)
+	})
 }

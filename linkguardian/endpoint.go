@@ -65,6 +65,10 @@ func (p *Endpoint) Receive(now int64, f Frame) {
 		p.Out.Deliver = append(p.Out.Deliver, f)
 		return
 	}
+	if t, ok := seqhdr.FrameType(b); ok && t.IsCarried() {
+		p.receiveCarried(now, f, b)
+		return
+	}
 	h, err := seqhdr.ParseFrame(b)
 	if err != nil {
 		p.Stats.RxBad++

@@ -124,7 +124,7 @@ func TestReceiverBadAndPassthrough(t *testing.T) {
 	g := hostFrame(t, pool)
 	b := pool.Bytes(g.H, g.Len)
 	binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
-	b[14] = 9 // bad type
+	b[14] = 13 // a type without a decoder (reserved: TDMA)
 	p.Receive(0, g)
 	if len(p.Out.Free) != 1 || p.Stats.RxBad != 1 {
 		t.Fatal("bad link frame not freed")

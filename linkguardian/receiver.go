@@ -210,15 +210,20 @@ func (r *Receiver) setPending(now int64) {
 	}
 }
 
-// deliver strips the link header of a data frame and outputs it to the host.
+// deliver strips the link header of a data frame and outputs it to the host;
+// a carried frame (carried.go) goes out whole.
 func (r *Receiver) deliver(f Frame) {
 	b := r.e.mem.Bytes(f.H, f.Len)
+	r.Stats.Delivered++
+	if t, _ := seqhdr.FrameType(b); t.IsCarried() {
+		r.e.out.Deliver = append(r.e.out.Deliver, f)
+		return
+	}
 	_, off, n, err := seqhdr.Strip(b, 0, f.Len)
 	if err != nil {
 		panic("linkguardian: buffered frame lost its header: " + err.Error())
 	}
 	r.e.out.Deliver = append(r.e.out.Deliver, Frame{H: f.H + Handle(off), Len: n})
-	r.Stats.Delivered++
 }
 
 func (r *Receiver) free(f Frame) { r.e.out.Free = append(r.e.out.Free, f) }

@@ -155,7 +155,13 @@ func (s *Sender) send(now int64, f Frame) bool {
 		s.e.out.Free = append(s.e.out.Free, f)
 		return true
 	}
-	f = Frame{H: f.H - seqhdr.MaxOverhead, Len: n}
+	s.buffer(now, Frame{H: f.H - seqhdr.MaxOverhead, Len: n})
+	return true
+}
+
+// buffer keeps a stamped frame in the TX buffer under the next sequence
+// number and lists it for transmission.
+func (s *Sender) buffer(now int64, f Frame) {
 	s.nextDummy, s.dummyGap = now+s.cfg.DummyInterval, s.cfg.DummyInterval
 	*s.slot(s.next) = txSlot{f: f}
 	s.next = s.next.Next()
@@ -166,7 +172,6 @@ func (s *Sender) send(now int64, f Frame) bool {
 	s.Stats.TxBufPeakFrames = max(s.Stats.TxBufPeakFrames, s.Stats.TxBufFrames)
 	s.Stats.TxBufPeakBytes = max(s.Stats.TxBufPeakBytes, s.Stats.TxBufBytes)
 	s.e.out.Normal = append(s.e.out.Normal, f)
-	return true
 }
 
 // resyncAcks is the number of ACKs beyond the latest frame sent, in a row,

@@ -30,6 +30,10 @@
 //     epoch offering different parameters is Stats.Inconsistent. Undecodable
 //     frames are Stats.Malformed; a frame from a source MAC other than a
 //     unicast Config.PeerMAC is Stats.Foreign. All of these are ignored.
+//   - On a cell link each end announces its node id (Config.Node). A peer
+//     with the same id is refused, every time it speaks
+//     (Stats.NodeCollisions, EvNodeCollision): the session never comes
+//     Up, so the link carries nothing until one of them changes its id.
 //   - Every accepted HELLO is answered with a HELLO-ACK. The session is Up once
 //     the adopted peer echoes our epoch (in either message): the peer has
 //     then reset its receiver to our initial sequence number.
@@ -153,6 +157,8 @@ type Agreed struct {
 	TxSeq, RxSeq seqhdr.Seq
 	// Epoch and PeerEpoch identify the agreement.
 	Epoch, PeerEpoch uint64
+	// PeerNode is the peer's cell node id (Config.Node; 0: none).
+	PeerNode uint16
 }
 
 // QuantumNanos is the duration of one PFC pause quantum (512 bit times) at
@@ -200,6 +206,12 @@ type Config struct {
 	// silent peer keeps the session Up.
 	KeepaliveInterval, DeadAfter int64
 	Policy                       Policy
+	// Node is this end's cell node id (mode cells), carried in every
+	// HELLO; 0 for a link that is not a cell link. A peer announcing the
+	// same nonzero id is refused (Stats.NodeCollisions, EvNodeCollision):
+	// two neighbours with one id would take each other's cells and
+	// credits for their own.
+	Node uint16
 }
 
 // Stats counts what a session did.
@@ -218,6 +230,7 @@ type Stats struct {
 	Downs                 uint64 // LinkDown calls
 	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
 	PeerTimeouts          uint64 // Up left because the peer was silent for DeadAfter
+	NodeCollisions        uint64 // session frames refused: the peer has this end's Config.Node
 }
 
 // Event reports what Receive did (a bit set).
@@ -225,10 +238,11 @@ type Event uint8
 
 // Events.
 const (
-	EvReset       Event = 1 << iota // the link was reset to a new agreement (Agreed changed)
-	EvPeerRestart                   // the peer's epoch changed: it restarted
-	EvUp                            // the session came up
-	EvMismatch                      // the peer's protect mode is incompatible
+	EvReset         Event = 1 << iota // the link was reset to a new agreement (Agreed changed)
+	EvPeerRestart                     // the peer's epoch changed: it restarted
+	EvUp                              // the session came up
+	EvMismatch                        // the peer's protect mode is incompatible
+	EvNodeCollision                   // the peer has this end's node id: refused
 )
 
 // Session is one end of a link session.
@@ -330,12 +344,15 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 	case h.Echo != 0 && h.Echo != s.epoch:
 		s.Stats.Stale++
 		return 0
+	case s.cfg.Node != 0 && h.Node == s.cfg.Node:
+		s.Stats.NodeCollisions++
+		return EvNodeCollision
 	}
 	var ev Event
 	if h.Epoch != s.peer {
 		ev = s.adopt(now, &h)
 	} else if h.Window != s.peerMsg.Window || h.Lanes != s.peerMsg.Lanes || h.MTU != s.peerMsg.MTU ||
-		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq {
+		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq || h.Node != s.peerMsg.Node {
 		s.Stats.Inconsistent++
 		return 0
 	}
@@ -368,7 +385,7 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
 	s.agreed = Agreed{
 		Window: min(o.Window, h.Window), Lanes: min(o.Lanes, h.Lanes), MTU: min(o.MTU, h.MTU),
 		Speed: min(o.Speed, h.Speed), Local: o.Protect, Peer: peerP,
-		TxSeq: s.init, RxSeq: h.InitSeq, Epoch: s.epoch, PeerEpoch: h.Epoch,
+		TxSeq: s.init, RxSeq: h.InitSeq, Epoch: s.epoch, PeerEpoch: h.Epoch, PeerNode: h.Node,
 	}
 	if o.Protect.Tx != peerP.Rx || o.Protect.Rx != peerP.Tx {
 		s.Stats.Mismatches++
@@ -458,7 +475,7 @@ func (s *Session) Poll(now int64) int64 {
 // none is due. Call it after Poll until it returns 0.
 func (s *Session) Frame(now int64, b []byte) int {
 	h := seqhdr.Hello{Epoch: s.epoch, Echo: s.peer, InitSeq: s.init, Window: s.cfg.Offer.Window,
-		Lanes: s.cfg.Offer.Lanes, Protect: s.cfg.Offer.Protect.bits(), MTU: s.cfg.Offer.MTU, Speed: s.cfg.Offer.Speed}
+		Lanes: s.cfg.Offer.Lanes, Protect: s.cfg.Offer.Protect.bits(), MTU: s.cfg.Offer.MTU, Speed: s.cfg.Offer.Speed, Node: s.cfg.Node}
 	switch {
 	case s.state == Down:
 		return 0

@@ -361,3 +361,41 @@ func TestKeepaliveAndDeadPeer(t *testing.T) {
 		t.Fatalf("LinkGuardian frames flowing: state %v, timeouts %d", p.a.State(), p.a.Stats.PeerTimeouts)
 	}
 }
+
+// Cell node ids: different ids agree and each end learns the other's; the
+// same id on both ends is refused at both, every time, and the link is
+// never reset or accepted.
+func TestNodeIDs(t *testing.T) {
+	ca, cb := cfgs()
+	ca.Node, cb.Node = 3, 4
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	ga, _ := p.a.Agreed()
+	gb, _ := p.b.Agreed()
+	if p.a.State() != Up || p.b.State() != Up || ga.PeerNode != 4 || gb.PeerNode != 3 {
+		t.Fatalf("distinct ids: states %v %v, peer nodes %d %d", p.a.State(), p.b.State(), ga.PeerNode, gb.PeerNode)
+	}
+	cb.Node = 3
+	p = newPair(t, ca, cb)
+	p.run(2_000_000, 1000)
+	if p.a.State() == Up || p.b.State() == Up || len(p.la.resets)+len(p.lb.resets) != 0 {
+		t.Fatalf("one id on both ends: states %v %v, resets %v %v", p.a.State(), p.b.State(), p.la.resets, p.lb.resets)
+	}
+	if p.a.Stats.NodeCollisions == 0 || p.b.Stats.NodeCollisions == 0 || p.a.AcceptLink(p.now) {
+		t.Fatalf("collisions %d %d; a accepts link frames %v", p.a.Stats.NodeCollisions, p.b.Stats.NodeCollisions, p.a.AcceptLink(p.now))
+	}
+	found := false
+	for _, ev := range p.events[0] {
+		found = found || ev&EvNodeCollision != 0
+	}
+	if !found {
+		t.Error("no EvNodeCollision reported")
+	}
+	// A link that is not a cell link (id 0) never collides.
+	ca.Node, cb.Node = 0, 0
+	p = newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || p.a.Stats.NodeCollisions != 0 {
+		t.Fatalf("ids 0: state %v, collisions %d", p.a.State(), p.a.Stats.NodeCollisions)
+	}
+}

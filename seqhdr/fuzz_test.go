@@ -98,7 +98,7 @@ func FuzzParseHello(f *testing.F) {
 	src, dst := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
 	for _, h := range []Hello{
 		{Epoch: 1, InitSeq: 5, Window: 4096, Lanes: 2, Protect: ProtectTx | ProtectRx, MTU: 1500, Speed: 10000},
-		{Ack: true, Epoch: 0xdeadbeefcafe, Echo: 7, InitSeq: Space - 1, Window: 1, Lanes: 1, Protect: ProtectRx | 0x10, MTU: 9000, Speed: 100000},
+		{Ack: true, Epoch: 0xdeadbeefcafe, Echo: 7, InitSeq: Space - 1, Window: 1, Lanes: 1, Protect: ProtectRx | 0x10, MTU: 9000, Speed: 100000, Node: 7},
 	} {
 		b := make([]byte, MinFrameLen)
 		if _, err := PutHello(b, &dst, &src, &h); err != nil {

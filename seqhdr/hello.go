@@ -7,7 +7,7 @@ import (
 
 // HelloLen is the length of a HELLO/HELLO-ACK after the link EtherType
 // (see "Session frames" in the package comment).
-const HelloLen = 2 + 2 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4
+const HelloLen = 2 + 2 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 2
 
 const _ = uint(MinFrameLen - (MACLen + HelloLen)) // compile-time check: fits a minimum frame
 
@@ -33,6 +33,9 @@ type Hello struct {
 	Protect uint8 // Protect* bits
 	MTU     uint16
 	Speed   uint32 // link speed, Mbit/s
+	// Node is the sender's cell node id (mode cells; 0: not a cell node).
+	// Neighbours must differ: see linksession.Config.Node.
+	Node uint16
 }
 
 func (h *Hello) valid() bool {
@@ -66,6 +69,7 @@ func PutHello(b []byte, dst, src *[6]byte, h *Hello) (int, error) {
 	p[29] = h.Protect
 	binary.BigEndian.PutUint16(p[30:], h.MTU)
 	binary.BigEndian.PutUint32(p[32:], h.Speed)
+	binary.BigEndian.PutUint16(p[36:], h.Node)
 	clear(b[MACLen+HelloLen : MinFrameLen])
 	return MinFrameLen, nil
 }
@@ -106,6 +110,7 @@ func ParseHello(frame []byte) (Hello, error) {
 	h.Protect = p[29]
 	h.MTU = binary.BigEndian.Uint16(p[30:])
 	h.Speed = binary.BigEndian.Uint32(p[32:])
+	h.Node = binary.BigEndian.Uint16(p[36:])
 	if !h.valid() {
 		return Hello{}, ErrHello
 	}

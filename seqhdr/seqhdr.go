@@ -53,9 +53,10 @@
 // that no mechanism needs a second EtherType or a second parser. Parse decodes
 // the LinkGuardian family; ParseHello the session family; package cellify the
 // cell family (its headers start at DataOffset, after a link header whose
-// bytes 15..21 LinkGuardian may fill as for a data frame); package fec the
-// parity frame (FEC's data frames are data frames: Seq and the original
-// EtherType, no flags, no ACK); the reserved
+// bytes 15..21 LinkGuardian fills as for a data frame when it sequences the
+// frame in place: Stamp, ParseCarried); package fec the parity frame (FEC's
+// data frames are data frames: Seq and the original EtherType, no flags, no
+// ACK); the reserved
 // numbers have no decoder yet and every decoder rejects them (ErrType), so a
 // caller counts them as bad frames until their mechanism exists.
 //
@@ -96,6 +97,7 @@
 //	             (0 lg, 1 lgnb, 2 monitor); other bits zero
 //	42   2  MTU     largest host frame, bytes (≥ 64)
 //	44   4  Speed   link speed, Mbit/s (the PFC quanta unit, 512 bit times)
+//	48   2  Node    the sender's cell node id (mode cells), 0 otherwise
 //
 // # Sequence numbers
 //

@@ -24,12 +24,16 @@ over every usable link and schedules them with credits from the egress port.
   sim       the simulated fabric (package simfab): the design study's scenarios on a
             virtual clock, deterministic for a seed, no root needed
   incast    two sources into one port on fabric3 (Stardust §5.4), credits on and off
-  pushpull  a congested port beside an uncongested one on fabric3 (Stardust §5.2)`,
+  pushpull  a congested port beside an uncongested one on fabric3 (Stardust §5.2)
+  failover  a bundle link cut under UDP load, cells over lg vs bare (veth, root)
+  gray      bursty loss on bundle links: UDP loss and TCP goodput over lg (veth, root)`,
 		Example: `  linkfabric cells sim --scenario incast
   linkfabric cells incast --runs 3
-  linkfabric cells pushpull --runs 3`,
+  linkfabric cells pushpull --runs 3
+  linkfabric cells failover --runs 3
+  linkfabric cells gray --runs 3`,
 	}
-	cmd.AddCommand(cellsSimCmd())
+	cmd.AddCommand(cellsSimCmd(), cellsFailoverCmd(), cellsGrayCmd())
 	cellsAddFabricCmds(cmd)
 	return cmd
 }

@@ -128,6 +128,19 @@ collide by chance: give ids by hand ('up' does). Control frames (credits, REACH)
 a link's priority lane when it has two queues. --integrity applies to the link
 ports as in lg. Statistics: the "cells" object of 'linkfabric stats'.
 
+--link-mode (cells) is what runs under the cells on every link port: none (cells
+as they are: a link that dies loses what was on it), lg (LinkGuardian: cells are
+sequenced in place, retransmitted on loss and delivered in order per link; a link
+that leaves the routes, by interface state, missed REACHes, its session, or its
+cells going un-ACKed while the other links' are ACKed, hands every cell it still
+held back to the sprayer, so a link failure loses no packet; the reassembly drops
+the copies that had arrived), lgnb (the same, delivered as they come) or monitor
+(sequenced, not retransmitted: a link's measured loss above 1e-3 takes it out).
+Both ends of a link need the same --link-mode; the link session then carries each
+node's --node-id, and refuses a link whose two ends have the same one. For zero
+loss the detection must beat the reassembly timeout: e.g. --reach-th 3 with
+--reasm-timeout 30ms. --tx-buffer sizes each link's TX buffer (default 512).
+
 Integrity (lg, lgnb, monitor, cells): by default every frame on the link carries a
 CRC32C trailer (--integrity crc32c); a frame that fails it is dropped and counted
 (corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired like a
@@ -235,7 +248,7 @@ run checks this at startup.`,
 	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
 	f.BoolVar(&packing, "packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
 	f.Uint16Var(&cfg.Cells.NodeID, "node-id", 0, "cells: this node's fabric address, unique in the fabric: 1-1023 for an edge, 1-65535 for a fabric node (default: derived from the first port's MAC, which may collide: give ids when you build a fabric by hand)")
-	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none (monitor and lg are not built yet)")
+	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb or monitor (see above)")
 	f.DurationVar(&cfg.Cells.ReachInterval, "reach-interval", 0, "cells: REACH period on every link (default 1ms)")
 	f.IntVar(&cfg.Cells.ReachTh, "reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 100: rides out a peer's scheduling stalls)")
 	f.IntVar(&cfg.Cells.ReachUp, "reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")

@@ -192,7 +192,7 @@ func TestUpCells(t *testing.T) {
 		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1516", "at most 1484"}},
 		{[]string{"--cell-size", "1600", "--integrity", "off"}, []string{"--cell-size 1600", "at most 1490"}},
 		{[]string{"--cell-size", "10"}, []string{"--cell-size 10", "below the cell header"}},
-		{[]string{"--link-mode", "lg"}, []string{"--link-mode lg", "not built yet"}},
+		{[]string{"--link-mode", "fec"}, []string{`--link-mode "fec"`, "none, lg, lgnb or monitor"}},
 		{[]string{"--spray", "ecmp"}, []string{"--spray", "perm, p2c or hash"}},
 		{[]string{"--node-id", "5000"}, []string{"--node-id 5000", "1..1023"}},
 	} {

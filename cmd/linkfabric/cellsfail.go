@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/spf13/cobra"
+)
+
+func cellsFailoverCmd() *cobra.Command {
+	var (
+		cfg                   experiment.CellsFailoverConfig
+		arms, runArgs, prefix string
+		outJSON               string
+		asJSON                bool
+	)
+	cmd := &cobra.Command{
+		Use:   "failover",
+		Short: "Cut a bundle link under UDP load: packets lost, out of order, time to exclusion; cells over lg vs bare",
+		Long: `failover builds the bundle testbed (h1 - sw1 =4 links= sw2 - h2) and, for each arm
+and run, starts fresh cell edges on sw1 and sw2 with that --link-mode under the
+cells, sends UDP from h1 to h2 at --rate (iperf3, 1200-byte datagrams) for
+--duration and cuts one link at sw2's end at --cut-at:
+
+  --cut down   ip link set down (both ends see it: sw2 at once, sw1 by REACH)
+  --cut drop   sw2's XDP program drops every frame the link brings (a one-way
+               failure: sw1 still hears sw2's REACHes; under lg it sees its cells
+               go un-ACKed while the other links' are ACKed)
+
+It reports the datagrams iperf3 found lost and out of order, how long after the
+cut sw1 took the link out of its routes (goal: 3 REACH intervals + 1 ms), the
+cells sw1's lg sender handed back to the sprayer and the copies sw2's reassembly
+dropped. Arms: lg (LinkGuardian under the cells: a link failure loses no packet)
+and none (bare cells: the loss is bounded by what was on the link). The table
+shows medians over --runs; JSON (with a summary object) goes to --out.`,
+		Example: `  linkfabric cells failover
+  linkfabric cells failover --cut drop --runs 5 --rate 300e6`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells failover"); err != nil {
+				return err
+			}
+			cfg.Arms = splitList(arms)
+			cfg.RunArgs = strings.Fields(runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: prefix, Log: log}
+			res, err := env.CellsFailover(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return report(res, res.Text(), outJSON, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&arms, "arms", strings.Join(experiment.CellsLinkModes, ","), "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
+	f.IntVar(&cfg.Runs, "runs", 3, "runs per arm (the table shows medians)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "UDP run per arm and run, whole seconds (default 4s)")
+	f.DurationVar(&cfg.CutAt, "cut-at", 0, "when the link is cut, into the run (default half of --duration)")
+	f.StringVar(&cfg.Cut, "cut", "down", "how: down (ip link set down at sw2) or drop (sw2's XDP program drops the link's frames)")
+	f.IntVar(&cfg.Link, "link", 2, "which bundle link to cut (0-3)")
+	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
+	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
+	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
+	f.StringVar(&prefix, "prefix", "lfl", "testbed prefix")
+	f.StringVar(&outJSON, "out", "out/cells-failover.json", "write the result as JSON here ('' to skip)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	return cmd
+}
+
+func cellsGrayCmd() *cobra.Command {
+	var (
+		cfg                          experiment.CellsGrayConfig
+		arms, lossy, runArgs, prefix string
+		outJSON                      string
+		asJSON                       bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gray",
+		Short: "Bursty loss on some bundle links: UDP loss and order, TCP goodput vs the same without loss",
+		Long: `gray builds the bundle testbed and, for each arm (--link-mode under the cells) and
+run, starts fresh cell edges twice: once clean, once with --loss in bursts of
+--burst frames on the --lossy links (sw1→sw2, the impairment stage of sw2's XDP
+program). Each time it runs iperf3 UDP at --rate, then one iperf3 TCP flow, from h1
+to h2 for --duration each. It reports UDP datagrams lost and out of order with the
+loss, and TCP goodput with the loss against without (target ≥ 0.9×). The table
+shows medians over --runs; JSON (with a summary object) goes to --out.`,
+		Example: `  linkfabric cells gray
+  linkfabric cells gray --arms lg,none --loss 1e-2 --burst 3 --lossy 1,3`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells gray"); err != nil {
+				return err
+			}
+			cfg.Arms = splitList(arms)
+			for _, p := range splitList(lossy) {
+				v, err := strconv.Atoi(p)
+				if err != nil {
+					return fmt.Errorf("--lossy: %q is not a link number (0-3)", p)
+				}
+				cfg.Lossy = append(cfg.Lossy, v)
+			}
+			cfg.RunArgs = strings.Fields(runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: prefix, Log: log}
+			res, err := env.CellsGray(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return report(res, res.Text(), outJSON, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&arms, "arms", "lg", "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
+	f.IntVar(&cfg.Runs, "runs", 3, "runs per arm (the table shows medians)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "each UDP and TCP run, whole seconds (default 4s)")
+	f.Float64Var(&cfg.Loss, "loss", 1e-2, "loss rate on each lossy link")
+	f.Float64Var(&cfg.Burst, "burst", 3, "mean loss burst, frames (Gilbert-Elliott)")
+	f.StringVar(&lossy, "lossy", "1,3", "the lossy bundle links, comma-separated (0-3)")
+	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
+	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
+	f.StringVar(&prefix, "prefix", "lfl", "testbed prefix")
+	f.StringVar(&outJSON, "out", "out/cells-gray.json", "write the result as JSON here ('' to skip)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	return cmd
+}
+
+// cellsTimingFlags are the REACH and reassembly settings the cells
+// experiments give both edges.
+func cellsTimingFlags(cmd *cobra.Command, interval *time.Duration, th *int, reasm *time.Duration) {
+	f := cmd.Flags()
+	f.DurationVar(interval, "reach-interval", 0, "REACH period (default 5ms: 1ms × 3 excludes links whenever a peer is kept from running a few ms)")
+	f.IntVar(th, "reach-th", 0, "REACH intervals missed that take a link out (default 3)")
+	f.DurationVar(reasm, "reasm-timeout", 0, "reassembly timeout (default 100ms: above the exclusion time and this machine's scheduling stalls)")
+}

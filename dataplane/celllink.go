@@ -1,0 +1,455 @@
+package dataplane
+
+import (
+	"time"
+
+	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/linksession"
+	"github.com/linkfabric/linkfabric/lossmon"
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// cellLink is what runs under the cells on one link port with --link-mode
+// lg, lgnb or monitor: a LinkGuardian endpoint and the link session.
+//
+// Cells and the cell control frames keep their own link-header type; the
+// endpoint sequences cells in place in the link fields their layout keeps
+// for it (seqhdr.Stamp: no header inserted, no copy, no byte added, and
+// its receiver hands them up whole), so the node above reads them as it
+// reads cells on a bare link. Encapsulating them in a data header would
+// cost 8 bytes of every cell and headroom or a copy, and the receiver
+// would have to tell a cell from a host frame after stripping anyway.
+//
+// Cells are sequenced and held in the TX buffer until ACKed (retransmitted
+// on loss); they wait in a queue of their own while the credit window is
+// full. Credit and REACH frames go unsequenced (PassCarried: they carry
+// an ACK) on the priority lane: they are refreshed on timers, so a lost one
+// costs an interval, and sequencing them on a lane that overtakes the cells
+// would make every one look like a hole.
+//
+// A link that leaves the node's usable set (interface down, the session
+// leaves Up or its peer goes silent, REACHes missed, too much loss, its
+// cells un-ACKed while the other links' are ACKed) hands every cell it
+// holds back to the sprayer (Node.Respray): the queued ones, and copies of
+// the un-ACKed ones not handed back before. The originals stay in the TX
+// buffer, and the link layer goes on with them if the link comes back (a
+// scheduling stall of the peer excludes links that are fine): nothing is
+// reset, so nothing has to agree again. A session reset (the peer
+// restarted) hands back what it would free. A cell that arrived twice is a
+// duplicate the reassembly drops.
+type cellLink struct {
+	pl   *cellPipeline
+	l    int
+	port int
+	ep   *linkguardian.Endpoint
+	sess *linksession.Session
+	scfg linksession.Config
+	rmon *lossmon.Monitor
+
+	// q holds cells waiting for the credit window: a ring of len(q).
+	q           []cellify.Frame
+	qHead, qLen int
+	qBytes      int
+	lanes       int  // agreed lanes (1: no priority lane at the peer)
+	usable      bool // in the node's usable set, as last seen
+	excluded    bool // left the usable set; its cells not handed back yet
+	// Give-up: un-ACKed cells and no ACK progress for giveUp ns (the
+	// peer's receiver gets nothing: a one-way failure REACH cannot see).
+	acked        uint64
+	progressAt   int64 // last ACK progress, or nothing outstanding
+	ackAt        int64 // last ACK progress
+	giveUp       int64
+	gaveUp       bool
+	rmonAt       int64 // next loss measurement (monitor)
+	collisionLog int64 // last node-id collision logged
+	back         []cellify.Frame
+	taken        []linkguardian.Frame
+	handedTo     seqhdr.Seq // un-ACKed cells before it were handed back
+
+	st CellLinkLG
+}
+
+// CellLinkLG is the link layer under the cells of one link port.
+type CellLinkLG struct {
+	Session    string `json:"session"`
+	PeerNode   uint16 `json:"peer_node,omitempty"`
+	Queued     int    `json:"queued_cells"`
+	Unacked    int    `json:"unacked_cells"`
+	Sent       uint64 `json:"sent"`
+	RetxCopies uint64 `json:"retx_copies"`
+	LostSeen   uint64 `json:"lost_detected"`
+	Recovered  uint64 `json:"recovered"`
+	GaveUp     uint64 `json:"gave_up"`
+	// HandedBack counts cells given back to the sprayer when the link left
+	// the usable set (copies of the un-ACKed ones) or its session reset;
+	// Resets counts the session's resets (agreements with a new peer epoch).
+	HandedBack uint64 `json:"handed_back"`
+	Resets     uint64 `json:"resets"`
+	// QueueDrops: cells that found the credit queue full (lost).
+	QueueDrops uint64 `json:"queue_drops"`
+	// NodeCollisions: HELLOs refused because the peer has this node's id.
+	NodeCollisions uint64 `json:"node_collisions"`
+	// GiveUps: times the link was taken out because its cells went
+	// un-ACKed for ReachTh REACH intervals.
+	GiveUps uint64 `json:"give_ups"`
+	// NotAgreed: link frames dropped before the session agreed.
+	NotAgreed uint64  `json:"not_agreed"`
+	LossRate  float64 `json:"loss_rate,omitempty"`
+}
+
+// lgMem is the UMEM as linkguardian.Memory for a cell pipeline's links.
+type lgMem struct{ pl *cellPipeline }
+
+func (m lgMem) Bytes(h linkguardian.Handle, n int) []byte { return m.pl.w.Bytes(uint64(h), n) }
+
+func (m lgMem) Alloc() (linkguardian.Handle, bool) {
+	a, ok := m.pl.tx.Alloc()
+	if !ok {
+		return 0, false
+	}
+	m.pl.allocs++
+	return linkguardian.Handle(a), true
+}
+
+// lgLink is the linksession.Link of a cell link: a reset hands the TX
+// buffer back to the sprayer instead of freeing it.
+type lgLink struct{ c *cellLink }
+
+func (k lgLink) TxNext() seqhdr.Seq { return k.c.ep.TxNext() }
+
+func (k lgLink) Reset(now int64, tx, rx seqhdr.Seq) {
+	k.c.handBack(now)
+	k.c.ep.Reset(now, tx, rx)
+	k.c.st.Resets++
+	k.c.handedTo = tx
+}
+
+func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
+	d := pl.w.d
+	port := pl.ps.Links[l]
+	mac := d.all[port].mac
+	c := &cellLink{pl: pl, l: l, port: port, q: make([]cellify.Frame, d.cfg.LG.TxBuffer), lanes: len(d.all[port].socks),
+		giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
+	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac), lgMem{pl})
+	if err != nil {
+		return nil, err
+	}
+	c.ep = ep
+	c.scfg = linksession.Config{
+		LocalMAC: mac,
+		PeerMAC:  d.cfg.LG.PeerMAC,
+		Offer: linksession.Offer{
+			Window:  uint32(d.cfg.LG.credit),
+			Lanes:   uint8(c.lanes),
+			MTU:     uint16(min(pl.cellFrame, 1<<16-1)),
+			Speed:   uint32(max(d.cfg.LG.LinkSpeed/1_000_000, 1)),
+			Protect: linksession.Protect{Tx: true, Rx: true, RxMode: uint8(coreMode(Mode(d.cfg.Cells.LinkMode)))},
+		},
+		Node: d.cfg.Cells.NodeID,
+	}
+	if err := c.newSession(); err != nil {
+		return nil, err
+	}
+	if d.cfg.Cells.LinkMode == "monitor" {
+		c.rmon, _ = lossmon.New(lossmon.Config{Window: int64(time.Second), MinSamples: 200})
+	}
+	return c, nil
+}
+
+// newSession starts the link's session.
+func (c *cellLink) newSession() error {
+	s, err := linksession.New(c.scfg, lgLink{c})
+	if err != nil {
+		return err
+	}
+	c.sess = s
+	if c.pl.w.ports[c.port].downSince != 0 {
+		s.LinkDown(0)
+	}
+	return nil
+}
+
+// up reports whether the link may carry cells: its session is Up and its
+// cells are ACKed.
+func (c *cellLink) up() bool { return c.sess.State() == linksession.Up && !c.gaveUp }
+
+// watchAcks gives the link up when its cells have gone un-ACKed for
+// giveUp while another link's were ACKed meanwhile, and takes it back when
+// ACKs come again. (When no link gets an ACK, the peer is more likely kept
+// from running than every link dead at once: REACH decides then. After
+// such a stall the first link's ACKs can come before the others' and give
+// them up: that costs copies of their un-ACKed cells, which the reassembly
+// drops, and the links are back with their next ACK.)
+func (c *cellLink) watchAcks(now int64) {
+	s := c.ep.S
+	switch {
+	case s.Stats.Acked != c.acked:
+		c.acked, c.progressAt, c.ackAt, c.gaveUp = s.Stats.Acked, now, now, false
+	case s.Outstanding() == 0:
+		c.progressAt, c.gaveUp = now, false
+	case !c.gaveUp && now-c.progressAt > c.giveUp && c.pl.ackedSince(c.l, c.progressAt+c.giveUp/2) &&
+		c.pl.node.Reach().Usable()&^(1<<c.l) != 0: // never the last usable link
+		c.gaveUp = true
+		c.st.GiveUps++
+		c.pl.w.d.cfg.Logger.Warn("cells: no ACK from the other end of this link; it is taken out and its cells go over the other links",
+			"dev", c.pl.w.d.all[c.port].Name, "unacked", s.Outstanding(), "waited", time.Duration(now-c.progressAt).String())
+	}
+}
+
+// ctrlLane is the lane of link control.
+func (c *cellLink) ctrlLane() int {
+	if c.lanes < 2 {
+		return laneData
+	}
+	return c.pl.prio[c.l]
+}
+
+// receive takes frames from the link: session frames to the session, the
+// rest through the endpoint once the session agreed; what the endpoint
+// delivers goes to the node.
+func (c *cellLink) receive(now int64, f cellify.Frame, tx *Tx) {
+	pl := c.pl
+	b := pl.w.Bytes(uint64(f.H), f.Len)
+	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
+		c.sessionRx(now, b)
+		pl.release(tx, f)
+		return
+	}
+	if !c.sess.AcceptLink(now) {
+		c.st.NotAgreed++
+		pl.release(tx, f)
+		return
+	}
+	c.ep.Receive(now, linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len})
+}
+
+// deliverUp hands what the endpoint delivered to the node.
+func (c *cellLink) deliverUp(now int64) {
+	o := &c.ep.Out
+	for _, f := range o.Deliver {
+		c.pl.node.LinkRx(now, c.l, cellify.Frame{H: cellify.Handle(f.H), Len: f.Len})
+	}
+	o.Deliver = o.Deliver[:0]
+}
+
+func (c *cellLink) sessionRx(now int64, b []byte) {
+	ev := c.sess.Receive(now, b)
+	log := c.pl.w.d.cfg.Logger
+	name := c.pl.w.d.all[c.port].Name
+	if ev&linksession.EvNodeCollision != 0 {
+		c.st.NodeCollisions++
+		if c.collisionLog == 0 || now-c.collisionLog > int64(time.Second) {
+			c.collisionLog = now
+			log.Error("link session refused: the node at the other end of this link has this node's --node-id; give one of them another --node-id (unique in the fabric); the link carries nothing until then",
+				"dev", name, "node_id", c.scfg.Node)
+		}
+	}
+	a, _ := c.sess.Agreed()
+	if ev&linksession.EvReset != 0 {
+		c.ep.S.SetCredit(min(int(a.Window), c.pl.w.d.cfg.LG.credit))
+		c.lanes = int(a.Lanes)
+	}
+	if ev&linksession.EvMismatch != 0 {
+		log.Error("link session: the peer's link layer does not fit this end's; run both ends with the same --link-mode", "dev", name)
+	}
+	if ev&linksession.EvUp != 0 {
+		log.Info("cells: link session up", "dev", name, "peer_node", a.PeerNode, "window", a.Window, "lanes", a.Lanes)
+	}
+}
+
+// poll runs the session (link state, HELLOs on the control lane) and the
+// endpoint's timers, hands deliveries up and returns the next deadline.
+func (c *cellLink) poll(now int64, tx *Tx) int64 {
+	pl := c.pl
+	down := pl.w.ports[c.port].downSince != 0
+	switch st := c.sess.State(); {
+	case down && st != linksession.Down:
+		c.sess.LinkDown(now)
+	case !down && st == linksession.Down:
+		c.sess.LinkUp(now)
+	}
+	next := c.sess.Poll(now)
+	for next <= now {
+		h, ok := lgMem{pl}.Alloc()
+		if !ok {
+			next = now + int64(minTimerSleep)
+			break
+		}
+		f := cellify.Frame{H: cellify.Handle(h), Len: seqhdr.MinFrameLen}
+		n := c.sess.Frame(now, pl.w.Bytes(uint64(h), seqhdr.MinFrameLen))
+		if n == 0 {
+			pl.release(tx, f)
+			break
+		}
+		tx.Send(c.port, c.ctrlLane(), uint64(h), n)
+		pl.release(tx, f)
+		next = c.sess.Poll(now)
+	}
+	c.ep.Poll(now, c.qLen == 0)
+	c.deliverUp(now)
+	c.watchAcks(now)
+	if c.rmon != nil && now >= c.rmonAt {
+		c.rmonAt = now + int64(100*time.Millisecond)
+		rs := &c.ep.R.Stats
+		c.rmon.ObserveTotals(now, rs.DataRx, rs.LostDetected)
+		if rate, ok := c.rmon.Rate(now); ok {
+			c.st.LossRate = rate
+			pl.node.SetLoss(now, c.l, rate)
+		}
+	}
+	return min(next, c.ep.NextDeadline(now, c.qLen == 0))
+}
+
+// push queues a cell for the credit window; false if the queue is full.
+func (c *cellLink) push(f cellify.Frame) bool {
+	if c.qLen == len(c.q) {
+		return false
+	}
+	c.q[(c.qHead+c.qLen)%len(c.q)] = f
+	c.qLen++
+	c.qBytes += f.Len
+	return true
+}
+
+func (c *cellLink) pop() cellify.Frame {
+	f := c.q[c.qHead]
+	c.qHead = (c.qHead + 1) % len(c.q)
+	c.qLen--
+	c.qBytes -= f.Len
+	return f
+}
+
+// pump moves queued cells into the endpoint as its credit window and the
+// TX ring allow, then places the endpoint's output.
+func (c *cellLink) pump(now int64, tx *Tx) {
+	if c.up() {
+		budget := tx.Space(c.port, laneData) - len(c.pl.w.descs)
+		for c.qLen > 0 && budget > 0 && c.ep.CanSend(now) {
+			f := c.pop()
+			c.ep.SendCarried(now, linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len})
+			budget--
+		}
+	}
+	c.flush(now, tx)
+}
+
+// flush places the endpoint's transmit lists (recovery on the control
+// lane, cells and ACKs on the data lane) and releases what it freed.
+func (c *cellLink) flush(now int64, tx *Tx) {
+	pl, o := c.pl, &c.ep.Out
+	ctrl := c.ctrlLane()
+	for _, list := range [][]linkguardian.Frame{o.Pause, o.Urgent, o.Retx} {
+		for _, f := range list {
+			tx.Send(c.port, ctrl, uint64(f.H), f.Len)
+			pl.pend[c.port] += f.Len
+		}
+	}
+	for _, list := range [][]linkguardian.Frame{o.Normal, o.Low} {
+		for _, f := range list {
+			tx.Send(c.port, laneData, uint64(f.H), f.Len)
+			pl.pend[c.port] += f.Len
+		}
+	}
+	for _, f := range o.Free {
+		pl.release(tx, cellify.Frame{H: cellify.Handle(f.H), Len: f.Len})
+	}
+	c.deliverUp(now) // none expected here; the node takes them in its next drain
+	o.Reset()
+}
+
+// failover hands the cells of a link that left the usable set back to the
+// sprayer.
+func (c *cellLink) failover(now int64) {
+	unacked, n := c.handBack(now)
+	c.pl.w.d.cfg.Logger.Info("cells: link left the usable set; its cells go over the other links",
+		"dev", c.pl.w.d.all[c.port].Name, "handed_back", n, "unacked", unacked)
+}
+
+// handBack gives the node's sprayer the link's queued cells and copies of
+// its un-ACKed ones not handed back before; it returns how many were
+// un-ACKed copies, and how many it gave in all.
+func (c *cellLink) handBack(now int64) (unacked, n int) {
+	pl := c.pl
+	c.taken, c.handedTo = c.ep.Unacked(c.handedTo, c.taken[:0])
+	c.back = c.back[:0]
+	for _, f := range c.taken {
+		c.back = append(c.back, pl.copyFrame(cellify.Frame{H: cellify.Handle(f.H), Len: f.Len}))
+	}
+	for c.qLen > 0 {
+		c.back = append(c.back, c.pop()) // never on a TX ring: no copy needed
+	}
+	// With no other usable link the cells wait in this link's own queue
+	// (sent when its session is up again) instead of finding no route.
+	others := pl.node.Reach().Usable()&^(1<<c.l) != 0
+	kept := c.back[:0]
+	for _, f := range c.back {
+		if f.Len > 0 && (others || !c.push(f)) {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) > 0 {
+		pl.node.Respray(now, c.l, kept)
+	}
+	c.st.HandedBack += uint64(len(kept))
+	return len(c.taken), len(kept)
+}
+
+// held is how many frames the link holds between calls.
+func (c *cellLink) held() int {
+	n := c.qLen
+	if c.ep.S != nil {
+		n += c.ep.S.Outstanding()
+	}
+	if c.ep.R != nil && c.ep.R.Mode() == linkguardian.ModeLG {
+		f, _ := c.ep.R.Buffered()
+		n += f
+	}
+	return n
+}
+
+// snapshot fills s from the endpoint and session.
+func (c *cellLink) snapshot(s *CellLinkLG) {
+	*s = c.st
+	s.Session = c.sess.State().String()
+	if a, ok := c.sess.Agreed(); ok {
+		s.PeerNode = a.PeerNode
+	}
+	s.Queued = c.qLen
+	if ss := c.ep.S; ss != nil {
+		s.Unacked = ss.Outstanding()
+		s.Sent, s.RetxCopies = ss.Stats.DataSent, ss.Stats.RetxCopies
+	}
+	if rs := c.ep.R; rs != nil {
+		s.LostSeen, s.Recovered, s.GaveUp = rs.Stats.LostDetected, rs.Stats.Recovered, rs.Stats.AckNoTimeouts+rs.Stats.ForcedSkips
+	}
+}
+
+// release ends the pipeline's hold on f.
+func (pl *cellPipeline) release(tx *Tx, f cellify.Frame) {
+	tx.Release(uint64(f.H))
+	pl.released++
+}
+
+// copyFrame returns a copy of f in a new UMEM frame (the original stays
+// in its link's TX buffer, and a new link stamps its own numbering into
+// the copy). Without a free frame it returns a zero Frame (counted).
+func (pl *cellPipeline) copyFrame(f cellify.Frame) cellify.Frame {
+	h, ok := pl.Alloc(f.Len)
+	if !ok {
+		pl.copyFails++
+		return cellify.Frame{}
+	}
+	copy(pl.w.Bytes(uint64(h), f.Len), pl.w.Bytes(uint64(f.H), f.Len))
+	return cellify.Frame{H: h, Len: f.Len}
+}
+
+// ackedSince reports whether a link other than l had an ACK after t.
+func (pl *cellPipeline) ackedSince(l int, t int64) bool {
+	for k, c := range pl.links {
+		if k != l && c.ackAt > t {
+			return true
+		}
+	}
+	return false
+}
