@@ -269,9 +269,9 @@ type Session struct {
 	ackDue   bool
 	// report goes out in every HELLO and HELLO-ACK when set (SetReport);
 	// peerReport is the adopted peer's latest (peerReportOK: one came).
-	report, peerReport     seqhdr.Report
+	report, peerReport      seqhdr.Report
 	hasReport, peerReportOK bool
-	Stats                  Stats
+	Stats                   Stats
 }
 
 // SetReport makes every later HELLO and HELLO-ACK carry r (mode fec: what
