@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
-	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
