@@ -122,10 +122,10 @@ ports as in lg. Statistics: the "cells" object of 'linkfabric stats'.
 FEC (--mode fec, both directions, both ends in mode fec; RAIL, NSDI'17): every
 frame on the link carries the link header's sequence number; after every n data
 frames the sender sends a parity frame, the XOR of the n padded to the longest
-(with their lengths), and closes a group early after --fec-flush (200µs) so
+(with their lengths), and closes a group early after --fec-flush (1ms) so
 that the receiver never waits long for it. The receiver rebuilds any single loss
 of a group, drops duplicates, and delivers in order, waiting at most --fec-wait
-(1ms) behind a hole before giving up on it (--fec-immediate: at once, out of
+(2ms) behind a hole before giving up on it (--fec-immediate: at once, out of
 order). n: --fec-n N fixes it (with --fec-copies K each frame also goes K times;
 --fec-n 0 --fec-copies 3 is pure replication); --fec-loss P has the link policy
 choose for loss P; by default the policy chooses from the loss each receiver
@@ -280,8 +280,8 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.Float64Var(&cfg.FEC.Target, "fec-target", 1e-3, "fec: residual loss the hosts may see; the link policy chooses n (or replication) for it from the measured loss")
 	f.Float64Var(&cfg.FEC.Loss, "fec-loss", 0, "fec: take the link's loss rate as given: the policy chooses once for it (default: measured)")
 	f.IntVar(&cfg.FEC.Copies, "fec-copies", 0, "fec: transmissions per frame: with --fec-n fixed (default 1); otherwise when the policy replicates (default 3, RAIL's)")
-	f.DurationVar(&cfg.FEC.Wait, "fec-wait", 0, "fec: longest a hole holds back the frames behind it before the receiver gives up on it (default 1ms; must exceed --fec-flush plus the link's delay)")
-	f.DurationVar(&cfg.FEC.Flush, "fec-flush", 0, "fec: longest a group stays open before its parity is sent (default 200µs)")
+	f.DurationVar(&cfg.FEC.Wait, "fec-wait", 0, "fec: longest a hole holds back the frames behind it before the receiver gives up on it (default 2ms; must exceed --fec-flush plus the link's delay)")
+	f.DurationVar(&cfg.FEC.Flush, "fec-flush", 0, "fec: longest a group stays open before its parity is sent (default 1ms; shorter sends more partial groups at low rates)")
 	f.BoolVar(&cfg.FEC.Immediate, "fec-immediate", false, "fec: deliver frames as they arrive or are rebuilt, out of order (default: in order, waiting up to --fec-wait)")
 	f.DurationVar(&cfg.FEC.Window, "fec-window", 0, "fec: the loss monitor's moving window (default 2s; the rate counts from 10^4 frames in it)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
