@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
@@ -39,8 +40,8 @@ const (
 )
 
 // linkGuardian reports whether mode runs the LinkGuardian link layer and
-// its sizing (lg, lgnb, monitor, and test modes); forward and cells do not.
-func (m Mode) linkGuardian() bool { return m != ModeForward && m != ModeCells }
+// its sizing (lg, lgnb, monitor, and test modes); forward, cells and fec do not.
+func (m Mode) linkGuardian() bool { return m != ModeForward && m != ModeCells && m != ModeFEC }
 
 // Config configures a Dataplane. Zero fields take the defaults.
 type Config struct {
@@ -105,6 +106,9 @@ type Config struct {
 	LG LGConfig
 	// Cells configures mode cells.
 	Cells CellsConfig
+	// FEC configures mode fec (its link session and integrity check follow
+	// LG's settings).
+	FEC FECConfig
 
 	Logger *slog.Logger
 
@@ -158,6 +162,16 @@ func (c *Config) defaults() error {
 				c.LG.TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
 			}
 		}
+	case ModeFEC:
+		if c.LG.Protect != "" && c.LG.Protect != "both" {
+			return fmt.Errorf("dataplane: --protect %s: mode fec protects both directions of the link; leave --protect out", c.LG.Protect)
+		}
+		if err := c.LG.defaults(c.Mode); err != nil {
+			return err
+		}
+		if err := c.FEC.defaults(); err != nil {
+			return err
+		}
 	}
 	if err := c.checkStaticSizes(); err != nil {
 		return err
@@ -190,6 +204,8 @@ type Dataplane struct {
 	lgStats   *LGStats   // modes lg and lgnb
 	cellStats *CellStats // mode cells
 	fast      *fastPath  // mode forward
+	fecStats  *FECStats  // mode fec
+	linkMTU   int        // the smallest of the link ports'
 }
 
 // New attaches the XDP programs and binds the AF_XDP sockets of every port
@@ -271,6 +287,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 			}
 		}
 	}
+	d.linkMTU = linkMTU
 	if cfg.Mode == ModeCells {
 		if err := d.cfg.Cells.fit(linkMTU, cfg.LG.Integrity, cfg.LinkPort); err != nil {
 			return nil, err
@@ -296,6 +313,8 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	switch {
 	case cfg.Mode == ModeCells:
 		d.cellStats = newCellStats(d)
+	case cfg.Mode == ModeFEC:
+		d.fecStats = &FECStats{}
 	case cfg.Mode != ModeForward:
 		d.lgStats = &LGStats{}
 	}
@@ -330,6 +349,9 @@ func (d *Dataplane) LGStats() *LGStats { return d.lgStats }
 // CellStats are the cells statistics (nil in every mode but cells).
 func (d *Dataplane) CellStats() *CellStats { return d.cellStats }
 
+// FECStats are mode fec's statistics (nil in every other mode).
+func (d *Dataplane) FECStats() *FECStats { return d.fecStats }
+
 // integrityStats counts the integrity check of link frames (nil in forward
 // mode, which has none).
 func (d *Dataplane) integrityStats() *IntegrityStats {
@@ -338,6 +360,8 @@ func (d *Dataplane) integrityStats() *IntegrityStats {
 		return &d.cellStats.Integrity
 	case d.lgStats != nil:
 		return &d.lgStats.Integrity
+	case d.fecStats != nil:
+		return &d.fecStats.Integrity
 	}
 	return nil
 }
@@ -440,6 +464,10 @@ func (c *Config) checkSizes(sockets int) error {
 		need += n * hostQRings * uint64(c.RingSize)
 		what += fmt.Sprintf(", the delivery queues of %d host ports (%d × --ring-size %d each)", n, hostQRings, c.RingSize)
 	}
+	if c.Mode == ModeFEC {
+		need += fecWindow + hostQueueLen + 1
+		what += fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, hostQueueLen)
+	}
 	if n := c.shapedPorts(); n > 0 {
 		need += uint64(n) * uint64(c.RingSize)
 		what += fmt.Sprintf(", the egress queues of %d rate-limited ports (%d × --ring-size %d)", n, n, c.RingSize)
@@ -517,6 +545,10 @@ func (c *Config) checkMTU(hostMTU, linkMTU int) error {
 	if over := c.LinkOverhead(); c.Mode.linkGuardian() && linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header and integrity trailer (--integrity %s): full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
 			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.LG.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
+	}
+	if over := c.FECOverhead(); c.Mode == ModeFEC && linkMTU < hostMTU+over {
+		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
+			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.LG.Integrity.Overhead(), c.LG.Integrity, ip, c.LinkPort, hostMTU+over)
 	}
 	room := int(c.FrameSize) - unix.XDP_PACKET_HEADROOM
 	for _, p := range []struct {

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -47,43 +46,6 @@ func waitFastPath(t *testing.T, name string, d *Dataplane, want FastPath) []Fast
 	}
 	t.Fatalf("%s: fast path %+v, want %s both ways", name, fp, want)
 	return nil
-}
-
-// iperfUDP sends UDP h1→h2 (h2→h1 with reverse) for a second and returns
-// datagrams sent and lost as iperf3 counts them.
-func iperfUDP(ctx context.Context, t *testing.T, tb *netns.Testbed, port string, reverse bool) (sent, lost uint64) {
-	t.Helper()
-	srv := netns.Command(ctx, tb.NS("h2"), "iperf3", "-s", "-1", "-p", port)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	args := []string{"-c", "10.0.0.2", "-p", port, "-u", "-b", "20M", "-l", "1400", "-w", "2M", "-t", "1", "-J", "--connect-timeout", "3000"}
-	if reverse {
-		args = append(args, "-R")
-	}
-	var out []byte
-	var err error
-	for range 30 {
-		out, err = netns.Command(ctx, tb.NS("h1"), "iperf3", args...).Output()
-		if !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			Sum struct {
-				Packets     uint64 `json:"packets"`
-				LostPackets uint64 `json:"lost_packets"`
-			} `json:"sum"`
-		} `json:"end"`
-	}
-	if err != nil || json.Unmarshal(out, &res) != nil || res.Error != "" || res.End.Sum.Packets == 0 {
-		t.Fatalf("iperf3 -u (reverse %v): %v %q\n%s", reverse, err, res.Error, lastLines(string(out), 10))
-	}
-	return res.End.Sum.Packets, res.End.Sum.LostPackets
 }
 
 // TestFastPathXDP: mode forward with the kernel path on both switches
@@ -150,7 +112,7 @@ func TestFastPathXDP(t *testing.T) {
 	rcv1, rcv2 := snmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), snmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
 	var lost uint64
 	for _, reverse := range []bool{false, true} {
-		sent, l := iperfUDP(ctx, t, tb, "5312", reverse)
+		sent, l, _ := iperfUDP(t, tb.NS("h1"), tb.NS("h2"), udpRun{Port: "5312", Rate: "20M", Secs: 1, Reverse: reverse})
 		t.Logf("UDP (reverse %v): %d datagrams, %d lost", reverse, sent, l)
 		lost += l
 	}
@@ -319,19 +281,5 @@ func TestFastPathFallback(t *testing.T) {
 	ping("after link0→host0 returned to the kernel path")
 	if got := sw1.d.FastPath(); got[1].Frames == 0 || got[1].Changes != fp[1].Changes {
 		t.Errorf("after GRO on: %+v, want link0→host0 frames on the kernel path and no further change", got)
-	}
-}
-
-// stop ends the dataplane before the test does, so that another one can
-// take its ports (the test's cleanup then finds it stopped).
-func (s *runningSwitch) stop(t *testing.T) {
-	t.Helper()
-	s.cancel()
-	<-s.done
-	if s.err != nil {
-		t.Errorf("Run: %v", s.err)
-	}
-	if err := s.d.Close(); err != nil {
-		t.Errorf("Close: %v", err)
 	}
 }

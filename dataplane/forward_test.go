@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ type runningSwitch struct {
 	done   chan struct{}
 	err    error
 	cancel context.CancelFunc
+	once   sync.Once
 }
 
 // startWatched runs a dataplane on host0/link0 of namespace ns (or on the
@@ -44,17 +46,23 @@ func startWatched(t *testing.T, ns string, cfg Config) *runningSwitch {
 		defer close(s.done)
 		s.err = s.d.Run(ctx)
 	}()
-	t.Cleanup(func() {
-		cancel()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop ends the dataplane and releases it (once; the test's cleanup calls
+// it too).
+func (s *runningSwitch) stop(t *testing.T) {
+	s.once.Do(func() {
+		s.cancel()
 		<-s.done
 		if s.err != nil {
-			t.Errorf("dataplane in %s: Run: %v", ns, s.err)
+			t.Errorf("dataplane: Run: %v", s.err)
 		}
 		if err := s.d.Close(); err != nil {
-			t.Errorf("dataplane in %s: Close: %v", ns, err)
+			t.Errorf("dataplane: Close: %v", err)
 		}
 	})
-	return s
 }
 
 // exited reports whether Run returned, and with what.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -54,13 +53,8 @@ type lgPipeline struct {
 	publishAt, monitorAt, rmonAt int64
 	mon, rmon                    *lossmon.Monitor
 
-	// The link session (session.go): lanes is the agreed number of lanes
-	// (1: the peer has no priority lane, so everything goes on lane 0).
-	sess                    *linksession.Session
-	lanes                   int
-	blockedSince, warnedAt  int64
-	notUpSince              int64 // when the session was first found not up
-	sessDropped, sessPassed uint64
+	// The link session (session.go).
+	linkSess
 
 	lgs *LGStats
 }
@@ -314,15 +308,6 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 
 // Stop implements Pipeline.
 func (pl *lgPipeline) Stop() { pl.publish(pl.port) }
-
-// controlLane is the lane for link control: the priority lane, unless the
-// session agreed on one lane (the peer has no other queue to receive it on).
-func (pl *lgPipeline) controlLane() int {
-	if pl.lanes < 2 {
-		return laneData
-	}
-	return lanePrio
-}
 
 func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []linkguardian.Frame) {
 	for _, f := range fs {

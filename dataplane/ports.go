@@ -99,6 +99,7 @@ var modes = map[Mode]modeSpec{
 	ModeLGNB:    {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
 	ModeMonitor: {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
 	ModeCells:   {hosts: [2]int{0, MaxHostPorts}, links: [2]int{1, MaxLinkPorts}, pipeline: newCellPipeline},
+	ModeFEC:     {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newFECPipeline},
 }
 
 func newLG(w *worker) (Pipeline, error) { return newLGPipeline(w) }

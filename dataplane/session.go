@@ -84,6 +84,47 @@ func (s *SessionStats) Snapshot() SessionSnapshot {
 	return v
 }
 
+// linkSess is the link session of a pipeline with one link port (lg, fec):
+// the session itself, the lanes it agreed, and what happened to the host
+// frames that met it not up. A pipeline embeds it and calls sessionRx,
+// sessionPoll and admitHost from its Receive and Poll.
+type linkSess struct {
+	sw    *worker
+	sess  *linksession.Session
+	lanes int // agreed lanes (1: the peer has no priority lane, everything on lane 0)
+	queue *classQueues
+	stats *SessionStats
+	// peers names the modes whose peer fits this end, for warnings.
+	peers                   string
+	blockedSince, warnedAt  int64
+	notUpSince              int64 // when the session was first found not up
+	sessDropped, sessPassed uint64
+}
+
+// startSession starts the link session of w's link port over link, offering
+// window frames and prot; host frames wait in queue while it is not up.
+func (s *linkSess) startSession(w *worker, link linksession.Link, window int, prot linksession.Protect, queue *classQueues, stats *SessionStats, peers string) error {
+	c := &w.d.cfg.LG
+	sess, err := linksession.New(linksession.Config{
+		LocalMAC: w.d.linkMAC,
+		PeerMAC:  c.PeerMAC,
+		Offer: linksession.Offer{
+			Window:  uint32(window),
+			Lanes:   uint8(len(w.d.Link().socks)),
+			MTU:     uint16(min(c.MTU, 1<<16-1)),
+			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
+			Protect: prot,
+		},
+		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), PassUnprotected: c.SessionPass},
+	}, link)
+	if err != nil {
+		return err
+	}
+	*s = linkSess{sw: w, sess: sess, lanes: len(w.d.Link().socks), queue: queue, stats: stats, peers: peers}
+	s.publishSession()
+	return nil
+}
+
 // newSession starts the link session of pl's port.
 func (pl *lgPipeline) newSession() error {
 	c := &pl.d.cfg.LG
@@ -96,100 +137,100 @@ func (pl *lgPipeline) newSession() error {
 	if p.R != nil {
 		prot.RxMode = uint8(p.R.Mode())
 	}
-	s, err := linksession.New(linksession.Config{
-		LocalMAC: pl.local,
-		PeerMAC:  c.PeerMAC,
-		Offer: linksession.Offer{
-			Window:  uint32(window),
-			Lanes:   uint8(len(pl.d.Link().socks)),
-			MTU:     uint16(min(c.MTU, 1<<16-1)),
-			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
-			Protect: prot,
-		},
-		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), PassUnprotected: c.SessionPass},
-	}, p)
-	if err != nil {
-		return err
-	}
-	pl.sess = s
-	pl.lanes = len(pl.d.Link().socks)
-	pl.publishSession()
-	return nil
+	return pl.startSession(pl.w, p, window, prot, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --protect that fits this one")
 }
 
-// sessionRx hands a session frame to the session and applies what it
-// decided.
+// sessionRx is linkSess.sessionRx with LinkGuardian's credit set from the
+// agreed window.
 func (pl *lgPipeline) sessionRx(now int64, b []byte) {
-	ev := pl.sess.Receive(now, b)
-	if ev == 0 {
-		return
+	ev := pl.linkSess.sessionRx(now, b)
+	if a, _ := pl.sess.Agreed(); ev&linksession.EvReset != 0 && pl.port.S != nil {
+		pl.port.S.SetCredit(min(int(a.Window), pl.d.cfg.LG.credit))
 	}
-	log := pl.d.cfg.Logger
-	a, _ := pl.sess.Agreed()
+}
+
+// sessionRx hands a session frame to the session, applies what it decided
+// that every pipeline shares (lanes, logs, the peer's MAC) and returns the
+// session's events.
+func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
+	ev := s.sess.Receive(now, b)
+	if ev == 0 {
+		return 0
+	}
+	d := s.sw.d
+	log := d.cfg.Logger
+	a, _ := s.sess.Agreed()
 	if ev&linksession.EvPeerRestart != 0 {
 		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
-			"dev", pl.d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
+			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
 	}
 	if ev&linksession.EvReset != 0 {
-		if p := pl.port; p.S != nil {
-			p.S.SetCredit(min(int(a.Window), pl.d.cfg.LG.credit))
-		}
-		pl.lanes = int(a.Lanes)
+		s.lanes = int(a.Lanes)
 	}
 	if ev&linksession.EvMismatch != 0 {
-		log.Error("link session: the peer's --protect does not fit this end's (a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until it does",
-			"dev", pl.d.cfg.LinkPort, "local_tx", a.Local.Tx, "local_rx", a.Local.Rx, "peer_tx", a.Peer.Tx, "peer_rx", a.Peer.Rx)
+		log.Error("link session: the peer's mode or --protect does not fit this end's (both ends must run fec, or both lg/lgnb/monitor; a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until it does",
+			"dev", d.cfg.LinkPort, "local_fec", a.Local.FEC, "peer_fec", a.Peer.FEC, "local_tx", a.Local.Tx, "local_rx", a.Local.Rx, "peer_tx", a.Peer.Tx, "peer_rx", a.Peer.Rx)
 	}
 	if ev&linksession.EvUp != 0 {
 		// From now on link control is accepted only from this peer
 		// (session offers excepted: a replaced peer can still agree).
 		var peer [6]byte
 		copy(peer[:], b[6:12])
-		if err := pl.d.Link().prog.SetPeerMAC(peer); err != nil {
-			log.Warn("link session: cannot restrict link control to the peer", "dev", pl.d.cfg.LinkPort, "err", err)
+		if err := d.Link().prog.SetPeerMAC(peer); err != nil {
+			log.Warn("link session: cannot restrict link control to the peer", "dev", d.cfg.LinkPort, "err", err)
 		}
-		log.Info("link session up", "dev", pl.d.cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
+		log.Info("link session up", "dev", d.cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
 			"window", a.Window, "lanes", a.Lanes, "mtu", a.MTU, "speed_mbps", a.Speed,
 			"tx_seq", uint32(a.TxSeq), "rx_seq", uint32(a.RxSeq))
-		if a.MTU < uint16(min(pl.d.cfg.LG.MTU, 1<<16-1)) {
+		if a.MTU < uint16(min(d.cfg.LG.MTU, 1<<16-1)) {
 			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
-				"dev", pl.d.cfg.LinkPort, "peer_mtu", a.MTU)
+				"dev", d.cfg.LinkPort, "peer_mtu", a.MTU)
 		}
 	}
-	pl.publishSession()
+	s.publishSession()
+	return ev
+}
+
+// controlLane is the lane for link control: the priority lane, unless the
+// session agreed on one lane (the peer has no other queue to receive it on).
+func (s *linkSess) controlLane() int {
+	if s.lanes < 2 {
+		return laneData
+	}
+	return lanePrio
 }
 
 // sessionPoll runs the session's timers, sends its frames on the priority
 // lane, follows the link port's state (down: the session waits; up: it
 // agrees again) and returns its next deadline.
-func (pl *lgPipeline) sessionPoll(now int64, tx *Tx) int64 {
-	down := pl.w.ports[portLink].downSince != 0
-	switch st := pl.sess.State(); {
+func (s *linkSess) sessionPoll(now int64, tx *Tx) int64 {
+	down := s.sw.ports[portLink].downSince != 0
+	switch st := s.sess.State(); {
 	case down && st != linksession.Down:
-		pl.sess.LinkDown(now)
+		s.sess.LinkDown(now)
 	case !down && st == linksession.Down:
-		pl.sess.LinkUp(now)
+		s.sess.LinkUp(now)
 	}
-	timeouts := pl.sess.Stats.PeerTimeouts
-	next := pl.sess.Poll(now)
-	if pl.sess.Stats.PeerTimeouts != timeouts {
-		pl.d.cfg.Logger.Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
-			"dev", pl.d.cfg.LinkPort, "silent_for", time.Duration(pl.sess.DeadAfter()).String())
-		pl.publishSession()
+	timeouts := s.sess.Stats.PeerTimeouts
+	next := s.sess.Poll(now)
+	if s.sess.Stats.PeerTimeouts != timeouts {
+		s.sw.d.cfg.Logger.Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
+			"dev", s.sw.d.cfg.LinkPort, "silent_for", time.Duration(s.sess.DeadAfter()).String())
+		s.publishSession()
 	}
 	for next <= now {
 		a, ok := tx.Alloc()
 		if !ok {
 			return now + int64(minTimerSleep)
 		}
-		n := pl.sess.Frame(now, pl.w.Bytes(a, seqhdr.MinFrameLen))
+		n := s.sess.Frame(now, s.sw.Bytes(a, seqhdr.MinFrameLen))
 		if n == 0 {
 			tx.Release(a)
 			break
 		}
-		tx.Send(portLink, pl.controlLane(), a, n)
+		tx.Send(portLink, s.controlLane(), a, n)
 		tx.Release(a)
-		next = pl.sess.Poll(now)
+		next = s.sess.Poll(now)
 	}
 	return next
 }
@@ -199,65 +240,65 @@ func (pl *lgPipeline) sessionPoll(now int64, tx *Tx) int64 {
 // Frames waiting longer than the policy allows are dropped or sent as they
 // are (unprotected); the wait is measured from when the session was first
 // found not up with frames queued.
-func (pl *lgPipeline) admitHost(now int64, tx *Tx) (ok bool, next int64) {
-	if pl.sess.State() == linksession.Up {
-		pl.blockedSince, pl.notUpSince = 0, 0
+func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
+	if s.sess.State() == linksession.Up {
+		s.blockedSince, s.notUpSince = 0, 0
 		return true, maxDeadline
 	}
-	if pl.notUpSince == 0 {
-		pl.notUpSince = now
+	if s.notUpSince == 0 {
+		s.notUpSince = now
 	}
-	if pl.queue.empty() {
-		pl.blockedSince = 0
+	if s.queue.empty() {
+		s.blockedSince = 0
 		return false, maxDeadline
 	}
-	if pl.blockedSince == 0 {
-		pl.blockedSince = now
+	if s.blockedSince == 0 {
+		s.blockedSince = now
 	}
-	switch pl.sess.Admit(now, pl.blockedSince) {
+	switch s.sess.Admit(now, s.blockedSince) {
 	case linksession.Send:
 		return true, maxDeadline
 	case linksession.Wait:
-		return false, pl.sess.WaitDeadline(pl.blockedSince)
+		return false, s.sess.WaitDeadline(s.blockedSince)
 	case linksession.Pass:
 		for {
-			class, ok := pl.queue.head(now)
+			class, ok := s.queue.head(now)
 			if !ok || tx.Space(portLink, laneData) <= 0 {
 				break
 			}
-			f := pl.queue.front(class)
-			pl.queue.pop(class)
+			f := s.queue.front(class)
+			s.queue.pop(class)
 			tx.Send(portLink, laneData, uint64(f.H), f.Len)
 			tx.Release(uint64(f.H))
-			pl.sessPassed++
+			s.sessPassed++
 		}
 	default: // Drop
-		keep := pl.d.cfg.LG.SessionKeep
-		if now-pl.notUpSince >= int64(pl.d.cfg.LG.SessionHold) {
+		keep := s.sw.d.cfg.LG.SessionKeep
+		if now-s.notUpSince >= int64(s.sw.d.cfg.LG.SessionHold) {
 			keep = 0
 		}
-		pl.sessDropped += uint64(pl.queue.dropOldest(max(keep, 0), tx.Release))
-		if now-pl.warnedAt > int64(time.Second) {
-			pl.warnedAt = now
-			pl.d.cfg.Logger.Warn("link session not up: host frames dropped; is the other end running linkfabric lg/lgnb/monitor with a --protect that fits this one?",
-				"dev", pl.d.cfg.LinkPort, "state", pl.sess.State().String(), "waited", time.Duration(now-pl.blockedSince).String(), "dropped", pl.sessDropped)
+		s.sessDropped += uint64(s.queue.dropOldest(max(keep, 0), tx.Release))
+		if now-s.warnedAt > int64(time.Second) {
+			s.warnedAt = now
+			s.sw.d.cfg.Logger.Warn("link session not up: host frames dropped; is the other end running linkfabric "+s.peers+"?",
+				"dev", s.sw.d.cfg.LinkPort, "state", s.sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
 		}
 	}
-	pl.blockedSince = 0
+	s.blockedSince = 0
 	return false, maxDeadline
 }
 
 // publishSession copies the session's state for /stats.json.
-func (pl *lgPipeline) publishSession() {
-	s := pl.sess
+func (l *linkSess) publishSession() {
+	s := l.sess
 	v := SessionSnapshot{State: s.State().String(), Epoch: s.Epoch(), Counters: s.Stats,
-		Held: SessionHeldCounter{Dropped: pl.sessDropped, Passed: pl.sessPassed}}
+		Held: SessionHeldCounter{Dropped: l.sessDropped, Passed: l.sessPassed}}
 	if a, ok := s.Agreed(); ok {
 		v.PeerEpoch = a.PeerEpoch
 		v.Agreed = &SessionAgreed{Window: a.Window, Lanes: a.Lanes, MTU: a.MTU, SpeedMbps: a.Speed,
 			TxSeq: uint32(a.TxSeq), RxSeq: uint32(a.RxSeq)}
 	}
-	st := &pl.lgs.Session
+	st := l.stats
 	st.mu.Lock()
 	st.v = v
 	st.mu.Unlock()

@@ -54,11 +54,17 @@
 //
 // Each agreed field is the minimum of both offers. Protect modes must be
 // compatible: a direction is sequenced by its sender exactly when its
-// receiver sequences it (our Tx is the peer's Rx and our Rx the peer's Tx);
+// receiver sequences it (our Tx is the peer's Rx and our Rx the peer's Tx),
+// and both ends code (FEC) or both retransmit;
 // otherwise the session stays in Mismatch (Stats.Mismatches), does not reset
 // the link and keeps offering HELLOs at MaxHelloInterval until a peer with a
 // compatible configuration (a new epoch) answers. Receive modes (lg, lgnb,
 // monitor) are each receiver's own choice and only reported.
+//
+// A FEC end also puts a report in its HELLOs and HELLO-ACKs (SetReport: the
+// loss it measures on what it receives, its sender's n and copies); the
+// peer's latest is PeerReport. It is not part of the agreement: keepalives
+// carry it as it changes.
 //
 // # Worker loop
 //
@@ -119,10 +125,23 @@ func (s State) String() string {
 type Protect struct {
 	Tx, Rx bool  // this end sequences what it sends / what it receives
 	RxMode uint8 // 0 lg, 1 lgnb, 2 monitor
+	// FEC: the sequenced frames are FEC's (parity, replication), not
+	// LinkGuardian's; both ends must agree.
+	FEC bool
+}
+
+// fits reports whether p (ours) and peer are compatible: a direction is
+// sequenced by its sender exactly when its receiver expects it, and both
+// ends run the same mechanism.
+func (p Protect) fits(peer Protect) bool {
+	return p.Tx == peer.Rx && p.Rx == peer.Tx && p.FEC == peer.FEC
 }
 
 func (p Protect) bits() uint8 {
 	b := p.RxMode << 4
+	if p.FEC {
+		b |= seqhdr.ProtectFEC
+	}
 	if p.Tx {
 		b |= seqhdr.ProtectTx
 	}
@@ -133,7 +152,7 @@ func (p Protect) bits() uint8 {
 }
 
 func protectOf(b uint8) Protect {
-	return Protect{Tx: b&seqhdr.ProtectTx != 0, Rx: b&seqhdr.ProtectRx != 0, RxMode: b & seqhdr.ProtectModeMask >> 4}
+	return Protect{Tx: b&seqhdr.ProtectTx != 0, Rx: b&seqhdr.ProtectRx != 0, RxMode: b & seqhdr.ProtectModeMask >> 4, FEC: b&seqhdr.ProtectFEC != 0}
 }
 
 // Offer is what one end can do.
@@ -262,8 +281,21 @@ type Session struct {
 	heard    int64 // last frame from the adopted peer (session or LinkGuardian)
 	helloDue bool
 	ackDue   bool
-	Stats    Stats
+	// report goes out in every HELLO and HELLO-ACK when set (SetReport);
+	// peerReport is the adopted peer's latest (peerReportOK: one came).
+	report, peerReport      seqhdr.Report
+	hasReport, peerReportOK bool
+	Stats                   Stats
 }
+
+// SetReport makes every later HELLO and HELLO-ACK carry r (mode fec: what
+// this end measured and runs, for the peer's link policy); keepalives
+// bring it to the peer every KeepaliveInterval.
+func (s *Session) SetReport(r seqhdr.Report) { s.report, s.hasReport = r, true }
+
+// PeerReport returns the adopted peer's latest report, if one came since
+// it was adopted.
+func (s *Session) PeerReport() (seqhdr.Report, bool) { return s.peerReport, s.peerReportOK }
 
 const maxTime = int64(1<<63 - 1)
 
@@ -357,6 +389,9 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 		return 0
 	}
 	s.heard = now
+	if h.HasReport {
+		s.peerReport, s.peerReportOK = h.Report, true
+	}
 	if !h.Ack {
 		s.ackDue = true
 	}
@@ -380,6 +415,7 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
 	}
 	s.adopted = true
 	s.peer, s.peerMsg = h.Epoch, *h
+	s.peerReportOK = false
 	o := &s.cfg.Offer
 	peerP := protectOf(h.Protect)
 	s.agreed = Agreed{
@@ -387,7 +423,7 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
 		Speed: min(o.Speed, h.Speed), Local: o.Protect, Peer: peerP,
 		TxSeq: s.init, RxSeq: h.InitSeq, Epoch: s.epoch, PeerEpoch: h.Epoch, PeerNode: h.Node,
 	}
-	if o.Protect.Tx != peerP.Rx || o.Protect.Rx != peerP.Tx {
+	if !o.Protect.fits(peerP) {
 		s.Stats.Mismatches++
 		if s.state != Down {
 			s.state = Mismatch
@@ -475,7 +511,8 @@ func (s *Session) Poll(now int64) int64 {
 // none is due. Call it after Poll until it returns 0.
 func (s *Session) Frame(now int64, b []byte) int {
 	h := seqhdr.Hello{Epoch: s.epoch, Echo: s.peer, InitSeq: s.init, Window: s.cfg.Offer.Window,
-		Lanes: s.cfg.Offer.Lanes, Protect: s.cfg.Offer.Protect.bits(), MTU: s.cfg.Offer.MTU, Speed: s.cfg.Offer.Speed, Node: s.cfg.Node}
+		Lanes: s.cfg.Offer.Lanes, Protect: s.cfg.Offer.Protect.bits(), MTU: s.cfg.Offer.MTU, Speed: s.cfg.Offer.Speed, Node: s.cfg.Node,
+		HasReport: s.hasReport, Report: s.report}
 	switch {
 	case s.state == Down:
 		return 0
@@ -515,7 +552,7 @@ func (s *Session) LinkUp(now int64) {
 	}
 	s.state = HelloSent
 	if s.peer != 0 {
-		if o := &s.cfg.Offer; o.Protect.Tx != protectOf(s.peerMsg.Protect).Rx || o.Protect.Rx != protectOf(s.peerMsg.Protect).Tx {
+		if !s.cfg.Offer.Protect.fits(protectOf(s.peerMsg.Protect)) {
 			s.state = Mismatch
 		}
 	}

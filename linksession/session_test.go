@@ -399,3 +399,34 @@ func TestNodeIDs(t *testing.T) {
 		t.Fatalf("ids 0: state %v, collisions %d", p.a.State(), p.a.Stats.NodeCollisions)
 	}
 }
+
+// An end that codes (FEC) and one that retransmits never agree; two FEC
+// ends do, and each gets the other's latest report through the keepalives,
+// however often it changes (a report is not part of the agreement).
+func TestFECProtectAndReport(t *testing.T) {
+	ca, cb := cfgs()
+	ca.Offer.Protect.FEC = true
+	ca.KeepaliveInterval = 1_000_000
+	p := newPair(t, ca, cb)
+	p.run(2_000_000, 1000)
+	if p.a.State() != Mismatch || p.b.State() != Mismatch || len(p.la.resets)+len(p.lb.resets) != 0 {
+		t.Fatalf("fec against lg: states %v %v resets %v %v", p.a.State(), p.b.State(), p.la.resets, p.lb.resets)
+	}
+	cb.Offer.Protect.FEC = true
+	cb.KeepaliveInterval = 1_000_000
+	p = newPair(t, ca, cb)
+	if _, ok := p.b.PeerReport(); ok {
+		t.Fatal("a report before any came")
+	}
+	for i, r := range []seqhdr.Report{{RxLoss: seqhdr.RxLossUnknown, TxN: 4, TxCopies: 1}, {RxLoss: 3_000_000, RxBurst: 260, TxN: 14, TxCopies: 1}} {
+		p.a.SetReport(r)
+		p.run(3_000_000, 1000)
+		got, ok := p.b.PeerReport()
+		if p.a.State() != Up || p.b.State() != Up || !ok || got != r {
+			t.Fatalf("report %d: states %v %v, b has %+v (%v), want %+v", i, p.a.State(), p.b.State(), got, ok, r)
+		}
+	}
+	if _, ok := p.a.PeerReport(); ok || p.b.Stats.Inconsistent != 0 || len(p.lb.resets) != 1 {
+		t.Fatalf("b sent no report, yet a has one; or a changed report was taken for another offer: %+v resets %v", p.b.Stats, p.lb.resets)
+	}
+}

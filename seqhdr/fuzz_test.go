@@ -99,6 +99,8 @@ func FuzzParseHello(f *testing.F) {
 	for _, h := range []Hello{
 		{Epoch: 1, InitSeq: 5, Window: 4096, Lanes: 2, Protect: ProtectTx | ProtectRx, MTU: 1500, Speed: 10000},
 		{Ack: true, Epoch: 0xdeadbeefcafe, Echo: 7, InitSeq: Space - 1, Window: 1, Lanes: 1, Protect: ProtectRx | 0x10, MTU: 9000, Speed: 100000, Node: 7},
+		{Epoch: 3, Echo: 4, InitSeq: 9, Window: 1024, Lanes: 2, Protect: ProtectTx | ProtectRx | ProtectFEC, MTU: 1500, Speed: 10000,
+			HasReport: true, Report: Report{RxLoss: 3_000_000, RxBurst: 300, TxN: 14, TxCopies: 1}},
 	} {
 		b := make([]byte, MinFrameLen)
 		if _, err := PutHello(b, &dst, &src, &h); err != nil {
@@ -122,8 +124,12 @@ func FuzzParseHello(f *testing.F) {
 		if _, err := PutHello(out, &d, &s, &h); err != nil {
 			t.Fatalf("PutHello of parsed %+v: %v", h, err)
 		}
-		if !bytes.Equal(out[:MACLen+HelloLen], b[:MACLen+HelloLen]) {
-			t.Fatalf("re-encode %x != input %x", out[:MACLen+HelloLen], b[:MACLen+HelloLen])
+		n := MACLen + HelloLen
+		if h.HasReport {
+			n += ReportLen
+		}
+		if !bytes.Equal(out[:n], b[:n]) {
+			t.Fatalf("re-encode %x != input %x", out[:n], b[:n])
 		}
 		if _, err := Parse(b[MACLen:]); err == nil {
 			t.Fatal("Parse accepted a session frame")

@@ -11,13 +11,40 @@ const HelloLen = 2 + 2 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 2
 
 const _ = uint(MinFrameLen - (MACLen + HelloLen)) // compile-time check: fits a minimum frame
 
+// ReportLen is the length of the report a HELLO may carry after its
+// HelloLen bytes (FlagReport; mode fec).
+const ReportLen = 4 + 2 + 1 + 1 + 2
+
+const _ = uint(MinFrameLen - (MACLen + HelloLen + ReportLen)) // compile-time check: fits a minimum frame
+
 // Protect bits of Hello.Protect.
 const (
 	ProtectTx       = 0x01 // the sender sequences the frames it sends
 	ProtectRx       = 0x02 // the sender sequences the frames it receives
 	ProtectModeMask = 0x30 // its receive mode << 4: 0 lg, 1 lgnb, 2 monitor
-	protectReserved = 0xCC
+	ProtectFEC      = 0x40 // its sequenced frames are FEC's (parity, replication), not LinkGuardian's
+	protectReserved = 0x8C
 )
+
+// FlagReport (flags byte of a HELLO) says the HELLO carries a Report.
+const FlagReport = 0x01
+
+// RxLossUnknown is Report.RxLoss before anything was measured.
+const RxLossUnknown = 0xFFFFFFFF
+
+// Report is what a FEC end measured and runs, carried by its HELLOs and
+// HELLO-ACKs (FlagReport): its peer's link policy decides from it.
+type Report struct {
+	// RxLoss is the loss rate of the link frames this end receives, per
+	// transmission (copies corrected for), in units of 1e-9 (at most 1e9;
+	// RxLossUnknown: not measured yet).
+	RxLoss uint32
+	// RxBurst is their mean loss run in 1/256 frames (0: no run seen).
+	RxBurst uint16
+	// TxN and TxCopies are this end's sender: data frames per parity
+	// frame (0: none) and transmissions per frame (≥ 1).
+	TxN, TxCopies uint8
+}
 
 // ErrHello reports a session frame whose fields are out of range.
 var ErrHello = errors.New("seqhdr: HELLO field out of range (zero epoch or window/lanes/MTU/speed, sequence number beyond the serial space, reserved bits set)")
@@ -36,11 +63,19 @@ type Hello struct {
 	// Node is the sender's cell node id (mode cells; 0: not a cell node).
 	// Neighbours must differ: see linksession.Config.Node.
 	Node uint16
+	// HasReport says Report is carried (FlagReport).
+	HasReport bool
+	Report    Report
 }
 
 func (h *Hello) valid() bool {
 	return h.Epoch != 0 && h.InitSeq < Space && h.Window != 0 && h.Lanes != 0 && h.MTU >= 64 &&
-		h.Speed != 0 && h.Protect&protectReserved == 0 && h.Protect&ProtectModeMask != ProtectModeMask
+		h.Speed != 0 && h.Protect&protectReserved == 0 && h.Protect&ProtectModeMask != ProtectModeMask &&
+		(!h.HasReport || h.Report.valid())
+}
+
+func (r *Report) valid() bool {
+	return (r.RxLoss <= 1e9 || r.RxLoss == RxLossUnknown) && r.TxCopies >= 1
 }
 
 // PutHello writes a complete HELLO or HELLO-ACK frame into b (MACs, header,
@@ -61,6 +96,9 @@ func PutHello(b []byte, dst, src *[6]byte, h *Hello) (int, error) {
 		p[2] = byte(TypeHelloAck)
 	}
 	p[3] = 0
+	if h.HasReport {
+		p[3] = FlagReport
+	}
 	binary.BigEndian.PutUint64(p[4:], h.Epoch)
 	binary.BigEndian.PutUint64(p[12:], h.Echo)
 	binary.BigEndian.PutUint32(p[20:], uint32(h.InitSeq))
@@ -71,6 +109,12 @@ func PutHello(b []byte, dst, src *[6]byte, h *Hello) (int, error) {
 	binary.BigEndian.PutUint32(p[32:], h.Speed)
 	binary.BigEndian.PutUint16(p[36:], h.Node)
 	clear(b[MACLen+HelloLen : MinFrameLen])
+	if h.HasReport {
+		r := p[HelloLen:]
+		binary.BigEndian.PutUint32(r[0:], h.Report.RxLoss)
+		binary.BigEndian.PutUint16(r[4:], h.Report.RxBurst)
+		r[6], r[7] = h.Report.TxN, h.Report.TxCopies
+	}
 	return MinFrameLen, nil
 }
 
@@ -98,7 +142,7 @@ func ParseHello(frame []byte) (Hello, error) {
 	if len(p) < HelloLen {
 		return h, ErrShort
 	}
-	if p[3] != 0 {
+	if p[3]&^FlagReport != 0 {
 		return h, ErrFlags
 	}
 	h.Epoch = binary.BigEndian.Uint64(p[4:])
@@ -111,6 +155,17 @@ func ParseHello(frame []byte) (Hello, error) {
 	h.MTU = binary.BigEndian.Uint16(p[30:])
 	h.Speed = binary.BigEndian.Uint32(p[32:])
 	h.Node = binary.BigEndian.Uint16(p[36:])
+	if p[3]&FlagReport != 0 {
+		if len(p) < HelloLen+ReportLen {
+			return Hello{}, ErrShort
+		}
+		r := p[HelloLen:]
+		h.HasReport = true
+		h.Report = Report{RxLoss: binary.BigEndian.Uint32(r[0:]), RxBurst: binary.BigEndian.Uint16(r[4:]), TxN: r[6], TxCopies: r[7]}
+		if r[8] != 0 || r[9] != 0 {
+			return Hello{}, ErrHello
+		}
+	}
 	if !h.valid() {
 		return Hello{}, ErrHello
 	}

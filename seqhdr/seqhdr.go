@@ -85,7 +85,7 @@
 //
 //	off len field
 //	14   1  version | type (7 hello, 8 hello-ack)
-//	15   1  flags, must be zero
+//	15   1  flags: 0x01 Report (bytes 50..59 hold a report); others zero
 //	16   8  Epoch  sender's epoch (random per process start, nonzero)
 //	24   8  Echo   the peer epoch the sender knows (0: none yet)
 //	32   4  InitSeq  first sequence number the sender's LG sender uses
@@ -94,10 +94,21 @@
 //	40   1  Lanes   transmit lanes (queues) (≥ 1)
 //	41   1  Protect bit 0: the sender sequences what it sends; bit 1: it
 //	             sequences what it receives; bits 4-5: its receive mode
-//	             (0 lg, 1 lgnb, 2 monitor); other bits zero
+//	             (0 lg, 1 lgnb, 2 monitor); bit 6: FEC; other bits zero
 //	42   2  MTU     largest host frame, bytes (≥ 64)
 //	44   4  Speed   link speed, Mbit/s (the PFC quanta unit, 512 bit times)
 //	48   2  Node    the sender's cell node id (mode cells), 0 otherwise
+//
+// Protect bit 6 (ProtectFEC) says the sequenced frames are FEC's (mode
+// fec): an end that codes and one that retransmits never agree. The
+// report (mode fec: what the peer's link policy needs) follows:
+//
+//	50   4  RxLoss   loss rate of the frames the sender receives, per
+//	             transmission, in 1e-9 (0xFFFFFFFF: not measured yet)
+//	54   2  RxBurst  their mean loss run, 1/256 frames (0: none seen)
+//	56   1  TxN      the sender's data frames per parity frame (0: none)
+//	57   1  TxCopies the sender's transmissions per frame (≥ 1)
+//	58   2  reserved, zero
 //
 // # Sequence numbers
 //

@@ -61,6 +61,41 @@ func TestHelloRoundTrip(t *testing.T) {
 	}
 }
 
+// TestHelloReport: a HELLO with a report (mode fec) round-trips; one
+// without leaves the report bytes zero and parses without it; a report
+// with reserved bytes set, no copies or a rate above 1 is refused.
+func TestHelloReport(t *testing.T) {
+	src, dst := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
+	h := Hello{Epoch: 5, Echo: 6, InitSeq: 7, Window: 1024, Lanes: 1, Protect: ProtectTx | ProtectRx | ProtectFEC, MTU: 1500, Speed: 10000,
+		HasReport: true, Report: Report{RxLoss: 2_999_000, RxBurst: 256, TxN: 14, TxCopies: 3}}
+	b := make([]byte, MinFrameLen)
+	if _, err := PutHello(b, &dst, &src, &h); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ParseHello(b); err != nil || got != h {
+		t.Fatalf("report round trip: %+v %v, want %+v", got, err, h)
+	}
+	b[MACLen+HelloLen+ReportLen-1] = 1
+	if _, err := ParseHello(b); err == nil {
+		t.Error("a report with a reserved byte set was accepted")
+	}
+	plain := h
+	plain.HasReport, plain.Report = false, Report{}
+	if _, err := PutHello(b, &dst, &src, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ParseHello(b); err != nil || got != plain || !bytes.Equal(b[MACLen+HelloLen:], make([]byte, MinFrameLen-MACLen-HelloLen)) {
+		t.Fatalf("HELLO without a report: %+v %v, padding %x", got, err, b[MACLen+HelloLen:])
+	}
+	for _, r := range []Report{{RxLoss: 1e9 + 1, TxCopies: 1}, {RxLoss: RxLossUnknown}} {
+		bad := h
+		bad.Report = r
+		if _, err := PutHello(b, &dst, &src, &bad); err == nil {
+			t.Errorf("PutHello accepted report %+v", r)
+		}
+	}
+}
+
 func TestHeaderRoundTrip(t *testing.T) {
 	for _, h := range sampleHeaders() {
 		var b [32]byte

@@ -22,6 +22,7 @@ import (
 	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // defaultMetricsAddr is where `run` serves its statistics. Loopback is per
@@ -76,8 +77,11 @@ shared UMEM, and moves frames between them with the pipeline of --mode:
             protection on (lg), falls back to lgnb at high loss, and off again
   cells     a node of a cell fabric (Stardust-style): with host ports an edge,
             without one a fabric node; any number of link ports (up to 16)
+  fec       RAIL's coding: after every n data frames a parity frame (their
+            XOR), so the far end rebuilds any one loss per group, or every
+            frame sent k times; n from the measured loss and a target
 
-forward, lg, lgnb and monitor take one host port and one link port. Both switches
+forward, lg, lgnb, monitor and fec take one host port and one link port. Both switches
 of a link must run the same mode. By default each end protects
 both directions (--protect both). In lg, lgnb and monitor the two ends first agree
 through a link session (HELLO/HELLO-ACK on the priority lane): the smaller of
@@ -141,7 +145,29 @@ node's --node-id, and refuses a link whose two ends have the same one. For zero
 loss the detection must beat the reassembly timeout: e.g. --reach-th 3 with
 --reasm-timeout 30ms. --tx-buffer sizes each link's TX buffer (default 512).
 
-Integrity (lg, lgnb, monitor, cells): by default every frame on the link carries a
+FEC (--mode fec, both directions, both ends in mode fec; RAIL, NSDI'17): every
+frame on the link carries the link header's sequence number; after every n data
+frames the sender sends a parity frame, the XOR of the n padded to the longest
+(with their lengths), and closes a group early after --fec-flush (1ms) so
+that the receiver never waits long for it. The receiver rebuilds any single loss
+of a group, drops duplicates, and delivers in order, waiting at most --fec-wait
+(2ms) behind a hole before giving up on it (--fec-immediate: at once, out of
+order). n: --fec-n N fixes it (with --fec-copies K each frame also goes K times;
+--fec-n 0 --fec-copies 3 is pure replication); --fec-loss P has the link policy
+choose for loss P; by default the policy chooses from the loss each receiver
+measures (per transmission, copies corrected for, over --fec-window) and reports
+to its peer in the link session's keepalives: no protection below --fec-target
+(1e-3), XOR parity with RAIL's n (the largest with
+1−(1−p)^(n+1)−(n+1)p(1−p)^n < target) up to 3 %, replication (×3, or
+--fec-copies) up to 10 %; for bursty loss (mean loss run ≥ 1.5) and above 10 %
+the policy chooses lg or exclude, which mode fec can only report (the sender keeps
+what it has; run --mode lg). Until the first report n is chosen for ten times the
+target. Decisions are logged when they change and shown in 'linkfabric stats'
+(fec.policy). A parity frame is 22 bytes longer than its longest frame: the link
+ports need an MTU 26 bytes above the hosts' (22 with --integrity off); run checks
+it ('linkfabric up --mode fec' sets it).
+
+Integrity (lg, lgnb, monitor, cells, fec): by default every frame on the link carries a
 CRC32C trailer (--integrity crc32c); a frame that fails it is dropped and counted
 (corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired like a
 lost one, as a real link's FCS check does. veth and tc netem corrupt frames
@@ -163,8 +189,8 @@ flag wins for the ports it names (--port-rate link0=0 turns a rate off).
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
 does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
-hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity off);
-run checks this at startup.`,
+hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity off;
+26 and 22 in mode fec); run checks this at startup.`,
 		Example: `  linkfabric run --node sw1 --mode lg                 # the pair testbed's sw1 (namespace lfsw1)
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0,link1,link2,link3 --mode cells --node-id 1
   linkfabric run --node sw2 --preset bundle --mode cells --node-id 2 --spray p2c --cell-size 256 --credits=false
@@ -173,7 +199,10 @@ run checks this at startup.`,
   linkfabric run --node sw1 --mode forward --fastpath afxdp   # the AF_XDP path, for comparison
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll
-  linkfabric run --node sw2 --mode forward --port-rate host0=200M --port-buffer host0=128K`,
+  linkfabric run --node sw2 --mode forward --port-rate host0=200M --port-buffer host0=128K
+  linkfabric run --node sw1 --mode fec --fec-target 1e-3      # n from the measured loss
+  linkfabric run --node sw1 --mode fec --fec-n 4 --fec-immediate
+  linkfabric run --node sw1 --mode fec --fec-n 0 --fec-copies 3   # replication ×3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("run"); err != nil {
 				return err
@@ -197,6 +226,9 @@ run checks this at startup.`,
 			}
 			cfg.Mode = dataplane.Mode(mode)
 			cfg.Netns = ns
+			if err := fecFlags(cmd, &cfg); err != nil {
+				return err
+			}
 			cfg.Cells.NoCredits, cfg.Cells.NoPacking = !credits, !packing
 			cfg.Logger = log
 			if cfg.LG.Integrity, err = linkcrc.ParseMode(integrity); err != nil {
@@ -242,7 +274,7 @@ run checks this at startup.`,
 	f.StringVar(&preset, "preset", "pair", "with --node: the testbed's topology preset")
 	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (the namespace is prefix + node)")
-	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (sequenced, unprotected: measures loss) or cells (a cell fabric's edge or fabric node)")
+	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (sequenced, unprotected: measures loss), cells (a cell fabric's edge or fabric node) or fec (RAIL's XOR parity or replication)")
 	f.StringVar(&cfg.Cells.Spray, "spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
 	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1484 at MTU 1516)")
 	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
@@ -274,6 +306,14 @@ run checks this at startup.`,
 	f.IntVar(&cfg.LG.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when host frames are dropped after --session-wait, keep the newest N of each class (default 16; -1 keeps none): after a link flap they are the hosts' latest TCP retransmissions, which restart TCP at once")
 	f.DurationVar(&cfg.LG.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long frames kept by --session-keep may wait for the link session (default 5s)")
 	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor/cells: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost) or off (the NICs check the FCS); must be the same on both ends")
+	f.IntVar(&cfg.FEC.N, "fec-n", 0, "fec: fix n, the data frames per parity frame (0: no parity; with --fec-copies, replication only); default: chosen by the link policy")
+	f.Float64Var(&cfg.FEC.Target, "fec-target", 1e-3, "fec: residual loss the hosts may see; the link policy chooses n (or replication) for it from the measured loss")
+	f.Float64Var(&cfg.FEC.Loss, "fec-loss", 0, "fec: take the link's loss rate as given: the policy chooses once for it (default: measured)")
+	f.IntVar(&cfg.FEC.Copies, "fec-copies", 0, "fec: transmissions per frame: with --fec-n fixed (default 1); otherwise when the policy replicates (default 3, RAIL's)")
+	f.DurationVar(&cfg.FEC.Wait, "fec-wait", 0, "fec: longest a hole holds back the frames behind it before the receiver gives up on it (default 2ms; must exceed --fec-flush plus the link's delay)")
+	f.DurationVar(&cfg.FEC.Flush, "fec-flush", 0, "fec: longest a group stays open before its parity is sent (default 1ms; shorter sends more partial groups at low rates)")
+	f.BoolVar(&cfg.FEC.Immediate, "fec-immediate", false, "fec: deliver frames as they arrive or are rebuilt, out of order (default: in order, waiting up to --fec-wait)")
+	f.DurationVar(&cfg.FEC.Window, "fec-window", 0, "fec: the loss monitor's moving window (default 2s; the rate counts from 10^4 frames in it)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
@@ -287,6 +327,28 @@ run checks this at startup.`,
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
 	return cmd
+}
+
+// fecFlags checks the --fec-* flags against --mode: they belong to mode fec,
+// --fec-n fixes n where --fec-target and --fec-loss have the policy choose.
+func fecFlags(cmd *cobra.Command, cfg *dataplane.Config) error {
+	var given []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "fec-") {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	if cfg.Mode != dataplane.ModeFEC {
+		if len(given) > 0 {
+			return fmt.Errorf("%s: only mode fec has these; add --mode fec or leave them out", strings.Join(given, ", "))
+		}
+		return nil
+	}
+	cfg.FEC.Fixed = cmd.Flags().Changed("fec-n")
+	if cfg.FEC.Fixed && cmd.Flags().Changed("fec-target") {
+		return errors.New("--fec-n fixes n; --fec-target has the link policy choose it from the measured loss: give one of them")
+	}
+	return nil
 }
 
 // nodePorts fills the namespace, ports and port rates of run from --node and
@@ -546,6 +608,10 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 	if s := d.CellStats(); s != nil {
 		doc["cells"] = cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}
 	}
+	if s := d.FECStats(); s != nil {
+		doc["fec"] = fecDoc{FECSnapshot: s.Snapshot(), Session: s.Session.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(),
+			NoRoom: s.Integrity.NoRoom.Load(), PFCRx: s.PFCRx.Load()}
+	}
 	for i := range d.Ports().N() {
 		p := d.Port(i)
 		pd := map[string]any{"xdp_mode": p.Program().Mode().String()}
@@ -574,6 +640,15 @@ type cellsDoc struct {
 	dataplane.CellsSnapshot
 	Corrupt uint64 `json:"corrupt_frames"`
 	NoRoom  uint64 `json:"integrity_no_room"`
+}
+
+// fecDoc is mode fec's part of /stats.json.
+type fecDoc struct {
+	dataplane.FECSnapshot
+	Session dataplane.SessionSnapshot `json:"session"`
+	Corrupt uint64                    `json:"corrupt_frames"`
+	NoRoom  uint64                    `json:"integrity_no_room"`
+	PFCRx   uint64                    `json:"pfc_rx"`
 }
 
 // lgDoc is the LinkGuardian part of /stats.json.
