@@ -245,6 +245,16 @@ func TestFECHostileFrames(t *testing.T) {
 	unknown := linkFrame(15, 80)
 	copy(unknown[6:], src)
 	const n = 40
+	// away spreads groups over the half of the sequence space opposite
+	// sw2's window (a parity inside it could rebuild a frame: a peer's
+	// right, forged or not).
+	agreed := sw2.d.FECStats().Session.Snapshot().Agreed
+	if agreed == nil {
+		t.Fatal("sw2's session has no agreement")
+	}
+	away := func(i int) seqhdr.Seq {
+		return (seqhdr.Seq(agreed.RxSeq) + seqhdr.Half/2 + seqhdr.Seq(i*3271)%(seqhdr.Half/2)) & (seqhdr.Space - 1)
+	}
 	kinds := []struct {
 		name   string
 		frame  func(i int) []byte
@@ -254,7 +264,7 @@ func TestFECHostileFrames(t *testing.T) {
 		{"parity of no frames", func(int) []byte { return fecParity(src, 0, 0, 0, 60) }, true},
 		{"parity reserved byte", func(int) []byte { return fecParity(src, 0, 4, 1, 60) }, true},
 		{"parity payload below an Ethernet header", func(int) []byte { return fecParity(src, 0, 4, 0, 10) }, true},
-		{"parity anywhere", func(i int) []byte { return fecParity(src, seqhdr.Seq(i*3271)&(seqhdr.Space-1), 1+i%200, 0, 200) }, true},
+		{"parity anywhere", func(i int) []byte { return fecParity(src, away(i), 1+i%200, 0, 200) }, true},
 		{"data with an ACK", func(int) []byte { return dataWith(seqhdr.FlagHasAck, 100) }, true},
 		{"data too short", func(int) []byte { return dataWith(0, seqhdr.DataOffset-2) }, true},
 		{"unknown type", func(int) []byte { return unknown }, true},

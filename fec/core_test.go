@@ -381,3 +381,41 @@ func TestParityHeader(t *testing.T) {
 		t.Error("count 0 encoded")
 	}
 }
+
+// A data frame numbered far from the window (forged, or misnumbered) moves
+// nothing, so the real sender is not stranded behind the window; jumpAfter
+// frames in a row from a new place (a sender that got far ahead during an
+// outage) move the window there.
+func TestDistantFramesJumpOnlyTogether(t *testing.T) {
+	p := newPair(t, SenderConfig{N: 4}, ReceiverConfig{})
+	lens := map[int]int{}
+	from := func(s *Sender, k int) {
+		old := p.s
+		p.s = s
+		for range k {
+			lens[p.sentID] = 100
+			p.send(0, 100)
+		}
+		p.s = old
+		p.deliver(0)
+	}
+	other := func(at seqhdr.Seq) *Sender {
+		s, err := NewSender(SenderConfig{N: 4, BufLen: tBuf - tHead, InitSeq: at}, p.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	from(p.s, 8)
+	from(other(seqhdr.Half/2), 1) // forged, far ahead
+	from(other(seqhdr.Space-5000), 1) // forged, far behind
+	from(p.s, 8)
+	if got := p.ids(lens); len(got) != 16 || p.r.Stats.Jumps != 0 {
+		t.Fatalf("after two forged frames: delivered %v (want the real sender's 16), %d jumps", got, p.r.Stats.Jumps)
+	}
+	p.got = nil
+	from(other(seqhdr.Half/3), jumpAfter+4) // the sender, far ahead after an outage
+	if got := p.ids(lens); len(got) != 5 || got[0] != 18+jumpAfter-1 || p.r.Stats.Jumps != 1 {
+		t.Fatalf("after %d frames from a new place: delivered %v (want the last 5, from id %d), %d jumps", jumpAfter+4, got, 18+jumpAfter-1, p.r.Stats.Jumps)
+	}
+}

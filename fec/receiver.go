@@ -74,8 +74,9 @@ type ReceiverStats struct {
 	Late        uint64 `json:"late"`         // frames recovered after their hole was skipped, delivered late
 	Dup         uint64 `json:"dup"`          // duplicate data frames (replication copies), dropped
 	Old         uint64 `json:"old"`          // data frames behind the window, dropped
-	Far         uint64 `json:"far"`          // data or parity frames too far ahead to order (half the sequence space), dropped
-	Forced      uint64 `json:"forced"`       // numbers pushed out of the window by a frame far ahead
+	Far         uint64 `json:"far"`          // data or parity frames more than a window beyond the window, dropped (unless they move it: Jumps)
+	Forced      uint64 `json:"forced"`       // numbers pushed out of the window by a frame ahead of it
+	Jumps       uint64 `json:"jumps"`        // window moved to where jumpAfter data frames in a row, a window or more away from it, were
 	Parity      uint64 `json:"parity"`       // parity frames received
 	ParityIdle  uint64 `json:"parity_idle"`  // parity frames with nothing missing
 	ParityShort uint64 `json:"parity_short"` // parity frames with two or more missing: unrecoverable groups
@@ -127,7 +128,18 @@ type Receiver struct {
 	// past the highest number seen; resolved: numbers below it belong to
 	// groups whose parity has been processed. base ≤ next ≤ high.
 	base, next, high, resolved seqhdr.Seq
+	// jump and jumpN: the last of jumpN data frames in a row, each a
+	// little after the one before, a window or more away from this one.
+	jump  seqhdr.Seq
+	jumpN int
 }
+
+// jumpAfter is how many data frames in a row, each a little after the one
+// before and a window or more away from the window, move the window to
+// them: the sender is there (after an outage of more than a window, or a
+// restart the session missed). One frame alone (a forged or misnumbered
+// one) moves nothing, so it cannot strand the real sender behind the window.
+const jumpAfter = 8
 
 // NewReceiver returns a Receiver over mem.
 func NewReceiver(cfg ReceiverConfig, mem Memory) (*Receiver, error) {
@@ -217,6 +229,19 @@ func (r *Receiver) onData(now int64, f Frame, b []byte) {
 	}
 	r.Stats.Frames++
 	q := h.Seq
+	if r.distant(q, 1) {
+		if !r.jumpTo(q) {
+			if seqhdr.Less(q, r.base) {
+				r.Stats.Old++
+			} else {
+				r.Stats.Far++
+			}
+			r.Out.Free = append(r.Out.Free, f)
+			return
+		}
+	} else {
+		r.jumpN = 0
+	}
 	if seqhdr.Less(q, r.base) {
 		r.Stats.Old++
 		r.Out.Free = append(r.Out.Free, f)
@@ -430,7 +455,33 @@ func (r *Receiver) recover(now int64, f Frame, p *Parity, m, end seqhdr.Seq) {
 // numbers: no link loses half the sequence space in a row.
 func (r *Receiver) far(first seqhdr.Seq, n int) bool {
 	d := seqhdr.Diff(first, r.base)
-	return d < 0 || d+n > seqhdr.Half-2*len(r.slots)
+	return d < 0 || d+n > 2*len(r.slots)
+}
+
+// distant reports whether [first, first+n) lies a window or more behind
+// the window, or beyond the window after this one.
+func (r *Receiver) distant(first seqhdr.Seq, n int) bool {
+	d := seqhdr.Diff(first, r.base)
+	return d < -len(r.slots) || d+n > 2*len(r.slots)
+}
+
+// jumpTo counts q toward a jump and, at jumpAfter, empties the window (in
+// order, what was received is delivered first) and restarts it at q.
+func (r *Receiver) jumpTo(q seqhdr.Seq) bool {
+	if d := seqhdr.Diff(q, r.jump); r.jumpN > 0 && d > 0 && d <= len(r.slots) {
+		r.jumpN++
+	} else {
+		r.jumpN = 1
+	}
+	r.jump = q
+	if r.jumpN < jumpAfter {
+		return false
+	}
+	r.jumpN = 0
+	r.Stats.Jumps++
+	r.force(r.high)
+	r.base, r.next, r.high, r.resolved = q, q, q, q
+	return true
 }
 
 func b2i(b bool) int {
