@@ -64,6 +64,11 @@ type CellsConfig struct {
 	HostRate uint64
 	// Seed seeds the spraying (0: the node id).
 	Seed uint64
+	// PreCredit is a standing pre-credit (cellify.CreditClientConfig.Lead):
+	// the bytes each VOQ may send ahead of its grant, so the first packets
+	// after an idle spell do not wait a credit round trip. 0: the default
+	// (DefaultCellPreCredit); negative: none.
+	PreCredit int
 }
 
 // Cells defaults.
@@ -77,6 +82,9 @@ const (
 	defaultReasmTimeout  = 30 * time.Millisecond
 	defaultReasmWindow   = 4095 // 4096 slots
 	defaultCellHostRate  = 10_000_000_000
+	// DefaultCellPreCredit is the standing pre-credit of a VOQ: two
+	// full-size frames' records.
+	DefaultCellPreCredit = 4096
 	// MinCellSize is the least --cell-size: a cell carries at least as
 	// much payload as its own header.
 	MinCellSize = cellify.CellHeaderLen
@@ -125,6 +133,9 @@ func (c *CellsConfig) defaults(edge bool) error {
 	}
 	if c.HostRate == 0 {
 		c.HostRate = defaultCellHostRate
+	}
+	if c.PreCredit == 0 {
+		c.PreCredit = DefaultCellPreCredit
 	}
 	return nil
 }

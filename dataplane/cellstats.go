@@ -25,6 +25,8 @@ type CellsSnapshot struct {
 	CellSize int    `json:"cell_size"`
 	Credits  bool   `json:"credits"`
 	Packing  bool   `json:"packing"`
+	// PreCredit is each VOQ's standing pre-credit in bytes (with credits).
+	PreCredit int `json:"pre_credit_bytes"`
 
 	Links []CellLinkSnapshot `json:"links"`
 	Hosts []CellHostSnapshot `json:"hosts,omitempty"`
@@ -112,6 +114,9 @@ func newCellStats(d *Dataplane) *CellStats {
 	c.NodeID, c.Spray, c.CellSize, c.Role = cc.NodeID, cc.Spray, cc.CellSize, "fabric"
 	if len(ps.Hosts) > 0 {
 		c.Role, c.Credits, c.Packing = "edge", !cc.NoCredits, !cc.NoPacking
+		if c.Credits {
+			c.PreCredit = max(cc.PreCredit, 0)
+		}
 	}
 	names := d.cfg.portNames()
 	c.Links = make([]CellLinkSnapshot, len(ps.Links))
