@@ -29,7 +29,7 @@ type CellsPackConfig struct {
 	// CPUDuration how long it runs per arm.
 	CPURate     int           `json:"cpu_rate"`
 	CPUDuration time.Duration `json:"cpu_duration_ns"`
-	RunArgs     []string      `json:"run_args,omitempty"` // more `linkfabric run` arguments for every arm
+	RunArgs     []string      `json:"run_args,omitempty"` // more `linkfabric run` arguments for the cells arms
 }
 
 // Normalize fills defaults and checks the configuration.
@@ -238,11 +238,10 @@ func cpuList(m map[string]float64) string {
 // startPackArm starts the dataplanes of arm a and returns the cell size
 // in force (0 for forward).
 func (b *CellsBed) startPackArm(ctx context.Context, a packArm, extra []string) (int, error) {
-	r := BedRun{Mode: ModeCells, Args: extra}
 	if a.name == PackForward {
-		r.Mode = "forward"
-		return 0, b.Start(ctx, r)
+		return 0, b.Start(ctx, BedRun{Mode: "forward"})
 	}
+	r := BedRun{Mode: ModeCells, Args: extra}
 	if a.cellSize > 0 {
 		r.Args = append([]string{"--cell-size", strconv.Itoa(a.cellSize)}, r.Args...)
 	}
