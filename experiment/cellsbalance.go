@@ -66,7 +66,19 @@ type loadSample struct {
 // iperfLoad runs iperf3 with flows TCP streams from h1 to h2 for d plus
 // 1.5 s (its first second omitted) and counts sw1's link ports from 1.2 s
 // after the start for d.
+// On a loaded machine iperf3's server may not listen yet when the client
+// connects: a refused connection is tried again (3 times in all).
 func (b *CellsBed) iperfLoad(ctx context.Context, flows int, d time.Duration, cc string) (loadSample, error) {
+	for try := 1; ; try++ {
+		s, err := b.iperfLoadOnce(ctx, flows, d, cc)
+		if err == nil || try == 3 || ctx.Err() != nil || !strings.Contains(err.Error(), "unable to connect") {
+			return s, err
+		}
+		b.env.progress("cells: iperf3 could not connect (%v); again", err)
+	}
+}
+
+func (b *CellsBed) iperfLoadOnce(ctx context.Context, flows int, d time.Duration, cc string) (loadSample, error) {
 	sw := b.Switches[0]
 	ns, links := b.TB.NS(sw), b.LinkPorts(sw)
 	type res struct {
