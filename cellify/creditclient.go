@@ -7,6 +7,15 @@ type CreditClientConfig struct {
 	// PreCredit is the grant total both ends assume at session start (the
 	// scheduler's SchedConfig.PreCredit): bytes sent without asking.
 	PreCredit uint64
+	// Lead is a standing pre-credit: the VOQ may send up to Lead bytes
+	// beyond its grant at any time, so the first bytes of a burst after an
+	// idle spell go without waiting for a grant (Stardust's low-latency
+	// VOQ, §5.6). They are still requested and granted, late: the lead
+	// stands again once the grants catch up with what was sent. Unlike
+	// PreCredit, which is spent once per session, it returns after every
+	// idle spell; the scheduler need not know it. Under incast each source
+	// may put Lead bytes unscheduled toward the port.
+	Lead uint64
 	// Quantum: new backlog is announced at once when the scheduler's known
 	// demand is less than Quantum ahead of the grant, else once Quantum
 	// bytes more have been enqueued (bounds requests to about one per
@@ -72,13 +81,14 @@ func (c *CreditClient) Enqueue(bytes int) {
 	}
 }
 
-// Allowed returns the bytes the grant lets the VOQ send now (granted −
-// sent; the caller sends at most what it holds).
+// Allowed returns the bytes the grant lets the VOQ send now (granted +
+// Lead − sent; the caller sends at most what it holds).
 func (c *CreditClient) Allowed() uint64 {
-	if c.granted <= c.sent {
+	lim := c.granted + c.cfg.Lead
+	if lim <= c.sent {
 		return 0
 	}
-	return c.granted - c.sent
+	return lim - c.sent
 }
 
 // OnSent records bytes sent (or dropped) against the grant.

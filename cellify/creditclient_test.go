@@ -29,6 +29,42 @@ func TestCreditClientPreCredit(t *testing.T) {
 	}
 }
 
+// The lead lets a VOQ send that far beyond its grant at any time: the
+// bytes are still requested, and the lead stands again once the grant
+// catches up with what was sent.
+func TestCreditClientLead(t *testing.T) {
+	cfg := CreditClientConfig{Lead: 2000, Quantum: 16000, Refresh: 100 * credUs}
+	c := NewCreditClient(cfg)
+	c.Enqueue(1500)
+	if c.Allowed() != 2000 {
+		t.Fatalf("allowed %d before any grant, want the lead 2000", c.Allowed())
+	}
+	if send, total, _ := c.Poll(0); !send || total != 1500 {
+		t.Fatalf("bytes beyond the grant: send %v total %d, want a request for 1500 (the lead is not a grant)", send, total)
+	}
+	c.OnSent(1500)
+	c.Enqueue(1500)
+	if send, total, _ := c.Poll(1); !send || total != 3000 {
+		t.Fatalf("more backlog: send %v total %d, want a request for 3000", send, total)
+	}
+	if c.Allowed() != 500 {
+		t.Fatalf("allowed %d with 1500 sent ahead, want 500", c.Allowed())
+	}
+	c.OnSent(500)
+	if c.Allowed() != 0 {
+		t.Fatalf("allowed %d with the lead used, want 0", c.Allowed())
+	}
+	c.Grant(1500)
+	if c.Allowed() != 1500 {
+		t.Fatalf("allowed %d after a grant of 1500 (2000 sent), want 1500", c.Allowed())
+	}
+	c.OnSent(1000) // the backlog is sent: 3000
+	c.Grant(3000)
+	if c.Allowed() != 2000 {
+		t.Fatalf("allowed %d once the grant caught up, want the lead 2000 again", c.Allowed())
+	}
+}
+
 // New backlog is announced at once while the scheduler's known demand is
 // close to the grant, else once per Quantum; a grant catching up with the
 // announced demand triggers the announcement of the rest.

@@ -160,7 +160,11 @@ func (n *Node) enqueued(q *nodeVOQ, b []byte) {
 	}
 	q.cc.Enqueue(RecordHeaderLen + 1 + len(b))
 	n.serve(q)
-	n.request(q)
+	// The request is due now and goes at the next Poll: one per VOQ per
+	// batch of host frames, not one per frame (the dataplane polls after
+	// every batch).
+	q.due = min(q.due, n.now)
+	n.ccDue = min(n.ccDue, n.now)
 }
 
 // serve cuts what q may send (its grant; everything if push) into cells

@@ -77,6 +77,11 @@ type CellsConfig struct {
 	// Tests: the reassembly window (cells per stream) and the VOQ ring
 	// bytes (0: the defaults; small ones keep a fuzzer's memory small).
 	reasmWindow, voqBytes int
+	// PreCredit is a standing pre-credit (cellify.CreditClientConfig.Lead):
+	// the bytes each VOQ may send ahead of its grant, so the first packets
+	// after an idle spell do not wait a credit round trip. 0: the default
+	// (DefaultCellPreCredit); negative: none.
+	PreCredit int
 }
 
 // Cells defaults.
@@ -95,6 +100,9 @@ const (
 	// above the retransmission delays of a loaded machine (p99 ≈ 7 ms
 	// under TCP, defaultTxBuffer) spread over the bundle's links.
 	defaultCellTxBuffer = 512
+	// DefaultCellPreCredit is the standing pre-credit of a VOQ: two
+	// full-size frames' records.
+	DefaultCellPreCredit = 4096
 	// MinCellSize is the least --cell-size: a cell carries at least as
 	// much payload as its own header.
 	MinCellSize = cellify.CellHeaderLen
@@ -142,6 +150,9 @@ func (c *CellsConfig) defaults(edge bool) error {
 	}
 	if c.HostRate == 0 {
 		c.HostRate = defaultCellHostRate
+	}
+	if c.PreCredit == 0 {
+		c.PreCredit = DefaultCellPreCredit
 	}
 	return nil
 }

@@ -136,6 +136,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Sched.CreditSize, nc.Sched.MaxBurst = cellCredit, 8
 	nc.Sched.StopAbove = 4 * cellCredit
 	nc.Client.Quantum = cellCredit
+	nc.Client.Lead = uint64(max(cc.PreCredit, 0))
 	for k, port := range ps.Hosts {
 		pl.avgLen[k] = 1514
 		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {

@@ -30,6 +30,8 @@ type CellsSnapshot struct {
 	// UMEM frame to be copied into (lost).
 	LinkMode  string `json:"link_mode"`
 	CopyFails uint64 `json:"copy_fails,omitempty"`
+	// PreCredit is each VOQ's standing pre-credit in bytes (with credits).
+	PreCredit int `json:"pre_credit_bytes"`
 
 	Links []CellLinkSnapshot `json:"links"`
 	Hosts []CellHostSnapshot `json:"hosts,omitempty"`
@@ -127,6 +129,9 @@ func newCellStats(d *Dataplane) *CellStats {
 	c.NodeID, c.Spray, c.CellSize, c.Role, c.LinkMode = cc.NodeID, cc.Spray, cc.CellSize, "fabric", cc.LinkMode
 	if len(ps.Hosts) > 0 {
 		c.Role, c.Credits, c.Packing = "edge", !cc.NoCredits, !cc.NoPacking
+		if c.Credits {
+			c.PreCredit = max(cc.PreCredit, 0)
+		}
 	}
 	names := d.cfg.portNames()
 	c.Links = make([]CellLinkSnapshot, len(ps.Links))

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -290,4 +291,46 @@ func (e *Env) Up(fw string, mtu int) (*netns.Testbed, error) {
 		return nil, err
 	}
 	return netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: fw, MTU: mtu})
+}
+
+// CPUTime returns the CPU time each dataplane has used so far (user +
+// system of all its threads, from /proc/PID/stat), by switch.
+func (d *Dataplanes) CPUTime() (map[string]time.Duration, error) {
+	m := map[string]time.Duration{}
+	for _, p := range d.procs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			return nil, fmt.Errorf("CPU time of the dataplane on %s: %w", p.name, err)
+		}
+		t, err := ParseProcStatCPU(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("CPU time of the dataplane on %s: %w", p.name, err)
+		}
+		m[p.name] = t
+	}
+	return m, nil
+}
+
+// userHZ is the unit of the times in /proc/PID/stat (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+// ParseProcStatCPU returns utime + stime of a /proc/PID/stat line.
+func ParseProcStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/PID/stat: %.40q", stat)
+	}
+	f := strings.Fields(stat[i+1:]) // from field 3 (state) on
+	if len(f) < 13 {
+		return 0, fmt.Errorf("malformed /proc/PID/stat: %d fields after the name", len(f))
+	}
+	var ticks uint64
+	for _, s := range f[11:13] { // fields 14 and 15: utime, stime
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed /proc/PID/stat: %q", s)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }

@@ -407,7 +407,7 @@ func TestDistantFramesJumpOnlyTogether(t *testing.T) {
 		return s
 	}
 	from(p.s, 8)
-	from(other(seqhdr.Half/2), 1) // forged, far ahead
+	from(other(seqhdr.Half/2), 1)     // forged, far ahead
 	from(other(seqhdr.Space-5000), 1) // forged, far behind
 	from(p.s, 8)
 	if got := p.ids(lens); len(got) != 16 || p.r.Stats.Jumps != 0 {

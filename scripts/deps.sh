@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(clang llvm bpftool libbpf-dev linux-libc-dev iproute2 ethtool iputils-ping
-      iperf3 iperf sockperf tcpdump tshark libpcap-dev iptables)
+      iperf3 iperf sockperf tcpdump tshark libpcap-dev iptables netsniff-ng)
 
 missing=()
 for p in "${PKGS[@]}"; do

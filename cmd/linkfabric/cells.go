@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,19 +22,31 @@ func cellsCmd() *cobra.Command {
 fabric of edge and fabric nodes that packs host frames into cells, sprays them
 over every usable link and schedules them with credits from the egress port.
 
-  sim       the simulated fabric (package simfab): the design study's scenarios on a
-            virtual clock, deterministic for a seed, no root needed
-  incast    two sources into one port on fabric3 (Stardust §5.4), credits on and off
-  pushpull  a congested port beside an uncongested one on fabric3 (Stardust §5.2)
-  failover  a bundle link cut under UDP load, cells over lg vs bare (veth, root)
-  gray      bursty loss on bundle links: UDP loss and TCP goodput over lg (veth, root)`,
+  sim        the simulated fabric (package simfab): the design study's scenarios
+             on a virtual clock, deterministic for a seed, no root needed
+  pack       packing on the bundle: link frames and bytes per packet, packets/s,
+             CPU per frame of cells against forward (trafgen frames)
+  balance    bytes per link of the bundle, perm against p2c and hash
+  elephants  4 TCP flows over 4 rate-limited links: spraying against hashing
+  latency    143-byte flows' completion times through cells (pre-credit on,
+             off) against forward
+  failover   a bundle link cut under UDP load, cells over lg against bare cells
+  gray       bursty loss on bundle links: UDP loss and TCP goodput over lg
+  incast     two sources into one port on fabric3 (Stardust §5.4), credits on
+             and off
+  pushpull   a congested port beside an uncongested one on fabric3 (Stardust §5.2)
+
+The experiments build their own testbed (bundle: h1 — sw1 ═4 links═ sw2 — h2;
+fabric3) under --prefix, start 'linkfabric run' on every switch for each arm, and
+remove it all at the end (also on Ctrl-C). They need root.`,
 		Example: `  linkfabric cells sim --scenario incast
-  linkfabric cells incast --runs 3
-  linkfabric cells pushpull --runs 3
-  linkfabric cells failover --runs 3
-  linkfabric cells gray --runs 3`,
+  sudo linkfabric cells pack
+  sudo linkfabric cells elephants --link-rate 200M
+  sudo linkfabric cells failover --runs 3
+  sudo linkfabric cells incast --runs 3`,
 	}
-	cmd.AddCommand(cellsSimCmd(), cellsFailoverCmd(), cellsGrayCmd())
+	cmd.AddCommand(cellsSimCmd(), cellsPackCmd(), cellsBalanceCmd(), cellsElephantsCmd(), cellsLatencyCmd(),
+		cellsFailoverCmd(), cellsGrayCmd())
 	cellsAddFabricCmds(cmd)
 	return cmd
 }
@@ -272,5 +285,282 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 	f.StringVar(&runArgs, "run-args", "", "more arguments for every 'linkfabric run'")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	out.flags(f, "pushpull")
+	return cmd
+}
+
+// cellsBundleFlags are the flags every cells experiment on the bundle
+// takes.
+type cellsBundleFlags struct {
+	prefix, out, runArgs string
+	asJSON               bool
+}
+
+func (f *cellsBundleFlags) add(cmd *cobra.Command, prefix, out string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.prefix, "prefix", prefix, "testbed prefix (namespaces PREFIXh1, PREFIXsw1, ...)")
+	fl.StringVar(&f.out, "out", out, "write JSON and CSV here ('' to skip)")
+	fl.StringVar(&f.runArgs, "run-args", "", `more 'linkfabric run' arguments for the cells arms, e.g. "--reach-th 200"`)
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of the table")
+}
+
+// cellsResult is what a cells experiment returns.
+type cellsResult interface {
+	Text() string
+	WriteFiles(dir string) ([]string, error)
+}
+
+// finish writes the files and prints the result.
+func (f *cellsBundleFlags) finish(res cellsResult) error {
+	var files []string
+	if f.out != "" {
+		var err error
+		if files, err = res.WriteFiles(f.out); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		return printJSON(res)
+	}
+	fmt.Print(res.Text())
+	if len(files) > 0 {
+		fmt.Printf("\nwritten: %s\n", strings.Join(files, " "))
+	}
+	return nil
+}
+
+func (f *cellsBundleFlags) env() *experiment.Env {
+	return &experiment.Env{Prefix: f.prefix, Log: log}
+}
+
+func cellsPackCmd() *cobra.Command {
+	var (
+		cfg              experiment.CellsPackConfig
+		sizes, cellSizes string
+		fl               cellsBundleFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "pack",
+		Short: "Packing on the bundle: link frames and bytes per packet, packets/s, CPU per frame against forward",
+		Long: `pack builds the bundle testbed (h1 — sw1 ═4 links═ sw2 — h2) and measures what
+packing small packets into cells buys (Stardust Fig. 8 in software terms).
+
+For each arm (forward over link0; cells packed and unpacked at each --cell-sizes)
+and each packet size, trafgen (netsniff-ng, outside the project, one CPU) sends
+frames from h1 to h2 as fast as it can for --duration. The table gives per packet
+delivered to h2 the frames and bytes sw1's link ports sent (the interfaces' own
+counters; frames without preamble and FCS), beside what the header sizes say they
+should be, and the packets/s offered (h1) and delivered (h2). Packet sizes are
+Ethernet frames with FCS (64 = the minimum frame): trafgen sends each 4 bytes
+shorter, since veth has no FCS.
+
+Then the CPU comparison: 60-byte frames at trafgen -b --cpu-rate (trafgen delivers
+about half of it here), a rate both arms carry, for --cpu-duration through forward
+and through cells (packing, MTU cells): the CPU time both switches' dataplanes used
+(utime + stime from /proc/PID/stat) per frame h2 received. Target: cells ≤ 0.6× of
+forward. And at saturation (the smallest packet size), cells should carry at least
+forward's packets/s.
+
+Writes pack.json (figures in "summary") and pack.csv to --out. Needs trafgen:
+scripts/deps.sh installs it (Debian package netsniff-ng).`,
+		Example: `  sudo linkfabric cells pack
+  sudo linkfabric cells pack --sizes 64,1500 --cell-sizes 0 --duration 1s
+  sudo linkfabric cells pack --cpu-rate 400000 --cpu-duration 10s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells pack"); err != nil {
+				return err
+			}
+			var err error
+			if cfg.PacketSizes, err = parseInts(sizes); err != nil {
+				return fmt.Errorf("--sizes: %w", err)
+			}
+			if cfg.CellSizes, err = parseCellSizes(cellSizes); err != nil {
+				return err
+			}
+			cfg.RunArgs = strings.Fields(fl.runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			res, err := fl.env().CellsPack(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return fl.finish(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sizes, "sizes", "64,128,256,512,1024,1500", "packet sizes, Ethernet frames with FCS, comma-separated")
+	f.StringVar(&cellSizes, "cell-sizes", "256,512,mtu", "cell payload sizes, comma-separated; mtu: the largest the link MTU takes")
+	f.DurationVar(&cfg.Duration, "duration", 2*time.Second, "how long each packet size is offered at saturation")
+	f.IntVar(&cfg.CPURate, "cpu-rate", 200_000, "trafgen -b setting (frames/s) for the CPU comparison: a rate both arms carry")
+	f.DurationVar(&cfg.CPUDuration, "cpu-duration", 5*time.Second, "how long each arm of the CPU comparison runs")
+	fl.add(cmd, "lfcpack", "out/cells-pack")
+	return cmd
+}
+
+// parseCellSizes parses --cell-sizes: numbers, or mtu (0).
+func parseCellSizes(s string) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		if strings.EqualFold(p, "mtu") {
+			out = append(out, 0)
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--cell-sizes: %q: want a positive number of bytes or mtu", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func cellsBalanceCmd() *cobra.Command {
+	var (
+		cfg    experiment.CellsBalanceConfig
+		sprays string
+		fl     cellsBundleFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "balance",
+		Short: "Bytes per link of the bundle under TCP, per spraying mode (perm, p2c, hash)",
+		Long: `balance builds the bundle testbed and, for each spraying mode (--spray of
+'linkfabric run'), runs iperf3 with --flows TCP streams from h1 to h2 and counts the
+bytes each of sw1's four link ports sent over --duration, from the interfaces' own
+counters. It reports bytes per link and their largest over their mean (Stardust
+§5.3: perm, a random permutation reshuffled every few rounds, should be within
+1.02; hash puts each flow on one link).
+
+Writes balance.json (figures in "summary") and balance.csv to --out.`,
+		Example: `  sudo linkfabric cells balance
+  sudo linkfabric cells balance --sprays perm --duration 10s --flows 16`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells balance"); err != nil {
+				return err
+			}
+			cfg.Sprays = splitList(sprays)
+			cfg.RunArgs = strings.Fields(fl.runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			res, err := fl.env().CellsBalance(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return fl.finish(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sprays, "sprays", "perm,p2c,hash", "spraying modes, comma-separated: perm, p2c, hash")
+	f.IntVar(&cfg.Flows, "flows", 8, "TCP streams (iperf3 -P)")
+	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "counted window per spraying mode (iperf3 runs 1.5 s longer)")
+	f.StringVar(&cfg.CC, "cc", "cubic", "TCP congestion control")
+	fl.add(cmd, "lfcbal", "out/cells-balance")
+	return cmd
+}
+
+func cellsElephantsCmd() *cobra.Command {
+	var (
+		cfg              experiment.CellsElephantsConfig
+		sprays, linkRate string
+		fl               cellsBundleFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "elephants",
+		Short: "4 TCP flows over 4 rate-limited links: spraying (perm) against flow hashing",
+		Long: `elephants builds the bundle testbed with every link port of both switches at
+--link-rate (the dataplane's port rate: veth has no speed), so the links are the
+bottleneck, and for each spraying mode runs --trials iperf3 runs of --flows TCP
+streams from h1 to h2 (new source ports each run). It reports what each link
+carried as a share of its rate (sw1's interface counters, each frame counted with
+24 bytes of preamble, FCS and gap, as the port rate counts it), their aggregate
+over the sum of the link rates, iperf3's goodput over the same, and the links the
+flows used. Targets: perm ≥ 0.9 of the sum of the link rates; hash near the
+expected links·(1−(1−1/links)^flows) links used (2.73 of 4 for 4 flows).
+
+Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
+		Example: `  sudo linkfabric cells elephants
+  sudo linkfabric cells elephants --link-rate 100M --trials 10 --sprays hash`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells elephants"); err != nil {
+				return err
+			}
+			r, err := netns.ParseBitRate(linkRate)
+			if err != nil || r == 0 {
+				return fmt.Errorf("--link-rate %q: want a rate such as 200M or 1G (bit/s)", linkRate)
+			}
+			cfg.LinkRate = r
+			cfg.Sprays = splitList(sprays)
+			cfg.RunArgs = strings.Fields(fl.runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			res, err := fl.env().CellsElephants(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return fl.finish(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sprays, "sprays", "perm,hash", "spraying modes, comma-separated: perm, p2c, hash")
+	f.StringVar(&linkRate, "link-rate", "200M", "line rate of every link port (bit/s)")
+	f.IntVar(&cfg.Flows, "flows", 4, "TCP streams (iperf3 -P)")
+	f.IntVar(&cfg.Trials, "trials", 6, "iperf3 runs per spraying mode")
+	f.DurationVar(&cfg.Duration, "duration", 4*time.Second, "counted window per trial (iperf3 runs 1.5 s longer)")
+	f.StringVar(&cfg.CC, "cc", "cubic", "TCP congestion control")
+	fl.add(cmd, "lfcele", "out/cells-elephants")
+	return cmd
+}
+
+func cellsLatencyCmd() *cobra.Command {
+	var (
+		cfg  experiment.CellsLatencyConfig
+		arms string
+		fl   cellsBundleFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "latency",
+		Short: "143-byte flows' completion times through cells (pre-credit on, off) against forward",
+		Long: `latency builds the bundle testbed and, for each arm in turn, runs --flows short TCP
+flows of --size bytes from h1 to h2, one connection each, back to back (the fct
+command's builtin tool and TCP settings), and reports their completion times:
+
+  forward      linkfabric forward over link0 (the reference)
+  cells        cells with credits and the standing pre-credit (--pre-credit)
+  cells-nopre  cells with credits and no pre-credit: every packet waits for a grant
+  cells-push   cells without credits (optional)
+
+Target: cells' p50 ≤ 1.2× forward's. Writes latency.json (figures in "summary"),
+flows.csv and a tail-CDF PNG to --out.`,
+		Example: `  sudo linkfabric cells latency
+  sudo linkfabric cells latency --flows 500 --arms forward,cells,cells-nopre,cells-push`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("cells latency"); err != nil {
+				return err
+			}
+			cfg.Arms = splitList(arms)
+			cfg.RunArgs = strings.Fields(fl.runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			res, err := fl.env().CellsLatency(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return fl.finish(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&arms, "arms", "forward,cells,cells-nopre", "arms, in order: "+strings.Join(experiment.CellsLatencyArms, ","))
+	f.Int64Var(&cfg.Size, "size", 143, "flow size, bytes")
+	f.IntVar(&cfg.Flows, "flows", 2000, "flows per arm")
+	f.IntVar(&cfg.Warmup, "warmup", 20, "discarded warm-up flows per arm")
+	f.IntVar(&cfg.PreCredit, "pre-credit", 0, "the cells arm's --pre-credit in bytes (0: the dataplane's default)")
+	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
+	fl.add(cmd, "lfclat", "out/cells-latency")
 	return cmd
 }

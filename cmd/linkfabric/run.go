@@ -58,6 +58,7 @@ func runCmd() *cobra.Command {
 		prefix                   string
 		portRate, portBuffer     string
 		credits, packing         bool
+		preCredit                int
 	)
 	cmd := &cobra.Command{
 		Use:   "run {--node SW | --netns NS --host-port IF[,IF...] --link-port IF[,IF...]} --mode forward",
@@ -120,7 +121,9 @@ reshuffled; p2c: the shorter TX backlog of two random links; hash: one link per
 flow). The destination edge reassembles each source's stream in order and delivers
 the frames on their host port; its scheduler grants at the port's rate (its
 --port-rate, else 10 Gbit/s) plus 2 %, and stops while the port's egress queue is
-deep. --credits=false pushes cells as frames arrive. A fabric node (no host port)
+deep. Each VOQ may send --pre-credit bytes (4096) ahead of its grant, so the first
+packets after an idle spell skip the credit round trip. --credits=false pushes cells
+as frames arrive. A fabric node (no host port)
 sprays each cell again toward its edge, decrementing its hop count and marking it
 (FCI) where its queue is deep. Every node sends REACH on every link each
 --reach-interval (1ms) and builds its routes from them: a link missing --reach-th
@@ -230,6 +233,13 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 				return err
 			}
 			cfg.Cells.NoCredits, cfg.Cells.NoPacking = !credits, !packing
+			if preCredit < 0 {
+				return fmt.Errorf("--pre-credit %d: want bytes ≥ 0 (0: none)", preCredit)
+			}
+			cfg.Cells.PreCredit = preCredit
+			if preCredit == 0 {
+				cfg.Cells.PreCredit = -1 // none
+			}
 			cfg.Logger = log
 			if cfg.LG.Integrity, err = linkcrc.ParseMode(integrity); err != nil {
 				return err
@@ -278,6 +288,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.StringVar(&cfg.Cells.Spray, "spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
 	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1484 at MTU 1516)")
 	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
+	f.IntVar(&preCredit, "pre-credit", dataplane.DefaultCellPreCredit, "cells: standing pre-credit, bytes each VOQ may send ahead of its grant (the first packets after an idle spell skip the credit round trip; each source may put this much unscheduled toward a port); 0: none")
 	f.BoolVar(&packing, "packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
 	f.Uint16Var(&cfg.Cells.NodeID, "node-id", 0, "cells: this node's fabric address, unique in the fabric: 1-1023 for an edge, 1-65535 for a fabric node (default: derived from the first port's MAC, which may collide: give ids when you build a fabric by hand)")
 	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb or monitor (see above)")
@@ -516,7 +527,7 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			role = "edge"
 		}
 		log.Info("cells", "role", role, "node_id", c.NodeID, "cell_size", c.CellSize, "spray", c.Spray,
-			"credits", !c.NoCredits, "packing", !c.NoPacking, "link_mode", c.LinkMode,
+			"credits", !c.NoCredits, "pre_credit", max(c.PreCredit, 0), "packing", !c.NoPacking, "link_mode", c.LinkMode,
 			"reach_interval", c.ReachInterval.String(), "reach_th", c.ReachTh, "reach_up", c.ReachUp, "reasm_timeout", c.ReasmTimeout.String())
 	}
 	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.LG.Integrity.String())

@@ -166,16 +166,7 @@ func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []
 		}
 	}()
 	env := &experiment.Env{Prefix: r.prefix, Log: log}
-	var runs []experiment.NodeRun
-	for i, sw := range switches {
-		args := append([]string{"run", "--node", sw, "--prefix", r.prefix}, r.where...)
-		args = append(args, "--mode", r.mode)
-		if dataplane.Mode(r.mode) == dataplane.ModeCells {
-			args = append(args, "--node-id", fmt.Sprint(i+1)) // unique in the testbed, and an edge's
-		}
-		args = append(args, r.extra...)
-		runs = append(runs, experiment.NodeRun{Name: sw, Args: args})
-	}
+	runs := experiment.SwitchRuns(r.prefix, r.where, switches, r.mode, r.extra)
 	fmt.Fprintf(out, "starting %d dataplanes (mode %s) ...\n", len(runs), r.mode)
 	dps, err := env.StartNodes(ctx, runs)
 	if err != nil {

@@ -1,0 +1,307 @@
+package experiment
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/vishvananda/netlink"
+)
+
+// ModeCells is the dataplane mode of a cell fabric (`linkfabric run --mode cells`).
+const ModeCells = "cells"
+
+// CellsBed is a testbed of a multi-link topology (a preset such as bundle
+// or fabric3) for the cells experiments, with a dataplane on every switch
+// once Start is called.
+type CellsBed struct {
+	env    *Env
+	Preset string
+	TB     *netns.Testbed
+	// Switches are the edge and fabric nodes, in topology order.
+	Switches []string
+	// Hosts are the host namespaces with their first address, in topology
+	// order.
+	Hosts []BedHost
+	dp    *Dataplanes
+	run   BedRun
+}
+
+// BedHost is a host of a CellsBed: its namespace (short name), device and
+// first address.
+type BedHost struct {
+	Name, Dev, Addr string
+}
+
+// BedRun is how the dataplanes of a CellsBed run.
+type BedRun struct {
+	Mode string // cells, forward, ...
+	// Args are more `linkfabric run` arguments for every switch;
+	// SwitchArgs more for one switch (its short name).
+	Args       []string
+	SwitchArgs map[string][]string
+	// LinkRate, if set, is the line rate of every link port of every
+	// switch (--port-rate), LinkBuffer its egress queue (--port-buffer).
+	LinkRate   netns.BitRate
+	LinkBuffer netns.ByteSize
+}
+
+// CellsBedUp brings preset up with bare ports (forwarding none) under
+// e.Prefix, removing a stale testbed of that prefix first.
+func (e *Env) CellsBedUp(preset string, mtu int) (*CellsBed, error) {
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
+	topo, err := netns.Preset(preset)
+	if err != nil {
+		return nil, err
+	}
+	switches, err := topo.Switches()
+	if err != nil {
+		return nil, err
+	}
+	if err := netns.Down(e.Prefix); err != nil {
+		return nil, err
+	}
+	tb, err := netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: netns.ForwardingNone, MTU: mtu})
+	if err != nil {
+		return nil, err
+	}
+	b := &CellsBed{env: e, Preset: preset, TB: tb, Switches: switches}
+	for _, n := range topo.Namespaces {
+		if r, _ := topo.Role(n); r != netns.NodeHost {
+			continue
+		}
+		ports, _ := topo.NodePorts(n)
+		for _, p := range ports {
+			if a := topo.Addresses[n+":"+p.Dev]; len(a) > 0 {
+				b.Hosts = append(b.Hosts, BedHost{Name: n, Dev: p.Dev, Addr: strings.Split(a[0], "/")[0]})
+				break
+			}
+		}
+	}
+	if len(b.Hosts) < 2 {
+		tb.Down()
+		return nil, fmt.Errorf("preset %s has %d hosts with an address: the cells experiments need two", preset, len(b.Hosts))
+	}
+	return b, nil
+}
+
+// SwitchRuns returns the `linkfabric run` of every switch of a testbed
+// (prefix, topology given as where: --preset NAME or --topology FILE) in
+// mode: --node SW, and in mode cells --node-id 1, 2, ... in topology order
+// (unique in the testbed), then extra.
+func SwitchRuns(prefix string, where, switches []string, mode string, extra []string) []NodeRun {
+	var runs []NodeRun
+	for i, sw := range switches {
+		args := append([]string{"run", "--node", sw, "--prefix", prefix}, where...)
+		args = append(args, "--mode", mode)
+		if mode == ModeCells {
+			args = append(args, "--node-id", fmt.Sprint(i+1))
+		}
+		runs = append(runs, NodeRun{Name: sw, Args: append(args, extra...)})
+	}
+	return runs
+}
+
+// Start starts a dataplane on every switch (stopping those of an earlier
+// Start) and waits until the first host reaches every other one, which
+// also teaches the edges where the hosts' MACs are. Modes other than cells
+// take one link port: they run on each switch's first.
+func (b *CellsBed) Start(ctx context.Context, r BedRun) error {
+	if err := b.Stop(); err != nil {
+		return err
+	}
+	topo := b.TB.Topology
+	runs := SwitchRuns(b.env.Prefix, []string{"--preset", b.Preset}, b.Switches, r.Mode, r.Args)
+	for i, sw := range b.Switches {
+		ports, err := topo.NodePorts(sw)
+		if err != nil {
+			return err
+		}
+		links := netns.PortsOf(ports, netns.RoleLink)
+		var rates, bufs []string
+		for _, l := range links {
+			if r.LinkRate > 0 {
+				rates = append(rates, l+"="+fmt.Sprint(uint64(r.LinkRate)))
+			}
+			if r.LinkBuffer > 0 {
+				bufs = append(bufs, l+"="+fmt.Sprint(int(r.LinkBuffer)))
+			}
+		}
+		a := &runs[i].Args
+		if r.Mode != ModeCells && len(links) > 1 {
+			*a = append(*a, "--link-port", links[0])
+		}
+		if len(rates) > 0 {
+			*a = append(*a, "--port-rate", strings.Join(rates, ","))
+		}
+		if len(bufs) > 0 {
+			*a = append(*a, "--port-buffer", strings.Join(bufs, ","))
+		}
+		*a = append(*a, r.SwitchArgs[sw]...)
+	}
+	dp, err := b.env.StartNodes(ctx, runs)
+	if err != nil {
+		return err
+	}
+	b.dp, b.run = dp, r
+	if err := b.WaitHosts(ctx, 15*time.Second); err != nil {
+		return errors.Join(err, b.Stop())
+	}
+	return nil
+}
+
+// WaitHosts waits until the first host reaches every other one.
+func (b *CellsBed) WaitHosts(ctx context.Context, d time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	from := b.Hosts[0]
+	for _, h := range b.Hosts[1:] {
+		if err := netns.WaitPing(wctx, b.TB.NS(from.Name), h.Addr); err != nil {
+			return fmt.Errorf("%s cannot reach %s (%s) through mode %s: %w", from.Name, h.Name, h.Addr, b.run.Mode, err)
+		}
+	}
+	return nil
+}
+
+// Dataplanes returns the running dataplanes (nil before Start).
+func (b *CellsBed) Dataplanes() *Dataplanes { return b.dp }
+
+// Stop stops the dataplanes.
+func (b *CellsBed) Stop() error {
+	if b.dp == nil {
+		return nil
+	}
+	err := b.dp.Stop()
+	b.dp = nil
+	return err
+}
+
+// Down stops the dataplanes and removes the testbed.
+func (b *CellsBed) Down() error {
+	return errors.Join(b.Stop(), b.TB.Down())
+}
+
+// LinkPorts returns the link ports of switch sw.
+func (b *CellsBed) LinkPorts(sw string) []string {
+	ports, _ := b.TB.Topology.NodePorts(sw)
+	return netns.PortsOf(ports, netns.RoleLink)
+}
+
+// IfCounters are an interface's own counters (netlink).
+type IfCounters struct {
+	RxPackets, RxBytes, TxPackets, TxBytes uint64
+}
+
+// Sub returns c - o.
+func (c IfCounters) Sub(o IfCounters) IfCounters {
+	return IfCounters{c.RxPackets - o.RxPackets, c.RxBytes - o.RxBytes, c.TxPackets - o.TxPackets, c.TxBytes - o.TxBytes}
+}
+
+// ReadIfCounters reads the counters of devs in namespace ns (full name).
+// veth counts AF_XDP transmissions too.
+func ReadIfCounters(ns string, devs ...string) ([]IfCounters, error) {
+	out := make([]IfCounters, len(devs))
+	err := netns.Do(ns, func() error {
+		for i, d := range devs {
+			l, err := netlink.LinkByName(d)
+			if err != nil {
+				return fmt.Errorf("%s in namespace %s: %w", d, ns, err)
+			}
+			s := l.Attrs().Statistics
+			if s == nil {
+				return fmt.Errorf("%s in namespace %s: no statistics", d, ns)
+			}
+			out[i] = IfCounters{s.RxPackets, s.RxBytes, s.TxPackets, s.TxBytes}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MaxMean returns the largest value of v over their mean (0 if the mean is 0).
+func MaxMean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	return ratio(slices.Max(v), sum/float64(len(v)))
+}
+
+// WriteCSV writes a header and rows to path, creating its directory.
+func WriteCSV(path string, header []string, rows [][]string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write(header)
+	w.WriteAll(rows)
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// CellsStats is the part of a cell node's /stats.json the cells
+// experiments read.
+type CellsStats struct {
+	Dataplane struct {
+		Ports []struct {
+			Name   string
+			Egress *struct {
+				Dropped uint64 `json:"dropped_frames"`
+			} `json:"egress"`
+		} `json:"ports"`
+	} `json:"dataplane"`
+	Cells *struct {
+		CellSize  int  `json:"cell_size"`
+		Credits   bool `json:"credits"`
+		Packing   bool `json:"packing"`
+		PreCredit int  `json:"pre_credit_bytes"`
+		Links     []struct {
+			Name    string
+			TxBytes uint64 `json:"tx_bytes"`
+		} `json:"links"`
+		ReasmDiscards uint64 `json:"reasm_discarded"`
+		ReasmTimeouts uint64 `json:"reasm_timeouts"`
+		Node          struct {
+			VOQDrops uint64
+		} `json:"node"`
+	} `json:"cells"`
+}
+
+// EgressDrops sums the frames the rate-limited ports' egress queues dropped.
+func (s *CellsStats) EgressDrops() uint64 {
+	var n uint64
+	for _, p := range s.Dataplane.Ports {
+		if p.Egress != nil {
+			n += p.Egress.Dropped
+		}
+	}
+	return n
+}
+
+// CellsStats reads the statistics of the dataplane on switch sw.
+func (b *CellsBed) CellsStats(ctx context.Context, sw string) (*CellsStats, error) {
+	var s CellsStats
+	if err := FetchStats(ctx, b.TB.NS(sw), &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
