@@ -134,13 +134,14 @@ func (p *Port) Recv(bufs [][]byte, lens []int, ts []int64) (int, error) {
 			p.RecvErrors++
 			lens[i] = 0
 		}
-		ts[i] = stamp(p.ctl[i][:min(int(h.Controllen), len(p.ctl[i]))])
+		ts[i] = Stamp(p.ctl[i][:min(int(h.Controllen), len(p.ctl[i]))])
 	}
 	return int(r), nil
 }
 
-// stamp finds SO_TIMESTAMPNS in a control buffer, 0 if absent.
-func stamp(c []byte) int64 {
+// Stamp finds SO_TIMESTAMPNS in a socket control buffer (a recvmsg
+// oob) and returns it on clock.Now's clock, 0 if absent or malformed.
+func Stamp(c []byte) int64 {
 	const hdr = unix.SizeofCmsghdr
 	for len(c) >= hdr {
 		l := int(binary.NativeEndian.Uint64(c[0:]))
