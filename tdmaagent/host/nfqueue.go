@@ -32,6 +32,13 @@ func iptables(args ...string) error {
 	return nil
 }
 
+// ackArgs is the rule that lets small TCP packets (pure ACKs, SYNs)
+// bypass the gate, as class 7 (design §3.1: otherwise ACK clocking
+// becomes per-round and tail-loss probes fire spuriously).
+func (a *Agent) ackArgs(op string) []string {
+	return []string{"-t", "mangle", op, "POSTROUTING", "-o", a.cfg.Dev, "-p", "tcp", "-m", "length", "--length", "0:100", "-j", "RETURN"}
+}
+
 // openNFQ binds the queue, caps GSO and installs one rule per peer.
 func (a *Agent) openNFQ() error {
 	q, err := nfq.Open(nfq.Config{Num: a.cfg.Queue, Copy: nfq.CopyPacket, Range: 64, MaxLen: 65536, Flags: nfq.FlagGSO})
@@ -43,6 +50,9 @@ func (a *Agent) openNFQ() error {
 		if err := netlink.LinkSetGSOMaxSize(l, GSOMax); err != nil {
 			return fmt.Errorf("host: ip link set %s gso_max_size %d: %w", a.cfg.Dev, GSOMax, err)
 		}
+	}
+	if err := iptables(a.ackArgs("-A")...); err != nil {
+		return err
 	}
 	for j, h := range a.cfg.Hosts {
 		if j == a.cfg.Index {
@@ -65,6 +75,7 @@ func (a *Agent) closeNFQ() {
 			iptables(a.ruleArgs("-D", h.String())...)
 		}
 	}
+	iptables(a.ackArgs("-D")...)
 	a.q.Close()
 	a.q = nil
 }

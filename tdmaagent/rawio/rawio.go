@@ -159,3 +159,13 @@ func Stamp(c []byte) int64 {
 	}
 	return 0
 }
+
+// Drops returns the frames the kernel dropped for this socket (its receive
+// buffer was full) since the last call (PACKET_STATISTICS).
+func (p *Port) Drops() (uint64, error) {
+	st, err := unix.GetsockoptTpacketStats(p.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(st.Drops), nil
+}
