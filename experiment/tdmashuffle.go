@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -43,6 +44,9 @@ type ShuffleArm struct {
 	LostFrames     uint64      `json:"lost_frames"`
 	Incomplete     int         `json:"incomplete_flows"`
 	HostDrops      uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
+	CtlLost        uint64      `json:"control_lost"`   // grants dropped on purpose or missed
+	LeaseExpiries  uint64      `json:"lease_expiries"`
+	FreeRunOpens   uint64      `json:"freerun_opens"`
 	OverrunBytes   uint64      `json:"overrun_bytes"`
 	Retransmits    uint64      `json:"tcp_retransmits,omitempty"`
 	CtlOverheadPct float64     `json:"control_overhead_pct,omitempty"`
@@ -94,7 +98,7 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
 			e.progress("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), LoadAvg())
-			r, err := e.shuffleOnce(ctx, cfg, arm, run)
+			r, err := e.shuffleOnce(ctx, cfg, arm, run, nil)
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
@@ -116,7 +120,9 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 	return res, nil
 }
 
-func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int) (ShuffleArm, error) {
+// shuffleOnce runs one arm on a fresh star; extra are more flags for the
+// TDMA agents.
+func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, extra []string) (ShuffleArm, error) {
 	c := cfg.Star
 	out := ShuffleArm{Arm: arm, Run: run}
 	tb, err := e.upStar(c)
@@ -148,13 +154,13 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 	switch arm {
 	case "tdma":
 		out.IdealS = perHost * wireFrame / rawPayload
-		dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-run%d", run))
+		dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-%s-run%d%s", c.Mode, run, strings.Join(extra, "")))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return out, err
 		}
 		timeout := time.Duration(out.IdealS*5*float64(time.Second)) + 20*time.Second
 		r, err := e.runTDMA(ctx, tb, c, dir, timeout, func(int) []string {
-			return []string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}
+			return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
 		})
 		if err != nil {
 			close(stop)
@@ -178,6 +184,9 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 				done = append(done, d)
 			}
 			out.Collisions += h.Collisions
+			out.CtlLost += h.CtlDrop + h.G.CtlLost
+			out.LeaseExpiries += h.G.LeaseExpiries
+			out.FreeRunOpens += h.G.FreeRunOpens
 			out.HostRT = out.HostRT || h.RT
 			out.LostFrames += h.RecvLost
 			out.OverrunBytes += h.G.OverrunBytes
