@@ -81,6 +81,10 @@ type Window struct {
 	FreeRun bool   // opened by the host's own timer
 	Round   uint32 // the round and slot the window belongs to
 	Slot    int
+	// Due is the intended end of the slot plus the guard (host clock):
+	// after it the next slot's sender may be on the receiver's port. In
+	// paper mode the window stays open past it until a pause arrives.
+	Due int64
 }
 
 // Stats are the gate's counters.
@@ -258,7 +262,7 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	// woke: a grant sent ahead of the slot opens at the estimated end of its
 	// guard (never before the true one, since d ≥ d_est).
 	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
-		Round: sc.Round, Slot: int(gr.Slot)}
+		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard)}
 	g.winOpen = g.win.Dst >= 0
 }
 
@@ -309,7 +313,7 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 		if now < open {
 			return Window{}, false, open
 		}
-		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: open, Close: end, FreeRun: true, Round: r, Slot: s}
+		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: open, Close: end, FreeRun: true, Round: r, Slot: s, Due: start + a.slotLen + a.guard}
 		if w.Dst < 0 {
 			continue
 		}
@@ -367,7 +371,7 @@ func (g *Gate) Window(now int64, c int) (Window, bool) {
 		return Window{}, false
 	}
 	if g.cfg.Mode == Paper {
-		w := Window{Class: c, Dst: -1, Close: math.MaxInt64, Slot: int(g.clsSlot[c])}
+		w := Window{Class: c, Dst: -1, Close: math.MaxInt64, Slot: int(g.clsSlot[c]), Due: g.clsEnd[c]}
 		if sc := g.schedule16(g.clsRound[c]); sc != nil {
 			w.Dst, w.Round = sc.Dst(c), sc.Round
 		}

@@ -221,11 +221,7 @@ func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int) {
 		h.Flags = 1
 	}
 	h.Encode(b[ethHdr:])
-	end := w.Close
-	if end != math.MaxInt64 {
-		end += int64(a.cfg.Margin) + r.guard
-	}
-	binary.BigEndian.PutUint64(b[ethHdr+wire.DataHdrLen:], uint64(end))
+	binary.BigEndian.PutUint64(b[ethHdr+wire.DataHdrLen:], uint64(w.Due))
 	r.tx[i] = b
 	r.txPay[i] = pay
 	r.seq[w.Dst]++
