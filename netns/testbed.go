@@ -321,6 +321,9 @@ func (b *builder) build() error {
 	if err := hook("links"); err != nil {
 		return err
 	}
+	if err := applyShapes(p, t); err != nil {
+		return err
+	}
 	for _, w := range t.Wires {
 		if err := setupWire(p, w); err != nil {
 			return err

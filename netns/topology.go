@@ -84,6 +84,10 @@ type VethPair struct {
 	// default buffer.
 	Rate   BitRate  `yaml:"rate,omitempty" json:"rate,omitempty"`
 	Buffer ByteSize `yaml:"buffer,omitempty" json:"buffer,omitempty"`
+	// Shape puts a kernel TBF qdisc on both ends (shape.go): on a host end
+	// it is the NIC's line rate, on a switch end the egress port and its
+	// buffer. It works with kernel forwarding (bridges), unlike Rate.
+	Shape *Shape `yaml:"shape,omitempty" json:"shape,omitempty"`
 }
 
 // MaxQueues bounds VethPair.Queues.
@@ -294,6 +298,9 @@ func (t *Topology) Validate() error {
 		}
 		if l.Queues < 0 || l.Queues > MaxQueues {
 			return fmt.Errorf("links[%d] (%s ⇄ %s): queues %d: want 1 to %d", i, l.Ends[0], l.Ends[1], l.Queues, MaxQueues)
+		}
+		if err := l.Shape.validate(); err != nil {
+			return fmt.Errorf("links[%d] (%s ⇄ %s): shape: %w", i, l.Ends[0], l.Ends[1], err)
 		}
 		if l.Buffer != 0 && l.Rate == 0 {
 			return fmt.Errorf("links[%d] (%s ⇄ %s): buffer %s without a rate: the buffer is the queue in front of a rate limit", i, l.Ends[0], l.Ends[1], l.Buffer)

@@ -72,10 +72,10 @@ func TestPresetBundleExpandsCount(t *testing.T) {
 
 func TestPresetsListed(t *testing.T) {
 	got := strings.Join(Presets(), ",")
-	if got != "bundle,fabric3,pair" {
+	if got != "bundle,fabric3,pair,star4" {
 		t.Errorf("Presets() = %s", got)
 	}
-	if _, err := Preset("nope"); err == nil || !strings.Contains(err.Error(), "bundle, fabric3, pair") {
+	if _, err := Preset("nope"); err == nil || !strings.Contains(err.Error(), "bundle, fabric3, pair, star4") {
 		t.Errorf("Preset(nope) error = %v, want it to list presets", err)
 	}
 }

@@ -18,7 +18,7 @@ every grant, so a lost pause never lets them send into another host's slot.
         virtual clock, deterministic for a seed, no root needed`,
 		Example: `  linkfabric tdma sim --scenario ctlloss`,
 	}
-	cmd.AddCommand(tdmaSimCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd())
 	return cmd
 }
 

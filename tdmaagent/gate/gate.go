@@ -76,9 +76,15 @@ type Config struct {
 type Window struct {
 	Class   int
 	Dst     int
-	OpenAt  int64 // a grant that arrives early opens the class at its slot's guard end
-	Close   int64 // math.MaxInt64: until paused (paper mode)
-	FreeRun bool  // opened by the host's own timer
+	OpenAt  int64  // a grant that arrives early opens the class at its slot's guard end
+	Close   int64  // math.MaxInt64: until paused (paper mode)
+	FreeRun bool   // opened by the host's own timer
+	Round   uint32 // the round and slot the window belongs to
+	Slot    int
+	// Due is the intended end of the slot plus the guard (host clock):
+	// after it the next slot's sender may be on the receiver's port. In
+	// paper mode the window stays open past it until a pause arrives.
+	Due int64
 }
 
 // Stats are the gate's counters.
@@ -127,7 +133,8 @@ type Gate struct {
 	st       pfc.State
 	opened   uint8
 	clsRound [pfc.NumClasses]uint16 // trailer round of the unpause that opened each class
-	clsEnd   [pfc.NumClasses]int64  // intended close + guard, for overrun accounting
+	clsSlot  [pfc.NumClasses]uint8
+	clsEnd   [pfc.NumClasses]int64 // intended close + guard, for overrun accounting
 
 	ext pfc.State // plain PFC from other senders (any mode)
 	vf  int64     // shaper: when the TBF will have sent everything released
@@ -153,6 +160,10 @@ func New(cfg Config) (*Gate, error) {
 
 // Stats returns the counters.
 func (g *Gate) Stats() Stats { return g.s }
+
+// SetDelayEst replaces d_est (a new calibration); it applies from the
+// next grant.
+func (g *Gate) SetDelayEst(d int64) { g.cfg.DelayEst = d }
 
 // Config returns the configuration.
 func (g *Gate) Config() Config { return g.cfg }
@@ -221,7 +232,7 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 			}
 			if gr.PFC.Quanta[c] == 0 {
 				g.opened |= bit
-				g.clsRound[c] = gr.Round
+				g.clsRound[c], g.clsSlot[c] = gr.Round, gr.Slot
 				g.clsEnd[c] = rx + int64(gr.OpenNs) - g.cfg.DelayEst + int64(gr.GuardUs)*1000
 				g.s.GrantOpens++
 			}
@@ -250,7 +261,8 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	// Timers are anchored on the kernel receive time, not on when the agent
 	// woke: a grant sent ahead of the slot opens at the estimated end of its
 	// guard (never before the true one, since d ≥ d_est).
-	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin}
+	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
+		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard)}
 	g.winOpen = g.win.Dst >= 0
 }
 
@@ -301,7 +313,7 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 		if now < open {
 			return Window{}, false, open
 		}
-		w := Window{Class: c, Dst: sc.Dst(c), Close: end, FreeRun: true}
+		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: open, Close: end, FreeRun: true, Round: r, Slot: s, Due: start + a.slotLen + a.guard}
 		if w.Dst < 0 {
 			continue
 		}
@@ -359,11 +371,11 @@ func (g *Gate) Window(now int64, c int) (Window, bool) {
 		return Window{}, false
 	}
 	if g.cfg.Mode == Paper {
-		dst := -1
+		w := Window{Class: c, Dst: -1, Close: math.MaxInt64, Slot: int(g.clsSlot[c]), Due: g.clsEnd[c]}
 		if sc := g.schedule16(g.clsRound[c]); sc != nil {
-			dst = sc.Dst(c)
+			w.Dst, w.Round = sc.Dst(c), sc.Round
 		}
-		return Window{Class: c, Dst: dst, Close: math.MaxInt64}, dst >= 0
+		return w, w.Dst >= 0
 	}
 	return g.window(now)
 }

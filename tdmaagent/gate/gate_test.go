@@ -269,3 +269,30 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations", a)
 	}
 }
+
+// TestWindowDueIsSlotEndPlusGuard: a lease window's Due is the estimated
+// end of its slot plus the guard, past its Close (which keeps a margin).
+func TestWindowDueIsSlotEndPlusGuard(t *testing.T) {
+	g, err := New(Config{Mode: Lease, Rate: 1e8, Margin: 20_000, LeaseSlots: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s wire.Schedule
+	s.Round, s.SlotLen, s.Guard, s.NHosts, s.NSlots = 1, 5_000_000, 300_000, 2, 1
+	s.ClassMap[1], s.Slot[0] = 0, 0
+	for i := 2; i < len(s.ClassMap); i++ {
+		s.ClassMap[i] = -1
+	}
+	s.ClassMap[0] = -1
+	g.OnSchedule(&s)
+	var gr wire.Grant
+	wire.LeaseGrant(&gr, [6]byte{}, [6]byte{}, 0, 5_000_000, 1e8, wire.Trailer{Round: 1, Seq: 1, OpenNs: 5_000_000})
+	g.OnGrant(1000, 1000, &gr)
+	w, ok := g.Window(400_000, 0)
+	if !ok {
+		t.Fatal("no window after a grant")
+	}
+	if want := int64(1000 + 5_000_000 + 300_000); w.Due != want || w.Close >= w.Due || w.Round != 1 || w.Slot != 0 {
+		t.Errorf("window %+v: want Due %d past Close, round 1 slot 0", w, want)
+	}
+}

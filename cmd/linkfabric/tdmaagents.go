@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/tdmaagent/fm"
+	"github.com/linkfabric/linkfabric/tdmaagent/gate"
+	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/spf13/cobra"
+)
+
+// parseHostList parses "10.0.0.1-4" (a last-octet range) or a comma list.
+func parseHostList(s string) ([]netip.Addr, error) {
+	bad := fmt.Errorf("--hosts %q: want a range like 10.0.0.1-4 or a list like 10.0.0.1,10.0.0.2", s)
+	if a, hi, ok := strings.Cut(s, "-"); ok {
+		lo, err := netip.ParseAddr(a)
+		n, err2 := strconv.Atoi(hi)
+		if err != nil || err2 != nil || !lo.Is4() {
+			return nil, bad
+		}
+		b := lo.As4()
+		var out []netip.Addr
+		for v := int(b[3]); v <= n; v++ {
+			b[3] = byte(v)
+			out = append(out, netip.AddrFrom4(b))
+		}
+		if len(out) < 2 || n > 254 {
+			return nil, bad
+		}
+		return out, nil
+	}
+	var out []netip.Addr
+	for _, f := range strings.Split(s, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(f))
+		if err != nil || !a.Is4() {
+			return nil, bad
+		}
+		out = append(out, a)
+	}
+	if len(out) < 2 {
+		return nil, bad
+	}
+	return out, nil
+}
+
+// writeJSONFile writes v to path ("-": stdout).
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if path == "-" || path == "" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func tdmaFMCmd() *cobra.Command {
+	var (
+		ns, dev, hosts, sch, mode, rate, out string
+		slot, guard, lead, dur               time.Duration
+		rt, leaseSlots                       int
+	)
+	cmd := &cobra.Command{
+		Use:   "fm",
+		Short: "Run the TDMA fabric manager (grants as 802.1Qbb frames with a lease trailer)",
+		Long: `fm runs the fabric manager in its namespace: a locked OS thread walks the
+slots (raw clock_nanosleep, then a spin; SCHED_FIFO with --rt) and sends each
+instant's grants with one sendmmsg to the hosts' unicast MACs (the bridge never
+forwards 01:80:C2:00:00:01); a scheduler goroutine computes round r+1 from the
+hosts' UDP demand reports (port 7400) while round r runs and sends each host its
+schedule (port 7401); echoes calibrate each host's one-way delay d_est.
+
+It runs until Ctrl-C (or --duration) and prints its statistics as JSON: slot
+boundary lateness (p50/p99/p99.9/max µs), sendmmsg time, rounds, idle slots,
+control bytes, d_est per host, whether SCHED_FIFO was used.`,
+		Example: `  linkfabric testbed up --topology star4 --prefix lf
+  linkfabric tdma fm --netns lffm --hosts 10.0.0.1-4 --slot 5ms --guard 300us --rt 60`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hs, err := parseHostList(hosts)
+			if err != nil {
+				return err
+			}
+			m, err := gate.ParseMode(mode)
+			if err != nil {
+				return fmt.Errorf("--mode: %w", err)
+			}
+			r, err := netns.ParseBitRate(rate)
+			if err != nil || r == 0 {
+				return fmt.Errorf("--rate %q: want the hosts' line rate like 100M", rate)
+			}
+			if guard >= slot || slot <= 0 {
+				return fmt.Errorf("--guard %v must be shorter than --slot %v", guard, slot)
+			}
+			if err := enterNetns(ns); err != nil {
+				return err
+			}
+			mgr, err := fm.New(fm.Config{Dev: dev, Hosts: hs, SlotLen: slot, Guard: guard, Lead: lead, Mode: m, Scheduler: sch,
+				LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt})
+			if err != nil {
+				return err
+			}
+			defer mgr.Close()
+			ctx := cmd.Context()
+			if dur > 0 {
+				var cancel func()
+				ctx, cancel = context.WithTimeout(ctx, dur)
+				defer cancel()
+			}
+			fmt.Fprintln(os.Stderr, "tdma fm ready")
+			st, err := mgr.Run(ctx)
+			if err != nil {
+				return err
+			}
+			return writeJSONFile(out, st)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ns, "netns", "", "network namespace to run in (e.g. lffm)")
+	f.StringVar(&dev, "dev", "eth0", "the FM's interface")
+	f.StringVar(&hosts, "hosts", "10.0.0.1-4", "host addresses in order: a range 10.0.0.1-4 or a comma list")
+	f.DurationVar(&slot, "slot", 5*time.Millisecond, "slot length")
+	f.DurationVar(&guard, "guard", 300*time.Microsecond, "guard time at the start of every slot")
+	f.DurationVar(&lead, "lead", 0, "grants leave this long before the guard ends (0: the whole guard)")
+	f.StringVar(&sch, "scheduler", "rotor", "rotor, wrr or bvn")
+	f.StringVar(&mode, "mode", "lease", "lease, freerun or paper")
+	f.StringVar(&rate, "rate", "100M", "the hosts' line rate (slot capacity, PFC quanta)")
+	f.IntVar(&leaseSlots, "lease-slots", 0, "slots a host may free-run after the last frame it heard (0: the number of hosts)")
+	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the clock thread (0: the default scheduler)")
+	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
+	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")
+	return cmd
+}
+
+func tdmaHostCmd() *cobra.Command {
+	var (
+		ns, dev, hosts, fmAddr, gateMode, mode, rate, work, size, out string
+		index, rt, dst                                                int
+		drop                                                          float64
+		seed                                                          uint64
+		margin, exitAfter, dur                                        time.Duration
+		queue                                                         uint16
+	)
+	cmd := &cobra.Command{
+		Use:   "host",
+		Short: "Run a TDMA host agent (raw sender or NFQUEUE gate)",
+		Long: `host runs a host agent in its namespace. It receives grants (0x8808) with kernel
+time stamps, holds a lease on each (it closes on its own timer), and in
+--mode freerun opens on its own timer from the round schedule for a bounded
+number of slots.
+
+  --gate raw      the agent is the sender: --workload shuffle sends --size to
+                  every other host, bulk sends --size (0: endless) to --dst,
+                  none only receives; frames are raw Ethernet (0x88B5)
+  --gate nfqueue  kernel TCP/UDP to the other hosts is held in NFQUEUE
+                  --queue (iptables-legacy rules with --queue-bypass, removed
+                  at exit) and released by verdicts inside the windows
+
+It runs until Ctrl-C, --duration, or --exit-after a completed shuffle, and
+prints its statistics as JSON: bytes and windows per class, windows opened
+by grant and by free-run, late opens, overrun bytes, control frames received
+and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
+		Example: `  linkfabric tdma host --netns lfh1 --index 0 --hosts 10.0.0.1-4 --workload shuffle --size 4MiB
+  linkfabric tdma host --netns lfh2 --index 1 --gate nfqueue --mode freerun --drop-control 0.01`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hs, err := parseHostList(hosts)
+			if err != nil {
+				return err
+			}
+			m, err := gate.ParseMode(mode)
+			if err != nil {
+				return fmt.Errorf("--mode: %w", err)
+			}
+			r, err := netns.ParseBitRate(rate)
+			if err != nil || r == 0 {
+				return fmt.Errorf("--rate %q: want this host's line rate like 100M", rate)
+			}
+			var sz netns.ByteSize
+			if size != "" {
+				if sz, err = netns.ParseByteSize(size); err != nil {
+					return fmt.Errorf("--size: %w", err)
+				}
+			}
+			fa, err := netip.ParseAddr(fmAddr)
+			if err != nil {
+				return fmt.Errorf("--fm %q: want the FM's IPv4 address", fmAddr)
+			}
+			if gateMode != "raw" && gateMode != "nfqueue" {
+				return fmt.Errorf("--gate %q: want raw or nfqueue", gateMode)
+			}
+			if drop < 0 || drop >= 1 {
+				return fmt.Errorf("--drop-control %v: want a fraction in [0, 1)", drop)
+			}
+			if err := enterNetns(ns); err != nil {
+				return err
+			}
+			a, err := host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
+				Rate: uint64(r), Margin: margin, RT: rt, DropControl: drop, Seed: seed,
+				Work: host.Workload{Kind: work, Bytes: int64(sz), Dst: dst}, ExitAfter: exitAfter})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			if dur > 0 {
+				var cancel func()
+				ctx, cancel = context.WithTimeout(ctx, dur)
+				defer cancel()
+			}
+			fmt.Fprintln(os.Stderr, "tdma host ready")
+			st, err := a.Run(ctx)
+			if err != nil {
+				return err
+			}
+			return writeJSONFile(out, st)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ns, "netns", "", "network namespace to run in (e.g. lfh1)")
+	f.StringVar(&dev, "dev", "eth0", "the host's interface")
+	f.IntVar(&index, "index", 0, "this host's index in --hosts (0-based)")
+	f.StringVar(&hosts, "hosts", "10.0.0.1-4", "every host's address, in the FM's order")
+	f.StringVar(&fmAddr, "fm", netns.StarFMAddr, "the fabric manager's address")
+	f.StringVar(&gateMode, "gate", "raw", "raw (the agent sends) or nfqueue (gate kernel traffic)")
+	f.Uint16Var(&queue, "queue", 3, "NFQUEUE number (--gate nfqueue)")
+	f.StringVar(&mode, "mode", "lease", "lease, freerun or paper (must match the FM's)")
+	f.StringVar(&rate, "rate", "100M", "this host's line rate (its egress TBF)")
+	f.DurationVar(&margin, "margin", 50*time.Microsecond, "taken off every window's close (timer error)")
+	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the agent's thread (0: the default scheduler)")
+	f.Float64Var(&drop, "drop-control", 0, "drop this fraction of received grants on purpose (lost pause/unpause)")
+	f.Uint64Var(&seed, "seed", 1, "seed of --drop-control")
+	f.StringVar(&work, "workload", "none", "raw mode: shuffle, bulk or none")
+	f.StringVar(&size, "size", "", "bytes per flow (shuffle) or in all (bulk; empty or 0: endless)")
+	f.IntVar(&dst, "dst", 0, "bulk's destination index")
+	f.DurationVar(&exitAfter, "exit-after", 0, "exit this long after a shuffle completes (0: run on)")
+	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
+	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")
+	return cmd
+}

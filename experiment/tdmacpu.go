@@ -1,0 +1,79 @@
+package experiment
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CPUSample is a reading of /proc/stat's first line (all CPUs, jiffies).
+type CPUSample struct{ Busy, Total uint64 }
+
+// ReadCPU reads /proc/stat.
+func ReadCPU() (CPUSample, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return CPUSample{}, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return CPUSample{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var s CPUSample
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return CPUSample{}, fmt.Errorf("/proc/stat: %q: %w", v, err)
+		}
+		s.Total += n
+		if i != 3 && i != 4 { // idle, iowait
+			s.Busy += n
+		}
+	}
+	return s, nil
+}
+
+// BusyPct is the share of CPU time busy between a and b, in %.
+func BusyPct(a, b CPUSample) float64 {
+	if b.Total <= a.Total {
+		return 0
+	}
+	return 100 * float64(b.Busy-a.Busy) / float64(b.Total-a.Total)
+}
+
+// LoadAvg returns the 1-minute load average.
+func LoadAvg() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// SaturatedLimit: experiments refuse to start when the CPUs were busier
+// than this (%) over a second, unless forced.
+const SaturatedLimit = 85.0
+
+// CheckCPU measures the machine for a second; it fails if the CPUs were
+// more than SaturatedLimit % busy, unless force. It returns the busy share.
+func CheckCPU(force bool) (float64, error) {
+	a, err := ReadCPU()
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(time.Second)
+	b, err := ReadCPU()
+	if err != nil {
+		return 0, err
+	}
+	busy := BusyPct(a, b)
+	if busy > SaturatedLimit && !force {
+		return busy, fmt.Errorf("the machine is saturated: CPUs %.0f%% busy over the last second (limit %.0f%%, load average %.1f): timing figures would measure the other load; wait, or pass --force to run anyway (and say so with the figures)", busy, SaturatedLimit, LoadAvg())
+	}
+	return busy, nil
+}

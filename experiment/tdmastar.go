@@ -1,0 +1,216 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/tdmaagent/fm"
+	"github.com/linkfabric/linkfabric/tdmaagent/host"
+)
+
+// TDMAStar configures a TDMA star testbed and its agents.
+type TDMAStar struct {
+	Hosts  int           `json:"hosts"`
+	Rate   netns.BitRate `json:"rate"`
+	Burst  netns.ByteSize
+	Limit  netns.ByteSize `json:"switch_buffer"`
+	Slot   time.Duration  `json:"slot_ns"`
+	Guard  time.Duration  `json:"guard_ns"`
+	Mode   string         `json:"mode"`
+	RT     int            `json:"rt"`      // the FM's SCHED_FIFO priority (0: none)
+	HostRT int            `json:"host_rt"` // the agents' (0: none)
+	Sched  string         `json:"scheduler"`
+	Margin time.Duration  `json:"margin_ns"`
+}
+
+// SwitchStats are the switch ports' queues sampled every millisecond.
+type SwitchStats struct {
+	Samples        int     `json:"samples"`
+	Drops          uint64  `json:"drops"`
+	PeakBacklogB   uint32  `json:"peak_backlog_bytes"`
+	P99BacklogPkts float64 `json:"p99_backlog_frames"`
+}
+
+// sampleSwitch samples the switch ports' root qdiscs every millisecond
+// until stop is closed.
+func sampleSwitch(ns string, n int, stop <-chan struct{}) (func() SwitchStats, error) {
+	devs := make([]string, n)
+	for i := range devs {
+		devs[i] = "p" + strconv.Itoa(i+1)
+	}
+	r, err := netns.NewQdiscReader(ns, devs)
+	if err != nil {
+		return nil, err
+	}
+	st := make([]netns.QdiscStat, n)
+	if err := r.Read(st); err != nil {
+		r.Close()
+		return nil, err
+	}
+	base := make([]uint32, n)
+	for i, s := range st {
+		base[i] = s.Drops
+	}
+	var out SwitchStats
+	var pk []float64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer r.Close()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				r.Read(st)
+				for i, s := range st {
+					out.Drops += uint64(s.Drops - base[i])
+				}
+				if len(pk) > 0 {
+					slices.Sort(pk)
+					out.P99BacklogPkts = pk[min(len(pk)-1, len(pk)*99/100)]
+				}
+				out.Samples = len(pk)
+				return
+			case <-t.C:
+			}
+			if r.Read(st) != nil {
+				continue
+			}
+			for _, s := range st {
+				out.PeakBacklogB = max(out.PeakBacklogB, s.BacklogBytes)
+				pk = append(pk, float64(s.BacklogPkts))
+			}
+		}
+	}()
+	return func() SwitchStats { <-done; return out }, nil
+}
+
+// upStar brings up the shaped star.
+func (e *Env) upStar(c TDMAStar) (*netns.Testbed, error) {
+	t, err := netns.Star(c.Hosts, netns.StarOptions{Shape: &netns.Shape{Rate: c.Rate, Burst: c.Burst, Limit: c.Limit}})
+	if err != nil {
+		return nil, err
+	}
+	return netns.Up(t, netns.Options{Prefix: e.Prefix})
+}
+
+// agentProc is a `linkfabric tdma fm|host` process writing JSON to a file.
+type agentProc struct {
+	cmd  *exec.Cmd
+	out  string
+	log  *os.File
+	done chan error
+}
+
+func (e *Env) startAgent(dir, name string, args ...string) (*agentProc, error) {
+	out := filepath.Join(dir, name+".json")
+	lf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(e.Self, append(args, "--json", out)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.Stdout, cmd.Stderr = io.Discard, lf
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &agentProc{cmd: cmd, out: out, log: lf, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); lf.Close() }()
+	return p, nil
+}
+
+func (p *agentProc) stop() {
+	p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill()
+	}
+}
+
+func (p *agentProc) result(v any) error {
+	b, err := os.ReadFile(p.out)
+	if err != nil {
+		lb, _ := os.ReadFile(p.log.Name())
+		return fmt.Errorf("%s: no statistics (%w); its log:\n%s", p.out, err, lastLines(lb, 10))
+	}
+	return json.Unmarshal(b, v)
+}
+
+// TDMARun is one run of the FM and host agents.
+type TDMARun struct {
+	FM    fm.Stats     `json:"fm"`
+	Hosts []host.Stats `json:"hosts"`
+}
+
+// runTDMA starts the FM and the agents on tb, waits for the agents to exit
+// (or timeout), stops the FM and collects their statistics. hostArgs
+// gives each agent's extra flags.
+func (e *Env) runTDMA(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string) (*TDMARun, error) {
+	hosts := "10.0.0.1-" + strconv.Itoa(c.Hosts)
+	rate := strconv.FormatUint(uint64(c.Rate), 10)
+	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
+	fargs := append([]string{"tdma", "fm", "--netns", tb.NS("fm"), "--slot", c.Slot.String(), "--guard", c.Guard.String(),
+		"--scheduler", c.Sched, "--rt", strconv.Itoa(c.RT)}, common...)
+	fmp, err := e.startAgent(dir, "fm", fargs...)
+	if err != nil {
+		return nil, err
+	}
+	defer fmp.stop()
+	var hp []*agentProc
+	defer func() {
+		for _, p := range hp {
+			p.stop()
+		}
+	}()
+	for i := 0; i < c.Hosts; i++ {
+		args := append([]string{"tdma", "host", "--netns", tb.NS("h" + strconv.Itoa(i+1)), "--index", strconv.Itoa(i),
+			"--rt", strconv.Itoa(c.HostRT), "--margin", c.Margin.String()}, common...)
+		p, err := e.startAgent(dir, "h"+strconv.Itoa(i+1), append(args, hostArgs(i)...)...)
+		if err != nil {
+			return nil, err
+		}
+		hp = append(hp, p)
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range hp {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case err := <-p.done:
+				p.done <- err
+			case <-tctx.Done():
+				p.stop()
+			}
+		}()
+	}
+	wg.Wait()
+	fmp.stop()
+	r := &TDMARun{Hosts: make([]host.Stats, c.Hosts)}
+	if err := fmp.result(&r.FM); err != nil {
+		return nil, err
+	}
+	for i, p := range hp {
+		if err := p.result(&r.Hosts[i]); err != nil {
+			return nil, err
+		}
+	}
+	return r, ctx.Err()
+}

@@ -1,0 +1,141 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Shape is a kernel TBF qdisc on each end of a link: rate (bit/s), burst
+// (the token bucket, bytes) and limit (the queue in front of it, bytes).
+// On a host end it is the NIC's line rate; on a switch end it is the
+// egress port and its (shallow) buffer.
+type Shape struct {
+	Rate  BitRate  `yaml:"rate" json:"rate"`
+	Burst ByteSize `yaml:"burst" json:"burst"`
+	Limit ByteSize `yaml:"limit" json:"limit"`
+}
+
+func (s *Shape) validate() error {
+	switch {
+	case s == nil:
+		return nil
+	case s.Rate == 0:
+		return errors.New("rate must be > 0 (e.g. rate: 100mbit)")
+	case s.Rate/8 >= 1<<32:
+		return fmt.Errorf("rate %s: at most 34 Gbit/s", s.Rate)
+	case s.Burst < 1600:
+		return fmt.Errorf("burst %s: at least one MTU frame (e.g. burst: 16k)", s.Burst)
+	case s.Limit < 1600:
+		return fmt.Errorf("limit %s: at least one MTU frame (e.g. limit: 64k)", s.Limit)
+	}
+	return nil
+}
+
+// applyShapes puts each shaped link's TBF on both of its ends.
+func applyShapes(p string, t *Topology) error {
+	for _, l := range t.Links {
+		if l.Shape == nil {
+			continue
+		}
+		for _, e := range l.Ends {
+			if err := SetTBF(p+e.NS, e.Dev, *l.Shape); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SetTBF replaces dev's root qdisc in namespace ns with a TBF of shape s
+// (tc qdisc replace dev DEV root tbf rate R burst B limit L).
+func SetTBF(ns, dev string, s Shape) error {
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("netns %s: %s: tbf: %w", ns, dev, err)
+	}
+	h, closeH, err := handleFor(ns)
+	if err != nil {
+		return err
+	}
+	defer closeH()
+	l, err := h.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("netns %s: %s: %w", ns, dev, err)
+	}
+	rate := uint64(s.Rate) / 8
+	q := &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+		Rate:       rate,
+		Limit:      uint32(s.Limit),
+		Buffer:     netlink.Xmittime(rate, uint32(s.Burst)),
+	}
+	if err := h.QdiscReplace(q); err != nil {
+		return fmt.Errorf("netns %s: tc qdisc replace dev %s root tbf rate %s burst %s limit %s: %w", ns, dev, s.Rate, s.Burst, s.Limit, err)
+	}
+	return nil
+}
+
+// QdiscStat is a root qdisc's queue: backlog now and drops so far.
+type QdiscStat struct {
+	Dev          string `json:"dev"`
+	Kind         string `json:"kind"` // tbf, noqueue, ...
+	BacklogBytes uint32 `json:"backlog_bytes"`
+	BacklogPkts  uint32 `json:"backlog_pkts"`
+	Drops        uint32 `json:"drops"`
+	SentBytes    uint64 `json:"sent_bytes"`
+}
+
+// QdiscReader reads root qdisc statistics of devices in one namespace
+// over one netlink socket (tc -s qdisc, cheap enough to poll every ms).
+type QdiscReader struct {
+	h     *netlink.Handle
+	close func()
+	idx   map[int]int // ifindex → position in devs
+	devs  []string
+}
+
+// NewQdiscReader opens a reader for devs in namespace ns.
+func NewQdiscReader(ns string, devs []string) (*QdiscReader, error) {
+	h, closeH, err := handleFor(ns)
+	if err != nil {
+		return nil, err
+	}
+	r := &QdiscReader{h: h, close: closeH, idx: map[int]int{}, devs: devs}
+	for i, d := range devs {
+		l, err := h.LinkByName(d)
+		if err != nil {
+			closeH()
+			return nil, fmt.Errorf("netns %s: %s: %w", ns, d, err)
+		}
+		r.idx[l.Attrs().Index] = i
+	}
+	return r, nil
+}
+
+// Read fills out (len(devs) entries) with each device's root qdisc stats.
+func (r *QdiscReader) Read(out []QdiscStat) error {
+	qs, err := r.h.QdiscList(nil)
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		a := q.Attrs()
+		i, ok := r.idx[a.LinkIndex]
+		if !ok || a.Parent != netlink.HANDLE_ROOT || a.Statistics == nil {
+			continue
+		}
+		st := a.Statistics
+		out[i] = QdiscStat{Dev: r.devs[i], Kind: q.Type()}
+		if st.Queue != nil {
+			out[i].Drops, out[i].BacklogBytes, out[i].BacklogPkts = st.Queue.Drops, st.Queue.Backlog, st.Queue.Qlen
+		}
+		if st.Basic != nil {
+			out[i].SentBytes = st.Basic.Bytes
+		}
+	}
+	return nil
+}
+
+// Close releases the netlink socket.
+func (r *QdiscReader) Close() { r.close() }

@@ -1,0 +1,125 @@
+// Package clock has the slot-time primitives of the TDMA agents: a
+// monotonic clock read through the vDSO, a sleeper for a locked OS thread
+// (raw clock_nanosleep to shortly before the deadline, then a spin), and
+// SCHED_FIFO on request. Go timers wake ≈ 0.6 ms late (design §2.2);
+// never use them for slot boundaries.
+package clock
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	base     = time.Now()
+	baseMono = func() int64 {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			panic(err) // CLOCK_MONOTONIC always exists on Linux
+		}
+		return ts.Nano()
+	}()
+	// realOff converts CLOCK_REALTIME ns (kernel receive timestamps) to
+	// CLOCK_MONOTONIC ns: mono = real − realOff.
+	realOff = base.UnixNano() - baseMono
+)
+
+// Now returns CLOCK_MONOTONIC in ns, read through the vDSO (no syscall).
+func Now() int64 { return baseMono + int64(time.Since(base)) }
+
+// FromRealtime converts a CLOCK_REALTIME time stamp (SO_TIMESTAMPNS) to
+// Now's clock.
+func FromRealtime(ns int64) int64 { return ns - realOff }
+
+// DefaultSpin is how long before a deadline Sleeper stops sleeping and
+// spins: it covers the VM's wake-up latency (design §2.2: 40–75 µs).
+const DefaultSpin = 150 * time.Microsecond
+
+// Sleeper sleeps to absolute deadlines on Now's clock. Use it from a
+// goroutine locked to its OS thread (runtime.LockOSThread): the raw
+// syscall keeps the thread's P, so no busy goroutine delays the wake-up.
+type Sleeper struct {
+	Spin int64 // ns spun before each deadline; 0: DefaultSpin
+}
+
+// SleepUntil returns at or just after deadline and returns Now.
+func (s Sleeper) SleepUntil(deadline int64) int64 {
+	spin := s.Spin
+	if spin == 0 {
+		spin = int64(DefaultSpin)
+	}
+	now := Now()
+	if d := deadline - spin - now; d > 0 {
+		ts := unix.NsecToTimespec(deadline - spin)
+		// CLOCK_MONOTONIC absolute; Now and the kernel's clock agree to
+		// within the vDSO read.
+		unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		now = Now()
+	}
+	for now < deadline {
+		now = Now()
+	}
+	return now
+}
+
+// SetRT makes the calling OS thread SCHED_FIFO at prio (1..99), with 1 ns
+// timer slack; the caller must have locked its goroutine to the thread.
+func SetRT(prio int) error {
+	if prio < 1 || prio > 99 {
+		return fmt.Errorf("clock: SCHED_FIFO priority %d: want 1..99", prio)
+	}
+	a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
+	if err := unix.SchedSetAttr(0, &a, 0); err != nil {
+		return fmt.Errorf("clock: SCHED_FIFO %d: %w (needs root or CAP_SYS_NICE; run without --rt to use the default scheduler)", prio, err)
+	}
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	return nil
+}
+
+// Lateness records how late wake-ups were (ns), in a fixed histogram of
+// 1 µs buckets up to 10 ms; no allocation after NewLateness.
+type Lateness struct {
+	b   []uint32
+	n   uint64
+	max int64
+}
+
+// NewLateness returns an empty histogram.
+func NewLateness() *Lateness { return &Lateness{b: make([]uint32, 10_001)} }
+
+// Add records one wake-up d ns late.
+func (l *Lateness) Add(d int64) {
+	if d < 0 {
+		d = 0
+	}
+	l.n++
+	l.max = max(l.max, d)
+	l.b[min(d/1000, int64(len(l.b)-1))]++
+}
+
+// N is the number of wake-ups recorded.
+func (l *Lateness) N() uint64 { return l.n }
+
+// Quantile returns the q-quantile in µs (the bucket's upper bound), and
+// the maximum for q ≥ 1.
+func (l *Lateness) Quantile(q float64) float64 {
+	if l.n == 0 {
+		return 0
+	}
+	if q >= 1 {
+		return float64(l.max) / 1000
+	}
+	k := uint64(q * float64(l.n))
+	var c uint64
+	for i, v := range l.b {
+		c += uint64(v)
+		if c > k {
+			return float64(i + 1)
+		}
+	}
+	return float64(l.max) / 1000
+}

@@ -1,0 +1,283 @@
+package host
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/linkfabric/linkfabric/tdmaagent/clock"
+	"github.com/linkfabric/linkfabric/tdmaagent/gate"
+	"github.com/linkfabric/linkfabric/tdmaagent/rawio"
+	"github.com/linkfabric/linkfabric/tdmaagent/wire"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	ethHdr = 14
+	// Every raw data frame's payload starts with the end of its window
+	// plus the guard on the sender's clock (8 bytes): after that instant
+	// the next slot's sender may be on the receiver's port. All namespaces
+	// share one clock here, so the receiver compares its kernel receive
+	// time stamp with it.
+	dataHdr   = ethHdr + wire.DataHdrLen + 8
+	batch     = 32
+	lateOpen  = 100_000 // ns: a window's first frame later than this is a late open
+	progressT = 10_000_000
+	maxWait   = 1_000_000 // the loop wakes at least every ms (schedules, reports)
+)
+
+// rawState is the raw-mode sender and receiver.
+type rawState struct {
+	remain  []int64  // bytes still to send per destination
+	offset  []uint64 // next byte offset per destination
+	seq     []uint64 // next sequence number per destination
+	expect  int64    // bytes expected from each source
+	rxNext  []uint64 // next sequence expected per source
+	maxKey  uint64   // highest round<<8|slot seen by this receiver
+	maxSrc  int
+	winKey  uint64 // the window the last frame went into
+	rr      int
+	tx      [batch][]byte
+	txBuf   [batch][2048]byte
+	txPay   [batch]int
+	rxB     [rawio.MaxBatch][]byte
+	rxL     [rawio.MaxBatch]int
+	rxT     [rawio.MaxBatch]int64
+	rxBuf   [rawio.MaxBatch][2048]byte
+	openLat *clock.Lateness
+	loopLat *clock.Lateness
+	total   int64
+	lastRep uint32
+	guard   int64
+}
+
+func (a *Agent) loop() error {
+	if err := a.lockThread(); err != nil {
+		return err
+	}
+	if a.cfg.NFQ {
+		return a.nfqLoop()
+	}
+	N := len(a.cfg.Hosts)
+	r := &rawState{remain: make([]int64, N), offset: make([]uint64, N), seq: make([]uint64, N), rxNext: make([]uint64, N),
+		openLat: clock.NewLateness(), loopLat: clock.NewLateness(), maxSrc: -1}
+	switch a.cfg.Work.Kind {
+	case "shuffle":
+		for j := range r.remain {
+			if j != a.cfg.Index {
+				r.remain[j] = a.cfg.Work.Bytes
+			}
+		}
+		r.expect = a.cfg.Work.Bytes
+	case "bulk":
+		r.remain[a.cfg.Work.Dst] = a.cfg.Work.Bytes
+		if a.cfg.Work.Bytes == 0 {
+			r.remain[a.cfg.Work.Dst] = math.MaxInt64 / 2
+		}
+	}
+	for i := range r.tx {
+		r.tx[i] = r.txBuf[i][:]
+	}
+	for i := range r.rxB {
+		r.rxB[i] = r.rxBuf[i][:]
+	}
+	var c ctlBufs
+	c.init()
+	fds := []unix.PollFd{{Fd: int32(a.ctl.Fd()), Events: unix.POLLIN}, {Fd: int32(a.data.Fd()), Events: unix.POLLIN}}
+	queued := func(j int) int64 { return r.remain[j] }
+	onSched := func(s *wire.Schedule) {
+		r.guard = int64(s.Guard)
+		if s.Round != r.lastRep {
+			r.lastRep = s.Round
+			a.report(s.Round, queued)
+		}
+	}
+	nextRep, nextProg, doneAt := int64(0), int64(0), int64(0)
+	var target int64
+	for !a.stop.Load() {
+		now := clock.Now()
+		if target != 0 {
+			r.loopLat.Add(now - target)
+		}
+		a.pollControl(now, &c, onSched)
+		a.receive(r)
+		if r.lastRep == 0 && now >= nextRep { // until the first schedule
+			a.report(0, queued)
+			nextRep = now + 2_000_000
+		}
+		if now >= nextProg {
+			a.s.Progress = append(a.s.Progress, Point{T: now, Bytes: r.total})
+			nextProg = now + progressT
+		}
+		if a.cfg.ExitAfter > 0 && a.cfg.Work.Kind == "shuffle" {
+			if doneAt == 0 && r.complete(a) {
+				doneAt = now
+			}
+			if doneAt != 0 && now-doneAt > int64(a.cfg.ExitAfter) {
+				break
+			}
+		}
+		wake := a.send(now, r)
+		target = min(a.g.NextDeadline(now), wake, now+maxWait)
+		a.wait(fds, clock.Now(), target)
+	}
+	a.s.Progress = append(a.s.Progress, Point{T: clock.Now(), Bytes: r.total})
+	a.s.OpenLateP50, a.s.OpenLateP99 = r.openLat.Quantile(0.5), r.openLat.Quantile(0.99)
+	a.s.LoopLateP99 = r.loopLat.Quantile(0.99)
+	return nil
+}
+
+// complete reports whether the shuffle is all sent and all received.
+func (r *rawState) complete(a *Agent) bool {
+	for j := range r.remain {
+		if j != a.cfg.Index && (r.remain[j] > 0 || a.s.RecvDone[j] == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// send releases frames into open windows; it returns when it wants to run
+// again (the host's TBF has drained to the backlog bound), MaxInt64 if
+// nothing is waiting on the TBF.
+func (a *Agent) send(now int64, r *rawState) int64 {
+	mask := a.g.Open(now)
+	if mask == 0 {
+		return math.MaxInt64
+	}
+	backlogNs := int64(a.cfg.Backlog) * 8_000_000_000 / int64(a.cfg.Rate)
+	for k := 0; k < 8; k++ {
+		c := (r.rr + k) % 8
+		if mask&(1<<c) == 0 {
+			continue
+		}
+		w, ok := a.g.Window(now, c)
+		if !ok || w.Dst < 0 || w.Dst >= len(r.remain) || r.remain[w.Dst] <= 0 {
+			continue
+		}
+		n := 0
+		var vf int64
+		for n < batch && r.remain[w.Dst] > 0 {
+			if vf-now > backlogNs {
+				break
+			}
+			want := int(min(int64(a.cfg.MTU+ethHdr), r.remain[w.Dst]+dataHdr))
+			fl := a.g.Fit(now, w, max(want, 60))
+			if fl < dataHdr+1 {
+				break
+			}
+			pay := int(min(int64(fl-dataHdr), r.remain[w.Dst]))
+			a.frame(r, n, w, pay, fl)
+			vf = a.g.Sent(now, w, fl)
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		key := uint64(w.Round)<<8 | uint64(w.Slot)
+		if key != r.winKey {
+			r.winKey = key
+			a.s.ClassWindows[c]++
+			if w.OpenAt > 0 {
+				l := now - w.OpenAt
+				r.openLat.Add(l)
+				if l > lateOpen {
+					a.s.LateOpens++
+				}
+			}
+		}
+		k2, _ := a.data.Send(r.tx[:n])
+		for i := k2; i < n; i++ { // refused by the kernel: roll back, send again later
+			a.s.TxShort++
+			r.remain[w.Dst] += int64(r.txPay[i])
+			r.offset[w.Dst] -= uint64(r.txPay[i])
+			r.seq[w.Dst]--
+		}
+		for i := 0; i < k2; i++ {
+			a.s.ClassBytes[c] += uint64(len(r.tx[i]))
+			a.s.SentBytes[w.Dst] += int64(r.txPay[i])
+		}
+		if a.s.FirstSend == 0 {
+			a.s.FirstSend = now
+		}
+		a.s.LastSend = now
+		r.rr = c + 1
+		if vf-now > backlogNs {
+			return vf - backlogNs
+		}
+		return now + 1 // more to send: loop again at once
+	}
+	return math.MaxInt64
+}
+
+// frame builds frame i of the batch: pay bytes to w.Dst in a frame of fl bytes.
+func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int) {
+	b := r.txBuf[i][:fl]
+	copy(b[0:6], a.macs[w.Dst][:])
+	copy(b[6:12], a.ctl.MAC[:])
+	binary.BigEndian.PutUint16(b[12:], wire.DataEtherType)
+	h := wire.DataHdr{Src: uint16(a.cfg.Index), Dst: uint16(w.Dst), Class: uint8(w.Class), Round: w.Round, Slot: uint8(w.Slot),
+		Seq: r.seq[w.Dst], Offset: r.offset[w.Dst], SendTS: clock.Now()}
+	if w.FreeRun {
+		h.Flags = 1
+	}
+	h.Encode(b[ethHdr:])
+	binary.BigEndian.PutUint64(b[ethHdr+wire.DataHdrLen:], uint64(w.Due))
+	r.tx[i] = b
+	r.txPay[i] = pay
+	r.seq[w.Dst]++
+	r.offset[w.Dst] += uint64(pay)
+	r.remain[w.Dst] -= int64(pay)
+}
+
+// receive counts data frames per source, losses and collisions.
+func (a *Agent) receive(r *rawState) {
+	var h wire.DataHdr
+	for {
+		n, err := a.data.Recv(r.rxB[:], r.rxL[:], r.rxT[:])
+		if err != nil || n == 0 {
+			return
+		}
+		now := clock.Now()
+		for i := 0; i < n; i++ {
+			l := r.rxL[i]
+			if l < dataHdr || wire.DecodeDataHdr(r.rxB[i][ethHdr:l], &h) != nil || int(h.Src) >= len(r.rxNext) || int(h.Dst) != a.cfg.Index {
+				a.s.BadData++
+				continue
+			}
+			src := int(h.Src)
+			a.s.RecvFrames++
+			switch {
+			case h.Seq > r.rxNext[src]:
+				a.s.RecvLost += h.Seq - r.rxNext[src]
+				r.rxNext[src] = h.Seq + 1
+			case h.Seq < r.rxNext[src]: // late: it was counted lost
+				a.s.Reordered++
+				a.s.RecvLost--
+			default:
+				r.rxNext[src] = h.Seq + 1
+			}
+			pay := int64(l - dataHdr)
+			if h.Offset+uint64(pay) > uint64(a.cfg.Work.Bytes) && a.cfg.Work.Kind == "shuffle" {
+				pay = max(0, int64(a.cfg.Work.Bytes)-int64(h.Offset))
+			}
+			a.s.RecvBytes[src] += pay
+			r.total += pay
+			if r.expect > 0 && a.s.RecvDone[src] == 0 && a.s.RecvBytes[src] >= r.expect {
+				a.s.RecvDone[src] = now
+			}
+			key := uint64(h.Round)<<8 | uint64(h.Slot)
+			switch {
+			case key > r.maxKey:
+				r.maxKey, r.maxSrc = key, src
+			case key < r.maxKey && src != r.maxSrc:
+				a.s.CrossOrder++
+			}
+			end := int64(binary.BigEndian.Uint64(r.rxB[i][ethHdr+wire.DataHdrLen:]))
+			if rx := r.rxT[i]; rx != 0 && rx > end {
+				a.s.Collisions++
+				a.s.CollBytes += uint64(l)
+				a.s.CollMaxUs = max(a.s.CollMaxUs, float64(rx-end)/1000)
+			}
+		}
+	}
+}
