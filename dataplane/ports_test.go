@@ -26,7 +26,7 @@ func TestCheckPorts(t *testing.T) {
 		{ModeForward, "link1", []string{"link0", "link1"}, "link1 is both a host port and a link port"},
 		{ModeForward, "host0", []string{"link0", "link1", "link0"}, "--link-port link0,link1,link0 names link0 twice"},
 		{ModeForward, "host0", many, "at most 16"},
-		{"cells2", "host0", []string{"link0"}, `mode "cells2" is not known (modes: cells, forward, lg, lgnb, monitor`},
+		{"cells2", "host0", []string{"link0"}, `mode "cells2" is not known (modes: cells, fec, forward, lg, lgnb, monitor`},
 	} {
 		err := CheckPorts(tc.mode, tc.host, tc.links)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
