@@ -134,6 +134,9 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 		if p := pl.port; p.S != nil {
 			p.S.SetCredit(min(int(a.Window), pl.d.cfg.LG.credit))
 		}
+		if p := pl.port; p.R != nil {
+			p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
+		}
 		pl.lanes = int(a.Lanes)
 	}
 	if ev&linksession.EvMismatch != 0 {

@@ -27,6 +27,31 @@ func TestTunedResume(t *testing.T) {
 	}
 }
 
+// The tuned ACK delay is the median retransmission delay, kept between
+// minAckDelay and half the longest dummy wait (the ACK must be back before
+// the peer probes for it).
+func TestTunedAckDelay(t *testing.T) {
+	for _, c := range []struct{ retx, wait, want int64 }{
+		{150_000, 500_000, 150_000},
+		{5_000, 500_000, minAckDelay},
+		{2_000_000, 500_000, 250_000},
+		{2_000_000, 10_000, minAckDelay},
+	} {
+		if got := tunedAckDelay(c.retx, c.wait); got != c.want {
+			t.Errorf("tunedAckDelay(%d, %d) = %d, want %d", c.retx, c.wait, got, c.want)
+		}
+	}
+	// The receiver ACKs at once a quarter of the credit window, and the
+	// core's configuration carries it.
+	c := LGConfig{credit: 1792}
+	if err := c.defaults(ModeLG); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.core(ModeLG, [6]byte{}).Receiver.AckEvery; got != 448 {
+		t.Errorf("AckEvery %d for a credit of 1792, want 448", got)
+	}
+}
+
 // TestDefaultTxBuffer: the credit window is the whole ring when the link
 // has a priority lane, half of it when copies and notifications share it.
 func TestDefaultTxBuffer(t *testing.T) {
