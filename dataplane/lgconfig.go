@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/linkfabric/linkfabric/linkcrc"
@@ -110,9 +111,9 @@ type LGConfig struct {
 
 	// AckDelay is how long an ACK may wait for reverse data to carry it
 	// before an explicit ACK goes. By default it follows the measured
-	// retransmission delay (tunedAckDelay; 100 µs until measured), and an
-	// ACK goes at once when a quarter of the peer's credit window is
-	// unacknowledged. DummyInterval is the least time the sender waits
+	// retransmission delay (tunedAckDelay; half of DummyWaitMax until
+	// measured), and an ACK goes at once when a quarter of the peer's
+	// credit window is unacknowledged. DummyInterval is the least time the sender waits
 	// after its last data frame before the first dummy (default 10 µs);
 	// DummyWaitMax the most (default 500 µs): in between, the sender
 	// waits as long as the ACK of its last frame takes (learned), so that
@@ -174,6 +175,14 @@ func defaultTxBuffer(ringSize uint32, queues int) int {
 // dropped as RX ring full in 5 s of iperf3).
 func creditWindow(txBuffer int, ringSize uint32) int {
 	return max(min(txBuffer, int(ringSize-ringSize/8)), 1)
+}
+
+// dummyWaitMax is the sender's DummyWaitMax in force (ns).
+func (c *LGConfig) dummyWaitMax() int64 {
+	if c.DummyWaitMax > 0 {
+		return int64(c.DummyWaitMax)
+	}
+	return linkguardian.DefaultSenderConfig().DummyWaitMax
 }
 
 // ackEvery is the receiver's AckEvery for a peer sender's credit window of
@@ -273,6 +282,7 @@ func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
 		r.Mode = coreMode(mode)
 		r.Window = c.TxBuffer
 		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
+		r.AckDelay = tunedAckDelay(math.MaxInt64, c.dummyWaitMax()) // until measured (tune)
 		if c.AckDelay > 0 {
 			r.AckDelay = int64(c.AckDelay)
 		}

@@ -511,11 +511,7 @@ func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
 		tuneTimers(p, &snap)
 	}
 	if c.AckDelay == 0 {
-		wait := linkguardian.DefaultSenderConfig().DummyWaitMax
-		if c.DummyWaitMax > 0 {
-			wait = int64(c.DummyWaitMax)
-		}
-		p.R.SetAckDelay(tunedAckDelay(int64(snap.Quantile(0.5)), wait))
+		p.R.SetAckDelay(tunedAckDelay(int64(snap.Quantile(0.99)), c.dummyWaitMax()))
 	}
 	if !c.fixedThresholds && pl.peakRate > 0 {
 		resume := tunedResume(int64(snap.Quantile(0.99)), pl.peakRate, c.MTU+18, c.credit)
@@ -526,15 +522,16 @@ func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
 // minAckDelay is the least AckDelay tunedAckDelay sets.
 const minAckDelay = int64(20 * time.Microsecond)
 
-// tunedAckDelay is the explicit ACK's delay for a link whose median
+// tunedAckDelay is the explicit ACK's delay for a link whose p99
 // retransmission delay (loss detected → copy received: a control frame to
-// the peer's worker and a frame back, Appendix B.1) is retx: one such round
-// trip. The sender holds every frame that long anyway to recover a loss, so
-// waiting as long for reverse data to carry the ACK leaves its TX buffer at
-// most about twice as full as recovery needs (and AckEvery bounds it by
-// credit). It stays below half the peer's longest wait for an ACK before it
-// probes with a dummy (dummyWaitMax, taken as this end's): a coalesced
-// ACK must be back before the probe goes.
+// the peer's worker and a frame back, Appendix B.1) is retx. The sender's
+// TX buffer holds frames that long anyway, for loss recovery (it is sized
+// for it), so waiting as long for reverse data to carry the ACK leaves it
+// at most about twice as full as recovery needs, and AckEvery bounds it by
+// credit. It stays at or below half the peer's longest wait for an ACK
+// before it probes with a dummy (dummyWaitMax, taken as this end's): a
+// coalesced ACK must be back before the probe goes; until a delay is
+// measured, it is that half.
 func tunedAckDelay(retx, dummyWaitMax int64) int64 {
 	return max(min(retx, dummyWaitMax/2), minAckDelay)
 }

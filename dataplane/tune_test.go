@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"testing"
+	"time"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/lossmon"
@@ -27,9 +28,9 @@ func TestTunedResume(t *testing.T) {
 	}
 }
 
-// The tuned ACK delay is the median retransmission delay, kept between
+// The tuned ACK delay is the p99 retransmission delay, kept between
 // minAckDelay and half the longest dummy wait (the ACK must be back before
-// the peer probes for it).
+// the peer probes for it), which it is until a delay is measured.
 func TestTunedAckDelay(t *testing.T) {
 	for _, c := range []struct{ retx, wait, want int64 }{
 		{150_000, 500_000, 150_000},
@@ -47,8 +48,20 @@ func TestTunedAckDelay(t *testing.T) {
 	if err := c.defaults(ModeLG); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.core(ModeLG, [6]byte{}).Receiver.AckEvery; got != 448 {
-		t.Errorf("AckEvery %d for a credit of 1792, want 448", got)
+	r := c.core(ModeLG, [6]byte{}).Receiver
+	if r.AckEvery != 448 {
+		t.Errorf("AckEvery %d for a credit of 1792, want 448", r.AckEvery)
+	}
+	if want := linkguardian.DefaultSenderConfig().DummyWaitMax / 2; r.AckDelay != want {
+		t.Errorf("AckDelay %d before any measurement, want half the default DummyWaitMax, %d", r.AckDelay, want)
+	}
+	c.DummyWaitMax, c.AckDelay = time.Millisecond, 0
+	if r := c.core(ModeLG, [6]byte{}).Receiver; r.AckDelay != 500_000 {
+		t.Errorf("AckDelay %d with --dummy-wait-max 1ms, want 500µs", r.AckDelay)
+	}
+	c.AckDelay = 7 * time.Microsecond
+	if r := c.core(ModeLG, [6]byte{}).Receiver; r.AckDelay != 7000 {
+		t.Errorf("AckDelay %d with --ack-delay 7µs", r.AckDelay)
 	}
 }
 

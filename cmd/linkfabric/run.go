@@ -247,7 +247,7 @@ run checks this at startup.`,
 	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
 	f.IntVar(&cfg.LG.MaxCopies, "max-copies", 4, "lg/lgnb: cap on a measured N")
 	f.DurationVar(&cfg.LG.AckTimeout, "ack-timeout", 0, "lg: ackNoTimeout (default: from the measured retransmission delay, Appendix B.1)")
-	f.DurationVar(&cfg.LG.AckDelay, "ack-delay", 0, "lg/lgnb: longest wait for reverse data to carry an ACK before an explicit ACK (default: the measured median retransmission delay, 20µs to half --dummy-wait-max, 100µs until measured; a quarter of the peer's credit unacknowledged sends it at once)")
+	f.DurationVar(&cfg.LG.AckDelay, "ack-delay", 0, "lg/lgnb: longest wait for reverse data to carry an ACK before an explicit ACK (default: the measured p99 retransmission delay, from 20µs to half --dummy-wait-max, which it is until measured; a quarter of the peer's credit unacknowledged sends it at once)")
 	f.DurationVar(&cfg.LG.DummyInterval, "dummy-interval", 0, "lg/lgnb: least idle time after the last data frame before a dummy exposes a tail loss (default 10µs; later dummies back off)")
 	f.DurationVar(&cfg.LG.DummyWaitMax, "dummy-wait-max", 0, "lg/lgnb: most idle time after the last data frame before a dummy; in between, the sender waits as long as its ACKs take to come back (learned), so a tail loss is found within this (default 500µs)")
 	f.IntVar(&cfg.LG.DummyCopies, "dummy-copies", 0, "lg/lgnb: dummies per emission; more than 1 when bursty loss can take the dummy with the tail (default 1)")
