@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/linkfabric/linkfabric/linkcrc"
@@ -109,10 +110,15 @@ type LGConfig struct {
 	SessionHold time.Duration
 
 	// AckDelay is how long an ACK may wait for reverse data to carry it
-	// before an explicit ACK goes; DummyInterval is how long the sender
-	// waits after its last data frame before the first dummy (later ones
-	// back off). Defaults 5 µs and 10 µs.
-	AckDelay, DummyInterval time.Duration
+	// before an explicit ACK goes. By default it follows the measured
+	// retransmission delay (tunedAckDelay; half of DummyWaitMax until
+	// measured), and an ACK goes at once when a quarter of the peer's
+	// credit window is unacknowledged. DummyInterval is the least time the sender waits
+	// after its last data frame before the first dummy (default 10 µs);
+	// DummyWaitMax the most (default 500 µs): in between, the sender
+	// waits as long as the ACK of its last frame takes (learned), so that
+	// no dummy goes ahead of an ACK that is on its way.
+	AckDelay, DummyInterval, DummyWaitMax time.Duration
 	// DummyCopies is how many dummies each emission sends (default 1). Under
 	// bursty loss one dummy can be lost with the tail frame it should
 	// expose; send more (§5).
@@ -170,6 +176,20 @@ func defaultTxBuffer(ringSize uint32, queues int) int {
 func creditWindow(txBuffer int, ringSize uint32) int {
 	return max(min(txBuffer, int(ringSize-ringSize/8)), 1)
 }
+
+// dummyWaitMax is the sender's DummyWaitMax in force (ns).
+func (c *LGConfig) dummyWaitMax() int64 {
+	if c.DummyWaitMax > 0 {
+		return int64(c.DummyWaitMax)
+	}
+	return linkguardian.DefaultSenderConfig().DummyWaitMax
+}
+
+// ackEvery is the receiver's AckEvery for a peer sender's credit window of
+// credit frames: a quarter of it, so that coalesced ACKs leave the sender
+// three quarters of its window for the time they take to cross (0: the
+// core's default, a quarter of the reorder window).
+func ackEvery(credit int) int { return credit / 4 }
 
 func (c *LGConfig) defaults(mode Mode) error {
 	if c.Protect == "" {
@@ -249,6 +269,9 @@ func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
 		if c.DummyInterval > 0 {
 			s.DummyInterval = int64(c.DummyInterval)
 		}
+		if c.DummyWaitMax > 0 {
+			s.DummyWaitMax = int64(c.DummyWaitMax)
+		}
 		if c.DummyCopies > 0 {
 			s.DummyCopies = c.DummyCopies
 		}
@@ -259,9 +282,11 @@ func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
 		r.Mode = coreMode(mode)
 		r.Window = c.TxBuffer
 		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
+		r.AckDelay = tunedAckDelay(math.MaxInt64, c.dummyWaitMax()) // until measured (tune)
 		if c.AckDelay > 0 {
 			r.AckDelay = int64(c.AckDelay)
 		}
+		r.AckEvery = ackEvery(c.credit)
 		if c.AckTimeout > 0 {
 			r.AckNoTimeout = int64(c.AckTimeout)
 			r.RenotifyInterval = min(r.RenotifyInterval, r.AckNoTimeout/2)

@@ -128,6 +128,11 @@ type LGCore struct {
 	// TxBuffer and Credit (frames): the TX buffer and the credit window.
 	TxBuffer int `json:"tx_buffer_frames,omitempty"`
 	Credit   int `json:"credit_window_frames,omitempty"`
+	// Control-frame economy in force: the receiver's AckDelay (ns) and
+	// AckEvery (frames), the sender's learned wait before its first dummy.
+	AckDelay  int64 `json:"ack_delay_ns,omitempty"`
+	AckEvery  int   `json:"ack_every_frames,omitempty"`
+	DummyWait int64 `json:"dummy_wait_ns,omitempty"`
 	// PriorityLane is whether the link has a priority lane (queue 1), and
 	// PriorityFrames the frames sent on it.
 	PriorityLane   bool   `json:"priority_lane"`
@@ -444,6 +449,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
 		s.core.TxBuffer, s.core.Credit = pl.d.cfg.LG.TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
+		s.core.DummyWait = p.S.DummyWait()
 	}
 	if p.R != nil {
 		if s.core.Receiver == nil {
@@ -452,6 +458,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		*s.core.Receiver = p.R.Stats
 		s.core.Renotify, s.core.AckNoTimeout = p.R.Timers()
 		s.core.ResumeThreshold, s.core.PauseThreshold = p.R.Thresholds()
+		s.core.AckDelay, s.core.AckEvery = p.R.AckDelay(), p.R.AckEvery()
 	}
 	s.mu.Unlock()
 }
@@ -477,7 +484,7 @@ func (pl *lgPipeline) sampleRate(now, bytes int64) {
 // are enough of them.
 func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
 	c := &pl.d.cfg.LG
-	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds) {
+	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds && c.AckDelay > 0) {
 		return // nothing to tune
 	}
 	var snap metrics.Snapshot
@@ -488,10 +495,30 @@ func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
 	if c.AckTimeout == 0 {
 		tuneTimers(p, &snap)
 	}
+	if c.AckDelay == 0 {
+		p.R.SetAckDelay(tunedAckDelay(int64(snap.Quantile(0.99)), c.dummyWaitMax()))
+	}
 	if !c.fixedThresholds && pl.peakRate > 0 {
 		resume := tunedResume(int64(snap.Quantile(0.99)), pl.peakRate, c.MTU+18, c.credit)
 		p.R.SetThresholds(resume, linkguardian.PauseThreshold(resume, c.MTU+18))
 	}
+}
+
+// minAckDelay is the least AckDelay tunedAckDelay sets.
+const minAckDelay = int64(20 * time.Microsecond)
+
+// tunedAckDelay is the explicit ACK's delay for a link whose p99
+// retransmission delay (loss detected → copy received: a control frame to
+// the peer's worker and a frame back, Appendix B.1) is retx. The sender's
+// TX buffer holds frames that long anyway, for loss recovery (it is sized
+// for it), so waiting as long for reverse data to carry the ACK leaves it
+// at most about twice as full as recovery needs, and AckEvery bounds it by
+// credit. It stays at or below half the peer's longest wait for an ACK
+// before it probes with a dummy (dummyWaitMax, taken as this end's): a
+// coalesced ACK must be back before the probe goes; until a delay is
+// measured, it is that half.
+func tunedAckDelay(retx, dummyWaitMax int64) int64 {
+	return max(min(retx, dummyWaitMax/2), minAckDelay)
 }
 
 // tunedResume is Appendix B.1's resume threshold for a measured flight time

@@ -140,12 +140,19 @@ func (pl *lgPipeline) newSession() error {
 	return pl.startSession(pl.w, p, window, prot, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --protect that fits this one")
 }
 
-// sessionRx is linkSess.sessionRx with LinkGuardian's credit set from the
-// agreed window.
+// sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
+// ACK batch set from the agreed window.
 func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 	ev := pl.linkSess.sessionRx(now, b)
-	if a, _ := pl.sess.Agreed(); ev&linksession.EvReset != 0 && pl.port.S != nil {
-		pl.port.S.SetCredit(min(int(a.Window), pl.d.cfg.LG.credit))
+	a, _ := pl.sess.Agreed()
+	if ev&linksession.EvReset == 0 {
+		return
+	}
+	if p := pl.port; p.S != nil {
+		p.S.SetCredit(min(int(a.Window), pl.d.cfg.LG.credit))
+	}
+	if p := pl.port; p.R != nil {
+		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
 	}
 }
 

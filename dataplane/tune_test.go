@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"testing"
+	"time"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/lossmon"
@@ -24,6 +25,43 @@ func TestTunedResume(t *testing.T) {
 		if got := tunedResume(c.flight, c.rate, frame, window); got != c.want {
 			t.Errorf("tunedResume(%d ns, %g bit/s) = %d, want %d", c.flight, c.rate, got, c.want)
 		}
+	}
+}
+
+// The tuned ACK delay is the p99 retransmission delay, kept between
+// minAckDelay and half the longest dummy wait (the ACK must be back before
+// the peer probes for it), which it is until a delay is measured.
+func TestTunedAckDelay(t *testing.T) {
+	for _, c := range []struct{ retx, wait, want int64 }{
+		{150_000, 500_000, 150_000},
+		{5_000, 500_000, minAckDelay},
+		{2_000_000, 500_000, 250_000},
+		{2_000_000, 10_000, minAckDelay},
+	} {
+		if got := tunedAckDelay(c.retx, c.wait); got != c.want {
+			t.Errorf("tunedAckDelay(%d, %d) = %d, want %d", c.retx, c.wait, got, c.want)
+		}
+	}
+	// The receiver ACKs at once a quarter of the credit window, and the
+	// core's configuration carries it.
+	c := LGConfig{credit: 1792}
+	if err := c.defaults(ModeLG); err != nil {
+		t.Fatal(err)
+	}
+	r := c.core(ModeLG, [6]byte{}).Receiver
+	if r.AckEvery != 448 {
+		t.Errorf("AckEvery %d for a credit of 1792, want 448", r.AckEvery)
+	}
+	if want := linkguardian.DefaultSenderConfig().DummyWaitMax / 2; r.AckDelay != want {
+		t.Errorf("AckDelay %d before any measurement, want half the default DummyWaitMax, %d", r.AckDelay, want)
+	}
+	c.DummyWaitMax, c.AckDelay = time.Millisecond, 0
+	if r := c.core(ModeLG, [6]byte{}).Receiver; r.AckDelay != 500_000 {
+		t.Errorf("AckDelay %d with --dummy-wait-max 1ms, want 500µs", r.AckDelay)
+	}
+	c.AckDelay = 7 * time.Microsecond
+	if r := c.core(ModeLG, [6]byte{}).Receiver; r.AckDelay != 7000 {
+		t.Errorf("AckDelay %d with --ack-delay 7µs", r.AckDelay)
 	}
 }
 

@@ -25,17 +25,19 @@ import (
 const Subnet = "10.0.0.0/24"
 
 // FCTArms are the arms `linkfabric fct` knows, in their canonical order.
-var FCTArms = []string{"noloss", "loss", "lg", "lgnb", "kernel"}
+var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg", "lgnb", "kernel"}
 
 // DefaultFCTArms are the arms run when none are given.
 var DefaultFCTArms = []string{"noloss", "loss", "lg", "lgnb"}
 
 var fctArmWhat = map[string]string{
-	"noloss": "linkfabric forward, impairment stage at loss 0 (the reference)",
-	"loss":   "linkfabric forward, lossy link (unprotected)",
-	"lg":     "linkfabric lg (LinkGuardian, in order), lossy link",
-	"lgnb":   "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
-	"kernel": "Linux bridge in sw1 and sw2, no impairment",
+	"noloss":       "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
+	"noloss-afxdp": "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
+	"lg-noloss":    "linkfabric lg (LinkGuardian, in order), loss 0",
+	"loss":         "linkfabric forward, lossy link (unprotected)",
+	"lg":           "linkfabric lg (LinkGuardian, in order), lossy link",
+	"lgnb":         "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
+	"kernel":       "Linux bridge in sw1 and sw2, no impairment",
 }
 
 // FCTConfig sizes `linkfabric fct`.
@@ -206,6 +208,8 @@ type FCTArm struct {
 	RetxDelayP99us float64 `json:"retx_delay_p99_us,omitempty"`
 	// iperf tool: tcpdump's dropped packets (-1 unknown), summed over sizes.
 	CaptureDropped int `json:"capture_dropped,omitempty"`
+	// Control: link frames and worker wakeups per data frame (not kernel).
+	Control FCTControl `json:"control"`
 }
 
 // FCTResult is what `linkfabric fct` reports. Flows are written to CSV,
@@ -308,11 +312,15 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		}
 	}
 	var dp *Dataplanes
+	lossless := arm == "noloss" || arm == "noloss-afxdp" || arm == "lg-noloss" || cfg.Loss == 0
 	if arm != "kernel" {
 		mode, args := "forward", []string(nil)
-		if arm == "lg" || arm == "lgnb" {
-			mode = arm
-			if cfg.Loss > 0 {
+		switch arm {
+		case "noloss-afxdp":
+			args = []string{"--fastpath", "afxdp"}
+		case "lg", "lgnb", "lg-noloss":
+			mode = strings.TrimSuffix(arm, "-noloss")
+			if !lossless {
 				args = append(args, "--link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))
 			}
 			args = append(args, cfg.RunArgs...)
@@ -333,7 +341,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		// noloss runs the same impairment stage at loss 0, so every
 		// dataplane arm takes the same XDP path and counts its frames.
 		c := imp
-		if arm == "noloss" || cfg.Loss == 0 {
+		if lossless {
 			c = bpf.ImpairConfig{Model: bpf.Bernoulli, Seed: cfg.Seed}
 		}
 		if err := e.withImpairer(func(im *bpf.Impairer) error {
@@ -346,6 +354,12 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		}
 	}
 
+	var before [2]DPStats
+	if dp != nil {
+		if err := e.fetchSwitches(ctx, &before); err != nil {
+			return nil, nil, err
+		}
+	}
 	t0 := time.Now()
 	var flows []fct.Flow
 	for i, size := range cfg.Sizes {
@@ -396,14 +410,13 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	}); err != nil {
 		return nil, nil, err
 	}
-	if arm == "lg" || arm == "lgnb" {
-		var s1, s2 DPStats
-		if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
-			return nil, nil, err
-		}
-		if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
-			return nil, nil, err
-		}
+	var after [2]DPStats
+	if err := e.fetchSwitches(ctx, &after); err != nil {
+		return nil, nil, err
+	}
+	a.Control = controlDelta(&before, &after)
+	if isLG(arm) {
+		s1, s2 := &after[0], &after[1]
 		if l := s2.LinkGuardian; l != nil && l.Core.Receiver != nil {
 			r := l.Core.Receiver
 			a.LostDetected, a.Recovered, a.AckNoTimeouts = r.LostDetected, r.Recovered, r.AckNoTimeouts
@@ -446,7 +459,7 @@ func (a *FCTArm) lossNote() string {
 	switch {
 	case a.Name == "kernel":
 		return "no impairment"
-	case a.LostDetected > 0 || a.Name == "lg" || a.Name == "lgnb":
+	case a.LostDetected > 0 || isLG(a.Name):
 		return fmt.Sprintf("link dropped %d/%d frames (%.3g); lost detected %d, recovered %d, ackNo timeouts %d",
 			a.FramesDropped, a.FramesSeen, a.ActualLoss, a.LostDetected, a.Recovered, a.AckNoTimeouts)
 	}
@@ -500,7 +513,7 @@ func (r *FCTResult) Table() string {
 			fmt.Fprintf(w, "%s\t%.1f\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", a.Name, a.Seconds)
 			continue
 		}
-		lg := a.Name == "lg" || a.Name == "lgnb"
+		lg := isLG(a.Name)
 		opt := func(v uint64) string {
 			if !lg {
 				return "-"
@@ -516,8 +529,27 @@ func (r *FCTResult) Table() string {
 	}
 	w.Flush()
 
+	b.WriteString("\ncontrol economy (both switches, while the flows ran; data frames: lg sequenced frames, forward link TX frames):\n")
+	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "arm\tdata frames\texplicit ACKs\tdummies\tcontrol/data\twakeups\twakeups/data\tloops/data\t")
+	for _, a := range r.Arms {
+		if a.Name == "kernel" {
+			continue
+		}
+		c := a.Control
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.2f\t%d\t%.2f\t%.2f\t\n", a.Name, c.DataFrames, c.ExplicitAcks, c.Dummies,
+			c.ControlPerData, c.Wakeups, c.WakeupsPerData, ratio(float64(c.Loops), float64(c.DataFrames)))
+	}
+	w.Flush()
+
 	if lines := r.headline(); len(lines) > 0 {
 		b.WriteString("\np99.9 comparisons (the paper's claim: LinkGuardian keeps the tail near no loss):\n")
+		for _, l := range lines {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	if lines := r.lgCost(); len(lines) > 0 {
+		b.WriteString("\nLinkGuardian's own cost (targets: lg-noloss p50 ≤ 1.1× noloss; lg p99.9 ≤ 1.2× lg-noloss):\n")
 		for _, l := range lines {
 			b.WriteString("  " + l + "\n")
 		}
@@ -525,15 +557,42 @@ func (r *FCTResult) Table() string {
 	return b.String()
 }
 
-func (r *FCTResult) headline() []string {
-	get := func(arm string, size int64) (fct.Summary, bool) {
-		for _, s := range r.FCT.Summaries {
-			if s.Arm == arm && s.Size == size {
-				return s, s.Count > 0
+// summary is the FCT summary of arm at size, if it has completed flows.
+func (r *FCTResult) summary(arm string, size int64) (fct.Summary, bool) {
+	for _, s := range r.FCT.Summaries {
+		if s.Arm == arm && s.Size == size {
+			return s, s.Count > 0
+		}
+	}
+	return fct.Summary{}, false
+}
+
+// lgCost compares lg at loss 0 with both forward paths at p50, and lg on
+// the lossy link with lg at loss 0 at p99.9.
+func (r *FCTResult) lgCost() []string {
+	var out []string
+	for _, size := range r.Config.Sizes {
+		var parts []string
+		l0, ok0 := r.summary("lg-noloss", size)
+		if ok0 {
+			for _, ref := range []string{"noloss", "noloss-afxdp"} {
+				if s, ok := r.summary(ref, size); ok {
+					parts = append(parts, fmt.Sprintf("p50 lg-noloss/%s %.2fx", ref, ratio(float64(l0.P50), float64(s.P50))))
+				}
 			}
 		}
-		return fct.Summary{}, false
+		if lg, ok := r.summary("lg", size); ok && ok0 {
+			parts = append(parts, fmt.Sprintf("p99.9 lg/lg-noloss %.2fx", ratio(float64(lg.P999), float64(l0.P999))))
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("%s: %s", fct.FormatSize(size), strings.Join(parts, ", ")))
+		}
 	}
+	return out
+}
+
+func (r *FCTResult) headline() []string {
+	get := r.summary
 	var out []string
 	for _, size := range r.Config.Sizes {
 		var parts []string

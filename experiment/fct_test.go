@@ -103,3 +103,61 @@ func TestGoodputConfigNormalize(t *testing.T) {
 		}
 	}
 }
+
+func TestFCTControlAndCost(t *testing.T) {
+	var before, after [2]DPStats
+	// sw1 and sw2 run lg; before the flows sw2 had published nothing yet.
+	for i := range after {
+		after[i].Dataplane.Polls, after[i].Dataplane.Loops = 300, 900
+		after[i].Dataplane.Link.TX.Frames = 5000
+		after[i].LinkGuardian = new(lgDoc)
+		after[i].LinkGuardian.Core.Sender = &lgSenderDoc{DataSent: 100, DummiesSent: 30}
+		after[i].LinkGuardian.Core.Receiver = &lgReceiverDoc{ExplicitAcksSent: 20}
+	}
+	before[0].Dataplane.Polls, before[0].Dataplane.Loops = 100, 100
+	before[0].LinkGuardian = new(lgDoc)
+	before[0].LinkGuardian.Core.Sender = &lgSenderDoc{DataSent: 50, DummiesSent: 10}
+	before[0].LinkGuardian.Core.Receiver = &lgReceiverDoc{ExplicitAcksSent: 10}
+	c := controlDelta(&before, &after)
+	want := FCTControl{DataFrames: 150, ExplicitAcks: 30, Dummies: 50, Wakeups: 500, Loops: 1700}
+	want.ControlPerData, want.WakeupsPerData = 80.0/150, 500.0/150
+	if c != want {
+		t.Fatalf("lg: got %+v, want %+v", c, want)
+	}
+	// forward: data frames are the link ports' TX frames.
+	for i := range after {
+		after[i].LinkGuardian = nil
+	}
+	before[0].LinkGuardian = nil
+	before[0].Dataplane.Link.TX.Frames = 1000
+	if c := controlDelta(&before, &after); c.DataFrames != 9000 || c.ExplicitAcks+c.Dummies != 0 || c.Wakeups != 500 {
+		t.Fatalf("forward: %+v", c)
+	}
+
+	var flows []fct.Flow
+	add := func(arm string, us ...int) {
+		for i, u := range us {
+			flows = append(flows, fct.Flow{Arm: arm, Tool: "builtin", ID: i, Size: 143, FCT: time.Duration(u) * time.Microsecond})
+		}
+	}
+	add("noloss", 100, 100, 200)
+	add("noloss-afxdp", 200, 200, 300)
+	add("lg-noloss", 300, 300, 400)
+	add("lg", 300, 300, 600)
+	arms := []string{"noloss", "noloss-afxdp", "lg-noloss", "lg"}
+	r := &FCTResult{
+		Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Tool: "builtin", Arms: arms},
+		Arms: []*FCTArm{{Name: "noloss"}, {Name: "noloss-afxdp"}, {Name: "lg-noloss", Control: c},
+			{Name: "lg", Control: FCTControl{DataFrames: 10, ExplicitAcks: 5, Dummies: 5, ControlPerData: 1}}},
+		FCT: fct.NewResults(flows, ""),
+	}
+	if err := r.Config.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	out := r.Table()
+	for _, want := range []string{"143B: p50 lg-noloss/noloss 3.00x, p50 lg-noloss/noloss-afxdp 1.50x, p99.9 lg/lg-noloss 1.50x", "control/data", "1.00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

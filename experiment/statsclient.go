@@ -44,25 +44,10 @@ type DPStats struct {
 		Host, Link struct {
 			RX, TX struct{ Frames, Dropped uint64 }
 		}
+		Polls, Loops uint64
 	} `json:"dataplane"`
-	LinkGuardian *struct {
-		Core struct {
-			Sender *struct {
-				DataSent, RetxCopies, DummiesSent, TxBufPeakFrames, TxBufPeakBytes, TxFull, PausedRefusals uint64
-			}
-			Receiver *struct {
-				DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64
-			}
-			HeldByCreditNs int64 `json:"held_by_credit_ns"`
-			HeldByPauseNs  int64 `json:"held_by_pause_ns"`
-		} `json:"core"`
-		RetxDelayUS struct {
-			Count               uint64
-			P50, P99, P999, Max float64
-		} `json:"retx_delay_us"`
-		Copies int64 `json:"copies"`
-	} `json:"linkguardian"`
-	Link0 struct {
+	LinkGuardian *lgDoc `json:"linkguardian"`
+	Link0        struct {
 		Sockets []struct {
 			XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
 		} `json:"sockets"`
@@ -83,4 +68,29 @@ func (s *DPStats) HostIngressDrops() uint64 {
 		n += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
 	}
 	return n
+}
+
+// lgDoc is the part of /stats.json's "linkguardian" the experiments read.
+type lgDoc struct {
+	Core struct {
+		Sender         *lgSenderDoc
+		Receiver       *lgReceiverDoc
+		HeldByCreditNs int64 `json:"held_by_credit_ns"`
+		HeldByPauseNs  int64 `json:"held_by_pause_ns"`
+	} `json:"core"`
+	RetxDelayUS struct {
+		Count               uint64
+		P50, P99, P999, Max float64
+	} `json:"retx_delay_us"`
+	Copies int64 `json:"copies"`
+}
+
+// lgSenderDoc is the LinkGuardian sender's counters in /stats.json.
+type lgSenderDoc struct {
+	DataSent, RetxCopies, DummiesSent, AcksRx, TxBufPeakFrames, TxBufPeakBytes, TxFull, PausedRefusals uint64
+}
+
+// lgReceiverDoc is the LinkGuardian receiver's counters in /stats.json.
+type lgReceiverDoc struct {
+	DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64
 }

@@ -107,7 +107,7 @@ func (p *Endpoint) receiveCarried(now int64, f Frame, b []byte) {
 		return
 	}
 	if h.HasAck && p.S != nil {
-		p.S.onAck(h.Ack)
+		p.S.onAck(now, h.Ack)
 	}
 	if h.Unseq || p.R == nil {
 		if h.Unseq {

@@ -76,7 +76,7 @@ func (p *Endpoint) Receive(now int64, f Frame) {
 		return
 	}
 	if h.HasAck && p.S != nil {
-		p.S.onAck(h.Ack)
+		p.S.onAck(now, h.Ack)
 	}
 	switch h.Type {
 	case seqhdr.TypeData:
@@ -130,12 +130,13 @@ func (p *Endpoint) Send(now int64, f Frame) bool {
 		return p.S.send(now, f)
 	}
 	if p.R != nil && p.R.pendingAck {
+		last := p.R.lastAck
 		h := seqhdr.Header{Type: seqhdr.TypeData, Unseq: true, HasAck: true, Ack: p.R.takeAck()}
 		b := p.e.mem.Bytes(f.H-seqhdr.MaxOverhead, f.Len+seqhdr.MaxOverhead)
 		if _, n, err := seqhdr.Insert(b, seqhdr.MaxOverhead, f.Len, &h); err == nil {
 			f = Frame{H: f.H - seqhdr.MaxOverhead, Len: n}
 		} else {
-			p.R.pendingAck = true
+			p.R.pendingAck, p.R.lastAck = true, last
 		}
 	}
 	p.Stats.TxPassthrough++
@@ -214,7 +215,8 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		s.base, s.next = tx&(seqhdr.Space-1), tx&(seqhdr.Space-1)
 		s.bytes = 0
 		s.pausedUntil = 0
-		s.nextDummy, s.dummyGap = 0, s.cfg.DummyInterval
+		s.nextDummy, s.dummyGap = 0, s.dummyWait
+		s.probed = false
 		s.invalidAcks = 0
 		s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
 	}
@@ -230,6 +232,7 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		r.missing, r.buffered, r.bytes = 0, 0, 0
 		r.nextCheck = 0
 		r.pendingAck, r.pendingSince = false, 0
+		r.lastAck = r.ackNo.Add(-1)
 		r.paused, r.lastPause = false, 0
 		r.ackRepeatAt, r.ackRepeats = 0, 0
 		r.Stats.ReorderFrames, r.Stats.ReorderBytes = 0, 0

@@ -58,6 +58,19 @@ type ReceiverConfig struct {
 	// AckDelay: an explicit ACK is sent only if an ACK has been pending this
 	// long without a reverse data frame carrying it.
 	AckDelay int64
+	// AckEvery bounds the coalescing: once this many frames have been
+	// received in order since the last ACK sent, the explicit ACK goes at
+	// once, whatever AckDelay says, so that a long AckDelay never leaves
+	// the peer sender short of credit. 0 means Window/4 (at least 1); set
+	// it to a quarter of the peer sender's credit window (SetAckEvery).
+	AckEvery int
+	// AckRepeats is how many times an explicit ACK that no data follows is
+	// sent again, at RenotifyInterval, then 2×, 4×... (0 means 3; negative,
+	// none). A sender bound by its credit also probes with dummies, which
+	// the receiver answers at once, so repeats only shorten the recovery
+	// from a lost ACK; at low rates, where no data follows any ACK, each
+	// costs a frame and a wakeup at both ends.
+	AckRepeats int
 	// PauseThreshold and ResumeThreshold (bytes of the reorder buffer) drive
 	// Algorithm 2; PauseThreshold = ResumeThreshold + 2 MTU (Params). A zero
 	// PauseThreshold disables backpressure.
@@ -76,7 +89,8 @@ func DefaultReceiverConfig() ReceiverConfig {
 		AckNoTimeout:     400_000,
 		RenotifyInterval: 100_000,
 		NotifyCopies:     1,
-		AckDelay:         5_000,
+		AckDelay:         100_000,
+		AckRepeats:       -1,
 		ResumeThreshold:  64 << 10,
 		PauseThreshold:   64<<10 + 2*1522,
 		PauseDuration:    200_000,
@@ -95,6 +109,9 @@ func (c *ReceiverConfig) check() error {
 	}
 	if c.AckNoTimeout <= 0 {
 		return errors.New("linkguardian: ReceiverConfig.AckNoTimeout must be positive (use Params.Timers)")
+	}
+	if c.AckEvery < 0 {
+		return errors.New("linkguardian: ReceiverConfig.AckEvery must not be negative (0 means Window/4)")
 	}
 	if c.RenotifyInterval < 0 || c.AckDelay < 0 || c.PauseDuration < 0 {
 		return errors.New("linkguardian: ReceiverConfig intervals must not be negative")
@@ -154,6 +171,8 @@ type Receiver struct {
 	nextCheck    int64
 	pendingAck   bool
 	pendingSince int64
+	lastAck      seqhdr.Seq // the last ACK sent (explicit or carried)
+	ackEvery     int        // AckEvery in force
 	paused       bool
 	lastPause    int64
 	// Repeat of an unconfirmed explicit ACK: armed when one is sent, off
@@ -167,14 +186,29 @@ type Receiver struct {
 }
 
 func newReceiver(cfg ReceiverConfig, e *env) *Receiver {
-	return &Receiver{
-		cfg:    cfg,
-		e:      e,
-		slots:  make([]rxSlot, cfg.Window),
-		mask:   uint32(cfg.Window - 1),
-		latest: seqhdr.Seq(0).Add(-1),
+	r := &Receiver{
+		cfg:     cfg,
+		e:       e,
+		slots:   make([]rxSlot, cfg.Window),
+		mask:    uint32(cfg.Window - 1),
+		latest:  seqhdr.Seq(0).Add(-1),
+		lastAck: seqhdr.Seq(0).Add(-1),
 	}
+	r.SetAckEvery(cfg.AckEvery)
+	return r
 }
+
+// SetAckEvery sets AckEvery (n ≤ 0: Window/4), as a link session does when
+// it agrees the peer sender's credit window (pass a quarter of it).
+func (r *Receiver) SetAckEvery(n int) {
+	if n <= 0 {
+		n = len(r.slots) / 4
+	}
+	r.ackEvery = max(n, 1)
+}
+
+// AckEvery returns the AckEvery in force.
+func (r *Receiver) AckEvery() int { return r.ackEvery }
 
 // AckNo returns the next expected sequence number.
 func (r *Receiver) AckNo() seqhdr.Seq { return r.ackNo }
@@ -200,13 +234,19 @@ func (r *Receiver) takeAck() seqhdr.Seq {
 		r.pendingAck = false
 		r.Stats.PiggyAcksSent++
 	}
-	return r.ackNo.Add(-1)
+	r.lastAck = r.ackNo.Add(-1)
+	return r.lastAck
 }
 
+// setPending notes that ackNo moved: an ACK is owed, due AckDelay from the
+// first frame it covers, or at once when it covers AckEvery frames.
 func (r *Receiver) setPending(now int64) {
 	if !r.pendingAck {
 		r.pendingAck = true
 		r.pendingSince = now
+	}
+	if seqhdr.Diff(r.ackNo.Add(-1), r.lastAck) >= r.ackEvery {
+		r.pendingSince = min(r.pendingSince, now-r.cfg.AckDelay)
 	}
 }
 
@@ -450,7 +490,10 @@ func (r *Receiver) poll(now int64) {
 			r.pendingAck = false
 			r.ackRepeatOf, r.ackRepeats = r.ackNo.Add(-1), 0
 			r.ackRepeatGap = r.ackRepeatBase()
-			r.ackRepeatAt = now + r.ackRepeatGap
+			r.ackRepeatAt = 0
+			if r.maxAckRepeats() > 0 {
+				r.ackRepeatAt = now + r.ackRepeatGap
+			}
 		}
 	}
 	if r.ackRepeatAt != 0 && now >= r.ackRepeatAt {
@@ -473,14 +516,26 @@ func (r *Receiver) explicitAck() bool {
 	if ok {
 		r.e.out.Low = append(r.e.out.Low, f)
 		r.Stats.ExplicitAcksSent++
+		r.lastAck = h.Ack
 	}
 	return ok
 }
 
-// maxAckRepeats bounds the repeats of one explicit ACK; a sender whose
-// credit window stays full after that probes with dummies until an ACK gets
-// through.
-const maxAckRepeats = 3
+// defaultAckRepeats is AckRepeats' default; a sender whose credit window
+// stays full after the repeats probes with dummies until an ACK gets through.
+const defaultAckRepeats = 3
+
+// maxAckRepeats is the number of repeats of one explicit ACK (AckRepeats).
+func (r *Receiver) maxAckRepeats() int {
+	switch n := r.cfg.AckRepeats; {
+	case n == 0:
+		return defaultAckRepeats
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
 
 // ackRepeatBase is the first repeat interval: a re-notification interval (a
 // retransmission round trip), else ackNoTimeout.
@@ -497,7 +552,7 @@ func (r *Receiver) ackRepeatBase() int64 {
 // receiver cannot tell that from a sender with nothing more to send, so the
 // repeats are few and back off (base, 2×, 4×).
 func (r *Receiver) repeatAck(now int64) {
-	if r.pendingAck || r.ackNo.Add(-1) != r.ackRepeatOf || r.ackRepeats >= maxAckRepeats {
+	if r.pendingAck || r.ackNo.Add(-1) != r.ackRepeatOf || r.ackRepeats >= r.maxAckRepeats() {
 		r.ackRepeatAt = 0 // superseded by a newer ACK, or done
 		return
 	}
@@ -506,7 +561,7 @@ func (r *Receiver) repeatAck(now int64) {
 	}
 	r.Stats.AckRepeats++
 	r.ackRepeats++
-	if r.ackRepeats >= maxAckRepeats {
+	if r.ackRepeats >= r.maxAckRepeats() {
 		r.ackRepeatAt = 0
 		return
 	}

@@ -21,6 +21,14 @@ type SenderConfig struct {
 	// DummyInterval is the minimum time between dummy emissions while frames
 	// are unacknowledged and the normal queue is empty.
 	DummyInterval int64
+	// DummyWaitMax, if nonzero, lets the first dummy after a data frame wait
+	// for that frame's ACK: a dummy sent before the ACK could be back tells
+	// the receiver nothing the ACK would not, and costs a frame and a
+	// wakeup at both ends. The wait is learned from the ACK latency of the
+	// newest frame (see ackSample), at least DummyInterval and at most
+	// DummyWaitMax: a tail loss is found within DummyWaitMax. 0: the first
+	// dummy goes DummyInterval after the last data frame.
+	DummyWaitMax int64
 	// DummyCopies is K, the number of dummies sent per emission (≥ 1).
 	DummyCopies int
 	// RetxHoldoff: a loss notification for a frame retransmitted less than
@@ -40,6 +48,7 @@ func DefaultSenderConfig() SenderConfig {
 		TxBuffer:      4096,
 		Copies:        1,
 		DummyInterval: 10_000,
+		DummyWaitMax:  500_000,
 		DummyCopies:   1,
 		RetxHoldoff:   50_000,
 		MaxRetxRounds: 16,
@@ -56,7 +65,7 @@ func (c *SenderConfig) check() error {
 	if c.Copies < 1 || c.DummyCopies < 1 || c.MaxRetxRounds < 1 || c.MaxRetxRounds > 255 {
 		return errors.New("linkguardian: SenderConfig.Copies, DummyCopies must be ≥ 1 and MaxRetxRounds in [1, 255]")
 	}
-	if c.DummyInterval < 0 || c.RetxHoldoff < 0 {
+	if c.DummyInterval < 0 || c.RetxHoldoff < 0 || c.DummyWaitMax < 0 {
 		return errors.New("linkguardian: SenderConfig intervals must not be negative")
 	}
 	return nil
@@ -82,14 +91,22 @@ type Sender struct {
 	base, next  seqhdr.Seq // oldest unacknowledged, next to assign
 	bytes       int
 	pausedUntil int64 // pause in force while now < pausedUntil
-	// Dummies: the first goes DummyInterval after the last data frame if the
+	// Dummies: the first goes dummyWait after the last data frame if the
 	// queue stays empty; while no ACK releases the buffer, further ones back
 	// off exponentially (a software link's ACK round trip is tens of µs, and
 	// every dummy costs a frame each way).
 	nextDummy   int64
 	dummyGap    int64
 	invalidAcks int // ACKs beyond next in a row (see onAck)
-	Stats       SenderStats
+	// The ACK latency of the newest frame (DummyWaitMax): when it was
+	// sent, whether a dummy followed it before its ACK came, the smoothed
+	// latency and its mean deviation (0: no sample yet), and the wait
+	// they give.
+	lastSent       int64
+	probed         bool
+	ackRTT, ackVar int64
+	dummyWait      int64
+	Stats          SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
@@ -97,7 +114,44 @@ func newSender(cfg SenderConfig, e *env) *Sender {
 	if credit == 0 {
 		credit = cfg.TxBuffer
 	}
-	return &Sender{cfg: cfg, e: e, ring: make([]txSlot, cfg.TxBuffer), mask: uint32(cfg.TxBuffer - 1), credit: credit}
+	return &Sender{cfg: cfg, e: e, ring: make([]txSlot, cfg.TxBuffer), mask: uint32(cfg.TxBuffer - 1), credit: credit,
+		dummyGap: cfg.DummyInterval, dummyWait: cfg.DummyInterval}
+}
+
+// DummyWait returns how long after a data frame the first dummy goes if
+// the queue stays empty and no ACK of the frame comes back.
+func (s *Sender) DummyWait() int64 { return s.dummyWait }
+
+// ackSample learns from an ACK that released the newest frame, at now,
+// how long the first dummy should wait for an ACK (DummyWaitMax).
+//
+// Without a dummy in between, the ACK's latency is a sample: the wait is
+// the smoothed latency plus four mean deviations (TCP's RTO estimator,
+// RFC 6298), between DummyInterval and DummyWaitMax. When a dummy went
+// first, the latency is no sample (the dummy may have hastened the ACK,
+// and would make the wait feed on itself); the wait doubles instead, like
+// an RTO after a timeout, until an ACK comes back before the dummy.
+func (s *Sender) ackSample(now int64) {
+	lo, hi := s.cfg.DummyInterval, max(s.cfg.DummyWaitMax, s.cfg.DummyInterval)
+	if s.probed {
+		s.dummyWait = min(max(2*s.dummyWait, lo), hi)
+		return
+	}
+	m := now - s.lastSent
+	if m < 0 {
+		return
+	}
+	if s.ackRTT == 0 {
+		s.ackRTT, s.ackVar = max(m, 1), m/2
+	} else {
+		d := s.ackRTT - m
+		if d < 0 {
+			d = -d
+		}
+		s.ackVar += (d - s.ackVar) / 4
+		s.ackRTT += (m - s.ackRTT) / 8
+	}
+	s.dummyWait = min(max(s.ackRTT+4*s.ackVar, lo), hi)
 }
 
 // Outstanding returns the number of unacknowledged frames in the TX buffer.
@@ -162,7 +216,8 @@ func (s *Sender) send(now int64, f Frame) bool {
 // buffer keeps a stamped frame in the TX buffer under the next sequence
 // number and lists it for transmission.
 func (s *Sender) buffer(now int64, f Frame) {
-	s.nextDummy, s.dummyGap = now+s.cfg.DummyInterval, s.cfg.DummyInterval
+	s.nextDummy, s.dummyGap = now+s.dummyWait, s.dummyWait
+	s.lastSent, s.probed = now, false
 	*s.slot(s.next) = txSlot{f: f}
 	s.next = s.next.Next()
 	s.bytes += f.Len
@@ -187,7 +242,7 @@ const resyncAcks = 3
 // between, the receiver, which waits for ack+1 and drops everything before it
 // as duplicates, would never accept a frame again: the sender gives up its
 // unacknowledged frames and continues at ack+1 (resync).
-func (s *Sender) onAck(ack seqhdr.Seq) {
+func (s *Sender) onAck(now int64, ack seqhdr.Seq) {
 	if seqhdr.Diff(ack, s.next) >= 0 {
 		s.Stats.AckInvalid++
 		if s.invalidAcks++; s.invalidAcks >= resyncAcks {
@@ -212,6 +267,9 @@ func (s *Sender) onAck(ack seqhdr.Seq) {
 	s.base = ack.Next()
 	s.Stats.TxBufFrames = uint64(s.Outstanding())
 	s.Stats.TxBufBytes = uint64(s.bytes)
+	if s.base == s.next && s.cfg.DummyWaitMax > 0 {
+		s.ackSample(now)
+	}
 }
 
 // resync drops every unacknowledged frame and numbers the next one q.
@@ -286,8 +344,9 @@ func (s *Sender) creditBound() bool { return s.Outstanding() >= s.credit }
 // poll sends dummies: only while frames are unacknowledged, the normal queue
 // is empty (idle) or the credit window is full (no data frame can carry the
 // news that the peer's last ACK was lost), and no pause is in force; the first
-// DummyInterval after the last data frame, then at doubling intervals (up to
-// 64×) until new data is sent. Each emission is DummyCopies dummies.
+// DummyWait after the last data frame, then at doubling intervals (up to 64×
+// DummyInterval, or DummyWait if longer) until new data is sent. Each
+// emission is DummyCopies dummies.
 func (s *Sender) poll(now int64, idle bool) {
 	if !(idle || s.creditBound()) || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
 		return
@@ -304,7 +363,8 @@ func (s *Sender) poll(now int64, idle bool) {
 		s.e.out.Low = append(s.e.out.Low, f)
 		s.Stats.DummiesSent++
 	}
-	s.dummyGap = min(2*s.dummyGap, maxDummyBackoff*s.cfg.DummyInterval)
+	s.probed = true
+	s.dummyGap = min(2*s.dummyGap, max(maxDummyBackoff*s.cfg.DummyInterval, s.dummyWait))
 	s.nextDummy = now + s.dummyGap
 }
 

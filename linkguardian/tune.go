@@ -23,6 +23,12 @@ func (r *Receiver) SetTimers(renotify, ackNoTimeout int64) {
 	}
 }
 
+// SetAckDelay sets AckDelay (d ≥ 0) for ACKs from now on.
+func (r *Receiver) SetAckDelay(d int64) { r.cfg.AckDelay = max(d, 0) }
+
+// AckDelay returns the AckDelay in force.
+func (r *Receiver) AckDelay() int64 { return r.cfg.AckDelay }
+
 // SetThresholds sets the reorder-buffer bytes at which the receiver pauses
 // and resumes the sender (Algorithm 2). It is ignored unless
 // 0 ≤ resume < pause, or when backpressure is off (PauseThreshold 0). A

@@ -25,11 +25,15 @@ func fctCmd() *cobra.Command {
 from h1 to h2 (one connection each, back to back) across the sw1→sw2 link, whose
 receiving end drops frames at --loss, and measures each flow's completion time:
 
-  noloss  linkfabric forward, impairment stage at loss 0 (the reference)
-  loss    linkfabric forward with the lossy link (unprotected)
-  lg      linkfabric lg (LinkGuardian, in order) with the lossy link
-  lgnb    linkfabric lgnb (LinkGuardianNB, no reordering) with the lossy link
-  kernel  Linux bridges in sw1 and sw2, no impairment (optional)
+  noloss        linkfabric forward (kernel fast path where possible), impairment
+                stage at loss 0 (the reference)
+  noloss-afxdp  linkfabric forward --fastpath afxdp (every frame through the Go
+                worker, as lg's are), loss 0 (optional)
+  loss          linkfabric forward with the lossy link (unprotected)
+  lg-noloss     linkfabric lg at loss 0: LinkGuardian's own cost (optional)
+  lg            linkfabric lg (LinkGuardian, in order) with the lossy link
+  lgnb          linkfabric lgnb (LinkGuardianNB, no reordering) with the lossy link
+  kernel        Linux bridges in sw1 and sw2, no impairment (optional)
 
 TCP in h1 and h2 is set up as in the paper: SACK, RACK, TLP (tcp_early_retrans=3),
 no metrics save, timestamps off, rto_min 1 ms on the route; every knob is read back
@@ -38,6 +42,7 @@ and printed. lg and lgnb get --link-loss LOSS (N copies by Equation 2).
 It prints per arm and size the completed and failed flows, the flows with a TCP
 retransmission, p50 p90 p99 p99.9 p99.99 max and mean FCT, each one's ratio to
 noloss, the loss the link really applied and LinkGuardian's recovery counters,
+the explicit ACKs, dummies and worker wakeups per data frame on both switches,
 and writes fct.json, flows.csv and a tail-CDF PNG per size into --out.
 
 Tools: builtin (in-process sockets; FCT = connect() to the receiver reading the
@@ -46,6 +51,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 		Example: `  linkfabric fct --flows 10000 --size 143
   linkfabric fct --size 143,24387 --flows 10000,2000 --arms noloss,loss,lg,lgnb,kernel
   linkfabric fct --size 2MB --flows 200 --loss 1e-2 --burst 3 --cc bbr
+  linkfabric fct --arms noloss,noloss-afxdp,lg-noloss,lg --flows 2000   # LinkGuardian's cost
   linkfabric fct --tool iperf --flows 200`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("fct"); err != nil {

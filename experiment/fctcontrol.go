@@ -1,0 +1,72 @@
+package experiment
+
+import (
+	"context"
+	"strings"
+)
+
+// FCTControl is what both switches' dataplanes did while an arm's flows ran
+// (differences of /stats.json taken before and after): the frames on the
+// link per data frame, and the worker's sleeps and loop iterations.
+type FCTControl struct {
+	// DataFrames: lg and lgnb, data frames sequenced onto the link (both
+	// directions, retransmitted copies not counted); forward, frames sent
+	// on the link ports (the kernel fast path's included).
+	DataFrames uint64 `json:"data_frames"`
+	// ExplicitAcks (repeats included) and Dummies sent by both ends.
+	ExplicitAcks uint64 `json:"explicit_acks"`
+	Dummies      uint64 `json:"dummies"`
+	// Wakeups counts the workers' poll(2) sleeps (each ends in a wakeup: a
+	// frame or a timer), Loops their loop iterations; both switches.
+	Wakeups uint64 `json:"wakeups"`
+	Loops   uint64 `json:"loops"`
+	// Per data frame: explicit ACKs and dummies; wakeups.
+	ControlPerData float64 `json:"control_per_data"`
+	WakeupsPerData float64 `json:"wakeups_per_data"`
+}
+
+// isLG reports whether an FCT arm runs LinkGuardian.
+func isLG(arm string) bool { return strings.HasPrefix(arm, "lg") }
+
+// fetchSwitches reads /stats.json of the dataplanes in sw1 and sw2.
+func (e *Env) fetchSwitches(ctx context.Context, s *[2]DPStats) error {
+	for i, sw := range []string{"sw1", "sw2"} {
+		if err := FetchStats(ctx, e.NS(sw), &s[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// controlDelta is what the two switches did between before and after.
+func controlDelta(before, after *[2]DPStats) FCTControl {
+	var c FCTControl
+	for i := range after {
+		a, b := controlCounts(&after[i]), controlCounts(&before[i])
+		c.DataFrames += a.DataFrames - b.DataFrames
+		c.ExplicitAcks += a.ExplicitAcks - b.ExplicitAcks
+		c.Dummies += a.Dummies - b.Dummies
+		c.Wakeups += a.Wakeups - b.Wakeups
+		c.Loops += a.Loops - b.Loops
+	}
+	c.ControlPerData = ratio(float64(c.ExplicitAcks+c.Dummies), float64(c.DataFrames))
+	c.WakeupsPerData = ratio(float64(c.Wakeups), float64(c.DataFrames))
+	return c
+}
+
+// controlCounts are one dataplane's totals (data frames as FCTControl counts them).
+func controlCounts(s *DPStats) FCTControl {
+	c := FCTControl{Wakeups: s.Dataplane.Polls, Loops: s.Dataplane.Loops}
+	l := s.LinkGuardian
+	if l == nil {
+		c.DataFrames = s.Dataplane.Link.TX.Frames
+		return c
+	}
+	if s := l.Core.Sender; s != nil {
+		c.DataFrames, c.Dummies = s.DataSent, s.DummiesSent
+	}
+	if r := l.Core.Receiver; r != nil {
+		c.ExplicitAcks = r.ExplicitAcksSent
+	}
+	return c
+}
