@@ -2,9 +2,11 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/pfc"
+	"github.com/linkfabric/linkfabric/xdp"
 )
 
 // classQueues hold host frames waiting for a link port: one FIFO per
@@ -37,6 +39,23 @@ func newClassQueues(limit int) classQueues {
 
 // room is how many more frames the queues take.
 func (c *classQueues) room() int { return c.limit - c.n }
+
+// portRoom is a Pipeline's Room for a pipeline whose host frames wait here:
+// the queues' free space on the host port, no bound on the link port.
+func (c *classQueues) portRoom(port int) int {
+	if port == portHost {
+		return c.room()
+	}
+	return math.MaxInt
+}
+
+// pushHost queues received host frames (in w's UMEM) by traffic class.
+func (c *classQueues) pushHost(w *worker, descs []xdp.Desc) {
+	for _, d := range descs {
+		class := Classify(w.Bytes(d.Addr, min(int(d.Len), 18)))
+		c.push(class, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
+	}
+}
 
 func (c *classQueues) empty() bool { return c.n == 0 }
 

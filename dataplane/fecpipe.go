@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -148,22 +147,14 @@ func (pl *fecPipeline) Alloc() (fec.Handle, bool) {
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
-func (pl *fecPipeline) Room(port int) int {
-	if port == portHost {
-		return pl.queue.room()
-	}
-	return math.MaxInt
-}
+func (pl *fecPipeline) Room(port int) int { return pl.queue.portRoom(port) }
 
 // Receive implements Pipeline: host frames to the class queues; link
 // frames to the session (HELLO), the class queues' gate (PFC) or the
 // Receiver (once the session agreed with their sender).
 func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
 	if port == portHost {
-		for _, d := range descs {
-			class := Classify(pl.w.Bytes(d.Addr, min(int(d.Len), 18)))
-			pl.queue.push(class, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
-		}
+		pl.queue.pushHost(pl.w, descs)
 		return
 	}
 	for _, d := range descs {

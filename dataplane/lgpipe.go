@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,21 +203,13 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
-func (pl *lgPipeline) Room(port int) int {
-	if port == portHost {
-		return pl.queue.room()
-	}
-	return math.MaxInt
-}
+func (pl *lgPipeline) Room(port int) int { return pl.queue.portRoom(port) }
 
 // Receive implements Pipeline: link frames go to the core (PFC frames to the
 // sender's pause state), host frames to the queue.
 func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
 	if port == portHost {
-		for _, d := range descs {
-			class := Classify(pl.w.Bytes(d.Addr, min(int(d.Len), 18)))
-			pl.queue.push(class, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
-		}
+		pl.queue.pushHost(pl.w, descs)
 		return
 	}
 	for _, d := range descs {
