@@ -53,6 +53,15 @@ type BedRun struct {
 	LinkBuffer netns.ByteSize
 }
 
+// upBare brings topo up under e.Prefix with bare ports (forwarding none:
+// the dataplanes forward), removing a stale testbed of that prefix first.
+func (e *Env) upBare(topo *netns.Topology, mtu int) (*netns.Testbed, error) {
+	if err := netns.Down(e.Prefix); err != nil {
+		return nil, err
+	}
+	return netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: netns.ForwardingNone, MTU: mtu})
+}
+
 // CellsBedUp brings preset up with bare ports (forwarding none) under
 // e.Prefix, removing a stale testbed of that prefix first.
 func (e *Env) CellsBedUp(preset string, mtu int) (*CellsBed, error) {
@@ -67,10 +76,7 @@ func (e *Env) CellsBedUp(preset string, mtu int) (*CellsBed, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := netns.Down(e.Prefix); err != nil {
-		return nil, err
-	}
-	tb, err := netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: netns.ForwardingNone, MTU: mtu})
+	tb, err := e.upBare(topo, mtu)
 	if err != nil {
 		return nil, err
 	}

@@ -30,10 +30,7 @@ func (e *Env) UpCellsFabric(topo *netns.Topology, mtu int) (*CellsFabric, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := netns.Down(e.Prefix); err != nil {
-		return nil, err
-	}
-	tb, err := netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: netns.ForwardingNone, MTU: mtu})
+	tb, err := e.upBare(topo, mtu)
 	if err != nil {
 		return nil, err
 	}

@@ -223,14 +223,11 @@ func (d outsideDrops) minus(o outsideDrops) outsideDrops {
 // upBundle brings up the bundle testbed (forwarding none), removing a
 // stale one of the same prefix first.
 func (e *Env) upBundle() (*netns.Testbed, error) {
-	if err := netns.Down(e.Prefix); err != nil {
-		return nil, err
-	}
 	topo, err := netns.Preset("bundle")
 	if err != nil {
 		return nil, err
 	}
-	return netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: netns.ForwardingNone})
+	return e.upBare(topo, 0)
 }
 
 // CellsFailoverRun is one run of one arm.
