@@ -112,18 +112,7 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 				return err
 			}
 			defer mgr.Close()
-			ctx := cmd.Context()
-			if dur > 0 {
-				var cancel func()
-				ctx, cancel = context.WithTimeout(ctx, dur)
-				defer cancel()
-			}
-			fmt.Fprintln(os.Stderr, "tdma fm ready")
-			st, err := mgr.Run(ctx)
-			if err != nil {
-				return err
-			}
-			return writeJSONFile(out, st)
+			return runAgent(cmd.Context(), "tdma fm", dur, out, mgr.Run)
 		},
 	}
 	f := cmd.Flags()
@@ -213,18 +202,7 @@ and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
 				return err
 			}
 			defer a.Close()
-			ctx := cmd.Context()
-			if dur > 0 {
-				var cancel func()
-				ctx, cancel = context.WithTimeout(ctx, dur)
-				defer cancel()
-			}
-			fmt.Fprintln(os.Stderr, "tdma host ready")
-			st, err := a.Run(ctx)
-			if err != nil {
-				return err
-			}
-			return writeJSONFile(out, st)
+			return runAgent(cmd.Context(), "tdma host", dur, out, a.Run)
 		},
 	}
 	f := cmd.Flags()
@@ -248,4 +226,20 @@ and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
 	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")
 	return cmd
+}
+
+// runAgent says name is ready on stderr, runs run until ctx ends (or for
+// dur, if positive) and writes its statistics to out as JSON.
+func runAgent[S any](ctx context.Context, name string, dur time.Duration, out string, run func(context.Context) (S, error)) error {
+	if dur > 0 {
+		var cancel func()
+		ctx, cancel = context.WithTimeout(ctx, dur)
+		defer cancel()
+	}
+	fmt.Fprintln(os.Stderr, name+" ready")
+	st, err := run(ctx)
+	if err != nil {
+		return err
+	}
+	return writeJSONFile(out, st)
 }
