@@ -32,7 +32,7 @@ func newClassQueues(limit int) classQueues {
 		size <<= 1
 	}
 	for i := range c.q {
-		c.q[i] = frameRing{buf: make([]linkguardian.Frame, size)}
+		c.q[i] = frameRing{buf: make([]linkguardian.Frame, size), at: make([]int64, size)}
 	}
 	return c
 }
@@ -49,19 +49,20 @@ func (c *classQueues) portRoom(port int) int {
 	return math.MaxInt
 }
 
-// pushHost queues received host frames (in w's UMEM) by traffic class.
-func (c *classQueues) pushHost(w *worker, descs []xdp.Desc) {
+// pushHost queues host frames received (into w's UMEM) at now, by traffic
+// class.
+func (c *classQueues) pushHost(w *worker, now int64, descs []xdp.Desc) {
 	for _, d := range descs {
 		class := Classify(w.Bytes(d.Addr, min(int(d.Len), 18)))
-		c.push(class, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
+		c.push(class, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)}, now)
 	}
 }
 
 func (c *classQueues) empty() bool { return c.n == 0 }
 
-// push queues f in class (0..7).
-func (c *classQueues) push(class int, f linkguardian.Frame) {
-	c.q[class&7].push(f)
+// push queues f, received at now, in class (0..7).
+func (c *classQueues) push(class int, f linkguardian.Frame, now int64) {
+	c.q[class&7].push(f, now)
 	c.Frames[class&7]++
 	c.n++
 }
@@ -89,13 +90,13 @@ func (c *classQueues) pop(class int) {
 }
 
 // dropOldest drops all but the newest keep frames of each class, paused
-// or not, handing each dropped frame to release; it returns how many it
-// dropped.
-func (c *classQueues) dropOldest(keep int, release func(uint64)) int {
+// or not, and of those any received before since, handing each dropped
+// frame to release; it returns how many it dropped.
+func (c *classQueues) dropOldest(keep int, since int64, release func(uint64)) int {
 	n := 0
 	for class := range c.q {
 		q := &c.q[class]
-		for int(q.tail-q.head) > keep {
+		for !q.empty() && (int(q.tail-q.head) > keep || q.frontAt() < since) {
 			release(uint64(q.front().H))
 			c.pop(class)
 			n++
@@ -104,14 +105,21 @@ func (c *classQueues) dropOldest(keep int, release func(uint64)) int {
 	return n
 }
 
-// frameRing is a fixed FIFO of frames (size a power of two).
+// frameRing is a fixed FIFO of frames and when each arrived (size a power
+// of two).
 type frameRing struct {
 	buf        []linkguardian.Frame
+	at         []int64
 	head, tail uint32 // tail-head = length
 }
 
-func (q *frameRing) push(f linkguardian.Frame) { q.buf[q.tail&uint32(len(q.buf)-1)] = f; q.tail++ }
+func (q *frameRing) push(f linkguardian.Frame, now int64) {
+	i := q.tail & uint32(len(q.buf)-1)
+	q.buf[i], q.at[i] = f, now
+	q.tail++
+}
 func (q *frameRing) front() linkguardian.Frame { return q.buf[q.head&uint32(len(q.buf)-1)] }
+func (q *frameRing) frontAt() int64            { return q.at[q.head&uint32(len(q.buf)-1)] }
 func (q *frameRing) pop()                      { q.head++ }
 func (q *frameRing) empty() bool               { return q.head == q.tail }
 

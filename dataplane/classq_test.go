@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
@@ -37,10 +38,10 @@ func TestClassify(t *testing.T) {
 // until their pause ends, and one limit over all classes.
 func TestClassQueuesStrictPriorityAndPause(t *testing.T) {
 	c := newClassQueues(4)
-	c.push(0, linkguardian.Frame{H: 10})
-	c.push(3, linkguardian.Frame{H: 30})
-	c.push(3, linkguardian.Frame{H: 31})
-	c.push(7, linkguardian.Frame{H: 70})
+	c.push(0, linkguardian.Frame{H: 10}, 0)
+	c.push(3, linkguardian.Frame{H: 30}, 0)
+	c.push(3, linkguardian.Frame{H: 31}, 0)
+	c.push(7, linkguardian.Frame{H: 70}, 0)
 	if c.room() != 0 {
 		t.Fatalf("room %d after 4 frames with limit 4", c.room())
 	}
@@ -79,5 +80,38 @@ func TestClassQueuesStrictPriorityAndPause(t *testing.T) {
 	c.pop(0)
 	if !c.empty() || c.room() != 4 {
 		t.Fatalf("not empty after popping everything: n %d", c.n)
+	}
+}
+
+// dropOldest keeps at most keep frames of each class, and of those only
+// the ones that arrived at or after since; keptSince is the second half of
+// the outage.
+func TestClassQueuesDropOldestByCountAndAge(t *testing.T) {
+	c := newClassQueues(16)
+	for i := range 6 {
+		c.push(2, linkguardian.Frame{H: linkguardian.Handle(20 + i)}, int64(i*100))
+	}
+	c.push(6, linkguardian.Frame{H: 60}, 50)
+	c.push(6, linkguardian.Frame{H: 61}, 450)
+	var dropped []int
+	release := func(h uint64) { dropped = append(dropped, int(h)) }
+	// Down since 0, now 800: frames from 400 on may stay, at most 3 a class.
+	since := keptSince(0, 800)
+	if since != 400 {
+		t.Fatalf("keptSince(0, 800) = %d, want 400", since)
+	}
+	// Class 2: the count leaves 23..25, the age 24..25; class 6: 61.
+	if n := c.dropOldest(3, since, release); n != 5 || !slices.Equal(dropped, []int{20, 21, 22, 23, 60}) {
+		t.Fatalf("dropped %d frames %v, want [20 21 22 23 60]", n, dropped)
+	}
+	var left []int
+	for class := range 8 {
+		for !c.q[class].empty() {
+			left = append(left, int(c.front(class).H))
+			c.pop(class)
+		}
+	}
+	if want := []int{24, 25, 61}; !slices.Equal(left, want) {
+		t.Fatalf("kept %v, want %v", left, want)
 	}
 }

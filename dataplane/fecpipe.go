@@ -154,7 +154,7 @@ func (pl *fecPipeline) Room(port int) int { return pl.queue.portRoom(port) }
 // Receiver (once the session agreed with their sender).
 func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
 	if port == portHost {
-		pl.queue.pushHost(pl.w, descs)
+		pl.queue.pushHost(pl.w, now, descs)
 		return
 	}
 	for _, d := range descs {

@@ -126,15 +126,17 @@ func linkFlap(t *testing.T, mode Mode) {
 	}
 }
 
-// TestLGSessionKeepsNewest: while sw1's link port is down, h1 sends 20
-// numbered UDP datagrams in traffic class 5, 20 ms apart, then nothing for
-// longer than --session-wait. When the port comes back, the newest
-// --session-keep of them (and only those) reach h2, in order; with
-// --session-keep -1 none do. (After a flap, the newest frames are the
-// hosts' latest TCP retransmissions: delivering them restarts TCP without
-// waiting for its backed-off retransmission timer.)
+// TestLGSessionKeepsNewest: while sw1's link port is down, h1 sends 5
+// numbered UDP datagrams in traffic class 5, then after 1.5 s 10 more, then
+// nothing for longer than --session-wait. When the port comes back, the
+// newest --session-keep of the 10 (and only those) reach h2, in order; the
+// first 5, older than half the outage, never do; with --session-keep -1
+// none do. (After a flap, the newest frames are the hosts' latest TCP
+// retransmissions: delivering them restarts TCP without waiting for its
+// backed-off retransmission timer. Older ones are stale ACKs and data whose
+// delay TCP would take for its round-trip time.)
 func TestLGSessionKeepsNewest(t *testing.T) {
-	for _, keep := range []int{4, -1} {
+	for _, keep := range []int{16, 4, -1} {
 		t.Run(strconv.Itoa(keep), func(t *testing.T) { sessionKeep(t, keep) })
 	}
 }
@@ -184,13 +186,21 @@ func sessionKeep(t *testing.T, keep int) {
 			t.Fatal("sw1 did not mark link0 down within 2 s")
 		}
 	}
-	const sent = 20
-	for i := range sent {
-		if _, err := tx.Write([]byte{byte(i)}); err != nil {
-			t.Fatalf("datagram %d: %v", i, err)
+	// Five datagrams at the start of the outage, ten more 1.5 s later: by
+	// the time the link is back, the first five are older than half the
+	// outage and go whatever --session-keep says (keptSince).
+	send := func(first, n int, gap time.Duration) {
+		for i := first; i < first+n; i++ {
+			if _, err := tx.Write([]byte{byte(i)}); err != nil {
+				t.Fatalf("datagram %d: %v", i, err)
+			}
+			time.Sleep(gap)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	const stale, sent = 100, 10
+	send(stale, 5, 20*time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
+	send(0, sent, 10*time.Millisecond)
 	time.Sleep(3 * defaultSessionWait) // every datagram waited longer than --session-wait
 	ip("link", "set", "link0", "up")
 	var got []int
@@ -206,7 +216,7 @@ func sessionKeep(t *testing.T, keep int) {
 		}
 	}
 	var want []int
-	for i := sent - max(keep, 0); i < sent; i++ {
+	for i := max(sent-max(keep, 0), 0); i < sent; i++ {
 		want = append(want, i)
 	}
 	if !slices.Equal(got, want) {

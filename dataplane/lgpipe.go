@@ -209,7 +209,7 @@ func (pl *lgPipeline) Room(port int) int { return pl.queue.portRoom(port) }
 // sender's pause state), host frames to the queue.
 func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
 	if port == portHost {
-		pl.queue.pushHost(pl.w, descs)
+		pl.queue.pushHost(pl.w, now, descs)
 		return
 	}
 	for _, d := range descs {

@@ -23,9 +23,10 @@ import (
 // Until the session is up, host frames wait in the class queues for up to
 // LGConfig.SessionWait; after that they are dropped (counted), or passed
 // unprotected with LGConfig.SessionPass. When dropped, the newest
-// LGConfig.SessionKeep frames of each class stay, for as long as the session
-// has been down less than LGConfig.SessionHold: after a link flap they are
-// the hosts' latest retransmissions, which restart TCP at once.
+// LGConfig.SessionKeep frames of each class stay, if they arrived in the
+// second half of the outage (keptSince) and for as long as the session has
+// been down less than LGConfig.SessionHold: after a link flap they are the
+// hosts' latest retransmissions, which restart TCP at once.
 
 // maxDeadline is "no deadline".
 const maxDeadline = math.MaxInt64
@@ -39,6 +40,16 @@ const (
 	defaultSessionKeep = 16
 	defaultSessionHold = 5 * time.Second
 )
+
+// keptSince is the oldest arrival time a kept frame may have at now, the
+// session not up since down: the second half of the outage. A host backing
+// off exponentially sent a retransmission in that half, or sends its next
+// one within its base timeout of the link coming back; an older frame adds
+// nothing but a stale delay. And the delay is harmful: TCP takes the age of
+// a delivered frame that acknowledges or SACKs new data as a round-trip
+// sample (an ACK held through a 2 s flap gave a 6.6 s RTO, and the next
+// loss stalled the connection for that long).
+func keptSince(down, now int64) int64 { return down + (now-down)/2 }
 
 // SessionStats is the link session as /stats.json shows it.
 type SessionStats struct {
@@ -168,7 +179,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	log := d.cfg.Logger
 	a, _ := s.sess.Agreed()
 	if ev&linksession.EvPeerRestart != 0 {
-		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
+		log.Warn("link session: the peer restarted, or its link port came back up; link state reset, nothing from before is delivered",
 			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
 	}
 	if ev&linksession.EvReset != 0 {
@@ -217,6 +228,9 @@ func (s *linkSess) sessionPoll(now int64, tx *Tx) int64 {
 		s.sess.LinkDown(now)
 	case !down && st == linksession.Down:
 		s.sess.LinkUp(now)
+		s.sw.d.cfg.Logger.Info("link session renewed: the link port is up again; what LinkGuardian held from before the outage is released, not delivered late",
+			"dev", s.sw.d.cfg.LinkPort, "epoch", s.sess.Epoch())
+		s.publishSession()
 	}
 	timeouts := s.sess.Stats.PeerTimeouts
 	next := s.sess.Poll(now)
@@ -284,7 +298,7 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 		if now-s.notUpSince >= int64(s.sw.d.cfg.LG.SessionHold) {
 			keep = 0
 		}
-		s.sessDropped += uint64(s.queue.dropOldest(max(keep, 0), tx.Release))
+		s.sessDropped += uint64(s.queue.dropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))
 		if now-s.warnedAt > int64(time.Second) {
 			s.warnedAt = now
 			s.sw.d.cfg.Logger.Warn("link session not up: host frames dropped; is the other end running linkfabric "+s.peers+"?",

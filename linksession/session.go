@@ -49,6 +49,10 @@
 //     the policy instead of queueing behind a credit window nobody opens. The
 //     agreement is kept: the same peer answering brings the session Up again
 //     without a reset; a restarted one (a new epoch) resets as usual.
+//   - A link that went down (LinkDown: ENETDOWN, carrier loss) renews the
+//     session when it comes back (LinkUp): a new epoch, the peer forgotten
+//     and the Link reset (Stats.Renewals). The peer resets on the new epoch
+//     as on a restart: nothing from before the outage is delivered late.
 //
 // # Agreement
 //
@@ -247,6 +251,7 @@ type Stats struct {
 	Mismatches            uint64 // incompatible protect modes seen
 	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
 	Downs                 uint64 // LinkDown calls
+	Renewals              uint64 // new epochs taken at LinkUp (renew)
 	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
 	PeerTimeouts          uint64 // Up left because the peer was silent for DeadAfter
 	NodeCollisions        uint64 // session frames refused: the peer has this end's Config.Node
@@ -345,7 +350,8 @@ func (s *Session) Epoch() uint64 { return s.epoch }
 
 // Agreed returns the parameters of the current agreement and whether there
 // is one (a peer adopted with a compatible protect mode). They stay valid
-// while the session is re-confirmed after LinkDown/LinkUp.
+// while a silent peer is taken for dead; after LinkUp (renew) there is none
+// until the peer answers the new epoch.
 func (s *Session) Agreed() (Agreed, bool) {
 	return s.agreed, s.peer != 0 && s.state != Mismatch
 }
@@ -544,18 +550,37 @@ func (s *Session) LinkDown(now int64) {
 	}
 }
 
-// LinkUp restarts the exchange after LinkDown: HELLOs go out at once. The
-// agreement is kept unless the peer's epoch changed meanwhile.
+// LinkUp restarts the exchange after LinkDown: HELLOs go out at once,
+// from a renewed session (renew): whatever was in flight or held when the
+// link went down is released, never delivered late.
 func (s *Session) LinkUp(now int64) {
 	if s.state != Down {
 		return
 	}
+	s.renew(now)
 	s.state = HelloSent
-	if s.peer != 0 {
-		if !s.cfg.Offer.Protect.fits(protectOf(s.peerMsg.Protect)) {
-			s.state = Mismatch
-		}
-	}
 	s.interval = s.cfg.HelloInterval
 	s.next = now
+}
+
+// renew makes this end a new incarnation of itself, as a restart would
+// without losing its configuration: a new epoch, the peer forgotten, and
+// the Link reset (every frame held released) from where its numbering had
+// come. The peer takes the new epoch for a restart and resets too; its
+// messages to the old epoch are Stale, and frames its LinkGuardian sent
+// before it reset are refused until it answers the new epoch (AcceptLink).
+// A link that was down lost what was on the wire, as any real link does;
+// what LinkGuardian still held from before is seconds old by now, and
+// delivering it late does harm (TCP takes a late frame's age for a round
+// trip time: a 2 s flap gave a host a 6 s retransmission timeout).
+func (s *Session) renew(now int64) {
+	old := s.epoch
+	for s.epoch == 0 || s.epoch == old {
+		s.epoch = rand.Uint64()
+	}
+	s.peer, s.adopted, s.peerReportOK = 0, false, false
+	s.init = s.link.TxNext()
+	s.link.Reset(now, s.init, 0)
+	s.Stats.Resets++
+	s.Stats.Renewals++
 }
