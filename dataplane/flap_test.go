@@ -126,15 +126,50 @@ func linkFlap(t *testing.T, mode Mode) {
 	}
 }
 
-// TestLGSessionKeepsNewest: while sw1's link port is down, h1 sends 5
-// numbered UDP datagrams in traffic class 5, then after 1.5 s 10 more, then
-// nothing for longer than --session-wait. When the port comes back, the
-// newest --session-keep of the 10 (and only those) reach h2, in order; the
-// first 5, older than half the outage, never do; with --session-keep -1
-// none do. (After a flap, the newest frames are the hosts' latest TCP
-// retransmissions: delivering them restarts TCP without waiting for its
-// backed-off retransmission timer. Older ones are stale ACKs and data whose
-// delay TCP would take for its round-trip time.)
+// TestLGFlapHoldsHostFrames: while sw1's link port is down for about 2 s,
+// h1 sends 40 numbered UDP datagrams in traffic class 5, 40 ms apart. The
+// session with sw2 was agreed before the outage, so they wait
+// (--session-hold) instead of being dropped after --session-wait: when the
+// port comes back, all 40 reach h2, in order. An outage is a pause to the
+// hosts, not a loss (linksession.Policy.HoldUpTo says why TCP needs that).
+func TestLGFlapHoldsHostFrames(t *testing.T) {
+	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	cfg := Config{Mode: ModeLG}
+	sw1 := startWatched(t, tb.NS("sw1"), cfg)
+	startWatched(t, tb.NS("sw2"), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through lg: %v", err)
+	}
+	tx, rx := class5UDP(t, tb)
+	ip(t, ctx, tb.NS("sw1"), "link", "set", "link0", "down")
+	waitLinkDown(t, sw1)
+	const sent = 40
+	sendNumbered(t, tx, 0, sent, 40*time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
+	ip(t, ctx, tb.NS("sw1"), "link", "set", "link0", "up")
+	got := receiveNumbered(rx)
+	var want []int
+	for i := range sent {
+		want = append(want, i)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("h2 got datagrams %v after a 2 s outage, want all of %v in order", got, want)
+	}
+	t.Logf("h2 got %d datagrams; sw1 session: %+v", len(got), sw1.d.LGStats().Session.Snapshot())
+}
+
+// TestLGSessionKeepsNewest: sw1 runs lg and sw2 does not run yet, so the
+// link session was never agreed. h1 sends 5 numbered UDP datagrams in
+// traffic class 5, then after 1.5 s 10 more; after --session-wait they are
+// dropped but for the newest --session-keep. When sw2 starts, the newest
+// --session-keep of the 10 (and only those) reach h2, in order; the first
+// 5, older than half the wait, never do; with --session-keep -1 none do.
+// (The newest frames are the hosts' latest TCP retransmissions: delivering
+// them restarts TCP without waiting for its backed-off retransmission
+// timer. Older ones are stale ACKs and data whose delay TCP would take for
+// its round-trip time.)
 func TestLGSessionKeepsNewest(t *testing.T) {
 	for _, keep := range []int{16, 4, -1} {
 		t.Run(strconv.Itoa(keep), func(t *testing.T) { sessionKeep(t, keep) })
@@ -145,28 +180,50 @@ func sessionKeep(t *testing.T, keep int) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	cfg := Config{Mode: ModeLG, LG: LGConfig{SessionKeep: keep}}
 	sw1 := startWatched(t, tb.NS("sw1"), cfg)
-	startWatched(t, tb.NS("sw2"), cfg)
-	h1, h2, ns1 := tb.NS("h1"), tb.NS("h2"), tb.NS("sw1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through lg: %v", err)
+	// No ARP can cross yet: give h1 h2's address.
+	mac, err := netns.Command(ctx, tb.NS("h2"), "cat", "/sys/class/net/eth0/address").Output()
+	if err != nil {
+		t.Fatal(err)
 	}
-	var rx, tx *net.UDPConn
-	if err := netns.Do(h2, func() (err error) {
+	ip(t, ctx, tb.NS("h1"), "neigh", "replace", "10.0.0.2", "lladdr", strings.TrimSpace(string(mac)), "dev", "eth0")
+	tx, rx := class5UDP(t, tb)
+	const stale, sent = 100, 10
+	sendNumbered(t, tx, stale, 5, 20*time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
+	sendNumbered(t, tx, 0, sent, 10*time.Millisecond)
+	time.Sleep(3 * defaultSessionWait) // every datagram waited longer than --session-wait
+	startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})
+	got := receiveNumbered(rx)
+	var want []int
+	for i := max(sent-max(keep, 0), 0); i < sent; i++ {
+		want = append(want, i)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("--session-keep %d: h2 got datagrams %v once sw2 started, want %v", keep, got, want)
+	}
+	t.Logf("--session-keep %d: h2 got %v; sw1 session: %+v", keep, got, sw1.d.LGStats().Session.Snapshot())
+}
+
+// class5UDP returns a UDP socket in h1 sending to h2 in traffic class 5
+// (DSCP CS5) and the socket in h2 receiving it.
+func class5UDP(t *testing.T, tb *netns.Testbed) (tx, rx *net.UDPConn) {
+	t.Helper()
+	if err := netns.Do(tb.NS("h2"), func() (err error) {
 		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 5310})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer rx.Close()
-	if err := netns.Do(h1, func() (err error) {
+	t.Cleanup(func() { rx.Close() })
+	if err := netns.Do(tb.NS("h1"), func() (err error) {
 		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 5310})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Close()
+	t.Cleanup(func() { tx.Close() })
 	raw, err := tx.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
@@ -175,52 +232,52 @@ func sessionKeep(t *testing.T, keep int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ip := func(args ...string) {
-		if o, err := netns.Command(ctx, ns1, "ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v in %s: %v: %s", args, ns1, err, o)
+	return tx, rx
+}
+
+// sendNumbered sends one-byte datagrams first, first+1, ... (n of them),
+// gap apart.
+func sendNumbered(t *testing.T, tx *net.UDPConn, first, n int, gap time.Duration) {
+	t.Helper()
+	for i := first; i < first+n; i++ {
+		if _, err := tx.Write([]byte{byte(i)}); err != nil {
+			t.Fatalf("datagram %d: %v", i, err)
 		}
+		time.Sleep(gap)
 	}
-	ip("link", "set", "link0", "down")
-	for deadline := time.Now().Add(2 * time.Second); !sw1.d.Stats().Link.Down; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("sw1 did not mark link0 down within 2 s")
-		}
-	}
-	// Five datagrams at the start of the outage, ten more 1.5 s later: by
-	// the time the link is back, the first five are older than half the
-	// outage and go whatever --session-keep says (keptSince).
-	send := func(first, n int, gap time.Duration) {
-		for i := first; i < first+n; i++ {
-			if _, err := tx.Write([]byte{byte(i)}); err != nil {
-				t.Fatalf("datagram %d: %v", i, err)
-			}
-			time.Sleep(gap)
-		}
-	}
-	const stale, sent = 100, 10
-	send(stale, 5, 20*time.Millisecond)
-	time.Sleep(1500 * time.Millisecond)
-	send(0, sent, 10*time.Millisecond)
-	time.Sleep(3 * defaultSessionWait) // every datagram waited longer than --session-wait
-	ip("link", "set", "link0", "up")
+}
+
+// receiveNumbered returns the numbers of the one-byte datagrams rx gets
+// until none comes for 2 s.
+func receiveNumbered(rx *net.UDPConn) []int {
 	var got []int
 	buf := make([]byte, 16)
-	rx.SetReadDeadline(time.Now().Add(2 * time.Second))
 	for {
+		rx.SetReadDeadline(time.Now().Add(2 * time.Second))
 		n, err := rx.Read(buf)
 		if err != nil {
-			break
+			return got
 		}
 		if n == 1 {
 			got = append(got, int(buf[0]))
 		}
 	}
-	var want []int
-	for i := max(sent-max(keep, 0), 0); i < sent; i++ {
-		want = append(want, i)
+}
+
+// ip runs ip(8) with args in ns.
+func ip(t *testing.T, ctx context.Context, ns string, args ...string) {
+	t.Helper()
+	if o, err := netns.Command(ctx, ns, "ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v in %s: %v: %s", args, ns, err, o)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("--session-keep %d: h2 got datagrams %v after the link came back, want %v", keep, got, want)
+}
+
+// waitLinkDown waits until s has marked its link port down.
+func waitLinkDown(t *testing.T, s *runningSwitch) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); !s.d.Stats().Link.Down; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the dataplane did not mark link0 down within 2 s")
+		}
 	}
-	t.Logf("--session-keep %d: h2 got %v; sw1 session: %+v", keep, got, sw1.d.LGStats().Session.Snapshot())
 }

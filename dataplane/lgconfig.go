@@ -100,12 +100,17 @@ type LGConfig struct {
 	// SessionPass sent unprotected.
 	SessionWait time.Duration
 	SessionPass bool
+	// SessionHold (default 5 s) is how long host frames wait instead while
+	// an agreement stands: the link port down, the peer silent, or a
+	// restarted peer not yet agreed. An outage shorter than this is a
+	// pause to the hosts, not a loss.
+	//
 	// SessionKeep is how many of the newest frames of each class stay
-	// queued when the others are dropped after SessionWait (default 16;
-	// negative keeps none), for up to SessionHold (default 5 s) of the
-	// session not being up. A TCP sender backs its retransmissions off
-	// while the link is down: the latest one kept crosses as soon as the
-	// link is back, rather than the next one seconds later.
+	// queued when the others are dropped (default 16; negative keeps
+	// none), if they arrived in the second half of the wait, for up to
+	// SessionHold of the session not being up. A TCP sender backs its
+	// retransmissions off while the session is down: the latest one kept
+	// crosses as soon as it is up, rather than the next one seconds later.
 	SessionKeep int
 	SessionHold time.Duration
 

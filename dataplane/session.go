@@ -21,8 +21,11 @@ import (
 // nothing stale is delivered.
 //
 // Until the session is up, host frames wait in the class queues for up to
-// LGConfig.SessionWait; after that they are dropped (counted), or passed
-// unprotected with LGConfig.SessionPass. When dropped, the newest
+// LGConfig.SessionWait, or LGConfig.SessionHold while an agreement stands
+// (the link port down, the peer silent, or a restarted peer's new epoch
+// not yet agreed; see linksession.Policy.HoldUpTo for why an outage must
+// be a pause and not a loss). After that they are dropped (counted), or
+// passed unprotected with LGConfig.SessionPass. When dropped, the newest
 // LGConfig.SessionKeep frames of each class stay, if they arrived in the
 // second half of the outage (keptSince) and for as long as the session has
 // been down less than LGConfig.SessionHold: after a link flap they are the
@@ -126,7 +129,7 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
 			Protect: prot,
 		},
-		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), PassUnprotected: c.SessionPass},
+		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), HoldUpTo: int64(c.SessionHold), PassUnprotected: c.SessionPass},
 	}, link)
 	if err != nil {
 		return err

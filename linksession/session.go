@@ -49,10 +49,6 @@
 //     the policy instead of queueing behind a credit window nobody opens. The
 //     agreement is kept: the same peer answering brings the session Up again
 //     without a reset; a restarted one (a new epoch) resets as usual.
-//   - A link that went down (LinkDown: ENETDOWN, carrier loss) renews the
-//     session when it comes back (LinkUp): a new epoch, the peer forgotten
-//     and the Link reset (Stats.Renewals). The peer resets on the new epoch
-//     as on a restart: nothing from before the outage is delivered late.
 //
 // # Agreement
 //
@@ -207,7 +203,18 @@ const (
 type Policy struct {
 	// WaitUpTo: a frame waits up to this long (from when it was queued).
 	WaitUpTo int64
-	// PassUnprotected: after WaitUpTo the frame goes out unprotected; if
+	// HoldUpTo: while an agreement stands (the session was up with this
+	// peer, and the link is down, the peer silent or the agreement being
+	// confirmed again) a frame waits up to this long instead, if longer.
+	// LinkGuardian keeps its own frames across the outage too, so an outage
+	// shorter than this is a pause to the hosts, not a loss. A loss would
+	// cost TCP far more than the wait: the receiver's duplicate ACK of a
+	// retransmission echoes a timestamp from before the outage, the sender
+	// takes its timeout for spurious and undoes it, and a tail of segments
+	// lost in the outage then waits for a retransmission timer inflated by
+	// the outage (4 of 52 directions stalled 4 s or more after a 2 s flap).
+	HoldUpTo int64
+	// PassUnprotected: after the wait the frame goes out unprotected; if
 	// false it is dropped.
 	PassUnprotected bool
 }
@@ -251,7 +258,6 @@ type Stats struct {
 	Mismatches            uint64 // incompatible protect modes seen
 	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
 	Downs                 uint64 // LinkDown calls
-	Renewals              uint64 // new epochs taken at LinkUp (renew)
 	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
 	PeerTimeouts          uint64 // Up left because the peer was silent for DeadAfter
 	NodeCollisions        uint64 // session frames refused: the peer has this end's Config.Node
@@ -325,8 +331,8 @@ func New(cfg Config, link Link) (*Session, error) {
 	if cfg.DeadAfter <= cfg.KeepaliveInterval {
 		cfg.DeadAfter = 5 * cfg.KeepaliveInterval
 	}
-	if cfg.Policy.WaitUpTo < 0 {
-		return nil, errors.New("linksession: Config.Policy.WaitUpTo must not be negative")
+	if cfg.Policy.WaitUpTo < 0 || cfg.Policy.HoldUpTo < 0 {
+		return nil, errors.New("linksession: Config.Policy.WaitUpTo and HoldUpTo must not be negative")
 	}
 	s := &Session{cfg: cfg, link: link, state: HelloSent, epoch: cfg.Epoch, interval: cfg.HelloInterval}
 	for s.epoch == 0 {
@@ -350,8 +356,7 @@ func (s *Session) Epoch() uint64 { return s.epoch }
 
 // Agreed returns the parameters of the current agreement and whether there
 // is one (a peer adopted with a compatible protect mode). They stay valid
-// while a silent peer is taken for dead; after LinkUp (renew) there is none
-// until the peer answers the new epoch.
+// while the session is re-confirmed after LinkDown/LinkUp.
 func (s *Session) Agreed() (Agreed, bool) {
 	return s.agreed, s.peer != 0 && s.state != Mismatch
 }
@@ -469,7 +474,7 @@ func (s *Session) Admit(now, queuedAt int64) Verdict {
 	switch {
 	case s.state == Up:
 		return Send
-	case now-queuedAt < s.cfg.Policy.WaitUpTo:
+	case now-queuedAt < s.waitUpTo():
 		return Wait
 	case s.cfg.Policy.PassUnprotected:
 		return Pass
@@ -477,9 +482,18 @@ func (s *Session) Admit(now, queuedAt int64) Verdict {
 	return Drop
 }
 
+// waitUpTo is how long a host frame waits for the session to be Up: the
+// policy's HoldUpTo while an agreement stands, else its WaitUpTo.
+func (s *Session) waitUpTo() int64 {
+	if _, ok := s.Agreed(); ok {
+		return max(s.cfg.Policy.WaitUpTo, s.cfg.Policy.HoldUpTo)
+	}
+	return s.cfg.Policy.WaitUpTo
+}
+
 // WaitDeadline is when Admit stops answering Wait for a frame queued at
 // queuedAt (a deadline for the worker's sleep while the session is not Up).
-func (s *Session) WaitDeadline(queuedAt int64) int64 { return queuedAt + s.cfg.Policy.WaitUpTo }
+func (s *Session) WaitDeadline(queuedAt int64) int64 { return queuedAt + s.waitUpTo() }
 
 // Poll runs the HELLO, keepalive and dead-peer timers and returns the
 // session's next deadline.
@@ -550,37 +564,18 @@ func (s *Session) LinkDown(now int64) {
 	}
 }
 
-// LinkUp restarts the exchange after LinkDown: HELLOs go out at once,
-// from a renewed session (renew): whatever was in flight or held when the
-// link went down is released, never delivered late.
+// LinkUp restarts the exchange after LinkDown: HELLOs go out at once. The
+// agreement is kept unless the peer's epoch changed meanwhile.
 func (s *Session) LinkUp(now int64) {
 	if s.state != Down {
 		return
 	}
-	s.renew(now)
 	s.state = HelloSent
+	if s.peer != 0 {
+		if !s.cfg.Offer.Protect.fits(protectOf(s.peerMsg.Protect)) {
+			s.state = Mismatch
+		}
+	}
 	s.interval = s.cfg.HelloInterval
 	s.next = now
-}
-
-// renew makes this end a new incarnation of itself, as a restart would
-// without losing its configuration: a new epoch, the peer forgotten, and
-// the Link reset (every frame held released) from where its numbering had
-// come. The peer takes the new epoch for a restart and resets too; its
-// messages to the old epoch are Stale, and frames its LinkGuardian sent
-// before it reset are refused until it answers the new epoch (AcceptLink).
-// A link that was down lost what was on the wire, as any real link does;
-// what LinkGuardian still held from before is seconds old by now, and
-// delivering it late does harm (TCP takes a late frame's age for a round
-// trip time: a 2 s flap gave a host a 6 s retransmission timeout).
-func (s *Session) renew(now int64) {
-	old := s.epoch
-	for s.epoch == 0 || s.epoch == old {
-		s.epoch = rand.Uint64()
-	}
-	s.peer, s.adopted, s.peerReportOK = 0, false, false
-	s.init = s.link.TxNext()
-	s.link.Reset(now, s.init, 0)
-	s.Stats.Resets++
-	s.Stats.Renewals++
 }
