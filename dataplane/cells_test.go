@@ -296,6 +296,14 @@ func TestCellsFabric3(t *testing.T) {
 	if a <= 0 || b <= 0 {
 		t.Errorf("iperf3 h1→h3a %.0f, h1→h3b %.0f bit/s", a, b)
 	}
+	// A node kept from running longer than the REACH timeout is taken out
+	// by its neighbours for a moment (an exclusion): frames that meet a
+	// node with no usable path then are dropped as no route. Allow 1 % of
+	// what a node carried then, as for reassembly; without an exclusion, none.
+	var exclusions uint64
+	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
+		exclusions += cellsSnap(t, sw[n].d).Exclusions
+	}
 	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
 		if done, err := sw[n].exited(); done {
 			t.Fatalf("%s's dataplane ended: %v", n, err)
@@ -320,7 +328,12 @@ func TestCellsFabric3(t *testing.T) {
 			t.Errorf("%s: reassembly discarded %d records of %d delivered", n, s.ReasmDiscards, s.ReasmDelivered)
 		}
 		s.ReasmDiscards, s.ReasmTimeouts = 0, 0
-		checkCellsClean(t, n, s, 0)
+		var noRoute0 uint64
+		if exclusions > 0 && s.Node.NoRoute > 0 && s.Node.NoRoute*100 <= s.Node.Delivered+s.Node.Forwarded {
+			t.Logf("%s: %d frames found no route while %d exclusions took links out (allowed: at most 1 %% of what it carried)", n, s.Node.NoRoute, exclusions)
+			noRoute0 = s.Node.NoRoute
+		}
+		checkCellsClean(t, n, s, noRoute0)
 		if s.UsableLinks != len(s.Links) {
 			t.Errorf("%s: %d of %d links usable", n, s.UsableLinks, len(s.Links))
 		}
