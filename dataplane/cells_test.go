@@ -560,21 +560,14 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 func TestCellsLinkDown(t *testing.T) {
 	b := upBundleCells(t, CellsConfig{})
 	ns1 := b.tb.NS("sw1")
-	ip := func(args ...string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if o, err := netns.Command(ctx, ns1, "ip", args...).CombinedOutput(); err != nil {
-			t.Errorf("ip %v in %s: %v: %s", args, ns1, err, o)
-		}
-	}
 	before := cellsSnap(t, b.sw1)
 	var down, back CellsSnapshot
 	r := b.sendDuring(t, 30_000, 500, 10_000, func() {
 		time.Sleep(800 * time.Millisecond)
-		ip("link", "set", "link2", "down")
+		ipIn(t, ns1, "link", "set", "link2", "down")
 		time.Sleep(500 * time.Millisecond)
 		down = b.sw1.CellStats().Snapshot()
-		ip("link", "set", "link2", "up")
+		ipIn(t, ns1, "link", "set", "link2", "up")
 		time.Sleep(500 * time.Millisecond)
 		back = b.sw1.CellStats().Snapshot()
 	})

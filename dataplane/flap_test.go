@@ -64,17 +64,12 @@ func linkFlap(t *testing.T, mode Mode) {
 		}
 	}()
 	time.Sleep(3 * time.Second)
-	ip := func(args ...string) {
-		if o, err := netns.Command(ctx, ns1, "ip", args...).CombinedOutput(); err != nil {
-			t.Errorf("ip %v in %s: %v: %s", args, ns1, err, o)
-		}
-	}
 	toH2, toH1 := sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
 	t.Logf("before the flap: %d B delivered to h2, %d B to h1", toH2, toH1)
-	ip("link", "set", "link0", "down")
+	ipIn(t, ns1, "link", "set", "link0", "down")
 	time.Sleep(2 * time.Second)
 	// Frames queued before `down` may still trickle out; measure from `up`.
-	ip("link", "set", "link0", "up")
+	ipIn(t, ns1, "link", "set", "link0", "up")
 	up := time.Now()
 	toH2, toH1 = sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
 	// Time from `up` until bytes reach each host again, and until 1 MB has.
@@ -143,12 +138,12 @@ func TestLGFlapHoldsHostFrames(t *testing.T) {
 		t.Fatalf("ping h1→h2 through lg: %v", err)
 	}
 	tx, rx := class5UDP(t, tb)
-	ip(t, ctx, tb.NS("sw1"), "link", "set", "link0", "down")
+	ipIn(t, tb.NS("sw1"), "link", "set", "link0", "down")
 	waitLinkDown(t, sw1)
 	const sent = 40
 	sendNumbered(t, tx, 0, sent, 40*time.Millisecond)
 	time.Sleep(400 * time.Millisecond)
-	ip(t, ctx, tb.NS("sw1"), "link", "set", "link0", "up")
+	ipIn(t, tb.NS("sw1"), "link", "set", "link0", "up")
 	got := receiveNumbered(rx)
 	var want []int
 	for i := range sent {
@@ -187,7 +182,7 @@ func sessionKeep(t *testing.T, keep int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ip(t, ctx, tb.NS("h1"), "neigh", "replace", "10.0.0.2", "lladdr", strings.TrimSpace(string(mac)), "dev", "eth0")
+	ipIn(t, tb.NS("h1"), "neigh", "replace", "10.0.0.2", "lladdr", strings.TrimSpace(string(mac)), "dev", "eth0")
 	tx, rx := class5UDP(t, tb)
 	const stale, sent = 100, 10
 	sendNumbered(t, tx, stale, 5, 20*time.Millisecond)
@@ -261,14 +256,6 @@ func receiveNumbered(rx *net.UDPConn) []int {
 		if n == 1 {
 			got = append(got, int(buf[0]))
 		}
-	}
-}
-
-// ip runs ip(8) with args in ns.
-func ip(t *testing.T, ctx context.Context, ns string, args ...string) {
-	t.Helper()
-	if o, err := netns.Command(ctx, ns, "ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %v in %s: %v: %s", args, ns, err, o)
 	}
 }
 

@@ -182,7 +182,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	log := d.cfg.Logger
 	a, _ := s.sess.Agreed()
 	if ev&linksession.EvPeerRestart != 0 {
-		log.Warn("link session: the peer restarted, or its link port came back up; link state reset, nothing from before is delivered",
+		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
 			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
 	}
 	if ev&linksession.EvReset != 0 {
@@ -231,9 +231,6 @@ func (s *linkSess) sessionPoll(now int64, tx *Tx) int64 {
 		s.sess.LinkDown(now)
 	case !down && st == linksession.Down:
 		s.sess.LinkUp(now)
-		s.sw.d.cfg.Logger.Info("link session renewed: the link port is up again; what LinkGuardian held from before the outage is released, not delivered late",
-			"dev", s.sw.d.cfg.LinkPort, "epoch", s.sess.Epoch())
-		s.publishSession()
 	}
 	timeouts := s.sess.Stats.PeerTimeouts
 	next := s.sess.Poll(now)
