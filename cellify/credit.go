@@ -158,6 +158,11 @@ type Scheduler struct {
 	started   bool
 	idle      bool // at the last Poll nothing could be granted
 	refreshAt int64
+	// lastIssue is when the last grant was issued: after RefreshHold with
+	// no VOQ active the refresh has nothing to send, and Poll asks for no
+	// timer (an idle port must not wake its worker every Refresh).
+	lastIssue int64
+	issuedAny bool
 	egressQ   int
 
 	Out   []SchedGrant
@@ -309,8 +314,15 @@ func (s *Scheduler) ResetOut() {
 // Poll issues the credit due by now (grant totals go to Out), runs the
 // refresh timer and returns the next deadline. The refresh re-sends the
 // totals of VOQs with a grant since their reset that still want more, or
-// whose total changed within RefreshHold.
+// whose total changed within RefreshHold. With no VOQ active and no grant
+// within RefreshHold there is nothing to refresh: Poll returns
+// math.MaxInt64 and the timer starts again with the next Poll (the caller
+// polls after every Request).
 func (s *Scheduler) Poll(now int64) int64 {
+	if s.active == 0 && (!s.issuedAny || now-s.lastIssue >= s.cfg.RefreshHold) {
+		s.started, s.idle = false, true
+		return math.MaxInt64
+	}
 	if !s.started {
 		s.started = true
 		s.refreshAt = now + s.cfg.Refresh
@@ -387,6 +399,7 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	b := min(uint64(s.cfg.CreditSize), v.req-v.granted)
 	v.granted += b
 	v.lastGrant, v.issued = now, true
+	s.lastIssue, s.issuedAny = now, true
 	s.Stats.Credits++
 	s.Stats.GrantedBytes += b
 	slot := s.next

@@ -453,3 +453,44 @@ func BenchmarkSchedPoll(b *testing.B) {
 		s.ResetOut()
 	}
 }
+
+// An idle port's scheduler asks for no timer: once its VOQs are served and
+// RefreshHold has passed, Poll returns math.MaxInt64 (a refresh every 200 µs
+// kept every idle edge's worker awake: 5,000 wakeups a second); a new
+// request starts the pacer and the refresh again.
+func TestSchedulerSleepsWhenIdle(t *testing.T) {
+	cfg := DefaultSchedConfig(100e6)
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	if d := s.Poll(0); d != math.MaxInt64 {
+		t.Fatalf("a scheduler that never had a request asks for a timer at %d", d)
+	}
+	key := StreamKey{Src: 2, Port: 0, Class: 0}
+	s.Request(credUs, key.Src, key.Class, 40<<10)
+	now := pollUntil(s, g, credUs, 10*credMs, nil, 0)
+	if g.total[key] != 40<<10 {
+		t.Fatalf("granted %d of %d", g.total[key], 40<<10)
+	}
+	if d := s.Poll(now); d != math.MaxInt64 {
+		t.Fatalf("served and idle for %d µs: next deadline %d µs, want none", (now-s.lastIssue)/credUs, (d-now)/credUs)
+	}
+	// Within RefreshHold of a grant the refresh still re-sends it (it may
+	// have been lost).
+	s.Request(now, key.Src, key.Class, 50<<10)
+	d := s.Poll(now)
+	g.take(s)
+	if g.total[key] != 50<<10 {
+		t.Fatalf("after a new request: granted %d of %d", g.total[key], 50<<10)
+	}
+	if d == math.MaxInt64 || d > now+cfg.Refresh {
+		t.Fatalf("just after a grant the refresh is due by %d µs, got %d", cfg.Refresh/credUs, (d-now)/credUs)
+	}
+	before := s.Stats.Refreshed
+	pollUntil(s, g, d, now+10*credMs, nil, 0)
+	if s.Stats.Refreshed == before {
+		t.Fatal("the grant was not refreshed within RefreshHold")
+	}
+	if d := s.Poll(now + 10*credMs); d != math.MaxInt64 {
+		t.Fatalf("idle again: next deadline %d, want none", d)
+	}
+}

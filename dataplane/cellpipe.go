@@ -22,7 +22,9 @@ import (
 // gave it.
 //
 // The node's clock runs only while the worker does: a gap between two
-// calls longer than cellMaxStep counts as cellMaxStep. A worker kept from
+// calls that ends more than cellMaxStep after the later of the first call
+// and the deadline Poll asked for (the worker sleeping until its next
+// timer is not a stall) counts only up to there. A worker kept from
 // running finds, when it runs again, cells in its RX rings that arrived in
 // time; on the wall clock its reassembly would skip their holes before
 // reading them (measured on fabric3: holes skipped whose cells all came,
@@ -71,9 +73,11 @@ type cellPipeline struct {
 	got, allocs, released int64
 	publishAt             int64
 	// The node's clock: worker time less stalled, the time beyond
-	// cellMaxStep of each gap between calls; last is the last call's
-	// worker time, maxGap the longest gap.
+	// cellMaxStep of each gap between calls (measured from the deadline
+	// the last Poll asked for, wake, when that is later); last is the last
+	// call's worker time, maxGap the longest gap.
 	last, stalled, maxGap int64
+	wake                  int64
 	voqs                  int
 	countVOQ              func(cellify.VOQInfo)
 }
@@ -81,9 +85,9 @@ type cellPipeline struct {
 // cellPublish is how often the node's counters are copied to CellStats.
 const cellPublish = int64(20 * time.Millisecond)
 
-// cellMaxStep is the most the node's clock advances between two calls (a
-// busy worker calls every few hundred µs, an idle one at the node's next
-// deadline, at least every REACH interval).
+// cellMaxStep is the most the node's clock advances between two calls
+// beyond the deadline the worker slept until (a busy worker calls every few
+// hundred µs, an idle one at the node's next deadline).
 const cellMaxStep = int64(2 * time.Millisecond)
 
 // Credits and VOQs on a software fabric. Measured on the bundle under
@@ -283,17 +287,19 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 		}
 	}
 	if next == math.MaxInt64 {
+		pl.wake = wnow + int64(pl.w.d.cfg.PollTimeout)
 		return next
 	}
-	return next + pl.stalled // worker time
+	pl.wake = next + pl.stalled
+	return pl.wake // worker time
 }
 
 // clock returns the node's time at worker time now.
 func (pl *cellPipeline) clock(now int64) int64 {
 	if pl.last != 0 {
-		if gap := now - pl.last; gap > cellMaxStep {
-			pl.stalled += gap - cellMaxStep
-			pl.maxGap = max(pl.maxGap, gap)
+		if late := now - max(pl.last, pl.wake); late > cellMaxStep {
+			pl.stalled += late - cellMaxStep
+			pl.maxGap = max(pl.maxGap, late)
 		}
 	}
 	pl.last = now

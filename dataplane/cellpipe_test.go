@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/linkcrc"
@@ -299,5 +300,36 @@ func TestCellsConfig(t *testing.T) {
 	}
 	if len(seen) < 150 {
 		t.Errorf("200 MACs gave %d edge ids", len(seen))
+	}
+}
+
+// TestCellClockCountsOnlyLateness: the node's clock skips only the time a
+// worker ran later than the deadline it slept until (beyond cellMaxStep).
+// An idle worker sleeping from one REACH to the next is not stalled: before,
+// every gap over 2 ms counted, so at a 5 ms REACH interval the node's clock
+// ran at 2/5 of the wall clock and REACH went out every 9 ms in three
+// wakeups.
+func TestCellClockCountsOnlyLateness(t *testing.T) {
+	p := newMemPair(t, 2, CellsConfig{})
+	interval := int64(defaultReachInterval)
+	if interval <= cellMaxStep {
+		t.Skipf("REACH interval %v is within cellMaxStep: no gap to test", defaultReachInterval)
+	}
+	m := p.n[0]
+	sent := m.pl.node.Stats.ReachTx
+	for range 100 {
+		p.step(t, interval)
+	}
+	if s := m.pl.stalled; s != 0 {
+		t.Errorf("100 idle REACH intervals of %v counted %v stalled", defaultReachInterval, time.Duration(s))
+	}
+	if n := m.pl.node.Stats.ReachTx - sent; n < 2*99 || n > 2*101 {
+		t.Errorf("100 intervals on 2 links sent %d REACHes, want about 200", n)
+	}
+	// A worker 50 ms late beyond its deadline is stalled for 50 ms less
+	// cellMaxStep.
+	p.step(t, interval+50*int64(time.Millisecond))
+	if want := 50*int64(time.Millisecond) - cellMaxStep; m.pl.stalled != want {
+		t.Errorf("50 ms late: stalled %v, want %v", time.Duration(m.pl.stalled), time.Duration(want))
 	}
 }

@@ -66,10 +66,11 @@ type CellsSnapshot struct {
 	// of its last Poll (always 0: the node holds no frame between calls).
 	UmemFree   int   `json:"umem_free_frames"`
 	FramesHeld int64 `json:"frames_held"`
-	// MaxPollGap is the longest time between two calls of the worker
-	// (ns): how long it was kept from running (a peer's such stall longer
-	// than ReachTh intervals excludes its links). Stalled is the time
-	// the node's clock did not count: every gap's excess over 2 ms.
+	// MaxPollGap is the longest time (ns) the worker called later than
+	// the deadline it slept until (or than its previous call, if that was
+	// later): how long it was kept from running (a peer's such stall
+	// longer than ReachTh intervals excludes its links). Stalled is the
+	// time the node's clock did not count: every such lateness beyond 2 ms.
 	MaxPollGap int64 `json:"max_poll_gap_ns"`
 	Stalled    int64 `json:"stalled_ns"`
 
