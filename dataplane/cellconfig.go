@@ -48,7 +48,7 @@ type CellsConfig struct {
 	LinkMode string
 	// ReachInterval is the REACH period on every link (default 5 ms);
 	// ReachTh the intervals in a row without one that exclude a link
-	// (default 20), ReachUp the good ones in a row that bring it back
+	// (default 30), ReachUp the good ones in a row that bring it back
 	// (default 3). ReachTh × ReachInterval is the longest scheduling stall
 	// of a peer that its links survive: on a loaded two-core machine
 	// workers were measured kept from running for 55 ms, and 300 ms with
@@ -89,12 +89,16 @@ const (
 	// CellMaxEdges is the edges a reachability bitmap covers: edge ids are
 	// below it.
 	CellMaxEdges = cellify.MaxReachEdges
-	// REACH every 5 ms, 20 missed to exclude: the same 100 ms of a peer's
-	// scheduling stall ridden out as 1 ms × 100, at a fifth of the frames
-	// and wakeups (an idle fabric3, five nodes: 1.07 cores at 1 ms, 0.62 at
-	// 5 ms, on the 2-core test machine).
+	// REACH every 5 ms, 30 missed to exclude: a fifth of the frames and
+	// wakeups of 1 ms × 100 (an idle fabric3, five nodes: 1.07 cores at
+	// 1 ms, 0.62 at 5 ms, on the 2-core test machine), and a peer's
+	// scheduling stall of up to 150 ms ridden out. A link is silent for a
+	// stall plus up to an interval (the peer's next REACH is due on its
+	// clock, which skipped the stall), and incast on fabric3 saw workers
+	// late by up to 125 ms: with 5 ms × 20 the fabric nodes excluded every
+	// edge link in 4 of 4 UDP runs, with 1 ms × 100 in none of 3.
 	defaultReachInterval = 5 * time.Millisecond
-	defaultReachTh       = 20
+	defaultReachTh       = 30
 	defaultReachUp       = 3
 	defaultReasmTimeout  = 30 * time.Millisecond
 	defaultReasmWindow   = 4095 // 4096 slots

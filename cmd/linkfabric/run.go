@@ -127,7 +127,7 @@ as frames arrive. A fabric node (no host port)
 sprays each cell again toward its edge, decrementing its hop count and marking it
 (FCI) where its queue is deep. Every node sends REACH on every link each
 --reach-interval (5ms) and builds its routes from them: a link missing --reach-th
-(20) in a row, or whose interface goes down, leaves the routes; it returns after
+(30) in a row, or whose interface goes down, leaves the routes; it returns after
 --reach-up (3) good intervals. A hole in a stream is skipped after --reasm-timeout
 (30ms). Every node of a fabric needs its own --node-id (edges 1-1023, fabric nodes
 1-65535); the default is derived from the MAC of the first port, so two nodes may
@@ -293,7 +293,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.Uint16Var(&cfg.Cells.NodeID, "node-id", 0, "cells: this node's fabric address, unique in the fabric: 1-1023 for an edge, 1-65535 for a fabric node (default: derived from the first port's MAC, which may collide: give ids when you build a fabric by hand)")
 	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb or monitor (see above)")
 	f.DurationVar(&cfg.Cells.ReachInterval, "reach-interval", 0, "cells: REACH period on every link (default 5ms)")
-	f.IntVar(&cfg.Cells.ReachTh, "reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 20: with the 5ms period rides out a peer's scheduling stalls of up to 100ms)")
+	f.IntVar(&cfg.Cells.ReachTh, "reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 30: with the 5ms period rides out a peer's scheduling stalls of up to 150ms)")
 	f.IntVar(&cfg.Cells.ReachUp, "reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")
 	f.DurationVar(&cfg.Cells.ReasmTimeout, "reasm-timeout", 0, "cells: how long a missing cell may hold up its stream before it is skipped (default 30ms)")
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
