@@ -75,7 +75,7 @@ type cellPipeline struct {
 	// The node's clock: worker time less stalled, the time beyond
 	// cellMaxStep of each gap between calls (measured from the deadline
 	// the last Poll asked for, wake, when that is later); last is the last
-	// call's worker time, maxGap the longest gap.
+	// call's worker time, maxGap the longest such lateness.
 	last, stalled, maxGap int64
 	wake                  int64
 	voqs                  int
