@@ -141,8 +141,9 @@ func newMemPair(t testing.TB, links int, cc CellsConfig) *memPair {
 	p.n[0] = newMemNode(t, 1, 1, links, cc)
 	p.n[1] = newMemNode(t, 2, 1, links, cc)
 	// Until REACH made the links usable both ways.
-	for range 2*defaultReachUp + 3 {
-		p.step(t, int64(defaultReachInterval))
+	cc = p.n[0].pl.w.d.cfg.Cells // with the defaults filled in
+	for range 2*cc.ReachUp + 3 {
+		p.step(t, int64(cc.ReachInterval))
 	}
 	for i, m := range p.n {
 		if u := m.pl.node.Reach().Usable(); u != 1<<links-1 {
@@ -310,18 +311,16 @@ func TestCellsConfig(t *testing.T) {
 // ran at 2/5 of the wall clock and REACH went out every 9 ms in three
 // wakeups.
 func TestCellClockCountsOnlyLateness(t *testing.T) {
-	p := newMemPair(t, 2, CellsConfig{})
-	interval := int64(defaultReachInterval)
-	if interval <= cellMaxStep {
-		t.Skipf("REACH interval %v is within cellMaxStep: no gap to test", defaultReachInterval)
-	}
+	const reach = 5 * time.Millisecond // longer than cellMaxStep
+	p := newMemPair(t, 2, CellsConfig{ReachInterval: reach})
+	interval := int64(reach)
 	m := p.n[0]
 	sent := m.pl.node.Stats.ReachTx
 	for range 100 {
 		p.step(t, interval)
 	}
 	if s := m.pl.stalled; s != 0 {
-		t.Errorf("100 idle REACH intervals of %v counted %v stalled", defaultReachInterval, time.Duration(s))
+		t.Errorf("100 idle REACH intervals of %v counted %v stalled", reach, time.Duration(s))
 	}
 	if n := m.pl.node.Stats.ReachTx - sent; n < 2*99 || n > 2*101 {
 		t.Errorf("100 intervals on 2 links sent %d REACHes, want about 200", n)
