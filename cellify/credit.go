@@ -18,11 +18,8 @@ type SchedConfig struct {
 	// MaxBurst bounds the credit a late Poll may catch up on, in credits.
 	MaxBurst int
 	// Refresh is the period of the refresh timer that re-sends the grant
-	// totals of VOQs whose grant is outstanding (see Scheduler.Poll).
+	// totals of VOQs still waiting for credit (see Scheduler.Poll).
 	Refresh int64
-	// RefreshHold: a VOQ whose grant total changed less than RefreshHold ago
-	// counts as outstanding (its last grant may have been lost).
-	RefreshHold int64
 	// PreCredit is the grant total both ends assume for every VOQ at session
 	// start (and after a Reset): bytes a source sends without asking.
 	PreCredit uint64
@@ -45,7 +42,6 @@ func DefaultSchedConfig(rate float64) SchedConfig {
 		CreditSize:  16 << 10,
 		MaxBurst:    2,
 		Refresh:     200_000,
-		RefreshHold: 400_000,
 		MaxVOQs:     1024,
 		FCIDecrease: 0.75,
 		FCIHold:     20_000,
@@ -61,8 +57,8 @@ func (c *SchedConfig) check() error {
 	if c.CreditSize < 1 || c.CreditSize > 1<<24 || c.MaxBurst < 1 || c.MaxBurst > 1024 || c.StopAbove < 0 {
 		return errors.New("cellify: SchedConfig.CreditSize must be in [1, 16 MiB], MaxBurst in [1, 1024], StopAbove ≥ 0")
 	}
-	if c.Refresh < 1 || c.RefreshHold < 0 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
-		return errors.New("cellify: SchedConfig.Refresh must be > 0, RefreshHold, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
+	if c.Refresh < 1 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
+		return errors.New("cellify: SchedConfig.Refresh must be > 0, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
 	}
 	if !(c.FCIDecrease > 0 && c.FCIDecrease <= 1) || !(c.FCIMin > 0 && c.FCIMin <= 1) || !(c.FCIRecover >= 0) {
 		return errors.New("cellify: SchedConfig.FCIDecrease and FCIMin must be in (0, 1], FCIRecover ≥ 0")
@@ -96,15 +92,14 @@ type SchedStats struct {
 }
 
 type schedVOQ struct {
-	key       StreamKey
-	src       int32 // index in srcs
-	req       uint64
-	granted   uint64
-	lastGrant int64 // time of the last grant issued (valid if issued)
-	issued    bool  // a grant was issued since the last reset
-	active    bool  // req > granted
-	queued    bool  // in its class ring
-	out       int32 // index in Out + 1, 0 none
+	key     StreamKey
+	src     int32 // index in srcs
+	req     uint64
+	granted uint64
+	issued  bool  // a grant was issued since the last reset
+	active  bool  // req > granted
+	queued  bool  // in its class ring
+	out     int32 // index in Out + 1, 0 none
 }
 
 type schedSrc struct {
@@ -158,11 +153,6 @@ type Scheduler struct {
 	started   bool
 	idle      bool // at the last Poll nothing could be granted
 	refreshAt int64
-	// lastIssue is when the last grant was issued: after RefreshHold with
-	// no VOQ active the refresh has nothing to send, and Poll asks for no
-	// timer (an idle port must not wake its worker every Refresh).
-	lastIssue int64
-	issuedAny bool
 	egressQ   int
 
 	Out   []SchedGrant
@@ -313,13 +303,17 @@ func (s *Scheduler) ResetOut() {
 
 // Poll issues the credit due by now (grant totals go to Out), runs the
 // refresh timer and returns the next deadline. The refresh re-sends the
-// totals of VOQs with a grant since their reset that still want more, or
-// whose total changed within RefreshHold. With no VOQ active and no grant
-// within RefreshHold there is nothing to refresh: Poll returns
-// math.MaxInt64 and the timer starts again with the next Poll (the caller
+// totals of VOQs with a grant since their reset that still want more (a
+// lost grant of a VOQ held back by the egress threshold or FCI pacing
+// would otherwise wait for the next credit). A VOQ granted all it asked
+// for is not refreshed: its source repeats the request while a grant is
+// missing, and a request not above the granted total is answered at once
+// (refreshing every completed grant doubled the grants on the bundle and
+// woke the source for each copy). With no VOQ active Poll returns
+// math.MaxInt64: the timer starts again with the next Poll (the caller
 // polls after every Request).
 func (s *Scheduler) Poll(now int64) int64 {
-	if s.active == 0 && (!s.issuedAny || now-s.lastIssue >= s.cfg.RefreshHold) {
+	if s.active == 0 {
 		s.started, s.idle = false, true
 		return math.MaxInt64
 	}
@@ -331,17 +325,15 @@ func (s *Scheduler) Poll(now int64) int64 {
 		}
 	}
 	if now >= s.refreshAt {
-		s.refresh(now)
+		s.refresh()
 		s.refreshAt += s.cfg.Refresh
 		if s.refreshAt <= now {
 			s.refreshAt = now + s.cfg.Refresh
 		}
 	}
 	dl := s.refreshAt
-	if s.active == 0 || s.Stopped() {
-		if s.active != 0 {
-			s.Stats.Stopped++
-		}
+	if s.Stopped() {
+		s.Stats.Stopped++
 		s.idle = true
 		return dl
 	}
@@ -360,7 +352,8 @@ func (s *Scheduler) Poll(now int64) int64 {
 		}
 		s.grant(now, vi)
 		if s.active == 0 {
-			return dl
+			s.started = false
+			return math.MaxInt64
 		}
 	}
 	return min(dl, s.next)
@@ -398,8 +391,7 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	v := &s.voqs[vi]
 	b := min(uint64(s.cfg.CreditSize), v.req-v.granted)
 	v.granted += b
-	v.lastGrant, v.issued = now, true
-	s.lastIssue, s.issuedAny = now, true
+	v.issued = true
 	s.Stats.Credits++
 	s.Stats.GrantedBytes += b
 	slot := s.next
@@ -423,10 +415,10 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	}
 }
 
-func (s *Scheduler) refresh(now int64) {
+func (s *Scheduler) refresh() {
 	for i := range s.voqs {
 		v := &s.voqs[i]
-		if v.issued && (v.active || now-v.lastGrant < s.cfg.RefreshHold) {
+		if v.issued && v.active {
 			if v.out == 0 {
 				s.Stats.Refreshed++
 			}

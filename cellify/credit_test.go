@@ -243,19 +243,20 @@ func TestSchedStopResume(t *testing.T) {
 }
 
 // A request not above the granted total means the source lost a grant: it
-// is re-sent at once. The refresh timer re-sends a recently changed total
-// (its last grant may be lost), then falls quiet.
+// is re-sent at once. The refresh timer re-sends the total of a VOQ that
+// still waits for credit (here held back by the egress threshold); a VOQ
+// granted all it asked for is left to its source's repeated request.
 func TestSchedRepairAndRefresh(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
+	cfg.StopAbove = 1 << 20
 	s := newTestSched(t, cfg)
 	g := newGrantLog(t)
 	k := StreamKey{Src: 9, Class: 1}
 	total := uint64(3 * cfg.CreditSize)
 	s.Request(0, k.Src, k.Class, total)
-	now := int64(0)
-	for g.total[k] < total {
-		now = s.Poll(now)
-		g.take(s)
+	now := pollUntil(s, g, 0, credMs, nil, 0)
+	if g.total[k] != total {
+		t.Fatalf("granted %d of %d", g.total[k], total)
 	}
 	// The source lost the last grant and asks again.
 	s.Request(now, k.Src, k.Class, total)
@@ -263,10 +264,21 @@ func TestSchedRepairAndRefresh(t *testing.T) {
 		t.Fatalf("a repeated request got %+v, want the grant total %d again", s.Out, total)
 	}
 	s.ResetOut()
-	// Refreshes within RefreshHold of the last grant, then none.
+	// Granted in full: nothing to refresh, no timer.
+	if d := s.Poll(now); d != math.MaxInt64 || len(s.Out) != 0 {
+		t.Fatalf("a VOQ granted in full: deadline %d, refresh %+v; want none", d, s.Out)
+	}
+	// More is asked while the egress queue stops the grants: the refresh
+	// re-sends the last total every Refresh until credit flows again.
+	s.SetEgressQueue(cfg.StopAbove + 1)
+	s.Request(now, k.Src, k.Class, total+uint64(cfg.CreditSize))
 	refreshes := 0
-	for end := now + cfg.RefreshHold + 3*cfg.Refresh; now < end; {
-		now = s.Poll(now)
+	for end := now + 5*cfg.Refresh; now < end; {
+		d := s.Poll(now)
+		if d == math.MaxInt64 {
+			t.Fatal("a stopped VOQ that wants credit set no refresh timer")
+		}
+		now = d
 		for _, gr := range s.Out {
 			if gr.Key == k && gr.Total == total {
 				refreshes++
@@ -274,12 +286,16 @@ func TestSchedRepairAndRefresh(t *testing.T) {
 		}
 		s.ResetOut()
 	}
-	want := int(cfg.RefreshHold / cfg.Refresh)
-	if refreshes < want-1 || refreshes > want+1 {
-		t.Fatalf("%d refreshes of the last total within RefreshHold, want about %d", refreshes, want)
+	if refreshes < 4 || refreshes > 6 {
+		t.Fatalf("%d refreshes of a stopped VOQ's total in 5 refresh periods, want about 5", refreshes)
 	}
-	if s.Poll(now); len(s.Out) != 0 {
-		t.Fatalf("refresh still sending %+v long after the last change", s.Out)
+	s.SetEgressQueue(0)
+	now = pollUntil(s, g, now, now+credMs, nil, 0)
+	if g.total[k] != total+uint64(cfg.CreditSize) {
+		t.Fatalf("after the stop: granted %d, want %d", g.total[k], total+uint64(cfg.CreditSize))
+	}
+	if d := s.Poll(now); d != math.MaxInt64 {
+		t.Fatalf("served in full: next deadline %d, want none", d)
 	}
 }
 
@@ -454,10 +470,10 @@ func BenchmarkSchedPoll(b *testing.B) {
 	}
 }
 
-// An idle port's scheduler asks for no timer: once its VOQs are served and
-// RefreshHold has passed, Poll returns math.MaxInt64 (a refresh every 200 µs
-// kept every idle edge's worker awake: 5,000 wakeups a second); a new
-// request starts the pacer and the refresh again.
+// An idle port's scheduler asks for no timer: once its VOQs are served,
+// Poll returns math.MaxInt64 (a refresh every 200 µs kept every idle edge's
+// worker awake: 5,000 wakeups a second); a new request starts the pacer
+// again.
 func TestSchedulerSleepsWhenIdle(t *testing.T) {
 	cfg := DefaultSchedConfig(100e6)
 	s := newTestSched(t, cfg)
@@ -472,25 +488,16 @@ func TestSchedulerSleepsWhenIdle(t *testing.T) {
 		t.Fatalf("granted %d of %d", g.total[key], 40<<10)
 	}
 	if d := s.Poll(now); d != math.MaxInt64 {
-		t.Fatalf("served and idle for %d µs: next deadline %d µs, want none", (now-s.lastIssue)/credUs, (d-now)/credUs)
+		t.Fatalf("served and idle: next deadline %d µs away, want none", (d-now)/credUs)
 	}
-	// Within RefreshHold of a grant the refresh still re-sends it (it may
-	// have been lost).
+	refreshed := s.Stats.Refreshed
 	s.Request(now, key.Src, key.Class, 50<<10)
 	d := s.Poll(now)
 	g.take(s)
 	if g.total[key] != 50<<10 {
 		t.Fatalf("after a new request: granted %d of %d", g.total[key], 50<<10)
 	}
-	if d == math.MaxInt64 || d > now+cfg.Refresh {
-		t.Fatalf("just after a grant the refresh is due by %d µs, got %d", cfg.Refresh/credUs, (d-now)/credUs)
-	}
-	before := s.Stats.Refreshed
-	pollUntil(s, g, d, now+10*credMs, nil, 0)
-	if s.Stats.Refreshed == before {
-		t.Fatal("the grant was not refreshed within RefreshHold")
-	}
-	if d := s.Poll(now + 10*credMs); d != math.MaxInt64 {
-		t.Fatalf("idle again: next deadline %d, want none", d)
+	if d != math.MaxInt64 || s.Stats.Refreshed != refreshed {
+		t.Fatalf("granted in full at once: deadline %d, %d refreshes; want none", d, s.Stats.Refreshed-refreshed)
 	}
 }

@@ -31,11 +31,17 @@ type CreditClientConfig struct {
 	// would. A VOQ that had sent all it announced announces at once (the
 	// first bytes of a burst wait for nothing). 0: at once.
 	Gap int64
+	// LeadHold: bytes sent within half the Lead are announced LeadHold after
+	// the first of them, not at once: one request then covers every short
+	// message of that spell. The bytes did not wait for a grant; the request
+	// only restores the lead. On the bundle a request (and its grant) per
+	// 143-byte message tripled the frames a message cost. 0: at once.
+	LeadHold int64
 }
 
 // DefaultCreditClientConfig returns defaults matching DefaultSchedConfig.
 func DefaultCreditClientConfig() CreditClientConfig {
-	return CreditClientConfig{Quantum: 16 << 10, Refresh: 200_000, Gap: 50_000}
+	return CreditClientConfig{Quantum: 16 << 10, Refresh: 200_000, Gap: 50_000, LeadHold: 1_000_000}
 }
 
 // CreditClientStats counts what a CreditClient did.
@@ -58,7 +64,11 @@ type CreditClient struct {
 	granted   uint64
 	requested uint64 // the total in the last request
 	reqAt     int64
-	Stats     CreditClientStats
+	// over: enqueued has exceeded granted since overAt (LeadHold counts
+	// from there).
+	over   bool
+	overAt int64
+	Stats  CreditClientStats
 }
 
 // NewCreditClient returns a client at session start.
@@ -115,6 +125,9 @@ func (c *CreditClient) Grant(total uint64) bool {
 		}
 	}
 	c.granted = total
+	if c.granted >= c.enqueued {
+		c.over = false
+	}
 	return true
 }
 
@@ -122,14 +135,22 @@ func (c *CreditClient) Grant(total uint64) bool {
 // ever enqueued) and returns the next deadline (math.MaxInt64: none, the
 // grant covers the backlog). A request goes out on new backlog beyond the
 // grant (within Gap of the last one only if all it announced was sent, or
-// Quantum more came) and, while backlog beyond the grant remains, every
-// Refresh.
+// Quantum more came; LeadHold after the backlog passed the grant while it
+// stays within half the Lead) and, while backlog beyond the grant remains,
+// every Refresh.
 func (c *CreditClient) Poll(now int64) (send bool, total uint64, next int64) {
 	if c.enqueued <= c.granted {
+		c.over = false
 		return false, 0, math.MaxInt64
+	}
+	if !c.over {
+		c.over, c.overAt = true, now
 	}
 	fresh := c.enqueued > c.requested &&
 		(c.requested < c.granted+c.cfg.Quantum || c.enqueued-c.requested >= c.cfg.Quantum)
+	if fresh && c.cfg.LeadHold > 0 && c.enqueued-c.granted <= c.cfg.Lead/2 && now-c.overAt < c.cfg.LeadHold {
+		return false, 0, c.overAt + c.cfg.LeadHold
+	}
 	if fresh && c.requested > c.sent && c.enqueued-c.requested < c.cfg.Quantum && now-c.reqAt < c.cfg.Gap {
 		return false, 0, c.reqAt + c.cfg.Gap
 	}
@@ -153,5 +174,6 @@ func (c *CreditClient) Reset() {
 	}
 	c.enqueued, c.sent, c.granted = backlog, 0, c.cfg.PreCredit
 	c.requested, c.reqAt = 0, 0
+	c.over = false
 	c.Stats.Resets++
 }

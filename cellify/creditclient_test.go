@@ -153,3 +153,48 @@ func TestCreditClientReset(t *testing.T) {
 		t.Fatalf("after reset: send %v total %d, want a request for the backlog 2000", send, total)
 	}
 }
+
+// With LeadHold, bytes sent within half the lead are announced LeadHold
+// after the first of them, in one request for all (a request per short
+// message tripled the frames each cost); a backlog beyond half the lead is
+// announced at once, and a VOQ whose grant has caught up starts a new hold.
+func TestCreditClientLeadHold(t *testing.T) {
+	hold := 500 * credUs
+	cfg := CreditClientConfig{Lead: 4000, Quantum: 16000, Refresh: 100 * credUs, Gap: 10 * credUs, LeadHold: hold}
+	c := NewCreditClient(cfg)
+	at := int64(0)
+	for i := range 5 { // five 200-byte messages, 50 µs apart
+		c.Enqueue(200)
+		c.OnSent(200)
+		send, _, next := c.Poll(at)
+		if send || next != hold {
+			t.Fatalf("message %d within half the lead: send %v, deadline %d; want none before %d", i, send, next, hold)
+		}
+		at += 50 * credUs
+	}
+	send, total, _ := c.Poll(hold)
+	if !send || total != 1000 || c.Stats.Requests != 1 {
+		t.Fatalf("at the hold's end: send %v total %d (%d requests), want one request for 1000", send, total, c.Stats.Requests)
+	}
+	c.Grant(1000)
+	if send, _, next := c.Poll(hold + 1); send || next != math.MaxInt64 {
+		t.Fatalf("granted in full: send %v deadline %d, want nothing", send, next)
+	}
+	// A new spell starts a new hold; passing half the lead ends it at once.
+	t0 := hold + 10*credUs
+	c.Enqueue(1500)
+	c.OnSent(1500)
+	if send, _, next := c.Poll(t0); send || next != t0+hold {
+		t.Fatalf("a new spell: send %v deadline %d, want none before %d", send, next, t0+hold)
+	}
+	c.Enqueue(1000)
+	if send, total, _ := c.Poll(t0 + credUs); !send || total != 3500 {
+		t.Fatalf("2500 bytes beyond the grant (half the lead is 2000): send %v total %d, want a request for 3500 at once", send, total)
+	}
+	// Without a lead nothing is held.
+	c = NewCreditClient(CreditClientConfig{Quantum: 16000, Refresh: 100 * credUs, LeadHold: hold})
+	c.Enqueue(200)
+	if send, _, _ := c.Poll(0); !send {
+		t.Fatal("no lead: the bytes wait for a grant, and the request was held")
+	}
+}

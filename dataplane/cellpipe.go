@@ -123,6 +123,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		ring:      int(d.cfg.RingSize),
 	}
 	pl.countVOQ = func(cellify.VOQInfo) { pl.voqs++ }
+	w.kickDeliveriesFirst()
 	tier := cellify.TierEdge
 	if !edge {
 		tier = 1

@@ -128,6 +128,27 @@ func TestLaneOrder(t *testing.T) {
 	}
 }
 
+// TestKickDeliveriesFirst: a pipeline whose control frames can wait kicks
+// the host ports first, then the link ports' data lanes, their priority
+// lanes last.
+func TestKickDeliveriesFirst(t *testing.T) {
+	ps := newPorts(2, 2)
+	_, kick := laneOrder(ps, []int{1, 1, 2, 2})
+	w := &worker{d: &Dataplane{ports: ps}}
+	for _, k := range kick {
+		w.kick = append(w.kick, lane{port: k.port, lane: k.lane})
+	}
+	w.kickDeliveriesFirst()
+	var got []lanePos
+	for _, k := range w.kick {
+		got = append(got, lanePos{k.port, k.lane})
+	}
+	want := []lanePos{{0, laneData}, {1, laneData}, {2, laneData}, {3, laneData}, {2, lanePrio}, {3, lanePrio}}
+	if !slices.Equal(got, want) {
+		t.Errorf("kick order %v; want %v", got, want)
+	}
+}
+
 // TestFramesScaleWithSockets: the default UMEM grows with the sockets and
 // egress queues of N ports; a --frames given too small for them is refused
 // with the count of sockets and a value that works.

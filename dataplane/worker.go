@@ -205,6 +205,28 @@ func newWorker(d *Dataplane) *worker {
 // lanePos is a lane of a port.
 type lanePos struct{ port, lane int }
 
+// kickDeliveriesFirst reorders the kicks of a pipeline whose control frames
+// can wait for its data: host ports first, then the link ports' data lanes,
+// their priority lanes last. In copy mode a kick runs the receiving end's
+// path inside the sendto, so what is kicked first arrives first; on the
+// bundle a cells edge kicked its credit grant (and, toward the link, its
+// request) before the frame that asked for it.
+func (w *worker) kickDeliveriesFirst() {
+	order := make([]lane, 0, len(w.kick))
+	for _, pass := range []func(k lane) bool{
+		func(k lane) bool { _, host := w.d.ports.HostIndex(k.port); return host },
+		func(k lane) bool { _, host := w.d.ports.HostIndex(k.port); return !host && k.lane == laneData },
+		func(k lane) bool { return k.lane != laneData },
+	} {
+		for _, k := range w.kick {
+			if pass(k) {
+				order = append(order, k)
+			}
+		}
+	}
+	w.kick = order
+}
+
 // laneOrder is the receive and the kick order of ports numbered ps, port p
 // having lanes[p] lanes: the priority lane of every link port first, then
 // the other lanes of every link port (kicked: the data lane), the host ports
