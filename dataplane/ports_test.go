@@ -138,9 +138,13 @@ func TestKickDeliveriesFirst(t *testing.T) {
 	for _, k := range kick {
 		w.kick = append(w.kick, lane{port: k.port, lane: k.lane})
 	}
+	placing := slices.Clone(w.kick)
 	w.kickDeliveriesFirst()
+	if !slices.Equal(w.kick, placing) {
+		t.Errorf("the placing order changed: %v, want %v", w.kick, placing)
+	}
 	var got []lanePos
-	for _, k := range w.kick {
+	for _, k := range w.kicks {
 		got = append(got, lanePos{k.port, k.lane})
 	}
 	want := []lanePos{{0, laneData}, {1, laneData}, {2, laneData}, {3, laneData}, {2, lanePrio}, {3, lanePrio}}

@@ -21,7 +21,8 @@ import (
 // then the link ports (Ports, from Tx.Ports or Dataplane.Ports). A lane is
 // one of a port's AF_XDP sockets (its receive queue). On a link port with
 // two or more queues, lane 1 is the priority lane (lanePrio): it is read
-// first and kicked first, at both ends.
+// first and placed first, at both ends, and kicked first except in mode
+// cells (kickDeliveriesFirst).
 type Pipeline interface {
 	// Room is how many frames the pipeline takes from port now. The worker
 	// receives no more, and does not wake for a port without room.
@@ -125,8 +126,12 @@ type worker struct {
 	// rx is the receive order (link priority lane first); kick the kick
 	// order (link priority lane, link data lane, host port). all holds rx's
 	// sockets in the same order: the poller's socket i is rx[i]'s.
-	rx     []lane
-	kick   []lane
+	rx   []lane
+	kick []lane
+	// kicks is the order the TX rings are kicked in: kick's (the order
+	// frames are placed, priority lanes first, so a rate-limited port's
+	// bucket serves them first) unless the pipeline reordered it.
+	kicks  []lane
 	all    []*xdp.Socket
 	poller *xdp.Poller
 	descs  []xdp.Desc
@@ -198,6 +203,7 @@ func newWorker(d *Dataplane) *worker {
 	for _, k := range kick {
 		w.kick = append(w.kick, lane{port: k.port, lane: k.lane, s: w.ports[k.port].socks[k.lane]})
 	}
+	w.kicks = w.kick
 	w.poller = xdp.NewPoller(w.all...)
 	return w
 }
@@ -205,9 +211,10 @@ func newWorker(d *Dataplane) *worker {
 // lanePos is a lane of a port.
 type lanePos struct{ port, lane int }
 
-// kickDeliveriesFirst reorders the kicks of a pipeline whose control frames
-// can wait for its data: host ports first, then the link ports' data lanes,
-// their priority lanes last. In copy mode a kick runs the receiving end's
+// kickDeliveriesFirst reorders the kicks (not the placing: a rate-limited
+// port's bucket still serves its priority lane first) of a pipeline whose
+// control frames can wait for its data: host ports first, then the link
+// ports' data lanes, their priority lanes last. In copy mode a kick runs the receiving end's
 // path inside the sendto, so what is kicked first arrives first; on the
 // bundle a cells edge kicked its credit grant (and, toward the link, its
 // request) before the frame that asked for it.
@@ -224,7 +231,7 @@ func (w *worker) kickDeliveriesFirst() {
 			}
 		}
 	}
-	w.kick = order
+	w.kicks = order
 }
 
 // laneOrder is the receive and the kick order of ports numbered ps, port p
@@ -293,7 +300,7 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 		next = min(next, w.flush())
 
 		pending := 0
-		for _, k := range w.kick {
+		for _, k := range w.kicks {
 			n, err := w.kickLane(k)
 			if err != nil {
 				return err
