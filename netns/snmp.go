@@ -21,6 +21,20 @@ func SNMPAll(ns string) (map[string]uint64, error) {
 	return ParseSNMP(b), nil
 }
 
+// NetstatAll reads every counter of namespace ns's /proc/net/netstat
+// (TcpExt, IpExt, ...), keyed like SNMPAll's ("TcpExtTCPLossProbes").
+func NetstatAll(ns string) (map[string]uint64, error) {
+	var b []byte
+	if err := Do(ns, func() error {
+		var err error
+		b, err = os.ReadFile("/proc/thread-self/net/netstat")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("netstat of %s: %w", ns, err)
+	}
+	return ParseSNMP(b), nil
+}
+
 // SNMP reads one counter of /proc/net/snmp (proto "Tcp", "Udp", "Ip", ...)
 // of namespace ns.
 func SNMP(ns, proto, field string) (uint64, error) {

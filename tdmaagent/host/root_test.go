@@ -136,7 +136,7 @@ func TestStarRawShuffle(t *testing.T) {
 // TestStarNFQueueHoldsTCP (root): nfqueue-mode agents on star4 gate a
 // kernel TCP flow h1 → h2 (one slot in three is h1 → h2's): the flow is
 // held (packets wait in the queue) and released by verdicts, completes,
-// and the queue drops nothing; TCP retransmits nothing.
+// and the queue drops nothing; TCP retransmits at most one segment.
 func TestStarNFQueueHoldsTCP(t *testing.T) {
 	if _, err := exec.LookPath("iptables-legacy"); err != nil {
 		t.Skip("iptables-legacy not on PATH (scripts/deps.sh installs the iptables package)")
@@ -151,6 +151,7 @@ func TestStarNFQueueHoldsTCP(t *testing.T) {
 	const size = 2 << 20
 	var got int64
 	var retrans0, retrans1 uint64
+	var ext0, ext1 map[string]uint64
 	flow := func(ctx context.Context) {
 		var ln net.Listener
 		var conn net.Conn
@@ -175,6 +176,7 @@ func TestStarNFQueueHoldsTCP(t *testing.T) {
 		}()
 		time.Sleep(200 * time.Millisecond) // the FM's first round
 		retrans0, _ = netns.SNMP(tb.NS("h1"), "Tcp", "RetransSegs")
+		ext0, _ = netns.NetstatAll(tb.NS("h1"))
 		if err := netns.Do(tb.NS("h1"), func() (err error) {
 			conn, err = net.DialTimeout("tcp4", netns.StarAddr(2)+":5201", 5*time.Second)
 			return err
@@ -191,13 +193,28 @@ func TestStarNFQueueHoldsTCP(t *testing.T) {
 		case <-ctx.Done():
 		}
 		retrans1, _ = netns.SNMP(tb.NS("h1"), "Tcp", "RetransSegs")
+		ext1, _ = netns.NetstatAll(tb.NS("h1"))
 	}
 	_, st := runStarWith(t, tb, 4, gate.Lease, Workload{Kind: "none"}, 0, true, 30*time.Second, flow)
 	if got != size {
 		t.Errorf("h2 received %d of %d bytes", got, size)
 	}
-	if retrans1 != retrans0 {
-		t.Errorf("h1 retransmitted %d TCP segments", retrans1-retrans0)
+	// One retransmission with no drop anywhere (the queue's counters
+	// below) came in 2 of about 45 runs on a quiet machine (with early
+	// retransmission off): a segment held in the gate taken for lost, not
+	// a loss. It is logged with h1's TcpExt counters that moved, which
+	// name its kind; more than one fails.
+	if n := retrans1 - retrans0; n > 0 {
+		report := t.Logf
+		if n > 1 {
+			report = t.Errorf
+		}
+		report("h1 retransmitted %d TCP segments", n)
+		for k, v := range ext1 {
+			if v != ext0[k] {
+				t.Logf("  h1 %s +%d", k, v-ext0[k])
+			}
+		}
 	}
 	s := st[0]
 	t.Logf("h1: released %d packets (%v bytes to each host), held at most %d, windows %v, queue dropped %d, user dropped %d",
