@@ -9,28 +9,22 @@ import (
 
 // SNMPAll reads every counter of /proc/net/snmp as a thread inside namespace
 // ns sees it, keyed by protocol and field: "UdpInCsumErrors", "TcpRetransSegs".
-func SNMPAll(ns string) (map[string]uint64, error) {
-	var b []byte
-	if err := Do(ns, func() error {
-		var err error
-		b, err = os.ReadFile("/proc/thread-self/net/snmp")
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("snmp of %s: %w", ns, err)
-	}
-	return ParseSNMP(b), nil
-}
+func SNMPAll(ns string) (map[string]uint64, error) { return procNetCounters(ns, "snmp") }
 
 // NetstatAll reads every counter of namespace ns's /proc/net/netstat
 // (TcpExt, IpExt, ...), keyed like SNMPAll's ("TcpExtTCPLossProbes").
-func NetstatAll(ns string) (map[string]uint64, error) {
+func NetstatAll(ns string) (map[string]uint64, error) { return procNetCounters(ns, "netstat") }
+
+// procNetCounters parses /proc/net/NAME (lines of names and of values per
+// protocol) as a thread inside namespace ns sees it.
+func procNetCounters(ns, name string) (map[string]uint64, error) {
 	var b []byte
 	if err := Do(ns, func() error {
 		var err error
-		b, err = os.ReadFile("/proc/thread-self/net/netstat")
+		b, err = os.ReadFile("/proc/thread-self/net/" + name)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("netstat of %s: %w", ns, err)
+		return nil, fmt.Errorf("%s of %s: %w", name, ns, err)
 	}
 	return ParseSNMP(b), nil
 }
