@@ -230,6 +230,9 @@ func (s *Scheduler) setActive(v *schedVOQ, a bool) {
 		return
 	}
 	s.active--
+	if s.active == 0 {
+		s.started = false // the refresh timer starts again with the next active VOQ
+	}
 	src.active--
 	if src.active == 0 {
 		s.activeSrc--
@@ -314,7 +317,7 @@ func (s *Scheduler) ResetOut() {
 // polls after every Request).
 func (s *Scheduler) Poll(now int64) int64 {
 	if s.active == 0 {
-		s.started, s.idle = false, true
+		s.idle = true
 		return math.MaxInt64
 	}
 	if !s.started {
@@ -352,7 +355,6 @@ func (s *Scheduler) Poll(now int64) int64 {
 		}
 		s.grant(now, vi)
 		if s.active == 0 {
-			s.started = false
 			return math.MaxInt64
 		}
 	}

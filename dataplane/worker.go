@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -123,14 +124,14 @@ type worker struct {
 	// scratch list of frames a shaper releases.
 	shapers []*shaper
 	shaped  []xdp.Desc
-	// rx is the receive order (link priority lane first); kick the kick
-	// order (link priority lane, link data lane, host port). all holds rx's
-	// sockets in the same order: the poller's socket i is rx[i]'s.
+	// rx is the receive order (link priority lane first); kick the order
+	// frames are placed in (link priority lane, link data lane, host port).
+	// all holds rx's sockets in the same order: the poller's socket i is
+	// rx[i]'s.
 	rx   []lane
 	kick []lane
-	// kicks is the order the TX rings are kicked in: kick's (the order
-	// frames are placed, priority lanes first, so a rate-limited port's
-	// bucket serves them first) unless the pipeline reordered it.
+	// kicks is the order the TX rings are kicked in: kick's unless the
+	// pipeline reordered it (kickDeliveriesFirst).
 	kicks  []lane
 	all    []*xdp.Socket
 	poller *xdp.Poller
@@ -214,24 +215,22 @@ type lanePos struct{ port, lane int }
 // kickDeliveriesFirst reorders the kicks (not the placing: a rate-limited
 // port's bucket still serves its priority lane first) of a pipeline whose
 // control frames can wait for its data: host ports first, then the link
-// ports' data lanes, their priority lanes last. In copy mode a kick runs the receiving end's
-// path inside the sendto, so what is kicked first arrives first; on the
-// bundle a cells edge kicked its credit grant (and, toward the link, its
-// request) before the frame that asked for it.
+// ports' data lanes, their priority lanes last. In copy mode a kick runs
+// the receiving end's path inside the sendto, so what is kicked first
+// arrives first; on the bundle a cells edge kicked its credit grant (and,
+// toward the link, its request) before the frame that asked for it.
 func (w *worker) kickDeliveriesFirst() {
-	order := make([]lane, 0, len(w.kick))
-	for _, pass := range []func(k lane) bool{
-		func(k lane) bool { _, host := w.d.ports.HostIndex(k.port); return host },
-		func(k lane) bool { _, host := w.d.ports.HostIndex(k.port); return !host && k.lane == laneData },
-		func(k lane) bool { return k.lane != laneData },
-	} {
-		for _, k := range w.kick {
-			if pass(k) {
-				order = append(order, k)
-			}
+	rank := func(k lane) int {
+		switch _, host := w.d.ports.HostIndex(k.port); {
+		case host:
+			return 0
+		case k.lane == laneData:
+			return 1
 		}
+		return 2
 	}
-	w.kicks = order
+	w.kicks = slices.Clone(w.kick)
+	slices.SortStableFunc(w.kicks, func(a, b lane) int { return rank(a) - rank(b) })
 }
 
 // laneOrder is the receive and the kick order of ports numbered ps, port p
