@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -154,4 +155,31 @@ func TestCellsBundleExperiments(t *testing.T) {
 			}
 		}
 	})
+}
+
+// forward-afxdp runs forward with every frame through the worker, and the
+// summary gives cells' p50 against it beside the ratio to forward.
+func TestCellsLatencyAfxdpArm(t *testing.T) {
+	var c CellsLatencyConfig
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.bedRun("forward-afxdp"); r.Mode != "forward" || len(r.Args) != 2 || r.Args[1] != "afxdp" {
+		t.Fatalf("forward-afxdp runs %+v", r)
+	}
+	if r := c.bedRun("forward"); r.Mode != "forward" || len(r.Args) != 0 {
+		t.Fatalf("forward runs %+v", r)
+	}
+	var flows []fct.Flow
+	for i, arm := range []string{"forward", "forward-afxdp", "cells"} {
+		for j := 0; j < 5; j++ {
+			flows = append(flows, fct.Flow{Arm: arm, Size: 143, FCT: time.Duration(100*(i+1)) * time.Microsecond})
+		}
+	}
+	r := &CellsLatencyResult{Config: c}
+	r.FCT = fct.NewResults(flows, "forward")
+	s := latencySummary(r, "forward")
+	if s["cells_p50_ratio"] != 3.0 || s["cells_p50_ratio_afxdp"] != 1.5 || s["cells_ok"] != false {
+		t.Fatalf("summary %v", s)
+	}
 }

@@ -16,13 +16,21 @@ import (
 
 // CellsLatencyArms are the arms of `linkfabric cells latency`, and what
 // each runs on both switches of the bundle.
-var CellsLatencyArms = []string{"forward", "cells", "cells-nopre", "cells-push"}
+var CellsLatencyArms = []string{"forward", "cells", "cells-nopre", "cells-push", "forward-afxdp"}
 
+// On the bundle, forward's default fast path is XDP only where the target
+// veth takes redirected frames: host0 → link0 in each switch (the peer
+// link0 runs the other dataplane's program), while link0 → host0 goes
+// through the Go worker (the hosts' ends have neither GRO nor XDP). So each
+// direction crosses one kernel hop and one AF_XDP hop. forward-afxdp puts
+// every frame through the worker, as cells does: the like-for-like
+// reference for what cells add.
 var cellsLatencyWhat = map[string]string{
-	"forward":     "linkfabric forward over link0 (the reference)",
-	"cells":       "cells with credits and the standing pre-credit (--pre-credit, default 4096)",
-	"cells-nopre": "cells with credits, no pre-credit (--pre-credit 0): every packet waits for a grant",
-	"cells-push":  "cells without credits (--credits=false)",
+	"forward":       "linkfabric forward over link0 (the reference; host0 → link0 in XDP, link0 → host0 through the worker)",
+	"cells":         "cells with credits and the standing pre-credit (--pre-credit, default 4096)",
+	"cells-nopre":   "cells with credits, no pre-credit (--pre-credit 0): every packet waits for a grant",
+	"cells-push":    "cells without credits (--credits=false)",
+	"forward-afxdp": "linkfabric forward --fastpath afxdp over link0: every frame through the worker, as in cells",
 }
 
 // CellsLatencyConfig sizes `linkfabric cells latency`.
@@ -41,7 +49,7 @@ type CellsLatencyConfig struct {
 // Normalize fills defaults and checks the configuration.
 func (c *CellsLatencyConfig) Normalize() error {
 	if len(c.Arms) == 0 {
-		c.Arms = CellsLatencyArms[:3]
+		c.Arms = []string{"forward", "forward-afxdp", "cells", "cells-nopre"}
 	}
 	for _, a := range c.Arms {
 		if !slices.Contains(CellsLatencyArms, a) {
@@ -116,7 +124,7 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 		fl, err := fct.RunBuiltin(ctx, fct.BuiltinConfig{
 			Arm: arm, ServerNS: b.TB.NS(h2.Name), ClientNS: b.TB.NS(h1.Name), ServerAddr: h2.Addr + ":0",
 			Sizes: []int64{cfg.Size}, FlowsPerSize: cfg.Flows, Warmup: cfg.Warmup, CongestionControl: cc, Timeout: cfg.Timeout,
-			Progress: flowProgress(e.Progress, fmt.Sprintf("%-11s %7s", arm, fct.FormatSize(cfg.Size)), time.Now),
+			Progress: flowProgress(e.Progress, fmt.Sprintf("%-13s %7s", arm, fct.FormatSize(cfg.Size)), time.Now),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cells latency %s: %w", arm, err)
@@ -147,6 +155,8 @@ func (c *CellsLatencyConfig) bedRun(arm string) BedRun {
 	switch arm {
 	case "forward":
 		r.Mode = "forward"
+	case "forward-afxdp":
+		r.Mode, r.Args = "forward", []string{"--fastpath", "afxdp"}
 	case "cells":
 		if c.PreCredit > 0 {
 			r.Args = []string{"--pre-credit", strconv.Itoa(c.PreCredit)}
@@ -178,6 +188,14 @@ func latencySummary(r *CellsLatencyResult, ref string) map[string]any {
 	if v, ok := s["cells_p50_ratio"].(float64); ok && ref == "forward" {
 		s["cells_ok"] = v <= 1.2
 	}
+	// The like-for-like ratio: cells against forward through the worker.
+	if a, ok := s["forward_afxdp_p50_us"].(float64); ok && a > 0 {
+		for _, arm := range []string{"cells", "cells_nopre", "cells_push"} {
+			if v, ok := s[arm+"_p50_us"].(float64); ok {
+				s[arm+"_p50_ratio_afxdp"] = v / a
+			}
+		}
+	}
 	return s
 }
 
@@ -188,7 +206,7 @@ func (r *CellsLatencyResult) Text() string {
 	fmt.Fprintf(&b, "linkfabric cells latency: %d flows of %s per arm h1 → h2 over the bundle, one TCP connection each (builtin tool: connect to the last byte read), %s; kernel %s, %d CPUs; %.0fs\n",
 		c.Flows, fct.FormatSize(c.Size), r.CC, r.Kernel, r.CPUs, r.Seconds)
 	for _, a := range c.Arms {
-		fmt.Fprintf(&b, "  %-11s %s\n", a, cellsLatencyWhat[a])
+		fmt.Fprintf(&b, "  %-13s %s\n", a, cellsLatencyWhat[a])
 	}
 	b.WriteString("\n")
 	fct.WriteTable(&b, r.FCT)
@@ -198,6 +216,9 @@ func (r *CellsLatencyResult) Text() string {
 			fmt.Fprintf(&b, "; without pre-credit %.2f×", w)
 		}
 		b.WriteString("\n")
+	}
+	if v, ok := r.Summary["cells_p50_ratio_afxdp"].(float64); ok {
+		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's (%.0f µs; both through the Go worker)\n", v, r.Summary["forward_afxdp_p50_us"])
 	}
 	return b.String()
 }

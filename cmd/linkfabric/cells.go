@@ -528,12 +528,16 @@ func cellsLatencyCmd() *cobra.Command {
 flows of --size bytes from h1 to h2, one connection each, back to back (the fct
 command's builtin tool and TCP settings), and reports their completion times:
 
-  forward      linkfabric forward over link0 (the reference)
-  cells        cells with credits and the standing pre-credit (--pre-credit)
-  cells-nopre  cells with credits and no pre-credit: every packet waits for a grant
-  cells-push   cells without credits (optional)
+  forward        linkfabric forward over link0 (the reference). On the bundle its
+                 kernel fast path covers host0 → link0 only; link0 → host0 goes
+                 through the Go worker (the hosts' veth ends take no redirects)
+  forward-afxdp  forward with every frame through the Go worker, as in cells:
+                 the like-for-like reference for what cells add
+  cells          cells with credits and the standing pre-credit (--pre-credit)
+  cells-nopre    cells with credits and no pre-credit: every packet waits for a grant
+  cells-push     cells without credits (optional)
 
-Target: cells' p50 ≤ 1.2× forward's. Writes latency.json (figures in "summary"),
+Target: cells' p50 ≤ 1.2× forward's; the ratio to forward-afxdp's is printed too. Writes latency.json (figures in "summary"),
 flows.csv and a tail-CDF PNG to --out.`,
 		Example: `  sudo linkfabric cells latency
   sudo linkfabric cells latency --flows 500 --arms forward,cells,cells-nopre,cells-push`,
@@ -555,7 +559,7 @@ flows.csv and a tail-CDF PNG to --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&arms, "arms", "forward,cells,cells-nopre", "arms, in order: "+strings.Join(experiment.CellsLatencyArms, ","))
+	f.StringVar(&arms, "arms", "forward,forward-afxdp,cells,cells-nopre", "arms, in order: "+strings.Join(experiment.CellsLatencyArms, ","))
 	f.Int64Var(&cfg.Size, "size", 143, "flow size, bytes")
 	f.IntVar(&cfg.Flows, "flows", 2000, "flows per arm")
 	f.IntVar(&cfg.Warmup, "warmup", 20, "discarded warm-up flows per arm")
