@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -206,6 +207,9 @@ func newWorker(d *Dataplane) *worker {
 	}
 	w.kicks = w.kick
 	w.poller = xdp.NewPoller(w.all...)
+	// The worker runs on a locked thread: sleeping without handing its P
+	// back keeps sysmon quiet (see xdp.Poller.SetRaw).
+	w.poller.SetRaw(runtime.GOMAXPROCS(0) >= 2)
 	return w
 }
 

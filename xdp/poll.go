@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,7 +13,20 @@ type Poller struct {
 	socks []*Socket
 	fds   []unix.PollFd
 	ready []int
+	raw   bool
 }
+
+// SetRaw makes Wait call ppoll without telling the Go runtime that the
+// thread blocks (a raw system call): the thread keeps its P while it
+// sleeps. For a worker on a locked OS thread that sleeps and wakes many
+// thousand times a second: through the runtime every sleep longer than
+// 20 µs lets sysmon take the P away, and sysmon then polls every 20 µs
+// for the next millisecond; on this kind of VM those wakeups cost about
+// as much CPU as the worker's own. The price: one P (of GOMAXPROCS) is
+// held while the worker sleeps, and a stop-the-world waits until the
+// runtime's preemption signal interrupts the ppoll (EINTR, microseconds).
+// Use it only with GOMAXPROCS ≥ 2.
+func (p *Poller) SetRaw(on bool) { p.raw = on }
 
 // NewPoller returns a poller over socks, waiting for POLLIN on each.
 func NewPoller(socks ...*Socket) *Poller {
@@ -62,7 +76,13 @@ func (p *Poller) Wait(timeout time.Duration) ([]int, error) {
 		ts = &t
 	}
 	p.ready = p.ready[:0]
-	n, err := unix.Ppoll(p.fds, ts, nil)
+	var n int
+	var err error
+	if p.raw {
+		n, err = rawPpoll(p.fds, ts)
+	} else {
+		n, err = unix.Ppoll(p.fds, ts, nil)
+	}
 	if err != nil {
 		if err == unix.EINTR {
 			return p.ready, nil
@@ -88,3 +108,16 @@ func (p *Poller) Writable(i int) bool { return p.fds[i].Revents&unix.POLLOUT != 
 
 // Socket returns socket i.
 func (p *Poller) Socket(i int) *Socket { return p.socks[i] }
+
+// rawPpoll is ppoll(fds, ts, NULL) as a raw system call.
+func rawPpoll(fds []unix.PollFd, ts *unix.Timespec) (int, error) {
+	if len(fds) == 0 {
+		return 0, nil
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
+		uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	if e != 0 {
+		return int(r), e
+	}
+	return int(r), nil
+}
