@@ -207,9 +207,6 @@ func newWorker(d *Dataplane) *worker {
 	}
 	w.kicks = w.kick
 	w.poller = xdp.NewPoller(w.all...)
-	// The worker runs on a locked thread: sleeping without handing its P
-	// back keeps sysmon quiet (see xdp.Poller.SetRaw).
-	w.poller.SetRaw(runtime.GOMAXPROCS(0) >= 2)
 	return w
 }
 
@@ -273,6 +270,10 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
 	defer p.Stop()
 	st := &w.d.stats
+	if release, ok := rawSleep(); ok {
+		defer release()
+		w.poller.SetRaw(true)
+	}
 	for _, s := range w.all {
 		w.refill(s)
 	}
@@ -335,6 +336,23 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 		}
 	}
 	return nil
+}
+
+// rawSleepers counts the workers of this process that sleep holding their
+// P (xdp.Poller.SetRaw: no sysmon wakeups after every sleep; the worker
+// runs on a locked thread).
+var rawSleepers atomic.Int32
+
+// rawSleep reports whether a worker may sleep holding its P: while at
+// least one P stays for the rest of the process (the statistics server,
+// the session, a test with two dataplanes in one process). release gives
+// the place back.
+func rawSleep() (release func(), ok bool) {
+	if rawSleepers.Add(1) <= int32(runtime.GOMAXPROCS(0))-1 {
+		return func() { rawSleepers.Add(-1) }, true
+	}
+	rawSleepers.Add(-1)
+	return nil, false
 }
 
 // minTimerSleep is the shortest sleep of an idle worker whose next timer is
