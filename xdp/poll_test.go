@@ -21,13 +21,23 @@ func TestRawPpoll(t *testing.T) {
 	defer unix.Close(p[1])
 	fds := []unix.PollFd{{Fd: int32(p[0]), Events: unix.POLLIN}}
 	ts := unix.NsecToTimespec(int64(time.Millisecond))
-	if n, err := rawPpoll(fds, &ts); n != 0 || err != nil {
+	// The runtime's signals (preemption, GC) may interrupt a raw ppoll,
+	// as Wait expects: try again.
+	poll := func() (int, error) {
+		for {
+			n, err := rawPpoll(fds, &ts)
+			if err != unix.EINTR {
+				return n, err
+			}
+		}
+	}
+	if n, err := poll(); n != 0 || err != nil {
 		t.Fatalf("empty pipe: %d, %v", n, err)
 	}
 	if _, err := unix.Write(p[1], []byte{1}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := rawPpoll(fds, &ts); n != 1 || err != nil || fds[0].Revents&unix.POLLIN == 0 {
+	if n, err := poll(); n != 1 || err != nil || fds[0].Revents&unix.POLLIN == 0 {
 		t.Fatalf("readable pipe: %d, %v, revents %#x", n, err, fds[0].Revents)
 	}
 	var b [1]byte
