@@ -25,7 +25,7 @@ type Poller struct {
 // as much CPU as the worker's own. The price: one P (of GOMAXPROCS) is
 // held while the worker sleeps, and a stop-the-world waits until the
 // runtime's preemption signal interrupts the ppoll (EINTR, microseconds).
-// Use it only with GOMAXPROCS ≥ 2.
+// Use it only while another P stays free for the rest of the process.
 func (p *Poller) SetRaw(on bool) { p.raw = on }
 
 // NewPoller returns a poller over socks, waiting for POLLIN on each.
@@ -109,12 +109,14 @@ func (p *Poller) Writable(i int) bool { return p.fds[i].Revents&unix.POLLOUT != 
 // Socket returns socket i.
 func (p *Poller) Socket(i int) *Socket { return p.socks[i] }
 
-// rawPpoll is ppoll(fds, ts, NULL) as a raw system call.
+// rawPpoll is ppoll(fds, ts, NULL) as a raw system call. With no fds it
+// sleeps for ts, as unix.Ppoll does.
 func rawPpoll(fds []unix.PollFd, ts *unix.Timespec) (int, error) {
-	if len(fds) == 0 {
-		return 0, nil
+	var p *unix.PollFd
+	if len(fds) > 0 {
+		p = &fds[0]
 	}
-	r, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
+	r, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(p)), uintptr(len(fds)),
 		uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	if e != 0 {
 		return int(r), e

@@ -42,6 +42,23 @@ func TestRawPpoll(t *testing.T) {
 	}
 	var b [1]byte
 	unix.Read(p[0], b[:])
+	// With no fds it sleeps for the whole timeout (unless a signal cut
+	// it short), as unix.Ppoll does.
+	for {
+		ms := unix.NsecToTimespec(int64(time.Millisecond)) // ppoll writes back what is left
+		t0 := time.Now()
+		n, err := rawPpoll(nil, &ms)
+		if err == unix.EINTR {
+			continue
+		}
+		if n != 0 || err != nil {
+			t.Fatalf("no fds: %d, %v", n, err)
+		}
+		if d := time.Since(t0); d < time.Millisecond {
+			t.Fatalf("no fds: returned after %v of a 1ms timeout", d)
+		}
+		break
+	}
 
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("GOMAXPROCS < 2: a raw sleep would hold the only P")
