@@ -15,11 +15,21 @@ type SchedConfig struct {
 	// StopAbove: no grant is issued while the port's egress queue (reported
 	// by SetEgressQueue) holds more bytes than this; 0 never stops.
 	StopAbove int
-	// MaxBurst bounds the credit a late Poll may catch up on, in credits.
-	MaxBurst int
-	// Refresh is the period of the refresh timer that re-sends the grant
-	// totals of VOQs still waiting for credit (see Scheduler.Poll).
-	Refresh int64
+	// MaxBurst bounds the credit a late Poll may catch up on, in credits;
+	// MaxBurstTime (ns, 0: none) bounds it also in time at the credit rate,
+	// never below one credit. A burst of grants is sprayed at once into
+	// the fabric: 8 credits of 64 KiB after a stall are 4 ms at 1 Gbit/s
+	// but 200 ms at 20 Mbit/s, a queue in front of the slow links that
+	// outlasts the reassembly timeout.
+	MaxBurst     int
+	MaxBurstTime int64
+	// Refresh is when the grant total of a VOQ still waiting for credit is
+	// first re-sent (see Scheduler.Poll); RefreshMax is where the refreshes
+	// back off to while it stays active (Refresh, Refresh, then doubling,
+	// counted from its last request that made it active; 0: every
+	// Refresh).
+	Refresh    int64
+	RefreshMax int64
 	// PreCredit is the grant total both ends assume for every VOQ at session
 	// start (and after a Reset): bytes a source sends without asking.
 	PreCredit uint64
@@ -42,6 +52,7 @@ func DefaultSchedConfig(rate float64) SchedConfig {
 		CreditSize:  16 << 10,
 		MaxBurst:    2,
 		Refresh:     200_000,
+		RefreshMax:  DefaultRefreshMax,
 		MaxVOQs:     1024,
 		FCIDecrease: 0.75,
 		FCIHold:     20_000,
@@ -57,8 +68,8 @@ func (c *SchedConfig) check() error {
 	if c.CreditSize < 1 || c.CreditSize > 1<<24 || c.MaxBurst < 1 || c.MaxBurst > 1024 || c.StopAbove < 0 {
 		return errors.New("cellify: SchedConfig.CreditSize must be in [1, 16 MiB], MaxBurst in [1, 1024], StopAbove ≥ 0")
 	}
-	if c.Refresh < 1 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
-		return errors.New("cellify: SchedConfig.Refresh must be > 0, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
+	if c.Refresh < 1 || c.RefreshMax < 0 || c.MaxBurstTime < 0 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
+		return errors.New("cellify: SchedConfig.Refresh must be > 0, RefreshMax and MaxBurstTime ≥ 0, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
 	}
 	if !(c.FCIDecrease > 0 && c.FCIDecrease <= 1) || !(c.FCIMin > 0 && c.FCIMin <= 1) || !(c.FCIRecover >= 0) {
 		return errors.New("cellify: SchedConfig.FCIDecrease and FCIMin must be in (0, 1], FCIRecover ≥ 0")
@@ -100,6 +111,10 @@ type schedVOQ struct {
 	active  bool  // req > granted
 	queued  bool  // in its class ring
 	out     int32 // index in Out + 1, 0 none
+	// The refresh of an active VOQ's total is due at refAt; refs counts
+	// the refreshes since it became active (they back off).
+	refAt int64
+	refs  uint32
 }
 
 type schedSrc struct {
@@ -177,6 +192,10 @@ func NewScheduler(cfg SchedConfig) (*Scheduler, error) {
 		Out:   make([]SchedGrant, 0, cfg.MaxVOQs),
 	}
 	s.burst = int64(uint64(cfg.MaxBurst*cfg.CreditSize) * 8e9 / s.den)
+	if cfg.MaxBurstTime > 0 {
+		one := int64(uint64(cfg.CreditSize) * 8e9 / s.den)
+		s.burst = min(s.burst, max(one, cfg.MaxBurstTime))
+	}
 	for c := range s.rings {
 		s.rings[c].b = make([]int32, cfg.MaxVOQs)
 	}
@@ -270,6 +289,9 @@ func (s *Scheduler) Request(now int64, src EdgeID, class Class, total uint64) {
 	if s.active == 0 && s.next < now {
 		s.next, s.frac = now, 0 // an idle pacer banks no credit
 	}
+	if !v.active {
+		s.armRefresh(now, v)
+	}
 	s.setActive(v, true)
 	if !v.queued {
 		v.queued = true
@@ -328,17 +350,12 @@ func (s *Scheduler) Poll(now int64) int64 {
 		}
 	}
 	if now >= s.refreshAt {
-		s.refresh()
-		s.refreshAt += s.cfg.Refresh
-		if s.refreshAt <= now {
-			s.refreshAt = now + s.cfg.Refresh
-		}
+		s.refresh(now)
 	}
-	dl := s.refreshAt
 	if s.Stopped() {
 		s.Stats.Stopped++
 		s.idle = true
-		return dl
+		return s.refreshAt
 	}
 	if s.idle && s.next < now { // no credit banked while idle or stopped
 		s.next, s.frac = now, 0
@@ -351,14 +368,22 @@ func (s *Scheduler) Poll(now int64) int64 {
 		vi, wait := s.pick(now)
 		if vi < 0 { // only throttled sources want credit
 			s.idle = true
-			return min(dl, wait)
+			return min(s.refreshAt, wait)
 		}
 		s.grant(now, vi)
 		if s.active == 0 {
 			return math.MaxInt64
 		}
 	}
-	return min(dl, s.next)
+	return min(s.refreshAt, s.next)
+}
+
+// armRefresh starts the refresh of v's total: Refresh from now.
+func (s *Scheduler) armRefresh(now int64, v *schedVOQ) {
+	v.refAt, v.refs = now+s.cfg.Refresh, 0
+	if s.started {
+		s.refreshAt = min(s.refreshAt, v.refAt)
+	}
 }
 
 // pick takes the next VOQ to serve out of its ring: the highest class with
@@ -409,6 +434,9 @@ func (s *Scheduler) grant(now int64, vi int32) {
 		src.next = max(src.next, slot) + int64(float64(num)/(float64(s.den)*f))
 	}
 	s.emit(vi)
+	// The grant carries the total: the next refresh is a backoff after it.
+	v.refAt = now + backoff(s.cfg.Refresh, s.cfg.RefreshMax, v.refs)
+	s.refreshAt = min(s.refreshAt, v.refAt)
 	if v.granted < v.req {
 		s.rings[v.key.Class].push(vi)
 	} else {
@@ -417,15 +445,24 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	}
 }
 
-func (s *Scheduler) refresh() {
+// refresh re-sends the totals of the active VOQs whose refresh is due and
+// sets the timer to the next one due.
+func (s *Scheduler) refresh(now int64) {
+	s.refreshAt = math.MaxInt64
 	for i := range s.voqs {
 		v := &s.voqs[i]
-		if v.issued && v.active {
+		if !v.issued || !v.active {
+			continue
+		}
+		if now >= v.refAt {
 			if v.out == 0 {
 				s.Stats.Refreshed++
 			}
 			s.emit(int32(i))
+			v.refs++
+			v.refAt = now + backoff(s.cfg.Refresh, s.cfg.RefreshMax, v.refs)
 		}
+		s.refreshAt = min(s.refreshAt, v.refAt)
 	}
 }
 

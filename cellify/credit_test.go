@@ -3,6 +3,7 @@ package cellify
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -269,25 +270,28 @@ func TestSchedRepairAndRefresh(t *testing.T) {
 		t.Fatalf("a VOQ granted in full: deadline %d, refresh %+v; want none", d, s.Out)
 	}
 	// More is asked while the egress queue stops the grants: the refresh
-	// re-sends the last total every Refresh until credit flows again.
+	// re-sends the last total Refresh after the request, Refresh later,
+	// then backing off (doubling) to RefreshMax until credit flows again.
 	s.SetEgressQueue(cfg.StopAbove + 1)
+	start := now
 	s.Request(now, k.Src, k.Class, total+uint64(cfg.CreditSize))
-	refreshes := 0
-	for end := now + 5*cfg.Refresh; now < end; {
+	var at []int64
+	for end := now + 120*cfg.Refresh; now < end; {
 		d := s.Poll(now)
 		if d == math.MaxInt64 {
 			t.Fatal("a stopped VOQ that wants credit set no refresh timer")
 		}
-		now = d
 		for _, gr := range s.Out {
 			if gr.Key == k && gr.Total == total {
-				refreshes++
+				at = append(at, (now-start)/cfg.Refresh)
 			}
 		}
 		s.ResetOut()
+		now = d
 	}
-	if refreshes < 4 || refreshes > 6 {
-		t.Fatalf("%d refreshes of a stopped VOQ's total in 5 refresh periods, want about 5", refreshes)
+	// RefreshMax is 40 Refresh: gaps 1, 1, 2, 4, 8, 16, 32, then 40.
+	if want := []int64{1, 2, 4, 8, 16, 32, 64, 104}; !slices.Equal(at, want) {
+		t.Fatalf("a stopped VOQ's total was refreshed at %v Refresh periods after its request, want %v", at, want)
 	}
 	s.SetEgressQueue(0)
 	now = pollUntil(s, g, now, now+credMs, nil, 0)
@@ -499,5 +503,62 @@ func TestSchedulerSleepsWhenIdle(t *testing.T) {
 	}
 	if d != math.MaxInt64 || s.Stats.Refreshed != refreshed {
 		t.Fatalf("granted in full at once: deadline %d, %d refreshes; want none", d, s.Stats.Refreshed-refreshed)
+	}
+}
+
+// A VOQ served slowly (a 20 Mbit/s port shared by two sources: a grant to
+// each every 50 ms) has its total refreshed a few times per grant, not
+// every Refresh: the refreshes back off to RefreshMax while it stays
+// active, and its grants do not start them again.
+func TestSchedRefreshBacksOffWhileServed(t *testing.T) {
+	cfg := DefaultSchedConfig(20e6)
+	cfg.CreditSize = 64 << 10
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	for src := EdgeID(1); src <= 2; src++ {
+		s.Request(0, src, 0, 1<<30)
+	}
+	polls := 0
+	for now := int64(0); now < 1e9; polls++ {
+		d := s.Poll(now)
+		g.take(s)
+		now = d
+	}
+	credits, msgs := int(s.Stats.Credits), g.msgs
+	refreshed := msgs - credits
+	// 1 s at 20.4 Mbit/s of 64 KiB credits: 39 grants, then refreshes at
+	// most every RefreshMax per VOQ (2 × 125) plus the first few.
+	if credits < 37 || credits > 41 || refreshed > 2*(125+8) {
+		t.Fatalf("in 1 s: %d credits, %d refreshes, %d polls; want about 39 credits and at most %d refreshes",
+			credits, refreshed, polls, 2*(125+8))
+	}
+	t.Logf("in 1 s: %d credits, %d refreshes, %d polls", credits, refreshed, polls)
+}
+
+// After a late Poll the pacer catches up on at most MaxBurst credits and,
+// with MaxBurstTime, no more than that time at the credit rate (at least
+// one credit), besides the credit due now.
+func TestSchedBurstTime(t *testing.T) {
+	for _, tc := range []struct {
+		rate      float64
+		burstTime int64
+		want      int // credits issued by a Poll 1 s late
+	}{
+		{20e6, 0, 1 + 8},           // MaxBurst alone
+		{20e6, 10 * credMs, 1 + 1}, // 10 ms is 0.4 credits at 20M: one
+		{1e9, 10 * credMs, 1 + 8},  // 10 ms is 19 credits at 1G: MaxBurst
+		{200e6, 10 * credMs, 4},    // 10 ms is 3.9 credits: slots at -10, -7.4, -4.8, -2.2 ms
+	} {
+		cfg := DefaultSchedConfig(tc.rate)
+		cfg.CreditSize, cfg.MaxBurst, cfg.MaxBurstTime = 64<<10, 8, tc.burstTime
+		s := newTestSched(t, cfg)
+		s.Request(0, 1, 0, 1<<30)
+		s.Poll(0)
+		s.ResetOut()
+		before := s.Stats.Credits
+		s.Poll(1e9)
+		if got := int(s.Stats.Credits - before); got != tc.want {
+			t.Errorf("rate %g, MaxBurstTime %d ms: a Poll 1 s late issued %d credits, want %d", tc.rate, tc.burstTime/credMs, got, tc.want)
+		}
 	}
 }

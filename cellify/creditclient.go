@@ -22,9 +22,17 @@ type CreditClientConfig struct {
 	// Quantum bytes). 0 announces every byte.
 	Quantum uint64
 	// Refresh: while backlog exceeds the grant, the request is repeated
-	// Refresh after the last one (a lost request or grant costs one
-	// Refresh, never a stall).
+	// Refresh after the last request or the last grant that raised the
+	// total, then at backed-off intervals (RefreshMax): a lost request or
+	// grant costs time, at most RefreshMax, never a stall.
 	Refresh int64
+	// RefreshMax: repeats back off, Refresh, Refresh, then doubling up to
+	// RefreshMax, from the request that found the VOQ fully granted (0:
+	// every Refresh). A VOQ that waits its turn behind other sources'
+	// grants would otherwise repeat every Refresh: on fabric3 at a 20M
+	// port, with a grant to each VOQ every 50 ms, those repeats and the
+	// grants answering them took a fifth of the links into the port.
+	RefreshMax int64
 	// Gap: while bytes announced are still waiting (their grant, or their
 	// turn to be sent), new backlog of less than Quantum is announced at
 	// most once per Gap: totals are cumulative, one request says what many
@@ -45,7 +53,22 @@ type CreditClientConfig struct {
 
 // DefaultCreditClientConfig returns defaults matching DefaultSchedConfig.
 func DefaultCreditClientConfig() CreditClientConfig {
-	return CreditClientConfig{Quantum: 16 << 10, Refresh: 200_000, Gap: 50_000, LeadHold: 5_000_000}
+	return CreditClientConfig{Quantum: 16 << 10, Refresh: 200_000, RefreshMax: DefaultRefreshMax, Gap: 50_000, LeadHold: 5_000_000}
+}
+
+// DefaultRefreshMax is the longest repeat interval of an unchanged credit
+// total (requests and grants) by default.
+const DefaultRefreshMax = 8_000_000
+
+// backoff returns the wait before the next repeat of an unchanged total
+// after n repeats: refresh for the first two, then doubling up to most
+// (never below refresh).
+func backoff(refresh, most int64, n uint32) int64 {
+	g := refresh
+	for i := uint32(1); i < n && g < most; i++ {
+		g *= 2
+	}
+	return max(refresh, min(g, most))
 }
 
 // CreditClientStats counts what a CreditClient did.
@@ -68,6 +91,13 @@ type CreditClient struct {
 	granted   uint64
 	requested uint64 // the total in the last request
 	reqAt     int64
+	// The repeat timer: the next repeat is due backoff(repeats) after
+	// base, the last request or grant raise (raised: a grant raised the
+	// total since the last Poll, which moves base to its time); repeats
+	// counts from the last request made when all requested was granted.
+	base    int64
+	repeats uint32
+	raised  bool
 	// over: enqueued has exceeded granted since overAt (LeadHold counts
 	// from there).
 	over   bool
@@ -129,6 +159,7 @@ func (c *CreditClient) Grant(total uint64) bool {
 		}
 	}
 	c.granted = total
+	c.raised = true
 	if c.granted >= c.enqueued {
 		c.over = false
 	}
@@ -141,8 +172,12 @@ func (c *CreditClient) Grant(total uint64) bool {
 // grant (within Gap of the last one only if all it announced was sent, or
 // Quantum more came; LeadHold after the backlog passed the grant while it
 // stays within half the Lead) and, while backlog beyond the grant remains,
-// every Refresh.
+// Refresh after the last request or grant raise, backing off to RefreshMax
+// while the VOQ stays behind its grant.
 func (c *CreditClient) Poll(now int64) (send bool, total uint64, next int64) {
+	if c.raised {
+		c.raised, c.base = false, now
+	}
 	if c.enqueued <= c.granted {
 		c.over = false
 		return false, 0, math.MaxInt64
@@ -158,16 +193,23 @@ func (c *CreditClient) Poll(now int64) (send bool, total uint64, next int64) {
 	if fresh && c.requested > c.sent && c.enqueued-c.requested < c.cfg.Quantum && now-c.reqAt < c.cfg.Gap {
 		return false, 0, c.reqAt + c.cfg.Gap
 	}
-	if !fresh { // (the first request of a session is always fresh)
-		if now-c.reqAt < c.cfg.Refresh {
-			return false, 0, c.reqAt + c.cfg.Refresh
+	if fresh {
+		if c.requested <= c.granted { // the scheduler had nothing to serve
+			c.repeats = 0
+		}
+	} else { // (the first request of a session is always fresh)
+		if due := c.base + c.repeatGap(); now < due {
+			return false, 0, due
 		}
 		c.Stats.Repeats++
+		c.repeats++
 	}
 	c.Stats.Requests++
-	c.requested, c.reqAt = c.enqueued, now
-	return true, c.enqueued, now + c.cfg.Refresh
+	c.requested, c.reqAt, c.base = c.enqueued, now, now
+	return true, c.enqueued, now + c.repeatGap()
 }
+
+func (c *CreditClient) repeatGap() int64 { return backoff(c.cfg.Refresh, c.cfg.RefreshMax, c.repeats) }
 
 // Reset starts a new session (the peer restarted): every total restarts
 // from 0 on both ends. The backlog not yet sent stays and is enqueued anew.
@@ -177,7 +219,7 @@ func (c *CreditClient) Reset() {
 		backlog = c.enqueued - c.sent
 	}
 	c.enqueued, c.sent, c.granted = backlog, 0, c.cfg.PreCredit
-	c.requested, c.reqAt = 0, 0
+	c.requested, c.reqAt, c.base, c.repeats, c.raised = 0, 0, 0, 0, false
 	c.over = false
 	c.Stats.Resets++
 }

@@ -2,6 +2,7 @@ package cellify
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -111,6 +112,49 @@ func TestCreditClientRefresh(t *testing.T) {
 	c.Grant(5000)
 	if send, _, next := c.Poll(3 * cfg.Refresh); send || next != math.MaxInt64 {
 		t.Fatalf("fully granted: send %v next %d", send, next)
+	}
+}
+
+// Repeats of a request back off, Refresh, Refresh, then doubling to
+// RefreshMax, while the VOQ stays behind its grant: a grant that raises the
+// total but not to the backlog (the scheduler is serving the VOQ, other
+// sources' grants between) moves the timer but keeps the backoff; a request
+// after the VOQ was granted all it asked for starts again at Refresh.
+func TestCreditClientRepeatBackoff(t *testing.T) {
+	const r = 100 * credUs
+	cfg := CreditClientConfig{Quantum: 1000, Refresh: r, RefreshMax: 10 * r}
+	c := NewCreditClient(cfg)
+	requests := func(from, to int64) []int64 {
+		var at []int64
+		for now := from; now < to; {
+			send, _, next := c.Poll(now)
+			if send {
+				at = append(at, (now-from)/r)
+			}
+			if next == math.MaxInt64 {
+				break
+			}
+			now = next
+		}
+		return at
+	}
+	c.Enqueue(50000)
+	if at, want := requests(0, 60*r), []int64{0, 1, 2, 4, 8, 16, 26, 36, 46, 56}; !slices.Equal(at, want) {
+		t.Fatalf("an unanswered request was sent at %v Refresh, want %v", at, want)
+	}
+	if !c.Grant(20000) {
+		t.Fatal("the grant did not raise the total")
+	}
+	if at, want := requests(60*r, 90*r), []int64{10, 20}; !slices.Equal(at, want) {
+		t.Fatalf("after a grant short of the backlog: requests at %v Refresh, want %v (RefreshMax after it)", at, want)
+	}
+	c.Grant(50000)
+	c.Enqueue(5000) // announced at once; the scheduler had nothing to serve
+	if at, want := requests(90*r, 94*r), []int64{0, 1, 2}; !slices.Equal(at, want) {
+		t.Fatalf("new backlog after a full grant: requests at %v Refresh, want %v", at, want)
+	}
+	if c.Stats.Requests != 10+2+3 || c.Stats.Repeats != 9+2+2 {
+		t.Fatalf("stats %+v", c.Stats)
 	}
 }
 
