@@ -71,8 +71,8 @@ func TestCellsBundleExperiments(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Log("\n" + res.Text())
-		if len(res.Rows) != 3 || len(res.CPU) != 2 {
-			t.Fatalf("%d rows and %d CPU arms, want 3 (forward, packed, unpacked) and 2", len(res.Rows), len(res.CPU))
+		if len(res.Rows) != 3 || len(res.CPU) != 3 {
+			t.Fatalf("%d rows and %d CPU arms, want 3 (forward, packed, unpacked) and 3 (forward, forward-afxdp, packed)", len(res.Rows), len(res.CPU))
 		}
 		for _, r := range res.Rows {
 			if r.DeliveredPPS <= 0 || r.MeasuredBytes <= 0 || r.MeasuredFrames <= 0 || r.ComputedBytes <= 0 {
@@ -83,7 +83,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 			}
 		}
 		s := res.Summary
-		if s.CPUNsForward <= 0 || s.CPUNsCells <= 0 || s.CPURatio <= 0 || s.SatForwardPPS <= 0 || s.SatCellsPPS <= 0 {
+		if s.CPUNsForward <= 0 || s.CPUNsCells <= 0 || s.CPURatio <= 0 || s.CPUNsForwardAfxdp <= 0 || s.CPURatioAfxdp <= 0 || s.SatForwardPPS <= 0 || s.SatCellsPPS <= 0 {
 			t.Errorf("summary %+v", s)
 		}
 	})

@@ -67,9 +67,10 @@ func (c *CellsPackConfig) Normalize() error {
 
 // Arms of cells pack.
 const (
-	PackForward  = "forward"
-	PackPacked   = "packed"
-	PackUnpacked = "unpacked"
+	PackForward      = "forward"
+	PackForwardAfxdp = "forward-afxdp" // CPU only: forward --fastpath afxdp
+	PackPacked       = "packed"
+	PackUnpacked     = "unpacked"
 )
 
 // PackRow is one packet size through one arm at saturation: what a packet
@@ -114,6 +115,12 @@ type CellsPackSummary struct {
 	CPUNsForward float64 `json:"cpu_ns_per_frame_forward"`
 	CPUNsCells   float64 `json:"cpu_ns_per_frame_cells"`
 	CPURatio     float64 `json:"cpu_ratio"`
+	// Forward's XDP fast path carries sw1's host0 → link0 in the kernel
+	// (no dataplane CPU); forward-afxdp (--fastpath afxdp) takes every
+	// frame through the worker on both switches, as cells do.
+	CPUNsForwardAfxdp float64 `json:"cpu_ns_per_frame_forward_afxdp"`
+	CPURatioAfxdp     float64 `json:"cpu_ratio_afxdp"`
+	CPUAfxdpCarried   float64 `json:"cpu_forward_afxdp_carried"` // its delivered over offered
 	// CPURatioNet compares the CPU beyond what the dataplanes use idle.
 	CPURatioNet   float64 `json:"cpu_ratio_net"`
 	CPUTarget     float64 `json:"cpu_ratio_target"`
@@ -196,7 +203,7 @@ func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackRes
 				size, m.delivered, m.offered, row.MeasuredFrames, row.MeasuredBytes, row.ComputedFrames, row.ComputedBytes)
 		}
 	}
-	for _, a := range []packArm{{name: PackForward}, {name: PackPacked}} {
+	for _, a := range []packArm{{name: PackForward}, {name: PackForwardAfxdp}, {name: PackPacked}} {
 		if _, err := b.startPackArm(ctx, a, cfg.RunArgs); err != nil {
 			return nil, fmt.Errorf("cells pack CPU, %s: %w", a.label(), err)
 		}
@@ -215,8 +222,11 @@ func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackRes
 }
 
 func (a packArm) label() string {
-	if a.name == PackForward {
+	switch a.name {
+	case PackForward:
 		return "forward"
+	case PackForwardAfxdp:
+		return "forward --fastpath afxdp"
 	}
 	return fmt.Sprintf("cells %s, cell size %s", a.name, cellSizeName(a.cellSize))
 }
@@ -246,8 +256,11 @@ func cpuList(m map[string]float64) string {
 // startPackArm starts the dataplanes of arm a and returns the cell size
 // in force (0 for forward).
 func (b *CellsBed) startPackArm(ctx context.Context, a packArm, extra []string) (int, error) {
-	if a.name == PackForward {
+	switch a.name {
+	case PackForward:
 		return 0, b.Start(ctx, BedRun{Mode: "forward"})
+	case PackForwardAfxdp:
+		return 0, b.Start(ctx, BedRun{Mode: "forward", Args: []string{"--fastpath", "afxdp"}})
 	}
 	r := BedRun{Mode: ModeCells, Args: extra}
 	if a.cellSize > 0 {
@@ -410,6 +423,9 @@ func packSummary(r *CellsPackResult) CellsPackSummary {
 		switch r.CPU[i].Arm {
 		case PackForward:
 			fw = &r.CPU[i]
+		case PackForwardAfxdp:
+			s.CPUNsForwardAfxdp = r.CPU[i].NsPerFrame
+			s.CPUAfxdpCarried = ratio(r.CPU[i].DeliveredPPS, r.CPU[i].OfferedPPS)
 		case PackPacked:
 			cl = &r.CPU[i]
 		}
@@ -417,6 +433,7 @@ func packSummary(r *CellsPackResult) CellsPackSummary {
 	if fw != nil && cl != nil {
 		s.CPUNsForward, s.CPUNsCells = fw.NsPerFrame, cl.NsPerFrame
 		s.CPURatio = ratio(cl.NsPerFrame, fw.NsPerFrame)
+		s.CPURatioAfxdp = ratio(cl.NsPerFrame, s.CPUNsForwardAfxdp)
 		s.CPURatioNet = ratio(cl.NetNsPerFrame, fw.NetNsPerFrame)
 		s.CPUOK = s.CPURatio > 0 && s.CPURatio <= s.CPUTarget
 		s.CPUDelivered = math.Min(fw.DeliveredPPS, cl.DeliveredPPS)
@@ -472,7 +489,7 @@ func (r *CellsPackResult) Text() string {
 	s := r.Summary
 	fmt.Fprintf(&b, "\nCPU per delivered 60-byte frame, both switches' dataplanes (/proc/PID/stat), trafgen -b %d for %v:\n", r.Config.CPURate, r.Config.CPUDuration)
 	for _, c := range r.CPU {
-		fmt.Fprintf(&b, "  %-8s %6.0f ns/frame, %6.0f beyond idle  (%.0f of %.0f pps delivered; %s; idle %.2f s)\n",
+		fmt.Fprintf(&b, "  %-13s %6.0f ns/frame, %6.0f beyond idle  (%.0f of %.0f pps delivered; %s; idle %.2f s)\n",
 			c.Arm, c.NsPerFrame, c.NetNsPerFrame, c.DeliveredPPS, c.OfferedPPS, cpuList(c.CPUSeconds), c.IdleSeconds)
 	}
 	carried := "both arms carried what was offered"
@@ -480,6 +497,13 @@ func (r *CellsPackResult) Text() string {
 		carried = "NOT both carried what was offered: the comparison is at different loads"
 	}
 	fmt.Fprintf(&b, "  cells/forward %.2f× (target ≤ %.1f: %s), %.2f× beyond idle; %s\n", s.CPURatio, s.CPUTarget, okWord(s.CPUOK), s.CPURatioNet, carried)
+	if s.CPURatioAfxdp > 0 {
+		fmt.Fprintf(&b, "  cells/forward-afxdp %.2f× (forward's XDP fast path takes sw1's host0 → link0 off the dataplane; --fastpath afxdp puts every frame through the worker, as cells do)", s.CPURatioAfxdp)
+		if s.CPUAfxdpCarried < 0.99 {
+			fmt.Fprintf(&b, "; forward-afxdp carried only %.0f %% of the offer: it ran saturated", 100*s.CPUAfxdpCarried)
+		}
+		b.WriteString("\n")
+	}
 	gen := ""
 	if s.SatGenLimited {
 		gen = "; forward kept up with the generator: this is the generator's rate, not forward's limit"
