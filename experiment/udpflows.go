@@ -17,10 +17,13 @@ import (
 // its payload: UDP 8, IPv4 20, Ethernet 14, preamble, FCS and gap 24.
 const UDPWireOverhead = 8 + 20 + 14 + 24
 
-// udpHeader is the payload's head: magic, flow index, sequence number.
+// udpHeader is the payload's head: magic, flow index, sequence number;
+// a payload of udpStamped bytes or more also carries the send time (unix
+// ns, the sender's clock: one machine) after it.
 const (
-	udpMagic  = 0x6c665544 // "lfUD"
-	udpHeader = 16
+	udpMagic   = 0x6c665544 // "lfUD"
+	udpHeader  = 16
+	udpStamped = udpHeader + 8
 )
 
 // UDPFlow is a paced UDP flow from a host namespace: datagrams of Payload
@@ -106,6 +109,9 @@ func paceUDP(ctx context.Context, c *net.UDPConn, flow uint32, f *UDPFlow) (uint
 		}
 		for ; seq < due; seq++ {
 			binary.BigEndian.PutUint64(buf[8:], uint64(seq))
+			if len(buf) >= udpStamped {
+				binary.BigEndian.PutUint64(buf[udpHeader:], uint64(time.Now().UnixNano()))
+			}
 			c.Write(buf) // a refused or dropped datagram is a loss the receiver counts
 		}
 	}
@@ -113,12 +119,14 @@ func paceUDP(ctx context.Context, c *net.UDPConn, flow uint32, f *UDPFlow) (uint
 }
 
 // UDPArrival is one datagram a UDPSink received: the kernel's receive time
-// (unix ns), its flow, sequence number and payload length.
+// (unix ns), its flow, sequence number and payload length, and when it was
+// sent (unix ns; 0 if its payload was too short to carry it).
 type UDPArrival struct {
 	T    int64
 	Flow uint32
 	Seq  uint64
 	Len  int
+	Sent int64
 }
 
 // UDPSink receives the datagrams of SendUDP's flows on a port of a
@@ -178,6 +186,9 @@ func (s *UDPSink) run() {
 			continue
 		}
 		a := UDPArrival{T: time.Now().UnixNano(), Flow: binary.BigEndian.Uint32(buf[4:]), Seq: binary.BigEndian.Uint64(buf[8:]), Len: n}
+		if n >= udpStamped {
+			a.Sent = int64(binary.BigEndian.Uint64(buf[udpHeader:]))
+		}
 		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 			for _, m := range msgs {
 				if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
