@@ -123,10 +123,12 @@ type FECVethPoint struct {
 	Model string  `json:"model"` // bernoulli or bursty(B)
 	Run   int     `json:"run"`
 	// Scheme is the protection the sender ran (mode fec: from its
-	// statistics at the end; N, Copies as there).
-	Scheme string `json:"scheme"`
-	N      int    `json:"n,omitempty"`
-	Copies int    `json:"copies,omitempty"`
+	// statistics at the end; N, Copies as there), PolicyChanges how often
+	// the link policy changed it during the measured flow.
+	Scheme        string `json:"scheme"`
+	N             int    `json:"n,omitempty"`
+	Copies        int    `json:"copies,omitempty"`
+	PolicyChanges uint64 `json:"policy_changes,omitempty"`
 	// Sent and Received are the measured flow's datagrams (distinct
 	// sequence numbers received); Residual = 1 − Received/Sent.
 	Sent       uint64  `json:"sent"`
@@ -142,7 +144,7 @@ type FECVethPoint struct {
 	// frame on sw1 → sw2: data, parity, copies, control).
 	LinkLoss float64 `json:"link_loss"`
 	// Overhead is sw1's link0 bytes sent over sw1's host0 bytes received
-	// (interface counters, the whole run with its warm-up).
+	// (interface counters, during the measured flow).
 	Overhead float64 `json:"overhead"`
 	// One-way latency of the delivered datagrams (send to h2's kernel
 	// receive time), µs.
@@ -270,10 +272,6 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		}
 		return c[0], c[1], nil
 	}
-	l0, h0, err := counters()
-	if err != nil {
-		return pt, err
-	}
 	sink := map[string]string{e.NS("h2"): ":5310"}
 	to := H2Addr + ":5310"
 	if cfg.Warmup > 0 {
@@ -281,6 +279,16 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		if _, err := runUDPFlows(ctx, sink, []UDPFlow{w}, 200*time.Millisecond, cfg.Drain); err != nil {
 			return pt, err
 		}
+	}
+	var fs0, fs1 fecPolicyStats
+	if mode == "fec" {
+		if err := FetchStats(ctx, e.NS("sw1"), &fs0); err != nil {
+			return pt, err
+		}
+	}
+	l0, h0, err := counters()
+	if err != nil {
+		return pt, err
 	}
 	fl := UDPFlow{Name: "measured", From: e.NS("h1"), To: to, Rate: cfg.Rate, Payload: cfg.Payload, Bytes: int64(cfg.Frames) * int64(cfg.Payload)}
 	u, err := runUDPFlows(ctx, sink, []UDPFlow{fl}, 200*time.Millisecond, cfg.Drain)
@@ -302,17 +310,15 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		return pt, err
 	}
 	if mode == "fec" {
-		var s struct {
-			FEC struct {
-				N      int `json:"n"`
-				Copies int `json:"copies"`
-			} `json:"fec"`
-		}
-		if err := FetchStats(ctx, e.NS("sw1"), &s); err != nil {
+		if err := FetchStats(ctx, e.NS("sw1"), &fs1); err != nil {
 			return pt, err
 		}
-		pt.N, pt.Copies = s.FEC.N, s.FEC.Copies
+		pt.N, pt.Copies = fs1.FEC.N, fs1.FEC.Copies
 		pt.Scheme = fecScheme(pt.N, pt.Copies)
+		pt.PolicyChanges = fs1.FEC.Policy.Changes - fs0.FEC.Policy.Changes
+		if pt.PolicyChanges > 0 {
+			pt.Scheme += fmt.Sprintf(" (%d changes)", pt.PolicyChanges)
+		}
 	}
 	arr := u.arrivals[e.NS("h2")]
 	st := FlowStats(arr, 0, fl.Name, u.sent[0], u.t0)
@@ -330,6 +336,18 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	slices.Sort(lat)
 	pt.P50Us, pt.P99Us = us(fct.Percentile(lat, 50)), us(fct.Percentile(lat, 99))
 	return pt, nil
+}
+
+// fecPolicyStats is the part of a mode fec dataplane's /stats.json that
+// says what its sender runs.
+type fecPolicyStats struct {
+	FEC struct {
+		N      int `json:"n"`
+		Copies int `json:"copies"`
+		Policy struct {
+			Changes uint64 `json:"changes"`
+		} `json:"policy"`
+	} `json:"fec"`
 }
 
 // fecScheme names what mode fec's sender ran.
