@@ -123,8 +123,9 @@ type FECVethPoint struct {
 	Model string  `json:"model"` // bernoulli or bursty(B)
 	Run   int     `json:"run"`
 	// Scheme is the protection the sender ran (mode fec: from its
-	// statistics at the end; N, Copies as there), PolicyChanges how often
-	// the link policy changed it during the measured flow.
+	// statistics at the end; N, Copies as there); in arm fec,
+	// PolicyChanges is how often the link policy changed it during the
+	// measured flow.
 	Scheme        string `json:"scheme"`
 	N             int    `json:"n,omitempty"`
 	Copies        int    `json:"copies,omitempty"`
@@ -315,7 +316,9 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		}
 		pt.N, pt.Copies = fs1.FEC.N, fs1.FEC.Copies
 		pt.Scheme = fecScheme(pt.N, pt.Copies)
-		pt.PolicyChanges = fs1.FEC.Policy.Changes - fs0.FEC.Policy.Changes
+		if arm == FECArmFEC { // the other arms fix what the sender runs
+			pt.PolicyChanges = fs1.FEC.Policy.Changes - fs0.FEC.Policy.Changes
+		}
 		if pt.PolicyChanges > 0 {
 			pt.Scheme += fmt.Sprintf(" (%d changes)", pt.PolicyChanges)
 		}
