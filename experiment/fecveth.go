@@ -130,6 +130,9 @@ type FECVethPoint struct {
 	N             int    `json:"n,omitempty"`
 	Copies        int    `json:"copies,omitempty"`
 	PolicyChanges uint64 `json:"policy_changes,omitempty"`
+	// Decision is arm fec's link policy decision at the end; the sender
+	// keeps what it ran when mode fec cannot do it (lg, exclude).
+	Decision string `json:"policy_decision,omitempty"`
 	// Sent and Received are the measured flow's datagrams (distinct
 	// sequence numbers received); Residual = 1 − Received/Sent.
 	Sent       uint64  `json:"sent"`
@@ -319,6 +322,12 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		if arm == FECArmFEC { // the other arms fix what the sender runs
 			pt.PolicyChanges = fs1.FEC.Policy.Changes - fs0.FEC.Policy.Changes
 		}
+		if arm == FECArmFEC {
+			pt.Decision = fs1.FEC.Policy.Decision
+			if d := pt.Decision; d != "" && !fs1.FEC.Policy.Applied {
+				pt.Scheme += fmt.Sprintf(" [policy: %s, not applied]", d)
+			}
+		}
 		if pt.PolicyChanges > 0 {
 			pt.Scheme += fmt.Sprintf(" (%d changes)", pt.PolicyChanges)
 		}
@@ -348,7 +357,9 @@ type fecPolicyStats struct {
 		N      int `json:"n"`
 		Copies int `json:"copies"`
 		Policy struct {
-			Changes uint64 `json:"changes"`
+			Decision string `json:"decision"`
+			Applied  bool   `json:"applied"`
+			Changes  uint64 `json:"changes"`
 		} `json:"policy"`
 	} `json:"fec"`
 }
