@@ -50,7 +50,8 @@ type FECConfig struct {
 	// (default 10^4).
 	Window    time.Duration
 	MinFrames uint64
-	// Table is the link policy (default lossmon.DefaultLinkTable(Target)).
+	// Table is the link policy (default lossmon.DefaultLinkTable(Target)
+	// with Dwell one Window).
 	Table *lossmon.LinkTable
 }
 
@@ -111,6 +112,7 @@ func (c *FECConfig) defaults() error {
 	}
 	if c.Table == nil {
 		t := lossmon.DefaultLinkTable(c.Target)
+		t.Dwell = int64(c.Window) // weaker protection once a whole window has measured the link under the current one
 		c.Table = &t
 	}
 	if c.Copies > 0 && !c.Fixed {

@@ -267,15 +267,15 @@ func (pl *fecPipeline) observe(now int64) {
 		if peer.RxBurst > 0 {
 			burst = float64(peer.RxBurst) / 256
 		}
-		pl.decide(float64(peer.RxLoss)/1e9, burst)
+		pl.decide(now, float64(peer.RxLoss)/1e9, burst)
 	}
 }
 
 // decide runs the link policy on the outgoing direction's measured loss,
 // logs a change and applies it when the policy is in charge.
-func (pl *fecPipeline) decide(rate, burst float64) {
+func (pl *fecPipeline) decide(now int64, rate, burst float64) {
 	prev := pl.policy
-	pl.policy = pl.cfg.Table.Decide(rate, burst, prev)
+	pl.policy = pl.cfg.Table.DecideAt(now, rate, burst, prev)
 	ch := pl.policy.Choice
 	changed := !pl.decided || ch != prev.Choice
 	pl.decided = true

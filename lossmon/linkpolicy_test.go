@@ -145,3 +145,55 @@ func TestLinkTableValidate(t *testing.T) {
 		t.Error("MeanBurst")
 	}
 }
+
+// A rate measured from few losses swings beyond the margin (here ±40 %
+// around the target, as 50 losses in a window do at 3σ): with a Dwell of
+// one window, DecideAt weakens the protection at most once per window,
+// takes stronger protection at once, and returns to none once the link
+// has healed for a whole window.
+func TestLinkPolicyDwell(t *testing.T) {
+	const ms = int64(1e6)
+	tb := DefaultLinkTable(1e-3)
+	tb.Dwell = 2000 * ms
+	noisy := func(i int) float64 { return 1e-3 * (1 + 0.4*math.Sin(float64(i)*1.7)) }
+	for _, dwell := range []int64{0, tb.Dwell} {
+		tb.Dwell = dwell
+		s := tb.DecideAt(0, 5e-4, 1, LinkState{})
+		changes, weaker := 0, 0
+		for i := range 400 { // 4 s, a report every 10 ms
+			n := tb.DecideAt(int64(i)*10*ms, noisy(i), 1, s)
+			if n.Choice != s.Choice {
+				changes++
+				if n.Choice.strength() < s.Choice.strength() {
+					weaker++
+				}
+			}
+			s = n
+		}
+		if dwell == 0 && changes < 20 {
+			t.Fatalf("without a dwell the noisy rate made only %d changes: the test does not test", changes)
+		}
+		if dwell > 0 && weaker > 2 {
+			t.Errorf("dwell %d ms: %d weaker choices in 4 s (%d changes), want at most one per window", dwell/ms, weaker, changes)
+		}
+		t.Logf("dwell %d ms: %d changes, %d of them weaker", dwell/ms, changes, weaker)
+	}
+	// A link that gets worse is protected at once; when it heals, the
+	// protection stays for the dwell and then goes.
+	tb.Dwell = 2000 * ms
+	s := tb.DecideAt(0, 5e-4, 1, LinkState{})
+	if s = tb.DecideAt(10*ms, 1e-2, 1, s); s.Choice.Action != ActFEC || s.Since != 10*ms {
+		t.Fatalf("loss 1e-2: %+v, want fec at once", s)
+	}
+	if s = tb.DecideAt(1000*ms, 1e-5, 1, s); s.Choice.Action != ActFEC {
+		t.Fatalf("healed after 1 s: %+v, want fec kept for the dwell", s)
+	}
+	if s = tb.DecideAt(2100*ms, 1e-5, 1, s); s.Choice.Action != ActNone || s.Since != 2100*ms {
+		t.Fatalf("healed after the dwell: %+v, want none", s)
+	}
+	bad := DefaultLinkTable(1e-3)
+	bad.Dwell = -1
+	if bad.Validate() == nil {
+		t.Fatal("a negative dwell validated")
+	}
+}
