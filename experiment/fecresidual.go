@@ -50,19 +50,31 @@ func (c *FECResidualConfig) Normalize() error {
 	if c.MaxLen == 0 {
 		c.MaxLen = 1514
 	}
+	if err := checkFECRun(c.Loss, c.Target, c.Frames, c.MeanBurst, "10^6"); err != nil {
+		return err
+	}
 	switch {
-	case !(c.Target > 0 && c.Target < 1):
-		return fmt.Errorf("--target %g: want a residual loss rate in (0, 1), e.g. 1e-3", c.Target)
-	case c.Frames < 1000:
-		return fmt.Errorf("--frames %d: want at least 1000 (10^6 for the issue's figures)", c.Frames)
 	case c.Copies < 0 || c.Copies > fec.MaxCopies:
 		return fmt.Errorf("--copies %d: want 0 (no replication arm) to %d", c.Copies, fec.MaxCopies)
-	case c.MeanBurst != 0 && c.MeanBurst < 1:
-		return fmt.Errorf("--burst %g: want a mean burst of at least 1 frame, or 0 for no bursty arm", c.MeanBurst)
 	case c.MinLen < 22 || c.MaxLen < c.MinLen || c.MaxLen > 1514:
 		return fmt.Errorf("--min-len %d --max-len %d: want 22 ≤ min ≤ max ≤ 1514", c.MinLen, c.MaxLen)
 	}
-	for _, p := range c.Loss {
+	return nil
+}
+
+// checkFECRun checks what both fec residual runs take: loss rates, the
+// target, frames per point (figure: what the figures use) and the
+// bursty model's mean burst.
+func checkFECRun(loss []float64, target float64, frames int, burst float64, figure string) error {
+	switch {
+	case !(target > 0 && target < 1):
+		return fmt.Errorf("--target %g: want a residual loss rate in (0, 1), e.g. 1e-3", target)
+	case frames < 1000:
+		return fmt.Errorf("--frames %d: want at least 1000 (%s for the issue's figures)", frames, figure)
+	case burst != 0 && burst < 1:
+		return fmt.Errorf("--burst %g: want a mean burst of at least 1 frame, or 0 for Bernoulli only", burst)
+	}
+	for _, p := range loss {
 		if !(p > 0 && p < 1) {
 			return fmt.Errorf("--loss %g: want rates in (0, 1)", p)
 		}

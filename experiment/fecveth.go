@@ -2,11 +2,8 @@ package experiment
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -87,26 +84,20 @@ func (c *FECVethConfig) Normalize() error {
 	if c.Drain == 0 {
 		c.Drain = 5 * time.Second
 	}
+	if err := checkFECRun(c.Loss, c.Target, c.Frames, c.MeanBurst, "10^5"); err != nil {
+		return err
+	}
 	switch {
-	case !(c.Target > 0 && c.Target < 1):
-		return fmt.Errorf("--target %g: want a residual loss rate in (0, 1), e.g. 1e-3", c.Target)
-	case c.Frames < 1000 || c.Warmup < 0:
-		return fmt.Errorf("--frames %d: want at least 1000 (10^5 for the issue's figures)", c.Frames)
+	case c.Warmup < 0:
+		return fmt.Errorf("--warmup %d: want ≥ 0", c.Warmup)
 	case c.Copies < 2 || c.Copies > fec.MaxCopies:
 		return fmt.Errorf("--copies %d: want 2 to %d", c.Copies, fec.MaxCopies)
-	case c.MeanBurst != 0 && c.MeanBurst < 1:
-		return fmt.Errorf("--burst %g: want a mean burst of at least 1 frame, or 0 for Bernoulli only", c.MeanBurst)
 	case c.Rate < 1e6 || c.Rate > 10e9:
 		return fmt.Errorf("--rate %g: want 1e6..1e10 bit/s", c.Rate)
 	case c.Payload < udpStamped || c.Payload > 1472:
 		return fmt.Errorf("--payload %d: want %d..1472 (the datagram carries its send time)", c.Payload, udpStamped)
 	case c.Runs < 1:
 		return fmt.Errorf("--runs %d: want at least 1", c.Runs)
-	}
-	for _, p := range c.Loss {
-		if !(p > 0 && p < 1) {
-			return fmt.Errorf("--loss %g: want rates in (0, 1)", p)
-		}
 	}
 	for _, a := range c.Arms {
 		if !slices.Contains(append(slices.Clone(FECVethArms), FECArmFECGiven), a) {
@@ -535,24 +526,12 @@ func (r *FECVethResult) Text() string {
 
 // WriteCSV writes one line per point and run.
 func (r *FECVethResult) WriteCSV(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"loss", "model", "arm", "run", "scheme", "sent", "received", "residual", "predicted", "link_loss", "overhead", "p50_us", "p99_us", "out_of_order", "host_drops"})
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	var rows [][]string
 	for _, p := range r.Points {
-		w.Write([]string{g(p.Loss), p.Model, p.Arm, strconv.Itoa(p.Run), p.Scheme, strconv.FormatUint(p.Sent, 10), strconv.FormatUint(p.Received, 10),
-			g(p.Residual), g(p.Predicted), g(p.LinkLoss), g(p.Overhead), g(p.P50Us), g(p.P99Us), strconv.FormatUint(p.OutOfOrder, 10), strconv.FormatUint(p.HostDrops, 10)})
+		rows = append(rows, []string{g(p.Loss), p.Model, p.Arm, strconv.Itoa(p.Run), p.Scheme, u(p.Sent), u(p.Received),
+			g(p.Residual), g(p.Predicted), g(p.LinkLoss), g(p.Overhead), g(p.P50Us), g(p.P99Us), u(p.OutOfOrder), u(p.HostDrops)})
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return WriteCSV(path, []string{"loss", "model", "arm", "run", "scheme", "sent", "received", "residual", "predicted", "link_loss", "overhead", "p50_us", "p99_us", "out_of_order", "host_drops"}, rows)
 }
