@@ -135,8 +135,9 @@ type FECVethPoint struct {
 	// impairment realised: p for forward, p(1−(1−p)^n) for parity, p^k for
 	// replication; lg none (-1).
 	Predicted float64 `json:"predicted"`
-	// LinkLoss is what the impairment dropped over what it saw (every
-	// frame on sw1 → sw2: data, parity, copies, control).
+	// LinkLoss is what the impairment dropped over what it saw during the
+	// measured flow (every frame on sw1 → sw2: data, parity, copies,
+	// control).
 	LinkLoss float64 `json:"link_loss"`
 	// Overhead is sw1's link0 bytes sent over sw1's host0 bytes received
 	// (interface counters, during the measured flow).
@@ -252,12 +253,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		return pt, fmt.Errorf("h1 cannot reach h2: %w", err)
 	}
 	imp := bpf.Loss(p, burst, cfg.Seed+uint64(run))
-	if err := e.withImpairer(func(im *bpf.Impairer) error {
-		if err := im.SetImpair(imp); err != nil {
-			return err
-		}
-		return im.ResetImpairStats()
-	}); err != nil {
+	if err := e.withImpairer(func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 		return pt, err
 	}
 	counters := func() (link, host IfCounters, err error) {
@@ -283,6 +279,9 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	}
 	l0, h0, err := counters()
 	if err != nil {
+		return pt, err
+	}
+	if err := e.withImpairer(func(im *bpf.Impairer) error { return im.ResetImpairStats() }); err != nil {
 		return pt, err
 	}
 	fl := UDPFlow{Name: "measured", From: e.NS("h1"), To: to, Rate: cfg.Rate, Payload: cfg.Payload, Bytes: int64(cfg.Frames) * int64(cfg.Payload)}
