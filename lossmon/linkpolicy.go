@@ -74,9 +74,10 @@ type LinkTable struct {
 	// only when the rate is this fraction below what the larger n needs.
 	Margin float64 `json:"margin"`
 	// Dwell (ns, DecideAt) is the least time a choice holds before a
-	// weaker one replaces it; a stronger one comes at once. A rate measured from a few tens of losses in a window is noisy
-	// beyond any margin: at p = 10⁻³ over 5·10⁴ frames (±14 %) the margin
-	// alone let fec residual's policy change 4–11 times in 4 s.
+	// weaker one replaces it; a stronger one comes at once. A rate
+	// measured from a few tens of losses in a window is noisy beyond any
+	// margin: at p = 10⁻³ over 5·10⁴ frames (±14 %) the margin alone let
+	// fec residual's policy change 4–11 times in 4 s.
 	Dwell int64 `json:"dwell_ns,omitempty"`
 }
 
