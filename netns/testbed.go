@@ -688,7 +688,8 @@ func deleteNamespace(n string) error {
 }
 
 // Down removes every namespace that this package made with prefix (veths
-// and bridges go with them) and the testbed record. It matches names
+// and bridges go with them) and the testbed record, after stopping the
+// processes still running in them (stopLeftovers). It matches names
 // exactly (see ownedNamespaces), never touches other prefixes, and is safe
 // to run twice or on a prefix that has no testbed.
 func Down(prefix string) error {
@@ -699,6 +700,7 @@ func Down(prefix string) error {
 	if err != nil {
 		return err
 	}
+	stopLeftovers(ns)
 	var errs []error
 	for i := len(ns) - 1; i >= 0; i-- {
 		if err := deleteNamespace(ns[i]); err != nil {

@@ -3,9 +3,11 @@ package netns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -409,5 +411,52 @@ func TestBundleUpDown(t *testing.T) {
 	}
 	if got := netnsList(t, tb.Prefix); len(got) != 0 {
 		t.Errorf("left: %v", got)
+	}
+}
+
+// A daemon left in a host namespace (`ip netns exec h2 iperf3 -s -D`, as
+// the tour suggests) does not outlive Down: it is stopped first, whether it
+// leaves on SIGTERM or needs SIGKILL; a process outside the testbed is left
+// alone.
+func TestDownStopsLeftoverProcesses(t *testing.T) {
+	RequireRoot(t)
+	p := TestPrefix(t, "lfn")
+	topo, _ := Preset("pair")
+	tb, err := Up(topo, Options{Prefix: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Down(p) })
+	start := func(ns string, script string) *exec.Cmd {
+		c := exec.Command("ip", "netns", "exec", ns, "sh", "-c", script)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go c.Wait()
+		return c
+	}
+	polite := start(tb.NS("h2"), "exec sleep 60")
+	stubborn := start(tb.NS("sw1"), "trap '' TERM; while :; do sleep 0.05; done")
+	outside := exec.Command("sleep", "60")
+	if err := outside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer outside.Process.Kill()
+	time.Sleep(200 * time.Millisecond) // ip netns exec has entered the namespaces
+	if n := len(nsPids(tb.NS("h2"))) + len(nsPids(tb.NS("sw1"))); n < 2 {
+		t.Fatalf("%d processes found in the namespaces, want at least 2", n)
+	}
+	if err := Down(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*exec.Cmd{polite, stubborn} {
+		if syscall.Kill(c.Process.Pid, 0) == nil {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid)); err == nil && !strings.Contains(string(b), ") Z ") {
+				t.Errorf("process %d (%v) still runs after Down", c.Process.Pid, c.Args)
+			}
+		}
+	}
+	if err := outside.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("a process outside the testbed was stopped: %v", err)
 	}
 }
