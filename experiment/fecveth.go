@@ -185,15 +185,8 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 	per := float64(cfg.Frames+cfg.Warmup) * float64(cfg.Payload+UDPWireOverhead) * 8 / cfg.Rate
 	e.progress("fec residual: pair testbed %q; arms %s; %d loss rates × %d models × %d runs: %d points of %d datagrams (+%d warm-up) at %.0f Mbit/s, about %.0f s each",
 		e.Prefix, strings.Join(cfg.Arms, ","), len(cfg.Loss), len(models), cfg.Runs, total, cfg.Frames, cfg.Warmup, cfg.Rate/1e6, per+3)
-	if err := netns.Down(e.Prefix); err != nil {
-		return nil, err
-	}
-	topo, err := netns.Preset("pair")
-	if err != nil {
-		return nil, err
-	}
 	// Room on the link for a parity frame after a full-size host frame.
-	tb, err := netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: netns.ForwardingNone, LinkHeaderLen: fec.MaxOverhead + linkcrc.TrailerLen})
+	tb, err := e.upPair(netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fec.MaxOverhead + linkcrc.TrailerLen})
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +265,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		}
 	}
 	var fs0, fs1 fecPolicyStats
-	if mode == "fec" {
+	if arm == FECArmFEC { // the other arms fix what the sender runs
 		if err := FetchStats(ctx, e.NS("sw1"), &fs0); err != nil {
 			return pt, err
 		}
@@ -309,17 +302,15 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		}
 		pt.N, pt.Copies = fs1.FEC.N, fs1.FEC.Copies
 		pt.Scheme = fecScheme(pt.N, pt.Copies)
-		if arm == FECArmFEC { // the other arms fix what the sender runs
-			pt.PolicyChanges = fs1.FEC.Policy.Changes - fs0.FEC.Policy.Changes
-		}
 		if arm == FECArmFEC {
 			pt.Decision = fs1.FEC.Policy.Decision
+			pt.PolicyChanges = fs1.FEC.Policy.Changes - fs0.FEC.Policy.Changes
 			if d := pt.Decision; d != "" && !fs1.FEC.Policy.Applied {
 				pt.Scheme += fmt.Sprintf(" [policy: %s, not applied]", d)
 			}
-		}
-		if pt.PolicyChanges > 0 {
-			pt.Scheme += fmt.Sprintf(" (%d changes)", pt.PolicyChanges)
+			if pt.PolicyChanges > 0 {
+				pt.Scheme += fmt.Sprintf(" (%d changes)", pt.PolicyChanges)
+			}
 		}
 	}
 	arr := u.arrivals[e.NS("h2")]

@@ -283,6 +283,12 @@ func (p *proc) exited() error {
 // Up brings up the pair testbed with forwarding fw, removing a stale testbed
 // of the same prefix first.
 func (e *Env) Up(fw string, mtu int) (*netns.Testbed, error) {
+	return e.upPair(netns.Options{Forwarding: fw, MTU: mtu})
+}
+
+// upPair brings up the pair testbed with o (its Prefix is e's), removing a
+// stale testbed of the same prefix first.
+func (e *Env) upPair(o netns.Options) (*netns.Testbed, error) {
 	if err := netns.Down(e.Prefix); err != nil {
 		return nil, err
 	}
@@ -290,7 +296,8 @@ func (e *Env) Up(fw string, mtu int) (*netns.Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: fw, MTU: mtu})
+	o.Prefix = e.Prefix
+	return netns.Up(topo, o)
 }
 
 // CPUTime returns the CPU time each dataplane has used so far (user +

@@ -45,14 +45,12 @@ func nsPids(n string) []int {
 	return pids
 }
 
-// stopLeftovers stops every process in the namespaces ns and returns how
-// many it found.
-func stopLeftovers(ns []string) int {
+// stopLeftovers stops every process in the namespaces ns.
+func stopLeftovers(ns []string) {
 	var pids []int
 	for _, n := range ns {
 		pids = append(pids, nsPids(n)...)
 	}
-	found := len(pids)
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGTERM)
 	}
@@ -69,5 +67,4 @@ func stopLeftovers(ns []string) int {
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return found
 }

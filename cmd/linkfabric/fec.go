@@ -71,6 +71,14 @@ fraction of groups that failed against RAIL's formula.`,
   linkfabric fec residual --sim
   linkfabric fec residual --sim --target 1e-4 --copies 2 --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			write := func(res any, text string, writeCSV func(string) error) error {
+				if outCSV != "" {
+					if err := writeCSV(outCSV); err != nil {
+						return err
+					}
+				}
+				return report(res, text, outJSON, asJSON)
+			}
 			if sim {
 				if err := cfg.Normalize(); err != nil {
 					return fmt.Errorf("fec residual: %w", err)
@@ -80,12 +88,7 @@ fraction of groups that failed against RAIL's formula.`,
 				if err != nil {
 					return err
 				}
-				if outCSV != "" {
-					if err := res.WriteCSV(outCSV); err != nil {
-						return err
-					}
-				}
-				return report(res, res.Text(), outJSON, asJSON)
+				return write(res, res.Text(), res.WriteCSV)
 			}
 			if err := requireRoot("fec residual (without --sim)"); err != nil {
 				return err
@@ -103,12 +106,7 @@ fraction of groups that failed against RAIL's formula.`,
 			if err != nil {
 				return err
 			}
-			if outCSV != "" {
-				if err := res.WriteCSV(outCSV); err != nil {
-					return err
-				}
-			}
-			if err := report(res, res.Text(), outJSON, asJSON); err != nil {
+			if err := write(res, res.Text(), res.WriteCSV); err != nil {
 				return err
 			}
 			if res.Summary["pass"] != true {
