@@ -2,6 +2,7 @@ package cellify
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"testing"
 )
 
@@ -43,19 +44,25 @@ func FuzzReachOps(f *testing.F) {
 		}
 		cfg := DefaultReachConfig(3, tier, 5)
 		cfg.MaxEdges, cfg.Interval = 100, 1000
+		if len(data) > 0 && data[0]/3%2 == 1 { // loss classes
+			cfg.Classes = LossClasses{Bounds: DefaultLossBounds}
+			cfg.LossFaulty = cfg.Classes.Exclude()
+		}
 		r, err := NewReachability(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := &cellFuzzOps{b: data}
 		now := int64(0)
-		adv := make([]byte, r.BitmapLen()-len(data)%2) // sometimes short
+		adv := make([]byte, r.AdvertLen()-len(data)%2) // sometimes short
 		for o.more() {
 			op, l := o.u8(), int(int8(o.u8()))%8
 			switch op % 5 {
 			case 0:
 				m := PeerReach{From: EdgeID(o.u8()), Tier: Tier(o.u8() % 4), Faulty: o.u8()&1 == 1}
-				for n := o.u8() % 20; n > 0; n-- {
+				f := o.u8()
+				m.Class, m.Classes = LossClass(f%5), f&8 != 0
+				for n := o.u8() % 50; n > 0; n-- {
 					m.Bitmap = append(m.Bitmap, o.u8())
 				}
 				r.Receive(now, l, &m)
@@ -73,6 +80,14 @@ func FuzzReachOps(f *testing.F) {
 			for e := range cfg.MaxEdges + 2 {
 				if rt := r.Routes(EdgeID(e)); rt&^r.Usable() != 0 {
 					t.Fatalf("routes to %d %#b beyond the usable links %#b", e, rt, r.Usable())
+				}
+				for k := LossClass(1); k <= cfg.Classes.N(); k++ {
+					rt := r.RoutesIn(k, EdgeID(e))
+					for m := rt; m != 0; m &= m - 1 {
+						if l := bits.TrailingZeros64(m); r.EffClass(l) > k || r.Usable()>>l&1 == 0 {
+							t.Fatalf("class %d routes to %d %#b: link %d of class %d (usable %#b)", k, e, rt, l, r.EffClass(l), r.Usable())
+						}
+					}
 				}
 			}
 			if r.Usable()>>cfg.Links != 0 {

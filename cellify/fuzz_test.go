@@ -122,11 +122,13 @@ func FuzzReach(f *testing.F) {
 	f.Add(bytes.Clone(b[:n]))
 	n, _ = PutReach(b, &Reach{Node: 7, Role: RoleFabric, Edges: 0})
 	f.Add(bytes.Clone(b[:n]))
+	n, _ = PutReach(b, &Reach{Node: 9, Role: RoleFabric, Class: 2, Classes: true, Edges: 10, Bitmap: []byte{2, 0, 6, 0, 14, 3}})
+	f.Add(bytes.Clone(b[:n]))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		fuzzReach(t, frame)
 		if len(frame) >= Off+reachHeadLen {
 			frame = bytes.Clone(frame)
-			end := min(len(frame), Off+reachHeadLen+(int(binary.BigEndian.Uint16(frame[Off+8:]))+7)/8)
+			end := min(len(frame), Off+reachHeadLen+reachBitmaps(frame[Off+3]&ReachClasses != 0)*((int(binary.BigEndian.Uint16(frame[Off+8:]))+7)/8))
 			binary.BigEndian.PutUint32(frame[Off+10:], sum2(frame[Off:Off+10], frame[Off+reachHeadLen:end]))
 			fuzzReach(t, frame)
 		}
@@ -138,17 +140,24 @@ func fuzzReach(t *testing.T, frame []byte) {
 	if err != nil {
 		return
 	}
-	out := make([]byte, ReachFrameLen(r.Edges))
+	out := make([]byte, ReachFrameLen(r.Edges, r.Classes))
 	if _, err := PutReach(out, &r); err != nil {
 		t.Fatalf("re-encode of %+v: %v", r, err)
 	}
 	if !sameBody(out, frame, Off+reachHeadLen+len(r.Bitmap)) {
 		t.Fatalf("re-encode differs: %x vs %x", out, frame)
 	}
-	for e := range EdgeID(r.Edges + 9) {
-		want := int(e) < r.Edges && r.Bitmap[e/8]>>(e%8)&1 == 1
-		if r.Reachable(e) != want || e == 0 && want {
-			t.Fatalf("Reachable(%d) = %v", e, r.Reachable(e))
+	nb := (r.Edges + 7) / 8
+	for k := LossClass(1); k <= MaxLossClasses; k++ {
+		base := 0
+		if r.Classes {
+			base = int(k-1) * nb
+		}
+		for e := range EdgeID(r.Edges + 9) {
+			want := int(e) < r.Edges && r.Bitmap[base+int(e/8)]>>(e%8)&1 == 1
+			if r.ReachableIn(k, e) != want || e == 0 && want {
+				t.Fatalf("ReachableIn(%d, %d) = %v", k, e, r.ReachableIn(k, e))
+			}
 		}
 	}
 }

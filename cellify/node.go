@@ -96,10 +96,10 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		mem:       cfg.Mem,
 		edge:      cfg.Tier == TierEdge,
 		reach:     reach,
-		spray:     make([]*Sprayer, rc.MaxEdges),
+		spray:     make([]*Sprayer, int(rc.Classes.N())*rc.MaxEdges),
 		links:     make([]LinkStats, cfg.Links),
 		back:      make([]int, cfg.Links),
-		reachBits: make([]byte, reach.BitmapLen()),
+		reachBits: make([]byte, reach.AdvertLen()),
 		Out:       newNodeOutput(cfg.Links, cfg.HostPorts),
 		reasmDue:  math.MaxInt64,
 		ccDue:     math.MaxInt64,
@@ -220,21 +220,23 @@ func (n *Node) rxCell(f Frame, b []byte) {
 		n.free(f)
 		return
 	}
-	if n.sprayCell(f, b, h.Dst, h.Entropy, 0) {
+	if n.sprayCell(f, b, &h, 0) {
 		n.Stats.Forwarded++
 	}
 }
 
-// sprayCell sends a cell frame toward dst over a usable link not in
-// exclude; it frees the frame and returns false if there is none.
-func (n *Node) sprayCell(f Frame, b []byte, dst EdgeID, entropy uint8, exclude uint64) bool {
-	mask := n.reach.Routes(dst) &^ exclude
+// sprayCell sends a cell frame toward its edge over a usable link of its
+// loss class not in exclude; it frees the frame and returns false if there
+// is none.
+func (n *Node) sprayCell(f Frame, b []byte, h *CellHeader, exclude uint64) bool {
+	lc := n.cfg.Reach.Classes.For(h.Class)
+	mask := n.reach.RoutesIn(lc, h.Dst) &^ exclude
 	if mask == 0 {
 		n.Stats.NoRoute++
 		n.free(f)
 		return false
 	}
-	l := n.sprayer(dst).Pick(mask, n.fabricFlow(entropy))
+	l := n.sprayer(h.Dst, lc).Pick(mask, n.fabricFlow(h.Entropy))
 	if n.cfg.FCIThreshold > 0 && !n.edge && n.Backlog(l) > n.cfg.FCIThreshold {
 		SetFCI(b)
 		n.Stats.FCIMarks++
@@ -295,7 +297,7 @@ func (n *Node) rxReach(l int, b []byte) {
 		return
 	}
 	n.Stats.ReachRx++
-	m := PeerReach{From: r.Node, Tier: r.Role.Tier(), Faulty: r.Faulty, Bitmap: r.Bitmap}
+	m := PeerReach{From: r.Node, Tier: r.Role.Tier(), Faulty: r.Faulty, Class: r.Class, Classes: r.Classes, Bitmap: r.Bitmap}
 	n.reach.Receive(n.now, l, &m)
 }
 
@@ -320,7 +322,7 @@ func (n *Node) Respray(now int64, l int, frames []Frame) {
 				n.free(f)
 				continue
 			}
-			if !n.sprayCell(f, b, h.Dst, h.Entropy, exclude) {
+			if !n.sprayCell(f, b, &h, exclude) {
 				n.Stats.RespraysDrop++
 				continue
 			}
@@ -442,7 +444,8 @@ func (n *Node) Poll(now int64) int64 {
 }
 
 func (n *Node) sendReach(l int) {
-	size := ReachFrameLen(n.reach.Config().MaxEdges)
+	classes := n.cfg.Reach.Classes.On()
+	size := ReachFrameLen(n.reach.Config().MaxEdges, classes)
 	h, ok := n.mem.Alloc(size)
 	if !ok {
 		n.Stats.AllocFail++
@@ -450,9 +453,10 @@ func (n *Node) sendReach(l int) {
 	}
 	b := n.mem.Bytes(h, size)
 	clear(b[:12])
-	faulty := n.reach.Advert(l, n.reachBits)
+	faulty, class := n.reach.Advert(l, n.reachBits)
 	n.reachSeq++
-	r := Reach{Node: n.cfg.Self, Role: RoleOf(n.cfg.Tier), Faulty: faulty, Seq: n.reachSeq, Edges: n.reach.Config().MaxEdges, Bitmap: n.reachBits}
+	r := Reach{Node: n.cfg.Self, Role: RoleOf(n.cfg.Tier), Faulty: faulty, Class: class, Classes: classes,
+		Seq: n.reachSeq, Edges: n.reach.Config().MaxEdges, Bitmap: n.reachBits}
 	fl, err := PutReach(b, &r)
 	if err != nil { // cannot happen: the advert follows the table's bounds
 		n.free(Frame{H: h, Len: size})
@@ -462,11 +466,17 @@ func (n *Node) sendReach(l int) {
 	n.sendCtrl(l, Frame{H: h, Len: fl}, b)
 }
 
-func (n *Node) sprayer(dst EdgeID) *Sprayer {
-	s := n.spray[dst]
+// sprayer returns the sprayer of cells toward dst in loss class lc: one
+// per destination and class, as each has its own usable set.
+func (n *Node) sprayer(dst EdgeID, lc LossClass) *Sprayer {
+	i := int(dst)
+	if lc > 1 {
+		i += (int(lc) - 1) * n.cfg.Reach.MaxEdges
+	}
+	s := n.spray[i]
 	if s == nil {
 		s, _ = NewSprayer(n.cfg.Spray, n.cfg.SprayRounds, n.cfg.Rng, n.Backlog)
-		n.spray[dst] = s
+		n.spray[i] = s
 	}
 	return s
 }

@@ -101,12 +101,20 @@ func (n *Node) HostRx(now int64, p int, f Frame) {
 	}
 }
 
-// frameClass is the 802.1p priority of a tagged frame, else 0.
+// frameClass is a host frame's traffic class: the 802.1p priority of a
+// tagged frame, the DSCP class selector (its top 3 bits) of an untagged
+// IPv4 or IPv6 packet, else 0.
 func frameClass(b []byte) Class {
-	if len(b) >= 15 {
-		if et := binary.BigEndian.Uint16(b[12:]); et == 0x8100 || et == 0x88A8 {
-			return Class(b[14] >> 5)
-		}
+	if len(b) < 16 {
+		return 0
+	}
+	switch binary.BigEndian.Uint16(b[12:]) {
+	case 0x8100, 0x88A8:
+		return Class(b[14] >> 5)
+	case 0x0800:
+		return Class(b[15] >> 5)
+	case 0x86DD:
+		return Class(b[14] & 0x0F >> 1)
 	}
 	return 0
 }
@@ -176,8 +184,9 @@ func (n *Node) serve(q *nodeVOQ) {
 		budget = int(min(q.cc.Allowed(), math.MaxInt32))
 	}
 	dst := q.v.Key.Dst
+	lc := n.cfg.Reach.Classes.For(q.v.Key.Class)
 	for budget > 0 && q.v.Backlog() > 0 {
-		mask := n.reach.Routes(dst)
+		mask := n.reach.RoutesIn(lc, dst)
 		if mask == 0 {
 			n.Stats.Stalls++
 			n.noRoute = true
@@ -211,7 +220,7 @@ func (n *Node) serve(q *nodeVOQ) {
 		}
 		clear(b[:12])
 		n.Stats.CellsCut++
-		n.sendCell(n.sprayer(dst).Pick(mask, flow), Frame{H: h, Len: fl}, b)
+		n.sendCell(n.sprayer(dst, lc).Pick(mask, flow), Frame{H: h, Len: fl}, b)
 	}
 }
 
@@ -414,7 +423,7 @@ func (n *Node) floodFrame(p int, class Class, b []byte) {
 	}
 	if !n.floodOK {
 		n.floodTo = n.floodTo[:0]
-		for e := 1; e < len(n.spray); e++ {
+		for e := 1; e < n.cfg.Reach.MaxEdges; e++ {
 			if EdgeID(e) != n.cfg.Self && n.reach.Routes(EdgeID(e)) != 0 {
 				n.floodTo = append(n.floodTo, EdgeID(e))
 			}

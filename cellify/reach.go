@@ -29,6 +29,9 @@ type ReachConfig struct {
 	// rate is at or below LossClear.
 	LossFaulty float64
 	LossClear  float64
+	// Classes: loss classes (off in the zero value). A link's class comes
+	// from SetLoss and its peer's REACH; RoutesIn gives a class's routes.
+	Classes LossClasses
 }
 
 // DefaultReachConfig returns defaults for a node.
@@ -56,17 +59,25 @@ func (c *ReachConfig) check() error {
 	if !(c.LossClear >= 0 && c.LossClear <= c.LossFaulty) {
 		return errors.New("cellify: ReachConfig.LossClear must be in [0, LossFaulty]")
 	}
-	return nil
+	if c.Classes.On() && c.LossFaulty < c.Classes.Bounds[len(c.Classes.Bounds)-1] {
+		return errors.New("cellify: ReachConfig.LossFaulty is below the loosest loss class's bound: its links would be excluded (set it to that bound, LossClasses.Exclude)")
+	}
+	return c.Classes.check()
 }
 
 // PeerReach is a received REACH: the sender, its tier, its FAULTY flag
-// (it finds the link faulty) and the edges reachable through it: edge e if
-// byte e/8 of Bitmap has bit 1<<(e%8). Edge 0 (invalid) is ignored.
+// (it finds the link faulty), the link's loss class as it measures it (0:
+// not measured) and the edges reachable through it: edge e if byte e/8 of
+// Bitmap has bit 1<<(e%8). With Classes, Bitmap holds MaxLossClasses
+// bitmaps of (MaxEdges+7)/8 bytes, one per loss class (Reach's layout).
+// Edge 0 (invalid) is ignored.
 type PeerReach struct {
-	From   EdgeID
-	Tier   Tier
-	Faulty bool
-	Bitmap []byte
+	From    EdgeID
+	Tier    Tier
+	Faulty  bool
+	Class   LossClass
+	Classes bool
+	Bitmap  []byte
 }
 
 // ExcludeReason says why a link left the usable set.
@@ -99,8 +110,13 @@ type LinkReach struct {
 	PeerTier   Tier
 	PeerFaulty bool // the peer's last REACH carried FAULTY
 	LossFaulty bool // the measured loss rate is above LossFaulty
-	Misses     int  // intervals in a row without a REACH
-	Good       int  // good intervals in a row
+	// Class is the loss class from this end's measurement, PeerClass the
+	// peer's (0: not measured); the link serves the worse of the two
+	// (EffClass).
+	Class     LossClass
+	PeerClass LossClass
+	Misses    int // intervals in a row without a REACH
+	Good      int // good intervals in a row
 
 	ReachRx      uint64 // REACH messages received
 	FaultyRx     uint64 // ... with FAULTY
@@ -123,10 +139,10 @@ type ReachStats struct {
 
 type reachLink struct {
 	LinkReach
-	edges []uint64
-	rx    bool // a REACH arrived in the current interval
-	good  bool // ... and none of them carried FAULTY
-	bad   bool // ... one carried FAULTY
+	edges []uint64 // per loss class k (1..n), words (k-1)*words ...
+	rx    bool     // a REACH arrived in the current interval
+	good  bool     // ... and none of them carried FAULTY
+	bad   bool     // ... one carried FAULTY
 }
 
 // Reachability is a node's view of its links (Stardust §3.2, App. E): the
@@ -140,8 +156,9 @@ type Reachability struct {
 	words    int
 	links    []reachLink
 	usable   uint64
-	table    []uint64 // per edge: mask of usable links reaching it
-	adv      []uint64 // Advert's scratch
+	classes  int      // loss classes (1 when off)
+	table    []uint64 // per loss class, per edge: mask of usable links reaching it in the class
+	adv      []uint64 // Advert's scratch, per class
 	started  bool
 	evaluate bool // a full window has passed since start
 	nextTick int64
@@ -159,34 +176,72 @@ func NewReachability(cfg ReachConfig) (*Reachability, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	r := &Reachability{cfg: cfg, words: (cfg.MaxEdges + 63) / 64}
+	r := &Reachability{cfg: cfg, words: (cfg.MaxEdges + 63) / 64, classes: int(cfg.Classes.N())}
 	r.links = make([]reachLink, cfg.Links)
-	back := make([]uint64, cfg.Links*r.words)
+	per := r.classes * r.words
+	back := make([]uint64, cfg.Links*per)
 	for i := range r.links {
 		r.links[i].Up = true
-		r.links[i].edges = back[i*r.words : (i+1)*r.words : (i+1)*r.words]
+		r.links[i].edges = back[i*per : (i+1)*per : (i+1)*per]
 	}
-	r.table = make([]uint64, cfg.MaxEdges)
-	r.adv = make([]uint64, r.words)
+	r.table = make([]uint64, r.classes*cfg.MaxEdges)
+	r.adv = make([]uint64, per)
 	return r, nil
 }
 
 // Config returns the configuration in use.
 func (r *Reachability) Config() ReachConfig { return r.cfg }
 
-// BitmapLen returns the bytes of an advertised bitmap: (MaxEdges+7)/8.
+// BitmapLen returns the bytes of one advertised bitmap: (MaxEdges+7)/8.
 func (r *Reachability) BitmapLen() int { return (r.cfg.MaxEdges + 7) / 8 }
+
+// AdvertLen returns the bytes Advert fills: one bitmap, or MaxLossClasses
+// of them with loss classes.
+func (r *Reachability) AdvertLen() int {
+	return reachBitmaps(r.cfg.Classes.On()) * r.BitmapLen()
+}
 
 // Usable returns the mask of usable links.
 func (r *Reachability) Usable() uint64 { return r.usable }
 
 // Routes returns the mask of usable links through which dst is reachable
-// (at a fabric node, only the links to a lower tier if any of them reach it).
+// in the loosest loss class (at a fabric node, only the links to a lower
+// tier if any of them reach it).
 func (r *Reachability) Routes(dst EdgeID) uint64 {
-	if int(dst) >= len(r.table) {
+	return r.RoutesIn(LossClass(r.classes), dst)
+}
+
+// RoutesIn returns the mask of usable links of loss class k or better
+// through which dst is reachable over links of class k or better only.
+func (r *Reachability) RoutesIn(k LossClass, dst EdgeID) uint64 {
+	if int(dst) >= r.cfg.MaxEdges || k < 1 || int(k) > r.classes {
 		return 0
 	}
-	return r.table[dst]
+	return r.table[(int(k)-1)*r.cfg.MaxEdges+int(dst)]
+}
+
+// RoutesFor returns the routes to dst of traffic class tc: RoutesIn its
+// loss class.
+func (r *Reachability) RoutesFor(tc Class, dst EdgeID) uint64 {
+	return r.RoutesIn(r.cfg.Classes.For(tc), dst)
+}
+
+// EffClass returns the loss class link l serves: the worse of its two
+// ends' measurements, the loosest class while either is unmeasured; 1
+// with loss classes off.
+func (r *Reachability) EffClass(l int) LossClass {
+	if l < 0 || l >= len(r.links) {
+		return 0
+	}
+	return r.effClass(&r.links[l])
+}
+
+func (r *Reachability) effClass(k *reachLink) LossClass {
+	n := LossClass(r.classes)
+	if !r.cfg.Classes.On() || k.Class == 0 || k.PeerClass == 0 {
+		return n
+	}
+	return min(max(k.Class, k.PeerClass), n)
 }
 
 // Link returns link l's state (the zero value if l is out of range).
@@ -225,6 +280,11 @@ func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
 	k.LastRx = now
 	k.rx = true
 	k.PeerFaulty = m.Faulty
+	changed := false
+	if m.Class != k.PeerClass && m.Class <= MaxLossClasses {
+		k.PeerClass = m.Class
+		changed = true
+	}
 	if m.Faulty {
 		k.FaultyRx++
 		k.Good, k.good, k.bad = 0, false, true
@@ -232,18 +292,20 @@ func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
 	} else {
 		k.good = !k.bad
 	}
-	changed := false
-	for w := range k.edges {
-		v := reachWord(m.Bitmap, w)
-		if w == 0 {
-			v &^= 1 // edge 0 is invalid
-		}
-		if w == r.words-1 && r.cfg.MaxEdges%64 != 0 {
-			v &= 1<<(r.cfg.MaxEdges%64) - 1
-		}
-		if k.edges[w] != v {
-			k.edges[w] = v
-			changed = true
+	for c := range r.classes {
+		b := classBitmap(m.Bitmap, m.Classes, r.BitmapLen(), r.wireClass(LossClass(c+1)))
+		for w, e := range k.edges[c*r.words : (c+1)*r.words] {
+			v := reachWord(b, w)
+			if w == 0 {
+				v &^= 1 // edge 0 is invalid
+			}
+			if w == r.words-1 && r.cfg.MaxEdges%64 != 0 {
+				v &= 1<<(r.cfg.MaxEdges%64) - 1
+			}
+			if e != v {
+				k.edges[c*r.words+w] = v
+				changed = true
+			}
 		}
 	}
 	if changed && k.Usable {
@@ -265,13 +327,32 @@ func (r *Reachability) SetUp(now int64, l int, up bool) {
 	}
 }
 
+// wireClass is the REACH bitmap (1..MaxLossClasses) that carries local
+// loss class c: c itself, the loosest bitmap for the loosest class (which
+// is every class with loss classes off).
+func (r *Reachability) wireClass(c LossClass) LossClass {
+	if int(c) == r.classes {
+		return MaxLossClasses
+	}
+	return c
+}
+
 // SetLoss reports link l's measured loss rate: above LossFaulty the link
 // is excluded at once and advertised FAULTY; at or below LossClear it is no
-// longer faulty and returns after ThUp good intervals.
+// longer faulty and returns after ThUp good intervals. With loss classes
+// it also sets the link's class (LossClasses.Classify).
 func (r *Reachability) SetLoss(now int64, l int, loss float64) {
 	k := r.link(l)
 	if k == nil {
 		return
+	}
+	if r.cfg.Classes.On() {
+		if c := r.cfg.Classes.Classify(k.Class, loss); c != k.Class {
+			k.Class = c
+			if k.Usable {
+				r.rebuild()
+			}
+		}
 	}
 	switch {
 	case loss > r.cfg.LossFaulty && !k.LossFaulty:
@@ -367,68 +448,95 @@ func (r *Reachability) exclude(now int64, l int, why ExcludeReason) {
 // link to a lower tier is routed through those links only (else a leaf
 // could send a cell for an edge below it up to a spine, which the spine
 // may send back down to it).
+//
+// With loss classes, class c's table holds only the links of class c or
+// better, each with the edges its peer reaches in class c.
 func (r *Reachability) rebuild() {
 	r.Stats.Rebuilds++
 	clear(r.table)
 	var down uint64
 	for m := r.usable; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros64(m)
-		if k := &r.links[l]; k.PeerKnown && k.PeerTier < r.cfg.Tier {
+		k := &r.links[l]
+		if k.PeerKnown && k.PeerTier < r.cfg.Tier {
 			down |= 1 << l
 		}
-		for w, v := range r.links[l].edges {
-			for ; v != 0; v &= v - 1 {
-				r.table[w*64+bits.TrailingZeros64(v)] |= 1 << l
+		for c := int(r.effClass(k)) - 1; c < r.classes; c++ {
+			t := r.table[c*r.cfg.MaxEdges : (c+1)*r.cfg.MaxEdges]
+			for w, v := range k.edges[c*r.words : (c+1)*r.words] {
+				for ; v != 0; v &= v - 1 {
+					t[w*64+bits.TrailingZeros64(v)] |= 1 << l
+				}
 			}
 		}
 	}
-	if r.cfg.Tier == TierEdge {
-		r.table[r.cfg.Self] = 0
-	} else if down != 0 && down != r.usable {
-		for e, m := range r.table {
-			if m&down != 0 {
-				r.table[e] = m & down
+	for c := range r.classes {
+		t := r.table[c*r.cfg.MaxEdges : (c+1)*r.cfg.MaxEdges]
+		if r.cfg.Tier == TierEdge {
+			t[r.cfg.Self] = 0
+		} else if down != 0 && down != r.usable {
+			for e, m := range t {
+				if m&down != 0 {
+					t[e] = m & down
+				}
 			}
 		}
 	}
 }
 
-// Advert fills dst (BitmapLen bytes; a shorter dst gets what fits) with
-// the edges this node advertises on link l, in PeerReach's bit order, and
-// returns the FAULTY flag to send. An edge advertises itself. A fabric node advertises the edges reachable through
-// its other usable links (split horizon: not what it learned on l, nor l's
-// peer itself); toward a peer of its own or a higher tier only those
-// learned from lower tiers (valley-free: no loops between tiers).
-func (r *Reachability) Advert(l int, dst []byte) (faulty bool) {
+// Advert fills dst (AdvertLen bytes; a shorter dst gets what fits) with
+// the edges this node advertises on link l, in PeerReach's bit order (one
+// bitmap per loss class with loss classes), and returns the FAULTY flag
+// and the link's loss class as this end measures it, to send. An edge
+// advertises itself. A fabric node advertises the edges reachable through
+// its other usable links (split horizon: not what it learned on l, nor
+// l's peer itself); toward a peer of its own or a higher tier only those
+// learned from lower tiers (valley-free: no loops between tiers); in
+// class c, only through links of class c or better.
+func (r *Reachability) Advert(l int, dst []byte) (faulty bool, class LossClass) {
 	adv := r.adv
 	clear(adv)
 	k := r.link(l)
 	if k == nil {
 		clear(dst)
-		return false
+		return false, 0
 	}
-	if r.cfg.Tier == TierEdge {
-		adv[r.cfg.Self/64] |= 1 << (r.cfg.Self % 64)
-	} else {
+	for c := range r.classes {
+		a := adv[c*r.words : (c+1)*r.words]
+		if r.cfg.Tier == TierEdge {
+			a[r.cfg.Self/64] |= 1 << (r.cfg.Self % 64)
+			continue
+		}
 		down := k.PeerKnown && k.PeerTier < r.cfg.Tier
 		for m := r.usable &^ (1 << l); m != 0; m &= m - 1 {
 			j := &r.links[bits.TrailingZeros64(m)]
-			if !down && j.PeerTier >= r.cfg.Tier {
+			if !down && j.PeerTier >= r.cfg.Tier || int(r.effClass(j)) > c+1 {
 				continue
 			}
-			for w, v := range j.edges {
-				adv[w] |= v
+			for w, v := range j.edges[c*r.words : (c+1)*r.words] {
+				a[w] |= v
 			}
 		}
 		if k.PeerKnown && int(k.Peer) < r.cfg.MaxEdges {
-			adv[k.Peer/64] &^= 1 << (k.Peer % 64)
+			a[k.Peer/64] &^= 1 << (k.Peer % 64)
 		}
 	}
-	dst = dst[:min(len(dst), r.BitmapLen())]
-	for i := range dst {
-		dst[i] = byte(adv[i/8] >> (8 * (i % 8)))
+	nb := r.BitmapLen()
+	for wc := range reachBitmaps(r.cfg.Classes.On()) {
+		c := min(wc, r.classes-1) // a wire class beyond the local ones: the loosest
+		if !r.cfg.Classes.On() {
+			c = 0
+		}
+		a := adv[c*r.words : (c+1)*r.words]
+		d := dst[min(wc*nb, len(dst)):min((wc+1)*nb, len(dst))]
+		for i := range d {
+			d[i] = byte(a[i/8] >> (8 * (i % 8)))
+		}
 	}
-	return k.LossFaulty
+	if r.cfg.Classes.On() {
+		class = k.Class
+	}
+	return k.LossFaulty, class
 }
 
 // reachWord returns bits 64w..64w+63 of a byte bitmap (missing bytes are 0).

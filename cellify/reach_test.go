@@ -8,9 +8,17 @@ import (
 const reachI = int64(100_000) // the test interval: 100 µs
 
 func newTestReach(t testing.TB, self EdgeID, tier Tier, links int) *Reachability {
+	return newTestReachClasses(t, self, tier, links, LossClasses{})
+}
+
+// newTestReachClasses is newTestReach with loss classes lc.
+func newTestReachClasses(t testing.TB, self EdgeID, tier Tier, links int, lc LossClasses) *Reachability {
 	t.Helper()
 	cfg := DefaultReachConfig(self, tier, links)
 	cfg.Interval = reachI
+	if cfg.Classes = lc; lc.On() {
+		cfg.LossFaulty, cfg.LossClear = lc.Exclude(), lc.Exclude()/10
+	}
 	r, err := NewReachability(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -219,12 +227,12 @@ func TestReachFaulty(t *testing.T) {
 	}
 	// Local loss above the threshold.
 	var adv [32]byte
-	if r.Advert(0, adv[:]) {
+	if advFaulty(r, 0, adv[:]) {
 		t.Fatal("advertised FAULTY without loss")
 	}
 	cfg := r.Config()
 	r.SetLoss(f.k*reachI+1, 0, cfg.LossFaulty*2)
-	if r.Usable() != 0 || r.Link(0).LastReason != ExcludeLoss || !r.Advert(0, adv[:]) {
+	if r.Usable() != 0 || r.Link(0).LastReason != ExcludeLoss || !advFaulty(r, 0, adv[:]) {
 		t.Fatalf("loss above the threshold: usable %#b %+v", r.Usable(), r.Link(0))
 	}
 	// Between the thresholds it stays faulty (hysteresis).
@@ -242,7 +250,7 @@ func TestReachFaulty(t *testing.T) {
 		}
 		f.interval(ok)
 	}
-	if r.Usable() != 1 || r.Advert(0, adv[:]) {
+	if r.Usable() != 1 || advFaulty(r, 0, adv[:]) {
 		t.Fatalf("after the loss cleared: %+v", r.Link(0))
 	}
 }
@@ -457,13 +465,14 @@ func reachEqualBits(a, b []byte) bool {
 // reachNet runs nodes joined by wires on a virtual clock in steps; REACH
 // messages take a fixed delay; a cut wire loses them.
 type reachNet struct {
-	nodes []*Reachability
-	start []int64 // each node's first Poll (different phases)
-	wires map[[2]int][2]int
-	cut   map[[2]int]bool // (node, link): what that end sends is lost
-	dead  map[int]bool
-	fly   []reachFly
-	now   int64
+	classes LossClasses // of the nodes added
+	nodes   []*Reachability
+	start   []int64 // each node's first Poll (different phases)
+	wires   map[[2]int][2]int
+	cut     map[[2]int]bool // (node, link): what that end sends is lost
+	dead    map[int]bool
+	fly     []reachFly
+	now     int64
 }
 
 type reachFly struct {
@@ -477,7 +486,7 @@ func newReachNet() *reachNet {
 }
 
 func (n *reachNet) add(t *testing.T, self EdgeID, tier Tier, links int) int {
-	n.nodes = append(n.nodes, newTestReach(t, self, tier, links))
+	n.nodes = append(n.nodes, newTestReachClasses(t, self, tier, links, n.classes))
 	n.start = append(n.start, int64(len(n.nodes))*7_000)
 	return len(n.nodes) - 1
 }
@@ -514,8 +523,8 @@ func (n *reachNet) run(d int64) {
 				if !ok || n.cut[[2]int{i, l}] {
 					continue
 				}
-				msg := PeerReach{From: r.cfg.Self, Tier: r.cfg.Tier, Bitmap: make([]byte, r.BitmapLen())}
-				msg.Faulty = r.Advert(l, msg.Bitmap)
+				msg := PeerReach{From: r.cfg.Self, Tier: r.cfg.Tier, Classes: r.cfg.Classes.On(), Bitmap: make([]byte, r.AdvertLen())}
+				msg.Faulty, msg.Class = r.Advert(l, msg.Bitmap)
 				n.fly = append(n.fly, reachFly{at: n.now + 3_000, node: peer[0], link: peer[1], msg: msg})
 			}
 			r.Due = 0
@@ -640,4 +649,10 @@ func ExampleReachability() {
 	}
 	fmt.Printf("routes to edge 2: %#b\n", r.Routes(2))
 	// Output: routes to edge 2: 0b1
+}
+
+// advFaulty returns the FAULTY flag Advert gives for link l.
+func advFaulty(r *Reachability, l int, dst []byte) bool {
+	f, _ := r.Advert(l, dst)
+	return f
 }

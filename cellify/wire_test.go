@@ -274,7 +274,7 @@ func TestReachRoundTrip(t *testing.T) {
 		r := Reach{Node: 5, Role: RoleFabric, Faulty: edges%2 == 1, Seq: rng.Uint32(), Edges: edges, Bitmap: bm}
 		f := make([]byte, 300)
 		l, err := PutReach(f, &r)
-		if err != nil || l != ReachFrameLen(edges) {
+		if err != nil || l != ReachFrameLen(edges, false) {
 			t.Fatalf("edges=%d: %d %v", edges, l, err)
 		}
 		g, err := ParseReach(f[:l])
@@ -314,7 +314,7 @@ func TestReachRoundTrip(t *testing.T) {
 		return g
 	}
 	for name, mod := range map[string]func(g []byte){
-		"flags":        func(g []byte) { g[Off+3] = 0x02 },
+		"flags":        func(g []byte) { g[Off+3] = 0x10 },
 		"role":         func(g []byte) { g[Off+2] = byte(MaxRole + 1) },
 		"role 0":       func(g []byte) { g[Off+2] = 0 },
 		"edge 0":       func(g []byte) { g[Off+reachHeadLen] |= 1 },

@@ -1,0 +1,298 @@
+package cellify
+
+import (
+	"bytes"
+	"testing"
+)
+
+func testLossClasses() LossClasses {
+	lc := LossClasses{Bounds: DefaultLossBounds}
+	lc.Of[7] = 1 // PCP 7: the clean class
+	return lc
+}
+
+func TestLossClassify(t *testing.T) {
+	lc := testLossClasses()
+	for _, c := range []struct {
+		cur  LossClass
+		loss float64
+		want LossClass
+	}{
+		{0, 0, 1}, {0, 1e-6, 1}, {0, 2e-6, 2}, {0, 1e-3, 2}, {0, 1e-2, 3}, {0, 0.5, 3},
+		{1, 2e-6, 2},      // worse: at once
+		{3, 6e-4, 3},      // better than class 2's bound but above its clear margin
+		{3, 4e-4, 2},      // within the margin of class 2
+		{3, 4e-7, 1},      // within class 1's margin: straight there
+		{2, 8e-7, 2},      // class 1's bound, not its margin
+		{2, 1e-3, 2},      // at the bound stays
+		{2, 1.1e-3, 3},    // above: worse at once
+		{1, 1e-6, 1},      // at the bound stays
+		{1, 1.0000001, 3}, // beyond every bound: the loosest (exclusion is LossFaulty's)
+	} {
+		if got := lc.Classify(c.cur, c.loss); got != c.want {
+			t.Errorf("Classify(%d, %g) = %d, want %d", c.cur, c.loss, got, c.want)
+		}
+	}
+	var off LossClasses
+	if off.Classify(0, 0.5) != 1 || off.N() != 1 || off.For(7) != 1 {
+		t.Fatal("classes off: every link and traffic class is class 1")
+	}
+	if lc.For(7) != 1 || lc.For(0) != 3 || lc.N() != 3 {
+		t.Fatalf("For(7) %d, For(0) %d, N %d", lc.For(7), lc.For(0), lc.N())
+	}
+}
+
+func TestLossClassConfig(t *testing.T) {
+	for _, lc := range []LossClasses{
+		{Bounds: []float64{1e-3, 1e-6}},
+		{Bounds: []float64{1e-6, 1e-3, 1e-2, 1e-1}},
+		{Bounds: []float64{-1}},
+		{Bounds: []float64{1e-3}, Clear: 2},
+		{Bounds: []float64{1e-3, 1e-2}, Of: [8]LossClass{3}},
+	} {
+		cfg := DefaultReachConfig(1, TierEdge, 2)
+		cfg.Classes, cfg.LossFaulty = lc, 1
+		if _, err := NewReachability(cfg); err == nil {
+			t.Errorf("%+v accepted", lc)
+		}
+	}
+	cfg := DefaultReachConfig(1, TierEdge, 2)
+	cfg.Classes = testLossClasses()
+	if _, err := NewReachability(cfg); err == nil {
+		t.Error("LossFaulty below the loosest class's bound accepted")
+	}
+	cfg.LossFaulty = cfg.Classes.Exclude()
+	if _, err := NewReachability(cfg); err != nil {
+		t.Errorf("default classes refused: %v", err)
+	}
+	var of [8]LossClass
+	if err := ParseClassMap("7=1, 5=2", 3, &of); err != nil || of[7] != 1 || of[5] != 2 || of[0] != 0 {
+		t.Fatalf("ParseClassMap: %v %v", err, of)
+	}
+	for _, s := range []string{"8=1", "7=4", "7", "a=1", "7=0"} {
+		if err := ParseClassMap(s, 3, &of); err == nil {
+			t.Errorf("ParseClassMap(%q) accepted", s)
+		}
+	}
+}
+
+// A REACH with classes round-trips, and its class bitmaps are read per class.
+func TestReachWireClasses(t *testing.T) {
+	b := make([]byte, 200)
+	in := Reach{Node: 5, Role: RoleFabric, Class: 3, Classes: true, Seq: 7, Edges: 12,
+		Bitmap: []byte{0x04, 0x00, 0x0C, 0x00, 0x0C, 0x08}}
+	n, err := PutReach(b, &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != ReachFrameLen(12, true) {
+		t.Fatalf("length %d, want %d", n, ReachFrameLen(12, true))
+	}
+	out, err := ParseReach(b[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Class != 3 || !out.Classes || !bytes.Equal(out.Bitmap, in.Bitmap) {
+		t.Fatalf("parsed %+v", out)
+	}
+	if !out.ReachableIn(1, 2) || out.ReachableIn(1, 3) || !out.ReachableIn(2, 3) || out.ReachableIn(2, 11) || !out.ReachableIn(3, 11) || !out.Reachable(11) {
+		t.Fatal("class bitmaps read wrong")
+	}
+	// A class bitmap with edge 0 set is refused like the single one.
+	in.Bitmap = []byte{0x04, 0x00, 0x0D, 0x00, 0x0C, 0x08}
+	if _, err := PutReach(b, &in); err == nil {
+		t.Fatal("edge 0 in class 2's bitmap accepted")
+	}
+}
+
+// One tier, edges e1 and e2, fabric nodes f1 and f2, each edge linked to
+// each. f2's link to e2 is gray (10⁻²), the rest clean: class-1 routes go
+// only through f1 (f2 advertises e2 in class 3 only), at both edges and at
+// the fabric nodes; nothing is class 1 before it is measured at both ends;
+// one end's measurement is enough to make a link gray; when the gray link
+// heals, class 1 takes f2 back.
+func TestReachClassesEndToEnd(t *testing.T) {
+	n := newReachNet()
+	n.classes = testLossClasses()
+	e1, e2 := n.add(t, 1, TierEdge, 2), n.add(t, 2, TierEdge, 2)
+	f1, f2 := n.add(t, 101, 1, 2), n.add(t, 102, 1, 2)
+	n.wire(e1, 0, f1, 0)
+	n.wire(e1, 1, f2, 0)
+	n.wire(e2, 0, f1, 1)
+	n.wire(e2, 1, f2, 1)
+	n.run(10 * reachI)
+	r1 := n.nodes[e1]
+	if r1.RoutesIn(3, 2) != 0b11 || r1.RoutesIn(1, 2) != 0 || r1.RoutesFor(7, 2) != 0 || r1.Routes(2) != 0b11 {
+		t.Fatalf("unmeasured: class 3 %#b, class 1 %#b (want 0b11, 0)", r1.RoutesIn(3, 2), r1.RoutesIn(1, 2))
+	}
+	measure := func(grayLoss float64) {
+		for i := range n.nodes {
+			for l := range 2 {
+				loss := 0.0
+				if i == f2 && l == 1 { // only f2 sees the gray link's loss
+					loss = grayLoss
+				}
+				n.nodes[i].SetLoss(n.now, l, loss)
+			}
+		}
+	}
+	measure(1e-2)
+	n.run(5 * reachI)
+	if got := r1.RoutesFor(7, 2); got != 0b01 {
+		t.Fatalf("e1's class-1 routes to e2: %#b, want only through f1", got)
+	}
+	if got := r1.RoutesFor(0, 2); got != 0b11 {
+		t.Fatalf("e1's class-3 routes to e2: %#b, want both", got)
+	}
+	if c := n.nodes[e2].EffClass(1); c != 3 {
+		t.Fatalf("e2 measures its link to f2 clean but f2 does not: class %d, want 3", c)
+	}
+	if got := n.nodes[e2].RoutesIn(1, 1); got != 0b01 {
+		t.Fatalf("e2's class-1 routes to e1: %#b, want only its clean link", got)
+	}
+	if got, want := n.nodes[f2].RoutesIn(1, 2), uint64(0); got != want {
+		t.Fatalf("f2's class-1 routes to e2: %#b, want none", got)
+	}
+	if got := n.nodes[f2].RoutesIn(3, 2); got != 0b10 {
+		t.Fatalf("f2's class-3 routes to e2: %#b", got)
+	}
+	// Healing: f2 measures 6·10⁻⁴ (within class 2's margin: class 2 is a
+	// step, class 1 needs the loss at half of 10⁻⁶), then 0.
+	measure(4e-4)
+	n.run(5 * reachI)
+	if got := r1.RoutesIn(2, 2); got != 0b11 {
+		t.Fatalf("class 2 after the link improved: %#b", got)
+	}
+	if got := r1.RoutesIn(1, 2); got != 0b01 {
+		t.Fatalf("class 1 after the link improved to class 2: %#b", got)
+	}
+	measure(0)
+	n.run(5 * reachI)
+	if got := r1.RoutesIn(1, 2); got != 0b11 {
+		t.Fatalf("healed: class-1 routes %#b", got)
+	}
+}
+
+func TestReachClassesNoAlloc(t *testing.T) {
+	r := newTestReachClasses(t, 100, 1, 8, testLossClasses())
+	msg := &PeerReach{From: 7, Tier: TierEdge, Class: 1, Classes: true, Bitmap: bytes.Repeat(reachBits(7), 3)}
+	adv := make([]byte, r.AdvertLen())
+	now := int64(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		now += reachI / 4
+		for l := range 8 {
+			r.Receive(now, l, msg)
+			r.SetLoss(now, l, float64(l%2)*1e-2)
+		}
+		r.Poll(now)
+		for l := range 8 {
+			r.Advert(l, adv)
+		}
+		r.Due = 0
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round", allocs)
+	}
+}
+
+// withClasses sets loss classes on a node config (traffic class 5, DSCP EF's
+// class selector, bound to class 1).
+func withClasses(c NodeConfig) NodeConfig {
+	c.Reach.Classes = LossClasses{Bounds: DefaultLossBounds}
+	c.Reach.Classes.Of[5] = 1
+	c.Reach.LossFaulty, c.Reach.LossClear = c.Reach.Classes.Exclude(), c.Reach.Classes.Exclude()/10
+	return c
+}
+
+// setDSCP gives an IPv4 host frame a DSCP (the IP checksum is not kept).
+func setDSCP(b []byte, dscp byte) []byte {
+	b[15] = dscp << 2
+	return b
+}
+
+// Edges e1, e2 joined by fabric nodes f1 (a clean link to each edge and a
+// second, gray one to e2) and f2 (its link to e2 gray): frames of a class-1
+// traffic class cross only f1 and its clean link (f2 carries none of them
+// on any link: e1 knows f2 reaches e2 in class 3 only) and all arrive in
+// order; class-3 frames use every link; with the gray links healed, class
+// 1 takes f2 again.
+func TestNodeLossClassesFabric(t *testing.T) {
+	n := newNodeNet(t)
+	e1 := n.add(withClasses(testEdge(1, 1, 2)))
+	e2 := n.add(withClasses(testEdge(2, 1, 3)))
+	f1 := n.add(withClasses(testFabric(101, 3)))
+	f2 := n.add(withClasses(testFabric(102, 2)))
+	n.wire(e1, 0, f1, 0, nodeUs)
+	n.wire(e1, 1, f2, 0, nodeUs)
+	n.wire(e2, 0, f1, 1, nodeUs)
+	n.wire(e2, 1, f2, 1, 2*nodeUs)
+	n.wire(e2, 2, f1, 2, 2*nodeUs)
+	gray := map[[2]int]bool{{f2, 1}: true, {e2, 1}: true, {f1, 2}: true, {e2, 2}: true}
+	measure := func(p float64) {
+		for i, nd := range n.nodes {
+			for l := range nd.cfg.Links {
+				loss := 0.0
+				if gray[[2]int{i, l}] {
+					loss = p
+				}
+				nd.SetLoss(n.now, l, loss)
+			}
+		}
+	}
+	// send hands e1 frames from..to-1 with a DSCP, 20 at a time (the
+	// VOQ's ring holds about that many), and runs until they are through.
+	send := func(from, to int, dscp byte) {
+		for i := from; i < to; i++ {
+			n.host(e1, 0, setDSCP(hostFrame(1, 2, 0, i, 1000), dscp))
+			if i%20 == 19 {
+				n.run(20*nodeUs, nodeUs)
+			}
+		}
+		n.run(500*nodeUs, nodeUs)
+	}
+	n.run(200*nodeUs, nodeUs)
+	for _, nd := range n.nodes[:2] {
+		nd.Learn(n.now, hostMAC(1), 1, 0)
+		nd.Learn(n.now, hostMAC(2), 2, 0)
+	}
+	// Unmeasured: class 1 has no route yet; the frames wait in their VOQ.
+	for i := range 20 {
+		n.host(e1, 0, setDSCP(hostFrame(1, 2, 0, i, 1000), 46))
+	}
+	n.run(100*nodeUs, nodeUs)
+	if len(n.got[[2]int{e2, 0}]) != 0 || n.txCells[[2]int{e1, 0}]+n.txCells[[2]int{e1, 1}] != 0 {
+		t.Fatalf("class 1 crossed unmeasured links: %d delivered", len(n.got[[2]int{e2, 0}]))
+	}
+	measure(1e-2)
+	n.run(100*nodeUs, nodeUs)
+	send(20, 300, 46)
+	checkInOrder(t, n.got[[2]int{e2, 0}], 300, "class 1")
+	if c := n.txCells[[2]int{e1, 1}] + n.txCells[[2]int{f2, 1}] + n.txCells[[2]int{f2, 0}]; c != 0 {
+		t.Fatalf("class 1: %d cells through f2", c)
+	}
+	if n.txCells[[2]int{f1, 1}] == 0 || n.txCells[[2]int{f1, 2}] != 0 {
+		t.Fatalf("class 1: %d cells over f1's clean link to e2 (want > 0), %d over its gray one", n.txCells[[2]int{f1, 1}], n.txCells[[2]int{f1, 2}])
+	}
+	// Class 3 (DSCP 0) sprays over both.
+	n.got = map[[2]int][][]byte{}
+	send(0, 300, 0)
+	checkInOrder(t, n.got[[2]int{e2, 0}], 300, "class 3")
+	if n.txCells[[2]int{f2, 1}] == 0 || n.txCells[[2]int{f1, 2}] == 0 {
+		t.Fatal("class 3: no cells over a gray link")
+	}
+	// Healed: class 1 uses f2 again.
+	before := n.txCells[[2]int{f2, 1}]
+	measure(0)
+	n.run(100*nodeUs, nodeUs)
+	n.got = map[[2]int][][]byte{}
+	send(0, 300, 46)
+	checkInOrder(t, n.got[[2]int{e2, 0}], 300, "class 1 healed")
+	if n.txCells[[2]int{f2, 1}] == before {
+		t.Fatal("healed: class 1 still avoids f2")
+	}
+	for _, nd := range n.nodes {
+		if nd.Stats.NoRoute != 0 {
+			t.Fatalf("node %d: %d cells without a route", nd.cfg.Self, nd.Stats.NoRoute)
+		}
+	}
+}
