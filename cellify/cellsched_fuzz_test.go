@@ -45,8 +45,7 @@ func FuzzReachOps(f *testing.F) {
 		cfg := DefaultReachConfig(3, tier, 5)
 		cfg.MaxEdges, cfg.Interval = 100, 1000
 		if len(data) > 0 && data[0]/3%2 == 1 { // loss classes
-			cfg.Classes = LossClasses{Bounds: DefaultLossBounds}
-			cfg.LossFaulty = cfg.Classes.Exclude()
+			cfg.SetClasses(LossClasses{Bounds: DefaultLossBounds})
 		}
 		r, err := NewReachability(cfg)
 		if err != nil {

@@ -61,7 +61,7 @@ func TestLossClassConfig(t *testing.T) {
 	if _, err := NewReachability(cfg); err == nil {
 		t.Error("LossFaulty below the loosest class's bound accepted")
 	}
-	cfg.LossFaulty = cfg.Classes.Exclude()
+	cfg.SetClasses(cfg.Classes)
 	if _, err := NewReachability(cfg); err != nil {
 		t.Errorf("default classes refused: %v", err)
 	}
@@ -198,9 +198,9 @@ func TestReachClassesNoAlloc(t *testing.T) {
 // withClasses sets loss classes on a node config (traffic class 5, DSCP EF's
 // class selector, bound to class 1).
 func withClasses(c NodeConfig) NodeConfig {
-	c.Reach.Classes = LossClasses{Bounds: DefaultLossBounds}
-	c.Reach.Classes.Of[5] = 1
-	c.Reach.LossFaulty, c.Reach.LossClear = c.Reach.Classes.Exclude(), c.Reach.Classes.Exclude()/10
+	lc := LossClasses{Bounds: DefaultLossBounds}
+	lc.Of[5] = 1
+	c.Reach.SetClasses(lc)
 	return c
 }
 
@@ -280,6 +280,11 @@ func TestNodeLossClassesFabric(t *testing.T) {
 	if n.txCells[[2]int{f2, 1}] == 0 || n.txCells[[2]int{f1, 2}] == 0 {
 		t.Fatal("class 3: no cells over a gray link")
 	}
+	for _, g := range [][2]int{{f2, 1}, {f1, 2}} {
+		if cb := n.nodes[g[0]].LinkStats(g[1]).TxClassBytes; cb[0] != 0 || cb[2] == 0 {
+			t.Fatalf("gray link %v: class bytes %v, want none of class 1 and some of class 3", g, cb)
+		}
+	}
 	// Healed: class 1 uses f2 again.
 	before := n.txCells[[2]int{f2, 1}]
 	measure(0)
@@ -294,5 +299,23 @@ func TestNodeLossClassesFabric(t *testing.T) {
 		if nd.Stats.NoRoute != 0 {
 			t.Fatalf("node %d: %d cells without a route", nd.cfg.Self, nd.Stats.NoRoute)
 		}
+	}
+}
+
+// The peer's REACH counter measures an idle link's loss: gaps count, a
+// restart (a step back) or a jump beyond maxReachGap does not.
+func TestReachLostByCounter(t *testing.T) {
+	r := newTestReach(t, 1, TierEdge, 1)
+	for i, seq := range []uint32{1, 2, 5, 6, 1, 2, 2 + maxReachGap + 1, 2 + maxReachGap + 3} {
+		r.Receive(int64(i+1)*1000, 0, &PeerReach{From: 101, Tier: 1, Seq: seq})
+	}
+	if l := r.Link(0); l.ReachRx != 8 || l.ReachLost != 3 {
+		t.Fatalf("received %d, lost %d; want 8 and 3", l.ReachRx, l.ReachLost)
+	}
+	// Another node on the link starts its own count.
+	r.Receive(10_000, 0, &PeerReach{From: 102, Tier: 1, Seq: 50})
+	r.Receive(11_000, 0, &PeerReach{From: 102, Tier: 1, Seq: 51})
+	if l := r.Link(0); l.ReachLost != 3 {
+		t.Fatalf("after a peer change: lost %d, want 3", l.ReachLost)
 	}
 }

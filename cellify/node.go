@@ -39,7 +39,7 @@ type Node struct {
 	back  []int // SetLinkBacklog
 
 	reachBits []byte
-	reachSeq  uint32
+	reachSeq  []uint32 // per link: the REACH counter (its gaps are REACHes lost)
 	ctrlRR    uint32
 	entry     [1]CreditEntry
 	tag       [1]byte
@@ -98,6 +98,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		reach:     reach,
 		spray:     make([]*Sprayer, int(rc.Classes.N())*rc.MaxEdges),
 		links:     make([]LinkStats, cfg.Links),
+		reachSeq:  make([]uint32, cfg.Links),
 		back:      make([]int, cfg.Links),
 		reachBits: make([]byte, reach.AdvertLen()),
 		Out:       newNodeOutput(cfg.Links, cfg.HostPorts),
@@ -241,7 +242,7 @@ func (n *Node) sprayCell(f Frame, b []byte, h *CellHeader, exclude uint64) bool 
 		SetFCI(b)
 		n.Stats.FCIMarks++
 	}
-	n.sendCell(l, f, b)
+	n.sendCell(l, lc, f, b)
 	return true
 }
 
@@ -297,7 +298,7 @@ func (n *Node) rxReach(l int, b []byte) {
 		return
 	}
 	n.Stats.ReachRx++
-	m := PeerReach{From: r.Node, Tier: r.Role.Tier(), Faulty: r.Faulty, Class: r.Class, Classes: r.Classes, Bitmap: r.Bitmap}
+	m := PeerReach{From: r.Node, Tier: r.Role.Tier(), Faulty: r.Faulty, Class: r.Class, Classes: r.Classes, Seq: r.Seq, Bitmap: r.Bitmap}
 	n.reach.Receive(n.now, l, &m)
 }
 
@@ -454,9 +455,9 @@ func (n *Node) sendReach(l int) {
 	b := n.mem.Bytes(h, size)
 	clear(b[:12])
 	faulty, class := n.reach.Advert(l, n.reachBits)
-	n.reachSeq++
+	n.reachSeq[l]++
 	r := Reach{Node: n.cfg.Self, Role: RoleOf(n.cfg.Tier), Faulty: faulty, Class: class, Classes: classes,
-		Seq: n.reachSeq, Edges: n.reach.Config().MaxEdges, Bitmap: n.reachBits}
+		Seq: n.reachSeq[l], Edges: n.reach.Config().MaxEdges, Bitmap: n.reachBits}
 	fl, err := PutReach(b, &r)
 	if err != nil { // cannot happen: the advert follows the table's bounds
 		n.free(Frame{H: h, Len: size})
@@ -489,8 +490,9 @@ func (n *Node) setMACs(b []byte, l int) {
 	}
 }
 
-func (n *Node) sendCell(l int, f Frame, b []byte) {
+func (n *Node) sendCell(l int, lc LossClass, f Frame, b []byte) {
 	n.links[l].TxCells++
+	n.links[l].TxClassBytes[lc-1] += uint64(f.Len)
 	n.transmit(l, f, b, &n.Out.Link[l].Cells)
 }
 

@@ -220,7 +220,7 @@ func (n *Node) serve(q *nodeVOQ) {
 		}
 		clear(b[:12])
 		n.Stats.CellsCut++
-		n.sendCell(n.sprayer(dst, lc).Pick(mask, flow), Frame{H: h, Len: fl}, b)
+		n.sendCell(n.sprayer(dst, lc).Pick(mask, flow), lc, Frame{H: h, Len: fl}, b)
 	}
 }
 

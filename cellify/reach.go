@@ -46,6 +46,15 @@ func DefaultReachConfig(self EdgeID, tier Tier, links int) ReachConfig {
 	}
 }
 
+// SetClasses sets loss classes lc and, if they are on, the exclusion
+// threshold to the loosest class's bound (LossFaulty; LossClear a tenth).
+func (c *ReachConfig) SetClasses(lc LossClasses) {
+	c.Classes = lc
+	if lc.On() {
+		c.LossFaulty, c.LossClear = lc.Exclude(), lc.Exclude()/10
+	}
+}
+
 func (c *ReachConfig) check() error {
 	if c.Links < 1 || c.Links > 64 || c.MaxEdges < 0 || c.MaxEdges > 1<<16 {
 		return errors.New("cellify: ReachConfig.Links must be in [1, 64], MaxEdges in [0, 65536]")
@@ -59,10 +68,13 @@ func (c *ReachConfig) check() error {
 	if !(c.LossClear >= 0 && c.LossClear <= c.LossFaulty) {
 		return errors.New("cellify: ReachConfig.LossClear must be in [0, LossFaulty]")
 	}
-	if c.Classes.On() && c.LossFaulty < c.Classes.Bounds[len(c.Classes.Bounds)-1] {
-		return errors.New("cellify: ReachConfig.LossFaulty is below the loosest loss class's bound: its links would be excluded (set it to that bound, LossClasses.Exclude)")
+	if err := c.Classes.check(); err != nil {
+		return err
 	}
-	return c.Classes.check()
+	if c.Classes.On() && c.LossFaulty < c.Classes.Exclude() {
+		return errors.New("cellify: ReachConfig.LossFaulty is below the loosest loss class's bound: its links would be excluded (SetClasses sets it)")
+	}
+	return nil
 }
 
 // PeerReach is a received REACH: the sender, its tier, its FAULTY flag
@@ -77,6 +89,7 @@ type PeerReach struct {
 	Faulty  bool
 	Class   LossClass
 	Classes bool
+	Seq     uint32 // the sender's REACH counter on this link
 	Bitmap  []byte
 }
 
@@ -101,6 +114,10 @@ func (r ExcludeReason) String() string {
 	return "ExcludeReason(?)"
 }
 
+// maxReachGap is the largest jump of a peer's REACH counter counted as
+// REACHes lost: 2 s of 5 ms intervals.
+const maxReachGap = 400
+
 // LinkReach is the reachability state of one link port.
 type LinkReach struct {
 	Up         bool // the interface is up
@@ -118,7 +135,11 @@ type LinkReach struct {
 	Misses    int // intervals in a row without a REACH
 	Good      int // good intervals in a row
 
-	ReachRx      uint64 // REACH messages received
+	ReachRx uint64 // REACH messages received
+	// ReachLost: REACHes missing from the peer's counter (gaps of up to
+	// maxReachGap; a larger jump or a step back, e.g. a restarted peer,
+	// counts nothing): with ReachRx, the loss of a link without data.
+	ReachLost    uint64
 	FaultyRx     uint64 // ... with FAULTY
 	MissTotal    uint64 // intervals without a REACH
 	Exclusions   uint64
@@ -140,9 +161,11 @@ type ReachStats struct {
 type reachLink struct {
 	LinkReach
 	edges []uint64 // per loss class k (1..n), words (k-1)*words ...
-	rx    bool     // a REACH arrived in the current interval
-	good  bool     // ... and none of them carried FAULTY
-	bad   bool     // ... one carried FAULTY
+	seq   uint32   // the peer's last REACH counter
+	seqOK bool
+	rx    bool // a REACH arrived in the current interval
+	good  bool // ... and none of them carried FAULTY
+	bad   bool // ... one carried FAULTY
 }
 
 // Reachability is a node's view of its links (Stardust §3.2, App. E): the
@@ -274,7 +297,12 @@ func (r *Reachability) Receive(now int64, l int, m *PeerReach) {
 	if k.PeerKnown && k.Peer != m.From {
 		r.exclude(now, l, ExcludePeerChange)
 		k.Good = 0
+		k.seqOK = false
 	}
+	if d := m.Seq - k.seq; k.seqOK && d >= 1 && d <= maxReachGap {
+		k.ReachLost += uint64(d - 1)
+	}
+	k.seq, k.seqOK = m.Seq, true
 	k.Peer, k.PeerTier, k.PeerKnown = m.From, m.Tier, true
 	k.ReachRx++
 	k.LastRx = now

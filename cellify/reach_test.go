@@ -16,9 +16,7 @@ func newTestReachClasses(t testing.TB, self EdgeID, tier Tier, links int, lc Los
 	t.Helper()
 	cfg := DefaultReachConfig(self, tier, links)
 	cfg.Interval = reachI
-	if cfg.Classes = lc; lc.On() {
-		cfg.LossFaulty, cfg.LossClear = lc.Exclude(), lc.Exclude()/10
-	}
+	cfg.SetClasses(lc)
 	r, err := NewReachability(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,8 @@ import (
 //	25  1  flags: 0x01 FAULTY; 0x06 the link's loss class as the sender
 //	       measures it (bits 1-2: 0 not measured, 1..MaxLossClasses);
 //	       0x08 CLASSES; other bits zero
-//	26  4  interval counter
+//	26  4  counter: REACHes the sender sent on this link (a gap is a
+//	       REACH lost: the receiver measures an idle link's loss by it)
 //	30  2  edges covered by the bitmap, 0..MaxReachEdges
 //	32  4  CRC-32C over bytes 22..31 and the bitmaps
 //	36  -  bitmap, ceil(edges/8) bytes: edge e is reachable through the sender

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"fmt"
 	"hash/fnv"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
@@ -73,6 +75,19 @@ type CellsConfig struct {
 	HostRate uint64
 	// Seed seeds the spraying (0: the node id).
 	Seed uint64
+	// LossClasses turns on loss classes (RAIL's virtual topologies, per
+	// link; package cellify, lossclass.go): the bounds of classes 1, 2,
+	// ... on a link's measured loss rate, ascending, e.g. "1e-6,1e-3,1e-1"
+	// ("default": those). A link above the last bound is excluded. Needs a
+	// link mode that measures loss (not none). "": off.
+	LossClasses string
+	// ClassMap binds traffic classes (a host frame's 802.1p priority, or
+	// the DSCP class selector of untagged IP: DSCP/8) to loss classes,
+	// "tc=k,...", e.g. "5=1" for DSCP EF (46) on the clean class; traffic
+	// classes not named take the loosest. Every node of a fabric needs the
+	// same bounds and map.
+	ClassMap string
+	classes  cellify.LossClasses
 
 	// Tests: the reassembly window (cells per stream) and the VOQ ring
 	// bytes (0: the defaults; small ones keep a fuzzer's memory small).
@@ -161,6 +176,40 @@ func (c *CellsConfig) defaults(edge bool) error {
 	}
 	if c.PreCredit == 0 {
 		c.PreCredit = DefaultCellPreCredit
+	}
+	return c.parseClasses()
+}
+
+// parseClasses parses LossClasses and ClassMap into classes.
+func (c *CellsConfig) parseClasses() error {
+	c.classes = cellify.LossClasses{}
+	switch c.LossClasses {
+	case "", "off", "none":
+		if c.ClassMap != "" {
+			return fmt.Errorf("dataplane: --class-map %q needs --loss-classes (e.g. default: 1e-6,1e-3,1e-1)", c.ClassMap)
+		}
+		return nil
+	case "default":
+		c.classes.Bounds = cellify.DefaultLossBounds
+	default:
+		for _, f := range strings.Split(c.LossClasses, ",") {
+			b, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return fmt.Errorf("dataplane: --loss-classes %q: want ascending loss rates like 1e-6,1e-3,1e-1, or default", c.LossClasses)
+			}
+			c.classes.Bounds = append(c.classes.Bounds, b)
+		}
+	}
+	if c.LinkMode == "none" {
+		return fmt.Errorf("dataplane: --loss-classes needs a link mode that measures each link's loss: --link-mode monitor (or lg, lgnb), on every node of the fabric")
+	}
+	if err := cellify.ParseClassMap(c.ClassMap, len(c.classes.Bounds), &c.classes.Of); err != nil {
+		return fmt.Errorf("dataplane: --class-map: %w", err)
+	}
+	cfg := cellify.DefaultReachConfig(1, cellify.TierEdge, 1)
+	cfg.SetClasses(c.classes)
+	if _, err := cellify.NewReachability(cfg); err != nil {
+		return fmt.Errorf("dataplane: --loss-classes %q: %w", c.LossClasses, err)
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	if err := c.newSession(); err != nil {
 		return nil, err
 	}
-	if d.cfg.Cells.LinkMode == "monitor" {
+	if d.cfg.Cells.LinkMode == "monitor" || d.cfg.Cells.classes.On() {
 		c.rmon, _ = lossmon.New(lossmon.Config{Window: int64(time.Second), MinSamples: 200})
 	}
 	return c, nil
@@ -291,8 +291,10 @@ func (c *cellLink) poll(now int64, tx *Tx) int64 {
 	c.watchAcks(now)
 	if c.rmon != nil && now >= c.rmonAt {
 		c.rmonAt = now + int64(100*time.Millisecond)
-		rs := &c.ep.R.Stats
-		c.rmon.ObserveTotals(now, rs.DataRx, rs.LostDetected)
+		// Cells, and the peer's REACHes by their counter: a link without
+		// data is measured too (200 REACHes a second at 5 ms).
+		rs, lr := &c.ep.R.Stats, pl.node.Reach().Link(c.l)
+		c.rmon.ObserveTotals(now, rs.DataRx+lr.ReachRx, rs.LostDetected+lr.ReachLost)
 		if rate, ok := c.rmon.Rate(now); ok {
 			c.st.LossRate = rate
 			pl.node.SetLoss(now, c.l, rate)

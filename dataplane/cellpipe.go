@@ -171,6 +171,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Reach.MaxEdges = CellMaxEdges
 	nc.Reach.Interval = int64(cc.ReachInterval)
 	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
+	nc.Reach.SetClasses(cc.classes)
 	nc.Reasm.Timeout = int64(cc.ReasmTimeout)
 	nc.Reasm.Window = defaultReasmWindow
 	if cc.reasmWindow > 0 {
@@ -493,6 +494,10 @@ func (pl *cellPipeline) publish() {
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
 		cl.LastExclusionAt = pl.exclAt[l]
+		if pl.w.d.cfg.Cells.classes.On() {
+			cl.Class, cl.MeasuredClass, cl.PeerClass = uint8(r.EffClass(l)), uint8(lr.Class), uint8(lr.PeerClass)
+			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:pl.w.d.cfg.Cells.classes.N()]...)
+		}
 	}
 	for k := range c.Hosts {
 		hs := n.HostStats(k)

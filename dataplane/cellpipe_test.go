@@ -271,6 +271,11 @@ func TestCellsConfig(t *testing.T) {
 		{CellsConfig{NodeID: 1024}, true, 1516, []string{"--node-id 1024", "1..1023"}},
 		{CellsConfig{ReasmTimeout: -1}, true, 1516, []string{"--reasm-timeout"}},
 		{CellsConfig{}, true, 40, []string{"MTU 40", "no cell fits"}},
+		{CellsConfig{LossClasses: "default"}, true, 1516, []string{"--loss-classes", "--link-mode monitor"}},
+		{CellsConfig{LossClasses: "1e-3,1e-6", LinkMode: "monitor"}, true, 1516, []string{"--loss-classes \"1e-3,1e-6\"", "ascend"}},
+		{CellsConfig{LossClasses: "low", LinkMode: "monitor"}, true, 1516, []string{"--loss-classes \"low\""}},
+		{CellsConfig{ClassMap: "5=1"}, true, 1516, []string{"--class-map", "needs --loss-classes"}},
+		{CellsConfig{LossClasses: "default", LinkMode: "lg", ClassMap: "5=4"}, true, 1516, []string{"--class-map", "loss class k in 1..3"}},
 	} {
 		err := tc.c.defaults(tc.edge)
 		if err == nil {
@@ -286,6 +291,10 @@ func TestCellsConfig(t *testing.T) {
 		if err := (&CellsConfig{LinkMode: m}).defaults(true); err != nil {
 			t.Errorf("--link-mode %s: %v", m, err)
 		}
+	}
+	lc := CellsConfig{LinkMode: "monitor", LossClasses: "default", ClassMap: "5=1,7=2"}
+	if err := lc.defaults(true); err != nil || lc.classes.For(5) != 1 || lc.classes.For(7) != 2 || lc.classes.For(0) != 3 {
+		t.Errorf("--loss-classes default --class-map 5=1,7=2: %+v, %v", lc.classes, err)
 	}
 	if err := (&CellsConfig{NodeID: 40000}).defaults(false); err != nil {
 		t.Errorf("fabric node id 40000: %v", err)

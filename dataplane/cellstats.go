@@ -32,6 +32,10 @@ type CellsSnapshot struct {
 	CopyFails uint64 `json:"copy_fails,omitempty"`
 	// PreCredit is each VOQ's standing pre-credit in bytes (with credits).
 	PreCredit int `json:"pre_credit_bytes"`
+	// LossBounds are the loss classes' bounds (none: classes off);
+	// ClassMap[tc] the loss class of traffic class tc.
+	LossBounds []float64 `json:"loss_bounds,omitempty"`
+	ClassMap   []uint8   `json:"class_map,omitempty"`
 
 	Links []CellLinkSnapshot `json:"links"`
 	Hosts []CellHostSnapshot `json:"hosts,omitempty"`
@@ -99,6 +103,14 @@ type CellLinkSnapshot struct {
 	RxBytes  uint64 `json:"rx_bytes"`
 	RxCells  uint64 `json:"rx_cells"`
 	RxCtrl   uint64 `json:"rx_ctrl"`
+	// With loss classes: the class the link serves (the worse of the two
+	// ends' measurements; the loosest while either is unmeasured), this
+	// end's and the peer's measurement (0: none yet), and the cell bytes
+	// sent per loss class (index k-1: class k).
+	Class         uint8    `json:"loss_class,omitempty"`
+	MeasuredClass uint8    `json:"measured_class,omitempty"`
+	PeerClass     uint8    `json:"peer_class,omitempty"`
+	TxClassBytes  []uint64 `json:"tx_class_bytes,omitempty"`
 	// LG is the link layer under the cells (nil with --link-mode none).
 	LG *CellLinkLG `json:"link_layer,omitempty"`
 }
@@ -134,6 +146,12 @@ func newCellStats(d *Dataplane) *CellStats {
 			c.PreCredit = max(cc.PreCredit, 0)
 		}
 	}
+	if lc := &cc.classes; lc.On() {
+		c.LossBounds = lc.Bounds
+		for tc := range cellify.Classes {
+			c.ClassMap = append(c.ClassMap, uint8(lc.For(cellify.Class(tc))))
+		}
+	}
 	names := d.cfg.portNames()
 	c.Links = make([]CellLinkSnapshot, len(ps.Links))
 	for l, port := range ps.Links {
@@ -153,6 +171,7 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 	c := s.snap
 	c.Links = slices.Clone(c.Links)
 	for i := range c.Links {
+		c.Links[i].TxClassBytes = slices.Clone(c.Links[i].TxClassBytes)
 		if g := c.Links[i].LG; g != nil {
 			v := *g
 			c.Links[i].LG = &v

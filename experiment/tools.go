@@ -188,10 +188,10 @@ type udpResult struct {
 	OutOfOrder int `json:"out_of_order"`
 }
 
-// udpRun runs iperf3 UDP from h1 to h2 at rate for d (whole seconds);
-// during, if not nil, runs on its own goroutine meanwhile, and udpRun
-// waits for it.
-func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duration, during func()) (udpResult, error) {
+// udpRun runs iperf3 UDP from h1 to h2 at rate for d (whole seconds),
+// with extra iperf3 client arguments (e.g. --dscp 46); during, if not
+// nil, runs on its own goroutine meanwhile, and udpRun waits for it.
+func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duration, during func(), extra ...string) (udpResult, error) {
 	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", strconv.Itoa(port))
 	if err != nil {
 		return udpResult{}, err
@@ -205,8 +205,9 @@ func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duratio
 	}
 	// A 2 MB socket buffer on both ends: with iperf3's default a receiver
 	// not scheduled for 10 ms on a busy machine drops datagrams.
-	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", "-c", H2Addr, "-p", strconv.Itoa(port), "-u", "-l", "1200", "-w", "2M",
-		"-b", strconv.FormatFloat(rate, 'f', 0, 64), "-t", strconv.Itoa(int(d.Seconds())), "-J", "--connect-timeout", "3000")
+	args := []string{"-c", H2Addr, "-p", strconv.Itoa(port), "-u", "-l", "1200", "-w", "2M",
+		"-b", strconv.FormatFloat(rate, 'f', 0, 64), "-t", strconv.Itoa(int(d.Seconds())), "-J", "--connect-timeout", "3000"}
+	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.Output()
 	<-done

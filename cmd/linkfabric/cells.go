@@ -32,6 +32,7 @@ over every usable link and schedules them with credits from the egress port.
              off) against forward
   failover   a bundle link cut under UDP load, cells over lg against bare cells
   gray       bursty loss on bundle links: UDP loss and TCP goodput over lg
+  classes    loss classes (RAIL) on the bundle: DSCP EF stays on the clean link
   incast     two sources into one port on fabric3 (Stardust §5.4), credits on
              and off
   pushpull   a congested port beside an uncongested one on fabric3 (Stardust §5.2)
@@ -46,7 +47,7 @@ remove it all at the end (also on Ctrl-C). They need root.`,
   sudo linkfabric cells incast --runs 3`,
 	}
 	cmd.AddCommand(cellsSimCmd(), cellsPackCmd(), cellsBalanceCmd(), cellsElephantsCmd(), cellsLatencyCmd(),
-		cellsFailoverCmd(), cellsGrayCmd())
+		cellsFailoverCmd(), cellsGrayCmd(), cellsClassesCmd())
 	cellsAddFabricCmds(cmd)
 	return cmd
 }

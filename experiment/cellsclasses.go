@@ -1,0 +1,391 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+)
+
+// Arms of `linkfabric cells classes`: cells over monitor links with loss
+// classes (DSCP EF bound to class 1), and bare cells sprayed over every
+// link (no protection: RAIL's baseline; monitor alone would exclude the
+// gray links, at its 1e-3 default).
+const (
+	ClassesArmOn  = "classes"
+	ClassesArmOff = "none"
+)
+
+// classesDSCP is the DSCP of the class-1 flow: EF (46), class selector 5,
+// bound to loss class 1 by classesMap.
+const (
+	classesDSCP = 46
+	classesMap  = "5=1"
+)
+
+// CellsClassesConfig sizes `linkfabric cells classes`: RAIL's loss classes
+// on the bundle, one clean link and gray ones.
+type CellsClassesConfig struct {
+	Arms     []string      `json:"arms"`
+	Runs     int           `json:"runs"`
+	Duration time.Duration `json:"duration"` // the two UDP flows, whole seconds
+	Loss     float64       `json:"loss"`     // on each gray link, both directions
+	Burst    float64       `json:"burst"`    // mean loss burst (1: Bernoulli)
+	Gray     []int         `json:"gray_links"`
+	Rate     float64       `json:"udp_rate_bps"` // each flow
+	Seed     uint64        `json:"seed"`
+	// Settle bounds the wait for the links' classes (measured by the
+	// monitor from cells and REACHes: about a second).
+	Settle time.Duration `json:"settle"`
+
+	ReachInterval time.Duration `json:"reach_interval"`
+	ReachTh       int           `json:"reach_th"`
+	ReasmTimeout  time.Duration `json:"reasm_timeout"`
+	RunArgs       []string      `json:"run_args,omitempty"`
+}
+
+// Normalize fills defaults and checks the configuration (no system access).
+func (c *CellsClassesConfig) Normalize() error {
+	if len(c.Arms) == 0 {
+		c.Arms = []string{ClassesArmOn, ClassesArmOff}
+	}
+	for _, a := range c.Arms {
+		if a != ClassesArmOn && a != ClassesArmOff {
+			return fmt.Errorf("cells classes: arm %q: want %s or %s", a, ClassesArmOn, ClassesArmOff)
+		}
+	}
+	if c.Runs <= 0 {
+		c.Runs = 3
+	}
+	if c.Duration == 0 {
+		c.Duration = 4 * time.Second
+	}
+	if c.Duration < time.Second {
+		return fmt.Errorf("cells classes: --duration %v: iperf3 needs at least 1s", c.Duration)
+	}
+	if c.Loss == 0 {
+		c.Loss = 1e-2
+	}
+	if c.Burst == 0 {
+		c.Burst = 1
+	}
+	if len(c.Gray) == 0 {
+		c.Gray = []int{1, 2, 3}
+	}
+	for _, l := range c.Gray {
+		if l < 0 || l >= len(bundleLinks) {
+			return fmt.Errorf("cells classes: --gray %d: the bundle has links 0-3", l)
+		}
+	}
+	if len(c.Gray) == len(bundleLinks) {
+		return fmt.Errorf("cells classes: --gray names every link: class 1 needs a clean one")
+	}
+	if err := bpf.Loss(c.Loss, c.Burst, 1).Validate(); err != nil {
+		return fmt.Errorf("cells classes: --loss %g --burst %g: %w", c.Loss, c.Burst, err)
+	}
+	if c.Loss <= 1e-3 || c.Loss > 1e-1 {
+		return fmt.Errorf("cells classes: --loss %g: the gray links must fall in class 3 (above 1e-3, at most 1e-1)", c.Loss)
+	}
+	if c.Rate == 0 {
+		c.Rate = 100e6
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Settle == 0 {
+		c.Settle = 20 * time.Second
+	}
+	return c.cells(ClassesArmOff).normalize("cells classes")
+}
+
+func (c *CellsClassesConfig) cells(arm string) *cellsRunConfig {
+	r := &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
+	if arm == ClassesArmOn {
+		r.RunArgs = append(slices.Clone(c.RunArgs), "--loss-classes", "default", "--class-map", classesMap)
+	}
+	return r
+}
+
+// ClassesLink is one bundle link of sw1 (h1→h2) in one run.
+type ClassesLink struct {
+	Name string `json:"name"`
+	Gray bool   `json:"gray"`
+	// Class: the loss class sw1 gave the link when the flows started
+	// (0: classes off); ClassBytes[k-1]: cell bytes of loss class k sent
+	// on it during the flows; Bytes all of them.
+	Class      uint8    `json:"loss_class,omitempty"`
+	ClassBytes []uint64 `json:"class_bytes,omitempty"`
+	Bytes      uint64   `json:"tx_bytes"`
+}
+
+// CellsClassesRun is one run of one arm.
+type CellsClassesRun struct {
+	Arm string `json:"arm"`
+	Run int    `json:"run"`
+	// Class1 is the flow with DSCP EF (bound to class 1), Class3 the one
+	// without (the loosest class), at the same time.
+	Class1 udpResult `json:"class1"`
+	Class3 udpResult `json:"class3"`
+	// SettleMs: how long the links took to show their classes.
+	SettleMs float64       `json:"settle_ms"`
+	Links    []ClassesLink `json:"links"`
+	// Class1GrayBytes: class-1 cell bytes on the gray links (target 0;
+	// counted only with classes on).
+	Class1GrayBytes uint64 `json:"class1_gray_bytes"`
+	LinkDropped     uint64 `json:"link_dropped"`
+	Error           string `json:"error,omitempty"`
+}
+
+// CellsClassesResult is `linkfabric cells classes`'s report.
+type CellsClassesResult struct {
+	Config CellsClassesConfig `json:"config"`
+	Kernel string             `json:"kernel"`
+	CPUs   int                `json:"cpus"`
+	Date   time.Time          `json:"date"`
+	Runs   []CellsClassesRun  `json:"runs"`
+	// Summary: per arm the medians <arm>_class1_loss and _class3_loss
+	// (fractions of the datagrams); for the classes arm
+	// classes_class1_gray_bytes (the most in any run) and check: no
+	// class-1 byte on a gray link and no class-1 datagram lost in any run.
+	Summary map[string]any `json:"summary"`
+}
+
+// classesStats is the part of /stats.json the experiment reads.
+type classesStats struct {
+	Cells struct {
+		Links []struct {
+			Name         string   `json:"name"`
+			Class        uint8    `json:"loss_class"`
+			TxBytes      uint64   `json:"tx_bytes"`
+			TxClassBytes []uint64 `json:"tx_class_bytes"`
+		} `json:"links"`
+	} `json:"cells"`
+}
+
+// CellsClasses runs, per run and arm on fresh dataplanes, two UDP flows
+// from h1 to h2 at once over the bundle whose gray links lose cfg.Loss in
+// both directions: one with DSCP EF (class 1 in the classes arm) and one
+// without.
+func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsClassesResult, error) {
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	res := &CellsClassesResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	total := len(cfg.Arms) * cfg.Runs
+	e.progress("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
+		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, classesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
+		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
+	tb, err := e.upBundle()
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Down()
+	i := 0
+	for run := 1; run <= cfg.Runs; run++ {
+		for _, arm := range cfg.Arms {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			i++
+			r := e.classesOnce(ctx, arm, run, &cfg)
+			res.Runs = append(res.Runs, r)
+			e.progress("cells classes: [%d/%d] %s run %d: %s", i, total, arm, run, r.line())
+		}
+	}
+	res.summarize()
+	return res, nil
+}
+
+func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsClassesConfig) (r CellsClassesRun) {
+	r = CellsClassesRun{Arm: arm, Run: run}
+	fail := func(err error) CellsClassesRun {
+		r.Error = err.Error()
+		return r
+	}
+	linkMode := "monitor"
+	if arm == ClassesArmOff {
+		linkMode = "none"
+	}
+	dp, err := e.startBundleCells(ctx, cfg.cells(arm), linkMode)
+	if err != nil {
+		return fail(err)
+	}
+	defer dp.Stop()
+	gray := map[string]bool{}
+	for _, l := range cfg.Gray {
+		gray[bundleLinks[l]] = true
+		for k, sw := range []string{"sw1", "sw2"} {
+			imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(10*run+2*l+k))
+			if err := e.impairDev(sw, bundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	start := time.Now()
+	before, err := e.waitClasses(ctx, arm, gray, cfg.Settle)
+	if err != nil {
+		return fail(err)
+	}
+	r.SettleMs = float64(time.Since(start).Microseconds()) / 1000
+	var c3err error
+	r.Class1, err = e.udpRun(ctx, 5311, cfg.Rate, cfg.Duration, func() {
+		r.Class3, c3err = e.udpRun(ctx, 5312, cfg.Rate, cfg.Duration, nil)
+	}, "--dscp", fmt.Sprint(classesDSCP))
+	if err == nil {
+		err = c3err
+	}
+	if err != nil {
+		return fail(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a statistics publication after the flows
+	var after classesStats
+	if err := FetchStats(ctx, e.NS("sw1"), &after); err != nil {
+		return fail(err)
+	}
+	for j, l := range after.Cells.Links {
+		b := before.Cells.Links[j]
+		cl := ClassesLink{Name: l.Name, Gray: gray[l.Name], Class: b.Class, Bytes: l.TxBytes - b.TxBytes}
+		for k := range l.TxClassBytes {
+			if k < len(b.TxClassBytes) {
+				cl.ClassBytes = append(cl.ClassBytes, l.TxClassBytes[k]-b.TxClassBytes[k])
+			}
+		}
+		if cl.Gray && len(cl.ClassBytes) > 0 {
+			r.Class1GrayBytes += cl.ClassBytes[0]
+		}
+		r.Links = append(r.Links, cl)
+	}
+	for _, l := range cfg.Gray {
+		e.impairDev("sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+			st, err := im.ImpairStats()
+			r.LinkDropped += st.Dropped
+			return err
+		})
+	}
+	if err := dp.Alive(); err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+// waitClasses waits until sw1 shows the gray links in class 3 and the
+// others in class 1 (arm classes; the other arm waits for nothing) and
+// returns sw1's statistics then.
+func (e *Env) waitClasses(ctx context.Context, arm string, gray map[string]bool, limit time.Duration) (classesStats, error) {
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var s classesStats
+	for {
+		err := FetchStats(wctx, e.NS("sw1"), &s)
+		ok := err == nil && len(s.Cells.Links) == len(bundleLinks)
+		for _, l := range s.Cells.Links {
+			want := uint8(1)
+			if gray[l.Name] {
+				want = 3
+			}
+			ok = ok && (arm != ClassesArmOn || l.Class == want)
+		}
+		if ok {
+			return s, nil
+		}
+		select {
+		case <-wctx.Done():
+			return s, fmt.Errorf("sw1: the links' loss classes did not settle within %v (gray links in class 3, the others in class 1): %+v", limit, s.Cells.Links)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (r *CellsClassesRun) line() string {
+	if r.Error != "" {
+		return "error: " + r.Error
+	}
+	line := fmt.Sprintf("class-1 flow %d/%d lost, %d out of order; class-3 flow %d/%d lost; %d frames dropped by the gray links at sw2",
+		r.Class1.Lost, r.Class1.Packets, r.Class1.OutOfOrder, r.Class3.Lost, r.Class3.Packets, r.LinkDropped)
+	var links []string
+	for _, l := range r.Links {
+		gray := map[bool]string{true: ", gray"}[l.Gray]
+		if l.Class == 0 {
+			links = append(links, fmt.Sprintf("%s%s %d", l.Name, gray, l.Bytes))
+		} else {
+			links = append(links, fmt.Sprintf("%s (class %d%s) %v", l.Name, l.Class, gray, l.ClassBytes))
+		}
+	}
+	if r.Arm != ClassesArmOn {
+		return line + "; bytes sent per link: " + strings.Join(links, "; ")
+	}
+	return fmt.Sprintf("%s; class-1 bytes on gray links %d; classes after %.0f ms; bytes sent per link and loss class: %s",
+		line, r.Class1GrayBytes, r.SettleMs, strings.Join(links, "; "))
+}
+
+func lossFrac(u udpResult) float64 {
+	if u.Packets == 0 {
+		return 0
+	}
+	return float64(u.Lost) / float64(u.Packets)
+}
+
+func (res *CellsClassesResult) summarize() {
+	s := map[string]any{}
+	for _, arm := range res.Config.Arms {
+		var l1, l3, gb []float64
+		lost1 := 0
+		for _, r := range res.Runs {
+			if r.Arm != arm || r.Error != "" {
+				continue
+			}
+			l1, l3 = append(l1, lossFrac(r.Class1)), append(l3, lossFrac(r.Class3))
+			gb = append(gb, float64(r.Class1GrayBytes))
+			lost1 += r.Class1.Lost
+		}
+		s[arm+"_runs"] = len(l1)
+		if len(l1) == 0 {
+			continue
+		}
+		s[arm+"_class1_loss"], s[arm+"_class3_loss"] = Median(l1), Median(l3)
+		if arm == ClassesArmOn {
+			s[arm+"_class1_gray_bytes"] = slices.Max(gb)
+			s["check"] = len(l1) == res.Config.Runs && slices.Max(gb) == 0 && lost1 == 0
+		}
+	}
+	res.Summary = s
+}
+
+// Text is the table.
+func (res *CellsClassesResult) Text() string {
+	var b strings.Builder
+	c := res.Config
+	fmt.Fprintf(&b, "cells classes: bundle, links %v gray (loss %g, mean burst %g, both directions), the rest clean; two UDP flows of %.0f Mbit/s at once for %v: DSCP %d (class 1 with classes) and DSCP 0 (class 3); %d runs (medians)\n\n",
+		c.Gray, c.Loss, c.Burst, c.Rate/1e6, c.Duration, classesDSCP, c.Runs)
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "arm\tclass-1 flow loss\tclass-3 flow loss\tclass-1 bytes on gray links (max)\t")
+	s := res.Summary
+	for _, arm := range c.Arms {
+		if s[arm+"_runs"] == 0 {
+			fmt.Fprintf(w, "%s\t-\t-\t-\t\n", arm)
+			continue
+		}
+		gb := "not counted"
+		if v, ok := s[arm+"_class1_gray_bytes"].(float64); ok {
+			gb = fmt.Sprintf("%.0f", v)
+		}
+		fmt.Fprintf(w, "%s\t%.2g\t%.2g\t%s\t\n", arm, s[arm+"_class1_loss"], s[arm+"_class3_loss"], gb)
+	}
+	w.Flush()
+	if ok, found := s["check"].(bool); found {
+		fmt.Fprintf(&b, "\ncheck (classes: no class-1 byte on a gray link, no class-1 datagram lost, every run): %v\n", map[bool]string{true: "met", false: "MISSED"}[ok])
+	}
+	fmt.Fprintln(&b, "\nruns:")
+	for _, r := range res.Runs {
+		fmt.Fprintf(&b, "  %-7s %d: %s\n", r.Arm, r.Run, r.line())
+	}
+	return b.String()
+}
