@@ -45,6 +45,10 @@ type BuiltinConfig struct {
 	// before connect(), and the listener, whose accepted sockets inherit
 	// it); "" = the namespace default.
 	CongestionControl string
+	// DSCP marks both directions of every flow (0: none), e.g. for the
+	// loss classes of a cell fabric (a DSCP's class selector, DSCP/8, is
+	// its traffic class).
+	DSCP int
 	// Nagle leaves Nagle's algorithm on. Default false: TCP_NODELAY is set
 	// on both ends so a flow's last partial segment is never held back.
 	Nagle bool
@@ -66,6 +70,9 @@ func (c *BuiltinConfig) defaults() error {
 	if c.ServerAddr == "" {
 		return errors.New("fct: ServerAddr is required")
 	}
+	if c.DSCP < 0 || c.DSCP > 63 {
+		return fmt.Errorf("fct: DSCP %d: want 0..63", c.DSCP)
+	}
 	if len(c.Sizes) == 0 || c.FlowsPerSize <= 0 {
 		return errors.New("fct: need at least one size and FlowsPerSize > 0")
 	}
@@ -77,22 +84,30 @@ func (c *BuiltinConfig) defaults() error {
 	return nil
 }
 
-func ccControl(cc string) func(network, address string, c syscall.RawConn) error {
+// sockControl sets TCP_CONGESTION cc (unless "") and the IP DSCP (unless
+// 0) on a socket before it connects or listens. A listener's DSCP goes to
+// its SYN-ACKs and to the sockets it accepts, so both directions of a flow
+// carry it.
+func sockControl(cc string, dscp int) func(network, address string, c syscall.RawConn) error {
 	return func(network, address string, c syscall.RawConn) error {
-		if cc == "" {
-			return nil
-		}
 		var serr error
 		err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
+			if cc != "" {
+				if serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc); serr != nil {
+					serr = fmt.Errorf("fct: TCP_CONGESTION %q: %w", cc, serr)
+					return
+				}
+			}
+			if dscp != 0 {
+				if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, dscp<<2); serr != nil {
+					serr = fmt.Errorf("fct: IP_TOS (DSCP %d): %w", dscp, serr)
+				}
+			}
 		})
 		if err != nil {
 			return err
 		}
-		if serr != nil {
-			return fmt.Errorf("fct: TCP_CONGESTION %q: %w", cc, serr)
-		}
-		return nil
+		return serr
 	}
 }
 
@@ -226,7 +241,7 @@ func RunBuiltin(ctx context.Context, cfg BuiltinConfig) ([]Flow, error) {
 	}
 	srv.bufs.New = func() any { b := make([]byte, 256<<10); return &b }
 	err := inNS(cfg.ServerNS, func() error {
-		lc := net.ListenConfig{Control: ccControl(cfg.CongestionControl)}
+		lc := net.ListenConfig{Control: sockControl(cfg.CongestionControl, cfg.DSCP)}
 		ln, err := lc.Listen(context.Background(), "tcp4", cfg.ServerAddr)
 		srv.ln = ln
 		return err
@@ -348,7 +363,7 @@ func runClientFlow(ctx context.Context, cfg *BuiltinConfig, srv *builtinServer, 
 	f.Start = time.Now()
 	startNs := int64(f.Start.Sub(srv.base))
 	deadline := f.Start.Add(cfg.Timeout)
-	d := net.Dialer{Deadline: deadline, Control: ccControl(cfg.CongestionControl)}
+	d := net.Dialer{Deadline: deadline, Control: sockControl(cfg.CongestionControl, cfg.DSCP)}
 	fail := func(err error) (Flow, bool) {
 		if interrupted(ctx) {
 			return f, false

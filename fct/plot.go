@@ -194,3 +194,54 @@ func (logTicks125) Ticks(min, max float64) []plot.Tick {
 	}
 	return ts
 }
+
+// BarSeries is one arm of a grouped bar chart: a value per group.
+type BarSeries struct {
+	Name   string
+	Values []float64 // per group; NaN: no bar
+}
+
+// PlotBars draws a grouped bar chart (RAIL's Figure 17 in shape: one group
+// per flow-size bin, one bar per arm) with a dashed reference line at ref
+// (0: none), and saves it to path (format from the extension).
+func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, ref float64) error {
+	if len(groups) == 0 || len(series) == 0 {
+		return errors.New("fct: nothing to plot")
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	w := vg.Points(min(60/float64(len(series)), 14))
+	ymax := ref
+	for i, s := range series {
+		v := make(plotter.Values, len(groups))
+		for g := range groups {
+			if g < len(s.Values) && !math.IsNaN(s.Values[g]) {
+				v[g] = s.Values[g]
+				ymax = max(ymax, v[g])
+			}
+		}
+		b, err := plotter.NewBarChart(v, w)
+		if err != nil {
+			return fmt.Errorf("fct: bars %s: %w", s.Name, err)
+		}
+		b.Color = plotutil.Color(i)
+		b.LineStyle.Width = vg.Length(0)
+		b.Offset = w * vg.Length(float64(i)-float64(len(series)-1)/2)
+		p.Add(b)
+		p.Legend.Add(s.Name, b)
+	}
+	if ref > 0 {
+		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: ref}, {X: float64(len(groups)) - 0.5, Y: ref}})
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+	}
+	p.NominalX(groups...)
+	p.Y.Min, p.Y.Max = 0, ymax*1.4 // room for the legend
+	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+}

@@ -299,3 +299,18 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("progress output %q", b.String())
 	}
 }
+
+func TestPlotBars(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bars.png")
+	err := PlotBars(path, "FCT normalised", "mean FCT / no loss", []string{"10KB", "100KB", "1MB"},
+		[]BarSeries{{Name: "none", Values: []float64{1.5, 2, math.NaN()}}, {Name: "lg", Values: []float64{1.02, 1.01, 1.05}}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+		t.Fatalf("%v %v", st, err)
+	}
+	if PlotBars(path, "", "", nil, nil, 1) == nil {
+		t.Fatal("an empty chart was drawn")
+	}
+}

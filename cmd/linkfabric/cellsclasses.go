@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -38,12 +37,9 @@ datagram lost, in every run.`,
 				return err
 			}
 			cfg.Arms = splitList(arms)
-			for _, p := range splitList(gray) {
-				v, err := strconv.Atoi(p)
-				if err != nil {
-					return fmt.Errorf("--gray: %q is not a link number (0-3)", p)
-				}
-				cfg.Gray = append(cfg.Gray, v)
+			var err error
+			if cfg.Gray, err = parseInts(gray); err != nil {
+				return fmt.Errorf("--gray: %w", err)
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/spf13/cobra"
 )
 
@@ -18,7 +19,115 @@ func fecCmd() *cobra.Command {
 every n data frames, n from a residual-loss target, or every frame sent k times.`,
 		Example: `  linkfabric fec residual --sim`,
 	}
-	cmd.AddCommand(fecResidualCmd())
+	cmd.AddCommand(fecResidualCmd(), fecFCTCmd())
+	return cmd
+}
+
+func fecFCTCmd() *cobra.Command {
+	var (
+		cfg                                      experiment.FECFCTConfig
+		arms, sizes, flows, gray, short, runArgs string
+		prefix, outDir                           string
+		asJSON                                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fct",
+		Short: "RAIL's Figure 17 on the bundle: FCT per size bin with gray links, normalised to no loss, for no protection, loss classes (± XOR), lg and cells over lg",
+		Long: `fct builds the bundle testbed (h1 — sw1 ═4 links═ sw2 — h2) with link0 clean and
+the --gray links losing --loss (sw1 → sw2, the XDP impairment stage of sw2), and
+for each arm and run starts fresh dataplanes twice, once with the gray links
+clean and once lossy, and runs TCP flows of each --size from h1 to h2 (the builtin
+FCT tool, one connection per flow, back to back; the paper's TCP settings).
+Flows up to --short carry DSCP EF (46) in both directions, longer ones DSCP 0.
+
+  none         bare cells sprayed over every link: no protection
+  classes      loss classes (--loss-classes default --class-map 5=1) over
+               --link-mode monitor: flows up to --short stay on class 1 (link0),
+               longer ones use every link (class 3), unprotected
+  classes-xor  the same over --link-mode fec --fec-target: XOR parity on every link
+  lg           LinkGuardian alone (--mode lg) on the first gray link, no cells
+  cells-lg     cells over --link-mode lg on every link
+
+It reports, per arm and size bin, the median over runs of each run's lossy mean
+and p99 FCT over its clean run (same arm, same run: what the loss costs under that
+protection) and the clean mean FCT, and checks that classes-xor and lg stay within
+1.1× in every bin (exit status 1 if not). --out gets fec-fct.json, flows.csv and
+fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
+		Example: `  linkfabric fec fct
+  linkfabric fec fct --runs 1 --arms none,classes,lg --size 10KB,1MB --flows 100,20`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("fec fct"); err != nil {
+				return err
+			}
+			cfg.Arms = splitList(arms)
+			var err error
+			if cfg.Sizes, err = fct.ParseSizes(sizes); err != nil {
+				return err
+			}
+			if cfg.Flows, err = parseInts(flows); err != nil {
+				return fmt.Errorf("--flows: %w", err)
+			}
+			if cfg.Gray, err = parseInts(gray); err != nil {
+				return fmt.Errorf("--gray: %w", err)
+			}
+			if short != "" {
+				s, err := fct.ParseSizes(short)
+				if err != nil || len(s) != 1 {
+					return fmt.Errorf("--short %q: want one size like 100KB", short)
+				}
+				cfg.Short = s[0]
+			}
+			cfg.RunArgs = strings.Fields(runArgs)
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: prefix, Log: log}
+			res, err := env.FECFCT(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			var files []string
+			if outDir != "" {
+				if files, err = res.WriteFiles(outDir); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				if err := printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Print(res.Text())
+				if len(files) > 0 {
+					fmt.Printf("\nwritten: %s\n", strings.Join(files, " "))
+				}
+			}
+			for _, arm := range []string{"classes_xor", "lg"} {
+				if ok, found := res.Summary["check_"+arm].(bool); found && !ok {
+					return fmt.Errorf("fec fct: check missed for %s (see the table)", arm)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&arms, "arms", strings.Join(experiment.FECFCTArms, ","), "arms, comma-separated: "+strings.Join(experiment.FECFCTArms, ", "))
+	f.IntVar(&cfg.Runs, "runs", 3, "runs (the tables show medians)")
+	f.StringVar(&sizes, "size", "10KB,100KB,1MB,10MB", "flow sizes (the bins), comma-separated")
+	f.StringVar(&flows, "flows", "", "flows per size: one count, or one per size (default 200,100,30,8 for the default sizes)")
+	f.IntVar(&cfg.Warmup, "warmup", 2, "discarded warm-up flows per size")
+	f.Float64Var(&cfg.Loss, "loss", 1e-2, "loss rate of each gray link, sw1 → sw2 (above 1e-3 and at most 1e-1: loss class 3)")
+	f.Float64Var(&cfg.Burst, "burst", 1, "mean loss burst, frames (1: Bernoulli)")
+	f.StringVar(&gray, "gray", "1,2,3", "the gray links (1-3; link0 stays clean)")
+	f.StringVar(&short, "short", "100KB", "flows up to this size carry DSCP EF (class 1 in the classes arms)")
+	f.Float64Var(&cfg.FECTarget, "fec-target", 1e-3, "classes-xor: the residual loss target that sets n")
+	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
+	f.DurationVar(&cfg.Timeout, "flow-timeout", 0, "a flow not complete by then counts as failed (default 30s)")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both switches")
+	f.StringVar(&prefix, "prefix", "lffct17", "testbed prefix")
+	f.StringVar(&outDir, "out", "out/fec-fct", "write fec-fct.json, flows.csv and the PNGs here ('' to skip)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of the tables")
 	return cmd
 }
 
