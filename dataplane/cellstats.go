@@ -155,6 +155,10 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 	for i := range c.Links {
 		if g := c.Links[i].LG; g != nil {
 			v := *g
+			if g.FEC != nil {
+				f := *g.FEC
+				v.FEC = &f
+			}
 			c.Links[i].LG = &v
 		}
 	}

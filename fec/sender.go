@@ -151,6 +151,15 @@ func (s *Sender) N() int { return s.pending }
 // Copies returns the transmissions per data frame.
 func (s *Sender) Copies() int { return s.cfg.Copies }
 
+// Held returns the buffers the Sender holds between calls: the open
+// group's parity frame (0 or 1).
+func (s *Sender) Held() int {
+	if s.count > 0 && s.parOK {
+		return 1
+	}
+	return 0
+}
+
 // Next returns the sequence number the next data frame gets.
 func (s *Sender) Next() seqhdr.Seq { return s.next }
 
