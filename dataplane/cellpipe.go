@@ -173,6 +173,15 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Reach.MaxEdges = CellMaxEdges
 	nc.Reach.Interval = int64(cc.ReachInterval)
 	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
+	if cc.LinkMode == "fec" {
+		// The links' measured loss is the raw loss (before recovery), and
+		// coding is there to carry cells over lossy links: a link is
+		// faulty only from where the link policy stops coding (10 % by
+		// default), not from the bare default meant for unprotected links.
+		if lim := d.cfg.FEC.codingLimit(); lim > 0 {
+			nc.Reach.LossFaulty, nc.Reach.LossClear = lim, lim/10
+		}
+	}
 	nc.Reasm.Timeout = int64(cc.ReasmTimeout)
 	nc.Reasm.Window = defaultReasmWindow
 	if cc.reasmWindow > 0 {
