@@ -353,3 +353,88 @@ func hostileCellFEC(o *fuzzOps) []byte {
 	copy(b[15:22], o.bytes(7))
 	return b[:m]
 }
+
+// TestCellFECRestartAndDown: under --link-mode fec in memory, a link whose
+// interface goes down leaves the node's routes and its session waits;
+// traffic goes over the other link meanwhile, and the link comes back with
+// its interface. Edge 2 restarting (a new pipeline: new epoch, fresh
+// numbering) makes every link agree again (a session reset at edge 1), and
+// traffic flows again whole and in order.
+func TestCellFECRestartAndDown(t *testing.T) {
+	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *Config) { c.FEC.Fixed, c.FEC.N = true, 3 })
+	p.keep = true
+	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
+	p.step(t, 1000)
+	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
+	p.step(t, 1000)
+	seq := uint32(0)
+	burst := func(n int) {
+		p.delivered[1] = nil
+		for range n {
+			seq++
+			p.fromHost(t, 0, 0, hostFrame(2, 1, 200, seq))
+			p.step(t, 10_000)
+		}
+		for range 100 { // beyond the reassembly timeout: a restarted edge 2 resyncs edge 1's stream
+			p.step(t, int64(time.Millisecond))
+		}
+		if len(p.delivered[1]) != n {
+			for i, m := range p.n {
+				m.pl.publish()
+				s := m.pl.st.Snapshot()
+				for _, l := range s.Links {
+					t.Logf("node %d %s: usable %v %+v; fec sender %+v receiver %+v", i+1, l.Name, l.Usable, *l.LG, l.LG.FEC.Sender, l.LG.FEC.Receiver)
+				}
+				t.Logf("node %d: %+v %+v", i+1, s.Node, s.Reasm)
+			}
+			t.Fatalf("delivered %d of %d frames (up to %d)", len(p.delivered[1]), n, seq)
+		}
+		for k, b := range p.delivered[1] {
+			if got := binary.BigEndian.Uint32(b[14:]); got != seq-uint32(n)+uint32(k)+1 {
+				t.Fatalf("frame %d: seq %d", k, got)
+			}
+		}
+	}
+	burst(50)
+	setDown := func(down bool) {
+		for _, m := range p.n {
+			m.w.ports[m.pl.ps.Links[0]].downSince = 0
+			if down {
+				m.w.ports[m.pl.ps.Links[0]].downSince = 1
+			}
+		}
+	}
+	setDown(true)
+	p.step(t, 1000)
+	p.step(t, 1000)
+	p.n[0].pl.publish()
+	if s := p.n[0].pl.st.Snapshot(); s.Links[0].Usable || s.Links[0].LG.Session == "up" {
+		t.Fatalf("link0 down: usable %v, session %s", s.Links[0].Usable, s.Links[0].LG.Session)
+	}
+	burst(50)
+	setDown(false)
+	for range 100 {
+		p.step(t, int64(5*time.Millisecond))
+	}
+	p.n[0].pl.publish()
+	if s := p.n[0].pl.st.Snapshot(); !s.Links[0].Usable || s.Links[0].LG.Session != "up" {
+		t.Fatalf("link0 up again: usable %v, session %s", s.Links[0].Usable, s.Links[0].LG.Session)
+	}
+	burst(50)
+	before := p.n[0].pl.links[0].(*cellFEC).snd.Stats.Resets
+	// Edge 2 restarts.
+	pl, err := newCellPipeline(p.n[1].w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.n[1].pl = pl.(*cellPipeline)
+	for range 200 {
+		p.step(t, int64(5*time.Millisecond))
+	}
+	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0)) // edge 2 learns h1 again
+	p.step(t, 1000)
+	burst(50)
+	if after := p.n[0].pl.links[0].(*cellFEC).snd.Stats.Resets; after == before {
+		t.Errorf("edge 1 link0: %d session resets before and after edge 2 restarted", after)
+	}
+}
