@@ -41,12 +41,15 @@ type CellsConfig struct {
 	// retransmitted on loss, delivered in order per link; a link that
 	// leaves the usable set hands its un-ACKed cells back to the sprayer,
 	// so a link failure loses no packet), lgnb (the same, delivered as
-	// they come: the reassembly orders them anyway) or monitor (sequenced,
+	// they come: the reassembly orders them anyway), monitor (sequenced,
 	// not retransmitted: each link's loss rate is measured and a link above
-	// ReachConfig.LossFaulty leaves the usable set). All but none run the
-	// link session, which carries the node id; both ends need the same
-	// mode. LGConfig sizes and tunes the link layer (TxBuffer default
-	// defaultCellTxBuffer).
+	// ReachConfig.LossFaulty leaves the usable set) or fec (RAIL's XOR
+	// parity after every n cells, a single loss per group rebuilt, cells
+	// delivered as they come; n as Config.FEC says; the loss measured as
+	// monitor does; cells 22 bytes smaller, for the parity header:
+	// cellfec.go). All but none run the link session, which carries the
+	// node id; both ends need the same mode. LGConfig sizes and tunes the
+	// link layer (TxBuffer default defaultCellTxBuffer).
 	LinkMode string
 	// ReachInterval is the REACH period on every link (default 5 ms);
 	// ReachTh the intervals in a row without one that exclude a link
@@ -143,9 +146,9 @@ func (c *CellsConfig) defaults(edge bool) error {
 	switch c.LinkMode {
 	case "", "none":
 		c.LinkMode = "none"
-	case "monitor", "lg", "lgnb":
+	case "monitor", "lg", "lgnb", "fec":
 	default:
-		return fmt.Errorf("dataplane: --link-mode %q: want none, lg, lgnb or monitor", c.LinkMode)
+		return fmt.Errorf("dataplane: --link-mode %q: want none, lg, lgnb, monitor or fec", c.LinkMode)
 	}
 	if edge && int(c.NodeID) >= CellMaxEdges {
 		return fmt.Errorf("dataplane: --node-id %d: an edge's id must be 1..%d (its bit in the reachability bitmaps); fabric nodes take 1..65535", c.NodeID, CellMaxEdges-1)
@@ -201,7 +204,7 @@ func (c *CellsConfig) parseClasses() error {
 		}
 	}
 	if c.LinkMode == "none" {
-		return fmt.Errorf("dataplane: --loss-classes needs a link mode that measures each link's loss: --link-mode monitor (or lg, lgnb), on every node of the fabric")
+		return fmt.Errorf("dataplane: --loss-classes needs a link mode that measures each link's loss: --link-mode monitor (or lg, lgnb, fec), on every node of the fabric")
 	}
 	if err := cellify.ParseClassMap(c.ClassMap, len(c.classes.Bounds), &c.classes.Of); err != nil {
 		return fmt.Errorf("dataplane: --class-map: %w", err)

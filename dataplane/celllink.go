@@ -6,7 +6,6 @@ import (
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
-	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -39,33 +38,24 @@ import (
 // restarted) hands back what it would free. A cell that arrived twice is a
 // duplicate the reassembly drops.
 type cellLink struct {
-	pl   *cellPipeline
-	l    int
-	port int
-	ep   *linkguardian.Endpoint
-	sess *linksession.Session
-	scfg linksession.Config
-	rmon *lossmon.Monitor
+	cellSess
+	ep      *linkguardian.Endpoint
+	measure bool // the link's loss goes to the node (monitor, loss classes)
 
 	// q holds cells waiting for the credit window: a ring of len(q).
 	q           []cellify.Frame
 	qHead, qLen int
 	qBytes      int
-	lanes       int  // agreed lanes (1: no priority lane at the peer)
-	usable      bool // in the node's usable set, as last seen
-	excluded    bool // left the usable set; its cells not handed back yet
 	// Give-up: un-ACKed cells and no ACK progress for giveUp ns (the
 	// peer's receiver gets nothing: a one-way failure REACH cannot see).
-	acked        uint64
-	progressAt   int64 // last ACK progress, or nothing outstanding
-	ackAt        int64 // last ACK progress
-	giveUp       int64
-	gaveUp       bool
-	rmonAt       int64 // next loss measurement (monitor)
-	collisionLog int64 // last node-id collision logged
-	back         []cellify.Frame
-	taken        []linkguardian.Frame
-	handedTo     seqhdr.Seq // un-ACKed cells before it were handed back
+	acked      uint64
+	progressAt int64 // last ACK progress, or nothing outstanding
+	ackAt      int64 // last ACK progress
+	giveUp     int64
+	gaveUp     bool
+	back       []cellify.Frame
+	taken      []linkguardian.Frame
+	handedTo   seqhdr.Seq // un-ACKed cells before it were handed back
 
 	st CellLinkLG
 }
@@ -96,6 +86,15 @@ type CellLinkLG struct {
 	// NotAgreed: link frames dropped before the session agreed.
 	NotAgreed uint64  `json:"not_agreed"`
 	LossRate  float64 `json:"loss_rate,omitempty"`
+	// FEC is the coding with --link-mode fec (cellfec.go): the sender's n
+	// and copies in force and where they come from, its counters (data
+	// cells, parity frames), the receiver's (recovered, lost: never
+	// delivered), the loss measured each way and the link policy. The
+	// fields above then say: Sent data cells, LostSeen cells found missing,
+	// Recovered rebuilt from parity, GaveUp lost for good, LossRate the
+	// raw loss of what this end receives (before recovery), QueueDrops
+	// cells given to the link while its session was not up.
+	FEC *FECSnapshot `json:"fec,omitempty"`
 }
 
 // lgMem is the UMEM as linkguardian.Memory for a cell pipeline's links.
@@ -129,45 +128,19 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	d := pl.w.d
 	port := pl.ps.Links[l]
 	mac := d.all[port].mac
-	c := &cellLink{pl: pl, l: l, port: port, q: make([]cellify.Frame, d.cfg.LG.TxBuffer), lanes: len(d.all[port].socks),
-		giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
+	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: len(d.all[port].socks)},
+		q: make([]cellify.Frame, d.cfg.LG.TxBuffer), giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
 	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac), lgMem{pl})
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
-	c.scfg = linksession.Config{
-		LocalMAC: mac,
-		PeerMAC:  d.cfg.LG.PeerMAC,
-		Offer: linksession.Offer{
-			Window:  uint32(d.cfg.LG.credit),
-			Lanes:   uint8(c.lanes),
-			MTU:     uint16(min(pl.cellFrame, 1<<16-1)),
-			Speed:   uint32(max(d.cfg.LG.LinkSpeed/1_000_000, 1)),
-			Protect: linksession.Protect{Tx: true, Rx: true, RxMode: uint8(coreMode(Mode(d.cfg.Cells.LinkMode)))},
-		},
-		Node: d.cfg.Cells.NodeID,
-	}
-	if err := c.newSession(); err != nil {
+	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(coreMode(Mode(d.cfg.Cells.LinkMode)))}
+	if err := c.startSession(d.cfg.LG.credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
-	if d.cfg.Cells.LinkMode == "monitor" || d.cfg.Cells.classes.On() {
-		c.rmon, _ = lossmon.New(lossmon.Config{Window: int64(time.Second), MinSamples: 200})
-	}
+	c.measure = d.cfg.Cells.LinkMode == "monitor" || d.cfg.Cells.classes.On()
 	return c, nil
-}
-
-// newSession starts the link's session.
-func (c *cellLink) newSession() error {
-	s, err := linksession.New(c.scfg, lgLink{c})
-	if err != nil {
-		return err
-	}
-	c.sess = s
-	if c.pl.w.ports[c.port].downSince != 0 {
-		s.LinkDown(0)
-	}
-	return nil
 }
 
 // up reports whether the link may carry cells: its session is Up and its
@@ -195,14 +168,6 @@ func (c *cellLink) watchAcks(now int64) {
 		c.pl.w.d.cfg.Logger.Warn("cells: no ACK from the other end of this link; it is taken out and its cells go over the other links",
 			"dev", c.pl.w.d.all[c.port].Name, "unacked", s.Outstanding(), "waited", time.Duration(now-c.progressAt).String())
 	}
-}
-
-// ctrlLane is the lane of link control.
-func (c *cellLink) ctrlLane() int {
-	if c.lanes < 2 {
-		return laneData
-	}
-	return c.pl.prio[c.l]
 }
 
 // receive takes frames from the link: session frames to the session, the
@@ -233,71 +198,26 @@ func (c *cellLink) deliverUp(now int64) {
 	o.Deliver = o.Deliver[:0]
 }
 
+// sessionRx is cellSess.sessionRx with the endpoint's credit set from
+// the agreed window.
 func (c *cellLink) sessionRx(now int64, b []byte) {
-	ev := c.sess.Receive(now, b)
-	log := c.pl.w.d.cfg.Logger
-	name := c.pl.w.d.all[c.port].Name
-	if ev&linksession.EvNodeCollision != 0 {
-		c.st.NodeCollisions++
-		if c.collisionLog == 0 || now-c.collisionLog > int64(time.Second) {
-			c.collisionLog = now
-			log.Error("link session refused: the node at the other end of this link has this node's --node-id; give one of them another --node-id (unique in the fabric); the link carries nothing until then",
-				"dev", name, "node_id", c.scfg.Node)
-		}
-	}
-	a, _ := c.sess.Agreed()
+	ev := c.cellSess.sessionRx(now, b)
 	if ev&linksession.EvReset != 0 {
+		a, _ := c.sess.Agreed()
 		c.ep.S.SetCredit(min(int(a.Window), c.pl.w.d.cfg.LG.credit))
-		c.lanes = int(a.Lanes)
-	}
-	if ev&linksession.EvMismatch != 0 {
-		log.Error("link session: the peer's link layer does not fit this end's; run both ends with the same --link-mode", "dev", name)
-	}
-	if ev&linksession.EvUp != 0 {
-		log.Info("cells: link session up", "dev", name, "peer_node", a.PeerNode, "window", a.Window, "lanes", a.Lanes)
 	}
 }
 
 // poll runs the session (link state, HELLOs on the control lane) and the
 // endpoint's timers, hands deliveries up and returns the next deadline.
 func (c *cellLink) poll(now int64, tx *Tx) int64 {
-	pl := c.pl
-	down := pl.w.ports[c.port].downSince != 0
-	switch st := c.sess.State(); {
-	case down && st != linksession.Down:
-		c.sess.LinkDown(now)
-	case !down && st == linksession.Down:
-		c.sess.LinkUp(now)
-	}
-	next := c.sess.Poll(now)
-	for next <= now {
-		h, ok := lgMem{pl}.Alloc()
-		if !ok {
-			next = now + int64(minTimerSleep)
-			break
-		}
-		f := cellify.Frame{H: cellify.Handle(h), Len: seqhdr.MinFrameLen}
-		n := c.sess.Frame(now, pl.w.Bytes(uint64(h), seqhdr.MinFrameLen))
-		if n == 0 {
-			pl.release(tx, f)
-			break
-		}
-		tx.Send(c.port, c.ctrlLane(), uint64(h), n)
-		pl.release(tx, f)
-		next = c.sess.Poll(now)
-	}
+	next := c.sessionPoll(now, tx)
 	c.ep.Poll(now, c.qLen == 0)
 	c.deliverUp(now)
 	c.watchAcks(now)
-	if c.rmon != nil && now >= c.rmonAt {
-		c.rmonAt = now + int64(100*time.Millisecond)
-		// Cells, and the peer's REACHes by their counter: a link without
-		// data is measured too (200 REACHes a second at 5 ms).
-		rs, lr := &c.ep.R.Stats, pl.node.Reach().Link(c.l)
-		c.rmon.ObserveTotals(now, rs.DataRx+lr.ReachRx, rs.LostDetected+lr.ReachLost)
-		if rate, ok := c.rmon.Rate(now); ok {
+	if c.measure {
+		if rate, ok := c.lossRate(now, c.ep.R.Stats.DataRx, c.ep.R.Stats.LostDetected); ok {
 			c.st.LossRate = rate
-			pl.node.SetLoss(now, c.l, rate)
 		}
 	}
 	return min(next, c.ep.NextDeadline(now, c.qLen == 0))
@@ -413,10 +333,7 @@ func (c *cellLink) held() int {
 // snapshot fills s from the endpoint and session.
 func (c *cellLink) snapshot(s *CellLinkLG) {
 	*s = c.st
-	s.Session = c.sess.State().String()
-	if a, ok := c.sess.Agreed(); ok {
-		s.PeerNode = a.PeerNode
-	}
+	c.sessionSnapshot(s)
 	s.Queued = c.qLen
 	if ss := c.ep.S; ss != nil {
 		s.Unacked = ss.Outstanding()
@@ -426,6 +343,32 @@ func (c *cellLink) snapshot(s *CellLinkLG) {
 		s.LostSeen, s.Recovered, s.GaveUp = rs.Stats.LostDetected, rs.Stats.Recovered, rs.Stats.AckNoTimeouts+rs.Stats.ForcedSkips
 	}
 }
+
+// toLink takes the node's output for the link: control frames
+// unsequenced on the control lane, cells to the credit queue (counted and
+// dropped when it is full).
+func (c *cellLink) toLink(_ int64, lo *cellify.LinkOut, tx *Tx) {
+	pl := c.pl
+	for _, f := range lo.Ctrl {
+		if c.ep.PassCarried(linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len}) {
+			tx.Send(c.port, c.ctrlLane(), uint64(f.H), f.Len)
+			pl.pend[c.port] += f.Len
+		}
+		pl.release(tx, f)
+	}
+	for _, f := range lo.Cells {
+		if !c.push(f) {
+			c.st.QueueDrops++
+			pl.release(tx, f)
+		}
+	}
+}
+
+// queuedBytes is what waits in the credit queue.
+func (c *cellLink) queuedBytes() int { return c.qBytes }
+
+// ackedAfter reports whether the link had an ACK after t.
+func (c *cellLink) ackedAfter(t int64) bool { return c.ackAt > t }
 
 // release ends the pipeline's hold on f.
 func (pl *cellPipeline) release(tx *Tx, f cellify.Frame) {
@@ -449,7 +392,7 @@ func (pl *cellPipeline) copyFrame(f cellify.Frame) cellify.Frame {
 // ackedSince reports whether a link other than l had an ACK after t.
 func (pl *cellPipeline) ackedSince(l int, t int64) bool {
 	for k, c := range pl.links {
-		if k != l && c.ackAt > t {
+		if k != l && c.ackedAfter(t) {
 			return true
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -47,11 +46,14 @@ type cellPipeline struct {
 
 	prio []int  // per link: the lane of its control frames
 	up   []bool // per link: up as last reported to the node
-	// links run LinkGuardian and the session under the cells (celllink.go;
-	// nil with --link-mode none); copyFails counts cells handed back by a
+	// links run a link layer and its session under the cells (celllink.go,
+	// cellfec.go; nil with --link-mode none); copyFails counts cells handed back by a
 	// link that found no UMEM frame to be copied into.
-	links     []*cellLink
+	links     []cellLayer
 	copyFails uint64
+	// usable and excluded, per link under a link layer: in the node's
+	// usable set as last seen; left it, its cells not handed back yet.
+	usable, excluded []bool
 	// hostQ holds deliveries that found their host port's TX ring full
 	// (a reassembly hole filled releases a burst), per host port.
 	hostQ []hostQueue
@@ -171,6 +173,16 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Reach.MaxEdges = CellMaxEdges
 	nc.Reach.Interval = int64(cc.ReachInterval)
 	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
+	if cc.LinkMode == "fec" {
+		// The links' measured loss is the raw loss (before recovery), and
+		// coding is there to carry cells over lossy links: a link is
+		// faulty only from where the link policy stops coding (10 % by
+		// default), not from the bare default meant for unprotected links.
+		if lim := d.cfg.FEC.codingLimit(); lim > 0 {
+			nc.Reach.LossFaulty, nc.Reach.LossClear = lim, lim/10
+		}
+	}
+	// Loss classes exclude a link above the loosest class's bound.
 	nc.Reach.SetClasses(cc.classes)
 	nc.Reasm.Timeout = int64(cc.ReasmTimeout)
 	nc.Reasm.Window = defaultReasmWindow
@@ -199,9 +211,15 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		pl.hostQ[k].q = make([]cellify.Frame, hostQRings*pl.ring)
 	}
 	if cc.LinkMode != "none" {
-		pl.links = make([]*cellLink, len(ps.Links))
+		pl.links = make([]cellLayer, len(ps.Links))
+		pl.usable, pl.excluded = make([]bool, len(ps.Links)), make([]bool, len(ps.Links))
 		for l := range ps.Links {
-			if pl.links[l], err = newCellLink(pl, l); err != nil {
+			if cc.LinkMode == "fec" {
+				pl.links[l], err = newCellFEC(pl, l)
+			} else {
+				pl.links[l], err = newCellLink(pl, l)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -348,13 +366,13 @@ func (pl *cellPipeline) failovers(now int64) {
 		u := r.Link(l).Usable
 		switch {
 		case u:
-			c.excluded = false
-		case c.usable:
-			c.excluded = true
+			pl.excluded[l] = false
+		case pl.usable[l]:
+			pl.excluded[l] = true
 		}
-		c.usable = u
-		if c.excluded && usable&^(1<<l) != 0 {
-			c.excluded = false
+		pl.usable[l] = u
+		if pl.excluded[l] && usable&^(1<<l) != 0 {
+			pl.excluded[l] = false
 			c.failover(now)
 		}
 	}
@@ -373,7 +391,7 @@ func (pl *cellPipeline) backlogs() {
 func (pl *cellPipeline) queued(port, frameLen int) int {
 	b := pl.pend[port]
 	if l, ok := pl.ps.Link(port); ok && pl.links != nil {
-		b += pl.links[l].qBytes
+		b += pl.links[l].queuedBytes()
 	}
 	if k, ok := pl.ps.HostIndex(port); ok {
 		b += pl.hostQ[k].bytes
@@ -399,7 +417,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 		lo := &o.Link[l]
 		port := pl.ps.Links[l]
 		if pl.links != nil {
-			pl.toLink(pl.links[l], lo, tx)
+			pl.links[l].toLink(now, lo, tx)
 			continue
 		}
 		for _, f := range lo.Ctrl {
@@ -441,25 +459,6 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 	o.Reset()
 	for _, c := range pl.links {
 		c.pump(now, tx)
-	}
-}
-
-// toLink hands a link's output to its link layer: control frames
-// unsequenced on the control lane, cells to the credit queue (counted and
-// dropped when it is full).
-func (pl *cellPipeline) toLink(c *cellLink, lo *cellify.LinkOut, tx *Tx) {
-	for _, f := range lo.Ctrl {
-		if c.ep.PassCarried(linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len}) {
-			tx.Send(c.port, c.ctrlLane(), uint64(f.H), f.Len)
-			pl.pend[c.port] += f.Len
-		}
-		pl.release(tx, f)
-	}
-	for _, f := range lo.Cells {
-		if !c.push(f) {
-			c.st.QueueDrops++
-			pl.release(tx, f)
-		}
 	}
 }
 

@@ -24,6 +24,12 @@ type memNode struct {
 // (their frames 1500 bytes of MTU plus 16 on links) as id.
 func newMemNode(t testing.TB, id uint16, hosts, links int, cc CellsConfig) *memNode {
 	t.Helper()
+	return newMemNodeWith(t, id, hosts, links, cc, nil)
+}
+
+// newMemNodeWith is newMemNode with the configuration changed by with.
+func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, with func(*Config)) *memNode {
+	t.Helper()
 	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 1024})
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +42,9 @@ func newMemNode(t testing.TB, id uint16, hosts, links int, cc CellsConfig) *memN
 	}
 	for i := range links {
 		cfg.LinkPorts = append(cfg.LinkPorts, "link"+string(rune('0'+i)))
+	}
+	if with != nil {
+		with(&cfg)
 	}
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
@@ -82,6 +91,9 @@ type memPair struct {
 	keep      bool
 	now       int64
 	rx        [1]xdp.Desc
+	// lose, if set, drops the link frames it returns true for (node i's
+	// frame b on its way to the peer).
+	lose func(i int, b []byte) bool
 }
 
 // step polls both nodes at now and carries what they sent until nothing
@@ -107,6 +119,9 @@ func (p *memPair) step(t testing.TB, dt int64) {
 						if p.keep {
 							p.delivered[i] = append(p.delivered[i], append([]byte(nil), b...))
 						}
+						continue
+					}
+					if p.lose != nil && p.lose(i, b) {
 						continue
 					}
 					p.rx[0] = peer.put(t, b)
@@ -137,9 +152,14 @@ func (p *memPair) fromHost(t testing.TB, i, k int, b []byte) {
 }
 
 func newMemPair(t testing.TB, links int, cc CellsConfig) *memPair {
+	return newMemPairWith(t, links, cc, nil)
+}
+
+// newMemPairWith is newMemPair with the configuration changed by with.
+func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*Config)) *memPair {
 	p := &memPair{}
-	p.n[0] = newMemNode(t, 1, 1, links, cc)
-	p.n[1] = newMemNode(t, 2, 1, links, cc)
+	p.n[0] = newMemNodeWith(t, 1, 1, links, cc, with)
+	p.n[1] = newMemNodeWith(t, 2, 1, links, cc, with)
 	// Until REACH made the links usable both ways.
 	cc = p.n[0].pl.w.d.cfg.Cells // with the defaults filled in
 	for range 2*cc.ReachUp + 3 {
@@ -267,7 +287,7 @@ func TestCellsConfig(t *testing.T) {
 		{CellsConfig{CellSize: 8}, true, 1516, []string{"--cell-size 8", "below the cell header"}},
 		{CellsConfig{CellSize: most + 1}, true, 1516, []string{fmt.Sprintf("--cell-size %d", most+1), "link MTU 1516", fmt.Sprintf("at most %d", most)}},
 		{CellsConfig{Spray: "ecmp"}, true, 1516, []string{"--spray", "perm, p2c or hash"}},
-		{CellsConfig{LinkMode: "fec"}, true, 1516, []string{"--link-mode", "none, lg, lgnb or monitor"}},
+		{CellsConfig{LinkMode: "xor"}, true, 1516, []string{"--link-mode", "none, lg, lgnb, monitor or fec"}},
 		{CellsConfig{NodeID: 1024}, true, 1516, []string{"--node-id 1024", "1..1023"}},
 		{CellsConfig{ReasmTimeout: -1}, true, 1516, []string{"--reasm-timeout"}},
 		{CellsConfig{}, true, 40, []string{"MTU 40", "no cell fits"}},
@@ -287,7 +307,7 @@ func TestCellsConfig(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"lg", "lgnb", "monitor"} {
+	for _, m := range []string{"lg", "lgnb", "monitor", "fec"} {
 		if err := (&CellsConfig{LinkMode: m}).defaults(true); err != nil {
 			t.Errorf("--link-mode %s: %v", m, err)
 		}

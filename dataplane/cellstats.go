@@ -174,6 +174,10 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 		c.Links[i].TxClassBytes = slices.Clone(c.Links[i].TxClassBytes)
 		if g := c.Links[i].LG; g != nil {
 			v := *g
+			if g.FEC != nil {
+				f := *g.FEC
+				v.FEC = &f
+			}
 			c.Links[i].LG = &v
 		}
 	}

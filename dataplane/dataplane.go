@@ -162,6 +162,11 @@ func (c *Config) defaults() error {
 				c.LG.TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
 			}
 		}
+		if c.Cells.LinkMode == "fec" {
+			if err := c.FEC.defaults(); err != nil {
+				return err
+			}
+		}
 	case ModeFEC:
 		if c.LG.Protect != "" && c.LG.Protect != "both" {
 			return fmt.Errorf("dataplane: --protect %s: mode fec protects both directions of the link; leave --protect out", c.LG.Protect)
@@ -289,7 +294,11 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	}
 	d.linkMTU = linkMTU
 	if cfg.Mode == ModeCells {
-		if err := d.cfg.Cells.fit(linkMTU, cfg.LG.Integrity, cfg.LinkPort); err != nil {
+		cellMTU := linkMTU
+		if cfg.Cells.LinkMode == "fec" {
+			cellMTU -= fec.MaxOverhead // a parity frame is this much longer than its longest cell
+		}
+		if err := d.cfg.Cells.fit(cellMTU, cfg.LG.Integrity, cfg.LinkPort); err != nil {
 			return nil, err
 		}
 		if d.cfg.Cells.NodeID == 0 {
@@ -450,7 +459,11 @@ func (c *Config) checkSizes(sockets int) error {
 		need += 2*uint64(txBuffer) + hostQueueLen
 		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
 	}
-	if c.Mode == ModeCells && c.Cells.LinkMode != "none" {
+	if c.Mode == ModeCells && c.Cells.LinkMode == "fec" {
+		n := uint64(len(c.LinkPorts))
+		need += n * (cellFECWindow + 1)
+		what += fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow)
+	} else if c.Mode == ModeCells && c.Cells.LinkMode != "none" {
 		b := c.LG.TxBuffer
 		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
 			return fmt.Errorf("dataplane: --tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)

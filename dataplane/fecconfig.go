@@ -141,6 +141,20 @@ func applicable(c lossmon.LinkChoice) bool {
 	return c.Action == lossmon.ActNone || c.Action == lossmon.ActFEC || c.Action == lossmon.ActReplicate
 }
 
+// codingLimit is the loss rate from which the link policy no longer
+// codes (it chooses lg or exclude for independent loss): RAIL's 10 % with
+// the default table. Under the cells a link is faulty from there.
+func (c *FECConfig) codingLimit() float64 {
+	lim := 0.0
+	for _, r := range c.Table.Rows {
+		if !applicable(lossmon.LinkChoice{Action: r.Action}) {
+			break
+		}
+		lim = r.Below
+	}
+	return min(lim, 1)
+}
+
 // initial is the protection a sender starts with: fixed, chosen for the
 // given loss, or for ten times the target until the peer's report.
 func (c *FECConfig) initial() lossmon.LinkState {

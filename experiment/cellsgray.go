@@ -36,8 +36,8 @@ func (c *CellsGrayConfig) Normalize() error {
 		c.Arms = []string{"lg"}
 	}
 	for _, a := range c.Arms {
-		if !slices.Contains([]string{"lg", "lgnb", "monitor", "none"}, a) {
-			return fmt.Errorf("cells gray: arm %q: want link modes from lg, lgnb, monitor, none", a)
+		if !slices.Contains([]string{"lg", "lgnb", "monitor", "none", "fec"}, a) {
+			return fmt.Errorf("cells gray: arm %q: want link modes from lg, lgnb, monitor, none, fec", a)
 		}
 	}
 	if c.Runs <= 0 {

@@ -12,6 +12,13 @@
 // from Memory, which goes out as the parity frame. A group open longer than
 // Flush is closed early, so a receiver never waits long for its parity.
 //
+// Frames of the carried types (the cell family: a cell node's cells under
+// --link-mode fec) go through Sender.SendCarried instead: sequenced in
+// place (seqhdr.Stamp, as LinkGuardian does), no header inserted, parity
+// over the whole stamped frame. A Receiver with ReceiverConfig.Carried
+// holds and delivers them whole and accepts a rebuilt frame that is one
+// only if it carries the number that was missing.
+//
 // The Receiver de-duplicates by sequence number, rebuilds any single missing
 // frame of a group from its parity (in the parity frame's own buffer, no
 // copy), and delivers in sequence order, holding frames behind a hole for at

@@ -29,6 +29,14 @@ type ReceiverConfig struct {
 	Immediate bool
 	// InitSeq is the first sequence number expected.
 	InitSeq seqhdr.Seq
+	// Carried accepts frames of the carried types (the cell family,
+	// sequenced in place by Sender.SendCarried) besides data frames: they
+	// are held and delivered whole, link header and all, and a frame
+	// rebuilt from parity may be one (checked by the sequence number it
+	// carries). An unsequenced carried frame is delivered as it is
+	// (Passthrough). Without Carried they are BadData, and a rebuilt
+	// frame must not be a link frame.
+	Carried bool
 }
 
 // DefaultWait is ReceiverConfig.Wait's default.
@@ -213,6 +221,8 @@ func (r *Receiver) Receive(now int64, f Frame) {
 		r.onParity(now, f, b)
 	case ok && t == seqhdr.TypeData:
 		r.onData(now, f, b)
+	case ok && t.IsCarried() && r.cfg.Carried:
+		r.onCarried(now, f, b)
 	default:
 		r.Stats.BadData++
 		r.Out.Free = append(r.Out.Free, f)
@@ -227,8 +237,32 @@ func (r *Receiver) onData(now int64, f Frame, b []byte) {
 		r.Out.Free = append(r.Out.Free, f)
 		return
 	}
+	r.onSeq(now, f, h.Seq, Frame{H: f.H + Handle(off), Len: n})
+}
+
+// onCarried takes a carried frame: sequenced ones like data frames, kept
+// whole; unsequenced ones (control frames sent uncoded) delivered at once.
+func (r *Receiver) onCarried(now int64, f Frame, b []byte) {
+	h, err := seqhdr.ParseCarried(b)
+	if err != nil || h.Retx || h.HasAck && !h.Unseq { // this Sender acknowledges nothing
+		r.Stats.BadData++
+		r.Out.Free = append(r.Out.Free, f)
+		return
+	}
+	if h.Unseq {
+		r.Stats.Passthrough++
+		r.Stats.Delivered++
+		r.Out.Deliver = append(r.Out.Deliver, f)
+		r.Out.Free = append(r.Out.Free, f)
+		return
+	}
+	r.onSeq(now, f, h.Seq, f)
+}
+
+// onSeq places a sequenced frame f (held as kept) at q: window, duplicate,
+// slot, delivery.
+func (r *Receiver) onSeq(now int64, f Frame, q seqhdr.Seq, kept Frame) {
 	r.Stats.Frames++
-	q := h.Seq
 	if r.distant(q, 1) {
 		if !r.jumpTo(q) {
 			if seqhdr.Less(q, r.base) {
@@ -264,7 +298,7 @@ func (r *Receiver) onData(now int64, f Frame, b []byte) {
 		r.Stats.Filled++
 	}
 	r.Stats.DataRx++
-	s.f = Frame{H: f.H + Handle(off), Len: n}
+	s.f = kept
 	r.place(q, s)
 }
 
@@ -436,7 +470,7 @@ func (r *Receiver) recover(now int64, f Frame, p *Parity, m, end seqhdr.Seq) {
 		lx ^= uint16(o.Len)
 	}
 	n := int(lx)
-	if n < MinFrame || n > len(pay) || !zero(pay[n:]) || binary.BigEndian.Uint16(pay[seqhdr.MACLen:]) == seqhdr.EtherType {
+	if n < MinFrame || n > len(pay) || !zero(pay[n:]) || !r.rebuilt(pay[:n], m) {
 		r.Stats.BadRecovery++
 		r.Out.Free = append(r.Out.Free, f)
 		return
@@ -448,6 +482,20 @@ func (r *Receiver) recover(now int64, f Frame, p *Parity, m, end seqhdr.Seq) {
 	r.Stats.RecoverMax = max(r.Stats.RecoverMax, d)
 	s.f = Frame{H: f.H + ParityOffset, Len: n}
 	r.place(m, s)
+}
+
+// rebuilt reports whether b, rebuilt from parity for number m, is a frame
+// the sender could have sent as m: a host frame (not a link frame), or
+// with Carried a carried frame sequenced as m.
+func (r *Receiver) rebuilt(b []byte, m seqhdr.Seq) bool {
+	if binary.BigEndian.Uint16(b[seqhdr.MACLen:]) != seqhdr.EtherType {
+		return true
+	}
+	if !r.cfg.Carried {
+		return false
+	}
+	h, err := seqhdr.ParseCarried(b)
+	return err == nil && h.Type.IsCarried() && !h.Unseq && !h.Retx && !h.HasAck && h.Seq == m
 }
 
 // far reports whether the n numbers from first reach so far ahead of the

@@ -151,6 +151,15 @@ func (s *Sender) N() int { return s.pending }
 // Copies returns the transmissions per data frame.
 func (s *Sender) Copies() int { return s.cfg.Copies }
 
+// Held returns the buffers the Sender holds between calls: the open
+// group's parity frame (0 or 1).
+func (s *Sender) Held() int {
+	if s.count > 0 && s.parOK {
+		return 1
+	}
+	return 0
+}
+
 // Next returns the sequence number the next data frame gets.
 func (s *Sender) Next() seqhdr.Seq { return s.next }
 
@@ -201,18 +210,7 @@ func (s *Sender) Send(now int64, f Frame) {
 		s.Out.Free = append(s.Out.Free, f)
 		return
 	}
-	if s.pending > 0 {
-		if s.count == 0 {
-			s.open(now)
-		}
-		if s.parOK {
-			s.accumulate(orig)
-		} else {
-			s.Stats.Unprotect++
-		}
-		s.lenXor ^= uint16(f.Len)
-		s.count++
-	}
+	s.join(now, orig)
 	h := seqhdr.Header{Type: seqhdr.TypeData, Seq: s.next}
 	off, n, err := seqhdr.Insert(b, seqhdr.MaxOverhead, f.Len, &h)
 	if err != nil { // cannot happen: length, headroom and EtherType were checked
@@ -220,10 +218,57 @@ func (s *Sender) Send(now int64, f Frame) {
 		s.Out.Free = append(s.Out.Free, f)
 		return
 	}
-	w := Frame{H: f.H - seqhdr.MaxOverhead + Handle(off), Len: n}
+	s.emit(Frame{H: f.H - seqhdr.MaxOverhead + Handle(off), Len: n}, f.Len)
+}
+
+// SendCarried sequences a frame of a carried type (the cell family,
+// seqhdr.Type.IsCarried) in place, as LinkGuardian does (seqhdr.Stamp: no
+// header inserted, no headroom needed), and queues it for the link like
+// Send. Its group's parity covers the whole stamped frame, so that the
+// Receiver rebuilds it, link header and all, and checks the rebuilt frame
+// by the sequence number in it. Frames of other types are dropped (Bad).
+func (s *Sender) SendCarried(now int64, f Frame) {
+	if f.Len > s.cfg.MaxFrame {
+		s.Stats.TooLong++
+		s.Out.Free = append(s.Out.Free, f)
+		return
+	}
+	b := s.mem.Bytes(f.H, f.Len)
+	h := seqhdr.Header{Seq: s.next}
+	if t, ok := seqhdr.FrameType(b); !ok || !t.IsCarried() || f.Len < seqhdr.DataOffset || seqhdr.Stamp(b, &h) != nil {
+		s.Stats.Bad++
+		s.Out.Free = append(s.Out.Free, f)
+		return
+	}
+	s.join(now, b)
+	s.emit(f, f.Len)
+}
+
+// join adds a frame (its bytes as the Receiver will rebuild them) to the
+// open group, opening one if needed.
+func (s *Sender) join(now int64, orig []byte) {
+	if s.pending == 0 {
+		return
+	}
+	if s.count == 0 {
+		s.open(now)
+	}
+	if s.parOK {
+		s.accumulate(orig)
+	} else {
+		s.Stats.Unprotect++
+	}
+	s.lenXor ^= uint16(len(orig))
+	s.count++
+}
+
+// emit queues the sequenced frame w (orig bytes before sequencing) Copies
+// times and closes the group when it is full.
+func (s *Sender) emit(w Frame, orig int) {
+	n := w.Len
 	s.next = s.next.Next()
 	s.Stats.Data++
-	s.Stats.DataBytes += uint64(f.Len)
+	s.Stats.DataBytes += uint64(orig)
 	for range s.cfg.Copies {
 		s.Out.Send = append(s.Out.Send, w)
 	}

@@ -115,7 +115,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&arms, "arms", "lg", "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
+	f.StringVar(&arms, "arms", "lg", "link modes under the cells, comma-separated (lg, lgnb, monitor, none, fec)")
 	f.IntVar(&cfg.Runs, "runs", 3, "runs per arm (the table shows medians)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "each UDP and TCP run, whole seconds (default 4s)")
 	f.Float64Var(&cfg.Loss, "loss", 1e-2, "loss rate on each lossy link")

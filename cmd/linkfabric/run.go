@@ -141,8 +141,15 @@ sequenced in place, retransmitted on loss and delivered in order per link; a lin
 that leaves the routes, by interface state, missed REACHes, its session, or its
 cells going un-ACKed while the other links' are ACKed, hands every cell it still
 held back to the sprayer, so a link failure loses no packet; the reassembly drops
-the copies that had arrived), lgnb (the same, delivered as they come) or monitor
-(sequenced, not retransmitted: a link's measured loss above 1e-3 takes it out).
+the copies that had arrived), lgnb (the same, delivered as they come), monitor
+(sequenced, not retransmitted: a link's measured loss above 1e-3 takes it out) or
+fec (RAIL's XOR coding per link, as --mode fec below: cells are numbered in place,
+a parity frame follows every n, the far end rebuilds any one lost cell per group
+and hands cells up as they come, the reassembly ordering them (--fec-wait and
+--fec-immediate do not apply); credit and REACH
+frames go uncoded; n from --fec-n, --fec-loss or --fec-target with the loss the
+far end measures; that measured loss is also the link's loss rate for exclusion;
+cells are 22 bytes smaller, for the parity header).
 Both ends of a link need the same --link-mode; the link session then carries each
 node's --node-id, and refuses a link whose two ends have the same one. For zero
 loss the detection must beat the reassembly timeout: e.g. --reach-th 3 with
@@ -291,12 +298,12 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.IntVar(&preCredit, "pre-credit", dataplane.DefaultCellPreCredit, "cells: standing pre-credit, bytes each VOQ may send ahead of its grant (the first packets after an idle spell skip the credit round trip; each source may put this much unscheduled toward a port); 0: none")
 	f.BoolVar(&packing, "packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
 	f.Uint16Var(&cfg.Cells.NodeID, "node-id", 0, "cells: this node's fabric address, unique in the fabric: 1-1023 for an edge, 1-65535 for a fabric node (default: derived from the first port's MAC, which may collide: give ids when you build a fabric by hand)")
-	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb or monitor (see above)")
+	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
 	f.DurationVar(&cfg.Cells.ReachInterval, "reach-interval", 0, "cells: REACH period on every link (default 5ms)")
 	f.IntVar(&cfg.Cells.ReachTh, "reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 30: with the 5ms period rides out a peer's scheduling stalls of up to 150ms)")
 	f.IntVar(&cfg.Cells.ReachUp, "reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")
 	f.DurationVar(&cfg.Cells.ReasmTimeout, "reasm-timeout", 0, "cells: how long a missing cell may hold up its stream before it is skipped (default 30ms)")
-	f.StringVar(&cfg.Cells.LossClasses, "loss-classes", "", "cells: loss classes (RAIL's virtual topologies, per link): the bounds of classes 1, 2, ... on each link's measured loss rate, e.g. 1e-6,1e-3,1e-1 (or default: those); a cell crosses only links of its class or better, at every hop, and a link not yet measured counts as the loosest class. Needs --link-mode monitor, lg or lgnb; every node of the fabric needs the same classes")
+	f.StringVar(&cfg.Cells.LossClasses, "loss-classes", "", "cells: loss classes (RAIL's virtual topologies, per link): the bounds of classes 1, 2, ... on each link's measured loss rate, e.g. 1e-6,1e-3,1e-1 (or default: those); a cell crosses only links of its class or better, at every hop, and a link not yet measured counts as the loosest class. Needs --link-mode monitor, lg, lgnb or fec; every node of the fabric needs the same classes")
 	f.StringVar(&cfg.Cells.ClassMap, "class-map", "", "cells, with --loss-classes: traffic class → loss class, tc=k,... where tc is a host frame's 802.1p priority or, for untagged IP, its DSCP/8 (e.g. 5=1 puts DSCP EF, 46, on the clean class; iperf3 --dscp 46 sends it); traffic classes not named take the loosest class")
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
@@ -352,9 +359,9 @@ func fecFlags(cmd *cobra.Command, cfg *dataplane.Config) error {
 			given = append(given, "--"+f.Name)
 		}
 	})
-	if cfg.Mode != dataplane.ModeFEC {
+	if cfg.Mode != dataplane.ModeFEC && (cfg.Mode != dataplane.ModeCells || cfg.Cells.LinkMode != "fec") {
 		if len(given) > 0 {
-			return fmt.Errorf("%s: only mode fec has these; add --mode fec or leave them out", strings.Join(given, ", "))
+			return fmt.Errorf("%s: only mode fec and --link-mode fec under the cells have these; add --mode fec (or --mode cells --link-mode fec) or leave them out", strings.Join(given, ", "))
 		}
 		return nil
 	}

@@ -1,0 +1,187 @@
+package dataplane
+
+import (
+	"time"
+
+	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/linksession"
+	"github.com/linkfabric/linkfabric/lossmon"
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// cellLayer is what runs under the cells on one link port (every
+// --link-mode but none): lg, lgnb or monitor (cellLink, celllink.go) or fec
+// (cellFEC, cellfec.go). The pipeline hands it the link's received frames
+// and the node's output for the link, polls it, and asks it for link state
+// and statistics; it hands the node what it delivers.
+type cellLayer interface {
+	// receive takes a frame from the link; deliverUp hands what the layer
+	// delivered to the node.
+	receive(now int64, f cellify.Frame, tx *Tx)
+	deliverUp(now int64)
+	// poll runs the session and the layer's timers; next deadline.
+	poll(now int64, tx *Tx) int64
+	// up: the link may carry cells.
+	up() bool
+	// toLink takes the node's output for the link; pump places what the
+	// layer has to send.
+	toLink(now int64, lo *cellify.LinkOut, tx *Tx)
+	pump(now int64, tx *Tx)
+	// failover: the link left the node's usable set (hand back what it holds).
+	failover(now int64)
+	// queuedBytes waits in the layer to be sent; held is the frames it
+	// holds between calls.
+	queuedBytes() int
+	held() int
+	// ackedAfter: the link's peer acknowledged cells after t (lg).
+	ackedAfter(t int64) bool
+	snapshot(s *CellLinkLG)
+}
+
+// cellSess is the link session of one link port under the cells (both
+// kinds of cellLayer): started with the node id, it follows the port's
+// state, sends its HELLOs on the control lane and logs what the peer's
+// offers mean.
+type cellSess struct {
+	pl   *cellPipeline
+	l    int
+	port int
+	sess *linksession.Session
+	scfg linksession.Config
+	link linksession.Link
+
+	lanes        int   // agreed lanes (1: no priority lane at the peer)
+	collisionLog int64 // last node-id collision logged
+	collisions   uint64
+
+	// The link's loss for the node (lossRate).
+	lmon   *lossmon.Monitor
+	lmonAt int64
+}
+
+// lossRate measures the link's raw loss for the node (Node.SetLoss:
+// exclusion, loss classes) every 100 ms over a 1 s window: rx cells
+// received and lost missing, as the layer counts them, plus the peer's
+// REACHes by their counter, so that an idle link is measured too (200
+// REACHes a second at 5 ms). It reports the rate to the node and returns
+// it when the window holds enough frames.
+func (c *cellSess) lossRate(now int64, rx, lost uint64) (float64, bool) {
+	if now < c.lmonAt {
+		return 0, false
+	}
+	if c.lmon == nil {
+		c.lmon, _ = lossmon.New(lossmon.Config{Window: int64(time.Second), MinSamples: 200})
+	}
+	c.lmonAt = now + int64(100*time.Millisecond)
+	lr := c.pl.node.Reach().Link(c.l)
+	c.lmon.ObserveTotals(now, rx+lr.ReachRx, lost+lr.ReachLost)
+	rate, ok := c.lmon.Rate(now)
+	if ok {
+		c.pl.node.SetLoss(now, c.l, rate)
+	}
+	return rate, ok
+}
+
+// startSession configures and starts the session: window frames offered,
+// prot the link layer's protection, link what a reset resets.
+func (c *cellSess) startSession(window int, prot linksession.Protect, link linksession.Link) error {
+	d := c.pl.w.d
+	c.link = link
+	c.scfg = linksession.Config{
+		LocalMAC: d.all[c.port].mac,
+		PeerMAC:  d.cfg.LG.PeerMAC,
+		Offer: linksession.Offer{
+			Window:  uint32(window),
+			Lanes:   uint8(max(c.lanes, 1)), // a port without sockets: tests in memory
+			MTU:     uint16(min(c.pl.cellFrame, 1<<16-1)),
+			Speed:   uint32(max(d.cfg.LG.LinkSpeed/1_000_000, 1)),
+			Protect: prot,
+		},
+		Node: d.cfg.Cells.NodeID,
+	}
+	s, err := linksession.New(c.scfg, link)
+	if err != nil {
+		return err
+	}
+	c.sess = s
+	if c.pl.w.ports[c.port].downSince != 0 {
+		s.LinkDown(0)
+	}
+	return nil
+}
+
+// ctrlLane is the lane of link control.
+func (c *cellSess) ctrlLane() int {
+	if c.lanes < 2 {
+		return laneData
+	}
+	return c.pl.prio[c.l]
+}
+
+// sessionRx hands a session frame to the session, logs what it means and
+// returns the session's events.
+func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
+	ev := c.sess.Receive(now, b)
+	log := c.pl.w.d.cfg.Logger
+	name := c.pl.w.d.all[c.port].Name
+	if ev&linksession.EvNodeCollision != 0 {
+		c.collisions++
+		if c.collisionLog == 0 || now-c.collisionLog > int64(time.Second) {
+			c.collisionLog = now
+			log.Error("link session refused: the node at the other end of this link has this node's --node-id; give one of them another --node-id (unique in the fabric); the link carries nothing until then",
+				"dev", name, "node_id", c.scfg.Node)
+		}
+	}
+	a, _ := c.sess.Agreed()
+	if ev&linksession.EvReset != 0 {
+		c.lanes = int(a.Lanes)
+	}
+	if ev&linksession.EvMismatch != 0 {
+		log.Error("link session: the peer's link layer does not fit this end's; run both ends with the same --link-mode", "dev", name)
+	}
+	if ev&linksession.EvUp != 0 {
+		log.Info("cells: link session up", "dev", name, "peer_node", a.PeerNode, "window", a.Window, "lanes", a.Lanes)
+	}
+	return ev
+}
+
+// sessionPoll follows the port's state (down: the session waits; up: it
+// agrees again), runs the session's timers, sends its frames on the
+// control lane and returns its next deadline.
+func (c *cellSess) sessionPoll(now int64, tx *Tx) int64 {
+	pl := c.pl
+	down := pl.w.ports[c.port].downSince != 0
+	switch st := c.sess.State(); {
+	case down && st != linksession.Down:
+		c.sess.LinkDown(now)
+	case !down && st == linksession.Down:
+		c.sess.LinkUp(now)
+	}
+	next := c.sess.Poll(now)
+	for next <= now {
+		h, ok := lgMem{pl}.Alloc()
+		if !ok {
+			next = now + int64(minTimerSleep)
+			break
+		}
+		f := cellify.Frame{H: cellify.Handle(h), Len: seqhdr.MinFrameLen}
+		n := c.sess.Frame(now, pl.w.Bytes(uint64(h), f.Len))
+		if n == 0 {
+			pl.release(tx, f)
+			break
+		}
+		tx.Send(c.port, c.ctrlLane(), uint64(h), n)
+		pl.release(tx, f)
+		next = c.sess.Poll(now)
+	}
+	return next
+}
+
+// sessionSnapshot fills the session's part of s.
+func (c *cellSess) sessionSnapshot(s *CellLinkLG) {
+	s.Session = c.sess.State().String()
+	if a, ok := c.sess.Agreed(); ok {
+		s.PeerNode = a.PeerNode
+	}
+	s.NodeCollisions = c.collisions
+}
