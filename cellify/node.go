@@ -373,6 +373,23 @@ func (n *Node) SetLoss(now int64, l int, loss float64) {
 	n.reach.SetLoss(now, l, loss)
 }
 
+// CellsLost reports count cells lost for good on link port l's receiving
+// direction (its link layer numbers the cells and found them missing, not
+// to be recovered). At an edge the reassembly then skips as many holes
+// without waiting for its timeout (ReasmConfig.LostWait); a fabric node
+// ignores it.
+func (n *Node) CellsLost(now int64, l int, count int) {
+	n.now = now
+	if l < 0 || l >= len(n.links) {
+		n.Stats.BadLink++
+		return
+	}
+	if n.edge && count > 0 {
+		n.reasm.Lost(now, count)
+		n.reasmDue = now
+	}
+}
+
 // SetLinkBacklog reports link port l's transmit backlog in bytes (used
 // when NodeConfig.LinkBacklog is nil).
 func (n *Node) SetLinkBacklog(l, bytes int) {

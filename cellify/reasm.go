@@ -24,6 +24,11 @@ type ReasmConfig struct {
 	// cells of the epoch before are dropped for this long, and restart the
 	// stream again beyond; default 4 × Timeout.
 	EpochHold int64
+	// LostWait: for each cell a link layer reports lost for good (Lost),
+	// one hole older than LostWait is skipped without waiting for the
+	// Timeout; default 1 ms (the cells of a hole's stream sprayed over
+	// other links have arrived by then). Negative: Lost is ignored.
+	LostWait int64
 }
 
 // Reassembly defaults.
@@ -31,6 +36,9 @@ const (
 	DefaultWindow       = 512
 	DefaultMaxPayload   = 2048
 	DefaultReasmTimeout = 1_000_000
+	DefaultLostWait     = 1_000_000
+	// maxLostDebt bounds the losses reported and not yet matched to a hole.
+	maxLostDebt = 256
 	DefaultMaxStreams   = 256
 	DefaultMaxHeldBytes = 64 << 20
 	// idleStreamTimeouts: a stream silent this many Timeouts, holding
@@ -59,6 +67,8 @@ type ReasmStats struct {
 	Delivered        uint64 // records delivered
 	DeliveredBytes   uint64
 	Timeouts         uint64 // holes skipped
+	LostSkips        uint64 // ... of them early, matched to a loss a link layer reported
+	LostReported     uint64 // cells reported lost for good (Lost)
 	SkippedCells     uint64 // cell seqs given up by those skips
 	DiscardedRecords uint64 // records lost to holes and resyncs (counted by record number)
 	DiscardedBytes   uint64 // received bytes of those records and of malformed ones
@@ -81,6 +91,11 @@ type Reassembler struct {
 	list    []*stream
 	st      ReasmStats
 	held    int // bytes of the streams' cell buffers (slab)
+	// lost: times of the losses reported and not yet matched to a hole, a
+	// ring of lostN from lostHead; each expires after Timeout (its hole
+	// times out anyway, or it left none: the lost cell was a stream's last).
+	lost            [maxLostDebt]int64
+	lostHead, lostN int
 }
 
 type slot struct {
@@ -139,6 +154,9 @@ func NewReassembler(cfg ReasmConfig, deliver func(key StreamKey, frame []byte)) 
 	}
 	if cfg.EpochHold == 0 {
 		cfg.EpochHold = 4 * cfg.Timeout
+	}
+	if cfg.LostWait == 0 {
+		cfg.LostWait = DefaultLostWait
 	}
 	if cfg.Window < 1 || cfg.MaxPayload < 1 || cfg.MaxPayload > MaxCellPayload ||
 		cfg.Window > MaxReasmBytes/2/cfg.MaxPayload || cfg.Timeout < 0 || cfg.EpochHold < 0 || cfg.MaxStreams < 1 || deliver == nil {
@@ -311,9 +329,48 @@ func (r *Reassembler) drain(s *stream) {
 	}
 }
 
-// Poll skips the holes that have held up their stream for the timeout and
-// returns the next deadline (math.MaxInt64 if none).
+// Lost reports n cells lost for good on a link toward this edge (a link
+// layer numbers its cells and will not recover these): as many holes, each
+// older than LostWait, are skipped at the next Polls without waiting for
+// the Timeout, oldest first. A lost cell left a hole in one stream, unless
+// it was its stream's last; a report not matched within the Timeout
+// expires.
+func (r *Reassembler) Lost(now int64, n int) {
+	if r.cfg.LostWait < 0 || n <= 0 {
+		return
+	}
+	r.st.LostReported += uint64(n)
+	for range min(n, maxLostDebt) {
+		if r.lostN == maxLostDebt { // the oldest report gives its place
+			r.lostHead = (r.lostHead + 1) % maxLostDebt
+			r.lostN--
+		}
+		r.lost[(r.lostHead+r.lostN)%maxLostDebt] = now
+		r.lostN++
+	}
+}
+
+// Poll skips the holes that have held up their stream for the timeout, and
+// holes matched to reported losses (Lost) older than LostWait, and returns
+// the next deadline (math.MaxInt64 if none).
 func (r *Reassembler) Poll(now int64) int64 {
+	for r.lostN > 0 && now-r.lost[r.lostHead] >= r.cfg.Timeout {
+		r.lostHead, r.lostN = (r.lostHead+1)%maxLostDebt, r.lostN-1
+	}
+	for r.lostN > 0 {
+		var old *stream
+		for _, s := range r.list {
+			if s.buffered > 0 && now-s.since >= r.cfg.LostWait && (old == nil || s.since < old.since) {
+				old = s
+			}
+		}
+		if old == nil {
+			break
+		}
+		r.lostHead, r.lostN = (r.lostHead+1)%maxLostDebt, r.lostN-1
+		r.st.LostSkips++
+		r.skip(old)
+	}
 	next := int64(math.MaxInt64)
 	for _, s := range r.list {
 		for s.buffered > 0 && now-s.since >= r.cfg.Timeout {
@@ -321,7 +378,13 @@ func (r *Reassembler) Poll(now int64) int64 {
 		}
 		if s.buffered > 0 {
 			next = min(next, s.since+r.cfg.Timeout)
+			if r.lostN > 0 {
+				next = min(next, s.since+r.cfg.LostWait)
+			}
 		}
+	}
+	if r.lostN > 0 {
+		next = min(next, r.lost[r.lostHead]+r.cfg.Timeout)
 	}
 	return next
 }

@@ -486,3 +486,59 @@ func TestReasmBoundsForgedStreams(t *testing.T) {
 		t.Fatalf("delivered %v; want [10 20 30 40 12 22 50]", ids)
 	}
 }
+
+// A loss reported for good skips one hole after LostWait instead of the
+// Timeout; a report that finds no hole expires after the Timeout (a later
+// hole waits the whole Timeout); LostWait < 0 ignores reports.
+func TestReasmLostSkips(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	p, _ := NewPacker(testSrc, testKey, 0, 4, true)
+	for i := range 80 {
+		p.Enqueue(testFrame(rng, i, 100))
+	}
+	cells := cutAll(t, rng, p, 128)
+	half := len(cells) / 2
+	const timeout, wait = 50_000_000, 1_000_000
+	for _, lostWait := range []int64{wait, -1} {
+		var col collector
+		r, _ := NewReassembler(ReasmConfig{Timeout: timeout, LostWait: lostWait}, col.deliver)
+		now := int64(1000)
+		for i, c := range cells[:half] {
+			if i != 3 {
+				r.Receive(now, c)
+			}
+		}
+		r.Lost(now, 1)
+		if d := r.Poll(now); lostWait > 0 && d != now+wait {
+			t.Fatalf("deadline %d, want the lost wait %d", d, now+wait)
+		}
+		now += wait
+		r.Poll(now)
+		st := r.Stats()
+		if lostWait < 0 {
+			if st.Timeouts != 0 || st.LostReported != 0 {
+				t.Fatalf("reports ignored: %+v", st)
+			}
+			continue
+		}
+		if st.LostSkips != 1 || st.Timeouts != 1 || st.Buffered != 0 {
+			t.Fatalf("after the wait: %+v", st)
+		}
+		r.Lost(now, 1) // no hole to match
+		now += timeout
+		r.Poll(now)
+		for i, c := range cells[half:] {
+			if i != 5 {
+				r.Receive(now, c)
+			}
+		}
+		r.Poll(now + wait)
+		if st := r.Stats(); st.Timeouts != 1 {
+			t.Fatalf("an expired report skipped a hole: %+v", st)
+		}
+		r.Poll(now + timeout)
+		if st := r.Stats(); st.Timeouts != 2 || st.LostSkips != 1 || st.Buffered != 0 {
+			t.Fatalf("after the timeout: %+v", st)
+		}
+	}
+}

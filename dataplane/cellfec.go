@@ -148,6 +148,7 @@ func (k *cellFEC) poll(now int64, tx *Tx) int64 {
 	if rate, ok := k.lossRate(now, rs.DataRx, rs.Gaps-min(rs.Filled, rs.Gaps)); ok {
 		k.st.LossRate = rate
 	}
+	k.reportLost(now, rs.Lost)
 	next = min(next, k.obsAt, k.snd.Poll(now), k.rcv.Poll(now))
 	k.pump(now, tx)
 	k.deliverUp(now)

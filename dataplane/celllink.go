@@ -39,8 +39,9 @@ import (
 // duplicate the reassembly drops.
 type cellLink struct {
 	cellSess
-	ep      *linkguardian.Endpoint
-	measure bool // the link's loss goes to the node (monitor, loss classes)
+	ep          *linkguardian.Endpoint
+	measure     bool // the link's loss goes to the node (monitor, loss classes)
+	unprotected bool // monitor: its losses are for good (reportLost)
 
 	// q holds cells waiting for the credit window: a ring of len(q).
 	q           []cellify.Frame
@@ -140,6 +141,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 		return nil, err
 	}
 	c.measure = d.cfg.Cells.LinkMode == "monitor" || d.cfg.Cells.classes.On()
+	c.unprotected = d.cfg.Cells.LinkMode == "monitor"
 	return c, nil
 }
 
@@ -219,6 +221,10 @@ func (c *cellLink) poll(now int64, tx *Tx) int64 {
 		if rate, ok := c.lossRate(now, c.ep.R.Stats.DataRx, c.ep.R.Stats.LostDetected); ok {
 			c.st.LossRate = rate
 		}
+	}
+	if c.unprotected {
+		// monitor: a gap is a cell lost for good.
+		c.reportLost(now, c.ep.R.Stats.LostDetected)
 	}
 	return min(next, c.ep.NextDeadline(now, c.qLen == 0))
 }

@@ -57,6 +57,19 @@ type cellSess struct {
 	// The link's loss for the node (lossRate).
 	lmon   *lossmon.Monitor
 	lmonAt int64
+	// lost: the layer's count of cells lost for good at the last report.
+	lost uint64
+}
+
+// reportLost tells the node how many cells were lost for good since the
+// last call, from the layer's running count total (a count that went
+// back, e.g. after a reset, starts over): the reassembly skips their holes
+// without waiting for its timeout.
+func (c *cellSess) reportLost(now int64, total uint64) {
+	if total > c.lost {
+		c.pl.node.CellsLost(now, c.l, int(min(total-c.lost, 1<<20)))
+	}
+	c.lost = total
 }
 
 // lossRate measures the link's raw loss for the node (Node.SetLoss:
