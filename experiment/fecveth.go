@@ -22,6 +22,7 @@ import (
 const (
 	FECArmForward   = "forward"   // no protection
 	FECArmFEC       = "fec"       // --mode fec --fec-target: the link policy on the measured loss
+	FECArmParity    = "parity"    // --mode fec --fec-n n: XOR parity with RAIL's n for p and the target, whatever the policy would pick
 	FECArmFECGiven  = "fec-given" // --mode fec --fec-loss p: the policy on the impairment's rate
 	FECArmReplicate = "replicate" // --mode fec --fec-n 0 --fec-copies k
 	FECArmLG        = "lg"        // LinkGuardian
@@ -47,6 +48,12 @@ type FECVethConfig struct {
 	Seed      uint64        `json:"seed"`
 	Drain     time.Duration `json:"drain_ns"` // longest wait for the last datagrams
 	RunArgs   []string      `json:"run_args,omitempty"`
+	// FCTFlows TCP flows of FCTSize bytes (builtin tool, back to back) run
+	// after the UDP flow at every point (0: none); cc is the congestion
+	// control they use (set by FECResidualVeth).
+	FCTFlows int   `json:"fct_flows,omitempty"`
+	FCTSize  int64 `json:"fct_size,omitempty"`
+	cc       string
 }
 
 // Normalize fills defaults and refuses what cannot run.
@@ -100,8 +107,8 @@ func (c *FECVethConfig) Normalize() error {
 		return fmt.Errorf("--runs %d: want at least 1", c.Runs)
 	}
 	for _, a := range c.Arms {
-		if !slices.Contains(append(slices.Clone(FECVethArms), FECArmFECGiven), a) {
-			return fmt.Errorf("--arms %s: want some of %s, %s", a, strings.Join(FECVethArms, ", "), FECArmFECGiven)
+		if !slices.Contains(append(slices.Clone(FECVethArms), FECArmFECGiven, FECArmParity), a) {
+			return fmt.Errorf("--arms %s: want some of %s, %s, %s", a, strings.Join(FECVethArms, ", "), FECArmFECGiven, FECArmParity)
 		}
 	}
 	return nil
@@ -149,6 +156,10 @@ type FECVethPoint struct {
 	// HostDrops: datagrams h2's socket could not take (RcvbufErrors):
 	// lost, but not by the link.
 	HostDrops uint64 `json:"host_drops"`
+	// FCT of the TCP flows (FCTFlows), µs; FCTFailed did not complete.
+	FCTP50Us  float64 `json:"fct_p50_us,omitempty"`
+	FCTP99Us  float64 `json:"fct_p99_us,omitempty"`
+	FCTFailed int     `json:"fct_failed,omitempty"`
 }
 
 // FECVethResult is what FECResidualVeth measured.
@@ -191,12 +202,24 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 		return nil, err
 	}
 	defer tb.Down()
+	if cfg.FCTFlows > 0 {
+		if cfg.cc, err = resolveCC(""); err != nil {
+			return nil, err
+		}
+		if _, err := e.paperTCP(cfg.cc); err != nil {
+			return nil, err
+		}
+	}
 	step := 0
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, p := range cfg.Loss {
 			for _, burst := range models {
 				for _, arm := range cfg.Arms {
 					step++
+					if arm == FECArmParity && fec.GroupSize(p, cfg.Target) == 0 {
+						e.progress("fec residual: [%d/%d] parity at p %g: no n reaches the target %g (skipped)", step, total, p, cfg.Target)
+						continue
+					}
 					pt, err := e.fecVethPoint(ctx, cfg, arm, p, burst, run)
 					if err != nil {
 						return nil, fmt.Errorf("fec residual %s at p %g: %w", arm, p, err)
@@ -222,6 +245,8 @@ func fecArmArgs(arm string, p, target float64, copies int) (string, []string) {
 		return "fec", []string{"--fec-target", f(target), "--fec-loss", f(p)}
 	case FECArmReplicate:
 		return "fec", []string{"--fec-n", "0", "--fec-copies", strconv.Itoa(copies)}
+	case FECArmParity:
+		return "fec", []string{"--fec-n", strconv.Itoa(fec.GroupSize(p, target))}
 	case FECArmLG:
 		return "lg", []string{"--link-loss", f(p)}
 	}
@@ -328,6 +353,18 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	}
 	slices.Sort(lat)
 	pt.P50Us, pt.P99Us = us(fct.Percentile(lat, 50)), us(fct.Percentile(lat, 99))
+	if cfg.FCTFlows > 0 {
+		flows, err := fct.RunBuiltin(ctx, fct.BuiltinConfig{
+			Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerAddr: H2Addr + ":0",
+			Sizes: []int64{cfg.FCTSize}, FlowsPerSize: cfg.FCTFlows, Warmup: 5, CongestionControl: cfg.cc, Timeout: 10 * time.Second,
+		})
+		if err != nil {
+			return pt, err
+		}
+		if s := fct.Summarize(flows); len(s) == 1 {
+			pt.FCTP50Us, pt.FCTP99Us, pt.FCTFailed = us(s[0].P50), us(s[0].P99), s[0].Failed
+		}
+	}
 	return pt, nil
 }
 

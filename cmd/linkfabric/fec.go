@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -19,7 +20,75 @@ func fecCmd() *cobra.Command {
 every n data frames, n from a residual-loss target, or every frame sent k times.`,
 		Example: `  linkfabric fec residual --sim`,
 	}
-	cmd.AddCommand(fecResidualCmd(), fecFCTCmd())
+	cmd.AddCommand(fecResidualCmd(), fecFCTCmd(), fecTableCmd())
+	return cmd
+}
+
+func fecTableCmd() *cobra.Command {
+	var (
+		cfg            experiment.FECTableConfig
+		loss, fctSize  string
+		prefix, outDir string
+		asJSON         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "table",
+		Short: "The measured table behind the link policy: per loss rate, the protection with the lowest p99 FCT and the lowest overhead at the target",
+		Long: `table runs, on the pair testbed with the loss at sw2's link0 (Bernoulli, and
+Gilbert with mean bursts of --burst), every protection at every --loss rate on
+fresh dataplanes: none (forward), XOR parity with RAIL's n for the rate and
+--target (--mode fec --fec-n n; skipped where no n reaches the target),
+replication ×--copies and LinkGuardian (--mode lg). At each point it sends
+--frames UDP datagrams (residual loss, wire overhead as in 'fec residual') and then
+--fct-flows TCP flows of --fct-size (p99 FCT, the builtin tool). The table shows,
+per rate and model, the medians over --runs, which protection meeting the target
+has the lowest p99 FCT and which the lowest overhead, and what the link policy
+(lossmon.DefaultLinkTable, which 'run --mode fec' uses) chooses there, and whether
+it is one of the two. JSON goes to --out.`,
+		Example: `  linkfabric fec table
+  linkfabric fec table --runs 1 --loss 1e-2,5e-2 --frames 10000 --fct-flows 100`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("fec table"); err != nil {
+				return err
+			}
+			for _, f := range splitList(loss) {
+				v, err := strconv.ParseFloat(f, 64)
+				if err != nil {
+					return fmt.Errorf("--loss: %q is not a rate", f)
+				}
+				cfg.Loss = append(cfg.Loss, v)
+			}
+			s, err := fct.ParseSizes(fctSize)
+			if err != nil || len(s) != 1 {
+				return fmt.Errorf("--fct-size %q: want one size like 24387", fctSize)
+			}
+			cfg.FCTSize = s[0]
+			if err := cfg.Normalize(); err != nil {
+				return err
+			}
+			env := &experiment.Env{Prefix: prefix, Log: log}
+			res, err := env.FECTable(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return report(res, res.Text(), outDir, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&loss, "loss", "1e-3,3e-3,1e-2,3e-2,5e-2,1e-1", "loss rates, comma-separated")
+	f.Float64Var(&cfg.Target, "target", 1e-3, "residual loss target")
+	f.Float64Var(&cfg.MeanBurst, "burst", 3, "mean burst of the bursty model (frames)")
+	f.IntVar(&cfg.Frames, "frames", 30000, "UDP datagrams per point")
+	f.IntVar(&cfg.Warmup, "warmup", 2000, "UDP datagrams sent first at every point, not counted")
+	f.IntVar(&cfg.Copies, "copies", 3, "replication's transmissions per frame")
+	f.IntVar(&cfg.FCTFlows, "fct-flows", 300, "TCP flows per point")
+	f.StringVar(&fctSize, "fct-size", "24387", "TCP flow size")
+	f.IntVar(&cfg.Runs, "runs", 3, "runs (the table shows medians)")
+	f.Float64Var(&cfg.Rate, "rate", 200e6, "UDP rate on the wire, bit/s")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	f.StringVar(&prefix, "prefix", "lffec", "testbed prefix")
+	f.StringVar(&outDir, "out", "out/fec-table.json", "write the result as JSON here ('' to skip)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
 }
 
