@@ -38,7 +38,7 @@ const (
 	DefaultReasmTimeout = 1_000_000
 	DefaultLostWait     = 1_000_000
 	// maxLostDebt bounds the losses reported and not yet matched to a hole.
-	maxLostDebt = 256
+	maxLostDebt         = 256
 	DefaultMaxStreams   = 256
 	DefaultMaxHeldBytes = 64 << 20
 	// idleStreamTimeouts: a stream silent this many Timeouts, holding
