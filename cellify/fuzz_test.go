@@ -173,7 +173,7 @@ func FuzzReasm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const window = 8
 		var got uint64
-		r, _ := NewReassembler(ReasmConfig{Window: window, MaxPayload: 200, Timeout: 50}, func(_ StreamKey, fr []byte) {
+		r, _ := NewReassembler(ReasmConfig{Window: window, MaxPayload: 200, Timeout: 50, LostWait: 15}, func(_ StreamKey, fr []byte) {
 			if len(fr) < MinRecordFrame || len(fr) > MaxRecordFrame {
 				t.Fatalf("delivered a %d-byte frame", len(fr))
 			}
@@ -199,6 +199,9 @@ func FuzzReasm(f *testing.F) {
 			}
 			now += 10
 			r.Receive(now, buf[:l])
+			if h.RecNo%7 == 3 { // a link layer reports cells lost for good
+				r.Lost(now, int(h.RecNo%5))
+			}
 			r.Poll(now)
 			fed += uint64(len(p))
 			if st := r.Stats(); st.Buffered > window {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -191,18 +192,33 @@ type udpResult struct {
 // udpRun runs iperf3 UDP from h1 to h2 at rate for d (whole seconds),
 // with extra iperf3 client arguments (e.g. --dscp 46); during, if not
 // nil, runs on its own goroutine meanwhile, and udpRun waits for it.
+// iperf3's UDP handshake is one datagram each way on the stream socket,
+// which a lossy link can drop (the client then fails with "unable to read
+// from stream socket"): such a run is started again, up to three times.
 func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duration, during func(), extra ...string) (udpResult, error) {
-	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", strconv.Itoa(port))
-	if err != nil {
-		return udpResult{}, err
-	}
-	defer stop()
 	done := make(chan struct{})
 	if during != nil {
 		go func() { defer close(done); during() }()
 	} else {
 		close(done)
 	}
+	defer func() { <-done }()
+	for attempt := 1; ; attempt++ {
+		r, err := e.udpOnce(ctx, port, rate, d, extra)
+		if err == nil || attempt == 3 || ctx.Err() != nil || !strings.Contains(err.Error(), "stream socket") {
+			return r, err
+		}
+		e.progress("iperf3 -u in %s: the UDP handshake was lost (%v); starting again", e.NS("h1"), err)
+	}
+}
+
+// udpOnce is one iperf3 UDP run of udpRun.
+func (e *Env) udpOnce(ctx context.Context, port int, rate float64, d time.Duration, extra []string) (udpResult, error) {
+	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", strconv.Itoa(port))
+	if err != nil {
+		return udpResult{}, err
+	}
+	defer stop()
 	// A 2 MB socket buffer on both ends: with iperf3's default a receiver
 	// not scheduled for 10 ms on a busy machine drops datagrams.
 	args := []string{"-c", H2Addr, "-p", strconv.Itoa(port), "-u", "-l", "1200", "-w", "2M",
@@ -210,7 +226,6 @@ func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duratio
 	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.Output()
-	<-done
 	var doc struct {
 		End struct {
 			Streams []struct {

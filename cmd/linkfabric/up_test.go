@@ -195,7 +195,8 @@ func TestUpCells(t *testing.T) {
 		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1516", fmt.Sprintf("at most %d", mostCell-4)}}, // CRC32C trailer
 		{[]string{"--cell-size", "1600", "--integrity", "off"}, []string{"--cell-size 1600", fmt.Sprintf("at most %d", mostCell)}},
 		{[]string{"--cell-size", "10"}, []string{"--cell-size 10", "below the cell header"}},
-		{[]string{"--link-mode", "fec"}, []string{`--link-mode "fec"`, "none, lg, lgnb or monitor"}},
+		{[]string{"--link-mode", "xor"}, []string{`--link-mode "xor"`, "none, lg, lgnb, monitor or fec"}},
+		{[]string{"--loss-classes", "default"}, []string{"--loss-classes", "--link-mode monitor"}},
 		{[]string{"--spray", "ecmp"}, []string{"--spray", "perm, p2c or hash"}},
 		{[]string{"--node-id", "5000"}, []string{"--node-id 5000", "1..1023"}},
 	} {
