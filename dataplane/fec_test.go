@@ -394,3 +394,50 @@ func TestFECRestart(t *testing.T) {
 		t.Errorf("h2 got %d frames after the last restart: the link did not come back", r.Received-atLast)
 	}
 }
+
+// TestFECPolicyHeals: --mode fec --fec-target 1e-3 on veth. Under loss 1e-2
+// (sw1→sw2) the link policy protects sw1's sending with parity; once the
+// link heals it goes back to none, but only after the dwell (one monitor
+// window, here 500 ms) has measured the healed link: the hysteresis.
+func TestFECPolicyHeals(t *testing.T) {
+	const window = 500 * time.Millisecond
+	tb, sw1, sw2 := upFEC(t, FECConfig{Target: 1e-3, MinFrames: 2000, Window: window})
+	prog := sw2.d.Link().Program()
+	if err := prog.SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	waitFECUp(t, sw1.d, sw2.d)
+	h1, h2 := tb.NS("h1"), tb.NS("h2")
+	iperfUDP(t, h1, h2, udpRun{Port: "5312", Rate: "50M", Secs: 3})
+	lossy := fecSnap(t, sw1.d)
+	t.Logf("under loss 1e-2: n %d, policy %+v", lossy.N, lossy.Policy)
+	if lossy.N == 0 || !strings.HasPrefix(lossy.Policy.Decision, "fec") {
+		t.Fatalf("under loss 1e-2 sw1 sends with n %d, policy %+v: want parity", lossy.N, lossy.Policy)
+	}
+	if err := prog.SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	done := make(chan struct{})
+	go func() { defer close(done); iperfUDP(t, h1, h2, udpRun{Port: "5313", Rate: "50M", Secs: 4}) }()
+	var back time.Duration
+	for back == 0 {
+		select {
+		case <-done:
+			back = -1
+		case <-time.After(50 * time.Millisecond):
+			if s := sw1.d.FECStats().Snapshot(); s.N == 0 && s.Policy.Decision == "none" {
+				back = time.Since(healed)
+			}
+		}
+	}
+	<-done
+	s := fecSnap(t, sw1.d)
+	t.Logf("healed: back to none after %v; policy %+v", back, s.Policy)
+	if back < 0 || s.N != 0 || s.Policy.Changes < 2 {
+		t.Fatalf("after the link healed: back after %v, n %d, policy %+v: want none again", back, s.N, s.Policy)
+	}
+	if back < window {
+		t.Errorf("back to none %v after the link healed: before the dwell (%v) could measure it", back, window)
+	}
+}
