@@ -408,7 +408,7 @@ func (res *FECFCTResult) Text() string {
 	for _, arm := range []string{FECFCTClassesXOR, FECFCTLG} {
 		k := strings.ReplaceAll(arm, "-", "_")
 		if v, ok := res.Summary["check_"+k].(bool); ok {
-			fmt.Fprintf(&b, "check %s (mean FCT within 1.1× of its clean run in every size bin, every run): %s\n", arm, map[bool]string{true: "met", false: "MISSED"}[v])
+			fmt.Fprintf(&b, "check %s (median over runs of lossy/clean mean FCT ≤ 1.1 in every size bin, every run measured): %s\n", arm, map[bool]string{true: "met", false: "MISSED"}[v])
 		}
 	}
 	if v, ok := res.Summary["none_worst_mean_ratio"].(float64); ok {

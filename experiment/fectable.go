@@ -2,8 +2,10 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -85,12 +87,17 @@ type FECTableRow struct {
 	Cells []FECTableCell `json:"cells"`
 	// BestFCT and BestOverhead: among the protections that meet the
 	// target, the lowest p99 FCT and the lowest wire overhead ("" if none
-	// meets it).
-	BestFCT      string `json:"best_fct"`
-	BestOverhead string `json:"best_overhead"`
+	// meets it); CodingFCT and CodingOverhead the same among what mode fec
+	// can run (none, parity, replication).
+	BestFCT        string `json:"best_fct"`
+	BestOverhead   string `json:"best_overhead"`
+	CodingFCT      string `json:"coding_best_fct"`
+	CodingOverhead string `json:"coding_best_overhead"`
 	// Policy is what lossmon.DefaultLinkTable decides for this rate and
-	// model (as the arm that runs it), Agrees whether it is one of the
-	// two measured choices (exclude agrees where nothing meets the target).
+	// model (as the arm that runs it). Agrees: it is one of the two
+	// measured choices among all protections, or, where it chooses a
+	// coding, among the codings (the choice mode fec applies); exclude
+	// agrees only where nothing, lg included, meets the target.
 	Policy string `json:"policy"`
 	Agrees bool   `json:"agrees"`
 }
@@ -152,7 +159,7 @@ func (res *FECTableResult) build() {
 	for _, model := range models {
 		for _, p := range c.Loss {
 			row := FECTableRow{Loss: p, Model: model}
-			bestF, bestO := math.Inf(1), math.Inf(1)
+			bestF, bestO, codF, codO := math.Inf(1), math.Inf(1), math.Inf(1), math.Inf(1)
 			for _, arm := range FECTableArms {
 				var resid, over, f99, f50 []float64
 				scheme := ""
@@ -175,16 +182,25 @@ func (res *FECTableResult) build() {
 					if cell.Overhead < bestO {
 						bestO, row.BestOverhead = cell.Overhead, arm
 					}
+					if arm != FECArmLG && cell.FCTP99Us < codF {
+						codF, row.CodingFCT = cell.FCTP99Us, arm
+					}
+					if arm != FECArmLG && cell.Overhead < codO {
+						codO, row.CodingOverhead = cell.Overhead, arm
+					}
 				}
 				row.Cells = append(row.Cells, cell)
 			}
 			row.Policy = policyArm(c.Target, p, model != "bernoulli")
+			coding := row.Policy != FECArmLG
 			row.Agrees = row.Policy == row.BestFCT || row.Policy == row.BestOverhead ||
+				coding && (row.Policy == row.CodingFCT || row.Policy == row.CodingOverhead) ||
 				row.Policy == "exclude" && row.BestFCT == ""
 			if row.Agrees {
 				agree++
 			} else {
-				dis = append(dis, fmt.Sprintf("%s p=%g: policy %s, measured best p99 FCT %s, overhead %s", model, p, row.Policy, orDash(row.BestFCT), orDash(row.BestOverhead)))
+				dis = append(dis, fmt.Sprintf("%s p=%g: policy %s, measured best p99 FCT %s, overhead %s (codings: %s, %s)", model, p, row.Policy,
+					orDash(row.BestFCT), orDash(row.BestOverhead), orDash(row.CodingFCT), orDash(row.CodingOverhead)))
 			}
 			res.Rows = append(res.Rows, row)
 		}
@@ -210,7 +226,7 @@ func (res *FECTableResult) Text() string {
 	for _, a := range FECTableArms {
 		fmt.Fprintf(w, "%s: residual / overhead / p99 FCT µs\t", a)
 	}
-	fmt.Fprintln(w, "best p99 FCT\tbest overhead\tpolicy\t")
+	fmt.Fprintln(w, "best p99 FCT\tbest overhead\tbest coding: FCT, overhead\tpolicy\t")
 	for _, r := range res.Rows {
 		fmt.Fprintf(w, "%s\t%g\t", r.Model, r.Loss)
 		for _, a := range FECTableArms {
@@ -230,10 +246,29 @@ func (res *FECTableResult) Text() string {
 		if !r.Agrees {
 			ok = "DIFFERS"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s (%s)\t\n", orDash(r.BestFCT), orDash(r.BestOverhead), r.Policy, ok)
+		fmt.Fprintf(w, "%s\t%s\t%s, %s\t%s (%s)\t\n", orDash(r.BestFCT), orDash(r.BestOverhead), orDash(r.CodingFCT), orDash(r.CodingOverhead), r.Policy, ok)
 	}
 	w.Flush()
-	fmt.Fprintf(&b, "\n✗: residual above the target. policy: lossmon.DefaultLinkTable's choice for the rate (bursty: mean loss run ≥ %g); it agrees when it is the best by p99 FCT or by overhead. %d of %d rows agree.\n",
+	fmt.Fprintf(&b, "\n✗: residual above the target. best coding: among none, parity and replication (what mode fec can run). policy: lossmon.DefaultLinkTable's choice for the rate (bursty: mean loss run ≥ %g); it agrees when it is the best by p99 FCT or by overhead, among all protections or, for a coding, among the codings. %d of %d rows agree.\n",
 		lossmon.DefaultLinkTable(c.Target).BurstOn, res.Summary["policy_agrees"], len(res.Rows))
 	return b.String()
+}
+
+// ReadFECTable reads a saved `fec table` JSON and builds its table again
+// from its points (with this build's policy and rules).
+func ReadFECTable(path string) (*FECTableResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res FECTableResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if res.Veth == nil || len(res.Veth.Points) == 0 {
+		return nil, fmt.Errorf("%s: no points (not a 'fec table' result?)", path)
+	}
+	res.Rows = nil
+	res.build()
+	return &res, nil
 }

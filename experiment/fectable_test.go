@@ -14,7 +14,7 @@ func TestFECTableBuild(t *testing.T) {
 	}
 	res := &FECTableResult{Config: cfg, Veth: &FECVethResult{Points: []FECVethPoint{
 		pt(FECArmForward, 1e-2, 1e-2, 1.01, 9000),
-		pt(FECArmParity, 1e-2, 1e-4, 1.25, 800),
+		pt(FECArmParity, 1e-2, 2e-3, 1.25, 800), // misses the target
 		pt(FECArmReplicate, 1e-2, 0, 3.0, 700),
 		pt(FECArmLG, 1e-2, 0, 1.05, 900),
 		pt(FECArmForward, 0.2, 0.2, 1.01, 1e6),
@@ -26,7 +26,7 @@ func TestFECTableBuild(t *testing.T) {
 		t.Fatalf("%d rows", len(res.Rows))
 	}
 	r := res.Rows[0]
-	if r.BestFCT != FECArmReplicate || r.BestOverhead != FECArmLG || r.Policy != FECArmParity || r.Agrees {
+	if r.BestFCT != FECArmReplicate || r.BestOverhead != FECArmLG || r.CodingOverhead != FECArmReplicate || r.Policy != FECArmParity || r.Agrees {
 		t.Fatalf("p=1e-2: %+v", r)
 	}
 	r = res.Rows[1]
@@ -35,6 +35,14 @@ func TestFECTableBuild(t *testing.T) {
 	}
 	if res.Summary["policy_agrees"] != 1 || !strings.Contains(res.Text(), "DIFFERS") {
 		t.Fatalf("%v\n%s", res.Summary, res.Text())
+	}
+	// Parity meeting the target with the least overhead among the
+	// codings: the policy's parity agrees, though lg is cheaper still.
+	res.Veth.Points[1].Residual = 1e-4
+	res.Rows = nil
+	res.build()
+	if r := res.Rows[0]; !r.Agrees || r.CodingOverhead != FECArmParity || r.BestOverhead != FECArmLG {
+		t.Fatalf("parity within the target: %+v", r)
 	}
 	if policyArm(1e-3, 1e-2, true) != FECArmLG || policyArm(1e-3, 1e-4, false) != FECArmForward || policyArm(1e-3, 5e-2, false) != FECArmReplicate {
 		t.Fatal("policyArm")

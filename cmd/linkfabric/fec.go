@@ -29,6 +29,7 @@ func fecTableCmd() *cobra.Command {
 		cfg            experiment.FECTableConfig
 		loss, fctSize  string
 		prefix, outDir string
+		from           string
 		asJSON         bool
 	)
 	cmd := &cobra.Command{
@@ -44,10 +45,19 @@ replication ×--copies and LinkGuardian (--mode lg). At each point it sends
 per rate and model, the medians over --runs, which protection meeting the target
 has the lowest p99 FCT and which the lowest overhead, and what the link policy
 (lossmon.DefaultLinkTable, which 'run --mode fec' uses) chooses there, and whether
-it is one of the two. JSON goes to --out.`,
+it is one of the two (for a coding it chooses, among the codings: what mode fec
+can run). JSON goes to --out; --from rebuilds the table from such a JSON without
+measuring (no root).`,
 		Example: `  linkfabric fec table
   linkfabric fec table --runs 1 --loss 1e-2,5e-2 --frames 10000 --fct-flows 100`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if from != "" {
+				res, err := experiment.ReadFECTable(from)
+				if err != nil {
+					return err
+				}
+				return report(res, res.Text(), "", asJSON)
+			}
 			if err := requireRoot("fec table"); err != nil {
 				return err
 			}
@@ -88,6 +98,7 @@ it is one of the two. JSON goes to --out.`,
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.StringVar(&prefix, "prefix", "lffec", "testbed prefix")
 	f.StringVar(&outDir, "out", "out/fec-table.json", "write the result as JSON here ('' to skip)")
+	f.StringVar(&from, "from", "", "rebuild the table from a saved result (its JSON) instead of measuring")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
 }
