@@ -11,7 +11,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/lossmon"
+	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // FECTableArms are the protections `fec table` compares: none, XOR parity
@@ -77,6 +79,11 @@ type FECTableCell struct {
 	FCTP99Us    float64 `json:"fct_p99_us"`
 	FCTP50Us    float64 `json:"fct_p50_us"`
 	MeetsTarget bool    `json:"meets_target"`
+	// PredOverhead is 1/n plus headers for what the arm ran: copies ×
+	// (1 + 1/n) × (F + h)/F, F the host frame, h the link header and
+	// trailer each data frame gains (a parity frame counted as one more
+	// frame of the group's length); 0 for lg (no formula).
+	PredOverhead float64 `json:"predicted_overhead,omitempty"`
 }
 
 // FECTableRow is one loss rate and model: every protection, the measured
@@ -162,18 +169,21 @@ func (res *FECTableResult) build() {
 			bestF, bestO, codF, codO := math.Inf(1), math.Inf(1), math.Inf(1), math.Inf(1)
 			for _, arm := range FECTableArms {
 				var resid, over, f99, f50 []float64
-				scheme := ""
+				scheme, n, copies := "", 0, 1
 				for _, pt := range res.Veth.Points {
 					if pt.Arm == arm && pt.Loss == p && pt.Model == model {
 						resid, over = append(resid, pt.Residual), append(over, pt.Overhead)
 						f99, f50 = append(f99, pt.FCTP99Us), append(f50, pt.FCTP50Us)
-						scheme = pt.Scheme
+						scheme, n, copies = pt.Scheme, pt.N, max(pt.Copies, 1)
 					}
 				}
 				if len(resid) == 0 {
 					continue
 				}
 				cell := FECTableCell{Arm: arm, Scheme: scheme, Residual: Median(resid), Overhead: Median(over), FCTP99Us: Median(f99), FCTP50Us: Median(f50)}
+				if arm != FECArmLG {
+					cell.PredOverhead = predOverhead(n, copies, res.Veth.Config.Payload)
+				}
 				cell.MeetsTarget = cell.Residual <= c.Target
 				if cell.MeetsTarget {
 					if cell.FCTP99Us < bestF {
@@ -205,7 +215,29 @@ func (res *FECTableResult) build() {
 			res.Rows = append(res.Rows, row)
 		}
 	}
-	res.Summary = map[string]any{"rows": len(res.Rows), "policy_agrees": agree, "disagreements": dis}
+	worst := 0.0
+	for _, r := range res.Rows {
+		for _, x := range r.Cells {
+			if x.PredOverhead > 0 && x.Arm != FECArmForward {
+				worst = max(worst, math.Abs(x.Overhead/x.PredOverhead-1))
+			}
+		}
+	}
+	res.Summary = map[string]any{"rows": len(res.Rows), "policy_agrees": agree, "disagreements": dis,
+		"overhead_vs_prediction_worst": worst}
+}
+
+// predOverhead is the wire bytes over the host bytes of frames of a UDP
+// payload through parity n (0: none) and copies: each data frame gains the
+// link header (its EtherType and seqhdr.HeaderLen) and the integrity
+// trailer; a group of n adds one frame of its length.
+func predOverhead(n, copies, payload int) float64 {
+	f := float64(payload + UDPWireOverhead - 24) // the frame the host port receives: no preamble, FCS or gap
+	w := float64(copies) * (f + 2 + seqhdr.HeaderLen + linkcrc.TrailerLen) / f
+	if n > 0 {
+		w *= 1 + 1/float64(n)
+	}
+	return w
 }
 
 func orDash(s string) string {
@@ -249,6 +281,19 @@ func (res *FECTableResult) Text() string {
 		fmt.Fprintf(w, "%s\t%s\t%s, %s\t%s (%s)\t\n", orDash(r.BestFCT), orDash(r.BestOverhead), orDash(r.CodingFCT), orDash(r.CodingOverhead), r.Policy, ok)
 	}
 	w.Flush()
+	fmt.Fprintln(&b, "\nwire overhead, measured / predicted (1/n plus headers), parity and replication:")
+	for _, r := range res.Rows {
+		var xs []string
+		for _, x := range r.Cells {
+			if x.PredOverhead > 0 && x.Arm != FECArmForward {
+				xs = append(xs, fmt.Sprintf("%s %.3f / %.3f", x.Scheme, x.Overhead, x.PredOverhead))
+			}
+		}
+		if len(xs) > 0 {
+			fmt.Fprintf(&b, "  %s p=%g: %s\n", r.Model, r.Loss, strings.Join(xs, ", "))
+		}
+	}
+	fmt.Fprintf(&b, "  worst deviation %.1f %% (target: within 10 %%)\n", 100*res.Summary["overhead_vs_prediction_worst"].(float64))
 	fmt.Fprintf(&b, "\n✗: residual above the target. best coding: among none, parity and replication (what mode fec can run). policy: lossmon.DefaultLinkTable's choice for the rate (bursty: mean loss run ≥ %g); it agrees when it is the best by p99 FCT or by overhead, among all protections or, for a coding, among the codings. %d of %d rows agree.\n",
 		lossmon.DefaultLinkTable(c.Target).BurstOn, res.Summary["policy_agrees"], len(res.Rows))
 	return b.String()
