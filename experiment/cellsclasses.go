@@ -68,28 +68,8 @@ func (c *CellsClassesConfig) Normalize() error {
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells classes: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
-	if c.Loss == 0 {
-		c.Loss = 1e-2
-	}
-	if c.Burst == 0 {
-		c.Burst = 1
-	}
-	if len(c.Gray) == 0 {
-		c.Gray = []int{1, 2, 3}
-	}
-	for _, l := range c.Gray {
-		if l < 0 || l >= len(bundleLinks) {
-			return fmt.Errorf("cells classes: --gray %d: the bundle has links 0-3", l)
-		}
-	}
-	if len(c.Gray) == len(bundleLinks) {
-		return fmt.Errorf("cells classes: --gray names every link: class 1 needs a clean one")
-	}
-	if err := bpf.Loss(c.Loss, c.Burst, 1).Validate(); err != nil {
-		return fmt.Errorf("cells classes: --loss %g --burst %g: %w", c.Loss, c.Burst, err)
-	}
-	if c.Loss <= 1e-3 || c.Loss > 1e-1 {
-		return fmt.Errorf("cells classes: --loss %g: the gray links must fall in class 3 (above 1e-3, at most 1e-1)", c.Loss)
+	if err := normalizeGray("cells classes", &c.Loss, &c.Burst, &c.Gray); err != nil {
+		return err
 	}
 	if c.Rate == 0 {
 		c.Rate = 100e6
@@ -101,6 +81,34 @@ func (c *CellsClassesConfig) Normalize() error {
 		c.Settle = 20 * time.Second
 	}
 	return c.cells(ClassesArmOff).normalize("cells classes")
+}
+
+// normalizeGray fills in and checks the gray links of the loss-class
+// experiments: links 1-3 of the bundle (default all three) lose loss
+// (default 10⁻², in bursts of burst frames, default 1: Bernoulli), which
+// must put them in loss class 3; link0 stays clean, for class 1.
+func normalizeGray(what string, loss, burst *float64, gray *[]int) error {
+	if *loss == 0 {
+		*loss = 1e-2
+	}
+	if *burst == 0 {
+		*burst = 1
+	}
+	if len(*gray) == 0 {
+		*gray = []int{1, 2, 3}
+	}
+	for _, l := range *gray {
+		if l < 1 || l >= len(bundleLinks) {
+			return fmt.Errorf("%s: --gray %d: the gray links are 1-3 (link0 stays clean, for class 1)", what, l)
+		}
+	}
+	if err := bpf.Loss(*loss, *burst, 1).Validate(); err != nil {
+		return fmt.Errorf("%s: --loss %g --burst %g: %w", what, *loss, *burst, err)
+	}
+	if *loss <= 1e-3 || *loss > 1e-1 {
+		return fmt.Errorf("%s: --loss %g: the gray links must fall in loss class 3 (above 1e-3, at most 1e-1)", what, *loss)
+	}
+	return nil
 }
 
 func (c *CellsClassesConfig) cells(arm string) *cellsRunConfig {
@@ -183,22 +191,13 @@ func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsC
 	e.progress("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
 		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, classesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
-	tb, err := e.upBundle()
+	err := e.bundleArmRuns(ctx, "cells classes", cfg.Runs, cfg.Arms, func(arm string, run int) string {
+		r := e.classesOnce(ctx, arm, run, &cfg)
+		res.Runs = append(res.Runs, r)
+		return r.line()
+	})
 	if err != nil {
-		return nil, err
-	}
-	defer tb.Down()
-	i := 0
-	for run := 1; run <= cfg.Runs; run++ {
-		for _, arm := range cfg.Arms {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			i++
-			r := e.classesOnce(ctx, arm, run, &cfg)
-			res.Runs = append(res.Runs, r)
-			e.progress("cells classes: [%d/%d] %s run %d: %s", i, total, arm, run, r.line())
-		}
+		return res, err
 	}
 	res.summarize()
 	return res, nil

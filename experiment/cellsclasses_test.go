@@ -16,7 +16,7 @@ func TestCellsClassesConfigRefuses(t *testing.T) {
 		want string
 	}{
 		{CellsClassesConfig{Arms: []string{"lg"}}, "arm \"lg\""},
-		{CellsClassesConfig{Gray: []int{0, 1, 2, 3}}, "class 1 needs a clean one"},
+		{CellsClassesConfig{Gray: []int{0, 1, 2, 3}}, "--gray 0: the gray links are 1-3"},
 		{CellsClassesConfig{Gray: []int{4}}, "--gray 4"},
 		{CellsClassesConfig{Loss: 1e-4}, "class 3"},
 		{CellsClassesConfig{Loss: 0.2}, "class 3"},

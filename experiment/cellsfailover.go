@@ -295,25 +295,39 @@ func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*Cell
 	e.progress("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
 		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 4*time.Second)).Round(time.Second))
-	tb, err := e.upBundle()
+	err := e.bundleArmRuns(ctx, "cells failover", cfg.Runs, cfg.Arms, func(arm string, run int) string {
+		r := e.failoverOnce(ctx, arm, run, &cfg)
+		res.Runs = append(res.Runs, r)
+		return r.line()
+	})
 	if err != nil {
-		return nil, err
-	}
-	defer tb.Down()
-	i := 0
-	for run := 1; run <= cfg.Runs; run++ {
-		for _, arm := range cfg.Arms {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			i++
-			r := e.failoverOnce(ctx, arm, run, &cfg)
-			res.Runs = append(res.Runs, r)
-			e.progress("cells failover: [%d/%d] %s run %d: %s", i, total, arm, run, r.line())
-		}
+		return res, err
 	}
 	res.summarize()
 	return res, nil
+}
+
+// bundleArmRuns brings the bundle testbed up and calls once for every run
+// and arm in turn (runs outermost), each with a progress line of what it
+// returns, until ctx ends; the testbed goes down at the end.
+func (e *Env) bundleArmRuns(ctx context.Context, what string, runs int, arms []string, once func(arm string, run int) string) error {
+	tb, err := e.upBundle()
+	if err != nil {
+		return err
+	}
+	defer tb.Down()
+	total, i := runs*len(arms), 0
+	for run := 1; run <= runs; run++ {
+		for _, arm := range arms {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			i++
+			line := once(arm, run)
+			e.progress("%s: [%d/%d] %s run %d: %s", what, i, total, arm, run, line)
+		}
+	}
+	return nil
 }
 
 func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsFailoverConfig) (r CellsFailoverRun) {

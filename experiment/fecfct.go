@@ -91,25 +91,8 @@ func (c *FECFCTConfig) Normalize() error {
 	if c.Warmup < 0 {
 		c.Warmup = 0
 	}
-	if c.Loss == 0 {
-		c.Loss = 1e-2
-	}
-	if c.Burst == 0 {
-		c.Burst = 1
-	}
-	if len(c.Gray) == 0 {
-		c.Gray = []int{1, 2, 3}
-	}
-	for _, l := range c.Gray {
-		if l < 1 || l >= len(bundleLinks) {
-			return fmt.Errorf("fec fct: --gray %d: the gray links are 1-3 (link0 is the clean one)", l)
-		}
-	}
-	if err := bpf.Loss(c.Loss, c.Burst, 1).Validate(); err != nil {
-		return fmt.Errorf("fec fct: --loss %g --burst %g: %w", c.Loss, c.Burst, err)
-	}
-	if c.Loss <= 1e-3 || c.Loss > 1e-1 {
-		return fmt.Errorf("fec fct: --loss %g: the gray links must fall in loss class 3 (above 1e-3, at most 1e-1)", c.Loss)
+	if err := normalizeGray("fec fct", &c.Loss, &c.Burst, &c.Gray); err != nil {
+		return err
 	}
 	if c.Short == 0 {
 		c.Short = 100_000

@@ -80,14 +80,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 					return err
 				}
 			}
-			if asJSON {
-				return printJSON(res)
-			}
-			fmt.Print(res.Table())
-			if len(files) > 0 {
-				fmt.Printf("\nwritten: %s\n", strings.Join(files, " "))
-			}
-			return nil
+			return reportWritten(res, res.Table(), files, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -172,15 +172,8 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 					return err
 				}
 			}
-			if asJSON {
-				if err := printJSON(res); err != nil {
-					return err
-				}
-			} else {
-				fmt.Print(res.Text())
-				if len(files) > 0 {
-					fmt.Printf("\nwritten: %s\n", strings.Join(files, " "))
-				}
+			if err := reportWritten(res, res.Text(), files, asJSON); err != nil {
+				return err
 			}
 			for _, arm := range []string{"classes_xor", "lg"} {
 				if ok, found := res.Summary["check_"+arm].(bool); found && !ok {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -90,6 +91,19 @@ func report(res any, text string, outJSON string, asJSON bool) error {
 }
 
 // requireRoot fails early, with the fix, when not root.
+// reportWritten prints res as JSON (asJSON) or text, then the files an
+// experiment wrote.
+func reportWritten(res any, text string, files []string, asJSON bool) error {
+	if asJSON {
+		return printJSON(res)
+	}
+	fmt.Print(text)
+	if len(files) > 0 {
+		fmt.Printf("\nwritten: %s\n", strings.Join(files, " "))
+	}
+	return nil
+}
+
 func requireRoot(what string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%s needs root (network namespaces, XDP and AF_XDP): run it with sudo", what)
