@@ -163,18 +163,6 @@ type CellsClassesResult struct {
 	Summary map[string]any `json:"summary"`
 }
 
-// classesStats is the part of /stats.json the experiment reads.
-type classesStats struct {
-	Cells struct {
-		Links []struct {
-			Name         string   `json:"name"`
-			Class        uint8    `json:"loss_class"`
-			TxBytes      uint64   `json:"tx_bytes"`
-			TxClassBytes []uint64 `json:"tx_class_bytes"`
-		} `json:"links"`
-	} `json:"cells"`
-}
-
 // CellsClasses runs, per run and arm on fresh dataplanes, two UDP flows
 // from h1 to h2 at once over the bundle whose gray links lose cfg.Loss in
 // both directions: one with DSCP EF (class 1 in the classes arm) and one
@@ -245,7 +233,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 		return fail(err)
 	}
 	time.Sleep(100 * time.Millisecond) // a statistics publication after the flows
-	var after classesStats
+	var after cellsStats
 	if err := FetchStats(ctx, e.NS("sw1"), &after); err != nil {
 		return fail(err)
 	}
@@ -278,10 +266,10 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 // waitClasses waits until sw1 shows the gray links in class 3 and the
 // others in class 1 (arm classes; the other arm waits for nothing) and
 // returns sw1's statistics then.
-func (e *Env) waitClasses(ctx context.Context, arm string, gray map[string]bool, limit time.Duration) (classesStats, error) {
+func (e *Env) waitClasses(ctx context.Context, arm string, gray map[string]bool, limit time.Duration) (cellsStats, error) {
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	var s classesStats
+	var s cellsStats
 	for {
 		err := FetchStats(wctx, e.NS("sw1"), &s)
 		ok := err == nil && len(s.Cells.Links) == len(bundleLinks)

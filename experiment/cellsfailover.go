@@ -160,7 +160,12 @@ type cellsStats struct {
 			Exclusions      uint64 `json:"exclusions"`
 			LastExclusion   string `json:"last_exclusion"`
 			LastExclusionAt int64  `json:"last_exclusion_unix_ns"`
-			LG              *struct {
+			// Loss classes (cells classes): the class the link serves,
+			// the bytes sent, the cell bytes sent per loss class.
+			Class        uint8    `json:"loss_class"`
+			TxBytes      uint64   `json:"tx_bytes"`
+			TxClassBytes []uint64 `json:"tx_class_bytes"`
+			LG           *struct {
 				HandedBack uint64 `json:"handed_back"`
 				Recovered  uint64 `json:"recovered"`
 				RetxCopies uint64 `json:"retx_copies"`

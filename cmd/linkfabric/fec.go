@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -27,7 +26,7 @@ every n data frames, n from a residual-loss target, or every frame sent k times.
 func fecTableCmd() *cobra.Command {
 	var (
 		cfg            experiment.FECTableConfig
-		loss, fctSize  string
+		fctSize        string
 		prefix, outDir string
 		from           string
 		asJSON         bool
@@ -61,18 +60,10 @@ measuring (no root).`,
 			if err := requireRoot("fec table"); err != nil {
 				return err
 			}
-			for _, f := range splitList(loss) {
-				v, err := strconv.ParseFloat(f, 64)
-				if err != nil {
-					return fmt.Errorf("--loss: %q is not a rate", f)
-				}
-				cfg.Loss = append(cfg.Loss, v)
+			var err error
+			if cfg.FCTSize, err = parseOneSize("--fct-size", fctSize); err != nil {
+				return err
 			}
-			s, err := fct.ParseSizes(fctSize)
-			if err != nil || len(s) != 1 {
-				return fmt.Errorf("--fct-size %q: want one size like 24387", fctSize)
-			}
-			cfg.FCTSize = s[0]
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
@@ -85,7 +76,7 @@ measuring (no root).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&loss, "loss", "1e-3,3e-3,1e-2,3e-2,5e-2,1e-1", "loss rates, comma-separated")
+	f.Float64SliceVar(&cfg.Loss, "loss", experiment.DefaultFECLoss, "loss rates, comma-separated")
 	f.Float64Var(&cfg.Target, "target", 1e-3, "residual loss target")
 	f.Float64Var(&cfg.MeanBurst, "burst", 3, "mean burst of the bursty model (frames)")
 	f.IntVar(&cfg.Frames, "frames", 30000, "UDP datagrams per point")
@@ -101,6 +92,15 @@ measuring (no root).`,
 	f.StringVar(&from, "from", "", "rebuild the table from a saved result (its JSON) instead of measuring")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
+}
+
+// parseOneSize parses a flag's single flow size (e.g. 100KB).
+func parseOneSize(flag, v string) (int64, error) {
+	s, err := fct.ParseSizes(v)
+	if err != nil || len(s) != 1 {
+		return 0, fmt.Errorf("%s %q: want one size like 100KB", flag, v)
+	}
+	return s[0], nil
 }
 
 func fecFCTCmd() *cobra.Command {
@@ -151,11 +151,9 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 				return fmt.Errorf("--gray: %w", err)
 			}
 			if short != "" {
-				s, err := fct.ParseSizes(short)
-				if err != nil || len(s) != 1 {
-					return fmt.Errorf("--short %q: want one size like 100KB", short)
+				if cfg.Short, err = parseOneSize("--short", short); err != nil {
+					return err
 				}
-				cfg.Short = s[0]
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {
