@@ -44,7 +44,10 @@ type ShuffleArm struct {
 	LostFrames     uint64      `json:"lost_frames"`
 	Incomplete     int         `json:"incomplete_flows"`
 	HostDrops      uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
-	CtlLost        uint64      `json:"control_lost"`   // grants dropped on purpose or missed
+	VethDrops      uint64      `json:"veth_drops"`     // veth (a full input backlog), hosts and switch ports
+	BacklogDrops   uint64      `json:"backlog_drops_machine"`
+	SockDrops      uint64      `json:"recv_socket_drops"` // at the agents' data sockets
+	CtlLost        uint64      `json:"control_lost"`      // grants dropped on purpose or missed
 	LeaseExpiries  uint64      `json:"lease_expiries"`
 	FreeRunOpens   uint64      `json:"freerun_opens"`
 	OverrunBytes   uint64      `json:"overrun_bytes"`
@@ -102,7 +105,7 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.Collisions, r.LostFrames)
+			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d (machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
 			res.Runs = append(res.Runs, r)
 		}
 	}
@@ -135,20 +138,7 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 	if err != nil {
 		return out, err
 	}
-	hostDrops := func() uint64 {
-		var n uint64
-		st := make([]netns.QdiscStat, 1)
-		for i := 1; i <= c.Hosts; i++ {
-			if r, err := netns.NewQdiscReader(tb.NS("h"+strconv.Itoa(i)), []string{"eth0"}); err == nil {
-				if r.Read(st) == nil {
-					n += uint64(st[0].Drops)
-				}
-				r.Close()
-			}
-		}
-		return n
-	}
-	hd0 := hostDrops()
+	drops0 := readStarDrops(tb, c.Hosts)
 	cpu0, _ := ReadCPU()
 	perHost := float64(int64(c.Hosts-1)*cfg.Size) * 8 / float64(c.Rate)
 	switch arm {
@@ -189,6 +179,7 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 			out.FreeRunOpens += h.G.FreeRunOpens
 			out.HostRT = out.HostRT || h.RT
 			out.LostFrames += h.RecvLost
+			out.SockDrops += h.SockDrops
 			out.OverrunBytes += h.G.OverrunBytes
 		}
 		for _, d := range done {
@@ -223,7 +214,8 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 	}
 	close(stop)
 	out.Switch = sw()
-	out.HostDrops = hostDrops() - hd0
+	d := readStarDrops(tb, c.Hosts).Sub(drops0)
+	out.HostDrops, out.VethDrops, out.BacklogDrops = d.HostTBF, d.Veth, d.Backlog
 	cpu1, _ := ReadCPU()
 	out.CPUBusyPct, out.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
 	slices.Sort(out.Finishes)

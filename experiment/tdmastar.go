@@ -32,6 +32,9 @@ type TDMAStar struct {
 	HostRT int            `json:"host_rt"` // the agents' (0: none)
 	Sched  string         `json:"scheduler"`
 	Margin time.Duration  `json:"margin_ns"`
+	// Spin is the agents' --spin before a window opens: 0 keeps the
+	// agent's default, negative turns it off.
+	Spin time.Duration `json:"spin_ns,omitempty"`
 }
 
 // SwitchStats are the switch ports' queues sampled every millisecond.
@@ -95,6 +98,46 @@ func sampleSwitch(ns string, n int, stop <-chan struct{}) (func() SwitchStats, e
 		}
 	}()
 	return func() SwitchStats { <-done; return out }, nil
+}
+
+// StarDrops says where frames were dropped on the star outside the switch
+// ports' queues: at the hosts' egress TBFs, by veth (a peer's per-CPU
+// input backlog was full: both ends count it as rx/tx dropped), and by
+// the machine's input backlogs in all (softnet_stat; any namespace).
+type StarDrops struct {
+	HostTBF uint64 `json:"host_tbf_drops"`
+	Veth    uint64 `json:"veth_drops"`
+	Backlog uint64 `json:"backlog_drops_machine"`
+}
+
+// readStarDrops reads the star's drop counters (cumulative).
+func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
+	var d StarDrops
+	st := make([]netns.QdiscStat, 1)
+	ports := make([]string, hosts)
+	for i := 1; i <= hosts; i++ {
+		h := tb.NS("h" + strconv.Itoa(i))
+		if r, err := netns.NewQdiscReader(h, []string{"eth0"}); err == nil {
+			if r.Read(st) == nil {
+				d.HostTBF += uint64(st[0].Drops)
+			}
+			r.Close()
+		}
+		if n, err := netns.LinkDrops(h, "eth0"); err == nil {
+			d.Veth += n
+		}
+		ports[i-1] = "p" + strconv.Itoa(i)
+	}
+	if n, err := netns.LinkDrops(tb.NS("sw"), ports...); err == nil {
+		d.Veth += n
+	}
+	d.Backlog, _ = netns.SoftnetDrops()
+	return d
+}
+
+// Sub returns d − o.
+func (d StarDrops) Sub(o StarDrops) StarDrops {
+	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, Backlog: d.Backlog - o.Backlog}
 }
 
 // upStar brings up the shaped star.
@@ -180,6 +223,9 @@ func (e *Env) runTDMA(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir st
 	for i := 0; i < c.Hosts; i++ {
 		args := append([]string{"tdma", "host", "--netns", tb.NS("h" + strconv.Itoa(i+1)), "--index", strconv.Itoa(i),
 			"--rt", strconv.Itoa(c.HostRT), "--margin", c.Margin.String()}, common...)
+		if c.Spin != 0 {
+			args = append(args, "--spin", max(c.Spin, 0).String())
+		}
 		p, err := e.startAgent(dir, "h"+strconv.Itoa(i+1), append(args, hostArgs(i)...)...)
 		if err != nil {
 			return nil, err

@@ -3,6 +3,9 @@ package netns
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 )
@@ -139,3 +142,49 @@ func (r *QdiscReader) Read(out []QdiscStat) error {
 
 // Close releases the netlink socket.
 func (r *QdiscReader) Close() { r.close() }
+
+// LinkDrops returns the frames devs in namespace ns dropped, received and
+// sent together (the kernel's rx_dropped + tx_dropped): on veth, a frame
+// the peer's per-CPU backlog refused is counted here, not at any qdisc.
+func LinkDrops(ns string, devs ...string) (uint64, error) {
+	h, closeH, err := handleFor(ns)
+	if err != nil {
+		return 0, err
+	}
+	defer closeH()
+	var n uint64
+	for _, d := range devs {
+		l, err := h.LinkByName(d)
+		if err != nil {
+			return 0, fmt.Errorf("netns %s: %s: %w", ns, d, err)
+		}
+		if s := l.Attrs().Statistics; s != nil {
+			n += s.RxDropped + s.TxDropped
+		}
+	}
+	return n, nil
+}
+
+// SoftnetDrops returns the frames every CPU's input backlog dropped since
+// boot (/proc/net/softnet_stat, second column; net.core.netdev_max_backlog
+// bounds the backlog). It is one count for the whole machine, not per
+// namespace.
+func SoftnetDrops() (uint64, error) {
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseUint(f[1], 16, 32)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/net/softnet_stat: %q: %w", line, err)
+		}
+		n += v
+	}
+	return n, nil
+}

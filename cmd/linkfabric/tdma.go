@@ -13,12 +13,21 @@ func tdmaCmd() *cobra.Command {
 manager gives hosts time slots with 802.1Qbb frames; hosts hold a lease on
 every grant, so a lost pause never lets them send into another host's slot.
 
-  sim   the simulated star (package tdmaagent/tdmasim): N hosts, a switch of
-        rate-limited FIFO ports, the fabric manager; the issue's must-shows on a
-        virtual clock, deterministic for a seed, no root needed`,
+  sim      the simulated star (package tdmaagent/tdmasim): N hosts, a switch
+           of rate-limited FIFO ports, the fabric manager; the must-shows on a
+           virtual clock, deterministic for a seed, no root needed
+  fm       the fabric manager process (one per star)
+  host     a host agent: raw sender or NFQUEUE gate for kernel traffic
+  shuffle  all-to-all on the veth star, TDMA against kernel TCP (§6.1)
+  ctlloss  the shuffle with grants lost on purpose: paper, lease, free-run
+  nfqueue  unmodified kernel TCP held in NFQUEUE gates, released in slots
+
+Every experiment brings up its own star (network namespaces, a Linux bridge,
+TBF at the line rate), removes it at the end or on Ctrl-C, refuses to start
+on a saturated machine unless --force, and writes JSON and CSV.`,
 		Example: `  linkfabric tdma sim --scenario ctlloss`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaNFQCmd())
 	return cmd
 }
 

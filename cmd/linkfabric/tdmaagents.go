@@ -138,7 +138,7 @@ func tdmaHostCmd() *cobra.Command {
 		index, rt, dst                                                int
 		drop                                                          float64
 		seed                                                          uint64
-		margin, exitAfter, dur                                        time.Duration
+		margin, spin, exitAfter, dur                                  time.Duration
 		queue                                                         uint16
 	)
 	cmd := &cobra.Command{
@@ -196,7 +196,7 @@ and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
 				return err
 			}
 			a, err := host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
-				Rate: uint64(r), Margin: margin, RT: rt, DropControl: drop, Seed: seed,
+				Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, DropControl: drop, Seed: seed,
 				Work: host.Workload{Kind: work, Bytes: int64(sz), Dst: dst}, ExitAfter: exitAfter})
 			if err != nil {
 				return err
@@ -216,6 +216,7 @@ and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
 	f.StringVar(&mode, "mode", "lease", "lease, freerun or paper (must match the FM's)")
 	f.StringVar(&rate, "rate", "100M", "this host's line rate (its egress TBF)")
 	f.DurationVar(&margin, "margin", 50*time.Microsecond, "taken off every window's close (timer error)")
+	f.DurationVar(&spin, "spin", 150*time.Microsecond, "poll without sleeping for this long before a window opens (0: only sleep; a late wake-up costs the window's start)")
 	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the agent's thread (0: the default scheduler)")
 	f.Float64Var(&drop, "drop-control", 0, "drop this fraction of received grants on purpose (lost pause/unpause)")
 	f.Uint64Var(&seed, "seed", 1, "seed of --drop-control")

@@ -384,30 +384,38 @@ func (g *Gate) Window(now int64, c int) (Window, bool) {
 // on its own (a close, a free-run open, a lease expiry, a pause running
 // out), math.MaxInt64 if none.
 func (g *Gate) NextDeadline(now int64) int64 {
-	next := int64(math.MaxInt64)
+	t, _ := g.NextDeadlineOpens(now)
+	return t
+}
+
+// NextDeadlineOpens is NextDeadline, and whether a window opens then (a
+// granted window's open or a free-run open): the instant whose lateness
+// costs capacity, so the agent spins up to it rather than trust a wake-up.
+func (g *Gate) NextDeadlineOpens(now int64) (next int64, opens bool) {
+	next = int64(math.MaxInt64)
 	if g.cfg.Mode == Paper {
 		if t, ok := g.st.NextResume(now); ok {
-			next = t
+			next, opens = t, true
 		}
-		return next
+		return next, opens
 	}
 	if g.winOpen && now < g.win.Close {
 		next = g.win.Close
 		if now < g.win.OpenAt {
-			next = g.win.OpenAt
+			next, opens = g.win.OpenAt, true
 		}
 	} else if w, ok, t := g.freeRun(now); ok {
 		next = w.Close
 	} else {
-		next = t
+		next, opens = t, t != math.MaxInt64
 	}
-	if g.heard && !g.expired && g.anchor.slotLen > 0 {
-		next = min(next, g.lastHeard+g.lease()+1)
+	if g.heard && !g.expired && g.anchor.slotLen > 0 && g.lastHeard+g.lease()+1 < next {
+		next, opens = g.lastHeard+g.lease()+1, false
 	}
-	if t, ok := g.ext.NextResume(now); ok {
-		next = min(next, t)
+	if t, ok := g.ext.NextResume(now); ok && t < next {
+		next, opens = t, true
 	}
-	return next
+	return next, opens
 }
 
 // wireNs is how long frameLen bytes take at the line rate.

@@ -166,8 +166,9 @@ func (a *Agent) nfqLoop() error {
 				nheld--
 			}
 		}
-		target := min(a.g.NextDeadline(now), wake, now+maxWait)
-		a.wait(fds, clock.Now(), target)
+		gd, opens := a.g.NextDeadlineOpens(now)
+		target := min(gd, wake, now+maxWait)
+		a.wait(fds, clock.Now(), target, opens && target == gd)
 	}
 	for j := range fifo { // let go of whatever is still held
 		for _, p := range fifo[j] {

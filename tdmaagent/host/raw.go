@@ -117,8 +117,9 @@ func (a *Agent) loop() error {
 			}
 		}
 		wake := a.send(now, r)
-		target = min(a.g.NextDeadline(now), wake, now+maxWait)
-		a.wait(fds, clock.Now(), target)
+		gd, opens := a.g.NextDeadlineOpens(now)
+		target = min(gd, wake, now+maxWait)
+		a.wait(fds, clock.Now(), target, opens && target == gd)
 	}
 	a.s.Progress = append(a.s.Progress, Point{T: clock.Now(), Bytes: r.total})
 	a.s.OpenLateP50, a.s.OpenLateP99 = r.openLat.Quantile(0.5), r.openLat.Quantile(0.99)

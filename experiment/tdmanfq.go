@@ -1,0 +1,236 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// TDMANFQConfig sizes `linkfabric tdma nfqueue`: unmodified kernel TCP
+// (iperf3), one flow from h1 to every other host, each held in h1's
+// NFQUEUE gate and released only in h1's windows to its destination: with
+// the rotor, a duty of 1/(N−1) per flow.
+type TDMANFQConfig struct {
+	Star     TDMAStar      `json:"star"`
+	Duration time.Duration `json:"duration_ns"`
+	Runs     int           `json:"runs"`
+	// TLP keeps TCP's tail-loss probe (net.ipv4.tcp_early_retrans) on h1.
+	// Off by default: a gate that holds segments for several slots
+	// outlasts its 2·srtt timer, and its probes count as retransmissions
+	// although nothing was lost.
+	TLP   bool   `json:"tlp"`
+	Force bool   `json:"force"`
+	Dir   string `json:"-"`
+}
+
+// NFQRun is one run.
+type NFQRun struct {
+	Run          int     `json:"run"`
+	Mbps         float64 `json:"goodput_mbps"`    // all flows
+	Retransmits  int     `json:"tcp_retransmits"` // iperf3's count on h1, all flows
+	RetransSegs  uint64  `json:"h1_retrans_segs"` // h1's Tcp RetransSegs
+	QueueDropped uint64  `json:"nfq_queue_dropped"`
+	UserDropped  uint64  `json:"nfq_user_dropped"`
+	Released     uint64  `json:"nfq_released"`
+	HeldMax      uint64  `json:"nfq_held_max"`
+	Windows      uint64  `json:"h1_windows"`
+	DutyPct      float64 `json:"duty_pct"` // h1's windows × (slot − guard) ÷ flows ÷ the flows' duration
+	OverrunBytes uint64  `json:"overrun_bytes"`
+	Collisions   uint64  `json:"collisions"`
+	SwitchDrops  uint64  `json:"switch_drops"`
+	CtlOverhead  float64 `json:"control_overhead_pct"`
+	CPUBusyPct   float64 `json:"cpu_busy_pct"`
+	LoadAvg      float64 `json:"load_avg"`
+}
+
+// TDMANFQResult is the experiment's outcome.
+type TDMANFQResult struct {
+	Config  TDMANFQConfig `json:"config"`
+	Runs    []NFQRun      `json:"runs"`
+	Summary struct {
+		Mbps         float64 `json:"goodput_mbps_median"`
+		Retransmits  float64 `json:"tcp_retransmits_median"`
+		QueueDropped uint64  `json:"nfq_queue_dropped_max"`
+		UserDropped  uint64  `json:"nfq_user_dropped_max"`
+		DutyPct      float64 `json:"duty_pct_median"`
+		Overhead     float64 `json:"control_overhead_pct_median"`
+		Met          bool    `json:"met"` // 0 retransmissions and 0 queue drops in every run
+	} `json:"summary"`
+	Forced bool    `json:"forced"`
+	CPUPre float64 `json:"cpu_busy_before_pct"`
+}
+
+// TDMANFQ runs the gated TCP flow Runs times.
+func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, error) {
+	if err := e.defaults(); err != nil {
+		return nil, err
+	}
+	busy, err := CheckCPU(cfg.Force)
+	if err != nil {
+		return nil, err
+	}
+	res := &TDMANFQResult{Config: cfg, Forced: cfg.Force && busy > SaturatedLimit, CPUPre: busy}
+	var mbps, retx, duty, ovh []float64
+	res.Summary.Met = true
+	for run := 1; run <= cfg.Runs; run++ {
+		e.progress("tdma nfqueue: run %d/%d, iperf3 TCP from h1 to each of h2..h%d through the gate for %v (load average %.1f)", run, cfg.Runs, cfg.Star.Hosts, cfg.Duration, LoadAvg())
+		r, err := e.nfqOnce(ctx, cfg, run)
+		if err != nil {
+			return res, fmt.Errorf("run %d: %w", run, err)
+		}
+		e.progress("  %.1f Mbit/s over all flows, duty %.1f %% per flow, retransmissions %d (RetransSegs %d), queue dropped %d, user dropped %d, released %d, held at most %d",
+			r.Mbps, r.DutyPct, r.Retransmits, r.RetransSegs, r.QueueDropped, r.UserDropped, r.Released, r.HeldMax)
+		res.Runs = append(res.Runs, r)
+		mbps, retx = append(mbps, r.Mbps), append(retx, float64(r.Retransmits))
+		duty, ovh = append(duty, r.DutyPct), append(ovh, r.CtlOverhead)
+		res.Summary.QueueDropped = max(res.Summary.QueueDropped, r.QueueDropped)
+		res.Summary.UserDropped = max(res.Summary.UserDropped, r.UserDropped)
+		res.Summary.Met = res.Summary.Met && r.met()
+	}
+	res.Summary.Mbps, res.Summary.Retransmits = Median(mbps), Median(retx)
+	res.Summary.DutyPct, res.Summary.Overhead = Median(duty), Median(ovh)
+	return res, nil
+}
+
+// met: the run had no TCP retransmission (by iperf3 or by h1's counter)
+// and the gates dropped nothing.
+func (r NFQRun) met() bool {
+	return r.Retransmits == 0 && r.RetransSegs == 0 && r.QueueDropped == 0 && r.UserDropped == 0
+}
+
+func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, error) {
+	c := cfg.Star
+	out := NFQRun{Run: run}
+	tb, err := e.upStar(c)
+	if err != nil {
+		return out, err
+	}
+	defer tb.Down()
+	h1 := tb.NS("h1")
+	if !cfg.TLP {
+		if err := netns.Sysctl(h1, "net.ipv4.tcp_early_retrans", "0"); err != nil {
+			return out, err
+		}
+	}
+	dir := filepath.Join(cfg.Dir, fmt.Sprintf("run%d", run))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return out, err
+	}
+	stop := make(chan struct{})
+	sw, err := sampleSwitch(tb.NS("sw"), c.Hosts, stop)
+	if err != nil {
+		return out, err
+	}
+	cpu0, _ := ReadCPU()
+	// The agents run for the flow plus a second for the FM's first rounds
+	// and a second of tail; iperf3 starts once they are up.
+	agentsFor := cfg.Duration + 2*time.Second
+	type flowRes struct {
+		r     []iperfTCP
+		retx  uint64
+		err   error
+		start time.Time
+	}
+	fch := make(chan flowRes, 1)
+	go func() {
+		var f flowRes
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			fch <- flowRes{err: ctx.Err()}
+			return
+		}
+		r0, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
+		var pairs [][4]string
+		for j := 2; j <= c.Hosts; j++ {
+			pairs = append(pairs, [4]string{h1, tb.NS("h" + strconv.Itoa(j)), netns.StarAddr(j), strconv.Itoa(5300 + j)})
+		}
+		f.r, f.err = runIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
+		r1, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
+		f.retx = r1 - r0
+		fch <- f
+	}()
+	r, err := e.runTDMA(ctx, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
+		return []string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}
+	})
+	f := <-fch
+	close(stop)
+	s := sw()
+	if err != nil {
+		return out, err
+	}
+	if f.err != nil {
+		return out, f.err
+	}
+	cpu1, _ := ReadCPU()
+	out.CPUBusyPct, out.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
+	for _, x := range f.r {
+		out.Mbps += x.Mbps
+		out.Retransmits += x.Retransmits
+	}
+	out.RetransSegs = f.retx
+	out.SwitchDrops = s.Drops
+	for i, h := range r.Hosts {
+		out.QueueDropped += h.NFQQueueDropped
+		out.UserDropped += h.NFQUserDropped
+		out.OverrunBytes += h.G.OverrunBytes
+		out.Collisions += h.Collisions
+		if i == 0 {
+			out.Released, out.HeldMax = h.NFQReleased, uint64(h.NFQHeldMax)
+			for _, w := range h.ClassWindows {
+				out.Windows += w
+			}
+		}
+	}
+	out.DutyPct = 100 * float64(out.Windows) * (c.Slot - c.Guard).Seconds() / float64(c.Hosts-1) / cfg.Duration.Seconds()
+	if r.FM.Duration > 0 {
+		out.CtlOverhead = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
+	}
+	return out, nil
+}
+
+// WriteTDMANFQ writes nfqueue.json and runs.csv into dir.
+func WriteTDMANFQ(dir string, r *TDMANFQResult) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	b, err := jsonIndent(r)
+	if err != nil {
+		return nil, err
+	}
+	jp := filepath.Join(dir, "nfqueue.json")
+	if err := os.WriteFile(jp, b, 0o644); err != nil {
+		return nil, err
+	}
+	var rows [][]string
+	for _, x := range r.Runs {
+		rows = append(rows, []string{strconv.Itoa(x.Run), fmt.Sprintf("%.2f", x.Mbps), strconv.Itoa(x.Retransmits), strconv.FormatUint(x.RetransSegs, 10),
+			strconv.FormatUint(x.QueueDropped, 10), strconv.FormatUint(x.UserDropped, 10), fmt.Sprintf("%.2f", x.DutyPct)})
+	}
+	cp := filepath.Join(dir, "runs.csv")
+	if err := WriteCSV(cp, []string{"run", "goodput_mbps", "tcp_retransmits", "h1_retrans_segs", "nfq_queue_dropped", "nfq_user_dropped", "duty_pct"}, rows); err != nil {
+		return nil, err
+	}
+	return []string{jp, cp}, nil
+}
+
+// PrintTDMANFQ prints the summary.
+func PrintTDMANFQ(w io.Writer, r *TDMANFQResult) {
+	s := r.Summary
+	fmt.Fprintf(w, "\nmedians of %d runs: goodput %.1f Mbit/s over all flows, each flow's gate open %.1f %% of the time (port rate %v), TCP retransmissions %.0f, NFQUEUE drops %d (queue) and %d (user) at most, control overhead %.3f %%\n",
+		len(r.Runs), s.Mbps, s.DutyPct, r.Config.Star.Rate, s.Retransmits, s.QueueDropped, s.UserDropped, s.Overhead)
+	verdict := "met"
+	if !s.Met {
+		verdict = "missed"
+	}
+	fmt.Fprintf(w, "check (every run: 0 TCP retransmissions, 0 queue and user drops): %s\n", verdict)
+	if r.Forced {
+		fmt.Fprintf(w, "forced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
+	}
+}
