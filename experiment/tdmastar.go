@@ -101,9 +101,10 @@ func sampleSwitch(ns string, n int, stop <-chan struct{}) (func() SwitchStats, e
 }
 
 // StarDrops says where frames were dropped on the star outside the switch
-// ports' queues: at the hosts' egress TBFs, by veth (a peer's per-CPU
-// input backlog was full: both ends count it as rx/tx dropped), and by
-// the machine's input backlogs in all (softnet_stat; any namespace).
+// ports' queues: at the hosts' egress TBFs, by veth on transmit (the
+// peer's per-CPU input backlog was full), from hosts and switch ports,
+// and by the machine's input backlogs in all (softnet_stat; any
+// namespace).
 type StarDrops struct {
 	HostTBF uint64 `json:"host_tbf_drops"`
 	Veth    uint64 `json:"veth_drops"`
@@ -123,12 +124,12 @@ func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
 			}
 			r.Close()
 		}
-		if n, err := netns.LinkDrops(h, "eth0"); err == nil {
+		if n, err := netns.LinkTxDrops(h, "eth0"); err == nil {
 			d.Veth += n
 		}
 		ports[i-1] = "p" + strconv.Itoa(i)
 	}
-	if n, err := netns.LinkDrops(tb.NS("sw"), ports...); err == nil {
+	if n, err := netns.LinkTxDrops(tb.NS("sw"), ports...); err == nil {
 		d.Veth += n
 	}
 	d.Backlog, _ = netns.SoftnetDrops()

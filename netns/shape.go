@@ -143,10 +143,12 @@ func (r *QdiscReader) Read(out []QdiscStat) error {
 // Close releases the netlink socket.
 func (r *QdiscReader) Close() { r.close() }
 
-// LinkDrops returns the frames devs in namespace ns dropped, received and
-// sent together (the kernel's rx_dropped + tx_dropped): on veth, a frame
-// the peer's per-CPU backlog refused is counted here, not at any qdisc.
-func LinkDrops(ns string, devs ...string) (uint64, error) {
+// LinkTxDrops returns the frames devs in namespace ns dropped on transmit
+// (tx_dropped): on veth, a frame the peer's per-CPU input backlog refused
+// is counted there, and at no qdisc. (rx_dropped is left out: it also
+// counts frames no protocol handler took, such as raw frames that arrive
+// before an agent opens its socket.)
+func LinkTxDrops(ns string, devs ...string) (uint64, error) {
 	h, closeH, err := handleFor(ns)
 	if err != nil {
 		return 0, err
@@ -159,7 +161,7 @@ func LinkDrops(ns string, devs ...string) (uint64, error) {
 			return 0, fmt.Errorf("netns %s: %s: %w", ns, d, err)
 		}
 		if s := l.Attrs().Statistics; s != nil {
-			n += s.RxDropped + s.TxDropped
+			n += s.TxDropped
 		}
 	}
 	return n, nil
