@@ -314,3 +314,23 @@ func TestPlotBars(t *testing.T) {
 		t.Fatal("an empty chart was drawn")
 	}
 }
+
+func TestPlotPanels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "panels.png")
+	err := PlotPanels(path, []LinePanel{
+		{Title: "tcp", XLabel: "time (s)", YLabel: "MiB", Series: []LineSeries{{Name: "h1", X: []float64{0, 1, 2}, Y: []float64{0, 3, 4}}, {Name: "ideal", X: []float64{0, 1.5}, Y: []float64{0, 4}, Ref: true}}},
+		{Title: "tdma", XLabel: "time (s)", YLabel: "MiB", Series: []LineSeries{{Name: "h1", X: []float64{0, 1.6}, Y: []float64{0, 4}, Points: true}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+		t.Fatalf("%v %v", st, err)
+	}
+	if PlotPanels(path, []LinePanel{{Title: "empty", Series: []LineSeries{{Name: "h1"}}}}) == nil {
+		t.Fatal("a panel without points was drawn")
+	}
+	if PlotPanels(filepath.Join(t.TempDir(), "x.bmp"), []LinePanel{{Series: []LineSeries{{X: []float64{1}, Y: []float64{1}}}}}) == nil {
+		t.Fatal("an unknown format was accepted")
+	}
+}
