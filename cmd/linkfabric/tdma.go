@@ -13,12 +13,16 @@ func tdmaCmd() *cobra.Command {
 manager gives hosts time slots with 802.1Qbb frames; hosts hold a lease on
 every grant, so a lost pause never lets them send into another host's slot.
 
-  sim   the simulated star (package tdmaagent/tdmasim): N hosts, a switch of
-        rate-limited FIFO ports, the fabric manager; the issue's must-shows on a
-        virtual clock, deterministic for a seed, no root needed`,
+  sim      the simulated star (package tdmaagent/tdmasim): N hosts, a switch
+           of rate-limited FIFO ports, the fabric manager; the issue's
+           must-shows on a virtual clock, deterministic for a seed, no root
+  shuffle  all-to-all on the star, TDMA against TCP (§6.1, Figure 7)
+  ctlloss  the shuffle under lost grants, and with the FM frozen (SIGSTOP)
+  slots    efficiency, collisions and drops per slot length: the smallest
+           slot this machine can run`,
 		Example: `  linkfabric tdma sim --scenario ctlloss`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd())
 	return cmd
 }
 
