@@ -287,12 +287,12 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 		file, title, ylabel string
 		v                   func(CtlLossSumm) float64
 	}{
-		{"ctlloss-overrun.png", "Overrun: bytes sent past the window's end plus guard, by control-frame loss", "overrun bytes (median over runs)", func(s CtlLossSumm) float64 { return s.OverrunBytes }},
+		{"ctlloss-overrun.png", "Overrun: bytes sent past the window's end plus guard, by control-frame loss", "overrun KiB (median over runs)", func(s CtlLossSumm) float64 { return s.OverrunBytes / 1024 }},
 		{"ctlloss-collisions.png", "Collisions: frames received after their window's end plus guard, by control-frame loss", "collisions (median over runs)", func(s CtlLossSumm) float64 { return s.Collisions }},
 	} {
 		var series []fct.BarSeries
 		for _, m := range r.Config.Modes {
-			bs := fct.BarSeries{Name: m, Values: make([]float64, len(groups))}
+			bs := fct.BarSeries{Name: m, Values: make([]float64, len(groups)), Labels: true}
 			for g, p := range r.Config.Losses {
 				bs.Values[g] = math.NaN()
 				for _, s := range r.Summary {

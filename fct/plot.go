@@ -203,6 +203,8 @@ func (logTicks125) Ticks(min, max float64) []plot.Tick {
 type BarSeries struct {
 	Name   string
 	Values []float64 // per group; NaN: no bar
+	// Labels writes each value above its bar (so a bar of 0 shows too).
+	Labels bool
 }
 
 // PlotBars draws a grouped bar chart (RAIL's Figure 17 in shape: one group
@@ -236,6 +238,30 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 		b.Offset = w * vg.Length(float64(i)-float64(len(series)-1)/2)
 		p.Add(b)
 		p.Legend.Add(s.Name, b)
+		if s.Labels {
+			var xy plotter.XYLabels
+			for g := range groups {
+				if g < len(s.Values) && !math.IsNaN(s.Values[g]) {
+					xy.XYs = append(xy.XYs, plotter.XY{X: float64(g), Y: v[g]})
+					lb := strconv.FormatFloat(v[g], 'g', 3, 64)
+					if math.Abs(v[g]) >= 100 {
+						lb = strconv.FormatFloat(v[g], 'f', 0, 64)
+					}
+					xy.Labels = append(xy.Labels, lb)
+				}
+			}
+			if len(xy.XYs) > 0 {
+				l, err := plotter.NewLabels(xy)
+				if err != nil {
+					return fmt.Errorf("fct: bar labels %s: %w", s.Name, err)
+				}
+				for k := range l.TextStyle {
+					l.TextStyle[k].XAlign, l.TextStyle[k].Font.Size = draw.XCenter, vg.Points(7)
+				}
+				l.Offset = vg.Point{X: b.Offset, Y: vg.Points(2)}
+				p.Add(l)
+			}
+		}
 	}
 	if ref > 0 {
 		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: ref}, {X: float64(len(groups)) - 0.5, Y: ref}})
@@ -246,6 +272,7 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 		p.Add(l)
 	}
 	p.NominalX(groups...)
+	p.X.Min, p.X.Max = -0.5, float64(len(groups))-0.5 // whole groups, whatever the data
 	if ymax <= 0 {
 		ymax = 1 // every bar 0: an axis from 0 to 1, not a degenerate one
 	}

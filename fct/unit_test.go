@@ -303,7 +303,7 @@ func TestProgressBar(t *testing.T) {
 func TestPlotBars(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bars.png")
 	err := PlotBars(path, "FCT normalised", "mean FCT / no loss", []string{"10KB", "100KB", "1MB"},
-		[]BarSeries{{Name: "none", Values: []float64{1.5, 2, math.NaN()}}, {Name: "lg", Values: []float64{1.02, 1.01, 1.05}}}, 1)
+		[]BarSeries{{Name: "none", Values: []float64{1.5, 2, math.NaN()}}, {Name: "lg", Values: []float64{1.02, 1.01, 1.05}, Labels: true}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
