@@ -75,7 +75,7 @@ func TestGuardFrom(t *testing.T) {
 func TestSummarizeSlots(t *testing.T) {
 	ms := time.Millisecond
 	run := func(L time.Duration, eff float64, drops uint64) SlotRun {
-		r := SlotRun{Slot: L, Guard: 300 * time.Microsecond, Efficiency: eff}
+		r := SlotRun{Slot: L, Guard: 300 * time.Microsecond, Efficiency: eff, Expected: float64(L-300*time.Microsecond) / float64(L)}
 		r.Switch.Drops = drops
 		return r
 	}
@@ -95,7 +95,7 @@ func TestSummarizeSlots(t *testing.T) {
 	if m := s.Slots[1]; m.Slot != ms || m.Meets || m.DropsMax != 3 || m.Drops != 0 {
 		t.Errorf("1 ms: %+v", m)
 	}
-	if m := s.Slots[2]; math.Abs(m.Efficiency-0.91) > 1e-9 || !m.Meets {
+	if m := s.Slots[2]; math.Abs(m.Efficiency-0.91) > 1e-9 || !m.Meets || math.Abs(m.LostPerSlotUs-(0.85-0.91)*2000) > 1e-6 {
 		t.Errorf("2 ms: %+v", m)
 	}
 	if !strings.Contains(s.Answer, "2ms") {
