@@ -4,17 +4,23 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
+	"time"
+
+	"github.com/linkfabric/linkfabric/fct"
 )
 
 // TDMACtlLossConfig sizes `linkfabric tdma ctlloss`: the shuffle under
 // lost grants (dropped by each agent with probability Loss, seeded), in
-// each gate mode.
+// each gate mode, and the shuffle with the FM frozen (Freeze).
 type TDMACtlLossConfig struct {
 	Shuffle TDMAShuffleConfig `json:"shuffle"`
 	Losses  []float64         `json:"losses"`
 	Modes   []string          `json:"modes"` // paper, lease, freerun
+	Freeze  TDMAFreezeConfig  `json:"freeze"`
 }
 
 // CtlLossRun is one (loss, mode, run).
@@ -24,15 +30,44 @@ type CtlLossRun struct {
 	ShuffleArm
 }
 
-// TDMACtlLossResult is the experiment's outcome.
-type TDMACtlLossResult struct {
-	Config TDMACtlLossConfig `json:"config"`
-	Runs   []CtlLossRun      `json:"runs"`
-	Forced bool              `json:"forced"`
-	CPUPre float64           `json:"cpu_busy_before_pct"`
+// FreezeRun is one run of the shuffle with the FM frozen (no loss).
+type FreezeRun struct {
+	Mode string `json:"mode"`
+	ShuffleArm
+	Freeze FreezeResult `json:"freeze"`
 }
 
-// TDMACtlLoss runs the shuffle at every loss in every mode, Runs times.
+// CtlLossSumm is the medians over the runs of one (loss, mode).
+type CtlLossSumm struct {
+	Loss          float64 `json:"loss"`
+	Mode          string  `json:"mode"`
+	Runs          int     `json:"runs"`
+	OverrunBytes  float64 `json:"overrun_bytes_median"`
+	Collisions    float64 `json:"collisions_median"`
+	Drops         float64 `json:"switch_drops_median"`
+	BacklogP99    float64 `json:"backlog_p99_frames_median"`
+	LostFrames    float64 `json:"lost_frames_median"`
+	Incomplete    float64 `json:"incomplete_flows_median"`
+	CtlLost       float64 `json:"control_lost_median"`
+	LeaseExpiries float64 `json:"lease_expiries_median"`
+	OverIdeal     float64 `json:"completion_over_ideal_median"`
+}
+
+// TDMACtlLossResult is the experiment's outcome.
+type TDMACtlLossResult struct {
+	Config  TDMACtlLossConfig `json:"config"`
+	Runs    []CtlLossRun      `json:"runs"`
+	Freezes []FreezeRun       `json:"freezes,omitempty"`
+	Summary []CtlLossSumm     `json:"summary"`
+	// FreezeCheck: met if every freeze run in lease and free-run mode met
+	// both checks (paper mode has no lease: reported, not checked).
+	FreezeCheck string  `json:"freeze_check,omitempty"`
+	Forced      bool    `json:"forced"`
+	CPUPre      float64 `json:"cpu_busy_before_pct"`
+}
+
+// TDMACtlLoss runs the shuffle at every loss in every mode, then with the
+// FM frozen in every freeze mode, Runs times.
 func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlLossResult, error) {
 	if err := e.defaults(); err != nil {
 		return nil, err
@@ -42,6 +77,7 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 		return nil, err
 	}
 	res := &TDMACtlLossResult{Config: cfg, Forced: cfg.Shuffle.Force && busy > SaturatedLimit, CPUPre: busy}
+	defer res.summarize()
 	for run := 1; run <= cfg.Shuffle.Runs; run++ {
 		for _, p := range cfg.Losses {
 			for _, m := range cfg.Modes {
@@ -57,11 +93,109 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 				res.Runs = append(res.Runs, CtlLossRun{Loss: p, Mode: m, ShuffleArm: a})
 			}
 		}
+		if cfg.Freeze.Dur <= 0 {
+			continue
+		}
+		for _, m := range cfg.Freeze.Modes {
+			sc := cfg.Shuffle
+			sc.Star.Mode = m
+			e.progress("tdma ctlloss: run %d/%d, mode %s, FM frozen (SIGSTOP) for %v once %.0f%% of the shuffle has crossed the switch (load average %.1f)",
+				run, sc.Runs, m, cfg.Freeze.Dur, 100*cfg.Freeze.At, LoadAvg())
+			fr, err := e.freezeOnce(ctx, sc, run, cfg.Freeze)
+			if err != nil {
+				return res, fmt.Errorf("freeze, mode %s: %w", m, err)
+			}
+			f := fr.Freeze
+			e.progress("  frozen %.1f ms: silent within the lease (%.0f ms): %s (longest %.1f ms after a control frame); resumed within a round (%.0f ms) of the CONT: %s (latest %.1f ms)%s",
+				f.FrozenMs, f.LeaseMs, f.Silent, f.SilentMaxMs, f.RoundMs, f.Resume, f.ResumeMaxMs, noteSuffix(f.Note))
+			res.Freezes = append(res.Freezes, fr)
+		}
 	}
 	return res, nil
 }
 
-// PrintTDMACtlLoss prints one line per run.
+func noteSuffix(n string) string {
+	if n == "" {
+		return ""
+	}
+	return " (" + n + ")"
+}
+
+// freezeOnce runs the shuffle in mode sc.Star.Mode with the FM frozen.
+func (e *Env) freezeOnce(ctx context.Context, sc TDMAShuffleConfig, run int, fz TDMAFreezeConfig) (FreezeRun, error) {
+	out := FreezeRun{Mode: sc.Star.Mode}
+	n := sc.Star.Hosts
+	trigger := uint64(fz.At * float64(int64(n*(n-1))*sc.Size))
+	var fr FreezeResult
+	a, tr, err := e.shuffleOnceWith(ctx, sc, "tdma", run, shuffleOpts{tag: "-freeze", slow: 1 + float64(fz.Dur)/float64(time.Second),
+		during: freezeHook(n, trigger, fz.Dur, &fr)})
+	if err != nil {
+		return out, err
+	}
+	out.ShuffleArm = a
+	slot := int64(sc.Star.Slot)
+	if !fr.Triggered {
+		out.Freeze = FreezeResult{Note: fr.Note, Silent: NotMeasured, Resume: NotMeasured}
+		return out, nil
+	}
+	out.Freeze = CheckFreeze(fr.StopNs, fr.ContNs, int64(n)*slot, int64(n)*slot, tr.Hosts)
+	out.Freeze.TriggerBytes = fr.TriggerBytes
+	if fr.Note != "" {
+		out.Freeze.Note = fr.Note
+	}
+	return out, nil
+}
+
+// summarize fills the summary: medians per (loss, mode), and the freeze
+// check.
+func (r *TDMACtlLossResult) summarize() {
+	r.Summary = nil
+	for _, p := range r.Config.Losses {
+		for _, m := range r.Config.Modes {
+			s := CtlLossSumm{Loss: p, Mode: m}
+			var ov, co, dr, bl, lf, ic, cl, le, oi []float64
+			for _, a := range r.Runs {
+				if a.Loss != p || a.Mode != m {
+					continue
+				}
+				s.Runs++
+				ov, co, dr, bl = append(ov, float64(a.OverrunBytes)), append(co, float64(a.Collisions)), append(dr, float64(a.Switch.Drops)), append(bl, a.Switch.P99BacklogPkts)
+				lf, ic, cl, le = append(lf, float64(a.LostFrames)), append(ic, float64(a.Incomplete)), append(cl, float64(a.CtlLost)), append(le, float64(a.LeaseExpiries))
+				oi = append(oi, a.OverIdeal)
+			}
+			if s.Runs == 0 {
+				continue
+			}
+			s.OverrunBytes, s.Collisions, s.Drops, s.BacklogP99 = Median(ov), Median(co), Median(dr), Median(bl)
+			s.LostFrames, s.Incomplete, s.CtlLost, s.LeaseExpiries, s.OverIdeal = Median(lf), Median(ic), Median(cl), Median(le), Median(oi)
+			r.Summary = append(r.Summary, s)
+		}
+	}
+	r.FreezeCheck = freezeVerdict(r.Freezes)
+}
+
+// freezeVerdict is met when every lease or free-run freeze run met both
+// checks, missed if any missed one, not measured otherwise.
+func freezeVerdict(fs []FreezeRun) string {
+	v := ""
+	for _, f := range fs {
+		if f.Mode == "paper" {
+			continue
+		}
+		switch {
+		case f.Freeze.Silent == Missed || f.Freeze.Resume == Missed:
+			return Missed
+		case f.Freeze.Silent == Met && f.Freeze.Resume == Met:
+			v = Met
+		}
+	}
+	if v == "" && len(fs) > 0 {
+		return NotMeasured
+	}
+	return v
+}
+
+// PrintTDMACtlLoss prints one line per run, the medians and the freezes.
 func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "loss\tmode\trun\toverrun B\tcollisions\tswitch drops\tbacklog p99\tlost frames\tincomplete\tgrants lost\tlease expiries\tfree-run opens\t÷ ideal\tCPU %\tload")
@@ -70,7 +204,110 @@ func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 			a.Switch.P99BacklogPkts, a.LostFrames, a.Incomplete, a.CtlLost, a.LeaseExpiries, a.FreeRunOpens, a.OverIdeal, a.CPUBusyPct, a.LoadAvg)
 	}
 	tw.Flush()
+	if len(r.Summary) > 0 && r.Config.Shuffle.Runs > 1 {
+		fmt.Fprintln(w, "\nmedians over the runs:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "loss\tmode\truns\toverrun B\tcollisions\tswitch drops\tbacklog p99\tlost frames\tincomplete\t÷ ideal")
+		for _, s := range r.Summary {
+			fmt.Fprintf(tw, "%g\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\n", s.Loss, s.Mode, s.Runs, s.OverrunBytes, s.Collisions, s.Drops, s.BacklogP99, s.LostFrames, s.Incomplete, s.OverIdeal)
+		}
+		tw.Flush()
+	}
+	for _, f := range r.Freezes {
+		z := f.Freeze
+		fmt.Fprintf(w, "\nFM frozen, mode %s, run %d: SIGSTOP for %.1f ms after %.1f MiB had crossed the switch; lease %.0f ms, round %.0f ms%s\n",
+			f.Mode, f.Run, z.FrozenMs, float64(z.TriggerBytes)/(1<<20), z.LeaseMs, z.RoundMs, noteSuffix(z.Note))
+		if !z.Triggered {
+			continue
+		}
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "host\tstate\tlast heard ms (from STOP)\tsilent from ms (from STOP)\tsilent after heard ms\tlongest since heard ms\twithin lease\tresumed ms (from CONT)")
+		for _, h := range z.Hosts {
+			res := "-"
+			if h.Resumed {
+				res = fmt.Sprintf("%.2f", h.ResumeMs)
+			}
+			if h.State == "silent" {
+				fmt.Fprintf(tw, "h%d\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%v\t%s\n", h.Host, h.State, h.HeardMs, h.SilentFromMs, h.SilentAfterHeardMs, h.SendSinceCtlMaxMs, h.Silent, res)
+			} else {
+				fmt.Fprintf(tw, "h%d\t%s\t-\t-\t-\t%.2f\t%v\t%s\n", h.Host, h.State, h.SendSinceCtlMaxMs, h.Silent, res)
+			}
+		}
+		tw.Flush()
+		check := ""
+		if f.Mode == "paper" {
+			check = " (paper mode has no lease: not part of the check)"
+		}
+		fmt.Fprintf(w, "  every host silent within the lease (%.0f ms): %s, longest %.2f ms; traffic resumed within a round (%.0f ms) of the CONT: %s, latest %.2f ms%s\n",
+			z.LeaseMs, z.Silent, z.SilentMaxMs, z.RoundMs, z.Resume, z.ResumeMaxMs, check)
+	}
+	if r.FreezeCheck != "" {
+		fmt.Fprintf(w, "\nfreeze check (lease and free-run modes): %s\n", r.FreezeCheck)
+	}
 	if r.Forced {
 		fmt.Fprintf(w, "\nforced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
 	}
+}
+
+// WriteTDMACtlLoss writes ctlloss.json, ctlloss.csv (a row per run, the
+// freeze runs with loss "freeze") and the bar charts ctlloss-overrun.png and
+// ctlloss-collisions.png (medians per mode and loss) into dir.
+func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
+	jp, cp := filepath.Join(dir, "ctlloss.json"), filepath.Join(dir, "ctlloss.csv")
+	if err := WriteJSON(jp, r); err != nil {
+		return nil, err
+	}
+	var rows [][]string
+	row := func(loss, mode string, a ShuffleArm) {
+		rows = append(rows, []string{loss, mode, strconv.Itoa(a.Run), strconv.FormatUint(a.OverrunBytes, 10), strconv.FormatUint(a.Collisions, 10),
+			strconv.FormatUint(a.Switch.Drops, 10), strconv.FormatFloat(a.Switch.P99BacklogPkts, 'f', 1, 64), strconv.FormatUint(a.LostFrames, 10),
+			strconv.Itoa(a.Incomplete), strconv.FormatUint(a.CtlLost, 10), strconv.FormatUint(a.LeaseExpiries, 10), strconv.FormatUint(a.FreeRunOpens, 10),
+			strconv.FormatFloat(a.OverIdeal, 'f', 4, 64), strconv.FormatFloat(a.CPUBusyPct, 'f', 1, 64), strconv.FormatFloat(a.LoadAvg, 'f', 2, 64)})
+	}
+	for _, a := range r.Runs {
+		row(strconv.FormatFloat(a.Loss, 'g', -1, 64), a.Mode, a.ShuffleArm)
+	}
+	for _, a := range r.Freezes {
+		row("freeze", a.Mode, a.ShuffleArm)
+	}
+	paths := []string{jp}
+	if err := WriteCSV(cp, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
+		"control_lost", "lease_expiries", "freerun_opens", "completion_over_ideal", "cpu_busy_pct", "load_avg"}, rows); err != nil {
+		return paths, err
+	}
+	paths = append(paths, cp)
+	if len(r.Summary) == 0 {
+		return paths, nil
+	}
+	var groups []string
+	for _, p := range r.Config.Losses {
+		groups = append(groups, strconv.FormatFloat(100*p, 'g', -1, 64)+"%")
+	}
+	for _, c := range []struct {
+		file, title, ylabel string
+		v                   func(CtlLossSumm) float64
+	}{
+		{"ctlloss-overrun.png", "Overrun: bytes sent past the window's end plus guard, by control-frame loss", "overrun KiB (median over runs)", func(s CtlLossSumm) float64 { return s.OverrunBytes / 1024 }},
+		{"ctlloss-collisions.png", "Collisions: frames received after their window's end plus guard, by control-frame loss", "collisions (median over runs)", func(s CtlLossSumm) float64 { return s.Collisions }},
+	} {
+		var series []fct.BarSeries
+		for _, m := range r.Config.Modes {
+			bs := fct.BarSeries{Name: m, Values: make([]float64, len(groups)), Labels: true}
+			for g, p := range r.Config.Losses {
+				bs.Values[g] = math.NaN()
+				for _, s := range r.Summary {
+					if s.Loss == p && s.Mode == m {
+						bs.Values[g] = c.v(s)
+					}
+				}
+			}
+			series = append(series, bs)
+		}
+		pp := filepath.Join(dir, c.file)
+		if err := fct.PlotBars(pp, c.title, c.ylabel, groups, series, 0); err != nil {
+			return paths, err
+		}
+		paths = append(paths, pp)
+	}
+	return paths, nil
 }

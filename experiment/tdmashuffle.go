@@ -1,8 +1,9 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
-	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,11 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
+	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
 
 // TDMAShuffleConfig sizes `linkfabric tdma shuffle` (§6.1): every host
@@ -58,6 +62,16 @@ type ShuffleArm struct {
 	HostRT         bool        `json:"host_rt,omitempty"`
 	CPUBusyPct     float64     `json:"cpu_busy_pct"`
 	LoadAvg        float64     `json:"load_avg"`
+	// Progress: each host's bytes received over time, s from the start
+	// (the first byte sent under TDMA, the first connection under TCP).
+	Progress []HostProgress `json:"progress,omitempty"`
+}
+
+// HostProgress is one host's received payload bytes over time.
+type HostProgress struct {
+	Host  int       `json:"host"` // 1-based, as h1..hN
+	T     []float64 `json:"t_s"`
+	Bytes []int64   `json:"bytes"`
 }
 
 // TDMAShuffleResult is the experiment's outcome.
@@ -126,17 +140,36 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 // shuffleOnce runs one arm on a fresh star; extra are more flags for the
 // TDMA agents.
 func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, extra []string) (ShuffleArm, error) {
+	a, _, err := e.shuffleOnceWith(ctx, cfg, arm, run, shuffleOpts{extra: extra})
+	return a, err
+}
+
+// shuffleOpts are more knobs of one shuffle run.
+type shuffleOpts struct {
+	extra  []string // more flags for the TDMA agents
+	during fmHook   // runs while the TDMA agents do
+	// slow stretches the TDMA arm's timeout: the run is expected to take
+	// this many times the ideal (≥ 1; 1 over the expected efficiency).
+	slow float64
+	tag  string // added to the TDMA run's directory name
+}
+
+// shuffleOnceWith is shuffleOnce; it also returns the TDMA agents'
+// statistics (nil for TCP).
+func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, o shuffleOpts) (ShuffleArm, *TDMARun, error) {
 	c := cfg.Star
+	extra := o.extra
+	var tr *TDMARun
 	out := ShuffleArm{Arm: arm, Run: run}
 	tb, err := e.upStar(c)
 	if err != nil {
-		return out, err
+		return out, nil, err
 	}
 	defer tb.Down()
 	stop := make(chan struct{})
 	sw, err := sampleSwitch(tb.NS("sw"), c.Hosts, stop)
 	if err != nil {
-		return out, err
+		return out, nil, err
 	}
 	drops0 := readStarDrops(tb, c.Hosts)
 	cpu0, _ := ReadCPU()
@@ -144,18 +177,19 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 	switch arm {
 	case "tdma":
 		out.IdealS = perHost * wireFrame / rawPayload
-		dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-%s-run%d%s", c.Mode, run, strings.Join(extra, "")))
+		dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-%s-run%d%s%s", c.Mode, run, strings.Join(extra, ""), o.tag))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return out, err
+			return out, nil, err
 		}
-		timeout := time.Duration(out.IdealS*5*float64(time.Second)) + 20*time.Second
-		r, err := e.runTDMA(ctx, tb, c, dir, timeout, func(int) []string {
+		timeout := time.Duration(out.IdealS*5*max(o.slow, 1)*float64(time.Second)) + 20*time.Second
+		r, err := e.runTDMAWith(ctx, tb, c, dir, timeout, func(int) []string {
 			return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
-		})
+		}, o.during)
 		if err != nil {
 			close(stop)
-			return out, err
+			return out, nil, err
 		}
+		tr = r
 		first := int64(0)
 		var done []int64
 		for i, h := range r.Hosts {
@@ -185,6 +219,7 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 		for _, d := range done {
 			out.Finishes = append(out.Finishes, float64(d-first)/1e9)
 		}
+		out.Progress = tdmaProgress(r.Hosts, first)
 		out.FMLateP99us, out.FMRT = r.FM.LateP99us, r.FM.RT
 		if r.FM.Duration > 0 {
 			out.CtlOverheadPct = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
@@ -196,12 +231,12 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 			v, _ := netns.SNMP(tb.NS("h"+strconv.Itoa(i)), "Tcp", "RetransSegs")
 			r0 += v
 		}
-		fin, err := tcpShuffle(ctx, tb, c.Hosts, cfg.Size)
+		fin, prog, err := tcpShuffle(ctx, tb, c.Hosts, cfg.Size)
 		if err != nil {
 			close(stop)
-			return out, err
+			return out, nil, err
 		}
-		out.Finishes = fin
+		out.Finishes, out.Progress = fin, prog
 		var r1 uint64
 		for i := 1; i <= c.Hosts; i++ {
 			v, _ := netns.SNMP(tb.NS("h"+strconv.Itoa(i)), "Tcp", "RetransSegs")
@@ -210,7 +245,7 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 		out.Retransmits = r1 - r0
 	default:
 		close(stop)
-		return out, fmt.Errorf("arm %q: want tdma or tcp", arm)
+		return out, nil, fmt.Errorf("arm %q: want tdma or tcp", arm)
 	}
 	close(stop)
 	out.Switch = sw()
@@ -224,20 +259,36 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 		out.SpreadS = out.Finishes[n-1] - out.Finishes[0]
 		out.OverIdeal = out.CompletionS / out.IdealS
 	}
-	return out, nil
+	return out, tr, nil
+}
+
+// tdmaProgress turns the agents' progress samples into seconds from first
+// (clock ns), starting at (0, 0).
+func tdmaProgress(hosts []host.Stats, first int64) []HostProgress {
+	out := make([]HostProgress, len(hosts))
+	for i, h := range hosts {
+		p := HostProgress{Host: i + 1, T: []float64{0}, Bytes: []int64{0}}
+		for _, q := range h.Progress {
+			if q.T > first {
+				p.T, p.Bytes = append(p.T, float64(q.T-first)/1e9), append(p.Bytes, q.Bytes)
+			}
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // tcpShuffle runs the all-to-all over kernel TCP (the default congestion
 // control) and returns each flow's finish time at its receiver, in s from
-// the start.
-func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]float64, error) {
+// the start, and each receiver's bytes sampled every 10 ms.
+func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]float64, []HostProgress, error) {
 	lns := make([]net.Listener, n)
 	for j := range lns {
 		if err := netns.Do(tb.NS("h"+strconv.Itoa(j+1)), func() (err error) {
 			lns[j], err = net.Listen("tcp4", netns.StarAddr(j+1)+":5301")
 			return err
 		}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer lns[j].Close()
 	}
@@ -245,6 +296,7 @@ func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]fl
 	var fin []float64
 	var errs []error
 	var wg sync.WaitGroup
+	rx := make([]atomic.Int64, n) // bytes received per host
 	start := clock.Now()
 	for j := range lns {
 		for k := 0; k < n-1; k++ {
@@ -256,7 +308,16 @@ func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]fl
 					return
 				}
 				defer c.Close()
-				m, _ := io.Copy(io.Discard, c)
+				buf := make([]byte, 64<<10)
+				var m int64
+				for {
+					r, err := c.Read(buf)
+					m += int64(r)
+					rx[j].Add(int64(r))
+					if err != nil {
+						break
+					}
+				}
 				t := float64(clock.Now()-start) / 1e9
 				mu.Lock()
 				defer mu.Unlock()
@@ -267,18 +328,45 @@ func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]fl
 			}()
 		}
 	}
+	prog := make([]HostProgress, n)
+	for j := range prog {
+		prog[j] = HostProgress{Host: j + 1, T: []float64{0}, Bytes: []int64{0}}
+	}
+	sample := func() {
+		t := float64(clock.Now()-start) / 1e9
+		for j := range prog {
+			prog[j].T, prog[j].Bytes = append(prog[j].T, t), append(prog[j].Bytes, rx[j].Load())
+		}
+	}
+	sampled := make(chan struct{})
+	stopSampling := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tk := time.NewTicker(tcpProgressEvery)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				sample()
+				return
+			case <-tk.C:
+				sample()
+			}
+		}
+	}()
 	buf := make([]byte, 64<<10)
-	for i := 0; i < n; i++ {
+	var dialErr error
+	for i := 0; i < n && dialErr == nil; i++ {
 		for j := 0; j < n; j++ {
 			if i == j {
 				continue
 			}
 			var c net.Conn
-			if err := netns.Do(tb.NS("h"+strconv.Itoa(i+1)), func() (err error) {
+			if dialErr = netns.Do(tb.NS("h"+strconv.Itoa(i+1)), func() (err error) {
 				c, err = net.DialTimeout("tcp4", netns.StarAddr(j+1)+":5301", 5*time.Second)
 				return err
-			}); err != nil {
-				return nil, err
+			}); dialErr != nil {
+				break
 			}
 			wg.Add(1)
 			go func() {
@@ -294,44 +382,105 @@ func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]fl
 			}()
 		}
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return nil, errs[0]
-	}
-	return fin, ctx.Err()
-}
-
-// WriteTDMAShuffle writes shuffle.json, flows.csv into dir; returns paths.
-func WriteTDMAShuffle(dir string, r *TDMAShuffleResult) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	b, err := jsonIndent(r)
-	if err != nil {
-		return nil, err
-	}
-	jp := filepath.Join(dir, "shuffle.json")
-	if err := os.WriteFile(jp, b, 0o644); err != nil {
-		return nil, err
-	}
-	cp := filepath.Join(dir, "flows.csv")
-	f, err := os.Create(cp)
-	if err != nil {
-		return nil, err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"arm", "run", "flow", "finish_s", "ideal_s"})
-	for _, r := range r.Runs {
-		for i, t := range r.Finishes {
-			w.Write([]string{r.Arm, strconv.Itoa(r.Run), strconv.Itoa(i), strconv.FormatFloat(t, 'f', 6, 64), strconv.FormatFloat(r.IdealS, 'f', 6, 64)})
+	if dialErr != nil {
+		for _, l := range lns {
+			l.Close() // the accepts still waiting end
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
+	wg.Wait()
+	close(stopSampling)
+	<-sampled
+	if dialErr != nil {
+		return nil, nil, dialErr
+	}
+	if len(errs) > 0 {
+		return nil, nil, errs[0]
+	}
+	return fin, prog, ctx.Err()
+}
+
+// progressEvery is how often the TCP arm samples the bytes received (the
+// agents sample every 10 ms too).
+const tcpProgressEvery = 10 * time.Millisecond
+
+// WriteTDMAShuffle writes shuffle.json, flows.csv, progress.csv and
+// shuffle-progress.png into dir; it returns the paths written.
+func WriteTDMAShuffle(dir string, r *TDMAShuffleResult) ([]string, error) {
+	jp, cp, pp, png := filepath.Join(dir, "shuffle.json"), filepath.Join(dir, "flows.csv"), filepath.Join(dir, "progress.csv"), filepath.Join(dir, "shuffle-progress.png")
+	if err := WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
-	return []string{jp, cp}, f.Close()
+	var flows, prog [][]string
+	for _, r := range r.Runs {
+		for i, t := range r.Finishes {
+			flows = append(flows, []string{r.Arm, strconv.Itoa(r.Run), strconv.Itoa(i), strconv.FormatFloat(t, 'f', 6, 64), strconv.FormatFloat(r.IdealS, 'f', 6, 64)})
+		}
+		for _, p := range r.Progress {
+			for k := range p.T {
+				prog = append(prog, []string{r.Arm, strconv.Itoa(r.Run), "h" + strconv.Itoa(p.Host), strconv.FormatFloat(p.T[k], 'f', 4, 64), strconv.FormatInt(p.Bytes[k], 10)})
+			}
+		}
+	}
+	paths := []string{jp}
+	if err := WriteCSV(cp, []string{"arm", "run", "flow", "finish_s", "ideal_s"}, flows); err != nil {
+		return paths, err
+	}
+	paths = append(paths, cp)
+	if err := WriteCSV(pp, []string{"arm", "run", "host", "t_s", "bytes"}, prog); err != nil {
+		return paths, err
+	}
+	paths = append(paths, pp)
+	if err := PlotShuffleProgress(png, r.Runs, r.Config.Size); err != nil {
+		return paths, err
+	}
+	return append(paths, png), nil
+}
+
+// medianRun returns the run of arm whose completion is the median of the
+// arm's runs with progress (the lower middle one for an even count).
+func medianRun(runs []ShuffleArm, arm string) (ShuffleArm, bool) {
+	var rs []ShuffleArm
+	for _, r := range runs {
+		if r.Arm == arm && len(r.Progress) > 0 {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return ShuffleArm{}, false
+	}
+	slices.SortStableFunc(rs, func(a, b ShuffleArm) int { return cmp.Compare(a.CompletionS, b.CompletionS) })
+	return rs[(len(rs)-1)/2], true
+}
+
+// PlotShuffleProgress draws the paper's Figure 7 in shape: per arm (TCP
+// above, TDMA below, one shared time axis), each host's bytes received
+// over time, from the arm's median run, with the ideal (every host
+// receiving at the line rate, less the arm's headers) dashed.
+func PlotShuffleProgress(path string, runs []ShuffleArm, size int64) error {
+	var panels []fct.LinePanel
+	for _, arm := range []string{"tcp", "tdma"} {
+		r, ok := medianRun(runs, arm)
+		if !ok {
+			continue
+		}
+		n := len(r.Progress)
+		total := float64(int64(n-1)*size) / (1 << 20)
+		pn := fct.LinePanel{Title: fmt.Sprintf("%s, run %d: completion %.3f s = %.3f × ideal", arm, r.Run, r.CompletionS, r.OverIdeal),
+			XLabel: "time (s)", YLabel: "MiB received"}
+		for _, p := range r.Progress {
+			mib := make([]float64, len(p.Bytes))
+			for k, b := range p.Bytes {
+				mib[k] = float64(b) / (1 << 20)
+			}
+			pn.Series = append(pn.Series, fct.LineSeries{Name: "h" + strconv.Itoa(p.Host), X: p.T, Y: mib})
+		}
+		pn.Series = append(pn.Series, fct.LineSeries{Name: "ideal", X: []float64{0, r.IdealS}, Y: []float64{0, total}, Ref: true})
+		panels = append(panels, pn)
+	}
+	if len(panels) == 0 {
+		return errors.New("tdma shuffle: no run recorded progress to plot")
+	}
+	return fct.PlotPanels(path, panels)
 }
 
 // PrintTDMAShuffle prints the runs and the medians.

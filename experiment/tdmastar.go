@@ -205,6 +205,18 @@ type TDMARun struct {
 // (or timeout), stops the FM and collects their statistics. hostArgs
 // gives each agent's extra flags.
 func (e *Env) runTDMA(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string) (*TDMARun, error) {
+	return e.runTDMAWith(ctx, tb, c, dir, timeout, hostArgs, nil)
+}
+
+// fmHook runs while the agents do, with the testbed and the FM's process
+// (to signal it); its context ends when the agents have exited or timed
+// out. It must leave the FM running (SIGCONT after a SIGSTOP) before it
+// returns.
+type fmHook func(ctx context.Context, tb *netns.Testbed, fm *os.Process)
+
+// runTDMAWith is runTDMA; during, if set, runs once every agent has
+// started, and the FM is stopped only after it has returned.
+func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string, during fmHook) (*TDMARun, error) {
 	hosts := "10.0.0.1-" + strconv.Itoa(c.Hosts)
 	rate := strconv.FormatUint(uint64(c.Rate), 10)
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
@@ -248,7 +260,15 @@ func (e *Env) runTDMA(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir st
 			}
 		}()
 	}
+	hookDone := make(chan struct{})
+	if during != nil {
+		go func() { defer close(hookDone); during(tctx, tb, fmp.cmd.Process) }()
+	} else {
+		close(hookDone)
+	}
 	wg.Wait()
+	cancel()
+	<-hookDone
 	fmp.stop()
 	r := &TDMARun{Hosts: make([]host.Stats, c.Hosts)}
 	if err := fmp.result(&r.FM); err != nil {

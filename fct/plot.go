@@ -3,16 +3,20 @@ package fct
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // PlotOptions configures PlotTailCDF.
@@ -199,6 +203,8 @@ func (logTicks125) Ticks(min, max float64) []plot.Tick {
 type BarSeries struct {
 	Name   string
 	Values []float64 // per group; NaN: no bar
+	// Labels writes each value above its bar (so a bar of 0 shows too).
+	Labels bool
 }
 
 // PlotBars draws a grouped bar chart (RAIL's Figure 17 in shape: one group
@@ -232,6 +238,30 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 		b.Offset = w * vg.Length(float64(i)-float64(len(series)-1)/2)
 		p.Add(b)
 		p.Legend.Add(s.Name, b)
+		if s.Labels {
+			var xy plotter.XYLabels
+			for g := range groups {
+				if g < len(s.Values) && !math.IsNaN(s.Values[g]) {
+					xy.XYs = append(xy.XYs, plotter.XY{X: float64(g), Y: v[g]})
+					lb := strconv.FormatFloat(v[g], 'g', 3, 64)
+					if math.Abs(v[g]) >= 100 {
+						lb = strconv.FormatFloat(v[g], 'f', 0, 64)
+					}
+					xy.Labels = append(xy.Labels, lb)
+				}
+			}
+			if len(xy.XYs) > 0 {
+				l, err := plotter.NewLabels(xy)
+				if err != nil {
+					return fmt.Errorf("fct: bar labels %s: %w", s.Name, err)
+				}
+				for k := range l.TextStyle {
+					l.TextStyle[k].XAlign, l.TextStyle[k].Font.Size = draw.XCenter, vg.Points(7)
+				}
+				l.Offset = vg.Point{X: b.Offset, Y: vg.Points(2)}
+				p.Add(l)
+			}
+		}
 	}
 	if ref > 0 {
 		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: ref}, {X: float64(len(groups)) - 0.5, Y: ref}})
@@ -242,6 +272,149 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 		p.Add(l)
 	}
 	p.NominalX(groups...)
+	p.X.Min, p.X.Max = -0.5, float64(len(groups))-0.5 // whole groups, whatever the data
+	if ymax <= 0 {
+		ymax = 1 // every bar 0: an axis from 0 to 1, not a degenerate one
+	}
 	p.Y.Min, p.Y.Max = 0, ymax*1.4 // room for the legend
 	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+}
+
+// LineSeries is one line of a LinePanel.
+type LineSeries struct {
+	Name string
+	X, Y []float64
+	// Ref draws a thin dashed grey reference (an ideal, a threshold)
+	// instead of a coloured line; Points marks every point; Scatter draws
+	// the points alone.
+	Ref, Points, Scatter bool
+}
+
+// LinePanel is one plot of PlotPanels.
+type LinePanel struct {
+	Title, XLabel, YLabel string
+	Series                []LineSeries
+	LogX                  bool
+	// YMin and YMax fix the y range when YMax > YMin (default: from 0 to
+	// the data's top).
+	YMin, YMax float64
+}
+
+// PlotPanels draws the panels stacked top to bottom on one shared x range
+// (the paper's Figure 7 in shape: TCP above, TDMA below) and saves them to
+// path (format from the extension: .png, .svg, .pdf). Each panel is 16 cm
+// x 8 cm.
+func PlotPanels(path string, panels []LinePanel) error {
+	if len(panels) == 0 {
+		return errors.New("fct: no panel to plot")
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	plots := make([][]*plot.Plot, len(panels))
+	for i, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.Title
+		p.X.Label.Text, p.Y.Label.Text = pn.XLabel, pn.YLabel
+		p.Legend.Top, p.Legend.Left = false, false
+		p.Add(plotter.NewGrid())
+		if pn.LogX {
+			p.X.Scale = plot.LogScale{}
+			p.X.Tick.Marker = logTicks125{}
+		}
+		ymax := math.Inf(-1)
+		drawn, colour, refs := 0, 0, 0
+		for _, s := range pn.Series {
+			n := min(len(s.X), len(s.Y))
+			pts := make(plotter.XYs, 0, n)
+			for k := 0; k < n; k++ {
+				if math.IsNaN(s.X[k]) || math.IsNaN(s.Y[k]) || pn.LogX && s.X[k] <= 0 {
+					continue
+				}
+				pts = append(pts, plotter.XY{X: s.X[k], Y: s.Y[k]})
+				xmin, xmax, ymax = min(xmin, s.X[k]), max(xmax, s.X[k]), max(ymax, s.Y[k])
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			drawn++
+			if s.Scatter {
+				sc, err := plotter.NewScatter(pts)
+				if err != nil {
+					return fmt.Errorf("fct: plot %s: %w", s.Name, err)
+				}
+				sc.Color, sc.Shape = plotutil.Color(colour), plotutil.Shape(colour)
+				colour++
+				p.Add(sc)
+				if s.Name != "" {
+					p.Legend.Add(s.Name, sc)
+				}
+				continue
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return fmt.Errorf("fct: plot %s: %w", s.Name, err)
+			}
+			if s.Ref {
+				l.Color = color.Gray{Y: 96}
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				if refs%2 == 1 {
+					l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+				}
+				l.Width = vg.Points(1)
+				refs++
+			} else {
+				l.Color = plotutil.Color(colour)
+				l.Dashes = plotutil.Dashes(colour)
+				l.Width = vg.Points(1.5)
+				colour++
+			}
+			p.Add(l)
+			if s.Points {
+				sc, err := plotter.NewScatter(pts)
+				if err != nil {
+					return fmt.Errorf("fct: plot %s: %w", s.Name, err)
+				}
+				sc.Color = l.Color
+				p.Add(sc)
+			}
+			if s.Name != "" {
+				p.Legend.Add(s.Name, l)
+			}
+		}
+		if drawn == 0 {
+			return fmt.Errorf("fct: panel %q has nothing to plot", pn.Title)
+		}
+		if pn.YMax > pn.YMin {
+			p.Y.Min, p.Y.Max = pn.YMin, pn.YMax
+		} else {
+			p.Y.Min, p.Y.Max = 0, max(ymax*1.05, 1e-9)
+		}
+		plots[i] = []*plot.Plot{p}
+	}
+	for i, pn := range panels {
+		p := plots[i][0]
+		if pn.LogX {
+			p.X.Min, p.X.Max = xmin/1.25, xmax*1.25
+		} else {
+			p.X.Min, p.X.Max = min(0, xmin), xmax
+		}
+	}
+	w, h := 16*vg.Centimeter, 8*vg.Centimeter*vg.Length(len(panels))
+	c, err := draw.NewFormattedCanvas(w, h, strings.TrimPrefix(filepath.Ext(path), "."))
+	if err != nil {
+		return fmt.Errorf("fct: %s: %w", path, err)
+	}
+	t := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8), PadY: vg.Points(8)}
+	cs := plot.Align(plots, t, draw.New(c))
+	for i := range plots {
+		plots[i][0].Draw(cs[i][0])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -303,7 +303,7 @@ func TestProgressBar(t *testing.T) {
 func TestPlotBars(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bars.png")
 	err := PlotBars(path, "FCT normalised", "mean FCT / no loss", []string{"10KB", "100KB", "1MB"},
-		[]BarSeries{{Name: "none", Values: []float64{1.5, 2, math.NaN()}}, {Name: "lg", Values: []float64{1.02, 1.01, 1.05}}}, 1)
+		[]BarSeries{{Name: "none", Values: []float64{1.5, 2, math.NaN()}}, {Name: "lg", Values: []float64{1.02, 1.01, 1.05}, Labels: true}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,5 +312,25 @@ func TestPlotBars(t *testing.T) {
 	}
 	if PlotBars(path, "", "", nil, nil, 1) == nil {
 		t.Fatal("an empty chart was drawn")
+	}
+}
+
+func TestPlotPanels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "panels.png")
+	err := PlotPanels(path, []LinePanel{
+		{Title: "tcp", XLabel: "time (s)", YLabel: "MiB", Series: []LineSeries{{Name: "h1", X: []float64{0, 1, 2}, Y: []float64{0, 3, 4}}, {Name: "ideal", X: []float64{0, 1.5}, Y: []float64{0, 4}, Ref: true}}},
+		{Title: "tdma", XLabel: "time (s)", YLabel: "MiB", Series: []LineSeries{{Name: "h1", X: []float64{0, 1.6}, Y: []float64{0, 4}, Points: true}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+		t.Fatalf("%v %v", st, err)
+	}
+	if PlotPanels(path, []LinePanel{{Title: "empty", Series: []LineSeries{{Name: "h1"}}}}) == nil {
+		t.Fatal("a panel without points was drawn")
+	}
+	if PlotPanels(filepath.Join(t.TempDir(), "x.bmp"), []LinePanel{{Series: []LineSeries{{X: []float64{1}, Y: []float64{1}}}}}) == nil {
+		t.Fatal("an unknown format was accepted")
 	}
 }

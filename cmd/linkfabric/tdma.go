@@ -19,15 +19,18 @@ every grant, so a lost pause never lets them send into another host's slot.
   fm       the fabric manager process (one per star)
   host     a host agent: raw sender or NFQUEUE gate for kernel traffic
   shuffle  all-to-all on the veth star, TDMA against kernel TCP (§6.1)
-  ctlloss  the shuffle with grants lost on purpose: paper, lease, free-run
+  ctlloss  the shuffle under lost grants (paper, lease, free-run), and with
+           the FM frozen (SIGSTOP)
+  slots    efficiency, collisions and drops per slot length: the smallest
+           slot this machine can run
   nfqueue  unmodified kernel TCP held in NFQUEUE gates, released in slots
 
 Every experiment brings up its own star (network namespaces, a Linux bridge,
 TBF at the line rate), removes it at the end or on Ctrl-C, refuses to start
-on a saturated machine unless --force, and writes JSON and CSV.`,
+on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
 		Example: `  linkfabric tdma sim --scenario ctlloss`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaNFQCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaNFQCmd())
 	return cmd
 }
 

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -16,15 +16,17 @@ import (
 
 func tdmaCtlLossCmd() *cobra.Command {
 	var (
-		hosts, runs, rt    int
-		size, rate, losses string
-		modes, prefix, out string
-		slot, guard        time.Duration
-		force              bool
+		star                      starFlags
+		runs                      int
+		size, losses, freezeModes string
+		modes, prefix, out        string
+		freeze                    time.Duration
+		freezeAt                  float64
+		force                     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ctlloss",
-		Short: "The shuffle under lost grants: paper vs lease vs free-run",
+		Short: "The shuffle under lost grants and with the FM frozen: paper vs lease vs free-run",
 		Long: `ctlloss runs the TDMA shuffle on the star while every host agent drops each
 grant it receives with probability --loss (seeded: --drop-control), in each
 gate mode:
@@ -39,25 +41,51 @@ Per run: overrun bytes (sent after the window's end plus guard), collisions
 (frames received after their window's end plus guard), switch drops and
 backlog p99, lost frames, flows left incomplete (raw mode does not
 retransmit), grants lost, lease expiries, free-run opens, completion over
-ideal, CPU and load. Not done yet: the kill -STOP freeze of the FM.`,
-		Example: `  sudo linkfabric tdma ctlloss --loss 0.001,0.01,0.05 --modes paper,lease,freerun --runs 3`,
-		Args:    cobra.NoArgs,
+ideal, CPU and load. Expected: paper mode overruns and collides at a loss of
+1 % and more; lease and free-run modes show 0 overrun bytes, 0 collisions and
+0 switch drops at every loss.
+
+The FM freeze (--freeze, on by default; 0 turns it off): in each of
+--freeze-modes, one more shuffle without loss, during which the FM process
+gets SIGSTOP once --freeze-at of the shuffle's bytes have crossed the switch,
+and SIGCONT --freeze later. Measured from the agents' statistics (every
+namespace shares one clock):
+
+  silent within the lease  no byte left any host's line later than the lease
+                           (hosts × slot) after the last control frame that
+                           host heard, over the whole run; for the silence
+                           that spans the CONT, when it began after that frame
+  resumed within a round   every host with data left released its first frame
+                           within one round (hosts × slot) of the CONT
+
+each met or missed, per host: its last frame heard and the start of its
+silence (ms from the STOP), the first frame after the CONT (ms from the CONT).
+Paper mode (add it to --freeze-modes) has no lease: a host unpaused when the
+FM stops sends on until the pause quanta run out; it is shown, not checked.
+The command exits non-zero when the freeze check misses in lease or free-run
+mode.
+
+Writes into --out: ctlloss.json (every run, the freezes, a summary of medians
+per loss and mode, the freeze check), ctlloss.csv (a row per run; freeze runs
+have loss "freeze"), ctlloss-overrun.png and ctlloss-collisions.png (bars of
+the medians: one group per loss, one bar per mode), and each run's agent logs
+and statistics.`,
+		Example: `  sudo linkfabric tdma ctlloss --loss 0.001,0.01,0.05 --modes paper,lease,freerun --runs 3
+  sudo linkfabric tdma ctlloss --loss 0.01 --modes lease --freeze 100ms --freeze-modes lease,freerun,paper
+  sudo linkfabric tdma ctlloss --loss 0,0.05 --freeze 0 --size 1MiB`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c experiment.TDMACtlLossConfig
 			s := &c.Shuffle
-			s.Star = experiment.TDMAStar{Hosts: hosts, Slot: slot, Guard: guard, RT: rt, Sched: "rotor", Margin: 50 * time.Microsecond,
-				Burst: 16 << 10, Limit: 64 << 10}
-			if hosts < 2 || hosts > 8 {
-				return fmt.Errorf("--hosts %d: want 2 to 8", hosts)
+			var err error
+			if s.Star, err = star.star(); err != nil {
+				return err
 			}
 			var sz netns.ByteSize
 			if err := cellsSizeFlag("size", size, &sz); err != nil {
 				return err
 			}
 			s.Size = int64(sz)
-			if err := cellsRateFlag("rate", rate, &s.Star.Rate); err != nil {
-				return err
-			}
 			for _, f := range strings.Split(losses, ",") {
 				p, err := strconv.ParseFloat(f, 64)
 				if err != nil || p < 0 || p >= 1 {
@@ -65,11 +93,20 @@ ideal, CPU and load. Not done yet: the kill -STOP freeze of the FM.`,
 				}
 				c.Losses = append(c.Losses, p)
 			}
-			for _, m := range strings.Split(modes, ",") {
-				if _, err := gate.ParseMode(m); err != nil {
-					return fmt.Errorf("--modes: %w", err)
+			if c.Modes, err = parseGateModes("modes", modes); err != nil {
+				return err
+			}
+			if freeze < 0 || freeze > 10*time.Second {
+				return fmt.Errorf("--freeze %v: want 0 (none) to 10s", freeze)
+			}
+			if freezeAt <= 0 || freezeAt >= 1 {
+				return fmt.Errorf("--freeze-at %g: want a share of the shuffle in (0, 1), like 0.3", freezeAt)
+			}
+			c.Freeze = experiment.TDMAFreezeConfig{Dur: freeze, At: freezeAt}
+			if freeze > 0 {
+				if c.Freeze.Modes, err = parseGateModes("freeze-modes", freezeModes); err != nil {
+					return err
 				}
-				c.Modes = append(c.Modes, m)
 			}
 			if runs < 1 {
 				return fmt.Errorf("--runs %d: want at least 1", runs)
@@ -77,28 +114,39 @@ ideal, CPU and load. Not done yet: the kill -STOP freeze of the FM.`,
 			s.Runs, s.Force, s.Dir, s.Arms = runs, force, out, []string{"tdma"}
 			env := &experiment.Env{Prefix: prefix}
 			r, err := env.TDMACtlLoss(cmd.Context(), c)
-			if r != nil && len(r.Runs) > 0 {
+			if r != nil && (len(r.Runs) > 0 || len(r.Freezes) > 0) {
 				experiment.PrintTDMACtlLoss(os.Stdout, r)
-				p := filepath.Join(out, "ctlloss.json")
-				if werr := os.MkdirAll(out, 0o755); werr == nil && writeJSONFile(p, r) == nil {
-					fmt.Fprintln(os.Stderr, "wrote", p)
-				}
+				err = wroteFiles(err)(experiment.WriteTDMACtlLoss(out, r))
+			}
+			if err == nil && r.FreezeCheck == experiment.Missed {
+				err = errors.New("the freeze check missed: see the freeze tables above")
 			}
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&hosts, "hosts", 4, "hosts on the star (2..8)")
+	star.bind(f, "")
 	f.StringVar(&size, "size", "2MiB", "bytes each host sends to each other host")
-	f.StringVar(&rate, "rate", "100M", "line rate of every host NIC and switch port (TBF)")
-	f.DurationVar(&slot, "slot", 5*time.Millisecond, "TDMA slot length")
-	f.DurationVar(&guard, "guard", 300*time.Microsecond, "TDMA guard time")
 	f.StringVar(&losses, "loss", "0.001,0.01,0.05", "control-frame loss rates")
 	f.StringVar(&modes, "modes", "paper,lease,freerun", "gate modes")
-	f.IntVar(&rt, "rt", 60, "SCHED_FIFO priority of the FM's clock thread (0: none)")
-	f.IntVar(&runs, "runs", 1, "runs of every (loss, mode)")
+	f.DurationVar(&freeze, "freeze", 100*time.Millisecond, "freeze the FM (SIGSTOP, then SIGCONT) this long in one more shuffle per freeze mode (0: no freeze)")
+	f.Float64Var(&freezeAt, "freeze-at", 0.3, "freeze once this share of the shuffle's bytes has crossed the switch")
+	f.StringVar(&freezeModes, "freeze-modes", "lease,freerun", "gate modes of the freeze runs (paper is shown, not checked)")
+	f.IntVar(&runs, "runs", 1, "runs of every (loss, mode) and freeze")
 	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&prefix, "prefix", "lftc", "testbed namespace prefix")
-	f.StringVar(&out, "out", "out/tdma-ctlloss", "directory for ctlloss.json and the agents' logs")
+	f.StringVar(&out, "out", "out/tdma-ctlloss", "directory for ctlloss.json, ctlloss.csv, the PNGs and the agents' logs")
 	return cmd
+}
+
+// parseGateModes parses a comma list of gate modes (flag --name).
+func parseGateModes(name, v string) ([]string, error) {
+	var ms []string
+	for _, m := range strings.Split(v, ",") {
+		if _, err := gate.ParseMode(m); err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
 }

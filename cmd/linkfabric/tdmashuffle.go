@@ -38,8 +38,14 @@ slot-boundary lateness, CPU use and load average. The paper: TCP 1.22×,
 TDMA 1.054× ideal (24 hosts, 10 Gbit/s, 300 µs slots).
 
 It refuses to start when the CPUs are over 85 % busy (--force runs anyway
-and the report says so). Writes shuffle.json (with a summary of medians) and
-flows.csv into --out, and each TDMA run's agent logs and statistics.`,
+and the report says so). Writes into --out: shuffle.json (with a summary of
+medians), flows.csv (every flow's finish), progress.csv (every host's bytes
+received, sampled every 10 ms) and shuffle-progress.png, the paper's Figure 7
+in shape: per arm (TCP above, TDMA below, one time axis) each host's bytes
+received over time in the arm's median run, with the ideal dashed. Under TCP
+the lines fan out (some hosts finish early at the others' expense); under
+TDMA they rise together and end together, near the ideal. Each TDMA run's
+agent logs and statistics go in a directory of their own.`,
 		Example: `  sudo linkfabric tdma shuffle --hosts 4 --size 4MiB --runs 3
   sudo linkfabric tdma shuffle --hosts 6 --rate 100M --slot 5ms --guard 300us --rt 50 --force`,
 		Args: cobra.NoArgs,
@@ -68,9 +74,7 @@ flows.csv into --out, and each TDMA run's agent logs and statistics.`,
 			r, err := env.TDMAShuffle(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
 				experiment.PrintTDMAShuffle(os.Stdout, r)
-				if paths, werr := experiment.WriteTDMAShuffle(out, r); werr == nil {
-					fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-				}
+				err = wroteFiles(err)(experiment.WriteTDMAShuffle(out, r))
 			}
 			return err
 		},
@@ -82,6 +86,21 @@ flows.csv into --out, and each TDMA run's agent logs and statistics.`,
 	f.IntVar(&runs, "runs", 3, "runs per arm (interleaved); the summary gives medians")
 	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&prefix, "prefix", "lftx", "testbed namespace prefix")
-	f.StringVar(&out, "out", "out/tdma-shuffle", "directory for shuffle.json, flows.csv and the agents' logs")
+	f.StringVar(&out, "out", "out/tdma-shuffle", "directory for shuffle.json, flows.csv, progress.csv, shuffle-progress.png and the agents' logs")
 	return cmd
+}
+
+// wroteFiles returns a function that prints the files an experiment wrote
+// (to stderr) and returns err, or the writing's error if err is nil:
+// err = wroteFiles(err)(experiment.WriteX(dir, r)).
+func wroteFiles(err error) func(paths []string, werr error) error {
+	return func(paths []string, werr error) error {
+		if len(paths) > 0 {
+			fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
+		}
+		if err != nil {
+			return err
+		}
+		return werr
+	}
 }

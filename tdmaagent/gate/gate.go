@@ -168,6 +168,15 @@ func (g *Gate) SetDelayEst(d int64) { g.cfg.DelayEst = d }
 // Config returns the configuration.
 func (g *Gate) Config() Config { return g.cfg }
 
+// LastHeard returns the kernel receive time of the last control frame with
+// a TDMA trailer (the lease runs from it), 0 if none yet.
+func (g *Gate) LastHeard() int64 {
+	if !g.heard {
+		return 0
+	}
+	return g.lastHeard
+}
+
 // OnSchedule stores a round's schedule for this host (kept for 4 rounds).
 func (g *Gate) OnSchedule(s *wire.Schedule) {
 	i := s.Round % nsched

@@ -106,6 +106,20 @@ type Stats struct {
 	Schedules  uint64  `json:"schedules"`
 	Reports    uint64  `json:"reports"`
 	Progress   []Point `json:"progress,omitempty"` // received bytes over time
+	// SendSinceCtlMax: the longest time from the last control frame heard
+	// (kernel receive time) to the moment a released frame's last byte
+	// leaves the host's line (the shaper model), ns. A lease-mode host that
+	// hears nothing goes silent: this stays within the lease.
+	SendSinceCtlMax int64 `json:"send_since_ctl_max_ns"`
+	// Gaps are the longest silences between released frames (raw mode).
+	Gaps SendGaps `json:"send_gaps"`
+	// CtlDelay*: grant delivery delay, kernel receive time − the FM's send
+	// time in the trailer (one clock for all namespaces), µs: p0.1, p50,
+	// p99.9 and the largest. DelayEst above is the FM's estimate d_est.
+	CtlDelayP001us float64 `json:"ctl_delay_p001_us"`
+	CtlDelayP50us  float64 `json:"ctl_delay_p50_us"`
+	CtlDelayP999us float64 `json:"ctl_delay_p999_us"`
+	CtlDelayMaxus  float64 `json:"ctl_delay_max_us"`
 	// nfqueue mode
 	NFQHeldMax      int    `json:"nfq_held_max"`
 	NFQReleased     uint64 `json:"nfq_released"`
@@ -119,6 +133,33 @@ type Point struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// SendGap is a silence of the sender: from when the last byte released
+// before it left the line (shaper model) to the release of the next frame,
+// with the last control frame heard before it (clock ns; 0: none).
+type SendGap struct {
+	From  int64 `json:"from_ns"`
+	To    int64 `json:"to_ns"`
+	Heard int64 `json:"heard_ns"`
+}
+
+// Len is the gap's length, ns.
+func (g SendGap) Len() int64 { return g.To - g.From }
+
+// SendGaps keeps the longest gaps, longest first (no allocation).
+type SendGaps [4]SendGap
+
+// Add records g if it is longer than the shortest kept.
+func (s *SendGaps) Add(g SendGap) {
+	if g.Len() <= s[len(s)-1].Len() {
+		return
+	}
+	i := len(s) - 1
+	for ; i > 0 && s[i-1].Len() < g.Len(); i-- {
+		s[i] = s[i-1]
+	}
+	s[i] = g
+}
+
 // Agent is a host agent with its sockets open.
 type Agent struct {
 	cfg   Config
@@ -130,6 +171,7 @@ type Agent struct {
 	macs  [][6]byte
 	rng   *rand.Rand
 	s     Stats
+	delay *clock.Lateness // grant delivery delay
 	sched chan wire.Schedule
 	dEst  atomic.Int64
 	nsch  atomic.Uint64
@@ -162,7 +204,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16)}
+	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16), delay: clock.NewLateness()}
 	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N)}
 	if cfg.NFQ {
 		a.s.Gate = "nfqueue"
@@ -225,6 +267,8 @@ func (a *Agent) Run(ctx context.Context) (Stats, error) {
 		a.s.SockDrops += d
 	}
 	a.s.DelayEst = a.dEst.Load()
+	a.s.CtlDelayP001us, a.s.CtlDelayP50us = a.delay.Quantile(0.001), a.delay.Quantile(0.5)
+	a.s.CtlDelayP999us, a.s.CtlDelayMaxus = a.delay.Quantile(0.999), a.delay.Quantile(1)
 	a.s.Schedules = a.nsch.Load()
 	if a.q != nil {
 		if st, serr := nfq.ReadStats("/proc/thread-self/net/netfilter/nfnetlink_queue", a.cfg.Queue); serr == nil {
@@ -324,6 +368,8 @@ func (a *Agent) pollControl(now int64, c *ctlBufs, onSchedule func(*wire.Schedul
 			rx := c.ts[i]
 			if rx == 0 {
 				rx = now
+			} else if c.gr.HasTrailer && c.gr.FMTime > 0 {
+				a.delay.Add(rx - c.gr.FMTime)
 			}
 			a.g.OnGrant(now, rx, &c.gr)
 		}

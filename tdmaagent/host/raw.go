@@ -47,7 +47,10 @@ type rawState struct {
 	loopLat *clock.Lateness
 	total   int64
 	lastRep uint32
-	guard   int64
+	// the last batch released: when its last byte leaves the line, and
+	// the last control frame heard then
+	prevEnd, prevHeard int64
+	guard              int64
 }
 
 func (a *Agent) loop() error {
@@ -197,6 +200,9 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 			a.s.ClassBytes[c] += uint64(len(r.tx[i]))
 			a.s.SentBytes[w.Dst] += int64(r.txPay[i])
 		}
+		if k2 > 0 {
+			a.booked(r, now, vf)
+		}
 		if a.s.FirstSend == 0 {
 			a.s.FirstSend = now
 		}
@@ -208,6 +214,20 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		return now + 1 // more to send: loop again at once
 	}
 	return math.MaxInt64
+}
+
+// booked records a batch released at now whose last byte leaves the line
+// at end: the silence before it and how long after the last control frame
+// heard it ends.
+func (a *Agent) booked(r *rawState, now, end int64) {
+	heard := a.g.LastHeard()
+	if r.prevEnd != 0 && now > r.prevEnd {
+		a.s.Gaps.Add(SendGap{From: r.prevEnd, To: now, Heard: r.prevHeard})
+	}
+	r.prevEnd, r.prevHeard = end, heard
+	if heard != 0 {
+		a.s.SendSinceCtlMax = max(a.s.SendSinceCtlMax, end-heard)
+	}
 }
 
 // frame builds frame i of the batch: pay bytes to w.Dst in a frame of fl bytes.
