@@ -32,6 +32,7 @@ type TDMAStar struct {
 	HostRT int            `json:"host_rt"` // the agents' (0: none)
 	Sched  string         `json:"scheduler"`
 	Margin time.Duration  `json:"margin_ns"`
+	MTU    int            `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
 }
 
 // SwitchStats are the switch ports' queues sampled every millisecond.
@@ -103,7 +104,7 @@ func (e *Env) upStar(c TDMAStar) (*netns.Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return netns.Up(t, netns.Options{Prefix: e.Prefix})
+	return netns.Up(t, netns.Options{Prefix: e.Prefix, MTU: c.MTU})
 }
 
 // agentProc is a `linkfabric tdma fm|host` process writing JSON to a file.

@@ -26,6 +26,8 @@ type PlotOptions struct {
 	// Arms selects and orders the arms to draw (default: all, in order of
 	// first appearance).
 	Arms []string
+	// XLabel names the x axis (default "FCT (µs)"); the values are µs.
+	XLabel string
 }
 
 // PlotTailCDF draws the tail of the FCT distribution of the completed flows
@@ -68,6 +70,9 @@ func PlotTailCDF(flows []Flow, size int64, path string, opt PlotOptions) error {
 	p := plot.New()
 	p.Title.Text = opt.Title
 	p.X.Label.Text = "FCT (µs)"
+	if opt.XLabel != "" {
+		p.X.Label.Text = opt.XLabel
+	}
 	p.Y.Label.Text = "CDF"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = logTicks125{}
@@ -203,7 +208,8 @@ type BarSeries struct {
 
 // PlotBars draws a grouped bar chart (RAIL's Figure 17 in shape: one group
 // per flow-size bin, one bar per arm) with a dashed reference line at ref
-// (0: none), and saves it to path (format from the extension).
+// (0: none), and saves it to path (format from the extension). Negative
+// values hang below a zero line.
 func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, ref float64) error {
 	if len(groups) == 0 || len(series) == 0 {
 		return errors.New("fct: nothing to plot")
@@ -214,13 +220,13 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	w := vg.Points(min(60/float64(len(series)), 14))
-	ymax := ref
+	ymax, ymin := ref, 0.0
 	for i, s := range series {
 		v := make(plotter.Values, len(groups))
 		for g := range groups {
 			if g < len(s.Values) && !math.IsNaN(s.Values[g]) {
 				v[g] = s.Values[g]
-				ymax = max(ymax, v[g])
+				ymax, ymin = max(ymax, v[g]), min(ymin, v[g])
 			}
 		}
 		b, err := plotter.NewBarChart(v, w)
@@ -242,6 +248,6 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 		p.Add(l)
 	}
 	p.NominalX(groups...)
-	p.Y.Min, p.Y.Max = 0, ymax*1.4 // room for the legend
+	p.Y.Min, p.Y.Max = ymin*1.1, ymax*1.4 // room for the legend
 	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
 }

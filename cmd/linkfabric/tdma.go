@@ -15,10 +15,20 @@ every grant, so a lost pause never lets them send into another host's slot.
 
   sim   the simulated star (package tdmaagent/tdmasim): N hosts, a switch of
         rate-limited FIFO ports, the fabric manager; the issue's must-shows on a
-        virtual clock, deterministic for a seed, no root needed`,
-		Example: `  linkfabric tdma sim --scenario ctlloss`,
+        virtual clock, deterministic for a seed, no root needed
+  probe timers   slot-boundary lateness: Go timers against the agents'
+                 hybrid sleeper under CFS and SCHED_FIFO (§3.2, design §2.2)
+  probe spread   how far apart one batch of grants reaches the hosts of the
+                 star, idle and under load, and the guard it asks for
+                 (Figs. 3–4)
+  probe react    software PFC: stop and resume lag by frame size, and how
+                 long a sender overstays a pause timed in quanta (Figs. 1, 2, 5)`,
+		Example: `  linkfabric tdma sim --scenario ctlloss
+  linkfabric tdma probe timers --period 300us,1ms,5ms
+  sudo linkfabric tdma probe spread --hosts 4 --load 0,200mbit --frame 1500,9000
+  sudo linkfabric tdma probe react --sizes 64,512,1500,9000`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaProbeCmd())
 	return cmd
 }
 
