@@ -1,14 +1,18 @@
 package experiment
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
+	"github.com/linkfabric/linkfabric/tdmaagent/rawio"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,6 +71,43 @@ func (m *ProbeMachine) finish() {
 	m.CPUBusy, m.LoadAvg = BusyPct(m.cpu0, c), LoadAvg()
 }
 
+// text writes the machine's record under a report.
+func (m *ProbeMachine) text(b *strings.Builder) {
+	fmt.Fprintf(b, "CPU %.0f%% busy during the probe (%.0f%% before), load average %.1f\n", m.CPUBusy, m.CPUBefore, m.LoadAvg)
+	if m.Forced {
+		fmt.Fprintln(b, "forced: the machine was saturated at the start; figures are indicative")
+	}
+}
+
+// recvEach drains p until stop: it waits in poll (20 ms at most, so stop
+// is seen), receives in batches into buffers of bufLen bytes allocated
+// once, and calls each for every frame with its kernel receive time (0:
+// none). Frames the kernel truncated are skipped.
+func recvEach(p *rawio.Port, bufLen int, stop *atomic.Bool, each func(b []byte, ts int64)) {
+	var bufs [rawio.MaxBatch][]byte
+	back := make([]byte, len(bufs)*bufLen)
+	var lens [rawio.MaxBatch]int
+	var ts [rawio.MaxBatch]int64
+	for i := range bufs {
+		bufs[i] = back[i*bufLen : (i+1)*bufLen]
+	}
+	fds := []unix.PollFd{{Fd: int32(p.Fd()), Events: unix.POLLIN}}
+	for !stop.Load() {
+		unix.Poll(fds, 20)
+		for {
+			k, err := p.Recv(bufs[:], lens[:], ts[:])
+			if err != nil || k == 0 {
+				break
+			}
+			for j := 0; j < k; j++ {
+				if lens[j] > 0 {
+					each(bufs[j][:lens[j]], ts[j])
+				}
+			}
+		}
+	}
+}
+
 // plotProbeCDF draws each series as a CDF from its median up (x: µs, log
 // scale; y: 50 %, 90 %, 99 %, 99.9 %… equally spaced), like fct's tails.
 func plotProbeCDF(path, title, xlabel string, names []string, samples [][]time.Duration) error {
@@ -108,6 +149,20 @@ func lockProbeThread(prio int) (sched string, refused error) {
 		return "CFS", err
 	}
 	return "FIFO " + strconv.Itoa(prio), nil
+}
+
+// pinThread binds the calling (locked) OS thread to cpu, if the machine
+// has it; it returns the CPU, or -1 if it did not pin.
+func pinThread(cpu int) int {
+	if cpu < 0 || cpu >= runtime.NumCPU() {
+		return -1
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if unix.SchedSetaffinity(0, &set) != nil {
+		return -1
+	}
+	return cpu
 }
 
 // pollUntil waits until fd is readable or deadline (clock ns): ppoll for

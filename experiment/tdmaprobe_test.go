@@ -173,4 +173,6 @@ func TestTDMAProbeSmall(t *testing.T) {
 	}
 }
 
-type probeResultFiles interface{ WriteFiles(string) ([]string, error) }
+type probeResultFiles interface {
+	WriteFiles(string) ([]string, error)
+}

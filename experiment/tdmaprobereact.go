@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,10 +75,15 @@ type ReactSize struct {
 	Overflow    uint64    `json:"receiver_overflow,omitempty"`
 	SockDrops   uint64    `json:"receiver_socket_drops"`
 	SenderSched string    `json:"sender_sched"`
-	CPUBusy     float64   `json:"cpu_busy_pct"`
-	LoadAvg     float64   `json:"load_avg"`
-	stop, res   []time.Duration
-	dev, sstop  []time.Duration
+	// The sender and the FM run on threads pinned to different CPUs (-1:
+	// not pinned), as they would be different machines: measured, an FM
+	// waking on the sender's CPU stopped it before its pause was sent.
+	SenderCPU  int     `json:"sender_cpu"`
+	FMCPU      int     `json:"fm_cpu"`
+	CPUBusy    float64 `json:"cpu_busy_pct"`
+	LoadAvg    float64 `json:"load_avg"`
+	stop, res  []time.Duration
+	dev, sstop []time.Duration
 }
 
 // ReactSumm is the probe's verdict: per size, the medians.
@@ -96,6 +102,7 @@ type TDMAProbeReactResult struct {
 	Machine ProbeMachine         `json:"machine"`
 	Sizes   []ReactSize          `json:"sizes"`
 	Summary ReactSumm            `json:"summary"`
+	Sender  string               `json:"sender_sched"` // CFS or FIFO <prio>
 }
 
 // reactRound is the round the sender's schedule and the FM's frames name.
@@ -153,7 +160,7 @@ func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TD
 		k := strconv.Itoa(size)
 		res.Summary.StopP50us[k], res.Summary.QuietP50us[k], res.Summary.SenderP50us[k] = r.Stop.P50, r.Stop.P50+r.FrameUs, r.SenderStop.P50
 		res.Summary.ResumeP50us[k], res.Summary.TimedDevP50[k] = r.Resume.P50, r.TimedDev.P50
-		res.Sizes = append(res.Sizes, r)
+		res.Sizes, res.Sender = append(res.Sizes, r), r.SenderSched
 	}
 	res.Machine.finish()
 	return res, nil
@@ -209,14 +216,20 @@ func (e *Env) reactSize(ctx context.Context, tb *netns.Testbed, cfg TDMAProbeRea
 		seen: make([]reactSeen, 0, 16+2*cfg.Cycles+cfg.Timed)}
 	var sndErr error
 	go func() { defer wg.Done(); sndErr = snd.run(&stop) }()
-	ev := reactFM(ctx, ports[3], ports[1].MAC, cfg, hold, q, req)
+	evc := make(chan []reactEvent, 1)
+	go func() { // a thread of its own, on another CPU than the sender's
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		r.FMCPU = pinThread(0)
+		evc <- reactFM(ctx, ports[3], ports[1].MAC, cfg, hold, q, req)
+	}()
+	ev := <-evc
 	time.Sleep(time.Duration(hold)) // the last frames arrive
 	stop.Store(true)
 	wg.Wait()
 	if sndErr != nil {
 		e.progress("  the sender runs under CFS: %v", sndErr)
 	}
-	r.SenderSched, r.Sent, r.Refused = snd.sched, snd.sent, snd.refused
+	r.SenderSched, r.SenderCPU, r.Sent, r.Refused = snd.sched, snd.cpu, snd.sent, snd.refused
 	r.Received, r.Overflow = uint64(len(rcv.rx)), rcv.over
 	r.Lost = int64(r.Sent) - int64(r.Received)
 	r.SockDrops, _ = ports[2].Drops()
@@ -353,7 +366,8 @@ func senderLags(ev []reactEvent, seen []reactSeen) (stop, delivery []time.Durati
 }
 
 // reactSender is h1: a sender honouring PFC in software through the real
-// gate in paper mode (class 0 goes to h2), on a locked thread. While the
+// gate in paper mode (class 0 goes to h2), on a locked thread pinned to
+// the last CPU (the FM's is on the first). While the
 // class is open it releases a frame each time the last one's wire time
 // at the rate is over (the gate's shaper model), so the host's TBF never
 // queues and a stop is seen within a frame time, and it polls its control
@@ -366,13 +380,14 @@ type reactSender struct {
 	rate          uint64
 	rt            int
 	sched         string
+	cpu           int
 	sent, refused uint64
 	seen          []reactSeen // the control frames taken (capacity allocated beforehand)
 }
 
 func (s *reactSender) run(stop *atomic.Bool) error {
 	sched, rtErr := lockProbeThread(s.rt)
-	s.sched = sched
+	s.sched, s.cpu = sched, pinThread(runtime.NumCPU()-1)
 	g, err := gate.New(gate.Config{Mode: gate.Paper, Rate: s.rate, Overhead: 24, MinFrame: 60})
 	if err != nil {
 		return err
@@ -462,48 +477,35 @@ type reactReceiver struct {
 }
 
 func (r *reactReceiver) run(p *rawio.Port, stop *atomic.Bool) {
-	var bufs [64][]byte
-	back := make([]byte, 64*9216)
-	var lens [64]int
-	var ts [64]int64
-	for i := range bufs {
-		bufs[i] = back[i*9216 : (i+1)*9216]
-	}
-	fds := []unix.PollFd{{Fd: int32(p.Fd()), Events: unix.POLLIN}}
-	for !stop.Load() {
-		unix.Poll(fds, 20)
-		for {
-			k, err := p.Recv(bufs[:], lens[:], ts[:])
-			if err != nil || k == 0 {
-				break
-			}
-			for j := 0; j < k; j++ {
-				if lens[j] == 0 || ts[j] == 0 {
-					continue
-				}
-				if len(r.rx) == cap(r.rx) {
-					r.over++
-					continue
-				}
-				r.rx = append(r.rx, ts[j])
-				if lens[j] >= 22 {
-					r.transit = append(r.transit, time.Duration(ts[j]-int64(binary.BigEndian.Uint64(bufs[j][14:]))))
-				}
-			}
+	recvEach(p, 9216, stop, func(b []byte, ts int64) {
+		if ts == 0 {
+			return
 		}
-	}
+		if len(r.rx) == cap(r.rx) {
+			r.over++
+			return
+		}
+		r.rx = append(r.rx, ts)
+		if len(b) >= 22 {
+			r.transit = append(r.transit, time.Duration(ts-int64(binary.BigEndian.Uint64(b[14:]))))
+		}
+	})
 }
 
 // Text is the table and the verdict.
 func (r *TDMAProbeReactResult) Text() string {
 	var b strings.Builder
 	c := r.Config
-	fmt.Fprintf(&b, "software PFC: h1 → h2 at %s, the FM pauses h1; sender thread %s\n\n", c.Rate, r.senderSched())
+	fmt.Fprintf(&b, "software PFC: h1 → h2 at %s, the FM pauses h1; sender thread %s\n\n", c.Rate, r.Sender)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size B\tframe µs\tstop p50 µs\tp99\twire quiet p50 µs\tsender stop p50 µs\tp99\tresume p50 µs\tp99\tdelivery p50 µs\ttimed pause µs\tdeviation p50 µs\tp99\tsent\tlost\tsocket drops\tCPU %\tload avg\t")
 	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%.1f\t%d\t%d\t%d\t%.0f\t%.1f\t\n", s.Size, s.FrameUs, s.Stop.P50, s.Stop.P99,
-			s.Stop.P50+s.FrameUs, s.SenderStop.P50, s.SenderStop.P99, s.Resume.P50, s.Resume.P99, s.Delivery.P50, s.RequestedUs, s.TimedDev.P50, s.TimedDev.P99, s.Sent, s.Lost, s.SockDrops, s.CPUBusy, s.LoadAvg)
+		dev50, dev99 := "-", "-" // no timed pause measured
+		if s.TimedDev.N > 0 {
+			dev50, dev99 = strconv.FormatFloat(s.TimedDev.P50, 'f', 1, 64), strconv.FormatFloat(s.TimedDev.P99, 'f', 1, 64)
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%d\t%d\t%d\t%.0f\t%.1f\t\n", s.Size, s.FrameUs, s.Stop.P50, s.Stop.P99,
+			s.Stop.P50+s.FrameUs, s.SenderStop.P50, s.SenderStop.P99, s.Resume.P50, s.Resume.P99, s.Delivery.P50, s.RequestedUs, dev50, dev99, s.Sent, s.Lost, s.SockDrops, s.CPUBusy, s.LoadAvg)
 	}
 	tw.Flush()
 	fmt.Fprintln(&b, "\nstop lag: pause sent → h2's last frame (its end on a wire less one frame time: within a frame time of the sender's stop);")
@@ -511,22 +513,12 @@ func (r *TDMAProbeReactResult) Text() string {
 	fmt.Fprintln(&b, "sender stop: pause sent → the sender has it; resume lag: unpause sent → h2's first frame; delivery: control frame sent → h1's kernel;")
 	fmt.Fprintln(&b, "deviation: a quanta-timed pause's silence beyond its length")
 	fmt.Fprintf(&b, "paper: %s\n", r.Summary.Paper)
-	fmt.Fprintf(&b, "CPU %.0f%% busy during the probe (%.0f%% before), load average %.1f\n", r.Machine.CPUBusy, r.Machine.CPUBefore, r.Machine.LoadAvg)
-	if r.Machine.Forced {
-		fmt.Fprintln(&b, "forced: the machine was saturated at the start; figures are indicative")
-	}
+	r.Machine.text(&b)
 	return b.String()
 }
 
-func (r *TDMAProbeReactResult) senderSched() string {
-	if len(r.Sizes) == 0 {
-		return "-"
-	}
-	return r.Sizes[0].SenderSched
-}
-
 // WriteFiles writes react.json, react.csv (every lag) and react.png
-// (medians and p99s against frame size, Fig. 2/5 in shape) into dir.
+// (medians against frame size, Figs. 2 and 5 in shape) into dir.
 func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "react.json")
 	if err := WriteJSON(j, r); err != nil {
@@ -535,7 +527,7 @@ func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 	var rows [][]string
 	us := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 3, 64) }
 	var groups []string
-	series := []fct.BarSeries{{Name: "stop p50"}, {Name: "wire quiet p50"}, {Name: "sender stop p50"}, {Name: "resume p50"}, {Name: "resume p99"}, {Name: "timed pause deviation p50"}}
+	series := []fct.BarSeries{{Name: "stop p50"}, {Name: "wire quiet p50"}, {Name: "sender stop p50"}, {Name: "resume p50"}, {Name: "timed pause deviation p50"}}
 	for _, s := range r.Sizes {
 		for k, v := range [][]time.Duration{s.stop, s.sstop, s.res, s.dev} {
 			for i, d := range v {
@@ -543,7 +535,7 @@ func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 			}
 		}
 		groups = append(groups, strconv.Itoa(s.Size)+" B")
-		for i, v := range []float64{s.Stop.P50, s.Stop.P50 + s.FrameUs, s.SenderStop.P50, s.Resume.P50, s.Resume.P99, s.TimedDev.P50} {
+		for i, v := range []float64{s.Stop.P50, s.Stop.P50 + s.FrameUs, s.SenderStop.P50, s.Resume.P50, s.TimedDev.P50} {
 			series[i].Values = append(series[i].Values, v)
 		}
 	}
@@ -552,7 +544,7 @@ func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 		return nil, err
 	}
 	png := filepath.Join(dir, "react.png")
-	if err := fct.PlotBars(png, "software PFC reaction at "+r.Config.Rate.String()+"bit/s", "µs", groups, series, 0); err != nil {
+	if err := fct.PlotBars(png, "software PFC reaction at "+r.Config.Rate.String()+"bit/s (medians)", "µs", groups, series, 0); err != nil {
 		return []string{j, c}, err
 	}
 	return []string{j, c, png}, nil

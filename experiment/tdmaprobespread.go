@@ -17,7 +17,6 @@ import (
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/rawio"
 	"github.com/linkfabric/linkfabric/tdmaagent/wire"
-	"golang.org/x/sys/unix"
 )
 
 // TDMAProbeSpreadConfig sizes `linkfabric tdma probe spread` (the paper's
@@ -74,6 +73,7 @@ type TDMAProbeSpreadResult struct {
 	Machine ProbeMachine          `json:"machine"`
 	Arms    []SpreadArm           `json:"arms"`
 	Summary SpreadSumm            `json:"summary"`
+	FMSched string                `json:"fm_sched"` // CFS or FIFO <prio>
 }
 
 // spreadPort is the UDP port of the background load's sink.
@@ -135,7 +135,7 @@ func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*
 		r.Arm = name
 		e.progress("  spread p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs, max %.1f µs; delivery p50 %.1f µs; %d grants lost; guard %.0f µs%s",
 			r.Spread.P50, r.Spread.P99, r.Spread.P999, r.Spread.Max, r.Delivery.P50, r.LostGrants, r.GuardUs, loadNote(r))
-		res.Arms = append(res.Arms, r)
+		res.Arms, res.FMSched = append(res.Arms, r), r.FMSched
 	}
 	res.Summary = spreadSummary(res.Arms)
 	res.Machine.finish()
@@ -327,33 +327,15 @@ func sendBatches(p *rawio.Port, macs [][6]byte, arm uint16, cfg TDMAProbeSpreadC
 // recvGrants records host i's kernel receive time of each of arm's
 // grants addressed to it (rx[batch·n+i]) until stop.
 func recvGrants(p *rawio.Port, i, n int, arm uint16, rx []int64, stop *atomic.Bool) {
-	var bufs [16][]byte
-	var back [16][128]byte
-	var lens [16]int
-	var ts [16]int64
-	for j := range bufs {
-		bufs[j] = back[j][:]
-	}
 	var g wire.Grant
-	fds := []unix.PollFd{{Fd: int32(p.Fd()), Events: unix.POLLIN}}
-	for !stop.Load() {
-		unix.Poll(fds, 20)
-		for {
-			k, err := p.Recv(bufs[:], lens[:], ts[:])
-			if err != nil || k == 0 {
-				break
-			}
-			for j := 0; j < k; j++ {
-				b := bufs[j][:lens[j]]
-				if len(b) < 6 || [6]byte(b[:6]) != p.MAC || wire.DecodeGrant(b, &g) != nil || !g.HasTrailer || g.Round != arm {
-					continue
-				}
-				if bt := int(g.Seq); bt < len(rx)/n {
-					rx[bt*n+i] = ts[j]
-				}
-			}
+	recvEach(p, 128, stop, func(b []byte, ts int64) {
+		if len(b) < 6 || [6]byte(b[:6]) != p.MAC || wire.DecodeGrant(b, &g) != nil || !g.HasTrailer || g.Round != arm {
+			return
 		}
-	}
+		if k := int(g.Seq); k < len(rx)/n {
+			rx[k*n+i] = ts
+		}
+	})
 }
 
 // spreadOf reads the receive times rx[batch·n+host] (0: not received)
@@ -386,7 +368,7 @@ func spreadOf(rx, sent []int64, n int) (spreads, delivery []time.Duration, lost 
 func (r *TDMAProbeSpreadResult) Text() string {
 	var b strings.Builder
 	c := r.Config
-	fmt.Fprintf(&b, "grants to %d hosts, one sendmmsg per batch every %v, star at %s; FM thread %s\n\n", c.Hosts, c.Interval, c.Rate, r.fmSched())
+	fmt.Fprintf(&b, "grants to %d hosts, one sendmmsg per batch every %v, star at %s; FM thread %s\n\n", c.Hosts, c.Interval, c.Rate, r.FMSched)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "arm\tbatches\tlost grants\tspread p50 µs\tp99\tp99.9\tmax\tdelivery p50 µs\tp99\tFM late p99 µs\tguard µs\tload Mbit/s\tload lost\tCPU %\tload avg\t")
 	for _, a := range r.Arms {
@@ -398,18 +380,8 @@ func (r *TDMAProbeSpreadResult) Text() string {
 	fmt.Fprintf(&b, "\nidle spread p99 %.1f µs, p99.9 %.1f µs; worst p99 %.1f µs (%s); recommended guard %.0f µs (spread p99.9 + one frame at %s)\n",
 		s.IdleP99us, s.IdleP999us, s.WorstP99us, s.WorstArm, s.GuardUs, c.Rate)
 	fmt.Fprintf(&b, "paper: %s\n", s.Paper)
-	fmt.Fprintf(&b, "CPU %.0f%% busy during the probe (%.0f%% before), load average %.1f\n", r.Machine.CPUBusy, r.Machine.CPUBefore, r.Machine.LoadAvg)
-	if r.Machine.Forced {
-		fmt.Fprintln(&b, "forced: the machine was saturated at the start; figures are indicative")
-	}
+	r.Machine.text(&b)
 	return b.String()
-}
-
-func (r *TDMAProbeSpreadResult) fmSched() string {
-	if len(r.Arms) == 0 {
-		return "-"
-	}
-	return r.Arms[0].FMSched
 }
 
 // WriteFiles writes spread.json, spread.csv (every complete batch's

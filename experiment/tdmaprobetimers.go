@@ -216,10 +216,7 @@ func (r *TDMAProbeTimersResult) Text() string {
 		fmt.Fprintf(&b, "  %-6v Go timers wake p50 %.0f µs late (the better of time.Sleep and the ticker); the hybrid sleeper (%s) p50 %.1f, p99 %.1f, p99.9 %.1f µs\n",
 			p, s.GoP50us, s.HybridSched, s.HybridP50us, s.HybridP99us, s.HybridP999)
 	}
-	fmt.Fprintf(&b, "CPU %.0f%% busy during the probe (%.0f%% before), load average %.1f\n", r.Machine.CPUBusy, r.Machine.CPUBefore, r.Machine.LoadAvg)
-	if r.Machine.Forced {
-		fmt.Fprintln(&b, "forced: the machine was saturated at the start; figures are indicative")
-	}
+	r.Machine.text(&b)
 	return b.String()
 }
 

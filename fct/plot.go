@@ -135,11 +135,15 @@ func us1(d time.Duration) float64 {
 	return math.Max(float64(d)/1e3, 1e-3) // log axis: keep > 0
 }
 
-// percentileTicks labels 1-CDF = 10^-k as the percentile 1-10^-k.
+// percentileTicks labels 1-CDF = 10^-k as the percentile 1-10^-k, and
+// the median (1-CDF = 0.5) when the axis reaches it.
 type percentileTicks struct{}
 
 func (percentileTicks) Ticks(min, max float64) []plot.Tick {
 	var ts []plot.Tick
+	if min <= 0.5 && max >= 0.5*0.999 {
+		ts = append(ts, plot.Tick{Value: 0.5, Label: "50%"})
+	}
 	for k := 0; k <= 9; k++ {
 		v := math.Pow(10, -float64(k))
 		if v < min*0.999 || v > max*1.001 {

@@ -224,31 +224,39 @@ func tdmaProbeReactCmd() *cobra.Command {
 		Short: "Software PFC reaction: stop and resume lag by frame size (Figs. 1, 2, 5)",
 		Long: `react brings up a star of two hosts and the FM. h1 sends raw frames of one
 size to h2 back to back at the line rate, through the real gate in paper
-mode (package tdmaagent/gate: 802.1Qbb pause/resume, quanta timed on the
+mode (package tdmaagent/gate: 802.1Qbb pause/resume, quanta timed from the
 kernel receive time of the frame) on a locked thread (SCHED_FIFO --rt, 0:
-CFS): while class 0 is open it keeps the host's TBF busy with at most one
-frame queued behind the one on the wire, and polls its control socket
-between frames; while paused it sleeps in ppoll. The FM sends h1 --cycles
-pause/unpause pairs, --hold apart, then --timed pauses of --pause (in
-quanta at the rate) with no unpause. h2 records every frame's kernel
-receive time. h1, h2 and the FM are goroutines of this process with their
-sockets in the star's namespaces.
+CFS): while class 0 is open it releases a frame each time the last one's
+wire time at --rate is over, polling its control socket between frames;
+while paused it sleeps in ppoll. The FM sends h1 --cycles pause/unpause
+pairs, --hold apart, then --timed pauses of --pause (in quanta at the
+rate) with no unpause. h2 records every frame's kernel receive time. h1,
+h2 and the FM are goroutines of this process with their sockets in the
+star's namespaces; the sender's and the FM's threads are pinned to
+different CPUs, as they would be different machines (an FM waking on the
+sender's CPU was seen to stop it before its pause was sent).
 
 How to read it, per frame size (bytes with FCS; 64 is the minimum):
-  stop lag    pause sent → h2's last frame before the next unpause, less one
-              frame time (the frame on the wire, which 802.3x lets a NIC
-              finish); negative when the sender was between frames
-  resume lag  unpause sent → h2's first frame
-  deviation   a pause timed in quanta: sent → h2's first frame after it,
-              less its length (the paper's Fig. 2 bottom: how far a sender
-              overstays a timed pause)
-The paper: NIC 802.3x 2–6 µs (Fig. 1), the lag growing with frame size
-(Fig. 2); software PFC 100–200 µs with low variance (Fig. 5). Design §2.3
-measured a stop p50 of 14–15 µs and a start p50 of 89 µs here. A 9000-byte
-size sets the star's MTU to 9000. Frames lost (sent − received) and socket
+  stop lag     pause sent → h2's last frame. veth does not serialise, so a
+               receive time is when a wire would start carrying the frame:
+               this is the paper's lag less one frame time (the frame a NIC
+               finishes), within a frame time below the sender's stop, and
+               negative when the sender was between frames
+  wire quiet   stop lag + one frame time: when a wire would carry no more
+               (the paper's Fig. 2 top; it grows with the frame size)
+  sender stop  pause sent → the sender's loop has it: the software reaction
+  resume lag   unpause sent → h2's first frame
+  delivery     control frame sent → h1's kernel receive time
+  deviation    a pause timed in quanta: sent → h2's first frame after it,
+               less its length (Fig. 2 bottom: how far a sender overstays)
+The JSON also has data_transit (a frame's release → h2's kernel: a few µs
+at every size when the TBFs do not queue). The paper: NIC 802.3x 2–6 µs
+(Fig. 1); software PFC 100–200 µs with low variance (Fig. 5). Design §2.3
+measured a stop p50 of 14–15 µs and a start p50 of 89 µs here. A size over
+1518 sets the star's MTU to 9000. Frames lost (sent − received) and socket
 drops are reported.
 
-Writes react.json, react.csv (every lag) and react.png (bars by size).`,
+Writes react.json, react.csv (every lag) and react.png (medians by size).`,
 		Example: `  sudo linkfabric tdma probe react
   sudo linkfabric tdma probe react --sizes 64,1500 --cycles 200 --timed 50 --pause 3.4ms`,
 		Args: cobra.NoArgs,
