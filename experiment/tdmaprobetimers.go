@@ -123,19 +123,23 @@ func timerRow(method string, p time.Duration, n, rt int) TimerRow {
 			out[k] = time.Duration(clock.Now() - d)
 		}
 	case TimerTicker:
-		// A tick tells the program that every boundary since the last
-		// tick has passed: each of them is as late as the tick. Ticks the
-		// runtime skipped (it fell a period behind) are counted.
-		start := clock.Now()
+		// A tick carries the boundary it stands for (the time it was due)
+		// and tells the program that every boundary since the last tick
+		// has passed: each of them is as late as the tick. Ticks the
+		// runtime never delivered (it fell a period behind) are counted.
 		t := time.NewTicker(p)
-		next := int64(1)
+		var tv1 time.Time
+		next := int64(0) // boundaries counted from the first tick's
 		for k := 0; k < n; {
-			<-t.C
-			now := clock.Now()
-			j := max((now-start)/P, next) // the last boundary passed
-			r.Missed += int(j - next)
-			for ; next <= j && k < n; next++ {
-				out[k] = time.Duration(now - (start + next*P))
+			tv := <-t.C
+			now := time.Now()
+			if tv1.IsZero() {
+				tv1 = tv
+			}
+			b := max(int64((tv.Sub(tv1)+p/2)/p), next)
+			r.Missed += int(b - next)
+			for ; next <= b && k < n; next++ {
+				out[k] = now.Sub(tv1.Add(time.Duration(next) * p))
 				k++
 			}
 		}
