@@ -64,6 +64,7 @@ type SpreadSumm struct {
 	WorstP99us float64 `json:"worst_spread_p99_us"`
 	WorstArm   string  `json:"worst_arm"`
 	GuardUs    float64 `json:"recommended_guard_us"` // the largest over the arms
+	GuardArm   string  `json:"guard_arm"`
 	Paper      string  `json:"paper"`
 }
 
@@ -159,7 +160,9 @@ func spreadSummary(arms []SpreadArm) SpreadSumm {
 		if a.Spread.P99 >= s.WorstP99us {
 			s.WorstP99us, s.WorstArm = a.Spread.P99, a.Arm
 		}
-		s.GuardUs = max(s.GuardUs, a.GuardUs)
+		if a.GuardUs >= s.GuardUs {
+			s.GuardUs, s.GuardArm = a.GuardUs, a.Arm
+		}
 	}
 	return s
 }
@@ -377,8 +380,8 @@ func (r *TDMAProbeSpreadResult) Text() string {
 	}
 	tw.Flush()
 	s := r.Summary
-	fmt.Fprintf(&b, "\nidle spread p99 %.1f µs, p99.9 %.1f µs; worst p99 %.1f µs (%s); recommended guard %.0f µs (spread p99.9 + one frame at %s)\n",
-		s.IdleP99us, s.IdleP999us, s.WorstP99us, s.WorstArm, s.GuardUs, c.Rate)
+	fmt.Fprintf(&b, "\nidle spread p99 %.1f µs, p99.9 %.1f µs; worst p99 %.1f µs (%s); recommended guard %.0f µs (%s: spread p99.9 + one frame at %s)\n",
+		s.IdleP99us, s.IdleP999us, s.WorstP99us, s.WorstArm, s.GuardUs, s.GuardArm, c.Rate)
 	fmt.Fprintf(&b, "paper: %s\n", s.Paper)
 	r.Machine.text(&b)
 	return b.String()
