@@ -35,6 +35,7 @@ type TDMAStar struct {
 	// Spin is the agents' --spin before a window opens: 0 keeps the
 	// agent's default, negative turns it off.
 	Spin time.Duration `json:"spin_ns,omitempty"`
+	MTU  int           `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
 }
 
 // SwitchStats are the switch ports' queues sampled every millisecond.
@@ -147,7 +148,7 @@ func (e *Env) upStar(c TDMAStar) (*netns.Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return netns.Up(t, netns.Options{Prefix: e.Prefix})
+	return netns.Up(t, netns.Options{Prefix: e.Prefix, MTU: c.MTU})
 }
 
 // agentProc is a `linkfabric tdma fm|host` process writing JSON to a file.

@@ -30,6 +30,8 @@ type PlotOptions struct {
 	// Arms selects and orders the arms to draw (default: all, in order of
 	// first appearance).
 	Arms []string
+	// XLabel names the x axis (default "FCT (µs)"); the values are µs.
+	XLabel string
 }
 
 // PlotTailCDF draws the tail of the FCT distribution of the completed flows
@@ -72,6 +74,9 @@ func PlotTailCDF(flows []Flow, size int64, path string, opt PlotOptions) error {
 	p := plot.New()
 	p.Title.Text = opt.Title
 	p.X.Label.Text = "FCT (µs)"
+	if opt.XLabel != "" {
+		p.X.Label.Text = opt.XLabel
+	}
 	p.Y.Label.Text = "CDF"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = logTicks125{}
@@ -134,11 +139,15 @@ func us1(d time.Duration) float64 {
 	return math.Max(float64(d)/1e3, 1e-3) // log axis: keep > 0
 }
 
-// percentileTicks labels 1-CDF = 10^-k as the percentile 1-10^-k.
+// percentileTicks labels 1-CDF = 10^-k as the percentile 1-10^-k, and
+// the median (1-CDF = 0.5) when the axis reaches it.
 type percentileTicks struct{}
 
 func (percentileTicks) Ticks(min, max float64) []plot.Tick {
 	var ts []plot.Tick
+	if min <= 0.5 && max >= 0.5*0.999 {
+		ts = append(ts, plot.Tick{Value: 0.5, Label: "50%"})
+	}
 	for k := 0; k <= 9; k++ {
 		v := math.Pow(10, -float64(k))
 		if v < min*0.999 || v > max*1.001 {
@@ -209,7 +218,8 @@ type BarSeries struct {
 
 // PlotBars draws a grouped bar chart (RAIL's Figure 17 in shape: one group
 // per flow-size bin, one bar per arm) with a dashed reference line at ref
-// (0: none), and saves it to path (format from the extension).
+// (0: none), and saves it to path (format from the extension). Negative
+// values hang below a zero line.
 func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, ref float64) error {
 	if len(groups) == 0 || len(series) == 0 {
 		return errors.New("fct: nothing to plot")
@@ -220,13 +230,13 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	w := vg.Points(min(60/float64(len(series)), 14))
-	ymax := ref
+	ymax, ymin := ref, 0.0
 	for i, s := range series {
 		v := make(plotter.Values, len(groups))
 		for g := range groups {
 			if g < len(s.Values) && !math.IsNaN(s.Values[g]) {
 				v[g] = s.Values[g]
-				ymax = max(ymax, v[g])
+				ymax, ymin = max(ymax, v[g]), min(ymin, v[g])
 			}
 		}
 		b, err := plotter.NewBarChart(v, w)
@@ -276,7 +286,7 @@ func PlotBars(path, title, ylabel string, groups []string, series []BarSeries, r
 	if ymax <= 0 {
 		ymax = 1 // every bar 0: an axis from 0 to 1, not a degenerate one
 	}
-	p.Y.Min, p.Y.Max = 0, ymax*1.4 // room for the legend
+	p.Y.Min, p.Y.Max = min(0, ymin*1.1), ymax*1.4 // room for the legend (and for negative bars)
 	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
 }
 

@@ -24,13 +24,23 @@ every grant, so a lost pause never lets them send into another host's slot.
   slots    efficiency, collisions and drops per slot length: the smallest
            slot this machine can run
   nfqueue  unmodified kernel TCP held in NFQUEUE gates, released in slots
+  probe timers   slot-boundary lateness: Go timers against the agents'
+                 hybrid sleeper under CFS and SCHED_FIFO (§3.2, design §2.2)
+  probe spread   how far apart one batch of grants reaches the hosts of the
+                 star, idle and under load, and the guard it asks for
+                 (Figs. 3–4)
+  probe react    software PFC: stop and resume lag by frame size, and how
+                 long a sender overstays a pause timed in quanta (Figs. 1, 2, 5)
 
 Every experiment brings up its own star (network namespaces, a Linux bridge,
 TBF at the line rate), removes it at the end or on Ctrl-C, refuses to start
 on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
-		Example: `  linkfabric tdma sim --scenario ctlloss`,
+		Example: `  linkfabric tdma sim --scenario ctlloss
+  linkfabric tdma probe timers --period 300us,1ms,5ms
+  sudo linkfabric tdma probe spread --hosts 4 --load 0,200mbit --frame 1500,9000
+  sudo linkfabric tdma probe react --sizes 64,512,1500,9000`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaNFQCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaNFQCmd(), tdmaProbeCmd())
 	return cmd
 }
 

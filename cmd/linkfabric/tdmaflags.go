@@ -5,15 +5,36 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/spf13/pflag"
 )
 
+// starLinkFlags are the star's links: the TBF on every host NIC and
+// switch port.
+type starLinkFlags struct{ rate, burst, limit string }
+
+func (s *starLinkFlags) bindLink(f *pflag.FlagSet, rate string) {
+	f.StringVar(&s.rate, "rate", rate, "line rate of every host NIC and switch port (TBF)")
+	f.StringVar(&s.burst, "burst", "16K", "TBF burst")
+	f.StringVar(&s.limit, "limit", "64K", "switch port buffer (TBF limit)")
+}
+
+func (s *starLinkFlags) parse(rate *netns.BitRate, burst, limit *netns.ByteSize) error {
+	if err := cellsRateFlag("rate", s.rate, rate); err != nil {
+		return err
+	}
+	if err := cellsSizeFlag("burst", s.burst, burst); err != nil {
+		return err
+	}
+	return cellsSizeFlag("limit", s.limit, limit)
+}
+
 // starFlags are the flags every TDMA experiment on the star shares: the
 // testbed (hosts, rates, buffers) and the FM's and agents' timing.
 type starFlags struct {
+	starLinkFlags
 	hosts, rt, hostRT         int
-	rate, burst, limit        string
 	mode, sch                 string
 	slot, guard, margin, spin time.Duration
 }
@@ -30,9 +51,7 @@ func (s *starFlags) bind(f *pflag.FlagSet, mode string) {
 // sweeps them).
 func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 	f.IntVar(&s.hosts, "hosts", 4, "hosts on the star (2..8)")
-	f.StringVar(&s.rate, "rate", "100M", "line rate of every host NIC and switch port (TBF)")
-	f.StringVar(&s.burst, "burst", "16K", "TBF burst")
-	f.StringVar(&s.limit, "limit", "64K", "switch port buffer (TBF limit)")
+	s.bindLink(f, "100M")
 	f.DurationVar(&s.margin, "margin", 50*time.Microsecond, "taken off every window's close")
 	f.DurationVar(&s.spin, "spin", 0, "the agents poll without sleeping this long before a window opens (0: their default, 150µs; negative: off)")
 	if mode != "" {
@@ -58,11 +77,5 @@ func (s *starFlags) star() (experiment.TDMAStar, error) {
 			return c, fmt.Errorf("--mode: %w", err)
 		}
 	}
-	if err := cellsRateFlag("rate", s.rate, &c.Rate); err != nil {
-		return c, err
-	}
-	if err := cellsSizeFlag("burst", s.burst, &c.Burst); err != nil {
-		return c, err
-	}
-	return c, cellsSizeFlag("limit", s.limit, &c.Limit)
+	return c, s.parse(&c.Rate, &c.Burst, &c.Limit)
 }
