@@ -22,6 +22,10 @@ type classQueues struct {
 	Gate pfc.State
 	// Frames counts frames queued per class.
 	Frames [pfc.NumClasses]uint64
+	// pfcOut sends PFC toward the host port as the classes cross XOFF and
+	// XON (hostpfc.go; nil without --pfc); st counts PFC both ways.
+	pfcOut *hostPFC
+	st     *PFCCounters
 }
 
 func newClassQueues(limit int) classQueues {
@@ -35,6 +39,64 @@ func newClassQueues(limit int) classQueues {
 		c.q[i] = frameRing{buf: make([]linkguardian.Frame, size), at: make([]int64, size)}
 	}
 	return c
+}
+
+// newHostQueues are the class queues of d's host frames, hostQueueLen
+// together, with d's PFC toward the host port.
+func newHostQueues(d *Dataplane) classQueues {
+	c := newClassQueues(hostQueueLen)
+	c.st = &d.stats.PFC
+	if d.cfg.PFC.Enabled {
+		c.pfcOut = newHostPFC(&d.cfg.PFC, d.all[portHost].mac, c.st)
+	}
+	return c
+}
+
+// applyPFC applies b, received on the link port at now (a link of speed
+// bit/s), to the gate if it is a PAUSE or PFC frame, decoded into f.
+func (c *classQueues) applyPFC(now int64, b []byte, speed uint64, f *pfc.Frame) bool {
+	if pfc.Decode(b, f) != nil || c.Gate.Apply(f, now, speed) != nil {
+		return false
+	}
+	if c.st != nil {
+		c.st.Rx.Add(1)
+		for class := range pfc.NumClasses {
+			pauses := f.ClassEnable&(1<<class) != 0 && f.Quanta[class] != 0
+			if f.Opcode == pfc.OpPause {
+				pauses = f.Quanta[0] != 0 // every class
+			}
+			if pauses {
+				c.st.RxPause[class].Add(1)
+			}
+		}
+	}
+	return true
+}
+
+// signalHost sends a PFC frame out of the host port when a class crossed
+// XOFF or XON or a pause is due again (hostpfc.go), and returns when it
+// must run next (maxDeadline without --pfc).
+func (c *classQueues) signalHost(now int64, tx *Tx) int64 {
+	h := c.pfcOut
+	if h == nil {
+		return maxDeadline
+	}
+	var occ [pfc.NumClasses]int
+	for class := range c.q {
+		occ[class] = c.q[class].len()
+	}
+	if h.decide(now, &occ) {
+		a, ok := tx.Alloc()
+		if !ok {
+			c.st.NoFrame.Add(1)
+			return now
+		}
+		n, _ := h.frame.Encode(tx.w.Bytes(a, pfc.FrameLen))
+		tx.Send(portHost, laneData, a, n)
+		tx.Release(a)
+		h.sent(now)
+	}
+	return h.next()
 }
 
 // room is how many more frames the queues take.
@@ -122,6 +184,7 @@ func (q *frameRing) front() linkguardian.Frame { return q.buf[q.head&uint32(len(
 func (q *frameRing) frontAt() int64            { return q.at[q.head&uint32(len(q.buf)-1)] }
 func (q *frameRing) pop()                      { q.head++ }
 func (q *frameRing) empty() bool               { return q.head == q.tail }
+func (q *frameRing) len() int                  { return int(q.tail - q.head) }
 
 // Classify returns a frame's 802.1p traffic class: the PCP of its outer
 // VLAN tag (0x8100 or 0x88A8); else, for IPv4 and IPv6, the top three bits

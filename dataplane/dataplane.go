@@ -109,6 +109,8 @@ type Config struct {
 	// FEC configures mode fec (its link session and integrity check follow
 	// LG's settings).
 	FEC FECConfig
+	// PFC configures per-class PFC toward the host port (hostpfc.go).
+	PFC PFCConfig
 
 	Logger *slog.Logger
 
@@ -182,6 +184,9 @@ func (c *Config) defaults() error {
 		return err
 	}
 	if err := c.shapeDefaults(); err != nil {
+		return err
+	}
+	if err := c.pfcDefaults(); err != nil {
 		return err
 	}
 	if c.Nice < -20 || c.Nice > 19 {
@@ -476,6 +481,10 @@ func (c *Config) checkSizes(sockets int) error {
 		n := uint64(len(c.HostPorts))
 		need += n * hostQRings * uint64(c.RingSize)
 		what += fmt.Sprintf(", the delivery queues of %d host ports (%d × --ring-size %d each)", n, hostQRings, c.RingSize)
+	}
+	if c.Mode == ModeForward && c.PFC.Enabled {
+		need += hostQueueLen
+		what += fmt.Sprintf(", the host class queues (%d)", hostQueueLen)
 	}
 	if c.Mode == ModeFEC {
 		need += fecWindow + hostQueueLen + 1

@@ -2,9 +2,11 @@ package dataplane
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
+	"github.com/linkfabric/linkfabric/pfc"
 )
 
 // Register exports the dataplane's statistics into r (for Prometheus and
@@ -33,6 +35,9 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 		add(r.GaugeFunc("linkfabric_port_down_seconds", "Time the interface was down (ended events).", func() float64 { return float64(p.DownNs.Load()) / 1e9 }, "port", p.Name))
 	}
 	add(r.Counter("linkfabric_umem_exhausted_total", "Times no free UMEM frame was left for a fill ring.", &d.stats.FramesExhausted))
+	if d.cfg.classQueued() {
+		add(registerPFC(r, &d.stats.PFC))
+	}
 	if c := d.cellStats; c != nil {
 		add(registerCells(r, c))
 	}
@@ -174,5 +179,19 @@ func registerFEC(r *metrics.Registry, f *FECStats) error {
 	add(r.Counter("linkfabric_fec_policy_changes_total", "FEC: changes of the link policy's decision.", &f.PolicyChanges))
 	add(r.Counter("linkfabric_fec_corrupt_frames_total", "Link frames that failed the integrity check (dropped as lost).", &f.Integrity.Corrupt))
 	add(r.Counter("linkfabric_fec_pfc_rx_total", "PAUSE/PFC frames received on the link port.", &f.PFCRx))
+	return errors.Join(errs...)
+}
+
+// registerPFC exports per-class PFC (hostpfc.go).
+func registerPFC(r *metrics.Registry, c *PFCCounters) error {
+	errs := []error{r.Counter("linkfabric_pfc_rx_total", "PAUSE/PFC frames received on the link port (they gate the host classes).", &c.Rx)}
+	for i := range pfc.NumClasses {
+		class := strconv.Itoa(i)
+		errs = append(errs,
+			r.Counter("linkfabric_pfc_rx_pause_total", "PAUSE/PFC frames from the link port that paused the class.", &c.RxPause[i], "class", class),
+			r.Counter("linkfabric_pfc_tx_total", "PFC frames sent toward the host port naming the class.", &c.Tx[i], "class", class),
+			r.Counter("linkfabric_pfc_xoff_total", "Pauses of the class sent toward the host (its queue reached XOFF).", &c.Xoff[i], "class", class),
+			r.Counter("linkfabric_pfc_xon_total", "Resumes of the class sent toward the host (its queue fell to XON).", &c.Xon[i], "class", class))
+	}
 	return errors.Join(errs...)
 }

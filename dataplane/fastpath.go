@@ -142,6 +142,10 @@ func (d *Dataplane) fastBlocked() string {
 		return "--fastpath afxdp"
 	case cfg.BusyPoll:
 		return "--busy-poll asks for the AF_XDP path (it polls the sockets)"
+	case cfg.PFC.Enabled:
+		// The devmap redirect has no queue to hold a paused class in and
+		// no occupancy to send XOFF from: per-class PFC needs the worker.
+		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
 	}
 	for _, p := range d.all {
 		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {

@@ -38,7 +38,7 @@ func newFECPipeline(w *worker) (Pipeline, error) {
 	c := &d.cfg.FEC
 	pl := &fecPipeline{
 		w: w, d: d, st: d.fecStats,
-		queue:    newClassQueues(hostQueueLen),
+		queue:    newHostQueues(d),
 		pfcSpeed: d.cfg.LG.LinkSpeed,
 	}
 	bufLen := int(w.umem.MaxFrameLen())
@@ -87,9 +87,8 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx)
 		b := pl.w.Bytes(d.Addr, int(d.Len))
 		if pfc.IsMACControl(b) {
 			var f pfc.Frame
-			if pfc.Decode(b, &f) == nil {
+			if pl.queue.applyPFC(now, b, pl.pfcSpeed, &f) {
 				pl.st.PFCRx.Add(1)
-				pl.queue.Gate.Apply(&f, now, pl.pfcSpeed)
 			}
 			tx.Release(d.Addr)
 			continue
@@ -151,6 +150,7 @@ func (pl *fecPipeline) Poll(now int64, tx *Tx) int64 {
 	}
 	pl.snd.Out.Reset()
 	pl.rcv.Out.Reset()
+	next = min(next, pl.queue.signalHost(now, tx))
 	if !pl.queue.empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
 			next = min(next, r)

@@ -175,7 +175,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		w:        w,
 		d:        d,
 		tx:       &w.tx,
-		queue:    newClassQueues(hostQueueLen),
+		queue:    newHostQueues(d),
 		pfcClass: d.cfg.LG.PFCClass,
 		pfcSpeed: d.cfg.LG.LinkSpeed,
 		local:    d.linkMAC,
@@ -293,7 +293,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 		pl.sample(p)
 	}
 	p.Out.Reset()
-	next = min(next, p.NextDeadline(now, pl.queue.empty()))
+	next = min(next, p.NextDeadline(now, pl.queue.empty()), pl.queue.signalHost(now, tx))
 	if !pl.queue.empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
 			next = min(next, r)
@@ -389,13 +389,12 @@ func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate floa
 // gates the host frames of the classes it names, and a pause of the
 // protected class pauses LinkGuardian's sender.
 func (pl *lgPipeline) onPFC(now int64, b []byte) {
+	// Every PAUSE/PFC frame gates the host frames of the classes it names.
 	var f pfc.Frame
-	if pfc.Decode(b, &f) != nil {
+	if !pl.queue.applyPFC(now, b, pl.pfcSpeed, &f) {
 		return
 	}
 	pl.lgs.PFCRx.Add(1)
-	// Every PAUSE/PFC frame gates the host frames of the classes it names.
-	pl.queue.Gate.Apply(&f, now, pl.pfcSpeed)
 	// LinkGuardian's own backpressure (the peer's reorder buffer) pauses
 	// the whole sender.
 	q := f.Quanta[0]

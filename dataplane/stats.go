@@ -51,6 +51,9 @@ type Stats struct {
 	FramesExhausted atomic.Uint64
 	// Polls counts poll(2) sleeps; Loops counts worker loop iterations.
 	Polls, Loops atomic.Uint64
+	// PFC counts the class queues' PFC (modes whose host frames wait in
+	// them: lg, lgnb, monitor, fec, and forward with --pfc).
+	PFC PFCCounters
 }
 
 // DirSnapshot is a point-in-time copy of DirCounters.
@@ -95,10 +98,13 @@ type Snapshot struct {
 	Ports []PortSnapshot `json:"ports"`
 	// FastPath is mode forward's two directions (Dataplane.FastPath); the
 	// frames the kernel path carried are in the ports' counters too.
-	FastPath        []FastPathSnapshot `json:"fast_path,omitempty"`
-	FramesExhausted uint64             `json:"umem_frames_exhausted"`
-	Polls           uint64             `json:"polls"`
-	Loops           uint64             `json:"loops"`
+	FastPath []FastPathSnapshot `json:"fast_path,omitempty"`
+	// PFC is per-class PFC: frames from the link port that gate the host
+	// classes, frames sent toward the host port (nil: no class queues).
+	PFC             *PFCSnapshot `json:"pfc,omitempty"`
+	FramesExhausted uint64       `json:"umem_frames_exhausted"`
+	Polls           uint64       `json:"polls"`
+	Loops           uint64       `json:"loops"`
 }
 
 func (c *DirCounters) snapshot() DirSnapshot {
@@ -127,6 +133,9 @@ func (d *Dataplane) Stats() Snapshot {
 		FramesExhausted: s.FramesExhausted.Load(),
 		Polls:           s.Polls.Load(),
 		Loops:           s.Loops.Load(),
+	}
+	if d.cfg.classQueued() {
+		snap.PFC = s.PFC.snapshot(&d.cfg.PFC)
 	}
 	for i := range s.Ports {
 		snap.Ports = append(snap.Ports, s.Ports[i].snapshot())

@@ -93,6 +93,24 @@ func (t *Tx) Space(port, lane int) int {
 	return socks[lane].TxFree() - len(l[lane])
 }
 
+// ByteSpace is how many more bytes port can take this iteration: what its
+// egress queue's byte limit leaves on a rate-limited port (frames sent this
+// iteration counted), unbounded (math.MaxInt) elsewhere. With Space it
+// keeps a pipeline that holds frames itself from overfilling the queue.
+func (t *Tx) ByteSpace(port int) int {
+	sh := t.w.shapers[port]
+	if sh == nil {
+		return math.MaxInt
+	}
+	n := sh.maxBytes - sh.bytes
+	for _, l := range t.lists[port] {
+		for _, d := range l {
+			n -= int(d.Len)
+		}
+	}
+	return n
+}
+
 // maxMemSpace is the room of a port without sockets (a pipeline driven in
 // memory by tests and fuzzers).
 const maxMemSpace = 1 << 16

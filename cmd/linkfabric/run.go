@@ -196,6 +196,23 @@ link0=64K sizes a queue in bytes (K = 1024; default 256K; at most --ring-size
 frames). With --node the topology's rate and buffer of each port apply; a
 flag wins for the ports it names (--port-rate link0=0 turns a rate off).
 
+Per-class PFC (802.1Qbb): in lg, lgnb, monitor and fec, host frames wait for the
+link in one queue per 802.1p class (VLAN PCP, or the IP class selector, DSCP/8),
+served highest class first, and PAUSE/PFC frames received on the link port pause
+the classes they name. --pfc adds the other direction: a class holding
+--pfc-xoff frames (default 512 of the 1024 the queues hold) makes the dataplane
+send a PFC frame out of the host port pausing that class for --pfc-pause (default
+65535 quanta at the host port's speed: its --port-rate, else --link-speed, else
+10G); the pause is sent again each time half of it has run out while the class
+holds more than --pfc-xon frames (default half of --pfc-xoff), and a frame with
+quanta 0 resumes the class once it holds --pfc-xon or fewer. In mode forward
+--pfc also puts host frames in the class queues and honours PAUSE/PFC from the
+link (consumed, not forwarded), which only the AF_XDP path can: --pfc rules the
+XDP fast path out. 'linkfabric stats' shows dataplane.pfc: pfc_rx and, per
+class (arrays of 8, class 0 first), pfc_rx_pause, pfc_tx (frames sent toward the
+host naming the class), pfc_xoff (pauses begun), pfc_xon (resumes); pfc_tx minus
+both is the refreshes.
+
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
 does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
@@ -210,6 +227,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll
   linkfabric run --node sw2 --mode forward --port-rate host0=200M --port-buffer host0=128K
+  linkfabric run --node sw1 --mode forward --pfc --link-speed 25G   # per-class PFC both ways
   linkfabric run --node sw1 --mode fec --fec-target 1e-3      # n from the measured loss
   linkfabric run --node sw1 --mode fec --fec-n 4 --fec-immediate
   linkfabric run --node sw1 --mode fec --fec-n 0 --fec-copies 3   # replication ×3`,
@@ -320,7 +338,11 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate, Appendix B.1; 256 KiB until measured)")
 	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default --ring-size when the link has a priority lane (2+ queues), else half of it; the sender leaves at most 7/8 of --ring-size unacknowledged, so the peer's RX ring always holds the credit window)")
 	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: an 802.1Qbb frame from the link pausing this priority also pauses LinkGuardian's sender (its own pause/resume are link-header frames; PFC frames always pause the host classes they name)")
-	f.StringVar(&linkSpeed, "link-speed", "", "lg: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
+	f.StringVar(&linkSpeed, "link-speed", "", "lg, fec, forward --pfc: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
+	f.BoolVar(&cfg.PFC.Enabled, "pfc", false, "per-class PFC toward the host port: a class queue at --pfc-xoff frames sends an 802.1Qbb pause out of the host port, refreshed while above --pfc-xon, resumed at or below it; forward: also queue host frames per class and honour PAUSE/PFC from the link (AF_XDP path)")
+	f.IntVar(&cfg.PFC.XOFF, "pfc-xoff", 0, "with --pfc: frames queued in one class that pause it at the host (default 512)")
+	f.IntVar(&cfg.PFC.XON, "pfc-xon", 0, "with --pfc: frames queued in a paused class at or below which it is resumed (default half of --pfc-xoff)")
+	f.DurationVar(&cfg.PFC.Pause, "pfc-pause", 0, "with --pfc: pause each frame asks of the host, refreshed at half of it (default 65535 quanta at the host port's speed: 3.4ms at 10G)")
 	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
 	f.DurationVar(&cfg.LG.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for a link session never agreed with the other end (default 200ms; see --session-hold for one that was); then they are dropped, or sent unprotected with --session-pass")
 	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
@@ -508,6 +530,10 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 		} else {
 			log.Info("fast path", "from", f.From, "to", f.To, "path", f.Path, "reason", f.Reason)
 		}
+	}
+	if p := d.Stats().PFC; p != nil && p.Enabled {
+		log.Info("pfc toward the host port", "xoff_frames", p.XOFF, "xon_frames", p.XON, "pause_quanta", p.Quanta,
+			"pause", time.Duration(p.PauseNs).String(), "host_speed", netns.BitRate(p.HostSpeed).String())
 	}
 	if metricsAddr != "" {
 		stop, err := serveStats(metricsAddr, d)
