@@ -123,17 +123,24 @@ func (pl *fecPipeline) Poll(now int64, tx *Tx) int64 {
 	next = min(next, wait)
 	// Each frame takes Copies descriptors and may close a group (parity);
 	// a few stay free for the session's frames.
+	// On a rate-limited link port the egress queue's bytes bound it too
+	// (the frame's copies, with its link header, and a parity frame).
 	per := pl.snd.Copies() + 1
 	budget := tx.Space(portLink, laneData) - 4
+	bytes, over := tx.ByteSpace(portLink), pl.d.cfg.LinkOverhead()
 	for admit && budget >= per {
 		class, ok := pl.queue.head(now)
 		if !ok {
 			break
 		}
 		f := pl.queue.front(class)
+		if per*(f.Len+over) > bytes {
+			break
+		}
 		pl.queue.pop(class)
 		pl.snd.Send(now, f)
 		budget -= per
+		bytes -= per * (f.Len + over)
 	}
 	next = min(next, pl.snd.Poll(now), pl.rcv.Poll(now))
 	for _, f := range pl.snd.Out.Send {

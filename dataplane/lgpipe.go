@@ -251,15 +251,24 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	next := pl.sessionPoll(now, tx)
 	admit, wait := pl.admitHost(now, tx)
 	next = min(next, wait)
-	// Leave room on the link TX ring for control frames and copies.
+	// Leave room on the link TX ring for control frames and copies. A
+	// rate-limited link port takes what its egress queue holds in bytes
+	// too: the rest waits in the class queues (where PFC sees it) rather
+	// than be tail-dropped by the shaper and recovered as a loss.
 	budget := tx.Space(portLink, laneData) - 2*len(pl.w.descs)
+	bytes, over := tx.ByteSpace(portLink), pl.d.cfg.LinkOverhead()
 	for admit && budget > 0 && p.CanSend(now) {
 		class, ok := pl.queue.head(now)
-		if !ok || !p.Send(now, pl.queue.front(class)) {
+		if !ok {
+			break
+		}
+		f := pl.queue.front(class)
+		if f.Len+over > bytes || !p.Send(now, f) {
 			break
 		}
 		pl.queue.pop(class)
 		budget--
+		bytes -= f.Len + over
 	}
 	pl.trackHeld(now, p)
 	p.Poll(now, pl.queue.empty())
