@@ -95,10 +95,12 @@ type Snapshot struct {
 	Ports []PortSnapshot `json:"ports"`
 	// FastPath is mode forward's two directions (Dataplane.FastPath); the
 	// frames the kernel path carried are in the ports' counters too.
-	FastPath        []FastPathSnapshot `json:"fast_path,omitempty"`
-	FramesExhausted uint64             `json:"umem_frames_exhausted"`
-	Polls           uint64             `json:"polls"`
-	Loops           uint64             `json:"loops"`
+	FastPath []FastPathSnapshot `json:"fast_path,omitempty"`
+	// AFXDP is how the AF_XDP sockets were bound (Dataplane.AFXDP).
+	AFXDP           AFXDPSnapshot `json:"afxdp"`
+	FramesExhausted uint64        `json:"umem_frames_exhausted"`
+	Polls           uint64        `json:"polls"`
+	Loops           uint64        `json:"loops"`
 }
 
 func (c *DirCounters) snapshot() DirSnapshot {
@@ -123,6 +125,7 @@ func (d *Dataplane) Stats() Snapshot {
 	snap := Snapshot{
 		Mode:     d.cfg.Mode,
 		FastPath: d.FastPath(), // folds the kernel's counts first
+		AFXDP:    d.afxdp,
 
 		FramesExhausted: s.FramesExhausted.Load(),
 		Polls:           s.Polls.Load(),
