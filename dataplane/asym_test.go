@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,9 +38,11 @@ func TestLGAsymmetricEnds(t *testing.T) {
 			}
 			lgc := LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
 			b := &lgBed{tb: tb}
-			b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, LG: lgc})
+			log1, l1 := newLogBuffer()
+			log2, l2 := newLogBuffer()
+			b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, LG: lgc, Logger: l1})
 			cfg2 := tc.sw2
-			cfg2.Mode, cfg2.LG = ModeLG, lgc
+			cfg2.Mode, cfg2.LG, cfg2.Logger = ModeLG, lgc, l2
 			b.sw2 = startSwitch(t, tb.NS("sw2"), cfg2)
 			if err := b.sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}); err != nil {
 				t.Fatalf("impairment on sw2 link0: %v", err)
@@ -79,6 +82,22 @@ func TestLGAsymmetricEnds(t *testing.T) {
 			}
 			if tc.lanes == 1 && s1.PriorityFrames != prio0 {
 				t.Errorf("sw1 sent %d frames on a priority lane its peer does not have after the agreement", s1.PriorityFrames-prio0)
+			}
+			// The one-queue end says once that it has no priority lane,
+			// its peer once that the session agreed on one lane.
+			for _, c := range []struct {
+				sw, log, msg string
+			}{
+				{"sw2", log2.String(), `msg="link port has a single TX queue`},
+				{"sw1", log1.String(), `msg="link session agreed on one lane`},
+			} {
+				want := 0
+				if tc.oneQueue {
+					want = 1
+				}
+				if n := strings.Count(c.log, c.msg); n != want {
+					t.Errorf("%s's log says %s… %d times; want %d:\n%s", c.sw, c.msg, n, want, c.log)
+				}
 			}
 		})
 	}

@@ -63,7 +63,7 @@ func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
 	d := pl.w.d
 	c := &d.cfg.FEC
 	port := pl.ps.Links[l]
-	k := &cellFEC{cellSess: cellSess{pl: pl, l: l, port: port, lanes: len(d.all[port].socks)}, maxFrame: pl.cellFrame}
+	k := &cellFEC{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.all[port].lanes}, maxFrame: pl.cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known
 	err := k.fecCtl.init(c,
 		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.cellFrame, BufLen: pl.maxAlloc, LocalMAC: d.all[port].mac, PeerMAC: bcast},

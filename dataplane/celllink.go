@@ -129,7 +129,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	d := pl.w.d
 	port := pl.ps.Links[l]
 	mac := d.all[port].mac
-	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: len(d.all[port].socks)},
+	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.all[port].lanes},
 		q: make([]cellify.Frame, d.cfg.LG.TxBuffer), giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
 	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac), lgMem{pl})
 	if err != nil {

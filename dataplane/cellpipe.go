@@ -195,7 +195,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		copy(m[:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) // the peer's MAC is not known
 		mac := d.all[port].mac
 		copy(m[6:], mac[:])
-		if len(d.all[port].socks) > 1 {
+		if d.all[port].lanes > 1 {
 			pl.prio[l] = lanePrio
 		}
 	}
@@ -400,7 +400,7 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 		b += sh.bytes
 	}
 	socks := pl.w.ports[port].socks
-	for lane := 0; lane < min(len(socks), 2); lane++ {
+	for lane := 0; lane < min(pl.w.ports[port].lanes, len(socks), 2); lane++ {
 		b += (pl.ring - socks[lane].TxFree()) * frameLen
 	}
 	return b

@@ -51,6 +51,7 @@ type cellSess struct {
 	link linksession.Link
 
 	lanes        int   // agreed lanes (1: no priority lane at the peer)
+	oneLaneSaid  bool  // sayOneLane logged
 	collisionLog int64 // last node-id collision logged
 	collisions   uint64
 
@@ -148,6 +149,7 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 	a, _ := c.sess.Agreed()
 	if ev&linksession.EvReset != 0 {
 		c.lanes = int(a.Lanes)
+		sayOneLane(log, name, c.pl.w.ports[c.port].lanes, c.lanes, &c.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		log.Error("link session: the peer's link layer does not fit this end's; run both ends with the same --link-mode", "dev", name)

@@ -43,6 +43,10 @@ func TestConfigSizes(t *testing.T) {
 		{"tx buffer beyond the ring", Config{Mode: ModeLG, RingSize: 1024, LG: LGConfig{TxBuffer: 4096}}, []string{"--tx-buffer", "--ring-size"}},
 		{"umem smaller than the rings", Config{Mode: ModeForward, RingSize: 2048, FrameCount: 2048}, []string{"--frames", "--ring-size"}},
 		{"umem smaller than rings and lg buffers", Config{Mode: ModeLG, RingSize: 1024, FrameCount: 4096}, []string{"--frames", "--ring-size"}},
+		{"frames and frames per queue", Config{Mode: ModeForward, FrameCount: 65536, FramesPerQueue: 4096}, []string{"--frames", "--frames-per-queue"}},
+		{"frames per queue below the ring", Config{Mode: ModeForward, RingSize: 2048, FramesPerQueue: 1024}, []string{"--frames-per-queue", "--ring-size"}},
+		{"frames per queue too many", Config{Mode: ModeForward, RingSize: 65536, Batch: 256, FramesPerQueue: 1 << 31}, []string{"--frames-per-queue"}},
+		{"zerocopy", Config{Mode: ModeForward, ZeroCopy: "yes"}, []string{"--zerocopy", "auto", "on", "off"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
 	"time"
@@ -69,6 +70,15 @@ type Config struct {
 	// Other modes take only auto or afxdp and use AF_XDP.
 	FastPath FastPath
 
+	// ZeroCopy is how the AF_XDP sockets bind: auto (the zero value:
+	// zero-copy where every port allows it, else copy, logged), on or off.
+	ZeroCopy ZeroCopy
+	// NoNeedWakeup binds without XDP_USE_NEED_WAKEUP (--need-wakeup=false):
+	// every TX kick is then a syscall even when the driver is already
+	// sending, and a zero-copy driver polls its fill ring without being
+	// asked to. In copy mode the kernel needs a syscall per kick either way.
+	NoNeedWakeup bool
+
 	// BusyPoll spins on the rings instead of sleeping in poll(2): lower
 	// latency, but it keeps one core busy.
 	BusyPoll bool
@@ -77,10 +87,18 @@ type Config struct {
 	// FrameSize is the UMEM frame size (2048 or 4096). Default 4096, which
 	// carries frames up to 3840 bytes.
 	FrameSize uint32
-	// FrameCount is the number of UMEM frames shared by all ports.
-	// Default: 8 × RingSize (16384), more when the ports' sockets and
-	// egress queues need it (checkSizes).
+	// FrameCount is the number of UMEM frames shared by all ports. By
+	// default it is sized per queue: FramesPerQueue for every AF_XDP
+	// socket (a receive queue of a port) plus what the mode's buffers and
+	// the egress queues hold (checkSizes). Give FrameCount or
+	// FramesPerQueue, not both.
 	FrameCount uint32
+	// FramesPerQueue is each socket's share of a defaulted UMEM: its fill
+	// ring, kept full, and a ring's worth of frames in flight on its RX,
+	// TX and completion rings. Default 2 × RingSize (3 × in mode cells,
+	// whose nodes allocate every cell and delivery, and whose bursts fill
+	// every RX ring while the fill rings stay full). At least RingSize.
+	FramesPerQueue uint32
 	// RingSize is the size of each AF_XDP ring. Default 2048.
 	RingSize uint32
 	// Batch is the most frames moved per ring operation. Default 256.
@@ -134,12 +152,21 @@ func (c *Config) defaults() error {
 	if c.RingSize == 0 {
 		c.RingSize = 2048
 	}
-	if c.FrameCount == 0 {
-		// Fill rings of three sockets, TX buffer, reorder buffer and the
-		// TX rings in flight all come out of the UMEM; checkSizes raises
-		// it for more sockets.
-		c.FrameCount = 8 * c.RingSize
+	if c.ZeroCopy, err = ParseZeroCopy(string(c.ZeroCopy)); err != nil {
+		return fmt.Errorf("dataplane: %w", err)
+	}
+	switch {
+	case c.FrameCount != 0 && c.FramesPerQueue != 0:
+		return fmt.Errorf("dataplane: --frames %d and --frames-per-queue %d: give one (--frames sets the UMEM's total, --frames-per-queue sizes it by the ports' queues)", c.FrameCount, c.FramesPerQueue)
+	case c.FrameCount == 0:
+		// checkSizes sets it once the sockets are known.
 		c.autoFrames = true
+		if c.FramesPerQueue == 0 {
+			c.FramesPerQueue = 2 * c.RingSize
+			if c.Mode == ModeCells {
+				c.FramesPerQueue = 3 * c.RingSize
+			}
+		}
 	}
 	if c.Batch == 0 {
 		c.Batch = 256
@@ -216,6 +243,7 @@ type Dataplane struct {
 	fast      *fastPath  // mode forward
 	fecStats  *FECStats  // mode fec
 	linkMTU   int        // the smallest of the link ports'
+	afxdp     AFXDPSnapshot
 }
 
 // New attaches the XDP programs and binds the AF_XDP sockets of every port
@@ -236,34 +264,33 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	defer runtime.UnlockOSThread()
 
 	names := cfg.portNames()
-	sockets := 0
-	for _, ifname := range names {
-		if q, err := xdp.QueueCount(ifname); err == nil {
-			sockets += max(q, 1)
-		}
-	}
-	if err := cfg.checkSizes(sockets); err != nil {
-		return nil, err
-	}
-	d.cfg.FrameCount = cfg.FrameCount // raised for the sockets
-	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
-	if err != nil {
-		return nil, err
-	}
 	d.ports = newPorts(len(cfg.HostPorts), len(cfg.LinkPorts))
 	d.stats.Ports = make([]PortCounters, len(names))
+	sockets := 0
 	for i, ifname := range names {
 		role := d.ports.Role(i)
-		p, err := openPort(d.umem, role, ifname, &cfg)
+		p, err := attachPort(role, ifname, &cfg)
 		if err != nil {
 			return nil, err
 		}
 		d.all = append(d.all, p)
+		sockets += p.queues
 		c := &d.stats.Ports[i]
 		c.Name, c.Role = ifname, role
 		if s, ok := cfg.Shape[ifname]; ok && s.Rate > 0 {
 			c.Egress = &EgressCounters{Shape: s}
 		}
+	}
+	if err := cfg.checkSizes(sockets); err != nil {
+		return nil, err
+	}
+	d.cfg.FrameCount = cfg.FrameCount // sized for the sockets
+	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.bindSockets(); err != nil {
+		return nil, err
 	}
 	// After the ports: the XDP attach reports a driver's own MTU limit first.
 	hostMTUs := []int{0} // a node without a host port checks its links alone
@@ -315,7 +342,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	}
 	if cfg.Mode.linkGuardian() {
 		if d.cfg.LG.TxBuffer == 0 {
-			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, len(d.Link().socks))
+			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, d.Link().lanes)
 		}
 		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
 	}
@@ -335,6 +362,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if err := d.newFastPath(); err != nil {
 		return nil, err
 	}
+	d.logPorts()
 	return d, nil
 }
 
@@ -445,9 +473,10 @@ func (d *Dataplane) Close() error {
 }
 
 // checkSizes checks the sizes against each other once the number of AF_XDP
-// sockets (receive queues of every port) is known, and raises a defaulted
-// FrameCount to what they need. Each error names the flags involved and a
-// value that works.
+// sockets (receive queues of every port) is known, and sets a defaulted
+// FrameCount: FramesPerQueue for each socket, plus one batch and what the
+// mode's buffers and the egress queues hold. Each error names the flags
+// involved and a value that works.
 func (c *Config) checkSizes(sockets int) error {
 	// The fill rings are kept full, frames wait on RX and TX rings, and one
 	// batch is in the worker's hands.
@@ -495,21 +524,17 @@ func (c *Config) checkSizes(sockets int) error {
 		what += fmt.Sprintf(", the egress queues of %d rate-limited ports (%d × --ring-size %d)", n, n, c.RingSize)
 	}
 	if c.autoFrames {
-		// Room for frames on the RX and TX rings besides (4 rings' worth),
-		// and never below the usual default. A cell node allocates every
-		// cell it sends and every frame it delivers, and a burst after a
-		// stall fills every RX ring while the fill rings stay full: room
-		// for all its RX and TX rings (with 4 link ports and a host port
-		// the 4 rings left none to allocate from: deliveries and cells
-		// failed, 20k of 120k frames in 3 s at 60-byte frames).
-		rings := uint64(4)
-		if c.Mode == ModeCells {
-			rings = max(rings, 2*uint64(sockets))
+		// FramesPerQueue for every socket in place of its fill ring.
+		n := need + uint64(sockets)*uint64(c.FramesPerQueue-c.RingSize)
+		if n > math.MaxUint32 {
+			return fmt.Errorf("dataplane: --frames-per-queue %d × %d sockets makes a UMEM of %d frames, more than it can address; lower --frames-per-queue (at least --ring-size %d)",
+				c.FramesPerQueue, sockets, n, c.RingSize)
 		}
-		c.FrameCount = uint32(max(uint64(c.FrameCount), need+rings*uint64(c.RingSize)))
+		c.FrameCount = uint32(n)
+		return nil
 	}
 	if uint64(c.FrameCount) < need {
-		return fmt.Errorf("dataplane: --frames %d is too few: %s need %d UMEM frames; raise --frames to %d or more, or leave it at its default (8 × --ring-size, raised to what the ports need)",
+		return fmt.Errorf("dataplane: --frames %d is too few: %s need %d UMEM frames; raise --frames to %d or more, or leave it out (the UMEM is then sized per queue: --frames-per-queue, default 2 × --ring-size, for each socket, plus the mode's buffers)",
 			c.FrameCount, what, need, need)
 	}
 	return nil
@@ -528,6 +553,10 @@ func (c *Config) checkStaticSizes() error {
 	}
 	if c.FrameSize != 2048 && c.FrameSize != 4096 {
 		return fmt.Errorf("dataplane: --frame-size %d: want 2048 or 4096 (default 4096)", c.FrameSize)
+	}
+	if c.autoFrames && c.FramesPerQueue < c.RingSize {
+		return fmt.Errorf("dataplane: --frames-per-queue %d is below --ring-size %d: every socket's fill ring is kept full, and its RX and TX rings need frames besides; use at least %d (default 2 × --ring-size: %d)",
+			c.FramesPerQueue, c.RingSize, c.RingSize, 2*c.RingSize)
 	}
 	if !c.Mode.linkGuardian() {
 		return nil

@@ -435,7 +435,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.mu.Lock()
 	s.core.Port = p.Stats
 	s.core.PriorityLane = pl.controlLane() == lanePrio
-	if len(pl.d.Link().socks) > 1 {
+	if pl.d.Link().lanes > 1 {
 		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause

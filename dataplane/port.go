@@ -18,6 +18,11 @@ type Port struct {
 	Role  PortRole
 	prog  *bpf.PortProgram
 	socks []*xdp.Socket
+	// queues and txQueues are the interface's receive queues (one socket
+	// each) and transmit queues; lanes is how many of the sockets transmit:
+	// the first min(queues, txQueues). A link port with one lane has no
+	// priority lane.
+	queues, txQueues, lanes int
 	// ctl is a datagram socket in the port's namespace, for reading the
 	// interface's flags while it is down (-1: none).
 	ctl int
@@ -31,10 +36,15 @@ type Port struct {
 // MAC is the interface's hardware address when the port was opened.
 func (p *Port) MAC() [6]byte { return p.mac }
 
-// openPort attaches the dataplane's XDP program to ifname and binds one AF_XDP
-// socket per receive queue. It runs in the calling thread's network namespace.
-// On failure nothing is left attached.
-func openPort(umem *xdp.Umem, role PortRole, ifname string, cfg *Config) (_ *Port, err error) {
+// Lanes is how many of the port's sockets transmit: 2 or more on a link
+// port means a priority lane (queue 1), 1 that control frames go ahead of
+// data within queue 0.
+func (p *Port) Lanes() int { return p.lanes }
+
+// attachPort attaches the dataplane's XDP program to ifname and counts its
+// queues; bind then binds its sockets. It runs in the calling thread's
+// network namespace. On failure nothing is left attached.
+func attachPort(role PortRole, ifname string, cfg *Config) (_ *Port, err error) {
 	ifc, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return nil, fmt.Errorf("%s port %s: no such interface in this network namespace (check --%s-port and --netns)",
@@ -50,37 +60,64 @@ func openPort(umem *xdp.Umem, role PortRole, ifname string, cfg *Config) (_ *Por
 	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err == nil {
 		p.ctl = fd
 	}
-	queues, err := xdp.QueueCount(ifname)
+	if p.queues, err = xdp.QueueCount(ifname); err != nil {
+		return nil, err
+	}
+	if p.txQueues, err = xdp.TxQueueCount(ifname); err != nil {
+		p.txQueues = p.queues // the count failed where the RX count did not: assume symmetric
+	}
+	p.lanes = max(min(p.queues, p.txQueues), 1)
+	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(p.queues, 1), Host: role == RoleHost})
 	if err != nil {
 		return nil, err
 	}
-	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(queues, 1), Host: role == RoleHost})
-	if err != nil {
-		return nil, err
-	}
+	return p, nil
+}
+
+// bind binds one AF_XDP socket per receive queue in mode (ModeZeroCopy or
+// ModeCopy; the dataplane's sockets share one UMEM, so they all get the
+// first one's) and registers each in the program's XSKMAP. On failure the
+// sockets it bound are closed.
+func (p *Port) bind(umem *xdp.Umem, cfg *Config, mode xdp.BindMode) (err error) {
+	defer func() {
+		if err != nil {
+			p.closeSockets()
+		}
+	}()
 	scfg := xdp.SocketConfig{
 		RxSize: cfg.RingSize, TxSize: cfg.RingSize, FillSize: cfg.RingSize, CompletionSize: cfg.RingSize,
+		Mode: mode, NeedWakeup: !cfg.NoNeedWakeup,
 	}
 	if cfg.BusyPoll {
 		scfg.BusyPollUsec = 20
 		scfg.BusyPollBudget = cfg.Batch
 	}
-	for q := 0; q < queues; q++ {
-		s, err := umem.Open(ifname, q, scfg)
+	for q := 0; q < p.queues; q++ {
+		s, err := umem.Open(p.Name, q, scfg)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.socks = append(p.socks, s)
-		if cfg.TxBudget > 0 && s.Mode() == xdp.ModeCopy {
+		if cfg.TxBudget > 0 && s.Mode() == xdp.ModeCopy && q < p.lanes {
 			if err := s.SetTxBudget(cfg.TxBudget); err != nil {
-				cfg.Logger.Warn("TX budget not raised; each kick moves at most 32 frames", "dev", ifname, "err", err)
+				cfg.Logger.Warn("TX budget not raised; each kick moves at most 32 frames", "dev", p.Name, "err", err)
 			}
 		}
 		if err := p.prog.RegisterXSK(q, s.FD()); err != nil {
-			return nil, fmt.Errorf("%s queue %d: register AF_XDP socket in XSKMAP: %w", ifname, q, err)
+			return fmt.Errorf("%s queue %d: register AF_XDP socket in XSKMAP: %w", p.Name, q, err)
 		}
 	}
-	return p, nil
+	return nil
+}
+
+// closeSockets closes the port's sockets (the program stays attached).
+func (p *Port) closeSockets() error {
+	var errs []error
+	for _, s := range p.socks {
+		errs = append(errs, s.Close())
+	}
+	p.socks = nil
+	return errors.Join(errs...)
 }
 
 // Program is the port's XDP program (counters and impairment).
@@ -95,10 +132,7 @@ func (p *Port) close() error {
 		errs = append(errs, unix.Close(p.ctl))
 		p.ctl = -1
 	}
-	for _, s := range p.socks {
-		errs = append(errs, s.Close())
-	}
-	p.socks = nil
+	errs = append(errs, p.closeSockets())
 	if p.prog != nil {
 		errs = append(errs, p.prog.Close())
 		p.prog = nil

@@ -108,7 +108,7 @@ func TestPortsNumbering(t *testing.T) {
 // last; a link port without a second queue has only its data lane.
 func TestLaneOrder(t *testing.T) {
 	ps := newPorts(1, 3)
-	rx, kick := laneOrder(ps, []int{1, 2, 1, 3}) // host 1 queue; links 2, 1, 3
+	rx, kick := laneOrder(ps, []int{1, 2, 1, 3}, []int{1, 2, 1, 3}) // host 1 queue; links 2, 1, 3
 	want := []lanePos{{1, lanePrio}, {3, lanePrio}, {1, laneData}, {2, laneData}, {3, laneData}, {3, 2}, {0, laneData}}
 	if !slices.Equal(rx, want) {
 		t.Errorf("receive order %v; want %v", rx, want)
@@ -117,14 +117,20 @@ func TestLaneOrder(t *testing.T) {
 	if !slices.Equal(kick, wantKick) {
 		t.Errorf("kick order %v; want %v", kick, wantKick)
 	}
-	rx, kick = laneOrder(newPorts(0, 2), []int{2, 2})
+	rx, kick = laneOrder(newPorts(0, 2), []int{2, 2}, []int{2, 2})
 	if !slices.Equal(rx, []lanePos{{0, 1}, {1, 1}, {0, 0}, {1, 0}}) || !slices.Equal(kick, rx) {
 		t.Errorf("fabric node: receive %v kick %v", rx, kick)
 	}
 	// Two host ports: both last, in order.
-	rx, kick = laneOrder(newPorts(2, 1), []int{1, 1, 2})
+	rx, kick = laneOrder(newPorts(2, 1), []int{1, 1, 2}, []int{1, 1, 2})
 	if !slices.Equal(rx, []lanePos{{2, 1}, {2, 0}, {0, 0}, {1, 0}}) || !slices.Equal(kick, []lanePos{{2, 1}, {2, 0}, {0, 0}, {1, 0}}) {
 		t.Errorf("two host ports: receive %v kick %v", rx, kick)
+	}
+	// A link port with two receive queues and a single TX queue: both
+	// queues are read (queue 1 first), only the data lane is kicked.
+	rx, kick = laneOrder(newPorts(1, 1), []int{1, 2}, []int{1, 1})
+	if !slices.Equal(rx, []lanePos{{1, 1}, {1, 0}, {0, 0}}) || !slices.Equal(kick, []lanePos{{1, 0}, {0, 0}}) {
+		t.Errorf("single TX queue: receive %v kick %v; want [{1 1} {1 0} {0 0}] and [{1 0} {0 0}]", rx, kick)
 	}
 }
 
@@ -133,7 +139,7 @@ func TestLaneOrder(t *testing.T) {
 // lanes last.
 func TestKickDeliveriesFirst(t *testing.T) {
 	ps := newPorts(2, 2)
-	_, kick := laneOrder(ps, []int{1, 1, 2, 2})
+	_, kick := laneOrder(ps, []int{1, 1, 2, 2}, []int{1, 1, 2, 2})
 	w := &worker{d: &Dataplane{ports: ps}}
 	for _, k := range kick {
 		w.kick = append(w.kick, lane{port: k.port, lane: k.lane})
@@ -182,12 +188,23 @@ func TestFramesScaleWithSockets(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "13 sockets") || !strings.Contains(err.Error(), "--frames") {
 		t.Errorf("--frames 16384 for 13 sockets of 2048: %v", err)
 	}
-	// The pair's three sockets keep the default of 8 × --ring-size.
-	c = Config{HostPort: "host0", LinkPort: "link0"}
-	if err := c.defaults(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.checkSizes(3); err != nil || c.FrameCount != 8*c.RingSize {
-		t.Errorf("pair: --frames %d, %v; want the default %d", c.FrameCount, err, 8*c.RingSize)
+	// Sized per queue: the pair's three sockets get 2 × --ring-size each
+	// (and a batch); a 16-queue NIC's ports eight times as much per port.
+	for _, tc := range []struct {
+		sockets int
+		perQ    uint32
+	}{{3, 0}, {32, 0}, {3, 8192}} {
+		c = Config{HostPort: "host0", LinkPort: "link0", FramesPerQueue: tc.perQ}
+		if err := c.defaults(); err != nil {
+			t.Fatal(err)
+		}
+		perQ := tc.perQ
+		if perQ == 0 {
+			perQ = 2 * c.RingSize
+		}
+		want := uint32(tc.sockets)*perQ + uint32(c.Batch)
+		if err := c.checkSizes(tc.sockets); err != nil || c.FrameCount != want {
+			t.Errorf("forward, %d sockets, --frames-per-queue %d: --frames %d, %v; want %d", tc.sockets, tc.perQ, c.FrameCount, err, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"log/slog"
 	"math"
 	"net"
 	"sync"
@@ -106,8 +107,10 @@ type linkSess struct {
 	sw    *worker
 	sess  *linksession.Session
 	lanes int // agreed lanes (1: the peer has no priority lane, everything on lane 0)
-	queue *classQueues
-	stats *SessionStats
+	// oneLaneSaid: sayOneLane logged.
+	oneLaneSaid bool
+	queue       *classQueues
+	stats       *SessionStats
 	// peers names the modes whose peer fits this end, for warnings.
 	peers                   string
 	blockedSince, warnedAt  int64
@@ -124,7 +127,7 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 		PeerMAC:  c.PeerMAC,
 		Offer: linksession.Offer{
 			Window:  uint32(window),
-			Lanes:   uint8(len(w.d.Link().socks)),
+			Lanes:   uint8(w.d.Link().lanes),
 			MTU:     uint16(min(c.MTU, 1<<16-1)),
 			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
 			Protect: prot,
@@ -134,7 +137,7 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 	if err != nil {
 		return err
 	}
-	*s = linkSess{sw: w, sess: sess, lanes: len(w.d.Link().socks), queue: queue, stats: stats, peers: peers}
+	*s = linkSess{sw: w, sess: sess, lanes: w.d.Link().lanes, queue: queue, stats: stats, peers: peers}
 	s.publishSession()
 	return nil
 }
@@ -187,6 +190,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	if ev&linksession.EvReset != 0 {
 		s.lanes = int(a.Lanes)
+		sayOneLane(log, d.cfg.LinkPort, d.Link().lanes, s.lanes, &s.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		log.Error("link session: the peer's mode or --protect does not fit this end's (both ends must run fec, or both lg/lgnb/monitor; a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until it does",
@@ -210,6 +214,20 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	s.publishSession()
 	return ev
+}
+
+// sayOneLane logs, once per link port, that its session agreed on one lane
+// although the port has a priority lane: the peer's link port has a single
+// TX queue (or a single queue), so link control goes ahead of data within
+// the data lane at both ends. (A port with one lane itself says so at
+// start: Dataplane.logPorts.)
+func sayOneLane(log *slog.Logger, dev string, local, agreed int, said *bool) {
+	if *said || local < 2 || agreed >= 2 {
+		return
+	}
+	*said = true
+	log.Info("link session agreed on one lane: the peer's link port has a single TX queue; no priority lane on this link, link control is placed ahead of data within the data lane",
+		"dev", dev, "local_lanes", local)
 }
 
 // controlLane is the lane for link control: the priority lane, unless the

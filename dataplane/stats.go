@@ -101,10 +101,12 @@ type Snapshot struct {
 	FastPath []FastPathSnapshot `json:"fast_path,omitempty"`
 	// PFC is per-class PFC: frames from the link port that gate the host
 	// classes, frames sent toward the host port (nil: no class queues).
-	PFC             *PFCSnapshot `json:"pfc,omitempty"`
-	FramesExhausted uint64       `json:"umem_frames_exhausted"`
-	Polls           uint64       `json:"polls"`
-	Loops           uint64       `json:"loops"`
+	PFC *PFCSnapshot `json:"pfc,omitempty"`
+	// AFXDP is how the AF_XDP sockets were bound (Dataplane.AFXDP).
+	AFXDP           AFXDPSnapshot `json:"afxdp"`
+	FramesExhausted uint64        `json:"umem_frames_exhausted"`
+	Polls           uint64        `json:"polls"`
+	Loops           uint64        `json:"loops"`
 }
 
 func (c *DirCounters) snapshot() DirSnapshot {
@@ -129,6 +131,7 @@ func (d *Dataplane) Stats() Snapshot {
 	snap := Snapshot{
 		Mode:     d.cfg.Mode,
 		FastPath: d.FastPath(), // folds the kernel's counts first
+		AFXDP:    d.afxdp,
 
 		FramesExhausted: s.FramesExhausted.Load(),
 		Polls:           s.Polls.Load(),

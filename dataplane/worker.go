@@ -22,9 +22,11 @@ import (
 // Ports are numbered as in the node: the host port first if there is one,
 // then the link ports (Ports, from Tx.Ports or Dataplane.Ports). A lane is
 // one of a port's AF_XDP sockets (its receive queue). On a link port with
-// two or more queues, lane 1 is the priority lane (lanePrio): it is read
-// first and placed first, at both ends, and kicked first except in mode
-// cells (kickDeliveriesFirst).
+// two or more queues (RX and TX), lane 1 is the priority lane (lanePrio):
+// it is read first and placed first, at both ends, and kicked first except
+// in mode cells (kickDeliveriesFirst). A port with a single TX queue sends
+// on lane 0 only (Port.Lanes; Send falls back to it) and still receives on
+// every queue.
 type Pipeline interface {
 	// Room is how many frames the pipeline takes from port now. The worker
 	// receives no more, and does not wake for a port without room.
@@ -191,7 +193,7 @@ func newWorker(d *Dataplane) *worker {
 		c := &d.stats.Ports[p]
 		w.counters[p] = c
 		if c.Egress != nil {
-			lanes := min(len(w.ports[p].socks), 2) // the kicked lanes
+			lanes := min(w.ports[p].lanes, 2) // the kicked lanes
 			w.shapers[p] = newShaper(c.Egress.Shape, lanes, int(d.cfg.RingSize), 0, c.Egress)
 			w.shaped = make([]xdp.Desc, 0, d.cfg.RingSize)
 		}
@@ -206,16 +208,17 @@ func newWorker(d *Dataplane) *worker {
 	w.tx.w = w
 	w.tx.lists = make([][][]xdp.Desc, n)
 	w.laneFrames = make([][]uint64, n)
-	lanes := make([]int, n)
+	queues, lanes := make([]int, n), make([]int, n)
 	for p, port := range w.ports {
-		lanes[p] = len(port.socks)
-		w.tx.lists[p] = make([][]xdp.Desc, len(port.socks))
-		w.laneFrames[p] = make([]uint64, len(port.socks))
-		for l := range port.socks {
+		// Every socket receives; the first port.lanes transmit.
+		queues[p], lanes[p] = len(port.socks), min(port.lanes, len(port.socks))
+		w.tx.lists[p] = make([][]xdp.Desc, lanes[p])
+		w.laneFrames[p] = make([]uint64, lanes[p])
+		for l := range lanes[p] {
 			w.tx.lists[p][l] = make([]xdp.Desc, 0, 4*d.cfg.Batch)
 		}
 	}
-	rx, kick := laneOrder(d.ports, lanes)
+	rx, kick := laneOrder(d.ports, queues, lanes)
 	for _, r := range rx {
 		w.rx = append(w.rx, lane{port: r.port, lane: r.lane, s: w.ports[r.port].socks[r.lane]})
 		w.all = append(w.all, w.ports[r.port].socks[r.lane]) // the poller's socket i is w.rx[i]'s
@@ -253,26 +256,30 @@ func (w *worker) kickDeliveriesFirst() {
 }
 
 // laneOrder is the receive and the kick order of ports numbered ps, port p
-// having lanes[p] lanes: the priority lane of every link port first, then
-// the other lanes of every link port (kicked: the data lane), the host ports
-// last.
-func laneOrder(ps Ports, lanes []int) (rx, kick []lanePos) {
+// receiving on queues[p] sockets and transmitting on the first lanes[p]:
+// the priority lane (queue 1) of every link port first, then the other
+// queues of every link port (kicked: the data lane), the host ports last.
+// A link port with one transmitting lane (a single TX queue) has its
+// queue 1 read first all the same, and only its data lane kicked.
+func laneOrder(ps Ports, queues, lanes []int) (rx, kick []lanePos) {
 	for _, p := range ps.Links {
-		if lanes[p] > 1 {
+		if queues[p] > 1 {
 			rx = append(rx, lanePos{p, lanePrio})
+		}
+		if lanes[p] > 1 {
 			kick = append(kick, lanePos{p, lanePrio})
 		}
 	}
 	for _, p := range ps.Links {
-		for l := 0; l < lanes[p]; l++ {
-			if l != lanePrio || lanes[p] == 1 {
+		for l := 0; l < queues[p]; l++ {
+			if l != lanePrio || queues[p] == 1 {
 				rx = append(rx, lanePos{p, l})
 			}
 		}
 		kick = append(kick, lanePos{p, laneData})
 	}
 	for _, h := range ps.Hosts {
-		for l := 0; l < lanes[h]; l++ {
+		for l := 0; l < queues[h]; l++ {
 			rx = append(rx, lanePos{h, l})
 		}
 		kick = append(kick, lanePos{h, laneData})
@@ -512,19 +519,25 @@ func (w *worker) reclaim(s *xdp.Socket) {
 	}
 }
 
-// refill tops up s's fill ring from the free list.
+// refill tops up s's fill ring from the free list. A zero-copy driver
+// that ran out of fill frames with XDP_USE_NEED_WAKEUP sets the ring's flag
+// and waits to be woken: refill wakes it (a syscall only then; in copy
+// mode the kernel never sets the flag).
 func (w *worker) refill(s *xdp.Socket) {
 	for {
 		want := min(s.FillFree(), len(w.addrs))
 		if want == 0 {
-			return
+			break
 		}
 		n := w.refs.free.PopN(w.addrs[:want])
 		if n == 0 {
 			w.d.stats.FramesExhausted.Add(1)
-			return
+			break
 		}
 		s.Fill(w.addrs[:n])
+	}
+	if s.FillNeedsWakeup() {
+		s.Wake() // an error here shows on the next kick
 	}
 }
 

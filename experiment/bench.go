@@ -21,6 +21,10 @@ type BenchConfig struct {
 	FrameSize int           `json:"frame_size"` // generator frame size (no FCS)
 	MTU       int           `json:"mtu"`        // host MTU
 	BusyPoll  bool          `json:"busy_poll"`  // add an arm with the dataplane busy-polling
+	// NoWakeupArm adds forward-afxdp-nowakeup: the AF_XDP arm with its
+	// sockets bound without XDP_USE_NEED_WAKEUP, beside forward-afxdp
+	// (need_wakeup on, run's default).
+	NoWakeupArm bool `json:"no_wakeup_arm"`
 }
 
 // BenchSample is one run of one arm.
@@ -59,6 +63,16 @@ type BenchResult struct {
 	Summary BenchSummary `json:"summary"`
 }
 
+// BenchWakeup is forward-afxdp (need_wakeup on) against
+// forward-afxdp-nowakeup (off): each median on ÷ off. Above 1 is better
+// for TCP and frames, below 1 for latency.
+type BenchWakeup struct {
+	TCPRatio    float64 `json:"tcp_ratio"`
+	FramesRatio float64 `json:"frames_ratio"`
+	LatP50Ratio float64 `json:"latency_p50_ratio"`
+	LatP99Ratio float64 `json:"latency_p99_ratio"`
+}
+
 // BenchSummary is the XDP forward arm against the bridge, with the targets
 // of forward mode's fast path: TCP and 60-byte frames ≥ 1.0× the bridge,
 // latency p50 ≤ 1.3×.
@@ -68,6 +82,9 @@ type BenchSummary struct {
 	FramesRatio  float64 `json:"frames_ratio"`
 	LatP50Ratio  float64 `json:"latency_p50_ratio"`
 	MeetsTargets bool    `json:"meets_targets"`
+	// NeedWakeup compares the AF_XDP arm with need_wakeup on and off
+	// (with --no-wakeup-arm).
+	NeedWakeup *BenchWakeup `json:"need_wakeup,omitempty"`
 }
 
 // loadAvg1 is the 1-minute load average (0 if unreadable).
@@ -105,8 +122,12 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 		{name: "bridge", what: "Linux bridge in sw1 and sw2", fw: netns.ForwardingKernel},
 		{name: "forward-xdp", what: "linkfabric forward mode, XDP fast path (devmap redirect in the kernel)", fw: netns.ForwardingNone,
 			dpArgs: []string{"--fastpath", "xdp"}, xdp: true},
-		{name: "forward-afxdp", what: "linkfabric forward mode, AF_XDP path, poll()", fw: netns.ForwardingNone,
+		{name: "forward-afxdp", what: "linkfabric forward mode, AF_XDP path, poll(), need_wakeup on", fw: netns.ForwardingNone,
 			dpArgs: []string{"--fastpath", "afxdp", "--metrics", ""}},
+	}
+	if cfg.NoWakeupArm {
+		arms = append(arms, benchArm{name: armNoWakeup, what: "linkfabric forward mode, AF_XDP path, poll(), need_wakeup off (--need-wakeup=false)",
+			fw: netns.ForwardingNone, dpArgs: []string{"--fastpath", "afxdp", "--need-wakeup=false", "--metrics", ""}})
 	}
 	if cfg.BusyPoll {
 		arms = append(arms, benchArm{name: "forward-afxdp-busy", what: "linkfabric forward mode, AF_XDP path, busy poll",
@@ -141,7 +162,14 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 		a.Median = medianSample(a.Samples)
 	}
 	base := res.Arms[0].Median
+	var wakeOn, wakeOff *BenchSample
 	for _, a := range res.Arms {
+		switch a.Name {
+		case "forward-afxdp":
+			wakeOn = &a.Median
+		case armNoWakeup:
+			wakeOff = &a.Median
+		}
 		m := a.Median
 		a.Ratio = BenchSample{
 			TCPGbps: ratio(m.TCPGbps, base.TCPGbps), TCPRetrans: ratio(m.TCPRetrans, base.TCPRetrans),
@@ -154,9 +182,16 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 				MeetsTargets: q.TCPGbps >= 1 && q.FramesPerS >= 1 && q.LatP50us <= 1.3}
 		}
 	}
+	if wakeOn != nil && wakeOff != nil {
+		res.Summary.NeedWakeup = &BenchWakeup{TCPRatio: ratio(wakeOn.TCPGbps, wakeOff.TCPGbps), FramesRatio: ratio(wakeOn.FramesPerS, wakeOff.FramesPerS),
+			LatP50Ratio: ratio(wakeOn.LatP50us, wakeOff.LatP50us), LatP99Ratio: ratio(wakeOn.LatP99us, wakeOff.LatP99us)}
+	}
 	res.LoadAvg[1] = loadAvg1()
 	return res, nil
 }
+
+// armNoWakeup is the AF_XDP arm without XDP_USE_NEED_WAKEUP.
+const armNoWakeup = "forward-afxdp-nowakeup"
 
 func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg BenchConfig) (BenchSample, error) {
 	if err := tb.SetForwarding(a.fw); err != nil {
@@ -361,6 +396,10 @@ func (r *BenchResult) Table() string {
 			verdict = "misses"
 		}
 		fmt.Fprintf(&b, "\n%s ÷ bridge: TCP %.2f×, frames %.2f×, latency p50 %.2f× (%s the targets ≥ 1.0, ≥ 1.0, ≤ 1.3)\n", s.Arm, s.TCPRatio, s.FramesRatio, s.LatP50Ratio, verdict)
+	}
+	if w := r.Summary.NeedWakeup; w != nil {
+		fmt.Fprintf(&b, "need_wakeup on ÷ off (forward-afxdp ÷ %s): TCP %.2f×, frames %.2f×, latency p50 %.2f×, p99 %.2f× (above 1 is better for TCP and frames, below 1 for latency)\n",
+			armNoWakeup, w.TCPRatio, w.FramesRatio, w.LatP50Ratio, w.LatP99Ratio)
 	}
 	fmt.Fprintln(&b, "\nlatency: sockperf UDP ping-pong, 64-byte messages, one-way (RTT/2). frames: 60-byte frames (64 on a wire with FCS)")
 	fmt.Fprintln(&b, "from an AF_XDP generator in h1, counted by h2's eth0; the generator shares the two CPUs.")

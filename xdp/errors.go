@@ -30,6 +30,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Bind reports whether the error is the kernel refusing a bind (the
+// mode, the queue or the flags), as opposed to creating, sizing or mapping
+// the socket.
+func (e *Error) Bind() bool { return e.Op == opBind }
+
 func hintFor(err error, what string) string {
 	switch {
 	case errors.Is(err, unix.EAFNOSUPPORT):
@@ -53,7 +58,7 @@ func bindHint(err error, shared bool, mode BindMode, ifname string) string {
 	case errors.Is(err, unix.EOPNOTSUPP) && shared:
 		return "the first socket of this UMEM got zero-copy but this interface has no zero-copy support; open the first socket with ModeCopy or use a separate UMEM"
 	case errors.Is(err, unix.EOPNOTSUPP) && mode == ModeZeroCopy:
-		return "the driver of " + ifname + " has no zero-copy AF_XDP support (veth never has); use ModeAuto or ModeCopy"
+		return "the driver of " + ifname + " has no zero-copy AF_XDP support on this queue (veth never has); use ModeAuto or ModeCopy"
 	case errors.Is(err, unix.EOPNOTSUPP):
 		return "the driver of " + ifname + " does not support AF_XDP in this mode"
 	case errors.Is(err, unix.EINVAL) && shared:

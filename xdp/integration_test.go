@@ -354,6 +354,12 @@ func TestIntegrationReceiveTransmit(t *testing.T) {
 	if kicks, _, _ := s.KickCounters(); kicks < ntx/32 {
 		t.Errorf("Kick made %d sendto calls for %d frames; copy mode needs >= %d", kicks, ntx, ntx/32)
 	}
+	// With XDP_USE_NEED_WAKEUP in copy mode the kernel keeps the TX ring's
+	// flag set (every kick is a sendto, as without it) and never sets the
+	// fill ring's (nothing to wake): the option changes nothing on veth.
+	if !s.TxNeedsWakeup() || s.FillNeedsWakeup() {
+		t.Errorf("copy mode, need_wakeup: TX ring flag %v, fill ring flag %v; want set and clear", s.TxNeedsWakeup(), s.FillNeedsWakeup())
+	}
 	for i := range ntx {
 		got := peer.recv(2 * time.Second)
 		if got == nil {
@@ -616,6 +622,9 @@ func TestIntegrationQueues(t *testing.T) {
 	if _, err := QueueCount("lfxnosuch"); err == nil {
 		t.Error("QueueCount of a missing interface succeeded")
 	}
+	if q, err := TxQueueCount("lfx3a"); err != nil || q != 2 {
+		t.Errorf("TxQueueCount(lfx3a) = %d, %v; want 2", q, err)
+	}
 	u, err := NewUmem(UmemConfig{FrameSize: 2048, FrameCount: 256})
 	if err != nil {
 		t.Fatal(err)
@@ -642,5 +651,15 @@ func TestIntegrationQueues(t *testing.T) {
 	}
 	if _, err := u.Open("lfx3a", 1, SocketConfig{}); !errors.Is(err, unix.EBUSY) {
 		t.Errorf("second socket on queue 1 of the same UMEM: %v", err)
+	}
+	// More RX than TX queues (a NIC's rx/tx channels): counted apart.
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "lfx3c", NumTxQueues: 1, NumRxQueues: 2}, PeerName: "lfx3d"}
+	if err := n.h.LinkAdd(v); err != nil {
+		t.Fatalf("add veth lfx3c with 2 RX and 1 TX queue: %v", err)
+	}
+	rx, err1 := QueueCount("lfx3c")
+	tx, err2 := TxQueueCount("lfx3c")
+	if rx != 2 || tx != 1 || err1 != nil || err2 != nil {
+		t.Errorf("2 RX, 1 TX queue: QueueCount %d (%v), TxQueueCount %d (%v)", rx, err1, tx, err2)
 	}
 }

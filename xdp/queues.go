@@ -51,7 +51,17 @@ type ifreqData struct {
 // each), as seen from the calling thread's network namespace: rx + combined
 // channels from the ETHTOOL_GCHANNELS ioctl, or the number of
 // /sys/class/net/IFNAME/queues/rx-* entries if the driver has no such ioctl.
-func QueueCount(ifname string) (int, error) {
+func QueueCount(ifname string) (int, error) { return queueCount(ifname, "rx") }
+
+// TxQueueCount returns the number of transmit queues of ifname: tx +
+// combined channels from ETHTOOL_GCHANNELS, or the number of
+// /sys/class/net/IFNAME/queues/tx-* entries. A socket bound to a queue at
+// or above it can receive but should not transmit (a NIC with more RX than
+// TX queues).
+func TxQueueCount(ifname string) (int, error) { return queueCount(ifname, "tx") }
+
+// queueCount counts ifname's queues of one direction ("rx" or "tx").
+func queueCount(ifname, dir string) (int, error) {
 	if len(ifname) >= unix.IFNAMSIZ {
 		return 0, fmt.Errorf("count queues of %s: interface name too long", ifname)
 	}
@@ -66,7 +76,11 @@ func QueueCount(ifname string) (int, error) {
 	ifr.data = unsafe.Pointer(&ch)
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
 	if e == 0 {
-		if n := int(ch.RxCount + ch.CombinedCount); n > 0 {
+		n := ch.RxCount
+		if dir == "tx" {
+			n = ch.TxCount
+		}
+		if n := int(n + ch.CombinedCount); n > 0 {
 			return n, nil
 		}
 	} else if e == unix.ENODEV {
@@ -74,7 +88,7 @@ func QueueCount(ifname string) (int, error) {
 	}
 	// No ETHTOOL_GCHANNELS (or it reported nothing): sysfs. Note that sysfs
 	// shows the namespace it was mounted in, which may not be the caller's.
-	m, err := filepath.Glob(filepath.Join("/sys/class/net", ifname, "queues", "rx-*"))
+	m, err := filepath.Glob(filepath.Join("/sys/class/net", ifname, "queues", dir+"-*"))
 	if err == nil && len(m) > 0 {
 		return len(m), nil
 	}

@@ -24,8 +24,13 @@ func benchCmd() *cobra.Command {
                       checked on both switches before measuring, and the share of
                       frames the fast path carried is recorded
   forward-afxdp       the same with --fastpath afxdp: through AF_XDP and the Go
-                      worker, poll() mode (the fallback path)
+                      worker, poll() mode (the fallback path), sockets bound
+                      with XDP_USE_NEED_WAKEUP (run's default)
   forward-afxdp-busy  the AF_XDP path with --busy-poll (with --busy-poll)
+  forward-afxdp-nowakeup
+                      the AF_XDP path with --need-wakeup=false (with
+                      --no-wakeup-arm); the summary then also gives
+                      forward-afxdp ÷ this arm (need_wakeup on ÷ off)
 
 and reports medians and each arm's ratio to the bridge for iperf3 TCP
 throughput, 60-byte frames per second, and sockperf UDP latency p50/p99.
@@ -34,7 +39,8 @@ the veth ends, GSO on, GRO on at h1's and h2's ends, which lets the switches
 redirect frames into their host ports). Takes about 15 s per arm per run.`,
 		Example: `  linkfabric bench
   linkfabric bench --runs 5 --duration 10s --json > bench.json
-  linkfabric bench --mtu 3000 --busy-poll=false`,
+  linkfabric bench --mtu 3000 --busy-poll=false
+  linkfabric bench --no-wakeup-arm --busy-poll=false   # need_wakeup on and off side by side`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("bench"); err != nil {
 				return err
@@ -52,6 +58,7 @@ redirect frames into their host ports). Takes about 15 s per arm per run.`,
 	f.DurationVar(&cfg.Duration, "duration", 0, "duration of the TCP measurement (default 5s; frames and latency take min(this, 3s))")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", true, "also measure the dataplane with busy polling")
+	f.BoolVar(&cfg.NoWakeupArm, "no-wakeup-arm", false, "also measure the AF_XDP path with --need-wakeup=false (arm forward-afxdp-nowakeup), beside forward-afxdp (need_wakeup on)")
 	f.StringVar(&prefix, "prefix", "lfbench", "testbed prefix")
 	f.StringVar(&outJSON, "out", "out/bench.json", "write the result as JSON here ('' to skip)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -509,10 +510,26 @@ func testRunFastPathSignals(t *testing.T, c cli) {
 // returns its log once it has exited (with status 0 unless sig is SIGKILL).
 func runUntilSignal(t *testing.T, c cli, ns string, sig os.Signal, args ...string) string {
 	t.Helper()
+	return startRun(t, c, ns, args...).signal(t, sig)
+}
+
+// runningCLI is a `linkfabric run` started by startRun.
+type runningCLI struct {
+	what   string
+	cmd    *exec.Cmd
+	log    *strings.Builder // complete once exited has fired
+	exited chan error
+	cancel context.CancelFunc
+}
+
+// startRun starts run on host0 and link0 of namespace ns with args and
+// waits until it is ready with XDP programs on both ports.
+func startRun(t *testing.T, c cli, ns string, args ...string) *runningCLI {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	what := "run " + strings.Join(args, " ")
-	cmd := exec.CommandContext(ctx, c.bin, append([]string{"run", "--netns", ns, "--host-port", "host0", "--link-port", "link0"}, args...)...)
+	r := &runningCLI{what: "run " + strings.Join(args, " "), log: &strings.Builder{}, exited: make(chan error, 1), cancel: cancel}
+	r.cmd = exec.CommandContext(ctx, c.bin, append([]string{"run", "--netns", ns, "--host-port", "host0", "--link-port", "link0"}, args...)...)
+	cmd, what := r.cmd, r.what
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -520,33 +537,40 @@ func runUntilSignal(t *testing.T, c cli, ns string, sig os.Signal, args ...strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	var log strings.Builder
+	var mu sync.Mutex
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		once := false
 		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
+			mu.Lock()
+			r.log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
 			if !once && strings.Contains(sc.Text(), "dataplane ready") {
 				once = true
 				close(ready)
 			}
 		}
 		io.Copy(io.Discard, stderr)
-		exited <- cmd.Wait()
+		r.exited <- cmd.Wait()
 	}()
 	t.Cleanup(func() { // whatever happens, the process does not outlive the test
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 		}
+		cancel()
 	})
+	logNow := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.log.String()
+	}
 	select {
 	case <-ready:
-	case err := <-exited:
-		t.Fatalf("%s exited before it was ready: %v\n%s", what, err, log.String())
+	case err := <-r.exited:
+		t.Fatalf("%s exited before it was ready: %v\n%s", what, err, r.log.String())
 	case <-time.After(20 * time.Second):
-		t.Fatalf("%s not ready within 20 s:\n%s", what, log.String())
+		t.Fatalf("%s not ready within 20 s:\n%s", what, logNow())
 	}
 	out, _ := exec.Command("ip", "-n", ns, "link", "show", "dev", "host0").CombinedOutput()
 	if !strings.Contains(string(out), "xdp") {
@@ -555,20 +579,28 @@ func runUntilSignal(t *testing.T, c cli, ns string, sig os.Signal, args ...strin
 	if x := xdpOn(t, ns); x["host0"] == 0 || x["link0"] == 0 {
 		t.Errorf("%s is ready but XDP programs are %v", what, x)
 	}
+	return r
+}
+
+// signal sends sig to the run and returns its log once it has exited (with
+// status 0 unless sig is SIGKILL).
+func (r *runningCLI) signal(t *testing.T, sig os.Signal) string {
+	t.Helper()
 	start := time.Now()
-	if err := cmd.Process.Signal(sig); err != nil {
+	if err := r.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-r.exited:
 		if err != nil && sig != syscall.SIGKILL {
-			t.Errorf("%s after %v: %v (want exit 0)\n%s", what, sig, err, log.String())
+			t.Errorf("%s after %v: %v (want exit 0)\n%s", r.what, sig, err, r.log.String())
 		}
-		t.Logf("%s exited %v after %v", what, time.Since(start).Round(time.Millisecond), sig)
+		t.Logf("%s exited %v after %v", r.what, time.Since(start).Round(time.Millisecond), sig)
 	case <-time.After(5 * time.Second):
-		t.Fatalf("%s still running 5 s after %v:\n%s", what, sig, log.String())
+		t.Fatalf("%s still running 5 s after %v", r.what, sig)
 	}
-	return log.String()
+	r.cancel()
+	return r.log.String()
 }
 
 // cells sim needs no root: it runs the simulated fabric's scenarios, prints

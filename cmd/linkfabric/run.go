@@ -21,6 +21,7 @@ import (
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/xdp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -47,7 +48,8 @@ func parseXDPMode(s string) (bpf.AttachMode, error) {
 func runCmd() *cobra.Command {
 	var (
 		ns, xdpMode, metricsAddr string
-		fastPath                 string
+		fastPath, zeroCopy       string
+		needWakeup               bool
 		cfg                      dataplane.Config
 		mode                     string
 		statsEvery               time.Duration
@@ -213,6 +215,22 @@ class (arrays of 8, class 0 first), pfc_rx_pause, pfc_tx (frames sent toward the
 host naming the class), pfc_xoff (pauses begun), pfc_xon (resumes); pfc_tx minus
 both is the refreshes.
 
+AF_XDP on real NICs: --zerocopy chooses how every socket moves frames, never
+left to what the first port happens to allow. auto (the default) binds zero-copy
+and, if any port refuses it (a driver without AF_XDP zero-copy, as veth, or a port
+whose XDP program runs in generic mode), binds them all in copy mode; on binds
+zero-copy or refuses to start, naming the port and the fix; off binds copy mode.
+The ports share one UMEM, so they share one mode. The log line "AF_XDP sockets
+bound" says what was asked, what the sockets got and why; 'linkfabric stats' has
+it under dataplane.afxdp, and each port's sockets (one per receive queue) with
+their mode under port_NAME.sockets. --need-wakeup (default true) binds with
+XDP_USE_NEED_WAKEUP: a transmit kick or a fill-ring wakeup is a syscall only when
+the driver asks (in copy mode every kick still is). The UMEM is sized per queue:
+--frames-per-queue (2 × --ring-size) for each socket, plus the mode's buffers.
+A link port with a single TX queue has no priority lane: PFC, loss notifications,
+retransmissions and session frames are placed ahead of data within its one queue,
+the log says so once, and the link session agrees on one lane at both ends.
+
 On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
 checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
 does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
@@ -224,6 +242,8 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
   linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101   # a fabric node: link ports only
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --node sw1 --mode forward --fastpath afxdp   # the AF_XDP path, for comparison
+  linkfabric run --netns sw1 --host-port enp1s0f0 --link-port enp1s0f1 --mode lg --zerocopy on   # NICs: zero-copy or fail
+  linkfabric run --node sw1 --mode forward --fastpath afxdp --need-wakeup=false
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll
   linkfabric run --node sw2 --mode forward --port-rate host0=200M --port-buffer host0=128K
@@ -250,6 +270,9 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 				return err
 			}
 			if cfg.FastPath, err = dataplane.ParseFastPath(fastPath); err != nil {
+				return err
+			}
+			if err := afxdpFlags(&cfg, zeroCopy, needWakeup); err != nil {
 				return err
 			}
 			cfg.Mode = dataplane.Mode(mode)
@@ -361,7 +384,10 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
 	f.StringVar(&fastPath, "fastpath", "auto", "mode forward: auto (frames go port to port in the kernel where possible, through AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); other modes use AF_XDP")
-	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by both ports (default 8 × --ring-size: 16384)")
+	f.StringVar(&zeroCopy, "zerocopy", "auto", "AF_XDP mode of every socket: auto (zero-copy if every port's driver takes it, else copy; the log says which and why), on (zero-copy, or refuse to start) or off (copy)")
+	f.BoolVar(&needWakeup, "need-wakeup", true, "bind the AF_XDP sockets with XDP_USE_NEED_WAKEUP: TX kicks and fill-ring wakeups are syscalls only when the kernel asks (false: always)")
+	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by all ports (default: --frames-per-queue × the ports' receive queues, plus the mode's buffers)")
+	f.Uint32Var(&cfg.FramesPerQueue, "frames-per-queue", 0, "UMEM frames per AF_XDP socket (one per receive queue of each port): its fill ring and what waits on its RX and TX rings (default 2 × --ring-size, 3 × in mode cells; at least --ring-size)")
 	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, 2048 or 4096 (default 4096)")
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 256)")
 	f.IntVar(&cfg.TxBudget, "tx-budget", 0, "frames one TX kick may move in copy mode (XDP_MAX_TX_SKB_BUDGET; default 256, -1 keeps the kernel's 32)")
@@ -370,6 +396,16 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
 	return cmd
+}
+
+// afxdpFlags applies --zerocopy and --need-wakeup to cfg.
+func afxdpFlags(cfg *dataplane.Config, zeroCopy string, needWakeup bool) error {
+	z, err := dataplane.ParseZeroCopy(zeroCopy)
+	if err != nil {
+		return err
+	}
+	cfg.ZeroCopy, cfg.NoNeedWakeup = z, !needWakeup
+	return nil
 }
 
 // fecFlags checks the --fec-* flags against --mode: they belong to mode fec,
@@ -516,7 +552,7 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 	for i := range d.Ports().N() {
 		p := d.Port(i)
 		log.Info("port", "dev", p.Name, "role", p.Role, "xdp", p.Program().Mode().String(),
-			"queues", len(p.Sockets()), "afxdp", p.Sockets()[0].Mode().String())
+			"queues", len(p.Sockets()), "tx_lanes", p.Lanes(), "afxdp", socketModes(p.Sockets()))
 		if s, ok := cfg.Shape[p.Name]; ok {
 			log.Info("port rate limit", "dev", p.Name, "rate", netns.BitRate(s.Rate).String(), "buffer", netns.ByteSize(s.Buffer).String(), "burst", netns.ByteSize(s.Burst).String())
 		}
@@ -672,14 +708,25 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 		for _, s := range p.Sockets() {
 			if st, err := s.Stats(); err == nil {
 				kicks, stalls, nobufs := s.KickCounters()
-				socks = append(socks, map[string]any{"queue": s.Queue(), "mode": s.Mode().String(), "xdp_statistics": st,
-					"tx_kicks": kicks, "tx_kick_stalls": stalls, "tx_kick_nobufs": nobufs})
+				socks = append(socks, map[string]any{"queue": s.Queue(), "mode": s.Mode().String(), "need_wakeup": s.NeedWakeup(),
+					"xdp_statistics": st, "tx_kicks": kicks, "tx_kick_stalls": stalls, "tx_kick_nobufs": nobufs})
 			}
 		}
 		pd["sockets"] = socks
+		pd["tx_lanes"] = p.Lanes()
 		doc["port_"+p.Name] = pd
 	}
 	return doc
+}
+
+// socketModes is the AF_XDP mode of each of a port's sockets, in queue
+// order ("copy", or "copy,copy" for two queues).
+func socketModes(socks []*xdp.Socket) string {
+	m := make([]string, len(socks))
+	for i, s := range socks {
+		m[i] = s.Mode().String()
+	}
+	return strings.Join(m, ",")
 }
 
 // cellsDoc is the cells part of /stats.json.

@@ -136,3 +136,41 @@ func TestParseHostList(t *testing.T) {
 		}
 	}
 }
+
+// TestAFXDPFlags: run's --zerocopy defaults to auto and --need-wakeup to
+// true; both parse into the dataplane's configuration, and a --zerocopy
+// that is none of auto, on and off is refused with the choices named.
+func TestAFXDPFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		zc       dataplane.ZeroCopy
+		noWakeup bool
+	}{
+		{nil, dataplane.ZeroCopyAuto, false},
+		{[]string{"--zerocopy", "on"}, dataplane.ZeroCopyOn, false},
+		{[]string{"--zerocopy=off", "--need-wakeup=false"}, dataplane.ZeroCopyOff, true},
+		{[]string{"--zerocopy", "Auto", "--need-wakeup"}, dataplane.ZeroCopyAuto, false},
+	} {
+		f := runCmd().Flags()
+		if err := f.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		zc, _ := f.GetString("zerocopy")
+		nw, _ := f.GetBool("need-wakeup")
+		var cfg dataplane.Config
+		if err := afxdpFlags(&cfg, zc, nw); err != nil || cfg.ZeroCopy != tc.zc || cfg.NoNeedWakeup != tc.noWakeup {
+			t.Errorf("%v: zerocopy %q need-wakeup %v → %q, NoNeedWakeup %v, %v; want %q, %v", tc.args, zc, nw, cfg.ZeroCopy, cfg.NoNeedWakeup, err, tc.zc, tc.noWakeup)
+		}
+	}
+	var cfg dataplane.Config
+	err := afxdpFlags(&cfg, "maybe", true)
+	if err == nil || !strings.Contains(err.Error(), "--zerocopy") || !strings.Contains(err.Error(), "auto") || !strings.Contains(err.Error(), "off") {
+		t.Errorf("--zerocopy maybe: %v; want an error naming the flag and its choices", err)
+	}
+	f := runCmd().Flags()
+	for _, name := range []string{"frames", "frames-per-queue"} {
+		if f.Lookup(name) == nil {
+			t.Errorf("run has no --%s", name)
+		}
+	}
+}
