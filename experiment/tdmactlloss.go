@@ -28,20 +28,16 @@ type CtlLossRun struct {
 type TDMACtlLossResult struct {
 	Config TDMACtlLossConfig `json:"config"`
 	Runs   []CtlLossRun      `json:"runs"`
-	Forced bool              `json:"forced"`
-	CPUPre float64           `json:"cpu_busy_before_pct"`
+	Precheck
 }
 
 // TDMACtlLoss runs the shuffle at every loss in every mode, Runs times.
 func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlLossResult, error) {
-	if err := e.defaults(); err != nil {
-		return nil, err
-	}
-	busy, err := CheckCPU(cfg.Shuffle.Force)
+	pre, err := e.precheck(cfg.Shuffle.Force)
 	if err != nil {
 		return nil, err
 	}
-	res := &TDMACtlLossResult{Config: cfg, Forced: cfg.Shuffle.Force && busy > SaturatedLimit, CPUPre: busy}
+	res := &TDMACtlLossResult{Config: cfg, Precheck: pre}
 	for run := 1; run <= cfg.Shuffle.Runs; run++ {
 		for _, p := range cfg.Losses {
 			for _, m := range cfg.Modes {
@@ -70,7 +66,5 @@ func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 			a.Switch.P99BacklogPkts, a.LostFrames, a.Incomplete, a.CtlLost, a.LeaseExpiries, a.FreeRunOpens, a.OverIdeal, a.CPUBusyPct, a.LoadAvg)
 	}
 	tw.Flush()
-	if r.Forced {
-		fmt.Fprintf(w, "\nforced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
-	}
+	r.Precheck.print(w)
 }

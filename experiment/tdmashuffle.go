@@ -32,29 +32,17 @@ type TDMAShuffleConfig struct {
 
 // ShuffleArm is one arm's run.
 type ShuffleArm struct {
-	Arm            string      `json:"arm"`
-	Run            int         `json:"run"`
-	IdealS         float64     `json:"ideal_s"`
-	CompletionS    float64     `json:"completion_s"`
-	OverIdeal      float64     `json:"completion_over_ideal"`
-	SpreadS        float64     `json:"finish_spread_s"` // last − first flow finish
-	Finishes       []float64   `json:"finishes_s"`      // per flow, from the start
-	Switch         SwitchStats `json:"switch"`
-	Collisions     uint64      `json:"collisions"`
-	LostFrames     uint64      `json:"lost_frames"`
-	Incomplete     int         `json:"incomplete_flows"`
-	HostDrops      uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
-	CtlLost        uint64      `json:"control_lost"`   // grants dropped on purpose or missed
-	LeaseExpiries  uint64      `json:"lease_expiries"`
-	FreeRunOpens   uint64      `json:"freerun_opens"`
-	OverrunBytes   uint64      `json:"overrun_bytes"`
-	Retransmits    uint64      `json:"tcp_retransmits,omitempty"`
-	CtlOverheadPct float64     `json:"control_overhead_pct,omitempty"`
-	FMLateP99us    float64     `json:"fm_late_p99_us,omitempty"`
-	FMRT           bool        `json:"fm_rt,omitempty"`
-	HostRT         bool        `json:"host_rt,omitempty"`
-	CPUBusyPct     float64     `json:"cpu_busy_pct"`
-	LoadAvg        float64     `json:"load_avg"`
+	Arm         string    `json:"arm"`
+	Run         int       `json:"run"`
+	IdealS      float64   `json:"ideal_s"`
+	CompletionS float64   `json:"completion_s"`
+	OverIdeal   float64   `json:"completion_over_ideal"`
+	SpreadS     float64   `json:"finish_spread_s"` // last − first flow finish
+	Finishes    []float64 `json:"finishes_s"`      // per flow, from the start
+	Incomplete  int       `json:"incomplete_flows"`
+	Retransmits uint64    `json:"tcp_retransmits,omitempty"`
+	ArmMeasures
+	TDMACounters
 }
 
 // TDMAShuffleResult is the experiment's outcome.
@@ -62,8 +50,7 @@ type TDMAShuffleResult struct {
 	Config  TDMAShuffleConfig  `json:"config"`
 	Runs    []ShuffleArm       `json:"runs"`
 	Summary map[string]ArmSumm `json:"summary"`
-	Forced  bool               `json:"forced"`
-	CPUPre  float64            `json:"cpu_busy_before_pct"`
+	Precheck
 }
 
 // ArmSumm is an arm's medians over the runs.
@@ -87,14 +74,11 @@ const (
 
 // TDMAShuffle runs the shuffle arms Runs times, interleaved.
 func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuffleResult, error) {
-	if err := e.defaults(); err != nil {
-		return nil, err
-	}
-	busy, err := CheckCPU(cfg.Force)
+	pre, err := e.precheck(cfg.Force)
 	if err != nil {
 		return nil, err
 	}
-	res := &TDMAShuffleResult{Config: cfg, Forced: cfg.Force && busy > SaturatedLimit, CPUPre: busy, Summary: map[string]ArmSumm{}}
+	res := &TDMAShuffleResult{Config: cfg, Precheck: pre, Summary: map[string]ArmSumm{}}
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
 			e.progress("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), LoadAvg())
@@ -125,107 +109,61 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, extra []string) (ShuffleArm, error) {
 	c := cfg.Star
 	out := ShuffleArm{Arm: arm, Run: run}
-	tb, err := e.upStar(c)
-	if err != nil {
-		return out, err
-	}
-	defer tb.Down()
-	stop := make(chan struct{})
-	sw, err := sampleSwitch(tb.NS("sw"), c.Hosts, stop)
-	if err != nil {
-		return out, err
-	}
-	hostDrops := func() uint64 {
-		var n uint64
-		st := make([]netns.QdiscStat, 1)
-		for i := 1; i <= c.Hosts; i++ {
-			if r, err := netns.NewQdiscReader(tb.NS("h"+strconv.Itoa(i)), []string{"eth0"}); err == nil {
-				if r.Read(st) == nil {
-					n += uint64(st[0].Drops)
-				}
-				r.Close()
-			}
-		}
-		return n
-	}
-	hd0 := hostDrops()
-	cpu0, _ := ReadCPU()
 	perHost := float64(int64(c.Hosts-1)*cfg.Size) * 8 / float64(c.Rate)
-	switch arm {
-	case "tdma":
-		out.IdealS = perHost * wireFrame / rawPayload
-		dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-%s-run%d%s", c.Mode, run, strings.Join(extra, "")))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return out, err
-		}
-		timeout := time.Duration(out.IdealS*5*float64(time.Second)) + 20*time.Second
-		r, err := e.runTDMA(ctx, tb, c, dir, timeout, func(int) []string {
-			return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
-		})
-		if err != nil {
-			close(stop)
-			return out, err
-		}
-		first := int64(0)
-		var done []int64
-		for i, h := range r.Hosts {
-			if h.FirstSend != 0 && (first == 0 || h.FirstSend < first) {
-				first = h.FirstSend
+	err := e.onStar(c, &out.ArmMeasures, func(tb *netns.Testbed) error {
+		switch arm {
+		case "tdma":
+			out.IdealS = perHost * wireFrame / rawPayload
+			dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-%s-run%d%s", c.Mode, run, strings.Join(extra, "")))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
 			}
-			for j, d := range h.RecvDone {
-				if j == i {
-					continue
-				}
-				if d == 0 { // raw mode does not retransmit: a lost frame leaves the flow short
-					out.Incomplete++
-					e.progress("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
-					continue
-				}
-				done = append(done, d)
+			timeout := time.Duration(out.IdealS*5*float64(time.Second)) + 20*time.Second
+			r, err := e.runTDMA(ctx, tb, c, dir, timeout, func(int) []string {
+				return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
+			})
+			if err != nil {
+				return err
 			}
-			out.Collisions += h.Collisions
-			out.CtlLost += h.CtlDrop + h.G.CtlLost
-			out.LeaseExpiries += h.G.LeaseExpiries
-			out.FreeRunOpens += h.G.FreeRunOpens
-			out.HostRT = out.HostRT || h.RT
-			out.LostFrames += h.RecvLost
-			out.OverrunBytes += h.G.OverrunBytes
+			first := int64(0)
+			var done []int64
+			for i, h := range r.Hosts {
+				if h.FirstSend != 0 && (first == 0 || h.FirstSend < first) {
+					first = h.FirstSend
+				}
+				for j, d := range h.RecvDone {
+					if j == i {
+						continue
+					}
+					if d == 0 { // raw mode does not retransmit: a lost frame leaves the flow short
+						out.Incomplete++
+						e.progress("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
+						continue
+					}
+					done = append(done, d)
+				}
+			}
+			for _, d := range done {
+				out.Finishes = append(out.Finishes, float64(d-first)/1e9)
+			}
+			out.TDMACounters = r.counters(c)
+		case "tcp":
+			out.IdealS = perHost * wireFrame / tcpPayload
+			r0 := tcpRetrans(tb, c.Hosts)
+			fin, err := tcpShuffle(ctx, tb, c.Hosts, cfg.Size)
+			if err != nil {
+				return err
+			}
+			out.Finishes = fin
+			out.Retransmits = tcpRetrans(tb, c.Hosts) - r0
+		default:
+			return fmt.Errorf("arm %q: want tdma or tcp", arm)
 		}
-		for _, d := range done {
-			out.Finishes = append(out.Finishes, float64(d-first)/1e9)
-		}
-		out.FMLateP99us, out.FMRT = r.FM.LateP99us, r.FM.RT
-		if r.FM.Duration > 0 {
-			out.CtlOverheadPct = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
-		}
-	case "tcp":
-		out.IdealS = perHost * wireFrame / tcpPayload
-		var r0 uint64
-		for i := 1; i <= c.Hosts; i++ {
-			v, _ := netns.SNMP(tb.NS("h"+strconv.Itoa(i)), "Tcp", "RetransSegs")
-			r0 += v
-		}
-		fin, err := tcpShuffle(ctx, tb, c.Hosts, cfg.Size)
-		if err != nil {
-			close(stop)
-			return out, err
-		}
-		out.Finishes = fin
-		var r1 uint64
-		for i := 1; i <= c.Hosts; i++ {
-			v, _ := netns.SNMP(tb.NS("h"+strconv.Itoa(i)), "Tcp", "RetransSegs")
-			r1 += v
-		}
-		out.Retransmits = r1 - r0
-	default:
-		close(stop)
-		return out, fmt.Errorf("arm %q: want tdma or tcp", arm)
+		return nil
+	})
+	if err != nil {
+		return out, err
 	}
-	close(stop)
-	out.Switch = sw()
-	out.HostDrops = hostDrops() - hd0
-	cpu1, _ := ReadCPU()
-	out.CPUBusyPct, out.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
 	slices.Sort(out.Finishes)
 	if n := len(out.Finishes); n > 0 {
 		out.CompletionS = out.Finishes[n-1]
@@ -241,10 +179,8 @@ func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string
 func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]float64, error) {
 	lns := make([]net.Listener, n)
 	for j := range lns {
-		if err := netns.Do(tb.NS("h"+strconv.Itoa(j+1)), func() (err error) {
-			lns[j], err = net.Listen("tcp4", netns.StarAddr(j+1)+":5301")
-			return err
-		}); err != nil {
+		var err error
+		if lns[j], err = listenOn(tb, j+1, 5301); err != nil {
 			return nil, err
 		}
 		defer lns[j].Close()
@@ -281,11 +217,8 @@ func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]fl
 			if i == j {
 				continue
 			}
-			var c net.Conn
-			if err := netns.Do(tb.NS("h"+strconv.Itoa(i+1)), func() (err error) {
-				c, err = net.DialTimeout("tcp4", netns.StarAddr(j+1)+":5301", 5*time.Second)
-				return err
-			}); err != nil {
+			c, err := dialFrom(tb, i+1, j+1, 5301)
+			if err != nil {
 				return nil, err
 			}
 			wg.Add(1)
@@ -311,15 +244,8 @@ func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]fl
 
 // WriteTDMAShuffle writes shuffle.json, flows.csv into dir; returns paths.
 func WriteTDMAShuffle(dir string, r *TDMAShuffleResult) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	b, err := jsonIndent(r)
+	jp, err := writeResultJSON(dir, "shuffle.json", r)
 	if err != nil {
-		return nil, err
-	}
-	jp := filepath.Join(dir, "shuffle.json")
-	if err := os.WriteFile(jp, b, 0o644); err != nil {
 		return nil, err
 	}
 	cp := filepath.Join(dir, "flows.csv")
@@ -356,7 +282,5 @@ func PrintTDMAShuffle(w io.Writer, r *TDMAShuffleResult) {
 		fmt.Fprintf(w, "  %-5s completion ÷ ideal %.3f (paper %.3f), finish spread %.3f s, switch drops %.0f, collisions %.0f, control overhead %.3f %%, retransmits %.0f\n",
 			arm, s.OverIdeal, s.PaperRatio, s.SpreadS, s.Drops, s.Collisions, s.Overhead, s.Retransmits)
 	}
-	if r.Forced {
-		fmt.Fprintf(w, "\nforced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
-	}
+	r.Precheck.print(w)
 }

@@ -13,12 +13,24 @@ func tdmaCmd() *cobra.Command {
 manager gives hosts time slots with 802.1Qbb frames; hosts hold a lease on
 every grant, so a lost pause never lets them send into another host's slot.
 
-  sim   the simulated star (package tdmaagent/tdmasim): N hosts, a switch of
-        rate-limited FIFO ports, the fabric manager; the issue's must-shows on a
-        virtual clock, deterministic for a seed, no root needed`,
-		Example: `  linkfabric tdma sim --scenario ctlloss`,
+  sim      the simulated star (package tdmaagent/tdmasim): N hosts, a switch
+           of rate-limited FIFO ports, the fabric manager; the issue's
+           must-shows on a virtual clock, deterministic for a seed, no root
+  fm, host the fabric manager and a host agent, as processes
+  shuffle  all-to-all on the shaped star, TDMA against TCP (§6.1, Fig. 7)
+  ctlloss  the shuffle under lost grants: paper vs lease vs free-run
+  rpc      RPC latency under bulk traffic, TDMA against TCP and the idle
+           network (§6.2, Figs. 9–10)
+  rr       round-robin blocks by block size, TDMA against TCP (§6.3, Fig. 11)
+
+The experiments (shuffle, ctlloss, rpc, rr) bring the star up and down
+themselves, need root, refuse to start on a saturated machine unless
+--force, and write JSON with a summary of medians, CSV and plots.`,
+		Example: `  linkfabric tdma sim --scenario ctlloss
+  sudo linkfabric tdma rpc --buffer 64k --arms tcp,tdma,idle
+  sudo linkfabric tdma rr --blocks 0.25,0.5,1,2,4,16 --arms tcp,tdma`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaRPCCmd(), tdmaRRCmd())
 	return cmd
 }
 

@@ -1,24 +1,17 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strings"
-	"time"
+	"io"
 
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/spf13/cobra"
 )
 
 func tdmaShuffleCmd() *cobra.Command {
 	var (
-		hosts, runs, rt, hostRT        int
-		size, rate, burst, limit, arms string
-		mode, sch, prefix, out         string
-		slot, guard, margin            time.Duration
-		force                          bool
+		sf   tdmaStarFlags
+		size string
 	)
 	cmd := &cobra.Command{
 		Use:   "shuffle",
@@ -48,65 +41,29 @@ flows.csv into --out, and each TDMA run's agent logs and statistics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c experiment.TDMAShuffleConfig
-			c.Star = experiment.TDMAStar{Hosts: hosts, Slot: slot, Guard: guard, Mode: mode, RT: rt, HostRT: hostRT, Sched: sch, Margin: margin}
-			if hosts < 2 || hosts > 8 {
-				return fmt.Errorf("--hosts %d: want 2 to 8", hosts)
-			}
-			if _, err := gate.ParseMode(mode); err != nil {
-				return fmt.Errorf("--mode: %w", err)
+			var err error
+			if c.Star, err = sf.star(); err != nil {
+				return err
 			}
 			var sz netns.ByteSize
 			if err := cellsSizeFlag("size", size, &sz); err != nil {
 				return err
 			}
 			c.Size = int64(sz)
-			if err := cellsRateFlag("rate", rate, &c.Star.Rate); err != nil {
+			if c.Arms, err = sf.armList([]string{"tdma", "tcp"}); err != nil {
 				return err
 			}
-			if err := cellsSizeFlag("burst", burst, &c.Star.Burst); err != nil {
-				return err
-			}
-			if err := cellsSizeFlag("limit", limit, &c.Star.Limit); err != nil {
-				return err
-			}
-			if runs < 1 {
-				return fmt.Errorf("--runs %d: want at least 1", runs)
-			}
-			c.Runs, c.Force, c.Dir = runs, force, out
-			for _, a := range strings.Split(arms, ",") {
-				if a != "tdma" && a != "tcp" {
-					return fmt.Errorf("--arms: %q: want tdma, tcp or both", a)
-				}
-				c.Arms = append(c.Arms, a)
-			}
-			env := &experiment.Env{Prefix: prefix}
+			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
+			env := &experiment.Env{Prefix: sf.prefix}
 			r, err := env.TDMAShuffle(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
-				experiment.PrintTDMAShuffle(os.Stdout, r)
-				if paths, werr := experiment.WriteTDMAShuffle(out, r); werr == nil {
-					fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-				}
+				reportTDMA(func(w io.Writer) { experiment.PrintTDMAShuffle(w, r) }, func() ([]string, error) { return experiment.WriteTDMAShuffle(sf.out, r) })
 			}
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&hosts, "hosts", 4, "hosts on the star (2..8)")
-	f.StringVar(&size, "size", "4MiB", "bytes each host sends to each other host")
-	f.StringVar(&rate, "rate", "100M", "line rate of every host NIC and switch port (TBF)")
-	f.StringVar(&burst, "burst", "16K", "TBF burst")
-	f.StringVar(&limit, "limit", "64K", "switch port buffer (TBF limit)")
-	f.DurationVar(&slot, "slot", 5*time.Millisecond, "TDMA slot length")
-	f.DurationVar(&guard, "guard", 300*time.Microsecond, "TDMA guard time")
-	f.DurationVar(&margin, "margin", 50*time.Microsecond, "taken off every window's close")
-	f.StringVar(&mode, "mode", "lease", "lease, freerun or paper")
-	f.StringVar(&sch, "scheduler", "rotor", "rotor, wrr or bvn")
-	f.IntVar(&rt, "rt", 60, "SCHED_FIFO priority of the FM's clock thread (0: the default scheduler)")
-	f.IntVar(&hostRT, "host-rt", 0, "SCHED_FIFO priority of the agents' threads (0: the default scheduler; measured: RT agents starve the softirqs that pace the TBFs and lose frames)")
-	f.StringVar(&arms, "arms", "tdma,tcp", "arms to run: tdma, tcp")
-	f.IntVar(&runs, "runs", 3, "runs per arm (interleaved); the summary gives medians")
-	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&prefix, "prefix", "lftx", "testbed namespace prefix")
-	f.StringVar(&out, "out", "out/tdma-shuffle", "directory for shuffle.json, flows.csv and the agents' logs")
+	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: []string{"tdma", "tcp"}, armsValue: "tdma,tcp",
+		prefix: "lftx", out: "out/tdma-shuffle"})
+	cmd.Flags().StringVar(&size, "size", "4MiB", "bytes each host sends to each other host")
 	return cmd
 }

@@ -85,6 +85,7 @@ type pingState struct {
 	client  bool
 	server  int   // client: the server's index
 	reserve int   // pong: the client a slot a round is reserved for (-1: none)
+	booked  int   // pong: slots to it in the latest schedule
 	every   int64 // ns
 	delay   int64
 	offs    [maxPingOffsets]int64
@@ -133,11 +134,29 @@ func (p *pingState) first(now int64) {
 	}
 }
 
+// onSchedule notes how many slots to the reserved client the round s (the
+// next one) gives this host.
+func (p *pingState) onSchedule(s *wire.Schedule) {
+	if p.reserve < 0 {
+		return
+	}
+	p.booked = 0
+	if c := s.ClassMap[p.reserve]; c >= 0 {
+		for k := 0; k < int(s.NSlots); k++ {
+			if s.Slot[k] == c {
+				p.booked++
+			}
+		}
+	}
+}
+
 // demand is what the RPC workload adds to the demand for j: a waiting
 // batch's requests, the queued answers, and a pong server's reservation of
-// one slot a round (the FM subtracts what the running round carries from
-// every report, so one slot a round is reported as a slot's capacity plus
-// one byte).
+// one slot a round. The FM builds a round from the latest report less what
+// the round before it (the latest schedule a host has) carries, so the
+// reservation is reported as the slots that round books to the client plus
+// one byte: one more slot, whatever the last round had (a constant report
+// makes the FM alternate two slots and none).
 func (p *pingState) demand(j int, slotCap int64) int64 {
 	var d int64
 	if p.client && p.pending && j == p.server {
@@ -149,7 +168,7 @@ func (p *pingState) demand(j int, slotCap int64) int64 {
 		}
 	}
 	if j == p.reserve && slotCap > 0 {
-		d += slotCap + 1
+		d += int64(p.booked)*slotCap + 1
 	}
 	return d
 }

@@ -92,6 +92,7 @@ func (a *Agent) loop() error {
 	r.queued = func(j int) int64 { return a.queued(r, j) }
 	onSched := func(s *wire.Schedule) {
 		r.slotCap = int64(a.cfg.Rate/8) * int64(s.SlotLen-s.Guard) / 1e9
+		r.ping.onSchedule(s)
 		if s.Round != r.lastRep {
 			if r.lastRep == 0 {
 				r.ping.first(clock.Now())
