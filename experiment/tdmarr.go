@@ -106,7 +106,7 @@ func (e *Env) TDMARR(ctx context.Context, cfg TDMARRConfig) (*TDMARRResult, erro
 		for _, b := range cfg.Blocks {
 			for _, arm := range cfg.Arms {
 				bb := int64(math.Round(b * float64(C)))
-				e.progress("tdma rr: run %d/%d, block %g slot capacities (%s), arm %s (load average %.1f)", run, cfg.Runs, b, netns.ByteSize(bb), arm, LoadAvg())
+				e.progress("tdma rr: run %d/%d, block %g slot capacities (%d B), arm %s (load average %.1f)", run, cfg.Runs, b, bb, arm, LoadAvg())
 				r, err := e.rrOnce(ctx, cfg, b, bb, arm, run)
 				if err != nil {
 					res.Summary = summarizeRR(cfg.Arms, cfg.Blocks, res.Runs) // of the runs done
@@ -295,7 +295,7 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 	}
 	pp := filepath.Join(dir, "rr-throughput.png")
 	err = fct.PlotLines(pp, fct.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
-		XLabel: fmt.Sprintf("block (slot capacities of %s)", netns.ByteSize(r.SlotCapacity)), YLabel: "per-host throughput ÷ port rate",
+		XLabel: fmt.Sprintf("block (slot capacities of %d B)", r.SlotCapacity), YLabel: "per-host throughput ÷ port rate",
 		LogX: true, Ref: 0.85, RefLabel: "0.85 (target for TDMA at ≥ 2 capacities)", YFrom0: true}, series...)
 	if err != nil {
 		return []string{jp, cp}, err
@@ -316,7 +316,7 @@ func PrintTDMARR(w io.Writer, r *TDMARRResult) {
 			strings.Join(ph, " "), x.Blocks, x.Switch.Drops, x.Collisions, x.LostFrames, x.Retransmits, x.CtlOverheadPct, x.CPUBusyPct, x.LoadAvg)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nmedians (slot capacity %s = rate × (slot − guard) / 8; TDMA's ceiling %.3f × rate):\n", netns.ByteSize(r.SlotCapacity), r.TDMACeiling)
+	fmt.Fprintf(w, "\nmedians (slot capacity %d B = rate × (slot − guard) / 8; TDMA's ceiling %.3f × rate):\n", r.SlotCapacity, r.TDMACeiling)
 	for _, arm := range r.Config.Arms {
 		var parts []string
 		for _, p := range r.Summary.Arms[arm] {

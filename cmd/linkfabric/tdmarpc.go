@@ -50,7 +50,9 @@ bulk in). The summary gives medians over --runs, TDMA p95 ÷ TCP p95 and
 of TCP's, ≤ 1.5 × idle's, and a bulk hit ≤ the ping slots' share + 1 point.
 The paper: TDMA RTT ≥ 3× lower than TCP's at p95, about the idle network's;
 a ping every 100 slots cost ~1 % (use --ping-every 500ms for that share at
-5 ms slots). Control overhead is the FM's grant bytes per host ÷ the rate.
+5 ms slots). Every request wakes the client's and the server's agents, so
+many --offsets per slot take CPU from the bulk senders' agents on a small
+machine, which shows in the hit; --offsets 0 sends one request a batch. Control overhead is the FM's grant bytes per host ÷ the rate.
 
 It refuses to start when the CPUs are over 85 % busy (--force runs anyway
 and the report says so). Writes rpc.json (with the summary), rpc-runs.csv,
