@@ -117,6 +117,10 @@ const rpcPaper = "paper (§6.2): TDMA RTT ≥ 3× lower than with TCP cross traf
 
 // TDMARPC runs the arms Runs times, interleaved.
 func (e *Env) TDMARPC(ctx context.Context, cfg TDMARPCConfig) (*TDMARPCResult, error) {
+	if cfg.Star.Hosts != rpcHosts || len(cfg.Offsets) == 0 || cfg.PingEvery <= 0 || cfg.Phase <= 0 || cfg.Runs < 1 {
+		return nil, fmt.Errorf("tdma rpc: want %d hosts, an offset or more, a ping interval, a phase and a run (have %d hosts, %d offsets, every %v, phase %v, %d runs)",
+			rpcHosts, cfg.Star.Hosts, len(cfg.Offsets), cfg.PingEvery, cfg.Phase, cfg.Runs)
+	}
 	pre, err := e.precheck(cfg.Force)
 	if err != nil {
 		return nil, err

@@ -94,6 +94,10 @@ const rrPaper = "paper (§6.3, Fig. 11): TCP reaches at best ~0.45 of the link; 
 
 // TDMARR runs every block size and arm Runs times, interleaved.
 func (e *Env) TDMARR(ctx context.Context, cfg TDMARRConfig) (*TDMARRResult, error) {
+	if len(cfg.Blocks) == 0 || cfg.Duration <= 0 || cfg.Runs < 1 || cfg.Star.SlotCapacity() <= 0 {
+		return nil, fmt.Errorf("tdma rr: want a block size, a duration, a run and a slot longer than its guard (have %d blocks, %v, %d runs, slot %v, guard %v)",
+			len(cfg.Blocks), cfg.Duration, cfg.Runs, cfg.Star.Slot, cfg.Star.Guard)
+	}
 	pre, err := e.precheck(cfg.Force)
 	if err != nil {
 		return nil, err
