@@ -428,3 +428,110 @@ func PlotPanels(path string, panels []LinePanel) error {
 	}
 	return f.Close()
 }
+
+// LineStyle is how PlotLines draws a series.
+type LineStyle int
+
+// Line styles.
+const (
+	LinePoints LineStyle = iota // a line through the points, marked
+	Points                      // markers only (a scatter)
+	Steps                       // a step line (a CDF)
+)
+
+// XYSeries is one series of PlotLines: points (X[i], Y[i]).
+type XYSeries struct {
+	Name  string
+	X, Y  []float64
+	Style LineStyle
+}
+
+// LinesOptions configures PlotLines.
+type LinesOptions struct {
+	Title, XLabel, YLabel string
+	LogX                  bool    // x on a log scale (every X must be > 0)
+	Ref                   float64 // a dashed horizontal line at Ref (0: none)
+	RefLabel              string
+	YFrom0                bool // the y axis starts at 0
+	LegendBottom          bool // the legend bottom right (CDFs) instead of top right
+}
+
+// PlotLines draws series on one set of axes (the experiments' curves:
+// throughput against block size, RTT against offset, CDFs) and saves it to
+// path (format from the extension). Empty series are skipped; it fails if
+// every series is empty.
+func PlotLines(path string, opt LinesOptions, series ...XYSeries) error {
+	p := plot.New()
+	p.Title.Text = opt.Title
+	p.X.Label.Text = opt.XLabel
+	p.Y.Label.Text = opt.YLabel
+	if opt.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTicks125{}
+	}
+	p.Legend.Top = !opt.LegendBottom
+	p.Add(plotter.NewGrid())
+	drawn := 0
+	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), opt.Ref
+	for i, s := range series {
+		n := min(len(s.X), len(s.Y))
+		var pts plotter.XYs
+		for k := 0; k < n; k++ {
+			if opt.LogX && s.X[k] <= 0 {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: s.X[k], Y: s.Y[k]})
+			xmin, xmax, ymax = min(xmin, s.X[k]), max(xmax, s.X[k]), max(ymax, s.Y[k])
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		drawn++
+		switch s.Style {
+		case Points:
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return fmt.Errorf("fct: plot %s: %w", s.Name, err)
+			}
+			sc.Color = plotutil.Color(i)
+			sc.Shape = plotutil.Shape(i)
+			sc.Radius = vg.Points(1.5)
+			p.Add(sc)
+			p.Legend.Add(s.Name, sc)
+		default:
+			l, sc, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return fmt.Errorf("fct: plot %s: %w", s.Name, err)
+			}
+			l.Color, l.Dashes, l.Width = plotutil.Color(i), plotutil.Dashes(i), vg.Points(1.5)
+			sc.Color, sc.Shape = plotutil.Color(i), plotutil.Shape(i)
+			if s.Style == Steps {
+				l.StepStyle = plotter.PostStep
+				sc.Radius = 0
+			}
+			p.Add(l, sc)
+			p.Legend.Add(s.Name, l)
+		}
+	}
+	if drawn == 0 {
+		return errors.New("fct: nothing to plot")
+	}
+	if opt.Ref > 0 {
+		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: opt.Ref}, {X: xmax, Y: opt.Ref}})
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		if opt.RefLabel != "" {
+			p.Legend.Add(opt.RefLabel, l)
+		}
+	}
+	if opt.LogX && xmin < xmax {
+		p.X.Min, p.X.Max = xmin/1.25, xmax*1.25
+	}
+	if opt.YFrom0 {
+		p.Y.Min, p.Y.Max = 0, ymax*1.25 // room for the legend
+	}
+	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+}

@@ -334,3 +334,20 @@ func TestPlotPanels(t *testing.T) {
 		t.Fatal("an unknown format was accepted")
 	}
 }
+func TestPlotLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lines.png")
+	err := PlotLines(path, LinesOptions{Title: "t", XLabel: "x", YLabel: "y", LogX: true, Ref: 0.85, RefLabel: "target", YFrom0: true},
+		XYSeries{Name: "a", X: []float64{0.25, 1, 16}, Y: []float64{0.2, 0.8, 0.9}},
+		XYSeries{Name: "b", X: []float64{1, 2}, Y: []float64{0.4, 0.5}, Style: Points},
+		XYSeries{Name: "c", X: []float64{10, 20, 30}, Y: []float64{0.3, 0.6, 1}, Style: Steps},
+		XYSeries{Name: "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+		t.Fatalf("%v %v", st, err)
+	}
+	if PlotLines(path, LinesOptions{LogX: true}, XYSeries{Name: "x", X: []float64{0}, Y: []float64{1}}) == nil {
+		t.Fatal("a chart with no point on its log axis was drawn")
+	}
+}

@@ -23,6 +23,9 @@ every grant, so a lost pause never lets them send into another host's slot.
            the FM frozen (SIGSTOP)
   slots    efficiency, collisions and drops per slot length: the smallest
            slot this machine can run
+  rpc      RPC latency under bulk traffic, TDMA against TCP and the idle
+           network (§6.2, Figs. 9–10)
+  rr       round-robin blocks by block size, TDMA against TCP (§6.3, Fig. 11)
   nfqueue  unmodified kernel TCP held in NFQUEUE gates, released in slots
   probe timers   slot-boundary lateness: Go timers against the agents'
                  hybrid sleeper under CFS and SCHED_FIFO (§3.2, design §2.2)
@@ -38,9 +41,12 @@ on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
 		Example: `  linkfabric tdma sim --scenario ctlloss
   linkfabric tdma probe timers --period 300us,1ms,5ms
   sudo linkfabric tdma probe spread --hosts 4 --load 0,200mbit --frame 1500,9000
-  sudo linkfabric tdma probe react --sizes 64,512,1500,9000`,
+  sudo linkfabric tdma probe react --sizes 64,512,1500,9000
+  sudo linkfabric tdma shuffle --hosts 4 --size 4MiB
+  sudo linkfabric tdma rpc --buffer 64k --arms tcp,tdma,idle
+  sudo linkfabric tdma rr --blocks 0.25,0.5,1,2,4,16 --arms tcp,tdma`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaNFQCmd(), tdmaProbeCmd())
+	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaRPCCmd(), tdmaRRCmd(), tdmaNFQCmd(), tdmaProbeCmd())
 	return cmd
 }
 

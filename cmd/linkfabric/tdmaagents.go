@@ -138,7 +138,8 @@ func tdmaHostCmd() *cobra.Command {
 		index, rt, dst                                                int
 		drop                                                          float64
 		seed                                                          uint64
-		margin, spin, exitAfter, dur                                  time.Duration
+		margin, spin, exitAfter, dur, pingEvery, pingDelay            time.Duration
+		pingOffsets                                                   []time.Duration
 		queue                                                         uint16
 	)
 	cmd := &cobra.Command{
@@ -151,7 +152,16 @@ number of slots.
 
   --gate raw      the agent is the sender: --workload shuffle sends --size to
                   every other host, bulk sends --size (0: endless) to --dst,
-                  none only receives; frames are raw Ethernet (0x88B5)
+                  rr sends blocks of --size to every other host in turn
+                  (in each window to a host, it finishes that host's block
+                  and starts at most one new one: §6.3), ping sends a batch
+                  of RPC requests to the server --dst every --ping-every,
+                  one at each --ping-offset after its window opens (§6.2),
+                  pong reserves a slot a round for answers to the client
+                  --dst, none only receives; frames are raw Ethernet
+                  (0x88B5). Every raw agent answers the requests it
+                  receives: at once if it holds a window to the requester,
+                  else in its next one
   --gate nfqueue  kernel TCP/UDP to the other hosts is held in NFQUEUE
                   --queue (iptables-legacy rules with --queue-bypass, removed
                   at exit) and released by verdicts inside the windows
@@ -159,9 +169,15 @@ number of slots.
 It runs until Ctrl-C, --duration, or --exit-after a completed shuffle, and
 prints its statistics as JSON: bytes and windows per class, windows opened
 by grant and by free-run, late opens, overrun bytes, control frames received
-and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
+and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops; rr
+blocks sent; for ping, RTT (request sent → answer) and wait (batch issued →
+answer, the wait for the slot included) quantiles in µs and up to 8192
+samples with each request's offset in its window.`,
 		Example: `  linkfabric tdma host --netns lfh1 --index 0 --hosts 10.0.0.1-4 --workload shuffle --size 4MiB
-  linkfabric tdma host --netns lfh2 --index 1 --gate nfqueue --mode freerun --drop-control 0.01`,
+  linkfabric tdma host --netns lfh2 --index 1 --gate nfqueue --mode freerun --drop-control 0.01
+  linkfabric tdma host --netns lfh4 --index 3 --workload ping --dst 2 --ping-every 100ms --ping-offset 0,1ms,2ms
+  linkfabric tdma host --netns lfh3 --index 2 --workload pong --dst 3
+  linkfabric tdma host --netns lfh1 --index 0 --workload rr --size 117KB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			hs, err := parseHostList(hosts)
@@ -197,7 +213,8 @@ and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
 			}
 			a, err := host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
 				Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, DropControl: drop, Seed: seed,
-				Work: host.Workload{Kind: work, Bytes: int64(sz), Dst: dst}, ExitAfter: exitAfter})
+				Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
+				ExitAfter: exitAfter})
 			if err != nil {
 				return err
 			}
@@ -220,9 +237,12 @@ and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops.`,
 	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the agent's thread (0: the default scheduler)")
 	f.Float64Var(&drop, "drop-control", 0, "drop this fraction of received grants on purpose (lost pause/unpause)")
 	f.Uint64Var(&seed, "seed", 1, "seed of --drop-control")
-	f.StringVar(&work, "workload", "none", "raw mode: shuffle, bulk or none")
-	f.StringVar(&size, "size", "", "bytes per flow (shuffle) or in all (bulk; empty or 0: endless)")
-	f.IntVar(&dst, "dst", 0, "bulk's destination index")
+	f.StringVar(&work, "workload", "none", "raw mode: shuffle, bulk, rr, ping, pong or none")
+	f.StringVar(&size, "size", "", "bytes per flow (shuffle), in all (bulk; empty or 0: endless) or per block (rr)")
+	f.IntVar(&dst, "dst", 0, "the peer's index: bulk's destination, ping's server, pong's client")
+	f.DurationVar(&pingEvery, "ping-every", 100*time.Millisecond, "ping: a batch of requests this often")
+	f.DurationSliceVar(&pingOffsets, "ping-offset", []time.Duration{0}, "ping: send one request at each of these offsets after the window to the server opens")
+	f.DurationVar(&pingDelay, "ping-delay", 0, "ping: the first batch this long after the first schedule")
 	f.DurationVar(&exitAfter, "exit-after", 0, "exit this long after a shuffle completes (0: run on)")
 	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")

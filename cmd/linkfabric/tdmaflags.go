@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -11,13 +15,17 @@ import (
 )
 
 // starLinkFlags are the star's links: the TBF on every host NIC and
-// switch port.
-type starLinkFlags struct{ rate, burst, limit string }
+// switch port. limitName names the switch buffer's flag ("" : --limit;
+// rpc calls it --buffer, as the paper's experiment does).
+type starLinkFlags struct{ rate, burst, limit, limitName string }
 
 func (s *starLinkFlags) bindLink(f *pflag.FlagSet, rate string) {
+	if s.limitName == "" {
+		s.limitName = "limit"
+	}
 	f.StringVar(&s.rate, "rate", rate, "line rate of every host NIC and switch port (TBF)")
 	f.StringVar(&s.burst, "burst", "16K", "TBF burst")
-	f.StringVar(&s.limit, "limit", "64K", "switch port buffer (TBF limit)")
+	f.StringVar(&s.limit, s.limitName, "64K", "switch port buffer (the switch ports' TBF limit)")
 }
 
 func (s *starLinkFlags) parse(rate *netns.BitRate, burst, limit *netns.ByteSize) error {
@@ -27,14 +35,17 @@ func (s *starLinkFlags) parse(rate *netns.BitRate, burst, limit *netns.ByteSize)
 	if err := cellsSizeFlag("burst", s.burst, burst); err != nil {
 		return err
 	}
-	return cellsSizeFlag("limit", s.limit, limit)
+	return cellsSizeFlag(s.limitName, s.limit, limit)
 }
 
 // starFlags are the flags every TDMA experiment on the star shares: the
 // testbed (hosts, rates, buffers) and the FM's and agents' timing.
+// Set hosts before binding to change --hosts' default; fixedHosts leaves
+// --hosts out (an experiment for a given number of hosts).
 type starFlags struct {
 	starLinkFlags
 	hosts, rt, hostRT         int
+	fixedHosts                bool
 	mode, sch                 string
 	slot, guard, margin, spin time.Duration
 }
@@ -50,7 +61,12 @@ func (s *starFlags) bind(f *pflag.FlagSet, mode string) {
 // bindStar registers all but --slot and --guard (for an experiment that
 // sweeps them).
 func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
-	f.IntVar(&s.hosts, "hosts", 4, "hosts on the star (2..8)")
+	if s.hosts == 0 {
+		s.hosts = 4
+	}
+	if !s.fixedHosts {
+		f.IntVar(&s.hosts, "hosts", s.hosts, "hosts on the star (2..8)")
+	}
 	s.bindLink(f, "100M")
 	f.DurationVar(&s.margin, "margin", 50*time.Microsecond, "taken off every window's close")
 	f.DurationVar(&s.spin, "spin", 0, "the agents poll without sleeping this long before a window opens (0: their default, 150µs; negative: off)")
@@ -78,4 +94,70 @@ func (s *starFlags) star() (experiment.TDMAStar, error) {
 		}
 	}
 	return c, s.parse(&c.Rate, &c.Burst, &c.Limit)
+}
+
+// tdmaStarFlags are starFlags with what an experiment of arms adds: the
+// arms, runs, --force, the testbed prefix and the output directory.
+type tdmaStarFlags struct {
+	starFlags
+	runs         int
+	arms, armsOK string
+	prefix, out  string
+	force        bool
+}
+
+// tdmaStarDefaults name what differs between the experiments.
+type tdmaStarDefaults struct {
+	hosts     int    // 0: fixed at 4, no --hosts flag
+	limitName string // "limit" or "buffer": the switch port buffer's flag
+	arms      []string
+	armsValue string // the default of --arms
+	prefix    string
+	out       string
+}
+
+func (s *tdmaStarFlags) register(f *pflag.FlagSet, d tdmaStarDefaults) {
+	s.limitName, s.armsOK = d.limitName, strings.Join(d.arms, ", ")
+	s.hosts, s.fixedHosts = d.hosts, d.hosts == 0
+	s.bind(f, "lease")
+	f.StringVar(&s.arms, "arms", d.armsValue, "arms to run, comma-separated: "+s.armsOK)
+	f.IntVar(&s.runs, "runs", 3, "runs per arm (interleaved); the summary gives medians")
+	f.BoolVar(&s.force, "force", false, "run even if the machine is saturated (the report says so)")
+	f.StringVar(&s.prefix, "prefix", d.prefix, "testbed namespace prefix")
+	f.StringVar(&s.out, "out", d.out, "directory for the results (JSON, CSV, plots) and the agents' logs")
+}
+
+// star parses the star's flags and --runs.
+func (s *tdmaStarFlags) star() (experiment.TDMAStar, error) {
+	c, err := s.starFlags.star()
+	if err == nil && s.runs < 1 {
+		err = fmt.Errorf("--runs %d: want at least 1", s.runs)
+	}
+	return c, err
+}
+
+// armList parses --arms against the experiment's arms.
+func (s *tdmaStarFlags) armList(ok []string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(s.arms, ",") {
+		a = strings.TrimSpace(a)
+		if !slices.Contains(ok, a) {
+			return nil, fmt.Errorf("--arms: %q: want some of %s", a, s.armsOK)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// reportTDMA prints an experiment's result to stdout, writes its files and
+// says on stderr which were written (and why not, if some were not).
+func reportTDMA(print func(io.Writer), write func() ([]string, error)) {
+	print(os.Stdout)
+	paths, err := write()
+	if len(paths) > 0 {
+		fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "writing the results:", err)
+	}
 }

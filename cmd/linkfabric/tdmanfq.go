@@ -69,8 +69,8 @@ into --out with each run's agent logs.`,
 		},
 	}
 	f := cmd.Flags()
+	star.hosts = 5
 	star.bind(f, "lease")
-	f.Lookup("hosts").DefValue, star.hosts = "5", 5
 	f.DurationVar(&dur, "duration", 10*time.Second, "length of the iperf3 flow (whole seconds)")
 	f.BoolVar(&tlp, "tlp", false, "keep TCP's tail-loss probe on h1 (its probes count as retransmissions)")
 	f.IntVar(&runs, "runs", 3, "runs; the summary gives medians")

@@ -81,15 +81,25 @@ func SetRT(prio int) error {
 }
 
 // Lateness records how late wake-ups were (ns), in a fixed histogram of
-// 1 µs buckets up to 10 ms; no allocation after NewLateness.
+// 1 µs buckets up to 10 ms (NewLatenessRange: other widths and ranges);
+// no allocation after it is made. Delays past the last bucket count in it,
+// and the maximum is kept exactly.
 type Lateness struct {
 	b   []uint32
+	w   int64 // bucket width, ns
 	n   uint64
 	max int64
 }
 
-// NewLateness returns an empty histogram.
-func NewLateness() *Lateness { return &Lateness{b: make([]uint32, 10_001)} }
+// NewLateness returns an empty histogram of 1 µs buckets up to 10 ms.
+func NewLateness() *Lateness { return NewLatenessRange(time.Microsecond, 10*time.Millisecond) }
+
+// NewLatenessRange returns an empty histogram of buckets width wide up to
+// span (at least one bucket).
+func NewLatenessRange(width, span time.Duration) *Lateness {
+	width = max(width, 1)
+	return &Lateness{b: make([]uint32, max(int64(span/width), 1)+1), w: int64(width)}
+}
 
 // Add records one wake-up d ns late.
 func (l *Lateness) Add(d int64) {
@@ -98,14 +108,14 @@ func (l *Lateness) Add(d int64) {
 	}
 	l.n++
 	l.max = max(l.max, d)
-	l.b[min(d/1000, int64(len(l.b)-1))]++
+	l.b[min(d/l.w, int64(len(l.b)-1))]++
 }
 
 // N is the number of wake-ups recorded.
 func (l *Lateness) N() uint64 { return l.n }
 
-// Quantile returns the q-quantile in µs (the bucket's upper bound), and
-// the maximum for q ≥ 1.
+// Quantile returns the q-quantile in µs (the bucket's upper bound, never
+// above the maximum), and the maximum for q ≥ 1.
 func (l *Lateness) Quantile(q float64) float64 {
 	if l.n == 0 {
 		return 0
@@ -118,7 +128,7 @@ func (l *Lateness) Quantile(q float64) float64 {
 	for i, v := range l.b {
 		c += uint64(v)
 		if c > k {
-			return float64(i + 1)
+			return float64(min(int64(i+1)*l.w, l.max)) / 1000
 		}
 	}
 	return float64(l.max) / 1000

@@ -42,3 +42,20 @@ func TestLatenessQuantiles(t *testing.T) {
 		t.Errorf("max = %v µs", q)
 	}
 }
+
+func TestLatenessRange(t *testing.T) {
+	l := NewLatenessRange(100*time.Microsecond, time.Second)
+	for i := int64(1); i <= 100; i++ {
+		l.Add(i * int64(time.Millisecond)) // 1..100 ms
+	}
+	if q := l.Quantile(0.5); q < 50_000 || q > 51_100 {
+		t.Errorf("p50 = %v µs, want ≈ 51 000", q)
+	}
+	if q := l.Quantile(0.99); q > 100_000 {
+		t.Errorf("p99 = %v µs above the maximum", q)
+	}
+	l.Add(int64(5 * time.Second)) // past the range: the last bucket, exact max
+	if q := l.Quantile(1); q != 5e6 {
+		t.Errorf("max = %v µs, want 5e6", q)
+	}
+}

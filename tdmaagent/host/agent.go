@@ -56,13 +56,60 @@ type Config struct {
 	ExitAfter time.Duration
 }
 
-// Workload is what a raw-mode agent sends.
+// Workload is what a raw-mode agent sends. Every agent answers the RPC
+// requests (pings) it receives, whatever its workload.
 type Workload struct {
 	// Kind: shuffle (Bytes to every other host), bulk (Bytes, 0: endless,
-	// to Dst) or none (receive only).
+	// to Dst), rr (blocks of Bytes to every other host in turn, endless:
+	// in each window to a host it finishes that host's current block and
+	// starts at most one new one, §6.3), ping (RPCs to the server Dst, §6.2),
+	// pong (answers pings, and reserves a slot a round for its answers to
+	// the client Dst) or none (receive only).
 	Kind  string
 	Bytes int64
 	Dst   int
+	// ping: a batch of requests every PingEvery, from PingDelay after the
+	// first schedule; in the window to the server, one request at each of
+	// PingOffsets after the window opens (the slot's start plus the guard).
+	PingEvery   time.Duration
+	PingOffsets []time.Duration
+	PingDelay   time.Duration
+}
+
+// check validates w for host index of n.
+func (w *Workload) check(index, n int, nfq bool) error {
+	switch w.Kind {
+	case "", "none", "shuffle", "bulk":
+	case "rr":
+		if w.Bytes <= 0 {
+			return fmt.Errorf("host: workload rr needs a block size (--size)")
+		}
+	case "ping":
+		if w.PingEvery <= 0 {
+			return fmt.Errorf("host: workload ping needs --ping-every > 0")
+		}
+		if len(w.PingOffsets) == 0 {
+			w.PingOffsets = []time.Duration{0}
+		}
+		if len(w.PingOffsets) > maxPingOffsets {
+			return fmt.Errorf("host: %d ping offsets: at most %d", len(w.PingOffsets), maxPingOffsets)
+		}
+		for _, o := range w.PingOffsets {
+			if o < 0 {
+				return fmt.Errorf("host: ping offset %v is negative", o)
+			}
+		}
+	case "pong":
+	default:
+		return fmt.Errorf("host: workload %q: want shuffle, bulk, rr, ping, pong or none", w.Kind)
+	}
+	if (w.Kind == "ping" || w.Kind == "pong" || w.Kind == "bulk") && (w.Dst < 0 || w.Dst >= n || w.Dst == index) {
+		return fmt.Errorf("host: workload %s: peer index %d (--dst) must be another host, 0..%d", w.Kind, w.Dst, n-1)
+	}
+	if nfq && w.Kind != "" && w.Kind != "none" {
+		return fmt.Errorf("host: workload %s needs --gate raw (nfqueue mode gates kernel traffic)", w.Kind)
+	}
+	return nil
 }
 
 // Stats are an agent's counters.
@@ -120,6 +167,9 @@ type Stats struct {
 	CtlDelayP50us  float64 `json:"ctl_delay_p50_us"`
 	CtlDelayP999us float64 `json:"ctl_delay_p999_us"`
 	CtlDelayMaxus  float64 `json:"ctl_delay_max_us"`
+	// RRBlocks: rr blocks handed to the wire in full.
+	RRBlocks uint64    `json:"rr_blocks"`
+	Ping     PingStats `json:"ping"`
 	// nfqueue mode
 	NFQHeldMax      int    `json:"nfq_held_max"`
 	NFQReleased     uint64 `json:"nfq_released"`
@@ -194,10 +244,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Margin == 0 {
 		cfg.Margin = 50 * time.Microsecond
 	}
-	switch cfg.Work.Kind {
-	case "", "none", "shuffle", "bulk":
-	default:
-		return nil, fmt.Errorf("host: workload %q: want shuffle, bulk or none", cfg.Work.Kind)
+	if err := cfg.Work.check(cfg.Index, N, cfg.NFQ); err != nil {
+		return nil, err
 	}
 	g, err := gate.New(gate.Config{Mode: cfg.Mode, Rate: cfg.Rate, Overhead: 24, MinFrame: 60,
 		Margin: int64(cfg.Margin), LeaseSlots: N})

@@ -39,6 +39,10 @@ type rawState struct {
 	tx      [batch][]byte
 	txBuf   [batch][2048]byte
 	txPay   [batch]int
+	txEnd   [batch]bool // the frame ends an rr block
+	visit   []uint64    // rr: the window (round<<8|slot) last seen to each destination
+	started []bool      // rr: a block was started in that window
+	ping    pingState
 	rxB     [rawio.MaxBatch][]byte
 	rxL     [rawio.MaxBatch]int
 	rxT     [rawio.MaxBatch]int64
@@ -51,6 +55,8 @@ type rawState struct {
 	// the last control frame heard then
 	prevEnd, prevHeard int64
 	guard              int64
+	slotCap            int64 // bytes a slot carries at the line rate (the FM's slot capacity)
+	queued             func(j int) int64
 }
 
 func (a *Agent) loop() error {
@@ -62,7 +68,8 @@ func (a *Agent) loop() error {
 	}
 	N := len(a.cfg.Hosts)
 	r := &rawState{remain: make([]int64, N), offset: make([]uint64, N), seq: make([]uint64, N), rxNext: make([]uint64, N),
-		openLat: clock.NewLateness(), loopLat: clock.NewLateness(), maxSrc: -1}
+		openLat: clock.NewLateness(), loopLat: clock.NewLateness(), maxSrc: -1, visit: make([]uint64, N), started: make([]bool, N)}
+	r.ping.init(&a.cfg.Work)
 	switch a.cfg.Work.Kind {
 	case "shuffle":
 		for j := range r.remain {
@@ -86,12 +93,16 @@ func (a *Agent) loop() error {
 	var c ctlBufs
 	c.init()
 	fds := []unix.PollFd{{Fd: int32(a.ctl.Fd()), Events: unix.POLLIN}, {Fd: int32(a.data.Fd()), Events: unix.POLLIN}}
-	queued := func(j int) int64 { return r.remain[j] }
+	r.queued = func(j int) int64 { return a.queued(r, j) }
 	onSched := func(s *wire.Schedule) {
-		r.guard = int64(s.Guard)
+		r.slotCap = int64(a.cfg.Rate/8) * int64(s.SlotLen-s.Guard) / 1e9
+		r.ping.onSchedule(s)
 		if s.Round != r.lastRep {
+			if r.lastRep == 0 {
+				r.ping.first(clock.Now())
+			}
 			r.lastRep = s.Round
-			a.report(s.Round, queued)
+			a.report(s.Round, r.queued)
 		}
 	}
 	nextRep, nextProg, doneAt := int64(0), int64(0), int64(0)
@@ -104,9 +115,10 @@ func (a *Agent) loop() error {
 		a.pollControl(now, &c, onSched)
 		a.receive(r)
 		if r.lastRep == 0 && now >= nextRep { // until the first schedule
-			a.report(0, queued)
+			a.report(0, r.queued)
 			nextRep = now + 2_000_000
 		}
+		a.pingTick(now, r)
 		if now >= nextProg {
 			a.s.Progress = append(a.s.Progress, Point{T: now, Bytes: r.total})
 			nextProg = now + progressT
@@ -121,12 +133,13 @@ func (a *Agent) loop() error {
 		}
 		wake := a.send(now, r)
 		gd, opens := a.g.NextDeadlineOpens(now)
-		target = min(gd, wake, now+maxWait)
+		target = min(gd, wake, now+maxWait, r.ping.next)
 		a.wait(fds, clock.Now(), target, opens && target == gd)
 	}
 	a.s.Progress = append(a.s.Progress, Point{T: clock.Now(), Bytes: r.total})
 	a.s.OpenLateP50, a.s.OpenLateP99 = r.openLat.Quantile(0.5), r.openLat.Quantile(0.99)
 	a.s.LoopLateP99 = r.loopLat.Quantile(0.99)
+	r.ping.finish(&a.s.Ping)
 	return nil
 }
 
@@ -140,14 +153,44 @@ func (r *rawState) complete(a *Agent) bool {
 	return true
 }
 
+// queued is the demand reported for destination j: the bytes waiting for
+// it, an rr workload's endless next blocks, the pings of a waiting batch,
+// the answers waiting for a window and a pong server's standing reservation.
+func (a *Agent) queued(r *rawState, j int) int64 {
+	q := r.remain[j]
+	if a.cfg.Work.Kind == "rr" && j != a.cfg.Index {
+		q += 1 << 40
+	}
+	return q + r.ping.demand(j, r.slotCap)
+}
+
+// startBlock starts an rr block to d in window key, if this window has not
+// started one yet (a host moves on to the next neighbour at the end of
+// each slot, so a block smaller than a slot leaves the rest of it unused).
+func (a *Agent) startBlock(r *rawState, d int, key uint64) bool {
+	if a.cfg.Work.Kind != "rr" || d == a.cfg.Index {
+		return false
+	}
+	if r.visit[d] != key {
+		r.visit[d], r.started[d] = key, false
+	}
+	if r.started[d] {
+		return false
+	}
+	r.started[d] = true
+	r.remain[d] = a.cfg.Work.Bytes
+	return true
+}
+
 // send releases frames into open windows; it returns when it wants to run
-// again (the host's TBF has drained to the backlog bound), MaxInt64 if
-// nothing is waiting on the TBF.
+// again (the host's TBF has drained to the backlog bound, or a ping is
+// due), MaxInt64 if nothing is waiting.
 func (a *Agent) send(now int64, r *rawState) int64 {
 	mask := a.g.Open(now)
 	if mask == 0 {
 		return math.MaxInt64
 	}
+	wake := int64(math.MaxInt64)
 	backlogNs := int64(a.cfg.Backlog) * 8_000_000_000 / int64(a.cfg.Rate)
 	for k := 0; k < 8; k++ {
 		c := (r.rr + k) % 8
@@ -155,12 +198,18 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 			continue
 		}
 		w, ok := a.g.Window(now, c)
-		if !ok || w.Dst < 0 || w.Dst >= len(r.remain) || r.remain[w.Dst] <= 0 {
+		if !ok || w.Dst < 0 || w.Dst >= len(r.remain) {
 			continue
 		}
+		key := uint64(w.Round)<<8 | uint64(w.Slot)
+		a.sendPongs(now, r, w)
+		wake = min(wake, a.sendPings(now, r, w, key))
 		n := 0
 		var vf int64
-		for n < batch && r.remain[w.Dst] > 0 {
+		for n < batch {
+			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) {
+				break
+			}
 			if vf-now > backlogNs {
 				break
 			}
@@ -177,7 +226,6 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		if n == 0 {
 			continue
 		}
-		key := uint64(w.Round)<<8 | uint64(w.Slot)
 		if key != r.winKey {
 			r.winKey = key
 			a.s.ClassWindows[c]++
@@ -199,6 +247,9 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		for i := 0; i < k2; i++ {
 			a.s.ClassBytes[c] += uint64(len(r.tx[i]))
 			a.s.SentBytes[w.Dst] += int64(r.txPay[i])
+			if r.txEnd[i] {
+				a.s.RRBlocks++
+			}
 		}
 		if k2 > 0 {
 			a.booked(r, now, vf)
@@ -209,11 +260,11 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		a.s.LastSend = now
 		r.rr = c + 1
 		if vf-now > backlogNs {
-			return vf - backlogNs
+			return min(wake, vf-backlogNs)
 		}
 		return now + 1 // more to send: loop again at once
 	}
-	return math.MaxInt64
+	return wake
 }
 
 // booked records a batch released at now whose last byte leaves the line
@@ -233,21 +284,28 @@ func (a *Agent) booked(r *rawState, now, end int64) {
 // frame builds frame i of the batch: pay bytes to w.Dst in a frame of fl bytes.
 func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int) {
 	b := r.txBuf[i][:fl]
-	copy(b[0:6], a.macs[w.Dst][:])
-	copy(b[6:12], a.ctl.MAC[:])
-	binary.BigEndian.PutUint16(b[12:], wire.DataEtherType)
-	h := wire.DataHdr{Src: uint16(a.cfg.Index), Dst: uint16(w.Dst), Class: uint8(w.Class), Round: w.Round, Slot: uint8(w.Slot),
-		Seq: r.seq[w.Dst], Offset: r.offset[w.Dst], SendTS: clock.Now()}
-	if w.FreeRun {
-		h.Flags = 1
-	}
-	h.Encode(b[ethHdr:])
-	binary.BigEndian.PutUint64(b[ethHdr+wire.DataHdrLen:], uint64(w.Due))
+	a.header(b, w, w.Dst, r.seq[w.Dst], r.offset[w.Dst], 0)
 	r.tx[i] = b
 	r.txPay[i] = pay
 	r.seq[w.Dst]++
 	r.offset[w.Dst] += uint64(pay)
 	r.remain[w.Dst] -= int64(pay)
+	r.txEnd[i] = a.cfg.Work.Kind == "rr" && r.remain[w.Dst] == 0
+}
+
+// header writes the Ethernet and data headers and the window's end into b,
+// a frame to dst sent in w.
+func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags uint8) {
+	copy(b[0:6], a.macs[dst][:])
+	copy(b[6:12], a.ctl.MAC[:])
+	binary.BigEndian.PutUint16(b[12:], wire.DataEtherType)
+	h := wire.DataHdr{Src: uint16(a.cfg.Index), Dst: uint16(dst), Class: uint8(w.Class), Round: w.Round, Slot: uint8(w.Slot),
+		Seq: seq, Offset: off, SendTS: clock.Now(), Flags: flags}
+	if w.FreeRun {
+		h.Flags |= wire.DataFreeRun
+	}
+	h.Encode(b[ethHdr:])
+	binary.BigEndian.PutUint64(b[ethHdr+wire.DataHdrLen:], uint64(w.Due))
 }
 
 // receive counts data frames per source, losses and collisions.
@@ -266,6 +324,11 @@ func (a *Agent) receive(r *rawState) {
 				continue
 			}
 			src := int(h.Src)
+			a.checkWindow(r, i, l)
+			if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
+				a.onRPC(now, r, src, &h)
+				continue
+			}
 			a.s.RecvFrames++
 			switch {
 			case h.Seq > r.rxNext[src]:
@@ -293,12 +356,17 @@ func (a *Agent) receive(r *rawState) {
 			case key < r.maxKey && src != r.maxSrc:
 				a.s.CrossOrder++
 			}
-			end := int64(binary.BigEndian.Uint64(r.rxB[i][ethHdr+wire.DataHdrLen:]))
-			if rx := r.rxT[i]; rx != 0 && rx > end {
-				a.s.Collisions++
-				a.s.CollBytes += uint64(l)
-				a.s.CollMaxUs = max(a.s.CollMaxUs, float64(rx-end)/1000)
-			}
 		}
+	}
+}
+
+// checkWindow counts received frame i (l bytes) as a collision if it
+// arrived (kernel time stamp) after its window's end plus the guard.
+func (a *Agent) checkWindow(r *rawState, i, l int) {
+	end := int64(binary.BigEndian.Uint64(r.rxB[i][ethHdr+wire.DataHdrLen:]))
+	if rx := r.rxT[i]; rx != 0 && rx > end {
+		a.s.Collisions++
+		a.s.CollBytes += uint64(l)
+		a.s.CollMaxUs = max(a.s.CollMaxUs, float64(rx-end)/1000)
 	}
 }

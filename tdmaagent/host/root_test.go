@@ -27,12 +27,13 @@ func starHosts(n int) []netip.Addr {
 // runStar runs an FM and n host agents in-process on tb until every agent
 // ends (or timeout), and returns their stats.
 func runStar(t *testing.T, tb *netns.Testbed, n int, mode gate.Mode, work Workload, drop float64, timeout time.Duration) (fm.Stats, []Stats) {
-	return runStarWith(t, tb, n, mode, work, drop, false, timeout, nil)
+	return runStarWith(t, tb, n, mode, func(int) Workload { return work }, drop, false, timeout, nil)
 }
 
-// runStarWith is runStar; with nfqueue the agents gate kernel traffic, and
-// during (if set) runs while they do, after which they are stopped.
-func runStarWith(t *testing.T, tb *netns.Testbed, n int, mode gate.Mode, work Workload, drop float64, nfqueue bool, timeout time.Duration, during func(context.Context)) (fm.Stats, []Stats) {
+// runStarWith is runStar with host i's workload work(i); with nfqueue the
+// agents gate kernel traffic, and during (if set) runs while they do, after
+// which they are stopped.
+func runStarWith(t *testing.T, tb *netns.Testbed, n int, mode gate.Mode, work func(i int) Workload, drop float64, nfqueue bool, timeout time.Duration, during func(context.Context)) (fm.Stats, []Stats) {
 	t.Helper()
 	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), n+3)) // the FM's clock thread keeps its P while it sleeps
 	hosts := starHosts(n)
@@ -52,7 +53,7 @@ func runStarWith(t *testing.T, tb *netns.Testbed, n int, mode gate.Mode, work Wo
 		err := netns.Do(tb.NS("h"+string(rune('1'+i))), func() error {
 			var err error
 			agents[i], err = New(Config{Dev: "eth0", Index: i, Hosts: hosts, FM: netip.MustParseAddr(netns.StarFMAddr),
-				Mode: mode, Rate: 100e6, RT: 50, DropControl: drop, Seed: 1, Work: work, ExitAfter: 30 * time.Millisecond,
+				Mode: mode, Rate: 100e6, RT: 50, DropControl: drop, Seed: 1, Work: work(i), ExitAfter: 30 * time.Millisecond,
 				NFQ: nfqueue, Queue: 3})
 			return err
 		})
@@ -195,7 +196,7 @@ func TestStarNFQueueHoldsTCP(t *testing.T) {
 		retrans1, _ = netns.SNMP(tb.NS("h1"), "Tcp", "RetransSegs")
 		ext1, _ = netns.NetstatAll(tb.NS("h1"))
 	}
-	_, st := runStarWith(t, tb, 4, gate.Lease, Workload{Kind: "none"}, 0, true, 30*time.Second, flow)
+	_, st := runStarWith(t, tb, 4, gate.Lease, func(int) Workload { return Workload{Kind: "none"} }, 0, true, 30*time.Second, flow)
 	if got != size {
 		t.Errorf("h2 received %d of %d bytes", got, size)
 	}
@@ -225,6 +226,69 @@ func TestStarNFQueueHoldsTCP(t *testing.T) {
 	for i, s := range st {
 		if s.NFQQueueDropped != 0 || s.NFQUserDropped != 0 {
 			t.Errorf("h%d: queue dropped %d, user dropped %d", i+1, s.NFQQueueDropped, s.NFQUserDropped)
+		}
+	}
+}
+
+// sleepFor is a during function for runStarWith: the agents run for d.
+func sleepFor(d time.Duration) func(context.Context) {
+	return func(ctx context.Context) {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// TestStarRPCAndRR (root): the §6.2 and §6.3 workloads once each, small.
+// RPC: h1 and h2 send bulk into h3 while h4 pings h3 (three requests a
+// batch, at 0, 1 and 2 ms into the window); every request is answered,
+// samples exist, and an answer crosses in the request's slot (RTT below one
+// slot). rr: blocks of half a slot's capacity from every host to every
+// other; every host receives from every other and sends whole blocks.
+func TestStarRPCAndRR(t *testing.T) {
+	tb := netns.TestUp(t, "lfrr", "star4", netns.Options{})
+	rpc := func(i int) Workload {
+		switch i {
+		case 0, 1:
+			return Workload{Kind: "bulk", Dst: 2}
+		case 2:
+			return Workload{Kind: "pong", Dst: 3}
+		}
+		return Workload{Kind: "ping", Dst: 2, PingEvery: 60 * time.Millisecond,
+			PingOffsets: []time.Duration{0, time.Millisecond, 2 * time.Millisecond}}
+	}
+	t0 := time.Now()
+	fst, st := runStarWith(t, tb, 4, gate.Lease, rpc, 0, false, 20*time.Second, sleepFor(1500*time.Millisecond))
+	t.Logf("rpc run %v; fm: rounds %d slots %d idle %d frames %d late p99 %.0f µs", time.Since(t0), fst.Rounds, fst.Slots, fst.IdleSlots, fst.Frames, fst.LateP99us)
+	for i, s := range st {
+		t.Logf("h%d: sent %v recv %v windows %v ctl rx %d reports %d schedules %d", i+1, s.SentBytes, s.RecvBytes, s.ClassWindows, s.G.CtlRx, s.Reports, s.Schedules)
+	}
+	p := st[3].Ping
+	t.Logf("h4 ping: batches %d windows %d sent %d answered %d (late %d), missed offsets %d, RTT p50/p95/max %.0f/%.0f/%.0f µs, wait p50 %.0f µs; h3 served %d deferred %d",
+		p.Batches, p.Windows, p.Sent, p.Answered, p.AnsweredLate, p.Missed, p.RTTP50us, p.RTTP95us, p.RTTMaxus, p.WaitP50us, st[2].Ping.Served, st[2].Ping.Deferred)
+	if p.Sent == 0 || p.Answered != p.Sent || len(p.Samples) != int(p.Answered) {
+		t.Errorf("h4 sent %d requests, %d answered, %d samples", p.Sent, p.Answered, len(p.Samples))
+	}
+	if p.RTTP50us <= 0 || p.RTTP50us >= 5000 {
+		t.Errorf("RTT p50 %.0f µs: want an answer within the request's 5 ms slot", p.RTTP50us)
+	}
+	for _, src := range []int{0, 1} {
+		if st[2].RecvBytes[src] == 0 {
+			t.Errorf("h3 received nothing from h%d's bulk", src+1)
+		}
+	}
+	const block = 28 << 10 // half of a 5 ms slot (500 µs guard) at 100 Mbit/s
+	_, st = runStarWith(t, tb, 4, gate.Lease, func(int) Workload { return Workload{Kind: "rr", Bytes: block} }, 0, false, 20*time.Second, sleepFor(1500*time.Millisecond))
+	for i, s := range st {
+		t.Logf("h%d rr: blocks %d sent %v received %v lost %d", i+1, s.RRBlocks, s.SentBytes, s.RecvBytes, s.RecvLost)
+		if s.RRBlocks == 0 {
+			t.Errorf("h%d sent no whole block", i+1)
+		}
+		for j, b := range s.RecvBytes {
+			if j != i && b == 0 {
+				t.Errorf("h%d received nothing from h%d", i+1, j+1)
+			}
 		}
 	}
 }

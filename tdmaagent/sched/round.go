@@ -81,28 +81,63 @@ func SlotDemand(d *Demand, slotCap int64) [][]int {
 		}
 	}
 	for j := 0; j < d.N; j++ {
-		budget := d.RxFree[j] / slotCap
-		sum := int64(0)
-		for i := range n {
-			sum += int64(n[i][j])
-		}
-		for ; sum > budget; sum-- {
-			m := 0
-			for i := range n {
-				if n[i][j] > n[m][j] {
-					m = i
-				}
-			}
-			n[m][j]--
-		}
+		cutColumn(n, j, d.RxFree[j]/slotCap)
 	}
 	return n
 }
 
-// Make builds round id from n with s, cut so that no host needs more than
-// MaxClasses destinations, and fills in the class map.
+// cutColumn lowers column j of n, largest entries first, until it sums to
+// at most budget. It levels the largest entries down together (the first
+// rows lose one more where the excess does not divide evenly), so it takes
+// at most N steps however large the demand: an endless sender reports
+// ~2^50 bytes, tens of billions of slots.
+func cutColumn(n [][]int, j int, budget int64) {
+	sum := int64(0)
+	for i := range n {
+		sum += int64(n[i][j])
+	}
+	for sum > budget {
+		top, next, cnt := 0, 0, int64(0)
+		for i := range n {
+			switch v := n[i][j]; {
+			case v > top:
+				top, next, cnt = v, top, 1
+			case v == top:
+				cnt++
+			case v > next:
+				next = v
+			}
+		}
+		excess := sum - budget
+		if int64(top-next)*cnt <= excess { // every largest entry down to the next level
+			for i := range n {
+				if n[i][j] == top {
+					n[i][j] = next
+				}
+			}
+			sum -= int64(top-next) * cnt
+			continue
+		}
+		q, r := excess/cnt, excess%cnt
+		for i := range n {
+			if n[i][j] == top {
+				cut := q
+				if r > 0 {
+					cut++
+					r--
+				}
+				n[i][j] -= int(cut)
+			}
+		}
+		sum = budget
+	}
+}
+
+// Make builds round id from n with s, pairs reciprocal transfers into one
+// slot where the matchings allow it (PairReciprocal), cuts the round so that
+// no host needs more than MaxClasses destinations, and fills in the class map.
 func Make(s Scheduler, id uint32, n [][]int, maxSlots int, slotLen, guard int64) *Round {
-	slots := s.Build(n, maxSlots)
+	slots := PairReciprocal(s.Build(n, maxSlots))
 	N := len(n)
 	r := &Round{ID: id, SlotLen: slotLen, Guard: guard, Class: make([][]int8, N)}
 	next := make([]int8, N)
@@ -129,6 +164,48 @@ func Make(s Scheduler, id uint32, n [][]int, maxSlots int, slotLen, guard int64)
 	}
 	r.Slots = slots
 	return r
+}
+
+// PairReciprocal moves j → i into the slot of i → j wherever j is silent
+// and nobody sends to i in that slot, and drops the slots this empties. A
+// request and its answer then share one slot, as the paper's RPC (§6.2)
+// needs: the server answers at once instead of a slot or a round later.
+// Every slot stays a matching and every pair keeps its number of slots, so
+// a round never grows; full permutations (rotor's all-to-all) are unchanged.
+func PairReciprocal(slots []Matching) []Matching {
+	for k, m := range slots {
+		for i, j := range m {
+			if j < 0 || m[j] >= 0 || receives(m, i) {
+				continue
+			}
+			for k2, m2 := range slots {
+				if k2 != k && int(m2[j]) == i {
+					m[j], m2[j] = int16(i), -1
+					break
+				}
+			}
+		}
+	}
+	out := slots[:0]
+	for _, m := range slots {
+		for _, j := range m {
+			if j >= 0 {
+				out = append(out, m)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// receives reports whether anyone sends to host i in m.
+func receives(m Matching, i int) bool {
+	for _, j := range m {
+		if int(j) == i {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrInvalid is wrapped by every Validate failure.

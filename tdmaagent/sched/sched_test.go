@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func randMatrix(r *rand.Rand, N, maxv int, density float64) [][]int {
@@ -267,4 +268,91 @@ func FuzzSchedulers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPairReciprocalRPC: the RPC setup of §6.2 on 4 hosts (h1, h2 bulk
+// into h3; h4 pings h3, h3 answers): with every scheduler the ping h4 → h3
+// and the answer h3 → h4 share a slot (Validate: within the demand).
+func TestPairReciprocalRPC(t *testing.T) {
+	n := [][]int{{0, 0, 9, 0}, {0, 0, 9, 0}, {0, 0, 0, 1}, {0, 0, 1, 0}}
+	for _, s := range all() {
+		r := Make(s, 1, n, 12, 1, 0)
+		if err := Validate(r, n); err != nil {
+			t.Fatalf("%s: %v", s.Name(), err)
+		}
+		paired := false
+		for _, m := range r.Slots {
+			if m[3] == 2 {
+				paired = m[2] == 3
+			}
+		}
+		if !paired {
+			t.Errorf("%s: h4 → h3 and h3 → h4 in different slots: %v", s.Name(), r.Slots)
+		}
+	}
+}
+
+// TestPairReciprocalKeepsCounts: on random rounds the pass keeps every
+// slot a matching and every pair's number of slots, and never adds slots.
+func TestPairReciprocalKeepsCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for iter := 0; iter < 300; iter++ {
+		N := 2 + rng.IntN(7)
+		n := randMatrix(rng, N, 4, 0.5)
+		for _, s := range all() {
+			slots := s.Build(n, 10000)
+			before := served(slots, N)
+			k := len(slots)
+			after := PairReciprocal(slots)
+			if len(after) > k {
+				t.Fatalf("%s: %d slots became %d", s.Name(), k, len(after))
+			}
+			got := served(after, N)
+			for i := range n {
+				for j := range n {
+					if got[i][j] != before[i][j] {
+						t.Fatalf("%s: %d → %d had %d slots, has %d", s.Name(), i, j, before[i][j], got[i][j])
+					}
+				}
+			}
+			if N > MaxClasses {
+				continue
+			}
+			r := &Round{Slots: after, Class: make([][]int8, N)}
+			for i := range r.Class {
+				r.Class[i] = make([]int8, N)
+				for j := range r.Class[i] {
+					r.Class[i][j] = int8(j) // distinct, < MaxClasses
+				}
+			}
+			if err := Validate(r, n); err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+		}
+	}
+}
+
+// TestSlotDemandEndless: endless senders (the FM caps a report at 2^50
+// bytes, ~2·10^10 slots) into a receiver with a finite buffer are cut to
+// the buffer at once, largest first, evenly.
+func TestSlotDemandEndless(t *testing.T) {
+	d := NewDemand(4)
+	d.Bytes[0][2], d.Bytes[1][2], d.Bytes[3][2] = 1<<50, 1<<50, 100
+	d.RxFree[2] = 1 << 40
+	const slotCap = 56250
+	done := make(chan [][]int, 1)
+	go func() { done <- SlotDemand(d, slotCap) }()
+	var n [][]int
+	select {
+	case n = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("SlotDemand took over 5 s")
+	}
+	budget := int(d.RxFree[2] / slotCap)
+	if sum := n[0][2] + n[1][2] + n[3][2]; sum != budget {
+		t.Errorf("column sums to %d slots, want the buffer's %d", sum, budget)
+	}
+	if n[3][2] != 1 || n[0][2]-n[1][2] > 1 || n[1][2]-n[0][2] > 1 {
+		t.Errorf("cut %v: want the small entry kept and the large ones level", []int{n[0][2], n[1][2], n[3][2]})
+	}
 }

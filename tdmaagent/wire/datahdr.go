@@ -13,6 +13,14 @@ const (
 	DataHdrLen = 37
 )
 
+// DataHdr.Flags bits.
+const (
+	DataFreeRun  = 1 << 0 // sent in a window the host opened by its own timer
+	DataPing     = 1 << 1 // an RPC request: Seq is its id, Offset its offset index; no payload
+	DataPong     = 1 << 2 // the answer to the request with id Seq
+	DataDeferred = 1 << 3 // a Pong the server could not send at once (it waited for a window)
+)
+
 // DataHdr heads every raw TDMA data frame; with it a receiver counts loss
 // and reordering per sender and checks that a frame arrived inside its
 // sender's window.

@@ -1,0 +1,230 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/tdmaagent/host"
+)
+
+// What the TDMA experiments (shuffle, ctlloss, rpc, rr) share.
+
+// TDMACounters are a TDMA run's safety and overhead counters, summed over
+// the hosts.
+type TDMACounters struct {
+	Collisions     uint64  `json:"collisions"`
+	LostFrames     uint64  `json:"lost_frames"`
+	CtlLost        uint64  `json:"control_lost"` // grants dropped on purpose or missed
+	LeaseExpiries  uint64  `json:"lease_expiries"`
+	FreeRunOpens   uint64  `json:"freerun_opens"`
+	OverrunBytes   uint64  `json:"overrun_bytes"`
+	CtlOverheadPct float64 `json:"control_overhead_pct,omitempty"` // grant bytes per host ÷ the line rate
+	FMLateP99us    float64 `json:"fm_late_p99_us,omitempty"`
+	FMRT           bool    `json:"fm_rt,omitempty"`
+	HostRT         bool    `json:"host_rt,omitempty"`
+}
+
+// counters sums r's hosts' counters; the control overhead is the FM's
+// grant bytes per host over the run ÷ the line rate.
+func (r *TDMARun) counters(c TDMAStar) TDMACounters {
+	var t TDMACounters
+	for _, h := range r.Hosts {
+		t.Collisions += h.Collisions
+		t.CtlLost += h.CtlDrop + h.G.CtlLost
+		t.LeaseExpiries += h.G.LeaseExpiries
+		t.FreeRunOpens += h.G.FreeRunOpens
+		t.HostRT = t.HostRT || h.RT
+		t.LostFrames += h.RecvLost
+		t.OverrunBytes += h.G.OverrunBytes
+	}
+	t.FMLateP99us, t.FMRT = r.FM.LateP99us, r.FM.RT
+	if r.FM.Duration > 0 {
+		t.CtlOverheadPct = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
+	}
+	return t
+}
+
+// hostTBFDrops sums the drops of the hosts' egress TBFs (eth0 in h1..hn).
+func hostTBFDrops(tb *netns.Testbed, n int) uint64 {
+	var d uint64
+	st := make([]netns.QdiscStat, 1)
+	for i := 1; i <= n; i++ {
+		if r, err := netns.NewQdiscReader(tb.NS("h"+strconv.Itoa(i)), []string{"eth0"}); err == nil {
+			if r.Read(st) == nil {
+				d += uint64(st[0].Drops)
+			}
+			r.Close()
+		}
+	}
+	return d
+}
+
+// ArmMeasures are what every TDMA experiment records around an arm: the
+// switch ports' queues, the hosts' TBF drops, and the CPUs.
+type ArmMeasures struct {
+	Switch     SwitchStats `json:"switch"`
+	HostDrops  uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
+	CPUBusyPct float64     `json:"cpu_busy_pct"`
+	LoadAvg    float64     `json:"load_avg"`
+}
+
+// onStar brings up a fresh star for one arm, runs fn on it while sampling
+// the switch, the hosts' TBF drops and the CPUs into m, and tears it down.
+func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) error) error {
+	tb, err := e.upStar(c)
+	if err != nil {
+		return err
+	}
+	defer tb.Down()
+	stop := make(chan struct{})
+	sw, err := sampleSwitch(tb.NS("sw"), c.Hosts, stop)
+	if err != nil {
+		return err
+	}
+	hd0 := hostTBFDrops(tb, c.Hosts)
+	cpu0, _ := ReadCPU()
+	err = fn(tb)
+	close(stop)
+	m.Switch = sw()
+	m.HostDrops = hostTBFDrops(tb, c.Hosts) - hd0
+	cpu1, _ := ReadCPU()
+	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
+	return err
+}
+
+// Precheck is how busy the machine was before an experiment started.
+type Precheck struct {
+	Forced bool    `json:"forced"` // it was saturated and --force ran anyway
+	CPUPre float64 `json:"cpu_busy_before_pct"`
+}
+
+// precheck fills in the Env's defaults and measures the CPUs for a second:
+// it fails on a saturated machine unless force.
+func (e *Env) precheck(force bool) (Precheck, error) {
+	if err := e.defaults(); err != nil {
+		return Precheck{}, err
+	}
+	busy, err := CheckCPU(force)
+	return Precheck{Forced: force && busy > SaturatedLimit, CPUPre: busy}, err
+}
+
+// print says when the figures were measured on a saturated machine.
+func (p Precheck) print(w io.Writer) {
+	if p.Forced {
+		fmt.Fprintf(w, "\nforced: the CPUs were %.0f%% busy before the start; figures are indicative\n", p.CPUPre)
+	}
+}
+
+// progressRate is the rate (bytes/s) of a received-bytes progress series
+// between from and to (clock ns), interpolated between its points; 0 if
+// the series does not cover the interval.
+func progressRate(pts []host.Point, from, to int64) float64 {
+	if to <= from || len(pts) < 2 || pts[0].T > from || pts[len(pts)-1].T < to {
+		return 0
+	}
+	at := func(t int64) float64 {
+		k, _ := slices.BinarySearchFunc(pts, t, func(p host.Point, t int64) int { return int(p.T - t) })
+		if k == 0 {
+			return float64(pts[0].Bytes)
+		}
+		if k >= len(pts) {
+			return float64(pts[len(pts)-1].Bytes)
+		}
+		a, b := pts[k-1], pts[k]
+		return float64(a.Bytes) + float64(b.Bytes-a.Bytes)*float64(t-a.T)/float64(b.T-a.T)
+	}
+	return (at(to) - at(from)) / (float64(to-from) / 1e9)
+}
+
+// LatQuantiles summarises latency samples (µs).
+type LatQuantiles struct {
+	N     int     `json:"n"`
+	P50us float64 `json:"p50_us"`
+	P95us float64 `json:"p95_us"`
+	P99us float64 `json:"p99_us"`
+	Maxus float64 `json:"max_us"`
+}
+
+// latQuantilesOf returns v's nearest-rank quantiles; v is sorted in place.
+func latQuantilesOf(v []float64) LatQuantiles {
+	if len(v) == 0 {
+		return LatQuantiles{}
+	}
+	slices.Sort(v)
+	rank := func(p float64) float64 { return v[max(int(math.Ceil(p*float64(len(v))))-1, 0)] }
+	return LatQuantiles{N: len(v), P50us: rank(0.5), P95us: rank(0.95), P99us: rank(0.99), Maxus: v[len(v)-1]}
+}
+
+// Check is one of an experiment's targets: Value against Limit.
+type Check struct {
+	Name   string  `json:"name"`
+	Target string  `json:"target"` // how Value is compared with Limit, in words
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Met    bool    `json:"met"`
+	Note   string  `json:"note,omitempty"`
+}
+
+// atMost, atLeast and above build Checks; a NaN or infinite value is missed.
+func atMost(name, target string, v, limit float64) Check {
+	return Check{Name: name, Target: target, Value: v, Limit: limit, Met: !math.IsNaN(v) && !math.IsInf(v, 0) && v <= limit}
+}
+
+func atLeast(name, target string, v, limit float64) Check {
+	return Check{Name: name, Target: target, Value: v, Limit: limit, Met: !math.IsNaN(v) && !math.IsInf(v, 0) && v >= limit}
+}
+
+func above(name, target string, v, limit float64) Check {
+	return Check{Name: name, Target: target, Value: v, Limit: limit, Met: !math.IsNaN(v) && !math.IsInf(v, 0) && v > limit}
+}
+
+// printChecks prints one line per check: met or MISSED.
+func printChecks(w io.Writer, cs []Check) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nchecks (medians over the runs):")
+	for _, c := range cs {
+		verdict := "met"
+		if !c.Met {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(w, "  %-6s %s: %.3f (%s %.3f)", verdict, c.Name, c.Value, c.Target, c.Limit)
+		if c.Note != "" {
+			fmt.Fprintf(w, " — %s", c.Note)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// ratio0 is a/b, NaN when b is 0 (a check on it is then missed).
+func ratio0(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// agentDuration is the --duration flag of an agent.
+func agentDuration(d time.Duration) []string { return []string{"--duration", d.String()} }
+
+// writeResultJSON makes dir and writes v into dir/name as indented JSON; it
+// returns the path.
+func writeResultJSON(dir, name string, v any) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := jsonIndent(v)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	return p, os.WriteFile(p, b, 0o644)
+}
