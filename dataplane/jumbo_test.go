@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
@@ -122,7 +123,7 @@ func TestGather(t *testing.T) {
 
 // TestJumboVeth: on the pair testbed at MTU 9000 (link ports 9016), mode
 // forward on the XDP fast path and on the AF_XDP path (also through a rate
-// limit on the link ports), and lg, carry
+// limit on the link ports, and with generic XDP), and lg, carry
 // 8000-byte UDP datagrams (DF set, one 8042-byte frame each) both ways
 // intact, and a TCP transfer with 9000-byte segments. On the AF_XDP paths
 // the frames reach the worker as multi-buffer chains (4 KiB kernel buffers)
@@ -145,6 +146,8 @@ func TestJumboVeth(t *testing.T) {
 		// A rate limit on the link port: frames wait in its egress queue
 		// and are placed as chains from there.
 		{"forward-afxdp-shaped", Config{FastPath: FastPathAFXDP, Shape: map[string]PortShape{"link0": {Rate: 2_000_000_000}}}},
+		// Generic (skb) XDP hands the socket frames as chains too.
+		{"forward-afxdp-generic", Config{FastPath: FastPathAFXDP, XDPMode: bpf.XDPGeneric}},
 		{"lg", Config{Mode: ModeLG}},
 	} {
 		t.Run(arm.name, func(t *testing.T) {
