@@ -47,11 +47,6 @@ const (
 	impairerProgName = "lf_impair"
 )
 
-// VethMaxNativeMTU is the largest MTU with which native XDP attaches to a veth
-// on this project's machines (4 KiB pages): "Peer MTU is too large to set XDP"
-// above it.
-const VethMaxNativeMTU = 3506
-
 // Errors that callers may test for with errors.Is.
 var (
 	// ErrNoProgram: the interface carries no XDP program.
@@ -93,19 +88,21 @@ func (e *BusyError) Error() string {
 	return s + fmt.Sprintf("; detach it with `ip link set dev %s %s off` or `linkfabric impair --off`", e.Ifname, ipcmd)
 }
 
-// MTUError is returned when native XDP refuses an interface's MTU (veth:
-// "Peer MTU is too large to set XDP").
+// MTUError is returned when native XDP refuses an interface's MTU (ERANGE).
+// linkfabric's programs are loaded with frags (multi-buffer XDP), which veth
+// accepts at any MTU (a program without frags it refuses above 3506, a page
+// less headroom: "Peer MTU is too large to set XDP"); a NIC driver without
+// multi-buffer XDP may still refuse an MTU above a page.
 type MTUError struct {
 	Ifname string
-	MTU    int // the interface's MTU (its veth peer's may be the larger)
-	Max    int // the largest MTU native XDP accepts on it
+	MTU    int // the interface's MTU (a veth peer's counts too)
 	Err    error
 }
 
 func (e *MTUError) Error() string {
-	return fmt.Sprintf("native XDP on %s (%s) refuses MTU %d: the limit on veth is %d (the peer's MTU counts too); "+
-		"lower it on both ends (`ip link set dev %s mtu %d` and the same on the peer) or attach in generic mode (slower): %v",
-		e.Ifname, netnsDesc(), e.MTU, e.Max, e.Ifname, e.Max, e.Err)
+	return fmt.Sprintf("native XDP on %s (%s) refuses MTU %d (a driver without multi-buffer XDP takes frames of one page only, about 3.5 KB; on veth the peer's MTU counts too): "+
+		"lower the MTU on both ends (`ip link set dev %s mtu 3500` and the same on the peer) or attach in generic mode (slower): %v",
+		e.Ifname, netnsDesc(), e.MTU, e.Ifname, e.Err)
 }
 
 func (e *MTUError) Unwrap() error { return e.Err }
@@ -239,14 +236,14 @@ func loadErr(what string, err error) error {
 }
 
 // nativeErr turns a failed native attach into an error naming the cause. It
-// returns mtu=true when the failure is the veth MTU limit.
+// returns mtu=true when the failure is the driver's MTU limit.
 func nativeErr(l netlink.Link, err error) (out error, mtu bool) {
 	name := l.Attrs().Name
 	switch {
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("attach XDP to %s: %w", name, permErr(err)), false
-	case errors.Is(err, unix.ERANGE) && l.Type() == "veth":
-		return &MTUError{Ifname: name, MTU: l.Attrs().MTU, Max: VethMaxNativeMTU, Err: err}, true
+	case errors.Is(err, unix.ERANGE):
+		return &MTUError{Ifname: name, MTU: l.Attrs().MTU, Err: err}, true
 	case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL):
 		return fmt.Errorf("driver of %s (%s) does not run XDP natively: %w", name, linkKind(l), err), false
 	}

@@ -16,6 +16,17 @@
 //     unprotected baseline). It is attached through netlink and outlives the
 //     process until DetachImpairer.
 //
+// # Jumbo frames
+//
+// Both programs are loaded with frags (section "xdp.frags", that is
+// BPF_F_XDP_HAS_FRAGS): they take multi-buffer frames, so native XDP attaches
+// to a veth at any MTU (without frags veth refuses an MTU above 3506, a page
+// less headroom), the fast path's devmap redirect carries jumbo frames, and
+// an AF_XDP socket bound with XDP_USE_SG receives them as a chain of
+// descriptors (package xdp). They read only the linear part (the first
+// page, which holds every header they look at), count whole frames, and
+// the impairment stage flips a bit anywhere in the frame.
+//
 // FeatureReader reads the XDP features a device advertises (netdev generic
 // netlink), among them whether frames may be redirected into it.
 //

@@ -93,8 +93,9 @@ func (im *Impairer) Close() error {
 // thread) through netlink, so that it stays attached after the process
 // exits, until DetachImpairer or `ip link set dev IF xdp off`. It tries
 // native mode and falls back to generic mode (any native failure, including
-// the veth MTU limit: a kernel-forwarded path has no frame-size limit of its
-// own); see Impairer.Mode. It refuses (*BusyError) when the interface already
+// a driver's MTU limit: a kernel-forwarded path has no frame-size limit of
+// its own); see Impairer.Mode. The program has frags (multi-buffer XDP), so
+// a veth takes it natively at any MTU. It refuses (*BusyError) when the interface already
 // carries an XDP program. The returned handle can be closed at once.
 func AttachImpairer(ifname string, cfg ImpairConfig) (*Impairer, error) {
 	return AttachImpairerMode(ifname, cfg, XDPAuto)

@@ -15,9 +15,10 @@ const DefaultQueues = 64
 // PortOptions configure AttachPort.
 type PortOptions struct {
 	// Mode is the XDP attach mode; XDPAuto (the zero value) tries native
-	// and falls back to generic when the driver has no native XDP. A veth
-	// whose MTU is too large for native XDP is an error (*MTUError) in
-	// XDPAuto as well: lower the MTU or ask for XDPGeneric explicitly.
+	// and falls back to generic when the driver has no native XDP. An MTU
+	// the driver's native XDP refuses (one without multi-buffer XDP, above
+	// a page; veth takes any, the program having frags) is an error
+	// (*MTUError) in XDPAuto as well: lower the MTU or ask for XDPGeneric.
 	Mode AttachMode
 	// Queues is the number of RX queues that can get an AF_XDP socket
 	// (XSKMAP size); 0 means DefaultQueues.

@@ -1,8 +1,10 @@
 package bpf
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"os/exec"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -458,32 +461,97 @@ func TestAttachModes(t *testing.T) {
 	p.Close()
 }
 
-func TestAttachPortMTUTooLarge(t *testing.T) {
-	newVethNet(t, 4000)
-	_, err := AttachPort("lfbb", PortOptions{})
-	var me *MTUError
-	if !errors.As(err, &me) || me.MTU != 4000 || me.Max != VethMaxNativeMTU ||
-		!strings.Contains(err.Error(), "MTU 4000") || !strings.Contains(err.Error(), "3506") || !strings.Contains(err.Error(), "ip link set dev lfbb mtu 3506") {
-		t.Fatalf("MTU 4000: %v", err)
+// TestJumboMTU: the programs are loaded with frags (BPF_F_XDP_HAS_FRAGS), so
+// both attach natively to a veth of MTU 9000 (without frags veth refuses
+// anything above 3506); a 9000-byte frame, which the veth hands over as a
+// multi-buffer xdp_buff, is counted whole by the port program, passed on
+// intact, and the impairment stage flips bits in its fragments too.
+func TestJumboMTU(t *testing.T) {
+	for _, load := range []func() (*ebpf.CollectionSpec, error){loadPort, loadImpairer} {
+		spec, err := load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range spec.Programs {
+			if p.Flags&unix.BPF_F_XDP_HAS_FRAGS == 0 || p.SectionName != "xdp.frags" {
+				t.Errorf("program %s: section %q flags %#x, want xdp.frags (BPF_F_XDP_HAS_FRAGS)", name, p.SectionName, p.Flags)
+			}
+		}
 	}
-	t.Logf("MTU 4000: %v", err)
-	// Generic mode works at that MTU when asked for.
-	p, err := AttachPort("lfbb", PortOptions{Mode: XDPGeneric})
+	const mtu, size, count = 9000, 9014, 64
+	n := newVethNetNamed(t, "lfjbtest", "lfjba", "lfjbb", mtu)
+	p, err := AttachPort("lfjbb", PortOptions{})
+	if err != nil {
+		t.Fatalf("port program at MTU %d: %v", mtu, err)
+	}
+	if p.Mode() != XDPNative {
+		t.Errorf("port program at MTU %d: mode %v (fallback %v), want native", mtu, p.Mode(), p.FallbackReason())
+	}
+	n.openSockets()
+	frame := testFrame(size)
+	copy(frame, n.b.Attrs().HardwareAddr)
+	copy(frame[6:], n.a.Attrs().HardwareAddr)
+	buf := make([]byte, 2*size)
+	recvOne := func() []byte {
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if k, _, err := unix.Recvfrom(n.rx, buf, 0); err == nil {
+				return buf[:k]
+			}
+		}
+		t.Fatal("a 9014-byte frame sent on lfjba did not arrive on lfjbb")
+		return nil
+	}
+	// No AF_XDP socket: the program passes the frames to the stack.
+	for i := 0; i < count; i++ {
+		if err := unix.Send(n.tx, frame, 0); err != nil {
+			t.Fatalf("send a %d-byte frame: %v", size, err)
+		}
+		if got := recvOne(); !bytes.Equal(got, frame) {
+			t.Fatalf("frame %d through the port program: %d bytes arrived, differing from the %d sent", i, len(got), size)
+		}
+	}
+	c, err := p.Counters()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.RxFrames != count || c.RxBytes != count*size {
+		t.Errorf("port counters %+v after %d frames of %d bytes: want whole frames counted", c, count, size)
 	}
 	p.Close()
-	// The standalone impairer falls back to generic by itself.
-	im, err := AttachImpairer("lfbb", Bursty(0.01, 2))
+
+	im, err := AttachImpairer("lfjbb", ImpairConfig{FlipProb: 1, Seed: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer im.Close()
-	if im.Mode() != XDPGeneric || !errors.As(im.FallbackReason(), &me) {
-		t.Errorf("standalone at MTU 4000: mode %v, fallback %v", im.Mode(), im.FallbackReason())
+	defer DetachImpairer("lfjbb")
+	if im.Mode() != XDPNative {
+		t.Errorf("standalone impairer at MTU %d: mode %v (fallback %v), want native", mtu, im.Mode(), im.FallbackReason())
 	}
-	if err := DetachImpairer("lfbb"); err != nil {
-		t.Error(err)
+	beyond := 0 // flips past the first page, in the frame's fragments
+	for i := 0; i < count; i++ {
+		if err := unix.Send(n.tx, frame, 0); err != nil {
+			t.Fatal(err)
+		}
+		got := recvOne()
+		if len(got) != size {
+			t.Fatalf("frame %d through the impairer: %d bytes, want %d", i, len(got), size)
+		}
+		diff, at := 0, 0
+		for j := range got {
+			if d := bits.OnesCount8(got[j] ^ frame[j]); d > 0 {
+				diff, at = diff+d, j
+			}
+		}
+		if diff != 1 || at < 14 {
+			t.Fatalf("frame %d: %d bits differ (last at byte %d), want one bit after the Ethernet header", i, diff, at)
+		}
+		if at >= 4096 {
+			beyond++
+		}
+	}
+	// Uniform over 9000 bytes: about 55 % of the flips lie past 4096.
+	if beyond < count/4 {
+		t.Errorf("%d of %d flips past byte 4096, want about %d: the stage does not reach the fragments", beyond, count, count*55/100)
 	}
 }
 

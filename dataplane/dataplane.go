@@ -84,8 +84,11 @@ type Config struct {
 	BusyPoll bool
 	// XDPMode is how the XDP programs attach (auto: native, else generic).
 	XDPMode bpf.AttachMode
-	// FrameSize is the UMEM frame size (2048 or 4096). Default 4096, which
-	// carries frames up to 3840 bytes.
+	// FrameSize is the UMEM frame size, a power of two from 2048 to 65536.
+	// Default (0): what the ports' largest MTU needs, 4096 (frames up to
+	// 3840 bytes) up to MTU 3826, 16384 at MTU 9000. A frame larger than a
+	// page is multi-buffer (multibuf.go): the kernel hands a received frame
+	// over in page-sized pieces that the worker copies together.
 	FrameSize uint32
 	// FrameCount is the number of UMEM frames shared by all ports. By
 	// default it is sized per queue: FramesPerQueue for every AF_XDP
@@ -147,7 +150,14 @@ func (c *Config) defaults() error {
 		return err
 	}
 	if c.FrameSize == 0 {
-		c.FrameSize = 4096
+		// The ports are looked up in the calling thread's namespace (New
+		// has locked it); one not found is New's error to report.
+		c.FrameSize = fitFrameSize(portsMaxMTU(c.portNames()))
+	}
+	if c.LG.MTU == 0 {
+		// The hosts' frames are what lg sizes its pause hysteresis by and
+		// announces in the link session (0 if not found: 1500).
+		c.LG.MTU = portsMaxMTU(c.HostPorts)
 	}
 	if c.RingSize == 0 {
 		c.RingSize = 2048
@@ -244,12 +254,19 @@ type Dataplane struct {
 	fecStats  *FECStats  // mode fec
 	linkMTU   int        // the smallest of the link ports'
 	afxdp     AFXDPSnapshot
+	// maxChain is the most descriptors a frame of the ports' largest MTU
+	// takes on a TX ring (1 unless the UMEM is multi-buffer).
+	maxChain int
 }
 
 // New attaches the XDP programs and binds the AF_XDP sockets of every port
 // in the calling thread's network namespace. On error nothing is left
 // behind.
 func New(cfg Config) (_ *Dataplane, err error) {
+	// Everything below must happen in this thread's network namespace
+	// (defaults reads the ports' MTUs).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -259,9 +276,6 @@ func New(cfg Config) (_ *Dataplane, err error) {
 			d.Close()
 		}
 	}()
-	// Everything below must happen in this thread's network namespace.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 
 	names := cfg.portNames()
 	d.ports = newPorts(len(cfg.HostPorts), len(cfg.LinkPorts))
@@ -288,6 +302,12 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
 	if err != nil {
 		return nil, err
+	}
+	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+ethHeaderLen)
+	if d.umem.MultiBuffer() {
+		cfg.Logger.Info("jumbo frames: multi-buffer AF_XDP (XDP_USE_SG); frames longer than one kernel buffer are copied together in their UMEM frame",
+			"frame_size", cfg.FrameSize, "buffer", d.umem.ChunkSize(), "max_descriptors_per_frame", d.maxChain,
+			"umem_mib", uint64(cfg.FrameSize)*uint64(cfg.FrameCount)>>20)
 	}
 	if err := d.bindSockets(); err != nil {
 		return nil, err
@@ -551,8 +571,8 @@ func (c *Config) checkStaticSizes() error {
 	if c.Batch > int(c.RingSize) {
 		return fmt.Errorf("dataplane: --batch %d exceeds --ring-size %d: a batch never fits a ring; lower --batch to %d or raise --ring-size", c.Batch, c.RingSize, c.RingSize)
 	}
-	if c.FrameSize != 2048 && c.FrameSize != 4096 {
-		return fmt.Errorf("dataplane: --frame-size %d: want 2048 or 4096 (default 4096)", c.FrameSize)
+	if err := checkFrameSize(c.FrameSize); err != nil {
+		return err
 	}
 	if c.autoFrames && c.FramesPerQueue < c.RingSize {
 		return fmt.Errorf("dataplane: --frames-per-queue %d is below --ring-size %d: every socket's fill ring is kept full, and its RX and TX rings need frames besides; use at least %d (default 2 × --ring-size: %d)",
@@ -618,10 +638,8 @@ func (c *Config) checkMTU(hostMTU, linkMTU int) error {
 		if p.mtu+ethHeaderLen <= room {
 			continue
 		}
-		fix := fmt.Sprintf("%s link set dev %s mtu %d", ip, p.name, room-ethHeaderLen)
-		if c.FrameSize < 4096 && p.mtu+ethHeaderLen <= 4096-unix.XDP_PACKET_HEADROOM {
-			fix = "--frame-size 4096, or " + fix
-		}
+		fix := fmt.Sprintf("--frame-size %d (or leave it out: the default fits the MTU), or %s link set dev %s mtu %d",
+			fitFrameSize(p.mtu), ip, p.name, room-ethHeaderLen)
 		return fmt.Errorf("dataplane: %s (%s) has MTU %d: its largest frame (%d bytes) does not fit a UMEM frame of --frame-size %d (%d bytes after the kernel's headroom); fix: %s",
 			p.name, where, p.mtu, p.mtu+ethHeaderLen, c.FrameSize, room, fix)
 	}

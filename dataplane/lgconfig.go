@@ -74,7 +74,9 @@ type LGConfig struct {
 	// higher threshold could never be reached). Until enough is measured it
 	// is 256 KiB.
 	PauseThreshold, ResumeThreshold int
-	// MTU of the link (for the pause hysteresis); default 1500.
+	// MTU is the hosts' MTU (for the pause hysteresis, and announced in the
+	// link session); default: the host ports' largest (New reads it),
+	// else 1500.
 	MTU int
 	// TxBuffer (frames, power of two) bounds unacknowledged frames; the
 	// reorder window is the same size. It acts as a credit limit (frames

@@ -32,7 +32,7 @@ type PortShape struct {
 	Buffer int `json:"buffer_bytes"`
 	// Burst is the token bucket's depth in bytes: the most that leaves at
 	// line speed after an idle time. Default: 500 µs at Rate, at least
-	// MinPortBurst.
+	// MinPortBurst and one UMEM frame (with WireOverhead).
 	Burst int `json:"burst_bytes"`
 }
 
@@ -241,7 +241,8 @@ func (c *Config) shapeDefaults() error {
 			return fmt.Errorf("dataplane: --port-buffer %s=%d: want at least one UMEM frame (--frame-size %d bytes)", name, s.Buffer, c.FrameSize)
 		}
 		if s.Burst == 0 {
-			s.Burst = max(int(s.Rate/16000), MinPortBurst) // 500 µs at Rate
+			// 500 µs at Rate, and a UMEM frame at least (jumbo frames).
+			s.Burst = max(int(s.Rate/16000), MinPortBurst, int(c.FrameSize)+WireOverhead)
 		}
 		if s.Burst < int(c.FrameSize)+WireOverhead || s.Burst > maxPortBurst {
 			return fmt.Errorf("dataplane: port %s: burst %d bytes: want %d (a frame of --frame-size %d) to %d", name, s.Burst, int(c.FrameSize)+WireOverhead, c.FrameSize, maxPortBurst)

@@ -92,7 +92,7 @@ func (t *Tx) Space(port, lane int) int {
 	if len(socks) == 0 { // a pipeline driven in memory (tests): no ring bounds it
 		return maxMemSpace - len(l[lane])
 	}
-	return socks[lane].TxFree() - len(l[lane])
+	return t.w.txFrames(socks[lane]) - len(l[lane])
 }
 
 // ByteSpace is how many more bytes port can take this iteration: what its
@@ -168,6 +168,13 @@ type worker struct {
 	sealed    []bool
 	integrity *IntegrityStats
 	epoch     time.Time // the worker clock's zero
+	// Multi-buffer UMEMs (jumbo frames, multibuf.go): each receive lane's
+	// chain in progress (nil without multi-buffer), the scratch list of a
+	// placement's descriptors, and the most descriptors a frame of the
+	// ports' MTU takes (1 without multi-buffer).
+	chains   []chainRx
+	chain    []xdp.Desc
+	maxChain int
 }
 
 type lane struct {
@@ -228,6 +235,11 @@ func newWorker(d *Dataplane) *worker {
 	}
 	w.kicks = w.kick
 	w.poller = xdp.NewPoller(w.all...)
+	w.maxChain = max(d.maxChain, 1)
+	if d.umem.MultiBuffer() {
+		w.chains = make([]chainRx, len(w.rx))
+		w.chain = make([]xdp.Desc, 0, int(d.cfg.RingSize)+d.umem.MaxChain())
+	}
 	return w
 }
 
@@ -306,7 +318,7 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 		st.Loops.Add(1)
 		now := w.now()
 		moved := 0
-		for _, r := range w.rx {
+		for i, r := range w.rx {
 			room := min(p.Room(r.port), len(w.descs))
 			if room <= 0 {
 				continue
@@ -316,11 +328,15 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 				continue
 			}
 			moved += n
-			countRx(w.counters[r.port], w.descs[:n])
-			for _, d := range w.descs[:n] {
+			got := w.descs[:n]
+			for _, d := range got {
 				w.refs.hold(d.Addr)
 			}
-			if got := w.checkRx(r.port, w.descs[:n]); len(got) > 0 {
+			if w.chains != nil {
+				got = w.gather(&w.chains[i], r.port, got)
+			}
+			countRx(w.counters[r.port], got)
+			if got = w.checkRx(r.port, got); len(got) > 0 {
 				p.Receive(now, r.port, r.lane, got, &w.tx)
 			}
 		}
@@ -432,13 +448,18 @@ func (w *worker) flush() (next int64) {
 // as they enter its queue); what does not fit is dropped and counted.
 func (w *worker) place(k lane, list []xdp.Desc, counted bool) {
 	w.sealTx(k.port, list)
-	n := k.s.Transmit(list)
+	var n int
 	var bytes uint64
-	for _, d := range list[:n] {
-		if !counted {
-			w.refs.sent(d.Addr)
+	if w.chains != nil {
+		n, bytes = w.placeChains(k, list, counted)
+	} else {
+		n = k.s.Transmit(list)
+		for _, d := range list[:n] {
+			if !counted {
+				w.refs.sent(d.Addr)
+			}
+			bytes += uint64(d.Len)
 		}
-		bytes += uint64(d.Len)
 	}
 	if counted {
 		for _, d := range list[n:] {
@@ -472,7 +493,7 @@ func (w *worker) shape(sh *shaper, k lane, list []xdp.Desc) {
 	if sh.queued(k.lane) == 0 {
 		return
 	}
-	out := sh.dequeue(k.lane, int(k.s.TxFree()), w.shaped[:0])
+	out := sh.dequeue(k.lane, w.txFrames(k.s), w.shaped[:0])
 	if len(out) > 0 {
 		w.place(k, out, true)
 	}

@@ -29,8 +29,9 @@ const (
 	DefaultLinkHeaderLen = 16
 )
 
-// MaxXDPVethMTU is the largest MTU at which native XDP attaches on veth
-// ("Peer MTU is too large to set XDP" above it).
+// MaxXDPVethMTU is the largest MTU at which native XDP attaches on veth for
+// a program without frags ("Peer MTU is too large to set XDP" above it).
+// linkfabric's programs have frags (multi-buffer XDP) and attach at any MTU.
 const MaxXDPVethMTU = 3506
 
 // StateDir holds one JSON record per testbed (prefix), written by Up.

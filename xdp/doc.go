@@ -1,8 +1,9 @@
 // Package xdp is linkfabric's AF_XDP socket layer, written on
 // golang.org/x/sys/unix only. It knows no protocol.
 //
-// A Umem is the packet buffer area, split into frames of 2048 or 4096 bytes
-// addressed by byte offset. Sockets are opened on it per interface queue; the
+// A Umem is the packet buffer area, split into frames of 2048 bytes to 64
+// KiB addressed by byte offset (frames larger than a page are multi-buffer:
+// see multibuf.go). Sockets are opened on it per interface queue; the
 // first registers the UMEM, the others share it (XDP_SHARED_UMEM) with their
 // own fill and completion rings, so a frame received on one port can be
 // transmitted on another without a copy.

@@ -68,6 +68,12 @@ func removeStaleNamespaces() {
 // into a fresh named namespace until the test ends.
 func newTestNS(t *testing.T) *testNS {
 	t.Helper()
+	return newTestNSNamed(t, "lfxtest")
+}
+
+// newTestNSNamed is newTestNS with the namespace's base name given.
+func newTestNSNamed(t *testing.T, base string) *testNS {
+	t.Helper()
 	needRoot(t)
 	removeStaleNamespaces()
 	runtime.LockOSThread()
@@ -76,7 +82,7 @@ func newTestNS(t *testing.T) *testNS {
 		runtime.UnlockOSThread()
 		t.Fatalf("get current netns: %v", err)
 	}
-	name := fmt.Sprintf("lfxtest%d-%d", os.Getpid(), nsCounter.Add(1))
+	name := fmt.Sprintf("%s%d-%d", base, os.Getpid(), nsCounter.Add(1))
 	created := false
 	t.Cleanup(func() {
 		if err := netns.Set(orig); err != nil {
@@ -146,6 +152,13 @@ func (n *testNS) veth(a, b string, queues int) (net.Interface, net.Interface) {
 // XDP_PASS)" in native mode on ifindex and returns the XSKMAP.
 func attachRedirect(t *testing.T, ifindex int) *ebpf.Map {
 	t.Helper()
+	return attachRedirectFlags(t, ifindex, 0)
+}
+
+// attachRedirectFlags is attachRedirect loading the program with flags
+// (BPF_F_XDP_HAS_FRAGS: multi-buffer frames, any MTU on veth).
+func attachRedirectFlags(t *testing.T, ifindex int, flags uint32) *ebpf.Map {
+	t.Helper()
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "lfx_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 16})
 	if err != nil {
 		t.Fatalf("create XSKMAP: %v", err)
@@ -155,6 +168,7 @@ func attachRedirect(t *testing.T, ifindex int) *ebpf.Map {
 		Name:    "lfx_redirect",
 		Type:    ebpf.XDP,
 		License: "GPL",
+		Flags:   flags,
 		Instructions: asm.Instructions{
 			asm.LoadMem(asm.R2, asm.R1, 16, asm.Word), // r2 = ctx->rx_queue_index
 			asm.LoadMapPtr(asm.R1, m.FD()),            // r1 = &xsks
@@ -216,7 +230,7 @@ func (p *packetSock) recv(timeout time.Duration) []byte {
 	if n <= 0 {
 		return nil
 	}
-	buf := make([]byte, 4096)
+	buf := make([]byte, 1<<16)
 	k, err := unix.Read(p.fd, buf)
 	if err != nil {
 		p.t.Fatalf("AF_PACKET recv: %v", err)

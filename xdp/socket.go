@@ -208,7 +208,7 @@ func (u *Umem) openOnce(ifname string, ifindex, queue int, cfg *SocketConfig, mo
 		reg := unix.XDPUmemReg{
 			Addr:     uint64(uintptr(unsafe.Pointer(&u.area[0]))),
 			Len:      uint64(len(u.area)),
-			Size:     u.frameSize,
+			Size:     u.chunkSize, // frames larger than a page are chains of chunks (multibuf.go)
 			Headroom: u.headroom,
 		}
 		if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
@@ -283,6 +283,9 @@ func (u *Umem) openOnce(ifname string, ifindex, queue int, cfg *SocketConfig, mo
 		}
 		if cfg.NeedWakeup {
 			sa.Flags |= unix.XDP_USE_NEED_WAKEUP
+		}
+		if u.MultiBuffer() {
+			sa.Flags |= unix.XDP_USE_SG // sockets sharing the UMEM inherit it
 		}
 	}
 	if err := unix.Bind(fd, sa); err != nil {

@@ -3,6 +3,8 @@ package xdp
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -10,7 +12,9 @@ import (
 
 // Desc is one RX or TX ring descriptor; it has the layout of struct xdp_desc.
 // Addr is an offset into the UMEM (of the packet data, not of the frame start),
-// Len the packet length, Options is 0 or XDP_PKT_CONTD (multi-buffer, unused here).
+// Len the packet length, Options is 0 or XDP_PKT_CONTD: on a UMEM whose frames
+// span several kernel buffers (MultiBuffer) a packet longer than one buffer
+// is a chain of descriptors, each but the last with XDP_PKT_CONTD (Continued).
 type Desc struct {
 	Addr    uint64
 	Len     uint32
@@ -19,8 +23,11 @@ type Desc struct {
 
 // UmemConfig sizes a UMEM. Zero fields take the defaults.
 type UmemConfig struct {
-	// FrameSize is the size of one frame (chunk): 2048 or 4096. Default 4096.
-	// The largest packet is FrameSize - Headroom - 256 (XDP_PACKET_HEADROOM).
+	// FrameSize is the size of one frame: a power of two from 2048 to
+	// 65536. Default 4096. The largest packet a frame holds is FrameSize -
+	// Headroom - 256 (XDP_PACKET_HEADROOM). The kernel takes buffers
+	// (chunks) of at most a page: a larger frame is registered as chunks of
+	// a page, and the UMEM is MultiBuffer (see there).
 	FrameSize uint32
 	// FrameCount is the number of frames. Default 4096.
 	FrameCount uint32
@@ -32,6 +39,9 @@ type UmemConfig struct {
 const (
 	DefaultFrameSize  = 4096
 	DefaultFrameCount = 4096
+	// MinFrameSize and MaxFrameSize bound UmemConfig.FrameSize.
+	MinFrameSize = 2048
+	MaxFrameSize = 65536
 )
 
 // Umem is a packet buffer area shared between this process and the kernel,
@@ -45,6 +55,7 @@ const (
 type Umem struct {
 	area       []byte
 	frameSize  uint32
+	chunkSize  uint32 // the kernel's buffer: min(frameSize, page)
 	frameCount uint32
 	headroom   uint32
 	frameShift uint32
@@ -64,11 +75,12 @@ func NewUmem(cfg UmemConfig) (*Umem, error) {
 	if cfg.FrameCount == 0 {
 		cfg.FrameCount = DefaultFrameCount
 	}
-	if cfg.FrameSize != 2048 && cfg.FrameSize != 4096 {
-		return nil, fmt.Errorf("xdp: UMEM frame size %d not supported (use 2048 or 4096)", cfg.FrameSize)
+	if cfg.FrameSize < MinFrameSize || cfg.FrameSize > MaxFrameSize || cfg.FrameSize&(cfg.FrameSize-1) != 0 {
+		return nil, fmt.Errorf("xdp: UMEM frame size %d not supported (use a power of two from %d to %d)", cfg.FrameSize, MinFrameSize, MaxFrameSize)
 	}
-	if cfg.Headroom+unix.XDP_PACKET_HEADROOM+64 > cfg.FrameSize {
-		return nil, fmt.Errorf("xdp: UMEM headroom %d leaves no room for a packet in a %d-byte frame", cfg.Headroom, cfg.FrameSize)
+	chunk := min(cfg.FrameSize, uint32(os.Getpagesize()))
+	if cfg.Headroom+unix.XDP_PACKET_HEADROOM+64 > chunk {
+		return nil, fmt.Errorf("xdp: UMEM headroom %d leaves no room for a packet in a %d-byte buffer", cfg.Headroom, chunk)
 	}
 	size := uint64(cfg.FrameSize) * uint64(cfg.FrameCount)
 	if size > 1<<40 {
@@ -79,12 +91,9 @@ func NewUmem(cfg UmemConfig) (*Umem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp: mmap UMEM of %d bytes: %w (reduce FrameCount or check memory limits)", size, err)
 	}
-	shift := uint32(11)
-	if cfg.FrameSize == 4096 {
-		shift = 12
-	}
+	shift := uint32(bits.TrailingZeros32(cfg.FrameSize))
 	return &Umem{
-		area: area, frameSize: cfg.FrameSize, frameCount: cfg.FrameCount,
+		area: area, frameSize: cfg.FrameSize, chunkSize: chunk, frameCount: cfg.FrameCount,
 		headroom: cfg.Headroom, frameShift: shift,
 	}, nil
 }

@@ -26,8 +26,8 @@
 #include <bpf/bpf_helpers.h>
 
 #define LF_ETH_HLEN 14
-/* Upper bound on a flipped byte's offset, for the verifier. */
-#define LF_MAX_FRAME 0x3fff
+/* Upper bound on a flipped byte's offset (64 KiB frames). */
+#define LF_MAX_FRAME 0xffff
 
 enum lf_verdict {
 	LF_KEEP = 0,
@@ -102,25 +102,26 @@ static __always_inline int lf_chance(__u32 thr, __u32 r)
 	return thr == 0xffffffffU || r < thr;
 }
 
-/* Flip one uniformly chosen bit of the bytes after the Ethernet header.
- * Returns 1 if a bit was flipped. */
+/* Flip one uniformly chosen bit of the bytes after the Ethernet header,
+ * anywhere in the frame: a multi-buffer frame (the programs are loaded with
+ * frags, for jumbo MTUs) has bytes beyond its linear part, reached through
+ * bpf_xdp_load_bytes/bpf_xdp_store_bytes. Returns 1 if a bit was flipped. */
 static __always_inline int lf_flip_bit(struct xdp_md *ctx, __u64 r)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	__u32 len = (__u32)(data_end - data);
+	__u32 len = (__u32)bpf_xdp_get_buff_len(ctx);
 	__u32 off;
-	__u8 *p;
+	__u8 b;
 
 	if (len <= LF_ETH_HLEN)
 		return 0;
 	len -= LF_ETH_HLEN;
-	off = (__u32)(r >> 3) % len;
+	off = LF_ETH_HLEN + (__u32)(r >> 3) % len;
 	off &= LF_MAX_FRAME;
-	p = (__u8 *)data + LF_ETH_HLEN + off;
-	if ((void *)(p + 1) > data_end)
+	if (bpf_xdp_load_bytes(ctx, off, &b, 1))
 		return 0;
-	*p ^= (__u8)(1U << (r & 7));
+	b ^= (__u8)(1U << (r & 7));
+	if (bpf_xdp_store_bytes(ctx, off, &b, 1))
+		return 0;
 	return 1;
 }
 

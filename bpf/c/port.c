@@ -4,7 +4,16 @@
  * apply the impairment stage when it is enabled, then either redirect the
  * frame to the other port through the devmap (mode forward's XDP fast path,
  * when port_conf.fast is set) or to the AF_XDP socket of the frame's RX
- * queue (or pass it to the kernel stack when that queue has no socket). */
+ * queue (or pass it to the kernel stack when that queue has no socket).
+ *
+ * The program is loaded with frags (SEC "xdp.frags", BPF_F_XDP_HAS_FRAGS):
+ * a frame larger than a page arrives as a multi-buffer xdp_buff (the first
+ * page linear, the rest in fragments). Everything it reads (the Ethernet
+ * header, the link type) is in the linear part; it counts whole frames
+ * (bpf_xdp_get_buff_len); the devmap redirect and the XSKMAP redirect take
+ * multi-buffer frames (an AF_XDP socket bound with XDP_USE_SG gets them as
+ * a chain of descriptors, XDP_PKT_CONTD on all but the last). Without frags
+ * native XDP on veth refuses an MTU above 3506 (a page less headroom). */
 #include "impair.h"
 
 #define LF_MAX_QUEUES 64
@@ -37,7 +46,7 @@ struct {
 
 struct port_counters {
 	__u64 rx_frames;      /* frames seen by the program */
-	__u64 rx_bytes;       /* their bytes (linear part) */
+	__u64 rx_bytes;       /* their bytes (whole frames, fragments included) */
 	__u64 redirected;     /* handed to an XSK (bpf_redirect_map said so) */
 	__u64 passed;         /* no XSK on that queue: passed to the stack */
 	__u64 impair_dropped; /* dropped by the impairment stage */
@@ -121,13 +130,13 @@ static __always_inline __u64 *lf_control(struct xdp_md *ctx, struct port_conf *c
 	return &c->foreign_ctl;
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int lf_port(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct port_counters *c = bpf_map_lookup_elem(&port_count, &zero);
 	struct port_conf *conf = bpf_map_lookup_elem(&port_cfg, &zero);
-	__u64 len = ctx->data_end - ctx->data;
+	__u64 len = bpf_xdp_get_buff_len(ctx);
 	enum lf_verdict v;
 	__u64 *drop;
 	long act;

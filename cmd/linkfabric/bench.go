@@ -36,11 +36,20 @@ and reports medians and each arm's ratio to the bridge for iperf3 TCP
 throughput, 60-byte frames per second, and sockperf UDP latency p50/p99.
 All arms run on the same testbed with the same offloads (TX checksum off on
 the veth ends, GSO on, GRO on at h1's and h2's ends, which lets the switches
-redirect frames into their host ports). Takes about 15 s per arm per run.`,
+redirect frames into their host ports). Takes about 15 s per arm per run.
+
+--mtu sets the hosts' MTU (the switches' link ports get 16 bytes more) for
+every arm alike: --mtu 9000 compares jumbo frames through the bridge and
+forward mode. The fast path redirects them in the kernel as multi-buffer XDP
+frames; the AF_XDP path gets them as chains of 4 KiB buffers that the worker
+copies together (UMEM frames of 16 KiB), so its ratio at 9000 shows what
+that copy costs. TCP then uses 8948-byte segments; the frame rate is still
+measured with 60-byte frames.`,
 		Example: `  linkfabric bench
   linkfabric bench --runs 5 --duration 10s --json > bench.json
   linkfabric bench --mtu 3000 --busy-poll=false
-  linkfabric bench --no-wakeup-arm --busy-poll=false   # need_wakeup on and off side by side`,
+  linkfabric bench --no-wakeup-arm --busy-poll=false   # need_wakeup on and off side by side
+  linkfabric bench --mtu 9000 --runs 3                # jumbo frames, both paths beside the bridge`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("bench"); err != nil {
 				return err

@@ -231,9 +231,16 @@ A link port with a single TX queue has no priority lane: PFC, loss notifications
 retransmissions and session frames are placed ahead of data within its one queue,
 the log says so once, and the link session agrees on one lane at both ends.
 
-On veth, native XDP needs MTU <= 3506, and TCP through the dataplane needs TX
-checksum offload off on the sending ends (ethtool -K DEV tx off); the testbed
-does both. On a real NIC, give the link ports an MTU at least 12 bytes above the
+Jumbo frames: the XDP programs are loaded with frags (multi-buffer XDP), so
+native XDP takes any MTU on veth (and on NICs whose drivers have multi-buffer
+XDP), and the fast path redirects jumbo frames in the kernel. The AF_XDP path
+needs UMEM frames that hold the largest frame: --frame-size defaults to 4096
+up to MTU 3826 and to the next power of two above (16384 at MTU 9000). The
+kernel's AF_XDP buffers are at most a page, so such frames arrive in 4 KiB
+pieces (multi-buffer AF_XDP, XDP_USE_SG) that the worker copies together, and
+leave as pieces again; the UMEM takes --frames × --frame-size bytes (about
+300 MiB at MTU 9000). TCP through the dataplane needs TX checksum offload off
+on the sending ends (ethtool -K DEV tx off); the testbed does it. On a real NIC, give the link ports an MTU at least 12 bytes above the
 hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity off;
 26 and 22 in mode fec); run checks this at startup.`,
 		Example: `  linkfabric run --node sw1 --mode lg                 # the pair testbed's sw1 (namespace lfsw1)
@@ -388,7 +395,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&needWakeup, "need-wakeup", true, "bind the AF_XDP sockets with XDP_USE_NEED_WAKEUP: TX kicks and fill-ring wakeups are syscalls only when the kernel asks (false: always)")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by all ports (default: --frames-per-queue × the ports' receive queues, plus the mode's buffers)")
 	f.Uint32Var(&cfg.FramesPerQueue, "frames-per-queue", 0, "UMEM frames per AF_XDP socket (one per receive queue of each port): its fill ring and what waits on its RX and TX rings (default 2 × --ring-size, 3 × in mode cells; at least --ring-size)")
-	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, 2048 or 4096 (default 4096)")
+	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, a power of two from 2048 to 65536 (default: what the ports' MTU needs, 4096 up to MTU 3826, 16384 at MTU 9000; above 4096 frames are multi-buffer)")
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 256)")
 	f.IntVar(&cfg.TxBudget, "tx-budget", 0, "frames one TX kick may move in copy mode (XDP_MAX_TX_SKB_BUDGET; default 256, -1 keeps the kernel's 32)")
 	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048)")

@@ -37,6 +37,7 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 		Example: `  linkfabric testbed up                               # pair, Linux bridges, prefix lf
   linkfabric testbed up --forwarding none --prefix lab # bare ports for linkfabric run
   linkfabric testbed up --preset bundle --mtu 3000
+  linkfabric testbed up --mtu 9000                 # jumbo frames: hosts 9000, link ports 9016
   linkfabric testbed up --topology my-topology.yaml
   linkfabric testbed up --forwarding none --netem "loss 1% corrupt 0.1%"  # kernels with sch_netem`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -44,6 +44,7 @@ presets fit before it builds anything.
 too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.`,
 		Example: `  linkfabric up                                   # pair, forward, prefix lf
   linkfabric up --mode lg --run-args "--copies 2"
+  linkfabric up --mode lg --mtu 9000              # jumbo frames (UMEM frames of 16 KiB, multi-buffer)
   linkfabric up --preset bundle --mode cells --run-args "--spray p2c"
   linkfabric up --preset fabric3 --mode cells
   linkfabric up --preset pair --mode lgnb --prefix lab`,

@@ -1,0 +1,336 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/xdp"
+	"golang.org/x/sys/unix"
+)
+
+// TestFitFrameSize: the default UMEM frame is a page up to the MTU a page
+// holds (after the kernel's headroom, with the Ethernet header and an
+// integrity trailer), then the smallest power of two that holds the frame;
+// a frame of the MTU takes chainLen descriptors.
+func TestFitFrameSize(t *testing.T) {
+	for _, tc := range []struct {
+		mtu  int
+		want uint32
+	}{{0, 4096}, {1500, 4096}, {3506, 4096}, {3826, 4096}, {3827, 8192}, {7922, 8192}, {7923, 16384}, {9000, 16384}, {9016, 16384}, {16114, 16384}, {16115, 32768}, {65535, 65536}} {
+		if got := fitFrameSize(tc.mtu); got != tc.want {
+			t.Errorf("fitFrameSize(%d) = %d, want %d", tc.mtu, got, tc.want)
+		}
+	}
+	for _, size := range []uint32{2048, 4096, 8192, 16384, 65536} {
+		if err := checkFrameSize(size); err != nil {
+			t.Errorf("--frame-size %d: %v", size, err)
+		}
+	}
+	for _, size := range []uint32{1024, 3000, 12288, 131072} {
+		if err := checkFrameSize(size); err == nil {
+			t.Errorf("--frame-size %d accepted", size)
+		}
+	}
+	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 16384, FrameCount: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	for n, want := range map[int]int{60: 1, 3840: 1, 3841: 2, 9034: 3, 16128: 4} {
+		if got := chainLen(u, n); got != want || got != len(u.TxChain(nil, uint64(u.DataOffset()), uint32(n))) {
+			t.Errorf("chainLen(%d) = %d, want %d (TxChain's length)", n, got, want)
+		}
+	}
+}
+
+// TestGather: the worker makes a received chain one frame, contiguous in
+// its first descriptor's UMEM frame, even when the chain spans batches;
+// frames that are not chains pass unchanged; the continuations' frames are
+// free again at once; a chain longer than a UMEM frame is dropped whole
+// (RX.Dropped) with every frame of it freed.
+func TestGather(t *testing.T) {
+	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 16384, FrameCount: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	w := &worker{umem: u, refs: newFrameRefs(u), counters: []*PortCounters{{}}}
+	all := w.refs.free.Len()
+	var want []byte
+	// rx takes a free frame, fills n bytes of it as the kernel would (at
+	// the data offset) and returns its descriptor, held as the worker does.
+	rx := func(n int, more bool) xdp.Desc {
+		slot, ok := w.refs.free.Pop()
+		if !ok {
+			t.Fatal("UMEM exhausted")
+		}
+		d := xdp.Desc{Addr: slot + uint64(u.DataOffset()), Len: uint32(n)}
+		b := u.Bytes(d.Addr, d.Len)
+		for i := range b {
+			b[i] = byte(len(want) + i*13)
+		}
+		want = append(want, b...)
+		if more {
+			d.Options = unix.XDP_PKT_CONTD
+		}
+		w.refs.hold(d.Addr)
+		return d
+	}
+	var c chainRx
+	small := rx(60, false)
+	want = want[:0]
+	batch := []xdp.Desc{small, rx(3840, true), rx(3840, true)}
+	got := w.gather(&c, 0, batch)
+	if len(got) != 1 || got[0] != small || !c.open {
+		t.Fatalf("first batch: %v (chain open %v), want the 60-byte frame alone and the chain waiting", got, c.open)
+	}
+	tail := rx(1334, false)
+	batch = []xdp.Desc{tail, rx(100, false)}
+	last := batch[1]
+	want = want[:len(want)-100]
+	got = w.gather(&c, 0, batch)
+	if len(got) != 2 || got[0].Len != 9014 || got[0].Continued() || got[1] != last || c.open {
+		t.Fatalf("second batch: %v, want the 9014-byte frame whole, then the 100-byte one", got)
+	}
+	if string(u.Bytes(got[0].Addr, got[0].Len)) != string(want) {
+		t.Error("the gathered frame differs from its pieces")
+	}
+	if held, out := w.refs.inFlight(); held != 3 || out != 0 || w.refs.free.Len() != all-3 {
+		t.Errorf("after gathering: %d frames held, %d free of %d; want 3 held (the 60, 9014 and 100-byte frames)", held, w.refs.free.Len(), all)
+	}
+	// Longer than a UMEM frame (16384 − 256): five 3840-byte pieces.
+	var long []xdp.Desc
+	for i := range 5 {
+		long = append(long, rx(3840, i < 4))
+	}
+	if got := w.gather(&c, 0, long); len(got) != 0 || c.open {
+		t.Errorf("a 19200-byte chain: %v (open %v), want it dropped", got, c.open)
+	}
+	if d := w.counters[0].RX.Dropped.Load(); d != 1 {
+		t.Errorf("RX dropped %d, want 1", d)
+	}
+	if held, _ := w.refs.inFlight(); held != 3 || w.refs.free.Len() != all-3 {
+		t.Errorf("after the dropped chain: %d held, %d free; want its 5 frames freed", held, w.refs.free.Len())
+	}
+}
+
+// TestJumboVeth: on the pair testbed at MTU 9000 (link ports 9016), mode
+// forward on the XDP fast path and on the AF_XDP path (also through a rate
+// limit on the link ports, and with generic XDP), and lg, carry
+// 8000-byte UDP datagrams (DF set, one 8042-byte frame each) both ways
+// intact, and a TCP transfer with 9000-byte segments. On the AF_XDP paths
+// the frames reach the worker as multi-buffer chains (4 KiB kernel buffers)
+// and leave as chains again; on the fast path the devmap redirects them as
+// multi-buffer XDP frames and no frame goes through AF_XDP.
+func TestJumboVeth(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		netns.RequireRoot(t)
+		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
+	}
+	tb := netns.TestUp(t, "lfjb", "pair", netns.Options{Forwarding: netns.ForwardingNone, MTU: 9000})
+	h1, h2 := tb.NS("h1"), tb.NS("h2")
+	const size, count = 8000, 200
+	for _, arm := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"forward-xdp", Config{FastPath: FastPathXDP}},
+		{"forward-afxdp", Config{FastPath: FastPathAFXDP}},
+		// A rate limit on the link port: frames wait in its egress queue
+		// and are placed as chains from there.
+		{"forward-afxdp-shaped", Config{FastPath: FastPathAFXDP, Shape: map[string]PortShape{"link0": {Rate: 2_000_000_000}}}},
+		// Generic (skb) XDP hands the socket frames as chains too.
+		{"forward-afxdp-generic", Config{FastPath: FastPathAFXDP, XDPMode: bpf.XDPGeneric}},
+		{"lg", Config{Mode: ModeLG}},
+	} {
+		t.Run(arm.name, func(t *testing.T) {
+			sw1 := startWatched(t, tb.NS("sw1"), arm.cfg)
+			sw2 := startWatched(t, tb.NS("sw2"), arm.cfg)
+			defer sw2.stop(t)
+			defer sw1.stop(t)
+			for _, sw := range []*runningSwitch{sw1, sw2} {
+				if c := sw.d.Config(); c.FrameSize != 16384 || !sw.d.umem.MultiBuffer() {
+					t.Fatalf("frame size %d (multi-buffer %v), want 16384 chosen for MTU 9016", c.FrameSize, sw.d.umem.MultiBuffer())
+				}
+			}
+			if arm.cfg.FastPath == FastPathXDP {
+				waitFastPath(t, "sw1", sw1.d, FastPathXDP)
+				waitFastPath(t, "sw2", sw2.d, FastPathXDP)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
+				t.Fatalf("ping h1→h2: %v", err)
+			}
+			if err := netns.WaitPing(ctx, h2, "10.0.0.1"); err != nil {
+				t.Fatalf("ping h2→h1: %v", err)
+			}
+			// Drops at the sockets before now are not the datagrams' (a
+			// session frame from the peer can find a socket whose worker
+			// has not filled its fill ring yet).
+			drops := map[*Port]uint64{}
+			for _, sw := range []*runningSwitch{sw1, sw2} {
+				for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
+					drops[p] = socketDrops(t, p)
+				}
+			}
+			before1, before2 := sw1.d.Stats(), sw2.d.Stats()
+			sendJumboUDP(t, h1, h2, "10.0.0.2", 5311, size, count)
+			sendJumboUDP(t, h2, h1, "10.0.0.1", 5312, size, count)
+			after1, after2 := sw1.d.Stats(), sw2.d.Stats()
+			frame := uint64(size + 8 + 20 + ethHeaderLen)
+			// Every host port took count frames of that size from its host
+			// and gave count to it: whole frames, counted once each,
+			// whichever path carried them.
+			for _, c := range []struct {
+				what       string
+				before, at DirSnapshot
+			}{
+				{"sw1 host0 rx", before1.Host.RX, after1.Host.RX},
+				{"sw1 host0 tx", before1.Host.TX, after1.Host.TX},
+				{"sw2 host0 rx", before2.Host.RX, after2.Host.RX},
+				{"sw2 host0 tx", before2.Host.TX, after2.Host.TX},
+			} {
+				if f, b := c.at.Frames-c.before.Frames, c.at.Bytes-c.before.Bytes; f < count || b < count*frame {
+					t.Errorf("%s: %d frames, %d bytes for %d datagrams of %d bytes (frames of %d)", c.what, f, b, count, size, frame)
+				}
+			}
+			if arm.cfg.FastPath == FastPathXDP {
+				for name, sw := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
+					for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
+						c, err := p.Program().Counters()
+						if err != nil {
+							t.Fatal(err)
+						}
+						if c.Redirected != 0 || c.Forwarded < count {
+							t.Errorf("%s %s: %d frames to AF_XDP, %d on the fast path; want none and ≥ %d", name, p.Name, c.Redirected, c.Forwarded, count)
+						}
+					}
+				}
+			}
+			for name, sw := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
+				for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
+					if n := socketDrops(t, p) - drops[p]; n != 0 {
+						t.Errorf("%s %s: %d frames dropped at the AF_XDP socket", name, p.Name, n)
+					}
+				}
+				s := sw.d.Stats()
+				if s.Host.RX.Dropped+s.Link.RX.Dropped != 0 {
+					t.Errorf("%s: %d host and %d link frames dropped on receipt (chains longer than a UMEM frame?)", name, s.Host.RX.Dropped, s.Link.RX.Dropped)
+				}
+			}
+			if arm.cfg.Mode == ModeLG {
+				r := waitCore(t, sw2.d).Receiver
+				if r == nil || r.LostDetected != 0 || r.Delivered < count {
+					t.Errorf("sw2 lg receiver %+v: want every frame delivered in order, none lost", r)
+				}
+			}
+
+			srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5313")
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { srv.Process.Kill(); srv.Wait() }()
+			var out []byte
+			var err error
+			for i := 0; i < 20; i++ {
+				out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5313", "-n", "40M", "--connect-timeout", "3000").CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "Connection refused") {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatalf("iperf3 40 MB h1→h2 at MTU 9000: %v\n%s", err, lastLines(string(out), 6))
+			}
+			t.Logf("%s: %d datagrams of %d bytes each way intact; iperf3 TCP at MTU 9000:\n%s", arm.name, count, size, lastLines(string(out), 4))
+		})
+	}
+}
+
+// sendJumboUDP sends count UDP datagrams of size bytes from namespace from
+// to addr:port in namespace to, with DF set (IP_PMTUDISC_DO: never
+// fragmented), each numbered and filled with a pattern of its number, and
+// fails the test unless every one arrives once, whole and unchanged.
+func sendJumboUDP(t *testing.T, from, to, addr string, port, size, count int) {
+	t.Helper()
+	var rx, tx int
+	if err := netns.Do(to, func() error {
+		var err error
+		if rx, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		unix.SetsockoptInt(rx, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+		return unix.Bind(rx, &unix.SockaddrInet4{Port: port})
+	}); err != nil {
+		t.Fatalf("UDP receiver in %s: %v", to, err)
+	}
+	defer unix.Close(rx)
+	if err := netns.Do(from, func() error {
+		var err error
+		if tx, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		return unix.SetsockoptInt(tx, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
+	}); err != nil {
+		t.Fatalf("UDP sender in %s: %v", from, err)
+	}
+	defer unix.Close(tx)
+	var dst unix.SockaddrInet4
+	if _, err := fmt.Sscanf(addr, "%d.%d.%d.%d", &dst.Addr[0], &dst.Addr[1], &dst.Addr[2], &dst.Addr[3]); err != nil {
+		t.Fatal(err)
+	}
+	dst.Port = port
+	fill := func(b []byte, seq uint32) {
+		binary.BigEndian.PutUint32(b, seq)
+		for i := 4; i < len(b); i++ {
+			b[i] = byte(seq*131 + uint32(i)*7)
+		}
+	}
+	buf := make([]byte, size)
+	for seq := range uint32(count) {
+		fill(buf, seq)
+		if err := unix.Sendto(tx, buf, 0, &dst); err != nil {
+			t.Fatalf("send datagram %d of %d bytes %s→%s (DF): %v", seq, size, from, to, err)
+		}
+		if seq%16 == 15 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	seen := make([]bool, count)
+	got, bad := 0, 0
+	want := make([]byte, size)
+	in := make([]byte, 2*size)
+	for got+bad < count {
+		fds := []unix.PollFd{{Fd: int32(rx), Events: unix.POLLIN}}
+		if n, _ := unix.Poll(fds, 2000); n <= 0 {
+			break
+		}
+		n, _, err := unix.Recvfrom(rx, in, unix.MSG_DONTWAIT)
+		if err != nil {
+			continue
+		}
+		seq := binary.BigEndian.Uint32(in)
+		if n != size || int(seq) >= count || seen[seq] {
+			bad++
+			continue
+		}
+		fill(want, seq)
+		if string(in[:n]) != string(want) {
+			bad++
+			continue
+		}
+		seen[seq] = true
+		got++
+	}
+	if got != count || bad != 0 {
+		t.Errorf("%s→%s: %d of %d datagrams of %d bytes arrived intact, %d damaged, duplicated or of the wrong size", from, to, got, count, size, bad)
+	}
+}
