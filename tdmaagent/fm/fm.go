@@ -48,8 +48,9 @@ type Config struct {
 	RT            int // SCHED_FIFO priority of the clock thread; 0: the default scheduler
 	CalibEvery    time.Duration
 	// StartWait: the first round waits for every host's first demand
-	// report, at most this long after the first one arrives (default N
-	// slots). A round built from the first reports alone serves only the
+	// report, at most this long after the first one arrives (default one
+	// round of MaxRoundSlots: a host left out waits that long anyway; the
+	// reports of 4 agents started one after another came 3-16 ms apart). A round built from the first reports alone serves only the
 	// hosts that reported, for up to MaxRoundSlots slots, while the others
 	// wait: measured on star4 with 40 MiB flows, two hosts started 80 ms
 	// (16 slots) after the other two, and the shuffle's finishes spread by
@@ -74,6 +75,11 @@ type Stats struct {
 	SendErrors    uint64          `json:"send_errors"`
 	SchedPublishs uint64          `json:"rounds_published"`
 	DelayEstNs    []int64         `json:"delay_est_ns"`
+	// FirstReportMs: when each host's first demand report came, ms after
+	// the first host's (-1: never); FirstRoundMs: when the first round was
+	// published, ms after the first report.
+	FirstReportMs []float64 `json:"first_report_ms"`
+	FirstRoundMs  float64   `json:"first_round_ms"`
 	Duration      float64         `json:"duration_s"`
 	Hosts         []string        `json:"hosts"`
 	HostCounters  []wire.Counters `json:"host_counters"`
@@ -97,8 +103,10 @@ type Manager struct {
 	// heard: hosts whose demand has been reported at least once, how many,
 	// and when the first report came (clock ns; 0: none yet).
 	heard      []bool
+	heardAt    []int64
 	nheard     int
 	firstHeard int64
+	firstRound int64
 
 	want    atomic.Uint32               // round the clock thread needs next
 	pending atomic.Pointer[sched.Round] // computed, not yet taken
@@ -134,13 +142,13 @@ func New(cfg Config) (*Manager, error) {
 		cfg.CalibEvery = time.Second
 	}
 	if cfg.StartWait == 0 {
-		cfg.StartWait = time.Duration(N) * cfg.SlotLen
+		cfg.StartWait = time.Duration(cfg.MaxRoundSlots) * cfg.SlotLen
 	}
 	sch, err := sched.ByName(cfg.Scheduler)
 	if err != nil {
 		return nil, fmt.Errorf("fm: --scheduler: %w", err)
 	}
-	m := &Manager{cfg: cfg, sch: sch, demand: sched.NewDemand(N), ctrs: make([]wire.Counters, N), calib: make([]calibState, N), heard: make([]bool, N)}
+	m := &Manager{cfg: cfg, sch: sch, demand: sched.NewDemand(N), ctrs: make([]wire.Counters, N), calib: make([]calibState, N), heard: make([]bool, N), heardAt: make([]int64, N)}
 	m.cap = int64(cfg.LinkSpeed/8) * int64(cfg.SlotLen-cfg.Guard) / int64(time.Second)
 	for j := range m.demand.RxFree {
 		m.demand.RxFree[j] = 1 << 40
@@ -269,6 +277,18 @@ func (m *Manager) clockThread() (Stats, error) {
 		}
 	}
 	s.Stats = f.Stats()
+	m.mu.Lock()
+	for _, t := range m.heardAt {
+		ms := -1.0
+		if t != 0 {
+			ms = float64(t-m.firstHeard) / 1e6
+		}
+		s.FirstReportMs = append(s.FirstReportMs, ms)
+	}
+	if m.firstRound != 0 {
+		s.FirstRoundMs = float64(m.firstRound-m.firstHeard) / 1e6
+	}
+	m.mu.Unlock()
 	s.LateP50us, s.LateP99us, s.LateP999us, s.LateMaxus = late.Quantile(0.5), late.Quantile(0.99), late.Quantile(0.999), late.Quantile(1)
 	s.SendP50us, s.SendP99us = send.Quantile(0.5), send.Quantile(0.99)
 	return s, nil
@@ -290,8 +310,13 @@ func (m *Manager) scheduler() {
 		m.mu.Lock()
 		ready := m.nheard == N || m.firstHeard != 0 && clock.Now()-m.firstHeard >= int64(m.cfg.StartWait)
 		m.mu.Unlock()
-		if last == nil && !ready {
-			continue // the first round waits for every host's demand (StartWait)
+		if last == nil {
+			if !ready {
+				continue // the first round waits for every host's demand (StartWait)
+			}
+			m.mu.Lock()
+			m.firstRound = clock.Now()
+			m.mu.Unlock()
 		}
 		d := sched.NewDemand(N)
 		m.mu.Lock()
@@ -348,10 +373,10 @@ func (m *Manager) handler() {
 		case wire.DecodeReport(b[:n], &rep) == nil && int(rep.Host) == h:
 			m.reports++
 			if !m.heard[h] {
-				m.heard[h] = true
+				m.heard[h], m.heardAt[h] = true, clock.Now()
 				m.nheard++
 				if m.firstHeard == 0 {
-					m.firstHeard = clock.Now()
+					m.firstHeard = m.heardAt[h]
 				}
 			}
 			for j := 0; j < min(int(rep.N), len(m.cfg.Hosts)); j++ {
