@@ -61,25 +61,25 @@ type Config struct {
 // Stats is what a run measured.
 type Stats struct {
 	fmcore.Stats
-	RT            bool            `json:"rt"`
-	Boundaries    uint64          `json:"boundaries"`
-	LateP50us     float64         `json:"late_p50_us"`
-	LateP99us     float64         `json:"late_p99_us"`
-	LateP999us    float64         `json:"late_p999_us"`
-	LateMaxus     float64         `json:"late_max_us"`
-	SendP50us     float64         `json:"send_p50_us"`
-	SendP99us     float64         `json:"send_p99_us"`
-	CtlBytes      uint64          `json:"ctl_bytes"` // grants on the wire (60 B + 24 B overhead each)
-	Reports       uint64          `json:"reports"`
-	BadMessages   uint64          `json:"bad_messages"`
-	SendErrors    uint64          `json:"send_errors"`
-	SchedPublishs uint64          `json:"rounds_published"`
-	DelayEstNs    []int64         `json:"delay_est_ns"`
+	RT            bool    `json:"rt"`
+	Boundaries    uint64  `json:"boundaries"`
+	LateP50us     float64 `json:"late_p50_us"`
+	LateP99us     float64 `json:"late_p99_us"`
+	LateP999us    float64 `json:"late_p999_us"`
+	LateMaxus     float64 `json:"late_max_us"`
+	SendP50us     float64 `json:"send_p50_us"`
+	SendP99us     float64 `json:"send_p99_us"`
+	CtlBytes      uint64  `json:"ctl_bytes"` // grants on the wire (60 B + 24 B overhead each)
+	Reports       uint64  `json:"reports"`
+	BadMessages   uint64  `json:"bad_messages"`
+	SendErrors    uint64  `json:"send_errors"`
+	SchedPublishs uint64  `json:"rounds_published"`
+	DelayEstNs    []int64 `json:"delay_est_ns"`
 	// FirstReportMs: when each host's first demand report came, ms after
 	// the first host's (-1: never); FirstRoundMs: when the first round was
 	// published, ms after the first report.
-	FirstReportMs []float64 `json:"first_report_ms"`
-	FirstRoundMs  float64   `json:"first_round_ms"`
+	FirstReportMs []float64       `json:"first_report_ms"`
+	FirstRoundMs  float64         `json:"first_round_ms"`
 	Duration      float64         `json:"duration_s"`
 	Hosts         []string        `json:"hosts"`
 	HostCounters  []wire.Counters `json:"host_counters"`
