@@ -330,18 +330,11 @@ func PlotPanels(path string, panels []LinePanel) error {
 			p.X.Scale = plot.LogScale{}
 			p.X.Tick.Marker = logTicks125{}
 		}
-		ymax := math.Inf(-1)
+		b := xyBounds{xmin: xmin, xmax: xmax, ymax: math.Inf(-1)}
 		drawn, colour, refs := 0, 0, 0
 		for _, s := range pn.Series {
-			n := min(len(s.X), len(s.Y))
-			pts := make(plotter.XYs, 0, n)
-			for k := 0; k < n; k++ {
-				if math.IsNaN(s.X[k]) || math.IsNaN(s.Y[k]) || pn.LogX && s.X[k] <= 0 {
-					continue
-				}
-				pts = append(pts, plotter.XY{X: s.X[k], Y: s.Y[k]})
-				xmin, xmax, ymax = min(xmin, s.X[k]), max(xmax, s.X[k]), max(ymax, s.Y[k])
-			}
+			pts := b.points(s.X, s.Y, pn.LogX)
+			xmin, xmax = b.xmin, b.xmax
 			if len(pts) == 0 {
 				continue
 			}
@@ -396,7 +389,7 @@ func PlotPanels(path string, panels []LinePanel) error {
 		if pn.YMax > pn.YMin {
 			p.Y.Min, p.Y.Max = pn.YMin, pn.YMax
 		} else {
-			p.Y.Min, p.Y.Max = 0, max(ymax*1.05, 1e-9)
+			p.Y.Min, p.Y.Max = 0, max(b.ymax*1.05, 1e-9)
 		}
 		plots[i] = []*plot.Plot{p}
 	}
@@ -427,6 +420,24 @@ func PlotPanels(path string, panels []LinePanel) error {
 		return err
 	}
 	return f.Close()
+}
+
+// xyBounds are the data bounds of the series drawn so far.
+type xyBounds struct{ xmin, xmax, ymax float64 }
+
+// points returns the points (x[k], y[k]) that can be drawn (not NaN, x > 0
+// on a log x axis) and widens b to them.
+func (b *xyBounds) points(x, y []float64, logX bool) plotter.XYs {
+	n := min(len(x), len(y))
+	pts := make(plotter.XYs, 0, n)
+	for k := 0; k < n; k++ {
+		if math.IsNaN(x[k]) || math.IsNaN(y[k]) || logX && x[k] <= 0 {
+			continue
+		}
+		pts = append(pts, plotter.XY{X: x[k], Y: y[k]})
+		b.xmin, b.xmax, b.ymax = min(b.xmin, x[k]), max(b.xmax, x[k]), max(b.ymax, y[k])
+	}
+	return pts
 }
 
 // LineStyle is how PlotLines draws a series.
@@ -472,17 +483,9 @@ func PlotLines(path string, opt LinesOptions, series ...XYSeries) error {
 	p.Legend.Top = !opt.LegendBottom
 	p.Add(plotter.NewGrid())
 	drawn := 0
-	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), opt.Ref
+	b := xyBounds{xmin: math.Inf(1), xmax: math.Inf(-1), ymax: opt.Ref}
 	for i, s := range series {
-		n := min(len(s.X), len(s.Y))
-		var pts plotter.XYs
-		for k := 0; k < n; k++ {
-			if opt.LogX && s.X[k] <= 0 {
-				continue
-			}
-			pts = append(pts, plotter.XY{X: s.X[k], Y: s.Y[k]})
-			xmin, xmax, ymax = min(xmin, s.X[k]), max(xmax, s.X[k]), max(ymax, s.Y[k])
-		}
+		pts := b.points(s.X, s.Y, opt.LogX)
 		if len(pts) == 0 {
 			continue
 		}
@@ -516,6 +519,7 @@ func PlotLines(path string, opt LinesOptions, series ...XYSeries) error {
 	if drawn == 0 {
 		return errors.New("fct: nothing to plot")
 	}
+	xmin, xmax, ymax := b.xmin, b.xmax, b.ymax
 	if opt.Ref > 0 {
 		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: opt.Ref}, {X: xmax, Y: opt.Ref}})
 		if err != nil {
