@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/linkfabric/linkfabric/netns"
@@ -21,7 +20,8 @@ import (
 type TDMACounters struct {
 	Collisions     uint64  `json:"collisions"`
 	LostFrames     uint64  `json:"lost_frames"`
-	CtlLost        uint64  `json:"control_lost"` // grants dropped on purpose or missed
+	SockDrops      uint64  `json:"recv_socket_drops"` // at the agents' data sockets
+	CtlLost        uint64  `json:"control_lost"`      // grants dropped on purpose or missed
 	LeaseExpiries  uint64  `json:"lease_expiries"`
 	FreeRunOpens   uint64  `json:"freerun_opens"`
 	OverrunBytes   uint64  `json:"overrun_bytes"`
@@ -42,6 +42,7 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 		t.FreeRunOpens += h.G.FreeRunOpens
 		t.HostRT = t.HostRT || h.RT
 		t.LostFrames += h.RecvLost
+		t.SockDrops += h.SockDrops
 		t.OverrunBytes += h.G.OverrunBytes
 	}
 	t.FMLateP99us, t.FMRT = r.FM.LateP99us, r.FM.RT
@@ -51,32 +52,19 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 	return t
 }
 
-// hostTBFDrops sums the drops of the hosts' egress TBFs (eth0 in h1..hn).
-func hostTBFDrops(tb *netns.Testbed, n int) uint64 {
-	var d uint64
-	st := make([]netns.QdiscStat, 1)
-	for i := 1; i <= n; i++ {
-		if r, err := netns.NewQdiscReader(tb.NS("h"+strconv.Itoa(i)), []string{"eth0"}); err == nil {
-			if r.Read(st) == nil {
-				d += uint64(st[0].Drops)
-			}
-			r.Close()
-		}
-	}
-	return d
-}
-
 // ArmMeasures are what every TDMA experiment records around an arm: the
-// switch ports' queues, the hosts' TBF drops, and the CPUs.
+// switch ports' queues, the drops outside them (StarDrops), and the CPUs.
 type ArmMeasures struct {
-	Switch     SwitchStats `json:"switch"`
-	HostDrops  uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
-	CPUBusyPct float64     `json:"cpu_busy_pct"`
-	LoadAvg    float64     `json:"load_avg"`
+	Switch       SwitchStats `json:"switch"`
+	HostDrops    uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
+	VethDrops    uint64      `json:"veth_drops"`     // veth on transmit (a full input backlog), hosts and switch ports
+	BacklogDrops uint64      `json:"backlog_drops_machine"`
+	CPUBusyPct   float64     `json:"cpu_busy_pct"`
+	LoadAvg      float64     `json:"load_avg"`
 }
 
 // onStar brings up a fresh star for one arm, runs fn on it while sampling
-// the switch, the hosts' TBF drops and the CPUs into m, and tears it down.
+// the switch, the star's drops and the CPUs into m, and tears it down.
 func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) error) error {
 	tb, err := e.upStar(c)
 	if err != nil {
@@ -88,12 +76,13 @@ func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) erro
 	if err != nil {
 		return err
 	}
-	hd0 := hostTBFDrops(tb, c.Hosts)
+	drops0 := readStarDrops(tb, c.Hosts)
 	cpu0, _ := ReadCPU()
 	err = fn(tb)
 	close(stop)
 	m.Switch = sw()
-	m.HostDrops = hostTBFDrops(tb, c.Hosts) - hd0
+	d := readStarDrops(tb, c.Hosts).Sub(drops0)
+	m.HostDrops, m.VethDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.Backlog
 	cpu1, _ := ReadCPU()
 	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
 	return err

@@ -99,7 +99,7 @@ func TestFreezeVerdict(t *testing.T) {
 func TestCtlLossSummaryAndFiles(t *testing.T) {
 	r := &TDMACtlLossResult{Config: TDMACtlLossConfig{Losses: []float64{0.01, 0.05}, Modes: []string{"paper", "lease"}}}
 	add := func(loss float64, mode string, run int, overrun, coll uint64) {
-		a := ShuffleArm{Arm: "tdma", Run: run, OverrunBytes: overrun, Collisions: coll}
+		a := ShuffleArm{Arm: "tdma", Run: run, TDMACounters: TDMACounters{OverrunBytes: overrun, Collisions: coll}}
 		r.Runs = append(r.Runs, CtlLossRun{Loss: loss, Mode: mode, ShuffleArm: a})
 	}
 	add(0.01, "paper", 1, 3000, 2)

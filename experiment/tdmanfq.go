@@ -41,12 +41,8 @@ type NFQRun struct {
 	HeldMax      uint64  `json:"nfq_held_max"`
 	Windows      uint64  `json:"h1_windows"`
 	DutyPct      float64 `json:"duty_pct"` // h1's windows × (slot − guard) ÷ flows ÷ the flows' duration
-	OverrunBytes uint64  `json:"overrun_bytes"`
-	Collisions   uint64  `json:"collisions"`
-	SwitchDrops  uint64  `json:"switch_drops"`
-	CtlOverhead  float64 `json:"control_overhead_pct"`
-	CPUBusyPct   float64 `json:"cpu_busy_pct"`
-	LoadAvg      float64 `json:"load_avg"`
+	ArmMeasures
+	TDMACounters
 }
 
 // TDMANFQResult is the experiment's outcome.
@@ -88,7 +84,7 @@ func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, e
 			r.Mbps, r.DutyPct, r.Retransmits, r.RetransSegs, r.QueueDropped, r.UserDropped, r.Released, r.HeldMax)
 		res.Runs = append(res.Runs, r)
 		mbps, retx = append(mbps, r.Mbps), append(retx, float64(r.Retransmits))
-		duty, ovh = append(duty, r.DutyPct), append(ovh, r.CtlOverhead)
+		duty, ovh = append(duty, r.DutyPct), append(ovh, r.CtlOverheadPct)
 		res.Summary.QueueDropped = max(res.Summary.QueueDropped, r.QueueDropped)
 		res.Summary.UserDropped = max(res.Summary.UserDropped, r.UserDropped)
 		res.Summary.Met = res.Summary.Met && r.met()
@@ -107,92 +103,73 @@ func (r NFQRun) met() bool {
 func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, error) {
 	c := cfg.Star
 	out := NFQRun{Run: run}
-	tb, err := e.upStar(c)
-	if err != nil {
-		return out, err
-	}
-	defer tb.Down()
-	h1 := tb.NS("h1")
-	if !cfg.TLP {
-		if err := netns.Sysctl(h1, "net.ipv4.tcp_early_retrans", "0"); err != nil {
-			return out, err
-		}
-	}
 	dir := filepath.Join(cfg.Dir, fmt.Sprintf("run%d", run))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return out, err
 	}
-	stop := make(chan struct{})
-	sw, err := sampleSwitch(tb.NS("sw"), c.Hosts, stop)
-	if err != nil {
-		return out, err
-	}
-	cpu0, _ := ReadCPU()
-	// The agents run for the flow plus a second for the FM's first rounds
-	// and a second of tail; iperf3 starts once they are up.
-	agentsFor := cfg.Duration + 2*time.Second
-	type flowRes struct {
-		r     []iperfTCP
-		retx  uint64
-		err   error
-		start time.Time
-	}
-	fch := make(chan flowRes, 1)
-	go func() {
-		var f flowRes
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
-			fch <- flowRes{err: ctx.Err()}
-			return
-		}
-		r0, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
-		var pairs [][4]string
-		for j := 2; j <= c.Hosts; j++ {
-			pairs = append(pairs, [4]string{h1, tb.NS("h" + strconv.Itoa(j)), netns.StarAddr(j), strconv.Itoa(5300 + j)})
-		}
-		f.r, f.err = runIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
-		r1, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
-		f.retx = r1 - r0
-		fch <- f
-	}()
-	r, err := e.runTDMA(ctx, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
-		return []string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}
-	})
-	f := <-fch
-	close(stop)
-	s := sw()
-	if err != nil {
-		return out, err
-	}
-	if f.err != nil {
-		return out, f.err
-	}
-	cpu1, _ := ReadCPU()
-	out.CPUBusyPct, out.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
-	for _, x := range f.r {
-		out.Mbps += x.Mbps
-		out.Retransmits += x.Retransmits
-	}
-	out.RetransSegs = f.retx
-	out.SwitchDrops = s.Drops
-	for i, h := range r.Hosts {
-		out.QueueDropped += h.NFQQueueDropped
-		out.UserDropped += h.NFQUserDropped
-		out.OverrunBytes += h.G.OverrunBytes
-		out.Collisions += h.Collisions
-		if i == 0 {
-			out.Released, out.HeldMax = h.NFQReleased, uint64(h.NFQHeldMax)
-			for _, w := range h.ClassWindows {
-				out.Windows += w
+	err := e.onStar(c, &out.ArmMeasures, func(tb *netns.Testbed) error {
+		h1 := tb.NS("h1")
+		if !cfg.TLP {
+			if err := netns.Sysctl(h1, "net.ipv4.tcp_early_retrans", "0"); err != nil {
+				return err
 			}
 		}
-	}
-	out.DutyPct = 100 * float64(out.Windows) * (c.Slot - c.Guard).Seconds() / float64(c.Hosts-1) / cfg.Duration.Seconds()
-	if r.FM.Duration > 0 {
-		out.CtlOverhead = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
-	}
-	return out, nil
+		// The agents run for the flow plus a second for the FM's first
+		// rounds and a second of tail; iperf3 starts once they are up.
+		agentsFor := cfg.Duration + 2*time.Second
+		type flowRes struct {
+			r    []iperfTCP
+			retx uint64
+			err  error
+		}
+		fch := make(chan flowRes, 1)
+		go func() {
+			var f flowRes
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				fch <- flowRes{err: ctx.Err()}
+				return
+			}
+			r0, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
+			var pairs [][4]string
+			for j := 2; j <= c.Hosts; j++ {
+				pairs = append(pairs, [4]string{h1, tb.NS("h" + strconv.Itoa(j)), netns.StarAddr(j), strconv.Itoa(5300 + j)})
+			}
+			f.r, f.err = runIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
+			r1, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
+			f.retx = r1 - r0
+			fch <- f
+		}()
+		r, err := e.runTDMA(ctx, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
+			return []string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}
+		})
+		f := <-fch
+		if err != nil {
+			return err
+		}
+		if f.err != nil {
+			return f.err
+		}
+		for _, x := range f.r {
+			out.Mbps += x.Mbps
+			out.Retransmits += x.Retransmits
+		}
+		out.RetransSegs = f.retx
+		out.TDMACounters = r.counters(c)
+		for _, h := range r.Hosts {
+			out.QueueDropped += h.NFQQueueDropped
+			out.UserDropped += h.NFQUserDropped
+		}
+		h := r.Hosts[0]
+		out.Released, out.HeldMax = h.NFQReleased, uint64(h.NFQHeldMax)
+		for _, w := range h.ClassWindows {
+			out.Windows += w
+		}
+		out.DutyPct = 100 * float64(out.Windows) * (c.Slot - c.Guard).Seconds() / float64(c.Hosts-1) / cfg.Duration.Seconds()
+		return nil
+	})
+	return out, err
 }
 
 // WriteTDMANFQ writes nfqueue.json and runs.csv into dir.

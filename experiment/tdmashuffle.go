@@ -36,32 +36,17 @@ type TDMAShuffleConfig struct {
 
 // ShuffleArm is one arm's run.
 type ShuffleArm struct {
-	Arm            string      `json:"arm"`
-	Run            int         `json:"run"`
-	IdealS         float64     `json:"ideal_s"`
-	CompletionS    float64     `json:"completion_s"`
-	OverIdeal      float64     `json:"completion_over_ideal"`
-	SpreadS        float64     `json:"finish_spread_s"` // last − first flow finish
-	Finishes       []float64   `json:"finishes_s"`      // per flow, from the start
-	Switch         SwitchStats `json:"switch"`
-	Collisions     uint64      `json:"collisions"`
-	LostFrames     uint64      `json:"lost_frames"`
-	Incomplete     int         `json:"incomplete_flows"`
-	HostDrops      uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
-	VethDrops      uint64      `json:"veth_drops"`     // veth (a full input backlog), hosts and switch ports
-	BacklogDrops   uint64      `json:"backlog_drops_machine"`
-	SockDrops      uint64      `json:"recv_socket_drops"` // at the agents' data sockets
-	CtlLost        uint64      `json:"control_lost"`      // grants dropped on purpose or missed
-	LeaseExpiries  uint64      `json:"lease_expiries"`
-	FreeRunOpens   uint64      `json:"freerun_opens"`
-	OverrunBytes   uint64      `json:"overrun_bytes"`
-	Retransmits    uint64      `json:"tcp_retransmits,omitempty"`
-	CtlOverheadPct float64     `json:"control_overhead_pct,omitempty"`
-	FMLateP99us    float64     `json:"fm_late_p99_us,omitempty"`
-	FMRT           bool        `json:"fm_rt,omitempty"`
-	HostRT         bool        `json:"host_rt,omitempty"`
-	CPUBusyPct     float64     `json:"cpu_busy_pct"`
-	LoadAvg        float64     `json:"load_avg"`
+	Arm         string    `json:"arm"`
+	Run         int       `json:"run"`
+	IdealS      float64   `json:"ideal_s"`
+	CompletionS float64   `json:"completion_s"`
+	OverIdeal   float64   `json:"completion_over_ideal"`
+	SpreadS     float64   `json:"finish_spread_s"` // last − first flow finish
+	Finishes    []float64 `json:"finishes_s"`      // per flow, from the start
+	Incomplete  int       `json:"incomplete_flows"`
+	Retransmits uint64    `json:"tcp_retransmits,omitempty"`
+	ArmMeasures
+	TDMACounters
 	// Progress: each host's bytes received over time, s from the start
 	// (the first byte sent under TDMA, the first connection under TCP).
 	Progress []HostProgress `json:"progress,omitempty"`
@@ -161,98 +146,63 @@ func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm st
 	extra := o.extra
 	var tr *TDMARun
 	out := ShuffleArm{Arm: arm, Run: run}
-	tb, err := e.upStar(c)
-	if err != nil {
-		return out, nil, err
-	}
-	defer tb.Down()
-	stop := make(chan struct{})
-	sw, err := sampleSwitch(tb.NS("sw"), c.Hosts, stop)
-	if err != nil {
-		return out, nil, err
-	}
-	drops0 := readStarDrops(tb, c.Hosts)
-	cpu0, _ := ReadCPU()
 	perHost := float64(int64(c.Hosts-1)*cfg.Size) * 8 / float64(c.Rate)
-	switch arm {
-	case "tdma":
-		out.IdealS = perHost * wireFrame / rawPayload
-		dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-%s-run%d%s%s", c.Mode, run, strings.Join(extra, ""), o.tag))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return out, nil, err
-		}
-		timeout := time.Duration(out.IdealS*5*max(o.slow, 1)*float64(time.Second)) + 20*time.Second
-		r, err := e.runTDMAWith(ctx, tb, c, dir, timeout, func(int) []string {
-			return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
-		}, o.during)
-		if err != nil {
-			close(stop)
-			return out, nil, err
-		}
-		tr = r
-		first := int64(0)
-		var done []int64
-		for i, h := range r.Hosts {
-			if h.FirstSend != 0 && (first == 0 || h.FirstSend < first) {
-				first = h.FirstSend
+	err := e.onStar(c, &out.ArmMeasures, func(tb *netns.Testbed) error {
+		switch arm {
+		case "tdma":
+			out.IdealS = perHost * wireFrame / rawPayload
+			dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-%s-run%d%s%s", c.Mode, run, strings.Join(extra, ""), o.tag))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
 			}
-			for j, d := range h.RecvDone {
-				if j == i {
-					continue
-				}
-				if d == 0 { // raw mode does not retransmit: a lost frame leaves the flow short
-					out.Incomplete++
-					e.progress("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
-					continue
-				}
-				done = append(done, d)
+			timeout := time.Duration(out.IdealS*5*max(o.slow, 1)*float64(time.Second)) + 20*time.Second
+			r, err := e.runTDMAWith(ctx, tb, c, dir, timeout, func(int) []string {
+				return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
+			}, o.during)
+			if err != nil {
+				return err
 			}
-			out.Collisions += h.Collisions
-			out.CtlLost += h.CtlDrop + h.G.CtlLost
-			out.LeaseExpiries += h.G.LeaseExpiries
-			out.FreeRunOpens += h.G.FreeRunOpens
-			out.HostRT = out.HostRT || h.RT
-			out.LostFrames += h.RecvLost
-			out.SockDrops += h.SockDrops
-			out.OverrunBytes += h.G.OverrunBytes
+			tr = r
+			first := int64(0)
+			var done []int64
+			for i, h := range r.Hosts {
+				if h.FirstSend != 0 && (first == 0 || h.FirstSend < first) {
+					first = h.FirstSend
+				}
+				for j, d := range h.RecvDone {
+					if j == i {
+						continue
+					}
+					if d == 0 { // raw mode does not retransmit: a lost frame leaves the flow short
+						out.Incomplete++
+						e.progress("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
+						continue
+					}
+					done = append(done, d)
+				}
+			}
+			for _, d := range done {
+				out.Finishes = append(out.Finishes, float64(d-first)/1e9)
+			}
+			out.Progress = tdmaProgress(r.Hosts, first)
+			out.TDMACounters = r.counters(c)
+		case "tcp":
+			out.IdealS = perHost * wireFrame / tcpPayload
+			r0 := tcpRetrans(tb, c.Hosts)
+			fin, prog, err := tcpShuffle(ctx, tb, c.Hosts, cfg.Size)
+			if err != nil {
+				return err
+			}
+			out.Finishes, out.Progress = fin, prog
+			out.Retransmits = tcpRetrans(tb, c.Hosts) - r0
+		default:
+			return fmt.Errorf("arm %q: want tdma or tcp", arm)
 		}
-		for _, d := range done {
-			out.Finishes = append(out.Finishes, float64(d-first)/1e9)
-		}
-		out.Progress = tdmaProgress(r.Hosts, first)
-		out.FMLateP99us, out.FMRT = r.FM.LateP99us, r.FM.RT
-		if r.FM.Duration > 0 {
-			out.CtlOverheadPct = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
-		}
-	case "tcp":
-		out.IdealS = perHost * wireFrame / tcpPayload
-		var r0 uint64
-		for i := 1; i <= c.Hosts; i++ {
-			v, _ := netns.SNMP(tb.NS("h"+strconv.Itoa(i)), "Tcp", "RetransSegs")
-			r0 += v
-		}
-		fin, prog, err := tcpShuffle(ctx, tb, c.Hosts, cfg.Size)
-		if err != nil {
-			close(stop)
-			return out, nil, err
-		}
-		out.Finishes, out.Progress = fin, prog
-		var r1 uint64
-		for i := 1; i <= c.Hosts; i++ {
-			v, _ := netns.SNMP(tb.NS("h"+strconv.Itoa(i)), "Tcp", "RetransSegs")
-			r1 += v
-		}
-		out.Retransmits = r1 - r0
-	default:
-		close(stop)
-		return out, nil, fmt.Errorf("arm %q: want tdma or tcp", arm)
+		return nil
+	})
+	if err != nil {
+		return out, nil, err
 	}
-	close(stop)
-	out.Switch = sw()
-	d := readStarDrops(tb, c.Hosts).Sub(drops0)
-	out.HostDrops, out.VethDrops, out.BacklogDrops = d.HostTBF, d.Veth, d.Backlog
-	cpu1, _ := ReadCPU()
-	out.CPUBusyPct, out.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
 	slices.Sort(out.Finishes)
 	if n := len(out.Finishes); n > 0 {
 		out.CompletionS = out.Finishes[n-1]
@@ -284,10 +234,8 @@ func tdmaProgress(hosts []host.Stats, first int64) []HostProgress {
 func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]float64, []HostProgress, error) {
 	lns := make([]net.Listener, n)
 	for j := range lns {
-		if err := netns.Do(tb.NS("h"+strconv.Itoa(j+1)), func() (err error) {
-			lns[j], err = net.Listen("tcp4", netns.StarAddr(j+1)+":5301")
-			return err
-		}); err != nil {
+		var err error
+		if lns[j], err = listenOn(tb, j+1, 5301); err != nil {
 			return nil, nil, err
 		}
 		defer lns[j].Close()
@@ -362,10 +310,7 @@ func tcpShuffle(ctx context.Context, tb *netns.Testbed, n int, size int64) ([]fl
 				continue
 			}
 			var c net.Conn
-			if dialErr = netns.Do(tb.NS("h"+strconv.Itoa(i+1)), func() (err error) {
-				c, err = net.DialTimeout("tcp4", netns.StarAddr(j+1)+":5301", 5*time.Second)
-				return err
-			}); dialErr != nil {
+			if c, dialErr = dialFrom(tb, i+1, j+1, 5301); dialErr != nil {
 				break
 			}
 			wg.Add(1)
