@@ -61,22 +61,18 @@ type TDMACtlLossResult struct {
 	Summary []CtlLossSumm     `json:"summary"`
 	// FreezeCheck: met if every freeze run in lease and free-run mode met
 	// both checks (paper mode has no lease: reported, not checked).
-	FreezeCheck string  `json:"freeze_check,omitempty"`
-	Forced      bool    `json:"forced"`
-	CPUPre      float64 `json:"cpu_busy_before_pct"`
+	FreezeCheck string `json:"freeze_check,omitempty"`
+	Precheck
 }
 
 // TDMACtlLoss runs the shuffle at every loss in every mode, then with the
 // FM frozen in every freeze mode, Runs times.
 func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlLossResult, error) {
-	if err := e.defaults(); err != nil {
-		return nil, err
-	}
-	busy, err := CheckCPU(cfg.Shuffle.Force)
+	pre, err := e.precheck(cfg.Shuffle.Force)
 	if err != nil {
 		return nil, err
 	}
-	res := &TDMACtlLossResult{Config: cfg, Forced: cfg.Shuffle.Force && busy > SaturatedLimit, CPUPre: busy}
+	res := &TDMACtlLossResult{Config: cfg, Precheck: pre}
 	defer res.summarize()
 	for run := 1; run <= cfg.Shuffle.Runs; run++ {
 		for _, p := range cfg.Losses {
@@ -244,9 +240,7 @@ func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 	if r.FreezeCheck != "" {
 		fmt.Fprintf(w, "\nfreeze check (lease and free-run modes): %s\n", r.FreezeCheck)
 	}
-	if r.Forced {
-		fmt.Fprintf(w, "\nforced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
-	}
+	r.Precheck.print(w)
 }
 
 // WriteTDMACtlLoss writes ctlloss.json, ctlloss.csv (a row per run, the

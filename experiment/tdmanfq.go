@@ -58,20 +58,16 @@ type TDMANFQResult struct {
 		Overhead     float64 `json:"control_overhead_pct_median"`
 		Met          bool    `json:"met"` // 0 retransmissions and 0 queue drops in every run
 	} `json:"summary"`
-	Forced bool    `json:"forced"`
-	CPUPre float64 `json:"cpu_busy_before_pct"`
+	Precheck
 }
 
 // TDMANFQ runs the gated TCP flow Runs times.
 func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, error) {
-	if err := e.defaults(); err != nil {
-		return nil, err
-	}
-	busy, err := CheckCPU(cfg.Force)
+	pre, err := e.precheck(cfg.Force)
 	if err != nil {
 		return nil, err
 	}
-	res := &TDMANFQResult{Config: cfg, Forced: cfg.Force && busy > SaturatedLimit, CPUPre: busy}
+	res := &TDMANFQResult{Config: cfg, Precheck: pre}
 	var mbps, retx, duty, ovh []float64
 	res.Summary.Met = true
 	for run := 1; run <= cfg.Runs; run++ {
@@ -207,7 +203,5 @@ func PrintTDMANFQ(w io.Writer, r *TDMANFQResult) {
 		verdict = "missed"
 	}
 	fmt.Fprintf(w, "check (every run: 0 TCP retransmissions, 0 queue and user drops): %s\n", verdict)
-	if r.Forced {
-		fmt.Fprintf(w, "forced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
-	}
+	r.Precheck.print(w)
 }

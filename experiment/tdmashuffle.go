@@ -64,8 +64,7 @@ type TDMAShuffleResult struct {
 	Config  TDMAShuffleConfig  `json:"config"`
 	Runs    []ShuffleArm       `json:"runs"`
 	Summary map[string]ArmSumm `json:"summary"`
-	Forced  bool               `json:"forced"`
-	CPUPre  float64            `json:"cpu_busy_before_pct"`
+	Precheck
 }
 
 // ArmSumm is an arm's medians over the runs.
@@ -89,14 +88,11 @@ const (
 
 // TDMAShuffle runs the shuffle arms Runs times, interleaved.
 func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuffleResult, error) {
-	if err := e.defaults(); err != nil {
-		return nil, err
-	}
-	busy, err := CheckCPU(cfg.Force)
+	pre, err := e.precheck(cfg.Force)
 	if err != nil {
 		return nil, err
 	}
-	res := &TDMAShuffleResult{Config: cfg, Forced: cfg.Force && busy > SaturatedLimit, CPUPre: busy, Summary: map[string]ArmSumm{}}
+	res := &TDMAShuffleResult{Config: cfg, Precheck: pre, Summary: map[string]ArmSumm{}}
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
 			e.progress("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), LoadAvg())
@@ -442,7 +438,5 @@ func PrintTDMAShuffle(w io.Writer, r *TDMAShuffleResult) {
 		fmt.Fprintf(w, "  %-5s completion ÷ ideal %.3f (paper %.3f), finish spread %.3f s, switch drops %.0f, collisions %.0f, control overhead %.3f %%, retransmits %.0f\n",
 			arm, s.OverIdeal, s.PaperRatio, s.SpreadS, s.Drops, s.Collisions, s.Overhead, s.Retransmits)
 	}
-	if r.Forced {
-		fmt.Fprintf(w, "\nforced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
-	}
+	r.Precheck.print(w)
 }

@@ -141,8 +141,7 @@ type TDMASlotsResult struct {
 	Calib   *GuardCalib     `json:"guard_calibration,omitempty"`
 	Runs    []SlotRun       `json:"runs"`
 	Summary SlotsSummary    `json:"summary"`
-	Forced  bool            `json:"forced"`
-	CPUPre  float64         `json:"cpu_busy_before_pct"`
+	Precheck
 }
 
 // steadyRate returns a host's receive rate (bytes/s) between the times its
@@ -194,17 +193,14 @@ func slotEfficiency(prog []HostProgress, rate uint64) (eff, goodput float64, ok 
 // TDMASlots runs the calibration (for an automatic guard), then every slot
 // length Runs times, interleaved.
 func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsResult, error) {
-	if err := e.defaults(); err != nil {
-		return nil, err
-	}
 	if len(cfg.Slots) == 0 {
 		return nil, fmt.Errorf("tdma slots: no slot length")
 	}
-	busy, err := CheckCPU(cfg.Force)
+	pre, err := e.precheck(cfg.Force)
 	if err != nil {
 		return nil, err
 	}
-	res := &TDMASlotsResult{Config: cfg, Forced: cfg.Force && busy > SaturatedLimit, CPUPre: busy}
+	res := &TDMASlotsResult{Config: cfg, Precheck: pre}
 	defer res.summarize()
 	guard := cfg.Guard
 	if guard == 0 {
@@ -361,9 +357,7 @@ func PrintTDMASlots(w io.Writer, r *TDMASlotsResult) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s (the design expected 2–5 ms; the paper had 300 µs)\n", r.Summary.Answer)
-	if r.Forced {
-		fmt.Fprintf(w, "\nforced: the CPUs were %.0f%% busy before the start; figures are indicative\n", r.CPUPre)
-	}
+	r.Precheck.print(w)
 }
 
 // WriteTDMASlots writes slots.json, slots.csv and slots-efficiency.png
