@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -203,17 +201,3 @@ func ratio0(a, b float64) float64 {
 
 // agentDuration is the --duration flag of an agent.
 func agentDuration(d time.Duration) []string { return []string{"--duration", d.String()} }
-
-// writeResultJSON makes dir and writes v into dir/name as indented JSON; it
-// returns the path.
-func writeResultJSON(dir, name string, v any) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := jsonIndent(v)
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, name)
-	return p, os.WriteFile(p, b, 0o644)
-}

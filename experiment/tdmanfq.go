@@ -170,15 +170,8 @@ func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, 
 
 // WriteTDMANFQ writes nfqueue.json and runs.csv into dir.
 func WriteTDMANFQ(dir string, r *TDMANFQResult) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	b, err := jsonIndent(r)
-	if err != nil {
-		return nil, err
-	}
 	jp := filepath.Join(dir, "nfqueue.json")
-	if err := os.WriteFile(jp, b, 0o644); err != nil {
+	if err := WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string

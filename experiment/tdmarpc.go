@@ -369,8 +369,8 @@ func rpcTCP(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed, out *RPCA
 // plots rpc-rtt-offset.png (Fig. 10) and rpc-rtt-cdf.png (Fig. 9) into
 // dir; it returns the paths written.
 func WriteTDMARPC(dir string, r *TDMARPCResult) ([]string, error) {
-	jp, err := writeResultJSON(dir, "rpc.json", r)
-	if err != nil {
+	jp := filepath.Join(dir, "rpc.json")
+	if err := WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	paths := []string{jp}

@@ -272,8 +272,8 @@ func rrTCP(ctx context.Context, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun)
 // WriteTDMARR writes rr.json, rr.csv and rr-throughput.png (Fig. 11) into
 // dir; it returns the paths written.
 func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
-	jp, err := writeResultJSON(dir, "rr.json", r)
-	if err != nil {
+	jp := filepath.Join(dir, "rr.json")
+	if err := WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	rows := [][]string{{"arm", "run", "block_capacities", "block_bytes", "host", "mbps", "over_rate", "switch_drops", "lost_frames", "tcp_retransmits", "cpu_busy_pct"}}
@@ -298,7 +298,7 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 		series = append(series, fct.XYSeries{Name: arm, X: x, Y: y})
 	}
 	pp := filepath.Join(dir, "rr-throughput.png")
-	err = fct.PlotLines(pp, fct.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
+	err := fct.PlotLines(pp, fct.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
 		XLabel: fmt.Sprintf("block (slot capacities of %d B)", r.SlotCapacity), YLabel: "per-host throughput ÷ port rate",
 		LogX: true, Ref: 0.85, RefLabel: "0.85 (target for TDMA at ≥ 2 capacities)", YFrom0: true}, series...)
 	if err != nil {
