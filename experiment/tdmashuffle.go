@@ -23,6 +23,9 @@ import (
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
 
+// ShuffleArms are the arms of `tdma shuffle`.
+var ShuffleArms = []string{"tdma", "tcp"}
+
 // TDMAShuffleConfig sizes `linkfabric tdma shuffle` (§6.1): every host
 // sends Size bytes to every other host, under TDMA (raw agents) and TCP.
 type TDMAShuffleConfig struct {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -147,17 +145,4 @@ func (s *tdmaStarFlags) armList(ok []string) ([]string, error) {
 		out = append(out, a)
 	}
 	return out, nil
-}
-
-// reportTDMA prints an experiment's result to stdout, writes its files and
-// says on stderr which were written (and why not, if some were not).
-func reportTDMA(print func(io.Writer), write func() ([]string, error)) {
-	print(os.Stdout)
-	paths, err := write()
-	if len(paths) > 0 {
-		fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "writing the results:", err)
-	}
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -85,7 +85,8 @@ TDMA run's agent logs and statistics.`,
 			env := &experiment.Env{Prefix: sf.prefix}
 			r, err := env.TDMARPC(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
-				reportTDMA(func(w io.Writer) { experiment.PrintTDMARPC(w, r) }, func() ([]string, error) { return experiment.WriteTDMARPC(sf.out, r) })
+				experiment.PrintTDMARPC(os.Stdout, r)
+				err = wroteFiles(err)(experiment.WriteTDMARPC(sf.out, r))
 			}
 			return err
 		},

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
+	"os"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -78,7 +78,8 @@ into --out, with each TDMA run's agent logs and statistics.`,
 			env := &experiment.Env{Prefix: sf.prefix}
 			r, err := env.TDMARR(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
-				reportTDMA(func(w io.Writer) { experiment.PrintTDMARR(w, r) }, func() ([]string, error) { return experiment.WriteTDMARR(sf.out, r) })
+				experiment.PrintTDMARR(os.Stdout, r)
+				err = wroteFiles(err)(experiment.WriteTDMARR(sf.out, r))
 			}
 			return err
 		},

@@ -12,10 +12,8 @@ import (
 
 func tdmaShuffleCmd() *cobra.Command {
 	var (
-		star                    starFlags
-		runs                    int
-		size, arms, prefix, out string
-		force                   bool
+		sf   tdmaStarFlags
+		size string
 	)
 	cmd := &cobra.Command{
 		Use:   "shuffle",
@@ -52,7 +50,10 @@ agent logs and statistics go in a directory of their own.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c experiment.TDMAShuffleConfig
 			var err error
-			if c.Star, err = star.star(); err != nil {
+			if c.Star, err = sf.star(); err != nil {
+				return err
+			}
+			if c.Arms, err = sf.armList(experiment.ShuffleArms); err != nil {
 				return err
 			}
 			var sz netns.ByteSize
@@ -60,33 +61,18 @@ agent logs and statistics go in a directory of their own.`,
 				return err
 			}
 			c.Size = int64(sz)
-			if runs < 1 {
-				return fmt.Errorf("--runs %d: want at least 1", runs)
-			}
-			c.Runs, c.Force, c.Dir = runs, force, out
-			for _, a := range strings.Split(arms, ",") {
-				if a != "tdma" && a != "tcp" {
-					return fmt.Errorf("--arms: %q: want tdma, tcp or both", a)
-				}
-				c.Arms = append(c.Arms, a)
-			}
-			env := &experiment.Env{Prefix: prefix}
+			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
+			env := &experiment.Env{Prefix: sf.prefix}
 			r, err := env.TDMAShuffle(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
 				experiment.PrintTDMAShuffle(os.Stdout, r)
-				err = wroteFiles(err)(experiment.WriteTDMAShuffle(out, r))
+				err = wroteFiles(err)(experiment.WriteTDMAShuffle(sf.out, r))
 			}
 			return err
 		},
 	}
-	f := cmd.Flags()
-	star.bind(f, "lease")
-	f.StringVar(&size, "size", "4MiB", "bytes each host sends to each other host")
-	f.StringVar(&arms, "arms", "tdma,tcp", "arms to run: tdma, tcp")
-	f.IntVar(&runs, "runs", 3, "runs per arm (interleaved); the summary gives medians")
-	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&prefix, "prefix", "lftx", "testbed namespace prefix")
-	f.StringVar(&out, "out", "out/tdma-shuffle", "directory for shuffle.json, flows.csv, progress.csv, shuffle-progress.png and the agents' logs")
+	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: experiment.ShuffleArms, armsValue: "tdma,tcp", prefix: "lftx", out: "out/tdma-shuffle"})
+	cmd.Flags().StringVar(&size, "size", "4MiB", "bytes each host sends to each other host")
 	return cmd
 }
 
