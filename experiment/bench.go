@@ -53,9 +53,7 @@ type BenchArm struct {
 // BenchResult is what `linkfabric bench` reports.
 type BenchResult struct {
 	Config BenchConfig `json:"config"`
-	Kernel string      `json:"kernel"`
-	CPUs   int         `json:"cpus"`
-	Date   time.Time   `json:"date"`
+	RunInfo
 	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end:
 	// other work on the machine moves every arm's figures.
 	LoadAvg [2]float64   `json:"load_average_1m"`
@@ -140,7 +138,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 	}
 	defer tb.Down()
 
-	res := &BenchResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &BenchResult{Config: cfg, RunInfo: newRunInfo()}
 	res.LoadAvg[0] = loadAvg1()
 	for _, a := range arms {
 		res.Arms = append(res.Arms, &BenchArm{Name: a.name, What: a.what})
@@ -362,6 +360,18 @@ func si(v float64) string {
 		return fmt.Sprintf("%.0fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// RunInfo is the machine and the time a result was measured on, at the
+// head of every experiment's JSON.
+type RunInfo struct {
+	Kernel string    `json:"kernel"`
+	CPUs   int       `json:"cpus"`
+	Date   time.Time `json:"date"`
+}
+
+func newRunInfo() RunInfo {
+	return RunInfo{Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
 }
 
 func kernel() string {

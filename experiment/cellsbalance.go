@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,10 +138,8 @@ type CellsBalanceSummary map[string]any
 
 // CellsBalanceResult is what `linkfabric cells balance` reports.
 type CellsBalanceResult struct {
-	Config  CellsBalanceConfig  `json:"config"`
-	Kernel  string              `json:"kernel"`
-	CPUs    int                 `json:"cpus"`
-	Date    time.Time           `json:"date"`
+	Config CellsBalanceConfig `json:"config"`
+	RunInfo
 	Seconds float64             `json:"seconds"`
 	Links   []string            `json:"links"`
 	Arms    []BalanceArm        `json:"arms"`
@@ -160,7 +157,7 @@ func (e *Env) CellsBalance(ctx context.Context, cfg CellsBalanceConfig) (*CellsB
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsBalanceResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsBalanceResult{Config: cfg, RunInfo: newRunInfo()}
 	e.progress("cells balance: bundle testbed %q; sprays %s; iperf3 -P %d h1 → h2 (%s), sw1's link ports counted for %v each",
 		e.Prefix, strings.Join(cfg.Sprays, ","), cfg.Flows, cfg.CC, cfg.Duration)
 	b, err := e.CellsBedUp("bundle", 0)

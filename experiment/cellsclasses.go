@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -152,10 +151,8 @@ type CellsClassesRun struct {
 // CellsClassesResult is `linkfabric cells classes`'s report.
 type CellsClassesResult struct {
 	Config CellsClassesConfig `json:"config"`
-	Kernel string             `json:"kernel"`
-	CPUs   int                `json:"cpus"`
-	Date   time.Time          `json:"date"`
-	Runs   []CellsClassesRun  `json:"runs"`
+	RunInfo
+	Runs []CellsClassesRun `json:"runs"`
 	// Summary: per arm the medians <arm>_class1_loss and _class3_loss
 	// (fractions of the datagrams); for the classes arm
 	// classes_class1_gray_bytes (the most in any run) and check: no
@@ -174,7 +171,7 @@ func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsC
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsClassesResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsClassesResult{Config: cfg, RunInfo: newRunInfo()}
 	total := len(cfg.Arms) * cfg.Runs
 	e.progress("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
 		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, classesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -71,13 +70,11 @@ type ElephantTrial struct {
 
 // CellsElephantsResult is what `linkfabric cells elephants` reports.
 type CellsElephantsResult struct {
-	Config  CellsElephantsConfig `json:"config"`
-	Kernel  string               `json:"kernel"`
-	CPUs    int                  `json:"cpus"`
-	Date    time.Time            `json:"date"`
-	Seconds float64              `json:"seconds"`
-	Links   []string             `json:"links"`
-	Trials  []ElephantTrial      `json:"trials"`
+	Config CellsElephantsConfig `json:"config"`
+	RunInfo
+	Seconds float64         `json:"seconds"`
+	Links   []string        `json:"links"`
+	Trials  []ElephantTrial `json:"trials"`
 	// Summary: per spray the medians of aggregate_share, goodput_share
 	// and effective_links and the mean links_used
 	// (<spray>_aggregate_share, ...), the expected links_used of hashing
@@ -96,7 +93,7 @@ func (e *Env) CellsElephants(ctx context.Context, cfg CellsElephantsConfig) (*Ce
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsElephantsResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsElephantsResult{Config: cfg, RunInfo: newRunInfo()}
 	e.progress("cells elephants: bundle testbed %q, link ports at %sbit/s; sprays %s; %d trials of iperf3 -P %d (%s), %v counted each",
 		e.Prefix, cfg.LinkRate, strings.Join(cfg.Sprays, ","), cfg.Trials, cfg.Flows, cfg.CC, cfg.Duration)
 	b, err := e.CellsBedUp("bundle", 0)

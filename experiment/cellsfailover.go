@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,10 +270,8 @@ type CellsFailoverRun struct {
 // CellsFailoverResult is `linkfabric cells failover`'s report.
 type CellsFailoverResult struct {
 	Config CellsFailoverConfig `json:"config"`
-	Kernel string              `json:"kernel"`
-	CPUs   int                 `json:"cpus"`
-	Date   time.Time           `json:"date"`
-	Runs   []CellsFailoverRun  `json:"runs"`
+	RunInfo
+	Runs []CellsFailoverRun `json:"runs"`
 	// Summary: per arm the medians (<arm>_lost, <arm>_out_of_order,
 	// <arm>_fabric_lost: lost less what was dropped outside the fabric,
 	// <arm>_exclusion_ms: over the runs where the link was in use at the
@@ -295,7 +292,7 @@ func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*Cell
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsFailoverResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsFailoverResult{Config: cfg, RunInfo: newRunInfo()}
 	total := len(cfg.Arms) * cfg.Runs
 	e.progress("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
 		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,

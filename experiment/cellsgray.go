@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -101,10 +100,8 @@ type CellsGrayRun struct {
 // CellsGrayResult is `linkfabric cells gray`'s report.
 type CellsGrayResult struct {
 	Config CellsGrayConfig `json:"config"`
-	Kernel string          `json:"kernel"`
-	CPUs   int             `json:"cpus"`
-	Date   time.Time       `json:"date"`
-	Runs   []CellsGrayRun  `json:"runs"`
+	RunInfo
+	Runs []CellsGrayRun `json:"runs"`
 	// Summary: per arm the medians with the loss (<arm>_udp_lost,
 	// <arm>_udp_fabric_lost: less what was dropped outside the fabric,
 	// <arm>_udp_out_of_order, <arm>_tcp_gbps) and without
@@ -122,7 +119,7 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsGrayResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsGrayResult{Config: cfg, RunInfo: newRunInfo()}
 	total := 2 * len(cfg.Arms) * cfg.Runs
 	e.progress("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
 		e.Prefix, cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Runs,

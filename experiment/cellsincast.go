@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -137,10 +136,8 @@ type CellsIncastRun struct {
 
 // CellsIncastResult is what `linkfabric cells incast` reports.
 type CellsIncastResult struct {
-	Config  CellsIncastConfig `json:"config"`
-	Kernel  string            `json:"kernel"`
-	CPUs    int               `json:"cpus"`
-	Date    time.Time         `json:"date"`
+	Config CellsIncastConfig `json:"config"`
+	RunInfo
 	Seconds float64           `json:"seconds"`
 	Runs    []*CellsIncastRun `json:"runs"`
 	// Summary: per arm and transport the medians over the runs
@@ -173,7 +170,7 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsIncastResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsIncastResult{Config: cfg, RunInfo: newRunInfo()}
 	total := cfg.Runs * len(cfg.Arms) * len(cfg.Transports)
 	e.progress("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
 		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, loadAvg())

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,13 +75,11 @@ func (c *CellsLatencyConfig) Normalize() error {
 
 // CellsLatencyResult is what `linkfabric cells latency` reports.
 type CellsLatencyResult struct {
-	Config  CellsLatencyConfig `json:"config"`
-	Kernel  string             `json:"kernel"`
-	CPUs    int                `json:"cpus"`
-	Date    time.Time          `json:"date"`
-	CC      string             `json:"congestion_control"`
-	Seconds float64            `json:"seconds"`
-	FCT     fct.Results        `json:"fct"` // summaries and ratios to forward
+	Config CellsLatencyConfig `json:"config"`
+	RunInfo
+	CC      string      `json:"congestion_control"`
+	Seconds float64     `json:"seconds"`
+	FCT     fct.Results `json:"fct"` // summaries and ratios to forward
 	// Summary: <arm>_p50_us, <arm>_p99_us, <arm>_p50_ratio (to forward,
 	// arm names with _ for -), the target of cells_p50_ratio and verdict.
 	Summary map[string]any `json:"summary"`
@@ -103,7 +100,7 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsLatencyResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc}
+	res := &CellsLatencyResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
 	e.progress("cells latency: bundle testbed %q; arms %s; %d flows of %s per arm (builtin tool, %s)",
 		e.Prefix, strings.Join(cfg.Arms, ","), cfg.Flows, fct.FormatSize(cfg.Size), cc)
 	b, err := e.CellsBedUp("bundle", 0)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -140,10 +139,8 @@ type CellsPackSummary struct {
 
 // CellsPackResult is what `linkfabric cells pack` reports.
 type CellsPackResult struct {
-	Config  CellsPackConfig  `json:"config"`
-	Kernel  string           `json:"kernel"`
-	CPUs    int              `json:"cpus"`
-	Date    time.Time        `json:"date"`
+	Config CellsPackConfig `json:"config"`
+	RunInfo
 	Seconds float64          `json:"seconds"`
 	Rows    []PackRow        `json:"rows"`
 	CPU     []PackCPU        `json:"cpu"`
@@ -168,7 +165,7 @@ func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackRes
 	if err := checkTrafgen(); err != nil {
 		return nil, err
 	}
-	res := &CellsPackResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsPackResult{Config: cfg, RunInfo: newRunInfo()}
 	arms := []packArm{{name: PackForward}}
 	for _, c := range cfg.CellSizes {
 		arms = append(arms, packArm{PackPacked, c}, packArm{PackUnpacked, c})

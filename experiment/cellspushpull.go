@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -103,10 +102,8 @@ type CellsPushPullRun struct {
 
 // CellsPushPullResult is what `linkfabric cells pushpull` reports.
 type CellsPushPullResult struct {
-	Config  CellsPushPullConfig `json:"config"`
-	Kernel  string              `json:"kernel"`
-	CPUs    int                 `json:"cpus"`
-	Date    time.Time           `json:"date"`
+	Config CellsPushPullConfig `json:"config"`
+	RunInfo
 	Seconds float64             `json:"seconds"`
 	Runs    []*CellsPushPullRun `json:"runs"`
 	// Summary: per arm the medians (<arm>_b_throughput, ...), the push
@@ -143,7 +140,7 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsPushPullResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &CellsPushPullResult{Config: cfg, RunInfo: newRunInfo()}
 	total := cfg.Runs * len(cfg.Arms)
 	e.progress("cells pushpull: fabric3 %q, ports A (h3a) and B (h3b) at %s, links into e3 at %s each; h1 → A, h1 → B, h2 → A at %s each for %v; %d runs; load %.1f",
 		e.Prefix, cfg.PortRate, cfg.FabricRate, cfg.PortRate, cfg.Duration, total, loadAvg())

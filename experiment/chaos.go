@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,10 +156,8 @@ func (u UDPCheck) OK() bool {
 
 // ChaosResult is the outcome of `linkfabric chaos`.
 type ChaosResult struct {
-	Config ChaosConfig   `json:"config"`
-	Kernel string        `json:"kernel"`
-	CPUs   int           `json:"cpus"`
-	Date   time.Time     `json:"date"`
+	Config ChaosConfig `json:"config"`
+	RunInfo
 	CC     string        `json:"cc"`
 	Events []*ChaosEvent `json:"events"`
 }
@@ -180,7 +177,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	res := &ChaosResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc}
+	res := &ChaosResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
 	per := cfg.Settle + cfg.Watch + cfg.UDPTime + 3*time.Second
 	e.progress("chaos: pair testbed %q, %s both ends, TCP both ways (%s); events %s; about %s",
 		e.Prefix, cfg.Mode, cc, strings.Join(cfg.Events, ","), (time.Duration(len(cfg.Events)) * per).Round(time.Second))

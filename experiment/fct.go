@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -215,10 +214,8 @@ type FCTArm struct {
 // FCTResult is what `linkfabric fct` reports. Flows are written to CSV,
 // not JSON.
 type FCTResult struct {
-	Config     FCTConfig   `json:"config"`
-	Kernel     string      `json:"kernel"`
-	CPUs       int         `json:"cpus"`
-	Date       time.Time   `json:"date"`
+	Config FCTConfig `json:"config"`
+	RunInfo
 	CC         string      `json:"congestion_control"`
 	Impairment string      `json:"impairment"`
 	Seconds    float64     `json:"seconds"` // the whole experiment, testbed included
@@ -247,7 +244,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 			return nil, err
 		}
 	}
-	res := &FCTResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc, Impairment: imp.String()}
+	res := &FCTResult{Config: cfg, RunInfo: newRunInfo(), CC: cc, Impairment: imp.String()}
 	if cfg.Loss == 0 {
 		res.Impairment = "none (loss 0)"
 	}

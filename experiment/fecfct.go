@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,13 +162,11 @@ type FECFCTRun struct {
 
 // FECFCTResult is `linkfabric fec fct`'s report. Flows go to CSV.
 type FECFCTResult struct {
-	Config  FECFCTConfig `json:"config"`
-	Kernel  string       `json:"kernel"`
-	CPUs    int          `json:"cpus"`
-	Date    time.Time    `json:"date"`
-	CC      string       `json:"congestion_control"`
-	Seconds float64      `json:"seconds"`
-	Runs    []FECFCTRun  `json:"runs"`
+	Config FECFCTConfig `json:"config"`
+	RunInfo
+	CC      string      `json:"congestion_control"`
+	Seconds float64     `json:"seconds"`
+	Runs    []FECFCTRun `json:"runs"`
 	// MeanRatio[arm][size index] (P99Ratio): the median over runs of each
 	// run's lossy mean (p99) FCT over its clean one, the same arm and run
 	// (0: no run had both).
@@ -199,7 +196,7 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 	if err != nil {
 		return nil, err
 	}
-	res := &FECFCTResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc}
+	res := &FECFCTResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
 	var counts []string
 	for i, s := range cfg.Sizes {
 		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))

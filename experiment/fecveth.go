@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,10 +163,8 @@ type FECVethPoint struct {
 
 // FECVethResult is what FECResidualVeth measured.
 type FECVethResult struct {
-	Config  FECVethConfig  `json:"config"`
-	Kernel  string         `json:"kernel"`
-	CPUs    int            `json:"cpus"`
-	Date    time.Time      `json:"date"`
+	Config FECVethConfig `json:"config"`
+	RunInfo
 	Seconds float64        `json:"seconds"`
 	Points  []FECVethPoint `json:"points"`
 	// Summary: per arm, model and loss rate the medians over runs
@@ -187,7 +184,7 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &FECVethResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
+	res := &FECVethResult{Config: cfg, RunInfo: newRunInfo()}
 	models := []float64{0}
 	if cfg.MeanBurst > 0 {
 		models = append(models, cfg.MeanBurst)

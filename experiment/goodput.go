@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,10 +107,8 @@ type GoodputSample struct {
 
 // GoodputResult is what `linkfabric goodput` reports.
 type GoodputResult struct {
-	Config  GoodputConfig    `json:"config"`
-	Kernel  string           `json:"kernel"`
-	CPUs    int              `json:"cpus"`
-	Date    time.Time        `json:"date"`
+	Config GoodputConfig `json:"config"`
+	RunInfo
 	CC      string           `json:"congestion_control"`
 	TCP     []fct.Report     `json:"tcp_settings"`
 	Seconds float64          `json:"seconds"`
@@ -138,7 +135,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 	if err != nil {
 		return nil, err
 	}
-	res := &GoodputResult{Config: cfg, Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC(), CC: cc}
+	res := &GoodputResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
 	total := len(cfg.Arms) * len(cfg.Losses) * cfg.Runs
 	e.progress("goodput: pair testbed %q; %d runs of iperf3 for %v (arms %s × loss rates %v × %d, %s); about %s",
 		e.Prefix, total, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Losses, cfg.Runs, cc,
