@@ -29,6 +29,9 @@ type Endpoint struct {
 	Out   Output
 	Stats PortStats
 	e     env
+	// The kernel fast path (fastrx.go) and the last PeerAck applied.
+	fast    *FastPoint
+	peerAck uint64
 }
 
 // NewEndpoint returns an Endpoint using mem for frame bytes and control frame buffers.
@@ -150,6 +153,7 @@ func (p *Endpoint) Send(now int64, f Frame) bool {
 // waiting for this link, or if the credit window is full). Call it once per
 // loop iteration after Send.
 func (p *Endpoint) Poll(now int64, queueEmpty bool) {
+	p.fastAck(now)
 	if p.R != nil {
 		p.R.poll(now)
 	}
@@ -178,7 +182,7 @@ func (p *Endpoint) Quiet() bool {
 	if p.S != nil && p.S.Outstanding() > 0 {
 		return false
 	}
-	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck || p.R.ackRepeatAt != 0) {
+	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck || p.R.ackRepeatAt != 0 || p.R.fastBehind()) {
 		return false
 	}
 	return true
@@ -204,6 +208,9 @@ func (p *Endpoint) TxNext() seqhdr.Seq {
 // lost to the host, as on a restart of the peer.
 func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 	p.Stats.Resets++
+	if p.fast != nil {
+		p.peerAck = p.fast.PeerAck.Load() // an ACK of the old numbering
+	}
 	if s := p.S; s != nil {
 		for q := s.base; q != s.next; q = q.Next() {
 			sl := s.slot(q)
@@ -221,6 +228,7 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
 	}
 	if r := p.R; r != nil {
+		r.releaseFast(now)
 		for i := range r.slots {
 			if sl := &r.slots[i]; sl.f.Len > 0 {
 				p.Out.Free = append(p.Out.Free, sl.f)

@@ -52,8 +52,15 @@ func oneWay(mode linkguardian.Delivery, copies int) simlink.Config {
 	}
 }
 
+// simFast runs every simulated link built by newSim with the kernel fast
+// path at both receivers (TestFastPathSuite sets it).
+var simFast bool
+
 func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 	t.Helper()
+	if simFast {
+		cfg.Fast, cfg.FastLag = true, fastLag
+	}
 	s, err := simlink.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ func (r *Receiver) SetMode(now int64, m Delivery) bool {
 	if m == r.cfg.Mode {
 		return true
 	}
+	r.claim(now)
 	if m > ModeMonitor {
 		return false
 	}

@@ -182,7 +182,12 @@ type Receiver struct {
 	ackRepeatGap int64
 	ackRepeats   int
 	ackRepeatOf  seqhdr.Seq
-	Stats        ReceiverStats
+	// The kernel fast path (fastrx.go): its shared state, whether it owns
+	// the in-order point, and the core's next look at it.
+	fast                 *FastPoint
+	handed               bool
+	fastCheckAt, fastGap int64
+	Stats                ReceiverStats
 }
 
 func newReceiver(cfg ReceiverConfig, e *env) *Receiver {
@@ -230,11 +235,13 @@ func (r *Receiver) slot(q seqhdr.Seq) *rxSlot { return &r.slots[uint32(q)&r.mask
 // takeAck returns the cumulative ACK (latest in-order sequence number) and
 // marks it sent.
 func (r *Receiver) takeAck() seqhdr.Seq {
+	r.refreshFast()
 	if r.pendingAck {
 		r.pendingAck = false
 		r.Stats.PiggyAcksSent++
 	}
 	r.lastAck = r.ackNo.Add(-1)
+	r.rewake()
 	return r.lastAck
 }
 
@@ -374,6 +381,7 @@ func (r *Receiver) notify(first seqhdr.Seq, count int) {
 
 // onData handles a sequenced data frame (Algorithm 1, or LGNB de-duplication).
 func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
+	r.claim(now)
 	if h.Retx {
 		r.Stats.RetxRx++
 	} else {
@@ -445,6 +453,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 
 // onDummy handles a dummy carrying the sender's latest sequence number.
 func (r *Receiver) onDummy(now int64, q seqhdr.Seq) {
+	r.claim(now)
 	r.Stats.DummiesRx++
 	if seqhdr.Less(r.latest, q) {
 		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) && r.cfg.Mode != ModeMonitor {
@@ -482,6 +491,7 @@ func (r *Receiver) backpressure(now int64) {
 
 // poll runs the receiver's timers.
 func (r *Receiver) poll(now int64) {
+	r.checkFast(now)
 	if r.missing > 0 && now >= r.nextCheck {
 		r.scan(now)
 	}
@@ -511,12 +521,14 @@ func (r *Receiver) poll(now int64) {
 
 // explicitAck sends an explicit ACK of ackNo-1; false if no buffer was free.
 func (r *Receiver) explicitAck() bool {
+	r.refreshFast()
 	h := seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: r.ackNo.Add(-1)}
 	f, ok := r.e.control(&h)
 	if ok {
 		r.e.out.Low = append(r.e.out.Low, f)
 		r.Stats.ExplicitAcksSent++
 		r.lastAck = h.Ack
+		r.rewake()
 	}
 	return ok
 }

@@ -52,6 +52,12 @@ type ReceiverStats struct {
 	ReorderBytes      uint64
 	ReorderPeakFrames uint64
 	ReorderPeakBytes  uint64
+	// The kernel fast path (fastrx.go): frames it delivered in order
+	// (counted in DataRx and Delivered too), and how often the core took
+	// the in-order point back and handed it to the kernel.
+	FastDelivered uint64
+	FastClaims    uint64
+	FastHandOffs  uint64
 }
 
 // PortStats counts port-level events.

@@ -73,6 +73,9 @@ func (p *Endpoint) NextDeadline(now int64, queueEmpty bool) int64 {
 		if r.paused {
 			d = min(d, r.lastPause+r.cfg.PauseDuration/2)
 		}
+		if r.handed {
+			d = min(d, r.fastCheckAt)
+		}
 	}
 	if s := p.S; s != nil {
 		d = min(d, s.nextTimer(now, queueEmpty))

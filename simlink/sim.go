@@ -76,6 +76,15 @@ type Config struct {
 	// frames wait for the session by its Policy, and on every agreement the
 	// sender's credit is set to the agreed window. MACs are filled in.
 	SessionA, SessionB *linksession.Config
+	// Fast gives each end's receiver a kernel fast path (linkguardian.FastPoint):
+	// a data frame arriving at the point is delivered at once by the model
+	// of the XDP program (FastPoint.Offer), every other frame reaches the
+	// core FastLag later (the worker's wakeup behind the kernel), and the
+	// core hands the point back after each iteration that leaves it
+	// nothing to wait for (and, with sessions, while its session accepts
+	// the peer's frames).
+	Fast    bool
+	FastLag int64
 }
 
 // DirStats counts what crossed a direction.
@@ -137,6 +146,9 @@ type end struct {
 	pool      *Pool
 	out       *wire // this end's outgoing direction
 	rxQ       [][]byte
+	rxReady   []int64 // parallel to rxQ: when the core may read the frame (Fast)
+	fast      *linkguardian.FastPoint
+	fastDel   int // frames the fast path delivered
 	hostQ     []linkguardian.Frame
 	remaining int
 	gap       int64
@@ -215,6 +227,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
 		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i], pcfg: pcfg[i]}
+		s.ends[i].connectFast(cfg.Fast)
 	}
 	if (cfg.SessionA == nil) != (cfg.SessionB == nil) {
 		return nil, errors.New("simlink: set both SessionA and SessionB, or neither")
@@ -334,9 +347,10 @@ func (s *Sim) Restart(side Side) error {
 	for _, data := range e.rxQ {
 		s.putBuf(data)
 	}
-	e.rxQ = e.rxQ[:0]
+	e.rxQ, e.rxReady = e.rxQ[:0], e.rxReady[:0]
 	e.hostQ, e.hostAt = nil, nil
 	e.port, e.pool = p, pool
+	e.connectFast(s.cfg.Fast) // a new process loads a new program: a new point, not owned
 	if e.sess != nil {
 		if e.scfg.Epoch != 0 && e.scfg.Epoch == e.sess.Epoch() {
 			e.scfg.Epoch = e.scfg.Epoch*6364136223846793005 + 1442695040888963407 // a new process, deterministically
@@ -404,7 +418,15 @@ func (s *Sim) run(until int64, stopQuiet bool) bool {
 		switch ev.kind {
 		case evArrive:
 			s.inWire--
+			if e.fast != nil && e.fast.Offer(ev.data) {
+				s.fastDeliver(e, ev.data)
+				break
+			}
 			e.rxQ = append(e.rxQ, ev.data)
+			e.rxReady = append(e.rxReady, s.now+s.cfg.FastLag)
+			if s.cfg.FastLag > 0 {
+				s.push(&event{t: s.now + s.cfg.FastLag, kind: evWake, side: ev.side})
+			}
 		case evPFC:
 			s.inWire--
 			if ev.pause > 0 {
@@ -465,7 +487,14 @@ func (s *Sim) iterate(e *end) {
 	now := s.now
 	p := e.port
 	// 1. Frames from the link: copy into this end's memory (the RX ring).
-	for _, data := range e.rxQ {
+	ready := len(e.rxQ)
+	for i, t := range e.rxReady {
+		if t > now {
+			ready = i
+			break
+		}
+	}
+	for _, data := range e.rxQ[:ready] {
 		h, ok := e.pool.Alloc()
 		if !ok {
 			e.rxNoBuf++
@@ -495,7 +524,10 @@ func (s *Sim) iterate(e *end) {
 		}
 		p.Receive(now, linkguardian.Frame{H: h, Len: len(data)})
 	}
-	e.rxQ = e.rxQ[:0]
+	n := copy(e.rxQ, e.rxQ[ready:])
+	clear(e.rxQ[n:])
+	e.rxQ = e.rxQ[:n]
+	e.rxReady = e.rxReady[:copy(e.rxReady, e.rxReady[ready:])]
 	// The host generates frames into the switch's queue.
 	for e.remaining > 0 && len(e.hostQ) < s.cfg.HostQueue && now >= e.nextAt {
 		h, ok := e.pool.Alloc()
@@ -602,22 +634,7 @@ func (s *Sim) iterate(e *end) {
 	}
 	// 5. Deliver to the host: check the bytes, record the id.
 	for _, f := range p.Out.Deliver {
-		b := e.pool.Bytes(f.H, f.Len)
-		var id uint64
-		ok := f.Len == s.cfg.FrameLen
-		if ok {
-			id = binary.BigEndian.Uint64(b[14:])
-			want := s.getBuf(f.Len)
-			hostFrame(want, 1-e.side, id)
-			ok = string(want) == string(b)
-			s.putBuf(want)
-		}
-		if ok {
-			e.delivered = append(e.delivered, id)
-			e.delAt = append(e.delAt, now)
-		} else {
-			e.corrupt++
-		}
+		s.toHost(e, e.pool.Bytes(f.H, f.Len))
 		e.pool.Free(f.H)
 	}
 	// 6. Release.
@@ -625,7 +642,56 @@ func (s *Sim) iterate(e *end) {
 		e.pool.Free(f.H)
 	}
 	p.Out.Reset()
+	// 7. The deliveries left for the host at once: the point may go back
+	// to the kernel, unless frames it passed on still wait for the core
+	// (the kernel would give the point straight back).
+	if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.AcceptLink(now)) {
+		p.R.HandOff(now)
+	}
 }
+
+// toHost checks a frame delivered to the host behind e and records its id.
+func (s *Sim) toHost(e *end, b []byte) {
+	var id uint64
+	ok := len(b) == s.cfg.FrameLen
+	if ok {
+		id = binary.BigEndian.Uint64(b[14:])
+		want := s.getBuf(len(b))
+		hostFrame(want, 1-e.side, id)
+		ok = string(want) == string(b)
+		s.putBuf(want)
+	}
+	if ok {
+		e.delivered = append(e.delivered, id)
+		e.delAt = append(e.delAt, s.now)
+	} else {
+		e.corrupt++
+	}
+}
+
+// fastDeliver is the kernel fast path delivering data (Offer said so): the
+// link header stripped, to the host at once.
+func (s *Sim) fastDeliver(e *end, data []byte) {
+	if _, off, n, err := seqhdr.Strip(data, 0, len(data)); err == nil {
+		s.toHost(e, data[off:off+n])
+	} else {
+		e.corrupt++
+	}
+	e.fastDel++
+	s.putBuf(data)
+}
+
+// connectFast gives e's endpoint a new fast path point (Config.Fast).
+func (e *end) connectFast(on bool) {
+	e.fast = nil
+	if on {
+		e.fast = linkguardian.NewFastPoint()
+		e.port.SetFast(e.fast)
+	}
+}
+
+// FastDelivered is the number of frames the kernel fast path delivered at side.
+func (s *Sim) FastDelivered(side Side) int { return s.ends[side].fastDel }
 
 // ser returns the serialization time of n bytes.
 func (w *wire) ser(n int) int64 {
