@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -490,5 +491,86 @@ func TestLGRxClose(t *testing.T) {
 	}
 	if _, err := p.LGRx(); err == nil {
 		t.Error("LGRx after Close succeeded")
+	}
+}
+
+// TestLGRxConcurrentCAS races the program (test runs on this goroutine)
+// with Go taking the point and handing it back by CAS on another goroutine
+// (two CPUs make the race real): the program delivers a frame only at the
+// serial the point has, each delivery moves it by one, a point Go holds is
+// never moved by the program, and the counters add up.
+func TestLGRxConcurrentCAS(t *testing.T) {
+	p, s := loadLGRx(t)
+	const start = LGSeqMask - 500
+	s.Point().Store(owned(start))
+	var stop, moved atomic.Bool
+	var takes, lost atomic.Int64
+	done := make(chan struct{})
+	spin := func(n int) {
+		for i := 0; i < n; i++ {
+			_ = s.Point().Load()
+		}
+	}
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			v := s.Point().Load()
+			if v&LGOwned == 0 {
+				moved.Store(true) // only this goroutine clears OWNED, and it restores it
+				return
+			}
+			if !s.Point().CompareAndSwap(v, v&^LGOwned) {
+				lost.Add(1) // the program moved it first
+				continue
+			}
+			takes.Add(1)
+			spin(200)
+			// Go hands it back at the serial it took it at.
+			if !s.Point().CompareAndSwap(v&^LGOwned, v) {
+				moved.Store(true)
+				return
+			}
+			spin(200)
+		}
+	}()
+	var delivered, passed int
+	next := uint64(start)
+	frames := make(map[uint64][]byte)
+	for i := 0; i < 5000; i++ {
+		f, ok := frames[next]
+		if !ok {
+			f = lgData(t, seqhdr.Seq(next), false, 0, 16)
+			frames[next] = f
+		}
+		ret, _ := runLG(t, p, f)
+		switch ret {
+		case xdpRedirect:
+			delivered++
+			next = (next + 1) & LGSeqMask
+		case xdpPass:
+			passed++
+		default:
+			t.Fatalf("verdict %d", ret)
+		}
+		if v := s.Point().Load(); v&LGSeqMask != next {
+			t.Fatalf("point %#x after %d deliveries, want serial %#x", v, delivered, next)
+		}
+	}
+	stop.Store(true)
+	<-done
+	if moved.Load() {
+		t.Fatal("the program moved a point Go held")
+	}
+	c := s.Counters()
+	t.Logf("%d delivered, %d passed while Go held the point; Go took it %d times, lost %d CAS races to the program; counters %+v",
+		delivered, passed, takes.Load(), lost.Load(), c)
+	if c.Frames != uint64(delivered) || c.Handovers != 0 || c.Missed != 0 || c.StripErr != 0 {
+		t.Errorf("counters %+v, want %d frames and nothing else", c, delivered)
+	}
+	if s.Point().Load() != owned(next) {
+		t.Errorf("point %#x at the end, want %#x", s.Point().Load(), owned(next))
+	}
+	if delivered == 0 || passed == 0 {
+		t.Logf("%d delivered, %d passed: the race did not happen both ways this time (busy machine?)", delivered, passed)
 	}
 }
