@@ -3,10 +3,14 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultQueues is the default size of a port's XSKMAP (RX queues 0..63).
@@ -79,6 +83,8 @@ type PortProgram struct {
 	lnk      link.Link
 	mode     AttachMode
 	fallback error
+	lgMu     sync.Mutex // guards lgrx
+	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -303,7 +309,8 @@ func readPortCounters(m *ebpf.Map) (PortCounters, error) {
 	return c, nil
 }
 
-// Close detaches the program and releases the maps. Closing twice is harmless.
+// Close detaches the program and releases the maps (lg_rx is unmapped
+// first: pointers from LGRx are invalid afterwards). Closing twice is harmless.
 func (p *PortProgram) Close() error {
 	var err error
 	if p.lnk != nil {
@@ -312,9 +319,115 @@ func (p *PortProgram) Close() error {
 		}
 		p.lnk = nil
 	}
+	p.lgMu.Lock()
+	if p.lgrx != nil {
+		if e := p.lgrx.unmap(); e != nil && err == nil {
+			err = fmt.Errorf("unmap lg_rx of %s: %w", p.ifname, e)
+		}
+		p.lgrx = nil
+	}
+	p.lgMu.Unlock()
 	if e := p.objs.Close(); e != nil && err == nil {
 		err = e
 	}
 	p.objs = portObjects{}
 	return err
+}
+
+// LinkGuardian's receive fast path (lf_lg_rx in c/port.c): on a link port
+// with SetLGRx on (and SetFast off), an in-order data frame at the in-order
+// point the fast path owns is stripped of its link header and redirected
+// to the forward port (SetForwardPort) in the kernel; every other frame
+// goes to the AF_XDP socket as before. The point and the counters live in
+// the memory-mapped map lg_rx (LGRx).
+
+// Bits of the words in LGRx.
+const (
+	// LGOwned (in Point) says the fast path owns the in-order point.
+	LGOwned = 1 << 63
+	// LGAckValid (in PeerAck) says PeerAck holds an ACK.
+	LGAckValid = 1 << 63
+	// LGSeqMask selects the serial (era<<16 | 16-bit number, seqhdr.Seq)
+	// in Point (the next expected) and PeerAck (the latest piggybacked ACK).
+	LGSeqMask = 0x1FFFF
+)
+
+// LGRx is the link port's LinkGuardian receive fast path state, memory-mapped
+// (no syscall to read or update it). It stays valid until the PortProgram
+// is closed, which unmaps it: no pointer from it may be used after Close.
+type LGRx struct {
+	mem []byte
+	v   *portLgRxShared // in mem
+}
+
+// LGRxCounters are the fast path's counters.
+type LGRxCounters struct {
+	Frames    uint64 // data frames delivered by the fast path
+	Bytes     uint64 // their bytes as delivered (link header stripped)
+	LastNs    uint64 // CLOCK_MONOTONIC (bpf_ktime_get_ns) of the last delivery, 0 before the first
+	Handovers uint64 // times the fast path gave the point to Go (out-of-order data)
+	Missed    uint64 // in-order frames passed to Go because the redirect to the forward port was refused
+	StripErr  uint64 // frames lost because the header strip failed after the point moved (must stay 0)
+}
+
+// LGRx maps the port's lg_rx map (read-write, shared with the program) and
+// returns it; repeated calls return the same value.
+func (p *PortProgram) LGRx() (*LGRx, error) {
+	p.lgMu.Lock()
+	defer p.lgMu.Unlock()
+	if p.lgrx != nil {
+		return p.lgrx, nil
+	}
+	if p.objs.LgRx == nil {
+		return nil, fmt.Errorf("map lg_rx of %s: the port program is closed", p.ifname)
+	}
+	size := int(unsafe.Sizeof(portLgRxShared{}))
+	if vs := int(p.objs.LgRx.ValueSize()); vs != size {
+		return nil, fmt.Errorf("map lg_rx of %s: value size %d, want %d", p.ifname, vs, size)
+	}
+	n := (size + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	mem, err := unix.Mmap(p.objs.LgRx.FD(), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap lg_rx of %s: %w", p.ifname, err)
+	}
+	p.lgrx = &LGRx{mem: mem, v: (*portLgRxShared)(unsafe.Pointer(&mem[0]))}
+	return p.lgrx, nil
+}
+
+func (s *LGRx) unmap() error {
+	mem := s.mem
+	s.mem, s.v = nil, nil
+	return unix.Munmap(mem)
+}
+
+// Point is the in-order point: LGOwned | the next expected serial while the
+// fast path owns it; the serial Go last left there otherwise. Change it only
+// by compare-and-swap: the program does.
+func (s *LGRx) Point() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Point)) }
+
+// PeerAck is LGAckValid | the latest piggybacked ACK carried by a frame the
+// fast path delivered (0 before the first).
+func (s *LGRx) PeerAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.PeerAck)) }
+
+// Counters reads the counters (each an atomic load; together not a snapshot).
+func (s *LGRx) Counters() LGRxCounters {
+	return LGRxCounters{
+		Frames:    atomic.LoadUint64(&s.v.Frames),
+		Bytes:     atomic.LoadUint64(&s.v.Bytes),
+		LastNs:    atomic.LoadUint64(&s.v.LastNs),
+		Handovers: atomic.LoadUint64(&s.v.Handovers),
+		Missed:    atomic.LoadUint64(&s.v.Missed),
+		StripErr:  atomic.LoadUint64(&s.v.StripErr),
+	}
+}
+
+// SetLGRx turns LinkGuardian's receive fast path on or off (port_conf.lg_rx).
+// It acts only on a link port with SetFast off, and only while Point is
+// owned (LGOwned).
+func (p *PortProgram) SetLGRx(on bool) error {
+	var v uint32
+	if on {
+		v = 1
+	}
+	return p.changeConf("switch LinkGuardian's receive fast path", func(c *portPortConf) { c.LgRx = v })
 }

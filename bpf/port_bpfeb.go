@@ -43,12 +43,25 @@ type portImpairStats struct {
 	Bursts  uint64
 }
 
+type portLgRxShared struct {
+	_         structs.HostLayout
+	Point     uint64
+	PeerAck   uint64
+	Frames    uint64
+	Bytes     uint64
+	LastNs    uint64
+	Handovers uint64
+	Missed    uint64
+	StripErr  uint64
+}
+
 type portPortConf struct {
 	_    structs.HostLayout
 	Role uint32
 	Peer [6]uint8
 	Pad  [2]uint8
 	Fast uint32
+	LgRx uint32
 }
 
 type portPortCounters struct {
@@ -76,6 +89,7 @@ const (
 	portMapImpairCfg   = "impair_cfg"
 	portMapImpairCount = "impair_count"
 	portMapImpairRng   = "impair_rng"
+	portMapLgRx        = "lg_rx"
 	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
 	portMapXsksMap     = "xsks_map"
@@ -135,6 +149,7 @@ type portMapSpecs struct {
 	ImpairCfg   *ebpf.MapSpec `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
 	ImpairRng   *ebpf.MapSpec `ebpf:"impair_rng"`
+	LgRx        *ebpf.MapSpec `ebpf:"lg_rx"`
 	PortCfg     *ebpf.MapSpec `ebpf:"port_cfg"`
 	PortCount   *ebpf.MapSpec `ebpf:"port_count"`
 	XsksMap     *ebpf.MapSpec `ebpf:"xsks_map"`
@@ -170,6 +185,7 @@ type portMaps struct {
 	ImpairCfg   *ebpf.Map `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
 	ImpairRng   *ebpf.Map `ebpf:"impair_rng"`
+	LgRx        *ebpf.Map `ebpf:"lg_rx"`
 	PortCfg     *ebpf.Map `ebpf:"port_cfg"`
 	PortCount   *ebpf.Map `ebpf:"port_count"`
 	XsksMap     *ebpf.Map `ebpf:"xsks_map"`
@@ -181,6 +197,7 @@ func (m *portMaps) Close() error {
 		m.ImpairCfg,
 		m.ImpairCount,
 		m.ImpairRng,
+		m.LgRx,
 		m.PortCfg,
 		m.PortCount,
 		m.XsksMap,

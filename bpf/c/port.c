@@ -35,6 +35,7 @@ struct port_conf {
 	__u8 peer[6];  /* link port: the session's peer; all zero accepts any source */
 	__u8 pad[2];
 	__u32 fast;    /* 1: redirect to the port in fwd_port (XDP fast path) */
+	__u32 lg_rx;   /* link port, fast 0: LinkGuardian's receive fast path (lf_lg_rx) */
 };
 
 struct {
@@ -81,6 +82,154 @@ struct {
 	__type(key, __u32);
 	__type(value, struct port_counters);
 } port_count SEC(".maps");
+
+/* LinkGuardian's receive fast path: the in-order point shared with the Go core. */
+struct lg_rx_shared {
+	__u64 point;     /* bit 63 LF_LG_OWNED: the fast path owns the in-order point;
+	                    bits 0..16: the next expected serial (era<<16 | seqNo) */
+	__u64 peer_ack;  /* bit 63 valid; bits 0..16: the latest piggybacked ACK (era<<16|ack)
+	                    carried by a frame the fast path delivered */
+	__u64 frames;    /* data frames delivered by the fast path */
+	__u64 bytes;     /* their bytes as delivered (header stripped) */
+	__u64 last_ns;   /* bpf_ktime_get_ns() of the last delivery */
+	__u64 handovers; /* times the fast path gave the point to Go (out-of-order data) */
+	__u64 missed;    /* in-order data passed to Go because the redirect to the host port was refused */
+	__u64 strip_err; /* header strip failed after the point moved (frame lost; must stay 0) */
+};
+
+/* One element, memory-mapped by Go (bpf.LGRx): Go reads the counters and
+ * compare-and-swaps point without a syscall. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct lg_rx_shared);
+} lg_rx SEC(".maps");
+
+#define LF_LG_OWNED (1ULL << 63)     /* lg_rx_shared.point: the fast path owns it */
+#define LF_LG_ACK_VALID (1ULL << 63) /* lg_rx_shared.peer_ack holds an ACK */
+#define LF_LG_SEQ_MASK 0x1FFFFULL    /* era<<16 | 16-bit sequence number */
+#define LF_LG_ERA (1ULL << 16)
+#define LF_LG_HDR 8       /* a data frame's growth: link ethertype + header - original ethertype */
+#define LF_LG_DATA_OFF 22 /* payload offset of a data frame */
+/* Link header flags (byte 15; seqhdr). */
+#define LF_FLAG_RETX 0x01
+#define LF_FLAG_ERA 0x02
+#define LF_FLAG_HAS_ACK 0x04
+#define LF_FLAG_ACK_ERA 0x08
+/* lf_lg_rx's verdict when the frame goes on to the usual (AF_XDP) path. */
+#define LF_LG_XSK (-1)
+
+#define LF_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+#define LF_WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+
+/* lf_lg_rx is LinkGuardian's receive fast path on a link port: an in-order
+ * data frame at the point the fast path owns is stripped of its link header
+ * and redirected to the host port (fwd_port) in the kernel; every other
+ * frame goes on to the AF_XDP socket (LF_LG_XSK), where the Go core handles
+ * it as it always does. The Go model in package linkguardian mirrors these
+ * steps one for one; keep the two identical.
+ *
+ *  1. Eligible: RX queue 0, link ethertype at 12 (no VLAN tag), at least
+ *     the 22-byte data header in the linear part, byte 14 == 0x01 (version
+ *     0, data), and no flag but Era, HasAck, AckEra (no Retx, no Unseq,
+ *     nothing reserved). Anything else: XSK path, point untouched.
+ *  2. seq = Era<<16 | Seq. old = point. Not owned: XSK path, untouched
+ *     (Go owns the in-order point).
+ *  3. Owned but old's serial != seq (a hole opened, a duplicate, anything
+ *     out of order): give the point to Go, CAS(point, old, old &^ OWNED)
+ *     (handovers++ when it succeeds), and XSK path. From then on every data
+ *     frame goes to Go until Go hands the point back (sets OWNED with the
+ *     serial it expects next), so nothing the fast path delivers can
+ *     overtake a frame Go holds, and Go sees every frame from the first one
+ *     out of order on.
+ *  4. Redirect to the host port refused (no port in fwd_port):
+ *     missed++, XSK path, point untouched (Go delivers the frame in order).
+ *  5. CAS(point, old, OWNED | (seq+1) & 0x1FFFF); if it fails, Go changed
+ *     the point meanwhile (took it back): XSK path, the frame is Go's.
+ *     After the CAS succeeds the frame is the fast path's alone: it moved
+ *     the point past it, and Go never sees it.
+ *  6. HasAck: peer_ack = VALID | AckEra<<16 | Ack. Strip the header
+ *     (the frame becomes exactly seqhdr.Strip's result), frames++,
+ *     bytes += the stripped length, last_ns = now, XDP_REDIRECT. A failed
+ *     bpf_xdp_adjust_head (it cannot fail on a frame of >= 22 bytes) drops
+ *     the frame and counts strip_err.
+ *
+ * The counters and peer_ack are written with plain stores and increments:
+ * only one CPU runs the program for RX queue 0 at a time (one NAPI context
+ * per queue in native mode), so there is one writer; Go only reads them.
+ * point is the one word both sides write, always by compare-and-swap. */
+static __always_inline int lf_lg_rx(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *eth = data;
+	struct lg_rx_shared *s;
+	__u32 zero = 0;
+	__u64 old, seq;
+	__u8 mac[12];
+	__u8 aux[2];
+	__u8 flags;
+	long act;
+
+	/* 1. */
+	if (ctx->rx_queue_index != 0)
+		return LF_LG_XSK;
+	if (data + LF_LG_DATA_OFF > end)
+		return LF_LG_XSK;
+	if (eth[12] != (LF_ETH_P_LINK >> 8) || eth[13] != (LF_ETH_P_LINK & 0xff) || eth[14] != LF_TYPE_DATA)
+		return LF_LG_XSK;
+	flags = eth[15];
+	if (flags & ~(LF_FLAG_ERA | LF_FLAG_HAS_ACK | LF_FLAG_ACK_ERA))
+		return LF_LG_XSK;
+	s = bpf_map_lookup_elem(&lg_rx, &zero);
+	if (!s)
+		return LF_LG_XSK;
+
+	/* 2. */
+	seq = (flags & LF_FLAG_ERA ? LF_LG_ERA : 0) | ((__u64)eth[16] << 8 | eth[17]);
+	old = LF_READ_ONCE(s->point);
+	if (!(old & LF_LG_OWNED))
+		return LF_LG_XSK;
+
+	/* 3. */
+	if ((old & LF_LG_SEQ_MASK) != seq) {
+		if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old)
+			s->handovers++;
+		return LF_LG_XSK;
+	}
+
+	/* 4. */
+	act = bpf_redirect_map(&fwd_port, 0, 0);
+	if (act != XDP_REDIRECT) {
+		s->missed++;
+		return LF_LG_XSK;
+	}
+
+	/* 5. */
+	if (__sync_val_compare_and_swap(&s->point, old, LF_LG_OWNED | ((seq + 1) & LF_LG_SEQ_MASK)) != old)
+		return LF_LG_XSK;
+
+	/* 6. */
+	if (flags & LF_FLAG_HAS_ACK)
+		LF_WRITE_ONCE(s->peer_ack, LF_LG_ACK_VALID | (flags & LF_FLAG_ACK_ERA ? LF_LG_ERA : 0) |
+						   ((__u64)eth[20] << 8 | eth[21]));
+	/* dst, src move forward by 8 (through a copy: the ranges overlap), the
+	 * original ethertype (Aux, 18..19) goes to 20..21, just behind them. */
+	__builtin_memcpy(aux, eth + 18, 2);
+	__builtin_memcpy(mac, eth, 12);
+	__builtin_memcpy(eth + LF_LG_HDR, mac, 12);
+	__builtin_memcpy(eth + LF_LG_HDR + 12, aux, 2);
+	if (bpf_xdp_adjust_head(ctx, LF_LG_HDR)) {
+		s->strip_err++;
+		return XDP_DROP;
+	}
+	s->frames++;
+	s->bytes += bpf_xdp_get_buff_len(ctx);
+	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
+	return XDP_REDIRECT;
+}
 
 /* lf_control decides on link control: 0 to go on, or the counter to bump
  * (the frame is dropped). Host ports drop what only linkfabric may put on a
@@ -158,6 +307,15 @@ int lf_port(struct xdp_md *ctx)
 	}
 	if (v == LF_FLIPPED && c)
 		c->impair_flipped++;
+
+	/* LinkGuardian's receive fast path (link ports; the forward fast path
+	 * takes precedence). */
+	if (conf && !conf->fast && conf->lg_rx && conf->role == LF_ROLE_LINK) {
+		int r = lf_lg_rx(ctx);
+
+		if (r != LF_LG_XSK)
+			return r;
+	}
 
 	if (conf && conf->fast) {
 		act = bpf_redirect_map(&fwd_port, 0, 0);
