@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -384,25 +385,13 @@ func TestLGRxShortAndGarbage(t *testing.T) {
 
 // lgModel is the rule of lf_lg_rx for a link port with lg_rx on, a forward
 // port set and queue 0: whether frame is delivered, and the point after it.
+// It is linkguardian.FastPoint.Offer, the model the simulated link runs, so
+// the program and the simulated-link suite share one rule.
 func lgModel(frame []byte, point uint64) (deliver bool, next uint64) {
-	if len(frame) < 22 || binary.BigEndian.Uint16(frame[12:]) != seqhdr.EtherType || frame[14] != 0x01 {
-		return false, point
-	}
-	flags := frame[15]
-	if flags&^(seqhdr.FlagEra|seqhdr.FlagHasAck|seqhdr.FlagAckEra) != 0 {
-		return false, point
-	}
-	seq := uint64(binary.BigEndian.Uint16(frame[16:]))
-	if flags&seqhdr.FlagEra != 0 {
-		seq |= 1 << 16
-	}
-	if point&LGOwned == 0 {
-		return false, point
-	}
-	if point&LGSeqMask != seq {
-		return false, point &^ LGOwned
-	}
-	return true, LGOwned | (seq+1)&LGSeqMask
+	fp := linkguardian.NewFastPoint()
+	fp.Point.Store(point)
+	deliver = fp.Offer(frame)
+	return deliver, fp.Point.Load()
 }
 
 // TestLGRxRandomFrames runs random frames (valid data around the point,
@@ -418,6 +407,9 @@ func TestLGRxRandomFrames(t *testing.T) {
 		point := s.Point().Load()
 		if point&LGOwned == 0 && rng.IntN(4) == 0 {
 			point = LGOwned | (point+uint64(rng.IntN(3))-1)&LGSeqMask
+			if rng.IntN(2) == 0 { // with Wake a few frames ahead
+				point |= linkguardian.FastWakeOn | (point+uint64(rng.IntN(4)))&LGSeqMask<<linkguardian.FastWakeShift
+			}
 			s.Point().Store(point) // Go hands the point back
 		}
 		var f []byte

@@ -86,6 +86,9 @@ struct {
 /* LinkGuardian's receive fast path: the in-order point shared with the Go core. */
 struct lg_rx_shared {
 	__u64 point;     /* bit 63 LF_LG_OWNED: the fast path owns the in-order point;
+	                    bit 62 LF_LG_WAKE_ON: bits 32..48 hold Wake, a serial the
+	                    fast path leaves to Go (the frame that completes Go's
+	                    explicit-ACK batch, AckEvery);
 	                    bits 0..16: the next expected serial (era<<16 | seqNo) */
 	__u64 peer_ack;  /* bit 63 valid; bits 0..16: the latest piggybacked ACK (era<<16|ack)
 	                    carried by a frame the fast path delivered */
@@ -111,6 +114,8 @@ struct {
 #define LF_LG_ACK_VALID (1ULL << 63) /* lg_rx_shared.peer_ack holds an ACK */
 #define LF_LG_SEQ_MASK 0x1FFFFULL    /* era<<16 | 16-bit sequence number */
 #define LF_LG_ERA (1ULL << 16)
+#define LF_LG_WAKE_ON (1ULL << 62) /* lg_rx_shared.point: Wake is set */
+#define LF_LG_WAKE_SHIFT 32
 #define LF_LG_HDR 8       /* a data frame's growth: link ethertype + header - original ethertype */
 #define LF_LG_DATA_OFF 22 /* payload offset of a data frame */
 /* Link header flags (byte 15; seqhdr). */
@@ -138,7 +143,8 @@ struct {
  *  2. seq = Era<<16 | Seq. old = point. Not owned: XSK path, untouched
  *     (Go owns the in-order point).
  *  3. Owned but old's serial != seq (a hole opened, a duplicate, anything
- *     out of order): give the point to Go, CAS(point, old, old &^ OWNED)
+ *     out of order), or seq is Wake (Go's explicit ACK is due with it):
+ *     give the point to Go, CAS(point, old, old &^ OWNED)
  *     (handovers++ when it succeeds), and XSK path. From then on every data
  *     frame goes to Go until Go hands the point back (sets OWNED with the
  *     serial it expects next), so nothing the fast path delivers can
@@ -146,7 +152,8 @@ struct {
  *     out of order on.
  *  4. Redirect to the host port refused (no port in fwd_port):
  *     missed++, XSK path, point untouched (Go delivers the frame in order).
- *  5. CAS(point, old, OWNED | (seq+1) & 0x1FFFF); if it fails, Go changed
+ *  5. CAS(point, old, old with its serial replaced by (seq+1) & 0x1FFFF:
+ *     OWNED and Wake kept); if it fails, Go changed
  *     the point meanwhile (took it back): XSK path, the frame is Go's.
  *     After the CAS succeeds the frame is the fast path's alone: it moved
  *     the point past it, and Go never sees it.
@@ -194,7 +201,8 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx)
 		return LF_LG_XSK;
 
 	/* 3. */
-	if ((old & LF_LG_SEQ_MASK) != seq) {
+	if ((old & LF_LG_SEQ_MASK) != seq ||
+	    ((old & LF_LG_WAKE_ON) && ((old >> LF_LG_WAKE_SHIFT) & LF_LG_SEQ_MASK) == seq)) {
 		if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old)
 			s->handovers++;
 		return LF_LG_XSK;
@@ -208,7 +216,7 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx)
 	}
 
 	/* 5. */
-	if (__sync_val_compare_and_swap(&s->point, old, LF_LG_OWNED | ((seq + 1) & LF_LG_SEQ_MASK)) != old)
+	if (__sync_val_compare_and_swap(&s->point, old, (old & ~LF_LG_SEQ_MASK) | ((seq + 1) & LF_LG_SEQ_MASK)) != old)
 		return LF_LG_XSK;
 
 	/* 6. */
