@@ -5,14 +5,20 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
-// FastPath is how mode forward moves frames between its two ports.
+// FastPath is how mode forward moves frames between its two ports, and how
+// modes lg, lgnb and monitor deliver the in-order frames they receive from
+// the link (LinkGuardian's receive fast path: the kernel delivers the next
+// frame expected while nothing needs the core; linkguardian/fastrx.go).
 type FastPath string
 
 const (
@@ -21,8 +27,9 @@ const (
 	FastPathAFXDP FastPath = "afxdp"
 	// FastPathXDP redirects frames port to port in the kernel (the port
 	// program's bpf_redirect_map through a devmap). New fails when the
-	// configuration rules that out (another mode, generic XDP, busy poll, a
-	// rate limit, a kernel without XDP features); otherwise it is
+	// configuration rules that out (a mode without a kernel path, generic
+	// XDP, busy poll, a rate limit, a kernel without XDP features, for
+	// LinkGuardian an unprotected receive direction); otherwise it is
 	// FastPathAuto.
 	FastPathXDP FastPath = "xdp"
 	// FastPathAuto uses the kernel path where the configuration allows it,
@@ -76,15 +83,22 @@ type fastPath struct {
 	ns       netns.NsHandle     // the ports' namespace, for link updates
 
 	mu      sync.Mutex // everything below; the watcher and Stats
-	dirs    [2]fastDir
+	dirs    []fastDir
 	started bool // the first choice is made: log changes (FastPath reports the first)
 	closed  bool
+
+	// LinkGuardian's receive fast path (modes lg, lgnb, monitor): the
+	// shared state, and whether the kernel judges frames now (the
+	// worker hands the in-order point over only then).
+	lgRx   *bpf.LGRx
+	lgLive atomic.Bool
 }
 
 // fastDir is one direction, frames received on from leaving on to.
 type fastDir struct {
 	from, to int // port numbers
 	src, dst *Port
+	lg       *bpf.LGRx // LinkGuardian's receive direction (SetLGRx), nil for forward's
 	on       bool
 	reason   string
 	changes  uint64
@@ -97,17 +111,26 @@ type fastDir struct {
 // on AF_XDP otherwise.
 func (d *Dataplane) newFastPath() error {
 	cfg := &d.cfg
-	if cfg.Mode != ModeForward {
+	lg := cfg.Mode == ModeLG || cfg.Mode == ModeLGNB || cfg.Mode == ModeMonitor
+	if cfg.Mode != ModeForward && !lg {
 		if cfg.FastPath == FastPathXDP {
-			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (only forward has); use --fastpath auto or afxdp", cfg.Mode)
+			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (forward has, and lg, lgnb and monitor for the frames they receive); use --fastpath auto or afxdp", cfg.Mode)
 		}
 		return nil
 	}
 	h, l := d.ports.Host, d.ports.Links[0]
 	f := &fastPath{log: cfg.Logger, counters: d.stats.Ports, ns: netns.None()}
-	f.dirs = [2]fastDir{{from: h, to: l, src: d.all[h], dst: d.all[l]}, {from: l, to: h, src: d.all[l], dst: d.all[h]}}
+	fromLink := fastDir{from: l, to: h, src: d.all[l], dst: d.all[h]}
+	if lg {
+		f.dirs = []fastDir{fromLink}
+	} else {
+		f.dirs = []fastDir{{from: h, to: l, src: d.all[h], dst: d.all[l]}, fromLink}
+	}
 	d.fast = f
 	why := d.fastBlocked()
+	if why == "" && lg {
+		why = f.openLG()
+	}
 	if why == "" {
 		why = f.open()
 	}
@@ -146,6 +169,10 @@ func (d *Dataplane) fastBlocked() string {
 		// The devmap redirect has no queue to hold a paused class in and
 		// no occupancy to send XOFF from: per-class PFC needs the worker.
 		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
+	case cfg.Mode != ModeForward && cfg.LG.Protect == "tx":
+		return "the link's frames toward this end are not sequenced (--protect without rx): nothing for the kernel path to judge"
+	case cfg.Mode != ModeForward && cfg.LG.Integrity != linkcrc.Off:
+		return "--integrity crc32c: the kernel path does not check the link frames' CRC trailer (--integrity off where the NICs check the FCS)"
 	}
 	for _, p := range d.all {
 		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {
@@ -160,6 +187,27 @@ func (d *Dataplane) fastBlocked() string {
 		}
 	}
 	return ""
+}
+
+// openLG maps LinkGuardian's receive state shared with the link port's
+// program; it returns why the kernel path is impossible ("" when it is
+// possible).
+func (f *fastPath) openLG() string {
+	s, err := f.dirs[0].src.prog.LGRx()
+	if err != nil {
+		return err.Error()
+	}
+	f.lgRx, f.dirs[0].lg = s, s
+	return ""
+}
+
+// lgPoint is the receive fast path's shared state for the LinkGuardian
+// core, nil when the kernel path is out for good.
+func (f *fastPath) lgPoint() *linkguardian.FastPoint {
+	if f == nil || f.lgRx == nil || f.features == nil {
+		return nil
+	}
+	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck()}
 }
 
 // open gets what the watcher needs and gives each program its forward port;
@@ -214,7 +262,11 @@ func (f *fastPath) check() {
 		dir := &f.dirs[i]
 		on, why := f.usable(dir)
 		if on != dir.on {
-			if err := dir.src.prog.SetFast(on); err != nil {
+			set := dir.src.prog.SetFast
+			if dir.lg != nil {
+				set = dir.src.prog.SetLGRx
+			}
+			if err := set(on); err != nil {
 				if dir.on {
 					f.log.Warn("fast path: cannot switch to AF_XDP; trying again", "from", dir.src.Name, "to", dir.dst.Name, "reason", why, "err", err)
 					continue
@@ -229,6 +281,9 @@ func (f *fastPath) check() {
 			dir.changes++
 		}
 		dir.on, dir.reason = on, why
+		if dir.lg != nil {
+			f.lgLive.Store(on)
+		}
 		if !f.started {
 			continue
 		}
@@ -250,7 +305,7 @@ func (f *fastPath) fold() {
 	}
 	for i := range f.dirs {
 		dir := &f.dirs[i]
-		c, err := dir.src.prog.Counters()
+		c, err := dir.counters()
 		if err != nil {
 			continue
 		}
@@ -264,7 +319,18 @@ func (f *fastPath) fold() {
 	}
 }
 
-// snapshot returns both directions (after a fold).
+// counters reads what the kernel carried in dir: the port program's
+// forward counters, or LinkGuardian's deliveries (as Forwarded; passed
+// to the core for want of a redirect as ForwardMissed).
+func (dir *fastDir) counters() (bpf.PortCounters, error) {
+	if dir.lg == nil {
+		return dir.src.prog.Counters()
+	}
+	c := dir.lg.Counters()
+	return bpf.PortCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}, nil
+}
+
+// snapshot returns the directions (after a fold).
 func (f *fastPath) snapshot() []FastPathSnapshot {
 	f.fold()
 	f.mu.Lock()

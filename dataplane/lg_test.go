@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
@@ -52,8 +53,12 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	t.Helper()
 	tb := netns.TestUp(t, "lfq", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	b := &lgBed{tb: tb}
-	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc})
-	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc})
+	var fp FastPath
+	if lgOnFastPath && mode != ModeForward {
+		fp, lgc.Integrity = FastPathXDP, linkcrc.Off
+	}
+	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc, FastPath: fp})
+	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc, FastPath: fp})
 	if imp != nil {
 		if err := b.sw2.Link().Program().SetImpair(*imp); err != nil {
 			t.Fatalf("impairment on sw2 link0: %v", err)

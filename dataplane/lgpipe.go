@@ -55,6 +55,10 @@ type lgPipeline struct {
 	// The link session (session.go).
 	linkSess
 
+	// fast is LinkGuardian's receive fast path (nil: none): the kernel
+	// judges the link's data frames while fast.lgLive.
+	fast *fastPath
+
 	lgs *LGStats
 }
 
@@ -198,8 +202,34 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 	if p.R != nil {
 		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(d.cfg.LG.MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Mode()))
+		if fp := d.fast.lgPoint(); fp != nil {
+			p.SetFast(fp)
+			pl.fast = d.fast
+		}
 	}
 	return pl, nil
+}
+
+// handOff gives the receiver's in-order point to the kernel when the
+// conditions of linkguardian's hand-over hold on the dataplane's side: the
+// kernel judges frames now (its direction is on), the session accepts
+// the peer's frames, every frame the core delivered has left the host
+// port's TX ring (none sent this iteration, none not completed), and no frame the kernel passed on waits on
+// the link port's data lane (the kernel would give the point straight back).
+func (pl *lgPipeline) handOff(now int64) {
+	r := pl.port.R
+	if pl.fast == nil || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.AcceptLink(now) || pl.tx.Queued(portHost) > 0 {
+		return
+	}
+	for _, s := range pl.w.ports[portHost].socks {
+		if s.TxInFlight() > 0 {
+			return
+		}
+	}
+	if socks := pl.w.ports[portLink].socks; len(socks) > 0 && socks[laneData].RxReady() > 0 {
+		return
+	}
+	r.HandOff(now)
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
@@ -302,6 +332,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 		pl.sample(p)
 	}
 	p.Out.Reset()
+	pl.handOff(now)
 	next = min(next, p.NextDeadline(now, pl.queue.empty()), pl.queue.signalHost(now, tx))
 	if !pl.queue.empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {

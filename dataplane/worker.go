@@ -117,6 +117,16 @@ func (t *Tx) ByteSpace(port int) int {
 // memory by tests and fuzzers).
 const maxMemSpace = 1 << 16
 
+// Queued is how many frames were sent to port this iteration (they reach
+// its TX ring after the pipeline's Poll).
+func (t *Tx) Queued(port int) int {
+	n := 0
+	for _, l := range t.lists[port] {
+		n += len(l)
+	}
+	return n
+}
+
 // Lanes is the number of lanes of port.
 func (t *Tx) Lanes(port int) int { return len(t.lists[port]) }
 

@@ -24,19 +24,21 @@ import (
 const Subnet = "10.0.0.0/24"
 
 // FCTArms are the arms `linkfabric fct` knows, in their canonical order.
-var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg", "lgnb", "kernel"}
+var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-afxdp", "lg", "lg-afxdp", "lgnb", "kernel"}
 
 // DefaultFCTArms are the arms run when none are given.
 var DefaultFCTArms = []string{"noloss", "loss", "lg", "lgnb"}
 
 var fctArmWhat = map[string]string{
-	"noloss":       "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
-	"noloss-afxdp": "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
-	"lg-noloss":    "linkfabric lg (LinkGuardian, in order), loss 0",
-	"loss":         "linkfabric forward, lossy link (unprotected)",
-	"lg":           "linkfabric lg (LinkGuardian, in order), lossy link",
-	"lgnb":         "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
-	"kernel":       "Linux bridge in sw1 and sw2, no impairment",
+	"noloss":          "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
+	"noloss-afxdp":    "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
+	"lg-noloss":       "linkfabric lg (LinkGuardian, in order), loss 0",
+	"lg-noloss-afxdp": "linkfabric lg --fastpath afxdp (every link frame through the Go worker), loss 0",
+	"lg-afxdp":        "linkfabric lg --fastpath afxdp (every link frame through the Go worker), lossy link",
+	"loss":            "linkfabric forward, lossy link (unprotected)",
+	"lg":              "linkfabric lg (LinkGuardian, in order), lossy link",
+	"lgnb":            "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
+	"kernel":          "Linux bridge in sw1 and sw2, no impairment",
 }
 
 // FCTConfig sizes `linkfabric fct`.
@@ -309,14 +311,17 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		}
 	}
 	var dp *Dataplanes
-	lossless := arm == "noloss" || arm == "noloss-afxdp" || arm == "lg-noloss" || cfg.Loss == 0
+	lossless := arm == "noloss" || arm == "noloss-afxdp" || strings.HasPrefix(arm, "lg-noloss") || cfg.Loss == 0
 	if arm != "kernel" {
 		mode, args := "forward", []string(nil)
 		switch arm {
 		case "noloss-afxdp":
 			args = []string{"--fastpath", "afxdp"}
-		case "lg", "lgnb", "lg-noloss":
-			mode = strings.TrimSuffix(arm, "-noloss")
+		case "lg", "lgnb", "lg-noloss", "lg-noloss-afxdp", "lg-afxdp":
+			mode = strings.TrimSuffix(strings.TrimSuffix(arm, "-afxdp"), "-noloss")
+			if strings.HasSuffix(arm, "-afxdp") {
+				args = append(args, "--fastpath", "afxdp")
+			}
 			if !lossless {
 				args = append(args, "--link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))
 			}
@@ -564,22 +569,24 @@ func (r *FCTResult) summary(arm string, size int64) (fct.Summary, bool) {
 	return fct.Summary{}, false
 }
 
-// lgCost compares lg at loss 0 with both forward paths at p50, and lg on
-// the lossy link with lg at loss 0 at p99.9.
+// lgCost compares lg at loss 0 (each of its paths) with both forward paths
+// at p50, and lg on the lossy link with lg at loss 0 at p99.9 (path by path).
 func (r *FCTResult) lgCost() []string {
 	var out []string
 	for _, size := range r.Config.Sizes {
 		var parts []string
-		l0, ok0 := r.summary("lg-noloss", size)
-		if ok0 {
-			for _, ref := range []string{"noloss", "noloss-afxdp"} {
-				if s, ok := r.summary(ref, size); ok {
-					parts = append(parts, fmt.Sprintf("p50 lg-noloss/%s %.2fx", ref, ratio(float64(l0.P50), float64(s.P50))))
+		for _, path := range []string{"", "-afxdp"} {
+			l0, ok0 := r.summary("lg-noloss"+path, size)
+			if ok0 {
+				for _, ref := range []string{"noloss", "noloss-afxdp"} {
+					if s, ok := r.summary(ref, size); ok {
+						parts = append(parts, fmt.Sprintf("p50 lg-noloss%s/%s %.2fx", path, ref, ratio(float64(l0.P50), float64(s.P50))))
+					}
 				}
 			}
-		}
-		if lg, ok := r.summary("lg", size); ok && ok0 {
-			parts = append(parts, fmt.Sprintf("p99.9 lg/lg-noloss %.2fx", ratio(float64(lg.P999), float64(l0.P999))))
+			if lg, ok := r.summary("lg"+path, size); ok && ok0 {
+				parts = append(parts, fmt.Sprintf("p99.9 lg%s/lg-noloss%s %.2fx", path, path, ratio(float64(lg.P999), float64(l0.P999))))
+			}
 		}
 		if len(parts) > 0 {
 			out = append(out, fmt.Sprintf("%s: %s", fct.FormatSize(size), strings.Join(parts, ", ")))

@@ -89,6 +89,9 @@ type Socket struct {
 	rx   consRing[Desc]
 	tx   prodRing[Desc]
 	maps [4][]byte
+	// completed counts the descriptors taken back from the completion ring
+	// (TxInFlight).
+	completed uint32
 
 	closed atomic.Bool
 
@@ -377,8 +380,17 @@ func (s *Socket) Complete(addrs []uint64) int {
 		addrs[i] = *s.comp.at(idx + i)
 	}
 	s.comp.release(n)
+	s.completed += n
 	return int(n)
 }
+
+// TxInFlight is the number of descriptors placed on the TX ring whose
+// completion has not been taken back yet (Complete): frames the kernel may
+// still be sending.
+func (s *Socket) TxInFlight() int { return int(s.tx.published - s.completed) }
+
+// RxReady is the number of received descriptors waiting on the RX ring.
+func (s *Socket) RxReady() int { return int(s.rx.avail(1)) }
 
 // Receive copies up to len(descs) received descriptors into descs and returns
 // how many. The frames they point at now belong to the caller (return them

@@ -108,6 +108,17 @@ Targets are re-checked every 100 ms and on link changes. --fastpath xdp
 refuses to start when the configuration rules the kernel path out;
 --fastpath afxdp always uses AF_XDP (the path measured before the fast path).
 
+Fast path (modes lg, lgnb, monitor): the link port's XDP program delivers each
+data frame that is the next one expected to the host port itself (link header
+stripped), while nothing needs the worker; every other frame (a hole, a
+duplicate, a retransmitted copy, control frames) goes to the worker, which takes
+the in-order point back, handles it as before and hands the point back once it
+holds nothing. Only the receive direction has a kernel path (the sender keeps
+its copies in the worker). It needs --integrity off for now (the kernel does not
+check the CRC trailer; use it where the NICs check the FCS); 'linkfabric stats'
+shows the direction (dataplane.fast_path) and the receiver's FastDelivered,
+FastClaims and FastHandOffs.
+
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
 detaches the programs and exits. Statistics are served on --metrics (loopback of
 the namespace by default): /stats.json, read by 'linkfabric stats', and /metrics
@@ -390,7 +401,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
-	f.StringVar(&fastPath, "fastpath", "auto", "mode forward: auto (frames go port to port in the kernel where possible, through AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); other modes use AF_XDP")
+	f.StringVar(&fastPath, "fastpath", "auto", "forward, and the receive direction of lg/lgnb/monitor: auto (the kernel path where possible, AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); other modes use AF_XDP")
 	f.StringVar(&zeroCopy, "zerocopy", "auto", "AF_XDP mode of every socket: auto (zero-copy if every port's driver takes it, else copy; the log says which and why), on (zero-copy, or refuse to start) or off (copy)")
 	f.BoolVar(&needWakeup, "need-wakeup", true, "bind the AF_XDP sockets with XDP_USE_NEED_WAKEUP: TX kicks and fill-ring wakeups are syscalls only when the kernel asks (false: always)")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by all ports (default: --frames-per-queue × the ports' receive queues, plus the mode's buffers)")

@@ -1,0 +1,58 @@
+package dataplane
+
+import (
+	"testing"
+
+	"github.com/linkfabric/linkfabric/bpf"
+)
+
+// lgOnFastPath makes upLG start lg, lgnb and monitor with LinkGuardian's
+// receive fast path (--fastpath xdp, which needs --integrity off until the
+// kernel checks the CRC trailer). TestLGFastPathSuite sets it.
+var lgOnFastPath bool
+
+// TestLGFastPathSuite runs the loss-recovery tests of the AF_XDP path with
+// the kernel delivering in-order frames at both receivers and the core
+// handling the rest: every frame once, in order (lg), losses detected and
+// recovered as before, and the kernel carrying most of the frames.
+func TestLGFastPathSuite(t *testing.T) {
+	lgOnFastPath = true
+	defer func() { lgOnFastPath = false }()
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"BernoulliLossRecovered", TestLGBernoulliLossRecovered},
+		{"NBBernoulliLossRecovered", TestLGNBBernoulliLossRecovered},
+		{"BurstyLossRecovered", TestLGBurstyLossRecovered},
+		{"HidesLossFromTCP", TestLGHidesLossFromTCP},
+	} {
+		t.Run(tc.name, tc.f)
+	}
+}
+
+// TestLGFastPathCarries: with 1 % loss on sw1→sw2, sw2's kernel delivers
+// most frames and its core the rest; the point changes hands with the holes;
+// the direction reports path xdp; nothing is missing, duplicated or out of
+// order.
+func TestLGFastPathCarries(t *testing.T) {
+	lgOnFastPath = true
+	defer func() { lgOnFastPath = false }()
+	r, _, s2, _ := runLG(t, ModeLG, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
+	checkDelivery(t, r, true)
+	rs := s2.Receiver
+	if rs.FastDelivered < rs.Delivered/2 || rs.FastHandOffs < 10 || rs.FastClaims < 10 {
+		t.Errorf("kernel delivered %d of %d, hand-offs %d, claims %d: want most frames in the kernel and the point changing hands with the holes",
+			rs.FastDelivered, rs.Delivered, rs.FastHandOffs, rs.FastClaims)
+	}
+	fp := r.bed.sw2.FastPath()
+	if len(fp) != 1 || fp[0].Path != FastPathXDP || fp[0].Frames != rs.FastDelivered {
+		t.Errorf("sw2's fast path %+v; want one direction link0 → host0 on xdp that carried %d frames", fp, rs.FastDelivered)
+	}
+	lg := r.bed.sw2.Link().Program()
+	if c, _ := lg.LGRx(); c != nil {
+		if cc := c.Counters(); cc.StripErr != 0 {
+			t.Errorf("strip errors %d", cc.StripErr)
+		}
+	}
+}
