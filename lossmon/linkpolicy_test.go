@@ -23,8 +23,10 @@ func TestLinkTableRows(t *testing.T) {
 		{1e-2, 3, LinkChoice{Action: ActLG}},
 		{5e-2, 1, LinkChoice{Action: ActReplicate, Copies: 3}},
 		{5e-2, 4, LinkChoice{Action: ActLG}},
-		{0.2, 1, LinkChoice{Action: ActExclude}},
-		{0.2, 5, LinkChoice{Action: ActExclude}},
+		{0.2, 1, LinkChoice{Action: ActLG}}, // fec table: lg meets the target at 10 % and 20 %
+		{0.2, 5, LinkChoice{Action: ActLG}},
+		{0.3, 1, LinkChoice{Action: ActExclude}},
+		{0.3, 5, LinkChoice{Action: ActExclude}},
 	}
 	for _, c := range cases {
 		// From a fresh state, moving up needs no hysteresis.
