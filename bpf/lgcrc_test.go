@@ -95,6 +95,32 @@ func TestLGRxCRCInOrder(t *testing.T) {
 	}
 }
 
+// TestLGRxCRCEveryLength delivers sealed in-order frames of every length
+// from 26 to 26+64 bytes and around 1514 (every remainder of the 8-byte
+// steps), and refuses each of them with its last byte before the trailer
+// flipped.
+func TestLGRxCRCEveryLength(t *testing.T) {
+	p, s := loadLGRxCRC(t)
+	serial := uint64(0)
+	s.Point().Store(owned(serial))
+	for size := 26; size <= 1530; size++ {
+		if size == 26+65 {
+			size = 1500
+		}
+		f := sealed(t, lgData(t, seqhdr.Seq(serial), false, 0, size-22-linkcrc.TrailerLen))
+		g := bytes.Clone(f)
+		g[len(g)-linkcrc.TrailerLen-1] ^= 0x80
+		expectUntouched(t, p, s, "corrupt "+itoa(size)+"-byte frame", g)
+		if ret, out := runLG(t, p, f); ret != xdpRedirect || !bytes.Equal(out, checkedStripped(t, f)) {
+			t.Fatalf("sealed %d-byte frame: verdict %d, delivered right %v", size, ret, bytes.Equal(out, checkedStripped(t, f)))
+		}
+		serial++
+		if got := s.Point().Load(); got != owned(serial) {
+			t.Fatalf("after %d bytes: point %#x, want %#x", size, got, owned(serial))
+		}
+	}
+}
+
 // TestLGRxCRCBitFlips flips every bit of a sealed 100-byte in-order frame
 // (header and trailer included): none is delivered, and none moves the
 // point or a counter; the frame itself is delivered afterwards.

@@ -137,6 +137,42 @@ struct {
 #define LF_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 #define LF_WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 
+/* How many bytes lf_crc32c_ok's main loop takes per step: 8 (slice-by-8,
+ * the default), 4 (slice-by-4) or 1 (byte at a time). The other values are
+ * kept to measure against (clang -DLF_CRC_SLICE=4 ..., then
+ * LF_BPF_COST=1 LF_BPF_COST_OBJ=that.o go test -run TestLGRxCRCCost).
+ * Measured so (x86-64 JIT, one run, median of 3), the check of a 1514-byte
+ * frame costs 3.3 us byte at a time, 1.13 us slice-by-4, 0.76 us
+ * slice-by-8 (0.50 ns a byte; 8 KB of tables) and 0.60 us slice-by-16
+ * (16 KB of tables: not worth twice the cache). Each step waits on the
+ * previous one's table loads, so wider steps help until the instructions
+ * (about 7 per table lookup) dominate. */
+#ifndef LF_CRC_SLICE
+#define LF_CRC_SLICE 8
+#endif
+#if LF_CRC_SLICE != 1 && LF_CRC_SLICE != 4 && LF_CRC_SLICE != 8
+#error "LF_CRC_SLICE must be 1, 4 or 8"
+#endif
+#if LF_CRC_SLICE > LF_CRC32C_SLICES
+#error "crc32c_table.h has too few tables for LF_CRC_SLICE"
+#endif
+
+#define LF_CRC_T lf_crc32c_tab
+
+/* The little-endian 32-bit word at p (any alignment: the targets the
+ * program runs on load unaligned words, and the verifier allows it on
+ * packet data there). */
+#if LF_CRC_SLICE > 1
+static __always_inline __u32 lf_le32(const __u8 *p)
+{
+	__u32 w = *(const __u32 *)p;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap32(w);
+#endif
+	return w;
+}
+#endif
+
 /* lf_crc32c_ok says whether the frame carries a valid integrity trailer
  * (linkcrc.Check): it is linear (bpf_xdp_get_buff_len equals the linear
  * length: no fragments), at least a data header plus the trailer long
@@ -145,17 +181,23 @@ struct {
  * value and final xor 0xFFFFFFFF: hash/crc32 with crc32.Castagnoli) of the
  * bytes before them. 1 if so, else 0.
  *
- * A global (not inlined) function: the verifier checks it once, on its
- * own, and the caller sees only its result. Its loop advances p one byte
- * at a time while p + 1 + LF_CRC_LEN <= end; i bounds it for the verifier
- * (LF_CRC_MAX - LF_CRC_LEN steps). The loop runs at most that many times,
- * so the verifier explores each step once. */
+ * Slice-by-8 (LF_CRC_SLICE): each step of the main loop folds 8 bytes into
+ * the CRC with 8 independent table lookups (lf_crc32c_tab[k] advances a
+ * byte by k more bytes), then up to 7 bytes go one at a time, then the
+ * trailer is compared.
+ *
+ * For the verifier: a global (not inlined) function, checked once on its
+ * own; the caller sees only its result. The main loop advances p while
+ * p + LF_CRC_SLICE + LF_CRC_LEN <= end, the byte loop while
+ * p + 1 + LF_CRC_LEN <= end; i bounds each ((LF_CRC_MAX - LF_CRC_LEN) /
+ * LF_CRC_SLICE and LF_CRC_SLICE - 1 steps). The verifier walks every step
+ * and every exit of the main loop through the byte loop once. */
 __noinline int lf_crc32c_ok(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u64 len = bpf_xdp_get_buff_len(ctx);
-	__u8 *p = data;
+	const __u8 *p = data;
 	__u32 crc = 0xFFFFFFFF, want;
 	__u32 i;
 
@@ -164,10 +206,36 @@ __noinline int lf_crc32c_ok(struct xdp_md *ctx)
 	/* The whole frame in the linear part: no fragments. */
 	if (data + len > end)
 		return 0;
-	for (i = 0; i < LF_CRC_MAX - LF_CRC_LEN; i++) {
+#if LF_CRC_SLICE == 8
+	for (i = 0; i < (LF_CRC_MAX - LF_CRC_LEN) / 8; i++) {
+		__u32 lo, hi;
+
+		if ((void *)(p + 8 + LF_CRC_LEN) > end)
+			break;
+		lo = crc ^ lf_le32(p);
+		hi = lf_le32(p + 4);
+		crc = LF_CRC_T[7][lo & 0xFF] ^ LF_CRC_T[6][(lo >> 8) & 0xFF] ^
+		      LF_CRC_T[5][(lo >> 16) & 0xFF] ^ LF_CRC_T[4][lo >> 24] ^
+		      LF_CRC_T[3][hi & 0xFF] ^ LF_CRC_T[2][(hi >> 8) & 0xFF] ^
+		      LF_CRC_T[1][(hi >> 16) & 0xFF] ^ LF_CRC_T[0][hi >> 24];
+		p += 8;
+	}
+#elif LF_CRC_SLICE == 4
+	for (i = 0; i < (LF_CRC_MAX - LF_CRC_LEN) / 4; i++) {
+		__u32 w;
+
+		if ((void *)(p + 4 + LF_CRC_LEN) > end)
+			break;
+		w = crc ^ lf_le32(p);
+		crc = LF_CRC_T[3][w & 0xFF] ^ LF_CRC_T[2][(w >> 8) & 0xFF] ^
+		      LF_CRC_T[1][(w >> 16) & 0xFF] ^ LF_CRC_T[0][w >> 24];
+		p += 4;
+	}
+#endif
+	for (i = 0; i < (LF_CRC_SLICE == 1 ? LF_CRC_MAX - LF_CRC_LEN : LF_CRC_SLICE - 1); i++) {
 		if ((void *)(p + 1 + LF_CRC_LEN) > end)
 			break;
-		crc = lf_crc32c_tab[0][(crc ^ *p) & 0xFF] ^ (crc >> 8);
+		crc = LF_CRC_T[0][(crc ^ *p) & 0xFF] ^ (crc >> 8);
 		p++;
 	}
 	if ((void *)(p + LF_CRC_LEN) > end)

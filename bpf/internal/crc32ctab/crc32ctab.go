@@ -10,7 +10,7 @@ import (
 )
 
 // Slices is the number of tables: slice-by-Slices.
-const Slices = 1
+const Slices = 8
 
 // Tables are the slice-by-n tables of the reflected CRC32C: t[0] is the
 // byte-at-a-time table (t[0][b] = CRC of byte b, without the initial and
