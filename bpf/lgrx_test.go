@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -394,14 +395,37 @@ func lgModel(frame []byte, point uint64) (deliver bool, next uint64) {
 	return deliver, fp.Point.Load()
 }
 
+// lgModelCRC is lgModel with the integrity check on (SetLGRxCRC): a frame
+// that linkcrc.Check refuses, or shorter than a data header plus the
+// trailer, goes the usual way, the point untouched; another is judged as
+// the frame without its trailer, which a delivery removes.
+func lgModelCRC(frame []byte, point uint64) (deliver bool, next uint64, body []byte) {
+	n, ok := linkcrc.Check(frame)
+	if !ok || len(frame) < 22+linkcrc.TrailerLen {
+		return false, point, frame
+	}
+	deliver, next = lgModel(frame[:n], point)
+	return deliver, next, frame[:n]
+}
+
 // TestLGRxRandomFrames runs random frames (valid data around the point,
 // mutated headers, random bytes) against lgModel: the point moves only by
 // +1 on a delivery, or loses OWNED on a handover, and a delivered frame is
-// the frame minus its 8 header bytes.
+// the frame minus its 8 header bytes. With the integrity check on (crc),
+// against lgModelCRC: most frames are sealed, some of them then have a bit
+// or a byte changed, and a delivered frame also loses its trailer.
 func TestLGRxRandomFrames(t *testing.T) {
+	t.Run("crc=off", func(t *testing.T) { testLGRxRandomFrames(t, false) })
+	t.Run("crc=on", func(t *testing.T) { testLGRxRandomFrames(t, true) })
+}
+
+func testLGRxRandomFrames(t *testing.T, crc bool) {
 	p, s := loadLGRx(t)
+	if err := p.SetLGRxCRC(crc); err != nil {
+		t.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	var delivered, handovers uint64
+	var delivered, handovers, corrupt uint64
 	s.Point().Store(owned(LGSeqMask - 100))
 	for i := 0; i < 20000; i++ {
 		point := s.Point().Load()
@@ -435,11 +459,30 @@ func TestLGRxRandomFrames(t *testing.T) {
 				binary.BigEndian.PutUint16(f[12:], seqhdr.EtherType)
 			}
 		}
-		wantDeliver, wantNext := lgModel(f, point)
+		if crc && rng.IntN(8) != 0 { // most frames sealed
+			f = sealed(t, f)
+			switch rng.IntN(6) {
+			case 0: // one bit flipped, header and trailer included
+				f[rng.IntN(len(f))] ^= 1 << rng.IntN(8)
+			case 1: // one byte replaced (sometimes by itself)
+				f[rng.IntN(len(f))] = byte(rng.Uint32())
+			}
+		}
+		var wantDeliver bool
+		var wantNext uint64
+		body := f // the frame as judged (without its trailer)
+		if crc {
+			wantDeliver, wantNext, body = lgModelCRC(f, point)
+			if _, ok := linkcrc.Check(f); !ok {
+				corrupt++
+			}
+		} else {
+			wantDeliver, wantNext = lgModel(f, point)
+		}
 		wantAck := s.PeerAck().Load()
-		if wantDeliver && f[15]&seqhdr.FlagHasAck != 0 {
-			wantAck = LGAckValid | uint64(binary.BigEndian.Uint16(f[20:]))
-			if f[15]&seqhdr.FlagAckEra != 0 {
+		if wantDeliver && body[15]&seqhdr.FlagHasAck != 0 {
+			wantAck = LGAckValid | uint64(binary.BigEndian.Uint16(body[20:]))
+			if body[15]&seqhdr.FlagAckEra != 0 {
 				wantAck |= 1 << 16
 			}
 		}
@@ -453,7 +496,7 @@ func TestLGRxRandomFrames(t *testing.T) {
 		}
 		if wantDeliver {
 			delivered++
-			want := append(append(bytes.Clone(f[:12]), f[18:20]...), f[22:]...)
+			want := append(append(bytes.Clone(body[:12]), body[18:20]...), body[22:]...)
 			if ret != xdpRedirect || !bytes.Equal(out, want) {
 				t.Fatalf("frame %d %x: verdict %d, out %x; want XDP_REDIRECT of %x", i, f, ret, out, want)
 			}
@@ -467,12 +510,12 @@ func TestLGRxRandomFrames(t *testing.T) {
 		}
 	}
 	c := s.Counters()
-	t.Logf("20000 random frames: %d delivered, %d handovers; counters %+v", delivered, handovers, c)
+	t.Logf("20000 random frames: %d delivered, %d handovers, %d failing linkcrc.Check; counters %+v", delivered, handovers, corrupt, c)
 	if c.Frames != delivered || c.Handovers != handovers || c.Missed != 0 || c.StripErr != 0 {
 		t.Errorf("counters %+v, want %d frames, %d handovers", c, delivered, handovers)
 	}
-	if delivered < 500 || handovers < 500 {
-		t.Errorf("only %d deliveries and %d handovers: the generator misses the cases", delivered, handovers)
+	if delivered < 500 || handovers < 500 || crc && corrupt < 2000 {
+		t.Errorf("only %d deliveries, %d handovers and %d frames failing the check: the generator misses the cases", delivered, handovers, corrupt)
 	}
 }
 

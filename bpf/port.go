@@ -339,7 +339,8 @@ func (p *PortProgram) Close() error {
 // point the fast path owns is stripped of its link header and redirected
 // to the forward port (SetForwardPort) in the kernel; every other frame
 // goes to the AF_XDP socket as before. The point and the counters live in
-// the memory-mapped map lg_rx (LGRx).
+// the memory-mapped map lg_rx (LGRx). With SetLGRxCRC on, the frame must
+// also carry a valid CRC32C trailer, which is removed on delivery.
 
 // Bits of the words in LGRx.
 const (
@@ -367,7 +368,7 @@ type LGRxCounters struct {
 	LastNs    uint64 // CLOCK_MONOTONIC (bpf_ktime_get_ns) of the last delivery, 0 before the first
 	Handovers uint64 // times the fast path gave the point to Go (out-of-order data)
 	Missed    uint64 // in-order frames passed to Go because the redirect to the forward port was refused
-	StripErr  uint64 // frames lost because the header strip failed after the point moved (must stay 0)
+	StripErr  uint64 // frames lost because the header strip or the trailer removal failed after the point moved (must stay 0)
 }
 
 // LGRx maps the port's lg_rx map (read-write, shared with the program) and
@@ -430,4 +431,23 @@ func (p *PortProgram) SetLGRx(on bool) error {
 		v = 1
 	}
 	return p.changeConf("switch LinkGuardian's receive fast path", func(c *portPortConf) { c.LgRx = v })
+}
+
+// SetLGRxCRC says whether the link port's frames carry the CRC32C
+// integrity trailer (package linkcrc; port_conf.crc), as run --integrity
+// crc32c makes them. On, LinkGuardian's receive fast path (SetLGRx)
+// delivers a data frame only if its trailer is valid, and removes the
+// trailer with the link header, so the host gets what seqhdr.Strip makes
+// of linkcrc.Check's frame; a frame whose trailer fails, one shorter than
+// a data header plus the trailer, one with fragments (a frame longer than
+// the linear part of its buffer: jumbo frames) and one longer than 3840
+// bytes go to the AF_XDP socket untouched, for the Go path's check (which
+// counts and drops a corrupt one). Off, frames are taken as they are:
+// a link whose ends check no trailer (--integrity off).
+func (p *PortProgram) SetLGRxCRC(on bool) error {
+	var v uint32
+	if on {
+		v = 1
+	}
+	return p.changeConf("switch the integrity check of LinkGuardian's receive fast path", func(c *portPortConf) { c.Crc = v })
 }

@@ -62,6 +62,7 @@ type portPortConf struct {
 	Pad  [2]uint8
 	Fast uint32
 	LgRx uint32
+	Crc  uint32
 }
 
 type portPortCounters struct {
