@@ -129,7 +129,7 @@ func (d *Dataplane) newFastPath() error {
 	d.fast = f
 	why := d.fastBlocked()
 	if why == "" && lg {
-		why = f.openLG()
+		why = f.openLG(cfg.LG.Integrity)
 	}
 	if why == "" {
 		why = f.open()
@@ -171,8 +171,6 @@ func (d *Dataplane) fastBlocked() string {
 		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
 	case cfg.Mode != ModeForward && cfg.LG.Protect == "tx":
 		return "the link's frames toward this end are not sequenced (--protect without rx): nothing for the kernel path to judge"
-	case cfg.Mode != ModeForward && cfg.LG.Integrity != linkcrc.Off:
-		return "--integrity crc32c: the kernel path does not check the link frames' CRC trailer (--integrity off where the NICs check the FCS)"
 	}
 	for _, p := range d.all {
 		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {
@@ -192,9 +190,15 @@ func (d *Dataplane) fastBlocked() string {
 // openLG maps LinkGuardian's receive state shared with the link port's
 // program; it returns why the kernel path is impossible ("" when it is
 // possible).
-func (f *fastPath) openLG() string {
-	s, err := f.dirs[0].src.prog.LGRx()
+func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
+	prog := f.dirs[0].src.prog
+	s, err := prog.LGRx()
 	if err != nil {
+		return err.Error()
+	}
+	// The kernel checks and removes the CRC trailer of what it delivers;
+	// a frame that fails goes to the worker, which counts and drops it.
+	if err := prog.SetLGRxCRC(integrity == linkcrc.CRC32C); err != nil {
 		return err.Error()
 	}
 	f.lgRx, f.dirs[0].lg = s, s

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
-	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
@@ -55,7 +54,7 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	b := &lgBed{tb: tb}
 	var fp FastPath
 	if lgOnFastPath && mode != ModeForward {
-		fp, lgc.Integrity = FastPathXDP, linkcrc.Off
+		fp = FastPathXDP
 	}
 	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc, FastPath: fp})
 	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc, FastPath: fp})

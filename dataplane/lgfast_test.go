@@ -7,8 +7,7 @@ import (
 )
 
 // lgOnFastPath makes upLG start lg, lgnb and monitor with LinkGuardian's
-// receive fast path (--fastpath xdp, which needs --integrity off until the
-// kernel checks the CRC trailer). TestLGFastPathSuite sets it.
+// receive fast path (--fastpath xdp). TestLGFastPathSuite sets it.
 var lgOnFastPath bool
 
 // TestLGFastPathSuite runs the loss-recovery tests of the AF_XDP path with
@@ -54,5 +53,25 @@ func TestLGFastPathCarries(t *testing.T) {
 		if cc := c.Counters(); cc.StripErr != 0 {
 			t.Errorf("strip errors %d", cc.StripErr)
 		}
+	}
+}
+
+// TestLGFastPathCorruption: with one frame in 100 getting a bit flipped on
+// sw1→sw2 (and loss 10⁻³), the kernel delivers only frames whose CRC
+// trailer checks; every flipped frame reaches the worker, which counts and
+// drops it, and LinkGuardian recovers it like a loss: everything reaches h2
+// once and in order.
+func TestLGFastPathCorruption(t *testing.T) {
+	lgOnFastPath = true
+	defer func() { lgOnFastPath = false }()
+	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
+	r, _, s2, st := runLG(t, ModeLG, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
+	checkDelivery(t, r, true)
+	corrupt := r.bed.sw2.LGStats().Integrity.Corrupt.Load()
+	if st.Flipped == 0 || corrupt != st.Flipped {
+		t.Errorf("the impairment flipped a bit in %d frames; sw2 counted %d corrupt: every flipped frame must fail the check", st.Flipped, corrupt)
+	}
+	if rs := s2.Receiver; rs.FastDelivered < rs.Delivered/2 {
+		t.Errorf("kernel delivered %d of %d", rs.FastDelivered, rs.Delivered)
 	}
 }

@@ -318,6 +318,10 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
 	s = bpf_map_lookup_elem(&lg_rx, &zero);
 	if (!s)
 		return LF_LG_XSK;
+	/* While Go holds the point every frame is Go's (step 2): skip the
+	 * check, which costs about 0.5 ns a byte, during holes. */
+	if (!(LF_READ_ONCE(s->point) & LF_LG_OWNED))
+		return LF_LG_XSK;
 	if (crc && !lf_crc32c_ok(ctx))
 		return LF_LG_XSK;
 

@@ -55,7 +55,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
   linkfabric fct --size 143,24387 --flows 10000,2000 --arms noloss,loss,lg,lgnb,kernel
   linkfabric fct --size 2MB --flows 200 --loss 1e-2 --burst 3 --cc bbr
   linkfabric fct --arms noloss,noloss-afxdp,lg-noloss,lg --flows 2000   # LinkGuardian's cost
-  linkfabric fct --arms noloss,lg-noloss,lg-noloss-afxdp,lg,lg-afxdp --loss 1e-3 --run-args "--integrity off"   # the kernel receive path vs the worker
+  linkfabric fct --arms noloss,lg-noloss,lg-noloss-afxdp,lg,lg-afxdp --loss 1e-3   # the kernel receive path vs the worker
   linkfabric fct --tool iperf --flows 200`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("fct"); err != nil {

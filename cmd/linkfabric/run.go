@@ -114,8 +114,9 @@ stripped), while nothing needs the worker; every other frame (a hole, a
 duplicate, a retransmitted copy, control frames) goes to the worker, which takes
 the in-order point back, handles it as before and hands the point back once it
 holds nothing. Only the receive direction has a kernel path (the sender keeps
-its copies in the worker). It needs --integrity off for now (the kernel does not
-check the CRC trailer; use it where the NICs check the FCS); 'linkfabric stats'
+its copies in the worker). With --integrity crc32c the kernel checks the trailer
+too (a frame that fails goes to the worker, which counts and drops it; frames
+beyond the first page, jumbo frames, are checked by the worker); 'linkfabric stats'
 shows the direction (dataplane.fast_path) and the receiver's FastDelivered,
 FastClaims and FastHandOffs.
 
@@ -182,8 +183,8 @@ measures (per transmission, copies corrected for, over --fec-window) and reports
 to its peer in the link session's keepalives: no protection below --fec-target
 (1e-3), XOR parity with RAIL's n (the largest with
 1−(1−p)^(n+1)−(n+1)p(1−p)^n < target) up to 3 %, replication (×3, or
---fec-copies) up to 10 %; for bursty loss (mean loss run ≥ 1.5) and above 10 %
-the policy chooses lg or exclude, which mode fec can only report (the sender keeps
+--fec-copies) up to 10 %; for bursty loss (mean loss run ≥ 1.5) and from 10 % to
+25 % lg, above that exclude (as 'fec table' measured), which mode fec can only report (the sender keeps
 what it has; run --mode lg). Until the first report n is chosen for ten times the
 target. Decisions are logged when they change and shown in 'linkfabric stats'
 (fec.policy). A parity frame is 22 bytes longer than its longest frame: the link
