@@ -67,7 +67,7 @@ func (p *Endpoint) Unacked(from seqhdr.Seq, dst []Frame) ([]Frame, seqhdr.Seq) {
 		q = from
 	}
 	for ; q != s.next; q = q.Next() {
-		if sl := s.slot(q); sl.f.Len > 0 {
+		if sl := s.slot(q); sl.f.Len > 0 && !sl.kern {
 			dst = append(dst, sl.f)
 		}
 	}
@@ -76,6 +76,7 @@ func (p *Endpoint) Unacked(from seqhdr.Seq, dst []Frame) ([]Frame, seqhdr.Seq) {
 
 // sendCarried stamps and buffers a carried frame in place.
 func (s *Sender) sendCarried(now int64, f Frame) bool {
+	s.claim()
 	if s.Paused(now) {
 		s.Stats.PausedRefusals++
 		return false

@@ -32,6 +32,8 @@ type Endpoint struct {
 	// The kernel fast path (fastrx.go) and the last PeerAck applied.
 	fast    *FastPoint
 	peerAck uint64
+	// The last PiggyAck of the send fast path applied (fasttx.go).
+	piggyAck uint64
 }
 
 // NewEndpoint returns an Endpoint using mem for frame bytes and control frame buffers.
@@ -154,6 +156,7 @@ func (p *Endpoint) Send(now int64, f Frame) bool {
 // loop iteration after Send.
 func (p *Endpoint) Poll(now int64, queueEmpty bool) {
 	p.fastAck(now)
+	p.fastPiggy()
 	if p.R != nil {
 		p.R.poll(now)
 	}
@@ -179,8 +182,10 @@ func (p *Endpoint) Resume(now int64) {
 // Quiet reports whether the port holds no frames and owes no ACK: the TX buffer
 // and the reorder buffer are empty, nothing is missing and no ACK is pending.
 func (p *Endpoint) Quiet() bool {
-	if p.S != nil && p.S.Outstanding() > 0 {
-		return false
+	if p.S != nil {
+		if p.S.sync(); p.S.Outstanding() > 0 {
+			return false
+		}
 	}
 	if p.R != nil && (p.R.buffered > 0 || p.R.missing > 0 || p.R.pendingAck || p.R.ackRepeatAt != 0 || p.R.fastBehind()) {
 		return false
@@ -191,11 +196,14 @@ func (p *Endpoint) Quiet() bool {
 // TxNext returns the sequence number the sender's next frame gets (0 without
 // a sender). A link session advertises it as this end's initial sequence
 // number when it agrees again after the peer restarted: every frame still on
-// the wire from before then is behind it and dropped as a duplicate.
+// the wire from before then is behind it and dropped as a duplicate. It
+// takes sending back from a kernel fast path (the number must stay the next
+// one until the Reset that follows).
 func (p *Endpoint) TxNext() seqhdr.Seq {
 	if p.S == nil {
 		return 0
 	}
+	p.S.claim()
 	return p.S.next
 }
 
@@ -212,9 +220,10 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		p.peerAck = p.fast.PeerAck.Load() // an ACK of the old numbering
 	}
 	if s := p.S; s != nil {
+		s.claim()
 		for q := s.base; q != s.next; q = q.Next() {
 			sl := s.slot(q)
-			if sl.f.Len > 0 {
+			if sl.f.Len > 0 && !sl.kern {
 				p.Out.Free = append(p.Out.Free, sl.f)
 			}
 			*sl = txSlot{}
@@ -226,6 +235,11 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		s.probed = false
 		s.invalidAcks = 0
 		s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
+		if s.fs != nil {
+			s.fs.State.Store(uint64(s.next))
+			s.publishLimit(now)
+			p.piggyAck = s.fs.PiggyAck.Load() // an ACK of the old numbering
+		}
 	}
 	if r := p.R; r != nil {
 		r.releaseFast(now)
@@ -244,6 +258,7 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		r.paused, r.lastPause = false, 0
 		r.ackRepeatAt, r.ackRepeats = 0, 0
 		r.Stats.ReorderFrames, r.Stats.ReorderBytes = 0, 0
+		r.publishAck()
 	}
 }
 
@@ -253,7 +268,11 @@ func (s *Sender) SetCredit(n int) {
 	if n <= 0 || n > s.cfg.TxBuffer {
 		n = s.cfg.TxBuffer
 	}
+	if n < s.credit {
+		s.claim() // Limit goes down only while the core holds sending
+	}
 	s.credit = n
+	s.publishLimit(0)
 }
 
 // Credit returns the credit window in force.

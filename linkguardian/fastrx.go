@@ -173,6 +173,7 @@ func (p *Endpoint) SetFast(fp *FastPoint) {
 	}
 	if p.R != nil {
 		p.R.fast, p.R.handed = fp, false
+		p.R.publishAck()
 	}
 }
 
@@ -274,7 +275,8 @@ func (r *Receiver) adopt(now int64, next seqhdr.Seq, owe bool) bool {
 	}
 	r.ackNo, r.latest = next, next.Add(-1)
 	r.ackRepeatAt = 0 // the sender is sending
-	if owe {
+	// An ACK the kernel's send path piggybacked may cover them already.
+	if owe && seqhdr.Diff(next.Add(-1), r.lastAck) > 0 {
 		r.setPending(now)
 	}
 	return true

@@ -255,6 +255,7 @@ func (r *Receiver) setPending(now int64) {
 	if seqhdr.Diff(r.ackNo.Add(-1), r.lastAck) >= r.ackEvery {
 		r.pendingSince = min(r.pendingSince, now-r.cfg.AckDelay)
 	}
+	r.publishAck()
 }
 
 // deliver strips the link header of a data frame and outputs it to the host;

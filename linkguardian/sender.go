@@ -75,6 +75,7 @@ type txSlot struct {
 	f      Frame
 	retxAt int64
 	rounds uint8
+	kern   bool // sent by the kernel fast path: f.Len only, the bytes in its ring
 }
 
 // Sender is the sending side of a protected direction (the paper's sender
@@ -106,7 +107,11 @@ type Sender struct {
 	probed         bool
 	ackRTT, ackVar int64
 	dummyWait      int64
-	Stats          SenderStats
+	// The kernel fast path (fasttx.go): its shared state and whether it
+	// owns sending.
+	fs     *FastSend
+	handed bool
+	Stats  SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
@@ -157,14 +162,19 @@ func (s *Sender) ackSample(now int64) {
 // Outstanding returns the number of unacknowledged frames in the TX buffer.
 func (s *Sender) Outstanding() int { return seqhdr.Diff(s.next, s.base) }
 
-// Next returns the sequence number the next normal frame will get.
-func (s *Sender) Next() seqhdr.Seq { return s.next }
+// Next returns the sequence number the next normal frame will get (while
+// the kernel owns sending, after the frames it sent so far).
+func (s *Sender) Next() seqhdr.Seq {
+	s.sync()
+	return s.next
+}
 
 // Paused reports whether a PFC pause is in force at now.
 func (s *Sender) Paused(now int64) bool { return now < s.pausedUntil }
 
 // CanSend reports whether a normal frame would be accepted at now.
 func (s *Sender) CanSend(now int64) bool {
+	s.sync()
 	return !s.Paused(now) && s.Outstanding() < s.credit
 }
 
@@ -176,19 +186,23 @@ func (s *Sender) Pause(now, d int64) {
 		return
 	}
 	s.Stats.PausesRx++
+	s.claim() // the kernel stops before the pause is published
 	s.pausedUntil = now + d
+	s.publishLimit(now)
 }
 
 // Resume ends a pause (a PFC frame with zero quanta).
 func (s *Sender) Resume(now int64) {
 	s.Stats.ResumesRx++
 	s.pausedUntil = 0
+	s.publishLimit(now)
 }
 
 func (s *Sender) slot(q seqhdr.Seq) *txSlot { return &s.ring[uint32(q)&s.mask] }
 
 // send stamps and buffers a normal frame; false if paused or the TX buffer is full.
 func (s *Sender) send(now int64, f Frame) bool {
+	s.claim()
 	if s.Paused(now) {
 		s.Stats.PausedRefusals++
 		return false
@@ -243,6 +257,7 @@ const resyncAcks = 3
 // as duplicates, would never accept a frame again: the sender gives up its
 // unacknowledged frames and continues at ack+1 (resync).
 func (s *Sender) onAck(now int64, ack seqhdr.Seq) {
+	s.sync()
 	if seqhdr.Diff(ack, s.next) >= 0 {
 		s.Stats.AckInvalid++
 		if s.invalidAcks++; s.invalidAcks >= resyncAcks {
@@ -260,11 +275,14 @@ func (s *Sender) onAck(now int64, ack seqhdr.Seq) {
 	for q := s.base; seqhdr.LessEq(q, ack); q = q.Next() {
 		sl := s.slot(q)
 		s.bytes -= sl.f.Len
-		s.e.out.Free = append(s.e.out.Free, sl.f)
+		if !sl.kern {
+			s.e.out.Free = append(s.e.out.Free, sl.f)
+		}
 		*sl = txSlot{}
 		s.Stats.Acked++
 	}
 	s.base = ack.Next()
+	s.publishLimit(now)
 	s.Stats.TxBufFrames = uint64(s.Outstanding())
 	s.Stats.TxBufBytes = uint64(s.bytes)
 	if s.base == s.next && s.cfg.DummyWaitMax > 0 {
@@ -274,15 +292,22 @@ func (s *Sender) onAck(now int64, ack seqhdr.Seq) {
 
 // resync drops every unacknowledged frame and numbers the next one q.
 func (s *Sender) resync(q seqhdr.Seq) {
+	s.claim()
 	s.Stats.Resyncs++
 	for ; s.base != s.next; s.base = s.base.Next() {
 		sl := s.slot(s.base)
-		s.e.out.Free = append(s.e.out.Free, sl.f)
+		if !sl.kern {
+			s.e.out.Free = append(s.e.out.Free, sl.f)
+		}
 		*sl = txSlot{}
 		s.Stats.ResyncDropped++
 	}
 	s.base, s.next, s.bytes, s.invalidAcks = q, q, 0, 0
 	s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
+	if s.fs != nil {
+		s.fs.State.Store(uint64(q))
+		s.publishLimit(0)
+	}
 }
 
 // onLoss retransmits count frames from first, Copies copies each.
@@ -295,6 +320,7 @@ func (s *Sender) resync(q seqhdr.Seq) {
 // (a stale notification reordered behind the ACK): they are skipped and
 // counted in RetxUnknown.
 func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
+	s.sync()
 	s.Stats.LossNotifsRx++
 	out := s.Outstanding()
 	lo := seqhdr.Diff(first, s.base)
@@ -319,16 +345,29 @@ func (s *Sender) onLoss(now int64, first seqhdr.Seq, count int) {
 			s.Stats.RetxSuppressed++
 			continue
 		}
+		f := sl.f
+		if sl.kern {
+			// A frame the kernel sent: a copy from its ring, freed once sent.
+			var ack seqhdr.Seq
+			if s.ackSrc != nil {
+				ack = s.ackSrc.takeAck()
+			}
+			var ok bool
+			if f, ok = s.materialize(s.base.Add(i), s.ackSrc != nil, ack); !ok {
+				continue // no buffer: the receiver notifies again
+			}
+		} else {
+			b := s.e.mem.Bytes(sl.f.H, sl.f.Len)
+			seqhdr.SetRetx(b, true)
+			if s.ackSrc != nil {
+				seqhdr.SetAck(b, s.ackSrc.takeAck())
+			}
+		}
 		sl.rounds++
 		sl.retxAt = now
-		b := s.e.mem.Bytes(sl.f.H, sl.f.Len)
-		seqhdr.SetRetx(b, true)
-		if s.ackSrc != nil {
-			seqhdr.SetAck(b, s.ackSrc.takeAck())
-		}
 		s.Stats.RetxRequests++
 		for c := 0; c < s.cfg.Copies; c++ {
-			s.e.out.Retx = append(s.e.out.Retx, sl.f)
+			s.e.out.Retx = append(s.e.out.Retx, f)
 		}
 		s.Stats.RetxCopies += uint64(s.cfg.Copies)
 	}
@@ -348,6 +387,8 @@ func (s *Sender) creditBound() bool { return s.Outstanding() >= s.credit }
 // DummyInterval, or DummyWait if longer) until new data is sent. Each
 // emission is DummyCopies dummies.
 func (s *Sender) poll(now int64, idle bool) {
+	s.sync()
+	defer s.wantWake()
 	if !(idle || s.creditBound()) || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
 		return
 	}

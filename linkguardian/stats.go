@@ -23,6 +23,12 @@ type SenderStats struct {
 	TxBufBytes      uint64
 	TxBufPeakFrames uint64
 	TxBufPeakBytes  uint64
+	// The send fast path (fasttx.go): frames the kernel numbered and sent
+	// (counted in DataSent too), and how often the core took sending back
+	// and handed it to the kernel.
+	FastSent         uint64
+	FastSendClaims   uint64
+	FastSendHandOffs uint64
 }
 
 // ReceiverStats counts what a Receiver did. Occupancy fields are current values.
@@ -58,6 +64,9 @@ type ReceiverStats struct {
 	FastDelivered uint64
 	FastClaims    uint64
 	FastHandOffs  uint64
+	// ACKs the kernel's send path piggybacked that were newer than the
+	// last one the core knew of.
+	FastPiggyAcks uint64
 }
 
 // PortStats counts port-level events.

@@ -1,0 +1,451 @@
+package linkguardian
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync/atomic"
+
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
+
+// # The send fast path: the kernel numbers and sends host frames, Go the rest
+//
+// A Sender can share its numbering with a fast path in the kernel: the host
+// port's XDP program numbers a host frame itself (it stamps the link header
+// with the next sequence number and the ACK to piggyback), keeps a copy of
+// the frame for retransmission in a memory-mapped ring, and redirects it to
+// the link port, while it owns sending and the credit window and pause state
+// that Go publishes allow. Every other host frame reaches the core through
+// AF_XDP and is queued and sent as before. The state they share (FastSend):
+//
+//	State     bit 63       FastOwned: the kernel owns sending
+//	          bits 0..16   the next sequence number to assign (seqhdr.Seq)
+//	Limit     bit 63       FastLimitValid
+//	          bit 62       FastPaused: a PFC pause is in force
+//	          bits 0..16   the first serial the kernel may NOT assign
+//	                       (base + credit); written only by Go
+//	LastNs    the time of the kernel's last send (the worker's clock:
+//	          CLOCK_MONOTONIC ns, bpf_ktime_get_ns)
+//	PiggyAck  FastAckValid | the newest ACK the kernel piggybacked
+//	WantWake  1: Go asks to be woken after the kernel's next send
+//	Ring      Slots × SlotSize bytes; slot q&(Slots−1) holds the host frame
+//	          of serial q as the host sent it (no link header): a 2-byte
+//	          length (little endian) and the frame bytes
+//	Sent, Declined, Missed, Wakeups: the kernel's counters
+//
+// and the receive point (FastPoint.Point), whose serial − 1 is the ACK the
+// kernel piggybacks (see "ACKs" below).
+//
+// The kernel's rule, for each host frame (Offer mirrors it step by step):
+//
+//  1. Load State. Not owned: pass the frame to Go (AF_XDP), nothing else.
+//  2. The frame must be eligible: at least 14 bytes (MACs and EtherType),
+//     not of the link EtherType, and at most SlotSize−2 bytes. Load Limit:
+//     it must be valid, not paused, and q, State's serial, strictly before
+//     it (serial compare). If any of this fails: give sending to Go by
+//     compare-and-swap {owned, q} → {not owned, q}, count Declined and pass
+//     the frame to Go.
+//  3. Copy the frame into slot q (length, then bytes) FIRST.
+//  4. Compare-and-swap State {owned, q} → {owned, q+1}. If it fails (Go
+//     claimed sending, or another CPU took q), count Missed and pass the
+//     frame to Go; slot q holds garbage but belongs to a serial not
+//     assigned by the kernel, whose frame Go keeps in its own memory.
+//  5. Store LastNs = now; if the frame gets an ACK, store PiggyAck; count
+//     Sent; if WantWake is 1, swap it to 0 and, if the swap won, wake the
+//     worker once (count Wakeups).
+//  6. Stamp the link header (type data, Seq q, the original EtherType, the
+//     ACK if any: exactly seqhdr.Insert's result) and redirect the frame to
+//     the link port.
+//
+// Only frames of the host port's first receive queue are offered (one CPU
+// at a time); the others go to Go, which claims sending for them.
+//
+// What the core does. The sender keeps the frames the kernel sent as kernel
+// slots in its TX buffer: a length, no frame memory. Before it assigns a
+// sequence number (a host frame to send, a resync), before anything that
+// lowers Limit (a pause, a smaller credit, a reset) and when the link
+// session asks for TxNext, it claims sending: compare-and-swap {owned, q}
+// → {not owned, q}, then adopts [next, q) as kernel slots. While the kernel
+// owns sending it adopts the same way (sync) before it handles an ACK, a loss
+// notification or a timer: ACKs release kernel slots (nothing to free), a
+// loss notification for one materializes a copy (the slot's bytes in a
+// fresh buffer, the header inserted with Retx and a fresh ACK: in Out.Retx
+// and Out.Free in the same iteration), and the dummy timer runs from LastNs.
+// It hands sending back (HandOffSend: publish Limit, store {owned, next})
+// when it holds no host frame to send, the credit window has room and no
+// pause is in force; the integrator adds that every data frame Go sent has
+// left the link port's TX ring, that no host frame the kernel passed on
+// waits unread (the host port's AF_XDP ring), and that the link session is
+// up.
+//
+// Why no sequence number is assigned twice. The kernel assigns q only by
+// the swap {owned, q} → {owned, q+1}; Go assigns only while it holds sending
+// (not owned), from next, after adopting everything before State's serial.
+// A claim makes every later kernel swap fail; Go stores {owned, next} only at
+// a hand-off, after which it assigns nothing until its next claim. A swap
+// that loaded State before a claim and succeeds after Go handed back the
+// same q is right: Go assigned nothing in between, or State would differ, and
+// Go hands back only with q inside the credit window and no pause.
+//
+// Why frames leave for the link in sequence order. Go → kernel: Go hands
+// back only once its data frames have left the link TX ring (the integrator's
+// condition), and the kernel numbers after them. Kernel → Go: Go claims when
+// it holds a host frame, which reached it through the host port's AF_XDP
+// socket, and a NAPI poll flushes its redirects (the device map) before its
+// AF_XDP sockets, so the kernel's frames before that one are on the link
+// port's queue first. The one window left: a claim for a frame of an
+// earlier poll made while a later poll has swapped State but not flushed;
+// the next frame Go numbers can then overtake the kernel's last one. The
+// receiver takes that for a hole and the late frame for its recovery (a
+// spurious notification and copy, nothing lost or delivered twice). Go's
+// dummies name a serial it adopted, at least DummyWait after LastNs, long
+// after the kernel's frame left.
+//
+// Why nothing is lost. A frame the kernel does not send reaches Go (AF_XDP)
+// in host order: the kernel gives sending away with it (step 2), so every
+// later frame reaches Go too, until Go hands back with nothing left to read.
+// A frame the kernel sent is in Go's TX buffer as a kernel slot from the
+// moment Go next looks (every ACK, loss notification and Poll adopts), and
+// its bytes stay in slot q until the kernel assigns q+Slots, which needs
+// Limit past it, i.e. the peer's ACK of q: a loss notification always finds
+// them. (This assumes the kernel's rule runs between its load of State and
+// its copy in far less time than a link round trip, which an XDP program,
+// run with preemption off, does.)
+//
+// Credit and pause. The kernel assigns q only if q is before Limit = base +
+// credit ≤ base + TxBuffer ≤ base + Slots, so it never exceeds the credit
+// window or overwrites an unacknowledged slot. Go publishes Limit whenever
+// base, credit or pause change; it only ever lowers Limit, or sets the pause
+// bit, while it holds sending (a pause, a smaller credit, a reset and a
+// resync claim first), so a kernel swap that checked an older, larger Limit
+// fails. A raise (an ACK) may be seen late: the kernel declines and Go
+// sends.
+//
+// Restart. A session reset claims sending (TxNext, then Reset) before the
+// numbering restarts; the integrator hands back only once the session is up
+// again. A new process loads a new program and shares new state.
+//
+// Waking Go. While the kernel sends, the dummy timer runs from LastNs:
+// with frames outstanding Go's deadline (NextDeadline) brings it back in
+// time, and it moves the timer on if the kernel sent since. With nothing
+// outstanding Go has no deadline: after each Poll it sets WantWake (then
+// looks at State again, so a send it raced with is adopted), and the kernel
+// wakes the worker after the next send (step 5: a BPF ring buffer record,
+// or any event the worker's poll waits on). Go then adopts the frame and
+// the first dummy goes DummyWait after it.
+//
+// ACKs. The kernel piggybacks the receive point's serial − 1. While the
+// kernel owns the point (receive fast path) that is its own point; while Go
+// does, Go stores {not owned, ackNo} in the point word whenever ackNo moves
+// (the kernel only swaps an owned word, so the store races with nothing).
+// The receiver's lastAck and pendingAck, which a piggybacked ACK updates in
+// Go, are brought up to date from PiggyAck at each Poll: an ACK owed for
+// frames the kernel's ACK covered is no longer owed, and Wake moves on.
+
+// Bits of FastSend's words (FastOwned and FastAckValid as for FastPoint).
+const (
+	// FastLimitValid marks Limit as published.
+	FastLimitValid = uint64(1) << 63
+	// FastPaused marks a pause in force in Limit.
+	FastPaused = uint64(1) << 62
+	// FastSlotHeader is the length field at the start of a ring slot.
+	FastSlotHeader = 2
+)
+
+// FastSend is the state a Sender shares with a kernel fast path that sends
+// host frames (see the package's "send fast path" section). The dataplane
+// points the words at the XDP program's memory-mapped maps; NewFastSend
+// makes them in Go memory for the simulated link.
+type FastSend struct {
+	State    *atomic.Uint64
+	Limit    *atomic.Uint64
+	LastNs   *atomic.Int64
+	PiggyAck *atomic.Uint64
+	WantWake *atomic.Uint64
+	// The kernel's counters: frames sent, hand-overs to Go (declined while
+	// owning), lost swaps, wakeups of the worker.
+	Sent, Declined, Missed, Wakeups *atomic.Uint64
+	// Ring holds Slots slots of SlotSize bytes.
+	Ring           []byte
+	Slots          int
+	SlotSize       int
+	mask           uint32
+	maxFrame       int
+	stateW, limitW atomic.Uint64
+	lastW          atomic.Int64
+	piggyW, wakeW  atomic.Uint64
+	cnt            [4]atomic.Uint64
+}
+
+// NewFastSend returns a FastSend over fresh memory with slots ring slots
+// (a power of two, at least the sender's TxBuffer) of slotSize bytes (the
+// length field and the largest host frame the kernel sends), not owned.
+func NewFastSend(slots, slotSize int) (*FastSend, error) {
+	if slots < 2 || slots > seqhdr.Half || slots&(slots-1) != 0 {
+		return nil, errors.New("linkguardian: FastSend slots must be a power of two in [2, 65536]")
+	}
+	if slotSize < FastSlotHeader+seqhdr.MACLen+2 || slotSize > FastSlotHeader+0xffff {
+		return nil, errors.New("linkguardian: FastSend slotSize must hold a length and an Ethernet header")
+	}
+	fs := &FastSend{Ring: make([]byte, slots*slotSize), Slots: slots, SlotSize: slotSize}
+	fs.State, fs.Limit, fs.LastNs, fs.PiggyAck, fs.WantWake = &fs.stateW, &fs.limitW, &fs.lastW, &fs.piggyW, &fs.wakeW
+	fs.Sent, fs.Declined, fs.Missed, fs.Wakeups = &fs.cnt[0], &fs.cnt[1], &fs.cnt[2], &fs.cnt[3]
+	fs.init()
+	return fs, nil
+}
+
+func (fs *FastSend) init() {
+	fs.mask = uint32(fs.Slots - 1)
+	fs.maxFrame = fs.SlotSize - FastSlotHeader
+}
+
+// slot returns serial q's slot.
+func (fs *FastSend) slot(q seqhdr.Seq) []byte {
+	i := int(uint32(q)&fs.mask) * fs.SlotSize
+	return fs.Ring[i : i+fs.SlotSize : i+fs.SlotSize]
+}
+
+// Frame returns the host frame the kernel keeps in serial q's slot.
+func (fs *FastSend) Frame(q seqhdr.Seq) []byte {
+	s := fs.slot(q)
+	n := min(int(binary.LittleEndian.Uint16(s)), fs.maxFrame)
+	return s[FastSlotHeader : FastSlotHeader+n]
+}
+
+// Offer is the kernel's rule (the package's "send fast path" section, steps
+// 1–5), for the simulated link and the tests: it reports whether the fast
+// path sends host frame b itself, under sequence number q (the caller
+// stamps the header, Seq q and the ACK if hasAck, and transmits it; the
+// core never sees the frame). now is the time of the send (LastNs).
+func (fs *FastSend) Offer(b []byte, ack seqhdr.Seq, hasAck bool, now int64) (q seqhdr.Seq, ok bool) {
+	// 1. Only while the kernel owns sending.
+	old := fs.State.Load()
+	if old&FastOwned == 0 {
+		return 0, false
+	}
+	q = seqhdr.Seq(old & FastSeqMask)
+	// 2. An eligible frame, inside the published window, no pause; else
+	// sending goes to Go with this frame.
+	lim := fs.Limit.Load()
+	if len(b) < seqhdr.MACLen+2 || len(b) > fs.maxFrame || binary.BigEndian.Uint16(b[seqhdr.MACLen:]) == seqhdr.EtherType ||
+		lim&FastLimitValid == 0 || lim&FastPaused != 0 || !seqhdr.Less(q, seqhdr.Seq(lim&FastSeqMask)) {
+		if fs.State.CompareAndSwap(old, old&^FastOwned) {
+			fs.Declined.Add(1)
+		}
+		return 0, false
+	}
+	// 3. The copy first: once q is assigned Go may read it.
+	s := fs.slot(q)
+	binary.LittleEndian.PutUint16(s, uint16(len(b)))
+	copy(s[FastSlotHeader:], b)
+	// 4. Assign q.
+	if !fs.State.CompareAndSwap(old, old&^FastSeqMask|uint64(q.Next())) {
+		fs.Missed.Add(1)
+		return 0, false
+	}
+	// 5. What Go reads at its next look.
+	fs.LastNs.Store(now)
+	if hasAck {
+		fs.PiggyAck.Store(FastAckValid | uint64(ack)&FastSeqMask)
+	}
+	fs.Sent.Add(1)
+	if fs.WantWake.Load() != 0 && fs.WantWake.CompareAndSwap(1, 0) {
+		fs.Wakeups.Add(1)
+	}
+	return q, true
+}
+
+// SetFastSend connects the endpoint's sender to a kernel fast path that
+// sends host frames (nil disconnects it, after claiming sending). State is
+// set to {not owned, next}; the integrator hands sending over with
+// HandOffSend. fs needs at least TxBuffer slots. The receiver, if any,
+// keeps the receive point's word current for the kernel's ACK (SetFast
+// connects one).
+func (p *Endpoint) SetFastSend(fs *FastSend) error {
+	if p.S == nil {
+		return errors.New("linkguardian: SetFastSend needs a Sender")
+	}
+	s := p.S
+	s.claim()
+	if fs == nil {
+		s.fs = nil
+		return nil
+	}
+	if fs.Slots < s.cfg.TxBuffer || fs.Slots&(fs.Slots-1) != 0 || fs.SlotSize < FastSlotHeader+seqhdr.MACLen+2 || len(fs.Ring) < fs.Slots*fs.SlotSize {
+		return errors.New("linkguardian: FastSend needs a power-of-two number of slots, at least the TxBuffer")
+	}
+	fs.init()
+	s.fs = fs
+	fs.State.Store(uint64(s.next))
+	s.publishLimit(0)
+	p.piggyAck = fs.PiggyAck.Load()
+	return nil
+}
+
+// FastSendOwned reports whether the kernel owns sending.
+func (s *Sender) FastSendOwned() bool { return s.handed }
+
+// HandOffSend gives sending to the kernel if the core holds no host frame to
+// send (queueEmpty), the credit window has room and no pause is in force;
+// the integrator calls it only when every data frame the core sent has left
+// the link port's TX ring, no host frame the kernel passed on waits unread
+// and the link session is up (see the package's "send fast path" section).
+// It reports whether the kernel owns sending.
+func (p *Endpoint) HandOffSend(now int64, queueEmpty bool) bool {
+	s := p.S
+	if s == nil || s.fs == nil {
+		return false
+	}
+	if s.handed {
+		return true
+	}
+	if !queueEmpty || s.Paused(now) || s.Outstanding() >= s.credit {
+		return false
+	}
+	s.publishLimit(now)
+	s.fs.State.Store(FastOwned | uint64(s.next))
+	s.handed = true
+	s.Stats.FastSendHandOffs++
+	s.wantWake()
+	return true
+}
+
+// publishLimit writes Limit: base + credit, and the pause at now.
+func (s *Sender) publishLimit(now int64) {
+	if s.fs == nil {
+		return
+	}
+	v := FastLimitValid | uint64(s.base.Add(s.credit))
+	if s.Paused(now) {
+		v |= FastPaused
+	}
+	s.fs.Limit.Store(v)
+}
+
+// claim takes sending back from the kernel and adopts what it sent.
+func (s *Sender) claim() {
+	if !s.handed {
+		return
+	}
+	var v uint64
+	for {
+		v = s.fs.State.Load()
+		if v&FastOwned == 0 || s.fs.State.CompareAndSwap(v, v&^FastOwned) {
+			break
+		}
+	}
+	s.handed = false
+	s.Stats.FastSendClaims++
+	s.adopt(seqhdr.Seq(v & FastSeqMask))
+}
+
+// sync adopts what the kernel sent while it owns sending.
+func (s *Sender) sync() {
+	if s.handed {
+		s.adopt(seqhdr.Seq(s.fs.State.Load() & FastSeqMask))
+	}
+}
+
+// adopt takes the frames the kernel numbered [next, kn) into the TX buffer
+// as kernel slots: a length each, no frame memory. O(1) per frame, no
+// allocation.
+func (s *Sender) adopt(kn seqhdr.Seq) {
+	n := seqhdr.Diff(kn, s.next)
+	if n <= 0 {
+		return // the kernel only moves State forward
+	}
+	for range n {
+		l := int(binary.LittleEndian.Uint16(s.fs.slot(s.next))) + seqhdr.MaxOverhead
+		*s.slot(s.next) = txSlot{f: Frame{Len: l}, kern: true}
+		s.bytes += l
+		s.next = s.next.Next()
+	}
+	s.Stats.DataSent += uint64(n)
+	s.Stats.FastSent += uint64(n)
+	s.Stats.TxBufFrames = uint64(s.Outstanding())
+	s.Stats.TxBufBytes = uint64(s.bytes)
+	s.Stats.TxBufPeakFrames = max(s.Stats.TxBufPeakFrames, s.Stats.TxBufFrames)
+	s.Stats.TxBufPeakBytes = max(s.Stats.TxBufPeakBytes, s.Stats.TxBufBytes)
+	s.lastSent, s.probed = s.fs.LastNs.Load(), false
+	s.nextDummy, s.dummyGap = s.lastSent+s.dummyWait, s.dummyWait
+}
+
+// wantWake asks the kernel to wake the worker after its next send when the
+// core has no deadline for the sender (nothing outstanding), then looks at
+// State again so that a send it raced with is adopted.
+func (s *Sender) wantWake() {
+	if !s.handed {
+		return
+	}
+	if s.Outstanding() > 0 {
+		s.fs.WantWake.Store(0)
+		return
+	}
+	s.fs.WantWake.Store(1)
+	s.sync()
+	if s.Outstanding() > 0 {
+		s.fs.WantWake.Store(0)
+	}
+}
+
+// materialize writes a retransmitted copy of kernel slot q into a fresh
+// buffer: the host frame from the ring, the header inserted with Retx and
+// ack. The caller lists it in Out.Retx and Out.Free. It returns false if no
+// buffer was free.
+func (s *Sender) materialize(q seqhdr.Seq, hasAck bool, ack seqhdr.Seq) (Frame, bool) {
+	h, ok := s.e.mem.Alloc()
+	if !ok {
+		s.e.stats.AllocFail++
+		return Frame{}, false
+	}
+	src := s.fs.Frame(q)
+	b := s.e.mem.Bytes(h, seqhdr.MaxOverhead+len(src))
+	copy(b[seqhdr.MaxOverhead:], src)
+	hd := seqhdr.Header{Type: seqhdr.TypeData, Seq: q, Retx: true, HasAck: hasAck, Ack: ack}
+	_, n, err := seqhdr.Insert(b, seqhdr.MaxOverhead, len(src), &hd)
+	if err != nil {
+		panic("linkguardian: kernel slot holds no frame the kernel could send: " + err.Error())
+	}
+	f := Frame{H: h, Len: n}
+	s.e.out.Free = append(s.e.out.Free, f)
+	return f, true
+}
+
+// fastPiggy applies the newest ACK the kernel piggybacked to the receiver's
+// lastAck and pendingAck.
+func (p *Endpoint) fastPiggy() {
+	if p.S == nil || p.S.fs == nil {
+		return
+	}
+	if a := p.S.fs.PiggyAck.Load(); a != p.piggyAck {
+		p.piggyAck = a
+		if a&FastAckValid != 0 && p.R != nil {
+			p.R.kernelAcked(seqhdr.Seq(a & FastSeqMask))
+		}
+	}
+}
+
+// kernelAcked notes that the kernel sent ACK a on a data frame.
+func (r *Receiver) kernelAcked(a seqhdr.Seq) {
+	if seqhdr.Diff(a, r.lastAck) <= 0 || seqhdr.Diff(a, r.ackNo) >= 0 && !r.handed {
+		return // older than the last ACK sent, or not an ACK of ours
+	}
+	r.lastAck = a
+	r.Stats.FastPiggyAcks++
+	if r.pendingAck && !seqhdr.Less(a, r.ackNo.Add(-1)) {
+		r.pendingAck = false
+		r.Stats.PiggyAcksSent++
+	}
+	if r.ackRepeatAt != 0 && !seqhdr.Less(a, r.ackRepeatOf) {
+		r.ackRepeatAt = 0 // data carries the ACK
+	}
+	r.rewake()
+}
+
+// publishAck keeps the receive point's serial at ackNo while the core owns
+// the point: the kernel's piggybacked ACK is its serial − 1.
+func (r *Receiver) publishAck() {
+	if r.fast != nil && !r.handed {
+		r.fast.Point.Store(uint64(r.ackNo))
+	}
+}
