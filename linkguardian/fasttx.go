@@ -449,3 +449,12 @@ func (r *Receiver) publishAck() {
 		r.fast.Point.Store(uint64(r.ackNo))
 	}
 }
+
+// ClaimSend takes sending back from the kernel, as the integrator does when
+// the link session leaves Up or the fast path is switched off; HandOffSend
+// gives it back.
+func (p *Endpoint) ClaimSend() {
+	if p.S != nil {
+		p.S.claim()
+	}
+}

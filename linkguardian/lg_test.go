@@ -56,17 +56,31 @@ func oneWay(mode linkguardian.Delivery, copies int) simlink.Config {
 // path at both receivers (TestFastPathSuite sets it).
 var simFast bool
 
+// simFastSend runs them with the kernel's send path at both senders
+// (TestFastSendSuite sets it).
+var simFastSend bool
+
 func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 	t.Helper()
 	if simFast {
 		cfg.Fast, cfg.FastLag = true, fastLag
 	}
+	if simFastSend {
+		cfg.FastSend, cfg.FastLag = true, fastLag
+	}
 	s, err := simlink.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if simRecord != nil {
+		*simRecord = append(*simRecord, s)
+	}
 	return s
 }
+
+// simRecord, if set, collects the links newSim builds (the fast path
+// suites count what the kernel did).
+var simRecord *[]*simlink.Sim
 
 func seqIDs(from, n int, except ...int) []uint64 {
 	var ids []uint64

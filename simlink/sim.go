@@ -85,6 +85,16 @@ type Config struct {
 	// the peer's frames).
 	Fast    bool
 	FastLag int64
+	// FastSend gives each end's sender a kernel fast path
+	// (linkguardian.FastSend): a host frame is offered to the model of the
+	// host port's XDP program first (FastSend.Offer), and one it sends goes
+	// on the wire at once, stamped as the C program stamps it; the others
+	// reach the core FastLag later. The core hands sending back after each
+	// iteration that leaves its host queue empty, its wire drained and (with
+	// sessions) its session up. The receive point's serial is the ACK the
+	// kernel piggybacks (each receiver gets a FastPoint, handed to the kernel
+	// only with Fast).
+	FastSend bool
 }
 
 // DirStats counts what crossed a direction.
@@ -148,7 +158,12 @@ type end struct {
 	rxQ       [][]byte
 	rxReady   []int64 // parallel to rxQ: when the core may read the frame (Fast)
 	fast      *linkguardian.FastPoint
-	fastDel   int // frames the fast path delivered
+	fastDel   int                     // frames the fast path delivered
+	point     *linkguardian.FastPoint // the receiver's point word (Fast or FastSend)
+	fs        *linkguardian.FastSend
+	fastSent  int                  // host frames the send fast path sent
+	hostPend  []linkguardian.Frame // host frames the kernel passed on, for the core
+	pendAt    []int64              // parallel: when the core may read them
 	hostQ     []linkguardian.Frame
 	remaining int
 	gap       int64
@@ -227,7 +242,9 @@ func New(cfg Config) (*Sim, error) {
 		}
 		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
 		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i], pcfg: pcfg[i]}
-		s.ends[i].connectFast(cfg.Fast)
+		if err := s.ends[i].connectFast(cfg.Fast, cfg.FastSend); err != nil {
+			return nil, err
+		}
 	}
 	if (cfg.SessionA == nil) != (cfg.SessionB == nil) {
 		return nil, errors.New("simlink: set both SessionA and SessionB, or neither")
@@ -244,6 +261,9 @@ func New(cfg Config) (*Sim, error) {
 		}
 	}
 	for i := range 2 {
+		if e := s.ends[i]; e.fs != nil && e.sess == nil {
+			e.port.HandOffSend(0, true) // an idle core at the start
+		}
 		s.push(&event{t: 0, kind: evTick, side: Side(i)})
 	}
 	return s, nil
@@ -343,14 +363,18 @@ func (s *Sim) Restart(side Side) error {
 	if err != nil {
 		return fmt.Errorf("simlink: restart %v: %w", side, err)
 	}
-	e.lost += len(e.hostQ)
+	e.lost += len(e.hostQ) + len(e.hostPend)
+	e.hostPend, e.pendAt = nil, nil
 	for _, data := range e.rxQ {
 		s.putBuf(data)
 	}
 	e.rxQ, e.rxReady = e.rxQ[:0], e.rxReady[:0]
 	e.hostQ, e.hostAt = nil, nil
 	e.port, e.pool = p, pool
-	e.connectFast(s.cfg.Fast) // a new process loads a new program: a new point, not owned
+	// A new process loads a new program: a new point and send state, not owned.
+	if err := e.connectFast(s.cfg.Fast, s.cfg.FastSend); err != nil {
+		return err
+	}
 	if e.sess != nil {
 		if e.scfg.Epoch != 0 && e.scfg.Epoch == e.sess.Epoch() {
 			e.scfg.Epoch = e.scfg.Epoch*6364136223846793005 + 1442695040888963407 // a new process, deterministically
@@ -403,7 +427,7 @@ func (s *Sim) quiet() bool {
 		return false
 	}
 	for _, e := range s.ends {
-		if e.remaining > 0 || len(e.hostQ) > 0 || len(e.rxQ) > 0 || !e.port.Quiet() {
+		if e.remaining > 0 || len(e.hostQ) > 0 || len(e.hostPend) > 0 || len(e.rxQ) > 0 || !e.port.Quiet() {
 			return false
 		}
 	}
@@ -528,30 +552,61 @@ func (s *Sim) iterate(e *end) {
 	clear(e.rxQ[n:])
 	e.rxQ = e.rxQ[:n]
 	e.rxReady = e.rxReady[:copy(e.rxReady, e.rxReady[ready:])]
-	// The host generates frames into the switch's queue.
-	for e.remaining > 0 && len(e.hostQ) < s.cfg.HostQueue && now >= e.nextAt {
+	// The host generates frames into the switch's queue (with FastSend,
+	// through the kernel's send path first). The wire's queue (the NIC TX
+	// ring) paces the host the kernel sends for as it paces the worker.
+	w := e.out
+	budget := s.cfg.TxBudget
+	if budget <= 0 {
+		budget = max(1, w.ser(2*(s.cfg.FrameLen+seqhdr.MaxOverhead)))
+	}
+	for e.remaining > 0 && len(e.hostQ)+len(e.hostPend) < s.cfg.HostQueue && now >= e.nextAt {
+		if e.fs != nil && e.fs.State.Load()&linkguardian.FastOwned != 0 && max(0, w.busyUntil-now) >= budget {
+			break // the next tick retries
+		}
+		if e.fs != nil && s.fastSend(e, now) {
+			e.nextID++
+			e.remaining--
+			e.nextAt += e.gap
+			continue
+		}
 		h, ok := e.pool.Alloc()
 		if !ok {
 			break
 		}
 		hostFrame(e.pool.Bytes(h, s.cfg.FrameLen), e.side, e.nextID)
 		e.sendAt = append(e.sendAt, -1)
-		e.hostQ = append(e.hostQ, linkguardian.Frame{H: h, Len: s.cfg.FrameLen})
-		e.hostAt = append(e.hostAt, now)
+		if e.fs != nil {
+			e.hostPend = append(e.hostPend, linkguardian.Frame{H: h, Len: s.cfg.FrameLen})
+			e.pendAt = append(e.pendAt, now+s.cfg.FastLag)
+			if s.cfg.FastLag > 0 {
+				s.push(&event{t: now + s.cfg.FastLag, kind: evWake, side: e.side})
+			}
+		} else {
+			e.hostQ = append(e.hostQ, linkguardian.Frame{H: h, Len: s.cfg.FrameLen})
+			e.hostAt = append(e.hostAt, now)
+		}
 		e.nextID++
 		e.remaining--
 		e.nextAt += e.gap
+	}
+	// Host frames the kernel passed on reach the core (the host port's
+	// AF_XDP ring), in order.
+	k := 0
+	for k < len(e.hostPend) && e.pendAt[k] <= now {
+		e.hostQ = append(e.hostQ, e.hostPend[k])
+		e.hostAt = append(e.hostAt, now)
+		k++
+	}
+	if k > 0 {
+		e.hostPend = e.hostPend[:copy(e.hostPend, e.hostPend[k:])]
+		e.pendAt = e.pendAt[:copy(e.pendAt, e.pendAt[k:])]
 	}
 	if e.remaining > 0 && e.gap > 0 && e.nextAt > now && e.wakeAt != e.nextAt {
 		e.wakeAt = e.nextAt
 		s.push(&event{t: e.nextAt, kind: evWake, side: e.side})
 	}
 	// 2. Normal frames while the NIC TX ring (TxBudget) has room.
-	w := e.out
-	budget := s.cfg.TxBudget
-	if budget <= 0 {
-		budget = max(1, w.ser(2*(s.cfg.FrameLen+seqhdr.MaxOverhead)))
-	}
 	backlog := max(0, w.busyUntil-now)
 	sent := 0
 	for len(e.hostQ) > 0 && backlog+w.ser(sent) < budget && p.CanSend(now) {
@@ -648,6 +703,52 @@ func (s *Sim) iterate(e *end) {
 	if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.AcceptLink(now)) {
 		p.R.HandOff(now)
 	}
+	// 8. Sending goes back to the kernel once the core holds no host frame,
+	// none waits unread, its data frames left the wire's queue and the
+	// session is up; a session that is not up takes it back.
+	if e.fs != nil {
+		up := e.sess == nil || e.sess.Admit(now, now) == linksession.Send
+		if !up {
+			p.ClaimSend()
+		} else if len(e.hostQ) == 0 && len(e.hostPend) == 0 && w.busyUntil <= now {
+			p.HandOffSend(now, true)
+		}
+	}
+}
+
+// fastSend offers host frame e.nextID to the kernel's send path (the model
+// of the host port's XDP program); if it sends it, the frame goes on the
+// wire at once, stamped as the C program stamps it: Seq, the original
+// EtherType and the receive point's serial − 1 as the ACK.
+func (s *Sim) fastSend(e *end, now int64) bool {
+	n := s.cfg.FrameLen
+	data := s.getBuf(n + seqhdr.MaxOverhead)
+	host := data[seqhdr.MaxOverhead:]
+	hostFrame(host, e.side, e.nextID)
+	var ack seqhdr.Seq
+	hasAck := e.point != nil
+	if hasAck {
+		ack = seqhdr.Seq(e.point.Point.Load() & linkguardian.FastSeqMask).Add(-1)
+	}
+	woken := e.fs.Wakeups.Load()
+	q, ok := e.fs.Offer(host, ack, hasAck, now)
+	if !ok {
+		s.putBuf(data)
+		return false
+	}
+	if e.fs.Wakeups.Load() != woken {
+		s.push(&event{t: now + s.cfg.FastLag, kind: evWake, side: e.side})
+	}
+	h := seqhdr.Header{Type: seqhdr.TypeData, Seq: q, HasAck: hasAck, Ack: ack}
+	_, l, err := seqhdr.Insert(data, seqhdr.MaxOverhead, n, &h)
+	if err != nil {
+		panic("simlink: the send fast path took a frame it cannot stamp: " + err.Error())
+	}
+	e.sendAt = append(e.sendAt, now)
+	e.fastSent++
+	s.transmit(e, data[:l])
+	s.putBuf(data)
+	return true
 }
 
 // toHost checks a frame delivered to the host behind e and records its id.
@@ -681,14 +782,36 @@ func (s *Sim) fastDeliver(e *end, data []byte) {
 	s.putBuf(data)
 }
 
-// connectFast gives e's endpoint a new fast path point (Config.Fast).
-func (e *end) connectFast(on bool) {
-	e.fast = nil
-	if on {
-		e.fast = linkguardian.NewFastPoint()
-		e.port.SetFast(e.fast)
+// connectFast gives e's endpoint a new fast path point (Config.Fast) and
+// send state (Config.FastSend).
+func (e *end) connectFast(on, send bool) error {
+	e.fast, e.point, e.fs = nil, nil, nil
+	if (on || send) && e.port.R != nil {
+		e.point = linkguardian.NewFastPoint()
+		e.port.SetFast(e.point)
+		if on {
+			e.fast = e.point
+		}
 	}
+	if send && e.port.S != nil {
+		slots := e.pcfg.Sender.TxBuffer
+		fs, err := linkguardian.NewFastSend(slots, linkguardian.FastSlotHeader+1514)
+		if err != nil {
+			return err
+		}
+		if err := e.port.SetFastSend(fs); err != nil {
+			return err
+		}
+		e.fs = fs
+	}
+	return nil
 }
+
+// FastSent is the number of host frames the kernel's send path sent at side.
+func (s *Sim) FastSent(side Side) int { return s.ends[side].fastSent }
+
+// FastSendState returns side's send fast path state (nil without FastSend).
+func (s *Sim) FastSendState(side Side) *linkguardian.FastSend { return s.ends[side].fs }
 
 // FastDelivered is the number of frames the kernel fast path delivered at side.
 func (s *Sim) FastDelivered(side Side) int { return s.ends[side].fastDel }
