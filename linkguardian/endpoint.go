@@ -237,7 +237,7 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
 		if s.fs != nil {
 			s.fs.State.Store(uint64(s.next))
-			s.publishLimit(now)
+			s.publishLimit()
 			p.piggyAck = s.fs.PiggyAck.Load() // an ACK of the old numbering
 		}
 	}
@@ -272,7 +272,7 @@ func (s *Sender) SetCredit(n int) {
 		s.claim() // Limit goes down only while the core holds sending
 	}
 	s.credit = n
-	s.publishLimit(0)
+	s.publishLimit()
 }
 
 // Credit returns the credit window in force.

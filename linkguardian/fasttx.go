@@ -277,7 +277,7 @@ func (p *Endpoint) SetFastSend(fs *FastSend) error {
 	fs.init()
 	s.fs = fs
 	fs.State.Store(uint64(s.next))
-	s.publishLimit(0)
+	s.publishLimit()
 	p.piggyAck = fs.PiggyAck.Load()
 	return nil
 }
@@ -296,13 +296,14 @@ func (p *Endpoint) HandOffSend(now int64, queueEmpty bool) bool {
 	if s == nil || s.fs == nil {
 		return false
 	}
-	if s.handed {
+	if s.sync(); s.handed {
 		return true
 	}
 	if !queueEmpty || s.Paused(now) || s.Outstanding() >= s.credit {
 		return false
 	}
-	s.publishLimit(now)
+	s.pausedUntil = 0 // over: Limit's pause bit goes
+	s.publishLimit()
 	s.fs.State.Store(FastOwned | uint64(s.next))
 	s.handed = true
 	s.Stats.FastSendHandOffs++
@@ -310,13 +311,14 @@ func (p *Endpoint) HandOffSend(now int64, queueEmpty bool) bool {
 	return true
 }
 
-// publishLimit writes Limit: base + credit, and the pause at now.
-func (s *Sender) publishLimit(now int64) {
+// publishLimit writes Limit: base + credit, and a pause not yet over (one
+// that ran out is cleared at the next hand-off).
+func (s *Sender) publishLimit() {
 	if s.fs == nil {
 		return
 	}
 	v := FastLimitValid | uint64(s.base.Add(s.credit))
-	if s.Paused(now) {
+	if s.pausedUntil != 0 {
 		v |= FastPaused
 	}
 	s.fs.Limit.Store(v)
@@ -339,10 +341,16 @@ func (s *Sender) claim() {
 	s.adopt(seqhdr.Seq(v & FastSeqMask))
 }
 
-// sync adopts what the kernel sent while it owns sending.
+// sync adopts what the kernel sent while it owns sending, and takes
+// sending back if the kernel gave it away.
 func (s *Sender) sync() {
-	if s.handed {
-		s.adopt(seqhdr.Seq(s.fs.State.Load() & FastSeqMask))
+	if !s.handed {
+		return
+	}
+	if v := s.fs.State.Load(); v&FastOwned != 0 {
+		s.adopt(seqhdr.Seq(v & FastSeqMask))
+	} else {
+		s.claim()
 	}
 }
 

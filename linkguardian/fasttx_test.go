@@ -1,29 +1,604 @@
 package linkguardian_test
 
 import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
 
-// TestFastSendSuite runs the simulated-link suite with the kernel's send
-// path (the model of the host port's XDP program, FastSend.Offer) at both
-// senders, the core FastLag behind it.
-func TestFastSendSuite(t *testing.T) {
-	simFastSend = true
-	defer func() { simFastSend = false }()
+// runFastSuite runs the simulated-link suite with the fast path halves
+// set, and returns the links it built.
+func runFastSuite(t *testing.T, rx, tx bool) []*simlink.Sim {
+	var sims []*simlink.Sim
+	simFast, simFastSend, simRecord = rx, tx, &sims
+	defer func() { simFast, simFastSend, simRecord = false, false, nil }()
 	for _, tc := range suiteOnFastPath {
 		t.Run(tc.name, tc.f)
+	}
+	return sims
+}
+
+// sendTotals sums what the senders and the kernel's send path did.
+func sendTotals(sims []*simlink.Sim) (kernel, sent, claims, handoffs uint64) {
+	for _, s := range sims {
+		for _, side := range []simlink.Side{simlink.A, simlink.B} {
+			kernel += uint64(s.FastSent(side))
+			if p := s.Port(side); p.S != nil {
+				sent += p.S.Stats.DataSent
+				claims += p.S.Stats.FastSendClaims
+				handoffs += p.S.Stats.FastSendHandOffs
+			}
+		}
+	}
+	return
+}
+
+// TestFastSendSuite runs the simulated-link suite with the kernel's send
+// path (the model of the host port's XDP program, FastSend.Offer) at both
+// senders, the core FastLag behind it: the kernel numbers most frames, the
+// core takes sending back where credit, a pause or a reset needs it, and
+// every scenario delivers what it did without the fast path.
+func TestFastSendSuite(t *testing.T) {
+	sims := runFastSuite(t, false, true)
+	kernel, sent, claims, handoffs := sendTotals(sims)
+	t.Logf("kernel sent %d of %d data frames; %d claims, %d hand-offs", kernel, sent, claims, handoffs)
+	if kernel < sent/2 || claims < 50 || handoffs < claims {
+		t.Errorf("kernel sent %d of %d, %d claims, %d hand-offs: the suite does not exercise the send fast path", kernel, sent, claims, handoffs)
 	}
 }
 
 // TestFastBothSuite runs it with both halves of the fast path on.
 func TestFastBothSuite(t *testing.T) {
-	simFast, simFastSend = true, true
-	defer func() { simFast, simFastSend = false, false }()
-	for _, tc := range suiteOnFastPath {
-		t.Run(tc.name, tc.f)
+	sims := runFastSuite(t, true, true)
+	kernel, sent, _, _ := sendTotals(sims)
+	var delivered int
+	for _, s := range sims {
+		delivered += s.FastDelivered(simlink.A) + s.FastDelivered(simlink.B)
+	}
+	t.Logf("kernel sent %d of %d data frames, delivered %d", kernel, sent, delivered)
+	if kernel < sent/2 || delivered < int(sent/8) {
+		t.Errorf("kernel sent %d and delivered %d of %d: the suite does not exercise both halves", kernel, delivered, sent)
 	}
 }
 
-var _ = simlink.A
+// fastEnd is an endpoint with the send fast path, driven by hand.
+type fastEnd struct {
+	p    *linkguardian.Endpoint
+	pool *simlink.Pool
+	fs   *linkguardian.FastSend
+	pt   *linkguardian.FastPoint
+	buf  [seqhdr.MinFrameLen]byte
+	host []byte
+}
+
+func newFastEnd(t testing.TB, txBuffer int, withR bool) *fastEnd {
+	t.Helper()
+	sc := *senderCfg(1)
+	sc.TxBuffer = txBuffer
+	cfg := linkguardian.Config{Sender: &sc}
+	if withR {
+		cfg.Receiver = receiverCfg(linkguardian.ModeLG)
+	}
+	pool := simlink.NewPool(4096, 2048, 256)
+	p, err := linkguardian.NewEndpoint(cfg, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := linkguardian.NewFastSend(txBuffer, linkguardian.FastSlotHeader+1514)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &fastEnd{p: p, pool: pool, fs: fs, host: make([]byte, 1514)}
+	if withR {
+		e.pt = linkguardian.NewFastPoint()
+		p.SetFast(e.pt)
+	}
+	if err := p.SetFastSend(fs); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// hostFrame returns host frame id (n bytes, IPv4 EtherType).
+func (e *fastEnd) hostFrame(id, n int) []byte {
+	b := e.host[:n]
+	for i := range b {
+		b[i] = byte(i*31 + id*7)
+	}
+	binary.BigEndian.PutUint16(b[12:], 0x0800)
+	return b
+}
+
+// kernel offers host frame id to the kernel's send path with the ACK the
+// C program would piggyback.
+func (e *fastEnd) kernel(now int64, id int) (seqhdr.Seq, bool) {
+	var ack seqhdr.Seq
+	if e.pt != nil {
+		ack = seqhdr.Seq(e.pt.Point.Load() & linkguardian.FastSeqMask).Add(-1)
+	}
+	return e.fs.Offer(e.hostFrame(id, 100+id%50), ack, e.pt != nil, now)
+}
+
+// rx hands the endpoint a control frame from the peer.
+func (e *fastEnd) rx(now int64, h *seqhdr.Header) {
+	var z [6]byte
+	n, err := seqhdr.PutControl(e.buf[:], &z, &z, h)
+	if err != nil {
+		panic(err)
+	}
+	a, _ := e.pool.Alloc()
+	copy(e.pool.Bytes(a, n), e.buf[:n])
+	e.p.Receive(now, linkguardian.Frame{H: a, Len: n})
+}
+
+// release frees what the iteration released, checking that no frame is
+// freed twice.
+func (e *fastEnd) release(t testing.TB) {
+	for _, f := range e.p.Out.Free {
+		e.pool.Free(f.H)
+	}
+	e.p.Out.Reset()
+	if errs := e.pool.Errors(); len(errs) > 0 {
+		t.Fatalf("ownership errors: %v", errs)
+	}
+}
+
+// TestFastSendRetxOfKernelFrame: a loss notification for frames the kernel
+// sent is answered with copies materialized from its ring: byte for byte
+// the host frames after Strip, under their sequence numbers, Retx and a
+// fresh ACK, in Out.Retx and once in Out.Free; the ACK then releases the
+// kernel slots without freeing anything of theirs.
+func TestFastSendRetxOfKernelFrame(t *testing.T) {
+	e := newFastEnd(t, 64, true)
+	p := e.p
+	if !p.HandOffSend(0, true) {
+		t.Fatal("no hand-off to the kernel")
+	}
+	for id := range 10 {
+		if q, ok := e.kernel(int64(id), id); !ok || q != seqhdr.Seq(id) {
+			t.Fatalf("kernel send %d: %v %v", id, q, ok)
+		}
+	}
+	e.rx(100, &seqhdr.Header{Type: seqhdr.TypeLoss, Seq: 3, Count: 2, Latest: 9, HasAck: true, Ack: 2})
+	if st := p.S.Stats; st.FastSent != 10 || st.DataSent != 10 || st.Acked != 3 || p.S.Outstanding() != 7 || !p.S.FastSendOwned() {
+		t.Fatalf("after the notification: %+v, outstanding %d", st, p.S.Outstanding())
+	}
+	if len(p.Out.Retx) != 2 {
+		t.Fatalf("%d copies, want 2", len(p.Out.Retx))
+	}
+	for i, f := range p.Out.Retx {
+		b := append([]byte(nil), e.pool.Bytes(f.H, f.Len)...)
+		h, off, n, err := seqhdr.Strip(b, 0, len(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := 3 + i
+		if h.Seq != seqhdr.Seq(id) || !h.Retx || !h.HasAck {
+			t.Fatalf("copy %d header %+v", i, h)
+		}
+		if want := e.hostFrame(id, 100+id%50); !bytes.Equal(b[off:off+n], want) {
+			t.Fatalf("copy of frame %d differs from the host frame", id)
+		}
+	}
+	free := map[linkguardian.Handle]int{}
+	for _, f := range p.Out.Free {
+		free[f.H]++
+	}
+	for _, f := range p.Out.Retx {
+		if free[f.H] != 1 {
+			t.Fatalf("copy %#x is in Out.Free %d times, want once", f.H, free[f.H])
+		}
+	}
+	if len(p.Out.Free) != 3 { // the notification frame and the two copies
+		t.Fatalf("%d frames freed, want 3", len(p.Out.Free))
+	}
+	e.release(t)
+	// The same notification within the holdoff is a duplicate.
+	e.rx(101, &seqhdr.Header{Type: seqhdr.TypeLoss, Seq: 3, Count: 2, Latest: 9})
+	if len(p.Out.Retx) != 0 || p.S.Stats.RetxSuppressed != 2 {
+		t.Fatalf("duplicate notification answered: %d copies, %+v", len(p.Out.Retx), p.S.Stats)
+	}
+	e.release(t)
+	// A notification beyond what the kernel sent is invalid.
+	e.rx(102, &seqhdr.Header{Type: seqhdr.TypeLoss, Seq: 9, Count: 2, Latest: 10})
+	if len(p.Out.Retx) != 0 || p.S.Stats.LossInvalid != 1 {
+		t.Fatalf("a notification beyond next was answered: %+v", p.S.Stats)
+	}
+	e.release(t)
+	e.rx(200, &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 9})
+	if p.S.Outstanding() != 0 || len(p.Out.Free) != 1 {
+		t.Fatalf("after the ACK: outstanding %d, %d freed (want only the ACK frame)", p.S.Outstanding(), len(p.Out.Free))
+	}
+	e.release(t)
+	if e.pool.InUse() != 0 {
+		t.Fatalf("%d buffers leaked", e.pool.InUse())
+	}
+}
+
+// TestFastSendResetAndResyncKeepKernelSlots: Reset and a resync claim
+// sending and release only the core's own frames.
+func TestFastSendResetAndResyncKeepKernelSlots(t *testing.T) {
+	e := newFastEnd(t, 64, false)
+	p := e.p
+	send := func(now int64) {
+		a, _ := e.pool.Alloc()
+		copy(e.pool.Bytes(a, 100), e.hostFrame(0, 100))
+		if !p.Send(now, linkguardian.Frame{H: a, Len: 100}) {
+			t.Fatal("send refused")
+		}
+	}
+	p.HandOffSend(0, true)
+	e.kernel(1, 1)
+	e.kernel(2, 2)
+	send(3) // claims: serial 2
+	if p.S.FastSendOwned() || p.S.Next() != 3 || p.S.Stats.FastSendClaims != 1 {
+		t.Fatalf("send did not claim: owned %v next %v %+v", p.S.FastSendOwned(), p.S.Next(), p.S.Stats)
+	}
+	if _, ok := e.kernel(4, 4); ok {
+		t.Fatal("the kernel sent while the core holds sending")
+	}
+	e.release(t)
+	p.HandOffSend(5, true)
+	e.kernel(6, 6)
+	if tx := p.TxNext(); tx != 4 || p.S.FastSendOwned() {
+		t.Fatalf("TxNext %v (want 4) without claiming", tx)
+	}
+	p.Reset(7, 100, 0)
+	if len(p.Out.Free) != 1 {
+		t.Fatalf("reset freed %d frames, want 1 (the core's own)", len(p.Out.Free))
+	}
+	e.release(t)
+	if v := e.fs.State.Load(); v != 100 {
+		t.Fatalf("State after reset %#x, want {not owned, 100}", v)
+	}
+	p.HandOffSend(8, true)
+	e.kernel(9, 9)
+	send(10)
+	e.release(t)
+	// Three ACKs beyond next: resync gives everything up.
+	p.HandOffSend(11, true)
+	e.kernel(12, 12)
+	for i := range 3 {
+		e.rx(int64(13+i), &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 500})
+	}
+	if p.S.Stats.Resyncs != 1 || p.S.FastSendOwned() || p.S.Next() != 501 || e.fs.State.Load() != 501 {
+		t.Fatalf("resync: %+v owned %v next %v state %#x", p.S.Stats, p.S.FastSendOwned(), p.S.Next(), e.fs.State.Load())
+	}
+	if len(p.Out.Free) != 4 { // three ACK frames and the core's frame 101
+		t.Fatalf("resync freed %d frames, want 4", len(p.Out.Free))
+	}
+	e.release(t)
+	if e.pool.InUse() != 0 {
+		t.Fatalf("%d buffers leaked", e.pool.InUse())
+	}
+}
+
+// TestFastSendCreditAndPause: the kernel sends only inside the credit
+// window Go publishes; a full window, and a pause, give sending to Go;
+// Limit never goes down while the kernel owns sending.
+func TestFastSendCreditAndPause(t *testing.T) {
+	e := newFastEnd(t, 64, false)
+	p := e.p
+	p.S.SetCredit(4)
+	p.HandOffSend(0, true)
+	for id := range 4 {
+		if _, ok := e.kernel(1, id); !ok {
+			t.Fatalf("frame %d inside the window refused", id)
+		}
+	}
+	if _, ok := e.kernel(2, 4); ok || e.fs.State.Load()&linkguardian.FastOwned != 0 || e.fs.Declined.Load() != 1 {
+		t.Fatalf("the kernel sent beyond the window or kept sending: state %#x", e.fs.State.Load())
+	}
+	if p.HandOffSend(3, true) {
+		t.Fatal("hand-off with the window full")
+	}
+	e.rx(4, &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 1})
+	if lim := e.fs.Limit.Load(); lim != linkguardian.FastLimitValid|6 {
+		t.Fatalf("Limit %#x after ACK 1, want valid|6", lim)
+	}
+	e.release(t)
+	if !p.HandOffSend(5, true) {
+		t.Fatal("no hand-off with room in the window")
+	}
+	p.Pause(6, 1000)
+	if p.S.FastSendOwned() || e.fs.Limit.Load()&linkguardian.FastPaused == 0 {
+		t.Fatalf("a pause left sending to the kernel: limit %#x", e.fs.Limit.Load())
+	}
+	if _, ok := e.kernel(7, 5); ok {
+		t.Fatal("the kernel sent during a pause")
+	}
+	if p.HandOffSend(8, true) {
+		t.Fatal("hand-off during a pause")
+	}
+	if !p.HandOffSend(1006, true) || e.fs.Limit.Load()&linkguardian.FastPaused != 0 {
+		t.Fatalf("no hand-off after the pause, or Limit still paused: %#x", e.fs.Limit.Load())
+	}
+	p.S.SetCredit(2) // smaller: claims first
+	if p.S.FastSendOwned() || e.fs.Limit.Load() != linkguardian.FastLimitValid|4 {
+		t.Fatalf("a smaller credit left sending to the kernel: limit %#x", e.fs.Limit.Load())
+	}
+	p.Resume(1007)
+	p.S.SetCredit(64) // larger: Limit goes up, nothing claimed
+	if p.HandOffSend(1008, true); !p.S.FastSendOwned() {
+		t.Fatal("no hand-off")
+	}
+	p.S.SetCredit(64)
+	if !p.S.FastSendOwned() || e.fs.Limit.Load() != linkguardian.FastLimitValid|66 {
+		t.Fatalf("raising the credit claimed or Limit %#x", e.fs.Limit.Load())
+	}
+}
+
+// TestFastSendCreditOnLink: on a credit-bound link the kernel never sends a
+// frame at or beyond the Limit in force, hands sending over whenever the
+// window fills and takes it back when the core's queue empties.
+func TestFastSendCreditOnLink(t *testing.T) {
+	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg.FastSend, cfg.FastLag = true, fastLag
+	var s *simlink.Sim
+	beyond := 0
+	cfg.AB.Rules = []*simlink.Rule{simlink.DropIf(math.MaxInt, func(i *simlink.Info) bool {
+		if i.IsData() && !i.Retx {
+			lim := s.FastSendState(simlink.A).Limit.Load()
+			if lim&linkguardian.FastLimitValid == 0 || !seqhdr.Less(i.Hdr.Seq, seqhdr.Seq(lim&linkguardian.FastSeqMask)) {
+				beyond++
+			}
+		}
+		return false
+	})}
+	s = newSim(t, cfg)
+	s.Port(simlink.A).S.SetCredit(16)
+	for range 50 {
+		s.Send(simlink.A, 100, 0)
+		s.Run(30 * us)
+	}
+	finish(t, s)
+	wantDelivered(t, s, simlink.B, seqIDs(0, 5000))
+	st := s.Port(simlink.A).S.Stats
+	t.Logf("kernel sent %d of %d; %+v", s.FastSent(simlink.A), st.DataSent, st)
+	if beyond != 0 || st.TxBufPeakFrames > 16 {
+		t.Fatalf("%d frames sent at or beyond Limit, TX buffer peak %d (credit 16)", beyond, st.TxBufPeakFrames)
+	}
+	if fs := s.FastSendState(simlink.A); fs.Declined.Load() < 40 || st.FastSendClaims < 40 || s.FastSent(simlink.A) < 500 {
+		t.Fatalf("declined %d, claims %d, kernel sent %d: the window should hand sending over every burst", fs.Declined.Load(), st.FastSendClaims, s.FastSent(simlink.A))
+	}
+}
+
+// TestFastSendWrapAround: the numbering wraps the serial space twice while
+// sending goes back and forth between the kernel and the core.
+func TestFastSendWrapAround(t *testing.T) {
+	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg.FastSend, cfg.FastLag = true, fastLag
+	const burst = 200
+	n := (2*seqhdr.Space/burst + 2) * burst
+	for k := 1000; k < n; k += 40_000 {
+		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
+	}
+	s := newSim(t, cfg)
+	s.Port(simlink.A).S.SetCredit(16)
+	for sent := 0; sent < n; sent += burst {
+		s.Send(simlink.A, burst, 0)
+		s.Run(60 * us)
+	}
+	finish(t, s)
+	got := s.Delivered(simlink.B)
+	if len(got) != n {
+		t.Fatalf("delivered %d of %d", len(got), n)
+	}
+	for i, id := range got {
+		if id != uint64(i) {
+			t.Fatalf("delivery %d is frame %d: out of order or duplicated", i, id)
+		}
+	}
+	st := s.Port(simlink.A).S.Stats
+	t.Logf("kernel sent %d of %d; %+v", s.FastSent(simlink.A), n, st)
+	if st.FastSendClaims < uint64(n/burst)-1 || s.FastSent(simlink.A) < n/16 {
+		t.Fatalf("claims %d, kernel sent %d of %d: want a hand-over per burst", st.FastSendClaims, s.FastSent(simlink.A), n)
+	}
+}
+
+// TestFastSendTailLossFoundByDummy: the kernel sends frames at a low rate
+// while the core sleeps; the last frame of a burst is lost. The core, woken
+// by the kernel (WantWake) and running the dummy timer from LastNs, finds
+// it with a dummy within DummyWaitMax and retransmits it from the ring.
+func TestFastSendTailLossFoundByDummy(t *testing.T) {
+	cfg := softwareLink(false)
+	cfg.FastSend, cfg.FastLag = true, fastLag
+	const lost = 20
+	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(lost)}
+	s := newSim(t, cfg)
+	s.Send(simlink.A, 30, 1_000*us)
+	finish(t, s)
+	wantDelivered(t, s, simlink.B, seqIDs(0, 30))
+	a, b := s.Port(simlink.A), s.Port(simlink.B)
+	if s.FastSent(simlink.A) != 30 || a.S.Stats.RetxRequests != 1 {
+		t.Fatalf("kernel sent %d of 30, retransmissions %d", s.FastSent(simlink.A), a.S.Stats.RetxRequests)
+	}
+	if w := s.FastSendState(simlink.A).Wakeups.Load(); w < 29 {
+		t.Fatalf("the kernel woke the core %d times for 30 frames after idle", w)
+	}
+	sent, del := s.SentAt(simlink.A, lost), s.DeliveredAt(simlink.B)[lost]
+	maxWait := linkguardian.DefaultSenderConfig().DummyWaitMax
+	if limit := maxWait + 3*swDelay + 10*us; del-sent > limit {
+		t.Errorf("tail frame delivered %d µs after the kernel sent it; want within %d µs", (del-sent)/us, limit/us)
+	}
+	if b.R.Stats.AckNoTimeouts != 0 || b.R.Stats.Recovered != 1 {
+		t.Fatalf("receiver %+v", b.R.Stats)
+	}
+}
+
+// TestFastSendWantWake: with nothing outstanding the core has no deadline
+// for the sender and asks to be woken; the kernel wakes it once; the core
+// then runs the dummy timer from the kernel's send.
+func TestFastSendWantWake(t *testing.T) {
+	e := newFastEnd(t, 64, false)
+	p := e.p
+	p.HandOffSend(0, true)
+	p.Poll(0, true)
+	if e.fs.WantWake.Load() != 1 || p.NextDeadline(0, true) != math.MaxInt64 {
+		t.Fatalf("idle: WantWake %d, deadline %d", e.fs.WantWake.Load(), p.NextDeadline(0, true))
+	}
+	e.kernel(500, 0)
+	e.kernel(600, 1)
+	if e.fs.Wakeups.Load() != 1 || e.fs.WantWake.Load() != 0 {
+		t.Fatalf("wakeups %d, WantWake %d: want one wakeup", e.fs.Wakeups.Load(), e.fs.WantWake.Load())
+	}
+	p.Poll(700, true)
+	if d := p.NextDeadline(700, true); d != 600+p.S.DummyWait() || e.fs.WantWake.Load() != 0 {
+		t.Fatalf("deadline %d, want the kernel's last send + DummyWait %d; WantWake %d", d, 600+p.S.DummyWait(), e.fs.WantWake.Load())
+	}
+	p.Poll(600+p.S.DummyWait(), true)
+	if len(p.Out.Low) != 1 || p.S.Stats.DummiesSent != 1 {
+		t.Fatalf("no dummy at the deadline: %+v", p.S.Stats)
+	}
+	e.release(t)
+}
+
+// TestFastSendPiggyAck: the kernel's piggybacked ACK is the receive point's
+// serial − 1, which the core keeps current while it owns the point; the
+// core learns of it (PiggyAck) and owes no explicit ACK for what it covered.
+func TestFastSendPiggyAck(t *testing.T) {
+	e := newFastEnd(t, 64, true)
+	p := e.p
+	frame := make([]byte, 100+seqhdr.MaxOverhead)
+	for q := range 3 {
+		b := e.hostFrame(q, 100)
+		copy(frame[seqhdr.MaxOverhead:], b)
+		h := seqhdr.Header{Type: seqhdr.TypeData, Seq: seqhdr.Seq(q)}
+		if _, _, err := seqhdr.Insert(frame, seqhdr.MaxOverhead, 100, &h); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := e.pool.Alloc()
+		copy(e.pool.Bytes(a, len(frame)), frame)
+		p.Receive(int64(q), linkguardian.Frame{H: a, Len: len(frame)})
+	}
+	for _, f := range p.Out.Deliver {
+		e.pool.Free(f.H)
+	}
+	e.release(t)
+	if e.pt.Point.Load() != 3 || !p.R.PendingAck() {
+		t.Fatalf("point word %#x (want {not owned, 3}), pending %v", e.pt.Point.Load(), p.R.PendingAck())
+	}
+	p.HandOffSend(3, true)
+	if _, ok := e.kernel(4, 0); !ok {
+		t.Fatal("kernel send refused")
+	}
+	if a := e.fs.PiggyAck.Load(); a != linkguardian.FastAckValid|2 {
+		t.Fatalf("PiggyAck %#x, want valid|2", a)
+	}
+	p.Poll(1_000_000, true)
+	if p.R.PendingAck() || p.R.Stats.FastPiggyAcks != 1 || p.R.Stats.ExplicitAcksSent != 0 {
+		t.Fatalf("the kernel's ACK was not taken: pending %v, %+v", p.R.PendingAck(), p.R.Stats)
+	}
+	e.release(t)
+}
+
+// TestFastSendOffer: random frames, states and limits; the model of the XDP
+// program assigns exactly State's serial, moves State by one, only while it
+// owns sending inside a valid, unpaused Limit, for an eligible frame whose
+// bytes it copied first; otherwise it at most gives sending away.
+func TestFastSendOffer(t *testing.T) {
+	fs, err := linkguardian.NewFastSend(16, linkguardian.FastSlotHeader+200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(13, 13))
+	var sent, declined uint64
+	for i := range 300_000 {
+		if rng.IntN(8) == 0 || fs.State.Load()&linkguardian.FastOwned == 0 && rng.IntN(2) == 0 {
+			fs.State.Store(uint64(rng.IntN(2))<<63 | uint64(rng.IntN(seqhdr.Space)))
+		}
+		if rng.IntN(8) == 0 {
+			q := seqhdr.Seq(fs.State.Load() & linkguardian.FastSeqMask)
+			lim := uint64(q.Add(rng.IntN(40) - 20))
+			lim |= uint64(rng.IntN(8)/7^1)<<63 | uint64(rng.IntN(8)/7)<<62
+			fs.Limit.Store(lim)
+		}
+		if rng.IntN(4) == 0 {
+			fs.WantWake.Store(uint64(rng.IntN(2)))
+		}
+		b := make([]byte, rng.IntN(240))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if len(b) >= 14 && rng.IntN(8) == 0 {
+			binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
+		}
+		old, lim, wake, wakes := fs.State.Load(), fs.Limit.Load(), fs.WantWake.Load(), fs.Wakeups.Load()
+		q, ok := fs.Offer(b, seqhdr.Seq(i)&(seqhdr.Space-1), i%2 == 0, int64(i))
+		now := fs.State.Load()
+		oq := seqhdr.Seq(old & linkguardian.FastSeqMask)
+		eligible := len(b) >= 14 && len(b) <= 200 && binary.BigEndian.Uint16(b[12:]) != seqhdr.EtherType
+		inside := lim&linkguardian.FastLimitValid != 0 && lim&linkguardian.FastPaused == 0 && seqhdr.Less(oq, seqhdr.Seq(lim&linkguardian.FastSeqMask))
+		switch {
+		case ok:
+			sent++
+			if old&linkguardian.FastOwned == 0 || !eligible || !inside || q != oq || now != linkguardian.FastOwned|uint64(oq.Next()) {
+				t.Fatalf("sent: state %#x → %#x, q %v, limit %#x, frame %d bytes", old, now, q, lim, len(b))
+			}
+			if !bytes.Equal(fs.Frame(q), b) || fs.LastNs.Load() != int64(i) {
+				t.Fatal("the slot does not hold the frame, or LastNs not set")
+			}
+			if i%2 == 0 && fs.PiggyAck.Load() != linkguardian.FastAckValid|uint64(i)&linkguardian.FastSeqMask {
+				t.Fatalf("PiggyAck %#x", fs.PiggyAck.Load())
+			}
+			if (wake == 1) != (fs.Wakeups.Load() == wakes+1) || fs.WantWake.Load() != 0 && wake == 1 {
+				t.Fatalf("WantWake %d: wakeups %d → %d", wake, wakes, fs.Wakeups.Load())
+			}
+		case old&linkguardian.FastOwned == 0:
+			if now != old {
+				t.Fatalf("declined while not owned, but state %#x → %#x", old, now)
+			}
+		default:
+			declined++
+			if eligible && inside || now != old&^linkguardian.FastOwned {
+				t.Fatalf("declined: state %#x → %#x, limit %#x, eligible %v", old, now, lim, eligible)
+			}
+		}
+	}
+	if sent < 1000 || declined < 1000 || fs.Sent.Load() != sent || fs.Declined.Load() != declined {
+		t.Fatalf("sent %d (counter %d), declined %d (counter %d)", sent, fs.Sent.Load(), declined, fs.Declined.Load())
+	}
+}
+
+// TestFastSendAdoptNoAlloc: the core's per-frame work for kernel frames
+// (adoption, release by ACK, the dummy timer, a materialized copy now and
+// then) allocates nothing in the steady state.
+func TestFastSendAdoptNoAlloc(t *testing.T) {
+	e := newFastEnd(t, 1024, true)
+	p := e.p
+	now, id := int64(0), 0
+	round := func() {
+		p.HandOffSend(now, true)
+		for range 32 {
+			now += 100
+			e.kernel(now, id)
+			id++
+		}
+		now += 1000
+		p.Poll(now, true)
+		last := p.S.Next().Add(-1)
+		if id%1024 == 0 {
+			e.rx(now, &seqhdr.Header{Type: seqhdr.TypeLoss, Seq: last.Add(-3), Count: 1, Latest: last})
+		}
+		e.rx(now, &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: last})
+		for _, f := range p.Out.Free {
+			e.pool.Free(f.H)
+		}
+		p.Out.Reset()
+	}
+	for range 100 {
+		round()
+	}
+	if a := testing.AllocsPerRun(200, round); a != 0 {
+		t.Fatalf("%v allocations per 32 kernel frames", a)
+	}
+	if p.S.Stats.FastSent != uint64(id) || p.S.Outstanding() != 0 || p.S.Stats.RetxRequests == 0 {
+		t.Fatalf("kernel sent %d, adopted %+v", id, p.S.Stats)
+	}
+}

@@ -188,14 +188,14 @@ func (s *Sender) Pause(now, d int64) {
 	s.Stats.PausesRx++
 	s.claim() // the kernel stops before the pause is published
 	s.pausedUntil = now + d
-	s.publishLimit(now)
+	s.publishLimit()
 }
 
 // Resume ends a pause (a PFC frame with zero quanta).
 func (s *Sender) Resume(now int64) {
 	s.Stats.ResumesRx++
 	s.pausedUntil = 0
-	s.publishLimit(now)
+	s.publishLimit()
 }
 
 func (s *Sender) slot(q seqhdr.Seq) *txSlot { return &s.ring[uint32(q)&s.mask] }
@@ -282,7 +282,7 @@ func (s *Sender) onAck(now int64, ack seqhdr.Seq) {
 		s.Stats.Acked++
 	}
 	s.base = ack.Next()
-	s.publishLimit(now)
+	s.publishLimit()
 	s.Stats.TxBufFrames = uint64(s.Outstanding())
 	s.Stats.TxBufBytes = uint64(s.bytes)
 	if s.base == s.next && s.cfg.DummyWaitMax > 0 {
@@ -306,7 +306,7 @@ func (s *Sender) resync(q seqhdr.Seq) {
 	s.Stats.TxBufFrames, s.Stats.TxBufBytes = 0, 0
 	if s.fs != nil {
 		s.fs.State.Store(uint64(q))
-		s.publishLimit(0)
+		s.publishLimit()
 	}
 }
 
