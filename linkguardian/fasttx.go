@@ -104,7 +104,10 @@ import (
 // Why nothing is lost. A frame the kernel does not send reaches Go (AF_XDP)
 // in host order: the kernel gives sending away with it (step 2), so every
 // later frame reaches Go too, until Go hands back with nothing left to read.
-// A frame the kernel sent is in Go's TX buffer as a kernel slot from the
+// A redirect that fails after the swap (the link port's queue full) loses a
+// numbered frame like a corrupting link does: the receiver finds the hole
+// and Go retransmits from the ring. A frame the kernel sent is in Go's TX
+// buffer as a kernel slot from the
 // moment Go next looks (every ACK, loss notification and Poll adopts), and
 // its bytes stay in slot q until the kernel assigns q+Slots, which needs
 // Limit past it, i.e. the peer's ACK of q: a loss notification always finds
