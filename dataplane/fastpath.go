@@ -169,6 +169,15 @@ func (d *Dataplane) fastBlocked() string {
 		// The devmap redirect has no queue to hold a paused class in and
 		// no occupancy to send XOFF from: per-class PFC needs the worker.
 		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
+	case cfg.Mode != ModeForward && cfg.FastPath == FastPathAuto:
+		// Measured on the 2-core veth testbed (docs/results.md): the
+		// kernel receive path cuts short flows' p50 FCT by 14 %, but it
+		// runs the receiving host's stack in the softirq of the sending
+		// switch's worker, the bottleneck while the send side is in Go:
+		// bulk TCP goodput fell from 2.4 to 1.3 Gbit/s (2.0 without the
+		// CRC check). Until the send side is in the kernel too, it is
+		// asked for.
+		return "--fastpath auto keeps lg's receive path in the worker (the kernel receive path trades bulk goodput for short-flow latency while the send side is in Go); --fastpath xdp turns it on"
 	case cfg.Mode != ModeForward && cfg.LG.Protect == "tx":
 		return "the link's frames toward this end are not sequenced (--protect without rx): nothing for the kernel path to judge"
 	}

@@ -24,21 +24,21 @@ import (
 const Subnet = "10.0.0.0/24"
 
 // FCTArms are the arms `linkfabric fct` knows, in their canonical order.
-var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-afxdp", "lg", "lg-afxdp", "lgnb", "kernel"}
+var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-xdp", "lg", "lg-xdp", "lgnb", "kernel"}
 
 // DefaultFCTArms are the arms run when none are given.
 var DefaultFCTArms = []string{"noloss", "loss", "lg", "lgnb"}
 
 var fctArmWhat = map[string]string{
-	"noloss":          "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
-	"noloss-afxdp":    "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
-	"lg-noloss":       "linkfabric lg (LinkGuardian, in order), loss 0",
-	"lg-noloss-afxdp": "linkfabric lg --fastpath afxdp (every link frame through the Go worker), loss 0",
-	"lg-afxdp":        "linkfabric lg --fastpath afxdp (every link frame through the Go worker), lossy link",
-	"loss":            "linkfabric forward, lossy link (unprotected)",
-	"lg":              "linkfabric lg (LinkGuardian, in order), lossy link",
-	"lgnb":            "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
-	"kernel":          "Linux bridge in sw1 and sw2, no impairment",
+	"noloss":        "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
+	"noloss-afxdp":  "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
+	"lg-noloss":     "linkfabric lg (LinkGuardian, in order), loss 0",
+	"lg-noloss-xdp": "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), loss 0",
+	"lg-xdp":        "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), lossy link",
+	"loss":          "linkfabric forward, lossy link (unprotected)",
+	"lg":            "linkfabric lg (LinkGuardian, in order), lossy link",
+	"lgnb":          "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
+	"kernel":        "Linux bridge in sw1 and sw2, no impairment",
 }
 
 // FCTConfig sizes `linkfabric fct`.
@@ -317,10 +317,10 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		switch arm {
 		case "noloss-afxdp":
 			args = []string{"--fastpath", "afxdp"}
-		case "lg", "lgnb", "lg-noloss", "lg-noloss-afxdp", "lg-afxdp":
-			mode = strings.TrimSuffix(strings.TrimSuffix(arm, "-afxdp"), "-noloss")
-			if strings.HasSuffix(arm, "-afxdp") {
-				args = append(args, "--fastpath", "afxdp")
+		case "lg", "lgnb", "lg-noloss", "lg-noloss-xdp", "lg-xdp":
+			mode = strings.TrimSuffix(strings.TrimSuffix(arm, "-xdp"), "-noloss")
+			if strings.HasSuffix(arm, "-xdp") {
+				args = append(args, "--fastpath", "xdp")
 			}
 			if !lossless {
 				args = append(args, "--link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))
@@ -569,13 +569,14 @@ func (r *FCTResult) summary(arm string, size int64) (fct.Summary, bool) {
 	return fct.Summary{}, false
 }
 
-// lgCost compares lg at loss 0 (each of its paths) with both forward paths
-// at p50, and lg on the lossy link with lg at loss 0 at p99.9 (path by path).
+// lgCost compares lg at loss 0 (the worker path, and the kernel receive
+// path -xdp) with both forward paths at p50, and lg on the lossy link with
+// lg at loss 0 at p99.9 (path by path).
 func (r *FCTResult) lgCost() []string {
 	var out []string
 	for _, size := range r.Config.Sizes {
 		var parts []string
-		for _, path := range []string{"", "-afxdp"} {
+		for _, path := range []string{"", "-xdp"} {
 			l0, ok0 := r.summary("lg-noloss"+path, size)
 			if ok0 {
 				for _, ref := range []string{"noloss", "noloss-afxdp"} {

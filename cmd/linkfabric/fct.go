@@ -32,9 +32,9 @@ receiving end drops frames at --loss, and measures each flow's completion time:
   loss          linkfabric forward with the lossy link (unprotected)
   lg-noloss     linkfabric lg at loss 0: LinkGuardian's own cost (optional)
   lg            linkfabric lg (LinkGuardian, in order) with the lossy link
-  lg-noloss-afxdp, lg-afxdp
-                the same with --fastpath afxdp: every link frame through the Go
-                worker, beside lg's kernel receive path (optional)
+  lg-noloss-xdp, lg-xdp
+                the same with --fastpath xdp: in-order frames delivered by the
+                kernel, the rest by the worker (optional)
   lgnb          linkfabric lgnb (LinkGuardianNB, no reordering) with the lossy link
   kernel        Linux bridges in sw1 and sw2, no impairment (optional)
 
@@ -55,7 +55,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
   linkfabric fct --size 143,24387 --flows 10000,2000 --arms noloss,loss,lg,lgnb,kernel
   linkfabric fct --size 2MB --flows 200 --loss 1e-2 --burst 3 --cc bbr
   linkfabric fct --arms noloss,noloss-afxdp,lg-noloss,lg --flows 2000   # LinkGuardian's cost
-  linkfabric fct --arms noloss,lg-noloss,lg-noloss-afxdp,lg,lg-afxdp --loss 1e-3   # the kernel receive path vs the worker
+  linkfabric fct --arms noloss,lg-noloss,lg-noloss-xdp,lg,lg-xdp --loss 1e-3   # the kernel receive path vs the worker
   linkfabric fct --tool iperf --flows 200`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("fct"); err != nil {

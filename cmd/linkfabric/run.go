@@ -108,13 +108,15 @@ Targets are re-checked every 100 ms and on link changes. --fastpath xdp
 refuses to start when the configuration rules the kernel path out;
 --fastpath afxdp always uses AF_XDP (the path measured before the fast path).
 
-Fast path (modes lg, lgnb, monitor): the link port's XDP program delivers each
+Fast path (modes lg, lgnb, monitor; --fastpath xdp, auto keeps the worker path):
+the link port's XDP program delivers each
 data frame that is the next one expected to the host port itself (link header
 stripped), while nothing needs the worker; every other frame (a hole, a
 duplicate, a retransmitted copy, control frames) goes to the worker, which takes
 the in-order point back, handles it as before and hands the point back once it
 holds nothing. Only the receive direction has a kernel path (the sender keeps
-its copies in the worker). With --integrity crc32c the kernel checks the trailer
+its copies in the worker), and on a 2-core veth testbed it trades bulk goodput
+for short-flow latency (docs/results.md), so auto does not choose it. With --integrity crc32c the kernel checks the trailer
 too (a frame that fails goes to the worker, which counts and drops it; frames
 beyond the first page, jumbo frames, are checked by the worker); 'linkfabric stats'
 shows the direction (dataplane.fast_path) and the receiver's FastDelivered,
