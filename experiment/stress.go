@@ -92,6 +92,9 @@ type StressArm struct {
 	ReverseFrames uint64 `json:"reverse_frames,omitempty"`
 	ExplicitAcks  uint64 `json:"explicit_acks,omitempty"`
 	Dummies       uint64 `json:"dummies,omitempty"`
+	// KernelDelivered is what sw2's kernel receive path delivered
+	// (lg/lgnb with --fastpath xdp), the rest went through its worker.
+	KernelDelivered uint64 `json:"kernel_delivered,omitempty"`
 }
 
 // StressResult is what `linkfabric stress` reports.
@@ -411,9 +414,10 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 		a.Recoveries = l.RetxDelayUS.Count
 		a.ExplicitAcks = r.ExplicitAcksSent
 		a.ReverseFrames = s2.Dataplane.Link.TX.Frames
+		a.KernelDelivered = r.FastDelivered
 	}
-	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d",
-		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS, a.ReverseFrames, a.ExplicitAcks, a.Dummies)
+	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d; sw2's kernel delivered %d",
+		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS, a.ReverseFrames, a.ExplicitAcks, a.Dummies, a.KernelDelivered)
 	return nil
 }
 
