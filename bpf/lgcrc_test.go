@@ -287,16 +287,7 @@ func TestLGRxCRCCost(t *testing.T) {
 		t.Fatal(loadErr("port", err))
 	}
 	defer p.Close()
-	if err := p.SetForwardPort(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SetLGRx(true); err != nil {
-		t.Fatal(err)
-	}
-	s, err := p.LGRx()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := lgRxOn(t, p)
 	repeat := 200000
 	if r := os.Getenv("LF_BPF_COST_REPEAT"); r != "" {
 		if _, err := fmt.Sscan(r, &repeat); err != nil {

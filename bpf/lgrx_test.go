@@ -34,6 +34,13 @@ func loadLGRx(t *testing.T) (*PortProgram, *LGRx) {
 			t.Error(err)
 		}
 	})
+	return p, lgRxOn(t, p)
+}
+
+// lgRxOn gives loaded program p a forward port (the loopback's ifindex 1),
+// turns lg_rx on and maps its state.
+func lgRxOn(t *testing.T, p *PortProgram) *LGRx {
+	t.Helper()
 	if err := p.SetForwardPort(1); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +51,7 @@ func loadLGRx(t *testing.T) (*PortProgram, *LGRx) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, s
+	return s
 }
 
 // lgData is a valid data frame (seqhdr.Insert on a host frame of payload

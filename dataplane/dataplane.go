@@ -67,7 +67,10 @@ type Config struct {
 	// FastPath is how mode forward moves frames: in the kernel
 	// (FastPathXDP), through AF_XDP (FastPathAFXDP, the zero value), or
 	// the kernel where it can (FastPathAuto, linkfabric run's default).
-	// Other modes take only auto or afxdp and use AF_XDP.
+	// Modes lg, lgnb and monitor deliver in-order received frames in the
+	// kernel with FastPathXDP only (LinkGuardian's receive fast path;
+	// auto keeps the worker path). Other modes take only auto or afxdp
+	// and use AF_XDP.
 	FastPath FastPath
 
 	// ZeroCopy is how the AF_XDP sockets bind: auto (the zero value:
@@ -250,7 +253,7 @@ type Dataplane struct {
 	linkMAC   [6]byte
 	lgStats   *LGStats   // modes lg and lgnb
 	cellStats *CellStats // mode cells
-	fast      *fastPath  // mode forward
+	fast      *fastPath  // modes forward, lg, lgnb, monitor
 	fecStats  *FECStats  // mode fec
 	linkMTU   int        // the smallest of the link ports'
 	afxdp     AFXDPSnapshot
@@ -465,8 +468,9 @@ func (d *Dataplane) Run(ctx context.Context) error {
 	return w.run(ctx, p)
 }
 
-// FastPath reports mode forward's two directions: the path each takes now
-// and what the kernel path carried (nil in other modes).
+// FastPath reports the directions with a kernel path, mode forward's two
+// and LinkGuardian's receive direction (lg, lgnb, monitor): the path each
+// takes now and what the kernel path carried (nil in other modes).
 func (d *Dataplane) FastPath() []FastPathSnapshot {
 	if d.fast == nil {
 		return nil

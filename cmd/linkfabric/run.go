@@ -404,7 +404,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
-	f.StringVar(&fastPath, "fastpath", "auto", "forward, and the receive direction of lg/lgnb/monitor: auto (the kernel path where possible, AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); other modes use AF_XDP")
+	f.StringVar(&fastPath, "fastpath", "auto", "forward: auto (the kernel path where possible, AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); lg/lgnb/monitor: xdp delivers in-order received frames in the kernel (auto and afxdp keep the worker path); other modes use AF_XDP")
 	f.StringVar(&zeroCopy, "zerocopy", "auto", "AF_XDP mode of every socket: auto (zero-copy if every port's driver takes it, else copy; the log says which and why), on (zero-copy, or refuse to start) or off (copy)")
 	f.BoolVar(&needWakeup, "need-wakeup", true, "bind the AF_XDP sockets with XDP_USE_NEED_WAKEUP: TX kicks and fill-ring wakeups are syscalls only when the kernel asks (false: always)")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by all ports (default: --frames-per-queue × the ports' receive queues, plus the mode's buffers)")
