@@ -30,6 +30,15 @@ func TestLGFastPathSuite(t *testing.T) {
 	}
 }
 
+// TestLGFastPathLinkFlap is TestLGLinkFlap's lg case on the kernel receive
+// path: link0 of sw1 down for 2 s under TCP both ways; TCP resumes, and the
+// kernel delivers again after the flap.
+func TestLGFastPathLinkFlap(t *testing.T) {
+	lgOnFastPath = true
+	defer func() { lgOnFastPath = false }()
+	linkFlap(t, ModeLG)
+}
+
 // TestLGFastPathCarries: with 1 % loss on sw1→sw2, sw2's kernel delivers
 // most frames and its core the rest; the point changes hands with the holes;
 // the direction reports path xdp; nothing is missing, duplicated or out of

@@ -64,7 +64,19 @@ func stopLeftovers(ns []string) {
 		}
 		pids = live
 	}
-	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGKILL)
+	// SIGKILL what is left, and what the stubborn ones started meanwhile
+	// (a shell loop ignoring SIGTERM keeps forking), until the namespaces
+	// hold no process: a kill takes effect when the target next runs, so
+	// Down would otherwise return while one is still there (a zombie
+	// has left its namespace and is not listed).
+	for deadline := time.Now().Add(leftoverGrace); len(pids) > 0 && time.Now().Before(deadline); {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+		pids = pids[:0]
+		for _, n := range ns {
+			pids = append(pids, nsPids(n)...)
+		}
 	}
 }
