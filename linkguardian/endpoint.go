@@ -242,7 +242,7 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		}
 	}
 	if r := p.R; r != nil {
-		r.releaseFast(now)
+		r.claim(now) // the kernel's point back for good; the reset forgets the ACK it owes
 		for i := range r.slots {
 			if sl := &r.slots[i]; sl.f.Len > 0 {
 				p.Out.Free = append(p.Out.Free, sl.f)

@@ -314,11 +314,3 @@ func (r *Receiver) checkFast(now int64) {
 func (r *Receiver) fastBehind() bool {
 	return r.handed && seqhdr.Seq(r.fast.Point.Load()&FastSeqMask) != r.ackNo
 }
-
-// releaseFast takes the point from the kernel for good, as a reset does;
-// the frames it delivered are adopted without an ACK (the reset forgets it).
-func (r *Receiver) releaseFast(now int64) {
-	if r.handed {
-		r.claim(now)
-	}
-}
