@@ -111,7 +111,8 @@ type fastDir struct {
 // on AF_XDP otherwise.
 func (d *Dataplane) newFastPath() error {
 	cfg := &d.cfg
-	lg := cfg.Mode.linkGuardian()
+	// Not Mode.linkGuardian: that includes test modes on other ports.
+	lg := cfg.Mode == ModeLG || cfg.Mode == ModeLGNB || cfg.Mode == ModeMonitor
 	if cfg.Mode != ModeForward && !lg {
 		if cfg.FastPath == FastPathXDP {
 			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (forward has, and lg, lgnb and monitor for the frames they receive); use --fastpath auto or afxdp", cfg.Mode)
@@ -169,7 +170,7 @@ func (d *Dataplane) fastBlocked() string {
 		// The devmap redirect has no queue to hold a paused class in and
 		// no occupancy to send XOFF from: per-class PFC needs the worker.
 		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
-	case cfg.Mode.linkGuardian() && cfg.FastPath == FastPathAuto:
+	case cfg.Mode != ModeForward && cfg.FastPath == FastPathAuto:
 		// Measured on the 2-core veth testbed (docs/results.md): the
 		// kernel receive path cuts short flows' p50 FCT by 14 %, but it
 		// runs the receiving host's stack in the softirq of the sending
@@ -178,7 +179,7 @@ func (d *Dataplane) fastBlocked() string {
 		// CRC check). Until the send side is in the kernel too, it is
 		// asked for.
 		return "--fastpath auto keeps lg's receive path in the worker (the kernel receive path trades bulk goodput for short-flow latency while the send side is in Go); --fastpath xdp turns it on"
-	case cfg.Mode.linkGuardian() && cfg.LG.Protect == "tx":
+	case cfg.Mode != ModeForward && cfg.LG.Protect == "tx":
 		return "the link's frames toward this end are not sequenced (--protect without rx): nothing for the kernel path to judge"
 	}
 	for _, p := range d.all {
