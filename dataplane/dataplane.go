@@ -69,7 +69,8 @@ type Config struct {
 	// the kernel where it can (FastPathAuto, linkfabric run's default).
 	// Modes lg, lgnb and monitor deliver in-order received frames in the
 	// kernel with FastPathXDP only (LinkGuardian's receive fast path;
-	// auto keeps the worker path). Other modes take only auto or afxdp
+	// auto keeps the worker path), and, protecting both directions, number
+	// and send host frames in the kernel too (its send fast path). Other modes take only auto or afxdp
 	// and use AF_XDP.
 	FastPath FastPath
 

@@ -18,7 +18,10 @@ import (
 // FastPath is how mode forward moves frames between its two ports, and how
 // modes lg, lgnb and monitor deliver the in-order frames they receive from
 // the link (LinkGuardian's receive fast path: the kernel delivers the next
-// frame expected while nothing needs the core; linkguardian/fastrx.go).
+// frame expected while nothing needs the core; linkguardian/fastrx.go) and
+// send host frames onto it (its send fast path: the kernel numbers, copies,
+// stamps and sends host frames while it owns sending;
+// linkguardian/fasttx.go).
 type FastPath string
 
 const (

@@ -33,8 +33,12 @@ func TestLGLinkFlap(t *testing.T) {
 
 func linkFlap(t *testing.T, mode Mode) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	sw1 := startWatched(t, tb.NS("sw1"), Config{Mode: mode})
-	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: mode})
+	cfg := Config{Mode: mode}
+	if lgOnFastPath && mode != ModeForward {
+		cfg.FastPath = FastPathXDP
+	}
+	sw1 := startWatched(t, tb.NS("sw1"), cfg)
+	sw2 := startWatched(t, tb.NS("sw2"), cfg)
 	h1, h2, ns1 := tb.NS("h1"), tb.NS("h2"), tb.NS("sw1")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -105,6 +109,17 @@ func linkFlap(t *testing.T, mode Mode) {
 	}
 	if mb2 == 0 || mb1 == 0 {
 		t.Errorf("TCP did not resume both ways within 8 s of `up` (1 MB to h2 after %v, to h1 after %v)", mb2, mb1)
+	}
+	if cfg.FastPath == FastPathXDP {
+		// Both halves ran: the kernel sent host frames, and the flap (the
+		// session leaving Up) took sending back to the core at least once.
+		for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
+			ss := s.d.LGStats().Core().Sender
+			t.Logf("%s sender: %+v", name, ss)
+			if ss == nil || ss.FastSent == 0 || ss.FastSendHandOffs < 2 || ss.FastSendClaims == 0 {
+				t.Errorf("%s's sender %+v: want frames sent by the kernel, sending claimed across the flap and handed back", name, ss)
+			}
+		}
 	}
 	st := sw1.d.Stats()
 	t.Logf("sw1 link port: %+v", st.Link)

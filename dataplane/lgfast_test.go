@@ -111,3 +111,13 @@ func checkFastSend(t *testing.T, r *lgRun, s1 LGCore) {
 		t.Errorf("sw1's send path counters %+v; core adopted %d", c, ss.FastSent)
 	}
 }
+
+// TestLGFastPathLinkFlap runs TestLGLinkFlap's lg case (iperf3 --bidir
+// across a 2 s outage of sw1's link0) with both halves of the fast path:
+// the session leaving Up takes sending back from the kernel, and TCP
+// resumes both ways once it is up again and the kernel sends again.
+func TestLGFastPathLinkFlap(t *testing.T) {
+	lgOnFastPath = true
+	defer func() { lgOnFastPath = false }()
+	linkFlap(t, ModeLG)
+}
