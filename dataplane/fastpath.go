@@ -246,6 +246,22 @@ func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
 	if err := host.SetLGRxCRC(integrity == linkcrc.CRC32C); err != nil {
 		return err.Error()
 	}
+	// Open question: the kernel sends on every CPU. A veth puts a
+	// redirected frame on the peer's RX queue smp_processor_id() % its
+	// queues (veth_select_rxq), so on the 2-queue testbed link about half
+	// of what the kernel sends reaches the peer on queue 1 (measured:
+	// 57 678 of 103 496 frames on sw2's link0), which the receive fast
+	// path leaves to the worker, whose lanes then disagree on the order:
+	// nothing is lost, duplicated or delivered out of order, but the peer
+	// takes the reordering for holes (bulk TCP both ways: 19 % of the
+	// frames asked for again, N copies each; 895/861 Mbit/s against
+	// 983/948 on the worker path). SetLGTxCPUs(queues) keeps the kernel to
+	// the CPUs whose frames land on queue 0: no spurious holes, sw2's
+	// kernel delivers 89 % again, but the kernel sends only 28–40 % (the
+	// others go to the worker, sending changes hands per frame) and bulk
+	// TCP got 720/748 Mbit/s with 440/635 TCP retransmissions (not
+	// understood yet). Neither is the answer; steering the host port's
+	// frames to one CPU (a cpumap whose program runs lf_lg_tx) would be.
 	f.lgTx, f.dirs[1].lgTx = t, t
 	return ""
 }

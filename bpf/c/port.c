@@ -41,6 +41,7 @@ struct port_conf {
 	                  lf_lg_tx appends it */
 	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
 	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
+	__u32 lg_tx_cpus; /* host port: > 1: lf_lg_tx runs only on CPUs c with c % lg_tx_cpus == 0 */
 };
 
 struct {
@@ -460,7 +461,15 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
  * the Go sender. The steps are linkguardian.FastSend.Offer's, one for one
  * (see "The send fast path" in linkguardian/fasttx.go):
  *
- *  0. RX queue 0 only; the others go to Go, state untouched.
+ *  0. RX queue 0 only, and with lg_tx_cpus > 1 only on a CPU that is a
+ *     multiple of it; the others go to Go, state untouched (Go claims
+ *     sending for them, as for another queue's). Why the CPU: a redirected
+ *     frame leaves on a queue the redirecting CPU chooses (veth: the
+ *     peer's RX queue smp_processor_id() % its queues, veth_select_rxq;
+ *     NICs: the CPU's XDP TX queue), and frames of one link must reach the
+ *     peer on one queue, in order: with lg_tx_cpus = the peer's RX queues,
+ *     every frame the kernel sends lands on the peer's queue 0, where Go's
+ *     data lane lands too.
  *  1. state not owned: XSK path, nothing else.
  *  2. Eligible: 14 bytes or more, linear (no fragments), not the link
  *     ethertype, at most LF_LG_SLOT - 2 bytes; limit valid, not paused,
@@ -501,6 +510,8 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 
 	/* 0. */
 	if (ctx->rx_queue_index != 0)
+		return LF_LG_XSK;
+	if (conf->lg_tx_cpus > 1 && bpf_get_smp_processor_id() % conf->lg_tx_cpus != 0)
 		return LF_LG_XSK;
 	s = bpf_map_lookup_elem(&lg_tx, &zero);
 	if (!s)
