@@ -199,8 +199,9 @@ func (p *PortProgram) SetLGTxAck(on bool) error {
 }
 
 // SetLGTxCPUs makes the send fast path run only on CPUs that are a
-// multiple of n (n > 1; 0 or 1: any CPU); frames on other CPUs go to the
-// AF_XDP socket, State untouched. A redirected frame leaves on a queue the
+// multiple of n (n > 1; 0 or 1: any CPU); a frame on another CPU is
+// declined like one outside the window (sending goes to Go with it, so
+// host order is kept). A redirected frame leaves on a queue the
 // redirecting CPU chooses (veth: the peer's RX queue smp_processor_id() %
 // its RX queues), so n = the veth peer's RX queues puts every frame the
 // kernel sends on the peer's queue 0, in order with the worker's data lane.

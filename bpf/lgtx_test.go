@@ -287,8 +287,8 @@ func boolU(b bool) uint64 {
 	return 0
 }
 
-// TestLGTxCPUs: with SetLGTxCPUs(2) the stage runs on CPU 0 only; on CPU 1
-// the frame goes on, State untouched (Go claims sending for it).
+// TestLGTxCPUs: with SetLGTxCPUs(2) the stage sends on CPU 0 only; on CPU
+// 1 it declines (sending goes to Go with the frame).
 func TestLGTxCPUs(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
@@ -317,9 +317,10 @@ func TestLGTxCPUs(t *testing.T) {
 	tx.Limit().Store(LGLimitValid | 20)
 	tx.State().Store(LGOwned | 5)
 	pin(1)
-	if ret, out := runLG(t, p, host); ret != xdpPass || !bytes.Equal(out, host) || tx.State().Load() != LGOwned|5 || tx.Counters() != (LGTxCounters{}) {
-		t.Errorf("CPU 1: verdict %d, state %#x, counters %+v; want the frame passed on, nothing touched", ret, tx.State().Load(), tx.Counters())
+	if ret, out := runLG(t, p, host); ret != xdpPass || !bytes.Equal(out, host) || tx.State().Load() != 5 || tx.Counters() != (LGTxCounters{Declined: 1}) {
+		t.Errorf("CPU 1: verdict %d, state %#x, counters %+v; want the frame passed on, sending declined", ret, tx.State().Load(), tx.Counters())
 	}
+	tx.State().Store(LGOwned | 5)
 	pin(0)
 	if ret, _ := runLG(t, p, host); ret != xdpRedirect || tx.State().Load() != LGOwned|6 {
 		t.Errorf("CPU 0: verdict %d, state %#x; want it sent as serial 5", ret, tx.State().Load())

@@ -36,6 +36,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	cfg := Config{Mode: mode}
 	if lgOnFastPath && mode != ModeForward {
 		cfg.FastPath = FastPathXDP
+		cfg.LG.FastSend = lgFastSend
 	}
 	sw1 := startWatched(t, tb.NS("sw1"), cfg)
 	sw2 := startWatched(t, tb.NS("sw2"), cfg)
@@ -110,7 +111,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	if mb2 == 0 || mb1 == 0 {
 		t.Errorf("TCP did not resume both ways within 8 s of `up` (1 MB to h2 after %v, to h1 after %v)", mb2, mb1)
 	}
-	if cfg.FastPath == FastPathXDP {
+	if cfg.LG.FastSend {
 		// Both halves ran: the kernel sent host frames, and the flap (the
 		// session leaving Up) took sending back to the core at least once.
 		for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {

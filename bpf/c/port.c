@@ -461,20 +461,19 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
  * the Go sender. The steps are linkguardian.FastSend.Offer's, one for one
  * (see "The send fast path" in linkguardian/fasttx.go):
  *
- *  0. RX queue 0 only, and with lg_tx_cpus > 1 only on a CPU that is a
- *     multiple of it; the others go to Go, state untouched (Go claims
- *     sending for them, as for another queue's). Why the CPU: a redirected
- *     frame leaves on a queue the redirecting CPU chooses (veth: the
- *     peer's RX queue smp_processor_id() % its queues, veth_select_rxq;
- *     NICs: the CPU's XDP TX queue), and frames of one link must reach the
- *     peer on one queue, in order: with lg_tx_cpus = the peer's RX queues,
- *     every frame the kernel sends lands on the peer's queue 0, where Go's
- *     data lane lands too.
+ *  0. RX queue 0 only; the others go to Go, state untouched.
  *  1. state not owned: XSK path, nothing else.
  *  2. Eligible: 14 bytes or more, linear (no fragments), not the link
  *     ethertype, at most LF_LG_SLOT - 2 bytes; limit valid, not paused,
- *     q before it; and a link port in fwd_port (the redirect is set up
- *     here, before the swap). Else CAS state {owned,q} -> {not owned,q},
+ *     q before it; a link port in fwd_port (the redirect is set up
+ *     here, before the swap); and with lg_tx_cpus > 1 a CPU that is a
+ *     multiple of it (a redirected frame leaves on a queue the redirecting
+ *     CPU chooses: veth, the peer's RX queue smp_processor_id() % its
+ *     queues, veth_select_rxq; NICs, the CPU's XDP TX queue. With
+ *     lg_tx_cpus = the peer's RX queues every frame the kernel sends lands
+ *     on the peer's queue 0, with Go's data lane. A frame on another CPU
+ *     is declined, not merely passed on: it must not be numbered after a
+ *     later frame of the same queue). Else CAS state {owned,q} -> {not owned,q},
  *     declined++, XSK path.
  *  3. Copy the frame into slot q (length, bytes).
  *  4. CAS state {owned,q} -> {owned,q+1}; lost: missed++, XSK path.
@@ -511,8 +510,6 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	/* 0. */
 	if (ctx->rx_queue_index != 0)
 		return LF_LG_XSK;
-	if (conf->lg_tx_cpus > 1 && bpf_get_smp_processor_id() % conf->lg_tx_cpus != 0)
-		return LF_LG_XSK;
 	s = bpf_map_lookup_elem(&lg_tx, &zero);
 	if (!s)
 		return LF_LG_XSK;
@@ -529,7 +526,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	key = q & LF_READ_ONCE(s->mask);
 	slot = bpf_map_lookup_elem(&lg_tx_ring, &key);
 	act = XDP_ABORTED;
-	if (slot && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
+	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
 	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED) && lf_lg_less(q, lim & LF_LG_SEQ_MASK))
 		act = bpf_redirect_map(&fwd_port, 0, 0);
 	if (act != XDP_REDIRECT) {
