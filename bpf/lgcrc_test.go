@@ -16,7 +16,7 @@ import (
 )
 
 // The integrity check of LinkGuardian's receive fast path (SetLGRxCRC,
-// lf_crc32c_ok in c/port.c), run with BPF_PROG_TEST_RUN like lgrx_test.go.
+// lf_crc32c in c/port.c), run with BPF_PROG_TEST_RUN like lgrx_test.go.
 
 // loadLGRxCRC is loadLGRx with the check on.
 func loadLGRxCRC(t *testing.T) (*PortProgram, *LGRx) {

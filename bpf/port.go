@@ -35,6 +35,15 @@ type PortOptions struct {
 	// reserved group 01:80:C2:00:00:0X. A link port (the default) instead
 	// accepts link control only from its peer once SetPeerMAC names it.
 	Host bool
+	// LGTxSlots is the number of slots of a host port's copy ring for
+	// LinkGuardian's send fast path (LGTx): a power of two, at least the
+	// sender's TxBuffer; 0 makes a one-slot ring (the send path unused).
+	LGTxSlots int
+	// ShareLGRx, for a host port, is the link port whose lg_rx (the
+	// receive fast path's in-order point) this program's send fast path
+	// reads the ACK it piggybacks from (SetLGTxAck): the map is shared, not
+	// copied. Attach the link port first.
+	ShareLGRx *PortProgram
 }
 
 // PortCounters are a port program's counters, summed over CPUs.
@@ -85,6 +94,7 @@ type PortProgram struct {
 	fallback error
 	lgMu     sync.Mutex // guards lgrx
 	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
+	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -112,8 +122,12 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 		return nil, fmt.Errorf("parse embedded port object: %w", err)
 	}
 	spec.Maps["xsks_map"].MaxEntries = uint32(queues)
+	copts, err := lgTxSpec(spec, opts)
+	if err != nil {
+		return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+	}
 	p := &PortProgram{ifname: ifname, ifindex: l.Attrs().Index, queues: queues}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
 		return nil, loadErr("dataplane port program for "+ifname, err)
 	}
 	p.impairControl = impairControl{cfg: p.objs.ImpairCfg, rng: p.objs.ImpairRng, count: p.objs.ImpairCount}
@@ -325,6 +339,12 @@ func (p *PortProgram) Close() error {
 			err = fmt.Errorf("unmap lg_rx of %s: %w", p.ifname, e)
 		}
 		p.lgrx = nil
+	}
+	if p.lgtx != nil {
+		if e := p.lgtx.unmap(); e != nil && err == nil {
+			err = fmt.Errorf("unmap lg_tx of %s: %w", p.ifname, e)
+		}
+		p.lgtx = nil
 	}
 	p.lgMu.Unlock()
 	if e := p.objs.Close(); e != nil && err == nil {

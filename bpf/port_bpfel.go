@@ -55,14 +55,40 @@ type portLgRxShared struct {
 	StripErr  uint64
 }
 
-type portPortConf struct {
+type portLgTxShared struct {
+	_        structs.HostLayout
+	State    uint64
+	Limit    uint64
+	LastNs   uint64
+	PiggyAck uint64
+	WantWake uint64
+	Sent     uint64
+	Declined uint64
+	Missed   uint64
+	Wakeups  uint64
+	Mask     uint64
+	Bytes    uint64
+	StampErr uint64
+	WakeErr  uint64
+}
+
+type portLgTxSlot struct {
 	_    structs.HostLayout
-	Role uint32
-	Peer [6]uint8
-	Pad  [2]uint8
-	Fast uint32
-	LgRx uint32
-	Crc  uint32
+	Len  uint16
+	Data [2046]uint8
+}
+
+type portPortConf struct {
+	_        structs.HostLayout
+	Role     uint32
+	Peer     [6]uint8
+	Pad      [2]uint8
+	Fast     uint32
+	LgRx     uint32
+	Crc      uint32
+	LgTx     uint32
+	LgAck    uint32
+	LgTxCpus uint32
 }
 
 type portPortCounters struct {
@@ -91,6 +117,9 @@ const (
 	portMapImpairCount = "impair_count"
 	portMapImpairRng   = "impair_rng"
 	portMapLgRx        = "lg_rx"
+	portMapLgTx        = "lg_tx"
+	portMapLgTxRing    = "lg_tx_ring"
+	portMapLgTxWake    = "lg_tx_wake"
 	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
 	portMapXsksMap     = "xsks_map"
@@ -151,6 +180,9 @@ type portMapSpecs struct {
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
 	ImpairRng   *ebpf.MapSpec `ebpf:"impair_rng"`
 	LgRx        *ebpf.MapSpec `ebpf:"lg_rx"`
+	LgTx        *ebpf.MapSpec `ebpf:"lg_tx"`
+	LgTxRing    *ebpf.MapSpec `ebpf:"lg_tx_ring"`
+	LgTxWake    *ebpf.MapSpec `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.MapSpec `ebpf:"port_cfg"`
 	PortCount   *ebpf.MapSpec `ebpf:"port_count"`
 	XsksMap     *ebpf.MapSpec `ebpf:"xsks_map"`
@@ -187,6 +219,9 @@ type portMaps struct {
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
 	ImpairRng   *ebpf.Map `ebpf:"impair_rng"`
 	LgRx        *ebpf.Map `ebpf:"lg_rx"`
+	LgTx        *ebpf.Map `ebpf:"lg_tx"`
+	LgTxRing    *ebpf.Map `ebpf:"lg_tx_ring"`
+	LgTxWake    *ebpf.Map `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.Map `ebpf:"port_cfg"`
 	PortCount   *ebpf.Map `ebpf:"port_count"`
 	XsksMap     *ebpf.Map `ebpf:"xsks_map"`
@@ -199,6 +234,9 @@ func (m *portMaps) Close() error {
 		m.ImpairCount,
 		m.ImpairRng,
 		m.LgRx,
+		m.LgTx,
+		m.LgTxRing,
+		m.LgTxWake,
 		m.PortCfg,
 		m.PortCount,
 		m.XsksMap,

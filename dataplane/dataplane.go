@@ -69,7 +69,8 @@ type Config struct {
 	// the kernel where it can (FastPathAuto, linkfabric run's default).
 	// Modes lg, lgnb and monitor deliver in-order received frames in the
 	// kernel with FastPathXDP only (LinkGuardian's receive fast path;
-	// auto keeps the worker path). Other modes take only auto or afxdp
+	// auto keeps the worker path), and, protecting both directions, number
+	// and send host frames in the kernel too (its send fast path). Other modes take only auto or afxdp
 	// and use AF_XDP.
 	FastPath FastPath
 
@@ -286,7 +287,22 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	sockets := 0
 	for i, ifname := range names {
 		role := d.ports.Role(i)
-		p, err := attachPort(role, ifname, &cfg)
+		var opts bpf.PortOptions
+		if cfg.lgTxWanted() {
+			// LinkGuardian's send fast path: the host port keeps a copy
+			// ring of the TX buffer's size, and the link port (attached
+			// after it) shares its lg_rx map, from which the host port's
+			// program reads the ACK it piggybacks.
+			if role == RoleHost {
+				opts.LGTxSlots = cfg.LG.TxBuffer
+				if opts.LGTxSlots == 0 {
+					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, 2) // the larger default
+				}
+			} else if i == portLink {
+				opts.ShareLGRx = d.all[portHost].prog
+			}
+		}
+		p, err := attachPort(role, ifname, &cfg, opts)
 		if err != nil {
 			return nil, err
 		}

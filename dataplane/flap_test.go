@@ -36,6 +36,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	cfg := Config{Mode: mode}
 	if lgOnFastPath && mode != ModeForward {
 		cfg.FastPath = FastPathXDP
+		cfg.LG.FastSend = lgFastSend
 	}
 	sw1 := startWatched(t, tb.NS("sw1"), cfg)
 	sw2 := startWatched(t, tb.NS("sw2"), cfg)
@@ -118,6 +119,17 @@ func linkFlap(t *testing.T, mode Mode) {
 			t.Logf("%s receiver: %+v", name, rs)
 			if rs == nil || rs.FastDelivered == 0 || rs.FastHandOffs < 2 || rs.FastClaims == 0 {
 				t.Errorf("%s's receiver %+v: want frames delivered by the kernel and the point handed over again after the flap", name, rs)
+			}
+		}
+	}
+	if cfg.LG.FastSend {
+		// Both halves ran: the kernel sent host frames, and the flap (the
+		// session leaving Up) took sending back to the core at least once.
+		for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
+			ss := s.d.LGStats().Core().Sender
+			t.Logf("%s sender: %+v", name, ss)
+			if ss == nil || ss.FastSent == 0 || ss.FastSendHandOffs < 2 || ss.FastSendClaims == 0 {
+				t.Errorf("%s's sender %+v: want frames sent by the kernel, sending claimed across the flap and handed back", name, ss)
 			}
 		}
 	}

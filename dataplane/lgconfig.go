@@ -44,6 +44,14 @@ type LGConfig struct {
 	// (default), "tx" (frames this end sends), "rx" (frames it receives).
 	// Both ends of a link must agree (tx here, rx there).
 	Protect string
+	// FastSend, with FastPath xdp and Protect both, runs LinkGuardian's
+	// send fast path too: the host port's XDP program numbers, copies,
+	// stamps and sends host frames while the kernel owns sending
+	// (linkguardian/fasttx.go). Experimental (off by default): on the
+	// 2-core veth pair bulk TCP sees retransmissions it does not see
+	// without it (TestLGFastSendSuite leaves HidesLossFromTCP out; see
+	// openLG in fastpath.go).
+	FastSend bool
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64
 	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes

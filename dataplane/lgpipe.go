@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -58,6 +59,9 @@ type lgPipeline struct {
 	// fast is LinkGuardian's receive fast path (nil: none): the kernel
 	// judges the link's data frames while fast.lgLive.
 	fast *fastPath
+	// fastTx is its send fast path (nil: none): the kernel numbers and
+	// sends host frames while fastTx.lgTxLive and it owns sending.
+	fastTx *fastPath
 
 	lgs *LGStats
 }
@@ -207,7 +211,53 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			pl.fast = d.fast
 		}
 	}
+	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
+		if err := p.SetFastSend(fs); err != nil {
+			return nil, err
+		}
+		// The kernel piggybacks the receive point's serial - 1, which the
+		// receiver keeps current once connected to it (SetFast above).
+		if err := d.fast.lgTxAck(pl.fast != nil); err != nil {
+			return nil, err
+		}
+		pl.fastTx = d.fast
+		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake
+	}
 	return pl, nil
+}
+
+// handOffSend gives sending to the kernel when the conditions of
+// linkguardian's send hand-over hold on the dataplane's side: the kernel
+// sends host frames now (its direction is on), the link session is up,
+// every data frame the core sent has left the link port's TX ring (none
+// placed this iteration, none not completed), no host frame the kernel
+// passed on waits on the host port's first queue (the one the kernel
+// serves), and no PFC class is paused; the core adds that it holds no host
+// frame, the credit window has room and no pause is in force. A session
+// that is not up, or a direction switched off, takes sending back.
+func (pl *lgPipeline) handOffSend(now int64) {
+	f := pl.fastTx
+	if f == nil {
+		return
+	}
+	f.lgTx.DrainWake()
+	p := pl.port
+	if !f.lgTxLive.Load() || pl.sess.State() != linksession.Up {
+		p.ClaimSend()
+		return
+	}
+	if p.S.FastSendOwned() || pl.tx.Queued(portLink) > 0 || pl.queue.Gate.PausedMask(now) != 0 {
+		return
+	}
+	for _, s := range pl.w.ports[portLink].socks {
+		if s.TxInFlight() > 0 {
+			return
+		}
+	}
+	if socks := pl.w.ports[portHost].socks; len(socks) > 0 && socks[0].RxReady() > 0 {
+		return
+	}
+	p.HandOffSend(now, pl.queue.empty())
 }
 
 // handOff gives the receiver's in-order point to the kernel when the
@@ -333,6 +383,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	}
 	p.Out.Reset()
 	pl.handOff(now)
+	pl.handOffSend(now)
 	next = min(next, p.NextDeadline(now, pl.queue.empty()), pl.queue.signalHost(now, tx))
 	if !pl.queue.empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {

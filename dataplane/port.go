@@ -44,7 +44,10 @@ func (p *Port) Lanes() int { return p.lanes }
 // attachPort attaches the dataplane's XDP program to ifname and counts its
 // queues; bind then binds its sockets. It runs in the calling thread's
 // network namespace. On failure nothing is left attached.
-func attachPort(role PortRole, ifname string, cfg *Config) (_ *Port, err error) {
+//
+// opts adds to the options attachPort derives from cfg (LinkGuardian's send
+// fast path: the host port's ring and the lg_rx map the link port shares).
+func attachPort(role PortRole, ifname string, cfg *Config, opts bpf.PortOptions) (_ *Port, err error) {
 	ifc, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return nil, fmt.Errorf("%s port %s: no such interface in this network namespace (check --%s-port and --netns)",
@@ -67,7 +70,8 @@ func attachPort(role PortRole, ifname string, cfg *Config) (_ *Port, err error) 
 		p.txQueues = p.queues // the count failed where the RX count did not: assume symmetric
 	}
 	p.lanes = max(min(p.queues, p.txQueues), 1)
-	p.prog, err = bpf.AttachPort(ifname, bpf.PortOptions{Mode: cfg.XDPMode, Queues: max(p.queues, 1), Host: role == RoleHost})
+	opts.Mode, opts.Queues, opts.Host = cfg.XDPMode, max(p.queues, 1), role == RoleHost
+	p.prog, err = bpf.AttachPort(ifname, opts)
 	if err != nil {
 		return nil, err
 	}

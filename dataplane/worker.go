@@ -201,7 +201,7 @@ func newWorker(d *Dataplane) *worker {
 		descs: make([]xdp.Desc, d.cfg.Batch),
 		addrs: make([]uint64, d.cfg.Batch),
 		busy:  d.cfg.BusyPoll,
-		epoch: time.Now(),
+		epoch: monoEpoch(),
 	}
 	n := len(w.ports)
 	w.counters = make([]*PortCounters, n)
@@ -584,6 +584,21 @@ func isDown(err error) bool {
 
 // now is the worker clock (ns since the worker started).
 func (w *worker) now() int64 { return int64(time.Since(w.epoch)) }
+
+// monoEpoch is the time at which CLOCK_MONOTONIC read 0, so that the
+// worker's clock (time.Since(epoch): Go's monotonic clock, CLOCK_MONOTONIC
+// on Linux) reads what CLOCK_MONOTONIC reads, the clock of the XDP
+// programs' bpf_ktime_get_ns: LinkGuardian's send fast path stores the
+// time of the kernel's last send there (FastSend.LastNs) and the core
+// compares it with now.
+func monoEpoch() time.Time {
+	var ts unix.Timespec
+	now := time.Now()
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return now
+	}
+	return now.Add(-time.Duration(ts.Nano()))
+}
 
 // kickLane makes the kernel transmit what is on a lane's TX ring and returns
 // how many frames are still pending there. An interface that is down (a

@@ -41,6 +41,17 @@ func NewPoller(socks ...*Socket) *Poller {
 	return p
 }
 
+// AddFD makes Wait wake when fd polls readable too (a file descriptor that
+// is not a socket, e.g. a BPF ring buffer's) and returns its index, after
+// the sockets'. Socket must not be called with it.
+func (p *Poller) AddFD(fd int) int {
+	p.fds = append(p.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	if cap(p.ready) < len(p.fds) {
+		p.ready = make([]int, 0, len(p.fds))
+	}
+	return len(p.fds) - 1
+}
+
 // WantRead sets whether Wait wakes when socket i has received frames
 // (POLLIN, on by default). Turn it off while the caller cannot take frames
 // from the socket, or Wait returns at once and the caller spins.

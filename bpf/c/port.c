@@ -37,7 +37,11 @@ struct port_conf {
 	__u8 pad[2];
 	__u32 fast;    /* 1: redirect to the port in fwd_port (XDP fast path) */
 	__u32 lg_rx;   /* link port, fast 0: LinkGuardian's receive fast path (lf_lg_rx) */
-	__u32 crc;     /* 1: link frames carry the CRC32C trailer (linkcrc); lf_lg_rx checks and removes it */
+	__u32 crc;     /* 1: link frames carry the CRC32C trailer (linkcrc); lf_lg_rx checks and removes it,
+	                  lf_lg_tx appends it */
+	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
+	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
+	__u32 lg_tx_cpus; /* host port: > 1: lf_lg_tx runs only on CPUs c with c % lg_tx_cpus == 0 */
 };
 
 struct {
@@ -129,7 +133,7 @@ struct {
 #define LF_LG_XSK (-1)
 /* The integrity trailer (linkcrc): CRC32C of frame[0:n], little endian, at n. */
 #define LF_CRC_LEN 4
-/* The longest frame (trailer included) lf_crc32c_ok checks: a page less
+/* The longest frame (trailer included) lf_crc32c checks: a page less
  * XDP's headroom, more than any linear part (veth: 3520 bytes); a longer
  * frame (which has fragments anyway) goes to the XSK path. */
 #define LF_CRC_MAX 3840
@@ -137,7 +141,7 @@ struct {
 #define LF_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 #define LF_WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 
-/* How many bytes lf_crc32c_ok's main loop takes per step: 8 (slice-by-8,
+/* How many bytes lf_crc32c's main loop takes per step: 8 (slice-by-8,
  * the default), 4 (slice-by-4) or 1 (byte at a time). The other values are
  * kept to measure against (clang -DLF_CRC_SLICE=4 ..., then
  * LF_BPF_COST=1 LF_BPF_COST_OBJ=that.o go test -run TestLGRxCRCCost).
@@ -173,7 +177,7 @@ static __always_inline __u32 lf_le32(const __u8 *p)
 }
 #endif
 
-/* lf_crc32c_ok says whether the frame carries a valid integrity trailer
+/* lf_crc32c(ctx, 0) says whether the frame carries a valid integrity trailer
  * (linkcrc.Check): it is linear (bpf_xdp_get_buff_len equals the linear
  * length: no fragments), at least a data header plus the trailer long
  * (LF_LG_DATA_OFF + LF_CRC_LEN) and at most LF_CRC_MAX, and its last 4
@@ -191,8 +195,13 @@ static __always_inline __u32 lf_le32(const __u8 *p)
  * p + LF_CRC_SLICE + LF_CRC_LEN <= end, the byte loop while
  * p + 1 + LF_CRC_LEN <= end; i bounds each ((LF_CRC_MAX - LF_CRC_LEN) /
  * LF_CRC_SLICE and LF_CRC_SLICE - 1 steps). The verifier walks every step
- * and every exit of the main loop through the byte loop once. */
-__noinline int lf_crc32c_ok(struct xdp_md *ctx)
+ * and every exit of the main loop through the byte loop once.
+ *
+ * With seal set (lf_lg_tx) it writes the trailer instead: the CRC32C of
+ * all but the frame's last 4 bytes goes into them (linkcrc.Seal on a frame
+ * grown by 4 bytes), and it returns 1 (0 if the frame is not linear or its
+ * length is out of range). */
+__noinline int lf_crc32c(struct xdp_md *ctx, int seal)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -240,6 +249,15 @@ __noinline int lf_crc32c_ok(struct xdp_md *ctx)
 	}
 	if ((void *)(p + LF_CRC_LEN) > end)
 		return 0;
+	if (seal) {
+		/* linkcrc.Seal: the trailer goes into the frame's last 4 bytes. */
+		crc ^= 0xFFFFFFFF;
+		((__u8 *)p)[0] = crc;
+		((__u8 *)p)[1] = crc >> 8;
+		((__u8 *)p)[2] = crc >> 16;
+		((__u8 *)p)[3] = crc >> 24;
+		return 1;
+	}
 	want = (__u32)p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16 | (__u32)p[3] << 24;
 	return (crc ^ 0xFFFFFFFF) == want;
 }
@@ -256,7 +274,7 @@ __noinline int lf_crc32c_ok(struct xdp_md *ctx)
  *     0, data), and no flag but Era, HasAck, AckEra (no Retx, no Unseq,
  *     nothing reserved). Anything else: XSK path, point untouched.
  *     With port_conf.crc (link frames carry linkcrc's CRC32C trailer):
- *     the frame's trailer is valid (lf_crc32c_ok: linear, 26 bytes or
+ *     the frame's trailer is valid (lf_crc32c: linear, 26 bytes or
  *     more, at most LF_CRC_MAX). A frame that fails goes to the XSK path,
  *     point untouched: Go's check counts and drops a corrupt one, and
  *     Go, claiming the point for it, treats it as lost. The check comes
@@ -322,7 +340,7 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
 	 * check, which costs about 0.5 ns a byte, during holes. */
 	if (!(LF_READ_ONCE(s->point) & LF_LG_OWNED))
 		return LF_LG_XSK;
-	if (crc && !lf_crc32c_ok(ctx))
+	if (crc && !lf_crc32c(ctx, 0))
 		return LF_LG_XSK;
 
 	/* 2. */
@@ -371,6 +389,212 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
 	s->frames++;
 	s->bytes += bpf_xdp_get_buff_len(ctx);
 	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
+	return XDP_REDIRECT;
+}
+
+/* LinkGuardian's send fast path: the state shared with the Go sender
+ * (linkguardian.FastSend; the words and their bits as documented there). */
+struct lg_tx_shared {
+	__u64 state;     /* bit 63 LF_LG_OWNED: the kernel owns sending; bits 0..16 the next serial */
+	__u64 limit;     /* bit 63 LF_LG_LIMIT_VALID, bit 62 LF_LG_PAUSED; bits 0..16 the first
+	                    serial the kernel may not assign; written only by Go */
+	__u64 last_ns;   /* bpf_ktime_get_ns() of the kernel's last send */
+	__u64 piggy_ack; /* LF_LG_ACK_VALID | the newest ACK the kernel piggybacked */
+	__u64 want_wake; /* 1: Go asks to be woken after the next send */
+	__u64 sent;      /* frames the kernel numbered and sent */
+	__u64 declined;  /* times the kernel gave sending to Go (step 2) */
+	__u64 missed;    /* lost swaps (step 4) */
+	__u64 wakeups;   /* worker wakeups (step 5) */
+	__u64 mask;      /* ring slots - 1 (written by Go before lg_tx is turned on) */
+	__u64 bytes;     /* bytes of the frames sent, as the host sent them */
+	__u64 stamp_err; /* numbered frames dropped: the header or trailer could not be added (must stay 0) */
+	__u64 wake_err;  /* wakeups the ring buffer could not take */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct lg_tx_shared);
+} lg_tx SEC(".maps");
+
+/* A ring slot: the host frame of serial q in slot q & mask (FastSend.Ring).
+ * len is little endian on the (little-endian) targets Go maps it on. */
+#define LF_LG_SLOT 2048
+struct lg_tx_slot {
+	__u16 len;
+	__u8 data[LF_LG_SLOT - 2];
+};
+
+/* The copy ring; Go sets max_entries (a power of two) before loading. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct lg_tx_slot);
+} lg_tx_ring SEC(".maps");
+
+/* Wakes the worker (step 5): a record makes the map's fd readable. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} lg_tx_wake SEC(".maps");
+
+#define LF_LG_LIMIT_VALID (1ULL << 63)
+#define LF_LG_PAUSED (1ULL << 62)
+#define LF_ETH_HLEN_MIN 14
+
+/* lf_lg_less is seqhdr.Less on 17-bit serials: a before b. */
+static __always_inline int lf_lg_less(__u64 a, __u64 b)
+{
+	__u64 d = (b - a) & LF_LG_SEQ_MASK;
+
+	return d != 0 && d < (LF_LG_SEQ_MASK + 1) / 2;
+}
+
+/* lf_lg_tx is LinkGuardian's send fast path on a host port: while the
+ * kernel owns sending it numbers the host frame, keeps a copy in the ring,
+ * stamps the link header and redirects the frame to the link port
+ * (fwd_port); anything else goes on to the AF_XDP socket (LF_LG_XSK), for
+ * the Go sender. The steps are linkguardian.FastSend.Offer's, one for one
+ * (see "The send fast path" in linkguardian/fasttx.go):
+ *
+ *  0. RX queue 0 only; the others go to Go, state untouched.
+ *  1. state not owned: XSK path, nothing else.
+ *  2. Eligible: 14 bytes or more, linear (no fragments), not the link
+ *     ethertype, at most LF_LG_SLOT - 2 bytes; limit valid, not paused,
+ *     q before it; a link port in fwd_port (the redirect is set up
+ *     here, before the swap); and with lg_tx_cpus > 1 a CPU that is a
+ *     multiple of it (a redirected frame leaves on a queue the redirecting
+ *     CPU chooses: veth, the peer's RX queue smp_processor_id() % its
+ *     queues, veth_select_rxq; NICs, the CPU's XDP TX queue. With
+ *     lg_tx_cpus = the peer's RX queues every frame the kernel sends lands
+ *     on the peer's queue 0, with Go's data lane. A frame on another CPU
+ *     is declined, not merely passed on: it must not be numbered after a
+ *     later frame of the same queue). Else CAS state {owned,q} -> {not owned,q},
+ *     declined++, XSK path.
+ *  3. Copy the frame into slot q (length, bytes).
+ *  4. CAS state {owned,q} -> {owned,q+1}; lost: missed++, XSK path.
+ *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1), sent++,
+ *     bytes += len; want_wake 1 -> 0 won: wakeups++, a ring buffer record
+ *     with BPF_RB_FORCE_WAKEUP (the worker's poll waits on its fd).
+ *  6. Stamp the header (seqhdr.Insert: the MACs move 8 bytes forward,
+ *     0x88B5, type data, flags Era/HasAck/AckEra, Seq, the original
+ *     ethertype, Ack), with crc append the trailer (linkcrc.Seal), and
+ *     XDP_REDIRECT. A failed bpf_xdp_adjust_head/_tail after the swap drops
+ *     the numbered frame (stamp_err): the receiver finds the hole and Go
+ *     retransmits from the ring.
+ *
+ * Counters are plain increments: one CPU runs queue 0 at a time; Go only
+ * reads them. state is changed by both sides only by compare-and-swap,
+ * want_wake likewise; limit is written only by Go. */
+static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	struct lg_tx_shared *s;
+	struct lg_tx_slot *slot;
+	struct lg_rx_shared *rx;
+	__u32 zero = 0, key;
+	__u64 old, q, lim, ack = 0;
+	int has_ack = 0;
+	__u8 *eth;
+	__u8 mac[12];
+	__u8 flags;
+	long act;
+	__u16 et;
+
+	/* 0. */
+	if (ctx->rx_queue_index != 0)
+		return LF_LG_XSK;
+	s = bpf_map_lookup_elem(&lg_tx, &zero);
+	if (!s)
+		return LF_LG_XSK;
+	/* 1. */
+	old = LF_READ_ONCE(s->state);
+	if (!(old & LF_LG_OWNED))
+		return LF_LG_XSK;
+	q = old & LF_LG_SEQ_MASK;
+	/* 2. */
+	lim = LF_READ_ONCE(s->limit);
+	et = 0;
+	if (data + LF_ETH_HLEN_MIN <= end)
+		et = (__u16)((__u8 *)data)[12] << 8 | ((__u8 *)data)[13];
+	key = q & LF_READ_ONCE(s->mask);
+	slot = bpf_map_lookup_elem(&lg_tx_ring, &key);
+	act = XDP_ABORTED;
+	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
+	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED) && lf_lg_less(q, lim & LF_LG_SEQ_MASK))
+		act = bpf_redirect_map(&fwd_port, 0, 0);
+	if (act != XDP_REDIRECT) {
+		if (__sync_val_compare_and_swap(&s->state, old, old & ~LF_LG_OWNED) == old)
+			s->declined++;
+		return LF_LG_XSK;
+	}
+	/* 3. */
+	if (len < 1 || len > LF_LG_SLOT - 2 || bpf_xdp_load_bytes(ctx, 0, slot->data, len))
+		return LF_LG_XSK; /* cannot happen: the frame is linear and len checked */
+	LF_WRITE_ONCE(slot->len, (__u16)len);
+	/* 4. */
+	if (__sync_val_compare_and_swap(&s->state, old, (old & ~LF_LG_SEQ_MASK) | ((q + 1) & LF_LG_SEQ_MASK)) != old) {
+		s->missed++;
+		return LF_LG_XSK;
+	}
+	/* 5. */
+	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
+	if (conf->lg_ack) {
+		rx = bpf_map_lookup_elem(&lg_rx, &zero);
+		if (rx) {
+			ack = (LF_READ_ONCE(rx->point) - 1) & LF_LG_SEQ_MASK;
+			has_ack = 1;
+			LF_WRITE_ONCE(s->piggy_ack, LF_LG_ACK_VALID | ack);
+		}
+	}
+	s->sent++;
+	s->bytes += len;
+	if (LF_READ_ONCE(s->want_wake) && __sync_val_compare_and_swap(&s->want_wake, 1, 0) == 1) {
+		__u64 v = q;
+
+		s->wakeups++;
+		if (bpf_ringbuf_output(&lg_tx_wake, &v, sizeof(v), BPF_RB_FORCE_WAKEUP))
+			s->wake_err++;
+	}
+	/* 6. */
+	if (bpf_xdp_adjust_head(ctx, -LF_LG_HDR)) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if (data + LF_LG_DATA_OFF > end) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	__builtin_memcpy(mac, eth + LF_LG_HDR, 12);
+	__builtin_memcpy(eth, mac, 12);
+	flags = (q & LF_LG_ERA ? LF_FLAG_ERA : 0);
+	if (has_ack)
+		flags |= LF_FLAG_HAS_ACK | (ack & LF_LG_ERA ? LF_FLAG_ACK_ERA : 0);
+	eth[12] = LF_ETH_P_LINK >> 8;
+	eth[13] = LF_ETH_P_LINK & 0xff;
+	eth[14] = LF_TYPE_DATA;
+	eth[15] = flags;
+	eth[16] = q >> 8;
+	eth[17] = q;
+	eth[18] = et >> 8;
+	eth[19] = et;
+	eth[20] = has_ack ? (__u8)(ack >> 8) : 0;
+	eth[21] = has_ack ? (__u8)ack : 0;
+	if (conf->crc) {
+		if (bpf_xdp_adjust_tail(ctx, LF_CRC_LEN) || !lf_crc32c(ctx, 1)) {
+			s->stamp_err++;
+			return XDP_DROP;
+		}
+	}
 	return XDP_REDIRECT;
 }
 
@@ -455,6 +679,14 @@ int lf_port(struct xdp_md *ctx)
 	 * takes precedence). */
 	if (conf && !conf->fast && conf->lg_rx && conf->role == LF_ROLE_LINK) {
 		int r = lf_lg_rx(ctx, conf->crc);
+
+		if (r != LF_LG_XSK)
+			return r;
+	}
+
+	/* LinkGuardian's send fast path (host ports). */
+	if (conf && !conf->fast && conf->lg_tx && conf->role == LF_ROLE_HOST) {
+		int r = lf_lg_tx(ctx, conf);
 
 		if (r != LF_LG_XSK)
 			return r;

@@ -369,6 +369,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.StringVar(&cfg.Cells.ClassMap, "class-map", "", "cells, with --loss-classes: traffic class → loss class, tc=k,... where tc is a host frame's 802.1p priority or, for untagged IP, its DSCP/8 (e.g. 5=1 puts DSCP EF, 46, on the clean class; iperf3 --dscp 46 sends it); traffic classes not named take the loosest class")
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
+	f.BoolVar(&cfg.LG.FastSend, "lg-fast-send", false, "lg/lgnb/monitor with --fastpath xdp and --protect both: the kernel numbers, copies, stamps and sends host frames too (LinkGuardian's send fast path; experimental)")
 	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
 	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
 	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")

@@ -1,0 +1,217 @@
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// LinkGuardian's send fast path (lf_lg_tx in c/port.c): on a host port with
+// SetLGTx on (and SetFast off), while the kernel owns sending (State's
+// LGOwned bit) a host frame of RX queue 0 is numbered, copied into the
+// memory-mapped ring, stamped with the link header (and, with SetLGRxCRC,
+// the CRC32C trailer) and redirected to the link port (SetForwardPort) in
+// the kernel, exactly as linkguardian.FastSend.Offer models it; every other
+// frame goes to the AF_XDP socket. The shared words, the counters and the
+// ring are mapped by LGTx; WakeFD is readable after the kernel answered
+// WantWake.
+
+// Bits of the words in LGTx (linkguardian.FastLimitValid, FastPaused).
+const (
+	LGLimitValid = 1 << 63
+	LGPaused     = 1 << 62
+)
+
+// LGTxSlotSize is the size of a ring slot: a 2-byte little-endian length
+// and at most LGTxSlotSize-2 frame bytes (longer host frames go to Go).
+const LGTxSlotSize = int(unsafe.Sizeof(portLgTxSlot{}))
+
+// LGTx is a host port's LinkGuardian send fast path state, memory-mapped.
+// It stays valid until the PortProgram is closed.
+type LGTx struct {
+	mem, ring []byte
+	cons      []byte // the wake ring buffer's consumer page (read-write)
+	prod      []byte // its producer page (read-only)
+	v         *portLgTxShared
+	slots     int
+	wakeFD    int
+}
+
+// LGTxCounters are the send fast path's counters.
+type LGTxCounters struct {
+	Sent, Bytes, Declined, Missed, Wakeups uint64
+	StampErr                               uint64 // numbered frames dropped for want of head- or tailroom (must stay 0)
+	WakeErr                                uint64 // wakeups the ring buffer refused
+}
+
+// lgTxSpec sizes the copy ring and shares lg_rx as opts ask.
+func lgTxSpec(spec *ebpf.CollectionSpec, opts PortOptions) (*ebpf.CollectionOptions, error) {
+	if n := opts.LGTxSlots; n != 0 {
+		if n < 2 || n > 1<<16 || n&(n-1) != 0 {
+			return nil, fmt.Errorf("LGTxSlots %d: want a power of two in [2, 65536]", n)
+		}
+		spec.Maps["lg_tx_ring"].MaxEntries = uint32(n)
+	}
+	if opts.ShareLGRx == nil {
+		return nil, nil
+	}
+	if opts.ShareLGRx.objs.LgRx == nil {
+		return nil, fmt.Errorf("share lg_rx of %s: its program is closed", opts.ShareLGRx.ifname)
+	}
+	return &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{"lg_rx": opts.ShareLGRx.objs.LgRx}}, nil
+}
+
+func mmapMap(m *ebpf.Map, off int64, size int, prot int) ([]byte, error) {
+	pg := os.Getpagesize()
+	n := (size + pg - 1) &^ (pg - 1)
+	return unix.Mmap(m.FD(), off, n, prot, unix.MAP_SHARED)
+}
+
+// LGTx maps the port's send fast path state, its copy ring and its wake
+// ring buffer; repeated calls return the same value.
+func (p *PortProgram) LGTx() (*LGTx, error) {
+	p.lgMu.Lock()
+	defer p.lgMu.Unlock()
+	if p.lgtx != nil {
+		return p.lgtx, nil
+	}
+	if p.objs.LgTx == nil {
+		return nil, fmt.Errorf("map lg_tx of %s: the port program is closed", p.ifname)
+	}
+	size := int(unsafe.Sizeof(portLgTxShared{}))
+	if vs := int(p.objs.LgTx.ValueSize()); vs != size {
+		return nil, fmt.Errorf("map lg_tx of %s: value size %d, want %d", p.ifname, vs, size)
+	}
+	t := &LGTx{slots: int(p.objs.LgTxRing.MaxEntries()), wakeFD: p.objs.LgTxWake.FD()}
+	var err error
+	rw := unix.PROT_READ | unix.PROT_WRITE
+	if t.mem, err = mmapMap(p.objs.LgTx, 0, size, rw); err != nil {
+		return nil, fmt.Errorf("mmap lg_tx of %s: %w", p.ifname, err)
+	}
+	if t.ring, err = mmapMap(p.objs.LgTxRing, 0, t.slots*LGTxSlotSize, rw); err != nil {
+		t.unmap()
+		return nil, fmt.Errorf("mmap lg_tx_ring of %s: %w", p.ifname, err)
+	}
+	t.ring = t.ring[:t.slots*LGTxSlotSize]
+	pg := os.Getpagesize()
+	if t.cons, err = mmapMap(p.objs.LgTxWake, 0, pg, rw); err != nil {
+		t.unmap()
+		return nil, fmt.Errorf("mmap lg_tx_wake of %s: %w", p.ifname, err)
+	}
+	if t.prod, err = mmapMap(p.objs.LgTxWake, int64(pg), pg, unix.PROT_READ); err != nil {
+		t.unmap()
+		return nil, fmt.Errorf("mmap lg_tx_wake of %s: %w", p.ifname, err)
+	}
+	t.v = (*portLgTxShared)(unsafe.Pointer(&t.mem[0]))
+	atomic.StoreUint64(&t.v.Mask, uint64(t.slots-1))
+	p.lgtx = t
+	return t, nil
+}
+
+func (t *LGTx) unmap() error {
+	var err error
+	for _, m := range [][]byte{t.mem, t.ring, t.cons, t.prod} {
+		if m != nil {
+			if e := unix.Munmap(m[:cap(m)]); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	t.mem, t.ring, t.cons, t.prod, t.v = nil, nil, nil, nil, nil
+	return err
+}
+
+func (t *LGTx) word(p *uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(p)) }
+
+// State is linkguardian.FastSend.State: LGOwned | the next serial.
+func (t *LGTx) State() *atomic.Uint64 { return t.word(&t.v.State) }
+
+// Limit is FastSend.Limit: LGLimitValid | LGPaused | the first serial the kernel may not assign.
+func (t *LGTx) Limit() *atomic.Uint64 { return t.word(&t.v.Limit) }
+
+// LastNs is FastSend.LastNs (CLOCK_MONOTONIC ns of the kernel's last send).
+func (t *LGTx) LastNs() *atomic.Int64 { return (*atomic.Int64)(unsafe.Pointer(&t.v.LastNs)) }
+
+// PiggyAck is FastSend.PiggyAck.
+func (t *LGTx) PiggyAck() *atomic.Uint64 { return t.word(&t.v.PiggyAck) }
+
+// WantWake is FastSend.WantWake.
+func (t *LGTx) WantWake() *atomic.Uint64 { return t.word(&t.v.WantWake) }
+
+// Sent, Declined, Missed and Wakeups are the kernel's counters (FastSend's).
+func (t *LGTx) Sent() *atomic.Uint64     { return t.word(&t.v.Sent) }
+func (t *LGTx) Declined() *atomic.Uint64 { return t.word(&t.v.Declined) }
+func (t *LGTx) Missed() *atomic.Uint64   { return t.word(&t.v.Missed) }
+func (t *LGTx) Wakeups() *atomic.Uint64  { return t.word(&t.v.Wakeups) }
+
+// Ring is the copy ring: Slots() slots of LGTxSlotSize bytes.
+func (t *LGTx) Ring() []byte { return t.ring }
+
+// Slots is the number of ring slots.
+func (t *LGTx) Slots() int { return t.slots }
+
+// WakeFD is a file descriptor that polls readable (POLLIN) once the
+// kernel answered WantWake; DrainWake makes it quiet again.
+func (t *LGTx) WakeFD() int { return t.wakeFD }
+
+// DrainWake consumes every wake record (it only moves the consumer
+// position: the records carry nothing Go needs). It reports whether there
+// was any.
+func (t *LGTx) DrainWake() bool {
+	prod := (*atomic.Uint64)(unsafe.Pointer(&t.prod[0])).Load()
+	cons := (*atomic.Uint64)(unsafe.Pointer(&t.cons[0]))
+	if cons.Load() == prod {
+		return false
+	}
+	cons.Store(prod)
+	return true
+}
+
+// Counters reads the counters (each an atomic load; together not a snapshot).
+func (t *LGTx) Counters() LGTxCounters {
+	return LGTxCounters{
+		Sent:     atomic.LoadUint64(&t.v.Sent),
+		Bytes:    atomic.LoadUint64(&t.v.Bytes),
+		Declined: atomic.LoadUint64(&t.v.Declined),
+		Missed:   atomic.LoadUint64(&t.v.Missed),
+		Wakeups:  atomic.LoadUint64(&t.v.Wakeups),
+		StampErr: atomic.LoadUint64(&t.v.StampErr),
+		WakeErr:  atomic.LoadUint64(&t.v.WakeErr),
+	}
+}
+
+// SetLGTx turns LinkGuardian's send fast path on or off (port_conf.lg_tx).
+// It acts only on a host port with SetFast off, and only while State is
+// owned (LGOwned). Link frames get the CRC32C trailer with SetLGRxCRC on.
+func (p *PortProgram) SetLGTx(on bool) error {
+	return p.changeConf("switch LinkGuardian's send fast path", func(c *portPortConf) { c.LgTx = b32(on) })
+}
+
+// SetLGTxAck says whether the send fast path piggybacks an ACK: lg_rx's
+// point − 1 (shared with the link port by PortOptions.ShareLGRx), which the
+// receiver keeps current (linkguardian: the receive point).
+func (p *PortProgram) SetLGTxAck(on bool) error {
+	return p.changeConf("switch the send fast path's ACK", func(c *portPortConf) { c.LgAck = b32(on) })
+}
+
+// SetLGTxCPUs makes the send fast path run only on CPUs that are a
+// multiple of n (n > 1; 0 or 1: any CPU); a frame on another CPU is
+// declined like one outside the window (sending goes to Go with it, so
+// host order is kept). A redirected frame leaves on a queue the
+// redirecting CPU chooses (veth: the peer's RX queue smp_processor_id() %
+// its RX queues), so n = the veth peer's RX queues puts every frame the
+// kernel sends on the peer's queue 0, in order with the worker's data lane.
+func (p *PortProgram) SetLGTxCPUs(n int) error {
+	return p.changeConf("restrict the send fast path's CPUs", func(c *portPortConf) { c.LgTxCpus = uint32(max(n, 0)) })
+}
+
+func b32(on bool) uint32 {
+	if on {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,335 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/seqhdr"
+	"golang.org/x/sys/unix"
+)
+
+// LinkGuardian's send fast path (lf_lg_tx), run with BPF_PROG_TEST_RUN
+// against linkguardian.FastSend.Offer, the Go model of the same rule.
+
+const lgTxTestSlots = 16
+
+// loadLGTx loads the port program (not attached) as a host port with a
+// forward port (the loopback), lg_tx on and a small ring, and maps LGTx
+// and the lg_rx it reads the ACK from.
+func loadLGTx(t *testing.T) (*PortProgram, *LGTx, *LGRx) {
+	t.Helper()
+	needRoot(t)
+	prepare()
+	spec, err := loadPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copts, err := lgTxSpec(spec, PortOptions{LGTxSlots: lgTxTestSlots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &PortProgram{ifname: "test-run"}
+	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
+		t.Fatal(loadErr("port", err))
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := p.changeConf("host", func(c *portPortConf) { c.Role = roleHost }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetForwardPort(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetLGTx(true); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := p.LGTx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tx.Slots() != lgTxTestSlots || len(tx.Ring()) != lgTxTestSlots*LGTxSlotSize {
+		t.Fatalf("ring of %d slots, %d bytes", tx.Slots(), len(tx.Ring()))
+	}
+	rx, err := p.LGRx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, tx, rx
+}
+
+// hostFrame is a host frame of n bytes with EtherType et.
+func lgHostFrame(rng *rand.Rand, n int, et uint16) []byte {
+	f := make([]byte, n)
+	for i := range f {
+		f[i] = byte(rng.Uint32())
+	}
+	copy(f, []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1})
+	binary.BigEndian.PutUint16(f[12:], et)
+	return f
+}
+
+// stamped is what the kernel must send: seqhdr.Insert of host with Seq q
+// and the ACK, sealed with linkcrc.Seal when crc.
+func stamped(t testing.TB, host []byte, q seqhdr.Seq, hasAck bool, ack seqhdr.Seq, crc bool) []byte {
+	t.Helper()
+	if !hasAck {
+		ack = 0
+	}
+	buf := make([]byte, seqhdr.MaxOverhead+len(host)+linkcrc.TrailerLen)
+	copy(buf[seqhdr.MaxOverhead:], host)
+	h := seqhdr.Header{Type: seqhdr.TypeData, Seq: q, HasAck: hasAck, Ack: ack}
+	off, n, err := seqhdr.Insert(buf, seqhdr.MaxOverhead, len(host), &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !crc {
+		return buf[off : off+n]
+	}
+	n, ok := linkcrc.Seal(buf[off:], n)
+	if !ok {
+		t.Fatal("seal")
+	}
+	return buf[off : off+n]
+}
+
+func TestLGTxSends(t *testing.T) {
+	p, tx, rx := loadLGTx(t)
+	if err := p.SetLGTxAck(true); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	rx.Point().Store(owned(uint64(seqhdr.MakeSeq(7, true))))
+	tx.Limit().Store(LGLimitValid | 20)
+	tx.State().Store(LGOwned | 5)
+	tx.WantWake().Store(1)
+	host := lgHostFrame(rng, 100, 0x0800)
+	ret, out := runLG(t, p, host)
+	if ret != xdpRedirect {
+		t.Fatalf("verdict %d, want XDP_REDIRECT", ret)
+	}
+	ack := seqhdr.MakeSeq(6, true)
+	if want := stamped(t, host, 5, true, ack, false); !bytes.Equal(out, want) {
+		t.Errorf("sent\n%x\nwant seqhdr.Insert's\n%x", out, want)
+	}
+	if got := tx.State().Load(); got != LGOwned|6 {
+		t.Errorf("state %#x, want %#x", got, uint64(LGOwned|6))
+	}
+	slot := tx.Ring()[5*LGTxSlotSize:]
+	if l := binary.LittleEndian.Uint16(slot); int(l) != len(host) || !bytes.Equal(slot[2:2+l], host) {
+		t.Errorf("slot 5 holds %d bytes, not the host frame", l)
+	}
+	c := tx.Counters()
+	if c.Sent != 1 || c.Bytes != 100 || c.Wakeups != 1 || c.Declined != 0 || c.Missed != 0 || c.StampErr != 0 || c.WakeErr != 0 {
+		t.Errorf("counters %+v", c)
+	}
+	if tx.PiggyAck().Load() != linkguardian.FastAckValid|uint64(ack) || tx.LastNs().Load() == 0 || tx.WantWake().Load() != 0 {
+		t.Errorf("piggy_ack %#x, last_ns %d, want_wake %d", tx.PiggyAck().Load(), tx.LastNs().Load(), tx.WantWake().Load())
+	}
+	if !tx.DrainWake() || tx.DrainWake() {
+		t.Error("the wake ring buffer: want one record, then none")
+	}
+
+	// Paused: sending goes to Go with the frame, untouched.
+	tx.Limit().Store(LGLimitValid | LGPaused | 20)
+	if ret, out := runLG(t, p, host); ret != xdpPass || !bytes.Equal(out, host) {
+		t.Errorf("paused: verdict %d, changed %v", ret, !bytes.Equal(out, host))
+	}
+	if got := tx.State().Load(); got != 6 || tx.Counters().Declined != 1 {
+		t.Errorf("paused: state %#x, declined %d", got, tx.Counters().Declined)
+	}
+	// Not owned: nothing moves.
+	tx.Limit().Store(LGLimitValid | 20)
+	if ret, _ := runLG(t, p, host); ret != xdpPass || tx.State().Load() != 6 || tx.Counters().Declined != 1 {
+		t.Errorf("not owned: verdict %d, state %#x", ret, tx.State().Load())
+	}
+	// Off: nothing moves.
+	tx.State().Store(LGOwned | 6)
+	if err := p.SetLGTx(false); err != nil {
+		t.Fatal(err)
+	}
+	if ret, _ := runLG(t, p, host); ret != xdpPass || tx.State().Load() != LGOwned|6 {
+		t.Errorf("lg_tx off: verdict %d, state %#x", ret, tx.State().Load())
+	}
+}
+
+func TestLGTxRandomFrames(t *testing.T) {
+	for _, crc := range []bool{false, true} {
+		for _, ack := range []bool{false, true} {
+			name := map[bool]string{false: "crc=off", true: "crc=on"}[crc] + map[bool]string{false: ",ack=off", true: ",ack=on"}[ack]
+			t.Run(name, func(t *testing.T) { testLGTxRandomFrames(t, crc, ack) })
+		}
+	}
+}
+
+func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
+	p, tx, rx := loadLGTx(t)
+	if err := p.SetLGRxCRC(crc); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetLGTxAck(withAck); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := linkguardian.NewFastSend(lgTxTestSlots, LGTxSlotSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var sent, declined uint64
+	for i := 0; i < 20000; i++ {
+		// A random state, limit and receive point, the same for both.
+		q := seqhdr.Seq(LGSeqMask - 50 + rng.IntN(100)).Add(0)
+		state := uint64(q)
+		if rng.IntN(5) != 0 {
+			state |= LGOwned
+		}
+		lim := uint64(q.Add(rng.IntN(20) - 4))
+		switch rng.IntN(10) {
+		case 0:
+		case 1:
+			lim |= LGLimitValid | LGPaused
+		default:
+			lim |= LGLimitValid
+		}
+		point := LGOwned | uint64(rng.Uint32()&LGSeqMask)
+		want := uint64(rng.IntN(2))
+		tx.State().Store(state)
+		fs.State.Store(state)
+		tx.Limit().Store(lim)
+		fs.Limit.Store(lim)
+		tx.WantWake().Store(want)
+		fs.WantWake.Store(want)
+		rx.Point().Store(point)
+		ack := seqhdr.Seq(point - 1).Add(0)
+		ack = seqhdr.Seq(uint64(ack) & LGSeqMask)
+
+		var n int
+		switch rng.IntN(10) {
+		case 0:
+			n = 14 + rng.IntN(4)
+		case 1:
+			n = LGTxSlotSize - 4 + rng.IntN(8) // around the slot's limit
+		default:
+			n = 14 + rng.IntN(1500)
+		}
+		et := []uint16{0x0800, 0x86DD, 0x0806, uint16(rng.Uint32())}[rng.IntN(4)]
+		if et == seqhdr.EtherType || et == 0x8808 || et == 0x8100 || et == 0x88A8 {
+			et = 0x0800 // the control stage drops those first (control_test.go)
+		}
+		host := lgHostFrame(rng, n, et)
+
+		fsw := fs.Wakeups.Load()
+		kw := tx.Counters()
+		mq, ok := fs.Offer(host, ack, withAck, 1)
+		ret, out := runLG(t, p, host)
+		if ok != (ret == xdpRedirect) {
+			t.Fatalf("frame %d (%d bytes, state %#x, limit %#x): Offer %v, kernel verdict %d", i, n, state, lim, ok, ret)
+		}
+		if g, w := tx.State().Load(), fs.State.Load(); g != w {
+			t.Fatalf("frame %d: kernel state %#x, Offer's %#x", i, g, w)
+		}
+		kc := tx.Counters()
+		if kc.Declined-kw.Declined != boolU(fs.Declined.Load() != declined) {
+			t.Fatalf("frame %d: declined moved by %d", i, kc.Declined-kw.Declined)
+		}
+		declined = fs.Declined.Load()
+		if (kc.Wakeups - kw.Wakeups) != fs.Wakeups.Load()-fsw {
+			t.Fatalf("frame %d: kernel woke %d times, Offer %d", i, kc.Wakeups-kw.Wakeups, fs.Wakeups.Load()-fsw)
+		}
+		if kc.Wakeups != kw.Wakeups && !tx.DrainWake() {
+			t.Fatalf("frame %d: woken without a record", i)
+		}
+		if g, w := tx.WantWake().Load(), fs.WantWake.Load(); g != w {
+			t.Fatalf("frame %d: want_wake %d, Offer's %d", i, g, w)
+		}
+		if !ok {
+			if !bytes.Equal(out, host) {
+				t.Fatalf("frame %d: passed on changed", i)
+			}
+			continue
+		}
+		sent++
+		if mq != q {
+			t.Fatalf("frame %d: Offer numbered %#x, want %#x", i, mq, q)
+		}
+		if w := stamped(t, host, q, withAck, ack, crc); !bytes.Equal(out, w) {
+			t.Fatalf("frame %d: sent\n%x\nwant\n%x", i, out, w)
+		}
+		kf := tx.Ring()[int(uint32(q)&(lgTxTestSlots-1))*LGTxSlotSize:][:LGTxSlotSize]
+		if l := binary.LittleEndian.Uint16(kf); int(l) != n || !bytes.Equal(kf[2:2+n], host) || !bytes.Equal(fs.Frame(q), host) {
+			t.Fatalf("frame %d: slot holds %d bytes, not the host frame", i, l)
+		}
+		if withAck && tx.PiggyAck().Load() != fs.PiggyAck.Load() {
+			t.Fatalf("frame %d: piggy_ack %#x, Offer's %#x", i, tx.PiggyAck().Load(), fs.PiggyAck.Load())
+		}
+	}
+	c := tx.Counters()
+	if c.Sent != sent || c.Sent != fs.Sent.Load() || c.Declined != fs.Declined.Load() || c.Missed != 0 || c.StampErr != 0 || c.WakeErr != 0 {
+		t.Errorf("counters %+v; Offer sent %d, declined %d", c, fs.Sent.Load(), fs.Declined.Load())
+	}
+	if sent < 5000 || c.Declined < 1000 {
+		t.Errorf("sent %d, declined %d: the random states cover too little", sent, c.Declined)
+	}
+	t.Logf("%d sent, %d declined", sent, c.Declined)
+}
+
+func boolU(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestLGTxCPUs: with SetLGTxCPUs(2) the stage sends on CPU 0 only; on CPU
+// 1 it declines (sending goes to Go with the frame).
+func TestLGTxCPUs(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	p, tx, _ := loadLGTx(t)
+	if err := p.SetLGTxCPUs(2); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pin := func(cpu int) {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		var set unix.CPUSet
+		for i := range runtime.NumCPU() {
+			set.Set(i)
+		}
+		unix.SchedSetaffinity(0, &set)
+	}()
+	host := lgHostFrame(rand.New(rand.NewPCG(7, 8)), 60, 0x0800)
+	tx.Limit().Store(LGLimitValid | 20)
+	tx.State().Store(LGOwned | 5)
+	pin(1)
+	if ret, out := runLG(t, p, host); ret != xdpPass || !bytes.Equal(out, host) || tx.State().Load() != 5 || tx.Counters() != (LGTxCounters{Declined: 1}) {
+		t.Errorf("CPU 1: verdict %d, state %#x, counters %+v; want the frame passed on, sending declined", ret, tx.State().Load(), tx.Counters())
+	}
+	tx.State().Store(LGOwned | 5)
+	pin(0)
+	if ret, _ := runLG(t, p, host); ret != xdpRedirect || tx.State().Load() != LGOwned|6 {
+		t.Errorf("CPU 0: verdict %d, state %#x; want it sent as serial 5", ret, tx.State().Load())
+	}
+	if err := p.SetLGTxCPUs(0); err != nil {
+		t.Fatal(err)
+	}
+	pin(1)
+	if ret, _ := runLG(t, p, host); ret != xdpRedirect || tx.State().Load() != LGOwned|7 {
+		t.Errorf("CPU 1, any CPU: verdict %d, state %#x; want it sent as serial 6", ret, tx.State().Load())
+	}
+}
