@@ -148,6 +148,12 @@ func (t *LGTx) Declined() *atomic.Uint64 { return t.word(&t.v.Declined) }
 func (t *LGTx) Missed() *atomic.Uint64   { return t.word(&t.v.Missed) }
 func (t *LGTx) Wakeups() *atomic.Uint64  { return t.word(&t.v.Wakeups) }
 
+// ToGo counts the frames of RX queue 0 the program handed to the AF_XDP
+// socket (FastSend.ToGo); Consumed is what Go says it took in of them
+// (FastSend.Consumed): the kernel numbers a frame only while they are equal.
+func (t *LGTx) ToGo() *atomic.Uint64     { return t.word(&t.v.ToGo) }
+func (t *LGTx) Consumed() *atomic.Uint64 { return t.word(&t.v.Consumed) }
+
 // Ring is the copy ring: Slots() slots of LGTxSlotSize bytes.
 func (t *LGTx) Ring() []byte { return t.ring }
 

@@ -207,6 +207,14 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		tx.WantWake().Store(want)
 		fs.WantWake.Store(want)
 		rx.Point().Store(point)
+		// Go has taken in every frame passed on (most of the time), or is
+		// one behind. No socket here: the kernel's to_go does not move.
+		toGo := rng.Uint64()
+		taken := toGo - uint64(rng.IntN(8)/7)
+		tx.ToGo().Store(toGo)
+		fs.ToGo.Store(toGo)
+		tx.Consumed().Store(taken)
+		fs.Consumed.Store(taken)
 		ack := seqhdr.Seq(point - 1).Add(0)
 		ack = seqhdr.Seq(uint64(ack) & LGSeqMask)
 

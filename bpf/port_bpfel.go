@@ -70,6 +70,8 @@ type portLgTxShared struct {
 	Bytes    uint64
 	StampErr uint64
 	WakeErr  uint64
+	ToGo     uint64
+	Consumed uint64
 }
 
 type portLgTxSlot struct {

@@ -247,23 +247,23 @@ func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
 	if err := host.SetLGRxCRC(integrity == linkcrc.CRC32C); err != nil {
 		return err.Error()
 	}
-	// The kernel sends only on CPUs that are a multiple of the link's
-	// queues (the testbed's veth pairs have as many on both ends), and
-	// declines on the others. A veth puts a redirected frame on the peer's
-	// RX queue smp_processor_id() % its queues (veth_select_rxq). Measured
-	// on the 2-core veth pair with the kernel sending on every CPU: 57 678
-	// of 103 496 frames reached sw2's link0 on queue 1, which the receive
-	// fast path leaves to the worker, whose lanes then disagree on the
-	// order: nothing lost, duplicated or delivered out of order, but the
-	// peer takes the reordering for holes (bulk TCP both ways: 19 % of the
-	// frames asked for again, N copies each; 895/861 Mbit/s against
-	// 983/948 on the worker path; HidesLossFromTCP failed 3 runs of 4,
-	// 19-46 TCP retransmissions). With this rule sw2's kernel delivers
-	// 89 % again, but the kernel sends only 28-40 % (sending changes hands
-	// per declined frame) and HidesLossFromTCP still failed 1 run of 4
-	// (30 retransmissions; 0 in 4 runs without the send half): not
-	// understood yet. Steering the host port's frames to one CPU (a cpumap
-	// whose program runs lf_lg_tx) would remove the split.
+	// A veth puts a frame redirected into it on the peer's RX queue
+	// smp_processor_id() % its queues (veth_select_rxq), and the receive
+	// fast path serves queue 0 only. On a link of one queue (the testbeds'
+	// LinkQueues 1) every frame the kernel sends lands there, from any
+	// CPU. On a link of n > 1 queues the kernel sends only on CPUs that are
+	// a multiple of n and declines on the others (SetLGTxCPUs), which
+	// halves what it sends on the 2-core pair, as measured (28-40 % of the
+	// frames, sending changing hands per declined frame); with every CPU
+	// allowed, 57 678 of 103 496 frames reached sw2's link0 on queue 1 and
+	// the peer took the split for holes (19 % of the frames asked for
+	// again). A NIC's redirect leaves on the CPU's XDP TX queue: steering
+	// the host port's frames to one CPU (a cpumap running lf_lg_tx) would
+	// serve any queue count; not built.
+	if n := f.dirs[1].dst.queues; n > 1 {
+		f.log.Warn("LinkGuardian's send fast path on a link of several queues sends only from some CPUs; a link of one queue lets it send from all",
+			"dev", f.dirs[1].dst.Name, "queues", n)
+	}
 	if err := host.SetLGTxCPUs(f.dirs[1].dst.queues); err != nil {
 		return err.Error()
 	}
@@ -286,7 +286,7 @@ func (f *fastPath) lgSend() *linkguardian.FastSend {
 	t := f.lgTx
 	return &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
 		WantWake: t.WantWake(), Sent: t.Sent(), Declined: t.Declined(), Missed: t.Missed(), Wakeups: t.Wakeups(),
-		Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize}
+		ToGo: t.ToGo(), Consumed: t.Consumed(), Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize}
 }
 
 // lgPoint is the receive fast path's shared state for the LinkGuardian

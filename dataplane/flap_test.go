@@ -32,7 +32,7 @@ func TestLGLinkFlap(t *testing.T) {
 }
 
 func linkFlap(t *testing.T, mode Mode) {
-	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
 	cfg := Config{Mode: mode}
 	if lgOnFastPath && mode != ModeForward {
 		cfg.FastPath = FastPathXDP

@@ -50,7 +50,7 @@ type lgBed struct {
 // on the sw1→sw2 direction.
 func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	t.Helper()
-	tb := netns.TestUp(t, "lfq", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	tb := netns.TestUp(t, "lfq", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
 	b := &lgBed{tb: tb}
 	var fp FastPath
 	if lgOnFastPath && mode != ModeForward {
@@ -368,10 +368,15 @@ func runLG(t *testing.T, mode Mode, lgc LGConfig, imp bpf.ImpairConfig, size int
 	b := upLG(t, mode, lgc, &imp)
 	if mode != ModeForward && lgc.TxBuffer == 0 {
 		// The pair testbed's link has a priority lane, so the default credit
-		// window is the whole ring.
+		// window is the whole ring (half of it on a one-queue link).
 		for _, d := range []*Dataplane{b.sw1, b.sw2} {
-			if c := d.Config(); c.LG.TxBuffer != int(c.RingSize) {
-				t.Errorf("%s: TX buffer %d frames by default on a two-queue link; want the ring size %d", c.LinkPort, c.LG.TxBuffer, c.RingSize)
+			c, lanes := d.Config(), d.Link().lanes
+			want := int(c.RingSize)
+			if lanes == 1 {
+				want /= 2
+			}
+			if c.LG.TxBuffer != want {
+				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, c.LG.TxBuffer, lanes, want)
 			}
 		}
 	}
@@ -434,6 +439,9 @@ func checkPriorityLane(t *testing.T, sw1, sw2 *Dataplane) {
 	c1, ss1 := coreAndSession(sw1)
 	c2, ss2 := coreAndSession(sw2)
 	s1, s2 := &c1, &c2
+	if lgLinkQueues() == 1 {
+		return // a one-queue link: priority within the queue
+	}
 	if !s1.PriorityLane || !s2.PriorityLane {
 		t.Fatalf("no priority lane (sw1 %v, sw2 %v): the pair testbed's link has 2 queues", s1.PriorityLane, s2.PriorityLane)
 	}

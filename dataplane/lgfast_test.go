@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"os"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -86,28 +85,27 @@ func TestLGFastPathCorruption(t *testing.T) {
 	}
 }
 
+// lgLinkQueues is the link's queue count for upLG and linkFlap: one with
+// the send fast path, whose kernel sends from whichever CPU the host's
+// frame arrived on (a veth puts a redirected frame on the peer's RX queue
+// of that CPU, and the receive fast path serves queue 0), else the pair
+// preset's two (queue 1 the priority lane).
+func lgLinkQueues() int {
+	if lgFastSend {
+		return 1
+	}
+	return 0
+}
+
 // lgFastSend makes upLG and linkFlap (with lgOnFastPath) run
 // LinkGuardian's send fast path too (LGConfig.FastSend): the kernel numbers,
 // copies, stamps and sends host frames at each sender (lf_lg_tx).
 var lgFastSend bool
 
-// withFastSend runs f with both halves of the fast path, when
-// LF_FAST_SEND=1 asks for it: the send half has a known ordering hole. The
-// integrator's hand-off condition "no host frame the kernel passed on waits
-// unread" is checked with the host socket's RxReady, but a frame the XDP
-// program redirected to the socket becomes visible only when its NAPI poll
-// flushes: Go can hand sending back while a declined frame X is still
-// unflushed, the kernel (next poll) numbers the host's next frame Y, and
-// Go then numbers X after Y. TestLGFastSendCorruption saw it once
-// (OutOfOrder 1 at the sink), HidesLossFromTCP sees it as TCP
-// retransmissions. A fix needs an exact count of what the kernel passed
-// (e.g. a counter of queue-0 frames lf_lg_tx passed on, compared with what
-// the worker read from that socket, XSK drops accounted).
+// withFastSend runs f with both halves of the fast path (on a one-queue
+// link: lgLinkQueues).
 func withFastSend(t *testing.T, f func()) {
 	t.Helper()
-	if os.Getenv("LF_FAST_SEND") != "1" {
-		t.Skip("LinkGuardian's send fast path has a known ordering hole at hand-off (see withFastSend); LF_FAST_SEND=1 runs it")
-	}
 	lgOnFastPath, lgFastSend = true, true
 	defer func() { lgOnFastPath, lgFastSend = false, false }()
 	f()
@@ -115,9 +113,9 @@ func withFastSend(t *testing.T, f func()) {
 
 // TestLGFastSendSuite runs the loss-recovery tests with both halves of the
 // fast path at both ends: every frame once, in order (lg), losses detected
-// and recovered. HidesLossFromTCP is left out: with the send half, bulk TCP
-// saw up to 30 retransmissions at 10⁻³ in 1 run of 4 (want ≤ 10; 0 without
-// the send half), not understood yet (openLG in fastpath.go).
+// and recovered, and bulk TCP through lg at 10⁻³ without retransmissions
+// (HidesLossFromTCP: a host frame numbered out of its order at a hand-off
+// shows there, as it did before the exact count of frames passed to Go).
 func TestLGFastSendSuite(t *testing.T) {
 	withFastSend(t, func() {
 		for _, tc := range []struct {
@@ -127,6 +125,7 @@ func TestLGFastSendSuite(t *testing.T) {
 			{"BernoulliLossRecovered", TestLGBernoulliLossRecovered},
 			{"NBBernoulliLossRecovered", TestLGNBBernoulliLossRecovered},
 			{"BurstyLossRecovered", TestLGBurstyLossRecovered},
+			{"HidesLossFromTCP", TestLGHidesLossFromTCP},
 		} {
 			t.Run(tc.name, tc.f)
 		}
@@ -139,10 +138,8 @@ func TestLGFastSendSuite(t *testing.T) {
 // directions report path xdp and what the kernel carried; nothing is
 // missing, duplicated or out of order.
 //
-// The kernel sends only on the CPUs whose redirected frames land on the
-// peer's RX queue 0 (SetLGTxCPUs; veth_select_rxq) and declines on the
-// others, so on the 2-core pair it sends a part of the frames (28-40 %
-// measured) and sending changes hands often.
+// On the one-queue link the kernel sends from any CPU (every redirected
+// frame lands on the peer's only RX queue), so it sends nearly every frame.
 func TestLGFastSendCarries(t *testing.T) {
 	withFastSend(t, func() {
 		r, s1, s2, _ := runLG(t, ModeLG, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
@@ -190,7 +187,7 @@ func TestLGFastSendLinkFlap(t *testing.T) {
 func checkFastSend(t *testing.T, r *lgRun, s1 LGCore) {
 	t.Helper()
 	ss := s1.Sender
-	if ss == nil || ss.FastSent < ss.DataSent/5 || ss.FastSendHandOffs == 0 {
+	if ss == nil || ss.FastSent < ss.DataSent/2 || ss.FastSendHandOffs == 0 {
 		t.Errorf("sw1's sender %+v: want a good part of the data frames sent by the kernel", ss)
 		return
 	}

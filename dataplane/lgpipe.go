@@ -62,6 +62,10 @@ type lgPipeline struct {
 	// fastTx is its send fast path (nil: none): the kernel numbers and
 	// sends host frames while fastTx.lgTxLive and it owns sending.
 	fastTx *fastPath
+	// hostDrops is what the host port's first socket dropped (its
+	// XDP_STATISTICS, read at hostDropsAt), for sendTakenIn.
+	hostDrops   uint64
+	hostDropsAt int64
 
 	lgs *LGStats
 }
@@ -230,11 +234,11 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 // linkguardian's send hand-over hold on the dataplane's side: the kernel
 // sends host frames now (its direction is on), the link session is up,
 // every data frame the core sent has left the link port's TX ring (none
-// placed this iteration, none not completed), no host frame the kernel
-// passed on waits on the host port's first queue (the one the kernel
-// serves), and no PFC class is paused; the core adds that it holds no host
-// frame, the credit window has room and no pause is in force. A session
-// that is not up, or a direction switched off, takes sending back.
+// placed this iteration, none not completed), the core has taken in every
+// host frame the kernel passed on (sendTakenIn), and no PFC class is
+// paused; the core adds that it holds no host frame, the credit window has
+// room and no pause is in force. A session that is not up, or a direction
+// switched off, takes sending back.
 func (pl *lgPipeline) handOffSend(now int64) {
 	f := pl.fastTx
 	if f == nil {
@@ -254,10 +258,36 @@ func (pl *lgPipeline) handOffSend(now int64) {
 			return
 		}
 	}
-	if socks := pl.w.ports[portHost].socks; len(socks) > 0 && socks[0].RxReady() > 0 {
+	if socks := pl.w.ports[portHost].socks; len(socks) > 0 && !pl.sendTakenIn(now, socks[0]) {
 		return
 	}
 	p.HandOffSend(now, pl.queue.empty())
+}
+
+// hostDropsEvery is how often sendTakenIn reads the host socket's drop
+// counters (a syscall) while the kernel's count of frames passed on is
+// ahead of what the worker read.
+const hostDropsEvery = int64(time.Millisecond)
+
+// sendTakenIn publishes how many host frames of the host port's first
+// queue the core has taken in (FastSend.Consumed: read from socket s,
+// every one passed to the pipeline before this Poll, plus those the socket
+// dropped) and reports whether that is every frame the kernel passed on
+// (ToGo). The kernel numbers nothing while they differ (lf_lg_tx step 2),
+// so a frame it passed on while sending was handed back, still in an
+// unflushed batch of the socket, cannot be numbered after a later one.
+func (pl *lgPipeline) sendTakenIn(now int64, s *xdp.Socket) bool {
+	t := pl.fastTx.lgTx
+	taken := s.RxFrames() + pl.hostDrops
+	if t.ToGo().Load() != taken && now-pl.hostDropsAt >= hostDropsEvery {
+		pl.hostDropsAt = now
+		if st, err := s.Stats(); err == nil {
+			pl.hostDrops = st.RxDropped + st.RxRingFull
+			taken = s.RxFrames() + pl.hostDrops
+		}
+	}
+	t.Consumed().Store(taken)
+	return t.ToGo().Load() == taken
 }
 
 // handOff gives the receiver's in-order point to the kernel when the

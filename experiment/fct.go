@@ -24,21 +24,23 @@ import (
 const Subnet = "10.0.0.0/24"
 
 // FCTArms are the arms `linkfabric fct` knows, in their canonical order.
-var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-xdp", "lg", "lg-xdp", "lgnb", "kernel"}
+var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-xdp", "lg-noloss-xdp-both", "lg", "lg-xdp", "lg-xdp-both", "lgnb", "kernel"}
 
 // DefaultFCTArms are the arms run when none are given.
 var DefaultFCTArms = []string{"noloss", "loss", "lg", "lgnb"}
 
 var fctArmWhat = map[string]string{
-	"noloss":        "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
-	"noloss-afxdp":  "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
-	"lg-noloss":     "linkfabric lg (LinkGuardian, in order), loss 0",
-	"lg-noloss-xdp": "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), loss 0",
-	"lg-xdp":        "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), lossy link",
-	"loss":          "linkfabric forward, lossy link (unprotected)",
-	"lg":            "linkfabric lg (LinkGuardian, in order), lossy link",
-	"lgnb":          "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
-	"kernel":        "Linux bridge in sw1 and sw2, no impairment",
+	"noloss":             "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
+	"noloss-afxdp":       "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
+	"lg-noloss":          "linkfabric lg (LinkGuardian, in order), loss 0",
+	"lg-noloss-xdp":      "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), loss 0",
+	"lg-xdp":             "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), lossy link",
+	"lg-noloss-xdp-both": "linkfabric lg --fastpath xdp --lg-fast-send (the kernel also numbers and sends host frames), loss 0",
+	"lg-xdp-both":        "linkfabric lg --fastpath xdp --lg-fast-send (the kernel also numbers and sends host frames), lossy link",
+	"loss":               "linkfabric forward, lossy link (unprotected)",
+	"lg":                 "linkfabric lg (LinkGuardian, in order), lossy link",
+	"lgnb":               "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
+	"kernel":             "Linux bridge in sw1 and sw2, no impairment",
 }
 
 // FCTConfig sizes `linkfabric fct`.
@@ -317,10 +319,13 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		switch arm {
 		case "noloss-afxdp":
 			args = []string{"--fastpath", "afxdp"}
-		case "lg", "lgnb", "lg-noloss", "lg-noloss-xdp", "lg-xdp":
-			mode = strings.TrimSuffix(strings.TrimSuffix(arm, "-xdp"), "-noloss")
-			if strings.HasSuffix(arm, "-xdp") {
+		case "lg", "lgnb", "lg-noloss", "lg-noloss-xdp", "lg-xdp", "lg-noloss-xdp-both", "lg-xdp-both":
+			mode, _, _ = strings.Cut(arm, "-")
+			if strings.Contains(arm, "-xdp") {
 				args = append(args, "--fastpath", "xdp")
+			}
+			if strings.HasSuffix(arm, "-both") {
+				args = append(args, "--lg-fast-send")
 			}
 			if !lossless {
 				args = append(args, "--link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))

@@ -32,6 +32,9 @@ type Env struct {
 	Log    *slog.Logger
 	// Progress receives human progress lines (stderr by default).
 	Progress io.Writer
+	// LinkQueues, if > 0, is the pair testbed's link queue count instead
+	// of the preset's 2 (netns.Options.LinkQueues).
+	LinkQueues int
 }
 
 func (e *Env) defaults() error {
@@ -297,6 +300,9 @@ func (e *Env) upPair(o netns.Options) (*netns.Testbed, error) {
 		return nil, err
 	}
 	o.Prefix = e.Prefix
+	if o.LinkQueues == 0 {
+		o.LinkQueues = e.LinkQueues
+	}
 	return netns.Up(topo, o)
 }
 

@@ -32,6 +32,10 @@ import (
 //	          of serial q as the host sent it (no link header): a 2-byte
 //	          length (little endian) and the frame bytes
 //	Sent, Declined, Missed, Wakeups: the kernel's counters
+//	ToGo      the host frames the kernel passed to Go (AF_XDP), whatever
+//	          the reason: counted by the kernel
+//	Consumed  the frames of ToGo Go has taken in (read from the socket or
+//	          dropped by it) and claimed sending for: written only by Go
 //
 // and the receive point (FastPoint.Point), whose serial − 1 is the ACK the
 // kernel piggybacks (see "ACKs" below).
@@ -42,7 +46,8 @@ import (
 //  2. The frame must be eligible: at least 14 bytes (MACs and EtherType),
 //     not of the link EtherType, and at most SlotSize−2 bytes. Load Limit:
 //     it must be valid, not paused, and q, State's serial, strictly before
-//     it (serial compare). If any of this fails: give sending to Go by
+//     it (serial compare). ToGo must equal Consumed: Go has taken in every
+//     frame passed to it. If any of this fails: give sending to Go by
 //     compare-and-swap {owned, q} → {not owned, q}, count Declined and pass
 //     the frame to Go.
 //  3. Copy the frame into slot q (length, then bytes) FIRST.
@@ -57,8 +62,9 @@ import (
 //     ACK if any: exactly seqhdr.Insert's result) and redirect the frame to
 //     the link port.
 //
-// Only frames of the host port's first receive queue are offered (one CPU
-// at a time); the others go to Go, which claims sending for them.
+// Every frame passed to Go counts in ToGo (steps 1, 2 and 4). Only frames of
+// the host port's first receive queue are offered (one CPU at a time); the
+// others go to Go, which claims sending for them.
 //
 // What the core does. The sender keeps the frames the kernel sent as kernel
 // slots in its TX buffer: a length, no frame memory. Before it assigns a
@@ -72,11 +78,12 @@ import (
 // fresh buffer, the header inserted with Retx and a fresh ACK: in Out.Retx
 // and Out.Free in the same iteration), and the dummy timer runs from LastNs.
 // It hands sending back (HandOffSend: publish Limit, store {owned, next})
-// when it holds no host frame to send, the credit window has room and no
-// pause is in force; the integrator adds that every data frame Go sent has
-// left the link port's TX ring, that no host frame the kernel passed on
-// waits unread (the host port's AF_XDP ring), and that the link session is
-// up.
+// when it holds no host frame to send, the credit window has room, no pause
+// is in force and ToGo equals Consumed; the integrator stores Consumed (the
+// frames it read from the host port's first queue, plus those its socket
+// dropped) after the core claimed sending for them, and adds that every
+// data frame Go sent has left the link port's TX ring and that the link
+// session is up.
 //
 // Why no sequence number is assigned twice. The kernel assigns q only by
 // the swap {owned, q} → {owned, q+1}; Go assigns only while it holds sending
@@ -89,7 +96,19 @@ import (
 //
 // Why frames leave for the link in sequence order. Go → kernel: Go hands
 // back only once its data frames have left the link TX ring (the integrator's
-// condition), and the kernel numbers after them. Kernel → Go: Go claims when
+// condition), and the kernel numbers after them. A host frame X the kernel
+// passed to Go before a later frame Y of the same queue is never numbered
+// after Y: X counted in ToGo before Y's program ran (one CPU runs a queue
+// at a time), so if Y finds ToGo equal to Consumed, Go had taken X in and
+// claimed sending for it before it stored Consumed; Y's swap then succeeds
+// only if Go handed back afterwards, which it does only once X is numbered
+// and on the link TX ring. Otherwise Y is declined and reaches Go after X.
+// Go's own check (HandOffSend) only saves hand-offs the kernel would undo:
+// it cannot see a frame that loaded State before the hand-off and counts
+// in ToGo after it (the window the kernel's check closes; with a check of
+// the AF_XDP ring instead, that frame, still in an unflushed NAPI batch,
+// was numbered after Y: seen on veth as an out-of-order frame at the host
+// and as TCP retransmissions). Kernel → Go: Go claims when
 // it holds a host frame, which reached it through the host port's AF_XDP
 // socket, and a NAPI poll flushes its redirects (the device map) before its
 // AF_XDP sockets, so the kernel's frames before that one are on the link
@@ -168,6 +187,9 @@ type FastSend struct {
 	// The kernel's counters: frames sent, hand-overs to Go (declined while
 	// owning), lost swaps, wakeups of the worker.
 	Sent, Declined, Missed, Wakeups *atomic.Uint64
+	// ToGo counts the host frames passed to Go (the kernel's); Consumed
+	// is how many of them Go took in (Go's).
+	ToGo, Consumed *atomic.Uint64
 	// Ring holds Slots slots of SlotSize bytes.
 	Ring           []byte
 	Slots          int
@@ -177,7 +199,7 @@ type FastSend struct {
 	stateW, limitW atomic.Uint64
 	lastW          atomic.Int64
 	piggyW, wakeW  atomic.Uint64
-	cnt            [4]atomic.Uint64
+	cnt            [6]atomic.Uint64
 }
 
 // NewFastSend returns a FastSend over fresh memory with slots ring slots
@@ -193,6 +215,7 @@ func NewFastSend(slots, slotSize int) (*FastSend, error) {
 	fs := &FastSend{Ring: make([]byte, slots*slotSize), Slots: slots, SlotSize: slotSize}
 	fs.State, fs.Limit, fs.LastNs, fs.PiggyAck, fs.WantWake = &fs.stateW, &fs.limitW, &fs.lastW, &fs.piggyW, &fs.wakeW
 	fs.Sent, fs.Declined, fs.Missed, fs.Wakeups = &fs.cnt[0], &fs.cnt[1], &fs.cnt[2], &fs.cnt[3]
+	fs.ToGo, fs.Consumed = &fs.cnt[4], &fs.cnt[5]
 	fs.init()
 	return fs, nil
 }
@@ -224,6 +247,7 @@ func (fs *FastSend) Offer(b []byte, ack seqhdr.Seq, hasAck bool, now int64) (q s
 	// 1. Only while the kernel owns sending.
 	old := fs.State.Load()
 	if old&FastOwned == 0 {
+		fs.ToGo.Add(1)
 		return 0, false
 	}
 	q = seqhdr.Seq(old & FastSeqMask)
@@ -231,10 +255,12 @@ func (fs *FastSend) Offer(b []byte, ack seqhdr.Seq, hasAck bool, now int64) (q s
 	// sending goes to Go with this frame.
 	lim := fs.Limit.Load()
 	if len(b) < seqhdr.MACLen+2 || len(b) > fs.maxFrame || binary.BigEndian.Uint16(b[seqhdr.MACLen:]) == seqhdr.EtherType ||
-		lim&FastLimitValid == 0 || lim&FastPaused != 0 || !seqhdr.Less(q, seqhdr.Seq(lim&FastSeqMask)) {
+		lim&FastLimitValid == 0 || lim&FastPaused != 0 || !seqhdr.Less(q, seqhdr.Seq(lim&FastSeqMask)) ||
+		fs.ToGo.Load() != fs.Consumed.Load() {
 		if fs.State.CompareAndSwap(old, old&^FastOwned) {
 			fs.Declined.Add(1)
 		}
+		fs.ToGo.Add(1)
 		return 0, false
 	}
 	// 3. The copy first: once q is assigned Go may read it.
@@ -244,6 +270,7 @@ func (fs *FastSend) Offer(b []byte, ack seqhdr.Seq, hasAck bool, now int64) (q s
 	// 4. Assign q.
 	if !fs.State.CompareAndSwap(old, old&^FastSeqMask|uint64(q.Next())) {
 		fs.Missed.Add(1)
+		fs.ToGo.Add(1)
 		return 0, false
 	}
 	// 5. What Go reads at its next look.
@@ -289,11 +316,12 @@ func (p *Endpoint) SetFastSend(fs *FastSend) error {
 func (s *Sender) FastSendOwned() bool { return s.handed }
 
 // HandOffSend gives sending to the kernel if the core holds no host frame to
-// send (queueEmpty), the credit window has room and no pause is in force;
-// the integrator calls it only when every data frame the core sent has left
-// the link port's TX ring, no host frame the kernel passed on waits unread
-// and the link session is up (see the package's "send fast path" section).
-// It reports whether the kernel owns sending.
+// send (queueEmpty), the credit window has room, no pause is in force and
+// Go has taken in every frame the kernel passed on (ToGo equals Consumed,
+// which the integrator stores first); the integrator calls it only when
+// every data frame the core sent has left the link port's TX ring and the
+// link session is up (see the package's "send fast path" section). It
+// reports whether the kernel owns sending.
 func (p *Endpoint) HandOffSend(now int64, queueEmpty bool) bool {
 	s := p.S
 	if s == nil || s.fs == nil {
@@ -302,7 +330,7 @@ func (p *Endpoint) HandOffSend(now int64, queueEmpty bool) bool {
 	if s.sync(); s.handed {
 		return true
 	}
-	if !queueEmpty || s.Paused(now) || s.Outstanding() >= s.credit {
+	if !queueEmpty || s.Paused(now) || s.Outstanding() >= s.credit || s.fs.ToGo.Load() != s.fs.Consumed.Load() {
 		return false
 	}
 	s.pausedUntil = 0 // over: Limit's pause bit goes

@@ -125,6 +125,13 @@ func (e *fastEnd) kernel(now int64, id int) (seqhdr.Seq, bool) {
 	return e.fs.Offer(e.hostFrame(id, 100+id%50), ack, e.pt != nil, now)
 }
 
+// handOff is the integrator's hand-off: the core took in every frame the
+// kernel passed on (Consumed = ToGo), then HandOffSend.
+func (e *fastEnd) handOff(now int64) bool {
+	e.fs.Consumed.Store(e.fs.ToGo.Load())
+	return e.p.HandOffSend(now, true)
+}
+
 // rx hands the endpoint a control frame from the peer.
 func (e *fastEnd) rx(now int64, h *seqhdr.Header) {
 	var z [6]byte
@@ -157,7 +164,7 @@ func (e *fastEnd) release(t testing.TB) {
 func TestFastSendRetxOfKernelFrame(t *testing.T) {
 	e := newFastEnd(t, 64, true)
 	p := e.p
-	if !p.HandOffSend(0, true) {
+	if !e.handOff(0) {
 		t.Fatal("no hand-off to the kernel")
 	}
 	for id := range 10 {
@@ -233,7 +240,7 @@ func TestFastSendResetAndResyncKeepKernelSlots(t *testing.T) {
 			t.Fatal("send refused")
 		}
 	}
-	p.HandOffSend(0, true)
+	e.handOff(0)
 	e.kernel(1, 1)
 	e.kernel(2, 2)
 	send(3) // claims: serial 2
@@ -244,7 +251,7 @@ func TestFastSendResetAndResyncKeepKernelSlots(t *testing.T) {
 		t.Fatal("the kernel sent while the core holds sending")
 	}
 	e.release(t)
-	p.HandOffSend(5, true)
+	e.handOff(5)
 	e.kernel(6, 6)
 	if tx := p.TxNext(); tx != 4 || p.S.FastSendOwned() {
 		t.Fatalf("TxNext %v (want 4) without claiming", tx)
@@ -257,12 +264,12 @@ func TestFastSendResetAndResyncKeepKernelSlots(t *testing.T) {
 	if v := e.fs.State.Load(); v != 100 {
 		t.Fatalf("State after reset %#x, want {not owned, 100}", v)
 	}
-	p.HandOffSend(8, true)
+	e.handOff(8)
 	e.kernel(9, 9)
 	send(10)
 	e.release(t)
 	// Three ACKs beyond next: resync gives everything up.
-	p.HandOffSend(11, true)
+	e.handOff(11)
 	e.kernel(12, 12)
 	for i := range 3 {
 		e.rx(int64(13+i), &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 500})
@@ -286,7 +293,7 @@ func TestFastSendCreditAndPause(t *testing.T) {
 	e := newFastEnd(t, 64, false)
 	p := e.p
 	p.S.SetCredit(4)
-	p.HandOffSend(0, true)
+	e.handOff(0)
 	for id := range 4 {
 		if _, ok := e.kernel(1, id); !ok {
 			t.Fatalf("frame %d inside the window refused", id)
@@ -295,7 +302,7 @@ func TestFastSendCreditAndPause(t *testing.T) {
 	if _, ok := e.kernel(2, 4); ok || e.fs.State.Load()&linkguardian.FastOwned != 0 || e.fs.Declined.Load() != 1 {
 		t.Fatalf("the kernel sent beyond the window or kept sending: state %#x", e.fs.State.Load())
 	}
-	if p.HandOffSend(3, true) {
+	if e.handOff(3) {
 		t.Fatal("hand-off with the window full")
 	}
 	e.rx(4, &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 1})
@@ -303,7 +310,7 @@ func TestFastSendCreditAndPause(t *testing.T) {
 		t.Fatalf("Limit %#x after ACK 1, want valid|6", lim)
 	}
 	e.release(t)
-	if !p.HandOffSend(5, true) {
+	if !e.handOff(5) {
 		t.Fatal("no hand-off with room in the window")
 	}
 	p.Pause(6, 1000)
@@ -313,10 +320,10 @@ func TestFastSendCreditAndPause(t *testing.T) {
 	if _, ok := e.kernel(7, 5); ok {
 		t.Fatal("the kernel sent during a pause")
 	}
-	if p.HandOffSend(8, true) {
+	if e.handOff(8) {
 		t.Fatal("hand-off during a pause")
 	}
-	if !p.HandOffSend(1006, true) || e.fs.Limit.Load()&linkguardian.FastPaused != 0 {
+	if !e.handOff(1006) || e.fs.Limit.Load()&linkguardian.FastPaused != 0 {
 		t.Fatalf("no hand-off after the pause, or Limit still paused: %#x", e.fs.Limit.Load())
 	}
 	p.S.SetCredit(2) // smaller: claims first
@@ -325,7 +332,7 @@ func TestFastSendCreditAndPause(t *testing.T) {
 	}
 	p.Resume(1007)
 	p.S.SetCredit(64) // larger: Limit goes up, nothing claimed
-	if p.HandOffSend(1008, true); !p.S.FastSendOwned() {
+	if e.handOff(1008); !p.S.FastSendOwned() {
 		t.Fatal("no hand-off")
 	}
 	p.S.SetCredit(64)
@@ -438,7 +445,7 @@ func TestFastSendTailLossFoundByDummy(t *testing.T) {
 func TestFastSendWantWake(t *testing.T) {
 	e := newFastEnd(t, 64, false)
 	p := e.p
-	p.HandOffSend(0, true)
+	e.handOff(0)
 	p.Poll(0, true)
 	if e.fs.WantWake.Load() != 1 || p.NextDeadline(0, true) != math.MaxInt64 {
 		t.Fatalf("idle: WantWake %d, deadline %d", e.fs.WantWake.Load(), p.NextDeadline(0, true))
@@ -484,7 +491,7 @@ func TestFastSendPiggyAck(t *testing.T) {
 	if e.pt.Point.Load() != 3 || !p.R.PendingAck() {
 		t.Fatalf("point word %#x (want {not owned, 3}), pending %v", e.pt.Point.Load(), p.R.PendingAck())
 	}
-	p.HandOffSend(3, true)
+	e.handOff(3)
 	if _, ok := e.kernel(4, 0); !ok {
 		t.Fatal("kernel send refused")
 	}
@@ -522,6 +529,9 @@ func TestFastSendOffer(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			fs.WantWake.Store(uint64(rng.IntN(2)))
 		}
+		if rng.IntN(4) == 0 { // Go has taken in everything passed on, or not
+			fs.Consumed.Store(fs.ToGo.Load() - uint64(rng.IntN(8)/7))
+		}
 		b := make([]byte, rng.IntN(240))
 		for j := range b {
 			b[j] = byte(rng.Uint32())
@@ -530,11 +540,16 @@ func TestFastSendOffer(t *testing.T) {
 			binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
 		}
 		old, lim, wake, wakes := fs.State.Load(), fs.Limit.Load(), fs.WantWake.Load(), fs.Wakeups.Load()
+		toGo := fs.ToGo.Load()
+		taken := toGo == fs.Consumed.Load()
 		q, ok := fs.Offer(b, seqhdr.Seq(i)&(seqhdr.Space-1), i%2 == 0, int64(i))
 		now := fs.State.Load()
 		oq := seqhdr.Seq(old & linkguardian.FastSeqMask)
 		eligible := len(b) >= 14 && len(b) <= 200 && binary.BigEndian.Uint16(b[12:]) != seqhdr.EtherType
-		inside := lim&linkguardian.FastLimitValid != 0 && lim&linkguardian.FastPaused == 0 && seqhdr.Less(oq, seqhdr.Seq(lim&linkguardian.FastSeqMask))
+		inside := lim&linkguardian.FastLimitValid != 0 && lim&linkguardian.FastPaused == 0 && seqhdr.Less(oq, seqhdr.Seq(lim&linkguardian.FastSeqMask)) && taken
+		if passed := fs.ToGo.Load() - toGo; ok && passed != 0 || !ok && passed != 1 {
+			t.Fatalf("ToGo moved by %d for a frame sent %v", passed, ok)
+		}
 		switch {
 		case ok:
 			sent++
@@ -574,7 +589,7 @@ func TestFastSendAdoptNoAlloc(t *testing.T) {
 	p := e.p
 	now, id := int64(0), 0
 	round := func() {
-		p.HandOffSend(now, true)
+		e.handOff(now)
 		for range 32 {
 			now += 100
 			e.kernel(now, id)
@@ -600,5 +615,63 @@ func TestFastSendAdoptNoAlloc(t *testing.T) {
 	}
 	if p.S.Stats.FastSent != uint64(id) || p.S.Outstanding() != 0 || p.S.Stats.RetxRequests == 0 {
 		t.Fatalf("kernel sent %d, adopted %+v", id, p.S.Stats)
+	}
+}
+
+// TestFastSendUnreadFrameKeepsOrder: a host frame the kernel passed to Go
+// and Go has not taken in yet (ToGo ahead of Consumed) keeps sending in Go:
+// HandOffSend refuses, and if the frame's count lands only after Go's check
+// (it loaded State before the hand-off), the kernel declines the next frame
+// instead of numbering it ahead of the one Go will number.
+func TestFastSendUnreadFrameKeepsOrder(t *testing.T) {
+	e := newFastEnd(t, 64, false)
+	p := e.p
+	if !e.handOff(0) {
+		t.Fatal("no hand-off at the start")
+	}
+	if _, ok := e.kernel(1, 1); !ok {
+		t.Fatal("the kernel did not send while owning")
+	}
+	a, _ := e.pool.Alloc()
+	copy(e.pool.Bytes(a, 100), e.hostFrame(2, 100))
+	if !p.Send(2, linkguardian.Frame{H: a, Len: 100}) || p.S.FastSendOwned() {
+		t.Fatal("the core's send did not claim")
+	}
+	e.release(t)
+	// Frame X reaches Go's socket; Go has not read it.
+	if _, ok := e.kernel(3, 3); ok {
+		t.Fatal("the kernel sent while Go holds sending")
+	}
+	if p.HandOffSend(4, true) {
+		t.Fatal("hand-off with a frame passed on and not taken in")
+	}
+	// The race: X counts only after Go compared ToGo and Consumed.
+	e.fs.ToGo.Add(^uint64(0))
+	if !p.HandOffSend(5, true) {
+		t.Fatal("no hand-off with everything taken in")
+	}
+	e.fs.ToGo.Add(1)
+	declined := e.fs.Declined.Load()
+	if q, ok := e.kernel(6, 6); ok {
+		t.Fatalf("the kernel numbered Y (%v) while X waits for Go", q)
+	}
+	if e.fs.Declined.Load() != declined+1 || e.fs.State.Load()&linkguardian.FastOwned != 0 {
+		t.Fatalf("Y not declined: state %#x", e.fs.State.Load())
+	}
+	// Go reads X and Y and numbers them in order, after the kernel's frame.
+	next := p.S.Next()
+	for id := 3; id <= 6; id += 3 {
+		a, _ := e.pool.Alloc()
+		copy(e.pool.Bytes(a, 100), e.hostFrame(id, 100))
+		if !p.Send(int64(6+id), linkguardian.Frame{H: a, Len: 100}) {
+			t.Fatal("send refused")
+		}
+	}
+	if p.S.Next() != next.Add(2) {
+		t.Fatalf("next %v, want %v", p.S.Next(), next.Add(2))
+	}
+	e.release(t)
+	if !e.handOff(20) {
+		t.Fatal("no hand-off once Go took in X and Y")
 	}
 }

@@ -58,6 +58,13 @@ type Options struct {
 	MTU int `json:"mtu"`
 	// LinkHeaderLen is added to MTU on veth pairs of class "link". Default 16.
 	LinkHeaderLen int `json:"link_header_len"`
+	// LinkQueues, if > 0, is the queue count of every veth pair of class
+	// "link", instead of the topology's. One queue keeps every frame on
+	// one ring: a veth puts a frame an XDP program redirects into it on
+	// the peer's RX queue of the redirecting CPU, so with two queues the
+	// kernel's sends split over two rings (LinkGuardian's send fast path
+	// wants one; linkguardian/fasttx.go).
+	LinkQueues int `json:"link_queues,omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -193,6 +200,9 @@ func Up(topo *Topology, opts Options) (*Testbed, error) {
 	if opts.MTU < 68 || opts.LinkHeaderLen < 0 || opts.MTU+opts.LinkHeaderLen > 65535 {
 		return nil, fmt.Errorf("netns: MTU %d + link header %d: want 68 <= MTU and MTU+header <= 65535", opts.MTU, opts.LinkHeaderLen)
 	}
+	if opts.LinkQueues < 0 || opts.LinkQueues > MaxQueues {
+		return nil, fmt.Errorf("netns: link queues %d: want 1 to %d (0: the topology's)", opts.LinkQueues, MaxQueues)
+	}
 	if topo == nil {
 		return nil, errors.New("netns: nil topology")
 	}
@@ -287,13 +297,17 @@ func (b *builder) build() error {
 	for _, l := range t.Links {
 		a, z := l.Ends[0], l.Ends[1]
 		mtu := tb.Options.LinkMTU(l.MTU)
+		queues := l.Queues
+		if n := tb.Options.LinkQueues; n > 0 && l.MTU == MTULink {
+			queues = n
+		}
 		v := &netlink.Veth{
 			LinkAttrs: netlink.LinkAttrs{
 				Name:        a.Dev,
 				MTU:         mtu,
 				Namespace:   netlink.NsFd(int(b.handles[a.NS])),
-				NumTxQueues: l.Queues, // the peer gets the same
-				NumRxQueues: l.Queues,
+				NumTxQueues: queues, // the peer gets the same
+				NumRxQueues: queues,
 			},
 			PeerName:      z.Dev,
 			PeerMTU:       uint32(mtu),

@@ -163,6 +163,7 @@ type end struct {
 	fs        *linkguardian.FastSend
 	fastSent  int                  // host frames the send fast path sent
 	hostPend  []linkguardian.Frame // host frames the kernel passed on, for the core
+	consumed  uint64               // how many of them reached the core (FastSend.Consumed)
 	pendAt    []int64              // parallel: when the core may read them
 	hostQ     []linkguardian.Frame
 	remaining int
@@ -598,6 +599,7 @@ func (s *Sim) iterate(e *end) {
 		e.hostAt = append(e.hostAt, now)
 		k++
 	}
+	e.consumed += uint64(k)
 	if k > 0 {
 		e.hostPend = e.hostPend[:copy(e.hostPend, e.hostPend[k:])]
 		e.pendAt = e.pendAt[:copy(e.pendAt, e.pendAt[k:])]
@@ -710,7 +712,12 @@ func (s *Sim) iterate(e *end) {
 		up := e.sess == nil || e.sess.Admit(now, now) == linksession.Send
 		if !up {
 			p.ClaimSend()
-		} else if len(e.hostQ) == 0 && len(e.hostPend) == 0 && w.busyUntil <= now {
+		} else if len(e.hostQ) == 0 && w.busyUntil <= now {
+			// What the core took in (it claimed sending for each frame
+			// before numbering it): HandOffSend and the kernel's rule
+			// compare it with what the kernel passed on, so a frame
+			// still in hostPend keeps sending in Go.
+			e.fs.Consumed.Store(e.consumed)
 			p.HandOffSend(now, true)
 		}
 	}
@@ -785,7 +792,7 @@ func (s *Sim) fastDeliver(e *end, data []byte) {
 // connectFast gives e's endpoint a new fast path point (Config.Fast) and
 // send state (Config.FastSend).
 func (e *end) connectFast(on, send bool) error {
-	e.fast, e.point, e.fs = nil, nil, nil
+	e.fast, e.point, e.fs, e.consumed = nil, nil, nil, 0
 	if (on || send) && e.port.R != nil {
 		e.point = linkguardian.NewFastPoint()
 		e.port.SetFast(e.point)

@@ -92,6 +92,9 @@ type Socket struct {
 	// completed counts the descriptors taken back from the completion ring
 	// (TxInFlight).
 	completed uint32
+	// rxFrames counts the frames taken from the RX ring (RxFrames): the
+	// descriptors that end a frame.
+	rxFrames uint64
 
 	closed atomic.Bool
 
@@ -400,12 +403,23 @@ func (s *Socket) Receive(descs []Desc) int {
 	if n == 0 {
 		return 0
 	}
+	ends := uint64(n)
 	for i := range n {
-		descs[i] = *s.rx.at(idx + i)
+		d := *s.rx.at(idx + i)
+		descs[i] = d
+		if d.Continued() {
+			ends--
+		}
 	}
 	s.rx.release(n)
+	s.rxFrames += ends
 	return int(n)
 }
+
+// RxFrames is the number of frames Receive has taken from the RX ring
+// since the socket opened (a multi-buffer frame counts once). Read it in
+// the goroutine that calls Receive.
+func (s *Socket) RxFrames() uint64 { return s.rxFrames }
 
 // Transmit places up to len(descs) descriptors on the TX ring and returns how
 // many fitted; those frames belong to the kernel until they come back through

@@ -409,6 +409,10 @@ struct lg_tx_shared {
 	__u64 bytes;     /* bytes of the frames sent, as the host sent them */
 	__u64 stamp_err; /* numbered frames dropped: the header or trailer could not be added (must stay 0) */
 	__u64 wake_err;  /* wakeups the ring buffer could not take */
+	__u64 to_go;     /* frames of RX queue 0 handed to the AF_XDP socket (counted in lf_port,
+	                    whatever the reason, lg_tx on or off) */
+	__u64 consumed;  /* written by Go: the frames of to_go it has taken in (read from the
+	                    socket, or dropped by it) and claimed sending for */
 };
 
 struct {
@@ -473,8 +477,11 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
  *     lg_tx_cpus = the peer's RX queues every frame the kernel sends lands
  *     on the peer's queue 0, with Go's data lane. A frame on another CPU
  *     is declined, not merely passed on: it must not be numbered after a
- *     later frame of the same queue). Else CAS state {owned,q} -> {not owned,q},
- *     declined++, XSK path.
+ *     later frame of the same queue); and every frame this queue handed to
+ *     the XSK taken in by Go (to_go == consumed: a frame passed on while Go
+ *     handed sending back, still in this poll's unflushed XSK batch, must
+ *     not be numbered by Go after this one). Else CAS state {owned,q} ->
+ *     {not owned,q}, declined++, XSK path.
  *  3. Copy the frame into slot q (length, bytes).
  *  4. CAS state {owned,q} -> {owned,q+1}; lost: missed++, XSK path.
  *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1), sent++,
@@ -527,7 +534,8 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	slot = bpf_map_lookup_elem(&lg_tx_ring, &key);
 	act = XDP_ABORTED;
 	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
-	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED) && lf_lg_less(q, lim & LF_LG_SEQ_MASK))
+	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED) && lf_lg_less(q, lim & LF_LG_SEQ_MASK) &&
+	    LF_READ_ONCE(s->to_go) == LF_READ_ONCE(s->consumed))
 		act = bpf_redirect_map(&fwd_port, 0, 0);
 	if (act != XDP_REDIRECT) {
 		if (__sync_val_compare_and_swap(&s->state, old, old & ~LF_LG_OWNED) == old)
@@ -653,6 +661,7 @@ int lf_port(struct xdp_md *ctx)
 	struct port_counters *c = bpf_map_lookup_elem(&port_count, &zero);
 	struct port_conf *conf = bpf_map_lookup_elem(&port_cfg, &zero);
 	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u32 rxq = ctx->rx_queue_index;
 	enum lf_verdict v;
 	__u64 *drop;
 	long act;
@@ -704,12 +713,20 @@ int lf_port(struct xdp_md *ctx)
 		if (c)
 			c->fwd_missed++;
 	}
-	act = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+	act = bpf_redirect_map(&xsks_map, rxq, XDP_PASS);
 	if (c) {
 		if (act == XDP_REDIRECT)
 			c->redirected++;
 		else
 			c->passed++;
+	}
+	/* The send fast path's exact count of what queue 0 handed to Go
+	 * (lf_lg_tx step 2). One CPU runs a queue at a time. */
+	if (act == XDP_REDIRECT && conf && conf->role == LF_ROLE_HOST && rxq == 0) {
+		struct lg_tx_shared *s = bpf_map_lookup_elem(&lg_tx, &zero);
+
+		if (s)
+			s->to_go++;
 	}
 	return act;
 }
