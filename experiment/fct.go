@@ -58,6 +58,9 @@ type FCTConfig struct {
 	Warmup int `json:"warmup"`
 	// Timeout per flow; a flow not complete by then counts as failed.
 	Timeout time.Duration `json:"flow_timeout"`
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// the command gives it to Env.LinkQueues.
+	LinkQueues int `json:"link_queues,omitempty"`
 	// RunArgs are extra `linkfabric run` arguments for lg and lgnb (after
 	// --link-loss LOSS, which they may override).
 	RunArgs []string `json:"run_args,omitempty"`
@@ -439,7 +442,12 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 // withImpairer runs fn on the impairment stage of sw2's link0 (the receiving
 // end of sw1→sw2), which the running dataplane's program carries.
 func (e *Env) withImpairer(fn func(*bpf.Impairer) error) error {
-	return netns.Do(e.NS("sw2"), func() error {
+	return e.withImpairerOn("sw2", fn)
+}
+
+// withImpairerOn runs fn with the impairment stage of link0 in switch sw.
+func (e *Env) withImpairerOn(sw string, fn func(*bpf.Impairer) error) error {
+	return netns.Do(e.NS(sw), func() error {
 		im, err := bpf.OpenImpairer("link0")
 		if err != nil {
 			return err

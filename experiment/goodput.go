@@ -34,7 +34,10 @@ type GoodputConfig struct {
 	Seed     uint64        `json:"seed"`
 	CC       string        `json:"cc"` // "" = dctcp if available, else cubic
 	RunArgs  []string      `json:"run_args,omitempty"`
-	MTU      int           `json:"mtu,omitempty"`
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// the command gives it to Env.LinkQueues.
+	LinkQueues int `json:"link_queues,omitempty"`
+	MTU        int `json:"mtu,omitempty"`
 }
 
 // Normalize fills defaults and checks the configuration (no system access).

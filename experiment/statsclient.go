@@ -88,6 +88,8 @@ type lgDoc struct {
 // lgSenderDoc is the LinkGuardian sender's counters in /stats.json.
 type lgSenderDoc struct {
 	DataSent, RetxCopies, DummiesSent, AcksRx, TxBufPeakFrames, TxBufPeakBytes, TxFull, PausedRefusals uint64
+	// FastSent: data frames the kernel send path numbered and sent (--lg-fast-send).
+	FastSent uint64
 }
 
 // lgReceiverDoc is the LinkGuardian receiver's counters in /stats.json.

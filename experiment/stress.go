@@ -42,6 +42,13 @@ type StressConfig struct {
 	BusyPoll     bool     `json:"busy_poll"`
 	Seed         uint64   `json:"seed"`
 	TargetLoss   float64  `json:"target_loss"`
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// the command gives it to Env.LinkQueues.
+	LinkQueues int `json:"link_queues,omitempty"`
+	// Both impairs sw2→sw1 too (the same model, seed Seed+1, at sw1's link
+	// port): ACKs, loss notifications, pauses and session frames are lost
+	// like data.
+	Both bool `json:"both_directions,omitempty"`
 }
 
 // StressArm is one arm's result.
@@ -93,8 +100,15 @@ type StressArm struct {
 	ExplicitAcks  uint64 `json:"explicit_acks,omitempty"`
 	Dummies       uint64 `json:"dummies,omitempty"`
 	// KernelDelivered is what sw2's kernel receive path delivered
-	// (lg/lgnb with --fastpath xdp), the rest went through its worker.
+	// (lg/lgnb with --fastpath xdp), the rest went through its worker;
+	// KernelSent what sw1's kernel send path numbered and sent
+	// (--lg-fast-send).
 	KernelDelivered uint64 `json:"kernel_delivered,omitempty"`
+	KernelSent      uint64 `json:"kernel_sent,omitempty"`
+	// ReverseSeen and ReverseDropped are the impairment's counts on
+	// sw2→sw1 in the loss phase (Both).
+	ReverseSeen    uint64 `json:"reverse_seen,omitempty"`
+	ReverseDropped uint64 `json:"reverse_dropped,omitempty"`
 }
 
 // StressResult is what `linkfabric stress` reports.
@@ -223,15 +237,23 @@ func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bp
 	if err != nil {
 		return nil, err
 	}
-	err = e.withImpairer(func(im *bpf.Impairer) error {
-		if arm == "forward" {
-			return im.ClearImpair()
+	set := func(imp bpf.ImpairConfig) func(im *bpf.Impairer) error {
+		return func(im *bpf.Impairer) error {
+			if arm == "forward" {
+				return im.ClearImpair()
+			}
+			if err := im.SetImpair(imp); err != nil {
+				return err
+			}
+			return im.ResetImpairStats()
 		}
-		if err := im.SetImpair(imp); err != nil {
-			return err
-		}
-		return im.ResetImpairStats()
-	})
+	}
+	err = e.withImpairer(set(imp))
+	if err == nil && cfg.Both {
+		rev := imp
+		rev.Seed++
+		err = e.withImpairerOn("sw1", set(rev))
+	}
 	if err != nil {
 		dp.Stop()
 		return nil, err
@@ -372,6 +394,16 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	if err != nil {
 		return err
 	}
+	if cfg.Both && arm != "forward" {
+		err := e.withImpairerOn("sw1", func(im *bpf.Impairer) error {
+			st, err := im.ImpairStats()
+			a.ReverseSeen, a.ReverseDropped = st.Seen, st.Dropped
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
 	rep, sinkDrops := r.Report, r.SinkDrops
 	if err := dp.Alive(); err != nil {
 		return err
@@ -416,8 +448,14 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 		a.ReverseFrames = s2.Dataplane.Link.TX.Frames
 		a.KernelDelivered = r.FastDelivered
 	}
-	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d; sw2's kernel delivered %d",
-		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS, a.ReverseFrames, a.ExplicitAcks, a.Dummies, a.KernelDelivered)
+	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
+		a.KernelSent = l.Core.Sender.FastSent
+	}
+	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d; sw2's kernel delivered %d, sw1's kernel sent %d",
+		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS, a.ReverseFrames, a.ExplicitAcks, a.Dummies, a.KernelDelivered, a.KernelSent)
+	if cfg.Both && arm != "forward" {
+		e.progress("stress: %s: sw2→sw1 impaired too: dropped %d of %d frames", arm, a.ReverseDropped, a.ReverseSeen)
+	}
 	return nil
 }
 
@@ -537,6 +575,15 @@ func (r *StressResult) Table() string {
 			a.Copies, a.PeakTxBufFrames, a.PeakReorderB, a.RetxDelayP50us, a.RetxDelayP99us, a.RetxDelayMaxus, a.AckNoTimeouts)
 	}
 	w.Flush()
+	if c.Both {
+		fmt.Fprintf(&b, "\nsw2→sw1 impaired too (%s, seed %d): frames dropped of those seen in the loss phase:", model, c.Seed+1)
+		for _, a := range r.Arms {
+			if a.ReverseSeen > 0 {
+				fmt.Fprintf(&b, " %s %d/%d", a.Name, a.ReverseDropped, a.ReverseSeen)
+			}
+		}
+		fmt.Fprintln(&b)
+	}
 	fmt.Fprintln(&b, "\nforward: no loss (the reference). none: forward with loss (unprotected). missing: frames h2 never got,")
 	fmt.Fprintln(&b, "split into (link: lost on sw1→sw2, not recovered; in: dropped before sw1's dataplane took them;")
 	fmt.Fprintln(&b, "out: dropped after sw2, host TX ring or h2's socket full). effective loss: link / frames sw1 accepted.")

@@ -35,6 +35,9 @@ receiving end drops frames at --loss, and measures each flow's completion time:
   lg-noloss-xdp, lg-xdp
                 the same with --fastpath xdp: in-order frames delivered by the
                 kernel, the rest by the worker (optional)
+  lg-noloss-xdp-both, lg-xdp-both
+                and --lg-fast-send: the kernel also numbers, copies and sends
+                host frames (both halves; best with --link-queues 1) (optional)
   lgnb          linkfabric lgnb (LinkGuardianNB, no reordering) with the lossy link
   kernel        Linux bridges in sw1 and sw2, no impairment (optional)
 
@@ -56,6 +59,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
   linkfabric fct --size 2MB --flows 200 --loss 1e-2 --burst 3 --cc bbr
   linkfabric fct --arms noloss,noloss-afxdp,lg-noloss,lg --flows 2000   # LinkGuardian's cost
   linkfabric fct --arms noloss,lg-noloss,lg-noloss-xdp,lg,lg-xdp --loss 1e-3   # the kernel receive path vs the worker
+  linkfabric fct --arms noloss,lg-noloss,lg-noloss-xdp-both,lg,lg-xdp-both --link-queues 1   # both halves in the kernel
   linkfabric fct --tool iperf --flows 200`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("fct"); err != nil {
@@ -73,7 +77,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
 			res, err := env.FCT(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -101,6 +105,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms, e.g. \"--copies 2\"")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.StringVar(&prefix, "prefix", "lffct", "testbed prefix")
+	linkQueuesFlag(f, &cfg.LinkQueues)
 	f.StringVar(&outDir, "out", "out/fct", "write fct.json, flows.csv and fct-<size>.png here ('' to skip)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd

@@ -48,7 +48,7 @@ up as for 'linkfabric fct'.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
 			res, err := env.Goodput(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -67,6 +67,7 @@ up as for 'linkfabric fct'.`,
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.StringVar(&prefix, "prefix", "lfgood", "testbed prefix")
+	linkQueuesFlag(f, &cfg.LinkQueues)
 	f.StringVar(&outJSON, "out", "out/goodput.json", "write the result as JSON here ('' to skip)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd

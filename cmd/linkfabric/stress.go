@@ -34,12 +34,17 @@ loss: unprotected), lgnb and lg — runs two phases:
             (default half of forward's capacity); h2 checks every number: missing
             (effective loss), duplicated, out of order
 
+With --both the sw2→sw1 direction is impaired too (the same model, seed+1, at
+sw1's link port): ACKs, loss notifications, pauses and session frames are lost
+like data, and a lost one must cost time, never a frame.
+
 It also reports the actual loss rate the impairment applied, N (copies per loss),
 peak TX and reorder buffer occupancy, and the retransmission delay (loss detected
 → retransmission received) p50/p99/max from the receiving switch.`,
 		Example: `  linkfabric stress --loss 1e-2 --frames 1000000
   linkfabric stress --loss 1e-3 --burst 3 --modes lg
-  linkfabric stress --loss 1e-2 --run-args "--link-loss 1e-2" --busy-poll`,
+  linkfabric stress --loss 1e-2 --run-args "--link-loss 1e-2" --busy-poll
+  linkfabric stress --loss 1e-2 --burst 3 --both --modes lg   # both directions impaired`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("stress"); err != nil {
 				return err
@@ -48,7 +53,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 				cfg.Modes = strings.Split(modes, ",")
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
 			res, err := env.Stress(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -73,7 +78,9 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 	f.Float64Var(&cfg.TargetLoss, "target-loss", 0, "target loss for Equation 2 (default: run's 1e-8)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "run the dataplanes with --busy-poll")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	f.BoolVar(&cfg.Both, "both", false, "impair sw2→sw1 too (the same model, seed+1): control frames are lost like data")
 	f.StringVar(&prefix, "prefix", "lfstress", "testbed prefix")
+	linkQueuesFlag(f, &cfg.LinkQueues)
 	f.StringVar(&outJSON, "out", "out/stress.json", "write the result as JSON here ('' to skip)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
