@@ -216,6 +216,11 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		}
 	}
 	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
+		// The core looks at the kernel's sends every half DummyWait while
+		// idle, rather than being woken at the kernel's first send: that
+		// wakeup lands on the CPU and at the moment the host's next packet
+		// needs (linkguardian/fasttx.go, "Waking Go").
+		fs.WakeEvery = max(p.S.DummyWait()/2, lgSendCheckMin)
 		if err := p.SetFastSend(fs); err != nil {
 			return nil, err
 		}
@@ -225,7 +230,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			return nil, err
 		}
 		pl.fastTx = d.fast
-		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake
+		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake (quiet while WakeEvery > 0)
 	}
 	return pl, nil
 }
@@ -263,6 +268,10 @@ func (pl *lgPipeline) handOffSend(now int64) {
 	}
 	p.HandOffSend(now, pl.queue.empty())
 }
+
+// lgSendCheckMin bounds FastSend.WakeEvery from below (idle checks per
+// second).
+const lgSendCheckMin = int64(50 * time.Microsecond)
 
 // hostDropsEvery is how often sendTakenIn reads the host socket's drop
 // counters (a syscall) while the kernel's count of frames passed on is

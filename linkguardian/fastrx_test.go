@@ -17,6 +17,10 @@ import (
 // the kernel takes over again only where the frames come further apart.
 const fastLag = us / 2
 
+// fastWakeEvery is how often the core looks at the send state while idle in
+// TestFastBothSuite (FastSend.WakeEvery).
+const fastWakeEvery = 20 * us
+
 // suiteOnFastPath lists the simulated-link tests that must pass unchanged
 // with the kernel fast path at both receivers: every scenario of loss,
 // reordering, duplicates, wrap-around, backpressure, credit, mode changes

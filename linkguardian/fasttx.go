@@ -150,11 +150,18 @@ import (
 // Waking Go. While the kernel sends, the dummy timer runs from LastNs:
 // with frames outstanding Go's deadline (NextDeadline) brings it back in
 // time, and it moves the timer on if the kernel sent since. With nothing
-// outstanding Go has no deadline: after each Poll it sets WantWake (then
-// looks at State again, so a send it raced with is adopted), and the kernel
-// wakes the worker after the next send (step 5: a BPF ring buffer record,
-// or any event the worker's poll waits on). Go then adopts the frame and
-// the first dummy goes DummyWait after it.
+// outstanding Go has no deadline of its own. Either (WakeEvery 0) after
+// each Poll it sets WantWake (then looks at State again, so a send it raced
+// with is adopted), and the kernel wakes the worker after the next send
+// (step 5: a BPF ring buffer record, or any event the worker's poll waits
+// on); Go then adopts the frame and the first dummy goes DummyWait after
+// it. Or (WakeEvery > 0) Go looks every WakeEvery while idle, and the first
+// dummy for a frame the kernel sent after an idle spell goes between
+// DummyWait and DummyWait + WakeEvery after it. The first keeps the dummy
+// exact but wakes the worker at the moment the kernel sends, on the CPU
+// and at the time the host's next packet needs: on the 2-core veth pair
+// that cost 26 µs against 12-16 µs of ping round trip at p50 (forward's
+// fast path: 10); the dataplane uses the second.
 //
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go
@@ -190,6 +197,11 @@ type FastSend struct {
 	// ToGo counts the host frames passed to Go (the kernel's); Consumed
 	// is how many of them Go took in (Go's).
 	ToGo, Consumed *atomic.Uint64
+	// WakeEvery > 0: while the kernel owns sending and nothing is
+	// outstanding, the core looks at State every WakeEvery ns instead of
+	// asking the kernel to wake it after its next send (WantWake stays 0;
+	// see "Waking Go"). Set it before SetFastSend.
+	WakeEvery int64
 	// Ring holds Slots slots of SlotSize bytes.
 	Ring           []byte
 	Slots          int
@@ -338,7 +350,8 @@ func (p *Endpoint) HandOffSend(now int64, queueEmpty bool) bool {
 	s.fs.State.Store(FastOwned | uint64(s.next))
 	s.handed = true
 	s.Stats.FastSendHandOffs++
-	s.wantWake()
+	s.fastCheckAt = 0
+	s.wantWake(now)
 	return true
 }
 
@@ -409,15 +422,24 @@ func (s *Sender) adopt(kn seqhdr.Seq) {
 	s.nextDummy, s.dummyGap = s.lastSent+s.dummyWait, s.dummyWait
 }
 
-// wantWake asks the kernel to wake the worker after its next send when the
-// core has no deadline for the sender (nothing outstanding), then looks at
-// State again so that a send it raced with is adopted.
-func (s *Sender) wantWake() {
+// wantWake makes sure the core looks again after the kernel's next send
+// when it has no deadline for the sender (nothing outstanding): with
+// WakeEvery 0 it asks the kernel to wake the worker after that send, then
+// looks at State again so that a send it raced with is adopted; with
+// WakeEvery > 0 it sets a check WakeEvery from now (nextTimer), and the
+// kernel wakes no one.
+func (s *Sender) wantWake(now int64) {
 	if !s.handed {
 		return
 	}
 	if s.Outstanding() > 0 {
 		s.fs.WantWake.Store(0)
+		return
+	}
+	if s.fs.WakeEvery > 0 {
+		if s.fastCheckAt <= now {
+			s.fastCheckAt = now + s.fs.WakeEvery
+		}
 		return
 	}
 	s.fs.WantWake.Store(1)

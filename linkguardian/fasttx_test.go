@@ -53,8 +53,12 @@ func TestFastSendSuite(t *testing.T) {
 	}
 }
 
-// TestFastBothSuite runs it with both halves of the fast path on.
+// TestFastBothSuite runs it with both halves of the fast path on, the core
+// looking at the send state every fastWakeEvery while idle instead of being
+// woken by the kernel (the dataplane's way).
 func TestFastBothSuite(t *testing.T) {
+	simFastWakeEvery = fastWakeEvery
+	defer func() { simFastWakeEvery = 0 }()
 	sims := runFastSuite(t, true, true)
 	kernel, sent, _, _ := sendTotals(sims)
 	var delivered int
@@ -674,4 +678,63 @@ func TestFastSendUnreadFrameKeepsOrder(t *testing.T) {
 	if !e.handOff(20) {
 		t.Fatal("no hand-off once Go took in X and Y")
 	}
+}
+
+// TestFastSendWakeEvery: with WakeEvery the kernel is never asked to wake
+// the core; while idle the core's deadline is WakeEvery ahead, and at that
+// check it adopts what the kernel sent meanwhile and arms the dummy from the
+// kernel's LastNs.
+func TestFastSendWakeEvery(t *testing.T) {
+	e := newFastEnd(t, 64, false)
+	p := e.p
+	const every = 100 * us
+	e.fs.WakeEvery = every
+	if !e.handOff(0) {
+		t.Fatal("no hand-off")
+	}
+	if e.fs.WantWake.Load() != 0 {
+		t.Fatal("WantWake set with WakeEvery")
+	}
+	if d := p.NextDeadline(0, true); d != every {
+		t.Fatalf("idle deadline %d, want %d", d, every)
+	}
+	// A frame sent just before the check: its dummy goes DummyWait after it.
+	sent := every - us
+	if _, ok := e.kernel(sent, 1); !ok {
+		t.Fatal("the kernel did not send")
+	}
+	if e.fs.Wakeups.Load() != 0 {
+		t.Fatal("the kernel woke the core")
+	}
+	p.Poll(every, true)
+	e.release(t)
+	if p.S.Outstanding() != 1 || p.S.Stats.FastSent != 1 {
+		t.Fatalf("the check did not adopt the kernel's frame: outstanding %d, %+v", p.S.Outstanding(), p.S.Stats)
+	}
+	if d := p.NextDeadline(every, true); d != sent+p.S.DummyWait() {
+		t.Fatalf("dummy deadline %d, want LastNs + DummyWait = %d", d, sent+p.S.DummyWait())
+	}
+	p.Poll(sent+p.S.DummyWait(), true)
+	if p.S.Stats.DummiesSent != 1 {
+		t.Fatalf("%d dummies for the kernel's frame, want 1", p.S.Stats.DummiesSent)
+	}
+	e.release(t)
+	// Acknowledged, idle again: the next check WakeEvery on; a frame sent
+	// long before it gets its dummy at the check itself.
+	e.rx(every+10*us, &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: 0})
+	e.release(t)
+	now := every + 10*us
+	p.Poll(now, true)
+	if d := p.NextDeadline(now, true); d <= now || d > now+every {
+		t.Fatalf("idle deadline %d at %d, want within WakeEvery", d, now)
+	}
+	at := p.NextDeadline(now, true)
+	if _, ok := e.kernel(now+us, 2); !ok {
+		t.Fatal("the kernel did not send")
+	}
+	p.Poll(at, true)
+	if p.S.Stats.DummiesSent != 2 || p.S.Outstanding() != 1 {
+		t.Fatalf("dummies %d, outstanding %d at the check: want the overdue dummy sent", p.S.Stats.DummiesSent, p.S.Outstanding())
+	}
+	e.release(t)
 }

@@ -60,13 +60,17 @@ var simFast bool
 // (TestFastSendSuite sets it).
 var simFastSend bool
 
+// simFastWakeEvery is simlink.Config.FastWakeEvery for them (0: the kernel
+// wakes the core; TestFastBothSuite polls, as the dataplane does).
+var simFastWakeEvery int64
+
 func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 	t.Helper()
 	if simFast {
 		cfg.Fast, cfg.FastLag = true, fastLag
 	}
 	if simFastSend {
-		cfg.FastSend, cfg.FastLag = true, fastLag
+		cfg.FastSend, cfg.FastLag, cfg.FastWakeEvery = true, fastLag, simFastWakeEvery
 	}
 	s, err := simlink.New(cfg)
 	if err != nil {

@@ -111,7 +111,10 @@ type Sender struct {
 	// owns sending.
 	fs     *FastSend
 	handed bool
-	Stats  SenderStats
+	// fastCheckAt is when the core looks at State next while the kernel
+	// owns sending and nothing is outstanding (FastSend.WakeEvery > 0).
+	fastCheckAt int64
+	Stats       SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
@@ -388,7 +391,7 @@ func (s *Sender) creditBound() bool { return s.Outstanding() >= s.credit }
 // emission is DummyCopies dummies.
 func (s *Sender) poll(now int64, idle bool) {
 	s.sync()
-	defer s.wantWake()
+	defer s.wantWake(now)
 	if !(idle || s.creditBound()) || s.Outstanding() == 0 || s.Paused(now) || now < s.nextDummy {
 		return
 	}
@@ -414,6 +417,9 @@ func (s *Sender) poll(now int64, idle bool) {
 func (s *Sender) nextTimer(now int64, idle bool) int64 {
 	switch {
 	case s.Outstanding() == 0:
+		if s.handed && s.fs.WakeEvery > 0 {
+			return s.fastCheckAt
+		}
 		return maxTime
 	case s.Paused(now):
 		return s.pausedUntil

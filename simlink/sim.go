@@ -95,6 +95,10 @@ type Config struct {
 	// kernel piggybacks (each receiver gets a FastPoint, handed to the kernel
 	// only with Fast).
 	FastSend bool
+	// FastWakeEvery is FastSend.WakeEvery: 0, the kernel wakes the core
+	// after its first send while nothing is outstanding; > 0, the core looks
+	// every FastWakeEvery instead.
+	FastWakeEvery int64
 }
 
 // DirStats counts what crossed a direction.
@@ -243,7 +247,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
 		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i], pcfg: pcfg[i]}
-		if err := s.ends[i].connectFast(cfg.Fast, cfg.FastSend); err != nil {
+		if err := s.ends[i].connectFast(cfg.Fast, cfg.FastSend, cfg.FastWakeEvery); err != nil {
 			return nil, err
 		}
 	}
@@ -373,7 +377,7 @@ func (s *Sim) Restart(side Side) error {
 	e.hostQ, e.hostAt = nil, nil
 	e.port, e.pool = p, pool
 	// A new process loads a new program: a new point and send state, not owned.
-	if err := e.connectFast(s.cfg.Fast, s.cfg.FastSend); err != nil {
+	if err := e.connectFast(s.cfg.Fast, s.cfg.FastSend, s.cfg.FastWakeEvery); err != nil {
 		return err
 	}
 	if e.sess != nil {
@@ -791,7 +795,7 @@ func (s *Sim) fastDeliver(e *end, data []byte) {
 
 // connectFast gives e's endpoint a new fast path point (Config.Fast) and
 // send state (Config.FastSend).
-func (e *end) connectFast(on, send bool) error {
+func (e *end) connectFast(on, send bool, wakeEvery int64) error {
 	e.fast, e.point, e.fs, e.consumed = nil, nil, nil, 0
 	if (on || send) && e.port.R != nil {
 		e.point = linkguardian.NewFastPoint()
@@ -806,6 +810,7 @@ func (e *end) connectFast(on, send bool) error {
 		if err != nil {
 			return err
 		}
+		fs.WakeEvery = wakeEvery
 		if err := e.port.SetFastSend(fs); err != nil {
 			return err
 		}

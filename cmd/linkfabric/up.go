@@ -20,7 +20,7 @@ import (
 func upCmd() *cobra.Command {
 	var (
 		preset, topoFile, mode, prefix, runArgs string
-		mtu                                     int
+		mtu, linkQueues                         int
 	)
 	cmd := &cobra.Command{
 		Use:   "up [--preset pair|bundle|fabric3 | --topology FILE] [--mode MODE] [--prefix P] [--run-args \"...\"]",
@@ -65,7 +65,7 @@ too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.
 				where = []string{"--topology", topoFile}
 			}
 			return runUp(cmd.Context(), os.Stdout, topo, switches, upRun{
-				mode: mode, prefix: prefix, mtu: mtu, where: where, extra: strings.Fields(runArgs),
+				mode: mode, prefix: prefix, mtu: mtu, linkQueues: linkQueues, where: where, extra: strings.Fields(runArgs),
 			})
 		},
 	}
@@ -75,16 +75,17 @@ too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.
 	f.StringVar(&mode, "mode", "forward", "the dataplane's mode on every switch (see linkfabric run --help)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "prefix of every namespace name")
 	f.IntVar(&mtu, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
+	linkQueuesFlag(f, &linkQueues)
 	f.StringVar(&runArgs, "run-args", "", `more arguments for every 'linkfabric run', e.g. "--busy-poll"`)
 	return cmd
 }
 
 // upRun is what up runs on a topology.
 type upRun struct {
-	mode, prefix string
-	mtu          int
-	where        []string // --preset NAME or --topology FILE, for run --node
-	extra        []string
+	mode, prefix    string
+	mtu, linkQueues int
+	where           []string // --preset NAME or --topology FILE, for run --node
+	extra           []string
 }
 
 // checkTopologyMode returns the switches (edge and fabric nodes) of topo,
@@ -155,7 +156,8 @@ func runsOn(topo *netns.Topology, mode dataplane.Mode) error {
 // it to out and waits for ctx (or a dataplane's end); then it takes it all
 // down.
 func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []string, r upRun) (err error) {
-	tb, err := netns.Up(topo, netns.Options{Prefix: r.prefix, Forwarding: netns.ForwardingNone, MTU: r.mtu, LinkHeaderLen: linkHeaderLen(dataplane.Mode(r.mode))})
+	tb, err := netns.Up(topo, netns.Options{Prefix: r.prefix, Forwarding: netns.ForwardingNone, MTU: r.mtu, LinkQueues: r.linkQueues,
+		LinkHeaderLen: linkHeaderLen(dataplane.Mode(r.mode))})
 	if err != nil {
 		return err
 	}

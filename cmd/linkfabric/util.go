@@ -8,7 +8,7 @@ import (
 
 // linkQueuesFlag is --link-queues of the experiments on the pair testbed.
 func linkQueuesFlag(f *pflag.FlagSet, p *int) {
-	f.IntVar(p, "link-queues", 0, "queues of the sw1–sw2 link (0: the pair preset's 2, queue 1 LinkGuardian's priority lane); "+
+	f.IntVar(p, "link-queues", 0, "queues of every switch-to-switch link (0: the topology's; the pair preset's 2, queue 1 LinkGuardian's priority lane); "+
 		"1 lets LinkGuardian's send fast path (--lg-fast-send) send from every CPU")
 }
 
