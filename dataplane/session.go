@@ -127,7 +127,7 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 		PeerMAC:  c.PeerMAC,
 		Offer: linksession.Offer{
 			Window:  uint32(window),
-			Lanes:   uint8(w.d.Link().lanes),
+			Lanes:   uint8(w.ports[portLink].lanes), // the worker's: 1 with several (workers.go)
 			MTU:     uint16(min(c.MTU, 1<<16-1)),
 			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
 			Protect: prot,
@@ -137,7 +137,7 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 	if err != nil {
 		return err
 	}
-	*s = linkSess{sw: w, sess: sess, lanes: w.d.Link().lanes, queue: queue, stats: stats, peers: peers}
+	*s = linkSess{sw: w, sess: sess, lanes: w.ports[portLink].lanes, queue: queue, stats: stats, peers: peers}
 	s.publishSession()
 	return nil
 }
@@ -190,7 +190,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	if ev&linksession.EvReset != 0 {
 		s.lanes = int(a.Lanes)
-		sayOneLane(log, d.cfg.LinkPort, d.Link().lanes, s.lanes, &s.oneLaneSaid)
+		sayOneLane(log, d.cfg.LinkPort, s.sw.ports[portLink].lanes, s.lanes, &s.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		log.Error("link session: the peer's mode or --protect does not fit this end's (both ends must run fec, or both lg/lgnb/monitor; a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until it does",
