@@ -25,6 +25,10 @@ type PortCounters struct {
 	DownEvents atomic.Uint64
 	DownNs     atomic.Int64
 	Down       atomic.Bool
+	// downWorkers is how many workers find the port down now, downAt
+	// when the first did (worker clock: the workers share its zero).
+	downWorkers atomic.Int32
+	downAt      atomic.Int64
 	// Egress counts the port's rate limiter and egress queue (nil: the
 	// port has no rate limit).
 	Egress *EgressCounters

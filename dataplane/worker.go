@@ -642,29 +642,45 @@ func (w *worker) kickLane(k lane) (int, error) {
 		if !isDown(err) {
 			return 0, err
 		}
-		if p.downSince == 0 {
-			now := w.now()
-			p.downSince, p.retryAt = now, now+int64(downRetry)
-			c.DownEvents.Add(1)
-			c.Down.Store(true)
-			w.d.cfg.Logger.Warn("interface down: holding its frames and retrying until it is up again",
-				"dev", p.Name, "err", err)
-		}
+		w.portDown(p, c, err)
 		return 0, nil
 	}
 	w.portUp(p, c)
 	return s.TxPending(), nil
 }
 
-// portUp records that a port marked down is up again.
+// portDown marks a port down (err: what the kick said). With several
+// workers, each with its own view of the port, the first to find it down
+// counts the event and logs it.
+func (w *worker) portDown(p *Port, c *PortCounters, err error) {
+	if p.downSince != 0 {
+		return
+	}
+	now := w.now()
+	p.downSince, p.retryAt = now, now+int64(downRetry)
+	if c.downWorkers.Add(1) == 1 {
+		c.downAt.Store(now)
+		c.DownEvents.Add(1)
+		c.Down.Store(true)
+		w.d.cfg.Logger.Warn("interface down: holding its frames and retrying until it is up again",
+			"dev", p.Name, "err", err)
+	}
+}
+
+// portUp records that a port marked down is up again: the last worker to
+// find it up again counts the time it was down, from the first worker's
+// finding, and logs it.
 func (w *worker) portUp(p *Port, c *PortCounters) {
 	if p.downSince == 0 {
 		return
 	}
-	down := w.now() - p.downSince
+	p.downSince = 0
+	if c.downWorkers.Add(-1) != 0 {
+		return // another worker still finds it down
+	}
+	down := w.now() - c.downAt.Load()
 	c.DownNs.Add(down)
 	c.Down.Store(false)
-	p.downSince = 0
 	w.d.cfg.Logger.Info("interface up again", "dev", p.Name, "down_for", time.Duration(down).String())
 }
 

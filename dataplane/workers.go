@@ -102,6 +102,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -258,8 +259,10 @@ func (d *Dataplane) runWorkers(ctx context.Context) error {
 	defer cancel()
 	workers := make([]*worker, d.cfg.Workers)
 	pipes := make([]Pipeline, d.cfg.Workers)
+	epoch := time.Now() // one clock zero: the ports' down times compare
 	for i := range workers {
 		workers[i] = newWorker(d, i)
+		workers[i].epoch = epoch
 		p, err := modes[d.cfg.Mode].pipeline(workers[i])
 		if err != nil {
 			return err

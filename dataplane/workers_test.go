@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -148,7 +149,7 @@ func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Mode: mode, Workers: 2, FastPath: FastPathAuto}
+	cfg := Config{Mode: mode, Workers: workersUnderTest, FastPath: FastPathAuto}
 	if mode != ModeForward {
 		cfg.LG = LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
 	}
@@ -161,8 +162,8 @@ func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.T
 		}
 	}
 	for i, d := range []*Dataplane{sw1, sw2} {
-		if d.Workers() != 2 || len(d.umems) != 2 || d.umems[0] == d.umems[1] {
-			t.Fatalf("sw%d: %d workers, %d UMEMs; want 2 of each", i+1, d.Workers(), len(d.umems))
+		if d.Workers() != workersUnderTest || len(d.umems) != workersUnderTest || (len(d.umems) == 2 && d.umems[0] == d.umems[1]) {
+			t.Fatalf("sw%d: %d workers, %d UMEMs; want %d distinct", i+1, d.Workers(), len(d.umems), workersUnderTest)
 		}
 		for _, f := range d.FastPath() {
 			if f.Path != FastPathAFXDP {
@@ -490,5 +491,91 @@ func TestWorkersLGRestart(t *testing.T) {
 		if w.Ports[portHost].TX.Frames < workerFlows*1000/10 {
 			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[portHost].TX.Frames)
 		}
+	}
+}
+
+// TestWorkersLGLinkFlap: lg with two workers per switch; sw1's link port
+// goes down for 1 s while 16 flows run. Both workers keep running (each
+// finds the port down on its own queue), the port counts one down event,
+// nothing is delivered twice or out of order in any flow, both lane
+// sessions are up afterwards, and a second run is delivered whole.
+func TestWorkersLGLinkFlap(t *testing.T) {
+	tb, sw1, sw2, _ := upWorkersSwitches(t, ModeLG, nil)
+	ns1 := tb.NS("sw1")
+	ran := make(chan *flowRun)
+	go func() { ran <- udpFlows(t, tb, workerFlows, 3000, workerSize, 16000) }() // 3 s
+	time.Sleep(time.Second)
+	ipIn(t, ns1, "link", "set", "link0", "down")
+	time.Sleep(time.Second)
+	ipIn(t, ns1, "link", "set", "link0", "up")
+	r := <-ran
+	missing, dups, ooo, detail := r.check()
+	t.Logf("across the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	if dups > 0 || ooo > 0 {
+		for _, l := range detail {
+			t.Error(l)
+		}
+	}
+	for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
+		if gone, err := s.exited(); gone {
+			t.Fatalf("%s's dataplane exited during the flap: %v", name, err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		up := 0
+		for _, s := range append(sw1.d.LaneLGStats(), sw2.d.LaneLGStats()...) {
+			if s.Session.Snapshot().State == "up" {
+				up++
+			}
+		}
+		if up == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 lane sessions up 5 s after the flap", up)
+		}
+	}
+	st := sw1.d.Stats()
+	t.Logf("sw1 link port: %+v", st.Link)
+	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
+		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event (however many workers found it down), a positive time, up now",
+			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
+	}
+	r = udpFlows(t, tb, workerFlows, 1000, workerSize, workerRate)
+	missing, dups, ooo, detail = r.check()
+	t.Logf("after the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	for _, l := range detail {
+		t.Error(l)
+	}
+}
+
+// workersUnderTest is how many workers upWorkersSwitches starts (a test
+// may compare with one on the same testbed).
+var workersUnderTest = 2
+
+// TestWorkersPortDownCountedOnce: two workers' views of one port find it
+// down and up again at different times: one down event, down from the
+// first finding to the last worker's up, Down until then.
+func TestWorkersPortDownCountedOnce(t *testing.T) {
+	d := &Dataplane{cfg: Config{Logger: slog.New(slog.DiscardHandler)}}
+	epoch := time.Now()
+	var c PortCounters
+	w0 := &worker{d: d, epoch: epoch}
+	w1 := &worker{d: d, epoch: epoch}
+	p0, p1 := &Port{Name: "link0"}, &Port{Name: "link0"}
+	w0.portDown(p0, &c, unix.ENETDOWN)
+	time.Sleep(2 * time.Millisecond)
+	w1.portDown(p1, &c, unix.ENETDOWN)
+	w1.portDown(p1, &c, unix.ENETDOWN) // still down: nothing new
+	if c.DownEvents.Load() != 1 || !c.Down.Load() {
+		t.Fatalf("after two workers found it down: %d events, down %v; want 1, true", c.DownEvents.Load(), c.Down.Load())
+	}
+	w0.portUp(p0, &c)
+	if !c.Down.Load() || c.DownNs.Load() != 0 {
+		t.Errorf("one of two workers up again: down %v, %v counted; want still down, nothing counted", c.Down.Load(), time.Duration(c.DownNs.Load()))
+	}
+	w1.portUp(p1, &c)
+	if c.Down.Load() || c.DownNs.Load() < int64(2*time.Millisecond) || c.DownEvents.Load() != 1 {
+		t.Errorf("both up again: down %v for %v, %d events; want up, at least 2ms, 1 event", c.Down.Load(), time.Duration(c.DownNs.Load()), c.DownEvents.Load())
 	}
 }
