@@ -99,6 +99,7 @@ package dataplane
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -298,4 +299,47 @@ func (d *Dataplane) runWorkers(ctx context.Context) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// LaneTotals is the LinkGuardian core counters summed over every lane
+// (Core of each of LaneLGStats): the sender's, receiver's and port's
+// counters and the per-class and priority-lane frames are added up (a
+// peak is the sum of the lanes' peaks, an upper bound of the link's);
+// timers, thresholds, N, buffer sizes and the lane flags are lane 0's.
+// With one worker it is LGStats().Core().
+func (d *Dataplane) LaneTotals() LGCore {
+	if len(d.laneLG) == 0 {
+		return LGCore{}
+	}
+	sum := d.laneLG[0].Core()
+	for _, s := range d.laneLG[1:] {
+		c := s.Core()
+		addCounters(&sum.Port, &c.Port)
+		if sum.Sender != nil && c.Sender != nil {
+			addCounters(sum.Sender, c.Sender)
+		}
+		if sum.Receiver != nil && c.Receiver != nil {
+			addCounters(sum.Receiver, c.Receiver)
+		}
+		sum.PriorityFrames += c.PriorityFrames
+		sum.HeldByCreditNs += c.HeldByCreditNs
+		sum.HeldByPauseNs += c.HeldByPauseNs
+		for i := range sum.ClassFrames {
+			sum.ClassFrames[i] += c.ClassFrames[i]
+		}
+		sum.PausedClasses |= c.PausedClasses
+	}
+	return sum
+}
+
+// addCounters adds every uint64 field of *src to *dst (structs of
+// counters of one type: linkguardian's SenderStats, ReceiverStats,
+// PortStats).
+func addCounters[T any](dst, src *T) {
+	dv, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for i := range dv.NumField() {
+		if f := dv.Field(i); f.Kind() == reflect.Uint64 && f.CanSet() {
+			f.SetUint(f.Uint() + sv.Field(i).Uint())
+		}
+	}
 }

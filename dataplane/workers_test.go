@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
@@ -577,5 +578,35 @@ func TestWorkersPortDownCountedOnce(t *testing.T) {
 	w1.portUp(p1, &c)
 	if c.Down.Load() || c.DownNs.Load() < int64(2*time.Millisecond) || c.DownEvents.Load() != 1 {
 		t.Errorf("both up again: down %v for %v, %d events; want up, at least 2ms, 1 event", c.Down.Load(), time.Duration(c.DownNs.Load()), c.DownEvents.Load())
+	}
+}
+
+// TestLaneTotals: the lanes' core counters add up field by field; timers
+// stay lane 0's.
+func TestLaneTotals(t *testing.T) {
+	d := &Dataplane{}
+	if c := d.LaneTotals(); c.Sender != nil || c.Receiver != nil {
+		t.Errorf("no lanes: %+v", c)
+	}
+	for i := range 2 {
+		s := &LGStats{}
+		s.core = LGCore{
+			Sender:         &linkguardian.SenderStats{DataSent: uint64(10 + i), RetxCopies: 3, TxBufPeakFrames: 7},
+			Receiver:       &linkguardian.ReceiverStats{Delivered: uint64(100 * (i + 1)), Recovered: 5, FastDelivered: 1},
+			Port:           linkguardian.PortStats{Resets: 1},
+			AckNoTimeout:   int64(1000 * (i + 1)),
+			PriorityFrames: 2,
+		}
+		s.core.ClassFrames[3] = uint64(i + 1)
+		d.laneLG = append(d.laneLG, s)
+	}
+	c := d.LaneTotals()
+	if c.Sender.DataSent != 21 || c.Sender.RetxCopies != 6 || c.Sender.TxBufPeakFrames != 14 ||
+		c.Receiver.Delivered != 300 || c.Receiver.Recovered != 10 || c.Receiver.FastDelivered != 2 ||
+		c.Port.Resets != 2 || c.PriorityFrames != 4 || c.ClassFrames[3] != 3 || c.AckNoTimeout != 1000 {
+		t.Errorf("totals %+v sender %+v receiver %+v", c, *c.Sender, *c.Receiver)
+	}
+	if d.laneLG[0].Core().Sender.DataSent != 10 {
+		t.Error("LaneTotals changed lane 0's own counters")
 	}
 }

@@ -254,7 +254,9 @@ each with its own sequence space and link session, and no separate priority queu
 (control goes ahead of data within each lane's queue). Both ends need the same
 --workers. Several workers use AF_XDP only (--fastpath xdp is refused) and refuse
 --pfc and --port-rate. 'linkfabric stats' shows each worker's share under
-dataplane.workers and each lane's LinkGuardian under linkguardian_lanes. On a real
+dataplane.workers, the lanes' LinkGuardian counters summed in linkguardian.core
+(histograms and timers there are lane 0's) and each lane's whole LinkGuardian
+document under linkguardian_lanes. On a real
 NIC the peer's RSS picks the RX queue: steer lane i's frames to queue i
 (docs/workers.md); on veth a frame sent on queue i arrives on queue i.
 
@@ -724,7 +726,11 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 		doc["linkguardian"] = lgDoc(s)
 	}
 	if lanes := d.LaneLGStats(); len(lanes) > 1 {
-		// One LinkGuardian per lane (--workers): "linkguardian" is lane 0's.
+		// One LinkGuardian per lane (--workers): "linkguardian" has the
+		// lanes' counters summed in its core, the rest is lane 0's; each
+		// lane's whole document is in "linkguardian_lanes".
+		lg := doc["linkguardian"].(map[string]any)
+		lg["core"], lg["lanes"] = d.LaneTotals(), len(lanes)
 		var docs []any
 		for _, s := range lanes {
 			docs = append(docs, lgDoc(s))

@@ -53,6 +53,17 @@ func TestRunWorkers(t *testing.T) {
 			t.Fatalf("%d of 2 lane sessions up on sw1: %v", lanesUp(doc), doc["linkguardian_lanes"])
 		}
 	}
+	lg, _ := doc["linkguardian"].(map[string]any)
+	lanes, _ := doc["linkguardian_lanes"].([]any)
+	var sent uint64
+	for _, l := range lanes {
+		m, _ := l.(map[string]any)
+		sent += num(m, "core", "sender", "DataSent")
+	}
+	if num(lg, "lanes") != 2 || num(lg, "core", "sender", "DataSent") != sent || sent == 0 {
+		t.Errorf("linkguardian: lanes %d, core.sender.DataSent %d; want 2 lanes and the lanes' sum %d (> 0: the pings)",
+			num(lg, "lanes"), num(lg, "core", "sender", "DataSent"), sent)
+	}
 	dp, _ := doc["dataplane"].(map[string]any)
 	workers, _ := dp["workers"].([]any)
 	if len(workers) != 2 {
