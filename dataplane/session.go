@@ -112,9 +112,13 @@ type linkSess struct {
 	queue       *classQueues
 	stats       *SessionStats
 	// peers names the modes whose peer fits this end, for warnings.
-	peers                   string
-	blockedSince, warnedAt  int64
-	notUpSince              int64 // when the session was first found not up
+	peers                  string
+	blockedSince, warnedAt int64
+	notUpSince             int64 // when the session was first found not up
+	// restartAt is when the peer last restarted; turnsSaid: two peers
+	// taking turns was logged.
+	restartAt               int64
+	turnsSaid               bool
 	sessDropped, sessPassed uint64
 }
 
@@ -187,6 +191,15 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	if ev&linksession.EvPeerRestart != 0 {
 		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
 			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
+		// A peer that "restarts" again within a second is two peers
+		// taking turns: most likely the other end runs several workers
+		// (one session per queue) and this one fewer, or the reverse.
+		if s.restartAt != 0 && now-s.restartAt < int64(time.Second) && !s.turnsSaid {
+			s.turnsSaid = true
+			log.Error("link session: the peer restarts again and again: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
+				"dev", d.cfg.LinkPort, "local_workers", d.cfg.Workers)
+		}
+		s.restartAt = now
 	}
 	if ev&linksession.EvReset != 0 {
 		s.lanes = int(a.Lanes)

@@ -610,3 +610,36 @@ func TestLaneTotals(t *testing.T) {
 		t.Error("LaneTotals changed lane 0's own counters")
 	}
 }
+
+// TestWorkersMismatchSaid: sw1 runs lg with 2 workers (a session per
+// queue), sw2 with 1 (one session, queue 1 its priority lane). sw2 sees two
+// peers take turns; it says so, naming --workers, and the link delivers
+// nothing rather than anything stale.
+func TestWorkersMismatchSaid(t *testing.T) {
+	netns.RequireRoot(t)
+	topo, err := netns.Preset("pair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range topo.Links {
+		topo.Links[i].Queues = 2
+	}
+	tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfq6"), Forwarding: netns.ForwardingNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, Workers: 2})
+	buf, log := newLogBuffer()
+	startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG, Logger: log})
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), "same --workers"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sw2 (1 worker) facing 2 workers did not say so within 5 s:\n%s", buf.String())
+		}
+	}
+	r := udpFlows(t, tb, 4, 100, 200, 2000)
+	missing, dups, ooo, _ := r.check()
+	t.Logf("through mismatched ends: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	if dups > 0 || ooo > 0 {
+		t.Errorf("mismatched ends delivered %d duplicates and %d out of order", dups, ooo)
+	}
+}
