@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -641,5 +642,57 @@ func TestWorkersMismatchSaid(t *testing.T) {
 	t.Logf("through mismatched ends: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
 	if dups > 0 || ooo > 0 {
 		t.Errorf("mismatched ends delivered %d duplicates and %d out of order", dups, ooo)
+	}
+}
+
+// TestWorkersTCP: iperf3 -P 16 h1→h2 through lg with two workers per
+// switch and 1 % loss on sw1→sw2 runs to completion, the streams spread
+// over both workers (16 streams: h1 hashes each to a queue, and all on one
+// has odds 2^-15), and both lanes recovered losses with none given up.
+func TestWorkersTCP(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		netns.RequireRoot(t)
+		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
+	}
+	tb, sw1, sw2 := upWorkersBed(t, ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 62})
+	h1, h2 := tb.NS("h1"), tb.NS("h2")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5306")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	var out []byte
+	var err error
+	for i := 0; i < 30; i++ {
+		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5306", "-P", "16", "-t", "3", "-i", "0", "--connect-timeout", "3000").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Connection refused") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 -P 16 through lg with 2 workers: %v\n%s", err, lastLines(string(out), 8))
+	}
+	t.Logf("iperf3 -P 16:\n%s", lastLines(string(out), 4))
+	for i, d := range []*Dataplane{sw1, sw2} {
+		for _, w := range d.Stats().Workers {
+			in := w.Ports[portHost].RX.Frames
+			if i == 1 {
+				in = w.Ports[portLink].RX.Frames
+			}
+			t.Logf("sw%d worker %d: %d frames in", i+1, w.Worker, in)
+			if in < 1000 {
+				t.Errorf("sw%d worker %d took %d frames in: the 16 streams did not spread over both queues", i+1, w.Worker, in)
+			}
+		}
+	}
+	for i, s := range sw2.LaneLGStats() {
+		rs := waitLaneCore(t, s).Receiver
+		t.Logf("lane %d: sw2 detected %d lost, recovered %d, gave up %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
+		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 {
+			t.Errorf("lane %d: sw2 detected %d lost, recovered %d, gave up %d; want losses, all recovered", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
+		}
 	}
 }
