@@ -12,7 +12,10 @@
 // allocation, takes no lock and uses no Go timer: it receives a batch, runs
 // it through the pipeline, places what the pipeline sends on the TX rings
 // (priority lanes first), kicks, reclaims completions and refills the fill
-// rings, all from one goroutine locked to its OS thread.
+// rings, all from one goroutine locked to its OS thread. With
+// Config.Workers > 1 there is one such worker per queue, each with its own
+// UMEM and pipeline (workers.go: the design, and the plan for 16 queues on
+// a real NIC).
 package dataplane
 
 import (
