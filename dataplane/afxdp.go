@@ -131,7 +131,7 @@ func (d *Dataplane) bindSockets() error {
 // bindAll binds every port's sockets in mode (ModeZeroCopy or ModeCopy).
 func (d *Dataplane) bindAll(mode xdp.BindMode) error {
 	for _, p := range d.all {
-		if err := p.bind(d.umem, &d.cfg, mode); err != nil {
+		if err := p.bind(d.umems, &d.cfg, mode); err != nil {
 			return err
 		}
 	}

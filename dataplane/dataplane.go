@@ -12,7 +12,10 @@
 // allocation, takes no lock and uses no Go timer: it receives a batch, runs
 // it through the pipeline, places what the pipeline sends on the TX rings
 // (priority lanes first), kicks, reclaims completions and refills the fill
-// rings, all from one goroutine locked to its OS thread.
+// rings, all from one goroutine locked to its OS thread. With
+// Config.Workers > 1 there is one such worker per queue, each with its own
+// UMEM and pipeline (workers.go: the design, and the plan for 16 queues on
+// a real NIC).
 package dataplane
 
 import (
@@ -83,6 +86,15 @@ type Config struct {
 	// asked to. In copy mode the kernel needs a syscall per kick either way.
 	NoNeedWakeup bool
 
+	// Workers is how many worker loops run (workers.go), each on its own
+	// locked OS thread, worker i owning queue i of every port with its own
+	// UMEM and its own pipeline (a LinkGuardian instance per lane). Every
+	// port needs at least Workers RX and TX queues. Default 1: one worker
+	// owns every queue (and a link port's queue 1 is the priority lane).
+	// More than one runs modes forward, lg, lgnb and monitor on AF_XDP
+	// only (no kernel fast path, no --pfc, no --port-rate).
+	Workers int
+
 	// BusyPoll spins on the rings instead of sleeping in poll(2): lower
 	// latency, but it keeps one core busy.
 	BusyPoll bool
@@ -151,6 +163,9 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("dataplane: %w", err)
 	}
 	if err := c.checkPorts(); err != nil {
+		return err
+	}
+	if err := c.checkWorkers(); err != nil {
 		return err
 	}
 	if c.FrameSize == 0 {
@@ -245,14 +260,20 @@ func (c *Config) defaults() error {
 // Dataplane is a node's running ports. Create it with New, run it with Run,
 // release it with Close.
 type Dataplane struct {
-	cfg   Config
-	umem  *xdp.Umem
+	cfg  Config
+	umem *xdp.Umem // worker 0's (umems[0])
+	// umems are the workers' UMEMs, one each: worker i's sockets (queue
+	// i, i+Workers, ... of every port) are bound on umems[i].
+	umems []*xdp.Umem
 	all   []*Port // in the worker's numbering
 	ports Ports
 	stats Stats
 
-	linkMAC   [6]byte
-	lgStats   *LGStats   // modes lg and lgnb
+	linkMAC [6]byte
+	lgStats *LGStats // modes lg and lgnb (lane 0's with several workers)
+	// laneLG are each lane's LinkGuardian statistics (one per worker;
+	// laneLG[0] is lgStats).
+	laneLG    []*LGStats
 	cellStats *CellStats // mode cells
 	fast      *fastPath  // modes forward, lg, lgnb, monitor
 	fecStats  *FECStats  // mode fec
@@ -284,6 +305,10 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	names := cfg.portNames()
 	d.ports = newPorts(len(cfg.HostPorts), len(cfg.LinkPorts))
 	d.stats.Ports = make([]PortCounters, len(names))
+	d.stats.Workers = make([]WorkerCounters, cfg.Workers)
+	for i := range d.stats.Workers {
+		d.stats.Workers[i].Ports = make([]WorkerPortCounters, len(names))
+	}
 	sockets := 0
 	for i, ifname := range names {
 		role := d.ports.Role(i)
@@ -306,22 +331,34 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := cfg.checkPortQueues(p); err != nil {
+			p.close()
+			return nil, err
+		}
 		d.all = append(d.all, p)
-		sockets += p.queues
 		c := &d.stats.Ports[i]
 		c.Name, c.Role = ifname, role
 		if s, ok := cfg.Shape[ifname]; ok && s.Rate > 0 {
 			c.Egress = &EgressCounters{Shape: s}
 		}
 	}
+	// Each worker's UMEM is sized for its own sockets (the most any
+	// worker has; with one worker, every socket).
+	for i := range cfg.Workers {
+		sockets = max(sockets, d.workerSockets(i))
+	}
 	if err := cfg.checkSizes(sockets); err != nil {
 		return nil, err
 	}
 	d.cfg.FrameCount = cfg.FrameCount // sized for the sockets
-	d.umem, err = xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
-	if err != nil {
-		return nil, err
+	for range cfg.Workers {
+		u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: cfg.FrameSize, FrameCount: cfg.FrameCount})
+		if err != nil {
+			return nil, err
+		}
+		d.umems = append(d.umems, u)
 	}
+	d.umem = d.umems[0]
 	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+ethHeaderLen)
 	if d.umem.MultiBuffer() {
 		cfg.Logger.Info("jumbo frames: multi-buffer AF_XDP (XDP_USE_SG); frames longer than one kernel buffer are copied together in their UMEM frame",
@@ -381,7 +418,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	}
 	if cfg.Mode.linkGuardian() {
 		if d.cfg.LG.TxBuffer == 0 {
-			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, d.Link().lanes)
+			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, d.linkLanes())
 		}
 		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
 	}
@@ -396,7 +433,10 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	case cfg.Mode == ModeFEC:
 		d.fecStats = &FECStats{}
 	case cfg.Mode != ModeForward:
-		d.lgStats = &LGStats{}
+		for range cfg.Workers {
+			d.laneLG = append(d.laneLG, &LGStats{})
+		}
+		d.lgStats = d.laneLG[0]
 	}
 	if err := d.newFastPath(); err != nil {
 		return nil, err
@@ -463,7 +503,10 @@ func (d *Dataplane) Run(ctx context.Context) error {
 				"nice", n, "err", err)
 		}
 	}
-	w := newWorker(d)
+	if d.cfg.Workers > 1 {
+		return d.runWorkers(ctx)
+	}
+	w := newWorker(d, 0)
 	p, err := modes[d.cfg.Mode].pipeline(w)
 	if err != nil {
 		return err
@@ -505,10 +548,10 @@ func (d *Dataplane) Close() error {
 		errs = append(errs, p.close())
 	}
 	d.all = nil
-	if d.umem != nil {
-		errs = append(errs, d.umem.Close())
-		d.umem = nil
+	for _, u := range d.umems {
+		errs = append(errs, u.Close())
 	}
+	d.umems, d.umem = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -186,6 +186,8 @@ func (d *Dataplane) fastBlocked() string {
 	switch {
 	case cfg.FastPath == FastPathAFXDP:
 		return "--fastpath afxdp"
+	case cfg.Workers > 1:
+		return fmt.Sprintf("--workers %d runs one AF_XDP worker per queue; the kernel fast path is single-worker", cfg.Workers)
 	case cfg.BusyPoll:
 		return "--busy-poll asks for the AF_XDP path (it polls the sockets)"
 	case cfg.PFC.Enabled:

@@ -191,7 +191,10 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		pfcClass: d.cfg.LG.PFCClass,
 		pfcSpeed: d.cfg.LG.LinkSpeed,
 		local:    d.linkMAC,
-		lgs:      d.lgStats,
+		lgs:      w.lgs, // its lane's (workers.go)
+	}
+	if pl.lgs == nil { // a worker made in memory (tests)
+		pl.lgs = d.lgStats
 	}
 	p, err := linkguardian.NewEndpoint(d.cfg.LG.core(d.cfg.Mode, d.linkMAC), pl)
 	if err != nil {
@@ -448,9 +451,13 @@ func (pl *lgPipeline) periodic(now int64) {
 	p, st := pl.port, &pl.d.stats
 	if now >= pl.publishAt {
 		pl.publishAt = now + int64(20*time.Millisecond)
-		pl.sampleRate(now, int64(st.Ports[portHost].TX.Bytes.Load()))
-		pl.lgs.LinkTxRingFull.Store(st.Ports[portLink].TX.Dropped.Load())
-		pl.lgs.HostTxRingFull.Store(st.Ports[portHost].TX.Dropped.Load())
+		host, link := &st.Ports[portHost].TX, &st.Ports[portLink].TX
+		if pl.d.cfg.Workers > 1 { // this lane's own
+			host, link = &pl.w.wc.Ports[portHost].TX, &pl.w.wc.Ports[portLink].TX
+		}
+		pl.sampleRate(now, int64(host.Bytes.Load()))
+		pl.lgs.LinkTxRingFull.Store(link.Dropped.Load())
+		pl.lgs.HostTxRingFull.Store(host.Dropped.Load())
 		pl.publish(p)
 		pl.publishSession()
 		pl.tune(p)
@@ -556,7 +563,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.mu.Lock()
 	s.core.Port = p.Stats
 	s.core.PriorityLane = pl.controlLane() == lanePrio
-	if pl.d.Link().lanes > 1 {
+	if len(pl.w.laneFrames[portLink]) > 1 {
 		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause

@@ -79,10 +79,11 @@ func attachPort(role PortRole, ifname string, cfg *Config, opts bpf.PortOptions)
 }
 
 // bind binds one AF_XDP socket per receive queue in mode (ModeZeroCopy or
-// ModeCopy; the dataplane's sockets share one UMEM, so they all get the
-// first one's) and registers each in the program's XSKMAP. On failure the
-// sockets it bound are closed.
-func (p *Port) bind(umem *xdp.Umem, cfg *Config, mode xdp.BindMode) (err error) {
+// ModeCopy; the sockets of a UMEM share it, so they all get the first
+// one's) and registers each in the program's XSKMAP. Queue q is bound on
+// umems[q % len(umems)], its worker's (one UMEM: every queue on it). On
+// failure the sockets it bound are closed.
+func (p *Port) bind(umems []*xdp.Umem, cfg *Config, mode xdp.BindMode) (err error) {
 	defer func() {
 		if err != nil {
 			p.closeSockets()
@@ -97,7 +98,7 @@ func (p *Port) bind(umem *xdp.Umem, cfg *Config, mode xdp.BindMode) (err error) 
 		scfg.BusyPollBudget = cfg.Batch
 	}
 	for q := 0; q < p.queues; q++ {
-		s, err := umem.Open(p.Name, q, scfg)
+		s, err := umems[q%len(umems)].Open(p.Name, q, scfg)
 		if err != nil {
 			return err
 		}

@@ -112,9 +112,13 @@ type linkSess struct {
 	queue       *classQueues
 	stats       *SessionStats
 	// peers names the modes whose peer fits this end, for warnings.
-	peers                   string
-	blockedSince, warnedAt  int64
-	notUpSince              int64 // when the session was first found not up
+	peers                  string
+	blockedSince, warnedAt int64
+	notUpSince             int64 // when the session was first found not up
+	// restartAt is when the peer last restarted; turnsSaid: two peers
+	// taking turns was logged.
+	restartAt               int64
+	turnsSaid               bool
 	sessDropped, sessPassed uint64
 }
 
@@ -127,7 +131,7 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 		PeerMAC:  c.PeerMAC,
 		Offer: linksession.Offer{
 			Window:  uint32(window),
-			Lanes:   uint8(w.d.Link().lanes),
+			Lanes:   uint8(w.ports[portLink].lanes), // the worker's: 1 with several (workers.go)
 			MTU:     uint16(min(c.MTU, 1<<16-1)),
 			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
 			Protect: prot,
@@ -137,7 +141,7 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 	if err != nil {
 		return err
 	}
-	*s = linkSess{sw: w, sess: sess, lanes: w.d.Link().lanes, queue: queue, stats: stats, peers: peers}
+	*s = linkSess{sw: w, sess: sess, lanes: w.ports[portLink].lanes, queue: queue, stats: stats, peers: peers}
 	s.publishSession()
 	return nil
 }
@@ -187,10 +191,19 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	if ev&linksession.EvPeerRestart != 0 {
 		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
 			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
+		// A peer that "restarts" again within a second is two peers
+		// taking turns: most likely the other end runs several workers
+		// (one session per queue) and this one fewer, or the reverse.
+		if s.restartAt != 0 && now-s.restartAt < int64(time.Second) && !s.turnsSaid {
+			s.turnsSaid = true
+			log.Error("link session: the peer restarts again and again: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
+				"dev", d.cfg.LinkPort, "local_workers", d.cfg.Workers)
+		}
+		s.restartAt = now
 	}
 	if ev&linksession.EvReset != 0 {
 		s.lanes = int(a.Lanes)
-		sayOneLane(log, d.cfg.LinkPort, d.Link().lanes, s.lanes, &s.oneLaneSaid)
+		sayOneLane(log, d.cfg.LinkPort, s.sw.ports[portLink].lanes, s.lanes, &s.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		log.Error("link session: the peer's mode or --protect does not fit this end's (both ends must run fec, or both lg/lgnb/monitor; a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until it does",

@@ -25,6 +25,10 @@ type PortCounters struct {
 	DownEvents atomic.Uint64
 	DownNs     atomic.Int64
 	Down       atomic.Bool
+	// downWorkers is how many workers find the port down now, downAt
+	// when the first did (worker clock: the workers share its zero).
+	downWorkers atomic.Int32
+	downAt      atomic.Int64
 	// Egress counts the port's rate limiter and egress queue (nil: the
 	// port has no rate limit).
 	Egress *EgressCounters
@@ -54,6 +58,8 @@ type Stats struct {
 	// PFC counts the class queues' PFC (modes whose host frames wait in
 	// them: lg, lgnb, monitor, fec, and forward with --pfc).
 	PFC PFCCounters
+	// Workers count each worker's share (workers.go), one per worker.
+	Workers []WorkerCounters
 }
 
 // DirSnapshot is a point-in-time copy of DirCounters.
@@ -107,6 +113,9 @@ type Snapshot struct {
 	FramesExhausted uint64        `json:"umem_frames_exhausted"`
 	Polls           uint64        `json:"polls"`
 	Loops           uint64        `json:"loops"`
+	// Workers is each worker's share of the ports' counters above (only
+	// with --workers above 1; worker i owns queue i of every port).
+	Workers []WorkerSnapshot `json:"workers,omitempty"`
 }
 
 func (c *DirCounters) snapshot() DirSnapshot {
@@ -136,6 +145,7 @@ func (d *Dataplane) Stats() Snapshot {
 		FramesExhausted: s.FramesExhausted.Load(),
 		Polls:           s.Polls.Load(),
 		Loops:           s.Loops.Load(),
+		Workers:         d.workerSnapshots(),
 	}
 	if d.cfg.classQueued() {
 		snap.PFC = s.PFC.snapshot(&d.cfg.PFC)

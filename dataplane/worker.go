@@ -146,7 +146,12 @@ func (t *Tx) Alloc() (uint64, bool) {
 // worker is the loop that owns every ring of the node's ports. One
 // goroutine, locked to its OS thread; nothing in it allocates per frame.
 type worker struct {
-	d        *Dataplane
+	d *Dataplane
+	// idx is the worker's number: it owns queue idx of every port
+	// (workers.go); wc are its own counters.
+	idx      int
+	wc       *WorkerCounters
+	lgs      *LGStats // its lane's LinkGuardian statistics (nil: not lg)
 	umem     *xdp.Umem
 	refs     *frameRefs
 	ports    []*Port
@@ -192,12 +197,14 @@ type lane struct {
 	s          *xdp.Socket
 }
 
-func newWorker(d *Dataplane) *worker {
+func newWorker(d *Dataplane, idx int) *worker {
 	w := &worker{
 		d:     d,
-		umem:  d.umem,
-		refs:  newFrameRefs(d.umem),
-		ports: d.all,
+		idx:   idx,
+		wc:    &d.stats.Workers[idx],
+		umem:  d.umems[idx],
+		refs:  newFrameRefs(d.umems[idx]),
+		ports: d.workerPorts(idx),
 		descs: make([]xdp.Desc, d.cfg.Batch),
 		addrs: make([]uint64, d.cfg.Batch),
 		busy:  d.cfg.BusyPoll,
@@ -215,12 +222,18 @@ func newWorker(d *Dataplane) *worker {
 			w.shaped = make([]xdp.Desc, 0, d.cfg.RingSize)
 		}
 	}
+	if d.laneLG != nil {
+		w.lgs = d.laneLG[idx]
+	}
 	w.sealed = make([]bool, n)
 	if d.cfg.Mode != ModeForward && d.cfg.LG.Integrity != linkcrc.Off {
 		for _, p := range d.ports.Links {
 			w.sealed[p] = true
 		}
 		w.integrity = d.integrityStats()
+		if w.lgs != nil {
+			w.integrity = &w.lgs.Integrity
+		}
 	}
 	w.tx.w = w
 	w.tx.lists = make([][][]xdp.Desc, n)
@@ -246,9 +259,9 @@ func newWorker(d *Dataplane) *worker {
 	w.kicks = w.kick
 	w.poller = xdp.NewPoller(w.all...)
 	w.maxChain = max(d.maxChain, 1)
-	if d.umem.MultiBuffer() {
+	if w.umem.MultiBuffer() {
 		w.chains = make([]chainRx, len(w.rx))
-		w.chain = make([]xdp.Desc, 0, int(d.cfg.RingSize)+d.umem.MaxChain())
+		w.chain = make([]xdp.Desc, 0, int(d.cfg.RingSize)+w.umem.MaxChain())
 	}
 	return w
 }
@@ -326,6 +339,7 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 	}
 	for !stop.Load() {
 		st.Loops.Add(1)
+		w.wc.Loops.Add(1)
 		now := w.now()
 		moved := 0
 		for i, r := range w.rx {
@@ -345,7 +359,7 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 			if w.chains != nil {
 				got = w.gather(&w.chains[i], r.port, got)
 			}
-			countRx(w.counters[r.port], got)
+			countRx(w.counters[r.port], got, &w.wc.Ports[r.port].RX)
 			if got = w.checkRx(r.port, got); len(got) > 0 {
 				p.Receive(now, r.port, r.lane, got, &w.tx)
 			}
@@ -483,6 +497,12 @@ func (w *worker) place(k lane, list []xdp.Desc, counted bool) {
 	if n < len(list) {
 		c.TX.Dropped.Add(uint64(len(list) - n))
 	}
+	if w.wc != nil { // nil: a worker driven in memory (tests)
+		wc := &w.wc.Ports[k.port].TX
+		wc.Frames.Add(uint64(n))
+		wc.Bytes.Add(bytes)
+		wc.Dropped.Add(uint64(len(list) - n))
+	}
 }
 
 // shape queues list in k's port's shaper (a frame in the queue counts as
@@ -522,18 +542,22 @@ func (w *worker) idle(timeout time.Duration) error {
 		return nil
 	}
 	w.d.stats.Polls.Add(1)
+	w.wc.Polls.Add(1)
 	_, err := w.poller.Wait(timeout)
 	return err
 }
 
-// countRx counts a received batch on c and returns its bytes.
-func countRx(c *PortCounters, descs []xdp.Desc) uint64 {
+// countRx counts a received batch on c and on its worker's wc, and
+// returns its bytes.
+func countRx(c *PortCounters, descs []xdp.Desc, wc *DirCounters) uint64 {
 	var bytes uint64
 	for i := range descs {
 		bytes += uint64(descs[i].Len)
 	}
 	c.RX.Frames.Add(uint64(len(descs)))
 	c.RX.Bytes.Add(bytes)
+	wc.Frames.Add(uint64(len(descs)))
+	wc.Bytes.Add(bytes)
 	return bytes
 }
 
@@ -633,29 +657,45 @@ func (w *worker) kickLane(k lane) (int, error) {
 		if !isDown(err) {
 			return 0, err
 		}
-		if p.downSince == 0 {
-			now := w.now()
-			p.downSince, p.retryAt = now, now+int64(downRetry)
-			c.DownEvents.Add(1)
-			c.Down.Store(true)
-			w.d.cfg.Logger.Warn("interface down: holding its frames and retrying until it is up again",
-				"dev", p.Name, "err", err)
-		}
+		w.portDown(p, c, err)
 		return 0, nil
 	}
 	w.portUp(p, c)
 	return s.TxPending(), nil
 }
 
-// portUp records that a port marked down is up again.
+// portDown marks a port down (err: what the kick said). With several
+// workers, each with its own view of the port, the first to find it down
+// counts the event and logs it.
+func (w *worker) portDown(p *Port, c *PortCounters, err error) {
+	if p.downSince != 0 {
+		return
+	}
+	now := w.now()
+	p.downSince, p.retryAt = now, now+int64(downRetry)
+	if c.downWorkers.Add(1) == 1 {
+		c.downAt.Store(now)
+		c.DownEvents.Add(1)
+		c.Down.Store(true)
+		w.d.cfg.Logger.Warn("interface down: holding its frames and retrying until it is up again",
+			"dev", p.Name, "err", err)
+	}
+}
+
+// portUp records that a port marked down is up again: the last worker to
+// find it up again counts the time it was down, from the first worker's
+// finding, and logs it.
 func (w *worker) portUp(p *Port, c *PortCounters) {
 	if p.downSince == 0 {
 		return
 	}
-	down := w.now() - p.downSince
+	p.downSince = 0
+	if c.downWorkers.Add(-1) != 0 {
+		return // another worker still finds it down
+	}
+	down := w.now() - c.downAt.Load()
 	c.DownNs.Add(down)
 	c.Down.Store(false)
-	p.downSince = 0
 	w.d.cfg.Logger.Info("interface up again", "dev", p.Name, "down_for", time.Duration(down).String())
 }
 

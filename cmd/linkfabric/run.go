@@ -245,6 +245,21 @@ A link port with a single TX queue has no priority lane: PFC, loss notifications
 retransmissions and session frames are placed ahead of data within its one queue,
 the log says so once, and the link session agrees on one lane at both ends.
 
+One worker per queue: --workers N (default 1) runs N worker loops, each on its
+own thread, worker i owning queue i of every port with its own AF_XDP sockets,
+UMEM and pipeline. Every port needs N RX and TX queues (ethtool -L DEV combined N
+on a NIC; queues: N in a testbed topology). forward forwards host queue i ⇄ link
+queue i; lg, lgnb and monitor run one LinkGuardian instance per lane (queue),
+each with its own sequence space and link session, and no separate priority queue
+(control goes ahead of data within each lane's queue). Both ends need the same
+--workers. Several workers use AF_XDP only (--fastpath xdp is refused) and refuse
+--pfc and --port-rate. 'linkfabric stats' shows each worker's share under
+dataplane.workers, the lanes' LinkGuardian counters summed in linkguardian.core
+(histograms and timers there are lane 0's) and each lane's whole LinkGuardian
+document under linkguardian_lanes. On a real
+NIC the peer's RSS picks the RX queue: steer lane i's frames to queue i
+(docs/workers.md); on veth a frame sent on queue i arrives on queue i.
+
 Jumbo frames: the XDP programs are loaded with frags (multi-buffer XDP), so
 native XDP takes any MTU on veth (and on NICs whose drivers have multi-buffer
 XDP), and the fast path redirects jumbo frames in the kernel. The AF_XDP path
@@ -403,6 +418,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&cfg.FEC.Immediate, "fec-immediate", false, "fec: deliver frames as they arrive or are rebuilt, out of order (default: in order, waiting up to --fec-wait)")
 	f.DurationVar(&cfg.FEC.Window, "fec-window", 0, "fec: the loss monitor's moving window (default 2s; the rate counts from 10^4 frames in it)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
+	f.IntVar(&cfg.Workers, "workers", 1, "worker loops, one per queue: worker i owns queue i of every port (ports need this many RX and TX queues; several use AF_XDP only)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
 	f.StringVar(&fastPath, "fastpath", "auto", "forward: auto (the kernel path where possible, AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); lg/lgnb/monitor: xdp delivers in-order received frames in the kernel (auto and afxdp keep the worker path); other modes use AF_XDP")
@@ -709,6 +725,18 @@ func statsDoc(d *dataplane.Dataplane) map[string]any {
 	doc := map[string]any{"dataplane": d.Stats()}
 	if s := d.LGStats(); s != nil {
 		doc["linkguardian"] = lgDoc(s)
+	}
+	if lanes := d.LaneLGStats(); len(lanes) > 1 {
+		// One LinkGuardian per lane (--workers): "linkguardian" has the
+		// lanes' counters summed in its core, the rest is lane 0's; each
+		// lane's whole document is in "linkguardian_lanes".
+		lg := doc["linkguardian"].(map[string]any)
+		lg["core"], lg["lanes"] = d.LaneTotals(), len(lanes)
+		var docs []any
+		for _, s := range lanes {
+			docs = append(docs, lgDoc(s))
+		}
+		doc["linkguardian_lanes"] = docs
 	}
 	if s := d.CellStats(); s != nil {
 		doc["cells"] = cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}

@@ -1,0 +1,698 @@
+package dataplane
+
+// One worker per queue (workers.go): unit checks of the configuration and
+// of each worker's view of the ports, then a pair testbed whose every veth
+// has two queues, two workers per switch, and UDP flows spread over both
+// queues (h1's kernel hashes each flow to a TX queue; on veth a frame sent
+// on queue i arrives on the peer's queue i, so each flow stays on one
+// lane end to end).
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/xdp"
+	"golang.org/x/sys/unix"
+)
+
+// TestWorkersConfig: --workers defaults to 1, takes 1 to 16, and with more
+// than one refuses the modes, the fast path and the features that need one
+// worker, each error naming the flags.
+func TestWorkersConfig(t *testing.T) {
+	c := Config{Mode: ModeLG}
+	if err := c.checkWorkers(); err != nil || c.Workers != 1 {
+		t.Errorf("default: workers %d, %v; want 1", c.Workers, err)
+	}
+	for _, n := range []int{2, 16} {
+		for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor} {
+			c := Config{Mode: m, Workers: n, FastPath: FastPathAuto}
+			if err := c.checkWorkers(); err != nil {
+				t.Errorf("--workers %d mode %s: %v", n, m, err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"negative", Config{Mode: ModeForward, Workers: -1}, []string{"--workers -1", "1 to 16"}},
+		{"too many", Config{Mode: ModeForward, Workers: 17}, []string{"--workers 17"}},
+		{"cells", Config{Mode: ModeCells, Workers: 2}, []string{"--workers 2", "mode cells"}},
+		{"fec", Config{Mode: ModeFEC, Workers: 2}, []string{"--workers 2", "mode fec"}},
+		{"fast path", Config{Mode: ModeLG, Workers: 2, FastPath: FastPathXDP}, []string{"--workers 2", "--fastpath xdp", "single-worker"}},
+		{"pfc", Config{Mode: ModeForward, Workers: 2, PFC: PFCConfig{Enabled: true}}, []string{"--workers 2", "--pfc"}},
+		{"rate", Config{Mode: ModeForward, Workers: 2, Shape: map[string]PortShape{"link0": {Rate: 1e9}}}, []string{"--workers 2", "--port-rate"}},
+	} {
+		err := tc.cfg.checkWorkers()
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not name %q", tc.name, err, w)
+			}
+		}
+	}
+	// A port with too few queues: the error names the interface, what it
+	// has and the fixes.
+	c = Config{Workers: 2, Netns: "lfsw1"}
+	p := &Port{Name: "link0", Role: RoleLink, queues: 2, txQueues: 1}
+	err := c.checkPortQueues(p)
+	if err == nil {
+		t.Fatal("a port with one TX queue was accepted for 2 workers")
+	}
+	for _, w := range []string{"link0", "namespace lfsw1", "2 RX and 1 TX", "ethtool -L link0 combined 2", "queues: 2"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not name %q", err, w)
+		}
+	}
+	if err := c.checkPortQueues(&Port{Name: "host0", queues: 4, txQueues: 2}); err != nil {
+		t.Errorf("4 RX and 2 TX queues for 2 workers: %v", err)
+	}
+}
+
+// TestWorkerPorts: worker i's view of a port holds the sockets of queues
+// i, i+N, ... (queue i first, the one it transmits on), one lane and its
+// own link state; with one worker the view is the ports themselves. The
+// UMEM of each worker is sized for the most sockets any worker has.
+func TestWorkerPorts(t *testing.T) {
+	socks := func(n int) []*xdp.Socket {
+		s := make([]*xdp.Socket, n)
+		for i := range s {
+			s[i] = new(xdp.Socket)
+		}
+		return s
+	}
+	host := &Port{Name: "host0", socks: socks(3), queues: 3, txQueues: 3, lanes: 3, downSince: 7}
+	link := &Port{Name: "link0", socks: socks(2), queues: 2, txQueues: 2, lanes: 2}
+	d := &Dataplane{all: []*Port{host, link}, cfg: Config{Workers: 2}}
+	if got := [2]int{d.workerSockets(0), d.workerSockets(1)}; got != [2]int{3, 2} {
+		t.Errorf("sockets per worker %v; want [3 2] (host0 queues 0,2 and link0 queue 0; host0 queue 1 and link0 queue 1)", got)
+	}
+	for i, want := range [][2][]int{{{0, 2}, {0}}, {{1}, {1}}} {
+		ps := d.workerPorts(i)
+		for j, p := range ps {
+			orig := d.all[j]
+			if p == orig {
+				t.Fatalf("worker %d: %s is the dataplane's port, not a copy", i, p.Name)
+			}
+			if len(p.socks) != len(want[j]) || p.queues != len(want[j]) || p.lanes != 1 || p.downSince != 0 {
+				t.Errorf("worker %d %s: %d sockets, queues %d, lanes %d, down since %d; want queues %v, 1 lane, up", i, p.Name, len(p.socks), p.queues, p.lanes, p.downSince, want[j])
+				continue
+			}
+			for k, q := range want[j] {
+				if p.socks[k] != orig.socks[q] {
+					t.Errorf("worker %d %s: socket %d is not queue %d's", i, p.Name, k, q)
+				}
+			}
+		}
+	}
+	d.cfg.Workers = 1
+	if ps := d.workerPorts(0); ps[0] != host || ps[1] != link {
+		t.Error("one worker: the view is not the dataplane's own ports")
+	}
+}
+
+// upWorkersBed brings up the pair testbed with two queues on every veth
+// (prefix lfq6) and starts mode with two workers on both switches; imp (if
+// not nil) impairs sw1→sw2 at sw2's link port.
+func upWorkersBed(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.Testbed, *Dataplane, *Dataplane) {
+	t.Helper()
+	tb, sw1, sw2, _ := upWorkersSwitches(t, mode, imp)
+	return tb, sw1.d, sw2.d
+}
+
+// upWorkersSwitches is upWorkersBed returning the running switches and the
+// configuration they run (to restart one).
+func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.Testbed, *runningSwitch, *runningSwitch, Config) {
+	t.Helper()
+	netns.RequireRoot(t)
+	topo, err := netns.Preset("pair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range topo.Links {
+		topo.Links[i].Queues = 2
+	}
+	tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfq6"), Forwarding: netns.ForwardingNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Mode: mode, Workers: workersUnderTest, FastPath: FastPathAuto}
+	if mode != ModeForward {
+		cfg.LG = LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+	}
+	rs1 := startWatched(t, tb.NS("sw1"), cfg)
+	rs2 := startWatched(t, tb.NS("sw2"), cfg)
+	sw1, sw2 := rs1.d, rs2.d
+	if imp != nil {
+		if err := sw2.Link().Program().SetImpair(*imp); err != nil {
+			t.Fatalf("impairment on sw2 link0: %v", err)
+		}
+	}
+	for i, d := range []*Dataplane{sw1, sw2} {
+		if d.Workers() != workersUnderTest || len(d.umems) != workersUnderTest || (len(d.umems) == 2 && d.umems[0] == d.umems[1]) {
+			t.Fatalf("sw%d: %d workers, %d UMEMs; want %d distinct", i+1, d.Workers(), len(d.umems), workersUnderTest)
+		}
+		for _, f := range d.FastPath() {
+			if f.Path != FastPathAFXDP {
+				t.Errorf("sw%d: fast path %s→%s on %s with 2 workers; want afxdp", i+1, f.From, f.To, f.Path)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through 2 workers: %v", err)
+	}
+	return tb, rs1, rs2, cfg
+}
+
+// flowRun is what numbered UDP flows h1→h2 delivered.
+type flowRun struct {
+	flows, perFlow int
+	got            [][]uint32 // per flow, in arrival order
+}
+
+// udpFlows sends flows UDP flows h1→h2 (ports 5600+i, each from its own
+// socket, so its own source port and flow hash), perFlow datagrams of size
+// bytes each, numbered, round robin at about rate datagrams/s in all, and
+// returns what h2 received per flow (until 1 s passes without a datagram).
+func udpFlows(t *testing.T, tb *netns.Testbed, flows, perFlow, size int, rate float64) *flowRun {
+	t.Helper()
+	r := &flowRun{flows: flows, perFlow: perFlow, got: make([][]uint32, flows)}
+	rx := make([]*net.UDPConn, flows)
+	tx := make([]*net.UDPConn, flows)
+	if err := netns.Do(tb.NS("h2"), func() error {
+		for i := range rx {
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 5600 + i})
+			if err != nil {
+				return err
+			}
+			c.SetReadBuffer(4 << 20)
+			rx[i] = c
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := netns.Do(tb.NS("h1"), func() error {
+		for i := range tx {
+			c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 5600 + i})
+			if err != nil {
+				return err
+			}
+			c.SetWriteBuffer(4 << 20)
+			tx[i] = c
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for i := range rx {
+			rx[i].Close()
+			tx[i].Close()
+		}
+	}()
+	var wg sync.WaitGroup
+	for i, c := range rx {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 2048)
+			for {
+				c.SetReadDeadline(time.Now().Add(time.Second))
+				n, err := c.Read(buf)
+				if err != nil {
+					return
+				}
+				if n >= 4 {
+					r.got[i] = append(r.got[i], binary.BigEndian.Uint32(buf))
+				}
+			}
+		}()
+	}
+	msg := make([]byte, size)
+	gap := time.Duration(float64(flows) / rate * float64(time.Second))
+	next := time.Now()
+	for seq := range perFlow {
+		binary.BigEndian.PutUint32(msg, uint32(seq))
+		for i, c := range tx {
+			for {
+				_, err := c.Write(msg)
+				if err == nil {
+					break
+				}
+				if !isNoBufs(err) {
+					t.Fatalf("flow %d datagram %d: %v", i, seq, err)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		next = next.Add(gap)
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	wg.Wait()
+	return r
+}
+
+// isNoBufs: the sending host's queue was full for a moment (retried).
+func isNoBufs(err error) bool {
+	return strings.Contains(err.Error(), unix.ENOBUFS.Error())
+}
+
+// check reports, per flow, datagrams missing, duplicated and out of order.
+func (r *flowRun) check() (missing, dups, ooo int, detail []string) {
+	for i, got := range r.got {
+		seen := make([]bool, r.perFlow)
+		var m, d, o int
+		last := -1
+		for _, s := range got {
+			if int(s) >= r.perFlow {
+				continue
+			}
+			if seen[s] {
+				d++
+				continue
+			}
+			seen[s] = true
+			if int(s) < last {
+				o++
+			}
+			last = max(last, int(s))
+		}
+		for _, ok := range seen {
+			if !ok {
+				m++
+			}
+		}
+		missing, dups, ooo = missing+m, dups+d, ooo+o
+		if m+d+o > 0 {
+			detail = append(detail, fmt.Sprintf("flow %d: %d missing, %d duplicated, %d out of order", i, m, d, o))
+		}
+	}
+	return
+}
+
+// checkBothWorkers fails unless every worker of d carried the flows' frames
+// (in from port from, out to port to: at least a tenth of them each), and
+// the workers' shares add up to the ports' totals.
+func checkBothWorkers(t *testing.T, name string, d *Dataplane, from, to int) {
+	t.Helper()
+	s := d.Stats()
+	if len(s.Workers) != 2 {
+		t.Fatalf("%s: %d workers in the statistics; want 2", name, len(s.Workers))
+	}
+	least := uint64(workerFlows * workerPerFlow / 10)
+	for _, w := range s.Workers {
+		in, out := w.Ports[from].RX.Frames, w.Ports[to].TX.Frames
+		if in < least || out < least {
+			t.Errorf("%s: worker %d received %d on %s and sent %d on %s; want at least %d each: the flows did not spread over both queues, or a worker is idle",
+				name, w.Worker, in, w.Ports[from].Name, out, w.Ports[to].Name, least)
+		}
+	}
+	for p, port := range s.Ports {
+		var rx, tx uint64
+		for _, w := range s.Workers {
+			wp := w.Ports[p]
+			rx += wp.RX.Frames
+			tx += wp.TX.Frames
+			t.Logf("%s worker %d %s: rx %d tx %d (loops %d)", name, w.Worker, wp.Name, wp.RX.Frames, wp.TX.Frames, w.Loops)
+		}
+		if rx != port.RX.Frames || tx != port.TX.Frames {
+			t.Errorf("%s %s: workers' shares rx %d tx %d; port totals rx %d tx %d", name, port.Name, rx, tx, port.RX.Frames, port.TX.Frames)
+		}
+	}
+}
+
+const (
+	workerFlows   = 16
+	workerPerFlow = 2000
+	workerSize    = 400
+	workerRate    = 20000 // datagrams/s in all
+)
+
+// TestWorkersForward: mode forward with two workers per switch delivers
+// every datagram of 16 flows once and in order, and both workers of both
+// switches carried frames both ways (the ARP and the echo, and the flows).
+func TestWorkersForward(t *testing.T) {
+	tb, sw1, sw2 := upWorkersBed(t, ModeForward, nil)
+	r := udpFlows(t, tb, workerFlows, workerPerFlow, workerSize, workerRate)
+	missing, dups, ooo, detail := r.check()
+	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order", workerFlows, workerPerFlow, missing, dups, ooo)
+	for _, l := range detail {
+		t.Error(l)
+	}
+	checkBothWorkers(t, "sw1", sw1, portHost, portLink)
+	checkBothWorkers(t, "sw2", sw2, portLink, portHost)
+}
+
+// TestWorkersLG: mode lg with two workers per switch, one LinkGuardian
+// instance per lane, Bernoulli loss 1 % on sw1→sw2: every datagram of 16
+// flows arrives once and in order per flow, both workers carried frames,
+// and both lanes detected losses and recovered every one (none given up).
+func TestWorkersLG(t *testing.T) {
+	tb, sw1, sw2 := upWorkersBed(t, ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 61})
+	in0 := socketDrops(t, sw1.Host())
+	r := udpFlows(t, tb, workerFlows, workerPerFlow, workerSize, workerRate)
+	missing, dups, ooo, detail := r.check()
+	ingress := socketDrops(t, sw1.Host()) - in0
+	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order; %d dropped at sw1's host port sockets (before the link)",
+		workerFlows, workerPerFlow, missing, dups, ooo, ingress)
+	if missing > int(ingress) || dups > 0 || ooo > 0 {
+		for _, l := range detail {
+			t.Error(l)
+		}
+	}
+	checkBothWorkers(t, "sw1", sw1, portHost, portLink)
+	checkBothWorkers(t, "sw2", sw2, portLink, portHost)
+	st, err := sw2.Link().Program().ImpairStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("impairment on sw2 link0: %+v", st)
+	lanes1, lanes2 := sw1.LaneLGStats(), sw2.LaneLGStats()
+	if len(lanes1) != 2 || len(lanes2) != 2 {
+		t.Fatalf("LinkGuardian lanes: sw1 %d, sw2 %d; want 2", len(lanes1), len(lanes2))
+	}
+	for i := range 2 {
+		c1, c2 := waitLaneCore(t, lanes1[i]), waitLaneCore(t, lanes2[i])
+		rs, ss := c2.Receiver, c1.Sender
+		sess1, sess2 := lanes1[i].Session.Snapshot(), lanes2[i].Session.Snapshot()
+		t.Logf("lane %d: sw1 sender %+v", i, *ss)
+		t.Logf("lane %d: sw2 receiver %+v", i, *rs)
+		t.Logf("lane %d: sessions sw1 %s epoch %x, sw2 %s epoch %x; priority lane %v/%v", i, sess1.State, sess1.Epoch, sess2.State, sess2.Epoch, c1.PriorityLane, c2.PriorityLane)
+		if sess1.State != "up" || sess2.State != "up" || sess1.Agreed == nil || sess1.Agreed.Lanes != 1 {
+			t.Errorf("lane %d: sessions %s/%s, agreed %+v; want up with 1 lane", i, sess1.State, sess2.State, sess1.Agreed)
+		}
+		if c1.PriorityLane || c2.PriorityLane {
+			t.Errorf("lane %d: a priority lane with 2 workers on 2 queues", i)
+		}
+		if ss.DataSent < workerFlows*workerPerFlow/8 {
+			t.Errorf("lane %d: sw1 sent %d data frames; the flows did not spread", i, ss.DataSent)
+		}
+		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 || rs.ForcedSkips != 0 {
+			t.Errorf("lane %d: sw2 detected %d lost, recovered %d, gave up %d, skipped %d; want losses, all recovered", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts, rs.ForcedSkips)
+		}
+		if rs.Delivered != ss.DataSent {
+			t.Errorf("lane %d: sw2 delivered %d; sw1 sent %d", i, rs.Delivered, ss.DataSent)
+		}
+	}
+}
+
+// waitLaneCore returns a lane's core counters once published and stable
+// with every hole settled.
+func waitLaneCore(t *testing.T, s *LGStats) LGCore {
+	t.Helper()
+	var c LGCore
+	for i := 0; i < 80; i++ {
+		time.Sleep(25 * time.Millisecond)
+		n := s.Core()
+		if i > 0 && n.Receiver != nil && c.Receiver != nil && *n.Receiver == *c.Receiver &&
+			n.Sender != nil && c.Sender != nil && *n.Sender == *c.Sender && holesSettled(n.Receiver) {
+			return n
+		}
+		c = n
+	}
+	if c.Receiver == nil || c.Sender == nil {
+		t.Fatal("LinkGuardian counters never published")
+	}
+	return c
+}
+
+// TestWorkersLGRestart: lg with two workers per switch; sw2's dataplane is
+// replaced by a new one (new epochs) while 16 flows run. Each of sw1's two
+// lane sessions sees the peer restart once and comes up again; nothing is
+// delivered twice or out of order in any flow across the restart, and
+// after it every datagram of a second run arrives (both workers again).
+func TestWorkersLGRestart(t *testing.T) {
+	tb, sw1, sw2, cfg := upWorkersSwitches(t, ModeLG, nil)
+	restarts := func() (n [2]uint64) {
+		for i, s := range sw1.d.LaneLGStats() {
+			n[i] = s.Session.Snapshot().Counters.PeerRestarts
+		}
+		return n
+	}
+	before := restarts()
+	ran := make(chan *flowRun)
+	go func() { ran <- udpFlows(t, tb, workerFlows, 3000, workerSize, 16000) }() // 3 s
+	time.Sleep(time.Second)
+	sw2.stop(t)
+	sw2 = startWatched(t, tb.NS("sw2"), cfg)
+	r := <-ran
+	missing, dups, ooo, detail := r.check()
+	t.Logf("across the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	if dups > 0 || ooo > 0 {
+		for _, l := range detail {
+			t.Error(l)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		up := 0
+		for _, s := range append(sw1.d.LaneLGStats(), sw2.d.LaneLGStats()...) {
+			if s.Session.Snapshot().State == "up" {
+				up++
+			}
+		}
+		if up == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 lane sessions up 5 s after the restart", up)
+		}
+	}
+	after := restarts()
+	for i := range 2 {
+		if after[i]-before[i] != 1 {
+			t.Errorf("sw1 lane %d saw %d peer restarts; want 1", i, after[i]-before[i])
+		}
+	}
+	r = udpFlows(t, tb, workerFlows, 1000, workerSize, workerRate)
+	missing, dups, ooo, detail = r.check()
+	t.Logf("after the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	for _, l := range detail {
+		t.Error(l)
+	}
+	for _, w := range sw2.d.Stats().Workers {
+		if w.Ports[portHost].TX.Frames < workerFlows*1000/10 {
+			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[portHost].TX.Frames)
+		}
+	}
+}
+
+// TestWorkersLGLinkFlap: lg with two workers per switch; sw1's link port
+// goes down for 1 s while 16 flows run. Both workers keep running (each
+// finds the port down on its own queue), the port counts one down event,
+// nothing is delivered twice or out of order in any flow, both lane
+// sessions are up afterwards, and a second run is delivered whole.
+func TestWorkersLGLinkFlap(t *testing.T) {
+	tb, sw1, sw2, _ := upWorkersSwitches(t, ModeLG, nil)
+	ns1 := tb.NS("sw1")
+	ran := make(chan *flowRun)
+	go func() { ran <- udpFlows(t, tb, workerFlows, 3000, workerSize, 16000) }() // 3 s
+	time.Sleep(time.Second)
+	ipIn(t, ns1, "link", "set", "link0", "down")
+	time.Sleep(time.Second)
+	ipIn(t, ns1, "link", "set", "link0", "up")
+	r := <-ran
+	missing, dups, ooo, detail := r.check()
+	t.Logf("across the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	if dups > 0 || ooo > 0 {
+		for _, l := range detail {
+			t.Error(l)
+		}
+	}
+	for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
+		if gone, err := s.exited(); gone {
+			t.Fatalf("%s's dataplane exited during the flap: %v", name, err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		up := 0
+		for _, s := range append(sw1.d.LaneLGStats(), sw2.d.LaneLGStats()...) {
+			if s.Session.Snapshot().State == "up" {
+				up++
+			}
+		}
+		if up == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 lane sessions up 5 s after the flap", up)
+		}
+	}
+	st := sw1.d.Stats()
+	t.Logf("sw1 link port: %+v", st.Link)
+	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
+		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event (however many workers found it down), a positive time, up now",
+			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
+	}
+	r = udpFlows(t, tb, workerFlows, 1000, workerSize, workerRate)
+	missing, dups, ooo, detail = r.check()
+	t.Logf("after the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	for _, l := range detail {
+		t.Error(l)
+	}
+}
+
+// workersUnderTest is how many workers upWorkersSwitches starts (a test
+// may compare with one on the same testbed).
+var workersUnderTest = 2
+
+// TestWorkersPortDownCountedOnce: two workers' views of one port find it
+// down and up again at different times: one down event, down from the
+// first finding to the last worker's up, Down until then.
+func TestWorkersPortDownCountedOnce(t *testing.T) {
+	d := &Dataplane{cfg: Config{Logger: slog.New(slog.DiscardHandler)}}
+	epoch := time.Now()
+	var c PortCounters
+	w0 := &worker{d: d, epoch: epoch}
+	w1 := &worker{d: d, epoch: epoch}
+	p0, p1 := &Port{Name: "link0"}, &Port{Name: "link0"}
+	w0.portDown(p0, &c, unix.ENETDOWN)
+	time.Sleep(2 * time.Millisecond)
+	w1.portDown(p1, &c, unix.ENETDOWN)
+	w1.portDown(p1, &c, unix.ENETDOWN) // still down: nothing new
+	if c.DownEvents.Load() != 1 || !c.Down.Load() {
+		t.Fatalf("after two workers found it down: %d events, down %v; want 1, true", c.DownEvents.Load(), c.Down.Load())
+	}
+	w0.portUp(p0, &c)
+	if !c.Down.Load() || c.DownNs.Load() != 0 {
+		t.Errorf("one of two workers up again: down %v, %v counted; want still down, nothing counted", c.Down.Load(), time.Duration(c.DownNs.Load()))
+	}
+	w1.portUp(p1, &c)
+	if c.Down.Load() || c.DownNs.Load() < int64(2*time.Millisecond) || c.DownEvents.Load() != 1 {
+		t.Errorf("both up again: down %v for %v, %d events; want up, at least 2ms, 1 event", c.Down.Load(), time.Duration(c.DownNs.Load()), c.DownEvents.Load())
+	}
+}
+
+// TestLaneTotals: the lanes' core counters add up field by field; timers
+// stay lane 0's.
+func TestLaneTotals(t *testing.T) {
+	d := &Dataplane{}
+	if c := d.LaneTotals(); c.Sender != nil || c.Receiver != nil {
+		t.Errorf("no lanes: %+v", c)
+	}
+	for i := range 2 {
+		s := &LGStats{}
+		s.core = LGCore{
+			Sender:         &linkguardian.SenderStats{DataSent: uint64(10 + i), RetxCopies: 3, TxBufPeakFrames: 7},
+			Receiver:       &linkguardian.ReceiverStats{Delivered: uint64(100 * (i + 1)), Recovered: 5, FastDelivered: 1},
+			Port:           linkguardian.PortStats{Resets: 1},
+			AckNoTimeout:   int64(1000 * (i + 1)),
+			PriorityFrames: 2,
+		}
+		s.core.ClassFrames[3] = uint64(i + 1)
+		d.laneLG = append(d.laneLG, s)
+	}
+	c := d.LaneTotals()
+	if c.Sender.DataSent != 21 || c.Sender.RetxCopies != 6 || c.Sender.TxBufPeakFrames != 14 ||
+		c.Receiver.Delivered != 300 || c.Receiver.Recovered != 10 || c.Receiver.FastDelivered != 2 ||
+		c.Port.Resets != 2 || c.PriorityFrames != 4 || c.ClassFrames[3] != 3 || c.AckNoTimeout != 1000 {
+		t.Errorf("totals %+v sender %+v receiver %+v", c, *c.Sender, *c.Receiver)
+	}
+	if d.laneLG[0].Core().Sender.DataSent != 10 {
+		t.Error("LaneTotals changed lane 0's own counters")
+	}
+}
+
+// TestWorkersMismatchSaid: sw1 runs lg with 2 workers (a session per
+// queue), sw2 with 1 (one session, queue 1 its priority lane). sw2 sees two
+// peers take turns; it says so, naming --workers, and the link delivers
+// nothing rather than anything stale.
+func TestWorkersMismatchSaid(t *testing.T) {
+	netns.RequireRoot(t)
+	topo, err := netns.Preset("pair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range topo.Links {
+		topo.Links[i].Queues = 2
+	}
+	tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfq6"), Forwarding: netns.ForwardingNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, Workers: 2})
+	buf, log := newLogBuffer()
+	startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG, Logger: log})
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), "same --workers"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sw2 (1 worker) facing 2 workers did not say so within 5 s:\n%s", buf.String())
+		}
+	}
+	r := udpFlows(t, tb, 4, 100, 200, 2000)
+	missing, dups, ooo, _ := r.check()
+	t.Logf("through mismatched ends: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
+	if dups > 0 || ooo > 0 {
+		t.Errorf("mismatched ends delivered %d duplicates and %d out of order", dups, ooo)
+	}
+}
+
+// TestWorkersTCP: iperf3 -P 16 h1→h2 through lg with two workers per
+// switch and 1 % loss on sw1→sw2 runs to completion, the streams spread
+// over both workers (16 streams: h1 hashes each to a queue, and all on one
+// has odds 2^-15), and both lanes recovered losses with none given up.
+func TestWorkersTCP(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		netns.RequireRoot(t)
+		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
+	}
+	tb, sw1, sw2 := upWorkersBed(t, ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 62})
+	h1, h2 := tb.NS("h1"), tb.NS("h2")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5306")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	var out []byte
+	var err error
+	for i := 0; i < 30; i++ {
+		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5306", "-P", "16", "-t", "3", "-i", "0", "--connect-timeout", "3000").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Connection refused") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 -P 16 through lg with 2 workers: %v\n%s", err, lastLines(string(out), 8))
+	}
+	t.Logf("iperf3 -P 16:\n%s", lastLines(string(out), 4))
+	for i, d := range []*Dataplane{sw1, sw2} {
+		for _, w := range d.Stats().Workers {
+			in := w.Ports[portHost].RX.Frames
+			if i == 1 {
+				in = w.Ports[portLink].RX.Frames
+			}
+			t.Logf("sw%d worker %d: %d frames in", i+1, w.Worker, in)
+			if in < 1000 {
+				t.Errorf("sw%d worker %d took %d frames in: the 16 streams did not spread over both queues", i+1, w.Worker, in)
+			}
+		}
+	}
+	for i, s := range sw2.LaneLGStats() {
+		rs := waitLaneCore(t, s).Receiver
+		t.Logf("lane %d: sw2 detected %d lost, recovered %d, gave up %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
+		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 {
+			t.Errorf("lane %d: sw2 detected %d lost, recovered %d, gave up %d; want losses, all recovered", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
+		}
+	}
+}
