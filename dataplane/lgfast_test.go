@@ -17,6 +17,12 @@ var lgOnFastPath bool
 func TestLGFastPathSuite(t *testing.T) {
 	lgOnFastPath = true
 	defer func() { lgOnFastPath = false }()
+	runLossSuite(t)
+}
+
+// runLossSuite runs the loss-recovery veth tests as subtests (under the
+// fast path the caller set up).
+func runLossSuite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    func(*testing.T)
@@ -117,19 +123,7 @@ func withFastSend(t *testing.T, f func()) {
 // (HidesLossFromTCP: a host frame numbered out of its order at a hand-off
 // shows there, as it did before the exact count of frames passed to Go).
 func TestLGFastSendSuite(t *testing.T) {
-	withFastSend(t, func() {
-		for _, tc := range []struct {
-			name string
-			f    func(*testing.T)
-		}{
-			{"BernoulliLossRecovered", TestLGBernoulliLossRecovered},
-			{"NBBernoulliLossRecovered", TestLGNBBernoulliLossRecovered},
-			{"BurstyLossRecovered", TestLGBurstyLossRecovered},
-			{"HidesLossFromTCP", TestLGHidesLossFromTCP},
-		} {
-			t.Run(tc.name, tc.f)
-		}
-	})
+	withFastSend(t, func() { runLossSuite(t) })
 }
 
 // TestLGFastSendCarries: with 1 % loss on sw1→sw2 and both halves on,

@@ -140,17 +140,7 @@ func upWorkersBed(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.Testbe
 func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.Testbed, *runningSwitch, *runningSwitch, Config) {
 	t.Helper()
 	netns.RequireRoot(t)
-	topo, err := netns.Preset("pair")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range topo.Links {
-		topo.Links[i].Queues = 2
-	}
-	tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfq6"), Forwarding: netns.ForwardingNone})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
 	cfg := Config{Mode: mode, Workers: workersUnderTest, FastPath: FastPathAuto}
 	if mode != ModeForward {
 		cfg.LG = LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
@@ -463,20 +453,7 @@ func TestWorkersLGRestart(t *testing.T) {
 			t.Error(l)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		up := 0
-		for _, s := range append(sw1.d.LaneLGStats(), sw2.d.LaneLGStats()...) {
-			if s.Session.Snapshot().State == "up" {
-				up++
-			}
-		}
-		if up == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 4 lane sessions up 5 s after the restart", up)
-		}
-	}
+	waitLanesUp(t, sw1, sw2, "restart")
 	after := restarts()
 	for i := range 2 {
 		if after[i]-before[i] != 1 {
@@ -523,20 +500,7 @@ func TestWorkersLGLinkFlap(t *testing.T) {
 			t.Fatalf("%s's dataplane exited during the flap: %v", name, err)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		up := 0
-		for _, s := range append(sw1.d.LaneLGStats(), sw2.d.LaneLGStats()...) {
-			if s.Session.Snapshot().State == "up" {
-				up++
-			}
-		}
-		if up == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 4 lane sessions up 5 s after the flap", up)
-		}
-	}
+	waitLanesUp(t, sw1, sw2, "flap")
 	st := sw1.d.Stats()
 	t.Logf("sw1 link port: %+v", st.Link)
 	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
@@ -618,17 +582,7 @@ func TestLaneTotals(t *testing.T) {
 // nothing rather than anything stale.
 func TestWorkersMismatchSaid(t *testing.T) {
 	netns.RequireRoot(t)
-	topo, err := netns.Preset("pair")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range topo.Links {
-		topo.Links[i].Queues = 2
-	}
-	tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfq6"), Forwarding: netns.ForwardingNone})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
 	startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, Workers: 2})
 	buf, log := newLogBuffer()
 	startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG, Logger: log})
@@ -693,6 +647,26 @@ func TestWorkersTCP(t *testing.T) {
 		t.Logf("lane %d: sw2 detected %d lost, recovered %d, gave up %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
 		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 {
 			t.Errorf("lane %d: sw2 detected %d lost, recovered %d, gave up %d; want losses, all recovered", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
+		}
+	}
+}
+
+// waitLanesUp waits up to 5 s for all four lane sessions of sw1 and sw2 to
+// be up after what happened.
+func waitLanesUp(t *testing.T, sw1, sw2 *runningSwitch, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		up := 0
+		for _, s := range append(sw1.d.LaneLGStats(), sw2.d.LaneLGStats()...) {
+			if s.Session.Snapshot().State == "up" {
+				up++
+			}
+		}
+		if up == 4 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 lane sessions up 5 s after the %s", up, what)
 		}
 	}
 }

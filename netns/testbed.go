@@ -65,6 +65,10 @@ type Options struct {
 	// kernel's sends split over two rings (LinkGuardian's send fast path
 	// wants one; linkguardian/fasttx.go).
 	LinkQueues int `json:"link_queues,omitempty"`
+	// Queues, if > 0, is the queue count of every veth pair (LinkQueues
+	// still decides for class "link"): one worker per queue needs as many
+	// on the hosts' ends too.
+	Queues int `json:"queues,omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -200,8 +204,8 @@ func Up(topo *Topology, opts Options) (*Testbed, error) {
 	if opts.MTU < 68 || opts.LinkHeaderLen < 0 || opts.MTU+opts.LinkHeaderLen > 65535 {
 		return nil, fmt.Errorf("netns: MTU %d + link header %d: want 68 <= MTU and MTU+header <= 65535", opts.MTU, opts.LinkHeaderLen)
 	}
-	if opts.LinkQueues < 0 || opts.LinkQueues > MaxQueues {
-		return nil, fmt.Errorf("netns: link queues %d: want 1 to %d (0: the topology's)", opts.LinkQueues, MaxQueues)
+	if opts.LinkQueues < 0 || opts.LinkQueues > MaxQueues || opts.Queues < 0 || opts.Queues > MaxQueues {
+		return nil, fmt.Errorf("netns: queues %d, link queues %d: want 1 to %d (0: the topology's)", opts.Queues, opts.LinkQueues, MaxQueues)
 	}
 	if topo == nil {
 		return nil, errors.New("netns: nil topology")
@@ -298,6 +302,9 @@ func (b *builder) build() error {
 		a, z := l.Ends[0], l.Ends[1]
 		mtu := tb.Options.LinkMTU(l.MTU)
 		queues := l.Queues
+		if n := tb.Options.Queues; n > 0 {
+			queues = n
+		}
 		if n := tb.Options.LinkQueues; n > 0 && l.MTU == MTULink {
 			queues = n
 		}

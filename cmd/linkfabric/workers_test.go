@@ -19,17 +19,7 @@ import (
 func TestRunWorkers(t *testing.T) {
 	netns.RequireRoot(t)
 	c := cli{bin: buildCLI(t)}
-	topo, err := netns.Preset("pair")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range topo.Links {
-		topo.Links[i].Queues = 2
-	}
-	tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfq6"), Forwarding: netns.ForwardingNone})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
 	sw1, sw2 := tb.NS("sw1"), tb.NS("sw2")
 	base := []string{"run", "--netns", sw1, "--host-port", "host0", "--link-port", "link0", "--mode", "lg"}
 	c.fails(t, append(base, "--workers", "3"), "--workers 3", "host0", "2 RX and 2 TX", "ethtool -L host0 combined 3", "queues: 3")
