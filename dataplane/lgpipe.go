@@ -219,11 +219,11 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		}
 	}
 	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
-		// The core looks at the kernel's sends every half DummyWait while
+		// The core looks at the kernel's sends every lgSendCheck while
 		// idle, rather than being woken at the kernel's first send: that
 		// wakeup lands on the CPU and at the moment the host's next packet
 		// needs (linkguardian/fasttx.go, "Waking Go").
-		fs.WakeEvery = max(p.S.DummyWait()/2, lgSendCheckMin)
+		fs.WakeEvery = lgSendCheck
 		if err := p.SetFastSend(fs); err != nil {
 			return nil, err
 		}
@@ -272,9 +272,15 @@ func (pl *lgPipeline) handOffSend(now int64) {
 	p.HandOffSend(now, pl.queue.empty())
 }
 
-// lgSendCheckMin bounds FastSend.WakeEvery from below (idle checks per
-// second).
-const lgSendCheckMin = int64(50 * time.Microsecond)
+// lgSendCheck is FastSend.WakeEvery: while the kernel sends and nothing is
+// outstanding, the worker wakes this often (4,000 times a second idle), and
+// the first dummy for a frame the kernel sent after an idle spell goes up
+// to this much later than DummyWait (500 µs here). 50 µs (half the
+// sender's DummyWait at start) took so much of the 2-core machine that
+// retransmissions slowed (TestLGFastSendCarries: p50 140-210 µs instead of
+// 34-36, the reorder buffer full, PFC pauses, 20 % delivered by the kernel
+// instead of 100 %); 250 and 500 µs kept them at 34-36 µs.
+const lgSendCheck = int64(250 * time.Microsecond)
 
 // hostDropsEvery is how often sendTakenIn reads the host socket's drop
 // counters (a syscall) while the kernel's count of frames passed on is
