@@ -582,14 +582,14 @@ func (r *FCTResult) summary(arm string, size int64) (fct.Summary, bool) {
 	return fct.Summary{}, false
 }
 
-// lgCost compares lg at loss 0 (the worker path, and the kernel receive
-// path -xdp) with both forward paths at p50, and lg on the lossy link with
-// lg at loss 0 at p99.9 (path by path).
+// lgCost compares lg at loss 0 (the worker path, the kernel receive path
+// -xdp, both halves in the kernel -xdp-both) with both forward paths at p50,
+// and lg on the lossy link with lg at loss 0 at p99.9 (path by path).
 func (r *FCTResult) lgCost() []string {
 	var out []string
 	for _, size := range r.Config.Sizes {
 		var parts []string
-		for _, path := range []string{"", "-xdp"} {
+		for _, path := range []string{"", "-xdp", "-xdp-both"} {
 			l0, ok0 := r.summary("lg-noloss"+path, size)
 			if ok0 {
 				for _, ref := range []string{"noloss", "noloss-afxdp"} {

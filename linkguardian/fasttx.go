@@ -155,7 +155,8 @@ import (
 // with is adopted), and the kernel wakes the worker after the next send
 // (step 5: a BPF ring buffer record, or any event the worker's poll waits
 // on); Go then adopts the frame and the first dummy goes DummyWait after
-// it. Or (WakeEvery > 0) Go looks every WakeEvery while idle, and the first
+// it. Or (WakeEvery > 0) Go looks at least every WakeEvery while idle
+// (each Poll looks, and moves the next look on), and the first
 // dummy for a frame the kernel sent after an idle spell goes between
 // DummyWait and DummyWait + WakeEvery after it. The first keeps the dummy
 // exact but wakes the worker at the moment the kernel sends, on the CPU
@@ -438,9 +439,9 @@ func (s *Sender) wantWake(now int64) {
 		return
 	}
 	if s.fs.WakeEvery > 0 {
-		if s.fastCheckAt <= now {
-			s.fastCheckAt = now + s.fs.WakeEvery
-		}
+		// This Poll looked (sync): the next look is due WakeEvery from now,
+		// so a worker woken for anything else takes the check along.
+		s.fastCheckAt = now + s.fs.WakeEvery
 		return
 	}
 	s.fs.WantWake.Store(1)
