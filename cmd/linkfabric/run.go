@@ -114,13 +114,25 @@ data frame that is the next one expected to the host port itself (link header
 stripped), while nothing needs the worker; every other frame (a hole, a
 duplicate, a retransmitted copy, control frames) goes to the worker, which takes
 the in-order point back, handles it as before and hands the point back once it
-holds nothing. Only the receive direction has a kernel path (the sender keeps
-its copies in the worker), and on a 2-core veth testbed it trades bulk goodput
-for short-flow latency (docs/results.md), so auto does not choose it. With --integrity crc32c the kernel checks the trailer
-too (a frame that fails goes to the worker, which counts and drops it; frames
-beyond the first page, jumbo frames, are checked by the worker); 'linkfabric stats'
-shows the direction (dataplane.fast_path) and the receiver's FastDelivered,
-FastClaims and FastHandOffs.
+holds nothing. With --lg-fast-send (and --protect both) the host port's XDP
+program sends too: while the kernel owns sending it numbers a host frame, keeps
+a copy in a memory-mapped ring for retransmission, stamps the link header (the
+receive point as a piggybacked ACK) and the CRC trailer, and redirects it to
+the link port; a frame it cannot send (credit, a pause, a frame the worker
+still has to read) gives sending to the worker, which sends as before and
+hands sending back once it holds nothing (linkguardian/fasttx.go). It wants a
+link of one queue: a redirected frame leaves on a queue the CPU picks (veth:
+the peer's RX queue of the sending CPU), so on a link of several queues the
+kernel sends only from some CPUs (the log says so); a NIC has a TX queue per
+CPU, not tested. On the 2-core veth pair with one link queue (linkfabric up
+--link-queues 1), both halves bring lg's short-flow p50 to about 1.2x forward's
+(the worker path: 2x); bulk goodput stays about the worker path's, half of
+forward's (docs/results.md). auto keeps the worker path. With --integrity crc32c the
+kernel checks the trailer too (a frame that fails goes to the worker, which
+counts and drops it; frames beyond the first page, jumbo frames, are checked by
+the worker); 'linkfabric stats' shows the directions (dataplane.fast_path), the
+receiver's FastDelivered, FastClaims and FastHandOffs, and the sender's
+FastSent, FastSendClaims and FastSendHandOffs.
 
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
 detaches the programs and exits. Statistics are served on --metrics (loopback of
@@ -278,6 +290,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
   linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101   # a fabric node: link ports only
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --node sw1 --mode forward --fastpath afxdp   # the AF_XDP path, for comparison
+  linkfabric run --node sw1 --mode lg --fastpath xdp --lg-fast-send   # LinkGuardian's common case in the kernel
   linkfabric run --netns sw1 --host-port enp1s0f0 --link-port enp1s0f1 --mode lg --zerocopy on   # NICs: zero-copy or fail
   linkfabric run --node sw1 --mode forward --fastpath afxdp --need-wakeup=false
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
@@ -384,7 +397,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.StringVar(&cfg.Cells.ClassMap, "class-map", "", "cells, with --loss-classes: traffic class → loss class, tc=k,... where tc is a host frame's 802.1p priority or, for untagged IP, its DSCP/8 (e.g. 5=1 puts DSCP EF, 46, on the clean class; iperf3 --dscp 46 sends it); traffic classes not named take the loosest class")
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
-	f.BoolVar(&cfg.LG.FastSend, "lg-fast-send", false, "lg/lgnb/monitor with --fastpath xdp and --protect both: the kernel numbers, copies, stamps and sends host frames too (LinkGuardian's send fast path; experimental)")
+	f.BoolVar(&cfg.LG.FastSend, "lg-fast-send", false, "lg/lgnb/monitor with --fastpath xdp and --protect both: the kernel numbers, copies, stamps and sends host frames too (LinkGuardian's send fast path; best on a link of one queue)")
 	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
 	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
 	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
