@@ -611,6 +611,20 @@ func tcpRetransSegs(t *testing.T, ns string) uint64 {
 	return v
 }
 
+// tcpExtDelta says how much the named TcpExt counters of namespace ns moved
+// since before (NetstatAll's reading).
+func tcpExtDelta(ns string, before map[string]uint64, names ...string) string {
+	now, err := netns.NetstatAll(ns)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s=%d", n, now["TcpExt"+n]-before["TcpExt"+n])
+	}
+	return b.String()
+}
+
 // iperfRetrans runs iperf3 -n 100M h1→h2 through mode with Bernoulli loss
 // on sw1→sw2 and returns the TCP retransmissions h1 made.
 func iperfRetrans(t *testing.T, mode Mode, loss float64) uint64 {
@@ -630,6 +644,8 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) uint64 {
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	before := tcpRetransSegs(t, h1)
 	before2 := b.impairStats(t)
+	ext1, _ := netns.NetstatAll(h1)
+	ext2, _ := netns.NetstatAll(h2)
 	var out []byte
 	var err error
 	for i := 0; i < 20; i++ { // until the server listens
@@ -645,6 +661,8 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) uint64 {
 	retx := tcpRetransSegs(t, h1) - before
 	st := b.impairStats(t).Sub(before2)
 	t.Logf("%s at loss %g: TcpRetransSegs %d; impairment %v\n%s", mode, loss, retx, st, lastLines(string(out), 4))
+	t.Logf("%s: h1 %s; h2 %s", mode, tcpExtDelta(h1, ext1, "TCPLossProbes", "TCPTimeouts", "TCPFastRetrans", "TCPSlowStartRetrans", "TCPSACKReorder", "TCPTSReorder", "TCPDSACKRecv", "TCPSpuriousRtxHostQueues", "TCPSpuriousRTOs"),
+		tcpExtDelta(h2, ext2, "TCPOFOQueue", "TCPDSACKOldSent", "TCPDSACKOfoSent"))
 	if st.Dropped == 0 {
 		t.Errorf("%s: the impairment dropped nothing of %d frames", mode, st.Seen)
 	}

@@ -66,6 +66,9 @@ type lgPipeline struct {
 	// XDP_STATISTICS, read at hostDropsAt), for sendTakenIn.
 	hostDrops   uint64
 	hostDropsAt int64
+	// gate holds the core's deliveries after it claimed the receive point
+	// from the kernel (hostgate.go).
+	gate hostGate
 
 	lgs *LGStats
 }
@@ -105,6 +108,10 @@ type LGStats struct {
 	// the host frames' classes); PauseTx counts LinkGuardian's PAUSE and
 	// RESUME link-header frames sent (the receiver's backpressure).
 	PFCRx, PauseTx atomic.Uint64
+	// HostGateWaits counts the claims of the receive point after which the
+	// core's deliveries waited for the kernel's to reach the host, and
+	// HostGateHeld the frames that waited (hostgate.go).
+	HostGateWaits, HostGateHeld atomic.Uint64
 	// Session is the link session (session.go).
 	Session SessionStats
 	// LossRate is the link's loss rate as the sender sees it (frames reported
@@ -216,6 +223,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		if fp := d.fast.lgPoint(); fp != nil {
 			p.SetFast(fp)
 			pl.fast = d.fast
+			pl.gate.wait = hostGateWait
 		}
 	}
 	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
@@ -316,7 +324,7 @@ func (pl *lgPipeline) sendTakenIn(now int64, s *xdp.Socket) bool {
 // the link port's data lane (the kernel would give the point straight back).
 func (pl *lgPipeline) handOff(now int64) {
 	r := pl.port.R
-	if pl.fast == nil || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.AcceptLink(now) || pl.tx.Queued(portHost) > 0 {
+	if held, _ := pl.gate.holding(); held || pl.fast == nil || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.AcceptLink(now) || pl.tx.Queued(portHost) > 0 {
 		return
 	}
 	for _, s := range pl.w.ports[portHost].socks {
@@ -417,10 +425,17 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	pl.send(tx, portLink, prio, p.Out.Retx)
 	pl.send(tx, portLink, laneData, p.Out.Normal)
 	pl.send(tx, portLink, laneData, p.Out.Low)
-	pl.send(tx, portHost, laneData, p.Out.Deliver)
+	deliver := p.Out.Deliver
+	if pl.fast != nil {
+		pl.gate.claimed(now, p.R.Stats.FastClaims, int64(pl.fast.lgRx.Counters().LastNs))
+		deliver = pl.gate.pass(now, deliver)
+		pl.lgs.HostGateWaits.Store(pl.gate.Waits)
+		pl.lgs.HostGateHeld.Store(pl.gate.Held)
+	}
+	pl.send(tx, portHost, laneData, deliver)
 	// Delivered frames belong to the host path now: those on the TX ring
 	// return after completion, those that did not fit (counted) at once.
-	for _, f := range p.Out.Deliver {
+	for _, f := range deliver {
 		tx.Release(uint64(f.H))
 	}
 	for _, f := range p.Out.Free {
@@ -433,6 +448,9 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	pl.handOff(now)
 	pl.handOffSend(now)
 	next = min(next, p.NextDeadline(now, pl.queue.empty()), pl.queue.signalHost(now, tx))
+	if held, until := pl.gate.holding(); held {
+		next = min(next, until)
+	}
 	if !pl.queue.empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
 			next = min(next, r)

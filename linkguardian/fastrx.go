@@ -235,6 +235,21 @@ func (r *Receiver) rewake() {
 	}
 }
 
+// lateForKernel reports whether a data frame q that reached the core while
+// the kernel owns the point is one the kernel already moved past: a late
+// copy (a retransmission's second copy, a frame the sender thought lost).
+// The core drops it without claiming the point, which would send the frames
+// after it through the core (hand-overs cost the host's order a wait: see
+// dataplane/hostgate.go). Not in ModeMonitor, whose frames given up on may
+// still be delivered late.
+func (r *Receiver) lateForKernel(q seqhdr.Seq) bool {
+	if !r.handed || r.cfg.Mode == ModeMonitor {
+		return false
+	}
+	v := r.fast.Point.Load()
+	return v&FastOwned != 0 && seqhdr.Less(q, seqhdr.Seq(v&FastSeqMask))
+}
+
 // fastCheckBase is the check interval while the point moves: AckDelay, the
 // time an ACK may wait anyway.
 func (r *Receiver) fastCheckBase() int64 { return max(r.cfg.AckDelay, 1000) }

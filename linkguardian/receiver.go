@@ -382,12 +382,17 @@ func (r *Receiver) notify(first seqhdr.Seq, count int) {
 
 // onData handles a sequenced data frame (Algorithm 1, or LGNB de-duplication).
 func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
-	r.claim(now)
 	if h.Retx {
 		r.Stats.RetxRx++
 	} else {
 		r.Stats.DataRx++
 	}
+	if r.lateForKernel(h.Seq) {
+		r.Stats.DupDropped++
+		r.free(f)
+		return
+	}
+	r.claim(now)
 	q := h.Seq
 	d := seqhdr.Diff(q, r.ackNo)
 	if d < 0 {

@@ -835,6 +835,8 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"host_tx_ring_full":     s.HostTxRingFull.Load(),
 		"pfc_rx":                s.PFCRx.Load(),
 		"pause_tx":              s.PauseTx.Load(),
+		"host_gate_waits":       s.HostGateWaits.Load(),
+		"host_gate_held":        s.HostGateHeld.Load(),
 		"measured_loss_rate":    s.LossRate(),
 		"copies":                s.Copies.Load(),
 		"rx_loss_rate":          s.RxLossRate(),
