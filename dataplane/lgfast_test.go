@@ -79,13 +79,7 @@ func TestLGFastPathCarries(t *testing.T) {
 func TestLGFastPathCorruption(t *testing.T) {
 	lgOnFastPath = true
 	defer func() { lgOnFastPath = false }()
-	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
-	r, _, s2, st := runLG(t, ModeLG, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
-	checkDelivery(t, r, true)
-	corrupt := r.bed.sw2.LGStats().Integrity.Corrupt.Load()
-	if st.Flipped == 0 || corrupt != st.Flipped {
-		t.Errorf("the impairment flipped a bit in %d frames; sw2 counted %d corrupt: every flipped frame must fail the check", st.Flipped, corrupt)
-	}
+	_, _, s2 := runCorruption(t)
 	if rs := s2.Receiver; rs.FastDelivered < rs.Delivered/2 {
 		t.Errorf("kernel delivered %d of %d", rs.FastDelivered, rs.Delivered)
 	}
@@ -155,15 +149,24 @@ func TestLGFastSendCarries(t *testing.T) {
 // reaches sw2 unflipped passes the check and every flipped one fails it.
 func TestLGFastSendCorruption(t *testing.T) {
 	withFastSend(t, func() {
-		imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
-		r, s1, _, st := runLG(t, ModeLG, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
-		checkDelivery(t, r, true)
-		corrupt := r.bed.sw2.LGStats().Integrity.Corrupt.Load()
-		if st.Flipped == 0 || corrupt != st.Flipped {
-			t.Errorf("the impairment flipped a bit in %d frames; sw2 counted %d corrupt: every flipped frame must fail the check, no other", st.Flipped, corrupt)
-		}
+		r, s1, _ := runCorruption(t)
 		checkFastSend(t, r, s1)
 	})
+}
+
+// runCorruption sends lgFrames frames through lg with 10⁻³ loss and 1 %
+// bit flips on sw1→sw2: everything delivered once and in order, and sw2
+// counted exactly the flipped frames as corrupt.
+func runCorruption(t *testing.T) (r *lgRun, s1, s2 LGCore) {
+	t.Helper()
+	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
+	r, s1, s2, st := runLG(t, ModeLG, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
+	checkDelivery(t, r, true)
+	corrupt := r.bed.sw2.LGStats().Integrity.Corrupt.Load()
+	if st.Flipped == 0 || corrupt != st.Flipped {
+		t.Errorf("the impairment flipped a bit in %d frames; sw2 counted %d corrupt: every flipped frame must fail the check, no other", st.Flipped, corrupt)
+	}
+	return r, s1, s2
 }
 
 // TestLGFastSendLinkFlap runs TestLGLinkFlap's lg case (iperf3 --bidir
