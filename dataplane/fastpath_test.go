@@ -218,6 +218,12 @@ func TestFastPathFallback(t *testing.T) {
 	defer cancel()
 	ping := func(what string) {
 		t.Helper()
+		// A dataplane just started may lose the first frame while its
+		// ports come up (seen once in make test): wait for one answer,
+		// then every ping must pass.
+		if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+			t.Fatalf("ping h1→h2 %s: %v", what, err)
+		}
 		out, err := netns.Command(ctx, tb.NS("h1"), "ping", "-c", "5", "-i", "0.05", "-W", "2", "-q", "10.0.0.2").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), " 0% packet loss") {
 			t.Fatalf("ping h1→h2 %s: %v\n%s", what, err, out)

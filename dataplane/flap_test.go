@@ -46,11 +46,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
 		t.Fatalf("ping h1→h2 through lg: %v", err)
 	}
-	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5301")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	startIperfServer(t, ctx, h2, 5301)
 
 	// 12 s of iperf3; the flap is at 3..5 s.
 	var out []byte
@@ -59,14 +55,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; i < 30; i++ { // until the server listens
-			out, iperfErr = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5301", "--bidir",
-				"-t", "12", "-i", "0", "--connect-timeout", "3000").CombinedOutput()
-			if iperfErr == nil || !strings.Contains(string(out), "Connection refused") {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		out, iperfErr = runIperfClient(ctx, h1, 5301, "--bidir", "-t", "12", "-i", "0")
 	}()
 	time.Sleep(3 * time.Second)
 	toH2, toH1 := sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes

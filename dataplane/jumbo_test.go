@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -233,20 +232,8 @@ func TestJumboVeth(t *testing.T) {
 				}
 			}
 
-			srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5313")
-			if err := srv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { srv.Process.Kill(); srv.Wait() }()
-			var out []byte
-			var err error
-			for i := 0; i < 20; i++ {
-				out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5313", "-n", "40M", "--connect-timeout", "3000").CombinedOutput()
-				if err == nil || !strings.Contains(string(out), "Connection refused") {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			startIperfServer(t, ctx, h2, 5313)
+			out, err := runIperfClient(ctx, h1, 5313, "-n", "40M")
 			if err != nil {
 				t.Fatalf("iperf3 40 MB h1→h2 at MTU 9000: %v\n%s", err, lastLines(string(out), 6))
 			}

@@ -637,24 +637,12 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) uint64 {
 	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
 		t.Fatalf("%s: ping h1→h2: %v", mode, err)
 	}
-	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5299")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	startIperfServer(t, ctx, h2, 5299)
 	before := tcpRetransSegs(t, h1)
 	before2 := b.impairStats(t)
 	ext1, _ := netns.NetstatAll(h1)
 	ext2, _ := netns.NetstatAll(h2)
-	var out []byte
-	var err error
-	for i := 0; i < 20; i++ { // until the server listens
-		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5299", "-n", "100M", "--connect-timeout", "3000").CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	out, err := runIperfClient(ctx, h1, 5299, "-n", "100M")
 	if err != nil {
 		t.Fatalf("%s: iperf3 -n 100M h1→h2 at loss %g: %v\n%s", mode, loss, err, out)
 	}

@@ -612,20 +612,8 @@ func TestWorkersTCP(t *testing.T) {
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5306")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	var out []byte
-	var err error
-	for i := 0; i < 30; i++ {
-		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5306", "-P", "16", "-t", "3", "-i", "0", "--connect-timeout", "3000").CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	startIperfServer(t, ctx, h2, 5306)
+	out, err := runIperfClient(ctx, h1, 5306, "-P", "16", "-t", "3", "-i", "0")
 	if err != nil {
 		t.Fatalf("iperf3 -P 16 through lg with 2 workers: %v\n%s", err, lastLines(string(out), 8))
 	}
