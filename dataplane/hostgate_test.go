@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
@@ -22,18 +23,6 @@ func gateHandles(fs []linkguardian.Frame) []int {
 	return hs
 }
 
-func sameHandles(a []int, b ...int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestHostGate: after a claim the core's deliveries wait until the wait
 // after the kernel's last delivery, then leave in order ahead of newer ones;
 // without a claim, or when the kernel's last delivery is long past, they
@@ -45,7 +34,7 @@ func TestHostGate(t *testing.T) {
 
 	// No claim yet: frames pass.
 	g.claimed(now, 0, now-us)
-	if out := g.pass(now, gateFrames(1, 2)); !sameHandles(gateHandles(out), 1, 2) {
+	if out := g.pass(now, gateFrames(1, 2)); !slices.Equal(gateHandles(out), []int{1, 2}) {
 		t.Fatalf("without a claim: passed %v, want [1 2]", gateHandles(out))
 	}
 	// A claim 10 µs after the kernel's last delivery: wait until 90 µs on.
@@ -68,7 +57,7 @@ func TestHostGate(t *testing.T) {
 		t.Fatalf("an unchanged claim count moved the wait to %d", until)
 	}
 	out := g.pass(now+90*us, gateFrames(6))
-	if !sameHandles(gateHandles(out), 3, 4, 5, 6) {
+	if !slices.Equal(gateHandles(out), []int{3, 4, 5, 6}) {
 		t.Fatalf("after the wait: passed %v, want [3 4 5 6] (held first, in order)", gateHandles(out))
 	}
 	if held, _ := g.holding(); held {
@@ -80,7 +69,7 @@ func TestHostGate(t *testing.T) {
 	// A claim long after the kernel's last delivery: no wait.
 	now += 10_000 * us
 	g.claimed(now, 2, now-500*us)
-	if out := g.pass(now, gateFrames(7)); !sameHandles(gateHandles(out), 7) {
+	if out := g.pass(now, gateFrames(7)); !slices.Equal(gateHandles(out), []int{7}) {
 		t.Fatalf("a claim long after the kernel's last delivery: passed %v, want [7]", gateHandles(out))
 	}
 	if g.Waits != 1 {
