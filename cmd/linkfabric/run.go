@@ -114,7 +114,12 @@ data frame that is the next one expected to the host port itself (link header
 stripped), while nothing needs the worker; every other frame (a hole, a
 duplicate, a retransmitted copy, control frames) goes to the worker, which takes
 the in-order point back, handles it as before and hands the point back once it
-holds nothing. With --lg-fast-send (and --protect both) the host port's XDP
+holds nothing (a late copy of a frame the kernel delivered is dropped without
+taking the point). After taking the point back the worker holds its deliveries until
+300 us after the kernel's last one: a veth peer hands the kernel's frames to
+its stack in batches after the worker's, so without the wait TCP at the host
+saw them out of order (linkguardian.host_gate_waits and host_gate_held in
+'linkfabric stats'). With --lg-fast-send (and --protect both) the host port's XDP
 program sends too: while the kernel owns sending it numbers a host frame, keeps
 a copy in a memory-mapped ring for retransmission, stamps the link header (the
 receive point as a piggybacked ACK) and the CRC trailer, and redirects it to
