@@ -430,12 +430,16 @@ func (s *LGRx) Point() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&
 // fast path delivered (0 before the first).
 func (s *LGRx) PeerAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.PeerAck)) }
 
+// LastNs is the time of the fast path's last delivery (CLOCK_MONOTONIC,
+// bpf_ktime_get_ns), 0 before the first.
+func (s *LGRx) LastNs() uint64 { return atomic.LoadUint64(&s.v.LastNs) }
+
 // Counters reads the counters (each an atomic load; together not a snapshot).
 func (s *LGRx) Counters() LGRxCounters {
 	return LGRxCounters{
 		Frames:    atomic.LoadUint64(&s.v.Frames),
 		Bytes:     atomic.LoadUint64(&s.v.Bytes),
-		LastNs:    atomic.LoadUint64(&s.v.LastNs),
+		LastNs:    s.LastNs(),
 		Handovers: atomic.LoadUint64(&s.v.Handovers),
 		Missed:    atomic.LoadUint64(&s.v.Missed),
 		StripErr:  atomic.LoadUint64(&s.v.StripErr),

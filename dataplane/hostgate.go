@@ -48,7 +48,9 @@ type hostGate struct {
 }
 
 // claimed notes the receiver's claim count at now and, if it grew, makes
-// deliveries wait until wait after lastNs, the kernel's last delivery.
+// deliveries wait until wait after lastNs, the kernel's last delivery (the
+// caller may skip the call, and reading lastNs, while claims equals
+// g.claims).
 func (g *hostGate) claimed(now int64, claims uint64, lastNs int64) {
 	if claims == g.claims {
 		return

@@ -427,10 +427,10 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	pl.send(tx, portLink, laneData, p.Out.Low)
 	deliver := p.Out.Deliver
 	if pl.fast != nil {
-		pl.gate.claimed(now, p.R.Stats.FastClaims, int64(pl.fast.lgRx.Counters().LastNs))
+		if c := p.R.Stats.FastClaims; c != pl.gate.claims {
+			pl.gate.claimed(now, c, int64(pl.fast.lgRx.LastNs()))
+		}
 		deliver = pl.gate.pass(now, deliver)
-		pl.lgs.HostGateWaits.Store(pl.gate.Waits)
-		pl.lgs.HostGateHeld.Store(pl.gate.Held)
 	}
 	pl.send(tx, portHost, laneData, deliver)
 	// Delivered frames belong to the host path now: those on the TX ring
@@ -591,6 +591,8 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
+	s.HostGateWaits.Store(pl.gate.Waits)
+	s.HostGateHeld.Store(pl.gate.Held)
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)
 	if p.S != nil {
