@@ -43,12 +43,26 @@ func TestRunWorkers(t *testing.T) {
 			t.Fatalf("%d of 2 lane sessions up on sw1: %v", lanesUp(doc), doc["linkguardian_lanes"])
 		}
 	}
-	lg, _ := doc["linkguardian"].(map[string]any)
-	lanes, _ := doc["linkguardian_lanes"].([]any)
+	// The first pings may have crossed before the sessions agreed
+	// (unsequenced): ping again over the lanes, and wait for the statistics
+	// (published every 20 ms) to show it.
+	if err := netns.Command(ctx, tb.NS("h1"), "ping", "-c", "5", "-i", "0.05", "-q", "10.0.0.2").Run(); err != nil {
+		t.Fatalf("ping h1→h2 with both lane sessions up: %v", err)
+	}
+	var lg map[string]any
 	var sent uint64
-	for _, l := range lanes {
-		m, _ := l.(map[string]any)
-		sent += num(m, "core", "sender", "DataSent")
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		doc = statsDoc(t, c, sw1)
+		lg, _ = doc["linkguardian"].(map[string]any)
+		lanes, _ := doc["linkguardian_lanes"].([]any)
+		sent = 0
+		for _, l := range lanes {
+			m, _ := l.(map[string]any)
+			sent += num(m, "core", "sender", "DataSent")
+		}
+		if sent > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if num(lg, "lanes") != 2 || num(lg, "core", "sender", "DataSent") != sent || sent == 0 {
 		t.Errorf("linkguardian: lanes %d, core.sender.DataSent %d; want 2 lanes and the lanes' sum %d (> 0: the pings)",
