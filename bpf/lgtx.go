@@ -46,6 +46,8 @@ type LGTxCounters struct {
 	Sent, Bytes, Declined, Missed, Wakeups uint64
 	StampErr                               uint64 // numbered frames dropped for want of head- or tailroom (must stay 0)
 	WakeErr                                uint64 // wakeups the ring buffer refused
+	WakeMoves                              uint64 // times a piggybacked ACK moved lg_rx's Wake
+	Widened                                uint64 // frames sent at or past Limit, on lg_rx's PeerAck
 }
 
 // lgTxSpec sizes the copy ring and shares lg_rx as opts ask.
@@ -139,6 +141,15 @@ func (t *LGTx) LastNs() *atomic.Int64 { return (*atomic.Int64)(unsafe.Pointer(&t
 // PiggyAck is FastSend.PiggyAck.
 func (t *LGTx) PiggyAck() *atomic.Uint64 { return t.word(&t.v.PiggyAck) }
 
+// Credit is FastSend.Credit: the credit window, with which the kernel
+// widens Limit by an ACK the link port read (lg_rx's PeerAck) before Go
+// applied it.
+func (t *LGTx) Credit() *atomic.Uint64 { return t.word(&t.v.Credit) }
+
+// WakeMoves and Widened are FastSend's counters of the same names.
+func (t *LGTx) WakeMoves() *atomic.Uint64 { return t.word(&t.v.WakeMoves) }
+func (t *LGTx) Widened() *atomic.Uint64   { return t.word(&t.v.Widened) }
+
 // WantWake is FastSend.WantWake.
 func (t *LGTx) WantWake() *atomic.Uint64 { return t.word(&t.v.WantWake) }
 
@@ -180,13 +191,15 @@ func (t *LGTx) DrainWake() bool {
 // Counters reads the counters (each an atomic load; together not a snapshot).
 func (t *LGTx) Counters() LGTxCounters {
 	return LGTxCounters{
-		Sent:     atomic.LoadUint64(&t.v.Sent),
-		Bytes:    atomic.LoadUint64(&t.v.Bytes),
-		Declined: atomic.LoadUint64(&t.v.Declined),
-		Missed:   atomic.LoadUint64(&t.v.Missed),
-		Wakeups:  atomic.LoadUint64(&t.v.Wakeups),
-		StampErr: atomic.LoadUint64(&t.v.StampErr),
-		WakeErr:  atomic.LoadUint64(&t.v.WakeErr),
+		Sent:      atomic.LoadUint64(&t.v.Sent),
+		Bytes:     atomic.LoadUint64(&t.v.Bytes),
+		Declined:  atomic.LoadUint64(&t.v.Declined),
+		Missed:    atomic.LoadUint64(&t.v.Missed),
+		Wakeups:   atomic.LoadUint64(&t.v.Wakeups),
+		StampErr:  atomic.LoadUint64(&t.v.StampErr),
+		WakeErr:   atomic.LoadUint64(&t.v.WakeErr),
+		WakeMoves: atomic.LoadUint64(&t.v.WakeMoves),
+		Widened:   atomic.LoadUint64(&t.v.Widened),
 	}
 }
 

@@ -181,8 +181,9 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fp := linkguardian.NewFastPoint()
 	rng := rand.New(rand.NewPCG(5, 6))
-	var sent, declined uint64
+	var sent, declined, widened uint64
 	for i := 0; i < 20000; i++ {
 		// A random state, limit and receive point, the same for both.
 		q := seqhdr.Seq(LGSeqMask - 50 + rng.IntN(100)).Add(0)
@@ -198,7 +199,13 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		default:
 			lim |= LGLimitValid
 		}
-		point := LGOwned | uint64(rng.Uint32()&LGSeqMask)
+		point := uint64(rng.Uint32() & LGSeqMask)
+		if rng.IntN(5) != 0 {
+			point |= LGOwned
+		}
+		if rng.IntN(3) != 0 { // Wake set
+			point |= linkguardian.FastWakeOn | uint64(rng.Uint32()&LGSeqMask)<<linkguardian.FastWakeShift
+		}
 		want := uint64(rng.IntN(2))
 		tx.State().Store(state)
 		fs.State.Store(state)
@@ -207,6 +214,18 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		tx.WantWake().Store(want)
 		fs.WantWake.Store(want)
 		rx.Point().Store(point)
+		fp.Point.Store(point)
+		// A credit and an ACK the link port read, mostly around q, so
+		// that the window an unapplied ACK opens is tried at its edges.
+		credit := uint64([]int{0, 1, 8, 20}[rng.IntN(4)])
+		peer := uint64(q.Add(rng.IntN(30)-25)) | uint64(rng.IntN(6)/5^1)<<63
+		every := uint64([]int{0, 1, 16}[rng.IntN(3)])
+		tx.Credit().Store(credit)
+		fs.Credit.Store(credit)
+		rx.PeerAck().Store(peer)
+		fp.PeerAck.Store(peer)
+		rx.AckEvery().Store(every)
+		fp.AckEvery.Store(every)
 		// Go has taken in every frame passed on (most of the time), or is
 		// one behind. No socket here: the kernel's to_go does not move.
 		toGo := rng.Uint64()
@@ -215,8 +234,6 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		fs.ToGo.Store(toGo)
 		tx.Consumed().Store(taken)
 		fs.Consumed.Store(taken)
-		ack := seqhdr.Seq(point - 1).Add(0)
-		ack = seqhdr.Seq(uint64(ack) & LGSeqMask)
 
 		var n int
 		switch rng.IntN(10) {
@@ -235,7 +252,11 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 
 		fsw := fs.Wakeups.Load()
 		kw := tx.Counters()
-		mq, ok := fs.Offer(host, ack, withAck, 1)
+		var mrx *linkguardian.FastPoint
+		if withAck {
+			mrx = fp
+		}
+		mq, ack, ok := fs.Offer(host, mrx, 1)
 		ret, out := runLG(t, p, host)
 		if ok != (ret == xdpRedirect) {
 			t.Fatalf("frame %d (%d bytes, state %#x, limit %#x): Offer %v, kernel verdict %d", i, n, state, lim, ok, ret)
@@ -264,6 +285,9 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 			continue
 		}
 		sent++
+		if lim&LGLimitValid != 0 && !seqhdr.Less(q, seqhdr.Seq(lim&LGSeqMask)) {
+			widened++
+		}
 		if mq != q {
 			t.Fatalf("frame %d: Offer numbered %#x, want %#x", i, mq, q)
 		}
@@ -277,15 +301,18 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		if withAck && tx.PiggyAck().Load() != fs.PiggyAck.Load() {
 			t.Fatalf("frame %d: piggy_ack %#x, Offer's %#x", i, tx.PiggyAck().Load(), fs.PiggyAck.Load())
 		}
+		if g, w := rx.Point().Load(), fp.Point.Load(); g != w {
+			t.Fatalf("frame %d: lg_rx point %#x, Offer's %#x (Wake moved %d times, Offer %d)", i, g, w, tx.Counters().WakeMoves, fs.WakeMoves.Load())
+		}
 	}
 	c := tx.Counters()
-	if c.Sent != sent || c.Sent != fs.Sent.Load() || c.Declined != fs.Declined.Load() || c.Missed != 0 || c.StampErr != 0 || c.WakeErr != 0 {
-		t.Errorf("counters %+v; Offer sent %d, declined %d", c, fs.Sent.Load(), fs.Declined.Load())
+	if c.Sent != sent || c.Sent != fs.Sent.Load() || c.Declined != fs.Declined.Load() || c.Missed != 0 || c.StampErr != 0 || c.WakeErr != 0 || c.WakeMoves != fs.WakeMoves.Load() || c.Widened != widened || c.Widened != fs.Widened.Load() {
+		t.Errorf("counters %+v; Offer sent %d, declined %d, moved Wake %d", c, fs.Sent.Load(), fs.Declined.Load(), fs.WakeMoves.Load())
 	}
-	if sent < 5000 || c.Declined < 1000 {
-		t.Errorf("sent %d, declined %d: the random states cover too little", sent, c.Declined)
+	if sent < 5000 || c.Declined < 1000 || withAck && (widened < 200 || c.WakeMoves < 500) {
+		t.Errorf("sent %d (%d past Limit on an ACK), declined %d, Wake moved %d: the random states cover too little", sent, widened, c.Declined, c.WakeMoves)
 	}
-	t.Logf("%d sent, %d declined", sent, c.Declined)
+	t.Logf("%d sent (%d past Limit on an ACK), %d declined, Wake moved %d times", sent, widened, c.Declined, c.WakeMoves)
 }
 
 func boolU(b bool) uint64 {

@@ -430,6 +430,11 @@ func (s *LGRx) Point() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&
 // fast path delivered (0 before the first).
 func (s *LGRx) PeerAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.PeerAck)) }
 
+// AckEvery is the receiver's AckEvery, which Go writes (FastPoint.AckEvery):
+// the send fast path (lf_lg_tx, sharing this lg_rx) moves Wake to its
+// piggybacked ACK + AckEvery; 0 leaves Wake to Go.
+func (s *LGRx) AckEvery() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.AckEvery)) }
+
 // LastNs is the time of the fast path's last delivery (CLOCK_MONOTONIC,
 // bpf_ktime_get_ns), 0 before the first.
 func (s *LGRx) LastNs() uint64 { return atomic.LoadUint64(&s.v.LastNs) }

@@ -288,7 +288,8 @@ func (f *fastPath) lgSend() *linkguardian.FastSend {
 	t := f.lgTx
 	return &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
 		WantWake: t.WantWake(), Sent: t.Sent(), Declined: t.Declined(), Missed: t.Missed(), Wakeups: t.Wakeups(),
-		ToGo: t.ToGo(), Consumed: t.Consumed(), Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize}
+		ToGo: t.ToGo(), Consumed: t.Consumed(), Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize,
+		Credit: t.Credit(), WakeMoves: t.WakeMoves(), Widened: t.Widened()}
 }
 
 // lgPoint is the receive fast path's shared state for the LinkGuardian
@@ -297,7 +298,7 @@ func (f *fastPath) lgPoint() *linkguardian.FastPoint {
 	if f == nil || f.lgRx == nil || f.features == nil {
 		return nil
 	}
-	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck()}
+	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), AckEvery: f.lgRx.AckEvery()}
 }
 
 // open gets what the watcher needs and gives each program its forward port;

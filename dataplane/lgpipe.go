@@ -112,6 +112,13 @@ type LGStats struct {
 	// core's deliveries waited for the kernel's to reach the host, and
 	// HostGateHeld the frames that waited (hostgate.go).
 	HostGateWaits, HostGateHeld atomic.Uint64
+	// KernelSendDeclined counts the send fast path's hand-overs of sending
+	// to the worker (credit, a pause, a frame the worker had still to
+	// read); KernelSendWidened its frames sent past the Limit the worker
+	// published, on an ACK the link port read first; KernelWakeMoves the
+	// receive point's Wake moved by the ACKs it piggybacked
+	// (linkguardian/fasttx.go).
+	KernelSendDeclined, KernelSendWidened, KernelWakeMoves atomic.Uint64
 	// Session is the link session (session.go).
 	Session SessionStats
 	// LossRate is the link's loss rate as the sender sees it (frames reported
@@ -593,6 +600,12 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
 	s.HostGateWaits.Store(pl.gate.Waits)
 	s.HostGateHeld.Store(pl.gate.Held)
+	if pl.fastTx != nil && pl.fastTx.lgTx != nil {
+		c := pl.fastTx.lgTx.Counters()
+		s.KernelSendDeclined.Store(c.Declined)
+		s.KernelSendWidened.Store(c.Widened)
+		s.KernelWakeMoves.Store(c.WakeMoves)
+	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)
 	if p.S != nil {

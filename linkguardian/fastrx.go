@@ -115,11 +115,15 @@ const fastCheckMax = int64(2_000_000)
 type FastPoint struct {
 	Point   *atomic.Uint64
 	PeerAck *atomic.Uint64
+	// AckEvery is the receiver's AckEvery (the receiver writes it): a
+	// kernel send path that piggybacks ACK a moves Wake to a + AckEvery
+	// (FastSend.Offer). nil or 0: Wake is Go's alone.
+	AckEvery *atomic.Uint64
 }
 
 // NewFastPoint returns a FastPoint over fresh memory, the point not owned.
 func NewFastPoint() *FastPoint {
-	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64)}
+	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64), AckEvery: new(atomic.Uint64)}
 }
 
 // fastFlags are the flags a frame the kernel delivers may carry.
@@ -174,6 +178,20 @@ func (p *Endpoint) SetFast(fp *FastPoint) {
 	if p.R != nil {
 		p.R.fast, p.R.handed = fp, false
 		p.R.publishAck()
+		p.R.publishAckEvery()
+	}
+	if p.S != nil {
+		p.S.peerAck = nil
+		if fp != nil {
+			p.S.peerAck = fp.PeerAck
+		}
+	}
+}
+
+// publishAckEvery writes AckEvery for the kernel's send path.
+func (r *Receiver) publishAckEvery() {
+	if r.fast != nil && r.fast.AckEvery != nil {
+		r.fast.AckEvery.Store(uint64(r.ackEvery))
 	}
 }
 

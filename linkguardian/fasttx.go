@@ -46,7 +46,10 @@ import (
 //  2. The frame must be eligible: at least 14 bytes (MACs and EtherType),
 //     not of the link EtherType, and at most SlotSize−2 bytes. Load Limit:
 //     it must be valid, not paused, and q, State's serial, strictly before
-//     it (serial compare). ToGo must equal Consumed: Go has taken in every
+//     it (serial compare), or, with the receive state shared, inside the
+//     window an ACK the link port read opens: PeerAck valid, base − 1 ≤ a
+//     < q (base = Limit − Credit) and q before a + 1 + Credit (see
+//     "Credit and pause"). ToGo must equal Consumed: Go has taken in every
 //     frame passed to it. If any of this fails: give sending to Go by
 //     compare-and-swap {owned, q} → {not owned, q}, count Declined and pass
 //     the frame to Go.
@@ -55,9 +58,11 @@ import (
 //     claimed sending, or another CPU took q), count Missed and pass the
 //     frame to Go; slot q holds garbage but belongs to a serial not
 //     assigned by the kernel, whose frame Go keeps in its own memory.
-//  5. Store LastNs = now; if the frame gets an ACK, store PiggyAck; count
-//     Sent; if WantWake is 1, swap it to 0 and, if the swap won, wake the
-//     worker once (count Wakeups).
+//  5. Store LastNs = now; if the frame gets an ACK, store PiggyAck and, if
+//     the receive point is the kernel's with Wake set and AckEvery is
+//     published, move Wake to the ACK + AckEvery by one compare-and-swap
+//     (see "ACKs"); count Sent; if WantWake is 1, swap it to 0 and, if the
+//     swap won, wake the worker once (count Wakeups).
 //  6. Stamp the link header (type data, Seq q, the original EtherType, the
 //     ACK if any: exactly seqhdr.Insert's result) and redirect the frame to
 //     the link port.
@@ -143,6 +148,21 @@ import (
 // fails. A raise (an ACK) may be seen late: the kernel declines and Go
 // sends.
 //
+// The kernel does not wait for Go to apply an ACK its own receive path
+// read (PeerAck, written by the link port's program as it delivers): on a
+// busy host the worker applies it late, and sending went to Go for every
+// window's worth of frames. So it may assign q at or past Limit when PeerAck
+// holds a valid a with base − 1 ≤ a < q and q before a + 1 + Credit: the
+// peer acknowledged a, so [a+1, q] is within Credit ≤ TxBuffer ≤ Slots
+// frames, and slot q's previous serial, q − Slots ≤ a, is acknowledged.
+// Go reads the same word when it adopts, and PeerAck only moves forward
+// (frames are delivered in sequence order, and each carries the ACK its
+// sender had when it numbered it), so what Go reads covers what the kernel
+// counted on: adopt takes in frames while its ring has room and applies
+// PeerAck, as far as the frames taken in, when it has none. A stale PeerAck
+// (an ACK of an older numbering: Reset continues the numbering at TxNext,
+// past every frame sent before) is behind base − 1 and opens nothing.
+//
 // Restart. A session reset claims sending (TxNext, then Reset) before the
 // numbering restarts; the integrator hands back only once the session is up
 // again. A new process loads a new program and shares new state.
@@ -172,6 +192,14 @@ import (
 // The receiver's lastAck and pendingAck, which a piggybacked ACK updates in
 // Go, are brought up to date from PiggyAck at each Poll: an ACK owed for
 // frames the kernel's ACK covered is no longer owed, and Wake moves on.
+// The kernel moves Wake itself as it piggybacks (step 5): Wake is the frame
+// that completes AckEvery frames after the last ACK sent, and Go learns of
+// the kernel's ACK only at its next look, so under bulk traffic in both
+// directions Wake came round every AckEvery frames and gave the receive
+// point to Go. The swap is against the word it read the ACK from, and
+// only on an owned word; a lost swap leaves the earlier Wake (a look by Go
+// sooner than needed). The link port's program retries its own swap when
+// only Wake changed under it.
 
 // Bits of FastSend's words (FastOwned and FastAckValid as for FastPoint).
 const (
@@ -193,9 +221,15 @@ type FastSend struct {
 	LastNs   *atomic.Int64
 	PiggyAck *atomic.Uint64
 	WantWake *atomic.Uint64
+	// Credit is the credit window, written by Go before Limit: with the
+	// receive state's PeerAck it lets the kernel send past Limit on an ACK
+	// Go has not applied yet (Offer, step 2).
+	Credit *atomic.Uint64
 	// The kernel's counters: frames sent, hand-overs to Go (declined while
-	// owning), lost swaps, wakeups of the worker.
-	Sent, Declined, Missed, Wakeups *atomic.Uint64
+	// owning), lost swaps, wakeups of the worker, moves of the receive
+	// state's Wake, frames sent at or past Limit on the receive state's
+	// PeerAck.
+	Sent, Declined, Missed, Wakeups, WakeMoves, Widened *atomic.Uint64
 	// ToGo counts the host frames passed to Go (the kernel's); Consumed
 	// is how many of them Go took in (Go's).
 	ToGo, Consumed *atomic.Uint64
@@ -213,7 +247,8 @@ type FastSend struct {
 	stateW, limitW atomic.Uint64
 	lastW          atomic.Int64
 	piggyW, wakeW  atomic.Uint64
-	cnt            [6]atomic.Uint64
+	creditW        atomic.Uint64
+	cnt            [8]atomic.Uint64
 }
 
 // NewFastSend returns a FastSend over fresh memory with slots ring slots
@@ -229,7 +264,8 @@ func NewFastSend(slots, slotSize int) (*FastSend, error) {
 	fs := &FastSend{Ring: make([]byte, slots*slotSize), Slots: slots, SlotSize: slotSize}
 	fs.State, fs.Limit, fs.LastNs, fs.PiggyAck, fs.WantWake = &fs.stateW, &fs.limitW, &fs.lastW, &fs.piggyW, &fs.wakeW
 	fs.Sent, fs.Declined, fs.Missed, fs.Wakeups = &fs.cnt[0], &fs.cnt[1], &fs.cnt[2], &fs.cnt[3]
-	fs.ToGo, fs.Consumed = &fs.cnt[4], &fs.cnt[5]
+	fs.ToGo, fs.Consumed, fs.WakeMoves, fs.Widened = &fs.cnt[4], &fs.cnt[5], &fs.cnt[6], &fs.cnt[7]
+	fs.Credit = &fs.creditW
 	fs.init()
 	return fs, nil
 }
@@ -255,27 +291,29 @@ func (fs *FastSend) Frame(q seqhdr.Seq) []byte {
 // Offer is the kernel's rule (the package's "send fast path" section, steps
 // 1–5), for the simulated link and the tests: it reports whether the fast
 // path sends host frame b itself, under sequence number q (the caller
-// stamps the header, Seq q and the ACK if hasAck, and transmits it; the
-// core never sees the frame). now is the time of the send (LastNs).
-func (fs *FastSend) Offer(b []byte, ack seqhdr.Seq, hasAck bool, now int64) (q seqhdr.Seq, ok bool) {
+// stamps the header, Seq q and, if rx is not nil, ACK ack, and transmits
+// it; the core never sees the frame). rx is the receive state the kernel
+// piggybacks from (nil: no ACK). now is the time of the send (LastNs).
+func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq, ok bool) {
 	// 1. Only while the kernel owns sending.
 	old := fs.State.Load()
 	if old&FastOwned == 0 {
 		fs.ToGo.Add(1)
-		return 0, false
+		return 0, 0, false
 	}
 	q = seqhdr.Seq(old & FastSeqMask)
-	// 2. An eligible frame, inside the published window, no pause; else
-	// sending goes to Go with this frame.
+	// 2. An eligible frame, inside the published window (or the one an
+	// ACK the kernel read opens), no pause; else sending goes to Go with
+	// this frame.
 	lim := fs.Limit.Load()
 	if len(b) < seqhdr.MACLen+2 || len(b) > fs.maxFrame || binary.BigEndian.Uint16(b[seqhdr.MACLen:]) == seqhdr.EtherType ||
-		lim&FastLimitValid == 0 || lim&FastPaused != 0 || !seqhdr.Less(q, seqhdr.Seq(lim&FastSeqMask)) ||
+		lim&FastLimitValid == 0 || lim&FastPaused != 0 || !fs.inWindow(q, lim, rx) ||
 		fs.ToGo.Load() != fs.Consumed.Load() {
 		if fs.State.CompareAndSwap(old, old&^FastOwned) {
 			fs.Declined.Add(1)
 		}
 		fs.ToGo.Add(1)
-		return 0, false
+		return 0, 0, false
 	}
 	// 3. The copy first: once q is assigned Go may read it.
 	s := fs.slot(q)
@@ -285,18 +323,56 @@ func (fs *FastSend) Offer(b []byte, ack seqhdr.Seq, hasAck bool, now int64) (q s
 	if !fs.State.CompareAndSwap(old, old&^FastSeqMask|uint64(q.Next())) {
 		fs.Missed.Add(1)
 		fs.ToGo.Add(1)
-		return 0, false
+		return 0, 0, false
 	}
-	// 5. What Go reads at its next look.
+	// 5. What Go reads at its next look; the ACK and its Wake.
 	fs.LastNs.Store(now)
-	if hasAck {
-		fs.PiggyAck.Store(FastAckValid | uint64(ack)&FastSeqMask)
+	if rx != nil {
+		p := rx.Point.Load()
+		ack = seqhdr.Seq(p & FastSeqMask).Add(-1)
+		fs.PiggyAck.Store(FastAckValid | uint64(ack))
+		if every := fs.ackEvery(rx); every != 0 && p&FastOwned != 0 && p&FastWakeOn != 0 {
+			const wake = FastSeqMask << FastWakeShift
+			np := p&^wake | uint64(ack.Add(int(every)))<<FastWakeShift
+			if np != p && rx.Point.CompareAndSwap(p, np) {
+				fs.WakeMoves.Add(1)
+			}
+		}
 	}
 	fs.Sent.Add(1)
+	if !seqhdr.Less(q, seqhdr.Seq(lim&FastSeqMask)) {
+		fs.Widened.Add(1)
+	}
 	if fs.WantWake.Load() != 0 && fs.WantWake.CompareAndSwap(1, 0) {
 		fs.Wakeups.Add(1)
 	}
-	return q, true
+	return q, ack, true
+}
+
+// inWindow is step 2's window: q before Limit, or, with an ACK in rx's
+// PeerAck that Go has not applied (base − 1 ≤ a < q, base = Limit −
+// Credit), before a + 1 + Credit.
+func (fs *FastSend) inWindow(q seqhdr.Seq, lim uint64, rx *FastPoint) bool {
+	l := seqhdr.Seq(lim & FastSeqMask)
+	if seqhdr.Less(q, l) {
+		return true
+	}
+	if rx == nil {
+		return false
+	}
+	c, pa := fs.Credit.Load(), rx.PeerAck.Load()
+	if pa&FastAckValid == 0 || c == 0 || c > seqhdr.Half {
+		return false
+	}
+	a, base := seqhdr.Seq(pa&FastSeqMask), l.Add(-int(c))
+	return !seqhdr.Less(a, base.Add(-1)) && seqhdr.Less(a, q) && seqhdr.Less(q, a.Add(1+int(c)))
+}
+
+func (fs *FastSend) ackEvery(rx *FastPoint) uint64 {
+	if rx.AckEvery == nil {
+		return 0
+	}
+	return rx.AckEvery.Load()
 }
 
 // SetFastSend connects the endpoint's sender to a kernel fast path that
@@ -367,6 +443,7 @@ func (s *Sender) publishLimit() {
 	if s.pausedUntil != 0 {
 		v |= FastPaused
 	}
+	s.fs.Credit.Store(uint64(s.credit))
 	s.fs.Limit.Store(v)
 }
 
@@ -404,9 +481,45 @@ func (s *Sender) sync() {
 // as kernel slots: a length each, no frame memory. O(1) per frame, no
 // allocation.
 func (s *Sender) adopt(kn seqhdr.Seq) {
-	n := seqhdr.Diff(kn, s.next)
+	for n := seqhdr.Diff(kn, s.next); n > 0; n = seqhdr.Diff(kn, s.next) {
+		if room := len(s.ring) - s.Outstanding(); room > 0 {
+			s.adoptN(min(n, room))
+			continue
+		}
+		// The TX buffer is full and the kernel sent more: it went past
+		// Limit on an ACK its receive path read (PeerAck) that Go has
+		// not applied. Apply it to the frames taken in so far, then take
+		// in more. PeerAck only moves forward, so it covers at least
+		// what the kernel counted on (see "Credit and pause").
+		if a, ok := s.peerAckBefore(kn); ok && seqhdr.Diff(a, s.base) >= 0 {
+			if seqhdr.Diff(a, s.next) >= 0 {
+				a = s.next.Add(-1)
+			}
+			s.release(a)
+			continue
+		}
+		// Cannot happen: the oldest frame is given up as if acknowledged
+		// rather than overwritten unaccounted.
+		s.Stats.FastOverrun++
+		s.release(s.base)
+	}
+}
+
+// peerAckBefore returns the ACK in the receive state's PeerAck if it names
+// a frame in [base − 1, kn).
+func (s *Sender) peerAckBefore(kn seqhdr.Seq) (seqhdr.Seq, bool) {
+	if s.peerAck == nil {
+		return 0, false
+	}
+	v := s.peerAck.Load()
+	a := seqhdr.Seq(v & FastSeqMask)
+	return a, v&FastAckValid != 0 && seqhdr.Diff(a, s.base) >= -1 && seqhdr.Diff(a, kn) < 0
+}
+
+// adoptN takes the kernel's next n frames into the TX buffer.
+func (s *Sender) adoptN(n int) {
 	if n <= 0 {
-		return // the kernel only moves State forward
+		return
 	}
 	for range n {
 		l := int(binary.LittleEndian.Uint16(s.fs.slot(s.next))) + seqhdr.MaxOverhead

@@ -210,6 +210,7 @@ func (r *Receiver) SetAckEvery(n int) {
 		n = len(r.slots) / 4
 	}
 	r.ackEvery = max(n, 1)
+	r.publishAckEvery()
 }
 
 // AckEvery returns the AckEvery in force.

@@ -2,6 +2,7 @@ package linkguardian
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -111,6 +112,9 @@ type Sender struct {
 	// owns sending.
 	fs     *FastSend
 	handed bool
+	// peerAck is the receive fast path's PeerAck (FastPoint), nil without
+	// one: the kernel may send past Limit on an ACK in it (adopt).
+	peerAck *atomic.Uint64
 	// fastCheckAt is when the core looks at State next while the kernel
 	// owns sending and nothing is outstanding (FastSend.WakeEvery > 0).
 	fastCheckAt int64
@@ -275,6 +279,15 @@ func (s *Sender) onAck(now int64, ack seqhdr.Seq) {
 	if seqhdr.Diff(ack, s.base) < 0 {
 		return
 	}
+	s.release(ack)
+	if s.base == s.next && s.cfg.DummyWaitMax > 0 {
+		s.ackSample(now)
+	}
+}
+
+// release frees the TX buffer's frames [base, ack], which the peer
+// acknowledged (base ≤ ack < next).
+func (s *Sender) release(ack seqhdr.Seq) {
 	for q := s.base; seqhdr.LessEq(q, ack); q = q.Next() {
 		sl := s.slot(q)
 		s.bytes -= sl.f.Len
@@ -288,9 +301,6 @@ func (s *Sender) onAck(now int64, ack seqhdr.Seq) {
 	s.publishLimit()
 	s.Stats.TxBufFrames = uint64(s.Outstanding())
 	s.Stats.TxBufBytes = uint64(s.bytes)
-	if s.base == s.next && s.cfg.DummyWaitMax > 0 {
-		s.ackSample(now)
-	}
 }
 
 // resync drops every unacknowledged frame and numbers the next one q.

@@ -29,6 +29,9 @@ type SenderStats struct {
 	FastSent         uint64
 	FastSendClaims   uint64
 	FastSendHandOffs uint64
+	// FastOverrun counts frames the kernel sent past the TX buffer that no
+	// ACK covered (must stay 0; see adopt).
+	FastOverrun uint64
 }
 
 // ReceiverStats counts what a Receiver did. Occupancy fields are current values.

@@ -736,13 +736,9 @@ func (s *Sim) fastSend(e *end, now int64) bool {
 	data := s.getBuf(n + seqhdr.MaxOverhead)
 	host := data[seqhdr.MaxOverhead:]
 	hostFrame(host, e.side, e.nextID)
-	var ack seqhdr.Seq
 	hasAck := e.point != nil
-	if hasAck {
-		ack = seqhdr.Seq(e.point.Point.Load() & linkguardian.FastSeqMask).Add(-1)
-	}
 	woken := e.fs.Wakeups.Load()
-	q, ok := e.fs.Offer(host, ack, hasAck, now)
+	q, ack, ok := e.fs.Offer(host, e.point, now)
 	if !ok {
 		s.putBuf(data)
 		return false

@@ -104,6 +104,9 @@ struct lg_rx_shared {
 	__u64 handovers; /* times the fast path gave the point to Go (out-of-order data) */
 	__u64 missed;    /* in-order data passed to Go because the redirect to the host port was refused */
 	__u64 strip_err; /* header strip (or trailer removal) failed after the point moved (frame lost; must stay 0) */
+	__u64 ack_every; /* written by Go: the receiver's AckEvery. lf_lg_tx, piggybacking ACK a on a
+	                    frame while the fast path owns the point with Wake set, moves Wake to
+	                    a + ack_every (0: it leaves Wake alone) */
 };
 
 /* One element, memory-mapped by Go (bpf.LGRx): Go reads the counters and
@@ -129,6 +132,8 @@ struct {
 #define LF_FLAG_ERA 0x02
 #define LF_FLAG_HAS_ACK 0x04
 #define LF_FLAG_ACK_ERA 0x08
+/* How often lf_lg_rx tries its swap (step 5) when the word changed. */
+#define LF_LG_RX_TRIES 4
 /* lf_lg_rx's verdict when the frame goes on to the usual (AF_XDP) path. */
 #define LF_LG_XSK (-1)
 /* The integrity trailer (linkcrc): CRC32C of frame[0:n], little endian, at n. */
@@ -309,7 +314,8 @@ __noinline int lf_crc32c(struct xdp_md *ctx, int seal)
  * The counters and peer_ack are written with plain stores and increments:
  * only one CPU runs the program for RX queue 0 at a time (one NAPI context
  * per queue in native mode), so there is one writer; Go only reads them.
- * point is the one word both sides write, always by compare-and-swap. */
+ * point is the one word several write, always by compare-and-swap: this
+ * program, Go, and lf_lg_tx on the host port (Wake only). */
 static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
 {
 	void *data = (void *)(long)ctx->data;
@@ -322,6 +328,7 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
 	__u8 aux[2];
 	__u8 flags;
 	long act;
+	int i;
 
 	/* 1. */
 	if (ctx->rx_queue_index != 0)
@@ -343,29 +350,37 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
 	if (crc && !lf_crc32c(ctx, 0))
 		return LF_LG_XSK;
 
-	/* 2. */
 	seq = (flags & LF_FLAG_ERA ? LF_LG_ERA : 0) | ((__u64)eth[16] << 8 | eth[17]);
-	old = LF_READ_ONCE(s->point);
-	if (!(old & LF_LG_OWNED))
-		return LF_LG_XSK;
+	/* Steps 2-5; a swap lost to a change of Wake alone (lf_lg_tx or Go
+	 * moved it on another CPU) is tried again on the new word. */
+	for (i = 0; i < LF_LG_RX_TRIES; i++) {
+		/* 2. */
+		old = LF_READ_ONCE(s->point);
+		if (!(old & LF_LG_OWNED))
+			return LF_LG_XSK;
 
-	/* 3. */
-	if ((old & LF_LG_SEQ_MASK) != seq ||
-	    ((old & LF_LG_WAKE_ON) && ((old >> LF_LG_WAKE_SHIFT) & LF_LG_SEQ_MASK) == seq)) {
-		if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old)
-			s->handovers++;
-		return LF_LG_XSK;
+		/* 3. */
+		if ((old & LF_LG_SEQ_MASK) != seq ||
+		    ((old & LF_LG_WAKE_ON) && ((old >> LF_LG_WAKE_SHIFT) & LF_LG_SEQ_MASK) == seq)) {
+			if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old)
+				s->handovers++;
+			return LF_LG_XSK;
+		}
+
+		/* 4. */
+		if (i == 0) {
+			act = bpf_redirect_map(&fwd_port, 0, 0);
+			if (act != XDP_REDIRECT) {
+				s->missed++;
+				return LF_LG_XSK;
+			}
+		}
+
+		/* 5. */
+		if (__sync_val_compare_and_swap(&s->point, old, (old & ~LF_LG_SEQ_MASK) | ((seq + 1) & LF_LG_SEQ_MASK)) == old)
+			break;
 	}
-
-	/* 4. */
-	act = bpf_redirect_map(&fwd_port, 0, 0);
-	if (act != XDP_REDIRECT) {
-		s->missed++;
-		return LF_LG_XSK;
-	}
-
-	/* 5. */
-	if (__sync_val_compare_and_swap(&s->point, old, (old & ~LF_LG_SEQ_MASK) | ((seq + 1) & LF_LG_SEQ_MASK)) != old)
+	if (i == LF_LG_RX_TRIES)
 		return LF_LG_XSK;
 
 	/* 6. */
@@ -413,6 +428,12 @@ struct lg_tx_shared {
 	                    whatever the reason, lg_tx on or off) */
 	__u64 consumed;  /* written by Go: the frames of to_go it has taken in (read from the
 	                    socket, or dropped by it) and claimed sending for */
+	__u64 wake_moves; /* times step 5 moved lg_rx's Wake (lg_rx_shared.ack_every) */
+	__u64 credit;    /* written by Go with limit: the credit window. With lg_ack, a serial q
+	                    at or past limit may still be assigned if lg_rx's peer_ack a (an ACK
+	                    the kernel read and Go may not have applied) has base - 1 <= a < q,
+	                    base = limit - credit, and q is before a + 1 + credit (0: off) */
+	__u64 widened;   /* frames sent so: at or past limit, on peer_ack (step 2) */
 };
 
 struct {
@@ -458,6 +479,21 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
 	return d != 0 && d < (LF_LG_SEQ_MASK + 1) / 2;
 }
 
+/* lf_lg_acked_room reports whether serial q, at or past limit, is inside
+ * the credit window that peer ACK pa opens: pa valid, base - 1 <= pa < q
+ * (base = limit - credit: an ACK Go has not applied yet, of a frame sent)
+ * and q before pa + 1 + credit. */
+static __always_inline int lf_lg_acked_room(__u64 q, __u64 lim, __u64 credit, __u64 pa)
+{
+	__u64 base = (lim - credit) & LF_LG_SEQ_MASK;
+	__u64 a = pa & LF_LG_SEQ_MASK;
+
+	if (!(pa & LF_LG_ACK_VALID) || credit == 0 || credit > (LF_LG_SEQ_MASK + 1) / 2)
+		return 0;
+	return !lf_lg_less(a, (base - 1) & LF_LG_SEQ_MASK) && lf_lg_less(a, q) &&
+	       lf_lg_less(q, (a + 1 + credit) & LF_LG_SEQ_MASK);
+}
+
 /* lf_lg_tx is LinkGuardian's send fast path on a host port: while the
  * kernel owns sending it numbers the host frame, keeps a copy in the ring,
  * stamps the link header and redirects the frame to the link port
@@ -469,7 +505,9 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
  *  1. state not owned: XSK path, nothing else.
  *  2. Eligible: 14 bytes or more, linear (no fragments), not the link
  *     ethertype, at most LF_LG_SLOT - 2 bytes; limit valid, not paused,
- *     q before it; a link port in fwd_port (the redirect is set up
+ *     q before it or, with lg_ack, inside the window lg_rx's peer_ack
+ *     opens (lf_lg_acked_room: the ACK the link port read, before the
+ *     worker applied it and raised limit); a link port in fwd_port (the redirect is set up
  *     here, before the swap); and with lg_tx_cpus > 1 a CPU that is a
  *     multiple of it (a redirected frame leaves on a queue the redirecting
  *     CPU chooses: veth, the peer's RX queue smp_processor_id() % its
@@ -484,8 +522,9 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
  *     {not owned,q}, declined++, XSK path.
  *  3. Copy the frame into slot q (length, bytes).
  *  4. CAS state {owned,q} -> {owned,q+1}; lost: missed++, XSK path.
- *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1), sent++,
- *     bytes += len; want_wake 1 -> 0 won: wakeups++, a ring buffer record
+ *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1; if that point
+ *     is owned with Wake set and ack_every is on, Wake moves to the ACK +
+ *     ack_every by one compare-and-swap), sent++, bytes += len; want_wake 1 -> 0 won: wakeups++, a ring buffer record
  *     with BPF_RB_FORCE_WAKEUP (the worker's poll waits on its fd).
  *  6. Stamp the header (seqhdr.Insert: the MACs move 8 bytes forward,
  *     0x88B5, type data, flags Era/HasAck/AckEra, Seq, the original
@@ -527,6 +566,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	q = old & LF_LG_SEQ_MASK;
 	/* 2. */
 	lim = LF_READ_ONCE(s->limit);
+	rx = conf->lg_ack ? bpf_map_lookup_elem(&lg_rx, &zero) : NULL;
 	et = 0;
 	if (data + LF_ETH_HLEN_MIN <= end)
 		et = (__u16)((__u8 *)data)[12] << 8 | ((__u8 *)data)[13];
@@ -534,7 +574,8 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	slot = bpf_map_lookup_elem(&lg_tx_ring, &key);
 	act = XDP_ABORTED;
 	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
-	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED) && lf_lg_less(q, lim & LF_LG_SEQ_MASK) &&
+	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED) &&
+	    (lf_lg_less(q, lim & LF_LG_SEQ_MASK) || (rx && lf_lg_acked_room(q, lim, LF_READ_ONCE(s->credit), LF_READ_ONCE(rx->peer_ack)))) &&
 	    LF_READ_ONCE(s->to_go) == LF_READ_ONCE(s->consumed))
 		act = bpf_redirect_map(&fwd_port, 0, 0);
 	if (act != XDP_REDIRECT) {
@@ -553,16 +594,27 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	}
 	/* 5. */
 	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
-	if (conf->lg_ack) {
-		rx = bpf_map_lookup_elem(&lg_rx, &zero);
-		if (rx) {
-			ack = (LF_READ_ONCE(rx->point) - 1) & LF_LG_SEQ_MASK;
-			has_ack = 1;
-			LF_WRITE_ONCE(s->piggy_ack, LF_LG_ACK_VALID | ack);
+	if (rx) {
+		__u64 p = LF_READ_ONCE(rx->point), every = LF_READ_ONCE(rx->ack_every);
+
+		ack = (p - 1) & LF_LG_SEQ_MASK;
+		has_ack = 1;
+		LF_WRITE_ONCE(s->piggy_ack, LF_LG_ACK_VALID | ack);
+		/* The ACK goes out now: the frame that completes AckEvery
+		 * after it is the new Wake (a lost swap leaves the older,
+		 * earlier one, which costs the worker a look). */
+		if (every && (p & LF_LG_OWNED) && (p & LF_LG_WAKE_ON)) {
+			__u64 np = (p & ~(LF_LG_SEQ_MASK << LF_LG_WAKE_SHIFT)) |
+				   (((ack + every) & LF_LG_SEQ_MASK) << LF_LG_WAKE_SHIFT);
+
+			if (np != p && __sync_val_compare_and_swap(&rx->point, p, np) == p)
+				s->wake_moves++;
 		}
 	}
 	s->sent++;
 	s->bytes += len;
+	if (!lf_lg_less(q, lim & LF_LG_SEQ_MASK))
+		s->widened++;
 	if (LF_READ_ONCE(s->want_wake) && __sync_val_compare_and_swap(&s->want_wake, 1, 0) == 1) {
 		__u64 v = q;
 
