@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/linkcrc"
@@ -206,26 +207,23 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		if rng.IntN(3) != 0 { // Wake set
 			point |= linkguardian.FastWakeOn | uint64(rng.Uint32()&LGSeqMask)<<linkguardian.FastWakeShift
 		}
-		want := uint64(rng.IntN(2))
-		tx.State().Store(state)
-		fs.State.Store(state)
-		tx.Limit().Store(lim)
-		fs.Limit.Store(lim)
-		tx.WantWake().Store(want)
-		fs.WantWake.Store(want)
-		rx.Point().Store(point)
-		fp.Point.Store(point)
-		// A credit and an ACK the link port read, mostly around q, so
-		// that the window an unapplied ACK opens is tried at its edges.
+		// The same words for the kernel and the model. A credit and an
+		// ACK the link port read, mostly around q, so that the window an
+		// unapplied ACK opens is tried at its edges.
 		credit := uint64([]int{0, 1, 8, 20}[rng.IntN(4)])
 		peer := uint64(q.Add(rng.IntN(30)-25)) | uint64(rng.IntN(6)/5^1)<<63
-		every := uint64([]int{0, 1, 16}[rng.IntN(3)])
-		tx.Credit().Store(credit)
-		fs.Credit.Store(credit)
-		rx.PeerAck().Store(peer)
-		fp.PeerAck.Store(peer)
-		rx.AckEvery().Store(every)
-		fp.AckEvery.Store(every)
+		for _, w := range []struct {
+			k, m *atomic.Uint64
+			v    uint64
+		}{
+			{tx.State(), fs.State, state}, {tx.Limit(), fs.Limit, lim},
+			{tx.WantWake(), fs.WantWake, uint64(rng.IntN(2))}, {rx.Point(), fp.Point, point},
+			{tx.Credit(), fs.Credit, credit}, {rx.PeerAck(), fp.PeerAck, peer},
+			{rx.AckEvery(), fp.AckEvery, uint64([]int{0, 1, 16}[rng.IntN(3)])},
+		} {
+			w.k.Store(w.v)
+			w.m.Store(w.v)
+		}
 		// Go has taken in every frame passed on (most of the time), or is
 		// one behind. No socket here: the kernel's to_go does not move.
 		toGo := rng.Uint64()

@@ -125,14 +125,20 @@ a copy in a memory-mapped ring for retransmission, stamps the link header (the
 receive point as a piggybacked ACK) and the CRC trailer, and redirects it to
 the link port; a frame it cannot send (credit, a pause, a frame the worker
 still has to read) gives sending to the worker, which sends as before and
-hands sending back once it holds nothing (linkguardian/fasttx.go). It wants a
+hands sending back once it holds nothing (linkguardian/fasttx.go). It does not
+wait for the worker to apply the peer's ACKs: an ACK the link port's program
+read opens the credit window in the kernel too, and each ACK it piggybacks
+moves the frame at which the receive path asks the worker for an explicit ACK
+(linkguardian.kernel_send_widened, kernel_wake_moves in 'linkfabric stats'). It wants a
 link of one queue: a redirected frame leaves on a queue the CPU picks (veth:
 the peer's RX queue of the sending CPU), so on a link of several queues the
 kernel sends only from some CPUs (the log says so); a NIC has a TX queue per
 CPU, not tested. On the 2-core veth pair with one link queue (linkfabric up
---link-queues 1), both halves bring lg's short-flow p50 to about 1.2x forward's
-(the worker path: 2x); bulk goodput stays about the worker path's, half of
-forward's (docs/results.md). auto keeps the worker path. With --integrity crc32c the
+--link-queues 1), both halves bring lg's short-flow p50 to 1.1-1.2x forward's
+(the worker path: 1.8x); bulk goodput is about half of forward's with the CRC32C
+trailer, which the kernel seals and checks in the same softirq, and 0.85x with
+--integrity off, unless sending went to the worker under load and stayed there
+(docs/results.md). auto keeps the worker path. With --integrity crc32c the
 kernel checks the trailer too (a frame that fails goes to the worker, which
 counts and drops it; frames beyond the first page, jumbo frames, are checked by
 the worker); 'linkfabric stats' shows the directions (dataplane.fast_path), the
