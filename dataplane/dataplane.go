@@ -418,7 +418,11 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	}
 	if cfg.Mode.linkGuardian() {
 		if d.cfg.LG.TxBuffer == 0 {
-			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, d.linkLanes())
+			lanes := d.linkLanes()
+			if cfg.lgTxWanted() {
+				lanes = 2 // the kernel's send path: the larger window (defaultTxBuffer)
+			}
+			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, lanes)
 		}
 		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
 	}
