@@ -368,11 +368,12 @@ func runLG(t *testing.T, mode Mode, lgc LGConfig, imp bpf.ImpairConfig, size int
 	b := upLG(t, mode, lgc, &imp)
 	if mode != ModeForward && lgc.TxBuffer == 0 {
 		// The pair testbed's link has a priority lane, so the default credit
-		// window is the whole ring (half of it on a one-queue link).
+		// window is the whole ring (half of it on a one-queue link, unless
+		// the kernel's send path is on).
 		for _, d := range []*Dataplane{b.sw1, b.sw2} {
 			c, lanes := d.Config(), d.Link().lanes
 			want := int(c.RingSize)
-			if lanes == 1 {
+			if lanes == 1 && !c.lgTxWanted() {
 				want /= 2
 			}
 			if c.LG.TxBuffer != want {
