@@ -48,6 +48,8 @@ type LGTxCounters struct {
 	WakeErr                                uint64 // wakeups the ring buffer refused
 	WakeMoves                              uint64 // times a piggybacked ACK moved lg_rx's Wake
 	Widened                                uint64 // frames sent at or past Limit, on lg_rx's PeerAck
+	DeclinedWindow                         uint64 // of Declined: the frame was outside the window
+	DeclinedUnread                         uint64 // of Declined: Go had not taken in every frame passed on
 }
 
 // lgTxSpec sizes the copy ring and shares lg_rx as opts ask.
@@ -150,6 +152,11 @@ func (t *LGTx) Credit() *atomic.Uint64 { return t.word(&t.v.Credit) }
 func (t *LGTx) WakeMoves() *atomic.Uint64 { return t.word(&t.v.WakeMoves) }
 func (t *LGTx) Widened() *atomic.Uint64   { return t.word(&t.v.Widened) }
 
+// DeclinedWindow and DeclinedUnread are FastSend's counters of the same
+// names (of Declined, why).
+func (t *LGTx) DeclinedWindow() *atomic.Uint64 { return t.word(&t.v.DeclinedWindow) }
+func (t *LGTx) DeclinedUnread() *atomic.Uint64 { return t.word(&t.v.DeclinedUnread) }
+
 // WantWake is FastSend.WantWake.
 func (t *LGTx) WantWake() *atomic.Uint64 { return t.word(&t.v.WantWake) }
 
@@ -200,6 +207,9 @@ func (t *LGTx) Counters() LGTxCounters {
 		WakeErr:   atomic.LoadUint64(&t.v.WakeErr),
 		WakeMoves: atomic.LoadUint64(&t.v.WakeMoves),
 		Widened:   atomic.LoadUint64(&t.v.Widened),
+
+		DeclinedWindow: atomic.LoadUint64(&t.v.DeclinedWindow),
+		DeclinedUnread: atomic.LoadUint64(&t.v.DeclinedUnread),
 	}
 }
 

@@ -304,7 +304,8 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		}
 	}
 	c := tx.Counters()
-	if c.Sent != sent || c.Sent != fs.Sent.Load() || c.Declined != fs.Declined.Load() || c.Missed != 0 || c.StampErr != 0 || c.WakeErr != 0 || c.WakeMoves != fs.WakeMoves.Load() || c.Widened != widened || c.Widened != fs.Widened.Load() {
+	if c.Sent != sent || c.Sent != fs.Sent.Load() || c.Declined != fs.Declined.Load() || c.Missed != 0 || c.StampErr != 0 || c.WakeErr != 0 || c.WakeMoves != fs.WakeMoves.Load() || c.Widened != widened || c.Widened != fs.Widened.Load() ||
+		c.DeclinedWindow != fs.DeclinedWindow.Load() || c.DeclinedUnread != fs.DeclinedUnread.Load() || c.DeclinedWindow == 0 || c.DeclinedUnread == 0 {
 		t.Errorf("counters %+v; Offer sent %d, declined %d, moved Wake %d", c, fs.Sent.Load(), fs.Declined.Load(), fs.WakeMoves.Load())
 	}
 	if sent < 5000 || c.Declined < 1000 || withAck && (widened < 200 || c.WakeMoves < 500) {

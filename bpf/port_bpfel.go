@@ -57,25 +57,27 @@ type portLgRxShared struct {
 }
 
 type portLgTxShared struct {
-	_         structs.HostLayout
-	State     uint64
-	Limit     uint64
-	LastNs    uint64
-	PiggyAck  uint64
-	WantWake  uint64
-	Sent      uint64
-	Declined  uint64
-	Missed    uint64
-	Wakeups   uint64
-	Mask      uint64
-	Bytes     uint64
-	StampErr  uint64
-	WakeErr   uint64
-	ToGo      uint64
-	Consumed  uint64
-	WakeMoves uint64
-	Credit    uint64
-	Widened   uint64
+	_              structs.HostLayout
+	State          uint64
+	Limit          uint64
+	LastNs         uint64
+	PiggyAck       uint64
+	WantWake       uint64
+	Sent           uint64
+	Declined       uint64
+	Missed         uint64
+	Wakeups        uint64
+	Mask           uint64
+	Bytes          uint64
+	StampErr       uint64
+	WakeErr        uint64
+	ToGo           uint64
+	Consumed       uint64
+	WakeMoves      uint64
+	Credit         uint64
+	Widened        uint64
+	DeclinedWindow uint64
+	DeclinedUnread uint64
 }
 
 type portLgTxSlot struct {

@@ -289,7 +289,8 @@ func (f *fastPath) lgSend() *linkguardian.FastSend {
 	return &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
 		WantWake: t.WantWake(), Sent: t.Sent(), Declined: t.Declined(), Missed: t.Missed(), Wakeups: t.Wakeups(),
 		ToGo: t.ToGo(), Consumed: t.Consumed(), Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize,
-		Credit: t.Credit(), WakeMoves: t.WakeMoves(), Widened: t.Widened()}
+		Credit: t.Credit(), WakeMoves: t.WakeMoves(), Widened: t.Widened(),
+		DeclinedWindow: t.DeclinedWindow(), DeclinedUnread: t.DeclinedUnread()}
 }
 
 // lgPoint is the receive fast path's shared state for the LinkGuardian

@@ -119,6 +119,10 @@ type LGStats struct {
 	// receive point's Wake moved by the ACKs it piggybacked
 	// (linkguardian/fasttx.go).
 	KernelSendDeclined, KernelSendWidened, KernelWakeMoves atomic.Uint64
+	// KernelDeclinedWindow and KernelDeclinedUnread split
+	// KernelSendDeclined: the frame was outside the credit window, or the
+	// worker had not taken in every frame passed to it.
+	KernelDeclinedWindow, KernelDeclinedUnread atomic.Uint64
 	// Session is the link session (session.go).
 	Session SessionStats
 	// LossRate is the link's loss rate as the sender sees it (frames reported
@@ -605,6 +609,8 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		s.KernelSendDeclined.Store(c.Declined)
 		s.KernelSendWidened.Store(c.Widened)
 		s.KernelWakeMoves.Store(c.WakeMoves)
+		s.KernelDeclinedWindow.Store(c.DeclinedWindow)
+		s.KernelDeclinedUnread.Store(c.DeclinedUnread)
 	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)

@@ -230,6 +230,9 @@ type FastSend struct {
 	// state's Wake, frames sent at or past Limit on the receive state's
 	// PeerAck.
 	Sent, Declined, Missed, Wakeups, WakeMoves, Widened *atomic.Uint64
+	// Of Declined: the frame was outside the window (Limit and PeerAck),
+	// or Go had not taken in every frame passed on (ToGo ≠ Consumed).
+	DeclinedWindow, DeclinedUnread *atomic.Uint64
 	// ToGo counts the host frames passed to Go (the kernel's); Consumed
 	// is how many of them Go took in (Go's).
 	ToGo, Consumed *atomic.Uint64
@@ -248,7 +251,7 @@ type FastSend struct {
 	lastW          atomic.Int64
 	piggyW, wakeW  atomic.Uint64
 	creditW        atomic.Uint64
-	cnt            [8]atomic.Uint64
+	cnt            [10]atomic.Uint64
 }
 
 // NewFastSend returns a FastSend over fresh memory with slots ring slots
@@ -265,6 +268,7 @@ func NewFastSend(slots, slotSize int) (*FastSend, error) {
 	fs.State, fs.Limit, fs.LastNs, fs.PiggyAck, fs.WantWake = &fs.stateW, &fs.limitW, &fs.lastW, &fs.piggyW, &fs.wakeW
 	fs.Sent, fs.Declined, fs.Missed, fs.Wakeups = &fs.cnt[0], &fs.cnt[1], &fs.cnt[2], &fs.cnt[3]
 	fs.ToGo, fs.Consumed, fs.WakeMoves, fs.Widened = &fs.cnt[4], &fs.cnt[5], &fs.cnt[6], &fs.cnt[7]
+	fs.DeclinedWindow, fs.DeclinedUnread = &fs.cnt[8], &fs.cnt[9]
 	fs.Credit = &fs.creditW
 	fs.init()
 	return fs, nil
@@ -306,11 +310,25 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 	// ACK the kernel read opens), no pause; else sending goes to Go with
 	// this frame.
 	lim := fs.Limit.Load()
-	if len(b) < seqhdr.MACLen+2 || len(b) > fs.maxFrame || binary.BigEndian.Uint16(b[seqhdr.MACLen:]) == seqhdr.EtherType ||
-		lim&FastLimitValid == 0 || lim&FastPaused != 0 || !fs.inWindow(q, lim, rx) ||
-		fs.ToGo.Load() != fs.Consumed.Load() {
+	var why *atomic.Uint64 // of Declined, why (nil: not counted apart)
+	ok = false
+	if len(b) >= seqhdr.MACLen+2 && len(b) <= fs.maxFrame && binary.BigEndian.Uint16(b[seqhdr.MACLen:]) != seqhdr.EtherType &&
+		lim&FastLimitValid != 0 && lim&FastPaused == 0 {
+		switch {
+		case !fs.inWindow(q, lim, rx):
+			why = fs.DeclinedWindow
+		case fs.ToGo.Load() != fs.Consumed.Load():
+			why = fs.DeclinedUnread
+		default:
+			ok = true
+		}
+	}
+	if !ok {
 		if fs.State.CompareAndSwap(old, old&^FastOwned) {
 			fs.Declined.Add(1)
+			if why != nil {
+				why.Add(1)
+			}
 		}
 		fs.ToGo.Add(1)
 		return 0, 0, false

@@ -434,6 +434,8 @@ struct lg_tx_shared {
 	                    the kernel read and Go may not have applied) has base - 1 <= a < q,
 	                    base = limit - credit, and q is before a + 1 + credit (0: off) */
 	__u64 widened;   /* frames sent so: at or past limit, on peer_ack (step 2) */
+	__u64 declined_window; /* of declined: q outside the window (limit and peer_ack) */
+	__u64 declined_unread; /* of declined: to_go != consumed */
 };
 
 struct {
@@ -552,6 +554,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	__u8 flags;
 	long act;
 	__u16 et;
+	int why;
 
 	/* 0. */
 	if (ctx->rx_queue_index != 0)
@@ -573,14 +576,24 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	key = q & LF_READ_ONCE(s->mask);
 	slot = bpf_map_lookup_elem(&lg_tx_ring, &key);
 	act = XDP_ABORTED;
+	why = 0; /* why declined: 1 the window, 2 a frame Go has not taken in, 0 anything else */
 	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
-	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED) &&
-	    (lf_lg_less(q, lim & LF_LG_SEQ_MASK) || (rx && lf_lg_acked_room(q, lim, LF_READ_ONCE(s->credit), LF_READ_ONCE(rx->peer_ack)))) &&
-	    LF_READ_ONCE(s->to_go) == LF_READ_ONCE(s->consumed))
-		act = bpf_redirect_map(&fwd_port, 0, 0);
+	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED)) {
+		if (!lf_lg_less(q, lim & LF_LG_SEQ_MASK) && !(rx && lf_lg_acked_room(q, lim, LF_READ_ONCE(s->credit), LF_READ_ONCE(rx->peer_ack))))
+			why = 1;
+		else if (LF_READ_ONCE(s->to_go) != LF_READ_ONCE(s->consumed))
+			why = 2;
+		else
+			act = bpf_redirect_map(&fwd_port, 0, 0);
+	}
 	if (act != XDP_REDIRECT) {
-		if (__sync_val_compare_and_swap(&s->state, old, old & ~LF_LG_OWNED) == old)
+		if (__sync_val_compare_and_swap(&s->state, old, old & ~LF_LG_OWNED) == old) {
 			s->declined++;
+			if (why == 1)
+				s->declined_window++;
+			else if (why == 2)
+				s->declined_unread++;
+		}
 		return LF_LG_XSK;
 	}
 	/* 3. */
