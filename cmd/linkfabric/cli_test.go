@@ -486,12 +486,13 @@ func testRunSIGINT(t *testing.T, c cli) {
 // testRunFastPathSignals: run --mode forward --fastpath xdp reports each
 // direction's path (sw2 runs nothing, so sw1's link0 cannot take redirected
 // frames and host0 → link0 waits on AF_XDP, saying why), and leaves no XDP
-// program behind when SIGTERM or even SIGKILL stops it.
+// program behind when SIGTERM, SIGHUP (a closed terminal: a clean stop,
+// status 0) or even SIGKILL stops it.
 func testRunFastPathSignals(t *testing.T, c cli) {
 	tb := netns.TestUp(t, "lfw", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	before := namespaces(t)
 	sw1 := tb.NS("sw1")
-	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
 		log := runUntilSignal(t, c, sw1, sig, "--mode", "forward", "--fastpath", "xdp")
 		for _, want := range []string{`msg="fast path" from=link0 to=host0 path=xdp`,
 			`msg="fast path" from=host0 to=link0 path=afxdp reason="link0 does not accept redirected frames`} {

@@ -57,7 +57,9 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd(), cellsCmd(), tdmaCmd(), fecCmd())
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed terminal or an ended session must take a
+	// testbed down like Ctrl-C does, not leave namespaces and dataplanes.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "linkfabric:", err)
