@@ -235,8 +235,15 @@ func (r *Receiver) HandOff(now int64) bool {
 
 // wakeBits is Wake for the point: the frame that completes AckEvery frames
 // since the last ACK sent.
-func (r *Receiver) wakeBits() uint64 {
-	return FastWakeOn | uint64(r.lastAck.Add(r.ackEvery))<<FastWakeShift
+func (r *Receiver) wakeBits() uint64 { return wakeAt(r.lastAck, r.ackEvery) }
+
+// wakeMask selects Wake and its on bit in the point.
+const wakeMask = FastWakeOn | FastSeqMask<<FastWakeShift
+
+// wakeAt is the point's Wake bits for the frame that completes every frames
+// after ACK ack (the receiver's, and the kernel's as it piggybacks: Offer).
+func wakeAt(ack seqhdr.Seq, every int) uint64 {
+	return FastWakeOn | uint64(ack.Add(every))<<FastWakeShift
 }
 
 // rewake moves Wake after an ACK was sent while the kernel owns the point.
@@ -244,10 +251,9 @@ func (r *Receiver) rewake() {
 	if !r.handed {
 		return
 	}
-	const wake = FastWakeOn | FastSeqMask<<FastWakeShift
 	for {
 		v := r.fast.Point.Load()
-		if v&FastOwned == 0 || r.fast.Point.CompareAndSwap(v, v&^wake|r.wakeBits()) {
+		if v&FastOwned == 0 || r.fast.Point.CompareAndSwap(v, v&^wakeMask|r.wakeBits()) {
 			return
 		}
 	}

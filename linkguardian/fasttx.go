@@ -350,8 +350,7 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 		ack = seqhdr.Seq(p & FastSeqMask).Add(-1)
 		fs.PiggyAck.Store(FastAckValid | uint64(ack))
 		if every := fs.ackEvery(rx); every != 0 && p&FastOwned != 0 && p&FastWakeOn != 0 {
-			const wake = FastSeqMask << FastWakeShift
-			np := p&^wake | uint64(ack.Add(int(every)))<<FastWakeShift
+			np := p&^wakeMask | wakeAt(ack, int(every))
 			if np != p && rx.Point.CompareAndSwap(p, np) {
 				fs.WakeMoves.Add(1)
 			}
