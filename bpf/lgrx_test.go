@@ -402,12 +402,12 @@ func lgModel(frame []byte, point uint64) (deliver bool, next uint64) {
 	return deliver, fp.Point.Load()
 }
 
-// lgModelCRC is lgModel with the integrity check on (SetLGRxCRC): a frame
-// that linkcrc.Check refuses, or shorter than a data header plus the
-// trailer, goes the usual way, the point untouched; another is judged as
-// the frame without its trailer, which a delivery removes.
-func lgModelCRC(frame []byte, point uint64) (deliver bool, next uint64, body []byte) {
-	n, ok := linkcrc.Check(frame)
+// lgModelCRC is lgModel with the integrity check of mode m on
+// (SetLGRxIntegrity): a frame that m.Check refuses, or shorter than a data
+// header plus the trailer, goes the usual way, the point untouched; another
+// is judged as the frame without its trailer, which a delivery removes.
+func lgModelCRC(m linkcrc.Integrity, frame []byte, point uint64) (deliver bool, next uint64, body []byte) {
+	n, ok := m.Check(frame)
 	if !ok || len(frame) < 22+linkcrc.TrailerLen {
 		return false, point, frame
 	}
@@ -418,19 +418,21 @@ func lgModelCRC(frame []byte, point uint64) (deliver bool, next uint64, body []b
 // TestLGRxRandomFrames runs random frames (valid data around the point,
 // mutated headers, random bytes) against lgModel: the point moves only by
 // +1 on a delivery, or loses OWNED on a handover, and a delivered frame is
-// the frame minus its 8 header bytes. With the integrity check on (crc),
-// against lgModelCRC: most frames are sealed, some of them then have a bit
-// or a byte changed, and a delivered frame also loses its trailer.
+// the frame minus its 8 header bytes. With an integrity check on (crc32c,
+// csum), against lgModelCRC: most frames are sealed, some of them then have
+// a bit or a byte changed, and a delivered frame also loses its trailer.
 func TestLGRxRandomFrames(t *testing.T) {
-	t.Run("crc=off", func(t *testing.T) { testLGRxRandomFrames(t, false) })
-	t.Run("crc=on", func(t *testing.T) { testLGRxRandomFrames(t, true) })
+	for _, m := range []linkcrc.Integrity{linkcrc.Off, linkcrc.CRC32C, linkcrc.Csum} {
+		t.Run("integrity="+m.String(), func(t *testing.T) { testLGRxRandomFrames(t, m) })
+	}
 }
 
-func testLGRxRandomFrames(t *testing.T, crc bool) {
+func testLGRxRandomFrames(t *testing.T, m linkcrc.Integrity) {
 	p, s := loadLGRx(t)
-	if err := p.SetLGRxCRC(crc); err != nil {
+	if err := p.SetLGRxIntegrity(m); err != nil {
 		t.Fatal(err)
 	}
+	crc := m != linkcrc.Off
 	rng := rand.New(rand.NewPCG(1, 2))
 	var delivered, handovers, corrupt uint64
 	s.Point().Store(owned(LGSeqMask - 100))
@@ -467,7 +469,7 @@ func testLGRxRandomFrames(t *testing.T, crc bool) {
 			}
 		}
 		if crc && rng.IntN(8) != 0 { // most frames sealed
-			f = sealed(t, f)
+			f = sealed(t, m, f)
 			switch rng.IntN(6) {
 			case 0: // one bit flipped, header and trailer included
 				f[rng.IntN(len(f))] ^= 1 << rng.IntN(8)
@@ -479,8 +481,8 @@ func testLGRxRandomFrames(t *testing.T, crc bool) {
 		var wantNext uint64
 		body := f // the frame as judged (without its trailer)
 		if crc {
-			wantDeliver, wantNext, body = lgModelCRC(f, point)
-			if _, ok := linkcrc.Check(f); !ok {
+			wantDeliver, wantNext, body = lgModelCRC(m, f, point)
+			if _, ok := m.Check(f); !ok {
 				corrupt++
 			}
 		} else {
@@ -517,7 +519,7 @@ func testLGRxRandomFrames(t *testing.T, crc bool) {
 		}
 	}
 	c := s.Counters()
-	t.Logf("20000 random frames: %d delivered, %d handovers, %d failing linkcrc.Check; counters %+v", delivered, handovers, corrupt, c)
+	t.Logf("20000 random frames: %d delivered, %d handovers, %d failing the check; counters %+v", delivered, handovers, corrupt, c)
 	if c.Frames != delivered || c.Handovers != handovers || c.Missed != 0 || c.StripErr != 0 {
 		t.Errorf("counters %+v, want %d frames, %d handovers", c, delivered, handovers)
 	}

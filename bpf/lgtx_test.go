@@ -78,8 +78,8 @@ func lgHostFrame(rng *rand.Rand, n int, et uint16) []byte {
 }
 
 // stamped is what the kernel must send: seqhdr.Insert of host with Seq q
-// and the ACK, sealed with linkcrc.Seal when crc.
-func stamped(t testing.TB, host []byte, q seqhdr.Seq, hasAck bool, ack seqhdr.Seq, crc bool) []byte {
+// and the ACK, sealed with m.Seal unless m is linkcrc.Off.
+func stamped(t testing.TB, host []byte, q seqhdr.Seq, hasAck bool, ack seqhdr.Seq, m linkcrc.Integrity) []byte {
 	t.Helper()
 	if !hasAck {
 		ack = 0
@@ -91,10 +91,10 @@ func stamped(t testing.TB, host []byte, q seqhdr.Seq, hasAck bool, ack seqhdr.Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !crc {
+	if m == linkcrc.Off {
 		return buf[off : off+n]
 	}
-	n, ok := linkcrc.Seal(buf[off:], n)
+	n, ok := m.Seal(buf[off:], n)
 	if !ok {
 		t.Fatal("seal")
 	}
@@ -117,7 +117,7 @@ func TestLGTxSends(t *testing.T) {
 		t.Fatalf("verdict %d, want XDP_REDIRECT", ret)
 	}
 	ack := seqhdr.MakeSeq(6, true)
-	if want := stamped(t, host, 5, true, ack, false); !bytes.Equal(out, want) {
+	if want := stamped(t, host, 5, true, ack, linkcrc.Off); !bytes.Equal(out, want) {
 		t.Errorf("sent\n%x\nwant seqhdr.Insert's\n%x", out, want)
 	}
 	if got := tx.State().Load(); got != LGOwned|6 {
@@ -162,17 +162,17 @@ func TestLGTxSends(t *testing.T) {
 }
 
 func TestLGTxRandomFrames(t *testing.T) {
-	for _, crc := range []bool{false, true} {
+	for _, m := range []linkcrc.Integrity{linkcrc.Off, linkcrc.CRC32C, linkcrc.Csum} {
 		for _, ack := range []bool{false, true} {
-			name := map[bool]string{false: "crc=off", true: "crc=on"}[crc] + map[bool]string{false: ",ack=off", true: ",ack=on"}[ack]
-			t.Run(name, func(t *testing.T) { testLGTxRandomFrames(t, crc, ack) })
+			name := "integrity=" + m.String() + map[bool]string{false: ",ack=off", true: ",ack=on"}[ack]
+			t.Run(name, func(t *testing.T) { testLGTxRandomFrames(t, m, ack) })
 		}
 	}
 }
 
-func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
+func testLGTxRandomFrames(t *testing.T, m linkcrc.Integrity, withAck bool) {
 	p, tx, rx := loadLGTx(t)
-	if err := p.SetLGRxCRC(crc); err != nil {
+	if err := p.SetLGRxIntegrity(m); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.SetLGTxAck(withAck); err != nil {
@@ -289,7 +289,7 @@ func testLGTxRandomFrames(t *testing.T, crc, withAck bool) {
 		if mq != q {
 			t.Fatalf("frame %d: Offer numbered %#x, want %#x", i, mq, q)
 		}
-		if w := stamped(t, host, q, withAck, ack, crc); !bytes.Equal(out, w) {
+		if w := stamped(t, host, q, withAck, ack, m); !bytes.Equal(out, w) {
 			t.Fatalf("frame %d: sent\n%x\nwant\n%x", i, out, w)
 		}
 		kf := tx.Ring()[int(uint32(q)&(lgTxTestSlots-1))*LGTxSlotSize:][:LGTxSlotSize]

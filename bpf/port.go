@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"golang.org/x/sys/unix"
 )
 
@@ -462,21 +463,36 @@ func (p *PortProgram) SetLGRx(on bool) error {
 	return p.changeConf("switch LinkGuardian's receive fast path", func(c *portPortConf) { c.LgRx = v })
 }
 
-// SetLGRxCRC says whether the link port's frames carry the CRC32C
-// integrity trailer (package linkcrc; port_conf.crc), as run --integrity
-// crc32c makes them. On, LinkGuardian's receive fast path (SetLGRx)
-// delivers a data frame only if its trailer is valid, and removes the
-// trailer with the link header, so the host gets what seqhdr.Strip makes
-// of linkcrc.Check's frame; a frame whose trailer fails, one shorter than
-// a data header plus the trailer, one with fragments (a frame longer than
-// the linear part of its buffer: jumbo frames) and one longer than 3840
-// bytes go to the AF_XDP socket untouched, for the Go path's check (which
-// counts and drops a corrupt one). Off, frames are taken as they are:
-// a link whose ends check no trailer (--integrity off).
-func (p *PortProgram) SetLGRxCRC(on bool) error {
+// SetLGRxIntegrity says which integrity trailer the link port's frames
+// carry (package linkcrc; port_conf.crc), as run --integrity makes them:
+// linkcrc.CRC32C (lf_crc32c), linkcrc.Csum (lf_csum) or linkcrc.Off. With
+// a trailer, LinkGuardian's receive fast path (SetLGRx) delivers a data
+// frame only if its trailer is valid, and removes the trailer with the link
+// header, so the host gets what seqhdr.Strip makes of the mode's Check;
+// a frame whose trailer fails, one shorter than a data header plus the
+// trailer, one with fragments (a frame longer than the linear part of its
+// buffer: jumbo frames) and one longer than 3840 bytes go to the AF_XDP
+// socket untouched, for the Go path's check (which counts and drops a
+// corrupt one). The send fast path (SetLGTx) appends the trailer. Off,
+// frames are taken as they are: a link whose ends check no trailer.
+func (p *PortProgram) SetLGRxIntegrity(m linkcrc.Integrity) error {
 	var v uint32
-	if on {
-		v = 1
+	switch m {
+	case linkcrc.Off:
+		v = integrityOff
+	case linkcrc.CRC32C:
+		v = integrityCRC32C
+	case linkcrc.Csum:
+		v = integrityCsum
+	default:
+		return fmt.Errorf("%s: integrity mode %v: the XDP program knows crc32c, csum and off", p.ifname, m)
 	}
-	return p.changeConf("switch the integrity check of LinkGuardian's receive fast path", func(c *portPortConf) { c.Crc = v })
+	return p.changeConf("switch the integrity check of LinkGuardian's fast path", func(c *portPortConf) { c.Crc = v })
 }
+
+// The values of port_conf.crc (port.c, LF_INTEGRITY_*).
+const (
+	integrityOff    = 0
+	integrityCRC32C = 1
+	integrityCsum   = 2
+)

@@ -230,9 +230,9 @@ func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
 	if err != nil {
 		return err.Error()
 	}
-	// The kernel checks and removes the CRC trailer of what it delivers;
-	// a frame that fails goes to the worker, which counts and drops it.
-	if err := prog.SetLGRxCRC(integrity == linkcrc.CRC32C); err != nil {
+	// The kernel checks and removes the trailer of what it delivers; a
+	// frame that fails goes to the worker, which counts and drops it.
+	if err := prog.SetLGRxIntegrity(integrity); err != nil {
 		return err.Error()
 	}
 	f.lgRx, f.dirs[0].lg = s, s
@@ -246,7 +246,7 @@ func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
 	if err != nil {
 		return err.Error()
 	}
-	if err := host.SetLGRxCRC(integrity == linkcrc.CRC32C); err != nil {
+	if err := host.SetLGRxIntegrity(integrity); err != nil {
 		return err.Error()
 	}
 	// A veth puts a frame redirected into it on the peer's RX queue

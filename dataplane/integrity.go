@@ -3,14 +3,13 @@ package dataplane
 import (
 	"sync/atomic"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
 // Integrity check of link frames (modes lg, lgnb, monitor; package linkcrc).
 //
-// With LGConfig.Integrity = linkcrc.CRC32C (the default) every frame the link
-// port transmits gets a CRC32C trailer, computed when the worker places the
+// With LGConfig.Integrity = linkcrc.CRC32C (the default) or linkcrc.Csum
+// every frame the link port transmits gets that trailer, computed when the worker places the
 // frame on the TX ring (sealTx): a retransmitted copy has its retx flag and
 // ACK rewritten before each send, so each transmission is sealed anew.
 // Every frame received on the link port is verified before the pipeline
@@ -51,7 +50,7 @@ func (w *worker) checkRx(port int, descs []xdp.Desc) []xdp.Desc {
 	}
 	ok := descs[:0]
 	for _, d := range descs {
-		n, good := linkcrc.Check(w.umem.Bytes(d.Addr, d.Len))
+		n, good := w.check.Check(w.umem.Bytes(d.Addr, d.Len))
 		if !good {
 			w.integrity.Corrupt.Add(1)
 			w.refs.release(d.Addr)
@@ -71,7 +70,7 @@ func (w *worker) sealTx(port int, list []xdp.Desc) {
 	}
 	for i := range list {
 		d := &list[i]
-		if n, ok := linkcrc.Seal(w.umem.Frame(d.Addr), int(d.Len)); ok {
+		if n, ok := w.check.Seal(w.umem.Frame(d.Addr), int(d.Len)); ok {
 			d.Len = uint32(n)
 		} else {
 			w.integrity.NoRoom.Add(1)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/linkcrc"
 )
 
 // lgOnFastPath makes upLG start lg, lgnb and monitor with LinkGuardian's
@@ -79,7 +80,7 @@ func TestLGFastPathCarries(t *testing.T) {
 func TestLGFastPathCorruption(t *testing.T) {
 	lgOnFastPath = true
 	defer func() { lgOnFastPath = false }()
-	_, _, s2 := runCorruption(t)
+	_, _, s2 := runCorruption(t, linkcrc.CRC32C)
 	if rs := s2.Receiver; rs.FastDelivered < rs.Delivered/2 {
 		t.Errorf("kernel delivered %d of %d", rs.FastDelivered, rs.Delivered)
 	}
@@ -144,23 +145,29 @@ func TestLGFastSendCarries(t *testing.T) {
 	})
 }
 
-// TestLGFastSendCorruption: TestLGFastPathCorruption with both halves: sw1's
-// kernel seals what it sends (linkcrc.Seal in XDP), every frame that
-// reaches sw2 unflipped passes the check and every flipped one fails it.
+// TestLGFastSendCorruption: TestLGFastPathCorruption with both halves, with
+// each integrity trailer: sw1's kernel seals what it sends (lf_crc32c or
+// lf_csum), every frame that reaches sw2 unflipped passes the check and
+// every flipped one fails it.
 func TestLGFastSendCorruption(t *testing.T) {
-	withFastSend(t, func() {
-		r, s1, _ := runCorruption(t)
-		checkFastSend(t, r, s1)
-	})
+	for _, m := range []linkcrc.Integrity{linkcrc.CRC32C, linkcrc.Csum} {
+		t.Run(m.String(), func(t *testing.T) {
+			withFastSend(t, func() {
+				r, s1, _ := runCorruption(t, m)
+				checkFastSend(t, r, s1)
+			})
+		})
+	}
 }
 
-// runCorruption sends lgFrames frames through lg with 10⁻³ loss and 1 %
-// bit flips on sw1→sw2: everything delivered once and in order, and sw2
+// runCorruption sends lgFrames frames through lg, the link's frames
+// carrying the integrity trailer of mode m, with 10⁻³ loss and 1 % bit
+// flips on sw1→sw2: everything delivered once and in order, and sw2
 // counted exactly the flipped frames as corrupt.
-func runCorruption(t *testing.T) (r *lgRun, s1, s2 LGCore) {
+func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 LGCore) {
 	t.Helper()
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
-	r, s1, s2, st := runLG(t, ModeLG, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
+	r, s1, s2, st := runLG(t, ModeLG, LGConfig{Copies: 2, AckTimeout: lgAckTimeout, Integrity: m}, imp, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	corrupt := r.bed.sw2.LGStats().Integrity.Corrupt.Load()
 	if st.Flipped == 0 || corrupt != st.Flipped {

@@ -178,9 +178,10 @@ type worker struct {
 	// laneFrames counts the frames placed on each lane's TX ring (read by
 	// pipelines for their statistics, in the worker's goroutine).
 	laneFrames [][]uint64
-	// sealed says which ports' frames carry the integrity trailer
-	// (integrity.go), counted in integrity.
+	// sealed says which ports' frames carry the integrity trailer of mode
+	// check (integrity.go), counted in integrity.
 	sealed    []bool
+	check     linkcrc.Integrity
 	integrity *IntegrityStats
 	epoch     time.Time // the worker clock's zero
 	// Multi-buffer UMEMs (jumbo frames, multibuf.go): each receive lane's
@@ -226,6 +227,7 @@ func newWorker(d *Dataplane, idx int) *worker {
 		w.lgs = d.laneLG[idx]
 	}
 	w.sealed = make([]bool, n)
+	w.check = d.cfg.LG.Integrity
 	if d.cfg.Mode != ModeForward && d.cfg.LG.Integrity != linkcrc.Off {
 		for _, p := range d.ports.Links {
 			w.sealed[p] = true

@@ -27,6 +27,13 @@
 #define LF_TYPE_HELLO 7 /* link session types: any source may offer a session */
 #define LF_TYPE_HELLO_ACK 8
 
+/* The link frames' integrity trailer (port_conf.crc; bpf.SetLGRxIntegrity
+ * maps linkcrc's modes): none, CRC32C (lf_crc32c) or the Internet checksum
+ * with the length (lf_csum). */
+#define LF_INTEGRITY_OFF 0
+#define LF_INTEGRITY_CRC32C 1
+#define LF_INTEGRITY_CSUM 2
+
 /* Role of the port (port_conf.role). */
 #define LF_ROLE_LINK 0
 #define LF_ROLE_HOST 1
@@ -37,8 +44,8 @@ struct port_conf {
 	__u8 pad[2];
 	__u32 fast;    /* 1: redirect to the port in fwd_port (XDP fast path) */
 	__u32 lg_rx;   /* link port, fast 0: LinkGuardian's receive fast path (lf_lg_rx) */
-	__u32 crc;     /* 1: link frames carry the CRC32C trailer (linkcrc); lf_lg_rx checks and removes it,
-	                  lf_lg_tx appends it */
+	__u32 crc;     /* LF_INTEGRITY_*: the link frames' integrity trailer (linkcrc); lf_lg_rx checks
+	                  and removes it, lf_lg_tx appends it */
 	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
 	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
 	__u32 lg_tx_cpus; /* host port: > 1: lf_lg_tx runs only on CPUs c with c % lg_tx_cpus == 0 */
@@ -267,6 +274,106 @@ __noinline int lf_crc32c(struct xdp_md *ctx, int seal)
 	return (crc ^ 0xFFFFFFFF) == want;
 }
 
+/* lf_csum_step folds the k bytes at p (k a multiple of 4, at most 512)
+ * into sum if they lie before the trailer, and moves p past them. */
+#define LF_CSUM_STEP(k)                                                        \
+	do {                                                                   \
+		if ((void *)(p + (k) + LF_CRC_LEN) <= end) {                   \
+			sum = (__u32)bpf_csum_diff(0, 0, (__be32 *)p, (k), sum); \
+			p += (k);                                              \
+		}                                                              \
+	} while (0)
+
+/* lf_csum(ctx, 0) says whether the frame carries a valid "csum" integrity
+ * trailer (linkcrc.Csum): the frame's limits are lf_crc32c's; its last 4
+ * bytes are the 16-bit Internet checksum (RFC 1071: the ones' complement
+ * of the ones'-complement sum of the 16-bit words, in network byte order)
+ * of the bytes before them, then the number of those bytes, little endian
+ * (so that zero bytes added or removed at the end, which leave the sum as
+ * it is, still fail). 1 if so, else 0; with seal set it writes the trailer
+ * (the frame grown by 4 bytes) and returns 1.
+ *
+ * The kernel sums: bpf_csum_diff(0, 0, p, k, seed) is csum_partial over k
+ * bytes of the frame (k a multiple of 4, at most 512), in the CPU's byte
+ * order: steps of 512 bytes, then one each of 256, 128 and 64. The at most
+ * 63 bytes left are added here the same way (the CPU's 32-bit words, then
+ * 16-bit ones); every step starts at a multiple of 4, so every 16-bit word
+ * keeps its place. The sum is folded to 16 bits and stored as the CPU's
+ * word: the same two bytes on either byte order (RFC 1071, "byte order
+ * independence"). */
+__noinline int lf_csum(struct xdp_md *ctx, int seal)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u8 *p = data;
+	__u32 sum = 0, n;
+	__u64 acc;
+	__u16 w = 0;
+	__u32 i;
+
+	if (len < LF_LG_DATA_OFF + LF_CRC_LEN || len > LF_CRC_MAX)
+		return 0;
+	if (data + len > end)
+		return 0;
+	n = len - LF_CRC_LEN;
+	for (i = 0; i < LF_CRC_MAX / 512; i++) {
+		if ((void *)(p + 512 + LF_CRC_LEN) > end)
+			break;
+		sum = (__u32)bpf_csum_diff(0, 0, (__be32 *)p, 512, sum);
+		p += 512;
+	}
+	LF_CSUM_STEP(256);
+	LF_CSUM_STEP(128);
+	LF_CSUM_STEP(64);
+	/* Up to 63 bytes left: 4-byte words in the program (cheaper than
+	 * more helper calls, about 15 ns each), then 0-3 bytes as one or two
+	 * of the CPU's 16-bit words, the last one padded with a zero byte.
+	 * acc, 64 bits, cannot overflow in 17 additions below 2^32. */
+	acc = sum;
+	for (i = 0; i < 15; i++) {
+		if ((void *)(p + 4 + LF_CRC_LEN) > end)
+			break;
+		acc += *(__u32 *)p;
+		p += 4;
+	}
+	if ((void *)(p + 2 + LF_CRC_LEN) <= end) {
+		__builtin_memcpy(&w, p, 2);
+		acc += w;
+		p += 2;
+		w = 0;
+	}
+	if ((void *)(p + 1 + LF_CRC_LEN) <= end) {
+		((__u8 *)&w)[0] = p[0];
+		acc += w;
+		p++;
+	}
+	acc = (acc & 0xFFFFFFFF) + (acc >> 32);
+	acc = (acc & 0xFFFFFFFF) + (acc >> 32);
+	sum = acc;
+	if ((void *)(p + LF_CRC_LEN) > end)
+		return 0;
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	w = ~sum;
+	if (seal) {
+		__builtin_memcpy(p, &w, 2);
+		p[2] = n;
+		p[3] = n >> 8;
+		return 1;
+	}
+	return !__builtin_memcmp(p, &w, 2) && p[2] == (__u8)n && p[3] == (__u8)(n >> 8);
+}
+
+/* lf_integrity checks (seal 0) or writes (seal 1) the frame's integrity
+ * trailer of kind mode (port_conf.crc). */
+static __always_inline int lf_integrity(struct xdp_md *ctx, __u32 mode, int seal)
+{
+	if (mode == LF_INTEGRITY_CSUM)
+		return lf_csum(ctx, seal);
+	return lf_crc32c(ctx, seal);
+}
+
 /* lf_lg_rx is LinkGuardian's receive fast path on a link port: an in-order
  * data frame at the point the fast path owns is stripped of its link header
  * and redirected to the host port (fwd_port) in the kernel; every other
@@ -316,7 +423,7 @@ __noinline int lf_crc32c(struct xdp_md *ctx, int seal)
  * per queue in native mode), so there is one writer; Go only reads them.
  * point is the one word several write, always by compare-and-swap: this
  * program, Go, and lf_lg_tx on the host port (Wake only). */
-static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
+static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -347,7 +454,7 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, int crc)
 	 * check, which costs about 0.5 ns a byte, during holes. */
 	if (!(LF_READ_ONCE(s->point) & LF_LG_OWNED))
 		return LF_LG_XSK;
-	if (crc && !lf_crc32c(ctx, 0))
+	if (crc && !lf_integrity(ctx, crc, 0))
 		return LF_LG_XSK;
 
 	seq = (flags & LF_FLAG_ERA ? LF_LG_ERA : 0) | ((__u64)eth[16] << 8 | eth[17]);
@@ -663,7 +770,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	eth[20] = has_ack ? (__u8)(ack >> 8) : 0;
 	eth[21] = has_ack ? (__u8)ack : 0;
 	if (conf->crc) {
-		if (bpf_xdp_adjust_tail(ctx, LF_CRC_LEN) || !lf_crc32c(ctx, 1)) {
+		if (bpf_xdp_adjust_tail(ctx, LF_CRC_LEN) || !lf_integrity(ctx, conf->crc, 1)) {
 			s->stamp_err++;
 			return XDP_DROP;
 		}

@@ -140,7 +140,7 @@ trailer, which the kernel seals and checks in the same softirq, and 0.9x with
 --integrity off (docs/results.md). Once the kernel's credit window is full,
 sending goes to the worker, which under a saturating flow seldom gets it back:
 the TX buffer defaults to the whole --ring-size with --lg-fast-send to make that
-rare. auto keeps the worker path. With --integrity crc32c the
+rare. auto keeps the worker path. With --integrity crc32c or csum the
 kernel checks the trailer too (a frame that fails goes to the worker, which
 counts and drops it; frames beyond the first page, jumbo frames, are checked by
 the worker); 'linkfabric stats' shows the directions (dataplane.fast_path), the
@@ -222,9 +222,14 @@ Integrity (lg, lgnb, monitor, cells, fec): by default every frame on the link ca
 CRC32C trailer (--integrity crc32c); a frame that fails it is dropped and counted
 (corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired like a
 lost one, as a real link's FCS check does. veth and tc netem corrupt frames
-without dropping them. On NICs whose MACs check the FCS, --integrity off saves
-the 4 bytes and the CPU. Both ends must be given the same --integrity (nothing
-negotiates it yet): a frame without a trailer fails the check.
+without dropping them. --integrity csum puts the Internet checksum (RFC 1071) of
+the frame and its length in the same 4 bytes: the kernel's fast path computes it
+about 5x faster than the CRC (0.14 against 0.79 us for a 1514-byte frame; XDP has
+no CRC instruction), and it is weaker: it sees every single-bit error and burst
+of up to 15 bits, but misses errors that cancel in a 16-bit sum, as the hosts'
+own TCP and UDP checksums do. On NICs whose MACs check the FCS, --integrity off
+saves the 4 bytes and the CPU. Both ends must be given the same --integrity
+(nothing negotiates it yet): a frame without the trailer fails the check.
 
 Port rates (every mode): veth has no speed and AF_XDP transmit bypasses the
 qdiscs, so the dataplane can limit what a port sends itself. --port-rate
@@ -434,7 +439,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
 	f.IntVar(&cfg.LG.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when host frames are dropped after waiting, keep the newest N of each class that arrived in the second half of the wait (default 16; -1 keeps none): they are the hosts' latest TCP retransmissions, which restart TCP at once")
 	f.DurationVar(&cfg.LG.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long host frames wait while a link session agreed before is not up (the link port down, the peer silent or restarting), and the longest any kept frame waits (default 5s): an outage shorter than this is a pause to the hosts, not a loss, and LinkGuardian keeps its own frames across it")
-	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor/cells: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost) or off (the NICs check the FCS); must be the same on both ends")
+	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor/cells/fec: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost), csum (the Internet checksum and the length: about 5x cheaper in the kernel's fast path, weaker) or off (the NICs check the FCS); must be the same on both ends")
 	f.IntVar(&cfg.FEC.N, "fec-n", 0, "fec: fix n, the data frames per parity frame (0: no parity; with --fec-copies, replication only); default: chosen by the link policy")
 	f.Float64Var(&cfg.FEC.Target, "fec-target", 1e-3, "fec: residual loss the hosts may see; the link policy chooses n (or replication) for it from the measured loss")
 	f.Float64Var(&cfg.FEC.Loss, "fec-loss", 0, "fec: take the link's loss rate as given: the policy chooses once for it (default: measured)")
