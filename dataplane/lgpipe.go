@@ -52,6 +52,11 @@ type lgPipeline struct {
 
 	publishAt, monitorAt, rmonAt int64
 	mon, rmon                    *lossmon.Monitor
+	// unpublished: the pipeline received or sent frames since its last
+	// publish. Poll then wakes the worker at publishAt, so an idle
+	// worker's statistics are at most 20 ms old (without it they stayed
+	// as they were at the last publish before the worker went idle).
+	unpublished bool
 
 	// The link session (session.go).
 	linkSess
@@ -355,6 +360,7 @@ func (pl *lgPipeline) Room(port int) int { return pl.queue.portRoom(port) }
 // Receive implements Pipeline: link frames go to the core (PFC frames to the
 // sender's pause state), host frames to the queue.
 func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
+	pl.unpublished = pl.unpublished || len(descs) > 0
 	if port == portHost {
 		pl.queue.pushHost(pl.w, now, descs)
 		return
@@ -455,6 +461,10 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	if len(p.Out.Normal) > 0 || len(p.Out.Retx) > 0 {
 		pl.sample(p)
 	}
+	if !pl.unpublished {
+		o := &p.Out
+		pl.unpublished = len(o.Pause)+len(o.Urgent)+len(o.Retx)+len(o.Normal)+len(o.Low)+len(deliver)+len(o.Free)+len(o.Events) > 0
+	}
 	p.Out.Reset()
 	pl.handOff(now)
 	pl.handOffSend(now)
@@ -466,6 +476,9 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
 			next = min(next, r)
 		}
+	}
+	if pl.unpublished {
+		next = min(next, pl.publishAt)
 	}
 	return next
 }
@@ -494,6 +507,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.lgs.LinkTxRingFull.Store(link.Dropped.Load())
 		pl.lgs.HostTxRingFull.Store(host.Dropped.Load())
 		pl.publish(p)
+		pl.unpublished = false
 		pl.publishSession()
 		pl.tune(p)
 	}
