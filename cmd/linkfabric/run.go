@@ -135,9 +135,9 @@ the peer's RX queue of the sending CPU), so on a link of several queues the
 kernel sends only from some CPUs (the log says so); a NIC has a TX queue per
 CPU, not tested. On the 2-core veth pair with one link queue (linkfabric up
 --link-queues 1), both halves bring lg's short-flow p50 to 1.1-1.2x forward's
-(the worker path: 1.8x); bulk goodput is about 0.55x forward's with the CRC32C
-trailer, which the kernel seals and checks in the same softirq, and 0.9x with
---integrity off (docs/results.md). Once the kernel's credit window is full,
+(the worker path: 1.8x); bulk goodput is about 0.5x forward's with the CRC32C
+trailer, which the kernel seals and checks in the same softirq, 0.8x with
+--integrity csum and 0.85-0.9x with --integrity off (docs/results.md). Once the kernel's credit window is full,
 sending goes to the worker, which under a saturating flow seldom gets it back:
 the TX buffer defaults to the whole --ring-size with --lg-fast-send to make that
 rare. auto keeps the worker path. With --integrity crc32c or csum the
