@@ -321,7 +321,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 			if role == RoleHost {
 				opts.LGTxSlots = cfg.LG.TxBuffer
 				if opts.LGTxSlots == 0 {
-					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, 2) // the larger default
+					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, true)
 				}
 			} else if i == portLink {
 				opts.ShareLGRx = d.all[portHost].prog
@@ -418,11 +418,8 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	}
 	if cfg.Mode.linkGuardian() {
 		if d.cfg.LG.TxBuffer == 0 {
-			lanes := d.linkLanes()
-			if cfg.lgTxWanted() {
-				lanes = 2 // the kernel's send path: the larger window (defaultTxBuffer)
-			}
-			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, lanes)
+			// A priority lane, or the kernel's send path: the whole ring.
+			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, d.linkLanes() > 1 || cfg.lgTxWanted())
 		}
 		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
 	}
@@ -572,7 +569,7 @@ func (c *Config) checkSizes(sockets int) error {
 	if c.Mode.linkGuardian() {
 		txBuffer := c.LG.TxBuffer
 		if txBuffer == 0 {
-			txBuffer = defaultTxBuffer(c.RingSize, 2) // the larger default
+			txBuffer = defaultTxBuffer(c.RingSize, true)
 		}
 		if txBuffer > int(c.RingSize) {
 			return fmt.Errorf("dataplane: --tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)

@@ -168,9 +168,9 @@ const (
 )
 
 // defaultTxBuffer is the TX buffer (and reorder window) when none is given:
-// the ring size with a priority lane, else half of it (see TxBuffer). With
-// the kernel's send path (FastSend) the dataplane asks for the ring size
-// on any link: once the kernel's window is full, sending goes to the worker,
+// the ring size with wholeRing (a link with a priority lane), else half of
+// it (see TxBuffer). With the kernel's send path (FastSend) the dataplane
+// asks for the whole ring on any link: once the kernel's window is full, sending goes to the worker,
 // which under a saturating flow seldom gets a moment to hand it back. A
 // larger window makes that rarer, not impossible (bulk TCP at loss 0 with
 // --integrity off: stuck in 2 of 15 runs with 2048 frames, 8 of 27 with
@@ -184,8 +184,8 @@ const (
 // p99 ≈ 7 ms, all of it waiting for a CPU; with 1024 frames (1.5 MB) the
 // window was full for 3 s of 5 and lg kept 0.67–0.77× of its loss-free
 // goodput; with 2048 frames 0.88–0.94×.
-func defaultTxBuffer(ringSize uint32, queues int) int {
-	if queues > 1 {
+func defaultTxBuffer(ringSize uint32, wholeRing bool) int {
+	if wholeRing {
 		return int(max(ringSize, 2))
 	}
 	return int(max(ringSize/2, 2))

@@ -66,15 +66,16 @@ func TestTunedAckDelay(t *testing.T) {
 }
 
 // TestDefaultTxBuffer: the credit window is the whole ring when the link
-// has a priority lane, half of it when copies and notifications share it.
+// has a priority lane (or the kernel sends), half of it when copies and
+// notifications share it.
 func TestDefaultTxBuffer(t *testing.T) {
 	for _, c := range []struct {
-		ring   uint32
-		queues int
-		want   int
-	}{{2048, 2, 2048}, {2048, 4, 2048}, {2048, 1, 1024}, {4096, 1, 2048}, {2, 1, 2}} {
-		if got := defaultTxBuffer(c.ring, c.queues); got != c.want {
-			t.Errorf("defaultTxBuffer(ring %d, %d queues) = %d; want %d", c.ring, c.queues, got, c.want)
+		ring      uint32
+		wholeRing bool
+		want      int
+	}{{2048, true, 2048}, {2048, false, 1024}, {4096, false, 2048}, {4096, true, 4096}, {2, false, 2}, {1, true, 2}} {
+		if got := defaultTxBuffer(c.ring, c.wholeRing); got != c.want {
+			t.Errorf("defaultTxBuffer(ring %d, whole ring %v) = %d; want %d", c.ring, c.wholeRing, got, c.want)
 		}
 	}
 }
