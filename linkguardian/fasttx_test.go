@@ -864,3 +864,63 @@ func TestFastSendWakeEvery(t *testing.T) {
 	}
 	e.release(t)
 }
+
+// TestFastSendLooksBackOff: while idle, each look that finds the kernel sent
+// nothing puts the next one twice as far (WakeEvery, 2×, 4× ... up to
+// fastLookMax); a look that finds a send brings the gap back to WakeEvery
+// once nothing is outstanding again, and the frame still gets its dummy.
+func TestFastSendLooksBackOff(t *testing.T) {
+	e := newFastEnd(t, 64, false)
+	p := e.p
+	const every = 100 * us
+	const lookMax = 2000 * us // fasttx.go's fastLookMax
+	e.fs.WakeEvery = every
+	if !e.handOff(0) {
+		t.Fatal("no hand-off")
+	}
+	now, want := int64(0), every
+	var looks int
+	for ; now < 20*lookMax; looks++ {
+		d := p.NextDeadline(now, true)
+		if d-now != want {
+			t.Fatalf("look %d at %d: next in %d, want %d", looks, now, d-now, want)
+		}
+		now = d
+		p.Poll(now, true)
+		want = min(2*want, lookMax)
+	}
+	if want != lookMax || looks > 30 {
+		t.Fatalf("%d looks in %d ns, gap %d: want the gap at lookMax", looks, now, want)
+	}
+	// The kernel sends: the next look adopts the frame, its dummy is due
+	// DummyWait after the send or at once if that is past.
+	sent := now + us
+	if _, ok := e.kernel(sent, 1); !ok {
+		t.Fatal("the kernel did not send")
+	}
+	at := p.NextDeadline(now, true)
+	if at-now != lookMax {
+		t.Fatalf("look after the send in %d, want %d", at-now, lookMax)
+	}
+	p.Poll(at, true)
+	if p.S.Outstanding() != 1 || p.S.Stats.DummiesSent != 1 {
+		t.Fatalf("at the look: outstanding %d, dummies %d; want the frame adopted and its overdue dummy sent", p.S.Outstanding(), p.S.Stats.DummiesSent)
+	}
+	e.release(t)
+	// Acknowledged: the looks start again at WakeEvery, and a Poll for
+	// something else before the timed look keeps the gap (it moves the
+	// look on).
+	e.rx(at+10*us, &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: seqhdr.Seq(0)})
+	e.release(t)
+	p.Poll(at+10*us, true)
+	if d := p.NextDeadline(at+10*us, true); d-(at+10*us) != every {
+		t.Fatalf("after the ACK: next look in %d, want WakeEvery %d", d-(at+10*us), every)
+	}
+	for i, t0 := 0, at+10*us; i < 5; i++ {
+		t0 += every / 2
+		p.Poll(t0, true)
+		if d := p.NextDeadline(t0, true); d-t0 != every {
+			t.Fatalf("Poll %d before the timed look: next look in %d, want WakeEvery %d still", i, d-t0, every)
+		}
+	}
+}

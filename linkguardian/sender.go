@@ -116,9 +116,12 @@ type Sender struct {
 	// one: the kernel may send past Limit on an ACK in it (adopt).
 	peerAck *atomic.Uint64
 	// fastCheckAt is when the core looks at State next while the kernel
-	// owns sending and nothing is outstanding (FastSend.WakeEvery > 0).
-	fastCheckAt int64
-	Stats       SenderStats
+	// owns sending and nothing is outstanding (FastSend.WakeEvery > 0);
+	// lookGap is the gap to it (doubling while looks find no send) and
+	// lookedNext what next was at the last look (wantWake).
+	fastCheckAt, lookGap int64
+	lookedNext           seqhdr.Seq
+	Stats                SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
