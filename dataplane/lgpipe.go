@@ -297,9 +297,11 @@ func (pl *lgPipeline) handOffSend(now int64) {
 }
 
 // lgSendCheck is FastSend.WakeEvery: while the kernel sends and nothing is
-// outstanding, the worker wakes this often (4,000 times a second idle), and
-// the first dummy for a frame the kernel sent after an idle spell goes up
-// to this much later than DummyWait (500 µs here). 50 µs (half the
+// outstanding, the worker looks this often, twice as far apart at each
+// look that finds no send, up to 2 ms (about 580 wakeups a second idle,
+// against 4,000 before the back-off), and the first dummy for a frame the
+// kernel sent after an idle spell goes up to that much later than
+// DummyWait (500 µs here). 50 µs (half the
 // sender's DummyWait at start) took so much of the 2-core machine that
 // retransmissions slowed (TestLGFastSendCarries: p50 140-210 µs instead of
 // 34-36, the reorder buffer full, PFC pauses, 20 % delivered by the kernel
