@@ -9,9 +9,10 @@ import (
 // Integrity check of link frames (modes lg, lgnb, monitor; package linkcrc).
 //
 // With LGConfig.Integrity = linkcrc.CRC32C (the default) or linkcrc.Csum
-// every frame the link port transmits gets that trailer, computed when the worker places the
-// frame on the TX ring (sealTx): a retransmitted copy has its retx flag and
-// ACK rewritten before each send, so each transmission is sealed anew.
+// every frame the link port transmits gets that trailer, computed when the
+// worker places the frame on the TX ring (sealTx): a retransmitted copy has
+// its retx flag and ACK rewritten before each send, so each transmission is
+// sealed anew.
 // Every frame received on the link port is verified before the pipeline
 // sees it (checkRx, in the worker's receive loop); one that fails is counted in
 // IntegrityStats.Corrupt and freed, so to the LinkGuardian core it is a lost

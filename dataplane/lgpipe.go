@@ -301,9 +301,8 @@ func (pl *lgPipeline) handOffSend(now int64) {
 // look that finds no send, up to 2 ms (about 580 wakeups a second idle,
 // against 4,000 before the back-off), and the first dummy for a frame the
 // kernel sent after an idle spell goes up to that much later than
-// DummyWait (500 µs here). 50 µs (half the
-// sender's DummyWait at start) took so much of the 2-core machine that
-// retransmissions slowed (TestLGFastSendCarries: p50 140-210 µs instead of
+// DummyWait (500 µs here). 50 µs (half the sender's DummyWait at start)
+// took so much of the 2-core machine that retransmissions slowed (TestLGFastSendCarries: p50 140-210 µs instead of
 // 34-36, the reorder buffer full, PFC pauses, 20 % delivered by the kernel
 // instead of 100 %); 250 and 500 µs kept them at 34-36 µs.
 const lgSendCheck = int64(250 * time.Microsecond)

@@ -178,19 +178,20 @@ import (
 // it. Or (WakeEvery > 0) Go looks at least every WakeEvery while idle
 // (each Poll looks, and moves the next look on), and the first
 // dummy for a frame the kernel sent after an idle spell goes between
-// DummyWait and DummyWait + WakeEvery after it. While the kernel sends
-// nothing, the looks come twice as far apart each time the timed one finds
-// nothing new, up to fastLookMax (2 ms), and the next look that finds a
-// send brings the gap back to WakeEvery: after WakeEvery without a send the
-// first frame's dummy may come up to 2 × WakeEvery late, after about 0.75
-// ms up to 2 ms. Without the back-off an idle
-// link's workers woke 4,000 times a second each at WakeEvery 250 µs, 8.6 %
-// of a CPU per switch on the 2-core veth pair (2026-11-27). The first keeps the dummy
-// exact but wakes the worker at the moment the kernel sends, on the CPU
-// and at the time the host's next packet needs: on the 2-core veth pair
-// that cost 26 µs against 11-13 µs of ping round trip at p50 (forward's
-// fast path: 10); the dataplane uses the second, with WakeEvery 250 µs
-// (dataplane lgSendCheck).
+// DummyWait and DummyWait + WakeEvery after it (see the back-off below).
+// The first keeps the dummy exact but wakes the worker at the moment the
+// kernel sends, on the CPU and at the time the host's next packet needs:
+// on the 2-core veth pair that cost 26 µs against 11-13 µs of ping round
+// trip at p50 (forward's fast path: 10); the dataplane uses the second,
+// with WakeEvery 250 µs (dataplane lgSendCheck).
+//
+// Looks back off while the kernel sends nothing: each time the timed look
+// finds nothing new, the next comes twice as far, up to fastLookMax (2 ms),
+// and the next look that finds a send brings the gap back to WakeEvery.
+// After WakeEvery without a send the first frame's dummy may come up to 2 ×
+// WakeEvery late, after about 0.75 ms up to 2 ms. Without the back-off an
+// idle link's workers woke 4,000 times a second each at WakeEvery 250 µs,
+// 7-9 % of a CPU per switch on the 2-core veth pair (2026-11-27).
 //
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go

@@ -274,8 +274,9 @@ __noinline int lf_crc32c(struct xdp_md *ctx, int seal)
 	return (crc ^ 0xFFFFFFFF) == want;
 }
 
-/* lf_csum_step folds the k bytes at p (k a multiple of 4, at most 512)
- * into sum if they lie before the trailer, and moves p past them. */
+/* LF_CSUM_STEP(k), in lf_csum, folds the k bytes at p (k a multiple of 4,
+ * at most 512) into sum if they lie before the trailer, and moves p past
+ * them. */
 #define LF_CSUM_STEP(k)                                                        \
 	do {                                                                   \
 		if ((void *)(p + (k) + LF_CRC_LEN) <= end) {                   \
