@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
@@ -117,17 +118,9 @@ type LGStats struct {
 	// core's deliveries waited for the kernel's to reach the host, and
 	// HostGateHeld the frames that waited (hostgate.go).
 	HostGateWaits, HostGateHeld atomic.Uint64
-	// KernelSendDeclined counts the send fast path's hand-overs of sending
-	// to the worker (credit, a pause, a frame the worker had still to
-	// read); KernelSendWidened its frames sent past the Limit the worker
-	// published, on an ACK the link port read first; KernelWakeMoves the
-	// receive point's Wake moved by the ACKs it piggybacked
-	// (linkguardian/fasttx.go).
-	KernelSendDeclined, KernelSendWidened, KernelWakeMoves atomic.Uint64
-	// KernelDeclinedWindow and KernelDeclinedUnread split
-	// KernelSendDeclined: the frame was outside the credit window, or the
-	// worker had not taken in every frame passed to it.
-	KernelDeclinedWindow, KernelDeclinedUnread atomic.Uint64
+	// kernelTx is the send fast path's counters (bpf.LGTxCounters) as of
+	// the last publish; read it with KernelTx.
+	kernelTx bpf.LGTxCounters
 	// Session is the link session (session.go).
 	Session SessionStats
 	// LossRate is the link's loss rate as the sender sees it (frames reported
@@ -180,6 +173,21 @@ type LGCore struct {
 	// frames from the link at the last publish (bit c: class c).
 	ClassFrames   [pfc.NumClasses]uint64 `json:"class_frames"`
 	PausedClasses uint8                  `json:"paused_classes"`
+}
+
+// KernelTx returns the send fast path's counters (lf_lg_tx) as of the last
+// publish: Declined counts its hand-overs of sending to the worker (credit,
+// a pause, a frame the worker had still to read), split by why into
+// DeclinedWindow (outside the credit window) and DeclinedUnread (the
+// worker had not taken in every frame passed to it); Widened its frames
+// sent past the Limit the worker published, on an ACK the link port read
+// first; WakeMoves the receive point's Wake moved by the ACKs it
+// piggybacked (linkguardian/fasttx.go). All zero without the send fast
+// path.
+func (s *LGStats) KernelTx() bpf.LGTxCounters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kernelTx
 }
 
 // Core returns a copy of the core's counters as last published.
@@ -302,7 +310,8 @@ func (pl *lgPipeline) handOffSend(now int64) {
 // against 4,000 before the back-off), and the first dummy for a frame the
 // kernel sent after an idle spell goes up to that much later than
 // DummyWait (500 µs here). 50 µs (half the sender's DummyWait at start)
-// took so much of the 2-core machine that retransmissions slowed (TestLGFastSendCarries: p50 140-210 µs instead of
+// took so much of the 2-core machine that retransmissions slowed
+// (TestLGFastSendCarries: p50 140-210 µs instead of
 // 34-36, the reorder buffer full, PFC pauses, 20 % delivered by the kernel
 // instead of 100 %); 250 and 500 µs kept them at 34-36 µs.
 const lgSendCheck = int64(250 * time.Microsecond)
@@ -620,12 +629,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.HostGateWaits.Store(pl.gate.Waits)
 	s.HostGateHeld.Store(pl.gate.Held)
 	if pl.fastTx != nil && pl.fastTx.lgTx != nil {
-		c := pl.fastTx.lgTx.Counters()
-		s.KernelSendDeclined.Store(c.Declined)
-		s.KernelSendWidened.Store(c.Widened)
-		s.KernelWakeMoves.Store(c.WakeMoves)
-		s.KernelDeclinedWindow.Store(c.DeclinedWindow)
-		s.KernelDeclinedUnread.Store(c.DeclinedUnread)
+		s.kernelTx = pl.fastTx.lgTx.Counters()
 	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)

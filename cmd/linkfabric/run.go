@@ -833,7 +833,7 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		h.SnapshotInto(&snap)
 		return metrics.Summarize(&snap, scale)
 	}
-	core := s.Core()
+	core, ktx := s.Core(), s.KernelTx()
 	var peakTx, peakReorder uint64
 	if core.Sender != nil {
 		peakTx = core.Sender.TxBufPeakFrames
@@ -855,11 +855,11 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"pause_tx":               s.PauseTx.Load(),
 		"host_gate_waits":        s.HostGateWaits.Load(),
 		"host_gate_held":         s.HostGateHeld.Load(),
-		"kernel_send_declined":   s.KernelSendDeclined.Load(),
-		"kernel_declined_window": s.KernelDeclinedWindow.Load(),
-		"kernel_declined_unread": s.KernelDeclinedUnread.Load(),
-		"kernel_send_widened":    s.KernelSendWidened.Load(),
-		"kernel_wake_moves":      s.KernelWakeMoves.Load(),
+		"kernel_send_declined":   ktx.Declined,
+		"kernel_declined_window": ktx.DeclinedWindow,
+		"kernel_declined_unread": ktx.DeclinedUnread,
+		"kernel_send_widened":    ktx.Widened,
+		"kernel_wake_moves":      ktx.WakeMoves,
 		"measured_loss_rate":     s.LossRate(),
 		"copies":                 s.Copies.Load(),
 		"rx_loss_rate":           s.RxLossRate(),
