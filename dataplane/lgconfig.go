@@ -170,12 +170,13 @@ const (
 // defaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
 // it (see TxBuffer). With the kernel's send path (FastSend) the dataplane
-// asks for the whole ring on any link: once the kernel's window is full, sending goes to the worker,
-// which under a saturating flow seldom gets a moment to hand it back. A
-// larger window makes that rarer, not impossible (bulk TCP at loss 0 with
-// --integrity off: stuck in 2 of 15 runs with 2048 frames, 8 of 27 with
-// 1024; 4 interleaved runs each: 1024 frames 4.07, 5.02, 4.79, 2.85 Gbit/s,
-// 2048 frames 4.77, 5.03, 5.22, 5.14; docs/results.md, seventh session).
+// asks for the whole ring on any link: once the kernel's window is full,
+// sending goes to the worker, which under a saturating flow seldom gets a
+// moment to hand it back. A larger window makes that rarer, not
+// impossible (bulk TCP at loss 0 with --integrity off: stuck in 2 of 15
+// runs with 2048 frames, 8 of 27 with 1024; 4 interleaved runs each:
+// 1024 frames 4.07, 5.02, 4.79, 2.85 Gbit/s, 2048 frames 4.77, 5.03,
+// 5.22, 5.14; docs/results.md, seventh session).
 // The window is still at most 7/8 of the peer's RX ring (creditWindow), and
 // the session agrees the smaller of the two ends' windows.
 //

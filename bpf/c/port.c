@@ -189,13 +189,27 @@ static __always_inline __u32 lf_le32(const __u8 *p)
 }
 #endif
 
+/* lf_trailer_frame returns the length of a frame an integrity check
+ * (lf_crc32c, lf_csum) takes, trailer included, or 0 if it takes none: the
+ * frame is linear (bpf_xdp_get_buff_len equals the linear length: no
+ * fragments), at least a data header plus the trailer long
+ * (LF_LG_DATA_OFF + LF_CRC_LEN) and at most LF_CRC_MAX. */
+static __always_inline __u64 lf_trailer_frame(struct xdp_md *ctx)
+{
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+
+	if (len < LF_LG_DATA_OFF + LF_CRC_LEN || len > LF_CRC_MAX)
+		return 0;
+	if ((void *)(long)ctx->data + len > (void *)(long)ctx->data_end)
+		return 0;
+	return len;
+}
+
 /* lf_crc32c(ctx, 0) says whether the frame carries a valid integrity trailer
- * (linkcrc.Check): it is linear (bpf_xdp_get_buff_len equals the linear
- * length: no fragments), at least a data header plus the trailer long
- * (LF_LG_DATA_OFF + LF_CRC_LEN) and at most LF_CRC_MAX, and its last 4
- * bytes, little endian, are the CRC32C (Castagnoli, reflected, initial
- * value and final xor 0xFFFFFFFF: hash/crc32 with crc32.Castagnoli) of the
- * bytes before them. 1 if so, else 0.
+ * (linkcrc.Check): lf_trailer_frame takes it, and its last 4 bytes, little
+ * endian, are the CRC32C (Castagnoli, reflected, initial value and final
+ * xor 0xFFFFFFFF: hash/crc32 with crc32.Castagnoli) of the bytes before
+ * them. 1 if so, else 0.
  *
  * Slice-by-8 (LF_CRC_SLICE): each step of the main loop folds 8 bytes into
  * the CRC with 8 independent table lookups (lf_crc32c_tab[k] advances a
@@ -217,15 +231,11 @@ __noinline int lf_crc32c(struct xdp_md *ctx, int seal)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	__u64 len = bpf_xdp_get_buff_len(ctx);
 	const __u8 *p = data;
 	__u32 crc = 0xFFFFFFFF, want;
 	__u32 i;
 
-	if (len < LF_LG_DATA_OFF + LF_CRC_LEN || len > LF_CRC_MAX)
-		return 0;
-	/* The whole frame in the linear part: no fragments. */
-	if (data + len > end)
+	if (!lf_trailer_frame(ctx))
 		return 0;
 #if LF_CRC_SLICE == 8
 	for (i = 0; i < (LF_CRC_MAX - LF_CRC_LEN) / 8; i++) {
@@ -286,7 +296,7 @@ __noinline int lf_crc32c(struct xdp_md *ctx, int seal)
 	} while (0)
 
 /* lf_csum(ctx, 0) says whether the frame carries a valid "csum" integrity
- * trailer (linkcrc.Csum): the frame's limits are lf_crc32c's; its last 4
+ * trailer (linkcrc.Csum): lf_trailer_frame takes it; its last 4
  * bytes are the 16-bit Internet checksum (RFC 1071: the ones' complement
  * of the ones'-complement sum of the 16-bit words, in network byte order)
  * of the bytes before them, then the number of those bytes, little endian
@@ -306,16 +316,14 @@ __noinline int lf_csum(struct xdp_md *ctx, int seal)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u64 len = lf_trailer_frame(ctx);
 	__u8 *p = data;
 	__u32 sum = 0, n;
 	__u64 acc;
 	__u16 w = 0;
 	__u32 i;
 
-	if (len < LF_LG_DATA_OFF + LF_CRC_LEN || len > LF_CRC_MAX)
-		return 0;
-	if (data + len > end)
+	if (!len)
 		return 0;
 	n = len - LF_CRC_LEN;
 	for (i = 0; i < LF_CRC_MAX / 512; i++) {
