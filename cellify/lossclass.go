@@ -39,6 +39,14 @@ var DefaultLossBounds = []float64{1e-6, 1e-3, 1e-1}
 // fall to before the link returns to that class (hysteresis).
 const DefaultClassClear = 0.5
 
+// DefaultClassHold is how long every measurement of a link's loss must
+// allow a better class before the link moves up to it. One window without
+// a loss is weak evidence: a window of an idle link holds a few hundred
+// REACHes, and a 1 %-loss link shows none lost in about one window in
+// eight; three seconds of windows in a row (about 800 REACHes) happen for
+// it once in 3,000 tries.
+const DefaultClassHold = int64(3e9)
+
 // LossClasses configures loss classes. The zero value is off: every link
 // is one class and REACH carries one bitmap.
 type LossClasses struct {
@@ -49,8 +57,22 @@ type LossClasses struct {
 	// below Clear × Bounds[k-1] (0: DefaultClassClear); it moves to a
 	// worse one as soon as its loss is above its class's bound.
 	Clear float64
+	// Hold: a link moves up to a better class only once every loss
+	// measured for Hold (ns) has allowed it, to the worst class they
+	// allowed (0: DefaultClassHold; negative: at once). A link not yet
+	// measured starts in the loosest class, so it earns a strict one the
+	// same way. Moving down is at once.
+	Hold int64
 	// Of[tc] is the loss class of traffic class tc (0: the loosest).
 	Of [8]LossClass
+}
+
+// hold returns Hold with its default.
+func (c *LossClasses) hold() int64 {
+	if c.Hold == 0 {
+		return DefaultClassHold
+	}
+	return max(c.Hold, 0)
 }
 
 // Exclude returns the loss rate above which a link serves no class: the

@@ -8,6 +8,7 @@ import (
 func testLossClasses() LossClasses {
 	lc := LossClasses{Bounds: DefaultLossBounds}
 	lc.Of[7] = 1 // PCP 7: the clean class
+	lc.Hold = 2 * reachI
 	return lc
 }
 
@@ -39,6 +40,62 @@ func TestLossClassify(t *testing.T) {
 	}
 	if lc.For(7) != 1 || lc.For(0) != 3 || lc.N() != 3 {
 		t.Fatalf("For(7) %d, For(0) %d, N %d", lc.For(7), lc.For(0), lc.N())
+	}
+}
+
+// A link moves to a better class only after LossClasses.Hold of
+// measurements allowing it (DefaultClassHold here, measured every 100 ms as
+// the dataplane does): an idle gray link whose window now and then shows no
+// loss stays in class 3; an unmeasured link starts in the loosest class;
+// the class it reaches is the worst its measurements allowed; worse is at
+// once.
+func TestLossClassHold(t *testing.T) {
+	lc := LossClasses{Bounds: DefaultLossBounds}
+	r := newTestReachClasses(t, 100, 1, 1, lc)
+	const step = int64(100e6)
+	now := int64(0)
+	class := func(loss float64, n int) LossClass {
+		for range n {
+			now += step
+			r.SetLoss(now, 0, loss)
+		}
+		return r.Link(0).Class
+	}
+	if c := class(0, 1); c != 3 {
+		t.Fatalf("first measurement 0: class %d, want 3 until held", c)
+	}
+	if c := class(0, 28); c != 3 {
+		t.Fatalf("0 for 2.8 s: class %d, want 3", c)
+	}
+	if c := class(0, 2); c != 1 {
+		t.Fatalf("0 for 3 s: class %d, want 1", c)
+	}
+	if c := class(1e-2, 1); c != 3 {
+		t.Fatalf("1e-2: class %d, want 3 at once", c)
+	}
+	// The gray link: clean windows now and then, never for the hold.
+	for i := range 300 {
+		loss := 1e-2
+		if i%7 < 3 {
+			loss = 0
+		}
+		if c := class(loss, 1); c != 3 {
+			t.Fatalf("gray link with clean windows, step %d: class %d", i, c)
+		}
+	}
+	// Held, but one measurement allowed only class 2: class 2.
+	class(0, 10)
+	class(4e-4, 1)
+	if c := class(0, 20); c != 2 {
+		t.Fatalf("0 and 4e-4 over the hold: class %d, want 2", c)
+	}
+	if c := class(0, 31); c != 1 {
+		t.Fatalf("then 0 for the hold: class %d, want 1", c)
+	}
+	lc.Hold = -1
+	r = newTestReachClasses(t, 100, 1, 1, lc)
+	if c := class(0, 1); c != 1 {
+		t.Fatalf("Hold < 0: class %d, want 1 at once", c)
 	}
 }
 
@@ -125,15 +182,20 @@ func TestReachClassesEndToEnd(t *testing.T) {
 	if r1.RoutesIn(3, 2) != 0b11 || r1.RoutesIn(1, 2) != 0 || r1.RoutesFor(7, 2) != 0 || r1.Routes(2) != 0b11 {
 		t.Fatalf("unmeasured: class 3 %#b, class 1 %#b (want 0b11, 0)", r1.RoutesIn(3, 2), r1.RoutesIn(1, 2))
 	}
+	// measure reports the losses twice, a hold apart (a better class
+	// needs them for LossClasses.Hold).
 	measure := func(grayLoss float64) {
-		for i := range n.nodes {
-			for l := range 2 {
-				loss := 0.0
-				if i == f2 && l == 1 { // only f2 sees the gray link's loss
-					loss = grayLoss
+		for range 2 {
+			for i := range n.nodes {
+				for l := range 2 {
+					loss := 0.0
+					if i == f2 && l == 1 { // only f2 sees the gray link's loss
+						loss = grayLoss
+					}
+					n.nodes[i].SetLoss(n.now, l, loss)
 				}
-				n.nodes[i].SetLoss(n.now, l, loss)
 			}
+			n.run(n.classes.Hold)
 		}
 	}
 	measure(1e-2)
@@ -195,10 +257,13 @@ func TestReachClassesNoAlloc(t *testing.T) {
 	}
 }
 
+// classHold is the node tests' LossClasses.Hold.
+const classHold = 20 * nodeUs
+
 // withClasses sets loss classes on a node config (traffic class 5, DSCP EF's
 // class selector, bound to class 1).
 func withClasses(c NodeConfig) NodeConfig {
-	lc := LossClasses{Bounds: DefaultLossBounds}
+	lc := LossClasses{Bounds: DefaultLossBounds, Hold: classHold}
 	lc.Of[5] = 1
 	c.Reach.SetClasses(lc)
 	return c
@@ -228,15 +293,19 @@ func TestNodeLossClassesFabric(t *testing.T) {
 	n.wire(e2, 1, f2, 1, 2*nodeUs)
 	n.wire(e2, 2, f1, 2, 2*nodeUs)
 	gray := map[[2]int]bool{{f2, 1}: true, {e2, 1}: true, {f1, 2}: true, {e2, 2}: true}
+	// measure reports the losses twice, a hold apart.
 	measure := func(p float64) {
-		for i, nd := range n.nodes {
-			for l := range nd.cfg.Links {
-				loss := 0.0
-				if gray[[2]int{i, l}] {
-					loss = p
+		for range 2 {
+			for i, nd := range n.nodes {
+				for l := range nd.cfg.Links {
+					loss := 0.0
+					if gray[[2]int{i, l}] {
+						loss = p
+					}
+					nd.SetLoss(n.now, l, loss)
 				}
-				nd.SetLoss(n.now, l, loss)
 			}
+			n.run(classHold, nodeUs)
 		}
 	}
 	// send hands e1 frames from..to-1 with a DSCP, 20 at a time (the

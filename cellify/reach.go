@@ -166,6 +166,11 @@ type reachLink struct {
 	rx    bool // a REACH arrived in the current interval
 	good  bool // ... and none of them carried FAULTY
 	bad   bool // ... one carried FAULTY
+	// better: the class every loss measured since betterSince allowed, a
+	// better one than Class (0: none); the link moves up to it after
+	// LossClasses.Hold.
+	better      LossClass
+	betterSince int64
 }
 
 // Reachability is a node's view of its links (Stardust §3.2, App. E): the
@@ -375,12 +380,7 @@ func (r *Reachability) SetLoss(now int64, l int, loss float64) {
 		return
 	}
 	if r.cfg.Classes.On() {
-		if c := r.cfg.Classes.Classify(k.Class, loss); c != k.Class {
-			k.Class = c
-			if k.Usable {
-				r.rebuild()
-			}
-		}
+		r.classify(now, k, loss)
 	}
 	switch {
 	case loss > r.cfg.LossFaulty && !k.LossFaulty:
@@ -388,6 +388,35 @@ func (r *Reachability) SetLoss(now int64, l int, loss float64) {
 		r.exclude(now, l, ExcludeLoss)
 	case loss <= r.cfg.LossClear && k.LossFaulty:
 		k.LossFaulty, k.Good = false, 0
+	}
+}
+
+// classify sets link k's class from a measured loss: a worse class at
+// once, a better one (LossClasses.Classify's hysteresis) only once every
+// loss measured for LossClasses.Hold has allowed it, and then the worst of
+// those. A link not yet measured starts in the loosest class.
+func (r *Reachability) classify(now int64, k *reachLink, loss float64) {
+	cur := k.Class
+	if cur == 0 {
+		cur = LossClass(r.classes)
+	}
+	c := r.cfg.Classes.Classify(cur, loss)
+	switch {
+	case c >= cur:
+		k.better = 0
+	case k.better == 0 || now < k.betterSince:
+		k.better, k.betterSince, c = c, now, cur
+	default:
+		k.better, c = max(k.better, c), cur
+	}
+	if k.better != 0 && now-k.betterSince >= r.cfg.Classes.hold() {
+		c, k.better = k.better, 0
+	}
+	if c != k.Class {
+		k.Class = c
+		if k.Usable {
+			r.rebuild()
+		}
 	}
 }
 
