@@ -78,12 +78,25 @@ type portLgTxShared struct {
 	Widened        uint64
 	DeclinedWindow uint64
 	DeclinedUnread uint64
+	DummyNs        uint64
+	TailWakes      uint64
+	TailErr        uint64
 }
 
 type portLgTxSlot struct {
 	_    structs.HostLayout
 	Len  uint16
 	Data [2046]uint8
+}
+
+type portLgTxTail struct {
+	_     structs.HostLayout
+	Timer struct {
+		_ structs.HostLayout
+		_ [16]byte
+	}
+	Armed uint64
+	Ready uint64
 }
 
 type portPortConf struct {
@@ -127,6 +140,7 @@ const (
 	portMapLgRx        = "lg_rx"
 	portMapLgTx        = "lg_tx"
 	portMapLgTxRing    = "lg_tx_ring"
+	portMapLgTxTail    = "lg_tx_tail"
 	portMapLgTxWake    = "lg_tx_wake"
 	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
@@ -190,6 +204,7 @@ type portMapSpecs struct {
 	LgRx        *ebpf.MapSpec `ebpf:"lg_rx"`
 	LgTx        *ebpf.MapSpec `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.MapSpec `ebpf:"lg_tx_ring"`
+	LgTxTail    *ebpf.MapSpec `ebpf:"lg_tx_tail"`
 	LgTxWake    *ebpf.MapSpec `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.MapSpec `ebpf:"port_cfg"`
 	PortCount   *ebpf.MapSpec `ebpf:"port_count"`
@@ -229,6 +244,7 @@ type portMaps struct {
 	LgRx        *ebpf.Map `ebpf:"lg_rx"`
 	LgTx        *ebpf.Map `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.Map `ebpf:"lg_tx_ring"`
+	LgTxTail    *ebpf.Map `ebpf:"lg_tx_tail"`
 	LgTxWake    *ebpf.Map `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.Map `ebpf:"port_cfg"`
 	PortCount   *ebpf.Map `ebpf:"port_count"`
@@ -244,6 +260,7 @@ func (m *portMaps) Close() error {
 		m.LgRx,
 		m.LgTx,
 		m.LgTxRing,
+		m.LgTxTail,
 		m.LgTxWake,
 		m.PortCfg,
 		m.PortCount,

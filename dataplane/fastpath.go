@@ -281,16 +281,20 @@ func (f *fastPath) lgTxAck(on bool) error {
 
 // lgSend is the send fast path's shared state for the LinkGuardian core,
 // nil when there is none or the kernel path is out for good.
-func (f *fastPath) lgSend() *linkguardian.FastSend {
+func (f *fastPath) lgSend(tail bool) *linkguardian.FastSend {
 	if f == nil || f.lgTx == nil || f.features == nil {
 		return nil
 	}
 	t := f.lgTx
-	return &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
+	fs := &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
 		WantWake: t.WantWake(), Sent: t.Sent(), Declined: t.Declined(), Missed: t.Missed(), Wakeups: t.Wakeups(),
 		ToGo: t.ToGo(), Consumed: t.Consumed(), Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize,
 		Credit: t.Credit(), WakeMoves: t.WakeMoves(), Widened: t.Widened(),
 		DeclinedWindow: t.DeclinedWindow(), DeclinedUnread: t.DeclinedUnread()}
+	if tail {
+		fs.DummyNs, fs.TailWakes = t.DummyNs(), t.TailWakes()
+	}
+	return fs
 }
 
 // lgPoint is the receive fast path's shared state for the LinkGuardian

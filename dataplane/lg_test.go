@@ -56,6 +56,7 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	if lgOnFastPath && mode != ModeForward {
 		fp = FastPathXDP
 		lgc.FastSend = lgFastSend
+		lgc.TailTimer = lgc.TailTimer || lgTailTimer
 	}
 	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc, FastPath: fp})
 	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc, FastPath: fp})

@@ -52,6 +52,15 @@ type LGConfig struct {
 	// without it (TestLGFastSendSuite leaves HidesLossFromTCP out; see
 	// openLG in fastpath.go).
 	FastSend bool
+	// TailTimer, with FastSend, lets the kernel wake the core when a frame
+	// it sent is unacknowledged DummyWait after its last send (a BPF timer,
+	// linkguardian/fasttx.go "The tail timer") instead of the core looking
+	// at the kernel's sends every 250 µs. Off by default: on the 2-core VMs
+	// here the timer, firing and re-armed about every DummyWait while
+	// frames flow, added 6-8 µs to the p50 round trip of 143-byte TCP
+	// ping-pong and about 20 µs to 143 B flows' p50 FCT (docs/results.md,
+	// ninth session); with a DummyWait of milliseconds it cost nothing.
+	TailTimer bool
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64
 	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes

@@ -145,6 +145,30 @@ func TestLGFastSendCarries(t *testing.T) {
 	})
 }
 
+// lgTailTimer makes upLG run the kernel's tail timer (LGConfig.TailTimer)
+// with the send fast path.
+var lgTailTimer bool
+
+// TestLGFastSendTailTimer: TestLGFastSendCarries with the kernel's tail
+// timer instead of the core's looks (--lg-tail-timer): nothing missing,
+// duplicated or out of order at 1 % loss (a tail frame lost, with no frame
+// after it to show the hole, needs the timer's wakeup for its dummy), the
+// timer never failed, and the core never asked the kernel for a wakeup.
+func TestLGFastSendTailTimer(t *testing.T) {
+	lgTailTimer = true
+	defer func() { lgTailTimer = false }()
+	withFastSend(t, func() {
+		r, s1, _, _ := runLG(t, ModeLG, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
+		checkDelivery(t, r, true)
+		checkFastSend(t, r, s1)
+		k := r.bed.sw1.LGStats().KernelTx()
+		t.Logf("sw1's kernel: %+v", k)
+		if k.TailErr != 0 || k.Wakeups != 0 {
+			t.Errorf("tail timer failures %d, WantWake wakeups %d: want none", k.TailErr, k.Wakeups)
+		}
+	})
+}
+
 // TestLGFastSendCorruption: TestLGFastPathCorruption with both halves, with
 // each integrity trailer: sw1's kernel seals what it sends (lf_crc32c or
 // lf_csum), every frame that reaches sw2 unflipped passes the check and

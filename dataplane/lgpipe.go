@@ -250,11 +250,13 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			pl.gate.wait = hostGateWait
 		}
 	}
-	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
+	if fs := d.fast.lgSend(d.cfg.LG.TailTimer); fs != nil && p.S != nil {
 		// The core looks at the kernel's sends every lgSendCheck while
 		// idle, rather than being woken at the kernel's first send: that
 		// wakeup lands on the CPU and at the moment the host's next packet
-		// needs (linkguardian/fasttx.go, "Waking Go").
+		// needs (linkguardian/fasttx.go, "Waking Go"). With TailTimer
+		// the kernel's tail timer wakes it instead (fs.DummyNs; "The
+		// tail timer"), and it does not look.
 		fs.WakeEvery = lgSendCheck
 		if err := p.SetFastSend(fs); err != nil {
 			return nil, err
@@ -265,7 +267,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			return nil, err
 		}
 		pl.fastTx = d.fast
-		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake (quiet while WakeEvery > 0)
+		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake, or the tail timer's
 	}
 	return pl, nil
 }

@@ -91,6 +91,33 @@ func TestFastBothSuite(t *testing.T) {
 	}
 }
 
+// TestFastTailSuite runs it with both halves and the kernel's tail timer
+// (the dataplane's way): the core sets no timer for the first dummy after
+// the kernel's sends and never looks while idle; the kernel wakes it when a
+// frame it sent is unacknowledged DummyWait after its last send. Every
+// scenario with a tail loss recovers only through those wakeups.
+func TestFastTailSuite(t *testing.T) {
+	simFastTail = true
+	defer func() { simFastTail = false }()
+	sims := runFastSuite(t, true, true)
+	kernel, sent, _, _ := sendTotals(sims)
+	var tail uint64
+	for _, s := range sims {
+		for _, side := range []simlink.Side{simlink.A, simlink.B} {
+			if fs := s.FastSendState(side); fs != nil {
+				tail += fs.TailWakes.Load()
+				if fs.WantWake.Load() != 0 || fs.Wakeups.Load() != 0 {
+					t.Errorf("WantWake used with the tail timer")
+				}
+			}
+		}
+	}
+	t.Logf("kernel sent %d of %d data frames; the tail timer woke the core %d times", kernel, sent, tail)
+	if kernel < sent/2 || tail == 0 {
+		t.Errorf("kernel sent %d of %d, tail wakeups %d: the suite does not exercise the tail timer", kernel, sent, tail)
+	}
+}
+
 // fastEnd is an endpoint with the send fast path, driven by hand.
 type fastEnd struct {
 	p    *linkguardian.Endpoint
@@ -560,6 +587,109 @@ func TestFastSendTailLossFoundByDummy(t *testing.T) {
 	}
 	if b.R.Stats.AckNoTimeouts != 0 || b.R.Stats.Recovered != 1 {
 		t.Fatalf("receiver %+v", b.R.Stats)
+	}
+}
+
+// TestFastSendTailTimer: the same with the kernel's tail timer, the
+// dataplane's way: the core sets no timer for the first dummy after the
+// kernel's sends, and is never woken by them (no WantWake); the timer
+// wakes it DummyWait after the kernel's last send because the lost frame is
+// unacknowledged, so the dummy finds the loss as fast as the core's own
+// timer did (its fallback look, tailSlack later, would be too late here).
+func TestFastSendTailTimer(t *testing.T) {
+	cfg := softwareLink(false)
+	// The cores sleep until a deadline or an event, as the dataplane's
+	// workers do; no repeated ACKs, whose arrival would wake the core in
+	// time for its dummy whatever the timer does.
+	cfg.FastSend, cfg.FastLag, cfg.FastTail, cfg.Sleeping = true, fastLag, true, true
+	cfg.B.Receiver.AckRepeats = -1
+	const lost = 20
+	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(lost)}
+	s := newSim(t, cfg)
+	s.Send(simlink.A, 30, 1_000*us)
+	finish(t, s)
+	wantDelivered(t, s, simlink.B, seqIDs(0, 30))
+	a, b := s.Port(simlink.A), s.Port(simlink.B)
+	fs := s.FastSendState(simlink.A)
+	if s.FastSent(simlink.A) != 30 || a.S.Stats.RetxRequests != 1 {
+		t.Fatalf("kernel sent %d of 30, retransmissions %d", s.FastSent(simlink.A), a.S.Stats.RetxRequests)
+	}
+	if fs.Wakeups.Load() != 0 || fs.TailWakes.Load() == 0 {
+		t.Fatalf("WantWake wakeups %d, tail timer wakeups %d: want none and some", fs.Wakeups.Load(), fs.TailWakes.Load())
+	}
+	sent, del := s.SentAt(simlink.A, lost), s.DeliveredAt(simlink.B)[lost]
+	maxWait := linkguardian.DefaultSenderConfig().DummyWaitMax
+	if limit := maxWait + 3*swDelay + 10*us; del-sent > limit {
+		t.Errorf("tail frame delivered %d µs after the kernel sent it; want within %d µs", (del-sent)/us, limit/us)
+	}
+	if b.R.Stats.AckNoTimeouts != 0 || b.R.Stats.Recovered != 1 {
+		t.Fatalf("receiver %+v", b.R.Stats)
+	}
+}
+
+// TestFastSendTailFire: the tail timer's rule (TailFire, the model of
+// lf_lg_tx_tail_fire). Armed by the kernel's first send, it moves itself to
+// DummyNs after the latest send, wakes the core only while the kernel owns
+// sending and its last frame is unacknowledged (by Go's base or the receive
+// state's PeerAck), and is armed again by the next send; the core writes
+// its DummyWait into DummyNs and has no deadline while the timer stands for
+// it.
+func TestFastSendTailFire(t *testing.T) {
+	e := newFastEnd(t, 64, false)
+	e.fs.EnableTail()
+	p := e.p
+	e.handOff(0)
+	p.Poll(0, true)
+	w := int64(e.fs.DummyNs.Load())
+	if w != p.S.DummyWait() || e.fs.WantWake.Load() != 0 || p.NextDeadline(0, true) != math.MaxInt64 {
+		t.Fatalf("idle: DummyNs %d (DummyWait %d), WantWake %d, deadline %d", w, p.S.DummyWait(), e.fs.WantWake.Load(), p.NextDeadline(0, true))
+	}
+	e.kernel(500, 0)
+	at, ok := e.fs.TakeTailArm()
+	if !ok || at != 500+w {
+		t.Fatalf("armed %v at %d, want %d", ok, at, 500+w)
+	}
+	e.kernel(600, 1)
+	if _, again := e.fs.TakeTailArm(); again {
+		t.Fatal("armed twice")
+	}
+	// The core, woken for something else, adopts the frames; its own look
+	// is only the fallback.
+	p.Poll(650, true)
+	if d := p.NextDeadline(650, true); d != 600+w+2_000_000 {
+		t.Fatalf("deadline %d with the tail timer, want the fallback %d", d, 600+w+2_000_000)
+	}
+	if wake, again := e.fs.TailFire(500+w, nil); wake || again != 600+w {
+		t.Fatalf("first firing: wake %v, again %d; want it moved to %d", wake, again, 600+w)
+	}
+	if wake, again := e.fs.TailFire(600+w, nil); !wake || again != 0 || e.fs.TailWakes.Load() != 1 {
+		t.Fatalf("unacknowledged at the deadline: wake %v, again %d", wake, again)
+	}
+	p.Poll(600+w, true)
+	if len(p.Out.Low) != 1 || p.S.Stats.DummiesSent != 1 {
+		t.Fatalf("no dummy when the tail timer woke the core: %+v", p.S.Stats)
+	}
+	p.Out.Reset()
+	// Acknowledged through the receive state's PeerAck: the timer the next
+	// send arms wakes no one.
+	e.kernel(700+w, 2)
+	at, ok = e.fs.TakeTailArm()
+	if !ok {
+		t.Fatal("not armed again after firing")
+	}
+	pt := linkguardian.NewFastPoint()
+	pt.PeerAck.Store(linkguardian.FastAckValid | 2)
+	if wake, _ := e.fs.TailFire(at, pt); wake {
+		t.Fatal("woke the core for acknowledged frames")
+	}
+	if wake, _ := e.fs.TailFire(at, nil); !wake {
+		t.Fatal("no wake without the ACK")
+	}
+	// Go claims sending: its own timers then; the timer wakes no one.
+	p.ClaimSend()
+	e.kernel(800+w, 3)
+	if wake, _ := e.fs.TailFire(at+w, nil); wake {
+		t.Fatal("woke the core while it owns sending")
 	}
 }
 

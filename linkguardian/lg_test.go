@@ -64,13 +64,16 @@ var simFastSend bool
 // wakes the core; TestFastBothSuite polls, as the dataplane does).
 var simFastWakeEvery int64
 
+// simFastTail is simlink.Config.FastTail for them (TestFastTailSuite).
+var simFastTail bool
+
 func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 	t.Helper()
 	if simFast {
 		cfg.Fast, cfg.FastLag = true, fastLag
 	}
 	if simFastSend {
-		cfg.FastSend, cfg.FastLag, cfg.FastWakeEvery = true, fastLag, simFastWakeEvery
+		cfg.FastSend, cfg.FastLag, cfg.FastWakeEvery, cfg.FastTail, cfg.Sleeping = true, fastLag, simFastWakeEvery, simFastTail, simFastTail
 	}
 	s, err := simlink.New(cfg)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
@@ -99,6 +100,17 @@ type Config struct {
 	// after its first send while nothing is outstanding; > 0, the core looks
 	// every FastWakeEvery instead.
 	FastWakeEvery int64
+	// FastTail turns the kernel's tail timer on (FastSend.EnableTail): the
+	// kernel, not the core's timer, wakes the core when a frame it sent
+	// is unacknowledged DummyWait after its last send (FastWakeEvery is
+	// then unused).
+	FastTail bool
+	// Sleeping: the cores do not tick every PollInterval; each sleeps
+	// until its endpoint's NextDeadline (or its session's, or its wire's
+	// queue draining) unless a frame arrives or its host sends, as the
+	// dataplane's worker does. Timers that must wake a core are then
+	// tested for real.
+	Sleeping bool
 }
 
 // DirStats counts what crossed a direction.
@@ -117,6 +129,8 @@ const (
 	evPFC
 	evTick
 	evWake
+	evTail  // the kernel's tail timer fires (FastSend.TailFire)
+	evSleep // a Sleeping core's own deadline (stale once it set another)
 )
 
 type event struct {
@@ -175,6 +189,7 @@ type end struct {
 	nextAt    int64
 	nextID    uint64
 	wakeAt    int64
+	sleepTo   int64 // Sleeping: the core's deadline (evSleep events at other times are stale)
 	dirty     bool
 	delivered []uint64
 	corrupt   int
@@ -247,7 +262,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
 		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i], pcfg: pcfg[i]}
-		if err := s.ends[i].connectFast(cfg.Fast, cfg.FastSend, cfg.FastWakeEvery); err != nil {
+		if err := s.ends[i].connectFast(cfg.Fast, cfg.FastSend, cfg.FastWakeEvery, cfg.FastTail); err != nil {
 			return nil, err
 		}
 	}
@@ -269,7 +284,11 @@ func New(cfg Config) (*Sim, error) {
 		if e := s.ends[i]; e.fs != nil && e.sess == nil {
 			e.port.HandOffSend(0, true) // an idle core at the start
 		}
-		s.push(&event{t: 0, kind: evTick, side: Side(i)})
+		if cfg.Sleeping {
+			s.push(&event{t: 0, kind: evWake, side: Side(i)})
+		} else {
+			s.push(&event{t: 0, kind: evTick, side: Side(i)})
+		}
 	}
 	return s, nil
 }
@@ -377,7 +396,7 @@ func (s *Sim) Restart(side Side) error {
 	e.hostQ, e.hostAt = nil, nil
 	e.port, e.pool = p, pool
 	// A new process loads a new program: a new point and send state, not owned.
-	if err := e.connectFast(s.cfg.Fast, s.cfg.FastSend, s.cfg.FastWakeEvery); err != nil {
+	if err := e.connectFast(s.cfg.Fast, s.cfg.FastSend, s.cfg.FastWakeEvery, s.cfg.FastTail); err != nil {
 		return err
 	}
 	if e.sess != nil {
@@ -466,8 +485,24 @@ func (s *Sim) run(until int64, stopQuiet bool) bool {
 		case evTick:
 			s.push(&event{t: s.now + s.cfg.PollInterval, kind: evTick, side: ev.side})
 		case evWake:
+		case evTail:
+			if e.fs == nil {
+				break
+			}
+			wake, again := e.fs.TailFire(s.now, e.point)
+			if again > 0 {
+				s.push(&event{t: again, kind: evTail, side: ev.side})
+			}
+			if wake {
+				s.push(&event{t: s.now + s.cfg.FastLag, kind: evWake, side: ev.side})
+			}
 		}
-		e.dirty = true
+		// The tail timer itself wakes nobody; a core's deadline it has
+		// since replaced neither (the worker's poll timeout is the
+		// latest deadline only).
+		if ev.kind != evTail && (ev.kind != evSleep || ev.t == e.sleepTo) {
+			e.dirty = true
+		}
 		if len(s.q) == 0 || s.q[0].t > s.now {
 			for _, e := range s.ends {
 				if e.dirty {
@@ -650,7 +685,7 @@ func (s *Sim) iterate(e *end) {
 	p.Poll(now, len(e.hostQ) == 0)
 	// Session frames go first (the priority lane).
 	if e.sess != nil {
-		if d := e.sess.Poll(now); d < now+s.cfg.PollInterval && d > now {
+		if d := e.sess.Poll(now); d > now && (d < now+s.cfg.PollInterval || s.cfg.Sleeping) {
 			s.push(&event{t: d, kind: evWake, side: e.side})
 		}
 		for {
@@ -725,6 +760,33 @@ func (s *Sim) iterate(e *end) {
 			p.HandOffSend(now, true)
 		}
 	}
+	if s.cfg.Sleeping {
+		s.sleep(e, w)
+	}
+}
+
+// sleep schedules a Sleeping core's next wake: its endpoint's deadline, the
+// end of its wire's queue while frames wait to be handed back, or at once
+// (PollInterval) while it still holds host frames.
+func (s *Sim) sleep(e *end, w *wire) {
+	now := s.now
+	d := e.port.NextDeadline(now, len(e.hostQ) == 0)
+	if len(e.hostQ) > 0 || len(e.rxQ) > 0 {
+		d = min(d, now+s.cfg.PollInterval)
+	}
+	if w.busyUntil > now {
+		d = min(d, w.busyUntil)
+	}
+	if d <= now {
+		d = now + s.cfg.PollInterval
+	}
+	if d == e.sleepTo {
+		return
+	}
+	e.sleepTo = d
+	if d != math.MaxInt64 {
+		s.push(&event{t: d, kind: evSleep, side: e.side})
+	}
 }
 
 // fastSend offers host frame e.nextID to the kernel's send path (the model
@@ -745,6 +807,9 @@ func (s *Sim) fastSend(e *end, now int64) bool {
 	}
 	if e.fs.Wakeups.Load() != woken {
 		s.push(&event{t: now + s.cfg.FastLag, kind: evWake, side: e.side})
+	}
+	if at, armed := e.fs.TakeTailArm(); armed {
+		s.push(&event{t: at, kind: evTail, side: e.side})
 	}
 	h := seqhdr.Header{Type: seqhdr.TypeData, Seq: q, HasAck: hasAck, Ack: ack}
 	_, l, err := seqhdr.Insert(data, seqhdr.MaxOverhead, n, &h)
@@ -791,7 +856,7 @@ func (s *Sim) fastDeliver(e *end, data []byte) {
 
 // connectFast gives e's endpoint a new fast path point (Config.Fast) and
 // send state (Config.FastSend).
-func (e *end) connectFast(on, send bool, wakeEvery int64) error {
+func (e *end) connectFast(on, send bool, wakeEvery int64, tail bool) error {
 	e.fast, e.point, e.fs, e.consumed = nil, nil, nil, 0
 	if (on || send) && e.port.R != nil {
 		e.point = linkguardian.NewFastPoint()
@@ -807,6 +872,9 @@ func (e *end) connectFast(on, send bool, wakeEvery int64) error {
 			return err
 		}
 		fs.WakeEvery = wakeEvery
+		if tail {
+			fs.EnableTail()
+		}
 		if err := e.port.SetFastSend(fs); err != nil {
 			return err
 		}

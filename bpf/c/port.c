@@ -552,6 +552,11 @@ struct lg_tx_shared {
 	__u64 widened;   /* frames sent so: at or past limit, on peer_ack (step 2) */
 	__u64 declined_window; /* of declined: q outside the window (limit and peer_ack) */
 	__u64 declined_unread; /* of declined: to_go != consumed */
+	__u64 dummy_ns;  /* written by Go: its DummyWait. Not 0: the tail timer (lg_tx_tail) runs,
+	                    and wakes the worker dummy_ns after the last send if a frame the kernel
+	                    sent is still unacknowledged then */
+	__u64 tail_wakes; /* worker wakeups by the tail timer */
+	__u64 tail_err;   /* tail timer or ring buffer failures (the worker's own timers cover) */
 };
 
 struct {
@@ -595,6 +600,113 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
 	__u64 d = (b - a) & LF_LG_SEQ_MASK;
 
 	return d != 0 && d < (LF_LG_SEQ_MASK + 1) / 2;
+}
+
+/* The tail timer: a frame the kernel sends arms it (if it is not armed) to
+ * fire dummy_ns later. When it fires it moves itself to dummy_ns after the
+ * kernel's latest send if that is later; otherwise, while the kernel owns
+ * sending and the last frame it numbered is after every ACK the kernel
+ * knows of (Go's base - 1 from limit and credit, and lg_rx's peer_ack), it
+ * wakes the worker through lg_tx_wake, which then sends the dummy. So Go
+ * needs no timer of its own for the first dummy after the kernel's sends,
+ * and a flow whose frames are acknowledged in time (piggybacked ACKs)
+ * wakes nobody. armed is taken by compare-and-swap; the callback clears it
+ * and then looks at last_ns again, so a send that found it set is never
+ * left without a firing after it. (Not in lg_tx: a timer cannot live in a
+ * memory-mapped map.) */
+struct lg_tx_tail {
+	struct bpf_timer timer;
+	__u64 armed;
+	__u64 ready; /* bpf_timer_init and set_callback done */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lg_tx_tail);
+} lg_tx_tail SEC(".maps");
+
+/* lf_lg_tx_unacked reports whether serial last is after every ACK the
+ * kernel knows of. */
+static __always_inline int lf_lg_tx_unacked(struct lg_tx_shared *s, __u64 last)
+{
+	__u64 lim = LF_READ_ONCE(s->limit), credit = LF_READ_ONCE(s->credit);
+	__u32 zero = 0;
+	struct lg_rx_shared *rx;
+
+	if ((lim & LF_LG_LIMIT_VALID) && credit && !lf_lg_less((lim - credit - 1) & LF_LG_SEQ_MASK, last))
+		return 0;
+	rx = bpf_map_lookup_elem(&lg_rx, &zero);
+	if (rx) {
+		__u64 a = LF_READ_ONCE(rx->peer_ack);
+
+		if ((a & LF_LG_ACK_VALID) && !lf_lg_less(a & LF_LG_SEQ_MASK, last))
+			return 0;
+	}
+	return 1;
+}
+
+static int lf_lg_tx_tail_fire(void *map, __u32 *key, struct lg_tx_tail *t)
+{
+	__u32 zero = 0;
+	struct lg_tx_shared *s = bpf_map_lookup_elem(&lg_tx, &zero);
+	__u64 now, wait, due, st, v;
+
+	if (!s) {
+		LF_WRITE_ONCE(t->armed, 0);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	wait = LF_READ_ONCE(s->dummy_ns);
+	due = LF_READ_ONCE(s->last_ns) + wait;
+	if (wait && now < due) {
+		bpf_timer_start(&t->timer, due - now, 0);
+		return 0;
+	}
+	LF_WRITE_ONCE(t->armed, 0);
+	/* A send that found armed set before it was cleared stored last_ns
+	 * first: seen here, it gets its own firing. */
+	due = LF_READ_ONCE(s->last_ns) + wait;
+	if (wait && now < due) {
+		if (__sync_val_compare_and_swap(&t->armed, 0, 1) == 0 && bpf_timer_start(&t->timer, due - now, 0)) {
+			LF_WRITE_ONCE(t->armed, 0);
+			s->tail_err++;
+		}
+		return 0;
+	}
+	st = LF_READ_ONCE(s->state);
+	if (!wait || !(st & LF_LG_OWNED) || !lf_lg_tx_unacked(s, (st - 1) & LF_LG_SEQ_MASK))
+		return 0;
+	v = st & LF_LG_SEQ_MASK;
+	__sync_fetch_and_add(&s->tail_wakes, 1);
+	if (bpf_ringbuf_output(&lg_tx_wake, &v, sizeof(v), BPF_RB_FORCE_WAKEUP))
+		__sync_fetch_and_add(&s->tail_err, 1);
+	return 0;
+}
+
+/* lf_lg_tx_tail_arm arms the tail timer after a send, unless it is armed. */
+static __always_inline void lf_lg_tx_tail_arm(struct lg_tx_shared *s, __u64 wait)
+{
+	__u32 zero = 0;
+	struct lg_tx_tail *t = bpf_map_lookup_elem(&lg_tx_tail, &zero);
+
+	if (!t || LF_READ_ONCE(t->armed) || __sync_val_compare_and_swap(&t->armed, 0, 1) != 0)
+		return;
+	if (!t->ready) {
+		long err = bpf_timer_init(&t->timer, &lg_tx_tail, 1 /* CLOCK_MONOTONIC */);
+
+		if ((err && err != -16 /* EBUSY: done before */) || bpf_timer_set_callback(&t->timer, lf_lg_tx_tail_fire)) {
+			LF_WRITE_ONCE(t->armed, 0);
+			s->tail_err++;
+			return;
+		}
+		t->ready = 1;
+	}
+	if (bpf_timer_start(&t->timer, wait, 0)) {
+		LF_WRITE_ONCE(t->armed, 0);
+		s->tail_err++;
+	}
 }
 
 /* lf_lg_acked_room reports whether serial q, at or past limit, is inside
@@ -643,7 +755,8 @@ static __always_inline int lf_lg_acked_room(__u64 q, __u64 lim, __u64 credit, __
  *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1; if that point
  *     is owned with Wake set and ack_every is on, Wake moves to the ACK +
  *     ack_every by one compare-and-swap), sent++, bytes += len; want_wake 1 -> 0 won: wakeups++, a ring buffer record
- *     with BPF_RB_FORCE_WAKEUP (the worker's poll waits on its fd).
+ *     with BPF_RB_FORCE_WAKEUP (the worker's poll waits on its fd); with
+ *     dummy_ns set, the tail timer armed (lf_lg_tx_tail_arm).
  *  6. Stamp the header (seqhdr.Insert: the MACs move 8 bytes forward,
  *     0x88B5, type data, flags Era/HasAck/AckEra, Seq, the original
  *     ethertype, Ack), with crc append the trailer (linkcrc.Seal), and
@@ -744,6 +857,12 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	s->bytes += len;
 	if (!lf_lg_less(q, lim & LF_LG_SEQ_MASK))
 		s->widened++;
+	{
+		__u64 wait = LF_READ_ONCE(s->dummy_ns);
+
+		if (wait)
+			lf_lg_tx_tail_arm(s, wait);
+	}
 	if (LF_READ_ONCE(s->want_wake) && __sync_val_compare_and_swap(&s->want_wake, 1, 0) == 1) {
 		__u64 v = q;
 
