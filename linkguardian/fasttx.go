@@ -207,10 +207,10 @@ import (
 // are acknowledged in time, by piggybacked ACKs, wakes no one. TailFire
 // and TakeTailArm model the timer for the simulated link (Config.FastTail,
 // with Sleeping cores, where only real wakeups run the core). Measured on
-// the 2-core VMs here it cost latency rather than saving it: the timer is
-// fired and re-armed about every DummyWait while frames flow, and each
-// arming and firing is a timer interrupt (143-byte TCP ping-pong: p50 31
-// against 24 µs round trip; with a DummyWait of milliseconds, 23 µs).
+// the 2-core VMs here it cost latency rather than saving it (143-byte TCP
+// ping-pong: p50 31 against 24 µs round trip). The suspect is the timer,
+// fired and re-armed about every DummyWait while frames flow: with a
+// DummyWait of milliseconds the round trip was 23 µs; not settled.
 //
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go
