@@ -56,10 +56,11 @@ type LGConfig struct {
 	// it sent is unacknowledged DummyWait after its last send (a BPF timer,
 	// linkguardian/fasttx.go "The tail timer") instead of the core looking
 	// at the kernel's sends every 250 µs. Off by default: on the 2-core VMs
-	// here the timer, firing and re-armed about every DummyWait while
-	// frames flow, added 6-8 µs to the p50 round trip of 143-byte TCP
-	// ping-pong and about 20 µs to 143 B flows' p50 FCT (docs/results.md,
-	// ninth session); with a DummyWait of milliseconds it cost nothing.
+	// here it took wakeups per data frame from about 0.3 to 0.2 on 143 B
+	// flows without making their FCT any better (p50 ÷ forward median
+	// 1.21 against 1.17, 6 runs; docs/results.md, ninth session); firing
+	// at DummyWait, as it first did, also added 7 µs to the p50 round
+	// trip of 143-byte TCP ping-pong, so it is given at least 250 µs.
 	TailTimer bool
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64

@@ -258,6 +258,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		// the kernel's tail timer wakes it instead (fs.DummyNs; "The
 		// tail timer"), and it does not look.
 		fs.WakeEvery = lgSendCheck
+		fs.TailMin = lgSendCheck // the looks' own granularity
 		if err := p.SetFastSend(fs); err != nil {
 			return nil, err
 		}

@@ -207,10 +207,11 @@ import (
 // are acknowledged in time, by piggybacked ACKs, wakes no one. TailFire
 // and TakeTailArm model the timer for the simulated link (Config.FastTail,
 // with Sleeping cores, where only real wakeups run the core). Measured on
-// the 2-core VMs here it cost latency rather than saving it (143-byte TCP
-// ping-pong: p50 31 against 24 µs round trip). The suspect is the timer,
-// fired and re-armed about every DummyWait while frames flow: with a
-// DummyWait of milliseconds the round trip was 23 µs; not settled.
+// the 2-core VMs here it saved wakeups but not time. Fired about every
+// DummyWait while frames flow (tens of µs), it doubled the machine's timer
+// expiries and added 7 µs to a 143-byte TCP ping-pong's p50 round trip;
+// the dataplane gives it at least TailMin (250 µs), which removed most of
+// that, and 143 B flows' FCT was no better than with the looks.
 //
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go
@@ -277,6 +278,11 @@ type FastSend struct {
 	// the timer's wakeups. Set them before SetFastSend (EnableTail for
 	// the simulated link).
 	DummyNs, TailWakes *atomic.Uint64
+	// TailMin is the least wait the core gives the tail timer (DummyNs =
+	// max(DummyWait, TailMin)): a timer armed and fired every few tens
+	// of µs while frames flow costs the packet path's CPU a timer
+	// interrupt each time.
+	TailMin int64
 	// Ring holds Slots slots of SlotSize bytes.
 	Ring           []byte
 	Slots          int
@@ -657,7 +663,7 @@ func (s *Sender) wantWake(now int64) {
 	if s.fs != nil && s.fs.DummyNs != nil {
 		// The tail timer wakes the core when a dummy is due; it needs
 		// the wait the core would use.
-		if w := uint64(max(s.dummyWait, 1)); s.fs.DummyNs.Load() != w {
+		if w := uint64(max(s.dummyWait, s.fs.TailMin, 1)); s.fs.DummyNs.Load() != w {
 			s.fs.DummyNs.Store(w)
 		}
 		return

@@ -683,6 +683,12 @@ func TestFastSendTailFire(t *testing.T) {
 	if wake, _ := e.fs.TailFire(at+w, nil); wake {
 		t.Fatal("woke the core while it owns sending")
 	}
+	// TailMin is the least wait the core gives the timer.
+	e.fs.TailMin = 10 * w
+	p.Poll(900+w, true)
+	if got := int64(e.fs.DummyNs.Load()); got != 10*w {
+		t.Fatalf("DummyNs %d with TailMin %d, want TailMin", got, 10*w)
+	}
 }
 
 // TestFastSendWantWake: with nothing outstanding the core has no deadline

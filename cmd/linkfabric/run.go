@@ -419,7 +419,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
 	f.BoolVar(&cfg.LG.FastSend, "lg-fast-send", false, "lg/lgnb/monitor with --fastpath xdp and --protect both: the kernel numbers, copies, stamps and sends host frames too (LinkGuardian's send fast path; best on a link of one queue)")
-	f.BoolVar(&cfg.LG.TailTimer, "lg-tail-timer", false, "with --lg-fast-send: a BPF timer wakes the worker only when a frame the kernel sent is still unacknowledged a DummyWait after its last send, instead of the worker looking every 250 µs (fewer wakeups; on 2-core VMs it measured slower at p50, see docs/results.md)")
+	f.BoolVar(&cfg.LG.TailTimer, "lg-tail-timer", false, "with --lg-fast-send: a BPF timer wakes the worker only when a frame the kernel sent is still unacknowledged a DummyWait after its last send, instead of the worker looking every 250 µs (fewer wakeups, but no faster 143 B flows on 2-core VMs: see docs/results.md)")
 	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
 	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
 	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
