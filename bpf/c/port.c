@@ -556,7 +556,8 @@ struct lg_tx_shared {
 	                    and wakes the worker dummy_ns after the last send if a frame the kernel
 	                    sent is still unacknowledged then */
 	__u64 tail_wakes; /* worker wakeups by the tail timer */
-	__u64 tail_err;   /* tail timer or ring buffer failures (the worker's own timers cover) */
+	__u64 tail_err;   /* tail timer or ring buffer failures (the worker's own timers cover); atomic:
+	                     the timer fires on any CPU, beside the send path */
 };
 
 struct {
@@ -671,7 +672,7 @@ static int lf_lg_tx_tail_fire(void *map, __u32 *key, struct lg_tx_tail *t)
 	if (wait && now < due) {
 		if (__sync_val_compare_and_swap(&t->armed, 0, 1) == 0 && bpf_timer_start(&t->timer, due - now, 0)) {
 			LF_WRITE_ONCE(t->armed, 0);
-			s->tail_err++;
+			__sync_fetch_and_add(&s->tail_err, 1);
 		}
 		return 0;
 	}
@@ -698,14 +699,14 @@ static __always_inline void lf_lg_tx_tail_arm(struct lg_tx_shared *s, __u64 wait
 
 		if ((err && err != -16 /* EBUSY: done before */) || bpf_timer_set_callback(&t->timer, lf_lg_tx_tail_fire)) {
 			LF_WRITE_ONCE(t->armed, 0);
-			s->tail_err++;
+			__sync_fetch_and_add(&s->tail_err, 1);
 			return;
 		}
 		t->ready = 1;
 	}
 	if (bpf_timer_start(&t->timer, wait, 0)) {
 		LF_WRITE_ONCE(t->armed, 0);
-		s->tail_err++;
+		__sync_fetch_and_add(&s->tail_err, 1);
 	}
 }
 
