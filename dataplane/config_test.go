@@ -80,3 +80,35 @@ func TestConfigSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultRingSize: --ring-size defaults to 4096 with LinkGuardian's
+// send fast path (a credit window of 3584 frames rather than 1792) and to
+// 2048 otherwise; a size given is kept.
+func TestDefaultRingSize(t *testing.T) {
+	fast := LGConfig{FastSend: true}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want uint32
+	}{
+		{"forward", Config{Mode: ModeForward, FastPath: FastPathXDP}, 2048},
+		{"lg, worker path", Config{Mode: ModeLG}, 2048},
+		{"lg, kernel receive only", Config{Mode: ModeLG, FastPath: FastPathXDP}, 2048},
+		{"lg, kernel send", Config{Mode: ModeLG, FastPath: FastPathXDP, LG: fast}, 4096},
+		{"lg, kernel send, ring given", Config{Mode: ModeLG, FastPath: FastPathXDP, LG: fast, RingSize: 1024}, 1024},
+		{"lg, kernel send asked, protect tx only", Config{Mode: ModeLG, FastPath: FastPathXDP, LG: LGConfig{FastSend: true, Protect: "tx"}}, 2048},
+	} {
+		c := tc.cfg
+		c.HostPort, c.LinkPort = "host0", "link0"
+		if err := c.defaults(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if c.RingSize != tc.want {
+			t.Errorf("%s: --ring-size %d by default; want %d", tc.name, c.RingSize, tc.want)
+		}
+		if tc.cfg.LG.FastSend && c.lgTxWanted() && tc.cfg.RingSize == 0 && creditWindow(defaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
+			t.Errorf("%s: credit window %d; want 3584", tc.name, creditWindow(defaultTxBuffer(c.RingSize, true), c.RingSize))
+		}
+	}
+}

@@ -118,7 +118,8 @@ type Config struct {
 	// whose nodes allocate every cell and delivery, and whose bursts fill
 	// every RX ring while the fill rings stay full). At least RingSize.
 	FramesPerQueue uint32
-	// RingSize is the size of each AF_XDP ring. Default 2048.
+	// RingSize is the size of each AF_XDP ring. Default 2048, or 4096 with
+	// LinkGuardian's send fast path (defaultRingSize).
 	RingSize uint32
 	// Batch is the most frames moved per ring operation. Default 256.
 	Batch int
@@ -179,7 +180,7 @@ func (c *Config) defaults() error {
 		c.LG.MTU = portsMaxMTU(c.HostPorts)
 	}
 	if c.RingSize == 0 {
-		c.RingSize = 2048
+		c.RingSize = defaultRingSize(c.lgTxWanted())
 	}
 	if c.ZeroCopy, err = ParseZeroCopy(string(c.ZeroCopy)); err != nil {
 		return fmt.Errorf("dataplane: %w", err)

@@ -180,13 +180,14 @@ const (
 // defaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
 // it (see TxBuffer). With the kernel's send path (FastSend) the dataplane
-// asks for the whole ring on any link: once the kernel's window is full,
-// sending goes to the worker, which under a saturating flow seldom gets a
-// moment to hand it back. A larger window makes that rarer, not
-// impossible (bulk TCP at loss 0 with --integrity off: stuck in 2 of 15
-// runs with 2048 frames, 8 of 27 with 1024; 4 interleaved runs each:
-// 1024 frames 4.07, 5.02, 4.79, 2.85 Gbit/s, 2048 frames 4.77, 5.03,
-// 5.22, 5.14; docs/results.md, seventh session).
+// asks for the whole ring on any link, and a ring twice the usual size
+// (defaultRingSize): once the kernel's window is full, sending goes to the
+// worker, which under a saturating flow seldom gets a moment to hand it
+// back. A larger window makes that rarer (bulk TCP at loss 0 with
+// --integrity off: stuck in 2 of 15 runs with 2048 frames, 8 of 27 with
+// 1024; docs/results.md, seventh session; with --integrity csum, the
+// window ran out in 11 of 29 runs with a 2048-frame ring, in none of 23
+// with 4096, tenth session).
 // The window is still at most 7/8 of the peer's RX ring (creditWindow), and
 // the session agrees the smaller of the two ends' windows.
 //
@@ -200,6 +201,22 @@ func defaultTxBuffer(ringSize uint32, wholeRing bool) int {
 		return int(max(ringSize, 2))
 	}
 	return int(max(ringSize/2, 2))
+}
+
+// defaultRingSize is --ring-size when none is given: 2048, or 4096 with
+// LinkGuardian's send fast path (fastSend), whose credit window is then
+// 3584 frames (creditWindow) rather than 1792. On the 2-core veth pair a
+// bulk TCP flow had 1792 frames (2.7 MB) unacknowledged now and then,
+// which gave sending to the worker at about half the kernel's speed until
+// the flow paused (defaultTxBuffer); Linux's default TCP send buffer
+// (tcp_wmem, at most 4 MB with its overhead) keeps one flow below 3584
+// frames in flight. The cost is memory: each socket's UMEM is 2 ×
+// --ring-size frames (32 MB of 4096-byte frames).
+func defaultRingSize(fastSend bool) uint32 {
+	if fastSend {
+		return 4096
+	}
+	return 2048
 }
 
 // creditWindow is the most frames the sender leaves unacknowledged: the TX

@@ -139,8 +139,9 @@ CPU, not tested. On the 2-core veth pair with one link queue (linkfabric up
 trailer, which the kernel seals and checks in the same softirq, 0.8x with
 --integrity csum and 0.85-0.9x with --integrity off (docs/results.md). Once the kernel's credit window is full,
 sending goes to the worker, which under a saturating flow seldom gets it back:
-the TX buffer defaults to the whole --ring-size with --lg-fast-send to make that
-rare. auto keeps the worker path. With --integrity crc32c or csum the
+with --lg-fast-send --ring-size defaults to 4096 and the TX buffer to all of it
+(a credit window of 3584 frames, more than one TCP flow's default send buffer
+keeps in flight), which makes that rare. auto keeps the worker path. With --integrity crc32c or csum the
 kernel checks the trailer too (a frame that fails goes to the worker, which
 counts and drops it; frames beyond the first page, jumbo frames, are checked by
 the worker); 'linkfabric stats' shows the directions (dataplane.fast_path), the
@@ -464,7 +465,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, a power of two from 2048 to 65536 (default: what the ports' MTU needs, 4096 up to MTU 3826, 16384 at MTU 9000; above 4096 frames are multi-buffer)")
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 256)")
 	f.IntVar(&cfg.TxBudget, "tx-budget", 0, "frames one TX kick may move in copy mode (XDP_MAX_TX_SKB_BUDGET; default 256, -1 keeps the kernel's 32)")
-	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048)")
+	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048; 4096 with --lg-fast-send, for its credit window)")
 	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint (:PORT binds loopback; 0.0.0.0:PORT exposes it); empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
