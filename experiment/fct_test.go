@@ -161,3 +161,34 @@ func TestFCTControlAndCost(t *testing.T) {
 		}
 	}
 }
+
+// TestGoodputTextKernelShare: the per-run table shows, for lg arms, the
+// kernel's share of what sw1 sent and sw2 delivered (a run whose sending
+// stayed with the worker reads as a low "kernel sent"), and dashes for the
+// unprotected arm.
+func TestGoodputTextKernelShare(t *testing.T) {
+	r := &GoodputResult{Config: GoodputConfig{Duration: time.Second, Runs: 1, Arms: []string{"loss", "lg"}}, Samples: []*GoodputSample{
+		{Arm: "loss", Gbps: 5.5},
+		{Arm: "lg", Gbps: 2.4, KernelSent: 0.612, KernelDelivered: 0.997},
+	}}
+	r.Table = fct.NewGoodputTable([]fct.GoodputCell{{Arm: "loss", Gbps: 5.5}, {Arm: "lg", Gbps: 2.4}}, "loss")
+	txt := r.Text()
+	if !strings.Contains(txt, "kernel sent") || !strings.Contains(txt, "kernel delivered") {
+		t.Fatalf("per-run table has no kernel share columns:\n%s", txt)
+	}
+	var lg, loss string
+	for _, l := range strings.Split(txt, "\n") {
+		switch f := strings.Fields(l); {
+		case len(f) > 0 && f[0] == "lg" && len(f) >= 14:
+			lg = l
+		case len(f) > 0 && f[0] == "loss" && len(f) >= 14:
+			loss = l
+		}
+	}
+	if f := strings.Fields(lg); len(f) < 14 || f[12] != "61%" || f[13] != "100%" {
+		t.Errorf("lg row %q: want kernel sent 61%%, delivered 100%%", lg)
+	}
+	if f := strings.Fields(loss); len(f) < 14 || f[12] != "-" || f[13] != "-" {
+		t.Errorf("loss row %q: want dashes for the kernel shares", loss)
+	}
+}

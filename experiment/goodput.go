@@ -106,6 +106,13 @@ type GoodputSample struct {
 	HeldByCreditMs   float64 `json:"held_by_credit_ms,omitempty"`
 	HeldByPauseMs    float64 `json:"held_by_pause_ms,omitempty"`
 	IngressDrops     uint64  `json:"ingress_drops"`
+	// The kernel's share (lg/lgnb, --fastpath xdp): of the data frames
+	// sw1 sent, those its kernel send path numbered and sent
+	// (--lg-fast-send), and of those sw2 delivered, those its kernel
+	// receive path delivered. A run whose sending stayed with sw1's worker
+	// shows a low KernelSent (the worker path is about half as fast).
+	KernelSent      float64 `json:"kernel_sent_share"`
+	KernelDelivered float64 `json:"kernel_delivered_share"`
 }
 
 // GoodputResult is what `linkfabric goodput` reports.
@@ -168,8 +175,8 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 				s.Run = run
 				extra := ""
 				if arm != "loss" {
-					extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d; retx p99 %.0f µs, reorder peak %d B, %d pauses; sw1 held host frames %.0f ms for credit, %.0f ms paused",
-						s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs)
+					extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d; retx p99 %.0f µs, reorder peak %d B, %d pauses; sw1 held host frames %.0f ms for credit, %.0f ms paused; kernel sent %.0f%%, delivered %.0f%%",
+						s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs, 100*s.KernelSent, 100*s.KernelDelivered)
 				}
 				e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d; link dropped %d/%d frames (%.3g)%s",
 					s.Gbps, s.Retransmits, s.IngressDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
@@ -249,11 +256,15 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 		if r := l.Core.Receiver; r != nil {
 			s.LostDetected, s.Recovered, s.AckNoTimeouts = r.LostDetected, r.Recovered, r.AckNoTimeouts
 			s.PausesSent, s.ReorderPeakBytes = r.PausesSent, r.ReorderPeakBytes
+			s.KernelDelivered = ratio(float64(r.FastDelivered), float64(r.Delivered))
 		}
 	}
 	if l := s1.LinkGuardian; l != nil {
 		s.Copies = l.Copies
 		s.HeldByCreditMs, s.HeldByPauseMs = float64(l.Core.HeldByCreditNs)/1e6, float64(l.Core.HeldByPauseNs)/1e6
+		if x := l.Core.Sender; x != nil {
+			s.KernelSent = ratio(float64(x.FastSent), float64(x.DataSent))
+		}
 	}
 	return s, nil
 }
@@ -283,15 +294,15 @@ func (r *GoodputResult) Text() string {
 	}
 	b.WriteString("\n\nper run:\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "arm\tloss\trun\tGbit/s\tTCP retrans\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\t")
+	fmt.Fprintln(w, "arm\tloss\trun\tGbit/s\tTCP retrans\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tkernel sent\tkernel delivered\t")
 	for _, s := range r.Samples {
 		if s.Arm == "loss" {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
 				s.FramesSeen, s.FramesDropped, s.ActualLoss)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
-			s.FramesSeen, s.FramesDropped, s.ActualLoss, s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t%.0f%%\t%.0f%%\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
+			s.FramesSeen, s.FramesDropped, s.ActualLoss, s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, 100*s.KernelSent, 100*s.KernelDelivered)
 	}
 	w.Flush()
 	return b.String()

@@ -95,6 +95,7 @@ type lgSenderDoc struct {
 // lgReceiverDoc is the LinkGuardian receiver's counters in /stats.json.
 type lgReceiverDoc struct {
 	DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64
-	// FastDelivered: frames the kernel receive path delivered (--fastpath xdp).
-	FastDelivered uint64
+	// FastDelivered: frames the kernel receive path delivered (--fastpath
+	// xdp), of Delivered.
+	FastDelivered, Delivered uint64
 }
