@@ -136,13 +136,14 @@ kernel sends only from some CPUs (the log says so); a NIC has a TX queue per
 CPU, not tested. On the 2-core veth pair with one link queue (linkfabric up
 --link-queues 1), both halves bring lg's short-flow p50 to 1.1-1.2x forward's
 (the worker path: 1.8x); bulk goodput is about 0.5x forward's with the CRC32C
-trailer, which the kernel seals and checks in the same softirq, 0.8x with
---integrity csum and 0.85-0.9x with --integrity off (docs/results.md). Once the kernel's credit window is full,
-sending goes to the worker, which under a saturating flow seldom gets it back:
-with --lg-fast-send --ring-size defaults to 4096 and the TX buffer to all of it
-(a credit window of 3584 frames, more than one TCP flow's default send buffer
-keeps in flight), which makes that rare. auto keeps the worker path. With --integrity crc32c or csum the
-kernel checks the trailer too (a frame that fails goes to the worker, which
+trailer, which the kernel seals and checks in the same softirq, 0.7-0.8x with
+--integrity csum and about 0.85x with --integrity off (docs/results.md). Once
+the kernel's credit window is full, sending goes to the worker, which under a
+saturating flow seldom gets it back: with --lg-fast-send --ring-size defaults
+to 4096 and the TX buffer to all of it (a credit window of 3584 frames, more
+than one TCP flow's default send buffer keeps in flight), which makes that
+rare. auto keeps the worker path. With --integrity crc32c or csum the kernel
+checks the trailer too (a frame that fails goes to the worker, which
 counts and drops it; frames beyond the first page, jumbo frames, are checked by
 the worker); 'linkfabric stats' shows the directions (dataplane.fast_path), the
 receiver's FastDelivered, FastClaims and FastHandOffs, and the sender's
