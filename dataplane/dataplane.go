@@ -423,6 +423,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, d.linkLanes() > 1 || cfg.lgTxWanted())
 		}
 		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
+		d.cfg.LG.untunedThresholds(cfg.lgTxWanted())
 	}
 	ifc, err := net.InterfaceByName(cfg.LinkPort)
 	if err != nil {

@@ -177,6 +177,28 @@ const (
 	minResume     = 64 << 10
 )
 
+// untunedThresholds sets the pause and resume thresholds the receiver starts
+// with, until retransmission delays are measured (tune), once the credit
+// window is known: initialResume, or with the kernel's send path (fastSend)
+// the highest tune may set (resumeCeiling), so that before a flight time
+// is measured the receiver pauses the sender only when the credit window
+// could fill its reorder buffer. A pause makes the sender's worker claim
+// sending from the kernel, and under a saturating flow it seldom gets a
+// moment to give it back: on the 2-core veth pair at loss 0, where few
+// recoveries are ever measured, 256 KiB paused a bulk TCP flow after one
+// slow recovery of a veth ring overflow and left sending with the worker,
+// at about half the kernel's speed, in 1 run of 5, and 3 of the 4 slow runs
+// seen with a 4096-frame ring had pauses (docs/results.md, tenth session).
+// Thresholds given (fixedThresholds) are kept.
+func (c *LGConfig) untunedThresholds(fastSend bool) {
+	if c.fixedThresholds || !fastSend {
+		return
+	}
+	frameLen := c.MTU + 18
+	c.ResumeThreshold = resumeCeiling(frameLen, c.credit)
+	c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, frameLen)
+}
+
 // defaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
 // it (see TxBuffer). With the kernel's send path (FastSend) the dataplane

@@ -718,10 +718,17 @@ func tunedAckDelay(retx, dummyWaitMax int64) int64 {
 // tunedResume is Appendix B.1's resume threshold for a measured flight time
 // (ns) and drain rate (bit/s), kept between minResume and what the credit
 // window of credit frames of frameLen bytes can put in the reorder buffer,
-// less the 2-MTU hysteresis.
+// less the 2-MTU hysteresis (resumeCeiling).
 func tunedResume(flight int64, rate float64, frameLen, credit int) int {
 	resume := linkguardian.ResumeThreshold(flight, rate, 1)
-	return max(min(resume, credit*frameLen-2*frameLen), minResume)
+	return max(min(resume, resumeCeiling(frameLen, credit)), minResume)
+}
+
+// resumeCeiling is the highest resume threshold: what the credit window of
+// credit frames of frameLen bytes can put in the reorder buffer, less the
+// 2-MTU hysteresis, and at least minResume.
+func resumeCeiling(frameLen, credit int) int {
+	return max(credit*frameLen-2*frameLen, minResume)
 }
 
 // tuneTimers sets the receiver's timers from the largest retransmission delay

@@ -28,6 +28,38 @@ func TestTunedResume(t *testing.T) {
 	}
 }
 
+// TestUntunedThresholds: until a flight time is measured the receiver
+// starts at initialResume, or with the kernel's send path at the highest
+// threshold tune may set (what the credit window can put in the reorder
+// buffer), pause = resume + 2 frames; thresholds given are kept.
+func TestUntunedThresholds(t *testing.T) {
+	const mtu, credit = 1500, 3584
+	frame := mtu + 18
+	for _, c := range []struct {
+		name       string
+		given      int // --resume-threshold (0: none)
+		fastSend   bool
+		wantResume int
+	}{
+		{"worker path", 0, false, initialResume},
+		{"kernel send path", 0, true, credit*frame - 2*frame},
+		{"kernel send path, threshold given", 100 << 10, true, 100 << 10},
+	} {
+		lc := LGConfig{MTU: mtu, ResumeThreshold: c.given}
+		if err := lc.defaults(ModeLG); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		lc.credit = credit
+		lc.untunedThresholds(c.fastSend)
+		if lc.ResumeThreshold != c.wantResume || lc.PauseThreshold != linkguardian.PauseThreshold(c.wantResume, frame) {
+			t.Errorf("%s: resume %d, pause %d; want %d and %d", c.name, lc.ResumeThreshold, lc.PauseThreshold, c.wantResume, linkguardian.PauseThreshold(c.wantResume, frame))
+		}
+		if got := tunedResume(int64(time.Hour), 1e12, frame, credit); c.fastSend && c.given == 0 && lc.ResumeThreshold != got {
+			t.Errorf("%s: untuned resume %d is not the most tune sets (%d)", c.name, lc.ResumeThreshold, got)
+		}
+	}
+}
+
 // The tuned ACK delay is the p99 retransmission delay, kept between
 // minAckDelay and half the longest dummy wait (the ACK must be back before
 // the peer probes for it), which it is until a delay is measured.
