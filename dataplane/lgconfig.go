@@ -185,11 +185,10 @@ const (
 // could fill its reorder buffer. A pause makes the sender's worker claim
 // sending from the kernel, and under a saturating flow it seldom gets a
 // moment to give it back: on the 2-core veth pair at loss 0, where few
-// recoveries are ever measured, 256 KiB paused a bulk TCP flow after one
-// slow recovery of a veth ring overflow and left sending with the worker,
-// at about half the kernel's speed, in 1 run of 5, and 3 of the 4 slow runs
-// seen with a 4096-frame ring had pauses (docs/results.md, tenth session).
-// Thresholds given (fixedThresholds) are kept.
+// recoveries are ever measured, 256 KiB paused bulk TCP flows after a slow
+// recovery of a veth ring overflow and left 3 runs of 8 at 2.5-3.3 Gbit/s
+// with sending at the worker, against none of 8 with this (docs/results.md,
+// tenth session). Thresholds given (fixedThresholds) are kept.
 func (c *LGConfig) untunedThresholds(fastSend bool) {
 	if c.fixedThresholds || !fastSend {
 		return
