@@ -179,10 +179,10 @@ const (
 
 // untunedThresholds sets the pause and resume thresholds the receiver starts
 // with, until retransmission delays are measured (tune), once the credit
-// window is known: initialResume, or with the kernel's send path (fastSend)
-// the highest tune may set (resumeCeiling), so that before a flight time
-// is measured the receiver pauses the sender only when the credit window
-// could fill its reorder buffer. A pause makes the sender's worker claim
+// window is known. With the kernel's send path (fastSend) that is the
+// highest tune may set (resumeCeiling), so that before a flight time is
+// measured the receiver pauses the sender only when the credit window could
+// fill its reorder buffer; otherwise defaults' initialResume stays. A pause makes the sender's worker claim
 // sending from the kernel, and under a saturating flow it seldom gets a
 // moment to give it back: on the 2-core veth pair at loss 0, where few
 // recoveries are ever measured, 256 KiB paused bulk TCP flows after a slow
