@@ -182,9 +182,9 @@ const (
 // window is known. With the kernel's send path (fastSend) that is the
 // highest tune may set (resumeCeiling), so that before a flight time is
 // measured the receiver pauses the sender only when the credit window could
-// fill its reorder buffer; otherwise defaults' initialResume stays. A pause makes the sender's worker claim
-// sending from the kernel, and under a saturating flow it seldom gets a
-// moment to give it back: on the 2-core veth pair at loss 0, where few
+// fill its reorder buffer; otherwise defaults' initialResume stays. A pause
+// makes the sender's worker claim sending from the kernel, and under a
+// saturating flow it seldom gets a moment to give it back: on the 2-core veth pair at loss 0, where few
 // recoveries are ever measured, 256 KiB paused bulk TCP flows after a slow
 // recovery of a veth ring overflow and left 3 runs of 8 at 2.5-3.3 Gbit/s
 // with sending at the worker, against none of 8 with this (docs/results.md,
@@ -193,10 +193,13 @@ func (c *LGConfig) untunedThresholds(fastSend bool) {
 	if c.fixedThresholds || !fastSend {
 		return
 	}
-	frameLen := c.MTU + 18
-	c.ResumeThreshold = resumeCeiling(frameLen, c.credit)
-	c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, frameLen)
+	c.ResumeThreshold = resumeCeiling(c.frameLen(), c.credit)
+	c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, c.frameLen())
 }
+
+// frameLen is the bytes a host frame of MTU takes on the wire (Ethernet
+// header and FCS), what the thresholds are counted in.
+func (c *LGConfig) frameLen() int { return c.MTU + 18 }
 
 // defaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
@@ -295,7 +298,7 @@ func (c *LGConfig) defaults(mode Mode) error {
 		c.ResumeThreshold = initialResume
 	}
 	if c.PauseThreshold == 0 {
-		c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, c.MTU+18)
+		c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, c.frameLen())
 	}
 	if c.PauseThreshold <= c.ResumeThreshold {
 		return fmt.Errorf("dataplane: pause threshold %d must exceed resume threshold %d (Algorithm 2; default pause = resume + 2 MTU)", c.PauseThreshold, c.ResumeThreshold)

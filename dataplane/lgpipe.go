@@ -693,8 +693,8 @@ func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
 		p.R.SetAckDelay(tunedAckDelay(int64(snap.Quantile(0.99)), c.dummyWaitMax()))
 	}
 	if !c.fixedThresholds && pl.peakRate > 0 {
-		resume := tunedResume(int64(snap.Quantile(0.99)), pl.peakRate, c.MTU+18, c.credit)
-		p.R.SetThresholds(resume, linkguardian.PauseThreshold(resume, c.MTU+18))
+		resume := tunedResume(int64(snap.Quantile(0.99)), pl.peakRate, c.frameLen(), c.credit)
+		p.R.SetThresholds(resume, linkguardian.PauseThreshold(resume, c.frameLen()))
 	}
 }
 
