@@ -44,16 +44,26 @@ type portImpairStats struct {
 }
 
 type portLgRxShared struct {
-	_         structs.HostLayout
-	Point     uint64
-	PeerAck   uint64
-	Frames    uint64
-	Bytes     uint64
-	LastNs    uint64
-	Handovers uint64
-	Missed    uint64
-	StripErr  uint64
-	AckEvery  uint64
+	_            structs.HostLayout
+	Point        uint64
+	PeerAck      uint64
+	Frames       uint64
+	Bytes        uint64
+	LastNs       uint64
+	Handovers    uint64
+	Missed       uint64
+	StripErr     uint64
+	AckEvery     uint64
+	Qmask        uint64
+	Qstart       uint64
+	Qhead        uint64
+	Queued       uint64
+	Qstarts      uint64
+	Qfull        uint64
+	Drained      uint64
+	DrainedBytes uint64
+	DrainIdle    uint64
+	DrainErr     uint64
 }
 
 type portLgTxShared struct {
@@ -110,6 +120,7 @@ type portPortConf struct {
 	LgTx     uint32
 	LgAck    uint32
 	LgTxCpus uint32
+	Ifindex  uint32
 }
 
 type portPortCounters struct {
@@ -138,6 +149,7 @@ const (
 	portMapImpairCount = "impair_count"
 	portMapImpairRng   = "impair_rng"
 	portMapLgRx        = "lg_rx"
+	portMapLgRxQueue   = "lg_rx_queue"
 	portMapLgTx        = "lg_tx"
 	portMapLgTxRing    = "lg_tx_ring"
 	portMapLgTxTail    = "lg_tx_tail"
@@ -202,6 +214,7 @@ type portMapSpecs struct {
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
 	ImpairRng   *ebpf.MapSpec `ebpf:"impair_rng"`
 	LgRx        *ebpf.MapSpec `ebpf:"lg_rx"`
+	LgRxQueue   *ebpf.MapSpec `ebpf:"lg_rx_queue"`
 	LgTx        *ebpf.MapSpec `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.MapSpec `ebpf:"lg_tx_ring"`
 	LgTxTail    *ebpf.MapSpec `ebpf:"lg_tx_tail"`
@@ -242,6 +255,7 @@ type portMaps struct {
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
 	ImpairRng   *ebpf.Map `ebpf:"impair_rng"`
 	LgRx        *ebpf.Map `ebpf:"lg_rx"`
+	LgRxQueue   *ebpf.Map `ebpf:"lg_rx_queue"`
 	LgTx        *ebpf.Map `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.Map `ebpf:"lg_tx_ring"`
 	LgTxTail    *ebpf.Map `ebpf:"lg_tx_tail"`
@@ -258,6 +272,7 @@ func (m *portMaps) Close() error {
 		m.ImpairCount,
 		m.ImpairRng,
 		m.LgRx,
+		m.LgRxQueue,
 		m.LgTx,
 		m.LgTxRing,
 		m.LgTxTail,

@@ -49,6 +49,8 @@ struct port_conf {
 	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
 	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
 	__u32 lg_tx_cpus; /* host port: > 1: lf_lg_tx runs only on CPUs c with c % lg_tx_cpus == 0 */
+	__u32 ifindex; /* link port with the catch-up queue: the interface the program is attached to;
+	                  a frame from any other (BPF_PROG_TEST_RUN) is a drain run (lf_lg_drain) */
 };
 
 struct {
@@ -114,6 +116,18 @@ struct lg_rx_shared {
 	__u64 ack_every; /* written by Go: the receiver's AckEvery. lf_lg_tx, piggybacking ACK a on a
 	                    frame while the fast path owns the point with Wake set, moves Wake to
 	                    a + ack_every (0: it leaves Wake alone) */
+	/* The catch-up queue (lf_lg_rx's queue mode, lf_lg_drain). */
+	__u64 qmask;     /* written by Go: lg_rx_queue's slots - 1; 0: no queue (REQ is ignored) */
+	__u64 qstart;    /* the serial queue mode last started at (written before the swap that starts it) */
+	__u64 qhead;     /* the serial lf_lg_drain delivers next: qstart when queue mode starts, then
+	                    moved by the drain only */
+	__u64 queued;    /* frames queued */
+	__u64 qstarts;   /* times queue mode started */
+	__u64 qfull;     /* of handovers: in queue mode because the queue was full */
+	__u64 drained;   /* frames lf_lg_drain delivered (written on the drain's CPU only) */
+	__u64 drained_bytes; /* their bytes */
+	__u64 drain_idle; /* drain runs that found the queue empty or not in queue mode */
+	__u64 drain_err;  /* drain runs that could not deliver (no forward port, bad slot); the frame stays */
 };
 
 /* One element, memory-mapped by Go (bpf.LGRx): Go reads the counters and
@@ -126,11 +140,32 @@ struct {
 	__type(value, struct lg_rx_shared);
 } lg_rx SEC(".maps");
 
+/* A slot of the send ring (lg_tx_ring: the host frame of serial q in slot
+ * q & mask, FastSend.Ring) and of the catch-up queue (lg_rx_queue: the
+ * frame of serial q as delivered, link header and trailer removed). len is
+ * little endian on the (little-endian) targets Go maps it on. */
+#define LF_LG_SLOT 2048
+struct lg_tx_slot {
+	__u16 len;
+	__u8 data[LF_LG_SLOT - 2];
+};
+
+/* The catch-up queue (lf_lg_rx's queue mode); Go sets max_entries (a power
+ * of two) before loading and qmask after. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lg_tx_slot);
+} lg_rx_queue SEC(".maps");
+
 #define LF_LG_OWNED (1ULL << 63)     /* lg_rx_shared.point: the fast path owns it */
 #define LF_LG_ACK_VALID (1ULL << 63) /* lg_rx_shared.peer_ack holds an ACK */
 #define LF_LG_SEQ_MASK 0x1FFFFULL    /* era<<16 | 16-bit sequence number */
 #define LF_LG_ERA (1ULL << 16)
 #define LF_LG_WAKE_ON (1ULL << 62) /* lg_rx_shared.point: Wake is set */
+#define LF_LG_QUEUE (1ULL << 61)   /* lg_rx_shared.point: queue mode (the serial is the queue's tail) */
+#define LF_LG_REQ (1ULL << 60)     /* lg_rx_shared.point, not owned: Go asks for queue mode */
 #define LF_LG_WAKE_SHIFT 32
 #define LF_LG_HDR 8       /* a data frame's growth: link ethertype + header - original ethertype */
 #define LF_LG_DATA_OFF 22 /* payload offset of a data frame */
@@ -383,6 +418,162 @@ static __always_inline int lf_integrity(struct xdp_md *ctx, __u32 mode, int seal
 	return lf_crc32c(ctx, seal);
 }
 
+/* lf_lg_queue_copy copies data frame ctx (len bytes, linear, trailer of trl
+ * bytes) into the queue slot as the host gets it: the MACs, the original
+ * EtherType (Aux, bytes 18..19) and the payload from byte 22 on, the
+ * trailer left out (what step 6 makes of the frame in place). The frame
+ * itself is untouched: it can still go to the XSK. 1 if copied. */
+static __always_inline int lf_lg_queue_copy(struct xdp_md *ctx, struct lg_tx_slot *slot, __u64 len, __u32 trl)
+{
+	__s64 plen = (__s64)len - LF_LG_DATA_OFF - trl;
+
+	if (plen < 0 || plen > LF_LG_SLOT - 2 - 14)
+		return 0;
+	if (bpf_xdp_load_bytes(ctx, 0, slot->data, 12) || bpf_xdp_load_bytes(ctx, 18, slot->data + 12, 2))
+		return 0;
+	if (plen > 0 && bpf_xdp_load_bytes(ctx, LF_LG_DATA_OFF, slot->data + 14, plen))
+		return 0;
+	LF_WRITE_ONCE(slot->len, (__u16)(14 + plen));
+	return 1;
+}
+
+/* lf_lg_rx_queue is lf_lg_rx's queue mode (the catch-up queue), for an
+ * eligible data frame seq (step 1 passed, trailer checked) when the point is
+ * not owned with REQ set, or owned with QUEUE set:
+ *
+ *  Q1. Not owned, REQ, a queue (qmask), QUEUE clear: start queue mode at
+ *      this frame: qstart = qhead = seq, then CAS(point, old, OWNED |
+ *      QUEUE | seq) (REQ and Wake cleared); qstarts++. Lost: go on with
+ *      the new word (Go withdrew REQ: XSK path).
+ *  Q2. Owned with QUEUE (the serial is the queue's tail t): seq == t, the
+ *      queue not full (t - qhead <= qmask) and the frame linear and short
+ *      enough for a slot: copy it into slot t & qmask as delivered
+ *      (lf_lg_queue_copy), then CAS(point, old, old with serial t + 1);
+ *      won: peer_ack as in step 6, queued++, XDP_DROP: the frame is the
+ *      queue's. Lost to a change of Wake alone: again on the new word.
+ *  Q3. Anything else in queue mode (a hole, a duplicate, a full queue):
+ *      give the point to Go keeping QUEUE, CAS(point, old, old &~ OWNED),
+ *      handovers++ (qfull++ if full), XSK path. Go then delivers the
+ *      queue up to its tail (lf_lg_drain) before anything of its own.
+ *
+ * Go drains the queue by running this program with BPF_PROG_TEST_RUN
+ * (live frames) while QUEUE is set: lf_lg_drain delivers slot qhead and
+ * moves qhead, one frame a run. Queue mode ends when Go swaps {OWNED |
+ * QUEUE, t} with qhead == t for {OWNED, t} (the usual fast path, steps
+ * 2-6), or after Q3 when Go has drained to t and clears QUEUE. The
+ * queue's slots are written only at the tail, before the swap that
+ * publishes them, and read only below it. */
+static __always_inline int lf_lg_rx_queue(struct xdp_md *ctx, void *data, void *end, struct lg_rx_shared *s, __u64 seq,
+					  __u8 flags, __u32 crc)
+{
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u64 mask = LF_READ_ONCE(s->qmask);
+	struct lg_tx_slot *slot = NULL;
+	__u64 old, t, n;
+	__u32 key;
+	int i, full, copied = 0, fits = 0;
+
+	/* A slot takes a linear frame (no fragments) of at most a slot's
+	 * data plus the header and trailer it loses. */
+	if (len <= LF_LG_SLOT + LF_LG_HDR + LF_CRC_LEN) {
+		asm volatile("" : "+r"(len)); /* the bound first, for the verifier */
+		fits = data + len == end;
+	}
+	for (i = 0; i < LF_LG_RX_TRIES; i++) {
+		old = LF_READ_ONCE(s->point);
+		if (!(old & LF_LG_OWNED)) {
+			/* Q1. */
+			if (!(old & LF_LG_REQ) || (old & LF_LG_QUEUE) || !mask)
+				return LF_LG_XSK;
+			LF_WRITE_ONCE(s->qstart, seq);
+			LF_WRITE_ONCE(s->qhead, seq);
+			n = LF_LG_OWNED | LF_LG_QUEUE | seq;
+			if (__sync_val_compare_and_swap(&s->point, old, n) != old)
+				continue;
+			s->qstarts++;
+			old = n;
+		}
+		if (!(old & LF_LG_QUEUE))
+			return LF_LG_XSK;
+		/* Q2 / Q3. */
+		t = old & LF_LG_SEQ_MASK;
+		full = ((t - LF_READ_ONCE(s->qhead)) & LF_LG_SEQ_MASK) > mask;
+		if (!copied && t == seq && !full && fits) {
+			key = t & mask;
+			slot = bpf_map_lookup_elem(&lg_rx_queue, &key);
+			copied = slot && lf_lg_queue_copy(ctx, slot, len, crc ? LF_CRC_LEN : 0);
+		}
+		if (t != seq || full || !copied) {
+			if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old) {
+				s->handovers++;
+				if (full)
+					s->qfull++;
+			}
+			return LF_LG_XSK;
+		}
+		if (__sync_val_compare_and_swap(&s->point, old, (old & ~LF_LG_SEQ_MASK) | ((seq + 1) & LF_LG_SEQ_MASK)) == old) {
+			__u8 *eth = data;
+
+			if ((flags & LF_FLAG_HAS_ACK) && data + LF_LG_DATA_OFF <= end)
+				LF_WRITE_ONCE(s->peer_ack, LF_LG_ACK_VALID | (flags & LF_FLAG_ACK_ERA ? LF_LG_ERA : 0) |
+								   ((__u64)eth[20] << 8 | eth[21]));
+			s->queued++;
+			return XDP_DROP;
+		}
+	}
+	return LF_LG_XSK;
+}
+
+/* lf_lg_drain delivers the catch-up queue's next frame: run by Go with
+ * BPF_PROG_TEST_RUN and live frames (bpf.LGRx.Drain), each run a fresh
+ * frame of LF_LG_SLOT - 2 bytes. With QUEUE set and qhead before the
+ * point's serial (the tail) it writes slot qhead into the frame (trimmed
+ * to its length), redirects it to the host port (fwd_port), then moves
+ * qhead (one CPU drains: Go's worker, one run at a time), drained++,
+ * drained_bytes, last_ns; the kernel flushes the run's redirects before
+ * the syscall returns. Otherwise (nothing queued) drain_idle++, or a slot
+ * it cannot write or no host port: drain_err++, qhead stays; XDP_DROP. */
+static __always_inline int lf_lg_drain(struct xdp_md *ctx)
+{
+	struct lg_rx_shared *s;
+	struct lg_tx_slot *slot;
+	__u32 zero = 0, key;
+	__u64 p, h, mask, n, cur;
+	long act;
+
+	s = bpf_map_lookup_elem(&lg_rx, &zero);
+	if (!s)
+		return XDP_DROP;
+	p = LF_READ_ONCE(s->point);
+	h = LF_READ_ONCE(s->qhead) & LF_LG_SEQ_MASK;
+	mask = LF_READ_ONCE(s->qmask);
+	if (!(p & LF_LG_QUEUE) || !mask || h == (p & LF_LG_SEQ_MASK)) {
+		s->drain_idle++;
+		return XDP_DROP;
+	}
+	key = h & mask;
+	slot = bpf_map_lookup_elem(&lg_rx_queue, &key);
+	if (!slot)
+		goto err;
+	n = LF_READ_ONCE(slot->len);
+	cur = bpf_xdp_get_buff_len(ctx);
+	if (n < LF_ETH_HLEN || n > LF_LG_SLOT - 2 || n > cur)
+		goto err;
+	if (bpf_xdp_adjust_tail(ctx, (int)n - (int)cur) || bpf_xdp_store_bytes(ctx, 0, slot->data, n))
+		goto err;
+	act = bpf_redirect_map(&fwd_port, 0, 0);
+	if (act != XDP_REDIRECT)
+		goto err;
+	LF_WRITE_ONCE(s->qhead, (h + 1) & LF_LG_SEQ_MASK);
+	s->drained++;
+	s->drained_bytes += n;
+	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
+	return XDP_REDIRECT;
+err:
+	s->drain_err++;
+	return XDP_DROP;
+}
+
 /* lf_lg_rx is LinkGuardian's receive fast path on a link port: an in-order
  * data frame at the point the fast path owns is stripped of its link header
  * and redirected to the host port (fwd_port) in the kernel; every other
@@ -460,13 +651,17 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 	if (!s)
 		return LF_LG_XSK;
 	/* While Go holds the point every frame is Go's (step 2): skip the
-	 * check, which costs about 0.5 ns a byte, during holes. */
-	if (!(LF_READ_ONCE(s->point) & LF_LG_OWNED))
+	 * check, which costs about 0.5 ns a byte, during holes; unless Go
+	 * asks for queue mode (Q1). */
+	old = LF_READ_ONCE(s->point);
+	if (!(old & LF_LG_OWNED) && (!(old & LF_LG_REQ) || !LF_READ_ONCE(s->qmask)))
 		return LF_LG_XSK;
 	if (crc && !lf_integrity(ctx, crc, 0))
 		return LF_LG_XSK;
 
 	seq = (flags & LF_FLAG_ERA ? LF_LG_ERA : 0) | ((__u64)eth[16] << 8 | eth[17]);
+	if (!(old & LF_LG_OWNED) || (old & LF_LG_QUEUE))
+		return lf_lg_rx_queue(ctx, data, end, s, seq, flags, crc);
 	/* Steps 2-5; a swap lost to a change of Wake alone (lf_lg_tx or Go
 	 * moved it on another CPU) is tried again on the new word. */
 	for (i = 0; i < LF_LG_RX_TRIES; i++) {
@@ -568,13 +763,6 @@ struct {
 	__type(value, struct lg_tx_shared);
 } lg_tx SEC(".maps");
 
-/* A ring slot: the host frame of serial q in slot q & mask (FastSend.Ring).
- * len is little endian on the (little-endian) targets Go maps it on. */
-#define LF_LG_SLOT 2048
-struct lg_tx_slot {
-	__u16 len;
-	__u8 data[LF_LG_SLOT - 2];
-};
 
 /* The copy ring; Go sets max_entries (a power of two) before loading. */
 struct {
@@ -967,6 +1155,13 @@ int lf_port(struct xdp_md *ctx)
 	__u64 *drop;
 	long act;
 
+	/* A frame that did not arrive on the port the program is attached to
+	 * comes from BPF_PROG_TEST_RUN: Go draining the catch-up queue. (A
+	 * separate program would make every run of more than one frame switch
+	 * the kernel's XDP dispatcher: about 24 ms a run here; this one is in
+	 * it already, being attached.) */
+	if (conf && conf->lg_rx && conf->role == LF_ROLE_LINK && conf->ifindex && ctx->ingress_ifindex != conf->ifindex)
+		return lf_lg_drain(ctx);
 	if (c) {
 		c->rx_frames++;
 		c->rx_bytes += len;
