@@ -442,6 +442,11 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 	if rx != nil {
 		p := rx.Point.Load()
 		ack = seqhdr.Seq(p & FastSeqMask).Add(-1)
+		if p&FastQueue != 0 && rx.QAck != nil {
+			if qa := rx.QAck.Load(); qa&FastAckValid != 0 {
+				ack = seqhdr.Seq(qa & FastSeqMask)
+			}
+		}
 		fs.PiggyAck.Store(FastAckValid | uint64(ack))
 		if every := fs.ackEvery(rx); every != 0 && p&FastOwned != 0 && p&FastWakeOn != 0 {
 			np := p&^wakeMask | wakeAt(ack, int(every))
@@ -775,9 +780,18 @@ func (r *Receiver) kernelAcked(a seqhdr.Seq) {
 
 // publishAck keeps the receive point's serial at ackNo while the core owns
 // the point: the kernel's piggybacked ACK is its serial − 1.
+// A point the kernel owns, or one with FastQueue (the kernel's catch-up
+// queue still to deliver, its serial the queue's tail), is left alone;
+// FastReq is kept.
 func (r *Receiver) publishAck() {
-	if r.fast != nil && !r.handed {
-		r.fast.Point.Store(uint64(r.ackNo))
+	if r.fast == nil || r.handed {
+		return
+	}
+	for {
+		v := r.fast.Point.Load()
+		if v&(FastOwned|FastQueue) != 0 || r.fast.Point.CompareAndSwap(v, v&FastReq|uint64(r.ackNo)) {
+			return
+		}
 	}
 }
 

@@ -56,6 +56,14 @@ func oneWay(mode linkguardian.Delivery, copies int) simlink.Config {
 // path at both receivers (TestFastPathSuite sets it).
 var simFast bool
 
+// simQueue, with simFast, gives the kernel a catch-up queue of that many
+// slots (TestCatchUpSuite); simQueueLag, if set, puts the core that far
+// behind the kernel instead of fastLag.
+var (
+	simQueue    int
+	simQueueLag int64
+)
+
 // simFastSend runs them with the kernel's send path at both senders
 // (TestFastSendSuite sets it).
 var simFastSend bool
@@ -71,6 +79,12 @@ func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 	t.Helper()
 	if simFast {
 		cfg.Fast, cfg.FastLag = true, fastLag
+		if simQueueLag > 0 {
+			cfg.FastLag = simQueueLag
+		}
+		if simQueue > 0 {
+			cfg.FastQueue = simQueue
+		}
 	}
 	if simFastSend {
 		cfg.FastSend, cfg.FastLag, cfg.FastWakeEvery, cfg.FastTail, cfg.Sleeping = true, fastLag, simFastWakeEvery, simFastTail, simFastTail

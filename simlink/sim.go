@@ -86,6 +86,12 @@ type Config struct {
 	// the peer's frames).
 	Fast    bool
 	FastLag int64
+	// FastQueue, with Fast, gives the kernel a catch-up queue of that many
+	// slots (linkguardian.QueueModel): the core, clean while frames still
+	// wait for it, asks for queue mode instead of waiting to hand the
+	// point back, and drives it with a linkguardian.CatchUp as the
+	// dataplane does. 0: none.
+	FastQueue int
 	// FastSend gives each end's sender a kernel fast path
 	// (linkguardian.FastSend): a host frame is offered to the model of the
 	// host port's XDP program first (FastSend.Offer), and one it sends goes
@@ -105,6 +111,13 @@ type Config struct {
 	// is unacknowledged DummyWait after its last send (FastWakeEvery is
 	// then unused).
 	FastTail bool
+	// FastFlush, with FastSend, holds what the kernel's send path sends
+	// for up to that long before it reaches the wire, as the kernel's
+	// redirects wait for the end of their NAPI poll: frames the core sends
+	// meanwhile (dummies, retransmissions, data after sending changed
+	// hands) overtake them. Each held frame leaves at a time drawn
+	// uniformly from [0, FastFlush), in order. 0: at once.
+	FastFlush int64
 	// Sleeping: the cores do not tick every PollInterval; each sleeps
 	// until its endpoint's NextDeadline (or its session's, or its wire's
 	// queue draining) unless a frame arrives or its host sends, as the
@@ -131,6 +144,7 @@ const (
 	evWake
 	evTail  // the kernel's tail timer fires (FastSend.TailFire)
 	evSleep // a Sleeping core's own deadline (stale once it set another)
+	evFlush // frames the kernel's send path sent reach the wire (Config.FastFlush)
 )
 
 type event struct {
@@ -176,7 +190,10 @@ type end struct {
 	rxQ       [][]byte
 	rxReady   []int64 // parallel to rxQ: when the core may read the frame (Fast)
 	fast      *linkguardian.FastPoint
-	fastDel   int                     // frames the fast path delivered
+	fastDel   int                     // frames the fast path delivered (the catch-up queue's drains included)
+	catch     *linkguardian.CatchUp   // the catch-up queue's driver (Config.FastQueue)
+	flushAt   int64                   // when the last frame the kernel sent reaches the wire (Config.FastFlush)
+	takenIn   uint64                  // frames the kernel passed on that the core read
 	point     *linkguardian.FastPoint // the receiver's point word (Fast or FastSend)
 	fs        *linkguardian.FastSend
 	fastSent  int                  // host frames the send fast path sent
@@ -262,7 +279,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		s.wires[i] = &wire{cfg: dcfg[i], rng: rand.New(rand.NewPCG(dcfg[i].Seed, uint64(i)+0x5eed))}
 		s.ends[i] = &end{side: Side(i), port: p, pool: pool, out: s.wires[i], pcfg: pcfg[i]}
-		if err := s.ends[i].connectFast(cfg.Fast, cfg.FastSend, cfg.FastWakeEvery, cfg.FastTail); err != nil {
+		if err := s.connectFast(s.ends[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -396,7 +413,7 @@ func (s *Sim) Restart(side Side) error {
 	e.hostQ, e.hostAt = nil, nil
 	e.port, e.pool = p, pool
 	// A new process loads a new program: a new point and send state, not owned.
-	if err := e.connectFast(s.cfg.Fast, s.cfg.FastSend, s.cfg.FastWakeEvery, s.cfg.FastTail); err != nil {
+	if err := s.connectFast(e); err != nil {
 		return err
 	}
 	if e.sess != nil {
@@ -466,9 +483,17 @@ func (s *Sim) run(until int64, stopQuiet bool) bool {
 		switch ev.kind {
 		case evArrive:
 			s.inWire--
-			if e.fast != nil && e.fast.Offer(ev.data) {
-				s.fastDeliver(e, ev.data)
-				break
+			if e.fast != nil {
+				v := e.fast.OfferFrame(ev.data)
+				if v == linkguardian.FastDelivered {
+					s.fastDeliver(e, ev.data)
+					break
+				}
+				if v == linkguardian.FastQueued {
+					// No wakeup: the core looks within CatchUp.Every.
+					s.putBuf(ev.data)
+					break
+				}
 			}
 			e.rxQ = append(e.rxQ, ev.data)
 			e.rxReady = append(e.rxReady, s.now+s.cfg.FastLag)
@@ -484,6 +509,9 @@ func (s *Sim) run(until int64, stopQuiet bool) bool {
 			}
 		case evTick:
 			s.push(&event{t: s.now + s.cfg.PollInterval, kind: evTick, side: ev.side})
+		case evFlush:
+			s.transmit(e, ev.data)
+			s.putBuf(ev.data)
 		case evWake:
 		case evTail:
 			if e.fs == nil {
@@ -559,6 +587,7 @@ func (s *Sim) iterate(e *end) {
 		}
 	}
 	for _, data := range e.rxQ[:ready] {
+		e.takenIn++
 		h, ok := e.pool.Alloc()
 		if !ok {
 			e.rxNoBuf++
@@ -586,7 +615,11 @@ func (s *Sim) iterate(e *end) {
 				continue
 			}
 		}
-		p.Receive(now, linkguardian.Frame{H: h, Len: len(data)})
+		f := linkguardian.Frame{H: h, Len: len(data)}
+		if e.catch != nil && e.catch.Keep(now, f, b) {
+			continue
+		}
+		p.Receive(now, f)
 	}
 	n := copy(e.rxQ, e.rxQ[ready:])
 	clear(e.rxQ[n:])
@@ -728,7 +761,11 @@ func (s *Sim) iterate(e *end) {
 			s.transmit(e, e.pool.Bytes(f.H, f.Len))
 		}
 	}
-	// 5. Deliver to the host: check the bytes, record the id.
+	// 5. Deliver to the host: check the bytes, record the id (after the
+	// catch-up queue, if the receiver claimed the point from it).
+	if e.catch != nil && !e.catch.BeforeDeliver() {
+		panic("simlink: the catch-up queue could not be delivered")
+	}
 	for _, f := range p.Out.Deliver {
 		s.toHost(e, e.pool.Bytes(f.H, f.Len))
 		e.pool.Free(f.H)
@@ -741,7 +778,11 @@ func (s *Sim) iterate(e *end) {
 	// 7. The deliveries left for the host at once: the point may go back
 	// to the kernel, unless frames it passed on still wait for the core
 	// (the kernel would give the point straight back).
-	if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.AcceptLink(now)) {
+	if e.catch != nil {
+		accept := e.sess == nil || e.sess.AcceptLink(now)
+		e.catch.Step(now, linkguardian.CatchUpEnv{Live: accept, Reset: !accept, RxWaiting: len(e.rxQ) > 0,
+			TakenIn: func() uint64 { return e.takenIn }})
+	} else if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.AcceptLink(now)) {
 		p.R.HandOff(now)
 	}
 	// 8. Sending goes back to the kernel once the core holds no host frame,
@@ -773,6 +814,9 @@ func (s *Sim) sleep(e *end, w *wire) {
 	d := e.port.NextDeadline(now, len(e.hostQ) == 0)
 	if len(e.hostQ) > 0 || len(e.rxQ) > 0 {
 		d = min(d, now+s.cfg.PollInterval)
+	}
+	if e.catch != nil && e.catch.Active() {
+		d = min(d, now+e.catch.Every)
 	}
 	if w.busyUntil > now {
 		d = min(d, w.busyUntil)
@@ -818,7 +862,16 @@ func (s *Sim) fastSend(e *end, now int64) bool {
 	}
 	e.sendAt = append(e.sendAt, now)
 	e.fastSent++
-	s.transmit(e, data[:l])
+	if s.cfg.FastFlush > 0 {
+		// In order behind what the kernel already holds.
+		at := max(now+e.out.rng.Int64N(s.cfg.FastFlush), e.flushAt)
+		e.flushAt = at
+		b := s.getBuf(l)
+		copy(b, data[:l])
+		s.push(&event{t: at, kind: evFlush, side: e.side, data: b})
+	} else {
+		s.transmit(e, data[:l])
+	}
 	s.putBuf(data)
 	return true
 }
@@ -854,15 +907,29 @@ func (s *Sim) fastDeliver(e *end, data []byte) {
 	s.putBuf(data)
 }
 
-// connectFast gives e's endpoint a new fast path point (Config.Fast) and
-// send state (Config.FastSend).
-func (e *end) connectFast(on, send bool, wakeEvery int64, tail bool) error {
-	e.fast, e.point, e.fs, e.consumed = nil, nil, nil, 0
+// connectFast gives e's endpoint a new fast path point (Config.Fast, with
+// Config.FastQueue its catch-up queue) and send state (Config.FastSend).
+func (s *Sim) connectFast(e *end) error {
+	on, send, wakeEvery, tail := s.cfg.Fast, s.cfg.FastSend, s.cfg.FastWakeEvery, s.cfg.FastTail
+	e.fast, e.point, e.fs, e.consumed, e.catch, e.takenIn = nil, nil, nil, 0, nil, 0
 	if (on || send) && e.port.R != nil {
 		e.point = linkguardian.NewFastPoint()
+		if on && s.cfg.FastQueue > 0 {
+			q, err := linkguardian.NewQueueModel(s.cfg.FastQueue, func(b []byte) {
+				s.toHost(e, b)
+				e.fastDel++
+			})
+			if err != nil {
+				return err
+			}
+			e.point.Queue = q
+		}
 		e.port.SetFast(e.point)
 		if on {
 			e.fast = e.point
+			if e.point.Queue != nil {
+				e.catch = linkguardian.NewCatchUp(e.port, e.point.KernelQueue())
+			}
 		}
 	}
 	if send && e.port.S != nil {
@@ -888,6 +955,17 @@ func (s *Sim) FastSent(side Side) int { return s.ends[side].fastSent }
 
 // FastSendState returns side's send fast path state (nil without FastSend).
 func (s *Sim) FastSendState(side Side) *linkguardian.FastSend { return s.ends[side].fs }
+
+// CatchUp is side's catch-up queue driver (nil without Config.FastQueue).
+func (s *Sim) CatchUp(side Side) *linkguardian.CatchUp { return s.ends[side].catch }
+
+// KernelQueue is side's catch-up queue model (nil without Config.FastQueue).
+func (s *Sim) KernelQueue(side Side) *linkguardian.QueueModel {
+	if s.ends[side].point == nil {
+		return nil
+	}
+	return s.ends[side].point.Queue
+}
 
 // FastDelivered is the number of frames the kernel fast path delivered at side.
 func (s *Sim) FastDelivered(side Side) int { return s.ends[side].fastDel }
