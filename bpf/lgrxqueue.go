@@ -3,6 +3,7 @@ package bpf
 import (
 	"fmt"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 )
@@ -80,6 +81,19 @@ func (p *PortProgram) SetLGRxQueue(on bool) error {
 
 // QHead is the serial the drain delivers next (valid while Point has LGQueue).
 func (s *LGRx) QHead() uint64 { return atomic.LoadUint64(&s.v.Qhead) & LGSeqMask }
+
+// QAck is the ACK the send fast path piggybacks while Point has LGQueue:
+// LGAckValid | a serial, written by Go; 0: Point's serial − 1.
+func (s *LGRx) QAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Qack)) }
+
+// ToGo is the frames of the link port's RX queue 0 the program handed to
+// the AF_XDP socket; QToGo was ToGo when queue mode last started.
+func (s *LGRx) ToGo() uint64  { return atomic.LoadUint64(&s.v.ToGo) }
+func (s *LGRx) QToGo() uint64 { return atomic.LoadUint64(&s.v.Qtogo) }
+
+// SetQHead moves the drain's next serial (frames before it are not
+// delivered); only while no drain runs.
+func (s *LGRx) SetQHead(q uint64) { atomic.StoreUint64(&s.v.Qhead, q&LGSeqMask) }
 
 // QStart is the serial queue mode last started at.
 func (s *LGRx) QStart() uint64 { return atomic.LoadUint64(&s.v.Qstart) & LGSeqMask }

@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os/exec"
 	"testing"
 	"time"
@@ -244,5 +245,36 @@ func TestLGRxQueueIneligible(t *testing.T) {
 	}
 	if c := q.s.QueueCounters(); c.Starts != 0 || c.Queued != 0 {
 		t.Errorf("counters %+v, want nothing started", c)
+	}
+}
+
+// In queue mode the send path piggybacks QAck (the core's ACK while it
+// finishes before the queue), not the queue's tail; with QAck 0, or
+// without queue mode, the point's serial − 1.
+func TestLGTxPiggybacksQAck(t *testing.T) {
+	p, tx, rx := loadLGTx(t)
+	if err := p.SetLGTxAck(true); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	tx.Limit().Store(LGLimitValid | 20)
+	for i, c := range []struct {
+		point, qack, want uint64
+	}{
+		{LGOwned | LGQueue | 300, LGAckValid | 120, 120},
+		{LGQueue | 300, LGAckValid | 121, 121}, // given back to Go, queue not yet delivered
+		{LGOwned | LGQueue | 300, 0, 299},
+		{LGOwned | 300, LGAckValid | 122, 299},
+		{LGReq | 130, LGAckValid | 123, 129},
+	} {
+		rx.Point().Store(c.point)
+		rx.QAck().Store(c.qack)
+		tx.State().Store(LGOwned | uint64(5+i))
+		if ret, _ := runLG(t, p, lgHostFrame(rng, 100, 0x0800)); ret != xdpRedirect {
+			t.Fatalf("case %d: verdict %d, want XDP_REDIRECT", i, ret)
+		}
+		if got := tx.PiggyAck().Load(); got != LGAckValid|c.want {
+			t.Errorf("case %d (point %#x, qack %#x): piggybacked %#x, want %d", i, c.point, c.qack, got, c.want)
+		}
 	}
 }

@@ -64,6 +64,9 @@ type portLgRxShared struct {
 	DrainedBytes uint64
 	DrainIdle    uint64
 	DrainErr     uint64
+	Qack         uint64
+	ToGo         uint64
+	Qtogo        uint64
 }
 
 type portLgTxShared struct {

@@ -95,6 +95,8 @@ type fastPath struct {
 	// worker hands the in-order point over only then).
 	lgRx   *bpf.LGRx
 	lgLive atomic.Bool
+	// lgDrain delivers the catch-up queue (nil: LGConfig.RxQueue 0).
+	lgDrain *bpf.LGDrainer
 	// LinkGuardian's send fast path (the host port's program): the
 	// shared state, and whether the kernel sends host frames now (the
 	// worker hands sending over only then).
@@ -141,7 +143,7 @@ func (d *Dataplane) newFastPath() error {
 	d.fast = f
 	why := d.fastBlocked()
 	if why == "" && lg {
-		why = f.openLG(cfg.LG.Integrity)
+		why = f.openLG(cfg.LG.Integrity, cfg.LG.RxQueue > 0)
 	}
 	if why == "" {
 		why = f.open()
@@ -224,11 +226,19 @@ func (d *Dataplane) fastBlocked() string {
 // openLG maps LinkGuardian's receive state shared with the link port's
 // program; it returns why the kernel path is impossible ("" when it is
 // possible).
-func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
+func (f *fastPath) openLG(integrity linkcrc.Integrity, queue bool) string {
 	prog := f.dirs[0].src.prog
 	s, err := prog.LGRx()
 	if err != nil {
 		return err.Error()
+	}
+	if queue {
+		if err := prog.SetLGRxQueue(true); err != nil {
+			return err.Error()
+		}
+		if f.lgDrain, err = prog.Drainer(); err != nil {
+			return err.Error()
+		}
 	}
 	// The kernel checks and removes the trailer of what it delivers; a
 	// frame that fails goes to the worker, which counts and drops it.
@@ -303,7 +313,7 @@ func (f *fastPath) lgPoint() *linkguardian.FastPoint {
 	if f == nil || f.lgRx == nil || f.features == nil {
 		return nil
 	}
-	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), AckEvery: f.lgRx.AckEvery()}
+	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), AckEvery: f.lgRx.AckEvery(), QAck: f.lgRx.QAck()}
 }
 
 // open gets what the watcher needs and gives each program its forward port;

@@ -57,6 +57,7 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 		fp = FastPathXDP
 		lgc.FastSend = lgFastSend
 		lgc.TailTimer = lgc.TailTimer || lgTailTimer
+		lgc.RxQueue = lgRxQueue
 	}
 	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc, FastPath: fp})
 	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc, FastPath: fp})
@@ -657,8 +658,12 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) uint64 {
 		t.Errorf("%s: the impairment dropped nothing of %d frames", mode, st.Seen)
 	}
 	if mode != ModeForward {
-		if r := waitCore(t, b.sw2).Receiver; r.AckNoTimeouts != 0 || r.Recovered != r.LostDetected {
+		c := waitCore(t, b.sw2)
+		if r := c.Receiver; r.AckNoTimeouts != 0 || r.Recovered != r.LostDetected {
 			t.Errorf("%s receiver: %+v", mode, *r)
+		}
+		if lgRxQueue > 0 {
+			checkCatchUp(t, c.CatchUp)
 		}
 	}
 	return retx

@@ -52,6 +52,13 @@ type LGConfig struct {
 	// without it (TestLGFastSendSuite leaves HidesLossFromTCP out; see
 	// openLG in fastpath.go).
 	FastSend bool
+	// RxQueue, with FastPath xdp, is the number of slots (a power of two,
+	// 2048 B each) of the kernel's catch-up queue (bpf/lgrxqueue.go): when
+	// the core would give the receive point back but frames still wait for
+	// it, the kernel keeps the next in-order frames in that queue and the
+	// core delivers them in the kernel, instead of waiting for a pause in
+	// the stream. 0: off (experimental).
+	RxQueue int
 	// TailTimer, with FastSend, lets the kernel wake the core when a frame
 	// it sent is unacknowledged DummyWait after its last send (a BPF timer,
 	// linkguardian/fasttx.go "The tail timer") instead of the core looking

@@ -230,3 +230,37 @@ func checkFastSend(t *testing.T, r *lgRun, s1 LGCore) {
 		t.Errorf("sw1's send path counters %+v; core adopted %d", c, ss.FastSent)
 	}
 }
+
+// lgRxQueue makes upLG give the fast path a catch-up queue of that many
+// slots (LGConfig.RxQueue).
+var lgRxQueue int
+
+// TestLGCatchUpSuite runs the loss-recovery tests with both halves of the
+// fast path and the catch-up queue (--lg-rx-queue) at both ends: every frame
+// once, in order, losses recovered, and bulk TCP through lg at 10⁻³ without
+// retransmissions, the queue used and every frame it took delivered
+// (checkCatchUp, in HidesLossFromTCP).
+func TestLGCatchUpSuite(t *testing.T) {
+	lgRxQueue = 4096
+	defer func() { lgRxQueue = 0 }()
+	withFastSend(t, func() { runLossSuite(t) })
+}
+
+// checkCatchUp: the catch-up queue started, delivered every frame it took
+// and never failed to.
+func checkCatchUp(t *testing.T, c *CatchUpStats) {
+	t.Helper()
+	if c == nil {
+		t.Fatal("no catch-up statistics: the queue is not on")
+	}
+	t.Logf("catch-up: %+v", *c)
+	if c.Starts == 0 || c.Kernel.Queued == 0 {
+		t.Errorf("the catch-up queue never started (%d requests)", c.Reqs)
+	}
+	if c.DrainErrs != 0 || c.Kernel.DrainErr != 0 {
+		t.Errorf("drain errors: %d (kernel %d)", c.DrainErrs, c.Kernel.DrainErr)
+	}
+	if q, d := c.Kernel.Queued, c.Kernel.Drained; d > q || q-d > 4096 {
+		t.Errorf("queued %d, drained %d", q, d)
+	}
+}

@@ -75,6 +75,12 @@ type lgPipeline struct {
 	// gate holds the core's deliveries after it claimed the receive point
 	// from the kernel (hostgate.go).
 	gate hostGate
+	// catch drives the catch-up queue (lgqueue.go; nil: --lg-rx-queue
+	// off); linkDrops, linkDropsAt: the link data socket's drops as last
+	// read (linkTaken).
+	catch       *linkguardian.CatchUp
+	linkDrops   uint64
+	linkDropsAt int64
 
 	lgs *LGStats
 }
@@ -173,6 +179,8 @@ type LGCore struct {
 	// frames from the link at the last publish (bit c: class c).
 	ClassFrames   [pfc.NumClasses]uint64 `json:"class_frames"`
 	PausedClasses uint8                  `json:"paused_classes"`
+	// CatchUp is the catch-up queue's (--lg-rx-queue; nil: off).
+	CatchUp *CatchUpStats `json:"catch_up,omitempty"`
 }
 
 // KernelTx returns the send fast path's counters (lf_lg_tx) as of the last
@@ -202,6 +210,10 @@ func (s *LGStats) Core() LGCore {
 	if c.Receiver != nil {
 		v := *c.Receiver
 		c.Receiver = &v
+	}
+	if c.CatchUp != nil {
+		v := *c.CatchUp
+		c.CatchUp = &v
 	}
 	return c
 }
@@ -248,6 +260,9 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			p.SetFast(fp)
 			pl.fast = d.fast
 			pl.gate.wait = hostGateWait
+			if d.fast.lgDrain != nil {
+				pl.catch = linkguardian.NewCatchUp(p, kernelQueue{rx: d.fast.lgRx, drain: d.fast.lgDrain})
+			}
 		}
 	}
 	if fs := d.fast.lgSend(d.cfg.LG.TailTimer); fs != nil && p.S != nil {
@@ -353,18 +368,38 @@ func (pl *lgPipeline) sendTakenIn(now int64, s *xdp.Socket) bool {
 // the link port's data lane (the kernel would give the point straight back).
 func (pl *lgPipeline) handOff(now int64) {
 	r := pl.port.R
-	if held, _ := pl.gate.holding(); held || pl.fast == nil || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.AcceptLink(now) || pl.tx.Queued(portHost) > 0 {
+	if pl.fast == nil {
 		return
 	}
-	for _, s := range pl.w.ports[portHost].socks {
-		if s.TxInFlight() > 0 {
-			return
-		}
+	if pl.catch != nil {
+		pl.catch.Step(now, pl.catchUpEnv(now))
+		return
 	}
-	if socks := pl.w.ports[portLink].socks; len(socks) > 0 && socks[laneData].RxReady() > 0 {
+	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.AcceptLink(now) ||
+		pl.deliveriesOut() || pl.linkRxWaiting() {
 		return
 	}
 	r.HandOff(now)
+}
+
+// deliveriesOut reports whether frames the core delivered have not all
+// left the host port's TX rings.
+func (pl *lgPipeline) deliveriesOut() bool {
+	if pl.tx.Queued(portHost) > 0 {
+		return true
+	}
+	for _, s := range pl.w.ports[portHost].socks {
+		if s.TxInFlight() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// linkRxWaiting reports whether frames wait on the link port's data lane.
+func (pl *lgPipeline) linkRxWaiting() bool {
+	socks := pl.w.ports[portLink].socks
+	return len(socks) > 0 && socks[laneData].RxReady() > 0
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
@@ -398,7 +433,11 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 				continue
 			}
 		}
-		pl.port.Receive(now, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
+		f := linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)}
+		if pl.catch != nil && pl.catch.Keep(now, f, b) {
+			continue // held for after the catch-up queue, or dropped (Out.Free)
+		}
+		pl.port.Receive(now, f)
 	}
 }
 
@@ -456,6 +495,16 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	pl.send(tx, portLink, laneData, p.Out.Normal)
 	pl.send(tx, portLink, laneData, p.Out.Low)
 	deliver := p.Out.Deliver
+	if pl.catch != nil && !pl.catch.BeforeDeliver() {
+		// The catch-up queue comes before anything the core delivers
+		// after its claim: what cannot follow it now is dropped
+		// (released below; DrainErrs counts the failure, which must
+		// not happen).
+		for _, f := range deliver {
+			tx.Release(uint64(f.H))
+		}
+		deliver = deliver[:0]
+	}
 	if pl.fast != nil {
 		if c := p.R.Stats.FastClaims; c != pl.gate.claims {
 			pl.gate.claimed(now, c, int64(pl.fast.lgRx.LastNs()))
@@ -492,6 +541,9 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	}
 	if pl.unpublished {
 		next = min(next, pl.publishAt)
+	}
+	if pl.catch != nil && pl.catch.Active() {
+		next = min(next, now+pl.catch.Every) // queued frames do not wake the worker
 	}
 	return next
 }
@@ -633,6 +685,13 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.HostGateHeld.Store(pl.gate.Held)
 	if pl.fastTx != nil && pl.fastTx.lgTx != nil {
 		s.kernelTx = pl.fastTx.lgTx.Counters()
+	}
+	if pl.catch != nil {
+		if s.core.CatchUp == nil {
+			s.core.CatchUp = new(CatchUpStats)
+		}
+		s.core.CatchUp.CatchUpStats = pl.catch.Stats
+		s.core.CatchUp.Kernel = pl.fast.lgRx.QueueCounters()
 	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)

@@ -128,6 +128,13 @@ struct lg_rx_shared {
 	__u64 drained_bytes; /* their bytes */
 	__u64 drain_idle; /* drain runs that found the queue empty or not in queue mode */
 	__u64 drain_err;  /* drain runs that could not deliver (no forward port, bad slot); the frame stays */
+	__u64 qack;      /* written by Go: LF_LG_ACK_VALID | the ACK lf_lg_tx piggybacks while the point has
+	                    QUEUE (Go's ackNo - 1 while it finishes the frames before qstart: the
+	                    queue's tail would acknowledge frames Go may still miss); 0: the point's
+	                    serial - 1 as always */
+	__u64 to_go;     /* frames of the link port's RX queue 0 handed to the AF_XDP socket (lf_port) */
+	__u64 qtogo;     /* to_go when queue mode last started: the frames Go has to take in before it
+	                    knows every frame before qstart that reached it */
 };
 
 /* One element, memory-mapped by Go (bpf.LGRx): Go reads the counters and
@@ -442,7 +449,7 @@ static __always_inline int lf_lg_queue_copy(struct xdp_md *ctx, struct lg_tx_slo
  * not owned with REQ set, or owned with QUEUE set:
  *
  *  Q1. Not owned, REQ, a queue (qmask), QUEUE clear: start queue mode at
- *      this frame: qstart = qhead = seq, then CAS(point, old, OWNED |
+ *      this frame: qstart = qhead = seq, qtogo = to_go, then CAS(point, old, OWNED |
  *      QUEUE | seq) (REQ and Wake cleared); qstarts++. Lost: go on with
  *      the new word (Go withdrew REQ: XSK path).
  *  Q2. Owned with QUEUE (the serial is the queue's tail t): seq == t, the
@@ -487,6 +494,7 @@ static __always_inline int lf_lg_rx_queue(struct xdp_md *ctx, void *data, void *
 				return LF_LG_XSK;
 			LF_WRITE_ONCE(s->qstart, seq);
 			LF_WRITE_ONCE(s->qhead, seq);
+			LF_WRITE_ONCE(s->qtogo, LF_READ_ONCE(s->to_go));
 			n = LF_LG_OWNED | LF_LG_QUEUE | seq;
 			if (__sync_val_compare_and_swap(&s->point, old, n) != old)
 				continue;
@@ -941,7 +949,8 @@ static __always_inline int lf_lg_acked_room(__u64 q, __u64 lim, __u64 credit, __
  *     {not owned,q}, declined++, XSK path.
  *  3. Copy the frame into slot q (length, bytes).
  *  4. CAS state {owned,q} -> {owned,q+1}; lost: missed++, XSK path.
- *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1; if that point
+ *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1, or its qack
+ *     when that point has QUEUE and qack is valid; if that point
  *     is owned with Wake set and ack_every is on, Wake moves to the ACK +
  *     ack_every by one compare-and-swap), sent++, bytes += len; want_wake 1 -> 0 won: wakeups++, a ring buffer record
  *     with BPF_RB_FORCE_WAKEUP (the worker's poll waits on its fd); with
@@ -1029,6 +1038,12 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 		__u64 p = LF_READ_ONCE(rx->point), every = LF_READ_ONCE(rx->ack_every);
 
 		ack = (p - 1) & LF_LG_SEQ_MASK;
+		if (p & LF_LG_QUEUE) {
+			__u64 qa = LF_READ_ONCE(rx->qack);
+
+			if (qa & LF_LG_ACK_VALID)
+				ack = qa & LF_LG_SEQ_MASK;
+		}
 		has_ack = 1;
 		LF_WRITE_ONCE(s->piggy_ack, LF_LG_ACK_VALID | ack);
 		/* The ACK goes out now: the frame that completes AckEvery
@@ -1159,8 +1174,9 @@ int lf_port(struct xdp_md *ctx)
 	 * comes from BPF_PROG_TEST_RUN: Go draining the catch-up queue. (A
 	 * separate program would make every run of more than one frame switch
 	 * the kernel's XDP dispatcher: about 24 ms a run here; this one is in
-	 * it already, being attached.) */
-	if (conf && conf->lg_rx && conf->role == LF_ROLE_LINK && conf->ifindex && ctx->ingress_ifindex != conf->ifindex)
+	 * it already, being attached.) It does not depend on lg_rx: a queue
+	 * left when the kernel path was turned off is still drained. */
+	if (conf && conf->role == LF_ROLE_LINK && conf->ifindex && ctx->ingress_ifindex != conf->ifindex)
 		return lf_lg_drain(ctx);
 	if (c) {
 		c->rx_frames++;
@@ -1220,6 +1236,13 @@ int lf_port(struct xdp_md *ctx)
 	 * (lf_lg_tx step 2). One CPU runs a queue at a time. */
 	if (act == XDP_REDIRECT && conf && conf->role == LF_ROLE_HOST && rxq == 0) {
 		struct lg_tx_shared *s = bpf_map_lookup_elem(&lg_tx, &zero);
+
+		if (s)
+			s->to_go++;
+	}
+	/* The same count on a link port, for the catch-up queue (qtogo). */
+	if (act == XDP_REDIRECT && conf && conf->role == LF_ROLE_LINK && rxq == 0) {
+		struct lg_rx_shared *s = bpf_map_lookup_elem(&lg_rx, &zero);
 
 		if (s)
 			s->to_go++;
