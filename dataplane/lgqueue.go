@@ -58,12 +58,15 @@ func (pl *lgPipeline) linkTaken(now int64, want uint64) uint64 {
 func (pl *lgPipeline) catchUpEnv(now int64) linkguardian.CatchUpEnv {
 	held, _ := pl.gate.holding()
 	accept := pl.sess.AcceptLink(now)
-	return linkguardian.CatchUpEnv{
+	env := linkguardian.CatchUpEnv{
 		Live:          pl.fast.lgLive.Load() && accept,
 		Reset:         !accept,
 		Wait:          held,
 		DeliveriesOut: pl.deliveriesOut(),
 		RxWaiting:     pl.linkRxWaiting(),
-		TakenIn:       func() uint64 { return pl.linkTaken(now, pl.fast.lgRx.QToGo()) },
 	}
+	if pl.catch.Active() {
+		env.TakenIn = pl.linkTaken(now, pl.fast.lgRx.QToGo())
+	}
+	return env
 }

@@ -88,9 +88,10 @@ type CatchUpEnv struct {
 	// DeliveriesOut: frames the core delivered have not all left for the
 	// host; RxWaiting: frames the kernel handed the core wait unread.
 	DeliveriesOut, RxWaiting bool
-	// TakenIn returns how many frames of those the kernel handed it the
-	// core has taken in (read or seen dropped), to compare with QToGo.
-	TakenIn func() uint64
+	// TakenIn is how many frames of those the kernel handed it the core
+	// has taken in (read or seen dropped), to compare with QToGo; only
+	// read while Active.
+	TakenIn uint64
 }
 
 // CatchUpStats are the catch-up queue's counters on the core's side.
@@ -375,7 +376,7 @@ func (c *CatchUp) Step(now int64, env CatchUpEnv) {
 			c.settle()
 			return
 		}
-		if !c.noted && env.TakenIn != nil && int64(env.TakenIn()-c.q.QToGo()) >= 0 {
+		if !c.noted && int64(env.TakenIn-c.q.QToGo()) >= 0 {
 			c.noted = true
 			r.QueuedFrom(now, c.start)
 		}

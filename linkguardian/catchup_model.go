@@ -1,7 +1,6 @@
 package linkguardian
 
 import (
-	"encoding/binary"
 	"errors"
 
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -108,39 +107,30 @@ func (fp *FastPoint) OfferFrame(b []byte) FastVerdict {
 		}
 		return FastToCore
 	}
-	if len(b) < seqhdr.DataOffset || binary.BigEndian.Uint16(b[seqhdr.MACLen:]) != seqhdr.EtherType ||
-		b[seqhdr.MACLen+2] != byte(seqhdr.TypeData) || b[seqhdr.MACLen+3]&^fastFlags != 0 {
-		m.toGo++
+	toCore := func() FastVerdict {
+		m.toGo++ // lf_port's count of what reaches the core
 		return FastToCore
+	}
+	q, flags, ok := fastDataFrame(b)
+	if !ok {
+		return toCore()
 	}
 	old := fp.Point.Load()
 	if old&FastOwned != 0 && old&FastQueue == 0 {
 		if fp.Offer(b) {
 			return FastDelivered
 		}
-		m.toGo++
-		return FastToCore
-	}
-	if old&FastOwned == 0 && old&FastReq == 0 {
-		m.toGo++
-		return FastToCore
-	}
-	flags := b[seqhdr.MACLen+3]
-	q := seqhdr.Seq(binary.BigEndian.Uint16(b[seqhdr.MACLen+4:]))
-	if flags&seqhdr.FlagEra != 0 {
-		q |= seqhdr.SeqMod
+		return toCore()
 	}
 	if old&FastOwned == 0 {
-		// Q1: start queue mode at this frame.
-		if old&FastQueue != 0 {
-			m.toGo++
-			return FastToCore
+		// Q1: start queue mode at this frame, if asked.
+		if old&FastReq == 0 || old&FastQueue != 0 {
+			return toCore()
 		}
 		m.start, m.head, m.qToGo = q, q, m.toGo
 		n := FastOwned | FastQueue | uint64(q)
 		if !fp.Point.CompareAndSwap(old, n) {
-			m.toGo++
-			return FastToCore
+			return toCore()
 		}
 		old = n
 	}
@@ -158,21 +148,13 @@ func (fp *FastPoint) OfferFrame(b []byte) FastVerdict {
 		if fp.Point.CompareAndSwap(old, old&^FastOwned) && full {
 			m.Full++
 		}
-		m.toGo++
-		return FastToCore
+		return toCore()
 	}
 	m.slots[int(t)&(len(m.slots)-1)] = body
 	if !fp.Point.CompareAndSwap(old, old&^FastSeqMask|uint64(t.Next())) {
-		m.toGo++
-		return FastToCore
+		return toCore()
 	}
-	if flags&seqhdr.FlagHasAck != 0 {
-		a := uint64(binary.BigEndian.Uint16(b[seqhdr.MACLen+8:]))
-		if flags&seqhdr.FlagAckEra != 0 {
-			a |= seqhdr.SeqMod
-		}
-		fp.PeerAck.Store(FastAckValid | a)
-	}
+	fp.storePeerAck(b, flags)
 	m.Queued++
 	return FastQueued
 }

@@ -148,26 +148,43 @@ const fastFlags = seqhdr.FlagEra | seqhdr.FlagHasAck | seqhdr.FlagAckEra
 // point to the core. The kernel also declines when it cannot redirect to the
 // host port; the model's host port always takes frames.
 func (fp *FastPoint) Offer(b []byte) bool {
-	if len(b) < seqhdr.DataOffset || binary.BigEndian.Uint16(b[seqhdr.MACLen:]) != seqhdr.EtherType ||
-		b[seqhdr.MACLen+2] != byte(seqhdr.TypeData) || b[seqhdr.MACLen+3]&^fastFlags != 0 {
+	q, flags, ok := fastDataFrame(b)
+	if !ok {
 		return false
-	}
-	flags := b[seqhdr.MACLen+3]
-	q := uint64(binary.BigEndian.Uint16(b[seqhdr.MACLen+4:]))
-	if flags&seqhdr.FlagEra != 0 {
-		q |= seqhdr.SeqMod
 	}
 	old := fp.Point.Load()
 	if old&FastOwned == 0 {
 		return false
 	}
-	if old&FastSeqMask != q || (old&FastWakeOn != 0 && old>>FastWakeShift&FastSeqMask == q) {
+	if old&FastSeqMask != uint64(q) || (old&FastWakeOn != 0 && old>>FastWakeShift&FastSeqMask == uint64(q)) {
 		fp.Point.CompareAndSwap(old, old&^FastOwned)
 		return false
 	}
-	if !fp.Point.CompareAndSwap(old, old&^FastSeqMask|(q+1)&FastSeqMask) {
+	if !fp.Point.CompareAndSwap(old, old&^FastSeqMask|uint64(q.Next())) {
 		return false
 	}
+	fp.storePeerAck(b, flags)
+	return true
+}
+
+// fastDataFrame reports whether b is a data frame the kernel judges (step
+// 1: the link EtherType, type data, no flag but era and ACK) and returns
+// its serial and flags.
+func fastDataFrame(b []byte) (q seqhdr.Seq, flags byte, ok bool) {
+	if len(b) < seqhdr.DataOffset || binary.BigEndian.Uint16(b[seqhdr.MACLen:]) != seqhdr.EtherType ||
+		b[seqhdr.MACLen+2] != byte(seqhdr.TypeData) || b[seqhdr.MACLen+3]&^fastFlags != 0 {
+		return 0, 0, false
+	}
+	flags = b[seqhdr.MACLen+3]
+	q = seqhdr.Seq(binary.BigEndian.Uint16(b[seqhdr.MACLen+4:]))
+	if flags&seqhdr.FlagEra != 0 {
+		q |= seqhdr.SeqMod
+	}
+	return q, flags, true
+}
+
+// storePeerAck keeps the ACK data frame b (flags) piggybacks in PeerAck.
+func (fp *FastPoint) storePeerAck(b []byte, flags byte) {
 	if flags&seqhdr.FlagHasAck != 0 {
 		a := uint64(binary.BigEndian.Uint16(b[seqhdr.MACLen+8:]))
 		if flags&seqhdr.FlagAckEra != 0 {
@@ -175,7 +192,6 @@ func (fp *FastPoint) Offer(b []byte) bool {
 		}
 		fp.PeerAck.Store(FastAckValid | a)
 	}
-	return true
 }
 
 // SetFast connects the endpoint to a kernel fast path's state (nil

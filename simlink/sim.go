@@ -781,7 +781,7 @@ func (s *Sim) iterate(e *end) {
 	if e.catch != nil {
 		accept := e.sess == nil || e.sess.AcceptLink(now)
 		e.catch.Step(now, linkguardian.CatchUpEnv{Live: accept, Reset: !accept, RxWaiting: len(e.rxQ) > 0,
-			TakenIn: func() uint64 { return e.takenIn }})
+			TakenIn: e.takenIn})
 	} else if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.AcceptLink(now)) {
 		p.R.HandOff(now)
 	}

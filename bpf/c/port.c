@@ -600,6 +600,10 @@ err:
  *     Go, claiming the point for it, treats it as lost. The check comes
  *     before the point is read, so a corrupt frame never moves the point
  *     nor hands it over.
+ *  Queue mode (the catch-up queue; lf_lg_rx_queue, Q1-Q3): after step 1,
+ *     a point not owned with REQ set (and a queue: qmask), or owned with
+ *     QUEUE set, goes there instead of steps 2-6; a frame that gives the
+ *     point to Go from it is on the XSK path as in step 3.
  *  2. seq = Era<<16 | Seq. old = point. Not owned: XSK path, untouched
  *     (Go owns the in-order point).
  *  3. Owned but old's serial != seq (a hole opened, a duplicate, anything
