@@ -21,6 +21,11 @@ const catchUpLag = 20 * us
 // every scenario delivers what it did without it, in order, once; and
 // queue mode ran.
 func TestCatchUpSuite(t *testing.T) {
+	if testing.Short() {
+		// make test runs it without -short; under -race -short it would
+		// add 40 s for a single-threaded simulation.
+		t.Skip("the whole fast path suite again: not in -short")
+	}
 	var sims []*simlink.Sim
 	simFast, simQueue, simQueueLag, simRecord = true, 16, 0, &sims
 	defer func() { simFast, simQueue, simQueueLag, simRecord = false, 0, 0, nil }()
