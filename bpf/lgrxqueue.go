@@ -86,9 +86,8 @@ func (s *LGRx) QHead() uint64 { return atomic.LoadUint64(&s.v.Qhead) & LGSeqMask
 // LGAckValid | a serial, written by Go; 0: Point's serial − 1.
 func (s *LGRx) QAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Qack)) }
 
-// ToGo is the frames of the link port's RX queue 0 the program handed to
-// the AF_XDP socket; QToGo was ToGo when queue mode last started.
-func (s *LGRx) ToGo() uint64  { return atomic.LoadUint64(&s.v.ToGo) }
+// QToGo is how many frames of the link port's RX queue 0 the program had
+// handed to the AF_XDP socket when queue mode last started (to_go).
 func (s *LGRx) QToGo() uint64 { return atomic.LoadUint64(&s.v.Qtogo) }
 
 // SetQHead moves the drain's next serial (frames before it are not

@@ -68,19 +68,16 @@ type lgPipeline struct {
 	// fastTx is its send fast path (nil: none): the kernel numbers and
 	// sends host frames while fastTx.lgTxLive and it owns sending.
 	fastTx *fastPath
-	// hostDrops is what the host port's first socket dropped (its
-	// XDP_STATISTICS, read at hostDropsAt), for sendTakenIn.
-	hostDrops   uint64
-	hostDropsAt int64
+	// hostTaken counts what the host port's first socket took in, for
+	// sendTakenIn.
+	hostTaken sockTaken
 	// gate holds the core's deliveries after it claimed the receive point
 	// from the kernel (hostgate.go).
 	gate hostGate
 	// catch drives the catch-up queue (lgqueue.go; nil: --lg-rx-queue
-	// off); linkDrops, linkDropsAt: the link data socket's drops as last
-	// read (linkTaken).
-	catch       *linkguardian.CatchUp
-	linkDrops   uint64
-	linkDropsAt int64
+	// off); linkTaken counts what the link port's data socket took in.
+	catch     *linkguardian.CatchUp
+	linkTaken sockTaken
 
 	lgs *LGStats
 }
@@ -334,9 +331,9 @@ func (pl *lgPipeline) handOffSend(now int64) {
 // instead of 100 %); 250 and 500 µs kept them at 34-36 µs.
 const lgSendCheck = int64(250 * time.Microsecond)
 
-// hostDropsEvery is how often sendTakenIn reads the host socket's drop
-// counters (a syscall) while the kernel's count of frames passed on is
-// ahead of what the worker read.
+// hostDropsEvery is how often sockTaken reads a socket's drop counters (a
+// syscall) while the kernel's count of frames passed on is ahead of what
+// the worker read.
 const hostDropsEvery = int64(time.Millisecond)
 
 // sendTakenIn publishes how many host frames of the host port's first
@@ -348,16 +345,31 @@ const hostDropsEvery = int64(time.Millisecond)
 // unflushed batch of the socket, cannot be numbered after a later one.
 func (pl *lgPipeline) sendTakenIn(now int64, s *xdp.Socket) bool {
 	t := pl.fastTx.lgTx
-	taken := s.RxFrames() + pl.hostDrops
-	if t.ToGo().Load() != taken && now-pl.hostDropsAt >= hostDropsEvery {
-		pl.hostDropsAt = now
-		if st, err := s.Stats(); err == nil {
-			pl.hostDrops = st.RxDropped + st.RxRingFull
-			taken = s.RxFrames() + pl.hostDrops
-		}
-	}
+	taken := pl.hostTaken.count(now, s, t.ToGo().Load())
 	t.Consumed().Store(taken)
 	return t.ToGo().Load() == taken
+}
+
+// sockTaken counts the frames an AF_XDP socket took in of those its port's
+// program handed it: read, or dropped by the socket (its XDP_STATISTICS, a
+// syscall, read at most every hostDropsEvery while the count is short of
+// what the program handed it).
+type sockTaken struct {
+	drops   uint64
+	dropsAt int64
+}
+
+// count returns the frames socket s took in, want the program's count.
+func (c *sockTaken) count(now int64, s *xdp.Socket, want uint64) uint64 {
+	taken := s.RxFrames() + c.drops
+	if int64(taken-want) < 0 && now-c.dropsAt >= hostDropsEvery {
+		c.dropsAt = now
+		if st, err := s.Stats(); err == nil {
+			c.drops = st.RxDropped + st.RxRingFull
+			taken = s.RxFrames() + c.drops
+		}
+	}
+	return taken
 }
 
 // handOff gives the receiver's in-order point to the kernel when the

@@ -33,27 +33,6 @@ type CatchUpStats struct {
 	Kernel bpf.LGRxQueueCounters `json:"kernel"`
 }
 
-// linkTaken is how many frames the link port's data socket took in (read,
-// or dropped by its socket: its XDP_STATISTICS, read at most every
-// hostDropsEvery while the count is short of want), to compare with what
-// the program handed it (bpf.LGRx.QToGo).
-func (pl *lgPipeline) linkTaken(now int64, want uint64) uint64 {
-	socks := pl.w.ports[portLink].socks
-	if len(socks) == 0 {
-		return 0
-	}
-	s := socks[laneData]
-	taken := s.RxFrames() + pl.linkDrops
-	if int64(taken-want) < 0 && now-pl.linkDropsAt >= hostDropsEvery {
-		pl.linkDropsAt = now
-		if st, err := s.Stats(); err == nil {
-			pl.linkDrops = st.RxDropped + st.RxRingFull
-			taken = s.RxFrames() + pl.linkDrops
-		}
-	}
-	return taken
-}
-
 // catchUpEnv is the worker's side for linkguardian.CatchUp.Step.
 func (pl *lgPipeline) catchUpEnv(now int64) linkguardian.CatchUpEnv {
 	held, _ := pl.gate.holding()
@@ -65,8 +44,8 @@ func (pl *lgPipeline) catchUpEnv(now int64) linkguardian.CatchUpEnv {
 		DeliveriesOut: pl.deliveriesOut(),
 		RxWaiting:     pl.linkRxWaiting(),
 	}
-	if pl.catch.Active() {
-		env.TakenIn = pl.linkTaken(now, pl.fast.lgRx.QToGo())
+	if socks := pl.w.ports[portLink].socks; pl.catch.Active() && len(socks) > 0 {
+		env.TakenIn = pl.linkTaken.count(now, socks[laneData], pl.fast.lgRx.QToGo())
 	}
 	return env
 }

@@ -391,14 +391,9 @@ func (r *Receiver) Clean() bool {
 // QueuedFrom tells the receiver that the kernel queues from serial q on
 // (catchup.go): the sender sent every frame before it.
 func (r *Receiver) QueuedFrom(now int64, q seqhdr.Seq) {
-	last := q.Add(-1)
-	if r.handed || !seqhdr.Less(r.latest, last) {
-		return
+	if !r.handed {
+		r.sentThrough(now, q.Add(-1))
 	}
-	if seqhdr.Diff(last, r.ackNo) >= len(r.slots) && r.cfg.Mode != ModeMonitor {
-		r.forceTo(now, last.Add(1-len(r.slots)))
-	}
-	r.gap(now, last, true)
 }
 
 // HandOffQueued makes the receiver take the point as the kernel's after

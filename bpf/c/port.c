@@ -425,6 +425,15 @@ static __always_inline int lf_integrity(struct xdp_md *ctx, __u32 mode, int seal
 	return lf_crc32c(ctx, seal);
 }
 
+/* lf_lg_peer_ack keeps the ACK data frame eth (flags; its 22-byte header
+ * checked to be there) piggybacks in peer_ack (lf_lg_rx step 6, Q2). */
+static __always_inline void lf_lg_peer_ack(struct lg_rx_shared *s, const __u8 *eth, __u8 flags)
+{
+	if (flags & LF_FLAG_HAS_ACK)
+		LF_WRITE_ONCE(s->peer_ack, LF_LG_ACK_VALID | (flags & LF_FLAG_ACK_ERA ? LF_LG_ERA : 0) |
+						   ((__u64)eth[20] << 8 | eth[21]));
+}
+
 /* lf_lg_queue_copy copies data frame ctx (len bytes, linear, trailer of trl
  * bytes) into the queue slot as the host gets it: the MACs, the original
  * EtherType (Aux, bytes 18..19) and the payload from byte 22 on, the
@@ -520,11 +529,8 @@ static __always_inline int lf_lg_rx_queue(struct xdp_md *ctx, void *data, void *
 			return LF_LG_XSK;
 		}
 		if (__sync_val_compare_and_swap(&s->point, old, (old & ~LF_LG_SEQ_MASK) | ((seq + 1) & LF_LG_SEQ_MASK)) == old) {
-			__u8 *eth = data;
-
-			if ((flags & LF_FLAG_HAS_ACK) && data + LF_LG_DATA_OFF <= end)
-				LF_WRITE_ONCE(s->peer_ack, LF_LG_ACK_VALID | (flags & LF_FLAG_ACK_ERA ? LF_LG_ERA : 0) |
-								   ((__u64)eth[20] << 8 | eth[21]));
+			if (data + LF_LG_DATA_OFF <= end)
+				lf_lg_peer_ack(s, data, flags);
 			s->queued++;
 			return XDP_DROP;
 		}
@@ -707,9 +713,7 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 		return LF_LG_XSK;
 
 	/* 6. */
-	if (flags & LF_FLAG_HAS_ACK)
-		LF_WRITE_ONCE(s->peer_ack, LF_LG_ACK_VALID | (flags & LF_FLAG_ACK_ERA ? LF_LG_ERA : 0) |
-						   ((__u64)eth[20] << 8 | eth[21]));
+	lf_lg_peer_ack(s, eth, flags);
 	/* dst, src move forward by 8 (through a copy: the ranges overlap), the
 	 * original ethertype (Aux, 18..19) goes to 20..21, just behind them. */
 	__builtin_memcpy(aux, eth + 18, 2);
@@ -774,7 +778,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lg_tx_shared);
 } lg_tx SEC(".maps");
-
 
 /* The copy ring; Go sets max_entries (a power of two) before loading. */
 struct {
