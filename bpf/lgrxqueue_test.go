@@ -278,3 +278,35 @@ func TestLGTxPiggybacksQAck(t *testing.T) {
 		}
 	}
 }
+
+// A frame whose integrity trailer fails never starts queue mode nor joins
+// the queue: it goes to Go with the point untouched (Go counts and drops
+// it; the next frame, past the hole it leaves, gives the point back).
+func TestLGRxQueueCorruptFrame(t *testing.T) {
+	q := newQueueNet(t, 8, linkcrc.Csum)
+	seal := func(f []byte) []byte {
+		b := append(bytes.Clone(f), 0, 0, 0, 0)
+		n, ok := linkcrc.Csum.Seal(b, len(f))
+		if !ok {
+			t.Fatal("seal")
+		}
+		return b[:n]
+	}
+	bad := seal(lgData(t, 40, false, 0, 100))
+	bad[30] ^= 0x10
+	q.s.Point().Store(LGReq | 40)
+	if ret := q.judge(bad); ret != xdpPass || q.s.Point().Load() != LGReq|40 {
+		t.Fatalf("corrupt frame with REQ: verdict %d, point %#x; want XDP_PASS, REQ|40 untouched", ret, q.s.Point().Load())
+	}
+	if ret := q.judge(seal(lgData(t, 40, false, 0, 100))); ret != xdpDrop {
+		t.Fatalf("good frame 40: verdict %d, want queued", ret)
+	}
+	bad = seal(lgData(t, 41, false, 0, 100))
+	bad[40] ^= 0x01
+	if ret := q.judge(bad); ret != xdpPass || q.s.Point().Load() != LGOwned|LGQueue|41 {
+		t.Fatalf("corrupt frame in queue mode: verdict %d, point %#x; want XDP_PASS, OWNED|QUEUE|41 untouched", ret, q.s.Point().Load())
+	}
+	if c := q.s.QueueCounters(); c.Queued != 1 || c.Starts != 1 {
+		t.Errorf("counters %+v: want one start, one frame queued", c)
+	}
+}
