@@ -46,29 +46,52 @@ type DPStats struct {
 		}
 		Polls, Loops uint64
 	} `json:"dataplane"`
-	LinkGuardian *lgDoc `json:"linkguardian"`
-	Link0        struct {
-		Sockets []struct {
-			XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
-		} `json:"sockets"`
-	} `json:"port_link0"`
-	Host0 struct {
-		Sockets []struct {
-			XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
-		} `json:"sockets"`
-	} `json:"port_host0"`
+	LinkGuardian *lgDoc  `json:"linkguardian"`
+	Host0        portDoc `json:"port_host0"`
+}
+
+// portDoc is the part of a port's entry in /stats.json the experiments
+// read.
+type portDoc struct {
+	Sockets []struct {
+		XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
+	} `json:"sockets"`
+}
+
+// rxDrops is what the port's sockets dropped on receive (RX ring full, or
+// no fill buffer).
+func (p *portDoc) rxDrops() uint64 {
+	var n uint64
+	for _, k := range p.Sockets {
+		n += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
+	}
+	return n
+}
+
+// sockRxDrops reads rxDrops of the ports named from the dataplane's
+// /stats.json in ns.
+func sockRxDrops(ctx context.Context, ns string, ports []string) (map[string]uint64, error) {
+	var doc map[string]json.RawMessage
+	if err := FetchStats(ctx, ns, &doc); err != nil {
+		return nil, err
+	}
+	d := map[string]uint64{}
+	for _, name := range ports {
+		var p portDoc
+		if raw, ok := doc["port_"+name]; ok {
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, fmt.Errorf("statistics of the dataplane in %s: port %s: %w", ns, name, err)
+			}
+		}
+		d[name] = p.rxDrops()
+	}
+	return d, nil
 }
 
 // HostIngressDrops is the frames the host port's sockets dropped on receive
 // (RX ring full, or no fill buffer): what the host offered that never
 // entered the dataplane.
-func (s *DPStats) HostIngressDrops() uint64 {
-	var n uint64
-	for _, k := range s.Host0.Sockets {
-		n += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
-	}
-	return n
-}
+func (s *DPStats) HostIngressDrops() uint64 { return s.Host0.rxDrops() }
 
 // lgDoc is the part of /stats.json's "linkguardian" the experiments read.
 type lgDoc struct {

@@ -27,9 +27,13 @@ on class 1); arm none runs bare cells (--link-mode none) sprayed over every link
 RAIL's unprotected baseline. Once sw1 shows the gray links in class 3
 and the clean one in class 1, two iperf3 UDP flows run from h1 to h2 at once: one
 with --dscp 46, one without. It reports each flow's loss and the cell bytes of each
-loss class sent on every link during the flows (sw1's counters); the check (exit
-status 1 if missed): with classes, no class-1 byte on a gray link and no class-1
-datagram lost, in every run.`,
+loss class sent on every link during the flows (sw1's counters), and where
+datagrams went that the links did not drop: outside the fabric (host sockets,
+VOQs, h2's receive buffer), on sw2's busy sockets of the clean link, without a
+route. The check (exit status 1 if missed): with classes, no class-1 byte on a
+gray link and no class-1 datagram lost in the fabric, in every run. A class-1
+datagram counts as lost in the fabric beyond all the drops of a busy machine
+(outside the fabric, or sw2's clean-link sockets), which cover both flows.`,
 		Example: `  linkfabric cells classes
   linkfabric cells classes --runs 1 --arms classes --loss 3e-2 --gray 2,3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
