@@ -387,6 +387,9 @@ func runLG(t *testing.T, mode Mode, lgc LGConfig, imp bpf.ImpairConfig, size int
 	r = b.send(t, lgFrames, size, rate)
 	if mode != ModeForward {
 		s1, s2 = b.logLG(t)
+		if lgRxQueue > 0 && mode == ModeLG {
+			checkCatchUp(t, s2.CatchUp)
+		}
 	}
 	st = b.impairStats(t).Sub(before)
 	t.Logf("impairment on sw2 link0 (%v): %v", imp, st)
