@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"os"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -19,12 +18,12 @@ var lgOnFastPath bool
 func TestLGFastPathSuite(t *testing.T) {
 	lgOnFastPath = true
 	defer func() { lgOnFastPath = false }()
-	runLossSuite(t, true)
+	runLossSuite(t)
 }
 
 // runLossSuite runs the loss-recovery veth tests as subtests (under the
-// fast path the caller set up); withTCP adds HidesLossFromTCP.
-func runLossSuite(t *testing.T, withTCP bool) {
+// fast path the caller set up).
+func runLossSuite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    func(*testing.T)
@@ -34,9 +33,7 @@ func runLossSuite(t *testing.T, withTCP bool) {
 		{"BurstyLossRecovered", TestLGBurstyLossRecovered},
 		{"HidesLossFromTCP", TestLGHidesLossFromTCP},
 	} {
-		if tc.name != "HidesLossFromTCP" || withTCP {
-			t.Run(tc.name, tc.f)
-		}
+		t.Run(tc.name, tc.f)
 	}
 }
 
@@ -121,7 +118,7 @@ func withFastSend(t *testing.T, f func()) {
 // (HidesLossFromTCP: a host frame numbered out of its order at a hand-off
 // shows there, as it did before the exact count of frames passed to Go).
 func TestLGFastSendSuite(t *testing.T) {
-	withFastSend(t, func() { runLossSuite(t, true) })
+	withFastSend(t, func() { runLossSuite(t) })
 }
 
 // TestLGFastSendCarries: with 1 % loss on sw1→sw2 and both halves on,
@@ -238,36 +235,20 @@ func checkFastSend(t *testing.T, r *lgRun, s1 LGCore) {
 // slots (LGConfig.RxQueue).
 var lgRxQueue int
 
-// TestLGCatchUpSuite runs the UDP loss-recovery tests with both halves of
-// the fast path and the catch-up queue (--lg-rx-queue) at both ends: every
-// frame once, in order, losses recovered, the queue used in mode lg and
-// every frame it took delivered (checkCatchUp, in runLG). Bulk TCP is
-// TestLGCatchUpTCP's, a known bug.
+// TestLGCatchUpSuite runs the loss-recovery tests with both halves of the
+// fast path and the catch-up queue (--lg-rx-queue) at both ends: every frame
+// once, in order, losses recovered, the queue used in mode lg and every
+// frame it took delivered (checkCatchUp, in runLG and HidesLossFromTCP),
+// and bulk TCP through lg at 10⁻³ without retransmissions beyond the
+// frames h1's veth dropped. Those it does drop in about one transfer in
+// four (18-128): the drains delay sw1's polls of its host port, and a veth
+// whose qdisc is noqueue (the default) drops when its peer's ring of 256
+// is full; with a pfifo qdisc on h1's eth0 the veth holds the frames back
+// instead and none were dropped in 10 runs (docs/results.md).
 func TestLGCatchUpSuite(t *testing.T) {
 	lgRxQueue = 4096
 	defer func() { lgRxQueue = 0 }()
-	withFastSend(t, func() { runLossSuite(t, false) })
-}
-
-// TestLGCatchUpTCP is HidesLossFromTCP with the catch-up queue: a known bug,
-// run only with LF_KNOWN_BUGS=1. Bulk TCP through it at 10⁻³ sees segments
-// out of order at h2 (TcpExtTCPOFOQueue up to 602) and more than 10 fast
-// retransmissions at h1 (up to 327; TCPDSACKRecv 0) in about one transfer
-// in four: 6 of 20 runs, 2 of 8 interleaved with TestLGFastSendSuite's TCP
-// case (0 of 8 failed, TCPOFOQueue 0 in all), 8 of 22 with the queue at sw2
-// alone (so: sw2's receive side), while the UDP sink tests above never see
-// a frame missing, twice or out of order, and sw2 delivered as many frames
-// as h2's veth counted. Holding the core's deliveries after a drain as
-// after a claim (hostgate.go) did not help (5 of 26). The cause is not
-// found; --lg-rx-queue stays experimental and off by default until this
-// passes.
-func TestLGCatchUpTCP(t *testing.T) {
-	if os.Getenv("LF_KNOWN_BUGS") == "" {
-		t.Skip("known bug: with the catch-up queue bulk TCP sees segments out of order in about one transfer in four; LF_KNOWN_BUGS=1 runs it")
-	}
-	lgRxQueue = 4096
-	defer func() { lgRxQueue = 0 }()
-	withFastSend(t, func() { TestLGHidesLossFromTCP(t) })
+	withFastSend(t, func() { runLossSuite(t) })
 }
 
 // checkCatchUp: the catch-up queue started, delivered every frame it took
