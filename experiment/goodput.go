@@ -106,6 +106,11 @@ type GoodputSample struct {
 	HeldByCreditMs   float64 `json:"held_by_credit_ms,omitempty"`
 	HeldByPauseMs    float64 `json:"held_by_pause_ms,omitempty"`
 	IngressDrops     uint64  `json:"ingress_drops"`
+	// HostVethDrops counts frames h1's own veth dropped during the run:
+	// its peer, sw1's host port, had its ring of 256 full (not polled in
+	// time; with native XDP on the host port the frames never reach an
+	// AF_XDP socket). Each costs TCP a retransmission.
+	HostVethDrops uint64 `json:"h1_veth_drops"`
 	// The kernel's share (lg/lgnb, --fastpath xdp): of the data frames
 	// sw1 sent, those its kernel send path numbered and sent
 	// (--lg-fast-send), and of those sw2 delivered, those its kernel
@@ -178,8 +183,8 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 					extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d; retx p99 %.0f µs, reorder peak %d B, %d pauses; sw1 held host frames %.0f ms for credit, %.0f ms paused; kernel sent %.0f%%, delivered %.0f%%",
 						s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs, 100*s.KernelSent, 100*s.KernelDelivered)
 				}
-				e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d; link dropped %d/%d frames (%.3g)%s",
-					s.Gbps, s.Retransmits, s.IngressDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
+				e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d, h1's veth %d; link dropped %d/%d frames (%.3g)%s",
+					s.Gbps, s.Retransmits, s.IngressDrops, s.HostVethDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
 				res.Samples = append(res.Samples, s)
 				gbps = append(gbps, s.Gbps)
 			}
@@ -224,11 +229,18 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	}); err != nil {
 		return nil, err
 	}
+	veth0, err := netns.LinkTxDrops(e.NS("h1"), "eth0")
+	if err != nil {
+		return nil, err
+	}
 	ip, err := e.Iperf3(ctx, cfg.Duration, "-C", cc)
 	if err != nil {
 		return nil, err
 	}
 	s.Gbps, s.Retransmits = ip.Gbps, ip.Retransmits
+	if veth1, err := netns.LinkTxDrops(e.NS("h1"), "eth0"); err == nil {
+		s.HostVethDrops = veth1 - veth0
+	}
 	if err := dp.Alive(); err != nil {
 		return nil, err
 	}
