@@ -165,11 +165,12 @@ func TestFCTControlAndCost(t *testing.T) {
 // TestGoodputTextKernelShare: the per-run table shows, for lg arms, the
 // kernel's share of what sw1 sent and sw2 delivered (a run whose sending
 // stayed with the worker reads as a low "kernel sent"), and dashes for the
-// unprotected arm.
+// unprotected arm; beside the TCP retransmissions, the frames h1's veth
+// dropped.
 func TestGoodputTextKernelShare(t *testing.T) {
 	r := &GoodputResult{Config: GoodputConfig{Duration: time.Second, Runs: 1, Arms: []string{"loss", "lg"}}, Samples: []*GoodputSample{
 		{Arm: "loss", Gbps: 5.5},
-		{Arm: "lg", Gbps: 2.4, KernelSent: 0.612, KernelDelivered: 0.997},
+		{Arm: "lg", Gbps: 2.4, Retransmits: 37, HostVethDrops: 36, KernelSent: 0.612, KernelDelivered: 0.997},
 	}}
 	r.Table = fct.NewGoodputTable([]fct.GoodputCell{{Arm: "loss", Gbps: 5.5}, {Arm: "lg", Gbps: 2.4}}, "loss")
 	txt := r.Text()
@@ -185,10 +186,10 @@ func TestGoodputTextKernelShare(t *testing.T) {
 			loss = l
 		}
 	}
-	if f := strings.Fields(lg); len(f) < 14 || f[12] != "61%" || f[13] != "100%" {
-		t.Errorf("lg row %q: want kernel sent 61%%, delivered 100%%", lg)
+	if f := strings.Fields(lg); len(f) != 15 || f[4] != "37" || f[5] != "36" || f[13] != "61%" || f[14] != "100%" {
+		t.Errorf("lg row %q: want 37 TCP retransmissions, 36 h1 veth drops, kernel sent 61%%, delivered 100%%", lg)
 	}
-	if f := strings.Fields(loss); len(f) < 14 || f[12] != "-" || f[13] != "-" {
+	if f := strings.Fields(loss); len(f) != 15 || f[13] != "-" || f[14] != "-" {
 		t.Errorf("loss row %q: want dashes for the kernel shares", loss)
 	}
 }

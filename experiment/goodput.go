@@ -306,15 +306,15 @@ func (r *GoodputResult) Text() string {
 	}
 	b.WriteString("\n\nper run:\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "arm\tloss\trun\tGbit/s\tTCP retrans\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tkernel sent\tkernel delivered\t")
+	fmt.Fprintln(w, "arm\tloss\trun\tGbit/s\tTCP retrans\th1 veth drops\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tkernel sent\tkernel delivered\t")
 	for _, s := range r.Samples {
 		if s.Arm == "loss" {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
-				s.FramesSeen, s.FramesDropped, s.ActualLoss)
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
+				s.HostVethDrops, s.FramesSeen, s.FramesDropped, s.ActualLoss)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t%.0f%%\t%.0f%%\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
-			s.FramesSeen, s.FramesDropped, s.ActualLoss, s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, 100*s.KernelSent, 100*s.KernelDelivered)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t%.0f%%\t%.0f%%\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
+			s.HostVethDrops, s.FramesSeen, s.FramesDropped, s.ActualLoss, s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, 100*s.KernelSent, 100*s.KernelDelivered)
 	}
 	w.Flush()
 	return b.String()
