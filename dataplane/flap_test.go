@@ -37,6 +37,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	if lgOnFastPath && mode != ModeForward {
 		cfg.FastPath = FastPathXDP
 		cfg.LG.FastSend = lgFastSend
+		cfg.LG.RxQueue = lgRxQueue
 	}
 	sw1 := startWatched(t, tb.NS("sw1"), cfg)
 	sw2 := startWatched(t, tb.NS("sw2"), cfg)
@@ -104,8 +105,16 @@ func linkFlap(t *testing.T, mode Mode) {
 		// The kernel delivered at both ends, and the point changed hands
 		// around the flap (the session's reset claims it).
 		for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-			rs := s.d.LGStats().Core().Receiver
+			c := s.d.LGStats().Core()
+			rs := c.Receiver
 			t.Logf("%s receiver: %+v", name, rs)
+			if cfg.LG.RxQueue > 0 {
+				if cu := c.CatchUp; cu == nil || cu.DrainErrs != 0 || cu.Kernel.DrainErr != 0 || cu.Kernel.Drained > cu.Kernel.Queued {
+					t.Errorf("%s's catch-up queue: %+v; want it on, no drain error, nothing drained that was not queued", name, cu)
+				} else {
+					t.Logf("%s catch-up: %+v", name, *cu)
+				}
+			}
 			if rs == nil || rs.FastDelivered == 0 || rs.FastHandOffs < 2 || rs.FastClaims == 0 {
 				t.Errorf("%s's receiver %+v: want frames delivered by the kernel and the point handed over again after the flap", name, rs)
 			}

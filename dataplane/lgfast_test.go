@@ -208,6 +208,15 @@ func TestLGFastSendLinkFlap(t *testing.T) {
 	withFastSend(t, func() { linkFlap(t, ModeLG) })
 }
 
+// TestLGCatchUpLinkFlap is TestLGFastSendLinkFlap with the catch-up queue
+// at both ends: link0 down for 2 s under TCP both ways while the kernel may
+// hold frames in its queue; TCP resumes both ways.
+func TestLGCatchUpLinkFlap(t *testing.T) {
+	lgRxQueue = 4096
+	defer func() { lgRxQueue = 0 }()
+	withFastSend(t, func() { linkFlap(t, ModeLG) })
+}
+
 // checkFastSend checks sw1's send half after a run: its kernel numbered
 // and sent data frames, the core adopted every one of them, the direction
 // host0 → link0 reports path xdp and the kernel's count, and the kernel
