@@ -29,8 +29,8 @@ link, starts fresh dataplanes and runs one iperf3 TCP flow from h1 to h2 for --d
 It prints the paper's Table 3 layout (Gbit/s and the ratio to the same arm at loss
 0), then per run the TCP retransmissions, the frames h1's own veth dropped (sw1's
 host port not polled in time: each costs TCP a retransmission the link did not
-cause), the loss the link really applied and LinkGuardian's recovery counters, and writes JSON to --out. TCP in h1 and h2 is set
-up as for 'linkfabric fct'.`,
+cause), the loss the link really applied and LinkGuardian's recovery counters,
+and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 		Example: `  linkfabric goodput
   linkfabric goodput --duration 3s --losses 0,1e-3,1e-2 --arms loss,lg`,
 		RunE: func(cmd *cobra.Command, args []string) error {
