@@ -291,17 +291,14 @@ func (r *CellsClassesRun) class1FabricLost() int {
 type classesAside struct{ cleanRx, noRoute, reasm uint64 }
 
 func (e *Env) readClassesAside(ctx context.Context, gray map[string]bool) (a classesAside) {
-	var s1, s2 cellsStats
-	if FetchStats(ctx, e.NS("sw1"), &s1) == nil {
+	if s1, err := FetchCellsStats(ctx, e.NS("sw1")); err == nil {
 		a.noRoute = s1.Cells.Node.NoRoute
 	}
-	if FetchStats(ctx, e.NS("sw2"), &s2) == nil {
+	if s2, err := FetchCellsStats(ctx, e.NS("sw2")); err == nil {
 		a.reasm = s2.Cells.ReasmDiscards
-	}
-	if d, err := sockRxDrops(ctx, e.NS("sw2"), bundleLinks); err == nil {
-		for name, n := range d {
+		for _, name := range bundleLinks {
 			if !gray[name] {
-				a.cleanRx += n
+				a.cleanRx += s2.Port(name).RxSocketDrops
 			}
 		}
 	}

@@ -178,7 +178,6 @@ type cellsStats struct {
 			Resprayed    uint64 `json:"Resprayed"`
 			RespraysDrop uint64 `json:"RespraysDrop"`
 			VOQDrops     uint64 `json:"VOQDrops"`
-			NoRoute      uint64 `json:"NoRoute"`
 		} `json:"node"`
 		Reasm struct {
 			Duplicates uint64 `json:"Duplicates"`

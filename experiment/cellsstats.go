@@ -59,19 +59,13 @@ func FetchCellsStats(ctx context.Context, ns string) (*CellsNodeStats, error) {
 	}
 	s.Ports = dp.Ports
 	for i := range s.Ports {
-		var pd struct {
-			Sockets []struct {
-				XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
-			} `json:"sockets"`
-		}
+		var pd portDoc
 		if raw := doc["port_"+s.Ports[i].Name]; raw != nil {
 			if err := json.Unmarshal(raw, &pd); err != nil {
 				return nil, fmt.Errorf("port %s of the dataplane in %s: %w", s.Ports[i].Name, ns, err)
 			}
 		}
-		for _, k := range pd.Sockets {
-			s.Ports[i].RxSocketDrops += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
-		}
+		s.Ports[i].RxSocketDrops = pd.rxDrops()
 	}
 	return &s, nil
 }

@@ -68,26 +68,6 @@ func (p *portDoc) rxDrops() uint64 {
 	return n
 }
 
-// sockRxDrops reads rxDrops of the ports named from the dataplane's
-// /stats.json in ns.
-func sockRxDrops(ctx context.Context, ns string, ports []string) (map[string]uint64, error) {
-	var doc map[string]json.RawMessage
-	if err := FetchStats(ctx, ns, &doc); err != nil {
-		return nil, err
-	}
-	d := map[string]uint64{}
-	for _, name := range ports {
-		var p portDoc
-		if raw, ok := doc["port_"+name]; ok {
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, fmt.Errorf("statistics of the dataplane in %s: port %s: %w", ns, name, err)
-			}
-		}
-		d[name] = p.rxDrops()
-	}
-	return d, nil
-}
-
 // HostIngressDrops is the frames the host port's sockets dropped on receive
 // (RX ring full, or no fill buffer): what the host offered that never
 // entered the dataplane.
