@@ -210,7 +210,8 @@ func TestLGFastSendLinkFlap(t *testing.T) {
 
 // TestLGCatchUpLinkFlap is TestLGFastSendLinkFlap with the catch-up queue
 // at both ends: link0 down for 2 s under TCP both ways while the kernel may
-// hold frames in its queue; TCP resumes both ways.
+// hold frames in its queue; TCP resumes both ways, and at each end the
+// queue started and delivered what it took (checkCatchUp).
 func TestLGCatchUpLinkFlap(t *testing.T) {
 	lgRxQueue = 4096
 	defer func() { lgRxQueue = 0 }()
