@@ -243,7 +243,11 @@ func (r *Receiver) FastOwned() bool { return r.handed }
 // nothing and waits for nothing (see the package's "receive fast path"
 // section for the integrator's conditions). It reports whether the kernel
 // owns the point.
-func (r *Receiver) HandOff(now int64) bool {
+func (r *Receiver) HandOff(now int64) bool { return r.handOff(now, true) }
+
+// handOff is HandOff; publish false leaves the point alone (the kernel
+// already owns it: HandOffQueued).
+func (r *Receiver) handOff(now int64, publish bool) bool {
 	if r.fast == nil {
 		return false
 	}
@@ -253,7 +257,9 @@ func (r *Receiver) HandOff(now int64) bool {
 	if !r.Clean() {
 		return false
 	}
-	r.fast.Point.Store(FastOwned | r.wakeBits() | uint64(r.ackNo))
+	if publish {
+		r.fast.Point.Store(FastOwned | r.wakeBits() | uint64(r.ackNo))
+	}
 	r.handed = true
 	r.Stats.FastHandOffs++
 	r.fastGap = r.fastCheckBase()
@@ -399,19 +405,7 @@ func (r *Receiver) QueuedFrom(now int64, q seqhdr.Seq) {
 // HandOffQueued makes the receiver take the point as the kernel's after
 // queue mode started at its ackNo (catchup.go); the kernel already owns the
 // point. It reports whether the receiver is handed.
-func (r *Receiver) HandOffQueued(now int64) bool {
-	if r.fast == nil || r.handed {
-		return r.handed
-	}
-	if !r.Clean() {
-		return false
-	}
-	r.handed = true
-	r.Stats.FastHandOffs++
-	r.fastGap = r.fastCheckBase()
-	r.fastCheckAt = now + r.fastGap
-	return true
-}
+func (r *Receiver) HandOffQueued(now int64) bool { return r.handOff(now, false) }
 
 // truncateAt forgets what the receiver knows of frames at or after start
 // (the kernel's catch-up queue has them: catchup.go, reconcile): missing
