@@ -65,6 +65,11 @@ type FCTConfig struct {
 	// --link-loss LOSS, which they may override).
 	RunArgs []string `json:"run_args,omitempty"`
 	MTU     int      `json:"mtu,omitempty"` // host MTU (default 1500)
+	// Rounds splits each arm's flows into this many rounds, the arms
+	// interleaved (their order reversed every other round), so that a
+	// machine whose speed drifts over the minutes weighs on every arm alike,
+	// and each round gives its own ratios (0 or 1: every arm once).
+	Rounds int `json:"rounds,omitempty"`
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
@@ -78,9 +83,15 @@ func (c *FCTConfig) Normalize() error {
 	if len(c.Flows) != 1 && len(c.Flows) != len(c.Sizes) {
 		return fmt.Errorf("fct: %d flow counts for %d sizes: give one count for all sizes or one per size", len(c.Flows), len(c.Sizes))
 	}
+	if c.Rounds <= 0 {
+		c.Rounds = 1
+	}
 	for _, n := range c.Flows {
 		if n <= 0 {
 			return fmt.Errorf("fct: flow count %d: must be positive", n)
+		}
+		if n < c.Rounds {
+			return fmt.Errorf("fct: %d flows cannot be split into %d rounds: give more flows or fewer rounds", n, c.Rounds)
 		}
 	}
 	if len(c.Arms) == 0 {
@@ -140,6 +151,35 @@ func (c *FCTConfig) FlowsFor(i int) int {
 		return c.Flows[0]
 	}
 	return c.Flows[i]
+}
+
+// round is the configuration of round r (from 0) of c.Rounds: each size's
+// flows split as evenly as they go, the impairment seed advanced by r so
+// that the rounds do not repeat one loss pattern.
+func (c *FCTConfig) round(r int) FCTConfig {
+	rc := *c
+	rc.Flows = make([]int, len(c.Sizes))
+	for i := range c.Sizes {
+		n := c.FlowsFor(i)
+		rc.Flows[i] = n / c.Rounds
+		if r < n%c.Rounds {
+			rc.Flows[i]++
+		}
+	}
+	rc.Seed = c.Seed + uint64(r)
+	rc.Rounds = 1
+	return rc
+}
+
+// roundOrder is the order of the arms in round r: as given in even rounds,
+// reversed in odd ones.
+func roundOrder(arms []string, r int) []string {
+	if r%2 == 0 {
+		return arms
+	}
+	rev := slices.Clone(arms)
+	slices.Reverse(rev)
+	return rev
 }
 
 func (c *FCTConfig) impairment() (bpf.ImpairConfig, error) {
@@ -228,7 +268,13 @@ type FCTResult struct {
 	Seconds    float64     `json:"seconds"` // the whole experiment, testbed included
 	Arms       []*FCTArm   `json:"arms"`
 	FCT        fct.Results `json:"fct"` // summaries, ratios to noloss, TCP settings read back
-	Flows      []fct.Flow  `json:"-"`
+	// Rounds: with Config.Rounds > 1, each round's own summaries (the
+	// pooled ones are in FCT), from which the table gives per-round ratios.
+	Rounds [][]fct.Summary `json:"rounds,omitempty"`
+	// RoundRatios: LinkGuardian's costs (as the table's last lines) round
+	// by round, with their medians.
+	RoundRatios []FCTRoundRatio `json:"round_ratios,omitempty"`
+	Flows       []fct.Flow      `json:"-"`
 }
 
 // FCT runs the flow-completion-time experiment on a fresh pair testbed: for
@@ -260,8 +306,8 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	for i, s := range cfg.Sizes {
 		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))
 	}
-	e.progress("fct: pair testbed %q; arms %s; %s flows per arm (%s tool, %s); loss %s on sw1→sw2",
-		e.Prefix, strings.Join(cfg.Arms, ","), strings.Join(counts, " + "), cfg.Tool, cc, res.Impairment)
+	e.progress("fct: pair testbed %q; arms %s; %s flows per arm in %d round(s) (%s tool, %s); loss %s on sw1→sw2",
+		e.Prefix, strings.Join(cfg.Arms, ","), strings.Join(counts, " + "), cfg.Rounds, cfg.Tool, cc, res.Impairment)
 	tb, err := e.Up(netns.ForwardingNone, cfg.MTU)
 	if err != nil {
 		return nil, err
@@ -274,20 +320,56 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	}
 	e.progress("fct: TCP %s", tcpSummary(reports[0]))
 
+	byArm := map[string]*FCTArm{}
 	var flows []fct.Flow
-	for i, arm := range cfg.Arms {
-		e.progress("fct: [%d/%d] %s: %s", i+1, len(cfg.Arms), arm, fctArmWhat[arm])
-		a, fl, err := e.fctArm(ctx, tb, arm, cfg, cc, imp)
-		if err != nil {
-			return nil, fmt.Errorf("fct %s: %w", arm, err)
+	step, steps := 0, cfg.Rounds*len(cfg.Arms)
+	for r := range cfg.Rounds {
+		rc := cfg.round(r)
+		imp, _ := rc.impairment()
+		var roundFlows []fct.Flow
+		for _, arm := range roundOrder(cfg.Arms, r) {
+			step++
+			if cfg.Rounds > 1 {
+				e.progress("fct: [%d/%d] round %d/%d, %s: %s", step, steps, r+1, cfg.Rounds, arm, fctArmWhat[arm])
+			} else {
+				e.progress("fct: [%d/%d] %s: %s", step, steps, arm, fctArmWhat[arm])
+			}
+			a, fl, err := e.fctArm(ctx, tb, arm, rc, cc, imp)
+			if err != nil {
+				return nil, fmt.Errorf("fct %s: %w", arm, err)
+			}
+			if t := byArm[arm]; t != nil {
+				t.add(a)
+			} else {
+				byArm[arm] = a
+			}
+			roundFlows = append(roundFlows, fl...)
+			for _, s := range fct.Summarize(fl) {
+				e.progress("fct:   %s %s: %d flows (%d failed), p50 %s p99 %s p99.9 %s max %s µs; %d with a TCP retransmission",
+					arm, fct.FormatSize(s.Size), s.Count, s.Failed, usStr(s.P50), usStr(s.P99), usStr(s.P999), usStr(s.Max), s.Retransmitted)
+			}
+			e.progress("fct:   %s: %.1fs; %s", arm, a.Seconds, a.lossNote())
 		}
-		res.Arms = append(res.Arms, a)
-		flows = append(flows, fl...)
-		for _, s := range fct.Summarize(fl) {
-			e.progress("fct:   %s %s: %d flows (%d failed), p50 %s p99 %s p99.9 %s max %s µs; %d with a TCP retransmission",
-				arm, fct.FormatSize(s.Size), s.Count, s.Failed, usStr(s.P50), usStr(s.P99), usStr(s.P999), usStr(s.Max), s.Retransmitted)
+		if cfg.Rounds > 1 {
+			res.Rounds = append(res.Rounds, fct.Summarize(roundFlows))
 		}
-		e.progress("fct:   %s: %.1fs; %s", arm, a.Seconds, a.lossNote())
+		flows = append(flows, roundFlows...)
+	}
+	for _, arm := range cfg.Arms {
+		res.Arms = append(res.Arms, byArm[arm])
+	}
+	if cfg.Rounds > 1 {
+		// Each run numbered its flows from 0: number them across the rounds.
+		type armSize struct {
+			arm  string
+			size int64
+		}
+		next := map[armSize]int{}
+		for k := range flows {
+			as := armSize{flows[k].Arm, flows[k].Size}
+			flows[k].ID = next[as]
+			next[as]++
+		}
 	}
 	ref := fct.DefaultReference
 	if !slices.Contains(cfg.Arms, ref) {
@@ -300,6 +382,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 		"tool": cfg.Tool, "congestion_control": cc, "impairment": res.Impairment,
 		"direction": "h1 → h2 (data crosses sw1→sw2, the impaired direction)",
 	}
+	res.RoundRatios = res.roundRatios()
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
@@ -470,6 +553,23 @@ func checkIperf2() error {
 	return nil
 }
 
+// add folds b, the same arm's next round, into a: counts add up, rates
+// are recomputed, the retransmission delay's p99 is the worse round's.
+func (a *FCTArm) add(b *FCTArm) {
+	a.Seconds += b.Seconds
+	a.FramesSeen += b.FramesSeen
+	a.FramesDropped += b.FramesDropped
+	a.ActualLoss = ratio(float64(a.FramesDropped), float64(a.FramesSeen))
+	a.LostDetected += b.LostDetected
+	a.Recovered += b.Recovered
+	a.AckNoTimeouts += b.AckNoTimeouts
+	a.Copies = max(a.Copies, b.Copies)
+	a.RetxCopies += b.RetxCopies
+	a.RetxDelayP99us = max(a.RetxDelayP99us, b.RetxDelayP99us)
+	a.CaptureDropped += b.CaptureDropped
+	a.Control = a.Control.plus(b.Control)
+}
+
 func (a *FCTArm) lossNote() string {
 	switch {
 	case a.Name == "kernel":
@@ -511,8 +611,12 @@ func (r *FCTResult) Table() string {
 	for i, s := range c.Sizes {
 		counts = append(counts, fmt.Sprintf("%d × %s", c.FlowsFor(i), fct.FormatSize(s)))
 	}
-	fmt.Fprintf(&b, "linkfabric fct: h1 → sw1 ══ sw2 → h2, %s flows per arm, %s tool, %s; loss on sw1→sw2: %s\n",
-		strings.Join(counts, " + "), c.Tool, r.CC, r.Impairment)
+	perArm := strings.Join(counts, " + ") + " flows per arm"
+	if c.Rounds > 1 {
+		perArm += fmt.Sprintf(" in %d interleaved rounds", c.Rounds)
+	}
+	fmt.Fprintf(&b, "linkfabric fct: h1 → sw1 ══ sw2 → h2, %s, %s tool, %s; loss on sw1→sw2: %s\n",
+		perArm, c.Tool, r.CC, r.Impairment)
 	fmt.Fprintf(&b, "kernel %s, %d CPUs; %.0fs in all\n", r.Kernel, r.CPUs, r.Seconds)
 	for _, rep := range r.FCT.Settings {
 		fmt.Fprintf(&b, "TCP in %s: %s\n", rep.Namespace, tcpSummary(rep))
@@ -564,9 +668,19 @@ func (r *FCTResult) Table() string {
 		}
 	}
 	if lines := r.lgCost(); len(lines) > 0 {
-		b.WriteString("\nLinkGuardian's own cost (targets: lg-noloss p50 ≤ 1.1× noloss; lg p99.9 ≤ 1.2× lg-noloss):\n")
+		b.WriteString("\nLinkGuardian's own cost (targets: lg-noloss p50 ≤ 1.1× noloss; lg p99.9 ≤ 1.2× no loss, lg-noloss's or noloss's):\n")
 		for _, l := range lines {
 			b.WriteString("  " + l + "\n")
+		}
+	}
+	if len(r.RoundRatios) > 0 {
+		fmt.Fprintf(&b, "\nthe same, round by round (%d rounds, the arms interleaved):\n", len(r.Rounds))
+		for _, rr := range r.RoundRatios {
+			var vs []string
+			for _, v := range rr.Rounds {
+				vs = append(vs, fmt.Sprintf("%.2f", v))
+			}
+			fmt.Fprintf(&b, "  %s %s %s/%s: %s (median %.2fx)\n", fct.FormatSize(rr.Size), rr.Stat, rr.Arm, rr.Ref, strings.Join(vs, ", "), rr.Median)
 		}
 	}
 	return b.String()
@@ -574,7 +688,13 @@ func (r *FCTResult) Table() string {
 
 // summary is the FCT summary of arm at size, if it has completed flows.
 func (r *FCTResult) summary(arm string, size int64) (fct.Summary, bool) {
-	for _, s := range r.FCT.Summaries {
+	return findSummary(r.FCT.Summaries, arm, size)
+}
+
+// findSummary is the summary of arm at size in sums, if it has completed
+// flows.
+func findSummary(sums []fct.Summary, arm string, size int64) (fct.Summary, bool) {
+	for _, s := range sums {
 		if s.Arm == arm && s.Size == size {
 			return s, s.Count > 0
 		}
@@ -582,28 +702,96 @@ func (r *FCTResult) summary(arm string, size int64) (fct.Summary, bool) {
 	return fct.Summary{}, false
 }
 
-// lgCost compares lg at loss 0 (the worker path, the kernel receive path
-// -xdp, both halves in the kernel -xdp-both) with both forward paths at p50,
-// and lg on the lossy link with lg at loss 0 at p99.9 (path by path).
+// fctComparison is a ratio the table reports: the statistic Stat (p50 or
+// p99.9) of Arm's flows of Size over the same statistic of Ref's.
+type fctComparison struct {
+	Size     int64
+	Stat     string
+	Arm, Ref string
+}
+
+func (c fctComparison) String() string { return fmt.Sprintf("%s %s/%s", c.Stat, c.Arm, c.Ref) }
+
+// in is the ratio in sums; false when either arm has no completed flows.
+func (c fctComparison) in(sums []fct.Summary) (float64, bool) {
+	a, okA := findSummary(sums, c.Arm, c.Size)
+	b, okB := findSummary(sums, c.Ref, c.Size)
+	if !okA || !okB {
+		return 0, false
+	}
+	stat := func(s fct.Summary) time.Duration {
+		if c.Stat == "p50" {
+			return s.P50
+		}
+		return s.P999
+	}
+	return ratio(float64(stat(a)), float64(stat(b))), true
+}
+
+// lgComparisons are LinkGuardian's own costs at size: lg at loss 0 (the
+// worker path, the kernel receive path -xdp, both halves in the kernel
+// -xdp-both) against both forward paths at p50, and lg on the lossy link
+// against lg at loss 0 (path by path) and forward at loss 0 at p99.9. The
+// arms a run lacks drop out where the ratios are taken.
+func lgComparisons(size int64) []fctComparison {
+	var out []fctComparison
+	for _, path := range []string{"", "-xdp", "-xdp-both"} {
+		out = append(out,
+			fctComparison{size, "p50", "lg-noloss" + path, "noloss"},
+			fctComparison{size, "p50", "lg-noloss" + path, "noloss-afxdp"},
+			fctComparison{size, "p99.9", "lg" + path, "lg-noloss" + path},
+			fctComparison{size, "p99.9", "lg" + path, "noloss"})
+	}
+	return out
+}
+
+// lgCost renders lgComparisons over all flows, a line per size.
 func (r *FCTResult) lgCost() []string {
 	var out []string
 	for _, size := range r.Config.Sizes {
 		var parts []string
-		for _, path := range []string{"", "-xdp", "-xdp-both"} {
-			l0, ok0 := r.summary("lg-noloss"+path, size)
-			if ok0 {
-				for _, ref := range []string{"noloss", "noloss-afxdp"} {
-					if s, ok := r.summary(ref, size); ok {
-						parts = append(parts, fmt.Sprintf("p50 lg-noloss%s/%s %.2fx", path, ref, ratio(float64(l0.P50), float64(s.P50))))
-					}
-				}
-			}
-			if lg, ok := r.summary("lg"+path, size); ok && ok0 {
-				parts = append(parts, fmt.Sprintf("p99.9 lg%s/lg-noloss%s %.2fx", path, path, ratio(float64(lg.P999), float64(l0.P999))))
+		for _, c := range lgComparisons(size) {
+			if v, ok := c.in(r.FCT.Summaries); ok {
+				parts = append(parts, fmt.Sprintf("%s %.2fx", c, v))
 			}
 		}
 		if len(parts) > 0 {
 			out = append(out, fmt.Sprintf("%s: %s", fct.FormatSize(size), strings.Join(parts, ", ")))
+		}
+	}
+	return out
+}
+
+// FCTRoundRatio is one of lgComparisons taken in every round, and the
+// median of the rounds.
+type FCTRoundRatio struct {
+	Size   int64     `json:"size"`
+	Stat   string    `json:"stat"`
+	Arm    string    `json:"arm"`
+	Ref    string    `json:"ref"`
+	Rounds []float64 `json:"rounds"`
+	Median float64   `json:"median"`
+}
+
+// roundRatios takes lgComparisons in each of r.Rounds (none with fewer
+// than two rounds).
+func (r *FCTResult) roundRatios() []FCTRoundRatio {
+	if len(r.Rounds) < 2 {
+		return nil
+	}
+	var out []FCTRoundRatio
+	for _, size := range r.Config.Sizes {
+		for _, c := range lgComparisons(size) {
+			rr := FCTRoundRatio{Size: size, Stat: c.Stat, Arm: c.Arm, Ref: c.Ref}
+			for _, sums := range r.Rounds {
+				if v, ok := c.in(sums); ok {
+					rr.Rounds = append(rr.Rounds, v)
+				}
+			}
+			if len(rr.Rounds) > 0 {
+				rr.Median = Median(slices.Clone(rr.Rounds))
+				out = append(out, rr)
+			}
 		}
 	}
 	return out

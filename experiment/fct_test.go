@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,72 @@ func TestGoodputTextKernelShare(t *testing.T) {
 	}
 	if f := strings.Fields(loss); len(f) != 15 || f[13] != "-" || f[14] != "-" {
 		t.Errorf("loss row %q: want dashes for the kernel shares", loss)
+	}
+}
+
+// TestFCTRounds: --rounds splits each size's flows as evenly as they go,
+// advances the loss seed, reverses the arms every other round, folds an
+// arm's rounds into one row, and gives LinkGuardian's ratios per round with
+// their median.
+func TestFCTRounds(t *testing.T) {
+	c := FCTConfig{Sizes: []int64{143, 24387}, Flows: []int{10, 3}, Rounds: 3, Seed: 7}
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]int
+	for r := range c.Rounds {
+		rc := c.round(r)
+		if rc.Seed != 7+uint64(r) || rc.Rounds != 1 {
+			t.Fatalf("round %d: seed %d rounds %d", r, rc.Seed, rc.Rounds)
+		}
+		got = append(got, []int{rc.FlowsFor(0), rc.FlowsFor(1)})
+	}
+	if want := [][]int{{4, 1}, {3, 1}, {3, 1}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("flows per round: %v, want %v", got, want)
+	}
+	if bad := (FCTConfig{Flows: []int{2}, Rounds: 3}); bad.Normalize() == nil {
+		t.Fatal("2 flows in 3 rounds: no error")
+	}
+	arms := []string{"noloss", "lg-noloss", "lg"}
+	if o := roundOrder(arms, 1); strings.Join(o, ",") != "lg,lg-noloss,noloss" || strings.Join(roundOrder(arms, 2), ",") != "noloss,lg-noloss,lg" {
+		t.Fatalf("orders: %v", o)
+	}
+
+	a := &FCTArm{Name: "lg", Seconds: 1, FramesSeen: 100, FramesDropped: 1, LostDetected: 1, Recovered: 1, Copies: 2, RetxDelayP99us: 300,
+		Control: FCTControl{DataFrames: 10, Dummies: 2, Wakeups: 5}}
+	a.add(&FCTArm{Name: "lg", Seconds: 2, FramesSeen: 300, FramesDropped: 3, LostDetected: 3, Recovered: 2, Copies: 2, RetxDelayP99us: 200,
+		Control: FCTControl{DataFrames: 30, ExplicitAcks: 2, Wakeups: 15}})
+	if a.Seconds != 3 || a.FramesSeen != 400 || a.ActualLoss != 0.01 || a.LostDetected != 4 || a.Recovered != 3 || a.RetxDelayP99us != 300 ||
+		a.Control.DataFrames != 40 || a.Control.ControlPerData != 0.1 || a.Control.WakeupsPerData != 0.5 {
+		t.Fatalf("folded arm: %+v", a)
+	}
+
+	round := func(nl, l0, l int) []fct.Summary {
+		var fl []fct.Flow
+		for arm, us := range map[string]int{"noloss": nl, "lg-noloss": l0, "lg": l} {
+			fl = append(fl, fct.Flow{Arm: arm, Size: 143, FCT: time.Duration(us) * time.Microsecond})
+		}
+		return fct.Summarize(fl)
+	}
+	r := &FCTResult{Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Rounds: 3, Arms: arms},
+		Rounds: [][]fct.Summary{round(100, 110, 220), round(100, 130, 130), round(200, 240, 480)}}
+	r.RoundRatios = r.roundRatios()
+	if len(r.RoundRatios) != 3 {
+		t.Fatalf("round ratios: %+v", r.RoundRatios)
+	}
+	if p50 := r.RoundRatios[0]; p50.Arm != "lg-noloss" || p50.Ref != "noloss" || p50.Median != 1.2 || !slices.Equal(p50.Rounds, []float64{1.1, 1.3, 1.2}) {
+		t.Fatalf("p50 per round: %+v", p50)
+	}
+	if p999 := r.RoundRatios[1]; p999.Stat != "p99.9" || p999.Ref != "lg-noloss" || p999.Median != 2 {
+		t.Fatalf("p99.9 per round: %+v", p999)
+	}
+	if p999 := r.RoundRatios[2]; p999.Ref != "noloss" || p999.Median != 2.2 {
+		t.Fatalf("p99.9 against forward per round: %+v", p999)
+	}
+	out := r.Table()
+	for _, want := range []string{"in 3 interleaved rounds", "round by round (3 rounds", "143B p50 lg-noloss/noloss: 1.10, 1.30, 1.20 (median 1.20x)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -43,15 +43,30 @@ func controlDelta(before, after *[2]DPStats) FCTControl {
 	var c FCTControl
 	for i := range after {
 		a, b := controlCounts(&after[i]), controlCounts(&before[i])
-		c.DataFrames += a.DataFrames - b.DataFrames
-		c.ExplicitAcks += a.ExplicitAcks - b.ExplicitAcks
-		c.Dummies += a.Dummies - b.Dummies
-		c.Wakeups += a.Wakeups - b.Wakeups
-		c.Loops += a.Loops - b.Loops
+		c = c.plus(FCTControl{
+			DataFrames:   a.DataFrames - b.DataFrames,
+			ExplicitAcks: a.ExplicitAcks - b.ExplicitAcks,
+			Dummies:      a.Dummies - b.Dummies,
+			Wakeups:      a.Wakeups - b.Wakeups,
+			Loops:        a.Loops - b.Loops,
+		})
 	}
-	c.ControlPerData = ratio(float64(c.ExplicitAcks+c.Dummies), float64(c.DataFrames))
-	c.WakeupsPerData = ratio(float64(c.Wakeups), float64(c.DataFrames))
 	return c
+}
+
+// plus is the sum of c's and d's counts, with the per-data-frame rates of
+// the sum.
+func (c FCTControl) plus(d FCTControl) FCTControl {
+	s := FCTControl{
+		DataFrames:   c.DataFrames + d.DataFrames,
+		ExplicitAcks: c.ExplicitAcks + d.ExplicitAcks,
+		Dummies:      c.Dummies + d.Dummies,
+		Wakeups:      c.Wakeups + d.Wakeups,
+		Loops:        c.Loops + d.Loops,
+	}
+	s.ControlPerData = ratio(float64(s.ExplicitAcks+s.Dummies), float64(s.DataFrames))
+	s.WakeupsPerData = ratio(float64(s.Wakeups), float64(s.DataFrames))
+	return s
 }
 
 // controlCounts are one dataplane's totals (data frames as FCTControl counts them).

@@ -45,6 +45,13 @@ TCP in h1 and h2 is set up as in the paper: SACK, RACK, TLP (tcp_early_retrans=3
 no metrics save, timestamps off, rto_min 1 ms on the route; every knob is read back
 and printed. lg and lgnb get --link-loss LOSS (N copies by Equation 2).
 
+With --rounds R each arm's flows are split into R rounds and the arms take
+turns (their order reversed every other round, the loss seed advanced each
+round), so a machine whose speed drifts weighs on every arm alike; LinkGuardian's
+ratios are then also given round by round, with their median. Use it when the
+ratios are what you want (R ≥ 3): arms run one after the other can differ by
+20 % on a shared machine from drift alone.
+
 It prints per arm and size the completed and failed flows, the flows with a TCP
 retransmission, p50 p90 p99 p99.9 p99.99 max and mean FCT, each one's ratio to
 noloss, the loss the link really applied and LinkGuardian's recovery counters,
@@ -60,6 +67,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
   linkfabric fct --arms noloss,noloss-afxdp,lg-noloss,lg --flows 2000   # LinkGuardian's cost
   linkfabric fct --arms noloss,lg-noloss,lg-noloss-xdp,lg,lg-xdp --loss 1e-3   # the kernel receive path vs the worker
   linkfabric fct --arms noloss,lg-noloss,lg-noloss-xdp-both,lg,lg-xdp-both --link-queues 1   # both halves in the kernel
+  linkfabric fct --arms noloss,lg-noloss-xdp-both,lg-xdp-both --link-queues 1 --rounds 5 --run-args "--integrity csum"   # the issue's ratios, medians of 5 rounds
   linkfabric fct --tool iperf --flows 200`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("fct"); err != nil {
@@ -101,7 +109,8 @@ of the last byte; slower and larger, see the fct package documentation).`,
 	f.StringVar(&cfg.Tool, "tool", "builtin", "builtin or iperf")
 	f.IntVar(&cfg.Warmup, "warmup", 10, "discarded warm-up flows per size and arm (builtin)")
 	f.DurationVar(&cfg.Timeout, "flow-timeout", 0, "a flow not complete after this counts as failed (default 10s)")
-	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed (round r uses seed+r)")
+	f.IntVar(&cfg.Rounds, "rounds", 1, "split each arm's flows into this many rounds, the arms taking turns (ratios per round and their median)")
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms, e.g. \"--copies 2\"")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.StringVar(&prefix, "prefix", "lffct", "testbed prefix")
