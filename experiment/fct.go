@@ -171,9 +171,9 @@ func (c *FCTConfig) round(r int) FCTConfig {
 	return rc
 }
 
-// roundOrder is the order of the arms in round r: as given in even rounds,
-// reversed in odd ones.
-func roundOrder(arms []string, r int) []string {
+// roundOrder is the order of the arms (or cells) in round r: as given in
+// even rounds, reversed in odd ones.
+func roundOrder[T any](arms []T, r int) []T {
 	if r%2 == 0 {
 		return arms
 	}
@@ -674,7 +674,7 @@ func (r *FCTResult) Table() string {
 		}
 	}
 	if len(r.RoundRatios) > 0 {
-		fmt.Fprintf(&b, "\nthe same, round by round (%d rounds, the arms interleaved):\n", len(r.Rounds))
+		fmt.Fprintf(&b, "\nthe same, round by round (%d rounds, the arms interleaved; a round's p99.9 rests on its few slowest flows, so read tails from the line above):\n", len(r.Rounds))
 		for _, rr := range r.RoundRatios {
 			var vs []string
 			for _, v := range rr.Rounds {

@@ -261,3 +261,36 @@ func TestFCTRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestGoodputRunRatios: within each run, lg at loss 0 over forward at loss
+// 0 and each arm at a loss over itself at loss 0; a run missing a cell
+// drops out of that ratio only.
+func TestGoodputRunRatios(t *testing.T) {
+	cfg := GoodputConfig{Runs: 3, Losses: []float64{0, 1e-3}, Arms: []string{"loss", "lg"}}
+	var samples []*GoodputSample
+	add := func(arm string, loss float64, gbps ...float64) {
+		for i, g := range gbps {
+			samples = append(samples, &GoodputSample{Arm: arm, Loss: loss, Run: i + 1, Gbps: g})
+		}
+	}
+	add("loss", 0, 6, 5, 4)
+	add("loss", 1e-3, 3, 2.5, 2)
+	add("lg", 0, 4.5, 4.5)
+	add("lg", 1e-3, 4.5, 3.6, 4)
+	got := goodputRunRatios(samples, cfg)
+	var lines []string
+	for _, q := range got {
+		lines = append(lines, q.String())
+	}
+	want := []string{
+		"loss at 10^-3 ÷ loss at 0: 0.50, 0.50, 0.50 (median 0.50)",
+		"lg at 0 ÷ loss at 0: 0.75, 0.90 (median 0.82)",
+		"lg at 10^-3 ÷ lg at 0: 1.00, 0.80 (median 0.90)",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if goodputRunRatios(samples, GoodputConfig{Runs: 1, Losses: cfg.Losses, Arms: cfg.Arms}) != nil {
+		t.Fatal("one run: ratios")
+	}
+}

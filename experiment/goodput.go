@@ -129,6 +129,79 @@ type GoodputResult struct {
 	Seconds float64          `json:"seconds"`
 	Samples []*GoodputSample `json:"samples"`
 	Table   fct.GoodputTable `json:"table"`
+	// RunRatios (with more than one run): run by run, each other arm at
+	// loss 0 over the first arm at loss 0, and each arm at each loss over
+	// itself at loss 0, with the medians.
+	RunRatios []GoodputRunRatio `json:"run_ratios,omitempty"`
+}
+
+// goodputCell is one cell of the table: an arm at a loss rate.
+type goodputCell struct {
+	arm  string
+	loss float64
+}
+
+// GoodputRunRatio is Arm at Loss over Ref at RefLoss, run by run.
+type GoodputRunRatio struct {
+	Arm     string    `json:"arm"`
+	Loss    float64   `json:"loss_rate"`
+	Ref     string    `json:"ref"`
+	RefLoss float64   `json:"ref_loss_rate"`
+	Runs    []float64 `json:"runs"`
+	Median  float64   `json:"median"`
+}
+
+func (q GoodputRunRatio) String() string {
+	var vs []string
+	for _, v := range q.Runs {
+		vs = append(vs, fmt.Sprintf("%.2f", v))
+	}
+	return fmt.Sprintf("%s at %s ÷ %s at %s: %s (median %.2f)", q.Arm, fct.FormatLossRate(q.Loss), q.Ref,
+		fct.FormatLossRate(q.RefLoss), strings.Join(vs, ", "), q.Median)
+}
+
+// goodputRunRatios takes, within each run, every other arm at loss 0 over
+// the first arm at loss 0 and every arm at every other loss over itself at
+// loss 0 (none without loss 0 among the rates, or with one run).
+func goodputRunRatios(samples []*GoodputSample, cfg GoodputConfig) []GoodputRunRatio {
+	if cfg.Runs < 2 || !slices.Contains(cfg.Losses, 0) {
+		return nil
+	}
+	type key struct {
+		c   goodputCell
+		run int
+	}
+	g := map[key]float64{}
+	for _, s := range samples {
+		g[key{goodputCell{s.Arm, s.Loss}, s.Run}] = s.Gbps
+	}
+	var pairs [][2]goodputCell
+	for i, arm := range cfg.Arms {
+		if i > 0 {
+			pairs = append(pairs, [2]goodputCell{{arm, 0}, {cfg.Arms[0], 0}})
+		}
+		for _, loss := range cfg.Losses {
+			if loss != 0 {
+				pairs = append(pairs, [2]goodputCell{{arm, loss}, {arm, 0}})
+			}
+		}
+	}
+	var out []GoodputRunRatio
+	for _, p := range pairs {
+		q := GoodputRunRatio{Arm: p[0].arm, Loss: p[0].loss, Ref: p[1].arm, RefLoss: p[1].loss}
+		for run := 1; run <= cfg.Runs; run++ {
+			a, okA := g[key{p[0], run}]
+			b, okB := g[key{p[1], run}]
+			if okA && okB && b > 0 {
+				q.Runs = append(q.Runs, a/b)
+			}
+		}
+		if len(q.Runs) > 0 {
+			q.Median = Median(slices.Clone(q.Runs))
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // Goodput measures iperf3 goodput of one long TCP flow h1→h2 for every arm
@@ -165,32 +238,43 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 	}
 	e.progress("goodput: TCP %s", tcpSummary(res.TCP[0]))
 
-	var cells []fct.GoodputCell
-	step := 0
+	// Runs go round the cells (arm × loss rate), the order reversed every
+	// other run, so that a machine whose speed drifts weighs on every cell
+	// alike.
+	var order []goodputCell
 	for _, arm := range cfg.Arms {
 		for _, loss := range cfg.Losses {
-			var gbps []float64
-			for run := 1; run <= cfg.Runs; run++ {
-				step++
-				e.progress("goodput: [%d/%d] %s at loss %s, run %d", step, total, arm, fct.FormatLossRate(loss), run)
-				s, err := e.goodputOnce(ctx, arm, loss, cfg, cc)
-				if err != nil {
-					return nil, fmt.Errorf("goodput %s at loss %g: %w", arm, loss, err)
-				}
-				s.Run = run
-				extra := ""
-				if arm != "loss" {
-					extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d; retx p99 %.0f µs, reorder peak %d B, %d pauses; sw1 held host frames %.0f ms for credit, %.0f ms paused; kernel sent %.0f%%, delivered %.0f%%",
-						s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs, 100*s.KernelSent, 100*s.KernelDelivered)
-				}
-				e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d, h1's veth %d; link dropped %d/%d frames (%.3g)%s",
-					s.Gbps, s.Retransmits, s.IngressDrops, s.HostVethDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
-				res.Samples = append(res.Samples, s)
-				gbps = append(gbps, s.Gbps)
-			}
-			cells = append(cells, fct.GoodputCell{Arm: arm, LossRate: loss, Gbps: Median(gbps)})
+			order = append(order, goodputCell{arm, loss})
 		}
 	}
+	gbps := map[goodputCell][]float64{}
+	step := 0
+	for run := 1; run <= cfg.Runs; run++ {
+		for _, c := range roundOrder(order, run-1) {
+			arm, loss := c.arm, c.loss
+			step++
+			e.progress("goodput: [%d/%d] %s at loss %s, run %d", step, total, arm, fct.FormatLossRate(loss), run)
+			s, err := e.goodputOnce(ctx, arm, loss, cfg, cc)
+			if err != nil {
+				return nil, fmt.Errorf("goodput %s at loss %g: %w", arm, loss, err)
+			}
+			s.Run = run
+			extra := ""
+			if arm != "loss" {
+				extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d; retx p99 %.0f µs, reorder peak %d B, %d pauses; sw1 held host frames %.0f ms for credit, %.0f ms paused; kernel sent %.0f%%, delivered %.0f%%",
+					s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs, 100*s.KernelSent, 100*s.KernelDelivered)
+			}
+			e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d, h1's veth %d; link dropped %d/%d frames (%.3g)%s",
+				s.Gbps, s.Retransmits, s.IngressDrops, s.HostVethDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
+			res.Samples = append(res.Samples, s)
+			gbps[c] = append(gbps[c], s.Gbps)
+		}
+	}
+	var cells []fct.GoodputCell
+	for _, c := range order {
+		cells = append(cells, fct.GoodputCell{Arm: c.arm, LossRate: c.loss, Gbps: Median(gbps[c])})
+	}
+	res.RunRatios = goodputRunRatios(res.Samples, cfg)
 	res.Table = fct.NewGoodputTable(cells, cfg.Arms[0])
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
@@ -303,6 +387,12 @@ func (r *GoodputResult) Text() string {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s = %s", a, goodputArmWhat[a])
+	}
+	if len(r.RunRatios) > 0 {
+		b.WriteString("\n\nrun by run (the cells interleaved, so each run's ratios compare neighbours in time):")
+		for _, q := range r.RunRatios {
+			b.WriteString("\n  " + q.String())
+		}
 	}
 	b.WriteString("\n\nper run:\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -26,6 +26,11 @@ link, starts fresh dataplanes and runs one iperf3 TCP flow from h1 to h2 for --d
   lg    linkfabric lg (LinkGuardian), --link-loss set to the loss rate
   lgnb  linkfabric lgnb (LinkGuardianNB), --link-loss set to the loss rate
 
+With --runs R the cells take turns, R rounds of every arm at every loss rate (the
+order reversed every other round), so that each run's ratios (lg at loss 0 over
+forward's, each arm at each loss over its own loss 0) compare runs minutes, not
+tens of minutes, apart; those ratios are printed run by run with their medians.
+
 It prints the paper's Table 3 layout (Gbit/s and the ratio to the same arm at loss
 0), then per run the TCP retransmissions, the frames h1's own veth dropped (sw1's
 host port not polled in time: each costs TCP a retransmission the link did not
@@ -59,7 +64,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&cfg.Duration, "duration", 0, "iperf3 duration per arm and loss rate, whole seconds (default 5s)")
-	f.IntVar(&cfg.Runs, "runs", 1, "runs per arm and loss rate (the table shows medians)")
+	f.IntVar(&cfg.Runs, "runs", 1, "runs per arm and loss rate, the cells taking turns (the table shows medians; with 2 or more, the ratios run by run)")
 	f.StringVar(&losses, "losses", "0,1e-5,1e-4,1e-3,1e-2", "loss rates on sw1→sw2, comma-separated")
 	f.StringVar(&arms, "arms", strings.Join(experiment.GoodputArms, ","), "arms: "+strings.Join(experiment.GoodputArms, ","))
 	f.Float64Var(&cfg.Burst, "burst", 0, "mean loss burst length (Gilbert-Elliott); 0 = Bernoulli")
