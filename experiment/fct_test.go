@@ -234,28 +234,28 @@ func TestFCTRounds(t *testing.T) {
 
 	round := func(nl, l0, l int) []fct.Summary {
 		var fl []fct.Flow
-		for arm, us := range map[string]int{"noloss": nl, "lg-noloss": l0, "lg": l} {
+		for arm, us := range map[string]int{"noloss": nl, "lg-noloss-xdp-both": l0, "lg-xdp-both": l} {
 			fl = append(fl, fct.Flow{Arm: arm, Size: 143, FCT: time.Duration(us) * time.Microsecond})
 		}
 		return fct.Summarize(fl)
 	}
-	r := &FCTResult{Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Rounds: 3, Arms: arms},
+	r := &FCTResult{Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Rounds: 3, Arms: []string{"noloss", "lg-noloss-xdp-both", "lg-xdp-both"}},
 		Rounds: [][]fct.Summary{round(100, 110, 220), round(100, 130, 130), round(200, 240, 480)}}
 	r.RoundRatios = r.roundRatios()
 	if len(r.RoundRatios) != 3 {
 		t.Fatalf("round ratios: %+v", r.RoundRatios)
 	}
-	if p50 := r.RoundRatios[0]; p50.Arm != "lg-noloss" || p50.Ref != "noloss" || p50.Median != 1.2 || !slices.Equal(p50.Rounds, []float64{1.1, 1.3, 1.2}) {
+	if p50 := r.RoundRatios[0]; p50.Arm != "lg-noloss-xdp-both" || p50.Ref != "noloss" || p50.Median != 1.2 || !slices.Equal(p50.Rounds, []float64{1.1, 1.3, 1.2}) {
 		t.Fatalf("p50 per round: %+v", p50)
 	}
-	if p999 := r.RoundRatios[1]; p999.Stat != "p99.9" || p999.Ref != "lg-noloss" || p999.Median != 2 {
+	if p999 := r.RoundRatios[1]; p999.Stat != "p99.9" || p999.Ref != "lg-noloss-xdp-both" || p999.Median != 2 {
 		t.Fatalf("p99.9 per round: %+v", p999)
 	}
 	if p999 := r.RoundRatios[2]; p999.Ref != "noloss" || p999.Median != 2.2 {
 		t.Fatalf("p99.9 against forward per round: %+v", p999)
 	}
 	out := r.Table()
-	for _, want := range []string{"in 3 interleaved rounds", "round by round (3 rounds", "143B p50 lg-noloss/noloss: 1.10, 1.30, 1.20 (median 1.20x)"} {
+	for _, want := range []string{"in 3 interleaved rounds", "round by round (3 rounds", "143B p50 lg-noloss-xdp-both/noloss: 1.10, 1.30, 1.20 (median 1.20x)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
