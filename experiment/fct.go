@@ -325,7 +325,6 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	step, steps := 0, cfg.Rounds*len(cfg.Arms)
 	for r := range cfg.Rounds {
 		rc := cfg.round(r)
-		imp, _ := rc.impairment()
 		var roundFlows []fct.Flow
 		for _, arm := range roundOrder(cfg.Arms, r) {
 			step++
@@ -334,7 +333,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 			} else {
 				e.progress("fct: [%d/%d] %s: %s", step, steps, arm, fctArmWhat[arm])
 			}
-			a, fl, err := e.fctArm(ctx, tb, arm, rc, cc, imp)
+			a, fl, err := e.fctArm(ctx, tb, arm, rc, cc)
 			if err != nil {
 				return nil, fmt.Errorf("fct %s: %w", arm, err)
 			}
@@ -387,7 +386,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	return res, nil
 }
 
-func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCTConfig, cc string, imp bpf.ImpairConfig) (*FCTArm, []fct.Flow, error) {
+func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCTConfig, cc string) (*FCTArm, []fct.Flow, error) {
 	a := &FCTArm{Name: arm, What: fctArmWhat[arm]}
 	fw := netns.ForwardingNone
 	if arm == "kernel" {
@@ -433,7 +432,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	if dp != nil {
 		// noloss runs the same impairment stage at loss 0, so every
 		// dataplane arm takes the same XDP path and counts its frames.
-		c := imp
+		c, _ := cfg.impairment() // Normalize validated it
 		if lossless {
 			c = bpf.ImpairConfig{Model: bpf.Bernoulli, Seed: cfg.Seed}
 		}
