@@ -14,9 +14,10 @@ import (
 )
 
 // ChaosEvents are the faults `linkfabric chaos` knows: kill -9 a switch's
-// dataplane and start it again, take a switch's link port down and up, or
-// stop a switch's dataplane (SIGSTOP) and let it continue.
-var ChaosEvents = []string{"kill-sw1", "kill-sw2", "flap-sw1", "flap-sw2", "stall-sw2"}
+// dataplane and start it again, take a switch's link port down and up, stop
+// a switch's dataplane (SIGSTOP) and let it continue, or send hostile
+// link-header frames into a switch's running link port.
+var ChaosEvents = []string{"kill-sw1", "kill-sw2", "flap-sw1", "flap-sw2", "stall-sw2", "hostile-sw2"}
 
 // ChaosConfig configures the fault experiment.
 type ChaosConfig struct {
@@ -32,8 +33,14 @@ type ChaosConfig struct {
 	Flap time.Duration `json:"flap_ns"`
 	// After each event, UDP from h1 to h2 at UDPRate (bit/s) for UDPTime
 	// with Bernoulli loss UDPLoss on both directions of the link.
-	UDPLoss float64       `json:"udp_loss"`
-	UDPRate float64       `json:"udp_rate_bps"`
+	UDPLoss float64 `json:"udp_loss"`
+	UDPRate float64 `json:"udp_rate_bps"`
+	// UDPFlip is the probability that a frame the impairment does not drop
+	// gets one bit flipped, on both directions, during the UDP check: the
+	// integrity check must keep every corrupted frame from the host.
+	UDPFlip float64 `json:"udp_flip"`
+	// Hostile is how many hostile frames the hostile event sends.
+	Hostile int           `json:"hostile_frames"`
 	UDPTime time.Duration `json:"udp_ns"`
 	// Stall is how long a stalled dataplane stays stopped (SIGSTOP, then
 	// SIGCONT): longer than the link session's dead-peer timeout (500 ms).
@@ -80,6 +87,12 @@ func (c *ChaosConfig) Normalize() error {
 	if c.UDPRate <= 0 {
 		c.UDPRate = 50e6
 	}
+	if c.UDPFlip < 0 || c.UDPFlip >= 1 {
+		return fmt.Errorf("chaos --udp-flip %g: use a probability in [0, 1)", c.UDPFlip)
+	}
+	if c.Hostile <= 0 {
+		c.Hostile = 120_000
+	}
 	if c.UDPTime <= 0 {
 		c.UDPTime = 3 * time.Second
 	}
@@ -123,6 +136,15 @@ type ChaosEvent struct {
 	// -1 if it did not within Watch. Far below ResumeMs, the link carried
 	// frames again early and TCP was slow to use it.
 	FirstMs [2]float64 `json:"first_ms"`
+	// PeerDeadMs (kill events) is the time from the kill to the surviving
+	// switch's link session leaving up (its dead-peer timeout, read from
+	// its statistics every 10 ms), and PeerTimeouts what its counter of
+	// them rose by; the killed dataplane is started again only then. -1:
+	// the session stayed up for deadWatch.
+	PeerDeadMs   float64 `json:"peer_dead_ms,omitempty"`
+	PeerTimeouts uint64  `json:"peer_timeouts,omitempty"`
+	// Hostile (the hostile event) is what was sent into the link port.
+	Hostile *HostileSent `json:"hostile,omitempty"`
 	// AfterMbps is the TCP rate each way over the last second of Watch.
 	AfterMbps [2]float64 `json:"after_mbps"`
 	// Alive is whether every dataplane still ran after the event (a flap
@@ -144,8 +166,10 @@ type UDPCheck struct {
 	// host, not on the link.
 	CsumErrors   uint64 `json:"csum_errors"`
 	RcvbufErrors uint64 `json:"rcvbuf_errors"`
-	// LinkDropped is what the impairment dropped on both link ports.
+	// LinkDropped is what the impairment dropped on both link ports, and
+	// LinkFlipped the frames it corrupted (one bit flipped).
 	LinkDropped uint64 `json:"link_dropped"`
+	LinkFlipped uint64 `json:"link_flipped"`
 	Error       string `json:"error,omitempty"`
 }
 
@@ -241,6 +265,7 @@ func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg Cha
 		if err := dp.Kill(sw); err != nil {
 			return fail(err)
 		}
+		r.PeerDeadMs, r.PeerTimeouts = e.watchPeerDead(ctx, otherSwitch(sw))
 		if err := dp.Restart(sw); err != nil {
 			return fail(err)
 		}
@@ -253,6 +278,13 @@ func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg Cha
 		if err := setLinkUp(e.NS(sw), "link0", true); err != nil {
 			return fail(err)
 		}
+		end = time.Now()
+	case strings.HasPrefix(ev, "hostile-"):
+		h, err := e.sendHostile(otherSwitch(sw), cfg.Hostile, 1)
+		if err != nil {
+			return fail(err)
+		}
+		r.Hostile = h
 		end = time.Now()
 	case strings.HasPrefix(ev, "stall-"):
 		if err := dp.Signal(sw, syscall.SIGSTOP); err != nil {
@@ -306,6 +338,7 @@ func (e *Env) tcpBothWays(ctx context.Context, cc string, d time.Duration) (stop
 // directions (the impairment stage of each switch's running dataplane).
 func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 	imp := bpf.Loss(cfg.UDPLoss, 0, 7)
+	imp.FlipProb = cfg.UDPFlip
 	for _, sw := range []string{"sw1", "sw2"} {
 		if err := e.impairOn(sw, func(im *bpf.Impairer) error {
 			if err := im.SetImpair(imp); err != nil {
@@ -322,6 +355,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 			e.impairOn(sw, func(im *bpf.Impairer) error {
 				st, err := im.ImpairStats()
 				u.LinkDropped += st.Dropped
+				u.LinkFlipped += st.Flipped
 				if err != nil {
 					return err
 				}
@@ -512,8 +546,8 @@ func (r *ChaosEvent) line() string {
 	if !r.Alive {
 		alive = "A DATAPLANE EXITED"
 	}
-	s := fmt.Sprintf("%-9s %s; TCP before %.0f/%.0f Mbit/s, resumed after %s / %s, then %.0f/%.0f Mbit/s; UDP %s",
-		r.Event, alive, r.BeforeMbps[0], r.BeforeMbps[1], msStr(r.ResumeMs[0]), msStr(r.ResumeMs[1]),
+	s := fmt.Sprintf("%-11s %s; %sTCP before %.0f/%.0f Mbit/s, resumed after %s / %s, then %.0f/%.0f Mbit/s; UDP %s",
+		r.Event, alive, r.faultNote(), r.BeforeMbps[0], r.BeforeMbps[1], msStr(r.ResumeMs[0]), msStr(r.ResumeMs[1]),
 		r.AfterMbps[0], r.AfterMbps[1], r.UDP.String())
 	if r.Error != "" {
 		s += "; error: " + r.Error
@@ -532,27 +566,30 @@ func (u UDPCheck) String() string {
 	if u.Error != "" {
 		return "error: " + u.Error
 	}
-	return fmt.Sprintf("%d datagrams, %d lost (%d of them at h2's full socket), %d out of order, %d checksum errors (link dropped %d)",
-		u.Packets, u.Lost, u.RcvbufErrors, u.OutOfOrder, u.CsumErrors, u.LinkDropped)
+	return fmt.Sprintf("%d datagrams, %d lost (%d of them at h2's full socket), %d out of order, %d checksum errors (link dropped %d, corrupted %d)",
+		u.Packets, u.Lost, u.RcvbufErrors, u.OutOfOrder, u.CsumErrors, u.LinkDropped, u.LinkFlipped)
 }
 
 // Text renders the result.
 func (r *ChaosResult) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos: %s both ends, TCP both ways (%s), UDP at %.0f Mbit/s with loss %g each way afterwards\n",
-		r.Config.Mode, r.CC, r.Config.UDPRate/1e6, r.Config.UDPLoss)
-	fmt.Fprintf(&b, "%-9s  %-6s  %-17s  %-17s  %-17s  %s\n", "event", "alive", "TCP before Mbit/s", "resumed after", "TCP after Mbit/s", "UDP afterwards")
+	fmt.Fprintf(&b, "chaos: %s both ends, TCP both ways (%s), UDP at %.0f Mbit/s with loss %g and bit flips %g each way afterwards\n",
+		r.Config.Mode, r.CC, r.Config.UDPRate/1e6, r.Config.UDPLoss, r.Config.UDPFlip)
+	fmt.Fprintf(&b, "%-11s  %-6s  %-17s  %-17s  %-17s  %s\n", "event", "alive", "TCP before Mbit/s", "resumed after", "TCP after Mbit/s", "UDP afterwards")
 	for _, e := range r.Events {
 		alive := "yes"
 		if !e.Alive {
 			alive = "NO"
 		}
-		fmt.Fprintf(&b, "%-9s  %-6s  %-17s  %-17s  %-17s  %s\n", e.Event, alive,
+		fmt.Fprintf(&b, "%-11s  %-6s  %-17s  %-17s  %-17s  %s\n", e.Event, alive,
 			fmt.Sprintf("%.0f / %.0f", e.BeforeMbps[0], e.BeforeMbps[1]),
 			msStr(e.ResumeMs[0])+" / "+msStr(e.ResumeMs[1]),
 			fmt.Sprintf("%.0f / %.0f", e.AfterMbps[0], e.AfterMbps[1]), e.UDP.String())
+		if n := e.faultNote(); n != "" {
+			fmt.Fprintf(&b, "             %s\n", strings.TrimSuffix(n, "; "))
+		}
 		if e.Error != "" {
-			fmt.Fprintf(&b, "           error: %s\n", e.Error)
+			fmt.Fprintf(&b, "             error: %s\n", e.Error)
 		}
 	}
 	fmt.Fprintf(&b, "(directions: h1→h2 / h2→h1; resumed: %.0f%% of the rate before, sustained %v, from the restarted dataplane ready, the port up again or the stalled dataplane continued)\n",
