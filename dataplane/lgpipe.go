@@ -387,7 +387,7 @@ func (pl *lgPipeline) handOff(now int64) {
 		pl.catch.Step(now, pl.catchUpEnv(now))
 		return
 	}
-	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.AcceptLink(now) ||
+	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.Accepts() ||
 		pl.deliveriesOut() || pl.linkRxWaiting() {
 		return
 	}

@@ -73,7 +73,10 @@
 //  1. For each frame from the link: if seqhdr.FrameType says IsSession,
 //     ev := s.Receive(now, frame) and free the frame (on EvReset apply
 //     Agreed(): SetCredit, lanes, MTU; log it). Else if it is a link frame
-//     and !s.AcceptLink(now), drop it. Else port.Receive.
+//     and !s.AcceptLink(now), drop it. Else port.Receive. (AcceptLink
+//     is for received frames only: a condition that is not about a received
+//     frame, such as handing the receive point to the kernel, asks
+//     s.Accepts(), which does not count as hearing the peer.)
 //     (On a new agreement Receive has called Link.Reset: the port's
 //     Out.Free then holds every frame the port released; the iteration's
 //     usual release step frees them.)
@@ -453,20 +456,28 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
 }
 
 // AcceptLink is called for every LinkGuardian frame received from the link
-// (before port.Receive): it reports whether the frame may be processed,
-// i.e. the port was reset to an agreement with a peer. While the session is
-// not Up it also brings the next HELLO forward (at most one per HelloInterval).
+// (before port.Receive), and only then: it reports whether the frame may be
+// processed (Accepts), and takes the frame for a sign of life of the peer
+// (the dead-peer timer starts again). While the session is not Up it also
+// brings the next HELLO forward (at most one per HelloInterval). To ask
+// whether frames may be processed without having received one, call
+// Accepts.
 func (s *Session) AcceptLink(now int64) bool {
 	if s.state == HelloSent {
 		s.next = min(s.next, max(now, s.lastTx+s.cfg.HelloInterval))
 	}
-	if s.peer == 0 || s.state == Mismatch {
+	if !s.Accepts() {
 		s.Stats.RxNotAgreed++
 		return false
 	}
 	s.heard = now
 	return true
 }
+
+// Accepts reports whether LinkGuardian frames from the link may be
+// processed: the port was reset to an agreement with a peer that fits.
+// It is a query and changes nothing: asking it is not hearing the peer.
+func (s *Session) Accepts() bool { return s.peer != 0 && s.state != Mismatch }
 
 // Admit decides for the host frame at the head of the link queue, queued at
 // queuedAt.

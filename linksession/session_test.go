@@ -466,3 +466,38 @@ func TestFECProtectAndReport(t *testing.T) {
 		t.Fatalf("b sent no report, yet a has one; or a changed report was taken for another offer: %+v resets %v", p.b.Stats, p.lb.resets)
 	}
 }
+
+// Accepts is a query: asked on every iteration (the worker's condition for
+// handing the receive point to the kernel) while the peer is silent, it
+// does not count as hearing the peer, so the session still leaves Up
+// within DeadAfter; and it answers as AcceptLink would, without counting.
+func TestAcceptsIsAQuery(t *testing.T) {
+	ca, cb := cfgs()
+	ca.KeepaliveInterval, ca.DeadAfter = 2_000_000, 10_000_000
+	cb.KeepaliveInterval, cb.DeadAfter = 2_000_000, 10_000_000
+	p := newPair(t, ca, cb)
+	if p.a.Accepts() {
+		t.Fatal("no agreement yet, but Accepts")
+	}
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || !p.a.Accepts() {
+		t.Fatalf("state %v, accepts %v", p.a.State(), p.a.Accepts())
+	}
+	silent := p.now
+	p.drop = func(dir int, f []byte) bool { return dir == 1 }
+	for p.a.State() == Up && p.now-silent < 30_000_000 {
+		p.run(1000, 1000)
+		if !p.a.Accepts() {
+			t.Fatal("the agreement stands, but not Accepts")
+		}
+	}
+	if p.a.State() != HelloSent || p.a.Stats.PeerTimeouts != 1 {
+		t.Fatalf("silent peer asked about every µs: state %v, timeouts %d", p.a.State(), p.a.Stats.PeerTimeouts)
+	}
+	if d := p.now - silent; d > ca.DeadAfter+ca.KeepaliveInterval+2*p.delay {
+		t.Fatalf("silent peer noticed after %d ns, DeadAfter %d", d, ca.DeadAfter)
+	}
+	if p.a.Stats.RxNotAgreed != 0 {
+		t.Fatalf("Accepts counted %d frames", p.a.Stats.RxNotAgreed)
+	}
+}
