@@ -181,23 +181,28 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 // that every pipeline shares (lanes, logs, the peer's MAC) and returns the
 // session's events.
 func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
+	replaced := s.sess.Stats.Replaced
 	ev := s.sess.Receive(now, b)
+	d := s.sw.d
+	log := d.cfg.Logger
+	// An epoch replaced by a restart of the peer still speaking a second
+	// later is no restart: two sessions with different epochs share the
+	// peer's MAC. Most likely the other end runs several workers (one
+	// session per queue) and this one fewer, or the reverse.
+	if s.sess.Stats.Replaced != replaced && now-s.restartAt >= int64(time.Second) {
+		s.sayTurns()
+	}
 	if ev == 0 {
 		return 0
 	}
-	d := s.sw.d
-	log := d.cfg.Logger
 	a, _ := s.sess.Agreed()
 	if ev&linksession.EvPeerRestart != 0 {
 		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
 			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
 		// A peer that "restarts" again within a second is two peers
-		// taking turns: most likely the other end runs several workers
-		// (one session per queue) and this one fewer, or the reverse.
-		if s.restartAt != 0 && now-s.restartAt < int64(time.Second) && !s.turnsSaid {
-			s.turnsSaid = true
-			log.Error("link session: the peer restarts again and again: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
-				"dev", d.cfg.LinkPort, "local_workers", d.cfg.Workers)
+		// taking turns (as above).
+		if s.restartAt != 0 && now-s.restartAt < int64(time.Second) {
+			s.sayTurns()
 		}
 		s.restartAt = now
 	}
@@ -227,6 +232,18 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	s.publishSession()
 	return ev
+}
+
+// sayTurns logs, once, that two sessions with different epochs answer on
+// this link.
+func (s *linkSess) sayTurns() {
+	if s.turnsSaid {
+		return
+	}
+	s.turnsSaid = true
+	d := s.sw.d
+	d.cfg.Logger.Error("link session: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
+		"dev", d.cfg.LinkPort, "local_workers", d.cfg.Workers)
 }
 
 // sayOneLane logs, once per link port, that its session agreed on one lane

@@ -16,20 +16,40 @@
 // quanta unit) and protect mode. A HELLO-ACK is the same message sent in
 // reply to a HELLO.
 //
-//   - A message from an epoch not seen before (the first peer, or a peer that
-//     restarted) is adopted: the Link is Reset with our initial sequence
-//     number and the peer's, and the agreed parameters are recomputed
-//     (EvReset; EvPeerRestart and Stats.PeerRestarts if a previous peer epoch
-//     was known). Our initial sequence number is chosen at start (Config) for
-//     the first peer and is Link.TxNext() for every later one, so every frame
-//     of ours still on the wire from before the reset is behind the peer's
-//     new receive window and dropped as a duplicate.
+//   - A message from an epoch other than the current peer's (the first peer,
+//     or a peer that restarted) is adopted, by the rule below: the Link is
+//     Reset with our initial sequence number and the peer's, and the agreed
+//     parameters are recomputed (EvReset; EvPeerRestart and
+//     Stats.PeerRestarts if a previous peer epoch was known). Our initial
+//     sequence number is chosen at start (Config) for the first peer and is
+//     Link.TxNext() for every later one, so every frame of ours still on the
+//     wire from before the reset is behind the peer's new receive window and
+//     dropped as a duplicate.
+//   - Which new epoch is adopted. The current peer's own messages never
+//     reset anything; only a new epoch can, and not every one:
+//     (a) A new epoch from the current peer's source MAC is that peer
+//     restarted: adopted at once, even while the old epoch seemed alive.
+//     The epoch it replaced is remembered (the last ReplacedEpochs of
+//     them): its process is gone, so a message of it that arrives later
+//     (reordered, or long in flight) is Stats.Stale (and Stats.Replaced),
+//     never adopted again.
+//     (b) A new epoch from another source MAC (a second sender on the
+//     segment; any MAC reaches the session when Config.PeerMAC is unset)
+//     while the current peer is alive (Up, and heard within DeadAfter) is
+//     Stats.Foreign: one stray HELLO must not reset both directions, twice
+//     (once for it, once more for the real peer's next keepalive).
+//     (c) Otherwise (no peer yet, or the current one is silent, taken for
+//     dead, mismatched or the link is down) it is adopted: the link is not
+//     held for a peer that may never come back. The epoch it replaces is
+//     not remembered, as that peer's process may well be alive: heard
+//     again, it is adopted back by the same rule.
 //   - A message is only adopted if its Echo is 0 or our epoch: one echoing
 //     another epoch was meant for an earlier incarnation of us (Stats.Stale).
 //     A message carrying our own epoch is a loop (Stats.Looped). A known
 //     epoch offering different parameters is Stats.Inconsistent. Undecodable
 //     frames are Stats.Malformed; a frame from a source MAC other than a
-//     unicast Config.PeerMAC is Stats.Foreign. All of these are ignored.
+//     unicast Config.PeerMAC is Stats.Foreign, as is (b) above. All of these
+//     are ignored.
 //   - On a cell link each end announces its node id (Config.Node). A peer
 //     with the same id is refused, every time it speaks
 //     (Stats.NodeCollisions, EvNodeCollision): the session never comes
@@ -261,7 +281,8 @@ type Stats struct {
 	Mismatches            uint64 // incompatible protect modes seen
 	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
 	Downs                 uint64 // LinkDown calls
-	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
+	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast), or a new epoch from another MAC than the live peer's
+	Replaced              uint64 // of Stale: messages of a peer epoch replaced by its restart
 	PeerTimeouts          uint64 // Up left because the peer was silent for DeadAfter
 	NodeCollisions        uint64 // session frames refused: the peer has this end's Config.Node
 }
@@ -278,6 +299,10 @@ const (
 	EvNodeCollision                   // the peer has this end's node id: refused
 )
 
+// ReplacedEpochs is how many peer epochs replaced by a restart a session
+// remembers (see "Which new epoch is adopted").
+const ReplacedEpochs = 4
+
 // Session is one end of a link session.
 type Session struct {
 	cfg      Config
@@ -286,6 +311,7 @@ type Session struct {
 	epoch    uint64
 	peer     uint64       // adopted peer epoch (0 none)
 	peerMsg  seqhdr.Hello // the peer's offer as adopted
+	peerSrc  [6]byte      // the source MAC it was adopted from
 	adopted  bool         // a peer was adopted at least once
 	init     seqhdr.Seq   // our initial sequence number towards peer (or the first peer)
 	agreed   Agreed
@@ -295,6 +321,10 @@ type Session struct {
 	heard    int64 // last frame from the adopted peer (session or LinkGuardian)
 	helloDue bool
 	ackDue   bool
+	// replaced holds the last peer epochs replaced by a restart of that
+	// peer (same source MAC), newest at replacedAt-1 (a ring).
+	replaced   [ReplacedEpochs]uint64
+	replacedAt int
 	// report goes out in every HELLO and HELLO-ACK when set (SetReport);
 	// peerReport is the adopted peer's latest (peerReportOK: one came).
 	report, peerReport      seqhdr.Report
@@ -396,7 +426,17 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 	}
 	var ev Event
 	if h.Epoch != s.peer {
-		ev = s.adopt(now, &h)
+		src := frame[6:12]
+		switch {
+		case s.wasReplaced(h.Epoch):
+			s.Stats.Stale++
+			s.Stats.Replaced++
+			return 0
+		case s.peer != 0 && s.alive(now) && string(src) != string(s.peerSrc[:]):
+			s.Stats.Foreign++
+			return 0
+		}
+		ev = s.adopt(now, &h, src)
 	} else if h.Window != s.peerMsg.Window || h.Lanes != s.peerMsg.Lanes || h.MTU != s.peerMsg.MTU ||
 		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq || h.Node != s.peerMsg.Node {
 		s.Stats.Inconsistent++
@@ -417,13 +457,36 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 	return ev
 }
 
-// adopt takes h's epoch as the peer's and resets the link to the agreement.
-func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
+// wasReplaced reports whether epoch is one of the remembered peer epochs
+// replaced by a restart.
+func (s *Session) wasReplaced(epoch uint64) bool {
+	for _, e := range s.replaced {
+		if e == epoch {
+			return true
+		}
+	}
+	return false
+}
+
+// alive reports whether the current peer is Up and was heard within
+// DeadAfter.
+func (s *Session) alive(now int64) bool {
+	return s.state == Up && now-s.heard < s.cfg.DeadAfter
+}
+
+// adopt takes h's epoch, from source MAC src, as the peer's and resets the
+// link to the agreement.
+func (s *Session) adopt(now int64, h *seqhdr.Hello, src []byte) Event {
 	var ev Event
 	if s.peer != 0 {
 		s.Stats.PeerRestarts++
 		ev |= EvPeerRestart
+		if string(src) == string(s.peerSrc[:]) {
+			s.replaced[s.replacedAt] = s.peer
+			s.replacedAt = (s.replacedAt + 1) % ReplacedEpochs
+		}
 	}
+	copy(s.peerSrc[:], src)
 	if s.adopted {
 		s.init = s.link.TxNext()
 	}

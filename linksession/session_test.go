@@ -501,3 +501,99 @@ func TestAcceptsIsAQuery(t *testing.T) {
 		t.Fatalf("Accepts counted %d frames", p.a.Stats.RxNotAgreed)
 	}
 }
+
+// countEv counts the events of side dir that have all bits of want.
+func (p *pair) countEv(dir int, want Event) int {
+	n := 0
+	for _, e := range p.events[dir] {
+		if e&want == want {
+			n++
+		}
+	}
+	return n
+}
+
+// anyMACPair is an Up pair whose sessions take control frames from any
+// source MAC (Config.PeerMAC unset), with 1 ms keepalives.
+func anyMACPair(t *testing.T) (*pair, Config, Config) {
+	t.Helper()
+	ca, cb := cfgs()
+	ca.PeerMAC, cb.PeerMAC = [6]byte{}, [6]byte{}
+	ca.KeepaliveInterval, cb.KeepaliveInterval = 1_000_000, 1_000_000
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || len(p.la.resets) != 1 || len(p.lb.resets) != 1 {
+		t.Fatalf("states %v %v resets %v %v", p.a.State(), p.b.State(), p.la.resets, p.lb.resets)
+	}
+	return p, ca, cb
+}
+
+// hello encodes h as a frame from src to a.
+func hello(t *testing.T, a Config, src [6]byte, h seqhdr.Hello) []byte {
+	t.Helper()
+	b := make([]byte, seqhdr.MinFrameLen)
+	if _, err := seqhdr.PutHello(b, &a.LocalMAC, &src, &h); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var (
+	otherMAC = [6]byte{2, 0, 0, 0, 0, 0xC}
+	stranger = seqhdr.Hello{Epoch: 99, InitSeq: 4242, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000}
+)
+
+// A HELLO of a new epoch from another source MAC (a second sender; any
+// MAC reaches the session with Config.PeerMAC unset) while the peer is
+// alive is Foreign: it resets nothing, and neither does the real peer's
+// next keepalive.
+func TestForeignEpochWhilePeerAlive(t *testing.T) {
+	p, ca, cb := anyMACPair(t)
+	foreign := p.a.Stats.Foreign
+	p.events[0] = []Event{p.a.Receive(p.now, hello(t, ca, otherMAC, stranger))}
+	p.run(5_000_000, 1000) // keepalives both ways
+	if p.a.State() != Up || len(p.la.resets) != 1 || len(p.lb.resets) != 1 || p.countEv(0, EvReset) != 0 || p.a.Stats.Foreign != foreign+1 {
+		t.Fatalf("after a stranger's HELLO and the peer's keepalives: state %v, resets A %v B %v, A's events %v, foreign %d",
+			p.a.State(), p.la.resets, p.lb.resets, p.events[0], p.a.Stats.Foreign)
+	}
+	if g, _ := p.a.Agreed(); g.PeerEpoch != cb.Epoch {
+		t.Fatalf("agreement changed: %+v", g)
+	}
+}
+
+// The peer restarts (a new epoch, the same MAC) while still taken for
+// alive: adopted at once, one reset. A late message of the epoch it
+// replaced (it echoes us) is Stale and resets nothing.
+func TestRestartThenReplacedEpochIsStale(t *testing.T) {
+	p, ca, cb := anyMACPair(t)
+	old := hello(t, ca, cb.LocalMAC, seqhdr.Hello{Epoch: cb.Epoch, Echo: ca.Epoch, InitSeq: cb.InitSeq, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000})
+	cb.Epoch, cb.InitSeq = 33, 9
+	p.lb = &fakeLink{}
+	p.b, _ = New(cb, p.lb)
+	p.events[0] = nil
+	p.run(2_000_000, 1000)
+	if p.a.State() != Up || p.b.State() != Up || len(p.la.resets) != 2 || p.countEv(0, EvReset|EvPeerRestart) != 1 {
+		t.Fatalf("restart: states %v %v, A's resets %v, events %v", p.a.State(), p.b.State(), p.la.resets, p.events[0])
+	}
+	stale := p.a.Stats.Stale
+	p.events[0] = []Event{p.a.Receive(p.now, old)}
+	p.run(3_000_000, 1000)
+	if len(p.la.resets) != 2 || len(p.lb.resets) != 1 || p.countEv(0, EvReset) != 0 || p.a.Stats.Stale != stale+1 {
+		t.Fatalf("after the replaced epoch's message: resets A %v B %v, A's events %v, stale %d (was %d)",
+			p.la.resets, p.lb.resets, p.events[0], p.a.Stats.Stale, stale)
+	}
+}
+
+// With the peer dead, a new epoch from another MAC is adopted: the link is
+// not held for a peer that may never come back.
+func TestNewPeerAfterDeath(t *testing.T) {
+	p, ca, _ := anyMACPair(t)
+	p.drop = func(dir int, f []byte) bool { return dir == 1 }
+	p.run(2*p.a.DeadAfter(), 1000)
+	if p.a.State() == Up {
+		t.Fatal("the silent peer is still Up")
+	}
+	if ev := p.a.Receive(p.now, hello(t, ca, otherMAC, stranger)); ev&EvReset == 0 {
+		t.Fatalf("a new peer after the old one died: %v", ev)
+	}
+}
