@@ -72,14 +72,26 @@
 //
 // # Agreement
 //
-// Each agreed field is the minimum of both offers. Protect modes must be
-// compatible: a direction is sequenced by its sender exactly when its
-// receiver sequences it (our Tx is the peer's Rx and our Rx the peer's Tx),
-// and both ends code (FEC) or both retransmit;
-// otherwise the session stays in Mismatch (Stats.Mismatches), does not reset
-// the link and keeps offering HELLOs at MaxHelloInterval until a peer with a
-// compatible configuration (a new epoch) answers. Receive modes (lg, lgnb,
-// monitor) are each receiver's own choice and only reported.
+// Each agreed field is the minimum of both offers. Two settings must fit,
+// and Agreed.Conflict names those that do not:
+//
+//   - Protect modes (ConflictProtect): a direction is sequenced by its
+//     sender exactly when its receiver sequences it (our Tx is the peer's
+//     Rx and our Rx the peer's Tx), and both ends code (FEC) or both
+//     retransmit.
+//   - Integrity checks (ConflictIntegrity): both ends' link frames carry
+//     the same check (Offer.Integrity, linkcrc). A peer that does not say
+//     which it runs (seqhdr.Hello.Caps zero: a build from before) is not
+//     checked.
+//
+// With a conflict the session stays in Mismatch (Stats.Mismatches), does not
+// reset the link, accepts no LinkGuardian frame and keeps offering HELLOs
+// at MaxHelloInterval until a peer with a fitting configuration (a new
+// epoch) answers. Receive modes (lg, lgnb, monitor) are each receiver's own
+// choice and only reported, and so is whether an end sends by the kernel's
+// send fast path (Offer.FastSend): its frames on the wire are the ones the
+// worker would have sent (linkguardian/fasttx.go, step 6), so the two ends
+// interoperate either way.
 //
 // A FEC end also puts a report in its HELLOs and HELLO-ACKs (SetReport: the
 // loss it measures on what it receives, its sender's n and copies); the
@@ -111,6 +123,7 @@ import (
 	"errors"
 	"math/rand/v2"
 
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -135,7 +148,7 @@ const (
 	HelloSent
 	// Up: both ends agreed on this pair of epochs.
 	Up
-	// Mismatch: the peer's protect mode is incompatible with ours.
+	// Mismatch: a setting of the peer does not fit ours (Agreed.Conflict).
 	Mismatch
 )
 
@@ -178,13 +191,80 @@ func protectOf(b uint8) Protect {
 	return Protect{Tx: b&seqhdr.ProtectTx != 0, Rx: b&seqhdr.ProtectRx != 0, RxMode: b & seqhdr.ProtectModeMask >> 4, FEC: b&seqhdr.ProtectFEC != 0}
 }
 
-// Offer is what one end can do.
+// Offer is what one end can do, and what it runs that the peer checks.
 type Offer struct {
 	Window  uint32 // frames this end can receive unprocessed (reorder window / RX ring)
 	Lanes   uint8  // transmit lanes (queues)
 	MTU     uint16 // largest host frame, bytes
 	Speed   uint32 // link speed, Mbit/s (PFC quanta unit = 512 bit times)
 	Protect Protect
+	// Integrity is the check this end's link frames carry; both ends must
+	// run the same (ConflictIntegrity).
+	Integrity linkcrc.Integrity
+	// FastSend: this end's host frames may go out by the kernel's send fast
+	// path (reported only).
+	FastSend bool
+}
+
+// Caps is what an end runs besides its protect mode, as its HELLOs say
+// (seqhdr.Hello.Caps).
+type Caps struct {
+	// Known: the end said it (a build from before Caps does not).
+	Known     bool
+	Integrity linkcrc.Integrity
+	FastSend  bool
+}
+
+func (o *Offer) caps() Caps { return Caps{Known: true, Integrity: o.Integrity, FastSend: o.FastSend} }
+
+func (c Caps) bits() uint8 {
+	b := uint8(seqhdr.CapsSet) | uint8(c.Integrity)&seqhdr.CapsIntegrityMask
+	if c.FastSend {
+		b |= seqhdr.CapsFastSend
+	}
+	return b
+}
+
+func capsOf(b uint8) Caps {
+	if b&seqhdr.CapsSet == 0 {
+		return Caps{}
+	}
+	return Caps{Known: true, Integrity: linkcrc.Integrity(b & seqhdr.CapsIntegrityMask), FastSend: b&seqhdr.CapsFastSend != 0}
+}
+
+// Conflict says which settings of the two ends do not fit (a bit set).
+type Conflict uint8
+
+// Conflicts.
+const (
+	ConflictProtect   Conflict = 1 << iota // protect modes (Protect.fits)
+	ConflictIntegrity                      // integrity checks (Offer.Integrity)
+)
+
+// String names the settings that do not fit: "protect", "integrity",
+// "protect, integrity" or "".
+func (c Conflict) String() string {
+	switch c {
+	case 0:
+		return ""
+	case ConflictProtect:
+		return "protect"
+	case ConflictIntegrity:
+		return "integrity"
+	}
+	return "protect, integrity"
+}
+
+// conflict returns what of the peer's offer h does not fit o.
+func (o *Offer) conflict(h *seqhdr.Hello) Conflict {
+	var c Conflict
+	if !o.Protect.fits(protectOf(h.Protect)) {
+		c |= ConflictProtect
+	}
+	if pc := capsOf(h.Caps); pc.Known && pc.Integrity != o.Integrity {
+		c |= ConflictIntegrity
+	}
+	return c
 }
 
 // Agreed is the outcome of an agreement.
@@ -195,6 +275,12 @@ type Agreed struct {
 	Speed  uint32 // Mbit/s
 	// Local and Peer are the two protect modes (compatible when agreed).
 	Local, Peer Protect
+	// LocalCaps and PeerCaps are what the two ends run besides (the same
+	// integrity check when agreed, unless PeerCaps is not Known).
+	LocalCaps, PeerCaps Caps
+	// Conflict names the settings that do not fit (the session is then in
+	// Mismatch, and Agreed reports no agreement).
+	Conflict Conflict
 	// TxSeq and RxSeq are where our sender and receiver were reset to.
 	TxSeq, RxSeq seqhdr.Seq
 	// Epoch and PeerEpoch identify the agreement.
@@ -278,8 +364,8 @@ type Stats struct {
 	PeerRestarts          uint64 // a new peer epoch after another one was known
 	Resets                uint64 // Link.Reset calls
 	Ups                   uint64 // transitions to Up
-	Mismatches            uint64 // incompatible protect modes seen
-	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
+	Mismatches            uint64 // peer offers adopted whose settings do not fit (Agreed.Conflict)
+	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender (and AcceptPlain's)
 	Downs                 uint64 // LinkDown calls
 	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast), or a new epoch from another MAC than the live peer's
 	Replaced              uint64 // of Stale: messages of a peer epoch replaced by its restart
@@ -295,7 +381,7 @@ const (
 	EvReset         Event = 1 << iota // the link was reset to a new agreement (Agreed changed)
 	EvPeerRestart                     // the peer's epoch changed: it restarted
 	EvUp                              // the session came up
-	EvMismatch                        // the peer's protect mode is incompatible
+	EvMismatch                        // a setting of the peer does not fit ours (Agreed.Conflict)
 	EvNodeCollision                   // the peer has this end's node id: refused
 )
 
@@ -349,8 +435,8 @@ func New(cfg Config, link Link) (*Session, error) {
 		return nil, errors.New("linksession: New needs the Link (the linkguardian.Endpoint) it resets")
 	}
 	o := cfg.Offer
-	if o.Window == 0 || o.Lanes == 0 || o.MTU < 64 || o.Speed == 0 || o.Protect.RxMode > 2 {
-		return nil, errors.New("linksession: Config.Offer needs Window ≥ 1, Lanes ≥ 1, MTU ≥ 64, Speed ≥ 1 Mbit/s and RxMode 0 (lg), 1 (lgnb) or 2 (monitor)")
+	if o.Window == 0 || o.Lanes == 0 || o.MTU < 64 || o.Speed == 0 || o.Protect.RxMode > 2 || o.Integrity > linkcrc.Csum {
+		return nil, errors.New("linksession: Config.Offer needs Window ≥ 1, Lanes ≥ 1, MTU ≥ 64, Speed ≥ 1 Mbit/s, RxMode 0 (lg), 1 (lgnb) or 2 (monitor) and Integrity crc32c, off or csum")
 	}
 	if cfg.HelloInterval <= 0 {
 		cfg.HelloInterval = 1_000_000
@@ -388,10 +474,11 @@ func (s *Session) State() State { return s.state }
 func (s *Session) Epoch() uint64 { return s.epoch }
 
 // Agreed returns the parameters of the current agreement and whether there
-// is one (a peer adopted with a compatible protect mode). They stay valid
+// is one (a peer adopted whose settings fit). Without one they are the
+// adopted peer's offer and ours: Conflict says what does not fit. They stay valid
 // while the session is re-confirmed after LinkDown/LinkUp.
 func (s *Session) Agreed() (Agreed, bool) {
-	return s.agreed, s.peer != 0 && s.state != Mismatch
+	return s.agreed, s.peer != 0 && s.agreed.Conflict == 0
 }
 
 // Receive handles a session frame (HELLO or HELLO-ACK, whole frame).
@@ -425,8 +512,8 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 		return EvNodeCollision
 	}
 	var ev Event
+	src := frame[6:12]
 	if h.Epoch != s.peer {
-		src := frame[6:12]
 		switch {
 		case s.wasReplaced(h.Epoch):
 			s.Stats.Stale++
@@ -436,11 +523,19 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 			s.Stats.Foreign++
 			return 0
 		}
-		ev = s.adopt(now, &h, src)
+		ev = s.adopt(now, &h, src, false)
 	} else if h.Window != s.peerMsg.Window || h.Lanes != s.peerMsg.Lanes || h.MTU != s.peerMsg.MTU ||
-		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq || h.Node != s.peerMsg.Node {
+		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq || h.Node != s.peerMsg.Node ||
+		h.Caps != s.peerMsg.Caps {
 		s.Stats.Inconsistent++
-		return 0
+		if s.agreed.Conflict == 0 {
+			return 0
+		}
+		// Nothing was reset for the offer that did not fit, and an
+		// epoch's offer does not change: that one was a frame corrupted
+		// into another configuration (the integrity check of a peer
+		// that runs another one cannot tell). The later offer counts.
+		ev = s.adopt(now, &h, src, true)
 	}
 	s.heard = now
 	if h.HasReport {
@@ -475,10 +570,11 @@ func (s *Session) alive(now int64) bool {
 }
 
 // adopt takes h's epoch, from source MAC src, as the peer's and resets the
-// link to the agreement.
-func (s *Session) adopt(now int64, h *seqhdr.Hello, src []byte) Event {
+// link to the agreement; again: h is the current peer's, whose earlier offer
+// did not fit.
+func (s *Session) adopt(now int64, h *seqhdr.Hello, src []byte, again bool) Event {
 	var ev Event
-	if s.peer != 0 {
+	if s.peer != 0 && !again {
 		s.Stats.PeerRestarts++
 		ev |= EvPeerRestart
 		if string(src) == string(s.peerSrc[:]) {
@@ -494,13 +590,13 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello, src []byte) Event {
 	s.peer, s.peerMsg = h.Epoch, *h
 	s.peerReportOK = false
 	o := &s.cfg.Offer
-	peerP := protectOf(h.Protect)
 	s.agreed = Agreed{
 		Window: min(o.Window, h.Window), Lanes: min(o.Lanes, h.Lanes), MTU: min(o.MTU, h.MTU),
-		Speed: min(o.Speed, h.Speed), Local: o.Protect, Peer: peerP,
+		Speed: min(o.Speed, h.Speed), Local: o.Protect, Peer: protectOf(h.Protect),
+		LocalCaps: o.caps(), PeerCaps: capsOf(h.Caps), Conflict: o.conflict(h),
 		TxSeq: s.init, RxSeq: h.InitSeq, Epoch: s.epoch, PeerEpoch: h.Epoch, PeerNode: h.Node,
 	}
-	if !o.Protect.fits(peerP) {
+	if s.agreed.Conflict != 0 {
 		s.Stats.Mismatches++
 		if s.state != Down {
 			s.state = Mismatch
@@ -537,10 +633,25 @@ func (s *Session) AcceptLink(now int64) bool {
 	return true
 }
 
+// AcceptPlain is called for every frame received from the link without a
+// link header (a direction this end does not protect, or host frames the
+// peer passed unprotected): it reports whether the frame may be delivered.
+// Not while the adopted peer runs another integrity check
+// (ConflictIntegrity): the frame then carries a trailer this end does not
+// remove, or lacks the one its check expects (counted in RxNotAgreed). It
+// does not count as hearing the peer.
+func (s *Session) AcceptPlain() bool {
+	if s.peer != 0 && s.agreed.Conflict&ConflictIntegrity != 0 {
+		s.Stats.RxNotAgreed++
+		return false
+	}
+	return true
+}
+
 // Accepts reports whether LinkGuardian frames from the link may be
 // processed: the port was reset to an agreement with a peer that fits.
 // It is a query and changes nothing: asking it is not hearing the peer.
-func (s *Session) Accepts() bool { return s.peer != 0 && s.state != Mismatch }
+func (s *Session) Accepts() bool { return s.peer != 0 && s.agreed.Conflict == 0 }
 
 // Admit decides for the host frame at the head of the link queue, queued at
 // queuedAt.
@@ -606,7 +717,7 @@ func (s *Session) Poll(now int64) int64 {
 func (s *Session) Frame(now int64, b []byte) int {
 	h := seqhdr.Hello{Epoch: s.epoch, Echo: s.peer, InitSeq: s.init, Window: s.cfg.Offer.Window,
 		Lanes: s.cfg.Offer.Lanes, Protect: s.cfg.Offer.Protect.bits(), MTU: s.cfg.Offer.MTU, Speed: s.cfg.Offer.Speed, Node: s.cfg.Node,
-		HasReport: s.hasReport, Report: s.report}
+		HasReport: s.hasReport, Report: s.report, Caps: s.cfg.Offer.caps().bits()}
 	switch {
 	case s.state == Down:
 		return 0
@@ -645,10 +756,8 @@ func (s *Session) LinkUp(now int64) {
 		return
 	}
 	s.state = HelloSent
-	if s.peer != 0 {
-		if !s.cfg.Offer.Protect.fits(protectOf(s.peerMsg.Protect)) {
-			s.state = Mismatch
-		}
+	if s.peer != 0 && s.agreed.Conflict != 0 {
+		s.state = Mismatch
 	}
 	s.interval = s.cfg.HelloInterval
 	s.next = now
