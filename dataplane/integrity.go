@@ -86,9 +86,9 @@ func (w *worker) checkRx(port int, descs []xdp.Desc) []xdp.Desc {
 var otherChecks = [...]linkcrc.Integrity{linkcrc.CRC32C, linkcrc.Csum, linkcrc.Off}
 
 // otherCheck reports whether b, a frame that failed the local check, is a
-// session frame sealed with another integrity check (or none) whose HELLO
-// says its sender runs that check, and returns its length without that
-// check's trailer.
+// session frame sealed with another integrity check (or, exactly
+// seqhdr.MinFrameLen bytes long, none) whose HELLO says its sender runs
+// that check, and returns its length without that check's trailer.
 func otherCheck(local linkcrc.Integrity, b []byte) (int, bool) {
 	if t, ok := seqhdr.FrameType(b); !ok || !t.IsSession() {
 		return 0, false
@@ -98,6 +98,12 @@ func otherCheck(local linkcrc.Integrity, b []byte) (int, bool) {
 			continue
 		}
 		n := len(b)
+		if m == linkcrc.Off && n != seqhdr.MinFrameLen {
+			// An end without a check sends its HELLOs as they are.
+			// Nothing verifies them: a longer frame is a sealed one,
+			// corrupted (a flip turning its word into "off").
+			continue
+		}
 		if m != linkcrc.Off {
 			var good bool
 			if n, good = m.Check(b); !good {
