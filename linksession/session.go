@@ -105,7 +105,8 @@
 //  1. For each frame from the link: if seqhdr.FrameType says IsSession,
 //     ev := s.Receive(now, frame) and free the frame (on EvReset apply
 //     Agreed(): SetCredit, lanes, MTU; log it). Else if it is a link frame
-//     and !s.AcceptLink(now), drop it. Else port.Receive. (AcceptLink
+//     and !s.AcceptLink(now), drop it; if it is not one (no link header)
+//     and !s.AcceptPlain(), drop it. Else port.Receive. (AcceptLink
 //     is for received frames only: a condition that is not about a received
 //     frame, such as handing the receive point to the kernel, asks
 //     s.Accepts(), which does not count as hearing the peer.)
