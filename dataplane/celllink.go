@@ -63,7 +63,10 @@ type cellLink struct {
 
 // CellLinkLG is the link layer under the cells of one link port.
 type CellLinkLG struct {
-	Session    string `json:"session"`
+	Session string `json:"session"`
+	// Mismatch names the settings of the peer that do not fit (session
+	// mismatch): "--integrity csum here, crc32c at the peer".
+	Mismatch   string `json:"mismatch,omitempty"`
 	PeerNode   uint16 `json:"peer_node,omitempty"`
 	Queued     int    `json:"queued_cells"`
 	Unacked    int    `json:"unacked_cells"`

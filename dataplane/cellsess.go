@@ -105,11 +105,12 @@ func (c *cellSess) startSession(window int, prot linksession.Protect, link links
 		LocalMAC: d.all[c.port].mac,
 		PeerMAC:  d.cfg.LG.PeerMAC,
 		Offer: linksession.Offer{
-			Window:  uint32(window),
-			Lanes:   uint8(max(c.lanes, 1)), // a port without sockets: tests in memory
-			MTU:     uint16(min(c.pl.cellFrame, 1<<16-1)),
-			Speed:   uint32(max(d.cfg.LG.LinkSpeed/1_000_000, 1)),
-			Protect: prot,
+			Window:    uint32(window),
+			Lanes:     uint8(max(c.lanes, 1)), // a port without sockets: tests in memory
+			MTU:       uint16(min(c.pl.cellFrame, 1<<16-1)),
+			Speed:     uint32(max(d.cfg.LG.LinkSpeed/1_000_000, 1)),
+			Protect:   prot,
+			Integrity: d.cfg.LG.Integrity,
 		},
 		Node: d.cfg.Cells.NodeID,
 	}
@@ -152,12 +153,40 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 		sayOneLane(log, name, c.pl.w.ports[c.port].lanes, c.lanes, &c.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
-		log.Error("link session: the peer's link layer does not fit this end's; run both ends with the same --link-mode", "dev", name)
+		if a.Conflict&linksession.ConflictProtect != 0 {
+			log.Error("link session: --link-mode "+cellLinkMode(a.Local)+" here, "+cellLinkMode(a.Peer)+" at the peer: the link layers do not fit; run both ends with the same --link-mode",
+				"dev", name)
+		}
+		if a.Conflict&linksession.ConflictIntegrity != 0 {
+			sayMismatch(log, name, linksession.Agreed{Conflict: linksession.ConflictIntegrity, LocalCaps: a.LocalCaps, PeerCaps: a.PeerCaps})
+		}
 	}
 	if ev&linksession.EvUp != 0 {
 		log.Info("cells: link session up", "dev", name, "peer_node", a.PeerNode, "window", a.Window, "lanes", a.Lanes)
 	}
 	return ev
+}
+
+// cellMismatchText is mismatchText for a link under the cells, whose
+// protect mode is its --link-mode.
+func cellMismatchText(a linksession.Agreed) string {
+	if a.Conflict&linksession.ConflictProtect == 0 {
+		return mismatchText(a)
+	}
+	t := "--link-mode " + cellLinkMode(a.Local) + " here, " + cellLinkMode(a.Peer) + " at the peer"
+	if a.Conflict&linksession.ConflictIntegrity != 0 {
+		a.Conflict = linksession.ConflictIntegrity
+		t += "; " + mismatchText(a)
+	}
+	return t
+}
+
+// cellLinkMode is the --link-mode an end's protect mode says.
+func cellLinkMode(p linksession.Protect) string {
+	if p.FEC {
+		return "fec"
+	}
+	return [...]string{"lg", "lgnb", "monitor", "?"}[min(p.RxMode, 3)]
 }
 
 // sessionPoll follows the port's state (down: the session waits; up: it
@@ -195,8 +224,13 @@ func (c *cellSess) sessionPoll(now int64, tx *Tx) int64 {
 // sessionSnapshot fills the session's part of s.
 func (c *cellSess) sessionSnapshot(s *CellLinkLG) {
 	s.Session = c.sess.State().String()
-	if a, ok := c.sess.Agreed(); ok {
+	a, ok := c.sess.Agreed()
+	if ok {
 		s.PeerNode = a.PeerNode
+	}
+	s.Mismatch = ""
+	if a.Conflict != 0 {
+		s.Mismatch = cellMismatchText(a)
 	}
 	s.NodeCollisions = c.collisions
 }

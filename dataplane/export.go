@@ -56,6 +56,7 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 	add(r.Counter("linkfabric_lg_link_tx_ring_full_total", "Link frames that found the TX ring full.", &s.LinkTxRingFull))
 	add(r.Counter("linkfabric_lg_host_tx_ring_full_total", "Delivered frames dropped: host TX ring full.", &s.HostTxRingFull))
 	add(r.Counter("linkfabric_lg_corrupt_frames_total", "Link frames that failed the integrity check (dropped as lost).", &s.Integrity.Corrupt))
+	add(r.Counter("linkfabric_lg_other_check_frames_total", "Session frames sealed with another integrity check than this end's, passed to the link session so that it names the mismatch.", &s.Integrity.OtherCheck))
 	add(r.Counter("linkfabric_lg_mode_changes_total", "Receiving-mode changes made by the protection policy.", &s.ModeChanges))
 	add(r.Gauge("linkfabric_lg_copies", "N, retransmitted copies per lost frame.", &s.Copies))
 	add(r.GaugeFunc("linkfabric_lg_tx_loss_rate", "Loss rate of the outgoing direction, from loss notifications.", s.LossRate))
@@ -142,6 +143,7 @@ func registerCells(r *metrics.Registry, c *CellStats) error {
 	}
 	add(r.GaugeFunc("linkfabric_cells_voq_backlog_bytes", "Bytes waiting in the edge's VOQs.", func() float64 { return float64(c.Snapshot().VOQBacklog) }))
 	add(r.Counter("linkfabric_cells_corrupt_frames_total", "Link frames that failed the integrity check.", &c.Integrity.Corrupt))
+	add(r.Counter("linkfabric_cells_other_check_frames_total", "Session frames sealed with another integrity check than this end's, passed to the link session so that it names the mismatch.", &c.Integrity.OtherCheck))
 	return errors.Join(errs...)
 }
 
@@ -178,6 +180,7 @@ func registerFEC(r *metrics.Registry, f *FECStats) error {
 	add(r.GaugeFunc("linkfabric_fec_policy_action", "FEC: the link policy's action for the outgoing direction (0 none, 1 fec, 2 replicate, 3 lg, 4 exclude).", func() float64 { return float64(f.Snapshot().Policy.State.Choice.Action) }))
 	add(r.Counter("linkfabric_fec_policy_changes_total", "FEC: changes of the link policy's decision.", &f.PolicyChanges))
 	add(r.Counter("linkfabric_fec_corrupt_frames_total", "Link frames that failed the integrity check (dropped as lost).", &f.Integrity.Corrupt))
+	add(r.Counter("linkfabric_fec_other_check_frames_total", "Session frames sealed with another integrity check than this end's, passed to the link session so that it names the mismatch.", &f.Integrity.OtherCheck))
 	add(r.Counter("linkfabric_fec_pfc_rx_total", "PAUSE/PFC frames received on the link port.", &f.PFCRx))
 	return errors.Join(errs...)
 }

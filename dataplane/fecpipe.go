@@ -54,7 +54,7 @@ func newFECPipeline(w *worker) (Pipeline, error) {
 		return nil, err
 	}
 	prot := linksession.Protect{Tx: true, Rx: true, FEC: true}
-	if err := pl.startSession(w, &pl.fecCtl, fecWindow, prot, &pl.queue, &pl.st.Session, "fec"); err != nil {
+	if err := pl.startSession(w, &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
 		return nil, err
 	}
 	d.cfg.Logger.Info("fec: sender protection", "dev", d.cfg.LinkPort, "protection", pl.inForce().String(), "basis", pl.basis,
@@ -103,6 +103,9 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx)
 				tx.Release(d.Addr) // no agreement with its sender yet (counted by the session)
 				continue
 			}
+		} else if !pl.sess.AcceptPlain() {
+			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
+			continue
 		}
 		pl.rcv.Receive(now, fec.Frame{H: fec.Handle(d.Addr), Len: int(d.Len)})
 	}

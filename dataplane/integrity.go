@@ -3,6 +3,8 @@ package dataplane
 import (
 	"sync/atomic"
 
+	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -26,8 +28,15 @@ import (
 // unchecked, and no frame needs to be encapsulated for the check.
 //
 // Both ends must agree (run --integrity): a frame without a trailer fails the
-// check. A link port's MTU must have room for the trailer: link MTU ≥ host
-// MTU + seqhdr.MaxOverhead + linkcrc.TrailerLen (the testbed gives 16).
+// check. So that a difference is named rather than looking like a dead
+// link, a session frame (HELLO, HELLO-ACK) that fails this end's check
+// still reaches the link session if it verifies under another check and
+// says, as a HELLO (seqhdr.Hello.Caps), that its sender runs that check
+// (IntegrityStats.OtherCheck; "off" verifies anything, hence the HELLO's
+// word). The session then sees the peer's --integrity, stays in mismatch
+// and says which; nothing else from that peer is delivered. A link port's
+// MTU must have room for the trailer: link MTU ≥ host MTU +
+// seqhdr.MaxOverhead + linkcrc.TrailerLen (the testbed gives 16).
 
 // IntegrityStats count the integrity check on the link port.
 type IntegrityStats struct {
@@ -39,6 +48,10 @@ type IntegrityStats struct {
 	// maximum length); the peer drops them as corrupt. Give the UMEM larger
 	// frames (--frame-size) or the hosts a smaller MTU.
 	NoRoom atomic.Uint64
+	// OtherCheck counts session frames that failed the check but carry
+	// another integrity check's trailer (or none) and say their sender
+	// runs it: passed to the link session, which names the mismatch.
+	OtherCheck atomic.Uint64
 }
 
 // checkRx verifies and removes the integrity trailer of every frame of
@@ -51,7 +64,13 @@ func (w *worker) checkRx(port int, descs []xdp.Desc) []xdp.Desc {
 	}
 	ok := descs[:0]
 	for _, d := range descs {
-		n, good := w.check.Check(w.umem.Bytes(d.Addr, d.Len))
+		b := w.umem.Bytes(d.Addr, d.Len)
+		n, good := w.check.Check(b)
+		if !good {
+			if n, good = otherCheck(w.check, b); good {
+				w.integrity.OtherCheck.Add(1)
+			}
+		}
 		if !good {
 			w.integrity.Corrupt.Add(1)
 			w.refs.release(d.Addr)
@@ -61,6 +80,42 @@ func (w *worker) checkRx(port int, descs []xdp.Desc) []xdp.Desc {
 		ok = append(ok, d)
 	}
 	return ok
+}
+
+// otherChecks are the integrity checks otherCheck tries, "off" last.
+var otherChecks = [...]linkcrc.Integrity{linkcrc.CRC32C, linkcrc.Csum, linkcrc.Off}
+
+// otherCheck reports whether b, a frame that failed the local check, is a
+// session frame sealed with another integrity check (or, exactly
+// seqhdr.MinFrameLen bytes long, none) whose HELLO says its sender runs
+// that check, and returns its length without that check's trailer.
+func otherCheck(local linkcrc.Integrity, b []byte) (int, bool) {
+	if t, ok := seqhdr.FrameType(b); !ok || !t.IsSession() {
+		return 0, false
+	}
+	for _, m := range otherChecks {
+		if m == local {
+			continue
+		}
+		n := len(b)
+		if m == linkcrc.Off && n != seqhdr.MinFrameLen {
+			// An end without a check sends its HELLOs as they are.
+			// Nothing verifies them: a longer frame is a sealed one,
+			// corrupted (a flip turning its word into "off").
+			continue
+		}
+		if m != linkcrc.Off {
+			var good bool
+			if n, good = m.Check(b); !good {
+				continue
+			}
+		}
+		h, err := seqhdr.ParseHello(b[:n])
+		if err == nil && h.Caps&seqhdr.CapsSet != 0 && linkcrc.Integrity(h.Caps&seqhdr.CapsIntegrityMask) == m {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // sealTx appends the integrity trailer to every frame of list, to be sent on

@@ -186,3 +186,87 @@ func TestIntegrityHostAndOff(t *testing.T) {
 		t.Errorf("--integrity off changed or checked the frame")
 	}
 }
+
+// TestIntegrityOtherCheck: a HELLO from a peer with another --integrity
+// (another trailer, or none) fails this end's check but still reaches the
+// session, without its trailer, counted apart, so that the session can name
+// the mismatch; only when it verifies under the check it says its sender
+// runs. Other frames sealed so, and HELLOs whose word does not match their
+// trailer, are corrupt as before, and so is every single-bit flip of a
+// HELLO sealed with this end's own check (the one that turns its word into
+// "off" included: a HELLO from an end without a check has no trailer).
+func TestIntegrityOtherCheck(t *testing.T) {
+	w := integrityWorker(t, linkcrc.CRC32C)
+	dst, src := [6]byte{2, 0, 0, 0, 0, 2}, [6]byte{2, 0, 0, 0, 0, 1}
+	hello := func(says linkcrc.Integrity, sealed linkcrc.Integrity) xdp.Desc {
+		a, ok := w.refs.alloc()
+		if !ok {
+			t.Fatal("UMEM exhausted")
+		}
+		a += uint64(w.umem.DataOffset())
+		h := seqhdr.Hello{Epoch: 7, InitSeq: 1, Window: 64, Lanes: 1, Protect: 3, MTU: 1500, Speed: 1000, Caps: seqhdr.CapsSet | uint8(says)}
+		n, err := seqhdr.PutHello(w.umem.Frame(a), &dst, &src, &h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sealed != linkcrc.Off {
+			n, _ = sealed.Seal(w.umem.Frame(a), n)
+		}
+		return xdp.Desc{Addr: a, Len: uint32(n)}
+	}
+	for _, c := range []struct {
+		says, sealed linkcrc.Integrity
+		pass         bool
+		len          uint32
+	}{
+		{linkcrc.Csum, linkcrc.Csum, true, seqhdr.MinFrameLen},
+		{linkcrc.Off, linkcrc.Off, true, seqhdr.MinFrameLen},
+		// An end without a check sends HELLOs of MinFrameLen bytes.
+		{linkcrc.Off, linkcrc.Csum, false, 0},
+		{linkcrc.Csum, linkcrc.Off, false, 0},
+		{linkcrc.CRC32C, linkcrc.Off, false, 0},
+		{linkcrc.CRC32C, linkcrc.Csum, false, 0},
+	} {
+		d := hello(c.says, c.sealed)
+		other, corrupt := w.integrity.OtherCheck.Load(), w.integrity.Corrupt.Load()
+		r := d
+		got := checkOne(w, &r)
+		if got != c.pass || got && (r.Len != c.len || w.integrity.OtherCheck.Load() != other+1) ||
+			!got && w.integrity.Corrupt.Load() != corrupt+1 {
+			t.Errorf("a HELLO saying %v sealed with %v: passed %v (len %d), other check +%d, corrupt +%d",
+				c.says, c.sealed, got, r.Len, w.integrity.OtherCheck.Load()-other, w.integrity.Corrupt.Load()-corrupt)
+		}
+		if got {
+			w.refs.release(r.Addr)
+		}
+	}
+	// Not a session frame: corrupt, whatever it carries.
+	d := linkFrames(t, w)["data"]
+	n, _ := linkcrc.Csum.Seal(w.umem.Frame(d.Addr), int(d.Len))
+	if r := (xdp.Desc{Addr: d.Addr, Len: uint32(n)}); checkOne(w, &r) {
+		t.Error("a data frame sealed with csum passed a crc32c end")
+	}
+
+	s := hello(linkcrc.CRC32C, linkcrc.CRC32C)
+	b := w.umem.Bytes(s.Addr, s.Len)
+	idx := w.refs.idx(s.Addr)
+	passed := 0
+	for bit := 0; bit < 8*len(b); bit++ {
+		b[bit/8] ^= 1 << (bit % 8)
+		r := s
+		w.refs.hold(s.Addr)
+		if checkOne(w, &r) {
+			passed++
+			h, err := seqhdr.ParseHello(w.umem.Bytes(r.Addr, r.Len))
+			t.Errorf("a flip of bit %d passed as %+v (%v)", bit, h, err)
+		} else if w.refs.held[idx] {
+			t.Fatalf("a flip of bit %d: dropped but not freed", bit)
+		} else {
+			w.refs.free.Pop()
+		}
+		b[bit/8] ^= 1 << (bit % 8)
+	}
+	if passed != 0 {
+		t.Errorf("%d single-bit flips of a sealed HELLO passed", passed)
+	}
+}

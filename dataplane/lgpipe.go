@@ -387,7 +387,7 @@ func (pl *lgPipeline) handOff(now int64) {
 		pl.catch.Step(now, pl.catchUpEnv(now))
 		return
 	}
-	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.AcceptLink(now) ||
+	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.Accepts() ||
 		pl.deliveriesOut() || pl.linkRxWaiting() {
 		return
 	}
@@ -444,6 +444,9 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 				tx.Release(d.Addr)
 				continue
 			}
+		} else if !pl.sess.AcceptPlain() {
+			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
+			continue
 		}
 		f := linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)}
 		if pl.catch != nil && pl.catch.Keep(now, f, b) {

@@ -1,9 +1,11 @@
 package dataplane
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,7 +65,10 @@ type SessionStats struct {
 
 // SessionSnapshot is a copy of the session's state and counters.
 type SessionSnapshot struct {
-	State     string             `json:"state"`
+	State string `json:"state"`
+	// Mismatch names the settings of the peer that do not fit this end's
+	// (state mismatch): "--integrity csum here, crc32c at the peer".
+	Mismatch  string             `json:"mismatch,omitempty"`
 	Epoch     uint64             `json:"epoch"`
 	PeerEpoch uint64             `json:"peer_epoch,omitempty"`
 	Agreed    *SessionAgreed     `json:"agreed,omitempty"`
@@ -79,6 +84,12 @@ type SessionAgreed struct {
 	SpeedMbps uint32 `json:"speed_mbps"`
 	TxSeq     uint32 `json:"tx_initial_seq"`
 	RxSeq     uint32 `json:"rx_initial_seq"`
+	// Integrity is the check both ends' link frames carry; FastSend and
+	// PeerFastSend say which end sends by the kernel's send fast path
+	// (they need not agree).
+	Integrity    string `json:"integrity"`
+	FastSend     bool   `json:"fast_send"`
+	PeerFastSend bool   `json:"peer_fast_send"`
 }
 
 // SessionHeldCounter counts host frames that met a session that was not up.
@@ -123,18 +134,21 @@ type linkSess struct {
 }
 
 // startSession starts the link session of w's link port over link, offering
-// window frames and prot; host frames wait in queue while it is not up.
-func (s *linkSess) startSession(w *worker, link linksession.Link, window int, prot linksession.Protect, queue *classQueues, stats *SessionStats, peers string) error {
+// window frames and prot (fastSend: the kernel's send fast path runs); host
+// frames wait in queue while it is not up.
+func (s *linkSess) startSession(w *worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *classQueues, stats *SessionStats, peers string) error {
 	c := &w.d.cfg.LG
 	sess, err := linksession.New(linksession.Config{
 		LocalMAC: w.d.linkMAC,
 		PeerMAC:  c.PeerMAC,
 		Offer: linksession.Offer{
-			Window:  uint32(window),
-			Lanes:   uint8(w.ports[portLink].lanes), // the worker's: 1 with several (workers.go)
-			MTU:     uint16(min(c.MTU, 1<<16-1)),
-			Speed:   uint32(max(c.LinkSpeed/1_000_000, 1)),
-			Protect: prot,
+			Window:    uint32(window),
+			Lanes:     uint8(w.ports[portLink].lanes), // the worker's: 1 with several (workers.go)
+			MTU:       uint16(min(c.MTU, 1<<16-1)),
+			Speed:     uint32(max(c.LinkSpeed/1_000_000, 1)),
+			Protect:   prot,
+			Integrity: c.Integrity,
+			FastSend:  fastSend,
 		},
 		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), HoldUpTo: int64(c.SessionHold), PassUnprotected: c.SessionPass},
 	}, link)
@@ -158,7 +172,8 @@ func (pl *lgPipeline) newSession() error {
 	if p.R != nil {
 		prot.RxMode = uint8(p.R.Mode())
 	}
-	return pl.startSession(pl.w, p, window, prot, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --protect that fits this one")
+	fastSend := p.S != nil && pl.d.fast.lgSend(false) != nil // as newLGPipeline connects it
+	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --protect that fits this one")
 }
 
 // sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
@@ -181,23 +196,28 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 // that every pipeline shares (lanes, logs, the peer's MAC) and returns the
 // session's events.
 func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
+	replaced := s.sess.Stats.Replaced
 	ev := s.sess.Receive(now, b)
+	d := s.sw.d
+	log := d.cfg.Logger
+	// An epoch replaced by a restart of the peer still speaking a second
+	// later is no restart: two sessions with different epochs share the
+	// peer's MAC. Most likely the other end runs several workers (one
+	// session per queue) and this one fewer, or the reverse.
+	if s.sess.Stats.Replaced != replaced && now-s.restartAt >= int64(time.Second) {
+		s.sayTurns()
+	}
 	if ev == 0 {
 		return 0
 	}
-	d := s.sw.d
-	log := d.cfg.Logger
 	a, _ := s.sess.Agreed()
 	if ev&linksession.EvPeerRestart != 0 {
 		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
 			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
 		// A peer that "restarts" again within a second is two peers
-		// taking turns: most likely the other end runs several workers
-		// (one session per queue) and this one fewer, or the reverse.
-		if s.restartAt != 0 && now-s.restartAt < int64(time.Second) && !s.turnsSaid {
-			s.turnsSaid = true
-			log.Error("link session: the peer restarts again and again: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
-				"dev", d.cfg.LinkPort, "local_workers", d.cfg.Workers)
+		// taking turns (as above).
+		if s.restartAt != 0 && now-s.restartAt < int64(time.Second) {
+			s.sayTurns()
 		}
 		s.restartAt = now
 	}
@@ -206,8 +226,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 		sayOneLane(log, d.cfg.LinkPort, s.sw.ports[portLink].lanes, s.lanes, &s.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
-		log.Error("link session: the peer's mode or --protect does not fit this end's (both ends must run fec, or both lg/lgnb/monitor; a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until it does",
-			"dev", d.cfg.LinkPort, "local_fec", a.Local.FEC, "peer_fec", a.Peer.FEC, "local_tx", a.Local.Tx, "local_rx", a.Local.Rx, "peer_tx", a.Peer.Tx, "peer_rx", a.Peer.Rx)
+		sayMismatch(log, d.cfg.LinkPort, a)
 	}
 	if ev&linksession.EvUp != 0 {
 		// From now on link control is accepted only from this peer
@@ -220,6 +239,12 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 		log.Info("link session up", "dev", d.cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
 			"window", a.Window, "lanes", a.Lanes, "mtu", a.MTU, "speed_mbps", a.Speed,
 			"tx_seq", uint32(a.TxSeq), "rx_seq", uint32(a.RxSeq))
+		if a.PeerCaps.Known && a.PeerCaps.FastSend != a.LocalCaps.FastSend {
+			// The frames on the wire are the same either way
+			// (linkguardian/fasttx.go, step 6): only said.
+			log.Info("link session: one end sends by the kernel's send fast path, the other by its worker; they interoperate",
+				"dev", d.cfg.LinkPort, "fast_send", a.LocalCaps.FastSend, "peer_fast_send", a.PeerCaps.FastSend)
+		}
 		if a.MTU < uint16(min(d.cfg.LG.MTU, 1<<16-1)) {
 			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
 				"dev", d.cfg.LinkPort, "peer_mtu", a.MTU)
@@ -227,6 +252,67 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	s.publishSession()
 	return ev
+}
+
+// mismatchText names, flag by flag, the settings of the peer that do not
+// fit this end's (a.Conflict): "--integrity csum here, crc32c at the peer".
+func mismatchText(a linksession.Agreed) string {
+	var parts []string
+	if a.Conflict&linksession.ConflictProtect != 0 {
+		parts = append(parts, protectFlags(a.Local)+" here, "+protectFlags(a.Peer)+" at the peer")
+	}
+	if a.Conflict&linksession.ConflictIntegrity != 0 {
+		parts = append(parts, fmt.Sprintf("--integrity %v here, %v at the peer", a.LocalCaps.Integrity, a.PeerCaps.Integrity))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// protectFlags is what an end's protect mode says of its --mode and
+// --protect (the mode of an end that does not sequence what it receives
+// is not said: lg, lgnb and monitor send alike).
+func protectFlags(p linksession.Protect) string {
+	if p.FEC {
+		return "--mode fec"
+	}
+	mode := "lg|lgnb|monitor"
+	if p.Rx {
+		mode = [...]string{"lg", "lgnb", "monitor", "lg|lgnb|monitor"}[min(p.RxMode, 3)]
+	}
+	prot := "none"
+	switch {
+	case p.Tx && p.Rx:
+		prot = "both"
+	case p.Tx:
+		prot = "tx"
+	case p.Rx:
+		prot = "rx"
+	}
+	return "--mode " + mode + " --protect " + prot
+}
+
+// sayMismatch logs what of the peer's settings does not fit this end's, a
+// line per setting, naming the flags at both ends.
+func sayMismatch(log *slog.Logger, dev string, a linksession.Agreed) {
+	if a.Conflict&linksession.ConflictProtect != 0 {
+		log.Error("link session: "+protectFlags(a.Local)+" here, "+protectFlags(a.Peer)+" at the peer: they do not fit (both ends must run fec, or both lg/lgnb/monitor; a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until they do",
+			"dev", dev)
+	}
+	if a.Conflict&linksession.ConflictIntegrity != 0 {
+		log.Error(fmt.Sprintf("link session: --integrity %v here, %v at the peer; nothing is delivered until both ends run the same --integrity", a.LocalCaps.Integrity, a.PeerCaps.Integrity),
+			"dev", dev)
+	}
+}
+
+// sayTurns logs, once, that two sessions with different epochs answer on
+// this link.
+func (s *linkSess) sayTurns() {
+	if s.turnsSaid {
+		return
+	}
+	s.turnsSaid = true
+	d := s.sw.d
+	d.cfg.Logger.Error("link session: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
+		"dev", d.cfg.LinkPort, "local_workers", d.cfg.Workers)
 }
 
 // sayOneLane logs, once per link port, that its session agreed on one lane
@@ -348,7 +434,11 @@ func (l *linkSess) publishSession() {
 	if a, ok := s.Agreed(); ok {
 		v.PeerEpoch = a.PeerEpoch
 		v.Agreed = &SessionAgreed{Window: a.Window, Lanes: a.Lanes, MTU: a.MTU, SpeedMbps: a.Speed,
-			TxSeq: uint32(a.TxSeq), RxSeq: uint32(a.RxSeq)}
+			TxSeq: uint32(a.TxSeq), RxSeq: uint32(a.RxSeq), Integrity: a.LocalCaps.Integrity.String(),
+			FastSend: a.LocalCaps.FastSend, PeerFastSend: a.PeerCaps.FastSend}
+	} else if a.Conflict != 0 {
+		v.PeerEpoch = a.PeerEpoch
+		v.Mismatch = mismatchText(a)
 	}
 	st := l.stats
 	st.mu.Lock()

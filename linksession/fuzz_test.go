@@ -18,6 +18,9 @@ func FuzzReceive(f *testing.F) {
 	h.Ack, h.Epoch = true, 23
 	seqhdr.PutHello(b, &ca.LocalMAC, &ca.PeerMAC, &h)
 	f.Add(append(append([]byte(nil), b...), b...))
+	h.Ack, h.Epoch, h.Caps = false, 24, seqhdr.CapsSet|2 // another integrity check
+	seqhdr.PutHello(b, &ca.LocalMAC, &ca.PeerMAC, &h)
+	f.Add(b)
 	f.Add([]byte{0x88, 0xb5, 7})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		l := &fakeLink{}
@@ -35,7 +38,15 @@ func FuzzReceive(f *testing.F) {
 			if _, err := seqhdr.ParseHello(frame); err != nil && (ev != 0 || len(l.resets) != resets) {
 				t.Fatalf("undecodable frame caused %v", ev)
 			}
-			s.AcceptLink(now)
+			if s.Accepts() != s.AcceptLink(now) {
+				t.Fatal("Accepts and AcceptLink disagree")
+			}
+			if g, _ := s.Agreed(); s.AcceptPlain() != (g.PeerEpoch == 0 || g.Conflict&ConflictIntegrity == 0) {
+				t.Fatalf("AcceptPlain with conflict %v", g.Conflict)
+			}
+			if g, ok := s.Agreed(); (s.State() == Mismatch) != (g.PeerEpoch != 0 && g.Conflict != 0 && s.State() != Down) || ok == (g.Conflict != 0) && g.PeerEpoch != 0 {
+				t.Fatalf("state %v with agreement %+v %v", s.State(), g, ok)
+			}
 			s.Poll(now)
 			for s.Frame(now, buf) > 0 {
 				if _, err := seqhdr.ParseHello(buf); err != nil {

@@ -16,20 +16,40 @@
 // quanta unit) and protect mode. A HELLO-ACK is the same message sent in
 // reply to a HELLO.
 //
-//   - A message from an epoch not seen before (the first peer, or a peer that
-//     restarted) is adopted: the Link is Reset with our initial sequence
-//     number and the peer's, and the agreed parameters are recomputed
-//     (EvReset; EvPeerRestart and Stats.PeerRestarts if a previous peer epoch
-//     was known). Our initial sequence number is chosen at start (Config) for
-//     the first peer and is Link.TxNext() for every later one, so every frame
-//     of ours still on the wire from before the reset is behind the peer's
-//     new receive window and dropped as a duplicate.
+//   - A message from an epoch other than the current peer's (the first peer,
+//     or a peer that restarted) is adopted, by the rule below: the Link is
+//     Reset with our initial sequence number and the peer's, and the agreed
+//     parameters are recomputed (EvReset; EvPeerRestart and
+//     Stats.PeerRestarts if a previous peer epoch was known). Our initial
+//     sequence number is chosen at start (Config) for the first peer and is
+//     Link.TxNext() for every later one, so every frame of ours still on the
+//     wire from before the reset is behind the peer's new receive window and
+//     dropped as a duplicate.
+//   - Which new epoch is adopted. The current peer's own messages never
+//     reset anything; only a new epoch can, and not every one:
+//     (a) A new epoch from the current peer's source MAC is that peer
+//     restarted: adopted at once, even while the old epoch seemed alive.
+//     The epoch it replaced is remembered (the last ReplacedEpochs of
+//     them): its process is gone, so a message of it that arrives later
+//     (reordered, or long in flight) is Stats.Stale (and Stats.Replaced),
+//     never adopted again.
+//     (b) A new epoch from another source MAC (a second sender on the
+//     segment; any MAC reaches the session when Config.PeerMAC is unset)
+//     while the current peer is alive (Up, and heard within DeadAfter) is
+//     Stats.Foreign: one stray HELLO must not reset both directions, twice
+//     (once for it, once more for the real peer's next keepalive).
+//     (c) Otherwise (no peer yet, or the current one is silent, taken for
+//     dead, mismatched or the link is down) it is adopted: the link is not
+//     held for a peer that may never come back. The epoch it replaces is
+//     not remembered, as that peer's process may well be alive: heard
+//     again, it is adopted back by the same rule.
 //   - A message is only adopted if its Echo is 0 or our epoch: one echoing
 //     another epoch was meant for an earlier incarnation of us (Stats.Stale).
 //     A message carrying our own epoch is a loop (Stats.Looped). A known
 //     epoch offering different parameters is Stats.Inconsistent. Undecodable
 //     frames are Stats.Malformed; a frame from a source MAC other than a
-//     unicast Config.PeerMAC is Stats.Foreign. All of these are ignored.
+//     unicast Config.PeerMAC is Stats.Foreign, as is (b) above. All of these
+//     are ignored.
 //   - On a cell link each end announces its node id (Config.Node). A peer
 //     with the same id is refused, every time it speaks
 //     (Stats.NodeCollisions, EvNodeCollision): the session never comes
@@ -52,14 +72,26 @@
 //
 // # Agreement
 //
-// Each agreed field is the minimum of both offers. Protect modes must be
-// compatible: a direction is sequenced by its sender exactly when its
-// receiver sequences it (our Tx is the peer's Rx and our Rx the peer's Tx),
-// and both ends code (FEC) or both retransmit;
-// otherwise the session stays in Mismatch (Stats.Mismatches), does not reset
-// the link and keeps offering HELLOs at MaxHelloInterval until a peer with a
-// compatible configuration (a new epoch) answers. Receive modes (lg, lgnb,
-// monitor) are each receiver's own choice and only reported.
+// Each agreed field is the minimum of both offers. Two settings must fit,
+// and Agreed.Conflict names those that do not:
+//
+//   - Protect modes (ConflictProtect): a direction is sequenced by its
+//     sender exactly when its receiver sequences it (our Tx is the peer's
+//     Rx and our Rx the peer's Tx), and both ends code (FEC) or both
+//     retransmit.
+//   - Integrity checks (ConflictIntegrity): both ends' link frames carry
+//     the same check (Offer.Integrity, linkcrc). A peer that does not say
+//     which it runs (seqhdr.Hello.Caps zero: a build from before) is not
+//     checked.
+//
+// With a conflict the session stays in Mismatch (Stats.Mismatches), does not
+// reset the link, accepts no LinkGuardian frame and keeps offering HELLOs
+// at MaxHelloInterval until a peer with a fitting configuration (a new
+// epoch) answers. Receive modes (lg, lgnb, monitor) are each receiver's own
+// choice and only reported, and so is whether an end sends by the kernel's
+// send fast path (Offer.FastSend): its frames on the wire are the ones the
+// worker would have sent (linkguardian/fasttx.go, step 6), so the two ends
+// interoperate either way.
 //
 // A FEC end also puts a report in its HELLOs and HELLO-ACKs (SetReport: the
 // loss it measures on what it receives, its sender's n and copies); the
@@ -73,7 +105,11 @@
 //  1. For each frame from the link: if seqhdr.FrameType says IsSession,
 //     ev := s.Receive(now, frame) and free the frame (on EvReset apply
 //     Agreed(): SetCredit, lanes, MTU; log it). Else if it is a link frame
-//     and !s.AcceptLink(now), drop it. Else port.Receive.
+//     and !s.AcceptLink(now), drop it; if it is not one (no link header)
+//     and !s.AcceptPlain(), drop it. Else port.Receive. (AcceptLink
+//     is for received frames only: a condition that is not about a received
+//     frame, such as handing the receive point to the kernel, asks
+//     s.Accepts(), which does not count as hearing the peer.)
 //     (On a new agreement Receive has called Link.Reset: the port's
 //     Out.Free then holds every frame the port released; the iteration's
 //     usual release step frees them.)
@@ -88,6 +124,7 @@ import (
 	"errors"
 	"math/rand/v2"
 
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -112,7 +149,7 @@ const (
 	HelloSent
 	// Up: both ends agreed on this pair of epochs.
 	Up
-	// Mismatch: the peer's protect mode is incompatible with ours.
+	// Mismatch: a setting of the peer does not fit ours (Agreed.Conflict).
 	Mismatch
 )
 
@@ -155,13 +192,80 @@ func protectOf(b uint8) Protect {
 	return Protect{Tx: b&seqhdr.ProtectTx != 0, Rx: b&seqhdr.ProtectRx != 0, RxMode: b & seqhdr.ProtectModeMask >> 4, FEC: b&seqhdr.ProtectFEC != 0}
 }
 
-// Offer is what one end can do.
+// Offer is what one end can do, and what it runs that the peer checks.
 type Offer struct {
 	Window  uint32 // frames this end can receive unprocessed (reorder window / RX ring)
 	Lanes   uint8  // transmit lanes (queues)
 	MTU     uint16 // largest host frame, bytes
 	Speed   uint32 // link speed, Mbit/s (PFC quanta unit = 512 bit times)
 	Protect Protect
+	// Integrity is the check this end's link frames carry; both ends must
+	// run the same (ConflictIntegrity).
+	Integrity linkcrc.Integrity
+	// FastSend: this end's host frames may go out by the kernel's send fast
+	// path (reported only).
+	FastSend bool
+}
+
+// Caps is what an end runs besides its protect mode, as its HELLOs say
+// (seqhdr.Hello.Caps).
+type Caps struct {
+	// Known: the end said it (a build from before Caps does not).
+	Known     bool
+	Integrity linkcrc.Integrity
+	FastSend  bool
+}
+
+func (o *Offer) caps() Caps { return Caps{Known: true, Integrity: o.Integrity, FastSend: o.FastSend} }
+
+func (c Caps) bits() uint8 {
+	b := uint8(seqhdr.CapsSet) | uint8(c.Integrity)&seqhdr.CapsIntegrityMask
+	if c.FastSend {
+		b |= seqhdr.CapsFastSend
+	}
+	return b
+}
+
+func capsOf(b uint8) Caps {
+	if b&seqhdr.CapsSet == 0 {
+		return Caps{}
+	}
+	return Caps{Known: true, Integrity: linkcrc.Integrity(b & seqhdr.CapsIntegrityMask), FastSend: b&seqhdr.CapsFastSend != 0}
+}
+
+// Conflict says which settings of the two ends do not fit (a bit set).
+type Conflict uint8
+
+// Conflicts.
+const (
+	ConflictProtect   Conflict = 1 << iota // protect modes (Protect.fits)
+	ConflictIntegrity                      // integrity checks (Offer.Integrity)
+)
+
+// String names the settings that do not fit: "protect", "integrity",
+// "protect, integrity" or "".
+func (c Conflict) String() string {
+	switch c {
+	case 0:
+		return ""
+	case ConflictProtect:
+		return "protect"
+	case ConflictIntegrity:
+		return "integrity"
+	}
+	return "protect, integrity"
+}
+
+// conflict returns what of the peer's offer h does not fit o.
+func (o *Offer) conflict(h *seqhdr.Hello) Conflict {
+	var c Conflict
+	if !o.Protect.fits(protectOf(h.Protect)) {
+		c |= ConflictProtect
+	}
+	if pc := capsOf(h.Caps); pc.Known && pc.Integrity != o.Integrity {
+		c |= ConflictIntegrity
+	}
+	return c
 }
 
 // Agreed is the outcome of an agreement.
@@ -172,6 +276,12 @@ type Agreed struct {
 	Speed  uint32 // Mbit/s
 	// Local and Peer are the two protect modes (compatible when agreed).
 	Local, Peer Protect
+	// LocalCaps and PeerCaps are what the two ends run besides (the same
+	// integrity check when agreed, unless PeerCaps is not Known).
+	LocalCaps, PeerCaps Caps
+	// Conflict names the settings that do not fit (the session is then in
+	// Mismatch, and Agreed reports no agreement).
+	Conflict Conflict
 	// TxSeq and RxSeq are where our sender and receiver were reset to.
 	TxSeq, RxSeq seqhdr.Seq
 	// Epoch and PeerEpoch identify the agreement.
@@ -255,10 +365,11 @@ type Stats struct {
 	PeerRestarts          uint64 // a new peer epoch after another one was known
 	Resets                uint64 // Link.Reset calls
 	Ups                   uint64 // transitions to Up
-	Mismatches            uint64 // incompatible protect modes seen
-	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender
+	Mismatches            uint64 // peer offers adopted whose settings do not fit (Agreed.Conflict)
+	RxNotAgreed           uint64 // LinkGuardian frames dropped: no agreement with their sender (and AcceptPlain's)
 	Downs                 uint64 // LinkDown calls
-	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast)
+	Foreign               uint64 // session frames from a source MAC that is not Config.PeerMAC (when unicast), or a new epoch from another MAC than the live peer's
+	Replaced              uint64 // of Stale: messages of a peer epoch replaced by its restart
 	PeerTimeouts          uint64 // Up left because the peer was silent for DeadAfter
 	NodeCollisions        uint64 // session frames refused: the peer has this end's Config.Node
 }
@@ -271,9 +382,13 @@ const (
 	EvReset         Event = 1 << iota // the link was reset to a new agreement (Agreed changed)
 	EvPeerRestart                     // the peer's epoch changed: it restarted
 	EvUp                              // the session came up
-	EvMismatch                        // the peer's protect mode is incompatible
+	EvMismatch                        // a setting of the peer does not fit ours (Agreed.Conflict)
 	EvNodeCollision                   // the peer has this end's node id: refused
 )
+
+// ReplacedEpochs is how many peer epochs replaced by a restart a session
+// remembers (see "Which new epoch is adopted").
+const ReplacedEpochs = 4
 
 // Session is one end of a link session.
 type Session struct {
@@ -283,6 +398,7 @@ type Session struct {
 	epoch    uint64
 	peer     uint64       // adopted peer epoch (0 none)
 	peerMsg  seqhdr.Hello // the peer's offer as adopted
+	peerSrc  [6]byte      // the source MAC it was adopted from
 	adopted  bool         // a peer was adopted at least once
 	init     seqhdr.Seq   // our initial sequence number towards peer (or the first peer)
 	agreed   Agreed
@@ -292,6 +408,10 @@ type Session struct {
 	heard    int64 // last frame from the adopted peer (session or LinkGuardian)
 	helloDue bool
 	ackDue   bool
+	// replaced holds the last peer epochs replaced by a restart of that
+	// peer (same source MAC), newest at replacedAt-1 (a ring).
+	replaced   [ReplacedEpochs]uint64
+	replacedAt int
 	// report goes out in every HELLO and HELLO-ACK when set (SetReport);
 	// peerReport is the adopted peer's latest (peerReportOK: one came).
 	report, peerReport      seqhdr.Report
@@ -316,8 +436,8 @@ func New(cfg Config, link Link) (*Session, error) {
 		return nil, errors.New("linksession: New needs the Link (the linkguardian.Endpoint) it resets")
 	}
 	o := cfg.Offer
-	if o.Window == 0 || o.Lanes == 0 || o.MTU < 64 || o.Speed == 0 || o.Protect.RxMode > 2 {
-		return nil, errors.New("linksession: Config.Offer needs Window ≥ 1, Lanes ≥ 1, MTU ≥ 64, Speed ≥ 1 Mbit/s and RxMode 0 (lg), 1 (lgnb) or 2 (monitor)")
+	if o.Window == 0 || o.Lanes == 0 || o.MTU < 64 || o.Speed == 0 || o.Protect.RxMode > 2 || o.Integrity > linkcrc.Csum {
+		return nil, errors.New("linksession: Config.Offer needs Window ≥ 1, Lanes ≥ 1, MTU ≥ 64, Speed ≥ 1 Mbit/s, RxMode 0 (lg), 1 (lgnb) or 2 (monitor) and Integrity crc32c, off or csum")
 	}
 	if cfg.HelloInterval <= 0 {
 		cfg.HelloInterval = 1_000_000
@@ -355,10 +475,11 @@ func (s *Session) State() State { return s.state }
 func (s *Session) Epoch() uint64 { return s.epoch }
 
 // Agreed returns the parameters of the current agreement and whether there
-// is one (a peer adopted with a compatible protect mode). They stay valid
+// is one (a peer adopted whose settings fit). Without one they are the
+// adopted peer's offer and ours: Conflict says what does not fit. They stay valid
 // while the session is re-confirmed after LinkDown/LinkUp.
 func (s *Session) Agreed() (Agreed, bool) {
-	return s.agreed, s.peer != 0 && s.state != Mismatch
+	return s.agreed, s.peer != 0 && s.agreed.Conflict == 0
 }
 
 // Receive handles a session frame (HELLO or HELLO-ACK, whole frame).
@@ -392,12 +513,30 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 		return EvNodeCollision
 	}
 	var ev Event
+	src := frame[6:12]
 	if h.Epoch != s.peer {
-		ev = s.adopt(now, &h)
+		switch {
+		case s.wasReplaced(h.Epoch):
+			s.Stats.Stale++
+			s.Stats.Replaced++
+			return 0
+		case s.peer != 0 && s.alive(now) && string(src) != string(s.peerSrc[:]):
+			s.Stats.Foreign++
+			return 0
+		}
+		ev = s.adopt(now, &h, src, false)
 	} else if h.Window != s.peerMsg.Window || h.Lanes != s.peerMsg.Lanes || h.MTU != s.peerMsg.MTU ||
-		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq || h.Node != s.peerMsg.Node {
+		h.Speed != s.peerMsg.Speed || h.Protect != s.peerMsg.Protect || h.InitSeq != s.peerMsg.InitSeq || h.Node != s.peerMsg.Node ||
+		h.Caps != s.peerMsg.Caps {
 		s.Stats.Inconsistent++
-		return 0
+		if s.agreed.Conflict == 0 {
+			return 0
+		}
+		// Nothing was reset for the offer that did not fit, and an
+		// epoch's offer does not change: that one was a frame corrupted
+		// into another configuration (the integrity check of a peer
+		// that runs another one cannot tell). The later offer counts.
+		ev = s.adopt(now, &h, src, true)
 	}
 	s.heard = now
 	if h.HasReport {
@@ -414,13 +553,37 @@ func (s *Session) Receive(now int64, frame []byte) Event {
 	return ev
 }
 
-// adopt takes h's epoch as the peer's and resets the link to the agreement.
-func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
+// wasReplaced reports whether epoch is one of the remembered peer epochs
+// replaced by a restart.
+func (s *Session) wasReplaced(epoch uint64) bool {
+	for _, e := range s.replaced {
+		if e == epoch {
+			return true
+		}
+	}
+	return false
+}
+
+// alive reports whether the current peer is Up and was heard within
+// DeadAfter.
+func (s *Session) alive(now int64) bool {
+	return s.state == Up && now-s.heard < s.cfg.DeadAfter
+}
+
+// adopt takes h's epoch, from source MAC src, as the peer's and resets the
+// link to the agreement; again: h is the current peer's, whose earlier offer
+// did not fit.
+func (s *Session) adopt(now int64, h *seqhdr.Hello, src []byte, again bool) Event {
 	var ev Event
-	if s.peer != 0 {
+	if s.peer != 0 && !again {
 		s.Stats.PeerRestarts++
 		ev |= EvPeerRestart
+		if string(src) == string(s.peerSrc[:]) {
+			s.replaced[s.replacedAt] = s.peer
+			s.replacedAt = (s.replacedAt + 1) % ReplacedEpochs
+		}
 	}
+	copy(s.peerSrc[:], src)
 	if s.adopted {
 		s.init = s.link.TxNext()
 	}
@@ -428,13 +591,13 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
 	s.peer, s.peerMsg = h.Epoch, *h
 	s.peerReportOK = false
 	o := &s.cfg.Offer
-	peerP := protectOf(h.Protect)
 	s.agreed = Agreed{
 		Window: min(o.Window, h.Window), Lanes: min(o.Lanes, h.Lanes), MTU: min(o.MTU, h.MTU),
-		Speed: min(o.Speed, h.Speed), Local: o.Protect, Peer: peerP,
+		Speed: min(o.Speed, h.Speed), Local: o.Protect, Peer: protectOf(h.Protect),
+		LocalCaps: o.caps(), PeerCaps: capsOf(h.Caps), Conflict: o.conflict(h),
 		TxSeq: s.init, RxSeq: h.InitSeq, Epoch: s.epoch, PeerEpoch: h.Epoch, PeerNode: h.Node,
 	}
-	if !o.Protect.fits(peerP) {
+	if s.agreed.Conflict != 0 {
 		s.Stats.Mismatches++
 		if s.state != Down {
 			s.state = Mismatch
@@ -453,20 +616,43 @@ func (s *Session) adopt(now int64, h *seqhdr.Hello) Event {
 }
 
 // AcceptLink is called for every LinkGuardian frame received from the link
-// (before port.Receive): it reports whether the frame may be processed,
-// i.e. the port was reset to an agreement with a peer. While the session is
-// not Up it also brings the next HELLO forward (at most one per HelloInterval).
+// (before port.Receive), and only then: it reports whether the frame may be
+// processed (Accepts), and takes the frame for a sign of life of the peer
+// (the dead-peer timer starts again). While the session is not Up it also
+// brings the next HELLO forward (at most one per HelloInterval). To ask
+// whether frames may be processed without having received one, call
+// Accepts.
 func (s *Session) AcceptLink(now int64) bool {
 	if s.state == HelloSent {
 		s.next = min(s.next, max(now, s.lastTx+s.cfg.HelloInterval))
 	}
-	if s.peer == 0 || s.state == Mismatch {
+	if !s.Accepts() {
 		s.Stats.RxNotAgreed++
 		return false
 	}
 	s.heard = now
 	return true
 }
+
+// AcceptPlain is called for every frame received from the link without a
+// link header (a direction this end does not protect, or host frames the
+// peer passed unprotected): it reports whether the frame may be delivered.
+// Not while the adopted peer runs another integrity check
+// (ConflictIntegrity): the frame then carries a trailer this end does not
+// remove, or lacks the one its check expects (counted in RxNotAgreed). It
+// does not count as hearing the peer.
+func (s *Session) AcceptPlain() bool {
+	if s.peer != 0 && s.agreed.Conflict&ConflictIntegrity != 0 {
+		s.Stats.RxNotAgreed++
+		return false
+	}
+	return true
+}
+
+// Accepts reports whether LinkGuardian frames from the link may be
+// processed: the port was reset to an agreement with a peer that fits.
+// It is a query and changes nothing: asking it is not hearing the peer.
+func (s *Session) Accepts() bool { return s.peer != 0 && s.agreed.Conflict == 0 }
 
 // Admit decides for the host frame at the head of the link queue, queued at
 // queuedAt.
@@ -532,7 +718,7 @@ func (s *Session) Poll(now int64) int64 {
 func (s *Session) Frame(now int64, b []byte) int {
 	h := seqhdr.Hello{Epoch: s.epoch, Echo: s.peer, InitSeq: s.init, Window: s.cfg.Offer.Window,
 		Lanes: s.cfg.Offer.Lanes, Protect: s.cfg.Offer.Protect.bits(), MTU: s.cfg.Offer.MTU, Speed: s.cfg.Offer.Speed, Node: s.cfg.Node,
-		HasReport: s.hasReport, Report: s.report}
+		HasReport: s.hasReport, Report: s.report, Caps: s.cfg.Offer.caps().bits()}
 	switch {
 	case s.state == Down:
 		return 0
@@ -571,10 +757,8 @@ func (s *Session) LinkUp(now int64) {
 		return
 	}
 	s.state = HelloSent
-	if s.peer != 0 {
-		if !s.cfg.Offer.Protect.fits(protectOf(s.peerMsg.Protect)) {
-			s.state = Mismatch
-		}
+	if s.peer != 0 && s.agreed.Conflict != 0 {
+		s.state = Mismatch
 	}
 	s.interval = s.cfg.HelloInterval
 	s.next = now

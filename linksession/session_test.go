@@ -3,6 +3,7 @@ package linksession
 import (
 	"testing"
 
+	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -464,5 +465,267 @@ func TestFECProtectAndReport(t *testing.T) {
 	}
 	if _, ok := p.a.PeerReport(); ok || p.b.Stats.Inconsistent != 0 || len(p.lb.resets) != 1 {
 		t.Fatalf("b sent no report, yet a has one; or a changed report was taken for another offer: %+v resets %v", p.b.Stats, p.lb.resets)
+	}
+}
+
+// Accepts is a query: asked on every iteration (the worker's condition for
+// handing the receive point to the kernel) while the peer is silent, it
+// does not count as hearing the peer, so the session still leaves Up
+// within DeadAfter; and it answers as AcceptLink would, without counting.
+func TestAcceptsIsAQuery(t *testing.T) {
+	ca, cb := cfgs()
+	ca.KeepaliveInterval, ca.DeadAfter = 2_000_000, 10_000_000
+	cb.KeepaliveInterval, cb.DeadAfter = 2_000_000, 10_000_000
+	p := newPair(t, ca, cb)
+	if p.a.Accepts() {
+		t.Fatal("no agreement yet, but Accepts")
+	}
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || !p.a.Accepts() {
+		t.Fatalf("state %v, accepts %v", p.a.State(), p.a.Accepts())
+	}
+	silent := p.now
+	p.drop = func(dir int, f []byte) bool { return dir == 1 }
+	for p.a.State() == Up && p.now-silent < 30_000_000 {
+		p.run(1000, 1000)
+		if !p.a.Accepts() {
+			t.Fatal("the agreement stands, but not Accepts")
+		}
+	}
+	if p.a.State() != HelloSent || p.a.Stats.PeerTimeouts != 1 {
+		t.Fatalf("silent peer asked about every µs: state %v, timeouts %d", p.a.State(), p.a.Stats.PeerTimeouts)
+	}
+	if d := p.now - silent; d > ca.DeadAfter+ca.KeepaliveInterval+2*p.delay {
+		t.Fatalf("silent peer noticed after %d ns, DeadAfter %d", d, ca.DeadAfter)
+	}
+	if p.a.Stats.RxNotAgreed != 0 {
+		t.Fatalf("Accepts counted %d frames", p.a.Stats.RxNotAgreed)
+	}
+}
+
+// countEv counts the events of side dir that have all bits of want.
+func (p *pair) countEv(dir int, want Event) int {
+	n := 0
+	for _, e := range p.events[dir] {
+		if e&want == want {
+			n++
+		}
+	}
+	return n
+}
+
+// anyMACPair is an Up pair whose sessions take control frames from any
+// source MAC (Config.PeerMAC unset), with 1 ms keepalives.
+func anyMACPair(t *testing.T) (*pair, Config, Config) {
+	t.Helper()
+	ca, cb := cfgs()
+	ca.PeerMAC, cb.PeerMAC = [6]byte{}, [6]byte{}
+	ca.KeepaliveInterval, cb.KeepaliveInterval = 1_000_000, 1_000_000
+	p := newPair(t, ca, cb)
+	p.run(1_000_000, 1000)
+	if p.a.State() != Up || len(p.la.resets) != 1 || len(p.lb.resets) != 1 {
+		t.Fatalf("states %v %v resets %v %v", p.a.State(), p.b.State(), p.la.resets, p.lb.resets)
+	}
+	return p, ca, cb
+}
+
+// hello encodes h as a frame from src to a.
+func hello(t *testing.T, a Config, src [6]byte, h seqhdr.Hello) []byte {
+	t.Helper()
+	b := make([]byte, seqhdr.MinFrameLen)
+	if _, err := seqhdr.PutHello(b, &a.LocalMAC, &src, &h); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var (
+	otherMAC = [6]byte{2, 0, 0, 0, 0, 0xC}
+	stranger = seqhdr.Hello{Epoch: 99, InitSeq: 4242, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000}
+)
+
+// A HELLO of a new epoch from another source MAC (a second sender; any
+// MAC reaches the session with Config.PeerMAC unset) while the peer is
+// alive is Foreign: it resets nothing, and neither does the real peer's
+// next keepalive.
+func TestForeignEpochWhilePeerAlive(t *testing.T) {
+	p, ca, cb := anyMACPair(t)
+	foreign := p.a.Stats.Foreign
+	p.events[0] = []Event{p.a.Receive(p.now, hello(t, ca, otherMAC, stranger))}
+	p.run(5_000_000, 1000) // keepalives both ways
+	if p.a.State() != Up || len(p.la.resets) != 1 || len(p.lb.resets) != 1 || p.countEv(0, EvReset) != 0 || p.a.Stats.Foreign != foreign+1 {
+		t.Fatalf("after a stranger's HELLO and the peer's keepalives: state %v, resets A %v B %v, A's events %v, foreign %d",
+			p.a.State(), p.la.resets, p.lb.resets, p.events[0], p.a.Stats.Foreign)
+	}
+	if g, _ := p.a.Agreed(); g.PeerEpoch != cb.Epoch {
+		t.Fatalf("agreement changed: %+v", g)
+	}
+}
+
+// The peer restarts (a new epoch, the same MAC) while still taken for
+// alive: adopted at once, one reset. A late message of the epoch it
+// replaced (it echoes us) is Stale and resets nothing.
+func TestRestartThenReplacedEpochIsStale(t *testing.T) {
+	p, ca, cb := anyMACPair(t)
+	old := hello(t, ca, cb.LocalMAC, seqhdr.Hello{Epoch: cb.Epoch, Echo: ca.Epoch, InitSeq: cb.InitSeq, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000})
+	cb.Epoch, cb.InitSeq = 33, 9
+	p.lb = &fakeLink{}
+	p.b, _ = New(cb, p.lb)
+	p.events[0] = nil
+	p.run(2_000_000, 1000)
+	if p.a.State() != Up || p.b.State() != Up || len(p.la.resets) != 2 || p.countEv(0, EvReset|EvPeerRestart) != 1 {
+		t.Fatalf("restart: states %v %v, A's resets %v, events %v", p.a.State(), p.b.State(), p.la.resets, p.events[0])
+	}
+	stale := p.a.Stats.Stale
+	p.events[0] = []Event{p.a.Receive(p.now, old)}
+	p.run(3_000_000, 1000)
+	if len(p.la.resets) != 2 || len(p.lb.resets) != 1 || p.countEv(0, EvReset) != 0 || p.a.Stats.Stale != stale+1 {
+		t.Fatalf("after the replaced epoch's message: resets A %v B %v, A's events %v, stale %d (was %d)",
+			p.la.resets, p.lb.resets, p.events[0], p.a.Stats.Stale, stale)
+	}
+}
+
+// With the peer dead, a new epoch from another MAC is adopted: the link is
+// not held for a peer that may never come back.
+func TestNewPeerAfterDeath(t *testing.T) {
+	p, ca, _ := anyMACPair(t)
+	p.drop = func(dir int, f []byte) bool { return dir == 1 }
+	p.run(2*p.a.DeadAfter(), 1000)
+	if p.a.State() == Up {
+		t.Fatal("the silent peer is still Up")
+	}
+	if ev := p.a.Receive(p.now, hello(t, ca, otherMAC, stranger)); ev&EvReset == 0 {
+		t.Fatalf("a new peer after the old one died: %v", ev)
+	}
+}
+
+// Different integrity checks: both ends in Mismatch naming integrity, with
+// both settings in Agreed; nothing reset, accepted or protected. A peer
+// restarted with the same check then agrees.
+func TestIntegrityMismatch(t *testing.T) {
+	ca, cb := cfgs()
+	ca.Offer.Integrity, cb.Offer.Integrity = linkcrc.Csum, linkcrc.CRC32C
+	ca.Offer.FastSend = true
+	p := newPair(t, ca, cb)
+	p.run(2_000_000, 1000)
+	for i, s := range []*Session{p.a, p.b} {
+		a, ok := s.Agreed()
+		if s.State() != Mismatch || ok || a.Conflict != ConflictIntegrity || a.Conflict.String() != "integrity" || s.Stats.Mismatches == 0 {
+			t.Fatalf("end %d: state %v, agreed %v, conflict %q, stats %+v", i, s.State(), ok, a.Conflict, s.Stats)
+		}
+		if s.Accepts() || s.AcceptLink(p.now) || s.Admit(p.now, p.now) == Send {
+			t.Fatalf("end %d: a mismatched session must not accept link frames or protect host frames", i)
+		}
+	}
+	if len(p.la.resets)+len(p.lb.resets) != 0 || p.countEv(0, EvMismatch) == 0 || p.countEv(0, EvReset) != 0 {
+		t.Fatalf("resets %v %v, A's events %v", p.la.resets, p.lb.resets, p.events[0])
+	}
+	a, _ := p.a.Agreed()
+	b, _ := p.b.Agreed()
+	if a.LocalCaps != (Caps{true, linkcrc.Csum, true}) || a.PeerCaps != (Caps{true, linkcrc.CRC32C, false}) ||
+		b.LocalCaps != a.PeerCaps || b.PeerCaps != a.LocalCaps {
+		t.Fatalf("caps: A %+v/%+v, B %+v/%+v", a.LocalCaps, a.PeerCaps, b.LocalCaps, b.PeerCaps)
+	}
+	// The HELLOs go on at the slowest pace.
+	hellos := p.a.Stats.HellosTx
+	p.run(10*ca.MaxHelloInterval, 1000)
+	if n := p.a.Stats.HellosTx - hellos; n > 11 {
+		t.Fatalf("%d HELLOs in 10 MaxHelloIntervals while mismatched", n)
+	}
+
+	// B restarts with A's check: agreed, reset, Up; FastSend differs and
+	// is only reported.
+	cb.Epoch, cb.Offer.Integrity = 33, linkcrc.Csum
+	p.lb = &fakeLink{}
+	p.b, _ = New(cb, p.lb)
+	p.run(2_000_000, 1000)
+	a, ok := p.a.Agreed()
+	if p.a.State() != Up || p.b.State() != Up || !ok || a.Conflict != 0 || len(p.la.resets) != 1 || a.PeerCaps.FastSend || !a.LocalCaps.FastSend {
+		t.Fatalf("after B's restart with csum: states %v %v, agreed %+v %v, A's resets %v", p.a.State(), p.b.State(), a, ok, p.la.resets)
+	}
+}
+
+// A peer that does not say its integrity check (Caps zero: a build from
+// before) is not checked; both conflicts at once are both named.
+func TestIntegrityUnknownAndBoth(t *testing.T) {
+	ca, cb := cfgs()
+	ca.Offer.Integrity = linkcrc.Off
+	s, err := New(ca, &fakeLink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := seqhdr.Hello{Epoch: 22, InitSeq: 5, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000}
+	if ev := s.Receive(0, hello(t, ca, cb.LocalMAC, old)); ev&EvReset == 0 {
+		t.Fatalf("a peer without Caps: %v", ev)
+	}
+	if a, ok := s.Agreed(); !ok || a.PeerCaps.Known || a.Conflict != 0 {
+		t.Fatalf("a peer without Caps: %+v %v", a, ok)
+	}
+	s, _ = New(ca, &fakeLink{})
+	both := old
+	both.Protect, both.Caps = seqhdr.ProtectTx, seqhdr.CapsSet|uint8(linkcrc.CRC32C)
+	if ev := s.Receive(0, hello(t, ca, cb.LocalMAC, both)); ev&EvMismatch == 0 || s.State() != Mismatch {
+		t.Fatalf("both conflicts: %v, state %v", ev, s.State())
+	}
+	if a, _ := s.Agreed(); a.Conflict != ConflictProtect|ConflictIntegrity || a.Conflict.String() != "protect, integrity" {
+		t.Fatalf("both conflicts: %q", a.Conflict)
+	}
+	// Down and up again: still Mismatch, still nothing accepted.
+	s.LinkDown(1)
+	if s.Accepts() {
+		t.Fatal("a mismatched peer accepted with the link down")
+	}
+	s.LinkUp(2)
+	if s.State() != Mismatch {
+		t.Fatalf("after LinkUp: %v", s.State())
+	}
+}
+
+// A mismatch adopted from a corrupted first HELLO (its Caps flipped to
+// another integrity check, which the peer's own check cannot catch when
+// this end's frame passed as that other mode's) does not stick: the
+// epoch's later, correct offer is adopted and agrees. Once agreed, an
+// inconsistent offer changes nothing.
+func TestMismatchFromCorruptOfferHeals(t *testing.T) {
+	ca, cb := cfgs()
+	s, err := New(ca, &fakeLink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := seqhdr.Hello{Epoch: 22, InitSeq: 5, Window: 4096, Lanes: 2, Protect: 3, MTU: 1500, Speed: 10000, Caps: seqhdr.CapsSet | uint8(linkcrc.CRC32C)}
+	flipped := good
+	flipped.Caps = seqhdr.CapsSet | uint8(linkcrc.Off)
+	if ev := s.Receive(0, hello(t, ca, cb.LocalMAC, flipped)); ev&EvMismatch == 0 || s.State() != Mismatch {
+		t.Fatalf("flipped offer: %v, %v", ev, s.State())
+	}
+	if ev := s.Receive(1, hello(t, ca, cb.LocalMAC, good)); ev&EvReset == 0 || ev&EvPeerRestart != 0 || s.State() != HelloSent || s.Stats.PeerRestarts != 0 {
+		t.Fatalf("the correct offer: %v, %v, %+v", ev, s.State(), s.Stats)
+	}
+	if a, ok := s.Agreed(); !ok || a.Conflict != 0 {
+		t.Fatalf("agreed %+v %v", a, ok)
+	}
+	if ev := s.Receive(2, hello(t, ca, cb.LocalMAC, flipped)); ev != 0 || s.State() != HelloSent || s.Stats.Inconsistent != 2 {
+		t.Fatalf("a flipped offer after agreeing: %v, %v, %+v", ev, s.State(), s.Stats)
+	}
+}
+
+// AcceptPlain: frames without a link header are refused only while the
+// peer runs another integrity check.
+func TestAcceptPlain(t *testing.T) {
+	ca, cb := cfgs()
+	s, _ := New(ca, &fakeLink{})
+	if !s.AcceptPlain() {
+		t.Fatal("no peer yet: refused")
+	}
+	h := seqhdr.Hello{Epoch: 22, InitSeq: 5, Window: 4096, Lanes: 2, Protect: seqhdr.ProtectTx, MTU: 1500, Speed: 10000, Caps: seqhdr.CapsSet}
+	s.Receive(0, hello(t, ca, cb.LocalMAC, h))
+	if s.State() != Mismatch || !s.AcceptPlain() {
+		t.Fatalf("a protect mismatch: %v, plain frames refused", s.State())
+	}
+	s, _ = New(ca, &fakeLink{})
+	h.Protect, h.Caps = 3, seqhdr.CapsSet|uint8(linkcrc.Csum)
+	s.Receive(0, hello(t, ca, cb.LocalMAC, h))
+	if s.State() != Mismatch || s.AcceptPlain() || s.Stats.RxNotAgreed != 1 {
+		t.Fatalf("an integrity mismatch: %v, plain frames accepted, %+v", s.State(), s.Stats)
 	}
 }

@@ -101,6 +101,9 @@ func FuzzParseHello(f *testing.F) {
 		{Ack: true, Epoch: 0xdeadbeefcafe, Echo: 7, InitSeq: Space - 1, Window: 1, Lanes: 1, Protect: ProtectRx | 0x10, MTU: 9000, Speed: 100000, Node: 7},
 		{Epoch: 3, Echo: 4, InitSeq: 9, Window: 1024, Lanes: 2, Protect: ProtectTx | ProtectRx | ProtectFEC, MTU: 1500, Speed: 10000,
 			HasReport: true, Report: Report{RxLoss: 3_000_000, RxBurst: 300, TxN: 14, TxCopies: 1}},
+		{Epoch: 5, InitSeq: 6, Window: 64, Lanes: 1, Protect: ProtectTx | ProtectRx, MTU: 1500, Speed: 1000, Caps: CapsSet | 2 | CapsFastSend},
+		{Epoch: 3, Echo: 4, InitSeq: 9, Window: 1024, Lanes: 2, Protect: ProtectTx | ProtectRx | ProtectFEC, MTU: 1500, Speed: 10000,
+			HasReport: true, Report: Report{RxLoss: 3_000_000, RxBurst: 300, TxN: 14, TxCopies: 1}, Caps: CapsSet | 1},
 	} {
 		b := make([]byte, MinFrameLen)
 		if _, err := PutHello(b, &dst, &src, &h); err != nil {
@@ -130,6 +133,9 @@ func FuzzParseHello(f *testing.F) {
 		}
 		if !bytes.Equal(out[:n], b[:n]) {
 			t.Fatalf("re-encode %x != input %x", out[:n], b[:n])
+		}
+		if c := MACLen + capsOff; len(b) >= c+2 && !bytes.Equal(out[c:c+2], b[c:c+2]) {
+			t.Fatalf("Caps re-encode %x != input %x", out[c:c+2], b[c:c+2])
 		}
 		if _, err := Parse(b[MACLen:]); err == nil {
 			t.Fatal("Parse accepted a session frame")

@@ -12,7 +12,8 @@ const HelloLen = 2 + 2 + 8 + 8 + 4 + 4 + 1 + 1 + 2 + 4 + 2
 const _ = uint(MinFrameLen - (MACLen + HelloLen)) // compile-time check: fits a minimum frame
 
 // ReportLen is the length of the report a HELLO may carry after its
-// HelloLen bytes (FlagReport; mode fec).
+// HelloLen bytes (FlagReport; mode fec), with the Caps byte and the
+// reserved byte that follow it in every HELLO of MinFrameLen bytes.
 const ReportLen = 4 + 2 + 1 + 1 + 2
 
 const _ = uint(MinFrameLen - (MACLen + HelloLen + ReportLen)) // compile-time check: fits a minimum frame
@@ -25,6 +26,20 @@ const (
 	ProtectFEC      = 0x40 // its sequenced frames are FEC's (parity, replication), not LinkGuardian's
 	protectReserved = 0x8C
 )
+
+// Caps bits of Hello.Caps: what the sender runs besides its offer, for the
+// peer to check (see "Session frames"). Zero: not said (a sender from
+// before Caps existed).
+const (
+	CapsSet           = 0x80 // the byte is set
+	CapsIntegrityMask = 0x03 // the sender's integrity check: linkcrc.Integrity (0 crc32c, 1 off, 2 csum)
+	CapsFastSend      = 0x04 // its host frames may go out by the kernel's send fast path
+	capsReserved      = 0x78
+)
+
+// capsOff is the offset of Caps after the link EtherType's MACs (frame
+// byte 58); the byte after it is reserved.
+const capsOff = HelloLen + 8
 
 // FlagReport (flags byte of a HELLO) says the HELLO carries a Report.
 const FlagReport = 0x01
@@ -66,12 +81,16 @@ type Hello struct {
 	// HasReport says Report is carried (FlagReport).
 	HasReport bool
 	Report    Report
+	// Caps is what the sender runs besides its offer (Caps* bits; 0:
+	// not said).
+	Caps uint8
 }
 
 func (h *Hello) valid() bool {
 	return h.Epoch != 0 && h.InitSeq < Space && h.Window != 0 && h.Lanes != 0 && h.MTU >= 64 &&
 		h.Speed != 0 && h.Protect&protectReserved == 0 && h.Protect&ProtectModeMask != ProtectModeMask &&
-		(!h.HasReport || h.Report.valid())
+		(!h.HasReport || h.Report.valid()) &&
+		(h.Caps == 0 || h.Caps&CapsSet != 0 && h.Caps&capsReserved == 0 && h.Caps&CapsIntegrityMask != CapsIntegrityMask)
 }
 
 func (r *Report) valid() bool {
@@ -115,11 +134,13 @@ func PutHello(b []byte, dst, src *[6]byte, h *Hello) (int, error) {
 		binary.BigEndian.PutUint16(r[4:], h.Report.RxBurst)
 		r[6], r[7] = h.Report.TxN, h.Report.TxCopies
 	}
+	p[capsOff] = h.Caps
 	return MinFrameLen, nil
 }
 
-// ParseHello decodes the HELLO or HELLO-ACK of a whole frame. Every
-// successfully parsed Hello re-encodes with PutHello to the same header bytes.
+// ParseHello decodes the HELLO or HELLO-ACK of a whole frame (an integrity
+// trailer after it is ignored). Every successfully parsed Hello re-encodes
+// with PutHello to the same header, report and Caps bytes.
 func ParseHello(frame []byte) (Hello, error) {
 	var h Hello
 	if len(frame) < MACLen+4 {
@@ -162,7 +183,10 @@ func ParseHello(frame []byte) (Hello, error) {
 		r := p[HelloLen:]
 		h.HasReport = true
 		h.Report = Report{RxLoss: binary.BigEndian.Uint32(r[0:]), RxBurst: binary.BigEndian.Uint16(r[4:]), TxN: r[6], TxCopies: r[7]}
-		if r[8] != 0 || r[9] != 0 {
+	}
+	if len(p) >= capsOff+2 { // a frame cut shorter has no Caps
+		h.Caps = p[capsOff]
+		if p[capsOff+1] != 0 {
 			return Hello{}, ErrHello
 		}
 	}

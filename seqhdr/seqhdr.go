@@ -85,7 +85,7 @@
 //
 //	off len field
 //	14   1  version | type (7 hello, 8 hello-ack)
-//	15   1  flags: 0x01 Report (bytes 50..59 hold a report); others zero
+//	15   1  flags: 0x01 Report (bytes 50..57 hold a report); others zero
 //	16   8  Epoch  sender's epoch (random per process start, nonzero)
 //	24   8  Echo   the peer epoch the sender knows (0: none yet)
 //	32   4  InitSeq  first sequence number the sender's LG sender uses
@@ -108,7 +108,21 @@
 //	54   2  RxBurst  their mean loss run, 1/256 frames (0: none seen)
 //	56   1  TxN      the sender's data frames per parity frame (0: none)
 //	57   1  TxCopies the sender's transmissions per frame (≥ 1)
-//	58   2  reserved, zero
+//
+// Bytes 58 and 59 are there with or without a report:
+//
+//	58   1  Caps     what the sender runs besides its offer (Hello.Caps):
+//	             bit 7 (CapsSet): the byte is set; bits 0-1: its link
+//	             frames' integrity check (linkcrc.Integrity: 0 crc32c,
+//	             1 off, 2 csum; 3 is invalid); bit 2 (CapsFastSend): its
+//	             host frames may go out by the kernel's send fast path;
+//	             other bits zero
+//	59   1  reserved, zero
+//
+// A sender from before Caps existed leaves byte 58 zero (Caps unknown); it
+// also checked bytes 58 and 59 to be zero when a report is carried, so it
+// refuses a HELLO with both a report and Caps (mode fec): both ends of a
+// fec link must run a build that knows Caps.
 //
 // # Sequence numbers
 //

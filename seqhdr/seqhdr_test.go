@@ -96,6 +96,60 @@ func TestHelloReport(t *testing.T) {
 	}
 }
 
+// TestHelloCaps: Caps (byte 58) round-trips with and without a report; a
+// HELLO from a sender that does not set it (byte 58 zero) parses with
+// Caps 0, also when cut after its HelloLen bytes; reserved bits, integrity
+// 3, bits without CapsSet and a nonzero byte 59 are refused.
+func TestHelloCaps(t *testing.T) {
+	src, dst := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}
+	h := Hello{Epoch: 5, Echo: 6, InitSeq: 7, Window: 1024, Lanes: 1, Protect: ProtectTx | ProtectRx, MTU: 1500, Speed: 10000,
+		Caps: CapsSet | 2 | CapsFastSend}
+	b := make([]byte, MinFrameLen+4)
+	for _, report := range []bool{false, true} {
+		h.HasReport = report
+		if report {
+			h.Report = Report{RxLoss: 7, TxCopies: 1}
+		}
+		if _, err := PutHello(b, &dst, &src, &h); err != nil {
+			t.Fatal(err)
+		}
+		if b[58] != h.Caps || b[59] != 0 {
+			t.Fatalf("Caps at %x, want %x 00", b[58:60], h.Caps)
+		}
+		// An integrity trailer after the frame is ignored.
+		copy(b[MinFrameLen:], []byte{0xde, 0xad, 0xbe, 0xef})
+		if got, err := ParseHello(b); err != nil || got != h {
+			t.Fatalf("report %v: %+v %v, want %+v", report, got, err, h)
+		}
+	}
+	old := h
+	old.HasReport, old.Report, old.Caps = false, Report{}, 0
+	PutHello(b, &dst, &src, &old)
+	if got, err := ParseHello(b); err != nil || got.Caps != 0 {
+		t.Fatalf("a HELLO without Caps: %+v %v", got, err)
+	}
+	if got, err := ParseHello(b[:MACLen+HelloLen]); err != nil || got != old {
+		t.Fatalf("a HELLO cut after its fields: %+v %v", got, err)
+	}
+	for _, c := range []uint8{CapsSet | 0x08, CapsSet | 3, 2, CapsFastSend} {
+		bad := h
+		bad.Caps = c
+		if _, err := PutHello(b, &dst, &src, &bad); err == nil {
+			t.Errorf("PutHello accepted Caps %#x", c)
+		}
+		PutHello(b, &dst, &src, &h)
+		b[58] = c
+		if _, err := ParseHello(b); err == nil {
+			t.Errorf("ParseHello accepted Caps %#x", c)
+		}
+	}
+	PutHello(b, &dst, &src, &h)
+	b[59] = 1
+	if _, err := ParseHello(b); err == nil {
+		t.Error("ParseHello accepted byte 59 set")
+	}
+}
+
 func TestHeaderRoundTrip(t *testing.T) {
 	for _, h := range sampleHeaders() {
 		var b [32]byte

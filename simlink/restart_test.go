@@ -232,3 +232,51 @@ func TestRestartedEndHeardThroughData(t *testing.T) {
 		t.Fatalf("B's session %+v", st)
 	}
 }
+
+// An end killed for good (its process gone: nothing more from it, not even
+// session frames) while the survivor's kernel holds the receive point: the
+// survivor takes it for dead within DeadAfter (and a few poll intervals),
+// as it does with the point in the worker. Handing the point back and
+// forth must not count as hearing the peer.
+func TestDeadPeerWhileKernelHoldsPoint(t *testing.T) {
+	for _, sleeping := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sleeping=%v", sleeping), func(t *testing.T) {
+			c := sessionConfig(1000, 9000)
+			c.Fast, c.Sleeping = true, sleeping
+			for _, sc := range []*linksession.Config{c.SessionA, c.SessionB} {
+				sc.KeepaliveInterval, sc.DeadAfter = 2_000_000, 10_000_000
+			}
+			s, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Send(A, 1_000_000, 2000)
+			s.Send(B, 1_000_000, 2000)
+			s.Run(5_000_000)
+			b := s.Session(B)
+			if b.State() != linksession.Up || !s.Port(B).R.FastOwned() || s.FastDelivered(B) == 0 {
+				t.Fatalf("before the kill: B's session %v, point the kernel's %v, delivered by the kernel %d",
+					b.State(), s.Port(B).R.FastOwned(), s.FastDelivered(B))
+			}
+			killed := s.Now()
+			s.Kill(A)
+			slack := 2*c.AB.Delay + 10*1000 // 10 poll intervals (the default 1 µs)
+			for b.State() == linksession.Up && s.Now()-killed < 10*c.SessionB.DeadAfter {
+				s.Run(1000)
+			}
+			if b.State() == linksession.Up || b.Stats.PeerTimeouts != 1 {
+				t.Fatalf("A killed %d ns ago: B's session %v, peer timeouts %d (DeadAfter %d ns)",
+					s.Now()-killed, b.State(), b.Stats.PeerTimeouts, c.SessionB.DeadAfter)
+			}
+			if d := s.Now() - killed; d > c.SessionB.DeadAfter+slack {
+				t.Fatalf("B took its dead peer for dead %d ns after the kill, DeadAfter %d ns + slack %d ns", d, c.SessionB.DeadAfter, slack)
+			}
+			// The survivor backs off its HELLOs to the dead peer.
+			hellos := b.Stats.HellosTx
+			s.Run(20 * c.SessionB.MaxHelloInterval)
+			if n := b.Stats.HellosTx - hellos; n > 40 {
+				t.Fatalf("%d HELLOs to a dead peer in %d backoff intervals", n, 20)
+			}
+		})
+	}
+}

@@ -223,6 +223,7 @@ type end struct {
 	scfg      linksession.Config
 	sessEv    []SessionEvent
 	resets    []int64
+	dead      bool // killed (Kill) and not restarted
 }
 
 // SessionEvent is a non-empty linksession.Receive result at an end.
@@ -427,8 +428,18 @@ func (s *Sim) Restart(side Side) error {
 	e.restarts = append(e.restarts, s.now)
 	e.dirty = true
 	s.push(&event{t: s.now, kind: evWake, side: side})
+	if e.dead && !s.cfg.Sleeping {
+		s.push(&event{t: s.now, kind: evTick, side: side}) // its ticks died with it
+	}
+	e.dead = false
 	return nil
 }
+
+// Kill simulates kill -9 of side's switch without a new start: from now on
+// it processes nothing and sends nothing (its kernel's frames not yet on
+// the wire included), and what reaches it is lost. Its host stops too.
+// Restart starts it again.
+func (s *Sim) Kill(side Side) { s.ends[side].dead = true }
 
 // AddRule adds a scripted loss rule to the direction leaving from.
 func (s *Sim) AddRule(from Side, r *Rule) {
@@ -468,6 +479,9 @@ func (s *Sim) quiet() bool {
 		return false
 	}
 	for _, e := range s.ends {
+		if e.dead {
+			continue
+		}
 		if e.remaining > 0 || len(e.hostQ) > 0 || len(e.hostPend) > 0 || len(e.rxQ) > 0 || !e.port.Quiet() {
 			return false
 		}
@@ -480,56 +494,17 @@ func (s *Sim) run(until int64, stopQuiet bool) bool {
 		ev := heap.Pop(&s.q).(*event)
 		s.now = ev.t
 		e := s.ends[ev.side]
-		switch ev.kind {
-		case evArrive:
-			s.inWire--
-			if e.fast != nil {
-				v := e.fast.OfferFrame(ev.data)
-				if v == linkguardian.FastDelivered {
-					s.fastDeliver(e, ev.data)
-					break
-				}
-				if v == linkguardian.FastQueued {
-					// No wakeup: the core looks within CatchUp.Every.
-					s.putBuf(ev.data)
-					break
-				}
+		if e.dead {
+			// A killed switch: what reaches it is lost, its timers
+			// and the frames its kernel held are gone.
+			if ev.kind == evArrive || ev.kind == evPFC {
+				s.inWire--
 			}
-			e.rxQ = append(e.rxQ, ev.data)
-			e.rxReady = append(e.rxReady, s.now+s.cfg.FastLag)
-			if s.cfg.FastLag > 0 {
-				s.push(&event{t: s.now + s.cfg.FastLag, kind: evWake, side: ev.side})
+			if ev.data != nil {
+				s.putBuf(ev.data)
 			}
-		case evPFC:
-			s.inWire--
-			if ev.pause > 0 {
-				e.port.Pause(s.now, ev.pause)
-			} else {
-				e.port.Resume(s.now)
-			}
-		case evTick:
-			s.push(&event{t: s.now + s.cfg.PollInterval, kind: evTick, side: ev.side})
-		case evFlush:
-			s.transmit(e, ev.data)
-			s.putBuf(ev.data)
-		case evWake:
-		case evTail:
-			if e.fs == nil {
-				break
-			}
-			wake, again := e.fs.TailFire(s.now, e.point)
-			if again > 0 {
-				s.push(&event{t: again, kind: evTail, side: ev.side})
-			}
-			if wake {
-				s.push(&event{t: s.now + s.cfg.FastLag, kind: evWake, side: ev.side})
-			}
-		}
-		// The tail timer itself wakes nobody; a core's deadline it has
-		// since replaced neither (the worker's poll timeout is the
-		// latest deadline only).
-		if ev.kind != evTail && (ev.kind != evSleep || ev.t == e.sleepTo) {
-			e.dirty = true
+		} else {
+			s.handle(e, ev)
 		}
 		if len(s.q) == 0 || s.q[0].t > s.now {
 			for _, e := range s.ends {
@@ -547,6 +522,61 @@ func (s *Sim) run(until int64, stopQuiet bool) bool {
 		s.now = until
 	}
 	return stopQuiet && s.quiet()
+}
+
+// handle applies event ev at end e (alive) and marks e for an iteration.
+func (s *Sim) handle(e *end, ev *event) {
+	switch ev.kind {
+	case evArrive:
+		s.inWire--
+		if e.fast != nil {
+			v := e.fast.OfferFrame(ev.data)
+			if v == linkguardian.FastDelivered {
+				s.fastDeliver(e, ev.data)
+				break
+			}
+			if v == linkguardian.FastQueued {
+				// No wakeup: the core looks within CatchUp.Every.
+				s.putBuf(ev.data)
+				break
+			}
+		}
+		e.rxQ = append(e.rxQ, ev.data)
+		e.rxReady = append(e.rxReady, s.now+s.cfg.FastLag)
+		if s.cfg.FastLag > 0 {
+			s.push(&event{t: s.now + s.cfg.FastLag, kind: evWake, side: ev.side})
+		}
+	case evPFC:
+		s.inWire--
+		if ev.pause > 0 {
+			e.port.Pause(s.now, ev.pause)
+		} else {
+			e.port.Resume(s.now)
+		}
+	case evTick:
+		s.push(&event{t: s.now + s.cfg.PollInterval, kind: evTick, side: ev.side})
+	case evFlush:
+		s.transmit(e, ev.data)
+		s.putBuf(ev.data)
+	case evWake:
+	case evTail:
+		if e.fs == nil {
+			break
+		}
+		wake, again := e.fs.TailFire(s.now, e.point)
+		if again > 0 {
+			s.push(&event{t: again, kind: evTail, side: ev.side})
+		}
+		if wake {
+			s.push(&event{t: s.now + s.cfg.FastLag, kind: evWake, side: ev.side})
+		}
+	}
+	// The tail timer itself wakes nobody; a core's deadline it has
+	// since replaced neither (the worker's poll timeout is the
+	// latest deadline only).
+	if ev.kind != evTail && (ev.kind != evSleep || ev.t == e.sleepTo) {
+		e.dirty = true
+	}
 }
 
 var etherTypes = [...]uint16{0x0800, 0x86DD, 0x0806, 0x88CC, 0x8100}
@@ -779,10 +809,10 @@ func (s *Sim) iterate(e *end) {
 	// to the kernel, unless frames it passed on still wait for the core
 	// (the kernel would give the point straight back).
 	if e.catch != nil {
-		accept := e.sess == nil || e.sess.AcceptLink(now)
+		accept := e.sess == nil || e.sess.Accepts()
 		e.catch.Step(now, linkguardian.CatchUpEnv{Live: accept, Reset: !accept, RxWaiting: len(e.rxQ) > 0,
 			TakenIn: e.takenIn})
-	} else if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.AcceptLink(now)) {
+	} else if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.Accepts()) {
 		p.R.HandOff(now)
 	}
 	// 8. Sending goes back to the kernel once the core holds no host frame,

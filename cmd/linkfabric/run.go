@@ -879,6 +879,7 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"mode_changes":           s.ModeChanges.Load(),
 		"corrupt_frames":         s.Integrity.Corrupt.Load(),
 		"integrity_no_room":      s.Integrity.NoRoom.Load(),
+		"integrity_other_check":  s.Integrity.OtherCheck.Load(),
 		"session":                s.Session.Snapshot(),
 	}
 }
