@@ -45,9 +45,6 @@ type PortOptions struct {
 	// reads the ACK it piggybacks from (SetLGTxAck): the map is shared, not
 	// copied. Attach the link port first.
 	ShareLGRx *PortProgram
-	// LGRxQueueSlots is the number of slots of a link port's catch-up
-	// queue (LGRxQueue): a power of two; 0 makes a one-slot queue (unused).
-	LGRxQueueSlots int
 }
 
 // PortCounters are a port program's counters, summed over CPUs.
@@ -127,9 +124,6 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 	}
 	spec.Maps["xsks_map"].MaxEntries = uint32(queues)
 	copts, err := lgTxSpec(spec, opts)
-	if err == nil {
-		err = lgRxQueueSpec(spec, opts)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("port program for %s: %w", ifname, err)
 	}

@@ -100,11 +100,6 @@ const (
 	FastWakeOn = uint64(1) << 62
 	// FastWakeShift is where Wake sits in the point.
 	FastWakeShift = 32
-	// FastQueue marks the kernel's catch-up queue (see "The catch-up
-	// queue"): the point's serial is the queue's tail.
-	FastQueue = uint64(1) << 61
-	// FastReq, in a point the core owns, asks the kernel for queue mode.
-	FastReq = uint64(1) << 60
 )
 
 // fastCheckMax bounds the interval of the core's checks of a point the
@@ -124,18 +119,11 @@ type FastPoint struct {
 	// kernel send path that piggybacks ACK a moves Wake to a + AckEvery
 	// (FastSend.Offer). nil or 0: Wake is Go's alone.
 	AckEvery *atomic.Uint64
-	// QAck is the ACK a kernel send path piggybacks while the point has
-	// FastQueue (FastAckValid | serial; 0 or nil: the point's serial − 1):
-	// the core's ackNo − 1 while it finishes the frames before the queue.
-	QAck *atomic.Uint64
-	// Queue, for the simulated link, is the kernel's catch-up queue
-	// (OfferFrame); the dataplane's is the XDP program's.
-	Queue *QueueModel
 }
 
 // NewFastPoint returns a FastPoint over fresh memory, the point not owned.
 func NewFastPoint() *FastPoint {
-	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64), AckEvery: new(atomic.Uint64), QAck: new(atomic.Uint64)}
+	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64), AckEvery: new(atomic.Uint64)}
 }
 
 // fastFlags are the flags a frame the kernel delivers may carry.
@@ -243,11 +231,7 @@ func (r *Receiver) FastOwned() bool { return r.handed }
 // nothing and waits for nothing (see the package's "receive fast path"
 // section for the integrator's conditions). It reports whether the kernel
 // owns the point.
-func (r *Receiver) HandOff(now int64) bool { return r.handOff(now, true) }
-
-// handOff is HandOff; publish false leaves the point alone (the kernel
-// already owns it: HandOffQueued).
-func (r *Receiver) handOff(now int64, publish bool) bool {
+func (r *Receiver) HandOff(now int64) bool {
 	if r.fast == nil {
 		return false
 	}
@@ -257,9 +241,7 @@ func (r *Receiver) handOff(now int64, publish bool) bool {
 	if !r.Clean() {
 		return false
 	}
-	if publish {
-		r.fast.Point.Store(FastOwned | r.wakeBits() | uint64(r.ackNo))
-	}
+	r.fast.Point.Store(FastOwned | r.wakeBits() | uint64(r.ackNo))
 	r.handed = true
 	r.Stats.FastHandOffs++
 	r.fastGap = r.fastCheckBase()
@@ -392,40 +374,4 @@ func (r *Receiver) fastBehind() bool {
 // (HandOff's condition).
 func (r *Receiver) Clean() bool {
 	return r.missing == 0 && r.buffered == 0 && !r.paused && r.latest == r.ackNo.Add(-1)
-}
-
-// QueuedFrom tells the receiver that the kernel queues from serial q on
-// (catchup.go): the sender sent every frame before it.
-func (r *Receiver) QueuedFrom(now int64, q seqhdr.Seq) {
-	if !r.handed {
-		r.sentThrough(now, q.Add(-1))
-	}
-}
-
-// HandOffQueued makes the receiver take the point as the kernel's after
-// queue mode started at its ackNo (catchup.go); the kernel already owns the
-// point. It reports whether the receiver is handed.
-func (r *Receiver) HandOffQueued(now int64) bool { return r.handOff(now, false) }
-
-// truncateAt forgets what the receiver knows of frames at or after start
-// (the kernel's catch-up queue has them: catchup.go, reconcile): missing
-// marks go, buffered frames are appended to held and returned; latest
-// becomes start − 1 if it was later. ackNo must not be after start.
-func (r *Receiver) truncateAt(start seqhdr.Seq, held []Frame) []Frame {
-	if !seqhdr.Less(r.latest, start) {
-		for q := start; seqhdr.LessEq(q, r.latest); q = q.Next() {
-			sl := r.slot(q)
-			switch sl.state {
-			case slotMissing:
-				r.missing--
-			case slotPresent:
-				r.buffered--
-				r.bytes -= sl.f.Len
-				held = append(held, sl.f)
-			}
-			*sl = rxSlot{}
-		}
-		r.latest = start.Add(-1)
-	}
-	return held
 }

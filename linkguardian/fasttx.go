@@ -193,26 +193,6 @@ import (
 // idle link's workers woke 4,000 times a second each at WakeEvery 250 µs,
 // 7-9 % of a CPU per switch on the 2-core veth pair (2026-11-27).
 //
-// The tail timer (DummyNs set; the dataplane's --lg-tail-timer). Instead
-// of looking, Go leaves the first dummy after the kernel's sends to the
-// kernel: a send arms a BPF timer (unless armed) to fire DummyNs later;
-// firing, it moves itself on to DummyNs after the latest send, and once
-// that has passed it wakes the worker (the wake ring buffer) only if the
-// kernel still owns sending and its last frame is after every ACK the
-// kernel knows of: Go's base − 1 (Limit − Credit − 1) and the receive
-// state's PeerAck. Go writes its DummyWait into DummyNs at every Poll, sets
-// no deadline while nothing is outstanding, and for kernel frames with no
-// dummy yet only a fallback tailSlack after the dummy's time (the timer
-// failed, or DummyWait grew since it was armed). So a flow whose frames
-// are acknowledged in time, by piggybacked ACKs, wakes no one. TailFire
-// and TakeTailArm model the timer for the simulated link (Config.FastTail,
-// with Sleeping cores, where only real wakeups run the core). Measured on
-// the 2-core VMs here it saved wakeups but not time. Fired about every
-// DummyWait while frames flow (tens of µs), it doubled the machine's timer
-// expiries and added 7 µs to a 143-byte TCP ping-pong's p50 round trip;
-// the dataplane gives it at least TailMin (250 µs), which removed most of
-// that, and 143 B flows' FCT was no better than with the looks.
-//
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go
 // does, Go stores {not owned, ackNo} in the point word whenever ackNo moves
@@ -269,20 +249,6 @@ type FastSend struct {
 	// asking the kernel to wake it after its next send (WantWake stays 0;
 	// see "Waking Go"). Set it before SetFastSend.
 	WakeEvery int64
-	// DummyNs, not nil, turns the kernel's tail timer on: the kernel
-	// wakes the worker DummyNs after its last send if a frame it sent is
-	// still unacknowledged then (TailFire models it; see "The tail
-	// timer"). The core writes its DummyWait there and sets no timer of
-	// its own for the first dummy after the kernel's sends, nor looks
-	// while idle (WakeEvery and WantWake stay unused). TailWakes counts
-	// the timer's wakeups. Set them before SetFastSend (EnableTail for
-	// the simulated link).
-	DummyNs, TailWakes *atomic.Uint64
-	// TailMin is the least wait the core gives the tail timer (DummyNs =
-	// max(DummyWait, TailMin)): a timer armed and fired every few tens
-	// of µs while frames flow costs the packet path's CPU a timer
-	// interrupt each time.
-	TailMin int64
 	// Ring holds Slots slots of SlotSize bytes.
 	Ring           []byte
 	Slots          int
@@ -294,58 +260,6 @@ type FastSend struct {
 	piggyW, wakeW  atomic.Uint64
 	creditW        atomic.Uint64
 	cnt            [10]atomic.Uint64
-	// The tail timer's model: its words, whether it is armed, and an arm
-	// not yet taken by TakeTailArm (when it fires).
-	tailW, tailWakesW atomic.Uint64
-	tailArmed         bool
-	tailArm           int64
-}
-
-// EnableTail turns the tail timer's model on (over fresh words), for the
-// simulated link: Offer arms it, TakeTailArm says when it fires, TailFire
-// is what it does then.
-func (fs *FastSend) EnableTail() { fs.DummyNs, fs.TailWakes = &fs.tailW, &fs.tailWakesW }
-
-// TakeTailArm returns the time at which the tail timer an Offer armed
-// fires, once per arming.
-func (fs *FastSend) TakeTailArm() (at int64, ok bool) {
-	at, fs.tailArm = fs.tailArm, 0
-	return at, at != 0
-}
-
-// TailFire is the kernel's tail timer firing at now (lf_lg_tx_tail_fire):
-// it returns again > 0, the time it fires next, while the kernel's last
-// send is less than DummyNs ago; otherwise it disarms, and reports wake
-// when the kernel owns sending and the last frame it numbered is after
-// every ACK the kernel knows of (Go's base − 1 from Limit and Credit, and
-// rx's PeerAck).
-func (fs *FastSend) TailFire(now int64, rx *FastPoint) (wake bool, again int64) {
-	wait := int64(fs.DummyNs.Load())
-	if due := fs.LastNs.Load() + wait; wait > 0 && now < due {
-		return false, due
-	}
-	fs.tailArmed = false
-	st := fs.State.Load()
-	if wait == 0 || st&FastOwned == 0 || !fs.unacked(seqhdr.Seq(st&FastSeqMask).Add(-1), rx) {
-		return false, 0
-	}
-	fs.TailWakes.Add(1)
-	return true, 0
-}
-
-// unacked reports whether serial last is after every ACK the kernel knows
-// of (lf_lg_tx_unacked).
-func (fs *FastSend) unacked(last seqhdr.Seq, rx *FastPoint) bool {
-	lim, c := fs.Limit.Load(), fs.Credit.Load()
-	if lim&FastLimitValid != 0 && c != 0 && !seqhdr.Less(seqhdr.Seq(lim&FastSeqMask).Add(-int(c)-1), last) {
-		return false
-	}
-	if rx != nil {
-		if a := rx.PeerAck.Load(); a&FastAckValid != 0 && !seqhdr.Less(seqhdr.Seq(a&FastSeqMask), last) {
-			return false
-		}
-	}
-	return true
 }
 
 // NewFastSend returns a FastSend over fresh memory with slots ring slots
@@ -442,11 +356,6 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 	if rx != nil {
 		p := rx.Point.Load()
 		ack = seqhdr.Seq(p & FastSeqMask).Add(-1)
-		if p&FastQueue != 0 && rx.QAck != nil {
-			if qa := rx.QAck.Load(); qa&FastAckValid != 0 {
-				ack = seqhdr.Seq(qa & FastSeqMask)
-			}
-		}
 		fs.PiggyAck.Store(FastAckValid | uint64(ack))
 		if every := fs.ackEvery(rx); every != 0 && p&FastOwned != 0 && p&FastWakeOn != 0 {
 			np := p&^wakeMask | wakeAt(ack, int(every))
@@ -458,11 +367,6 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 	fs.Sent.Add(1)
 	if !seqhdr.Less(q, seqhdr.Seq(lim&FastSeqMask)) {
 		fs.Widened.Add(1)
-	}
-	if fs.DummyNs != nil && !fs.tailArmed {
-		if w := int64(fs.DummyNs.Load()); w > 0 {
-			fs.tailArmed, fs.tailArm = true, now+w
-		}
 	}
 	if fs.WantWake.Load() != 0 && fs.WantWake.CompareAndSwap(1, 0) {
 		fs.Wakeups.Add(1)
@@ -654,7 +558,7 @@ func (s *Sender) adoptN(n int) {
 	s.Stats.TxBufBytes = uint64(s.bytes)
 	s.Stats.TxBufPeakFrames = max(s.Stats.TxBufPeakFrames, s.Stats.TxBufFrames)
 	s.Stats.TxBufPeakBytes = max(s.Stats.TxBufPeakBytes, s.Stats.TxBufBytes)
-	s.lastSent, s.probed, s.kernLast = s.fs.LastNs.Load(), false, true
+	s.lastSent, s.probed = s.fs.LastNs.Load(), false
 	s.nextDummy, s.dummyGap = s.lastSent+s.dummyWait, s.dummyWait
 }
 
@@ -665,14 +569,6 @@ func (s *Sender) adoptN(n int) {
 // WakeEvery > 0 it sets a check WakeEvery from now (nextTimer), and the
 // kernel wakes no one.
 func (s *Sender) wantWake(now int64) {
-	if s.fs != nil && s.fs.DummyNs != nil {
-		// The tail timer wakes the core when a dummy is due; it needs
-		// the wait the core would use.
-		if w := uint64(max(s.dummyWait, s.fs.TailMin, 1)); s.fs.DummyNs.Load() != w {
-			s.fs.DummyNs.Store(w)
-		}
-		return
-	}
 	if !s.handed {
 		return
 	}
@@ -706,19 +602,6 @@ func (s *Sender) wantWake(now int64) {
 		s.fs.WantWake.Store(0)
 	}
 }
-
-// tailCovers reports whether the kernel's tail timer stands for the core's
-// timer of the first dummy: the kernel owns sending, its timer is on, the
-// newest frame is one it sent, and no dummy followed it yet.
-func (s *Sender) tailCovers() bool {
-	return s.handed && s.fs.DummyNs != nil && s.kernLast && !s.probed
-}
-
-// tailSlack is how long after its first dummy's time the core looks
-// itself when the tail timer stands for it: only if the timer failed, or
-// the core's wait grew since the kernel armed it, does the look find
-// anything to do.
-const tailSlack = int64(2_000_000)
 
 // fastLookMax bounds the gap between the core's looks at the send state
 // while the kernel sends and nothing is outstanding (WakeEvery > 0).
@@ -780,18 +663,9 @@ func (r *Receiver) kernelAcked(a seqhdr.Seq) {
 
 // publishAck keeps the receive point's serial at ackNo while the core owns
 // the point: the kernel's piggybacked ACK is its serial − 1.
-// A point the kernel owns, or one with FastQueue (the kernel's catch-up
-// queue still to deliver, its serial the queue's tail), is left alone;
-// FastReq is kept.
 func (r *Receiver) publishAck() {
-	if r.fast == nil || r.handed {
-		return
-	}
-	for {
-		v := r.fast.Point.Load()
-		if v&(FastOwned|FastQueue) != 0 || r.fast.Point.CompareAndSwap(v, v&FastReq|uint64(r.ackNo)) {
-			return
-		}
+	if r.fast != nil && !r.handed {
+		r.fast.Point.Store(uint64(r.ackNo))
 	}
 }
 
