@@ -54,6 +54,8 @@ type portLgRxShared struct {
 	Missed    uint64
 	StripErr  uint64
 	AckEvery  uint64
+	Adopted   uint64
+	Lead      uint64
 }
 
 type portLgTxShared struct {

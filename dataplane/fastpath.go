@@ -299,7 +299,7 @@ func (f *fastPath) lgPoint() *linkguardian.FastPoint {
 	if f == nil || f.lgRx == nil || f.features == nil {
 		return nil
 	}
-	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), AckEvery: f.lgRx.AckEvery()}
+	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), Adopted: f.lgRx.Adopted(), AckEvery: f.lgRx.AckEvery()}
 }
 
 // open gets what the watcher needs and gives each program its forward port;

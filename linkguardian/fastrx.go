@@ -14,7 +14,7 @@ import (
 // itself, header stripped and redirected to the host port, when it is the
 // next one expected and nothing else needs the core; every other frame
 // (holes, duplicates, retransmitted copies, control frames) reaches the core
-// through AF_XDP as before. The state they share is one 64-bit word, Point:
+// through AF_XDP as before. The state they share is a 64-bit word, Point:
 //
 //	bit 63       FastOwned: the kernel owns the in-order point
 //	bit 62       FastWakeOn: bits 32..48 hold Wake
@@ -22,8 +22,10 @@ import (
 //	             (with the point) instead of delivering it
 //	bits 0..16   the next expected serial number (seqhdr.Seq: era<<16 | seqNo)
 //
-// and PeerAck, the newest ACK piggybacked on a frame the kernel delivered
-// (FastAckValid | ack), which this end's Sender applies at its next Poll.
+// PeerAck, the newest ACK piggybacked on a frame the kernel delivered
+// (FastAckValid | ack), which this end's Sender applies at its next Poll,
+// and Adopted, the serial the core last took as its ackNo (written only by
+// the core: at HandOff, before the point, and at every adopt).
 //
 // Ownership. Whoever owns the point is the only one that may deliver a data
 // frame, and it delivers exactly the frame whose number is the point:
@@ -31,10 +33,11 @@ import (
 //   - The kernel delivers frame q only by one compare-and-swap of
 //     {owned, q} to {owned, q+1} (Offer mirrors its rule; the other bits are
 //     kept). Any other data frame it may judge (in sequence, no flags but
-//     era and ACK) that is not q, and frame q when it is Wake, make it give
-//     the point away, {owned, q} to {not owned, q}, before it passes the
-//     frame on; retransmitted copies, dummies and control frames it passes
-//     on without touching the point.
+//     era and ACK) that is not q, frame q when it is Wake, and frame q when
+//     q − Adopted ≥ FastLead (the lead bound), make it give the point
+//     away, {owned, q} to {not owned, q}, before it passes the frame on;
+//     retransmitted copies, dummies and control frames it passes on without
+//     touching the point.
 //   - The core takes the point back (claim: compare-and-swap to {not owned,
 //     q}) before it handles any data frame or dummy, resets, or changes its
 //     mode; it then starts from q, which it takes as its ackNo (adopt): the
@@ -73,6 +76,22 @@ import (
 // behind it is a duplicate. Only frames on the link port's first queue are
 // judged, so one CPU at a time updates the point.
 //
+// The lead bound. The core compares the kernel's point with its ackNo by
+// serial difference (seqhdr.Diff), which is right only while the two are
+// less than half the sequence space (seqhdr.Half) apart; a core that did
+// not look for that long would otherwise take the kernel's progress for
+// none and drop every new frame as a duplicate. The kernel delivers q only
+// while q − Adopted < FastLead = Half/4, and Adopted is the core's ackNo
+// from the hand-off on (written before the point, so a kernel that sees
+// the owned point sees it; an older value only makes the lead look
+// larger), so the point is never more than FastLead past the core's ackNo:
+// every Diff the core takes of it (adopt, lateForKernel, kernelAcked) is
+// of a lead in [0, FastLead], well inside Half. A quarter of the space is
+// 16,384 frames, four times the largest credit window the dataplane uses:
+// under traffic the core adopts every AckDelay and at each Wake, so the
+// bound is met only by a worker kept off its CPU for that many frames, and
+// then costs one hand-over.
+//
 // Restart. A session reset claims the point before the receiver is reset;
 // the core hands it back only after the new agreement (the integrator's
 // condition), and the peer sends data only after that agreement, so no frame
@@ -102,19 +121,30 @@ const (
 	FastWakeShift = 32
 )
 
+// FastLead bounds the kernel's lead over Go on both fast paths, in
+// serials: it delivers frame q only while q − Adopted < FastLead, and
+// assigns q only while q − base < FastLead (see "The receive fast path"
+// and "The send fast path"). A quarter of the sequence space.
+const FastLead = seqhdr.Half / 4
+
 // fastCheckMax bounds the interval of the core's checks of a point the
 // kernel owns while it does not move: the first frames after a pause owe
 // their ACK at most this late (the peer's dummy asks sooner).
 const fastCheckMax = int64(2_000_000)
 
 // FastPoint is the state a Receiver shares with a kernel fast path: the
-// in-order point and the newest piggybacked ACK the kernel saw (see the
-// package's "receive fast path" section). The dataplane points both at the
+// in-order point, the newest piggybacked ACK the kernel saw and the
+// receiver's last adopted ackNo (see the package's "receive fast path"
+// section). The dataplane points both at the
 // XDP program's memory-mapped map; NewFastPoint makes them in Go memory for
 // the simulated link.
 type FastPoint struct {
 	Point   *atomic.Uint64
 	PeerAck *atomic.Uint64
+	// Adopted is the serial the receiver last took as its ackNo (the
+	// receiver writes it; required): the kernel delivers frame q only
+	// while q − Adopted < FastLead.
+	Adopted *atomic.Uint64
 	// AckEvery is the receiver's AckEvery (the receiver writes it): a
 	// kernel send path that piggybacks ACK a moves Wake to a + AckEvery
 	// (FastSend.Offer). nil or 0: Wake is Go's alone.
@@ -123,7 +153,7 @@ type FastPoint struct {
 
 // NewFastPoint returns a FastPoint over fresh memory, the point not owned.
 func NewFastPoint() *FastPoint {
-	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64), AckEvery: new(atomic.Uint64)}
+	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64), Adopted: new(atomic.Uint64), AckEvery: new(atomic.Uint64)}
 }
 
 // fastFlags are the flags a frame the kernel delivers may carry.
@@ -132,8 +162,8 @@ const fastFlags = seqhdr.FlagEra | seqhdr.FlagHasAck | seqhdr.FlagAckEra
 // Offer is the kernel's rule (bpf/c/port.c), for the simulated link and the
 // tests: it reports whether the fast path delivers frame b itself (the
 // caller strips its link header and hands it to the host; the core never
-// sees it). A data frame it may judge that is not the next one gives the
-// point to the core. The kernel also declines when it cannot redirect to the
+// sees it). A data frame it may judge that is not the next one, is Wake,
+// or is FastLead or more past Adopted gives the point to the core. The kernel also declines when it cannot redirect to the
 // host port; the model's host port always takes frames.
 func (fp *FastPoint) Offer(b []byte) bool {
 	q, flags, ok := fastDataFrame(b)
@@ -144,7 +174,8 @@ func (fp *FastPoint) Offer(b []byte) bool {
 	if old&FastOwned == 0 {
 		return false
 	}
-	if old&FastSeqMask != uint64(q) || (old&FastWakeOn != 0 && old>>FastWakeShift&FastSeqMask == uint64(q)) {
+	if old&FastSeqMask != uint64(q) || (old&FastWakeOn != 0 && old>>FastWakeShift&FastSeqMask == uint64(q)) ||
+		(uint64(q)-fp.Adopted.Load())&FastSeqMask >= FastLead {
 		fp.Point.CompareAndSwap(old, old&^FastOwned)
 		return false
 	}
@@ -241,6 +272,7 @@ func (r *Receiver) HandOff(now int64) bool {
 	if !r.Clean() {
 		return false
 	}
+	r.fast.Adopted.Store(uint64(r.ackNo)) // before the point: the lead bound
 	r.fast.Point.Store(FastOwned | r.wakeBits() | uint64(r.ackNo))
 	r.handed = true
 	r.Stats.FastHandOffs++
@@ -329,6 +361,8 @@ func (r *Receiver) adopt(now int64, next seqhdr.Seq, owe bool) bool {
 		*r.slot(r.ackNo.Add(i)) = rxSlot{}
 	}
 	r.ackNo, r.latest = next, next.Add(-1)
+	// The kernel's lead is counted from here again.
+	r.fast.Adopted.Store(uint64(next))
 	r.ackRepeatAt = 0 // the sender is sending
 	// An ACK the kernel's send path piggybacked may cover them already.
 	if owe && seqhdr.Diff(next.Add(-1), r.lastAck) > 0 {

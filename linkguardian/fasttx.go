@@ -44,13 +44,14 @@ import (
 //
 //  1. Load State. Not owned: pass the frame to Go (AF_XDP), nothing else.
 //  2. The frame must be eligible: at least 14 bytes (MACs and EtherType),
-//     not of the link EtherType, and at most SlotSize−2 bytes. Load Limit:
-//     it must be valid, not paused, and q, State's serial, strictly before
-//     it (serial compare), or, with the receive state shared, inside the
-//     window an ACK the link port read opens: PeerAck valid, base − 1 ≤ a
-//     < q (base = Limit − Credit) and q before a + 1 + Credit (see
-//     "Credit and pause"). ToGo must equal Consumed: Go has taken in every
-//     frame passed to it. If any of this fails: give sending to Go by
+//     not of the link EtherType, and at most SlotSize−2 bytes. Load Limit
+//     and Credit: Limit must be valid, not paused, q (State's serial) less
+//     than FastLead past base = Limit − Credit (the lead bound), and q
+//     strictly before Limit (serial compare) or, with the receive state
+//     shared, inside the window an ACK the link port read opens: PeerAck
+//     valid, base − 1 ≤ a < q and q before a + 1 + Credit (see "Credit and
+//     pause"). ToGo must equal Consumed: Go has taken in every frame passed
+//     to it. If any of this fails: give sending to Go by
 //     compare-and-swap {owned, q} → {not owned, q}, count Declined and pass
 //     the frame to Go.
 //  3. Copy the frame into slot q (length, then bytes) FIRST.
@@ -162,6 +163,21 @@ import (
 // PeerAck, as far as the frames taken in, when it has none. A stale PeerAck
 // (an ACK of an older numbering: Reset continues the numbering at TxNext,
 // past every frame sent before) is behind base − 1 and opens nothing.
+//
+// The lead bound. Go adopts [next, kn) by serial difference (seqhdr.Diff),
+// right only while kn is less than half the sequence space past next. The
+// window an unapplied PeerAck opens is bounded by the peer's ACK, not by
+// anything Go wrote since it last looked: with the peer acknowledging at
+// once, a worker off its CPU would see the kernel run up to base − 1 +
+// Half + Credit, and then adopt nothing and number again from next. So
+// the kernel assigns q only while q − base < FastLead = Half/4, base being
+// what Go last published (Limit − Credit, never ahead of Go's base, which
+// never passes next): kn − next ≤ kn − base ≤ FastLead, and every Diff Go
+// takes of State is of a lead in [0, FastLead]. (Go's own window, Limit −
+// base = Credit, stays below it as long as the credit does: the
+// dataplane's is 3,584; a larger credit only gives the frames past
+// base + FastLead to Go.) A worker kept off its CPU for FastLead frames
+// costs a hand-over.
 //
 // Restart. A session reset claims sending (TxNext, then Reset) before the
 // numbering restarts; the integrator hands back only once the session is up
@@ -374,18 +390,21 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 	return q, ack, true
 }
 
-// inWindow is step 2's window: q before Limit, or, with an ACK in rx's
-// PeerAck that Go has not applied (base − 1 ≤ a < q, base = Limit −
-// Credit), before a + 1 + Credit.
+// inWindow is step 2's window: q less than FastLead past base = Limit −
+// Credit, and before Limit or, with an ACK in rx's PeerAck that Go has not
+// applied (base − 1 ≤ a < q), before a + 1 + Credit.
 func (fs *FastSend) inWindow(q seqhdr.Seq, lim uint64, rx *FastPoint) bool {
-	l := seqhdr.Seq(lim & FastSeqMask)
+	l, c := seqhdr.Seq(lim&FastSeqMask), fs.Credit.Load()
+	if (uint64(q)-(uint64(l)-c))&FastSeqMask >= FastLead {
+		return false
+	}
 	if seqhdr.Less(q, l) {
 		return true
 	}
 	if rx == nil {
 		return false
 	}
-	c, pa := fs.Credit.Load(), rx.PeerAck.Load()
+	pa := rx.PeerAck.Load()
 	if pa&FastAckValid == 0 || c == 0 || c > seqhdr.Half {
 		return false
 	}

@@ -651,6 +651,7 @@ func TestFastSendOffer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 13))
 	pt := linkguardian.NewFastPoint()
 	var sent, declined uint64
+	fs.Credit.Store(20)
 	for i := range 300_000 {
 		if rng.IntN(8) == 0 || fs.State.Load()&linkguardian.FastOwned == 0 && rng.IntN(2) == 0 {
 			fs.State.Store(uint64(rng.IntN(2))<<63 | uint64(rng.IntN(seqhdr.Space)))
@@ -659,6 +660,8 @@ func TestFastSendOffer(t *testing.T) {
 			q := seqhdr.Seq(fs.State.Load() & linkguardian.FastSeqMask)
 			lim := uint64(q.Add(rng.IntN(40) - 20))
 			lim |= uint64(rng.IntN(8)/7^1)<<63 | uint64(rng.IntN(8)/7)<<62
+			// Credits around the lead bound too: base = Limit − Credit.
+			fs.Credit.Store(uint64([]int{1, 20, 40, linkguardian.FastLead - 10, linkguardian.FastLead + 10}[rng.IntN(5)]))
 			fs.Limit.Store(lim)
 		}
 		if rng.IntN(4) == 0 {
@@ -675,6 +678,7 @@ func TestFastSendOffer(t *testing.T) {
 			binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
 		}
 		old, lim, wake, wakes := fs.State.Load(), fs.Limit.Load(), fs.WantWake.Load(), fs.Wakeups.Load()
+		credit := fs.Credit.Load()
 		toGo := fs.ToGo.Load()
 		taken := toGo == fs.Consumed.Load()
 		var rx *linkguardian.FastPoint // every other frame piggybacks ACK i
@@ -686,7 +690,9 @@ func TestFastSendOffer(t *testing.T) {
 		now := fs.State.Load()
 		oq := seqhdr.Seq(old & linkguardian.FastSeqMask)
 		eligible := len(b) >= 14 && len(b) <= 200 && binary.BigEndian.Uint16(b[12:]) != seqhdr.EtherType
-		inside := lim&linkguardian.FastLimitValid != 0 && lim&linkguardian.FastPaused == 0 && seqhdr.Less(oq, seqhdr.Seq(lim&linkguardian.FastSeqMask)) && taken
+		base := seqhdr.Seq(lim & linkguardian.FastSeqMask).Add(-int(credit))
+		inside := lim&linkguardian.FastLimitValid != 0 && lim&linkguardian.FastPaused == 0 && seqhdr.Less(oq, seqhdr.Seq(lim&linkguardian.FastSeqMask)) && taken &&
+			seqhdr.Diff(oq, base) >= 0 && seqhdr.Diff(oq, base) < linkguardian.FastLead
 		if passed := fs.ToGo.Load() - toGo; ok && passed != 0 || !ok && passed != 1 {
 			t.Fatalf("ToGo moved by %d for a frame sent %v", passed, ok)
 		}

@@ -114,6 +114,10 @@ struct lg_rx_shared {
 	__u64 ack_every; /* written by Go: the receiver's AckEvery. lf_lg_tx, piggybacking ACK a on a
 	                    frame while the fast path owns the point with Wake set, moves Wake to
 	                    a + ack_every (0: it leaves Wake alone) */
+	__u64 adopted;   /* written by Go: the serial it last took as its ackNo (at the hand-over,
+	                    before point, and at every adopt): lf_lg_rx delivers seq only while
+	                    seq - adopted < LF_LG_LEAD */
+	__u64 lead;      /* of handovers: the lead bound (seq - adopted >= LF_LG_LEAD) */
 };
 
 /* One element, memory-mapped by Go (bpf.LGRx): Go reads the counters and
@@ -141,6 +145,12 @@ struct lg_tx_slot {
 #define LF_LG_ERA (1ULL << 16)
 #define LF_LG_WAKE_ON (1ULL << 62) /* lg_rx_shared.point: Wake is set */
 #define LF_LG_WAKE_SHIFT 32
+/* The lead bound (linkguardian.FastLead, a quarter of the 17-bit serial
+ * space): the fast paths deliver or assign serial q only while q is less
+ * than this past what Go last adopted (lg_rx_shared.adopted) or published
+ * (lg_tx_shared: limit - credit), so that Go's serial differences never
+ * reach half the space. */
+#define LF_LG_LEAD (1ULL << 14)
 #define LF_LG_HDR 8       /* a data frame's growth: link ethertype + header - original ethertype */
 #define LF_LG_DATA_OFF 22 /* payload offset of a data frame */
 /* Link header flags (byte 15; seqhdr). */
@@ -422,9 +432,11 @@ static __always_inline void lf_lg_peer_ack(struct lg_rx_shared *s, const __u8 *e
  *  2. seq = Era<<16 | Seq. old = point. Not owned: XSK path, untouched
  *     (Go owns the in-order point).
  *  3. Owned but old's serial != seq (a hole opened, a duplicate, anything
- *     out of order), or seq is Wake (Go's explicit ACK is due with it):
- *     give the point to Go, CAS(point, old, old &^ OWNED)
- *     (handovers++ when it succeeds), and XSK path. From then on every data
+ *     out of order), or seq is Wake (Go's explicit ACK is due with it), or
+ *     seq - adopted >= LF_LG_LEAD (Go has not adopted for that long: the
+ *     lead bound): give the point to Go, CAS(point, old, old &^ OWNED)
+ *     (handovers++ when it succeeds, lead++ too for the bound), and XSK
+ *     path. From then on every data
  *     frame goes to Go until Go hands the point back (sets OWNED with the
  *     serial it expects next), so nothing the fast path delivers can
  *     overtake a frame Go holds, and Go sees every frame from the first one
@@ -462,7 +474,7 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 	__u8 aux[2];
 	__u8 flags;
 	long act;
-	int i;
+	int i, far;
 
 	/* 1. */
 	if (ctx->rx_queue_index != 0)
@@ -494,11 +506,15 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 		if (!(old & LF_LG_OWNED))
 			return LF_LG_XSK;
 
-		/* 3. */
+		/* 3. adopted after point: Go stores it before the point. */
+		far = ((seq - LF_READ_ONCE(s->adopted)) & LF_LG_SEQ_MASK) >= LF_LG_LEAD;
 		if ((old & LF_LG_SEQ_MASK) != seq ||
-		    ((old & LF_LG_WAKE_ON) && ((old >> LF_LG_WAKE_SHIFT) & LF_LG_SEQ_MASK) == seq)) {
-			if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old)
+		    ((old & LF_LG_WAKE_ON) && ((old >> LF_LG_WAKE_SHIFT) & LF_LG_SEQ_MASK) == seq) || far) {
+			if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old) {
 				s->handovers++;
+				if (far && (old & LF_LG_SEQ_MASK) == seq)
+					s->lead++;
+			}
 			return LF_LG_XSK;
 		}
 
@@ -565,7 +581,8 @@ struct lg_tx_shared {
 	__u64 credit;    /* written by Go with limit: the credit window. With lg_ack, a serial q
 	                    at or past limit may still be assigned if lg_rx's peer_ack a (an ACK
 	                    the kernel read and Go may not have applied) has base - 1 <= a < q,
-	                    base = limit - credit, and q is before a + 1 + credit (0: off) */
+	                    base = limit - credit, and q is before a + 1 + credit. Every q must be
+	                    less than LF_LG_LEAD past that base (so with credit 0 nothing is sent) */
 	__u64 widened;   /* frames sent so: at or past limit, on peer_ack (step 2) */
 	__u64 declined_window; /* of declined: q outside the window (limit and peer_ack) */
 	__u64 declined_unread; /* of declined: to_go != consumed */
@@ -632,7 +649,8 @@ static __always_inline int lf_lg_acked_room(__u64 q, __u64 lim, __u64 credit, __
  *  1. state not owned: XSK path, nothing else.
  *  2. Eligible: 14 bytes or more, linear (no fragments), not the link
  *     ethertype, at most LF_LG_SLOT - 2 bytes; limit valid, not paused,
- *     q before it or, with lg_ack, inside the window lg_rx's peer_ack
+ *     q less than LF_LG_LEAD past base = limit - credit (the lead bound),
+ *     and q before limit or, with lg_ack, inside the window lg_rx's peer_ack
  *     opens (lf_lg_acked_room: the ACK the link port read, before the
  *     worker applied it and raised limit); a link port in fwd_port (the redirect is set up
  *     here, before the swap); and with lg_tx_cpus > 1 a CPU that is a
@@ -673,7 +691,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	struct lg_tx_slot *slot;
 	struct lg_rx_shared *rx;
 	__u32 zero = 0, key;
-	__u64 old, q, lim, ack = 0;
+	__u64 old, q, lim, credit, ack = 0;
 	int has_ack = 0;
 	__u8 *eth;
 	__u8 mac[12];
@@ -695,6 +713,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	q = old & LF_LG_SEQ_MASK;
 	/* 2. */
 	lim = LF_READ_ONCE(s->limit);
+	credit = LF_READ_ONCE(s->credit); /* Go stores it before limit */
 	rx = conf->lg_ack ? bpf_map_lookup_elem(&lg_rx, &zero) : NULL;
 	et = 0;
 	if (data + LF_ETH_HLEN_MIN <= end)
@@ -705,7 +724,8 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	why = 0; /* why declined: 1 the window, 2 a frame Go has not taken in, 0 anything else */
 	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
 	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED)) {
-		if (!lf_lg_less(q, lim & LF_LG_SEQ_MASK) && !(rx && lf_lg_acked_room(q, lim, LF_READ_ONCE(s->credit), LF_READ_ONCE(rx->peer_ack))))
+		if (((q - (lim - credit)) & LF_LG_SEQ_MASK) >= LF_LG_LEAD ||
+		    (!lf_lg_less(q, lim & LF_LG_SEQ_MASK) && !(rx && lf_lg_acked_room(q, lim, credit, LF_READ_ONCE(rx->peer_ack)))))
 			why = 1;
 		else if (LF_READ_ONCE(s->to_go) != LF_READ_ONCE(s->consumed))
 			why = 2;
