@@ -92,10 +92,12 @@ import (
 // bound is met only by a worker kept off its CPU for that many frames, and
 // then costs one hand-over.
 //
-// Restart. A session reset claims the point before the receiver is reset;
-// the core hands it back only after the new agreement (the integrator's
-// condition), and the peer sends data only after that agreement, so no frame
-// of an old epoch is delivered by either.
+// Restart. A session reset claims the point before the receiver is reset
+// and leaves {not owned, rx} in it (the ACK the kernel's send path
+// piggybacks is of the new numbering from then on), and clears PeerAck;
+// the core hands the point back only after the new agreement (the
+// integrator's condition), and the peer sends data only after that
+// agreement, so no frame of an old epoch is delivered by either.
 //
 // ACKs. While the kernel owns the point the core's ackNo is a copy: it is
 // refreshed before an ACK is sent (piggybacked or explicit) and at a check

@@ -160,9 +160,8 @@ import (
 // (frames are delivered in sequence order, and each carries the ACK its
 // sender had when it numbered it), so what Go reads covers what the kernel
 // counted on: adopt takes in frames while its ring has room and applies
-// PeerAck, as far as the frames taken in, when it has none. A stale PeerAck
-// (an ACK of an older numbering: Reset continues the numbering at TxNext,
-// past every frame sent before) is behind base − 1 and opens nothing.
+// PeerAck, as far as the frames taken in, when it has none. An ACK of an
+// older numbering never stays in PeerAck: Reset clears it (see Restart).
 //
 // The lead bound. Go adopts [next, kn) by serial difference (seqhdr.Diff),
 // right only while kn is less than half the sequence space past next. The
@@ -181,7 +180,13 @@ import (
 //
 // Restart. A session reset claims sending (TxNext, then Reset) before the
 // numbering restarts; the integrator hands back only once the session is up
-// again. A new process loads a new program and shares new state.
+// again. Reset claims the receive point and sending first, then clears
+// PeerAck and PiggyAck, which the kernel no longer writes: the new
+// numberings may lie anywhere (Reset's tx and rx are the caller's), and an
+// old ACK read in them would acknowledge frames never received and open a
+// window past Limit. The point holds {not owned, rx} and State {not owned,
+// tx} before Reset returns. A new process loads a new program and shares
+// new state.
 //
 // Waking Go. While the kernel sends, the dummy timer runs from LastNs:
 // with frames outstanding Go's deadline (NextDeadline) brings it back in
