@@ -123,3 +123,53 @@ func TestFastLeadSend(t *testing.T) {
 			n, linkguardian.FastLead, kn, next, p.S.Stats.FastSent, p.S.Stats.FastOverrun)
 	}
 }
+
+// TestFastStalePeerAck: the peer sent data once (its ACK of serial 5 is in
+// PeerAck) and then only explicit ACKs, while the kernel sends more than
+// the whole sequence space. The old ACK must never count again when the
+// numbering comes round to it: nothing is sent past Limit on it, and the
+// core's TX buffer holds exactly what the explicit ACKs left.
+func TestFastStalePeerAck(t *testing.T) {
+	e := newFastEnd(t, 64, true)
+	p := e.p
+	if !e.handOff(0) {
+		t.Fatal("no hand-off")
+	}
+	now := int64(1)
+	sent, unacked := 0, 0
+	var widened uint64 // past Limit on the fresh ACK
+	for id := 0; sent < seqhdr.Space+4000; id++ {
+		now++
+		if _, ok := e.kernel(now, id); ok {
+			sent++
+			unacked++
+			if sent == 6 {
+				// The peer's one data frame, acknowledging 0..5: the
+				// kernel may go that far past Limit, once.
+				e.pt.PeerAck.Store(linkguardian.FastAckValid | 5)
+				unacked -= 6
+			}
+			continue
+		}
+		// The window is full: the core looks, then the peer's explicit
+		// ACK of everything comes in.
+		p.Poll(now, true)
+		if out := p.S.Outstanding(); out != unacked {
+			t.Fatalf("after %d frames: %d outstanding in the core, %d unacknowledged (%d past Limit): an old ACK counted",
+				sent, out, unacked, e.fs.Widened.Load())
+		}
+		e.rx(now, &seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: p.S.Next().Add(-1)})
+		p.Poll(now, true)
+		e.release(t)
+		unacked = 0
+		if widened == 0 {
+			widened = e.fs.Widened.Load()
+		}
+		if !e.handOff(now) {
+			t.Fatalf("after %d frames: no hand-off", sent)
+		}
+	}
+	if w := e.fs.Widened.Load(); w != widened {
+		t.Fatalf("%d frames sent past Limit on an ACK the core had applied long before", w-widened)
+	}
+}

@@ -244,7 +244,14 @@ func (r *Receiver) publishAckEvery() {
 	}
 }
 
-// fastAck applies the newest ACK the kernel saw on frames it delivered.
+// fastAck applies the newest ACK the kernel saw on frames it delivered,
+// then clears PeerAck if it is behind base: applied, it opens nothing
+// more, and left there while the numbering goes on (a peer that sends no
+// data writes no newer one) it would read as new half the sequence space
+// later, to the kernel's window and to adopt. Between two looks base moves
+// less than half the space (the lead bound and the credit), so at every
+// look PeerAck is 0 or at least base − 1. A compare-and-swap: an ACK the
+// kernel wrote since stays.
 func (p *Endpoint) fastAck(now int64) {
 	if p.fast == nil || p.S == nil {
 		return
@@ -254,6 +261,9 @@ func (p *Endpoint) fastAck(now int64) {
 		if a&FastAckValid != 0 {
 			p.S.onAck(now, seqhdr.Seq(a&FastSeqMask))
 		}
+	}
+	if a := p.peerAck; a&FastAckValid != 0 && seqhdr.Diff(seqhdr.Seq(a&FastSeqMask), p.S.base) < 0 && p.fast.PeerAck.CompareAndSwap(a, 0) {
+		p.peerAck = 0
 	}
 }
 

@@ -160,8 +160,11 @@ import (
 // (frames are delivered in sequence order, and each carries the ACK its
 // sender had when it numbered it), so what Go reads covers what the kernel
 // counted on: adopt takes in frames while its ring has room and applies
-// PeerAck, as far as the frames taken in, when it has none. An ACK of an
-// older numbering never stays in PeerAck: Reset clears it (see Restart).
+// PeerAck, as far as the frames taken in, when it has none. Go clears
+// PeerAck once it is behind base (fastAck: Go's base covers more than it
+// then), so an old ACK never reads as new when the numbering comes round
+// to it (a peer sending no data writes no newer one); and an ACK of an
+// older numbering never stays in it: Reset clears it (see Restart).
 //
 // The lead bound. Go adopts [next, kn) by serial difference (seqhdr.Diff),
 // right only while kn is less than half the sequence space past next. The
