@@ -86,3 +86,32 @@ func (e *fastEnd) dataFrameAck(q, ack seqhdr.Seq) []byte {
 	}
 	return buf[off : off+n]
 }
+
+// TestFastSetFastClaims: disconnecting the fast path (SetFast(nil)) while
+// the kernel owns the point takes the point back first, as SetFastSend
+// does for sending: the kernel delivers nothing more, and the core, which
+// adopted what the kernel delivered, takes a late copy of one of those
+// frames for a duplicate.
+func TestFastSetFastClaims(t *testing.T) {
+	e := newFastEnd(t, 64, true)
+	p, pt := e.p, e.pt
+	if !p.R.HandOff(0) {
+		t.Fatal("no hand-off")
+	}
+	for q := range seqhdr.Seq(10) {
+		if !pt.Offer(e.dataFrame(q)) {
+			t.Fatalf("kernel delivery %v", q)
+		}
+	}
+	p.SetFast(nil)
+	if pt.Offer(e.dataFrame(10)) {
+		t.Fatal("the kernel delivered after the fast path was disconnected")
+	}
+	if v := pt.Point.Load(); v&linkguardian.FastOwned != 0 || p.R.AckNo() != 10 || p.R.FastOwned() {
+		t.Fatalf("after SetFast(nil): point %#x, ackNo %v (want 10), handed %v", v, p.R.AckNo(), p.R.FastOwned())
+	}
+	e.core(t, 1, e.dataFrame(5))
+	if st := p.R.Stats; st.DupDropped != 1 || st.Delivered != 10 {
+		t.Fatalf("a late copy of a frame the kernel delivered: %d duplicates dropped (want 1), %d delivered (want 10)", st.DupDropped, st.Delivered)
+	}
+}

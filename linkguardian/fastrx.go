@@ -217,9 +217,14 @@ func (fp *FastPoint) storePeerAck(b []byte, flags byte) {
 
 // SetFast connects the endpoint to a kernel fast path's state (nil
 // disconnects it): the receiver hands its in-order point over with HandOff
-// and the sender applies the ACKs the kernel saw. The point must not be owned
-// by the kernel when it is connected.
+// and the sender applies the ACKs the kernel saw. A point the kernel owns is
+// taken back first (what it delivered owes an ACK at once), as SetFastSend
+// takes sending back. The point must not be owned by the kernel when it is
+// connected.
 func (p *Endpoint) SetFast(fp *FastPoint) {
+	if p.R != nil {
+		p.R.claim(0)
+	}
 	p.fast = fp
 	if fp != nil {
 		p.peerAck = fp.PeerAck.Load()
