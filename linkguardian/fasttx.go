@@ -175,11 +175,10 @@ import (
 // the kernel assigns q only while q − base < FastLead = Half/4, base being
 // what Go last published (Limit − Credit, never ahead of Go's base, which
 // never passes next): kn − next ≤ kn − base ≤ FastLead, and every Diff Go
-// takes of State is of a lead in [0, FastLead]. (Go's own window, Limit −
-// base = Credit, stays below it as long as the credit does: the
-// dataplane's is 3,584; a larger credit only gives the frames past
-// base + FastLead to Go.) A worker kept off its CPU for FastLead frames
-// costs a hand-over.
+// takes of State is of a lead in [0, FastLead]. Go's own window, Limit −
+// base = Credit ≤ TxBuffer ≤ 16,384 = FastLead, is never cut by it; only
+// the window an unapplied PeerAck opens is. A worker kept off its CPU for
+// FastLead frames costs a hand-over.
 //
 // Restart. A session reset claims sending (TxNext, then Reset) before the
 // numbering restarts; the integrator hands back only once the session is up
