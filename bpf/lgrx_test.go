@@ -273,6 +273,7 @@ func TestLGRxIneligibleUntouched(t *testing.T) {
 
 func TestLGRxEraWrap(t *testing.T) {
 	p, s := loadLGRx(t)
+	s.Adopted().Store(LGSeqMask)
 	s.Point().Store(owned(LGSeqMask))
 	last := seqhdr.MakeSeq(0xFFFF, true)
 	if uint64(last) != LGSeqMask {
@@ -395,9 +396,10 @@ func TestLGRxShortAndGarbage(t *testing.T) {
 // port set and queue 0: whether frame is delivered, and the point after it.
 // It is linkguardian.FastPoint.Offer, the model the simulated link runs, so
 // the program and the simulated-link suite share one rule.
-func lgModel(frame []byte, point uint64) (deliver bool, next uint64) {
+func lgModel(frame []byte, point, adopted uint64) (deliver bool, next uint64) {
 	fp := linkguardian.NewFastPoint()
 	fp.Point.Store(point)
+	fp.Adopted.Store(adopted)
 	deliver = fp.Offer(frame)
 	return deliver, fp.Point.Load()
 }
@@ -406,12 +408,12 @@ func lgModel(frame []byte, point uint64) (deliver bool, next uint64) {
 // (SetLGRxIntegrity): a frame that m.Check refuses, or shorter than a data
 // header plus the trailer, goes the usual way, the point untouched; another
 // is judged as the frame without its trailer, which a delivery removes.
-func lgModelCRC(m linkcrc.Integrity, frame []byte, point uint64) (deliver bool, next uint64, body []byte) {
+func lgModelCRC(m linkcrc.Integrity, frame []byte, point, adopted uint64) (deliver bool, next uint64, body []byte) {
 	n, ok := m.Check(frame)
 	if !ok || len(frame) < 22+linkcrc.TrailerLen {
 		return false, point, frame
 	}
-	deliver, next = lgModel(frame[:n], point)
+	deliver, next = lgModel(frame[:n], point, adopted)
 	return deliver, next, frame[:n]
 }
 
@@ -435,6 +437,7 @@ func testLGRxRandomFrames(t *testing.T, m linkcrc.Integrity) {
 	crc := m != linkcrc.Off
 	rng := rand.New(rand.NewPCG(1, 2))
 	var delivered, handovers, corrupt uint64
+	s.Adopted().Store(LGSeqMask - 100)
 	s.Point().Store(owned(LGSeqMask - 100))
 	for i := 0; i < 20000; i++ {
 		point := s.Point().Load()
@@ -443,7 +446,14 @@ func testLGRxRandomFrames(t *testing.T, m linkcrc.Integrity) {
 			if rng.IntN(2) == 0 { // with Wake a few frames ahead
 				point |= linkguardian.FastWakeOn | (point+uint64(rng.IntN(4)))&LGSeqMask<<linkguardian.FastWakeShift
 			}
-			s.Point().Store(point) // Go hands the point back
+			// Go hands the point back, Adopted its ackNo; sometimes an
+			// older Adopted, about FastLead back (the lead bound).
+			adopted := point & LGSeqMask
+			if rng.IntN(4) == 0 {
+				adopted = (adopted - linkguardian.FastLead + uint64(rng.IntN(3))) & LGSeqMask
+			}
+			s.Adopted().Store(adopted)
+			s.Point().Store(point)
 		}
 		var f []byte
 		switch rng.IntN(4) {
@@ -481,12 +491,12 @@ func testLGRxRandomFrames(t *testing.T, m linkcrc.Integrity) {
 		var wantNext uint64
 		body := f // the frame as judged (without its trailer)
 		if crc {
-			wantDeliver, wantNext, body = lgModelCRC(m, f, point)
+			wantDeliver, wantNext, body = lgModelCRC(m, f, point, s.Adopted().Load())
 			if _, ok := m.Check(f); !ok {
 				corrupt++
 			}
 		} else {
-			wantDeliver, wantNext = lgModel(f, point)
+			wantDeliver, wantNext = lgModel(f, point, s.Adopted().Load())
 		}
 		wantAck := s.PeerAck().Load()
 		if wantDeliver && body[15]&seqhdr.FlagHasAck != 0 {
@@ -546,6 +556,7 @@ func TestLGRxClose(t *testing.T) {
 func TestLGRxConcurrentCAS(t *testing.T) {
 	p, s := loadLGRx(t)
 	const start = LGSeqMask - 500
+	s.Adopted().Store(start)
 	s.Point().Store(owned(start))
 	var stop, moved atomic.Bool
 	var takes, lost atomic.Int64

@@ -50,8 +50,6 @@ type LGTxCounters struct {
 	Widened                                uint64 // frames sent at or past Limit, on lg_rx's PeerAck
 	DeclinedWindow                         uint64 // of Declined: the frame was outside the window
 	DeclinedUnread                         uint64 // of Declined: Go had not taken in every frame passed on
-	TailWakes                              uint64 // worker wakeups by the tail timer (a frame unacknowledged DummyNs after the last send)
-	TailErr                                uint64 // tail timer or ring buffer failures (Go's fallback look covers them)
 }
 
 // lgTxSpec sizes the copy ring and shares lg_rx as opts ask.
@@ -159,13 +157,6 @@ func (t *LGTx) Widened() *atomic.Uint64   { return t.word(&t.v.Widened) }
 func (t *LGTx) DeclinedWindow() *atomic.Uint64 { return t.word(&t.v.DeclinedWindow) }
 func (t *LGTx) DeclinedUnread() *atomic.Uint64 { return t.word(&t.v.DeclinedUnread) }
 
-// DummyNs is FastSend.DummyNs: Go's DummyWait; not 0, the tail timer runs
-// (lf_lg_tx_tail_fire wakes the worker through WakeFD DummyNs after the
-// kernel's last send while a frame it sent is unacknowledged). TailWakes
-// counts those wakeups.
-func (t *LGTx) DummyNs() *atomic.Uint64   { return t.word(&t.v.DummyNs) }
-func (t *LGTx) TailWakes() *atomic.Uint64 { return t.word(&t.v.TailWakes) }
-
 // WantWake is FastSend.WantWake.
 func (t *LGTx) WantWake() *atomic.Uint64 { return t.word(&t.v.WantWake) }
 
@@ -219,8 +210,6 @@ func (t *LGTx) Counters() LGTxCounters {
 
 		DeclinedWindow: atomic.LoadUint64(&t.v.DeclinedWindow),
 		DeclinedUnread: atomic.LoadUint64(&t.v.DeclinedUnread),
-		TailWakes:      atomic.LoadUint64(&t.v.TailWakes),
-		TailErr:        atomic.LoadUint64(&t.v.TailErr),
 	}
 }
 

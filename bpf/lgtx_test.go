@@ -108,6 +108,7 @@ func TestLGTxSends(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	rx.Point().Store(owned(uint64(seqhdr.MakeSeq(7, true))))
+	tx.Credit().Store(20) // base 0: the lead bound is far
 	tx.Limit().Store(LGLimitValid | 20)
 	tx.State().Store(LGOwned | 5)
 	tx.WantWake().Store(1)
@@ -210,7 +211,9 @@ func testLGTxRandomFrames(t *testing.T, m linkcrc.Integrity, withAck bool) {
 		// The same words for the kernel and the model. A credit and an
 		// ACK the link port read, mostly around q, so that the window an
 		// unapplied ACK opens is tried at its edges.
-		credit := uint64([]int{0, 1, 8, 20}[rng.IntN(4)])
+		// Credits around the lead bound too (base = Limit − Credit):
+		// the kernel assigns q only while q − base < FastLead.
+		credit := uint64([]int{1, 8, 20, 20, linkguardian.FastLead - 8, linkguardian.FastLead + 8}[rng.IntN(6)])
 		peer := uint64(q.Add(rng.IntN(30)-25)) | uint64(rng.IntN(6)/5^1)<<63
 		for _, w := range []struct {
 			k, m *atomic.Uint64
@@ -348,6 +351,7 @@ func TestLGTxCPUs(t *testing.T) {
 		unix.SchedSetaffinity(0, &set)
 	}()
 	host := lgHostFrame(rand.New(rand.NewPCG(7, 8)), 60, 0x0800)
+	tx.Credit().Store(20) // base 0: the lead bound is far
 	tx.Limit().Store(LGLimitValid | 20)
 	tx.State().Store(LGOwned | 5)
 	pin(1)

@@ -45,9 +45,6 @@ type PortOptions struct {
 	// reads the ACK it piggybacks from (SetLGTxAck): the map is shared, not
 	// copied. Attach the link port first.
 	ShareLGRx *PortProgram
-	// LGRxQueueSlots is the number of slots of a link port's catch-up
-	// queue (LGRxQueue): a power of two; 0 makes a one-slot queue (unused).
-	LGRxQueueSlots int
 }
 
 // PortCounters are a port program's counters, summed over CPUs.
@@ -127,9 +124,6 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 	}
 	spec.Maps["xsks_map"].MaxEntries = uint32(queues)
 	copts, err := lgTxSpec(spec, opts)
-	if err == nil {
-		err = lgRxQueueSpec(spec, opts)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("port program for %s: %w", ifname, err)
 	}
@@ -393,7 +387,8 @@ type LGRxCounters struct {
 	Frames    uint64 // data frames delivered by the fast path
 	Bytes     uint64 // their bytes as delivered (link header stripped)
 	LastNs    uint64 // CLOCK_MONOTONIC (bpf_ktime_get_ns) of the last delivery, 0 before the first
-	Handovers uint64 // times the fast path gave the point to Go (out-of-order data)
+	Handovers uint64 // times the fast path gave the point to Go (out-of-order data, Wake, the lead bound)
+	Lead      uint64 // of Handovers: the lead bound (Go had not adopted for linkguardian.FastLead frames)
 	Missed    uint64 // in-order frames passed to Go because the redirect to the forward port was refused
 	StripErr  uint64 // frames lost because the header strip or the trailer removal failed after the point moved (must stay 0)
 }
@@ -442,6 +437,11 @@ func (s *LGRx) PeerAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer
 // piggybacked ACK + AckEvery; 0 leaves Wake to Go.
 func (s *LGRx) AckEvery() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.AckEvery)) }
 
+// Adopted is the serial Go last took as its ackNo, which Go writes
+// (FastPoint.Adopted): the program delivers serial q only while q − Adopted
+// is less than linkguardian.FastLead.
+func (s *LGRx) Adopted() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Adopted)) }
+
 // LastNs is the time of the fast path's last delivery (CLOCK_MONOTONIC,
 // bpf_ktime_get_ns), 0 before the first.
 func (s *LGRx) LastNs() uint64 { return atomic.LoadUint64(&s.v.LastNs) }
@@ -453,6 +453,7 @@ func (s *LGRx) Counters() LGRxCounters {
 		Bytes:     atomic.LoadUint64(&s.v.Bytes),
 		LastNs:    s.LastNs(),
 		Handovers: atomic.LoadUint64(&s.v.Handovers),
+		Lead:      atomic.LoadUint64(&s.v.Lead),
 		Missed:    atomic.LoadUint64(&s.v.Missed),
 		StripErr:  atomic.LoadUint64(&s.v.StripErr),
 	}

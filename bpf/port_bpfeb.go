@@ -44,29 +44,18 @@ type portImpairStats struct {
 }
 
 type portLgRxShared struct {
-	_            structs.HostLayout
-	Point        uint64
-	PeerAck      uint64
-	Frames       uint64
-	Bytes        uint64
-	LastNs       uint64
-	Handovers    uint64
-	Missed       uint64
-	StripErr     uint64
-	AckEvery     uint64
-	Qmask        uint64
-	Qstart       uint64
-	Qhead        uint64
-	Queued       uint64
-	Qstarts      uint64
-	Qfull        uint64
-	Drained      uint64
-	DrainedBytes uint64
-	DrainIdle    uint64
-	DrainErr     uint64
-	Qack         uint64
-	ToGo         uint64
-	Qtogo        uint64
+	_         structs.HostLayout
+	Point     uint64
+	PeerAck   uint64
+	Frames    uint64
+	Bytes     uint64
+	LastNs    uint64
+	Handovers uint64
+	Missed    uint64
+	StripErr  uint64
+	AckEvery  uint64
+	Adopted   uint64
+	Lead      uint64
 }
 
 type portLgTxShared struct {
@@ -91,25 +80,12 @@ type portLgTxShared struct {
 	Widened        uint64
 	DeclinedWindow uint64
 	DeclinedUnread uint64
-	DummyNs        uint64
-	TailWakes      uint64
-	TailErr        uint64
 }
 
 type portLgTxSlot struct {
 	_    structs.HostLayout
 	Len  uint16
 	Data [2046]uint8
-}
-
-type portLgTxTail struct {
-	_     structs.HostLayout
-	Timer struct {
-		_ structs.HostLayout
-		_ [16]byte
-	}
-	Armed uint64
-	Ready uint64
 }
 
 type portPortConf struct {
@@ -123,7 +99,6 @@ type portPortConf struct {
 	LgTx     uint32
 	LgAck    uint32
 	LgTxCpus uint32
-	Ifindex  uint32
 }
 
 type portPortCounters struct {
@@ -152,10 +127,8 @@ const (
 	portMapImpairCount = "impair_count"
 	portMapImpairRng   = "impair_rng"
 	portMapLgRx        = "lg_rx"
-	portMapLgRxQueue   = "lg_rx_queue"
 	portMapLgTx        = "lg_tx"
 	portMapLgTxRing    = "lg_tx_ring"
-	portMapLgTxTail    = "lg_tx_tail"
 	portMapLgTxWake    = "lg_tx_wake"
 	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
@@ -217,10 +190,8 @@ type portMapSpecs struct {
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
 	ImpairRng   *ebpf.MapSpec `ebpf:"impair_rng"`
 	LgRx        *ebpf.MapSpec `ebpf:"lg_rx"`
-	LgRxQueue   *ebpf.MapSpec `ebpf:"lg_rx_queue"`
 	LgTx        *ebpf.MapSpec `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.MapSpec `ebpf:"lg_tx_ring"`
-	LgTxTail    *ebpf.MapSpec `ebpf:"lg_tx_tail"`
 	LgTxWake    *ebpf.MapSpec `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.MapSpec `ebpf:"port_cfg"`
 	PortCount   *ebpf.MapSpec `ebpf:"port_count"`
@@ -258,10 +229,8 @@ type portMaps struct {
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
 	ImpairRng   *ebpf.Map `ebpf:"impair_rng"`
 	LgRx        *ebpf.Map `ebpf:"lg_rx"`
-	LgRxQueue   *ebpf.Map `ebpf:"lg_rx_queue"`
 	LgTx        *ebpf.Map `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.Map `ebpf:"lg_tx_ring"`
-	LgTxTail    *ebpf.Map `ebpf:"lg_tx_tail"`
 	LgTxWake    *ebpf.Map `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.Map `ebpf:"port_cfg"`
 	PortCount   *ebpf.Map `ebpf:"port_count"`
@@ -275,10 +244,8 @@ func (m *portMaps) Close() error {
 		m.ImpairCount,
 		m.ImpairRng,
 		m.LgRx,
-		m.LgRxQueue,
 		m.LgTx,
 		m.LgTxRing,
-		m.LgTxTail,
 		m.LgTxWake,
 		m.PortCfg,
 		m.PortCount,

@@ -328,9 +328,6 @@ func New(cfg Config) (_ *Dataplane, err error) {
 				opts.ShareLGRx = d.all[portHost].prog
 			}
 		}
-		if i == portLink && cfg.LG.RxQueue > 0 {
-			opts.LGRxQueueSlots = cfg.LG.RxQueue
-		}
 		p, err := attachPort(role, ifname, &cfg, opts)
 		if err != nil {
 			return nil, err

@@ -95,8 +95,6 @@ type fastPath struct {
 	// worker hands the in-order point over only then).
 	lgRx   *bpf.LGRx
 	lgLive atomic.Bool
-	// lgDrain delivers the catch-up queue (nil: LGConfig.RxQueue 0).
-	lgDrain *bpf.LGDrainer
 	// LinkGuardian's send fast path (the host port's program): the
 	// shared state, and whether the kernel sends host frames now (the
 	// worker hands sending over only then).
@@ -143,7 +141,7 @@ func (d *Dataplane) newFastPath() error {
 	d.fast = f
 	why := d.fastBlocked()
 	if why == "" && lg {
-		why = f.openLG(cfg.LG.Integrity, cfg.LG.RxQueue > 0)
+		why = f.openLG(cfg.LG.Integrity)
 	}
 	if why == "" {
 		why = f.open()
@@ -226,19 +224,11 @@ func (d *Dataplane) fastBlocked() string {
 // openLG maps LinkGuardian's receive state shared with the link port's
 // program; it returns why the kernel path is impossible ("" when it is
 // possible).
-func (f *fastPath) openLG(integrity linkcrc.Integrity, queue bool) string {
+func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
 	prog := f.dirs[0].src.prog
 	s, err := prog.LGRx()
 	if err != nil {
 		return err.Error()
-	}
-	if queue {
-		if err := prog.SetLGRxQueue(true); err != nil {
-			return err.Error()
-		}
-		if f.lgDrain, err = prog.Drainer(); err != nil {
-			return err.Error()
-		}
 	}
 	// The kernel checks and removes the trailer of what it delivers; a
 	// frame that fails goes to the worker, which counts and drops it.
@@ -291,20 +281,16 @@ func (f *fastPath) lgTxAck(on bool) error {
 
 // lgSend is the send fast path's shared state for the LinkGuardian core,
 // nil when there is none or the kernel path is out for good.
-func (f *fastPath) lgSend(tail bool) *linkguardian.FastSend {
+func (f *fastPath) lgSend() *linkguardian.FastSend {
 	if f == nil || f.lgTx == nil || f.features == nil {
 		return nil
 	}
 	t := f.lgTx
-	fs := &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
+	return &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
 		WantWake: t.WantWake(), Sent: t.Sent(), Declined: t.Declined(), Missed: t.Missed(), Wakeups: t.Wakeups(),
 		ToGo: t.ToGo(), Consumed: t.Consumed(), Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize,
 		Credit: t.Credit(), WakeMoves: t.WakeMoves(), Widened: t.Widened(),
 		DeclinedWindow: t.DeclinedWindow(), DeclinedUnread: t.DeclinedUnread()}
-	if tail {
-		fs.DummyNs, fs.TailWakes = t.DummyNs(), t.TailWakes()
-	}
-	return fs
 }
 
 // lgPoint is the receive fast path's shared state for the LinkGuardian
@@ -313,7 +299,7 @@ func (f *fastPath) lgPoint() *linkguardian.FastPoint {
 	if f == nil || f.lgRx == nil || f.features == nil {
 		return nil
 	}
-	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), AckEvery: f.lgRx.AckEvery(), QAck: f.lgRx.QAck()}
+	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), Adopted: f.lgRx.Adopted(), AckEvery: f.lgRx.AckEvery()}
 }
 
 // open gets what the watcher needs and gives each program its forward port;

@@ -56,8 +56,6 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	if lgOnFastPath && mode != ModeForward {
 		fp = FastPathXDP
 		lgc.FastSend = lgFastSend
-		lgc.TailTimer = lgc.TailTimer || lgTailTimer
-		lgc.RxQueue = lgRxQueue
 	}
 	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc, FastPath: fp})
 	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc, FastPath: fp})
@@ -387,9 +385,6 @@ func runLG(t *testing.T, mode Mode, lgc LGConfig, imp bpf.ImpairConfig, size int
 	r = b.send(t, lgFrames, size, rate)
 	if mode != ModeForward {
 		s1, s2 = b.logLG(t)
-		if lgRxQueue > 0 && mode == ModeLG {
-			checkCatchUp(t, s2.CatchUp)
-		}
 	}
 	st = b.impairStats(t).Sub(before)
 	t.Logf("impairment on sw2 link0 (%v): %v", imp, st)
@@ -677,9 +672,6 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) (retx, hostDrops uint64
 		if r := c.Receiver; r.AckNoTimeouts != 0 || r.Recovered != r.LostDetected {
 			t.Errorf("%s receiver: %+v", mode, *r)
 		}
-		if lgRxQueue > 0 {
-			checkCatchUp(t, c.CatchUp)
-		}
 	}
 	return retx, hostDrops
 }
@@ -687,8 +679,7 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) (retx, hostDrops uint64
 // TestLGHidesLossFromTCP: 100 MB of TCP through lg at loss 1e-3 needs (almost)
 // no TCP retransmission, while forward with the same loss needs many. A
 // frame h1's own veth dropped never reached the dataplane: its
-// retransmission is not lg's (they are logged; with the catch-up queue
-// they happen, see TestLGCatchUpSuite).
+// retransmission is not lg's (they are logged).
 func TestLGHidesLossFromTCP(t *testing.T) {
 	netns.RequireRoot(t)
 	if _, err := exec.LookPath("iperf3"); err != nil {

@@ -52,23 +52,6 @@ type LGConfig struct {
 	// without it (TestLGFastSendSuite leaves HidesLossFromTCP out; see
 	// openLG in fastpath.go).
 	FastSend bool
-	// RxQueue, with FastPath xdp, is the number of slots (a power of two,
-	// 2048 B each) of the kernel's catch-up queue (bpf/lgrxqueue.go): when
-	// the core would give the receive point back but frames still wait for
-	// it, the kernel keeps the next in-order frames in that queue and the
-	// core delivers them in the kernel, instead of waiting for a pause in
-	// the stream. 0: off (experimental).
-	RxQueue int
-	// TailTimer, with FastSend, lets the kernel wake the core when a frame
-	// it sent is unacknowledged DummyWait after its last send (a BPF timer,
-	// linkguardian/fasttx.go "The tail timer") instead of the core looking
-	// at the kernel's sends every 250 µs. Off by default: on the 2-core VMs
-	// here it took wakeups per data frame from about 0.3 to 0.2 on 143 B
-	// flows without making their FCT any better (p50 ÷ forward median
-	// 1.21 against 1.17, 6 runs; docs/results.md, ninth session); firing
-	// at DummyWait, as it first did, also added 7 µs to the p50 round
-	// trip of 143-byte TCP ping-pong, so it is given at least 250 µs.
-	TailTimer bool
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64
 	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes

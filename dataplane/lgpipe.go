@@ -74,10 +74,6 @@ type lgPipeline struct {
 	// gate holds the core's deliveries after it claimed the receive point
 	// from the kernel (hostgate.go).
 	gate hostGate
-	// catch drives the catch-up queue (lgqueue.go; nil: --lg-rx-queue
-	// off); linkTaken counts what the link port's data socket took in.
-	catch     *linkguardian.CatchUp
-	linkTaken sockTaken
 
 	lgs *LGStats
 }
@@ -176,8 +172,6 @@ type LGCore struct {
 	// frames from the link at the last publish (bit c: class c).
 	ClassFrames   [pfc.NumClasses]uint64 `json:"class_frames"`
 	PausedClasses uint8                  `json:"paused_classes"`
-	// CatchUp is the catch-up queue's (--lg-rx-queue; nil: off).
-	CatchUp *CatchUpStats `json:"catch_up,omitempty"`
 }
 
 // KernelTx returns the send fast path's counters (lf_lg_tx) as of the last
@@ -207,10 +201,6 @@ func (s *LGStats) Core() LGCore {
 	if c.Receiver != nil {
 		v := *c.Receiver
 		c.Receiver = &v
-	}
-	if c.CatchUp != nil {
-		v := *c.CatchUp
-		c.CatchUp = &v
 	}
 	return c
 }
@@ -257,20 +247,14 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			p.SetFast(fp)
 			pl.fast = d.fast
 			pl.gate.wait = hostGateWait
-			if d.fast.lgDrain != nil {
-				pl.catch = linkguardian.NewCatchUp(p, kernelQueue{rx: d.fast.lgRx, drain: d.fast.lgDrain})
-			}
 		}
 	}
-	if fs := d.fast.lgSend(d.cfg.LG.TailTimer); fs != nil && p.S != nil {
+	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
 		// The core looks at the kernel's sends every lgSendCheck while
 		// idle, rather than being woken at the kernel's first send: that
 		// wakeup lands on the CPU and at the moment the host's next packet
-		// needs (linkguardian/fasttx.go, "Waking Go"). With TailTimer
-		// the kernel's tail timer wakes it instead (fs.DummyNs; "The
-		// tail timer"), and it does not look.
+		// needs (linkguardian/fasttx.go, "Waking Go").
 		fs.WakeEvery = lgSendCheck
-		fs.TailMin = lgSendCheck // the looks' own granularity
 		if err := p.SetFastSend(fs); err != nil {
 			return nil, err
 		}
@@ -280,7 +264,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			return nil, err
 		}
 		pl.fastTx = d.fast
-		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake, or the tail timer's
+		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake
 	}
 	return pl, nil
 }
@@ -383,10 +367,6 @@ func (pl *lgPipeline) handOff(now int64) {
 	if pl.fast == nil {
 		return
 	}
-	if pl.catch != nil {
-		pl.catch.Step(now, pl.catchUpEnv(now))
-		return
-	}
 	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.Accepts() ||
 		pl.deliveriesOut() || pl.linkRxWaiting() {
 		return
@@ -448,11 +428,7 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
 			continue
 		}
-		f := linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)}
-		if pl.catch != nil && pl.catch.Keep(now, f, b) {
-			continue // held for after the catch-up queue, or dropped (Out.Free)
-		}
-		pl.port.Receive(now, f)
+		pl.port.Receive(now, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
 	}
 }
 
@@ -510,16 +486,6 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	pl.send(tx, portLink, laneData, p.Out.Normal)
 	pl.send(tx, portLink, laneData, p.Out.Low)
 	deliver := p.Out.Deliver
-	if pl.catch != nil && !pl.catch.BeforeDeliver() {
-		// The catch-up queue comes before anything the core delivers
-		// after its claim: what cannot follow it now is dropped
-		// (released below; DrainErrs counts the failure, which must
-		// not happen).
-		for _, f := range deliver {
-			tx.Release(uint64(f.H))
-		}
-		deliver = deliver[:0]
-	}
 	if pl.fast != nil {
 		if c := p.R.Stats.FastClaims; c != pl.gate.claims {
 			pl.gate.claimed(now, c, int64(pl.fast.lgRx.LastNs()))
@@ -556,9 +522,6 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	}
 	if pl.unpublished {
 		next = min(next, pl.publishAt)
-	}
-	if pl.catch != nil && pl.catch.Active() {
-		next = min(next, now+pl.catch.Every) // queued frames do not wake the worker
 	}
 	return next
 }
@@ -700,13 +663,6 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.HostGateHeld.Store(pl.gate.Held)
 	if pl.fastTx != nil && pl.fastTx.lgTx != nil {
 		s.kernelTx = pl.fastTx.lgTx.Counters()
-	}
-	if pl.catch != nil {
-		if s.core.CatchUp == nil {
-			s.core.CatchUp = new(CatchUpStats)
-		}
-		s.core.CatchUp.CatchUpStats = pl.catch.Stats
-		s.core.CatchUp.Kernel = pl.fast.lgRx.QueueCounters()
 	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)

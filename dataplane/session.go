@@ -172,7 +172,7 @@ func (pl *lgPipeline) newSession() error {
 	if p.R != nil {
 		prot.RxMode = uint8(p.R.Mode())
 	}
-	fastSend := p.S != nil && pl.d.fast.lgSend(false) != nil // as newLGPipeline connects it
+	fastSend := p.S != nil && pl.d.fast.lgSend() != nil // as newLGPipeline connects it
 	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --protect that fits this one")
 }
 

@@ -2,6 +2,7 @@ package linkguardian
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -216,11 +217,22 @@ func (p *Endpoint) TxNext() seqhdr.Seq {
 // lost to the host, as on a restart of the peer.
 func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 	p.Stats.Resets++
+	// The kernel first: with the receive point (back for good; the reset
+	// forgets the ACK it owes) and sending claimed, it writes no word of
+	// the old numbering any more, and the ACKs of it that it wrote are
+	// forgotten. tx and rx may lie anywhere: an old ACK read in the new
+	// numbering would acknowledge frames never received and open the
+	// kernel's window past Limit.
+	if p.R != nil {
+		p.R.claim(now)
+	}
+	if p.S != nil {
+		p.S.claim()
+	}
 	if p.fast != nil {
-		p.peerAck = p.fast.PeerAck.Load() // an ACK of the old numbering
+		p.peerAck = forgetAck(p.fast.PeerAck)
 	}
 	if s := p.S; s != nil {
-		s.claim()
 		for q := s.base; q != s.next; q = q.Next() {
 			sl := s.slot(q)
 			if sl.f.Len > 0 && !sl.kern {
@@ -238,11 +250,10 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		if s.fs != nil {
 			s.fs.State.Store(uint64(s.next))
 			s.publishLimit()
-			p.piggyAck = s.fs.PiggyAck.Load() // an ACK of the old numbering
+			p.piggyAck = forgetAck(s.fs.PiggyAck)
 		}
 	}
 	if r := p.R; r != nil {
-		r.claim(now) // the kernel's point back for good; the reset forgets the ACK it owes
 		for i := range r.slots {
 			if sl := &r.slots[i]; sl.f.Len > 0 {
 				p.Out.Free = append(p.Out.Free, sl.f)
@@ -259,6 +270,17 @@ func (p *Endpoint) Reset(now int64, tx, rx seqhdr.Seq) {
 		r.ackRepeatAt, r.ackRepeats = 0, 0
 		r.Stats.ReorderFrames, r.Stats.ReorderBytes = 0, 0
 		r.publishAck()
+	}
+}
+
+// forgetAck clears a word of ACKs the kernel writes (PeerAck, PiggyAck)
+// once it no longer writes it: a write still under way when it stopped
+// (one XDP run) is cleared too. It returns the word's new value, 0.
+func forgetAck(w *atomic.Uint64) uint64 {
+	for {
+		if v := w.Load(); v == 0 || w.CompareAndSwap(v, 0) {
+			return 0
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // itself, header stripped and redirected to the host port, when it is the
 // next one expected and nothing else needs the core; every other frame
 // (holes, duplicates, retransmitted copies, control frames) reaches the core
-// through AF_XDP as before. The state they share is one 64-bit word, Point:
+// through AF_XDP as before. The state they share is a 64-bit word, Point:
 //
 //	bit 63       FastOwned: the kernel owns the in-order point
 //	bit 62       FastWakeOn: bits 32..48 hold Wake
@@ -22,8 +22,10 @@ import (
 //	             (with the point) instead of delivering it
 //	bits 0..16   the next expected serial number (seqhdr.Seq: era<<16 | seqNo)
 //
-// and PeerAck, the newest ACK piggybacked on a frame the kernel delivered
-// (FastAckValid | ack), which this end's Sender applies at its next Poll.
+// PeerAck, the newest ACK piggybacked on a frame the kernel delivered
+// (FastAckValid | ack), which this end's Sender applies at its next Poll,
+// and Adopted, the serial the core last took as its ackNo (written only by
+// the core: at HandOff, before the point, and at every adopt).
 //
 // Ownership. Whoever owns the point is the only one that may deliver a data
 // frame, and it delivers exactly the frame whose number is the point:
@@ -31,10 +33,11 @@ import (
 //   - The kernel delivers frame q only by one compare-and-swap of
 //     {owned, q} to {owned, q+1} (Offer mirrors its rule; the other bits are
 //     kept). Any other data frame it may judge (in sequence, no flags but
-//     era and ACK) that is not q, and frame q when it is Wake, make it give
-//     the point away, {owned, q} to {not owned, q}, before it passes the
-//     frame on; retransmitted copies, dummies and control frames it passes
-//     on without touching the point.
+//     era and ACK) that is not q, frame q when it is Wake, and frame q when
+//     q − Adopted ≥ FastLead (the lead bound), make it give the point
+//     away, {owned, q} to {not owned, q}, before it passes the frame on;
+//     retransmitted copies, dummies and control frames it passes on without
+//     touching the point.
 //   - The core takes the point back (claim: compare-and-swap to {not owned,
 //     q}) before it handles any data frame or dummy, resets, or changes its
 //     mode; it then starts from q, which it takes as its ackNo (adopt): the
@@ -73,10 +76,28 @@ import (
 // behind it is a duplicate. Only frames on the link port's first queue are
 // judged, so one CPU at a time updates the point.
 //
-// Restart. A session reset claims the point before the receiver is reset;
-// the core hands it back only after the new agreement (the integrator's
-// condition), and the peer sends data only after that agreement, so no frame
-// of an old epoch is delivered by either.
+// The lead bound. The core compares the kernel's point with its ackNo by
+// serial difference (seqhdr.Diff), which is right only while the two are
+// less than half the sequence space (seqhdr.Half) apart; a core that did
+// not look for that long would otherwise take the kernel's progress for
+// none and drop every new frame as a duplicate. The kernel delivers q only
+// while q − Adopted < FastLead = Half/4, and Adopted is the core's ackNo
+// from the hand-off on (written before the point, so a kernel that sees
+// the owned point sees it; an older value only makes the lead look
+// larger), so the point is never more than FastLead past the core's ackNo:
+// every Diff the core takes of it (adopt, lateForKernel, kernelAcked) is
+// of a lead in [0, FastLead], well inside Half. A quarter of the space is
+// 16,384 frames, four times the largest credit window the dataplane uses:
+// under traffic the core adopts every AckDelay and at each Wake, so the
+// bound is met only by a worker kept off its CPU for that many frames, and
+// then costs one hand-over.
+//
+// Restart. A session reset claims the point before the receiver is reset
+// and leaves {not owned, rx} in it (the ACK the kernel's send path
+// piggybacks is of the new numbering from then on), and clears PeerAck;
+// the core hands the point back only after the new agreement (the
+// integrator's condition), and the peer sends data only after that
+// agreement, so no frame of an old epoch is delivered by either.
 //
 // ACKs. While the kernel owns the point the core's ackNo is a copy: it is
 // refreshed before an ACK is sent (piggybacked or explicit) and at a check
@@ -100,12 +121,13 @@ const (
 	FastWakeOn = uint64(1) << 62
 	// FastWakeShift is where Wake sits in the point.
 	FastWakeShift = 32
-	// FastQueue marks the kernel's catch-up queue (see "The catch-up
-	// queue"): the point's serial is the queue's tail.
-	FastQueue = uint64(1) << 61
-	// FastReq, in a point the core owns, asks the kernel for queue mode.
-	FastReq = uint64(1) << 60
 )
+
+// FastLead bounds the kernel's lead over Go on both fast paths, in
+// serials: it delivers frame q only while q − Adopted < FastLead, and
+// assigns q only while q − base < FastLead (see "The receive fast path"
+// and "The send fast path"). A quarter of the sequence space.
+const FastLead = seqhdr.Half / 4
 
 // fastCheckMax bounds the interval of the core's checks of a point the
 // kernel owns while it does not move: the first frames after a pause owe
@@ -113,29 +135,27 @@ const (
 const fastCheckMax = int64(2_000_000)
 
 // FastPoint is the state a Receiver shares with a kernel fast path: the
-// in-order point and the newest piggybacked ACK the kernel saw (see the
-// package's "receive fast path" section). The dataplane points both at the
+// in-order point, the newest piggybacked ACK the kernel saw and the
+// receiver's last adopted ackNo (see the package's "receive fast path"
+// section). The dataplane points both at the
 // XDP program's memory-mapped map; NewFastPoint makes them in Go memory for
 // the simulated link.
 type FastPoint struct {
 	Point   *atomic.Uint64
 	PeerAck *atomic.Uint64
+	// Adopted is the serial the receiver last took as its ackNo (the
+	// receiver writes it; required): the kernel delivers frame q only
+	// while q − Adopted < FastLead.
+	Adopted *atomic.Uint64
 	// AckEvery is the receiver's AckEvery (the receiver writes it): a
 	// kernel send path that piggybacks ACK a moves Wake to a + AckEvery
 	// (FastSend.Offer). nil or 0: Wake is Go's alone.
 	AckEvery *atomic.Uint64
-	// QAck is the ACK a kernel send path piggybacks while the point has
-	// FastQueue (FastAckValid | serial; 0 or nil: the point's serial − 1):
-	// the core's ackNo − 1 while it finishes the frames before the queue.
-	QAck *atomic.Uint64
-	// Queue, for the simulated link, is the kernel's catch-up queue
-	// (OfferFrame); the dataplane's is the XDP program's.
-	Queue *QueueModel
 }
 
 // NewFastPoint returns a FastPoint over fresh memory, the point not owned.
 func NewFastPoint() *FastPoint {
-	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64), AckEvery: new(atomic.Uint64), QAck: new(atomic.Uint64)}
+	return &FastPoint{Point: new(atomic.Uint64), PeerAck: new(atomic.Uint64), Adopted: new(atomic.Uint64), AckEvery: new(atomic.Uint64)}
 }
 
 // fastFlags are the flags a frame the kernel delivers may carry.
@@ -144,8 +164,8 @@ const fastFlags = seqhdr.FlagEra | seqhdr.FlagHasAck | seqhdr.FlagAckEra
 // Offer is the kernel's rule (bpf/c/port.c), for the simulated link and the
 // tests: it reports whether the fast path delivers frame b itself (the
 // caller strips its link header and hands it to the host; the core never
-// sees it). A data frame it may judge that is not the next one gives the
-// point to the core. The kernel also declines when it cannot redirect to the
+// sees it). A data frame it may judge that is not the next one, is Wake,
+// or is FastLead or more past Adopted gives the point to the core. The kernel also declines when it cannot redirect to the
 // host port; the model's host port always takes frames.
 func (fp *FastPoint) Offer(b []byte) bool {
 	q, flags, ok := fastDataFrame(b)
@@ -156,7 +176,8 @@ func (fp *FastPoint) Offer(b []byte) bool {
 	if old&FastOwned == 0 {
 		return false
 	}
-	if old&FastSeqMask != uint64(q) || (old&FastWakeOn != 0 && old>>FastWakeShift&FastSeqMask == uint64(q)) {
+	if old&FastSeqMask != uint64(q) || (old&FastWakeOn != 0 && old>>FastWakeShift&FastSeqMask == uint64(q)) ||
+		(uint64(q)-fp.Adopted.Load())&FastSeqMask >= FastLead {
 		fp.Point.CompareAndSwap(old, old&^FastOwned)
 		return false
 	}
@@ -196,9 +217,14 @@ func (fp *FastPoint) storePeerAck(b []byte, flags byte) {
 
 // SetFast connects the endpoint to a kernel fast path's state (nil
 // disconnects it): the receiver hands its in-order point over with HandOff
-// and the sender applies the ACKs the kernel saw. The point must not be owned
-// by the kernel when it is connected.
+// and the sender applies the ACKs the kernel saw. A point the kernel owns is
+// taken back first (what it delivered owes an ACK at once), as SetFastSend
+// takes sending back. The point must not be owned by the kernel when it is
+// connected.
 func (p *Endpoint) SetFast(fp *FastPoint) {
+	if p.R != nil {
+		p.R.claim(0)
+	}
 	p.fast = fp
 	if fp != nil {
 		p.peerAck = fp.PeerAck.Load()
@@ -223,7 +249,14 @@ func (r *Receiver) publishAckEvery() {
 	}
 }
 
-// fastAck applies the newest ACK the kernel saw on frames it delivered.
+// fastAck applies the newest ACK the kernel saw on frames it delivered,
+// then clears PeerAck if it is behind base: applied, it opens nothing
+// more, and left there while the numbering goes on (a peer that sends no
+// data writes no newer one) it would read as new half the sequence space
+// later, to the kernel's window and to adopt. Between two looks base moves
+// less than half the space (the lead bound and the credit), so at every
+// look PeerAck is 0 or at least base − 1. A compare-and-swap: an ACK the
+// kernel wrote since stays.
 func (p *Endpoint) fastAck(now int64) {
 	if p.fast == nil || p.S == nil {
 		return
@@ -234,6 +267,9 @@ func (p *Endpoint) fastAck(now int64) {
 			p.S.onAck(now, seqhdr.Seq(a&FastSeqMask))
 		}
 	}
+	if a := p.peerAck; a&FastAckValid != 0 && seqhdr.Diff(seqhdr.Seq(a&FastSeqMask), p.S.base) < 0 && p.fast.PeerAck.CompareAndSwap(a, 0) {
+		p.peerAck = 0
+	}
 }
 
 // FastOwned reports whether the kernel owns the receiver's in-order point.
@@ -243,11 +279,7 @@ func (r *Receiver) FastOwned() bool { return r.handed }
 // nothing and waits for nothing (see the package's "receive fast path"
 // section for the integrator's conditions). It reports whether the kernel
 // owns the point.
-func (r *Receiver) HandOff(now int64) bool { return r.handOff(now, true) }
-
-// handOff is HandOff; publish false leaves the point alone (the kernel
-// already owns it: HandOffQueued).
-func (r *Receiver) handOff(now int64, publish bool) bool {
+func (r *Receiver) HandOff(now int64) bool {
 	if r.fast == nil {
 		return false
 	}
@@ -257,9 +289,8 @@ func (r *Receiver) handOff(now int64, publish bool) bool {
 	if !r.Clean() {
 		return false
 	}
-	if publish {
-		r.fast.Point.Store(FastOwned | r.wakeBits() | uint64(r.ackNo))
-	}
+	r.fast.Adopted.Store(uint64(r.ackNo)) // before the point: the lead bound
+	r.fast.Point.Store(FastOwned | r.wakeBits() | uint64(r.ackNo))
 	r.handed = true
 	r.Stats.FastHandOffs++
 	r.fastGap = r.fastCheckBase()
@@ -347,6 +378,8 @@ func (r *Receiver) adopt(now int64, next seqhdr.Seq, owe bool) bool {
 		*r.slot(r.ackNo.Add(i)) = rxSlot{}
 	}
 	r.ackNo, r.latest = next, next.Add(-1)
+	// The kernel's lead is counted from here again.
+	r.fast.Adopted.Store(uint64(next))
 	r.ackRepeatAt = 0 // the sender is sending
 	// An ACK the kernel's send path piggybacked may cover them already.
 	if owe && seqhdr.Diff(next.Add(-1), r.lastAck) > 0 {
@@ -392,40 +425,4 @@ func (r *Receiver) fastBehind() bool {
 // (HandOff's condition).
 func (r *Receiver) Clean() bool {
 	return r.missing == 0 && r.buffered == 0 && !r.paused && r.latest == r.ackNo.Add(-1)
-}
-
-// QueuedFrom tells the receiver that the kernel queues from serial q on
-// (catchup.go): the sender sent every frame before it.
-func (r *Receiver) QueuedFrom(now int64, q seqhdr.Seq) {
-	if !r.handed {
-		r.sentThrough(now, q.Add(-1))
-	}
-}
-
-// HandOffQueued makes the receiver take the point as the kernel's after
-// queue mode started at its ackNo (catchup.go); the kernel already owns the
-// point. It reports whether the receiver is handed.
-func (r *Receiver) HandOffQueued(now int64) bool { return r.handOff(now, false) }
-
-// truncateAt forgets what the receiver knows of frames at or after start
-// (the kernel's catch-up queue has them: catchup.go, reconcile): missing
-// marks go, buffered frames are appended to held and returned; latest
-// becomes start − 1 if it was later. ackNo must not be after start.
-func (r *Receiver) truncateAt(start seqhdr.Seq, held []Frame) []Frame {
-	if !seqhdr.Less(r.latest, start) {
-		for q := start; seqhdr.LessEq(q, r.latest); q = q.Next() {
-			sl := r.slot(q)
-			switch sl.state {
-			case slotMissing:
-				r.missing--
-			case slotPresent:
-				r.buffered--
-				r.bytes -= sl.f.Len
-				held = append(held, sl.f)
-			}
-			*sl = rxSlot{}
-		}
-		r.latest = start.Add(-1)
-	}
-	return held
 }

@@ -210,6 +210,7 @@ func TestFastPointOffer(t *testing.T) {
 		t.Fatalf("a frame ahead did not give the point away: %#x", fp.Point.Load())
 	}
 	fp.Point.Store(linkguardian.FastOwned | linkguardian.FastSeqMask)
+	fp.Adopted.Store(linkguardian.FastSeqMask - 100) // the core's ackNo
 	if !fp.Offer(mk(seqhdr.Seq(linkguardian.FastSeqMask), 0)) || fp.Point.Load() != linkguardian.FastOwned {
 		t.Fatalf("no wrap: %#x", fp.Point.Load())
 	}
@@ -231,9 +232,15 @@ func TestFastPointOffer(t *testing.T) {
 			t.Fatalf("delivered but the point went %#x → %#x", old, now)
 		case !ok && now != old && now != old&^linkguardian.FastOwned:
 			t.Fatalf("declined but the point went %#x → %#x", old, now)
+		case ok && (old-fp.Adopted.Load())&linkguardian.FastSeqMask >= linkguardian.FastLead:
+			t.Fatalf("delivered %#x, FastLead or more past Adopted %#x", old, fp.Adopted.Load())
 		}
 		if rng.IntN(50) == 0 {
-			fp.Point.Store(linkguardian.FastOwned | uint64(rng.IntN(seqhdr.Space)))
+			// The core hands the point back (Adopted: its ackNo, or an
+			// older one the lead bound may stop at).
+			q := seqhdr.Seq(rng.IntN(seqhdr.Space))
+			fp.Adopted.Store(uint64(q.Add(-rng.IntN(2) * (linkguardian.FastLead - 20))))
+			fp.Point.Store(linkguardian.FastOwned | uint64(q))
 		}
 	}
 }

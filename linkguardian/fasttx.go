@@ -44,13 +44,14 @@ import (
 //
 //  1. Load State. Not owned: pass the frame to Go (AF_XDP), nothing else.
 //  2. The frame must be eligible: at least 14 bytes (MACs and EtherType),
-//     not of the link EtherType, and at most SlotSize−2 bytes. Load Limit:
-//     it must be valid, not paused, and q, State's serial, strictly before
-//     it (serial compare), or, with the receive state shared, inside the
-//     window an ACK the link port read opens: PeerAck valid, base − 1 ≤ a
-//     < q (base = Limit − Credit) and q before a + 1 + Credit (see
-//     "Credit and pause"). ToGo must equal Consumed: Go has taken in every
-//     frame passed to it. If any of this fails: give sending to Go by
+//     not of the link EtherType, and at most SlotSize−2 bytes. Load Limit
+//     and Credit: Limit must be valid, not paused, q (State's serial) less
+//     than FastLead past base = Limit − Credit (the lead bound), and q
+//     strictly before Limit (serial compare) or, with the receive state
+//     shared, inside the window an ACK the link port read opens: PeerAck
+//     valid, base − 1 ≤ a < q and q before a + 1 + Credit (see "Credit and
+//     pause"). ToGo must equal Consumed: Go has taken in every frame passed
+//     to it. If any of this fails: give sending to Go by
 //     compare-and-swap {owned, q} → {not owned, q}, count Declined and pass
 //     the frame to Go.
 //  3. Copy the frame into slot q (length, then bytes) FIRST.
@@ -159,13 +160,35 @@ import (
 // (frames are delivered in sequence order, and each carries the ACK its
 // sender had when it numbered it), so what Go reads covers what the kernel
 // counted on: adopt takes in frames while its ring has room and applies
-// PeerAck, as far as the frames taken in, when it has none. A stale PeerAck
-// (an ACK of an older numbering: Reset continues the numbering at TxNext,
-// past every frame sent before) is behind base − 1 and opens nothing.
+// PeerAck, as far as the frames taken in, when it has none. Go clears
+// PeerAck once it is behind base (fastAck: Go's base covers more than it
+// then), so an old ACK never reads as new when the numbering comes round
+// to it (a peer sending no data writes no newer one); and an ACK of an
+// older numbering never stays in it: Reset clears it (see Restart).
+//
+// The lead bound. Go adopts [next, kn) by serial difference (seqhdr.Diff),
+// right only while kn is less than half the sequence space past next. The
+// window an unapplied PeerAck opens is bounded by the peer's ACK, not by
+// anything Go wrote since it last looked: with the peer acknowledging at
+// once, a worker off its CPU would see the kernel run up to base − 1 +
+// Half + Credit, and then adopt nothing and number again from next. So
+// the kernel assigns q only while q − base < FastLead = Half/4, base being
+// what Go last published (Limit − Credit, never ahead of Go's base, which
+// never passes next): kn − next ≤ kn − base ≤ FastLead, and every Diff Go
+// takes of State is of a lead in [0, FastLead]. Go's own window, Limit −
+// base = Credit ≤ TxBuffer ≤ 16,384 = FastLead, is never cut by it; only
+// the window an unapplied PeerAck opens is. A worker kept off its CPU for
+// FastLead frames costs a hand-over.
 //
 // Restart. A session reset claims sending (TxNext, then Reset) before the
 // numbering restarts; the integrator hands back only once the session is up
-// again. A new process loads a new program and shares new state.
+// again. Reset claims the receive point and sending first, then clears
+// PeerAck and PiggyAck, which the kernel no longer writes: the new
+// numberings may lie anywhere (Reset's tx and rx are the caller's), and an
+// old ACK read in them would acknowledge frames never received and open a
+// window past Limit. The point holds {not owned, rx} and State {not owned,
+// tx} before Reset returns. A new process loads a new program and shares
+// new state.
 //
 // Waking Go. While the kernel sends, the dummy timer runs from LastNs:
 // with frames outstanding Go's deadline (NextDeadline) brings it back in
@@ -192,26 +215,6 @@ import (
 // WakeEvery late, after about 0.75 ms up to 2 ms. Without the back-off an
 // idle link's workers woke 4,000 times a second each at WakeEvery 250 µs,
 // 7-9 % of a CPU per switch on the 2-core veth pair (2026-11-27).
-//
-// The tail timer (DummyNs set; the dataplane's --lg-tail-timer). Instead
-// of looking, Go leaves the first dummy after the kernel's sends to the
-// kernel: a send arms a BPF timer (unless armed) to fire DummyNs later;
-// firing, it moves itself on to DummyNs after the latest send, and once
-// that has passed it wakes the worker (the wake ring buffer) only if the
-// kernel still owns sending and its last frame is after every ACK the
-// kernel knows of: Go's base − 1 (Limit − Credit − 1) and the receive
-// state's PeerAck. Go writes its DummyWait into DummyNs at every Poll, sets
-// no deadline while nothing is outstanding, and for kernel frames with no
-// dummy yet only a fallback tailSlack after the dummy's time (the timer
-// failed, or DummyWait grew since it was armed). So a flow whose frames
-// are acknowledged in time, by piggybacked ACKs, wakes no one. TailFire
-// and TakeTailArm model the timer for the simulated link (Config.FastTail,
-// with Sleeping cores, where only real wakeups run the core). Measured on
-// the 2-core VMs here it saved wakeups but not time. Fired about every
-// DummyWait while frames flow (tens of µs), it doubled the machine's timer
-// expiries and added 7 µs to a 143-byte TCP ping-pong's p50 round trip;
-// the dataplane gives it at least TailMin (250 µs), which removed most of
-// that, and 143 B flows' FCT was no better than with the looks.
 //
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go
@@ -269,20 +272,6 @@ type FastSend struct {
 	// asking the kernel to wake it after its next send (WantWake stays 0;
 	// see "Waking Go"). Set it before SetFastSend.
 	WakeEvery int64
-	// DummyNs, not nil, turns the kernel's tail timer on: the kernel
-	// wakes the worker DummyNs after its last send if a frame it sent is
-	// still unacknowledged then (TailFire models it; see "The tail
-	// timer"). The core writes its DummyWait there and sets no timer of
-	// its own for the first dummy after the kernel's sends, nor looks
-	// while idle (WakeEvery and WantWake stay unused). TailWakes counts
-	// the timer's wakeups. Set them before SetFastSend (EnableTail for
-	// the simulated link).
-	DummyNs, TailWakes *atomic.Uint64
-	// TailMin is the least wait the core gives the tail timer (DummyNs =
-	// max(DummyWait, TailMin)): a timer armed and fired every few tens
-	// of µs while frames flow costs the packet path's CPU a timer
-	// interrupt each time.
-	TailMin int64
 	// Ring holds Slots slots of SlotSize bytes.
 	Ring           []byte
 	Slots          int
@@ -294,58 +283,6 @@ type FastSend struct {
 	piggyW, wakeW  atomic.Uint64
 	creditW        atomic.Uint64
 	cnt            [10]atomic.Uint64
-	// The tail timer's model: its words, whether it is armed, and an arm
-	// not yet taken by TakeTailArm (when it fires).
-	tailW, tailWakesW atomic.Uint64
-	tailArmed         bool
-	tailArm           int64
-}
-
-// EnableTail turns the tail timer's model on (over fresh words), for the
-// simulated link: Offer arms it, TakeTailArm says when it fires, TailFire
-// is what it does then.
-func (fs *FastSend) EnableTail() { fs.DummyNs, fs.TailWakes = &fs.tailW, &fs.tailWakesW }
-
-// TakeTailArm returns the time at which the tail timer an Offer armed
-// fires, once per arming.
-func (fs *FastSend) TakeTailArm() (at int64, ok bool) {
-	at, fs.tailArm = fs.tailArm, 0
-	return at, at != 0
-}
-
-// TailFire is the kernel's tail timer firing at now (lf_lg_tx_tail_fire):
-// it returns again > 0, the time it fires next, while the kernel's last
-// send is less than DummyNs ago; otherwise it disarms, and reports wake
-// when the kernel owns sending and the last frame it numbered is after
-// every ACK the kernel knows of (Go's base − 1 from Limit and Credit, and
-// rx's PeerAck).
-func (fs *FastSend) TailFire(now int64, rx *FastPoint) (wake bool, again int64) {
-	wait := int64(fs.DummyNs.Load())
-	if due := fs.LastNs.Load() + wait; wait > 0 && now < due {
-		return false, due
-	}
-	fs.tailArmed = false
-	st := fs.State.Load()
-	if wait == 0 || st&FastOwned == 0 || !fs.unacked(seqhdr.Seq(st&FastSeqMask).Add(-1), rx) {
-		return false, 0
-	}
-	fs.TailWakes.Add(1)
-	return true, 0
-}
-
-// unacked reports whether serial last is after every ACK the kernel knows
-// of (lf_lg_tx_unacked).
-func (fs *FastSend) unacked(last seqhdr.Seq, rx *FastPoint) bool {
-	lim, c := fs.Limit.Load(), fs.Credit.Load()
-	if lim&FastLimitValid != 0 && c != 0 && !seqhdr.Less(seqhdr.Seq(lim&FastSeqMask).Add(-int(c)-1), last) {
-		return false
-	}
-	if rx != nil {
-		if a := rx.PeerAck.Load(); a&FastAckValid != 0 && !seqhdr.Less(seqhdr.Seq(a&FastSeqMask), last) {
-			return false
-		}
-	}
-	return true
 }
 
 // NewFastSend returns a FastSend over fresh memory with slots ring slots
@@ -442,11 +379,6 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 	if rx != nil {
 		p := rx.Point.Load()
 		ack = seqhdr.Seq(p & FastSeqMask).Add(-1)
-		if p&FastQueue != 0 && rx.QAck != nil {
-			if qa := rx.QAck.Load(); qa&FastAckValid != 0 {
-				ack = seqhdr.Seq(qa & FastSeqMask)
-			}
-		}
 		fs.PiggyAck.Store(FastAckValid | uint64(ack))
 		if every := fs.ackEvery(rx); every != 0 && p&FastOwned != 0 && p&FastWakeOn != 0 {
 			np := p&^wakeMask | wakeAt(ack, int(every))
@@ -459,29 +391,27 @@ func (fs *FastSend) Offer(b []byte, rx *FastPoint, now int64) (q, ack seqhdr.Seq
 	if !seqhdr.Less(q, seqhdr.Seq(lim&FastSeqMask)) {
 		fs.Widened.Add(1)
 	}
-	if fs.DummyNs != nil && !fs.tailArmed {
-		if w := int64(fs.DummyNs.Load()); w > 0 {
-			fs.tailArmed, fs.tailArm = true, now+w
-		}
-	}
 	if fs.WantWake.Load() != 0 && fs.WantWake.CompareAndSwap(1, 0) {
 		fs.Wakeups.Add(1)
 	}
 	return q, ack, true
 }
 
-// inWindow is step 2's window: q before Limit, or, with an ACK in rx's
-// PeerAck that Go has not applied (base − 1 ≤ a < q, base = Limit −
-// Credit), before a + 1 + Credit.
+// inWindow is step 2's window: q less than FastLead past base = Limit −
+// Credit, and before Limit or, with an ACK in rx's PeerAck that Go has not
+// applied (base − 1 ≤ a < q), before a + 1 + Credit.
 func (fs *FastSend) inWindow(q seqhdr.Seq, lim uint64, rx *FastPoint) bool {
-	l := seqhdr.Seq(lim & FastSeqMask)
+	l, c := seqhdr.Seq(lim&FastSeqMask), fs.Credit.Load()
+	if (uint64(q)-(uint64(l)-c))&FastSeqMask >= FastLead {
+		return false
+	}
 	if seqhdr.Less(q, l) {
 		return true
 	}
 	if rx == nil {
 		return false
 	}
-	c, pa := fs.Credit.Load(), rx.PeerAck.Load()
+	pa := rx.PeerAck.Load()
 	if pa&FastAckValid == 0 || c == 0 || c > seqhdr.Half {
 		return false
 	}
@@ -654,7 +584,7 @@ func (s *Sender) adoptN(n int) {
 	s.Stats.TxBufBytes = uint64(s.bytes)
 	s.Stats.TxBufPeakFrames = max(s.Stats.TxBufPeakFrames, s.Stats.TxBufFrames)
 	s.Stats.TxBufPeakBytes = max(s.Stats.TxBufPeakBytes, s.Stats.TxBufBytes)
-	s.lastSent, s.probed, s.kernLast = s.fs.LastNs.Load(), false, true
+	s.lastSent, s.probed = s.fs.LastNs.Load(), false
 	s.nextDummy, s.dummyGap = s.lastSent+s.dummyWait, s.dummyWait
 }
 
@@ -665,14 +595,6 @@ func (s *Sender) adoptN(n int) {
 // WakeEvery > 0 it sets a check WakeEvery from now (nextTimer), and the
 // kernel wakes no one.
 func (s *Sender) wantWake(now int64) {
-	if s.fs != nil && s.fs.DummyNs != nil {
-		// The tail timer wakes the core when a dummy is due; it needs
-		// the wait the core would use.
-		if w := uint64(max(s.dummyWait, s.fs.TailMin, 1)); s.fs.DummyNs.Load() != w {
-			s.fs.DummyNs.Store(w)
-		}
-		return
-	}
 	if !s.handed {
 		return
 	}
@@ -706,19 +628,6 @@ func (s *Sender) wantWake(now int64) {
 		s.fs.WantWake.Store(0)
 	}
 }
-
-// tailCovers reports whether the kernel's tail timer stands for the core's
-// timer of the first dummy: the kernel owns sending, its timer is on, the
-// newest frame is one it sent, and no dummy followed it yet.
-func (s *Sender) tailCovers() bool {
-	return s.handed && s.fs.DummyNs != nil && s.kernLast && !s.probed
-}
-
-// tailSlack is how long after its first dummy's time the core looks
-// itself when the tail timer stands for it: only if the timer failed, or
-// the core's wait grew since the kernel armed it, does the look find
-// anything to do.
-const tailSlack = int64(2_000_000)
 
 // fastLookMax bounds the gap between the core's looks at the send state
 // while the kernel sends and nothing is outstanding (WakeEvery > 0).
@@ -780,18 +689,9 @@ func (r *Receiver) kernelAcked(a seqhdr.Seq) {
 
 // publishAck keeps the receive point's serial at ackNo while the core owns
 // the point: the kernel's piggybacked ACK is its serial − 1.
-// A point the kernel owns, or one with FastQueue (the kernel's catch-up
-// queue still to deliver, its serial the queue's tail), is left alone;
-// FastReq is kept.
 func (r *Receiver) publishAck() {
-	if r.fast == nil || r.handed {
-		return
-	}
-	for {
-		v := r.fast.Point.Load()
-		if v&(FastOwned|FastQueue) != 0 || r.fast.Point.CompareAndSwap(v, v&FastReq|uint64(r.ackNo)) {
-			return
-		}
+	if r.fast != nil && !r.handed {
+		r.fast.Point.Store(uint64(r.ackNo))
 	}
 }
 

@@ -91,33 +91,6 @@ func TestFastBothSuite(t *testing.T) {
 	}
 }
 
-// TestFastTailSuite runs it with both halves and the kernel's tail timer
-// (the dataplane's way): the core sets no timer for the first dummy after
-// the kernel's sends and never looks while idle; the kernel wakes it when a
-// frame it sent is unacknowledged DummyWait after its last send. Every
-// scenario with a tail loss recovers only through those wakeups.
-func TestFastTailSuite(t *testing.T) {
-	simFastTail = true
-	defer func() { simFastTail = false }()
-	sims := runFastSuite(t, true, true)
-	kernel, sent, _, _ := sendTotals(sims)
-	var tail uint64
-	for _, s := range sims {
-		for _, side := range []simlink.Side{simlink.A, simlink.B} {
-			if fs := s.FastSendState(side); fs != nil {
-				tail += fs.TailWakes.Load()
-				if fs.WantWake.Load() != 0 || fs.Wakeups.Load() != 0 {
-					t.Errorf("WantWake used with the tail timer")
-				}
-			}
-		}
-	}
-	t.Logf("kernel sent %d of %d data frames; the tail timer woke the core %d times", kernel, sent, tail)
-	if kernel < sent/2 || tail == 0 {
-		t.Errorf("kernel sent %d of %d, tail wakeups %d: the suite does not exercise the tail timer", kernel, sent, tail)
-	}
-}
-
 // fastEnd is an endpoint with the send fast path, driven by hand.
 type fastEnd struct {
 	p    *linkguardian.Endpoint
@@ -573,25 +546,6 @@ func TestFastSendTailLossFoundByDummy(t *testing.T) {
 	}
 }
 
-// TestFastSendTailTimer: the same with the kernel's tail timer, the
-// dataplane's way: the core sets no timer for the first dummy after the
-// kernel's sends, and is never woken by them (no WantWake); the timer
-// wakes it DummyWait after the kernel's last send because the lost frame is
-// unacknowledged, so the dummy finds the loss as fast as the core's own
-// timer did (its fallback look, tailSlack later, would be too late here).
-func TestFastSendTailTimer(t *testing.T) {
-	cfg := softwareLink(false)
-	// The cores sleep until a deadline or an event, as the dataplane's
-	// workers do; no repeated ACKs, whose arrival would wake the core in
-	// time for its dummy whatever the timer does.
-	cfg.FastSend, cfg.FastLag, cfg.FastTail, cfg.Sleeping = true, fastLag, true, true
-	cfg.B.Receiver.AckRepeats = -1
-	s := tailLossKernel(t, cfg)
-	if fs := s.FastSendState(simlink.A); fs.Wakeups.Load() != 0 || fs.TailWakes.Load() == 0 {
-		t.Fatalf("WantWake wakeups %d, tail timer wakeups %d: want none and some", fs.Wakeups.Load(), fs.TailWakes.Load())
-	}
-}
-
 // tailLossKernel sends 30 frames from A a millisecond apart, the kernel
 // sending them (cfg has FastSend), and loses the 21st (TestTailLossFoundWithinDummyWaitMax's
 // scenario): all delivered, the lost one retransmitted once and delivered
@@ -617,78 +571,6 @@ func tailLossKernel(t *testing.T, cfg simlink.Config) *simlink.Sim {
 		t.Fatalf("receiver %+v", b.R.Stats)
 	}
 	return s
-}
-
-// TestFastSendTailFire: the tail timer's rule (TailFire, the model of
-// lf_lg_tx_tail_fire). Armed by the kernel's first send, it moves itself to
-// DummyNs after the latest send, wakes the core only while the kernel owns
-// sending and its last frame is unacknowledged (by Go's base or the receive
-// state's PeerAck), and is armed again by the next send; the core writes
-// its DummyWait into DummyNs and has no deadline while the timer stands for
-// it.
-func TestFastSendTailFire(t *testing.T) {
-	e := newFastEnd(t, 64, false)
-	e.fs.EnableTail()
-	p := e.p
-	e.handOff(0)
-	p.Poll(0, true)
-	w := int64(e.fs.DummyNs.Load())
-	if w != p.S.DummyWait() || e.fs.WantWake.Load() != 0 || p.NextDeadline(0, true) != math.MaxInt64 {
-		t.Fatalf("idle: DummyNs %d (DummyWait %d), WantWake %d, deadline %d", w, p.S.DummyWait(), e.fs.WantWake.Load(), p.NextDeadline(0, true))
-	}
-	e.kernel(500, 0)
-	at, ok := e.fs.TakeTailArm()
-	if !ok || at != 500+w {
-		t.Fatalf("armed %v at %d, want %d", ok, at, 500+w)
-	}
-	e.kernel(600, 1)
-	if _, again := e.fs.TakeTailArm(); again {
-		t.Fatal("armed twice")
-	}
-	// The core, woken for something else, adopts the frames; its own look
-	// is only the fallback.
-	p.Poll(650, true)
-	if d := p.NextDeadline(650, true); d != 600+w+2_000_000 {
-		t.Fatalf("deadline %d with the tail timer, want the fallback %d", d, 600+w+2_000_000)
-	}
-	if wake, again := e.fs.TailFire(500+w, nil); wake || again != 600+w {
-		t.Fatalf("first firing: wake %v, again %d; want it moved to %d", wake, again, 600+w)
-	}
-	if wake, again := e.fs.TailFire(600+w, nil); !wake || again != 0 || e.fs.TailWakes.Load() != 1 {
-		t.Fatalf("unacknowledged at the deadline: wake %v, again %d", wake, again)
-	}
-	p.Poll(600+w, true)
-	if len(p.Out.Low) != 1 || p.S.Stats.DummiesSent != 1 {
-		t.Fatalf("no dummy when the tail timer woke the core: %+v", p.S.Stats)
-	}
-	p.Out.Reset()
-	// Acknowledged through the receive state's PeerAck: the timer the next
-	// send arms wakes no one.
-	e.kernel(700+w, 2)
-	at, ok = e.fs.TakeTailArm()
-	if !ok {
-		t.Fatal("not armed again after firing")
-	}
-	pt := linkguardian.NewFastPoint()
-	pt.PeerAck.Store(linkguardian.FastAckValid | 2)
-	if wake, _ := e.fs.TailFire(at, pt); wake {
-		t.Fatal("woke the core for acknowledged frames")
-	}
-	if wake, _ := e.fs.TailFire(at, nil); !wake {
-		t.Fatal("no wake without the ACK")
-	}
-	// Go claims sending: its own timers then; the timer wakes no one.
-	p.ClaimSend()
-	e.kernel(800+w, 3)
-	if wake, _ := e.fs.TailFire(at+w, nil); wake {
-		t.Fatal("woke the core while it owns sending")
-	}
-	// TailMin is the least wait the core gives the timer.
-	e.fs.TailMin = 10 * w
-	p.Poll(900+w, true)
-	if got := int64(e.fs.DummyNs.Load()); got != 10*w {
-		t.Fatalf("DummyNs %d with TailMin %d, want TailMin", got, 10*w)
-	}
 }
 
 // TestFastSendWantWake: with nothing outstanding the core has no deadline
@@ -769,6 +651,7 @@ func TestFastSendOffer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 13))
 	pt := linkguardian.NewFastPoint()
 	var sent, declined uint64
+	fs.Credit.Store(20)
 	for i := range 300_000 {
 		if rng.IntN(8) == 0 || fs.State.Load()&linkguardian.FastOwned == 0 && rng.IntN(2) == 0 {
 			fs.State.Store(uint64(rng.IntN(2))<<63 | uint64(rng.IntN(seqhdr.Space)))
@@ -777,6 +660,8 @@ func TestFastSendOffer(t *testing.T) {
 			q := seqhdr.Seq(fs.State.Load() & linkguardian.FastSeqMask)
 			lim := uint64(q.Add(rng.IntN(40) - 20))
 			lim |= uint64(rng.IntN(8)/7^1)<<63 | uint64(rng.IntN(8)/7)<<62
+			// Credits around the lead bound too: base = Limit − Credit.
+			fs.Credit.Store(uint64([]int{1, 20, 40, linkguardian.FastLead - 10, linkguardian.FastLead + 10}[rng.IntN(5)]))
 			fs.Limit.Store(lim)
 		}
 		if rng.IntN(4) == 0 {
@@ -793,6 +678,7 @@ func TestFastSendOffer(t *testing.T) {
 			binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
 		}
 		old, lim, wake, wakes := fs.State.Load(), fs.Limit.Load(), fs.WantWake.Load(), fs.Wakeups.Load()
+		credit := fs.Credit.Load()
 		toGo := fs.ToGo.Load()
 		taken := toGo == fs.Consumed.Load()
 		var rx *linkguardian.FastPoint // every other frame piggybacks ACK i
@@ -804,7 +690,9 @@ func TestFastSendOffer(t *testing.T) {
 		now := fs.State.Load()
 		oq := seqhdr.Seq(old & linkguardian.FastSeqMask)
 		eligible := len(b) >= 14 && len(b) <= 200 && binary.BigEndian.Uint16(b[12:]) != seqhdr.EtherType
-		inside := lim&linkguardian.FastLimitValid != 0 && lim&linkguardian.FastPaused == 0 && seqhdr.Less(oq, seqhdr.Seq(lim&linkguardian.FastSeqMask)) && taken
+		base := seqhdr.Seq(lim & linkguardian.FastSeqMask).Add(-int(credit))
+		inside := lim&linkguardian.FastLimitValid != 0 && lim&linkguardian.FastPaused == 0 && seqhdr.Less(oq, seqhdr.Seq(lim&linkguardian.FastSeqMask)) && taken &&
+			seqhdr.Diff(oq, base) >= 0 && seqhdr.Diff(oq, base) < linkguardian.FastLead
 		if passed := fs.ToGo.Load() - toGo; ok && passed != 0 || !ok && passed != 1 {
 			t.Fatalf("ToGo moved by %d for a frame sent %v", passed, ok)
 		}

@@ -56,14 +56,6 @@ func oneWay(mode linkguardian.Delivery, copies int) simlink.Config {
 // path at both receivers (TestFastPathSuite sets it).
 var simFast bool
 
-// simQueue, with simFast, gives the kernel a catch-up queue of that many
-// slots (TestCatchUpSuite); simQueueLag, if set, puts the core that far
-// behind the kernel instead of fastLag.
-var (
-	simQueue    int
-	simQueueLag int64
-)
-
 // simFastSend runs them with the kernel's send path at both senders
 // (TestFastSendSuite sets it).
 var simFastSend bool
@@ -72,22 +64,13 @@ var simFastSend bool
 // wakes the core; TestFastBothSuite polls, as the dataplane does).
 var simFastWakeEvery int64
 
-// simFastTail is simlink.Config.FastTail for them (TestFastTailSuite).
-var simFastTail bool
-
 func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 	t.Helper()
 	if simFast {
 		cfg.Fast, cfg.FastLag = true, fastLag
-		if simQueueLag > 0 {
-			cfg.FastLag = simQueueLag
-		}
-		if simQueue > 0 {
-			cfg.FastQueue = simQueue
-		}
 	}
 	if simFastSend {
-		cfg.FastSend, cfg.FastLag, cfg.FastWakeEvery, cfg.FastTail, cfg.Sleeping = true, fastLag, simFastWakeEvery, simFastTail, simFastTail
+		cfg.FastSend, cfg.FastLag, cfg.FastWakeEvery = true, fastLag, simFastWakeEvery
 	}
 	s, err := simlink.New(cfg)
 	if err != nil {

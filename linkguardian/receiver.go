@@ -462,7 +462,11 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 func (r *Receiver) onDummy(now int64, q seqhdr.Seq) {
 	r.claim(now)
 	r.Stats.DummiesRx++
-	if r.sentThrough(now, q) {
+	if seqhdr.Less(r.latest, q) {
+		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) && r.cfg.Mode != ModeMonitor {
+			r.forceTo(now, q.Add(1-len(r.slots)))
+		}
+		r.gap(now, q, true)
 		return
 	}
 	if seqhdr.Less(q, r.ackNo) {
@@ -471,21 +475,6 @@ func (r *Receiver) onDummy(now int64, q seqhdr.Seq) {
 		r.setPending(now)
 		r.pendingSince = now - r.cfg.AckDelay
 	}
-}
-
-// sentThrough takes note that the sender sent every frame up to q (a
-// dummy names its latest; the kernel's catch-up queue starts after it):
-// frames after latestRxSeqNo up to q not received are lost. It reports
-// whether q was after latestRxSeqNo.
-func (r *Receiver) sentThrough(now int64, q seqhdr.Seq) bool {
-	if !seqhdr.Less(r.latest, q) {
-		return false
-	}
-	if seqhdr.Diff(q, r.ackNo) >= len(r.slots) && r.cfg.Mode != ModeMonitor {
-		r.forceTo(now, q.Add(1-len(r.slots)))
-	}
-	r.gap(now, q, true)
-	return true
 }
 
 // backpressure is Algorithm 2 on the reorder buffer bytes.

@@ -86,12 +86,6 @@ type Config struct {
 	// the peer's frames).
 	Fast    bool
 	FastLag int64
-	// FastQueue, with Fast, gives the kernel a catch-up queue of that many
-	// slots (linkguardian.QueueModel): the core, clean while frames still
-	// wait for it, asks for queue mode instead of waiting to hand the
-	// point back, and drives it with a linkguardian.CatchUp as the
-	// dataplane does. 0: none.
-	FastQueue int
 	// FastSend gives each end's sender a kernel fast path
 	// (linkguardian.FastSend): a host frame is offered to the model of the
 	// host port's XDP program first (FastSend.Offer), and one it sends goes
@@ -106,11 +100,6 @@ type Config struct {
 	// after its first send while nothing is outstanding; > 0, the core looks
 	// every FastWakeEvery instead.
 	FastWakeEvery int64
-	// FastTail turns the kernel's tail timer on (FastSend.EnableTail): the
-	// kernel, not the core's timer, wakes the core when a frame it sent
-	// is unacknowledged DummyWait after its last send (FastWakeEvery is
-	// then unused).
-	FastTail bool
 	// FastFlush, with FastSend, holds what the kernel's send path sends
 	// for up to that long before it reaches the wire, as the kernel's
 	// redirects wait for the end of their NAPI poll: frames the core sends
@@ -142,7 +131,6 @@ const (
 	evPFC
 	evTick
 	evWake
-	evTail  // the kernel's tail timer fires (FastSend.TailFire)
 	evSleep // a Sleeping core's own deadline (stale once it set another)
 	evFlush // frames the kernel's send path sent reach the wire (Config.FastFlush)
 )
@@ -190,10 +178,8 @@ type end struct {
 	rxQ       [][]byte
 	rxReady   []int64 // parallel to rxQ: when the core may read the frame (Fast)
 	fast      *linkguardian.FastPoint
-	fastDel   int                     // frames the fast path delivered (the catch-up queue's drains included)
-	catch     *linkguardian.CatchUp   // the catch-up queue's driver (Config.FastQueue)
+	fastDel   int                     // frames the fast path delivered
 	flushAt   int64                   // when the last frame the kernel sent reaches the wire (Config.FastFlush)
-	takenIn   uint64                  // frames the kernel passed on that the core read
 	point     *linkguardian.FastPoint // the receiver's point word (Fast or FastSend)
 	fs        *linkguardian.FastSend
 	fastSent  int                  // host frames the send fast path sent
@@ -529,17 +515,9 @@ func (s *Sim) handle(e *end, ev *event) {
 	switch ev.kind {
 	case evArrive:
 		s.inWire--
-		if e.fast != nil {
-			v := e.fast.OfferFrame(ev.data)
-			if v == linkguardian.FastDelivered {
-				s.fastDeliver(e, ev.data)
-				break
-			}
-			if v == linkguardian.FastQueued {
-				// No wakeup: the core looks within CatchUp.Every.
-				s.putBuf(ev.data)
-				break
-			}
+		if e.fast != nil && e.fast.Offer(ev.data) {
+			s.fastDeliver(e, ev.data)
+			break
 		}
 		e.rxQ = append(e.rxQ, ev.data)
 		e.rxReady = append(e.rxReady, s.now+s.cfg.FastLag)
@@ -559,22 +537,10 @@ func (s *Sim) handle(e *end, ev *event) {
 		s.transmit(e, ev.data)
 		s.putBuf(ev.data)
 	case evWake:
-	case evTail:
-		if e.fs == nil {
-			break
-		}
-		wake, again := e.fs.TailFire(s.now, e.point)
-		if again > 0 {
-			s.push(&event{t: again, kind: evTail, side: ev.side})
-		}
-		if wake {
-			s.push(&event{t: s.now + s.cfg.FastLag, kind: evWake, side: ev.side})
-		}
 	}
-	// The tail timer itself wakes nobody; a core's deadline it has
-	// since replaced neither (the worker's poll timeout is the
-	// latest deadline only).
-	if ev.kind != evTail && (ev.kind != evSleep || ev.t == e.sleepTo) {
+	// A core's deadline it has since replaced wakes nobody (the worker's
+	// poll timeout is the latest deadline only).
+	if ev.kind != evSleep || ev.t == e.sleepTo {
 		e.dirty = true
 	}
 }
@@ -617,7 +583,6 @@ func (s *Sim) iterate(e *end) {
 		}
 	}
 	for _, data := range e.rxQ[:ready] {
-		e.takenIn++
 		h, ok := e.pool.Alloc()
 		if !ok {
 			e.rxNoBuf++
@@ -645,11 +610,7 @@ func (s *Sim) iterate(e *end) {
 				continue
 			}
 		}
-		f := linkguardian.Frame{H: h, Len: len(data)}
-		if e.catch != nil && e.catch.Keep(now, f, b) {
-			continue
-		}
-		p.Receive(now, f)
+		p.Receive(now, linkguardian.Frame{H: h, Len: len(data)})
 	}
 	n := copy(e.rxQ, e.rxQ[ready:])
 	clear(e.rxQ[n:])
@@ -791,11 +752,7 @@ func (s *Sim) iterate(e *end) {
 			s.transmit(e, e.pool.Bytes(f.H, f.Len))
 		}
 	}
-	// 5. Deliver to the host: check the bytes, record the id (after the
-	// catch-up queue, if the receiver claimed the point from it).
-	if e.catch != nil && !e.catch.BeforeDeliver() {
-		panic("simlink: the catch-up queue could not be delivered")
-	}
+	// 5. Deliver to the host: check the bytes, record the id.
 	for _, f := range p.Out.Deliver {
 		s.toHost(e, e.pool.Bytes(f.H, f.Len))
 		e.pool.Free(f.H)
@@ -808,11 +765,7 @@ func (s *Sim) iterate(e *end) {
 	// 7. The deliveries left for the host at once: the point may go back
 	// to the kernel, unless frames it passed on still wait for the core
 	// (the kernel would give the point straight back).
-	if e.catch != nil {
-		accept := e.sess == nil || e.sess.Accepts()
-		e.catch.Step(now, linkguardian.CatchUpEnv{Live: accept, Reset: !accept, RxWaiting: len(e.rxQ) > 0,
-			TakenIn: e.takenIn})
-	} else if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.Accepts()) {
+	if e.fast != nil && p.R != nil && len(e.rxQ) == 0 && (e.sess == nil || e.sess.Accepts()) {
 		p.R.HandOff(now)
 	}
 	// 8. Sending goes back to the kernel once the core holds no host frame,
@@ -844,9 +797,6 @@ func (s *Sim) sleep(e *end, w *wire) {
 	d := e.port.NextDeadline(now, len(e.hostQ) == 0)
 	if len(e.hostQ) > 0 || len(e.rxQ) > 0 {
 		d = min(d, now+s.cfg.PollInterval)
-	}
-	if e.catch != nil && e.catch.Active() {
-		d = min(d, now+e.catch.Every)
 	}
 	if w.busyUntil > now {
 		d = min(d, w.busyUntil)
@@ -881,9 +831,6 @@ func (s *Sim) fastSend(e *end, now int64) bool {
 	}
 	if e.fs.Wakeups.Load() != woken {
 		s.push(&event{t: now + s.cfg.FastLag, kind: evWake, side: e.side})
-	}
-	if at, armed := e.fs.TakeTailArm(); armed {
-		s.push(&event{t: at, kind: evTail, side: e.side})
 	}
 	h := seqhdr.Header{Type: seqhdr.TypeData, Seq: q, HasAck: hasAck, Ack: ack}
 	_, l, err := seqhdr.Insert(data, seqhdr.MaxOverhead, n, &h)
@@ -937,29 +884,16 @@ func (s *Sim) fastDeliver(e *end, data []byte) {
 	s.putBuf(data)
 }
 
-// connectFast gives e's endpoint a new fast path point (Config.Fast, with
-// Config.FastQueue its catch-up queue) and send state (Config.FastSend).
+// connectFast gives e's endpoint a new fast path point (Config.Fast) and
+// send state (Config.FastSend).
 func (s *Sim) connectFast(e *end) error {
-	on, send, wakeEvery, tail := s.cfg.Fast, s.cfg.FastSend, s.cfg.FastWakeEvery, s.cfg.FastTail
-	e.fast, e.point, e.fs, e.consumed, e.catch, e.takenIn = nil, nil, nil, 0, nil, 0
+	on, send, wakeEvery := s.cfg.Fast, s.cfg.FastSend, s.cfg.FastWakeEvery
+	e.fast, e.point, e.fs, e.consumed = nil, nil, nil, 0
 	if (on || send) && e.port.R != nil {
 		e.point = linkguardian.NewFastPoint()
-		if on && s.cfg.FastQueue > 0 {
-			q, err := linkguardian.NewQueueModel(s.cfg.FastQueue, func(b []byte) {
-				s.toHost(e, b)
-				e.fastDel++
-			})
-			if err != nil {
-				return err
-			}
-			e.point.Queue = q
-		}
 		e.port.SetFast(e.point)
 		if on {
 			e.fast = e.point
-			if e.point.Queue != nil {
-				e.catch = linkguardian.NewCatchUp(e.port, e.point.KernelQueue())
-			}
 		}
 	}
 	if send && e.port.S != nil {
@@ -969,9 +903,6 @@ func (s *Sim) connectFast(e *end) error {
 			return err
 		}
 		fs.WakeEvery = wakeEvery
-		if tail {
-			fs.EnableTail()
-		}
 		if err := e.port.SetFastSend(fs); err != nil {
 			return err
 		}
@@ -985,17 +916,6 @@ func (s *Sim) FastSent(side Side) int { return s.ends[side].fastSent }
 
 // FastSendState returns side's send fast path state (nil without FastSend).
 func (s *Sim) FastSendState(side Side) *linkguardian.FastSend { return s.ends[side].fs }
-
-// CatchUp is side's catch-up queue driver (nil without Config.FastQueue).
-func (s *Sim) CatchUp(side Side) *linkguardian.CatchUp { return s.ends[side].catch }
-
-// KernelQueue is side's catch-up queue model (nil without Config.FastQueue).
-func (s *Sim) KernelQueue(side Side) *linkguardian.QueueModel {
-	if s.ends[side].point == nil {
-		return nil
-	}
-	return s.ends[side].point.Queue
-}
 
 // FastDelivered is the number of frames the kernel fast path delivered at side.
 func (s *Sim) FastDelivered(side Side) int { return s.ends[side].fastDel }

@@ -49,8 +49,6 @@ struct port_conf {
 	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
 	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
 	__u32 lg_tx_cpus; /* host port: > 1: lf_lg_tx runs only on CPUs c with c % lg_tx_cpus == 0 */
-	__u32 ifindex; /* link port with the catch-up queue: the interface the program is attached to;
-	                  a frame from any other (BPF_PROG_TEST_RUN) is a drain run (lf_lg_drain) */
 };
 
 struct {
@@ -116,25 +114,10 @@ struct lg_rx_shared {
 	__u64 ack_every; /* written by Go: the receiver's AckEvery. lf_lg_tx, piggybacking ACK a on a
 	                    frame while the fast path owns the point with Wake set, moves Wake to
 	                    a + ack_every (0: it leaves Wake alone) */
-	/* The catch-up queue (lf_lg_rx's queue mode, lf_lg_drain). */
-	__u64 qmask;     /* written by Go: lg_rx_queue's slots - 1; 0: no queue (REQ is ignored) */
-	__u64 qstart;    /* the serial queue mode last started at (written before the swap that starts it) */
-	__u64 qhead;     /* the serial lf_lg_drain delivers next: qstart when queue mode starts, then
-	                    moved by the drain only */
-	__u64 queued;    /* frames queued */
-	__u64 qstarts;   /* times queue mode started */
-	__u64 qfull;     /* of handovers: in queue mode because the queue was full */
-	__u64 drained;   /* frames lf_lg_drain delivered (written on the drain's CPU only) */
-	__u64 drained_bytes; /* their bytes */
-	__u64 drain_idle; /* drain runs that found the queue empty or not in queue mode */
-	__u64 drain_err;  /* drain runs that could not deliver (no forward port, bad slot); the frame stays */
-	__u64 qack;      /* written by Go: LF_LG_ACK_VALID | the ACK lf_lg_tx piggybacks while the point has
-	                    QUEUE (Go's ackNo - 1 while it finishes the frames before qstart: the
-	                    queue's tail would acknowledge frames Go may still miss); 0: the point's
-	                    serial - 1 as always */
-	__u64 to_go;     /* frames of the link port's RX queue 0 handed to the AF_XDP socket (lf_port) */
-	__u64 qtogo;     /* to_go when queue mode last started: the frames Go has to take in before it
-	                    knows every frame before qstart that reached it */
+	__u64 adopted;   /* written by Go: the serial it last took as its ackNo (at the hand-over,
+	                    before point, and at every adopt): lf_lg_rx delivers seq only while
+	                    seq - adopted < LF_LG_LEAD */
+	__u64 lead;      /* of handovers: the lead bound (seq - adopted >= LF_LG_LEAD) */
 };
 
 /* One element, memory-mapped by Go (bpf.LGRx): Go reads the counters and
@@ -148,32 +131,26 @@ struct {
 } lg_rx SEC(".maps");
 
 /* A slot of the send ring (lg_tx_ring: the host frame of serial q in slot
- * q & mask, FastSend.Ring) and of the catch-up queue (lg_rx_queue: the
- * frame of serial q as delivered, link header and trailer removed). len is
- * little endian on the (little-endian) targets Go maps it on. */
+ * q & mask, FastSend.Ring). len is little endian on the (little-endian)
+ * targets Go maps it on. */
 #define LF_LG_SLOT 2048
 struct lg_tx_slot {
 	__u16 len;
 	__u8 data[LF_LG_SLOT - 2];
 };
 
-/* The catch-up queue (lf_lg_rx's queue mode); Go sets max_entries (a power
- * of two) before loading and qmask after. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lg_tx_slot);
-} lg_rx_queue SEC(".maps");
-
 #define LF_LG_OWNED (1ULL << 63)     /* lg_rx_shared.point: the fast path owns it */
 #define LF_LG_ACK_VALID (1ULL << 63) /* lg_rx_shared.peer_ack holds an ACK */
 #define LF_LG_SEQ_MASK 0x1FFFFULL    /* era<<16 | 16-bit sequence number */
 #define LF_LG_ERA (1ULL << 16)
 #define LF_LG_WAKE_ON (1ULL << 62) /* lg_rx_shared.point: Wake is set */
-#define LF_LG_QUEUE (1ULL << 61)   /* lg_rx_shared.point: queue mode (the serial is the queue's tail) */
-#define LF_LG_REQ (1ULL << 60)     /* lg_rx_shared.point, not owned: Go asks for queue mode */
 #define LF_LG_WAKE_SHIFT 32
+/* The lead bound (linkguardian.FastLead, a quarter of the 17-bit serial
+ * space): the fast paths deliver or assign serial q only while q is less
+ * than this past what Go last adopted (lg_rx_shared.adopted) or published
+ * (lg_tx_shared: limit - credit), so that Go's serial differences never
+ * reach half the space. */
+#define LF_LG_LEAD (1ULL << 14)
 #define LF_LG_HDR 8       /* a data frame's growth: link ethertype + header - original ethertype */
 #define LF_LG_DATA_OFF 22 /* payload offset of a data frame */
 /* Link header flags (byte 15; seqhdr). */
@@ -426,166 +403,12 @@ static __always_inline int lf_integrity(struct xdp_md *ctx, __u32 mode, int seal
 }
 
 /* lf_lg_peer_ack keeps the ACK data frame eth (flags; its 22-byte header
- * checked to be there) piggybacks in peer_ack (lf_lg_rx step 6, Q2). */
+ * checked to be there) piggybacks in peer_ack (lf_lg_rx step 6). */
 static __always_inline void lf_lg_peer_ack(struct lg_rx_shared *s, const __u8 *eth, __u8 flags)
 {
 	if (flags & LF_FLAG_HAS_ACK)
 		LF_WRITE_ONCE(s->peer_ack, LF_LG_ACK_VALID | (flags & LF_FLAG_ACK_ERA ? LF_LG_ERA : 0) |
 						   ((__u64)eth[20] << 8 | eth[21]));
-}
-
-/* lf_lg_queue_copy copies data frame ctx (len bytes, linear, trailer of trl
- * bytes) into the queue slot as the host gets it: the MACs, the original
- * EtherType (Aux, bytes 18..19) and the payload from byte 22 on, the
- * trailer left out (what step 6 makes of the frame in place). The frame
- * itself is untouched: it can still go to the XSK. 1 if copied. */
-static __always_inline int lf_lg_queue_copy(struct xdp_md *ctx, struct lg_tx_slot *slot, __u64 len, __u32 trl)
-{
-	__s64 plen = (__s64)len - LF_LG_DATA_OFF - trl;
-
-	if (plen < 0 || plen > LF_LG_SLOT - 2 - 14)
-		return 0;
-	if (bpf_xdp_load_bytes(ctx, 0, slot->data, 12) || bpf_xdp_load_bytes(ctx, 18, slot->data + 12, 2))
-		return 0;
-	if (plen > 0 && bpf_xdp_load_bytes(ctx, LF_LG_DATA_OFF, slot->data + 14, plen))
-		return 0;
-	LF_WRITE_ONCE(slot->len, (__u16)(14 + plen));
-	return 1;
-}
-
-/* lf_lg_rx_queue is lf_lg_rx's queue mode (the catch-up queue), for an
- * eligible data frame seq (step 1 passed, trailer checked) when the point is
- * not owned with REQ set, or owned with QUEUE set:
- *
- *  Q1. Not owned, REQ, a queue (qmask), QUEUE clear: start queue mode at
- *      this frame: qstart = qhead = seq, qtogo = to_go, then CAS(point, old, OWNED |
- *      QUEUE | seq) (REQ and Wake cleared); qstarts++. Lost: go on with
- *      the new word (Go withdrew REQ: XSK path).
- *  Q2. Owned with QUEUE (the serial is the queue's tail t): seq == t, the
- *      queue not full (t - qhead <= qmask) and the frame linear and short
- *      enough for a slot: copy it into slot t & qmask as delivered
- *      (lf_lg_queue_copy), then CAS(point, old, old with serial t + 1);
- *      won: peer_ack as in step 6, queued++, XDP_DROP: the frame is the
- *      queue's. Lost to a change of Wake alone: again on the new word.
- *  Q3. Anything else in queue mode (a hole, a duplicate, a full queue):
- *      give the point to Go keeping QUEUE, CAS(point, old, old &~ OWNED),
- *      handovers++ (qfull++ if full), XSK path. Go then delivers the
- *      queue up to its tail (lf_lg_drain) before anything of its own.
- *
- * Go drains the queue by running this program with BPF_PROG_TEST_RUN
- * (live frames) while QUEUE is set: lf_lg_drain delivers slot qhead and
- * moves qhead, one frame a run. Queue mode ends when Go swaps {OWNED |
- * QUEUE, t} with qhead == t for {OWNED, t} (the usual fast path, steps
- * 2-6), or after Q3 when Go has drained to t and clears QUEUE. The
- * queue's slots are written only at the tail, before the swap that
- * publishes them, and read only below it. */
-static __always_inline int lf_lg_rx_queue(struct xdp_md *ctx, void *data, void *end, struct lg_rx_shared *s, __u64 seq,
-					  __u8 flags, __u32 crc)
-{
-	__u64 len = bpf_xdp_get_buff_len(ctx);
-	__u64 mask = LF_READ_ONCE(s->qmask);
-	struct lg_tx_slot *slot = NULL;
-	__u64 old, t, n;
-	__u32 key;
-	int i, full, copied = 0, fits = 0;
-
-	/* A slot takes a linear frame (no fragments) of at most a slot's
-	 * data plus the header and trailer it loses. */
-	if (len <= LF_LG_SLOT + LF_LG_HDR + LF_CRC_LEN) {
-		asm volatile("" : "+r"(len)); /* the bound first, for the verifier */
-		fits = data + len == end;
-	}
-	for (i = 0; i < LF_LG_RX_TRIES; i++) {
-		old = LF_READ_ONCE(s->point);
-		if (!(old & LF_LG_OWNED)) {
-			/* Q1. */
-			if (!(old & LF_LG_REQ) || (old & LF_LG_QUEUE) || !mask)
-				return LF_LG_XSK;
-			LF_WRITE_ONCE(s->qstart, seq);
-			LF_WRITE_ONCE(s->qhead, seq);
-			LF_WRITE_ONCE(s->qtogo, LF_READ_ONCE(s->to_go));
-			n = LF_LG_OWNED | LF_LG_QUEUE | seq;
-			if (__sync_val_compare_and_swap(&s->point, old, n) != old)
-				continue;
-			s->qstarts++;
-			old = n;
-		}
-		if (!(old & LF_LG_QUEUE))
-			return LF_LG_XSK;
-		/* Q2 / Q3. */
-		t = old & LF_LG_SEQ_MASK;
-		full = ((t - LF_READ_ONCE(s->qhead)) & LF_LG_SEQ_MASK) > mask;
-		if (!copied && t == seq && !full && fits) {
-			key = t & mask;
-			slot = bpf_map_lookup_elem(&lg_rx_queue, &key);
-			copied = slot && lf_lg_queue_copy(ctx, slot, len, crc ? LF_CRC_LEN : 0);
-		}
-		if (t != seq || full || !copied) {
-			if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old) {
-				s->handovers++;
-				if (full)
-					s->qfull++;
-			}
-			return LF_LG_XSK;
-		}
-		if (__sync_val_compare_and_swap(&s->point, old, (old & ~LF_LG_SEQ_MASK) | ((seq + 1) & LF_LG_SEQ_MASK)) == old) {
-			if (data + LF_LG_DATA_OFF <= end)
-				lf_lg_peer_ack(s, data, flags);
-			s->queued++;
-			return XDP_DROP;
-		}
-	}
-	return LF_LG_XSK;
-}
-
-/* lf_lg_drain delivers the catch-up queue's next frame: run by Go with
- * BPF_PROG_TEST_RUN and live frames (bpf.LGRx.Drain), each run a fresh
- * frame of LF_LG_SLOT - 2 bytes. With QUEUE set and qhead before the
- * point's serial (the tail) it writes slot qhead into the frame (trimmed
- * to its length), redirects it to the host port (fwd_port), then moves
- * qhead (one CPU drains: Go's worker, one run at a time), drained++,
- * drained_bytes, last_ns; the kernel flushes the run's redirects before
- * the syscall returns. Otherwise (nothing queued) drain_idle++, or a slot
- * it cannot write or no host port: drain_err++, qhead stays; XDP_DROP. */
-static __always_inline int lf_lg_drain(struct xdp_md *ctx)
-{
-	struct lg_rx_shared *s;
-	struct lg_tx_slot *slot;
-	__u32 zero = 0, key;
-	__u64 p, h, mask, n, cur;
-	long act;
-
-	s = bpf_map_lookup_elem(&lg_rx, &zero);
-	if (!s)
-		return XDP_DROP;
-	p = LF_READ_ONCE(s->point);
-	h = LF_READ_ONCE(s->qhead) & LF_LG_SEQ_MASK;
-	mask = LF_READ_ONCE(s->qmask);
-	if (!(p & LF_LG_QUEUE) || !mask || h == (p & LF_LG_SEQ_MASK)) {
-		s->drain_idle++;
-		return XDP_DROP;
-	}
-	key = h & mask;
-	slot = bpf_map_lookup_elem(&lg_rx_queue, &key);
-	if (!slot)
-		goto err;
-	n = LF_READ_ONCE(slot->len);
-	cur = bpf_xdp_get_buff_len(ctx);
-	if (n < LF_ETH_HLEN || n > LF_LG_SLOT - 2 || n > cur)
-		goto err;
-	if (bpf_xdp_adjust_tail(ctx, (int)n - (int)cur) || bpf_xdp_store_bytes(ctx, 0, slot->data, n))
-		goto err;
-	act = bpf_redirect_map(&fwd_port, 0, 0);
-	if (act != XDP_REDIRECT)
-		goto err;
-	LF_WRITE_ONCE(s->qhead, (h + 1) & LF_LG_SEQ_MASK);
-	s->drained++;
-	s->drained_bytes += n;
-	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
-	return XDP_REDIRECT;
-err:
-	s->drain_err++;
-	return XDP_DROP;
 }
 
 /* lf_lg_rx is LinkGuardian's receive fast path on a link port: an in-order
@@ -606,16 +429,14 @@ err:
  *     Go, claiming the point for it, treats it as lost. The check comes
  *     before the point is read, so a corrupt frame never moves the point
  *     nor hands it over.
- *  Queue mode (the catch-up queue; lf_lg_rx_queue, Q1-Q3): after step 1,
- *     a point not owned with REQ set (and a queue: qmask), or owned with
- *     QUEUE set, goes there instead of steps 2-6; a frame that gives the
- *     point to Go from it is on the XSK path as in step 3.
  *  2. seq = Era<<16 | Seq. old = point. Not owned: XSK path, untouched
  *     (Go owns the in-order point).
  *  3. Owned but old's serial != seq (a hole opened, a duplicate, anything
- *     out of order), or seq is Wake (Go's explicit ACK is due with it):
- *     give the point to Go, CAS(point, old, old &^ OWNED)
- *     (handovers++ when it succeeds), and XSK path. From then on every data
+ *     out of order), or seq is Wake (Go's explicit ACK is due with it), or
+ *     seq - adopted >= LF_LG_LEAD (Go has not adopted for that long: the
+ *     lead bound): give the point to Go, CAS(point, old, old &^ OWNED)
+ *     (handovers++ when it succeeds, lead++ too for the bound), and XSK
+ *     path. From then on every data
  *     frame goes to Go until Go hands the point back (sets OWNED with the
  *     serial it expects next), so nothing the fast path delivers can
  *     overtake a frame Go holds, and Go sees every frame from the first one
@@ -653,7 +474,7 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 	__u8 aux[2];
 	__u8 flags;
 	long act;
-	int i;
+	int i, far;
 
 	/* 1. */
 	if (ctx->rx_queue_index != 0)
@@ -669,17 +490,14 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 	if (!s)
 		return LF_LG_XSK;
 	/* While Go holds the point every frame is Go's (step 2): skip the
-	 * check, which costs about 0.5 ns a byte, during holes; unless Go
-	 * asks for queue mode (Q1). */
+	 * check, which costs about 0.5 ns a byte, during holes. */
 	old = LF_READ_ONCE(s->point);
-	if (!(old & LF_LG_OWNED) && (!(old & LF_LG_REQ) || !LF_READ_ONCE(s->qmask)))
+	if (!(old & LF_LG_OWNED))
 		return LF_LG_XSK;
 	if (crc && !lf_integrity(ctx, crc, 0))
 		return LF_LG_XSK;
 
 	seq = (flags & LF_FLAG_ERA ? LF_LG_ERA : 0) | ((__u64)eth[16] << 8 | eth[17]);
-	if (!(old & LF_LG_OWNED) || (old & LF_LG_QUEUE))
-		return lf_lg_rx_queue(ctx, data, end, s, seq, flags, crc);
 	/* Steps 2-5; a swap lost to a change of Wake alone (lf_lg_tx or Go
 	 * moved it on another CPU) is tried again on the new word. */
 	for (i = 0; i < LF_LG_RX_TRIES; i++) {
@@ -688,11 +506,15 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 		if (!(old & LF_LG_OWNED))
 			return LF_LG_XSK;
 
-		/* 3. */
+		/* 3. adopted after point: Go stores it before the point. */
+		far = ((seq - LF_READ_ONCE(s->adopted)) & LF_LG_SEQ_MASK) >= LF_LG_LEAD;
 		if ((old & LF_LG_SEQ_MASK) != seq ||
-		    ((old & LF_LG_WAKE_ON) && ((old >> LF_LG_WAKE_SHIFT) & LF_LG_SEQ_MASK) == seq)) {
-			if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old)
+		    ((old & LF_LG_WAKE_ON) && ((old >> LF_LG_WAKE_SHIFT) & LF_LG_SEQ_MASK) == seq) || far) {
+			if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_LG_OWNED) == old) {
 				s->handovers++;
+				if (far && (old & LF_LG_SEQ_MASK) == seq)
+					s->lead++;
+			}
 			return LF_LG_XSK;
 		}
 
@@ -759,16 +581,11 @@ struct lg_tx_shared {
 	__u64 credit;    /* written by Go with limit: the credit window. With lg_ack, a serial q
 	                    at or past limit may still be assigned if lg_rx's peer_ack a (an ACK
 	                    the kernel read and Go may not have applied) has base - 1 <= a < q,
-	                    base = limit - credit, and q is before a + 1 + credit (0: off) */
+	                    base = limit - credit, and q is before a + 1 + credit. Every q must be
+	                    less than LF_LG_LEAD past that base (so with credit 0 nothing is sent) */
 	__u64 widened;   /* frames sent so: at or past limit, on peer_ack (step 2) */
 	__u64 declined_window; /* of declined: q outside the window (limit and peer_ack) */
 	__u64 declined_unread; /* of declined: to_go != consumed */
-	__u64 dummy_ns;  /* written by Go: its DummyWait. Not 0: the tail timer (lg_tx_tail) runs,
-	                    and wakes the worker dummy_ns after the last send if a frame the kernel
-	                    sent is still unacknowledged then */
-	__u64 tail_wakes; /* worker wakeups by the tail timer */
-	__u64 tail_err;   /* tail timer or ring buffer failures (the worker's own timers cover); atomic:
-	                     the timer fires on any CPU, beside the send path */
 };
 
 struct {
@@ -806,113 +623,6 @@ static __always_inline int lf_lg_less(__u64 a, __u64 b)
 	return d != 0 && d < (LF_LG_SEQ_MASK + 1) / 2;
 }
 
-/* The tail timer: a frame the kernel sends arms it (if it is not armed) to
- * fire dummy_ns later. When it fires it moves itself to dummy_ns after the
- * kernel's latest send if that is later; otherwise, while the kernel owns
- * sending and the last frame it numbered is after every ACK the kernel
- * knows of (Go's base - 1 from limit and credit, and lg_rx's peer_ack), it
- * wakes the worker through lg_tx_wake, which then sends the dummy. So Go
- * needs no timer of its own for the first dummy after the kernel's sends,
- * and a flow whose frames are acknowledged in time (piggybacked ACKs)
- * wakes nobody. armed is taken by compare-and-swap; the callback clears it
- * and then looks at last_ns again, so a send that found it set is never
- * left without a firing after it. (Not in lg_tx: a timer cannot live in a
- * memory-mapped map.) */
-struct lg_tx_tail {
-	struct bpf_timer timer;
-	__u64 armed;
-	__u64 ready; /* bpf_timer_init and set_callback done */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lg_tx_tail);
-} lg_tx_tail SEC(".maps");
-
-/* lf_lg_tx_unacked reports whether serial last is after every ACK the
- * kernel knows of. */
-static __always_inline int lf_lg_tx_unacked(struct lg_tx_shared *s, __u64 last)
-{
-	__u64 lim = LF_READ_ONCE(s->limit), credit = LF_READ_ONCE(s->credit);
-	__u32 zero = 0;
-	struct lg_rx_shared *rx;
-
-	if ((lim & LF_LG_LIMIT_VALID) && credit && !lf_lg_less((lim - credit - 1) & LF_LG_SEQ_MASK, last))
-		return 0;
-	rx = bpf_map_lookup_elem(&lg_rx, &zero);
-	if (rx) {
-		__u64 a = LF_READ_ONCE(rx->peer_ack);
-
-		if ((a & LF_LG_ACK_VALID) && !lf_lg_less(a & LF_LG_SEQ_MASK, last))
-			return 0;
-	}
-	return 1;
-}
-
-static int lf_lg_tx_tail_fire(void *map, __u32 *key, struct lg_tx_tail *t)
-{
-	__u32 zero = 0;
-	struct lg_tx_shared *s = bpf_map_lookup_elem(&lg_tx, &zero);
-	__u64 now, wait, due, st, v;
-
-	if (!s) {
-		LF_WRITE_ONCE(t->armed, 0);
-		return 0;
-	}
-	now = bpf_ktime_get_ns();
-	wait = LF_READ_ONCE(s->dummy_ns);
-	due = LF_READ_ONCE(s->last_ns) + wait;
-	if (wait && now < due) {
-		bpf_timer_start(&t->timer, due - now, 0);
-		return 0;
-	}
-	LF_WRITE_ONCE(t->armed, 0);
-	/* A send that found armed set before it was cleared stored last_ns
-	 * first: seen here, it gets its own firing. */
-	due = LF_READ_ONCE(s->last_ns) + wait;
-	if (wait && now < due) {
-		if (__sync_val_compare_and_swap(&t->armed, 0, 1) == 0 && bpf_timer_start(&t->timer, due - now, 0)) {
-			LF_WRITE_ONCE(t->armed, 0);
-			__sync_fetch_and_add(&s->tail_err, 1);
-		}
-		return 0;
-	}
-	st = LF_READ_ONCE(s->state);
-	if (!wait || !(st & LF_LG_OWNED) || !lf_lg_tx_unacked(s, (st - 1) & LF_LG_SEQ_MASK))
-		return 0;
-	v = st & LF_LG_SEQ_MASK;
-	__sync_fetch_and_add(&s->tail_wakes, 1);
-	if (bpf_ringbuf_output(&lg_tx_wake, &v, sizeof(v), BPF_RB_FORCE_WAKEUP))
-		__sync_fetch_and_add(&s->tail_err, 1);
-	return 0;
-}
-
-/* lf_lg_tx_tail_arm arms the tail timer after a send, unless it is armed. */
-static __always_inline void lf_lg_tx_tail_arm(struct lg_tx_shared *s, __u64 wait)
-{
-	__u32 zero = 0;
-	struct lg_tx_tail *t = bpf_map_lookup_elem(&lg_tx_tail, &zero);
-
-	if (!t || LF_READ_ONCE(t->armed) || __sync_val_compare_and_swap(&t->armed, 0, 1) != 0)
-		return;
-	if (!t->ready) {
-		long err = bpf_timer_init(&t->timer, &lg_tx_tail, 1 /* CLOCK_MONOTONIC */);
-
-		if ((err && err != -16 /* EBUSY: done before */) || bpf_timer_set_callback(&t->timer, lf_lg_tx_tail_fire)) {
-			LF_WRITE_ONCE(t->armed, 0);
-			__sync_fetch_and_add(&s->tail_err, 1);
-			return;
-		}
-		t->ready = 1;
-	}
-	if (bpf_timer_start(&t->timer, wait, 0)) {
-		LF_WRITE_ONCE(t->armed, 0);
-		__sync_fetch_and_add(&s->tail_err, 1);
-	}
-}
-
 /* lf_lg_acked_room reports whether serial q, at or past limit, is inside
  * the credit window that peer ACK pa opens: pa valid, base - 1 <= pa < q
  * (base = limit - credit: an ACK Go has not applied yet, of a frame sent)
@@ -939,7 +649,8 @@ static __always_inline int lf_lg_acked_room(__u64 q, __u64 lim, __u64 credit, __
  *  1. state not owned: XSK path, nothing else.
  *  2. Eligible: 14 bytes or more, linear (no fragments), not the link
  *     ethertype, at most LF_LG_SLOT - 2 bytes; limit valid, not paused,
- *     q before it or, with lg_ack, inside the window lg_rx's peer_ack
+ *     q less than LF_LG_LEAD past base = limit - credit (the lead bound),
+ *     and q before limit or, with lg_ack, inside the window lg_rx's peer_ack
  *     opens (lf_lg_acked_room: the ACK the link port read, before the
  *     worker applied it and raised limit); a link port in fwd_port (the redirect is set up
  *     here, before the swap); and with lg_tx_cpus > 1 a CPU that is a
@@ -956,12 +667,11 @@ static __always_inline int lf_lg_acked_room(__u64 q, __u64 lim, __u64 credit, __
  *     {not owned,q}, declined++, XSK path.
  *  3. Copy the frame into slot q (length, bytes).
  *  4. CAS state {owned,q} -> {owned,q+1}; lost: missed++, XSK path.
- *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1, or its qack
- *     when that point has QUEUE and qack is valid; if that point
+ *  5. last_ns, piggy_ack (with lg_ack: lg_rx's point - 1; if that point
  *     is owned with Wake set and ack_every is on, Wake moves to the ACK +
- *     ack_every by one compare-and-swap), sent++, bytes += len; want_wake 1 -> 0 won: wakeups++, a ring buffer record
- *     with BPF_RB_FORCE_WAKEUP (the worker's poll waits on its fd); with
- *     dummy_ns set, the tail timer armed (lf_lg_tx_tail_arm).
+ *     ack_every by one compare-and-swap), sent++, bytes += len; want_wake
+ *     1 -> 0 won: wakeups++, a ring buffer record with BPF_RB_FORCE_WAKEUP
+ *     (the worker's poll waits on its fd).
  *  6. Stamp the header (seqhdr.Insert: the MACs move 8 bytes forward,
  *     0x88B5, type data, flags Era/HasAck/AckEra, Seq, the original
  *     ethertype, Ack), with crc append the trailer (linkcrc.Seal), and
@@ -981,7 +691,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	struct lg_tx_slot *slot;
 	struct lg_rx_shared *rx;
 	__u32 zero = 0, key;
-	__u64 old, q, lim, ack = 0;
+	__u64 old, q, lim, credit, ack = 0;
 	int has_ack = 0;
 	__u8 *eth;
 	__u8 mac[12];
@@ -1003,6 +713,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	q = old & LF_LG_SEQ_MASK;
 	/* 2. */
 	lim = LF_READ_ONCE(s->limit);
+	credit = LF_READ_ONCE(s->credit); /* Go stores it before limit */
 	rx = conf->lg_ack ? bpf_map_lookup_elem(&lg_rx, &zero) : NULL;
 	et = 0;
 	if (data + LF_ETH_HLEN_MIN <= end)
@@ -1013,7 +724,8 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	why = 0; /* why declined: 1 the window, 2 a frame Go has not taken in, 0 anything else */
 	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
 	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED)) {
-		if (!lf_lg_less(q, lim & LF_LG_SEQ_MASK) && !(rx && lf_lg_acked_room(q, lim, LF_READ_ONCE(s->credit), LF_READ_ONCE(rx->peer_ack))))
+		if (((q - (lim - credit)) & LF_LG_SEQ_MASK) >= LF_LG_LEAD ||
+		    (!lf_lg_less(q, lim & LF_LG_SEQ_MASK) && !(rx && lf_lg_acked_room(q, lim, credit, LF_READ_ONCE(rx->peer_ack)))))
 			why = 1;
 		else if (LF_READ_ONCE(s->to_go) != LF_READ_ONCE(s->consumed))
 			why = 2;
@@ -1045,12 +757,6 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 		__u64 p = LF_READ_ONCE(rx->point), every = LF_READ_ONCE(rx->ack_every);
 
 		ack = (p - 1) & LF_LG_SEQ_MASK;
-		if (p & LF_LG_QUEUE) {
-			__u64 qa = LF_READ_ONCE(rx->qack);
-
-			if (qa & LF_LG_ACK_VALID)
-				ack = qa & LF_LG_SEQ_MASK;
-		}
 		has_ack = 1;
 		LF_WRITE_ONCE(s->piggy_ack, LF_LG_ACK_VALID | ack);
 		/* The ACK goes out now: the frame that completes AckEvery
@@ -1068,12 +774,6 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	s->bytes += len;
 	if (!lf_lg_less(q, lim & LF_LG_SEQ_MASK))
 		s->widened++;
-	{
-		__u64 wait = LF_READ_ONCE(s->dummy_ns);
-
-		if (wait)
-			lf_lg_tx_tail_arm(s, wait);
-	}
 	if (LF_READ_ONCE(s->want_wake) && __sync_val_compare_and_swap(&s->want_wake, 1, 0) == 1) {
 		__u64 v = q;
 
@@ -1177,14 +877,6 @@ int lf_port(struct xdp_md *ctx)
 	__u64 *drop;
 	long act;
 
-	/* A frame that did not arrive on the port the program is attached to
-	 * comes from BPF_PROG_TEST_RUN: Go draining the catch-up queue. (A
-	 * separate program would make every run of more than one frame switch
-	 * the kernel's XDP dispatcher: about 24 ms a run here; this one is in
-	 * it already, being attached.) It does not depend on lg_rx: a queue
-	 * left when the kernel path was turned off is still drained. */
-	if (conf && conf->role == LF_ROLE_LINK && conf->ifindex && ctx->ingress_ifindex != conf->ifindex)
-		return lf_lg_drain(ctx);
 	if (c) {
 		c->rx_frames++;
 		c->rx_bytes += len;
@@ -1243,13 +935,6 @@ int lf_port(struct xdp_md *ctx)
 	 * (lf_lg_tx step 2). One CPU runs a queue at a time. */
 	if (act == XDP_REDIRECT && conf && conf->role == LF_ROLE_HOST && rxq == 0) {
 		struct lg_tx_shared *s = bpf_map_lookup_elem(&lg_tx, &zero);
-
-		if (s)
-			s->to_go++;
-	}
-	/* The same count on a link port, for the catch-up queue (qtogo). */
-	if (act == XDP_REDIRECT && conf && conf->role == LF_ROLE_LINK && rxq == 0) {
-		struct lg_rx_shared *s = bpf_map_lookup_elem(&lg_rx, &zero);
 
 		if (s)
 			s->to_go++;

@@ -350,12 +350,6 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 				return err
 			}
 			cfg.Cells.NoCredits, cfg.Cells.NoPacking = !credits, !packing
-			if cfg.LG.TailTimer && !cfg.LG.FastSend {
-				return errors.New("--lg-tail-timer times the kernel's own sends: it needs --lg-fast-send (and --fastpath xdp --protect both)")
-			}
-			if n := cfg.LG.RxQueue; n != 0 && (n < 2 || n > 1<<15 || n&(n-1) != 0 || cfg.FastPath != dataplane.FastPathXDP) {
-				return fmt.Errorf("--lg-rx-queue %d: want a power of two from 2 to 32768, with --fastpath xdp (the kernel's catch-up queue serves its receive path)", n)
-			}
 			if preCredit < 0 {
 				return fmt.Errorf("--pre-credit %d: want bytes ≥ 0 (0: none)", preCredit)
 			}
@@ -424,8 +418,6 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
 	f.BoolVar(&cfg.LG.FastSend, "lg-fast-send", false, "lg/lgnb/monitor with --fastpath xdp and --protect both: the kernel numbers, copies, stamps and sends host frames too (LinkGuardian's send fast path; best on a link of one queue)")
-	f.IntVar(&cfg.LG.RxQueue, "lg-rx-queue", 0, "lg with --fastpath xdp: slots (a power of two, 2 KB each) of the kernel's catch-up queue: when the worker would hand the receive point back but frames still wait for it, the kernel keeps the next in-order frames and the worker delivers them in the kernel, instead of waiting for a pause in the stream (experimental: on a 2-core machine its drains can delay the peer switch's polls enough that a sending host's veth without a qdisc drops frames; 0: off)")
-	f.BoolVar(&cfg.LG.TailTimer, "lg-tail-timer", false, "with --lg-fast-send: a BPF timer wakes the worker only when a frame the kernel sent is still unacknowledged a DummyWait after its last send, instead of the worker looking every 250 µs (fewer wakeups, but no faster 143 B flows on 2-core VMs: see docs/results.md)")
 	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
 	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
 	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
@@ -870,8 +862,6 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"kernel_declined_unread": ktx.DeclinedUnread,
 		"kernel_send_widened":    ktx.Widened,
 		"kernel_wake_moves":      ktx.WakeMoves,
-		"kernel_tail_wakes":      ktx.TailWakes,
-		"kernel_tail_err":        ktx.TailErr,
 		"measured_loss_rate":     s.LossRate(),
 		"copies":                 s.Copies.Load(),
 		"rx_loss_rate":           s.RxLossRate(),
