@@ -55,7 +55,6 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	var fp FastPath
 	if lgOnFastPath && mode != ModeForward {
 		fp = FastPathXDP
-		lgc.FastSend = lgFastSend
 		lgc.TailTimer = lgc.TailTimer || lgTailTimer
 		lgc.RxQueue = lgRxQueue
 	}

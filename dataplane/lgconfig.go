@@ -44,14 +44,6 @@ type LGConfig struct {
 	// (default), "tx" (frames this end sends), "rx" (frames it receives).
 	// Both ends of a link must agree (tx here, rx there).
 	Protect string
-	// FastSend, with FastPath xdp and Protect both, runs LinkGuardian's
-	// send fast path too: the host port's XDP program numbers, copies,
-	// stamps and sends host frames while the kernel owns sending
-	// (linkguardian/fasttx.go). Experimental (off by default): on the
-	// 2-core veth pair bulk TCP sees retransmissions it does not see
-	// without it (TestLGFastSendSuite leaves HidesLossFromTCP out; see
-	// openLG in fastpath.go).
-	FastSend bool
 	// RxQueue, with FastPath xdp, is the number of slots (a power of two,
 	// 2048 B each) of the kernel's catch-up queue (bpf/lgrxqueue.go): when
 	// the core would give the receive point back but frames still wait for
@@ -59,7 +51,7 @@ type LGConfig struct {
 	// core delivers them in the kernel, instead of waiting for a pause in
 	// the stream. 0: off (experimental).
 	RxQueue int
-	// TailTimer, with FastSend, lets the kernel wake the core when a frame
+	// TailTimer, with the send fast path (lgTxWanted), lets the kernel wake the core when a frame
 	// it sent is unacknowledged DummyWait after its last send (a BPF timer,
 	// linkguardian/fasttx.go "The tail timer") instead of the core looking
 	// at the kernel's sends every 250 µs. Off by default: on the 2-core VMs
@@ -165,8 +157,9 @@ type LGConfig struct {
 	// MonitorWindow is the loss monitor's moving window; default 10s.
 	MonitorWindow time.Duration
 	// Integrity is the check every link frame carries (integrity.go): a
-	// CRC32C trailer by default; linkcrc.Off where the NICs' MACs check the
-	// Ethernet FCS. Both ends must agree.
+	// CRC32C trailer for the zero value; linkcrc.Off where the NICs' MACs
+	// check the Ethernet FCS; linkcrc.Auto (linkfabric run's default)
+	// decides from the link ports (integrityauto.go). Both ends must agree.
 	Integrity linkcrc.Integrity
 
 	// fixedCopies: N was given (Copies or LinkLoss), not measured.
@@ -210,7 +203,7 @@ func (c *LGConfig) frameLen() int { return c.MTU + 18 }
 
 // defaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
-// it (see TxBuffer). With the kernel's send path (FastSend) the dataplane
+// it (see TxBuffer). With the kernel's send path (lgTxWanted) the dataplane
 // asks for the whole ring on any link, and a ring twice the usual size
 // (defaultRingSize): once the kernel's window is full, sending goes to the
 // worker, which under a saturating flow seldom gets a moment to hand it

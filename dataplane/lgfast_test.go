@@ -87,19 +87,18 @@ func TestLGFastPathCorruption(t *testing.T) {
 }
 
 // lgLinkQueues is the link's queue count for upLG and linkFlap: one with
-// the send fast path, whose kernel sends from whichever CPU the host's
-// frame arrived on (a veth puts a redirected frame on the peer's RX queue
-// of that CPU, and the receive fast path serves queue 0), else the pair
-// preset's two (queue 1 the priority lane).
+// the send fast path, which runs on a link of one queue only
+// (lgTxBlocked), else two (queue 1 the priority lane), on which the kernel
+// path is the receive half alone.
 func lgLinkQueues() int {
 	if lgFastSend {
 		return 1
 	}
-	return 0
+	return 2
 }
 
 // lgFastSend makes upLG and linkFlap (with lgOnFastPath) run
-// LinkGuardian's send fast path too (LGConfig.FastSend): the kernel numbers,
+// LinkGuardian's send fast path too (a link of one queue): the kernel numbers,
 // copies, stamps and sends host frames at each sender (lf_lg_tx).
 var lgFastSend bool
 
