@@ -58,7 +58,7 @@ type FCTConfig struct {
 	Warmup int `json:"warmup"`
 	// Timeout per flow; a flow not complete by then counts as failed.
 	Timeout time.Duration `json:"flow_timeout"`
-	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 1);
 	// the command gives it to Env.LinkQueues.
 	LinkQueues int `json:"link_queues,omitempty"`
 	// RunArgs are extra `linkfabric run` arguments for lg and lgnb (after

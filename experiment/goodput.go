@@ -34,7 +34,7 @@ type GoodputConfig struct {
 	Seed     uint64        `json:"seed"`
 	CC       string        `json:"cc"` // "" = dctcp if available, else cubic
 	RunArgs  []string      `json:"run_args,omitempty"`
-	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 1);
 	// the command gives it to Env.LinkQueues.
 	LinkQueues int `json:"link_queues,omitempty"`
 	MTU        int `json:"mtu,omitempty"`

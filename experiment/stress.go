@@ -42,7 +42,7 @@ type StressConfig struct {
 	BusyPoll     bool     `json:"busy_poll"`
 	Seed         uint64   `json:"seed"`
 	TargetLoss   float64  `json:"target_loss"`
-	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 1);
 	// the command gives it to Env.LinkQueues.
 	LinkQueues int `json:"link_queues,omitempty"`
 	// Both impairs sw2→sw1 too (the same model, seed Seed+1, at sw1's link

@@ -420,7 +420,7 @@ On real NICs, set at both ends of the link: 'ethtool -L LINKDEV combined 1' (Lin
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (the namespace is prefix + node)")
 	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (sequenced, unprotected: measures loss), cells (a cell fabric's edge or fabric node) or fec (RAIL's XOR parity or replication)")
 	f.StringVar(&cfg.Cells.Spray, "spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
-	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1484 at MTU 1516)")
+	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1494 at link MTU 1526, the testbed's)")
 	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
 	f.IntVar(&preCredit, "pre-credit", dataplane.DefaultCellPreCredit, "cells: standing pre-credit, bytes each VOQ may send ahead of its grant (the first packets after an idle spell skip the credit round trip; each source may put this much unscheduled toward a port); 0: none")
 	f.BoolVar(&packing, "packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
