@@ -100,9 +100,8 @@ type StressArm struct {
 	ExplicitAcks  uint64 `json:"explicit_acks,omitempty"`
 	Dummies       uint64 `json:"dummies,omitempty"`
 	// KernelDelivered is what sw2's kernel receive path delivered
-	// (lg/lgnb with --fastpath xdp), the rest went through its worker;
-	// KernelSent what sw1's kernel send path numbered and sent
-	// (--lg-fast-send).
+	// (lg/lgnb on their default path), the rest went through its worker;
+	// KernelSent what sw1's kernel send path numbered and sent.
 	KernelDelivered uint64 `json:"kernel_delivered,omitempty"`
 	KernelSent      uint64 `json:"kernel_sent,omitempty"`
 	// ReverseSeen and ReverseDropped are the impairment's counts on
