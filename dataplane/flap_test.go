@@ -35,7 +35,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
 	cfg := Config{Mode: mode}
 	if lgOnFastPath && mode != ModeForward {
-		cfg.FastPath = FastPathXDP
+		cfg.FastPath = lgFastPathMode()
 		cfg.LG.RxQueue = lgRxQueue
 	}
 	sw1 := startWatched(t, tb.NS("sw1"), cfg)

@@ -54,7 +54,7 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	b := &lgBed{tb: tb}
 	var fp FastPath
 	if lgOnFastPath && mode != ModeForward {
-		fp = FastPathXDP
+		fp = lgFastPathMode()
 		lgc.TailTimer = lgc.TailTimer || lgTailTimer
 		lgc.RxQueue = lgRxQueue
 	}
