@@ -73,9 +73,9 @@ func autoIntegrity(links []string, fcs func(string) (bool, string)) (linkcrc.Int
 
 // resolveIntegrity turns --integrity auto into what the link ports need
 // (autoIntegrity), in the calling thread's network namespace, and keeps
-// why for New's log line.
+// why for New's log line. Mode forward checks nothing and keeps auto.
 func (c *Config) resolveIntegrity() {
-	if c.LG.Integrity != linkcrc.Auto {
+	if c.LG.Integrity != linkcrc.Auto || c.Mode == ModeForward {
 		return
 	}
 	c.LG.Integrity, c.integrityWhy = autoIntegrity(c.LinkPorts, portFCS)
