@@ -434,7 +434,7 @@ func coreAndSession(d *Dataplane) (LGCore, SessionSnapshot) {
 	}
 }
 
-// checkPriorityLane: on the pair testbed's two-queue link, every
+// checkPriorityLane: on upLG's two-queue link (lgLinkQueues), every
 // retransmitted copy left sw1 on the priority lane and nothing else did
 // (this direction has no loss notifications or PFC to send), and sw2 sent
 // its loss notifications (first and repeated) and pause frames there; both
