@@ -133,8 +133,8 @@ kernel_wake_moves in 'linkfabric stats'). The send half needs a link port of one
 queue: a redirected frame leaves on the queue of the CPU that sent it (veth: the
 peer's RX queue of that CPU; a NIC: the CPU's XDP TX queue), and the far end judges
 queue 0 only. On a link of several queues it stays in the worker and the log says
-so; on a NIC run 'ethtool -L LINKDEV combined 1' at both ends ('linkfabric up' gives
-the testbed's links one queue). A direction that cannot take the kernel path logs
+so; on a NIC run 'ethtool -L LINKDEV combined 1' at both ends (the pair testbed's
+link has one queue). A direction that cannot take the kernel path logs
 why (the line "fast path ... path afxdp reason ...", and dataplane.fast_path in
 'linkfabric stats'); --fastpath xdp fails instead, naming the port and the fix;
 --fastpath afxdp keeps both halves in the worker (the path measured before).
