@@ -29,7 +29,7 @@ func TestLGAsymmetricEnds(t *testing.T) {
 		{name: "lanes", oneQueue: true, window: 1024, lanes: 1, sw1Credit: 1024},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tb := netns.TestUp(t, "lfa", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+			tb := netns.TestUp(t, "lfa", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: 2})
 			if tc.oneQueue {
 				// veth lets one end use fewer queues than its peer.
 				if out, err := exec.Command("ip", "netns", "exec", tb.NS("sw2"), "ethtool", "-L", "link0", "rx", "1", "tx", "1").CombinedOutput(); err != nil {

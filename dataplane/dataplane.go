@@ -67,14 +67,11 @@ type Config struct {
 	Netns string
 	Mode  Mode
 
-	// FastPath is how mode forward moves frames: in the kernel
-	// (FastPathXDP), through AF_XDP (FastPathAFXDP, the zero value), or
-	// the kernel where it can (FastPathAuto, linkfabric run's default).
-	// Modes lg, lgnb and monitor deliver in-order received frames in the
-	// kernel with FastPathXDP only (LinkGuardian's receive fast path;
-	// auto keeps the worker path), and, protecting both directions, number
-	// and send host frames in the kernel too (its send fast path). Other modes take only auto or afxdp
-	// and use AF_XDP.
+	// FastPath is how modes forward, lg, lgnb and monitor move frames: the
+	// kernel where it can, direction by direction (FastPathAuto,
+	// linkfabric run's default), the kernel or fail (FastPathXDP), or
+	// AF_XDP and the worker (FastPathAFXDP, the zero value). Other modes
+	// take only auto or afxdp and use AF_XDP (fastpath.go).
 	FastPath FastPath
 
 	// ZeroCopy is how the AF_XDP sockets bind: auto (the zero value:
@@ -153,6 +150,13 @@ type Config struct {
 	Logger *slog.Logger
 
 	autoFrames bool // FrameCount was defaulted: checkSizes may raise it
+	// integrityWhy is why --integrity auto resolved as it did (New logs it).
+	integrityWhy string
+	// lgTxWhy is why LinkGuardian's send fast path cannot run ("" if it
+	// can; lgTxBlocked), lgTxFix whether the user can change that on the
+	// link port.
+	lgTxWhy string
+	lgTxFix bool
 }
 
 func (c *Config) defaults() error {
@@ -173,6 +177,11 @@ func (c *Config) defaults() error {
 		// The ports are looked up in the calling thread's namespace (New
 		// has locked it); one not found is New's error to report.
 		c.FrameSize = fitFrameSize(portsMaxMTU(c.portNames()))
+	}
+	c.resolveIntegrity()
+	if c.Mode == ModeLG || c.Mode == ModeLGNB || c.Mode == ModeMonitor {
+		queues, qerr := queueCount(c.LinkPort)
+		c.lgTxWhy, c.lgTxFix = c.lgTxBlocked(queues, qerr)
 	}
 	if c.LG.MTU == 0 {
 		// The hosts' frames are what lg sizes its pause hysteresis by and
@@ -257,6 +266,9 @@ func (c *Config) defaults() error {
 	}
 	return nil
 }
+
+// queueCount counts a port's receive queues (tests replace it).
+var queueCount = xdp.QueueCount
 
 // Dataplane is a node's running ports. Create it with New, run it with Run,
 // release it with Close.
@@ -443,6 +455,9 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	}
 	if err := d.newFastPath(); err != nil {
 		return nil, err
+	}
+	if cfg.integrityWhy != "" {
+		cfg.Logger.Info("integrity check of link frames (--integrity auto)", "integrity", cfg.LG.Integrity.String(), "why", cfg.integrityWhy)
 	}
 	d.logPorts()
 	return d, nil

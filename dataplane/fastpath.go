@@ -28,18 +28,22 @@ const (
 	// FastPathAFXDP sends every frame through the AF_XDP sockets and the
 	// worker. It is what the zero value means.
 	FastPathAFXDP FastPath = "afxdp"
-	// FastPathXDP redirects frames port to port in the kernel (the port
-	// program's bpf_redirect_map through a devmap). New fails when the
-	// configuration rules that out (a mode without a kernel path, generic
-	// XDP, busy poll, a rate limit, a kernel without XDP features, for
-	// LinkGuardian an unprotected receive direction); otherwise it is
-	// FastPathAuto.
+	// FastPathXDP runs FastPathAuto's kernel path or fails: New fails when
+	// the configuration or a port rules it out (a mode without a kernel
+	// path, generic XDP, busy poll, a rate limit, a kernel without XDP
+	// features, for LinkGuardian an unprotected receive direction or a
+	// link port of several queues), naming the port and the fix.
 	FastPathXDP FastPath = "xdp"
-	// FastPathAuto uses the kernel path where the configuration allows it,
-	// direction by direction: one whose target is down or cannot take
-	// redirected frames (a veth whose peer has neither an XDP program, yet,
-	// nor GRO on) goes through AF_XDP until it can, re-checked every
-	// fastCheckEvery and at once when a port's link changes.
+	// FastPathAuto (linkfabric run's default) uses the kernel path where
+	// the configuration allows it, direction by direction: forward's
+	// redirect port to port (the port program's bpf_redirect_map through
+	// a devmap), LinkGuardian's receive fast path, and its send fast path
+	// where this end sequences what it sends on a link of one queue
+	// (lgTxBlocked). A direction that cannot take it says why (Stats, the
+	// log); one whose target is down or cannot take redirected frames (a
+	// veth whose peer has neither an XDP program, yet, nor GRO on) goes
+	// through AF_XDP until it can, re-checked every fastCheckEvery and at
+	// once when a port's link changes.
 	FastPathAuto FastPath = "auto"
 )
 
@@ -59,8 +63,9 @@ func ParseFastPath(s string) (FastPath, error) {
 // their link state, and the counters it folds into the ports'.
 const fastCheckEvery = 100 * time.Millisecond
 
-// FastPathSnapshot is one direction of mode forward: which path its frames
-// take now and what the kernel path has carried.
+// FastPathSnapshot is one direction of the fast path (mode forward's, or
+// LinkGuardian's receive and send directions): which path its frames take
+// now, why not the kernel's, and what the kernel path has carried.
 type FastPathSnapshot struct {
 	From string   `json:"from"`
 	To   string   `json:"to"`
@@ -76,9 +81,10 @@ type FastPathSnapshot struct {
 	Changes uint64 `json:"changes"`
 }
 
-// fastPath runs mode forward's XDP fast path: it chooses each direction's
-// path, re-checks it while the dataplane runs, and folds the frames the
-// kernel forwarded into the ports' counters. It owns no frame.
+// fastPath runs the XDP fast path (mode forward's, LinkGuardian's): it
+// chooses each direction's path, re-checks it while the dataplane runs, and
+// folds the frames the kernel carried into the ports' counters. It owns no
+// frame.
 type fastPath struct {
 	log      *slog.Logger
 	counters []PortCounters
@@ -108,38 +114,47 @@ type fastDir struct {
 	src, dst *Port
 	lg       *bpf.LGRx // LinkGuardian's receive direction (SetLGRx), nil for forward's
 	lgTx     *bpf.LGTx // LinkGuardian's send direction (SetLGTx), nil for forward's
-	on       bool
-	reason   string
-	changes  uint64
-	seen     bpf.PortCounters // src's program counters when last folded
+	// blocked is why the direction stays on AF_XDP for good whatever the
+	// ports do ("" if it may take the kernel path).
+	blocked string
+	on      bool
+	reason  string
+	changes uint64
+	seen    bpf.PortCounters // src's program counters when last folded
 }
 
-// newFastPath sets up mode forward's fast path in the calling thread's
-// network namespace (the ports'). A reason in the configuration that rules
-// the kernel path out fails New with FastPathXDP and leaves the directions
-// on AF_XDP otherwise.
+// newFastPath sets up the fast path in the calling thread's network
+// namespace (the ports'): mode forward's two directions, or LinkGuardian's
+// receive direction and its send direction. A reason in the configuration
+// that rules the kernel path out fails New with FastPathXDP and leaves the
+// directions on AF_XDP otherwise, each with its reason (Stats, the log).
 func (d *Dataplane) newFastPath() error {
 	cfg := &d.cfg
 	// Not Mode.linkGuardian: that includes test modes on other ports.
 	lg := cfg.Mode == ModeLG || cfg.Mode == ModeLGNB || cfg.Mode == ModeMonitor
 	if cfg.Mode != ModeForward && !lg {
 		if cfg.FastPath == FastPathXDP {
-			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (forward has, and lg, lgnb and monitor for the frames they receive); use --fastpath auto or afxdp", cfg.Mode)
+			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (forward has, and lg, lgnb and monitor); use --fastpath auto or afxdp", cfg.Mode)
 		}
 		return nil
 	}
 	h, l := d.ports.Host, d.ports.Links[0]
 	f := &fastPath{log: cfg.Logger, counters: d.stats.Ports, ns: netns.None()}
 	fromLink := fastDir{from: l, to: h, src: d.all[l], dst: d.all[h]}
-	if lg && cfg.lgTxWanted() {
-		f.dirs = []fastDir{fromLink, {from: h, to: l, src: d.all[h], dst: d.all[l]}}
-	} else if lg {
-		f.dirs = []fastDir{fromLink}
+	toLink := fastDir{from: h, to: l, src: d.all[h], dst: d.all[l]}
+	if lg {
+		// LinkGuardian's send direction is listed whether or not its
+		// kernel half can run here, with the reason when it cannot.
+		toLink.blocked = cfg.lgTxWhy
+		f.dirs = []fastDir{fromLink, toLink}
 	} else {
-		f.dirs = []fastDir{{from: h, to: l, src: d.all[h], dst: d.all[l]}, fromLink}
+		f.dirs = []fastDir{toLink, fromLink}
 	}
 	d.fast = f
 	why := d.fastBlocked()
+	if why == "" && lg && cfg.FastPath == FastPathXDP && cfg.lgTxFix {
+		return fmt.Errorf("dataplane: --fastpath xdp: LinkGuardian's send fast path cannot run: %s; or use --fastpath auto, which leaves the send direction to the worker", cfg.lgTxWhy)
+	}
 	if why == "" && lg {
 		why = f.openLG(cfg.LG.Integrity)
 	}
@@ -168,54 +183,93 @@ func (d *Dataplane) newFastPath() error {
 	return nil
 }
 
-// lgTxWanted says whether LinkGuardian's send fast path may run: asked for
-// (LGConfig.FastSend) with the kernel path (--fastpath xdp; auto keeps lg
-// in the worker) in a LinkGuardian mode protecting both directions on one
-// host port and one link port. The ports are then attached with what it needs (dataplane.go); the
-// other conditions (fastBlocked) fail New.
+// lgTxWanted says whether LinkGuardian's send fast path runs: a
+// LinkGuardian mode whose configuration allows the kernel path
+// (lgTxBlocked, decided by defaults). The ports are then attached with
+// what it needs (dataplane.go).
 func (c *Config) lgTxWanted() bool {
 	lg := c.Mode == ModeLG || c.Mode == ModeLGNB || c.Mode == ModeMonitor
-	return lg && c.LG.FastSend && c.FastPath == FastPathXDP && (c.LG.Protect == "" || c.LG.Protect == "both") &&
-		len(c.portNames()) == 2
+	return lg && c.lgTxWhy == ""
 }
 
-// fastBlocked is why the configuration rules the kernel path out ("" if
-// nothing does).
+// lgTxBlocked is why LinkGuardian's send fast path cannot run on this
+// configuration with a link port of queues queues (qerr: they could not be
+// counted), "" if it can; fix says that the user can change it on the port
+// (--fastpath xdp then fails instead of falling back).
+//
+// It needs a link of one queue. A redirected frame leaves on a queue the
+// CPU picks: a veth puts it on the peer's RX queue smp_processor_id() %
+// its queues (veth_xdp_xmit), a NIC on the CPU's XDP TX queue. The far
+// end's receive fast path judges queue 0 only, so on a link of two queues
+// the kernel's frames from one of the two CPUs reached queue 1, the
+// priority lane, and the peer took the split for holes (57 678 of 103 496
+// frames there, 19 % of the frames asked for again); sending only from
+// the CPUs whose frames land on queue 0 halved what the kernel sent.
+// Steering the host port's queue-0 frames to CPU 0 through a cpumap whose
+// entry ran the send path (tried on two link queues, interleaved with one
+// on a busy machine): the kernel sent every frame and 143-byte flows were
+// no slower, but under bulk TCP at loss 0 the far end found 800-1,000
+// numbered frames missing per 4 s run against 50-220 on one queue, and
+// one run gave up on 297 of them. Not kept.
+func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
+	if why := c.fastConfigBlocked(); why != "" {
+		return why, false
+	}
+	switch c.LG.Protect {
+	case "rx":
+		return "--protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
+	case "tx":
+		return "--protect tx: the send fast path piggybacks ACKs of the receive point, which --protect both keeps", false
+	}
+	if qerr != nil {
+		return fmt.Sprintf("cannot count the queues of %s: %v", c.LinkPort, qerr), false
+	}
+	if queues > 1 {
+		return fmt.Sprintf("link port %s has %d queues, and the kernel's frames would reach the far end on the queue of whichever CPU sent them (only queue 0's are judged in the kernel); fix: give it one (ethtool -L %s combined 1 on a NIC, at both ends; linkfabric up --link-queues 1 on a testbed)",
+			c.LinkPort, queues, c.LinkPort), true
+	}
+	return "", false
+}
+
+// fastBlocked is why the configuration or the ports rule the kernel path
+// out ("" if nothing does).
 func (d *Dataplane) fastBlocked() string {
 	cfg := &d.cfg
-	switch {
-	case cfg.FastPath == FastPathAFXDP:
-		return "--fastpath afxdp"
-	case cfg.Workers > 1:
-		return fmt.Sprintf("--workers %d runs one AF_XDP worker per queue; the kernel fast path is single-worker", cfg.Workers)
-	case cfg.BusyPoll:
-		return "--busy-poll asks for the AF_XDP path (it polls the sockets)"
-	case cfg.PFC.Enabled:
-		// The devmap redirect has no queue to hold a paused class in and
-		// no occupancy to send XOFF from: per-class PFC needs the worker.
-		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
-	case cfg.Mode != ModeForward && cfg.FastPath == FastPathAuto:
-		// Measured on the 2-core veth testbed (docs/results.md): the
-		// kernel receive path cuts short flows' p50 FCT by 14 %, but it
-		// runs the receiving host's stack in the softirq of the sending
-		// switch's worker, the bottleneck while the send side is in Go:
-		// bulk TCP goodput fell from 2.4 to 1.3 Gbit/s (2.0 without the
-		// CRC check). Until the send side is in the kernel too, it is
-		// asked for.
-		return "--fastpath auto keeps lg's receive path in the worker (the kernel receive path trades bulk goodput for short-flow latency while the send side is in Go); --fastpath xdp turns it on"
-	case cfg.Mode != ModeForward && cfg.LG.Protect == "tx":
-		return "the link's frames toward this end are not sequenced (--protect without rx): nothing for the kernel path to judge"
+	if why := cfg.fastConfigBlocked(); why != "" {
+		return why
 	}
 	for _, p := range d.all {
-		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {
-			return fmt.Sprintf("%s has a rate limit (--port-rate), which only the AF_XDP path applies", p.Name)
-		}
 		if m := p.prog.Mode(); m != bpf.XDPNative {
 			why := fmt.Sprintf("XDP on %s runs in %s mode; redirecting port to port needs native XDP", p.Name, m)
 			if r := p.prog.FallbackReason(); r != nil {
 				why += fmt.Sprintf(" (native failed: %v)", r)
 			}
 			return why
+		}
+	}
+	return ""
+}
+
+// fastConfigBlocked is why the configuration alone rules the kernel path
+// out ("" if nothing does).
+func (c *Config) fastConfigBlocked() string {
+	switch {
+	case c.FastPath == FastPathAFXDP:
+		return "--fastpath afxdp"
+	case c.Workers > 1:
+		return fmt.Sprintf("--workers %d runs one AF_XDP worker per queue; the kernel fast path is single-worker", c.Workers)
+	case c.BusyPoll:
+		return "--busy-poll asks for the AF_XDP path (it polls the sockets)"
+	case c.PFC.Enabled:
+		// The devmap redirect has no queue to hold a paused class in and
+		// no occupancy to send XOFF from: per-class PFC needs the worker.
+		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
+	case c.Mode != ModeForward && c.LG.Protect == "tx":
+		return "the link's frames toward this end are not sequenced (--protect without rx): nothing for the kernel path to judge"
+	}
+	for _, name := range c.portNames() {
+		if s, ok := c.Shape[name]; ok && s.Rate > 0 {
+			return fmt.Sprintf("%s has a rate limit (--port-rate), which only the AF_XDP path applies", name)
 		}
 	}
 	return ""
@@ -236,37 +290,18 @@ func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
 		return err.Error()
 	}
 	f.lgRx, f.dirs[0].lg = s, s
-	if len(f.dirs) < 2 {
+	if f.dirs[1].blocked != "" {
 		return ""
 	}
 	// The send direction: the host port's program numbers and stamps host
-	// frames, and seals them with the trailer the link's frames carry.
+	// frames, and seals them with the trailer the link's frames carry (on
+	// a link of one queue: lgTxBlocked).
 	host := f.dirs[1].src.prog
 	t, err := host.LGTx()
 	if err != nil {
 		return err.Error()
 	}
 	if err := host.SetLGRxIntegrity(integrity); err != nil {
-		return err.Error()
-	}
-	// A veth puts a frame redirected into it on the peer's RX queue
-	// smp_processor_id() % its queues (veth_select_rxq), and the receive
-	// fast path serves queue 0 only. On a link of one queue (the testbeds'
-	// LinkQueues 1) every frame the kernel sends lands there, from any
-	// CPU. On a link of n > 1 queues the kernel sends only on CPUs that are
-	// a multiple of n and declines on the others (SetLGTxCPUs), which
-	// halves what it sends on the 2-core pair, as measured (28-40 % of the
-	// frames, sending changing hands per declined frame); with every CPU
-	// allowed, 57 678 of 103 496 frames reached sw2's link0 on queue 1 and
-	// the peer took the split for holes (19 % of the frames asked for
-	// again). A NIC's redirect leaves on the CPU's XDP TX queue: steering
-	// the host port's frames to one CPU (a cpumap running lf_lg_tx) would
-	// serve any queue count; not built.
-	if n := f.dirs[1].dst.queues; n > 1 {
-		f.log.Warn("LinkGuardian's send fast path on a link of several queues sends only from some CPUs; a link of one queue lets it send from all",
-			"dev", f.dirs[1].dst.Name, "queues", n)
-	}
-	if err := host.SetLGTxCPUs(f.dirs[1].dst.queues); err != nil {
 		return err.Error()
 	}
 	f.lgTx, f.dirs[1].lgTx = t, t
@@ -352,6 +387,10 @@ func (f *fastPath) check() {
 	}
 	for i := range f.dirs {
 		dir := &f.dirs[i]
+		if dir.blocked != "" {
+			dir.reason = dir.blocked
+			continue
+		}
 		on, why := f.usable(dir)
 		if on != dir.on {
 			set := dir.src.prog.SetFast
@@ -403,6 +442,9 @@ func (f *fastPath) fold() {
 	}
 	for i := range f.dirs {
 		dir := &f.dirs[i]
+		if dir.blocked != "" {
+			continue
+		}
 		c, err := dir.counters()
 		if err != nil {
 			continue

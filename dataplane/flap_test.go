@@ -35,8 +35,7 @@ func linkFlap(t *testing.T, mode Mode) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
 	cfg := Config{Mode: mode}
 	if lgOnFastPath && mode != ModeForward {
-		cfg.FastPath = FastPathXDP
-		cfg.LG.FastSend = lgFastSend
+		cfg.FastPath = lgFastPathMode()
 	}
 	sw1 := startWatched(t, tb.NS("sw1"), cfg)
 	sw2 := startWatched(t, tb.NS("sw2"), cfg)
@@ -112,7 +111,7 @@ func linkFlap(t *testing.T, mode Mode) {
 			}
 		}
 	}
-	if cfg.LG.FastSend {
+	if mode != ModeForward && lgFastSend {
 		// Both halves ran: the kernel sent host frames, and the flap (the
 		// session leaving Up) took sending back to the core at least once.
 		for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {

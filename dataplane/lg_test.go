@@ -54,8 +54,7 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	b := &lgBed{tb: tb}
 	var fp FastPath
 	if lgOnFastPath && mode != ModeForward {
-		fp = FastPathXDP
-		lgc.FastSend = lgFastSend
+		fp = lgFastPathMode()
 	}
 	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc, FastPath: fp})
 	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc, FastPath: fp})
@@ -430,7 +429,7 @@ func coreAndSession(d *Dataplane) (LGCore, SessionSnapshot) {
 	}
 }
 
-// checkPriorityLane: on the pair testbed's two-queue link, every
+// checkPriorityLane: on upLG's two-queue link (lgLinkQueues), every
 // retransmitted copy left sw1 on the priority lane and nothing else did
 // (this direction has no loss notifications or PFC to send), and sw2 sent
 // its loss notifications (first and repeated) and pause frames there; both

@@ -44,14 +44,6 @@ type LGConfig struct {
 	// (default), "tx" (frames this end sends), "rx" (frames it receives).
 	// Both ends of a link must agree (tx here, rx there).
 	Protect string
-	// FastSend, with FastPath xdp and Protect both, runs LinkGuardian's
-	// send fast path too: the host port's XDP program numbers, copies,
-	// stamps and sends host frames while the kernel owns sending
-	// (linkguardian/fasttx.go). Experimental (off by default): on the
-	// 2-core veth pair bulk TCP sees retransmissions it does not see
-	// without it (TestLGFastSendSuite leaves HidesLossFromTCP out; see
-	// openLG in fastpath.go).
-	FastSend bool
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64
 	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes
@@ -148,8 +140,9 @@ type LGConfig struct {
 	// MonitorWindow is the loss monitor's moving window; default 10s.
 	MonitorWindow time.Duration
 	// Integrity is the check every link frame carries (integrity.go): a
-	// CRC32C trailer by default; linkcrc.Off where the NICs' MACs check the
-	// Ethernet FCS. Both ends must agree.
+	// CRC32C trailer for the zero value; linkcrc.Off where the NICs' MACs
+	// check the Ethernet FCS; linkcrc.Auto (linkfabric run's default)
+	// decides from the link ports (integrityauto.go). Both ends must agree.
 	Integrity linkcrc.Integrity
 
 	// fixedCopies: N was given (Copies or LinkLoss), not measured.
@@ -193,7 +186,7 @@ func (c *LGConfig) frameLen() int { return c.MTU + 18 }
 
 // defaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
-// it (see TxBuffer). With the kernel's send path (FastSend) the dataplane
+// it (see TxBuffer). With the kernel's send path (lgTxWanted) the dataplane
 // asks for the whole ring on any link, and a ring twice the usual size
 // (defaultRingSize): once the kernel's window is full, sending goes to the
 // worker, which under a saturating flow seldom gets a moment to hand it

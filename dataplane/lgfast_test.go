@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -61,8 +62,9 @@ func TestLGFastPathCarries(t *testing.T) {
 			rs.FastDelivered, rs.Delivered, rs.FastHandOffs, rs.FastClaims)
 	}
 	fp := r.bed.sw2.FastPath()
-	if len(fp) != 1 || fp[0].Path != FastPathXDP || fp[0].Frames != rs.FastDelivered {
-		t.Errorf("sw2's fast path %+v; want one direction link0 → host0 on xdp that carried %d frames", fp, rs.FastDelivered)
+	if len(fp) != 2 || fp[0].Path != FastPathXDP || fp[0].Frames != rs.FastDelivered ||
+		fp[1].From != "host0" || fp[1].Path != FastPathAFXDP || !strings.Contains(fp[1].Reason, "2 queues") {
+		t.Errorf("sw2's fast path %+v; want link0 → host0 on xdp that carried %d frames, and host0 → link0 on afxdp for the link's 2 queues", fp, rs.FastDelivered)
 	}
 	lg := r.bed.sw2.Link().Program()
 	if c, _ := lg.LGRx(); c != nil {
@@ -87,19 +89,28 @@ func TestLGFastPathCorruption(t *testing.T) {
 }
 
 // lgLinkQueues is the link's queue count for upLG and linkFlap: one with
-// the send fast path, whose kernel sends from whichever CPU the host's
-// frame arrived on (a veth puts a redirected frame on the peer's RX queue
-// of that CPU, and the receive fast path serves queue 0), else the pair
-// preset's two (queue 1 the priority lane).
+// the send fast path, which runs on a link of one queue only
+// (lgTxBlocked), else two (queue 1 the priority lane), on which the kernel
+// path is the receive half alone.
 func lgLinkQueues() int {
 	if lgFastSend {
 		return 1
 	}
-	return 0
+	return 2
+}
+
+// lgFastPathMode is the --fastpath of upLG and linkFlap with lgOnFastPath:
+// xdp (both halves, or fail) on the one-queue link of lgFastSend, auto (the
+// receive half, the send half falling back) on two queues.
+func lgFastPathMode() FastPath {
+	if lgFastSend {
+		return FastPathXDP
+	}
+	return FastPathAuto
 }
 
 // lgFastSend makes upLG and linkFlap (with lgOnFastPath) run
-// LinkGuardian's send fast path too (LGConfig.FastSend): the kernel numbers,
+// LinkGuardian's send fast path too (a link of one queue): the kernel numbers,
 // copies, stamps and sends host frames at each sender (lf_lg_tx).
 var lgFastSend bool
 

@@ -24,23 +24,21 @@ import (
 const Subnet = "10.0.0.0/24"
 
 // FCTArms are the arms `linkfabric fct` knows, in their canonical order.
-var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-xdp", "lg-noloss-xdp-both", "lg", "lg-xdp", "lg-xdp-both", "lgnb", "kernel"}
+var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-afxdp", "lg", "lg-afxdp", "lgnb", "kernel"}
 
 // DefaultFCTArms are the arms run when none are given.
 var DefaultFCTArms = []string{"noloss", "loss", "lg", "lgnb"}
 
 var fctArmWhat = map[string]string{
-	"noloss":             "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
-	"noloss-afxdp":       "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
-	"lg-noloss":          "linkfabric lg (LinkGuardian, in order), loss 0",
-	"lg-noloss-xdp":      "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), loss 0",
-	"lg-xdp":             "linkfabric lg --fastpath xdp (in-order frames delivered by the kernel), lossy link",
-	"lg-noloss-xdp-both": "linkfabric lg --fastpath xdp --lg-fast-send (the kernel also numbers and sends host frames), loss 0",
-	"lg-xdp-both":        "linkfabric lg --fastpath xdp --lg-fast-send (the kernel also numbers and sends host frames), lossy link",
-	"loss":               "linkfabric forward, lossy link (unprotected)",
-	"lg":                 "linkfabric lg (LinkGuardian, in order), lossy link",
-	"lgnb":               "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
-	"kernel":             "Linux bridge in sw1 and sw2, no impairment",
+	"noloss":          "linkfabric forward (kernel fast path where possible), loss 0 (the reference)",
+	"noloss-afxdp":    "linkfabric forward --fastpath afxdp (through the Go worker), loss 0",
+	"lg-noloss":       "linkfabric lg (LinkGuardian, in order; its default path: the kernel's where it can), loss 0",
+	"lg-noloss-afxdp": "linkfabric lg --fastpath afxdp (LinkGuardian in the Go worker), loss 0",
+	"lg-afxdp":        "linkfabric lg --fastpath afxdp (LinkGuardian in the Go worker), lossy link",
+	"loss":            "linkfabric forward, lossy link (unprotected)",
+	"lg":              "linkfabric lg (LinkGuardian, in order; its default path: the kernel's where it can), lossy link",
+	"lgnb":            "linkfabric lgnb (LinkGuardianNB, no reordering), lossy link",
+	"kernel":          "Linux bridge in sw1 and sw2, no impairment",
 }
 
 // FCTConfig sizes `linkfabric fct`.
@@ -58,7 +56,7 @@ type FCTConfig struct {
 	Warmup int `json:"warmup"`
 	// Timeout per flow; a flow not complete by then counts as failed.
 	Timeout time.Duration `json:"flow_timeout"`
-	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 1);
 	// the command gives it to Env.LinkQueues.
 	LinkQueues int `json:"link_queues,omitempty"`
 	// RunArgs are extra `linkfabric run` arguments for lg and lgnb (after
@@ -252,6 +250,13 @@ type FCTArm struct {
 	Copies         int64   `json:"copies,omitempty"`
 	RetxCopies     uint64  `json:"retx_copies,omitempty"`
 	RetxDelayP99us float64 `json:"retx_delay_p99_us,omitempty"`
+	// KernelSent and KernelDelivered (lg, lgnb) are the shares of the data
+	// frames sw1's kernel numbered and sent, and of the frames sw2's kernel
+	// delivered to h2: which path LinkGuardian took (0 on the worker path).
+	KernelSent      float64 `json:"kernel_sent"`
+	KernelDelivered float64 `json:"kernel_delivered"`
+	// sent, fastSent, delivered, fastDelivered are the counts behind them.
+	sent, fastSent, delivered, fastDelivered uint64
 	// iperf tool: tcpdump's dropped packets (-1 unknown), summed over sizes.
 	CaptureDropped int `json:"capture_dropped,omitempty"`
 	// Control: link frames and worker wakeups per data frame (not kernel).
@@ -404,13 +409,10 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		switch arm {
 		case "noloss-afxdp":
 			args = []string{"--fastpath", "afxdp"}
-		case "lg", "lgnb", "lg-noloss", "lg-noloss-xdp", "lg-xdp", "lg-noloss-xdp-both", "lg-xdp-both":
+		case "lg", "lgnb", "lg-noloss", "lg-noloss-afxdp", "lg-afxdp":
 			mode, _, _ = strings.Cut(arm, "-")
-			if strings.Contains(arm, "-xdp") {
-				args = append(args, "--fastpath", "xdp")
-			}
-			if strings.HasSuffix(arm, "-both") {
-				args = append(args, "--lg-fast-send")
+			if strings.HasSuffix(arm, "-afxdp") {
+				args = append(args, "--fastpath", "afxdp")
 			}
 			if !lossless {
 				args = append(args, "--link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))
@@ -517,8 +519,24 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
 			a.Copies, a.RetxCopies = l.Copies, l.Core.Sender.RetxCopies
 		}
+		a.kernelShares(&before, &after)
 	}
 	return a, flows, nil
+}
+
+// kernelShares sets KernelSent and KernelDelivered from the switches'
+// counters before and after the arm's flows (sw1 sends, sw2 delivers).
+func (a *FCTArm) kernelShares(before, after *[2]DPStats) {
+	if b, x := before[0].LinkGuardian, after[0].LinkGuardian; b != nil && x != nil && b.Core.Sender != nil && x.Core.Sender != nil {
+		a.sent = x.Core.Sender.DataSent - b.Core.Sender.DataSent
+		a.fastSent = x.Core.Sender.FastSent - b.Core.Sender.FastSent
+	}
+	if b, x := before[1].LinkGuardian, after[1].LinkGuardian; b != nil && x != nil && b.Core.Receiver != nil && x.Core.Receiver != nil {
+		a.delivered = x.Core.Receiver.Delivered - b.Core.Receiver.Delivered
+		a.fastDelivered = x.Core.Receiver.FastDelivered - b.Core.Receiver.FastDelivered
+	}
+	a.KernelSent = ratio(float64(a.fastSent), float64(a.sent))
+	a.KernelDelivered = ratio(float64(a.fastDelivered), float64(a.delivered))
 }
 
 // withImpairer runs fn on the impairment stage of sw2's link0 (the receiving
@@ -567,6 +585,12 @@ func (a *FCTArm) add(b *FCTArm) {
 	a.RetxDelayP99us = max(a.RetxDelayP99us, b.RetxDelayP99us)
 	a.CaptureDropped += b.CaptureDropped
 	a.Control = a.Control.plus(b.Control)
+	a.sent += b.sent
+	a.fastSent += b.fastSent
+	a.delivered += b.delivered
+	a.fastDelivered += b.fastDelivered
+	a.KernelSent = ratio(float64(a.fastSent), float64(a.sent))
+	a.KernelDelivered = ratio(float64(a.fastDelivered), float64(a.delivered))
 }
 
 func (a *FCTArm) lossNote() string {
@@ -623,12 +647,12 @@ func (r *FCTResult) Table() string {
 	b.WriteString("\n")
 	fct.WriteTable(&b, r.FCT)
 
-	b.WriteString("\nper arm (impairment counters at sw2 link0, sw1→sw2; LinkGuardian counters of sw2's receiver and sw1's sender):\n")
+	b.WriteString("\nper arm (impairment counters at sw2 link0, sw1→sw2; LinkGuardian counters of sw2's receiver and sw1's sender; kernel sent/delivered: the shares of LinkGuardian's data frames sw1's kernel sent and sw2's kernel delivered, 0 % on the worker path):\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "arm\tseconds\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tretx copies\tretx p99 µs\t")
+	fmt.Fprintln(w, "arm\tseconds\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tretx copies\tretx p99 µs\tkernel sent\tkernel delivered\t")
 	for _, a := range r.Arms {
 		if a.Name == "kernel" {
-			fmt.Fprintf(w, "%s\t%.1f\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", a.Name, a.Seconds)
+			fmt.Fprintf(w, "%s\t%.1f\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", a.Name, a.Seconds)
 			continue
 		}
 		lg := isLG(a.Name)
@@ -638,12 +662,13 @@ func (r *FCTResult) Table() string {
 			}
 			return strconv.FormatUint(v, 10)
 		}
-		n, p99 := "-", "-"
+		n, p99, ks, kd := "-", "-", "-", "-"
 		if lg {
 			n, p99 = strconv.FormatInt(a.Copies, 10), fmt.Sprintf("%.0f", a.RetxDelayP99us)
+			ks, kd = fmt.Sprintf("%.0f%%", 100*a.KernelSent), fmt.Sprintf("%.0f%%", 100*a.KernelDelivered)
 		}
-		fmt.Fprintf(w, "%s\t%.1f\t%d\t%d\t%.3g\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Name, a.Seconds, a.FramesSeen, a.FramesDropped,
-			a.ActualLoss, opt(a.LostDetected), opt(a.Recovered), opt(a.AckNoTimeouts), n, opt(a.RetxCopies), p99)
+		fmt.Fprintf(w, "%s\t%.1f\t%d\t%d\t%.3g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Name, a.Seconds, a.FramesSeen, a.FramesDropped,
+			a.ActualLoss, opt(a.LostDetected), opt(a.Recovered), opt(a.AckNoTimeouts), n, opt(a.RetxCopies), p99, ks, kd)
 	}
 	w.Flush()
 
@@ -727,14 +752,15 @@ func (c fctComparison) in(sums []fct.Summary) (float64, bool) {
 	return ratio(float64(stat(a)), float64(stat(b))), true
 }
 
-// lgComparisons are LinkGuardian's own costs at size: lg at loss 0 (the
-// worker path, the kernel receive path -xdp, both halves in the kernel
-// -xdp-both) against both forward paths at p50, and lg on the lossy link
-// against lg at loss 0 (path by path) and, for the kernel paths, forward at
-// loss 0 at p99.9. The arms a run lacks drop out where the ratios are taken.
+// lgComparisons are LinkGuardian's own costs at size: lg at loss 0 (its
+// default path, and the worker path -afxdp) against both forward paths at
+// p50, and lg on the lossy link against lg at loss 0 (path by path) and,
+// for the worker path, forward at loss 0 at p99.9 (the default path's is
+// the headline's lg/noloss). The arms a run lacks drop out where the ratios
+// are taken.
 func lgComparisons(size int64) []fctComparison {
 	var out []fctComparison
-	for _, path := range []string{"", "-xdp", "-xdp-both"} {
+	for _, path := range []string{"", "-afxdp"} {
 		out = append(out,
 			fctComparison{size, "p50", "lg-noloss" + path, "noloss"},
 			fctComparison{size, "p50", "lg-noloss" + path, "noloss-afxdp"},
@@ -860,13 +886,14 @@ const DemoOutDir = "out/demo"
 
 // DemoConfig is the paper's main FCT setting sized for a laptop: 10^4 flows
 // of 143 B and 2,000 of 24,387 B per arm, Bernoulli loss 1e-3 on sw1→sw2,
-// arms noloss, loss, lg and lgnb, the builtin tool.
+// arms noloss, loss, lg-noloss (LinkGuardian's own cost), lg and lgnb, each
+// on its default path (no flags), the builtin tool.
 func DemoConfig() FCTConfig {
 	return FCTConfig{
 		Sizes: []int64{143, 24387},
 		Flows: []int{10000, 2000},
 		Loss:  1e-3,
-		Arms:  slices.Clone(DefaultFCTArms),
+		Arms:  []string{"noloss", "loss", "lg-noloss", "lg", "lgnb"},
 		Tool:  "builtin",
 	}
 }

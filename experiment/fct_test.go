@@ -40,7 +40,7 @@ func TestFCTConfigNormalize(t *testing.T) {
 			t.Errorf("%+v: no error", bad)
 		}
 	}
-	if d := DemoConfig(); d.Normalize() != nil || d.FlowsFor(0) != 10000 || d.FlowsFor(1) != 2000 || d.Loss != 1e-3 {
+	if d := DemoConfig(); d.Normalize() != nil || d.FlowsFor(0) != 10000 || d.FlowsFor(1) != 2000 || d.Loss != 1e-3 || d.RunArgs != nil || d.LinkQueues != 0 {
 		t.Fatalf("demo config: %+v", d)
 	}
 }
@@ -224,38 +224,38 @@ func TestFCTRounds(t *testing.T) {
 	}
 
 	a := &FCTArm{Name: "lg", Seconds: 1, FramesSeen: 100, FramesDropped: 1, LostDetected: 1, Recovered: 1, Copies: 2, RetxDelayP99us: 300,
-		Control: FCTControl{DataFrames: 10, Dummies: 2, Wakeups: 5}}
+		Control: FCTControl{DataFrames: 10, Dummies: 2, Wakeups: 5}, sent: 10, fastSent: 10, delivered: 10, fastDelivered: 5}
 	a.add(&FCTArm{Name: "lg", Seconds: 2, FramesSeen: 300, FramesDropped: 3, LostDetected: 3, Recovered: 2, Copies: 2, RetxDelayP99us: 200,
-		Control: FCTControl{DataFrames: 30, ExplicitAcks: 2, Wakeups: 15}})
+		Control: FCTControl{DataFrames: 30, ExplicitAcks: 2, Wakeups: 15}, sent: 30, fastSent: 20, delivered: 30, fastDelivered: 25})
 	if a.Seconds != 3 || a.FramesSeen != 400 || a.ActualLoss != 0.01 || a.LostDetected != 4 || a.Recovered != 3 || a.RetxDelayP99us != 300 ||
-		a.Control.DataFrames != 40 || a.Control.ControlPerData != 0.1 || a.Control.WakeupsPerData != 0.5 {
+		a.Control.DataFrames != 40 || a.Control.ControlPerData != 0.1 || a.Control.WakeupsPerData != 0.5 || a.KernelSent != 0.75 || a.KernelDelivered != 0.75 {
 		t.Fatalf("folded arm: %+v", a)
 	}
 
 	round := func(nl, l0, l int) []fct.Summary {
 		var fl []fct.Flow
-		for arm, us := range map[string]int{"noloss": nl, "lg-noloss-xdp-both": l0, "lg-xdp-both": l} {
+		for arm, us := range map[string]int{"noloss": nl, "lg-noloss-afxdp": l0, "lg-afxdp": l} {
 			fl = append(fl, fct.Flow{Arm: arm, Size: 143, FCT: time.Duration(us) * time.Microsecond})
 		}
 		return fct.Summarize(fl)
 	}
-	r := &FCTResult{Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Rounds: 3, Arms: []string{"noloss", "lg-noloss-xdp-both", "lg-xdp-both"}},
+	r := &FCTResult{Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Rounds: 3, Arms: []string{"noloss", "lg-noloss-afxdp", "lg-afxdp"}},
 		Rounds: [][]fct.Summary{round(100, 110, 220), round(100, 130, 130), round(200, 240, 480)}}
 	r.RoundRatios = r.roundRatios()
 	if len(r.RoundRatios) != 3 {
 		t.Fatalf("round ratios: %+v", r.RoundRatios)
 	}
-	if p50 := r.RoundRatios[0]; p50.Arm != "lg-noloss-xdp-both" || p50.Ref != "noloss" || p50.Median != 1.2 || !slices.Equal(p50.Rounds, []float64{1.1, 1.3, 1.2}) {
+	if p50 := r.RoundRatios[0]; p50.Arm != "lg-noloss-afxdp" || p50.Ref != "noloss" || p50.Median != 1.2 || !slices.Equal(p50.Rounds, []float64{1.1, 1.3, 1.2}) {
 		t.Fatalf("p50 per round: %+v", p50)
 	}
-	if p999 := r.RoundRatios[1]; p999.Stat != "p99.9" || p999.Ref != "lg-noloss-xdp-both" || p999.Median != 2 {
+	if p999 := r.RoundRatios[1]; p999.Stat != "p99.9" || p999.Ref != "lg-noloss-afxdp" || p999.Median != 2 {
 		t.Fatalf("p99.9 per round: %+v", p999)
 	}
 	if p999 := r.RoundRatios[2]; p999.Ref != "noloss" || p999.Median != 2.2 {
 		t.Fatalf("p99.9 against forward per round: %+v", p999)
 	}
 	out := r.Table()
-	for _, want := range []string{"in 3 interleaved rounds", "round by round (3 rounds", "143B p50 lg-noloss-xdp-both/noloss: 1.10, 1.30, 1.20 (median 1.20x)"} {
+	for _, want := range []string{"in 3 interleaved rounds", "round by round (3 rounds", "143B p50 lg-noloss-afxdp/noloss: 1.10, 1.30, 1.20 (median 1.20x)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

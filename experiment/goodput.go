@@ -34,7 +34,7 @@ type GoodputConfig struct {
 	Seed     uint64        `json:"seed"`
 	CC       string        `json:"cc"` // "" = dctcp if available, else cubic
 	RunArgs  []string      `json:"run_args,omitempty"`
-	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 1);
 	// the command gives it to Env.LinkQueues.
 	LinkQueues int `json:"link_queues,omitempty"`
 	MTU        int `json:"mtu,omitempty"`
@@ -111,9 +111,9 @@ type GoodputSample struct {
 	// time; with native XDP on the host port the frames never reach an
 	// AF_XDP socket). Each costs TCP a retransmission.
 	HostVethDrops uint64 `json:"h1_veth_drops"`
-	// The kernel's share (lg/lgnb, --fastpath xdp): of the data frames
-	// sw1 sent, those its kernel send path numbered and sent
-	// (--lg-fast-send), and of those sw2 delivered, those its kernel
+	// The kernel's share (lg/lgnb on their default path): of the data
+	// frames sw1 sent, those its kernel send path numbered and sent, and
+	// of those sw2 delivered, those its kernel
 	// receive path delivered. A run whose sending stayed with sw1's worker
 	// shows a low KernelSent (the worker path is about half as fast).
 	KernelSent      float64 `json:"kernel_sent_share"`

@@ -33,7 +33,7 @@ type Env struct {
 	// Progress receives human progress lines (stderr by default).
 	Progress io.Writer
 	// LinkQueues, if > 0, is the pair testbed's link queue count instead
-	// of the preset's 2 (netns.Options.LinkQueues).
+	// of the preset's (netns.Options.LinkQueues).
 	LinkQueues int
 }
 

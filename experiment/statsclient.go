@@ -91,14 +91,14 @@ type lgDoc struct {
 // lgSenderDoc is the LinkGuardian sender's counters in /stats.json.
 type lgSenderDoc struct {
 	DataSent, RetxCopies, DummiesSent, AcksRx, TxBufPeakFrames, TxBufPeakBytes, TxFull, PausedRefusals uint64
-	// FastSent: data frames the kernel send path numbered and sent (--lg-fast-send).
+	// FastSent: data frames the kernel send path numbered and sent.
 	FastSent uint64
 }
 
 // lgReceiverDoc is the LinkGuardian receiver's counters in /stats.json.
 type lgReceiverDoc struct {
 	DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64
-	// FastDelivered: frames the kernel receive path delivered (--fastpath
-	// xdp), of Delivered.
+	// FastDelivered: frames the kernel receive path delivered, of
+	// Delivered.
 	FastDelivered, Delivered uint64
 }

@@ -42,7 +42,7 @@ type StressConfig struct {
 	BusyPoll     bool     `json:"busy_poll"`
 	Seed         uint64   `json:"seed"`
 	TargetLoss   float64  `json:"target_loss"`
-	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 2);
+	// LinkQueues is the sw1–sw2 link's queue count (0: the pair preset's 1);
 	// the command gives it to Env.LinkQueues.
 	LinkQueues int `json:"link_queues,omitempty"`
 	// Both impairs sw2→sw1 too (the same model, seed Seed+1, at sw1's link
@@ -100,9 +100,8 @@ type StressArm struct {
 	ExplicitAcks  uint64 `json:"explicit_acks,omitempty"`
 	Dummies       uint64 `json:"dummies,omitempty"`
 	// KernelDelivered is what sw2's kernel receive path delivered
-	// (lg/lgnb with --fastpath xdp), the rest went through its worker;
-	// KernelSent what sw1's kernel send path numbered and sent
-	// (--lg-fast-send).
+	// (lg/lgnb on their default path), the rest went through its worker;
+	// KernelSent what sw1's kernel send path numbered and sent.
 	KernelDelivered uint64 `json:"kernel_delivered,omitempty"`
 	KernelSent      uint64 `json:"kernel_sent,omitempty"`
 	// ReverseSeen and ReverseDropped are the impairment's counts on

@@ -178,10 +178,17 @@ const (
 	// (see "The cheaper check"): about a fifth of CRC32C's cost in XDP,
 	// and weaker.
 	Csum
+	// Auto is what the port needs, decided where the ports are known
+	// (the dataplane): Off on a port whose MAC checks the Ethernet FCS,
+	// Csum on a virtual link that has none (veth). Seal and Check treat it
+	// as Off (they refuse it): resolve it first.
+	Auto
 )
 
 func (m Integrity) String() string {
 	switch m {
+	case Auto:
+		return "auto"
 	case CRC32C:
 		return "crc32c"
 	case Off:
@@ -192,7 +199,8 @@ func (m Integrity) String() string {
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
-// Overhead is the number of bytes the mode adds to every frame on the link.
+// Overhead is the number of bytes the mode adds to every frame on the link
+// (Auto: the most it may resolve to).
 func (m Integrity) Overhead() int {
 	if m == Off {
 		return 0
@@ -200,9 +208,12 @@ func (m Integrity) Overhead() int {
 	return TrailerLen
 }
 
-// ParseMode parses "crc32c", "csum" or "off" (the values of run --integrity).
+// ParseMode parses "auto", "crc32c", "csum" or "off" (the values of run
+// --integrity; "" is CRC32C, the zero value).
 func ParseMode(s string) (Integrity, error) {
 	switch s {
+	case "auto":
+		return Auto, nil
 	case "crc32c", "":
 		return CRC32C, nil
 	case "csum":
@@ -210,5 +221,5 @@ func ParseMode(s string) (Integrity, error) {
 	case "off", "none":
 		return Off, nil
 	}
-	return 0, fmt.Errorf("--integrity %q: want crc32c (a CRC32C trailer on every link frame, for links without an FCS check such as veth), csum (the Internet checksum and the length: cheaper in the kernel's fast path, weaker) or off (the NICs' MACs check the Ethernet FCS)", s)
+	return 0, fmt.Errorf("--integrity %q: want auto (off where the port's MAC checks the Ethernet FCS, csum on virtual links such as veth), crc32c (a CRC32C trailer on every link frame, for links without an FCS check such as veth), csum (the Internet checksum and the length: cheaper in the kernel's fast path, weaker) or off (the NICs' MACs check the Ethernet FCS)", s)
 }

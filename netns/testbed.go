@@ -24,9 +24,14 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultPrefix        = "lf"
-	DefaultMTU           = 1500
-	DefaultLinkHeaderLen = 16
+	DefaultPrefix = "lf"
+	DefaultMTU    = 1500
+	// DefaultLinkHeaderLen is what the link ports' MTU exceeds the hosts'
+	// by: what the mode with the most overhead needs, so that one testbed
+	// fits every mode. Mode fec's parity frame is 22 bytes longer than the
+	// longest frame of its group, plus a 4-byte integrity trailer (lg, lgnb
+	// and monitor need 8 + 4; cells cut frames to the link's size).
+	DefaultLinkHeaderLen = 26
 )
 
 // MaxXDPVethMTU is the largest MTU at which native XDP attaches on veth for
@@ -56,14 +61,16 @@ type Options struct {
 	Forwarding string `json:"forwarding"`
 	// MTU is the host MTU (veth pairs of class "host"). Default 1500.
 	MTU int `json:"mtu"`
-	// LinkHeaderLen is added to MTU on veth pairs of class "link". Default 16.
+	// LinkHeaderLen is added to MTU on veth pairs of class "link". Default
+	// DefaultLinkHeaderLen, which fits every mode.
 	LinkHeaderLen int `json:"link_header_len"`
 	// LinkQueues, if > 0, is the queue count of every veth pair of class
-	// "link", instead of the topology's. One queue keeps every frame on
-	// one ring: a veth puts a frame an XDP program redirects into it on
-	// the peer's RX queue of the redirecting CPU, so with two queues the
-	// kernel's sends split over two rings (LinkGuardian's send fast path
-	// wants one; linkguardian/fasttx.go).
+	// "link", instead of the topology's (the pair preset's: 1). One queue
+	// keeps every frame on one ring: a veth puts a frame an XDP program
+	// redirects into it on the peer's RX queue of the redirecting CPU, so
+	// with two queues the kernel's sends would split over two rings
+	// (LinkGuardian's send fast path needs one, and stays in the worker on
+	// more; two give LinkGuardian's worker path a priority lane).
 	LinkQueues int `json:"link_queues,omitempty"`
 	// Queues, if > 0, is the queue count of every veth pair (LinkQueues
 	// still decides for class "link"): one worker per queue needs as many

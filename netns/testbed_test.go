@@ -398,7 +398,7 @@ func TestBundleUpDown(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		dev := "link" + string(rune('0'+i))
 		for _, sw := range []string{"sw1", "sw2"} {
-			if l, ok := st.Find(tb.NS(sw), dev); !ok || l.State != "up" || l.MTU != 1516 {
+			if l, ok := st.Find(tb.NS(sw), dev); !ok || l.State != "up" || l.MTU != 1526 {
 				t.Errorf("%s:%s = %+v", sw, dev, l)
 			}
 		}

@@ -18,7 +18,7 @@ func TestPresetPair(t *testing.T) {
 	}
 	want := []VethPair{
 		{Ends: [2]End{{"h1", "eth0"}, {"sw1", "host0"}}, MTU: MTUHost},
-		{Ends: [2]End{{"sw1", "link0"}, {"sw2", "link0"}}, MTU: MTULink, Queues: 2},
+		{Ends: [2]End{{"sw1", "link0"}, {"sw2", "link0"}}, MTU: MTULink, Queues: 1},
 		{Ends: [2]End{{"sw2", "host0"}, {"h2", "eth0"}}, MTU: MTUHost},
 	}
 	if len(topo.Links) != len(want) {
@@ -81,8 +81,8 @@ func TestPresetsListed(t *testing.T) {
 }
 
 func TestOptionsLinkMTU(t *testing.T) {
-	if got := (Options{}).LinkMTU(MTULink); got != 1516 {
-		t.Errorf("default link MTU = %d, want 1516", got)
+	if got := (Options{}).LinkMTU(MTULink); got != 1526 {
+		t.Errorf("default link MTU = %d, want 1526", got)
 	}
 	if got := (Options{}).LinkMTU(MTUHost); got != 1500 {
 		t.Errorf("default host MTU = %d, want 1500", got)

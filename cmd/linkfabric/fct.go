@@ -32,13 +32,15 @@ receiving end drops frames at --loss, and measures each flow's completion time:
   loss          linkfabric forward with the lossy link (unprotected)
   lg-noloss     linkfabric lg at loss 0: LinkGuardian's own cost (optional)
   lg            linkfabric lg (LinkGuardian, in order) with the lossy link
-  lg-noloss-xdp, lg-xdp
-                the same with --fastpath xdp: in-order frames delivered by the
-                kernel, the rest by the worker (optional)
-  lg-noloss-xdp-both, lg-xdp-both
-                and --lg-fast-send: the kernel also numbers, copies and sends
-                host frames (both halves; best with --link-queues 1) (optional)
+  lg-noloss-afxdp, lg-afxdp
+                the same with --fastpath afxdp: LinkGuardian in the Go worker,
+                both directions (optional)
   lgnb          linkfabric lgnb (LinkGuardianNB, no reordering) with the lossy link
+
+lg and lgnb run their default path: the kernel sends and delivers the frames
+that need no decision (both halves of LinkGuardian's fast path on the pair's
+one-queue link; with --link-queues 2 the send half stays in the worker), the
+table's "kernel sent" and "kernel delivered" say how much it carried.
   kernel        Linux bridges in sw1 and sw2, no impairment (optional)
 
 TCP in h1 and h2 is set up as in the paper: SACK, RACK, TLP (tcp_early_retrans=3),
@@ -65,9 +67,9 @@ of the last byte; slower and larger, see the fct package documentation).`,
   linkfabric fct --size 143,24387 --flows 10000,2000 --arms noloss,loss,lg,lgnb,kernel
   linkfabric fct --size 2MB --flows 200 --loss 1e-2 --burst 3 --cc bbr
   linkfabric fct --arms noloss,noloss-afxdp,lg-noloss,lg --flows 2000   # LinkGuardian's cost
-  linkfabric fct --arms noloss,lg-noloss,lg-noloss-xdp,lg,lg-xdp --loss 1e-3   # the kernel receive path vs the worker
-  linkfabric fct --arms noloss,lg-noloss,lg-noloss-xdp-both,lg,lg-xdp-both --link-queues 1   # both halves in the kernel
-  linkfabric fct --arms noloss,lg-noloss-xdp-both,lg-xdp-both --link-queues 1 --rounds 5 --run-args "--integrity csum"   # the issue's ratios, medians of 5 rounds
+  linkfabric fct --arms noloss,lg-noloss,lg-noloss-afxdp,lg,lg-afxdp --loss 1e-3   # the default path vs the worker
+  linkfabric fct --arms noloss,lg-noloss,lg --rounds 5   # LinkGuardian's ratios, medians of 5 rounds
+  linkfabric fct --arms noloss,lg-noloss,lg --link-queues 2   # a priority lane, the send half in the worker
   linkfabric fct --tool iperf --flows 200`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("fct"); err != nil {
@@ -126,8 +128,9 @@ func demoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "The LinkGuardian FCT experiment at the paper's main setting, scaled to about a minute",
 		Long: `demo runs 'linkfabric fct' with 10,000 flows of 143 B and 2,000 flows of 24,387 B per
-arm at loss 1e-3 on the sw1→sw2 link, arms noloss, loss, lg and lgnb, the builtin tool,
-prints the table and writes JSON, CSV and tail-CDF plots to ` + experiment.DemoOutDir + `.`,
+arm at loss 1e-3 on the sw1→sw2 link, arms noloss, loss, lg-noloss, lg and lgnb, each
+dataplane on its default path (no flags: lg and lgnb in the kernel where they can), the
+builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + experiment.DemoOutDir + `.`,
 		Example: `  sudo linkfabric demo      # or: make demo
   linkfabric fct --size 143,24387 --flows 10000,2000 --loss 1e-3   # the same, with every knob`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -277,14 +277,14 @@ func hostPathDrops(t *testing.T, tb *netns.Testbed) uint64 {
 		devDropped(t, tb.NS("sw1"), "host0") + devDropped(t, tb.NS("sw2"), "host0")
 }
 
-// TestIntegrityFlag: run --integrity takes crc32c, csum or off and refuses anything
+// TestIntegrityFlag: run --integrity takes auto, crc32c, csum or off and refuses anything
 // else with an error that names the flag and its values; --help says that
 // both ends must agree.
 func TestIntegrityFlag(t *testing.T) {
 	netns.RequireRoot(t)
 	c := cli{bin: buildCLI(t)}
 	c.fails(t, []string{"run", "--host-port", "host0", "--link-port", "link0", "--mode", "lg", "--integrity", "crc32"},
-		"--integrity", "crc32c", "csum", "off")
+		"--integrity", "auto", "crc32c", "csum", "off")
 	h := c.ok(t, "run", "--help")
 	if !strings.Contains(h.stdout, "--integrity") || !strings.Contains(h.stdout, "same --integrity") {
 		t.Errorf("run --help does not document --integrity and that both ends must agree:\n%s", h.stdout)

@@ -108,10 +108,10 @@ Targets are re-checked every 100 ms and on link changes. --fastpath xdp
 refuses to start when the configuration rules the kernel path out;
 --fastpath afxdp always uses AF_XDP (the path measured before the fast path).
 
-Fast path (modes lg, lgnb, monitor; --fastpath xdp, auto keeps the worker path):
-the link port's XDP program delivers each
-data frame that is the next one expected to the host port itself (link header
-stripped), while nothing needs the worker; every other frame (a hole, a
+Fast path (modes lg, lgnb, monitor): by default (--fastpath auto) LinkGuardian's
+common case runs in the kernel, both halves. Receive: the link port's XDP program
+delivers each data frame that is the next one expected to the host port itself (link
+header stripped), while nothing needs the worker; every other frame (a hole, a
 duplicate, a retransmitted copy, control frames) goes to the worker, which takes
 the in-order point back, handles it as before and hands the point back once it
 holds nothing (a late copy of a frame the kernel delivered is dropped without
@@ -119,35 +119,38 @@ taking the point). After taking the point back the worker holds its deliveries u
 300 us after the kernel's last one: a veth peer hands the kernel's frames to
 its stack in batches after the worker's, so without the wait TCP at the host
 saw them out of order (linkguardian.host_gate_waits and host_gate_held in
-'linkfabric stats'). With --lg-fast-send (and --protect both) the host port's XDP
-program sends too: while the kernel owns sending it numbers a host frame, keeps
-a copy in a memory-mapped ring for retransmission, stamps the link header (the
-receive point as a piggybacked ACK) and the CRC trailer, and redirects it to
-the link port; a frame it cannot send (credit, a pause, a frame the worker
-still has to read) gives sending to the worker, which sends as before and
-hands sending back once it holds nothing (linkguardian/fasttx.go). It does not
-wait for the worker to apply the peer's ACKs: an ACK the link port's program
-read opens the credit window in the kernel too, and each ACK it piggybacks
-moves the frame at which the receive path asks the worker for an explicit ACK
-(linkguardian.kernel_send_widened, kernel_wake_moves in 'linkfabric stats'). It wants a
-link of one queue: a redirected frame leaves on a queue the CPU picks (veth:
-the peer's RX queue of the sending CPU), so on a link of several queues the
-kernel sends only from some CPUs (the log says so); a NIC has a TX queue per
-CPU, not tested. On the 2-core veth pair with one link queue (linkfabric up
---link-queues 1), both halves bring lg's short-flow p50 to 1.1-1.2x forward's
-(the worker path: 1.8x); bulk goodput is about 0.5x forward's with the CRC32C
-trailer, which the kernel seals and checks in the same softirq, 0.7-0.8x with
---integrity csum and about 0.85x with --integrity off (docs/results.md). Once
-the kernel's credit window is full, sending goes to the worker, which under a
-saturating flow seldom gets it back: with --lg-fast-send --ring-size defaults
-to 4096 and the TX buffer to all of it (a credit window of 3584 frames, more
-than one TCP flow's default send buffer keeps in flight), which makes that
-rare. auto keeps the worker path. With --integrity crc32c or csum the kernel
-checks the trailer too (a frame that fails goes to the worker, which
-counts and drops it; frames beyond the first page, jumbo frames, are checked by
-the worker); 'linkfabric stats' shows the directions (dataplane.fast_path), the
-receiver's FastDelivered, FastClaims and FastHandOffs, and the sender's
-FastSent, FastSendClaims and FastSendHandOffs.
+'linkfabric stats'). Send (with --protect both): while the kernel owns sending
+the host port's XDP program numbers a host frame, keeps a copy in a
+memory-mapped ring for retransmission, stamps the link header (the receive point
+as a piggybacked ACK) and the integrity trailer, and redirects it to the link
+port; a frame it cannot send (credit, a pause, a frame the worker still has to
+read) gives sending to the worker, which sends as before and hands sending back
+once it holds nothing (linkguardian/fasttx.go). It does not wait for the worker
+to apply the peer's ACKs: an ACK the link port's program read opens the credit
+window in the kernel too, and each ACK it piggybacks moves the frame at which the
+receive path asks the worker for an explicit ACK (linkguardian.kernel_send_widened,
+kernel_wake_moves in 'linkfabric stats'). The send half needs a link port of one
+queue: a redirected frame leaves on the queue of the CPU that sent it (veth: the
+peer's RX queue of that CPU; a NIC: the CPU's XDP TX queue), and the far end judges
+queue 0 only. On a link of several queues it stays in the worker and the log says
+so; on a NIC run 'ethtool -L LINKDEV combined 1' at both ends (the pair testbed's
+link has one queue). A direction that cannot take the kernel path logs
+why (the line "fast path ... path afxdp reason ...", and dataplane.fast_path in
+'linkfabric stats'); --fastpath xdp fails instead, naming the port and the fix;
+--fastpath afxdp keeps both halves in the worker (the path measured before).
+On the 2-core veth pair both halves bring lg's short-flow p50 to 1.1-1.2x
+forward's (the worker path: 1.8-2.1x); bulk goodput is about 0.8x forward's with
+the csum trailer (auto's choice on veth), about 0.5x with crc32c, which the kernel
+seals and checks in the same softirq, and about 0.85x with --integrity off
+(docs/results.md). Once the kernel's credit window is full, sending goes to the
+worker, which under a saturating flow seldom gets it back: with the send half
+--ring-size defaults to 4096 and the TX buffer to all of it (a credit window of
+3584 frames, more than one TCP flow's default send buffer keeps in flight), which
+makes that rare. With a trailer the kernel checks it too (a frame that fails goes
+to the worker, which counts and drops it; frames beyond the first page, jumbo
+frames, are checked by the worker); 'linkfabric stats' shows the directions
+(dataplane.fast_path), the receiver's FastDelivered, FastClaims and FastHandOffs,
+and the sender's FastSent, FastSendClaims and FastSendHandOffs.
 
 It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
 detaches the programs and exits. Statistics are served on --metrics (loopback of
@@ -220,18 +223,23 @@ target. Decisions are logged when they change and shown in 'linkfabric stats'
 ports need an MTU 26 bytes above the hosts' (22 with --integrity off); run checks
 it ('linkfabric up --mode fec' sets it).
 
-Integrity (lg, lgnb, monitor, cells, fec): by default every frame on the link carries a
-CRC32C trailer (--integrity crc32c); a frame that fails it is dropped and counted
-(corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired like a
-lost one, as a real link's FCS check does. veth and tc netem corrupt frames
-without dropping them. --integrity csum puts the Internet checksum (RFC 1071) of
-the frame and its length in the same 4 bytes: the kernel's fast path computes it
-about 5x faster than the CRC (0.14 against 0.79 us for a 1514-byte frame; XDP has
-no CRC instruction), and it is weaker: it sees every single-bit error and burst
-of up to 15 bits, but misses errors that cancel in a 16-bit sum, as the hosts'
-own TCP and UDP checksums do. On NICs whose MACs check the FCS, --integrity off
-saves the 4 bytes and the CPU. Both ends must be given the same --integrity
-(nothing negotiates it yet): a frame without the trailer fails the check.
+Integrity (lg, lgnb, monitor, cells, fec): a real link's MAC drops a frame that
+fails its FCS, so corruption looks like loss, which LinkGuardian repairs; veth and
+tc netem corrupt frames without dropping them. --integrity auto (the default) is
+off on a link port whose MAC checks the FCS (a NIC on a bus: 'ethtool -i' shows a
+bus-info, and the driver is not a VM's paravirtual one such as virtio_net) and csum
+on a virtual link (veth, tun, bridges): the checksum costs the kernel path a fifth of
+what the CRC does (lg's goodput 0.80x forward's against 0.52x), and sees every
+single-bit flip the impairment makes; the log says what it chose and why. With a
+trailer every frame on the link carries it and a frame that fails it is dropped and
+counted (corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired
+like a lost one. --integrity crc32c puts a CRC32C there (every error of up to 3 bits
+and every burst of up to 32; 0.79 against 0.14 us for a 1514-byte frame in XDP,
+which has no CRC instruction); csum is the Internet checksum (RFC 1071) of the frame
+and its length in the same 4 bytes: it sees every single-bit error and burst of up
+to 15 bits, but misses errors that cancel in a 16-bit sum, as the hosts' own TCP and
+UDP checksums do. Both ends must end up with the same --integrity (auto does on a
+veth pair and on two NICs): a frame without the trailer fails the check.
 
 Port rates (every mode): veth has no speed and AF_XDP transmit bypasses the
 qdiscs, so the dataplane can limit what a port sends itself. --port-rate
@@ -301,16 +309,19 @@ kernel's AF_XDP buffers are at most a page, so such frames arrive in 4 KiB
 pieces (multi-buffer AF_XDP, XDP_USE_SG) that the worker copies together, and
 leave as pieces again; the UMEM takes --frames × --frame-size bytes (about
 300 MiB at MTU 9000). TCP through the dataplane needs TX checksum offload off
-on the sending ends (ethtool -K DEV tx off); the testbed does it. On a real NIC, give the link ports an MTU at least 12 bytes above the
-hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity off;
-26 and 22 in mode fec); run checks this at startup.`,
+on the sending ends (ethtool -K DEV tx off); the testbed does it. Link ports need
+an MTU at least 12 bytes above the hosts' (8 for the link header, 4 for the
+integrity trailer; 8 with --integrity off; 26 and 22 in mode fec); run checks this
+at startup, and the testbed gives them 26, which fits every mode.
+
+On real NICs, set at both ends of the link: 'ethtool -L LINKDEV combined 1' (LinkGuardian's send fast path) and 'ip link set LINKDEV mtu HOSTMTU+26' (every mode).`,
 		Example: `  linkfabric run --node sw1 --mode lg                 # the pair testbed's sw1 (namespace lfsw1)
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0,link1,link2,link3 --mode cells --node-id 1
   linkfabric run --node sw2 --preset bundle --mode cells --node-id 2 --spray p2c --cell-size 256 --credits=false
   linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101   # a fabric node: link ports only
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
   linkfabric run --node sw1 --mode forward --fastpath afxdp   # the AF_XDP path, for comparison
-  linkfabric run --node sw1 --mode lg --fastpath xdp --lg-fast-send   # LinkGuardian's common case in the kernel
+  linkfabric run --node sw1 --mode lg --fastpath afxdp   # LinkGuardian in the worker, for comparison
   linkfabric run --netns sw1 --host-port enp1s0f0 --link-port enp1s0f1 --mode lg --zerocopy on   # NICs: zero-copy or fail
   linkfabric run --node sw1 --mode forward --fastpath afxdp --need-wakeup=false
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
@@ -403,7 +414,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (the namespace is prefix + node)")
 	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (sequenced, unprotected: measures loss), cells (a cell fabric's edge or fabric node) or fec (RAIL's XOR parity or replication)")
 	f.StringVar(&cfg.Cells.Spray, "spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
-	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1484 at MTU 1516)")
+	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1494 at link MTU 1526, the testbed's)")
 	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
 	f.IntVar(&preCredit, "pre-credit", dataplane.DefaultCellPreCredit, "cells: standing pre-credit, bytes each VOQ may send ahead of its grant (the first packets after an idle spell skip the credit round trip; each source may put this much unscheduled toward a port); 0: none")
 	f.BoolVar(&packing, "packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
@@ -417,7 +428,6 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.StringVar(&cfg.Cells.ClassMap, "class-map", "", "cells, with --loss-classes: traffic class → loss class, tc=k,... where tc is a host frame's 802.1p priority or, for untagged IP, its DSCP/8 (e.g. 5=1 puts DSCP EF, 46, on the clean class; iperf3 --dscp 46 sends it); traffic classes not named take the loosest class")
 	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
 	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
-	f.BoolVar(&cfg.LG.FastSend, "lg-fast-send", false, "lg/lgnb/monitor with --fastpath xdp and --protect both: the kernel numbers, copies, stamps and sends host frames too (LinkGuardian's send fast path; best on a link of one queue)")
 	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
 	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
 	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
@@ -428,8 +438,8 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.DurationVar(&cfg.LG.DummyWaitMax, "dummy-wait-max", 0, "lg/lgnb: most idle time after the last data frame before a dummy; in between, the sender waits as long as its ACKs take to come back (learned), so a tail loss is found within this (default 500µs)")
 	f.IntVar(&cfg.LG.DummyCopies, "dummy-copies", 0, "lg/lgnb: dummies per emission; more than 1 when bursty loss can take the dummy with the tail (default 1)")
 	f.IntVar(&cfg.LG.PauseThreshold, "pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
-	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate, Appendix B.1; until measured 256 KiB, or with --lg-fast-send what the credit window can fill, since a pause gives sending to the worker)")
-	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default --ring-size when the link has a priority lane (2+ queues) or with --lg-fast-send, else half of it; the sender leaves at most 7/8 of --ring-size unacknowledged, so the peer's RX ring always holds the credit window)")
+	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate, Appendix B.1; until measured 256 KiB, or with the send fast path what the credit window can fill, since a pause gives sending to the worker)")
+	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default --ring-size when the link has a priority lane (2+ queues) or with the send fast path, else half of it; the sender leaves at most 7/8 of --ring-size unacknowledged, so the peer's RX ring always holds the credit window)")
 	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: an 802.1Qbb frame from the link pausing this priority also pauses LinkGuardian's sender (its own pause/resume are link-header frames; PFC frames always pause the host classes they name)")
 	f.StringVar(&linkSpeed, "link-speed", "", "lg, fec, forward --pfc: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
 	f.BoolVar(&cfg.PFC.Enabled, "pfc", false, "per-class PFC toward the host port: a class queue at --pfc-xoff frames sends an 802.1Qbb pause out of the host port, refreshed while above --pfc-xon, resumed at or below it; forward: also queue host frames per class and honour PAUSE/PFC from the link (AF_XDP path)")
@@ -441,7 +451,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
 	f.IntVar(&cfg.LG.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when host frames are dropped after waiting, keep the newest N of each class that arrived in the second half of the wait (default 16; -1 keeps none): they are the hosts' latest TCP retransmissions, which restart TCP at once")
 	f.DurationVar(&cfg.LG.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long host frames wait while a link session agreed before is not up (the link port down, the peer silent or restarting), and the longest any kept frame waits (default 5s): an outage shorter than this is a pause to the hosts, not a loss, and LinkGuardian keeps its own frames across it")
-	f.StringVar(&integrity, "integrity", "crc32c", "lg/lgnb/monitor/cells/fec: integrity check of every link frame: crc32c (a CRC32C trailer; corrupted frames are dropped as lost), csum (the Internet checksum and the length: about 5x cheaper in the kernel's fast path, weaker) or off (the NICs check the FCS); must be the same on both ends")
+	f.StringVar(&integrity, "integrity", "auto", "lg/lgnb/monitor/cells/fec: integrity check of every link frame: auto (off where the link port is a NIC whose MAC checks the FCS, csum on virtual links such as veth), crc32c (a CRC32C trailer; corrupted frames are dropped as lost), csum (the Internet checksum and the length: about 5x cheaper in the kernel's fast path, weaker) or off (the NICs check the FCS); must come out the same on both ends")
 	f.IntVar(&cfg.FEC.N, "fec-n", 0, "fec: fix n, the data frames per parity frame (0: no parity; with --fec-copies, replication only); default: chosen by the link policy")
 	f.Float64Var(&cfg.FEC.Target, "fec-target", 1e-3, "fec: residual loss the hosts may see; the link policy chooses n (or replication) for it from the measured loss")
 	f.Float64Var(&cfg.FEC.Loss, "fec-loss", 0, "fec: take the link's loss rate as given: the policy chooses once for it (default: measured)")
@@ -454,7 +464,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.IntVar(&cfg.Workers, "workers", 1, "worker loops, one per queue: worker i owns queue i of every port (ports need this many RX and TX queues; several use AF_XDP only)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
-	f.StringVar(&fastPath, "fastpath", "auto", "forward: auto (the kernel path where possible, AF_XDP where not), xdp (the kernel path, or fail) or afxdp (always through AF_XDP and the worker); lg/lgnb/monitor: xdp delivers in-order received frames in the kernel (auto and afxdp keep the worker path); other modes use AF_XDP")
+	f.StringVar(&fastPath, "fastpath", "auto", "forward, lg, lgnb, monitor: auto (the kernel path where possible, direction by direction, AF_XDP where not, logged with the reason), xdp (the kernel path, or fail naming the port and the fix) or afxdp (always through AF_XDP and the worker); other modes use AF_XDP")
 	f.StringVar(&zeroCopy, "zerocopy", "auto", "AF_XDP mode of every socket: auto (zero-copy if every port's driver takes it, else copy; the log says which and why), on (zero-copy, or refuse to start) or off (copy)")
 	f.BoolVar(&needWakeup, "need-wakeup", true, "bind the AF_XDP sockets with XDP_USE_NEED_WAKEUP: TX kicks and fill-ring wakeups are syscalls only when the kernel asks (false: always)")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by all ports (default: --frames-per-queue × the ports' receive queues, plus the mode's buffers)")
@@ -462,7 +472,7 @@ hosts' (8 for the link header, 4 for the integrity trailer; 8 with --integrity o
 	f.Uint32Var(&cfg.FrameSize, "frame-size", 0, "UMEM frame size, a power of two from 2048 to 65536 (default: what the ports' MTU needs, 4096 up to MTU 3826, 16384 at MTU 9000; above 4096 frames are multi-buffer)")
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 256)")
 	f.IntVar(&cfg.TxBudget, "tx-budget", 0, "frames one TX kick may move in copy mode (XDP_MAX_TX_SKB_BUDGET; default 256, -1 keeps the kernel's 32)")
-	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048; 4096 with --lg-fast-send, for its credit window)")
+	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048; 4096 with LinkGuardian's send fast path, for its credit window)")
 	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint (:PORT binds loopback; 0.0.0.0:PORT exposes it); empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")

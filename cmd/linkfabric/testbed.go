@@ -71,7 +71,8 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 	up.Flags().StringVar(&opts.Prefix, "prefix", netns.DefaultPrefix, "prefix of every namespace name")
 	up.Flags().StringVar(&opts.Forwarding, "forwarding", "kernel", "kernel (Linux bridge in each switch) or none (ports left for the dataplane)")
 	up.Flags().IntVar(&opts.MTU, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
-	up.Flags().IntVar(&opts.LinkHeaderLen, "link-header", netns.DefaultLinkHeaderLen, "bytes link ports' MTU exceeds the hosts' (16 fits lg and cells with the integrity trailer; mode fec needs 26)")
+	up.Flags().IntVar(&opts.LinkHeaderLen, "link-header", netns.DefaultLinkHeaderLen, "bytes link ports' MTU exceeds the hosts' (the default fits every mode: fec's parity header and the integrity trailer; lg, lgnb and monitor need 12)")
+	linkQueuesFlag(up.Flags(), &opts.LinkQueues)
 	up.Flags().BoolVar(&asJSON, "json", false, "print the testbed as JSON")
 	up.Flags().StringVar(&netem, "netem", "", `run each switch-to-switch link through a middle namespace ("wire") where the kernel forwards it and tc netem applies these arguments to both directions, e.g. "loss 1% corrupt 0.1% delay 100us rate 1gbit" (needs sch_netem; AF_XDP transmit bypasses the switches' own qdiscs). In YAML: wire: {netem: "..."} on a link`)
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/experiment"
-	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
@@ -156,8 +155,7 @@ func runsOn(topo *netns.Topology, mode dataplane.Mode) error {
 // it to out and waits for ctx (or a dataplane's end); then it takes it all
 // down.
 func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []string, r upRun) (err error) {
-	tb, err := netns.Up(topo, netns.Options{Prefix: r.prefix, Forwarding: netns.ForwardingNone, MTU: r.mtu, LinkQueues: r.linkQueues,
-		LinkHeaderLen: linkHeaderLen(dataplane.Mode(r.mode))})
+	tb, err := netns.Up(topo, netns.Options{Prefix: r.prefix, Forwarding: netns.ForwardingNone, MTU: r.mtu, LinkQueues: r.linkQueues})
 	if err != nil {
 		return err
 	}
@@ -190,16 +188,6 @@ func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []
 			}
 		}
 	}
-}
-
-// linkHeaderLen is how many bytes the link ports' MTU exceeds the hosts' for
-// mode: the testbed's default, or what a parity frame needs in mode fec
-// (with the integrity trailer, whatever --integrity says).
-func linkHeaderLen(mode dataplane.Mode) int {
-	if mode == dataplane.ModeFEC {
-		return max(netns.DefaultLinkHeaderLen, (&dataplane.Config{LG: dataplane.LGConfig{Integrity: linkcrc.CRC32C}}).FECOverhead())
-	}
-	return netns.DefaultLinkHeaderLen
 }
 
 // printUp tells what is up and how to use it.

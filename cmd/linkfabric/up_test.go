@@ -187,12 +187,12 @@ func TestUpCells(t *testing.T) {
 	// Cells flags a run refuses, naming the flag and what works.
 	tb := netns.TestUp(t, "lfc", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	run := []string{"run", "--netns", tb.NS("sw1"), "--host-port", "host0", "--link-port", "link0,link1", "--mode", "cells", "--metrics", ""}
-	const mostCell = 1516 + 14 - cellify.CellPayloadOffset // link MTU + Ethernet header - cell headers
+	const mostCell = 1526 + 14 - cellify.CellPayloadOffset // link MTU + Ethernet header - cell headers
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
-		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1516", fmt.Sprintf("at most %d", mostCell-4)}}, // CRC32C trailer
+		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1526", fmt.Sprintf("at most %d", mostCell-4)}}, // CRC32C trailer
 		{[]string{"--cell-size", "1600", "--integrity", "off"}, []string{"--cell-size 1600", fmt.Sprintf("at most %d", mostCell)}},
 		{[]string{"--cell-size", "10"}, []string{"--cell-size 10", "below the cell header"}},
 		{[]string{"--link-mode", "xor"}, []string{`--link-mode "xor"`, "none, lg, lgnb, monitor or fec"}},
