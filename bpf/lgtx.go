@@ -227,17 +227,6 @@ func (p *PortProgram) SetLGTxAck(on bool) error {
 	return p.changeConf("switch the send fast path's ACK", func(c *portPortConf) { c.LgAck = b32(on) })
 }
 
-// SetLGTxCPUs makes the send fast path run only on CPUs that are a
-// multiple of n (n > 1; 0 or 1: any CPU); a frame on another CPU is
-// declined like one outside the window (sending goes to Go with it, so
-// host order is kept). A redirected frame leaves on a queue the
-// redirecting CPU chooses (veth: the peer's RX queue smp_processor_id() %
-// its RX queues), so n = the veth peer's RX queues puts every frame the
-// kernel sends on the peer's queue 0, in order with the worker's data lane.
-func (p *PortProgram) SetLGTxCPUs(n int) error {
-	return p.changeConf("restrict the send fast path's CPUs", func(c *portPortConf) { c.LgTxCpus = uint32(max(n, 0)) })
-}
-
 func b32(on bool) uint32 {
 	if on {
 		return 1

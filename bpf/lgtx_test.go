@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
-	"runtime"
 	"sync/atomic"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"golang.org/x/sys/unix"
 )
 
 // LinkGuardian's send fast path (lf_lg_tx), run with BPF_PROG_TEST_RUN
@@ -322,52 +320,4 @@ func boolU(b bool) uint64 {
 		return 1
 	}
 	return 0
-}
-
-// TestLGTxCPUs: with SetLGTxCPUs(2) the stage sends on CPU 0 only; on CPU
-// 1 it declines (sending goes to Go with the frame).
-func TestLGTxCPUs(t *testing.T) {
-	if runtime.NumCPU() < 2 {
-		t.Skip("needs 2 CPUs")
-	}
-	p, tx, _ := loadLGTx(t)
-	if err := p.SetLGTxCPUs(2); err != nil {
-		t.Fatal(err)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	pin := func(cpu int) {
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer func() {
-		var set unix.CPUSet
-		for i := range runtime.NumCPU() {
-			set.Set(i)
-		}
-		unix.SchedSetaffinity(0, &set)
-	}()
-	host := lgHostFrame(rand.New(rand.NewPCG(7, 8)), 60, 0x0800)
-	tx.Credit().Store(20) // base 0: the lead bound is far
-	tx.Limit().Store(LGLimitValid | 20)
-	tx.State().Store(LGOwned | 5)
-	pin(1)
-	if ret, out := runLG(t, p, host); ret != xdpPass || !bytes.Equal(out, host) || tx.State().Load() != 5 || tx.Counters() != (LGTxCounters{Declined: 1}) {
-		t.Errorf("CPU 1: verdict %d, state %#x, counters %+v; want the frame passed on, sending declined", ret, tx.State().Load(), tx.Counters())
-	}
-	tx.State().Store(LGOwned | 5)
-	pin(0)
-	if ret, _ := runLG(t, p, host); ret != xdpRedirect || tx.State().Load() != LGOwned|6 {
-		t.Errorf("CPU 0: verdict %d, state %#x; want it sent as serial 5", ret, tx.State().Load())
-	}
-	if err := p.SetLGTxCPUs(0); err != nil {
-		t.Fatal(err)
-	}
-	pin(1)
-	if ret, _ := runLG(t, p, host); ret != xdpRedirect || tx.State().Load() != LGOwned|7 {
-		t.Errorf("CPU 1, any CPU: verdict %d, state %#x; want it sent as serial 6", ret, tx.State().Load())
-	}
 }

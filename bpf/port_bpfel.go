@@ -89,16 +89,15 @@ type portLgTxSlot struct {
 }
 
 type portPortConf struct {
-	_        structs.HostLayout
-	Role     uint32
-	Peer     [6]uint8
-	Pad      [2]uint8
-	Fast     uint32
-	LgRx     uint32
-	Crc      uint32
-	LgTx     uint32
-	LgAck    uint32
-	LgTxCpus uint32
+	_     structs.HostLayout
+	Role  uint32
+	Peer  [6]uint8
+	Pad   [2]uint8
+	Fast  uint32
+	LgRx  uint32
+	Crc   uint32
+	LgTx  uint32
+	LgAck uint32
 }
 
 type portPortCounters struct {

@@ -48,7 +48,6 @@ struct port_conf {
 	                  and removes it, lf_lg_tx appends it */
 	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
 	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
-	__u32 lg_tx_cpus; /* host port: > 1: lf_lg_tx runs only on CPUs c with c % lg_tx_cpus == 0 */
 };
 
 struct {
@@ -653,14 +652,7 @@ static __always_inline int lf_lg_acked_room(__u64 q, __u64 lim, __u64 credit, __
  *     and q before limit or, with lg_ack, inside the window lg_rx's peer_ack
  *     opens (lf_lg_acked_room: the ACK the link port read, before the
  *     worker applied it and raised limit); a link port in fwd_port (the redirect is set up
- *     here, before the swap); and with lg_tx_cpus > 1 a CPU that is a
- *     multiple of it (a redirected frame leaves on a queue the redirecting
- *     CPU chooses: veth, the peer's RX queue smp_processor_id() % its
- *     queues, veth_select_rxq; NICs, the CPU's XDP TX queue. With
- *     lg_tx_cpus = the peer's RX queues every frame the kernel sends lands
- *     on the peer's queue 0, with Go's data lane. A frame on another CPU
- *     is declined, not merely passed on: it must not be numbered after a
- *     later frame of the same queue); and every frame this queue handed to
+ *     here, before the swap); and every frame this queue handed to
  *     the XSK taken in by Go (to_go == consumed: a frame passed on while Go
  *     handed sending back, still in this poll's unflushed XSK batch, must
  *     not be numbered by Go after this one). Else CAS state {owned,q} ->
@@ -722,7 +714,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	slot = bpf_map_lookup_elem(&lg_tx_ring, &key);
 	act = XDP_ABORTED;
 	why = 0; /* why declined: 1 the window, 2 a frame Go has not taken in, 0 anything else */
-	if (slot && (conf->lg_tx_cpus <= 1 || bpf_get_smp_processor_id() % conf->lg_tx_cpus == 0) && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
+	if (slot && len >= LF_ETH_HLEN_MIN && len <= LF_LG_SLOT - 2 && data + len == end && et != LF_ETH_P_LINK &&
 	    (lim & LF_LG_LIMIT_VALID) && !(lim & LF_LG_PAUSED)) {
 		if (((q - (lim - credit)) & LF_LG_SEQ_MASK) >= LF_LG_LEAD ||
 		    (!lf_lg_less(q, lim & LF_LG_SEQ_MASK) && !(rx && lf_lg_acked_room(q, lim, credit, LF_READ_ONCE(rx->peer_ack)))))
