@@ -46,6 +46,9 @@ func statsCmd() *cobra.Command {
 			if err := json.Unmarshal(body, &doc); err != nil {
 				return fmt.Errorf("statistics from %s: %w", addr, err)
 			}
+			for _, line := range sessionLines(doc) {
+				fmt.Println(line)
+			}
 			printTree("", doc)
 			return nil
 		},
@@ -54,6 +57,25 @@ func statsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&addr, "metrics", defaultMetricsAddr, "the dataplane's --metrics address")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
 	return cmd
+}
+
+// sessionLines heads the counters with each link session's state, and
+// what does not fit the peer when it is in mismatch.
+func sessionLines(doc map[string]any) []string {
+	var out []string
+	for _, mech := range []string{"linkguardian", "fec"} {
+		m, _ := doc[mech].(map[string]any)
+		s, _ := m["session"].(map[string]any)
+		if s == nil {
+			continue
+		}
+		line := fmt.Sprintf("link session (%s): %v", mech, s["state"])
+		if why, _ := s["mismatch"].(string); why != "" {
+			line += ": " + why
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // printTree prints a decoded JSON document as indented key: value lines.

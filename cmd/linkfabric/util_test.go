@@ -174,3 +174,16 @@ func TestAFXDPFlags(t *testing.T) {
 		}
 	}
 }
+
+// The stats command heads its output with the link session's state and,
+// in mismatch, what differs.
+func TestSessionLines(t *testing.T) {
+	doc := map[string]any{"linkguardian": map[string]any{"session": map[string]any{"state": "mismatch", "mismatch": "--integrity csum here, crc32c at the peer"}}}
+	got := sessionLines(doc)
+	if len(got) != 1 || got[0] != "link session (linkguardian): mismatch: --integrity csum here, crc32c at the peer" {
+		t.Errorf("sessionLines = %q", got)
+	}
+	if got := sessionLines(map[string]any{"dataplane": map[string]any{}}); len(got) != 0 {
+		t.Errorf("forward mode: sessionLines = %q, want none", got)
+	}
+}
