@@ -418,7 +418,11 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 		s.sessDropped += uint64(s.queue.dropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))
 		if now-s.warnedAt > int64(time.Second) {
 			s.warnedAt = now
-			s.sw.d.cfg.Logger.Warn("link session not up: host frames dropped; is the other end running linkfabric "+s.peers+"?",
+			why := "is the other end running linkfabric " + s.peers + "?"
+			if a, _ := s.sess.Agreed(); s.sess.State() == linksession.Mismatch {
+				why = "the peer's settings do not fit: " + mismatchText(a)
+			}
+			s.sw.d.cfg.Logger.Warn("link session not up: host frames dropped; "+why,
 				"dev", s.sw.d.cfg.LinkPort, "state", s.sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
 		}
 	}
