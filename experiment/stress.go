@@ -446,6 +446,13 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 		a.ExplicitAcks = r.ExplicitAcksSent
 		a.ReverseFrames = s2.Dataplane.Link.TX.Frames
 		a.KernelDelivered = r.FastDelivered
+		// A frame the receiver gave up on (ackNoTimeout) was lost on the
+		// link whatever the drop counters before and after it say: they
+		// may overlap, and must not hide it.
+		if r.AckNoTimeouts > a.LinkLost {
+			a.LinkLost = r.AckNoTimeouts
+			a.EffectiveLoss = ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
+		}
 	}
 	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
 		a.KernelSent = l.Core.Sender.FastSent
