@@ -67,6 +67,12 @@ func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 		}
 	}
 	if mode != ModeForward {
+		// Frames sent before the link session is up wait for it only
+		// --session-wait: wait for it here, however long the dataplanes
+		// take to start.
+		waitFor(t, "both link sessions up", func() bool {
+			return b.sw1.LGStats().Session.Snapshot().State == "up" && b.sw2.LGStats().Session.Snapshot().State == "up"
+		})
 		b.watchSkips(t)
 	}
 	return b
@@ -225,7 +231,7 @@ func (b *lgBed) sendDuring(t *testing.T, count uint64, size int, rate float64, d
 		}
 	}()
 	start := time.Now()
-	r := &lgRun{Sent: gen.Run(ctx, 0, count, 0, rate), bed: b}
+	r := &lgRun{Sent: b.pace(ctx, t, gen, count, rate, acc0, in0), bed: b}
 	r.Time = time.Since(start)
 	<-duringDone
 	// Wait for the tail: until all accepted frames arrived and 300 ms
@@ -272,6 +278,36 @@ func (b *lgBed) sendDuring(t *testing.T, count uint64, size int, rate float64, d
 	}
 	return r
 }
+
+// pace sends count frames from gen at up to rate frames/s, in chunks, and
+// lets h1 run at most lgAhead frames ahead of what sw1 took from its host
+// port or dropped there: on a machine too slow for rate the frames wait at
+// h1 instead of overflowing sw1's host port ring, so what crosses the link
+// does not depend on the machine's speed. (Without progress for a second
+// it sends on.) It returns how many frames the kernel took.
+func (b *lgBed) pace(ctx context.Context, t *testing.T, gen *traffic.Generator, count uint64, rate float64, acc0, in0 uint64) uint64 {
+	t.Helper()
+	const chunk = 256
+	taken := func() uint64 { return b.sw1.Stats().Host.RX.Frames - acc0 + socketDrops(t, b.sw1.Host()) - in0 }
+	for sent := uint64(0); sent < count && ctx.Err() == nil; {
+		gen.Run(ctx, sent, min(chunk, count-sent), 0, rate)
+		if gen.Sent() == sent {
+			break // the kernel takes no more
+		}
+		sent = gen.Sent()
+		for n, since := taken(), time.Now(); n+lgAhead < sent && time.Since(since) < time.Second && ctx.Err() == nil; {
+			time.Sleep(200 * time.Microsecond)
+			if m := taken(); m != n {
+				n, since = m, time.Now()
+			}
+		}
+	}
+	return gen.Sent()
+}
+
+// lgAhead is how many frames h1 may send ahead of sw1 (pace): half the
+// smallest AF_XDP ring.
+const lgAhead = 1024
 
 // waitCore returns the LinkGuardian core counters of d once they are
 // published and stable (the worker publishes every 20 ms).
