@@ -290,11 +290,20 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 // waitFor waits up to 20 s until cond holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	if !eventually(cond) {
+		t.Fatalf("waited 20 s: %s", what)
+	}
+}
+
+// eventually waits up to 20 s until cond holds, and reports whether it
+// did (for goroutines other than the test's, which cannot t.Fatal).
+func eventually(cond func() bool) bool {
 	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 20 s: %s", what)
+			return false
 		}
 	}
+	return true
 }
 
 // class5UDP returns a UDP socket in h1 sending to h2 in traffic class 5
