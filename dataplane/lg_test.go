@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -24,10 +25,26 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
+// full makes the tests run at full size (LINKFABRIC_FULL set: make soak)
+// rather than reduced (make test): more frames, longer runs, the same
+// behaviours and checks.
+var full = os.Getenv("LINKFABRIC_FULL") != ""
+
+// sized is reduced, or fullSize when the tests run at full size.
+func sized[T any](reduced, fullSize T) T {
+	if full {
+		return fullSize
+	}
+	return reduced
+}
+
+// lgFrames is how many numbered frames a run sends: 10⁵ at full size,
+// else 4·10⁴ (about 400 losses at 1 %, well within the checks' tolerances).
+var lgFrames = sized[uint64](40_000, 100_000)
+
 const (
-	lgFrames    = 100_000 // numbered frames per run
-	lgFrameSize = 500     // bytes, no FCS
-	lgRate      = 50_000  // frames/s: well within what this 2-core machine sustains in lg mode
+	lgFrameSize = 500    // bytes, no FCS
+	lgRate      = 50_000 // frames/s: well within what this 2-core machine sustains in lg mode
 	lgLoss      = 1e-2
 	// lgAckTimeout fixes ackNoTimeout for the loss-recovery tests. With the
 	// default (timers tuned from the largest retransmission delay measured
@@ -448,7 +465,7 @@ func checkLossRate(t *testing.T, st bpf.ImpairStats, want, tol float64) {
 }
 
 // TestLGBernoulliLossRecovered: Bernoulli loss 1e-2 on sw1→sw2, LinkGuardian
-// with N=3: all 10^5 frames reach h2 once and in order, while the impairment
+// with N=3: all lgFrames frames reach h2 once and in order, while the impairment
 // demonstrably dropped ~1% and the receiver recovered exactly what it
 // detected.
 func TestLGBernoulliLossRecovered(t *testing.T) {
@@ -597,7 +614,7 @@ func stallScenario(t *testing.T, lgc LGConfig, stallFor time.Duration) (*lgRun, 
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 17}
 	b := upLG(t, ModeLG, lgc, &imp)
 	var timers []string
-	r := b.sendDuring(t, lgFrames, lgFrameSize, 20_000, func() {
+	r := b.sendDuring(t, 100_000, lgFrameSize, 20_000, func() { // 5 s: the stalls need 3.3
 		time.Sleep(1500 * time.Millisecond)
 		for i := 0; i < 5; i++ {
 			c := b.sw2.LGStats().Core()
