@@ -94,14 +94,18 @@ func TestCreditBoundLostAck(t *testing.T) {
 	}
 }
 
+// full makes the simulations run at full size (LINKFABRIC_FULL set: make
+// soak) rather than reduced (make test, where the suites on the fast path
+// run them again under the race detector).
+var full = os.Getenv("LINKFABRIC_FULL") != ""
+
 // lostAckPositions are the positions TestCreditBoundLostAck loses a single
-// ACK at: every one of the first 40 with LINKFABRIC_FULL set (make soak),
-// else the first 8 and every fifth after (make test: the suites on the fast
-// path run this test again, and each position is a whole transfer).
+// ACK at: every one of the first 40 at full size, else the first 8 and
+// every fifth after (each position is a whole transfer).
 func lostAckPositions() []int {
 	var ks []int
 	for k := range 40 {
-		if k < 8 || k%5 == 0 || os.Getenv("LINKFABRIC_FULL") != "" {
+		if k < 8 || k%5 == 0 || full {
 			ks = append(ks, k)
 		}
 	}

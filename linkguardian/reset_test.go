@@ -12,7 +12,11 @@ import (
 // exactly once and restarts both directions' numbering where it is told, in
 // either half of the serial space; traffic afterwards is delivered in order.
 func TestPortReset(t *testing.T) {
-	for _, q := range []seqhdr.Seq{7, seqhdr.Half + 5, seqhdr.Space - 3} {
+	qs := []seqhdr.Seq{7, seqhdr.Space - 3} // the start and across the wrap
+	if full {
+		qs = append(qs, seqhdr.Half+5)
+	}
+	for _, q := range qs {
 		cfg := oneWay(linkguardian.ModeLG, 1)
 		cfg.B.Receiver.AckNoTimeout = 1e8 // the hole stays open until the reset
 		cfg.B.Receiver.RenotifyInterval = 0
