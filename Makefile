@@ -6,7 +6,7 @@ BIN := bin/linkfabric
 PKGS := ./...
 FUZZTIME ?= 60s
 
-.PHONY: all build deps test race unit vet generate demo bench stress fct goodput fuzz clean
+.PHONY: all build deps test race integration soak unit vet generate demo bench stress fct goodput fuzz clean
 
 all: build
 
@@ -21,15 +21,25 @@ vet:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Unit tests under the race detector (-short skips the root integration tests
-# and the long simulations), then unit and integration tests. Integration tests
-# need root (namespaces, XDP); they skip themselves when not root. Packages run
-# one at a time: the integration tests measure traffic and the machine has two cores.
-test: deps vet build race
-	$(GO) test -p 1 -count=1 -timeout 40m $(PKGS)
+# Unit tests once, under the race detector (-short skips the root integration
+# tests and the long simulations), then the packages with integration tests.
+# Integration tests need root (namespaces, XDP); they skip themselves when not
+# root. Packages run one at a time: the integration tests carry traffic and
+# the machine has two cores. Long runs are reduced; `make soak` runs every
+# test at full size (LINKFABRIC_FULL=1), the long simulations included.
+test: deps vet build race integration
 
 race:
 	$(GO) test -race -short -p 1 -count=1 -timeout 20m $(PKGS)
+
+# The packages whose tests need root.
+ROOT_PKGS = $(shell { git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go'; } | xargs grep -l -e RequireRoot -e netns.TestUp -e Geteuid | xargs -n1 dirname | sort -u | sed 's|^\./||; s|^|./|')
+
+integration:
+	$(GO) test -p 1 -count=1 -timeout 40m $(ROOT_PKGS)
+
+soak: deps build
+	LINKFABRIC_FULL=1 $(GO) test -p 1 -count=1 -timeout 90m $(PKGS)
 
 unit:
 	$(GO) test -count=1 -short $(PKGS)

@@ -92,7 +92,10 @@ func cellsLGCut(t *testing.T, cut string) {
 		} else if err := link2.SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1}); err != nil {
 			t.Errorf("drop-all on sw2 link2: %v", err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Once sw1 has taken link2 out, it sends nothing more on it.
+		if !eventually(func() bool { return !b.sw1.CellStats().Snapshot().Links[2].Usable }) {
+			t.Errorf("sw1 still uses link2 20 s after it was cut")
+		}
 		down = b.sw1.CellStats().Snapshot()
 		time.Sleep(300 * time.Millisecond)
 		if after := b.sw1.CellStats().Snapshot(); after.Links[2].LG.Sent > down.Links[2].LG.Sent {
@@ -203,7 +206,14 @@ func TestCellsLGNodeCollision(t *testing.T) {
 	cc := cellsLGConfig("lg")
 	sw1 := startCells(t, tb.NS("sw1"), 7, nil, bundleLinks, cc).d
 	startCells(t, tb.NS("sw2"), 7, nil, bundleLinks, cc)
-	time.Sleep(500 * time.Millisecond)
+	eventually(func() bool {
+		for _, l := range sw1.CellStats().Snapshot().Links {
+			if l.LG == nil || l.LG.NodeCollisions == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	s := cellsSnap(t, sw1)
 	for _, l := range s.Links {
 		if l.LG.NodeCollisions == 0 || l.LG.Session == "up" || l.Usable {
@@ -226,7 +236,11 @@ func TestCellsMonitorLoss(t *testing.T) {
 		}
 	}
 	b.send(t, 12_000, 500, 6_000)
-	time.Sleep(300 * time.Millisecond) // a measurement every 100 ms
+	// A measurement every 100 ms: wait for the lossy links to be out.
+	eventually(func() bool {
+		s := b.sw2.CellStats().Snapshot()
+		return !s.Links[0].Usable && !s.Links[2].Usable
+	})
 	s := cellsSnap(t, b.sw2)
 	for l, ln := range s.Links {
 		lossy := l == 0 || l == 2

@@ -565,10 +565,10 @@ func TestCellsLinkDown(t *testing.T) {
 	r := b.sendDuring(t, 30_000, 500, 10_000, func() {
 		time.Sleep(800 * time.Millisecond)
 		ipIn(t, ns1, "link", "set", "link2", "down")
-		time.Sleep(500 * time.Millisecond)
+		eventually(func() bool { return !b.sw1.CellStats().Snapshot().Links[2].Usable })
 		down = b.sw1.CellStats().Snapshot()
 		ipIn(t, ns1, "link", "set", "link2", "up")
-		time.Sleep(500 * time.Millisecond)
+		eventually(func() bool { return b.sw1.CellStats().Snapshot().Links[2].Usable })
 		back = b.sw1.CellStats().Snapshot()
 	})
 	after := cellsSnap(t, b.sw1)

@@ -344,7 +344,7 @@ func TestFECRestart(t *testing.T) {
 	sws := map[string]*runningSwitch{"sw1": start("sw1"), "sw2": start("sw2")}
 	waitFECUp(t, sws["sw1"].d, sws["sw2"].d)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	const count = 40_000
+	const count = 400_000 // at most: h1 sends until h2 got frames after the last restart
 	var sink *traffic.Sink
 	if err := netns.Do(h2, func() (err error) { sink, err = traffic.NewSink("eth0", 1, count); return err }); err != nil {
 		t.Fatal(err)
@@ -363,8 +363,10 @@ func TestFECRestart(t *testing.T) {
 	sctx, scancel := context.WithCancel(ctx)
 	sunk := make(chan struct{})
 	go func() { defer close(sunk); sink.Run(sctx, 0) }()
+	gctx, gstop := context.WithCancel(ctx)
+	defer gstop()
 	sent := make(chan uint64)
-	go func() { sent <- gen.Run(ctx, 0, count, 0, 10_000) }()
+	go func() { sent <- gen.Run(gctx, 0, count, 0, 10_000) }()
 	restarts := map[string]uint64{}
 	var atLast uint64 // frames the sink had when the last restart was done
 	for _, sw := range []string{"sw2", "sw1"} {
@@ -377,6 +379,8 @@ func TestFECRestart(t *testing.T) {
 		restarts[other] = sws[other].d.FECStats().Session.Snapshot().Counters.PeerRestarts - before
 		atLast = sink.Received()
 	}
+	eventually(func() bool { return sink.Received() >= atLast+1000 })
+	gstop()
 	n := <-sent
 	time.Sleep(500 * time.Millisecond)
 	scancel()

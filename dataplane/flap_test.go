@@ -47,16 +47,18 @@ func linkFlap(t *testing.T, mode Mode) {
 	}
 	startIperfServer(t, ctx, h2, 5301)
 
-	// 12 s of iperf3; the flap is at 3..5 s.
+	// 12 s of iperf3 with the flap at 3..5 s (at full size), else 9 s with
+	// the flap at 1.5..3.5 s.
+	secs, before := sized(9, 12), sized(1500*time.Millisecond, 3*time.Second)
 	var out []byte
 	var iperfErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		out, iperfErr = runIperfClient(ctx, h1, 5301, "--bidir", "-t", "12", "-i", "0")
+		out, iperfErr = runIperfClient(ctx, h1, 5301, "--bidir", "-t", strconv.Itoa(secs), "-i", "0")
 	}()
-	time.Sleep(3 * time.Second)
+	time.Sleep(before)
 	toH2, toH1 := sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
 	t.Logf("before the flap: %d B delivered to h2, %d B to h1", toH2, toH1)
 	ipIn(t, ns1, "link", "set", "link0", "down")
@@ -97,7 +99,7 @@ func linkFlap(t *testing.T, mode Mode) {
 		t.Logf("iperf3:\n%s", lastLines(string(out), 6))
 	}
 	if mb2 == 0 || mb1 == 0 {
-		t.Errorf("TCP did not resume both ways within 8 s of `up` (1 MB to h2 after %v, to h1 after %v)", mb2, mb1)
+		t.Errorf("TCP did not carry 1 MB each way again after `up` while iperf3 ran (to h2 after %v, to h1 after %v)", mb2, mb1)
 	}
 	if cfg.FastPath == FastPathXDP {
 		// The kernel delivered at both ends, and the point changed hands
@@ -171,50 +173,134 @@ func TestLGFlapHoldsHostFrames(t *testing.T) {
 	t.Logf("h2 got %d datagrams; sw1 session: %+v", len(got), sw1.d.LGStats().Session.Snapshot())
 }
 
-// TestLGSessionKeepsNewest: sw1 runs lg and sw2 does not run yet, so the
-// link session was never agreed. h1 sends 5 numbered UDP datagrams in
-// traffic class 5, then after 1.5 s 10 more; after --session-wait they are
-// dropped but for the newest --session-keep. When sw2 starts, the newest
-// --session-keep of the 10 (and only those) reach h2, in order; the first
-// 5, older than half the wait, never do; with --session-keep -1 none do.
-// (The newest frames are the hosts' latest TCP retransmissions: delivering
-// them restarts TCP without waiting for its backed-off retransmission
-// timer. Older ones are stale ACKs and data whose delay TCP would take for
-// its round-trip time.)
+// TestLGSessionKeepsNewest: sw1 runs lg; sw2 runs too but its link port is
+// down, so sw1 hears no peer and the link session is never agreed. h1 sends
+// 5 numbered UDP datagrams in traffic class 5 (stale), and once sw1 has
+// dropped them, after a gap, 20 more (fresh). A host frame waits
+// --session-wait; then all but the newest --session-keep of its class are
+// dropped, and of those any that arrived before the second half of the
+// outage (keptSince, the outage counted from sw1's first poll) — and this
+// again every --session-wait while frames wait. When sw2's port comes up
+// and the session is agreed, the frames still kept reach h2. The test
+// evaluates the rule at the times it observed: h2 gets no stale datagram,
+// none but the newest --session-keep of the fresh ones, in order, and every
+// one of those sent in the second half of the outage as it stood when the
+// session came up (a later pass can only have dropped fewer). With
+// --session-keep -1 nothing reaches h2. Every datagram is either delivered
+// or counted dropped. If the session came up so late that the rule no
+// longer decides for the newest frames, the test runs again with a longer
+// gap. (The newest frames are the hosts' latest TCP retransmissions:
+// delivering them restarts TCP without waiting for its backed-off
+// retransmission timer. Older ones are stale ACKs and data whose delay TCP
+// would take for its round-trip time.)
 func TestLGSessionKeepsNewest(t *testing.T) {
 	for _, keep := range []int{16, 4, -1} {
-		t.Run(strconv.Itoa(keep), func(t *testing.T) { sessionKeep(t, keep) })
+		t.Run(strconv.Itoa(keep), func(t *testing.T) {
+			for gap := time.Second; ; gap *= 2 {
+				if sessionKeep(t, keep, gap) || t.Failed() {
+					return
+				}
+				if gap >= 8*time.Second {
+					t.Fatalf("--session-keep %d: even after a gap of %v the session came up too late for the rule to decide which datagrams are kept", keep, gap)
+				}
+			}
+		})
 	}
 }
 
-func sessionKeep(t *testing.T, keep int) {
+// sessionKeep runs TestLGSessionKeepsNewest's scenario with gap between the
+// stale datagrams' drop and the fresh ones, and reports whether the rule
+// decided for every one of the newest --session-keep fresh datagrams.
+func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	cfg := Config{Mode: ModeLG, LG: LGConfig{SessionKeep: keep}}
-	sw1 := startWatched(t, tb.NS("sw1"), cfg)
+	// --session-hold (the keep ends when the outage is that old) is not
+	// this test's subject: far beyond the scenario.
+	cfg := Config{Mode: ModeLG, LG: LGConfig{SessionKeep: keep, SessionHold: time.Minute}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// No ARP can cross yet: give h1 h2's address.
+	// No ARP can cross: give h1 h2's address.
 	mac, err := netns.Command(ctx, tb.NS("h2"), "cat", "/sys/class/net/eth0/address").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ipIn(t, tb.NS("h1"), "neigh", "replace", "10.0.0.2", "lladdr", strings.TrimSpace(string(mac)), "dev", "eth0")
+	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "down")
+	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})
+	sw1 := startWatched(t, tb.NS("sw1"), cfg)
+	// The outage starts at sw1's first poll, done once its worker loops
+	// again: at or before polled.
+	waitFor(t, "sw1's worker polled", func() bool { return sw1.d.Stats().Loops >= 2 })
+	polled := time.Now()
 	tx, rx := class5UDP(t, tb)
-	const stale, sent = 100, 10
-	sendNumbered(t, tx, stale, 5, 20*time.Millisecond)
-	time.Sleep(1500 * time.Millisecond)
-	sendNumbered(t, tx, 0, sent, 10*time.Millisecond)
-	time.Sleep(3 * defaultSessionWait) // every datagram waited longer than --session-wait
-	startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})
+	dropped := func() uint64 { return sw1.d.LGStats().Session.Snapshot().Held.Dropped }
+
+	const stale, fresh = 100, 20
+	sendNumbered(t, tx, stale, 5, 0)
+	waitFor(t, "sw1 dropped the 5 stale datagrams", func() bool { return dropped() >= 5 })
+	time.Sleep(gap)
+	sent := sendNumbered(t, tx, 0, fresh, 0)
+	// The first pass over them drops all but the newest keep (none with
+	// -1), and any sent before the second half of the outage so far.
+	kept := min(max(keep, 0), fresh)
+	first := fresh - kept // the oldest of the newest kept
+	waitFor(t, "sw1's first pass over the fresh datagrams", func() bool { return dropped() > 5 })
+	pass, n := time.Now(), dropped()
+	if (kept == 0 || !sent[first].Before(polled.Add(pass.Sub(polled)/2))) && n != uint64(5+fresh-kept) {
+		t.Errorf("--session-keep %d: after its first pass over %d fresh datagrams sw1 had dropped %d of them; want all but the newest %d",
+			keep, fresh, n-5, kept)
+	}
+	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "up")
+	waitFor(t, "the link session is up", func() bool {
+		return sw1.d.LGStats().Session.Snapshot().State == "up" && sw2.d.LGStats().Session.Snapshot().State == "up"
+	})
+	up := time.Now()
 	got := receiveNumbered(rx)
+	snap := sw1.d.LGStats().Session.Snapshot()
+	t.Logf("--session-keep %d, gap %v: h2 got %v; sw1 session: %+v", keep, gap, got, snap)
+
+	// A fresh datagram is surely kept if sent (before it arrived) in the
+	// second half of the outage until up (after the last pass).
+	cut := polled.Add(up.Sub(polled) / 2)
+	mustFrom := first
+	for mustFrom < fresh && sent[mustFrom].Before(cut) {
+		mustFrom++
+	}
+	// got must be fresh datagrams k..19, with first ≤ k ≤ mustFrom.
 	var want []int
-	for i := max(sent-max(keep, 0), 0); i < sent; i++ {
+	for i := fresh - len(got); i < fresh; i++ {
 		want = append(want, i)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("--session-keep %d: h2 got datagrams %v once sw2 started, want %v", keep, got, want)
+	if !slices.Equal(got, want) || len(got) > fresh-first || fresh-len(got) > mustFrom {
+		t.Errorf("--session-keep %d: h2 got datagrams %v once the session was up, want a tail of %d..%d in order, with at least %d..%d (the fresh sent %v..%v after the outage began, up %v after)",
+			keep, got, first, fresh-1, mustFrom, fresh-1, sent[0].Sub(polled), sent[fresh-1].Sub(polled), up.Sub(polled))
 	}
-	t.Logf("--session-keep %d: h2 got %v; sw1 session: %+v", keep, got, sw1.d.LGStats().Session.Snapshot())
+	if n := uint64(5 + fresh - len(got)); snap.Held.Dropped != n {
+		t.Errorf("sw1 counted %d host frames dropped waiting; %d datagrams of %d were not delivered", snap.Held.Dropped, n, 5+fresh)
+	}
+	if mustFrom > first {
+		t.Logf("the session came up %v after the fresh datagrams: the rule does not decide for %d of them", up.Sub(sent[fresh-1]), mustFrom-first)
+		return false
+	}
+	return true
+}
+
+// waitFor waits up to 20 s until cond holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !eventually(cond) {
+		t.Fatalf("waited 20 s: %s", what)
+	}
+}
+
+// eventually waits up to 20 s until cond holds, and reports whether it
+// did (for goroutines other than the test's, which cannot t.Fatal).
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // class5UDP returns a UDP socket in h1 sending to h2 in traffic class 5
@@ -247,15 +333,18 @@ func class5UDP(t *testing.T, tb *netns.Testbed) (tx, rx *net.UDPConn) {
 }
 
 // sendNumbered sends one-byte datagrams first, first+1, ... (n of them),
-// gap apart.
-func sendNumbered(t *testing.T, tx *net.UDPConn, first, n int, gap time.Duration) {
+// gap apart, and returns when each was sent (just before).
+func sendNumbered(t *testing.T, tx *net.UDPConn, first, n int, gap time.Duration) []time.Time {
 	t.Helper()
+	var at []time.Time
 	for i := first; i < first+n; i++ {
+		at = append(at, time.Now())
 		if _, err := tx.Write([]byte{byte(i)}); err != nil {
 			t.Fatalf("datagram %d: %v", i, err)
 		}
 		time.Sleep(gap)
 	}
+	return at
 }
 
 // receiveNumbered returns the numbers of the one-byte datagrams rx gets

@@ -99,13 +99,8 @@ func TestForwardPingAndTCP(t *testing.T) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
 	}
-	srv := netns.Command(ctx, tb.NS("h2"), "iperf3", "-s", "-1", "-p", "5299")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	time.Sleep(300 * time.Millisecond)
-	out, err = netns.Command(ctx, tb.NS("h1"), "iperf3", "-c", "10.0.0.2", "-p", "5299", "-n", "50M", "--connect-timeout", "3000").CombinedOutput()
+	startIperfServer(t, ctx, tb.NS("h2"), 5299)
+	out, err = runIperfClient(ctx, tb.NS("h1"), 5299, "-n", "50M")
 	if err != nil {
 		t.Fatalf("iperf3 50 MB h1→h2 through the dataplane: %v\n%s", err, out)
 	}

@@ -75,11 +75,12 @@ func TestLGUDPLossAccounted(t *testing.T) {
 	udpFields := []string{"InDatagrams", "RcvbufErrors", "InErrors", "InCsumErrors", "SndbufErrors"}
 	h1Before, h2Before := snmpFields(t, h1, "Udp", udpFields...), snmpFields(t, h2, "Udp", udpFields...)
 	host1Before, link2Before := socketDrops(t, sw1.Host()), socketDrops(t, sw2.Link())
+	secs := sized(4, 10)
 	var out []byte
 	var err error
 	for i := 0; i < 30; i++ {
 		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5302", "-u", "-b", "100M", "-l", "1400", "-w", "2M",
-			"-t", "10", "-J", "--connect-timeout", "3000").Output()
+			"-t", strconv.Itoa(secs), "-J", "--connect-timeout", "3000").Output()
 		if !strings.Contains(string(out), "Connection refused") { // iperf3 -J may exit 0 with it
 			break
 		}
@@ -139,8 +140,8 @@ func TestLGUDPLossAccounted(t *testing.T) {
 	if len(res.End.Streams) > 0 {
 		ooo = res.End.Streams[0].UDP.OutOfOrder
 	}
-	t.Logf("iperf3 UDP 100 Mbit/s 10 s at loss 1e-2: %d datagrams, %d lost, %d out of order; sw1 link TX %d frames, sw2 receiver %+v; drops on the way:\n  %s",
-		res.End.Sum.Packets, lost, ooo, st1.Link.TX.Frames, *s2.Receiver, strings.Join(lines, "\n  "))
+	t.Logf("iperf3 UDP 100 Mbit/s %d s at loss 1e-2: %d datagrams, %d lost, %d out of order; sw1 link TX %d frames, sw2 receiver %+v; drops on the way:\n  %s",
+		secs, res.End.Sum.Packets, lost, ooo, st1.Link.TX.Frames, *s2.Receiver, strings.Join(lines, "\n  "))
 	if lost > counted {
 		t.Errorf("%d datagrams lost but only %d counted on the way: a drop no counter shows", lost, counted)
 	}

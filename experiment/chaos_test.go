@@ -2,8 +2,11 @@ package experiment
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,15 +56,40 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 	}
 }
 
-// buildSelf builds the linkfabric command for the experiment to start.
+// buildSelf builds the linkfabric command for the experiments to start,
+// once for the package's tests (TestMain removes it).
 func buildSelf(t *testing.T) string {
 	t.Helper()
-	bin := t.TempDir() + "/linkfabric"
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/linkfabric").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	self.once.Do(func() {
+		if self.dir, self.err = os.MkdirTemp("", "linkfabric-self"); self.err != nil {
+			return
+		}
+		bin := self.dir + "/linkfabric"
+		if out, err := exec.Command("go", "build", "-o", bin, "../cmd/linkfabric").CombinedOutput(); err != nil {
+			self.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		self.bin = bin
+	})
+	if self.err != nil {
+		t.Fatal(self.err)
 	}
-	return bin
+	return self.bin
+}
+
+// self is the command buildSelf built.
+var self struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if self.dir != "" {
+		os.RemoveAll(self.dir)
+	}
+	os.Exit(code)
 }
 
 // testWriter sends progress lines to the test log.

@@ -3,6 +3,7 @@ package linkguardian_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
@@ -79,9 +80,9 @@ func TestCreditBoundLostAck(t *testing.T) {
 				runBounded(t, s, n, 2*base[w]+slack)
 			})
 		}
-		// Every single ACK position among the first 40 (the first ones
-		// are sent while the buffer fills, the later ones at steady state).
-		for k := range 40 {
+		// Single ACK positions among the first 40 (the first ones are
+		// sent while the buffer fills, the later ones at steady state).
+		for _, k := range lostAckPositions() {
 			t.Run(fmt.Sprintf("w%d/ack%d", w, k), func(t *testing.T) {
 				cfg := creditBound(w)
 				cfg.BA.Rules = []*simlink.Rule{dropAcks(func(i int) bool { return i == k })}
@@ -91,6 +92,24 @@ func TestCreditBoundLostAck(t *testing.T) {
 			})
 		}
 	}
+}
+
+// full makes the simulations run at full size (LINKFABRIC_FULL set: make
+// soak) rather than reduced (make test, where the suites on the fast path
+// run them again under the race detector).
+var full = os.Getenv("LINKFABRIC_FULL") != ""
+
+// lostAckPositions are the positions TestCreditBoundLostAck loses a single
+// ACK at: every one of the first 40 at full size, else the first 8 and
+// every fifth after (each position is a whole transfer).
+func lostAckPositions() []int {
+	var ks []int
+	for k := range 40 {
+		if k < 8 || k%5 == 0 || full {
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
 
 // TestCreditBoundSenderProbes: with its credit window full and host frames

@@ -572,8 +572,8 @@ func TestSoak(t *testing.T) {
 // and one copy per notification three frames time out. Three copies of each
 // notification recover everything.
 func TestSoakPerFrameBursts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("long")
+	if testing.Short() && !full && (simFast || simFastSend) {
+		t.Skip("long under the race detector: the suites on the fast path run it at full size (make soak)")
 	}
 	cfg := bothWays(linkguardian.ModeLG, 3)
 	cfg.A.Receiver.NotifyCopies, cfg.B.Receiver.NotifyCopies = 3, 3

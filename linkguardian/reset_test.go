@@ -14,7 +14,10 @@ import (
 func TestPortReset(t *testing.T) {
 	for _, q := range []seqhdr.Seq{7, seqhdr.Half + 5, seqhdr.Space - 3} {
 		cfg := oneWay(linkguardian.ModeLG, 1)
-		cfg.B.Receiver.AckNoTimeout = 1e8 // the hole stays open until the reset
+		// The hole stays open until the reset (at 200 µs). (The link is
+		// quiet only 7 × AckNoTimeout after the reset: 700 ms of
+		// simulated time at 100 ms, 36 s under the race detector.)
+		cfg.B.Receiver.AckNoTimeout = 1e6
 		cfg.B.Receiver.RenotifyInterval = 0
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 100)}
 		s := newSim(t, cfg)

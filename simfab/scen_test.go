@@ -1,6 +1,9 @@
 package simfab
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func runScenario(t *testing.T, name string) *Result {
 	t.Helper()
@@ -12,6 +15,12 @@ func runScenario(t *testing.T, name string) *Result {
 		t.Skip("slow scenario under -short")
 	}
 	r, err := sc.Run(1)
+	return checkFigures(t, name, r, err)
+}
+
+// checkFigures fails the test for every figure of r out of its range.
+func checkFigures(t *testing.T, name string, r *Result, err error) *Result {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,4 +49,18 @@ func TestFCI(t *testing.T)          { runScenario(t, "fci") }
 func TestCtrlLoss(t *testing.T)     { runScenario(t, "ctrlloss") }
 func TestRestart(t *testing.T)      { runScenario(t, "restart") }
 func TestCtrlCost(t *testing.T)     { runScenario(t, "ctrlcost") }
-func TestScale(t *testing.T)        { runScenario(t, "scale") }
+
+// TestScale runs the scale scenario: the design's 64 edges, or under -short
+// (make test) unless LINKFABRIC_FULL is set (make soak) 8 edges × 4
+// uplinks in two pods under 4 spines, whose figures fall in the same
+// ranges in a second of wall time.
+func TestScale(t *testing.T) {
+	if testing.Short() && os.Getenv("LINKFABRIC_FULL") == "" {
+		small := DefaultScale()
+		small.Edges, small.Uplinks, small.PodEdges, small.Spines, small.Measure = 8, 4, 4, 4, ms
+		r, err := ScaleWith(1, small)
+		checkFigures(t, "scale (8 edges)", r, err)
+		return
+	}
+	runScenario(t, "scale")
+}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -168,10 +169,14 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 		t.Fatal(err)
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
+	secs := "4"
+	if os.Getenv("LINKFABRIC_FULL") != "" { // full size (make soak)
+		secs = "8"
+	}
 	var out []byte
 	for i := 0; i < 50; i++ { // until the server listens (up to 10 s on a busy machine)
 		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5299", "-u", "-b", "40M", "-l", "1400",
-			"-t", "8", "--bidir", "--json", "--connect-timeout", "3000").Output()
+			"-t", secs, "--bidir", "--json", "--connect-timeout", "3000").Output()
 		if !strings.Contains(string(out), "Connection refused") { // iperf3 --json may exit 0 on it
 			break
 		}
