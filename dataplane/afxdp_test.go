@@ -67,7 +67,7 @@ func TestParseZeroCopy(t *testing.T) {
 // is in effect unless turned off; --zerocopy on refuses to start, naming
 // the port and the fix, and leaves no program attached.
 func TestZeroCopyVeth(t *testing.T) {
-	tb := netns.TestUp(t, "lfzc", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	tb := netns.TestUp(t, "lfzc", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: 2})
 	for _, tc := range []struct {
 		zc       ZeroCopy
 		noWakeup bool
@@ -147,7 +147,7 @@ func TestZeroCopyVeth(t *testing.T) {
 // the session agrees on one at both ends (the peer says so once too), and
 // lg runs over it with nothing sent on a priority lane.
 func TestSingleTxQueueLink(t *testing.T) {
-	tb := netns.TestUp(t, "lfzc", "pair", netns.Options{Forwarding: netns.ForwardingNone})
+	tb := netns.TestUp(t, "lfzc", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: 2})
 	out, err := netns.Command(context.Background(), tb.NS("sw2"), "ethtool", "-L", "link0", "rx", "2", "tx", "1").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ethtool -L link0 rx 2 tx 1 in %s: %v: %s", tb.NS("sw2"), err, out)

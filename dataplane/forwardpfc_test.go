@@ -188,7 +188,8 @@ func waitPFCRx(t *testing.T, d *Dataplane, n uint64) *PFCSnapshot {
 // frames far faster; the class queue reaches XOFF and sw1 sends h1 a PFC
 // frame pausing class 2 with the quanta of 2 ms at the host's 1 Gbit/s,
 // refreshes it while the queue drains, and resumes class 2 (quanta 0) once
-// at XON. What h1 captured is what /stats.json counts, and no frame is lost.
+// at XON. What h1 captured is what /stats.json counts, and no frame is lost
+// unseen.
 func TestForwardPFCToHost(t *testing.T) {
 	tb := netns.TestUp(t, "lfpq", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	cfg := Config{PFC: PFCConfig{Enabled: true, XOFF: 32, XON: 8, Pause: 2 * time.Millisecond},
@@ -200,7 +201,30 @@ func TestForwardPFCToHost(t *testing.T) {
 	hostMAC := sw1.Host().mac
 
 	const frames = 400
+	// h1 keeps at most inFlight frames ahead of what sw1 took in: a burst
+	// longer than the veth's ring (256) is dropped on the host segment
+	// whenever sw1 is not scheduled in time, and that segment is not the
+	// one under test. sw1 takes frames in whether or not class 2 is
+	// paused (it queues them), so the pause still comes.
+	const inFlight = 64
+	sockDrops := func() (n uint64) {
+		for _, k := range sw1.Host().Sockets() {
+			if st, err := k.Stats(); err == nil {
+				n += st.RxDropped + st.RxRingFull
+			}
+		}
+		return n
+	}
+	// The worker fills the host socket's fill ring before its first loop:
+	// frames sent before then find no buffer.
+	end := time.Now().Add(10 * time.Second)
+	for sw1.Stats().Loops == 0 && time.Now().Before(end) {
+		time.Sleep(time.Millisecond)
+	}
 	for i := range frames {
+		for i-int(sw1.Stats().Host.RX.Frames+sockDrops()) >= inFlight && time.Now().Before(end) {
+			time.Sleep(50 * time.Microsecond)
+		}
 		if _, err := unix.Write(h1, classFrame(2, i, 1000)); err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +276,17 @@ func TestForwardPFCToHost(t *testing.T) {
 		t.Errorf("stats: pfc_tx %v pfc_xoff %v pfc_xon %v paused %08b; h1 captured %d frames (1 pause begun, 1 resume)",
 			p.Tx, p.Xoff, p.Xon, p.HostPaused, pauses+resumes)
 	}
-	if s.Link.TX.Frames < frames || s.Link.Egress.Dropped != 0 || s.Host.RX.Frames < frames {
-		t.Errorf("sw1: host rx %d, link tx %d, egress dropped %d; want all %d frames through", s.Host.RX.Frames, s.Link.TX.Frames, s.Link.Egress.Dropped, frames)
+	// Every frame sw1 took in reaches the link; none is dropped at its
+	// egress. h1 ignores the pause (a raw socket on a veth, which honours
+	// none), so a frame can still be dropped on its way in, at the host
+	// port's socket: counted there (no fill buffer, ring full), never lost
+	// unseen.
+	dropped := sockDrops()
+	if s.Link.TX.Frames != s.Host.RX.Frames || s.Link.Egress.Dropped != 0 || s.Host.RX.Frames+dropped != frames {
+		t.Errorf("sw1: host rx %d (socket drops %d), link tx %d, egress dropped %d; want every one of the %d frames through or counted at the host socket",
+			s.Host.RX.Frames, dropped, s.Link.TX.Frames, s.Link.Egress.Dropped, frames)
+	}
+	if dropped > 0 {
+		t.Logf("sw1's host socket dropped %d of the %d frames for want of a fill buffer or ring room (h1 ignores the pause)", dropped, frames)
 	}
 }
