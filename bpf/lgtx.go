@@ -18,7 +18,9 @@ import (
 // the kernel, exactly as linkguardian.FastSend.Offer models it; every other
 // frame goes to the AF_XDP socket. The shared words, the counters and the
 // ring are mapped by LGTx; WakeFD is readable after the kernel answered
-// WantWake.
+// WantWake. AttachPort writes every page of the ring once through the
+// kernel's mapping before it attaches the program (prefaultLGTxRing), so
+// that no frame pays for a first write.
 
 // Bits of the words in LGTx (linkguardian.FastLimitValid, FastPaused).
 const (
