@@ -321,3 +321,69 @@ func boolU(b bool) uint64 {
 	}
 	return 0
 }
+
+// TestPageFirstSlots: the slots prefaultLGTxRing writes reach every page of
+// the ring, each slot in the list reaching a page the earlier ones did not.
+func TestPageFirstSlots(t *testing.T) {
+	for _, c := range []struct{ slots, size, page int }{
+		{4096, 2048, 4096}, {2, 2048, 4096}, {16, 4096, 4096}, {64, 3000, 4096}, {8, 10000, 4096}, {1, 2048, 4096},
+	} {
+		got := pageFirstSlots(c.slots, c.size, c.page)
+		pages := (c.slots*c.size + c.page - 1) / c.page
+		reached := make([]bool, pages)
+		for _, i := range got {
+			first, last := i*c.size/c.page, ((i+1)*c.size-1)/c.page
+			fresh := false
+			for pg := first; pg <= last; pg++ {
+				fresh = fresh || !reached[pg]
+				reached[pg] = true
+			}
+			if !fresh {
+				t.Errorf("%+v: slot %d reaches no page the earlier slots did not", c, i)
+			}
+		}
+		for pg, ok := range reached {
+			if !ok {
+				t.Errorf("%+v: page %d of %d not reached by slots %v", c, pg, pages, got)
+			}
+		}
+	}
+}
+
+// TestLGTxPrefault writes the pages of a full-size copy ring through the
+// kernel's mapping and finds the ring as the load made it: all zero.
+func TestLGTxPrefault(t *testing.T) {
+	needRoot(t)
+	prepare()
+	spec, err := loadPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slots = 4096
+	copts, err := lgTxSpec(spec, PortOptions{LGTxSlots: slots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &PortProgram{ifname: "test-run"}
+	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
+		t.Fatal(loadErr("port", err))
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := prefaultLGTxRing(p.objs.LgTxRing); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := p.LGTx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tx.Ring()) != slots*LGTxSlotSize {
+		t.Fatalf("ring of %d bytes, want %d", len(tx.Ring()), slots*LGTxSlotSize)
+	}
+	if i := bytes.IndexFunc(tx.Ring(), func(r rune) bool { return r != 0 }); i >= 0 {
+		t.Fatalf("ring byte %d is not zero after the prefault", i)
+	}
+}

@@ -132,6 +132,12 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 		return nil, loadErr("dataplane port program for "+ifname, err)
 	}
 	p.impairControl = impairControl{cfg: p.objs.ImpairCfg, rng: p.objs.ImpairRng, count: p.objs.ImpairCount}
+	if opts.LGTxSlots != 0 {
+		if err := prefaultLGTxRing(p.objs.LgTxRing); err != nil {
+			p.objs.Close()
+			return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+		}
+	}
 	if opts.Host {
 		if err := p.objs.PortCfg.Put(uint32(0), portPortConf{Role: roleHost}); err != nil {
 			p.objs.Close()
