@@ -17,10 +17,9 @@ import (
 
 const lgTxTestSlots = 16
 
-// loadLGTx loads the port program (not attached) as a host port with a
-// forward port (the loopback), lg_tx on and a small ring, and maps LGTx
-// and the lg_rx it reads the ACK from.
-func loadLGTx(t *testing.T) (*PortProgram, *LGTx, *LGRx) {
+// loadLGTxRing loads the port program (not attached) with a send fast
+// path ring of slots slots, closed when the test ends.
+func loadLGTxRing(t *testing.T, slots int) *PortProgram {
 	t.Helper()
 	needRoot(t)
 	prepare()
@@ -28,7 +27,7 @@ func loadLGTx(t *testing.T) (*PortProgram, *LGTx, *LGRx) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copts, err := lgTxSpec(spec, PortOptions{LGTxSlots: lgTxTestSlots})
+	copts, err := lgTxSpec(spec, PortOptions{LGTxSlots: slots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +40,15 @@ func loadLGTx(t *testing.T) (*PortProgram, *LGTx, *LGRx) {
 			t.Error(err)
 		}
 	})
+	return p
+}
+
+// loadLGTx loads the port program (not attached) as a host port with a
+// forward port (the loopback), lg_tx on and a small ring, and maps LGTx
+// and the lg_rx it reads the ACK from.
+func loadLGTx(t *testing.T) (*PortProgram, *LGTx, *LGRx) {
+	t.Helper()
+	p := loadLGTxRing(t, lgTxTestSlots)
 	if err := p.changeConf("host", func(c *portPortConf) { c.Role = roleHost }); err != nil {
 		t.Fatal(err)
 	}
@@ -353,26 +361,8 @@ func TestPageFirstSlots(t *testing.T) {
 // TestLGTxPrefault writes the pages of a full-size copy ring through the
 // kernel's mapping and finds the ring as the load made it: all zero.
 func TestLGTxPrefault(t *testing.T) {
-	needRoot(t)
-	prepare()
-	spec, err := loadPort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const slots = 4096
-	copts, err := lgTxSpec(spec, PortOptions{LGTxSlots: slots})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &PortProgram{ifname: "test-run"}
-	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
-		t.Fatal(loadErr("port", err))
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	p := loadLGTxRing(t, slots)
 	if err := prefaultLGTxRing(p.objs.LgTxRing); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ package dataplane
 // by both link sessions and nothing crosses.
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,14 +56,7 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 					t.Errorf("sw%d's session agreed with a mismatched peer: %+v", i+1, s.Agreed)
 				}
 			}
-			// No ARP crosses: give h1 h2's address.
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			mac, err := netns.Command(ctx, tb.NS("h2"), "cat", "/sys/class/net/eth0/address").Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ipIn(t, tb.NS("h1"), "neigh", "replace", "10.0.0.2", "lladdr", strings.TrimSpace(string(mac)), "dev", "eth0")
+			staticNeighbour(t, tb) // no ARP crosses
 			r := udpFlows(t, tb, 2, 100, 200, 2000)
 			for i, got := range r.got {
 				if len(got) != 0 {

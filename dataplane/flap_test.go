@@ -216,14 +216,7 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	// --session-hold (the keep ends when the outage is that old) is not
 	// this test's subject: far beyond the scenario.
 	cfg := Config{Mode: ModeLG, LG: LGConfig{SessionKeep: keep, SessionHold: time.Minute}}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	// No ARP can cross: give h1 h2's address.
-	mac, err := netns.Command(ctx, tb.NS("h2"), "cat", "/sys/class/net/eth0/address").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ipIn(t, tb.NS("h1"), "neigh", "replace", "10.0.0.2", "lladdr", strings.TrimSpace(string(mac)), "dev", "eth0")
+	staticNeighbour(t, tb) // no ARP can cross
 	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "down")
 	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})
 	sw1 := startWatched(t, tb.NS("sw1"), cfg)
@@ -372,4 +365,15 @@ func waitLinkDown(t *testing.T, s *runningSwitch) {
 			t.Fatal("the dataplane did not mark link0 down within 2 s")
 		}
 	}
+}
+
+// staticNeighbour gives h1 h2's address, for tests through which no ARP
+// can cross.
+func staticNeighbour(t *testing.T, tb *netns.Testbed) {
+	t.Helper()
+	out, err := netns.Command(context.Background(), tb.NS("h2"), "cat", "/sys/class/net/eth0/address").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipIn(t, tb.NS("h1"), "neigh", "replace", "10.0.0.2", "lladdr", strings.TrimSpace(string(out)), "dev", "eth0")
 }
