@@ -154,8 +154,7 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	if ev&linksession.EvMismatch != 0 {
 		if a.Conflict&linksession.ConflictProtect != 0 {
-			log.Error("link session: --link-mode "+cellLinkMode(a.Local)+" here, "+cellLinkMode(a.Peer)+" at the peer: the link layers do not fit; run both ends with the same --link-mode",
-				"dev", name)
+			log.Error("link session: "+linkModeConflict(a)+": the link layers do not fit; run both ends with the same --link-mode", "dev", name)
 		}
 		if a.Conflict&linksession.ConflictIntegrity != 0 {
 			sayMismatch(log, name, linksession.Agreed{Conflict: linksession.ConflictIntegrity, LocalCaps: a.LocalCaps, PeerCaps: a.PeerCaps})
@@ -173,12 +172,17 @@ func cellMismatchText(a linksession.Agreed) string {
 	if a.Conflict&linksession.ConflictProtect == 0 {
 		return mismatchText(a)
 	}
-	t := "--link-mode " + cellLinkMode(a.Local) + " here, " + cellLinkMode(a.Peer) + " at the peer"
+	t := linkModeConflict(a)
 	if a.Conflict&linksession.ConflictIntegrity != 0 {
 		a.Conflict = linksession.ConflictIntegrity
 		t += "; " + mismatchText(a)
 	}
 	return t
+}
+
+// linkModeConflict names the two ends' --link-mode.
+func linkModeConflict(a linksession.Agreed) string {
+	return "--link-mode " + cellLinkMode(a.Local) + " here, " + cellLinkMode(a.Peer) + " at the peer"
 }
 
 // cellLinkMode is the --link-mode an end's protect mode says.

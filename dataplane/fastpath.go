@@ -317,7 +317,7 @@ func (f *fastPath) lgTxAck(on bool) error {
 // lgSend is the send fast path's shared state for the LinkGuardian core,
 // nil when there is none or the kernel path is out for good.
 func (f *fastPath) lgSend() *linkguardian.FastSend {
-	if f == nil || f.lgTx == nil || f.features == nil {
+	if !f.lgSends() {
 		return nil
 	}
 	t := f.lgTx
@@ -327,6 +327,10 @@ func (f *fastPath) lgSend() *linkguardian.FastSend {
 		Credit: t.Credit(), WakeMoves: t.WakeMoves(), Widened: t.Widened(),
 		DeclinedWindow: t.DeclinedWindow(), DeclinedUnread: t.DeclinedUnread()}
 }
+
+// lgSends reports whether LinkGuardian's send fast path runs (lgSend is
+// not nil).
+func (f *fastPath) lgSends() bool { return f != nil && f.lgTx != nil && f.features != nil }
 
 // lgPoint is the receive fast path's shared state for the LinkGuardian
 // core, nil when the kernel path is out for good.

@@ -172,7 +172,7 @@ func (pl *lgPipeline) newSession() error {
 	if p.R != nil {
 		prot.RxMode = uint8(p.R.Mode())
 	}
-	fastSend := p.S != nil && pl.d.fast.lgSend() != nil // as newLGPipeline connects it
+	fastSend := p.S != nil && pl.d.fast.lgSends() // as newLGPipeline connects it
 	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --protect that fits this one")
 }
 
@@ -262,7 +262,7 @@ func mismatchText(a linksession.Agreed) string {
 		parts = append(parts, protectFlags(a.Local)+" here, "+protectFlags(a.Peer)+" at the peer")
 	}
 	if a.Conflict&linksession.ConflictIntegrity != 0 {
-		parts = append(parts, fmt.Sprintf("--integrity %v here, %v at the peer", a.LocalCaps.Integrity, a.PeerCaps.Integrity))
+		parts = append(parts, integrityConflict(a))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -290,6 +290,11 @@ func protectFlags(p linksession.Protect) string {
 	return "--mode " + mode + " --protect " + prot
 }
 
+// integrityConflict names the two ends' integrity checks.
+func integrityConflict(a linksession.Agreed) string {
+	return fmt.Sprintf("--integrity %v here, %v at the peer", a.LocalCaps.Integrity, a.PeerCaps.Integrity)
+}
+
 // sayMismatch logs what of the peer's settings does not fit this end's, a
 // line per setting, naming the flags at both ends.
 func sayMismatch(log *slog.Logger, dev string, a linksession.Agreed) {
@@ -298,8 +303,7 @@ func sayMismatch(log *slog.Logger, dev string, a linksession.Agreed) {
 			"dev", dev)
 	}
 	if a.Conflict&linksession.ConflictIntegrity != 0 {
-		log.Error(fmt.Sprintf("link session: --integrity %v here, %v at the peer; nothing is delivered until both ends run the same --integrity", a.LocalCaps.Integrity, a.PeerCaps.Integrity),
-			"dev", dev)
+		log.Error("link session: "+integrityConflict(a)+"; nothing is delivered until both ends run the same --integrity", "dev", dev)
 	}
 }
 
