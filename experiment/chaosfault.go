@@ -27,16 +27,6 @@ func otherSwitch(sw string) string {
 // room for a slow machine.
 const deadWatch = 3 * time.Second
 
-// sessionDoc is the link session's part of a LinkGuardian /stats.json.
-type sessionDoc struct {
-	LinkGuardian *struct {
-		Session struct {
-			State    string `json:"state"`
-			Counters struct{ PeerTimeouts uint64 }
-		} `json:"session"`
-	} `json:"linkguardian"`
-}
-
 // watchPeerDead reads sw's link session every 10 ms from now until it
 // leaves up, and returns how long that took (ms; -1 if it did not within
 // deadWatch) and how much its count of dead-peer timeouts rose.
@@ -45,7 +35,7 @@ func (e *Env) watchPeerDead(ctx context.Context, sw string) (ms float64, timeout
 	var first uint64
 	firstRead := false
 	for time.Since(start) < deadWatch && ctx.Err() == nil {
-		var d sessionDoc
+		var d DPStats
 		if err := FetchStats(ctx, e.NS(sw), &d); err == nil && d.LinkGuardian != nil {
 			s := d.LinkGuardian.Session
 			if !firstRead {

@@ -86,6 +86,11 @@ type lgDoc struct {
 		P50, P99, P999, Max float64
 	} `json:"retx_delay_us"`
 	Copies int64 `json:"copies"`
+	// Session is the link session's state and dead-peer timeouts.
+	Session struct {
+		State    string `json:"state"`
+		Counters struct{ PeerTimeouts uint64 }
+	} `json:"session"`
 }
 
 // lgSenderDoc is the LinkGuardian sender's counters in /stats.json.
