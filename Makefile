@@ -29,11 +29,16 @@ vet:
 # test at full size (LINKFABRIC_FULL=1), the long simulations included.
 test: deps vet build race integration
 
+# The packages without root tests carry no traffic (simulations on a virtual
+# clock, decoders, fuzz seeds): two at a time, one core each. The packages
+# with root tests run one at a time, as in the integration pass.
 race:
-	$(GO) test -race -short -p 1 -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -short -p 2 -count=1 -timeout 20m $(UNIT_PKGS)
+	$(GO) test -race -short -p 1 -count=1 -timeout 20m $(ROOT_PKGS)
 
-# The packages whose tests need root.
+# The packages whose tests need root, and the others.
 ROOT_PKGS = $(shell { git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go'; } | xargs grep -l -e RequireRoot -e netns.TestUp -e Geteuid | xargs -n1 dirname | sort -u | sed 's|^\./||; s|^|./|')
+UNIT_PKGS = $(filter-out $(ROOT_PKGS),$(shell $(GO) list -f '{{.Dir}}' $(PKGS) | sed 's|^$(CURDIR)|.|'))
 
 integration:
 	$(GO) test -p 1 -count=1 -timeout 40m $(ROOT_PKGS)
