@@ -129,6 +129,14 @@ const (
 // and "The send fast path"). A quarter of the sequence space.
 const FastLead = seqhdr.Half / 4
 
+// FastWakeFallback is the gap between the core's looks at a point the
+// kernel owns while the kernel's wake timer runs (FastPoint.WakeAfter), and
+// the least gap between its looks at the kernel's sends (FastSend.WakeAfter
+// with a smaller WakeEvery): what a wakeup lost to a race costs at most.
+// The lead bound needs a look every FastLead frames (16,384 in 10 ms is
+// 1.6 million frames a second).
+const FastWakeFallback = int64(10_000_000)
+
 // fastCheckMax bounds the interval of the core's checks of a point the
 // kernel owns while it does not move: the first frames after a pause owe
 // their ACK at most this late (the peer's dummy asks sooner).
@@ -151,6 +159,15 @@ type FastPoint struct {
 	// kernel send path that piggybacks ACK a moves Wake to a + AckEvery
 	// (FastSend.Offer). nil or 0: Wake is Go's alone.
 	AckEvery *atomic.Uint64
+	// WakeAfter and Woke run the kernel's receive wake timer (nil: none,
+	// the core looks every AckDelay while the point moves). The receiver
+	// writes its AckDelay to WakeAfter; the kernel sets Woke to 1 when it
+	// woke the worker because frames it delivered owe an ACK, AckDelay
+	// after the first of them no piggybacked ACK covered, and the receiver
+	// swaps it back to 0 and sends that ACK at once. SentAck is
+	// FastAckValid | the newest ACK sent, piggybacked by the kernel or sent
+	// by the core (both write it): the timer's "covered". See "Wake timers".
+	WakeAfter, Woke, SentAck *atomic.Uint64
 }
 
 // NewFastPoint returns a FastPoint over fresh memory, the point not owned.
@@ -233,6 +250,7 @@ func (p *Endpoint) SetFast(fp *FastPoint) {
 		p.R.fast, p.R.handed = fp, false
 		p.R.publishAck()
 		p.R.publishAckEvery()
+		p.R.publishWakeAfter()
 	}
 	if p.S != nil {
 		p.S.peerAck = nil
@@ -294,6 +312,9 @@ func (r *Receiver) HandOff(now int64) bool {
 	r.handed = true
 	r.Stats.FastHandOffs++
 	r.fastGap = r.fastCheckBase()
+	if r.fast.WakeAfter != nil {
+		r.fastGap = FastWakeFallback
+	}
 	r.fastCheckAt = now + r.fastGap
 	return true
 }
@@ -397,9 +418,15 @@ func (r *Receiver) refreshFast() {
 }
 
 // checkFast is the core's periodic look at a point the kernel owns: frames
-// it delivered owe an ACK; a point the kernel gave away is claimed.
+// it delivered owe an ACK; a point the kernel gave away is claimed. With
+// the kernel's wake timer the look is a fallback every FastWakeFallback, and a
+// wakeup by the timer (Woke) looks at once and makes the ACK due now.
 func (r *Receiver) checkFast(now int64) {
-	if !r.handed || now < r.fastCheckAt {
+	if !r.handed {
+		return
+	}
+	woke := r.fast.Woke != nil && r.fast.Woke.Load() != 0 && r.fast.Woke.Swap(0) != 0
+	if !woke && now < r.fastCheckAt {
 		return
 	}
 	v := r.fast.Point.Load()
@@ -407,12 +434,33 @@ func (r *Receiver) checkFast(now int64) {
 		r.claim(now)
 		return
 	}
-	if r.adopt(now, seqhdr.Seq(v&FastSeqMask), true) {
+	switch moved := r.adopt(now, seqhdr.Seq(v&FastSeqMask), true); {
+	case r.fast.WakeAfter != nil:
+		r.fastGap = FastWakeFallback
+	case moved:
 		r.fastGap = r.fastCheckBase()
-	} else {
+	default:
 		r.fastGap = min(2*r.fastGap, fastCheckMax)
 	}
+	if woke && r.pendingAck {
+		// The kernel waited AckDelay from the first frame no ACK covered.
+		r.pendingSince = min(r.pendingSince, now-r.cfg.AckDelay)
+	}
 	r.fastCheckAt = now + r.fastGap
+}
+
+// publishSentAck tells the kernel's wake timer that lastAck went out.
+func (r *Receiver) publishSentAck() {
+	if r.fast != nil && r.fast.SentAck != nil {
+		r.fast.SentAck.Store(FastAckValid | uint64(r.lastAck))
+	}
+}
+
+// publishWakeAfter writes AckDelay for the kernel's wake timer.
+func (r *Receiver) publishWakeAfter() {
+	if r.fast != nil && r.fast.WakeAfter != nil {
+		r.fast.WakeAfter.Store(uint64(r.fastCheckBase()))
+	}
 }
 
 // fastBehind reports whether the kernel delivered frames the core has not
