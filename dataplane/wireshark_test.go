@@ -28,7 +28,8 @@ var tsharkFields = []string{
 	"frame.number", "linkfabric.type", "linkfabric.serial", "linkfabric.flags.retx", "linkfabric.ack_serial",
 	"linkfabric.count", "linkfabric.trailer.kind", "linkfabric.trailer.ok", "ip.proto", "linkfabric.hello.epoch",
 	"linkfabric.cell.seq", "linkfabric.credit.count", "linkfabric.reach.counter", "linkfabric.fec.count",
-	"linkfabric.tdma.seq", "linkfabric.pause_ns", "linkfabric.hello.caps.integrity", "eth.src",
+	"linkfabric.tdma.seq", "linkfabric.pause_ns", "linkfabric.hello.caps.integrity", "eth.src", "eth.type",
+	"linkfabric.fec.first_serial", "linkfabric.cell.src", "linkfabric.cell.dst", "linkfabric.cell.port", "linkfabric.cell.class",
 	"_ws.malformed", "_ws.expert.severity", "_ws.expert.message",
 }
 
