@@ -137,7 +137,7 @@ func (s *side) count() {
 			k = "-"
 		case k == "1" && r["linkfabric.flags.retx"] == "1":
 			k = "1r"
-		case k == "1" && r["linkfabric.serial"] == "":
+		case k == "1" && r["linkfabric.flags.unseq"] == "1":
 			k = "1u"
 		}
 		s.types[k]++
@@ -162,7 +162,7 @@ func (s *side) String() string {
 func serials(rows []tsharkRow, typ, field string, retx bool) []int {
 	var out []int
 	for _, r := range rows {
-		if r["linkfabric.type"] != typ || (r["linkfabric.flags.retx"] == "1") != retx || r[field] == "" {
+		if r["linkfabric.type"] != typ || (r["linkfabric.flags.retx"] == "1") != retx || r["linkfabric.flags.unseq"] == "1" || r[field] == "" {
 			continue
 		}
 		v, _ := strconv.Atoi(strings.Split(r[field], ";")[0])
@@ -357,6 +357,7 @@ func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane) {
 		eq(t, s, "resumes", s.types["6"], c.Receiver.ResumesSent)
 		eq(t, s, "HELLOs", s.types["7"], ss.HellosTx)
 		eq(t, s, "HELLO-ACKs", s.types["8"], ss.HelloAcksTx)
+		eq(t, s, "unprotected host frames (plain or Unseq)", s.types["-"]+s.types["1u"], c.Port.TxPassthrough)
 		sent := consecutive(t, s.name+" data", serials(s.rows, "1", "linkfabric.serial", false))
 		for _, q := range serials(s.rows, "1", "linkfabric.serial", true) {
 			if !sent[q] {

@@ -25,7 +25,7 @@ const dissectorPath = "../deploy/wireshark/linkfabric.lua"
 
 // tsharkFields are the fields tsharkDecode asks for, in this order.
 var tsharkFields = []string{
-	"frame.number", "linkfabric.type", "linkfabric.serial", "linkfabric.flags.retx", "linkfabric.ack_serial",
+	"frame.number", "linkfabric.type", "linkfabric.serial", "linkfabric.flags.retx", "linkfabric.flags.unseq", "linkfabric.ack_serial",
 	"linkfabric.count", "linkfabric.trailer.kind", "linkfabric.trailer.ok", "ip.proto", "linkfabric.hello.epoch",
 	"linkfabric.cell.seq", "linkfabric.credit.count", "linkfabric.reach.counter", "linkfabric.fec.count",
 	"linkfabric.tdma.seq", "linkfabric.pause_ns", "linkfabric.hello.caps.integrity", "eth.src", "eth.type",
@@ -181,7 +181,7 @@ func encoderFrames(t *testing.T, m linkcrc.Integrity) []wsFrame {
 	add("data retx", data(seqhdr.Header{Type: seqhdr.TypeData, Retx: true, Seq: 42}, 1500),
 		map[string]string{"linkfabric.type": "1", "linkfabric.serial": "42", "linkfabric.flags.retx": "1", "ip.proto": "17"})
 	add("data unseq", data(seqhdr.Header{Type: seqhdr.TypeData, Unseq: true, HasAck: true, Ack: 9}, 60),
-		map[string]string{"linkfabric.type": "1", "linkfabric.ack_serial": "9", "ip.proto": "17"})
+		map[string]string{"linkfabric.type": "1", "linkfabric.flags.unseq": "1", "linkfabric.ack_serial": "9", "ip.proto": "17"})
 	ctrl := func(h seqhdr.Header) []byte {
 		b := make([]byte, seqhdr.MinFrameLen)
 		n, err := seqhdr.PutControl(b, &wsPeer, &wsLocal, &h)
