@@ -7,6 +7,7 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,8 @@ var tsharkFields = []string{
 type tsharkRow map[string]string
 
 // errors returns what tshark flagged in the frame: malformed, or an expert
-// item of severity error.
+// item of severity error (a failure of the dissector itself, "Lua Error:
+// ...", is one).
 func (r tsharkRow) errors() string {
 	var bad []string
 	if r["_ws.malformed"] != "" {
@@ -347,6 +349,22 @@ func TestDissectorDecodesEncoders(t *testing.T) {
 	linkcrc.Csum.Seal(ack, len(ack)-linkcrc.TrailerLen)
 	bad("ACK with a reserved flag", "reserved flag bits set", ack)
 
+	// Hostile frames (random bytes after the link EtherType, a random
+	// type): whatever tshark makes of them, the dissector itself must not
+	// fail on any.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		b := make([]byte, 15+rnd.IntN(120))
+		for i := range b {
+			b[i] = byte(rnd.Uint32())
+		}
+		copy(b, wsPeer[:])
+		copy(b[6:], wsLocal[:])
+		binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
+		b[14] = byte(rnd.IntN(16))
+		frames = append(frames, wsFrame{name: "hostile", b: b, flags: "hostile"})
+	}
+
 	path := filepath.Join(t.TempDir(), "encoders.pcap")
 	raw := make([][]byte, len(frames))
 	for i := range frames {
@@ -364,6 +382,14 @@ func TestDissectorDecodesEncoders(t *testing.T) {
 	}
 	for i, f := range frames {
 		r := rows[i]
+		if f.flags == "hostile" {
+			for _, rr := range []tsharkRow{r, named[i]} {
+				if e := rr.errors(); strings.Contains(e, "Lua Error") || rr["linkfabric.type"] == "" {
+					t.Errorf("frame %d (hostile, % x): type %q, %s", i+1, f.b, rr["linkfabric.type"], e)
+				}
+			}
+			continue
+		}
 		if f.flags != "" {
 			if got := named[i].errors(); !strings.Contains(got, f.flags) {
 				t.Errorf("frame %d (%s): tshark -o linkfabric.integrity:csum flagged %q, want %q", i+1, f.name, got, f.flags)
