@@ -315,7 +315,7 @@ local function link_fields(tvb, t, tree)
 	if t == T_LOSS and aux == 0 then ok = bad(auxitem, e.invalid, "a loss notification of 0 frames (ErrField)") end
 	if t == T_DATA and aux == ETHERTYPE then ok = bad(auxitem, e.invalid, "a data frame may not carry the link EtherType") end
 	local sum
-	if unseq then sum = "unseq" else sum = "seq=" .. serial(era, seq) end
+	if unseq then sum = "unseq" elseif t == T_ACK then sum = "" else sum = "seq=" .. serial(era, seq) end
 	if retx then sum = sum .. " retx" end
 	if t == T_LOSS then
 		local latest = tvb(8, 2):uint()
@@ -323,7 +323,7 @@ local function link_fields(tvb, t, tree)
 		tree:add(f.latest_serial, tvb(8, 2), serial(band(flags, 0x10) ~= 0 and 1 or 0, latest)):set_generated()
 		sum = "first=" .. serial(era, seq) .. " count=" .. aux .. " latest=" .. serial(band(flags, 0x10) ~= 0 and 1 or 0, latest)
 	end
-	if hasack then sum = sum .. " ack=" .. serial(ackera, ack) end
+	if hasack then sum = (sum == "" and "" or sum .. " ") .. "ack=" .. serial(ackera, ack) end
 	if carried and flags == 0 and seq == 0 and ack == 0 then sum = "" end
 	return sum, ok
 end
@@ -366,8 +366,9 @@ local function dissect_lg(tvb, pinfo, tree, t, blen, top)
 			if ethertype_table:try(et, sub, pinfo, top) == 0 then
 				data_dissector:call(sub, pinfo, top)
 			end
+			return "data " .. sum, true
 		end
-		return nil
+		return "data " .. sum
 	end
 	padding(tvb, need, blen, tree, pinfo)
 	return name .. " " .. sum
@@ -614,7 +615,7 @@ function p.dissector(tvb, pinfo, tree)
 
 	local b0 = tvb(0, 1):uint()
 	local ver, t = rshift(b0, 4), band(b0, 0x0F)
-	local summary
+	local summary, inner
 	if n >= 2 and tvb(0, 2):uint() == 0x5458 and blen >= 37 then
 		-- tdmaagent's raw data frames share the EtherType; their magic
 		-- "TX" reads as version 5, which every link decoder refuses.
@@ -628,7 +629,7 @@ function p.dissector(tvb, pinfo, tree)
 			if blen > 1 then root:add(f.rest, tvb(1, blen - 1)) end
 			summary = "version " .. ver .. " (unknown)"
 		elseif t >= T_DATA and t <= T_RESUME then
-			summary = dissect_lg(tvb, pinfo, root, t, blen, tree)
+			summary, inner = dissect_lg(tvb, pinfo, root, t, blen, tree)
 		elseif t == T_HELLO or t == T_HELLO_ACK then
 			summary = dissect_hello(tvb, pinfo, root, t, blen)
 		elseif t >= T_CELL and t <= T_REACH then
@@ -667,8 +668,10 @@ function p.dissector(tvb, pinfo, tree)
 	end
 	if summary then
 		root:append_text(", " .. summary)
-		pinfo.cols.protocol = "LINKFABRIC"
-		pinfo.cols.info = summary
+		if not inner then -- a data frame's host frame has the columns (after "LF data ... |")
+			pinfo.cols.protocol = "LINKFABRIC"
+			pinfo.cols.info = summary
+		end
 	end
 	return n
 end
