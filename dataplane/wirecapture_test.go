@@ -135,8 +135,8 @@ func (s *side) count() {
 			k = "tdma"
 		case k == "":
 			k = "-"
-		case k == "1" && r["linkfabric.flags.retx"] == "1":
-			k = "1r"
+		case r["linkfabric.flags.retx"] == "1":
+			k += "r"
 		case k == "1" && r["linkfabric.flags.unseq"] == "1":
 			k = "1u"
 		}
@@ -222,11 +222,14 @@ func TestDissectorOnTestbed(t *testing.T) {
 		}
 	}
 	for _, mode := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor, ModeCells, ModeFEC} {
-		t.Run(string(mode), func(t *testing.T) { wireCaptureMode(t, tb, mode) })
+		t.Run(string(mode), func(t *testing.T) { wireCaptureMode(t, tb, mode, "") })
 	}
+	// Cells over LinkGuardian: the cell family sequenced in place, and
+	// the link session's HELLOs.
+	t.Run("cells-lg", func(t *testing.T) { wireCaptureMode(t, tb, ModeCells, "lg") })
 }
 
-func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode) {
+func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode string) {
 	sw1ns, sw2ns, wire := tb.NS("sw1"), tb.NS("sw2"), tb.NS("wire")
 	path := filepath.Join(t.TempDir(), string(mode)+".pcap")
 	capt := startCapture(t, wire, netns.WirePort0, path)
@@ -240,7 +243,7 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode) {
 		switch mode {
 		case ModeCells:
 			return startWatched(t, ns, Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"},
-				Cells: CellsConfig{NodeID: id}, LG: LGConfig{Integrity: integrity}})
+				Cells: CellsConfig{NodeID: id, LinkMode: cellLinkMode}, LG: LGConfig{Integrity: integrity}})
 		default:
 			return startWatched(t, ns, Config{Mode: mode, LG: LGConfig{Integrity: integrity}})
 		}
@@ -251,7 +254,7 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode) {
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
 		t.Fatalf("ping h1→h2 through %s: %v", mode, err)
 	}
-	lossy := mode != ModeForward && mode != ModeCells
+	lossy := mode != ModeForward && (mode != ModeCells || cellLinkMode != "")
 	if lossy {
 		if err := sw2.d.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 0.02, Seed: 5}); err != nil {
 			t.Fatal(err)
@@ -325,7 +328,10 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode) {
 	for i, s := range sides {
 		s.count()
 		t.Logf("%s, its link port counted %d; tshark decoded %d", s, sws[i].d.Stats().Link.TX.Frames, len(s.rows))
-		checkSide(t, mode, s, sides[1-i], sws[i].d)
+		checkSide(t, mode, s, sides[1-i], sws[i].d, cellLinkMode)
+	}
+	if cellLinkMode != "" {
+		mode += Mode("/" + cellLinkMode)
 	}
 	t.Logf("mode %s: tcpdump captured %d frames, tshark decoded %d, %d malformed or with an expert error", mode, captured, len(rows), bad)
 }
@@ -338,7 +344,7 @@ func eq(t *testing.T, s *side, what string, got int, want uint64) {
 	}
 }
 
-func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane) {
+func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane, cellLinkMode string) {
 	t.Helper()
 	st := d.Stats()
 	switch mode {
@@ -400,12 +406,27 @@ func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane) {
 		}
 	case ModeCells:
 		l := d.CellStats().Snapshot().Links[0]
-		eq(t, s, "frames", len(s.rows), l.TxFrames)
+		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "cells", s.types["9"], l.TxCells)
 		eq(t, s, "credit and REACH frames", s.types["10"]+s.types["11"]+s.types["12"], l.TxCtrl)
+		if cellLinkMode != "" {
+			// LinkGuardian sequences the cells in place: their serials
+			// run without a gap, retransmissions repeat them.
+			eq(t, s, "sequenced cells", s.types["9"], l.LG.Sent)
+			eq(t, s, "retransmitted cells", s.types["9r"], l.LG.RetxCopies)
+			sent := consecutive(t, s.name+" cells", serials(s.rows, "9", "linkfabric.serial", false))
+			for _, q := range serials(s.rows, "9", "linkfabric.serial", true) {
+				if !sent[q] {
+					t.Errorf("%s: retransmitted cell serial %d was never sent", s.name, q)
+				}
+			}
+		}
 		// Each stream's cells and the REACH counter run without a gap.
 		streams := map[string][]int{}
 		for _, r := range s.rows {
+			if r["linkfabric.flags.retx"] == "1" {
+				continue // a copy of a cell already counted
+			}
 			switch r["linkfabric.type"] {
 			case "9":
 				k := r["linkfabric.cell.src"] + ">" + r["linkfabric.cell.dst"] + ":" + r["linkfabric.cell.port"] + "/" + r["linkfabric.cell.class"]
