@@ -538,7 +538,10 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 }
 
 // Stop implements Pipeline.
-func (pl *lgPipeline) Stop() { pl.publish(pl.port) }
+func (pl *lgPipeline) Stop() {
+	pl.publish(pl.port)
+	pl.publishSession() // the session's final counters too, not those of up to 20 ms ago
+}
 
 func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []linkguardian.Frame) {
 	for _, f := range fs {
