@@ -1,10 +1,12 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/netns"
@@ -16,17 +18,21 @@ import (
 // TDMACounters are a TDMA run's safety and overhead counters, summed over
 // the hosts.
 type TDMACounters struct {
-	Collisions     uint64  `json:"collisions"`
-	LostFrames     uint64  `json:"lost_frames"`
-	SockDrops      uint64  `json:"recv_socket_drops"` // at the agents' data sockets
-	CtlLost        uint64  `json:"control_lost"`      // grants dropped on purpose or missed
-	LeaseExpiries  uint64  `json:"lease_expiries"`
-	FreeRunOpens   uint64  `json:"freerun_opens"`
-	OverrunBytes   uint64  `json:"overrun_bytes"`
-	CtlOverheadPct float64 `json:"control_overhead_pct,omitempty"` // grant bytes per host ÷ the line rate
-	FMLateP99us    float64 `json:"fm_late_p99_us,omitempty"`
-	FMRT           bool    `json:"fm_rt,omitempty"`
-	HostRT         bool    `json:"host_rt,omitempty"`
+	Collisions uint64 `json:"collisions"`
+	// Causes are the collisions by cause, CollSample the first ones of
+	// each receiver in full (host.Classify).
+	Causes         host.Causes      `json:"collision_causes"`
+	CollSample     []host.Collision `json:"collision_sample,omitempty"`
+	LostFrames     uint64           `json:"lost_frames"`
+	SockDrops      uint64           `json:"recv_socket_drops"` // at the agents' data sockets
+	CtlLost        uint64           `json:"control_lost"`      // grants dropped on purpose or missed
+	LeaseExpiries  uint64           `json:"lease_expiries"`
+	FreeRunOpens   uint64           `json:"freerun_opens"`
+	OverrunBytes   uint64           `json:"overrun_bytes"`
+	CtlOverheadPct float64          `json:"control_overhead_pct,omitempty"` // grant bytes per host ÷ the line rate
+	FMLateP99us    float64          `json:"fm_late_p99_us,omitempty"`
+	FMRT           bool             `json:"fm_rt,omitempty"`
+	HostRT         bool             `json:"host_rt,omitempty"`
 }
 
 // counters sums r's hosts' counters; the control overhead is the FM's
@@ -35,6 +41,10 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 	var t TDMACounters
 	for _, h := range r.Hosts {
 		t.Collisions += h.Collisions
+		for k := range t.Causes {
+			t.Causes[k].Merge(h.Causes[k])
+		}
+		t.CollSample = append(t.CollSample, h.CollSample...)
 		t.CtlLost += h.CtlDrop + h.G.CtlLost
 		t.LeaseExpiries += h.G.LeaseExpiries
 		t.FreeRunOpens += h.G.FreeRunOpens
@@ -201,3 +211,57 @@ func ratio0(a, b float64) float64 {
 
 // agentDuration is the --duration flag of an agent.
 func agentDuration(d time.Duration) []string { return []string{"--duration", d.String()} }
+
+// causeRun is one run's collisions by cause, with its label.
+type causeRun struct {
+	label  string
+	causes host.Causes
+	sample []host.Collision
+}
+
+// printCauses prints the collision-cause table: per run and cause the
+// collided frames, bytes and lateness (mean and largest, µs), then, for
+// the runs with collisions, the worst few of their samples (host, slot,
+// lateness and where the time went).
+func printCauses(w io.Writer, runs []causeRun) {
+	var any bool
+	for _, r := range runs {
+		any = any || r.causes.Total() > 0
+	}
+	fmt.Fprintln(w, "\ncollisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard):")
+	if !any {
+		fmt.Fprintln(w, "  none in any run")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "run")
+	for c := host.Cause(0); c < host.NumCauses; c++ {
+		fmt.Fprintf(tw, "	%s", c)
+	}
+	fmt.Fprintln(tw, "	(frames, mean/max µs late)")
+	for _, r := range runs {
+		fmt.Fprint(tw, r.label)
+		for _, s := range r.causes {
+			if s.Frames == 0 {
+				fmt.Fprint(tw, "	0")
+				continue
+			}
+			fmt.Fprintf(tw, "	%d (%.0f/%.0f)", s.Frames, s.SumLateUs/float64(s.Frames), s.MaxLateUs)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "worst sampled collisions (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → arrival):")
+	for _, r := range runs {
+		s := slices.Clone(r.sample)
+		slices.SortFunc(s, func(a, b host.Collision) int { return cmp.Compare(b.LateUs, a.LateUs) })
+		for _, c := range s[:min(len(s), 3)] {
+			fr := ""
+			if c.FreeRun {
+				fr = ", free-run"
+			}
+			fmt.Fprintf(w, "  %s: h%d → h%d, %d/%d: %s %.0f µs late; grant shift %.0f µs, line %.0f µs, transit %.0f µs%s\n",
+				r.label, c.Src+1, c.Dst+1, c.Round, c.Slot, c.Cause, c.LateUs, c.GrantShiftUs, c.LineUs, c.TransitUs, fr)
+		}
+	}
+}

@@ -441,5 +441,14 @@ func PrintTDMAShuffle(w io.Writer, r *TDMAShuffleResult) {
 		fmt.Fprintf(w, "  %-5s completion ÷ ideal %.3f (paper %.3f), finish spread %.3f s, switch drops %.0f, collisions %.0f, control overhead %.3f %%, retransmits %.0f\n",
 			arm, s.OverIdeal, s.PaperRatio, s.SpreadS, s.Drops, s.Collisions, s.Overhead, s.Retransmits)
 	}
+	var cr []causeRun
+	for _, a := range r.Runs {
+		if a.Arm == "tdma" {
+			cr = append(cr, causeRun{label: fmt.Sprintf("tdma %d", a.Run), causes: a.Causes, sample: a.CollSample})
+		}
+	}
+	if len(cr) > 0 {
+		printCauses(w, cr)
+	}
 	r.Precheck.print(w)
 }

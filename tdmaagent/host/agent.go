@@ -140,11 +140,15 @@ type Stats struct {
 	RecvLost    uint64  `json:"recv_lost"`
 	SockDrops   uint64  `json:"recv_socket_drops"` // dropped at the data socket: the agent did not read in time
 	BadData     uint64  `json:"bad_data_frames"`
-	// Collisions: frames received (kernel time stamp) after their window's
-	// end plus the guard, when the next slot's sender may be sending.
-	Collisions uint64  `json:"collisions"`
-	CollBytes  uint64  `json:"collision_bytes"`
-	CollMaxUs  float64 `json:"collision_max_late_us"`
+	// Collisions: frames received (kernel time stamp) after their slot's
+	// end plus the guard, when the next slot's sender may be sending, or
+	// released before the slot's start plus the guard (Classify); Causes
+	// counts them by cause, CollSample holds the first ones in full.
+	Collisions uint64      `json:"collisions"`
+	Causes     Causes      `json:"collision_causes"`
+	CollSample []Collision `json:"collision_sample,omitempty"`
+	CollBytes  uint64      `json:"collision_bytes"`
+	CollMaxUs  float64     `json:"collision_max_late_us"`
 	// CrossOrder: frames arriving after a frame of a later slot from
 	// another sender (veth may reorder across CPUs; informational).
 	CrossOrder uint64  `json:"cross_order"`

@@ -13,12 +13,12 @@ import (
 
 const (
 	ethHdr = 14
-	// Every raw data frame's payload starts with the end of its window
-	// plus the guard on the sender's clock (8 bytes): after that instant
+	// Every raw data frame's payload starts with the sender's view of its
+	// window (wire.WinTrailer): its slot's end plus the guard, after which
 	// the next slot's sender may be on the receiver's port. All namespaces
 	// share one clock here, so the receiver compares its kernel receive
-	// time stamp with it.
-	dataHdr   = ethHdr + wire.DataHdrLen + 8
+	// time stamp with it and tells why a frame came late.
+	dataHdr   = ethHdr + wire.DataHdrLen + wire.WinTrailerLen
 	batch     = 32
 	lateOpen  = 100_000 // ns: a window's first frame later than this is a late open
 	progressT = 10_000_000
@@ -219,8 +219,8 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 				break
 			}
 			pay := int(min(int64(fl-dataHdr), r.remain[w.Dst]))
-			a.frame(r, n, w, pay, fl)
 			vf = a.g.Sent(now, w, fl)
+			a.frame(r, n, w, pay, fl, vf)
 			n++
 		}
 		if n == 0 {
@@ -282,9 +282,9 @@ func (a *Agent) booked(r *rawState, now, end int64) {
 }
 
 // frame builds frame i of the batch: pay bytes to w.Dst in a frame of fl bytes.
-func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int) {
+func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int, line int64) {
 	b := r.txBuf[i][:fl]
-	a.header(b, w, w.Dst, r.seq[w.Dst], r.offset[w.Dst], 0)
+	a.header(b, w, w.Dst, r.seq[w.Dst], r.offset[w.Dst], 0, line)
 	r.tx[i] = b
 	r.txPay[i] = pay
 	r.seq[w.Dst]++
@@ -293,19 +293,23 @@ func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int) {
 	r.txEnd[i] = a.cfg.Work.Kind == "rr" && r.remain[w.Dst] == 0
 }
 
-// header writes the Ethernet and data headers and the window's end into b,
-// a frame to dst sent in w.
-func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags uint8) {
+// header writes the Ethernet and data headers and the window trailer into
+// b, a frame to dst sent in w whose last byte leaves the line at line.
+func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags uint8, line int64) {
 	copy(b[0:6], a.macs[dst][:])
 	copy(b[6:12], a.ctl.MAC[:])
 	binary.BigEndian.PutUint16(b[12:], wire.DataEtherType)
+	now := clock.Now()
 	h := wire.DataHdr{Src: uint16(a.cfg.Index), Dst: uint16(dst), Class: uint8(w.Class), Round: w.Round, Slot: uint8(w.Slot),
-		Seq: seq, Offset: off, SendTS: clock.Now(), Flags: flags}
+		Seq: seq, Offset: off, SendTS: now, Flags: flags}
 	if w.FreeRun {
 		h.Flags |= wire.DataFreeRun
 	}
 	h.Encode(b[ethHdr:])
-	binary.BigEndian.PutUint64(b[ethHdr+wire.DataHdrLen:], uint64(w.Due))
+	t := wire.WinTrailer{Due: wire.WinDelta(w.Due, now), Close: wire.WinDelta(w.Close, now), FMEnd: wire.WinDelta(w.FMEnd, now),
+		Line: wire.WinDelta(line, now), Lease: wire.WinDelta(a.g.LeaseEnd(), now),
+		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16))}
+	t.Encode(b[ethHdr+wire.DataHdrLen:])
 }
 
 // receive counts data frames per source, losses and collisions.
@@ -324,7 +328,7 @@ func (a *Agent) receive(r *rawState) {
 				continue
 			}
 			src := int(h.Src)
-			a.checkWindow(r, i, l)
+			a.checkWindow(r, i, l, &h)
 			if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
 				a.onRPC(now, r, src, &h)
 				continue
@@ -360,13 +364,29 @@ func (a *Agent) receive(r *rawState) {
 	}
 }
 
-// checkWindow counts received frame i (l bytes) as a collision if it
-// arrived (kernel time stamp) after its window's end plus the guard.
-func (a *Agent) checkWindow(r *rawState, i, l int) {
-	end := int64(binary.BigEndian.Uint64(r.rxB[i][ethHdr+wire.DataHdrLen:]))
-	if rx := r.rxT[i]; rx != 0 && rx > end {
-		a.s.Collisions++
-		a.s.CollBytes += uint64(l)
-		a.s.CollMaxUs = max(a.s.CollMaxUs, float64(rx-end)/1000)
+// checkWindow counts received frame i (l bytes, header h) as a collision
+// if it arrived (kernel time stamp) after its slot's end plus the guard or
+// was released before the slot's start plus the guard, by cause.
+func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
+	rx := r.rxT[i]
+	var t wire.WinTrailer
+	if rx == 0 || wire.DecodeWinTrailer(r.rxB[i][ethHdr+wire.DataHdrLen:l], &t) != nil {
+		return
+	}
+	c, late, ok := Classify(h.SendTS, rx, &t)
+	if !ok {
+		return
+	}
+	a.s.Collisions++
+	a.s.CollBytes += uint64(l)
+	a.s.CollMaxUs = max(a.s.CollMaxUs, late)
+	a.s.Causes[c].Add(l, late)
+	if len(a.s.CollSample) < maxCollisionSample {
+		cl := Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
+			LineUs: us(int64(t.Line)), TransitUs: us(rx - max(h.SendTS, h.SendTS+int64(t.Line))), FreeRun: h.Flags&wire.DataFreeRun != 0}
+		if t.FMEnd != wire.WinUnknown && t.Due != wire.WinUnknown {
+			cl.GrantShiftUs = us(int64(t.Due) - int64(t.GuardUs)*1000 - int64(t.FMEnd))
+		}
+		a.s.CollSample = append(a.s.CollSample, cl)
 	}
 }
