@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
@@ -21,18 +22,25 @@ type TDMACounters struct {
 	Collisions uint64 `json:"collisions"`
 	// Causes are the collisions by cause, CollSample the first ones of
 	// each receiver in full (host.Classify).
-	Causes         host.Causes      `json:"collision_causes"`
-	CollSample     []host.Collision `json:"collision_sample,omitempty"`
-	LostFrames     uint64           `json:"lost_frames"`
-	SockDrops      uint64           `json:"recv_socket_drops"` // at the agents' data sockets
-	CtlLost        uint64           `json:"control_lost"`      // grants dropped on purpose or missed
-	LeaseExpiries  uint64           `json:"lease_expiries"`
-	FreeRunOpens   uint64           `json:"freerun_opens"`
-	OverrunBytes   uint64           `json:"overrun_bytes"`
-	CtlOverheadPct float64          `json:"control_overhead_pct,omitempty"` // grant bytes per host ÷ the line rate
-	FMLateP99us    float64          `json:"fm_late_p99_us,omitempty"`
-	FMRT           bool             `json:"fm_rt,omitempty"`
-	HostRT         bool             `json:"host_rt,omitempty"`
+	Causes     host.Causes      `json:"collision_causes"`
+	CollSample []host.Collision `json:"collision_sample,omitempty"`
+	// Gate: the gate's counters (nil without one); Returned, Resent: the
+	// agents' frames it returned and they sent again; RetLost: returned
+	// frames an agent could not hold.
+	Gate           *bpf.TDMAGateCounters `json:"gate,omitempty"`
+	Returned       uint64                `json:"returned,omitempty"`
+	Resent         uint64                `json:"resent,omitempty"`
+	RetLost        uint64                `json:"returned_lost,omitempty"`
+	LostFrames     uint64                `json:"lost_frames"`
+	SockDrops      uint64                `json:"recv_socket_drops"` // at the agents' data sockets
+	CtlLost        uint64                `json:"control_lost"`      // grants dropped on purpose or missed
+	LeaseExpiries  uint64                `json:"lease_expiries"`
+	FreeRunOpens   uint64                `json:"freerun_opens"`
+	OverrunBytes   uint64                `json:"overrun_bytes"`
+	CtlOverheadPct float64               `json:"control_overhead_pct,omitempty"` // grant bytes per host ÷ the line rate
+	FMLateP99us    float64               `json:"fm_late_p99_us,omitempty"`
+	FMRT           bool                  `json:"fm_rt,omitempty"`
+	HostRT         bool                  `json:"host_rt,omitempty"`
 }
 
 // counters sums r's hosts' counters; the control overhead is the FM's
@@ -45,6 +53,9 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 			t.Causes[k].Merge(h.Causes[k])
 		}
 		t.CollSample = append(t.CollSample, h.CollSample...)
+		t.Returned += h.Returned
+		t.Resent += h.Resent
+		t.RetLost += h.RetFull
 		t.CtlLost += h.CtlDrop + h.G.CtlLost
 		t.LeaseExpiries += h.G.LeaseExpiries
 		t.FreeRunOpens += h.G.FreeRunOpens
@@ -54,6 +65,7 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 		t.OverrunBytes += h.G.OverrunBytes
 	}
 	t.FMLateP99us, t.FMRT = r.FM.LateP99us, r.FM.RT
+	t.Gate = r.Gate
 	if r.FM.Duration > 0 {
 		t.CtlOverheadPct = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
 	}

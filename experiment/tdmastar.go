@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/fm"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -36,6 +37,49 @@ type TDMAStar struct {
 	// agent's default, negative turns it off.
 	Spin time.Duration `json:"spin_ns,omitempty"`
 	MTU  int           `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
+	// Gate is where the raw agents' frames are held to their windows
+	// against the kernel's clock (bpf.TDMAGate): "exit" where they leave
+	// the host's line (XDP on the switch end of its veth), "egress" where
+	// the agent hands them to the kernel (tc on the host's interface),
+	// "none": the agents' own timing only. GateShare is the part of the
+	// guard a frame may still leave the host in after its slot's end.
+	Gate      string  `json:"gate"`
+	GateShare float64 `json:"gate_share,omitempty"`
+}
+
+// TDMAGates are the values of TDMAStar.Gate.
+var TDMAGates = []string{"exit", "egress", "none"}
+
+// attachGate loads the gate c asks for onto tb's hosts (nil for none).
+func attachGate(tb *netns.Testbed, c TDMAStar) (*bpf.TDMAGate, error) {
+	switch c.Gate {
+	case "", "none":
+		return nil, nil
+	case "exit", "egress":
+	default:
+		return nil, fmt.Errorf("gate %q: want one of %v", c.Gate, TDMAGates)
+	}
+	g, err := bpf.LoadTDMAGate(c.GateShare)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i <= c.Hosts; i++ {
+		var err error
+		h := tb.NS("h" + strconv.Itoa(i))
+		if c.Gate == "exit" {
+			err = netns.Do(tb.NS("sw"), func() error { return g.AttachExit("p" + strconv.Itoa(i)) })
+			if err == nil {
+				err = netns.Do(h, func() error { return g.AttachHost("eth0") })
+			}
+		} else {
+			err = netns.Do(h, func() error { return g.AttachEgress("eth0") })
+		}
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // SwitchStats are the switch ports' queues sampled every millisecond.
@@ -200,6 +244,8 @@ func (p *agentProc) result(v any) error {
 type TDMARun struct {
 	FM    fm.Stats     `json:"fm"`
 	Hosts []host.Stats `json:"hosts"`
+	// Gate: the gate's counters (nil without one).
+	Gate *bpf.TDMAGateCounters `json:"gate,omitempty"`
 }
 
 // runTDMA starts the FM and the agents on tb, waits for the agents to exit
@@ -218,6 +264,13 @@ type fmHook func(ctx context.Context, tb *netns.Testbed, fm *os.Process)
 // runTDMAWith is runTDMA; during, if set, runs once every agent has
 // started, and the FM is stopped only after it has returned.
 func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string, during fmHook) (*TDMARun, error) {
+	gt, err := attachGate(tb, c)
+	if err != nil {
+		return nil, err
+	}
+	if gt != nil {
+		defer gt.Close()
+	}
 	hosts := "10.0.0.1-" + strconv.Itoa(c.Hosts)
 	rate := strconv.FormatUint(uint64(c.Rate), 10)
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
@@ -272,6 +325,13 @@ func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, di
 	<-hookDone
 	fmp.stop()
 	r := &TDMARun{Hosts: make([]host.Stats, c.Hosts)}
+	if gt != nil {
+		gc, err := gt.Counters()
+		if err != nil {
+			return nil, err
+		}
+		r.Gate = &gc
+	}
 	if err := fmp.result(&r.FM); err != nil {
 		return nil, err
 	}

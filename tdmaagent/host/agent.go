@@ -131,15 +131,23 @@ type Stats struct {
 	OpenLateP99 float64 `json:"open_late_p99_us"`
 	LoopLateP99 float64 `json:"loop_late_p99_us"`
 	TxShort     uint64  `json:"tx_short"` // frames the kernel refused (rolled back)
-	SentBytes   []int64 `json:"sent_bytes"`
-	FirstSend   int64   `json:"first_send_ns"`
-	LastSend    int64   `json:"last_send_ns"`
-	RecvBytes   []int64 `json:"recv_bytes"`
-	RecvFrames  uint64  `json:"recv_frames"`
-	RecvDone    []int64 `json:"recv_done_ns"` // when each source's flow was complete (0: not)
-	RecvLost    uint64  `json:"recv_lost"`
-	SockDrops   uint64  `json:"recv_socket_drops"` // dropped at the data socket: the agent did not read in time
-	BadData     uint64  `json:"bad_data_frames"`
+	// Returned: frames the exit gate sent back (they left too late);
+	// Resent: sent again in a later window; RetRPC: RPC frames among the
+	// returned ones (not sent again); RetFull: returned frames the agent
+	// had no room to hold (lost).
+	Returned   uint64  `json:"returned"`
+	Resent     uint64  `json:"resent"`
+	RetRPC     uint64  `json:"returned_rpc"`
+	RetFull    uint64  `json:"returned_lost"`
+	SentBytes  []int64 `json:"sent_bytes"`
+	FirstSend  int64   `json:"first_send_ns"`
+	LastSend   int64   `json:"last_send_ns"`
+	RecvBytes  []int64 `json:"recv_bytes"`
+	RecvFrames uint64  `json:"recv_frames"`
+	RecvDone   []int64 `json:"recv_done_ns"` // when each source's flow was complete (0: not)
+	RecvLost   uint64  `json:"recv_lost"`
+	SockDrops  uint64  `json:"recv_socket_drops"` // dropped at the data socket: the agent did not read in time
+	BadData    uint64  `json:"bad_data_frames"`
 	// Collisions: frames received (kernel time stamp) after their slot's
 	// end plus the guard, when the next slot's sender may be sending, or
 	// released before the slot's start plus the guard (Classify); Causes

@@ -40,8 +40,10 @@ type rawState struct {
 	txBuf   [batch][2048]byte
 	txPay   [batch]int
 	txEnd   [batch]bool // the frame ends an rr block
-	visit   []uint64    // rr: the window (round<<8|slot) last seen to each destination
-	started []bool      // rr: a block was started in that window
+	txRet   [batch]bool // the frame is one the exit gate returned, sent again
+	ret     retRing
+	visit   []uint64 // rr: the window (round<<8|slot) last seen to each destination
+	started []bool   // rr: a block was started in that window
 	ping    pingState
 	rxB     [rawio.MaxBatch][]byte
 	rxL     [rawio.MaxBatch]int
@@ -70,6 +72,7 @@ func (a *Agent) loop() error {
 	r := &rawState{remain: make([]int64, N), offset: make([]uint64, N), seq: make([]uint64, N), rxNext: make([]uint64, N),
 		openLat: clock.NewLateness(), loopLat: clock.NewLateness(), maxSrc: -1, visit: make([]uint64, N), started: make([]bool, N)}
 	r.ping.init(&a.cfg.Work)
+	r.ret.init(N)
 	switch a.cfg.Work.Kind {
 	case "shuffle":
 		for j := range r.remain {
@@ -146,7 +149,7 @@ func (a *Agent) loop() error {
 // complete reports whether the shuffle is all sent and all received.
 func (r *rawState) complete(a *Agent) bool {
 	for j := range r.remain {
-		if j != a.cfg.Index && (r.remain[j] > 0 || a.s.RecvDone[j] == 0) {
+		if j != a.cfg.Index && (r.remain[j] > 0 || r.ret.n[j] > 0 || a.s.RecvDone[j] == 0) {
 			return false
 		}
 	}
@@ -157,7 +160,7 @@ func (r *rawState) complete(a *Agent) bool {
 // it, an rr workload's endless next blocks, the pings of a waiting batch,
 // the answers waiting for a window and a pong server's standing reservation.
 func (a *Agent) queued(r *rawState, j int) int64 {
-	q := r.remain[j]
+	q := r.remain[j] + r.ret.bytes[j]
 	if a.cfg.Work.Kind == "rr" && j != a.cfg.Index {
 		q += 1 << 40
 	}
@@ -207,10 +210,20 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		n := 0
 		var vf int64
 		for n < batch {
-			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) {
+			if vf-now > backlogNs {
 				break
 			}
-			if vf-now > backlogNs {
+			if k := r.ret.find(w.Dst); k >= 0 { // returned by the exit gate: first
+				fl := r.ret.l[k]
+				if a.g.Fit(now, w, fl) < fl {
+					break
+				}
+				vf = a.g.Sent(now, w, fl)
+				a.resend(r, n, k, w, vf)
+				n++
+				continue
+			}
+			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) {
 				break
 			}
 			want := int(min(int64(a.cfg.MTU+ethHdr), r.remain[w.Dst]+dataHdr))
@@ -240,12 +253,22 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		k2, _ := a.data.Send(r.tx[:n])
 		for i := k2; i < n; i++ { // refused by the kernel: roll back, send again later
 			a.s.TxShort++
+			if r.txRet[i] {
+				if !r.ret.put(r.tx[i], w.Dst, int64(r.txPay[i])) {
+					a.s.RetFull++
+				}
+				continue
+			}
 			r.remain[w.Dst] += int64(r.txPay[i])
 			r.offset[w.Dst] -= uint64(r.txPay[i])
 			r.seq[w.Dst]--
 		}
 		for i := 0; i < k2; i++ {
 			a.s.ClassBytes[c] += uint64(len(r.tx[i]))
+			if r.txRet[i] {
+				a.s.Resent++
+				continue
+			}
 			a.s.SentBytes[w.Dst] += int64(r.txPay[i])
 			if r.txEnd[i] {
 				a.s.RRBlocks++
@@ -287,10 +310,42 @@ func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int, line int64
 	a.header(b, w, w.Dst, r.seq[w.Dst], r.offset[w.Dst], 0, line)
 	r.tx[i] = b
 	r.txPay[i] = pay
+	r.txRet[i] = false
 	r.seq[w.Dst]++
 	r.offset[w.Dst] += uint64(pay)
 	r.remain[w.Dst] -= int64(pay)
 	r.txEnd[i] = a.cfg.Work.Kind == "rr" && r.remain[w.Dst] == 0
+}
+
+// resend puts returned frame k of the ring into slot i of the batch, in
+// window w, leaving its line at line: the same sequence number, offset and
+// payload, a new release time and window.
+func (a *Agent) resend(r *rawState, i, k int, w gate.Window, line int64) {
+	l := r.ret.l[k]
+	b := r.txBuf[i][:l]
+	copy(b, r.ret.buf[k][:l])
+	var h wire.DataHdr
+	wire.DecodeDataHdr(b[ethHdr:], &h) // it decoded when it came back
+	a.header(b, w, w.Dst, h.Seq, h.Offset, h.Flags&^wire.DataFreeRun, line)
+	r.tx[i] = b
+	r.txPay[i] = l - dataHdr
+	r.txEnd[i], r.txRet[i] = false, true
+	r.ret.take(k, int64(l-dataHdr))
+}
+
+// returned holds frame i (l bytes, header h), one of this host's that the
+// exit gate sent back, for a later window of its destination; the
+// requests and answers of the RPC workload are not sent again (they are
+// counted lost).
+func (a *Agent) returned(r *rawState, i, l int, h *wire.DataHdr) {
+	a.s.Returned++
+	if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
+		a.s.RetRPC++
+		return
+	}
+	if !r.ret.put(r.rxB[i][:l], int(h.Dst), int64(l-dataHdr)) {
+		a.s.RetFull++
+	}
 }
 
 // header writes the Ethernet and data headers and the window trailer into
@@ -323,7 +378,15 @@ func (a *Agent) receive(r *rawState) {
 		now := clock.Now()
 		for i := 0; i < n; i++ {
 			l := r.rxL[i]
-			if l < dataHdr || wire.DecodeDataHdr(r.rxB[i][ethHdr:l], &h) != nil || int(h.Src) >= len(r.rxNext) || int(h.Dst) != a.cfg.Index {
+			if l < dataHdr || wire.DecodeDataHdr(r.rxB[i][ethHdr:l], &h) != nil || int(h.Src) >= len(r.rxNext) || int(h.Dst) >= len(r.rxNext) {
+				a.s.BadData++
+				continue
+			}
+			if int(h.Src) == a.cfg.Index && int(h.Dst) != a.cfg.Index {
+				a.returned(r, i, l, &h)
+				continue
+			}
+			if int(h.Dst) != a.cfg.Index {
 				a.s.BadData++
 				continue
 			}
