@@ -1,12 +1,14 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/linkfabric/linkfabric/tdmaagent/wire"
 )
 
 // TDMAGate is the TDMA exit gate (c/tdmagate.c): on the switch end of a
@@ -92,6 +94,32 @@ func (g *TDMAGate) attach(p *ebpf.Program, ifname string) error {
 	}
 	g.links = append(g.links, l)
 	return nil
+}
+
+// TDMAGateVerdict is the gate's rule in Go, the model its programs are
+// tested against: for frame leaving its host at now (CLOCK_MONOTONIC ns)
+// with the gate's share of the guard in per mille, whether it is a TDMA
+// data frame the gate judges (data), whether it goes back to its host
+// (ret), and if so whether because it was released after its window's
+// close or its lease (afterClose) rather than leaving after its slot's end
+// plus the gate's share of the guard.
+func TDMAGateVerdict(frame []byte, now int64, sharePermille uint32) (data, ret, afterClose bool) {
+	const eth = 14
+	var h wire.DataHdr
+	var t wire.WinTrailer
+	if len(frame) < eth+wire.DataHdrLen+wire.WinTrailerLen || binary.BigEndian.Uint16(frame[12:]) != wire.DataEtherType ||
+		wire.DecodeDataHdr(frame[eth:], &h) != nil || wire.DecodeWinTrailer(frame[eth+wire.DataHdrLen:], &t) != nil {
+		return false, false, false
+	}
+	if t.Close == wire.WinUnknown || t.Due == wire.WinUnknown {
+		return true, false, false
+	}
+	if t.Close < 0 || t.Lease != wire.WinUnknown && t.Lease < 0 {
+		return true, true, true
+	}
+	guard := uint64(t.GuardUs) * 1000
+	deadline := h.SendTS + int64(t.Due) - int64(guard) + int64(guard*uint64(sharePermille)/1000)
+	return true, now > deadline, false
 }
 
 // Counters reads the counters.

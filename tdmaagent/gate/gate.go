@@ -131,6 +131,7 @@ type Gate struct {
 		slot     int
 		boundary int64 // estimated end of the anchor slot
 		fmEnd    int64 // the same on the FM's timeline (0: unknown)
+		openLag  int64 // d_est when anchored: opens wait for it (see OnGrant)
 		slotLen  int64
 		guard    int64
 	}
@@ -269,7 +270,7 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	}
 	boundary := rx - g.cfg.DelayEst + int64(gr.OpenNs)
 	a := &g.anchor
-	a.ok, a.round, a.slot, a.boundary, a.fmEnd = true, sc.Round, int(gr.Slot), boundary, fmEnd(gr)
+	a.ok, a.round, a.slot, a.boundary, a.fmEnd, a.openLag = true, sc.Round, int(gr.Slot), boundary, fmEnd(gr), g.cfg.DelayEst
 	a.slotLen, a.guard = int64(sc.SlotLen), int64(sc.Guard)
 	key := uint64(sc.Round)<<16 | uint64(gr.Slot)
 	if !(g.winOpen && g.win.FreeRun && g.frKey == key) {
@@ -277,9 +278,13 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	}
 	g.frKey = key
 	// Timers are anchored on the kernel receive time, not on when the agent
-	// woke: a grant sent ahead of the slot opens at the estimated end of its
-	// guard (never before the true one, since d ≥ d_est).
-	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
+	// woke. A window closes at the estimated end of its slot (d_est taken
+	// off the delay; the guard covers the error) but opens as if the grant
+	// had taken no time at all: d_est is a minimum over other frames, a
+	// grant may come sooner, and a host must never open before the FM's
+	// slot start plus the guard. A grant sent ahead of its slot so opens d
+	// after the end of its guard, d_est at most later than it could.
+	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary + g.cfg.DelayEst - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
 		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard), FMEnd: a.fmEnd,
 		SlotLen: int64(sc.SlotLen), Guard: int64(sc.Guard)}
 	g.winOpen = g.win.Dst >= 0
@@ -334,7 +339,7 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 	}
 	for ; m < int64(g.cfg.LeaseSlots); m++ {
 		start := a.boundary + m*a.slotLen
-		open, end := start+a.guard, start+a.slotLen-g.cfg.Margin
+		open, end := start+a.guard+a.openLag, start+a.slotLen-g.cfg.Margin
 		if end <= now {
 			continue
 		}
