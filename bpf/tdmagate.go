@@ -66,23 +66,6 @@ func (g *TDMAGate) AttachExit(ifname string) error { return g.attach(g.objs.LfTd
 // sent back to it by XDP only when it runs XDP itself.
 func (g *TDMAGate) AttachHost(ifname string) error { return g.attach(g.objs.LfTdmaPass, ifname) }
 
-// AttachEgress attaches the gate to the egress of ifname, a host's
-// interface (in the calling thread's namespace), ahead of its queue: a
-// frame is checked when the agent hands it to the kernel, and returned to
-// the interface's ingress (the agent's socket).
-func (g *TDMAGate) AttachEgress(ifname string) error {
-	ifi, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return fmt.Errorf("tdma gate: %w", err)
-	}
-	l, err := link.AttachTCX(link.TCXOptions{Program: g.objs.LfTdmaEgress, Attach: ebpf.AttachTCXEgress, Interface: ifi.Index})
-	if err != nil {
-		return fmt.Errorf("tdma gate: attach to %s's egress: %w", ifname, permErr(err))
-	}
-	g.links = append(g.links, l)
-	return nil
-}
-
 func (g *TDMAGate) attach(p *ebpf.Program, ifname string) error {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
@@ -102,7 +85,10 @@ func (g *TDMAGate) attach(p *ebpf.Program, ifname string) error {
 // data frame the gate judges (data), whether it goes back to its host
 // (ret), and if so whether because it was released after its window's
 // close or its lease (afterClose) rather than leaving after its slot's end
-// plus the gate's share of the guard.
+// plus the gate's share of the guard (the slot's end: the earlier of the
+// sender's estimate and the FM's, which the trailer carries on the one
+// clock all namespaces read here; in a fabric of machines that clock would
+// be PTP's). A frame the exit gate passes gets its entry time (Entry).
 func TDMAGateVerdict(frame []byte, now int64, sharePermille uint32) (data, ret, afterClose bool) {
 	const eth = 14
 	var h wire.DataHdr
@@ -118,7 +104,11 @@ func TDMAGateVerdict(frame []byte, now int64, sharePermille uint32) (data, ret, 
 		return true, true, true
 	}
 	guard := uint64(t.GuardUs) * 1000
-	deadline := h.SendTS + int64(t.Due) - int64(guard) + int64(guard*uint64(sharePermille)/1000)
+	end := h.SendTS + int64(t.Due) - int64(guard)
+	if t.FMEnd != wire.WinUnknown {
+		end = min(end, h.SendTS+int64(t.FMEnd))
+	}
+	deadline := end + int64(guard*uint64(sharePermille)/1000)
 	return true, now > deadline, false
 }
 

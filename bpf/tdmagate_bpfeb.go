@@ -34,7 +34,6 @@ type tdmagateTdmaGateCounters struct {
 const (
 	tdmagateMapTdmaGateCfg   = "tdma_gate_cfg"
 	tdmagateMapTdmaGateCount = "tdma_gate_count"
-	tdmagateProgLfTdmaEgress = "lf_tdma_egress"
 	tdmagateProgLfTdmaExit   = "lf_tdma_exit"
 	tdmagateProgLfTdmaPass   = "lf_tdma_pass"
 )
@@ -81,9 +80,8 @@ type tdmagateSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tdmagateProgramSpecs struct {
-	LfTdmaEgress *ebpf.ProgramSpec `ebpf:"lf_tdma_egress"`
-	LfTdmaExit   *ebpf.ProgramSpec `ebpf:"lf_tdma_exit"`
-	LfTdmaPass   *ebpf.ProgramSpec `ebpf:"lf_tdma_pass"`
+	LfTdmaExit *ebpf.ProgramSpec `ebpf:"lf_tdma_exit"`
+	LfTdmaPass *ebpf.ProgramSpec `ebpf:"lf_tdma_pass"`
 }
 
 // tdmagateMapSpecs contains maps before they are loaded into the kernel.
@@ -141,14 +139,12 @@ type tdmagateVariables struct {
 //
 // It can be passed to loadTdmagateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tdmagatePrograms struct {
-	LfTdmaEgress *ebpf.Program `ebpf:"lf_tdma_egress"`
-	LfTdmaExit   *ebpf.Program `ebpf:"lf_tdma_exit"`
-	LfTdmaPass   *ebpf.Program `ebpf:"lf_tdma_pass"`
+	LfTdmaExit *ebpf.Program `ebpf:"lf_tdma_exit"`
+	LfTdmaPass *ebpf.Program `ebpf:"lf_tdma_pass"`
 }
 
 func (p *tdmagatePrograms) Close() error {
 	return _TdmagateClose(
-		p.LfTdmaEgress,
 		p.LfTdmaExit,
 		p.LfTdmaPass,
 	)

@@ -211,7 +211,7 @@ func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 	}
 	var cr []causeRun
 	for _, a := range r.Runs {
-		cr = append(cr, causeRun{label: fmt.Sprintf("%g %s %d", a.Loss, a.Mode, a.Run), causes: a.Causes, sample: a.CollSample})
+		cr = append(cr, runCauses(fmt.Sprintf("%g %s %d", a.Loss, a.Mode, a.Run), &a.TDMACounters))
 	}
 	if len(cr) > 0 {
 		printCauses(w, cr)

@@ -27,20 +27,25 @@ type TDMACounters struct {
 	// Gate: the gate's counters (nil without one); Returned, Resent: the
 	// agents' frames it returned and they sent again; RetLost: returned
 	// frames an agent could not hold.
-	Gate           *bpf.TDMAGateCounters `json:"gate,omitempty"`
-	Returned       uint64                `json:"returned,omitempty"`
-	Resent         uint64                `json:"resent,omitempty"`
-	RetLost        uint64                `json:"returned_lost,omitempty"`
-	LostFrames     uint64                `json:"lost_frames"`
-	SockDrops      uint64                `json:"recv_socket_drops"` // at the agents' data sockets
-	CtlLost        uint64                `json:"control_lost"`      // grants dropped on purpose or missed
-	LeaseExpiries  uint64                `json:"lease_expiries"`
-	FreeRunOpens   uint64                `json:"freerun_opens"`
-	OverrunBytes   uint64                `json:"overrun_bytes"`
-	CtlOverheadPct float64               `json:"control_overhead_pct,omitempty"` // grant bytes per host ÷ the line rate
-	FMLateP99us    float64               `json:"fm_late_p99_us,omitempty"`
-	FMRT           bool                  `json:"fm_rt,omitempty"`
-	HostRT         bool                  `json:"host_rt,omitempty"`
+	Gate     *bpf.TDMAGateCounters `json:"gate,omitempty"`
+	Returned uint64                `json:"returned,omitempty"`
+	Resent   uint64                `json:"resent,omitempty"`
+	RetLost  uint64                `json:"returned_lost,omitempty"`
+	// Entered: data frames received with the exit gate's stamp;
+	// EnteredOutside: of them, those that entered the switch outside
+	// their slot (host.EnteredOutside).
+	Entered        uint64  `json:"entered,omitempty"`
+	EnteredOutside uint64  `json:"entered_outside"`
+	LostFrames     uint64  `json:"lost_frames"`
+	SockDrops      uint64  `json:"recv_socket_drops"` // at the agents' data sockets
+	CtlLost        uint64  `json:"control_lost"`      // grants dropped on purpose or missed
+	LeaseExpiries  uint64  `json:"lease_expiries"`
+	FreeRunOpens   uint64  `json:"freerun_opens"`
+	OverrunBytes   uint64  `json:"overrun_bytes"`
+	CtlOverheadPct float64 `json:"control_overhead_pct,omitempty"` // grant bytes per host ÷ the line rate
+	FMLateP99us    float64 `json:"fm_late_p99_us,omitempty"`
+	FMRT           bool    `json:"fm_rt,omitempty"`
+	HostRT         bool    `json:"host_rt,omitempty"`
 }
 
 // counters sums r's hosts' counters; the control overhead is the FM's
@@ -54,6 +59,8 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 		}
 		t.CollSample = append(t.CollSample, h.CollSample...)
 		t.Returned += h.Returned
+		t.Entered += h.Entered
+		t.EnteredOutside += h.EnteredOutside
 		t.Resent += h.Resent
 		t.RetLost += h.RetFull
 		t.CtlLost += h.CtlDrop + h.G.CtlLost
@@ -229,6 +236,12 @@ type causeRun struct {
 	label  string
 	causes host.Causes
 	sample []host.Collision
+	c      *TDMACounters // the gate's figures
+}
+
+// runCauses is a run's causeRun.
+func runCauses(label string, c *TDMACounters) causeRun {
+	return causeRun{label: label, causes: c.Causes, sample: c.CollSample, c: c}
 }
 
 // printCauses prints the collision-cause table: per run and cause the
@@ -239,6 +252,12 @@ func printCauses(w io.Writer, runs []causeRun) {
 	var any bool
 	for _, r := range runs {
 		any = any || r.causes.Total() > 0
+	}
+	for _, r := range runs {
+		if g := r.c; g != nil && g.Gate != nil {
+			fmt.Fprintf(w, "%s: gate passed %d data frames, returned %d (%d released after their close or lease), sent again %d, lost %d; frames that entered the switch outside their slot: %d of %d\n",
+				r.label, g.Gate.Passed, g.Gate.Returned, g.Gate.AfterClose, g.Resent, g.RetLost, g.EnteredOutside, g.Entered)
+		}
 	}
 	fmt.Fprintln(w, "\ncollisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard):")
 	if !any {

@@ -444,7 +444,7 @@ func PrintTDMAShuffle(w io.Writer, r *TDMAShuffleResult) {
 	var cr []causeRun
 	for _, a := range r.Runs {
 		if a.Arm == "tdma" {
-			cr = append(cr, causeRun{label: fmt.Sprintf("tdma %d", a.Run), causes: a.Causes, sample: a.CollSample})
+			cr = append(cr, runCauses(fmt.Sprintf("tdma %d", a.Run), &a.TDMACounters))
 		}
 	}
 	if len(cr) > 0 {

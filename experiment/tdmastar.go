@@ -37,42 +37,31 @@ type TDMAStar struct {
 	// agent's default, negative turns it off.
 	Spin time.Duration `json:"spin_ns,omitempty"`
 	MTU  int           `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
-	// Gate is where the raw agents' frames are held to their windows
-	// against the kernel's clock (bpf.TDMAGate): "exit" where they leave
-	// the host's line (XDP on the switch end of its veth), "egress" where
-	// the agent hands them to the kernel (tc on the host's interface),
-	// "none": the agents' own timing only. GateShare is the part of the
-	// guard a frame may still leave the host in after its slot's end.
-	Gate      string  `json:"gate"`
+	// GateShare is the part of the guard a raw agent's frame may still
+	// leave its host in after its slot's end (the exit gate, bpf.TDMAGate,
+	// on the switch end of every host's veth); 0: DefaultGateShare.
 	GateShare float64 `json:"gate_share,omitempty"`
 }
 
-// TDMAGates are the values of TDMAStar.Gate.
-var TDMAGates = []string{"exit", "egress", "none"}
+// DefaultGateShare is the exit gate's default share of the guard: half for
+// the host's side, half for the switch's.
+const DefaultGateShare = 0.5
 
-// attachGate loads the gate c asks for onto tb's hosts (nil for none).
+// attachGate loads the exit gate onto tb's hosts: where each host's frames
+// leave its line and enter the switch.
 func attachGate(tb *netns.Testbed, c TDMAStar) (*bpf.TDMAGate, error) {
-	switch c.Gate {
-	case "", "none":
-		return nil, nil
-	case "exit", "egress":
-	default:
-		return nil, fmt.Errorf("gate %q: want one of %v", c.Gate, TDMAGates)
+	share := c.GateShare
+	if share == 0 {
+		share = DefaultGateShare
 	}
-	g, err := bpf.LoadTDMAGate(c.GateShare)
+	g, err := bpf.LoadTDMAGate(share)
 	if err != nil {
 		return nil, err
 	}
 	for i := 1; i <= c.Hosts; i++ {
-		var err error
-		h := tb.NS("h" + strconv.Itoa(i))
-		if c.Gate == "exit" {
-			err = netns.Do(tb.NS("sw"), func() error { return g.AttachExit("p" + strconv.Itoa(i)) })
-			if err == nil {
-				err = netns.Do(h, func() error { return g.AttachHost("eth0") })
-			}
-		} else {
-			err = netns.Do(h, func() error { return g.AttachEgress("eth0") })
+		err := netns.Do(tb.NS("sw"), func() error { return g.AttachExit("p" + strconv.Itoa(i)) })
+		if err == nil {
+			err = netns.Do(tb.NS("h"+strconv.Itoa(i)), func() error { return g.AttachHost("eth0") })
 		}
 		if err != nil {
 			g.Close()
@@ -244,7 +233,7 @@ func (p *agentProc) result(v any) error {
 type TDMARun struct {
 	FM    fm.Stats     `json:"fm"`
 	Hosts []host.Stats `json:"hosts"`
-	// Gate: the gate's counters (nil without one).
+	// Gate: the exit gate's counters.
 	Gate *bpf.TDMAGateCounters `json:"gate,omitempty"`
 }
 
@@ -268,9 +257,7 @@ func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, di
 	if err != nil {
 		return nil, err
 	}
-	if gt != nil {
-		defer gt.Close()
-	}
+	defer gt.Close()
 	hosts := "10.0.0.1-" + strconv.Itoa(c.Hosts)
 	rate := strconv.FormatUint(uint64(c.Rate), 10)
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
@@ -325,13 +312,11 @@ func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, di
 	<-hookDone
 	fmp.stop()
 	r := &TDMARun{Hosts: make([]host.Stats, c.Hosts)}
-	if gt != nil {
-		gc, err := gt.Counters()
-		if err != nil {
-			return nil, err
-		}
-		r.Gate = &gc
+	gc, err := gt.Counters()
+	if err != nil {
+		return nil, err
 	}
+	r.Gate = &gc
 	if err := fmp.result(&r.FM); err != nil {
 		return nil, err
 	}

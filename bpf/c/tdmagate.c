@@ -6,9 +6,12 @@
  * where it leaves the host. A frame carries its window (the data header's
  * release time and the window trailer after it, tdmaagent/wire); a frame
  * that would leave after its slot's end plus the gate's share of the
- * guard, or was released after its window's close or its lease, is
- * returned to the host's agent instead of being sent, which holds it and
- * sends it again in a later window of its destination. Frames of other
+ * guard (the slot's end: the earlier of the sender's estimate and the
+ * FM's, on the one clock of this machine), or was released after its
+ * window's close or its lease, is returned to the host's agent instead of
+ * being sent, which holds it and sends it again in a later window of its
+ * destination. The exit gate stamps a frame it passes with the time it
+ * entered the switch (the trailer's entry field). Frames of other
  * kinds, and windows without a close (the paper's reactive mode), pass.
  *
  * Programs:
@@ -16,9 +19,6 @@
  *                 has left the host's line): returns with XDP_TX
  *   lf_tdma_pass  XDP_PASS on the host end, so that the veth takes the
  *                 frames returned to it (veth needs NAPI on the receiver)
- *   lf_tdma_egress tc egress on the host's interface, before its queue
- *                 (where the agent's frame enters the kernel's transmit
- *                 path): returns by redirecting to the interface's ingress
  *
  * Maps: tdma_gate_cfg (array[1]: enabled, the gate's share of the guard in
  * per mille), tdma_gate_count (per-CPU counters).
@@ -27,13 +27,13 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
-#include <linux/pkt_cls.h>
 
 #define TG_ETH_HLEN 14
 #define TG_ETHERTYPE 0x88B5
 #define TG_MAGIC 0x5458
 #define TG_HDR_LEN 37       /* wire.DataHdrLen */
-#define TG_TRAILER_LEN 24   /* wire.WinTrailerLen */
+#define TG_TRAILER_LEN 28   /* wire.WinTrailerLen */
+#define TG_ENTRY_OFF 24     /* in the trailer */
 #define TG_SENDTS_OFF 29    /* in the data header */
 #define TG_UNKNOWN ((__s32)0x80000000)
 
@@ -81,7 +81,7 @@ static __always_inline __u64 tg_u64(const __u8 *p)
 }
 
 /* tg_check decides on the frame in [data, end) at now. */
-static __always_inline int tg_check(const __u8 *data, const __u8 *end, __u64 now, __u32 *late_close)
+static __always_inline int tg_check(__u8 *data, const __u8 *end, __u64 now, __u32 *late_close)
 {
 	__u32 key = 0;
 	struct tdma_gate_conf *cfg = bpf_map_lookup_elem(&tdma_gate_cfg, &key);
@@ -96,7 +96,7 @@ static __always_inline int tg_check(const __u8 *data, const __u8 *end, __u64 now
 		return TG_OTHER;
 	const __u8 *t = h + TG_HDR_LEN;
 	__s64 send = (__s64)tg_u64(h + TG_SENDTS_OFF);
-	__s32 due = tg_s32(t + 0), close = tg_s32(t + 4), lease = tg_s32(t + 16);
+	__s32 due = tg_s32(t + 0), close = tg_s32(t + 4), fm_end = tg_s32(t + 8), lease = tg_s32(t + 16);
 	__u64 guard = ((__u64)t[22] << 8 | t[23]) * 1000;
 	if (close == TG_UNKNOWN || due == TG_UNKNOWN)
 		return TG_PASS; /* no close: the reactive mode, not gated */
@@ -104,8 +104,12 @@ static __always_inline int tg_check(const __u8 *data, const __u8 *end, __u64 now
 		*late_close = 1;
 		return TG_RETURN;
 	}
-	/* the slot's end (the sender's estimate) plus the gate's share of the guard */
-	__s64 deadline = send + due - (__s64)guard + (__s64)(guard * cfg->share_permille / 1000);
+	/* the slot's end (the earlier of the sender's estimate and the FM's)
+	 * plus the gate's share of the guard */
+	__s64 slot_end = send + due - (__s64)guard;
+	if (fm_end != TG_UNKNOWN && send + fm_end < slot_end)
+		slot_end = send + fm_end;
+	__s64 deadline = slot_end + (__s64)(guard * cfg->share_permille / 1000);
 	if ((__s64)now > deadline)
 		return TG_RETURN;
 	return TG_PASS;
@@ -134,37 +138,35 @@ static __always_inline void tg_count(int v, __u32 late_close, __u64 len)
 SEC("xdp")
 int lf_tdma_exit(struct xdp_md *ctx)
 {
-	const __u8 *data = (const __u8 *)(long)ctx->data;
+	__u8 *data = (__u8 *)(long)ctx->data;
 	const __u8 *end = (const __u8 *)(long)ctx->data_end;
 	__u32 late_close = 0;
-	int v = tg_check(data, end, bpf_ktime_get_ns(), &late_close);
+	__u64 now = bpf_ktime_get_ns();
+	int v = tg_check(data, end, now, &late_close);
 	tg_count(v, late_close, end - data);
-	if (v != TG_RETURN)
-		return XDP_PASS;
-	return XDP_TX; /* back out of the switch's port to the host's end */
+	if (v == TG_RETURN)
+		return XDP_TX; /* back out of the switch's port to the host's end */
+	if (v == TG_PASS && data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN <= end) {
+		/* stamp when it entered the switch, from its release */
+		__s64 send = (__s64)tg_u64(data + TG_ETH_HLEN + TG_SENDTS_OFF);
+		__s64 d = (__s64)now - send;
+		if (d > 0x7fffffff)
+			d = 0x7fffffff;
+		if (d < -0x7fffffff)
+			d = -0x7fffffff;
+		__u8 *e = data + TG_ETH_HLEN + TG_HDR_LEN + TG_ENTRY_OFF;
+		e[0] = (__u32)d >> 24;
+		e[1] = (__u32)d >> 16;
+		e[2] = (__u32)d >> 8;
+		e[3] = (__u32)d;
+	}
+	return XDP_PASS;
 }
 
 SEC("xdp")
 int lf_tdma_pass(struct xdp_md *ctx)
 {
 	return XDP_PASS;
-}
-
-SEC("tc")
-int lf_tdma_egress(struct __sk_buff *skb)
-{
-	if (bpf_skb_pull_data(skb, TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN) < 0) {
-		tg_count(TG_OTHER, 0, skb->len);
-		return TC_ACT_OK;
-	}
-	const __u8 *data = (const __u8 *)(long)skb->data;
-	const __u8 *end = (const __u8 *)(long)skb->data_end;
-	__u32 late_close = 0;
-	int v = tg_check(data, end, bpf_ktime_get_ns(), &late_close);
-	tg_count(v, late_close, skb->len);
-	if (v != TG_RETURN)
-		return TC_ACT_OK;
-	return bpf_redirect(skb->ifindex, BPF_F_INGRESS);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -155,8 +155,13 @@ type Stats struct {
 	Collisions uint64      `json:"collisions"`
 	Causes     Causes      `json:"collision_causes"`
 	CollSample []Collision `json:"collision_sample,omitempty"`
-	CollBytes  uint64      `json:"collision_bytes"`
-	CollMaxUs  float64     `json:"collision_max_late_us"`
+	// Entered: frames received with the exit gate's stamp of when they
+	// entered the switch; EnteredOutside: of them, those that entered
+	// outside their slot (EnteredOutside: never, with the gate).
+	Entered        uint64  `json:"entered"`
+	EnteredOutside uint64  `json:"entered_outside"`
+	CollBytes      uint64  `json:"collision_bytes"`
+	CollMaxUs      float64 `json:"collision_max_late_us"`
 	// CrossOrder: frames arriving after a frame of a later slot from
 	// another sender (veth may reorder across CPUs; informational).
 	CrossOrder uint64  `json:"cross_order"`

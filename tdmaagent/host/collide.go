@@ -28,12 +28,20 @@ const (
 	GrantLate
 	// KernelQueue: the sender timed the frame to leave its line inside
 	// the slot, and the kernel's queues (the host's shaper, the switch,
-	// the input backlogs) delivered it more than the guard late.
+	// the input backlogs) delivered it more than the guard late; with an
+	// exit gate: the frame entered the switch after the slot's end plus
+	// the guard.
 	KernelQueue
+	// SwitchQueue: the frame entered the switch (the exit gate's stamp)
+	// by the slot's end plus the guard, and the switch's queues and the
+	// receiver's input backlog delivered it late. No other sender's frame
+	// to the same port entered the switch before it (each enters only
+	// after its slot's start plus the guard), so it was not overtaken.
+	SwitchQueue
 	NumCauses
 )
 
-var causeNames = [NumCauses]string{"after_lease", "closed_late", "opened_early", "grant_late", "kernel_queue"}
+var causeNames = [NumCauses]string{"after_lease", "closed_late", "opened_early", "grant_late", "kernel_queue", "switch_queue"}
 
 func (c Cause) String() string {
 	if c < NumCauses {
@@ -154,8 +162,28 @@ func Classify(send, rx int64, t *wire.WinTrailer) (Cause, float64, bool) {
 		return OpenedEarly, us(open - send), true
 	case fmKnown && line > send+int64(t.FMEnd):
 		return GrantLate, us(late), true
+	case t.Entry != wire.WinUnknown && send+int64(t.Entry) <= due:
+		return SwitchQueue, us(late), true
 	}
 	return KernelQueue, us(late), true
+}
+
+// EnteredOutside tells whether a frame released at send with trailer t
+// entered the switch (the exit gate's stamp; false without one) outside
+// its slot: before the slot's start plus the guard or after its end plus
+// the guard, on the FM's timeline (the sender's estimate if unknown).
+// The exit gate makes this never happen, however late anything runs.
+func EnteredOutside(send int64, t *wire.WinTrailer) bool {
+	if t.Entry == wire.WinUnknown {
+		return false
+	}
+	guard := int64(t.GuardUs) * 1000
+	entry := send + int64(t.Entry)
+	if t.FMEnd == wire.WinUnknown {
+		return t.Due != wire.WinUnknown && entry > send+int64(t.Due)
+	}
+	end := send + int64(t.FMEnd)
+	return entry < end-int64(t.SlotUs)*1000+guard || entry > end+guard
 }
 
 func us(ns int64) float64 { return float64(ns) / 1000 }

@@ -13,7 +13,7 @@ func TestClassify(t *testing.T) {
 	// A slot of 5 ms with a 300 µs guard ending 2 ms after the release on
 	// the FM's timeline; the sender's estimate agrees; the frame leaves
 	// its line 100 µs after release; the lease runs 10 ms more.
-	base := wire.WinTrailer{Due: 2_300_000, Close: 1_950_000, FMEnd: 2_000_000, Line: 100_000, Lease: 10_000_000, SlotUs: 5000, GuardUs: 300}
+	base := wire.WinTrailer{Due: 2_300_000, Close: 1_950_000, FMEnd: 2_000_000, Line: 100_000, Lease: 10_000_000, SlotUs: 5000, GuardUs: 300, Entry: wire.WinUnknown}
 	cases := []struct {
 		name   string
 		edit   func(*wire.WinTrailer)
@@ -25,6 +25,8 @@ func TestClassify(t *testing.T) {
 		{"in slot", nil, 300_000, 0, 0, false},
 		{"at the guard's end", nil, 2_300_000, 0, 0, false},
 		{"kernel queue", nil, 2_400_000, KernelQueue, 100, true},
+		{"entered the switch late", func(w *wire.WinTrailer) { w.Entry = 2_350_000 }, 2_400_000, KernelQueue, 100, true},
+		{"switch queue", func(w *wire.WinTrailer) { w.Entry = 2_000_000 }, 2_400_000, SwitchQueue, 100, true},
 		{"grant late", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line = 2_600_000, 2_250_000, 2_200_000 }, 2_500_000, GrantLate, 200, true},
 		{"closed late", func(w *wire.WinTrailer) { w.Line = 1_960_000 }, 2_400_000, ClosedLate, 100, true},
 		{"released after the close", func(w *wire.WinTrailer) { w.Due, w.Close, w.FMEnd, w.Line = 300_000, -50_000, 0, -60_000 }, 400_000, ClosedLate, 100, true},
@@ -48,5 +50,26 @@ func TestClassify(t *testing.T) {
 		if coll != c.coll || coll && (cause != c.cause || late != c.lateUs) {
 			t.Errorf("%s: got %v %s %.0f µs, want %v %s %.0f µs", c.name, coll, cause, late, c.coll, c.cause, c.lateUs)
 		}
+	}
+}
+
+// TestEnteredOutside: entry times at and around a slot's bounds.
+func TestEnteredOutside(t *testing.T) {
+	const send = int64(1_000_000_000)
+	w := wire.WinTrailer{Due: 2_300_000, FMEnd: 2_000_000, SlotUs: 5000, GuardUs: 300}
+	for _, c := range []struct {
+		entry int32
+		want  bool
+	}{
+		{wire.WinUnknown, false}, {2_300_000, false}, {2_300_001, true}, {-2_700_000, false}, {-2_700_001, true}, {100, false},
+	} {
+		w.Entry = c.entry
+		if got := EnteredOutside(send, &w); got != c.want {
+			t.Errorf("entry %d: outside %v, want %v", c.entry, got, c.want)
+		}
+	}
+	w.FMEnd, w.Entry = wire.WinUnknown, 2_300_001
+	if !EnteredOutside(send, &w) {
+		t.Error("entry past the sender's due: not outside")
 	}
 }

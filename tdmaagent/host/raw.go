@@ -363,7 +363,7 @@ func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags 
 	h.Encode(b[ethHdr:])
 	t := wire.WinTrailer{Due: wire.WinDelta(w.Due, now), Close: wire.WinDelta(w.Close, now), FMEnd: wire.WinDelta(w.FMEnd, now),
 		Line: wire.WinDelta(line, now), Lease: wire.WinDelta(a.g.LeaseEnd(), now),
-		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16))}
+		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16)), Entry: wire.WinUnknown}
 	t.Encode(b[ethHdr+wire.DataHdrLen:])
 }
 
@@ -433,7 +433,16 @@ func (a *Agent) receive(r *rawState) {
 func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	rx := r.rxT[i]
 	var t wire.WinTrailer
-	if rx == 0 || wire.DecodeWinTrailer(r.rxB[i][ethHdr+wire.DataHdrLen:l], &t) != nil {
+	if wire.DecodeWinTrailer(r.rxB[i][ethHdr+wire.DataHdrLen:l], &t) != nil {
+		return
+	}
+	if t.Entry != wire.WinUnknown {
+		a.s.Entered++
+		if EnteredOutside(h.SendTS, &t) {
+			a.s.EnteredOutside++
+		}
+	}
+	if rx == 0 {
 		return
 	}
 	c, late, ok := Classify(h.SendTS, rx, &t)

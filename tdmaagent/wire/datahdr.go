@@ -72,7 +72,7 @@ func DecodeDataHdr(b []byte, h *DataHdr) error {
 
 // WinTrailerLen is the encoded length of a WinTrailer, which follows the
 // DataHdr in every raw data frame.
-const WinTrailerLen = 24
+const WinTrailerLen = 28
 
 // WinUnknown marks a WinTrailer time the sender did not know (the FM's
 // slot end of a paper-mode window, the lease end outside lease modes).
@@ -90,6 +90,9 @@ type WinTrailer struct {
 	Lease   int32 // when the sender's lease runs out; WinUnknown: no lease
 	SlotUs  uint16
 	GuardUs uint16
+	// Entry is when the frame entered the switch, written by the exit
+	// gate on its way (the sender writes WinUnknown).
+	Entry int32
 }
 
 // WinDelta returns t − base as a WinTrailer offset, clamped to int32 (a
@@ -115,6 +118,7 @@ func (t *WinTrailer) Encode(b []byte) (int, error) {
 	be.PutUint32(b[16:], uint32(t.Lease))
 	be.PutUint16(b[20:], t.SlotUs)
 	be.PutUint16(b[22:], t.GuardUs)
+	be.PutUint32(b[24:], uint32(t.Entry))
 	return WinTrailerLen, nil
 }
 
@@ -125,6 +129,6 @@ func DecodeWinTrailer(b []byte, t *WinTrailer) error {
 	}
 	be := binary.BigEndian
 	*t = WinTrailer{Due: int32(be.Uint32(b[0:])), Close: int32(be.Uint32(b[4:])), FMEnd: int32(be.Uint32(b[8:])),
-		Line: int32(be.Uint32(b[12:])), Lease: int32(be.Uint32(b[16:])), SlotUs: be.Uint16(b[20:]), GuardUs: be.Uint16(b[22:])}
+		Line: int32(be.Uint32(b[12:])), Lease: int32(be.Uint32(b[16:])), SlotUs: be.Uint16(b[20:]), GuardUs: be.Uint16(b[22:]), Entry: int32(be.Uint32(b[24:]))}
 	return nil
 }
