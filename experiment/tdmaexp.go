@@ -85,6 +85,7 @@ type ArmMeasures struct {
 	Switch       SwitchStats `json:"switch"`
 	HostDrops    uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
 	VethDrops    uint64      `json:"veth_drops"`     // veth on transmit (a full input backlog), hosts and switch ports
+	VethRxDrops  uint64      `json:"veth_rx_drops"`  // veth on receive, hosts and switch ports
 	BacklogDrops uint64      `json:"backlog_drops_machine"`
 	CPUBusyPct   float64     `json:"cpu_busy_pct"`
 	LoadAvg      float64     `json:"load_avg"`
@@ -109,7 +110,7 @@ func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) erro
 	close(stop)
 	m.Switch = sw()
 	d := readStarDrops(tb, c.Hosts).Sub(drops0)
-	m.HostDrops, m.VethDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.Backlog
+	m.HostDrops, m.VethDrops, m.VethRxDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.VethRx, d.Backlog
 	cpu1, _ := ReadCPU()
 	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
 	return err

@@ -142,6 +142,7 @@ func sampleSwitch(ns string, n int, stop <-chan struct{}) (func() SwitchStats, e
 type StarDrops struct {
 	HostTBF uint64 `json:"host_tbf_drops"`
 	Veth    uint64 `json:"veth_drops"`
+	VethRx  uint64 `json:"veth_rx_drops"` // on receive, hosts and switch ports
 	Backlog uint64 `json:"backlog_drops_machine"`
 }
 
@@ -161,10 +162,16 @@ func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
 		if n, err := netns.LinkTxDrops(h, "eth0"); err == nil {
 			d.Veth += n
 		}
+		if n, err := netns.LinkRxDrops(h, "eth0"); err == nil {
+			d.VethRx += n
+		}
 		ports[i-1] = "p" + strconv.Itoa(i)
 	}
 	if n, err := netns.LinkTxDrops(tb.NS("sw"), ports...); err == nil {
 		d.Veth += n
+	}
+	if n, err := netns.LinkRxDrops(tb.NS("sw"), ports...); err == nil {
+		d.VethRx += n
 	}
 	d.Backlog, _ = netns.SoftnetDrops()
 	return d
@@ -172,7 +179,7 @@ func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
 
 // Sub returns d − o.
 func (d StarDrops) Sub(o StarDrops) StarDrops {
-	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, Backlog: d.Backlog - o.Backlog}
+	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, VethRx: d.VethRx - o.VethRx, Backlog: d.Backlog - o.Backlog}
 }
 
 // upStar brings up the shaped star.
