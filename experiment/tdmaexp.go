@@ -86,6 +86,7 @@ type ArmMeasures struct {
 	HostDrops    uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
 	VethDrops    uint64      `json:"veth_drops"`     // veth on transmit (a full input backlog), hosts and switch ports
 	VethRxDrops  uint64      `json:"veth_rx_drops"`  // veth on receive, hosts and switch ports
+	PortRxDrops  uint64      `json:"port_rx_drops"`  // of them, at the switch's ends
 	BacklogDrops uint64      `json:"backlog_drops_machine"`
 	CPUBusyPct   float64     `json:"cpu_busy_pct"`
 	LoadAvg      float64     `json:"load_avg"`
@@ -110,7 +111,7 @@ func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) erro
 	close(stop)
 	m.Switch = sw()
 	d := readStarDrops(tb, c.Hosts).Sub(drops0)
-	m.HostDrops, m.VethDrops, m.VethRxDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.VethRx, d.Backlog
+	m.HostDrops, m.VethDrops, m.VethRxDrops, m.PortRxDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.VethRx+d.PortRx, d.PortRx, d.Backlog
 	cpu1, _ := ReadCPU()
 	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
 	return err

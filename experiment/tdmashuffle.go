@@ -103,7 +103,7 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
+			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
 			res.Runs = append(res.Runs, r)
 		}
 	}

@@ -142,7 +142,8 @@ func sampleSwitch(ns string, n int, stop <-chan struct{}) (func() SwitchStats, e
 type StarDrops struct {
 	HostTBF uint64 `json:"host_tbf_drops"`
 	Veth    uint64 `json:"veth_drops"`
-	VethRx  uint64 `json:"veth_rx_drops"` // on receive, hosts and switch ports
+	VethRx  uint64 `json:"veth_rx_drops"`        // on receive at the hosts' ends
+	PortRx  uint64 `json:"switch_port_rx_drops"` // on receive at the switch's ends
 	Backlog uint64 `json:"backlog_drops_machine"`
 }
 
@@ -171,7 +172,7 @@ func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
 		d.Veth += n
 	}
 	if n, err := netns.LinkRxDrops(tb.NS("sw"), ports...); err == nil {
-		d.VethRx += n
+		d.PortRx += n
 	}
 	d.Backlog, _ = netns.SoftnetDrops()
 	return d
@@ -179,7 +180,7 @@ func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
 
 // Sub returns d − o.
 func (d StarDrops) Sub(o StarDrops) StarDrops {
-	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, VethRx: d.VethRx - o.VethRx, Backlog: d.Backlog - o.Backlog}
+	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, VethRx: d.VethRx - o.VethRx, PortRx: d.PortRx - o.PortRx, Backlog: d.Backlog - o.Backlog}
 }
 
 // upStar brings up the shaped star.
