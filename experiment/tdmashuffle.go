@@ -21,6 +21,7 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdmaagent/wire"
 )
 
 // ShuffleArms are the arms of `tdma shuffle`.
@@ -81,10 +82,10 @@ type ArmSumm struct {
 	PaperRatio  float64 `json:"paper_over_ideal"`
 }
 
-// payloads per 1514-byte frame: raw TDMA (Ethernet + data header + window
-// end) and TCP with timestamps.
+// payloads per 1514-byte frame: raw TDMA (Ethernet, data header, window
+// trailer) and TCP with timestamps.
 const (
-	rawPayload = 1514 - 14 - 37 - 8
+	rawPayload = 1514 - 14 - wire.DataHdrLen - wire.WinTrailerLen
 	tcpPayload = 1448
 	wireFrame  = 1514 + 24
 )
