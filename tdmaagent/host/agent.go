@@ -270,7 +270,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16), delay: clock.NewLateness()}
-	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N)}
+	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N),
+		CollSample: make([]Collision, 0, maxCollisionSample)}
 	if cfg.NFQ {
 		a.s.Gate = "nfqueue"
 	}
