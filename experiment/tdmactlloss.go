@@ -209,6 +209,13 @@ func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 		}
 		tw.Flush()
 	}
+	var cr []causeRun
+	for _, a := range r.Runs {
+		cr = append(cr, runCauses(fmt.Sprintf("%g %s %d", a.Loss, a.Mode, a.Run), &a.TDMACounters))
+	}
+	if len(cr) > 0 {
+		printCauses(w, cr)
+	}
 	for _, f := range r.Freezes {
 		z := f.Freeze
 		fmt.Fprintf(w, "\nFM frozen, mode %s, run %d: SIGSTOP for %.1f ms after %.1f MiB had crossed the switch; lease %.0f ms, round %.0f ms%s\n",

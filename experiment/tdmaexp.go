@@ -1,12 +1,15 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
@@ -16,7 +19,23 @@ import (
 // TDMACounters are a TDMA run's safety and overhead counters, summed over
 // the hosts.
 type TDMACounters struct {
-	Collisions     uint64  `json:"collisions"`
+	Collisions uint64 `json:"collisions"`
+	// Causes are the collisions by cause, CollSample the first ones of
+	// each receiver in full (host.Classify).
+	Causes     host.Causes      `json:"collision_causes"`
+	CollSample []host.Collision `json:"collision_sample,omitempty"`
+	// Gate: the gate's counters (nil without one); Returned, Resent: the
+	// agents' frames it returned and they sent again; RetLost: returned
+	// frames an agent could not hold.
+	Gate     *bpf.TDMAGateCounters `json:"gate,omitempty"`
+	Returned uint64                `json:"returned,omitempty"`
+	Resent   uint64                `json:"resent,omitempty"`
+	RetLost  uint64                `json:"returned_lost,omitempty"`
+	// Entered: data frames received with the exit gate's stamp;
+	// EnteredOutside: of them, those that entered the switch outside
+	// their slot (host.EnteredOutside).
+	Entered        uint64  `json:"entered,omitempty"`
+	EnteredOutside uint64  `json:"entered_outside"`
 	LostFrames     uint64  `json:"lost_frames"`
 	SockDrops      uint64  `json:"recv_socket_drops"` // at the agents' data sockets
 	CtlLost        uint64  `json:"control_lost"`      // grants dropped on purpose or missed
@@ -35,6 +54,15 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 	var t TDMACounters
 	for _, h := range r.Hosts {
 		t.Collisions += h.Collisions
+		for k := range t.Causes {
+			t.Causes[k].Merge(h.Causes[k])
+		}
+		t.CollSample = append(t.CollSample, h.CollSample...)
+		t.Returned += h.Returned
+		t.Entered += h.Entered
+		t.EnteredOutside += h.EnteredOutside
+		t.Resent += h.Resent
+		t.RetLost += h.RetFull
 		t.CtlLost += h.CtlDrop + h.G.CtlLost
 		t.LeaseExpiries += h.G.LeaseExpiries
 		t.FreeRunOpens += h.G.FreeRunOpens
@@ -44,6 +72,7 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 		t.OverrunBytes += h.G.OverrunBytes
 	}
 	t.FMLateP99us, t.FMRT = r.FM.LateP99us, r.FM.RT
+	t.Gate = r.Gate
 	if r.FM.Duration > 0 {
 		t.CtlOverheadPct = 100 * float64(r.FM.CtlBytes) * 8 / r.FM.Duration / float64(c.Hosts) / float64(c.Rate)
 	}
@@ -56,6 +85,8 @@ type ArmMeasures struct {
 	Switch       SwitchStats `json:"switch"`
 	HostDrops    uint64      `json:"host_tbf_drops"` // drops at the hosts' egress TBFs
 	VethDrops    uint64      `json:"veth_drops"`     // veth on transmit (a full input backlog), hosts and switch ports
+	VethRxDrops  uint64      `json:"veth_rx_drops"`  // veth on receive, hosts and switch ports
+	PortRxDrops  uint64      `json:"port_rx_drops"`  // of them, at the switch's ends
 	BacklogDrops uint64      `json:"backlog_drops_machine"`
 	CPUBusyPct   float64     `json:"cpu_busy_pct"`
 	LoadAvg      float64     `json:"load_avg"`
@@ -80,7 +111,7 @@ func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) erro
 	close(stop)
 	m.Switch = sw()
 	d := readStarDrops(tb, c.Hosts).Sub(drops0)
-	m.HostDrops, m.VethDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.Backlog
+	m.HostDrops, m.VethDrops, m.VethRxDrops, m.PortRxDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.VethRx+d.PortRx, d.PortRx, d.Backlog
 	cpu1, _ := ReadCPU()
 	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
 	return err
@@ -201,3 +232,69 @@ func ratio0(a, b float64) float64 {
 
 // agentDuration is the --duration flag of an agent.
 func agentDuration(d time.Duration) []string { return []string{"--duration", d.String()} }
+
+// causeRun is one run's collisions by cause, with its label.
+type causeRun struct {
+	label  string
+	causes host.Causes
+	sample []host.Collision
+	c      *TDMACounters // the gate's figures
+}
+
+// runCauses is a run's causeRun.
+func runCauses(label string, c *TDMACounters) causeRun {
+	return causeRun{label: label, causes: c.Causes, sample: c.CollSample, c: c}
+}
+
+// printCauses prints the collision-cause table: per run and cause the
+// collided frames, bytes and lateness (mean and largest, µs), then, for
+// the runs with collisions, the worst few of their samples (host, slot,
+// lateness and where the time went).
+func printCauses(w io.Writer, runs []causeRun) {
+	var any bool
+	for _, r := range runs {
+		any = any || r.causes.Total() > 0
+	}
+	for _, r := range runs {
+		if g := r.c; g != nil && g.Gate != nil {
+			fmt.Fprintf(w, "%s: gate passed %d data frames, returned %d (%d released after their close or lease), sent again %d, lost %d; frames that entered the switch outside their slot: %d of %d\n",
+				r.label, g.Gate.Passed, g.Gate.Returned, g.Gate.AfterClose, g.Resent, g.RetLost, g.EnteredOutside, g.Entered)
+		}
+	}
+	fmt.Fprintln(w, "\ncollisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard):")
+	if !any {
+		fmt.Fprintln(w, "  none in any run")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "run")
+	for c := host.Cause(0); c < host.NumCauses; c++ {
+		fmt.Fprintf(tw, "	%s", c)
+	}
+	fmt.Fprintln(tw, "	(frames, mean/max µs late)")
+	for _, r := range runs {
+		fmt.Fprint(tw, r.label)
+		for _, s := range r.causes {
+			if s.Frames == 0 {
+				fmt.Fprint(tw, "	0")
+				continue
+			}
+			fmt.Fprintf(tw, "	%d (%.0f/%.0f)", s.Frames, s.SumLateUs/float64(s.Frames), s.MaxLateUs)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "worst sampled collisions (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → arrival):")
+	for _, r := range runs {
+		s := slices.Clone(r.sample)
+		slices.SortFunc(s, func(a, b host.Collision) int { return cmp.Compare(b.LateUs, a.LateUs) })
+		for _, c := range s[:min(len(s), 3)] {
+			fr := ""
+			if c.FreeRun {
+				fr = ", free-run"
+			}
+			fmt.Fprintf(w, "  %s: h%d → h%d, %d/%d: %s %.0f µs late; grant shift %.0f µs, line %.0f µs, transit %.0f µs%s\n",
+				r.label, c.Src+1, c.Dst+1, c.Round, c.Slot, c.Cause, c.LateUs, c.GrantShiftUs, c.LineUs, c.TransitUs, fr)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdmaagent/wire"
 )
 
 // ShuffleArms are the arms of `tdma shuffle`.
@@ -81,10 +82,10 @@ type ArmSumm struct {
 	PaperRatio  float64 `json:"paper_over_ideal"`
 }
 
-// payloads per 1514-byte frame: raw TDMA (Ethernet + data header + window
-// end) and TCP with timestamps.
+// payloads per 1514-byte frame: raw TDMA (Ethernet, data header, window
+// trailer) and TCP with timestamps.
 const (
-	rawPayload = 1514 - 14 - 37 - 8
+	rawPayload = 1514 - 14 - wire.DataHdrLen - wire.WinTrailerLen
 	tcpPayload = 1448
 	wireFrame  = 1514 + 24
 )
@@ -103,7 +104,7 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d (machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
+			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
 			res.Runs = append(res.Runs, r)
 		}
 	}
@@ -440,6 +441,15 @@ func PrintTDMAShuffle(w io.Writer, r *TDMAShuffleResult) {
 	for arm, s := range r.Summary {
 		fmt.Fprintf(w, "  %-5s completion ÷ ideal %.3f (paper %.3f), finish spread %.3f s, switch drops %.0f, collisions %.0f, control overhead %.3f %%, retransmits %.0f\n",
 			arm, s.OverIdeal, s.PaperRatio, s.SpreadS, s.Drops, s.Collisions, s.Overhead, s.Retransmits)
+	}
+	var cr []causeRun
+	for _, a := range r.Runs {
+		if a.Arm == "tdma" {
+			cr = append(cr, runCauses(fmt.Sprintf("tdma %d", a.Run), &a.TDMACounters))
+		}
+	}
+	if len(cr) > 0 {
+		printCauses(w, cr)
 	}
 	r.Precheck.print(w)
 }

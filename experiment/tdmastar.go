@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/fm"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -36,6 +37,38 @@ type TDMAStar struct {
 	// agent's default, negative turns it off.
 	Spin time.Duration `json:"spin_ns,omitempty"`
 	MTU  int           `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
+	// GateShare is the part of the guard a raw agent's frame may still
+	// leave its host in after its slot's end (the exit gate, bpf.TDMAGate,
+	// on the switch end of every host's veth); 0: DefaultGateShare.
+	GateShare float64 `json:"gate_share,omitempty"`
+}
+
+// DefaultGateShare is the exit gate's default share of the guard: half for
+// the host's side, half for the switch's.
+const DefaultGateShare = 0.5
+
+// attachGate loads the exit gate onto tb's hosts: where each host's frames
+// leave its line and enter the switch.
+func attachGate(tb *netns.Testbed, c TDMAStar) (*bpf.TDMAGate, error) {
+	share := c.GateShare
+	if share == 0 {
+		share = DefaultGateShare
+	}
+	g, err := bpf.LoadTDMAGate(share)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i <= c.Hosts; i++ {
+		err := netns.Do(tb.NS("sw"), func() error { return g.AttachExit("p" + strconv.Itoa(i)) })
+		if err == nil {
+			err = netns.Do(tb.NS("h"+strconv.Itoa(i)), func() error { return g.AttachHost("eth0") })
+		}
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // SwitchStats are the switch ports' queues sampled every millisecond.
@@ -109,6 +142,8 @@ func sampleSwitch(ns string, n int, stop <-chan struct{}) (func() SwitchStats, e
 type StarDrops struct {
 	HostTBF uint64 `json:"host_tbf_drops"`
 	Veth    uint64 `json:"veth_drops"`
+	VethRx  uint64 `json:"veth_rx_drops"`        // on receive at the hosts' ends
+	PortRx  uint64 `json:"switch_port_rx_drops"` // on receive at the switch's ends
 	Backlog uint64 `json:"backlog_drops_machine"`
 }
 
@@ -128,10 +163,16 @@ func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
 		if n, err := netns.LinkTxDrops(h, "eth0"); err == nil {
 			d.Veth += n
 		}
+		if n, err := netns.LinkRxDrops(h, "eth0"); err == nil {
+			d.VethRx += n
+		}
 		ports[i-1] = "p" + strconv.Itoa(i)
 	}
 	if n, err := netns.LinkTxDrops(tb.NS("sw"), ports...); err == nil {
 		d.Veth += n
+	}
+	if n, err := netns.LinkRxDrops(tb.NS("sw"), ports...); err == nil {
+		d.PortRx += n
 	}
 	d.Backlog, _ = netns.SoftnetDrops()
 	return d
@@ -139,7 +180,7 @@ func readStarDrops(tb *netns.Testbed, hosts int) StarDrops {
 
 // Sub returns d − o.
 func (d StarDrops) Sub(o StarDrops) StarDrops {
-	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, Backlog: d.Backlog - o.Backlog}
+	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, VethRx: d.VethRx - o.VethRx, PortRx: d.PortRx - o.PortRx, Backlog: d.Backlog - o.Backlog}
 }
 
 // upStar brings up the shaped star.
@@ -200,6 +241,8 @@ func (p *agentProc) result(v any) error {
 type TDMARun struct {
 	FM    fm.Stats     `json:"fm"`
 	Hosts []host.Stats `json:"hosts"`
+	// Gate: the exit gate's counters.
+	Gate *bpf.TDMAGateCounters `json:"gate,omitempty"`
 }
 
 // runTDMA starts the FM and the agents on tb, waits for the agents to exit
@@ -218,6 +261,11 @@ type fmHook func(ctx context.Context, tb *netns.Testbed, fm *os.Process)
 // runTDMAWith is runTDMA; during, if set, runs once every agent has
 // started, and the FM is stopped only after it has returned.
 func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string, during fmHook) (*TDMARun, error) {
+	gt, err := attachGate(tb, c)
+	if err != nil {
+		return nil, err
+	}
+	defer gt.Close()
 	hosts := "10.0.0.1-" + strconv.Itoa(c.Hosts)
 	rate := strconv.FormatUint(uint64(c.Rate), 10)
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
@@ -272,6 +320,11 @@ func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, di
 	<-hookDone
 	fmp.stop()
 	r := &TDMARun{Hosts: make([]host.Stats, c.Hosts)}
+	gc, err := gt.Counters()
+	if err != nil {
+		return nil, err
+	}
+	r.Gate = &gc
 	if err := fmp.result(&r.FM); err != nil {
 		return nil, err
 	}

@@ -167,6 +167,28 @@ func LinkTxDrops(ns string, devs ...string) (uint64, error) {
 	return n, nil
 }
 
+// LinkRxDrops returns the receive drops (RX dropped) of devs in ns, summed:
+// a veth counts there what its receive side (XDP, NAPI) threw away and
+// what its peer's XDP could not send to it.
+func LinkRxDrops(ns string, devs ...string) (uint64, error) {
+	h, closeH, err := handleFor(ns)
+	if err != nil {
+		return 0, err
+	}
+	defer closeH()
+	var n uint64
+	for _, d := range devs {
+		l, err := h.LinkByName(d)
+		if err != nil {
+			return 0, fmt.Errorf("netns %s: %s: %w", ns, d, err)
+		}
+		if s := l.Attrs().Statistics; s != nil {
+			n += s.RxDropped
+		}
+	}
+	return n, nil
+}
+
 // SoftnetDrops returns the frames every CPU's input backlog dropped since
 // boot (/proc/net/softnet_stat, second column; net.core.netdev_max_backlog
 // bounds the backlog). It is one count for the whole machine, not per

@@ -38,12 +38,16 @@ gate mode:
            a bounded number of slots after the last frame heard
 
 Per run: overrun bytes (sent after the window's end plus guard), collisions
-(frames received after their window's end plus guard), switch drops and
-backlog p99, lost frames, flows left incomplete (raw mode does not
-retransmit), grants lost, lease expiries, free-run opens, completion over
-ideal, CPU and load. Expected: paper mode overruns and collides at a loss of
-1 % and more; lease and free-run modes show 0 overrun bytes, 0 collisions and
-0 switch drops at every loss.
+(frames received after their slot's end plus guard on the FM's timeline, or
+released before its start plus guard; a table after the runs gives each
+one's cause), switch drops and backlog p99, lost frames, flows left
+incomplete (raw mode does not retransmit), grants lost, lease expiries,
+free-run opens, completion over ideal, CPU and load, and the exit gate's
+figures (frames it returned to their agents, frames that entered the switch
+outside their slot). Expected: paper mode (whose windows have no close for
+the gate to hold) overruns and collides at a loss of 1 % and more; lease and
+free-run modes show 0 overrun bytes, 0 collisions and 0 switch drops at
+every loss.
 
 The FM freeze (--freeze, on by default; 0 turns it off): in each of
 --freeze-modes, one more shuffle without loss, during which the FM process

@@ -45,6 +45,7 @@ type starFlags struct {
 	hosts, rt, hostRT         int
 	fixedHosts                bool
 	mode, sch                 string
+	gateShare                 float64
 	slot, guard, margin, spin time.Duration
 }
 
@@ -72,6 +73,7 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 		f.StringVar(&s.mode, "mode", mode, "lease, freerun or paper")
 	}
 	f.StringVar(&s.sch, "scheduler", "rotor", "rotor, wrr or bvn")
+	f.Float64Var(&s.gateShare, "gate-share", experiment.DefaultGateShare, "the raw agents' frames are held to their windows where they leave their host (an eBPF exit gate on the switch end of its veth, against the kernel's clock; a frame outside its window goes back to its agent, which sends it in a later window): the part of the guard a frame may still leave in after its slot's end (the rest is the switch's)")
 	f.IntVar(&s.rt, "rt", 60, "SCHED_FIFO priority of the FM's clock thread (0: the default scheduler)")
 	f.IntVar(&s.hostRT, "host-rt", 0, "SCHED_FIFO priority of the agents' threads (0: the default scheduler; measured: RT agents starve the softirqs that pace the TBFs and lose frames)")
 }
@@ -79,7 +81,11 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 // star checks the flags and returns the star they describe (slot and
 // guard checked only if bound).
 func (s *starFlags) star() (experiment.TDMAStar, error) {
-	c := experiment.TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, Sched: s.sch, Margin: s.margin, Spin: s.spin}
+	c := experiment.TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, Sched: s.sch, Margin: s.margin, Spin: s.spin,
+		GateShare: s.gateShare}
+	if s.gateShare <= 0 || s.gateShare > 1 {
+		return c, fmt.Errorf("--gate-share %g: want more than 0, at most 1", s.gateShare)
+	}
 	if s.hosts < 2 || s.hosts > 8 {
 		return c, fmt.Errorf("--hosts %d: want 2 to 8", s.hosts)
 	}

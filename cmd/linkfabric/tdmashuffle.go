@@ -30,7 +30,13 @@ Per arm and run: completion (last flow finished, from the first byte sent)
 over ideal (the line-rate time for (hosts−1)·size per host, with the arm's
 header overhead), finish spread (last − first flow), switch drops and the
 p99 of the switch ports' backlog sampled every ms over netlink, collisions
-(TDMA frames received after their window's end plus the guard), TCP
+(TDMA frames received after their slot's end plus the guard on the FM's
+timeline, or released before its start plus the guard), each attributed to
+its cause in a table after the runs (sent after the lease, closed late,
+opened early, grant late, kernel queue, switch queue) with the worst ones'
+host, slot and lateness, the exit gate's figures (frames returned to their
+agents because they would have left their host outside their slot, and
+frames that entered the switch outside their slot: none), TCP
 retransmissions, control overhead (grant bytes per host ÷ rate), the FM's
 slot-boundary lateness, CPU use and load average. The paper: TCP 1.22×,
 TDMA 1.054× ideal (24 hosts, 10 Gbit/s, 300 µs slots).

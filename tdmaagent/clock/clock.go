@@ -13,22 +13,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	base     = time.Now()
-	baseMono = func() int64 {
-		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-			panic(err) // CLOCK_MONOTONIC always exists on Linux
+// nanotime is the runtime's CLOCK_MONOTONIC read through the vDSO: the
+// clock the kernel, its eBPF programs (bpf_ktime_get_ns) and every other
+// process read, with no offset of this process's own.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// realOff converts CLOCK_REALTIME ns (kernel receive time stamps) to
+// CLOCK_MONOTONIC ns: mono = real − realOff; taken from the tightest of a
+// few monotonic reads around a wall-clock read.
+var realOff = func() int64 {
+	best, off := int64(1<<62), int64(0)
+	for range 32 {
+		m1 := nanotime()
+		w := time.Now().UnixNano()
+		m2 := nanotime()
+		if m2-m1 < best {
+			best, off = m2-m1, w-(m1+(m2-m1)/2)
 		}
-		return ts.Nano()
-	}()
-	// realOff converts CLOCK_REALTIME ns (kernel receive timestamps) to
-	// CLOCK_MONOTONIC ns: mono = real − realOff.
-	realOff = base.UnixNano() - baseMono
-)
+	}
+	return off
+}()
 
 // Now returns CLOCK_MONOTONIC in ns, read through the vDSO (no syscall).
-func Now() int64 { return baseMono + int64(time.Since(base)) }
+func Now() int64 { return nanotime() }
 
 // FromRealtime converts a CLOCK_REALTIME time stamp (SO_TIMESTAMPNS) to
 // Now's clock.
@@ -54,8 +63,7 @@ func (s Sleeper) SleepUntil(deadline int64) int64 {
 	now := Now()
 	if d := deadline - spin - now; d > 0 {
 		ts := unix.NsecToTimespec(deadline - spin)
-		// CLOCK_MONOTONIC absolute; Now and the kernel's clock agree to
-		// within the vDSO read.
+		// CLOCK_MONOTONIC absolute: Now is the kernel's clock.
 		unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
 			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		now = Now()

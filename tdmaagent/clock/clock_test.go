@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestSleepUntilNeverEarly(t *testing.T) {
@@ -57,5 +59,23 @@ func TestLatenessRange(t *testing.T) {
 	l.Add(int64(5 * time.Second)) // past the range: the last bucket, exact max
 	if q := l.Quantile(1); q != 5e6 {
 		t.Errorf("max = %v µs, want 5e6", q)
+	}
+}
+
+// TestNowIsTheKernelsMonotonic: Now reads the kernel's CLOCK_MONOTONIC
+// (what eBPF programs read with bpf_ktime_get_ns and what every other
+// process reads), not that clock plus this process's start-up error: a
+// kernel read between two Nows lies between them.
+func TestNowIsTheKernelsMonotonic(t *testing.T) {
+	for i := 0; i < 10000; i++ {
+		var ts unix.Timespec
+		a := Now()
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		b := Now()
+		if m := ts.Nano(); m < a || m > b {
+			t.Fatalf("read %d: CLOCK_MONOTONIC %d outside [%d, %d] of the Nows around it (%d ns before, %d ns after)", i, m, a, b, a-m, m-b)
+		}
 	}
 }

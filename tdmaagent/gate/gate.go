@@ -85,6 +85,12 @@ type Window struct {
 	// after it the next slot's sender may be on the receiver's port. In
 	// paper mode the window stays open past it until a pause arrives.
 	Due int64
+	// FMEnd is the slot's end on the FM's timeline: the grant's send time
+	// (its trailer) plus its open time; 0 if unknown. Diagnostics only:
+	// the host never acts on the FM's clock.
+	FMEnd int64
+	// SlotLen and Guard are the window's slot length and guard (ns).
+	SlotLen, Guard int64
 }
 
 // Stats are the gate's counters.
@@ -124,6 +130,8 @@ type Gate struct {
 		round    uint32 // full round number
 		slot     int
 		boundary int64 // estimated end of the anchor slot
+		fmEnd    int64 // the same on the FM's timeline (0: unknown)
+		openLag  int64 // d_est when anchored: opens wait for it (see OnGrant)
 		slotLen  int64
 		guard    int64
 	}
@@ -135,6 +143,7 @@ type Gate struct {
 	clsRound [pfc.NumClasses]uint16 // trailer round of the unpause that opened each class
 	clsSlot  [pfc.NumClasses]uint8
 	clsEnd   [pfc.NumClasses]int64 // intended close + guard, for overrun accounting
+	clsFMEnd [pfc.NumClasses]int64 // the slot's end on the FM's timeline (0: unknown)
 
 	ext pfc.State // plain PFC from other senders (any mode)
 	vf  int64     // shaper: when the TBF will have sent everything released
@@ -243,6 +252,7 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 				g.opened |= bit
 				g.clsRound[c], g.clsSlot[c] = gr.Round, gr.Slot
 				g.clsEnd[c] = rx + int64(gr.OpenNs) - g.cfg.DelayEst + int64(gr.GuardUs)*1000
+				g.clsFMEnd[c] = fmEnd(gr)
 				g.s.GrantOpens++
 			}
 		}
@@ -260,7 +270,7 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	}
 	boundary := rx - g.cfg.DelayEst + int64(gr.OpenNs)
 	a := &g.anchor
-	a.ok, a.round, a.slot, a.boundary = true, sc.Round, int(gr.Slot), boundary
+	a.ok, a.round, a.slot, a.boundary, a.fmEnd, a.openLag = true, sc.Round, int(gr.Slot), boundary, fmEnd(gr), g.cfg.DelayEst
 	a.slotLen, a.guard = int64(sc.SlotLen), int64(sc.Guard)
 	key := uint64(sc.Round)<<16 | uint64(gr.Slot)
 	if !(g.winOpen && g.win.FreeRun && g.frKey == key) {
@@ -268,11 +278,34 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	}
 	g.frKey = key
 	// Timers are anchored on the kernel receive time, not on when the agent
-	// woke: a grant sent ahead of the slot opens at the estimated end of its
-	// guard (never before the true one, since d ≥ d_est).
-	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
-		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard)}
+	// woke. A window closes at the estimated end of its slot (d_est taken
+	// off the delay; the guard covers the error) but opens as if the grant
+	// had taken no time at all: d_est is a minimum over other frames, a
+	// grant may come sooner, and a host must never open before the FM's
+	// slot start plus the guard. A grant sent ahead of its slot so opens d
+	// after the end of its guard, d_est at most later than it could.
+	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary + g.cfg.DelayEst - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
+		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard), FMEnd: a.fmEnd,
+		SlotLen: int64(sc.SlotLen), Guard: int64(sc.Guard)}
 	g.winOpen = g.win.Dst >= 0
+}
+
+// fmEnd is the end of the slot gr grants on the FM's clock, 0 if gr does
+// not say when it was sent.
+func fmEnd(gr *wire.Grant) int64 {
+	if !gr.HasTrailer || gr.FMTime <= 0 {
+		return 0
+	}
+	return gr.FMTime + int64(gr.OpenNs)
+}
+
+// LeaseEnd returns when the lease of the last control frame heard runs
+// out (lease and free-run modes), math.MaxInt64 if there is none.
+func (g *Gate) LeaseEnd() int64 {
+	if g.cfg.Mode == Paper || !g.heard || g.anchor.slotLen <= 0 {
+		return math.MaxInt64
+	}
+	return g.lastHeard + g.lease()
 }
 
 func (g *Gate) closeAll() {
@@ -306,7 +339,7 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 	}
 	for ; m < int64(g.cfg.LeaseSlots); m++ {
 		start := a.boundary + m*a.slotLen
-		open, end := start+a.guard, start+a.slotLen-g.cfg.Margin
+		open, end := start+a.guard+a.openLag, start+a.slotLen-g.cfg.Margin
 		if end <= now {
 			continue
 		}
@@ -322,7 +355,11 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 		if now < open {
 			return Window{}, false, open
 		}
-		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: open, Close: end, FreeRun: true, Round: r, Slot: s, Due: start + a.slotLen + a.guard}
+		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: open, Close: end, FreeRun: true, Round: r, Slot: s, Due: start + a.slotLen + a.guard,
+			SlotLen: a.slotLen, Guard: a.guard}
+		if a.fmEnd != 0 {
+			w.FMEnd = a.fmEnd + (m+1)*a.slotLen
+		}
 		if w.Dst < 0 {
 			continue
 		}
@@ -380,9 +417,10 @@ func (g *Gate) Window(now int64, c int) (Window, bool) {
 		return Window{}, false
 	}
 	if g.cfg.Mode == Paper {
-		w := Window{Class: c, Dst: -1, Close: math.MaxInt64, Slot: int(g.clsSlot[c]), Due: g.clsEnd[c]}
+		w := Window{Class: c, Dst: -1, Close: math.MaxInt64, Slot: int(g.clsSlot[c]), Due: g.clsEnd[c], FMEnd: g.clsFMEnd[c]}
 		if sc := g.schedule16(g.clsRound[c]); sc != nil {
 			w.Dst, w.Round = sc.Dst(c), sc.Round
+			w.SlotLen, w.Guard = int64(sc.SlotLen), int64(sc.Guard)
 		}
 		return w, w.Dst >= 0
 	}

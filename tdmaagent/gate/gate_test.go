@@ -124,10 +124,12 @@ func TestLostGrantCostsNothingFreeRun(t *testing.T) {
 	sent, gr := f.grant(0, 0)
 	g.OnGrant(sent+dEst, sent+dEst, &gr)
 	f.grant(0, 1) // lost
-	if open := openTime(g, L, 2*L, 1); open != L-G {
-		t.Fatalf("free-run opened class 1 for %d ns, want the whole window %d", open, L-G)
+	// the whole window, but for d_est: opens wait for it (a grant may come
+	// sooner than d_est)
+	if open := openTime(g, L, 2*L, 1); open != L-G-dEst {
+		t.Fatalf("free-run opened class 1 for %d ns, want the whole window less d_est %d", open, L-G-dEst)
 	}
-	if w, ok := g.Window(L+G, 1); !ok || !w.FreeRun || w.Dst != 2 {
+	if w, ok := g.Window(L+G+dEst, 1); !ok || !w.FreeRun || w.Dst != 2 {
 		t.Fatalf("free-run window %+v %v", w, ok)
 	}
 	if s := g.Stats(); s.FreeRunOpens != 1 {
@@ -294,5 +296,41 @@ func TestWindowDueIsSlotEndPlusGuard(t *testing.T) {
 	}
 	if want := int64(1000 + 5_000_000 + 300_000); w.Due != want || w.Close >= w.Due || w.Round != 1 || w.Slot != 0 {
 		t.Errorf("window %+v: want Due %d past Close, round 1 slot 0", w, want)
+	}
+}
+
+// TestNeverOpensBeforeTheFMsOpen: a grant that arrives sooner than d_est
+// (the estimate is a minimum over other frames: UDP echoes) must not open
+// the window before the FM's slot start plus the guard, in the granted
+// slot or in the free-run slots after it: the host cannot know its delay
+// is that short, and opening early puts it beside the last slot's tail.
+func TestNeverOpensBeforeTheFMsOpen(t *testing.T) {
+	for _, m := range []Mode{Lease, FreeRun} {
+		g := newGate(t, m)
+		var f fm
+		sent, gr := f.grant(0, 0)
+		rx := sent + dEst/4
+		g.OnGrant(rx, rx, &gr)
+		for k := int64(0); k < 3; k++ {
+			open := k*L + G // the FM's slot k start plus the guard (the grant itself leaves then)
+			for now := max(rx, open-G); now < open; now += 1000 {
+				if g.Open(now) != 0 {
+					w, _ := g.window(now)
+					t.Fatalf("%s: slot %d open at %d ns, %d ns before the FM's open (window %+v)", m, k, now, open-now, w)
+				}
+			}
+		}
+		// the FM's default: a grant leaves at its slot's start (the lead
+		// is the guard)
+		g = newGate(t, m)
+		_, gr = f.grant(0, 1)
+		gr.FMTime, gr.OpenNs = L, L
+		rx = L + dEst/4
+		g.OnGrant(rx, rx, &gr)
+		for now := rx; now < L+G; now += 1000 {
+			if g.Open(now) != 0 {
+				t.Fatalf("%s: a grant sent at the slot's start opened at %d ns, %d ns before the FM's open", m, now, L+G-now)
+			}
+		}
 	}
 }

@@ -23,9 +23,9 @@ const (
 	// quantiles cover every request.
 	MaxPingSamples = 8192
 	maxPingOffsets = 64
-	pingOut        = 256 // requests tracked in flight (by id modulo)
-	pongQueue      = 64  // answers waiting for a window
-	pingFrame      = 60  // a request or answer: headers, no payload
+	pingOut        = 256     // requests tracked in flight (by id modulo)
+	pongQueue      = 64      // answers waiting for a window
+	pingFrame      = dataHdr // a request or answer: headers, no payload
 )
 
 // PingStats are the RPC workload's counters. RTT is from sending a request
@@ -242,13 +242,13 @@ func (a *Agent) sendRPC(now int64, r *rawState, w gate.Window, dst int, id, off 
 	if a.g.Fit(now, w, pingFrame) < pingFrame {
 		return false
 	}
-	a.header(p.txBuf[:], w, dst, id, off, flags)
+	line := a.g.Sent(now, w, pingFrame)
+	a.header(p.txBuf[:], w, dst, id, off, flags, line)
 	*sentAt = clock.Now()
 	if k, _ := a.data.Send(p.tx[:]); k != 1 {
 		a.s.TxShort++
 		return false
 	}
-	a.g.Sent(now, w, pingFrame)
 	a.s.ClassBytes[w.Class] += pingFrame
 	return true
 }

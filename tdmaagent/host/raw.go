@@ -13,12 +13,12 @@ import (
 
 const (
 	ethHdr = 14
-	// Every raw data frame's payload starts with the end of its window
-	// plus the guard on the sender's clock (8 bytes): after that instant
+	// Every raw data frame's payload starts with the sender's view of its
+	// window (wire.WinTrailer): its slot's end plus the guard, after which
 	// the next slot's sender may be on the receiver's port. All namespaces
 	// share one clock here, so the receiver compares its kernel receive
-	// time stamp with it.
-	dataHdr   = ethHdr + wire.DataHdrLen + 8
+	// time stamp with it and tells why a frame came late.
+	dataHdr   = ethHdr + wire.DataHdrLen + wire.WinTrailerLen
 	batch     = 32
 	lateOpen  = 100_000 // ns: a window's first frame later than this is a late open
 	progressT = 10_000_000
@@ -40,8 +40,10 @@ type rawState struct {
 	txBuf   [batch][2048]byte
 	txPay   [batch]int
 	txEnd   [batch]bool // the frame ends an rr block
-	visit   []uint64    // rr: the window (round<<8|slot) last seen to each destination
-	started []bool      // rr: a block was started in that window
+	txRet   [batch]bool // the frame is one the exit gate returned, sent again
+	ret     retRing
+	visit   []uint64 // rr: the window (round<<8|slot) last seen to each destination
+	started []bool   // rr: a block was started in that window
 	ping    pingState
 	rxB     [rawio.MaxBatch][]byte
 	rxL     [rawio.MaxBatch]int
@@ -70,6 +72,7 @@ func (a *Agent) loop() error {
 	r := &rawState{remain: make([]int64, N), offset: make([]uint64, N), seq: make([]uint64, N), rxNext: make([]uint64, N),
 		openLat: clock.NewLateness(), loopLat: clock.NewLateness(), maxSrc: -1, visit: make([]uint64, N), started: make([]bool, N)}
 	r.ping.init(&a.cfg.Work)
+	r.ret.init(N)
 	switch a.cfg.Work.Kind {
 	case "shuffle":
 		for j := range r.remain {
@@ -146,7 +149,7 @@ func (a *Agent) loop() error {
 // complete reports whether the shuffle is all sent and all received.
 func (r *rawState) complete(a *Agent) bool {
 	for j := range r.remain {
-		if j != a.cfg.Index && (r.remain[j] > 0 || a.s.RecvDone[j] == 0) {
+		if j != a.cfg.Index && (r.remain[j] > 0 || r.ret.n[j] > 0 || a.s.RecvDone[j] == 0) {
 			return false
 		}
 	}
@@ -157,7 +160,7 @@ func (r *rawState) complete(a *Agent) bool {
 // it, an rr workload's endless next blocks, the pings of a waiting batch,
 // the answers waiting for a window and a pong server's standing reservation.
 func (a *Agent) queued(r *rawState, j int) int64 {
-	q := r.remain[j]
+	q := r.remain[j] + r.ret.bytes[j]
 	if a.cfg.Work.Kind == "rr" && j != a.cfg.Index {
 		q += 1 << 40
 	}
@@ -207,10 +210,20 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		n := 0
 		var vf int64
 		for n < batch {
-			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) {
+			if vf-now > backlogNs {
 				break
 			}
-			if vf-now > backlogNs {
+			if k := r.ret.find(w.Dst); k >= 0 { // returned by the exit gate: first
+				fl := r.ret.l[k]
+				if a.g.Fit(now, w, fl) < fl {
+					break
+				}
+				vf = a.g.Sent(now, w, fl)
+				a.resend(r, n, k, w, vf)
+				n++
+				continue
+			}
+			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) {
 				break
 			}
 			want := int(min(int64(a.cfg.MTU+ethHdr), r.remain[w.Dst]+dataHdr))
@@ -219,8 +232,8 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 				break
 			}
 			pay := int(min(int64(fl-dataHdr), r.remain[w.Dst]))
-			a.frame(r, n, w, pay, fl)
 			vf = a.g.Sent(now, w, fl)
+			a.frame(r, n, w, pay, fl, vf)
 			n++
 		}
 		if n == 0 {
@@ -240,12 +253,22 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		k2, _ := a.data.Send(r.tx[:n])
 		for i := k2; i < n; i++ { // refused by the kernel: roll back, send again later
 			a.s.TxShort++
+			if r.txRet[i] {
+				if !r.ret.put(r.tx[i], w.Dst, int64(r.txPay[i])) {
+					a.s.RetFull++
+				}
+				continue
+			}
 			r.remain[w.Dst] += int64(r.txPay[i])
 			r.offset[w.Dst] -= uint64(r.txPay[i])
 			r.seq[w.Dst]--
 		}
 		for i := 0; i < k2; i++ {
 			a.s.ClassBytes[c] += uint64(len(r.tx[i]))
+			if r.txRet[i] {
+				a.s.Resent++
+				continue
+			}
 			a.s.SentBytes[w.Dst] += int64(r.txPay[i])
 			if r.txEnd[i] {
 				a.s.RRBlocks++
@@ -282,30 +305,66 @@ func (a *Agent) booked(r *rawState, now, end int64) {
 }
 
 // frame builds frame i of the batch: pay bytes to w.Dst in a frame of fl bytes.
-func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int) {
+func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int, line int64) {
 	b := r.txBuf[i][:fl]
-	a.header(b, w, w.Dst, r.seq[w.Dst], r.offset[w.Dst], 0)
+	a.header(b, w, w.Dst, r.seq[w.Dst], r.offset[w.Dst], 0, line)
 	r.tx[i] = b
 	r.txPay[i] = pay
+	r.txRet[i] = false
 	r.seq[w.Dst]++
 	r.offset[w.Dst] += uint64(pay)
 	r.remain[w.Dst] -= int64(pay)
 	r.txEnd[i] = a.cfg.Work.Kind == "rr" && r.remain[w.Dst] == 0
 }
 
-// header writes the Ethernet and data headers and the window's end into b,
-// a frame to dst sent in w.
-func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags uint8) {
+// resend puts returned frame k of the ring into slot i of the batch, in
+// window w, leaving its line at line: the same sequence number, offset and
+// payload, a new release time and window.
+func (a *Agent) resend(r *rawState, i, k int, w gate.Window, line int64) {
+	l := r.ret.l[k]
+	b := r.txBuf[i][:l]
+	copy(b, r.ret.buf[k][:l])
+	var h wire.DataHdr
+	wire.DecodeDataHdr(b[ethHdr:], &h) // it decoded when it came back
+	a.header(b, w, w.Dst, h.Seq, h.Offset, h.Flags&^wire.DataFreeRun, line)
+	r.tx[i] = b
+	r.txPay[i] = l - dataHdr
+	r.txEnd[i], r.txRet[i] = false, true
+	r.ret.take(k, int64(l-dataHdr))
+}
+
+// returned holds frame i (l bytes, header h), one of this host's that the
+// exit gate sent back, for a later window of its destination; the
+// requests and answers of the RPC workload are not sent again (they are
+// counted lost).
+func (a *Agent) returned(r *rawState, i, l int, h *wire.DataHdr) {
+	a.s.Returned++
+	if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
+		a.s.RetRPC++
+		return
+	}
+	if !r.ret.put(r.rxB[i][:l], int(h.Dst), int64(l-dataHdr)) {
+		a.s.RetFull++
+	}
+}
+
+// header writes the Ethernet and data headers and the window trailer into
+// b, a frame to dst sent in w whose last byte leaves the line at line.
+func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags uint8, line int64) {
 	copy(b[0:6], a.macs[dst][:])
 	copy(b[6:12], a.ctl.MAC[:])
 	binary.BigEndian.PutUint16(b[12:], wire.DataEtherType)
+	now := clock.Now()
 	h := wire.DataHdr{Src: uint16(a.cfg.Index), Dst: uint16(dst), Class: uint8(w.Class), Round: w.Round, Slot: uint8(w.Slot),
-		Seq: seq, Offset: off, SendTS: clock.Now(), Flags: flags}
+		Seq: seq, Offset: off, SendTS: now, Flags: flags}
 	if w.FreeRun {
 		h.Flags |= wire.DataFreeRun
 	}
 	h.Encode(b[ethHdr:])
-	binary.BigEndian.PutUint64(b[ethHdr+wire.DataHdrLen:], uint64(w.Due))
+	t := wire.WinTrailer{Due: wire.WinDelta(w.Due, now), Close: wire.WinDelta(w.Close, now), FMEnd: wire.WinDelta(w.FMEnd, now),
+		Line: wire.WinDelta(line, now), Lease: wire.WinDelta(a.g.LeaseEnd(), now),
+		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16)), Entry: wire.WinUnknown}
+	t.Encode(b[ethHdr+wire.DataHdrLen:])
 }
 
 // receive counts data frames per source, losses and collisions.
@@ -319,12 +378,20 @@ func (a *Agent) receive(r *rawState) {
 		now := clock.Now()
 		for i := 0; i < n; i++ {
 			l := r.rxL[i]
-			if l < dataHdr || wire.DecodeDataHdr(r.rxB[i][ethHdr:l], &h) != nil || int(h.Src) >= len(r.rxNext) || int(h.Dst) != a.cfg.Index {
+			if l < dataHdr || wire.DecodeDataHdr(r.rxB[i][ethHdr:l], &h) != nil || int(h.Src) >= len(r.rxNext) || int(h.Dst) >= len(r.rxNext) {
+				a.s.BadData++
+				continue
+			}
+			if int(h.Src) == a.cfg.Index && int(h.Dst) != a.cfg.Index {
+				a.returned(r, i, l, &h)
+				continue
+			}
+			if int(h.Dst) != a.cfg.Index {
 				a.s.BadData++
 				continue
 			}
 			src := int(h.Src)
-			a.checkWindow(r, i, l)
+			a.checkWindow(r, i, l, &h)
 			if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
 				a.onRPC(now, r, src, &h)
 				continue
@@ -360,13 +427,38 @@ func (a *Agent) receive(r *rawState) {
 	}
 }
 
-// checkWindow counts received frame i (l bytes) as a collision if it
-// arrived (kernel time stamp) after its window's end plus the guard.
-func (a *Agent) checkWindow(r *rawState, i, l int) {
-	end := int64(binary.BigEndian.Uint64(r.rxB[i][ethHdr+wire.DataHdrLen:]))
-	if rx := r.rxT[i]; rx != 0 && rx > end {
-		a.s.Collisions++
-		a.s.CollBytes += uint64(l)
-		a.s.CollMaxUs = max(a.s.CollMaxUs, float64(rx-end)/1000)
+// checkWindow counts received frame i (l bytes, header h) as a collision
+// if it arrived (kernel time stamp) after its slot's end plus the guard or
+// was released before the slot's start plus the guard, by cause.
+func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
+	rx := r.rxT[i]
+	var t wire.WinTrailer
+	if wire.DecodeWinTrailer(r.rxB[i][ethHdr+wire.DataHdrLen:l], &t) != nil {
+		return
+	}
+	if t.Entry != wire.WinUnknown {
+		a.s.Entered++
+		if EnteredOutside(h.SendTS, &t) {
+			a.s.EnteredOutside++
+		}
+	}
+	if rx == 0 {
+		return
+	}
+	c, late, ok := Classify(h.SendTS, rx, &t)
+	if !ok {
+		return
+	}
+	a.s.Collisions++
+	a.s.CollBytes += uint64(l)
+	a.s.CollMaxUs = max(a.s.CollMaxUs, late)
+	a.s.Causes[c].Add(l, late)
+	if len(a.s.CollSample) < maxCollisionSample {
+		cl := Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
+			LineUs: us(int64(t.Line)), TransitUs: us(rx - max(h.SendTS, h.SendTS+int64(t.Line))), FreeRun: h.Flags&wire.DataFreeRun != 0}
+		if t.FMEnd != wire.WinUnknown && t.Due != wire.WinUnknown {
+			cl.GrantShiftUs = us(int64(t.Due) - int64(t.GuardUs)*1000 - int64(t.FMEnd))
+		}
+		a.s.CollSample = append(a.s.CollSample, cl)
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/pfc"
@@ -162,5 +163,31 @@ func TestCodecsDoNotAllocate(t *testing.T) {
 		DecodeDataHdr(hb, &h2)
 	}); a != 0 {
 		t.Fatalf("%v allocations per encode+decode", a)
+	}
+}
+
+func TestWinTrailerRoundTrip(t *testing.T) {
+	w := WinTrailer{Due: 350_000, Close: -10, FMEnd: WinUnknown, Line: 120_000, Lease: math.MaxInt32, SlotUs: 5000, GuardUs: 300}
+	b := make([]byte, WinTrailerLen)
+	if _, err := w.Encode(b); err != nil {
+		t.Fatal(err)
+	}
+	var back WinTrailer
+	if err := DecodeWinTrailer(b, &back); err != nil || back != w {
+		t.Fatalf("%v %+v", err, back)
+	}
+	if err := DecodeWinTrailer(b[:WinTrailerLen-1], &back); !errors.Is(err, ErrShort) {
+		t.Fatalf("short trailer: %v", err)
+	}
+	for _, c := range []struct {
+		t, base int64
+		want    int32
+	}{
+		{0, 5, WinUnknown}, {math.MaxInt64, 5, WinUnknown}, {15, 5, 10}, {5, 15, -10},
+		{1 << 40, 1, math.MaxInt32}, {1, 1 << 40, math.MinInt32 + 1},
+	} {
+		if got := WinDelta(c.t, c.base); got != c.want {
+			t.Errorf("WinDelta(%d, %d) = %d, want %d", c.t, c.base, got, c.want)
+		}
 	}
 }

@@ -1,0 +1,141 @@
+package bpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/linkfabric/linkfabric/tdmaagent/wire"
+)
+
+// TDMAGate is the TDMA exit gate (c/tdmagate.c): on the switch end of a
+// host's veth, a raw TDMA data frame that leaves the host after its slot's
+// end plus the gate's share of the guard, or was released after its
+// window's close or its lease, is returned to the host (XDP_TX) instead
+// of entering the switch; the host's agent sends it again in a later
+// window. Checked against the kernel's clock where the frame leaves the
+// host's line, so no lateness of the agent or of the host's queues lets a
+// frame into another sender's slot.
+type TDMAGate struct {
+	objs  tdmagateObjects
+	links []link.Link
+}
+
+// TDMAGateCounters are the gate's counters, summed over the CPUs and
+// every port it is attached to.
+type TDMAGateCounters struct {
+	Passed        uint64 `json:"passed"`
+	Returned      uint64 `json:"returned"`
+	ReturnedBytes uint64 `json:"returned_bytes"`
+	// AfterClose: of the returned frames, those released after their
+	// window's close or lease (the agent was late); the others left the
+	// host's queues too late.
+	AfterClose uint64 `json:"returned_after_close"`
+	Other      uint64 `json:"other"`
+}
+
+// LoadTDMAGate loads the gate; share is the part of the guard (0..1) a
+// frame may still leave the host in after its slot's end, the rest is for
+// the switch.
+func LoadTDMAGate(share float64) (*TDMAGate, error) {
+	if share < 0 || share > 1 {
+		return nil, fmt.Errorf("tdma gate: share of the guard %g: want 0..1", share)
+	}
+	prepare()
+	g := &TDMAGate{}
+	if err := loadTdmagateObjects(&g.objs, nil); err != nil {
+		return nil, loadErr("tdma gate", err)
+	}
+	conf := tdmagateTdmaGateConf{Enabled: 1, SharePermille: uint32(share*1000 + 0.5)}
+	if err := g.objs.TdmaGateCfg.Put(uint32(0), conf); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("tdma gate: configure: %w", err)
+	}
+	return g, nil
+}
+
+// AttachExit attaches the gate to ifname, the switch end of a host's
+// veth, in the calling thread's network namespace.
+func (g *TDMAGate) AttachExit(ifname string) error { return g.attach(g.objs.LfTdmaExit, ifname) }
+
+// AttachHost attaches the pass-through program to ifname, the host's end
+// of the veth (in the calling thread's namespace): a veth takes frames
+// sent back to it by XDP only when it runs XDP itself.
+func (g *TDMAGate) AttachHost(ifname string) error { return g.attach(g.objs.LfTdmaPass, ifname) }
+
+func (g *TDMAGate) attach(p *ebpf.Program, ifname string) error {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return fmt.Errorf("tdma gate: %w", err)
+	}
+	l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifi.Index, Flags: link.XDPDriverMode})
+	if err != nil {
+		return fmt.Errorf("tdma gate: attach to %s: %w", ifname, permErr(err))
+	}
+	g.links = append(g.links, l)
+	return nil
+}
+
+// TDMAGateVerdict is the gate's rule in Go, the model its programs are
+// tested against: for frame leaving its host at now (CLOCK_MONOTONIC ns)
+// with the gate's share of the guard in per mille, whether it is a TDMA
+// data frame the gate judges (data), whether it goes back to its host
+// (ret), and if so whether because it was released after its window's
+// close or its lease (afterClose) rather than leaving after its slot's end
+// plus the gate's share of the guard (the slot's end: the earlier of the
+// sender's estimate and the FM's, which the trailer carries on the one
+// clock all namespaces read here; in a fabric of machines that clock would
+// be PTP's). A frame the exit gate passes gets its entry time (Entry).
+func TDMAGateVerdict(frame []byte, now int64, sharePermille uint32) (data, ret, afterClose bool) {
+	const eth = 14
+	var h wire.DataHdr
+	var t wire.WinTrailer
+	if len(frame) < eth+wire.DataHdrLen+wire.WinTrailerLen || binary.BigEndian.Uint16(frame[12:]) != wire.DataEtherType ||
+		wire.DecodeDataHdr(frame[eth:], &h) != nil || wire.DecodeWinTrailer(frame[eth+wire.DataHdrLen:], &t) != nil {
+		return false, false, false
+	}
+	if t.Close == wire.WinUnknown || t.Due == wire.WinUnknown {
+		return true, false, false
+	}
+	if t.Close < 0 || t.Lease != wire.WinUnknown && t.Lease < 0 {
+		return true, true, true
+	}
+	guard := uint64(t.GuardUs) * 1000
+	end := h.SendTS + int64(t.Due) - int64(guard)
+	if t.FMEnd != wire.WinUnknown {
+		end = min(end, h.SendTS+int64(t.FMEnd))
+	}
+	deadline := end + int64(guard*uint64(sharePermille)/1000)
+	return true, now > deadline, false
+}
+
+// Counters reads the counters.
+func (g *TDMAGate) Counters() (TDMAGateCounters, error) {
+	var per []tdmagateTdmaGateCounters
+	if err := g.objs.TdmaGateCount.Lookup(uint32(0), &per); err != nil {
+		return TDMAGateCounters{}, fmt.Errorf("tdma gate: counters: %w", err)
+	}
+	var c TDMAGateCounters
+	for _, p := range per {
+		c.Passed += p.Passed
+		c.Returned += p.Returned
+		c.ReturnedBytes += p.ReturnedBytes
+		c.AfterClose += p.AfterClose
+		c.Other += p.Other
+	}
+	return c, nil
+}
+
+// Close detaches the programs and releases the gate.
+func (g *TDMAGate) Close() error {
+	var errs []error
+	for _, l := range g.links {
+		errs = append(errs, l.Close())
+	}
+	g.links = nil
+	errs = append(errs, g.objs.Close())
+	return errors.Join(errs...)
+}

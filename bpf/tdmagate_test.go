@@ -1,0 +1,125 @@
+package bpf
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/linkfabric/linkfabric/tdmaagent/clock"
+	"github.com/linkfabric/linkfabric/tdmaagent/wire"
+)
+
+const xdpTx = 3
+
+// tdmaFrame builds a raw TDMA data frame released at send with trailer t
+// and payload bytes of payload.
+func tdmaFrame(send int64, t wire.WinTrailer, payload int) []byte {
+	f := make([]byte, 14+wire.DataHdrLen+wire.WinTrailerLen+payload)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1})
+	binary.BigEndian.PutUint16(f[12:], wire.DataEtherType)
+	h := wire.DataHdr{Src: 0, Dst: 1, Seq: 7, SendTS: send}
+	h.Encode(f[14:])
+	t.Encode(f[14+wire.DataHdrLen:])
+	return f
+}
+
+// randomTrailer draws a window around a release at send: deadlines from
+// well before to well after now, unknown fields, lapsed leases.
+func randomTrailer(r *rand.Rand) wire.WinTrailer {
+	d := func() int32 { return int32(r.IntN(4_000_000) - 2_000_000) }
+	t := wire.WinTrailer{Due: d(), Close: d(), FMEnd: d(), Line: d(), Lease: d(), SlotUs: 5000, GuardUs: uint16(r.IntN(1000))}
+	for _, f := range []*int32{&t.Due, &t.Close, &t.Lease} {
+		if r.IntN(8) == 0 {
+			*f = wire.WinUnknown
+		}
+	}
+	if r.IntN(2) == 0 { // mostly a live lease and an open window
+		t.Lease, t.Close = int32(r.IntN(20_000_000)), int32(r.IntN(5_000_000))
+	}
+	return t
+}
+
+// TestTDMAGateModel runs the exit gate (BPF_PROG_TEST_RUN) on random
+// TDMA data frames and on other frames, and holds every verdict and the
+// counters to TDMAGateVerdict; a frame whose deadline falls within the
+// run (the program reads the clock in between) is judged either way.
+func TestTDMAGateModel(t *testing.T) {
+	needRoot(t)
+	const share = 500
+	g, err := LoadTDMAGate(share / 1000.0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	var want TDMAGateCounters
+	other := testFrame(100)
+	short := tdmaFrame(clock.Now(), wire.WinTrailer{}, 0)[:14+wire.DataHdrLen+wire.WinTrailerLen-1]
+	for i := range 3000 {
+		var f []byte
+		switch i % 10 {
+		case 0:
+			f = other
+		case 1:
+			f = short
+		default:
+			f = tdmaFrame(clock.Now()+int64(r.IntN(2_000_000)-1_000_000), randomTrailer(r), r.IntN(1400))
+		}
+		for _, p := range []struct {
+			prog     *ebpf.Program
+			pass, rt uint32
+		}{{g.objs.LfTdmaExit, xdpPass, xdpTx}} {
+			out := make([]byte, len(f)+256)
+			t0 := clock.Now()
+			ret, err := p.prog.Run(&ebpf.RunOptions{Data: f, DataOut: out})
+			t1 := clock.Now()
+			if err != nil {
+				t.Fatalf("frame %d: %v", i, err)
+			}
+			data, back0, close0 := TDMAGateVerdict(f, t0, share)
+			_, back1, _ := TDMAGateVerdict(f, t1, share)
+			if ret != p.pass && ret != p.rt {
+				t.Fatalf("frame %d: return code %d", i, ret)
+			}
+			if back0 == back1 && (ret == p.rt) != back0 {
+				t.Fatalf("%s, frame %d %x at %d: returned %v, the model says %v", p.prog, i, f[:14+wire.DataHdrLen+wire.WinTrailerLen], t0, ret == p.rt, back0)
+			}
+			switch {
+			case !data:
+				want.Other++
+			case ret == p.rt:
+				want.Returned++
+				want.ReturnedBytes += uint64(len(f))
+				if close0 {
+					want.AfterClose++
+				}
+			default:
+				want.Passed++
+				var h wire.DataHdr
+				var tr, in wire.WinTrailer
+				wire.DecodeDataHdr(out[14:], &h)
+				wire.DecodeWinTrailer(out[14+wire.DataHdrLen:], &tr)
+				wire.DecodeWinTrailer(f[14+wire.DataHdrLen:], &in)
+				e := int64(tr.Entry)
+				tr.Entry = in.Entry
+				switch {
+				case tr != in:
+					t.Fatalf("frame %d: trailer %+v changed to %+v", i, in, tr)
+				case e < t0-h.SendTS || e > t1-h.SendTS:
+					t.Fatalf("frame %d: entry stamped %d ns after its release, the run was %d..%d", i, e, t0-h.SendTS, t1-h.SendTS)
+				}
+			}
+		}
+	}
+	got, err := g.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("counters %+v, want %+v", got, want)
+	}
+	if want.Returned == 0 || want.Passed == 0 || want.AfterClose == 0 || want.Returned == want.AfterClose {
+		t.Fatalf("the frames did not exercise every verdict: %+v", want)
+	}
+}
