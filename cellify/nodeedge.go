@@ -364,6 +364,14 @@ func (n *Node) rxCellEdge(h *CellHeader, b []byte) {
 			n.schedDue[h.Port] = n.now
 		}
 	}
+	if int(h.Port) < len(n.sched) {
+		sc := n.sched[h.Port]
+		full := sc.WindowFull()
+		sc.Arrived(n.now, h.Src, h.Class, int(h.Len))
+		if full && !sc.WindowFull() {
+			n.schedDue[h.Port] = n.now // grants resume at the next Poll
+		}
+	}
 	n.reasm.ReceiveCell(n.now, h, b[CellPayloadOffset:CellPayloadOffset+int(h.Len)])
 	if n.reasm.st.Buffered > 0 && n.reasmDue == math.MaxInt64 {
 		n.reasmDue = n.now + n.cfg.Reasm.Timeout

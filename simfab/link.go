@@ -137,6 +137,10 @@ func (s *Sim) Connect(a, b *Node, cfg LinkConfig) *Link {
 // Up reports whether the link is up.
 func (l *Link) Up() bool { return l.up }
 
+// SetDelay changes both directions' propagation delay for the frames
+// that leave from now on (a longer delay keeps the frames in order).
+func (l *Link) SetDelay(d int64) { l.AB.delay, l.BA.delay = d, d }
+
 // Monitor makes the loss monitor report both directions' loss rate over
 // their last frames frames to the receiving node every Config.LossReport.
 func (l *Link) Monitor(frames int) {

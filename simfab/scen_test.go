@@ -41,6 +41,7 @@ func TestBalance(t *testing.T)      { runScenario(t, "balance") }
 func TestElephants(t *testing.T)    { runScenario(t, "elephants") }
 func TestIncast(t *testing.T)       { runScenario(t, "incast") }
 func TestPushPull(t *testing.T)     { runScenario(t, "pushpull") }
+func TestLoopJump(t *testing.T)     { runScenario(t, "loopjump") }
 func TestCreditLoss(t *testing.T)   { runScenario(t, "creditloss") }
 func TestLinkDeath(t *testing.T)    { runScenario(t, "linkdeath") }
 func TestExclusion(t *testing.T)    { runScenario(t, "exclusion") }
