@@ -269,6 +269,9 @@ const DefaultInFlightExpire = 50_000_000
 // Config returns the configuration in use.
 func (s *Scheduler) Config() SchedConfig { return s.cfg }
 
+// Windowed reports whether the credit window is on (MaxInFlight > 0).
+func (s *Scheduler) Windowed() bool { return s.cfg.MaxInFlight > 0 }
+
 // LoopStats is the credit loop as the scheduler measures it.
 type LoopStats struct {
 	RTT, RTTVar int64 // the smoothed round trip and its variation, ns (0: not measured)
@@ -463,8 +466,10 @@ func (s *Scheduler) Request(now int64, src EdgeID, class Class, total uint64) {
 	}
 }
 
-// SetEgressQueue reports the bytes in the port's egress queue. Grants stop
-// while it is above StopAbove; call Poll after it falls.
+// SetEgressQueue reports the bytes in the port's egress queue (with the
+// credit window: also those arrived and still held by the reassembly).
+// Grants stop while it is above StopAbove (with the window: while it and
+// the credit in flight are at the window); call Poll after it falls.
 func (s *Scheduler) SetEgressQueue(bytes int) { s.egressQ = bytes }
 
 // Stopped reports whether the egress queue holds grants back: with the

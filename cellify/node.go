@@ -52,6 +52,7 @@ type Node struct {
 	list      []*nodeVOQ
 	sched     []*Scheduler
 	schedDue  []int64
+	egressQ   []int // per host port: as last reported (SetEgressQueue)
 	reasm     *Reassembler
 	reasmDue  int64
 	macs      *MACTable
@@ -147,6 +148,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 			n.sched = append(n.sched, s)
 		}
 		n.schedDue = make([]int64, cfg.HostPorts)
+		n.egressQ = make([]int, cfg.HostPorts)
 		n.cfg.Client.PreCredit = cfg.Sched.PreCredit
 	}
 	return n, nil

@@ -272,9 +272,22 @@ func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
 	}
 }
 
+// tellEgress gives host port p's scheduler its egress queue as last
+// reported plus, with the credit window, the cells the reassembly holds
+// now.
+func (n *Node) tellEgress(p int) {
+	s := n.sched[p]
+	q := n.egressQ[p]
+	if s.Windowed() {
+		q += int(n.reasm.st.BufferedBytes)
+	}
+	s.SetEgressQueue(q)
+}
+
 // pollSched runs host port p's scheduler and sends the grants it issued.
 func (n *Node) pollSched(p int) {
 	s := n.sched[p]
+	n.tellEgress(p)
 	n.schedDue[p] = s.Poll(n.now)
 	for _, g := range s.Out {
 		n.sendCredit(true, g.Key.Src, n.cfg.Self, CreditEntry{Port: g.Key.Port, Class: g.Key.Class, Total: g.Total})
@@ -283,8 +296,12 @@ func (n *Node) pollSched(p int) {
 }
 
 // SetEgressQueue reports the bytes queued toward host port p: grants stop
-// while they are above SchedConfig.StopAbove and resume (in this call)
-// when they fall.
+// while they are above SchedConfig.StopAbove (with the credit window:
+// while they, the cells the reassembly holds and the credit in flight are
+// at the window) and resume (in this call) when they fall. The cells held
+// count against every host port's window: they are the port's queue once
+// their hole fills, and a hole that a late fabric node holds up can keep
+// its stream's later cells, a window's worth, until they all go at once.
 func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
 	n.now = now
 	if p < 0 || p >= len(n.sched) {
@@ -295,7 +312,8 @@ func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
 	}
 	s := n.sched[p]
 	was := s.Stopped()
-	s.SetEgressQueue(bytes)
+	n.egressQ[p] = bytes
+	n.tellEgress(p)
 	if was && !s.Stopped() {
 		n.pollSched(p)
 	}
@@ -366,10 +384,8 @@ func (n *Node) rxCellEdge(h *CellHeader, b []byte) {
 	}
 	if int(h.Port) < len(n.sched) {
 		sc := n.sched[h.Port]
-		full := sc.WindowFull()
-		sc.Arrived(n.now, h.Src, h.Class, int(h.Len))
-		if full && !sc.WindowFull() {
-			n.schedDue[h.Port] = n.now // grants resume at the next Poll
+		if sc.Arrived(n.now, h.Src, h.Class, int(h.Len)); sc.WindowFull() {
+			n.schedDue[h.Port] = n.now // grants may resume: see at the next Poll
 		}
 	}
 	n.reasm.ReceiveCell(n.now, h, b[CellPayloadOffset:CellPayloadOffset+int(h.Len)])

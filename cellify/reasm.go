@@ -76,6 +76,7 @@ type ReasmStats struct {
 	Inconsistent     uint64 // cells whose first-record offset or record number disagrees with the stream
 	Buffered         uint64 // cells held now
 	PeakBuffered     uint64
+	BufferedBytes    uint64 // payload bytes of the cells held now
 }
 
 // Reassembler rebuilds the records of every stream arriving at an egress
@@ -114,6 +115,7 @@ type stream struct {
 	ep       peerEpoch // the source's epochs
 	next     uint32    // seq of the next cell to consume
 	buffered int       // held cells
+	heldB    int       // their payload bytes
 	hi       uint32    // highest held seq
 	since    int64     // the head hole is known since (earliest arrival of a held cell)
 	last     int64     // last accepted cell
@@ -260,6 +262,7 @@ func (r *Reassembler) restart(s *stream, now int64) {
 		}
 		r.st.RestartCells += uint64(s.buffered)
 		r.st.Buffered -= uint64(s.buffered)
+		r.st.BufferedBytes -= uint64(s.heldB)
 	}
 	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
 }
@@ -291,6 +294,8 @@ func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) 
 		s.hi = h.Seq
 	}
 	s.buffered++
+	s.heldB += int(h.Len)
+	r.st.BufferedBytes += uint64(h.Len)
 	r.st.Cells++
 	r.st.Buffered++
 	r.st.PeakBuffered = max(r.st.PeakBuffered, r.st.Buffered)
@@ -314,6 +319,8 @@ func (r *Reassembler) drain(s *stream) {
 		r.consume(s, sl.first, sl.recNo, s.slab[off:off+int(sl.n)])
 		sl.full = false
 		s.buffered--
+		s.heldB -= int(sl.n)
+		r.st.BufferedBytes -= uint64(sl.n)
 		r.st.Buffered--
 		s.next++
 		moved = true

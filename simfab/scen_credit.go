@@ -278,3 +278,58 @@ func LoopJump(seed uint64) (*Result, error) {
 	r.Wall = time.Since(start)
 	return r, nil
 }
+
+// HeldCells: one source at the host rate into a port whose buffer is the
+// scheduler's in-flight bound (256 KiB), over a 1 ms credit loop; for 20 ms
+// the cells that one of the two fabric nodes sends to the destination edge
+// are held (that node kept from running), and meanwhile the reassembly
+// holds the cells that came the other way, waiting for the first hole.
+// When the node runs again everything arrives at once: the cells held in
+// the reassembly must have counted against the window, so that the
+// egress queue stays within its buffer and nothing is lost.
+func HeldCells(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "heldcells", Seed: seed}
+	start := time.Now()
+	const buf, pauseAt, pause, offer = 256 << 10, 20 * ms, 20 * ms, 60 * ms
+	s := New(Config{Seed: seed, WarmUp: 20 * ms, Node: func(_ *Node, c *cellify.NodeConfig) {
+		c.Sched.MaxInFlight = buf
+		c.Reasm.Timeout = 100 * ms // the hole waits for the paused node
+	}})
+	lc := LinkConfig{Rate: linkRate, Delay: 250 * us}
+	t := Clos(s, ClosConfig{Edges: 2, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate, Buffer: buf}})
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	src, dst := t.Hosts[0], t.Hosts[1]
+	f := s.AddFlow(FlowConfig{Src: src, Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer})
+	w := measure(s, s.Now+5*ms, s.Now+pauseAt, []*Flow{f}, []*Host{dst})
+	s.At(s.Now+pauseAt, func() {
+		for _, d := range t.Fabric[0].Ports() {
+			if d.To == dst.Edge {
+				d.Pause(s.Now + pause)
+			}
+		}
+	})
+	var peakHeld uint64
+	for at := pauseAt; at < pauseAt+pause; at += ms {
+		s.At(s.Now+at, func() { peakHeld = max(peakHeld, dst.Edge.ReasmStats().BufferedBytes) })
+	}
+	s.RunFor(offer + 200*ms)
+	r.account(s)
+	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, buf, "the egress queue stays within its buffer")
+	r.add("reasm_discards", float64(dst.Edge.ReasmStats().DiscardedRecords), 0, 0, "the hole waited for the paused node")
+	r.add("port_busy_before", w.busy(0), 0.95, nan, "the port is busy before the pause")
+	r.report("reasm_held_peak_bytes", float64(peakHeld), "the reassembly's cells during the pause")
+	var backlog uint64
+	for _, e := range t.Edges {
+		backlog += e.Credits().Backlog
+	}
+	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
+	if s.Mem.InUse() != s.InFlight() {
+		return nil, fmt.Errorf("heldcells: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}

@@ -42,6 +42,7 @@ func TestElephants(t *testing.T)    { runScenario(t, "elephants") }
 func TestIncast(t *testing.T)       { runScenario(t, "incast") }
 func TestPushPull(t *testing.T)     { runScenario(t, "pushpull") }
 func TestLoopJump(t *testing.T)     { runScenario(t, "loopjump") }
+func TestHeldCells(t *testing.T)    { runScenario(t, "heldcells") }
 func TestCreditLoss(t *testing.T)   { runScenario(t, "creditloss") }
 func TestLinkDeath(t *testing.T)    { runScenario(t, "linkdeath") }
 func TestExclusion(t *testing.T)    { runScenario(t, "exclusion") }
