@@ -44,7 +44,11 @@ type SchedConfig struct {
 	Lead uint64
 	// InFlightExpire: credit of a VOQ from which nothing arrived for this
 	// long (ns) is taken for lost (cells lost in the fabric or dropped with
-	// a source), so that it no longer holds the window. 0: 50 ms.
+	// a source), so that it no longer holds the window; a hole the
+	// reassembly skips gives its cells up at once (Lost). 0: 250 ms: a
+	// source or fabric node kept from running for less than that must not
+	// find its credit taken back, lest its cells and the credit granted in
+	// their place arrive together.
 	InFlightExpire int64
 	// Refresh is when the grant total of a VOQ still waiting for credit is
 	// first re-sent (see Scheduler.Poll); RefreshMax is where the refreshes
@@ -130,6 +134,7 @@ type SchedStats struct {
 	WindowFull   uint64 // Polls that stopped granting at the window
 	RTTSamples   uint64 // round trips measured
 	ExpiredBytes uint64 // credit in flight taken for lost (InFlightExpire)
+	LostBytes    uint64 // ... for cells the reassembly gave up (Lost)
 	ArrivedBytes uint64 // bytes of the cells that arrived for the port
 }
 
@@ -264,7 +269,7 @@ func NewScheduler(cfg SchedConfig) (*Scheduler, error) {
 }
 
 // DefaultInFlightExpire is SchedConfig.InFlightExpire's default.
-const DefaultInFlightExpire = 50_000_000
+const DefaultInFlightExpire = 250_000_000
 
 // Config returns the configuration in use.
 func (s *Scheduler) Config() SchedConfig { return s.cfg }
@@ -306,6 +311,24 @@ func (s *Scheduler) Arrived(now int64, src EdgeID, class Class, bytes int) {
 		v.sampEnd = 0
 		s.sample(now - v.sampAt)
 	}
+}
+
+// Lost reports up to bytes of the VOQ of (src, class) lost on their way
+// (cells its reassembly gave up): with the credit window they count as
+// arrived, up to the credit in flight. Call Poll after it.
+func (s *Scheduler) Lost(src EdgeID, class Class, bytes int) {
+	if s.cfg.MaxInFlight == 0 || bytes <= 0 {
+		return
+	}
+	vi, ok := s.index[schedKey(src, class)]
+	if !ok {
+		return
+	}
+	v := &s.voqs[vi]
+	b := min(uint64(bytes), v.fly)
+	s.Stats.LostBytes += b
+	v.arrived += b
+	s.setFly(v)
 }
 
 // setFly recounts v's credit in flight: granted beyond what arrived

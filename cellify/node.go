@@ -149,6 +149,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		}
 		n.schedDue = make([]int64, cfg.HostPorts)
 		n.egressQ = make([]int, cfg.HostPorts)
+		n.reasm.SetSkipped(n.skipped)
 		n.cfg.Client.PreCredit = cfg.Sched.PreCredit
 	}
 	return n, nil

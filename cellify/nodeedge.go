@@ -394,6 +394,16 @@ func (n *Node) rxCellEdge(h *CellHeader, b []byte) {
 	}
 }
 
+// skipped tells a host port's scheduler the cells its reassembly gave up
+// in a hole (lost in the fabric): at most a full cell's payload each, they
+// no longer count as credit in flight.
+func (n *Node) skipped(key StreamKey, cells int) {
+	if int(key.Port) < len(n.sched) {
+		n.sched[key.Port].Lost(key.Src, key.Class, cells*n.cfg.CellPayload)
+		n.schedDue[key.Port] = n.now
+	}
+}
+
 // deliver takes a reassembled record: [source port][host frame].
 func (n *Node) deliver(key StreamKey, rec []byte) {
 	if len(rec) < 1+MinRecordFrame {

@@ -88,6 +88,7 @@ type ReasmStats struct {
 type Reassembler struct {
 	cfg     ReasmConfig
 	deliver func(StreamKey, []byte)
+	skipped func(StreamKey, int) // SetSkipped
 	m       map[StreamKey]*stream
 	list    []*stream
 	st      ReasmStats
@@ -357,6 +358,10 @@ func (r *Reassembler) Lost(now int64, n int) {
 	}
 }
 
+// SetSkipped sets a function told of every hole skipped: the stream and
+// the cells given up (it must not call back into the Reassembler).
+func (r *Reassembler) SetSkipped(fn func(key StreamKey, cells int)) { r.skipped = fn }
+
 // Poll skips the holes that have held up their stream for the timeout, and
 // holes matched to reported losses (Lost) older than LostWait, and returns
 // the next deadline (math.MaxInt64 if none).
@@ -405,6 +410,9 @@ func (r *Reassembler) skip(s *stream) {
 	}
 	r.st.Timeouts++
 	r.st.SkippedCells += uint64(to - s.next)
+	if r.skipped != nil {
+		r.skipped(s.key, int(to-s.next))
+	}
 	s.skipLo, s.skipHi = s.next, to
 	if s.sync {
 		r.abandon(s)

@@ -43,6 +43,7 @@ func TestIncast(t *testing.T)       { runScenario(t, "incast") }
 func TestPushPull(t *testing.T)     { runScenario(t, "pushpull") }
 func TestLoopJump(t *testing.T)     { runScenario(t, "loopjump") }
 func TestHeldCells(t *testing.T)    { runScenario(t, "heldcells") }
+func TestLossyLinks(t *testing.T)   { runScenario(t, "lossylinks") }
 func TestCreditLoss(t *testing.T)   { runScenario(t, "creditloss") }
 func TestLinkDeath(t *testing.T)    { runScenario(t, "linkdeath") }
 func TestExclusion(t *testing.T)    { runScenario(t, "exclusion") }
