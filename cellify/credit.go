@@ -135,6 +135,7 @@ type SchedStats struct {
 	RTTSamples   uint64 // round trips measured
 	ExpiredBytes uint64 // credit in flight taken for lost (InFlightExpire)
 	LostBytes    uint64 // ... for cells the reassembly gave up (Lost)
+	ShareFull    uint64 // turns a VOQ passed with its share of the window in flight
 	ArrivedBytes uint64 // bytes of the cells that arrived for the port
 }
 
@@ -230,6 +231,7 @@ type Scheduler struct {
 	win      int
 	expire   int64
 	expireAt int64
+	held     bool // the last Poll stopped at the window or the VOQs' shares
 
 	Out   []SchedGrant
 	Stats SchedStats
@@ -365,6 +367,11 @@ func abs64(x int64) int64 {
 	}
 	return x
 }
+
+// Held reports whether the last Poll stopped at the credit window or at
+// the VOQs' shares of it: arrivals (Arrived, Lost) may release grants,
+// Poll then.
+func (s *Scheduler) Held() bool { return s.held }
 
 // WindowFull reports whether the credit window holds grants back: the
 // egress queue plus the credit in flight have reached it.
@@ -537,6 +544,7 @@ func (s *Scheduler) ResetOut() {
 // math.MaxInt64: the timer starts again with the next Poll (the caller
 // polls after every Request).
 func (s *Scheduler) Poll(now int64) int64 {
+	s.held = false
 	if s.active == 0 {
 		s.idle = true
 		return math.MaxInt64
@@ -558,6 +566,7 @@ func (s *Scheduler) Poll(now int64) int64 {
 		s.Stats.Stopped++
 		if s.cfg.MaxInFlight > 0 {
 			s.Stats.WindowFull++
+			s.held = true
 		}
 		s.idle = true
 		return s.stopDue()
@@ -571,13 +580,17 @@ func (s *Scheduler) Poll(now int64) int64 {
 	}
 	for s.next <= now {
 		vi, wait := s.pick(now)
-		if vi < 0 { // only throttled sources want credit
+		if vi < 0 { // only throttled sources, or VOQs at their share, want credit
 			s.idle = true
+			if s.held {
+				wait = min(wait, s.stopDue())
+			}
 			return min(s.refreshAt, wait)
 		}
 		if v := &s.voqs[vi]; !s.windowRoom(min(uint64(s.cfg.CreditSize), v.req-v.granted)) {
 			s.rings[v.key.Class].pushFront(vi) // its turn stays
 			s.Stats.WindowFull++
+			s.held = true
 			s.idle = true
 			return s.stopDue()
 		}
@@ -608,10 +621,20 @@ func (s *Scheduler) armRefresh(now int64, v *schedVOQ) {
 }
 
 // pick takes the next VOQ to serve out of its ring: the highest class with
-// a VOQ whose source is not held back by its FCI pacing. Otherwise it
-// returns -1 and the earliest time a held-back source may be served.
+// a VOQ whose source is not held back by its FCI pacing nor, with the
+// credit window, by its share of it: a VOQ with a share of the window in
+// flight (the window over the VOQs that want credit, at least a credit)
+// waits for its cells, and the others get the credit meanwhile. A source
+// kept from running (or whose cells a late fabric node holds) would
+// otherwise take its turns until the window was all its own, idling the
+// port while the other sources had backlog. Otherwise pick returns -1 and
+// the earliest time a held-back source may be served.
 func (s *Scheduler) pick(now int64) (int32, int64) {
 	wait := int64(math.MaxInt64)
+	share := uint64(math.MaxUint64)
+	if s.cfg.MaxInFlight > 0 {
+		share = uint64(max(s.win/max(s.active, 1), s.cfg.CreditSize))
+	}
 	for c := Classes - 1; c >= 0; c-- {
 		r := &s.rings[c]
 		for n := r.size; n > 0; n-- {
@@ -625,6 +648,12 @@ func (s *Scheduler) pick(now int64) (int32, int64) {
 			if s.throttled(src, now) && src.next > now {
 				r.push(vi)
 				wait = min(wait, src.next)
+				continue
+			}
+			if v.fly >= share {
+				r.push(vi)
+				s.Stats.ShareFull++
+				s.held = true
 				continue
 			}
 			return vi, 0

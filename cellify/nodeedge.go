@@ -384,7 +384,7 @@ func (n *Node) rxCellEdge(h *CellHeader, b []byte) {
 	}
 	if int(h.Port) < len(n.sched) {
 		sc := n.sched[h.Port]
-		if sc.Arrived(n.now, h.Src, h.Class, int(h.Len)); sc.WindowFull() {
+		if sc.Arrived(n.now, h.Src, h.Class, int(h.Len)); sc.Held() {
 			n.schedDue[h.Port] = n.now // grants may resume: see at the next Poll
 		}
 	}

@@ -370,3 +370,54 @@ func LossyLinks(seed uint64) (*Result, error) {
 	r.Wall = time.Since(start)
 	return r, nil
 }
+
+// StalledSource: the 3→1 incast, and for 20 ms one source's edge is kept
+// from running (both directions of its uplinks hold their frames: its
+// grants wait, its cells wait). The other two sources can fill the port
+// alone: the credit the stalled source cannot use must go to them, so
+// that the port stays busy through the stall; when the stalled edge runs
+// again its cells and everything else stay within the egress buffer.
+func StalledSource(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "stalledsource", Seed: seed}
+	start := time.Now()
+	const n, stallAt, stall, offer = 3, 20 * ms, 20 * ms, 60 * ms
+	s := New(Config{Seed: seed, WarmUp: 10 * ms})
+	lc := LinkConfig{Rate: linkRate, Delay: 100 * us}
+	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	dst := t.Hosts[n]
+	var flows []*Flow
+	for i := range n {
+		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}))
+	}
+	before := measure(s, s.Now+5*ms, s.Now+stallAt, flows, []*Host{dst})
+	// From one loop after the stall began (what was in flight drains).
+	during := measure(s, s.Now+stallAt+ms, s.Now+stallAt+stall, flows, []*Host{dst})
+	s.At(s.Now+stallAt, func() {
+		for _, d := range t.Edges[0].Ports() {
+			d.Pause(s.Now + stall)
+			d.Link.BA.Pause(s.Now + stall)
+		}
+	})
+	s.RunFor(offer + 100*ms)
+	r.account(s)
+	bound := float64(dst.Edge.Scheduler(dst.Port).Config().MaxInFlight)
+	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, bound, "the egress queue stays within the in-flight bound")
+	r.add("port_busy_before", before.busy(0), 0.95, nan, "the port is busy before the stall")
+	r.add("port_busy_during", during.busy(0), 0.95, nan, "the two running sources keep it busy through the stall")
+	r.report("stalled_share_during", during.rate(0)/(during.rate(0)+during.rate(1)+during.rate(2)), "the stalled source's share meanwhile")
+	var backlog uint64
+	for _, e := range t.Edges {
+		backlog += e.Credits().Backlog
+	}
+	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
+	if s.Mem.InUse() != s.InFlight() {
+		return nil, fmt.Errorf("stalledsource: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
