@@ -35,6 +35,11 @@ type CellsPortStats struct {
 	RX, TX struct {
 		Frames, Bytes, Dropped uint64
 	}
+	// Egress is the rate-limited port's queue: LateNs, the time it lost
+	// to its worker's lateness (frames waited, the bucket was full).
+	Egress struct {
+		LateNs uint64 `json:"late_ns"`
+	} `json:"egress"`
 	RxSocketDrops uint64 `json:"-"`
 }
 
