@@ -516,6 +516,7 @@ func (pl *cellPipeline) publish() {
 			l := sc.Loop()
 			ch.CreditRTT, ch.CreditRTTVar, ch.CreditFlight, ch.CreditWindow = l.RTT, l.RTTVar, l.InFlight, l.Window
 			ch.WindowFull, ch.CreditExpired = sc.Stats.WindowFull, sc.Stats.ExpiredBytes
+			ch.ShareFull, ch.Stopped, ch.Credits = sc.Stats.ShareFull, sc.Stats.Stopped, sc.Stats.Credits
 		}
 	}
 	c.VOQs, c.VOQBacklog = pl.voqs, ct.Backlog

@@ -141,6 +141,9 @@ type CellHostSnapshot struct {
 	CreditFlight  int    `json:"credit_inflight_bytes"`
 	CreditWindow  int    `json:"credit_window_bytes,omitempty"`
 	WindowFull    uint64 `json:"credit_window_full,omitempty"`
+	ShareFull     uint64 `json:"credit_share_full,omitempty"`
+	Stopped       uint64 `json:"credit_stopped,omitempty"`
+	Credits       uint64 `json:"credits,omitempty"`
 	CreditExpired uint64 `json:"credit_expired_bytes,omitempty"`
 }
 

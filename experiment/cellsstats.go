@@ -19,7 +19,14 @@ type CellsNodeStats struct {
 		Malformed     uint64 `json:"malformed"`
 		MaxPollGap    int64  `json:"max_poll_gap_ns"`
 		Stalled       int64  `json:"stalled_ns"`
-		Node          struct {
+		// Hosts are the edge's host ports' credit loops.
+		Hosts []struct {
+			RTT        int64  `json:"credit_rtt_ns"`
+			WindowFull uint64 `json:"credit_window_full"`
+			ShareFull  uint64 `json:"credit_share_full"`
+			Credits    uint64 `json:"credits"`
+		} `json:"hosts"`
+		Node struct {
 			VOQDrops, FloodDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
 			FCIMarks, FCISeen                                                            uint64
 		} `json:"node"`
