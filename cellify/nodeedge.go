@@ -274,12 +274,12 @@ func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
 
 // tellEgress gives host port p's scheduler its egress queue as last
 // reported plus, with the credit window, the cells the reassembly holds
-// now.
+// for it now.
 func (n *Node) tellEgress(p int) {
 	s := n.sched[p]
 	q := n.egressQ[p]
 	if s.Windowed() {
-		q += int(n.reasm.st.BufferedBytes)
+		q += n.reasm.HeldBytes(uint8(p))
 	}
 	s.SetEgressQueue(q)
 }
@@ -299,9 +299,9 @@ func (n *Node) pollSched(p int) {
 // while they are above SchedConfig.StopAbove (with the credit window:
 // while they, the cells the reassembly holds and the credit in flight are
 // at the window) and resume (in this call) when they fall. The cells held
-// count against every host port's window: they are the port's queue once
-// their hole fills, and a hole that a late fabric node holds up can keep
-// its stream's later cells, a window's worth, until they all go at once.
+// for the port count against its window: they are its queue once their
+// hole fills, and a hole that a late fabric node holds up can keep its
+// stream's later cells, a window's worth, until they all go at once.
 func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
 	n.now = now
 	if p < 0 || p >= len(n.sched) {

@@ -93,6 +93,8 @@ type Reassembler struct {
 	list    []*stream
 	st      ReasmStats
 	held    int // bytes of the streams' cell buffers (slab)
+	// heldPort: payload bytes of the cells held, per destination port.
+	heldPort [256]int
 	// lost: times of the losses reported and not yet matched to a hole, a
 	// ring of lostN from lostHead; each expires after Timeout (its hole
 	// times out anyway, or it left none: the lost cell was a stream's last).
@@ -264,6 +266,7 @@ func (r *Reassembler) restart(s *stream, now int64) {
 		r.st.RestartCells += uint64(s.buffered)
 		r.st.Buffered -= uint64(s.buffered)
 		r.st.BufferedBytes -= uint64(s.heldB)
+		r.heldPort[s.key.Port] -= s.heldB
 	}
 	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
 }
@@ -297,6 +300,7 @@ func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) 
 	s.buffered++
 	s.heldB += int(h.Len)
 	r.st.BufferedBytes += uint64(h.Len)
+	r.heldPort[s.key.Port] += int(h.Len)
 	r.st.Cells++
 	r.st.Buffered++
 	r.st.PeakBuffered = max(r.st.PeakBuffered, r.st.Buffered)
@@ -322,6 +326,7 @@ func (r *Reassembler) drain(s *stream) {
 		s.buffered--
 		s.heldB -= int(sl.n)
 		r.st.BufferedBytes -= uint64(sl.n)
+		r.heldPort[s.key.Port] -= int(sl.n)
 		r.st.Buffered--
 		s.next++
 		moved = true
@@ -357,6 +362,9 @@ func (r *Reassembler) Lost(now int64, n int) {
 		r.lostN++
 	}
 }
+
+// HeldBytes returns the payload bytes of the cells held for host port p.
+func (r *Reassembler) HeldBytes(p uint8) int { return r.heldPort[p] }
 
 // SetSkipped sets a function told of every hole skipped: the stream and
 // the cells given up (it must not call back into the Reassembler).
