@@ -156,10 +156,24 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	// loop's measured round trip at the credit rate plus 4 credits (a
 	// quarter of a rate-limited port's buffer), and never exceed
 	// cellMaxInFlight or a rate-limited port's buffer: however the
-	// credit in flight arrives, the queue never overflows.
+	// credit in flight arrives, the queue never overflows. Nor do they
+	// exceed three quarters of what this edge's rate-limited link ports
+	// buffer together: a source kept from running sends all its credit
+	// at once over its links (the fabric's edges alike), and on fabric3
+	// with a 2 MiB host port a source's 2 MiB burst overflowed its four
+	// 256 KiB uplinks (327 cells dropped in one 8 s run).
 	nc.Sched.CreditSize, nc.Sched.MaxBurst, nc.Sched.MaxBurstTime = cellCredit, 8, int64(cellBurstTime)
 	nc.Sched.StopAbove = 4 * cellCredit
 	nc.Sched.MaxInFlight = cellMaxInFlight
+	links := 0
+	for _, port := range ps.Links {
+		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {
+			links += s.Buffer
+		}
+	}
+	if links > 0 {
+		nc.Sched.MaxInFlight = min(nc.Sched.MaxInFlight, max(links*3/4, cellCredit))
+	}
 	nc.Client.Quantum = cellCredit
 	nc.Client.Lead = uint64(max(cc.PreCredit, 0))
 	for k, port := range ps.Hosts {
