@@ -112,7 +112,7 @@ const cellMaxInFlight = 2 << 20
 // rate. Without this bound, in one run of three the links into e3 queued
 // up to 107 KB (75 ms at 11 Mbit/s, beyond the reassembly timeout) and B
 // lost 22 % of its datagrams; with it, B lost at most 0.5 % in 4 runs. The
-// egress queue (StopAbove) keeps the port busy through a stall meanwhile.
+// credit window keeps the port busy through a stall meanwhile.
 const cellBurstTime = 10 * time.Millisecond
 
 func newCellPipeline(w *worker) (Pipeline, error) {
