@@ -357,8 +357,10 @@ func (s *Scheduler) sample(rtt int64) {
 		s.srtt = max(s.srtt+d/8, 1)
 		s.rttvar += (abs64(d) - s.rttvar) / 4
 	}
-	w := int(uint64(s.srtt+2*s.rttvar)*s.den/8e9) + s.cfg.StopAbove
-	s.win = min(max(w, s.cfg.CreditSize), s.cfg.MaxInFlight)
+	// In floating point: a round trip of seconds at 10 Gbit/s overflows
+	// the integers.
+	w := float64(s.srtt+2*s.rttvar)*float64(s.den)/8e9 + float64(s.cfg.StopAbove)
+	s.win = int(min(max(w, float64(s.cfg.CreditSize)), float64(s.cfg.MaxInFlight)))
 }
 
 func abs64(x int64) int64 {

@@ -646,3 +646,20 @@ func TestCreditWindow(t *testing.T) {
 		t.Fatalf("credit lost in flight wedged the port: granted %d, expired %d", g.total[key], s.Stats.ExpiredBytes)
 	}
 }
+
+// TestCreditWindowLongLoop: a round trip near a second at 10 Gbit/s (a
+// source kept from running) opens the window to MaxInFlight, not to a
+// product wrapped around 2^64 (this one wraps to 4 bytes).
+func TestCreditWindowLongLoop(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	cfg.MaxInFlight = 2 << 20
+	s := newTestSched(t, cfg)
+	s.Request(0, 2, 0, 1<<30)
+	s.Poll(0)
+	s.ResetOut()
+	const rtt = 904_252_162
+	s.Arrived(rtt, 2, 0, 100)
+	if l := s.Loop(); l.RTT != rtt || l.Window != cfg.MaxInFlight {
+		t.Fatalf("a %d ns loop at 10 Gbit/s: %+v, want the window at MaxInFlight %d", rtt, l, cfg.MaxInFlight)
+	}
+}
