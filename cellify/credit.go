@@ -23,6 +23,33 @@ type SchedConfig struct {
 	// outlasts the reassembly timeout.
 	MaxBurst     int
 	MaxBurstTime int64
+	// MaxInFlight (bytes, 0: none) turns on the credit window: the
+	// scheduler counts the bytes of the cells that arrive for each VOQ
+	// (Arrived), so that credit granted and not yet arrived is the credit
+	// in flight, and measures the loop's round trip (a grant out, the
+	// first byte it let the source send back). Grants then go out, still
+	// paced, only while the egress queue plus the credit in flight stay
+	// below the window, the round trip's worth of credit at the credit
+	// rate plus StopAbove (the queue the port keeps in hand), and a grant
+	// never takes them above MaxInFlight. The port stays busy whatever
+	// the loop's round trip (as long as its worth fits MaxInFlight), and
+	// the egress queue, which only arriving credit fills, never exceeds
+	// MaxInFlight (plus the sources' Lead and pre-credit). StopAbove alone
+	// (MaxInFlight 0) stops grants on the queue only: a loop longer than
+	// StopAbove at the port's rate then idles the port after every stop.
+	MaxInFlight int
+	// Lead is the sources' standing lead (CreditClientConfig.Lead): bytes
+	// a VOQ may send beyond its grant, which the round trip's measure
+	// skips (they did not wait for the grant).
+	Lead uint64
+	// InFlightExpire: credit of a VOQ from which nothing arrived for this
+	// long (ns) is taken for lost (cells lost in the fabric or dropped with
+	// a source), so that it no longer holds the window; a hole the
+	// reassembly skips gives its cells up at once (Lost). 0: 250 ms: a
+	// source or fabric node kept from running for less than that must not
+	// find its credit taken back, lest its cells and the credit granted in
+	// their place arrive together.
+	InFlightExpire int64
 	// Refresh is when the grant total of a VOQ still waiting for credit is
 	// first re-sent (see Scheduler.Poll); RefreshMax is where the refreshes
 	// back off to while it stays active (Refresh, Refresh, then doubling,
@@ -68,6 +95,9 @@ func (c *SchedConfig) check() error {
 	if c.CreditSize < 1 || c.CreditSize > 1<<24 || c.MaxBurst < 1 || c.MaxBurst > 1024 || c.StopAbove < 0 {
 		return errors.New("cellify: SchedConfig.CreditSize must be in [1, 16 MiB], MaxBurst in [1, 1024], StopAbove ≥ 0")
 	}
+	if c.MaxInFlight < 0 || c.MaxInFlight > 0 && c.MaxInFlight < c.CreditSize || c.InFlightExpire < 0 {
+		return errors.New("cellify: SchedConfig.MaxInFlight must be 0 or at least CreditSize, InFlightExpire ≥ 0")
+	}
 	if c.Refresh < 1 || c.RefreshMax < 0 || c.MaxBurstTime < 0 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
 		return errors.New("cellify: SchedConfig.Refresh must be > 0, RefreshMax and MaxBurstTime ≥ 0, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
 	}
@@ -100,6 +130,13 @@ type SchedStats struct {
 	FCIs          uint64 // FCI cells reported
 	FCIDecreases  uint64 // ... that lowered a source's rate (the others fell within FCIHold)
 	Resets        uint64
+	// With the credit window (MaxInFlight):
+	WindowFull   uint64 // Polls that stopped granting at the window
+	RTTSamples   uint64 // round trips measured
+	ExpiredBytes uint64 // credit in flight taken for lost (InFlightExpire)
+	LostBytes    uint64 // ... for cells the reassembly gave up (Lost)
+	ShareFull    uint64 // turns a VOQ passed with its share of the window in flight
+	ArrivedBytes uint64 // bytes of the cells that arrived for the port
 }
 
 type schedVOQ struct {
@@ -115,6 +152,14 @@ type schedVOQ struct {
 	// the refreshes since it became active (they back off).
 	refAt int64
 	refs  uint32
+	// The credit window: bytes arrived, credit in flight (granted beyond
+	// what arrived) and when it last changed; a round trip being measured
+	// since sampAt ends when arrived reaches sampEnd (0: none).
+	arrived uint64
+	fly     uint64
+	flyAt   int64
+	sampAt  int64
+	sampEnd uint64
 }
 
 type schedSrc struct {
@@ -134,6 +179,13 @@ type credRing struct {
 
 func (r *credRing) push(v int32) {
 	r.b[(r.head+r.size)%len(r.b)] = v
+	r.size++
+}
+
+// pushFront puts v back at the head (a VOQ popped whose turn stays).
+func (r *credRing) pushFront(v int32) {
+	r.head = (r.head - 1 + len(r.b)) % len(r.b)
+	r.b[r.head] = v
 	r.size++
 }
 
@@ -170,6 +222,17 @@ type Scheduler struct {
 	refreshAt int64
 	egressQ   int
 
+	// The credit window: credit in flight over all VOQs, the smoothed
+	// round trip and its variation (ns, 0: not measured yet), the window
+	// in bytes, the next expiry scan.
+	inflight int
+	srtt     int64
+	rttvar   int64
+	win      int
+	expire   int64
+	expireAt int64
+	held     bool // the last Poll stopped at the window or the VOQs' shares
+
 	Out   []SchedGrant
 	Stats SchedStats
 }
@@ -199,11 +262,147 @@ func NewScheduler(cfg SchedConfig) (*Scheduler, error) {
 	for c := range s.rings {
 		s.rings[c].b = make([]int32, cfg.MaxVOQs)
 	}
+	s.win = cfg.MaxInFlight
+	s.expire = cfg.InFlightExpire
+	if s.expire == 0 {
+		s.expire = DefaultInFlightExpire
+	}
 	return s, nil
 }
 
+// DefaultInFlightExpire is SchedConfig.InFlightExpire's default.
+const DefaultInFlightExpire = 250_000_000
+
 // Config returns the configuration in use.
 func (s *Scheduler) Config() SchedConfig { return s.cfg }
+
+// Windowed reports whether the credit window is on (MaxInFlight > 0).
+func (s *Scheduler) Windowed() bool { return s.cfg.MaxInFlight > 0 }
+
+// LoopStats is the credit loop as the scheduler measures it.
+type LoopStats struct {
+	RTT, RTTVar int64 // the smoothed round trip and its variation, ns (0: not measured)
+	InFlight    int   // credit granted and not arrived, bytes
+	Window      int   // egress queue plus credit in flight that stops grants, bytes
+	EgressQueue int   // as last reported, bytes
+}
+
+// Loop returns the credit loop's state.
+func (s *Scheduler) Loop() LoopStats {
+	return LoopStats{RTT: s.srtt, RTTVar: s.rttvar, InFlight: s.inflight, Window: s.win, EgressQueue: s.egressQ}
+}
+
+// Arrived reports bytes of a cell of the VOQ of (src, class) that arrived
+// at the egress (its payload: the stream bytes the grants count). With the
+// credit window it lowers the credit in flight and may end a round trip's
+// measure; call Poll after it when WindowFull was true.
+func (s *Scheduler) Arrived(now int64, src EdgeID, class Class, bytes int) {
+	if s.cfg.MaxInFlight == 0 || bytes <= 0 {
+		return
+	}
+	s.Stats.ArrivedBytes += uint64(bytes)
+	vi, ok := s.index[schedKey(src, class)]
+	if !ok {
+		return
+	}
+	v := &s.voqs[vi]
+	v.arrived += uint64(bytes)
+	v.flyAt = now
+	s.setFly(v)
+	if v.sampEnd != 0 && v.arrived >= v.sampEnd {
+		v.sampEnd = 0
+		s.sample(now - v.sampAt)
+	}
+}
+
+// Lost reports up to bytes of the VOQ of (src, class) lost on their way
+// (cells its reassembly gave up): with the credit window they count as
+// arrived, up to the credit in flight. Call Poll after it.
+func (s *Scheduler) Lost(src EdgeID, class Class, bytes int) {
+	if s.cfg.MaxInFlight == 0 || bytes <= 0 {
+		return
+	}
+	vi, ok := s.index[schedKey(src, class)]
+	if !ok {
+		return
+	}
+	v := &s.voqs[vi]
+	b := min(uint64(bytes), v.fly)
+	s.Stats.LostBytes += b
+	v.arrived += b
+	s.setFly(v)
+}
+
+// setFly recounts v's credit in flight: granted beyond what arrived
+// (bytes within the pre-credit never count).
+func (s *Scheduler) setFly(v *schedVOQ) {
+	var f uint64
+	if a := max(v.arrived, s.cfg.PreCredit); v.granted > a {
+		f = v.granted - a
+	}
+	s.inflight += int(f) - int(v.fly)
+	v.fly = f
+}
+
+// sample takes a measured round trip into the smoothed one (gains 1/8 and
+// 1/4, as TCP's) and sets the window: the round trip plus twice its
+// variation at the credit rate, plus StopAbove, within [CreditSize,
+// MaxInFlight].
+func (s *Scheduler) sample(rtt int64) {
+	s.Stats.RTTSamples++
+	if s.srtt == 0 {
+		s.srtt, s.rttvar = max(rtt, 1), rtt/2
+	} else {
+		d := rtt - s.srtt
+		s.srtt = max(s.srtt+d/8, 1)
+		s.rttvar += (abs64(d) - s.rttvar) / 4
+	}
+	// In floating point: a round trip of seconds at 10 Gbit/s overflows
+	// the integers.
+	w := float64(s.srtt+2*s.rttvar)*float64(s.den)/8e9 + float64(s.cfg.StopAbove)
+	s.win = int(min(max(w, float64(s.cfg.CreditSize)), float64(s.cfg.MaxInFlight)))
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Held reports whether the last Poll stopped at the credit window or at
+// the VOQs' shares of it: arrivals (Arrived, Lost) may release grants,
+// Poll then.
+func (s *Scheduler) Held() bool { return s.held }
+
+// WindowFull reports whether the credit window holds grants back: the
+// egress queue plus the credit in flight have reached it.
+func (s *Scheduler) WindowFull() bool {
+	return s.cfg.MaxInFlight > 0 && s.egressQ+s.inflight >= s.win
+}
+
+// windowRoom reports whether a grant of b bytes may go now.
+func (s *Scheduler) windowRoom(b uint64) bool {
+	if s.cfg.MaxInFlight == 0 {
+		return true
+	}
+	q := s.egressQ + s.inflight
+	return q < s.win && q+int(b) <= s.cfg.MaxInFlight
+}
+
+// expireFly takes for lost the credit in flight of every VOQ from which
+// nothing arrived for InFlightExpire since its last grant or arrival.
+func (s *Scheduler) expireFly(now int64) {
+	s.expireAt = now + s.expire/4
+	for i := range s.voqs {
+		v := &s.voqs[i]
+		if v.fly > 0 && now-v.flyAt >= s.expire {
+			s.Stats.ExpiredBytes += v.fly
+			v.arrived, v.sampEnd = v.granted, 0
+			s.setFly(v)
+		}
+	}
+}
 
 // CreditRate returns the rate at which credit is issued, bits per second.
 func (s *Scheduler) CreditRate() float64 { return float64(s.den) }
@@ -299,12 +498,21 @@ func (s *Scheduler) Request(now int64, src EdgeID, class Class, total uint64) {
 	}
 }
 
-// SetEgressQueue reports the bytes in the port's egress queue. Grants stop
-// while it is above StopAbove; call Poll after it falls.
+// SetEgressQueue reports the bytes in the port's egress queue (with the
+// credit window: also those arrived and still held by the reassembly).
+// Grants stop while it is above StopAbove (with the window: while it and
+// the credit in flight are at the window); call Poll after it falls.
 func (s *Scheduler) SetEgressQueue(bytes int) { s.egressQ = bytes }
 
-// Stopped reports whether the egress queue holds grants back.
-func (s *Scheduler) Stopped() bool { return s.cfg.StopAbove > 0 && s.egressQ > s.cfg.StopAbove }
+// Stopped reports whether the egress queue holds grants back: with the
+// credit window, the queue plus the credit in flight at the window;
+// without it, the queue above StopAbove.
+func (s *Scheduler) Stopped() bool {
+	if s.cfg.MaxInFlight > 0 {
+		return s.WindowFull()
+	}
+	return s.cfg.StopAbove > 0 && s.egressQ > s.cfg.StopAbove
+}
 
 // emit puts the VOQ's grant total in Out (replacing its entry there).
 func (s *Scheduler) emit(vi int32) {
@@ -338,6 +546,7 @@ func (s *Scheduler) ResetOut() {
 // math.MaxInt64: the timer starts again with the next Poll (the caller
 // polls after every Request).
 func (s *Scheduler) Poll(now int64) int64 {
+	s.held = false
 	if s.active == 0 {
 		s.idle = true
 		return math.MaxInt64
@@ -352,10 +561,17 @@ func (s *Scheduler) Poll(now int64) int64 {
 	if now >= s.refreshAt {
 		s.refresh(now)
 	}
+	if s.inflight > 0 && now >= s.expireAt {
+		s.expireFly(now)
+	}
 	if s.Stopped() {
 		s.Stats.Stopped++
+		if s.cfg.MaxInFlight > 0 {
+			s.Stats.WindowFull++
+			s.held = true
+		}
 		s.idle = true
-		return s.refreshAt
+		return s.stopDue()
 	}
 	if s.idle && s.next < now { // no credit banked while idle or stopped
 		s.next, s.frac = now, 0
@@ -366,9 +582,19 @@ func (s *Scheduler) Poll(now int64) int64 {
 	}
 	for s.next <= now {
 		vi, wait := s.pick(now)
-		if vi < 0 { // only throttled sources want credit
+		if vi < 0 { // only throttled sources, or VOQs at their share, want credit
 			s.idle = true
+			if s.held {
+				wait = min(wait, s.stopDue())
+			}
 			return min(s.refreshAt, wait)
+		}
+		if v := &s.voqs[vi]; !s.windowRoom(min(uint64(s.cfg.CreditSize), v.req-v.granted)) {
+			s.rings[v.key.Class].pushFront(vi) // its turn stays
+			s.Stats.WindowFull++
+			s.held = true
+			s.idle = true
+			return s.stopDue()
 		}
 		s.grant(now, vi)
 		if s.active == 0 {
@@ -376,6 +602,16 @@ func (s *Scheduler) Poll(now int64) int64 {
 		}
 	}
 	return min(s.refreshAt, s.next)
+}
+
+// stopDue is Poll's deadline while grants are held back: the refresh, and
+// the expiry scan while credit is in flight (arrivals and the queue's
+// fall call Poll meanwhile).
+func (s *Scheduler) stopDue() int64 {
+	if s.inflight > 0 {
+		return min(s.refreshAt, s.expireAt)
+	}
+	return s.refreshAt
 }
 
 // armRefresh starts the refresh of v's total: Refresh from now.
@@ -387,10 +623,20 @@ func (s *Scheduler) armRefresh(now int64, v *schedVOQ) {
 }
 
 // pick takes the next VOQ to serve out of its ring: the highest class with
-// a VOQ whose source is not held back by its FCI pacing. Otherwise it
-// returns -1 and the earliest time a held-back source may be served.
+// a VOQ whose source is not held back by its FCI pacing nor, with the
+// credit window, by its share of it: a VOQ with a share of the window in
+// flight (the window over the VOQs that want credit, at least a credit)
+// waits for its cells, and the others get the credit meanwhile. A source
+// kept from running (or whose cells a late fabric node holds) would
+// otherwise take its turns until the window was all its own, idling the
+// port while the other sources had backlog. Otherwise pick returns -1 and
+// the earliest time a held-back source may be served.
 func (s *Scheduler) pick(now int64) (int32, int64) {
 	wait := int64(math.MaxInt64)
+	share := uint64(math.MaxUint64)
+	if s.cfg.MaxInFlight > 0 {
+		share = uint64(max(s.win/max(s.active, 1), s.cfg.CreditSize))
+	}
 	for c := Classes - 1; c >= 0; c-- {
 		r := &s.rings[c]
 		for n := r.size; n > 0; n-- {
@@ -406,6 +652,12 @@ func (s *Scheduler) pick(now int64) (int32, int64) {
 				wait = min(wait, src.next)
 				continue
 			}
+			if v.fly >= share {
+				r.push(vi)
+				s.Stats.ShareFull++
+				s.held = true
+				continue
+			}
 			return vi, 0
 		}
 	}
@@ -417,8 +669,24 @@ func (s *Scheduler) pick(now int64) (int32, int64) {
 func (s *Scheduler) grant(now int64, vi int32) {
 	v := &s.voqs[vi]
 	b := min(uint64(s.cfg.CreditSize), v.req-v.granted)
+	if s.cfg.MaxInFlight > 0 {
+		// The first byte this grant lets the source send (beyond what
+		// it had and its lead) measures the loop when it arrives.
+		if first := v.granted + s.cfg.Lead; v.sampEnd == 0 && v.granted+b > first && v.arrived <= first {
+			v.sampAt, v.sampEnd = now, first+1
+		}
+		if v.fly == 0 {
+			v.flyAt = now
+		}
+	}
 	v.granted += b
 	v.issued = true
+	if s.cfg.MaxInFlight > 0 {
+		if s.inflight == 0 {
+			s.expireAt = now + s.expire/4
+		}
+		s.setFly(v)
+	}
 	s.Stats.Credits++
 	s.Stats.GrantedBytes += b
 	slot := s.next
@@ -561,6 +829,8 @@ func (s *Scheduler) Reset() {
 func (s *Scheduler) resetVOQ(v *schedVOQ) {
 	s.setActive(v, false)
 	v.req, v.granted, v.issued = 0, s.cfg.PreCredit, false
+	v.arrived, v.sampEnd = 0, 0
+	s.setFly(v)
 	if v.out > 0 {
 		s.Out[v.out-1].Total = v.granted
 	}

@@ -562,3 +562,104 @@ func TestSchedBurstTime(t *testing.T) {
 		}
 	}
 }
+
+// TestCreditWindow: with MaxInFlight the scheduler grants, paced, until
+// the egress queue plus the credit in flight reach the window; arrivals
+// reopen it and measure the loop's round trip; credit from which nothing
+// arrives for InFlightExpire is taken for lost, so that lost cells never
+// wedge the port.
+func TestCreditWindow(t *testing.T) {
+	cfg := DefaultSchedConfig(1e9)
+	cfg.CreditSize, cfg.StopAbove, cfg.MaxInFlight = 10_000, 5_000, 50_000
+	s := newTestSched(t, cfg)
+	g := newGrantLog(t)
+	const src = EdgeID(2)
+	key := StreamKey{Src: src, Class: 0}
+	now := int64(credMs)
+	s.Request(now, src, 0, 1<<30)
+	s.Poll(now)
+	g.take(s)
+	if g.total[key] != 10_000 || s.Loop().InFlight != 10_000 {
+		t.Fatalf("first grant %d, in flight %d", g.total[key], s.Loop().InFlight)
+	}
+	// Its bytes arrive 100 µs later: a round trip measured, nothing in
+	// flight.
+	now += 100 * credUs
+	s.Arrived(now, src, 0, 10_000)
+	l := s.Loop()
+	if l.RTT != 100*credUs || l.InFlight != 0 || s.Stats.RTTSamples != 1 {
+		t.Fatalf("after the arrival: %+v, %d samples", l, s.Stats.RTTSamples)
+	}
+	// The window: 200 µs (the round trip and twice its variation) at
+	// 1.02 Gbit/s plus StopAbove.
+	if want := 25_500 + cfg.StopAbove; l.Window != want {
+		t.Fatalf("window %d, want %d", l.Window, want)
+	}
+	// However late the Polls, credit in flight stops at the window (the
+	// last grant may cross it, never MaxInFlight).
+	for range 50 {
+		now += 50 * credUs
+		s.Poll(now)
+		g.take(s)
+	}
+	if got, l := g.total[key], s.Loop(); got != 50_000 || l.InFlight != 40_000 || !s.WindowFull() {
+		t.Fatalf("granted %d, in flight %d (full %v), want 40000 in flight", got, l.InFlight, s.WindowFull())
+	}
+	// The egress queue counts too: everything arrived but queued (the
+	// arrival measured a longer loop, the window grew).
+	s.Arrived(now, src, 0, 40_000)
+	s.SetEgressQueue(s.Loop().Window)
+	now += credMs
+	s.Poll(now)
+	g.take(s)
+	if g.total[key] != 50_000 {
+		t.Fatalf("granted with the egress queue at the window: %d", g.total[key])
+	}
+	s.SetEgressQueue(0)
+	now += credMs
+	s.Poll(now)
+	g.take(s)
+	before := g.total[key]
+	if before == 50_000 {
+		t.Fatal("no grant once the queue drained")
+	}
+	// The cells of those grants are lost: the window fills, and after
+	// InFlightExpire it opens again.
+	for range 10 {
+		now += credMs
+		s.Poll(now)
+		g.take(s)
+	}
+	before = g.total[key]
+	for range 20 {
+		now += credMs
+		s.Poll(now)
+		g.take(s)
+	}
+	if g.total[key] != before {
+		t.Fatalf("granted %d more while the credit in flight had not expired", g.total[key]-before)
+	}
+	now += DefaultInFlightExpire
+	s.Poll(now)
+	g.take(s)
+	if g.total[key] == before || s.Stats.ExpiredBytes == 0 {
+		t.Fatalf("credit lost in flight wedged the port: granted %d, expired %d", g.total[key], s.Stats.ExpiredBytes)
+	}
+}
+
+// TestCreditWindowLongLoop: a round trip near a second at 10 Gbit/s (a
+// source kept from running) opens the window to MaxInFlight, not to a
+// product wrapped around 2^64 (this one wraps to 4 bytes).
+func TestCreditWindowLongLoop(t *testing.T) {
+	cfg := DefaultSchedConfig(10e9)
+	cfg.MaxInFlight = 2 << 20
+	s := newTestSched(t, cfg)
+	s.Request(0, 2, 0, 1<<30)
+	s.Poll(0)
+	s.ResetOut()
+	const rtt = 904_252_162
+	s.Arrived(rtt, 2, 0, 100)
+	if l := s.Loop(); l.RTT != rtt || l.Window != cfg.MaxInFlight {
+		t.Fatalf("a %d ns loop at 10 Gbit/s: %+v, want the window at MaxInFlight %d", rtt, l, cfg.MaxInFlight)
+	}
+}

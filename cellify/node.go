@@ -52,6 +52,7 @@ type Node struct {
 	list      []*nodeVOQ
 	sched     []*Scheduler
 	schedDue  []int64
+	egressQ   []int // per host port: as last reported (SetEgressQueue)
 	reasm     *Reassembler
 	reasmDue  int64
 	macs      *MACTable
@@ -139,6 +140,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		for p := range cfg.HostPorts {
 			sc := cfg.Sched
 			sc.Port, sc.Rate = uint8(p), cfg.HostRate[p]
+			sc.Lead = cfg.Client.Lead
 			s, err := NewScheduler(sc)
 			if err != nil {
 				return nil, err
@@ -146,6 +148,8 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 			n.sched = append(n.sched, s)
 		}
 		n.schedDue = make([]int64, cfg.HostPorts)
+		n.egressQ = make([]int, cfg.HostPorts)
+		n.reasm.SetSkipped(n.skipped)
 		n.cfg.Client.PreCredit = cfg.Sched.PreCredit
 	}
 	return n, nil

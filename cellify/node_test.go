@@ -409,3 +409,47 @@ func TestNodeAllocFail(t *testing.T) {
 		t.Fatal("no deadline at all (REACH)")
 	}
 }
+
+// TestNodeHeldCellsCountPerPort: the cells the reassembly holds behind a
+// hole count against the credit window of the host port they are for, and
+// not against the edge's other host ports.
+func TestNodeHeldCellsCountPerPort(t *testing.T) {
+	mem := newNodeMem(t)
+	cfg := testEdge(2, 2, 1)
+	cfg.Mem, cfg.Rng = mem, rand.New(rand.NewPCG(1, 2))
+	n, err := NewNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPacker(1, VOQKey{Dst: 2, Port: 0, Class: 0}, 1<<20, DefaultHops, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		p.EnqueueParts([]byte{0}, hostFrame(1, 2, 0, i, 1000))
+	}
+	var cells [][]byte
+	for p.Backlog() > 0 {
+		b := make([]byte, CellFrameLen(500))
+		fl, _ := p.Cut(b, 1<<20, 500)
+		cells = append(cells, b[:fl])
+	}
+	// Every cell but the first: all held behind its hole.
+	held := 0
+	for _, c := range cells[1:] {
+		h, err := ParseCell(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held += int(h.Len)
+		n.LinkRx(1000, 0, mem.put(c))
+	}
+	n.SetEgressQueue(1000, 0, 0)
+	n.SetEgressQueue(1000, 1, 0)
+	if q := n.Scheduler(0).Loop().EgressQueue; q != held {
+		t.Errorf("port 0's scheduler sees %d bytes queued, want the %d its reassembly holds", q, held)
+	}
+	if q := n.Scheduler(1).Loop().EgressQueue; q != 0 {
+		t.Errorf("port 1's scheduler sees %d bytes queued for port 0's held cells", q)
+	}
+}

@@ -87,6 +87,7 @@ func DefaultNodeConfig(self EdgeID, tier Tier, hostPorts, links int, hostRate fl
 	}
 	sc := DefaultSchedConfig(max(hostRate, 1))
 	sc.StopAbove = 4 * sc.CreditSize
+	sc.MaxInFlight = 32 * sc.CreditSize
 	return NodeConfig{
 		Self: self, Tier: tier, HostPorts: hostPorts, Links: links,
 		Mem: mem, Rng: rng,

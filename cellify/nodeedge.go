@@ -272,9 +272,22 @@ func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
 	}
 }
 
+// tellEgress gives host port p's scheduler its egress queue as last
+// reported plus, with the credit window, the cells the reassembly holds
+// for it now.
+func (n *Node) tellEgress(p int) {
+	s := n.sched[p]
+	q := n.egressQ[p]
+	if s.Windowed() {
+		q += n.reasm.HeldBytes(uint8(p))
+	}
+	s.SetEgressQueue(q)
+}
+
 // pollSched runs host port p's scheduler and sends the grants it issued.
 func (n *Node) pollSched(p int) {
 	s := n.sched[p]
+	n.tellEgress(p)
 	n.schedDue[p] = s.Poll(n.now)
 	for _, g := range s.Out {
 		n.sendCredit(true, g.Key.Src, n.cfg.Self, CreditEntry{Port: g.Key.Port, Class: g.Key.Class, Total: g.Total})
@@ -283,8 +296,12 @@ func (n *Node) pollSched(p int) {
 }
 
 // SetEgressQueue reports the bytes queued toward host port p: grants stop
-// while they are above SchedConfig.StopAbove and resume (in this call)
-// when they fall.
+// while they are above SchedConfig.StopAbove (with the credit window:
+// while they, the cells the reassembly holds and the credit in flight are
+// at the window) and resume (in this call) when they fall. The cells held
+// for the port count against its window: they are its queue once their
+// hole fills, and a hole that a late fabric node holds up can keep its
+// stream's later cells, a window's worth, until they all go at once.
 func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
 	n.now = now
 	if p < 0 || p >= len(n.sched) {
@@ -295,7 +312,8 @@ func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
 	}
 	s := n.sched[p]
 	was := s.Stopped()
-	s.SetEgressQueue(bytes)
+	n.egressQ[p] = bytes
+	n.tellEgress(p)
 	if was && !s.Stopped() {
 		n.pollSched(p)
 	}
@@ -364,9 +382,25 @@ func (n *Node) rxCellEdge(h *CellHeader, b []byte) {
 			n.schedDue[h.Port] = n.now
 		}
 	}
+	if int(h.Port) < len(n.sched) {
+		sc := n.sched[h.Port]
+		if sc.Arrived(n.now, h.Src, h.Class, int(h.Len)); sc.Held() {
+			n.schedDue[h.Port] = n.now // grants may resume: see at the next Poll
+		}
+	}
 	n.reasm.ReceiveCell(n.now, h, b[CellPayloadOffset:CellPayloadOffset+int(h.Len)])
 	if n.reasm.st.Buffered > 0 && n.reasmDue == math.MaxInt64 {
 		n.reasmDue = n.now + n.cfg.Reasm.Timeout
+	}
+}
+
+// skipped tells a host port's scheduler the cells its reassembly gave up
+// in a hole (lost in the fabric): at most a full cell's payload each, they
+// no longer count as credit in flight.
+func (n *Node) skipped(key StreamKey, cells int) {
+	if int(key.Port) < len(n.sched) {
+		n.sched[key.Port].Lost(key.Src, key.Class, cells*n.cfg.CellPayload)
+		n.schedDue[key.Port] = n.now
 	}
 }
 

@@ -76,6 +76,7 @@ type ReasmStats struct {
 	Inconsistent     uint64 // cells whose first-record offset or record number disagrees with the stream
 	Buffered         uint64 // cells held now
 	PeakBuffered     uint64
+	BufferedBytes    uint64 // payload bytes of the cells held now
 }
 
 // Reassembler rebuilds the records of every stream arriving at an egress
@@ -87,10 +88,13 @@ type ReasmStats struct {
 type Reassembler struct {
 	cfg     ReasmConfig
 	deliver func(StreamKey, []byte)
+	skipped func(StreamKey, int) // SetSkipped
 	m       map[StreamKey]*stream
 	list    []*stream
 	st      ReasmStats
 	held    int // bytes of the streams' cell buffers (slab)
+	// heldPort: payload bytes of the cells held, per destination port.
+	heldPort [256]int
 	// lost: times of the losses reported and not yet matched to a hole, a
 	// ring of lostN from lostHead; each expires after Timeout (its hole
 	// times out anyway, or it left none: the lost cell was a stream's last).
@@ -114,6 +118,7 @@ type stream struct {
 	ep       peerEpoch // the source's epochs
 	next     uint32    // seq of the next cell to consume
 	buffered int       // held cells
+	heldB    int       // their payload bytes
 	hi       uint32    // highest held seq
 	since    int64     // the head hole is known since (earliest arrival of a held cell)
 	last     int64     // last accepted cell
@@ -260,6 +265,8 @@ func (r *Reassembler) restart(s *stream, now int64) {
 		}
 		r.st.RestartCells += uint64(s.buffered)
 		r.st.Buffered -= uint64(s.buffered)
+		r.st.BufferedBytes -= uint64(s.heldB)
+		r.heldPort[s.key.Port] -= s.heldB
 	}
 	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
 }
@@ -291,6 +298,9 @@ func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) 
 		s.hi = h.Seq
 	}
 	s.buffered++
+	s.heldB += int(h.Len)
+	r.st.BufferedBytes += uint64(h.Len)
+	r.heldPort[s.key.Port] += int(h.Len)
 	r.st.Cells++
 	r.st.Buffered++
 	r.st.PeakBuffered = max(r.st.PeakBuffered, r.st.Buffered)
@@ -314,6 +324,9 @@ func (r *Reassembler) drain(s *stream) {
 		r.consume(s, sl.first, sl.recNo, s.slab[off:off+int(sl.n)])
 		sl.full = false
 		s.buffered--
+		s.heldB -= int(sl.n)
+		r.st.BufferedBytes -= uint64(sl.n)
+		r.heldPort[s.key.Port] -= int(sl.n)
 		r.st.Buffered--
 		s.next++
 		moved = true
@@ -349,6 +362,13 @@ func (r *Reassembler) Lost(now int64, n int) {
 		r.lostN++
 	}
 }
+
+// HeldBytes returns the payload bytes of the cells held for host port p.
+func (r *Reassembler) HeldBytes(p uint8) int { return r.heldPort[p] }
+
+// SetSkipped sets a function told of every hole skipped: the stream and
+// the cells given up (it must not call back into the Reassembler).
+func (r *Reassembler) SetSkipped(fn func(key StreamKey, cells int)) { r.skipped = fn }
 
 // Poll skips the holes that have held up their stream for the timeout, and
 // holes matched to reported losses (Lost) older than LostWait, and returns
@@ -398,6 +418,9 @@ func (r *Reassembler) skip(s *stream) {
 	}
 	r.st.Timeouts++
 	r.st.SkippedCells += uint64(to - s.next)
+	if r.skipped != nil {
+		r.skipped(s.key, int(to-s.next))
+	}
 	s.skipLo, s.skipHi = s.next, to
 	if s.sync {
 		r.abandon(s)

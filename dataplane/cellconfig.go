@@ -73,8 +73,9 @@ type CellsConfig struct {
 	ReasmTimeout time.Duration
 	// HostRate is the egress schedulers' rate (bit/s) for a host port
 	// without a --port-rate (default 10 Gbit/s); a rate-limited host port
-	// uses its rate. Grants also stop while the port's egress queue holds
-	// more than 4 credits.
+	// uses its rate. Grants also stop while the port's egress queue plus
+	// the credit in flight reach the credit loop's measured round trip at
+	// that rate plus 4 credits (cellify.SchedConfig.MaxInFlight).
 	HostRate uint64
 	// Seed seeds the spraying (0: the node id).
 	Seed uint64

@@ -101,13 +101,18 @@ const (
 	cellVOQBytes = 2 << 20
 )
 
+// cellMaxInFlight bounds the egress queue plus the credit in flight of a
+// host port without a rate limit (whose queue is its TX ring and the
+// deliveries waiting for it: hostQRings more rings).
+const cellMaxInFlight = 2 << 20
+
 // cellBurstTime bounds in time the credit a scheduler catches up on after
 // a late Poll: the grants go into the fabric at once. On fabric3 with
 // 20 Mbit/s ports (cells pushpull) 8 credits are 200 ms of the port's
 // rate. Without this bound, in one run of three the links into e3 queued
 // up to 107 KB (75 ms at 11 Mbit/s, beyond the reassembly timeout) and B
 // lost 22 % of its datagrams; with it, B lost at most 0.5 % in 4 runs. The
-// egress queue (StopAbove) keeps the port busy through a stall meanwhile.
+// credit window keeps the port busy through a stall meanwhile.
 const cellBurstTime = 10 * time.Millisecond
 
 func newCellPipeline(w *worker) (Pipeline, error) {
@@ -146,12 +151,29 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x63656c6c73)) // "cells"
 	nc := cellify.DefaultNodeConfig(cellify.EdgeID(cc.NodeID), tier, len(ps.Hosts), len(ps.Links), float64(cc.HostRate), pl, rng)
 	// Credits of 64 KiB, up to 8 at once after a late Poll but no more
-	// than cellBurstTime of the port's rate (at least one); grants stop
-	// above 4 credits queued toward the port, or a quarter of a
-	// rate-limited port's buffer (what is granted but still on its way
-	// needs the rest).
+	// than cellBurstTime of the port's rate (at least one). The credit
+	// window: the egress queue plus the credit in flight stay within the
+	// loop's measured round trip at the credit rate plus 4 credits (a
+	// quarter of a rate-limited port's buffer), and never exceed
+	// cellMaxInFlight or a rate-limited port's buffer: however the
+	// credit in flight arrives, the queue never overflows. Nor do they
+	// exceed three quarters of what this edge's rate-limited link ports
+	// buffer together: a source kept from running sends all its credit
+	// at once over its links (the fabric's edges alike), and on fabric3
+	// with a 2 MiB host port a source's 2 MiB burst overflowed its four
+	// 256 KiB uplinks (327 cells dropped in one 8 s run).
 	nc.Sched.CreditSize, nc.Sched.MaxBurst, nc.Sched.MaxBurstTime = cellCredit, 8, int64(cellBurstTime)
 	nc.Sched.StopAbove = 4 * cellCredit
+	nc.Sched.MaxInFlight = cellMaxInFlight
+	links := 0
+	for _, port := range ps.Links {
+		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {
+			links += s.Buffer
+		}
+	}
+	if links > 0 {
+		nc.Sched.MaxInFlight = min(nc.Sched.MaxInFlight, max(links*3/4, cellCredit))
+	}
 	nc.Client.Quantum = cellCredit
 	nc.Client.Lead = uint64(max(cc.PreCredit, 0))
 	for k, port := range ps.Hosts {
@@ -159,6 +181,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {
 			nc.HostRate[k] = float64(s.Rate)
 			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
+			nc.Sched.MaxInFlight = min(nc.Sched.MaxInFlight, max(s.Buffer, cellCredit))
 		}
 	}
 	nc.Epoch = cellEpoch()
@@ -503,6 +526,12 @@ func (pl *cellPipeline) publish() {
 		ch := &c.Hosts[k]
 		ch.RxFrames, ch.RxBytes, ch.TxFrames, ch.TxBytes = hs.RxFrames, hs.RxBytes, hs.TxFrames, hs.TxBytes
 		ch.EgressQueue = pl.egress[k]
+		if sc := n.Scheduler(k); sc != nil {
+			l := sc.Loop()
+			ch.CreditRTT, ch.CreditRTTVar, ch.CreditFlight, ch.CreditWindow = l.RTT, l.RTTVar, l.InFlight, l.Window
+			ch.WindowFull, ch.CreditExpired = sc.Stats.WindowFull, sc.Stats.ExpiredBytes
+			ch.ShareFull, ch.Stopped, ch.Credits = sc.Stats.ShareFull, sc.Stats.Stopped, sc.Stats.Credits
+		}
 	}
 	c.VOQs, c.VOQBacklog = pl.voqs, ct.Backlog
 	c.CreditRequested, c.CreditGranted, c.CreditSent = ct.Requested, ct.Granted, ct.Sent

@@ -361,3 +361,22 @@ func TestCellClockCountsOnlyLateness(t *testing.T) {
 		t.Errorf("50 ms late: stalled %v, want %v", time.Duration(m.pl.stalled), time.Duration(want))
 	}
 }
+
+// TestCellCreditWindowFitsUplinks: a source kept from running sends all
+// the credit it was granted at once over its links, so the window of a
+// host port (its credit in flight at most) must fit in what the edge's
+// rate-limited link ports buffer (the fabric's edges alike), whatever the
+// host port's own buffer; and never exceed that buffer either.
+func TestCellCreditWindowFitsUplinks(t *testing.T) {
+	const links, linkBuf, hostBuf = 4, 256 << 10, 2 << 20
+	n := newMemNodeWith(t, 1, 1, links, CellsConfig{}, func(c *Config) {
+		c.Shape = map[string]PortShape{"host0": {Rate: 1e9, Buffer: hostBuf}}
+		for l := range links {
+			c.Shape["link"+string(rune('0'+l))] = PortShape{Rate: 500e6, Buffer: linkBuf}
+		}
+	})
+	got := n.pl.node.Scheduler(0).Config().MaxInFlight
+	if got <= 0 || got > links*linkBuf*3/4 || got > hostBuf {
+		t.Errorf("credit window bound %d bytes: want at most 3/4 of the %d uplinks' %d bytes and the port's %d", got, links, links*linkBuf, hostBuf)
+	}
+}

@@ -131,6 +131,20 @@ type CellHostSnapshot struct {
 	// that queue full too.
 	Queued     int    `json:"queued"`
 	QueueDrops uint64 `json:"queue_drops"`
+	// The port's credit loop (with credits): the round trip its egress
+	// scheduler measures (a grant out, the first byte it let the source
+	// send back; smoothed, and its variation), the credit granted and not
+	// arrived, the window (egress queue plus credit in flight) that stops
+	// grants, the Polls stopped there, and the credit taken for lost.
+	CreditRTT     int64  `json:"credit_rtt_ns,omitempty"`
+	CreditRTTVar  int64  `json:"credit_rtt_var_ns,omitempty"`
+	CreditFlight  int    `json:"credit_inflight_bytes"`
+	CreditWindow  int    `json:"credit_window_bytes,omitempty"`
+	WindowFull    uint64 `json:"credit_window_full,omitempty"`
+	ShareFull     uint64 `json:"credit_share_full,omitempty"`
+	Stopped       uint64 `json:"credit_stopped,omitempty"`
+	Credits       uint64 `json:"credits,omitempty"`
+	CreditExpired uint64 `json:"credit_expired_bytes,omitempty"`
 }
 
 // newCellStats makes the statistics of d's cell node, its configuration

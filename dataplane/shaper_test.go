@@ -75,17 +75,20 @@ func TestShaperRate(t *testing.T) {
 	}
 }
 
-// TestShaperBurst: after an idle time a shaper sends at most its burst at
-// once (and all of it, less one frame); the bucket never holds more, however
-// long the idle time; and from then on it keeps to the rate.
+// TestShaperBurst: after an idle time (nothing queued) a shaper sends at
+// most its burst at once (and all of it, less one frame); the bucket never
+// holds more, however long the idle time; and from then on it keeps to the
+// rate.
 func TestShaperBurst(t *testing.T) {
 	const rate, burst, size = 100e6, 64 << 10, 1000
-	sh, _ := newTestShaper(rate, 8<<20, burst, 8192)
-	for i := 0; i < 8000; i++ {
-		sh.enqueue(laneData, xdp.Desc{Len: size})
-	}
+	var sh *shaper
 	for _, idle := range []int64{1e9, 1e12, 1e15} { // up to 11 days: no overflow
+		sh, _ = newTestShaper(rate, 8<<20, burst, 8192)
+		sh.tokens = 0
 		sh.fill(sh.last + idle)
+		for sh.frames < 8000 {
+			sh.enqueue(laneData, xdp.Desc{Len: size})
+		}
 		out := sh.dequeue(laneData, math.MaxInt, nil)
 		w := len(out) * (size + WireOverhead)
 		if w > burst || w <= burst-(size+WireOverhead) {
@@ -186,5 +189,49 @@ func TestShapeConfig(t *testing.T) {
 		if err := c.defaults(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v; want an error with %q", tc.shape, err, tc.want)
 		}
+	}
+}
+
+// TestShaperLateWorker: a port whose frames waited while its worker ran
+// late sends, when the worker runs again, what the wire would have carried
+// meanwhile (as a switch's port keeps sending while its CPU is busy), up to
+// maxLateCatchUp of its rate beyond the burst; the rest of the lateness is
+// counted as the port's time lost. An idle port gains nothing from it.
+func TestShaperLateWorker(t *testing.T) {
+	const rate, burst, size = 100e6, MinPortBurst, 1000
+	wire := int64(size + WireOverhead)
+	for _, late := range []int64{5e6, 1e9} {
+		sh, c := newTestShaper(rate, 8<<20, burst, 8192)
+		for i := 0; i < 8000; i++ {
+			sh.enqueue(laneData, xdp.Desc{Len: size})
+		}
+		sh.fill(0)
+		sh.dequeue(laneData, math.MaxInt, nil) // the first burst
+		sh.fill(late)
+		got := int64(len(sh.dequeue(laneData, math.MaxInt, nil))) * wire
+		// The bucket was empty after the first burst: the wire's worth of
+		// the lateness, at most the burst and maxLateCatchUp's worth.
+		want := min(late*rate/8e9, int64(burst)+maxLateCatchUp*rate/8e9)
+		if got > want || got <= want-2*wire {
+			t.Errorf("frames waited while the worker was %d ns late: %d wire bytes sent then, want %d", late, got, want)
+		}
+		sh.publish()
+		lost := late - maxLateCatchUp - int64(burst)*8e9/rate
+		if d := int64(c.LateNs.Load()) - max(lost, 0); d < -1e4 || d > 1e4 {
+			t.Errorf("%d ns late: %d ns counted lost, want %d", late, c.LateNs.Load(), max(lost, 0))
+		}
+	}
+	// Idle (nothing waited): the burst only, and no time lost.
+	sh, c := newTestShaper(rate, 8<<20, burst, 8192)
+	sh.fill(1e9)
+	for i := 0; i < 8000; i++ {
+		sh.enqueue(laneData, xdp.Desc{Len: size})
+	}
+	if got := int64(len(sh.dequeue(laneData, math.MaxInt, nil))) * wire; got > burst {
+		t.Errorf("after an idle second: %d wire bytes at once, the burst is %d", got, burst)
+	}
+	sh.publish()
+	if c.LateNs.Load() != 0 {
+		t.Errorf("an idle port counted %d ns lost", c.LateNs.Load())
 	}
 }

@@ -45,6 +45,9 @@ type EgressCounters struct {
 	// Dropped and DroppedBytes count frames that found the queue full
 	// (tail drop; also counted in TX.Dropped).
 	Dropped, DroppedBytes atomic.Uint64
+	// LateNs is the port's time lost to its worker's lateness: frames
+	// waited and the bucket was full (beyond what it caught up).
+	LateNs atomic.Uint64
 }
 
 // Stats are the dataplane's live counters.
@@ -80,6 +83,7 @@ type EgressSnapshot struct {
 	PeakBytes    uint64 `json:"peak_queued_bytes"`
 	Dropped      uint64 `json:"dropped_frames"`
 	DroppedBytes uint64 `json:"dropped_bytes"`
+	LateNs       uint64 `json:"late_ns"`
 }
 
 // PortSnapshot is a point-in-time copy of PortCounters.
@@ -129,7 +133,7 @@ func (c *PortCounters) snapshot() PortSnapshot {
 		s.Egress = &EgressSnapshot{PortShape: e.Shape, SentFrames: s.TX.Frames, SentBytes: s.TX.Bytes,
 			Queued: e.Queued.Load(), QueuedBytes: e.QueuedBytes.Load(),
 			PeakFrames: e.PeakFrames.Load(), PeakBytes: e.PeakBytes.Load(),
-			Dropped: e.Dropped.Load(), DroppedBytes: e.DroppedBytes.Load()}
+			Dropped: e.Dropped.Load(), DroppedBytes: e.DroppedBytes.Load(), LateNs: e.LateNs.Load()}
 	}
 	return s
 }

@@ -108,6 +108,17 @@ type CellsIncastRun struct {
 	// delivery period (UDP).
 	PortBusy     float64 `json:"port_busy"`
 	PortBusySpan float64 `json:"port_busy_span,omitempty"`
+	// PortLate is the share of the measured period the port lost to e3's
+	// worker running late (frames waited and its bucket was full; UDP:
+	// over the run, against the delivery span).
+	PortLate float64 `json:"port_late"`
+	// Credit is e3's host0 scheduler over the run: credits issued, Polls
+	// stopped at the credit window and turns passed at a VOQ's share of
+	// it, and the loop's round trip at the end (ms).
+	Credit struct {
+		Credits, WindowFull, ShareFull uint64
+		RTTMs                          float64
+	} `json:"credit"`
 	// Shares are each source's part of what was delivered (UDP: in the
 	// window of PortBusy; TCP: over the run); ShareDev the largest
 	// relative deviation from a fair share.
@@ -195,8 +206,9 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 				if err != nil {
 					return nil, fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
 				}
-				e.progress("cells incast:   port busy %.3f, shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s",
-					r.PortBusy, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs))
+				e.progress("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, loop %.2f ms",
+					r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
+					r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.RTTMs)
 				res.Runs = append(res.Runs, r)
 			}
 			if err := f.Stop(); err != nil {
@@ -216,6 +228,7 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 		return nil, err
 	}
 	rate := float64(cfg.PortRate)
+	var udpSpan int64
 	switch tr {
 	case "udp":
 		flows := []UDPFlow{
@@ -238,6 +251,7 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 			return nil, fmt.Errorf("h3a received %d datagrams: too few to measure", len(arr))
 		}
 		span := last - first
+		udpSpan = span
 		r.PortBusySpan = WireBits(arr, 3, first, last) / rate / (float64(span) / 1e9)
 		a, b := first+int64(cfg.Trim*float64(span)), last-int64(cfg.Trim*float64(span))
 		r.PortBusy = WireBits(arr, 3, a, b) / rate / (float64(b-a) / 1e9)
@@ -267,6 +281,7 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 		}
 		bits, secs := wireBitsBetween(samples[0], samples[1])
 		r.PortBusy = bits / rate / secs
+		r.PortLate = float64(samples[1].lateNs-samples[0].lateNs) / 1e9 / secs
 		for _, o := range out {
 			r.TCPMbps = append(r.TCPMbps, o.Mbps)
 			r.TCPRetrans = append(r.TCPRetrans, o.Retransmits)
@@ -283,6 +298,15 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 	}
 	r.Drops, r.DropsByNode, r.MaxPollGapMs = cellsDropsAll(before, after)
 	r.StalledMs = cellsStalled(before, after)
+	if b, a := before["e3"], after["e3"]; b != nil && a != nil && len(b.Cells.Hosts) > 0 && len(a.Cells.Hosts) > 0 {
+		hb, ha := b.Cells.Hosts[0], a.Cells.Hosts[0]
+		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull = ha.Credits-hb.Credits, ha.WindowFull-hb.WindowFull, ha.ShareFull-hb.ShareFull
+		r.Credit.RTTMs = float64(ha.RTT) / 1e6
+	}
+	if udpSpan > 0 && before["e3"] != nil && after["e3"] != nil {
+		late := after["e3"].Port("host0").Egress.LateNs - before["e3"].Port("host0").Egress.LateNs
+		r.PortLate = float64(late) / float64(udpSpan)
+	}
 	r.FabricDrops = r.Drops.Fabric()
 	r.ShareDev = shareDeviation(r.Shares)
 	var sum float64

@@ -182,6 +182,7 @@ func runIperfPairs(ctx context.Context, pairs [][4]string, d time.Duration, extr
 type portSample struct {
 	t             time.Time
 	frames, bytes uint64
+	lateNs        uint64
 }
 
 // samplePort reads port's TX counters of the cells dataplane in ns.
@@ -193,7 +194,7 @@ func samplePort(ctx context.Context, ns, port string) (portSample, error) {
 	}
 	p := s.Port(port)
 	// The counters are read in the middle of the request.
-	return portSample{t: t.Add(time.Since(t) / 2), frames: p.TX.Frames, bytes: p.TX.Bytes}, nil
+	return portSample{t: t.Add(time.Since(t) / 2), frames: p.TX.Frames, bytes: p.TX.Bytes, lateNs: p.Egress.LateNs}, nil
 }
 
 // wireBitsBetween is the bits a port put on the wire between two samples

@@ -19,7 +19,14 @@ type CellsNodeStats struct {
 		Malformed     uint64 `json:"malformed"`
 		MaxPollGap    int64  `json:"max_poll_gap_ns"`
 		Stalled       int64  `json:"stalled_ns"`
-		Node          struct {
+		// Hosts are the edge's host ports' credit loops.
+		Hosts []struct {
+			RTT        int64  `json:"credit_rtt_ns"`
+			WindowFull uint64 `json:"credit_window_full"`
+			ShareFull  uint64 `json:"credit_share_full"`
+			Credits    uint64 `json:"credits"`
+		} `json:"hosts"`
+		Node struct {
 			VOQDrops, FloodDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
 			FCIMarks, FCISeen                                                            uint64
 		} `json:"node"`
@@ -35,6 +42,11 @@ type CellsPortStats struct {
 	RX, TX struct {
 		Frames, Bytes, Dropped uint64
 	}
+	// Egress is the rate-limited port's queue: LateNs, the time it lost
+	// to its worker's lateness (frames waited, the bucket was full).
+	Egress struct {
+		LateNs uint64 `json:"late_ns"`
+	} `json:"egress"`
 	RxSocketDrops uint64 `json:"-"`
 }
 

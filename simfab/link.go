@@ -89,6 +89,7 @@ type Dir struct {
 	lg               bool
 	up               bool
 	epoch            int64
+	pauseTo          int64 // frames due before this arrive then, in order
 
 	ctrl, data fifo[cellify.Frame]
 	qBytes     int // queued bytes (data and control, the frame on the wire included)
@@ -136,6 +137,14 @@ func (s *Sim) Connect(a, b *Node, cfg LinkConfig) *Link {
 
 // Up reports whether the link is up.
 func (l *Link) Up() bool { return l.up }
+
+// Pause holds every frame that would arrive on direction d before until
+// and delivers them then, in order: a receiving worker kept from running.
+func (d *Dir) Pause(until int64) { d.pauseTo = until }
+
+// SetDelay changes both directions' propagation delay for the frames
+// that leave from now on (a longer delay keeps the frames in order).
+func (l *Link) SetDelay(d int64) { l.AB.delay, l.BA.delay = d, d }
 
 // Monitor makes the loss monitor report both directions' loss rate over
 // their last frames frames to the receiving node every Config.LossReport.
@@ -410,6 +419,10 @@ func (d *Dir) txDone(epoch int64) {
 
 func (d *Dir) arrive(epoch int64) {
 	if epoch != d.epoch || d.fly.len() == 0 {
+		return
+	}
+	if d.pauseTo > d.sim.Now {
+		d.sim.push(event{at: d.pauseTo, kind: evArrive, i: d.id, c: epoch})
 		return
 	}
 	fl := d.fly.pop()

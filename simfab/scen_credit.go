@@ -211,3 +211,213 @@ func PushPull(seed uint64) (*Result, error) {
 	r.Wall = time.Since(start)
 	return r, nil
 }
+
+// LoopJump runs the 3→1 incast with every link's delay 50 µs, then 10×
+// that from 20 ms on: the credit loop's round trip (grant out, cells back:
+// four link crossings) goes from about 0.3 ms to 2 ms. The credit in
+// flight must follow the measured round trip so that the port stays busy
+// after the jump, while the egress queue stays within the scheduler's
+// in-flight bound (which no arrival of every credit outstanding at once
+// can exceed) and nothing is lost.
+func LoopJump(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "loopjump", Seed: seed}
+	start := time.Now()
+	const n, d0, jumpAt, offer = 3, 50 * us, 20 * ms, 80 * ms
+	s := New(Config{Seed: seed})
+	lc := LinkConfig{Rate: linkRate, Delay: d0}
+	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	dst := t.Hosts[n]
+	var flows []*Flow
+	for i := range n {
+		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}))
+	}
+	before := measure(s, s.Now+5*ms, s.Now+jumpAt, flows, []*Host{dst})
+	// After the jump: from when the first cells of the longer loop are
+	// due (the loop itself, and the standing queue it drains meanwhile).
+	after := measure(s, s.Now+jumpAt+5*ms, s.Now+offer, flows, []*Host{dst})
+	sched := dst.Edge.Scheduler(dst.Port)
+	var rttBefore, rttAfter, flyBefore, flyAfter float64
+	s.At(s.Now+jumpAt, func() {
+		st := sched.Loop()
+		rttBefore, flyBefore = float64(st.RTT), float64(st.InFlight)
+		for _, l := range t.Links {
+			l.SetDelay(10 * d0)
+		}
+	})
+	maxEgressBefore := 0
+	s.At(s.Now+jumpAt+5*ms, func() { maxEgressBefore = dst.Stats.MaxEgress })
+	s.At(s.Now+offer-ms, func() {
+		st := sched.Loop()
+		rttAfter, flyAfter = float64(st.RTT), float64(st.InFlight)
+	})
+	s.RunFor(offer + 60*ms)
+	r.account(s)
+	bound := float64(sched.Config().MaxInFlight)
+	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.add("port_busy_before", before.busy(0), 0.95, nan, "short loop: the port stays busy")
+	r.add("port_busy_after", after.busy(0), 0.95, nan, "10× the loop: the port stays busy")
+	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, bound, "the egress queue stays within the in-flight bound")
+	r.report("max_egress_bytes_before", float64(maxEgressBefore), "")
+	r.report("inflight_bound_bytes", bound, "the scheduler's bound on egress queue + credit in flight")
+	r.report("rtt_before_us", rttBefore/1e3, "the credit loop's measured round trip before the jump")
+	r.report("rtt_after_us", rttAfter/1e3, "... after it")
+	r.report("inflight_before_bytes", flyBefore, "credit in flight before the jump")
+	r.report("inflight_after_bytes", flyAfter, "... after it")
+	var backlog uint64
+	for _, e := range t.Edges {
+		backlog += e.Credits().Backlog
+	}
+	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
+	if s.Mem.InUse() != s.InFlight() {
+		return nil, fmt.Errorf("loopjump: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// HeldCells: one source at the host rate into a port whose buffer is the
+// scheduler's in-flight bound (256 KiB), over a 1 ms credit loop; for 20 ms
+// the cells that one of the two fabric nodes sends to the destination edge
+// are held (that node kept from running), and meanwhile the reassembly
+// holds the cells that came the other way, waiting for the first hole.
+// When the node runs again everything arrives at once: the cells held in
+// the reassembly must have counted against the window, so that the
+// egress queue stays within its buffer and nothing is lost.
+func HeldCells(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "heldcells", Seed: seed}
+	start := time.Now()
+	const buf, pauseAt, pause, offer = 256 << 10, 20 * ms, 20 * ms, 60 * ms
+	s := New(Config{Seed: seed, WarmUp: 20 * ms, Node: func(_ *Node, c *cellify.NodeConfig) {
+		c.Sched.MaxInFlight = buf
+		c.Reasm.Timeout = 100 * ms // the hole waits for the paused node
+	}})
+	lc := LinkConfig{Rate: linkRate, Delay: 250 * us}
+	t := Clos(s, ClosConfig{Edges: 2, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate, Buffer: buf}})
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	src, dst := t.Hosts[0], t.Hosts[1]
+	f := s.AddFlow(FlowConfig{Src: src, Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer})
+	w := measure(s, s.Now+5*ms, s.Now+pauseAt, []*Flow{f}, []*Host{dst})
+	s.At(s.Now+pauseAt, func() {
+		for _, d := range t.Fabric[0].Ports() {
+			if d.To == dst.Edge {
+				d.Pause(s.Now + pause)
+			}
+		}
+	})
+	var peakHeld uint64
+	for at := pauseAt; at < pauseAt+pause; at += ms {
+		s.At(s.Now+at, func() { peakHeld = max(peakHeld, dst.Edge.ReasmStats().BufferedBytes) })
+	}
+	s.RunFor(offer + 200*ms)
+	r.account(s)
+	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, buf, "the egress queue stays within its buffer")
+	r.add("reasm_discards", float64(dst.Edge.ReasmStats().DiscardedRecords), 0, 0, "the hole waited for the paused node")
+	r.add("port_busy_before", w.busy(0), 0.95, nan, "the port is busy before the pause")
+	r.report("reasm_held_peak_bytes", float64(peakHeld), "the reassembly's cells during the pause")
+	var backlog uint64
+	for _, e := range t.Edges {
+		backlog += e.Credits().Backlog
+	}
+	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
+	if s.Mem.InUse() != s.InFlight() {
+		return nil, fmt.Errorf("heldcells: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// LossyLinks: one source at the host rate over fabric links that lose 5 %
+// of the cells (no LinkGuardian): the reassembly skips the holes, and the
+// credit those cells carried must leave the credit in flight with them, or
+// the window fills with credit that never arrives and the port starves
+// (at 5 % a 512 KiB window is gone in about 90 ms).
+func LossyLinks(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "lossylinks", Seed: seed}
+	start := time.Now()
+	const offer = 200 * ms
+	s := New(Config{Seed: seed})
+	tl := &TypeLoss{}
+	tl.P[9] = 0.05
+	lc := LinkConfig{Rate: linkRate, Delay: linkDelay, Loss: tl}
+	t := Clos(s, ClosConfig{Edges: 2, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	src, dst := t.Hosts[0], t.Hosts[1]
+	f := s.AddFlow(FlowConfig{Src: src, Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer})
+	early := measure(s, s.Now+5*ms, s.Now+50*ms, []*Flow{f}, []*Host{dst})
+	late := measure(s, s.Now+offer-50*ms, s.Now+offer, []*Flow{f}, []*Host{dst})
+	s.RunFor(offer + 300*ms)
+	r.account(s)
+	sc := dst.Edge.Scheduler(dst.Port)
+	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.report("port_busy_early", early.busy(0), "the first 50 ms")
+	r.add("port_busy_late", late.busy(0), 0.9*early.busy(0), nan, "the last 50 ms: as busy as at the start (the lost cells' credit is not held)")
+	r.report("lost_credit_bytes", float64(sc.Stats.LostBytes), "credit in flight given up with the holes skipped")
+	r.report("expired_credit_bytes", float64(sc.Stats.ExpiredBytes), "credit in flight taken for lost after InFlightExpire")
+	r.add("inflight_left", float64(sc.Loop().InFlight), 0, 0, "nothing in flight once every source went quiet")
+	if s.Mem.InUse() != s.InFlight() {
+		return nil, fmt.Errorf("lossylinks: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// StalledSource: the 3→1 incast, and for 20 ms one source's edge is kept
+// from running (both directions of its uplinks hold their frames: its
+// grants wait, its cells wait). The other two sources can fill the port
+// alone: the credit the stalled source cannot use must go to them, so
+// that the port stays busy through the stall; when the stalled edge runs
+// again its cells and everything else stay within the egress buffer.
+func StalledSource(seed uint64) (*Result, error) {
+	r := &Result{Scenario: "stalledsource", Seed: seed}
+	start := time.Now()
+	const n, stallAt, stall, offer = 3, 20 * ms, 20 * ms, 60 * ms
+	s := New(Config{Seed: seed, WarmUp: 10 * ms})
+	lc := LinkConfig{Rate: linkRate, Delay: 100 * us}
+	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	dst := t.Hosts[n]
+	var flows []*Flow
+	for i := range n {
+		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}))
+	}
+	before := measure(s, s.Now+5*ms, s.Now+stallAt, flows, []*Host{dst})
+	// From one loop after the stall began (what was in flight drains).
+	during := measure(s, s.Now+stallAt+ms, s.Now+stallAt+stall, flows, []*Host{dst})
+	s.At(s.Now+stallAt, func() {
+		for _, d := range t.Edges[0].Ports() {
+			d.Pause(s.Now + stall)
+			d.Link.BA.Pause(s.Now + stall)
+		}
+	})
+	s.RunFor(offer + 100*ms)
+	r.account(s)
+	bound := float64(dst.Edge.Scheduler(dst.Port).Config().MaxInFlight)
+	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, bound, "the egress queue stays within the in-flight bound")
+	r.add("port_busy_before", before.busy(0), 0.95, nan, "the port is busy before the stall")
+	r.add("port_busy_during", during.busy(0), 0.95, nan, "the two running sources keep it busy through the stall")
+	r.report("stalled_share_during", during.rate(0)/(during.rate(0)+during.rate(1)+during.rate(2)), "the stalled source's share meanwhile")
+	var backlog uint64
+	for _, e := range t.Edges {
+		backlog += e.Credits().Backlog
+	}
+	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
+	if s.Mem.InUse() != s.InFlight() {
+		return nil, fmt.Errorf("stalledsource: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}

@@ -36,19 +36,23 @@ func checkFigures(t *testing.T, name string, r *Result, err error) *Result {
 	return r
 }
 
-func TestPacking(t *testing.T)      { runScenario(t, "packing") }
-func TestBalance(t *testing.T)      { runScenario(t, "balance") }
-func TestElephants(t *testing.T)    { runScenario(t, "elephants") }
-func TestIncast(t *testing.T)       { runScenario(t, "incast") }
-func TestPushPull(t *testing.T)     { runScenario(t, "pushpull") }
-func TestCreditLoss(t *testing.T)   { runScenario(t, "creditloss") }
-func TestLinkDeath(t *testing.T)    { runScenario(t, "linkdeath") }
-func TestExclusion(t *testing.T)    { runScenario(t, "exclusion") }
-func TestReasmTimeout(t *testing.T) { runScenario(t, "reasm") }
-func TestFCI(t *testing.T)          { runScenario(t, "fci") }
-func TestCtrlLoss(t *testing.T)     { runScenario(t, "ctrlloss") }
-func TestRestart(t *testing.T)      { runScenario(t, "restart") }
-func TestCtrlCost(t *testing.T)     { runScenario(t, "ctrlcost") }
+func TestPacking(t *testing.T)       { runScenario(t, "packing") }
+func TestBalance(t *testing.T)       { runScenario(t, "balance") }
+func TestElephants(t *testing.T)     { runScenario(t, "elephants") }
+func TestIncast(t *testing.T)        { runScenario(t, "incast") }
+func TestPushPull(t *testing.T)      { runScenario(t, "pushpull") }
+func TestLoopJump(t *testing.T)      { runScenario(t, "loopjump") }
+func TestHeldCells(t *testing.T)     { runScenario(t, "heldcells") }
+func TestLossyLinks(t *testing.T)    { runScenario(t, "lossylinks") }
+func TestStalledSource(t *testing.T) { runScenario(t, "stalledsource") }
+func TestCreditLoss(t *testing.T)    { runScenario(t, "creditloss") }
+func TestLinkDeath(t *testing.T)     { runScenario(t, "linkdeath") }
+func TestExclusion(t *testing.T)     { runScenario(t, "exclusion") }
+func TestReasmTimeout(t *testing.T)  { runScenario(t, "reasm") }
+func TestFCI(t *testing.T)           { runScenario(t, "fci") }
+func TestCtrlLoss(t *testing.T)      { runScenario(t, "ctrlloss") }
+func TestRestart(t *testing.T)       { runScenario(t, "restart") }
+func TestCtrlCost(t *testing.T)      { runScenario(t, "ctrlcost") }
 
 // TestScale runs the scale scenario: the design's 64 edges, or under -short
 // (make test) unless LINKFABRIC_FULL is set (make soak) 8 edges × 4

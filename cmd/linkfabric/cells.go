@@ -216,7 +216,7 @@ run at the port on a loaded machine; with 2M none).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&rate, "port-rate", "100M", "rate of h3a's port at e3 (host0), the bottleneck; each source sends at it")
-	f.StringVar(&buffer, "port-buffer", "2M", "egress queue of h3a's port at e3 (K = 1024; e3's scheduler stops granting above a quarter of it, at most 256K)")
+	f.StringVar(&buffer, "port-buffer", "2M", "egress queue of h3a's port at e3 (K = 1024; e3's scheduler keeps the queue plus the credit in flight within the credit loop's measured round trip at the port's rate plus a quarter of it, at most 256K, and never above the buffer)")
 	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--credits=false)")
 	f.StringVar(&transports, "transports", strings.Join(experiment.CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm and transport (the summary has medians)")
