@@ -225,8 +225,9 @@ import (
 // piggybacked ACK covered a delivery AckDelay ago), and otherwise stops.
 // Go then has no deadline of its own for the first dummy after a kernel
 // send (nextTimer) nor for the ACK of what the kernel delivered
-// (checkFast), and looks only every FastWakeFallback (or WakeEvery, if
-// longer) as a fallback: a wakeup lost to a race costs that much time. A
+// (checkFast); it looks at the kernel's sends only every FastWakeFallback
+// (or WakeEvery, if longer), a wakeup lost to a race costing that much
+// time, and at the point every fastTimerCheck. A
 // wakeup by the receive timer sets Woke: the look adopts the kernel's
 // point and sends the ACK at once. Under request-response traffic each
 // reply piggybacks the ACK of the request, so neither timer wakes anyone
