@@ -84,7 +84,7 @@ func TestNodePortsFromTopology(t *testing.T) {
 }
 
 // TestNodePortsRates: --node takes each port's rate and buffer from the
-// topology (fabric3: host ports 1G, fabric links 500M); --port-rate and
+// topology (fabric3: host ports 1G with 2 MiB, fabric links 500M); --port-rate and
 // --port-buffer win for the ports and fields they name (a rate of 0 turns
 // the topology's off); a fabric node has no host port.
 func TestNodePortsRates(t *testing.T) {
@@ -104,7 +104,7 @@ func TestNodePortsRates(t *testing.T) {
 	if !maps.Equal(got, want) || ns != "lfe1" || cfg.HostPort != "host0" {
 		t.Errorf("--node e1: netns %s host %q shapes %v; want %v", ns, cfg.HostPort, got, want)
 	}
-	if !maps.Equal(cfg.Shape, map[string]dataplane.PortShape{"host0": {Rate: 1e9}, "up0": {Rate: 500e6}, "up1": {Rate: 500e6}, "up2": {Rate: 500e6}, "up3": {Rate: 500e6}}) {
+	if !maps.Equal(cfg.Shape, map[string]dataplane.PortShape{"host0": {Rate: 1e9, Buffer: 2 << 20}, "up0": {Rate: 500e6}, "up1": {Rate: 500e6}, "up2": {Rate: 500e6}, "up3": {Rate: 500e6}}) {
 		t.Errorf("apply changed the topology's shapes: %v", cfg.Shape)
 	}
 	cfg = dataplane.Config{}
