@@ -267,16 +267,7 @@ func LoopJump(seed uint64) (*Result, error) {
 	r.report("rtt_after_us", rttAfter/1e3, "... after it")
 	r.report("inflight_before_bytes", flyBefore, "credit in flight before the jump")
 	r.report("inflight_after_bytes", flyAfter, "... after it")
-	var backlog uint64
-	for _, e := range t.Edges {
-		backlog += e.Credits().Backlog
-	}
-	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("loopjump: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
-	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return drained(r, s, t, "loopjump", start)
 }
 
 // HeldCells: one source at the host rate into a port whose buffer is the
@@ -322,16 +313,7 @@ func HeldCells(seed uint64) (*Result, error) {
 	r.add("reasm_discards", float64(dst.Edge.ReasmStats().DiscardedRecords), 0, 0, "the hole waited for the paused node")
 	r.add("port_busy_before", w.busy(0), 0.95, nan, "the port is busy before the pause")
 	r.report("reasm_held_peak_bytes", float64(peakHeld), "the reassembly's cells during the pause")
-	var backlog uint64
-	for _, e := range t.Edges {
-		backlog += e.Credits().Backlog
-	}
-	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("heldcells: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
-	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return drained(r, s, t, "heldcells", start)
 }
 
 // LossyLinks: one source at the host rate over fabric links that lose 5 %
@@ -410,13 +392,19 @@ func StalledSource(seed uint64) (*Result, error) {
 	r.add("port_busy_before", before.busy(0), 0.95, nan, "the port is busy before the stall")
 	r.add("port_busy_during", during.busy(0), 0.95, nan, "the two running sources keep it busy through the stall")
 	r.report("stalled_share_during", during.rate(0)/(during.rate(0)+during.rate(1)+during.rate(2)), "the stalled source's share meanwhile")
+	return drained(r, s, t, "stalledsource", start)
+}
+
+// drained ends a credit scenario: every VOQ drained after the offer (a
+// check), no buffer lost track of (an error), and the wall time.
+func drained(r *Result, s *Sim, t *Topo, name string, start time.Time) (*Result, error) {
 	var backlog uint64
 	for _, e := range t.Edges {
 		backlog += e.Credits().Backlog
 	}
 	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
 	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("stalledsource: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+		return nil, fmt.Errorf("%s: %d buffers in use, %d frames held", name, s.Mem.InUse(), s.InFlight())
 	}
 	r.Wall = time.Since(start)
 	return r, nil
