@@ -149,28 +149,18 @@ func (r *QdiscReader) Close() { r.close() }
 // counts frames no protocol handler took, such as raw frames that arrive
 // before an agent opens its socket.)
 func LinkTxDrops(ns string, devs ...string) (uint64, error) {
-	h, closeH, err := handleFor(ns)
-	if err != nil {
-		return 0, err
-	}
-	defer closeH()
-	var n uint64
-	for _, d := range devs {
-		l, err := h.LinkByName(d)
-		if err != nil {
-			return 0, fmt.Errorf("netns %s: %s: %w", ns, d, err)
-		}
-		if s := l.Attrs().Statistics; s != nil {
-			n += s.TxDropped
-		}
-	}
-	return n, nil
+	return linkStat(ns, devs, func(s *netlink.LinkStatistics) uint64 { return s.TxDropped })
 }
 
 // LinkRxDrops returns the receive drops (RX dropped) of devs in ns, summed:
 // a veth counts there what its receive side (XDP, NAPI) threw away and
 // what its peer's XDP could not send to it.
 func LinkRxDrops(ns string, devs ...string) (uint64, error) {
+	return linkStat(ns, devs, func(s *netlink.LinkStatistics) uint64 { return s.RxDropped })
+}
+
+// linkStat sums one statistic of devs in namespace ns.
+func linkStat(ns string, devs []string, stat func(*netlink.LinkStatistics) uint64) (uint64, error) {
 	h, closeH, err := handleFor(ns)
 	if err != nil {
 		return 0, err
@@ -183,7 +173,7 @@ func LinkRxDrops(ns string, devs ...string) (uint64, error) {
 			return 0, fmt.Errorf("netns %s: %s: %w", ns, d, err)
 		}
 		if s := l.Attrs().Statistics; s != nil {
-			n += s.RxDropped
+			n += stat(s)
 		}
 	}
 	return n, nil
