@@ -438,8 +438,8 @@ struct lf_lg_timer {
 };
 
 #define LF_LG_TIMER_TX 0
-#define LF_CLOCK_MONOTONIC 1 /* linux/time.h */
 #define LF_LG_TIMER_RX 1
+#define LF_CLOCK_MONOTONIC 1 /* linux/time.h */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -472,7 +472,7 @@ static __always_inline void lf_lg_arm(__u32 key, __u64 ns)
 
 /* lf_lg_disarm cancels the wake timer key, which an ACK made needless: a
  * timer that never fires puts no interrupt on an idle CPU. The caller
- * then looks at the state again (lf_lg_rearm), as the callback does after
+ * (lf_lg_acked) then looks at the state again, as the callback does after
  * clearing armed. */
 static __always_inline int lf_lg_disarm(__u32 key)
 {
