@@ -50,7 +50,6 @@ type LGTxCounters struct {
 	WakeErr                                uint64 // wakeups the ring buffer refused
 	WakeMoves                              uint64 // times a piggybacked ACK moved lg_rx's Wake
 	Widened                                uint64 // frames sent at or past Limit, on lg_rx's PeerAck
-	TimerWakes                             uint64 // wakeups by the send wake timer (a dummy due)
 	DeclinedWindow                         uint64 // of Declined: the frame was outside the window
 	DeclinedUnread                         uint64 // of Declined: Go had not taken in every frame passed on
 }
@@ -69,13 +68,7 @@ func lgTxSpec(spec *ebpf.CollectionSpec, opts PortOptions) (*ebpf.CollectionOpti
 	if opts.ShareLGRx.objs.LgRx == nil {
 		return nil, fmt.Errorf("share lg_rx of %s: its program is closed", opts.ShareLGRx.ifname)
 	}
-	// The send state, the wake timers and their ring buffer too: the link
-	// port's program stops the send timer when an ACK it delivered covers
-	// the kernel's sends (lf_lg_acked), and both ports' timers wake the
-	// worker through one file descriptor.
-	o := opts.ShareLGRx.objs
-	return &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		"lg_rx": o.LgRx, "lg_tx": o.LgTx, "lg_timer": o.LgTimer, "lg_wake": o.LgWake}}, nil
+	return &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{"lg_rx": opts.ShareLGRx.objs.LgRx}}, nil
 }
 
 // prefaultLGTxRing writes every page of the copy ring once through the
@@ -142,7 +135,7 @@ func (p *PortProgram) LGTx() (*LGTx, error) {
 	if vs := int(p.objs.LgTx.ValueSize()); vs != size {
 		return nil, fmt.Errorf("map lg_tx of %s: value size %d, want %d", p.ifname, vs, size)
 	}
-	t := &LGTx{slots: int(p.objs.LgTxRing.MaxEntries()), wakeFD: p.objs.LgWake.FD()}
+	t := &LGTx{slots: int(p.objs.LgTxRing.MaxEntries()), wakeFD: p.objs.LgTxWake.FD()}
 	var err error
 	rw := unix.PROT_READ | unix.PROT_WRITE
 	if t.mem, err = mmapMap(p.objs.LgTx, 0, size, rw); err != nil {
@@ -154,13 +147,13 @@ func (p *PortProgram) LGTx() (*LGTx, error) {
 	}
 	t.ring = t.ring[:t.slots*LGTxSlotSize]
 	pg := os.Getpagesize()
-	if t.cons, err = mmapMap(p.objs.LgWake, 0, pg, rw); err != nil {
+	if t.cons, err = mmapMap(p.objs.LgTxWake, 0, pg, rw); err != nil {
 		t.unmap()
-		return nil, fmt.Errorf("mmap lg_wake of %s: %w", p.ifname, err)
+		return nil, fmt.Errorf("mmap lg_tx_wake of %s: %w", p.ifname, err)
 	}
-	if t.prod, err = mmapMap(p.objs.LgWake, int64(pg), pg, unix.PROT_READ); err != nil {
+	if t.prod, err = mmapMap(p.objs.LgTxWake, int64(pg), pg, unix.PROT_READ); err != nil {
 		t.unmap()
-		return nil, fmt.Errorf("mmap lg_wake of %s: %w", p.ifname, err)
+		return nil, fmt.Errorf("mmap lg_tx_wake of %s: %w", p.ifname, err)
 	}
 	t.v = (*portLgTxShared)(unsafe.Pointer(&t.mem[0]))
 	atomic.StoreUint64(&t.v.Mask, uint64(t.slots-1))
@@ -212,12 +205,6 @@ func (t *LGTx) DeclinedUnread() *atomic.Uint64 { return t.word(&t.v.DeclinedUnre
 // WantWake is FastSend.WantWake.
 func (t *LGTx) WantWake() *atomic.Uint64 { return t.word(&t.v.WantWake) }
 
-// WakeAfter is FastSend.WakeAfter: the sender's DummyWait in ns, after
-// which the kernel's wake timer wakes the worker if frames it sent are
-// still outstanding; 0 runs no timer. TimerWakes counts those wakeups.
-func (t *LGTx) WakeAfter() *atomic.Uint64  { return t.word(&t.v.WakeAfter) }
-func (t *LGTx) TimerWakes() *atomic.Uint64 { return t.word(&t.v.TimerWakes) }
-
 // Sent, Declined, Missed and Wakeups are the kernel's counters (FastSend's).
 func (t *LGTx) Sent() *atomic.Uint64     { return t.word(&t.v.Sent) }
 func (t *LGTx) Declined() *atomic.Uint64 { return t.word(&t.v.Declined) }
@@ -237,8 +224,7 @@ func (t *LGTx) Ring() []byte { return t.ring }
 func (t *LGTx) Slots() int { return t.slots }
 
 // WakeFD is a file descriptor that polls readable (POLLIN) once the
-// kernel answered WantWake or a wake timer fired (both ports' timers when
-// the link port's lg_rx is shared); DrainWake makes it quiet again.
+// kernel answered WantWake; DrainWake makes it quiet again.
 func (t *LGTx) WakeFD() int { return t.wakeFD }
 
 // DrainWake consumes every wake record (it only moves the consumer
@@ -269,7 +255,6 @@ func (t *LGTx) Counters() LGTxCounters {
 
 		DeclinedWindow: atomic.LoadUint64(&t.v.DeclinedWindow),
 		DeclinedUnread: atomic.LoadUint64(&t.v.DeclinedUnread),
-		TimerWakes:     atomic.LoadUint64(&t.v.TimerWakes),
 	}
 }
 

@@ -95,7 +95,7 @@ type PortProgram struct {
 	fallback error
 	lgMu     sync.Mutex // guards lgrx
 	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
-	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_wake mapped, once asked for (LGTx)
+	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -397,9 +397,6 @@ type LGRxCounters struct {
 	Lead      uint64 // of Handovers: the lead bound (Go had not adopted for linkguardian.FastLead frames)
 	Missed    uint64 // in-order frames passed to Go because the redirect to the forward port was refused
 	StripErr  uint64 // frames lost because the header strip or the trailer removal failed after the point moved (must stay 0)
-	// TimerWakes counts the receive wake timer's wakeups of the worker
-	// (an ACK owed AckDelay after a delivery no piggybacked ACK covered).
-	TimerWakes uint64
 }
 
 // LGRx maps the port's lg_rx map (read-write, shared with the program) and
@@ -451,18 +448,6 @@ func (s *LGRx) AckEvery() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointe
 // is less than linkguardian.FastLead.
 func (s *LGRx) Adopted() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Adopted)) }
 
-// WakeAfter is FastPoint.WakeAfter: the receiver's AckDelay in ns, after
-// which the kernel's wake timer wakes the worker if frames it delivered
-// still owe an ACK (none piggybacked since the first of them); 0 runs no
-// timer. Woke is 1 once the timer did so (Go swaps it back to 0).
-func (s *LGRx) WakeAfter() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.WakeAfter)) }
-func (s *LGRx) Woke() *atomic.Uint64      { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Woke)) }
-
-// SentAck is LGAckValid | the newest ACK the send fast path piggybacked
-// (written by the program sharing this lg_rx): the receive wake timer's
-// "covered".
-func (s *LGRx) SentAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.SentAck)) }
-
 // LastNs is the time of the fast path's last delivery (CLOCK_MONOTONIC,
 // bpf_ktime_get_ns), 0 before the first.
 func (s *LGRx) LastNs() uint64 { return atomic.LoadUint64(&s.v.LastNs) }
@@ -477,8 +462,6 @@ func (s *LGRx) Counters() LGRxCounters {
 		Lead:      atomic.LoadUint64(&s.v.Lead),
 		Missed:    atomic.LoadUint64(&s.v.Missed),
 		StripErr:  atomic.LoadUint64(&s.v.StripErr),
-
-		TimerWakes: atomic.LoadUint64(&s.v.TimerWakes),
 	}
 }
 

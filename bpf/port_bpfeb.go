@@ -43,34 +43,19 @@ type portImpairStats struct {
 	Bursts  uint64
 }
 
-type portLfLgTimer struct {
-	_ structs.HostLayout
-	T struct {
-		_ structs.HostLayout
-		_ [16]byte
-	}
-	Armed uint64
-	Ready uint64
-}
-
 type portLgRxShared struct {
-	_          structs.HostLayout
-	Point      uint64
-	PeerAck    uint64
-	Frames     uint64
-	Bytes      uint64
-	LastNs     uint64
-	Handovers  uint64
-	Missed     uint64
-	StripErr   uint64
-	AckEvery   uint64
-	Adopted    uint64
-	Lead       uint64
-	WakeAfter  uint64
-	SentAck    uint64
-	FirstNs    uint64
-	Woke       uint64
-	TimerWakes uint64
+	_         structs.HostLayout
+	Point     uint64
+	PeerAck   uint64
+	Frames    uint64
+	Bytes     uint64
+	LastNs    uint64
+	Handovers uint64
+	Missed    uint64
+	StripErr  uint64
+	AckEvery  uint64
+	Adopted   uint64
+	Lead      uint64
 }
 
 type portLgTxShared struct {
@@ -95,8 +80,6 @@ type portLgTxShared struct {
 	Widened        uint64
 	DeclinedWindow uint64
 	DeclinedUnread uint64
-	WakeAfter      uint64
-	TimerWakes     uint64
 }
 
 type portLgTxSlot struct {
@@ -143,10 +126,9 @@ const (
 	portMapImpairCount = "impair_count"
 	portMapImpairRng   = "impair_rng"
 	portMapLgRx        = "lg_rx"
-	portMapLgTimer     = "lg_timer"
 	portMapLgTx        = "lg_tx"
 	portMapLgTxRing    = "lg_tx_ring"
-	portMapLgWake      = "lg_wake"
+	portMapLgTxWake    = "lg_tx_wake"
 	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
 	portMapXsksMap     = "xsks_map"
@@ -207,10 +189,9 @@ type portMapSpecs struct {
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
 	ImpairRng   *ebpf.MapSpec `ebpf:"impair_rng"`
 	LgRx        *ebpf.MapSpec `ebpf:"lg_rx"`
-	LgTimer     *ebpf.MapSpec `ebpf:"lg_timer"`
 	LgTx        *ebpf.MapSpec `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.MapSpec `ebpf:"lg_tx_ring"`
-	LgWake      *ebpf.MapSpec `ebpf:"lg_wake"`
+	LgTxWake    *ebpf.MapSpec `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.MapSpec `ebpf:"port_cfg"`
 	PortCount   *ebpf.MapSpec `ebpf:"port_count"`
 	XsksMap     *ebpf.MapSpec `ebpf:"xsks_map"`
@@ -247,10 +228,9 @@ type portMaps struct {
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
 	ImpairRng   *ebpf.Map `ebpf:"impair_rng"`
 	LgRx        *ebpf.Map `ebpf:"lg_rx"`
-	LgTimer     *ebpf.Map `ebpf:"lg_timer"`
 	LgTx        *ebpf.Map `ebpf:"lg_tx"`
 	LgTxRing    *ebpf.Map `ebpf:"lg_tx_ring"`
-	LgWake      *ebpf.Map `ebpf:"lg_wake"`
+	LgTxWake    *ebpf.Map `ebpf:"lg_tx_wake"`
 	PortCfg     *ebpf.Map `ebpf:"port_cfg"`
 	PortCount   *ebpf.Map `ebpf:"port_count"`
 	XsksMap     *ebpf.Map `ebpf:"xsks_map"`
@@ -263,10 +243,9 @@ func (m *portMaps) Close() error {
 		m.ImpairCount,
 		m.ImpairRng,
 		m.LgRx,
-		m.LgTimer,
 		m.LgTx,
 		m.LgTxRing,
-		m.LgWake,
+		m.LgTxWake,
 		m.PortCfg,
 		m.PortCount,
 		m.XsksMap,

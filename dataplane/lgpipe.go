@@ -120,8 +120,6 @@ type LGStats struct {
 	// kernelTx is the send fast path's counters (bpf.LGTxCounters) as of
 	// the last publish; read it with KernelTx.
 	kernelTx bpf.LGTxCounters
-	// kernelRxWakes counts the receive wake timer's wakeups of the worker.
-	kernelRxWakes uint64
 	// Session is the link session (session.go).
 	Session SessionStats
 	// LossRate is the link's loss rate as the sender sees it (frames reported
@@ -191,14 +189,6 @@ func (s *LGStats) KernelTx() bpf.LGTxCounters {
 	return s.kernelTx
 }
 
-// KernelRxWakes is how often the receive wake timer woke the worker for an
-// ACK owed (KernelTx().TimerWakes is the send timer's, for a dummy).
-func (s *LGStats) KernelRxWakes() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.kernelRxWakes
-}
-
 // Core returns a copy of the core's counters as last published.
 func (s *LGStats) Core() LGCore {
 	s.mu.Lock()
@@ -250,34 +240,21 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			pl.mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 		}
 	}
-	fs := d.fast.lgSend()
-	if p.S == nil {
-		fs = nil
-	}
 	if p.R != nil {
 		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(d.cfg.LG.MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Mode()))
 		if fp := d.fast.lgPoint(); fp != nil {
-			if fs != nil {
-				// The kernel wakes the worker when an ACK is owed,
-				// through the send path's wake ring buffer (the worker
-				// polls it below).
-				fp.WakeAfter, fp.Woke, fp.SentAck = d.fast.lgRx.WakeAfter(), d.fast.lgRx.Woke(), d.fast.lgRx.SentAck()
-			}
 			p.SetFast(fp)
 			pl.fast = d.fast
 			pl.gate.wait = hostGateWait
 		}
 	}
-	if fs != nil {
-		// The kernel's wake timer wakes the worker when a dummy is owed
-		// (DummyWait after its last send, frames still outstanding); the
-		// core looks at the kernel's sends only every FastWakeFallback
-		// besides. Being woken at each send, or looking every AckDelay,
-		// puts a wakeup on an idle CPU several times per flow
-		// (linkguardian/fasttx.go, "Wake timers").
-		fs.WakeEvery = linkguardian.FastWakeFallback
-		fs.WakeAfter = d.fast.lgTx.WakeAfter()
+	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
+		// The core looks at the kernel's sends every lgSendCheck while
+		// idle, rather than being woken at the kernel's first send: that
+		// wakeup lands on the CPU and at the moment the host's next packet
+		// needs (linkguardian/fasttx.go, "Waking Go").
+		fs.WakeEvery = lgSendCheck
 		if err := p.SetFastSend(fs); err != nil {
 			return nil, err
 		}
@@ -325,6 +302,18 @@ func (pl *lgPipeline) handOffSend(now int64) {
 	}
 	p.HandOffSend(now, pl.queue.empty())
 }
+
+// lgSendCheck is FastSend.WakeEvery: while the kernel sends and nothing is
+// outstanding, the worker looks this often, twice as far apart at each
+// look that finds no send, up to 2 ms (about 580 wakeups a second idle,
+// against 4,000 before the back-off), and the first dummy for a frame the
+// kernel sent after an idle spell goes up to that much later than
+// DummyWait (500 µs here). 50 µs (half the sender's DummyWait at start)
+// took so much of the 2-core machine that retransmissions slowed
+// (TestLGFastSendCarries: p50 140-210 µs instead of
+// 34-36, the reorder buffer full, PFC pauses, 20 % delivered by the kernel
+// instead of 100 %); 250 and 500 µs kept them at 34-36 µs.
+const lgSendCheck = int64(250 * time.Microsecond)
 
 // hostDropsEvery is how often sockTaken reads a socket's drop counters (a
 // syscall) while the kernel's count of frames passed on is ahead of what
@@ -677,7 +666,6 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.HostGateHeld.Store(pl.gate.Held)
 	if pl.fastTx != nil && pl.fastTx.lgTx != nil {
 		s.kernelTx = pl.fastTx.lgTx.Counters()
-		s.kernelRxWakes = pl.fastTx.lgRx.Counters().TimerWakes
 	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)

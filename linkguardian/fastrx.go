@@ -129,22 +129,6 @@ const (
 // and "The send fast path"). A quarter of the sequence space.
 const FastLead = seqhdr.Half / 4
 
-// FastWakeFallback is the least gap between the core's looks at the
-// kernel's sends while the kernel's send wake timer runs (FastSend.WakeAfter
-// with a smaller WakeEvery): what a wakeup lost to a race costs at most.
-// The lead bound needs a look every FastLead frames (16,384 in 10 ms is
-// 1.6 million frames a second).
-const FastWakeFallback = int64(10_000_000)
-
-// fastTimerCheck is the gap between the core's looks at a point the kernel
-// owns while the kernel's receive wake timer runs. The ACKs need no look
-// (the timer wakes the core for them), but with the looks 10 ms apart
-// (FastWakeFallback) one 143-byte flow in a few hundred waited up to that
-// long at 10⁻² loss, against about 2 ms with looks every AckDelay, and
-// what waited for the look is not found yet; 1 ms gave 2.0 ms at p99.9
-// and kept most of the timer's gain at p50 (docs/results.md).
-const fastTimerCheck = int64(1_000_000)
-
 // fastCheckMax bounds the interval of the core's checks of a point the
 // kernel owns while it does not move: the first frames after a pause owe
 // their ACK at most this late (the peer's dummy asks sooner).
@@ -167,15 +151,6 @@ type FastPoint struct {
 	// kernel send path that piggybacks ACK a moves Wake to a + AckEvery
 	// (FastSend.Offer). nil or 0: Wake is Go's alone.
 	AckEvery *atomic.Uint64
-	// WakeAfter and Woke run the kernel's receive wake timer (nil: none,
-	// the core looks every AckDelay while the point moves). The receiver
-	// writes its AckDelay to WakeAfter; the kernel sets Woke to 1 when it
-	// woke the worker because frames it delivered owe an ACK, AckDelay
-	// after the first of them no piggybacked ACK covered, and the receiver
-	// swaps it back to 0 and sends that ACK at once. SentAck is
-	// FastAckValid | the newest ACK sent, piggybacked by the kernel or sent
-	// by the core (both write it): the timer's "covered". See "Wake timers".
-	WakeAfter, Woke, SentAck *atomic.Uint64
 }
 
 // NewFastPoint returns a FastPoint over fresh memory, the point not owned.
@@ -258,7 +233,6 @@ func (p *Endpoint) SetFast(fp *FastPoint) {
 		p.R.fast, p.R.handed = fp, false
 		p.R.publishAck()
 		p.R.publishAckEvery()
-		p.R.publishWakeAfter()
 	}
 	if p.S != nil {
 		p.S.peerAck = nil
@@ -320,9 +294,6 @@ func (r *Receiver) HandOff(now int64) bool {
 	r.handed = true
 	r.Stats.FastHandOffs++
 	r.fastGap = r.fastCheckBase()
-	if r.fast.WakeAfter != nil {
-		r.fastGap = fastTimerCheck
-	}
 	r.fastCheckAt = now + r.fastGap
 	return true
 }
@@ -426,15 +397,9 @@ func (r *Receiver) refreshFast() {
 }
 
 // checkFast is the core's periodic look at a point the kernel owns: frames
-// it delivered owe an ACK; a point the kernel gave away is claimed. With
-// the kernel's wake timer the look comes every fastTimerCheck, and a
-// wakeup by the timer (Woke) looks at once and makes the ACK due now.
+// it delivered owe an ACK; a point the kernel gave away is claimed.
 func (r *Receiver) checkFast(now int64) {
-	if !r.handed {
-		return
-	}
-	woke := r.fast.Woke != nil && r.fast.Woke.Load() != 0 && r.fast.Woke.Swap(0) != 0
-	if !woke && now < r.fastCheckAt {
+	if !r.handed || now < r.fastCheckAt {
 		return
 	}
 	v := r.fast.Point.Load()
@@ -442,33 +407,12 @@ func (r *Receiver) checkFast(now int64) {
 		r.claim(now)
 		return
 	}
-	switch moved := r.adopt(now, seqhdr.Seq(v&FastSeqMask), true); {
-	case r.fast.WakeAfter != nil:
-		r.fastGap = fastTimerCheck
-	case moved:
+	if r.adopt(now, seqhdr.Seq(v&FastSeqMask), true) {
 		r.fastGap = r.fastCheckBase()
-	default:
+	} else {
 		r.fastGap = min(2*r.fastGap, fastCheckMax)
 	}
-	if woke && r.pendingAck {
-		// The kernel waited AckDelay from the first frame no ACK covered.
-		r.pendingSince = min(r.pendingSince, now-r.cfg.AckDelay)
-	}
 	r.fastCheckAt = now + r.fastGap
-}
-
-// publishSentAck tells the kernel's wake timer that lastAck went out.
-func (r *Receiver) publishSentAck() {
-	if r.fast != nil && r.fast.SentAck != nil {
-		r.fast.SentAck.Store(FastAckValid | uint64(r.lastAck))
-	}
-}
-
-// publishWakeAfter writes AckDelay for the kernel's wake timer.
-func (r *Receiver) publishWakeAfter() {
-	if r.fast != nil && r.fast.WakeAfter != nil {
-		r.fast.WakeAfter.Store(uint64(r.fastCheckBase()))
-	}
 }
 
 // fastBehind reports whether the kernel delivered frames the core has not

@@ -205,9 +205,8 @@ import (
 // The first keeps the dummy exact but wakes the worker at the moment the
 // kernel sends, on the CPU and at the time the host's next packet needs:
 // on the 2-core veth pair that cost 26 µs against 11-13 µs of ping round
-// trip at p50 (forward's fast path: 10). The second looks every 250 µs
-// while traffic flows, a wakeup of an idle CPU every few frames. The
-// dataplane uses neither but the kernel's wake timers.
+// trip at p50 (forward's fast path: 10); the dataplane uses the second,
+// with WakeEvery 250 µs (dataplane lgSendCheck).
 //
 // Looks back off while the kernel sends nothing: each time the timed look
 // finds nothing new, the next comes twice as far, up to fastLookMax (2 ms),
@@ -216,23 +215,6 @@ import (
 // WakeEvery late, after about 0.75 ms up to 2 ms. Without the back-off an
 // idle link's workers woke 4,000 times a second each at WakeEvery 250 µs,
 // 7-9 % of a CPU per switch on the 2-core veth pair (2026-11-27).
-//
-// Wake timers. With WakeAfter (and FastPoint.WakeAfter) the kernel keeps a
-// timer per direction (bpf/c/port.c, lf_lg_timer): the send or delivery
-// that finds none running starts it, and when it fires it wakes the worker
-// only if the control frame is owed and due (a dummy: frames the kernel
-// sent are outstanding DummyWait after its last send; an ACK: no
-// piggybacked ACK covered a delivery AckDelay ago), and otherwise stops.
-// Go then has no deadline of its own for the first dummy after a kernel
-// send (nextTimer) nor for the ACK of what the kernel delivered
-// (checkFast); it looks at the kernel's sends only every FastWakeFallback
-// (or WakeEvery, if longer), a wakeup lost to a race costing that much
-// time, and at the point every fastTimerCheck. A
-// wakeup by the receive timer sets Woke: the look adopts the kernel's
-// point and sends the ACK at once. Under request-response traffic each
-// reply piggybacks the ACK of the request, so neither timer wakes anyone
-// and the worker sleeps; dummies after Go's own frames and the doubling
-// dummies after the first stay Go's deadlines.
 //
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go
@@ -290,13 +272,6 @@ type FastSend struct {
 	// asking the kernel to wake it after its next send (WantWake stays 0;
 	// see "Waking Go"). Set it before SetFastSend.
 	WakeEvery int64
-	// WakeAfter runs the kernel's send wake timer (nil: none): the sender
-	// writes its DummyWait there, and the kernel wakes the worker
-	// DummyWait after its last send if frames it sent are still
-	// outstanding then. The core then has no deadline of its own for the
-	// first dummy, and looks every WakeEvery only as a fallback (no
-	// back-off). See "Wake timers".
-	WakeAfter *atomic.Uint64
 	// Ring holds Slots slots of SlotSize bytes.
 	Ring           []byte
 	Slots          int
@@ -609,7 +584,7 @@ func (s *Sender) adoptN(n int) {
 	s.Stats.TxBufBytes = uint64(s.bytes)
 	s.Stats.TxBufPeakFrames = max(s.Stats.TxBufPeakFrames, s.Stats.TxBufFrames)
 	s.Stats.TxBufPeakBytes = max(s.Stats.TxBufPeakBytes, s.Stats.TxBufBytes)
-	s.lastSent, s.probed, s.kernLast = s.fs.LastNs.Load(), false, true
+	s.lastSent, s.probed = s.fs.LastNs.Load(), false
 	s.nextDummy, s.dummyGap = s.lastSent+s.dummyWait, s.dummyWait
 }
 
@@ -621,15 +596,6 @@ func (s *Sender) adoptN(n int) {
 // kernel wakes no one.
 func (s *Sender) wantWake(now int64) {
 	if !s.handed {
-		return
-	}
-	if s.fs.WakeAfter != nil {
-		// The kernel's timer wakes the worker for a dummy; this Poll
-		// looked, and the next fallback look is WakeEvery from now.
-		if w := uint64(s.dummyWait); s.fs.WakeAfter.Load() != w {
-			s.fs.WakeAfter.Store(w)
-		}
-		s.fastCheckAt = now + max(s.fs.WakeEvery, FastWakeFallback)
 		return
 	}
 	if s.Outstanding() > 0 {

@@ -243,7 +243,6 @@ func (r *Receiver) takeAck() seqhdr.Seq {
 	}
 	r.lastAck = r.ackNo.Add(-1)
 	r.rewake()
-	r.publishSentAck()
 	return r.lastAck
 }
 
@@ -537,7 +536,6 @@ func (r *Receiver) explicitAck() bool {
 		r.Stats.ExplicitAcksSent++
 		r.lastAck = h.Ack
 		r.rewake()
-		r.publishSentAck()
 	}
 	return ok
 }

@@ -106,7 +106,6 @@ type Sender struct {
 	// they give.
 	lastSent       int64
 	probed         bool
-	kernLast       bool // the newest frame is the kernel's (its wake timer runs for it)
 	ackRTT, ackVar int64
 	dummyWait      int64
 	// The kernel fast path (fasttx.go): its shared state and whether it
@@ -242,7 +241,7 @@ func (s *Sender) send(now int64, f Frame) bool {
 // number and lists it for transmission.
 func (s *Sender) buffer(now int64, f Frame) {
 	s.nextDummy, s.dummyGap = now+s.dummyWait, s.dummyWait
-	s.lastSent, s.probed, s.kernLast = now, false, false
+	s.lastSent, s.probed = now, false
 	*s.slot(s.next) = txSlot{f: f}
 	s.next = s.next.Next()
 	s.bytes += f.Len
@@ -431,16 +430,13 @@ func (s *Sender) poll(now int64, idle bool) {
 func (s *Sender) nextTimer(now int64, idle bool) int64 {
 	switch {
 	case s.Outstanding() == 0:
-		if s.handed && (s.fs.WakeEvery > 0 || s.fs.WakeAfter != nil) {
+		if s.handed && s.fs.WakeEvery > 0 {
 			return s.fastCheckAt
 		}
 		return maxTime
 	case s.Paused(now):
 		return s.pausedUntil
 	case idle || s.creditBound():
-		if s.handed && s.fs.WakeAfter != nil && s.kernLast && !s.probed {
-			return s.fastCheckAt // the kernel's wake timer brings the first dummy
-		}
 		return s.nextDummy
 	}
 	return maxTime

@@ -24,10 +24,7 @@ func (r *Receiver) SetTimers(renotify, ackNoTimeout int64) {
 }
 
 // SetAckDelay sets AckDelay (d ≥ 0) for ACKs from now on.
-func (r *Receiver) SetAckDelay(d int64) {
-	r.cfg.AckDelay = max(d, 0)
-	r.publishWakeAfter()
-}
+func (r *Receiver) SetAckDelay(d int64) { r.cfg.AckDelay = max(d, 0) }
 
 // AckDelay returns the AckDelay in force.
 func (r *Receiver) AckDelay() int64 { return r.cfg.AckDelay }

@@ -117,12 +117,6 @@ struct lg_rx_shared {
 	                    before point, and at every adopt): lf_lg_rx delivers seq only while
 	                    seq - adopted < LF_LG_LEAD */
 	__u64 lead;      /* of handovers: the lead bound (seq - adopted >= LF_LG_LEAD) */
-	__u64 wake_after; /* written by Go: the receiver's AckDelay (ns); 0: no wake timer */
-	__u64 sent_ack;  /* LF_LG_ACK_VALID | the newest ACK lf_lg_tx piggybacked (the wake timer's
-	                    "covered"; Go's explicit ACKs are not in it) */
-	__u64 first_ns;  /* bpf_ktime_get_ns() of the first delivery sent_ack did not cover */
-	__u64 woke;      /* 1: the wake timer found an ACK owed and woke Go; Go swaps it to 0 */
-	__u64 timer_wakes; /* times the wake timer woke Go */
 };
 
 /* One element, memory-mapped by Go (bpf.LGRx): Go reads the counters and
@@ -407,84 +401,6 @@ static __always_inline int lf_integrity(struct xdp_md *ctx, __u32 mode, int seal
 	return lf_crc32c(ctx, seal);
 }
 
-/* Wakes the worker (lf_lg_tx step 5, the wake timers): a record makes the
- * map's fd readable. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-} lg_wake SEC(".maps");
-
-/* The wake timers. While the kernel owns a direction, Go has no deadline
- * of its own for the control frame that direction may owe: the sender's
- * dummy DummyWait after the last frame sent if it is not acknowledged by
- * then, the receiver's explicit ACK AckDelay after frames delivered if no
- * piggybacked ACK covered them. Instead of looking every AckDelay (a
- * wakeup of an idle CPU several times per flow), Go sets wake_after and
- * the kernel arms a timer when it sends or delivers with none running:
- * its callback (lf_lg_timer_fired) wakes Go only if the control frame is
- * really owed at the due time, and otherwise stops.
- *
- * armed is 1 while a timer runs. The sending (delivering) path changes its
- * state by compare-and-swap (a full barrier) and then reads armed; the
- * callback clears armed by exchange (a full barrier) and then reads the
- * state. So either the path reads 0 and arms, or the callback reads the
- * path's new state and, if owed, arms again: a send or delivery is never
- * left without a timer. last_ns of a send is stored before its swap, so a
- * callback that sees the send sees its time. */
-struct lf_lg_timer {
-	struct bpf_timer t;
-	__u64 armed;
-	__u64 ready; /* bpf_timer_init done */
-};
-
-#define LF_LG_TIMER_TX 0
-#define LF_LG_TIMER_RX 1
-#define LF_CLOCK_MONOTONIC 1 /* linux/time.h */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct lf_lg_timer);
-} lg_timer SEC(".maps");
-
-static int lf_lg_timer_fired(void *map, __u32 *key, struct lf_lg_timer *t);
-
-/* lf_lg_arm starts the wake timer key, after ns, unless it runs (or ns is
- * 0: Go asked for none). Called after the state's compare-and-swap. */
-static __always_inline void lf_lg_arm(__u32 key, __u64 ns)
-{
-	struct lf_lg_timer *t;
-
-	if (!ns)
-		return;
-	t = bpf_map_lookup_elem(&lg_timer, &key);
-	if (!t || LF_READ_ONCE(t->armed) || __sync_lock_test_and_set(&t->armed, 1))
-		return;
-	if (!LF_READ_ONCE(t->ready)) {
-		bpf_timer_init(&t->t, &lg_timer, LF_CLOCK_MONOTONIC); /* -EBUSY once done */
-		bpf_timer_set_callback(&t->t, lf_lg_timer_fired);
-		LF_WRITE_ONCE(t->ready, 1);
-	}
-	if (bpf_timer_start(&t->t, ns, 0))
-		__sync_lock_test_and_set(&t->armed, 0);
-}
-
-/* lf_lg_disarm cancels the wake timer key, which an ACK made needless: a
- * timer that never fires puts no interrupt on an idle CPU. The caller
- * (lf_lg_acked) then looks at the state again, as the callback does after
- * clearing armed. */
-static __always_inline int lf_lg_disarm(__u32 key)
-{
-	struct lf_lg_timer *t = bpf_map_lookup_elem(&lg_timer, &key);
-
-	if (!t || !LF_READ_ONCE(t->armed))
-		return 0;
-	bpf_timer_cancel(&t->t);
-	__sync_lock_test_and_set(&t->armed, 0);
-	return 1;
-}
-
 /* lf_lg_peer_ack keeps the ACK data frame eth (flags; its 22-byte header
  * checked to be there) piggybacks in peer_ack (lf_lg_rx step 6). */
 static __always_inline void lf_lg_peer_ack(struct lg_rx_shared *s, const __u8 *eth, __u8 flags)
@@ -619,8 +535,6 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 
 	/* 6. */
 	lf_lg_peer_ack(s, eth, flags);
-	if (((old - 1 - LF_READ_ONCE(s->sent_ack)) & LF_LG_SEQ_MASK) == 0)
-		LF_WRITE_ONCE(s->first_ns, bpf_ktime_get_ns()); /* the first frame no ACK sent covers */
 	/* dst, src move forward by 8 (through a copy: the ranges overlap), the
 	 * original ethertype (Aux, 18..19) goes to 20..21, just behind them. */
 	__builtin_memcpy(aux, eth + 18, 2);
@@ -638,7 +552,6 @@ static __always_inline int lf_lg_rx(struct xdp_md *ctx, __u32 crc)
 	s->frames++;
 	s->bytes += bpf_xdp_get_buff_len(ctx);
 	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
-	lf_lg_arm(LF_LG_TIMER_RX, LF_READ_ONCE(s->wake_after));
 	return XDP_REDIRECT;
 }
 
@@ -672,8 +585,6 @@ struct lg_tx_shared {
 	__u64 widened;   /* frames sent so: at or past limit, on peer_ack (step 2) */
 	__u64 declined_window; /* of declined: q outside the window (limit and peer_ack) */
 	__u64 declined_unread; /* of declined: to_go != consumed */
-	__u64 wake_after; /* written by Go: the sender's DummyWait (ns); 0: no wake timer */
-	__u64 timer_wakes; /* times the wake timer woke Go */
 };
 
 struct {
@@ -692,6 +603,12 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lg_tx_slot);
 } lg_tx_ring SEC(".maps");
+
+/* Wakes the worker (step 5): a record makes the map's fd readable. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} lg_tx_wake SEC(".maps");
 
 #define LF_LG_LIMIT_VALID (1ULL << 63)
 #define LF_LG_PAUSED (1ULL << 62)
@@ -821,21 +738,19 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	if (len < 1 || len > LF_LG_SLOT - 2 || bpf_xdp_load_bytes(ctx, 0, slot->data, len))
 		return LF_LG_XSK; /* cannot happen: the frame is linear and len checked */
 	LF_WRITE_ONCE(slot->len, (__u16)len);
-	/* 4. (last_ns first: a wake timer's callback that sees the new state
-	 * sees its time.) */
-	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
+	/* 4. */
 	if (__sync_val_compare_and_swap(&s->state, old, (old & ~LF_LG_SEQ_MASK) | ((q + 1) & LF_LG_SEQ_MASK)) != old) {
 		s->missed++;
 		return LF_LG_XSK;
 	}
 	/* 5. */
+	LF_WRITE_ONCE(s->last_ns, bpf_ktime_get_ns());
 	if (rx) {
 		__u64 p = LF_READ_ONCE(rx->point), every = LF_READ_ONCE(rx->ack_every);
 
 		ack = (p - 1) & LF_LG_SEQ_MASK;
 		has_ack = 1;
 		LF_WRITE_ONCE(s->piggy_ack, LF_LG_ACK_VALID | ack);
-		LF_WRITE_ONCE(rx->sent_ack, LF_LG_ACK_VALID | ack);
 		/* The ACK goes out now: the frame that completes AckEvery
 		 * after it is the new Wake (a lost swap leaves the older,
 		 * earlier one, which costs the worker a look). */
@@ -855,10 +770,9 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 		__u64 v = q;
 
 		s->wakeups++;
-		if (bpf_ringbuf_output(&lg_wake, &v, sizeof(v), BPF_RB_FORCE_WAKEUP))
+		if (bpf_ringbuf_output(&lg_tx_wake, &v, sizeof(v), BPF_RB_FORCE_WAKEUP))
 			s->wake_err++;
 	}
-	lf_lg_arm(LF_LG_TIMER_TX, LF_READ_ONCE(s->wake_after));
 	/* 6. */
 	if (bpf_xdp_adjust_head(ctx, -LF_LG_HDR)) {
 		s->stamp_err++;
@@ -893,123 +807,6 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 		}
 	}
 	return XDP_REDIRECT;
-}
-
-/* lf_lg_tx_owed reports whether frames the kernel sent are outstanding:
- * the kernel owns sending and its next serial is past both Go's base
- * (limit - credit) and the newest ACK the link port read (peer_ack). */
-static __always_inline int lf_lg_tx_owed(struct lg_tx_shared *s, struct lg_rx_shared *rx)
-{
-	__u64 st = LF_READ_ONCE(s->state), lim = LF_READ_ONCE(s->limit);
-	__u64 kn = st & LF_LG_SEQ_MASK, out, pa;
-
-	if (!(st & LF_LG_OWNED) || !(lim & LF_LG_LIMIT_VALID))
-		return 0;
-	out = (kn - (lim - LF_READ_ONCE(s->credit))) & LF_LG_SEQ_MASK;
-	if (rx) {
-		pa = LF_READ_ONCE(rx->peer_ack);
-		if ((pa & LF_LG_ACK_VALID) && ((kn - pa - 1) & LF_LG_SEQ_MASK) < out)
-			out = (kn - pa - 1) & LF_LG_SEQ_MASK;
-	}
-	return out != 0 && out < (LF_LG_SEQ_MASK + 1) / 2;
-}
-
-/* lf_lg_rx_owed reports whether frames the kernel delivered owe an ACK:
- * the kernel owns the point and the newest ACK piggybacked (sent_ack) is
- * not of the frame before it. */
-static __always_inline int lf_lg_rx_owed(struct lg_rx_shared *s)
-{
-	__u64 p = LF_READ_ONCE(s->point), a = LF_READ_ONCE(s->sent_ack);
-
-	if (!(p & LF_LG_OWNED))
-		return 0;
-	return !(a & LF_LG_ACK_VALID) || ((p - 1 - a) & LF_LG_SEQ_MASK) != 0;
-}
-
-/* lf_lg_owed is the wake timer key's condition, with its due time: the
- * sender's dummy DummyWait after the last send, the receiver's ACK AckDelay
- * after the first delivery no ACK sent covers. */
-static __always_inline int lf_lg_owed(__u32 key, __u64 *due, __u64 *after)
-{
-	__u32 zero = 0;
-	struct lg_rx_shared *rx = bpf_map_lookup_elem(&lg_rx, &zero);
-	struct lg_tx_shared *tx;
-
-	if (key == LF_LG_TIMER_RX) {
-		if (!rx)
-			return 0;
-		*after = LF_READ_ONCE(rx->wake_after);
-		*due = LF_READ_ONCE(rx->first_ns) + *after;
-		return lf_lg_rx_owed(rx);
-	}
-	tx = bpf_map_lookup_elem(&lg_tx, &zero);
-	if (!tx)
-		return 0;
-	*after = LF_READ_ONCE(tx->wake_after);
-	*due = LF_READ_ONCE(tx->last_ns) + *after;
-	return lf_lg_tx_owed(tx, rx);
-}
-
-/* lf_lg_timer_fired is the wake timers' callback (see lf_lg_timer): a
- * control frame owed and due wakes Go (a record in lg_wake; the receiver's
- * woke flag); owed but not yet due (frames sent since the timer was armed)
- * runs the timer again to the due time; nothing owed stops it, then looks
- * once more for a send or delivery that found it still armed. */
-static int lf_lg_timer_fired(void *map, __u32 *key, struct lf_lg_timer *t)
-{
-	__u32 zero = 0, k = *key;
-	__u64 due = 0, after = 0, now = bpf_ktime_get_ns(), v = k;
-	struct lg_rx_shared *rx;
-	struct lg_tx_shared *tx;
-
-	if (lf_lg_owed(k, &due, &after) && after) {
-		if (due > now) {
-			bpf_timer_start(&t->t, due - now, 0);
-			return 0;
-		}
-		__sync_lock_test_and_set(&t->armed, 0);
-		if (k == LF_LG_TIMER_RX) {
-			rx = bpf_map_lookup_elem(&lg_rx, &zero);
-			if (rx) {
-				LF_WRITE_ONCE(rx->woke, 1);
-				rx->timer_wakes++;
-			}
-		} else {
-			tx = bpf_map_lookup_elem(&lg_tx, &zero);
-			if (tx)
-				tx->timer_wakes++;
-		}
-		bpf_ringbuf_output(&lg_wake, &v, sizeof(v), BPF_RB_FORCE_WAKEUP);
-		return 0;
-	}
-	__sync_lock_test_and_set(&t->armed, 0);
-	if (lf_lg_owed(k, &due, &after) && after && !__sync_lock_test_and_set(&t->armed, 1)) {
-		if (bpf_timer_start(&t->t, due > now ? due - now : after, 0))
-			__sync_lock_test_and_set(&t->armed, 0);
-	}
-	return 0;
-}
-
-/* lf_lg_acked stops the wake timer of the other direction when the frame
- * just handled made its control frame needless: on the link port
- * (LF_LG_TIMER_TX) a delivered frame's piggybacked ACK covered every frame
- * the kernel sent; on the host port (LF_LG_TIMER_RX) a sent frame's ACK
- * covered every frame the kernel delivered. Under request-response traffic
- * each timer is so started and cancelled once per exchange and never
- * fires. Needs lg_tx and lg_timer shared between the two ports' programs
- * (bpf.PortOptions.ShareLGRx). After cancelling it looks again, as the
- * callback does: a send or delivery that found the timer armed before the
- * cancel is not left without one. */
-static __always_inline void lf_lg_acked(__u32 key)
-{
-	__u64 due = 0, after = 0, now;
-
-	if (lf_lg_owed(key, &due, &after) || !lf_lg_disarm(key))
-		return;
-	if (lf_lg_owed(key, &due, &after)) {
-		now = bpf_ktime_get_ns();
-		lf_lg_arm(key, due > now ? due - now : 1);
-	}
 }
 
 /* lf_control decides on link control: 0 to go on, or the counter to bump
@@ -1095,8 +892,6 @@ int lf_port(struct xdp_md *ctx)
 	if (conf && !conf->fast && conf->lg_rx && conf->role == LF_ROLE_LINK) {
 		int r = lf_lg_rx(ctx, conf->crc);
 
-		if (r == XDP_REDIRECT)
-			lf_lg_acked(LF_LG_TIMER_TX);
 		if (r != LF_LG_XSK)
 			return r;
 	}
@@ -1105,8 +900,6 @@ int lf_port(struct xdp_md *ctx)
 	if (conf && !conf->fast && conf->lg_tx && conf->role == LF_ROLE_HOST) {
 		int r = lf_lg_tx(ctx, conf);
 
-		if (r == XDP_REDIRECT && conf->lg_ack)
-			lf_lg_acked(LF_LG_TIMER_RX);
 		if (r != LF_LG_XSK)
 			return r;
 	}

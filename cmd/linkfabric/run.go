@@ -872,8 +872,6 @@ func lgDoc(s *dataplane.LGStats) map[string]any {
 		"kernel_declined_unread": ktx.DeclinedUnread,
 		"kernel_send_widened":    ktx.Widened,
 		"kernel_wake_moves":      ktx.WakeMoves,
-		"kernel_timer_wakes_tx":  ktx.TimerWakes,
-		"kernel_timer_wakes_rx":  s.KernelRxWakes(),
 		"measured_loss_rate":     s.LossRate(),
 		"copies":                 s.Copies.Load(),
 		"rx_loss_rate":           s.RxLossRate(),
