@@ -244,17 +244,18 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(d.cfg.LG.MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Mode()))
 		if fp := d.fast.lgPoint(); fp != nil {
+			fp.LookEvery = lgLookEvery
 			p.SetFast(fp)
 			pl.fast = d.fast
 			pl.gate.wait = hostGateWait
 		}
 	}
 	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
-		// The core looks at the kernel's sends every lgSendCheck while
-		// idle, rather than being woken at the kernel's first send: that
+		// The core looks at the kernel's sends every lgLookEvery,
+		// rather than being woken at the kernel's first send: that
 		// wakeup lands on the CPU and at the moment the host's next packet
 		// needs (linkguardian/fasttx.go, "Waking Go").
-		fs.WakeEvery = lgSendCheck
+		fs.WakeEvery = lgLookEvery
 		if err := p.SetFastSend(fs); err != nil {
 			return nil, err
 		}
@@ -303,17 +304,22 @@ func (pl *lgPipeline) handOffSend(now int64) {
 	p.HandOffSend(now, pl.queue.empty())
 }
 
-// lgSendCheck is FastSend.WakeEvery: while the kernel sends and nothing is
-// outstanding, the worker looks this often, twice as far apart at each
-// look that finds no send, up to 2 ms (about 580 wakeups a second idle,
-// against 4,000 before the back-off), and the first dummy for a frame the
-// kernel sent after an idle spell goes up to that much later than
-// DummyWait (500 µs here). 50 µs (half the sender's DummyWait at start)
-// took so much of the 2-core machine that retransmissions slowed
-// (TestLGFastSendCarries: p50 140-210 µs instead of
-// 34-36, the reorder buffer full, PFC pauses, 20 % delivered by the kernel
-// instead of 100 %); 250 and 500 µs kept them at 34-36 µs.
-const lgSendCheck = int64(250 * time.Microsecond)
+// lgLookEvery is how often the worker looks at what the kernel did while it
+// owns a direction: FastSend.WakeEvery (its sends: while nothing is
+// outstanding twice as far apart at each look that finds no send, up to
+// 2 ms, about 500 wakeups a second idle; the first dummy for frames the
+// kernel sent goes at the first look from DummyWait after the last of them
+// on, WakeEvery after that at the latest) and FastPoint.LookEvery (the
+// receive point: the ACK the kernel's deliveries owe goes up to that much
+// later). Each look puts the worker on a CPU, and on the 2-core veth pair
+// the wakeups of halted vCPUs were what lg's short flows paid over
+// forward's: with looks every AckDelay and 250 µs (0.30 wakeups per data
+// frame) lg-noloss's 143 B p50 was 182-191 µs, every millisecond (0.09-0.11)
+// 155-163 µs, three runs each, interleaved (docs/results.md). 50 µs took so
+// much of the machine that retransmissions slowed (TestLGFastSendCarries:
+// p50 140-210 µs instead of 34-36, 20 % delivered by the kernel instead of
+// 100 %).
+const lgLookEvery = int64(time.Millisecond)
 
 // hostDropsEvery is how often sockTaken reads a socket's drop counters (a
 // syscall) while the kernel's count of frames passed on is ahead of what

@@ -101,9 +101,10 @@ import (
 //
 // ACKs. While the kernel owns the point the core's ackNo is a copy: it is
 // refreshed before an ACK is sent (piggybacked or explicit) and at a check
-// every AckDelay while the point moves (backing off to fastCheckMax while it
-// does not), and frames the kernel delivered owe an ACK as if the core had
-// delivered them (AckDelay). AckEvery, the bound that keeps the peer's credit
+// every AckDelay (or FastPoint.LookEvery, if longer) while the point moves (backing off
+// to fastCheckMax while it does not), and frames the kernel delivered owe an
+// ACK as if the core had delivered them (AckDelay from the check that found
+// them). AckEvery, the bound that keeps the peer's credit
 // open, needs the core at once: Wake is the frame that completes AckEvery
 // frames since the last ACK sent, and the kernel leaves it to the core,
 // which delivers it and ACKs. The peer's dummy, if it comes first, reaches
@@ -151,6 +152,11 @@ type FastPoint struct {
 	// kernel send path that piggybacks ACK a moves Wake to a + AckEvery
 	// (FastSend.Offer). nil or 0: Wake is Go's alone.
 	AckEvery *atomic.Uint64
+	// LookEvery > AckDelay spaces the core's looks at the point the kernel
+	// owns further apart than AckDelay (each look is a wakeup of the
+	// worker): the ACK the kernel's frames owe goes up to that much later,
+	// the peer's dummy asking for it sooner. Set it before SetFast.
+	LookEvery int64
 }
 
 // NewFastPoint returns a FastPoint over fresh memory, the point not owned.
@@ -340,8 +346,8 @@ func (r *Receiver) lateForKernel(q seqhdr.Seq) bool {
 }
 
 // fastCheckBase is the check interval while the point moves: AckDelay, the
-// time an ACK may wait anyway.
-func (r *Receiver) fastCheckBase() int64 { return max(r.cfg.AckDelay, 1000) }
+// time an ACK may wait anyway, or LookEvery if longer.
+func (r *Receiver) fastCheckBase() int64 { return max(r.cfg.AckDelay, r.fast.LookEvery, 1000) }
 
 // claim takes the in-order point back from the kernel before the core
 // handles a frame for the receiver, resets it or changes its mode.

@@ -244,3 +244,42 @@ func TestFastPointOffer(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPointLookEvery: with LookEvery longer than AckDelay the core looks
+// at the point the kernel owns LookEvery apart, not AckDelay (each look
+// wakes the worker), and the frames a look finds delivered get their ACK
+// AckDelay after it.
+func TestFastPointLookEvery(t *testing.T) {
+	const look = 1000 * us
+	rc := receiverCfg(linkguardian.ModeLG)
+	rc.AckDelay = 50 * us
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: rc}, simlink.NewPool(64, 2048, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := linkguardian.NewFastPoint()
+	fp.LookEvery = look
+	p.SetFast(fp)
+	if !p.R.HandOff(0) {
+		t.Fatal("no hand-off")
+	}
+	fp.Point.Store(linkguardian.FastOwned | 5) // the kernel delivered 0-4
+	if d := p.NextDeadline(0, true); d != look {
+		t.Fatalf("first look at %d, want LookEvery %d", d, look)
+	}
+	p.Poll(look-us, true)
+	if p.R.Stats.FastDelivered != 0 || len(p.Out.Urgent)+len(p.Out.Low)+len(p.Out.Normal) != 0 {
+		t.Fatalf("a Poll before the look took in %d frames or sent something", p.R.Stats.FastDelivered)
+	}
+	p.Poll(look, true)
+	if p.R.Stats.FastDelivered != 5 {
+		t.Fatalf("the look took in %d of the kernel's 5 frames", p.R.Stats.FastDelivered)
+	}
+	if d := p.NextDeadline(look, true); d != look+rc.AckDelay {
+		t.Fatalf("ACK deadline %d, want the look + AckDelay %d", d, look+rc.AckDelay)
+	}
+	p.Poll(look+rc.AckDelay, true)
+	if p.R.Stats.ExplicitAcksSent != 1 {
+		t.Fatalf("%d ACKs sent AckDelay after the look, want 1", p.R.Stats.ExplicitAcksSent)
+	}
+}

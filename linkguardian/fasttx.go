@@ -190,29 +190,31 @@ import (
 // tx} before Reset returns. A new process loads a new program and shares
 // new state.
 //
-// Waking Go. While the kernel sends, the dummy timer runs from LastNs:
+// Waking Go. While the kernel sends, the dummy timer runs from LastNs. Go
+// learns of the kernel's sends in one of two ways. Either (WakeEvery 0)
 // with frames outstanding Go's deadline (NextDeadline) brings it back in
-// time, and it moves the timer on if the kernel sent since. With nothing
-// outstanding Go has no deadline of its own. Either (WakeEvery 0) after
-// each Poll it sets WantWake (then looks at State again, so a send it raced
-// with is adopted), and the kernel wakes the worker after the next send
-// (step 5: a BPF ring buffer record, or any event the worker's poll waits
-// on); Go then adopts the frame and the first dummy goes DummyWait after
-// it. Or (WakeEvery > 0) Go looks at least every WakeEvery while idle
-// (each Poll looks, and moves the next look on), and the first
-// dummy for a frame the kernel sent after an idle spell goes between
-// DummyWait and DummyWait + WakeEvery after it (see the back-off below).
-// The first keeps the dummy exact but wakes the worker at the moment the
-// kernel sends, on the CPU and at the time the host's next packet needs:
-// on the 2-core veth pair that cost 26 µs against 11-13 µs of ping round
-// trip at p50 (forward's fast path: 10); the dataplane uses the second,
-// with WakeEvery 250 µs (dataplane lgSendCheck).
+// time, and moves the timer on if the kernel sent since; with nothing
+// outstanding, after each Poll it sets WantWake (then looks at State again,
+// so a send it raced with is adopted), and the kernel wakes the worker
+// after the next send (step 5: a BPF ring buffer record, or any event the
+// worker's poll waits on); Go then adopts the frame and the first dummy
+// goes DummyWait after it. Or (WakeEvery > 0) Go looks at least every
+// WakeEvery (each Poll looks, and moves the next look on), and the first
+// dummy for frames the kernel sent goes at the first look from DummyWait
+// after the last of them on, at most WakeEvery after that (nextTimer): a
+// dummy of Go's own (after Go's frames, and the doubling dummies after the
+// first) keeps its exact deadline. The first way keeps the dummy exact but
+// wakes the worker at the moment the kernel sends, on the CPU and at the
+// time the host's next packet needs: on the 2-core veth pair that cost
+// 26 µs against 11-13 µs of ping round trip at p50 (forward's fast path:
+// 10); the dataplane uses the second, with WakeEvery 1 ms (dataplane
+// lgLookEvery says why).
 //
 // Looks back off while the kernel sends nothing: each time the timed look
 // finds nothing new, the next comes twice as far, up to fastLookMax (2 ms),
 // and the next look that finds a send brings the gap back to WakeEvery.
-// After WakeEvery without a send the first frame's dummy may come up to 2 ×
-// WakeEvery late, after about 0.75 ms up to 2 ms. Without the back-off an
+// After WakeEvery without a send the first frame's dummy may come up to
+// fastLookMax late. Without the back-off an
 // idle link's workers woke 4,000 times a second each at WakeEvery 250 µs,
 // 7-9 % of a CPU per switch on the 2-core veth pair (2026-11-27).
 //
@@ -584,7 +586,7 @@ func (s *Sender) adoptN(n int) {
 	s.Stats.TxBufBytes = uint64(s.bytes)
 	s.Stats.TxBufPeakFrames = max(s.Stats.TxBufPeakFrames, s.Stats.TxBufFrames)
 	s.Stats.TxBufPeakBytes = max(s.Stats.TxBufPeakBytes, s.Stats.TxBufBytes)
-	s.lastSent, s.probed = s.fs.LastNs.Load(), false
+	s.lastSent, s.probed, s.kernLast = s.fs.LastNs.Load(), false, true
 	s.nextDummy, s.dummyGap = s.lastSent+s.dummyWait, s.dummyWait
 }
 
@@ -598,28 +600,28 @@ func (s *Sender) wantWake(now int64) {
 	if !s.handed {
 		return
 	}
-	if s.Outstanding() > 0 {
-		s.fs.WantWake.Store(0)
-		return
-	}
 	if s.fs.WakeEvery > 0 {
 		// This Poll looked (sync): the next look is due lookGap from now,
 		// so a worker woken for anything else takes the check along. The
-		// gap is WakeEvery after a look that found the kernel had sent,
-		// and doubles, up to fastLookMax, when the look the gap timed
-		// found nothing new: a whole gap without a send (see "Waking
-		// Go"). A Poll for anything else keeps the gap; doubling there
+		// gap is WakeEvery after a look that found the kernel had sent
+		// or frames outstanding, and doubles, up to fastLookMax, when the
+		// look the gap timed found nothing new and nothing outstanding: a
+		// whole gap idle (see "Waking Go"). A Poll for anything else keeps the gap; doubling there
 		// too spread the looks while traffic flowed and made the dummy
 		// for a lost last frame late (143 B flows at 1e-3: p99.9 640
 		// against 505 µs).
 		switch {
-		case s.lookGap == 0 || s.next != s.lookedNext:
+		case s.lookGap == 0 || s.next != s.lookedNext || s.Outstanding() > 0:
 			s.lookGap = s.fs.WakeEvery
 		case s.fastCheckAt != 0 && now >= s.fastCheckAt:
 			s.lookGap = min(2*s.lookGap, max(fastLookMax, s.fs.WakeEvery))
 		}
 		s.lookedNext = s.next
 		s.fastCheckAt = now + s.lookGap
+		return
+	}
+	if s.Outstanding() > 0 {
+		s.fs.WantWake.Store(0)
 		return
 	}
 	s.fs.WantWake.Store(1)

@@ -121,7 +121,10 @@ type Sender struct {
 	// lookedNext what next was at the last look (wantWake).
 	fastCheckAt, lookGap int64
 	lookedNext           seqhdr.Seq
-	Stats                SenderStats
+	// kernLast: the newest frame is one the kernel sent (with WakeEvery,
+	// its first dummy waits for a look: nextTimer).
+	kernLast bool
+	Stats    SenderStats
 }
 
 func newSender(cfg SenderConfig, e *env) *Sender {
@@ -241,7 +244,7 @@ func (s *Sender) send(now int64, f Frame) bool {
 // number and lists it for transmission.
 func (s *Sender) buffer(now int64, f Frame) {
 	s.nextDummy, s.dummyGap = now+s.dummyWait, s.dummyWait
-	s.lastSent, s.probed = now, false
+	s.lastSent, s.probed, s.kernLast = now, false, false
 	*s.slot(s.next) = txSlot{f: f}
 	s.next = s.next.Next()
 	s.bytes += f.Len
@@ -437,6 +440,12 @@ func (s *Sender) nextTimer(now int64, idle bool) int64 {
 	case s.Paused(now):
 		return s.pausedUntil
 	case idle || s.creditBound():
+		if s.handed && s.fs.WakeEvery > 0 && s.kernLast && !s.probed {
+			// The first dummy for the kernel's frames goes at the
+			// first look from nextDummy on, WakeEvery after it at
+			// the latest: no wakeup of its own while looks come.
+			return min(s.fastCheckAt, s.nextDummy+s.fs.WakeEvery)
+		}
 		return s.nextDummy
 	}
 	return maxTime
