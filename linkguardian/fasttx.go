@@ -210,13 +210,13 @@ import (
 // 10); the dataplane uses the second, with WakeEvery 1 ms (dataplane
 // lgLookEvery says why).
 //
-// Looks back off while the kernel sends nothing: each time the timed look
-// finds nothing new, the next comes twice as far, up to fastLookMax (2 ms),
-// and the next look that finds a send brings the gap back to WakeEvery.
-// After WakeEvery without a send the first frame's dummy may come up to
-// fastLookMax late. Without the back-off an
-// idle link's workers woke 4,000 times a second each at WakeEvery 250 µs,
-// 7-9 % of a CPU per switch on the 2-core veth pair (2026-11-27).
+// Looks back off while the kernel sends nothing and nothing is outstanding:
+// each time the timed look finds nothing new, the next comes twice as far,
+// up to fastLookMax (2 ms), and the next look that finds a send brings the
+// gap back to WakeEvery. After WakeEvery without a send the first frame's
+// dummy may come up to fastLookMax late. Without the back-off an idle
+// link's workers woke 4,000 times a second each at WakeEvery 250 µs, 7-9 %
+// of a CPU per switch on the 2-core veth pair.
 //
 // ACKs. The kernel piggybacks the receive point's serial − 1. While the
 // kernel owns the point (receive fast path) that is its own point; while Go
@@ -590,12 +590,12 @@ func (s *Sender) adoptN(n int) {
 	s.nextDummy, s.dummyGap = s.lastSent+s.dummyWait, s.dummyWait
 }
 
-// wantWake makes sure the core looks again after the kernel's next send
-// when it has no deadline for the sender (nothing outstanding): with
-// WakeEvery 0 it asks the kernel to wake the worker after that send, then
-// looks at State again so that a send it raced with is adopted; with
-// WakeEvery > 0 it sets a check WakeEvery from now (nextTimer), and the
-// kernel wakes no one.
+// wantWake makes sure the core looks again after the kernel's next send.
+// With WakeEvery > 0 it sets the next look (nextTimer), outstanding frames
+// or not, and the kernel wakes no one; with WakeEvery 0 and nothing
+// outstanding (no deadline for the sender) it asks the kernel to wake the
+// worker after that send, then looks at State again so that a send it raced
+// with is adopted.
 func (s *Sender) wantWake(now int64) {
 	if !s.handed {
 		return
@@ -606,10 +606,10 @@ func (s *Sender) wantWake(now int64) {
 		// gap is WakeEvery after a look that found the kernel had sent
 		// or frames outstanding, and doubles, up to fastLookMax, when the
 		// look the gap timed found nothing new and nothing outstanding: a
-		// whole gap idle (see "Waking Go"). A Poll for anything else keeps the gap; doubling there
-		// too spread the looks while traffic flowed and made the dummy
-		// for a lost last frame late (143 B flows at 1e-3: p99.9 640
-		// against 505 µs).
+		// whole gap idle (see "Waking Go"). A Poll for anything else
+		// keeps the gap; doubling there too spread the looks while
+		// traffic flowed and made the dummy for a lost last frame late
+		// (143 B flows at 1e-3: p99.9 640 against 505 µs).
 		switch {
 		case s.lookGap == 0 || s.next != s.lookedNext || s.Outstanding() > 0:
 			s.lookGap = s.fs.WakeEvery
