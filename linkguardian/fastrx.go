@@ -101,10 +101,10 @@ import (
 //
 // ACKs. While the kernel owns the point the core's ackNo is a copy: it is
 // refreshed before an ACK is sent (piggybacked or explicit) and at a check
-// every AckDelay (or FastPoint.LookEvery, if longer) while the point moves (backing off
-// to fastCheckMax while it does not), and frames the kernel delivered owe an
-// ACK as if the core had delivered them (AckDelay from the check that found
-// them). AckEvery, the bound that keeps the peer's credit
+// every AckDelay (or FastPoint.LookEvery, if longer) while the point moves
+// (backing off to fastCheckMax while it does not), and frames the kernel
+// delivered owe an ACK as if the core had delivered them (AckDelay from the
+// check that found them). AckEvery, the bound that keeps the peer's credit
 // open, needs the core at once: Wake is the frame that completes AckEvery
 // frames since the last ACK sent, and the kernel leaves it to the core,
 // which delivers it and ACKs. The peer's dummy, if it comes first, reaches
