@@ -346,11 +346,7 @@ func LossyLinks(seed uint64) (*Result, error) {
 	r.report("lost_credit_bytes", float64(sc.Stats.LostBytes), "credit in flight given up with the holes skipped")
 	r.report("expired_credit_bytes", float64(sc.Stats.ExpiredBytes), "credit in flight taken for lost after InFlightExpire")
 	r.add("inflight_left", float64(sc.Loop().InFlight), 0, 0, "nothing in flight once every source went quiet")
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("lossylinks: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
-	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return accounted(r, s, "lossylinks", start)
 }
 
 // StalledSource: the 3→1 incast, and for 20 ms one source's edge is kept
@@ -396,13 +392,19 @@ func StalledSource(seed uint64) (*Result, error) {
 }
 
 // drained ends a credit scenario: every VOQ drained after the offer (a
-// check), no buffer lost track of (an error), and the wall time.
+// check), then accounted.
 func drained(r *Result, s *Sim, t *Topo, name string, start time.Time) (*Result, error) {
 	var backlog uint64
 	for _, e := range t.Edges {
 		backlog += e.Credits().Backlog
 	}
 	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
+	return accounted(r, s, name, start)
+}
+
+// accounted ends a credit scenario: no buffer lost track of (an error), and
+// the wall time.
+func accounted(r *Result, s *Sim, name string, start time.Time) (*Result, error) {
 	if s.Mem.InUse() != s.InFlight() {
 		return nil, fmt.Errorf("%s: %d buffers in use, %d frames held", name, s.Mem.InUse(), s.InFlight())
 	}
