@@ -617,7 +617,7 @@ func stallScenario(t *testing.T, lgc LGConfig, stallFor time.Duration) (*lgRun, 
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 17}
 	b := upLG(t, ModeLG, lgc, &imp)
 	var timers []string
-	r := b.sendDuring(t, 100_000, lgFrameSize, 20_000, func() { // 5 s: the stalls need 3.3
+	r := b.sendDuring(t, 100_000, lgFrameSize, 20_000, func() { // 5 s: the stalls need 1.5 + 5 × (0.31 + stallFor)
 		time.Sleep(1500 * time.Millisecond)
 		for i := 0; i < 5; i++ {
 			c := b.sw2.LGStats().Core()
@@ -648,19 +648,21 @@ func TestLGSurvivesSchedulingStall(t *testing.T) {
 	}
 }
 
-// TestLGDefaultTimersSurviveSchedulingStall: the same five 50 ms stalls with
-// the default timers. By default the receiver tunes its timers to the
-// largest retransmission delay measured so far (renotify 1.5×, give up at
-// 3 renotify intervals, i.e. a few ms on an idle link). Retransmission
-// delays of 9-68 ms were measured on this machine while other tests ran, so
-// the receiver gives up on holes whose retransmissions are already on their
-// way, and h2 loses frames although every one of them was retransmitted.
+// TestLGDefaultTimersSurviveSchedulingStall: the same scenario with the
+// default timers and sw1 stalled for 250 ms each time. The receiver tunes
+// re-notification to the retransmission delays it measures, but its
+// ackNoTimeout must outlast the longest wait for an answer: retransmission
+// delays of 9-68 ms were measured on this machine while other tests ran, and
+// up to 372 ms at the start of a flood on both of its cores (stress at 10⁻²
+// both ways). A receiver that gives up sooner loses frames whose
+// retransmissions are on their way.
 func TestLGDefaultTimersSurviveSchedulingStall(t *testing.T) {
-	r, s2 := stallScenario(t, LGConfig{Copies: 3}, 50*time.Millisecond)
+	const stallFor = 250 * time.Millisecond
+	r, s2 := stallScenario(t, LGConfig{Copies: 3}, stallFor)
 	checkDelivery(t, r, true)
 	if s2.Receiver.AckNoTimeouts != 0 || s2.Receiver.Recovered != s2.Receiver.LostDetected {
-		t.Errorf("default timers: receiver recovered %d of %d detected lost and gave up on %d whose retransmissions were delayed by a 50 ms scheduling stall of sw1 (timers in force at the end: renotify %v, ackNoTimeout %v)",
-			s2.Receiver.Recovered, s2.Receiver.LostDetected, s2.Receiver.AckNoTimeouts, time.Duration(s2.Renotify), time.Duration(s2.AckNoTimeout))
+		t.Errorf("default timers: receiver recovered %d of %d detected lost and gave up on %d whose retransmissions were delayed by a %v scheduling stall of sw1 (timers in force at the end: renotify %v, ackNoTimeout %v)",
+			s2.Receiver.Recovered, s2.Receiver.LostDetected, s2.Receiver.AckNoTimeouts, stallFor, time.Duration(s2.Renotify), time.Duration(s2.AckNoTimeout))
 	}
 }
 

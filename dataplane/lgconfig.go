@@ -28,14 +28,21 @@ const initialRenotify = int64(2 * time.Millisecond)
 
 // minAckNoTimeout is the floor of the default ackNoTimeout. The paper sets
 // the timeout just above the largest retransmission delay (µs in a switch).
-// In software the delay has a long tail from process scheduling (9-68 ms
-// measured on a loaded two-core machine), and the delays of frames that
-// arrive after their hole was skipped are never measured, so a timeout
-// tuned to the observed maximum gives up on retransmissions already on
-// their way. Giving up late only delays in-order delivery in the rare case
-// that every copy is lost; giving up early loses a frame. Re-notification
-// stays fast (tuned to the measured delay).
-const minAckNoTimeout = int64(100 * time.Millisecond)
+// In software the delay has a long tail from process scheduling, and the
+// delays of frames that arrive after their hole was skipped are never
+// measured, so a timeout tuned to the observed maximum gives up on
+// retransmissions already on their way. Measured on a two-core machine: 9-68
+// ms in steady state; up to 372 ms in the first second of a flood above what
+// the sender's worker carries (it holds the send point until its backlog
+// drains, and with both workers and the traffic on two cores a notification
+// waits that long for an answer), where a 100 ms floor gave up on 884-1,795
+// frames per run that were still on their way and 400 ms on none (stress at
+// 10⁻² both ways, docs/results.md). Giving up late only delays in-order
+// delivery in the rare case that the sender cannot answer at all (every
+// retransmission round spent; a restarted sender is a new session, which
+// resets the receiver without waiting); giving up early loses a frame.
+// Re-notification stays fast (tuned to the measured delay).
+const minAckNoTimeout = int64(400 * time.Millisecond)
 
 // LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
 // fields take the defaults.
@@ -59,7 +66,7 @@ type LGConfig struct {
 	MaxCopies int
 	// AckTimeout, if set, fixes ackNoTimeout; otherwise it follows the
 	// measured maximum retransmission delay (Appendix B.1): renotify after
-	// 1.5× it, give up after three such intervals, but not before 100 ms
+	// 1.5× it, give up after three such intervals, but not before 400 ms
 	// (see minAckNoTimeout).
 	AckTimeout time.Duration
 	// PauseThreshold and ResumeThreshold are reorder-buffer bytes
