@@ -120,6 +120,11 @@ func TestForwardPFCFromLink(t *testing.T) {
 	h1 := rawSender(t, tb.NS("h1"), "eth0")
 	peerMAC := [6]byte{2, 0, 0, 0, 0, 0x97}
 
+	// The pause and the resume are single frames: first make sure sw1's
+	// link socket takes frames in (on a busy machine its worker may not have
+	// filled the socket's rings yet when startSwitch returns, and a frame
+	// that comes before is dropped by the kernel, not by the dataplane).
+	warmLinkRx(t, sw1, peer)
 	if _, err := unix.Write(peer, pfcFrame(t, peerMAC, 3, pfc.MaxQuanta)); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +174,22 @@ func TestForwardPFCFromLink(t *testing.T) {
 		t.Errorf("h1 received a MAC Control frame (%d bytes): the PFC from the link was forwarded", len(b))
 		return false
 	})
+}
+
+// warmLinkRx sends class-0 frames into d's link port from the peer's raw
+// socket until d counted one received (at most 10 s).
+func warmLinkRx(t *testing.T, d *Dataplane, peer int) {
+	t.Helper()
+	rx0 := d.Stats().Link.RX.Frames
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if d.Stats().Link.RX.Frames > rx0 {
+			return
+		}
+		if _, err := unix.Write(peer, classFrame(0, 0, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("%s took in no frame in 10 s", d.Config().LinkPort)
 }
 
 // waitPFCRx waits until d counted n PAUSE/PFC frames from the link.
