@@ -128,11 +128,12 @@ func demoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "The LinkGuardian FCT experiment at the paper's main setting, scaled to about a minute",
 		Long: `demo runs 'linkfabric fct' with 10,000 flows of 143 B and 2,000 flows of 24,387 B per
-arm at loss 1e-3 on the sw1→sw2 link, arms noloss, loss, lg-noloss, lg and lgnb, each
+arm at loss 1e-3 on the sw1→sw2 link, arms noloss, loss, lg-noloss, lg and lgnb taking turns
+in three rounds (so that a machine's drift over minutes falls on every arm alike), each
 dataplane on its default path (no flags: lg and lgnb in the kernel where they can), the
 builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + experiment.DemoOutDir + `.`,
 		Example: `  sudo linkfabric demo      # or: make demo
-  linkfabric fct --size 143,24387 --flows 10000,2000 --loss 1e-3   # the same, with every knob`,
+  linkfabric fct --size 143,24387 --flows 10000,2000 --loss 1e-3 --rounds 3   # the same, with every knob`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("demo"); err != nil {
 				return err
