@@ -32,12 +32,13 @@ const initialRenotify = int64(2 * time.Millisecond)
 // delays of frames that arrive after their hole was skipped are never
 // measured, so a timeout tuned to the observed maximum gives up on
 // retransmissions already on their way. Measured on a two-core machine: 9-68
-// ms in steady state; up to 372 ms in the first second of a flood above what
-// the sender's worker carries (it holds the send point until its backlog
-// drains, and with both workers and the traffic on two cores a notification
-// waits that long for an answer), where a 100 ms floor gave up on 884-1,795
-// frames per run that were still on their way and 400 ms on none (stress at
-// 10⁻² both ways, docs/results.md). Giving up late only delays in-order
+// ms in steady state; up to 372 ms in the first seconds of a flood (the
+// receiving worker reads its link socket more slowly than frames arrive, so
+// a retransmission waits behind up to a credit window of them, and with both
+// workers and the traffic on two cores a notification waits that long for
+// its answer), where a 100 ms floor gave up on 67-2,026 frames per run that
+// were still on their way and 400 ms on none (stress at 10⁻² both ways,
+// docs/results.md). Giving up late only delays in-order
 // delivery in the rare case that the sender cannot answer at all (every
 // retransmission round spent; a restarted sender is a new session, which
 // resets the receiver without waiting); giving up early loses a frame.
