@@ -38,11 +38,11 @@ const initialRenotify = int64(2 * time.Millisecond)
 // workers and the traffic on two cores a notification waits that long for
 // its answer), where a 100 ms floor gave up on 67-2,026 frames per run that
 // were still on their way and 400 ms on none (stress at 10⁻² both ways,
-// docs/results.md). Giving up late only delays in-order
-// delivery in the rare case that the sender cannot answer at all (every
-// retransmission round spent; a restarted sender is a new session, which
-// resets the receiver without waiting); giving up early loses a frame.
-// Re-notification stays fast (tuned to the measured delay).
+// docs/results.md). Giving up late only delays in-order delivery in the rare
+// case that the sender cannot answer at all (every retransmission round
+// spent; a restarted sender is a new session, which resets the receiver
+// without waiting); giving up early loses a frame. Re-notification stays
+// fast (tuned to the measured delay).
 const minAckNoTimeout = int64(400 * time.Millisecond)
 
 // LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
