@@ -21,8 +21,9 @@ vet:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Unit tests once, under the race detector (-short skips the root integration
-# tests and the long simulations), then the packages with integration tests.
+# Unit tests once, under the race detector where goroutines meet (-short skips
+# the root integration tests and the long simulations), then the packages with
+# integration tests.
 # Integration tests need root (namespaces, XDP); they skip themselves when not
 # root. Packages run one at a time: the integration tests carry traffic and
 # the machine has two cores. Long runs are reduced; `make soak` runs every
@@ -30,15 +31,21 @@ vet:
 test: deps vet build race integration
 
 # The packages without root tests carry no traffic (simulations on a virtual
-# clock, decoders, fuzz seeds): two at a time, one core each. The packages
-# with root tests run one at a time, as in the integration pass.
+# clock, decoders, fuzz seeds): two at a time, one core each. The race
+# detector runs where goroutines can meet (scripts/goroutine-pkgs.sh); the
+# single-goroutine packages run without it, which it would only slow
+# (linkguardian's simulations took 128 s under it). The packages with root
+# tests run one at a time, as in the integration pass.
 race:
-	$(GO) test -race -short -p 2 -count=1 -timeout 20m $(UNIT_PKGS)
+	$(GO) test -race -short -p 2 -count=1 -timeout 20m $(RACE_PKGS)
+	$(GO) test -short -p 2 -count=1 -timeout 20m $(SINGLE_PKGS)
 	$(GO) test -race -short -p 1 -count=1 -timeout 20m $(ROOT_PKGS)
 
 # The packages whose tests need root, and the others.
 ROOT_PKGS = $(shell { git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go'; } | xargs grep -l -e RequireRoot -e netns.TestUp -e Geteuid | xargs -n1 dirname | sort -u | sed 's|^\./||; s|^|./|')
 UNIT_PKGS = $(filter-out $(ROOT_PKGS),$(shell $(GO) list -f '{{.Dir}}' $(PKGS) | sed 's|^$(CURDIR)|.|'))
+RACE_PKGS = $(shell GO=$(GO) bash scripts/goroutine-pkgs.sh $(UNIT_PKGS))
+SINGLE_PKGS = $(shell GO=$(GO) bash scripts/goroutine-pkgs.sh --none $(UNIT_PKGS))
 
 integration:
 	$(GO) test -p 1 -count=1 -timeout 40m $(ROOT_PKGS)
