@@ -179,7 +179,8 @@ const (
 // recoveries are ever measured, 256 KiB paused bulk TCP flows after a slow
 // recovery of a veth ring overflow and left 3 runs of 8 at 2.5-3.3 Gbit/s
 // with sending at the worker, against none of 8 with this (docs/results.md,
-// tenth session). Thresholds given (fixedThresholds) are kept.
+// "Figures behind LinkGuardian's defaults"). Thresholds given
+// (fixedThresholds) are kept.
 func (c *LGConfig) untunedThresholds(fastSend bool) {
 	if c.fixedThresholds || !fastSend {
 		return
@@ -200,9 +201,9 @@ func (c *LGConfig) frameLen() int { return c.MTU + 18 }
 // worker, which under a saturating flow seldom gets a moment to hand it
 // back. A larger window makes that rarer (bulk TCP at loss 0 with
 // --integrity off: stuck in 2 of 15 runs with 2048 frames, 8 of 27 with
-// 1024; docs/results.md, seventh session; with --integrity csum, the
-// window ran out in 11 of 29 runs with a 2048-frame ring, in none of 23
-// with 4096, tenth session).
+// 1024; with --integrity csum, the window ran out in 11 of 29 runs with a
+// 2048-frame ring, in none of 23 with 4096: docs/results.md, "Figures
+// behind LinkGuardian's defaults").
 // The window is still at most 7/8 of the peer's RX ring (creditWindow), and
 // the session agrees the smaller of the two ends' windows.
 //
