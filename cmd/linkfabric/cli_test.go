@@ -199,6 +199,7 @@ func TestCLI(t *testing.T) {
 	c := cli{bin: buildCLI(t)}
 
 	t.Run("help", func(t *testing.T) { testHelp(t, c) })
+	t.Run("run-help", func(t *testing.T) { testRunHelp(t, c) })
 	t.Run("not-root", func(t *testing.T) { testNotRoot(t, c) })
 
 	t.Run("cells-sim", func(t *testing.T) { testCellsSim(t, c) })
@@ -416,6 +417,40 @@ func testHelp(t *testing.T, c cli) {
 	walk(nil)
 	if seen < 8 {
 		t.Errorf("found only %d commands", seen)
+	}
+}
+
+// testRunHelp: run --help fits one screen (60 lines) and names how many
+// flags it leaves out; run --help-all lists every flag of the command.
+func testRunHelp(t *testing.T, c cli) {
+	short := c.ok(t, "run", "--help").stdout
+	all := c.ok(t, "run", "--help-all").stdout
+	if n := strings.Count(short, "\n"); n > 60 {
+		t.Errorf("run --help is %d lines, want at most 60:\n%s", n, short)
+	}
+	flagRE := regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9-]+)`)
+	flags := func(help string) map[string]bool {
+		local, _, _ := strings.Cut(help, "Global Flags:")
+		m := map[string]bool{}
+		for _, f := range flagRE.FindAllStringSubmatch(local, -1) {
+			m[f[1]] = true
+		}
+		return m
+	}
+	inShort, inAll := flags(short), flags(all)
+	for _, want := range []string{"mode", "fec-n", "pfc-xoff", "session-hold", "zerocopy", "help-all"} {
+		if !inAll[want] {
+			t.Errorf("run --help-all does not list --%s", want)
+		}
+	}
+	more := 0
+	for f := range inAll {
+		if !inShort[f] {
+			more++
+		}
+	}
+	if want := fmt.Sprintf("%d more flags: linkfabric run --help-all", more); !strings.Contains(short, want) {
+		t.Errorf("run --help does not say %q:\n%s", want, short)
 	}
 }
 

@@ -47,291 +47,49 @@ func parseXDPMode(s string) (bpf.AttachMode, error) {
 
 func runCmd() *cobra.Command {
 	var (
-		ns, xdpMode, metricsAddr string
-		fastPath, zeroCopy       string
-		needWakeup               bool
-		cfg                      dataplane.Config
-		mode                     string
-		statsEvery               time.Duration
-		peerMAC, linkSpeed       string
-		cpuProfile               string
-		integrity                string
-		node, preset, topoFile   string
-		prefix                   string
-		portRate, portBuffer     string
-		credits, packing         bool
-		preCredit                int
+		ns, xdpMode, metricsAddr  string
+		fastPath, zeroCopy        string
+		needWakeup                bool
+		cfg                       dataplane.Config
+		mode                      string
+		statsEvery                time.Duration
+		peerMAC, linkSpeed        string
+		cpuProfile                string
+		integrity                 string
+		node, preset, topoFile    string
+		prefix                    string
+		portRate, portBuffer      string
+		credits, packing, helpAll bool
+		preCredit                 int
 	)
 	cmd := &cobra.Command{
 		Use:   "run {--node SW | --netns NS --host-port IF[,IF...] --link-port IF[,IF...]} --mode forward",
 		Short: "Run the dataplane on a node's ports (foreground; Ctrl-C stops it)",
-		Long: `run attaches linkfabric's XDP program to both ports, binds AF_XDP sockets on one
-shared UMEM, and moves frames between them with the pipeline of --mode:
+		Long: `run attaches linkfabric's XDP program to a node's ports, binds AF_XDP sockets and
+moves frames between the host port and the link port(s) with the pipeline of --mode:
 
-  forward   every frame both ways, unchanged (the baseline bump in the wire)
-  lg        LinkGuardian: frames sent on the link are numbered and kept until
-            ACKed; the receiving end detects holes, asks for retransmission
-            (N copies, Equation 2), and delivers in order (reorder buffer,
-            PFC pause/resume to the sender by Algorithm 2)
-  lgnb      LinkGuardianNB: the same retransmission, but frames are delivered
-            as they arrive (de-duplicated, not reordered)
-  monitor   frames are sequenced and the link's loss is measured from the gaps,
-            nothing is retransmitted; with --auto the policy switches
-            protection on (lg), falls back to lgnb at high loss, and off again
-  cells     a node of a cell fabric (Stardust-style): with host ports an edge,
-            without one a fabric node; any number of link ports (up to 16)
-  fec       RAIL's coding: after every n data frames a parity frame (their
-            XOR), so the far end rebuilds any one loss per group, or every
-            frame sent k times; n from the measured loss and a target
+  forward   every frame both ways, unchanged (in the kernel where it can)
+  lg, lgnb  LinkGuardian: the link's frames are numbered, a lost one is
+            retransmitted from the sending end; lg delivers in order
+  monitor   frames numbered and the link's loss measured, nothing repaired
+  cells     a node of a cell fabric: frames cut into cells sprayed over links
+  fec       RAIL's parity (or copies) after every n frames
 
-forward, lg, lgnb, monitor and fec take one host port and one link port. Both switches
-of a link must run the same mode. By default each end protects
-both directions (--protect both). In lg, lgnb and monitor the two ends first agree
-through a link session (HELLO/HELLO-ACK on the priority lane): the smaller of
-their windows becomes the credit, the lanes, MTU and link speed are agreed, the
---protect settings must fit together (tx here with rx there), and both reset their
-sequence numbers. When either end restarts (even kill -9), they agree again and
-nothing from before is delivered. Host frames wait --session-wait for the session;
-then the newest --session-keep of each class stay (after a flap, the hosts' latest
-TCP retransmissions, which cross as soon as the link is back) and the rest are dropped.
-An interface that goes down is link state: the dataplane waits for it to come up.
-
-Fast path (mode forward): by default (--fastpath auto) each port's XDP program
-redirects frames to the other port in the kernel (bpf_redirect_map through a
-devmap), counted per port; no frame wakes the process. A direction falls back
-to AF_XDP when the kernel cannot carry it, and the log and 'linkfabric stats'
-(dataplane.fast_path) say which path each direction takes and why: XDP in
-generic mode, --busy-poll, a --port-rate, or a target that cannot take
-redirected frames (down, a driver without ndo_xdp_xmit, a veth whose peer has
-neither GRO on nor an XDP program: 'ethtool -K PEER gro on' while it is up).
-Targets are re-checked every 100 ms and on link changes. --fastpath xdp
-refuses to start when the configuration rules the kernel path out;
---fastpath afxdp always uses AF_XDP (the path measured before the fast path).
-
-Fast path (modes lg, lgnb, monitor): by default (--fastpath auto) LinkGuardian's
-common case runs in the kernel, both halves. Receive: the link port's XDP program
-delivers each data frame that is the next one expected to the host port itself (link
-header stripped), while nothing needs the worker; every other frame (a hole, a
-duplicate, a retransmitted copy, control frames) goes to the worker, which takes
-the in-order point back, handles it as before and hands the point back once it
-holds nothing (a late copy of a frame the kernel delivered is dropped without
-taking the point). After taking the point back the worker holds its deliveries until
-300 us after the kernel's last one: a veth peer hands the kernel's frames to
-its stack in batches after the worker's, so without the wait TCP at the host
-saw them out of order (linkguardian.host_gate_waits and host_gate_held in
-'linkfabric stats'). Send (with --protect both): while the kernel owns sending
-the host port's XDP program numbers a host frame, keeps a copy in a
-memory-mapped ring for retransmission, stamps the link header (the receive point
-as a piggybacked ACK) and the integrity trailer, and redirects it to the link
-port; a frame it cannot send (credit, a pause, a frame the worker still has to
-read) gives sending to the worker, which sends as before and hands sending back
-once it holds nothing (linkguardian/fasttx.go). It does not wait for the worker
-to apply the peer's ACKs: an ACK the link port's program read opens the credit
-window in the kernel too, and each ACK it piggybacks moves the frame at which the
-receive path asks the worker for an explicit ACK (linkguardian.kernel_send_widened,
-kernel_wake_moves in 'linkfabric stats'). The send half needs a link port of one
-queue: a redirected frame leaves on the queue of the CPU that sent it (veth: the
-peer's RX queue of that CPU; a NIC: the CPU's XDP TX queue), and the far end judges
-queue 0 only. On a link of several queues it stays in the worker and the log says
-so; on a NIC run 'ethtool -L LINKDEV combined 1' at both ends (the pair testbed's
-link has one queue). A direction that cannot take the kernel path logs
-why (the line "fast path ... path afxdp reason ...", and dataplane.fast_path in
-'linkfabric stats'); --fastpath xdp fails instead, naming the port and the fix;
---fastpath afxdp keeps both halves in the worker (the path measured before).
-On the 2-core veth pair both halves bring lg's short-flow p50 to 1.1-1.2x
-forward's (the worker path: 1.8-2.1x); bulk goodput is about 0.8x forward's with
-the csum trailer (auto's choice on veth), about 0.5x with crc32c, which the kernel
-seals and checks in the same softirq, and about 0.85x with --integrity off
-(docs/results.md). Once the kernel's credit window is full, sending goes to the
-worker, which under a saturating flow seldom gets it back: with the send half
---ring-size defaults to 4096 and the TX buffer to all of it (a credit window of
-3584 frames, more than one TCP flow's default send buffer keeps in flight), which
-makes that rare. With a trailer the kernel checks it too (a frame that fails goes
-to the worker, which counts and drops it; frames beyond the first page, jumbo
-frames, are checked by the worker); 'linkfabric stats' shows the directions
-(dataplane.fast_path), the receiver's FastDelivered, FastClaims and FastHandOffs,
-and the sender's FastSent, FastSendClaims and FastSendHandOffs.
-
-It runs in the foreground and logs with structured logging; SIGINT or SIGTERM
-detaches the programs and exits. Statistics are served on --metrics (loopback of
-the namespace by default): /stats.json, read by 'linkfabric stats', and /metrics
-for Prometheus.
-
-Cells (--mode cells): an edge learns where host MACs live (unknown and broadcast
-destinations are flooded to every edge, rate-limited), queues each host frame in a
-virtual output queue per destination edge, host port and 802.1p class, asks the
-destination for credit, and on a grant packs the queue's frames into cells of
---cell-size payload bytes (--packing=false: one frame's bytes per cell), sprayed
-over the link ports that reach the destination (--spray perm: a random permutation,
-reshuffled; p2c: the shorter TX backlog of two random links; hash: one link per
-flow). The destination edge reassembles each source's stream in order and delivers
-the frames on their host port; its scheduler grants at the port's rate (its
---port-rate, else 10 Gbit/s) plus 2 %, and stops while the port's egress queue is
-deep. Each VOQ may send --pre-credit bytes (4096) ahead of its grant, so the first
-packets after an idle spell skip the credit round trip. --credits=false pushes cells
-as frames arrive. A fabric node (no host port)
-sprays each cell again toward its edge, decrementing its hop count and marking it
-(FCI) where its queue is deep. Every node sends REACH on every link each
---reach-interval (5ms) and builds its routes from them: a link missing --reach-th
-(30) in a row, or whose interface goes down, leaves the routes; it returns after
---reach-up (3) good intervals. A hole in a stream is skipped after --reasm-timeout
-(30ms). Every node of a fabric needs its own --node-id (edges 1-1023, fabric nodes
-1-65535); the default is derived from the MAC of the first port, so two nodes may
-collide by chance: give ids by hand ('up' does). Control frames (credits, REACH) use
-a link's priority lane when it has two queues. --integrity applies to the link
-ports as in lg. Statistics: the "cells" object of 'linkfabric stats'.
-
---link-mode (cells) is what runs under the cells on every link port: none (cells
-as they are: a link that dies loses what was on it), lg (LinkGuardian: cells are
-sequenced in place, retransmitted on loss and delivered in order per link; a link
-that leaves the routes, by interface state, missed REACHes, its session, or its
-cells going un-ACKed while the other links' are ACKed, hands every cell it still
-held back to the sprayer, so a link failure loses no packet; the reassembly drops
-the copies that had arrived), lgnb (the same, delivered as they come), monitor
-(sequenced, not retransmitted: a link's measured loss above 1e-3 takes it out) or
-fec (RAIL's XOR coding per link, as --mode fec below: cells are numbered in place,
-a parity frame follows every n, the far end rebuilds any one lost cell per group
-and hands cells up as they come, the reassembly ordering them (--fec-wait and
---fec-immediate do not apply); credit and REACH
-frames go uncoded; n from --fec-n, --fec-loss or --fec-target with the loss the
-far end measures; that measured loss is also the link's loss rate for exclusion;
-cells are 22 bytes smaller, for the parity header).
-Both ends of a link need the same --link-mode; the link session then carries each
-node's --node-id, and refuses a link whose two ends have the same one. For zero
-loss the detection must beat the reassembly timeout: e.g. --reach-th 3 with
---reasm-timeout 30ms. --tx-buffer sizes each link's TX buffer (default 512).
-
-FEC (--mode fec, both directions, both ends in mode fec; RAIL, NSDI'17): every
-frame on the link carries the link header's sequence number; after every n data
-frames the sender sends a parity frame, the XOR of the n padded to the longest
-(with their lengths), and closes a group early after --fec-flush (1ms) so
-that the receiver never waits long for it. The receiver rebuilds any single loss
-of a group, drops duplicates, and delivers in order, waiting at most --fec-wait
-(2ms) behind a hole before giving up on it (--fec-immediate: at once, out of
-order). n: --fec-n N fixes it (with --fec-copies K each frame also goes K times;
---fec-n 0 --fec-copies 3 is pure replication); --fec-loss P has the link policy
-choose for loss P; by default the policy chooses from the loss each receiver
-measures (per transmission, copies corrected for, over --fec-window) and reports
-to its peer in the link session's keepalives: no protection below --fec-target
-(1e-3), XOR parity with RAIL's n (the largest with
-1−(1−p)^(n+1)−(n+1)p(1−p)^n < target) up to 3 %, replication (×3, or
---fec-copies) up to 10 %; for bursty loss (mean loss run ≥ 1.5) and from 10 % to
-25 % lg, above that exclude (as 'fec table' measured), which mode fec can only report (the sender keeps
-what it has; run --mode lg). Until the first report n is chosen for ten times the
-target. Decisions are logged when they change and shown in 'linkfabric stats'
-(fec.policy). A parity frame is 22 bytes longer than its longest frame: the link
-ports need an MTU 26 bytes above the hosts' (22 with --integrity off); run checks
-it ('linkfabric up --mode fec' sets it).
-
-Integrity (lg, lgnb, monitor, cells, fec): a real link's MAC drops a frame that
-fails its FCS, so corruption looks like loss, which LinkGuardian repairs; veth and
-tc netem corrupt frames without dropping them. --integrity auto (the default) is
-off on a link port whose MAC checks the FCS (a NIC on a bus: 'ethtool -i' shows a
-bus-info, and the driver is not a VM's paravirtual one such as virtio_net) and csum
-on a virtual link (veth, tun, bridges): the checksum costs the kernel path a fifth of
-what the CRC does (lg's goodput 0.80x forward's against 0.52x), and sees every
-single-bit flip the impairment makes; the log says what it chose and why. With a
-trailer every frame on the link carries it and a frame that fails it is dropped and
-counted (corrupt_frames in 'linkfabric stats'), so a corrupted frame is repaired
-like a lost one. --integrity crc32c puts a CRC32C there (every error of up to 3 bits
-and every burst of up to 32; 0.79 against 0.14 us for a 1514-byte frame in XDP,
-which has no CRC instruction); csum is the Internet checksum (RFC 1071) of the frame
-and its length in the same 4 bytes: it sees every single-bit error and burst of up
-to 15 bits, but misses errors that cancel in a 16-bit sum, as the hosts' own TCP and
-UDP checksums do. Both ends must end up with the same --integrity (auto does on a
-veth pair and on two NICs): a frame without the trailer fails the check.
-
-Port rates (every mode): veth has no speed and AF_XDP transmit bypasses the
-qdiscs, so the dataplane can limit what a port sends itself. --port-rate
-host0=1G,link0=500M gives each named port a line rate (bit/s with k, M, G;
-each frame costs its length plus 24 bytes of preamble, FCS and gap, as on
-Ethernet) and an egress queue in front of it: frames wait there for the token
-bucket (depth 500 µs at the rate, at least 16 KiB) and a frame that finds it
-full is dropped and counted (egress in 'linkfabric stats'). --port-buffer
-link0=64K sizes a queue in bytes (K = 1024; default 256K; at most --ring-size
-frames). With --node the topology's rate and buffer of each port apply; a
-flag wins for the ports it names (--port-rate link0=0 turns a rate off).
-
-Per-class PFC (802.1Qbb): in lg, lgnb, monitor and fec, host frames wait for the
-link in one queue per 802.1p class (VLAN PCP, or the IP class selector, DSCP/8),
-served highest class first, and PAUSE/PFC frames received on the link port pause
-the classes they name. --pfc adds the other direction: a class holding
---pfc-xoff frames (default 512 of the 1024 the queues hold) makes the dataplane
-send a PFC frame out of the host port pausing that class for --pfc-pause (default
-65535 quanta at the host port's speed: its --port-rate, else --link-speed, else
-10G); the pause is sent again each time half of it has run out while the class
-holds more than --pfc-xon frames (default half of --pfc-xoff), and a frame with
-quanta 0 resumes the class once it holds --pfc-xon or fewer. In mode forward
---pfc also puts host frames in the class queues and honours PAUSE/PFC from the
-link (consumed, not forwarded), which only the AF_XDP path can: --pfc rules the
-XDP fast path out. 'linkfabric stats' shows dataplane.pfc: pfc_rx and, per
-class (arrays of 8, class 0 first), pfc_rx_pause, pfc_tx (frames sent toward the
-host naming the class), pfc_xoff (pauses begun), pfc_xon (resumes); pfc_tx minus
-both is the refreshes.
-
-AF_XDP on real NICs: --zerocopy chooses how every socket moves frames, never
-left to what the first port happens to allow. auto (the default) binds zero-copy
-and, if any port refuses it (a driver without AF_XDP zero-copy, as veth, or a port
-whose XDP program runs in generic mode), binds them all in copy mode; on binds
-zero-copy or refuses to start, naming the port and the fix; off binds copy mode.
-The ports share one UMEM, so they share one mode. The log line "AF_XDP sockets
-bound" says what was asked, what the sockets got and why; 'linkfabric stats' has
-it under dataplane.afxdp, and each port's sockets (one per receive queue) with
-their mode under port_NAME.sockets. --need-wakeup (default true) binds with
-XDP_USE_NEED_WAKEUP: a transmit kick or a fill-ring wakeup is a syscall only when
-the driver asks (in copy mode every kick still is). The UMEM is sized per queue:
---frames-per-queue (2 × --ring-size) for each socket, plus the mode's buffers.
-A link port with a single TX queue has no priority lane: PFC, loss notifications,
-retransmissions and session frames are placed ahead of data within its one queue,
-the log says so once, and the link session agrees on one lane at both ends.
-
-One worker per queue: --workers N (default 1) runs N worker loops, each on its
-own thread, worker i owning queue i of every port with its own AF_XDP sockets,
-UMEM and pipeline. Every port needs N RX and TX queues (ethtool -L DEV combined N
-on a NIC; queues: N in a testbed topology). forward forwards host queue i ⇄ link
-queue i; lg, lgnb and monitor run one LinkGuardian instance per lane (queue),
-each with its own sequence space and link session, and no separate priority queue
-(control goes ahead of data within each lane's queue). Both ends need the same
---workers. Several workers use AF_XDP only (--fastpath xdp is refused) and refuse
---pfc and --port-rate. 'linkfabric stats' shows each worker's share under
-dataplane.workers, the lanes' LinkGuardian counters summed in linkguardian.core
-(histograms and timers there are lane 0's) and each lane's whole LinkGuardian
-document under linkguardian_lanes. On a real
-NIC the peer's RSS picks the RX queue: steer lane i's frames to queue i
-(docs/workers.md); on veth a frame sent on queue i arrives on queue i.
-
-Jumbo frames: the XDP programs are loaded with frags (multi-buffer XDP), so
-native XDP takes any MTU on veth (and on NICs whose drivers have multi-buffer
-XDP), and the fast path redirects jumbo frames in the kernel. The AF_XDP path
-needs UMEM frames that hold the largest frame: --frame-size defaults to 4096
-up to MTU 3826 and to the next power of two above (16384 at MTU 9000). The
-kernel's AF_XDP buffers are at most a page, so such frames arrive in 4 KiB
-pieces (multi-buffer AF_XDP, XDP_USE_SG) that the worker copies together, and
-leave as pieces again; the UMEM takes --frames × --frame-size bytes (about
-300 MiB at MTU 9000). TCP through the dataplane needs TX checksum offload off
-on the sending ends (ethtool -K DEV tx off); the testbed does it. Link ports need
-an MTU at least 12 bytes above the hosts' (8 for the link header, 4 for the
-integrity trailer; 8 with --integrity off; 26 and 22 in mode fec); run checks this
-at startup, and the testbed gives them 26, which fits every mode.
-
-On real NICs, set at both ends of the link: 'ethtool -L LINKDEV combined 1' (LinkGuardian's send fast path) and 'ip link set LINKDEV mtu HOSTMTU+26' (every mode).`,
-		Example: `  linkfabric run --node sw1 --mode lg                 # the pair testbed's sw1 (namespace lfsw1)
-  linkfabric run --netns lfsw1 --host-port host0 --link-port link0,link1,link2,link3 --mode cells --node-id 1
-  linkfabric run --node sw2 --preset bundle --mode cells --node-id 2 --spray p2c --cell-size 256 --credits=false
-  linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101   # a fabric node: link ports only
-  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward
-  linkfabric run --node sw1 --mode forward --fastpath afxdp   # the AF_XDP path, for comparison
-  linkfabric run --node sw1 --mode lg --fastpath afxdp   # LinkGuardian in the worker, for comparison
-  linkfabric run --netns sw1 --host-port enp1s0f0 --link-port enp1s0f1 --mode lg --zerocopy on   # NICs: zero-copy or fail
-  linkfabric run --node sw1 --mode forward --fastpath afxdp --need-wakeup=false
-  linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode lg --target-loss 1e-8
-  linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode lg --link-loss 1e-2 --busy-poll
-  linkfabric run --node sw2 --mode forward --port-rate host0=200M --port-buffer host0=128K
-  linkfabric run --node sw1 --mode forward --pfc --link-speed 25G   # per-class PFC both ways
-  linkfabric run --node sw1 --mode fec --fec-target 1e-3      # n from the measured loss
-  linkfabric run --node sw1 --mode fec --fec-n 4 --fec-immediate
-  linkfabric run --node sw1 --mode fec --fec-n 0 --fec-copies 3   # replication ×3`,
+Both ends of a link run the same mode; in lg, lgnb and monitor they agree through
+a link session, or log which setting differs. Ctrl-C stops it and removes what it
+attached; an interface going down is link state, not an exit. 'linkfabric stats'
+shows the counters. docs/run.md explains each part (fast path, integrity, sessions,
+NICs).`,
+		Example: `  linkfabric run --node sw1 --mode lg                  # the pair testbed's sw1 (namespace lfsw1)
+  linkfabric run --netns sw1 --host-port enp1s0f0 --link-port enp1s0f1 --mode lg
+  linkfabric run --node sw1 --mode forward --fastpath afxdp   # every frame through the worker
+  linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101
+  linkfabric run --node sw1 --mode fec --fec-target 1e-3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if helpAll {
+				runHelp(cmd, true)
+				return nil
+			}
 			if err := requireRoot("run"); err != nil {
 				return err
 			}
@@ -403,16 +161,17 @@ On real NICs, set at both ends of the link: 'ethtool -L LINKDEV combined 1' (Lin
 		},
 	}
 	f := cmd.Flags()
+	setRunHelp(cmd, &helpAll)
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
-	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host, or a comma-separated list (mode cells: an edge with several host ports; none: a fabric node)")
-	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link to the other switch, or a comma-separated list of up to 16 (modes that drive a bundle; forward, lg, lgnb and monitor take one)")
-	f.StringVar(&portRate, "port-rate", "", "line rates of ports, PORT=RATE,...: e.g. host0=1G,link0=500M (bit/s on the wire; 0: unlimited, the default)")
+	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host, or a comma-separated list (cells: an edge with several; none: a fabric node)")
+	f.StringVar(&cfg.LinkPort, "link-port", "", "interface facing the link, or a comma-separated list of up to 16 (cells); forward, lg, lgnb, monitor and fec take one")
+	f.StringVar(&portRate, "port-rate", "", "line rates of ports, PORT=RATE,...: e.g. host0=1G,link0=500M (default: unlimited)")
 	f.StringVar(&portBuffer, "port-buffer", "", "egress queues of rate-limited ports, PORT=BYTES,...: e.g. host0=256K,link0=64K (K = 1024; default 256K)")
-	f.StringVar(&node, "node", "", "take --netns, --host-port, --link-port and the port rates from this switch of the testbed topology (--preset or --topology, --prefix), e.g. sw1")
+	f.StringVar(&node, "node", "", "take --netns and the ports from this switch of the testbed (--preset or --topology, --prefix), e.g. sw1")
 	f.StringVar(&preset, "preset", "pair", "with --node: the testbed's topology preset")
 	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
-	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (the namespace is prefix + node)")
-	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (sequenced, unprotected: measures loss), cells (a cell fabric's edge or fabric node) or fec (RAIL's XOR parity or replication)")
+	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (namespace = prefix + node)")
+	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (measures loss), cells or fec")
 	f.StringVar(&cfg.Cells.Spray, "spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
 	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1494 at link MTU 1526, the testbed's)")
 	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
@@ -451,7 +210,7 @@ On real NICs, set at both ends of the link: 'ethtool -L LINKDEV combined 1' (Lin
 	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
 	f.IntVar(&cfg.LG.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when host frames are dropped after waiting, keep the newest N of each class that arrived in the second half of the wait (default 16; -1 keeps none): they are the hosts' latest TCP retransmissions, which restart TCP at once")
 	f.DurationVar(&cfg.LG.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long host frames wait while a link session agreed before is not up (the link port down, the peer silent or restarting), and the longest any kept frame waits (default 5s): an outage shorter than this is a pause to the hosts, not a loss, and LinkGuardian keeps its own frames across it")
-	f.StringVar(&integrity, "integrity", "auto", "lg/lgnb/monitor/cells/fec: integrity check of every link frame: auto (off where the link port is a NIC whose MAC checks the FCS, csum on virtual links such as veth), crc32c (a CRC32C trailer; corrupted frames are dropped as lost), csum (the Internet checksum and the length: about 5x cheaper in the kernel's fast path, weaker) or off (the NICs check the FCS); must come out the same on both ends")
+	f.StringVar(&integrity, "integrity", "auto", "lg/lgnb/monitor/cells/fec: check of every link frame: auto (off on a NIC whose MAC checks the FCS, csum on veth), crc32c, csum or off; both ends need the same --integrity")
 	f.IntVar(&cfg.FEC.N, "fec-n", 0, "fec: fix n, the data frames per parity frame (0: no parity; with --fec-copies, replication only); default: chosen by the link policy")
 	f.Float64Var(&cfg.FEC.Target, "fec-target", 1e-3, "fec: residual loss the hosts may see; the link policy chooses n (or replication) for it from the measured loss")
 	f.Float64Var(&cfg.FEC.Loss, "fec-loss", 0, "fec: take the link's loss rate as given: the policy chooses once for it (default: measured)")
@@ -464,7 +223,7 @@ On real NICs, set at both ends of the link: 'ethtool -L LINKDEV combined 1' (Lin
 	f.IntVar(&cfg.Workers, "workers", 1, "worker loops, one per queue: worker i owns queue i of every port (ports need this many RX and TX queues; several use AF_XDP only)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
-	f.StringVar(&fastPath, "fastpath", "auto", "forward, lg, lgnb, monitor: auto (the kernel path where possible, direction by direction, AF_XDP where not, logged with the reason), xdp (the kernel path, or fail naming the port and the fix) or afxdp (always through AF_XDP and the worker); other modes use AF_XDP")
+	f.StringVar(&fastPath, "fastpath", "auto", "forward, lg, lgnb, monitor: auto (the kernel where it can, AF_XDP where not, logged with the reason), xdp (the kernel or fail) or afxdp (every frame through the worker)")
 	f.StringVar(&zeroCopy, "zerocopy", "auto", "AF_XDP mode of every socket: auto (zero-copy if every port's driver takes it, else copy; the log says which and why), on (zero-copy, or refuse to start) or off (copy)")
 	f.BoolVar(&needWakeup, "need-wakeup", true, "bind the AF_XDP sockets with XDP_USE_NEED_WAKEUP: TX kicks and fill-ring wakeups are syscalls only when the kernel asks (false: always)")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by all ports (default: --frames-per-queue × the ports' receive queues, plus the mode's buffers)")
@@ -473,7 +232,7 @@ On real NICs, set at both ends of the link: 'ethtool -L LINKDEV combined 1' (Lin
 	f.IntVar(&cfg.Batch, "batch", 0, "frames per ring operation (default 256)")
 	f.IntVar(&cfg.TxBudget, "tx-budget", 0, "frames one TX kick may move in copy mode (XDP_MAX_TX_SKB_BUDGET; default 256, -1 keeps the kernel's 32)")
 	f.Uint32Var(&cfg.RingSize, "ring-size", 0, "AF_XDP ring size in descriptors, power of two (default 2048; 4096 with LinkGuardian's send fast path, for its credit window)")
-	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the statistics endpoint (:PORT binds loopback; 0.0.0.0:PORT exposes it); empty to disable")
+	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the Prometheus and JSON statistics endpoint (:PORT binds loopback); empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
 	return cmd

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// runCommonFlags are the flags 'run --help' shows, in this order; 'run
+// --help-all' shows every flag (docs/run.md explains them).
+var runCommonFlags = []string{
+	"node", "preset", "prefix", "netns", "host-port", "link-port",
+	"mode", "fastpath", "integrity", "port-rate", "metrics", "stats-every", "help-all",
+}
+
+// helpWidth is the column the flag lists wrap at.
+const helpWidth = 100
+
+// setRunHelp gives run a help of one screen (its common flags) and adds
+// --help-all, which the command's RunE answers with runHelp(all).
+func setRunHelp(cmd *cobra.Command, all *bool) {
+	cmd.Flags().BoolVar(all, "help-all", false, "help with every flag (LinkGuardian, cells, FEC, PFC, sessions, AF_XDP, sizes)")
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) { runHelp(c, false) })
+}
+
+// runHelp prints run's help: the common flags, or every flag with all.
+func runHelp(cmd *cobra.Command, all bool) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "%s\n\nUsage:\n  %s\n", cmd.Long, cmd.UseLine())
+	local := cmd.LocalFlags()
+	if all {
+		fmt.Fprintf(out, "\nFlags:\n%s", local.FlagUsagesWrapped(helpWidth))
+	} else {
+		common := pflag.NewFlagSet("common", pflag.ContinueOnError)
+		common.SortFlags = false
+		for _, name := range runCommonFlags {
+			if f := local.Lookup(name); f != nil {
+				common.AddFlag(f)
+			}
+		}
+		more := 0
+		local.VisitAll(func(f *pflag.Flag) {
+			if common.Lookup(f.Name) == nil && !f.Hidden {
+				more++
+			}
+		})
+		fmt.Fprintf(out, "\nCommon flags:\n%s", common.FlagUsagesWrapped(helpWidth))
+		fmt.Fprintf(out, "\n%d more flags: linkfabric run --help-all\n", more)
+	}
+	fmt.Fprintf(out, "\nExamples:\n%s\n", cmd.Example)
+	if g := cmd.InheritedFlags(); g.HasAvailableFlags() {
+		fmt.Fprintf(out, "\nGlobal Flags:\n%s", g.FlagUsagesWrapped(helpWidth))
+	}
+}
