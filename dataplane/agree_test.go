@@ -85,10 +85,10 @@ func TestMismatchText(t *testing.T) {
 		{linksession.Agreed{Conflict: linksession.ConflictIntegrity, LocalCaps: linksession.Caps{Known: true, Integrity: linkcrc.Csum},
 			PeerCaps: linksession.Caps{Known: true, Integrity: linkcrc.CRC32C}}, "--integrity csum here, crc32c at the peer"},
 		{linksession.Agreed{Conflict: linksession.ConflictProtect, Local: linksession.Protect{Tx: true}, Peer: linksession.Protect{Tx: true, Rx: true, RxMode: 1}},
-			"--mode lg|lgnb|monitor --protect tx here, --mode lgnb --protect both at the peer"},
+			"--mode lg|lgnb|monitor --lg-protect tx here, --mode lgnb --lg-protect both at the peer"},
 		{linksession.Agreed{Conflict: linksession.ConflictProtect | linksession.ConflictIntegrity, Local: lg, Peer: linksession.Protect{Tx: true, Rx: true, FEC: true},
 			LocalCaps: linksession.Caps{Known: true, Integrity: linkcrc.Off}, PeerCaps: linksession.Caps{Known: true, Integrity: linkcrc.CRC32C}},
-			"--mode lg --protect both here, --mode fec at the peer; --integrity off here, crc32c at the peer"},
+			"--mode lg --lg-protect both here, --mode fec at the peer; --integrity off here, crc32c at the peer"},
 	} {
 		if got := mismatchText(c.a); got != c.want {
 			t.Errorf("mismatchText(%+v) = %q, want %q", c.a, got, c.want)
@@ -96,12 +96,12 @@ func TestMismatchText(t *testing.T) {
 	}
 	a := linksession.Agreed{Conflict: linksession.ConflictProtect | linksession.ConflictIntegrity, Local: lg, Peer: linksession.Protect{Tx: true, Rx: true, FEC: true},
 		LocalCaps: linksession.Caps{Known: true, Integrity: linkcrc.Csum}, PeerCaps: linksession.Caps{Known: true}}
-	if got, want := cellMismatchText(a), "--link-mode lg here, fec at the peer; --integrity csum here, crc32c at the peer"; got != want {
+	if got, want := cellMismatchText(a), "--cells-link-mode lg here, fec at the peer; --integrity csum here, crc32c at the peer"; got != want {
 		t.Errorf("cellMismatchText = %q, want %q", got, want)
 	}
 	buf, log := newLogBuffer()
 	sayMismatch(log, "link0", a)
-	for _, want := range []string{"--mode lg --protect both here, --mode fec at the peer", "--integrity csum here, crc32c at the peer; nothing is delivered until both ends run the same --integrity"} {
+	for _, want := range []string{"--mode lg --lg-protect both here, --mode fec at the peer", "--integrity csum here, crc32c at the peer; nothing is delivered until both ends run the same --integrity"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, buf.String())
 		}

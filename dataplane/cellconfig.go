@@ -130,7 +130,7 @@ const (
 	// DefaultCellPreCredit is the standing pre-credit of a VOQ: two
 	// full-size frames' records.
 	DefaultCellPreCredit = 4096
-	// MinCellSize is the least --cell-size: a cell carries at least as
+	// MinCellSize is the least --cells-size: a cell carries at least as
 	// much payload as its own header.
 	MinCellSize = cellify.CellHeaderLen
 )
@@ -142,20 +142,20 @@ func (c *CellsConfig) defaults(edge bool) error {
 		c.Spray = "perm"
 	}
 	if _, err := cellify.ParseSprayMode(c.Spray); err != nil {
-		return fmt.Errorf("dataplane: --spray %q: want perm, p2c or hash", c.Spray)
+		return fmt.Errorf("dataplane: --cells-spray %q: want perm, p2c or hash", c.Spray)
 	}
 	switch c.LinkMode {
 	case "", "none":
 		c.LinkMode = "none"
 	case "monitor", "lg", "lgnb", "fec":
 	default:
-		return fmt.Errorf("dataplane: --link-mode %q: want none, lg, lgnb, monitor or fec", c.LinkMode)
+		return fmt.Errorf("dataplane: --cells-link-mode %q: want none, lg, lgnb, monitor or fec", c.LinkMode)
 	}
 	if edge && int(c.NodeID) >= CellMaxEdges {
-		return fmt.Errorf("dataplane: --node-id %d: an edge's id must be 1..%d (its bit in the reachability bitmaps); fabric nodes take 1..65535", c.NodeID, CellMaxEdges-1)
+		return fmt.Errorf("dataplane: --cells-node-id %d: an edge's id must be 1..%d (its bit in the reachability bitmaps); fabric nodes take 1..65535", c.NodeID, CellMaxEdges-1)
 	}
 	if c.CellSize < 0 {
-		return fmt.Errorf("dataplane: --cell-size %d: want a positive size, or 0 for what fits the link MTU", c.CellSize)
+		return fmt.Errorf("dataplane: --cells-size %d: want a positive size, or 0 for what fits the link MTU", c.CellSize)
 	}
 	if c.ReachInterval == 0 {
 		c.ReachInterval = defaultReachInterval
@@ -167,13 +167,13 @@ func (c *CellsConfig) defaults(edge bool) error {
 		c.ReachUp = defaultReachUp
 	}
 	if c.ReachInterval < 10*time.Microsecond || c.ReachTh < 1 || c.ReachTh > 10000 || c.ReachUp < 1 || c.ReachUp > 10000 {
-		return fmt.Errorf("dataplane: --reach-interval %v, --reach-th %d, --reach-up %d: want at least 10µs, and 1..10000 intervals", c.ReachInterval, c.ReachTh, c.ReachUp)
+		return fmt.Errorf("dataplane: --cells-reach-interval %v, --cells-reach-th %d, --cells-reach-up %d: want at least 10µs, and 1..10000 intervals", c.ReachInterval, c.ReachTh, c.ReachUp)
 	}
 	if c.ReasmTimeout == 0 {
 		c.ReasmTimeout = defaultReasmTimeout
 	}
 	if c.ReasmTimeout < 0 {
-		return fmt.Errorf("dataplane: --reasm-timeout %v: want a positive duration", c.ReasmTimeout)
+		return fmt.Errorf("dataplane: --cells-reasm-timeout %v: want a positive duration", c.ReasmTimeout)
 	}
 	if c.HostRate == 0 {
 		c.HostRate = defaultCellHostRate
@@ -190,7 +190,7 @@ func (c *CellsConfig) parseClasses() error {
 	switch c.LossClasses {
 	case "", "off", "none":
 		if c.ClassMap != "" {
-			return fmt.Errorf("dataplane: --class-map %q needs --loss-classes (e.g. default: 1e-6,1e-3,1e-1)", c.ClassMap)
+			return fmt.Errorf("dataplane: --cells-class-map %q needs --cells-loss-classes (e.g. default: 1e-6,1e-3,1e-1)", c.ClassMap)
 		}
 		return nil
 	case "default":
@@ -199,21 +199,21 @@ func (c *CellsConfig) parseClasses() error {
 		for _, f := range strings.Split(c.LossClasses, ",") {
 			b, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if err != nil {
-				return fmt.Errorf("dataplane: --loss-classes %q: want ascending loss rates like 1e-6,1e-3,1e-1, or default", c.LossClasses)
+				return fmt.Errorf("dataplane: --cells-loss-classes %q: want ascending loss rates like 1e-6,1e-3,1e-1, or default", c.LossClasses)
 			}
 			c.classes.Bounds = append(c.classes.Bounds, b)
 		}
 	}
 	if c.LinkMode == "none" {
-		return fmt.Errorf("dataplane: --loss-classes needs a link mode that measures each link's loss: --link-mode monitor (or lg, lgnb, fec), on every node of the fabric")
+		return fmt.Errorf("dataplane: --cells-loss-classes needs a link mode that measures each link's loss: --cells-link-mode monitor (or lg, lgnb, fec), on every node of the fabric")
 	}
 	if err := cellify.ParseClassMap(c.ClassMap, len(c.classes.Bounds), &c.classes.Of); err != nil {
-		return fmt.Errorf("dataplane: --class-map: %w", err)
+		return fmt.Errorf("dataplane: --cells-class-map: %w", err)
 	}
 	cfg := cellify.DefaultReachConfig(1, cellify.TierEdge, 1)
 	cfg.SetClasses(c.classes)
 	if _, err := cellify.NewReachability(cfg); err != nil {
-		return fmt.Errorf("dataplane: --loss-classes %q: %w", c.LossClasses, err)
+		return fmt.Errorf("dataplane: --cells-loss-classes %q: %w", c.LossClasses, err)
 	}
 	return nil
 }
@@ -231,9 +231,9 @@ func (c *CellsConfig) fit(linkMTU int, integrity linkcrc.Integrity, link string)
 	case c.CellSize == 0:
 		c.CellSize = most
 	case c.CellSize < MinCellSize:
-		return fmt.Errorf("dataplane: --cell-size %d is below the cell header (%d bytes): want %d to %d", c.CellSize, MinCellSize, MinCellSize, most)
+		return fmt.Errorf("dataplane: --cells-size %d is below the cell header (%d bytes): want %d to %d", c.CellSize, MinCellSize, MinCellSize, most)
 	case c.CellSize > most:
-		return fmt.Errorf("dataplane: --cell-size %d does not fit link MTU %d (%s): a cell frame has %d bytes of headers%s besides its payload; want at most %d (the default)",
+		return fmt.Errorf("dataplane: --cells-size %d does not fit link MTU %d (%s): a cell frame has %d bytes of headers%s besides its payload; want at most %d (the default)",
 			c.CellSize, linkMTU, link, cellify.CellPayloadOffset, trailerNote(integrity), most)
 	}
 	return nil

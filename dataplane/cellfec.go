@@ -9,7 +9,7 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// cellFEC is what runs under the cells on one link port with --link-mode
+// cellFEC is what runs under the cells on one link port with --cells-link-mode
 // fec: RAIL's XOR coding (package fec, through fecCtl as mode fec runs it)
 // and the link session.
 //
@@ -68,7 +68,7 @@ func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
 	err := k.fecCtl.init(c,
 		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.cellFrame, BufLen: pl.maxAlloc, LocalMAC: d.all[port].mac, PeerMAC: bcast},
 		fec.ReceiverConfig{Window: cellFECWindow, Wait: int64(c.Wait), Immediate: true, Carried: true},
-		fecMem{pl}, d.cfg.Logger, d.all[port].Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --link-mode lg", &k.changes)
+		fecMem{pl}, d.cfg.Logger, d.all[port].Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --cells-link-mode lg", &k.changes)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// TestCellFECMemory: two edges in memory with --link-mode fec under the
+// TestCellFECMemory: two edges in memory with --cells-link-mode fec under the
 // cells on 3 links, n fixed at 4; 5% of the cells from node 1 are lost on
 // the links (parity and control frames never). Every host frame still
 // arrives whole and in order (the reassembly orders what the links
@@ -145,7 +145,7 @@ func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun 
 	}
 	time.Sleep(200 * time.Millisecond) // a loss observation every 20 ms
 	r.s1, r.s2 = cellsSnap(t, sw1), cellsSnap(t, sw2)
-	t.Logf("--link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost (%d dropped at sockets: machine busy); the impairment dropped %d frames",
+	t.Logf("--cells-link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost (%d dropped at sockets: machine busy); the impairment dropped %d frames",
 		mode, p, r.packets, r.lost, r.busy, r.dropped)
 	t.Logf("sw2: usable links %d, reassembly skipped %d holes, discarded %d records, malformed %d", r.s2.UsableLinks, r.s2.ReasmTimeouts, r.s2.ReasmDiscards, r.s2.Malformed)
 	for _, s := range []CellsSnapshot{r.s1, r.s2} {
@@ -161,7 +161,7 @@ func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun 
 
 // TestCellsFECGrayUDP: the bundle's 4 links all gray (Bernoulli loss 1e-2
 // sw1→sw2). UDP through the cells loses far fewer datagrams with
-// --link-mode fec than with none: each link's receiver rebuilds the cells
+// --cells-link-mode fec than with none: each link's receiver rebuilds the cells
 // lost, one per group; n comes from the policy on the loss sw2 measures
 // (1e-2: reported to sw1 in the link session), the measured raw loss is
 // each link's loss rate at sw2's node, and the links stay in use.
@@ -206,7 +206,7 @@ func TestCellsFECGrayUDP(t *testing.T) {
 	// Raw counts: a datagram dropped at a socket (machine busy) is lost
 	// in both arms alike; the reassembly's discards show the links' share.
 	ln, lf := none.lost, coded.lost
-	t.Logf("datagrams lost at loss %g on every link: --link-mode none %d of %d (%.3g; reassembly discarded %d records), fec %d of %d (%.3g; discarded %d)",
+	t.Logf("datagrams lost at loss %g on every link: --cells-link-mode none %d of %d (%.3g; reassembly discarded %d records), fec %d of %d (%.3g; discarded %d)",
 		p, ln, none.packets, float64(ln)/float64(none.packets), none.s2.ReasmDiscards, lf, coded.packets, float64(lf)/float64(coded.packets), coded.s2.ReasmDiscards)
 	if none.s2.ReasmDiscards == 0 || lf*5 > ln || coded.s2.ReasmDiscards*5 > none.s2.ReasmDiscards {
 		t.Errorf("datagrams lost: none %d, fec %d (records discarded: none %d, fec %d); want fec's far fewer (a fifth at most)",
@@ -214,7 +214,7 @@ func TestCellsFECGrayUDP(t *testing.T) {
 	}
 }
 
-// FuzzCellFECReceive drives the receive path of --link-mode fec under the
+// FuzzCellFECReceive drives the receive path of --cells-link-mode fec under the
 // cells (two edges in memory, 2 links, n = 3) with the input: hostile link
 // frames into edge 2 (raw bytes; cells with any link fields, sequenced
 // near the receiver's window or not; parity frames with any header and
@@ -354,7 +354,7 @@ func hostileCellFEC(o *fuzzOps) []byte {
 	return b[:m]
 }
 
-// TestCellFECRestartAndDown: under --link-mode fec in memory, a link whose
+// TestCellFECRestartAndDown: under --cells-link-mode fec in memory, a link whose
 // interface goes down leaves the node's routes and its session waits;
 // traffic goes over the other link meanwhile, and the link comes back with
 // its interface. Edge 2 restarting (a new pipeline: new epoch, fresh

@@ -1,7 +1,7 @@
 package dataplane
 
 // Cells over LinkGuardian on veth (celllink.go): the bundle's edges run
-// --link-mode lg under the cells; numbered frames from h1 to h2 while a
+// --cells-link-mode lg under the cells; numbered frames from h1 to h2 while a
 // link is cut or two links lose 1% in bursts.
 
 import (
@@ -196,7 +196,7 @@ func TestCellsNoneFailover(t *testing.T) {
 }
 
 // TestCellsLGNodeCollision: two edges of the bundle given the same
-// --node-id under lg refuse each other in the link session (counted on
+// --cells-node-id under lg refuse each other in the link session (counted on
 // every link) and carry nothing; with monitor under the cells and 5% loss
 // on two links, those links' measured loss takes them out of sw2's routes
 // and the other two stay.

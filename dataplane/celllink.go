@@ -9,7 +9,7 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// cellLink is what runs under the cells on one link port with --link-mode
+// cellLink is what runs under the cells on one link port with --cells-link-mode
 // lg, lgnb or monitor: a LinkGuardian endpoint and the link session.
 //
 // Cells and the cell control frames keep their own link-header type; the
@@ -90,7 +90,7 @@ type CellLinkLG struct {
 	// NotAgreed: link frames dropped before the session agreed.
 	NotAgreed uint64  `json:"not_agreed"`
 	LossRate  float64 `json:"loss_rate,omitempty"`
-	// FEC is the coding with --link-mode fec (cellfec.go): the sender's n
+	// FEC is the coding with --cells-link-mode fec (cellfec.go): the sender's n
 	// and copies in force and where they come from, its counters (data
 	// cells, parity frames), the receiver's (recovered, lost: never
 	// delivered), the loss measured each way and the link policy. The

@@ -47,7 +47,7 @@ type cellPipeline struct {
 	prio []int  // per link: the lane of its control frames
 	up   []bool // per link: up as last reported to the node
 	// links run a link layer and its session under the cells (celllink.go,
-	// cellfec.go; nil with --link-mode none); copyFails counts cells handed back by a
+	// cellfec.go; nil with --cells-link-mode none); copyFails counts cells handed back by a
 	// link that found no UMEM frame to be copied into.
 	links     []cellLayer
 	copyFails uint64

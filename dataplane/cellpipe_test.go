@@ -284,18 +284,18 @@ func TestCellsConfig(t *testing.T) {
 		mtu  int
 		want []string
 	}{
-		{CellsConfig{CellSize: 8}, true, 1516, []string{"--cell-size 8", "below the cell header"}},
-		{CellsConfig{CellSize: most + 1}, true, 1516, []string{fmt.Sprintf("--cell-size %d", most+1), "link MTU 1516", fmt.Sprintf("at most %d", most)}},
-		{CellsConfig{Spray: "ecmp"}, true, 1516, []string{"--spray", "perm, p2c or hash"}},
-		{CellsConfig{LinkMode: "xor"}, true, 1516, []string{"--link-mode", "none, lg, lgnb, monitor or fec"}},
-		{CellsConfig{NodeID: 1024}, true, 1516, []string{"--node-id 1024", "1..1023"}},
-		{CellsConfig{ReasmTimeout: -1}, true, 1516, []string{"--reasm-timeout"}},
+		{CellsConfig{CellSize: 8}, true, 1516, []string{"--cells-size 8", "below the cell header"}},
+		{CellsConfig{CellSize: most + 1}, true, 1516, []string{fmt.Sprintf("--cells-size %d", most+1), "link MTU 1516", fmt.Sprintf("at most %d", most)}},
+		{CellsConfig{Spray: "ecmp"}, true, 1516, []string{"--cells-spray", "perm, p2c or hash"}},
+		{CellsConfig{LinkMode: "xor"}, true, 1516, []string{"--cells-link-mode", "none, lg, lgnb, monitor or fec"}},
+		{CellsConfig{NodeID: 1024}, true, 1516, []string{"--cells-node-id 1024", "1..1023"}},
+		{CellsConfig{ReasmTimeout: -1}, true, 1516, []string{"--cells-reasm-timeout"}},
 		{CellsConfig{}, true, 40, []string{"MTU 40", "no cell fits"}},
-		{CellsConfig{LossClasses: "default"}, true, 1516, []string{"--loss-classes", "--link-mode monitor"}},
-		{CellsConfig{LossClasses: "1e-3,1e-6", LinkMode: "monitor"}, true, 1516, []string{"--loss-classes \"1e-3,1e-6\"", "ascend"}},
-		{CellsConfig{LossClasses: "low", LinkMode: "monitor"}, true, 1516, []string{"--loss-classes \"low\""}},
-		{CellsConfig{ClassMap: "5=1"}, true, 1516, []string{"--class-map", "needs --loss-classes"}},
-		{CellsConfig{LossClasses: "default", LinkMode: "lg", ClassMap: "5=4"}, true, 1516, []string{"--class-map", "loss class k in 1..3"}},
+		{CellsConfig{LossClasses: "default"}, true, 1516, []string{"--cells-loss-classes", "--cells-link-mode monitor"}},
+		{CellsConfig{LossClasses: "1e-3,1e-6", LinkMode: "monitor"}, true, 1516, []string{"--cells-loss-classes \"1e-3,1e-6\"", "ascend"}},
+		{CellsConfig{LossClasses: "low", LinkMode: "monitor"}, true, 1516, []string{"--cells-loss-classes \"low\""}},
+		{CellsConfig{ClassMap: "5=1"}, true, 1516, []string{"--cells-class-map", "needs --cells-loss-classes"}},
+		{CellsConfig{LossClasses: "default", LinkMode: "lg", ClassMap: "5=4"}, true, 1516, []string{"--cells-class-map", "loss class k in 1..3"}},
 	} {
 		err := tc.c.defaults(tc.edge)
 		if err == nil {
@@ -309,12 +309,12 @@ func TestCellsConfig(t *testing.T) {
 	}
 	for _, m := range []string{"lg", "lgnb", "monitor", "fec"} {
 		if err := (&CellsConfig{LinkMode: m}).defaults(true); err != nil {
-			t.Errorf("--link-mode %s: %v", m, err)
+			t.Errorf("--cells-link-mode %s: %v", m, err)
 		}
 	}
 	lc := CellsConfig{LinkMode: "monitor", LossClasses: "default", ClassMap: "5=1,7=2"}
 	if err := lc.defaults(true); err != nil || lc.classes.For(5) != 1 || lc.classes.For(7) != 2 || lc.classes.For(0) != 3 {
-		t.Errorf("--loss-classes default --class-map 5=1,7=2: %+v, %v", lc.classes, err)
+		t.Errorf("--cells-loss-classes default --cells-class-map 5=1,7=2: %+v, %v", lc.classes, err)
 	}
 	if err := (&CellsConfig{NodeID: 40000}).defaults(false); err != nil {
 		t.Errorf("fabric node id 40000: %v", err)

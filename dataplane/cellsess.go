@@ -10,7 +10,7 @@ import (
 )
 
 // cellLayer is what runs under the cells on one link port (every
-// --link-mode but none): lg, lgnb or monitor (cellLink, celllink.go) or fec
+// --cells-link-mode but none): lg, lgnb or monitor (cellLink, celllink.go) or fec
 // (cellFEC, cellfec.go). The pipeline hands it the link's received frames
 // and the node's output for the link, polls it, and asks it for link state
 // and statistics; it hands the node what it delivers.
@@ -143,7 +143,7 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 		c.collisions++
 		if c.collisionLog == 0 || now-c.collisionLog > int64(time.Second) {
 			c.collisionLog = now
-			log.Error("link session refused: the node at the other end of this link has this node's --node-id; give one of them another --node-id (unique in the fabric); the link carries nothing until then",
+			log.Error("link session refused: the node at the other end of this link has this node's --cells-node-id; give one of them another --cells-node-id (unique in the fabric); the link carries nothing until then",
 				"dev", name, "node_id", c.scfg.Node)
 		}
 	}
@@ -154,7 +154,7 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	if ev&linksession.EvMismatch != 0 {
 		if a.Conflict&linksession.ConflictProtect != 0 {
-			log.Error("link session: "+linkModeConflict(a)+": the link layers do not fit; run both ends with the same --link-mode", "dev", name)
+			log.Error("link session: "+linkModeConflict(a)+": the link layers do not fit; run both ends with the same --cells-link-mode", "dev", name)
 		}
 		if a.Conflict&linksession.ConflictIntegrity != 0 {
 			sayMismatch(log, name, linksession.Agreed{Conflict: linksession.ConflictIntegrity, LocalCaps: a.LocalCaps, PeerCaps: a.PeerCaps})
@@ -167,7 +167,7 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 }
 
 // cellMismatchText is mismatchText for a link under the cells, whose
-// protect mode is its --link-mode.
+// protect mode is its --cells-link-mode.
 func cellMismatchText(a linksession.Agreed) string {
 	if a.Conflict&linksession.ConflictProtect == 0 {
 		return mismatchText(a)
@@ -180,12 +180,12 @@ func cellMismatchText(a linksession.Agreed) string {
 	return t
 }
 
-// linkModeConflict names the two ends' --link-mode.
+// linkModeConflict names the two ends' --cells-link-mode.
 func linkModeConflict(a linksession.Agreed) string {
-	return "--link-mode " + cellLinkMode(a.Local) + " here, " + cellLinkMode(a.Peer) + " at the peer"
+	return "--cells-link-mode " + cellLinkMode(a.Local) + " here, " + cellLinkMode(a.Peer) + " at the peer"
 }
 
-// cellLinkMode is the --link-mode an end's protect mode says.
+// cellLinkMode is the --cells-link-mode an end's protect mode says.
 func cellLinkMode(p linksession.Protect) string {
 	if p.FEC {
 		return "fec"

@@ -111,7 +111,7 @@ type CellLinkSnapshot struct {
 	MeasuredClass uint8    `json:"measured_class,omitempty"`
 	PeerClass     uint8    `json:"peer_class,omitempty"`
 	TxClassBytes  []uint64 `json:"tx_class_bytes,omitempty"`
-	// LG is the link layer under the cells (nil with --link-mode none).
+	// LG is the link layer under the cells (nil with --cells-link-mode none).
 	LG *CellLinkLG `json:"link_layer,omitempty"`
 }
 

@@ -237,7 +237,7 @@ func (c *Config) defaults() error {
 		}
 	case ModeFEC:
 		if c.LG.Protect != "" && c.LG.Protect != "both" {
-			return fmt.Errorf("dataplane: --protect %s: mode fec protects both directions of the link; leave --protect out", c.LG.Protect)
+			return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", c.LG.Protect)
 		}
 		if err := c.LG.defaults(c.Mode); err != nil {
 			return err
@@ -589,10 +589,10 @@ func (c *Config) checkSizes(sockets int) error {
 			txBuffer = defaultTxBuffer(c.RingSize, true)
 		}
 		if txBuffer > int(c.RingSize) {
-			return fmt.Errorf("dataplane: --tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)
+			return fmt.Errorf("dataplane: --lg-tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --lg-tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)
 		}
 		need += 2*uint64(txBuffer) + hostQueueLen
-		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
+		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --lg-tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
 	}
 	if c.Mode == ModeCells && c.Cells.LinkMode == "fec" {
 		n := uint64(len(c.LinkPorts))
@@ -601,11 +601,11 @@ func (c *Config) checkSizes(sockets int) error {
 	} else if c.Mode == ModeCells && c.Cells.LinkMode != "none" {
 		b := c.LG.TxBuffer
 		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
-			return fmt.Errorf("dataplane: --tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
+			return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
 		}
 		n := uint64(len(c.LinkPorts))
 		need += n * 3 * uint64(b)
-		what += fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --tx-buffer %d)", n, b)
+		what += fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b)
 	}
 	if c.Mode == ModeCells {
 		n := uint64(len(c.HostPorts))
@@ -670,7 +670,7 @@ func (c *Config) checkStaticSizes() error {
 			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
 	}
 	if b := c.LG.TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
-		return fmt.Errorf("dataplane: --tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
+		return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
 	}
 	return nil
 }

@@ -217,9 +217,9 @@ func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
 	}
 	switch c.LG.Protect {
 	case "rx":
-		return "--protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
+		return "--lg-protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
 	case "tx":
-		return "--protect tx: the send fast path piggybacks ACKs of the receive point, which --protect both keeps", false
+		return "--lg-protect tx: the send fast path piggybacks ACKs of the receive point, which --lg-protect both keeps", false
 	}
 	if qerr != nil {
 		return fmt.Sprintf("cannot count the queues of %s: %v", c.LinkPort, qerr), false
@@ -265,7 +265,7 @@ func (c *Config) fastConfigBlocked() string {
 		// no occupancy to send XOFF from: per-class PFC needs the worker.
 		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
 	case c.Mode != ModeForward && c.LG.Protect == "tx":
-		return "the link's frames toward this end are not sequenced (--protect without rx): nothing for the kernel path to judge"
+		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
 	}
 	for _, name := range c.portNames() {
 		if s, ok := c.Shape[name]; ok && s.Rate > 0 {

@@ -14,7 +14,7 @@ import (
 )
 
 // fecCtl is RAIL's coding on one link as both mode fec (fecpipe.go) and
-// --link-mode fec under the cells (cellfec.go) run it: the fec Sender and
+// --cells-link-mode fec under the cells (cellfec.go) run it: the fec Sender and
 // Receiver, the receiver's loss monitors, the reports exchanged in the
 // link session, and the link policy that picks the sender's n (or
 // replication) from the loss the peer reports.

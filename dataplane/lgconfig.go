@@ -264,7 +264,7 @@ func (c *LGConfig) defaults(mode Mode) error {
 		c.Protect = "both"
 	}
 	if c.Protect != "both" && c.Protect != "tx" && c.Protect != "rx" {
-		return fmt.Errorf("dataplane: --protect %q: want both, tx or rx", c.Protect)
+		return fmt.Errorf("dataplane: --lg-protect %q: want both, tx or rx", c.Protect)
 	}
 	if c.TargetLoss == 0 {
 		c.TargetLoss = 1e-8

@@ -18,7 +18,7 @@ import (
 // sequenced frames flow, and again after either end restarts, the two ends
 // exchange HELLO/HELLO-ACK on the priority lane, agree on the smaller of
 // their windows (the sender's credit), lanes, MTU and link speed, check
-// that their --protect settings fit together, and reset LinkGuardian's
+// that their --lg-protect settings fit together, and reset LinkGuardian's
 // sequence state to the initial sequence numbers both announced. A frame
 // from before a restart is then behind the receiver's window and dropped:
 // nothing stale is delivered.
@@ -173,7 +173,7 @@ func (pl *lgPipeline) newSession() error {
 		prot.RxMode = uint8(p.R.Mode())
 	}
 	fastSend := p.S != nil && pl.d.fast.lgSends() // as newLGPipeline connects it
-	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --protect that fits this one")
+	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
 }
 
 // sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
@@ -268,7 +268,7 @@ func mismatchText(a linksession.Agreed) string {
 }
 
 // protectFlags is what an end's protect mode says of its --mode and
-// --protect (the mode of an end that does not sequence what it receives
+// --lg-protect (the mode of an end that does not sequence what it receives
 // is not said: lg, lgnb and monitor send alike).
 func protectFlags(p linksession.Protect) string {
 	if p.FEC {
@@ -287,7 +287,7 @@ func protectFlags(p linksession.Protect) string {
 	case p.Rx:
 		prot = "rx"
 	}
-	return "--mode " + mode + " --protect " + prot
+	return "--mode " + mode + " --lg-protect " + prot
 }
 
 // integrityConflict names the two ends' integrity checks.

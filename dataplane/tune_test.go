@@ -37,7 +37,7 @@ func TestUntunedThresholds(t *testing.T) {
 	frame := mtu + 18
 	for _, c := range []struct {
 		name       string
-		given      int // --resume-threshold (0: none)
+		given      int // --lg-resume-threshold (0: none)
 		fastSend   bool
 		wantResume int
 	}{
@@ -89,11 +89,11 @@ func TestTunedAckDelay(t *testing.T) {
 	}
 	c.DummyWaitMax, c.AckDelay = time.Millisecond, 0
 	if r := c.core(ModeLG, [6]byte{}).Receiver; r.AckDelay != 500_000 {
-		t.Errorf("AckDelay %d with --dummy-wait-max 1ms, want 500µs", r.AckDelay)
+		t.Errorf("AckDelay %d with --lg-dummy-wait-max 1ms, want 500µs", r.AckDelay)
 	}
 	c.AckDelay = 7 * time.Microsecond
 	if r := c.core(ModeLG, [6]byte{}).Receiver; r.AckDelay != 7000 {
-		t.Errorf("AckDelay %d with --ack-delay 7µs", r.AckDelay)
+		t.Errorf("AckDelay %d with --lg-ack-delay 7µs", r.AckDelay)
 	}
 }
 
@@ -126,7 +126,7 @@ func TestCreditWindow(t *testing.T) {
 	}
 }
 
-// TestAutoNeedsEvidenceToSwitchOff: --auto may switch protection off for a
+// TestAutoNeedsEvidenceToSwitchOff: --lg-auto may switch protection off for a
 // low loss rate only once the window holds enough frames to tell a rate at
 // which protection is on (ProtectOn, 1e-8 by default) from 0: with no loss,
 // more than 3/ProtectOn frames (the "rule of three" 95% bound). A loss-free

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// CellsSprays are the spraying modes of `linkfabric run --spray`.
+// CellsSprays are the spraying modes of `linkfabric run --cells-spray`.
 var CellsSprays = []string{"perm", "p2c", "hash"}
 
 func checkSprays(what string, sprays []string) error {
@@ -167,8 +167,8 @@ func (e *Env) CellsBalance(ctx context.Context, cfg CellsBalanceConfig) (*CellsB
 	defer b.Down()
 	res.Links = b.LinkPorts(b.Switches[0])
 	for i, sp := range cfg.Sprays {
-		e.progress("cells balance: [%d/%d] --spray %s", i+1, len(cfg.Sprays), sp)
-		if err := b.Start(ctx, BedRun{Mode: ModeCells, Args: append([]string{"--spray", sp}, cfg.RunArgs...)}); err != nil {
+		e.progress("cells balance: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
+		if err := b.Start(ctx, BedRun{Mode: ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...)}); err != nil {
 			return nil, fmt.Errorf("cells balance %s: %w", sp, err)
 		}
 		s, err := b.iperfLoad(ctx, cfg.Flows, cfg.Duration, cfg.CC)

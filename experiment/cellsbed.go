@@ -102,7 +102,7 @@ func (e *Env) CellsBedUp(preset string, mtu int) (*CellsBed, error) {
 
 // SwitchRuns returns the `linkfabric run` of every switch of a testbed
 // (prefix, topology given as where: --preset NAME or --topology FILE) in
-// mode: --node SW, and in mode cells --node-id 1, 2, ... in topology order
+// mode: --node SW, and in mode cells --cells-node-id 1, 2, ... in topology order
 // (unique in the testbed), then extra.
 func SwitchRuns(prefix string, where, switches []string, mode string, extra []string) []NodeRun {
 	var runs []NodeRun
@@ -110,7 +110,7 @@ func SwitchRuns(prefix string, where, switches []string, mode string, extra []st
 		args := append([]string{"run", "--node", sw, "--prefix", prefix}, where...)
 		args = append(args, "--mode", mode)
 		if mode == ModeCells {
-			args = append(args, "--node-id", fmt.Sprint(i+1))
+			args = append(args, "--cells-node-id", fmt.Sprint(i+1))
 		}
 		runs = append(runs, NodeRun{Name: sw, Args: append(args, extra...)})
 	}

@@ -113,7 +113,7 @@ func normalizeGray(what string, loss, burst *float64, gray *[]int) error {
 func (c *CellsClassesConfig) cells(arm string) *cellsRunConfig {
 	r := &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
 	if arm == ClassesArmOn {
-		r.RunArgs = append(slices.Clone(c.RunArgs), "--loss-classes", "default", "--class-map", classesMap)
+		r.RunArgs = append(slices.Clone(c.RunArgs), "--cells-loss-classes", "default", "--cells-class-map", classesMap)
 	}
 	return r
 }

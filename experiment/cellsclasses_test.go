@@ -30,7 +30,7 @@ func TestCellsClassesConfigRefuses(t *testing.T) {
 	if err := c.Normalize(); err != nil || len(c.Arms) != 2 || len(c.Gray) != 3 || c.Loss != 1e-2 {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	if a := c.cells(ClassesArmOn).RunArgs; !strings.Contains(strings.Join(a, " "), "--loss-classes default --class-map 5=1") {
+	if a := c.cells(ClassesArmOn).RunArgs; !strings.Contains(strings.Join(a, " "), "--cells-loss-classes default --cells-class-map 5=1") {
 		t.Fatalf("classes arm's run arguments: %v", a)
 	}
 	if a := c.cells(ClassesArmOff).RunArgs; len(a) != 0 {

@@ -105,8 +105,8 @@ func (e *Env) CellsElephants(ctx context.Context, cfg CellsElephantsConfig) (*Ce
 	nl := float64(len(res.Links))
 	capacity := nl * float64(cfg.LinkRate)
 	for i, sp := range cfg.Sprays {
-		e.progress("cells elephants: [%d/%d] --spray %s", i+1, len(cfg.Sprays), sp)
-		if err := b.Start(ctx, BedRun{Mode: ModeCells, Args: append([]string{"--spray", sp}, cfg.RunArgs...), LinkRate: cfg.LinkRate}); err != nil {
+		e.progress("cells elephants: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
+		if err := b.Start(ctx, BedRun{Mode: ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...), LinkRate: cfg.LinkRate}); err != nil {
 			return nil, fmt.Errorf("cells elephants %s: %w", sp, err)
 		}
 		for k := 1; k <= cfg.Trials; k++ {

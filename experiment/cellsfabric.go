@@ -45,7 +45,7 @@ func CellsNodeArgs(tb *netns.Testbed, node string, id int, extra ...string) ([]s
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"run", "--netns", tb.NS(node), "--mode", "cells", "--node-id", fmt.Sprint(id)}
+	args := []string{"run", "--netns", tb.NS(node), "--mode", "cells", "--cells-node-id", fmt.Sprint(id)}
 	if h := netns.PortsOf(ports, netns.RoleHost); len(h) > 0 {
 		args = append(args, "--host-port", strings.Join(h, ","))
 	}

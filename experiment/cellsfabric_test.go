@@ -17,13 +17,13 @@ func TestCellsNodeArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := &netns.Testbed{Prefix: "lfvq", Topology: topo}
-	args, err := CellsNodeArgs(tb, "e3", 3, "--credits=false")
+	args, err := CellsNodeArgs(tb, "e3", 3, "--cells-credits=false")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(args, " ")
-	for _, want := range []string{"--netns lfvqe3", "--node-id 3", "--host-port host0,host1", "--link-port up0,up1,up2,up3",
-		"host0=100M", "host1=100M", "up0=55M", "up3=55M", "host0=512KiB", "--credits=false"} {
+	for _, want := range []string{"--netns lfvqe3", "--cells-node-id 3", "--host-port host0,host1", "--link-port up0,up1,up2,up3",
+		"host0=100M", "host1=100M", "up0=55M", "up3=55M", "host0=512KiB", "--cells-credits=false"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("e3's arguments %q lack %q", got, want)
 		}

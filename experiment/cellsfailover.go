@@ -114,8 +114,8 @@ func (c *cellsRunConfig) normalize(what string) error {
 // args is `linkfabric run` for edge sw (node id) of the bundle.
 func (c *cellsRunConfig) args(e *Env, sw string, id int, linkMode string) []string {
 	a := []string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", strings.Join(bundleLinks, ","),
-		"--mode", "cells", "--node-id", strconv.Itoa(id), "--link-mode", linkMode,
-		"--reach-interval", c.ReachInterval.String(), "--reach-th", strconv.Itoa(*c.ReachTh), "--reasm-timeout", c.ReasmTimeout.String()}
+		"--mode", "cells", "--cells-node-id", strconv.Itoa(id), "--cells-link-mode", linkMode,
+		"--cells-reach-interval", c.ReachInterval.String(), "--cells-reach-th", strconv.Itoa(*c.ReachTh), "--cells-reasm-timeout", c.ReasmTimeout.String()}
 	return append(a, c.RunArgs...)
 }
 

@@ -26,9 +26,9 @@ var CellsLatencyArms = []string{"forward", "cells", "cells-nopre", "cells-push",
 // reference for what cells add.
 var cellsLatencyWhat = map[string]string{
 	"forward":       "linkfabric forward over link0 (the reference; host0 → link0 in XDP, link0 → host0 through the worker)",
-	"cells":         "cells with credits and the standing pre-credit (--pre-credit, default 4096)",
-	"cells-nopre":   "cells with credits, no pre-credit (--pre-credit 0): every packet waits for a grant",
-	"cells-push":    "cells without credits (--credits=false)",
+	"cells":         "cells with credits and the standing pre-credit (--cells-pre-credit, default 4096)",
+	"cells-nopre":   "cells with credits, no pre-credit (--cells-pre-credit 0): every packet waits for a grant",
+	"cells-push":    "cells without credits (--cells-credits=false)",
 	"forward-afxdp": "linkfabric forward --fastpath afxdp over link0: every frame through the worker, as in cells",
 }
 
@@ -39,7 +39,7 @@ type CellsLatencyConfig struct {
 	Flows   int           `json:"flows"` // per arm
 	Warmup  int           `json:"warmup"`
 	Timeout time.Duration `json:"flow_timeout"`
-	// PreCredit is the cells arm's --pre-credit (0: the dataplane's default).
+	// PreCredit is the cells arm's --cells-pre-credit (0: the dataplane's default).
 	PreCredit int      `json:"pre_credit"`
 	CC        string   `json:"cc"` // "" or auto: dctcp if the kernel has it, else cubic
 	RunArgs   []string `json:"run_args,omitempty"`
@@ -156,12 +156,12 @@ func (c *CellsLatencyConfig) bedRun(arm string) BedRun {
 		r.Mode, r.Args = "forward", []string{"--fastpath", "afxdp"}
 	case "cells":
 		if c.PreCredit > 0 {
-			r.Args = []string{"--pre-credit", strconv.Itoa(c.PreCredit)}
+			r.Args = []string{"--cells-pre-credit", strconv.Itoa(c.PreCredit)}
 		}
 	case "cells-nopre":
-		r.Args = []string{"--pre-credit", "0"}
+		r.Args = []string{"--cells-pre-credit", "0"}
 	case "cells-push":
-		r.Args = []string{"--credits=false"}
+		r.Args = []string{"--cells-credits=false"}
 	}
 	if r.Mode == ModeCells {
 		r.Args = append(r.Args, c.RunArgs...)

@@ -19,12 +19,12 @@ import (
 )
 
 // CellsArms are the arms of the cells experiments: credits (pull: cells
-// leave within the egress scheduler's grants) and push (--credits=false).
+// leave within the egress scheduler's grants) and push (--cells-credits=false).
 var CellsArms = []string{"credits", "push"}
 
 // cellsArmArgs are the `linkfabric run` arguments of an arm.
 func cellsArmArgs(arm string) []string {
-	return []string{"--credits=" + strconv.FormatBool(arm == "credits")}
+	return []string{"--cells-credits=" + strconv.FormatBool(arm == "credits")}
 }
 
 func checkCellsArms(arms []string) error {

@@ -261,10 +261,10 @@ func (b *CellsBed) startPackArm(ctx context.Context, a packArm, extra []string) 
 	}
 	r := BedRun{Mode: ModeCells, Args: extra}
 	if a.cellSize > 0 {
-		r.Args = append([]string{"--cell-size", strconv.Itoa(a.cellSize)}, r.Args...)
+		r.Args = append([]string{"--cells-size", strconv.Itoa(a.cellSize)}, r.Args...)
 	}
 	if a.name == PackUnpacked {
-		r.Args = append([]string{"--packing=false"}, r.Args...)
+		r.Args = append([]string{"--cells-packing=false"}, r.Args...)
 	}
 	if err := b.Start(ctx, r); err != nil {
 		return 0, err

@@ -60,7 +60,7 @@ type FCTConfig struct {
 	// the command gives it to Env.LinkQueues.
 	LinkQueues int `json:"link_queues,omitempty"`
 	// RunArgs are extra `linkfabric run` arguments for lg and lgnb (after
-	// --link-loss LOSS, which they may override).
+	// --lg-link-loss LOSS, which they may override).
 	RunArgs []string `json:"run_args,omitempty"`
 	MTU     int      `json:"mtu,omitempty"` // host MTU (default 1500)
 	// Rounds splits each arm's flows into this many rounds, the arms
@@ -415,7 +415,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 				args = append(args, "--fastpath", "afxdp")
 			}
 			if !lossless {
-				args = append(args, "--link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))
+				args = append(args, "--lg-link-loss", strconv.FormatFloat(cfg.Loss, 'g', -1, 64))
 			}
 			args = append(args, cfg.RunArgs...)
 		}

@@ -19,7 +19,7 @@ import (
 const (
 	FECFCTNone       = "none"        // bare cells sprayed over every link: no protection
 	FECFCTClasses    = "classes"     // loss classes: short flows on the clean class, long ones on every link
-	FECFCTClassesXOR = "classes-xor" // the same with XOR parity under the cells (--link-mode fec)
+	FECFCTClassesXOR = "classes-xor" // the same with XOR parity under the cells (--cells-link-mode fec)
 	FECFCTLG         = "lg"          // LinkGuardian alone on one gray link (mode lg, no cells)
 	FECFCTCellsLG    = "cells-lg"    // cells over LinkGuardian on every link
 )
@@ -30,9 +30,9 @@ var FECFCTArms = []string{FECFCTNone, FECFCTClasses, FECFCTClassesXOR, FECFCTLG,
 var fecFCTWhat = map[string]string{
 	FECFCTNone:       "bare cells sprayed over every link (no protection)",
 	FECFCTClasses:    "loss classes over monitor links: flows up to --short on class 1 (the clean link), longer ones on class 3 (every link)",
-	FECFCTClassesXOR: "loss classes over --link-mode fec (XOR parity with n from --fec-target on every link)",
+	FECFCTClassesXOR: "loss classes over --cells-link-mode fec (XOR parity with n from --fec-target on every link)",
 	FECFCTLG:         "LinkGuardian (mode lg) on one gray link, no cells",
-	FECFCTCellsLG:    "cells over LinkGuardian (--link-mode lg) on every link",
+	FECFCTCellsLG:    "cells over LinkGuardian (--cells-link-mode lg) on every link",
 }
 
 // FECFCTConfig sizes `linkfabric fec fct`.
@@ -129,21 +129,21 @@ func (c *FECFCTConfig) dscp(size int64) int {
 
 // bedRun is what arm runs on the bundle's switches.
 func (c *FECFCTConfig) bedRun(arm string) BedRun {
-	classes := []string{"--loss-classes", "default", "--class-map", classesMap}
+	classes := []string{"--cells-loss-classes", "default", "--cells-class-map", classesMap}
 	r := BedRun{Mode: ModeCells}
 	switch arm {
 	case FECFCTNone:
-		r.Args = []string{"--link-mode", "none"}
+		r.Args = []string{"--cells-link-mode", "none"}
 	case FECFCTClasses:
-		r.Args = append([]string{"--link-mode", "monitor"}, classes...)
+		r.Args = append([]string{"--cells-link-mode", "monitor"}, classes...)
 	case FECFCTClassesXOR:
-		r.Args = append([]string{"--link-mode", "fec", "--fec-target", strconv.FormatFloat(c.FECTarget, 'g', -1, 64)}, classes...)
+		r.Args = append([]string{"--cells-link-mode", "fec", "--fec-target", strconv.FormatFloat(c.FECTarget, 'g', -1, 64)}, classes...)
 	case FECFCTLG:
 		gray := bundleLinks[c.Gray[0]]
 		r.Mode = "lg"
 		r.SwitchArgs = map[string][]string{"sw1": {"--link-port", gray}, "sw2": {"--link-port", gray}}
 	case FECFCTCellsLG:
-		r.Args = []string{"--link-mode", "lg"}
+		r.Args = []string{"--cells-link-mode", "lg"}
 	}
 	r.Args = append(r.Args, c.RunArgs...)
 	return r

@@ -36,7 +36,7 @@ func TestFECFCTConfig(t *testing.T) {
 	if c.dscp(10_000) != classesDSCP || c.dscp(1_000_000) != 0 {
 		t.Fatal("DSCP by size")
 	}
-	if r := c.bedRun(FECFCTClassesXOR); r.Mode != ModeCells || !strings.Contains(strings.Join(r.Args, " "), "--link-mode fec --fec-target 0.001 --loss-classes default --class-map 5=1") {
+	if r := c.bedRun(FECFCTClassesXOR); r.Mode != ModeCells || !strings.Contains(strings.Join(r.Args, " "), "--cells-link-mode fec --fec-target 0.001 --cells-loss-classes default --cells-class-map 5=1") {
 		t.Fatalf("classes-xor: %+v", r)
 	}
 	if r := c.bedRun(FECFCTLG); r.Mode != "lg" || r.SwitchArgs["sw1"][1] != "link1" {

@@ -245,7 +245,7 @@ func fecArmArgs(arm string, p, target float64, copies int) (string, []string) {
 	case FECArmParity:
 		return "fec", []string{"--fec-n", strconv.Itoa(fec.GroupSize(p, target))}
 	case FECArmLG:
-		return "lg", []string{"--link-loss", f(p)}
+		return "lg", []string{"--lg-link-loss", f(p)}
 	}
 	return "forward", nil
 }

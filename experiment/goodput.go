@@ -289,7 +289,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	if arm != "loss" {
 		mode = arm
 		if loss > 0 {
-			args = append(args, "--link-loss", strconv.FormatFloat(loss, 'g', -1, 64))
+			args = append(args, "--lg-link-loss", strconv.FormatFloat(loss, 'g', -1, 64))
 		}
 		args = append(args, cfg.RunArgs...)
 	}

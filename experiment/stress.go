@@ -214,7 +214,7 @@ func stressArgs(arm string, cfg StressConfig) (string, []string, error) {
 	case "lg", "lgnb":
 		args = append(args, cfg.RunArgs...)
 		if cfg.TargetLoss > 0 {
-			args = append(args, "--target-loss", fmt.Sprint(cfg.TargetLoss))
+			args = append(args, "--lg-target-loss", fmt.Sprint(cfg.TargetLoss))
 		}
 	default:
 		return "", nil, fmt.Errorf("unknown arm %q (arms: none, lgnb, lg)", arm)

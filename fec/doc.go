@@ -13,7 +13,7 @@
 // Flush is closed early, so a receiver never waits long for its parity.
 //
 // Frames of the carried types (the cell family: a cell node's cells under
-// --link-mode fec) go through Sender.SendCarried instead: sequenced in
+// --cells-link-mode fec) go through Sender.SendCarried instead: sequenced in
 // place (seqhdr.Stamp, as LinkGuardian does), no header inserted, parity
 // over the whole stamped frame. A Receiver with ReceiverConfig.Carried
 // holds and delivers them whole and accepts a rebuilt frame that is one

@@ -175,7 +175,7 @@ switch and sends from h1 (behind e1) and h2 (behind e2) to h3a, each at the port
   tcp   one iperf3 flow per source for --duration
 
 Arms: credits (cells leave the sources' VOQs within the grants of e3's egress
-scheduler) and push (--credits=false: cells leave as frames arrive). It reports the
+scheduler) and push (--cells-credits=false: cells leave as frames arrive). It reports the
 drops of every switch by place (inside the fabric: link ports' queues and rings,
 VOQs, reassembly discards, cells without route or hop; at the egress port; at the
 sources' host ports), how busy the port was (its wire bits over its rate, over the
@@ -217,14 +217,14 @@ run at the port on a loaded machine; with 2M none).`,
 	f := cmd.Flags()
 	f.StringVar(&rate, "port-rate", "100M", "rate of h3a's port at e3 (host0), the bottleneck; each source sends at it")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queue of h3a's port at e3 (K = 1024; e3's scheduler keeps the queue plus the credit in flight within the credit loop's measured round trip at the port's rate plus a quarter of it, at most 256K, and never above the buffer)")
-	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--credits=false)")
+	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
 	f.StringVar(&transports, "transports", strings.Join(experiment.CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm and transport (the summary has medians)")
 	f.StringVar(&burst, "burst", "3M", "udp: payload bytes each source sends")
 	f.IntVar(&cfg.Payload, "payload", 1400, "udp: payload bytes per datagram")
 	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "tcp: iperf3 duration, whole seconds")
 	f.StringVar(&cfg.CC, "cc", "", "tcp: congestion control (default: the hosts' default)")
-	f.StringVar(&runArgs, "run-args", "", "more arguments for every 'linkfabric run', e.g. \"--cell-size 512\"")
+	f.StringVar(&runArgs, "run-args", "", "more arguments for every 'linkfabric run', e.g. \"--cells-size 512\"")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	out.flags(f, "incast")
 	return cmd
@@ -246,7 +246,7 @@ at the port rate for --duration. The four links into e3 run at --fabric-rate eac
 (default 0.55 × the port rate: together A's and B's rates with a margin for the cells'
 headers and the credits' speed-up, and less than the three flows offer).
 
-In a push fabric (arm push, --credits=false) A's oversubscription backs up into the
+In a push fabric (arm push, --cells-credits=false) A's oversubscription backs up into the
 links into e3, which drop A's and B's cells alike: B keeps about what the links carry
 over what is offered (the paper: two thirds) although its own port is not congested.
 With credits (arm credits) e3 grants A's rate to A's two sources and B's to B, A's
@@ -279,7 +279,7 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 	f.StringVar(&rate, "port-rate", "100M", "rate of ports A and B at e3; every flow sends at it")
 	f.StringVar(&fabric, "fabric-rate", "", "rate of each of the four links into e3 (default 0.55 × --port-rate)")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queues of A and B (K = 1024)")
-	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--credits=false)")
+	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm (the summary has medians)")
 	f.DurationVar(&cfg.Duration, "duration", 3*time.Second, "how long the three flows send")
 	f.IntVar(&cfg.Payload, "payload", 1400, "payload bytes per datagram")
@@ -300,7 +300,7 @@ func (f *cellsBundleFlags) add(cmd *cobra.Command, prefix, out string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.prefix, "prefix", prefix, "testbed prefix (namespaces PREFIXh1, PREFIXsw1, ...)")
 	fl.StringVar(&f.out, "out", out, "write JSON and CSV here ('' to skip)")
-	fl.StringVar(&f.runArgs, "run-args", "", `more 'linkfabric run' arguments for the cells arms, e.g. "--reach-th 200"`)
+	fl.StringVar(&f.runArgs, "run-args", "", `more 'linkfabric run' arguments for the cells arms, e.g. "--cells-reach-th 200"`)
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of the table")
 }
 
@@ -425,7 +425,7 @@ func cellsBalanceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "balance",
 		Short: "Bytes per link of the bundle under TCP, per spraying mode (perm, p2c, hash)",
-		Long: `balance builds the bundle testbed and, for each spraying mode (--spray of
+		Long: `balance builds the bundle testbed and, for each spraying mode (--cells-spray of
 'linkfabric run'), runs iperf3 with --flows TCP streams from h1 to h2 and counts the
 bytes each of sw1's four link ports sent over --duration, from the interfaces' own
 counters. It reports bytes per link and their largest over their mean (Stardust

@@ -20,10 +20,10 @@ func cellsClassesCmd() *cobra.Command {
 		Short: "Loss classes (RAIL) on the bundle: class-1 traffic stays off the gray links and loses nothing",
 		Long: `classes builds the bundle testbed with one clean link and --gray links that lose
 --loss in both directions (the impairment stage of both switches' XDP programs),
-and runs cells over --link-mode monitor on both edges, which measures each link's
-loss from its cells and REACH messages. Arm classes adds --loss-classes default
-(class 1 ≤ 1e-6, class 2 ≤ 1e-3, class 3 ≤ 1e-1) and --class-map 5=1 (DSCP EF, 46,
-on class 1); arm none runs bare cells (--link-mode none) sprayed over every link,
+and runs cells over --cells-link-mode monitor on both edges, which measures each link's
+loss from its cells and REACH messages. Arm classes adds --cells-loss-classes default
+(class 1 ≤ 1e-6, class 2 ≤ 1e-3, class 3 ≤ 1e-1) and --cells-class-map 5=1 (DSCP EF, 46,
+on class 1); arm none runs bare cells (--cells-link-mode none) sprayed over every link,
 RAIL's unprotected baseline. Once sw1 shows the gray links in class 3
 and the clean one in class 1, two iperf3 UDP flows run from h1 to h2 at once: one
 with --dscp 46, one without. It reports each flow's loss and the cell bytes of each

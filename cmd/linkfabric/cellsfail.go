@@ -21,7 +21,7 @@ func cellsFailoverCmd() *cobra.Command {
 		Use:   "failover",
 		Short: "Cut a bundle link under UDP load: packets lost, out of order, time to exclusion; cells over lg vs bare",
 		Long: `failover builds the bundle testbed (h1 - sw1 =4 links= sw2 - h2) and, for each arm
-and run, starts fresh cell edges on sw1 and sw2 with that --link-mode under the
+and run, starts fresh cell edges on sw1 and sw2 with that --cells-link-mode under the
 cells, sends UDP from h1 to h2 at --rate (iperf3, 1200-byte datagrams) for
 --duration and cuts one link at sw2's end at --cut-at:
 
@@ -81,7 +81,7 @@ func cellsGrayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gray",
 		Short: "Bursty loss on some bundle links: UDP loss and order, TCP goodput vs the same without loss",
-		Long: `gray builds the bundle testbed and, for each arm (--link-mode under the cells) and
+		Long: `gray builds the bundle testbed and, for each arm (--cells-link-mode under the cells) and
 run, starts fresh cell edges twice: once clean, once with --loss in bursts of
 --burst frames on the --lossy links (sw1→sw2, the impairment stage of sw2's XDP
 program). Each time it runs iperf3 UDP at --rate, then one iperf3 TCP flow, from h1

@@ -200,6 +200,17 @@ func TestCLI(t *testing.T) {
 
 	t.Run("help", func(t *testing.T) { testHelp(t, c) })
 	t.Run("run-help", func(t *testing.T) { testRunHelp(t, c) })
+	t.Run("run-former-names", func(t *testing.T) {
+		// A former flag name sets what its new name sets, and says so.
+		netns.RequireRoot(t)
+		for _, name := range []string{"pre-credit", "cells-pre-credit"} {
+			r := c.fails(t, []string{"run", "--host-port", "nohost0", "--link-port", "nolink0", "--mode", "cells", "--" + name, "-5"},
+				"--cells-pre-credit -5: want bytes")
+			if deprecated := strings.Contains(r.stderr, "use --cells-pre-credit"); deprecated != (name == "pre-credit") {
+				t.Errorf("--%s: deprecation line %v, want %v: %v", name, deprecated, name == "pre-credit", r)
+			}
+		}
+	})
 	t.Run("not-root", func(t *testing.T) { testNotRoot(t, c) })
 
 	t.Run("cells-sim", func(t *testing.T) { testCellsSim(t, c) })

@@ -45,7 +45,7 @@ table's "kernel sent" and "kernel delivered" say how much it carried.
 
 TCP in h1 and h2 is set up as in the paper: SACK, RACK, TLP (tcp_early_retrans=3),
 no metrics save, timestamps off, rto_min 1 ms on the route; every knob is read back
-and printed. lg and lgnb get --link-loss LOSS (N copies by Equation 2).
+and printed. lg and lgnb get --lg-link-loss LOSS (N copies by Equation 2).
 
 With --rounds R each arm's flows are split into R rounds and the arms take
 turns (their order reversed every other round, the loss seed advanced each
@@ -113,7 +113,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 	f.DurationVar(&cfg.Timeout, "flow-timeout", 0, "a flow not complete after this counts as failed (default 10s)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed (round r uses seed+r)")
 	f.IntVar(&cfg.Rounds, "rounds", 1, "split each arm's flows into this many rounds, the arms taking turns (ratios per round and their median)")
-	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms, e.g. \"--copies 2\"")
+	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms, e.g. \"--lg-copies 2\"")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.StringVar(&prefix, "prefix", "lffct", "testbed prefix")
 	linkQueuesFlag(f, &cfg.LinkQueues)

@@ -121,12 +121,12 @@ FCT tool, one connection per flow, back to back; the paper's TCP settings).
 Flows up to --short carry DSCP EF (46) in both directions, longer ones DSCP 0.
 
   none         bare cells sprayed over every link: no protection
-  classes      loss classes (--loss-classes default --class-map 5=1) over
-               --link-mode monitor: flows up to --short stay on class 1 (link0),
+  classes      loss classes (--cells-loss-classes default --cells-class-map 5=1) over
+               --cells-link-mode monitor: flows up to --short stay on class 1 (link0),
                longer ones use every link (class 3), unprotected
-  classes-xor  the same over --link-mode fec --fec-target: XOR parity on every link
+  classes-xor  the same over --cells-link-mode fec --fec-target: XOR parity on every link
   lg           LinkGuardian alone (--mode lg) on the first gray link, no cells
-  cells-lg     cells over --link-mode lg on every link
+  cells-lg     cells over --cells-link-mode lg on every link
 
 It reports, per arm and size bin, the median over runs of each run's lossy mean
 and p99 FCT over its clean run (same arm, same run: what the loss costs under that

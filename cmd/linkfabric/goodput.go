@@ -23,8 +23,8 @@ func goodputCmd() *cobra.Command {
 link, starts fresh dataplanes and runs one iperf3 TCP flow from h1 to h2 for --duration:
 
   loss  linkfabric forward (unprotected; at loss 0 the no-loss reference)
-  lg    linkfabric lg (LinkGuardian), --link-loss set to the loss rate
-  lgnb  linkfabric lgnb (LinkGuardianNB), --link-loss set to the loss rate
+  lg    linkfabric lg (LinkGuardian), --lg-link-loss set to the loss rate
+  lgnb  linkfabric lgnb (LinkGuardianNB), --lg-link-loss set to the loss rate
 
 With --runs R the cells take turns, R rounds of every arm at every loss rate (the
 order reversed every other round), so that each run's ratios (lg at loss 0 over

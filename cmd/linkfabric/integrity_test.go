@@ -147,7 +147,7 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 	// recovery is not given up (the tuned default timers are another test's
 	// subject).
 	env := &experiment.Env{Self: c.bin, Prefix: tb.Prefix}
-	dp, err := env.StartDataplanes(context.Background(), "lg", "--ack-timeout", "1s")
+	dp, err := env.StartDataplanes(context.Background(), "lg", "--lg-ack-timeout", "1s")
 	if err != nil {
 		t.Fatal(err)
 	}

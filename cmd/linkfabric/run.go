@@ -83,7 +83,7 @@ NICs).`,
 		Example: `  linkfabric run --node sw1 --mode lg                  # the pair testbed's sw1 (namespace lfsw1)
   linkfabric run --netns sw1 --host-port enp1s0f0 --link-port enp1s0f1 --mode lg
   linkfabric run --node sw1 --mode forward --fastpath afxdp   # every frame through the worker
-  linkfabric run --node f1 --preset fabric3 --mode cells --node-id 101
+  linkfabric run --node f1 --preset fabric3 --mode cells --cells-node-id 101
   linkfabric run --node sw1 --mode fec --fec-target 1e-3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if helpAll {
@@ -120,7 +120,7 @@ NICs).`,
 			}
 			cfg.Cells.NoCredits, cfg.Cells.NoPacking = !credits, !packing
 			if preCredit < 0 {
-				return fmt.Errorf("--pre-credit %d: want bytes ≥ 0 (0: none)", preCredit)
+				return fmt.Errorf("--cells-pre-credit %d: want bytes ≥ 0 (0: none)", preCredit)
 			}
 			cfg.Cells.PreCredit = preCredit
 			if preCredit == 0 {
@@ -172,34 +172,34 @@ NICs).`,
 	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (namespace = prefix + node)")
 	f.StringVar(&mode, "mode", "forward", "pipeline: forward, lg (LinkGuardian, in order), lgnb (non-blocking), monitor (measures loss), cells or fec")
-	f.StringVar(&cfg.Cells.Spray, "spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
-	f.IntVar(&cfg.Cells.CellSize, "cell-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1494 at link MTU 1526, the testbed's)")
-	f.BoolVar(&credits, "credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
-	f.IntVar(&preCredit, "pre-credit", dataplane.DefaultCellPreCredit, "cells: standing pre-credit, bytes each VOQ may send ahead of its grant (the first packets after an idle spell skip the credit round trip; each source may put this much unscheduled toward a port); 0: none")
-	f.BoolVar(&packing, "packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
-	f.Uint16Var(&cfg.Cells.NodeID, "node-id", 0, "cells: this node's fabric address, unique in the fabric: 1-1023 for an edge, 1-65535 for a fabric node (default: derived from the first port's MAC, which may collide: give ids when you build a fabric by hand)")
-	f.StringVar(&cfg.Cells.LinkMode, "link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
-	f.DurationVar(&cfg.Cells.ReachInterval, "reach-interval", 0, "cells: REACH period on every link (default 5ms)")
-	f.IntVar(&cfg.Cells.ReachTh, "reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 30: with the 5ms period rides out a peer's scheduling stalls of up to 150ms)")
-	f.IntVar(&cfg.Cells.ReachUp, "reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")
-	f.DurationVar(&cfg.Cells.ReasmTimeout, "reasm-timeout", 0, "cells: how long a missing cell may hold up its stream before it is skipped (default 30ms)")
-	f.StringVar(&cfg.Cells.LossClasses, "loss-classes", "", "cells: loss classes (RAIL's virtual topologies, per link): the bounds of classes 1, 2, ... on each link's measured loss rate, e.g. 1e-6,1e-3,1e-1 (or default: those); a cell crosses only links of its class or better, at every hop, a link not yet measured counts as the loosest class, and a link moves up to a better class only after 3 s of measurements that allow it (down at once). Needs --link-mode monitor, lg, lgnb or fec; every node of the fabric needs the same classes")
-	f.StringVar(&cfg.Cells.ClassMap, "class-map", "", "cells, with --loss-classes: traffic class → loss class, tc=k,... where tc is a host frame's 802.1p priority or, for untagged IP, its DSCP/8 (e.g. 5=1 puts DSCP EF, 46, on the clean class; iperf3 --dscp 46 sends it); traffic classes not named take the loosest class")
-	f.BoolVar(&cfg.LG.Auto, "auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
-	f.StringVar(&cfg.LG.Protect, "protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
-	f.Float64Var(&cfg.LG.TargetLoss, "target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
-	f.Float64Var(&cfg.LG.LinkLoss, "link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
-	f.IntVar(&cfg.LG.Copies, "copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
-	f.IntVar(&cfg.LG.MaxCopies, "max-copies", 4, "lg/lgnb: cap on a measured N")
-	f.DurationVar(&cfg.LG.AckTimeout, "ack-timeout", 0, "lg: ackNoTimeout (default: from the measured retransmission delay, Appendix B.1)")
-	f.DurationVar(&cfg.LG.AckDelay, "ack-delay", 0, "lg/lgnb: longest wait for reverse data to carry an ACK before an explicit ACK (default: the measured p99 retransmission delay, from 20µs to half --dummy-wait-max, which it is until measured; a quarter of the peer's credit unacknowledged sends it at once)")
-	f.DurationVar(&cfg.LG.DummyInterval, "dummy-interval", 0, "lg/lgnb: least idle time after the last data frame before a dummy exposes a tail loss (default 10µs; later dummies back off)")
-	f.DurationVar(&cfg.LG.DummyWaitMax, "dummy-wait-max", 0, "lg/lgnb: most idle time after the last data frame before a dummy; in between, the sender waits as long as its ACKs take to come back (learned), so a tail loss is found within this (default 500µs)")
-	f.IntVar(&cfg.LG.DummyCopies, "dummy-copies", 0, "lg/lgnb: dummies per emission; more than 1 when bursty loss can take the dummy with the tail (default 1)")
-	f.IntVar(&cfg.LG.PauseThreshold, "pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
-	f.IntVar(&cfg.LG.ResumeThreshold, "resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate, Appendix B.1; until measured 256 KiB, or with the send fast path what the credit window can fill, since a pause gives sending to the worker)")
-	f.IntVar(&cfg.LG.TxBuffer, "tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default --ring-size when the link has a priority lane (2+ queues) or with the send fast path, else half of it; the sender leaves at most 7/8 of --ring-size unacknowledged, so the peer's RX ring always holds the credit window)")
-	f.IntVar(&cfg.LG.PFCClass, "pfc-class", 0, "lg: an 802.1Qbb frame from the link pausing this priority also pauses LinkGuardian's sender (its own pause/resume are link-header frames; PFC frames always pause the host classes they name)")
+	f.StringVar(&cfg.Cells.Spray, "cells-spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
+	f.IntVar(&cfg.Cells.CellSize, "cells-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU with 42 bytes of link and cell headers and, unless --integrity off, the 4-byte trailer: 1494 at link MTU 1526, the testbed's)")
+	f.BoolVar(&credits, "cells-credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
+	f.IntVar(&preCredit, "cells-pre-credit", dataplane.DefaultCellPreCredit, "cells: standing pre-credit, bytes each VOQ may send ahead of its grant (the first packets after an idle spell skip the credit round trip; each source may put this much unscheduled toward a port); 0: none")
+	f.BoolVar(&packing, "cells-packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
+	f.Uint16Var(&cfg.Cells.NodeID, "cells-node-id", 0, "cells: this node's fabric address, unique in the fabric: 1-1023 for an edge, 1-65535 for a fabric node (default: derived from the first port's MAC, which may collide: give ids when you build a fabric by hand)")
+	f.StringVar(&cfg.Cells.LinkMode, "cells-link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
+	f.DurationVar(&cfg.Cells.ReachInterval, "cells-reach-interval", 0, "cells: REACH period on every link (default 5ms)")
+	f.IntVar(&cfg.Cells.ReachTh, "cells-reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 30: with the 5ms period rides out a peer's scheduling stalls of up to 150ms)")
+	f.IntVar(&cfg.Cells.ReachUp, "cells-reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")
+	f.DurationVar(&cfg.Cells.ReasmTimeout, "cells-reasm-timeout", 0, "cells: how long a missing cell may hold up its stream before it is skipped (default 30ms)")
+	f.StringVar(&cfg.Cells.LossClasses, "cells-loss-classes", "", "cells: loss classes (RAIL's virtual topologies, per link): the bounds of classes 1, 2, ... on each link's measured loss rate, e.g. 1e-6,1e-3,1e-1 (or default: those); a cell crosses only links of its class or better, at every hop, a link not yet measured counts as the loosest class, and a link moves up to a better class only after 3 s of measurements that allow it (down at once). Needs --cells-link-mode monitor, lg, lgnb or fec; every node of the fabric needs the same classes")
+	f.StringVar(&cfg.Cells.ClassMap, "cells-class-map", "", "cells, with --cells-loss-classes: traffic class → loss class, tc=k,... where tc is a host frame's 802.1p priority or, for untagged IP, its DSCP/8 (e.g. 5=1 puts DSCP EF, 46, on the clean class; iperf3 --dscp 46 sends it); traffic classes not named take the loosest class")
+	f.BoolVar(&cfg.LG.Auto, "lg-auto", false, "lg/lgnb/monitor: let the measured loss rate switch the receiving direction between monitor, lg and lgnb (policy: protect ≥ 1e-8, lgnb ≥ 1e-2, off ≥ 1e-1; off for low loss only after enough frames to exclude 1e-8: 3·10^8 loss-free)")
+	f.StringVar(&cfg.LG.Protect, "lg-protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
+	f.Float64Var(&cfg.LG.TargetLoss, "lg-target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
+	f.Float64Var(&cfg.LG.LinkLoss, "lg-link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
+	f.IntVar(&cfg.LG.Copies, "lg-copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
+	f.IntVar(&cfg.LG.MaxCopies, "lg-max-copies", 4, "lg/lgnb: cap on a measured N")
+	f.DurationVar(&cfg.LG.AckTimeout, "lg-ack-timeout", 0, "lg: ackNoTimeout (default: from the measured retransmission delay, Appendix B.1)")
+	f.DurationVar(&cfg.LG.AckDelay, "lg-ack-delay", 0, "lg/lgnb: longest wait for reverse data to carry an ACK before an explicit ACK (default: the measured p99 retransmission delay, from 20µs to half --lg-dummy-wait-max, which it is until measured; a quarter of the peer's credit unacknowledged sends it at once)")
+	f.DurationVar(&cfg.LG.DummyInterval, "lg-dummy-interval", 0, "lg/lgnb: least idle time after the last data frame before a dummy exposes a tail loss (default 10µs; later dummies back off)")
+	f.DurationVar(&cfg.LG.DummyWaitMax, "lg-dummy-wait-max", 0, "lg/lgnb: most idle time after the last data frame before a dummy; in between, the sender waits as long as its ACKs take to come back (learned), so a tail loss is found within this (default 500µs)")
+	f.IntVar(&cfg.LG.DummyCopies, "lg-dummy-copies", 0, "lg/lgnb: dummies per emission; more than 1 when bursty loss can take the dummy with the tail (default 1)")
+	f.IntVar(&cfg.LG.PauseThreshold, "lg-pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
+	f.IntVar(&cfg.LG.ResumeThreshold, "lg-resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate, Appendix B.1; until measured 256 KiB, or with the send fast path what the credit window can fill, since a pause gives sending to the worker)")
+	f.IntVar(&cfg.LG.TxBuffer, "lg-tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, power of two (default --ring-size when the link has a priority lane (2+ queues) or with the send fast path, else half of it; the sender leaves at most 7/8 of --ring-size unacknowledged, so the peer's RX ring always holds the credit window)")
+	f.IntVar(&cfg.LG.PFCClass, "lg-pfc-class", 0, "lg: an 802.1Qbb frame from the link pausing this priority also pauses LinkGuardian's sender (its own pause/resume are link-header frames; PFC frames always pause the host classes they name)")
 	f.StringVar(&linkSpeed, "link-speed", "", "lg, fec, forward --pfc: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
 	f.BoolVar(&cfg.PFC.Enabled, "pfc", false, "per-class PFC toward the host port: a class queue at --pfc-xoff frames sends an 802.1Qbb pause out of the host port, refreshed while above --pfc-xon, resumed at or below it; forward: also queue host frames per class and honour PAUSE/PFC from the link (AF_XDP path)")
 	f.IntVar(&cfg.PFC.XOFF, "pfc-xoff", 0, "with --pfc: frames queued in one class that pause it at the host (default 512)")
@@ -235,6 +235,7 @@ NICs).`,
 	f.StringVar(&metricsAddr, "metrics", defaultMetricsAddr, "address of the Prometheus and JSON statistics endpoint (:PORT binds loopback); empty to disable")
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
+	addFormerNames(f, runRenamed)
 	return cmd
 }
 
@@ -259,7 +260,7 @@ func fecFlags(cmd *cobra.Command, cfg *dataplane.Config) error {
 	})
 	if cfg.Mode != dataplane.ModeFEC && (cfg.Mode != dataplane.ModeCells || cfg.Cells.LinkMode != "fec") {
 		if len(given) > 0 {
-			return fmt.Errorf("%s: only mode fec and --link-mode fec under the cells have these; add --mode fec (or --mode cells --link-mode fec) or leave them out", strings.Join(given, ", "))
+			return fmt.Errorf("%s: only mode fec and --cells-link-mode fec under the cells have these; add --mode fec (or --mode cells --cells-link-mode fec) or leave them out", strings.Join(given, ", "))
 		}
 		return nil
 	}

@@ -43,7 +43,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 → retransmission received) p50/p99/max from the receiving switch.`,
 		Example: `  linkfabric stress --loss 1e-2 --frames 1000000
   linkfabric stress --loss 1e-3 --burst 3 --modes lg
-  linkfabric stress --loss 1e-2 --run-args "--link-loss 1e-2" --busy-poll
+  linkfabric stress --loss 1e-2 --run-args "--lg-link-loss 1e-2" --busy-poll
   linkfabric stress --loss 1e-2 --burst 3 --both --modes lg   # both directions impaired`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("stress"); err != nil {
@@ -74,7 +74,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 	f.IntVar(&cfg.SearchSteps, "search-steps", 8, "search: bisection steps (resolution search-max / 2^steps)")
 	f.IntVar(&cfg.CapacityRuns, "capacity-runs", 3, "capacity measurements per arm, arms interleaved; the median is reported")
 	f.StringVar(&modes, "modes", "none,lgnb,lg", "arms after the forward reference")
-	f.StringVar(&runArgs, "run-args", "", "extra arguments for `linkfabric run` in the lg/lgnb arms, e.g. \"--link-loss 1e-2\"")
+	f.StringVar(&runArgs, "run-args", "", "extra arguments for `linkfabric run` in the lg/lgnb arms, e.g. \"--lg-link-loss 1e-2\"")
 	f.Float64Var(&cfg.TargetLoss, "target-loss", 0, "target loss for Equation 2 (default: run's 1e-8)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "run the dataplanes with --busy-poll")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")

@@ -35,16 +35,16 @@ take one host port and one link port (preset pair). Presets bundle and fabric3 h
 switches with several link ports (fabric3's fabric nodes have no host port, its e3
 has two): they are for the cells mode, which runs on every switch (an edge where it
 has host ports, a fabric node where it has none). In mode cells up gives each
-switch its own --node-id (1, 2, ... in topology order). up says which modes and
+switch its own --cells-node-id (1, 2, ... in topology order). up says which modes and
 presets fit before it builds anything.
 
 --run-args is added to every 'linkfabric run' (split at spaces, no quoting), e.g.
-"--busy-poll" or "--link-loss 1e-2". If up is killed with SIGKILL its dataplanes stop
+"--busy-poll" or "--lg-link-loss 1e-2". If up is killed with SIGKILL its dataplanes stop
 too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.`,
 		Example: `  linkfabric up                                   # pair, forward, prefix lf
-  linkfabric up --mode lg --run-args "--copies 2"
+  linkfabric up --mode lg --run-args "--lg-copies 2"
   linkfabric up --mode lg --mtu 9000              # jumbo frames (UMEM frames of 16 KiB, multi-buffer)
-  linkfabric up --preset bundle --mode cells --run-args "--spray p2c"
+  linkfabric up --preset bundle --mode cells --run-args "--cells-spray p2c"
   linkfabric up --preset fabric3 --mode cells
   linkfabric up --preset pair --mode lgnb --prefix lab`,
 		RunE: func(cmd *cobra.Command, args []string) error {

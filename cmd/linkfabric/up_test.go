@@ -192,13 +192,13 @@ func TestUpCells(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--cell-size", "1600"}, []string{"--cell-size 1600", "link MTU 1526", fmt.Sprintf("at most %d", mostCell-4)}}, // CRC32C trailer
-		{[]string{"--cell-size", "1600", "--integrity", "off"}, []string{"--cell-size 1600", fmt.Sprintf("at most %d", mostCell)}},
-		{[]string{"--cell-size", "10"}, []string{"--cell-size 10", "below the cell header"}},
-		{[]string{"--link-mode", "xor"}, []string{`--link-mode "xor"`, "none, lg, lgnb, monitor or fec"}},
-		{[]string{"--loss-classes", "default"}, []string{"--loss-classes", "--link-mode monitor"}},
-		{[]string{"--spray", "ecmp"}, []string{"--spray", "perm, p2c or hash"}},
-		{[]string{"--node-id", "5000"}, []string{"--node-id 5000", "1..1023"}},
+		{[]string{"--cells-size", "1600"}, []string{"--cells-size 1600", "link MTU 1526", fmt.Sprintf("at most %d", mostCell-4)}}, // CRC32C trailer
+		{[]string{"--cells-size", "1600", "--integrity", "off"}, []string{"--cells-size 1600", fmt.Sprintf("at most %d", mostCell)}},
+		{[]string{"--cells-size", "10"}, []string{"--cells-size 10", "below the cell header"}},
+		{[]string{"--cells-link-mode", "xor"}, []string{`--cells-link-mode "xor"`, "none, lg, lgnb, monitor or fec"}},
+		{[]string{"--cells-loss-classes", "default"}, []string{"--cells-loss-classes", "--cells-link-mode monitor"}},
+		{[]string{"--cells-spray", "ecmp"}, []string{"--cells-spray", "perm, p2c or hash"}},
+		{[]string{"--cells-node-id", "5000"}, []string{"--cells-node-id 5000", "1..1023"}},
 	} {
 		c.fails(t, append(append([]string{}, run...), tc.args...), tc.want...)
 	}
