@@ -87,7 +87,7 @@ func (x *Topology) addWire(i int, l VethPair) error {
 }
 
 // SetNetem gives every switch-to-switch link (MTU class "link") of t a
-// wire with netem arguments args (testbed up --netem); a wire that has its
+// wire with netem arguments args (up --netem); a wire that has its
 // own netem arguments keeps them. t may be expanded already (ParseTopology
 // and Preset expand): links into a wire namespace are then left alone and
 // the recorded wire gets args.

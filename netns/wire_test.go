@@ -61,7 +61,7 @@ func TestWireExpand(t *testing.T) {
 	if _, err := ParseTopology([]byte(bad)); err == nil || !strings.Contains(err.Error(), "wire: {ns:") {
 		t.Errorf("a wire shadowing namespace \"wire\": %v; want an error that says how to name the wire", err)
 	}
-	// testbed up --netem on the preset: the link gets a wire, the host links not.
+	// up --netem on the preset: the link gets a wire, the host links not.
 	p, err := Preset("pair")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@
 set -u
 LF=${LF:-linkfabric}; P=${PREFIX:-lfrm}
 $LF testbed down --prefix $P >/dev/null 2>&1
-$LF testbed up --prefix $P --forwarding none --link-header 26 >/dev/null || exit 1
+$LF up --mode none --prefix $P --link-header 26 >/dev/null || exit 1
 trap '$LF testbed down --prefix $P >/dev/null 2>&1; kill $R1 $R2 2>/dev/null' EXIT
 $LF run --netns ${P}sw1 --host-port host0 --link-port link0 --mode fec --fec-target 1e-3 ${EXTRA:-} 2>/tmp/lfr_sw1.log & R1=$!
 $LF run --netns ${P}sw2 --host-port host0 --link-port link0 --mode fec --fec-target 1e-3 ${EXTRA:-} 2>/tmp/lfr_sw2.log & R2=$!

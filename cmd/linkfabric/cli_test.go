@@ -221,7 +221,7 @@ func TestCLI(t *testing.T) {
 		p := netns.TestPrefix(t, "lfq")
 		before := namespaces(t)
 		c.fails(t, []string{"run", "--netns", p + "sw1", "--host-port", "host0", "--link-port", "link0"},
-			p+"sw1", "does not exist", "testbed up")
+			p+"sw1", "does not exist", "linkfabric up --mode none")
 		for n := range namespaces(t) {
 			if !before[n] && strings.HasPrefix(n, p) {
 				t.Errorf("run made namespace %s", n)
@@ -321,6 +321,17 @@ func TestCLI(t *testing.T) {
 		leftovers(t, tb, before, nil)
 	})
 
+	t.Run("testbed-up-former-name", func(t *testing.T) {
+		// testbed up still builds a testbed and names the command that replaces it.
+		netns.RequireRoot(t)
+		p := netns.TestPrefix(t, "lfq")
+		t.Cleanup(func() { c.run(t, "testbed", "down", "--prefix", p) })
+		r := c.ok(t, "testbed", "up", "--prefix", p, "--forwarding", "none", "--json")
+		if !strings.Contains(r.stderr, "linkfabric up --mode none") || !strings.Contains(r.stdout, `"prefix": "`+p+`"`) {
+			t.Errorf("testbed up: want the testbed as JSON and a line naming 'linkfabric up --mode none': %v", r)
+		}
+	})
+
 	t.Run("testbed-up-down-twice", func(t *testing.T) {
 		netns.RequireRoot(t)
 		p := netns.TestPrefix(t, "lfq")
@@ -329,11 +340,11 @@ func TestCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		names := topo.NamespaceNames(p)
-		c.ok(t, "testbed", "up", "--prefix", p, "--forwarding", "none")
+		c.ok(t, "up", "--mode", "none", "--prefix", p)
 		have := namespaces(t)
 		for _, n := range names {
 			if !have[n] {
-				t.Errorf("testbed up --prefix %s: namespace %s missing", p, n)
+				t.Errorf("up --mode none --prefix %s: namespace %s missing", p, n)
 			}
 		}
 		c.ok(t, "testbed", "down", "--prefix", p)
@@ -352,7 +363,7 @@ func TestCLI(t *testing.T) {
 	t.Run("testbed-up-exists", func(t *testing.T) {
 		netns.RequireRoot(t)
 		p := netns.TestPrefix(t, "lfq")
-		c.ok(t, "testbed", "up", "--prefix", p, "--forwarding", "none")
+		c.ok(t, "up", "--mode", "none", "--prefix", p)
 		topo, _ := netns.Preset("pair")
 		ino := func() map[string]uint64 {
 			m := map[string]uint64{}
@@ -367,8 +378,8 @@ func TestCLI(t *testing.T) {
 			return m
 		}
 		before := ino()
-		c.fails(t, []string{"testbed", "up", "--prefix", p, "--forwarding", "none"}, p, "already")
-		r := c.run(t, "testbed", "up", "--prefix", p, "--forwarding", "none")
+		c.fails(t, []string{"up", "--mode", "none", "--prefix", p}, p, "already")
+		r := c.run(t, "up", "--mode", "none", "--prefix", p)
 		// The fix must be a command that removes this testbed: plain
 		// `linkfabric testbed down` removes the default prefix's ("lf").
 		if !strings.Contains(r.stderr, "testbed down --prefix "+p) && !strings.Contains(r.stderr, "another prefix") {
@@ -506,7 +517,7 @@ func testNotRoot(t *testing.T, c cli) {
 	for _, args := range [][]string{
 		{"run", "--netns", "lfqnone", "--host-port", "host0", "--link-port", "link0"},
 		{"impair", "--netns", "lfqnone", "--dev", "link0", "--loss", "0.1"},
-		{"testbed", "up", "--prefix", "lfqnone"},
+		{"up", "--mode", "none", "--prefix", "lfqnone"},
 		{"testbed", "down", "--prefix", "lfqnone"},
 	} {
 		c.fails(t, args, "needs root", "sudo")

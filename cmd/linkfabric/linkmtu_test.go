@@ -8,7 +8,7 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 )
 
-// TestLinkHeaderFitsEveryMode: the testbed's link ports (testbed up, up,
+// TestLinkHeaderFitsEveryMode: the testbed's link ports (up --mode none, up,
 // the experiments) are as far above the hosts' MTU as the mode with the
 // largest overhead needs, with an integrity trailer: a full-size host frame
 // fits on the link in every mode, so run --mode fec is not refused on the

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -35,7 +36,7 @@ LinkGuardian link-local retransmission (lg, lgnb), and plain forwarding (forward
 The quickest start: 'linkfabric up' (a testbed with a dataplane on each switch, until
 Ctrl-C). A typical session by hand:
 
-  linkfabric testbed up --forwarding none          # h1 — sw1 ══ sw2 — h2 in namespaces
+  linkfabric up --mode none                       # h1 — sw1 ══ sw2 — h2 in namespaces
   linkfabric run --netns lfsw1 --host-port host0 --link-port link0 --mode forward &
   linkfabric run --netns lfsw2 --host-port host0 --link-port link0 --mode forward &
   linkfabric impair --netns lfsw2 --dev link0 --loss 1e-3   # lossy link sw1→sw2
@@ -68,8 +69,11 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 }
 
 // printJSON writes v as indented JSON to stdout.
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+func printJSON(v any) error { return writeJSON(os.Stdout, v) }
+
+// writeJSON writes v as indented JSON to w.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

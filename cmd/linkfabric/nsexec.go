@@ -25,7 +25,7 @@ func enterNetns(ns string) error {
 		return fmt.Errorf("entering network namespace %q needs root: run linkfabric with sudo", ns)
 	}
 	if _, err := os.Stat("/run/netns/" + ns); err != nil {
-		return fmt.Errorf("network namespace %q does not exist (ip netns list shows the ones that do; `linkfabric testbed up` creates a testbed)", ns)
+		return fmt.Errorf("network namespace %q does not exist (ip netns list shows the ones that do; `linkfabric up --mode none` creates a testbed)", ns)
 	}
 	ip, err := exec.LookPath("ip")
 	if err != nil {

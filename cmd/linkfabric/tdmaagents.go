@@ -84,7 +84,7 @@ schedule (port 7401); echoes calibrate each host's one-way delay d_est.
 It runs until Ctrl-C (or --duration) and prints its statistics as JSON: slot
 boundary lateness (p50/p99/p99.9/max µs), sendmmsg time, rounds, idle slots,
 control bytes, d_est per host, whether SCHED_FIFO was used.`,
-		Example: `  linkfabric testbed up --topology star4 --prefix lf
+		Example: `  linkfabric up --mode kernel --preset star4 --prefix lf
   linkfabric tdma fm --netns lffm --hosts 10.0.0.1-4 --slot 5ms --guard 300us --rt 60`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

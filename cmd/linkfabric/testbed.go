@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -10,36 +11,32 @@ import (
 func testbedCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "testbed",
-		Short: "Build, inspect and remove network-namespace testbeds",
+		Short: "Inspect and remove network-namespace testbeds ('linkfabric up' builds them)",
 		Long: `A testbed is a set of network namespaces joined by veth pairs. The preset "pair" is
 
   PREFIXh1:eth0 ⇄ PREFIXsw1:host0   PREFIXsw1:link0 ⇄ PREFIXsw2:link0   PREFIXsw2:host0 ⇄ PREFIXh2:eth0
 
 with 10.0.0.1/24 on h1 and 10.0.0.2/24 on h2 (one L2 segment through both switches).
 The link ports get an MTU larger than the host MTU by the link header's size.
---forwarding kernel bridges host0 and link0 in each switch (the Linux baseline);
---forwarding none leaves them for the dataplane (linkfabric run).`,
-		Example: `  linkfabric testbed up --forwarding none
+'linkfabric up' builds one: with a dataplane on every switch, or with Linux
+bridges (--mode kernel) or bare ports for 'linkfabric run' (--mode none).
+Forwarding kernel bridges host0 and link0 in each switch (the Linux baseline);
+none leaves them for the dataplane.`,
+		Example: `  linkfabric up --mode none
   linkfabric testbed status --json
   linkfabric testbed forwarding kernel
   linkfabric testbed down`,
 	}
 	var (
-		opts     netns.Options
-		preset   string
-		topoFile string
-		asJSON   bool
-		netem    string
+		opts                    netns.Options
+		preset, topoFile, netem string
+		asJSON                  bool
 	)
 	up := &cobra.Command{
-		Use:   "up",
-		Short: "Create a testbed (removes what it made if anything fails)",
-		Example: `  linkfabric testbed up                               # pair, Linux bridges, prefix lf
-  linkfabric testbed up --forwarding none --prefix lab # bare ports for linkfabric run
-  linkfabric testbed up --preset bundle --mtu 3000
-  linkfabric testbed up --mtu 9000                 # jumbo frames: hosts 9000, link ports 9016
-  linkfabric testbed up --topology my-topology.yaml
-  linkfabric testbed up --forwarding none --netem "loss 1% corrupt 0.1%"  # kernels with sch_netem`,
+		Use:        "up",
+		Short:      "Create a testbed (removes what it made if anything fails)",
+		Hidden:     true,
+		Deprecated: "use 'linkfabric up --mode kernel' (Linux bridges) or 'linkfabric up --mode none' (bare ports), which take the same flags",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("testbed up"); err != nil {
 				return err
@@ -51,30 +48,14 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 			if netem != "" {
 				topo.SetNetem(netem)
 			}
-			tb, err := netns.Up(topo, opts)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(tb)
-			}
-			st, err := tb.Status()
-			if err != nil {
-				return err
-			}
-			fmt.Print(st.String())
-			return nil
+			return bedUp(os.Stdout, topo, opts, asJSON)
 		},
 	}
 	up.Flags().StringVar(&preset, "preset", "pair", fmt.Sprintf("topology preset: %v", netns.Presets()))
 	up.Flags().StringVar(&topoFile, "topology", "", "YAML topology file (instead of --preset)")
 	up.Flags().StringVar(&opts.Prefix, "prefix", netns.DefaultPrefix, "prefix of every namespace name")
 	up.Flags().StringVar(&opts.Forwarding, "forwarding", "kernel", "kernel (Linux bridge in each switch) or none (ports left for the dataplane)")
-	up.Flags().IntVar(&opts.MTU, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
-	up.Flags().IntVar(&opts.LinkHeaderLen, "link-header", netns.DefaultLinkHeaderLen, "bytes link ports' MTU exceeds the hosts' (the default fits every mode: fec's parity header and the integrity trailer; lg, lgnb and monitor need 12)")
-	linkQueuesFlag(up.Flags(), &opts.LinkQueues)
-	up.Flags().BoolVar(&asJSON, "json", false, "print the testbed as JSON")
-	up.Flags().StringVar(&netem, "netem", "", `run each switch-to-switch link through a middle namespace ("wire") where the kernel forwards it and tc netem applies these arguments to both directions, e.g. "loss 1% corrupt 0.1% delay 100us rate 1gbit" (needs sch_netem; AF_XDP transmit bypasses the switches' own qdiscs). In YAML: wire: {netem: "..."} on a link`)
+	testbedFlags(up.Flags(), &opts.MTU, &opts.LinkHeaderLen, &opts.LinkQueues, &netem, &asJSON)
 
 	var downPrefix string
 	down := &cobra.Command{

@@ -14,17 +14,19 @@ import (
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func upCmd() *cobra.Command {
 	var (
-		preset, topoFile, mode, prefix, runArgs string
-		mtu, linkQueues                         int
+		preset, topoFile, mode, prefix, runArgs, netem string
+		mtu, linkQueues, linkHeader                    int
+		asJSON                                         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "up [--preset pair|bundle|fabric3 | --topology FILE] [--mode MODE] [--prefix P] [--run-args \"...\"]",
-		Short: "Bring a testbed up with a dataplane on every switch; Ctrl-C takes it all down",
-		Long: `up builds a testbed (namespaces PREFIX+name, ports bare for the dataplane), starts
+		Use:   "up [--preset pair|bundle|fabric3|star4 | --topology FILE] [--mode MODE|kernel|none] [--prefix P] [--run-args \"...\"]",
+		Short: "Bring a testbed up, with a dataplane on every switch (Ctrl-C takes it all down) or left bare",
+		Long: `up builds a testbed (namespaces PREFIX+name joined by veth pairs), starts
 'linkfabric run --node NAME --mode MODE' in every switch namespace (edge and fabric
 nodes; each port at the rate and buffer the topology gives it), prints the hosts, how
 to reach them and where each dataplane's statistics are, and keeps everything up until
@@ -40,13 +42,20 @@ presets fit before it builds anything.
 
 --run-args is added to every 'linkfabric run' (split at spaces, no quoting), e.g.
 "--busy-poll" or "--lg-link-loss 1e-2". If up is killed with SIGKILL its dataplanes stop
-too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.`,
+too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.
+
+--mode kernel (Linux bridges in the switches, the baseline) and --mode none (ports
+left bare for 'linkfabric run' by hand) build the testbed, print it and return: it
+stays until 'linkfabric testbed down --prefix P'. 'linkfabric testbed status' shows
+what exists; 'linkfabric testbed forwarding kernel|none' switches one that is up.`,
 		Example: `  linkfabric up                                   # pair, forward, prefix lf
   linkfabric up --mode lg --run-args "--lg-copies 2"
   linkfabric up --mode lg --mtu 9000              # jumbo frames (UMEM frames of 16 KiB, multi-buffer)
   linkfabric up --preset bundle --mode cells --run-args "--cells-spray p2c"
   linkfabric up --preset fabric3 --mode cells
-  linkfabric up --preset pair --mode lgnb --prefix lab`,
+  linkfabric up --preset pair --mode lgnb --prefix lab
+  linkfabric up --mode none                       # bare ports for linkfabric run; stays up
+  linkfabric up --mode kernel --netem "loss 1% corrupt 0.1%"   # Linux bridges, tc netem on the link`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot("up"); err != nil {
 				return err
@@ -54,6 +63,14 @@ too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.
 			topo, err := loadTopology(preset, topoFile)
 			if err != nil {
 				return err
+			}
+			if netem != "" {
+				topo.SetNetem(netem)
+			}
+			opts := netns.Options{Prefix: prefix, Forwarding: netns.ForwardingNone, MTU: mtu, LinkHeaderLen: linkHeader, LinkQueues: linkQueues}
+			if mode == netns.ForwardingKernel || mode == netns.ForwardingNone {
+				opts.Forwarding = mode
+				return bedUp(os.Stdout, topo, opts, asJSON)
 			}
 			switches, err := checkTopologyMode(topo, dataplane.Mode(mode))
 			if err != nil {
@@ -64,27 +81,54 @@ too, but the testbed stays: remove it with 'linkfabric testbed down --prefix P'.
 				where = []string{"--topology", topoFile}
 			}
 			return runUp(cmd.Context(), os.Stdout, topo, switches, upRun{
-				mode: mode, prefix: prefix, mtu: mtu, linkQueues: linkQueues, where: where, extra: strings.Fields(runArgs),
+				mode: mode, opts: opts, json: asJSON, where: where, extra: strings.Fields(runArgs),
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&preset, "preset", "pair", fmt.Sprintf("topology preset: %v", netns.Presets()))
 	f.StringVar(&topoFile, "topology", "", "YAML topology file (instead of --preset)")
-	f.StringVar(&mode, "mode", "forward", "the dataplane's mode on every switch (see linkfabric run --help)")
+	f.StringVar(&mode, "mode", "forward", "the dataplane's mode on every switch (see linkfabric run --help); kernel: Linux bridges, none: bare ports (both: no dataplane, the testbed stays up)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "prefix of every namespace name")
-	f.IntVar(&mtu, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
-	linkQueuesFlag(f, &linkQueues)
+	testbedFlags(f, &mtu, &linkHeader, &linkQueues, &netem, &asJSON)
 	f.StringVar(&runArgs, "run-args", "", `more arguments for every 'linkfabric run', e.g. "--busy-poll"`)
 	return cmd
 }
 
+// testbedFlags are the flags that shape a testbed (up, and testbed up, its former name).
+func testbedFlags(f *pflag.FlagSet, mtu, linkHeader, linkQueues *int, netem *string, asJSON *bool) {
+	f.IntVar(mtu, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
+	f.IntVar(linkHeader, "link-header", netns.DefaultLinkHeaderLen, "bytes link ports' MTU exceeds the hosts' (the default fits every mode)")
+	linkQueuesFlag(f, linkQueues)
+	f.StringVar(netem, "netem", "", `tc netem arguments for every switch-to-switch link, applied in a middle namespace ("wire") to both directions, e.g. "loss 1% delay 100us" (needs sch_netem)`)
+	f.BoolVar(asJSON, "json", false, "print the testbed as JSON")
+}
+
+// bedUp builds topo with opts, prints it (JSON with asJSON) and leaves it up.
+func bedUp(out io.Writer, topo *netns.Topology, opts netns.Options, asJSON bool) error {
+	tb, err := netns.Up(topo, opts)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(out, tb)
+	}
+	st, err := tb.Status()
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, st.String())
+	fmt.Fprintf(out, "\nthe testbed stays up: linkfabric testbed down --prefix %s removes it\n", opts.Prefix)
+	return nil
+}
+
 // upRun is what up runs on a topology.
 type upRun struct {
-	mode, prefix    string
-	mtu, linkQueues int
-	where           []string // --preset NAME or --topology FILE, for run --node
-	extra           []string
+	mode  string
+	opts  netns.Options
+	json  bool     // print the testbed as JSON instead of the text
+	where []string // --preset NAME or --topology FILE, for run --node
+	extra []string
 }
 
 // checkTopologyMode returns the switches (edge and fabric nodes) of topo,
@@ -155,32 +199,44 @@ func runsOn(topo *netns.Topology, mode dataplane.Mode) error {
 // it to out and waits for ctx (or a dataplane's end); then it takes it all
 // down.
 func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []string, r upRun) (err error) {
-	tb, err := netns.Up(topo, netns.Options{Prefix: r.prefix, Forwarding: netns.ForwardingNone, MTU: r.mtu, LinkQueues: r.linkQueues})
+	prefix := r.opts.Prefix
+	tb, err := netns.Up(topo, r.opts)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if derr := tb.Down(); derr != nil {
 			err = errors.Join(err, derr)
-		} else {
-			fmt.Fprintf(out, "testbed %s removed\n", r.prefix)
+		} else if !r.json {
+			fmt.Fprintf(out, "testbed %s removed\n", prefix)
 		}
 	}()
-	env := &experiment.Env{Prefix: r.prefix, Log: log}
-	runs := experiment.SwitchRuns(r.prefix, r.where, switches, r.mode, r.extra)
-	fmt.Fprintf(out, "starting %d dataplanes (mode %s) ...\n", len(runs), r.mode)
+	env := &experiment.Env{Prefix: prefix, Log: log}
+	runs := experiment.SwitchRuns(prefix, r.where, switches, r.mode, r.extra)
+	if !r.json {
+		fmt.Fprintf(out, "starting %d dataplanes (mode %s) ...\n", len(runs), r.mode)
+	}
 	dps, err := env.StartNodes(ctx, runs)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, dps.Stop()) }()
-	printUp(out, tb, runs)
+	if r.json {
+		err = writeJSON(out, tb)
+	} else {
+		printUp(out, tb, runs)
+	}
+	if err != nil {
+		return err
+	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(out, "stopping ...")
+			if !r.json {
+				fmt.Fprintln(out, "stopping ...")
+			}
 			return nil
 		case <-tick.C:
 			if err := dps.Alive(); err != nil {
