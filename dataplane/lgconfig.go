@@ -346,7 +346,8 @@ func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
 	}
 	if c.Protect != "tx" {
 		r := linkguardian.DefaultReceiverConfig()
-		r.Mode = coreMode(mode)
+		// The lg modes are named after their deliveries (checked by defaults).
+		r.Delivery, _ = linkguardian.ParseDelivery(string(mode))
 		r.Window = c.TxBuffer
 		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
 		r.AckDelay = tunedAckDelay(math.MaxInt64, c.dummyWaitMax()) // until measured (tune)
@@ -368,34 +369,23 @@ func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
 	return cfg
 }
 
-// coreMode is the LinkGuardian core's receiver mode for a dataplane mode.
-func coreMode(m Mode) linkguardian.Delivery {
-	switch m {
-	case ModeLGNB:
-		return linkguardian.ModeLGNB
-	case ModeMonitor:
-		return linkguardian.ModeMonitor
-	}
-	return linkguardian.ModeLG
-}
-
 // policyMode is the LinkGuardian core's receiver mode for a policy decision.
 func policyMode(d lossmon.Decision) linkguardian.Delivery {
 	switch {
 	case !d.Protect:
-		return linkguardian.ModeMonitor
+		return linkguardian.Monitor
 	case d.Mode == lossmon.ModeLGNB:
-		return linkguardian.ModeLGNB
+		return linkguardian.NonBlocking
 	}
-	return linkguardian.ModeLG
+	return linkguardian.InOrder
 }
 
 // decision is the policy's view of a receiver mode.
 func decision(m linkguardian.Delivery, copies int) lossmon.Decision {
 	switch m {
-	case linkguardian.ModeLG:
+	case linkguardian.InOrder:
 		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLG, Copies: copies}
-	case linkguardian.ModeLGNB:
+	case linkguardian.NonBlocking:
 		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLGNB, Copies: copies}
 	}
 	return lossmon.Decision{}
@@ -419,7 +409,7 @@ func autoMode(pol lossmon.Policy, received, lost uint64, cur linkguardian.Delive
 	}
 	rate := float64(lost) / float64(frames)
 	want := policyMode(pol.Decide(rate, decision(cur, 1)))
-	if cur != linkguardian.ModeMonitor && want == linkguardian.ModeMonitor && rate < pol.ProtectOff {
+	if cur != linkguardian.Monitor && want == linkguardian.Monitor && rate < pol.ProtectOff {
 		if upper := float64(lost+3) / float64(frames); upper >= pol.ProtectOn {
 			return cur // not enough frames to conclude "no loss worth protecting"
 		}
