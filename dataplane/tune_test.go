@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/lossmon"
 )
 
 // The tuned resume threshold is flight time × drain rate (Appendix B.1),
@@ -133,7 +132,7 @@ func TestCreditWindow(t *testing.T) {
 // window of 10^4..10^7 frames says nothing about 1e-8. Switching on, to
 // lgnb, and off for a high rate need no such wait.
 func TestAutoNeedsEvidenceToSwitchOff(t *testing.T) {
-	pol := lossmon.DefaultPolicy()
+	pol := linkguardian.DefaultPolicy()
 	need := uint64(3 / pol.ProtectOn)
 	for _, cur := range []linkguardian.Delivery{linkguardian.InOrder, linkguardian.NonBlocking} {
 		for _, n := range []uint64{10_000, 1_000_000, 10_000_000, need / 2} {

@@ -1,11 +1,15 @@
 package lossmon
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/linkfabric/linkfabric/fec"
 )
+
+// ErrInvalidPolicy is wrapped by LinkTable.Validate errors.
+var ErrInvalidPolicy = errors.New("lossmon: invalid policy")
 
 // Action is the protection a link policy chooses for a link.
 type Action uint8
