@@ -1,11 +1,12 @@
 // Package lossmon measures a link's loss rate, the input of the protection
-// policies (LinkGuardian's linkguardian.Policy, the software counterpart of
-// its corruptd, paper Appendix C, and automatic fallback, §5).
+// policies: LinkGuardian's linkguardian.Policy (the software counterpart of
+// its corruptd, paper Appendix C, and automatic fallback, §5) and FEC's
+// fec.LinkTable.
 //
 // A Monitor keeps a time-based moving window of (received, lost) counts in a
 // ring of buckets. The receiver feeds it from sequence gaps (Observe), or a
 // poller feeds it from a NIC's cumulative frame/CRC-error counters
-// (ObserveTotals). The package also holds FEC's link policy (LinkTable).
+// (ObserveTotals).
 //
 // Time is a caller-supplied monotonic clock in nanoseconds (int64); nothing
 // here starts a timer or a goroutine.
