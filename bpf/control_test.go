@@ -83,7 +83,7 @@ func TestHostPortDropsLinkControl(t *testing.T) {
 			t.Errorf("host frame %s dropped", name)
 		}
 	}
-	c, err := readPortCounters(po.PortCount)
+	c, err := readProgCounters(po.PortCount)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestLinkPortAcceptsControlOnlyFromPeer(t *testing.T) {
 			t.Errorf("%s: dropped %v, want %v", name, got, tc.drop)
 		}
 	}
-	c, _ := readPortCounters(po.PortCount)
+	c, _ := readProgCounters(po.PortCount)
 	if c.ForeignControl != 3 {
 		t.Errorf("foreign control counted %d, want 3", c.ForeignControl)
 	}
@@ -182,7 +182,7 @@ func TestFastPathRedirectsAfterControl(t *testing.T) {
 	if ret := runOne(t, po.LfPort, ipFrame()); ret != xdpPass {
 		t.Errorf("fast path off: action %d, want pass (no AF_XDP socket registered)", ret)
 	}
-	c, err := readPortCounters(po.PortCount)
+	c, err := readProgCounters(po.PortCount)
 	if err != nil {
 		t.Fatal(err)
 	}

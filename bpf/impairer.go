@@ -68,13 +68,13 @@ func (im *Impairer) Mode() AttachMode { return im.mode }
 // mode that fell back to generic mode, why native mode failed; nil otherwise.
 func (im *Impairer) FallbackReason() error { return im.fallback }
 
-// PortCounters reads the port counters when the handle controls a dataplane
-// port program (KindPort).
-func (im *Impairer) PortCounters() (PortCounters, error) {
+// ProgCounters reads the program's counters when the handle controls a
+// dataplane port program (KindPort).
+func (im *Impairer) ProgCounters() (ProgCounters, error) {
 	if im.ports == nil {
-		return PortCounters{}, fmt.Errorf("%s carries the %v, which has no port counters", im.ifname, im.kind)
+		return ProgCounters{}, fmt.Errorf("%s carries the %v, which has no port counters", im.ifname, im.kind)
 	}
-	return readPortCounters(im.ports)
+	return readProgCounters(im.ports)
 }
 
 // Close releases the handle; the program stays attached.

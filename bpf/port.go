@@ -47,8 +47,9 @@ type PortOptions struct {
 	ShareLGRx *PortProgram
 }
 
-// PortCounters are a port program's counters, summed over CPUs.
-type PortCounters struct {
+// ProgCounters are a port program's counters, summed over CPUs: what the XDP
+// program saw and its verdicts (redirect, pass, drop, forward).
+type ProgCounters struct {
 	RxFrames      uint64 // frames the program saw
 	RxBytes       uint64 // their bytes (linear part)
 	Redirected    uint64 // handed to the AF_XDP socket of their RX queue
@@ -68,7 +69,7 @@ type PortCounters struct {
 }
 
 // HostControlDropped is every frame a host port dropped as link control.
-func (c PortCounters) HostControlDropped() uint64 {
+func (c ProgCounters) HostControlDropped() uint64 {
 	return c.HostLinkType + c.HostMACControl + c.HostReserved
 }
 
@@ -302,16 +303,16 @@ func (p *PortProgram) changeConf(what string, change func(*portPortConf)) error 
 }
 
 // Counters sums the port counters over all CPUs.
-func (p *PortProgram) Counters() (PortCounters, error) {
-	return readPortCounters(p.objs.PortCount)
+func (p *PortProgram) Counters() (ProgCounters, error) {
+	return readProgCounters(p.objs.PortCount)
 }
 
-func readPortCounters(m *ebpf.Map) (PortCounters, error) {
+func readProgCounters(m *ebpf.Map) (ProgCounters, error) {
 	var per []portPortCounters
 	if err := m.Lookup(uint32(0), &per); err != nil {
-		return PortCounters{}, fmt.Errorf("read port counters: %w", err)
+		return ProgCounters{}, fmt.Errorf("read port counters: %w", err)
 	}
-	var c PortCounters
+	var c ProgCounters
 	for _, v := range per {
 		c.RxFrames += v.RxFrames
 		c.RxBytes += v.RxBytes

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
+	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/linkfabric/linkfabric/tdmaagent/wire"
 )
 
@@ -42,7 +43,7 @@ func randomTrailer(r *rand.Rand) wire.WinTrailer {
 
 // TestTDMAGateModel runs the exit gate (BPF_PROG_TEST_RUN) on random
 // TDMA data frames and on other frames, and holds every verdict and the
-// counters to TDMAGateVerdict; a frame whose deadline falls within the
+// counters to gate.Verdict; a frame whose deadline falls within the
 // run (the program reads the clock in between) is judged either way.
 func TestTDMAGateModel(t *testing.T) {
 	needRoot(t)
@@ -77,8 +78,8 @@ func TestTDMAGateModel(t *testing.T) {
 			if err != nil {
 				t.Fatalf("frame %d: %v", i, err)
 			}
-			data, back0, close0 := TDMAGateVerdict(f, t0, share)
-			_, back1, _ := TDMAGateVerdict(f, t1, share)
+			data, back0, close0 := gate.Verdict(f, t0, share)
+			_, back1, _ := gate.Verdict(f, t1, share)
 			if ret != p.pass && ret != p.rt {
 				t.Fatalf("frame %d: return code %d", i, ret)
 			}

@@ -151,9 +151,9 @@ func TestImpairLossRates(t *testing.T) {
 				if err := p.ctl.ResetImpairStats(); err != nil {
 					t.Fatal(err)
 				}
-				var before PortCounters
+				var before ProgCounters
 				if p.port != nil {
-					before, _ = readPortCounters(p.port)
+					before, _ = readProgCounters(p.port)
 				}
 				if err := p.ctl.SetImpair(tc.cfg); err != nil {
 					t.Fatal(err)
@@ -173,16 +173,16 @@ func TestImpairLossRates(t *testing.T) {
 					t.Errorf("impair stats %+v, observed %+v", st, want)
 				}
 				if p.port != nil {
-					after, err := readPortCounters(p.port)
+					after, err := readProgCounters(p.port)
 					if err != nil {
 						t.Fatal(err)
 					}
-					d := PortCounters{
+					d := ProgCounters{
 						RxFrames: after.RxFrames - before.RxFrames, RxBytes: after.RxBytes - before.RxBytes,
 						Redirected: after.Redirected - before.Redirected, Passed: after.Passed - before.Passed,
 						ImpairDropped: after.ImpairDropped - before.ImpairDropped, ImpairFlipped: after.ImpairFlipped - before.ImpairFlipped,
 					}
-					wantC := PortCounters{RxFrames: uint64(r.n), RxBytes: uint64(r.n * len(frame)), Passed: uint64(r.passes), ImpairDropped: uint64(r.drops)}
+					wantC := ProgCounters{RxFrames: uint64(r.n), RxBytes: uint64(r.n * len(frame)), Passed: uint64(r.passes), ImpairDropped: uint64(r.drops)}
 					if d != wantC {
 						t.Errorf("port counters moved by %+v, observed %+v", d, wantC)
 					}

@@ -381,7 +381,7 @@ func TestAttachPortVeth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc, _ := h.PortCounters()
+	hc, _ := h.ProgCounters()
 	t.Logf("port counters: %+v", c)
 	if c.RxFrames != 200 || c.ImpairDropped != 100 || c.Passed != 100 || c.Redirected != 0 || c.RxBytes != 200*100 || hc != c {
 		t.Errorf("port counters %+v (via handle %+v)", c, hc)

@@ -7,7 +7,10 @@
 // deadline the caller polls. The dataplane's cells pipeline and the simulated
 // fabric (simfab) both drive it.
 //
-// See ../../shared/design/cellify.md for the study this follows.
+// It follows Stardust (NSDI'19 §3–5: credits from the egress scheduler,
+// packing within a VOQ, spraying over every link that reaches the
+// destination, reachability messages that exclude faulty links) and Aquila
+// GNet (NSDI'22 §3.1–3.3).
 package cellify
 
 // EdgeID is a fabric address of an edge node (a Stardust Fabric Adapter).

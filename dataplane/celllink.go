@@ -139,7 +139,8 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 		return nil, err
 	}
 	c.ep = ep
-	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(coreMode(Mode(d.cfg.Cells.LinkMode)))}
+	rx, _ := linkguardian.ParseDelivery(d.cfg.Cells.LinkMode) // lg, lgnb or monitor (checked by defaults)
+	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
 	if err := c.startSession(d.cfg.LG.credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
@@ -332,7 +333,7 @@ func (c *cellLink) held() int {
 	if c.ep.S != nil {
 		n += c.ep.S.Outstanding()
 	}
-	if c.ep.R != nil && c.ep.R.Mode() == linkguardian.ModeLG {
+	if c.ep.R != nil && c.ep.R.Mode() == linkguardian.InOrder {
 		f, _ := c.ep.R.Buffered()
 		n += f
 	}

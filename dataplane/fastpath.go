@@ -120,7 +120,7 @@ type fastDir struct {
 	on      bool
 	reason  string
 	changes uint64
-	seen    bpf.PortCounters // src's program counters when last folded
+	seen    bpf.ProgCounters // src's program counters when last folded
 }
 
 // newFastPath sets up the fast path in the calling thread's network
@@ -466,19 +466,19 @@ func (f *fastPath) fold() {
 // counters reads what the kernel carried in dir: the port program's
 // forward counters, or LinkGuardian's deliveries (as Forwarded; passed
 // to the core for want of a redirect as ForwardMissed).
-func (dir *fastDir) counters() (bpf.PortCounters, error) {
+func (dir *fastDir) counters() (bpf.ProgCounters, error) {
 	if dir.lgTx != nil {
 		// Frames the kernel numbered and sent; Missed: frames it passed
 		// to the core having taken them (lost swaps) or for want of room
 		// in the header or trailer (dropped).
 		c := dir.lgTx.Counters()
-		return bpf.PortCounters{Forwarded: c.Sent, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed + c.StampErr}, nil
+		return bpf.ProgCounters{Forwarded: c.Sent, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed + c.StampErr}, nil
 	}
 	if dir.lg == nil {
 		return dir.src.prog.Counters()
 	}
 	c := dir.lg.Counters()
-	return bpf.PortCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}, nil
+	return bpf.ProgCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}, nil
 }
 
 // snapshot returns the directions (after a fold).

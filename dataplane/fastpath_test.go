@@ -189,7 +189,7 @@ func TestFastPathXDP(t *testing.T) {
 		}
 	}
 	want := uint64(each * len(frames))
-	var c bpf.PortCounters
+	var c bpf.ProgCounters
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if c, _ = d.Host().Program().Counters(); c.HostControlDropped()-c0.HostControlDropped() >= want {
 			break

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/lossmon"
 )
 
 // ModeFEC is RAIL's coding below the hosts (package fec): XOR parity after
@@ -18,7 +17,7 @@ const ModeFEC Mode = "fec"
 // How each end's sender protects what it sends:
 //   - Fixed: n = N and Copies transmissions per frame, whatever the loss
 //     (N 0 with Copies k is pure replication ×k);
-//   - Loss > 0: the link policy (lossmon.LinkTable for Target) decides once
+//   - Loss > 0: the link policy (fec.LinkTable for Target) decides once
 //     for that loss rate, and the decision stays;
 //   - otherwise (the default): the policy decides from the loss the peer's
 //     receiver measures on this direction and reports in its session
@@ -50,9 +49,9 @@ type FECConfig struct {
 	// (default 10^4).
 	Window    time.Duration
 	MinFrames uint64
-	// Table is the link policy (default lossmon.DefaultLinkTable(Target)
+	// Table is the link policy (default fec.DefaultLinkTable(Target)
 	// with Dwell one Window).
-	Table *lossmon.LinkTable
+	Table *fec.LinkTable
 }
 
 // defaultFECWait and defaultFECFlush are FECConfig.Wait's and Flush's
@@ -111,13 +110,13 @@ func (c *FECConfig) defaults() error {
 		return fmt.Errorf("dataplane: --fec-wait %v must exceed --fec-flush %v (a group's parity comes up to --fec-flush after its first frame): raise --fec-wait or lower --fec-flush", c.Wait, c.Flush)
 	}
 	if c.Table == nil {
-		t := lossmon.DefaultLinkTable(c.Target)
+		t := fec.DefaultLinkTable(c.Target)
 		t.Dwell = int64(c.Window) // weaker protection once a whole window has measured the link under the current one
 		c.Table = &t
 	}
 	if c.Copies > 0 && !c.Fixed {
 		for i := range c.Table.Rows {
-			if c.Table.Rows[i].Action == lossmon.ActReplicate {
+			if c.Table.Rows[i].Action == fec.ActReplicate {
 				c.Table.Rows[i].Copies = c.Copies
 			}
 		}
@@ -129,7 +128,7 @@ func (c *FECConfig) defaults() error {
 		c.Copies = 1
 	}
 	if c.Loss > 0 {
-		if ch := c.Table.Decide(c.Loss, math.NaN(), lossmon.LinkState{}).Choice; !applicable(ch) {
+		if ch := c.Table.Decide(c.Loss, math.NaN(), fec.LinkState{}).Choice; !applicable(ch) {
 			return fmt.Errorf("dataplane: --fec-loss %g: the link policy chooses %v for that loss, which mode fec cannot do; use --mode lg, or fix the protection with --fec-n N --fec-copies K", c.Loss, ch)
 		}
 	}
@@ -137,8 +136,8 @@ func (c *FECConfig) defaults() error {
 }
 
 // applicable reports whether mode fec can apply a policy's choice.
-func applicable(c lossmon.LinkChoice) bool {
-	return c.Action == lossmon.ActNone || c.Action == lossmon.ActFEC || c.Action == lossmon.ActReplicate
+func applicable(c fec.LinkChoice) bool {
+	return c.Action == fec.ActNone || c.Action == fec.ActFEC || c.Action == fec.ActReplicate
 }
 
 // codingLimit is the loss rate from which the link policy no longer
@@ -147,7 +146,7 @@ func applicable(c lossmon.LinkChoice) bool {
 func (c *FECConfig) codingLimit() float64 {
 	lim := 0.0
 	for _, r := range c.Table.Rows {
-		if !applicable(lossmon.LinkChoice{Action: r.Action}) {
+		if !applicable(fec.LinkChoice{Action: r.Action}) {
 			break
 		}
 		lim = r.Below
@@ -157,26 +156,26 @@ func (c *FECConfig) codingLimit() float64 {
 
 // initial is the protection a sender starts with: fixed, chosen for the
 // given loss, or for ten times the target until the peer's report.
-func (c *FECConfig) initial() lossmon.LinkState {
+func (c *FECConfig) initial() fec.LinkState {
 	switch {
 	case c.Fixed:
-		st := lossmon.LinkState{Choice: lossmon.LinkChoice{Action: lossmon.ActFEC, N: c.N, Copies: c.Copies}}
+		st := fec.LinkState{Choice: fec.LinkChoice{Action: fec.ActFEC, N: c.N, Copies: c.Copies}}
 		if c.N == 0 {
-			st.Choice.Action = lossmon.ActReplicate
+			st.Choice.Action = fec.ActReplicate
 		}
 		return st
 	case c.Loss > 0:
-		return c.Table.Decide(c.Loss, math.NaN(), lossmon.LinkState{})
+		return c.Table.Decide(c.Loss, math.NaN(), fec.LinkState{})
 	}
-	return c.Table.Decide(10*c.Target, math.NaN(), lossmon.LinkState{})
+	return c.Table.Decide(10*c.Target, math.NaN(), fec.LinkState{})
 }
 
 // nCopies is what a sender runs for choice c.
-func nCopies(c lossmon.LinkChoice) (n, copies int) {
+func nCopies(c fec.LinkChoice) (n, copies int) {
 	switch c.Action {
-	case lossmon.ActFEC:
+	case fec.ActFEC:
 		return c.N, max(c.Copies, 1)
-	case lossmon.ActReplicate:
+	case fec.ActReplicate:
 		return 0, c.Copies
 	}
 	return 0, 1

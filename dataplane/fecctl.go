@@ -21,10 +21,10 @@ import (
 //
 // Loss and policy. The Receiver's counters feed a loss monitor (observe,
 // every fecObserve): per transmission (copies corrected for,
-// lossmon.PerTransmission) and loss runs. This end reports the rate, mean
+// fec.PerTransmission) and loss runs. This end reports the rate, mean
 // run and its own sender's n and copies in its session frames
 // (seqhdr.Report); the peer's report is the loss of this end's outgoing
-// direction, from which the link policy (lossmon.LinkTable) decides; the
+// direction, from which the link policy (fec.LinkTable) decides; the
 // decision is logged when it changes and, unless n was fixed or given a
 // loss, applied to the Sender.
 type fecCtl struct {
@@ -51,7 +51,7 @@ type fecCtl struct {
 
 	peer    seqhdr.Report // the peer's last report
 	peerOK  bool
-	policy  lossmon.LinkState
+	policy  fec.LinkState
 	decided bool
 	note    string
 	rxLoss  float64
@@ -111,13 +111,13 @@ func (k *fecCtl) Reset(now int64, tx, rx seqhdr.Seq) {
 // rate in this end's report, and runs the policy on the peer's report.
 func (k *fecCtl) observe(now int64, sess *linksession.Session) {
 	r := &k.rcv.Stats
-	rx, lost := lossmon.PerTransmission(k.peerCopies, r.Span-k.last.Span, r.Frames-k.last.Frames)
+	rx, lost := fec.PerTransmission(k.peerCopies, r.Span-k.last.Span, r.Frames-k.last.Frames)
 	k.mon.Observe(now, rx, lost)
 	k.runs.Observe(now, r.Holes-k.last.Holes, r.Gaps-k.last.Gaps)
 	k.last = *r
 	k.rxLoss, k.rxOK = k.mon.Rate(now)
 	runs, missing := k.runs.Totals(now)
-	k.rxBurst = lossmon.MeanBurst(missing, runs)
+	k.rxBurst = fec.MeanBurst(missing, runs)
 	rep := seqhdr.Report{RxLoss: seqhdr.RxLossUnknown, TxN: uint8(k.snd.N()), TxCopies: uint8(k.snd.Copies())}
 	if k.rxOK {
 		rep.RxLoss = uint32(min(k.rxLoss, 1) * 1e9)
@@ -173,15 +173,15 @@ func (k *fecCtl) decide(now int64, rate, burst float64) {
 }
 
 // inForce is the Sender's protection as a policy choice would name it.
-func (k *fecCtl) inForce() lossmon.LinkChoice {
+func (k *fecCtl) inForce() fec.LinkChoice {
 	n, c := k.snd.N(), k.snd.Copies()
 	switch {
 	case n > 0:
-		return lossmon.LinkChoice{Action: lossmon.ActFEC, N: n}
+		return fec.LinkChoice{Action: fec.ActFEC, N: n}
 	case c > 1:
-		return lossmon.LinkChoice{Action: lossmon.ActReplicate, Copies: c}
+		return fec.LinkChoice{Action: fec.ActReplicate, Copies: c}
 	}
-	return lossmon.LinkChoice{Action: lossmon.ActNone}
+	return fec.LinkChoice{Action: fec.ActNone}
 }
 
 // snapshot fills the coding's part of v.

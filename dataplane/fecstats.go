@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/lossmon"
 )
 
 // FECStats are mode fec's statistics: the cores' counters and the link
@@ -61,9 +60,9 @@ type FECSnapshot struct {
 
 // FECPolicy is the link policy's decision for the direction this end sends.
 type FECPolicy struct {
-	Target   float64           `json:"target"`
-	Decision string            `json:"decision"` // "" until the peer reported a measured loss
-	State    lossmon.LinkState `json:"state"`
+	Target   float64       `json:"target"`
+	Decision string        `json:"decision"` // "" until the peer reported a measured loss
+	State    fec.LinkState `json:"state"`
 	// Applied: the sender runs the decision. It does not with --fec-n or
 	// --fec-loss, and for lg or exclude, which mode fec cannot do (Note).
 	Applied bool   `json:"applied"`

@@ -7,7 +7,6 @@ import (
 
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/pfc"
 )
 
@@ -143,8 +142,8 @@ type LGConfig struct {
 	// "Automatic fallback"), starting from the configured mode.
 	Auto bool
 	// Policy is the protection policy used with Auto; zero means
-	// lossmon.DefaultPolicy.
-	Policy lossmon.Policy
+	// linkguardian.DefaultPolicy.
+	Policy linkguardian.Policy
 	// MonitorWindow is the loss monitor's moving window; default 10s.
 	MonitorWindow time.Duration
 	// Integrity is the check every link frame carries (integrity.go): a
@@ -279,7 +278,7 @@ func (c *LGConfig) defaults(mode Mode) error {
 	if c.Copies == 0 {
 		c.Copies = 1
 		if c.LinkLoss > 0 {
-			c.Copies = lossmon.Copies(c.TargetLoss, c.LinkLoss)
+			c.Copies = linkguardian.Copies(c.TargetLoss, c.LinkLoss)
 		}
 	}
 	if c.MTU == 0 {
@@ -301,8 +300,8 @@ func (c *LGConfig) defaults(mode Mode) error {
 	if c.LinkSpeed == 0 {
 		c.LinkSpeed = pfc.Speed10G
 	}
-	if c.Policy == (lossmon.Policy{}) {
-		c.Policy = lossmon.DefaultPolicy()
+	if c.Policy == (linkguardian.Policy{}) {
+		c.Policy = linkguardian.DefaultPolicy()
 		c.Policy.Target = c.TargetLoss
 	}
 	if err := c.Policy.Validate(); err != nil {
@@ -347,7 +346,8 @@ func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
 	}
 	if c.Protect != "tx" {
 		r := linkguardian.DefaultReceiverConfig()
-		r.Mode = coreMode(mode)
+		// The lg modes are named after their deliveries (checked by defaults).
+		r.Delivery, _ = linkguardian.ParseDelivery(string(mode))
 		r.Window = c.TxBuffer
 		r.ResumeThreshold, r.PauseThreshold = c.ResumeThreshold, c.PauseThreshold
 		r.AckDelay = tunedAckDelay(math.MaxInt64, c.dummyWaitMax()) // until measured (tune)
@@ -369,39 +369,6 @@ func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
 	return cfg
 }
 
-// coreMode is the LinkGuardian core's receiver mode for a dataplane mode.
-func coreMode(m Mode) linkguardian.Delivery {
-	switch m {
-	case ModeLGNB:
-		return linkguardian.ModeLGNB
-	case ModeMonitor:
-		return linkguardian.ModeMonitor
-	}
-	return linkguardian.ModeLG
-}
-
-// policyMode is the LinkGuardian core's receiver mode for a policy decision.
-func policyMode(d lossmon.Decision) linkguardian.Delivery {
-	switch {
-	case !d.Protect:
-		return linkguardian.ModeMonitor
-	case d.Mode == lossmon.ModeLGNB:
-		return linkguardian.ModeLGNB
-	}
-	return linkguardian.ModeLG
-}
-
-// decision is the policy's view of a receiver mode.
-func decision(m linkguardian.Delivery, copies int) lossmon.Decision {
-	switch m {
-	case linkguardian.ModeLG:
-		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLG, Copies: copies}
-	case linkguardian.ModeLGNB:
-		return lossmon.Decision{Protect: true, Mode: lossmon.ModeLGNB, Copies: copies}
-	}
-	return lossmon.Decision{}
-}
-
 // autoMode is the receiver mode the policy chooses after received frames
 // and lost ones in the monitor's window, from mode cur.
 //
@@ -413,14 +380,14 @@ func decision(m linkguardian.Delivery, copies int) lossmon.Decision {
 // be below ProtectOn, that is more than 3/ProtectOn frames (3·10^8 by
 // default) for a loss-free window. Switching on, to lgnb, and off for a
 // rate too high to help need no such wait.
-func autoMode(pol lossmon.Policy, received, lost uint64, cur linkguardian.Delivery) linkguardian.Delivery {
+func autoMode(pol linkguardian.Policy, received, lost uint64, cur linkguardian.Delivery) linkguardian.Delivery {
 	frames := received + lost
 	if frames == 0 {
 		return cur
 	}
 	rate := float64(lost) / float64(frames)
-	want := policyMode(pol.Decide(rate, decision(cur, 1)))
-	if cur != linkguardian.ModeMonitor && want == linkguardian.ModeMonitor && rate < pol.ProtectOff {
+	want := pol.Decide(rate, linkguardian.Decision{Delivery: cur, Copies: 1}).Delivery
+	if cur != linkguardian.Monitor && want == linkguardian.Monitor && rate < pol.ProtectOff {
 		if upper := float64(lost+3) / float64(frames); upper >= pol.ProtectOn {
 			return cur // not enough frames to conclude "no loss worth protecting"
 		}

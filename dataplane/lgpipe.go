@@ -570,7 +570,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
 		if rate, ok := pl.mon.Rate(now); ok {
 			pl.lgs.lossRate.Store(uint64(rate * 1e12))
-			n := lossmon.CopiesLimit(pl.d.cfg.LG.TargetLoss, rate, pl.d.cfg.LG.MaxCopies)
+			n := linkguardian.CopiesLimit(pl.d.cfg.LG.TargetLoss, rate, pl.d.cfg.LG.MaxCopies)
 			if int64(n) != pl.lgs.Copies.Load() {
 				p.S.SetCopies(n)
 				pl.lgs.Copies.Store(int64(n))

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/lossmon"
 )
 
 // The tuned resume threshold is flight time × drain rate (Appendix B.1),
@@ -133,34 +132,34 @@ func TestCreditWindow(t *testing.T) {
 // window of 10^4..10^7 frames says nothing about 1e-8. Switching on, to
 // lgnb, and off for a high rate need no such wait.
 func TestAutoNeedsEvidenceToSwitchOff(t *testing.T) {
-	pol := lossmon.DefaultPolicy()
+	pol := linkguardian.DefaultPolicy()
 	need := uint64(3 / pol.ProtectOn)
-	for _, cur := range []linkguardian.Delivery{linkguardian.ModeLG, linkguardian.ModeLGNB} {
+	for _, cur := range []linkguardian.Delivery{linkguardian.InOrder, linkguardian.NonBlocking} {
 		for _, n := range []uint64{10_000, 1_000_000, 10_000_000, need / 2} {
 			if got := autoMode(pol, n, 0, cur); got != cur {
 				t.Errorf("from %s, %d frames and no loss: %s; want %s (too few frames to tell %g from 0)", cur, n, got, cur, pol.ProtectOn)
 			}
 		}
-		if got := autoMode(pol, 2*need, 0, cur); got != linkguardian.ModeMonitor {
+		if got := autoMode(pol, 2*need, 0, cur); got != linkguardian.Monitor {
 			t.Errorf("from %s, %d frames and no loss: %s; want monitor", cur, 2*need, got)
 		}
 		// One loss in 2·need frames: the point rate (≈1.7e-9) is above ProtectOff
 		// (1e-9): stays protected (lg: below NBOff).
-		if got := autoMode(pol, 2*need, 1, cur); got != linkguardian.ModeLG {
+		if got := autoMode(pol, 2*need, 1, cur); got != linkguardian.InOrder {
 			t.Errorf("from %s, 1 loss in %d frames: %s; want lg", cur, 2*need, got)
 		}
 		// Disabled for a high rate at once.
-		if got := autoMode(pol, 10_000, 2_000, cur); got != linkguardian.ModeMonitor {
+		if got := autoMode(pol, 10_000, 2_000, cur); got != linkguardian.Monitor {
 			t.Errorf("from %s, loss 0.17: %s; want monitor (disabled)", cur, got)
 		}
 	}
-	if got := autoMode(pol, 10_000, 1, linkguardian.ModeMonitor); got != linkguardian.ModeLG {
+	if got := autoMode(pol, 10_000, 1, linkguardian.Monitor); got != linkguardian.InOrder {
 		t.Errorf("from monitor, 1 loss in 10^4: %s; want lg", got)
 	}
-	if got := autoMode(pol, 10_000, 0, linkguardian.ModeMonitor); got != linkguardian.ModeMonitor {
+	if got := autoMode(pol, 10_000, 0, linkguardian.Monitor); got != linkguardian.Monitor {
 		t.Errorf("from monitor, no loss: %s; want monitor", got)
 	}
-	if got := autoMode(pol, 10_000, 200, linkguardian.ModeLG); got != linkguardian.ModeLGNB {
+	if got := autoMode(pol, 10_000, 200, linkguardian.InOrder); got != linkguardian.NonBlocking {
 		t.Errorf("from lg, loss 2e-2: %s; want lgnb", got)
 	}
 }

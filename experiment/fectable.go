@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -100,7 +100,7 @@ type FECTableRow struct {
 	BestOverhead   string `json:"best_overhead"`
 	CodingFCT      string `json:"coding_best_fct"`
 	CodingOverhead string `json:"coding_best_overhead"`
-	// Policy is what lossmon.DefaultLinkTable decides for this rate and
+	// Policy is what fec.DefaultLinkTable decides for this rate and
 	// model (as the arm that runs it). Agrees: it is one of the two
 	// measured choices among all protections, or, where it chooses a
 	// coding, among the codings (the choice mode fec applies); exclude
@@ -136,20 +136,20 @@ func (e *Env) FECTable(ctx context.Context, cfg FECTableConfig) (*FECTableResult
 // policyArm is the arm that runs what the default link table decides at
 // rate p for independent (bursty false) or bursty loss.
 func policyArm(target, p float64, bursty bool) string {
-	t := lossmon.DefaultLinkTable(target)
+	t := fec.DefaultLinkTable(target)
 	burst := 1.0
 	if bursty {
 		burst = t.BurstOn + 1
 	}
-	st := t.Decide(p, burst, lossmon.LinkState{})
+	st := t.Decide(p, burst, fec.LinkState{})
 	switch st.Choice.Action {
-	case lossmon.ActNone:
+	case fec.ActNone:
 		return FECArmForward
-	case lossmon.ActFEC:
+	case fec.ActFEC:
 		return FECArmParity
-	case lossmon.ActReplicate:
+	case fec.ActReplicate:
 		return FECArmReplicate
-	case lossmon.ActLG:
+	case fec.ActLG:
 		return FECArmLG
 	}
 	return st.Choice.Action.String()
@@ -294,8 +294,8 @@ func (res *FECTableResult) Text() string {
 		}
 	}
 	fmt.Fprintf(&b, "  worst deviation %.1f %% (target: within 10 %%)\n", 100*res.Summary["overhead_vs_prediction_worst"].(float64))
-	fmt.Fprintf(&b, "\n✗: residual above the target. best coding: among none, parity and replication (what mode fec can run). policy: lossmon.DefaultLinkTable's choice for the rate (bursty: mean loss run ≥ %g); it agrees when it is the best by p99 FCT or by overhead, among all protections or, for a coding, among the codings. %d of %d rows agree.\n",
-		lossmon.DefaultLinkTable(c.Target).BurstOn, res.Summary["policy_agrees"], len(res.Rows))
+	fmt.Fprintf(&b, "\n✗: residual above the target. best coding: among none, parity and replication (what mode fec can run). policy: fec.DefaultLinkTable's choice for the rate (bursty: mean loss run ≥ %g); it agrees when it is the best by p99 FCT or by overhead, among all protections or, for a coding, among the codings. %d of %d rows agree.\n",
+		fec.DefaultLinkTable(c.Target).BurstOn, res.Summary["policy_agrees"], len(res.Rows))
 	return b.String()
 }
 

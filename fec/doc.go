@@ -31,6 +31,10 @@
 // n+1 frames stays below the target. A host sees about 2/(n+1) of that
 // (Residual): RAIL's choice is conservative.
 //
+// LinkTable is the link policy (linkpolicy.go): from a measured loss rate
+// and burstiness (MeanBurst; PerTransmission for replicated links) it
+// chooses none, parity with its n, replication, LinkGuardian or exclusion.
+//
 // Worker loop, per iteration with now read once: Receiver.Receive for each
 // link frame; Sender.Send for each host frame; Sender.Poll and
 // Receiver.Poll (sleep no longer than the earlier deadline); transmit

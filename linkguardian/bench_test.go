@@ -79,7 +79,7 @@ type benchReceiver struct {
 func newBenchReceiver(tb testing.TB, mode linkguardian.Delivery) *benchReceiver {
 	pool := simlink.NewPool(4096, 2048, 256)
 	rc := linkguardian.DefaultReceiverConfig()
-	rc.Mode = mode
+	rc.Delivery = mode
 	rc.Window = 1024
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
@@ -147,8 +147,8 @@ func BenchmarkSenderPerFrame(b *testing.B) {
 	}
 }
 
-func BenchmarkReceiverPerFrameLG(b *testing.B)   { benchRecv(b, linkguardian.ModeLG) }
-func BenchmarkReceiverPerFrameLGNB(b *testing.B) { benchRecv(b, linkguardian.ModeLGNB) }
+func BenchmarkReceiverPerFrameLG(b *testing.B)   { benchRecv(b, linkguardian.InOrder) }
+func BenchmarkReceiverPerFrameLGNB(b *testing.B) { benchRecv(b, linkguardian.NonBlocking) }
 
 func benchRecv(b *testing.B, mode linkguardian.Delivery) {
 	r := newBenchReceiver(b, mode)
@@ -165,8 +165,8 @@ func benchRecv(b *testing.B, mode linkguardian.Delivery) {
 // TestSteadyStateAllocs asserts the per-frame paths do not allocate.
 func TestSteadyStateAllocs(t *testing.T) {
 	s := newBenchSender(t)
-	r := newBenchReceiver(t, linkguardian.ModeLG)
-	nb := newBenchReceiver(t, linkguardian.ModeLGNB)
+	r := newBenchReceiver(t, linkguardian.InOrder)
+	nb := newBenchReceiver(t, linkguardian.NonBlocking)
 	i := 0
 	for ; i < 4096; i++ {
 		s.op(int64(i)*100, i)

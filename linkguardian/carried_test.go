@@ -113,7 +113,7 @@ func (w *wire) carry(t *testing.T, now int64, src *linkguardian.Endpoint, ms *sl
 // link fields unchanged; unsequenced ones (PassCarried) arrive as they
 // are, carrying B's ACKs back the other way; every frame is released once.
 func TestCarriedFrames(t *testing.T) {
-	for _, mode := range []linkguardian.Delivery{linkguardian.ModeLG, linkguardian.ModeLGNB} {
+	for _, mode := range []linkguardian.Delivery{linkguardian.InOrder, linkguardian.NonBlocking} {
 		t.Run(mode.String(), func(t *testing.T) {
 			a, b, ma, mb := carriedPair(t, mode)
 			ab := &wire{drop: func(n int, _ []byte) bool { return n%5 == 0 }}
@@ -186,7 +186,7 @@ func TestCarriedFrames(t *testing.T) {
 					t.Fatalf("cell %d delivered twice", id)
 				}
 				seen[id] = true
-				if mode == linkguardian.ModeLG && id != uint32(i) {
+				if mode == linkguardian.InOrder && id != uint32(i) {
 					t.Fatalf("delivery %d is cell %d: out of order in mode lg", i, id)
 				}
 			}
@@ -208,7 +208,7 @@ func TestCarriedFrames(t *testing.T) {
 // in the TX buffer, and a later call from where the last one ended lists
 // only what was sent since.
 func TestUnacked(t *testing.T) {
-	a, _, ma, _ := carriedPair(t, linkguardian.ModeLG)
+	a, _, ma, _ := carriedPair(t, linkguardian.InOrder)
 	var in []linkguardian.Frame
 	send := func(n int) {
 		for range n {

@@ -28,7 +28,7 @@ func dropAcks(lose func(k int) bool) *simlink.Rule {
 // (window frames) for the whole transfer: the host offers frames faster
 // than the link returns ACKs.
 func creditBound(window int) simlink.Config {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.A.Sender.TxBuffer = window
 	cfg.B.Receiver.Window = max(window, 2)
 	return cfg
@@ -172,7 +172,7 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 // arriving stops the repeats. NextDeadline and Quiet reflect the repeats.
 func TestReceiverRepeatsAck(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
-	rc := *receiverCfg(linkguardian.ModeLG)
+	rc := *receiverCfg(linkguardian.InOrder)
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // out every DummyInterval: a few dozen in a millisecond, not hundreds. Once
 // an ACK gets through, the link goes quiet and recovers the tail loss.
 func TestDummyBackoff(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	// Lose the only data frame (a tail loss, found by the first dummy) and
 	// every explicit ACK for the first millisecond.
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(0)}
@@ -36,7 +36,7 @@ func TestDummyBackoff(t *testing.T) {
 // last frame sent, the explicit ACK AckDelay after the frame arrived, and
 // nothing once everything is acknowledged.
 func TestNextDeadline(t *testing.T) {
-	s := newSim(t, oneWay(linkguardian.ModeLG, 1))
+	s := newSim(t, oneWay(linkguardian.InOrder, 1))
 	a, b := s.Port(simlink.A), s.Port(simlink.B)
 	if d := a.NextDeadline(s.Now(), true); d != math.MaxInt64 {
 		t.Fatalf("quiet sender: deadline %d", d)

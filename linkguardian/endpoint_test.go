@@ -110,7 +110,7 @@ func TestPauseResumeAndTxFull(t *testing.T) {
 
 func TestReceiverBadAndPassthrough(t *testing.T) {
 	pool := simlink.NewPool(16, 2048, 256)
-	rc := *receiverCfg(linkguardian.ModeLG)
+	rc := *receiverCfg(linkguardian.InOrder)
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
 		t.Fatal(err)

@@ -335,10 +335,10 @@ func (r *Receiver) rewake() {
 // copy (a retransmission's second copy, a frame the sender thought lost).
 // The core drops it without claiming the point, which would send the frames
 // after it through the core (hand-overs cost the host's order a wait: see
-// dataplane/hostgate.go). Not in ModeMonitor, whose frames given up on may
+// dataplane/hostgate.go). Not in Monitor delivery, whose frames given up on may
 // still be delivered late.
 func (r *Receiver) lateForKernel(q seqhdr.Seq) bool {
-	if !r.handed || r.cfg.Mode == ModeMonitor {
+	if !r.handed || r.cfg.Delivery == Monitor {
 		return false
 	}
 	v := r.fast.Point.Load()
@@ -379,7 +379,7 @@ func (r *Receiver) adopt(now int64, next seqhdr.Seq, owe bool) bool {
 	r.Stats.DataRx += uint64(n)
 	r.Stats.Delivered += uint64(n)
 	// Slots of the frames the kernel delivered say nothing: a late copy of
-	// one is a duplicate (ModeMonitor's "gone" marks from a Window ago too).
+	// one is a duplicate (Monitor delivery's "gone" marks from a Window ago too).
 	for i := range min(n, len(r.slots)) {
 		*r.slot(r.ackNo.Add(i)) = rxSlot{}
 	}

@@ -69,7 +69,7 @@ func TestFastPathSuite(t *testing.T) {
 
 // fastSim is a one-way LG link with the fast path at B.
 func fastSim(t *testing.T) *simlink.Sim {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.Fast, cfg.FastLag = true, fastLag
 	return newSim(t, cfg)
 }
@@ -251,7 +251,7 @@ func TestFastPointOffer(t *testing.T) {
 // AckDelay after it.
 func TestFastPointLookEvery(t *testing.T) {
 	const look = 1000 * us
-	rc := receiverCfg(linkguardian.ModeLG)
+	rc := receiverCfg(linkguardian.InOrder)
 	rc.AckDelay = 50 * us
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: rc}, simlink.NewPool(64, 2048, 256))
 	if err != nil {

@@ -107,7 +107,7 @@ func newFastEnd(t testing.TB, txBuffer int, withR bool) *fastEnd {
 	sc.TxBuffer = txBuffer
 	cfg := linkguardian.Config{Sender: &sc}
 	if withR {
-		cfg.Receiver = receiverCfg(linkguardian.ModeLG)
+		cfg.Receiver = receiverCfg(linkguardian.InOrder)
 	}
 	pool := simlink.NewPool(4096, 2048, 256)
 	p, err := linkguardian.NewEndpoint(cfg, pool)
@@ -440,7 +440,7 @@ func TestFastSendPastLimitOnPeerAck(t *testing.T) {
 // B's kernel moves its Wake on the ACKs it piggybacks, so A's data rarely
 // needs B's core for an ACK, and both hosts get every frame in order.
 func TestFastBothWakeMoves(t *testing.T) {
-	both := linkguardian.Config{Sender: senderCfg(1), Receiver: receiverCfg(linkguardian.ModeLG)}
+	both := linkguardian.Config{Sender: senderCfg(1), Receiver: receiverCfg(linkguardian.InOrder)}
 	cfg := simlink.Config{
 		A: both, B: both,
 		AB:           simlink.DirConfig{Delay: delay, Rate: rate},
@@ -469,7 +469,7 @@ func TestFastBothWakeMoves(t *testing.T) {
 // frame at or beyond the Limit in force, hands sending over whenever the
 // window fills and takes it back when the core's queue empties.
 func TestFastSendCreditOnLink(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.FastSend, cfg.FastLag = true, fastLag
 	var s *simlink.Sim
 	beyond := 0
@@ -503,7 +503,7 @@ func TestFastSendCreditOnLink(t *testing.T) {
 // TestFastSendWrapAround: the numbering wraps the serial space twice while
 // sending goes back and forth between the kernel and the core.
 func TestFastSendWrapAround(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.FastSend, cfg.FastLag = true, fastLag
 	const burst = 200
 	n := (2*seqhdr.Space/burst + 2) * burst

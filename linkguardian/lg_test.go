@@ -30,7 +30,7 @@ func senderCfg(copies int) *linkguardian.SenderConfig {
 
 func receiverCfg(mode linkguardian.Delivery) *linkguardian.ReceiverConfig {
 	return &linkguardian.ReceiverConfig{
-		Mode:             mode,
+		Delivery:         mode,
 		Window:           1024,
 		RenotifyInterval: 10 * us,
 		AckNoTimeout:     50 * us,
@@ -136,7 +136,7 @@ func head(x []uint64) string {
 }
 
 func TestNoLoss(t *testing.T) {
-	s := newSim(t, oneWay(linkguardian.ModeLG, 1))
+	s := newSim(t, oneWay(linkguardian.InOrder, 1))
 	s.Send(simlink.A, 1000, 0)
 	finish(t, s)
 	wantDelivered(t, s, simlink.B, seqIDs(0, 1000))
@@ -153,7 +153,7 @@ func TestNoLoss(t *testing.T) {
 }
 
 func TestSingleLoss(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 100, 0)
@@ -173,7 +173,7 @@ func TestSingleLoss(t *testing.T) {
 }
 
 func TestTailLossRecoveredByDummy(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(4)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 5, 0)
@@ -190,7 +190,7 @@ func TestTailLossRecoveredByDummy(t *testing.T) {
 }
 
 func TestFiveConsecutiveLosses(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	for k := 20; k < 25; k++ {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
 	}
@@ -206,7 +206,7 @@ func TestFiveConsecutiveLosses(t *testing.T) {
 
 func TestLongHole(t *testing.T) {
 	// A hole as long as a good part of the TX buffer.
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	for k := 100; k < 400; k++ {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
 	}
@@ -221,7 +221,7 @@ func TestLongHole(t *testing.T) {
 
 func TestRetransmittedCopyLost(t *testing.T) {
 	t.Run("N=2", func(t *testing.T) {
-		cfg := oneWay(linkguardian.ModeLG, 2)
+		cfg := oneWay(linkguardian.InOrder, 2)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)} // original and first copy
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -233,7 +233,7 @@ func TestRetransmittedCopyLost(t *testing.T) {
 		}
 	})
 	t.Run("N=2 both copies arrive", func(t *testing.T) {
-		cfg := oneWay(linkguardian.ModeLG, 2)
+		cfg := oneWay(linkguardian.InOrder, 2)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -244,7 +244,7 @@ func TestRetransmittedCopyLost(t *testing.T) {
 		}
 	})
 	t.Run("N=1 re-notification", func(t *testing.T) {
-		cfg := oneWay(linkguardian.ModeLG, 1)
+		cfg := oneWay(linkguardian.InOrder, 1)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)}
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -263,7 +263,7 @@ func TestRetransmittedCopyLost(t *testing.T) {
 		}
 	})
 	t.Run("first round is marked", func(t *testing.T) {
-		cfg := oneWay(linkguardian.ModeLG, 1)
+		cfg := oneWay(linkguardian.InOrder, 1)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
 		s := newSim(t, cfg)
 		s.Send(simlink.A, 50, 0)
@@ -286,7 +286,7 @@ func recoveredAgain(evs []linkguardian.Event) []int {
 }
 
 func TestAckLostThenRecovered(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeAck, 3)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 20, 0)
@@ -299,7 +299,7 @@ func TestAckLostThenRecovered(t *testing.T) {
 }
 
 func TestLossNotificationLost(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeLoss, 1)}
 	s := newSim(t, cfg)
@@ -314,7 +314,7 @@ func TestLossNotificationLost(t *testing.T) {
 
 func TestWrapAround(t *testing.T) {
 	const n = 2*seqhdr.SeqMod + 5000
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	// Losses just before, at and after both wraps (era 0→1 and 1→0), including
 	// a hole that spans the wrap.
 	for _, id := range []uint64{seqhdr.SeqMod - 3, seqhdr.SeqMod - 1, seqhdr.SeqMod, seqhdr.SeqMod + 1, seqhdr.SeqMod + 7,
@@ -338,7 +338,7 @@ func TestWrapAround(t *testing.T) {
 // receiver pauses at 8 KiB + 2 MTU and resumes at 8 KiB, with the given
 // timers.
 func backpressureLink(renotify, ackNoTimeout int64) simlink.Config {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.FrameLen = 1024
 	cfg.AB.Delay, cfg.BA.Delay = 5*us, 5*us
 	rc := cfg.B.Receiver
@@ -373,7 +373,7 @@ func TestBackpressure(t *testing.T) {
 		t.Fatalf("reorder buffer peak %d > %d", rs.ReorderPeakBytes, limit)
 	}
 	// Without backpressure the same losses fill the buffer far more.
-	cfg2 := oneWay(linkguardian.ModeLG, 1)
+	cfg2 := oneWay(linkguardian.InOrder, 1)
 	cfg2.FrameLen = 1024
 	cfg2.AB.Delay, cfg2.BA.Delay = 5*us, 5*us
 	*cfg2.B.Receiver = *rc
@@ -395,7 +395,7 @@ func TestBackpressure(t *testing.T) {
 func TestDuplicateNotifications(t *testing.T) {
 	// Every notification is sent 3 times and control frames are reordered:
 	// each lost frame is still retransmitted exactly N times.
-	cfg := oneWay(linkguardian.ModeLG, 2)
+	cfg := oneWay(linkguardian.InOrder, 2)
 	cfg.B.Receiver.NotifyCopies = 3
 	cfg.BA.CtrlJitter = 500
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 1), simlink.DropID(11, 1), simlink.DropID(60, 1)}
@@ -410,7 +410,7 @@ func TestDuplicateNotifications(t *testing.T) {
 }
 
 func TestAckNoTimeoutSkipsHole(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 2)
+	cfg := oneWay(linkguardian.InOrder, 2)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(50, 1000)} // every copy of seq 50
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 200, 0)
@@ -439,7 +439,7 @@ func TestAckNoTimeoutSkipsHole(t *testing.T) {
 }
 
 func TestLGNB(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLGNB, 2)
+	cfg := oneWay(linkguardian.NonBlocking, 2)
 	lost := []uint64{5, 6, 30, 99}
 	for _, id := range lost {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropID(id, 1))
@@ -477,7 +477,7 @@ func bothWays(mode linkguardian.Delivery, copies int) simlink.Config {
 }
 
 func TestBothDirectionsPiggyback(t *testing.T) {
-	cfg := bothWays(linkguardian.ModeLG, 1)
+	cfg := bothWays(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(100, 1), simlink.DropID(101, 1), simlink.DropID(900, 1)}
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropID(3, 1), simlink.DropID(500, 1)}
 	s := newSim(t, cfg)
@@ -500,7 +500,7 @@ func TestBothDirectionsPiggyback(t *testing.T) {
 func TestUnsequencedReverseCarriesAcks(t *testing.T) {
 	// A→B protected only; B's host traffic to A carries B's ACKs in an
 	// unsequenced header that A strips.
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(40)}
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 500, 200)
@@ -525,7 +525,7 @@ func TestSoak(t *testing.T) {
 		"bursty3": func(p float64) simlink.LossModel { return &simlink.Bursty{P: p, MeanBurst: 3, Slot: 410} },
 	}
 	for _, name := range []string{"bernoulli", "bursty3"} {
-		for _, mode := range []linkguardian.Delivery{linkguardian.ModeLG, linkguardian.ModeLGNB} {
+		for _, mode := range []linkguardian.Delivery{linkguardian.InOrder, linkguardian.NonBlocking} {
 			t.Run(fmt.Sprint(name, "/", mode), func(t *testing.T) {
 				cfg := bothWays(mode, 3)
 				cfg.FrameLen = 512
@@ -539,7 +539,7 @@ func TestSoak(t *testing.T) {
 				for _, side := range []simlink.Side{simlink.A, simlink.B} {
 					got := s.Delivered(side)
 					want := seqIDs(0, int(s.Sent(1-side)))
-					if mode == linkguardian.ModeLGNB {
+					if mode == linkguardian.NonBlocking {
 						got = slices.Clone(got)
 						slices.Sort(got)
 					}
@@ -575,7 +575,7 @@ func TestSoakPerFrameBursts(t *testing.T) {
 	if testing.Short() && !full && (simFast || simFastSend) {
 		t.Skip("long under the race detector: the suites on the fast path run it at full size (make soak)")
 	}
-	cfg := bothWays(linkguardian.ModeLG, 3)
+	cfg := bothWays(linkguardian.InOrder, 3)
 	cfg.A.Receiver.NotifyCopies, cfg.B.Receiver.NotifyCopies = 3, 3
 	cfg.FrameLen = 512
 	cfg.AB.Random, cfg.AB.Seed = &simlink.Bursty{P: 1e-2, MeanBurst: 3}, 4

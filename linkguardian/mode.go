@@ -3,7 +3,7 @@ package linkguardian
 import "github.com/linkfabric/linkfabric/seqhdr"
 
 // Mode returns the receiver's delivery mode.
-func (r *Receiver) Mode() Delivery { return r.cfg.Mode }
+func (r *Receiver) Mode() Delivery { return r.cfg.Delivery }
 
 // SetMode switches the receiver's mode while frames flow: the automatic
 // fallback of the paper's §5 (lg → lgnb when loss gets high), and switching
@@ -17,35 +17,35 @@ func (r *Receiver) Mode() Delivery { return r.cfg.Mode }
 //     every frame up to latestRxSeqNo has been delivered and nothing is
 //     held). From LG it first switches to LGNB, which releases the buffer.
 func (r *Receiver) SetMode(now int64, m Delivery) bool {
-	if m == r.cfg.Mode {
+	if m == r.cfg.Delivery {
 		return true
 	}
 	r.claim(now)
-	if m > ModeMonitor {
+	if m > Monitor {
 		return false
 	}
-	if r.cfg.Mode == ModeMonitor {
+	if r.cfg.Delivery == Monitor {
 		// Nothing is missing or held in monitor mode; forget the frames
 		// counted lost, whose slots lg and lgnb take for empty.
 		clear(r.slots)
 	}
-	if r.cfg.Mode == ModeLG {
+	if r.cfg.Delivery == InOrder {
 		r.releaseBuffer(now)
-		r.cfg.Mode = ModeLGNB
+		r.cfg.Delivery = NonBlocking
 		r.Stats.ModeChanges++
-		if m == ModeLGNB {
+		if m == NonBlocking {
 			return true
 		}
 	}
-	if m == ModeLGNB {
-		r.cfg.Mode = ModeLGNB
+	if m == NonBlocking {
+		r.cfg.Delivery = NonBlocking
 		r.Stats.ModeChanges++
 		return true
 	}
 	if r.missing > 0 {
 		return false
 	}
-	r.cfg.Mode = m
+	r.cfg.Delivery = m
 	r.Stats.ModeChanges++
 	return true
 }

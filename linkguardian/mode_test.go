@@ -1,6 +1,7 @@
 package linkguardian_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // buffered frames are delivered at once, the holes are still recovered, and
 // nothing is lost or duplicated.
 func TestSetModeLGToLGNBMidHole(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	// Lose frame 10's original and its first copy: it stays missing for a
 	// re-notification interval while later frames pile up in the buffer.
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 2)}
@@ -30,7 +31,7 @@ func TestSetModeLGToLGNBMidHole(t *testing.T) {
 		t.Fatalf("setup: %d frames buffered, %d missing; want ≥ 20 and 1", held, r.Missing())
 	}
 	before := len(s.Delivered(simlink.B))
-	if !r.SetMode(s.Now(), linkguardian.ModeLGNB) || r.Mode() != linkguardian.ModeLGNB {
+	if !r.SetMode(s.Now(), linkguardian.NonBlocking) || r.Mode() != linkguardian.NonBlocking {
 		t.Fatal("switch to lgnb refused")
 	}
 	if f, b := r.Buffered(); f != 0 || b != 0 {
@@ -57,13 +58,13 @@ func TestSetModeLGToLGNBMidHole(t *testing.T) {
 // lgnb → lg waits for holes to close; monitor mode loses frames without
 // asking for them, and switching protection back on protects again.
 func TestSetModeMonitorAndBack(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLGNB, 1)
+	cfg := oneWay(linkguardian.NonBlocking, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(5, 1), simlink.DropID(150, 1), simlink.DropID(250, 1)}
 	s := newSim(t, cfg)
 	r := s.Port(simlink.B).R
 	s.Send(simlink.A, 100, 100)
 	s.Run(5_000) // frame 5 lost and not yet recovered... or recovered: either way
-	for !r.SetMode(s.Now(), linkguardian.ModeMonitor) {
+	for !r.SetMode(s.Now(), linkguardian.Monitor) {
 		if r.Missing() == 0 {
 			t.Fatal("SetMode(monitor) refused with nothing missing")
 		}
@@ -82,7 +83,7 @@ func TestSetModeMonitorAndBack(t *testing.T) {
 	}
 
 	// Protection on again (in order): frame 250 is recovered.
-	if !r.SetMode(s.Now(), linkguardian.ModeLG) {
+	if !r.SetMode(s.Now(), linkguardian.InOrder) {
 		t.Fatal("SetMode(lg) refused on a quiet link")
 	}
 	s.Send(simlink.A, 100, 100)
@@ -137,5 +138,31 @@ func TestSetThresholdsResumes(t *testing.T) {
 	wantDelivered(t, s, simlink.B, seqIDs(0, 2000))
 	if r.Stats.PausesSent != pauses {
 		t.Fatalf("paused again (%d → %d) below the raised threshold", pauses, r.Stats.PausesSent)
+	}
+}
+
+// The deliveries' names are the dataplane's mode names, in JSON too.
+func TestDeliveryNames(t *testing.T) {
+	for d, name := range map[linkguardian.Delivery]string{linkguardian.InOrder: "lg", linkguardian.NonBlocking: "lgnb", linkguardian.Monitor: "monitor"} {
+		if d.String() != name {
+			t.Errorf("%d.String() = %q, want %q", d, d.String(), name)
+		}
+		if got, err := linkguardian.ParseDelivery(name); got != d || err != nil {
+			t.Errorf("ParseDelivery(%q) = %v, %v", name, got, err)
+		}
+		b, err := json.Marshal(struct{ D linkguardian.Delivery }{d})
+		if want := `{"D":"` + name + `"}`; err != nil || string(b) != want {
+			t.Errorf("json of %s: %s, %v; want %s", name, b, err, want)
+		}
+		var back struct{ D linkguardian.Delivery }
+		if err := json.Unmarshal(b, &back); err != nil || back.D != d {
+			t.Errorf("json %s decodes to %v, %v", b, back.D, err)
+		}
+	}
+	if _, err := linkguardian.ParseDelivery("off"); err == nil {
+		t.Error(`ParseDelivery("off") succeeded`)
+	}
+	if _, err := json.Marshal(linkguardian.Delivery(3)); err == nil {
+		t.Error("delivery 3 marshalled")
 	}
 }

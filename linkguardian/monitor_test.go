@@ -17,7 +17,7 @@ import (
 // dropped as a duplicate.
 func TestMonitorLateFrame(t *testing.T) {
 	pool := simlink.NewPool(64, 2048, 256)
-	rc := *receiverCfg(linkguardian.ModeMonitor)
+	rc := *receiverCfg(linkguardian.Monitor)
 	rc.Window = 16
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
@@ -57,7 +57,7 @@ func TestMonitorLateFrame(t *testing.T) {
 		t.Fatalf("frames beyond the window delivered: late %d, %d delivered", p.R.Stats.LateDelivered, len(got))
 	}
 	// Back to protection: the slots of monitor gaps do not confuse lg.
-	if !p.R.SetMode(0, linkguardian.ModeLG) {
+	if !p.R.SetMode(0, linkguardian.InOrder) {
 		t.Fatal("SetMode(lg) refused")
 	}
 	recv(41) // 40 lost: now a protected hole

@@ -2,39 +2,69 @@ package linkguardian
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// Delivery selects in-order (LG) or non-blocking (LGNB) delivery.
+// Delivery is how a receiver hands frames on: in order (LG), non-blocking
+// (LGNB) or unprotected (monitor). Its names, "lg", "lgnb" and "monitor"
+// (String, MarshalText), are also the dataplane's mode names; its values are
+// carried on the wire (linksession.Protect.RxMode), so their order is fixed.
 type Delivery uint8
 
-// Modes.
+// Deliveries.
 const (
-	// ModeLG holds out-of-order frames in the reorder buffer and delivers in
+	// InOrder holds out-of-order frames in the reorder buffer and delivers in
 	// sequence order (Algorithm 1), with backpressure (Algorithm 2).
-	ModeLG Delivery = iota
-	// ModeLGNB delivers frames as they arrive and only removes duplicates.
-	ModeLGNB
-	// ModeMonitor is sequenced but unprotected: frames are delivered as they
+	InOrder Delivery = iota
+	// NonBlocking delivers frames as they arrive and only removes duplicates.
+	NonBlocking
+	// Monitor is sequenced but unprotected: frames are delivered as they
 	// arrive and losses are counted from the gaps (the loss monitor's input),
 	// but nothing is asked for again. A policy can switch protection on.
-	ModeMonitor
+	Monitor
 )
 
+var deliveryNames = [...]string{InOrder: "lg", NonBlocking: "lgnb", Monitor: "monitor"}
+
 func (m Delivery) String() string {
-	switch m {
-	case ModeLGNB:
-		return "lgnb"
-	case ModeMonitor:
-		return "monitor"
+	if int(m) < len(deliveryNames) {
+		return deliveryNames[m]
 	}
 	return "lg"
 }
 
+// ParseDelivery returns the Delivery named name ("lg", "lgnb" or "monitor").
+func ParseDelivery(name string) (Delivery, error) {
+	for i, n := range deliveryNames {
+		if n == name {
+			return Delivery(i), nil
+		}
+	}
+	return InOrder, fmt.Errorf("linkguardian: delivery %q: want lg, lgnb or monitor", name)
+}
+
+// MarshalText returns the Delivery's name.
+func (m Delivery) MarshalText() ([]byte, error) {
+	if int(m) >= len(deliveryNames) {
+		return nil, fmt.Errorf("linkguardian: delivery %d unknown", uint8(m))
+	}
+	return []byte(deliveryNames[m]), nil
+}
+
+// UnmarshalText parses a Delivery's name.
+func (m *Delivery) UnmarshalText(b []byte) error {
+	d, err := ParseDelivery(string(b))
+	if err == nil {
+		*m = d
+	}
+	return err
+}
+
 // ReceiverConfig configures the receiving side of a protected direction.
 type ReceiverConfig struct {
-	Mode Delivery
+	Delivery Delivery
 	// Window is the reorder (LG) or de-duplication (LGNB) window in frames, a
 	// power of two in [2, 16384]; at least the peer sender's TxBuffer. A frame
 	// further than Window ahead of ackNo forces ackNo forward (counted).
@@ -84,7 +114,7 @@ type ReceiverConfig struct {
 // DefaultReceiverConfig returns software defaults (see Params for tuning).
 func DefaultReceiverConfig() ReceiverConfig {
 	return ReceiverConfig{
-		Mode:             ModeLG,
+		Delivery:         InOrder,
 		Window:           4096,
 		AckNoTimeout:     400_000,
 		RenotifyInterval: 100_000,
@@ -104,8 +134,8 @@ func (c *ReceiverConfig) check() error {
 	if c.NotifyCopies < 0 || c.NotifyCopies > 16 {
 		return errors.New("linkguardian: ReceiverConfig.NotifyCopies must be in [0, 16] (0 means 1)")
 	}
-	if c.Mode > ModeMonitor {
-		return errors.New("linkguardian: ReceiverConfig.Mode must be ModeLG, ModeLGNB or ModeMonitor")
+	if c.Delivery > Monitor {
+		return errors.New("linkguardian: ReceiverConfig.Delivery must be InOrder, NonBlocking or Monitor")
 	}
 	if c.AckNoTimeout <= 0 {
 		return errors.New("linkguardian: ReceiverConfig.AckNoTimeout must be positive (use Params.Timers)")
@@ -126,7 +156,7 @@ const (
 	slotEmpty   = 0 // beyond latestRxSeqNo
 	slotPresent = 1 // LG: frame buffered; LGNB: frame delivered
 	slotMissing = 2 // detected lost, not yet recovered
-	// ModeMonitor only, behind ackNo: counted lost, not delivered; a late
+	// Monitor delivery only, behind ackNo: counted lost, not delivered; a late
 	// copy is delivered.
 	slotGone = 3
 )
@@ -283,7 +313,7 @@ func (r *Receiver) advanceHead(now int64) {
 	sl := r.slot(r.ackNo)
 	switch sl.state {
 	case slotPresent:
-		if r.cfg.Mode == ModeLG {
+		if r.cfg.Delivery == InOrder {
 			r.deliver(sl.f)
 			r.buffered--
 			r.bytes -= sl.f.Len
@@ -338,7 +368,7 @@ func (r *Receiver) gap(now int64, q seqhdr.Seq, qLost bool) {
 	if count <= 0 {
 		return
 	}
-	if r.cfg.Mode == ModeMonitor {
+	if r.cfg.Delivery == Monitor {
 		// Unprotected: the frames are gone. Nothing is held before the gap
 		// in this mode, so ackNo == first; move it past the gap.
 		r.Stats.HolesDetected++
@@ -397,7 +427,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 	q := h.Seq
 	d := seqhdr.Diff(q, r.ackNo)
 	if d < 0 {
-		if sl := r.slot(q); r.cfg.Mode == ModeMonitor && d >= -len(r.slots) && sl.state == slotGone {
+		if sl := r.slot(q); r.cfg.Delivery == Monitor && d >= -len(r.slots) && sl.state == slotGone {
 			*sl = rxSlot{}
 			r.Stats.LateDelivered++
 			r.deliver(f)
@@ -407,7 +437,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 		r.free(f)
 		return
 	}
-	if d >= len(r.slots) && r.cfg.Mode != ModeMonitor {
+	if d >= len(r.slots) && r.cfg.Delivery != Monitor {
 		r.forceTo(now, q.Add(1-len(r.slots)))
 	}
 	if seqhdr.Less(r.latest, q) {
@@ -433,7 +463,7 @@ func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
 	}
 	r.ackRepeatAt = 0 // the sender is sending: the next ACK is pending anyway
 	sl := r.slot(q)
-	if r.cfg.Mode != ModeLG {
+	if r.cfg.Delivery != InOrder {
 		r.deliver(f)
 		sl.state = slotPresent
 		if q == r.ackNo {
@@ -463,7 +493,7 @@ func (r *Receiver) onDummy(now int64, q seqhdr.Seq) {
 	r.claim(now)
 	r.Stats.DummiesRx++
 	if seqhdr.Less(r.latest, q) {
-		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) && r.cfg.Mode != ModeMonitor {
+		if seqhdr.Diff(q, r.ackNo) >= len(r.slots) && r.cfg.Delivery != Monitor {
 			r.forceTo(now, q.Add(1-len(r.slots)))
 		}
 		r.gap(now, q, true)

@@ -18,7 +18,7 @@ import (
 // (Seen on veth under load: renotify tuned to 100 µs, retransmission delay
 // up to 35 ms, 8 rounds spent in 1 ms, holes skipped after ackNoTimeout.)
 func TestRenotifyBacksOff(t *testing.T) {
-	cfg := oneWay(linkguardian.ModeLG, 1)
+	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.B.Receiver.AckNoTimeout = 100 * 10 * us // 100 renotify intervals
 	const q = 5
 	outage := int64(30 * 10 * us) // copies lost for 30 intervals after the loss

@@ -13,7 +13,7 @@ import (
 // either half of the serial space; traffic afterwards is delivered in order.
 func TestPortReset(t *testing.T) {
 	for _, q := range []seqhdr.Seq{7, seqhdr.Half + 5, seqhdr.Space - 3} {
-		cfg := oneWay(linkguardian.ModeLG, 1)
+		cfg := oneWay(linkguardian.InOrder, 1)
 		// The hole stays open until the reset (at 200 µs). (The link is
 		// quiet only 7 × AckNoTimeout after the reset: 700 ms of
 		// simulated time at 100 ms, 36 s under the race detector.)

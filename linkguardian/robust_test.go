@@ -84,7 +84,7 @@ func TestLossNotificationOutsideWindow(t *testing.T) {
 func TestReceiverAheadResync(t *testing.T) {
 	for _, ahead := range []int{1, 500, 5000, 60000} {
 		t.Run(fmt.Sprint(ahead), func(t *testing.T) {
-			s := newSim(t, oneWay(linkguardian.ModeLG, 1))
+			s := newSim(t, oneWay(linkguardian.InOrder, 1))
 			s.Send(simlink.A, 100, 0)
 			finish(t, s)
 			h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.Port(simlink.A).S.Next().Add(ahead)}

@@ -48,7 +48,7 @@ type ReceiverStats struct {
 	Recovered         uint64 // missing frames that arrived
 	RecoveredLate     uint64 // ... of which arrived without the Retx flag (link reordering)
 	AckNoTimeouts     uint64 // missing frames given up on by ackNoTimeout
-	LostUnprotected   uint64 // frames lost while in ModeMonitor (not asked for)
+	LostUnprotected   uint64 // frames lost under Monitor delivery (not asked for)
 	LateDelivered     uint64 // ... of which arrived late (reordered) and were delivered
 	ModeChanges       uint64 // SetMode calls that changed the mode
 	ForcedSkips       uint64 // frames skipped because a frame was beyond the window

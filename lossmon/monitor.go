@@ -1,13 +1,12 @@
-// Package lossmon measures a link's loss rate and turns it into a
-// protection decision: the software counterpart of LinkGuardian's corruptd
-// (paper Appendix C) and of its "automatic fallback" (§5).
+// Package lossmon measures a link's loss rate, the input of the protection
+// policies: LinkGuardian's linkguardian.Policy (the software counterpart of
+// its corruptd, paper Appendix C, and automatic fallback, §5) and FEC's
+// fec.LinkTable.
 //
 // A Monitor keeps a time-based moving window of (received, lost) counts in a
 // ring of buckets. The receiver feeds it from sequence gaps (Observe), or a
 // poller feeds it from a NIC's cumulative frame/CRC-error counters
-// (ObserveTotals). Copies implements Equation 2 (retransmitted copies from
-// the target and measured loss rates), and Policy.Decide maps a measured rate
-// to a Decision: protect or not, lg or lgnb, how many copies.
+// (ObserveTotals).
 //
 // Time is a caller-supplied monotonic clock in nanoseconds (int64); nothing
 // here starts a timer or a goroutine.

@@ -107,26 +107,6 @@ func TestObserveTotals(t *testing.T) {
 	}
 }
 
-// Monitor + Policy: a link degrading from clean to 1e-3 gets protected with 2 copies.
-func TestMonitorDrivesPolicy(t *testing.T) {
-	m := newMon(t, Config{Window: 1000 * ms, Buckets: 10, MinSamples: 1_000_000})
-	p := DefaultPolicy()
-	d := Decision{}
-	for now := int64(0); now < 3000*ms; now += 10 * ms {
-		lost := uint64(0)
-		if now >= 1000*ms {
-			lost = 100 // of 100k
-		}
-		m.Observe(now, 100_000-lost, lost)
-		if r, ok := m.Rate(now); ok {
-			d = p.Decide(r, d)
-		}
-	}
-	if d != (Decision{Protect: true, Mode: ModeLG, Copies: 2}) {
-		t.Fatalf("final decision %+v", d)
-	}
-}
-
 func TestObserveNoAllocs(t *testing.T) {
 	m := newMon(t, Config{Window: 1000 * ms, Buckets: 16})
 	now := int64(0)

@@ -43,7 +43,7 @@ replication ×--copies and LinkGuardian (--mode lg). At each point it sends
 --fct-flows TCP flows of --fct-size (p99 FCT, the builtin tool). The table shows,
 per rate and model, the medians over --runs, which protection meeting the target
 has the lowest p99 FCT and which the lowest overhead, and what the link policy
-(lossmon.DefaultLinkTable, which 'run --mode fec' uses) chooses there, and whether
+(fec.DefaultLinkTable, which 'run --mode fec' uses) chooses there, and whether
 it is one of the two (for a coding it chooses, among the codings: what mode fec
 can run). JSON goes to --out; --from rebuilds the table from such a JSON without
 measuring (no root).`,

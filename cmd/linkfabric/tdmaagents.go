@@ -92,7 +92,7 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 			if err != nil {
 				return err
 			}
-			m, err := gate.ParseMode(mode)
+			m, err := gate.ParseDiscipline(mode)
 			if err != nil {
 				return fmt.Errorf("--mode: %w", err)
 			}
@@ -184,7 +184,7 @@ samples with each request's offset in its window.`,
 			if err != nil {
 				return err
 			}
-			m, err := gate.ParseMode(mode)
+			m, err := gate.ParseDiscipline(mode)
 			if err != nil {
 				return fmt.Errorf("--mode: %w", err)
 			}

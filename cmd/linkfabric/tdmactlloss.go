@@ -147,7 +147,7 @@ and statistics.`,
 func parseGateModes(name, v string) ([]string, error) {
 	var ms []string
 	for _, m := range strings.Split(v, ",") {
-		if _, err := gate.ParseMode(m); err != nil {
+		if _, err := gate.ParseDiscipline(m); err != nil {
 			return nil, fmt.Errorf("--%s: %w", name, err)
 		}
 		ms = append(ms, m)

@@ -93,7 +93,7 @@ func (s *starFlags) star() (experiment.TDMAStar, error) {
 		return c, fmt.Errorf("--guard %v must be shorter than --slot %v", s.guard, s.slot)
 	}
 	if s.mode != "" {
-		if _, err := gate.ParseMode(s.mode); err != nil {
+		if _, err := gate.ParseDiscipline(s.mode); err != nil {
 			return c, fmt.Errorf("--mode: %w", err)
 		}
 	}

@@ -40,7 +40,7 @@ type Config struct {
 	SlotLen       time.Duration
 	Guard         time.Duration
 	Lead          time.Duration // grants leave this long before the guard ends (≤ Guard)
-	Mode          gate.Mode
+	Mode          gate.Discipline
 	Scheduler     string // rotor, wrr, bvn
 	LeaseSlots    int
 	LinkSpeed     uint64 // host line rate, bit/s: slot capacity and PFC quanta

@@ -34,7 +34,7 @@ type Config struct {
 	N       int
 	SlotLen int64
 	Guard   int64
-	Mode    gate.Mode
+	Mode    gate.Discipline
 	// Lead: grants leave this long before the open part of the slot (the
 	// hosts' delay and wake-up), 0 ≤ Lead ≤ Guard; a host opens at the end
 	// of the guard by its own timer, anchored on the grant's receive time.

@@ -28,7 +28,7 @@ func uniform() [][]int {
 	return n
 }
 
-func newFM(t *testing.T, m gate.Mode) *FM {
+func newFM(t *testing.T, m gate.Discipline) *FM {
 	f, err := New(Config{N: N, SlotLen: L, Guard: G, Lead: lead, Mode: m, LinkSpeed: 1e8, LeaseSlots: 3, PublishMargin: L}, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@
 // schedule (wire.Schedule) and by the caller's clock: pure logic, times in
 // ns passed in, deadlines returned, no allocation after New.
 //
-// Modes:
+// Disciplines:
 //   - Lease: a grant opens one class until rx + open − d_est − margin, on the
 //     host's own timer; no pause is needed to stop.
 //   - FreeRun: Lease, and between grants the host opens the class the
@@ -12,6 +12,9 @@
 //     after the last frame heard.
 //   - Paper: the paper's reactive gate (§4 step 5): 802.1Qbb pause/resume
 //     only; a class stays open until a pause arrives or its quanta run out.
+//
+// Verdict is the rule of the exit gate on the switch side (bpf.TDMAGate),
+// which returns to its host a frame that left too late.
 package gate
 
 import (
@@ -22,17 +25,17 @@ import (
 	"github.com/linkfabric/linkfabric/tdmaagent/wire"
 )
 
-// Mode selects how the gate opens and closes.
-type Mode uint8
+// Discipline selects how the gate opens and closes.
+type Discipline uint8
 
-// Modes.
+// Disciplines.
 const (
-	Lease Mode = iota
+	Lease Discipline = iota
 	FreeRun
 	Paper
 )
 
-func (m Mode) String() string {
+func (m Discipline) String() string {
 	switch m {
 	case Lease:
 		return "lease"
@@ -44,9 +47,9 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
 
-// ParseMode parses lease, freerun or paper.
-func ParseMode(s string) (Mode, error) {
-	for _, m := range []Mode{Lease, FreeRun, Paper} {
+// ParseDiscipline parses lease, freerun or paper.
+func ParseDiscipline(s string) (Discipline, error) {
+	for _, m := range []Discipline{Lease, FreeRun, Paper} {
 		if m.String() == s {
 			return m, nil
 		}
@@ -56,7 +59,7 @@ func ParseMode(s string) (Mode, error) {
 
 // Config configures a gate.
 type Config struct {
-	Mode Mode
+	Mode Discipline
 	// Rate is the host's line rate in bits/s (the egress TBF at R).
 	Rate uint64
 	// Overhead is the wire bytes per frame beyond its bytes (preamble,

@@ -48,7 +48,7 @@ func (f *fm) grant(round uint32, slot int) (sent int64, g wire.Grant) {
 	return sent, g
 }
 
-func newGate(t *testing.T, m Mode) *Gate {
+func newGate(t *testing.T, m Discipline) *Gate {
 	g, err := New(Config{Mode: m, Rate: R, Overhead: 24, DelayEst: dEst, LeaseSlots: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func newGate(t *testing.T, m Mode) *Gate {
 }
 
 func TestLeaseClosesWithoutPause(t *testing.T) {
-	for _, m := range []Mode{Lease, FreeRun} {
+	for _, m := range []Discipline{Lease, FreeRun} {
 		g := newGate(t, m)
 		var f fm
 		sent, gr := f.grant(0, 1)
@@ -305,7 +305,7 @@ func TestWindowDueIsSlotEndPlusGuard(t *testing.T) {
 // slot or in the free-run slots after it: the host cannot know its delay
 // is that short, and opening early puts it beside the last slot's tail.
 func TestNeverOpensBeforeTheFMsOpen(t *testing.T) {
-	for _, m := range []Mode{Lease, FreeRun} {
+	for _, m := range []Discipline{Lease, FreeRun} {
 		g := newGate(t, m)
 		var f fm
 		sent, gr := f.grant(0, 0)

@@ -32,7 +32,7 @@ type Config struct {
 	Index int          // this host's index in Hosts (0-based)
 	Hosts []netip.Addr // every host, in the FM's order
 	FM    netip.Addr
-	Mode  gate.Mode
+	Mode  gate.Discipline
 	NFQ   bool   // nfqueue mode; raw otherwise
 	Queue uint16 // NFQUEUE number (nfqueue mode)
 	Rate  uint64 // line rate, bit/s (the host's TBF)

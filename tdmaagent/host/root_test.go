@@ -26,14 +26,14 @@ func starHosts(n int) []netip.Addr {
 
 // runStar runs an FM and n host agents in-process on tb until every agent
 // ends (or timeout), and returns their stats.
-func runStar(t *testing.T, tb *netns.Testbed, n int, mode gate.Mode, work Workload, drop float64, timeout time.Duration) (fm.Stats, []Stats) {
+func runStar(t *testing.T, tb *netns.Testbed, n int, mode gate.Discipline, work Workload, drop float64, timeout time.Duration) (fm.Stats, []Stats) {
 	return runStarWith(t, tb, n, mode, func(int) Workload { return work }, drop, false, timeout, nil)
 }
 
 // runStarWith is runStar with host i's workload work(i); with nfqueue the
 // agents gate kernel traffic, and during (if set) runs while they do, after
 // which they are stopped.
-func runStarWith(t *testing.T, tb *netns.Testbed, n int, mode gate.Mode, work func(i int) Workload, drop float64, nfqueue bool, timeout time.Duration, during func(context.Context)) (fm.Stats, []Stats) {
+func runStarWith(t *testing.T, tb *netns.Testbed, n int, mode gate.Discipline, work func(i int) Workload, drop float64, nfqueue bool, timeout time.Duration, during func(context.Context)) (fm.Stats, []Stats) {
 	t.Helper()
 	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), n+3)) // the FM's clock thread keeps its P while it sleeps
 	hosts := starHosts(n)

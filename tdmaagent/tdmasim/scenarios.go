@@ -146,7 +146,7 @@ func CtlLoss(seed uint64) (*simfab.Result, error) {
 	r := &simfab.Result{Scenario: "ctlloss", Seed: seed}
 	var freeRun0 *Result
 	for _, p := range []float64{0, 0.01, 0.05} {
-		for _, m := range []gate.Mode{gate.Paper, gate.Lease, gate.FreeRun} {
+		for _, m := range []gate.Discipline{gate.Paper, gate.Lease, gate.FreeRun} {
 			c := Default()
 			c.Seed, c.Mode, c.CtlLoss, c.Guard = seed, m, p, CtlLossGuard
 			res, err := run(r, c)
@@ -191,7 +191,7 @@ func CtlLoss(seed uint64) (*simfab.Result, error) {
 func Freeze(seed uint64) (*simfab.Result, error) {
 	start := time.Now()
 	r := &simfab.Result{Scenario: "freeze", Seed: seed}
-	for _, m := range []gate.Mode{gate.Lease, gate.FreeRun} {
+	for _, m := range []gate.Discipline{gate.Lease, gate.FreeRun} {
 		c := Default()
 		c.Seed, c.Mode, c.Shuffle = seed, m, 1<<20
 		c.FreezeAt, c.FreezeFor = 100_000_000+c.Slot/3, 100_000_000

@@ -50,7 +50,7 @@ type Config struct {
 	// guard's end by its own timer). Paper mode has none.
 	Lead       int64
 	LeaseSlots int
-	Mode       gate.Mode
+	Mode       gate.Discipline
 	Scheduler  string
 	// MaxRoundSlots caps a round (default N−1: one rotor cycle).
 	MaxRoundSlots int

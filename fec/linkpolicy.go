@@ -1,11 +1,13 @@
-package lossmon
+package fec
 
 import (
+	"errors"
 	"fmt"
 	"math"
-
-	"github.com/linkfabric/linkfabric/fec"
 )
+
+// ErrInvalidLinkTable is wrapped by LinkTable.Validate errors.
+var ErrInvalidLinkTable = errors.New("fec: invalid link table")
 
 // Action is the protection a link policy chooses for a link.
 type Action uint8
@@ -111,7 +113,7 @@ func DefaultLinkTable(t float64) LinkTable {
 // Validate reports a table Decide cannot use.
 func (t LinkTable) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: link table: "+format, append([]any{ErrInvalidPolicy}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidLinkTable}, args...)...)
 	}
 	switch {
 	case !(t.Target > 0 && t.Target < 1):
@@ -135,8 +137,8 @@ func (t LinkTable) Validate() error {
 		if r.Action >= numActions || r.Bursty >= numActions {
 			return bad("row %d: unknown action", i)
 		}
-		if r.Copies < 0 || r.Copies > fec.MaxCopies {
-			return bad("row %d: copies %d must be 0 (from the target) to %d", i, r.Copies, fec.MaxCopies)
+		if r.Copies < 0 || r.Copies > MaxCopies {
+			return bad("row %d: copies %d must be 0 (from the target) to %d", i, r.Copies, MaxCopies)
 		}
 		prev = r.Below
 	}
@@ -231,16 +233,16 @@ func (t LinkTable) row(rate, f float64) int {
 func (t LinkTable) choice(act Action, r LinkRow, rate float64, cur LinkChoice) LinkChoice {
 	switch act {
 	case ActFEC:
-		n := fec.GroupSize(rate, t.Target)
+		n := GroupSize(rate, t.Target)
 		if n == 0 && rate < t.Target {
-			n = fec.MaxN // a band reaching below the target: the longest group
+			n = MaxN // a band reaching below the target: the longest group
 		}
 		if n == 0 {
 			// Parity cannot meet the target at this rate: replicate.
 			return LinkChoice{Action: ActReplicate, Copies: t.copies(0, rate)}
 		}
 		if cur.Action == ActFEC && n > cur.N {
-			grown := fec.GroupSize(rate/(1-t.Margin), t.Target)
+			grown := GroupSize(rate/(1-t.Margin), t.Target)
 			n = max(cur.N, min(grown, n))
 		}
 		return LinkChoice{Action: ActFEC, N: n}
@@ -251,21 +253,21 @@ func (t LinkTable) choice(act Action, r LinkRow, rate float64, cur LinkChoice) L
 }
 
 // copies is c if set, else the fewest copies whose residual rate^k is below
-// the target (at most fec.MaxCopies).
+// the target (at most MaxCopies).
 func (t LinkTable) copies(c int, rate float64) int {
 	if c > 0 {
 		return c
 	}
-	for k := 2; k < fec.MaxCopies; k++ {
-		if fec.ReplicaResidual(k, rate) < t.Target {
+	for k := 2; k < MaxCopies; k++ {
+		if ReplicaResidual(k, rate) < t.Target {
 			return k
 		}
 	}
-	return fec.MaxCopies
+	return MaxCopies
 }
 
 // MeanBurst is the mean length of loss runs from a receiver's counters:
-// numbers found missing over the runs they came in (fec.ReceiverStats Gaps
+// numbers found missing over the runs they came in (ReceiverStats Gaps
 // and Holes, over the same window as the rate). NaN when there was no run.
 func MeanBurst(missing, runs uint64) float64 {
 	if runs == 0 {

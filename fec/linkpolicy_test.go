@@ -1,11 +1,9 @@
-package lossmon
+package fec
 
 import (
 	"errors"
 	"math"
 	"testing"
-
-	"github.com/linkfabric/linkfabric/fec"
 )
 
 func TestLinkTableRows(t *testing.T) {
@@ -104,15 +102,15 @@ func TestLinkPolicyGroupSize(t *testing.T) {
 		t.Fatalf("n %d, want 14", s.Choice.N)
 	}
 	s = tb.Decide(3.3e-3, 1, s)
-	if want := fec.GroupSize(3.3e-3, 1e-3); s.Choice.N != want || want >= 14 {
+	if want := GroupSize(3.3e-3, 1e-3); s.Choice.N != want || want >= 14 {
 		t.Fatalf("worse rate: n %d, want %d (< 14)", s.Choice.N, want)
 	}
 	n := s.Choice.N
 	if s = tb.Decide(3.1e-3, 1, s); s.Choice.N != n {
 		t.Fatalf("slightly better rate: n %d, want %d kept", s.Choice.N, n)
 	}
-	if s = tb.Decide(1.5e-3, 1, s); s.Choice.N != fec.GroupSize(1.5e-3/0.8, 1e-3) || s.Choice.N <= n {
-		t.Fatalf("much better rate: n %d, want %d", s.Choice.N, fec.GroupSize(1.5e-3/0.8, 1e-3))
+	if s = tb.Decide(1.5e-3, 1, s); s.Choice.N != GroupSize(1.5e-3/0.8, 1e-3) || s.Choice.N <= n {
+		t.Fatalf("much better rate: n %d, want %d", s.Choice.N, GroupSize(1.5e-3/0.8, 1e-3))
 	}
 }
 
@@ -139,8 +137,8 @@ func TestLinkTableValidate(t *testing.T) {
 		"copies":    mod(func(tb *LinkTable) { tb.Rows[2].Copies = 99 }),
 		"target 5%": DefaultLinkTable(5e-2),
 	} {
-		if err := tb.Validate(); !errors.Is(err, ErrInvalidPolicy) {
-			t.Errorf("%s: %v, want ErrInvalidPolicy", name, err)
+		if err := tb.Validate(); !errors.Is(err, ErrInvalidLinkTable) {
+			t.Errorf("%s: %v, want ErrInvalidLinkTable", name, err)
 		}
 	}
 	if !math.IsNaN(MeanBurst(3, 0)) || MeanBurst(6, 3) != 2 {

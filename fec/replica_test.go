@@ -1,4 +1,4 @@
-package lossmon
+package fec
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package lossmon
+package linkguardian
 
 import (
 	"errors"
@@ -7,38 +7,30 @@ import (
 )
 
 // ErrInvalidPolicy is wrapped by Policy.Validate errors.
-var ErrInvalidPolicy = errors.New("lossmon: invalid policy")
+var ErrInvalidPolicy = errors.New("linkguardian: invalid policy")
 
-// Protection is the protection mode of a link.
-type Protection string
-
-const (
-	// ModeOff: not protected. Lost frames are not retransmitted. The link may
-	// still carry sequence numbers so that the receiver keeps measuring its
-	// loss rate (the dataplane decides; a plain forward link can only be
-	// measured through NIC counters).
-	ModeOff Protection = "off"
-	// ModeLG: LinkGuardian, retransmission with in-order delivery.
-	ModeLG Protection = "lg"
-	// ModeLGNB: LinkGuardianNB, retransmission without the reorder buffer.
-	ModeLGNB Protection = "lgnb"
-)
-
-// Decision is what a link should run. Protect is true exactly when Mode is
-// ModeLG or ModeLGNB; then Copies ≥ 1 is the number of copies to retransmit
-// per lost frame. When Protect is false, Mode is ModeOff and Copies is 0.
-// The zero Decision means "off".
+// Decision is what a link should run: the receiver's Delivery and, when
+// that protects the link (InOrder or NonBlocking), Copies ≥ 1, the number of
+// copies to retransmit per lost frame. Protection off is Delivery Monitor
+// with Copies 0: the link stays sequenced, so that its receiver keeps
+// measuring the loss rate, but nothing lost is asked for again. A Decision
+// without copies, such as the zero Decision, is off too.
 type Decision struct {
-	Protect bool
-	Mode    Protection
-	Copies  int
+	Delivery Delivery
+	Copies   int
+}
+
+// Protected reports whether d protects the link: InOrder or NonBlocking
+// delivery with at least one copy.
+func (d Decision) Protected() bool {
+	return (d.Delivery == InOrder || d.Delivery == NonBlocking) && d.Copies >= 1
 }
 
 func (d Decision) String() string {
-	if !d.Protect {
+	if !d.Protected() {
 		return "off"
 	}
-	return fmt.Sprintf("%s×%d", d.Mode, d.Copies)
+	return fmt.Sprintf("%s×%d", d.Delivery, d.Copies)
 }
 
 // Policy maps a measured loss rate to a Decision, with hysteresis on every
@@ -130,35 +122,35 @@ func (p Policy) Validate() error {
 // Decide returns the Decision for a measured loss rate given the current
 // one. A NaN rate (no measurement) keeps the current decision. Copies are
 // recomputed from rate on every call (they carry no hysteresis: changing
-// them is harmless). A current Decision with an unknown Mode is treated as off.
+// them is harmless). A current Decision that is not Protected is off.
 func (p Policy) Decide(rate float64, current Decision) Decision {
 	if math.IsNaN(rate) {
 		return current
 	}
-	protected := current.Protect && (current.Mode == ModeLG || current.Mode == ModeLGNB)
-	var mode Protection
-	if !protected {
+	off := Decision{Delivery: Monitor}
+	var mode Delivery
+	if !current.Protected() {
 		if rate < p.ProtectOn || rate >= p.DisableOff {
-			return Decision{Mode: ModeOff}
+			return off
 		}
-		mode = ModeLG
+		mode = InOrder
 		if rate >= p.NBOn {
-			mode = ModeLGNB
+			mode = NonBlocking
 		}
 	} else {
 		if rate < p.ProtectOff || rate >= p.DisableOn {
-			return Decision{Mode: ModeOff}
+			return off
 		}
-		mode = current.Mode
-		if mode == ModeLG && rate >= p.NBOn {
-			mode = ModeLGNB
-		} else if mode == ModeLGNB && rate < p.NBOff {
-			mode = ModeLG
+		mode = current.Delivery
+		if mode == InOrder && rate >= p.NBOn {
+			mode = NonBlocking
+		} else if mode == NonBlocking && rate < p.NBOff {
+			mode = InOrder
 		}
 	}
 	max := p.MaxCopies
 	if max == 0 {
 		max = MaxCopies
 	}
-	return Decision{Protect: true, Mode: mode, Copies: CopiesLimit(p.Target, rate, max)}
+	return Decision{Delivery: mode, Copies: CopiesLimit(p.Target, rate, max)}
 }

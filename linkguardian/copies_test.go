@@ -1,8 +1,10 @@
-package lossmon
+package linkguardian_test
 
 import (
 	"math"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/linkguardian"
 )
 
 func TestCopies(t *testing.T) {
@@ -30,16 +32,16 @@ func TestCopies(t *testing.T) {
 		{"target already met", 1e-3, 1e-4, 1},
 		{"target equals actual", 1e-4, 1e-4, 1},
 		{"target ≥ 1", 1, 0.5, 1},
-		{"all lost", 1e-8, 1, MaxCopies},
-		{"actual > 1", 1e-8, 2, MaxCopies},
-		{"actual +Inf", 1e-8, inf, MaxCopies},
-		{"zero target", 0, 1e-3, MaxCopies},
-		{"NaN target", nan, 1e-3, MaxCopies},
-		{"clamped at max", 1e-8, 0.5, MaxCopies}, // needs 26
+		{"all lost", 1e-8, 1, linkguardian.MaxCopies},
+		{"actual > 1", 1e-8, 2, linkguardian.MaxCopies},
+		{"actual +Inf", 1e-8, inf, linkguardian.MaxCopies},
+		{"zero target", 0, 1e-3, linkguardian.MaxCopies},
+		{"NaN target", nan, 1e-3, linkguardian.MaxCopies},
+		{"clamped at max", 1e-8, 0.5, linkguardian.MaxCopies}, // needs 26
 		{"subnormal actual", 1e-8, 5e-324, 1},
 	}
 	for _, c := range cases {
-		got := Copies(c.target, c.actual)
+		got := linkguardian.Copies(c.target, c.actual)
 		if c.name == "2e-3" {
 			// Check against Equation 1 directly rather than a hand value.
 			c.want = minimalN(c.target, c.actual)
@@ -67,10 +69,10 @@ func TestCopiesMatchesEquation1(t *testing.T) {
 			actual := math.Pow(10, e)
 			if actual >= target {
 				want := minimalN(target, actual)
-				if want > MaxCopies {
-					want = MaxCopies
+				if want > linkguardian.MaxCopies {
+					want = linkguardian.MaxCopies
 				}
-				if got := Copies(target, actual); got != want {
+				if got := linkguardian.Copies(target, actual); got != want {
 					t.Fatalf("Copies(%g, %g) = %d, brute force %d", target, actual, got, want)
 				}
 			}
@@ -81,10 +83,10 @@ func TestCopiesMatchesEquation1(t *testing.T) {
 				continue
 			}
 			want := minimalN(target, actual)
-			if want > MaxCopies {
-				want = MaxCopies
+			if want > linkguardian.MaxCopies {
+				want = linkguardian.MaxCopies
 			}
-			if got := Copies(target, actual); got != want {
+			if got := linkguardian.Copies(target, actual); got != want {
 				t.Errorf("Copies(%g, 1e-%d) = %d, want %d", target, k, got, want)
 			}
 		}
@@ -92,13 +94,13 @@ func TestCopiesMatchesEquation1(t *testing.T) {
 }
 
 func TestCopiesLimit(t *testing.T) {
-	if got := CopiesLimit(1e-8, 1e-1, 3); got != 3 {
+	if got := linkguardian.CopiesLimit(1e-8, 1e-1, 3); got != 3 {
 		t.Errorf("CopiesLimit clamp = %d", got)
 	}
-	if got := CopiesLimit(1e-8, 1e-1, 0); got != 1 {
+	if got := linkguardian.CopiesLimit(1e-8, 1e-1, 0); got != 1 {
 		t.Errorf("CopiesLimit max 0 = %d, want 1", got)
 	}
-	if got := CopiesLimit(1e-8, 1, 20); got != 20 {
+	if got := linkguardian.CopiesLimit(1e-8, 1, 20); got != 20 {
 		t.Errorf("CopiesLimit actual 1 = %d, want 20", got)
 	}
 }
