@@ -564,7 +564,7 @@ flows.csv and a tail-CDF PNG to --out.`,
 	f.Int64Var(&cfg.Size, "size", 143, "flow size, bytes")
 	f.IntVar(&cfg.Flows, "flows", 2000, "flows per arm")
 	f.IntVar(&cfg.Warmup, "warmup", 20, "discarded warm-up flows per arm")
-	f.IntVar(&cfg.PreCredit, "pre-credit", 0, "the cells arm's --pre-credit in bytes (0: the dataplane's default)")
+	f.IntVar(&cfg.PreCredit, "pre-credit", 0, "the cells arm's run --cells-pre-credit in bytes (0: the dataplane's default)")
 	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
 	fl.add(cmd, "lfclat", "out/cells-latency")
 	return cmd
