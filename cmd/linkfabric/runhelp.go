@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -30,7 +31,9 @@ func runHelp(cmd *cobra.Command, all bool) {
 	fmt.Fprintf(out, "%s\n\nUsage:\n  %s\n", cmd.Long, cmd.UseLine())
 	local := cmd.LocalFlags()
 	if all {
-		fmt.Fprintf(out, "\nFlags:\n%s", local.FlagUsagesWrapped(helpWidth))
+		for _, g := range runFlagGroups(local) {
+			fmt.Fprintf(out, "\n%s:\n%s", g.title, g.flags.FlagUsagesWrapped(helpWidth))
+		}
 	} else {
 		common := pflag.NewFlagSet("common", pflag.ContinueOnError)
 		common.SortFlags = false
@@ -52,4 +55,41 @@ func runHelp(cmd *cobra.Command, all bool) {
 	if g := cmd.InheritedFlags(); g.HasAvailableFlags() {
 		fmt.Fprintf(out, "\nGlobal Flags:\n%s", g.FlagUsagesWrapped(helpWidth))
 	}
+}
+
+// runFlagGroup is a title and its flags, for --help-all.
+type runFlagGroup struct {
+	title string
+	flags *pflag.FlagSet
+}
+
+// runGroupTitles are --help-all's groups, in order: a flag goes in the
+// first whose prefix it has (the last, "", takes the rest).
+var runGroupTitles = []struct{ prefix, title string }{
+	{"lg-", "LinkGuardian (--mode lg, lgnb, monitor; cells --cells-link-mode lg)"},
+	{"session-", "The link session (lg, lgnb, monitor)"},
+	{"cells-", "Cells (--mode cells)"},
+	{"fec-", "FEC (--mode fec; cells --cells-link-mode fec)"},
+	{"pfc", "Per-class PFC toward the host"},
+	{"", "The dataplane: ports, the link, AF_XDP, sizes, output"},
+}
+
+// runFlagGroups sorts run's visible flags into runGroupTitles' groups.
+func runFlagGroups(fs *pflag.FlagSet) []runFlagGroup {
+	groups := make([]runFlagGroup, len(runGroupTitles))
+	for i, g := range runGroupTitles {
+		groups[i] = runFlagGroup{title: g.title, flags: pflag.NewFlagSet(g.title, pflag.ContinueOnError)}
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		for i, g := range runGroupTitles {
+			if strings.HasPrefix(f.Name, g.prefix) {
+				groups[i].flags.AddFlag(f)
+				return
+			}
+		}
+	})
+	return groups
 }
