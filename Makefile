@@ -20,6 +20,7 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@GO=$(GO) bash scripts/check-package-map.sh
 
 # Unit tests once, under the race detector where goroutines meet (-short skips
 # the root integration tests and the long simulations), then the packages with

@@ -1,0 +1,56 @@
+#!/bin/bash
+# check-package-map.sh: docs/architecture.md's package map ("The packages")
+# must list every package of the module with its imports from the module as
+# `go list` gives them (tests excluded). Prints each difference and the row
+# to write; exits 1 if there is one. With --print, prints the imports column
+# of every package instead.
+set -euo pipefail
+go=${GO:-go}
+doc=${DOC:-docs/architecture.md}
+mod=$($go list -m)
+want() { # want PKG: the imports column for PKG ("none" if it has none)
+	local imps
+	imps=$($go list -f '{{join .Imports "\n"}}' "./$1" | grep "^$mod/" | sed "s|^$mod/||" | sort | sed 's/.*/`&`/' | paste -sd, - | sed 's/,/, /g')
+	echo "${imps:-none}"
+}
+pkgs=$($go list -f '{{.ImportPath}}' ./... | sed "s|^$mod/\?||" | grep -v '^$')
+if [[ ${1:-} == --print ]]; then
+	for p in $pkgs; do printf '%s: %s\n' "$p" "$(want "$p")"; done
+	exit 0
+fi
+bad=0
+declare -A rows
+# Rows look like: | `pkg/` | job | imports |, or | `a/`, `b/` | job | `b`: `a` |
+while IFS= read -r line; do
+	first=$(cut -d'|' -f2 <<<"$line")
+	last=$(awk -F'|' '{print $(NF-1)}' <<<"$line" | sed 's/^ *//; s/ *$//')
+	for p in $(grep -o '`[^`]*/`' <<<"$first" | tr -d '`' | sed 's|/$||'); do
+		rows[$p]=$last
+	done
+done < <(sed -n '/^## The packages/,/^## /p' "$doc" | grep '^| `')
+for p in $pkgs; do
+	if [[ -z ${rows[$p]+x} ]]; then
+		echo "$doc: package $p is not in the map; its imports: $(want "$p")"
+		bad=1
+		continue
+	fi
+	got=${rows[$p]}
+	w=$(want "$p")
+	# A shared row (`a/`, `b/`) names each package's imports as `b`: `x`.
+	if grep -q '`[^`]*`: ' <<<"$got"; then
+		got=$(grep -o "\`$p\`: [^;|]*" <<<"$got" | sed "s|^\`$p\`: ||; s/ *$//" || true)
+		got=${got:-none}
+	fi
+	[[ $got == "—" ]] && got=none
+	if [[ $got != "$w" ]]; then
+		echo "$doc: package $p imports $w, the map says $got"
+		bad=1
+	fi
+done
+for p in "${!rows[@]}"; do
+	if ! grep -qx "$p" <<<"$pkgs"; then
+		echo "$doc: the map lists $p, which is not a package of the module"
+		bad=1
+	fi
+done
+exit $bad
