@@ -23,7 +23,7 @@ import (
 //  2. Poll(now): timers (REACH, reassembly timeouts, the schedulers' credit
 //     pacing and refresh, credit request refresh). Call it after every
 //     batch and again no later than the deadline it returns.
-//  3. Transmit per link Out.Link[l].Ctrl, then Out.Link[l].Cells; hand
+//  3. Transmit per link Out.Link[l].Ctrl, then Out.Link[l].Data; hand
 //     Out.Deliver[p] to host port p; release Out.Free; Out.Reset().
 //
 // Records in cells are [length 2][source host port 1][host frame]: the
@@ -514,7 +514,7 @@ func (n *Node) setMACs(b []byte, l int) {
 func (n *Node) sendCell(l int, lc LossClass, f Frame, b []byte) {
 	n.links[l].TxCells++
 	n.links[l].TxClassBytes[lc-1] += uint64(f.Len)
-	n.transmit(l, f, b, &n.Out.Link[l].Cells)
+	n.transmit(l, f, b, &n.Out.Link[l].Data)
 }
 
 func (n *Node) sendCtrl(l int, f Frame, b []byte) {

@@ -274,8 +274,8 @@ func TestNodeRespray(t *testing.T) {
 	}
 	e1.Respray(n.now, 1, held)
 	n.held[[2]int{0, 1}] = nil
-	if e1.Stats.Resprayed != uint64(family) || e1.Stats.RespraysDrop != uint64(len(held)-family) || len(e1.Out.Link[1].Cells) != 0 {
-		t.Fatalf("respray: %+v, %d cells back on link 1", e1.Stats, len(e1.Out.Link[1].Cells))
+	if e1.Stats.Resprayed != uint64(family) || e1.Stats.RespraysDrop != uint64(len(held)-family) || len(e1.Out.Link[1].Data) != 0 {
+		t.Fatalf("respray: %+v, %d cells back on link 1", e1.Stats, len(e1.Out.Link[1].Data))
 	}
 	n.drain(0)
 	n.run(1000*nodeUs, nodeUs)

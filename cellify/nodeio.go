@@ -1,43 +1,29 @@
 package cellify
 
-import "math/bits"
+import (
+	"math/bits"
 
-// Handle is the address of a frame buffer in the caller's memory (a UMEM
-// address in a dataplane, an index in a simulator).
-type Handle uint64
+	"github.com/linkfabric/linkfabric/link"
+)
 
-// Frame is Len bytes at H in the caller's memory.
-type Frame struct {
-	H   Handle
-	Len int
-}
-
-// Memory gives a Node access to frame buffers in the caller's memory.
-type Memory interface {
-	// Alloc returns a free buffer of at least n bytes, or false when none
-	// is available (the node counts it and drops what the buffer was for).
-	Alloc(n int) (Handle, bool)
-	// Bytes returns the n bytes at h. It must not allocate.
-	Bytes(h Handle, n int) []byte
-}
-
-// LinkOut lists the frames to transmit on one link port, Ctrl first.
-type LinkOut struct {
-	Ctrl  []Frame // REACH and credit frames: the priority lane
-	Cells []Frame
-	Bytes int // bytes in Ctrl and Cells
-}
+// Handle, Frame, Memory and LinkOut are package link's.
+type (
+	Handle  = link.Handle
+	Frame   = link.Frame
+	Memory  = link.Memory
+	LinkOut = link.Out
+)
 
 // Output collects what a Node's calls produce until Reset.
 //
 // Every frame handed to the node (HostRx, LinkRx, Respray) or allocated by
-// it comes back exactly once: in a link's Ctrl or Cells (ownership passes
+// it comes back exactly once: in a link's Ctrl or Data (ownership passes
 // to the caller, which frees the frame once transmitted or hands it to a
 // link layer that does), in Deliver (ownership passes to the host side) or
 // in Free (the node is done with it). The node holds no frame between
 // calls. A forwarded cell or credit frame keeps its handle.
 type Output struct {
-	Link    []LinkOut // per link port
+	Link    []LinkOut // per link port: Ctrl REACH and credit frames, Data cells
 	Active  uint64    // bit l: Link[l] holds frames
 	Deliver [][]Frame // per host port, in stream order
 	Free    []Frame
@@ -47,7 +33,7 @@ func newNodeOutput(links, hosts int) Output {
 	o := Output{Link: make([]LinkOut, links), Deliver: make([][]Frame, hosts), Free: make([]Frame, 0, 64)}
 	for i := range o.Link {
 		o.Link[i].Ctrl = make([]Frame, 0, 8)
-		o.Link[i].Cells = make([]Frame, 0, 64)
+		o.Link[i].Data = make([]Frame, 0, 64)
 	}
 	for i := range o.Deliver {
 		o.Deliver[i] = make([]Frame, 0, 64)
@@ -59,7 +45,7 @@ func newNodeOutput(links, hosts int) Output {
 func (o *Output) Reset() {
 	for m := o.Active; m != 0; m &= m - 1 {
 		l := &o.Link[bits.TrailingZeros64(m)]
-		l.Ctrl, l.Cells, l.Bytes = l.Ctrl[:0], l.Cells[:0], 0
+		l.Ctrl, l.Data, l.Bytes = l.Ctrl[:0], l.Data[:0], 0
 	}
 	o.Active = 0
 	for i := range o.Deliver {

@@ -132,7 +132,7 @@ func (n *nodeNet) drain(i int) {
 	nd := n.nodes[i]
 	for l := range nd.Out.Link {
 		o := &nd.Out.Link[l]
-		for _, list := range [][]Frame{o.Ctrl, o.Cells} {
+		for _, list := range [][]Frame{o.Ctrl, o.Data} {
 			for _, f := range list {
 				from := [2]int{i, l}
 				to, ok := n.peer[from]

@@ -68,7 +68,7 @@ func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
 	err := k.fecCtl.init(c,
 		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.cellFrame, BufLen: pl.maxAlloc, LocalMAC: d.all[port].mac, PeerMAC: bcast},
 		fec.ReceiverConfig{Window: cellFECWindow, Wait: int64(c.Wait), Immediate: true, Carried: true},
-		fecMem{pl}, d.cfg.Logger, d.all[port].Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --cells-link-mode lg", &k.changes)
+		pl, d.cfg.Logger, d.all[port].Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --cells-link-mode lg", &k.changes)
 	if err != nil {
 		return nil, err
 	}
@@ -80,17 +80,6 @@ func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
 			"flush", c.Flush.String(), "max_cell_frame", pl.cellFrame)
 	}
 	return k, nil
-}
-
-// fecMem is the UMEM as fec.Memory for a cell pipeline's links (parity
-// frames, counted as the pipeline's allocations).
-type fecMem struct{ pl *cellPipeline }
-
-func (m fecMem) Bytes(h fec.Handle, n int) []byte { return m.pl.w.Bytes(uint64(h), n) }
-
-func (m fecMem) Alloc() (fec.Handle, bool) {
-	h, ok := lgMem(m).Alloc()
-	return fec.Handle(h), ok
 }
 
 // up reports whether the link may carry cells: its session is Up.
@@ -165,7 +154,7 @@ func (k *cellFEC) toLink(now int64, lo *cellify.LinkOut, tx *Tx) {
 		pl.pend[k.port] += f.Len
 	}
 	up := k.up()
-	for _, f := range lo.Cells {
+	for _, f := range lo.Data {
 		if !up {
 			k.st.QueueDrops++
 			pl.release(tx, f)

@@ -101,20 +101,6 @@ type CellLinkLG struct {
 	FEC *FECSnapshot `json:"fec,omitempty"`
 }
 
-// lgMem is the UMEM as linkguardian.Memory for a cell pipeline's links.
-type lgMem struct{ pl *cellPipeline }
-
-func (m lgMem) Bytes(h linkguardian.Handle, n int) []byte { return m.pl.w.Bytes(uint64(h), n) }
-
-func (m lgMem) Alloc() (linkguardian.Handle, bool) {
-	a, ok := m.pl.tx.Alloc()
-	if !ok {
-		return 0, false
-	}
-	m.pl.allocs++
-	return linkguardian.Handle(a), true
-}
-
 // lgLink is the linksession.Link of a cell link: a reset hands the TX
 // buffer back to the sprayer instead of freeing it.
 type lgLink struct{ c *cellLink }
@@ -134,7 +120,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	mac := d.all[port].mac
 	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.all[port].lanes},
 		q: make([]cellify.Frame, d.cfg.LG.TxBuffer), giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
-	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac), lgMem{pl})
+	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +352,7 @@ func (c *cellLink) toLink(_ int64, lo *cellify.LinkOut, tx *Tx) {
 		}
 		pl.release(tx, f)
 	}
-	for _, f := range lo.Cells {
+	for _, f := range lo.Data {
 		if !c.push(f) {
 			c.st.QueueDrops++
 			pl.release(tx, f)

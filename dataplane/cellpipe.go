@@ -261,7 +261,8 @@ func cellEpoch() uint16 {
 	}
 }
 
-// Alloc implements cellify.Memory: a free UMEM frame.
+// Alloc implements link.Memory for the node and the layers under it (lg's
+// control frames, fec's parity): a free UMEM frame, counted.
 func (pl *cellPipeline) Alloc(n int) (cellify.Handle, bool) {
 	if n > pl.maxAlloc {
 		return 0, false
@@ -274,7 +275,7 @@ func (pl *cellPipeline) Alloc(n int) (cellify.Handle, bool) {
 	return cellify.Handle(a), true
 }
 
-// Bytes implements cellify.Memory.
+// Bytes implements link.Memory.
 func (pl *cellPipeline) Bytes(h cellify.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
 // Room implements Pipeline: the node takes every frame (what it cannot
@@ -446,7 +447,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 		for _, f := range lo.Ctrl {
 			pl.send(tx, port, pl.prio[l], f)
 		}
-		for _, f := range lo.Cells {
+		for _, f := range lo.Data {
 			pl.send(tx, port, laneData, f)
 		}
 		pl.pend[port] += lo.Bytes

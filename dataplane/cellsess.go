@@ -207,7 +207,7 @@ func (c *cellSess) sessionPoll(now int64, tx *Tx) int64 {
 	}
 	next := c.sess.Poll(now)
 	for next <= now {
-		h, ok := lgMem{pl}.Alloc()
+		h, ok := pl.Alloc(seqhdr.MinFrameLen)
 		if !ok {
 			next = now + int64(minTimerSleep)
 			break

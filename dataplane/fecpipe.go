@@ -63,11 +63,12 @@ func newFECPipeline(w *worker) (Pipeline, error) {
 	return pl, nil
 }
 
-// Bytes implements fec.Memory.
+// Bytes implements link.Memory.
 func (pl *fecPipeline) Bytes(h fec.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
-// Alloc implements fec.Memory: a free UMEM frame for a parity frame.
-func (pl *fecPipeline) Alloc() (fec.Handle, bool) {
+// Alloc implements link.Memory: a free UMEM frame for a parity frame (the
+// sender's BufLen says every UMEM frame holds one).
+func (pl *fecPipeline) Alloc(int) (fec.Handle, bool) {
 	a, ok := pl.w.tx.Alloc()
 	return fec.Handle(a), ok
 }

@@ -78,11 +78,12 @@ type lgPipeline struct {
 	lgs *LGStats
 }
 
-// Bytes implements linkguardian.Memory.
+// Bytes implements link.Memory.
 func (pl *lgPipeline) Bytes(h linkguardian.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
-// Alloc implements linkguardian.Memory: a free UMEM frame for a control frame.
-func (pl *lgPipeline) Alloc() (linkguardian.Handle, bool) {
+// Alloc implements link.Memory: a free UMEM frame (for a control frame or a
+// retransmitted copy, which every UMEM frame holds).
+func (pl *lgPipeline) Alloc(int) (linkguardian.Handle, bool) {
 	a, ok := pl.tx.Alloc()
 	return linkguardian.Handle(a), ok
 }

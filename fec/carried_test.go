@@ -51,7 +51,7 @@ func TestCarriedRecover(t *testing.T) {
 		for k := range 4 {
 			id := g*4 + k
 			lens[id] = 60 + (id*37)%900
-			h, _ := p.a.Alloc()
+			h, _ := p.a.Alloc(lens[id])
 			copy(p.a.Bytes(h, lens[id]), carriedFrame(id, lens[id]))
 			p.s.SendCarried(int64(id), Frame{H: h, Len: lens[id]})
 		}
@@ -89,7 +89,7 @@ func TestCarriedRecover(t *testing.T) {
 // number than the one missing is refused.
 func TestCarriedRefused(t *testing.T) {
 	p := newPair(t, SenderConfig{N: 2}, ReceiverConfig{Immediate: true})
-	h, _ := p.a.Alloc()
+	h, _ := p.a.Alloc(100)
 	copy(p.a.Bytes(h, 100), carriedFrame(1, 100))
 	p.s.SendCarried(0, Frame{H: h, Len: 100})
 	p.flushSender()
@@ -97,7 +97,7 @@ func TestCarriedRefused(t *testing.T) {
 	if p.r.Stats.BadData != 1 || len(p.got) != 0 {
 		t.Fatalf("a cell to a receiver without Carried: %+v, %d delivered", p.r.Stats, len(p.got))
 	}
-	h, _ = p.a.Alloc()
+	h, _ = p.a.Alloc(100)
 	copy(p.a.Bytes(h, 100), hostFrame(3, 100))
 	p.s.SendCarried(0, Frame{H: h, Len: 100})
 	if p.s.Stats.Bad != 1 || len(p.s.Out.Send) != 0 {
@@ -116,7 +116,7 @@ func TestCarriedRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func(b []byte) {
-		h, _ := q.b.Alloc()
+		h, _ := q.b.Alloc(len(b))
 		copy(q.b.Bytes(h, len(b)), b)
 		q.r.Receive(0, Frame{H: h, Len: len(b)})
 		q.collect()
@@ -168,7 +168,7 @@ func FuzzReceiverCarried(f *testing.F) {
 		delivered := map[int]bool{}
 		lens := map[int]int{}
 		put := func(frame []byte) {
-			h, ok := b.Alloc()
+			h, ok := b.Alloc(len(frame))
 			if !ok {
 				t.Skip("pool exhausted")
 			}
@@ -199,8 +199,8 @@ func FuzzReceiverCarried(f *testing.F) {
 			op, arg := ops[i]%8, ops[i+1]
 			switch op {
 			case 0, 1: // a real cell; arg bit 0: lose it (op 0)
-				h, _ := a.Alloc()
 				n := seqhdr.DataOffset + 2 + int(arg)*5
+				h, _ := a.Alloc(n)
 				lens[id] = n
 				copy(a.Bytes(h, n), carriedFrame(id, n))
 				id++

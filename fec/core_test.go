@@ -58,7 +58,7 @@ func hostFrame(id, n int) []byte {
 // send offers host frame id of length n at now and moves the sender's output
 // to the wire.
 func (p *pair) send(now int64, n int) {
-	h, ok := p.a.Alloc()
+	h, ok := p.a.Alloc(n)
 	if !ok {
 		p.t.Fatal("sender pool exhausted")
 	}
@@ -70,7 +70,7 @@ func (p *pair) send(now int64, n int) {
 
 func (p *pair) flushSender() {
 	for _, f := range p.s.Out.Send {
-		h, _ := p.b.Alloc()
+		h, _ := p.b.Alloc(f.Len)
 		copy(p.b.Bytes(h, f.Len), p.a.Bytes(f.H, f.Len))
 		p.wire = append(p.wire, Frame{H: h, Len: f.Len})
 	}
@@ -326,7 +326,7 @@ func TestSenderRefuses(t *testing.T) {
 	p := newPair(t, SenderConfig{N: 2, MaxFrame: 1000}, ReceiverConfig{})
 	p.send(0, 1001)
 	p.send(0, 13)
-	h, _ := p.a.Alloc()
+	h, _ := p.a.Alloc(60)
 	copy(p.a.Bytes(h, 60), hostFrame(9, 60))
 	binary.BigEndian.PutUint16(p.a.Bytes(h+12, 2), seqhdr.EtherType)
 	p.s.Send(0, Frame{H: h, Len: 60})

@@ -66,7 +66,7 @@ func FuzzReceiver(f *testing.F) {
 		var now int64
 		hostile := false
 		put := func(frame []byte) {
-			h, ok := b.Alloc()
+			h, ok := b.Alloc(len(frame))
 			if !ok {
 				t.Skip("pool exhausted")
 			}
@@ -93,8 +93,8 @@ func FuzzReceiver(f *testing.F) {
 			op, arg := ops[i]%8, ops[i+1]
 			switch op {
 			case 0, 1: // a real frame; arg bit 0: drop it
-				h, _ := a.Alloc()
 				n := MinFrame + int(arg)*5
+				h, _ := a.Alloc(n)
 				fr := hostFrame(id, n)
 				id++
 				copy(a.Bytes(h, n), fr)

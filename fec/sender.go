@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// Frame, Handle and Memory are the LinkGuardian core's: a frame is an address
-// in the caller's frame memory (a UMEM address) and a length.
+// Frame, Handle and Memory are package link's: a frame is an address in the
+// caller's frame memory (a UMEM address) and a length.
 type (
-	Frame  = linkguardian.Frame
-	Handle = linkguardian.Handle
-	Memory = linkguardian.Memory
+	Frame  = link.Frame
+	Handle = link.Handle
+	Memory = link.Memory
 )
 
 // SenderConfig configures a Sender.
@@ -35,7 +35,8 @@ type SenderConfig struct {
 	// Longer frames are dropped and counted (TooLong).
 	MaxFrame int
 	// BufLen is how many bytes a buffer from Memory.Alloc holds from its
-	// handle; a parity frame needs ParityOffset+MaxFrame.
+	// handle; a parity frame needs ParityOffset+MaxFrame (what the Sender
+	// asks Alloc for).
 	BufLen int
 	// LocalMAC and PeerMAC are the source and destination of parity frames.
 	LocalMAC, PeerMAC [6]byte
@@ -284,7 +285,7 @@ func (s *Sender) emit(w Frame, orig int) {
 func (s *Sender) open(now int64) {
 	s.first, s.count, s.openAt = s.next, 0, now
 	s.parLen, s.lenXor = 0, 0
-	s.par, s.parOK = s.mem.Alloc()
+	s.par, s.parOK = s.mem.Alloc(ParityOffset + s.cfg.MaxFrame)
 	if !s.parOK {
 		s.Stats.AllocFail++
 	}

@@ -36,7 +36,7 @@ func newBenchSender(tb testing.TB) *benchSender {
 }
 
 func (b *benchSender) op(now int64, i int) {
-	h, _ := b.pool.Alloc()
+	h, _ := b.pool.Alloc(benchFrame)
 	copy(b.pool.Bytes(h, benchFrame), b.tmpl[:])
 	if !b.p.Send(now, linkguardian.Frame{H: h, Len: benchFrame}) {
 		panic("refused")
@@ -60,7 +60,7 @@ func (b *benchSender) op(now int64, i int) {
 func (b *benchSender) rx(now int64, hd *seqhdr.Header, buf []byte) {
 	var z [6]byte
 	n, _ := seqhdr.PutControl(buf, &z, &z, hd)
-	h, _ := b.pool.Alloc()
+	h, _ := b.pool.Alloc(n)
 	copy(b.pool.Bytes(h, n), buf[:n])
 	b.p.Receive(now, linkguardian.Frame{H: h, Len: n})
 }
@@ -96,7 +96,7 @@ func newBenchReceiver(tb testing.TB, mode linkguardian.Delivery) *benchReceiver 
 }
 
 func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) linkguardian.Frame {
-	h, _ := b.pool.Alloc()
+	h, _ := b.pool.Alloc(len(b.tmpl))
 	buf := b.pool.Bytes(h, len(b.tmpl))
 	copy(buf, b.tmpl[:])
 	f := buf[seqhdr.MACLen+3]

@@ -27,8 +27,8 @@ func newSlabMem(n int) *slabMem {
 
 func (m *slabMem) Bytes(h linkguardian.Handle, n int) []byte { return m.b[h : int(h)+n] }
 
-func (m *slabMem) Alloc() (linkguardian.Handle, bool) {
-	if len(m.free) == 0 {
+func (m *slabMem) Alloc(n int) (linkguardian.Handle, bool) {
+	if n > slabFrame || len(m.free) == 0 {
 		return 0, false
 	}
 	h := m.free[len(m.free)-1]
@@ -48,7 +48,7 @@ func (m *slabMem) release(t *testing.T, f linkguardian.Frame) {
 
 // carriedFrame writes a frame of carried type ty numbered id.
 func carriedFrame(t *testing.T, m *slabMem, ty seqhdr.Type, id uint32) linkguardian.Frame {
-	h, ok := m.Alloc()
+	h, ok := m.Alloc(100)
 	if !ok {
 		t.Fatal("out of frames")
 	}
@@ -91,7 +91,7 @@ func (w *wire) carry(t *testing.T, now int64, src *linkguardian.Endpoint, ms *sl
 			if w.drop != nil && w.drop(w.n, b) {
 				continue
 			}
-			h, ok := md.Alloc()
+			h, ok := md.Alloc(f.Len)
 			if !ok {
 				t.Fatal("receiver out of frames")
 			}

@@ -11,7 +11,7 @@ import (
 
 func hostFrame(t *testing.T, pool *simlink.Pool) linkguardian.Frame {
 	t.Helper()
-	h, ok := pool.Alloc()
+	h, ok := pool.Alloc(64)
 	if !ok {
 		t.Fatal("pool empty")
 	}
@@ -23,7 +23,7 @@ func hostFrame(t *testing.T, pool *simlink.Pool) linkguardian.Frame {
 
 func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) linkguardian.Frame {
 	t.Helper()
-	h, _ := pool.Alloc()
+	h, _ := pool.Alloc(seqhdr.MinFrameLen)
 	var z [6]byte
 	n, err := seqhdr.PutControl(pool.Bytes(h, seqhdr.MinFrameLen), &z, &z, &hd)
 	if err != nil {

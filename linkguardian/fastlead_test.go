@@ -30,7 +30,7 @@ func (e *fastEnd) dataFrame(q seqhdr.Seq) []byte {
 // delivered and released.
 func (e *fastEnd) core(t *testing.T, now int64, b []byte) {
 	t.Helper()
-	a, ok := e.pool.Alloc()
+	a, ok := e.pool.Alloc(len(b))
 	if !ok {
 		t.Fatal("pool empty")
 	}

@@ -640,12 +640,12 @@ const fastLookMax = int64(2_000_000)
 // ack. The caller lists it in Out.Retx and Out.Free. It returns false if no
 // buffer was free.
 func (s *Sender) materialize(q seqhdr.Seq, hasAck bool, ack seqhdr.Seq) (Frame, bool) {
-	h, ok := s.e.mem.Alloc()
+	src := s.fs.Frame(q)
+	h, ok := s.e.mem.Alloc(seqhdr.MaxOverhead + len(src))
 	if !ok {
 		s.e.stats.AllocFail++
 		return Frame{}, false
 	}
-	src := s.fs.Frame(q)
 	b := s.e.mem.Bytes(h, seqhdr.MaxOverhead+len(src))
 	copy(b[seqhdr.MaxOverhead:], src)
 	hd := seqhdr.Header{Type: seqhdr.TypeData, Seq: q, Retx: true, HasAck: hasAck, Ack: ack}

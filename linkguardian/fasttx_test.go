@@ -160,7 +160,7 @@ func (e *fastEnd) rx(now int64, h *seqhdr.Header) {
 	if err != nil {
 		panic(err)
 	}
-	a, _ := e.pool.Alloc()
+	a, _ := e.pool.Alloc(n)
 	copy(e.pool.Bytes(a, n), e.buf[:n])
 	e.p.Receive(now, linkguardian.Frame{H: a, Len: n})
 }
@@ -255,7 +255,7 @@ func TestFastSendResetAndResyncKeepKernelSlots(t *testing.T) {
 	e := newFastEnd(t, 64, false)
 	p := e.p
 	send := func(now int64) {
-		a, _ := e.pool.Alloc()
+		a, _ := e.pool.Alloc(100)
 		copy(e.pool.Bytes(a, 100), e.hostFrame(0, 100))
 		if !p.Send(now, linkguardian.Frame{H: a, Len: 100}) {
 			t.Fatal("send refused")
@@ -614,7 +614,7 @@ func TestFastSendPiggyAck(t *testing.T) {
 		if _, _, err := seqhdr.Insert(frame, seqhdr.MaxOverhead, 100, &h); err != nil {
 			t.Fatal(err)
 		}
-		a, _ := e.pool.Alloc()
+		a, _ := e.pool.Alloc(len(frame))
 		copy(e.pool.Bytes(a, len(frame)), frame)
 		p.Receive(int64(q), linkguardian.Frame{H: a, Len: len(frame)})
 	}
@@ -778,7 +778,7 @@ func TestFastSendUnreadFrameKeepsOrder(t *testing.T) {
 	if _, ok := e.kernel(1, 1); !ok {
 		t.Fatal("the kernel did not send while owning")
 	}
-	a, _ := e.pool.Alloc()
+	a, _ := e.pool.Alloc(100)
 	copy(e.pool.Bytes(a, 100), e.hostFrame(2, 100))
 	if !p.Send(2, linkguardian.Frame{H: a, Len: 100}) || p.S.FastSendOwned() {
 		t.Fatal("the core's send did not claim")
@@ -807,7 +807,7 @@ func TestFastSendUnreadFrameKeepsOrder(t *testing.T) {
 	// Go reads X and Y and numbers them in order, after the kernel's frame.
 	next := p.S.Next()
 	for id := 3; id <= 6; id += 3 {
-		a, _ := e.pool.Alloc()
+		a, _ := e.pool.Alloc(100)
 		copy(e.pool.Bytes(a, 100), e.hostFrame(id, 100))
 		if !p.Send(int64(6+id), linkguardian.Frame{H: a, Len: 100}) {
 			t.Fatal("send refused")

@@ -58,30 +58,19 @@
 package linkguardian
 
 import (
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// Handle is the byte address of the first byte of a frame in the caller's
-// frame memory. The core reads and writes the bytes [H-seqhdr.MaxOverhead,
-// H+Len) of a frame it was given, so frames handed to Send need
-// seqhdr.MaxOverhead bytes of headroom (XDP gives 256).
-type Handle uint64
-
-// Frame is a frame in the caller's memory.
-type Frame struct {
-	H   Handle
-	Len int
-}
-
-// Memory gives the core access to frame bytes.
-type Memory interface {
-	// Bytes returns the n bytes starting at address h. It must not allocate.
-	Bytes(h Handle, n int) []byte
-	// Alloc returns a free frame buffer of at least seqhdr.MinFrameLen bytes
-	// for a control frame, or false when none is available (the core counts it
-	// and retries later).
-	Alloc() (Handle, bool)
-}
+// Handle, Frame and Memory are package link's. The core reads and writes
+// the bytes [H-seqhdr.MaxOverhead, H+Len) of a frame it was given, so frames
+// handed to Send need seqhdr.MaxOverhead bytes of headroom (XDP gives 256);
+// it asks Memory.Alloc for seqhdr.MinFrameLen bytes for a control frame.
+type (
+	Handle = link.Handle
+	Frame  = link.Frame
+	Memory = link.Memory
+)
 
 // EventKind says what an Event reports.
 type EventKind uint8
@@ -185,7 +174,7 @@ type env struct {
 // control allocates and writes a control frame; it returns false if no
 // buffer was available.
 func (e *env) control(h *seqhdr.Header) (Frame, bool) {
-	a, ok := e.mem.Alloc()
+	a, ok := e.mem.Alloc(seqhdr.MinFrameLen)
 	if !ok {
 		e.stats.AllocFail++
 		return Frame{}, false

@@ -287,7 +287,7 @@ func (s *Sim) flush(n *Node) {
 			for _, f := range lo.Ctrl {
 				d.enqueue(f, true)
 			}
-			for _, f := range lo.Cells {
+			for _, f := range lo.Data {
 				d.enqueue(f, false)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 // Pool is a UMEM-like frame memory: one flat byte arena cut into fixed-size
 // buffers. A Handle is a byte address in the arena; any address inside a
 // buffer identifies that buffer (as in an aligned AF_XDP UMEM). It implements
-// linkguardian.Memory and checks ownership: Free of a buffer that is not in use is
+// link.Memory and checks ownership: Free of a buffer that is not in use is
 // recorded as an error.
 type Pool struct {
 	mem      []byte
@@ -33,11 +33,17 @@ func NewPool(n, bufSize, headroom int) *Pool {
 	return p
 }
 
-// Bytes implements linkguardian.Memory.
+// Bytes implements link.Memory.
 func (p *Pool) Bytes(h linkguardian.Handle, n int) []byte { return p.mem[h : int(h)+n : int(h)+n] }
 
-// Alloc implements linkguardian.Memory: a buffer whose frame starts at its headroom.
-func (p *Pool) Alloc() (linkguardian.Handle, bool) {
+// Alloc implements link.Memory: a buffer whose frame starts at its
+// headroom. A request for more than a buffer holds from there is recorded as
+// an error and fails.
+func (p *Pool) Alloc(n int) (linkguardian.Handle, bool) {
+	if n > p.bufSize-p.headroom {
+		p.errs = append(p.errs, fmt.Sprintf("alloc of %d bytes: buffers hold %d", n, p.bufSize-p.headroom))
+		return 0, false
+	}
 	if len(p.free) == 0 {
 		return 0, false
 	}

@@ -583,7 +583,7 @@ func (s *Sim) iterate(e *end) {
 		}
 	}
 	for _, data := range e.rxQ[:ready] {
-		h, ok := e.pool.Alloc()
+		h, ok := e.pool.Alloc(len(data))
 		if !ok {
 			e.rxNoBuf++
 			s.putBuf(data)
@@ -634,7 +634,7 @@ func (s *Sim) iterate(e *end) {
 			e.nextAt += e.gap
 			continue
 		}
-		h, ok := e.pool.Alloc()
+		h, ok := e.pool.Alloc(s.cfg.FrameLen)
 		if !ok {
 			break
 		}
@@ -713,7 +713,7 @@ func (s *Sim) iterate(e *end) {
 			s.push(&event{t: d, kind: evWake, side: e.side})
 		}
 		for {
-			h, ok := e.pool.Alloc()
+			h, ok := e.pool.Alloc(seqhdr.MinFrameLen)
 			if !ok {
 				break
 			}

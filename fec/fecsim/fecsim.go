@@ -218,7 +218,7 @@ func (r *run) hostFrame(now int64) {
 		n += r.rng.IntN(r.cfg.MaxLen - n + 1)
 	}
 	r.lens[i] = uint16(n)
-	h, ok := r.a.Alloc()
+	h, ok := r.a.Alloc(n)
 	if !ok {
 		panic("fecsim: sender pool exhausted")
 	}
@@ -300,7 +300,7 @@ func (r *run) sendOut(now int64) {
 			r.res.WireDropped++
 			continue
 		}
-		h, ok := r.b.Alloc()
+		h, ok := r.b.Alloc(f.Len)
 		if !ok {
 			panic("fecsim: receiver pool exhausted")
 		}
