@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -30,7 +31,7 @@ import (
 // port byte lets the egress edge learn where a source MAC lives.
 type Node struct {
 	cfg   NodeConfig
-	mem   Memory
+	mem   link.Memory
 	edge  bool
 	reach *Reachability
 	gen   uint64     // reach.Stats.Rebuilds last seen
@@ -179,7 +180,7 @@ func (n *Node) HostStats(p int) HostStats {
 }
 
 // LinkRx takes a frame received on link port l.
-func (n *Node) LinkRx(now int64, l int, f Frame) {
+func (n *Node) LinkRx(now int64, l int, f link.Frame) {
 	n.now = now
 	if l < 0 || l >= len(n.links) {
 		n.Stats.BadLink++
@@ -208,7 +209,7 @@ func (n *Node) LinkRx(now int64, l int, f Frame) {
 	}
 }
 
-func (n *Node) rxCell(f Frame, b []byte) {
+func (n *Node) rxCell(f link.Frame, b []byte) {
 	h, err := ParseCell(b)
 	if err != nil {
 		n.Stats.BadCell++
@@ -233,7 +234,7 @@ func (n *Node) rxCell(f Frame, b []byte) {
 // sprayCell sends a cell frame toward its edge over a usable link of its
 // loss class not in exclude; it frees the frame and returns false if there
 // is none.
-func (n *Node) sprayCell(f Frame, b []byte, h *CellHeader, exclude uint64) bool {
+func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) bool {
 	lc := n.cfg.Reach.Classes.For(h.Class)
 	mask := n.reach.RoutesIn(lc, h.Dst) &^ exclude
 	if mask == 0 {
@@ -259,7 +260,7 @@ func (n *Node) fabricFlow(entropy uint8) uint64 {
 	return uint64(entropy) ^ n.cfg.FlowSeed<<8
 }
 
-func (n *Node) rxCredit(f Frame, b []byte) {
+func (n *Node) rxCredit(f link.Frame, b []byte) {
 	c, err := ParseCredit(b)
 	if err != nil {
 		n.Stats.BadCredit++
@@ -282,7 +283,7 @@ func (n *Node) rxCredit(f Frame, b []byte) {
 
 // sendCtrlTo sends a credit frame toward edge to over a usable link not in
 // exclude, round-robin; it frees the frame and returns false if none.
-func (n *Node) sendCtrlTo(to EdgeID, f Frame, b []byte, exclude uint64) bool {
+func (n *Node) sendCtrlTo(to EdgeID, f link.Frame, b []byte, exclude uint64) bool {
 	mask := n.reach.Routes(to) &^ exclude
 	if mask == 0 {
 		n.Stats.NoRoute++
@@ -310,7 +311,7 @@ func (n *Node) rxReach(l int, b []byte) {
 // un-ACKed when the link died and sends them over the other usable links:
 // cells and credit frames by their destination edge (the reassembly drops
 // the copies that had arrived), anything else to Free.
-func (n *Node) Respray(now int64, l int, frames []Frame) {
+func (n *Node) Respray(now int64, l int, frames []link.Frame) {
 	n.now = now
 	var exclude uint64
 	if l >= 0 && l < 64 {
@@ -481,11 +482,11 @@ func (n *Node) sendReach(l int) {
 		Seq: n.reachSeq[l], Edges: n.reach.Config().MaxEdges, Bitmap: n.reachBits}
 	fl, err := PutReach(b, &r)
 	if err != nil { // cannot happen: the advert follows the table's bounds
-		n.free(Frame{H: h, Len: size})
+		n.free(link.Frame{H: h, Len: size})
 		return
 	}
 	n.Stats.ReachTx++
-	n.sendCtrl(l, Frame{H: h, Len: fl}, b)
+	n.sendCtrl(l, link.Frame{H: h, Len: fl}, b)
 }
 
 // sprayer returns the sprayer of cells toward dst in loss class lc: one
@@ -511,19 +512,19 @@ func (n *Node) setMACs(b []byte, l int) {
 	}
 }
 
-func (n *Node) sendCell(l int, lc LossClass, f Frame, b []byte) {
+func (n *Node) sendCell(l int, lc LossClass, f link.Frame, b []byte) {
 	n.links[l].TxCells++
 	n.links[l].TxClassBytes[lc-1] += uint64(f.Len)
 	n.transmit(l, f, b, &n.Out.Link[l].Data)
 }
 
-func (n *Node) sendCtrl(l int, f Frame, b []byte) {
+func (n *Node) sendCtrl(l int, f link.Frame, b []byte) {
 	n.links[l].TxCtrl++
 	n.transmit(l, f, b, &n.Out.Link[l].Ctrl)
 }
 
 // transmit appends f to one of link l's transmit lists and counts it.
-func (n *Node) transmit(l int, f Frame, b []byte, list *[]Frame) {
+func (n *Node) transmit(l int, f link.Frame, b []byte, list *[]link.Frame) {
 	n.setMACs(b, l)
 	*list = append(*list, f)
 	n.Out.Link[l].Bytes += f.Len
@@ -533,4 +534,4 @@ func (n *Node) transmit(l int, f Frame, b []byte, list *[]Frame) {
 	s.TxBytes += uint64(f.Len)
 }
 
-func (n *Node) free(f Frame) { n.Out.Free = append(n.Out.Free, f) }
+func (n *Node) free(f link.Frame) { n.Out.Free = append(n.Out.Free, f) }

@@ -1,6 +1,10 @@
 package cellify
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/linkfabric/linkfabric/link"
+)
 
 // fuzzOps reads a fuzz input as a sequence of operations.
 type fuzzOps struct {
@@ -116,7 +120,7 @@ func FuzzNode(f *testing.F) {
 				}
 				nd.HostRx(n.now, int(o.u8()%3), n.mem.put(fr))
 			case 3:
-				var fs []Frame
+				var fs []link.Frame
 				for range o.u8() % 4 {
 					fs = append(fs, n.mem.put(o.frame()))
 				}

@@ -3,6 +3,8 @@ package cellify
 import (
 	"errors"
 	"math/rand/v2"
+
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // FloodPort is the destination port of flooded cells: the receiving edge
@@ -24,7 +26,7 @@ type NodeConfig struct {
 	HostPorts int  // an edge's host ports, 1..FloodPort; 0 for a fabric node
 	Links     int  // link ports, 1..64
 
-	Mem Memory
+	Mem link.Memory
 	Rng *rand.Rand // seeded: spraying is reproducible
 
 	// Epoch is this boot's nonce, carried by the node's cells and credit
@@ -80,7 +82,7 @@ type NodeConfig struct {
 // DefaultNodeConfig returns a node's defaults: an edge (tier TierEdge) with
 // hostPorts ports of hostRate bits/s each, or a fabric node (tier ≥ 1,
 // hostPorts 0). Credits and packing are on, spraying is SprayPerm.
-func DefaultNodeConfig(self EdgeID, tier Tier, hostPorts, links int, hostRate float64, mem Memory, rng *rand.Rand) NodeConfig {
+func DefaultNodeConfig(self EdgeID, tier Tier, hostPorts, links int, hostRate float64, mem link.Memory, rng *rand.Rand) NodeConfig {
 	rates := make([]float64, hostPorts)
 	for i := range rates {
 		rates[i] = hostRate

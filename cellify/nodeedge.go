@@ -3,6 +3,8 @@ package cellify
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // nodeVOQ is an edge's VOQ with its credit client and, in hash mode, the
@@ -53,7 +55,7 @@ func (r *flowRing) at(off uint64) uint64 {
 // HostRx takes a frame from host port p. The frame is copied into a VOQ
 // (or switched to another local port, whose Deliver list takes it) and is
 // in Free at once.
-func (n *Node) HostRx(now int64, p int, f Frame) {
+func (n *Node) HostRx(now int64, p int, f link.Frame) {
 	n.now = now
 	if !n.edge || p < 0 || p >= len(n.hosts) {
 		n.Stats.BadPort++
@@ -207,7 +209,7 @@ func (n *Node) serve(q *nodeVOQ) {
 		}
 		fl, took := q.v.Cut(b, budget, n.cfg.CellPayload)
 		if fl == 0 { // cannot happen: the buffer holds a cell
-			n.free(Frame{H: h, Len: size})
+			n.free(link.Frame{H: h, Len: size})
 			return
 		}
 		if q.cc != nil {
@@ -220,7 +222,7 @@ func (n *Node) serve(q *nodeVOQ) {
 		}
 		clear(b[:12])
 		n.Stats.CellsCut++
-		n.sendCell(n.sprayer(dst, lc).Pick(mask, flow), lc, Frame{H: h, Len: fl}, b)
+		n.sendCell(n.sprayer(dst, lc).Pick(mask, flow), lc, link.Frame{H: h, Len: fl}, b)
 	}
 }
 
@@ -258,11 +260,11 @@ func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
 	n.entry[0] = e
 	fl, err := PutCreditEpochs(b, grant, src, dst, n.creditEpochs(grant, src, dst), n.entry[:])
 	if err != nil { // cannot happen: entries come from valid keys
-		n.free(Frame{H: h, Len: size})
+		n.free(link.Frame{H: h, Len: size})
 		return
 	}
 	clear(b[:12])
-	if !n.sendCtrlTo(to, Frame{H: h, Len: fl}, b, 0) {
+	if !n.sendCtrlTo(to, link.Frame{H: h, Len: fl}, b, 0) {
 		return
 	}
 	if grant {
@@ -433,10 +435,10 @@ func (n *Node) deliverCopy(p int, frame []byte) {
 		return
 	}
 	copy(n.mem.Bytes(h, len(frame)), frame)
-	n.deliverFrame(p, Frame{H: h, Len: len(frame)})
+	n.deliverFrame(p, link.Frame{H: h, Len: len(frame)})
 }
 
-func (n *Node) deliverFrame(p int, f Frame) {
+func (n *Node) deliverFrame(p int, f link.Frame) {
 	n.Out.Deliver[p] = append(n.Out.Deliver[p], f)
 	n.Stats.Delivered++
 	n.Stats.DeliveredBytes += uint64(f.Len)

@@ -6,14 +6,6 @@ import (
 	"github.com/linkfabric/linkfabric/link"
 )
 
-// Handle, Frame, Memory and LinkOut are package link's.
-type (
-	Handle  = link.Handle
-	Frame   = link.Frame
-	Memory  = link.Memory
-	LinkOut = link.Out
-)
-
 // Output collects what a Node's calls produce until Reset.
 //
 // Every frame handed to the node (HostRx, LinkRx, Respray) or allocated by
@@ -23,20 +15,20 @@ type (
 // in Free (the node is done with it). The node holds no frame between
 // calls. A forwarded cell or credit frame keeps its handle.
 type Output struct {
-	Link    []LinkOut // per link port: Ctrl REACH and credit frames, Data cells
-	Active  uint64    // bit l: Link[l] holds frames
-	Deliver [][]Frame // per host port, in stream order
-	Free    []Frame
+	Link    []link.Out     // per link port: Ctrl REACH and credit frames, Data cells
+	Active  uint64         // bit l: Link[l] holds frames
+	Deliver [][]link.Frame // per host port, in stream order
+	Free    []link.Frame
 }
 
 func newNodeOutput(links, hosts int) Output {
-	o := Output{Link: make([]LinkOut, links), Deliver: make([][]Frame, hosts), Free: make([]Frame, 0, 64)}
+	o := Output{Link: make([]link.Out, links), Deliver: make([][]link.Frame, hosts), Free: make([]link.Frame, 0, 64)}
 	for i := range o.Link {
-		o.Link[i].Ctrl = make([]Frame, 0, 8)
-		o.Link[i].Data = make([]Frame, 0, 64)
+		o.Link[i].Ctrl = make([]link.Frame, 0, 8)
+		o.Link[i].Data = make([]link.Frame, 0, 64)
 	}
 	for i := range o.Deliver {
-		o.Deliver[i] = make([]Frame, 0, 64)
+		o.Deliver[i] = make([]link.Frame, 0, 64)
 	}
 	return o
 }

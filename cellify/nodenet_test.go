@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // nodeMem is a test Memory that tracks every buffer's owner: a double free,
@@ -13,8 +15,8 @@ type nodeMem struct {
 	t             testing.TB
 	bufs          [][]byte
 	live          []bool
-	small         []Handle // free buffers of nodeMemSmall bytes
-	big           []Handle
+	small         []link.Handle // free buffers of nodeMemSmall bytes
+	big           []link.Handle
 	fail          bool // Alloc refuses
 	allocs, frees int
 }
@@ -26,7 +28,7 @@ const (
 
 func newNodeMem(t testing.TB) *nodeMem { return &nodeMem{t: t} }
 
-func (m *nodeMem) Alloc(n int) (Handle, bool) {
+func (m *nodeMem) Alloc(n int) (link.Handle, bool) {
 	if m.fail || n > nodeMemBig {
 		return 0, false
 	}
@@ -34,12 +36,12 @@ func (m *nodeMem) Alloc(n int) (Handle, bool) {
 	if n > nodeMemSmall {
 		pool, size = &m.big, nodeMemBig
 	}
-	var h Handle
+	var h link.Handle
 	if k := len(*pool); k > 0 {
 		h = (*pool)[k-1]
 		*pool = (*pool)[:k-1]
 	} else {
-		h = Handle(len(m.bufs))
+		h = link.Handle(len(m.bufs))
 		m.bufs = append(m.bufs, make([]byte, size))
 		m.live = append(m.live, false)
 	}
@@ -48,19 +50,19 @@ func (m *nodeMem) Alloc(n int) (Handle, bool) {
 	return h, true
 }
 
-func (m *nodeMem) Bytes(h Handle, n int) []byte { return m.bufs[h][:n] }
+func (m *nodeMem) Bytes(h link.Handle, n int) []byte { return m.bufs[h][:n] }
 
 // put allocates a buffer holding b (a frame the test hands in).
-func (m *nodeMem) put(b []byte) Frame {
+func (m *nodeMem) put(b []byte) link.Frame {
 	h, ok := m.Alloc(len(b))
 	if !ok {
 		m.t.Fatalf("test memory: no buffer for %d bytes", len(b))
 	}
 	copy(m.bufs[h], b)
-	return Frame{H: h, Len: len(b)}
+	return link.Frame{H: h, Len: len(b)}
 }
 
-func (m *nodeMem) release(f Frame) {
+func (m *nodeMem) release(f link.Frame) {
 	if int(f.H) >= len(m.live) || !m.live[f.H] {
 		m.t.Fatalf("frame %d released but not live (double free or never allocated)", f.H)
 	}
@@ -87,7 +89,7 @@ type nodeNet struct {
 	peer    map[[2]int][2]int
 	delay   map[[2]int]int64
 	cut     map[[2]int]bool // frames sent here are held (a dead link)
-	held    map[[2]int][]Frame
+	held    map[[2]int][]link.Frame
 	fly     []netFly
 	due     []netFly
 	now     int64
@@ -99,12 +101,12 @@ type nodeNet struct {
 type netFly struct {
 	at int64
 	to [2]int
-	f  Frame
+	f  link.Frame
 }
 
 func newNodeNet(t testing.TB) *nodeNet {
 	return &nodeNet{t: t, mem: newNodeMem(t), peer: map[[2]int][2]int{}, delay: map[[2]int]int64{},
-		cut: map[[2]int]bool{}, held: map[[2]int][]Frame{}, got: map[[2]int][][]byte{}, txCells: map[[2]int]int{}}
+		cut: map[[2]int]bool{}, held: map[[2]int][]link.Frame{}, got: map[[2]int][][]byte{}, txCells: map[[2]int]int{}}
 }
 
 func (n *nodeNet) add(cfg NodeConfig) int {
@@ -132,7 +134,7 @@ func (n *nodeNet) drain(i int) {
 	nd := n.nodes[i]
 	for l := range nd.Out.Link {
 		o := &nd.Out.Link[l]
-		for _, list := range [][]Frame{o.Ctrl, o.Data} {
+		for _, list := range [][]link.Frame{o.Ctrl, o.Data} {
 			for _, f := range list {
 				from := [2]int{i, l}
 				to, ok := n.peer[from]

@@ -3,8 +3,8 @@ package dataplane
 import (
 	"sync/atomic"
 
-	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -88,7 +88,7 @@ func (k *cellFEC) up() bool { return k.sess.State() == linksession.Up }
 // receive takes a frame from the link: session frames to the session;
 // once the session agreed, cells and parity to the receiver, the rest
 // (credit, REACH, anything else) to the node as it is.
-func (k *cellFEC) receive(now int64, f cellify.Frame, tx *Tx) {
+func (k *cellFEC) receive(now int64, f link.Frame, tx *Tx) {
 	pl := k.pl
 	b := pl.w.Bytes(uint64(f.H), f.Len)
 	t, ok := seqhdr.FrameType(b)
@@ -103,7 +103,7 @@ func (k *cellFEC) receive(now int64, f cellify.Frame, tx *Tx) {
 		return
 	}
 	if ok && (t == seqhdr.TypeCell || t == seqhdr.TypeFECParity) {
-		k.rcv.Receive(now, fec.Frame{H: fec.Handle(f.H), Len: f.Len})
+		k.rcv.Receive(now, f)
 		return
 	}
 	pl.node.LinkRx(now, k.l, f)
@@ -114,12 +114,12 @@ func (k *cellFEC) receive(now int64, f cellify.Frame, tx *Tx) {
 func (k *cellFEC) deliverUp(now int64) {
 	pl, o := k.pl, &k.rcv.Out
 	for _, f := range o.Deliver {
-		if c := pl.copyFrame(cellify.Frame{H: cellify.Handle(f.H), Len: f.Len}); c.Len > 0 {
+		if c := pl.copyFrame(f); c.Len > 0 {
 			pl.node.LinkRx(now, k.l, c)
 		}
 	}
 	for _, f := range o.Free {
-		pl.release(pl.tx, cellify.Frame{H: cellify.Handle(f.H), Len: f.Len})
+		pl.release(pl.tx, f)
 	}
 	o.Reset()
 }
@@ -147,7 +147,7 @@ func (k *cellFEC) poll(now int64, tx *Tx) int64 {
 // toLink takes the node's output for the link: control frames as they
 // are on the control lane; cells to the sender (dropped and counted while
 // the session is not up: the node stops spraying onto the link).
-func (k *cellFEC) toLink(now int64, lo *cellify.LinkOut, tx *Tx) {
+func (k *cellFEC) toLink(now int64, lo *link.Out, tx *Tx) {
 	pl := k.pl
 	for _, f := range lo.Ctrl {
 		pl.send(tx, k.port, k.ctrlLane(), f)
@@ -160,7 +160,7 @@ func (k *cellFEC) toLink(now int64, lo *cellify.LinkOut, tx *Tx) {
 			pl.release(tx, f)
 			continue
 		}
-		k.snd.SendCarried(now, fec.Frame{H: fec.Handle(f.H), Len: f.Len})
+		k.snd.SendCarried(now, f)
 	}
 }
 
@@ -173,7 +173,7 @@ func (k *cellFEC) pump(_ int64, tx *Tx) {
 		pl.pend[k.port] += f.Len
 	}
 	for _, f := range o.Free {
-		pl.release(tx, cellify.Frame{H: cellify.Handle(f.H), Len: f.Len})
+		pl.release(tx, f)
 	}
 	o.Reset()
 }

@@ -3,7 +3,7 @@ package dataplane
 import (
 	"time"
 
-	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -44,7 +44,7 @@ type cellLink struct {
 	unprotected bool // monitor: its losses are for good (reportLost)
 
 	// q holds cells waiting for the credit window: a ring of len(q).
-	q           []cellify.Frame
+	q           []link.Frame
 	qHead, qLen int
 	qBytes      int
 	// Give-up: un-ACKed cells and no ACK progress for giveUp ns (the
@@ -54,8 +54,8 @@ type cellLink struct {
 	ackAt      int64 // last ACK progress
 	giveUp     int64
 	gaveUp     bool
-	back       []cellify.Frame
-	taken      []linkguardian.Frame
+	back       []link.Frame
+	taken      []link.Frame
 	handedTo   seqhdr.Seq // un-ACKed cells before it were handed back
 
 	st CellLinkLG
@@ -119,7 +119,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	port := pl.ps.Links[l]
 	mac := d.all[port].mac
 	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.all[port].lanes},
-		q: make([]cellify.Frame, d.cfg.LG.TxBuffer), giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
+		q: make([]link.Frame, d.cfg.LG.TxBuffer), giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
 	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac), pl)
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (c *cellLink) watchAcks(now int64) {
 // receive takes frames from the link: session frames to the session, the
 // rest through the endpoint once the session agreed; what the endpoint
 // delivers goes to the node.
-func (c *cellLink) receive(now int64, f cellify.Frame, tx *Tx) {
+func (c *cellLink) receive(now int64, f link.Frame, tx *Tx) {
 	pl := c.pl
 	b := pl.w.Bytes(uint64(f.H), f.Len)
 	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
@@ -178,14 +178,14 @@ func (c *cellLink) receive(now int64, f cellify.Frame, tx *Tx) {
 		pl.release(tx, f)
 		return
 	}
-	c.ep.Receive(now, linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len})
+	c.ep.Receive(now, f)
 }
 
 // deliverUp hands what the endpoint delivered to the node.
 func (c *cellLink) deliverUp(now int64) {
 	o := &c.ep.Out
 	for _, f := range o.Deliver {
-		c.pl.node.LinkRx(now, c.l, cellify.Frame{H: cellify.Handle(f.H), Len: f.Len})
+		c.pl.node.LinkRx(now, c.l, f)
 	}
 	o.Deliver = o.Deliver[:0]
 }
@@ -220,7 +220,7 @@ func (c *cellLink) poll(now int64, tx *Tx) int64 {
 }
 
 // push queues a cell for the credit window; false if the queue is full.
-func (c *cellLink) push(f cellify.Frame) bool {
+func (c *cellLink) push(f link.Frame) bool {
 	if c.qLen == len(c.q) {
 		return false
 	}
@@ -230,7 +230,7 @@ func (c *cellLink) push(f cellify.Frame) bool {
 	return true
 }
 
-func (c *cellLink) pop() cellify.Frame {
+func (c *cellLink) pop() link.Frame {
 	f := c.q[c.qHead]
 	c.qHead = (c.qHead + 1) % len(c.q)
 	c.qLen--
@@ -245,7 +245,7 @@ func (c *cellLink) pump(now int64, tx *Tx) {
 		budget := tx.Space(c.port, laneData) - len(c.pl.w.descs)
 		for c.qLen > 0 && budget > 0 && c.ep.CanSend(now) {
 			f := c.pop()
-			c.ep.SendCarried(now, linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len})
+			c.ep.SendCarried(now, f)
 			budget--
 		}
 	}
@@ -257,20 +257,20 @@ func (c *cellLink) pump(now int64, tx *Tx) {
 func (c *cellLink) flush(now int64, tx *Tx) {
 	pl, o := c.pl, &c.ep.Out
 	ctrl := c.ctrlLane()
-	for _, list := range [][]linkguardian.Frame{o.Pause, o.Urgent, o.Retx} {
+	for _, list := range [][]link.Frame{o.Pause, o.Urgent, o.Retx} {
 		for _, f := range list {
 			tx.Send(c.port, ctrl, uint64(f.H), f.Len)
 			pl.pend[c.port] += f.Len
 		}
 	}
-	for _, list := range [][]linkguardian.Frame{o.Normal, o.Low} {
+	for _, list := range [][]link.Frame{o.Normal, o.Low} {
 		for _, f := range list {
 			tx.Send(c.port, laneData, uint64(f.H), f.Len)
 			pl.pend[c.port] += f.Len
 		}
 	}
 	for _, f := range o.Free {
-		pl.release(tx, cellify.Frame{H: cellify.Handle(f.H), Len: f.Len})
+		pl.release(tx, f)
 	}
 	c.deliverUp(now) // none expected here; the node takes them in its next drain
 	o.Reset()
@@ -292,7 +292,7 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 	c.taken, c.handedTo = c.ep.Unacked(c.handedTo, c.taken[:0])
 	c.back = c.back[:0]
 	for _, f := range c.taken {
-		c.back = append(c.back, pl.copyFrame(cellify.Frame{H: cellify.Handle(f.H), Len: f.Len}))
+		c.back = append(c.back, pl.copyFrame(f))
 	}
 	for c.qLen > 0 {
 		c.back = append(c.back, c.pop()) // never on a TX ring: no copy needed
@@ -343,10 +343,10 @@ func (c *cellLink) snapshot(s *CellLinkLG) {
 // toLink takes the node's output for the link: control frames
 // unsequenced on the control lane, cells to the credit queue (counted and
 // dropped when it is full).
-func (c *cellLink) toLink(_ int64, lo *cellify.LinkOut, tx *Tx) {
+func (c *cellLink) toLink(_ int64, lo *link.Out, tx *Tx) {
 	pl := c.pl
 	for _, f := range lo.Ctrl {
-		if c.ep.PassCarried(linkguardian.Frame{H: linkguardian.Handle(f.H), Len: f.Len}) {
+		if c.ep.PassCarried(f) {
 			tx.Send(c.port, c.ctrlLane(), uint64(f.H), f.Len)
 			pl.pend[c.port] += f.Len
 		}
@@ -367,7 +367,7 @@ func (c *cellLink) queuedBytes() int { return c.qBytes }
 func (c *cellLink) ackedAfter(t int64) bool { return c.ackAt > t }
 
 // release ends the pipeline's hold on f.
-func (pl *cellPipeline) release(tx *Tx, f cellify.Frame) {
+func (pl *cellPipeline) release(tx *Tx, f link.Frame) {
 	tx.Release(uint64(f.H))
 	pl.released++
 }
@@ -375,14 +375,14 @@ func (pl *cellPipeline) release(tx *Tx, f cellify.Frame) {
 // copyFrame returns a copy of f in a new UMEM frame (the original stays
 // in its link's TX buffer, and a new link stamps its own numbering into
 // the copy). Without a free frame it returns a zero Frame (counted).
-func (pl *cellPipeline) copyFrame(f cellify.Frame) cellify.Frame {
+func (pl *cellPipeline) copyFrame(f link.Frame) link.Frame {
 	h, ok := pl.Alloc(f.Len)
 	if !ok {
 		pl.copyFails++
-		return cellify.Frame{}
+		return link.Frame{}
 	}
 	copy(pl.w.Bytes(uint64(h), f.Len), pl.w.Bytes(uint64(f.H), f.Len))
-	return cellify.Frame{H: h, Len: f.Len}
+	return link.Frame{H: h, Len: f.Len}
 }
 
 // ackedSince reports whether a link other than l had an ACK after t.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -231,7 +232,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	pl.exclusions, pl.exclAt = make([]uint64, len(ps.Links)), make([]int64, len(ps.Links))
 	pl.hostQ = make([]hostQueue, len(ps.Hosts))
 	for k := range pl.hostQ {
-		pl.hostQ[k].q = make([]cellify.Frame, hostQRings*pl.ring)
+		pl.hostQ[k].q = make([]link.Frame, hostQRings*pl.ring)
 	}
 	if cc.LinkMode != "none" {
 		pl.links = make([]cellLayer, len(ps.Links))
@@ -263,7 +264,7 @@ func cellEpoch() uint16 {
 
 // Alloc implements link.Memory for the node and the layers under it (lg's
 // control frames, fec's parity): a free UMEM frame, counted.
-func (pl *cellPipeline) Alloc(n int) (cellify.Handle, bool) {
+func (pl *cellPipeline) Alloc(n int) (link.Handle, bool) {
 	if n > pl.maxAlloc {
 		return 0, false
 	}
@@ -272,11 +273,11 @@ func (pl *cellPipeline) Alloc(n int) (cellify.Handle, bool) {
 		return 0, false
 	}
 	pl.allocs++
-	return cellify.Handle(a), true
+	return link.Handle(a), true
 }
 
 // Bytes implements link.Memory.
-func (pl *cellPipeline) Bytes(h cellify.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
+func (pl *cellPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
 // Room implements Pipeline: the node takes every frame (what it cannot
 // place it counts and drops).
@@ -289,17 +290,17 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx
 	pl.backlogs()
 	if k, ok := pl.ps.HostIndex(port); ok {
 		for _, d := range descs {
-			pl.node.HostRx(now, k, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)})
+			pl.node.HostRx(now, k, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 		}
 	} else if l, _ := pl.ps.Link(port); pl.links != nil {
 		c := pl.links[l]
 		for _, d := range descs {
-			c.receive(now, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)}, tx)
+			c.receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)}, tx)
 		}
 		c.deliverUp(now)
 	} else {
 		for _, d := range descs {
-			pl.node.LinkRx(now, l, cellify.Frame{H: cellify.Handle(d.Addr), Len: int(d.Len)})
+			pl.node.LinkRx(now, l, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 		}
 	}
 	pl.drain(now, tx)
@@ -486,7 +487,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 	}
 }
 
-func (pl *cellPipeline) send(tx *Tx, port, lane int, f cellify.Frame) {
+func (pl *cellPipeline) send(tx *Tx, port, lane int, f link.Frame) {
 	tx.Send(port, lane, uint64(f.H), f.Len)
 	tx.Release(uint64(f.H))
 	pl.released++
@@ -570,13 +571,13 @@ const hostQRetry = 20 * time.Microsecond
 // hostQueue is a ring of deliveries waiting for room on a host port's TX
 // ring.
 type hostQueue struct {
-	q       []cellify.Frame
+	q       []link.Frame
 	head, n int
 	bytes   int
 	drops   uint64
 }
 
-func (h *hostQueue) push(f cellify.Frame) bool {
+func (h *hostQueue) push(f link.Frame) bool {
 	if h.n == len(h.q) {
 		return false
 	}
@@ -586,7 +587,7 @@ func (h *hostQueue) push(f cellify.Frame) bool {
 	return true
 }
 
-func (h *hostQueue) pop() cellify.Frame {
+func (h *hostQueue) pop() link.Frame {
 	f := h.q[h.head]
 	h.head = (h.head + 1) % len(h.q)
 	h.n--

@@ -3,7 +3,7 @@ package dataplane
 import (
 	"time"
 
-	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -17,7 +17,7 @@ import (
 type cellLayer interface {
 	// receive takes a frame from the link; deliverUp hands what the layer
 	// delivered to the node.
-	receive(now int64, f cellify.Frame, tx *Tx)
+	receive(now int64, f link.Frame, tx *Tx)
 	deliverUp(now int64)
 	// poll runs the session and the layer's timers; next deadline.
 	poll(now int64, tx *Tx) int64
@@ -25,7 +25,7 @@ type cellLayer interface {
 	up() bool
 	// toLink takes the node's output for the link; pump places what the
 	// layer has to send.
-	toLink(now int64, lo *cellify.LinkOut, tx *Tx)
+	toLink(now int64, lo *link.Out, tx *Tx)
 	pump(now int64, tx *Tx)
 	// failover: the link left the node's usable set (hand back what it holds).
 	failover(now int64)
@@ -212,7 +212,7 @@ func (c *cellSess) sessionPoll(now int64, tx *Tx) int64 {
 			next = now + int64(minTimerSleep)
 			break
 		}
-		f := cellify.Frame{H: cellify.Handle(h), Len: seqhdr.MinFrameLen}
+		f := link.Frame{H: h, Len: seqhdr.MinFrameLen}
 		n := c.sess.Frame(now, pl.w.Bytes(uint64(h), f.Len))
 		if n == 0 {
 			pl.release(tx, f)

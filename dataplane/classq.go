@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -36,7 +36,7 @@ func newClassQueues(limit int) classQueues {
 		size <<= 1
 	}
 	for i := range c.q {
-		c.q[i] = frameRing{buf: make([]linkguardian.Frame, size), at: make([]int64, size)}
+		c.q[i] = frameRing{buf: make([]link.Frame, size), at: make([]int64, size)}
 	}
 	return c
 }
@@ -116,14 +116,14 @@ func (c *classQueues) portRoom(port int) int {
 func (c *classQueues) pushHost(w *worker, now int64, descs []xdp.Desc) {
 	for _, d := range descs {
 		class := Classify(w.Bytes(d.Addr, min(int(d.Len), 18)))
-		c.push(class, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)}, now)
+		c.push(class, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)}, now)
 	}
 }
 
 func (c *classQueues) empty() bool { return c.n == 0 }
 
 // push queues f, received at now, in class (0..7).
-func (c *classQueues) push(class int, f linkguardian.Frame, now int64) {
+func (c *classQueues) push(class int, f link.Frame, now int64) {
 	c.q[class&7].push(f, now)
 	c.Frames[class&7]++
 	c.n++
@@ -144,7 +144,7 @@ func (c *classQueues) head(now int64) (int, bool) {
 	return 0, false
 }
 
-func (c *classQueues) front(class int) linkguardian.Frame { return c.q[class].front() }
+func (c *classQueues) front(class int) link.Frame { return c.q[class].front() }
 
 func (c *classQueues) pop(class int) {
 	c.q[class].pop()
@@ -170,21 +170,21 @@ func (c *classQueues) dropOldest(keep int, since int64, release func(uint64)) in
 // frameRing is a fixed FIFO of frames and when each arrived (size a power
 // of two).
 type frameRing struct {
-	buf        []linkguardian.Frame
+	buf        []link.Frame
 	at         []int64
 	head, tail uint32 // tail-head = length
 }
 
-func (q *frameRing) push(f linkguardian.Frame, now int64) {
+func (q *frameRing) push(f link.Frame, now int64) {
 	i := q.tail & uint32(len(q.buf)-1)
 	q.buf[i], q.at[i] = f, now
 	q.tail++
 }
-func (q *frameRing) front() linkguardian.Frame { return q.buf[q.head&uint32(len(q.buf)-1)] }
-func (q *frameRing) frontAt() int64            { return q.at[q.head&uint32(len(q.buf)-1)] }
-func (q *frameRing) pop()                      { q.head++ }
-func (q *frameRing) empty() bool               { return q.head == q.tail }
-func (q *frameRing) len() int                  { return int(q.tail - q.head) }
+func (q *frameRing) front() link.Frame { return q.buf[q.head&uint32(len(q.buf)-1)] }
+func (q *frameRing) frontAt() int64    { return q.at[q.head&uint32(len(q.buf)-1)] }
+func (q *frameRing) pop()              { q.head++ }
+func (q *frameRing) empty() bool       { return q.head == q.tail }
+func (q *frameRing) len() int          { return int(q.tail - q.head) }
 
 // Classify returns a frame's 802.1p traffic class: the PCP of its outer
 // VLAN tag (0x8100 or 0x88A8); else, for IPv4 and IPv6, the top three bits

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/pfc"
 )
 
@@ -38,10 +38,10 @@ func TestClassify(t *testing.T) {
 // until their pause ends, and one limit over all classes.
 func TestClassQueuesStrictPriorityAndPause(t *testing.T) {
 	c := newClassQueues(4)
-	c.push(0, linkguardian.Frame{H: 10}, 0)
-	c.push(3, linkguardian.Frame{H: 30}, 0)
-	c.push(3, linkguardian.Frame{H: 31}, 0)
-	c.push(7, linkguardian.Frame{H: 70}, 0)
+	c.push(0, link.Frame{H: 10}, 0)
+	c.push(3, link.Frame{H: 30}, 0)
+	c.push(3, link.Frame{H: 31}, 0)
+	c.push(7, link.Frame{H: 70}, 0)
 	if c.room() != 0 {
 		t.Fatalf("room %d after 4 frames with limit 4", c.room())
 	}
@@ -89,10 +89,10 @@ func TestClassQueuesStrictPriorityAndPause(t *testing.T) {
 func TestClassQueuesDropOldestByCountAndAge(t *testing.T) {
 	c := newClassQueues(16)
 	for i := range 6 {
-		c.push(2, linkguardian.Frame{H: linkguardian.Handle(20 + i)}, int64(i*100))
+		c.push(2, link.Frame{H: link.Handle(20 + i)}, int64(i*100))
 	}
-	c.push(6, linkguardian.Frame{H: 60}, 50)
-	c.push(6, linkguardian.Frame{H: 61}, 450)
+	c.push(6, link.Frame{H: 60}, 50)
+	c.push(6, link.Frame{H: 61}, 450)
 	var dropped []int
 	release := func(h uint64) { dropped = append(dropped, int(h)) }
 	// Down since 0, now 800: frames from 400 on may stay, at most 3 a class.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -66,7 +67,7 @@ const fecObserve = int64(20 * time.Millisecond)
 // configurations but for N and Copies, which the protection in force
 // gives. cannot ends the note logged for a choice the caller cannot apply
 // (lg, exclude).
-func (k *fecCtl) init(c *FECConfig, sc fec.SenderConfig, rc fec.ReceiverConfig, mem fec.Memory, log *slog.Logger, dev, cannot string, changes *atomic.Uint64) error {
+func (k *fecCtl) init(c *FECConfig, sc fec.SenderConfig, rc fec.ReceiverConfig, mem link.Memory, log *slog.Logger, dev, cannot string, changes *atomic.Uint64) error {
 	*k = fecCtl{cfg: c, auto: !c.Fixed && c.Loss == 0, log: log, dev: dev, cannot: cannot, changes: changes,
 		peerCopies: 1, rxLoss: math.NaN(), rxBurst: math.NaN()}
 	switch {

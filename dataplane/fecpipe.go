@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -64,13 +65,13 @@ func newFECPipeline(w *worker) (Pipeline, error) {
 }
 
 // Bytes implements link.Memory.
-func (pl *fecPipeline) Bytes(h fec.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
+func (pl *fecPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
 // Alloc implements link.Memory: a free UMEM frame for a parity frame (the
 // sender's BufLen says every UMEM frame holds one).
-func (pl *fecPipeline) Alloc(int) (fec.Handle, bool) {
+func (pl *fecPipeline) Alloc(int) (link.Handle, bool) {
 	a, ok := pl.w.tx.Alloc()
-	return fec.Handle(a), ok
+	return link.Handle(a), ok
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
@@ -108,7 +109,7 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx)
 			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
 			continue
 		}
-		pl.rcv.Receive(now, fec.Frame{H: fec.Handle(d.Addr), Len: int(d.Len)})
+		pl.rcv.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 	}
 }
 

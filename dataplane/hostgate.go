@@ -1,6 +1,6 @@
 package dataplane
 
-import "github.com/linkfabric/linkfabric/linkguardian"
+import "github.com/linkfabric/linkfabric/link"
 
 // # Why the core's first deliveries after a claim wait
 //
@@ -41,7 +41,7 @@ type hostGate struct {
 	wait   int64
 	claims uint64 // the receiver's FastClaims when last looked at
 	until  int64  // deliveries wait until then
-	held   []linkguardian.Frame
+	held   []link.Frame
 	// Held counts the frames that waited, Waits the claims that made
 	// deliveries wait.
 	Held, Waits uint64
@@ -65,7 +65,7 @@ func (g *hostGate) claimed(now int64, claims uint64, lastNs int64) {
 // pass returns the frames that may go to the host at now, in order: what
 // was held (once the wait is over), then fs; while the wait lasts it holds
 // fs and returns nothing. The result is valid until the next call.
-func (g *hostGate) pass(now int64, fs []linkguardian.Frame) []linkguardian.Frame {
+func (g *hostGate) pass(now int64, fs []link.Frame) []link.Frame {
 	if now < g.until {
 		g.held = append(g.held, fs...)
 		g.Held += uint64(len(fs))

@@ -4,18 +4,18 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/link"
 )
 
-func gateFrames(hs ...int) []linkguardian.Frame {
-	fs := make([]linkguardian.Frame, len(hs))
+func gateFrames(hs ...int) []link.Frame {
+	fs := make([]link.Frame, len(hs))
 	for i, h := range hs {
-		fs[i] = linkguardian.Frame{H: linkguardian.Handle(h), Len: 100}
+		fs[i] = link.Frame{H: link.Handle(h), Len: 100}
 	}
 	return fs
 }
 
-func gateHandles(fs []linkguardian.Frame) []int {
+func gateHandles(fs []link.Frame) []int {
 	hs := make([]int, len(fs))
 	for i, f := range fs {
 		hs[i] = int(f.H)

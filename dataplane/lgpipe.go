@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/lossmon"
@@ -79,13 +80,13 @@ type lgPipeline struct {
 }
 
 // Bytes implements link.Memory.
-func (pl *lgPipeline) Bytes(h linkguardian.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
+func (pl *lgPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
 // Alloc implements link.Memory: a free UMEM frame (for a control frame or a
 // retransmitted copy, which every UMEM frame holds).
-func (pl *lgPipeline) Alloc(int) (linkguardian.Handle, bool) {
+func (pl *lgPipeline) Alloc(int) (link.Handle, bool) {
 	a, ok := pl.tx.Alloc()
-	return linkguardian.Handle(a), ok
+	return link.Handle(a), ok
 }
 
 // hostQueueLen is how many host frames may wait for the link.
@@ -435,7 +436,7 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
 			continue
 		}
-		pl.port.Receive(now, linkguardian.Frame{H: linkguardian.Handle(d.Addr), Len: int(d.Len)})
+		pl.port.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 	}
 }
 
@@ -539,7 +540,7 @@ func (pl *lgPipeline) Stop() {
 	pl.publishSession() // the session's final counters too, not those of up to 20 ms ago
 }
 
-func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []linkguardian.Frame) {
+func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []link.Frame) {
 	for _, f := range fs {
 		tx.Send(port, lane, uint64(f.H), f.Len)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -53,7 +54,7 @@ func TestCarriedRecover(t *testing.T) {
 			lens[id] = 60 + (id*37)%900
 			h, _ := p.a.Alloc(lens[id])
 			copy(p.a.Bytes(h, lens[id]), carriedFrame(id, lens[id]))
-			p.s.SendCarried(int64(id), Frame{H: h, Len: lens[id]})
+			p.s.SendCarried(int64(id), link.Frame{H: h, Len: lens[id]})
 		}
 		p.flushSender()
 		if len(p.wire) != 5 {
@@ -91,7 +92,7 @@ func TestCarriedRefused(t *testing.T) {
 	p := newPair(t, SenderConfig{N: 2}, ReceiverConfig{Immediate: true})
 	h, _ := p.a.Alloc(100)
 	copy(p.a.Bytes(h, 100), carriedFrame(1, 100))
-	p.s.SendCarried(0, Frame{H: h, Len: 100})
+	p.s.SendCarried(0, link.Frame{H: h, Len: 100})
 	p.flushSender()
 	p.deliver(0)
 	if p.r.Stats.BadData != 1 || len(p.got) != 0 {
@@ -99,7 +100,7 @@ func TestCarriedRefused(t *testing.T) {
 	}
 	h, _ = p.a.Alloc(100)
 	copy(p.a.Bytes(h, 100), hostFrame(3, 100))
-	p.s.SendCarried(0, Frame{H: h, Len: 100})
+	p.s.SendCarried(0, link.Frame{H: h, Len: 100})
 	if p.s.Stats.Bad != 1 || len(p.s.Out.Send) != 0 {
 		t.Fatalf("SendCarried of a host frame: %+v", p.s.Stats)
 	}
@@ -118,7 +119,7 @@ func TestCarriedRefused(t *testing.T) {
 	put := func(b []byte) {
 		h, _ := q.b.Alloc(len(b))
 		copy(q.b.Bytes(h, len(b)), b)
-		q.r.Receive(0, Frame{H: h, Len: len(b)})
+		q.r.Receive(0, link.Frame{H: h, Len: len(b)})
 		q.collect()
 	}
 	put(un)
@@ -173,7 +174,7 @@ func FuzzReceiverCarried(f *testing.F) {
 				t.Skip("pool exhausted")
 			}
 			copy(b.Bytes(h, len(frame)), frame)
-			r.Receive(now, Frame{H: h, Len: len(frame)})
+			r.Receive(now, link.Frame{H: h, Len: len(frame)})
 		}
 		collect := func() {
 			for _, d := range r.Out.Deliver {
@@ -204,7 +205,7 @@ func FuzzReceiverCarried(f *testing.F) {
 				lens[id] = n
 				copy(a.Bytes(h, n), carriedFrame(id, n))
 				id++
-				s.SendCarried(now, Frame{H: h, Len: n})
+				s.SendCarried(now, link.Frame{H: h, Len: n})
 				for _, o := range s.Out.Send {
 					if arg&1 == 0 || op == 1 {
 						put(a.Bytes(o.H, o.Len))

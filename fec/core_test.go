@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -22,7 +23,7 @@ type pair struct {
 	a, b   *simlink.Pool
 	s      *Sender
 	r      *Receiver
-	wire   []Frame // sent, not yet handed over (in the receiver's pool)
+	wire   []link.Frame // sent, not yet handed over (in the receiver's pool)
 	got    [][]byte
 	sentID int
 }
@@ -64,7 +65,7 @@ func (p *pair) send(now int64, n int) {
 	}
 	copy(p.a.Bytes(h, n), hostFrame(p.sentID, n))
 	p.sentID++
-	p.s.Send(now, Frame{H: h, Len: n})
+	p.s.Send(now, link.Frame{H: h, Len: n})
 	p.flushSender()
 }
 
@@ -72,7 +73,7 @@ func (p *pair) flushSender() {
 	for _, f := range p.s.Out.Send {
 		h, _ := p.b.Alloc(f.Len)
 		copy(p.b.Bytes(h, f.Len), p.a.Bytes(f.H, f.Len))
-		p.wire = append(p.wire, Frame{H: h, Len: f.Len})
+		p.wire = append(p.wire, link.Frame{H: h, Len: f.Len})
 	}
 	for _, f := range p.s.Out.Free {
 		p.a.Free(f.H)
@@ -329,7 +330,7 @@ func TestSenderRefuses(t *testing.T) {
 	h, _ := p.a.Alloc(60)
 	copy(p.a.Bytes(h, 60), hostFrame(9, 60))
 	binary.BigEndian.PutUint16(p.a.Bytes(h+12, 2), seqhdr.EtherType)
-	p.s.Send(0, Frame{H: h, Len: 60})
+	p.s.Send(0, link.Frame{H: h, Len: 60})
 	p.flushSender()
 	if p.s.Stats.TooLong != 1 || p.s.Stats.Bad != 2 || len(p.wire) != 0 {
 		t.Fatalf("stats %+v, wire %d", p.s.Stats, len(p.wire))

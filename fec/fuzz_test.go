@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -71,7 +72,7 @@ func FuzzReceiver(f *testing.F) {
 				t.Skip("pool exhausted")
 			}
 			copy(b.Bytes(h, len(frame)), frame)
-			r.Receive(now, Frame{H: h, Len: len(frame)})
+			r.Receive(now, link.Frame{H: h, Len: len(frame)})
 		}
 		collect := func() {
 			for _, d := range r.Out.Deliver {
@@ -99,7 +100,7 @@ func FuzzReceiver(f *testing.F) {
 				id++
 				copy(a.Bytes(h, n), fr)
 				sent[string(fr)] = true
-				s.Send(now, Frame{H: h, Len: n})
+				s.Send(now, link.Frame{H: h, Len: n})
 				for _, o := range s.Out.Send {
 					if arg&1 == 0 || op == 1 {
 						put(a.Bytes(o.H, o.Len))

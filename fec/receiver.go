@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -106,8 +107,8 @@ type ReceiverStats struct {
 // is in Free, and may release it before its host transmission completes
 // only if it counts references (as the dataplane's UMEM does).
 type ReceiverOut struct {
-	Deliver []Frame
-	Free    []Frame
+	Deliver []link.Frame
+	Free    []link.Frame
 }
 
 // Reset empties the lists.
@@ -115,8 +116,8 @@ func (o *ReceiverOut) Reset() { o.Deliver, o.Free = o.Deliver[:0], o.Free[:0] }
 
 // rxSlot is one sequence number in the window.
 type rxSlot struct {
-	f         Frame // the original frame (link header stripped); Len 0: missing
-	at        int64 // arrival, or detection of its absence
+	f         link.Frame // the original frame (link header stripped); Len 0: missing
+	at        int64      // arrival, or detection of its absence
 	delivered bool
 }
 
@@ -126,7 +127,7 @@ type rxSlot struct {
 // their parity frame's buffer, which comes back through them).
 type Receiver struct {
 	cfg   ReceiverConfig
-	mem   Memory
+	mem   link.Memory
 	Out   ReceiverOut
 	Stats ReceiverStats
 
@@ -150,7 +151,7 @@ type Receiver struct {
 const jumpAfter = 8
 
 // NewReceiver returns a Receiver over mem.
-func NewReceiver(cfg ReceiverConfig, mem Memory) (*Receiver, error) {
+func NewReceiver(cfg ReceiverConfig, mem link.Memory) (*Receiver, error) {
 	if mem == nil {
 		return nil, fmt.Errorf("%w: NewReceiver needs a Memory", ErrConfig)
 	}
@@ -158,8 +159,8 @@ func NewReceiver(cfg ReceiverConfig, mem Memory) (*Receiver, error) {
 		return nil, err
 	}
 	r := &Receiver{cfg: cfg, mem: mem, slots: make([]rxSlot, cfg.Window), mask: seqhdr.Seq(cfg.Window - 1)}
-	r.Out.Deliver = make([]Frame, 0, 256)
-	r.Out.Free = make([]Frame, 0, 256)
+	r.Out.Deliver = make([]link.Frame, 0, 256)
+	r.Out.Free = make([]link.Frame, 0, 256)
 	r.base, r.next, r.high, r.resolved = cfg.InitSeq, cfg.InitSeq, cfg.InitSeq, cfg.InitSeq
 	return r, nil
 }
@@ -207,7 +208,7 @@ func (r *Receiver) Held() int {
 func (r *Receiver) slot(q seqhdr.Seq) *rxSlot { return &r.slots[q&r.mask] }
 
 // Receive processes a frame from the link; the Receiver takes ownership.
-func (r *Receiver) Receive(now int64, f Frame) {
+func (r *Receiver) Receive(now int64, f link.Frame) {
 	b := r.mem.Bytes(f.H, f.Len)
 	t, ok := seqhdr.FrameType(b)
 	switch {
@@ -230,19 +231,19 @@ func (r *Receiver) Receive(now int64, f Frame) {
 	r.release(now)
 }
 
-func (r *Receiver) onData(now int64, f Frame, b []byte) {
+func (r *Receiver) onData(now int64, f link.Frame, b []byte) {
 	h, off, n, err := seqhdr.Strip(b, 0, f.Len)
 	if err != nil || h.Unseq || h.HasAck || h.Retx || n < MinFrame || seqhdr.IsLink(b[off:off+n]) {
 		r.Stats.BadData++
 		r.Out.Free = append(r.Out.Free, f)
 		return
 	}
-	r.onSeq(now, f, h.Seq, Frame{H: f.H + Handle(off), Len: n})
+	r.onSeq(now, f, h.Seq, link.Frame{H: f.H + link.Handle(off), Len: n})
 }
 
 // onCarried takes a carried frame: sequenced ones like data frames, kept
 // whole; unsequenced ones (control frames sent uncoded) delivered at once.
-func (r *Receiver) onCarried(now int64, f Frame, b []byte) {
+func (r *Receiver) onCarried(now int64, f link.Frame, b []byte) {
 	h, err := seqhdr.ParseCarried(b)
 	if err != nil || h.Retx || h.HasAck && !h.Unseq { // this Sender acknowledges nothing
 		r.Stats.BadData++
@@ -261,7 +262,7 @@ func (r *Receiver) onCarried(now int64, f Frame, b []byte) {
 
 // onSeq places a sequenced frame f (held as kept) at q: window, duplicate,
 // slot, delivery.
-func (r *Receiver) onSeq(now int64, f Frame, q seqhdr.Seq, kept Frame) {
+func (r *Receiver) onSeq(now int64, f link.Frame, q seqhdr.Seq, kept link.Frame) {
 	r.Stats.Frames++
 	if r.distant(q, 1) {
 		if !r.jumpTo(q) {
@@ -406,7 +407,7 @@ func (r *Receiver) drop(s *rxSlot) {
 	*s = rxSlot{}
 }
 
-func (r *Receiver) onParity(now int64, f Frame, b []byte) {
+func (r *Receiver) onParity(now int64, f link.Frame, b []byte) {
 	p, err := ParseParity(b)
 	if err != nil {
 		r.Stats.BadParity++
@@ -453,7 +454,7 @@ func (r *Receiver) onParity(now int64, f Frame, b []byte) {
 
 // recover rebuilds the one missing frame m of the group [p.First, end) in
 // the parity frame's own buffer, checking that the XOR yields a frame.
-func (r *Receiver) recover(now int64, f Frame, p *Parity, m, end seqhdr.Seq) {
+func (r *Receiver) recover(now int64, f link.Frame, p *Parity, m, end seqhdr.Seq) {
 	pay := r.mem.Bytes(f.H+ParityOffset, p.PayloadLen)
 	lx := p.LenXor
 	for q := p.First; q != end; q = q.Next() {
@@ -480,7 +481,7 @@ func (r *Receiver) recover(now int64, f Frame, p *Parity, m, end seqhdr.Seq) {
 	r.Stats.Recovered++
 	r.Stats.RecoverNanos += uint64(max(d, 0))
 	r.Stats.RecoverMax = max(r.Stats.RecoverMax, d)
-	s.f = Frame{H: f.H + ParityOffset, Len: n}
+	s.f = link.Frame{H: f.H + ParityOffset, Len: n}
 	r.place(m, s)
 }
 

@@ -11,14 +11,6 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// Frame, Handle and Memory are package link's: a frame is an address in the
-// caller's frame memory (a UMEM address) and a length.
-type (
-	Frame  = link.Frame
-	Handle = link.Handle
-	Memory = link.Memory
-)
-
 // SenderConfig configures a Sender.
 type SenderConfig struct {
 	// N is the number of data frames per parity frame (0: no parity).
@@ -101,8 +93,8 @@ type SenderStats struct {
 // Send on the link, in order (the same frame several times under
 // replication), then release Free. Lists keep their capacity across Reset.
 type SenderOut struct {
-	Send []Frame
-	Free []Frame
+	Send []link.Frame
+	Free []link.Frame
 }
 
 // Reset empties the lists.
@@ -113,7 +105,7 @@ func (o *SenderOut) Reset() { o.Send, o.Free = o.Send[:0], o.Free[:0] }
 // accumulates in a buffer from Memory, which is sent as the parity frame.
 type Sender struct {
 	cfg   SenderConfig
-	mem   Memory
+	mem   link.Memory
 	Out   SenderOut
 	Stats SenderStats
 
@@ -124,7 +116,7 @@ type Sender struct {
 	first   seqhdr.Seq
 	count   int
 	openAt  int64
-	par     Handle
+	par     link.Handle
 	parOK   bool
 	parLen  int
 	lenXor  uint16
@@ -132,7 +124,7 @@ type Sender struct {
 }
 
 // NewSender returns a Sender over mem.
-func NewSender(cfg SenderConfig, mem Memory) (*Sender, error) {
+func NewSender(cfg SenderConfig, mem link.Memory) (*Sender, error) {
 	if mem == nil {
 		return nil, fmt.Errorf("%w: NewSender needs a Memory", ErrConfig)
 	}
@@ -140,8 +132,8 @@ func NewSender(cfg SenderConfig, mem Memory) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{cfg: cfg, mem: mem, next: cfg.InitSeq, pending: cfg.N}
-	s.Out.Send = make([]Frame, 0, 256)
-	s.Out.Free = make([]Frame, 0, 256)
+	s.Out.Send = make([]link.Frame, 0, 256)
+	s.Out.Free = make([]link.Frame, 0, 256)
 	s.Stats.LastGroupN = cfg.N
 	return s, nil
 }
@@ -193,7 +185,7 @@ func (s *Sender) SetCopies(k int) error {
 // Send sequences a host frame and queues it for the link. The Sender takes
 // ownership: the frame is in Out.Send (Copies times) and Out.Free. It needs
 // seqhdr.MaxOverhead bytes of headroom before f.H.
-func (s *Sender) Send(now int64, f Frame) {
+func (s *Sender) Send(now int64, f link.Frame) {
 	if f.Len > s.cfg.MaxFrame {
 		s.Stats.TooLong++
 		s.Out.Free = append(s.Out.Free, f)
@@ -219,7 +211,7 @@ func (s *Sender) Send(now int64, f Frame) {
 		s.Out.Free = append(s.Out.Free, f)
 		return
 	}
-	s.emit(Frame{H: f.H - seqhdr.MaxOverhead + Handle(off), Len: n}, f.Len)
+	s.emit(link.Frame{H: f.H - seqhdr.MaxOverhead + link.Handle(off), Len: n}, f.Len)
 }
 
 // SendCarried sequences a frame of a carried type (the cell family,
@@ -228,7 +220,7 @@ func (s *Sender) Send(now int64, f Frame) {
 // Send. Its group's parity covers the whole stamped frame, so that the
 // Receiver rebuilds it, link header and all, and checks the rebuilt frame
 // by the sequence number in it. Frames of other types are dropped (Bad).
-func (s *Sender) SendCarried(now int64, f Frame) {
+func (s *Sender) SendCarried(now int64, f link.Frame) {
 	if f.Len > s.cfg.MaxFrame {
 		s.Stats.TooLong++
 		s.Out.Free = append(s.Out.Free, f)
@@ -265,7 +257,7 @@ func (s *Sender) join(now int64, orig []byte) {
 
 // emit queues the sequenced frame w (orig bytes before sequencing) Copies
 // times and closes the group when it is full.
-func (s *Sender) emit(w Frame, orig int) {
+func (s *Sender) emit(w link.Frame, orig int) {
 	n := w.Len
 	s.next = s.next.Next()
 	s.Stats.Data++
@@ -313,7 +305,7 @@ func (s *Sender) close(partial bool) {
 		if err := PutParityHeader(b, &s.cfg.PeerMAC, &s.cfg.LocalMAC, &p); err != nil {
 			panic("fec: parity header: " + err.Error()) // count and first are the Sender's own
 		}
-		f := Frame{H: s.par, Len: ParityOffset + s.parLen}
+		f := link.Frame{H: s.par, Len: ParityOffset + s.parLen}
 		s.Out.Send = append(s.Out.Send, f)
 		s.Out.Free = append(s.Out.Free, f)
 		s.Stats.Parity++
@@ -342,7 +334,7 @@ func (s *Sender) Poll(now int64) int64 {
 // dropped without parity and its buffer released.
 func (s *Sender) Reset(seq seqhdr.Seq) {
 	if s.count > 0 && s.parOK {
-		s.Out.Free = append(s.Out.Free, Frame{H: s.par, Len: ParityOffset})
+		s.Out.Free = append(s.Out.Free, link.Frame{H: s.par, Len: ParityOffset})
 	}
 	s.count, s.parOK = 0, false
 	s.next = seq & (seqhdr.Space - 1)

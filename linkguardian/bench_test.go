@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -38,7 +39,7 @@ func newBenchSender(tb testing.TB) *benchSender {
 func (b *benchSender) op(now int64, i int) {
 	h, _ := b.pool.Alloc(benchFrame)
 	copy(b.pool.Bytes(h, benchFrame), b.tmpl[:])
-	if !b.p.Send(now, linkguardian.Frame{H: h, Len: benchFrame}) {
+	if !b.p.Send(now, link.Frame{H: h, Len: benchFrame}) {
 		panic("refused")
 	}
 	if i%1024 == 1000 {
@@ -62,7 +63,7 @@ func (b *benchSender) rx(now int64, hd *seqhdr.Header, buf []byte) {
 	n, _ := seqhdr.PutControl(buf, &z, &z, hd)
 	h, _ := b.pool.Alloc(n)
 	copy(b.pool.Bytes(h, n), buf[:n])
-	b.p.Receive(now, linkguardian.Frame{H: h, Len: n})
+	b.p.Receive(now, link.Frame{H: h, Len: n})
 }
 
 // benchReceiver drives a receiver-only LG port: per op one protected data
@@ -72,7 +73,7 @@ type benchReceiver struct {
 	p    *linkguardian.Endpoint
 	pool *simlink.Pool
 	tmpl [benchFrame + seqhdr.MaxOverhead]byte
-	held linkguardian.Frame
+	held link.Frame
 	next seqhdr.Seq
 }
 
@@ -95,7 +96,7 @@ func newBenchReceiver(tb testing.TB, mode linkguardian.Delivery) *benchReceiver 
 	return b
 }
 
-func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) linkguardian.Frame {
+func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) link.Frame {
 	h, _ := b.pool.Alloc(len(b.tmpl))
 	buf := b.pool.Bytes(h, len(b.tmpl))
 	copy(buf, b.tmpl[:])
@@ -108,7 +109,7 @@ func (b *benchReceiver) frame(q seqhdr.Seq, retx bool) linkguardian.Frame {
 	}
 	buf[seqhdr.MACLen+3] = f
 	binary.BigEndian.PutUint16(buf[seqhdr.MACLen+4:], q.Num())
-	return linkguardian.Frame{H: h, Len: len(b.tmpl)}
+	return link.Frame{H: h, Len: len(b.tmpl)}
 }
 
 func (b *benchReceiver) op(now int64, i int) {

@@ -1,6 +1,9 @@
 package linkguardian
 
-import "github.com/linkfabric/linkfabric/seqhdr"
+import (
+	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
 
 // Carried frames (the cell family, seqhdr types 9–12) have their own link
 // header type and keep bytes 15..21 of it for the link layer. The core
@@ -17,7 +20,7 @@ import "github.com/linkfabric/linkfabric/seqhdr"
 // type is dropped (Out.Free, Stats.TxBad). Without a Sender it goes
 // unsequenced, as PassCarried sends it (and is dropped without a Receiver
 // either).
-func (p *Endpoint) SendCarried(now int64, f Frame) bool {
+func (p *Endpoint) SendCarried(now int64, f link.Frame) bool {
 	if p.S == nil {
 		if p.PassCarried(f) {
 			p.Out.Normal = append(p.Out.Normal, f)
@@ -33,7 +36,7 @@ func (p *Endpoint) SendCarried(now int64, f Frame) bool {
 // that need no retransmission: they are refreshed on timers). The caller
 // keeps the frame. It returns false, leaving the frame as it was, for a
 // frame that is not of a carried type.
-func (p *Endpoint) PassCarried(f Frame) bool {
+func (p *Endpoint) PassCarried(f link.Frame) bool {
 	if p.R == nil {
 		p.Stats.TxBad++ // an unsequenced frame carries an ACK: it needs a receiver
 		return false
@@ -57,7 +60,7 @@ func (p *Endpoint) PassCarried(f Frame) bool {
 // in the buffer: a cell node sends copies of them over other links when
 // this one left its routes, and the link layer carries on with the
 // originals if the link comes back.
-func (p *Endpoint) Unacked(from seqhdr.Seq, dst []Frame) ([]Frame, seqhdr.Seq) {
+func (p *Endpoint) Unacked(from seqhdr.Seq, dst []link.Frame) ([]link.Frame, seqhdr.Seq) {
 	s := p.S
 	if s == nil {
 		return dst, from
@@ -75,7 +78,7 @@ func (p *Endpoint) Unacked(from seqhdr.Seq, dst []Frame) ([]Frame, seqhdr.Seq) {
 }
 
 // sendCarried stamps and buffers a carried frame in place.
-func (s *Sender) sendCarried(now int64, f Frame) bool {
+func (s *Sender) sendCarried(now int64, f link.Frame) bool {
 	s.claim()
 	if s.Paused(now) {
 		s.Stats.PausedRefusals++
@@ -100,7 +103,7 @@ func (s *Sender) sendCarried(now int64, f Frame) bool {
 
 // receiveCarried handles a received carried frame: its ACK, then the
 // receiver (sequenced) or straight delivery (unsequenced, or no receiver).
-func (p *Endpoint) receiveCarried(now int64, f Frame, b []byte) {
+func (p *Endpoint) receiveCarried(now int64, f link.Frame, b []byte) {
 	h, err := seqhdr.ParseCarried(b)
 	if err != nil {
 		p.Stats.RxBad++

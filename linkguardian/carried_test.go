@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -11,23 +12,23 @@ import (
 // slabMem is frame memory of fixed-size buffers with a free list.
 type slabMem struct {
 	b    []byte
-	free []linkguardian.Handle
-	used map[linkguardian.Handle]bool
+	free []link.Handle
+	used map[link.Handle]bool
 }
 
 const slabFrame = 256
 
 func newSlabMem(n int) *slabMem {
-	m := &slabMem{b: make([]byte, n*slabFrame), used: map[linkguardian.Handle]bool{}}
+	m := &slabMem{b: make([]byte, n*slabFrame), used: map[link.Handle]bool{}}
 	for i := n - 1; i >= 0; i-- {
-		m.free = append(m.free, linkguardian.Handle(i*slabFrame))
+		m.free = append(m.free, link.Handle(i*slabFrame))
 	}
 	return m
 }
 
-func (m *slabMem) Bytes(h linkguardian.Handle, n int) []byte { return m.b[h : int(h)+n] }
+func (m *slabMem) Bytes(h link.Handle, n int) []byte { return m.b[h : int(h)+n] }
 
-func (m *slabMem) Alloc(n int) (linkguardian.Handle, bool) {
+func (m *slabMem) Alloc(n int) (link.Handle, bool) {
 	if n > slabFrame || len(m.free) == 0 {
 		return 0, false
 	}
@@ -37,7 +38,7 @@ func (m *slabMem) Alloc(n int) (linkguardian.Handle, bool) {
 	return h, true
 }
 
-func (m *slabMem) release(t *testing.T, f linkguardian.Frame) {
+func (m *slabMem) release(t *testing.T, f link.Frame) {
 	h := f.H - f.H%slabFrame
 	if !m.used[h] {
 		t.Fatalf("frame %d released twice or never allocated", h)
@@ -47,7 +48,7 @@ func (m *slabMem) release(t *testing.T, f linkguardian.Frame) {
 }
 
 // carriedFrame writes a frame of carried type ty numbered id.
-func carriedFrame(t *testing.T, m *slabMem, ty seqhdr.Type, id uint32) linkguardian.Frame {
+func carriedFrame(t *testing.T, m *slabMem, ty seqhdr.Type, id uint32) link.Frame {
 	h, ok := m.Alloc(100)
 	if !ok {
 		t.Fatal("out of frames")
@@ -59,7 +60,7 @@ func carriedFrame(t *testing.T, m *slabMem, ty seqhdr.Type, id uint32) linkguard
 	for i := seqhdr.DataOffset + 4; i < 100; i++ {
 		b[i] = byte(id) ^ byte(i)
 	}
-	return linkguardian.Frame{H: h, Len: 100}
+	return link.Frame{H: h, Len: 100}
 }
 
 func carriedPair(t *testing.T, mode linkguardian.Delivery) (a, b *linkguardian.Endpoint, ma, mb *slabMem) {
@@ -84,7 +85,7 @@ type wire struct {
 
 func (w *wire) carry(t *testing.T, now int64, src *linkguardian.Endpoint, ms *slabMem, dst *linkguardian.Endpoint, md *slabMem) {
 	o := &src.Out
-	for _, list := range [][]linkguardian.Frame{o.Pause, o.Urgent, o.Retx, o.Normal, o.Low} {
+	for _, list := range [][]link.Frame{o.Pause, o.Urgent, o.Retx, o.Normal, o.Low} {
 		for _, f := range list {
 			w.n++
 			b := ms.Bytes(f.H, f.Len)
@@ -96,7 +97,7 @@ func (w *wire) carry(t *testing.T, now int64, src *linkguardian.Endpoint, ms *sl
 				t.Fatal("receiver out of frames")
 			}
 			copy(md.Bytes(h, f.Len), b)
-			dst.Receive(now, linkguardian.Frame{H: h, Len: f.Len})
+			dst.Receive(now, link.Frame{H: h, Len: f.Len})
 		}
 	}
 	for _, f := range o.Free {
@@ -209,7 +210,7 @@ func TestCarriedFrames(t *testing.T) {
 // only what was sent since.
 func TestUnacked(t *testing.T) {
 	a, _, ma, _ := carriedPair(t, linkguardian.InOrder)
-	var in []linkguardian.Frame
+	var in []link.Frame
 	send := func(n int) {
 		for range n {
 			f := carriedFrame(t, ma, seqhdr.TypeCell, uint32(len(in)))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -177,7 +178,7 @@ func TestReceiverRepeatsAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := func(q seqhdr.Seq) linkguardian.Frame {
+	data := func(q seqhdr.Seq) link.Frame {
 		return control(t, pool, seqhdr.Header{Type: seqhdr.TypeData, Seq: q, EtherType: 0x0800})
 	}
 	acks := func() []seqhdr.Seq {

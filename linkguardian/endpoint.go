@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -38,7 +39,7 @@ type Endpoint struct {
 }
 
 // NewEndpoint returns an Endpoint using mem for frame bytes and control frame buffers.
-func NewEndpoint(cfg Config, mem Memory) (*Endpoint, error) {
+func NewEndpoint(cfg Config, mem link.Memory) (*Endpoint, error) {
 	if mem == nil {
 		return nil, errors.New("linkguardian: NewPort needs a Memory")
 	}
@@ -64,7 +65,7 @@ func NewEndpoint(cfg Config, mem Memory) (*Endpoint, error) {
 }
 
 // Receive processes a frame received from the link. The core takes ownership.
-func (p *Endpoint) Receive(now int64, f Frame) {
+func (p *Endpoint) Receive(now int64, f link.Frame) {
 	b := p.e.mem.Bytes(f.H, f.Len)
 	if !seqhdr.IsLink(b) {
 		p.Stats.RxPassthrough++
@@ -98,7 +99,7 @@ func (p *Endpoint) Receive(now int64, f Frame) {
 				p.Out.Free = append(p.Out.Free, f)
 				return
 			}
-			p.Out.Deliver = append(p.Out.Deliver, Frame{H: f.H + Handle(off), Len: n})
+			p.Out.Deliver = append(p.Out.Deliver, link.Frame{H: f.H + link.Handle(off), Len: n})
 			return
 		}
 		p.R.onData(now, f, &h)
@@ -131,7 +132,7 @@ func (p *Endpoint) CanSend(now int64) bool { return p.S == nil || p.S.CanSend(no
 // and offers it again later. On true the core owns the frame; it appears in
 // Out.Normal for transmission and later in Out.Free. Frames need
 // seqhdr.MaxOverhead bytes of headroom.
-func (p *Endpoint) Send(now int64, f Frame) bool {
+func (p *Endpoint) Send(now int64, f link.Frame) bool {
 	if p.S != nil {
 		return p.S.send(now, f)
 	}
@@ -140,7 +141,7 @@ func (p *Endpoint) Send(now int64, f Frame) bool {
 		h := seqhdr.Header{Type: seqhdr.TypeData, Unseq: true, HasAck: true, Ack: p.R.takeAck()}
 		b := p.e.mem.Bytes(f.H-seqhdr.MaxOverhead, f.Len+seqhdr.MaxOverhead)
 		if _, n, err := seqhdr.Insert(b, seqhdr.MaxOverhead, f.Len, &h); err == nil {
-			f = Frame{H: f.H - seqhdr.MaxOverhead, Len: n}
+			f = link.Frame{H: f.H - seqhdr.MaxOverhead, Len: n}
 		} else {
 			p.R.pendingAck, p.R.lastAck = true, last
 		}

@@ -4,12 +4,13 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
 
-func hostFrame(t *testing.T, pool *simlink.Pool) linkguardian.Frame {
+func hostFrame(t *testing.T, pool *simlink.Pool) link.Frame {
 	t.Helper()
 	h, ok := pool.Alloc(64)
 	if !ok {
@@ -18,10 +19,10 @@ func hostFrame(t *testing.T, pool *simlink.Pool) linkguardian.Frame {
 	b := pool.Bytes(h, 64)
 	clear(b)
 	binary.BigEndian.PutUint16(b[12:], 0x0800)
-	return linkguardian.Frame{H: h, Len: 64}
+	return link.Frame{H: h, Len: 64}
 }
 
-func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) linkguardian.Frame {
+func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) link.Frame {
 	t.Helper()
 	h, _ := pool.Alloc(seqhdr.MinFrameLen)
 	var z [6]byte
@@ -29,7 +30,7 @@ func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) linkguardian.Fr
 	if err != nil {
 		t.Fatal(err)
 	}
-	return linkguardian.Frame{H: h, Len: n}
+	return link.Frame{H: h, Len: n}
 }
 
 func release(p *linkguardian.Endpoint, pool *simlink.Pool) {

@@ -3,6 +3,7 @@ package linkguardian_test
 import (
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
@@ -35,7 +36,7 @@ func (e *fastEnd) core(t *testing.T, now int64, b []byte) {
 		t.Fatal("pool empty")
 	}
 	copy(e.pool.Bytes(a, len(b)), b)
-	e.p.Receive(now, linkguardian.Frame{H: a, Len: len(b)})
+	e.p.Receive(now, link.Frame{H: a, Len: len(b)})
 	e.p.Poll(now, true)
 	for _, f := range e.p.Out.Deliver {
 		e.pool.Free(f.H)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -576,7 +577,7 @@ func (s *Sender) adoptN(n int) {
 	}
 	for range n {
 		l := int(binary.LittleEndian.Uint16(s.fs.slot(s.next))) + seqhdr.MaxOverhead
-		*s.slot(s.next) = txSlot{f: Frame{Len: l}, kern: true}
+		*s.slot(s.next) = txSlot{f: link.Frame{Len: l}, kern: true}
 		s.bytes += l
 		s.next = s.next.Next()
 	}
@@ -639,12 +640,12 @@ const fastLookMax = int64(2_000_000)
 // buffer: the host frame from the ring, the header inserted with Retx and
 // ack. The caller lists it in Out.Retx and Out.Free. It returns false if no
 // buffer was free.
-func (s *Sender) materialize(q seqhdr.Seq, hasAck bool, ack seqhdr.Seq) (Frame, bool) {
+func (s *Sender) materialize(q seqhdr.Seq, hasAck bool, ack seqhdr.Seq) (link.Frame, bool) {
 	src := s.fs.Frame(q)
 	h, ok := s.e.mem.Alloc(seqhdr.MaxOverhead + len(src))
 	if !ok {
 		s.e.stats.AllocFail++
-		return Frame{}, false
+		return link.Frame{}, false
 	}
 	b := s.e.mem.Bytes(h, seqhdr.MaxOverhead+len(src))
 	copy(b[seqhdr.MaxOverhead:], src)
@@ -653,7 +654,7 @@ func (s *Sender) materialize(q seqhdr.Seq, hasAck bool, ack seqhdr.Seq) (Frame, 
 	if err != nil {
 		panic("linkguardian: kernel slot holds no frame the kernel could send: " + err.Error())
 	}
-	f := Frame{H: h, Len: n}
+	f := link.Frame{H: h, Len: n}
 	s.e.out.Free = append(s.e.out.Free, f)
 	return f, true
 }

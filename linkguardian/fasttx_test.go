@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -162,7 +163,7 @@ func (e *fastEnd) rx(now int64, h *seqhdr.Header) {
 	}
 	a, _ := e.pool.Alloc(n)
 	copy(e.pool.Bytes(a, n), e.buf[:n])
-	e.p.Receive(now, linkguardian.Frame{H: a, Len: n})
+	e.p.Receive(now, link.Frame{H: a, Len: n})
 }
 
 // release frees what the iteration released, checking that no frame is
@@ -214,7 +215,7 @@ func TestFastSendRetxOfKernelFrame(t *testing.T) {
 			t.Fatalf("copy of frame %d differs from the host frame", id)
 		}
 	}
-	free := map[linkguardian.Handle]int{}
+	free := map[link.Handle]int{}
 	for _, f := range p.Out.Free {
 		free[f.H]++
 	}
@@ -257,7 +258,7 @@ func TestFastSendResetAndResyncKeepKernelSlots(t *testing.T) {
 	send := func(now int64) {
 		a, _ := e.pool.Alloc(100)
 		copy(e.pool.Bytes(a, 100), e.hostFrame(0, 100))
-		if !p.Send(now, linkguardian.Frame{H: a, Len: 100}) {
+		if !p.Send(now, link.Frame{H: a, Len: 100}) {
 			t.Fatal("send refused")
 		}
 	}
@@ -616,7 +617,7 @@ func TestFastSendPiggyAck(t *testing.T) {
 		}
 		a, _ := e.pool.Alloc(len(frame))
 		copy(e.pool.Bytes(a, len(frame)), frame)
-		p.Receive(int64(q), linkguardian.Frame{H: a, Len: len(frame)})
+		p.Receive(int64(q), link.Frame{H: a, Len: len(frame)})
 	}
 	for _, f := range p.Out.Deliver {
 		e.pool.Free(f.H)
@@ -780,7 +781,7 @@ func TestFastSendUnreadFrameKeepsOrder(t *testing.T) {
 	}
 	a, _ := e.pool.Alloc(100)
 	copy(e.pool.Bytes(a, 100), e.hostFrame(2, 100))
-	if !p.Send(2, linkguardian.Frame{H: a, Len: 100}) || p.S.FastSendOwned() {
+	if !p.Send(2, link.Frame{H: a, Len: 100}) || p.S.FastSendOwned() {
 		t.Fatal("the core's send did not claim")
 	}
 	e.release(t)
@@ -809,7 +810,7 @@ func TestFastSendUnreadFrameKeepsOrder(t *testing.T) {
 	for id := 3; id <= 6; id += 3 {
 		a, _ := e.pool.Alloc(100)
 		copy(e.pool.Bytes(a, 100), e.hostFrame(id, 100))
-		if !p.Send(int64(6+id), linkguardian.Frame{H: a, Len: 100}) {
+		if !p.Send(int64(6+id), link.Frame{H: a, Len: 100}) {
 			t.Fatal("send refused")
 		}
 	}

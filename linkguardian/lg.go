@@ -3,9 +3,13 @@
 // non-blocking (LGNB) delivery.
 //
 // The core is pure logic. It does no I/O, starts no goroutines, uses no Go
-// timers and does not allocate in steady state. Frames are referred to by
-// Handle (a byte address in the caller's frame memory, e.g. a UMEM address)
-// and a length; time is a monotonic nanosecond clock passed in on every call.
+// timers and does not allocate in steady state. Frames are link.Frame: a
+// link.Handle (a byte address in the caller's frame memory, e.g. a UMEM
+// address) and a length; time is a monotonic nanosecond clock passed in on
+// every call. The core reads and writes the bytes [H-seqhdr.MaxOverhead,
+// H+Len) of a frame it was given, so frames handed to Send need
+// seqhdr.MaxOverhead bytes of headroom (XDP gives 256). It asks its
+// link.Memory for seqhdr.MinFrameLen bytes for a control frame.
 //
 // # One Endpoint per link end
 //
@@ -60,16 +64,6 @@ package linkguardian
 import (
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
-)
-
-// Handle, Frame and Memory are package link's. The core reads and writes
-// the bytes [H-seqhdr.MaxOverhead, H+Len) of a frame it was given, so frames
-// handed to Send need seqhdr.MaxOverhead bytes of headroom (XDP gives 256);
-// it asks Memory.Alloc for seqhdr.MinFrameLen bytes for a control frame.
-type (
-	Handle = link.Handle
-	Frame  = link.Frame
-	Memory = link.Memory
 )
 
 // EventKind says what an Event reports.
@@ -127,13 +121,13 @@ type Output struct {
 	// the priority lane. They replace the 802.1Qbb frames an integrator
 	// sent for the events; one that still does so may ignore this list
 	// (the frames are in Free like every control frame).
-	Pause   []Frame
-	Urgent  []Frame // loss notifications: transmit first
-	Retx    []Frame // retransmitted copies: before any normal frame
-	Normal  []Frame // host frames, protected or passed through
-	Low     []Frame // explicit ACKs and dummies: transmit last
-	Deliver []Frame // frames for the host, in order, link header removed
-	Free    []Frame // frames the core has released
+	Pause   []link.Frame
+	Urgent  []link.Frame // loss notifications: transmit first
+	Retx    []link.Frame // retransmitted copies: before any normal frame
+	Normal  []link.Frame // host frames, protected or passed through
+	Low     []link.Frame // explicit ACKs and dummies: transmit last
+	Deliver []link.Frame // frames for the host, in order, link header removed
+	Free    []link.Frame // frames the core has released
 	Events  []Event
 }
 
@@ -151,20 +145,20 @@ func (o *Output) Reset() {
 
 func newOutput(n int) Output {
 	return Output{
-		Pause:   make([]Frame, 0, 4),
-		Urgent:  make([]Frame, 0, n),
-		Retx:    make([]Frame, 0, n),
-		Normal:  make([]Frame, 0, n),
-		Low:     make([]Frame, 0, n),
-		Deliver: make([]Frame, 0, n),
-		Free:    make([]Frame, 0, 2*n),
+		Pause:   make([]link.Frame, 0, 4),
+		Urgent:  make([]link.Frame, 0, n),
+		Retx:    make([]link.Frame, 0, n),
+		Normal:  make([]link.Frame, 0, n),
+		Low:     make([]link.Frame, 0, n),
+		Deliver: make([]link.Frame, 0, n),
+		Free:    make([]link.Frame, 0, 2*n),
 		Events:  make([]Event, 0, n),
 	}
 }
 
 // env is what a Sender and a Receiver of one Endpoint share.
 type env struct {
-	mem   Memory
+	mem   link.Memory
 	out   *Output
 	local [6]byte
 	peer  [6]byte
@@ -173,17 +167,17 @@ type env struct {
 
 // control allocates and writes a control frame; it returns false if no
 // buffer was available.
-func (e *env) control(h *seqhdr.Header) (Frame, bool) {
+func (e *env) control(h *seqhdr.Header) (link.Frame, bool) {
 	a, ok := e.mem.Alloc(seqhdr.MinFrameLen)
 	if !ok {
 		e.stats.AllocFail++
-		return Frame{}, false
+		return link.Frame{}, false
 	}
 	n, err := seqhdr.PutControl(e.mem.Bytes(a, seqhdr.MinFrameLen), &e.peer, &e.local, h)
 	if err != nil {
 		panic("linkguardian: invalid control header: " + err.Error())
 	}
-	f := Frame{H: a, Len: n}
+	f := link.Frame{H: a, Len: n}
 	e.out.Free = append(e.out.Free, f)
 	return f, true
 }

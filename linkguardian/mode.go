@@ -1,6 +1,9 @@
 package linkguardian
 
-import "github.com/linkfabric/linkfabric/seqhdr"
+import (
+	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/seqhdr"
+)
 
 // Mode returns the receiver's delivery mode.
 func (r *Receiver) Mode() Delivery { return r.cfg.Delivery }
@@ -57,7 +60,7 @@ func (r *Receiver) releaseBuffer(now int64) {
 		sl := r.slot(q)
 		if sl.state == slotPresent && sl.f.Len > 0 {
 			r.deliver(sl.f)
-			sl.f = Frame{}
+			sl.f = link.Frame{}
 		}
 	}
 	r.buffered, r.bytes = 0, 0

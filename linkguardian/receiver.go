@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -162,7 +163,7 @@ const (
 )
 
 type rxSlot struct {
-	f          Frame
+	f          link.Frame
 	state      uint8
 	renotified uint8 // re-notifications sent for this missing frame
 	detectedAt int64
@@ -291,7 +292,7 @@ func (r *Receiver) setPending(now int64) {
 
 // deliver strips the link header of a data frame and outputs it to the host;
 // a carried frame (carried.go) goes out whole.
-func (r *Receiver) deliver(f Frame) {
+func (r *Receiver) deliver(f link.Frame) {
 	b := r.e.mem.Bytes(f.H, f.Len)
 	r.Stats.Delivered++
 	if t, _ := seqhdr.FrameType(b); t.IsCarried() {
@@ -302,10 +303,10 @@ func (r *Receiver) deliver(f Frame) {
 	if err != nil {
 		panic("linkguardian: buffered frame lost its header: " + err.Error())
 	}
-	r.e.out.Deliver = append(r.e.out.Deliver, Frame{H: f.H + Handle(off), Len: n})
+	r.e.out.Deliver = append(r.e.out.Deliver, link.Frame{H: f.H + link.Handle(off), Len: n})
 }
 
-func (r *Receiver) free(f Frame) { r.e.out.Free = append(r.e.out.Free, f) }
+func (r *Receiver) free(f link.Frame) { r.e.out.Free = append(r.e.out.Free, f) }
 
 // advanceHead moves ackNo over one slot that is present (delivering it in LG)
 // or missing (giving up on it).
@@ -412,7 +413,7 @@ func (r *Receiver) notify(first seqhdr.Seq, count int) {
 }
 
 // onData handles a sequenced data frame (Algorithm 1, or LGNB de-duplication).
-func (r *Receiver) onData(now int64, f Frame, h *seqhdr.Header) {
+func (r *Receiver) onData(now int64, f link.Frame, h *seqhdr.Header) {
 	if h.Retx {
 		r.Stats.RetxRx++
 	} else {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -73,7 +74,7 @@ func (c *SenderConfig) check() error {
 }
 
 type txSlot struct {
-	f      Frame
+	f      link.Frame
 	retxAt int64
 	rounds uint8
 	kern   bool // sent by the kernel fast path: f.Len only, the bytes in its ring
@@ -214,7 +215,7 @@ func (s *Sender) Resume(now int64) {
 func (s *Sender) slot(q seqhdr.Seq) *txSlot { return &s.ring[uint32(q)&s.mask] }
 
 // send stamps and buffers a normal frame; false if paused or the TX buffer is full.
-func (s *Sender) send(now int64, f Frame) bool {
+func (s *Sender) send(now int64, f link.Frame) bool {
 	s.claim()
 	if s.Paused(now) {
 		s.Stats.PausedRefusals++
@@ -236,13 +237,13 @@ func (s *Sender) send(now int64, f Frame) bool {
 		s.e.out.Free = append(s.e.out.Free, f)
 		return true
 	}
-	s.buffer(now, Frame{H: f.H - seqhdr.MaxOverhead, Len: n})
+	s.buffer(now, link.Frame{H: f.H - seqhdr.MaxOverhead, Len: n})
 	return true
 }
 
 // buffer keeps a stamped frame in the TX buffer under the next sequence
 // number and lists it for transmission.
-func (s *Sender) buffer(now int64, f Frame) {
+func (s *Sender) buffer(now int64, f link.Frame) {
 	s.nextDummy, s.dummyGap = now+s.dummyWait, s.dummyWait
 	s.lastSent, s.probed, s.kernLast = now, false, false
 	*s.slot(s.next) = txSlot{f: f}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // FlowConfig describes a traffic source between two hosts. A flow is
@@ -120,7 +121,7 @@ func (f *Flow) emit(n int) bool {
 	f.seq++
 	f.Stats.Sent++
 	f.Stats.SentBytes += uint64(n)
-	return f.cfg.Src.send(cellify.Frame{H: h, Len: n})
+	return f.cfg.Src.send(link.Frame{H: h, Len: n})
 }
 
 func (f *Flow) tick() {

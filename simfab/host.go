@@ -3,7 +3,7 @@ package simfab
 import (
 	"encoding/binary"
 
-	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // HostConfig describes a host and its edge port.
@@ -40,10 +40,10 @@ type Host struct {
 	sim  *Sim
 	cfg  HostConfig
 
-	txq     fifo[cellify.Frame]
+	txq     fifo[link.Frame]
 	txBytes int
 	txBusy  bool
-	egq     fifo[cellify.Frame]
+	egq     fifo[link.Frame]
 	egBytes int
 	egBusy  bool
 
@@ -80,7 +80,7 @@ func (h *Host) Config() HostConfig { return h.cfg }
 func (h *Host) EgressQueue() int { return h.egBytes }
 
 // send queues a frame toward the edge.
-func (h *Host) send(f cellify.Frame) bool {
+func (h *Host) send(f link.Frame) bool {
 	if h.txBytes+f.Len > h.cfg.TxBuffer {
 		h.Stats.SrcDrops++
 		h.sim.Mem.Free(f)
@@ -124,7 +124,7 @@ func (h *Host) txDone() {
 }
 
 // egress takes a frame the edge delivers toward the host.
-func (h *Host) egress(f cellify.Frame) {
+func (h *Host) egress(f link.Frame) {
 	s := h.sim
 	if h.egBytes+f.Len > h.cfg.Buffer {
 		h.Stats.EgressDrops++
@@ -169,7 +169,7 @@ func (h *Host) reportEgress() {
 }
 
 // receive accounts a frame to its flow and frees it.
-func (h *Host) receive(f cellify.Frame) {
+func (h *Host) receive(f link.Frame) {
 	s := h.sim
 	b := s.Mem.Bytes(f.H, f.Len)
 	h.Stats.Recv++

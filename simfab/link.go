@@ -3,7 +3,7 @@ package simfab
 import (
 	"math/rand/v2"
 
-	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
@@ -91,12 +91,12 @@ type Dir struct {
 	epoch            int64
 	pauseTo          int64 // frames due before this arrive then, in order
 
-	ctrl, data fifo[cellify.Frame]
+	ctrl, data fifo[link.Frame]
 	qBytes     int // queued bytes (data and control, the frame on the wire included)
 	dataBytes  int
 	ctrlBytes  int
 	busy       bool
-	cur        cellify.Frame
+	cur        link.Frame
 	curCell    bool
 	fly        fifo[flying]
 	held       fifo[flying] // LG copies until acknowledged (at = ack time)
@@ -111,7 +111,7 @@ type Dir struct {
 }
 
 type flying struct {
-	f  cellify.Frame
+	f  link.Frame
 	at int64
 }
 
@@ -245,15 +245,15 @@ func isCell(b []byte) bool {
 // frames not known to have arrived go back to the sender.
 func (d *Dir) die() {
 	s := d.sim
-	var back []cellify.Frame
-	lose := func(f cellify.Frame) {
+	var back []link.Frame
+	lose := func(f link.Frame) {
 		d.Stats.DeathDrops++
 		if isCell(s.Mem.Bytes(f.H, f.Len)) {
 			d.Stats.DeathCells++
 		}
 		s.Mem.Free(f)
 	}
-	keep := func(f cellify.Frame) {
+	keep := func(f link.Frame) {
 		if d.lg {
 			back = append(back, f)
 		} else {
@@ -301,7 +301,7 @@ func (d *Dir) die() {
 }
 
 // enqueue takes a frame the node sends on this direction.
-func (d *Dir) enqueue(f cellify.Frame, ctrl bool) {
+func (d *Dir) enqueue(f link.Frame, ctrl bool) {
 	s := d.sim
 	if !d.up {
 		d.Stats.Blackholed++

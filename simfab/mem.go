@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // Mem is the simulated frame memory: buffers of two sizes, each handle
@@ -13,8 +14,8 @@ import (
 type Mem struct {
 	bufs  [][]byte
 	live  []bool
-	small []cellify.Handle
-	big   []cellify.Handle
+	small []link.Handle
+	big   []link.Handle
 	inUse int
 	Peak  int
 }
@@ -25,8 +26,8 @@ const (
 	bigBuf   = cellify.MaxRecordFrame + 64
 )
 
-// Alloc implements cellify.Memory.
-func (m *Mem) Alloc(n int) (cellify.Handle, bool) {
+// Alloc implements link.Memory.
+func (m *Mem) Alloc(n int) (link.Handle, bool) {
 	if n > bigBuf {
 		return 0, false
 	}
@@ -34,12 +35,12 @@ func (m *Mem) Alloc(n int) (cellify.Handle, bool) {
 	if n > smallBuf {
 		pool, size = &m.big, bigBuf
 	}
-	var h cellify.Handle
+	var h link.Handle
 	if k := len(*pool); k > 0 {
 		h = (*pool)[k-1]
 		*pool = (*pool)[:k-1]
 	} else {
-		h = cellify.Handle(len(m.bufs))
+		h = link.Handle(len(m.bufs))
 		m.bufs = append(m.bufs, make([]byte, size))
 		m.live = append(m.live, false)
 	}
@@ -49,11 +50,11 @@ func (m *Mem) Alloc(n int) (cellify.Handle, bool) {
 	return h, true
 }
 
-// Bytes implements cellify.Memory.
-func (m *Mem) Bytes(h cellify.Handle, n int) []byte { return m.bufs[h][:n] }
+// Bytes implements link.Memory.
+func (m *Mem) Bytes(h link.Handle, n int) []byte { return m.bufs[h][:n] }
 
 // Free releases a live frame.
-func (m *Mem) Free(f cellify.Frame) {
+func (m *Mem) Free(f link.Frame) {
 	if int(f.H) >= len(m.live) || !m.live[f.H] {
 		if debugMem != nil {
 			panic(fmt.Sprintf("simfab: frame %d freed but not live; last freed at:\n%s", f.H, debugMem[f.H]))
@@ -73,16 +74,16 @@ func (m *Mem) Free(f cellify.Frame) {
 }
 
 // copyOf allocates a copy of f.
-func (m *Mem) copyOf(f cellify.Frame) (cellify.Frame, bool) {
+func (m *Mem) copyOf(f link.Frame) (link.Frame, bool) {
 	h, ok := m.Alloc(f.Len)
 	if !ok {
-		return cellify.Frame{}, false
+		return link.Frame{}, false
 	}
 	copy(m.bufs[h], m.bufs[f.H][:f.Len])
-	return cellify.Frame{H: h, Len: f.Len}, true
+	return link.Frame{H: h, Len: f.Len}, true
 }
 
 // InUse returns the number of live buffers.
 func (m *Mem) InUse() int { return m.inUse }
 
-var debugMem map[cellify.Handle]string
+var debugMem map[link.Handle]string

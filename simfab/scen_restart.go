@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // missingFrom counts the frames of f from seq from on that were sent and
@@ -129,7 +130,7 @@ func forgeCell(s *Sim, to, src *Node) {
 	if err != nil {
 		panic(err)
 	}
-	to.LinkRx(s.Now, 0, cellify.Frame{H: h, Len: n})
+	to.LinkRx(s.Now, 0, link.Frame{H: h, Len: n})
 	s.settle(to)
 }
 

@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // Config configures a simulation.
@@ -199,8 +200,8 @@ func (s *Sim) build(n *Node) error {
 	}
 	n.Node = cn
 	n.spare = cn.Out
-	n.spare.Link = make([]cellify.LinkOut, len(cn.Out.Link))
-	n.spare.Deliver = make([][]cellify.Frame, len(cn.Out.Deliver))
+	n.spare.Link = make([]link.Out, len(cn.Out.Link))
+	n.spare.Deliver = make([][]link.Frame, len(cn.Out.Deliver))
 	n.spare.Free = nil
 	if !s.cfg.NoStaticMACs && n.Tier == cellify.TierEdge {
 		for _, h := range s.Hosts {

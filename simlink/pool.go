@@ -3,7 +3,7 @@ package simlink
 import (
 	"fmt"
 
-	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/link"
 )
 
 // Pool is a UMEM-like frame memory: one flat byte arena cut into fixed-size
@@ -34,12 +34,12 @@ func NewPool(n, bufSize, headroom int) *Pool {
 }
 
 // Bytes implements link.Memory.
-func (p *Pool) Bytes(h linkguardian.Handle, n int) []byte { return p.mem[h : int(h)+n : int(h)+n] }
+func (p *Pool) Bytes(h link.Handle, n int) []byte { return p.mem[h : int(h)+n : int(h)+n] }
 
 // Alloc implements link.Memory: a buffer whose frame starts at its
 // headroom. A request for more than a buffer holds from there is recorded as
 // an error and fails.
-func (p *Pool) Alloc(n int) (linkguardian.Handle, bool) {
+func (p *Pool) Alloc(n int) (link.Handle, bool) {
 	if n > p.bufSize-p.headroom {
 		p.errs = append(p.errs, fmt.Sprintf("alloc of %d bytes: buffers hold %d", n, p.bufSize-p.headroom))
 		return 0, false
@@ -53,11 +53,11 @@ func (p *Pool) Alloc(n int) (linkguardian.Handle, bool) {
 	p.n++
 	p.allocs++
 	p.peak = max(p.peak, p.n)
-	return linkguardian.Handle(int(i)*p.bufSize + p.headroom), true
+	return link.Handle(int(i)*p.bufSize + p.headroom), true
 }
 
 // Free returns the buffer containing address h to the pool.
-func (p *Pool) Free(h linkguardian.Handle) {
+func (p *Pool) Free(h link.Handle) {
 	i := int(h) / p.bufSize
 	if i < 0 || i >= len(p.inUse) || !p.inUse[i] {
 		p.errs = append(p.errs, fmt.Sprintf("free of buffer %d (address %#x) that is not in use", i, h))

@@ -24,6 +24,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -182,11 +183,11 @@ type end struct {
 	flushAt   int64                   // when the last frame the kernel sent reaches the wire (Config.FastFlush)
 	point     *linkguardian.FastPoint // the receiver's point word (Fast or FastSend)
 	fs        *linkguardian.FastSend
-	fastSent  int                  // host frames the send fast path sent
-	hostPend  []linkguardian.Frame // host frames the kernel passed on, for the core
-	consumed  uint64               // how many of them reached the core (FastSend.Consumed)
-	pendAt    []int64              // parallel: when the core may read them
-	hostQ     []linkguardian.Frame
+	fastSent  int          // host frames the send fast path sent
+	hostPend  []link.Frame // host frames the kernel passed on, for the core
+	consumed  uint64       // how many of them reached the core (FastSend.Consumed)
+	pendAt    []int64      // parallel: when the core may read them
+	hostQ     []link.Frame
 	remaining int
 	gap       int64
 	nextAt    int64
@@ -610,7 +611,7 @@ func (s *Sim) iterate(e *end) {
 				continue
 			}
 		}
-		p.Receive(now, linkguardian.Frame{H: h, Len: len(data)})
+		p.Receive(now, link.Frame{H: h, Len: len(data)})
 	}
 	n := copy(e.rxQ, e.rxQ[ready:])
 	clear(e.rxQ[n:])
@@ -641,13 +642,13 @@ func (s *Sim) iterate(e *end) {
 		hostFrame(e.pool.Bytes(h, s.cfg.FrameLen), e.side, e.nextID)
 		e.sendAt = append(e.sendAt, -1)
 		if e.fs != nil {
-			e.hostPend = append(e.hostPend, linkguardian.Frame{H: h, Len: s.cfg.FrameLen})
+			e.hostPend = append(e.hostPend, link.Frame{H: h, Len: s.cfg.FrameLen})
 			e.pendAt = append(e.pendAt, now+s.cfg.FastLag)
 			if s.cfg.FastLag > 0 {
 				s.push(&event{t: now + s.cfg.FastLag, kind: evWake, side: e.side})
 			}
 		} else {
-			e.hostQ = append(e.hostQ, linkguardian.Frame{H: h, Len: s.cfg.FrameLen})
+			e.hostQ = append(e.hostQ, link.Frame{H: h, Len: s.cfg.FrameLen})
 			e.hostAt = append(e.hostAt, now)
 		}
 		e.nextID++
@@ -747,7 +748,7 @@ func (s *Sim) iterate(e *end) {
 			s.OnEvent(e.side, now, ev)
 		}
 	}
-	for _, list := range [...][]linkguardian.Frame{p.Out.Pause, p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
+	for _, list := range [...][]link.Frame{p.Out.Pause, p.Out.Urgent, p.Out.Retx, p.Out.Normal, p.Out.Low} {
 		for _, f := range list {
 			s.transmit(e, e.pool.Bytes(f.H, f.Len))
 		}

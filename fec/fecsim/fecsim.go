@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
 )
@@ -94,7 +95,7 @@ const (
 
 type arrival struct {
 	t int64
-	f fec.Frame
+	f link.Frame
 }
 
 type group struct {
@@ -225,7 +226,7 @@ func (r *run) hostFrame(now int64) {
 	fill(r.a.Bytes(h, n), i)
 	r.res.HostBytes += uint64(n)
 	r.sentIdx++
-	r.snd.Send(now, fec.Frame{H: h, Len: n})
+	r.snd.Send(now, link.Frame{H: h, Len: n})
 	if p := r.cfg.Progress; p != nil && (r.sentIdx&0xffff == 0 || r.sentIdx == r.cfg.Frames) {
 		p(r.sentIdx, r.cfg.Frames)
 	}
@@ -305,7 +306,7 @@ func (r *run) sendOut(now int64) {
 			panic("fecsim: receiver pool exhausted")
 		}
 		copy(r.b.Bytes(h, f.Len), b)
-		r.wire = append(r.wire, arrival{t: now + r.cfg.Delay, f: fec.Frame{H: h, Len: f.Len}})
+		r.wire = append(r.wire, arrival{t: now + r.cfg.Delay, f: link.Frame{H: h, Len: f.Len}})
 	}
 	for _, f := range o.Free {
 		r.a.Free(f.H)
