@@ -120,7 +120,7 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	mac := d.all[port].mac
 	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.all[port].lanes},
 		q: make([]link.Frame, d.cfg.LG.TxBuffer), giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
-	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac), pl)
+	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac, d.cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}

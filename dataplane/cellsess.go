@@ -103,14 +103,14 @@ func (c *cellSess) startSession(window int, prot linksession.Protect, link links
 	c.link = link
 	c.scfg = linksession.Config{
 		LocalMAC: d.all[c.port].mac,
-		PeerMAC:  d.cfg.LG.PeerMAC,
+		PeerMAC:  d.cfg.Link.PeerMAC,
 		Offer: linksession.Offer{
 			Window:    uint32(window),
 			Lanes:     uint8(max(c.lanes, 1)), // a port without sockets: tests in memory
 			MTU:       uint16(min(c.pl.cellFrame, 1<<16-1)),
-			Speed:     uint32(max(d.cfg.LG.LinkSpeed/1_000_000, 1)),
+			Speed:     uint32(max(d.cfg.Link.Speed/1_000_000, 1)),
 			Protect:   prot,
-			Integrity: d.cfg.LG.Integrity,
+			Integrity: d.cfg.Link.Integrity,
 		},
 		Node: d.cfg.Cells.NodeID,
 	}

@@ -136,13 +136,15 @@ type Config struct {
 	// Default 50ms (it only delays noticing cancellation).
 	PollTimeout time.Duration
 
-	// LG configures modes lg and lgnb (and the integrity check of every
-	// mode but forward).
+	// Link is what every mode but forward shares about its link ports:
+	// the integrity check, the peer's MAC and the link's speed.
+	Link LinkConfig
+	// LG configures modes lg, lgnb and monitor (and the layers under the
+	// cells with --cells-link-mode lg, lgnb or monitor).
 	LG LGConfig
 	// Cells configures mode cells.
 	Cells CellsConfig
-	// FEC configures mode fec (its link session and integrity check follow
-	// LG's settings).
+	// FEC configures mode fec (its link session follows LG's settings).
 	FEC FECConfig
 	// PFC configures per-class PFC toward the host port (hostpfc.go).
 	PFC PFCConfig
@@ -213,6 +215,7 @@ func (c *Config) defaults() error {
 	if c.TxBudget == 0 {
 		c.TxBudget = 256
 	}
+	c.Link.defaults()
 	switch c.Mode {
 	case ModeLG, ModeLGNB, ModeMonitor:
 		if err := c.LG.defaults(c.Mode); err != nil {
@@ -419,7 +422,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		if cfg.Cells.LinkMode == "fec" {
 			cellMTU -= fec.MaxOverhead // a parity frame is this much longer than its longest cell
 		}
-		if err := d.cfg.Cells.fit(cellMTU, cfg.LG.Integrity, cfg.LinkPort); err != nil {
+		if err := d.cfg.Cells.fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
 			return nil, err
 		}
 		if d.cfg.Cells.NodeID == 0 {
@@ -457,7 +460,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		return nil, err
 	}
 	if cfg.integrityWhy != "" {
-		cfg.Logger.Info("integrity check of link frames (--integrity auto)", "integrity", cfg.LG.Integrity.String(), "why", cfg.integrityWhy)
+		cfg.Logger.Info("integrity check of link frames (--integrity auto)", "integrity", cfg.Link.Integrity.String(), "why", cfg.integrityWhy)
 	}
 	d.logPorts()
 	return d, nil
@@ -687,7 +690,7 @@ func pow2AtLeast(n int) int {
 // LinkOverhead is how many bytes a frame grows by on a sequenced link (the
 // link header, and the integrity trailer unless --integrity off): a link
 // port needs an MTU this much above the host port's.
-func (c *Config) LinkOverhead() int { return seqhdr.MaxOverhead + c.LG.Integrity.Overhead() }
+func (c *Config) LinkOverhead() int { return seqhdr.MaxOverhead + c.Link.Integrity.Overhead() }
 
 // ethHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
 const ethHeaderLen = 14
@@ -705,11 +708,11 @@ func (c *Config) checkMTU(hostMTU, linkMTU int) error {
 	}
 	if over := c.LinkOverhead(); c.Mode.linkGuardian() && linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header and integrity trailer (--integrity %s): full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
-			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.LG.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
+			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.Link.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
 	}
 	if over := c.FECOverhead(); c.Mode == ModeFEC && linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
-			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.LG.Integrity.Overhead(), c.LG.Integrity, ip, c.LinkPort, hostMTU+over)
+			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.Link.Integrity.Overhead(), c.Link.Integrity, ip, c.LinkPort, hostMTU+over)
 	}
 	room := int(c.FrameSize) - unix.XDP_PACKET_HEADROOM
 	for _, p := range []struct {

@@ -156,7 +156,7 @@ func (d *Dataplane) newFastPath() error {
 		return fmt.Errorf("dataplane: --fastpath xdp: LinkGuardian's send fast path cannot run: %s; or use --fastpath auto, which leaves the send direction to the worker", cfg.lgTxWhy)
 	}
 	if why == "" && lg {
-		why = f.openLG(cfg.LG.Integrity)
+		why = f.openLG(cfg.Link.Integrity)
 	}
 	if why == "" {
 		why = f.open()

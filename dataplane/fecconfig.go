@@ -184,4 +184,4 @@ func nCopies(c fec.LinkChoice) (n, copies int) {
 // FECOverhead is how many bytes a host frame's largest link frame exceeds
 // it by in mode fec: a parity frame's header (fec.MaxOverhead) and the
 // integrity trailer. A link port needs an MTU this much above the host port's.
-func (c *Config) FECOverhead() int { return fec.MaxOverhead + c.LG.Integrity.Overhead() }
+func (c *Config) FECOverhead() int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }

@@ -40,15 +40,15 @@ func newFECPipeline(w *worker) (Pipeline, error) {
 	pl := &fecPipeline{
 		w: w, d: d, st: d.fecStats,
 		queue:    newHostQueues(d),
-		pfcSpeed: d.cfg.LG.LinkSpeed,
+		pfcSpeed: d.cfg.Link.Speed,
 	}
 	bufLen := int(w.umem.MaxFrameLen())
-	trailer := d.cfg.LG.Integrity.Overhead()
+	trailer := d.cfg.Link.Integrity.Overhead()
 	// The longest host frame whose parity fits the link (checkMTU made sure
 	// a host MTU frame does) and a UMEM frame with the trailer after it.
 	pl.maxFrame = min(d.linkMTU+ethHeaderLen, bufLen) - fec.MaxOverhead - trailer
 	err := pl.fecCtl.init(c,
-		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.maxFrame, BufLen: bufLen - trailer, LocalMAC: d.linkMAC, PeerMAC: d.cfg.LG.PeerMAC},
+		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.maxFrame, BufLen: bufLen - trailer, LocalMAC: d.linkMAC, PeerMAC: d.cfg.Link.PeerMAC},
 		fec.ReceiverConfig{Window: fecWindow, Wait: int64(c.Wait), Immediate: c.Immediate},
 		pl, d.cfg.Logger, d.cfg.LinkPort, "run --mode lg for lg; exclusion needs a bundle", &pl.st.PolicyChanges)
 	if err != nil {

@@ -107,7 +107,7 @@ func TestForwardPFCFromLink(t *testing.T) {
 	}
 	// At 10 Mbit/s a pause of 65535 quanta lasts 3.36 s.
 	cfg := Config{FastPath: FastPathAuto, PFC: PFCConfig{Enabled: true}}
-	cfg.LG.LinkSpeed = 10_000_000
+	cfg.Link.Speed = 10_000_000
 	sw1 := startSwitch(t, sw1NS, cfg)
 	for _, f := range sw1.FastPath() {
 		if f.Path != FastPathAFXDP || !strings.Contains(f.Reason, "--pfc") {
@@ -215,7 +215,7 @@ func TestForwardPFCToHost(t *testing.T) {
 	tb := netns.TestUp(t, "lfpq", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	cfg := Config{PFC: PFCConfig{Enabled: true, XOFF: 32, XON: 8, Pause: 2 * time.Millisecond},
 		Shape: map[string]PortShape{"link0": {Rate: 20_000_000, Buffer: 16 << 10}}}
-	cfg.LG.LinkSpeed = pfc.Speed1G
+	cfg.Link.Speed = pfc.Speed1G
 	sw1 := startSwitch(t, tb.NS("sw1"), cfg)
 	atH1 := rawCapture(t, tb.NS("h1"), "eth0", pfc.EtherType)
 	h1 := rawSender(t, tb.NS("h1"), "eth0")

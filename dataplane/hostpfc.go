@@ -39,7 +39,7 @@ type PFCConfig struct {
 	XOFF, XON int
 	// Pause is how long each pause frame asks the host to stop (default:
 	// the longest a frame carries, 65535 quanta, at the host port's speed:
-	// its --port-rate, else LGConfig.LinkSpeed, else 10 Gbit/s).
+	// its --port-rate, else LinkConfig.Speed, else 10 Gbit/s).
 	Pause time.Duration
 
 	hostSpeed uint64 // bit/s, for the quanta
@@ -58,8 +58,8 @@ const minPFCPause = 20 * time.Microsecond
 // pfcLinkSpeed is the link's speed for the quanta of PAUSE/PFC frames
 // received on the link port (--link-speed, default 10 Gbit/s).
 func (c *Config) pfcLinkSpeed() uint64 {
-	if c.LG.LinkSpeed != 0 {
-		return c.LG.LinkSpeed
+	if c.Link.Speed != 0 {
+		return c.Link.Speed
 	}
 	return pfc.Speed10G
 }

@@ -14,7 +14,7 @@ import (
 func pfcConfig(t *testing.T, p PFCConfig, linkSpeed, hostRate uint64) (Config, error) {
 	t.Helper()
 	c := Config{HostPort: "host0", LinkPort: "link0", PFC: p}
-	c.LG.LinkSpeed = linkSpeed
+	c.Link.Speed = linkSpeed
 	if hostRate != 0 {
 		c.Shape = map[string]PortShape{"host0": {Rate: hostRate}}
 	}

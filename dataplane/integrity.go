@@ -10,7 +10,7 @@ import (
 
 // Integrity check of link frames (modes lg, lgnb, monitor; package linkcrc).
 //
-// With LGConfig.Integrity = linkcrc.CRC32C (the default) or linkcrc.Csum
+// With LinkConfig.Integrity = linkcrc.CRC32C (the default) or linkcrc.Csum
 // every frame the link port transmits gets that trailer, computed when the
 // worker places the frame on the TX ring (sealTx): a retransmitted copy has
 // its retx flag and ACK rewritten before each send, so each transmission is

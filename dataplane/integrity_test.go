@@ -20,7 +20,7 @@ func integrityWorker(t *testing.T, mode linkcrc.Integrity) *worker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
-	d := &Dataplane{cfg: Config{LG: LGConfig{Integrity: mode}}, umem: u}
+	d := &Dataplane{cfg: Config{Link: LinkConfig{Integrity: mode}}, umem: u}
 	w := &worker{d: d, umem: u, refs: newFrameRefs(u), integrity: &IntegrityStats{}, sealed: make([]bool, 2)}
 	w.sealed[portLink] = mode != linkcrc.Off
 	return w

@@ -75,8 +75,8 @@ func autoIntegrity(links []string, fcs func(string) (bool, string)) (linkcrc.Int
 // (autoIntegrity), in the calling thread's network namespace, and keeps
 // why for New's log line. Mode forward checks nothing and keeps auto.
 func (c *Config) resolveIntegrity() {
-	if c.LG.Integrity != linkcrc.Auto || c.Mode == ModeForward {
+	if c.Link.Integrity != linkcrc.Auto || c.Mode == ModeForward {
 		return
 	}
-	c.LG.Integrity, c.integrityWhy = autoIntegrity(c.LinkPorts, portFCS)
+	c.Link.Integrity, c.integrityWhy = autoIntegrity(c.LinkPorts, portFCS)
 }

@@ -59,7 +59,7 @@ func TestAutoIntegrityVeth(t *testing.T) {
 	tb := netns.TestUp(t, "lfia", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	for _, sw := range []string{"sw1", "sw2"} {
 		for _, m := range []linkcrc.Integrity{linkcrc.Auto, linkcrc.CRC32C, linkcrc.Off} {
-			c := Config{Mode: ModeLG, HostPort: "host0", LinkPort: "link0", LG: LGConfig{Integrity: m}}
+			c := Config{Mode: ModeLG, HostPort: "host0", LinkPort: "link0", Link: LinkConfig{Integrity: m}}
 			if err := netns.Do(tb.NS(sw), c.defaults); err != nil {
 				t.Fatalf("%s: %v", sw, err)
 			}
@@ -67,8 +67,8 @@ func TestAutoIntegrityVeth(t *testing.T) {
 			if m == linkcrc.Auto {
 				want = linkcrc.Csum
 			}
-			if c.LG.Integrity != want {
-				t.Errorf("%s --integrity %v: resolved to %v; want %v", sw, m, c.LG.Integrity, want)
+			if c.Link.Integrity != want {
+				t.Errorf("%s --integrity %v: resolved to %v; want %v", sw, m, c.Link.Integrity, want)
 			}
 			if m == linkcrc.Auto && !strings.Contains(c.integrityWhy, "veth") {
 				t.Errorf("%s: why %q does not name the driver veth", sw, c.integrityWhy)

@@ -68,14 +68,20 @@ type lgBed struct {
 // on the sw1→sw2 direction.
 func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	t.Helper()
+	return upLGLink(t, mode, LinkConfig{}, lgc, imp)
+}
+
+// upLGLink is upLG with link settings lc on both ends.
+func upLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
+	t.Helper()
 	tb := netns.TestUp(t, "lfq", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
 	b := &lgBed{tb: tb}
 	var fp FastPath
 	if lgOnFastPath && mode != ModeForward {
 		fp = lgFastPathMode()
 	}
-	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, LG: lgc, FastPath: fp})
-	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, LG: lgc, FastPath: fp})
+	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, Link: lc, LG: lgc, FastPath: fp})
+	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, Link: lc, LG: lgc, FastPath: fp})
 	if imp != nil {
 		if err := b.sw2.Link().Program().SetImpair(*imp); err != nil {
 			t.Fatalf("impairment on sw2 link0: %v", err)
@@ -427,7 +433,13 @@ func checkRecovery(t *testing.T, r *lgRun, s1, s2 *LGCore, st bpf.ImpairStats, t
 // impairment counters of the run.
 func runLG(t *testing.T, mode Mode, lgc LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 LGCore, st bpf.ImpairStats) {
 	t.Helper()
-	b := upLG(t, mode, lgc, &imp)
+	return runLGLink(t, mode, LinkConfig{}, lgc, imp, size, rate)
+}
+
+// runLGLink is runLG with link settings lc on both ends.
+func runLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 LGCore, st bpf.ImpairStats) {
+	t.Helper()
+	b := upLGLink(t, mode, lc, lgc, &imp)
 	if mode != ModeForward && lgc.TxBuffer == 0 {
 		// The pair testbed's link has a priority lane, so the default credit
 		// window is the whole ring (half of it on a one-queue link, unless

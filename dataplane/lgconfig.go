@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/pfc"
 )
@@ -99,11 +98,6 @@ type LGConfig struct {
 	// frames. Every class such a frame names is paused in the class queues
 	// either way.
 	PFCClass int
-	// LinkSpeed (bit/s) converts pause durations to PFC quanta; default 10G.
-	LinkSpeed uint64
-	// PeerMAC is the destination of control frames; default broadcast.
-	// When set (unicast), session frames from any other source are ignored.
-	PeerMAC [6]byte
 	// SessionWait is how long host frames wait for the link session to come
 	// up (default 200 ms); after that they are dropped (counted), or with
 	// SessionPass sent unprotected.
@@ -146,11 +140,6 @@ type LGConfig struct {
 	Policy linkguardian.Policy
 	// MonitorWindow is the loss monitor's moving window; default 10s.
 	MonitorWindow time.Duration
-	// Integrity is the check every link frame carries (integrity.go): a
-	// CRC32C trailer for the zero value; linkcrc.Off where the NICs' MACs
-	// check the Ethernet FCS; linkcrc.Auto (linkfabric run's default)
-	// decides from the link ports (integrityauto.go). Both ends must agree.
-	Integrity linkcrc.Integrity
 
 	// fixedCopies: N was given (Copies or LinkLoss), not measured.
 	fixedCopies bool
@@ -297,9 +286,6 @@ func (c *LGConfig) defaults(mode Mode) error {
 	if c.PFCClass < 0 || c.PFCClass >= pfc.NumClasses {
 		return fmt.Errorf("dataplane: PFC class %d: want 0-7", c.PFCClass)
 	}
-	if c.LinkSpeed == 0 {
-		c.LinkSpeed = pfc.Speed10G
-	}
 	if c.Policy == (linkguardian.Policy{}) {
 		c.Policy = linkguardian.DefaultPolicy()
 		c.Policy.Target = c.TargetLoss
@@ -319,15 +305,13 @@ func (c *LGConfig) defaults(mode Mode) error {
 	if c.SessionHold == 0 {
 		c.SessionHold = defaultSessionHold
 	}
-	if c.PeerMAC == ([6]byte{}) {
-		c.PeerMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	}
 	return nil
 }
 
-// core returns the LinkGuardian core's configuration for this end.
-func (c *LGConfig) core(mode Mode, local [6]byte) linkguardian.Config {
-	cfg := linkguardian.Config{LocalMAC: local, PeerMAC: c.PeerMAC}
+// core returns the LinkGuardian core's configuration for this end, whose
+// control frames go from local to peer.
+func (c *LGConfig) core(mode Mode, local, peer [6]byte) linkguardian.Config {
+	cfg := linkguardian.Config{LocalMAC: local, PeerMAC: peer}
 	if c.Protect != "rx" {
 		s := linkguardian.DefaultSenderConfig()
 		s.TxBuffer = c.TxBuffer

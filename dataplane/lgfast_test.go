@@ -189,7 +189,7 @@ func TestLGFastSendCorruption(t *testing.T) {
 func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 LGCore) {
 	t.Helper()
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
-	r, s1, s2, st := runLG(t, ModeLG, LGConfig{Copies: 2, AckTimeout: lgAckTimeout, Integrity: m}, imp, lgFrameSize, lgRate)
+	r, s1, s2, st := runLGLink(t, ModeLG, LinkConfig{Integrity: m}, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	corrupt := r.bed.sw2.LGStats().Integrity.Corrupt.Load()
 	if st.Flipped == 0 || corrupt != st.Flipped {

@@ -221,14 +221,14 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		tx:       &w.tx,
 		queue:    newHostQueues(d),
 		pfcClass: d.cfg.LG.PFCClass,
-		pfcSpeed: d.cfg.LG.LinkSpeed,
+		pfcSpeed: d.cfg.Link.Speed,
 		local:    d.linkMAC,
 		lgs:      w.lgs, // its lane's (workers.go)
 	}
 	if pl.lgs == nil { // a worker made in memory (tests)
 		pl.lgs = d.lgStats
 	}
-	p, err := linkguardian.NewEndpoint(d.cfg.LG.core(d.cfg.Mode, d.linkMAC), pl)
+	p, err := linkguardian.NewEndpoint(d.cfg.LG.core(d.cfg.Mode, d.linkMAC, d.cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func TestCheckMTU(t *testing.T) {
 		}
 	}
 	off := Config{HostPort: "host0", LinkPort: "link0", Mode: ModeLG, FrameSize: 4096}
-	off.LG.Integrity = linkcrc.Off
+	off.Link.Integrity = linkcrc.Off
 	if err := off.checkMTU(1500, 1508); err != nil {
 		t.Errorf("lg --integrity off, host MTU 1500, link MTU 1508 (link header only): %v", err)
 	}

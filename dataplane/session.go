@@ -137,17 +137,17 @@ type linkSess struct {
 // window frames and prot (fastSend: the kernel's send fast path runs); host
 // frames wait in queue while it is not up.
 func (s *linkSess) startSession(w *worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *classQueues, stats *SessionStats, peers string) error {
-	c := &w.d.cfg.LG
+	c, lc := &w.d.cfg.LG, &w.d.cfg.Link
 	sess, err := linksession.New(linksession.Config{
 		LocalMAC: w.d.linkMAC,
-		PeerMAC:  c.PeerMAC,
+		PeerMAC:  lc.PeerMAC,
 		Offer: linksession.Offer{
 			Window:    uint32(window),
 			Lanes:     uint8(w.ports[portLink].lanes), // the worker's: 1 with several (workers.go)
 			MTU:       uint16(min(c.MTU, 1<<16-1)),
-			Speed:     uint32(max(c.LinkSpeed/1_000_000, 1)),
+			Speed:     uint32(max(lc.Speed/1_000_000, 1)),
 			Protect:   prot,
-			Integrity: c.Integrity,
+			Integrity: lc.Integrity,
 			FastSend:  fastSend,
 		},
 		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), HoldUpTo: int64(c.SessionHold), PassUnprotected: c.SessionPass},

@@ -243,9 +243,9 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode st
 		switch mode {
 		case ModeCells:
 			return startWatched(t, ns, Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"},
-				Cells: CellsConfig{NodeID: id, LinkMode: cellLinkMode}, LG: LGConfig{Integrity: integrity}})
+				Cells: CellsConfig{NodeID: id, LinkMode: cellLinkMode}, Link: LinkConfig{Integrity: integrity}})
 		default:
-			return startWatched(t, ns, Config{Mode: mode, LG: LGConfig{Integrity: integrity}})
+			return startWatched(t, ns, Config{Mode: mode, Link: LinkConfig{Integrity: integrity}})
 		}
 	}
 	sw1, sw2 := start(sw1ns, 1), start(sw2ns, 2)

@@ -227,8 +227,8 @@ func newWorker(d *Dataplane, idx int) *worker {
 		w.lgs = d.laneLG[idx]
 	}
 	w.sealed = make([]bool, n)
-	w.check = d.cfg.LG.Integrity
-	if d.cfg.Mode != ModeForward && d.cfg.LG.Integrity != linkcrc.Off {
+	w.check = d.cfg.Link.Integrity
+	if d.cfg.Mode != ModeForward && d.cfg.Link.Integrity != linkcrc.Off {
 		for _, p := range d.ports.Links {
 			w.sealed[p] = true
 		}

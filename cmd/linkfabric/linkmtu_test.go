@@ -14,7 +14,7 @@ import (
 // fits on the link in every mode, so run --mode fec is not refused on the
 // default pair. (Cells cut frames to the link.)
 func TestLinkHeaderFitsEveryMode(t *testing.T) {
-	c := &dataplane.Config{LG: dataplane.LGConfig{Integrity: linkcrc.CRC32C}}
+	c := &dataplane.Config{Link: dataplane.LinkConfig{Integrity: linkcrc.CRC32C}}
 	need := map[string]int{"lg, lgnb, monitor": c.LinkOverhead(), "fec": c.FECOverhead()}
 	for what, n := range need {
 		if netns.DefaultLinkHeaderLen < n {

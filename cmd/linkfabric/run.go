@@ -127,7 +127,7 @@ NICs).`,
 				cfg.Cells.PreCredit = -1 // none
 			}
 			cfg.Logger = log
-			if cfg.LG.Integrity, err = linkcrc.ParseMode(integrity); err != nil {
+			if cfg.Link.Integrity, err = linkcrc.ParseMode(integrity); err != nil {
 				return err
 			}
 			if peerMAC != "" {
@@ -135,10 +135,10 @@ NICs).`,
 				if err != nil || len(hw) != 6 {
 					return fmt.Errorf("--peer-mac %q: want a MAC address like 02:00:00:00:00:01", peerMAC)
 				}
-				copy(cfg.LG.PeerMAC[:], hw)
+				copy(cfg.Link.PeerMAC[:], hw)
 			}
 			if linkSpeed != "" {
-				if cfg.LG.LinkSpeed, err = parseBitRate(linkSpeed); err != nil {
+				if cfg.Link.Speed, err = parseBitRate(linkSpeed); err != nil {
 					return err
 				}
 			}
@@ -443,7 +443,7 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			"credits", !c.NoCredits, "pre_credit", max(c.PreCredit, 0), "packing", !c.NoPacking, "link_mode", c.LinkMode,
 			"reach_interval", c.ReachInterval.String(), "reach_th", c.ReachTh, "reach_up", c.ReachUp, "reasm_timeout", c.ReasmTimeout.String())
 	}
-	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.LG.Integrity.String())
+	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.Link.Integrity.String())
 	err = d.Run(ctx)
 	logStats(d.Stats())
 	if s := d.CellStats(); s != nil {
