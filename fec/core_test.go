@@ -420,3 +420,56 @@ func TestDistantFramesJumpOnlyTogether(t *testing.T) {
 		t.Fatalf("after %d frames from a new place: delivered %v (want the last 5, from id %d), %d jumps", jumpAfter+4, got, 18+jumpAfter-1, p.r.Stats.Jumps)
 	}
 }
+
+// TestSteadyStateNoAlloc: once the pools and lists exist, a group of N
+// frames through the sender, one lost, rebuilt from the parity and
+// delivered in order, allocates nothing (the parity buffer comes from
+// link.Memory.Alloc through the interface).
+func TestSteadyStateNoAlloc(t *testing.T) {
+	const n, size = 4, 700
+	p := newPair(t, SenderConfig{N: n}, ReceiverConfig{Wait: 1000})
+	frame := hostFrame(1, size)
+	var now int64
+	group := func() {
+		for range n {
+			h, ok := p.a.Alloc(size)
+			if !ok {
+				t.Fatal("sender pool exhausted")
+			}
+			copy(p.a.Bytes(h, size), frame)
+			p.s.Send(now, link.Frame{H: h, Len: size})
+		}
+		for i, f := range p.s.Out.Send {
+			if i == 1 {
+				continue // lost
+			}
+			h, ok := p.b.Alloc(f.Len)
+			if !ok {
+				t.Fatal("receiver pool exhausted")
+			}
+			copy(p.b.Bytes(h, f.Len), p.a.Bytes(f.H, f.Len))
+			p.r.Receive(now, link.Frame{H: h, Len: f.Len})
+		}
+		for _, f := range p.s.Out.Free {
+			p.a.Free(f.H)
+		}
+		p.s.Out.Reset()
+		for _, f := range p.r.Out.Free {
+			p.b.Free(f.H)
+		}
+		p.r.Out.Reset()
+		now += 100
+	}
+	for range 50 {
+		group()
+	}
+	if a := testing.AllocsPerRun(100, group); a != 0 {
+		t.Errorf("%v allocations per group of %d frames; want 0", a, n)
+	}
+	if want := uint64(151 * n); p.r.Stats.Delivered != want || p.r.Stats.Recovered != 151 {
+		t.Fatalf("delivered %d (want %d), recovered %d (want 151): %+v", p.r.Stats.Delivered, want, p.r.Stats.Recovered, p.r.Stats)
+	}
+	if p.a.InUse() != 0 || len(p.a.Errors())+len(p.b.Errors()) != 0 {
+		t.Fatalf("sender buffers in use %d, ownership errors %d and %d", p.a.InUse(), len(p.a.Errors()), len(p.b.Errors()))
+	}
+}
