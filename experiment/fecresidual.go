@@ -14,7 +14,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/fec/fecsim"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/link/linksim"
 )
 
 // FECResidualConfig configures FECResidualSim.
@@ -167,10 +167,10 @@ func FECResidualSim(ctx context.Context, cfg FECResidualConfig) (*FECResidualRes
 
 func fecPoint(cfg FECResidualConfig, p, burst float64, n, k int) (FECPoint, error) {
 	pt := FECPoint{Loss: p, Model: "bernoulli", N: n, Copies: k}
-	loss := func() simlink.LossModel { return &simlink.Bernoulli{P: p} }
+	loss := func() linksim.LossModel { return &linksim.Bernoulli{P: p} }
 	if burst > 0 {
 		pt.Model = fmt.Sprintf("bursty(%g)", burst)
-		loss = func() simlink.LossModel { return &simlink.Bursty{P: p, MeanBurst: burst} }
+		loss = func() linksim.LossModel { return &linksim.Bursty{P: p, MeanBurst: burst} }
 	}
 	pt.Scheme = fmt.Sprintf("fec(%d)", n)
 	if n == 0 {

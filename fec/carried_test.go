@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
 // carriedFrame returns a frame of a carried type (a cell, type 9) of n
@@ -153,8 +153,8 @@ func FuzzReceiverCarried(f *testing.F) {
 	f.Add(uint16(3), []byte{0, 2, 1, 0, 0, 0, 0, 0, 5, 9, 0, 4, 7, 1})
 	f.Add(uint16(0), []byte{3, 1, 0, 0, 5, 9, 0, 0, 2, 40, 6, 1, 4, 3})
 	f.Fuzz(func(t *testing.T, init uint16, ops []byte) {
-		a := simlink.NewPool(64, tBuf, tHead)
-		b := simlink.NewPool(2048, tBuf, tHead)
+		a := linksim.NewPool(64, tBuf, tHead)
+		b := linksim.NewPool(2048, tBuf, tHead)
 		start := seqhdr.Seq(init) * 2 % seqhdr.Space
 		s, err := NewSender(SenderConfig{N: 1 + int(init%5), BufLen: tBuf - tHead, Flush: 1e9, InitSeq: start}, a)
 		if err != nil {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
 const (
@@ -20,7 +20,7 @@ const (
 // pair is a sender and a receiver joined by a hand-driven wire.
 type pair struct {
 	t      *testing.T
-	a, b   *simlink.Pool
+	a, b   *linksim.Pool
 	s      *Sender
 	r      *Receiver
 	wire   []link.Frame // sent, not yet handed over (in the receiver's pool)
@@ -30,7 +30,7 @@ type pair struct {
 
 func newPair(t *testing.T, sc SenderConfig, rc ReceiverConfig) *pair {
 	t.Helper()
-	p := &pair{t: t, a: simlink.NewPool(512, tBuf, tHead), b: simlink.NewPool(4096, tBuf, tHead)}
+	p := &pair{t: t, a: linksim.NewPool(512, tBuf, tHead), b: linksim.NewPool(4096, tBuf, tHead)}
 	sc.BufLen = tBuf - tHead
 	var err error
 	if p.s, err = NewSender(sc, p.a); err != nil {
@@ -339,7 +339,7 @@ func TestSenderRefuses(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	m := simlink.NewPool(1, tBuf, tHead)
+	m := linksim.NewPool(1, tBuf, tHead)
 	for _, c := range []SenderConfig{{N: -1}, {N: 256, BufLen: 4096}, {Copies: 9}, {N: 4, BufLen: 100}, {MaxFrame: 10}} {
 		if _, err := NewSender(c, m); !errors.Is(err, ErrConfig) {
 			t.Errorf("NewSender(%+v) = %v, want ErrConfig", c, err)

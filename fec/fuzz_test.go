@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
 // FuzzParseParity: ParseParity never panics, and a header it accepts
@@ -52,8 +52,8 @@ func FuzzReceiver(f *testing.F) {
 	f.Add(uint16(65535), []byte{0, 0, 1, 0, 0, 0, 0, 0, 4, 0, 2, 3, 0, 0, 7, 255})
 	f.Add(uint16(0), []byte{3, 1, 0, 0, 5, 9, 0, 0, 2, 40, 6, 1})
 	f.Fuzz(func(t *testing.T, init uint16, ops []byte) {
-		a := simlink.NewPool(64, tBuf, tHead)
-		b := simlink.NewPool(2048, tBuf, tHead)
+		a := linksim.NewPool(64, tBuf, tHead)
+		b := linksim.NewPool(2048, tBuf, tHead)
 		start := seqhdr.Seq(init) * 2 % seqhdr.Space // even and odd eras
 		s, err := NewSender(SenderConfig{N: 4, BufLen: tBuf - tHead, Flush: 1e9, InitSeq: start}, a)
 		if err != nil {

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
 const benchFrame = 128
@@ -17,14 +17,14 @@ const benchFrame = 128
 // peer releases them; every 1024 frames one frame is reported lost.
 type benchSender struct {
 	p    *linkguardian.Endpoint
-	pool *simlink.Pool
+	pool *linksim.Pool
 	tmpl [benchFrame]byte
 	ack  [seqhdr.MinFrameLen]byte
 	loss [seqhdr.MinFrameLen]byte
 }
 
 func newBenchSender(tb testing.TB) *benchSender {
-	pool := simlink.NewPool(4096, 2048, 256)
+	pool := linksim.NewPool(4096, 2048, 256)
 	sc := linkguardian.DefaultSenderConfig()
 	sc.TxBuffer = 1024
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
@@ -71,14 +71,14 @@ func (b *benchSender) rx(now int64, hd *seqhdr.Header, buf []byte) {
 // 8 frames later), so the reorder path runs too.
 type benchReceiver struct {
 	p    *linkguardian.Endpoint
-	pool *simlink.Pool
+	pool *linksim.Pool
 	tmpl [benchFrame + seqhdr.MaxOverhead]byte
 	held link.Frame
 	next seqhdr.Seq
 }
 
 func newBenchReceiver(tb testing.TB, mode linkguardian.Delivery) *benchReceiver {
-	pool := simlink.NewPool(4096, 2048, 256)
+	pool := linksim.NewPool(4096, 2048, 256)
 	rc := linkguardian.DefaultReceiverConfig()
 	rc.Delivery = mode
 	rc.Window = 1024

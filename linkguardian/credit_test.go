@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -118,7 +119,7 @@ func lostAckPositions() []int {
 // DummyInterval after its last frame, and NextDeadline says so, so that an
 // idle worker wakes up for it.
 func TestCreditBoundSenderProbes(t *testing.T) {
-	pool := simlink.NewPool(64, 2048, 256)
+	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer, sc.Credit = 8, 4
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
@@ -172,7 +173,7 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 // again after RenotifyInterval, then 2× and 4× later, and no more; data
 // arriving stops the repeats. NextDeadline and Quiet reflect the repeats.
 func TestReceiverRepeatsAck(t *testing.T) {
-	pool := simlink.NewPool(64, 2048, 256)
+	pool := linksim.NewPool(64, 2048, 256)
 	rc := *receiverCfg(linkguardian.InOrder)
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {

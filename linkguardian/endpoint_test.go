@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
-func hostFrame(t *testing.T, pool *simlink.Pool) link.Frame {
+func hostFrame(t *testing.T, pool *linksim.Pool) link.Frame {
 	t.Helper()
 	h, ok := pool.Alloc(64)
 	if !ok {
@@ -22,7 +22,7 @@ func hostFrame(t *testing.T, pool *simlink.Pool) link.Frame {
 	return link.Frame{H: h, Len: 64}
 }
 
-func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) link.Frame {
+func control(t *testing.T, pool *linksim.Pool, hd seqhdr.Header) link.Frame {
 	t.Helper()
 	h, _ := pool.Alloc(seqhdr.MinFrameLen)
 	var z [6]byte
@@ -33,7 +33,7 @@ func control(t *testing.T, pool *simlink.Pool, hd seqhdr.Header) link.Frame {
 	return link.Frame{H: h, Len: n}
 }
 
-func release(p *linkguardian.Endpoint, pool *simlink.Pool) {
+func release(p *linkguardian.Endpoint, pool *linksim.Pool) {
 	for _, f := range p.Out.Free {
 		pool.Free(f.H)
 	}
@@ -44,7 +44,7 @@ func release(p *linkguardian.Endpoint, pool *simlink.Pool) {
 }
 
 func TestPauseResumeAndTxFull(t *testing.T) {
-	pool := simlink.NewPool(64, 2048, 256)
+	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(2)
 	sc.TxBuffer = 4
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
@@ -110,7 +110,7 @@ func TestPauseResumeAndTxFull(t *testing.T) {
 }
 
 func TestReceiverBadAndPassthrough(t *testing.T) {
-	pool := simlink.NewPool(16, 2048, 256)
+	pool := linksim.NewPool(16, 2048, 256)
 	rc := *receiverCfg(linkguardian.InOrder)
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
 	if err != nil {
@@ -140,7 +140,7 @@ func TestReceiverBadAndPassthrough(t *testing.T) {
 // unacknowledged frames although its TX buffer has room, and an ACK opens
 // the window again by what it acknowledged.
 func TestCreditBelowTxBuffer(t *testing.T) {
-	pool := simlink.NewPool(64, 2048, 256)
+	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer, sc.Credit = 8, 5
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
@@ -173,7 +173,7 @@ func TestCreditBelowTxBuffer(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	pool := simlink.NewPool(4, 2048, 256)
+	pool := linksim.NewPool(4, 2048, 256)
 	bad := []linkguardian.Config{
 		{Sender: &linkguardian.SenderConfig{TxBuffer: 3, Copies: 1, DummyCopies: 1, MaxRetxRounds: 1}},
 		{Sender: &linkguardian.SenderConfig{TxBuffer: 4, Copies: 0, DummyCopies: 1, MaxRetxRounds: 1}},

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -253,7 +254,7 @@ func TestFastPointLookEvery(t *testing.T) {
 	const look = 1000 * us
 	rc := receiverCfg(linkguardian.InOrder)
 	rc.AckDelay = 50 * us
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: rc}, simlink.NewPool(64, 2048, 256))
+	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: rc}, linksim.NewPool(64, 2048, 256))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -95,7 +96,7 @@ func TestFastBothSuite(t *testing.T) {
 // fastEnd is an endpoint with the send fast path, driven by hand.
 type fastEnd struct {
 	p    *linkguardian.Endpoint
-	pool *simlink.Pool
+	pool *linksim.Pool
 	fs   *linkguardian.FastSend
 	pt   *linkguardian.FastPoint
 	buf  [seqhdr.MinFrameLen]byte
@@ -110,7 +111,7 @@ func newFastEnd(t testing.TB, txBuffer int, withR bool) *fastEnd {
 	if withR {
 		cfg.Receiver = receiverCfg(linkguardian.InOrder)
 	}
-	pool := simlink.NewPool(4096, 2048, 256)
+	pool := linksim.NewPool(4096, 2048, 256)
 	p, err := linkguardian.NewEndpoint(cfg, pool)
 	if err != nil {
 		t.Fatal(err)

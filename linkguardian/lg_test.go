@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -519,10 +520,10 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		n = 20_000
 	}
-	models := map[string]func(p float64) simlink.LossModel{
-		"bernoulli": func(p float64) simlink.LossModel { return &simlink.Bernoulli{P: p} },
+	models := map[string]func(p float64) linksim.LossModel{
+		"bernoulli": func(p float64) linksim.LossModel { return &linksim.Bernoulli{P: p} },
 		// Bursts in time: one step per 512-byte frame time at 10 Gb/s.
-		"bursty3": func(p float64) simlink.LossModel { return &simlink.Bursty{P: p, MeanBurst: 3, Slot: 410} },
+		"bursty3": func(p float64) linksim.LossModel { return &linksim.Bursty{P: p, MeanBurst: 3, Slot: 410} },
 	}
 	for _, name := range []string{"bernoulli", "bursty3"} {
 		for _, mode := range []linkguardian.Delivery{linkguardian.InOrder, linkguardian.NonBlocking} {
@@ -578,8 +579,8 @@ func TestSoakPerFrameBursts(t *testing.T) {
 	cfg := bothWays(linkguardian.InOrder, 3)
 	cfg.A.Receiver.NotifyCopies, cfg.B.Receiver.NotifyCopies = 3, 3
 	cfg.FrameLen = 512
-	cfg.AB.Random, cfg.AB.Seed = &simlink.Bursty{P: 1e-2, MeanBurst: 3}, 4
-	cfg.BA.Random, cfg.BA.Seed = &simlink.Bursty{P: 1e-2, MeanBurst: 3}, 104
+	cfg.AB.Random, cfg.AB.Seed = &linksim.Bursty{P: 1e-2, MeanBurst: 3}, 4
+	cfg.BA.Random, cfg.BA.Seed = &linksim.Bursty{P: 1e-2, MeanBurst: 3}, 104
 	s := newSim(t, cfg)
 	s.Send(simlink.A, 100_000, 0)
 	s.Send(simlink.B, 10_000, 2*us)

@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
 // TestMonitorLateFrame: in monitor mode frames are delivered as they come.
@@ -16,7 +16,7 @@ import (
 // duplicate is still dropped. Before the fix, frame 2 arriving after 3 was
 // dropped as a duplicate.
 func TestMonitorLateFrame(t *testing.T) {
-	pool := simlink.NewPool(64, 2048, 256)
+	pool := linksim.NewPool(64, 2048, 256)
 	rc := *receiverCfg(linkguardian.Monitor)
 	rc.Window = 16
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)

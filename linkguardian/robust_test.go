@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/simlink"
@@ -16,7 +17,7 @@ import (
 // outstanding wrapped the clamp in the 17-bit serial space and retransmitted
 // empty TX buffer slots (a panic in seqhdr.SetRetx).
 func TestLossNotificationOutsideWindow(t *testing.T) {
-	pool := simlink.NewPool(64, 2048, 256)
+	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer = 8
 	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)

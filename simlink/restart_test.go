@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -176,7 +177,7 @@ func TestAsymmetricWindow(t *testing.T) {
 	c.B.Receiver = &small
 	c.SessionB.Offer.Window = 512
 	c.SessionB.Offer.Lanes, c.SessionA.Offer.MTU = 2, 9000
-	c.AB.Random, c.AB.Seed = &Bernoulli{P: 0.01}, 3
+	c.AB.Random, c.AB.Seed = &linksim.Bernoulli{P: 0.01}, 3
 	c.AB.Delay, c.BA.Delay = 50_000, 50_000 // ~900 frames in flight: more than B's window
 	s, err := New(c)
 	if err != nil {

@@ -2,7 +2,7 @@
 // clock for testing the LinkGuardian core (package lg) without I/O or root.
 //
 // A Sim has two ends, A and B, each a "switch" running a linkguardian.Endpoint over its own
-// frame Pool (a UMEM stand-in) with the worker loop documented in package lg.
+// frame memory (a linksim.Pool, the UMEM stand-in) with the worker loop documented in package lg.
 // A host behind each end sends numbered frames to the host behind the other
 // end. Each direction (A→B, B→A) has a propagation delay, a serialization
 // rate, scripted loss rules, seeded random loss and optional extra delay
@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linksession"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -43,12 +44,12 @@ func (s Side) String() string { return [...]string{"A", "B"}[s] }
 
 // DirConfig configures one direction of the link.
 type DirConfig struct {
-	Delay      int64     // propagation delay, ns
-	Rate       float64   // serialization rate, bits/s; 0 = infinitely fast
-	Rules      []*Rule   // scripted losses, checked in order
-	Random     LossModel // random loss; nil for none
-	Seed       uint64    // seed of the random loss and jitter
-	CtrlJitter int64     // control frames get an extra delay uniform in [0, CtrlJitter)
+	Delay      int64             // propagation delay, ns
+	Rate       float64           // serialization rate, bits/s; 0 = infinitely fast
+	Rules      []*Rule           // scripted losses, checked in order
+	Random     linksim.LossModel // random loss; nil for none
+	Seed       uint64            // seed of the random loss and jitter
+	CtrlJitter int64             // control frames get an extra delay uniform in [0, CtrlJitter)
 	// PriorityLane sends link control frames (everything but sequenced
 	// data) on a lane of their own: they do not wait behind the data frames
 	// queued on the wire (the NIC TX ring), and overtake them.
@@ -174,7 +175,7 @@ type wire struct {
 type end struct {
 	side      Side
 	port      *linkguardian.Endpoint
-	pool      *Pool
+	pool      *linksim.Pool
 	out       *wire // this end's outgoing direction
 	rxQ       [][]byte
 	rxReady   []int64 // parallel to rxQ: when the core may read the frame (Fast)
@@ -260,7 +261,7 @@ func New(cfg Config) (*Sim, error) {
 		if pcfg[i].PeerMAC == [6]byte{} {
 			pcfg[i].PeerMAC = macs[1-i]
 		}
-		pool := NewPool(cfg.PoolFrames, 2048, 256)
+		pool := linksim.NewPool(cfg.PoolFrames, 2048, 256)
 		p, err := linkguardian.NewEndpoint(pcfg[i], pool)
 		if err != nil {
 			return nil, fmt.Errorf("simlink: port %v: %w", Side(i), err)
@@ -311,7 +312,7 @@ func (s *Sim) Now() int64 { return s.now }
 func (s *Sim) Port(side Side) *linkguardian.Endpoint { return s.ends[side].port }
 
 // Pool returns the frame memory of an end.
-func (s *Sim) Pool(side Side) *Pool { return s.ends[side].pool }
+func (s *Sim) Pool(side Side) *linksim.Pool { return s.ends[side].pool }
 
 // Dir returns the statistics of the direction leaving side.
 func (s *Sim) Dir(from Side) DirStats { return s.wires[from].stats }
@@ -387,7 +388,7 @@ func (s *Sim) RestartWith(side Side, sc linksession.Config) error {
 // the new process.
 func (s *Sim) Restart(side Side) error {
 	e := s.ends[side]
-	pool := NewPool(s.cfg.PoolFrames, 2048, 256)
+	pool := linksim.NewPool(s.cfg.PoolFrames, 2048, 256)
 	p, err := linkguardian.NewEndpoint(e.pcfg, pool)
 	if err != nil {
 		return fmt.Errorf("simlink: restart %v: %w", side, err)

@@ -1,64 +1,12 @@
 package simlink
 
 import (
-	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/linkguardian"
 )
-
-func TestLossModelRates(t *testing.T) {
-	const n = 1_000_000
-	for _, m := range []struct {
-		name  string
-		model LossModel
-		burst float64
-	}{
-		{"bernoulli", &Bernoulli{P: 0.01}, 1},
-		{"bursty", &Bursty{P: 0.01, MeanBurst: 3}, 3},
-		{"bursty-time", &Bursty{P: 0.01, MeanBurst: 3, Slot: 100}, 3},
-	} {
-		r := rand.New(rand.NewPCG(1, 2))
-		lost, bursts, run := 0, 0, 0
-		for i := range n {
-			if m.model.Drop(r, int64(i)*100) {
-				lost++
-				run++
-			} else if run > 0 {
-				bursts++
-				run = 0
-			}
-		}
-		rate, mean := float64(lost)/n, float64(lost)/float64(bursts)
-		if math.Abs(rate-0.01) > 0.001 || math.Abs(mean-m.burst) > 0.1*m.burst {
-			t.Errorf("%s: loss rate %.4f mean burst %.2f", m.name, rate, mean)
-		}
-	}
-}
-
-func TestPoolOwnership(t *testing.T) {
-	p := NewPool(2, 2048, 256)
-	if _, ok := p.Alloc(2048 - 256 + 1); ok || len(p.Errors()) != 1 || p.InUse() != 0 {
-		t.Fatalf("alloc of more than a buffer holds: ok %v, errors %v, in use %d", ok, p.Errors(), p.InUse())
-	}
-	p = NewPool(2, 2048, 256)
-	a, _ := p.Alloc(2048 - 256)
-	b, _ := p.Alloc(64)
-	if _, ok := p.Alloc(64); ok {
-		t.Fatal("alloc beyond capacity")
-	}
-	p.Free(a + 8) // any address in the buffer
-	p.Free(a)
-	if len(p.Errors()) != 1 || p.InUse() != 1 {
-		t.Fatalf("double free not detected: %v", p.Errors())
-	}
-	p.Free(b - 8)
-	if p.InUse() != 0 {
-		t.Fatal("InUse")
-	}
-}
 
 func cfg() Config {
 	sc := linkguardian.DefaultSenderConfig()
@@ -67,8 +15,8 @@ func cfg() Config {
 	return Config{
 		A:  linkguardian.Config{Sender: &sc, Receiver: &rc},
 		B:  linkguardian.Config{Sender: &sc, Receiver: &rc},
-		AB: DirConfig{Delay: 2000, Rate: 10e9, Random: &Bernoulli{P: 0.02}, Seed: 9, CtrlJitter: 500},
-		BA: DirConfig{Delay: 2000, Rate: 10e9, Random: &Bursty{P: 0.02, MeanBurst: 2, Slot: 100}, Seed: 10},
+		AB: DirConfig{Delay: 2000, Rate: 10e9, Random: &linksim.Bernoulli{P: 0.02}, Seed: 9, CtrlJitter: 500},
+		BA: DirConfig{Delay: 2000, Rate: 10e9, Random: &linksim.Bursty{P: 0.02, MeanBurst: 2, Slot: 100}, Seed: 10},
 	}
 }
 

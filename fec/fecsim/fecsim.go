@@ -1,7 +1,7 @@
 // Package fecsim runs a fec.Sender and a fec.Receiver over a simulated lossy
 // link on a virtual clock: one direction, FIFO, a fixed delay, every frame
-// (data copies and parity) dropped by a simlink.LossModel. Each end has its
-// own simlink.Pool, and a frame that crosses the wire is copied into the
+// (data copies and parity) dropped by a linksim.LossModel. Each end has its
+// own linksim.Pool, and a frame that crosses the wire is copied into the
 // receiver's, so ownership is checked at both ends.
 //
 // It records which host frames arrive, checks that each is byte for byte the
@@ -19,8 +19,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
 // Config configures a run.
@@ -29,7 +29,7 @@ type Config struct {
 	N      int                      // group size (0: no parity)
 	Copies int                      // transmissions per data frame (0 or 1: once)
 	Seed   uint64                   // frame lengths and loss
-	Loss   func() simlink.LossModel // a fresh loss model (nil: no loss)
+	Loss   func() linksim.LossModel // a fresh loss model (nil: no loss)
 	// MinLen and MaxLen bound the host frame lengths (uniform); 0 means
 	// 60 and 1514. Equal values give fixed-length frames.
 	MinLen, MaxLen int
@@ -106,8 +106,8 @@ type group struct {
 type run struct {
 	cfg     Config
 	rng     *rand.Rand
-	loss    simlink.LossModel
-	a, b    *simlink.Pool
+	loss    linksim.LossModel
+	a, b    *linksim.Pool
 	snd     *fec.Sender
 	rcv     *fec.Receiver
 	wire    []arrival // FIFO
@@ -156,8 +156,8 @@ func Run(cfg Config) (*Result, error) {
 	}
 	// Enough buffers for the receiver's window and the wire in flight.
 	inflight := int(cfg.Delay/cfg.Gap+2) * max(cfg.Copies, 1) * 2
-	r.a = simlink.NewPool(64+inflight, bufSize, headroom)
-	r.b = simlink.NewPool(window+64+inflight, bufSize, headroom)
+	r.a = linksim.NewPool(64+inflight, bufSize, headroom)
+	r.b = linksim.NewPool(window+64+inflight, bufSize, headroom)
 	var err error
 	r.snd, err = fec.NewSender(fec.SenderConfig{
 		N: cfg.N, Copies: cfg.Copies, Flush: cfg.Flush, BufLen: bufSize - headroom,

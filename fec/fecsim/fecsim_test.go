@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
 )
 
 // everyKth drops wire frame i when i % k == pos: with k = n+1 and no
@@ -38,7 +38,7 @@ func TestSingleLossEveryPosition(t *testing.T) {
 				res, err := Run(Config{
 					Frames: groups * n, N: n, Seed: uint64(n*100 + pos), Immediate: imm,
 					MinLen: 60, MaxLen: 1514, InitSeq: seqhdr.Space - 3*seqhdr.Seq(n),
-					Loss: func() simlink.LossModel { return &everyKth{k: n + 1, pos: pos} },
+					Loss: func() linksim.LossModel { return &everyKth{k: n + 1, pos: pos} },
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -70,14 +70,14 @@ func TestLossEqualsOracle(t *testing.T) {
 		n, k   int
 		imm    bool
 		frames int
-		loss   func() simlink.LossModel
+		loss   func() linksim.LossModel
 	}{
-		{"bernoulli 1e-2 n4", 4, 1, false, 40_000, func() simlink.LossModel { return &simlink.Bernoulli{P: 1e-2} }},
-		{"bernoulli 5e-2 n8 immediate", 8, 1, true, 20_000, func() simlink.LossModel { return &simlink.Bernoulli{P: 5e-2} }},
-		{"bursty 1e-2 burst 3 n14", 14, 1, false, 40_000, func() simlink.LossModel { return &simlink.Bursty{P: 1e-2, MeanBurst: 3} }},
-		{"replicate ×3 at 5e-2", 0, 3, false, 20_000, func() simlink.LossModel { return &simlink.Bernoulli{P: 5e-2} }},
-		{"replicate ×2 with n4 at 3e-2", 4, 2, true, 20_000, func() simlink.LossModel { return &simlink.Bernoulli{P: 3e-2} }},
-		{"wrap twice n4 at 1e-3", 4, 1, false, 2*seqhdr.Space + 1000, func() simlink.LossModel { return &simlink.Bernoulli{P: 1e-3} }},
+		{"bernoulli 1e-2 n4", 4, 1, false, 40_000, func() linksim.LossModel { return &linksim.Bernoulli{P: 1e-2} }},
+		{"bernoulli 5e-2 n8 immediate", 8, 1, true, 20_000, func() linksim.LossModel { return &linksim.Bernoulli{P: 5e-2} }},
+		{"bursty 1e-2 burst 3 n14", 14, 1, false, 40_000, func() linksim.LossModel { return &linksim.Bursty{P: 1e-2, MeanBurst: 3} }},
+		{"replicate ×3 at 5e-2", 0, 3, false, 20_000, func() linksim.LossModel { return &linksim.Bernoulli{P: 5e-2} }},
+		{"replicate ×2 with n4 at 3e-2", 4, 2, true, 20_000, func() linksim.LossModel { return &linksim.Bernoulli{P: 3e-2} }},
+		{"wrap twice n4 at 1e-3", 4, 1, false, 2*seqhdr.Space + 1000, func() linksim.LossModel { return &linksim.Bernoulli{P: 1e-3} }},
 	}
 	for _, c := range cases {
 		res, err := Run(Config{Frames: c.frames, N: c.n, Copies: c.k, Immediate: c.imm, Seed: 3, MaxLen: 300, Loss: c.loss})
@@ -112,7 +112,7 @@ func TestResidualMatchesFormula(t *testing.T) {
 		gf := fec.GroupFail(n, p)
 		groups := int(math.Ceil(30 / gf))
 		res, err := Run(Config{Frames: groups * n, N: n, Seed: 11, MinLen: 60, MaxLen: 128,
-			Loss: func() simlink.LossModel { return &simlink.Bernoulli{P: p} }})
+			Loss: func() linksim.LossModel { return &linksim.Bernoulli{P: p} }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestResidualMatchesFormula(t *testing.T) {
 func TestBurstyIsWorse(t *testing.T) {
 	p, n := 1e-2, fec.GroupSize(1e-2, 1e-3)
 	res, err := Run(Config{Frames: 200_000, N: n, Seed: 5, MaxLen: 128,
-		Loss: func() simlink.LossModel { return &simlink.Bursty{P: p, MeanBurst: 4} }})
+		Loss: func() linksim.LossModel { return &linksim.Bursty{P: p, MeanBurst: 4} }})
 	if err != nil {
 		t.Fatal(err)
 	}

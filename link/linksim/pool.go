@@ -1,4 +1,8 @@
-package simlink
+// Package linksim holds what the simulators of every link mechanism share:
+// Pool, a UMEM-like frame memory implementing link.Memory, and the random
+// loss models (Bernoulli, Bursty) a simulated link applies. Seeded and on
+// the caller's clock, like the cores they drive.
+package linksim
 
 import (
 	"fmt"
