@@ -30,8 +30,11 @@ func main() {
 		Use:   "linkfabric",
 		Short: "Datacenter link-layer mechanisms as a userspace AF_XDP dataplane",
 		Long: `linkfabric runs link-layer mechanisms that datacenter papers build in switch
-hardware on ordinary Linux interfaces, through AF_XDP and eBPF/XDP:
-LinkGuardian link-local retransmission (lg, lgnb), and plain forwarding (forward).
+hardware on ordinary Linux interfaces, through AF_XDP and eBPF/XDP: LinkGuardian
+link-local retransmission (run --mode lg, lgnb, monitor), cells sprayed over
+parallel links with credits (--mode cells), RAIL's parity and loss classes (--mode
+fec, cells --cells-loss-classes), PFC-driven TDMA (tdma), and plain forwarding
+(--mode forward). Each comes with its paper's experiments as commands.
 
 The quickest start: 'linkfabric up' (a testbed with a dataplane on each switch, until
 Ctrl-C). A typical session by hand:
