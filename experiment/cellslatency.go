@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -223,7 +224,7 @@ func (r *CellsLatencyResult) Text() string {
 // WriteFiles writes latency.json, flows.csv and a tail-CDF PNG into dir.
 func (r *CellsLatencyResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "latency.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	c := filepath.Join(dir, "flows.csv")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -499,7 +500,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	if err := e.withImpairer(func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		a.FramesSeen, a.FramesDropped = st.Seen, st.Dropped
-		a.ActualLoss = ratio(float64(st.Dropped), float64(st.Seen))
+		a.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
 		return err
 	}); err != nil {
 		return nil, nil, err
@@ -535,8 +536,8 @@ func (a *FCTArm) kernelShares(before, after *[2]DPStats) {
 		a.delivered = x.Core.Receiver.Delivered - b.Core.Receiver.Delivered
 		a.fastDelivered = x.Core.Receiver.FastDelivered - b.Core.Receiver.FastDelivered
 	}
-	a.KernelSent = ratio(float64(a.fastSent), float64(a.sent))
-	a.KernelDelivered = ratio(float64(a.fastDelivered), float64(a.delivered))
+	a.KernelSent = report.Ratio(float64(a.fastSent), float64(a.sent))
+	a.KernelDelivered = report.Ratio(float64(a.fastDelivered), float64(a.delivered))
 }
 
 // withImpairer runs fn on the impairment stage of sw2's link0 (the receiving
@@ -576,7 +577,7 @@ func (a *FCTArm) add(b *FCTArm) {
 	a.Seconds += b.Seconds
 	a.FramesSeen += b.FramesSeen
 	a.FramesDropped += b.FramesDropped
-	a.ActualLoss = ratio(float64(a.FramesDropped), float64(a.FramesSeen))
+	a.ActualLoss = report.Ratio(float64(a.FramesDropped), float64(a.FramesSeen))
 	a.LostDetected += b.LostDetected
 	a.Recovered += b.Recovered
 	a.AckNoTimeouts += b.AckNoTimeouts
@@ -589,8 +590,8 @@ func (a *FCTArm) add(b *FCTArm) {
 	a.fastSent += b.fastSent
 	a.delivered += b.delivered
 	a.fastDelivered += b.fastDelivered
-	a.KernelSent = ratio(float64(a.fastSent), float64(a.sent))
-	a.KernelDelivered = ratio(float64(a.fastDelivered), float64(a.delivered))
+	a.KernelSent = report.Ratio(float64(a.fastSent), float64(a.sent))
+	a.KernelDelivered = report.Ratio(float64(a.fastDelivered), float64(a.delivered))
 }
 
 func (a *FCTArm) lossNote() string {
@@ -681,7 +682,7 @@ func (r *FCTResult) Table() string {
 		}
 		c := a.Control
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.2f\t%d\t%.2f\t%.2f\t\n", a.Name, c.DataFrames, c.ExplicitAcks, c.Dummies,
-			c.ControlPerData, c.Wakeups, c.WakeupsPerData, ratio(float64(c.Loops), float64(c.DataFrames)))
+			c.ControlPerData, c.Wakeups, c.WakeupsPerData, report.Ratio(float64(c.Loops), float64(c.DataFrames)))
 	}
 	w.Flush()
 
@@ -749,7 +750,7 @@ func (c fctComparison) in(sums []fct.Summary) (float64, bool) {
 		}
 		return s.P999
 	}
-	return ratio(float64(stat(a)), float64(stat(b))), true
+	return report.Ratio(float64(stat(a)), float64(stat(b))), true
 }
 
 // lgComparisons are LinkGuardian's own costs at size: lg at loss 0 (its
@@ -816,7 +817,7 @@ func (r *FCTResult) roundRatios() []FCTRoundRatio {
 				}
 			}
 			if len(rr.Rounds) > 0 {
-				rr.Median = Median(slices.Clone(rr.Rounds))
+				rr.Median = report.Median(slices.Clone(rr.Rounds))
 				out = append(out, rr)
 			}
 		}
@@ -837,14 +838,14 @@ func (r *FCTResult) headline() []string {
 				continue
 			}
 			if okN {
-				parts = append(parts, fmt.Sprintf("%s/noloss %.2fx", arm, ratio(float64(s.P999), float64(nl.P999))))
+				parts = append(parts, fmt.Sprintf("%s/noloss %.2fx", arm, report.Ratio(float64(s.P999), float64(nl.P999))))
 			}
 			if okL {
-				parts = append(parts, fmt.Sprintf("loss/%s %.1fx", arm, ratio(float64(lo.P999), float64(s.P999))))
+				parts = append(parts, fmt.Sprintf("loss/%s %.1fx", arm, report.Ratio(float64(lo.P999), float64(s.P999))))
 			}
 		}
 		if okN && okL {
-			parts = append(parts, fmt.Sprintf("loss/noloss %.1fx", ratio(float64(lo.P999), float64(nl.P999))))
+			parts = append(parts, fmt.Sprintf("loss/noloss %.1fx", report.Ratio(float64(lo.P999), float64(nl.P999))))
 		}
 		if len(parts) > 0 {
 			out = append(out, fmt.Sprintf("%s: %s", fct.FormatSize(size), strings.Join(parts, ", ")))
@@ -860,7 +861,7 @@ func (r *FCTResult) WriteFiles(dir string) ([]string, error) {
 		return nil, err
 	}
 	jsonPath := filepath.Join(dir, "fct.json")
-	if err := WriteJSON(jsonPath, r); err != nil {
+	if err := report.WriteJSON(jsonPath, r); err != nil {
 		return nil, err
 	}
 	csvPath := filepath.Join(dir, "flows.csv")

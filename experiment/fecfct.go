@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -332,13 +333,13 @@ func (res *FECFCTResult) summarize() {
 				}
 			}
 			if len(cl) > 0 {
-				cleans[i] = Median(cl)
+				cleans[i] = report.Median(cl)
 			}
 			if len(m) == 0 {
 				ok = false
 				continue
 			}
-			means[i], p99s[i] = Median(m), Median(p)
+			means[i], p99s[i] = report.Median(m), report.Median(p)
 			worst = max(worst, means[i])
 			ok = ok && len(m) == c.Runs && means[i] <= 1.1
 			s[fmt.Sprintf("%s_%s_mean_ratio", strings.ReplaceAll(arm, "-", "_"), fct.FormatSize(size))] = means[i]
@@ -410,11 +411,7 @@ func (res *FECFCTResult) WriteFiles(dir string) ([]string, error) {
 	}
 	var paths []string
 	j := filepath.Join(dir, "fec-fct.json")
-	b, err := jsonIndent(res)
-	if err == nil {
-		err = os.WriteFile(j, b, 0o644)
-	}
-	if err != nil {
+	if err := report.WriteJSON(j, res); err != nil {
 		return nil, err
 	}
 	paths = append(paths, j)

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -162,8 +163,8 @@ func (r *TDMACtlLossResult) summarize() {
 			if s.Runs == 0 {
 				continue
 			}
-			s.OverrunBytes, s.Collisions, s.Drops, s.BacklogP99 = Median(ov), Median(co), Median(dr), Median(bl)
-			s.LostFrames, s.Incomplete, s.CtlLost, s.LeaseExpiries, s.OverIdeal = Median(lf), Median(ic), Median(cl), Median(le), Median(oi)
+			s.OverrunBytes, s.Collisions, s.Drops, s.BacklogP99 = report.Median(ov), report.Median(co), report.Median(dr), report.Median(bl)
+			s.LostFrames, s.Incomplete, s.CtlLost, s.LeaseExpiries, s.OverIdeal = report.Median(lf), report.Median(ic), report.Median(cl), report.Median(le), report.Median(oi)
 			r.Summary = append(r.Summary, s)
 		}
 	}
@@ -255,7 +256,7 @@ func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 // ctlloss-collisions.png (medians per mode and loss) into dir.
 func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 	jp, cp := filepath.Join(dir, "ctlloss.json"), filepath.Join(dir, "ctlloss.csv")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -272,7 +273,7 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 		row("freeze", a.Mode, a.ShuffleArm)
 	}
 	paths := []string{jp}
-	if err := WriteCSV(cp, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
+	if err := report.WriteCSV(cp, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
 		"control_lost", "lease_expiries", "freerun_opens", "completion_over_ideal", "cpu_busy_pct", "load_avg"}, rows); err != nil {
 		return paths, err
 	}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -521,7 +522,7 @@ func (r *TDMAProbeReactResult) Text() string {
 // (medians against frame size, Figs. 2 and 5 in shape) into dir.
 func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "react.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -540,7 +541,7 @@ func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 		}
 	}
 	c := filepath.Join(dir, "react.csv")
-	if err := WriteCSV(c, []string{"size", "what", "event", "lag_us"}, rows); err != nil {
+	if err := report.WriteCSV(c, []string{"size", "what", "event", "lag_us"}, rows); err != nil {
 		return nil, err
 	}
 	png := filepath.Join(dir, "react.png")

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -162,7 +163,7 @@ func summarizeRPC(arms []string, runs []RPCArm) RPCSummary {
 					v = append(v, f(&runs[i]))
 				}
 			}
-			return Median(v)
+			return report.Median(v)
 		}
 		s.Arms[arm] = RPCArmSumm{
 			RTTP50us: med(func(a *RPCArm) float64 { return a.RTT.P50us }), RTTP95us: med(func(a *RPCArm) float64 { return a.RTT.P95us }),
@@ -177,10 +178,10 @@ func summarizeRPC(arms []string, runs []RPCArm) RPCSummary {
 	s.Checks = rpcChecks(s.Arms)
 	if t, ok := s.Arms["tdma"]; ok {
 		if c, ok := s.Arms["tcp"]; ok {
-			s.TDMAOverTCPP95 = ratio0(t.RTTP95us, c.RTTP95us)
+			s.TDMAOverTCPP95 = report.RatioNaN(t.RTTP95us, c.RTTP95us)
 		}
 		if i, ok := s.Arms["idle"]; ok {
-			s.TDMAOverIdleP95 = ratio0(t.RTTP95us, i.RTTP95us)
+			s.TDMAOverIdleP95 = report.RatioNaN(t.RTTP95us, i.RTTP95us)
 		}
 	}
 	return s
@@ -197,10 +198,10 @@ func rpcChecks(arms map[string]RPCArmSumm) []Check {
 	}
 	var cs []Check
 	if c, ok := arms["tcp"]; ok {
-		cs = append(cs, atMost("tdma RTT p95 ÷ tcp RTT p95", "≤", ratio0(t.RTTP95us, c.RTTP95us), 1.0/3))
+		cs = append(cs, atMost("tdma RTT p95 ÷ tcp RTT p95", "≤", report.RatioNaN(t.RTTP95us, c.RTTP95us), 1.0/3))
 	}
 	if i, ok := arms["idle"]; ok {
-		cs = append(cs, atMost("tdma RTT p95 ÷ idle RTT p95", "≤", ratio0(t.RTTP95us, i.RTTP95us), 1.5))
+		cs = append(cs, atMost("tdma RTT p95 ÷ idle RTT p95", "≤", report.RatioNaN(t.RTTP95us, i.RTTP95us), 1.5))
 	}
 	hit := atMost("tdma bulk hit − ping slot share (percentage points)", "≤", t.HitPct-t.SharePct, 1)
 	hit.Note = fmt.Sprintf("hit %.2f %%, share %.2f %%", t.HitPct, t.SharePct)
@@ -370,7 +371,7 @@ func rpcTCP(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed, out *RPCA
 // dir; it returns the paths written.
 func WriteTDMARPC(dir string, r *TDMARPCResult) ([]string, error) {
 	jp := filepath.Join(dir, "rpc.json")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	paths := []string{jp}

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -138,7 +139,7 @@ func summarizeRR(arms []string, blocks []float64, runs []RRRun) RRSummary {
 				}
 			}
 			if len(mean) > 0 {
-				s.Arms[arm] = append(s.Arms[arm], RRPoint{Block: b, MeanOverR: Median(mean), MinOverR: Median(least), SwitchDrops: Median(drops), CtlOverhead: Median(ctl)})
+				s.Arms[arm] = append(s.Arms[arm], RRPoint{Block: b, MeanOverR: report.Median(mean), MinOverR: report.Median(least), SwitchDrops: report.Median(drops), CtlOverhead: report.Median(ctl)})
 			}
 		}
 	}
@@ -160,7 +161,7 @@ func rrChecks(arms map[string][]RRPoint) []Check {
 			cs = append(cs, atLeast(fmt.Sprintf("tdma per-host throughput ÷ rate at %g capacities", p.Block), "≥", p.MeanOverR, 0.85))
 		}
 		if t, ok := tcp[p.Block]; ok && p.Block >= 1 {
-			c := above(fmt.Sprintf("tdma ÷ tcp per-host throughput at %g capacities", p.Block), ">", ratio0(p.MeanOverR, t), 1)
+			c := above(fmt.Sprintf("tdma ÷ tcp per-host throughput at %g capacities", p.Block), ">", report.RatioNaN(p.MeanOverR, t), 1)
 			c.Note = fmt.Sprintf("tdma %.3f, tcp %.3f × rate", p.MeanOverR, t)
 			cs = append(cs, c)
 		}
@@ -273,7 +274,7 @@ func rrTCP(ctx context.Context, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun)
 // dir; it returns the paths written.
 func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 	jp := filepath.Join(dir, "rr.json")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	rows := [][]string{{"arm", "run", "block_capacities", "block_bytes", "host", "mbps", "over_rate", "switch_drops", "lost_frames", "tcp_retransmits", "cpu_busy_pct"}}

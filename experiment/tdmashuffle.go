@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -117,7 +117,7 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 				ov, rt = append(ov, r.CtlOverheadPct), append(rt, float64(r.Retransmits))
 			}
 		}
-		res.Summary[arm] = ArmSumm{OverIdeal: Median(oi), SpreadS: Median(sp), Drops: Median(dr), Collisions: Median(co), Overhead: Median(ov), Retransmits: Median(rt), PaperRatio: paper[arm]}
+		res.Summary[arm] = ArmSumm{OverIdeal: report.Median(oi), SpreadS: report.Median(sp), Drops: report.Median(dr), Collisions: report.Median(co), Overhead: report.Median(ov), Retransmits: report.Median(rt), PaperRatio: paper[arm]}
 	}
 	return res, nil
 }
@@ -352,7 +352,7 @@ const tcpProgressEvery = 10 * time.Millisecond
 // shuffle-progress.png into dir; it returns the paths written.
 func WriteTDMAShuffle(dir string, r *TDMAShuffleResult) ([]string, error) {
 	jp, cp, pp, png := filepath.Join(dir, "shuffle.json"), filepath.Join(dir, "flows.csv"), filepath.Join(dir, "progress.csv"), filepath.Join(dir, "shuffle-progress.png")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	var flows, prog [][]string
@@ -367,11 +367,11 @@ func WriteTDMAShuffle(dir string, r *TDMAShuffleResult) ([]string, error) {
 		}
 	}
 	paths := []string{jp}
-	if err := WriteCSV(cp, []string{"arm", "run", "flow", "finish_s", "ideal_s"}, flows); err != nil {
+	if err := report.WriteCSV(cp, []string{"arm", "run", "flow", "finish_s", "ideal_s"}, flows); err != nil {
 		return paths, err
 	}
 	paths = append(paths, cp)
-	if err := WriteCSV(pp, []string{"arm", "run", "host", "t_s", "bytes"}, prog); err != nil {
+	if err := report.WriteCSV(pp, []string{"arm", "run", "host", "t_s", "bytes"}, prog); err != nil {
 		return paths, err
 	}
 	paths = append(paths, pp)
@@ -390,11 +390,7 @@ func medianRun(runs []ShuffleArm, arm string) (ShuffleArm, bool) {
 			rs = append(rs, r)
 		}
 	}
-	if len(rs) == 0 {
-		return ShuffleArm{}, false
-	}
-	slices.SortStableFunc(rs, func(a, b ShuffleArm) int { return cmp.Compare(a.CompletionS, b.CompletionS) })
-	return rs[(len(rs)-1)/2], true
+	return report.MedianBy(rs, func(r ShuffleArm) float64 { return r.CompletionS })
 }
 
 // PlotShuffleProgress draws the paper's Figure 7 in shape: per arm (TCP

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
@@ -296,9 +297,9 @@ func summarizeSlots(slots []time.Duration, runs []SlotRun, target float64) Slots
 		}
 		if m.Runs > 0 {
 			m.Skipped = ""
-			m.Efficiency, m.GoodputOverR, m.Collisions, m.Drops = Median(ef), Median(gp), Median(co), Median(dr)
-			m.BacklogP99, m.LostFrames, m.Incomplete, m.OverIdeal = Median(bl), Median(lf), Median(ic), Median(oi)
-			m.CtlOverhead, m.GuardNeededUs, m.CPUBusyPct = Median(ov), Median(gn), Median(cpu)
+			m.Efficiency, m.GoodputOverR, m.Collisions, m.Drops = report.Median(ef), report.Median(gp), report.Median(co), report.Median(dr)
+			m.BacklogP99, m.LostFrames, m.Incomplete, m.OverIdeal = report.Median(bl), report.Median(lf), report.Median(ic), report.Median(oi)
+			m.CtlOverhead, m.GuardNeededUs, m.CPUBusyPct = report.Median(ov), report.Median(gn), report.Median(cpu)
 			m.LostPerSlotUs = (m.Expected - m.Efficiency) * float64(L) / 1e3
 			m.Meets = m.Efficiency >= target && m.DropsMax == 0
 		}
@@ -364,7 +365,7 @@ func PrintTDMASlots(w io.Writer, r *TDMASlotsResult) {
 // into dir and returns the paths written.
 func WriteTDMASlots(dir string, r *TDMASlotsResult) ([]string, error) {
 	jp, cp := filepath.Join(dir, "slots.json"), filepath.Join(dir, "slots.csv")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	ff := func(v float64, p int) string { return strconv.FormatFloat(v, 'f', p, 64) }
@@ -375,7 +376,7 @@ func WriteTDMASlots(dir string, r *TDMASlotsResult) ([]string, error) {
 			strconv.Itoa(a.Incomplete), ff(a.OverIdeal, 4), ff(a.GuardNeededUs, 0), ff(a.CtlOverheadPct, 4), ff(a.CPUBusyPct, 1), ff(a.LoadAvg, 2), a.Skipped})
 	}
 	paths := []string{jp}
-	if err := WriteCSV(cp, []string{"slot_ms", "guard_us", "run", "efficiency", "goodput_over_rate", "expected_efficiency", "collisions", "switch_drops", "backlog_p99_frames",
+	if err := report.WriteCSV(cp, []string{"slot_ms", "guard_us", "run", "efficiency", "goodput_over_rate", "expected_efficiency", "collisions", "switch_drops", "backlog_p99_frames",
 		"lost_frames", "incomplete_flows", "completion_over_ideal", "guard_needed_us", "control_overhead_pct", "cpu_busy_pct", "load_avg", "skipped"}, rows); err != nil {
 		return paths, err
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 func TestParseSize(t *testing.T) {
@@ -40,38 +42,6 @@ func TestParseSize(t *testing.T) {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
-	}
-}
-
-func durs(vals ...int) []time.Duration {
-	out := make([]time.Duration, len(vals))
-	for i, v := range vals {
-		out[i] = time.Duration(v)
-	}
-	return out
-}
-
-func TestPercentile(t *testing.T) {
-	// 1..10000: nearest rank gives p50=5000, p90=9000, p99=9900,
-	// p99.9=9990, p99.99=9999, p100=10000.
-	d := make([]time.Duration, 10000)
-	for i := range d {
-		d[i] = time.Duration(i + 1)
-	}
-	for p, want := range map[float64]time.Duration{50: 5000, 90: 9000, 99: 9900, 99.9: 9990, 99.99: 9999, 100: 10000, 0.01: 1} {
-		if got := Percentile(d, p); got != want {
-			t.Errorf("p%v of 1..10000 = %d, want %d", p, got, want)
-		}
-	}
-	// Small sample: ranks ceil(p*n): n=5 -> p50 rank 3, p90 rank 5.
-	s := durs(10, 20, 30, 40, 50)
-	for p, want := range map[float64]time.Duration{50: 30, 90: 50, 20: 10, 40: 20, 41: 30, 99.99: 50} {
-		if got := Percentile(s, p); got != want {
-			t.Errorf("p%v of %v = %d, want %d", p, s, got, want)
-		}
-	}
-	if Percentile(nil, 50) != 0 {
-		t.Error("empty percentile")
 	}
 }
 
@@ -148,7 +118,7 @@ func TestSummarizeAndRatios(t *testing.T) {
 func TestJSONShape(t *testing.T) {
 	r := NewResults(testFlows(), "noloss")
 	var b bytes.Buffer
-	if err := WriteJSON(&b, r); err != nil {
+	if err := report.Encode(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -280,7 +250,7 @@ func TestGoodputTable(t *testing.T) {
 		}
 	}
 	var jb bytes.Buffer
-	if err := WriteJSON(&jb, g); err != nil {
+	if err := report.Encode(&jb, g); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(jb.String(), `"gbps": [`) || !strings.Contains(jb.String(), "null") {

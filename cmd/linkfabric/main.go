@@ -6,9 +6,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/spf13/cobra"
 )
 
@@ -72,20 +70,13 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 }
 
 // printJSON writes v as indented JSON to stdout.
-func printJSON(v any) error { return writeJSON(os.Stdout, v) }
+func printJSON(v any) error { return report.Encode(os.Stdout, v) }
 
-// writeJSON writes v as indented JSON to w.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// report writes an experiment result: as JSON to the file outJSON (unless
+// writeResult writes an experiment result: as JSON to the file outJSON (unless
 // empty), then to stdout as JSON (asJSON) or as the text table.
-func report(res any, text string, outJSON string, asJSON bool) error {
+func writeResult(res any, text string, outJSON string, asJSON bool) error {
 	if outJSON != "" {
-		if err := experiment.WriteJSON(outJSON, res); err != nil {
+		if err := report.WriteJSON(outJSON, res); err != nil {
 			return err
 		}
 	}

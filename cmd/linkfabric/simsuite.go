@@ -105,7 +105,7 @@ func (s simSuite) run(list []simfab.Scenario, seed uint64, asJSON bool, out stri
 	rep.Summary["passed"] = len(list) - len(failed)
 	rep.Summary["failed"] = failed
 	rep.Summary["pass"] = len(failed) == 0
-	if err := report(rep, s.text(&rep), out, asJSON); err != nil {
+	if err := writeResult(rep, s.text(&rep), out, asJSON); err != nil {
 		return err
 	}
 	if len(failed) > 0 {
