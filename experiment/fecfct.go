@@ -436,13 +436,13 @@ func (res *FECFCTResult) WriteFiles(dir string) ([]string, error) {
 		file, what string
 		m          map[string][]float64
 	}{{"fec-fct-mean.png", "mean", res.MeanRatio}, {"fec-fct-p99.png", "p99", res.P99Ratio}} {
-		var series []fct.BarSeries
+		var series []report.BarSeries
 		for _, arm := range res.Config.Arms {
-			series = append(series, fct.BarSeries{Name: arm, Values: p.m[arm]})
+			series = append(series, report.BarSeries{Name: arm, Values: p.m[arm]})
 		}
 		path := filepath.Join(dir, p.file)
 		title := fmt.Sprintf("%s FCT at loss %g on %d of 4 links, normalised to no loss", p.what, res.Config.Loss, len(res.Config.Gray))
-		if err := fct.PlotBars(path, title, p.what+" FCT / no-loss "+p.what+" FCT", groups, series, 1); err != nil {
+		if err := report.PlotBars(path, title, p.what+" FCT / no-loss "+p.what+" FCT", groups, series, 1); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)

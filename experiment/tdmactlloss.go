@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/report"
-	"github.com/linkfabric/linkfabric/fct"
 )
 
 // TDMACtlLossConfig sizes `linkfabric tdma ctlloss`: the shuffle under
@@ -292,9 +291,9 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 		{"ctlloss-overrun.png", "Overrun: bytes sent past the window's end plus guard, by control-frame loss", "overrun KiB (median over runs)", func(s CtlLossSumm) float64 { return s.OverrunBytes / 1024 }},
 		{"ctlloss-collisions.png", "Collisions: frames received after their window's end plus guard, by control-frame loss", "collisions (median over runs)", func(s CtlLossSumm) float64 { return s.Collisions }},
 	} {
-		var series []fct.BarSeries
+		var series []report.BarSeries
 		for _, m := range r.Config.Modes {
-			bs := fct.BarSeries{Name: m, Values: make([]float64, len(groups)), Labels: true}
+			bs := report.BarSeries{Name: m, Values: make([]float64, len(groups)), Labels: true}
 			for g, p := range r.Config.Losses {
 				bs.Values[g] = math.NaN()
 				for _, s := range r.Summary {
@@ -306,7 +305,7 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 			series = append(series, bs)
 		}
 		pp := filepath.Join(dir, c.file)
-		if err := fct.PlotBars(pp, c.title, c.ylabel, groups, series, 0); err != nil {
+		if err := report.PlotBars(pp, c.title, c.ylabel, groups, series, 0); err != nil {
 			return paths, err
 		}
 		paths = append(paths, pp)

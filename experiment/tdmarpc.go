@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/report"
-	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -431,7 +430,7 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 			byArm["idle kernel TCP"] = append(byArm["idle kernel TCP"], a.KernelSamples...)
 		}
 	}
-	var scatter, cdf []fct.XYSeries
+	var scatter, cdf []report.XYSeries
 	for _, arm := range append(slices.Clone(r.Config.Arms), "idle kernel TCP") {
 		ss := byArm[arm]
 		if len(ss) == 0 {
@@ -443,19 +442,19 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 			x[i], y[i], rtt[i] = s.OffsetUs, s.RTTUs, s.RTTUs
 		}
 		if arm == "tdma" || arm == "idle" {
-			scatter = append(scatter, fct.XYSeries{Name: arm, X: x, Y: y, Style: fct.Points})
+			scatter = append(scatter, report.XYSeries{Name: arm, X: x, Y: y, Style: report.Points})
 		}
 		slices.Sort(rtt)
 		cy := make([]float64, len(rtt))
 		for i := range rtt {
 			cy[i] = float64(i+1) / float64(len(rtt))
 		}
-		cdf = append(cdf, fct.XYSeries{Name: fmt.Sprintf("%s (n=%d)", arm, len(rtt)), X: rtt, Y: cy, Style: fct.Steps})
+		cdf = append(cdf, report.XYSeries{Name: fmt.Sprintf("%s (n=%d)", arm, len(rtt)), X: rtt, Y: cy, Style: report.Steps})
 	}
 	var paths []string
 	if len(scatter) > 0 {
 		p := filepath.Join(dir, "rpc-rtt-offset.png")
-		if err := fct.PlotLines(p, fct.LinesOptions{Title: "RTT against the request's offset in its slot (Fig. 10)",
+		if err := report.PlotLines(p, report.LinesOptions{Title: "RTT against the request's offset in its slot (Fig. 10)",
 			XLabel: "send offset after the window opens (µs)", YLabel: "RTT (µs)", YFrom0: true}, scatter...); err != nil {
 			return paths, err
 		}
@@ -463,7 +462,7 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 	}
 	if len(cdf) > 0 {
 		p := filepath.Join(dir, "rpc-rtt-cdf.png")
-		if err := fct.PlotLines(p, fct.LinesOptions{Title: fmt.Sprintf("RPC RTT by arm (switch buffer %s; Fig. 9)", r.Config.Star.Limit),
+		if err := report.PlotLines(p, report.LinesOptions{Title: fmt.Sprintf("RPC RTT by arm (switch buffer %s; Fig. 9)", r.Config.Star.Limit),
 			XLabel: "RTT (µs)", YLabel: "CDF", LogX: true, LegendBottom: true}, cdf...); err != nil {
 			return paths, err
 		}

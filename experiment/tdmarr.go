@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/report"
-	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 )
@@ -290,16 +289,16 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 	if err := writeCSV(cp, rows); err != nil {
 		return []string{jp}, err
 	}
-	var series []fct.XYSeries
+	var series []report.XYSeries
 	for _, arm := range r.Config.Arms {
 		var x, y []float64
 		for _, p := range r.Summary.Arms[arm] {
 			x, y = append(x, p.Block), append(y, p.MeanOverR)
 		}
-		series = append(series, fct.XYSeries{Name: arm, X: x, Y: y})
+		series = append(series, report.XYSeries{Name: arm, X: x, Y: y})
 	}
 	pp := filepath.Join(dir, "rr-throughput.png")
-	err := fct.PlotLines(pp, fct.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
+	err := report.PlotLines(pp, report.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
 		XLabel: fmt.Sprintf("block (slot capacities of %d B)", r.SlotCapacity), YLabel: "per-host throughput ÷ port rate",
 		LogX: true, Ref: 0.85, RefLabel: "0.85 (target for TDMA at ≥ 2 capacities)", YFrom0: true}, series...)
 	if err != nil {

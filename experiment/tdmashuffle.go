@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/report"
-	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -398,7 +397,7 @@ func medianRun(runs []ShuffleArm, arm string) (ShuffleArm, bool) {
 // over time, from the arm's median run, with the ideal (every host
 // receiving at the line rate, less the arm's headers) dashed.
 func PlotShuffleProgress(path string, runs []ShuffleArm, size int64) error {
-	var panels []fct.LinePanel
+	var panels []report.LinePanel
 	for _, arm := range []string{"tcp", "tdma"} {
 		r, ok := medianRun(runs, arm)
 		if !ok {
@@ -406,22 +405,22 @@ func PlotShuffleProgress(path string, runs []ShuffleArm, size int64) error {
 		}
 		n := len(r.Progress)
 		total := float64(int64(n-1)*size) / (1 << 20)
-		pn := fct.LinePanel{Title: fmt.Sprintf("%s, run %d: completion %.3f s = %.3f × ideal", arm, r.Run, r.CompletionS, r.OverIdeal),
+		pn := report.LinePanel{Title: fmt.Sprintf("%s, run %d: completion %.3f s = %.3f × ideal", arm, r.Run, r.CompletionS, r.OverIdeal),
 			XLabel: "time (s)", YLabel: "MiB received"}
 		for _, p := range r.Progress {
 			mib := make([]float64, len(p.Bytes))
 			for k, b := range p.Bytes {
 				mib[k] = float64(b) / (1 << 20)
 			}
-			pn.Series = append(pn.Series, fct.LineSeries{Name: "h" + strconv.Itoa(p.Host), X: p.T, Y: mib})
+			pn.Series = append(pn.Series, report.LineSeries{Name: "h" + strconv.Itoa(p.Host), X: p.T, Y: mib})
 		}
-		pn.Series = append(pn.Series, fct.LineSeries{Name: "ideal", X: []float64{0, r.IdealS}, Y: []float64{0, total}, Ref: true})
+		pn.Series = append(pn.Series, report.LineSeries{Name: "ideal", X: []float64{0, r.IdealS}, Y: []float64{0, total}, Ref: true})
 		panels = append(panels, pn)
 	}
 	if len(panels) == 0 {
 		return errors.New("tdma shuffle: no run recorded progress to plot")
 	}
-	return fct.PlotPanels(path, panels)
+	return report.PlotPanels(path, panels)
 }
 
 // PrintTDMAShuffle prints the runs and the medians.

@@ -412,8 +412,8 @@ func PlotSlots(path string, r *TDMASlotsResult) error {
 	if len(r.Runs) > 0 {
 		title += fmt.Sprintf(", guard %v", r.Runs[0].Guard)
 	}
-	return fct.PlotPanels(path, []fct.LinePanel{{Title: title, XLabel: "slot (ms)", YLabel: "efficiency", LogX: true, YMin: 0, YMax: 1.05,
-		Series: []fct.LineSeries{
+	return report.PlotPanels(path, []report.LinePanel{{Title: title, XLabel: "slot (ms)", YLabel: "efficiency", LogX: true, YMin: 0, YMax: 1.05,
+		Series: []report.LineSeries{
 			{Name: "median", X: mx, Y: my, Points: true},
 			{Name: "runs", X: rx, Y: ry, Scatter: true},
 			{Name: "(L − g)/L", X: ex, Y: ey, Ref: true},
