@@ -362,8 +362,8 @@ func kernel() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-// Table renders the result for people.
-func (r *BenchResult) Table() string {
+// Text renders the result for people.
+func (r *BenchResult) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "linkfabric bench: h1 — sw1 — sw2 — h2, host MTU %d, %d runs per arm, medians; kernel %s, %d CPUs, load average %.2f at the start, %.2f at the end\n\n",
 		max(r.Config.MTU, netns.DefaultMTU), r.Config.Runs, r.Kernel, r.CPUs, r.LoadAvg[0], r.LoadAvg[1])

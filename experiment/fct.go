@@ -625,10 +625,10 @@ func tcpSummary(r fct.Report) string {
 	return strings.Join(parts, " ")
 }
 
-// Table renders the result for people: the TCP knobs, the FCT table with
+// Text renders the result for people: the TCP knobs, the FCT table with
 // ratios to the reference, what the link and the dataplanes did per arm,
 // and the paper's headline comparisons.
-func (r *FCTResult) Table() string {
+func (r *FCTResult) Text() string {
 	var b strings.Builder
 	c := r.Config
 	var counts []string
@@ -915,7 +915,7 @@ func (e *Env) Demo(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	files, werr := res.WriteFiles(DemoOutDir)
-	fmt.Fprint(w, res.Table())
+	fmt.Fprint(w, res.Text())
 	fmt.Fprintln(w)
 	for _, f := range files {
 		what := "file"

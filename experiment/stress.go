@@ -556,8 +556,8 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 	return res, ctx.Err()
 }
 
-// Table renders a stress result.
-func (r *StressResult) Table() string {
+// Text renders a stress result.
+func (r *StressResult) Text() string {
 	var b strings.Builder
 	c := r.Config
 	model := fmt.Sprintf("Bernoulli %g", c.Loss)

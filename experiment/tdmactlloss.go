@@ -191,8 +191,10 @@ func freezeVerdict(fs []FreezeRun) string {
 	return v
 }
 
-// PrintTDMACtlLoss prints one line per run, the medians and the freezes.
-func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
+// Text renders one line per run, the medians and the freezes.
+func (r *TDMACtlLossResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMACtlLossResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "loss\tmode\trun\toverrun B\tcollisions\tswitch drops\tbacklog p99\tlost frames\tincomplete\tgrants lost\tlease expiries\tfree-run opens\t÷ ideal\tCPU %\tload")
 	for _, a := range r.Runs {

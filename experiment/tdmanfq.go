@@ -187,8 +187,10 @@ func WriteTDMANFQ(dir string, r *TDMANFQResult) ([]string, error) {
 	return []string{jp, cp}, nil
 }
 
-// PrintTDMANFQ prints the summary.
-func PrintTDMANFQ(w io.Writer, r *TDMANFQResult) {
+// Text renders the summary.
+func (r *TDMANFQResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMANFQResult) write(w io.Writer) {
 	s := r.Summary
 	fmt.Fprintf(w, "\nmedians of %d runs: goodput %.1f Mbit/s over all flows, each flow's gate open %.1f %% of the time (port rate %v), TCP retransmissions %.0f, NFQUEUE drops %d (queue) and %d (user) at most, control overhead %.3f %%\n",
 		len(r.Runs), s.Mbps, s.DutyPct, r.Config.Star.Rate, s.Retransmits, s.QueueDropped, s.UserDropped, s.Overhead)

@@ -471,8 +471,10 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 	return paths, nil
 }
 
-// PrintTDMARPC prints the runs, the medians and the checks.
-func PrintTDMARPC(w io.Writer, r *TDMARPCResult) {
+// Text renders the runs, the medians and the checks.
+func (r *TDMARPCResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMARPCResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "arm\trun\tRTT p50/p95/p99 µs\twait p50/p95 µs\tanswered\tdeferred\tbulk alone Mb/s\twith ping Mb/s\thit %\tping slots %\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
 	for _, a := range r.Runs {

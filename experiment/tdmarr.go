@@ -307,8 +307,10 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 	return []string{jp, cp, pp}, nil
 }
 
-// PrintTDMARR prints the runs, the medians and the checks.
-func PrintTDMARR(w io.Writer, r *TDMARRResult) {
+// Text renders the runs, the medians and the checks.
+func (r *TDMARRResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMARRResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "block (cap.)\tbytes\tarm\trun\tper host ÷ rate\tleast\tper host Mb/s\tblocks\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
 	for _, x := range r.Runs {

@@ -423,8 +423,10 @@ func PlotShuffleProgress(path string, runs []ShuffleArm, size int64) error {
 	return report.PlotPanels(path, panels)
 }
 
-// PrintTDMAShuffle prints the runs and the medians.
-func PrintTDMAShuffle(w io.Writer, r *TDMAShuffleResult) {
+// Text renders the runs and the medians.
+func (r *TDMAShuffleResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMAShuffleResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "arm\trun\tcompletion s\t÷ ideal\tspread s\tswitch drops\tbacklog p99 frames\tcollisions\tlost frames\tincomplete\toverrun B\tretrans\tctl %\tFM p99 µs\tFM RT\tCPU %\tload")
 	for _, a := range r.Runs {

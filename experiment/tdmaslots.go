@@ -322,8 +322,10 @@ func summarizeSlots(slots []time.Duration, runs []SlotRun, target float64) Slots
 	return s
 }
 
-// PrintTDMASlots prints the calibration, one line per run and the medians.
-func PrintTDMASlots(w io.Writer, r *TDMASlotsResult) {
+// Text renders the calibration, one line per run and the medians.
+func (r *TDMASlotsResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMASlotsResult) write(w io.Writer) {
 	if c := r.Calib; c != nil {
 		fmt.Fprintf(w, "guard (auto): %v = close late %.0f µs + open early %.0f µs + one frame %.0f µs, from the calibration at slot %v:\n", c.Guard, c.LateUs, c.EarlyUs, c.FrameUs, c.Slot)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

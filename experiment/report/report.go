@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // marshal returns v as JSON indented by two spaces, with a final newline:
@@ -43,6 +44,14 @@ func WriteJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// Sprint returns what write writes: a result's text from the function that
+// prints it.
+func Sprint(write func(w io.Writer)) string {
+	var b strings.Builder
+	write(&b)
+	return b.String()
 }
 
 // WriteCSV writes a header and rows to path, creating its directory.

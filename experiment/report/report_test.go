@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -209,6 +211,13 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 	}
 	if !bytes.Equal(got.Bytes(), b) {
 		t.Errorf("Encode wrote\n%s\nWriteJSON\n%s", got.Bytes(), b)
+	}
+}
+
+func TestSprint(t *testing.T) {
+	got := Sprint(func(w io.Writer) { fmt.Fprintf(w, "a %d\n", 1); fmt.Fprint(w, "b") })
+	if got != "a 1\nb" {
+		t.Errorf("Sprint = %q", got)
 	}
 }
 
