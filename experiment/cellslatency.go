@@ -3,7 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -228,15 +228,7 @@ func (r *CellsLatencyResult) WriteFiles(dir string) ([]string, error) {
 		return nil, err
 	}
 	c := filepath.Join(dir, "flows.csv")
-	f, err := os.Create(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := fct.WriteCSV(f, r.Flows); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
+	if err := report.WriteFile(c, func(w io.Writer) error { return fct.WriteCSV(w, r.Flows) }); err != nil {
 		return nil, err
 	}
 	files := []string{j, c}

@@ -865,15 +865,7 @@ func (r *FCTResult) WriteFiles(dir string) ([]string, error) {
 		return nil, err
 	}
 	csvPath := filepath.Join(dir, "flows.csv")
-	f, err := os.Create(csvPath)
-	if err != nil {
-		return nil, err
-	}
-	if err := fct.WriteCSV(f, r.Flows); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
+	if err := report.WriteFile(csvPath, func(w io.Writer) error { return fct.WriteCSV(w, r.Flows) }); err != nil {
 		return nil, err
 	}
 	files := []string{jsonPath, csvPath}

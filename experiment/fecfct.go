@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -416,15 +417,7 @@ func (res *FECFCTResult) WriteFiles(dir string) ([]string, error) {
 	}
 	paths = append(paths, j)
 	csvPath := filepath.Join(dir, "flows.csv")
-	f, err := os.Create(csvPath)
-	if err != nil {
-		return paths, err
-	}
-	err = fct.WriteCSV(f, res.Flows)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := report.WriteFile(csvPath, func(w io.Writer) error { return fct.WriteCSV(w, res.Flows) }); err != nil {
 		return paths, err
 	}
 	paths = append(paths, csvPath)

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
@@ -396,28 +395,13 @@ func WriteTDMARPC(dir string, r *TDMARPCResult) ([]string, error) {
 		rows [][]string
 	}{{"rpc-runs.csv", runs}, {"rpc-samples.csv", samples}} {
 		p := filepath.Join(dir, c.name)
-		if err := writeCSV(p, c.rows); err != nil {
+		if err := report.WriteCSV(p, c.rows[0], c.rows[1:]); err != nil {
 			return paths, err
 		}
 		paths = append(paths, p)
 	}
 	ps, err := plotRPC(dir, r)
 	return append(paths, ps...), err
-}
-
-// writeCSV writes rows to path.
-func writeCSV(path string, rows [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.WriteAll(rows)
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // plotRPC draws RTT against the send offset in the window (Fig. 10: the

@@ -286,7 +286,7 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 		}
 	}
 	cp := filepath.Join(dir, "rr.csv")
-	if err := writeCSV(cp, rows); err != nil {
+	if err := report.WriteCSV(cp, rows[0], rows[1:]); err != nil {
 		return []string{jp}, err
 	}
 	var series []report.XYSeries

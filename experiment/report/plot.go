@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -249,15 +249,10 @@ func PlotPanels(path string, panels []LinePanel) error {
 	for i := range plots {
 		plots[i][0].Draw(cs[i][0])
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	return WriteFile(path, func(w io.Writer) error {
+		_, err := c.WriteTo(w)
 		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 // xyBounds are the data bounds of the series drawn so far.

@@ -54,8 +54,8 @@ func Sprint(write func(w io.Writer)) string {
 	return b.String()
 }
 
-// WriteCSV writes a header and rows to path, creating its directory.
-func WriteCSV(path string, header []string, rows [][]string) error {
+// WriteFile creates path (and its directory) and lets write fill it.
+func WriteFile(path string, write func(w io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -63,12 +63,19 @@ func WriteCSV(path string, header []string, rows [][]string) error {
 	if err != nil {
 		return err
 	}
-	w := csv.NewWriter(f)
-	w.Write(header)
-	w.WriteAll(rows)
-	if err := w.Error(); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
+}
+
+// WriteCSV writes a header and rows to path, creating its directory.
+func WriteCSV(path string, header []string, rows [][]string) error {
+	return WriteFile(path, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		w.Write(header)
+		w.WriteAll(rows)
+		return w.Error()
+	})
 }
