@@ -132,7 +132,7 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 		}
 		res.Flows = append(res.Flows, fl...)
 		for _, s := range fct.Summarize(fl) {
-			e.progress("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs", arm, s.Count, s.Failed, usStr(s.P50), usStr(s.P99))
+			e.progress("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs", arm, s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99))
 		}
 	}
 	b.Stop()

@@ -351,7 +351,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 			roundFlows = append(roundFlows, fl...)
 			for _, s := range fct.Summarize(fl) {
 				e.progress("fct:   %s %s: %d flows (%d failed), p50 %s p99 %s p99.9 %s max %s µs; %d with a TCP retransmission",
-					arm, fct.FormatSize(s.Size), s.Count, s.Failed, usStr(s.P50), usStr(s.P99), usStr(s.P999), usStr(s.Max), s.Retransmitted)
+					arm, fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99), report.Micros(s.P999), report.Micros(s.Max), s.Retransmitted)
 			}
 			e.progress("fct:   %s: %.1fs; %s", arm, a.Seconds, a.lossNote())
 		}
@@ -604,8 +604,6 @@ func (a *FCTArm) lossNote() string {
 	}
 	return fmt.Sprintf("link dropped %d/%d frames (%.3g)", a.FramesDropped, a.FramesSeen, a.ActualLoss)
 }
-
-func usStr(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
 
 // tcpSummary renders a settings report on one line: "tcp_sack=1 ... rto_min 1ms".
 func tcpSummary(r fct.Report) string {

@@ -229,7 +229,7 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 					e.progress("fec fct:   error: %s", r.Error)
 				}
 				for _, s := range r.Summaries {
-					e.progress("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, usStr(s.Mean), usStr(s.P99))
+					e.progress("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.Mean), report.Micros(s.P99))
 				}
 			}
 		}

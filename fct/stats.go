@@ -178,10 +178,6 @@ func NewResults(flows []Flow, ref string) Results {
 	return Results{Reference: ref, PercentileDefinition: PercentileDefinition, Summaries: sums, Ratios: Ratios(sums, ref)}
 }
 
-func us(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64)
-}
-
 // WriteTable writes an aligned text table of the summaries (FCTs in µs)
 // followed, when ratio rows exist, by a table of ratios to the reference.
 func WriteTable(w io.Writer, r Results) error {
@@ -194,7 +190,7 @@ func WriteTable(w io.Writer, r Results) error {
 	for _, s := range r.Summaries {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t", s.Arm, FormatSize(s.Size), s.Count, s.Failed, s.Retransmitted)
 		for _, v := range s.values() {
-			fmt.Fprintf(tw, "%s\t", us(v))
+			fmt.Fprintf(tw, "%s\t", report.Micros(v))
 		}
 		fmt.Fprintln(tw, "\t")
 	}

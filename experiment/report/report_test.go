@@ -23,6 +23,14 @@ func TestRatio(t *testing.T) {
 	}
 }
 
+func TestMicros(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0.0", 1500 * time.Microsecond: "1500.0", 1234: "1.2", 1250: "1.2", 1251: "1.3"} {
+		if got := Micros(d); got != want {
+			t.Errorf("Micros(%d) = %q, want %q", d, got, want)
+		}
+	}
+}
+
 func TestMedian(t *testing.T) {
 	for _, c := range []struct {
 		in   []float64

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
+	"time"
 )
 
 // Median is the median of v, the mean of the middle two values for an
@@ -83,6 +85,10 @@ func Quantiles[T cmp.Ordered](v []T, ps ...float64) []T {
 	}
 	return q
 }
+
+// Micros formats d in µs with one decimal ("1500.0" for 1.5 ms), as the
+// tables print durations.
+func Micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
 
 // Ratio is a/b, 0 when b is 0 (a rate of nothing reads as none).
 func Ratio(a, b float64) float64 {
