@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
 )
@@ -170,9 +170,9 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 		}
 		m := a.Median
 		a.Ratio = BenchSample{
-			TCPGbps: ratio(m.TCPGbps, base.TCPGbps), TCPRetrans: ratio(m.TCPRetrans, base.TCPRetrans),
-			FramesPerS: ratio(m.FramesPerS, base.FramesPerS), OfferedPerS: ratio(m.OfferedPerS, base.OfferedPerS),
-			LatP50us: ratio(m.LatP50us, base.LatP50us), LatP99us: ratio(m.LatP99us, base.LatP99us),
+			TCPGbps: report.Ratio(m.TCPGbps, base.TCPGbps), TCPRetrans: report.Ratio(m.TCPRetrans, base.TCPRetrans),
+			FramesPerS: report.Ratio(m.FramesPerS, base.FramesPerS), OfferedPerS: report.Ratio(m.OfferedPerS, base.OfferedPerS),
+			LatP50us: report.Ratio(m.LatP50us, base.LatP50us), LatP99us: report.Ratio(m.LatP99us, base.LatP99us),
 		}
 		if a.Name == "forward-xdp" {
 			q := a.Ratio
@@ -181,8 +181,8 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 		}
 	}
 	if wakeOn != nil && wakeOff != nil {
-		res.Summary.NeedWakeup = &BenchWakeup{TCPRatio: ratio(wakeOn.TCPGbps, wakeOff.TCPGbps), FramesRatio: ratio(wakeOn.FramesPerS, wakeOff.FramesPerS),
-			LatP50Ratio: ratio(wakeOn.LatP50us, wakeOff.LatP50us), LatP99Ratio: ratio(wakeOn.LatP99us, wakeOff.LatP99us)}
+		res.Summary.NeedWakeup = &BenchWakeup{TCPRatio: report.Ratio(wakeOn.TCPGbps, wakeOff.TCPGbps), FramesRatio: report.Ratio(wakeOn.FramesPerS, wakeOff.FramesPerS),
+			LatP50Ratio: report.Ratio(wakeOn.LatP50us, wakeOff.LatP50us), LatP99Ratio: report.Ratio(wakeOn.LatP99us, wakeOff.LatP99us)}
 	}
 	res.LoadAvg[1] = loadAvg1()
 	return res, nil
@@ -310,7 +310,7 @@ func (e *Env) kernelShare(ctx context.Context, before [2]fastPathCounts) (float6
 		r0, k0 := before[i].frames()
 		rx, kernel = rx+r1-r0, kernel+k1-k0
 	}
-	return ratio(float64(kernel), float64(rx)), nil
+	return report.Ratio(float64(kernel), float64(rx)), nil
 }
 
 func medianSample(ss []BenchSample) BenchSample {
@@ -319,7 +319,7 @@ func medianSample(ss []BenchSample) BenchSample {
 		for i, s := range ss {
 			v[i] = f(s)
 		}
-		return Median(v)
+		return report.Median(v)
 	}
 	return BenchSample{
 		TCPGbps:     pick(func(s BenchSample) float64 { return s.TCPGbps }),
@@ -330,26 +330,6 @@ func medianSample(ss []BenchSample) BenchSample {
 		LatP99us:    pick(func(s BenchSample) float64 { return s.LatP99us }),
 		KernelShare: pick(func(s BenchSample) float64 { return s.KernelShare }),
 	}
-}
-
-// Median of v (the mean of the middle two for an even count); v is reordered.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	sort.Float64s(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
 }
 
 func si(v float64) string {
@@ -382,8 +362,8 @@ func kernel() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-// Table renders the result for people.
-func (r *BenchResult) Table() string {
+// Text renders the result for people.
+func (r *BenchResult) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "linkfabric bench: h1 — sw1 — sw2 — h2, host MTU %d, %d runs per arm, medians; kernel %s, %d CPUs, load average %.2f at the start, %.2f at the end\n\n",
 		max(r.Config.MTU, netns.DefaultMTU), r.Config.Runs, r.Kernel, r.CPUs, r.LoadAvg[0], r.LoadAvg[1])
@@ -414,18 +394,4 @@ func (r *BenchResult) Table() string {
 	fmt.Fprintln(&b, "\nlatency: sockperf UDP ping-pong, 64-byte messages, one-way (RTT/2). frames: 60-byte frames (64 on a wire with FCS)")
 	fmt.Fprintln(&b, "from an AF_XDP generator in h1, counted by h2's eth0; the generator shares the two CPUs.")
 	return b.String()
-}
-
-// WriteJSON writes v as indented JSON to path, creating its directory.
-func WriteJSON(path string, v any) error {
-	if i := strings.LastIndex(path, "/"); i > 0 {
-		if err := os.MkdirAll(path[:i], 0o755); err != nil {
-			return err
-		}
-	}
-	b, err := jsonIndent(v)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 // CellsSprays are the spraying modes of `linkfabric run --cells-spray`.
@@ -230,7 +232,7 @@ func (r *CellsBalanceResult) Text() string {
 // link) into dir.
 func (r *CellsBalanceResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "balance.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -241,6 +243,6 @@ func (r *CellsBalanceResult) WriteFiles(dir string) ([]string, error) {
 		}
 	}
 	c := filepath.Join(dir, "balance.csv")
-	err := WriteCSV(c, []string{"spray", "link", "tx_bytes", "tx_frames", "max_mean"}, rows)
+	err := report.WriteCSV(c, []string{"spray", "link", "tx_bytes", "tx_frames", "max_mean"}, rows)
 	return []string{j, c}, err
 }

@@ -2,15 +2,13 @@ package experiment
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/vishvananda/netlink"
 )
@@ -242,26 +240,7 @@ func MaxMean(v []float64) float64 {
 	for _, x := range v {
 		sum += x
 	}
-	return ratio(slices.Max(v), sum/float64(len(v)))
-}
-
-// WriteCSV writes a header and rows to path, creating its directory.
-func WriteCSV(path string, header []string, rows [][]string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write(header)
-	w.WriteAll(rows)
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return report.Ratio(slices.Max(v), sum/float64(len(v)))
 }
 
 // CellsStats is the part of a cell node's /stats.json the cells

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 // Arms of `linkfabric cells classes`: cells over monitor links with loss
@@ -381,7 +382,7 @@ func (res *CellsClassesResult) summarize() {
 		if len(l1) == 0 {
 			continue
 		}
-		s[arm+"_class1_loss"], s[arm+"_class3_loss"] = Median(l1), Median(l3)
+		s[arm+"_class1_loss"], s[arm+"_class3_loss"] = report.Median(l1), report.Median(l3)
 		if arm == ClassesArmOn {
 			s[arm+"_class1_gray_bytes"] = slices.Max(gb)
 			s["check"] = len(l1) == res.Config.Runs && slices.Max(gb) == 0 && lost1 == 0

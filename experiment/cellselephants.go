@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -164,9 +165,9 @@ func elephantsSummary(r *CellsElephantsResult, links float64) map[string]any {
 		if len(agg) == 0 {
 			continue
 		}
-		s[sp+"_aggregate_share"] = Median(agg)
-		s[sp+"_goodput_share"] = Median(good)
-		s[sp+"_effective_links"] = Median(eff)
+		s[sp+"_aggregate_share"] = report.Median(agg)
+		s[sp+"_goodput_share"] = report.Median(good)
+		s[sp+"_effective_links"] = report.Median(eff)
 		s[sp+"_links_used_mean"] = used / float64(len(agg))
 		if sp == "perm" {
 			s["perm_ok"] = s["perm_aggregate_share"].(float64) >= 0.9
@@ -218,7 +219,7 @@ func (r *CellsElephantsResult) Text() string {
 // and link) into dir.
 func (r *CellsElephantsResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "elephants.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -229,6 +230,6 @@ func (r *CellsElephantsResult) WriteFiles(dir string) ([]string, error) {
 		}
 	}
 	c := filepath.Join(dir, "elephants.csv")
-	err := WriteCSV(c, []string{"spray", "trial", "link", "link_util", "aggregate_share", "goodput_share", "links_used"}, rows)
+	err := report.WriteCSV(c, []string{"spray", "trial", "link", "link_util", "aggregate_share", "goodput_share", "links_used"}, rows)
 	return []string{j, c}, err
 }

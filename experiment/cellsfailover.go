@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -464,15 +465,15 @@ func (res *CellsFailoverResult) summarize() {
 		if len(lost) == 0 {
 			continue
 		}
-		s[arm+"_lost"], s[arm+"_out_of_order"] = Median(lost), Median(ooo)
-		s[arm+"_fabric_lost"], s[arm+"_max_fabric_lost"] = Median(fabric), slices.Max(fabric)
-		s[arm+"_exclusion_ms"], s[arm+"_handed_back"] = -1.0, Median(back)
+		s[arm+"_lost"], s[arm+"_out_of_order"] = report.Median(lost), report.Median(ooo)
+		s[arm+"_fabric_lost"], s[arm+"_max_fabric_lost"] = report.Median(fabric), slices.Max(fabric)
+		s[arm+"_exclusion_ms"], s[arm+"_handed_back"] = -1.0, report.Median(back)
 		s[arm+"_exclusion_runs"] = len(excl)
 		if len(excl) > 0 {
-			s[arm+"_exclusion_ms"] = Median(excl)
+			s[arm+"_exclusion_ms"] = report.Median(excl)
 		}
 		s[arm+"_max_lost"], s[arm+"_max_out_of_order"] = slices.Max(lost), slices.Max(ooo)
-		s[arm+"_exclusion_ok"] = len(excl) > 0 && Median(excl) <= goal
+		s[arm+"_exclusion_ok"] = len(excl) > 0 && report.Median(excl) <= goal
 		if arm == "lg" {
 			lgOK = errs == 0 && slices.Max(fabric) <= 0 && slices.Max(ooo) == 0
 			s["lg_ok"] = lgOK

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 // CellsGrayConfig sizes `linkfabric cells gray`: a gray failure (bursty
@@ -236,12 +237,12 @@ func (res *CellsGrayResult) summarize() {
 			continue
 		}
 		s[arm+"_runs"] = len(lost)
-		s[arm+"_udp_lost"], s[arm+"_udp_out_of_order"] = Median(lost), Median(ooo)
-		s[arm+"_udp_fabric_lost"], s[arm+"_udp_max_fabric_lost"] = Median(fabric), slices.Max(fabric)
+		s[arm+"_udp_lost"], s[arm+"_udp_out_of_order"] = report.Median(lost), report.Median(ooo)
+		s[arm+"_udp_fabric_lost"], s[arm+"_udp_max_fabric_lost"] = report.Median(fabric), slices.Max(fabric)
 		s[arm+"_udp_max_lost"], s[arm+"_udp_max_out_of_order"] = slices.Max(lost), slices.Max(ooo)
-		s[arm+"_tcp_gbps"], s[arm+"_clean_tcp_gbps"] = Median(tcp), Median(clean)
-		s[arm+"_tcp_ratio"] = ratio(Median(tcp), Median(clean))
-		s[arm+"_tcp_ok"] = ratio(Median(tcp), Median(clean)) >= 0.9
+		s[arm+"_tcp_gbps"], s[arm+"_clean_tcp_gbps"] = report.Median(tcp), report.Median(clean)
+		s[arm+"_tcp_ratio"] = report.Ratio(report.Median(tcp), report.Median(clean))
+		s[arm+"_tcp_ok"] = report.Ratio(report.Median(tcp), report.Median(clean)) >= 0.9
 	}
 	res.Summary = s
 }

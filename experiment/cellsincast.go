@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -314,7 +315,7 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 		sum += s
 	}
 	for i := range r.Shares {
-		r.Shares[i] = ratio(r.Shares[i], sum)
+		r.Shares[i] = report.Ratio(r.Shares[i], sum)
 	}
 	return r, nil
 }
@@ -335,7 +336,7 @@ func cellsMedian[R any](runs []R, keep func(R) bool, fig func(R) float64) float6
 			v = append(v, fig(r))
 		}
 	}
-	return Median(v)
+	return report.Median(v)
 }
 
 func (res *CellsIncastResult) summarize() {

@@ -3,13 +3,14 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -131,7 +132,7 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 		}
 		res.Flows = append(res.Flows, fl...)
 		for _, s := range fct.Summarize(fl) {
-			e.progress("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs", arm, s.Count, s.Failed, usStr(s.P50), usStr(s.P99))
+			e.progress("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs", arm, s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99))
 		}
 	}
 	b.Stop()
@@ -223,19 +224,11 @@ func (r *CellsLatencyResult) Text() string {
 // WriteFiles writes latency.json, flows.csv and a tail-CDF PNG into dir.
 func (r *CellsLatencyResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "latency.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	c := filepath.Join(dir, "flows.csv")
-	f, err := os.Create(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := fct.WriteCSV(f, r.Flows); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
+	if err := report.WriteFile(c, func(w io.Writer) error { return fct.WriteCSV(w, r.Flows) }); err != nil {
 		return nil, err
 	}
 	files := []string{j, c}

@@ -2,12 +2,9 @@ package experiment
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -282,20 +280,11 @@ func udpSeries(arr []UDPArrival, names []string, t0 int64, bin time.Duration) []
 
 // writeCellsCSV writes rows as CSV to path (its directory made).
 func writeCellsCSV(path string, rows []cellsSeriesRow) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = []string{r.Arm, r.Transport, strconv.Itoa(r.Run), r.Flow, strconv.FormatFloat(r.TMs, 'f', 1, 64), strconv.FormatFloat(r.Mbps, 'f', 3, 64)}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"arm", "transport", "run", "flow", "t_ms", "mbps"})
-	for _, r := range rows {
-		w.Write([]string{r.Arm, r.Transport, strconv.Itoa(r.Run), r.Flow, strconv.FormatFloat(r.TMs, 'f', 1, 64), strconv.FormatFloat(r.Mbps, 'f', 3, 64)})
-	}
-	w.Flush()
-	return errors.Join(w.Error(), f.Close())
+	return report.WriteCSV(path, []string{"arm", "transport", "run", "flow", "t_ms", "mbps"}, out)
 }
 
 // cellsStalled is, by switch, how long its node's clock stood still between

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/linkcrc"
 )
 
@@ -194,7 +195,7 @@ func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackRes
 			}
 			row := PackRow{PacketSize: size, Arm: a.name, CellSize: cs, OfferedPPS: m.offered, DeliveredPPS: m.delivered}
 			row.ComputedFrames, row.ComputedBytes = PackComputed(a.name, size-4, cs)
-			row.MeasuredFrames, row.MeasuredBytes = ratio(m.linkFrames, m.deliveredN), ratio(m.linkBytes, m.deliveredN)
+			row.MeasuredFrames, row.MeasuredBytes = report.Ratio(m.linkFrames, m.deliveredN), report.Ratio(m.linkBytes, m.deliveredN)
 			res.Rows = append(res.Rows, row)
 			e.progress("cells pack:   %4d B: %.0f of %.0f pps delivered; %.3f frames, %.1f B per packet on the link (computed %.3f, %.1f)",
 				size, m.delivered, m.offered, row.MeasuredFrames, row.MeasuredBytes, row.ComputedFrames, row.ComputedBytes)
@@ -382,9 +383,9 @@ func (b *CellsBed) packCPU(ctx context.Context, a packArm, cfg TrafgenConfig) (P
 		total += t - c0[sw]
 	}
 	p.IdleSeconds = idle.Seconds()
-	p.NsPerFrame = ratio(float64(total.Nanoseconds()), m.deliveredN)
+	p.NsPerFrame = report.Ratio(float64(total.Nanoseconds()), m.deliveredN)
 	// The idle run lasted the generator's time; the loaded one a little longer.
-	p.NetNsPerFrame = ratio(float64(total.Nanoseconds())-float64(idle.Nanoseconds())*m.seconds/cfg.Duration.Seconds(), m.deliveredN)
+	p.NetNsPerFrame = report.Ratio(float64(total.Nanoseconds())-float64(idle.Nanoseconds())*m.seconds/cfg.Duration.Seconds(), m.deliveredN)
 	return p, nil
 }
 
@@ -422,16 +423,16 @@ func packSummary(r *CellsPackResult) CellsPackSummary {
 			fw = &r.CPU[i]
 		case PackForwardAfxdp:
 			s.CPUNsForwardAfxdp = r.CPU[i].NsPerFrame
-			s.CPUAfxdpCarried = ratio(r.CPU[i].DeliveredPPS, r.CPU[i].OfferedPPS)
+			s.CPUAfxdpCarried = report.Ratio(r.CPU[i].DeliveredPPS, r.CPU[i].OfferedPPS)
 		case PackPacked:
 			cl = &r.CPU[i]
 		}
 	}
 	if fw != nil && cl != nil {
 		s.CPUNsForward, s.CPUNsCells = fw.NsPerFrame, cl.NsPerFrame
-		s.CPURatio = ratio(cl.NsPerFrame, fw.NsPerFrame)
-		s.CPURatioAfxdp = ratio(cl.NsPerFrame, s.CPUNsForwardAfxdp)
-		s.CPURatioNet = ratio(cl.NetNsPerFrame, fw.NetNsPerFrame)
+		s.CPURatio = report.Ratio(cl.NsPerFrame, fw.NsPerFrame)
+		s.CPURatioAfxdp = report.Ratio(cl.NsPerFrame, s.CPUNsForwardAfxdp)
+		s.CPURatioNet = report.Ratio(cl.NetNsPerFrame, fw.NetNsPerFrame)
 		s.CPUOK = s.CPURatio > 0 && s.CPURatio <= s.CPUTarget
 		s.CPUDelivered = math.Min(fw.DeliveredPPS, cl.DeliveredPPS)
 		s.CPUBothCarry = fw.DeliveredPPS >= 0.99*fw.OfferedPPS && cl.DeliveredPPS >= 0.99*cl.OfferedPPS
@@ -456,7 +457,7 @@ func packSummary(r *CellsPackResult) CellsPackSummary {
 				best, s.SatCellsPPS = row.CellSize, row.DeliveredPPS
 			}
 		}
-		s.SatRatio = ratio(s.SatCellsPPS, s.SatForwardPPS)
+		s.SatRatio = report.Ratio(s.SatCellsPPS, s.SatForwardPPS)
 		s.SatOK = s.SatRatio >= s.SatTarget
 	}
 	return s
@@ -520,7 +521,7 @@ func okWord(ok bool) string {
 // WriteFiles writes pack.json and pack.csv into dir.
 func (r *CellsPackResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "pack.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -530,7 +531,7 @@ func (r *CellsPackResult) WriteFiles(dir string) ([]string, error) {
 			f(row.ComputedBytes), f(row.MeasuredBytes), f(row.OfferedPPS), f(row.DeliveredPPS)})
 	}
 	c := filepath.Join(dir, "pack.csv")
-	err := WriteCSV(c, []string{"packet_size", "arm", "cell_size", "computed_frames_per_packet", "measured_frames_per_packet",
+	err := report.WriteCSV(c, []string{"packet_size", "arm", "cell_size", "computed_frames_per_packet", "measured_frames_per_packet",
 		"computed_bytes_per_packet", "measured_bytes_per_packet", "offered_pps", "delivered_pps"}, rows)
 	return []string{j, c}, err
 }

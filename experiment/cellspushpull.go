@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -209,7 +210,7 @@ func (e *Env) pushPullOnce(ctx context.Context, f *CellsFabric, cfg CellsPushPul
 	secs := float64(b-a) / 1e9
 	r.B = WireBits(arrB, 1<<1, a, b) / rate / secs
 	r.A = WireBits(arrA, 1<<0|1<<2, a, b) / rate / secs
-	r.BLoss = ratio(float64(r.Flows[1].Lost), float64(r.Flows[1].Sent))
+	r.BLoss = report.Ratio(float64(r.Flows[1].Lost), float64(r.Flows[1].Sent))
 	r.Rcvbuf = u.rcvbuf
 	r.Drops, r.DropsByNode, r.MaxPollGapMs = cellsDropsAll(before, after)
 	r.StalledMs = cellsStalled(before, after)

@@ -5,19 +5,6 @@ import (
 	"testing"
 )
 
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5},
-	} {
-		if got := Median(c.in); got != c.want {
-			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
-		}
-	}
-}
-
 // A sockperf ping-pong summary as sockperf 3.x prints it.
 const sockperfOut = `sockperf: ====> avg-latency=15.547 (std-dev=14.450)
 sockperf: ---> <MAX> observation = 2424.615
@@ -38,12 +25,6 @@ func TestSockperfPercentiles(t *testing.T) {
 	}
 	if got["50.000"] != 14.912 || got["99.000"] != 21.785 || len(got) != 4 {
 		t.Fatalf("parsed %v", got)
-	}
-}
-
-func TestRatio(t *testing.T) {
-	if ratio(3, 0) != 0 || ratio(3, 2) != 1.5 {
-		t.Fatal("ratio")
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -350,7 +351,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 			roundFlows = append(roundFlows, fl...)
 			for _, s := range fct.Summarize(fl) {
 				e.progress("fct:   %s %s: %d flows (%d failed), p50 %s p99 %s p99.9 %s max %s µs; %d with a TCP retransmission",
-					arm, fct.FormatSize(s.Size), s.Count, s.Failed, usStr(s.P50), usStr(s.P99), usStr(s.P999), usStr(s.Max), s.Retransmitted)
+					arm, fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99), report.Micros(s.P999), report.Micros(s.Max), s.Retransmitted)
 			}
 			e.progress("fct:   %s: %.1fs; %s", arm, a.Seconds, a.lossNote())
 		}
@@ -499,7 +500,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	if err := e.withImpairer(func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		a.FramesSeen, a.FramesDropped = st.Seen, st.Dropped
-		a.ActualLoss = ratio(float64(st.Dropped), float64(st.Seen))
+		a.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
 		return err
 	}); err != nil {
 		return nil, nil, err
@@ -535,8 +536,8 @@ func (a *FCTArm) kernelShares(before, after *[2]DPStats) {
 		a.delivered = x.Core.Receiver.Delivered - b.Core.Receiver.Delivered
 		a.fastDelivered = x.Core.Receiver.FastDelivered - b.Core.Receiver.FastDelivered
 	}
-	a.KernelSent = ratio(float64(a.fastSent), float64(a.sent))
-	a.KernelDelivered = ratio(float64(a.fastDelivered), float64(a.delivered))
+	a.KernelSent = report.Ratio(float64(a.fastSent), float64(a.sent))
+	a.KernelDelivered = report.Ratio(float64(a.fastDelivered), float64(a.delivered))
 }
 
 // withImpairer runs fn on the impairment stage of sw2's link0 (the receiving
@@ -576,7 +577,7 @@ func (a *FCTArm) add(b *FCTArm) {
 	a.Seconds += b.Seconds
 	a.FramesSeen += b.FramesSeen
 	a.FramesDropped += b.FramesDropped
-	a.ActualLoss = ratio(float64(a.FramesDropped), float64(a.FramesSeen))
+	a.ActualLoss = report.Ratio(float64(a.FramesDropped), float64(a.FramesSeen))
 	a.LostDetected += b.LostDetected
 	a.Recovered += b.Recovered
 	a.AckNoTimeouts += b.AckNoTimeouts
@@ -589,8 +590,8 @@ func (a *FCTArm) add(b *FCTArm) {
 	a.fastSent += b.fastSent
 	a.delivered += b.delivered
 	a.fastDelivered += b.fastDelivered
-	a.KernelSent = ratio(float64(a.fastSent), float64(a.sent))
-	a.KernelDelivered = ratio(float64(a.fastDelivered), float64(a.delivered))
+	a.KernelSent = report.Ratio(float64(a.fastSent), float64(a.sent))
+	a.KernelDelivered = report.Ratio(float64(a.fastDelivered), float64(a.delivered))
 }
 
 func (a *FCTArm) lossNote() string {
@@ -603,8 +604,6 @@ func (a *FCTArm) lossNote() string {
 	}
 	return fmt.Sprintf("link dropped %d/%d frames (%.3g)", a.FramesDropped, a.FramesSeen, a.ActualLoss)
 }
-
-func usStr(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
 
 // tcpSummary renders a settings report on one line: "tcp_sack=1 ... rto_min 1ms".
 func tcpSummary(r fct.Report) string {
@@ -624,10 +623,10 @@ func tcpSummary(r fct.Report) string {
 	return strings.Join(parts, " ")
 }
 
-// Table renders the result for people: the TCP knobs, the FCT table with
+// Text renders the result for people: the TCP knobs, the FCT table with
 // ratios to the reference, what the link and the dataplanes did per arm,
 // and the paper's headline comparisons.
-func (r *FCTResult) Table() string {
+func (r *FCTResult) Text() string {
 	var b strings.Builder
 	c := r.Config
 	var counts []string
@@ -681,7 +680,7 @@ func (r *FCTResult) Table() string {
 		}
 		c := a.Control
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.2f\t%d\t%.2f\t%.2f\t\n", a.Name, c.DataFrames, c.ExplicitAcks, c.Dummies,
-			c.ControlPerData, c.Wakeups, c.WakeupsPerData, ratio(float64(c.Loops), float64(c.DataFrames)))
+			c.ControlPerData, c.Wakeups, c.WakeupsPerData, report.Ratio(float64(c.Loops), float64(c.DataFrames)))
 	}
 	w.Flush()
 
@@ -749,7 +748,7 @@ func (c fctComparison) in(sums []fct.Summary) (float64, bool) {
 		}
 		return s.P999
 	}
-	return ratio(float64(stat(a)), float64(stat(b))), true
+	return report.Ratio(float64(stat(a)), float64(stat(b))), true
 }
 
 // lgComparisons are LinkGuardian's own costs at size: lg at loss 0 (its
@@ -816,7 +815,7 @@ func (r *FCTResult) roundRatios() []FCTRoundRatio {
 				}
 			}
 			if len(rr.Rounds) > 0 {
-				rr.Median = Median(slices.Clone(rr.Rounds))
+				rr.Median = report.Median(slices.Clone(rr.Rounds))
 				out = append(out, rr)
 			}
 		}
@@ -837,14 +836,14 @@ func (r *FCTResult) headline() []string {
 				continue
 			}
 			if okN {
-				parts = append(parts, fmt.Sprintf("%s/noloss %.2fx", arm, ratio(float64(s.P999), float64(nl.P999))))
+				parts = append(parts, fmt.Sprintf("%s/noloss %.2fx", arm, report.Ratio(float64(s.P999), float64(nl.P999))))
 			}
 			if okL {
-				parts = append(parts, fmt.Sprintf("loss/%s %.1fx", arm, ratio(float64(lo.P999), float64(s.P999))))
+				parts = append(parts, fmt.Sprintf("loss/%s %.1fx", arm, report.Ratio(float64(lo.P999), float64(s.P999))))
 			}
 		}
 		if okN && okL {
-			parts = append(parts, fmt.Sprintf("loss/noloss %.1fx", ratio(float64(lo.P999), float64(nl.P999))))
+			parts = append(parts, fmt.Sprintf("loss/noloss %.1fx", report.Ratio(float64(lo.P999), float64(nl.P999))))
 		}
 		if len(parts) > 0 {
 			out = append(out, fmt.Sprintf("%s: %s", fct.FormatSize(size), strings.Join(parts, ", ")))
@@ -860,19 +859,11 @@ func (r *FCTResult) WriteFiles(dir string) ([]string, error) {
 		return nil, err
 	}
 	jsonPath := filepath.Join(dir, "fct.json")
-	if err := WriteJSON(jsonPath, r); err != nil {
+	if err := report.WriteJSON(jsonPath, r); err != nil {
 		return nil, err
 	}
 	csvPath := filepath.Join(dir, "flows.csv")
-	f, err := os.Create(csvPath)
-	if err != nil {
-		return nil, err
-	}
-	if err := fct.WriteCSV(f, r.Flows); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
+	if err := report.WriteFile(csvPath, func(w io.Writer) error { return fct.WriteCSV(w, r.Flows) }); err != nil {
 		return nil, err
 	}
 	files := []string{jsonPath, csvPath}
@@ -914,7 +905,7 @@ func (e *Env) Demo(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	files, werr := res.WriteFiles(DemoOutDir)
-	fmt.Fprint(w, res.Table())
+	fmt.Fprint(w, res.Text())
 	fmt.Fprintln(w)
 	for _, f := range files {
 		what := "file"

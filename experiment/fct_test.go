@@ -82,7 +82,7 @@ func TestFCTTable(t *testing.T) {
 		FCT:   fct.NewResults(flows, ""),
 		Flows: flows,
 	}
-	out := r.Table()
+	out := r.Text()
 	for _, want := range []string{"3 × 143B flows per arm", "ratio to noloss", "lost detected", "143B: lg/noloss 1.25x, loss/lg 20.0x, loss/noloss 25.0x"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -155,7 +155,7 @@ func TestFCTControlAndCost(t *testing.T) {
 	if err := r.Config.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	out := r.Table()
+	out := r.Text()
 	for _, want := range []string{"143B: p50 lg-noloss/noloss 3.00x, p50 lg-noloss/noloss-afxdp 1.50x, p99.9 lg/lg-noloss 1.50x", "control/data", "1.00"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -254,7 +254,7 @@ func TestFCTRounds(t *testing.T) {
 	if p999 := r.RoundRatios[2]; p999.Ref != "noloss" || p999.Median != 2.2 {
 		t.Fatalf("p99.9 against forward per round: %+v", p999)
 	}
-	out := r.Table()
+	out := r.Text()
 	for _, want := range []string{"in 3 interleaved rounds", "round by round (3 rounds", "143B p50 lg-noloss-afxdp/noloss: 1.10, 1.30, 1.20 (median 1.20x)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

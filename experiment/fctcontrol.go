@@ -3,6 +3,8 @@ package experiment
 import (
 	"context"
 	"strings"
+
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 // FCTControl is what both switches' dataplanes did while an arm's flows ran
@@ -64,8 +66,8 @@ func (c FCTControl) plus(d FCTControl) FCTControl {
 		Wakeups:      c.Wakeups + d.Wakeups,
 		Loops:        c.Loops + d.Loops,
 	}
-	s.ControlPerData = ratio(float64(s.ExplicitAcks+s.Dummies), float64(s.DataFrames))
-	s.WakeupsPerData = ratio(float64(s.Wakeups), float64(s.DataFrames))
+	s.ControlPerData = report.Ratio(float64(s.ExplicitAcks+s.Dummies), float64(s.DataFrames))
+	s.WakeupsPerData = report.Ratio(float64(s.Wakeups), float64(s.DataFrames))
 	return s
 }
 

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -227,7 +229,7 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 					e.progress("fec fct:   error: %s", r.Error)
 				}
 				for _, s := range r.Summaries {
-					e.progress("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, usStr(s.Mean), usStr(s.P99))
+					e.progress("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.Mean), report.Micros(s.P99))
 				}
 			}
 		}
@@ -332,13 +334,13 @@ func (res *FECFCTResult) summarize() {
 				}
 			}
 			if len(cl) > 0 {
-				cleans[i] = Median(cl)
+				cleans[i] = report.Median(cl)
 			}
 			if len(m) == 0 {
 				ok = false
 				continue
 			}
-			means[i], p99s[i] = Median(m), Median(p)
+			means[i], p99s[i] = report.Median(m), report.Median(p)
 			worst = max(worst, means[i])
 			ok = ok && len(m) == c.Runs && means[i] <= 1.1
 			s[fmt.Sprintf("%s_%s_mean_ratio", strings.ReplaceAll(arm, "-", "_"), fct.FormatSize(size))] = means[i]
@@ -410,24 +412,12 @@ func (res *FECFCTResult) WriteFiles(dir string) ([]string, error) {
 	}
 	var paths []string
 	j := filepath.Join(dir, "fec-fct.json")
-	b, err := jsonIndent(res)
-	if err == nil {
-		err = os.WriteFile(j, b, 0o644)
-	}
-	if err != nil {
+	if err := report.WriteJSON(j, res); err != nil {
 		return nil, err
 	}
 	paths = append(paths, j)
 	csvPath := filepath.Join(dir, "flows.csv")
-	f, err := os.Create(csvPath)
-	if err != nil {
-		return paths, err
-	}
-	err = fct.WriteCSV(f, res.Flows)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := report.WriteFile(csvPath, func(w io.Writer) error { return fct.WriteCSV(w, res.Flows) }); err != nil {
 		return paths, err
 	}
 	paths = append(paths, csvPath)
@@ -439,13 +429,13 @@ func (res *FECFCTResult) WriteFiles(dir string) ([]string, error) {
 		file, what string
 		m          map[string][]float64
 	}{{"fec-fct-mean.png", "mean", res.MeanRatio}, {"fec-fct-p99.png", "p99", res.P99Ratio}} {
-		var series []fct.BarSeries
+		var series []report.BarSeries
 		for _, arm := range res.Config.Arms {
-			series = append(series, fct.BarSeries{Name: arm, Values: p.m[arm]})
+			series = append(series, report.BarSeries{Name: arm, Values: p.m[arm]})
 		}
 		path := filepath.Join(dir, p.file)
 		title := fmt.Sprintf("%s FCT at loss %g on %d of 4 links, normalised to no loss", p.what, res.Config.Loss, len(res.Config.Gray))
-		if err := fct.PlotBars(path, title, p.what+" FCT / no-loss "+p.what+" FCT", groups, series, 1); err != nil {
+		if err := report.PlotBars(path, title, p.what+" FCT / no-loss "+p.what+" FCT", groups, series, 1); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)

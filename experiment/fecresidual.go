@@ -2,16 +2,14 @@ package experiment
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/fec/fecsim"
 	"github.com/linkfabric/linkfabric/link/linksim"
@@ -276,26 +274,13 @@ func (r *FECResidualResult) Text() string {
 
 // WriteCSV writes one line per point.
 func (r *FECResidualResult) WriteCSV(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"loss", "model", "scheme", "n", "copies", "link_loss", "frames", "lost", "oracle_lost",
-		"residual", "predicted", "ratio", "group_fail", "rail_formula", "overhead", "overhead_predicted"})
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	var rows [][]string
 	for _, pt := range r.Points {
-		_ = w.Write([]string{g(pt.Loss), pt.Model, pt.Scheme, strconv.Itoa(pt.N), strconv.Itoa(pt.Copies), g(pt.LinkLoss),
+		rows = append(rows, []string{g(pt.Loss), pt.Model, pt.Scheme, strconv.Itoa(pt.N), strconv.Itoa(pt.Copies), g(pt.LinkLoss),
 			strconv.FormatUint(pt.Frames, 10), strconv.FormatUint(pt.Lost, 10), strconv.FormatUint(pt.Oracle, 10),
 			g(pt.Residual), g(pt.Predicted), g(pt.Ratio), g(pt.GroupFail), g(pt.RAIL), g(pt.Overhead), g(pt.OverPred)})
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return report.WriteCSV(path, []string{"loss", "model", "scheme", "n", "copies", "link_loss", "frames", "lost", "oracle_lost",
+		"residual", "predicted", "ratio", "group_fail", "rail_formula", "overhead", "overhead_predicted"}, rows)
 }

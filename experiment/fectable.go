@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/linkcrc"
@@ -180,7 +181,7 @@ func (res *FECTableResult) build() {
 				if len(resid) == 0 {
 					continue
 				}
-				cell := FECTableCell{Arm: arm, Scheme: scheme, Residual: Median(resid), Overhead: Median(over), FCTP99Us: Median(f99), FCTP50Us: Median(f50)}
+				cell := FECTableCell{Arm: arm, Scheme: scheme, Residual: report.Median(resid), Overhead: report.Median(over), FCTP99Us: report.Median(f99), FCTP50Us: report.Median(f50)}
 				if arm != FECArmLG {
 					cell.PredOverhead = predOverhead(n, copies, res.Veth.Config.Payload)
 				}

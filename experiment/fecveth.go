@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/linkcrc"
@@ -313,7 +314,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	}
 	if err := e.withImpairer(func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
-		pt.LinkLoss = ratio(float64(st.Dropped), float64(st.Seen))
+		pt.LinkLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
 		return err
 	}); err != nil {
 		return pt, err
@@ -338,10 +339,10 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	arr := u.arrivals[e.NS("h2")]
 	st := FlowStats(arr, 0, fl.Name, u.sent[0], u.t0)
 	pt.Sent, pt.Received, pt.OutOfOrder, pt.Duplicates = st.Sent, st.Received, st.OutOfOrder, st.Duplicates
-	pt.Residual = 1 - ratio(float64(st.Received), float64(st.Sent))
+	pt.Residual = 1 - report.Ratio(float64(st.Received), float64(st.Sent))
 	pt.HostDrops = u.rcvbuf
 	pt.Predicted = fecPredicted(arm, pt.N, pt.Copies, pt.LinkLoss)
-	pt.Overhead = ratio(float64(l1.TxBytes-l0.TxBytes), float64(h1.RxBytes-h0.RxBytes))
+	pt.Overhead = report.Ratio(float64(l1.TxBytes-l0.TxBytes), float64(h1.RxBytes-h0.RxBytes))
 	lat := make([]time.Duration, 0, len(arr))
 	for _, a := range arr {
 		if a.Sent > 0 {
@@ -349,7 +350,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		}
 	}
 	slices.Sort(lat)
-	pt.P50Us, pt.P99Us = us(fct.Percentile(lat, 50)), us(fct.Percentile(lat, 99))
+	pt.P50Us, pt.P99Us = us(report.Percentile(lat, 50)), us(report.Percentile(lat, 99))
 	if cfg.FCTFlows > 0 {
 		flows, err := fct.RunBuiltin(ctx, fct.BuiltinConfig{
 			Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerAddr: H2Addr + ":0",
@@ -462,7 +463,7 @@ func (g fecGroup) med(f func(FECVethPoint) float64) float64 {
 	for i, p := range g {
 		v[i] = f(p)
 	}
-	return Median(v)
+	return report.Median(v)
 }
 
 func (r *FECVethResult) summarize() {
@@ -557,5 +558,5 @@ func (r *FECVethResult) WriteCSV(path string) error {
 		rows = append(rows, []string{g(p.Loss), p.Model, p.Arm, strconv.Itoa(p.Run), p.Scheme, u(p.Sent), u(p.Received),
 			g(p.Residual), g(p.Predicted), g(p.LinkLoss), g(p.Overhead), g(p.P50Us), g(p.P99Us), u(p.OutOfOrder), u(p.HostDrops)})
 	}
-	return WriteCSV(path, []string{"loss", "model", "arm", "run", "scheme", "sent", "received", "residual", "predicted", "link_loss", "overhead", "p50_us", "p99_us", "out_of_order", "host_drops"}, rows)
+	return report.WriteCSV(path, []string{"loss", "model", "arm", "run", "scheme", "sent", "received", "residual", "predicted", "link_loss", "overhead", "p50_us", "p99_us", "out_of_order", "host_drops"}, rows)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -197,7 +198,7 @@ func goodputRunRatios(samples []*GoodputSample, cfg GoodputConfig) []GoodputRunR
 			}
 		}
 		if len(q.Runs) > 0 {
-			q.Median = Median(slices.Clone(q.Runs))
+			q.Median = report.Median(slices.Clone(q.Runs))
 			out = append(out, q)
 		}
 	}
@@ -272,7 +273,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 	}
 	var cells []fct.GoodputCell
 	for _, c := range order {
-		cells = append(cells, fct.GoodputCell{Arm: c.arm, LossRate: c.loss, Gbps: Median(gbps[c])})
+		cells = append(cells, fct.GoodputCell{Arm: c.arm, LossRate: c.loss, Gbps: report.Median(gbps[c])})
 	}
 	res.RunRatios = goodputRunRatios(res.Samples, cfg)
 	res.Table = fct.NewGoodputTable(cells, cfg.Arms[0])
@@ -331,7 +332,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	if err := e.withImpairer(func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		s.FramesSeen, s.FramesDropped = st.Seen, st.Dropped
-		s.ActualLoss = ratio(float64(st.Dropped), float64(st.Seen))
+		s.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
 		return err
 	}); err != nil {
 		return nil, err
@@ -352,14 +353,14 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 		if r := l.Core.Receiver; r != nil {
 			s.LostDetected, s.Recovered, s.AckNoTimeouts = r.LostDetected, r.Recovered, r.AckNoTimeouts
 			s.PausesSent, s.ReorderPeakBytes = r.PausesSent, r.ReorderPeakBytes
-			s.KernelDelivered = ratio(float64(r.FastDelivered), float64(r.Delivered))
+			s.KernelDelivered = report.Ratio(float64(r.FastDelivered), float64(r.Delivered))
 		}
 	}
 	if l := s1.LinkGuardian; l != nil {
 		s.Copies = l.Copies
 		s.HeldByCreditMs, s.HeldByPauseMs = float64(l.Core.HeldByCreditNs)/1e6, float64(l.Core.HeldByPauseNs)/1e6
 		if x := l.Core.Sender; x != nil {
-			s.KernelSent = ratio(float64(x.FastSent), float64(x.DataSent))
+			s.KernelSent = report.Ratio(float64(x.FastSent), float64(x.DataSent))
 		}
 	}
 	return s, nil

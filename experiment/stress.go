@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
 )
@@ -188,15 +189,15 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 		}
 	}
 	for _, a := range res.Arms {
-		a.CapacityFPS = Median(slices.Clone(a.CapacitySamples))
-		a.FloodFPS = Median(slices.Clone(a.FloodSamples))
+		a.CapacityFPS = report.Median(slices.Clone(a.CapacitySamples))
+		a.FloodFPS = report.Median(slices.Clone(a.FloodSamples))
 	}
 	if res.Rate == 0 {
 		res.Rate = math.Floor(res.Arms[0].CapacityFPS / 2)
 	}
 	for _, a := range res.Arms {
-		a.EffectiveSpeed = ratio(a.CapacityFPS, res.Arms[0].CapacityFPS)
-		a.FloodSpeed = ratio(a.FloodFPS, res.Arms[0].FloodFPS)
+		a.EffectiveSpeed = report.Ratio(a.CapacityFPS, res.Arms[0].CapacityFPS)
+		a.FloodSpeed = report.Ratio(a.FloodFPS, res.Arms[0].FloodFPS)
 		if err := e.stressLoss(ctx, a, cfg, imp, res.Rate); err != nil {
 			return nil, fmt.Errorf("stress %s: %w", a.Name, err)
 		}
@@ -422,7 +423,7 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	if drops := a.IngressDrops + a.EgressDrops; drops < a.Missing {
 		a.LinkLost = a.Missing - drops
 	}
-	a.EffectiveLoss = ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
+	a.EffectiveLoss = report.Ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
 	if arm != "forward" {
 		err := e.withImpairer(func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
@@ -451,7 +452,7 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 		// may overlap, and must not hide it.
 		if r.AckNoTimeouts > a.LinkLost {
 			a.LinkLost = r.AckNoTimeouts
-			a.EffectiveLoss = ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
+			a.EffectiveLoss = report.Ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
 		}
 	}
 	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
@@ -555,8 +556,8 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 	return res, ctx.Err()
 }
 
-// Table renders a stress result.
-func (r *StressResult) Table() string {
+// Text renders a stress result.
+func (r *StressResult) Text() string {
 	var b strings.Builder
 	c := r.Config
 	model := fmt.Sprintf("Bernoulli %g", c.Loss)

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 // TDMACtlLossConfig sizes `linkfabric tdma ctlloss`: the shuffle under
@@ -162,8 +162,8 @@ func (r *TDMACtlLossResult) summarize() {
 			if s.Runs == 0 {
 				continue
 			}
-			s.OverrunBytes, s.Collisions, s.Drops, s.BacklogP99 = Median(ov), Median(co), Median(dr), Median(bl)
-			s.LostFrames, s.Incomplete, s.CtlLost, s.LeaseExpiries, s.OverIdeal = Median(lf), Median(ic), Median(cl), Median(le), Median(oi)
+			s.OverrunBytes, s.Collisions, s.Drops, s.BacklogP99 = report.Median(ov), report.Median(co), report.Median(dr), report.Median(bl)
+			s.LostFrames, s.Incomplete, s.CtlLost, s.LeaseExpiries, s.OverIdeal = report.Median(lf), report.Median(ic), report.Median(cl), report.Median(le), report.Median(oi)
 			r.Summary = append(r.Summary, s)
 		}
 	}
@@ -191,8 +191,10 @@ func freezeVerdict(fs []FreezeRun) string {
 	return v
 }
 
-// PrintTDMACtlLoss prints one line per run, the medians and the freezes.
-func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
+// Text renders one line per run, the medians and the freezes.
+func (r *TDMACtlLossResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMACtlLossResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "loss\tmode\trun\toverrun B\tcollisions\tswitch drops\tbacklog p99\tlost frames\tincomplete\tgrants lost\tlease expiries\tfree-run opens\t÷ ideal\tCPU %\tload")
 	for _, a := range r.Runs {
@@ -255,7 +257,7 @@ func PrintTDMACtlLoss(w io.Writer, r *TDMACtlLossResult) {
 // ctlloss-collisions.png (medians per mode and loss) into dir.
 func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 	jp, cp := filepath.Join(dir, "ctlloss.json"), filepath.Join(dir, "ctlloss.csv")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -272,7 +274,7 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 		row("freeze", a.Mode, a.ShuffleArm)
 	}
 	paths := []string{jp}
-	if err := WriteCSV(cp, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
+	if err := report.WriteCSV(cp, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
 		"control_lost", "lease_expiries", "freerun_opens", "completion_over_ideal", "cpu_busy_pct", "load_avg"}, rows); err != nil {
 		return paths, err
 	}
@@ -291,9 +293,9 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 		{"ctlloss-overrun.png", "Overrun: bytes sent past the window's end plus guard, by control-frame loss", "overrun KiB (median over runs)", func(s CtlLossSumm) float64 { return s.OverrunBytes / 1024 }},
 		{"ctlloss-collisions.png", "Collisions: frames received after their window's end plus guard, by control-frame loss", "collisions (median over runs)", func(s CtlLossSumm) float64 { return s.Collisions }},
 	} {
-		var series []fct.BarSeries
+		var series []report.BarSeries
 		for _, m := range r.Config.Modes {
-			bs := fct.BarSeries{Name: m, Values: make([]float64, len(groups)), Labels: true}
+			bs := report.BarSeries{Name: m, Values: make([]float64, len(groups)), Labels: true}
 			for g, p := range r.Config.Losses {
 				bs.Values[g] = math.NaN()
 				for _, s := range r.Summary {
@@ -305,7 +307,7 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 			series = append(series, bs)
 		}
 		pp := filepath.Join(dir, c.file)
-		if err := fct.PlotBars(pp, c.title, c.ylabel, groups, series, 0); err != nil {
+		if err := report.PlotBars(pp, c.title, c.ylabel, groups, series, 0); err != nil {
 			return paths, err
 		}
 		paths = append(paths, pp)

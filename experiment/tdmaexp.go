@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
@@ -172,12 +173,11 @@ type LatQuantiles struct {
 
 // latQuantilesOf returns v's nearest-rank quantiles; v is sorted in place.
 func latQuantilesOf(v []float64) LatQuantiles {
-	if len(v) == 0 {
+	q := report.Quantiles(v, 50, 95, 99, 100)
+	if q == nil {
 		return LatQuantiles{}
 	}
-	slices.Sort(v)
-	rank := func(p float64) float64 { return v[max(int(math.Ceil(p*float64(len(v))))-1, 0)] }
-	return LatQuantiles{N: len(v), P50us: rank(0.5), P95us: rank(0.95), P99us: rank(0.99), Maxus: v[len(v)-1]}
+	return LatQuantiles{N: len(v), P50us: q[0], P95us: q[1], P99us: q[2], Maxus: q[3]}
 }
 
 // Check is one of an experiment's targets: Value against Limit.
@@ -220,14 +220,6 @@ func printChecks(w io.Writer, cs []Check) {
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-// ratio0 is a/b, NaN when b is 0 (a check on it is then missed).
-func ratio0(a, b float64) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return a / b
 }
 
 // agentDuration is the --duration flag of an agent.

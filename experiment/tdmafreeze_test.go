@@ -125,7 +125,7 @@ func TestCtlLossSummaryAndFiles(t *testing.T) {
 		t.Errorf("ctlloss.csv:\n%s", b)
 	}
 	var sb strings.Builder
-	PrintTDMACtlLoss(&sb, r)
+	sb.WriteString(r.Text())
 	if !strings.Contains(sb.String(), "freeze check (lease and free-run modes): met") {
 		t.Errorf("printout:\n%s", sb.String())
 	}

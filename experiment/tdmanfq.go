@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -85,8 +86,8 @@ func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, e
 		res.Summary.UserDropped = max(res.Summary.UserDropped, r.UserDropped)
 		res.Summary.Met = res.Summary.Met && r.met()
 	}
-	res.Summary.Mbps, res.Summary.Retransmits = Median(mbps), Median(retx)
-	res.Summary.DutyPct, res.Summary.Overhead = Median(duty), Median(ovh)
+	res.Summary.Mbps, res.Summary.Retransmits = report.Median(mbps), report.Median(retx)
+	res.Summary.DutyPct, res.Summary.Overhead = report.Median(duty), report.Median(ovh)
 	return res, nil
 }
 
@@ -171,7 +172,7 @@ func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, 
 // WriteTDMANFQ writes nfqueue.json and runs.csv into dir.
 func WriteTDMANFQ(dir string, r *TDMANFQResult) ([]string, error) {
 	jp := filepath.Join(dir, "nfqueue.json")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -180,14 +181,16 @@ func WriteTDMANFQ(dir string, r *TDMANFQResult) ([]string, error) {
 			strconv.FormatUint(x.QueueDropped, 10), strconv.FormatUint(x.UserDropped, 10), fmt.Sprintf("%.2f", x.DutyPct)})
 	}
 	cp := filepath.Join(dir, "runs.csv")
-	if err := WriteCSV(cp, []string{"run", "goodput_mbps", "tcp_retransmits", "h1_retrans_segs", "nfq_queue_dropped", "nfq_user_dropped", "duty_pct"}, rows); err != nil {
+	if err := report.WriteCSV(cp, []string{"run", "goodput_mbps", "tcp_retransmits", "h1_retrans_segs", "nfq_queue_dropped", "nfq_user_dropped", "duty_pct"}, rows); err != nil {
 		return nil, err
 	}
 	return []string{jp, cp}, nil
 }
 
-// PrintTDMANFQ prints the summary.
-func PrintTDMANFQ(w io.Writer, r *TDMANFQResult) {
+// Text renders the summary.
+func (r *TDMANFQResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMANFQResult) write(w io.Writer) {
 	s := r.Summary
 	fmt.Fprintf(w, "\nmedians of %d runs: goodput %.1f Mbit/s over all flows, each flow's gate open %.1f %% of the time (port rate %v), TCP retransmissions %.0f, NFQUEUE drops %d (queue) and %d (user) at most, control overhead %.3f %%\n",
 		len(r.Runs), s.Mbps, s.DutyPct, r.Config.Star.Rate, s.Retransmits, s.QueueDropped, s.UserDropped, s.Overhead)

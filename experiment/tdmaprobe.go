@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/rawio"
@@ -20,7 +20,7 @@ import (
 // timers|spread|react`) share this file: sample summaries, the machine
 // record and the plots.
 
-// Quantiles summarise a sample in µs (nearest rank, as fct.Percentile).
+// Quantiles summarise a sample in µs (nearest rank, report.Percentile).
 type Quantiles struct {
 	N    int     `json:"n"`
 	P50  float64 `json:"p50_us"`
@@ -31,12 +31,12 @@ type Quantiles struct {
 
 // quantilesOf sorts d in place and summarises it.
 func quantilesOf(d []time.Duration) Quantiles {
-	if len(d) == 0 {
+	q := report.Quantiles(d, 50, 99, 99.9, 100)
+	if q == nil {
 		return Quantiles{}
 	}
-	slices.Sort(d)
-	us := func(p float64) float64 { return float64(fct.Percentile(d, p)) / 1e3 }
-	return Quantiles{N: len(d), P50: us(50), P99: us(99), P999: us(99.9), Max: float64(d[len(d)-1]) / 1e3}
+	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+	return Quantiles{N: len(d), P50: us(q[0]), P99: us(q[1]), P999: us(q[2]), Max: us(q[3])}
 }
 
 // latenessQuantiles summarises a clock.Lateness histogram (1 µs buckets).

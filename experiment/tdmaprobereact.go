@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -521,13 +521,13 @@ func (r *TDMAProbeReactResult) Text() string {
 // (medians against frame size, Figs. 2 and 5 in shape) into dir.
 func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "react.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
 	us := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 3, 64) }
 	var groups []string
-	series := []fct.BarSeries{{Name: "stop p50"}, {Name: "wire quiet p50"}, {Name: "sender stop p50"}, {Name: "resume p50"}, {Name: "timed pause deviation p50"}}
+	series := []report.BarSeries{{Name: "stop p50"}, {Name: "wire quiet p50"}, {Name: "sender stop p50"}, {Name: "resume p50"}, {Name: "timed pause deviation p50"}}
 	for _, s := range r.Sizes {
 		for k, v := range [][]time.Duration{s.stop, s.sstop, s.res, s.dev} {
 			for i, d := range v {
@@ -540,11 +540,11 @@ func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 		}
 	}
 	c := filepath.Join(dir, "react.csv")
-	if err := WriteCSV(c, []string{"size", "what", "event", "lag_us"}, rows); err != nil {
+	if err := report.WriteCSV(c, []string{"size", "what", "event", "lag_us"}, rows); err != nil {
 		return nil, err
 	}
 	png := filepath.Join(dir, "react.png")
-	if err := fct.PlotBars(png, "software PFC reaction at "+r.Config.Rate.String()+"bit/s (medians)", "µs", groups, series, 0); err != nil {
+	if err := report.PlotBars(png, "software PFC reaction at "+r.Config.Rate.String()+"bit/s (medians)", "µs", groups, series, 0); err != nil {
 		return []string{j, c}, err
 	}
 	return []string{j, c, png}, nil

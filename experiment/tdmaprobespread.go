@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -391,7 +392,7 @@ func (r *TDMAProbeSpreadResult) Text() string {
 // spread) and spread.png (CDFs per arm) into dir.
 func (r *TDMAProbeSpreadResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "spread.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -404,7 +405,7 @@ func (r *TDMAProbeSpreadResult) WriteFiles(dir string) ([]string, error) {
 		names, samples = append(names, a.Arm), append(samples, a.spreads)
 	}
 	c := filepath.Join(dir, "spread.csv")
-	if err := WriteCSV(c, []string{"arm", "load_bps", "frame", "batch", "spread_us"}, rows); err != nil {
+	if err := report.WriteCSV(c, []string{"arm", "load_bps", "frame", "batch", "spread_us"}, rows); err != nil {
 		return nil, err
 	}
 	png := filepath.Join(dir, "spread.png")

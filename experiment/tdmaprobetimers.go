@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 )
 
@@ -228,7 +229,7 @@ func (r *TDMAProbeTimersResult) Text() string {
 // PNG per period into dir.
 func (r *TDMAProbeTimersResult) WriteFiles(dir string) ([]string, error) {
 	j := filepath.Join(dir, "timers.json")
-	if err := WriteJSON(j, r); err != nil {
+	if err := report.WriteJSON(j, r); err != nil {
 		return nil, err
 	}
 	var rows [][]string
@@ -238,7 +239,7 @@ func (r *TDMAProbeTimersResult) WriteFiles(dir string) ([]string, error) {
 		}
 	}
 	c := filepath.Join(dir, "timers.csv")
-	if err := WriteCSV(c, []string{"method", "sched", "period_us", "boundary", "late_us"}, rows); err != nil {
+	if err := report.WriteCSV(c, []string{"method", "sched", "period_us", "boundary", "late_us"}, rows); err != nil {
 		return nil, err
 	}
 	files := []string{j, c}

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
@@ -14,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -162,7 +161,7 @@ func summarizeRPC(arms []string, runs []RPCArm) RPCSummary {
 					v = append(v, f(&runs[i]))
 				}
 			}
-			return Median(v)
+			return report.Median(v)
 		}
 		s.Arms[arm] = RPCArmSumm{
 			RTTP50us: med(func(a *RPCArm) float64 { return a.RTT.P50us }), RTTP95us: med(func(a *RPCArm) float64 { return a.RTT.P95us }),
@@ -177,10 +176,10 @@ func summarizeRPC(arms []string, runs []RPCArm) RPCSummary {
 	s.Checks = rpcChecks(s.Arms)
 	if t, ok := s.Arms["tdma"]; ok {
 		if c, ok := s.Arms["tcp"]; ok {
-			s.TDMAOverTCPP95 = ratio0(t.RTTP95us, c.RTTP95us)
+			s.TDMAOverTCPP95 = report.RatioNaN(t.RTTP95us, c.RTTP95us)
 		}
 		if i, ok := s.Arms["idle"]; ok {
-			s.TDMAOverIdleP95 = ratio0(t.RTTP95us, i.RTTP95us)
+			s.TDMAOverIdleP95 = report.RatioNaN(t.RTTP95us, i.RTTP95us)
 		}
 	}
 	return s
@@ -197,10 +196,10 @@ func rpcChecks(arms map[string]RPCArmSumm) []Check {
 	}
 	var cs []Check
 	if c, ok := arms["tcp"]; ok {
-		cs = append(cs, atMost("tdma RTT p95 ÷ tcp RTT p95", "≤", ratio0(t.RTTP95us, c.RTTP95us), 1.0/3))
+		cs = append(cs, atMost("tdma RTT p95 ÷ tcp RTT p95", "≤", report.RatioNaN(t.RTTP95us, c.RTTP95us), 1.0/3))
 	}
 	if i, ok := arms["idle"]; ok {
-		cs = append(cs, atMost("tdma RTT p95 ÷ idle RTT p95", "≤", ratio0(t.RTTP95us, i.RTTP95us), 1.5))
+		cs = append(cs, atMost("tdma RTT p95 ÷ idle RTT p95", "≤", report.RatioNaN(t.RTTP95us, i.RTTP95us), 1.5))
 	}
 	hit := atMost("tdma bulk hit − ping slot share (percentage points)", "≤", t.HitPct-t.SharePct, 1)
 	hit.Note = fmt.Sprintf("hit %.2f %%, share %.2f %%", t.HitPct, t.SharePct)
@@ -370,7 +369,7 @@ func rpcTCP(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed, out *RPCA
 // dir; it returns the paths written.
 func WriteTDMARPC(dir string, r *TDMARPCResult) ([]string, error) {
 	jp := filepath.Join(dir, "rpc.json")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	paths := []string{jp}
@@ -396,28 +395,13 @@ func WriteTDMARPC(dir string, r *TDMARPCResult) ([]string, error) {
 		rows [][]string
 	}{{"rpc-runs.csv", runs}, {"rpc-samples.csv", samples}} {
 		p := filepath.Join(dir, c.name)
-		if err := writeCSV(p, c.rows); err != nil {
+		if err := report.WriteCSV(p, c.rows[0], c.rows[1:]); err != nil {
 			return paths, err
 		}
 		paths = append(paths, p)
 	}
 	ps, err := plotRPC(dir, r)
 	return append(paths, ps...), err
-}
-
-// writeCSV writes rows to path.
-func writeCSV(path string, rows [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.WriteAll(rows)
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // plotRPC draws RTT against the send offset in the window (Fig. 10: the
@@ -430,7 +414,7 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 			byArm["idle kernel TCP"] = append(byArm["idle kernel TCP"], a.KernelSamples...)
 		}
 	}
-	var scatter, cdf []fct.XYSeries
+	var scatter, cdf []report.XYSeries
 	for _, arm := range append(slices.Clone(r.Config.Arms), "idle kernel TCP") {
 		ss := byArm[arm]
 		if len(ss) == 0 {
@@ -442,19 +426,19 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 			x[i], y[i], rtt[i] = s.OffsetUs, s.RTTUs, s.RTTUs
 		}
 		if arm == "tdma" || arm == "idle" {
-			scatter = append(scatter, fct.XYSeries{Name: arm, X: x, Y: y, Style: fct.Points})
+			scatter = append(scatter, report.XYSeries{Name: arm, X: x, Y: y, Style: report.Points})
 		}
 		slices.Sort(rtt)
 		cy := make([]float64, len(rtt))
 		for i := range rtt {
 			cy[i] = float64(i+1) / float64(len(rtt))
 		}
-		cdf = append(cdf, fct.XYSeries{Name: fmt.Sprintf("%s (n=%d)", arm, len(rtt)), X: rtt, Y: cy, Style: fct.Steps})
+		cdf = append(cdf, report.XYSeries{Name: fmt.Sprintf("%s (n=%d)", arm, len(rtt)), X: rtt, Y: cy, Style: report.Steps})
 	}
 	var paths []string
 	if len(scatter) > 0 {
 		p := filepath.Join(dir, "rpc-rtt-offset.png")
-		if err := fct.PlotLines(p, fct.LinesOptions{Title: "RTT against the request's offset in its slot (Fig. 10)",
+		if err := report.PlotLines(p, report.LinesOptions{Title: "RTT against the request's offset in its slot (Fig. 10)",
 			XLabel: "send offset after the window opens (µs)", YLabel: "RTT (µs)", YFrom0: true}, scatter...); err != nil {
 			return paths, err
 		}
@@ -462,7 +446,7 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 	}
 	if len(cdf) > 0 {
 		p := filepath.Join(dir, "rpc-rtt-cdf.png")
-		if err := fct.PlotLines(p, fct.LinesOptions{Title: fmt.Sprintf("RPC RTT by arm (switch buffer %s; Fig. 9)", r.Config.Star.Limit),
+		if err := report.PlotLines(p, report.LinesOptions{Title: fmt.Sprintf("RPC RTT by arm (switch buffer %s; Fig. 9)", r.Config.Star.Limit),
 			XLabel: "RTT (µs)", YLabel: "CDF", LogX: true, LegendBottom: true}, cdf...); err != nil {
 			return paths, err
 		}
@@ -471,8 +455,10 @@ func plotRPC(dir string, r *TDMARPCResult) ([]string, error) {
 	return paths, nil
 }
 
-// PrintTDMARPC prints the runs, the medians and the checks.
-func PrintTDMARPC(w io.Writer, r *TDMARPCResult) {
+// Text renders the runs, the medians and the checks.
+func (r *TDMARPCResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMARPCResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "arm\trun\tRTT p50/p95/p99 µs\twait p50/p95 µs\tanswered\tdeferred\tbulk alone Mb/s\twith ping Mb/s\thit %\tping slots %\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
 	for _, a := range r.Runs {

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 )
@@ -138,7 +138,7 @@ func summarizeRR(arms []string, blocks []float64, runs []RRRun) RRSummary {
 				}
 			}
 			if len(mean) > 0 {
-				s.Arms[arm] = append(s.Arms[arm], RRPoint{Block: b, MeanOverR: Median(mean), MinOverR: Median(least), SwitchDrops: Median(drops), CtlOverhead: Median(ctl)})
+				s.Arms[arm] = append(s.Arms[arm], RRPoint{Block: b, MeanOverR: report.Median(mean), MinOverR: report.Median(least), SwitchDrops: report.Median(drops), CtlOverhead: report.Median(ctl)})
 			}
 		}
 	}
@@ -160,7 +160,7 @@ func rrChecks(arms map[string][]RRPoint) []Check {
 			cs = append(cs, atLeast(fmt.Sprintf("tdma per-host throughput ÷ rate at %g capacities", p.Block), "≥", p.MeanOverR, 0.85))
 		}
 		if t, ok := tcp[p.Block]; ok && p.Block >= 1 {
-			c := above(fmt.Sprintf("tdma ÷ tcp per-host throughput at %g capacities", p.Block), ">", ratio0(p.MeanOverR, t), 1)
+			c := above(fmt.Sprintf("tdma ÷ tcp per-host throughput at %g capacities", p.Block), ">", report.RatioNaN(p.MeanOverR, t), 1)
 			c.Note = fmt.Sprintf("tdma %.3f, tcp %.3f × rate", p.MeanOverR, t)
 			cs = append(cs, c)
 		}
@@ -273,7 +273,7 @@ func rrTCP(ctx context.Context, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun)
 // dir; it returns the paths written.
 func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 	jp := filepath.Join(dir, "rr.json")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	rows := [][]string{{"arm", "run", "block_capacities", "block_bytes", "host", "mbps", "over_rate", "switch_drops", "lost_frames", "tcp_retransmits", "cpu_busy_pct"}}
@@ -286,19 +286,19 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 		}
 	}
 	cp := filepath.Join(dir, "rr.csv")
-	if err := writeCSV(cp, rows); err != nil {
+	if err := report.WriteCSV(cp, rows[0], rows[1:]); err != nil {
 		return []string{jp}, err
 	}
-	var series []fct.XYSeries
+	var series []report.XYSeries
 	for _, arm := range r.Config.Arms {
 		var x, y []float64
 		for _, p := range r.Summary.Arms[arm] {
 			x, y = append(x, p.Block), append(y, p.MeanOverR)
 		}
-		series = append(series, fct.XYSeries{Name: arm, X: x, Y: y})
+		series = append(series, report.XYSeries{Name: arm, X: x, Y: y})
 	}
 	pp := filepath.Join(dir, "rr-throughput.png")
-	err := fct.PlotLines(pp, fct.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
+	err := report.PlotLines(pp, report.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
 		XLabel: fmt.Sprintf("block (slot capacities of %d B)", r.SlotCapacity), YLabel: "per-host throughput ÷ port rate",
 		LogX: true, Ref: 0.85, RefLabel: "0.85 (target for TDMA at ≥ 2 capacities)", YFrom0: true}, series...)
 	if err != nil {
@@ -307,8 +307,10 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 	return []string{jp, cp, pp}, nil
 }
 
-// PrintTDMARR prints the runs, the medians and the checks.
-func PrintTDMARR(w io.Writer, r *TDMARRResult) {
+// Text renders the runs, the medians and the checks.
+func (r *TDMARRResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMARRResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "block (cap.)\tbytes\tarm\trun\tper host ÷ rate\tleast\tper host Mb/s\tblocks\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
 	for _, x := range r.Runs {

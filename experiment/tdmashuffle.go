@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -117,7 +116,7 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 				ov, rt = append(ov, r.CtlOverheadPct), append(rt, float64(r.Retransmits))
 			}
 		}
-		res.Summary[arm] = ArmSumm{OverIdeal: Median(oi), SpreadS: Median(sp), Drops: Median(dr), Collisions: Median(co), Overhead: Median(ov), Retransmits: Median(rt), PaperRatio: paper[arm]}
+		res.Summary[arm] = ArmSumm{OverIdeal: report.Median(oi), SpreadS: report.Median(sp), Drops: report.Median(dr), Collisions: report.Median(co), Overhead: report.Median(ov), Retransmits: report.Median(rt), PaperRatio: paper[arm]}
 	}
 	return res, nil
 }
@@ -352,7 +351,7 @@ const tcpProgressEvery = 10 * time.Millisecond
 // shuffle-progress.png into dir; it returns the paths written.
 func WriteTDMAShuffle(dir string, r *TDMAShuffleResult) ([]string, error) {
 	jp, cp, pp, png := filepath.Join(dir, "shuffle.json"), filepath.Join(dir, "flows.csv"), filepath.Join(dir, "progress.csv"), filepath.Join(dir, "shuffle-progress.png")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	var flows, prog [][]string
@@ -367,11 +366,11 @@ func WriteTDMAShuffle(dir string, r *TDMAShuffleResult) ([]string, error) {
 		}
 	}
 	paths := []string{jp}
-	if err := WriteCSV(cp, []string{"arm", "run", "flow", "finish_s", "ideal_s"}, flows); err != nil {
+	if err := report.WriteCSV(cp, []string{"arm", "run", "flow", "finish_s", "ideal_s"}, flows); err != nil {
 		return paths, err
 	}
 	paths = append(paths, cp)
-	if err := WriteCSV(pp, []string{"arm", "run", "host", "t_s", "bytes"}, prog); err != nil {
+	if err := report.WriteCSV(pp, []string{"arm", "run", "host", "t_s", "bytes"}, prog); err != nil {
 		return paths, err
 	}
 	paths = append(paths, pp)
@@ -390,11 +389,7 @@ func medianRun(runs []ShuffleArm, arm string) (ShuffleArm, bool) {
 			rs = append(rs, r)
 		}
 	}
-	if len(rs) == 0 {
-		return ShuffleArm{}, false
-	}
-	slices.SortStableFunc(rs, func(a, b ShuffleArm) int { return cmp.Compare(a.CompletionS, b.CompletionS) })
-	return rs[(len(rs)-1)/2], true
+	return report.MedianBy(rs, func(r ShuffleArm) float64 { return r.CompletionS })
 }
 
 // PlotShuffleProgress draws the paper's Figure 7 in shape: per arm (TCP
@@ -402,7 +397,7 @@ func medianRun(runs []ShuffleArm, arm string) (ShuffleArm, bool) {
 // over time, from the arm's median run, with the ideal (every host
 // receiving at the line rate, less the arm's headers) dashed.
 func PlotShuffleProgress(path string, runs []ShuffleArm, size int64) error {
-	var panels []fct.LinePanel
+	var panels []report.LinePanel
 	for _, arm := range []string{"tcp", "tdma"} {
 		r, ok := medianRun(runs, arm)
 		if !ok {
@@ -410,26 +405,28 @@ func PlotShuffleProgress(path string, runs []ShuffleArm, size int64) error {
 		}
 		n := len(r.Progress)
 		total := float64(int64(n-1)*size) / (1 << 20)
-		pn := fct.LinePanel{Title: fmt.Sprintf("%s, run %d: completion %.3f s = %.3f × ideal", arm, r.Run, r.CompletionS, r.OverIdeal),
+		pn := report.LinePanel{Title: fmt.Sprintf("%s, run %d: completion %.3f s = %.3f × ideal", arm, r.Run, r.CompletionS, r.OverIdeal),
 			XLabel: "time (s)", YLabel: "MiB received"}
 		for _, p := range r.Progress {
 			mib := make([]float64, len(p.Bytes))
 			for k, b := range p.Bytes {
 				mib[k] = float64(b) / (1 << 20)
 			}
-			pn.Series = append(pn.Series, fct.LineSeries{Name: "h" + strconv.Itoa(p.Host), X: p.T, Y: mib})
+			pn.Series = append(pn.Series, report.LineSeries{Name: "h" + strconv.Itoa(p.Host), X: p.T, Y: mib})
 		}
-		pn.Series = append(pn.Series, fct.LineSeries{Name: "ideal", X: []float64{0, r.IdealS}, Y: []float64{0, total}, Ref: true})
+		pn.Series = append(pn.Series, report.LineSeries{Name: "ideal", X: []float64{0, r.IdealS}, Y: []float64{0, total}, Ref: true})
 		panels = append(panels, pn)
 	}
 	if len(panels) == 0 {
 		return errors.New("tdma shuffle: no run recorded progress to plot")
 	}
-	return fct.PlotPanels(path, panels)
+	return report.PlotPanels(path, panels)
 }
 
-// PrintTDMAShuffle prints the runs and the medians.
-func PrintTDMAShuffle(w io.Writer, r *TDMAShuffleResult) {
+// Text renders the runs and the medians.
+func (r *TDMAShuffleResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMAShuffleResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "arm\trun\tcompletion s\t÷ ideal\tspread s\tswitch drops\tbacklog p99 frames\tcollisions\tlost frames\tincomplete\toverrun B\tretrans\tctl %\tFM p99 µs\tFM RT\tCPU %\tload")
 	for _, a := range r.Runs {

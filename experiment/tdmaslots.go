@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
@@ -296,9 +297,9 @@ func summarizeSlots(slots []time.Duration, runs []SlotRun, target float64) Slots
 		}
 		if m.Runs > 0 {
 			m.Skipped = ""
-			m.Efficiency, m.GoodputOverR, m.Collisions, m.Drops = Median(ef), Median(gp), Median(co), Median(dr)
-			m.BacklogP99, m.LostFrames, m.Incomplete, m.OverIdeal = Median(bl), Median(lf), Median(ic), Median(oi)
-			m.CtlOverhead, m.GuardNeededUs, m.CPUBusyPct = Median(ov), Median(gn), Median(cpu)
+			m.Efficiency, m.GoodputOverR, m.Collisions, m.Drops = report.Median(ef), report.Median(gp), report.Median(co), report.Median(dr)
+			m.BacklogP99, m.LostFrames, m.Incomplete, m.OverIdeal = report.Median(bl), report.Median(lf), report.Median(ic), report.Median(oi)
+			m.CtlOverhead, m.GuardNeededUs, m.CPUBusyPct = report.Median(ov), report.Median(gn), report.Median(cpu)
 			m.LostPerSlotUs = (m.Expected - m.Efficiency) * float64(L) / 1e3
 			m.Meets = m.Efficiency >= target && m.DropsMax == 0
 		}
@@ -321,8 +322,10 @@ func summarizeSlots(slots []time.Duration, runs []SlotRun, target float64) Slots
 	return s
 }
 
-// PrintTDMASlots prints the calibration, one line per run and the medians.
-func PrintTDMASlots(w io.Writer, r *TDMASlotsResult) {
+// Text renders the calibration, one line per run and the medians.
+func (r *TDMASlotsResult) Text() string { return report.Sprint(r.write) }
+
+func (r *TDMASlotsResult) write(w io.Writer) {
 	if c := r.Calib; c != nil {
 		fmt.Fprintf(w, "guard (auto): %v = close late %.0f µs + open early %.0f µs + one frame %.0f µs, from the calibration at slot %v:\n", c.Guard, c.LateUs, c.EarlyUs, c.FrameUs, c.Slot)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -364,7 +367,7 @@ func PrintTDMASlots(w io.Writer, r *TDMASlotsResult) {
 // into dir and returns the paths written.
 func WriteTDMASlots(dir string, r *TDMASlotsResult) ([]string, error) {
 	jp, cp := filepath.Join(dir, "slots.json"), filepath.Join(dir, "slots.csv")
-	if err := WriteJSON(jp, r); err != nil {
+	if err := report.WriteJSON(jp, r); err != nil {
 		return nil, err
 	}
 	ff := func(v float64, p int) string { return strconv.FormatFloat(v, 'f', p, 64) }
@@ -375,7 +378,7 @@ func WriteTDMASlots(dir string, r *TDMASlotsResult) ([]string, error) {
 			strconv.Itoa(a.Incomplete), ff(a.OverIdeal, 4), ff(a.GuardNeededUs, 0), ff(a.CtlOverheadPct, 4), ff(a.CPUBusyPct, 1), ff(a.LoadAvg, 2), a.Skipped})
 	}
 	paths := []string{jp}
-	if err := WriteCSV(cp, []string{"slot_ms", "guard_us", "run", "efficiency", "goodput_over_rate", "expected_efficiency", "collisions", "switch_drops", "backlog_p99_frames",
+	if err := report.WriteCSV(cp, []string{"slot_ms", "guard_us", "run", "efficiency", "goodput_over_rate", "expected_efficiency", "collisions", "switch_drops", "backlog_p99_frames",
 		"lost_frames", "incomplete_flows", "completion_over_ideal", "guard_needed_us", "control_overhead_pct", "cpu_busy_pct", "load_avg", "skipped"}, rows); err != nil {
 		return paths, err
 	}
@@ -411,8 +414,8 @@ func PlotSlots(path string, r *TDMASlotsResult) error {
 	if len(r.Runs) > 0 {
 		title += fmt.Sprintf(", guard %v", r.Runs[0].Guard)
 	}
-	return fct.PlotPanels(path, []fct.LinePanel{{Title: title, XLabel: "slot (ms)", YLabel: "efficiency", LogX: true, YMin: 0, YMax: 1.05,
-		Series: []fct.LineSeries{
+	return report.PlotPanels(path, []report.LinePanel{{Title: title, XLabel: "slot (ms)", YLabel: "efficiency", LogX: true, YMin: 0, YMax: 1.05,
+		Series: []report.LineSeries{
 			{Name: "median", X: mx, Y: my, Points: true},
 			{Name: "runs", X: rx, Y: ry, Scatter: true},
 			{Name: "(L − g)/L", X: ex, Y: ey, Ref: true},

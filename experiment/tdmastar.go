@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/fm"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -116,7 +117,7 @@ func sampleSwitch(ns string, n int, stop <-chan struct{}) (func() SwitchStats, e
 				}
 				if len(pk) > 0 {
 					slices.Sort(pk)
-					out.P99BacklogPkts = pk[min(len(pk)-1, len(pk)*99/100)]
+					out.P99BacklogPkts = report.PercentileAbove(pk, 99)
 				}
 				out.Samples = len(pk)
 				return

@@ -174,14 +174,6 @@ func rxPackets(ns, dev string) (uint64, error) {
 	return l.Attrs().Statistics.RxPackets, nil
 }
 
-func jsonIndent(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
 // udpResult is an iperf3 UDP run from h1 to h2.
 type udpResult struct {
 	Packets    int `json:"packets"`

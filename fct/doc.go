@@ -33,9 +33,10 @@
 // iperf FCTs of short flows to be larger and noisier than builtin ones.
 //
 // Statistics (Summarize, NewResults): per arm and size, nearest-rank
-// percentiles over completed flows (value at rank ceil(p/100·n), computed
-// in integer arithmetic), failures counted separately, ratios to a
-// reference arm ("noloss"). Output: WriteTable, WriteJSON, WriteCSV,
+// percentiles over completed flows (report.Percentile: the value at rank
+// ceil(p/100·n), computed in integer arithmetic), failures counted
+// separately, ratios to a reference arm ("noloss"). Output: WriteTable,
+// WriteCSV, JSON through report.Encode or report.WriteJSON,
 // PlotTailCDF/PlotAllSizes (tail CDF PNGs like the paper's Figures 10-12),
 // GoodputTable (Table 3). TCP knobs: ApplyTCPSettings, PaperTCPSettings.
 package fct

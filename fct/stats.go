@@ -3,7 +3,6 @@ package fct
 import (
 	"cmp"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,26 +10,12 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 // Percentiles reported for every arm and size, in percent.
 var Percentiles = []float64{50, 90, 99, 99.9, 99.99}
-
-// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
-// sorted (ascending): the value at 1-based rank ceil(p/100 * n). It is
-// always one of the observed values; ranks are computed in integer
-// arithmetic (p in parts per million) so e.g. p99.99 of 10,000 values is
-// exactly the 9,999th value. It returns 0 for an empty slice.
-func Percentile(sorted []time.Duration, p float64) time.Duration {
-	n := int64(len(sorted))
-	if n == 0 {
-		return 0
-	}
-	ppm := int64(math.Round(p * 1e4))
-	ppm = min(max(ppm, 1), 1e6)
-	rank := (ppm*n + 1e6 - 1) / 1e6
-	return sorted[max(rank, 1)-1]
-}
 
 // Summary is the statistics of one arm and flow size. Percentiles, Min, Max
 // and Mean are over the completed flows only; failed flows (timeouts,
@@ -103,11 +88,11 @@ func Summarize(flows []Flow) []Summary {
 		if len(d) > 0 {
 			s.Min, s.Max = d[0], d[len(d)-1]
 			s.Mean = time.Duration(math.Round(sum / float64(len(d))))
-			s.P50 = Percentile(d, 50)
-			s.P90 = Percentile(d, 90)
-			s.P99 = Percentile(d, 99)
-			s.P999 = Percentile(d, 99.9)
-			s.P9999 = Percentile(d, 99.99)
+			s.P50 = report.Percentile(d, 50)
+			s.P90 = report.Percentile(d, 90)
+			s.P99 = report.Percentile(d, 99)
+			s.P999 = report.Percentile(d, 99.9)
+			s.P9999 = report.Percentile(d, 99.99)
 		}
 		out = append(out, s)
 	}
@@ -193,17 +178,6 @@ func NewResults(flows []Flow, ref string) Results {
 	return Results{Reference: ref, PercentileDefinition: PercentileDefinition, Summaries: sums, Ratios: Ratios(sums, ref)}
 }
 
-// WriteJSON writes v (typically Results or a GoodputTable) as indented JSON.
-func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-func us(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64)
-}
-
 // WriteTable writes an aligned text table of the summaries (FCTs in µs)
 // followed, when ratio rows exist, by a table of ratios to the reference.
 func WriteTable(w io.Writer, r Results) error {
@@ -216,7 +190,7 @@ func WriteTable(w io.Writer, r Results) error {
 	for _, s := range r.Summaries {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t", s.Arm, FormatSize(s.Size), s.Count, s.Failed, s.Retransmitted)
 		for _, v := range s.values() {
-			fmt.Fprintf(tw, "%s\t", us(v))
+			fmt.Fprintf(tw, "%s\t", report.Micros(v))
 		}
 		fmt.Fprintln(tw, "\t")
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 func TestParseSize(t *testing.T) {
@@ -40,38 +42,6 @@ func TestParseSize(t *testing.T) {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
-	}
-}
-
-func durs(vals ...int) []time.Duration {
-	out := make([]time.Duration, len(vals))
-	for i, v := range vals {
-		out[i] = time.Duration(v)
-	}
-	return out
-}
-
-func TestPercentile(t *testing.T) {
-	// 1..10000: nearest rank gives p50=5000, p90=9000, p99=9900,
-	// p99.9=9990, p99.99=9999, p100=10000.
-	d := make([]time.Duration, 10000)
-	for i := range d {
-		d[i] = time.Duration(i + 1)
-	}
-	for p, want := range map[float64]time.Duration{50: 5000, 90: 9000, 99: 9900, 99.9: 9990, 99.99: 9999, 100: 10000, 0.01: 1} {
-		if got := Percentile(d, p); got != want {
-			t.Errorf("p%v of 1..10000 = %d, want %d", p, got, want)
-		}
-	}
-	// Small sample: ranks ceil(p*n): n=5 -> p50 rank 3, p90 rank 5.
-	s := durs(10, 20, 30, 40, 50)
-	for p, want := range map[float64]time.Duration{50: 30, 90: 50, 20: 10, 40: 20, 41: 30, 99.99: 50} {
-		if got := Percentile(s, p); got != want {
-			t.Errorf("p%v of %v = %d, want %d", p, s, got, want)
-		}
-	}
-	if Percentile(nil, 50) != 0 {
-		t.Error("empty percentile")
 	}
 }
 
@@ -148,7 +118,7 @@ func TestSummarizeAndRatios(t *testing.T) {
 func TestJSONShape(t *testing.T) {
 	r := NewResults(testFlows(), "noloss")
 	var b bytes.Buffer
-	if err := WriteJSON(&b, r); err != nil {
+	if err := report.Encode(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -280,7 +250,7 @@ func TestGoodputTable(t *testing.T) {
 		}
 	}
 	var jb bytes.Buffer
-	if err := WriteJSON(&jb, g); err != nil {
+	if err := report.Encode(&jb, g); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(jb.String(), `"gbps": [`) || !strings.Contains(jb.String(), "null") {
@@ -297,57 +267,5 @@ func TestProgressBar(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "50/50") {
 		t.Errorf("progress output %q", b.String())
-	}
-}
-
-func TestPlotBars(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bars.png")
-	err := PlotBars(path, "FCT normalised", "mean FCT / no loss", []string{"10KB", "100KB", "1MB"},
-		[]BarSeries{{Name: "none", Values: []float64{1.5, 2, math.NaN()}}, {Name: "lg", Values: []float64{1.02, 1.01, 1.05}, Labels: true}}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
-		t.Fatalf("%v %v", st, err)
-	}
-	if PlotBars(path, "", "", nil, nil, 1) == nil {
-		t.Fatal("an empty chart was drawn")
-	}
-}
-
-func TestPlotPanels(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "panels.png")
-	err := PlotPanels(path, []LinePanel{
-		{Title: "tcp", XLabel: "time (s)", YLabel: "MiB", Series: []LineSeries{{Name: "h1", X: []float64{0, 1, 2}, Y: []float64{0, 3, 4}}, {Name: "ideal", X: []float64{0, 1.5}, Y: []float64{0, 4}, Ref: true}}},
-		{Title: "tdma", XLabel: "time (s)", YLabel: "MiB", Series: []LineSeries{{Name: "h1", X: []float64{0, 1.6}, Y: []float64{0, 4}, Points: true}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
-		t.Fatalf("%v %v", st, err)
-	}
-	if PlotPanels(path, []LinePanel{{Title: "empty", Series: []LineSeries{{Name: "h1"}}}}) == nil {
-		t.Fatal("a panel without points was drawn")
-	}
-	if PlotPanels(filepath.Join(t.TempDir(), "x.bmp"), []LinePanel{{Series: []LineSeries{{X: []float64{1}, Y: []float64{1}}}}}) == nil {
-		t.Fatal("an unknown format was accepted")
-	}
-}
-func TestPlotLines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "lines.png")
-	err := PlotLines(path, LinesOptions{Title: "t", XLabel: "x", YLabel: "y", LogX: true, Ref: 0.85, RefLabel: "target", YFrom0: true},
-		XYSeries{Name: "a", X: []float64{0.25, 1, 16}, Y: []float64{0.2, 0.8, 0.9}},
-		XYSeries{Name: "b", X: []float64{1, 2}, Y: []float64{0.4, 0.5}, Style: Points},
-		XYSeries{Name: "c", X: []float64{10, 20, 30}, Y: []float64{0.3, 0.6, 1}, Style: Steps},
-		XYSeries{Name: "empty"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
-		t.Fatalf("%v %v", st, err)
-	}
-	if PlotLines(path, LinesOptions{LogX: true}, XYSeries{Name: "x", X: []float64{0}, Y: []float64{1}}) == nil {
-		t.Fatal("a chart with no point on its log axis was drawn")
 	}
 }

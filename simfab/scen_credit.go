@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
 // incastRun runs n sources at the host rate into one host of a one-tier
@@ -21,7 +22,7 @@ type incastOut struct {
 	backlogLeft, unsentVOQ uint64
 }
 
-func incastRun(r *Result, seed uint64, n int, credits bool, loss Loss, offer int64) (*incastOut, error) {
+func incastRun(r *scenario.Result, seed uint64, n int, credits bool, loss Loss, offer int64) (*incastOut, error) {
 	s := New(Config{Seed: seed, Node: func(_ *Node, c *cellify.NodeConfig) { c.Credits = credits }})
 	lc := LinkConfig{Rate: linkRate, Delay: linkDelay, Loss: loss}
 	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
@@ -41,7 +42,7 @@ func incastRun(r *Result, seed uint64, n int, credits bool, loss Loss, offer int
 		}
 	})
 	s.RunFor(offer + 30*ms) // the VOQs drain
-	r.account(s)
+	account(r, s)
 	o.busy = w.busy(0)
 	var total float64
 	for i := range flows {
@@ -75,8 +76,8 @@ func incastRun(r *Result, seed uint64, n int, credits bool, loss Loss, offer int
 // port stays busy (credits run 2 % above its rate) and each source gets its
 // fair share within 5 % (round-robin among equal VOQs). Without credits the
 // egress queue overflows.
-func Incast(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "incast", Seed: seed}
+func Incast(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "incast", Seed: seed}
 	start := time.Now()
 	for _, n := range []int{3, 16} {
 		p := fmt.Sprintf("incast%d_", n)
@@ -91,25 +92,25 @@ func Incast(seed uint64) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.add(p+"fabric_drops", float64(on.fabric), 0, 0, "credits: no cell lost in the fabric")
-		r.add(p+"egress_drops", float64(on.egress), 0, 0, "credits: no frame lost at the egress port")
-		r.add(p+"port_busy", on.busy, 0.95, nan, "credits: the destination port stays busy")
-		r.add(p+"share_dev", on.maxDev, 0, 0.05, "credits: every source within 5 % of its fair share")
-		r.report(p+"voq_drops", float64(on.voq), "the sources' VOQs drop the excess at ingress")
-		r.report(p+"max_voq_bytes", float64(on.maxVOQ), "the largest VOQ backlog when the offer stops")
+		r.Add(p+"fabric_drops", float64(on.fabric), 0, 0, "credits: no cell lost in the fabric")
+		r.Add(p+"egress_drops", float64(on.egress), 0, 0, "credits: no frame lost at the egress port")
+		r.Add(p+"port_busy", on.busy, 0.95, nan, "credits: the destination port stays busy")
+		r.Add(p+"share_dev", on.maxDev, 0, 0.05, "credits: every source within 5 % of its fair share")
+		r.Report(p+"voq_drops", float64(on.voq), "the sources' VOQs drop the excess at ingress")
+		r.Report(p+"max_voq_bytes", float64(on.maxVOQ), "the largest VOQ backlog when the offer stops")
 		off, err := incastRun(r, seed, n, false, nil, 40*ms)
 		if err != nil {
 			return nil, err
 		}
 		if n == 3 {
-			r.add(p+"push_egress_drops", float64(off.egress), 1, nan, "without credits the egress queue overflows")
+			r.Add(p+"push_egress_drops", float64(off.egress), 1, nan, "without credits the egress queue overflows")
 		} else {
 			// 16 Gbit/s into links of 2: the fabric drops 7 cells in 8
 			// and few frames survive whole to fill the port.
-			r.report(p+"push_egress_drops", float64(off.egress), "without credits: frames lost at the egress port")
+			r.Report(p+"push_egress_drops", float64(off.egress), "without credits: frames lost at the egress port")
 		}
-		r.report(p+"push_fabric_drops", float64(off.fabric), "without credits: cells lost in the fabric")
-		r.report(p+"push_goodput", off.delivered/hostRate, "without credits: the port's goodput share")
+		r.Report(p+"push_fabric_drops", float64(off.fabric), "without credits: cells lost in the fabric")
+		r.Report(p+"push_goodput", off.delivered/hostRate, "without credits: the port's goodput share")
 	}
 	r.Wall = time.Since(start)
 	return r, nil
@@ -119,8 +120,8 @@ func Incast(seed uint64) (*Result, error) {
 // grants lost on every link: the port's throughput must stay at least 0.9
 // of the loss-free run's and, once the offer stops, every VOQ must drain
 // (no deadlock: a lost request or grant is repaired by the next refresh).
-func CreditLoss(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "creditloss", Seed: seed}
+func CreditLoss(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "creditloss", Seed: seed}
 	start := time.Now()
 	base, err := incastRun(r, seed, 3, true, nil, 40*ms)
 	if err != nil {
@@ -132,13 +133,13 @@ func CreditLoss(seed uint64) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.add("throughput_ratio", lossy.delivered/base.delivered, 0.9, nan, "≥ 0.9 of the loss-free run")
-	r.add("backlog_left", float64(lossy.backlogLeft), 0, 0, "every VOQ drained after the offer: no deadlock")
-	r.add("unsent_bytes", float64(lossy.unsentVOQ), 0, 0, "every byte requested was granted and sent")
-	r.add("fabric_drops", float64(lossy.fabric), 0, 0, "no cell lost")
-	r.add("egress_drops", float64(lossy.egress), 0, 0, "no frame lost at the egress port")
-	r.report("port_busy_lossfree", base.busy, "")
-	r.report("port_busy_lossy", lossy.busy, "")
+	r.Add("throughput_ratio", lossy.delivered/base.delivered, 0.9, nan, "≥ 0.9 of the loss-free run")
+	r.Add("backlog_left", float64(lossy.backlogLeft), 0, 0, "every VOQ drained after the offer: no deadlock")
+	r.Add("unsent_bytes", float64(lossy.unsentVOQ), 0, 0, "every byte requested was granted and sent")
+	r.Add("fabric_drops", float64(lossy.fabric), 0, 0, "no cell lost")
+	r.Add("egress_drops", float64(lossy.egress), 0, 0, "no frame lost at the egress port")
+	r.Report("port_busy_lossfree", base.busy, "")
+	r.Report("port_busy_lossy", lossy.busy, "")
 	r.Wall = time.Since(start)
 	return r, nil
 }
@@ -152,8 +153,8 @@ func CreditLoss(seed uint64) (*Result, error) {
 // links' capacity over the offer: predicted, ±0.05 for the drop process);
 // in pull A's sources get half A's rate each and B all of its own, so B
 // loses nothing.
-func PushPull(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "pushpull", Seed: seed}
+func PushPull(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "pushpull", Seed: seed}
 	start := time.Now()
 	const size = 1400 // one cell per frame: a lost cell is a lost frame
 	// Wire bytes per frame on a host port and as a cell on a fabric link.
@@ -191,21 +192,21 @@ func PushPull(seed uint64) (*Result, error) {
 		fa2 := s.AddFlow(FlowConfig{Src: h2, Dst: hA, Size: size, Rate: hostRate, Poisson: true, Stop: s.Now + 40*ms})
 		w := measure(s, s.Now+10*ms, s.Now+40*ms, []*Flow{fa1, fb, fa2}, []*Host{hA, hB})
 		s.RunFor(60 * ms)
-		r.account(s)
+		account(r, s)
 		// B's share of what its host handed to e1 in the window (a
 		// Poisson source at the full host rate offers a little more or
 		// less than the rate).
 		b := w.rate(1) / w.offered(1)
 		a := (w.rate(0) + w.rate(2)) / hostRate
 		if credits {
-			r.add("pull_b_share", b, 0.97, nan, "pull: B gets its whole offer")
-			r.add("pull_a_busy", w.busy(0), 0.95, nan, "pull: port A stays busy")
-			r.add("pull_fabric_drops", float64(fabricCellDrops(s)), 0, 0, "pull: nothing lost in the fabric")
+			r.Add("pull_b_share", b, 0.97, nan, "pull: B gets its whole offer")
+			r.Add("pull_a_busy", w.busy(0), 0.95, nan, "pull: port A stays busy")
+			r.Add("pull_fabric_drops", float64(fabricCellDrops(s)), 0, 0, "pull: nothing lost in the fabric")
 		} else {
-			r.report("push_b_predicted", predicted, "the links' capacity into e3 over the offer")
-			r.add("push_b_share", b, predicted-0.05, predicted+0.05, "push: B loses what the oversubscribed links drop (≈ 2/3)")
-			r.report("push_a_share", a, "push: A's port")
-			r.report("push_fabric_drops", float64(fabricCellDrops(s)), "push: cells lost in the fabric")
+			r.Report("push_b_predicted", predicted, "the links' capacity into e3 over the offer")
+			r.Add("push_b_share", b, predicted-0.05, predicted+0.05, "push: B loses what the oversubscribed links drop (≈ 2/3)")
+			r.Report("push_a_share", a, "push: A's port")
+			r.Report("push_fabric_drops", float64(fabricCellDrops(s)), "push: cells lost in the fabric")
 		}
 	}
 	r.Wall = time.Since(start)
@@ -219,8 +220,8 @@ func PushPull(seed uint64) (*Result, error) {
 // after the jump, while the egress queue stays within the scheduler's
 // in-flight bound (which no arrival of every credit outstanding at once
 // can exceed) and nothing is lost.
-func LoopJump(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "loopjump", Seed: seed}
+func LoopJump(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "loopjump", Seed: seed}
 	start := time.Now()
 	const n, d0, jumpAt, offer = 3, 50 * us, 20 * ms, 80 * ms
 	s := New(Config{Seed: seed})
@@ -254,19 +255,19 @@ func LoopJump(seed uint64) (*Result, error) {
 		rttAfter, flyAfter = float64(st.RTT), float64(st.InFlight)
 	})
 	s.RunFor(offer + 60*ms)
-	r.account(s)
+	account(r, s)
 	bound := float64(sched.Config().MaxInFlight)
-	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
-	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
-	r.add("port_busy_before", before.busy(0), 0.95, nan, "short loop: the port stays busy")
-	r.add("port_busy_after", after.busy(0), 0.95, nan, "10× the loop: the port stays busy")
-	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, bound, "the egress queue stays within the in-flight bound")
-	r.report("max_egress_bytes_before", float64(maxEgressBefore), "")
-	r.report("inflight_bound_bytes", bound, "the scheduler's bound on egress queue + credit in flight")
-	r.report("rtt_before_us", rttBefore/1e3, "the credit loop's measured round trip before the jump")
-	r.report("rtt_after_us", rttAfter/1e3, "... after it")
-	r.report("inflight_before_bytes", flyBefore, "credit in flight before the jump")
-	r.report("inflight_after_bytes", flyAfter, "... after it")
+	r.Add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.Add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.Add("port_busy_before", before.busy(0), 0.95, nan, "short loop: the port stays busy")
+	r.Add("port_busy_after", after.busy(0), 0.95, nan, "10× the loop: the port stays busy")
+	r.Add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, bound, "the egress queue stays within the in-flight bound")
+	r.Report("max_egress_bytes_before", float64(maxEgressBefore), "")
+	r.Report("inflight_bound_bytes", bound, "the scheduler's bound on egress queue + credit in flight")
+	r.Report("rtt_before_us", rttBefore/1e3, "the credit loop's measured round trip before the jump")
+	r.Report("rtt_after_us", rttAfter/1e3, "... after it")
+	r.Report("inflight_before_bytes", flyBefore, "credit in flight before the jump")
+	r.Report("inflight_after_bytes", flyAfter, "... after it")
 	return drained(r, s, t, "loopjump", start)
 }
 
@@ -278,8 +279,8 @@ func LoopJump(seed uint64) (*Result, error) {
 // When the node runs again everything arrives at once: the cells held in
 // the reassembly must have counted against the window, so that the
 // egress queue stays within its buffer and nothing is lost.
-func HeldCells(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "heldcells", Seed: seed}
+func HeldCells(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "heldcells", Seed: seed}
 	start := time.Now()
 	const buf, pauseAt, pause, offer = 256 << 10, 20 * ms, 20 * ms, 60 * ms
 	s := New(Config{Seed: seed, WarmUp: 20 * ms, Node: func(_ *Node, c *cellify.NodeConfig) {
@@ -306,13 +307,13 @@ func HeldCells(seed uint64) (*Result, error) {
 		s.At(s.Now+at, func() { peakHeld = max(peakHeld, dst.Edge.ReasmStats().BufferedBytes) })
 	}
 	s.RunFor(offer + 200*ms)
-	r.account(s)
-	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
-	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
-	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, buf, "the egress queue stays within its buffer")
-	r.add("reasm_discards", float64(dst.Edge.ReasmStats().DiscardedRecords), 0, 0, "the hole waited for the paused node")
-	r.add("port_busy_before", w.busy(0), 0.95, nan, "the port is busy before the pause")
-	r.report("reasm_held_peak_bytes", float64(peakHeld), "the reassembly's cells during the pause")
+	account(r, s)
+	r.Add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.Add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.Add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, buf, "the egress queue stays within its buffer")
+	r.Add("reasm_discards", float64(dst.Edge.ReasmStats().DiscardedRecords), 0, 0, "the hole waited for the paused node")
+	r.Add("port_busy_before", w.busy(0), 0.95, nan, "the port is busy before the pause")
+	r.Report("reasm_held_peak_bytes", float64(peakHeld), "the reassembly's cells during the pause")
 	return drained(r, s, t, "heldcells", start)
 }
 
@@ -321,8 +322,8 @@ func HeldCells(seed uint64) (*Result, error) {
 // credit those cells carried must leave the credit in flight with them, or
 // the window fills with credit that never arrives and the port starves
 // (at 5 % a 512 KiB window is gone in about 90 ms).
-func LossyLinks(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "lossylinks", Seed: seed}
+func LossyLinks(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "lossylinks", Seed: seed}
 	start := time.Now()
 	const offer = 200 * ms
 	s := New(Config{Seed: seed})
@@ -338,14 +339,14 @@ func LossyLinks(seed uint64) (*Result, error) {
 	early := measure(s, s.Now+5*ms, s.Now+50*ms, []*Flow{f}, []*Host{dst})
 	late := measure(s, s.Now+offer-50*ms, s.Now+offer, []*Flow{f}, []*Host{dst})
 	s.RunFor(offer + 300*ms)
-	r.account(s)
+	account(r, s)
 	sc := dst.Edge.Scheduler(dst.Port)
-	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
-	r.report("port_busy_early", early.busy(0), "the first 50 ms")
-	r.add("port_busy_late", late.busy(0), 0.9*early.busy(0), nan, "the last 50 ms: as busy as at the start (the lost cells' credit is not held)")
-	r.report("lost_credit_bytes", float64(sc.Stats.LostBytes), "credit in flight given up with the holes skipped")
-	r.report("expired_credit_bytes", float64(sc.Stats.ExpiredBytes), "credit in flight taken for lost after InFlightExpire")
-	r.add("inflight_left", float64(sc.Loop().InFlight), 0, 0, "nothing in flight once every source went quiet")
+	r.Add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.Report("port_busy_early", early.busy(0), "the first 50 ms")
+	r.Add("port_busy_late", late.busy(0), 0.9*early.busy(0), nan, "the last 50 ms: as busy as at the start (the lost cells' credit is not held)")
+	r.Report("lost_credit_bytes", float64(sc.Stats.LostBytes), "credit in flight given up with the holes skipped")
+	r.Report("expired_credit_bytes", float64(sc.Stats.ExpiredBytes), "credit in flight taken for lost after InFlightExpire")
+	r.Add("inflight_left", float64(sc.Loop().InFlight), 0, 0, "nothing in flight once every source went quiet")
 	return accounted(r, s, "lossylinks", start)
 }
 
@@ -355,8 +356,8 @@ func LossyLinks(seed uint64) (*Result, error) {
 // alone: the credit the stalled source cannot use must go to them, so
 // that the port stays busy through the stall; when the stalled edge runs
 // again its cells and everything else stay within the egress buffer.
-func StalledSource(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "stalledsource", Seed: seed}
+func StalledSource(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "stalledsource", Seed: seed}
 	start := time.Now()
 	const n, stallAt, stall, offer = 3, 20 * ms, 20 * ms, 60 * ms
 	s := New(Config{Seed: seed, WarmUp: 10 * ms})
@@ -380,31 +381,31 @@ func StalledSource(seed uint64) (*Result, error) {
 		}
 	})
 	s.RunFor(offer + 100*ms)
-	r.account(s)
+	account(r, s)
 	bound := float64(dst.Edge.Scheduler(dst.Port).Config().MaxInFlight)
-	r.add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
-	r.add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
-	r.add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, bound, "the egress queue stays within the in-flight bound")
-	r.add("port_busy_before", before.busy(0), 0.95, nan, "the port is busy before the stall")
-	r.add("port_busy_during", during.busy(0), 0.95, nan, "the two running sources keep it busy through the stall")
-	r.report("stalled_share_during", during.rate(0)/(during.rate(0)+during.rate(1)+during.rate(2)), "the stalled source's share meanwhile")
+	r.Add("fabric_drops", float64(fabricCellDrops(s)), 0, 0, "no cell lost in the fabric")
+	r.Add("egress_drops", float64(dst.Stats.EgressDrops), 0, 0, "no frame lost at the egress port")
+	r.Add("max_egress_bytes", float64(dst.Stats.MaxEgress), 0, bound, "the egress queue stays within the in-flight bound")
+	r.Add("port_busy_before", before.busy(0), 0.95, nan, "the port is busy before the stall")
+	r.Add("port_busy_during", during.busy(0), 0.95, nan, "the two running sources keep it busy through the stall")
+	r.Report("stalled_share_during", during.rate(0)/(during.rate(0)+during.rate(1)+during.rate(2)), "the stalled source's share meanwhile")
 	return drained(r, s, t, "stalledsource", start)
 }
 
 // drained ends a credit scenario: every VOQ drained after the offer (a
 // check), then accounted.
-func drained(r *Result, s *Sim, t *Topo, name string, start time.Time) (*Result, error) {
+func drained(r *scenario.Result, s *Sim, t *Topo, name string, start time.Time) (*scenario.Result, error) {
 	var backlog uint64
 	for _, e := range t.Edges {
 		backlog += e.Credits().Backlog
 	}
-	r.add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
+	r.Add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
 	return accounted(r, s, name, start)
 }
 
 // accounted ends a credit scenario: no buffer lost track of (an error), and
 // the wall time.
-func accounted(r *Result, s *Sim, name string, start time.Time) (*Result, error) {
+func accounted(r *scenario.Result, s *Sim, name string, start time.Time) (*scenario.Result, error) {
 	if s.Mem.InUse() != s.InFlight() {
 		return nil, fmt.Errorf("%s: %d buffers in use, %d frames held", name, s.Mem.InUse(), s.InFlight())
 	}

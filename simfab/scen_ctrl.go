@@ -3,6 +3,8 @@ package simfab
 import (
 	"fmt"
 	"time"
+
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
 // ctrlCount sums the control frames the edges originated and the cells
@@ -29,7 +31,7 @@ func (c ctrlCount) sub(o ctrlCount) ctrlCount {
 // ctrlCostRun runs flows from the first n hosts of a fabric to its last
 // host, each at rate, for 20 ms, and counts the control frames the edges
 // made per cell they cut in the last 15 ms.
-func ctrlCostRun(r *Result, seed uint64, n int, rate float64, size int) (ctrlCount, *Flow, error) {
+func ctrlCostRun(r *scenario.Result, seed uint64, n int, rate float64, size int) (ctrlCount, *Flow, error) {
 	s := New(Config{Seed: seed})
 	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: LinkConfig{Rate: linkRate, Delay: linkDelay}, Host: HostConfig{Rate: hostRate}})
 	if err := s.Start(); err != nil {
@@ -43,7 +45,7 @@ func ctrlCostRun(r *Result, seed uint64, n int, rate float64, size int) (ctrlCou
 	s.At(s.Now+5*ms, func() { c0 = countCtrl(t.Edges) })
 	s.At(s.Now+20*ms, func() { c1 = countCtrl(t.Edges) })
 	s.RunFor(30 * ms)
-	r.account(s)
+	account(r, s)
 	if s.Mem.InUse() != s.InFlight() {
 		return ctrlCount{}, nil, fmt.Errorf("ctrlcost: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
 	}
@@ -56,8 +58,8 @@ func ctrlCostRun(r *Result, seed uint64, n int, rate float64, size int) (ctrlCou
 // carry cumulative totals, so one per gap (CreditClientConfig.Gap) says as
 // much as one per frame. Each simulated frame is a batch of its own; the
 // dataplane's batches of frames add no request beyond their first.
-func CtrlCost(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "ctrlcost", Seed: seed}
+func CtrlCost(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "ctrlcost", Seed: seed}
 	start := time.Now()
 	for _, c := range []struct {
 		name       string
@@ -75,12 +77,12 @@ func CtrlCost(seed uint64) (*Result, error) {
 			return nil, err
 		}
 		cells := float64(max(k.cells, 1))
-		r.add(c.name+"_req_per_cell", float64(k.req)/cells, nan, c.maxReqCell, "credit requests per cell: under one per two cells (one per frame before the request gap)")
-		r.report(c.name+"_grant_per_cell", float64(k.grant)/cells, "credit grants per cell")
-		r.report(c.name+"_reach_per_cell", float64(k.reach)/cells, "REACH frames per cell")
-		r.report(c.name+"_ctrl_per_cell", float64(k.req+k.grant+k.reach)/cells, "control frames per cell")
+		r.Add(c.name+"_req_per_cell", float64(k.req)/cells, nan, c.maxReqCell, "credit requests per cell: under one per two cells (one per frame before the request gap)")
+		r.Report(c.name+"_grant_per_cell", float64(k.grant)/cells, "credit grants per cell")
+		r.Report(c.name+"_reach_per_cell", float64(k.reach)/cells, "REACH frames per cell")
+		r.Report(c.name+"_ctrl_per_cell", float64(k.req+k.grant+k.reach)/cells, "control frames per cell")
 		if c.n == 1 {
-			r.add(c.name+"_lost", float64(f.Lost()), 0, 0, "no frame lost")
+			r.Add(c.name+"_lost", float64(f.Lost()), 0, 0, "no frame lost")
 		}
 	}
 	r.Wall = time.Since(start)

@@ -3,6 +3,8 @@ package simfab
 import (
 	"fmt"
 	"time"
+
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
 // ctrlLossOut is what a control-loss run measured.
@@ -18,7 +20,7 @@ type ctrlLossOut struct {
 // one-tier fabric (3 edges, 4 uplinks each over 2 fabric nodes) for 40 ms;
 // fault scripts losses on every link through tl from t0 (the flows' start).
 // The late window is from 25 ms to 40 ms.
-func ctrlLossRun(r *Result, seed uint64, fault func(s *Sim, t *Topo, tl *TypeLoss, t0 int64)) (*ctrlLossOut, error) {
+func ctrlLossRun(r *scenario.Result, seed uint64, fault func(s *Sim, t *Topo, tl *TypeLoss, t0 int64)) (*ctrlLossOut, error) {
 	s := New(Config{Seed: seed})
 	tl := &TypeLoss{}
 	t := Clos(s, ClosConfig{Edges: 3, Uplinks: 4, Tier1: 2, Link: LinkConfig{Rate: linkRate, Delay: linkDelay, Loss: tl}, Host: HostConfig{Rate: hostRate}})
@@ -36,7 +38,7 @@ func ctrlLossRun(r *Result, seed uint64, fault func(s *Sim, t *Topo, tl *TypeLos
 	}
 	w := measure(s, t0+25*ms, t0+40*ms, flows, []*Host{dst})
 	s.RunFor(60 * ms)
-	r.account(s)
+	account(r, s)
 	o := &ctrlLossOut{}
 	for i := range flows {
 		o.late += w.rate(i)
@@ -67,8 +69,8 @@ func ctrlLossRun(r *Result, seed uint64, fault func(s *Sim, t *Topo, tl *TypeLos
 // at 0.3 of its rate for 3 ms): the grant that reopens the VOQs is lost.
 // Each run must carry, 10 ms after its losses end, at least 0.95 of the
 // loss-free run, and leave no backlog and no byte requested and unsent.
-func CtrlLoss(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "ctrlloss", Seed: seed}
+func CtrlLoss(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "ctrlloss", Seed: seed}
 	start := time.Now()
 	base, err := ctrlLossRun(r, seed, nil)
 	if err != nil {
@@ -106,16 +108,16 @@ func CtrlLoss(seed uint64) (*Result, error) {
 			return nil, err
 		}
 		p := c.name + "_"
-		r.add(p+"late_ratio", o.late/base.late, 0.95, nan, "throughput 10 ms after the losses end, over the loss-free run's")
-		r.add(p+"backlog_left", float64(o.backlogLeft), 0, 0, "every VOQ drained: no stall")
-		r.add(p+"unsent_bytes", float64(o.unsent), 0, 0, "every byte requested was granted and sent")
+		r.Add(p+"late_ratio", o.late/base.late, 0.95, nan, "throughput 10 ms after the losses end, over the loss-free run's")
+		r.Add(p+"backlog_left", float64(o.backlogLeft), 0, 0, "every VOQ drained: no stall")
+		r.Add(p+"unsent_bytes", float64(o.unsent), 0, 0, "every byte requested was granted and sent")
 		if c.name == "reopen_grant" {
-			r.add(p+"stopped", float64(o.stopped), 1, nan, "the destination's grants stopped above the egress threshold")
+			r.Add(p+"stopped", float64(o.stopped), 1, nan, "the destination's grants stopped above the egress threshold")
 		}
 		if c.excl {
-			r.add(p+"exclusions", float64(o.exclusions), 1, nan, "the links left the tables (and came back)")
+			r.Add(p+"exclusions", float64(o.exclusions), 1, nan, "the links left the tables (and came back)")
 		} else {
-			r.report(p+"exclusions", float64(o.exclusions), "links excluded")
+			r.Report(p+"exclusions", float64(o.exclusions), "links excluded")
 		}
 	}
 	r.Wall = time.Since(start)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
 // LinkDeath kills one of a bundle's 4 links (50 µs long) 10 ms into a
@@ -15,8 +16,8 @@ import (
 // on the wire): 1500 B frames in 1460 B cells, so at most 2 per cell. With
 // LinkGuardian under the cells (and 0.1 % random loss on every link for
 // good measure) the held cells are sprayed again: nothing is lost.
-func LinkDeath(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "linkdeath", Seed: seed}
+func LinkDeath(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "linkdeath", Seed: seed}
 	start := time.Now()
 	for _, lg := range []bool{false, true} {
 		s := New(Config{Seed: seed})
@@ -42,20 +43,20 @@ func LinkDeath(seed uint64) (*Result, error) {
 		}
 		s.At(s.Now+10*ms, kill)
 		s.RunFor(40 * ms)
-		r.account(s)
+		account(r, s)
 		if s.Mem.InUse() != s.InFlight() {
 			return nil, fmt.Errorf("linkdeath: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
 		}
 		heldCells := dead.AB.Stats.DeathCells
 		if lg {
-			r.add("lg_lost", float64(f.Lost()), 0, 0, "LinkGuardian: no frame lost")
-			r.add("lg_handed_back", float64(dead.AB.Stats.HandedBack), 1, nan, "the dead link's held frames went back to the sprayer")
-			r.report("lg_retransmissions", float64(s.retx()), "random losses repaired link-locally")
-			r.add("lg_out_of_order", float64(f.Stats.Reordered+f.Stats.Dup), 0, 0, "and delivered once, in order")
+			r.Add("lg_lost", float64(f.Lost()), 0, 0, "LinkGuardian: no frame lost")
+			r.Add("lg_handed_back", float64(dead.AB.Stats.HandedBack), 1, nan, "the dead link's held frames went back to the sprayer")
+			r.Report("lg_retransmissions", float64(s.retx()), "random losses repaired link-locally")
+			r.Add("lg_out_of_order", float64(f.Stats.Reordered+f.Stats.Dup), 0, 0, "and delivered once, in order")
 		} else {
-			r.add("plain_lost", float64(f.Lost()), 1, float64(2*heldCells), "≥ 1 and ≤ 2 per cell the link held")
-			r.report("plain_cells_held", float64(heldCells), "cells queued or on the wire when the link died")
-			r.add("plain_blackholed", float64(dead.AB.Stats.Blackholed), 0, 0, "nothing sent to the dead link after the carrier went")
+			r.Add("plain_lost", float64(f.Lost()), 1, float64(2*heldCells), "≥ 1 and ≤ 2 per cell the link held")
+			r.Report("plain_cells_held", float64(heldCells), "cells queued or on the wire when the link died")
+			r.Add("plain_blackholed", float64(dead.AB.Stats.Blackholed), 0, 0, "nothing sent to the dead link after the carrier went")
 		}
 	}
 	r.Wall = time.Since(start)
@@ -80,8 +81,8 @@ func (s *Sim) retx() uint64 {
 // excludes it, 5e-4 (between LossClear 1e-4 and LossFaulty) keeps it out,
 // 5e-5 lets it return after Th intervals; 5e-4 on a usable link 0 leaves
 // it in.
-func Exclusion(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "exclusion", Seed: seed}
+func Exclusion(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "exclusion", Seed: seed}
 	start := time.Now()
 	s := New(Config{Seed: seed, LossReport: ms})
 	t := Bundle(s, 4, LinkConfig{Rate: linkRate, Delay: linkDelay}, HostConfig{Rate: hostRate})
@@ -118,7 +119,7 @@ func Exclusion(seed uint64) (*Result, error) {
 	var back3 int64
 	s.At(t0+46*ms, func() { feed(3, 5e-5); back3 = s.Now })
 	s.RunFor(160 * ms)
-	r.account(s)
+	account(r, s)
 
 	l2 := e1.Reach().Link(2)
 	first := min(lossy.AB.Stats.FirstLoss, lossy.BA.Stats.FirstLoss)
@@ -126,25 +127,25 @@ func Exclusion(seed uint64) (*Result, error) {
 		first = max(lossy.AB.Stats.FirstLoss, lossy.BA.Stats.FirstLoss)
 	}
 	out2 := max(l2.LastExcluded, e2.Reach().Link(2).LastExcluded)
-	r.add("excluded_after_us", float64(out2-first)/1e3, 0, float64(ms+2*iv)/1e3,
+	r.Add("excluded_after_us", float64(out2-first)/1e3, 0, float64(ms+2*iv)/1e3,
 		"both ends out within a report period and a REACH of the first loss")
-	r.add("exclusions", float64(l2.Exclusions), 1, 1, "once: no flapping while lossy")
-	r.add("cells_while_excluded", float64(cellsWhileOut), 0, 0, "no cell sprayed onto it while out")
+	r.Add("exclusions", float64(l2.Exclusions), 1, 1, "once: no flapping while lossy")
+	r.Add("cells_while_excluded", float64(cellsWhileOut), 0, 0, "no cell sprayed onto it while out")
 	// Back once the monitor's 512 frames hold no loss (an excluded link
 	// carries one REACH per interval: 512 intervals), the next report
 	// (1 ms) and Th good intervals; not before Th intervals.
-	r.add("returned_after_ms", float64(l2.LastReturned-(t0+30*ms))/1e6, float64(th*iv)/1e6, float64(512*iv+ms+(th+1)*iv)/1e6,
+	r.Add("returned_after_ms", float64(l2.LastReturned-(t0+30*ms))/1e6, float64(th*iv)/1e6, float64(512*iv+ms+(th+1)*iv)/1e6,
 		"after the monitor's window is clean and Th good intervals")
 	l3 := e1.Reach().Link(3)
 	out := 0.0
 	if !usable3[0] && !usable3[1] {
 		out = 1
 	}
-	r.add("hysteresis_held_out", out, 1, 1, "5e-4 (between clear and faulty) keeps an excluded link out")
-	r.add("hysteresis_return_us", float64(l3.LastReturned-back3)/1e3, float64((th-1)*iv)/1e3, float64((th+1)*iv)/1e3,
+	r.Add("hysteresis_held_out", out, 1, 1, "5e-4 (between clear and faulty) keeps an excluded link out")
+	r.Add("hysteresis_return_us", float64(l3.LastReturned-back3)/1e3, float64((th-1)*iv)/1e3, float64((th+1)*iv)/1e3,
 		"returns Th intervals after the rate falls below LossClear")
-	r.add("hysteresis_link0_exclusions", float64(e1.Reach().Link(0).Exclusions), 0, 0, "5e-4 does not exclude a usable link")
-	r.report("flow_lost", float64(f.Lost()), "frames lost to the 2 % before the exclusion")
+	r.Add("hysteresis_link0_exclusions", float64(e1.Reach().Link(0).Exclusions), 0, 0, "5e-4 does not exclude a usable link")
+	r.Report("flow_lost", float64(f.Lost()), "frames lost to the 2 % before the exclusion")
 	r.Wall = time.Since(start)
 	return r, nil
 }
@@ -153,8 +154,8 @@ func Exclusion(seed uint64) (*Result, error) {
 // frames in 1460 B cells over a 2-link bundle: the reassembly must skip
 // the hole once, after its timeout, discard exactly the records the cell
 // touched, and deliver every other frame in order.
-func ReasmTimeout(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "reasm", Seed: seed}
+func ReasmTimeout(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "reasm", Seed: seed}
 	start := time.Now()
 	s := New(Config{Seed: seed})
 	t := Bundle(s, 2, LinkConfig{Rate: linkRate, Delay: linkDelay}, HostConfig{Rate: hostRate})
@@ -165,17 +166,17 @@ func ReasmTimeout(seed uint64) (*Result, error) {
 	}
 	f := s.AddFlow(FlowConfig{Src: t.Hosts[0], Dst: t.Hosts[1], Size: 1500, Rate: 0.5e9, Stop: s.Now + 20*ms})
 	s.RunFor(30 * ms)
-	r.account(s)
+	account(r, s)
 	if len(drop.Dropped) != 1 {
 		return nil, fmt.Errorf("reasm: %d cells dropped", len(drop.Dropped))
 	}
 	touched := recordsTouched(drop.Dropped[0])
 	rs := t.Edges[1].ReasmStats()
-	r.add("timeouts", float64(rs.Timeouts), 1, 1, "one hole skipped")
-	r.add("discarded_records", float64(rs.DiscardedRecords), float64(touched), float64(touched), "exactly the records the lost cell touched")
-	r.add("frames_lost", float64(f.Lost()), float64(touched), float64(touched), "and no other frame")
-	r.add("out_of_order", float64(f.Stats.Reordered+f.Stats.Dup), 0, 0, "the rest in order, once")
-	r.report("records_touched", float64(touched), "by the lost cell")
+	r.Add("timeouts", float64(rs.Timeouts), 1, 1, "one hole skipped")
+	r.Add("discarded_records", float64(rs.DiscardedRecords), float64(touched), float64(touched), "exactly the records the lost cell touched")
+	r.Add("frames_lost", float64(f.Lost()), float64(touched), float64(touched), "and no other frame")
+	r.Add("out_of_order", float64(f.Stats.Reordered+f.Stats.Dup), 0, 0, "the rest in order, once")
+	r.Report("records_touched", float64(touched), "by the lost cell")
 	r.Wall = time.Since(start)
 	return r, nil
 }
@@ -210,8 +211,8 @@ func recordsTouched(cell []byte) int {
 // e3 and their queues drop; with FCI (fabric nodes mark above 32 KiB) e3's
 // scheduler lowers e1's credit rate: far fewer drops and a granted rate
 // below the port's.
-func FCI(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "fci", Seed: seed}
+func FCI(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "fci", Seed: seed}
 	start := time.Now()
 	drops := map[bool]float64{}
 	for _, fci := range []bool{false, true} {
@@ -236,7 +237,7 @@ func FCI(seed uint64) (*Result, error) {
 		var granted float64
 		s.At(s.Now+30*ms, func() { granted = float64(e3.Scheduler(0).Stats.GrantedBytes-g0) * 8 / 20e-3 })
 		s.RunFor(40 * ms)
-		r.account(s)
+		account(r, s)
 		d := float64(fabricCellDrops(s))
 		drops[fci] = d
 		if fci {
@@ -244,18 +245,18 @@ func FCI(seed uint64) (*Result, error) {
 			for _, fb := range t.Fabric {
 				marks += fb.Stats.FCIMarks
 			}
-			r.add("fci_marks", float64(marks), 1, nan, "the fabric nodes marked cells")
-			r.add("fci_decreases", float64(e3.Scheduler(0).Stats.FCIDecreases), 1, nan, "e3's scheduler lowered e1's rate")
-			r.add("fci_granted_ratio", granted/e3.Scheduler(0).CreditRate(), nan, 0.9, "credit granted below the credit rate")
-			r.report("fci_drops", d, "cells lost in the fabric with FCI")
-			r.report("fci_goodput", float64(f.Stats.RecvBytes)*8/30e-3/hostRate, "")
+			r.Add("fci_marks", float64(marks), 1, nan, "the fabric nodes marked cells")
+			r.Add("fci_decreases", float64(e3.Scheduler(0).Stats.FCIDecreases), 1, nan, "e3's scheduler lowered e1's rate")
+			r.Add("fci_granted_ratio", granted/e3.Scheduler(0).CreditRate(), nan, 0.9, "credit granted below the credit rate")
+			r.Report("fci_drops", d, "cells lost in the fabric with FCI")
+			r.Report("fci_goodput", float64(f.Stats.RecvBytes)*8/30e-3/hostRate, "")
 		} else {
-			r.report("nofci_drops", d, "cells lost in the fabric without FCI")
-			r.report("nofci_granted_ratio", granted/e3.Scheduler(0).CreditRate(), "")
-			r.report("nofci_goodput", float64(f.Stats.RecvBytes)*8/30e-3/hostRate, "")
+			r.Report("nofci_drops", d, "cells lost in the fabric without FCI")
+			r.Report("nofci_granted_ratio", granted/e3.Scheduler(0).CreditRate(), "")
+			r.Report("nofci_goodput", float64(f.Stats.RecvBytes)*8/30e-3/hostRate, "")
 		}
 	}
-	r.add("drop_ratio", drops[true]/max(drops[false], 1), nan, 0.5, "FCI at least halves the fabric drops")
+	r.Add("drop_ratio", drops[true]/max(drops[false], 1), nan, 0.5, "FCI at least halves the fabric drops")
 	r.Wall = time.Since(start)
 	return r, nil
 }

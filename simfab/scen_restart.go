@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/internal/scenario"
 	"github.com/linkfabric/linkfabric/link"
 )
 
@@ -43,7 +44,7 @@ type restartOut struct {
 
 // restartRun runs a 0.5 Gbit/s flow from e1 to e2 over two fabric nodes
 // (4 uplinks per edge) for 30 ms and restarts one node 10 ms in.
-func restartRun(r *Result, seed uint64, c restartCase) (*restartOut, error) {
+func restartRun(r *scenario.Result, seed uint64, c restartCase) (*restartOut, error) {
 	s := New(Config{Seed: seed, Node: func(n *Node, nc *cellify.NodeConfig) {
 		if n.Tier == cellify.TierEdge {
 			nc.FirstSeq = c.firstSeq
@@ -100,7 +101,7 @@ func restartRun(r *Result, seed uint64, c restartCase) (*restartOut, error) {
 	}
 	s.At(t0+10*ms+c.down, watch)
 	s.RunFor(40 * ms)
-	r.account(s)
+	account(r, s)
 	if s.Mem.InUse() != s.InFlight() {
 		return nil, fmt.Errorf("restart %s: %d buffers in use, %d frames held", c.name, s.Mem.InUse(), s.InFlight())
 	}
@@ -145,8 +146,8 @@ func forgeCell(s *Sim, to, src *Node) {
 // of order, and every frame sent once the restarted node had time to come
 // back (its links, a credit refresh, a reassembly timeout) must arrive. A
 // cell with a forged epoch of the source costs EpochHold more, no stall.
-func Restart(seed uint64) (*Result, error) {
-	r := &Result{Scenario: "restart", Seed: seed}
+func Restart(seed uint64) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "restart", Seed: seed}
 	start := time.Now()
 	src := func(t *Topo) *Node { return t.Edges[0] }
 	dst := func(t *Topo) *Node { return t.Edges[1] }
@@ -166,12 +167,12 @@ func Restart(seed uint64) (*Result, error) {
 			return nil, err
 		}
 		p := c.name + "_"
-		r.add(p+"stale", float64(o.dup+o.reord), 0, 0, "nothing delivered twice or out of order")
-		r.add(p+"missing", float64(o.missing), 0, 0, "every frame sent after the resume bound arrives: no wedge")
-		r.add(p+"resume_us", o.resumeUs, 0, float64(o.bound)/1e3, "the flow resumes within the bound after the restart")
-		r.report(p+"lost", float64(o.lost), "frames lost to the restart")
+		r.Add(p+"stale", float64(o.dup+o.reord), 0, 0, "nothing delivered twice or out of order")
+		r.Add(p+"missing", float64(o.missing), 0, 0, "every frame sent after the resume bound arrives: no wedge")
+		r.Add(p+"resume_us", o.resumeUs, 0, float64(o.bound)/1e3, "the flow resumes within the bound after the restart")
+		r.Report(p+"lost", float64(o.lost), "frames lost to the restart")
 		if c.node == nil || c.name != "fabric" && c.name != "fabric_long" {
-			r.add(p+"peer_restarts", float64(o.peerRestarts), 1, nan, "the peer edge saw the new epoch")
+			r.Add(p+"peer_restarts", float64(o.peerRestarts), 1, nan, "the peer edge saw the new epoch")
 		}
 	}
 	r.Wall = time.Since(start)

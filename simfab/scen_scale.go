@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
 // ScaleConfig sizes the scale scenario.
@@ -38,7 +39,7 @@ type scaleRun struct {
 // scaleOnce runs one traffic pattern: uniform (every host to every other
 // at load·rate in all, Poisson) or a permutation (perm: each host to
 // one other at the full rate, in FlowsPerPair flows).
-func scaleOnce(r *Result, seed uint64, sc ScaleConfig, mode cellify.SprayMode, load float64, perm bool) (*scaleRun, error) {
+func scaleOnce(r *scenario.Result, seed uint64, sc ScaleConfig, mode cellify.SprayMode, load float64, perm bool) (*scaleRun, error) {
 	const size = 1400 // a frame fits a cell: at low load a VOQ sends one frame a grant
 	hostWire := float64(size + 24)
 	// Fabric bytes per host byte: a cell per frame.
@@ -106,7 +107,7 @@ func scaleOnce(r *Result, seed uint64, sc ScaleConfig, mode cellify.SprayMode, l
 		out.util = u / float64(len(dirs))
 	})
 	s.Run(t1)
-	r.account(s)
+	account(r, s)
 	var cnt, sum float64
 	for k, c := range hist {
 		cnt += float64(c)
@@ -145,13 +146,13 @@ func md1(u float64) float64 { return u + u*u/(2*(1-u)) }
 // vary). Permutation traffic at the full host rate, 8 flows a pair: the
 // mean received share with perm spraying is ≥ 0.9 (Stardust Fig. 10: 94 %)
 // and hash's is well below (≤ 0.8 × perm's).
-func Scale(seed uint64) (*Result, error) {
+func Scale(seed uint64) (*scenario.Result, error) {
 	return ScaleWith(seed, DefaultScale())
 }
 
 // ScaleWith runs the scale scenario with the given sizes.
-func ScaleWith(seed uint64, sc ScaleConfig) (*Result, error) {
-	r := &Result{Scenario: "scale", Seed: seed}
+func ScaleWith(seed uint64, sc ScaleConfig) (*scenario.Result, error) {
+	r := &scenario.Result{Scenario: "scale", Seed: seed}
 	start := time.Now()
 	prevQ := -1.0
 	for _, load := range sc.Loads {
@@ -160,14 +161,14 @@ func ScaleWith(seed uint64, sc ScaleConfig) (*Result, error) {
 			return nil, err
 		}
 		p := fmt.Sprintf("uniform%02.0f_", load*100)
-		r.report(p+"utilisation", u.util, "mean busy share of the fabric links")
-		r.add(p+"mean_queue", u.meanQ, nan, 1.2*md1(u.util), "≤ M/D/1's at this utilisation (×1.2)")
-		r.report(p+"md1_mean_queue", md1(u.util), "M/D/1 at this utilisation")
-		r.report(p+"p_queue_ge_4", u.tail[4], "share of arrivals finding 4 or more cells")
-		r.report(p+"p_queue_ge_16", u.tail[16], "... 16 or more")
-		r.add(p+"hop_and_route_drops", float64(u.hopDrops+u.noRoute), 0, 0, "tiers keep every cell on a route")
+		r.Report(p+"utilisation", u.util, "mean busy share of the fabric links")
+		r.Add(p+"mean_queue", u.meanQ, nan, 1.2*md1(u.util), "≤ M/D/1's at this utilisation (×1.2)")
+		r.Report(p+"md1_mean_queue", md1(u.util), "M/D/1 at this utilisation")
+		r.Report(p+"p_queue_ge_4", u.tail[4], "share of arrivals finding 4 or more cells")
+		r.Report(p+"p_queue_ge_16", u.tail[16], "... 16 or more")
+		r.Add(p+"hop_and_route_drops", float64(u.hopDrops+u.noRoute), 0, 0, "tiers keep every cell on a route")
 		if prevQ >= 0 {
-			r.add(p+"queue_grows", b2f(u.meanQ > prevQ), 1, 1, "the mean queue grows with the load")
+			r.Add(p+"queue_grows", b2f(u.meanQ > prevQ), 1, 1, "the mean queue grows with the load")
 		}
 		prevQ = u.meanQ
 	}
@@ -180,12 +181,12 @@ func ScaleWith(seed uint64, sc ScaleConfig) (*Result, error) {
 		p := "perm_traffic_" + mode.String() + "_"
 		if mode == cellify.SprayPerm {
 			permShare = u.recvShare
-			r.add(p+"mean_utilisation", u.recvShare, 0.9, nan, "Stardust Fig. 10: 94 %")
+			r.Add(p+"mean_utilisation", u.recvShare, 0.9, nan, "Stardust Fig. 10: 94 %")
 		} else {
-			r.add(p+"mean_utilisation", u.recvShare, nan, 0.8*permShare, "well below perm's (≤ 0.8×)")
+			r.Add(p+"mean_utilisation", u.recvShare, nan, 0.8*permShare, "well below perm's (≤ 0.8×)")
 		}
-		r.report(p+"fabric_drops", float64(u.fabricDrops), "")
-		r.report(p+"link_utilisation", u.util, "mean busy share of the fabric links")
+		r.Report(p+"fabric_drops", float64(u.fabricDrops), "")
+		r.Report(p+"link_utilisation", u.util, "mean busy share of the fabric links")
 	}
 	r.Wall = time.Since(start)
 	if math.IsNaN(permShare) {

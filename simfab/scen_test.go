@@ -3,9 +3,11 @@ package simfab
 import (
 	"os"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
-func runScenario(t *testing.T, name string) *Result {
+func runScenario(t *testing.T, name string) *scenario.Result {
 	t.Helper()
 	sc, ok := Find(name)
 	if !ok {
@@ -19,7 +21,7 @@ func runScenario(t *testing.T, name string) *Result {
 }
 
 // checkFigures fails the test for every figure of r out of its range.
-func checkFigures(t *testing.T, name string, r *Result, err error) *Result {
+func checkFigures(t *testing.T, name string, r *scenario.Result, err error) *scenario.Result {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

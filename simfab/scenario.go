@@ -1,96 +1,22 @@
 package simfab
 
 import (
-	"fmt"
 	"math"
-	"time"
+
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
-
-// Figure is one measured value of a scenario and the range it must fall in
-// for the scenario to pass (NaN: that side is open).
-type Figure struct {
-	Name     string // snake_case
-	Value    float64
-	Min, Max float64
-	Why      string // what the range stands for
-}
-
-// OK reports whether the value is within its range.
-func (f *Figure) OK() bool {
-	return !math.IsNaN(f.Value) && (math.IsNaN(f.Min) || f.Value >= f.Min) && (math.IsNaN(f.Max) || f.Value <= f.Max)
-}
-
-// Range renders the accepted range.
-func (f *Figure) Range() string {
-	switch {
-	case math.IsNaN(f.Min) && math.IsNaN(f.Max):
-		return "(reported)"
-	case math.IsNaN(f.Min):
-		return fmt.Sprintf("≤ %g", f.Max)
-	case math.IsNaN(f.Max):
-		return fmt.Sprintf("≥ %g", f.Min)
-	case f.Min == f.Max:
-		return fmt.Sprintf("= %g", f.Min)
-	}
-	return fmt.Sprintf("[%g, %g]", f.Min, f.Max)
-}
-
-// Result is what a scenario measured.
-type Result struct {
-	Scenario string
-	Seed     uint64
-	Figures  []Figure
-	SimNs    int64  // simulated time, all runs
-	Events   uint64 // events, all runs
-	Wall     time.Duration
-}
 
 var nan = math.NaN()
 
-// add records a figure.
-func (r *Result) add(name string, v, lo, hi float64, why string) {
-	r.Figures = append(r.Figures, Figure{Name: name, Value: v, Min: lo, Max: hi, Why: why})
-}
-
-// report records a figure without a range.
-func (r *Result) report(name string, v float64, why string) { r.add(name, v, nan, nan, why) }
-
-// Pass reports whether every figure is within its range.
-func (r *Result) Pass() bool {
-	for i := range r.Figures {
-		if !r.Figures[i].OK() {
-			return false
-		}
-	}
-	return true
-}
-
-// Get returns the named figure's value (NaN if absent).
-func (r *Result) Get(name string) float64 {
-	for _, f := range r.Figures {
-		if f.Name == name {
-			return f.Value
-		}
-	}
-	return nan
-}
-
-func (r *Result) account(s *Sim) {
+// account adds s's simulated time and events to r.
+func account(r *scenario.Result, s *Sim) {
 	r.SimNs += s.Now
 	r.Events += s.Events
 }
 
-// Scenario is a named experiment on simulated fabrics.
-type Scenario struct {
-	Name  string
-	Brief string
-	Slow  bool // takes more than ~10 s of wall time
-	Run   func(seed uint64) (*Result, error)
-}
-
 // Scenarios lists every scenario, in the order of the design study.
-func Scenarios() []Scenario {
-	return []Scenario{
+func Scenarios() []scenario.Scenario {
+	return []scenario.Scenario{
 		{Name: "packing", Brief: "random frame sizes 60–9000 B through a bundle at cell sizes from 64 B: every frame once, in order", Run: Packing},
 		{Name: "balance", Brief: "bytes per link of a 4-link bundle: max/mean per spray mode", Run: Balance},
 		{Name: "elephants", Brief: "4 elephants hashed on a 4-link bundle: links used over seeds (4·(1−(3/4)^4) ≈ 2.73)", Run: Elephants},
@@ -113,14 +39,7 @@ func Scenarios() []Scenario {
 }
 
 // Find returns the scenario of that name.
-func Find(name string) (Scenario, bool) {
-	for _, sc := range Scenarios() {
-		if sc.Name == name {
-			return sc, true
-		}
-	}
-	return Scenario{}, false
-}
+func Find(name string) (scenario.Scenario, bool) { return scenario.Find(Scenarios(), name) }
 
 // Common rates of the small scenarios: hosts at 1 Gbit/s, fabric links at
 // 500 Mbit/s (the design's fabric3), 1 µs of propagation.

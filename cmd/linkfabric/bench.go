@@ -59,7 +59,7 @@ measured with 60-byte frames.`,
 			if err != nil {
 				return err
 			}
-			return report(res, res.Table(), outJSON, asJSON)
+			return writeResult(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

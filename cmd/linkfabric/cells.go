@@ -112,7 +112,7 @@ func (o *cellsOut) flags(f *pflag.FlagSet, name string) {
 
 // write reports res, writes its CSV and fails if the summary's checks did.
 func (o *cellsOut) write(res any, text string, summary map[string]any, writeCSV func(string) error) error {
-	if err := report(res, text, o.json, o.asJSON); err != nil {
+	if err := writeResult(res, text, o.json, o.asJSON); err != nil {
 		return err
 	}
 	if o.csv != "" {

@@ -54,7 +54,7 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			if err != nil {
 				return err
 			}
-			if err := report(res, res.Text(), outJSON, asJSON); err != nil {
+			if err := writeResult(res, res.Text(), outJSON, asJSON); err != nil {
 				return err
 			}
 			if ok, _ := res.Summary["check"].(bool); !ok && len(res.Runs) > 0 {

@@ -52,7 +52,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err != nil {
 				return err
 			}
-			return report(res, res.Text(), outJSON, asJSON)
+			return writeResult(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -111,7 +111,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err != nil {
 				return err
 			}
-			return report(res, res.Text(), outJSON, asJSON)
+			return writeResult(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -54,7 +54,7 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 			if err != nil {
 				return err
 			}
-			return report(res, res.Text(), outJSON, asJSON)
+			return writeResult(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -98,7 +98,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 					return err
 				}
 			}
-			return reportWritten(res, res.Table(), files, asJSON)
+			return reportWritten(res, res.Text(), files, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -55,7 +55,7 @@ measuring (no root).`,
 				if err != nil {
 					return err
 				}
-				return report(res, res.Text(), "", asJSON)
+				return writeResult(res, res.Text(), "", asJSON)
 			}
 			if err := requireRoot("fec table"); err != nil {
 				return err
@@ -72,7 +72,7 @@ measuring (no root).`,
 			if err != nil {
 				return err
 			}
-			return report(res, res.Text(), outDir, asJSON)
+			return writeResult(res, res.Text(), outDir, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -257,7 +257,7 @@ fraction of groups that failed against RAIL's formula.`,
 						return err
 					}
 				}
-				return report(res, text, outJSON, asJSON)
+				return writeResult(res, text, outJSON, asJSON)
 			}
 			if sim {
 				if err := cfg.Normalize(); err != nil {

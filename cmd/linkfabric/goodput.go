@@ -59,7 +59,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 			if err != nil {
 				return err
 			}
-			return report(res, res.Text(), outJSON, asJSON)
+			return writeResult(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -6,9 +6,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/spf13/cobra"
 )
 
@@ -30,8 +28,11 @@ func main() {
 		Use:   "linkfabric",
 		Short: "Datacenter link-layer mechanisms as a userspace AF_XDP dataplane",
 		Long: `linkfabric runs link-layer mechanisms that datacenter papers build in switch
-hardware on ordinary Linux interfaces, through AF_XDP and eBPF/XDP:
-LinkGuardian link-local retransmission (lg, lgnb), and plain forwarding (forward).
+hardware on ordinary Linux interfaces, through AF_XDP and eBPF/XDP: LinkGuardian
+link-local retransmission (run --mode lg, lgnb, monitor), cells sprayed over
+parallel links with credits (--mode cells), RAIL's parity and loss classes (--mode
+fec, cells --cells-loss-classes), PFC-driven TDMA (tdma), and plain forwarding
+(--mode forward). Each comes with its paper's experiments as commands.
 
 The quickest start: 'linkfabric up' (a testbed with a dataplane on each switch, until
 Ctrl-C). A typical session by hand:
@@ -69,20 +70,13 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 }
 
 // printJSON writes v as indented JSON to stdout.
-func printJSON(v any) error { return writeJSON(os.Stdout, v) }
+func printJSON(v any) error { return report.Encode(os.Stdout, v) }
 
-// writeJSON writes v as indented JSON to w.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// report writes an experiment result: as JSON to the file outJSON (unless
+// writeResult writes an experiment result: as JSON to the file outJSON (unless
 // empty), then to stdout as JSON (asJSON) or as the text table.
-func report(res any, text string, outJSON string, asJSON bool) error {
+func writeResult(res any, text string, outJSON string, asJSON bool) error {
 	if outJSON != "" {
-		if err := experiment.WriteJSON(outJSON, res); err != nil {
+		if err := report.WriteJSON(outJSON, res); err != nil {
 			return err
 		}
 	}

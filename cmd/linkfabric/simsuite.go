@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/linkfabric/linkfabric/simfab"
+	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
 // simSuite is a set of simulator scenarios behind a `sim` subcommand
@@ -16,7 +16,7 @@ import (
 // against its range.
 type simSuite struct {
 	title string // "cells sim"
-	all   func() []simfab.Scenario
+	all   func() []scenario.Scenario
 }
 
 // simFigure is a figure in the JSON report; Min and Max are absent when
@@ -49,29 +49,24 @@ type simReport struct {
 }
 
 // pick resolves --scenario: a name, a comma-separated list, or all.
-func (s simSuite) pick(arg string) ([]simfab.Scenario, error) {
+func (s simSuite) pick(arg string) ([]scenario.Scenario, error) {
 	if arg == "all" || arg == "" {
 		return s.all(), nil
 	}
-	var list []simfab.Scenario
+	var list []scenario.Scenario
 	for _, name := range strings.Split(arg, ",") {
 		name = strings.TrimSpace(name)
-		found := false
-		for _, sc := range s.all() {
-			if sc.Name == name {
-				list = append(list, sc)
-				found = true
-			}
-		}
-		if !found {
+		sc, ok := scenario.Find(s.all(), name)
+		if !ok {
 			return nil, fmt.Errorf("--scenario: no scenario %q (have: %s, all)", name, strings.Join(s.names(), ", "))
 		}
+		list = append(list, sc)
 	}
 	return list, nil
 }
 
 // run runs the scenarios, reports, and fails if a figure is out of range.
-func (s simSuite) run(list []simfab.Scenario, seed uint64, asJSON bool, out string) error {
+func (s simSuite) run(list []scenario.Scenario, seed uint64, asJSON bool, out string) error {
 	rep := simReport{Seed: seed, Summary: map[string]any{}}
 	var failed []string
 	for _, sc := range list {
@@ -105,7 +100,7 @@ func (s simSuite) run(list []simfab.Scenario, seed uint64, asJSON bool, out stri
 	rep.Summary["passed"] = len(list) - len(failed)
 	rep.Summary["failed"] = failed
 	rep.Summary["pass"] = len(failed) == 0
-	if err := report(rep, s.text(&rep), out, asJSON); err != nil {
+	if err := writeResult(rep, s.text(&rep), out, asJSON); err != nil {
 		return err
 	}
 	if len(failed) > 0 {
@@ -116,7 +111,7 @@ func (s simSuite) run(list []simfab.Scenario, seed uint64, asJSON bool, out stri
 
 // runOne runs a scenario, printing progress to stderr while it takes
 // more than a second.
-func (s simSuite) runOne(sc simfab.Scenario, seed uint64) (*simfab.Result, error) {
+func (s simSuite) runOne(sc scenario.Scenario, seed uint64) (*scenario.Result, error) {
 	done := make(chan struct{})
 	start := time.Now()
 	go func() {

@@ -58,7 +58,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 			if err != nil {
 				return err
 			}
-			return report(res, res.Table(), outJSON, asJSON)
+			return writeResult(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

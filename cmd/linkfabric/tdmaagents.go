@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/fm"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
@@ -53,16 +53,10 @@ func parseHostList(s string) ([]netip.Addr, error) {
 
 // writeJSONFile writes v to path ("-": stdout).
 func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
 	if path == "-" || path == "" {
-		_, err = os.Stdout.Write(b)
-		return err
+		return report.Encode(os.Stdout, v)
 	}
-	return os.WriteFile(path, b, 0o644)
+	return report.WriteJSON(path, v)
 }
 
 func tdmaFMCmd() *cobra.Command {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -119,7 +118,7 @@ and statistics.`,
 			env := &experiment.Env{Prefix: prefix}
 			r, err := env.TDMACtlLoss(cmd.Context(), c)
 			if r != nil && (len(r.Runs) > 0 || len(r.Freezes) > 0) {
-				experiment.PrintTDMACtlLoss(os.Stdout, r)
+				fmt.Print(r.Text())
 				err = wroteFiles(err)(experiment.WriteTDMACtlLoss(out, r))
 			}
 			if err == nil && r.FreezeCheck == experiment.Missed {

@@ -60,7 +60,7 @@ into --out with each run's agent logs.`,
 			env := &experiment.Env{Prefix: prefix}
 			r, err := env.TDMANFQ(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
-				experiment.PrintTDMANFQ(os.Stdout, r)
+				fmt.Print(r.Text())
 				if paths, werr := experiment.WriteTDMANFQ(out, r); werr == nil {
 					fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
 				}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -85,7 +84,7 @@ TDMA run's agent logs and statistics.`,
 			env := &experiment.Env{Prefix: sf.prefix}
 			r, err := env.TDMARPC(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
-				experiment.PrintTDMARPC(os.Stdout, r)
+				fmt.Print(r.Text())
 				err = wroteFiles(err)(experiment.WriteTDMARPC(sf.out, r))
 			}
 			return err

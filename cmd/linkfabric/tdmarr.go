@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -78,7 +77,7 @@ into --out, with each TDMA run's agent logs and statistics.`,
 			env := &experiment.Env{Prefix: sf.prefix}
 			r, err := env.TDMARR(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
-				experiment.PrintTDMARR(os.Stdout, r)
+				fmt.Print(r.Text())
 				err = wroteFiles(err)(experiment.WriteTDMARR(sf.out, r))
 			}
 			return err

@@ -71,7 +71,7 @@ agent logs and statistics go in a directory of their own.`,
 			env := &experiment.Env{Prefix: sf.prefix}
 			r, err := env.TDMAShuffle(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
-				experiment.PrintTDMAShuffle(os.Stdout, r)
+				fmt.Print(r.Text())
 				err = wroteFiles(err)(experiment.WriteTDMAShuffle(sf.out, r))
 			}
 			return err

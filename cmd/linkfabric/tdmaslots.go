@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
@@ -116,7 +115,7 @@ and each run's agent logs and statistics.`,
 			env := &experiment.Env{Prefix: prefix}
 			r, err := env.TDMASlots(cmd.Context(), c)
 			if r != nil && (len(r.Runs) > 0 || r.Calib != nil) {
-				experiment.PrintTDMASlots(os.Stdout, r)
+				fmt.Print(r.Text())
 				err = wroteFiles(err)(experiment.WriteTDMASlots(out, r))
 			}
 			return err

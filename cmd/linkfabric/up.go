@@ -12,6 +12,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -111,7 +112,7 @@ func bedUp(out io.Writer, topo *netns.Topology, opts netns.Options, asJSON bool)
 		return err
 	}
 	if asJSON {
-		return writeJSON(out, tb)
+		return report.Encode(out, tb)
 	}
 	st, err := tb.Status()
 	if err != nil {
@@ -222,7 +223,7 @@ func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []
 	}
 	defer func() { err = errors.Join(err, dps.Stop()) }()
 	if r.json {
-		err = writeJSON(out, tb)
+		err = report.Encode(out, tb)
 	} else {
 		printUp(out, tb, runs)
 	}

@@ -5,18 +5,18 @@ import (
 	"math"
 	"time"
 
-	"github.com/linkfabric/linkfabric/simfab"
+	"github.com/linkfabric/linkfabric/internal/scenario"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 )
 
-// The scenarios report figures in simfab's form (a value and the range it
+// The scenarios report figures in the simulators' common form (a value and the range it
 // must fall in), so `linkfabric tdma sim` prints them like `cells sim`.
 
 var nan = math.NaN()
 
 // Scenarios lists the simulator's scenarios: the issue's must-shows.
-func Scenarios() []simfab.Scenario {
-	return []simfab.Scenario{
+func Scenarios() []scenario.Scenario {
+	return []scenario.Scenario{
 		{Name: "shuffle", Brief: "4-host all-to-all, lease mode, measured delays: completion vs ideal, finish spread, empty switch", Run: Shuffle},
 		{Name: "guard", Brief: "control jitter up to the guard less one frame (§3.8): switch backlog ≤ 1 frame, no collision", Run: GuardCovers},
 		{Name: "jitter", Brief: "control jitter 2–3 × the guard: collisions appear", Run: JitterOverGuard},
@@ -25,21 +25,7 @@ func Scenarios() []simfab.Scenario {
 	}
 }
 
-// Find returns the scenario of that name.
-func Find(name string) (simfab.Scenario, bool) {
-	for _, sc := range Scenarios() {
-		if sc.Name == name {
-			return sc, true
-		}
-	}
-	return simfab.Scenario{}, false
-}
-
-func add(r *simfab.Result, name string, v, lo, hi float64, why string) {
-	r.Figures = append(r.Figures, simfab.Figure{Name: name, Value: v, Min: lo, Max: hi, Why: why})
-}
-
-func run(r *simfab.Result, c Config) (*Result, error) {
+func run(r *scenario.Result, c Config) (*Result, error) {
 	res, err := Run(c)
 	if err != nil {
 		return nil, err
@@ -61,9 +47,9 @@ func ctlAllowance(c Config) float64 { return float64(60+c.Overhead) / float64(c.
 // Shuffle: the design's default profile. TDMA's exact cost is the guard
 // share of each slot, ideal × L/(L−g) (≈ 1 + g/L to first order), plus up
 // to one round for the last slot's remainder.
-func Shuffle(seed uint64) (*simfab.Result, error) {
+func Shuffle(seed uint64) (*scenario.Result, error) {
 	start := time.Now()
-	r := &simfab.Result{Scenario: "shuffle", Seed: seed}
+	r := &scenario.Result{Scenario: "shuffle", Seed: seed}
 	c := Default()
 	c.Seed = seed
 	res, err := run(r, c)
@@ -72,15 +58,15 @@ func Shuffle(seed uint64) (*simfab.Result, error) {
 	}
 	L, g := float64(c.Slot), float64(c.Guard)
 	round := float64(res.RoundLen) / float64(res.Ideal)
-	add(r, "completion_over_ideal", res.Ratio(), nan, L/(L-g)+round, "≤ L/(L−g) + one round (the guard's share of every slot, and the last round)")
-	add(r, "paper_bound", 1+g/L+round, nan, nan, "the issue's 1 + g/L + one round, for comparison (first order in g/L)")
-	add(r, "finish_spread_ms", float64(res.Completion-res.FirstFinish)/1e6, nan, float64(res.RoundLen+c.Slot)/1e6, "last − first flow finish ≤ one round + one slot")
-	add(r, "switch_drops", float64(res.Drops), 0, 0, "TDMA keeps switch buffers empty")
-	add(r, "peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
-	add(r, "collisions", float64(res.Collisions), 0, 0, "no port ever holds two senders' data")
-	add(r, "overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
-	add(r, "ctl_overhead_pct", 100*res.Overhead(), nan, 0.2, "control bytes per host ÷ line rate ≤ 0.2 % (§6.5, design §4.9)")
-	add(r, "unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
+	r.Add("completion_over_ideal", res.Ratio(), nan, L/(L-g)+round, "≤ L/(L−g) + one round (the guard's share of every slot, and the last round)")
+	r.Add("paper_bound", 1+g/L+round, nan, nan, "the issue's 1 + g/L + one round, for comparison (first order in g/L)")
+	r.Add("finish_spread_ms", float64(res.Completion-res.FirstFinish)/1e6, nan, float64(res.RoundLen+c.Slot)/1e6, "last − first flow finish ≤ one round + one slot")
+	r.Add("switch_drops", float64(res.Drops), 0, 0, "TDMA keeps switch buffers empty")
+	r.Add("peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
+	r.Add("collisions", float64(res.Collisions), 0, 0, "no port ever holds two senders' data")
+	r.Add("overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
+	r.Add("ctl_overhead_pct", 100*res.Overhead(), nan, 0.2, "control bytes per host ÷ line rate ≤ 0.2 % (§6.5, design §4.9)")
+	r.Add("unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
 	r.Wall = time.Since(start)
 	return r, nil
 }
@@ -88,9 +74,9 @@ func Shuffle(seed uint64) (*simfab.Result, error) {
 // GuardCovers: lease mode with control delay uniform over [min, min+J] for
 // J up to g − one frame time (a grant may wait behind one data frame in the
 // switch, so §3.8 sizes the guard for jitter plus one frame).
-func GuardCovers(seed uint64) (*simfab.Result, error) {
+func GuardCovers(seed uint64) (*scenario.Result, error) {
 	start := time.Now()
-	r := &simfab.Result{Scenario: "guard", Seed: seed}
+	r := &scenario.Result{Scenario: "guard", Seed: seed}
 	c := Default()
 	c.Seed, c.Shuffle = seed, 1<<20
 	room := c.Guard - frameTime(c)
@@ -103,9 +89,9 @@ func GuardCovers(seed uint64) (*simfab.Result, error) {
 			return nil, err
 		}
 		tag := fmt.Sprintf("j%dus", j/1000)
-		add(r, tag+"_peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
-		add(r, tag+"_collisions", float64(res.Collisions), 0, 0, "senders never overlap at a port")
-		add(r, tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
+		r.Add(tag+"_peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
+		r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "senders never overlap at a port")
+		r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
 	}
 	r.Wall = time.Since(start)
 	return r, nil
@@ -113,9 +99,9 @@ func GuardCovers(seed uint64) (*simfab.Result, error) {
 
 // JitterOverGuard: the same with J = 2g and 3g: hosts' windows, anchored
 // on grants delayed by more than the guard, overlap their neighbours'.
-func JitterOverGuard(seed uint64) (*simfab.Result, error) {
+func JitterOverGuard(seed uint64) (*scenario.Result, error) {
 	start := time.Now()
-	r := &simfab.Result{Scenario: "jitter", Seed: seed}
+	r := &scenario.Result{Scenario: "jitter", Seed: seed}
 	c := Default()
 	c.Seed, c.Shuffle = seed, 1<<20
 	for _, f := range []int64{2, 3} {
@@ -126,8 +112,8 @@ func JitterOverGuard(seed uint64) (*simfab.Result, error) {
 			return nil, err
 		}
 		tag := fmt.Sprintf("j%dg", f)
-		add(r, tag+"_collisions", float64(res.Collisions), 1, nan, "jitter beyond the guard: senders overlap at ports")
-		add(r, tag+"_peak_backlog_frames", res.BacklogFrames(), nan, nan, "reported")
+		r.Add(tag+"_collisions", float64(res.Collisions), 1, nan, "jitter beyond the guard: senders overlap at ports")
+		r.Add(tag+"_peak_backlog_frames", res.BacklogFrames(), nan, nan, "reported")
 	}
 	r.Wall = time.Since(start)
 	return r, nil
@@ -141,9 +127,9 @@ func JitterOverGuard(seed uint64) (*simfab.Result, error) {
 const CtlLossGuard = 700_000
 
 // CtlLoss: paper, lease and free-run modes under control-frame loss.
-func CtlLoss(seed uint64) (*simfab.Result, error) {
+func CtlLoss(seed uint64) (*scenario.Result, error) {
 	start := time.Now()
-	r := &simfab.Result{Scenario: "ctlloss", Seed: seed}
+	r := &scenario.Result{Scenario: "ctlloss", Seed: seed}
 	var freeRun0 *Result
 	for _, p := range []float64{0, 0.01, 0.05} {
 		for _, m := range []gate.Discipline{gate.Paper, gate.Lease, gate.FreeRun} {
@@ -162,23 +148,23 @@ func CtlLoss(seed uint64) (*simfab.Result, error) {
 					lo, hi, why = 1, nan, "a lost pause leaves a class open into the next slot"
 				}
 			}
-			add(r, tag+"_overrun_bytes", float64(res.OverrunBytes), lo, hi, why)
+			r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), lo, hi, why)
 			if m != gate.Paper {
-				add(r, tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
-				add(r, tag+"_switch_drops", float64(res.Drops), 0, 0, "no switch drop")
+				r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
+				r.Add(tag+"_switch_drops", float64(res.Drops), 0, 0, "no switch drop")
 			} else {
-				add(r, tag+"_collisions", float64(res.Collisions), nan, nan, "reported")
-				add(r, tag+"_switch_drops", float64(res.Drops), nan, nan, "reported")
+				r.Add(tag+"_collisions", float64(res.Collisions), nan, nan, "reported")
+				r.Add(tag+"_switch_drops", float64(res.Drops), nan, nan, "reported")
 			}
-			add(r, tag+"_unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
+			r.Add(tag+"_unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
 			if m == gate.FreeRun && p == 0 {
 				freeRun0 = res
 			}
 			if m == gate.FreeRun && p > 0 {
-				add(r, tag+"_completion_over_ideal", res.Ratio(), nan, freeRun0.Ratio()+float64(res.RoundLen)/float64(res.Ideal),
+				r.Add(tag+"_completion_over_ideal", res.Ratio(), nan, freeRun0.Ratio()+float64(res.RoundLen)/float64(res.Ideal),
 					"a lost grant costs nothing while the lease holds: ≤ the loss-free run + one round")
 			} else {
-				add(r, tag+"_completion_over_ideal", res.Ratio(), nan, nan, "reported")
+				r.Add(tag+"_completion_over_ideal", res.Ratio(), nan, nan, "reported")
 			}
 		}
 	}
@@ -188,9 +174,9 @@ func CtlLoss(seed uint64) (*simfab.Result, error) {
 
 // Freeze: the FM stops for 100 ms mid-shuffle (kill -STOP) in lease and
 // free-run modes.
-func Freeze(seed uint64) (*simfab.Result, error) {
+func Freeze(seed uint64) (*scenario.Result, error) {
 	start := time.Now()
-	r := &simfab.Result{Scenario: "freeze", Seed: seed}
+	r := &scenario.Result{Scenario: "freeze", Seed: seed}
 	for _, m := range []gate.Discipline{gate.Lease, gate.FreeRun} {
 		c := Default()
 		c.Seed, c.Mode, c.Shuffle = seed, m, 1<<20
@@ -204,10 +190,10 @@ func Freeze(seed uint64) (*simfab.Result, error) {
 			lease += int64(c.LeaseSlots)
 		}
 		tag := m.String()
-		add(r, tag+"_silent_after_ms", float64(res.SilentAfterFreeze)/1e6, nan, float64(lease*c.Slot)/1e6, "last byte sent after the freeze ≤ the lease (its slot + LeaseSlots in free-run)")
-		add(r, tag+"_resume_after_ms", float64(res.ResumeAfterThaw)/1e6, 0, float64(res.RoundLen)/1e6, "traffic again within one round of the thaw")
-		add(r, tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "no overrun")
-		add(r, tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
+		r.Add(tag+"_silent_after_ms", float64(res.SilentAfterFreeze)/1e6, nan, float64(lease*c.Slot)/1e6, "last byte sent after the freeze ≤ the lease (its slot + LeaseSlots in free-run)")
+		r.Add(tag+"_resume_after_ms", float64(res.ResumeAfterThaw)/1e6, 0, float64(res.RoundLen)/1e6, "traffic again within one round of the thaw")
+		r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "no overrun")
+		r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
 	}
 	r.Wall = time.Since(start)
 	return r, nil
