@@ -205,7 +205,7 @@ NICs).`,
 	f.IntVar(&cfg.PFC.XOFF, "pfc-xoff", 0, "with --pfc: frames queued in one class that pause it at the host (default 512)")
 	f.IntVar(&cfg.PFC.XON, "pfc-xon", 0, "with --pfc: frames queued in a paused class at or below which it is resumed (default half of --pfc-xoff)")
 	f.DurationVar(&cfg.PFC.Pause, "pfc-pause", 0, "with --pfc: pause each frame asks of the host, refreshed at half of it (default 65535 quanta at the host port's speed: 3.4ms at 10G)")
-	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
+	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor/fec, cells over lg: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
 	f.DurationVar(&cfg.LG.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for a link session never agreed (default 200ms); then dropped, or sent with --session-pass")
 	f.BoolVar(&cfg.LG.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
 	f.IntVar(&cfg.LG.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when waiting host frames are dropped, keep the newest N of each class (default 16; -1: none)")
