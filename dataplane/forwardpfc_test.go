@@ -30,12 +30,28 @@ func rawCapture(t *testing.T, ns, dev string, proto uint16) int {
 		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 20_000}); err != nil {
 			return err
 		}
+		// A capture that falls behind for a scheduling stall must not
+		// drop what the dataplane delivered (captureDrops counts it).
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
+			return err
+		}
 		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: uint16(be), Ifindex: ifc.Index})
 	}); err != nil {
 		t.Fatalf("AF_PACKET capture on %s in %s: %v", dev, ns, err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
+}
+
+// captureDrops returns the frames rawCapture's socket fd dropped (its
+// receive buffer full) since the last call.
+func captureDrops(t *testing.T, fd int) uint32 {
+	t.Helper()
+	st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		t.Fatalf("PACKET_STATISTICS: %v", err)
+	}
+	return st.Drops
 }
 
 // capture reads frames from fd until d passes or each returns false.

@@ -51,6 +51,7 @@ func TestLGShapedLinkHoldsBurst(t *testing.T) {
 		t.Errorf("sw2's receiver detected %d frames lost on an unimpaired link", r.LostDetected)
 	}
 	if got != frames {
-		t.Errorf("h2 received %d frames; h1 sent %d", got, frames)
+		t.Errorf("h2 received %d frames; h1 sent %d (h2's capture socket dropped %d, sw1's host socket %d, sw2's link socket %d)",
+			got, frames, captureDrops(t, atH2), socketDrops(t, sw1.Host()), socketDrops(t, sw2.Link()))
 	}
 }
