@@ -286,9 +286,9 @@ func TestPortVerifierStats(t *testing.T) {
 // host port to redirect to (step 4: missed, so nothing moves between
 // runs): with a check on, the program checks the trailer first; both go
 // the XSK path (no socket: XDP_PASS). The difference is the check. Median
-// of 3 runs of LF_BPF_COST_REPEAT (default 200000) repeats each. (Before
-// the eighth session it measured with the point not owned, where the
-// program has skipped the check since the sixth, and so measured nothing.)
+// of 3 runs of LF_BPF_COST_REPEAT (default 200000) repeats each. (The
+// point must be owned: with it not owned the program skips the check, and
+// the test once measured nothing that way.)
 func TestLGRxCRCCost(t *testing.T) {
 	if os.Getenv("LF_BPF_COST") == "" {
 		t.Skip("set LF_BPF_COST=1 to measure the check's cost")
