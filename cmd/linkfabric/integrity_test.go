@@ -1,6 +1,6 @@
 package main_test
 
-// Corruption on a link, as a new user meets it (issue 10 item 9): lg both
+// Corruption on a link, as a new user meets it: lg both
 // ways on the pair testbed, `linkfabric impair --flip 0.01` on both link
 // ports (a bit flipped in 1% of the frames in each direction: data, ACKs,
 // loss notifications, dummies and retransmitted copies alike), and iperf3

@@ -14,8 +14,8 @@ manager gives hosts time slots with 802.1Qbb frames; hosts hold a lease on
 every grant, so a lost pause never lets them send into another host's slot.
 
   sim      the simulated star (package tdmaagent/tdmasim): N hosts, a switch
-           of rate-limited FIFO ports, the fabric manager; the must-shows on a
-           virtual clock, deterministic for a seed, no root needed
+           of rate-limited FIFO ports, the fabric manager; the design's claims
+           on a virtual clock, deterministic for a seed, no root needed
   fm       the fabric manager process (one per star)
   host     a host agent: raw sender or NFQUEUE gate for kernel traffic
   shuffle  all-to-all on the veth star, TDMA against kernel TCP (§6.1)

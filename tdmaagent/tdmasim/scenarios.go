@@ -14,7 +14,8 @@ import (
 
 var nan = math.NaN()
 
-// Scenarios lists the simulator's scenarios: the must-shows.
+// Scenarios lists the simulator's scenarios: what TDMA with leases must
+// show, each a figure with the range it must fall in.
 func Scenarios() []scenario.Scenario {
 	return []scenario.Scenario{
 		{Name: "shuffle", Brief: "4-host all-to-all, lease mode, measured delays: completion vs ideal, finish spread, empty switch", Run: Shuffle},

@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// Each scenario is a must-show of the issue: its figures must fall in
+// Each scenario is a claim TDMA must hold: its figures must fall in
 // their ranges (computed from the configuration, never fixed numbers).
 func TestScenarios(t *testing.T) {
 	for _, sc := range Scenarios() {
