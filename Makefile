@@ -38,15 +38,16 @@ test: deps vet build race integration
 # (linkguardian's simulations took 128 s under it). The packages with root
 # tests run one at a time, as in the integration pass.
 race:
-	$(GO) test -race -short -p 2 -count=1 -timeout 20m $(RACE_PKGS)
-	$(GO) test -short -p 2 -count=1 -timeout 20m $(SINGLE_PKGS)
+	@kinds=$$(GO=$(GO) bash scripts/goroutine-pkgs.sh $(UNIT_PKGS)) && \
+	  race=$$(awk '$$1 == "race" {print $$2}' <<<"$$kinds") && single=$$(awk '$$1 == "single" {print $$2}' <<<"$$kinds") && \
+	  set -x && \
+	  $(GO) test -race -short -p 2 -count=1 -timeout 20m $$race && \
+	  $(GO) test -short -p 2 -count=1 -timeout 20m $$single
 	$(GO) test -race -short -p 1 -count=1 -timeout 20m $(ROOT_PKGS)
 
 # The packages whose tests need root, and the others.
 ROOT_PKGS = $(shell { git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go'; } | xargs grep -l -e RequireRoot -e netns.TestUp -e Geteuid | xargs -n1 dirname | sort -u | sed 's|^\./||; s|^|./|')
 UNIT_PKGS = $(filter-out $(ROOT_PKGS),$(shell $(GO) list -f '{{.Dir}}' $(PKGS) | sed 's|^$(CURDIR)|.|'))
-RACE_PKGS = $(shell GO=$(GO) bash scripts/goroutine-pkgs.sh $(UNIT_PKGS))
-SINGLE_PKGS = $(shell GO=$(GO) bash scripts/goroutine-pkgs.sh --none $(UNIT_PKGS))
 
 integration:
 	$(GO) test -p 1 -count=1 -timeout 40m $(ROOT_PKGS)

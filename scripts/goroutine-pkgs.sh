@@ -1,40 +1,41 @@
 #!/bin/bash
-# goroutine-pkgs.sh [--none] PKG...: of the given package directories (./x),
-# prints those whose tests may run two goroutines at once: its tests start a
-# goroutine (a `go` statement) or call t.Parallel, or its code or a package
-# of this module that its tests import starts one (other packages' tests
-# do not run in its test binary). With --none it prints the
-# others: single-goroutine code (simulations on a virtual clock, decoders),
-# where the race detector has nothing to find and only slows the tests
-# (make test runs those without it).
+# goroutine-pkgs.sh PKG...: sorts the given package directories (./x) by
+# whether their tests may run two goroutines at once, one line each:
+# "race ./x" if its tests start a goroutine (a `go` statement) or call
+# t.Parallel, or its code or a package of this module that its tests import
+# starts one (other packages' tests do not run in its test binary);
+# "single ./x" otherwise: single-goroutine code (simulations on a virtual
+# clock, decoders), where the race detector has nothing to find and only
+# slows the tests (make test runs those without it).
 set -euo pipefail
-want=R
-if [[ ${1:-} == --none ]]; then
-	want=-
-	shift
-fi
 go=${GO:-go}
-mod=$($go list -m)
-# The module's packages whose code (tests excluded) starts goroutines.
 pattern='(^|[[:space:];{])go (func|[A-Za-z_][A-Za-z0-9_.]*\()'
-spawners=$(for d in $($go list -f '{{.Dir}}' ./...); do
-	files=$(ls "$d"/*.go 2>/dev/null | grep -v '_test\.go$' || true)
-	if [[ -n $files ]] && grep -qE "$pattern" $files; then
-		$go list -f '{{.ImportPath}}' "$d"
+# The module's packages whose code (tests excluded) starts goroutines.
+spawners=$($go list -f '{{.ImportPath}} {{.Dir}} {{join .GoFiles " "}}' ./... | while read -r path dir files; do
+	if [[ -n $files ]] && (cd "$dir" && grep -qE "$pattern" $files); then
+		echo "$path"
 	fi
-done | sort -u)
-for p in "$@"; do
-	kind=-
-	# Its own tests start goroutines or run in parallel.
-	if grep -qE "$pattern|\.Parallel\(\)|RunParallel\(" "$p"/*_test.go 2>/dev/null; then
-		kind=R
-	fi
-	# It, or a package of this module its tests import, starts them.
-	deps=$($go list -test -deps -f '{{.ImportPath}}' "$p" | sed 's/ \[.*//' | grep "^$mod" | sort -u)
-	if comm -12 <(echo "$spawners") <(echo "$deps") | grep -q .; then
-		kind=R
-	fi
-	if [[ $kind == "$want" ]]; then
-		echo "$p"
-	fi
-done
+done)
+# Every package of a directory (the one under test, its test packages and
+# test main) with its dependencies; a dependency recompiled for the tests
+# is named "path [p.test]".
+$go list -test -f '{{.Dir}}|{{.ImportPath}}|{{join .Deps ","}}' "$@" |
+	awk -F'|' -v spawners="$spawners" -v pwd="$PWD" -v pattern="$pattern" '
+	BEGIN { n = split(spawners, s, "\n"); for (i = 1; i <= n; i++) spawn[s[i]] = 1 }
+	{
+		dir = "." substr($1, length(pwd) + 1)
+		if (!(dir in race)) { race[dir] = 0; order[++dirs] = dir }
+		p = $2; sub(/ \[.*/, "", p)
+		if (spawn[p]) race[dir] = 1
+		m = split($3, deps, ",")
+		for (i = 1; i <= m; i++) { d = deps[i]; sub(/ \[.*/, "", d); if (spawn[d]) race[dir] = 1 }
+	}
+	END {
+		for (i = 1; i <= dirs; i++) {
+			dir = order[i]
+			# Its own tests start goroutines or run in parallel.
+			cmd = "cat " dir "/*_test.go 2>/dev/null | grep -qE \"" pattern "|\\\\.Parallel\\\\(\\\\)|RunParallel\\\\(\""
+			if (!race[dir] && system(cmd) == 0) race[dir] = 1
+			print (race[dir] ? "race " : "single ") dir
+		}
+	}'
