@@ -8,12 +8,25 @@ set -euo pipefail
 go=${GO:-go}
 doc=${DOC:-docs/architecture.md}
 mod=$($go list -m)
-want() { # want PKG: the imports column for PKG ("none" if it has none)
-	local imps
-	imps=$($go list -f '{{join .Imports "\n"}}' "./$1" | grep "^$mod/" | sed "s|^$mod/||" | sort | sed 's/.*/`&`/' | paste -sd, - | sed 's/,/, /g')
-	echo "${imps:-none}"
-}
-pkgs=$($go list -f '{{.ImportPath}}' ./... | sed "s|^$mod/\?||" | grep -v '^$')
+# imports[PKG]: the imports column for PKG ("none" if it has none), from one
+# go list of the module.
+declare -A imports
+while IFS='|' read -r p col; do
+	imports[$p]=$col
+done < <($go list -f '{{.ImportPath}}|{{join .Imports ","}}' ./... | awk -F'|' -v mod="$mod" '
+	$1 == mod { next }
+	{
+		p = substr($1, length(mod) + 2); n = split($2, imps, ","); k = 0
+		delete own
+		for (i = 1; i <= n; i++) if (index(imps[i], mod "/") == 1) own[++k] = substr(imps[i], length(mod) + 2)
+		# sort own[1..k] (insertion sort: a handful each)
+		for (i = 2; i <= k; i++) { v = own[i]; for (j = i - 1; j >= 1 && own[j] > v; j--) own[j + 1] = own[j]; own[j + 1] = v }
+		col = ""
+		for (i = 1; i <= k; i++) col = col (i > 1 ? ", " : "") "`" own[i] "`"
+		print p "|" (k ? col : "none")
+	}')
+want() { echo "${imports[$1]}"; }
+pkgs=$(printf '%s\n' "${!imports[@]}" | sort)
 if [[ ${1:-} == --print ]]; then
 	for p in $pkgs; do printf '%s: %s\n' "$p" "$(want "$p")"; done
 	exit 0
