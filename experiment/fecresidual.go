@@ -28,7 +28,7 @@ type FECResidualConfig struct {
 	Progress  io.Writer // progress lines (nil: none)
 }
 
-// DefaultFECLoss is the issue's set of loss rates.
+// DefaultFECLoss is the set of loss rates docs/results.md reports (10⁻³ to 10⁻¹).
 var DefaultFECLoss = []float64{1e-3, 3e-3, 1e-2, 3e-2, 5e-2, 1e-1}
 
 // Normalize fills defaults and refuses what cannot run.
@@ -61,14 +61,14 @@ func (c *FECResidualConfig) Normalize() error {
 }
 
 // checkFECRun checks what both fec residual runs take: loss rates, the
-// target, frames per point (figure: what the issue's figures use) and the
+// target, frames per point (figure: what the figures in docs/results.md use) and the
 // bursty model's mean burst.
 func checkFECRun(loss []float64, target float64, frames int, burst float64, figure string) error {
 	switch {
 	case !(target > 0 && target < 1):
 		return fmt.Errorf("--target %g: want a residual loss rate in (0, 1), e.g. 1e-3", target)
 	case frames < 1000:
-		return fmt.Errorf("--frames %d: want at least 1000 (%s for the issue's figures)", frames, figure)
+		return fmt.Errorf("--frames %d: want at least 1000 (%s for the figures in docs/results.md)", frames, figure)
 	case burst != 0 && burst < 1:
 		return fmt.Errorf("--burst %g: want a mean burst of at least 1 frame, or 0 for Bernoulli only", burst)
 	}
@@ -110,7 +110,8 @@ type FECResidualResult struct {
 	Summary FECSummary        `json:"summary"`
 }
 
-// FECSummary answers the issue's questions.
+// FECSummary answers what the residual claim asks: how close each scheme
+// comes to its prediction and whether fec meets the check at p = 3·10⁻³.
 type FECSummary struct {
 	// Bernoulli, parity: the worst ratio of measured to predicted residual
 	// and of measured to RAIL's group failure, and whether every point is

@@ -66,7 +66,7 @@ func TestFECVethConfigRefuses(t *testing.T) {
 
 // The predicted residual follows the scheme mode fec ran, and the summary's
 // check (fec at p 3e-3, target 1e-3) fails on a residual or overhead above
-// the bounds.
+// the check's bounds.
 func TestFECVethSummary(t *testing.T) {
 	if fecPredicted(FECArmForward, 0, 1, 0.01) != 0.01 || fecPredicted(FECArmLG, 0, 1, 0.01) != -1 {
 		t.Fatal("forward predicts p, lg nothing")

@@ -170,7 +170,7 @@ type FECVethResult struct {
 	Points  []FECVethPoint `json:"points"`
 	// Summary: per arm, model and loss rate the medians over runs
 	// (<arm>_<model>_<p>_residual, _overhead, _p50_us, _p99_us, _scheme),
-	// the issue's check at p = 3·10⁻³ (fec_check_*), the fec arm's
+	// the check at p = 3·10⁻³ (fec_check_*), the fec arm's
 	// worst ratio of residual to prediction (Bernoulli) and pass.
 	Summary map[string]any `json:"summary"`
 }
@@ -424,7 +424,7 @@ func (pt *FECVethPoint) line() string {
 		pt.Arm, pt.Loss, pt.Model, pt.Scheme, pt.Sent-pt.Received, pt.Sent, pt.Residual, pred, pt.LinkLoss, pt.Overhead, pt.P50Us, pt.P99Us, pt.OutOfOrder, pt.HostDrops)
 }
 
-// fecCheckLoss is the issue's veth check: fec at the target 10⁻³ and
+// fecCheckLoss is the veth check of the residual claim: fec at the target 10⁻³ and
 // p = 3·10⁻³ leaves at most 2·10⁻³ with at most 1.12× the host bytes.
 const (
 	fecCheckLoss     = 3e-3

@@ -60,7 +60,7 @@ func Shuffle(seed uint64) (*scenario.Result, error) {
 	L, g := float64(c.Slot), float64(c.Guard)
 	round := float64(res.RoundLen) / float64(res.Ideal)
 	r.Add("completion_over_ideal", res.Ratio(), nan, L/(L-g)+round, "≤ L/(L−g) + one round (the guard's share of every slot, and the last round)")
-	r.Add("paper_bound", 1+g/L+round, nan, nan, "the issue's 1 + g/L + one round, for comparison (first order in g/L)")
+	r.Add("paper_bound", 1+g/L+round, nan, nan, "1 + g/L + one round: the guard's first-order cost, for comparison")
 	r.Add("finish_spread_ms", float64(res.Completion-res.FirstFinish)/1e6, nan, float64(res.RoundLen+c.Slot)/1e6, "last − first flow finish ≤ one round + one slot")
 	r.Add("switch_drops", float64(res.Drops), 0, 0, "TDMA keeps switch buffers empty")
 	r.Add("peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
