@@ -52,6 +52,9 @@
 //
 // # Regenerating
 //
-// The compiled objects (*_bpfel.o, *_bpfeb.o) and their bindings are
-// committed; `go generate ./bpf/` rebuilds them with clang (see gen.go).
+// The compiled objects (*_bpfel.o) and their bindings are committed;
+// `go generate ./bpf/` rebuilds them with clang (see gen.go). They are
+// built for little-endian hosts only (amd64, arm64, riscv64, ppc64le, ...):
+// AF_XDP dataplanes run there, and a big-endian copy of every binding
+// would be code kept for a machine nobody tests on.
 package bpf
