@@ -129,6 +129,18 @@ func wantDelivered(t testing.TB, s *simlink.Sim, side simlink.Side, want []uint6
 	}
 }
 
+// sendAB sends n frames from A to B, runs the simulation to its end and
+// checks that B delivered every one but those in except, in order; it
+// returns the simulation and the sender's and receiver's statistics.
+func sendAB(t testing.TB, cfg simlink.Config, n int, except ...int) (*simlink.Sim, linkguardian.SenderStats, linkguardian.ReceiverStats) {
+	t.Helper()
+	s := newSim(t, cfg)
+	s.Send(simlink.A, n, 0)
+	finish(t, s)
+	wantDelivered(t, s, simlink.B, seqIDs(0, n, except...))
+	return s, s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+}
+
 func head(x []uint64) string {
 	if len(x) > 40 {
 		return fmt.Sprint(x[:40], "...")
@@ -156,11 +168,7 @@ func TestNoLoss(t *testing.T) {
 func TestSingleLoss(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 100, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 100))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	s, ss, rs := sendAB(t, cfg, 100)
 	if rs.HolesDetected != 1 || rs.LostDetected != 1 || rs.Recovered != 1 || ss.RetxCopies != 1 || rs.LossNotifsSent != 1 || rs.Renotifies != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
@@ -176,11 +184,7 @@ func TestSingleLoss(t *testing.T) {
 func TestTailLossRecoveredByDummy(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(4)}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 5, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 5))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	s, ss, rs := sendAB(t, cfg, 5)
 	if ss.DummiesSent == 0 || rs.DummiesRx == 0 || rs.Recovered != 1 || rs.AckNoTimeouts != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
@@ -195,11 +199,7 @@ func TestFiveConsecutiveLosses(t *testing.T) {
 	for k := 20; k < 25; k++ {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
 	}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 200, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 200))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	_, ss, rs := sendAB(t, cfg, 200)
 	if rs.HolesDetected != 1 || rs.LostDetected != 5 || rs.Recovered != 5 || ss.RetxRequests != 5 || ss.LossNotifsRx != 1 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
@@ -211,11 +211,7 @@ func TestLongHole(t *testing.T) {
 	for k := 100; k < 400; k++ {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
 	}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 1000, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 1000))
-	if rs := s.Port(simlink.B).R.Stats; rs.Recovered != 300 || rs.AckNoTimeouts != 0 {
+	if _, _, rs := sendAB(t, cfg, 1000); rs.Recovered != 300 || rs.AckNoTimeouts != 0 {
 		t.Fatalf("stats: %+v", rs)
 	}
 }
@@ -224,11 +220,7 @@ func TestRetransmittedCopyLost(t *testing.T) {
 	t.Run("N=2", func(t *testing.T) {
 		cfg := oneWay(linkguardian.InOrder, 2)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)} // original and first copy
-		s := newSim(t, cfg)
-		s.Send(simlink.A, 50, 0)
-		finish(t, s)
-		wantDelivered(t, s, simlink.B, seqIDs(0, 50))
-		ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+		_, ss, rs := sendAB(t, cfg, 50)
 		if ss.RetxCopies != 2 || rs.Renotifies != 0 || rs.Recovered != 1 || rs.DupDropped != 0 {
 			t.Fatalf("stats: %+v %+v", ss, rs)
 		}
@@ -236,22 +228,14 @@ func TestRetransmittedCopyLost(t *testing.T) {
 	t.Run("N=2 both copies arrive", func(t *testing.T) {
 		cfg := oneWay(linkguardian.InOrder, 2)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
-		s := newSim(t, cfg)
-		s.Send(simlink.A, 50, 0)
-		finish(t, s)
-		wantDelivered(t, s, simlink.B, seqIDs(0, 50))
-		if rs := s.Port(simlink.B).R.Stats; rs.DupDropped != 1 || rs.Recovered != 1 {
+		if _, _, rs := sendAB(t, cfg, 50); rs.DupDropped != 1 || rs.Recovered != 1 {
 			t.Fatalf("the second copy must be dropped as a duplicate: %+v", rs)
 		}
 	})
 	t.Run("N=1 re-notification", func(t *testing.T) {
 		cfg := oneWay(linkguardian.InOrder, 1)
 		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)}
-		s := newSim(t, cfg)
-		s.Send(simlink.A, 50, 0)
-		finish(t, s)
-		wantDelivered(t, s, simlink.B, seqIDs(0, 50))
-		ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+		s, ss, rs := sendAB(t, cfg, 50)
 		if ss.RetxCopies != 2 || rs.Renotifies != 1 || rs.Recovered != 1 || rs.AckNoTimeouts != 0 {
 			t.Fatalf("stats: %+v %+v", ss, rs)
 		}
@@ -289,11 +273,7 @@ func recoveredAgain(evs []linkguardian.Event) []int {
 func TestAckLostThenRecovered(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeAck, 3)}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 20, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 20))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	_, ss, rs := sendAB(t, cfg, 20)
 	if ss.Acked != 20 || ss.DummiesSent == 0 || rs.ExplicitAcksSent < 4 || rs.DupDropped != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
@@ -303,11 +283,7 @@ func TestLossNotificationLost(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
 	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeLoss, 1)}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 100, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 100))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	_, ss, rs := sendAB(t, cfg, 100)
 	if ss.LossNotifsRx != 1 || rs.LossNotifsSent != 1 || rs.Renotifies != 1 || rs.Recovered != 1 || rs.AckNoTimeouts != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
@@ -322,11 +298,7 @@ func TestWrapAround(t *testing.T) {
 		2*seqhdr.SeqMod - 2, 2*seqhdr.SeqMod - 1, 2 * seqhdr.SeqMod, 2*seqhdr.SeqMod + 3} {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropID(id, 1))
 	}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, n, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, n))
-	rs := s.Port(simlink.B).R.Stats
+	s, _, rs := sendAB(t, cfg, n)
 	if rs.LostDetected != 9 || rs.Recovered != 9 || rs.AckNoTimeouts != 0 || rs.DupDropped != 0 {
 		t.Fatalf("stats: %+v", rs)
 	}
@@ -358,11 +330,7 @@ func TestBackpressure(t *testing.T) {
 	for _, id := range []uint64{100, 400, 401, 1200} {
 		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropID(id, 2))
 	}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 3000, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 3000))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	_, ss, rs := sendAB(t, cfg, 3000)
 	if rs.PausesSent == 0 || rs.ResumesSent == 0 || ss.PausesRx == 0 || ss.ResumesRx == 0 {
 		t.Fatalf("backpressure did not engage: %+v %+v", ss, rs)
 	}
@@ -400,11 +368,7 @@ func TestDuplicateNotifications(t *testing.T) {
 	cfg.B.Receiver.NotifyCopies = 3
 	cfg.BA.CtrlJitter = 500
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 1), simlink.DropID(11, 1), simlink.DropID(60, 1)}
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 100, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 100))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	_, ss, rs := sendAB(t, cfg, 100)
 	if ss.LossNotifsRx != 6 || ss.RetxRequests != 3 || ss.RetxCopies != 6 || ss.RetxSuppressed != 6 || rs.DupDropped != 3 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
@@ -413,11 +377,7 @@ func TestDuplicateNotifications(t *testing.T) {
 func TestAckNoTimeoutSkipsHole(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 2)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(50, 1000)} // every copy of seq 50
-	s := newSim(t, cfg)
-	s.Send(simlink.A, 200, 0)
-	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 200, 50))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	s, ss, rs := sendAB(t, cfg, 200, 50)
 	if rs.AckNoTimeouts != 1 || rs.Recovered != 0 || rs.Renotifies == 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
