@@ -234,7 +234,7 @@ type Scheduler struct {
 	win      int
 	expire   int64
 	expireAt int64
-	lateAt   int64 // the next scan for late VOQs (while credit is in flight)
+	lateAt   int64 // the next scan for late VOQs (while credit is in flight; 0: at the next Poll)
 	held     bool  // the last Poll stopped at the window or the VOQs' shares
 
 	Out   []SchedGrant
@@ -346,6 +346,9 @@ func (s *Scheduler) setFly(v *schedVOQ) {
 	}
 	s.inflight += int(f) - int(v.fly)
 	v.fly = f
+	if f == 0 {
+		v.late = false // nothing owed: a late spell ends however the credit left
+	}
 }
 
 // sample takes a measured round trip into the smoothed one (gains 1/8 and
@@ -630,7 +633,7 @@ func (s *Scheduler) lateDue() int64 {
 func (s *Scheduler) scanLate(now int64) {
 	late := s.lateAfter()
 	if late == math.MaxInt64 {
-		s.lateAt = math.MaxInt64
+		s.lateAt = 0 // not measured yet: scan at the first Poll after it is
 		return
 	}
 	for i := range s.voqs {
@@ -769,6 +772,7 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	if s.cfg.MaxInFlight > 0 {
 		if s.inflight == 0 {
 			s.expireAt = now + s.expire/4
+			s.lateAt = 0 // not measured yet: scan at the first Poll after it is
 			if l := s.lateAfter(); l != math.MaxInt64 {
 				s.lateAt = now + l
 			}
