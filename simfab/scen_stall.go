@@ -42,7 +42,8 @@ type stallSpan struct {
 // the dataplane's credit settings, and each node in turn kept from
 // running 23-29 ms (a source, the other source, the destination edge, a
 // fabric node), as the nodes of a loaded 2-core machine are. Constant-rate
-// (UDP) and window (TCP-like, 256 KiB) sources. Across every stall nothing
+// (UDP-like) sources, and window sources (256 KiB unacknowledged at most:
+// TCP's clock without its congestion control). Across every stall nothing
 // is lost in the fabric or at the port; the port stays busy through a
 // source's stall (the other source alone can fill it) and the fabric
 // node's; a stalled source gets at most one credit meanwhile (credit it
@@ -59,12 +60,12 @@ func Stalls(seed uint64) (*scenario.Result, error) {
 		{func(t *Topo) *Node { return t.Fabric[0] }, "f1", 1350 * ms, 25 * ms},
 	}
 	const offer = 1700 * ms
-	for _, tcp := range []bool{false, true} {
-		p := "udp_"
-		if tcp {
-			p = "tcp_"
+	for _, win := range []bool{false, true} {
+		p := "rate_"
+		if win {
+			p = "window_"
 		}
-		o, err := stallRun(seed, spans, offer, tcp)
+		o, err := stallRun(seed, spans, offer, win)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +125,7 @@ type stallOut struct {
 // next stall, a source's stall from 5 ms after it began (the other
 // source alone), the fabric node's stall whole (too short to weigh
 // shares in 64 KiB credits).
-func stallRun(seed uint64, spans []stallSpan, offer int64, tcp bool) (*stallOut, error) {
+func stallRun(seed uint64, spans []stallSpan, offer int64, win bool) (*stallOut, error) {
 	const buf = 2 << 20
 	s := New(Config{Seed: seed, ReachInterval: 5 * ms, Node: stallCfg(buf)})
 	lc := LinkConfig{Rate: linkRate, Delay: 20 * us, Buffer: 256 << 10}
@@ -137,7 +138,7 @@ func stallRun(seed uint64, spans []stallSpan, offer int64, tcp bool) (*stallOut,
 	var flows []*Flow
 	for i := range 2 {
 		fc := FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}
-		if tcp {
+		if win {
 			fc.Rate, fc.Window, fc.RTO = 0, 256<<10, 200*ms
 		}
 		flows = append(flows, s.AddFlow(fc))
