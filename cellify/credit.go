@@ -34,7 +34,10 @@ type SchedConfig struct {
 	// never takes them above MaxInFlight. The port stays busy whatever
 	// the loop's round trip (as long as its worth fits MaxInFlight), and
 	// the egress queue, which only arriving credit fills, never exceeds
-	// MaxInFlight (plus the sources' Lead and pre-credit). StopAbove alone
+	// MaxInFlight (plus the sources' Lead and pre-credit). Within the
+	// window a VOQ holds at most its share of it in flight, and a late one
+	// (credit in flight, nothing back for the loop's timeout: its source
+	// kept from running) passes its turns to the others. StopAbove alone
 	// (MaxInFlight 0) stops grants on the queue only: a loop longer than
 	// StopAbove at the port's rate then idles the port after every stop.
 	MaxInFlight int
