@@ -97,15 +97,21 @@ func FuzzReachOps(f *testing.F) {
 }
 
 // FuzzSchedOps: any sequence of requests (any source, class, total),
-// FCI reports, egress queue reports, resets and polls never panics, never
-// grants beyond a VOQ's request (or the pre-credit), and grant totals in Out
-// never go down between resets.
+// FCI reports, egress queue reports, arrivals and losses of cells, resets
+// and polls never panics, never grants beyond a VOQ's request (or the
+// pre-credit), and grant totals in Out never go down between resets. With
+// the credit window (inputs of odd length): the credit in flight is the
+// sum of the VOQs' and never above MaxInFlight, and Poll's deadline is
+// never in the past.
 func FuzzSchedOps(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 3, 10, 0, 2, 1, 0, 0, 0, 0, 9, 3, 200})
 	f.Add([]byte{0, 1, 9, 0, 0, 1, 0, 1, 1, 3, 50, 4, 1, 3, 50, 2, 2, 3, 100})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := DefaultSchedConfig(1e9)
 		cfg.CreditSize, cfg.PreCredit, cfg.MaxVOQs, cfg.StopAbove = 3000, 500, 8, 10000
+		if len(data)%2 == 1 {
+			cfg.MaxInFlight, cfg.Lead = 20000, 200
+		}
 		s, err := NewScheduler(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +122,7 @@ func FuzzSchedOps(f *testing.F) {
 		for o.more() {
 			op := o.u8()
 			src, class := EdgeID(o.u8()%6), Class(o.u8()%10)
-			switch op % 6 {
+			switch op % 8 {
 			case 0:
 				s.Request(now, src, class, uint64(o.u32())<<8)
 			case 1:
@@ -125,7 +131,9 @@ func FuzzSchedOps(f *testing.F) {
 				s.SetEgressQueue(int(o.u32() % 20000))
 			case 3:
 				now += int64(o.u8()) * 1000
-				s.Poll(now)
+				if d := s.Poll(now); d <= now {
+					t.Fatalf("Poll(%d) returned the deadline %d", now, d)
+				}
 				for _, g := range s.Out {
 					if g.Total < sent[g.Key] {
 						t.Fatalf("grant of %+v went down: %d after %d", g.Key, g.Total, sent[g.Key])
@@ -143,6 +151,18 @@ func FuzzSchedOps(f *testing.F) {
 			case 5:
 				s.Reset()
 				clear(sent)
+			case 6:
+				now += int64(o.u8()) * 100
+				s.Arrived(now, src, class, int(o.u32()%5000))
+			case 7:
+				s.Lost(src, class, int(o.u32()%5000))
+			}
+			fly := 0
+			for i := range s.voqs {
+				fly += int(s.voqs[i].fly)
+			}
+			if l := s.Loop(); l.InFlight != fly || cfg.MaxInFlight > 0 && l.InFlight > cfg.MaxInFlight {
+				t.Fatalf("credit in flight %d, the VOQs' sum %d, MaxInFlight %d", l.InFlight, fly, cfg.MaxInFlight)
 			}
 			for src := range EdgeID(6) {
 				for c := range Class(Classes) {

@@ -34,7 +34,10 @@ type SchedConfig struct {
 	// never takes them above MaxInFlight. The port stays busy whatever
 	// the loop's round trip (as long as its worth fits MaxInFlight), and
 	// the egress queue, which only arriving credit fills, never exceeds
-	// MaxInFlight (plus the sources' Lead and pre-credit). StopAbove alone
+	// MaxInFlight (plus the sources' Lead and pre-credit). Within the
+	// window a VOQ holds at most its share of it in flight, and a late one
+	// (credit in flight, nothing back for the loop's timeout: its source
+	// kept from running) passes its turns to the others. StopAbove alone
 	// (MaxInFlight 0) stops grants on the queue only: a loop longer than
 	// StopAbove at the port's rate then idles the port after every stop.
 	MaxInFlight int
@@ -136,6 +139,8 @@ type SchedStats struct {
 	ExpiredBytes uint64 // credit in flight taken for lost (InFlightExpire)
 	LostBytes    uint64 // ... for cells the reassembly gave up (Lost)
 	ShareFull    uint64 // turns a VOQ passed with its share of the window in flight
+	LateFull     uint64 // turns a late VOQ (credit in flight, nothing back for a loop's timeout) passed
+	Late         uint64 // VOQs found late (their credit's time went back to the pacer)
 	ArrivedBytes uint64 // bytes of the cells that arrived for the port
 }
 
@@ -160,6 +165,7 @@ type schedVOQ struct {
 	flyAt   int64
 	sampAt  int64
 	sampEnd uint64
+	late    bool // passed over as late since its last arrival
 }
 
 type schedSrc struct {
@@ -231,7 +237,8 @@ type Scheduler struct {
 	win      int
 	expire   int64
 	expireAt int64
-	held     bool // the last Poll stopped at the window or the VOQs' shares
+	lateAt   int64 // the next scan for late VOQs (while credit is in flight; 0: at the next Poll)
+	held     bool  // the last Poll stopped at the window or the VOQs' shares
 
 	Out   []SchedGrant
 	Stats SchedStats
@@ -307,7 +314,7 @@ func (s *Scheduler) Arrived(now int64, src EdgeID, class Class, bytes int) {
 	}
 	v := &s.voqs[vi]
 	v.arrived += uint64(bytes)
-	v.flyAt = now
+	v.flyAt, v.late = now, false
 	s.setFly(v)
 	if v.sampEnd != 0 && v.arrived >= v.sampEnd {
 		v.sampEnd = 0
@@ -342,6 +349,9 @@ func (s *Scheduler) setFly(v *schedVOQ) {
 	}
 	s.inflight += int(f) - int(v.fly)
 	v.fly = f
+	if f == 0 {
+		v.late = false // nothing owed: a late spell ends however the credit left
+	}
 }
 
 // sample takes a measured round trip into the smoothed one (gains 1/8 and
@@ -564,6 +574,9 @@ func (s *Scheduler) Poll(now int64) int64 {
 	if s.inflight > 0 && now >= s.expireAt {
 		s.expireFly(now)
 	}
+	if s.inflight > 0 && now >= s.lateAt {
+		s.scanLate(now)
+	}
 	if s.Stopped() {
 		s.Stats.Stopped++
 		if s.cfg.MaxInFlight > 0 {
@@ -587,7 +600,7 @@ func (s *Scheduler) Poll(now int64) int64 {
 			if s.held {
 				wait = min(wait, s.stopDue())
 			}
-			return min(s.refreshAt, wait)
+			return min(s.refreshAt, wait, s.lateDue())
 		}
 		if v := &s.voqs[vi]; !s.windowRoom(min(uint64(s.cfg.CreditSize), v.req-v.granted)) {
 			s.rings[v.key.Class].pushFront(vi) // its turn stays
@@ -601,15 +614,47 @@ func (s *Scheduler) Poll(now int64) int64 {
 			return math.MaxInt64
 		}
 	}
-	return min(s.refreshAt, s.next)
+	return min(s.refreshAt, s.next, s.lateDue())
+}
+
+// lateDue is Poll's deadline for the next scan for late VOQs: while credit
+// is in flight and the loop is measured.
+func (s *Scheduler) lateDue() int64 {
+	if s.inflight > 0 && s.srtt > 0 {
+		return s.lateAt
+	}
+	return math.MaxInt64
+}
+
+// scanLate marks late the VOQs with credit in flight and nothing back
+// for the loop's timeout, gives the pacer back their credit's time and
+// sets the next scan: the timeout on, at least an eighth of a credit's
+// time at the credit rate. A VOQ marked at its turn (pick) alone would
+// leave the port idle a round of turns: the credit of a source kept from
+// running just after its grant is missed at once, while its next turn
+// comes only after every other VOQ's.
+func (s *Scheduler) scanLate(now int64) {
+	late := s.lateAfter()
+	if late == math.MaxInt64 {
+		s.lateAt = 0 // not measured yet: scan at the first Poll after it is
+		return
+	}
+	for i := range s.voqs {
+		if v := &s.voqs[i]; v.fly > 0 && !v.late && now-v.flyAt > late {
+			v.late = true
+			s.Stats.Late++
+			s.refund(now, v.fly)
+		}
+	}
+	s.lateAt = now + max(late, int64(uint64(s.cfg.CreditSize)*8e9/s.den)/8)
 }
 
 // stopDue is Poll's deadline while grants are held back: the refresh, and
-// the expiry scan while credit is in flight (arrivals and the queue's
-// fall call Poll meanwhile).
+// the expiry and lateness scans while credit is in flight (arrivals and
+// the queue's fall call Poll meanwhile).
 func (s *Scheduler) stopDue() int64 {
 	if s.inflight > 0 {
-		return min(s.refreshAt, s.expireAt)
+		return min(s.refreshAt, s.expireAt, s.lateDue())
 	}
 	return s.refreshAt
 }
@@ -624,44 +669,90 @@ func (s *Scheduler) armRefresh(now int64, v *schedVOQ) {
 
 // pick takes the next VOQ to serve out of its ring: the highest class with
 // a VOQ whose source is not held back by its FCI pacing nor, with the
-// credit window, by its share of it: a VOQ with a share of the window in
-// flight (the window over the VOQs that want credit, at least a credit)
-// waits for its cells, and the others get the credit meanwhile. A source
-// kept from running (or whose cells a late fabric node holds) would
-// otherwise take its turns until the window was all its own, idling the
-// port while the other sources had backlog. Otherwise pick returns -1 and
-// the earliest time a held-back source may be served.
+// credit window, by its share of it or its lateness. A VOQ with a share
+// of the window in flight (the window over the VOQs that want credit, at
+// least a credit) waits for its cells, and the others get the credit
+// meanwhile. A late VOQ (credit in flight and nothing back from it for
+// the loop's timeout, lateAfter: its source, or the fabric on its way, is
+// kept from running) passes its turns to any other VOQ that may take
+// them. A source kept from running would otherwise
+// take its turns until the window was all its own, idling the port while
+// the other sources had backlog, and, with credits large against the
+// port's rate (64 KiB at 100 Mbit/s: 5 ms each), even up to its share:
+// each turn it took idled the port a credit's time, and the credit
+// arrived after its stall on top of its turns there. Otherwise pick
+// returns -1 and the earliest time a held-back source may be served.
 func (s *Scheduler) pick(now int64) (int32, int64) {
 	wait := int64(math.MaxInt64)
 	share := uint64(math.MaxUint64)
+	late := int64(math.MaxInt64)
 	if s.cfg.MaxInFlight > 0 {
 		share = uint64(max(s.win/max(s.active, 1), s.cfg.CreditSize))
+		late = s.lateAfter()
 	}
-	for c := Classes - 1; c >= 0; c-- {
-		r := &s.rings[c]
-		for n := r.size; n > 0; n-- {
-			vi := r.pop()
-			v := &s.voqs[vi]
-			if !v.active {
-				v.queued = false
-				continue
+	// Late VOQs pass their turns to the others (first pass); with no other
+	// taker they are served (second pass): the cells of a VOQ lost in
+	// the fabric must not keep it from credit until they expire.
+	skipped := false
+	for pass := 0; pass < 2 && (pass == 0 || skipped); pass++ {
+		for c := Classes - 1; c >= 0; c-- {
+			r := &s.rings[c]
+			for n := r.size; n > 0; n-- {
+				vi := r.pop()
+				v := &s.voqs[vi]
+				if !v.active {
+					v.queued = false
+					continue
+				}
+				src := &s.srcs[v.src]
+				if s.throttled(src, now) && src.next > now {
+					r.push(vi)
+					wait = min(wait, src.next)
+					continue
+				}
+				if v.fly >= share {
+					r.push(vi)
+					if pass == 0 {
+						s.Stats.ShareFull++
+					}
+					s.held = true
+					continue
+				}
+				if pass == 0 && v.fly > 0 && now-v.flyAt > late {
+					if !v.late {
+						v.late = true
+						s.Stats.Late++
+						s.refund(now, v.fly)
+					}
+					r.push(vi)
+					s.Stats.LateFull++
+					skipped = true
+					continue
+				}
+				return vi, 0
 			}
-			src := &s.srcs[v.src]
-			if s.throttled(src, now) && src.next > now {
-				r.push(vi)
-				wait = min(wait, src.next)
-				continue
-			}
-			if v.fly >= share {
-				r.push(vi)
-				s.Stats.ShareFull++
-				s.held = true
-				continue
-			}
-			return vi, 0
 		}
 	}
 	return -1, wait
+}
+
+// refund gives the pacer back the time of b bytes of credit (within the
+// burst a late Poll may catch up on): credit in flight to a late VOQ, which
+// will not arrive while the port needs it. Its time goes to the others'
+// grants, and the window still bounds what may arrive together.
+func (s *Scheduler) refund(now int64, b uint64) {
+	s.next = max(s.next-int64(b*8e9/s.den), now-s.burst)
+}
+
+// lateAfter is how long a VOQ with credit in flight may go without an
+// arrival before its turns pass to the others: the loop's timeout, the
+// smoothed round trip plus four times its variation (as TCP's). Before
+// the loop is measured, never.
+func (s *Scheduler) lateAfter() int64 {
+	if s.srtt == 0 {
+		return math.MaxInt64
+	}
+	return s.srtt + 4*s.rttvar
 }
 
 // grant gives VOQ vi (just popped from its ring) one credit at the pacer's
@@ -684,6 +775,10 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	if s.cfg.MaxInFlight > 0 {
 		if s.inflight == 0 {
 			s.expireAt = now + s.expire/4
+			s.lateAt = 0 // not measured yet: scan at the first Poll after it is
+			if l := s.lateAfter(); l != math.MaxInt64 {
+				s.lateAt = now + l
+			}
 		}
 		s.setFly(v)
 	}
@@ -829,7 +924,7 @@ func (s *Scheduler) Reset() {
 func (s *Scheduler) resetVOQ(v *schedVOQ) {
 	s.setActive(v, false)
 	v.req, v.granted, v.issued = 0, s.cfg.PreCredit, false
-	v.arrived, v.sampEnd = 0, 0
+	v.arrived, v.sampEnd, v.late = 0, 0, false
 	s.setFly(v)
 	if v.out > 0 {
 		s.Out[v.out-1].Total = v.granted

@@ -27,6 +27,9 @@ type creditLoop struct {
 	// without the grant growing; longest such wait.
 	stallFrom []int64
 	maxStall  int64
+	// asleep: per source, the time until which it is kept from running
+	// (grants to it wait, it sends nothing).
+	asleep []int64
 }
 
 type loopMsg struct {
@@ -38,6 +41,7 @@ type loopMsg struct {
 
 type loopData struct {
 	at    int64
+	src   EdgeID
 	bytes uint64
 }
 
@@ -48,6 +52,7 @@ func newCreditLoop(t testing.TB, cfg SchedConfig, ccfg CreditClientConfig, sourc
 		loss:      loss,
 		drop:      rand.New(rand.NewPCG(seed, 99)),
 		stallFrom: make([]int64, sources),
+		asleep:    make([]int64, sources),
 	}
 	for range sources {
 		l.cl = append(l.cl, NewCreditClient(ccfg))
@@ -64,18 +69,22 @@ func (l *creditLoop) step(dt int64) {
 	l.now += dt
 	now := l.now
 	n := 0
+	var wait []loopMsg
 	for _, m := range l.msgs {
 		if m.at > now {
 			break
 		}
 		n++
-		if m.grant {
+		switch {
+		case m.grant && now < l.asleep[m.src-1]:
+			wait = append(wait, m) // read when the source runs again
+		case m.grant:
 			l.cl[m.src-1].Grant(m.total)
-		} else {
+		default:
 			l.s.Request(now, m.src, 0, m.total)
 		}
 	}
-	l.msgs = l.msgs[n:]
+	l.msgs = append(wait, l.msgs[n:]...)
 	n = 0
 	for _, d := range l.data {
 		if d.at > now {
@@ -83,6 +92,7 @@ func (l *creditLoop) step(dt int64) {
 		}
 		n++
 		l.egress += float64(d.bytes)
+		l.s.Arrived(now, d.src, 0, int(d.bytes))
 	}
 	l.data = l.data[n:]
 	out := min(l.egress, l.s.cfg.Rate*float64(dt)*1e-9/8)
@@ -92,12 +102,15 @@ func (l *creditLoop) step(dt int64) {
 	l.s.SetEgressQueue(int(l.egress))
 	for i := range l.cl {
 		c := &l.cl[i]
+		if now < l.asleep[i] {
+			continue
+		}
 		if send, total, _ := c.Poll(now); send && !l.lost() {
 			l.msgs = append(l.msgs, loopMsg{at: now + l.delay, src: EdgeID(i + 1), total: total})
 		}
 		if b := min(c.Allowed(), c.Enqueued()-c.Sent()); b > 0 {
 			c.OnSent(int(b))
-			l.data = append(l.data, loopData{at: now + l.delay, bytes: b})
+			l.data = append(l.data, loopData{at: now + l.delay, src: EdgeID(i + 1), bytes: b})
 		}
 	}
 	l.s.Poll(now)
@@ -258,5 +271,59 @@ func TestCreditLoopPortBusy(t *testing.T) {
 	busy := l.drained * 8 / (cfg.Rate * 20e-3)
 	if busy < 0.99 || math.IsNaN(busy) {
 		t.Fatalf("port busy %.3f of the time under saturation, want ≥ 0.99", busy)
+	}
+}
+
+// TestCreditLoopSourceAsleep: two sources saturate a 100 Mbit/s port with
+// the credit window and 64 KiB credits; one is kept from running for
+// 30 ms. Once the loop's measure shows it late (nothing back from it well
+// beyond the round trip) its turns go to the other source: the port stays
+// busy through the stall, and the sleeper, which cannot use credit, gets
+// no more than the one credit of the turn that found it with nothing in
+// flight, so that it is not ahead of the other source when it runs again
+// (what it was granted arrives then, on top of its turns).
+func TestCreditLoopSourceAsleep(t *testing.T) {
+	cfg := DefaultSchedConfig(100e6)
+	cfg.CreditSize, cfg.MaxBurst, cfg.MaxBurstTime = 64<<10, 8, 10*credMs
+	cfg.StopAbove, cfg.MaxInFlight = 4*cfg.CreditSize, 2<<20
+	ccfg := DefaultCreditClientConfig()
+	ccfg.Quantum = uint64(cfg.CreditSize)
+	const dt, from, to = 10 * credUs, 50 * credMs, 80 * credMs
+	l := newCreditLoop(t, cfg, ccfg, 2, 0, 1)
+	per := int(cfg.Rate * float64(dt) * 1e-9 / 8) // each source at the port's rate
+	var g0, drained0, g1, drained1 float64
+	var maxQ float64
+	l.run(to+20*credMs, dt, func(l *creditLoop) {
+		for i := range l.cl {
+			if l.cl[i].Enqueued()-l.cl[i].Sent() < 4<<20 {
+				l.cl[i].Enqueue(per)
+			}
+		}
+		if l.now == from-dt {
+			l.asleep[0] = to // from the next step on
+		}
+	}, func(l *creditLoop) {
+		switch l.now {
+		case from:
+			_, g, _ := l.s.Totals(1, 0)
+			g0 = float64(g)
+		case from + 5*credMs:
+			drained0 = l.drained
+		case to:
+			_, g, _ := l.s.Totals(1, 0)
+			g1, drained1 = float64(g), l.drained
+		}
+		maxQ = max(maxQ, l.egress+float64(l.s.Loop().InFlight))
+	})
+	busy := (drained1 - drained0) * 8 / (cfg.Rate * float64(to-from-5*credMs) * 1e-9)
+	t.Logf("asleep: port busy %.3f, credit to the sleeper %.0f bytes; loop %+v; %+v", busy, g1-g0, l.s.Loop(), l.s.Stats)
+	if busy < 0.95 {
+		t.Errorf("the port was busy %.3f of the sleeper's stall (from 5 ms in), want ≥ 0.95: its turns idled it", busy)
+	}
+	if g1-g0 > float64(cfg.CreditSize) {
+		t.Errorf("the sleeper was granted %.0f bytes during its stall, want at most a credit (%d)", g1-g0, cfg.CreditSize)
+	}
+	if maxQ > float64(cfg.MaxInFlight) {
+		t.Errorf("egress queue plus credit in flight reached %.0f, above MaxInFlight %d", maxQ, cfg.MaxInFlight)
 	}
 }

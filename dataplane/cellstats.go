@@ -135,13 +135,18 @@ type CellHostSnapshot struct {
 	// scheduler measures (a grant out, the first byte it let the source
 	// send back; smoothed, and its variation), the credit granted and not
 	// arrived, the window (egress queue plus credit in flight) that stops
-	// grants, the Polls stopped there, and the credit taken for lost.
+	// grants, the Polls stopped there, the turns passed by VOQs at their
+	// share of it or late (credit in flight, nothing back for the loop's
+	// timeout: their source kept from running) and the times a VOQ was
+	// found late, and the credit taken for lost.
 	CreditRTT     int64  `json:"credit_rtt_ns,omitempty"`
 	CreditRTTVar  int64  `json:"credit_rtt_var_ns,omitempty"`
 	CreditFlight  int    `json:"credit_inflight_bytes"`
 	CreditWindow  int    `json:"credit_window_bytes,omitempty"`
 	WindowFull    uint64 `json:"credit_window_full,omitempty"`
 	ShareFull     uint64 `json:"credit_share_full,omitempty"`
+	LateFull      uint64 `json:"credit_late_full,omitempty"`
+	Late          uint64 `json:"credit_late,omitempty"`
 	Stopped       uint64 `json:"credit_stopped,omitempty"`
 	Credits       uint64 `json:"credits,omitempty"`
 	CreditExpired uint64 `json:"credit_expired_bytes,omitempty"`

@@ -115,10 +115,11 @@ type CellsIncastRun struct {
 	PortLate float64 `json:"port_late"`
 	// Credit is e3's host0 scheduler over the run: credits issued, Polls
 	// stopped at the credit window and turns passed at a VOQ's share of
-	// it, and the loop's round trip at the end (ms).
+	// it or late (its source kept from running), and the loop's round
+	// trip at the end (ms).
 	Credit struct {
-		Credits, WindowFull, ShareFull uint64
-		RTTMs                          float64
+		Credits, WindowFull, ShareFull, LateFull uint64
+		RTTMs                                    float64
 	} `json:"credit"`
 	// Shares are each source's part of what was delivered (UDP: in the
 	// window of PortBusy; TCP: over the run); ShareDev the largest
@@ -207,9 +208,9 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 				if err != nil {
 					return nil, fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
 				}
-				e.progress("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, loop %.2f ms",
+				e.progress("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
 					r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
-					r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.RTTMs)
+					r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
 				res.Runs = append(res.Runs, r)
 			}
 			if err := f.Stop(); err != nil {
@@ -302,6 +303,7 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 	if b, a := before["e3"], after["e3"]; b != nil && a != nil && len(b.Cells.Hosts) > 0 && len(a.Cells.Hosts) > 0 {
 		hb, ha := b.Cells.Hosts[0], a.Cells.Hosts[0]
 		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull = ha.Credits-hb.Credits, ha.WindowFull-hb.WindowFull, ha.ShareFull-hb.ShareFull
+		r.Credit.LateFull = ha.LateFull - hb.LateFull
 		r.Credit.RTTMs = float64(ha.RTT) / 1e6
 	}
 	if udpSpan > 0 && before["e3"] != nil && after["e3"] != nil {

@@ -24,6 +24,7 @@ type CellsNodeStats struct {
 			RTT        int64  `json:"credit_rtt_ns"`
 			WindowFull uint64 `json:"credit_window_full"`
 			ShareFull  uint64 `json:"credit_share_full"`
+			LateFull   uint64 `json:"credit_late_full"`
 			Credits    uint64 `json:"credits"`
 		} `json:"hosts"`
 		Node struct {

@@ -93,7 +93,7 @@ func (h *Host) send(f link.Frame) bool {
 }
 
 func (h *Host) startTx() {
-	if h.txBusy || h.txq.len() == 0 {
+	if h.txBusy || h.txq.len() == 0 || h.Edge.stalled() {
 		return
 	}
 	h.txBusy = true
@@ -103,6 +103,10 @@ func (h *Host) startTx() {
 
 func (h *Host) txDone() {
 	s := h.sim
+	if h.Edge.stalled() { // the frame waits for the edge (sent again at its resume)
+		h.txBusy = false
+		return
+	}
 	f := h.txq.pop()
 	h.txBytes -= f.Len
 	h.txBusy = false
@@ -140,7 +144,7 @@ func (h *Host) egress(f link.Frame) {
 }
 
 func (h *Host) startEgress() {
-	if h.egBusy || h.egq.len() == 0 {
+	if h.egBusy || h.egq.len() == 0 || h.Edge.stalled() {
 		return
 	}
 	s := h.sim
@@ -163,7 +167,7 @@ func (h *Host) egressDone() {
 
 // reportEgress tells the edge its egress queue toward the host.
 func (h *Host) reportEgress() {
-	if !h.Edge.dead {
+	if !h.Edge.dead && !h.Edge.stalled() {
 		h.Edge.SetEgressQueue(h.sim.Now, h.Port, h.egBytes)
 	}
 }

@@ -47,6 +47,7 @@ func TestLoopJump(t *testing.T)      { runScenario(t, "loopjump") }
 func TestHeldCells(t *testing.T)     { runScenario(t, "heldcells") }
 func TestLossyLinks(t *testing.T)    { runScenario(t, "lossylinks") }
 func TestStalledSource(t *testing.T) { runScenario(t, "stalledsource") }
+func TestStalls(t *testing.T)        { runScenario(t, "stalls") }
 func TestCreditLoss(t *testing.T)    { runScenario(t, "creditloss") }
 func TestLinkDeath(t *testing.T)     { runScenario(t, "linkdeath") }
 func TestExclusion(t *testing.T)     { runScenario(t, "exclusion") }

@@ -83,6 +83,8 @@ type Node struct {
 	cfg   cellify.NodeConfig // as built (Epoch 0: drawn)
 	boots uint64
 	dead  bool // restarting: frames to it are lost, it sends nothing
+	// stallTo: the node is kept from running until then (Stall).
+	stallTo int64
 	// Lost counts the frames that reached the node while it was down.
 	Lost uint64
 }
@@ -260,8 +262,8 @@ func (s *Sim) dispatch(e *event) {
 // settle hands the node's output to the wires and hosts, polls it and
 // schedules its next wake-up.
 func (s *Sim) settle(n *Node) {
-	if n.dead {
-		return
+	if n.dead || n.stalled() {
+		return // a stalled node runs again at its resume
 	}
 	s.flush(n)
 	d := n.Poll(s.Now)
