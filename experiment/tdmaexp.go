@@ -12,6 +12,7 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
 
@@ -22,9 +23,9 @@ import (
 type TDMACounters struct {
 	Collisions uint64 `json:"collisions"`
 	// Causes are the collisions by cause, CollSample the first ones of
-	// each receiver in full (host.Classify).
-	Causes     host.Causes      `json:"collision_causes"`
-	CollSample []host.Collision `json:"collision_sample,omitempty"`
+	// each receiver in full (gate.Classify).
+	Causes     gate.Causes      `json:"collision_causes"`
+	CollSample []gate.Collision `json:"collision_sample,omitempty"`
 	// Gate: the gate's counters (nil without one); Returned, Resent: the
 	// agents' frames it returned and they sent again; RetLost: returned
 	// frames an agent could not hold.
@@ -34,7 +35,7 @@ type TDMACounters struct {
 	RetLost  uint64                `json:"returned_lost,omitempty"`
 	// Entered: data frames received with the exit gate's stamp;
 	// EnteredOutside: of them, those that entered the switch outside
-	// their slot (host.EnteredOutside).
+	// their slot (gate.EnteredOutside).
 	Entered        uint64  `json:"entered,omitempty"`
 	EnteredOutside uint64  `json:"entered_outside"`
 	LostFrames     uint64  `json:"lost_frames"`
@@ -228,8 +229,8 @@ func agentDuration(d time.Duration) []string { return []string{"--duration", d.S
 // causeRun is one run's collisions by cause, with its label.
 type causeRun struct {
 	label  string
-	causes host.Causes
-	sample []host.Collision
+	causes gate.Causes
+	sample []gate.Collision
 	c      *TDMACounters // the gate's figures
 }
 
@@ -260,7 +261,7 @@ func printCauses(w io.Writer, runs []causeRun) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "run")
-	for c := host.Cause(0); c < host.NumCauses; c++ {
+	for c := gate.Cause(0); c < gate.NumCauses; c++ {
 		fmt.Fprintf(tw, "	%s", c)
 	}
 	fmt.Fprintln(tw, "	(frames, mean/max µs late)")
@@ -279,7 +280,7 @@ func printCauses(w io.Writer, runs []causeRun) {
 	fmt.Fprintln(w, "worst sampled collisions (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → arrival):")
 	for _, r := range runs {
 		s := slices.Clone(r.sample)
-		slices.SortFunc(s, func(a, b host.Collision) int { return cmp.Compare(b.LateUs, a.LateUs) })
+		slices.SortFunc(s, func(a, b gate.Collision) int { return cmp.Compare(b.LateUs, a.LateUs) })
 		for _, c := range s[:min(len(s), 3)] {
 			fr := ""
 			if c.FreeRun {

@@ -150,14 +150,14 @@ type Stats struct {
 	BadData    uint64  `json:"bad_data_frames"`
 	// Collisions: frames received (kernel time stamp) after their slot's
 	// end plus the guard, when the next slot's sender may be sending, or
-	// released before the slot's start plus the guard (Classify); Causes
-	// counts them by cause, CollSample holds the first ones in full.
-	Collisions uint64      `json:"collisions"`
-	Causes     Causes      `json:"collision_causes"`
-	CollSample []Collision `json:"collision_sample,omitempty"`
+	// released before the slot's start plus the guard (gate.Classify);
+	// Causes counts them by cause, CollSample holds the first ones in full.
+	Collisions uint64           `json:"collisions"`
+	Causes     gate.Causes      `json:"collision_causes"`
+	CollSample []gate.Collision `json:"collision_sample,omitempty"`
 	// Entered: frames received with the exit gate's stamp of when they
 	// entered the switch; EnteredOutside: of them, those that entered
-	// outside their slot (EnteredOutside: never, with the gate).
+	// outside their slot (gate.EnteredOutside: never, with the gate).
 	Entered        uint64  `json:"entered"`
 	EnteredOutside uint64  `json:"entered_outside"`
 	CollBytes      uint64  `json:"collision_bytes"`
@@ -271,7 +271,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16), delay: clock.NewLateness()}
 	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N),
-		CollSample: make([]Collision, 0, maxCollisionSample)}
+		CollSample: make([]gate.Collision, 0, gate.MaxCollisionSample)}
 	if cfg.NFQ {
 		a.s.Gate = "nfqueue"
 	}

@@ -361,9 +361,7 @@ func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags 
 		h.Flags |= wire.DataFreeRun
 	}
 	h.Encode(b[ethHdr:])
-	t := wire.WinTrailer{Due: wire.WinDelta(w.Due, now), Close: wire.WinDelta(w.Close, now), FMEnd: wire.WinDelta(w.FMEnd, now),
-		Line: wire.WinDelta(line, now), Lease: wire.WinDelta(a.g.LeaseEnd(), now),
-		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16)), Entry: wire.WinUnknown}
+	t := w.Trailer(now, line, a.g.LeaseEnd())
 	t.Encode(b[ethHdr+wire.DataHdrLen:])
 }
 
@@ -438,14 +436,14 @@ func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	}
 	if t.Entry != wire.WinUnknown {
 		a.s.Entered++
-		if EnteredOutside(h.SendTS, &t) {
+		if gate.EnteredOutside(h.SendTS, &t) {
 			a.s.EnteredOutside++
 		}
 	}
 	if rx == 0 {
 		return
 	}
-	c, late, ok := Classify(h.SendTS, rx, &t)
+	c, late, ok := gate.Classify(h.SendTS, rx, &t)
 	if !ok {
 		return
 	}
@@ -453,12 +451,10 @@ func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	a.s.CollBytes += uint64(l)
 	a.s.CollMaxUs = max(a.s.CollMaxUs, late)
 	a.s.Causes[c].Add(l, late)
-	if len(a.s.CollSample) < maxCollisionSample {
-		cl := Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
-			LineUs: us(int64(t.Line)), TransitUs: us(rx - max(h.SendTS, h.SendTS+int64(t.Line))), FreeRun: h.Flags&wire.DataFreeRun != 0}
-		if t.FMEnd != wire.WinUnknown && t.Due != wire.WinUnknown {
-			cl.GrantShiftUs = us(int64(t.Due) - int64(t.GuardUs)*1000 - int64(t.FMEnd))
-		}
+	if len(a.s.CollSample) < gate.MaxCollisionSample {
+		cl := gate.Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
+			FreeRun: h.Flags&wire.DataFreeRun != 0}
+		cl.Times(h.SendTS, rx, &t)
 		a.s.CollSample = append(a.s.CollSample, cl)
 	}
 }

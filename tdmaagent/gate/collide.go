@@ -1,7 +1,8 @@
-package host
+package gate
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/linkfabric/linkfabric/tdmaagent/wire"
 )
@@ -24,19 +25,20 @@ const (
 	OpenedEarly
 	// GrantLate: the frame was to leave the sender's line after the slot's
 	// end on the FM's timeline: the sender's window ran past the FM's slot
-	// because its grant came later than its delay estimate.
+	// because its grant came later than its delay estimate. With the exit
+	// gate's stamp: only when that overrun is longer than the queue named
+	// below then held the frame.
 	GrantLate
 	// KernelQueue: the sender timed the frame to leave its line inside
 	// the slot, and the kernel's queues (the host's shaper, the switch,
-	// the input backlogs) delivered it more than the guard late; with an
-	// exit gate: the frame entered the switch after the slot's end plus
-	// the guard.
+	// the input backlogs) delivered it more than the guard late; with the
+	// exit gate's stamp: the host's queues held it (from its release or
+	// planned departure to its entry into the switch) longer than the
+	// switch did.
 	KernelQueue
-	// SwitchQueue: the frame entered the switch (the exit gate's stamp)
-	// by the slot's end plus the guard, and the switch's queues and the
-	// receiver's input backlog delivered it late. No other sender's frame
-	// to the same port entered the switch before it (each enters only
-	// after its slot's start plus the guard), so it was not overtaken.
+	// SwitchQueue: with the exit gate's stamp, the switch held the frame
+	// (from its entry to its arrival: behind a backlog in its port) longer
+	// than the host's queues did.
 	SwitchQueue
 	NumCauses
 )
@@ -121,9 +123,28 @@ type Collision struct {
 	FreeRun   bool    `json:"freerun"`
 }
 
-// maxCollisionSample is how many collisions each receiver records in
+// Times fills c's times from the frame's release (send), its receive time
+// (rx) and its trailer t.
+func (c *Collision) Times(send, rx int64, t *wire.WinTrailer) {
+	c.LineUs = us(int64(t.Line))
+	c.TransitUs = us(rx - max(send, send+int64(t.Line)))
+	if t.FMEnd != wire.WinUnknown && t.Due != wire.WinUnknown {
+		c.GrantShiftUs = us(int64(t.Due) - int64(t.GuardUs)*1000 - int64(t.FMEnd))
+	}
+}
+
+// MaxCollisionSample is how many collisions each receiver records in
 // full (the first ones).
-const maxCollisionSample = 32
+const MaxCollisionSample = 32
+
+// Trailer is the window trailer of a frame released into w at now whose
+// last byte leaves the sender's line at line, the sender's lease running
+// out at lease (math.MaxInt64: none): what a receiver classifies it by.
+func (w *Window) Trailer(now, line, lease int64) wire.WinTrailer {
+	return wire.WinTrailer{Due: wire.WinDelta(w.Due, now), Close: wire.WinDelta(w.Close, now), FMEnd: wire.WinDelta(w.FMEnd, now),
+		Line: wire.WinDelta(line, now), Lease: wire.WinDelta(lease, now),
+		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16)), Entry: wire.WinUnknown}
+}
 
 // Classify tells whether a frame released at send with trailer t and
 // received (kernel time stamp) at rx collided, and why, with its lateness
@@ -160,12 +181,31 @@ func Classify(send, rx int64, t *wire.WinTrailer) (Cause, float64, bool) {
 		return ClosedLate, us(max(late, 0)), true
 	case early:
 		return OpenedEarly, us(open - send), true
-	case fmKnown && line > send+int64(t.FMEnd):
-		return GrantLate, us(late), true
-	case t.Entry != wire.WinUnknown && send+int64(t.Entry) <= due:
-		return SwitchQueue, us(late), true
 	}
-	return KernelQueue, us(late), true
+	// On time by its sender's plan: the plan ran past the FM's slot end
+	// (grant), the host's queues held it, or (entered in time) the switch.
+	past := int64(math.MinInt64) // how far the plan ran past the FM's slot end
+	if fmKnown {
+		past = line - (send + int64(t.FMEnd))
+	}
+	if t.Entry == wire.WinUnknown {
+		if past > 0 {
+			return GrantLate, us(late), true
+		}
+		return KernelQueue, us(late), true
+	}
+	// With the exit gate's stamp the frame's delays are apart: the plan's
+	// overrun, the host's queues (release or planned departure to entry)
+	// and the switch's (entry to arrival); the longest names the cause.
+	entry := send + int64(t.Entry)
+	held, c := entry-max(send, line), KernelQueue
+	if sw := rx - entry; sw > held {
+		held, c = sw, SwitchQueue
+	}
+	if past > held {
+		c = GrantLate
+	}
+	return c, us(late), true
 }
 
 // EnteredOutside tells whether a frame released at send with trailer t

@@ -1,4 +1,4 @@
-package host
+package gate
 
 import (
 	"testing"
@@ -26,8 +26,15 @@ func TestClassify(t *testing.T) {
 		{"at the guard's end", nil, 2_300_000, 0, 0, false},
 		{"kernel queue", nil, 2_400_000, KernelQueue, 100, true},
 		{"entered the switch late", func(w *wire.WinTrailer) { w.Entry = 2_350_000 }, 2_400_000, KernelQueue, 100, true},
-		{"switch queue", func(w *wire.WinTrailer) { w.Entry = 2_000_000 }, 2_400_000, SwitchQueue, 100, true},
+		{"switch queue", func(w *wire.WinTrailer) { w.Entry = 200_000 }, 2_400_000, SwitchQueue, 100, true},
+		{"held by the host, entered just in time", func(w *wire.WinTrailer) { w.Entry = 2_250_000 }, 2_400_000, KernelQueue, 100, true},
 		{"grant late", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line = 2_600_000, 2_250_000, 2_200_000 }, 2_500_000, GrantLate, 200, true},
+		{"grant late, entered the switch late", func(w *wire.WinTrailer) {
+			w.Due, w.Close, w.Line, w.Entry = 2_800_000, 2_450_000, 2_400_000, 2_410_000
+		}, 2_500_000, GrantLate, 200, true},
+		{"grant a little late, then held by the host", func(w *wire.WinTrailer) {
+			w.Due, w.Close, w.Line, w.Entry = 2_420_000, 2_070_000, 2_070_000, 3_000_000
+		}, 3_100_000, KernelQueue, 800, true},
 		{"closed late", func(w *wire.WinTrailer) { w.Line = 1_960_000 }, 2_400_000, ClosedLate, 100, true},
 		{"released after the close", func(w *wire.WinTrailer) { w.Due, w.Close, w.FMEnd, w.Line = 300_000, -50_000, 0, -60_000 }, 400_000, ClosedLate, 100, true},
 		{"released long after its planned departure", func(w *wire.WinTrailer) { w.Due, w.Close, w.FMEnd, w.Line = 320_000, 10_000, 20_000, -2_000_000 }, 400_000, ClosedLate, 80, true},
