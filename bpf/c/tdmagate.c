@@ -11,7 +11,8 @@
  * window's close or its lease, is returned to the host's agent instead of
  * being sent, which holds it and sends it again in a later window of its
  * destination. The exit gate stamps a frame it passes with the time it
- * entered the switch (the trailer's entry field). Frames of other
+ * entered the switch (the trailer's entry field), and one it returns with
+ * the time it stopped it (its agent names the cause). Frames of other
  * kinds, and windows without a close (the paper's reactive mode), pass.
  *
  * Programs:
@@ -144,10 +145,9 @@ int lf_tdma_exit(struct xdp_md *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	int v = tg_check(data, end, now, &late_close);
 	tg_count(v, late_close, end - data);
-	if (v == TG_RETURN)
-		return XDP_TX; /* back out of the switch's port to the host's end */
-	if (v == TG_PASS && data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN <= end) {
-		/* stamp when it entered the switch, from its release */
+	if (v != TG_OTHER && data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN <= end) {
+		/* stamp when it entered the switch (a returned frame: when it
+		 * was stopped), from its release */
 		__s64 send = (__s64)tg_u64(data + TG_ETH_HLEN + TG_SENDTS_OFF);
 		__s64 d = (__s64)now - send;
 		if (d > 0x7fffffff)
@@ -160,6 +160,8 @@ int lf_tdma_exit(struct xdp_md *ctx)
 		e[2] = (__u32)d >> 8;
 		e[3] = (__u32)d;
 	}
+	if (v == TG_RETURN)
+		return XDP_TX; /* back out of the switch's port to the host's end */
 	return XDP_PASS;
 }
 

@@ -208,6 +208,38 @@ func Classify(send, rx int64, t *wire.WinTrailer) (Cause, float64, bool) {
 	return c, us(late), true
 }
 
+// Stopped names the cause of a frame released at send with trailer t that
+// the exit gate stopped at send + t.Entry, where it would have entered the
+// switch (would-be collisions; Entry must be known), and how late it was
+// there in µs: past the slot's end (the earlier of the sender's estimate
+// and the FM's), 0 if not. The causes are Classify's; the gate stops no
+// early frame, and none that reached the switch.
+func Stopped(send int64, t *wire.WinTrailer) (Cause, float64) {
+	at := send + int64(t.Entry)
+	guard := int64(t.GuardUs) * 1000
+	end := send + int64(t.Due) - guard
+	if t.Due == wire.WinUnknown {
+		end = at
+	}
+	past := int64(math.MinInt64) // how far the plan ran past the FM's slot end
+	if t.FMEnd != wire.WinUnknown {
+		end = min(end, send+int64(t.FMEnd))
+		past = 0
+	}
+	late := us(max(at-end, 0))
+	line := send + int64(t.Line)
+	held := at - max(send, line) // the host's queues, to the gate
+	switch {
+	case t.Lease != wire.WinUnknown && t.Lease < 0:
+		return AfterLease, late
+	case t.Close != wire.WinUnknown && (t.Close < 0 || line > send+int64(t.Close)), send-line > held:
+		return ClosedLate, late
+	case past == 0 && line-(send+int64(t.FMEnd)) > held:
+		return GrantLate, late
+	}
+	return KernelQueue, late
+}
+
 // EnteredOutside tells whether a frame released at send with trailer t
 // entered the switch (the exit gate's stamp; false without one) outside
 // its slot: before the slot's start plus the guard or after its end plus

@@ -80,3 +80,36 @@ func TestEnteredOutside(t *testing.T) {
 		t.Error("entry past the sender's due: not outside")
 	}
 }
+
+// TestStopped: the cause and lateness of frames the exit gate stopped.
+func TestStopped(t *testing.T) {
+	const send = int64(1_000_000_000)
+	// The slot of TestClassify: ending 2 ms after the release on the FM's
+	// timeline and the sender's estimate, the frame planned to leave its
+	// line 100 µs after its release.
+	base := wire.WinTrailer{Due: 2_300_000, Close: 1_950_000, FMEnd: 2_000_000, Line: 100_000, Lease: 10_000_000, SlotUs: 5000, GuardUs: 300}
+	for _, c := range []struct {
+		name   string
+		edit   func(*wire.WinTrailer)
+		cause  Cause
+		lateUs float64
+	}{
+		{"held by the host", func(w *wire.WinTrailer) { w.Entry = 2_200_000 }, KernelQueue, 200},
+		{"grant late", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line, w.Entry = 2_600_000, 2_250_000, 2_200_000, 2_210_000 }, GrantLate, 210},
+		{
+			"grant a little late, then held by the host", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line, w.Entry = 2_400_000, 2_050_000, 2_050_000, 2_500_000 }, KernelQueue, 500,
+		},
+		{"after lease", func(w *wire.WinTrailer) { w.Lease, w.Entry = -5, 2_200_000 }, AfterLease, 200},
+		{"released after the close", func(w *wire.WinTrailer) { w.Close, w.Line, w.Entry = -50_000, -40_000, 100_000 }, ClosedLate, 0},
+		{"released long after its planned departure", func(w *wire.WinTrailer) {
+			w.Due, w.Close, w.FMEnd, w.Line, w.Entry = 320_000, 10_000, 20_000, -2_000_000, 200_000
+		}, ClosedLate, 180},
+		{"the sender's estimate ends first", func(w *wire.WinTrailer) { w.Due, w.Entry = 2_100_000, 1_900_000 }, KernelQueue, 100},
+	} {
+		w := base
+		c.edit(&w)
+		if cause, late := Stopped(send, &w); cause != c.cause || late != c.lateUs {
+			t.Errorf("%s: got %s %.0f µs, want %s %.0f µs", c.name, cause, late, c.cause, c.lateUs)
+		}
+	}
+}

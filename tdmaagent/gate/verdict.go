@@ -15,8 +15,9 @@ import (
 // after its slot's end plus the gate's share of the guard (the slot's end:
 // the earlier of the sender's estimate and the FM's, which the trailer
 // carries on the one clock all namespaces read here; in a fabric of
-// machines that clock would be PTP's). A frame the exit gate passes gets its
-// entry time (Entry).
+// machines that clock would be PTP's). A data frame the exit gate judges
+// gets the time it did (Entry): when it entered the switch, or when it was
+// stopped (Stopped names why).
 func Verdict(frame []byte, now int64, sharePermille uint32) (data, ret, afterClose bool) {
 	const eth = 14
 	var h wire.DataHdr

@@ -339,12 +339,30 @@ func (a *Agent) resend(r *rawState, i, k int, w gate.Window, line int64) {
 // counted lost).
 func (a *Agent) returned(r *rawState, i, l int, h *wire.DataHdr) {
 	a.s.Returned++
+	a.stopped(r.rxB[i][ethHdr+wire.DataHdrLen:l], l, h)
 	if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
 		a.s.RetRPC++
 		return
 	}
 	if !r.ret.put(r.rxB[i][:l], int(h.Dst), int64(l-dataHdr)) {
 		a.s.RetFull++
+	}
+}
+
+// stopped counts a frame of l bytes (header h, window trailer in tr) that
+// the exit gate stopped by its cause: a collision that did not happen.
+func (a *Agent) stopped(tr []byte, l int, h *wire.DataHdr) {
+	var t wire.WinTrailer
+	if wire.DecodeWinTrailer(tr, &t) != nil || t.Entry == wire.WinUnknown {
+		return
+	}
+	c, late := gate.Stopped(h.SendTS, &t)
+	a.s.Stopped[c].Add(l, late)
+	if len(a.s.StopSample) < gate.MaxCollisionSample {
+		cl := gate.Collision{Src: a.cfg.Index, Dst: int(h.Dst), Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
+			FreeRun: h.Flags&wire.DataFreeRun != 0}
+		cl.Times(h.SendTS, h.SendTS+int64(t.Entry), &t)
+		a.s.StopSample = append(a.s.StopSample, cl)
 	}
 }
 
