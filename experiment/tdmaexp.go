@@ -26,6 +26,9 @@ type TDMACounters struct {
 	// each receiver in full (gate.Classify).
 	Causes     gate.Causes      `json:"collision_causes"`
 	CollSample []gate.Collision `json:"collision_sample,omitempty"`
+	// MetInSlot: two senders' frames found in the switch at once, both
+	// inside their slots (the others are laid on a cause: Causes' Met).
+	MetInSlot uint64 `json:"met_in_slot"`
 	// Stopped are the frames the exit gate returned, by cause (the
 	// collisions it prevented, gate.Stopped), StoppedBy their count per
 	// sender, StopSample the first ones of each sender in full.
@@ -66,6 +69,7 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 			t.Causes[k].Merge(h.Causes[k])
 		}
 		t.CollSample = append(t.CollSample, h.CollSample...)
+		t.MetInSlot += h.MetInSlot
 		for k := range t.Stopped {
 			t.Stopped[k].Merge(h.Stopped[k])
 		}
@@ -264,9 +268,14 @@ func printCauses(w io.Writer, runs []causeRun) {
 				r.label, g.Gate.Passed, g.Gate.Returned, g.Gate.AfterClose, g.Resent, g.RetLost, g.EnteredOutside, g.Entered)
 		}
 	}
-	printCauseTable(w, runs, "collisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard)",
+	printCauseTable(w, runs, "collisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard; met: meetings with another sender's frame in the switch laid on the cause)",
 		"worst sampled collisions (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → arrival)",
 		func(c *TDMACounters) (*gate.Causes, []gate.Collision) { return &c.Causes, c.CollSample })
+	for _, r := range runs {
+		if n := r.c.MetInSlot; n > 0 {
+			fmt.Fprintf(w, "  %s: %d meetings of two frames both inside their slots\n", r.label, n)
+		}
+	}
 	var gated bool
 	for _, r := range runs {
 		gated = gated || r.c.Gate != nil || r.c.Stopped.Total() > 0
@@ -317,6 +326,9 @@ func printCauseTable(w io.Writer, runs []causeRun, title, sampleTitle string, of
 				continue
 			}
 			fmt.Fprintf(tw, "\t%d (%.0f/%.0f)", s.Frames, s.SumLateUs/float64(s.Frames), s.MaxLateUs)
+			if s.Met > 0 {
+				fmt.Fprintf(tw, " met %d", s.Met)
+			}
 		}
 		fmt.Fprintln(tw)
 	}

@@ -72,6 +72,9 @@ type CauseStats struct {
 	Bytes     uint64  `json:"bytes"`
 	SumLateUs float64 `json:"sum_late_us"`
 	MaxLateUs float64 `json:"max_late_us"`
+	// Met: meetings of two senders' frames in the switch laid on this
+	// cause (Meetings).
+	Met uint64 `json:"met,omitempty"`
 }
 
 // Add counts a frame of l bytes, lateUs late.
@@ -88,6 +91,7 @@ func (s *CauseStats) Merge(o CauseStats) {
 	s.Bytes += o.Bytes
 	s.SumLateUs += o.SumLateUs
 	s.MaxLateUs = max(s.MaxLateUs, o.MaxLateUs)
+	s.Met += o.Met
 }
 
 // Causes are the collisions by cause.
@@ -100,6 +104,48 @@ func (c *Causes) Total() uint64 {
 		n += s.Frames
 	}
 	return n
+}
+
+// Met is the number of meetings laid on any cause.
+func (c *Causes) Met() uint64 {
+	var n uint64
+	for _, s := range c {
+		n += s.Met
+	}
+	return n
+}
+
+// Meetings finds, at one receiver, two senders' frames that were in the
+// switch at once: a frame that entered the switch (the exit gate's stamp)
+// before the frame received before it, from another sender, had left it
+// (its receive time). A meeting is laid on the earlier frame's cause if it
+// was outside its slot, else on the later one's; InSlot counts those of
+// two frames both inside their slots (the guard did not cover the path).
+type Meetings struct {
+	prevSrc   int
+	prevRx    int64 // 0: no frame yet
+	prevCause Cause // NumCauses: inside its slot
+	InSlot    uint64
+}
+
+// Next takes the next frame received, from src at rx, that entered the
+// switch at entry (0: unknown) and was classified c (NumCauses: inside its
+// slot), and tells whether it met the frame before it and the cause the
+// meeting is laid on (NumCauses: InSlot).
+func (m *Meetings) Next(src int, entry, rx int64, c Cause) (Cause, bool) {
+	met := m.prevRx != 0 && src != m.prevSrc && entry != 0 && entry < m.prevRx
+	on := NumCauses
+	switch {
+	case !met:
+	case m.prevCause < NumCauses:
+		on = m.prevCause
+	case c < NumCauses:
+		on = c
+	default:
+		m.InSlot++
+	}
+	m.prevSrc, m.prevRx, m.prevCause = src, rx, c
+	return on, met
 }
 
 // Collision is one collided frame, as its receiver saw it.

@@ -113,3 +113,37 @@ func TestStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestMeetings: two senders' frames meet when the later entered the switch
+// before the earlier left it; the meeting is laid on the one outside its
+// slot, the earlier first.
+func TestMeetings(t *testing.T) {
+	var m Meetings
+	steps := []struct {
+		src         int
+		entry, rx   int64
+		c           Cause
+		met         bool
+		on          Cause
+		description string
+	}{
+		{0, 100, 200, NumCauses, false, NumCauses, "the first frame"},
+		{0, 150, 300, NumCauses, false, NumCauses, "the same sender, queued behind its own frame"},
+		{1, 400, 500, NumCauses, false, NumCauses, "another sender, after the first left"},
+		{0, 450, 600, SwitchQueue, true, SwitchQueue, "entered before the other left, itself late"},
+		{1, 550, 700, NumCauses, true, SwitchQueue, "the next sender's frame meets the late one"},
+		{0, 650, 800, NumCauses, true, NumCauses, "both inside their slots"},
+		{1, 900, 1000, OpenedEarly, false, NumCauses, "early, but the other had left"},
+		{0, 0, 1100, KernelQueue, false, NumCauses, "no entry stamp: unknown"},
+		{1, 1050, 1200, OpenedEarly, true, KernelQueue, "early, meeting a late one: the earlier's cause"},
+	}
+	for _, s := range steps {
+		on, met := m.Next(s.src, s.entry, s.rx, s.c)
+		if met != s.met || on != s.on {
+			t.Errorf("%s: met %v on %s, want %v on %s", s.description, met, on, s.met, s.on)
+		}
+	}
+	if m.InSlot != 1 {
+		t.Errorf("%d meetings inside the slots, want 1", m.InSlot)
+	}
+}

@@ -160,6 +160,9 @@ type Stats struct {
 	Collisions uint64           `json:"collisions"`
 	Causes     gate.Causes      `json:"collision_causes"`
 	CollSample []gate.Collision `json:"collision_sample,omitempty"`
+	// MetInSlot: frames of two senders found in the switch at once, both
+	// inside their slots (gate.Meetings; the others are in Causes' Met).
+	MetInSlot uint64 `json:"met_in_slot"`
 	// Entered: frames received with the exit gate's stamp of when they
 	// entered the switch; EnteredOutside: of them, those that entered
 	// outside their slot (gate.EnteredOutside: never, with the gate).

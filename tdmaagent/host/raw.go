@@ -33,6 +33,7 @@ type rawState struct {
 	expect  int64    // bytes expected from each source
 	rxNext  []uint64 // next sequence expected per source
 	maxKey  uint64   // highest round<<8|slot seen by this receiver
+	meet    gate.Meetings
 	maxSrc  int
 	winKey  uint64 // the window the last frame went into
 	rr      int
@@ -445,7 +446,9 @@ func (a *Agent) receive(r *rawState) {
 
 // checkWindow counts received frame i (l bytes, header h) as a collision
 // if it arrived (kernel time stamp) after its slot's end plus the guard or
-// was released before the slot's start plus the guard, by cause.
+// was released before the slot's start plus the guard, by cause, and a
+// meeting if it was in the switch at once with the frame before it from
+// another sender.
 func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	rx := r.rxT[i]
 	var t wire.WinTrailer
@@ -462,6 +465,18 @@ func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 		return
 	}
 	c, late, ok := gate.Classify(h.SendTS, rx, &t)
+	entry := int64(0)
+	if t.Entry != wire.WinUnknown {
+		entry = h.SendTS + int64(t.Entry)
+	}
+	cm := c
+	if !ok {
+		cm = gate.NumCauses
+	}
+	if on, met := r.meet.Next(int(h.Src), entry, rx, cm); met && on < gate.NumCauses {
+		a.s.Causes[on].Met++
+	}
+	a.s.MetInSlot = r.meet.InSlot
 	if !ok {
 		return
 	}

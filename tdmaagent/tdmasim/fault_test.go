@@ -52,6 +52,10 @@ func TestFaultAttribution(t *testing.T) {
 			if c.meet && r.Collisions == 0 {
 				t.Errorf("no two senders met at a port")
 			}
+			if (r.Collisions == 0) != (r.Causes.Met() == 0) || r.MetInSlot != 0 {
+				t.Errorf("%d meetings at the ports; the receivers found %d laid on a cause (%v) and %d of frames inside their slots",
+					r.Collisions, r.Causes.Met(), metCounts(&r.Causes), r.MetInSlot)
+			}
 			if len(r.CollSample) == 0 {
 				t.Fatalf("no frame found outside its slot: %+v", r.Causes)
 			}
@@ -67,9 +71,19 @@ func TestFaultAttribution(t *testing.T) {
 					t.Errorf("collision %+v: not late", s)
 				}
 			}
-			t.Logf("%d met at a port; by cause: %v", r.Collisions, causeCounts(&r.Causes))
+			t.Logf("%d met at a port; outside their slot by cause: %v; meetings the receivers found by cause: %v", r.Collisions, causeCounts(&r.Causes), metCounts(&r.Causes))
 		})
 	}
+}
+
+func metCounts(c *gate.Causes) map[string]uint64 {
+	m := map[string]uint64{}
+	for k, s := range c {
+		if s.Met > 0 {
+			m[gate.Cause(k).String()] = s.Met
+		}
+	}
+	return m
 }
 
 func causeCounts(c *gate.Causes) map[string]uint64 {
@@ -89,7 +103,7 @@ func TestNoFaultNoCollision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Collisions != 0 || r.Causes.Total() != 0 || r.FaultRound != 0 {
-		t.Fatalf("%d collisions, %d frames outside their slot (%+v), fault round %d", r.Collisions, r.Causes.Total(), r.Causes, r.FaultRound)
+	if r.Collisions != 0 || r.Causes.Total() != 0 || r.Causes.Met() != 0 || r.MetInSlot != 0 || r.FaultRound != 0 {
+		t.Fatalf("%d collisions, %d frames outside their slot (%+v), %d meetings inside, fault round %d", r.Collisions, r.Causes.Total(), r.Causes, r.MetInSlot, r.FaultRound)
 	}
 }

@@ -341,13 +341,20 @@ const maxSample = 64
 // as the agents do.
 func (s *Sim) received(d int32, rx int64) {
 	df := &s.dataPool[d]
-	if c, late, ok := gate.Classify(df.send, rx, &df.win); ok {
+	c, late, ok := gate.Classify(df.send, rx, &df.win)
+	if ok {
 		s.res.Causes[c].Add(df.bytes, late)
 		if len(s.res.CollSample) < maxSample {
 			cl := gate.Collision{Src: df.src, Dst: df.dst, Round: df.round, Slot: df.slot, Cause: c, LateUs: late, FreeRun: df.freeRun}
 			cl.Times(df.send, rx, &df.win)
 			s.res.CollSample = append(s.res.CollSample, cl)
 		}
+	} else {
+		c = gate.NumCauses
+	}
+	m := &s.hosts[df.dst].meet
+	if on, met := m.Next(df.src, df.send+int64(df.win.Entry), rx, c); met && on < gate.NumCauses {
+		s.res.Causes[on].Met++
 	}
 	s.dataFree = append(s.dataFree, d)
 }
@@ -450,6 +457,9 @@ func (s *Sim) result() *Result {
 		s.res.FreeRunOpens += st.FreeRunOpens
 		s.res.LeaseExpiries += st.LeaseExpiries
 		s.res.GateOverrunBytes += st.OverrunBytes
+	}
+	for _, h := range s.hosts {
+		s.res.MetInSlot += h.meet.InSlot
 	}
 	s.res.Unfinished = s.flows - s.finished
 	if s.res.Unfinished > 0 {

@@ -156,6 +156,9 @@ type Result struct {
 	// (gate.Classify), by cause; CollSample: the first ones in full.
 	Causes     gate.Causes      `json:"collision_causes"`
 	CollSample []gate.Collision `json:"collision_sample,omitempty"`
+	// MetInSlot: meetings the receivers found (gate.Meetings) of two
+	// frames both inside their slots; the others are in Causes' Met.
+	MetInSlot uint64 `json:"met_in_slot"`
 	// FaultRound, FaultSlot: the window the fault struck (round, slot in
 	// it); FaultRound 0: it did not strike.
 	FaultRound uint32 `json:"fault_round,omitempty"`
@@ -237,6 +240,7 @@ type host struct {
 	rr       int
 	received []int64 // per sender
 	qEnd     int64   // when the host's egress queue last let a frame go
+	meet     gate.Meetings
 }
 
 // Sim is one run.
