@@ -106,6 +106,17 @@ func (c *Causes) Total() uint64 {
 	return n
 }
 
+// Log counts collision cl (a frame of l bytes released at send, received
+// or stopped at rx, with trailer t) by its cause, and keeps it in full in
+// *sample while that holds fewer than limit.
+func (c *Causes) Log(sample *[]Collision, limit int, cl Collision, l int, send, rx int64, t *wire.WinTrailer) {
+	c[cl.Cause].Add(l, cl.LateUs)
+	if len(*sample) < limit {
+		cl.Times(send, rx, t)
+		*sample = append(*sample, cl)
+	}
+}
+
 // Met is the number of meetings laid on any cause.
 func (c *Causes) Met() uint64 {
 	var n uint64

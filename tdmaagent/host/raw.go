@@ -358,13 +358,8 @@ func (a *Agent) stopped(tr []byte, l int, h *wire.DataHdr) {
 		return
 	}
 	c, late := gate.Stopped(h.SendTS, &t)
-	a.s.Stopped[c].Add(l, late)
-	if len(a.s.StopSample) < gate.MaxCollisionSample {
-		cl := gate.Collision{Src: a.cfg.Index, Dst: int(h.Dst), Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
-			FreeRun: h.Flags&wire.DataFreeRun != 0}
-		cl.Times(h.SendTS, h.SendTS+int64(t.Entry), &t)
-		a.s.StopSample = append(a.s.StopSample, cl)
-	}
+	a.s.Stopped.Log(&a.s.StopSample, gate.MaxCollisionSample, gate.Collision{Src: a.cfg.Index, Dst: int(h.Dst), Round: h.Round, Slot: int(h.Slot),
+		Cause: c, LateUs: late, FreeRun: h.Flags&wire.DataFreeRun != 0}, l, h.SendTS, h.SendTS+int64(t.Entry), &t)
 }
 
 // header writes the Ethernet and data headers and the window trailer into
@@ -483,11 +478,6 @@ func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	a.s.Collisions++
 	a.s.CollBytes += uint64(l)
 	a.s.CollMaxUs = max(a.s.CollMaxUs, late)
-	a.s.Causes[c].Add(l, late)
-	if len(a.s.CollSample) < gate.MaxCollisionSample {
-		cl := gate.Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
-			FreeRun: h.Flags&wire.DataFreeRun != 0}
-		cl.Times(h.SendTS, rx, &t)
-		a.s.CollSample = append(a.s.CollSample, cl)
-	}
+	a.s.Causes.Log(&a.s.CollSample, gate.MaxCollisionSample, gate.Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot),
+		Cause: c, LateUs: late, FreeRun: h.Flags&wire.DataFreeRun != 0}, l, h.SendTS, rx, &t)
 }

@@ -76,21 +76,19 @@ func TestFaultAttribution(t *testing.T) {
 	}
 }
 
+// metCounts and causeCounts name the causes with meetings or frames.
 func metCounts(c *gate.Causes) map[string]uint64 {
-	m := map[string]uint64{}
-	for k, s := range c {
-		if s.Met > 0 {
-			m[gate.Cause(k).String()] = s.Met
-		}
-	}
-	return m
+	return counts(c, func(s gate.CauseStats) uint64 { return s.Met })
+}
+func causeCounts(c *gate.Causes) map[string]uint64 {
+	return counts(c, func(s gate.CauseStats) uint64 { return s.Frames })
 }
 
-func causeCounts(c *gate.Causes) map[string]uint64 {
+func counts(c *gate.Causes, of func(gate.CauseStats) uint64) map[string]uint64 {
 	m := map[string]uint64{}
 	for k, s := range c {
-		if s.Frames > 0 {
-			m[gate.Cause(k).String()] = s.Frames
+		if n := of(s); n > 0 {
+			m[gate.Cause(k).String()] = n
 		}
 	}
 	return m

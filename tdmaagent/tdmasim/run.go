@@ -343,12 +343,8 @@ func (s *Sim) received(d int32, rx int64) {
 	df := &s.dataPool[d]
 	c, late, ok := gate.Classify(df.send, rx, &df.win)
 	if ok {
-		s.res.Causes[c].Add(df.bytes, late)
-		if len(s.res.CollSample) < maxSample {
-			cl := gate.Collision{Src: df.src, Dst: df.dst, Round: df.round, Slot: df.slot, Cause: c, LateUs: late, FreeRun: df.freeRun}
-			cl.Times(df.send, rx, &df.win)
-			s.res.CollSample = append(s.res.CollSample, cl)
-		}
+		s.res.Causes.Log(&s.res.CollSample, maxSample, gate.Collision{Src: df.src, Dst: df.dst, Round: df.round, Slot: df.slot, Cause: c, LateUs: late,
+			FreeRun: df.freeRun}, df.bytes, df.send, rx, &df.win)
 	} else {
 		c = gate.NumCauses
 	}
