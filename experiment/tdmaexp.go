@@ -283,7 +283,7 @@ func printCauses(w io.Writer, runs []causeRun) {
 	if !gated {
 		return
 	}
-	printCauseTable(w, runs, "frames the exit gate stopped, by cause (collisions it prevented; late: where the frame would have entered the switch, past its slot's end)",
+	printCauseTable(w, runs, "frames the exit gate stopped, by cause (collisions it prevented; late: where the frame would have entered the switch, past its slot's end; early: before its start + guard)",
 		"worst sampled stopped frames (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → the gate)",
 		func(c *TDMACounters) (*gate.Causes, []gate.Collision) { return &c.Stopped, c.StopSample })
 	for _, r := range runs {

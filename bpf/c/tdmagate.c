@@ -7,7 +7,8 @@
  * release time and the window trailer after it, tdmaagent/wire); a frame
  * that would leave after its slot's end plus the gate's share of the
  * guard (the slot's end: the earlier of the sender's estimate and the
- * FM's, on the one clock of this machine), or was released after its
+ * FM's, on the one clock of this machine), or before its slot's start
+ * plus the guard on the FM's timeline, or was released after its
  * window's close or its lease, is returned to the host's agent instead of
  * being sent, which holds it and sends it again in a later window of its
  * destination. The exit gate stamps a frame it passes with the time it
@@ -106,10 +107,17 @@ static __always_inline int tg_check(__u8 *data, const __u8 *end, __u64 now, __u3
 		return TG_RETURN;
 	}
 	/* the slot's end (the earlier of the sender's estimate and the FM's)
-	 * plus the gate's share of the guard */
+	 * plus the gate's share of the guard; and not before the FM's slot
+	 * start plus the guard, when the last slot's frames may still be in
+	 * the switch */
 	__s64 slot_end = send + due - (__s64)guard;
-	if (fm_end != TG_UNKNOWN && send + fm_end < slot_end)
-		slot_end = send + fm_end;
+	if (fm_end != TG_UNKNOWN) {
+		__s64 slot_ns = (__s64)((__u64)t[20] << 8 | t[21]) * 1000;
+		if ((__s64)now < send + fm_end - slot_ns + (__s64)guard)
+			return TG_RETURN;
+		if (send + fm_end < slot_end)
+			slot_end = send + fm_end;
+	}
 	__s64 deadline = slot_end + (__s64)(guard * cfg->share_permille / 1000);
 	if ((__s64)now > deadline)
 		return TG_RETURN;

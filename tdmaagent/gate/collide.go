@@ -269,8 +269,9 @@ func Classify(send, rx int64, t *wire.WinTrailer) (Cause, float64, bool) {
 // the exit gate stopped at send + t.Entry, where it would have entered the
 // switch (would-be collisions; Entry must be known), and how late it was
 // there in µs: past the slot's end (the earlier of the sender's estimate
-// and the FM's), 0 if not. The causes are Classify's; the gate stops no
-// early frame, and none that reached the switch.
+// and the FM's), 0 if not; an early one: before the FM's slot start plus
+// the guard by. The causes are Classify's but for the switch's, which
+// the frame never reached.
 func Stopped(send int64, t *wire.WinTrailer) (Cause, float64) {
 	at := send + int64(t.Entry)
 	guard := int64(t.GuardUs) * 1000
@@ -291,6 +292,8 @@ func Stopped(send int64, t *wire.WinTrailer) (Cause, float64) {
 		return AfterLease, late
 	case t.Close != wire.WinUnknown && (t.Close < 0 || line > send+int64(t.Close)), send-line > held:
 		return ClosedLate, late
+	case past == 0 && at < send+int64(t.FMEnd)-int64(t.SlotUs)*1000+guard:
+		return OpenedEarly, us(send + int64(t.FMEnd) - int64(t.SlotUs)*1000 + guard - at)
 	case past == 0 && line-(send+int64(t.FMEnd)) > held:
 		return GrantLate, late
 	}

@@ -105,6 +105,7 @@ func TestStopped(t *testing.T) {
 			w.Due, w.Close, w.FMEnd, w.Line, w.Entry = 320_000, 10_000, 20_000, -2_000_000, 200_000
 		}, ClosedLate, 180},
 		{"the sender's estimate ends first", func(w *wire.WinTrailer) { w.Due, w.Entry = 2_100_000, 1_900_000 }, KernelQueue, 100},
+		{"before the slot's start plus the guard", func(w *wire.WinTrailer) { w.FMEnd, w.Due, w.Close, w.Entry = 4_800_000, 5_100_000, 4_750_000, 50_000 }, OpenedEarly, 50},
 	} {
 		w := base
 		c.edit(&w)
