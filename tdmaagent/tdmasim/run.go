@@ -244,7 +244,7 @@ func (s *Sim) onCtl(i int, idx int32, rx int64) {
 		panic(err) // the FM's own frames always decode
 	}
 	s.hosts[i].g.OnGrant(s.now, rx, &g)
-	if f := &s.cfg.Fault; i == f.Host && g.OpenNs > 0 && s.grantSlot(&g) == f.Slot {
+	if f := &s.cfg.Fault; (f.Kind == OpenEarly || f.Kind == CloseLate || f.Kind == AfterLease) && i == f.Host && g.OpenNs > 0 && s.grantSlot(&g) == f.Slot {
 		s.strike(i)
 	}
 	s.tryHost(i)
@@ -255,8 +255,8 @@ func (s *Sim) grantSlot(g *wire.Grant) int64 {
 	return (g.FMTime+int64(g.OpenNs))/s.cfg.Slot - 1
 }
 
-// strike: host i has just taken the grant of the fault's slot; the faults
-// that release a frame outside the window it opens take that window and
+// strike: host i has just taken the grant of the fault's slot, and the
+// fault releases a frame outside the window it opens: take that window and
 // set the time.
 func (s *Sim) strike(i int) {
 	f, h := &s.cfg.Fault, s.hosts[i]
@@ -280,8 +280,6 @@ func (s *Sim) strike(i int) {
 		at = w.Close + f.By
 	case AfterLease:
 		at = h.g.LeaseEnd() + f.By
-	default:
-		return
 	}
 	s.faultWin = w
 	s.res.FaultRound, s.res.FaultSlot = w.Round, w.Slot
