@@ -38,6 +38,9 @@ func randomTrailer(r *rand.Rand) wire.WinTrailer {
 	if r.IntN(2) == 0 { // mostly a live lease and an open window
 		t.Lease, t.Close = int32(r.IntN(20_000_000)), int32(r.IntN(5_000_000))
 	}
+	if r.IntN(4) == 0 { // a slot that starts up to 2 ms after the release
+		t.FMEnd = int32(5_000_000 + r.IntN(2_000_000))
+	}
 	return t
 }
 
@@ -45,6 +48,10 @@ func randomTrailer(r *rand.Rand) wire.WinTrailer {
 // TDMA data frames and on other frames, and holds every verdict and the
 // counters to gate.Verdict; a frame whose deadline falls within the
 // run (the program reads the clock in between) is judged either way.
+// Frames are returned for leaving late, for leaving early and for their
+// close or lease.
+// Every data frame, passed or returned, comes out with the time the gate
+// judged it in its trailer's entry field and nothing else changed.
 func TestTDMAGateModel(t *testing.T) {
 	needRoot(t)
 	const share = 500
@@ -55,6 +62,7 @@ func TestTDMAGateModel(t *testing.T) {
 	defer g.Close()
 	r := rand.New(rand.NewPCG(1, 2))
 	var want TDMAGateCounters
+	earlies := uint64(0)
 	other := testFrame(100)
 	short := tdmaFrame(clock.Now(), wire.WinTrailer{}, 0)[:14+wire.DataHdrLen+wire.WinTrailerLen-1]
 	for i := range 3000 {
@@ -89,14 +97,20 @@ func TestTDMAGateModel(t *testing.T) {
 			switch {
 			case !data:
 				want.Other++
-			case ret == p.rt:
-				want.Returned++
-				want.ReturnedBytes += uint64(len(f))
-				if close0 {
-					want.AfterClose++
-				}
 			default:
-				want.Passed++
+				if ret == p.rt {
+					if early(f, t1) {
+						earlies++
+					}
+					want.Returned++
+					want.ReturnedBytes += uint64(len(f))
+					if close0 {
+						want.AfterClose++
+					}
+				} else {
+					want.Passed++
+				}
+				// passed or returned, the frame carries when the gate judged it
 				var h wire.DataHdr
 				var tr, in wire.WinTrailer
 				wire.DecodeDataHdr(out[14:], &h)
@@ -120,7 +134,21 @@ func TestTDMAGateModel(t *testing.T) {
 	if got != want {
 		t.Fatalf("counters %+v, want %+v", got, want)
 	}
-	if want.Returned == 0 || want.Passed == 0 || want.AfterClose == 0 || want.Returned == want.AfterClose {
-		t.Fatalf("the frames did not exercise every verdict: %+v", want)
+	if want.Returned == 0 || want.Passed == 0 || want.AfterClose == 0 || earlies == 0 || want.Returned == want.AfterClose+earlies {
+		t.Fatalf("the frames did not exercise every verdict: %+v, %d returned early", want, earlies)
 	}
+}
+
+// early tells whether data frame f, leaving at now, is before its slot's
+// start plus the guard on the FM's timeline (and not after its close or
+// lease, which the gate checks first).
+func early(f []byte, now int64) bool {
+	var h wire.DataHdr
+	var t wire.WinTrailer
+	wire.DecodeDataHdr(f[14:], &h)
+	wire.DecodeWinTrailer(f[14+wire.DataHdrLen:], &t)
+	if t.FMEnd == wire.WinUnknown || t.Close == wire.WinUnknown || t.Due == wire.WinUnknown || t.Close < 0 || t.Lease != wire.WinUnknown && t.Lease < 0 {
+		return false
+	}
+	return now < h.SendTS+int64(t.FMEnd)-int64(t.SlotUs)*1000+int64(t.GuardUs)*1000
 }

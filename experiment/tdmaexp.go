@@ -12,6 +12,7 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
 
@@ -22,9 +23,18 @@ import (
 type TDMACounters struct {
 	Collisions uint64 `json:"collisions"`
 	// Causes are the collisions by cause, CollSample the first ones of
-	// each receiver in full (host.Classify).
-	Causes     host.Causes      `json:"collision_causes"`
-	CollSample []host.Collision `json:"collision_sample,omitempty"`
+	// each receiver in full (gate.Classify).
+	Causes     gate.Causes      `json:"collision_causes"`
+	CollSample []gate.Collision `json:"collision_sample,omitempty"`
+	// MetInSlot: two senders' frames found in the switch at once, both
+	// inside their slots (the others are laid on a cause: Causes' Met).
+	MetInSlot uint64 `json:"met_in_slot"`
+	// Stopped are the frames the exit gate returned, by cause (the
+	// collisions it prevented, gate.Stopped), StoppedBy their count per
+	// sender, StopSample the first ones of each sender in full.
+	Stopped    gate.Causes      `json:"stopped_causes"`
+	StoppedBy  []uint64         `json:"stopped_by_host,omitempty"`
+	StopSample []gate.Collision `json:"stopped_sample,omitempty"`
 	// Gate: the gate's counters (nil without one); Returned, Resent: the
 	// agents' frames it returned and they sent again; RetLost: returned
 	// frames an agent could not hold.
@@ -34,7 +44,7 @@ type TDMACounters struct {
 	RetLost  uint64                `json:"returned_lost,omitempty"`
 	// Entered: data frames received with the exit gate's stamp;
 	// EnteredOutside: of them, those that entered the switch outside
-	// their slot (host.EnteredOutside).
+	// their slot (gate.EnteredOutside).
 	Entered        uint64  `json:"entered,omitempty"`
 	EnteredOutside uint64  `json:"entered_outside"`
 	LostFrames     uint64  `json:"lost_frames"`
@@ -59,6 +69,17 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 			t.Causes[k].Merge(h.Causes[k])
 		}
 		t.CollSample = append(t.CollSample, h.CollSample...)
+		t.MetInSlot += h.MetInSlot
+		for k := range t.Stopped {
+			t.Stopped[k].Merge(h.Stopped[k])
+		}
+		if n := h.Stopped.Total(); n > 0 {
+			for len(t.StoppedBy) <= h.Host {
+				t.StoppedBy = append(t.StoppedBy, 0)
+			}
+			t.StoppedBy[h.Host] += n
+		}
+		t.StopSample = append(t.StopSample, h.StopSample...)
 		t.Returned += h.Returned
 		t.Entered += h.Entered
 		t.EnteredOutside += h.EnteredOutside
@@ -225,61 +246,98 @@ func printChecks(w io.Writer, cs []Check) {
 // agentDuration is the --duration flag of an agent.
 func agentDuration(d time.Duration) []string { return []string{"--duration", d.String()} }
 
-// causeRun is one run's collisions by cause, with its label.
+// causeRun is one run's collisions and the exit gate's stopped frames by
+// cause, with its label.
 type causeRun struct {
-	label  string
-	causes host.Causes
-	sample []host.Collision
-	c      *TDMACounters // the gate's figures
+	label string
+	c     *TDMACounters
 }
 
 // runCauses is a run's causeRun.
-func runCauses(label string, c *TDMACounters) causeRun {
-	return causeRun{label: label, causes: c.Causes, sample: c.CollSample, c: c}
-}
+func runCauses(label string, c *TDMACounters) causeRun { return causeRun{label: label, c: c} }
 
 // printCauses prints the collision-cause table: per run and cause the
 // collided frames, bytes and lateness (mean and largest, µs), then, for
 // the runs with collisions, the worst few of their samples (host, slot,
-// lateness and where the time went).
+// lateness and where the time went); and the same for the frames the exit
+// gate stopped (the collisions it prevented), with their count per sender.
 func printCauses(w io.Writer, runs []causeRun) {
-	var any bool
 	for _, r := range runs {
-		any = any || r.causes.Total() > 0
-	}
-	for _, r := range runs {
-		if g := r.c; g != nil && g.Gate != nil {
+		if g := r.c; g.Gate != nil {
 			fmt.Fprintf(w, "%s: gate passed %d data frames, returned %d (%d released after their close or lease), sent again %d, lost %d; frames that entered the switch outside their slot: %d of %d\n",
 				r.label, g.Gate.Passed, g.Gate.Returned, g.Gate.AfterClose, g.Resent, g.RetLost, g.EnteredOutside, g.Entered)
 		}
 	}
-	fmt.Fprintln(w, "\ncollisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard):")
+	printCauseTable(w, runs, "collisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard; met: meetings with another sender's frame in the switch laid on the cause)",
+		"worst sampled collisions (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → arrival)",
+		func(c *TDMACounters) (*gate.Causes, []gate.Collision) { return &c.Causes, c.CollSample })
+	for _, r := range runs {
+		if n := r.c.MetInSlot; n > 0 {
+			fmt.Fprintf(w, "  %s: %d meetings of two frames both inside their slots\n", r.label, n)
+		}
+	}
+	var gated bool
+	for _, r := range runs {
+		gated = gated || r.c.Gate != nil || r.c.Stopped.Total() > 0
+	}
+	if !gated {
+		return
+	}
+	printCauseTable(w, runs, "frames the exit gate stopped, by cause (collisions it prevented; late: where the frame would have entered the switch, past its slot's end; early: before its start + guard)",
+		"worst sampled stopped frames (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → the gate)",
+		func(c *TDMACounters) (*gate.Causes, []gate.Collision) { return &c.Stopped, c.StopSample })
+	for _, r := range runs {
+		if len(r.c.StoppedBy) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s stopped by sender:", r.label)
+		for h, n := range r.c.StoppedBy {
+			fmt.Fprintf(w, " h%d %d", h+1, n)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// printCauseTable prints one cause table (title) over runs and its worst
+// samples (sampleTitle); of picks the causes and samples from a run.
+func printCauseTable(w io.Writer, runs []causeRun, title, sampleTitle string, of func(*TDMACounters) (*gate.Causes, []gate.Collision)) {
+	var any bool
+	for _, r := range runs {
+		c, _ := of(r.c)
+		any = any || c.Total() > 0
+	}
+	fmt.Fprintf(w, "\n%s:\n", title)
 	if !any {
 		fmt.Fprintln(w, "  none in any run")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "run")
-	for c := host.Cause(0); c < host.NumCauses; c++ {
-		fmt.Fprintf(tw, "	%s", c)
+	for c := gate.Cause(0); c < gate.NumCauses; c++ {
+		fmt.Fprintf(tw, "\t%s", c)
 	}
-	fmt.Fprintln(tw, "	(frames, mean/max µs late)")
+	fmt.Fprintln(tw, "\t(frames, mean/max µs late)")
 	for _, r := range runs {
+		causes, _ := of(r.c)
 		fmt.Fprint(tw, r.label)
-		for _, s := range r.causes {
+		for _, s := range causes {
 			if s.Frames == 0 {
-				fmt.Fprint(tw, "	0")
+				fmt.Fprint(tw, "\t0")
 				continue
 			}
-			fmt.Fprintf(tw, "	%d (%.0f/%.0f)", s.Frames, s.SumLateUs/float64(s.Frames), s.MaxLateUs)
+			fmt.Fprintf(tw, "\t%d (%.0f/%.0f)", s.Frames, s.SumLateUs/float64(s.Frames), s.MaxLateUs)
+			if s.Met > 0 {
+				fmt.Fprintf(tw, " met %d", s.Met)
+			}
 		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "worst sampled collisions (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → arrival):")
+	fmt.Fprintf(w, "%s:\n", sampleTitle)
 	for _, r := range runs {
-		s := slices.Clone(r.sample)
-		slices.SortFunc(s, func(a, b host.Collision) int { return cmp.Compare(b.LateUs, a.LateUs) })
+		_, sample := of(r.c)
+		s := slices.Clone(sample)
+		slices.SortFunc(s, func(a, b gate.Collision) int { return cmp.Compare(b.LateUs, a.LateUs) })
 		for _, c := range s[:min(len(s), 3)] {
 			fr := ""
 			if c.FreeRun {

@@ -15,8 +15,9 @@ import (
 // the agents, the FM and the softirqs, no frame enters the switch outside
 // its slot (each receiver checks the gate's entry stamp of every frame),
 // the switch drops nothing, no frame is lost that the kernel did not count
-// dropped, and every frame the gate returned is sent again. How late frames arrive and why (the
-// collision causes) depends on the machine's load: logged, not asserted.
+// dropped, and every frame the gate returned is sent again and named by
+// its cause. How late frames arrive and why (the collision causes) depends
+// on the machine's load: logged, not asserted.
 func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	netns.RequireRoot(t)
 	self := buildSelf(t)
@@ -38,7 +39,10 @@ func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
-		t.Logf("%s: %.3f × ideal, collisions %d by cause %+v, gate %+v, returned %d, sent again %d", mode, a.OverIdeal, a.Collisions, a.Causes, a.Gate, a.Returned, a.Resent)
+		t.Logf("%s: %.3f × ideal, collisions %d by cause %+v, gate %+v, returned %d (by cause %+v), sent again %d", mode, a.OverIdeal, a.Collisions, a.Causes, a.Gate, a.Returned, a.Stopped, a.Resent)
+		if a.Stopped.Total() != a.Returned {
+			t.Errorf("%s: %d frames returned, %d of them named by a cause", mode, a.Returned, a.Stopped.Total())
+		}
 		if a.Gate == nil || a.Gate.Passed == 0 || a.Entered == 0 {
 			t.Fatalf("%s: the gate saw no frames: %+v, %d stamped frames received", mode, a.Gate, a.Entered)
 		}

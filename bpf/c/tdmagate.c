@@ -7,11 +7,13 @@
  * release time and the window trailer after it, tdmaagent/wire); a frame
  * that would leave after its slot's end plus the gate's share of the
  * guard (the slot's end: the earlier of the sender's estimate and the
- * FM's, on the one clock of this machine), or was released after its
+ * FM's, on the one clock of this machine), or before its slot's start
+ * plus the guard on the FM's timeline, or was released after its
  * window's close or its lease, is returned to the host's agent instead of
  * being sent, which holds it and sends it again in a later window of its
  * destination. The exit gate stamps a frame it passes with the time it
- * entered the switch (the trailer's entry field). Frames of other
+ * entered the switch (the trailer's entry field), and one it returns with
+ * the time it stopped it (its agent names the cause). Frames of other
  * kinds, and windows without a close (the paper's reactive mode), pass.
  *
  * Programs:
@@ -105,10 +107,17 @@ static __always_inline int tg_check(__u8 *data, const __u8 *end, __u64 now, __u3
 		return TG_RETURN;
 	}
 	/* the slot's end (the earlier of the sender's estimate and the FM's)
-	 * plus the gate's share of the guard */
+	 * plus the gate's share of the guard; and not before the FM's slot
+	 * start plus the guard, when the last slot's frames may still be in
+	 * the switch */
 	__s64 slot_end = send + due - (__s64)guard;
-	if (fm_end != TG_UNKNOWN && send + fm_end < slot_end)
-		slot_end = send + fm_end;
+	if (fm_end != TG_UNKNOWN) {
+		__s64 slot_ns = (__s64)((__u64)t[20] << 8 | t[21]) * 1000;
+		if ((__s64)now < send + fm_end - slot_ns + (__s64)guard)
+			return TG_RETURN;
+		if (send + fm_end < slot_end)
+			slot_end = send + fm_end;
+	}
 	__s64 deadline = slot_end + (__s64)(guard * cfg->share_permille / 1000);
 	if ((__s64)now > deadline)
 		return TG_RETURN;
@@ -144,10 +153,9 @@ int lf_tdma_exit(struct xdp_md *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	int v = tg_check(data, end, now, &late_close);
 	tg_count(v, late_close, end - data);
-	if (v == TG_RETURN)
-		return XDP_TX; /* back out of the switch's port to the host's end */
-	if (v == TG_PASS && data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN <= end) {
-		/* stamp when it entered the switch, from its release */
+	if (v != TG_OTHER && data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN <= end) {
+		/* stamp when it entered the switch (a returned frame: when it
+		 * was stopped), from its release */
 		__s64 send = (__s64)tg_u64(data + TG_ETH_HLEN + TG_SENDTS_OFF);
 		__s64 d = (__s64)now - send;
 		if (d > 0x7fffffff)
@@ -160,6 +168,8 @@ int lf_tdma_exit(struct xdp_md *ctx)
 		e[2] = (__u32)d >> 8;
 		e[3] = (__u32)d;
 	}
+	if (v == TG_RETURN)
+		return XDP_TX; /* back out of the switch's port to the host's end */
 	return XDP_PASS;
 }
 

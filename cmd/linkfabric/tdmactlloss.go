@@ -42,8 +42,8 @@ released before its start plus guard; a table after the runs gives each
 one's cause), switch drops and backlog p99, lost frames, flows left
 incomplete (raw mode does not retransmit), grants lost, lease expiries,
 free-run opens, completion over ideal, CPU and load, and the exit gate's
-figures (frames it returned to their agents, frames that entered the switch
-outside their slot). Expected: paper mode (whose windows have no close for
+figures (frames it returned to their agents, by cause in a second table,
+and frames that entered the switch outside their slot). Expected: paper mode (whose windows have no close for
 the gate to hold) overruns and collides at a loss of 1 % and more; lease and
 free-run modes show 0 overrun bytes, 0 collisions and 0 switch drops at
 every loss.

@@ -294,9 +294,10 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 }
 
 // fmEnd is the end of the slot gr grants on the FM's clock, 0 if gr does
-// not say when it was sent.
+// not say when it was sent (a negative time; 0 is a time: the simulated
+// FM's first slot starts then).
 func fmEnd(gr *wire.Grant) int64 {
-	if !gr.HasTrailer || gr.FMTime <= 0 {
+	if !gr.HasTrailer || gr.FMTime < 0 {
 		return 0
 	}
 	return gr.FMTime + int64(gr.OpenNs)

@@ -334,3 +334,22 @@ func TestNeverOpensBeforeTheFMsOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestFMTimeZeroIsATime: a grant the FM sent at time 0 of its clock (the
+// simulator's first slot) carries the FM's timeline like any other; a
+// window knows the FM's slot end unless the FM's time is missing.
+func TestFMTimeZeroIsATime(t *testing.T) {
+	g := newGate(t, Lease)
+	var f fm
+	_, gr := f.grant(0, 0)
+	gr.FMTime, gr.OpenNs = 0, L
+	g.OnGrant(dEst, dEst, &gr)
+	if w, ok := g.Window(G+dEst, 0); !ok || w.FMEnd != L {
+		t.Fatalf("window %+v (open %v): want the FM's slot end %d", w, ok, L)
+	}
+	gr.FMTime, gr.Seq = -1, gr.Seq+1
+	g.OnGrant(dEst, dEst, &gr)
+	if w, ok := g.Window(G+dEst, 0); !ok || w.FMEnd != 0 {
+		t.Fatalf("window %+v (open %v): want no FM slot end without the FM's time", w, ok)
+	}
+}

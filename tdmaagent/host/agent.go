@@ -135,29 +135,37 @@ type Stats struct {
 	// Resent: sent again in a later window; RetRPC: RPC frames among the
 	// returned ones (not sent again); RetFull: returned frames the agent
 	// had no room to hold (lost).
-	Returned   uint64  `json:"returned"`
-	Resent     uint64  `json:"resent"`
-	RetRPC     uint64  `json:"returned_rpc"`
-	RetFull    uint64  `json:"returned_lost"`
-	SentBytes  []int64 `json:"sent_bytes"`
-	FirstSend  int64   `json:"first_send_ns"`
-	LastSend   int64   `json:"last_send_ns"`
-	RecvBytes  []int64 `json:"recv_bytes"`
-	RecvFrames uint64  `json:"recv_frames"`
-	RecvDone   []int64 `json:"recv_done_ns"` // when each source's flow was complete (0: not)
-	RecvLost   uint64  `json:"recv_lost"`
-	SockDrops  uint64  `json:"recv_socket_drops"` // dropped at the data socket: the agent did not read in time
-	BadData    uint64  `json:"bad_data_frames"`
+	Returned uint64 `json:"returned"`
+	// Stopped counts the returned frames by cause (gate.Stopped: the
+	// collisions the exit gate prevented), StopSample holds the first ones
+	// in full (transit: from the planned departure to the gate).
+	Stopped    gate.Causes      `json:"stopped_causes"`
+	StopSample []gate.Collision `json:"stopped_sample,omitempty"`
+	Resent     uint64           `json:"resent"`
+	RetRPC     uint64           `json:"returned_rpc"`
+	RetFull    uint64           `json:"returned_lost"`
+	SentBytes  []int64          `json:"sent_bytes"`
+	FirstSend  int64            `json:"first_send_ns"`
+	LastSend   int64            `json:"last_send_ns"`
+	RecvBytes  []int64          `json:"recv_bytes"`
+	RecvFrames uint64           `json:"recv_frames"`
+	RecvDone   []int64          `json:"recv_done_ns"` // when each source's flow was complete (0: not)
+	RecvLost   uint64           `json:"recv_lost"`
+	SockDrops  uint64           `json:"recv_socket_drops"` // dropped at the data socket: the agent did not read in time
+	BadData    uint64           `json:"bad_data_frames"`
 	// Collisions: frames received (kernel time stamp) after their slot's
 	// end plus the guard, when the next slot's sender may be sending, or
-	// released before the slot's start plus the guard (Classify); Causes
-	// counts them by cause, CollSample holds the first ones in full.
-	Collisions uint64      `json:"collisions"`
-	Causes     Causes      `json:"collision_causes"`
-	CollSample []Collision `json:"collision_sample,omitempty"`
+	// released before the slot's start plus the guard (gate.Classify);
+	// Causes counts them by cause, CollSample holds the first ones in full.
+	Collisions uint64           `json:"collisions"`
+	Causes     gate.Causes      `json:"collision_causes"`
+	CollSample []gate.Collision `json:"collision_sample,omitempty"`
+	// MetInSlot: frames of two senders found in the switch at once, both
+	// inside their slots (gate.Meetings; the others are in Causes' Met).
+	MetInSlot uint64 `json:"met_in_slot"`
 	// Entered: frames received with the exit gate's stamp of when they
 	// entered the switch; EnteredOutside: of them, those that entered
-	// outside their slot (EnteredOutside: never, with the gate).
+	// outside their slot (gate.EnteredOutside: never, with the gate).
 	Entered        uint64  `json:"entered"`
 	EnteredOutside uint64  `json:"entered_outside"`
 	CollBytes      uint64  `json:"collision_bytes"`
@@ -271,7 +279,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16), delay: clock.NewLateness()}
 	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N),
-		CollSample: make([]Collision, 0, maxCollisionSample)}
+		CollSample: make([]gate.Collision, 0, gate.MaxCollisionSample),
+		StopSample: make([]gate.Collision, 0, gate.MaxCollisionSample)}
 	if cfg.NFQ {
 		a.s.Gate = "nfqueue"
 	}

@@ -33,6 +33,7 @@ type rawState struct {
 	expect  int64    // bytes expected from each source
 	rxNext  []uint64 // next sequence expected per source
 	maxKey  uint64   // highest round<<8|slot seen by this receiver
+	meet    gate.Meetings
 	maxSrc  int
 	winKey  uint64 // the window the last frame went into
 	rr      int
@@ -339,6 +340,7 @@ func (a *Agent) resend(r *rawState, i, k int, w gate.Window, line int64) {
 // counted lost).
 func (a *Agent) returned(r *rawState, i, l int, h *wire.DataHdr) {
 	a.s.Returned++
+	a.stopped(r.rxB[i][ethHdr+wire.DataHdrLen:l], l, h)
 	if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
 		a.s.RetRPC++
 		return
@@ -346,6 +348,18 @@ func (a *Agent) returned(r *rawState, i, l int, h *wire.DataHdr) {
 	if !r.ret.put(r.rxB[i][:l], int(h.Dst), int64(l-dataHdr)) {
 		a.s.RetFull++
 	}
+}
+
+// stopped counts a frame of l bytes (header h, window trailer in tr) that
+// the exit gate stopped by its cause: a collision that did not happen.
+func (a *Agent) stopped(tr []byte, l int, h *wire.DataHdr) {
+	var t wire.WinTrailer
+	if wire.DecodeWinTrailer(tr, &t) != nil || t.Entry == wire.WinUnknown {
+		return
+	}
+	c, late := gate.Stopped(h.SendTS, &t)
+	a.s.Stopped.Log(&a.s.StopSample, gate.MaxCollisionSample, gate.Collision{Src: a.cfg.Index, Dst: int(h.Dst), Round: h.Round, Slot: int(h.Slot),
+		Cause: c, LateUs: late, FreeRun: h.Flags&wire.DataFreeRun != 0}, l, h.SendTS, h.SendTS+int64(t.Entry), &t)
 }
 
 // header writes the Ethernet and data headers and the window trailer into
@@ -361,9 +375,7 @@ func (a *Agent) header(b []byte, w gate.Window, dst int, seq, off uint64, flags 
 		h.Flags |= wire.DataFreeRun
 	}
 	h.Encode(b[ethHdr:])
-	t := wire.WinTrailer{Due: wire.WinDelta(w.Due, now), Close: wire.WinDelta(w.Close, now), FMEnd: wire.WinDelta(w.FMEnd, now),
-		Line: wire.WinDelta(line, now), Lease: wire.WinDelta(a.g.LeaseEnd(), now),
-		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16)), Entry: wire.WinUnknown}
+	t := w.Trailer(now, line, a.g.LeaseEnd())
 	t.Encode(b[ethHdr+wire.DataHdrLen:])
 }
 
@@ -429,7 +441,9 @@ func (a *Agent) receive(r *rawState) {
 
 // checkWindow counts received frame i (l bytes, header h) as a collision
 // if it arrived (kernel time stamp) after its slot's end plus the guard or
-// was released before the slot's start plus the guard, by cause.
+// was released before the slot's start plus the guard, by cause, and a
+// meeting if it was in the switch at once with the frame before it from
+// another sender.
 func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	rx := r.rxT[i]
 	var t wire.WinTrailer
@@ -438,27 +452,32 @@ func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	}
 	if t.Entry != wire.WinUnknown {
 		a.s.Entered++
-		if EnteredOutside(h.SendTS, &t) {
+		if gate.EnteredOutside(h.SendTS, &t) {
 			a.s.EnteredOutside++
 		}
 	}
 	if rx == 0 {
 		return
 	}
-	c, late, ok := Classify(h.SendTS, rx, &t)
+	c, late, ok := gate.Classify(h.SendTS, rx, &t)
+	entry := int64(0)
+	if t.Entry != wire.WinUnknown {
+		entry = h.SendTS + int64(t.Entry)
+	}
+	cm := c
+	if !ok {
+		cm = gate.NumCauses
+	}
+	if on, met := r.meet.Next(int(h.Src), entry, rx, cm); met && on < gate.NumCauses {
+		a.s.Causes[on].Met++
+	}
+	a.s.MetInSlot = r.meet.InSlot
 	if !ok {
 		return
 	}
 	a.s.Collisions++
 	a.s.CollBytes += uint64(l)
 	a.s.CollMaxUs = max(a.s.CollMaxUs, late)
-	a.s.Causes[c].Add(l, late)
-	if len(a.s.CollSample) < maxCollisionSample {
-		cl := Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot), Cause: c, LateUs: late,
-			LineUs: us(int64(t.Line)), TransitUs: us(rx - max(h.SendTS, h.SendTS+int64(t.Line))), FreeRun: h.Flags&wire.DataFreeRun != 0}
-		if t.FMEnd != wire.WinUnknown && t.Due != wire.WinUnknown {
-			cl.GrantShiftUs = us(int64(t.Due) - int64(t.GuardUs)*1000 - int64(t.FMEnd))
-		}
-		a.s.CollSample = append(a.s.CollSample, cl)
-	}
+	a.s.Causes.Log(&a.s.CollSample, gate.MaxCollisionSample, gate.Collision{Src: int(h.Src), Dst: a.cfg.Index, Round: h.Round, Slot: int(h.Slot),
+		Cause: c, LateUs: late, FreeRun: h.Flags&wire.DataFreeRun != 0}, l, h.SendTS, rx, &t)
 }

@@ -2,8 +2,10 @@ package tdmasim
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/linkfabric/linkfabric/tdmaagent/fmcore"
+	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/linkfabric/linkfabric/tdmaagent/sched"
 	"github.com/linkfabric/linkfabric/tdmaagent/wire"
 )
@@ -125,7 +127,18 @@ func (s *Sim) sendCtl(pos int, e *fmcore.Emission) {
 		panic(err)
 	}
 	h := s.hosts[e.Host]
-	at := max(s.now+int64(pos)*500+s.cfg.CtlDelay.Sample(s.rng), h.ctlAt)
+	extra := int64(0)
+	if f := &s.cfg.Fault; e.Host == f.Host && e.Grant.OpenNs > 0 {
+		k := s.grantSlot(&e.Grant)
+		switch {
+		case f.Kind == AfterLease && k > f.Slot && k <= f.Slot+int64(s.cfg.LeaseSlots)+2:
+			s.ctlFree = append(s.ctlFree, idx)
+			return // the host hears nothing
+		case f.Kind == GrantLate && (k == f.Slot || k == f.Slot+1):
+			extra = f.By
+		}
+	}
+	at := max(s.now+int64(pos)*500+s.cfg.CtlDelay.Sample(s.rng)+extra, h.ctlAt)
 	h.ctlAt = at
 	s.push(event{at: at, kind: evPortArrive, i: int32(e.Host), a: -int64(idx) - 1})
 }
@@ -145,15 +158,31 @@ func (s *Sim) onArrive(j int, a int64) {
 	panic("data arrivals go through onData")
 }
 
-func (s *Sim) onData(j, src, payload, bytes int) {
+// onData: data frame d enters the switch, where the exit gate would stamp
+// it; the switch then puts it in its output port's queue.
+func (s *Sim) onData(d int32) {
+	df := &s.dataPool[d]
+	df.win.Entry = wire.WinDelta(s.now, df.send)
+	if df.hit && s.cfg.Fault.Kind == SwitchQueue {
+		s.push(event{at: s.now + s.cfg.Fault.By, kind: evPort, a: int64(d)})
+		return
+	}
+	s.toPort(d)
+}
+
+// toPort queues data frame d at its output port, or drops it there.
+func (s *Sim) toPort(d int32) {
+	df := &s.dataPool[d]
+	j, src := df.dst, df.src
 	p := s.ports[j]
-	f := frame{src: int16(src), dst: int16(j), ctl: -1, bytes: bytes, payload: payload}
+	f := frame{src: int16(src), dst: int16(j), ctl: -1, data: d, bytes: df.bytes, payload: df.payload}
 	if p.data > p.srcCount[src] {
 		s.res.Collisions++
 	}
 	if p.bytes+f.bytes > s.cfg.SwitchBuf {
 		s.res.Drops++
-		s.hosts[src].remain[j] += int64(payload) // an ideal retransmission: the flow still ends
+		s.hosts[src].remain[j] += int64(f.payload) // an ideal retransmission: the flow still ends
+		s.dataFree = append(s.dataFree, d)
 		return
 	}
 	ahead := 0
@@ -187,6 +216,7 @@ func (s *Sim) onPortDone(j int) {
 	} else {
 		p.data--
 		p.srcCount[f.src]--
+		s.received(f.data, s.now+s.cfg.Prop)
 		h := s.hosts[j]
 		h.received[f.src] += int64(f.payload)
 		if h.received[f.src] == s.cfg.Shuffle {
@@ -214,7 +244,113 @@ func (s *Sim) onCtl(i int, idx int32, rx int64) {
 		panic(err) // the FM's own frames always decode
 	}
 	s.hosts[i].g.OnGrant(s.now, rx, &g)
+	if f := &s.cfg.Fault; (f.Kind == OpenEarly || f.Kind == CloseLate || f.Kind == AfterLease) && i == f.Host && g.OpenNs > 0 && s.grantSlot(&g) == f.Slot {
+		s.strike(i)
+	}
 	s.tryHost(i)
+}
+
+// grantSlot is the FM's slot index of the slot a grant opens.
+func (s *Sim) grantSlot(g *wire.Grant) int64 {
+	return (g.FMTime+int64(g.OpenNs))/s.cfg.Slot - 1
+}
+
+// strike: host i has just taken the grant of the fault's slot, and the
+// fault releases a frame outside the window it opens: take that window and
+// set the time.
+func (s *Sim) strike(i int) {
+	f, h := &s.cfg.Fault, s.hosts[i]
+	t := s.now
+	if at, opens := h.g.NextDeadlineOpens(s.now); opens {
+		t = at
+	}
+	m := h.g.Open(t)
+	if m == 0 {
+		return
+	}
+	w, ok := h.g.Window(t, bits.TrailingZeros8(m))
+	if !ok {
+		return
+	}
+	var at int64
+	switch f.Kind {
+	case OpenEarly:
+		at = max(s.now, w.OpenAt-f.By)
+	case CloseLate:
+		at = w.Close + f.By
+	case AfterLease:
+		at = h.g.LeaseEnd() + f.By
+	}
+	s.faultWin = w
+	s.res.FaultRound, s.res.FaultSlot = w.Round, w.Slot
+	s.push(event{at: at, kind: evFault, i: int32(i)})
+}
+
+// onFault: faulty host i releases a full frame into the fault's window,
+// whether it is open or not.
+func (s *Sim) onFault(i int) {
+	h, w := s.hosts[i], s.faultWin
+	payload := int(min(int64(s.cfg.MTU-HdrLen), h.remain[w.Dst]))
+	if payload <= 0 {
+		return
+	}
+	h.remain[w.Dst] -= int64(payload)
+	end := h.g.Sent(s.now, w, s.cfg.MTU)
+	h.nicFree = max(h.nicFree, end)
+	s.release(i, w, s.cfg.MTU, payload, end)
+	s.push(event{at: end, kind: evHostTx, i: int32(i)})
+}
+
+// release puts a frame of n bytes that host i released at now into w on
+// its way: through the host's egress queue, which lets it leave the line at
+// end (the gate's shaper model) unless a fault holds it, to the switch.
+func (s *Sim) release(i int, w gate.Window, n, payload int, end int64) {
+	h, f := s.hosts[i], &s.cfg.Fault
+	hit := f.Kind != NoFault && i == f.Host && w.FMEnd == (f.Slot+1)*s.cfg.Slot
+	if hit && s.res.FaultRound == 0 {
+		s.res.FaultRound, s.res.FaultSlot = w.Round, w.Slot
+	}
+	leave := end
+	if hit && f.Kind == HostQueue {
+		leave += f.By
+	}
+	leave = max(leave, h.qEnd+s.wireNs(n))
+	h.qEnd = leave
+	s.sends = append(s.sends, sent{src: int16(i), dst: int16(w.Dst), bytes: int32(n), t0: leave - s.wireNs(n), t1: leave})
+	s.res.DataBytes += int64(n + s.cfg.Overhead)
+	df := dframe{src: i, dst: w.Dst, payload: payload, bytes: n, send: s.now, win: w.Trailer(s.now, end, h.g.LeaseEnd()),
+		round: w.Round, slot: w.Slot, freeRun: w.FreeRun, hit: hit}
+	var d int32
+	if k := len(s.dataFree); k > 0 {
+		d = s.dataFree[k-1]
+		s.dataFree = s.dataFree[:k-1]
+		s.dataPool[d] = df
+	} else {
+		s.dataPool = append(s.dataPool, df)
+		d = int32(len(s.dataPool) - 1)
+	}
+	s.push(event{at: leave + s.cfg.Prop, kind: evData, i: int32(w.Dst), a: int64(d)})
+}
+
+// maxSample is how many collisions a run records in full.
+const maxSample = 64
+
+// received: data frame d reaches its receiver at rx, which classifies it
+// as the agents do.
+func (s *Sim) received(d int32, rx int64) {
+	df := &s.dataPool[d]
+	c, late, ok := gate.Classify(df.send, rx, &df.win)
+	if ok {
+		s.res.Causes.Log(&s.res.CollSample, maxSample, gate.Collision{Src: df.src, Dst: df.dst, Round: df.round, Slot: df.slot, Cause: c, LateUs: late,
+			FreeRun: df.freeRun}, df.bytes, df.send, rx, &df.win)
+	} else {
+		c = gate.NumCauses
+	}
+	m := &s.hosts[df.dst].meet
+	if on, met := m.Next(df.src, df.send+int64(df.win.Entry), rx, c); met && on < gate.NumCauses {
+		s.res.Causes[on].Met++
+	}
+	s.dataFree = append(s.dataFree, d)
 }
 
 // tryHost lets host i release its next frame if its NIC is idle and an
@@ -244,9 +380,7 @@ func (s *Sim) tryHost(i int) {
 		end := h.g.Sent(s.now, w, n)
 		h.nicFree = end
 		h.rr = c + 1
-		s.sends = append(s.sends, sent{src: int16(i), dst: int16(w.Dst), bytes: int32(n), t0: end - s.wireNs(n), t1: end})
-		s.res.DataBytes += int64(n + s.cfg.Overhead)
-		s.push(event{at: end + s.cfg.Prop, kind: evData, i: int32(w.Dst), a: int64(i), b: int64(payload) | int64(n)<<32})
+		s.release(i, w, n, payload, end)
 		s.push(event{at: end, kind: evHostTx, i: int32(i)})
 		return
 	}
@@ -317,6 +451,9 @@ func (s *Sim) result() *Result {
 		s.res.FreeRunOpens += st.FreeRunOpens
 		s.res.LeaseExpiries += st.LeaseExpiries
 		s.res.GateOverrunBytes += st.OverrunBytes
+	}
+	for _, h := range s.hosts {
+		s.res.MetInSlot += h.meet.InSlot
 	}
 	s.res.Unfinished = s.flows - s.finished
 	if s.res.Unfinished > 0 {

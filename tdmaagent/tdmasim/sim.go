@@ -11,7 +11,11 @@
 // all-to-all shuffle against the ideal, switch backlog and drops,
 // collisions (a data frame reaching a port that holds another sender's
 // data) and overrun bytes (sent after the end of the sender's slot plus
-// the guard, i.e. into time another sender owns).
+// the guard, i.e. into time another sender owns). Every data frame carries
+// the window trailer the raw agents send, stamped where it enters the
+// switch as the exit gate stamps it, and its receiver classifies it as the
+// agents do (gate.Classify): a Fault injects one misbehaviour of a kind,
+// and the causes it reports name it.
 package tdmasim
 
 import (
@@ -68,6 +72,46 @@ type Config struct {
 	FreezeAt, FreezeFor int64
 	// MaxTime ends the run (default: 4 × ideal + 20 rounds).
 	MaxTime int64
+	// Fault injects one misbehaviour (none by default).
+	Fault Fault
+}
+
+// FaultKind is a misbehaviour the simulator can inject, each the origin of
+// one collision cause.
+type FaultKind uint8
+
+// Faults. Each strikes host Fault.Host's window of the FM's slot
+// Fault.Slot (from Slot·Fault.Slot to the next boundary), by Fault.By ns.
+const (
+	NoFault FaultKind = iota
+	// OpenEarly: the host releases one frame By before its window opens
+	// (gate.OpenedEarly).
+	OpenEarly
+	// CloseLate: the host releases one frame By after its window closed
+	// (gate.ClosedLate).
+	CloseLate
+	// AfterLease: the host hears no control frame after the slot's grant
+	// for LeaseSlots+2 slots, and releases one frame into the slot's
+	// window By after its lease ran out (gate.AfterLease).
+	AfterLease
+	// GrantLate: the grants of the slot and the next reach the host By
+	// later than they would (the next one ends the slot's window)
+	// (gate.GrantLate).
+	GrantLate
+	// HostQueue: the host's egress holds the window's frames By before
+	// they leave its line (gate.KernelQueue).
+	HostQueue
+	// SwitchQueue: the switch holds the window's frames By after they
+	// entered it, before their output port (gate.SwitchQueue).
+	SwitchQueue
+)
+
+// Fault is one injected misbehaviour.
+type Fault struct {
+	Kind FaultKind
+	Host int   // the sender
+	Slot int64 // the FM's slot index, counted from its first
+	By   int64 // ns
 }
 
 // Default returns the design's star4-100M profile (§3.8): 4 hosts at
@@ -108,8 +152,19 @@ type Result struct {
 	// frame after it thawed, relative to the thaw (freeze runs only).
 	SilentAfterFreeze int64 `json:"silent_after_freeze_ns"`
 	ResumeAfterThaw   int64 `json:"resume_after_thaw_ns"`
-	Events            uint64
-	SimNs             int64
+	// Causes: the data frames their receivers found outside their slot
+	// (gate.Classify), by cause; CollSample: the first ones in full.
+	Causes     gate.Causes      `json:"collision_causes"`
+	CollSample []gate.Collision `json:"collision_sample,omitempty"`
+	// MetInSlot: meetings the receivers found (gate.Meetings) of two
+	// frames both inside their slots; the others are in Causes' Met.
+	MetInSlot uint64 `json:"met_in_slot"`
+	// FaultRound, FaultSlot: the window the fault struck (round, slot in
+	// it); FaultRound 0: it did not strike.
+	FaultRound uint32 `json:"fault_round,omitempty"`
+	FaultSlot  int    `json:"fault_slot,omitempty"`
+	Events     uint64
+	SimNs      int64
 }
 
 // BacklogFrames is PeakBacklog in full frames.
@@ -141,14 +196,29 @@ const (
 	evSched
 	evHostWake
 	evHostTx
-	evData // a data frame reaches its switch port
+	evData  // a data frame enters the switch
+	evPort  // a data frame the switch held reaches its port
+	evFault // a faulty host releases a frame outside its window
 )
 
 type frame struct {
 	src, dst int16
 	ctl      int32 // control pool index, -1 for data
+	data     int32 // data pool index (data frames)
 	bytes    int
 	payload  int
+}
+
+// dframe is a data frame on its way: its release time and trailer.
+type dframe struct {
+	src, dst       int
+	payload, bytes int
+	send           int64
+	win            wire.WinTrailer
+	round          uint32
+	slot           int
+	freeRun        bool
+	hit            bool // in the window the fault strikes
 }
 
 type port struct {
@@ -169,6 +239,8 @@ type host struct {
 	actAt    int64 // when the agent last handled a control frame (in order)
 	rr       int
 	received []int64 // per sender
+	qEnd     int64   // when the host's egress queue last let a frame go
+	meet     gate.Meetings
 }
 
 // Sim is one run.
@@ -184,10 +256,16 @@ type Sim struct {
 	ports []*port
 	res   Result
 
-	ctlPool [][pfc.FrameLen]byte
-	ctlFree []int32
-	schPool []wire.Schedule
-	emit    []fmcore.Emission
+	ctlPool  [][pfc.FrameLen]byte
+	ctlFree  []int32
+	dataPool []dframe
+	dataFree []int32
+	// the fault: the window it strikes, and until when its host hears
+	// nothing (AfterLease)
+	faultWin    gate.Window
+	silentUntil int64
+	schPool     []wire.Schedule
+	emit        []fmcore.Emission
 
 	slotCap   int64            // payload per slot the FM plans with
 	slots     []sched.Matching // the FM's timeline, slot k from k·Slot
@@ -424,7 +502,11 @@ func (s *Sim) loop() {
 		case evPortArrive:
 			s.onArrive(int(e.i), e.a)
 		case evData:
-			s.onData(int(e.i), int(e.a), int(e.b&0xffffffff), int(e.b>>32))
+			s.onData(int32(e.a))
+		case evPort:
+			s.toPort(int32(e.a))
+		case evFault:
+			s.onFault(int(e.i))
 		case evPortDone:
 			s.onPortDone(int(e.i))
 		case evCtlRx:
