@@ -3,12 +3,12 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
@@ -85,15 +85,6 @@ type BenchSummary struct {
 	NeedWakeup *BenchWakeup `json:"need_wakeup,omitempty"`
 }
 
-// loadAvg1 is the 1-minute load average (0 if unreadable).
-func loadAvg1() float64 {
-	var v float64
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Sscan(string(b), &v)
-	}
-	return v
-}
-
 type benchArm struct {
 	name, what string
 	fw         string
@@ -104,7 +95,7 @@ type benchArm struct {
 // Bench measures the Linux bridge and the dataplane in forward mode on one
 // testbed, interleaving the arms in every run so that drift hits all alike.
 func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if cfg.Runs <= 0 {
@@ -131,7 +122,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 		arms = append(arms, benchArm{name: "forward-afxdp-busy", what: "linkfabric forward mode, AF_XDP path, busy poll",
 			fw: netns.ForwardingNone, dpArgs: []string{"--fastpath", "afxdp", "--busy-poll", "--metrics", ""}})
 	}
-	e.progress("bench: pair testbed %q (host MTU %d, TX checksum offload off on every veth end, GRO on at the hosts' ends, same for all arms)", e.Prefix, max(cfg.MTU, netns.DefaultMTU))
+	e.Printf("bench: pair testbed %q (host MTU %d, TX checksum offload off on every veth end, GRO on at the hosts' ends, same for all arms)", e.Prefix, max(cfg.MTU, netns.DefaultMTU))
 	tb, err := e.Up(netns.ForwardingKernel, cfg.MTU)
 	if err != nil {
 		return nil, err
@@ -139,7 +130,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 	defer tb.Down()
 
 	res := &BenchResult{Config: cfg, RunInfo: newRunInfo()}
-	res.LoadAvg[0] = loadAvg1()
+	res.LoadAvg[0] = bed.LoadAvg()
 	for _, a := range arms {
 		res.Arms = append(res.Arms, &BenchArm{Name: a.name, What: a.what})
 	}
@@ -148,7 +139,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 	for run := 0; run < cfg.Runs; run++ {
 		for i, a := range arms {
 			step++
-			e.progress("bench: [%d/%d] run %d, %s", step, total, run+1, a.name)
+			e.Printf("bench: [%d/%d] run %d, %s", step, total, run+1, a.name)
 			s, err := e.benchOnce(ctx, tb, a, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("bench %s run %d: %w", a.name, run+1, err)
@@ -184,7 +175,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 		res.Summary.NeedWakeup = &BenchWakeup{TCPRatio: report.Ratio(wakeOn.TCPGbps, wakeOff.TCPGbps), FramesRatio: report.Ratio(wakeOn.FramesPerS, wakeOff.FramesPerS),
 			LatP50Ratio: report.Ratio(wakeOn.LatP50us, wakeOff.LatP50us), LatP99Ratio: report.Ratio(wakeOn.LatP99us, wakeOff.LatP99us)}
 	}
-	res.LoadAvg[1] = loadAvg1()
+	res.LoadAvg[1] = bed.LoadAvg()
 	return res, nil
 }
 
@@ -210,7 +201,7 @@ func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg 
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	err := netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
 	cancel()
 	if err != nil {
 		return BenchSample{}, fmt.Errorf("h1 cannot reach h2 through %s: %w", a.name, err)
@@ -236,7 +227,7 @@ func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg 
 		}
 		kernel = fmt.Sprintf("  (%.4f of the frames on the XDP fast path)", s.KernelShare)
 	}
-	e.progress("bench:   tcp %.2f Gbit/s (%d retrans)  %s frames/s delivered of %s offered  latency p50 %.1f µs p99 %.1f µs%s",
+	e.Printf("bench:   tcp %.2f Gbit/s (%d retrans)  %s frames/s delivered of %s offered  latency p50 %.1f µs p99 %.1f µs%s",
 		s.TCPGbps, ip.Retransmits, si(s.FramesPerS), si(s.OfferedPerS), s.LatP50us, s.LatP99us, kernel)
 	return s, nil
 }
@@ -275,7 +266,7 @@ func (e *Env) waitFastPath(ctx context.Context) ([2]fastPathCounts, error) {
 		var why []string
 		for i, sw := range []string{"sw1", "sw2"} {
 			c[i] = fastPathCounts{}
-			if err := FetchStats(ctx, e.NS(sw), &c[i]); err != nil {
+			if err := bed.FetchStats(ctx, e.NS(sw), &c[i]); err != nil {
 				return c, err
 			}
 			fp := c[i].Dataplane.FastPath
@@ -303,7 +294,7 @@ func (e *Env) kernelShare(ctx context.Context, before [2]fastPathCounts) (float6
 	var rx, kernel uint64
 	for i, sw := range []string{"sw1", "sw2"} {
 		var now fastPathCounts
-		if err := FetchStats(ctx, e.NS(sw), &now); err != nil {
+		if err := bed.FetchStats(ctx, e.NS(sw), &now); err != nil {
 			return 0, err
 		}
 		r1, k1 := now.frames()

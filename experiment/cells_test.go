@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
@@ -35,17 +36,17 @@ func TestPackComputed(t *testing.T) {
 func TestParseProcStatCPU(t *testing.T) {
 	// comm may hold spaces and parentheses; utime and stime are fields 14, 15.
 	line := "4242 (link (fabric) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 150 75 0 0 20 0 9 0 1234 0 0"
-	got, err := ParseProcStatCPU(line)
+	got, err := bed.ParseProcStatCPU(line)
 	if err != nil || got != 2250*time.Millisecond {
 		t.Fatalf("got %v, %v; want 2.25s (225 ticks)", got, err)
 	}
-	if _, err := ParseProcStatCPU("4242 (x) S 1"); err == nil {
+	if _, err := bed.ParseProcStatCPU("4242 (x) S 1"); err == nil {
 		t.Fatal("a short line parsed")
 	}
 }
 
 func TestMaxMean(t *testing.T) {
-	if MaxMean(nil) != 0 || MaxMean([]float64{0, 0}) != 0 || MaxMean([]float64{1, 1, 1, 1}) != 1 || MaxMean([]float64{3, 1, 1, 3}) != 1.5 {
+	if bed.MaxMean(nil) != 0 || bed.MaxMean([]float64{0, 0}) != 0 || bed.MaxMean([]float64{1, 1, 1, 1}) != 1 || bed.MaxMean([]float64{3, 1, 1, 3}) != 1.5 {
 		t.Fatal("MaxMean")
 	}
 }
@@ -59,10 +60,12 @@ func TestCellsBundleExperiments(t *testing.T) {
 	self := buildSelf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	env := func() *Env { return &Env{Self: self, Prefix: netns.TestPrefix(t, "lfu"), Progress: testWriter{t}} }
+	env := func() *Env {
+		return &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfu"), Progress: testWriter{t}}}
+	}
 
 	t.Run("pack", func(t *testing.T) {
-		if err := checkTrafgen(); err != nil {
+		if err := bed.CheckTrafgen(); err != nil {
 			t.Skip(err)
 		}
 		res, err := env().CellsPack(ctx, CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},

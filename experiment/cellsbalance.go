@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
@@ -69,31 +70,31 @@ type loadSample struct {
 // after the start for d.
 // On a loaded machine iperf3's server may not listen yet when the client
 // connects: a refused connection is tried again (3 times in all).
-func (b *CellsBed) iperfLoad(ctx context.Context, flows int, d time.Duration, cc string) (loadSample, error) {
+func iperfLoad(ctx context.Context, b *bed.Bed, flows int, d time.Duration, cc string) (loadSample, error) {
 	for try := 1; ; try++ {
-		s, err := b.iperfLoadOnce(ctx, flows, d, cc)
+		s, err := iperfLoadOnce(ctx, b, flows, d, cc)
 		if err == nil || try == 3 || ctx.Err() != nil || !strings.Contains(err.Error(), "unable to connect") {
 			return s, err
 		}
-		b.env.progress("cells: iperf3 could not connect (%v); again", err)
+		b.Env.Printf("cells: iperf3 could not connect (%v); again", err)
 	}
 }
 
-func (b *CellsBed) iperfLoadOnce(ctx context.Context, flows int, d time.Duration, cc string) (loadSample, error) {
+func iperfLoadOnce(ctx context.Context, b *bed.Bed, flows int, d time.Duration, cc string) (loadSample, error) {
 	sw := b.Switches[0]
 	ns, links := b.TB.NS(sw), b.LinkPorts(sw)
 	type res struct {
-		r   IperfResult
+		r   bed.IperfResult
 		err error
 	}
 	done := make(chan res, 1)
 	secs := int((d + 1500*time.Millisecond + time.Second - 1) / time.Second)
 	go func() {
-		r, err := b.env.Iperf3(ctx, time.Duration(secs)*time.Second, "-P", strconv.Itoa(flows), "-O", "1", "-C", cc)
+		r, err := b.Env.Iperf3(ctx, time.Duration(secs)*time.Second, "-P", strconv.Itoa(flows), "-O", "1", "-C", cc)
 		done <- res{r, err}
 	}()
 	var s loadSample
-	var c0, c1 []IfCounters
+	var c0, c1 []bed.IfCounters
 	var t0, t1 time.Time
 	var err error
 	select { // the server's start and the client's first second
@@ -102,7 +103,7 @@ func (b *CellsBed) iperfLoadOnce(ctx context.Context, flows int, d time.Duration
 	case <-time.After(1500 * time.Millisecond):
 	}
 	t0 = time.Now()
-	if c0, err = ReadIfCounters(ns, links...); err != nil {
+	if c0, err = bed.ReadIfCounters(ns, links...); err != nil {
 		return s, err
 	}
 	select {
@@ -111,7 +112,7 @@ func (b *CellsBed) iperfLoadOnce(ctx context.Context, flows int, d time.Duration
 	case <-time.After(d):
 	}
 	t1 = time.Now()
-	if c1, err = ReadIfCounters(ns, links...); err != nil {
+	if c1, err = bed.ReadIfCounters(ns, links...); err != nil {
 		return s, err
 	}
 	r := <-done
@@ -124,7 +125,7 @@ func (b *CellsBed) iperfLoadOnce(ctx context.Context, flows int, d time.Duration
 		s.LinkBytes = append(s.LinkBytes, float64(dl.TxBytes))
 		s.LinkFrames = append(s.LinkFrames, float64(dl.TxPackets))
 	}
-	return s, b.dp.Alive()
+	return s, b.Dataplanes().Alive()
 }
 
 // BalanceArm is one spraying mode's run.
@@ -153,33 +154,33 @@ type CellsBalanceResult struct {
 // link ports sent, from the interfaces' own counters.
 func (e *Env) CellsBalance(ctx context.Context, cfg CellsBalanceConfig) (*CellsBalanceResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
 	res := &CellsBalanceResult{Config: cfg, RunInfo: newRunInfo()}
-	e.progress("cells balance: bundle testbed %q; sprays %s; iperf3 -P %d h1 → h2 (%s), sw1's link ports counted for %v each",
+	e.Printf("cells balance: bundle testbed %q; sprays %s; iperf3 -P %d h1 → h2 (%s), sw1's link ports counted for %v each",
 		e.Prefix, strings.Join(cfg.Sprays, ","), cfg.Flows, cfg.CC, cfg.Duration)
-	b, err := e.CellsBedUp("bundle", 0)
+	b, err := e.BedUp("bundle", 0)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Down()
 	res.Links = b.LinkPorts(b.Switches[0])
 	for i, sp := range cfg.Sprays {
-		e.progress("cells balance: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
-		if err := b.Start(ctx, BedRun{Mode: ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...)}); err != nil {
+		e.Printf("cells balance: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
+		if err := b.Start(ctx, bed.BedRun{Mode: bed.ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...)}); err != nil {
 			return nil, fmt.Errorf("cells balance %s: %w", sp, err)
 		}
-		s, err := b.iperfLoad(ctx, cfg.Flows, cfg.Duration, cfg.CC)
+		s, err := iperfLoad(ctx, b, cfg.Flows, cfg.Duration, cfg.CC)
 		if err != nil {
 			return nil, fmt.Errorf("cells balance %s: %w", sp, err)
 		}
-		a := BalanceArm{Spray: sp, Load: s, MaxMean: MaxMean(s.LinkBytes)}
+		a := BalanceArm{Spray: sp, Load: s, MaxMean: bed.MaxMean(s.LinkBytes)}
 		res.Arms = append(res.Arms, a)
-		e.progress("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, mbList(s.LinkBytes), a.MaxMean)
+		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, mbList(s.LinkBytes), a.MaxMean)
 	}
 	b.Stop()
 	res.Summary = CellsBalanceSummary{"perm_target": 1.02}

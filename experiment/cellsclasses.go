@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
@@ -137,8 +138,8 @@ type CellsClassesRun struct {
 	Run int    `json:"run"`
 	// Class1 is the flow with DSCP EF (bound to class 1), Class3 the one
 	// without (the loosest class), at the same time.
-	Class1 udpResult `json:"class1"`
-	Class3 udpResult `json:"class3"`
+	Class1 bed.UDPResult `json:"class1"`
+	Class3 bed.UDPResult `json:"class3"`
 	// SettleMs: how long the links took to show their classes.
 	SettleMs float64       `json:"settle_ms"`
 	Links    []ClassesLink `json:"links"`
@@ -182,7 +183,7 @@ type CellsClassesResult struct {
 // both directions: one with DSCP EF (class 1 in the classes arm) and one
 // without.
 func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsClassesResult, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -190,7 +191,7 @@ func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsC
 	}
 	res := &CellsClassesResult{Config: cfg, RunInfo: newRunInfo()}
 	total := len(cfg.Arms) * cfg.Runs
-	e.progress("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
+	e.Printf("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
 		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, classesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
 	err := e.bundleArmRuns(ctx, "cells classes", cfg.Runs, cfg.Arms, func(arm string, run int) string {
@@ -225,7 +226,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 		gray[bundleLinks[l]] = true
 		for k, sw := range []string{"sw1", "sw2"} {
 			imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(10*run+2*l+k))
-			if err := e.impairDev(sw, bundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+			if err := bed.ImpairDev(e.Env, sw, bundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 				return fail(err)
 			}
 		}
@@ -238,8 +239,8 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 	r.SettleMs = float64(time.Since(start).Microseconds()) / 1000
 	out0, aside0 := e.readOutside(ctx), e.readClassesAside(ctx, gray)
 	var c3err error
-	r.Class1, err = e.udpRun(ctx, 5311, cfg.Rate, cfg.Duration, func() {
-		r.Class3, c3err = e.udpRun(ctx, 5312, cfg.Rate, cfg.Duration, nil)
+	r.Class1, err = bed.UDPRun(ctx, e.Env, 5311, cfg.Rate, cfg.Duration, func() {
+		r.Class3, c3err = bed.UDPRun(ctx, e.Env, 5312, cfg.Rate, cfg.Duration, nil)
 	}, "--dscp", fmt.Sprint(classesDSCP))
 	if err == nil {
 		err = c3err
@@ -253,7 +254,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 	r.CleanRxDrops, r.NoRoute, r.ReasmDiscards = aside.cleanRx-aside0.cleanRx, aside.noRoute-aside0.noRoute, aside.reasm-aside0.reasm
 	r.Class1FabricLost = r.class1FabricLost()
 	var after cellsStats
-	if err := FetchStats(ctx, e.NS("sw1"), &after); err != nil {
+	if err := bed.FetchStats(ctx, e.NS("sw1"), &after); err != nil {
 		return fail(err)
 	}
 	for j, l := range after.Cells.Links {
@@ -270,7 +271,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 		r.Links = append(r.Links, cl)
 	}
 	for _, l := range cfg.Gray {
-		e.impairDev("sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.LinkDropped += st.Dropped
 			return err
@@ -314,7 +315,7 @@ func (e *Env) waitClasses(ctx context.Context, arm string, gray map[string]bool,
 	defer cancel()
 	var s cellsStats
 	for {
-		err := FetchStats(wctx, e.NS("sw1"), &s)
+		err := bed.FetchStats(wctx, e.NS("sw1"), &s)
 		ok := err == nil && len(s.Cells.Links) == len(bundleLinks)
 		for _, l := range s.Cells.Links {
 			want := uint8(1)
@@ -358,7 +359,7 @@ func (r *CellsClassesRun) line() string {
 		line, r.Class1GrayBytes, r.SettleMs, strings.Join(links, "; "))
 }
 
-func lossFrac(u udpResult) float64 {
+func lossFrac(u bed.UDPResult) float64 {
 	if u.Packets == 0 {
 		return 0
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -42,7 +43,7 @@ func TestCellsClassesConfigRefuses(t *testing.T) {
 // datagram lost in the fabric, and on a run that failed; not on one a
 // busy machine dropped outside it.
 func TestCellsClassesSummary(t *testing.T) {
-	good := CellsClassesRun{Arm: ClassesArmOn, Class1: udpResult{Packets: 1000}, Class3: udpResult{Packets: 1000, Lost: 10}}
+	good := CellsClassesRun{Arm: ClassesArmOn, Class1: bed.UDPResult{Packets: 1000}, Class3: bed.UDPResult{Packets: 1000, Lost: 10}}
 	for name, c := range map[string]struct {
 		mod  func(r *CellsClassesRun)
 		want bool
@@ -57,7 +58,7 @@ func TestCellsClassesSummary(t *testing.T) {
 		res := &CellsClassesResult{Config: CellsClassesConfig{Arms: []string{ClassesArmOn, ClassesArmOff}, Runs: 2}}
 		bad := good
 		c.mod(&bad)
-		res.Runs = []CellsClassesRun{good, bad, {Arm: ClassesArmOff, Class1: udpResult{Packets: 100, Lost: 3}}}
+		res.Runs = []CellsClassesRun{good, bad, {Arm: ClassesArmOff, Class1: bed.UDPResult{Packets: 100, Lost: 3}}}
 		res.summarize()
 		if ok, _ := res.Summary["check"].(bool); ok != c.want {
 			t.Errorf("%s: check %v, want %v (%v)", name, ok, c.want, res.Summary)
@@ -75,7 +76,7 @@ func TestCellsClassesVethSmall(t *testing.T) {
 	self := buildSelf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfq"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfq"), Progress: testWriter{t}}}
 	res, err := e.CellsClasses(ctx, CellsClassesConfig{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second, Rate: 50e6})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -88,16 +89,16 @@ type CellsElephantsResult struct {
 // mode, several trials each.
 func (e *Env) CellsElephants(ctx context.Context, cfg CellsElephantsConfig) (*CellsElephantsResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
 	res := &CellsElephantsResult{Config: cfg, RunInfo: newRunInfo()}
-	e.progress("cells elephants: bundle testbed %q, link ports at %sbit/s; sprays %s; %d trials of iperf3 -P %d (%s), %v counted each",
+	e.Printf("cells elephants: bundle testbed %q, link ports at %sbit/s; sprays %s; %d trials of iperf3 -P %d (%s), %v counted each",
 		e.Prefix, cfg.LinkRate, strings.Join(cfg.Sprays, ","), cfg.Trials, cfg.Flows, cfg.CC, cfg.Duration)
-	b, err := e.CellsBedUp("bundle", 0)
+	b, err := e.BedUp("bundle", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +107,12 @@ func (e *Env) CellsElephants(ctx context.Context, cfg CellsElephantsConfig) (*Ce
 	nl := float64(len(res.Links))
 	capacity := nl * float64(cfg.LinkRate)
 	for i, sp := range cfg.Sprays {
-		e.progress("cells elephants: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
-		if err := b.Start(ctx, BedRun{Mode: ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...), LinkRate: cfg.LinkRate}); err != nil {
+		e.Printf("cells elephants: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
+		if err := b.Start(ctx, bed.BedRun{Mode: bed.ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...), LinkRate: cfg.LinkRate}); err != nil {
 			return nil, fmt.Errorf("cells elephants %s: %w", sp, err)
 		}
 		for k := 1; k <= cfg.Trials; k++ {
-			s, err := b.iperfLoad(ctx, cfg.Flows, cfg.Duration, cfg.CC)
+			s, err := iperfLoad(ctx, b, cfg.Flows, cfg.Duration, cfg.CC)
 			if err != nil {
 				return nil, fmt.Errorf("cells elephants %s, trial %d: %w", sp, k, err)
 			}
@@ -129,7 +130,7 @@ func (e *Env) CellsElephants(ctx context.Context, cfg CellsElephantsConfig) (*Ce
 			}
 			t.Aggregate = wire / capacity
 			res.Trials = append(res.Trials, t)
-			e.progress("cells elephants:   %s trial %d: aggregate %.3f of the links' rate (goodput %.3f, %.0f Mbit/s); per link %s; %d links used",
+			e.Printf("cells elephants:   %s trial %d: aggregate %.3f of the links' rate (goodput %.3f, %.0f Mbit/s); per link %s; %d links used",
 				sp, k, t.Aggregate, t.Goodput, s.Gbps*1e3, utilList(t.LinkUtil), t.LinksUsed)
 		}
 	}

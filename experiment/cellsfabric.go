@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -17,20 +18,20 @@ type CellsFabric struct {
 	env      *Env
 	Testbed  *netns.Testbed
 	Switches []string // topology order; node ids 1, 2, ... in this order
-	dps      *Dataplanes
+	dps      *bed.Dataplanes
 }
 
 // UpCellsFabric brings topo up under e.Prefix with bare ports (a stale
 // testbed of that prefix is removed first). Start the dataplanes with Start.
 func (e *Env) UpCellsFabric(topo *netns.Topology, mtu int) (*CellsFabric, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	switches, err := topo.Switches()
 	if err != nil {
 		return nil, err
 	}
-	tb, err := e.upBare(topo, mtu)
+	tb, err := bed.UpBare(e.Env, topo, mtu)
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +76,13 @@ func (f *CellsFabric) Start(ctx context.Context, extra ...string) error {
 	if err := f.Stop(); err != nil {
 		return err
 	}
-	var runs []NodeRun
+	var runs []bed.NodeRun
 	for i, sw := range f.Switches {
 		args, err := CellsNodeArgs(f.Testbed, sw, i+1, extra...)
 		if err != nil {
 			return err
 		}
-		runs = append(runs, NodeRun{Name: sw, Args: args})
+		runs = append(runs, bed.NodeRun{Name: sw, Args: args})
 	}
 	dps, err := f.env.StartNodes(ctx, runs)
 	if err != nil {

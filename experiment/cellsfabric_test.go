@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -45,29 +46,29 @@ func TestCellsNodeArgs(t *testing.T) {
 }
 
 func TestFlowStats(t *testing.T) {
-	arr := []UDPArrival{
+	arr := []bed.UDPArrival{
 		{T: 1e6, Flow: 0, Seq: 0, Len: 100}, {T: 2e6, Flow: 1, Seq: 0, Len: 100}, {T: 3e6, Flow: 0, Seq: 2, Len: 100},
 		{T: 4e6, Flow: 0, Seq: 1, Len: 100}, {T: 5e6, Flow: 0, Seq: 2, Len: 100}, {T: 9e6, Flow: 0, Seq: 7, Len: 100},
 	}
-	st := FlowStats(arr, 0, "a", 5, 0)
+	st := bed.FlowStats(arr, 0, "a", 5, 0)
 	if st.Received != 3 || st.Lost != 2 || st.OutOfOrder != 1 || st.Duplicates != 1 || st.FirstMs != 1 || st.LastMs != 9 {
 		t.Errorf("flow 0: %+v; want 3 received (0, 1, 2), 2 lost (3, 4), 1 out of order (1 after 2), 1 duplicate (2 again), 1..9 ms", st)
 	}
-	if st := FlowStats(arr, 1, "b", 1, 0); st.Received != 1 || st.Lost != 0 || st.OutOfOrder != 0 {
+	if st := bed.FlowStats(arr, 1, "b", 1, 0); st.Received != 1 || st.Lost != 0 || st.OutOfOrder != 0 {
 		t.Errorf("flow 1: %+v", st)
 	}
 	// Flow 0's datagrams at 3, 4 and 5 ms: 3 × (100 + overhead) bytes.
-	if b, want := WireBits(arr, 1, 3e6, 6e6), 3*float64(100+UDPWireOverhead)*8; b != want {
+	if b, want := bed.WireBits(arr, 1, 3e6, 6e6), 3*float64(100+bed.UDPWireOverhead)*8; b != want {
 		t.Errorf("WireBits = %v, want %v", b, want)
 	}
-	if b := WireBits(arr, 2, 3e6, 6e6); b != 0 {
+	if b := bed.WireBits(arr, 2, 3e6, 6e6); b != 0 {
 		t.Errorf("WireBits of flow 1 in [3, 6) ms = %v, want 0", b)
 	}
-	if f, l := ArrivalSpan(arr, 3); f != 1e6 || l != 9e6 {
+	if f, l := bed.ArrivalSpan(arr, 3); f != 1e6 || l != 9e6 {
 		t.Errorf("ArrivalSpan = %d, %d", f, l)
 	}
-	if s := udpSeries(arr, []string{"a", "b"}, 0, 5*time.Millisecond); len(s[0]) != 2 || len(s[1]) != 1 || s[0][0] <= s[0][1] {
-		t.Errorf("udpSeries = %v: want flow a in two 5 ms bins, more in the first, flow b in one", s)
+	if s := bed.UDPSeries(arr, []string{"a", "b"}, 0, 5*time.Millisecond); len(s[0]) != 2 || len(s[1]) != 1 || s[0][0] <= s[0][1] {
+		t.Errorf("UDPSeries = %v: want flow a in two 5 ms bins, more in the first, flow b in one", s)
 	}
 }
 
@@ -76,8 +77,8 @@ func TestShareDeviation(t *testing.T) {
 		v    []float64
 		want float64
 	}{{[]float64{1, 1}, 0}, {[]float64{3, 1}, 0.5}, {[]float64{1, 1, 4}, 1}, {[]float64{0, 0}, 1}} {
-		if got := shareDeviation(c.v); math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("shareDeviation(%v) = %v, want %v", c.v, got, c.want)
+		if got := bed.ShareDeviation(c.v); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("ShareDeviation(%v) = %v, want %v", c.v, got, c.want)
 		}
 	}
 }
@@ -130,7 +131,7 @@ func TestCellsConfigNormalize(t *testing.T) {
 func TestCellsIncastReport(t *testing.T) {
 	netns.RequireRoot(t)
 	self := buildSelf(t)
-	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfvi"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvi"), Progress: testWriter{t}}}
 	cfg := CellsIncastConfig{Burst: 256 << 10, Duration: 2 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -179,7 +180,7 @@ func TestCellsIncastReport(t *testing.T) {
 func TestCellsPushPullReport(t *testing.T) {
 	netns.RequireRoot(t)
 	self := buildSelf(t)
-	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfvp"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvp"), Progress: testWriter{t}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := e.CellsPushPull(ctx, CellsPushPullConfig{Duration: time.Second})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -122,20 +123,20 @@ func (c *cellsRunConfig) args(e *Env, sw string, id int, linkMode string) []stri
 
 // startBundleCells starts both edges of the bundle with linkMode under the
 // cells and waits until h1 reaches h2 and every link is usable at sw1.
-func (e *Env) startBundleCells(ctx context.Context, c *cellsRunConfig, linkMode string) (*Dataplanes, error) {
-	dp, err := e.StartNodes(ctx, []NodeRun{{Name: "sw1", Args: c.args(e, "sw1", 1, linkMode)}, {Name: "sw2", Args: c.args(e, "sw2", 2, linkMode)}})
+func (e *Env) startBundleCells(ctx context.Context, c *cellsRunConfig, linkMode string) (*bed.Dataplanes, error) {
+	dp, err := e.StartNodes(ctx, []bed.NodeRun{{Name: "sw1", Args: c.args(e, "sw1", 1, linkMode)}, {Name: "sw2", Args: c.args(e, "sw2", 2, linkMode)}})
 	if err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if err := netns.WaitPing(wctx, e.NS("h1"), H2Addr); err != nil {
+	if err := netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr); err != nil {
 		dp.Stop()
 		return nil, fmt.Errorf("h1 cannot reach h2 through cells over %s: %w", linkMode, err)
 	}
 	for {
 		var s cellsStats
-		if err := FetchStats(wctx, e.NS("sw1"), &s); err == nil && s.Cells.UsableLinks == len(bundleLinks) {
+		if err := bed.FetchStats(wctx, e.NS("sw1"), &s); err == nil && s.Cells.UsableLinks == len(bundleLinks) {
 			return dp, nil
 		}
 		select {
@@ -201,9 +202,9 @@ type outsideDrops struct {
 
 // readOutside reads the counters behind outsideDrops.
 func (e *Env) readOutside(ctx context.Context) (d outsideDrops) {
-	var dp DPStats
+	var dp bed.DPStats
 	var s1, s2 cellsStats
-	if FetchStats(ctx, e.NS("sw1"), &dp) != nil || FetchStats(ctx, e.NS("sw1"), &s1) != nil || FetchStats(ctx, e.NS("sw2"), &s2) != nil {
+	if bed.FetchStats(ctx, e.NS("sw1"), &dp) != nil || bed.FetchStats(ctx, e.NS("sw1"), &s1) != nil || bed.FetchStats(ctx, e.NS("sw2"), &s2) != nil {
 		d.readErrs++
 	}
 	d.Ingress, d.VOQ = dp.HostIngressDrops(), s1.Cells.Node.VOQDrops
@@ -232,14 +233,14 @@ func (e *Env) upBundle() (*netns.Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.upBare(topo, 0)
+	return bed.UpBare(e.Env, topo, 0)
 }
 
 // CellsFailoverRun is one run of one arm.
 type CellsFailoverRun struct {
 	Arm string `json:"arm"`
 	Run int    `json:"run"`
-	udpResult
+	bed.UDPResult
 	// ExclusionMs is from the end of the cut command (the link is cut by
 	// then) to sw1's exclusion of the link (-1: not seen); the true time
 	// is up to CutTookMs more. Sw2ExclusionMs is the same at sw2.
@@ -287,7 +288,7 @@ type CellsFailoverResult struct {
 // dataplanes: packets lost and out of order, and how long sw1 took to take
 // the link out of its routes.
 func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*CellsFailoverResult, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -295,7 +296,7 @@ func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*Cell
 	}
 	res := &CellsFailoverResult{Config: cfg, RunInfo: newRunInfo()}
 	total := len(cfg.Arms) * cfg.Runs
-	e.progress("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
+	e.Printf("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
 		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 4*time.Second)).Round(time.Second))
 	err := e.bundleArmRuns(ctx, "cells failover", cfg.Runs, cfg.Arms, func(arm string, run int) string {
@@ -327,7 +328,7 @@ func (e *Env) bundleArmRuns(ctx context.Context, what string, runs int, arms []s
 			}
 			i++
 			line := once(arm, run)
-			e.progress("%s: [%d/%d] %s run %d: %s", what, i, total, arm, run, line)
+			e.Printf("%s: [%d/%d] %s run %d: %s", what, i, total, arm, run, line)
 		}
 	}
 	return nil
@@ -347,15 +348,15 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 	var before cellsStats
 	cut := func() {
 		time.Sleep(cfg.CutAt - 30*time.Millisecond)
-		if err := FetchStats(ctx, e.NS("sw1"), &before); err == nil && cfg.Link < len(before.Cells.Links) {
+		if err := bed.FetchStats(ctx, e.NS("sw1"), &before); err == nil && cfg.Link < len(before.Cells.Links) {
 			r.OutAtCut = !before.Cells.Links[cfg.Link].Usable
 		}
 		time.Sleep(30 * time.Millisecond)
 		cutAt = time.Now()
 		if cfg.Cut == "down" {
-			cutErr = setLinkUp(e.NS("sw2"), dev, false)
+			cutErr = bed.SetLinkUp(e.NS("sw2"), dev, false)
 		} else {
-			cutErr = e.impairDev("sw2", dev, func(im *bpf.Impairer) error {
+			cutErr = bed.ImpairDev(e.Env, "sw2", dev, func(im *bpf.Impairer) error {
 				return im.SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1})
 			})
 		}
@@ -363,11 +364,11 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 	}
 	defer func() { // mend the link for the next run
 		if cfg.Cut == "down" {
-			setLinkUp(e.NS("sw2"), dev, true)
+			bed.SetLinkUp(e.NS("sw2"), dev, true)
 		}
 	}()
 	out0 := e.readOutside(ctx)
-	u, err := e.udpRun(ctx, 5301, cfg.Rate, cfg.Duration, cut)
+	u, err := bed.UDPRun(ctx, e.Env, 5301, cfg.Rate, cfg.Duration, cut)
 	if err == nil {
 		err = cutErr
 	}
@@ -375,16 +376,16 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 		r.Error = err.Error()
 		return r
 	}
-	r.udpResult = u
+	r.UDPResult = u
 	time.Sleep(100 * time.Millisecond) // a statistics publication after the run
 	r.Outside = e.readOutside(ctx).minus(out0)
 	r.FabricLost = u.Lost - int(r.Outside.Total)
 	var s1, s2 cellsStats
-	if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
+	if err := bed.FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
+	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
 		r.Error = err.Error()
 		return r
 	}

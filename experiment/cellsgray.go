@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
@@ -81,10 +82,10 @@ func (c *CellsGrayConfig) cells() *cellsRunConfig {
 
 // CellsGrayRun is one run of one arm, with or without the loss.
 type CellsGrayRun struct {
-	Arm   string    `json:"arm"`
-	Lossy bool      `json:"lossy"`
-	Run   int       `json:"run"`
-	UDP   udpResult `json:"udp"`
+	Arm   string        `json:"arm"`
+	Lossy bool          `json:"lossy"`
+	Run   int           `json:"run"`
+	UDP   bed.UDPResult `json:"udp"`
 	// Outside: UDP datagrams lost outside the fabric (not the links');
 	// FabricLost is UDP.Lost less these.
 	Outside     outsideDrops `json:"outside"`
@@ -114,7 +115,7 @@ type CellsGrayResult struct {
 // over the bundle's cells, once with bursty loss on the lossy links and
 // once without.
 func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayResult, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -122,7 +123,7 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 	}
 	res := &CellsGrayResult{Config: cfg, RunInfo: newRunInfo()}
 	total := 2 * len(cfg.Arms) * cfg.Runs
-	e.progress("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
+	e.Printf("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
 		e.Prefix, cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (2*cfg.Duration + 4*time.Second)).Round(time.Second))
 	tb, err := e.upBundle()
@@ -140,7 +141,7 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 				i++
 				r := e.grayOnce(ctx, arm, lossy, run, &cfg)
 				res.Runs = append(res.Runs, r)
-				e.progress("cells gray: [%d/%d] %s %s run %d: %s", i, total, arm, lossyWord(lossy), run, r.line())
+				e.Printf("cells gray: [%d/%d] %s %s run %d: %s", i, total, arm, lossyWord(lossy), run, r.line())
 			}
 		}
 	}
@@ -166,14 +167,14 @@ func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg
 	if lossy {
 		for _, l := range cfg.Lossy {
 			imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(l))
-			if err := e.impairDev("sw2", bundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+			if err := bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 				r.Error = err.Error()
 				return r
 			}
 		}
 	}
 	out0 := e.readOutside(ctx)
-	if r.UDP, err = e.udpRun(ctx, 5302, cfg.Rate, cfg.Duration, nil); err != nil {
+	if r.UDP, err = bed.UDPRun(ctx, e.Env, 5302, cfg.Rate, cfg.Duration, nil); err != nil {
 		r.Error = err.Error()
 		return r
 	}
@@ -187,14 +188,14 @@ func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg
 	}
 	r.TCPGbps, r.Retransmits = tcp.Gbps, tcp.Retransmits
 	for _, l := range cfg.Lossy {
-		e.impairDev("sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.LinkDropped += st.Dropped
 			return err
 		})
 	}
 	var s2 cellsStats
-	if err := FetchStats(ctx, e.NS("sw2"), &s2); err == nil {
+	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err == nil {
 		for _, l := range s2.Cells.Links {
 			if l.LG != nil {
 				r.Recovered += l.LG.Recovered

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -66,7 +67,7 @@ func (c *CellsIncastConfig) Normalize() error {
 		c.Transports = slices.Clone(CellsTransports)
 	}
 	for _, t := range c.Transports {
-		if !contains(CellsTransports, t) {
+		if !slices.Contains(CellsTransports, t) {
 			return fmt.Errorf("cells incast --transports: unknown %q (have %s)", t, strings.Join(CellsTransports, ", "))
 		}
 	}
@@ -79,8 +80,8 @@ func (c *CellsIncastConfig) Normalize() error {
 	if c.Payload == 0 {
 		c.Payload = 1400
 	}
-	if c.Burst < 64<<10 || c.Payload < udpHeader || c.Payload > 1472 {
-		return fmt.Errorf("cells incast: --burst %d (want ≥ 64K), --payload %d (want %d..1472)", c.Burst, c.Payload, udpHeader)
+	if c.Burst < 64<<10 || c.Payload < bed.UDPHeader || c.Payload > 1472 {
+		return fmt.Errorf("cells incast: --burst %d (want ≥ 64K), --payload %d (want %d..1472)", c.Burst, c.Payload, bed.UDPHeader)
 	}
 	if c.Duration == 0 {
 		c.Duration = 5 * time.Second
@@ -132,8 +133,8 @@ type CellsIncastRun struct {
 	DropsByNode map[string]CellsDrops `json:"drops_by_node"`
 	// UDP: each source's datagrams; the receive buffer errors at h3a (lost
 	// in the host, not the fabric).
-	Flows  []UDPFlowStats `json:"flows,omitempty"`
-	Rcvbuf uint64         `json:"rcvbuf_errors,omitempty"`
+	Flows  []bed.UDPFlowStats `json:"flows,omitempty"`
+	Rcvbuf uint64             `json:"rcvbuf_errors,omitempty"`
 	// TCP: each flow's goodput (Mbit/s) and retransmissions.
 	TCPMbps    []float64 `json:"tcp_mbps,omitempty"`
 	TCPRetrans []int     `json:"tcp_retransmits,omitempty"`
@@ -172,7 +173,7 @@ func fabric3Incast(rate netns.BitRate, buffer netns.ByteSize) (*netns.Topology, 
 // testbed.
 func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsIncastResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -184,8 +185,8 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 	}
 	res := &CellsIncastResult{Config: cfg, RunInfo: newRunInfo()}
 	total := cfg.Runs * len(cfg.Arms) * len(cfg.Transports)
-	e.progress("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
-		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, loadAvg())
+	e.Printf("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
+		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, bed.LoadAvg())
 	f, err := e.UpCellsFabric(topo, cfg.MTU)
 	if err != nil {
 		return nil, err
@@ -202,12 +203,12 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 			}
 			for _, tr := range cfg.Transports {
 				step++
-				e.progress("cells incast: [%d/%d] %s %s, run %d", step, total, arm, tr, run)
+				e.Printf("cells incast: [%d/%d] %s %s, run %d", step, total, arm, tr, run)
 				r, err := e.incastOnce(ctx, f, cfg, arm, tr, run, res)
 				if err != nil {
 					return nil, fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
 				}
-				e.progress("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, loop %.2f ms",
+				e.Printf("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, loop %.2f ms",
 					r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
 					r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.RTTMs)
 				res.Runs = append(res.Runs, r)
@@ -223,7 +224,7 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 }
 
 func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastConfig, arm, tr string, run int, res *CellsIncastResult) (*CellsIncastRun, error) {
-	r := &CellsIncastRun{Arm: arm, Transport: tr, Run: run, Load1: loadAvg()}
+	r := &CellsIncastRun{Arm: arm, Transport: tr, Run: run, Load1: bed.LoadAvg()}
 	before, err := f.Stats(ctx)
 	if err != nil {
 		return nil, err
@@ -232,32 +233,32 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 	var udpSpan int64
 	switch tr {
 	case "udp":
-		flows := []UDPFlow{
+		flows := []bed.UDPFlow{
 			{Name: "h1", From: e.NS("h1"), To: "10.0.0.3:5301", Rate: rate, Payload: cfg.Payload, Bytes: cfg.Burst},
 			{Name: "h2", From: e.NS("h2"), To: "10.0.0.3:5301", Rate: rate, Payload: cfg.Payload, Bytes: cfg.Burst},
 		}
 		// Both bursts leave in Burst/rate; the port needs twice that.
 		drain := time.Duration(float64(2*cfg.Burst*8)/rate*float64(time.Second)) + 3*time.Second
-		u, err := runUDPFlows(ctx, map[string]string{e.NS("h3a"): ":5301"}, flows, 300*time.Millisecond, drain)
+		u, err := bed.RunUDPFlows(ctx, map[string]string{e.NS("h3a"): ":5301"}, flows, 300*time.Millisecond, drain)
 		if err != nil {
 			return nil, err
 		}
-		arr := u.arrivals[e.NS("h3a")]
-		r.Rcvbuf = u.rcvbuf
+		arr := u.Arrivals[e.NS("h3a")]
+		r.Rcvbuf = u.Rcvbuf
 		for i, fl := range flows {
-			r.Flows = append(r.Flows, FlowStats(arr, uint32(i), fl.Name, u.sent[i], u.t0))
+			r.Flows = append(r.Flows, bed.FlowStats(arr, uint32(i), fl.Name, u.Sent[i], u.T0))
 		}
-		first, last := ArrivalSpan(arr, 3)
+		first, last := bed.ArrivalSpan(arr, 3)
 		if last <= first {
 			return nil, fmt.Errorf("h3a received %d datagrams: too few to measure", len(arr))
 		}
 		span := last - first
 		udpSpan = span
-		r.PortBusySpan = WireBits(arr, 3, first, last) / rate / (float64(span) / 1e9)
+		r.PortBusySpan = bed.WireBits(arr, 3, first, last) / rate / (float64(span) / 1e9)
 		a, b := first+int64(cfg.Trim*float64(span)), last-int64(cfg.Trim*float64(span))
-		r.PortBusy = WireBits(arr, 3, a, b) / rate / (float64(b-a) / 1e9)
-		r.Shares = []float64{WireBits(arr, 1, a, b), WireBits(arr, 2, a, b)}
-		for k, s := range udpSeries(arr, []string{"h1", "h2"}, u.t0, 10*time.Millisecond) {
+		r.PortBusy = bed.WireBits(arr, 3, a, b) / rate / (float64(b-a) / 1e9)
+		r.Shares = []float64{bed.WireBits(arr, 1, a, b), bed.WireBits(arr, 2, a, b)}
+		for k, s := range bed.UDPSeries(arr, []string{"h1", "h2"}, u.T0, 10*time.Millisecond) {
 			for i, v := range s {
 				res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: tr, Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
 			}
@@ -270,7 +271,7 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 			extra = append(extra, "-C", cfg.CC)
 		}
 		pairs := [][4]string{{e.NS("h1"), e.NS("h3a"), "10.0.0.3", "5201"}, {e.NS("h2"), e.NS("h3a"), "10.0.0.3", "5202"}}
-		out, err := runIperfPairs(ctx, pairs, cfg.Duration, extra, func(i int) {
+		out, err := bed.RunIperfPairs(ctx, pairs, cfg.Duration, extra, func(i int) {
 			s, err := samplePort(ctx, e.NS("e3"), "host0")
 			samples[i], serr = s, errors.Join(serr, err)
 		})
@@ -309,7 +310,7 @@ func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastCon
 		r.PortLate = float64(late) / float64(udpSpan)
 	}
 	r.FabricDrops = r.Drops.Fabric()
-	r.ShareDev = shareDeviation(r.Shares)
+	r.ShareDev = bed.ShareDeviation(r.Shares)
 	var sum float64
 	for _, s := range r.Shares {
 		sum += s
@@ -426,7 +427,7 @@ func (res *CellsIncastResult) Text() string {
 	fmt.Fprintln(&b, "fabric drops: every node's link ports (egress queue, TX and RX rings), VOQs, reassembly discards, cells without route or hop; egress: h3a's port; ingress: the sources' host ports' RX rings.")
 	if f, _ := s["failed"].([]string); len(f) > 0 {
 		fmt.Fprintf(&b, "\ncredits arm out of target: %s\n", strings.Join(f, "; "))
-	} else if contains(c.Arms, "credits") {
+	} else if slices.Contains(c.Arms, "credits") {
 		fmt.Fprintln(&b, "\ncredits arm: zero fabric and egress drops, port busy ≥ 0.95, shares within 5 % of fair")
 	}
 	return b.String()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 )
@@ -91,7 +92,7 @@ type CellsLatencyResult struct {
 // TCP flows from h1 to h2, one connection each, through each arm.
 func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsLatencyResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -102,9 +103,9 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 		return nil, err
 	}
 	res := &CellsLatencyResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
-	e.progress("cells latency: bundle testbed %q; arms %s; %d flows of %s per arm (builtin tool, %s)",
+	e.Printf("cells latency: bundle testbed %q; arms %s; %d flows of %s per arm (builtin tool, %s)",
 		e.Prefix, strings.Join(cfg.Arms, ","), cfg.Flows, fct.FormatSize(cfg.Size), cc)
-	b, err := e.CellsBedUp("bundle", 0)
+	b, err := e.BedUp("bundle", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -115,24 +116,24 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 	}
 	h1, h2 := b.Hosts[0], b.Hosts[1]
 	for i, arm := range cfg.Arms {
-		e.progress("cells latency: [%d/%d] %s: %s", i+1, len(cfg.Arms), arm, cellsLatencyWhat[arm])
+		e.Printf("cells latency: [%d/%d] %s: %s", i+1, len(cfg.Arms), arm, cellsLatencyWhat[arm])
 		if err := b.Start(ctx, cfg.bedRun(arm)); err != nil {
 			return nil, fmt.Errorf("cells latency %s: %w", arm, err)
 		}
 		fl, err := fct.RunBuiltin(ctx, fct.BuiltinConfig{
 			Arm: arm, ServerNS: b.TB.NS(h2.Name), ClientNS: b.TB.NS(h1.Name), ServerAddr: h2.Addr + ":0",
 			Sizes: []int64{cfg.Size}, FlowsPerSize: cfg.Flows, Warmup: cfg.Warmup, CongestionControl: cc, Timeout: cfg.Timeout,
-			Progress: flowProgress(e.Progress, fmt.Sprintf("%-13s %7s", arm, fct.FormatSize(cfg.Size)), time.Now),
+			Progress: bed.FlowProgress(e.Progress, fmt.Sprintf("%-13s %7s", arm, fct.FormatSize(cfg.Size)), time.Now),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cells latency %s: %w", arm, err)
 		}
-		if err := b.dp.Alive(); err != nil {
+		if err := b.Dataplanes().Alive(); err != nil {
 			return nil, err
 		}
 		res.Flows = append(res.Flows, fl...)
 		for _, s := range fct.Summarize(fl) {
-			e.progress("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs", arm, s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99))
+			e.Printf("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs", arm, s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99))
 		}
 	}
 	b.Stop()
@@ -148,8 +149,8 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 }
 
 // bedRun is what arm runs on the switches.
-func (c *CellsLatencyConfig) bedRun(arm string) BedRun {
-	r := BedRun{Mode: ModeCells}
+func (c *CellsLatencyConfig) bedRun(arm string) bed.BedRun {
+	r := bed.BedRun{Mode: bed.ModeCells}
 	switch arm {
 	case "forward":
 		r.Mode = "forward"
@@ -164,7 +165,7 @@ func (c *CellsLatencyConfig) bedRun(arm string) BedRun {
 	case "cells-push":
 		r.Args = []string{"--cells-credits=false"}
 	}
-	if r.Mode == ModeCells {
+	if r.Mode == bed.ModeCells {
 		r.Args = append(r.Args, c.RunArgs...)
 	}
 	return r

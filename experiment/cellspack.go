@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/linkcrc"
 )
@@ -157,13 +158,13 @@ type packArm struct {
 // CellsPack runs `linkfabric cells pack` on a bundle testbed.
 func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	if err := checkTrafgen(); err != nil {
+	if err := bed.CheckTrafgen(); err != nil {
 		return nil, err
 	}
 	res := &CellsPackResult{Config: cfg, RunInfo: newRunInfo()}
@@ -171,25 +172,25 @@ func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackRes
 	for _, c := range cfg.CellSizes {
 		arms = append(arms, packArm{PackPacked, c}, packArm{PackUnpacked, c})
 	}
-	e.progress("cells pack: bundle testbed %q; %d arms × %d packet sizes × %v at saturation (trafgen, one CPU), then CPU per frame at trafgen -b %d for %v per arm",
+	e.Printf("cells pack: bundle testbed %q; %d arms × %d packet sizes × %v at saturation (trafgen, one CPU), then CPU per frame at trafgen -b %d for %v per arm",
 		e.Prefix, len(arms), len(cfg.PacketSizes), cfg.Duration, cfg.CPURate, cfg.CPUDuration)
-	b, err := e.CellsBedUp("bundle", 0)
+	b, err := e.BedUp("bundle", 0)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Down()
-	src, dst, err := b.hostMACs()
+	src, dst, err := hostMACs(b)
 	if err != nil {
 		return nil, err
 	}
 	for i, a := range arms {
-		cs, err := b.startPackArm(ctx, a, cfg.RunArgs)
+		cs, err := startPackArm(ctx, b, a, cfg.RunArgs)
 		if err != nil {
 			return nil, fmt.Errorf("cells pack %s: %w", a.label(), err)
 		}
-		e.progress("cells pack: [%d/%d] %s", i+1, len(arms), a.labelSize(cs))
+		e.Printf("cells pack: [%d/%d] %s", i+1, len(arms), a.labelSize(cs))
 		for _, size := range cfg.PacketSizes {
-			m, err := b.offer(ctx, TrafgenConfig{Dst: dst, Src: src, Len: size - 4, Duration: cfg.Duration})
+			m, err := offer(ctx, b, bed.TrafgenConfig{Dst: dst, Src: src, Len: size - 4, Duration: cfg.Duration})
 			if err != nil {
 				return nil, fmt.Errorf("cells pack %s, %d B: %w", a.label(), size, err)
 			}
@@ -197,19 +198,19 @@ func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackRes
 			row.ComputedFrames, row.ComputedBytes = PackComputed(a.name, size-4, cs)
 			row.MeasuredFrames, row.MeasuredBytes = report.Ratio(m.linkFrames, m.deliveredN), report.Ratio(m.linkBytes, m.deliveredN)
 			res.Rows = append(res.Rows, row)
-			e.progress("cells pack:   %4d B: %.0f of %.0f pps delivered; %.3f frames, %.1f B per packet on the link (computed %.3f, %.1f)",
+			e.Printf("cells pack:   %4d B: %.0f of %.0f pps delivered; %.3f frames, %.1f B per packet on the link (computed %.3f, %.1f)",
 				size, m.delivered, m.offered, row.MeasuredFrames, row.MeasuredBytes, row.ComputedFrames, row.ComputedBytes)
 		}
 	}
 	for _, a := range []packArm{{name: PackForward}, {name: PackForwardAfxdp}, {name: PackPacked}} {
-		if _, err := b.startPackArm(ctx, a, cfg.RunArgs); err != nil {
+		if _, err := startPackArm(ctx, b, a, cfg.RunArgs); err != nil {
 			return nil, fmt.Errorf("cells pack CPU, %s: %w", a.label(), err)
 		}
-		c, err := b.packCPU(ctx, a, TrafgenConfig{Dst: dst, Src: src, Len: 60, Rate: cfg.CPURate, Duration: cfg.CPUDuration})
+		c, err := packCPU(ctx, b, a, bed.TrafgenConfig{Dst: dst, Src: src, Len: 60, Rate: cfg.CPURate, Duration: cfg.CPUDuration})
 		if err != nil {
 			return nil, fmt.Errorf("cells pack CPU, %s: %w", a.label(), err)
 		}
-		e.progress("cells pack: CPU, %s: %.0f of %.0f pps delivered, %.0f ns of dataplane CPU per frame, %.0f beyond idle (%s; idle %.2f s)",
+		e.Printf("cells pack: CPU, %s: %.0f of %.0f pps delivered, %.0f ns of dataplane CPU per frame, %.0f beyond idle (%s; idle %.2f s)",
 			a.label(), c.DeliveredPPS, c.OfferedPPS, c.NsPerFrame, c.NetNsPerFrame, cpuList(c.CPUSeconds), c.IdleSeconds)
 		res.CPU = append(res.CPU, c)
 	}
@@ -253,14 +254,14 @@ func cpuList(m map[string]float64) string {
 
 // startPackArm starts the dataplanes of arm a and returns the cell size
 // in force (0 for forward).
-func (b *CellsBed) startPackArm(ctx context.Context, a packArm, extra []string) (int, error) {
+func startPackArm(ctx context.Context, b *bed.Bed, a packArm, extra []string) (int, error) {
 	switch a.name {
 	case PackForward:
-		return 0, b.Start(ctx, BedRun{Mode: "forward"})
+		return 0, b.Start(ctx, bed.BedRun{Mode: "forward"})
 	case PackForwardAfxdp:
-		return 0, b.Start(ctx, BedRun{Mode: "forward", Args: []string{"--fastpath", "afxdp"}})
+		return 0, b.Start(ctx, bed.BedRun{Mode: "forward", Args: []string{"--fastpath", "afxdp"}})
 	}
-	r := BedRun{Mode: ModeCells, Args: extra}
+	r := bed.BedRun{Mode: bed.ModeCells, Args: extra}
 	if a.cellSize > 0 {
 		r.Args = append([]string{"--cells-size", strconv.Itoa(a.cellSize)}, r.Args...)
 	}
@@ -270,7 +271,7 @@ func (b *CellsBed) startPackArm(ctx context.Context, a packArm, extra []string) 
 	if err := b.Start(ctx, r); err != nil {
 		return 0, err
 	}
-	st, err := b.CellsStats(ctx, "sw1")
+	st, err := cellsStatsOf(ctx, b, "sw1")
 	if err != nil {
 		return 0, err
 	}
@@ -281,12 +282,12 @@ func (b *CellsBed) startPackArm(ctx context.Context, a packArm, extra []string) 
 }
 
 // hostMACs returns the MACs of the bundle's h1 and h2 eth0.
-func (b *CellsBed) hostMACs() (src, dst []byte, err error) {
-	h1, err := link(b.TB.NS(b.Hosts[0].Name), b.Hosts[0].Dev)
+func hostMACs(b *bed.Bed) (src, dst []byte, err error) {
+	h1, err := bed.Link(b.TB.NS(b.Hosts[0].Name), b.Hosts[0].Dev)
 	if err != nil {
 		return nil, nil, err
 	}
-	h2, err := link(b.TB.NS(b.Hosts[1].Name), b.Hosts[1].Dev)
+	h2, err := bed.Link(b.TB.NS(b.Hosts[1].Name), b.Hosts[1].Dev)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -304,21 +305,21 @@ type offered struct {
 // offer runs trafgen from the first host to the second (cfg's NS and Dev
 // are filled in) and counts at h1's and h2's interfaces and sw1's link
 // ports.
-func (b *CellsBed) offer(ctx context.Context, cfg TrafgenConfig) (offered, error) {
+func offer(ctx context.Context, b *bed.Bed, cfg bed.TrafgenConfig) (offered, error) {
 	h1, h2 := b.Hosts[0], b.Hosts[1]
 	cfg.NS, cfg.Dev = b.TB.NS(h1.Name), h1.Dev
 	links := b.LinkPorts(b.Switches[0])
-	read := func() (IfCounters, IfCounters, IfCounters, error) {
-		a, err := ReadIfCounters(cfg.NS, h1.Dev)
+	read := func() (bed.IfCounters, bed.IfCounters, bed.IfCounters, error) {
+		a, err := bed.ReadIfCounters(cfg.NS, h1.Dev)
 		if err != nil {
-			return IfCounters{}, IfCounters{}, IfCounters{}, err
+			return bed.IfCounters{}, bed.IfCounters{}, bed.IfCounters{}, err
 		}
-		z, err := ReadIfCounters(b.TB.NS(h2.Name), h2.Dev)
+		z, err := bed.ReadIfCounters(b.TB.NS(h2.Name), h2.Dev)
 		if err != nil {
-			return IfCounters{}, IfCounters{}, IfCounters{}, err
+			return bed.IfCounters{}, bed.IfCounters{}, bed.IfCounters{}, err
 		}
-		ls, err := ReadIfCounters(b.TB.NS(b.Switches[0]), links...)
-		var sum IfCounters
+		ls, err := bed.ReadIfCounters(b.TB.NS(b.Switches[0]), links...)
+		var sum bed.IfCounters
 		for _, l := range ls {
 			sum.TxPackets += l.TxPackets
 			sum.TxBytes += l.TxBytes
@@ -330,7 +331,7 @@ func (b *CellsBed) offer(ctx context.Context, cfg TrafgenConfig) (offered, error
 		return offered{}, err
 	}
 	t0 := time.Now()
-	if err := Trafgen(ctx, cfg); err != nil {
+	if err := bed.Trafgen(ctx, cfg); err != nil {
 		return offered{}, err
 	}
 	el := time.Since(t0).Seconds()
@@ -339,7 +340,7 @@ func (b *CellsBed) offer(ctx context.Context, cfg TrafgenConfig) (offered, error
 	if err != nil {
 		return offered{}, err
 	}
-	if err := b.dp.Alive(); err != nil {
+	if err := b.Dataplanes().Alive(); err != nil {
 		return offered{}, err
 	}
 	d := z1.Sub(z0).RxPackets
@@ -350,8 +351,8 @@ func (b *CellsBed) offer(ctx context.Context, cfg TrafgenConfig) (offered, error
 
 // packCPU offers cfg's frames and measures the switches' dataplane CPU
 // time per delivered frame.
-func (b *CellsBed) packCPU(ctx context.Context, a packArm, cfg TrafgenConfig) (PackCPU, error) {
-	i0, err := b.dp.CPUTime()
+func packCPU(ctx context.Context, b *bed.Bed, a packArm, cfg bed.TrafgenConfig) (PackCPU, error) {
+	i0, err := b.Dataplanes().CPUTime()
 	if err != nil {
 		return PackCPU{}, err
 	}
@@ -360,7 +361,7 @@ func (b *CellsBed) packCPU(ctx context.Context, a packArm, cfg TrafgenConfig) (P
 		return PackCPU{}, ctx.Err()
 	case <-time.After(cfg.Duration):
 	}
-	c0, err := b.dp.CPUTime()
+	c0, err := b.Dataplanes().CPUTime()
 	if err != nil {
 		return PackCPU{}, err
 	}
@@ -368,11 +369,11 @@ func (b *CellsBed) packCPU(ctx context.Context, a packArm, cfg TrafgenConfig) (P
 	for sw, t := range c0 {
 		idle += t - i0[sw]
 	}
-	m, err := b.offer(ctx, cfg)
+	m, err := offer(ctx, b, cfg)
 	if err != nil {
 		return PackCPU{}, err
 	}
-	c1, err := b.dp.CPUTime()
+	c1, err := b.Dataplanes().CPUTime()
 	if err != nil {
 		return PackCPU{}, err
 	}

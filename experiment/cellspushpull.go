@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -69,8 +70,8 @@ func (c *CellsPushPullConfig) Normalize() error {
 	if c.Payload == 0 {
 		c.Payload = 1400
 	}
-	if c.Payload < udpHeader || c.Payload > 1472 {
-		return fmt.Errorf("cells pushpull --payload %d: want %d..1472", c.Payload, udpHeader)
+	if c.Payload < bed.UDPHeader || c.Payload > 1472 {
+		return fmt.Errorf("cells pushpull --payload %d: want %d..1472", c.Payload, bed.UDPHeader)
 	}
 	if c.Trim == 0 {
 		c.Trim = 0.15
@@ -91,7 +92,7 @@ type CellsPushPullRun struct {
 	A float64 `json:"a_throughput"`
 	// BLoss is the share of B's datagrams lost.
 	BLoss        float64               `json:"b_loss"`
-	Flows        []UDPFlowStats        `json:"flows"` // a1 (h1 → A), b (h1 → B), a2 (h2 → A)
+	Flows        []bed.UDPFlowStats    `json:"flows"` // a1 (h1 → A), b (h1 → B), a2 (h2 → A)
 	Drops        CellsDrops            `json:"drops"`
 	FabricDrops  uint64                `json:"fabric_drops"`
 	DropsByNode  map[string]CellsDrops `json:"drops_by_node"`
@@ -131,7 +132,7 @@ func fabric3PushPull(rate, fabric netns.BitRate, buffer netns.ByteSize) (*netns.
 // three flows at once on fresh dataplanes of one fabric3 testbed.
 func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*CellsPushPullResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -143,8 +144,8 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 	}
 	res := &CellsPushPullResult{Config: cfg, RunInfo: newRunInfo()}
 	total := cfg.Runs * len(cfg.Arms)
-	e.progress("cells pushpull: fabric3 %q, ports A (h3a) and B (h3b) at %s, links into e3 at %s each; h1 → A, h1 → B, h2 → A at %s each for %v; %d runs; load %.1f",
-		e.Prefix, cfg.PortRate, cfg.FabricRate, cfg.PortRate, cfg.Duration, total, loadAvg())
+	e.Printf("cells pushpull: fabric3 %q, ports A (h3a) and B (h3b) at %s, links into e3 at %s each; h1 → A, h1 → B, h2 → A at %s each for %v; %d runs; load %.1f",
+		e.Prefix, cfg.PortRate, cfg.FabricRate, cfg.PortRate, cfg.Duration, total, bed.LoadAvg())
 	f, err := e.UpCellsFabric(topo, cfg.MTU)
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
 			step++
-			e.progress("cells pushpull: [%d/%d] %s, run %d", step, total, arm, run)
+			e.Printf("cells pushpull: [%d/%d] %s, run %d", step, total, arm, run)
 			if err := f.Start(ctx, append(cellsArmArgs(arm), cfg.RunArgs...)...); err != nil {
 				return nil, err
 			}
@@ -165,7 +166,7 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 			if err != nil {
 				return nil, fmt.Errorf("cells pushpull %s run %d: %w", arm, run, err)
 			}
-			e.progress("cells pushpull:   B %.3f of its rate (lost %.3f), A %.3f; drops: %s; max worker gap %.0f ms, node clocks stalled %s", r.B, r.BLoss, r.A, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs))
+			e.Printf("cells pushpull:   B %.3f of its rate (lost %.3f), A %.3f; drops: %s; max worker gap %.0f ms, node clocks stalled %s", r.B, r.BLoss, r.A, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs))
 			res.Runs = append(res.Runs, r)
 			if err := f.Stop(); err != nil {
 				return nil, err
@@ -178,18 +179,18 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 }
 
 func (e *Env) pushPullOnce(ctx context.Context, f *CellsFabric, cfg CellsPushPullConfig, arm string, run int, res *CellsPushPullResult) (*CellsPushPullRun, error) {
-	r := &CellsPushPullRun{Arm: arm, Run: run, Load1: loadAvg()}
+	r := &CellsPushPullRun{Arm: arm, Run: run, Load1: bed.LoadAvg()}
 	before, err := f.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rate := float64(cfg.PortRate)
-	flows := []UDPFlow{
+	flows := []bed.UDPFlow{
 		{Name: "a1", From: e.NS("h1"), To: "10.0.0.3:5301", Rate: rate, Payload: cfg.Payload, Duration: cfg.Duration},
 		{Name: "b", From: e.NS("h1"), To: "10.0.0.4:5302", Rate: rate, Payload: cfg.Payload, Duration: cfg.Duration},
 		{Name: "a2", From: e.NS("h2"), To: "10.0.0.3:5301", Rate: rate, Payload: cfg.Payload, Duration: cfg.Duration},
 	}
-	u, err := runUDPFlows(ctx, map[string]string{e.NS("h3a"): ":5301", e.NS("h3b"): ":5302"}, flows, 300*time.Millisecond, 3*time.Second)
+	u, err := bed.RunUDPFlows(ctx, map[string]string{e.NS("h3a"): ":5301", e.NS("h3b"): ":5302"}, flows, 300*time.Millisecond, 3*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -200,22 +201,22 @@ func (e *Env) pushPullOnce(ctx context.Context, f *CellsFabric, cfg CellsPushPul
 	if err != nil {
 		return nil, err
 	}
-	arrA, arrB := u.arrivals[e.NS("h3a")], u.arrivals[e.NS("h3b")]
+	arrA, arrB := u.Arrivals[e.NS("h3a")], u.Arrivals[e.NS("h3b")]
 	all := append(slices.Clone(arrA), arrB...)
 	for i, fl := range flows {
-		r.Flows = append(r.Flows, FlowStats(all, uint32(i), fl.Name, u.sent[i], u.t0))
+		r.Flows = append(r.Flows, bed.FlowStats(all, uint32(i), fl.Name, u.Sent[i], u.T0))
 	}
 	d := int64(cfg.Duration)
-	a, b := u.t0+int64(cfg.Trim*float64(d)), u.t0+d-int64(cfg.Trim*float64(d))
+	a, b := u.T0+int64(cfg.Trim*float64(d)), u.T0+d-int64(cfg.Trim*float64(d))
 	secs := float64(b-a) / 1e9
-	r.B = WireBits(arrB, 1<<1, a, b) / rate / secs
-	r.A = WireBits(arrA, 1<<0|1<<2, a, b) / rate / secs
+	r.B = bed.WireBits(arrB, 1<<1, a, b) / rate / secs
+	r.A = bed.WireBits(arrA, 1<<0|1<<2, a, b) / rate / secs
 	r.BLoss = report.Ratio(float64(r.Flows[1].Lost), float64(r.Flows[1].Sent))
-	r.Rcvbuf = u.rcvbuf
+	r.Rcvbuf = u.Rcvbuf
 	r.Drops, r.DropsByNode, r.MaxPollGapMs = cellsDropsAll(before, after)
 	r.StalledMs = cellsStalled(before, after)
 	r.FabricDrops = r.Drops.Fabric()
-	for k, s := range udpSeries(all, []string{"a1", "b", "a2"}, u.t0, 10*time.Millisecond) {
+	for k, s := range bed.UDPSeries(all, []string{"a1", "b", "a2"}, u.T0, 10*time.Millisecond) {
 		for i, v := range s {
 			res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: "udp", Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
 		}

@@ -4,7 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
 // CellsNodeStats is the part of a cells dataplane's /stats.json that the
@@ -53,7 +59,7 @@ type CellsPortStats struct {
 // FetchCellsStats reads the statistics of the cells dataplane in ns.
 func FetchCellsStats(ctx context.Context, ns string) (*CellsNodeStats, error) {
 	var doc map[string]json.RawMessage
-	if err := FetchStats(ctx, ns, &doc); err != nil {
+	if err := bed.FetchStats(ctx, ns, &doc); err != nil {
 		return nil, err
 	}
 	var s CellsNodeStats
@@ -71,13 +77,13 @@ func FetchCellsStats(ctx context.Context, ns string) (*CellsNodeStats, error) {
 	}
 	s.Ports = dp.Ports
 	for i := range s.Ports {
-		var pd portDoc
+		var pd bed.PortDoc
 		if raw := doc["port_"+s.Ports[i].Name]; raw != nil {
 			if err := json.Unmarshal(raw, &pd); err != nil {
 				return nil, fmt.Errorf("port %s of the dataplane in %s: %w", s.Ports[i].Name, ns, err)
 			}
 		}
-		s.Ports[i].RxSocketDrops = pd.rxDrops()
+		s.Ports[i].RxSocketDrops = pd.RxDrops()
 	}
 	return &s, nil
 }
@@ -161,4 +167,151 @@ func CellsDropsBetween(before, after *CellsNodeStats) CellsDrops {
 		an.NoRoute - bn.NoRoute + an.AllocFail - bn.AllocFail + an.RespraysDrop - bn.RespraysDrop +
 		after.Cells.Malformed - before.Cells.Malformed
 	return d
+}
+
+// CellsArms are the arms of the cells experiments: credits (pull: cells
+// leave within the egress scheduler's grants) and push (--cells-credits=false).
+var CellsArms = []string{"credits", "push"}
+
+// cellsArmArgs are the `linkfabric run` arguments of an arm.
+func cellsArmArgs(arm string) []string {
+	return []string{"--cells-credits=" + strconv.FormatBool(arm == "credits")}
+}
+
+func checkCellsArms(arms []string) error {
+	for _, a := range arms {
+		if !slices.Contains(CellsArms, a) {
+			return fmt.Errorf("unknown arm %q (arms: %s)", a, strings.Join(CellsArms, ", "))
+		}
+	}
+	return nil
+}
+
+// portSample is a port's transmit counters at a time.
+type portSample struct {
+	t             time.Time
+	frames, bytes uint64
+	lateNs        uint64
+}
+
+// samplePort reads port's TX counters of the cells dataplane in ns.
+func samplePort(ctx context.Context, ns, port string) (portSample, error) {
+	t := time.Now()
+	s, err := FetchCellsStats(ctx, ns)
+	if err != nil {
+		return portSample{}, err
+	}
+	p := s.Port(port)
+	// The counters are read in the middle of the request.
+	return portSample{t: t.Add(time.Since(t) / 2), frames: p.TX.Frames, bytes: p.TX.Bytes, lateNs: p.Egress.LateNs}, nil
+}
+
+// wireBitsBetween is the bits a port put on the wire between two samples
+// (each frame's length plus preamble, FCS and gap) and the time between.
+func wireBitsBetween(a, b portSample) (bits float64, secs float64) {
+	return float64((b.bytes-a.bytes)+24*(b.frames-a.frames)) * 8, b.t.Sub(a.t).Seconds()
+}
+
+// cellsDropsAll sums what each switch dropped between two reads of their
+// statistics (CellsFabric.Stats), and gives the longest time a worker was
+// kept from running (ms) in after.
+func cellsDropsAll(before, after map[string]*CellsNodeStats) (total CellsDrops, byNode map[string]CellsDrops, maxGapMs float64) {
+	byNode = map[string]CellsDrops{}
+	for n, a := range after {
+		b, ok := before[n]
+		if !ok {
+			continue
+		}
+		d := CellsDropsBetween(b, a)
+		byNode[n] = d
+		total.Add(d)
+		maxGapMs = max(maxGapMs, float64(a.Cells.MaxPollGap)/1e6)
+	}
+	return total, byNode, maxGapMs
+}
+
+// cellsSeriesRow is a row of a cells experiment's CSV: a flow's delivered
+// rate in one bin of time.
+type cellsSeriesRow struct {
+	Arm, Transport string
+	Run            int
+	Flow           string
+	TMs, Mbps      float64
+}
+
+// writeCellsCSV writes rows as CSV to path (its directory made).
+func writeCellsCSV(path string, rows []cellsSeriesRow) error {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = []string{r.Arm, r.Transport, strconv.Itoa(r.Run), r.Flow, strconv.FormatFloat(r.TMs, 'f', 1, 64), strconv.FormatFloat(r.Mbps, 'f', 3, 64)}
+	}
+	return report.WriteCSV(path, []string{"arm", "transport", "run", "flow", "t_ms", "mbps"}, out)
+}
+
+// cellsStalled is, by switch, how long its node's clock stood still between
+// two reads of the statistics (ms).
+func cellsStalled(before, after map[string]*CellsNodeStats) map[string]float64 {
+	m := map[string]float64{}
+	for n, a := range after {
+		if b, ok := before[n]; ok {
+			m[n] = float64(a.Cells.Stalled-b.Cells.Stalled) / 1e6
+		}
+	}
+	return m
+}
+
+func fmtStalled(m map[string]float64) string {
+	var p []string
+	for _, n := range bed.SortedNames(m) {
+		p = append(p, fmt.Sprintf("%s %.0f ms", n, m[n]))
+	}
+	return strings.Join(p, ", ")
+}
+
+// CellsStats is the part of a cell node's /stats.json the cells
+// experiments read.
+type CellsStats struct {
+	Dataplane struct {
+		Ports []struct {
+			Name   string
+			Egress *struct {
+				Dropped uint64 `json:"dropped_frames"`
+			} `json:"egress"`
+		} `json:"ports"`
+	} `json:"dataplane"`
+	Cells *struct {
+		CellSize  int  `json:"cell_size"`
+		Credits   bool `json:"credits"`
+		Packing   bool `json:"packing"`
+		PreCredit int  `json:"pre_credit_bytes"`
+		Links     []struct {
+			Name    string
+			TxBytes uint64 `json:"tx_bytes"`
+		} `json:"links"`
+		ReasmDiscards uint64 `json:"reasm_discarded"`
+		ReasmTimeouts uint64 `json:"reasm_timeouts"`
+		Node          struct {
+			VOQDrops uint64
+		} `json:"node"`
+	} `json:"cells"`
+}
+
+// EgressDrops sums the frames the rate-limited ports' egress queues dropped.
+func (s *CellsStats) EgressDrops() uint64 {
+	var n uint64
+	for _, p := range s.Dataplane.Ports {
+		if p.Egress != nil {
+			n += p.Egress.Dropped
+		}
+	}
+	return n
+}
+
+// cellsStatsOf reads the statistics of the dataplane on switch sw.
+func cellsStatsOf(ctx context.Context, b *bed.Bed, sw string) (*CellsStats, error) {
+	var s CellsStats
+	if err := bed.FetchStats(ctx, b.TB.NS(sw), &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
 }

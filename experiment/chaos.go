@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -68,7 +70,7 @@ func (c *ChaosConfig) Normalize() error {
 		c.Events = ChaosEvents
 	}
 	for _, ev := range c.Events {
-		if !contains(ChaosEvents, ev) {
+		if !slices.Contains(ChaosEvents, ev) {
 			return fmt.Errorf("chaos --events: unknown event %q (know %s)", ev, strings.Join(ChaosEvents, ", "))
 		}
 	}
@@ -109,15 +111,6 @@ func (c *ChaosConfig) Normalize() error {
 		c.CC = "auto"
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ChaosEvent is what one fault did.
@@ -191,7 +184,7 @@ type ChaosResult struct {
 // again, whether the dataplanes lived, and whether UDP through the link
 // afterwards lost anything or arrived out of order.
 func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -203,7 +196,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 	}
 	res := &ChaosResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
 	per := cfg.Settle + cfg.Watch + cfg.UDPTime + 3*time.Second
-	e.progress("chaos: pair testbed %q, %s both ends, TCP both ways (%s); events %s; about %s",
+	e.Printf("chaos: pair testbed %q, %s both ends, TCP both ways (%s); events %s; about %s",
 		e.Prefix, cfg.Mode, cc, strings.Join(cfg.Events, ","), (time.Duration(len(cfg.Events)) * per).Round(time.Second))
 	tb, err := e.Up(netns.ForwardingNone, 0)
 	if err != nil {
@@ -222,10 +215,10 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		e.progress("chaos: [%d/%d] %s", i+1, len(cfg.Events), ev)
+		e.Printf("chaos: [%d/%d] %s", i+1, len(cfg.Events), ev)
 		r := e.chaosEvent(ctx, dp, ev, cfg, cc)
 		res.Events = append(res.Events, r)
-		e.progress("chaos: [%d/%d] %s", i+1, len(cfg.Events), r.line())
+		e.Printf("chaos: [%d/%d] %s", i+1, len(cfg.Events), r.line())
 		if !r.Alive {
 			break // no dataplane to run the next event on
 		}
@@ -233,7 +226,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 	return res, nil
 }
 
-func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg ChaosConfig, cc string) *ChaosEvent {
+func (e *Env) chaosEvent(ctx context.Context, dp *bed.Dataplanes, ev string, cfg ChaosConfig, cc string) *ChaosEvent {
 	r := &ChaosEvent{Event: ev, ResumeMs: [2]float64{-1, -1}, FirstMs: [2]float64{-1, -1}}
 	fail := func(err error) *ChaosEvent {
 		r.Error = err.Error()
@@ -241,7 +234,7 @@ func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg Cha
 		return r
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	err := netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
 	cancel()
 	if err != nil {
 		return fail(fmt.Errorf("before %s, h1 cannot reach h2: %w", ev, err))
@@ -271,11 +264,11 @@ func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg Cha
 		}
 		end = time.Now()
 	case strings.HasPrefix(ev, "flap-"):
-		if err := setLinkUp(e.NS(sw), "link0", false); err != nil {
+		if err := bed.SetLinkUp(e.NS(sw), "link0", false); err != nil {
 			return fail(err)
 		}
 		time.Sleep(cfg.Flap)
-		if err := setLinkUp(e.NS(sw), "link0", true); err != nil {
+		if err := bed.SetLinkUp(e.NS(sw), "link0", true); err != nil {
 			return fail(err)
 		}
 		end = time.Now()
@@ -313,11 +306,11 @@ func (e *Env) chaosEvent(ctx context.Context, dp *Dataplanes, ev string, cfg Cha
 
 // tcpBothWays runs one iperf3 TCP connection with --bidir from h1 to h2.
 func (e *Env) tcpBothWays(ctx context.Context, cc string, d time.Duration) (stop func(), err error) {
-	stopSrv, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5202")
+	stopSrv, err := bed.Server(ctx, e.Env, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5202")
 	if err != nil {
 		return nil, err
 	}
-	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", "-c", H2Addr, "-p", "5202", "--bidir", "-C", cc,
+	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", "-c", bed.H2Addr, "-p", "5202", "--bidir", "-C", cc,
 		"-t", strconv.Itoa(int(d.Seconds())), "--connect-timeout", "3000")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -364,7 +357,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 		}
 	}()
 	snmp0, _ := netns.SNMPAll(e.NS("h2"))
-	r, err := e.udpRun(ctx, 5203, cfg.UDPRate, max(cfg.UDPTime, time.Second), nil)
+	r, err := bed.UDPRun(ctx, e.Env, 5203, cfg.UDPRate, max(cfg.UDPTime, time.Second), nil)
 	if err != nil {
 		u.Error = err.Error()
 		return u
@@ -378,19 +371,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 
 // impairOn runs fn on the impairment stage of sw's link0.
 func (e *Env) impairOn(sw string, fn func(*bpf.Impairer) error) error {
-	return e.impairDev(sw, "link0", fn)
-}
-
-func setLinkUp(ns, dev string, up bool) error {
-	state := "down"
-	if up {
-		state = "up"
-	}
-	out, err := netns.Command(context.Background(), ns, "ip", "link", "set", dev, state).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip link set %s %s in %s: %v: %s", dev, state, ns, err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return bed.ImpairDev(e.Env, sw, "link0", fn)
 }
 
 // rxSampler reads h2's and h1's eth0 receive byte counters every 10 ms:
@@ -410,7 +391,7 @@ func (e *Env) sampleRx(ctx context.Context) (*rxSampler, error) {
 	read := func() ([2]uint64, error) {
 		var b [2]uint64
 		for i, h := range []string{"h2", "h1"} {
-			l, err := link(e.NS(h), "eth0")
+			l, err := bed.Link(e.NS(h), "eth0")
 			if err != nil {
 				return b, err
 			}

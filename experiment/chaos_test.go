@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -24,7 +25,7 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 		t.Skip("integration test")
 	}
 	self := buildSelf(t)
-	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfk"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfk"), Progress: testWriter{t}}}
 	// Resumed here means carrying data again: at least the sampler's floor
 	// (80 KiB/s) in every fifth of 500 ms. A share of the rate before is a
 	// figure (the command's quarter): on a busy machine one direction came

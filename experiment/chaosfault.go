@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/seqhdr"
@@ -35,8 +36,8 @@ func (e *Env) watchPeerDead(ctx context.Context, sw string) (ms float64, timeout
 	var first uint64
 	firstRead := false
 	for time.Since(start) < deadWatch && ctx.Err() == nil {
-		var d DPStats
-		if err := FetchStats(ctx, e.NS(sw), &d); err == nil && d.LinkGuardian != nil {
+		var d bed.DPStats
+		if err := bed.FetchStats(ctx, e.NS(sw), &d); err == nil && d.LinkGuardian != nil {
 			s := d.LinkGuardian.Session
 			if !firstRead {
 				first, firstRead = s.Counters.PeerTimeouts, true
@@ -67,11 +68,11 @@ type HostileSent struct {
 // other end must count and drop, or handle as the protocol says, without
 // stopping.
 func (e *Env) sendHostile(sw string, n int, seed uint64) (*HostileSent, error) {
-	peer, err := link(e.NS(otherSwitch(sw)), "link0")
+	peer, err := bed.Link(e.NS(otherSwitch(sw)), "link0")
 	if err != nil {
 		return nil, err
 	}
-	own, err := link(e.NS(sw), "link0")
+	own, err := bed.Link(e.NS(sw), "link0")
 	if err != nil {
 		return nil, err
 	}

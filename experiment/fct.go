@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
@@ -287,7 +288,7 @@ type FCTResult struct {
 // each arm in turn, short TCP flows from h1 to h2, one connection each.
 func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -312,7 +313,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	for i, s := range cfg.Sizes {
 		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))
 	}
-	e.progress("fct: pair testbed %q; arms %s; %s flows per arm in %d round(s) (%s tool, %s); loss %s on sw1→sw2",
+	e.Printf("fct: pair testbed %q; arms %s; %s flows per arm in %d round(s) (%s tool, %s); loss %s on sw1→sw2",
 		e.Prefix, strings.Join(cfg.Arms, ","), strings.Join(counts, " + "), cfg.Rounds, cfg.Tool, cc, res.Impairment)
 	tb, err := e.Up(netns.ForwardingNone, cfg.MTU)
 	if err != nil {
@@ -324,7 +325,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.progress("fct: TCP %s", tcpSummary(reports[0]))
+	e.Printf("fct: TCP %s", tcpSummary(reports[0]))
 
 	byArm := map[string]*FCTArm{}
 	var flows []fct.Flow
@@ -335,9 +336,9 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 		for _, arm := range roundOrder(cfg.Arms, r) {
 			step++
 			if cfg.Rounds > 1 {
-				e.progress("fct: [%d/%d] round %d/%d, %s: %s", step, steps, r+1, cfg.Rounds, arm, fctArmWhat[arm])
+				e.Printf("fct: [%d/%d] round %d/%d, %s: %s", step, steps, r+1, cfg.Rounds, arm, fctArmWhat[arm])
 			} else {
-				e.progress("fct: [%d/%d] %s: %s", step, steps, arm, fctArmWhat[arm])
+				e.Printf("fct: [%d/%d] %s: %s", step, steps, arm, fctArmWhat[arm])
 			}
 			a, fl, err := e.fctArm(ctx, tb, arm, rc, cc)
 			if err != nil {
@@ -350,10 +351,10 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 			}
 			roundFlows = append(roundFlows, fl...)
 			for _, s := range fct.Summarize(fl) {
-				e.progress("fct:   %s %s: %d flows (%d failed), p50 %s p99 %s p99.9 %s max %s µs; %d with a TCP retransmission",
+				e.Printf("fct:   %s %s: %d flows (%d failed), p50 %s p99 %s p99.9 %s max %s µs; %d with a TCP retransmission",
 					arm, fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99), report.Micros(s.P999), report.Micros(s.Max), s.Retransmitted)
 			}
-			e.progress("fct:   %s: %.1fs; %s", arm, a.Seconds, a.lossNote())
+			e.Printf("fct:   %s: %.1fs; %s", arm, a.Seconds, a.lossNote())
 		}
 		if cfg.Rounds > 1 {
 			res.Rounds = append(res.Rounds, fct.Summarize(roundFlows))
@@ -403,7 +404,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 			return nil, nil, err
 		}
 	}
-	var dp *Dataplanes
+	var dp *bed.Dataplanes
 	lossless := arm == "noloss" || arm == "noloss-afxdp" || strings.HasPrefix(arm, "lg-noloss") || cfg.Loss == 0
 	if arm != "kernel" {
 		mode, args := "forward", []string(nil)
@@ -427,7 +428,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		defer dp.Stop()
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	err := netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
 	cancel()
 	if err != nil {
 		return nil, nil, fmt.Errorf("h1 cannot reach h2: %w", err)
@@ -449,7 +450,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		}
 	}
 
-	var before [2]DPStats
+	var before [2]bed.DPStats
 	if dp != nil {
 		if err := e.fetchSwitches(ctx, &before); err != nil {
 			return nil, nil, err
@@ -459,20 +460,20 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	var flows []fct.Flow
 	for i, size := range cfg.Sizes {
 		n := cfg.FlowsFor(i)
-		bar := flowProgress(e.Progress, fmt.Sprintf("%-6s %7s", arm, fct.FormatSize(size)), time.Now)
+		bar := bed.FlowProgress(e.Progress, fmt.Sprintf("%-6s %7s", arm, fct.FormatSize(size)), time.Now)
 		var fl []fct.Flow
 		var err error
 		switch cfg.Tool {
 		case "builtin":
 			fl, err = fct.RunBuiltin(ctx, fct.BuiltinConfig{
-				Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerAddr: H2Addr + ":0",
+				Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerAddr: bed.H2Addr + ":0",
 				Sizes: []int64{size}, FlowsPerSize: n, Warmup: cfg.Warmup,
 				CongestionControl: cc, Timeout: cfg.Timeout, Progress: bar,
 			})
 		case "iperf":
 			var r *fct.IperfResult
 			r, err = fct.RunIperf(ctx, fct.IperfConfig{
-				Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerIP: H2Addr,
+				Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerIP: bed.H2Addr,
 				Sizes: []int64{size}, FlowsPerSize: n, CongestionControl: cc, Timeout: cfg.Timeout, Progress: bar,
 			})
 			if r != nil {
@@ -505,7 +506,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	}); err != nil {
 		return nil, nil, err
 	}
-	var after [2]DPStats
+	var after [2]bed.DPStats
 	if err := e.fetchSwitches(ctx, &after); err != nil {
 		return nil, nil, err
 	}
@@ -527,7 +528,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 
 // kernelShares sets KernelSent and KernelDelivered from the switches'
 // counters before and after the arm's flows (sw1 sends, sw2 delivers).
-func (a *FCTArm) kernelShares(before, after *[2]DPStats) {
+func (a *FCTArm) kernelShares(before, after *[2]bed.DPStats) {
 	if b, x := before[0].LinkGuardian, after[0].LinkGuardian; b != nil && x != nil && b.Core.Sender != nil && x.Core.Sender != nil {
 		a.sent = x.Core.Sender.DataSent - b.Core.Sender.DataSent
 		a.fastSent = x.Core.Sender.FastSent - b.Core.Sender.FastSent
@@ -896,10 +897,10 @@ func DemoConfig() FCTConfig {
 // Demo runs the FCT experiment at DemoConfig, writes its files to
 // DemoOutDir and prints the table and where the files went to w.
 func (e *Env) Demo(ctx context.Context, w io.Writer) error {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return err
 	}
-	e.progress("demo: LinkGuardian flow completion times (the paper's Figure 10 setting, scaled down): about a minute")
+	e.Printf("demo: LinkGuardian flow completion times (the paper's Figure 10 setting, scaled down): about a minute")
 	res, err := e.FCT(ctx, DemoConfig())
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -106,19 +107,19 @@ func TestGoodputConfigNormalize(t *testing.T) {
 }
 
 func TestFCTControlAndCost(t *testing.T) {
-	var before, after [2]DPStats
+	var before, after [2]bed.DPStats
 	// sw1 and sw2 run lg; before the flows sw2 had published nothing yet.
 	for i := range after {
 		after[i].Dataplane.Polls, after[i].Dataplane.Loops = 300, 900
 		after[i].Dataplane.Link.TX.Frames = 5000
-		after[i].LinkGuardian = new(lgDoc)
-		after[i].LinkGuardian.Core.Sender = &lgSenderDoc{DataSent: 100, DummiesSent: 30}
-		after[i].LinkGuardian.Core.Receiver = &lgReceiverDoc{ExplicitAcksSent: 20}
+		after[i].LinkGuardian = new(bed.LGDoc)
+		after[i].LinkGuardian.Core.Sender = &bed.LGSenderDoc{DataSent: 100, DummiesSent: 30}
+		after[i].LinkGuardian.Core.Receiver = &bed.LGReceiverDoc{ExplicitAcksSent: 20}
 	}
 	before[0].Dataplane.Polls, before[0].Dataplane.Loops = 100, 100
-	before[0].LinkGuardian = new(lgDoc)
-	before[0].LinkGuardian.Core.Sender = &lgSenderDoc{DataSent: 50, DummiesSent: 10}
-	before[0].LinkGuardian.Core.Receiver = &lgReceiverDoc{ExplicitAcksSent: 10}
+	before[0].LinkGuardian = new(bed.LGDoc)
+	before[0].LinkGuardian.Core.Sender = &bed.LGSenderDoc{DataSent: 50, DummiesSent: 10}
+	before[0].LinkGuardian.Core.Receiver = &bed.LGReceiverDoc{ExplicitAcksSent: 10}
 	c := controlDelta(&before, &after)
 	want := FCTControl{DataFrames: 150, ExplicitAcks: 30, Dummies: 50, Wakeups: 500, Loops: 1700}
 	want.ControlPerData, want.WakeupsPerData = 80.0/150, 500.0/150

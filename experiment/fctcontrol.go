@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
@@ -31,9 +32,9 @@ type FCTControl struct {
 func isLG(arm string) bool { return strings.HasPrefix(arm, "lg") }
 
 // fetchSwitches reads /stats.json of the dataplanes in sw1 and sw2.
-func (e *Env) fetchSwitches(ctx context.Context, s *[2]DPStats) error {
+func (e *Env) fetchSwitches(ctx context.Context, s *[2]bed.DPStats) error {
 	for i, sw := range []string{"sw1", "sw2"} {
-		if err := FetchStats(ctx, e.NS(sw), &s[i]); err != nil {
+		if err := bed.FetchStats(ctx, e.NS(sw), &s[i]); err != nil {
 			return err
 		}
 	}
@@ -41,7 +42,7 @@ func (e *Env) fetchSwitches(ctx context.Context, s *[2]DPStats) error {
 }
 
 // controlDelta is what the two switches did between before and after.
-func controlDelta(before, after *[2]DPStats) FCTControl {
+func controlDelta(before, after *[2]bed.DPStats) FCTControl {
 	var c FCTControl
 	for i := range after {
 		a, b := controlCounts(&after[i]), controlCounts(&before[i])
@@ -72,7 +73,7 @@ func (c FCTControl) plus(d FCTControl) FCTControl {
 }
 
 // controlCounts are one dataplane's totals (data frames as FCTControl counts them).
-func controlCounts(s *DPStats) FCTControl {
+func controlCounts(s *bed.DPStats) FCTControl {
 	c := FCTControl{Wakeups: s.Dataplane.Polls, Loops: s.Dataplane.Loops}
 	l := s.LinkGuardian
 	if l == nil {

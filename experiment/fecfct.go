@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 )
@@ -130,9 +131,9 @@ func (c *FECFCTConfig) dscp(size int64) int {
 }
 
 // bedRun is what arm runs on the bundle's switches.
-func (c *FECFCTConfig) bedRun(arm string) BedRun {
+func (c *FECFCTConfig) bedRun(arm string) bed.BedRun {
 	classes := []string{"--cells-loss-classes", "default", "--cells-class-map", classesMap}
-	r := BedRun{Mode: ModeCells}
+	r := bed.BedRun{Mode: bed.ModeCells}
 	switch arm {
 	case FECFCTNone:
 		r.Args = []string{"--cells-link-mode", "none"}
@@ -188,7 +189,7 @@ type FECFCTResult struct {
 // time TCP flows of every size from h1 to h2, one connection each.
 func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -203,9 +204,9 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 	for i, s := range cfg.Sizes {
 		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))
 	}
-	e.progress("fec fct: bundle testbed %q, links %v gray (loss %g, mean burst %g, sw1→sw2), link0 clean; arms %s × %d runs × {clean, lossy}; flows %s (up to %s with DSCP EF: class 1 in the classes arms); %s",
+	e.Printf("fec fct: bundle testbed %q, links %v gray (loss %g, mean burst %g, sw1→sw2), link0 clean; arms %s × %d runs × {clean, lossy}; flows %s (up to %s with DSCP EF: class 1 in the classes arms); %s",
 		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, strings.Join(cfg.Arms, ","), cfg.Runs, strings.Join(counts, " + "), fct.FormatSize(cfg.Short), cc)
-	b, err := e.CellsBedUp("bundle", 0)
+	b, err := e.BedUp("bundle", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -221,15 +222,15 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 					return res, ctx.Err()
 				}
 				i++
-				e.progress("fec fct: [%d/%d] %s %s run %d: %s", i, total, arm, lossyWord(lossy), run, fecFCTWhat[arm])
+				e.Printf("fec fct: [%d/%d] %s %s run %d: %s", i, total, arm, lossyWord(lossy), run, fecFCTWhat[arm])
 				r, fl := e.fecFCTOnce(ctx, b, arm, run, lossy, &cfg, cc)
 				res.Runs = append(res.Runs, r)
 				res.Flows = append(res.Flows, fl...)
 				if r.Error != "" {
-					e.progress("fec fct:   error: %s", r.Error)
+					e.Printf("fec fct:   error: %s", r.Error)
 				}
 				for _, s := range r.Summaries {
-					e.progress("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.Mean), report.Micros(s.P99))
+					e.Printf("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.Mean), report.Micros(s.P99))
 				}
 			}
 		}
@@ -240,7 +241,7 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 	return res, nil
 }
 
-func (e *Env) fecFCTOnce(ctx context.Context, b *CellsBed, arm string, run int, lossy bool, cfg *FECFCTConfig, cc string) (r FECFCTRun, flows []fct.Flow) {
+func (e *Env) fecFCTOnce(ctx context.Context, b *bed.Bed, arm string, run int, lossy bool, cfg *FECFCTConfig, cc string) (r FECFCTRun, flows []fct.Flow) {
 	r = FECFCTRun{Arm: arm, Run: run, Lossy: lossy}
 	fail := func(err error) (FECFCTRun, []fct.Flow) {
 		r.Error = err.Error()
@@ -259,7 +260,7 @@ func (e *Env) fecFCTOnce(ctx context.Context, b *CellsBed, arm string, run int, 
 		if lossy {
 			imp = bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(100*run+k))
 		}
-		if err := e.impairDev("sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		if err := bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
 			if err := im.SetImpair(imp); err != nil {
 				return err
 			}
@@ -280,7 +281,7 @@ func (e *Env) fecFCTOnce(ctx context.Context, b *CellsBed, arm string, run int, 
 			Arm: label, ServerNS: b.TB.NS(h2.Name), ClientNS: b.TB.NS(h1.Name), ServerAddr: h2.Addr + ":0",
 			Sizes: []int64{size}, FlowsPerSize: cfg.FlowsFor(i), Warmup: cfg.Warmup, DSCP: cfg.dscp(size),
 			CongestionControl: cc, Timeout: cfg.Timeout,
-			Progress: flowProgress(e.Progress, fmt.Sprintf("%-22s %7s", label, fct.FormatSize(size)), time.Now),
+			Progress: bed.FlowProgress(e.Progress, fmt.Sprintf("%-22s %7s", label, fct.FormatSize(size)), time.Now),
 		})
 		if err != nil {
 			return fail(err)
@@ -291,7 +292,7 @@ func (e *Env) fecFCTOnce(ctx context.Context, b *CellsBed, arm string, run int, 
 		return fail(err)
 	}
 	for _, l := range cfg.Gray {
-		e.impairDev("sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.Dropped += st.Dropped
 			return err

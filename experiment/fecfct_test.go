@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -36,7 +37,7 @@ func TestFECFCTConfig(t *testing.T) {
 	if c.dscp(10_000) != classesDSCP || c.dscp(1_000_000) != 0 {
 		t.Fatal("DSCP by size")
 	}
-	if r := c.bedRun(FECFCTClassesXOR); r.Mode != ModeCells || !strings.Contains(strings.Join(r.Args, " "), "--cells-link-mode fec --fec-target 0.001 --cells-loss-classes default --cells-class-map 5=1") {
+	if r := c.bedRun(FECFCTClassesXOR); r.Mode != bed.ModeCells || !strings.Contains(strings.Join(r.Args, " "), "--cells-link-mode fec --fec-target 0.001 --cells-loss-classes default --cells-class-map 5=1") {
 		t.Fatalf("classes-xor: %+v", r)
 	}
 	if r := c.bedRun(FECFCTLG); r.Mode != "lg" || r.SwitchArgs["sw1"][1] != "link1" {
@@ -91,7 +92,7 @@ func TestFECFCTVethSmall(t *testing.T) {
 	self := buildSelf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfs"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfs"), Progress: testWriter{t}}}
 	res, err := e.FECFCT(ctx, FECFCTConfig{Arms: []string{FECFCTNone, FECFCTClasses}, Runs: 1, Sizes: []int64{10_000, 1_000_000}, Flows: []int{20, 4}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -112,7 +113,7 @@ func TestFECResidualVethSmall(t *testing.T) {
 	self := buildSelf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfr"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfr"), Progress: testWriter{t}}}
 	res, err := e.FECResidualVeth(ctx, FECVethConfig{Loss: []float64{1e-2}, Frames: 5000, Warmup: 12000, Rate: 50e6, Arms: []string{FECArmForward, FECArmFECGiven, FECArmLG}})
 	if err != nil {
 		t.Fatal(err)

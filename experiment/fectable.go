@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/fec"
@@ -233,7 +234,7 @@ func (res *FECTableResult) build() {
 // link header (its EtherType and seqhdr.HeaderLen) and the integrity
 // trailer; a group of n adds one frame of its length.
 func predOverhead(n, copies, payload int) float64 {
-	f := float64(payload + UDPWireOverhead - 24) // the frame the host port receives: no preamble, FCS or gap
+	f := float64(payload + bed.UDPWireOverhead - 24) // the frame the host port receives: no preamble, FCS or gap
 	w := float64(copies) * (f + 2 + seqhdr.HeaderLen + linkcrc.TrailerLen) / f
 	if n > 0 {
 		w *= 1 + 1/float64(n)

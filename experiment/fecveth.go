@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/fec"
@@ -101,8 +102,8 @@ func (c *FECVethConfig) Normalize() error {
 		return fmt.Errorf("--copies %d: want 2 to %d", c.Copies, fec.MaxCopies)
 	case c.Rate < 1e6 || c.Rate > 10e9:
 		return fmt.Errorf("--rate %g: want 1e6..1e10 bit/s", c.Rate)
-	case c.Payload < udpStamped || c.Payload > 1472:
-		return fmt.Errorf("--payload %d: want %d..1472 (the datagram carries its send time)", c.Payload, udpStamped)
+	case c.Payload < bed.UDPStamped || c.Payload > 1472:
+		return fmt.Errorf("--payload %d: want %d..1472 (the datagram carries its send time)", c.Payload, bed.UDPStamped)
 	case c.Runs < 1:
 		return fmt.Errorf("--runs %d: want at least 1", c.Runs)
 	}
@@ -179,7 +180,7 @@ type FECVethResult struct {
 // with MeanBurst) on the pair testbed.
 func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -191,11 +192,11 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 		models = append(models, cfg.MeanBurst)
 	}
 	total := cfg.Runs * len(cfg.Loss) * len(models) * len(cfg.Arms)
-	per := float64(cfg.Frames+cfg.Warmup) * float64(cfg.Payload+UDPWireOverhead) * 8 / cfg.Rate
-	e.progress("fec residual: pair testbed %q; arms %s; %d loss rates × %d models × %d runs: %d points of %d datagrams (+%d warm-up) at %.0f Mbit/s, about %.0f s each",
+	per := float64(cfg.Frames+cfg.Warmup) * float64(cfg.Payload+bed.UDPWireOverhead) * 8 / cfg.Rate
+	e.Printf("fec residual: pair testbed %q; arms %s; %d loss rates × %d models × %d runs: %d points of %d datagrams (+%d warm-up) at %.0f Mbit/s, about %.0f s each",
 		e.Prefix, strings.Join(cfg.Arms, ","), len(cfg.Loss), len(models), cfg.Runs, total, cfg.Frames, cfg.Warmup, cfg.Rate/1e6, per+3)
 	// Room on the link for a parity frame after a full-size host frame.
-	tb, err := e.upPair(netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fec.MaxOverhead + linkcrc.TrailerLen})
+	tb, err := bed.UpPair(e.Env, netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fec.MaxOverhead + linkcrc.TrailerLen})
 	if err != nil {
 		return nil, err
 	}
@@ -215,14 +216,14 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 				for _, arm := range cfg.Arms {
 					step++
 					if arm == FECArmParity && fec.GroupSize(p, cfg.Target) == 0 {
-						e.progress("fec residual: [%d/%d] parity at p %g: no n reaches the target %g (skipped)", step, total, p, cfg.Target)
+						e.Printf("fec residual: [%d/%d] parity at p %g: no n reaches the target %g (skipped)", step, total, p, cfg.Target)
 						continue
 					}
 					pt, err := e.fecVethPoint(ctx, cfg, arm, p, burst, run)
 					if err != nil {
 						return nil, fmt.Errorf("fec residual %s at p %g: %w", arm, p, err)
 					}
-					e.progress("fec residual: [%d/%d] %s", step, total, pt.line())
+					e.Printf("fec residual: [%d/%d] %s", step, total, pt.line())
 					res.Points = append(res.Points, pt)
 				}
 			}
@@ -263,7 +264,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	}
 	defer dp.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	err = netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
 	cancel()
 	if err != nil {
 		return pt, fmt.Errorf("h1 cannot reach h2: %w", err)
@@ -272,24 +273,24 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	if err := e.withImpairer(func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 		return pt, err
 	}
-	counters := func() (link, host IfCounters, err error) {
-		c, err := ReadIfCounters(e.NS("sw1"), "link0", "host0")
+	counters := func() (link, host bed.IfCounters, err error) {
+		c, err := bed.ReadIfCounters(e.NS("sw1"), "link0", "host0")
 		if err != nil {
-			return IfCounters{}, IfCounters{}, err
+			return bed.IfCounters{}, bed.IfCounters{}, err
 		}
 		return c[0], c[1], nil
 	}
 	sink := map[string]string{e.NS("h2"): ":5310"}
-	to := H2Addr + ":5310"
+	to := bed.H2Addr + ":5310"
 	if cfg.Warmup > 0 {
-		w := UDPFlow{Name: "warmup", From: e.NS("h1"), To: to, Rate: cfg.Rate, Payload: cfg.Payload, Bytes: int64(cfg.Warmup) * int64(cfg.Payload)}
-		if _, err := runUDPFlows(ctx, sink, []UDPFlow{w}, 200*time.Millisecond, cfg.Drain); err != nil {
+		w := bed.UDPFlow{Name: "warmup", From: e.NS("h1"), To: to, Rate: cfg.Rate, Payload: cfg.Payload, Bytes: int64(cfg.Warmup) * int64(cfg.Payload)}
+		if _, err := bed.RunUDPFlows(ctx, sink, []bed.UDPFlow{w}, 200*time.Millisecond, cfg.Drain); err != nil {
 			return pt, err
 		}
 	}
 	var fs0, fs1 fecPolicyStats
 	if arm == FECArmFEC { // the other arms fix what the sender runs
-		if err := FetchStats(ctx, e.NS("sw1"), &fs0); err != nil {
+		if err := bed.FetchStats(ctx, e.NS("sw1"), &fs0); err != nil {
 			return pt, err
 		}
 	}
@@ -300,8 +301,8 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	if err := e.withImpairer(func(im *bpf.Impairer) error { return im.ResetImpairStats() }); err != nil {
 		return pt, err
 	}
-	fl := UDPFlow{Name: "measured", From: e.NS("h1"), To: to, Rate: cfg.Rate, Payload: cfg.Payload, Bytes: int64(cfg.Frames) * int64(cfg.Payload)}
-	u, err := runUDPFlows(ctx, sink, []UDPFlow{fl}, 200*time.Millisecond, cfg.Drain)
+	fl := bed.UDPFlow{Name: "measured", From: e.NS("h1"), To: to, Rate: cfg.Rate, Payload: cfg.Payload, Bytes: int64(cfg.Frames) * int64(cfg.Payload)}
+	u, err := bed.RunUDPFlows(ctx, sink, []bed.UDPFlow{fl}, 200*time.Millisecond, cfg.Drain)
 	if err != nil {
 		return pt, err
 	}
@@ -320,7 +321,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		return pt, err
 	}
 	if mode == "fec" {
-		if err := FetchStats(ctx, e.NS("sw1"), &fs1); err != nil {
+		if err := bed.FetchStats(ctx, e.NS("sw1"), &fs1); err != nil {
 			return pt, err
 		}
 		pt.N, pt.Copies = fs1.FEC.N, fs1.FEC.Copies
@@ -336,11 +337,11 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 			}
 		}
 	}
-	arr := u.arrivals[e.NS("h2")]
-	st := FlowStats(arr, 0, fl.Name, u.sent[0], u.t0)
+	arr := u.Arrivals[e.NS("h2")]
+	st := bed.FlowStats(arr, 0, fl.Name, u.Sent[0], u.T0)
 	pt.Sent, pt.Received, pt.OutOfOrder, pt.Duplicates = st.Sent, st.Received, st.OutOfOrder, st.Duplicates
 	pt.Residual = 1 - report.Ratio(float64(st.Received), float64(st.Sent))
-	pt.HostDrops = u.rcvbuf
+	pt.HostDrops = u.Rcvbuf
 	pt.Predicted = fecPredicted(arm, pt.N, pt.Copies, pt.LinkLoss)
 	pt.Overhead = report.Ratio(float64(l1.TxBytes-l0.TxBytes), float64(h1.RxBytes-h0.RxBytes))
 	lat := make([]time.Duration, 0, len(arr))
@@ -353,7 +354,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	pt.P50Us, pt.P99Us = us(report.Percentile(lat, 50)), us(report.Percentile(lat, 99))
 	if cfg.FCTFlows > 0 {
 		flows, err := fct.RunBuiltin(ctx, fct.BuiltinConfig{
-			Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerAddr: H2Addr + ":0",
+			Arm: arm, ServerNS: e.NS("h2"), ClientNS: e.NS("h1"), ServerAddr: bed.H2Addr + ":0",
 			Sizes: []int64{cfg.FCTSize}, FlowsPerSize: cfg.FCTFlows, Warmup: 5, CongestionControl: cfg.cc, Timeout: 10 * time.Second,
 		})
 		if err != nil {

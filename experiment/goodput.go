@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
@@ -209,7 +210,7 @@ func goodputRunRatios(samples []*GoodputSample, cfg GoodputConfig) []GoodputRunR
 // and loss rate, each on freshly started dataplanes, on one pair testbed.
 func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, error) {
 	start := time.Now()
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -226,7 +227,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 	}
 	res := &GoodputResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
 	total := len(cfg.Arms) * len(cfg.Losses) * cfg.Runs
-	e.progress("goodput: pair testbed %q; %d runs of iperf3 for %v (arms %s × loss rates %v × %d, %s); about %s",
+	e.Printf("goodput: pair testbed %q; %d runs of iperf3 for %v (arms %s × loss rates %v × %d, %s); about %s",
 		e.Prefix, total, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Losses, cfg.Runs, cc,
 		(time.Duration(total) * (cfg.Duration + 2*time.Second)).Round(time.Second))
 	tb, err := e.Up(netns.ForwardingNone, cfg.MTU)
@@ -237,7 +238,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 	if res.TCP, err = e.paperTCP(cc); err != nil {
 		return nil, err
 	}
-	e.progress("goodput: TCP %s", tcpSummary(res.TCP[0]))
+	e.Printf("goodput: TCP %s", tcpSummary(res.TCP[0]))
 
 	// Runs go round the cells (arm × loss rate), the order reversed every
 	// other run, so that a machine whose speed drifts weighs on every cell
@@ -254,7 +255,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 		for _, c := range roundOrder(order, run-1) {
 			arm, loss := c.arm, c.loss
 			step++
-			e.progress("goodput: [%d/%d] %s at loss %s, run %d", step, total, arm, fct.FormatLossRate(loss), run)
+			e.Printf("goodput: [%d/%d] %s at loss %s, run %d", step, total, arm, fct.FormatLossRate(loss), run)
 			s, err := e.goodputOnce(ctx, arm, loss, cfg, cc)
 			if err != nil {
 				return nil, fmt.Errorf("goodput %s at loss %g: %w", arm, loss, err)
@@ -265,7 +266,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 				extra = fmt.Sprintf("; lost detected %d, recovered %d, ackNo timeouts %d, N %d; retx p99 %.0f µs, reorder peak %d B, %d pauses; sw1 held host frames %.0f ms for credit, %.0f ms paused; kernel sent %.0f%%, delivered %.0f%%",
 					s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs, 100*s.KernelSent, 100*s.KernelDelivered)
 			}
-			e.progress("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d, h1's veth %d; link dropped %d/%d frames (%.3g)%s",
+			e.Printf("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d, h1's veth %d; link dropped %d/%d frames (%.3g)%s",
 				s.Gbps, s.Retransmits, s.IngressDrops, s.HostVethDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
 			res.Samples = append(res.Samples, s)
 			gbps[c] = append(gbps[c], s.Gbps)
@@ -300,7 +301,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	}
 	defer dp.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = netns.WaitPing(wctx, e.NS("h1"), H2Addr)
+	err = netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("h1 cannot reach h2: %w", err)
@@ -337,15 +338,15 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	}); err != nil {
 		return nil, err
 	}
-	var s1, s2 DPStats
-	if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
+	var s1, s2 bed.DPStats
+	if err := bed.FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
 		return nil, err
 	}
 	s.IngressDrops = s1.HostIngressDrops()
 	if arm == "loss" {
 		return s, nil
 	}
-	if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
+	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
 		return nil, err
 	}
 	if l := s2.LinkGuardian; l != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
@@ -122,7 +123,7 @@ type StressResult struct {
 
 // Stress runs the stress experiment on a fresh pair testbed.
 func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if cfg.Frames == 0 {
@@ -169,7 +170,7 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	if err := imp.Validate(); err != nil {
 		return nil, err
 	}
-	e.progress("stress: pair testbed %q, %d frames of %d B per arm, loss %v on sw1→sw2", e.Prefix, cfg.Frames, cfg.Size, imp)
+	e.Printf("stress: pair testbed %q, %d frames of %d B per arm, loss %v on sw1→sw2", e.Prefix, cfg.Frames, cfg.Size, imp)
 	tb, err := e.Up(netns.ForwardingNone, 0)
 	if err != nil {
 		return nil, err
@@ -228,7 +229,7 @@ func stressArgs(arm string, cfg StressConfig) (string, []string, error) {
 
 // startArm starts the arm's dataplanes with its impairment on sw1→sw2
 // (applied by sw2's link port program, XDP on receive); none for forward.
-func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bpf.ImpairConfig) (*Dataplanes, error) {
+func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bpf.ImpairConfig) (*bed.Dataplanes, error) {
 	mode, args, err := stressArgs(arm, cfg)
 	if err != nil {
 		return nil, err
@@ -271,12 +272,12 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 	defer dp.Stop()
 	var fps float64
 	if cfg.Method == "flood" {
-		e.progress("stress: capacity round %d/%d, %s: %v at full speed", round+1, cfg.CapacityRuns, a.Name, cfg.Capacity)
+		e.Printf("stress: capacity round %d/%d, %s: %v at full speed", round+1, cfg.CapacityRuns, a.Name, cfg.Capacity)
 		if fps, err = e.stressFlood(ctx, 1, cfg.Size, cfg.Capacity); err != nil {
 			return err
 		}
 	} else {
-		e.progress("stress: capacity round %d/%d, %s: highest rate with at most %g of frames missing, %d trials of %v",
+		e.Printf("stress: capacity round %d/%d, %s: highest rate with at most %g of frames missing, %d trials of %v",
 			round+1, cfg.CapacityRuns, a.Name, cfg.Tolerance, cfg.SearchSteps, cfg.Capacity)
 		if fps, err = e.stressSearch(ctx, a.Name, cfg); err != nil {
 			return err
@@ -286,19 +287,19 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 			return err
 		}
 		a.FloodSamples = append(a.FloodSamples, flood)
-		e.progress("stress:   flood: %.0f frames/s delivered", flood)
+		e.Printf("stress:   flood: %.0f frames/s delivered", flood)
 	}
 	if err := dp.Alive(); err != nil {
 		return err
 	}
 	a.CapacitySamples = append(a.CapacitySamples, fps)
-	var c1 DPStats
-	if err := FetchStats(ctx, e.NS("sw1"), &c1); err == nil && c1.LinkGuardian != nil && c1.LinkGuardian.Core.Sender != nil {
+	var c1 bed.DPStats
+	if err := bed.FetchStats(ctx, e.NS("sw1"), &c1); err == nil && c1.LinkGuardian != nil && c1.LinkGuardian.Core.Sender != nil {
 		cs := c1.LinkGuardian.Core.Sender
 		a.CapacityTxFull += cs.TxFull
 		a.CapacityPaused += cs.PausedRefusals
 	}
-	e.progress("stress:   %.0f frames/s", fps)
+	e.Printf("stress:   %.0f frames/s", fps)
 	return nil
 }
 
@@ -353,7 +354,7 @@ func (e *Env) stressSearch(ctx context.Context, arm string, cfg StressConfig) (f
 		if pass {
 			verdict = "sustained"
 		}
-		e.progress("stress:   %.0f frames/s asked, %.0f sent: %d of %d missing, %s", rate, achieved, missing, count, verdict)
+		e.Printf("stress:   %.0f frames/s asked, %.0f sent: %d of %d missing, %s", rate, achieved, missing, count, verdict)
 		return achieved, pass, nil
 	})
 }
@@ -389,7 +390,7 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 		return err
 	}
 	defer dp.Stop()
-	e.progress("stress: %s: %d frames at %.0f frames/s", arm, cfg.Frames, rate)
+	e.Printf("stress: %s: %d frames at %.0f frames/s", arm, cfg.Frames, rate)
 	r, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
 	if err != nil {
 		return err
@@ -411,11 +412,11 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	a.Sent, a.Delivered, a.Duplicates, a.OutOfOrder = cfg.Frames, rep.Unique, rep.Duplicates, rep.OutOfOrder
 	a.Missing = cfg.Frames - rep.Unique
 
-	var s1, s2 DPStats
-	if err := FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
+	var s1, s2 bed.DPStats
+	if err := bed.FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
 		return err
 	}
-	if err := FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
+	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err != nil {
 		return err
 	}
 	a.IngressDrops = s1.HostIngressDrops()
@@ -458,10 +459,10 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	if l := s1.LinkGuardian; l != nil && l.Core.Sender != nil {
 		a.KernelSent = l.Core.Sender.FastSent
 	}
-	e.progress("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d; sw2's kernel delivered %d, sw1's kernel sent %d",
+	e.Printf("stress: %s: delivered %d/%d, missing %d, dup %d, out of order %d, capacity %.0f frames/s; reverse frames %d (explicit ACKs %d), dummies %d; sw2's kernel delivered %d, sw1's kernel sent %d",
 		arm, a.Delivered, a.Sent, a.Missing, a.Duplicates, a.OutOfOrder, a.CapacityFPS, a.ReverseFrames, a.ExplicitAcks, a.Dummies, a.KernelDelivered, a.KernelSent)
 	if cfg.Both && arm != "forward" {
-		e.progress("stress: %s: sw2→sw1 impaired too: dropped %d of %d frames", arm, a.ReverseDropped, a.ReverseSeen)
+		e.Printf("stress: %s: sw2→sw1 impaired too: dropped %d of %d frames", arm, a.ReverseDropped, a.ReverseSeen)
 	}
 	return nil
 }
@@ -479,11 +480,11 @@ type sendResult struct {
 // them on h2.
 func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size int, rate float64, d time.Duration) (sendResult, error) {
 	var res sendResult
-	src, err := link(e.NS("h1"), "eth0")
+	src, err := bed.Link(e.NS("h1"), "eth0")
 	if err != nil {
 		return res, err
 	}
-	dst, err := link(e.NS("h2"), "eth0")
+	dst, err := bed.Link(e.NS("h2"), "eth0")
 	if err != nil {
 		return res, err
 	}
@@ -530,7 +531,7 @@ func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size
 				return
 			case <-t.C:
 				if count > 0 {
-					e.progress("stress:   sent %d/%d, received %d", gen.Sent(), count, sink.Received())
+					e.Printf("stress:   sent %d/%d, received %d", gen.Sent(), count, sink.Received())
 				}
 			}
 		}

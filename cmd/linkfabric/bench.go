@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +55,7 @@ measured with 60-byte frames.`,
 			if err := requireRoot("bench"); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.Bench(cmd.Context(), cfg)
 			if err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/simfab"
 	"github.com/spf13/cobra"
@@ -206,7 +207,7 @@ run at the port on a loaded machine; with 2M none).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: out.prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: out.prefix, Log: log}}
 			res, err := env.CellsIncast(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -267,7 +268,7 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: out.prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: out.prefix, Log: log}}
 			res, err := env.CellsPushPull(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -330,7 +331,7 @@ func (f *cellsBundleFlags) finish(res cellsResult) error {
 }
 
 func (f *cellsBundleFlags) env() *experiment.Env {
-	return &experiment.Env{Prefix: f.prefix, Log: log}
+	return &experiment.Env{Env: &bed.Env{Prefix: f.prefix, Log: log}}
 }
 
 func cellsPackCmd() *cobra.Command {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -49,7 +50,7 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.CellsClasses(cmd.Context(), cfg)
 			if err != nil {
 				return err

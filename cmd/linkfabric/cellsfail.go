@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +48,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.CellsFailover(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -106,7 +107,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.CellsGray(cmd.Context(), cfg)
 			if err != nil {
 				return err

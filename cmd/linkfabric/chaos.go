@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -49,7 +50,7 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.Chaos(cmd.Context(), cfg)
 			if err != nil {
 				return err

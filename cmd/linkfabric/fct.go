@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/spf13/cobra"
 )
@@ -87,7 +88,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}}
 			res, err := env.FCT(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -138,7 +139,7 @@ builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + ex
 			if err := requireRoot("demo"); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			return env.Demo(cmd.Context(), os.Stdout)
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/spf13/cobra"
 )
@@ -67,7 +68,7 @@ measuring (no root).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.FECTable(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -159,7 +160,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.FECFCT(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -281,7 +282,7 @@ fraction of groups that failed against RAIL's formula.`,
 			if err := veth.Normalize(); err != nil {
 				return fmt.Errorf("fec residual: %w", err)
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
 			res, err := env.FECResidualVeth(cmd.Context(), veth)
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +55,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}}
 			res, err := env.Goodput(cmd.Context(), cfg)
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -53,7 +54,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 				cfg.Modes = strings.Split(modes, ",")
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
-			env := &experiment.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}}
 			res, err := env.Stress(cmd.Context(), cfg)
 			if err != nil {
 				return err

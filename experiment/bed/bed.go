@@ -1,4 +1,4 @@
-package experiment
+package bed
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // ModeCells is the dataplane mode of a cell fabric (`linkfabric run --mode cells`).
 const ModeCells = "cells"
 
-// CellsBed is a testbed of a multi-link topology (a preset such as bundle
+// Bed is a testbed of a multi-link topology (a preset such as bundle
 // or fabric3) for the cells experiments, with a dataplane on every switch
 // once Start is called.
-type CellsBed struct {
-	env    *Env
+type Bed struct {
+	Env    *Env
 	Preset string
 	TB     *netns.Testbed
 	// Switches are the edge and fabric nodes, in topology order.
@@ -32,13 +32,13 @@ type CellsBed struct {
 	run   BedRun
 }
 
-// BedHost is a host of a CellsBed: its namespace (short name), device and
+// BedHost is a host of a Bed: its namespace (short name), device and
 // first address.
 type BedHost struct {
 	Name, Dev, Addr string
 }
 
-// BedRun is how the dataplanes of a CellsBed run.
+// BedRun is how the dataplanes of a Bed run.
 type BedRun struct {
 	Mode string // cells, forward, ...
 	// Args are more `linkfabric run` arguments for every switch;
@@ -51,19 +51,19 @@ type BedRun struct {
 	LinkBuffer netns.ByteSize
 }
 
-// upBare brings topo up under e.Prefix with bare ports (forwarding none:
+// UpBare brings topo up under e.Prefix with bare ports (forwarding none:
 // the dataplanes forward), removing a stale testbed of that prefix first.
-func (e *Env) upBare(topo *netns.Topology, mtu int) (*netns.Testbed, error) {
+func UpBare(e *Env, topo *netns.Topology, mtu int) (*netns.Testbed, error) {
 	if err := netns.Down(e.Prefix); err != nil {
 		return nil, err
 	}
 	return netns.Up(topo, netns.Options{Prefix: e.Prefix, Forwarding: netns.ForwardingNone, MTU: mtu})
 }
 
-// CellsBedUp brings preset up with bare ports (forwarding none) under
+// BedUp brings preset up with bare ports (forwarding none) under
 // e.Prefix, removing a stale testbed of that prefix first.
-func (e *Env) CellsBedUp(preset string, mtu int) (*CellsBed, error) {
-	if err := e.defaults(); err != nil {
+func (e *Env) BedUp(preset string, mtu int) (*Bed, error) {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	topo, err := netns.Preset(preset)
@@ -74,11 +74,11 @@ func (e *Env) CellsBedUp(preset string, mtu int) (*CellsBed, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb, err := e.upBare(topo, mtu)
+	tb, err := UpBare(e, topo, mtu)
 	if err != nil {
 		return nil, err
 	}
-	b := &CellsBed{env: e, Preset: preset, TB: tb, Switches: switches}
+	b := &Bed{Env: e, Preset: preset, TB: tb, Switches: switches}
 	for _, n := range topo.Namespaces {
 		if r, _ := topo.Role(n); r != netns.NodeHost {
 			continue
@@ -119,12 +119,12 @@ func SwitchRuns(prefix string, where, switches []string, mode string, extra []st
 // Start) and waits until the first host reaches every other one, which
 // also teaches the edges where the hosts' MACs are. Modes other than cells
 // take one link port: they run on each switch's first.
-func (b *CellsBed) Start(ctx context.Context, r BedRun) error {
+func (b *Bed) Start(ctx context.Context, r BedRun) error {
 	if err := b.Stop(); err != nil {
 		return err
 	}
 	topo := b.TB.Topology
-	runs := SwitchRuns(b.env.Prefix, []string{"--preset", b.Preset}, b.Switches, r.Mode, r.Args)
+	runs := SwitchRuns(b.Env.Prefix, []string{"--preset", b.Preset}, b.Switches, r.Mode, r.Args)
 	for i, sw := range b.Switches {
 		ports, err := topo.NodePorts(sw)
 		if err != nil {
@@ -152,7 +152,7 @@ func (b *CellsBed) Start(ctx context.Context, r BedRun) error {
 		}
 		*a = append(*a, r.SwitchArgs[sw]...)
 	}
-	dp, err := b.env.StartNodes(ctx, runs)
+	dp, err := b.Env.StartNodes(ctx, runs)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (b *CellsBed) Start(ctx context.Context, r BedRun) error {
 }
 
 // WaitHosts waits until the first host reaches every other one.
-func (b *CellsBed) WaitHosts(ctx context.Context, d time.Duration) error {
+func (b *Bed) WaitHosts(ctx context.Context, d time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	from := b.Hosts[0]
@@ -177,10 +177,10 @@ func (b *CellsBed) WaitHosts(ctx context.Context, d time.Duration) error {
 }
 
 // Dataplanes returns the running dataplanes (nil before Start).
-func (b *CellsBed) Dataplanes() *Dataplanes { return b.dp }
+func (b *Bed) Dataplanes() *Dataplanes { return b.dp }
 
 // Stop stops the dataplanes.
-func (b *CellsBed) Stop() error {
+func (b *Bed) Stop() error {
 	if b.dp == nil {
 		return nil
 	}
@@ -190,12 +190,12 @@ func (b *CellsBed) Stop() error {
 }
 
 // Down stops the dataplanes and removes the testbed.
-func (b *CellsBed) Down() error {
+func (b *Bed) Down() error {
 	return errors.Join(b.Stop(), b.TB.Down())
 }
 
 // LinkPorts returns the link ports of switch sw.
-func (b *CellsBed) LinkPorts(sw string) []string {
+func (b *Bed) LinkPorts(sw string) []string {
 	ports, _ := b.TB.Topology.NodePorts(sw)
 	return netns.PortsOf(ports, netns.RoleLink)
 }
@@ -241,52 +241,4 @@ func MaxMean(v []float64) float64 {
 		sum += x
 	}
 	return report.Ratio(slices.Max(v), sum/float64(len(v)))
-}
-
-// CellsStats is the part of a cell node's /stats.json the cells
-// experiments read.
-type CellsStats struct {
-	Dataplane struct {
-		Ports []struct {
-			Name   string
-			Egress *struct {
-				Dropped uint64 `json:"dropped_frames"`
-			} `json:"egress"`
-		} `json:"ports"`
-	} `json:"dataplane"`
-	Cells *struct {
-		CellSize  int  `json:"cell_size"`
-		Credits   bool `json:"credits"`
-		Packing   bool `json:"packing"`
-		PreCredit int  `json:"pre_credit_bytes"`
-		Links     []struct {
-			Name    string
-			TxBytes uint64 `json:"tx_bytes"`
-		} `json:"links"`
-		ReasmDiscards uint64 `json:"reasm_discarded"`
-		ReasmTimeouts uint64 `json:"reasm_timeouts"`
-		Node          struct {
-			VOQDrops uint64
-		} `json:"node"`
-	} `json:"cells"`
-}
-
-// EgressDrops sums the frames the rate-limited ports' egress queues dropped.
-func (s *CellsStats) EgressDrops() uint64 {
-	var n uint64
-	for _, p := range s.Dataplane.Ports {
-		if p.Egress != nil {
-			n += p.Egress.Dropped
-		}
-	}
-	return n
-}
-
-// CellsStats reads the statistics of the dataplane on switch sw.
-func (b *CellsBed) CellsStats(ctx context.Context, sw string) (*CellsStats, error) {
-	var s CellsStats
-	if err := FetchStats(ctx, b.TB.NS(sw), &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
 }

@@ -1,4 +1,4 @@
-package experiment
+package bed
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 func TestFlowProgressInALog(t *testing.T) {
 	var b bytes.Buffer
 	clock := time.Unix(1000, 0)
-	p := flowProgress(&b, "lg 24KB", func() time.Time { return clock })
+	p := FlowProgress(&b, "lg 24KB", func() time.Time { return clock })
 	const total, seconds = 1000, 30
 	for s := 0; s < seconds; s++ { // 30 s of updates, 10 per second
 		for i := 0; i < 10; i++ {

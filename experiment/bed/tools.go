@@ -1,4 +1,4 @@
-package experiment
+package bed
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 // H2Addr is the address of h2 on the pair testbed.
 const H2Addr = "10.0.0.2"
 
-// server runs a server in a namespace until stop is called.
-func (e *Env) server(ctx context.Context, ns string, name string, args ...string) (stop func(), err error) {
+// Server runs a server in a namespace until stop is called.
+func Server(ctx context.Context, e *Env, ns string, name string, args ...string) (stop func(), err error) {
 	cmd := netns.Command(ctx, ns, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -42,7 +42,7 @@ type IperfResult struct {
 
 // Iperf3 runs one TCP stream h1→h2 for d.
 func (e *Env) Iperf3(ctx context.Context, d time.Duration, extra ...string) (IperfResult, error) {
-	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5201")
+	stop, err := Server(ctx, e, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5201")
 	if err != nil {
 		return IperfResult{}, err
 	}
@@ -77,7 +77,7 @@ var percentileRE = regexp.MustCompile(`percentile (\d+\.\d+) =\s+([0-9.]+)`)
 
 // Sockperf runs UDP ping-pong h1→h2 with 64-byte messages for d.
 func (e *Env) Sockperf(ctx context.Context, d time.Duration) (Latency, error) {
-	stop, err := e.server(ctx, e.NS("h2"), "sockperf", "server", "-i", H2Addr, "-p", "11111")
+	stop, err := Server(ctx, e, e.NS("h2"), "sockperf", "server", "-i", H2Addr, "-p", "11111")
 	if err != nil {
 		return Latency{}, err
 	}
@@ -85,7 +85,7 @@ func (e *Env) Sockperf(ctx context.Context, d time.Duration) (Latency, error) {
 	out, err := netns.Command(ctx, e.NS("h1"), "sockperf", "ping-pong", "-i", H2Addr, "-p", "11111",
 		"-t", strconv.Itoa(int(d.Seconds())), "-m", "64").CombinedOutput()
 	if err != nil {
-		return Latency{}, fmt.Errorf("sockperf in %s: %v: %s", e.NS("h1"), err, lastLines(out, 5))
+		return Latency{}, fmt.Errorf("sockperf in %s: %v: %s", e.NS("h1"), err, LastLines(out, 5))
 	}
 	var l Latency
 	for _, m := range percentileRE.FindAllSubmatch(out, -1) {
@@ -98,12 +98,12 @@ func (e *Env) Sockperf(ctx context.Context, d time.Duration) (Latency, error) {
 		}
 	}
 	if l.P50 == 0 {
-		return Latency{}, fmt.Errorf("sockperf in %s printed no percentiles: %s", e.NS("h1"), lastLines(out, 5))
+		return Latency{}, fmt.Errorf("sockperf in %s printed no percentiles: %s", e.NS("h1"), LastLines(out, 5))
 	}
 	return l, nil
 }
 
-func lastLines(b []byte, n int) string {
+func LastLines(b []byte, n int) string {
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -111,8 +111,8 @@ func lastLines(b []byte, n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// link returns a link of a namespace, looked up inside it.
-func link(ns, dev string) (netlink.Link, error) {
+// Link returns a link of a namespace, looked up inside it.
+func Link(ns, dev string) (netlink.Link, error) {
 	var l netlink.Link
 	err := netns.Do(ns, func() error {
 		var err error
@@ -129,11 +129,11 @@ func link(ns, dev string) (netlink.Link, error) {
 // returns how many per second reached h2 (its eth0 receive counter), and how
 // many per second the generator sent.
 func (e *Env) FrameRate(ctx context.Context, size int, d time.Duration) (delivered, offered float64, err error) {
-	src, err := link(e.NS("h1"), "eth0")
+	src, err := Link(e.NS("h1"), "eth0")
 	if err != nil {
 		return 0, 0, err
 	}
-	dst, err := link(e.NS("h2"), "eth0")
+	dst, err := Link(e.NS("h2"), "eth0")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -167,27 +167,27 @@ func (e *Env) FrameRate(ctx context.Context, size int, d time.Duration) (deliver
 }
 
 func rxPackets(ns, dev string) (uint64, error) {
-	l, err := link(ns, dev)
+	l, err := Link(ns, dev)
 	if err != nil {
 		return 0, err
 	}
 	return l.Attrs().Statistics.RxPackets, nil
 }
 
-// udpResult is an iperf3 UDP run from h1 to h2.
-type udpResult struct {
+// UDPResult is an iperf3 UDP run from h1 to h2.
+type UDPResult struct {
 	Packets    int `json:"packets"`
 	Lost       int `json:"lost"`
 	OutOfOrder int `json:"out_of_order"`
 }
 
-// udpRun runs iperf3 UDP from h1 to h2 at rate for d (whole seconds),
+// UDPRun runs iperf3 UDP from h1 to h2 at rate for d (whole seconds),
 // with extra iperf3 client arguments (e.g. --dscp 46); during, if not
-// nil, runs on its own goroutine meanwhile, and udpRun waits for it.
+// nil, runs on its own goroutine meanwhile, and UDPRun waits for it.
 // iperf3's UDP handshake is one datagram each way on the stream socket,
 // which a lossy link can drop (the client then fails with "unable to read
 // from stream socket"): such a run is started again, up to three times.
-func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duration, during func(), extra ...string) (udpResult, error) {
+func UDPRun(ctx context.Context, e *Env, port int, rate float64, d time.Duration, during func(), extra ...string) (UDPResult, error) {
 	done := make(chan struct{})
 	if during != nil {
 		go func() { defer close(done); during() }()
@@ -200,15 +200,15 @@ func (e *Env) udpRun(ctx context.Context, port int, rate float64, d time.Duratio
 		if err == nil || attempt == 3 || ctx.Err() != nil || !strings.Contains(err.Error(), "stream socket") {
 			return r, err
 		}
-		e.progress("iperf3 -u in %s: the UDP handshake was lost (%v); starting again", e.NS("h1"), err)
+		e.Printf("iperf3 -u in %s: the UDP handshake was lost (%v); starting again", e.NS("h1"), err)
 	}
 }
 
-// udpOnce is one iperf3 UDP run of udpRun.
-func (e *Env) udpOnce(ctx context.Context, port int, rate float64, d time.Duration, extra []string) (udpResult, error) {
-	stop, err := e.server(ctx, e.NS("h2"), "iperf3", "-s", "-1", "-p", strconv.Itoa(port))
+// udpOnce is one iperf3 UDP run of UDPRun.
+func (e *Env) udpOnce(ctx context.Context, port int, rate float64, d time.Duration, extra []string) (UDPResult, error) {
+	stop, err := Server(ctx, e, e.NS("h2"), "iperf3", "-s", "-1", "-p", strconv.Itoa(port))
 	if err != nil {
-		return udpResult{}, err
+		return UDPResult{}, err
 	}
 	defer stop()
 	// A 2 MB socket buffer on both ends: with iperf3's default a receiver
@@ -233,17 +233,17 @@ func (e *Env) udpOnce(ctx context.Context, port int, rate float64, d time.Durati
 		Error string `json:"error"`
 	}
 	if jerr := json.Unmarshal(out, &doc); jerr != nil || doc.Error != "" {
-		return udpResult{}, fmt.Errorf("iperf3 -u in %s: %v %v %s", e.NS("h1"), err, jerr, doc.Error)
+		return UDPResult{}, fmt.Errorf("iperf3 -u in %s: %v %v %s", e.NS("h1"), err, jerr, doc.Error)
 	}
-	r := udpResult{Packets: doc.End.SumReceived.Packets, Lost: doc.End.SumReceived.Lost}
+	r := UDPResult{Packets: doc.End.SumReceived.Packets, Lost: doc.End.SumReceived.Lost}
 	for _, s := range doc.End.Streams {
 		r.OutOfOrder += s.UDP.OutOfOrder
 	}
 	return r, nil
 }
 
-// impairDev runs fn on the impairment stage of dev in sw's namespace.
-func (e *Env) impairDev(sw, dev string, fn func(*bpf.Impairer) error) error {
+// ImpairDev runs fn on the impairment stage of dev in sw's namespace.
+func ImpairDev(e *Env, sw, dev string, fn func(*bpf.Impairer) error) error {
 	return netns.Do(e.NS(sw), func() error {
 		im, err := bpf.OpenImpairer(dev)
 		if err != nil {
@@ -252,4 +252,17 @@ func (e *Env) impairDev(sw, dev string, fn func(*bpf.Impairer) error) error {
 		defer im.Close()
 		return fn(im)
 	})
+}
+
+// SetLinkUp sets dev in ns up or down.
+func SetLinkUp(ns, dev string, up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	out, err := netns.Command(context.Background(), ns, "ip", "link", "set", dev, state).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip link set %s %s in %s: %v: %s", dev, state, ns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

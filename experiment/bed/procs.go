@@ -1,8 +1,8 @@
-// Package experiment runs linkfabric's experiments on a testbed: it starts the
-// dataplane processes, runs traffic tools (iperf3, sockperf, the frame
-// generator) in the hosts' namespaces, and collects and reports the results.
-// Command-line parsing stays in cmd/linkfabric; the logic lives here.
-package experiment
+// Package bed is the testbed every experiment shares: it starts the dataplane
+// processes (`linkfabric run`), brings testbeds up, runs traffic tools
+// (iperf3, sockperf, the frame generator, paced UDP flows) in the hosts'
+// namespaces, and reads the dataplanes' statistics.
+package bed
 
 import (
 	"bufio"
@@ -37,7 +37,9 @@ type Env struct {
 	LinkQueues int
 }
 
-func (e *Env) defaults() error {
+// Defaults fills what is unset: the running executable, prefix "lfx", the
+// default logger and stderr for progress.
+func (e *Env) Defaults() error {
 	if e.Self == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -57,7 +59,8 @@ func (e *Env) defaults() error {
 	return nil
 }
 
-func (e *Env) progress(format string, args ...any) {
+// Printf writes a progress line.
+func (e *Env) Printf(format string, args ...any) {
 	fmt.Fprintf(e.Progress, format+"\n", args...)
 }
 
@@ -116,7 +119,7 @@ type NodeRun struct {
 // StartNodes starts one dataplane process per run, in order, each waited
 // for until it forwards; if one fails, those already started are stopped.
 func (e *Env) StartNodes(ctx context.Context, runs []NodeRun) (*Dataplanes, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	d := &Dataplanes{env: e}
@@ -286,12 +289,12 @@ func (p *proc) exited() error {
 // Up brings up the pair testbed with forwarding fw, removing a stale testbed
 // of the same prefix first.
 func (e *Env) Up(fw string, mtu int) (*netns.Testbed, error) {
-	return e.upPair(netns.Options{Forwarding: fw, MTU: mtu})
+	return UpPair(e, netns.Options{Forwarding: fw, MTU: mtu})
 }
 
-// upPair brings up the pair testbed with o (its Prefix is e's), removing a
+// UpPair brings up the pair testbed with o (its Prefix is e's), removing a
 // stale testbed of the same prefix first.
-func (e *Env) upPair(o netns.Options) (*netns.Testbed, error) {
+func UpPair(e *Env, o netns.Options) (*netns.Testbed, error) {
 	if err := netns.Down(e.Prefix); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package experiment
+package bed
 
 import (
 	"fmt"
@@ -24,10 +24,10 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// flowProgress returns a Progress callback for a run of flows: a progress
+// FlowProgress returns a Progress callback for a run of flows: a progress
 // bar redrawn in place on a terminal, otherwise one line every
 // progressEvery and one when the run completes. now is the clock (time.Now).
-func flowProgress(w io.Writer, desc string, now func() time.Time) func(done, total int) {
+func FlowProgress(w io.Writer, desc string, now func() time.Time) func(done, total int) {
 	if isTerminal(w) {
 		return fct.ProgressBar(w, desc)
 	}

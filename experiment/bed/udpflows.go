@@ -1,4 +1,4 @@
-package experiment
+package bed
 
 import (
 	"context"
@@ -17,13 +17,13 @@ import (
 // its payload: UDP 8, IPv4 20, Ethernet 14, preamble, FCS and gap 24.
 const UDPWireOverhead = 8 + 20 + 14 + 24
 
-// udpHeader is the payload's head: magic, flow index, sequence number;
-// a payload of udpStamped bytes or more also carries the send time (unix
+// UDPHeader is the payload's head: magic, flow index, sequence number;
+// a payload of UDPStamped bytes or more also carries the send time (unix
 // ns, the sender's clock: one machine) after it.
 const (
 	udpMagic   = 0x6c665544 // "lfUD"
-	udpHeader  = 16
-	udpStamped = udpHeader + 8
+	UDPHeader  = 16
+	UDPStamped = UDPHeader + 8
 )
 
 // UDPFlow is a paced UDP flow from a host namespace: datagrams of Payload
@@ -55,8 +55,8 @@ func SendUDP(ctx context.Context, flows []UDPFlow) (sent []uint64, start []int64
 		}
 	}()
 	for i, f := range flows {
-		if f.Payload < udpHeader || f.Rate <= 0 || (f.Bytes <= 0 && f.Duration <= 0) {
-			return nil, nil, fmt.Errorf("udp flow %s: payload %d (want ≥ %d), rate %g, bytes %d, duration %v", f.Name, f.Payload, udpHeader, f.Rate, f.Bytes, f.Duration)
+		if f.Payload < UDPHeader || f.Rate <= 0 || (f.Bytes <= 0 && f.Duration <= 0) {
+			return nil, nil, fmt.Errorf("udp flow %s: payload %d (want ≥ %d), rate %g, bytes %d, duration %v", f.Name, f.Payload, UDPHeader, f.Rate, f.Bytes, f.Duration)
 		}
 		raddr, err := net.ResolveUDPAddr("udp4", f.To)
 		if err != nil {
@@ -109,8 +109,8 @@ func paceUDP(ctx context.Context, c *net.UDPConn, flow uint32, f *UDPFlow) (uint
 		}
 		for ; seq < due; seq++ {
 			binary.BigEndian.PutUint64(buf[8:], uint64(seq))
-			if len(buf) >= udpStamped {
-				binary.BigEndian.PutUint64(buf[udpHeader:], uint64(time.Now().UnixNano()))
+			if len(buf) >= UDPStamped {
+				binary.BigEndian.PutUint64(buf[UDPHeader:], uint64(time.Now().UnixNano()))
 			}
 			c.Write(buf) // a refused or dropped datagram is a loss the receiver counts
 		}
@@ -182,12 +182,12 @@ func (s *UDPSink) run() {
 			}
 			continue
 		}
-		if n < udpHeader || binary.BigEndian.Uint32(buf) != udpMagic {
+		if n < UDPHeader || binary.BigEndian.Uint32(buf) != udpMagic {
 			continue
 		}
 		a := UDPArrival{T: time.Now().UnixNano(), Flow: binary.BigEndian.Uint32(buf[4:]), Seq: binary.BigEndian.Uint64(buf[8:]), Len: n}
-		if n >= udpStamped {
-			a.Sent = int64(binary.BigEndian.Uint64(buf[udpHeader:]))
+		if n >= UDPStamped {
+			a.Sent = int64(binary.BigEndian.Uint64(buf[UDPHeader:]))
 		}
 		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 			for _, m := range msgs {

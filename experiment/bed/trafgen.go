@@ -1,4 +1,4 @@
-package experiment
+package bed
 
 import (
 	"context"
@@ -32,8 +32,8 @@ type TrafgenConfig struct {
 // trafgenEtherType is the EtherType of the generated frames.
 const trafgenEtherType = 0x88B6
 
-// checkTrafgen fails with the fix when trafgen is not installed.
-func checkTrafgen() error {
+// CheckTrafgen fails with the fix when trafgen is not installed.
+func CheckTrafgen() error {
 	if _, err := exec.LookPath("trafgen"); err != nil {
 		return errors.New("trafgen (Debian package netsniff-ng) is not installed: run scripts/deps.sh as root, or apt-get install netsniff-ng")
 	}
@@ -77,7 +77,7 @@ func Trafgen(ctx context.Context, c TrafgenConfig) error {
 	select {
 	case err := <-done:
 		syscall.Kill(-pg, syscall.SIGKILL)
-		return fmt.Errorf("trafgen in %s exited early (%v): %s", c.NS, err, lastLines([]byte(out.String()), 5))
+		return fmt.Errorf("trafgen in %s exited early (%v): %s", c.NS, err, LastLines([]byte(out.String()), 5))
 	case <-ctx.Done():
 	case <-time.After(c.Duration):
 	}

@@ -1,4 +1,4 @@
-package experiment
+package bed
 
 import (
 	"context"
@@ -46,21 +46,21 @@ type DPStats struct {
 		}
 		Polls, Loops uint64
 	} `json:"dataplane"`
-	LinkGuardian *lgDoc  `json:"linkguardian"`
-	Host0        portDoc `json:"port_host0"`
+	LinkGuardian *LGDoc  `json:"linkguardian"`
+	Host0        PortDoc `json:"port_host0"`
 }
 
-// portDoc is the part of a port's entry in /stats.json the experiments
+// PortDoc is the part of a port's entry in /stats.json the experiments
 // read.
-type portDoc struct {
+type PortDoc struct {
 	Sockets []struct {
 		XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
 	} `json:"sockets"`
 }
 
-// rxDrops is what the port's sockets dropped on receive (RX ring full, or
+// RxDrops is what the port's sockets dropped on receive (RX ring full, or
 // no fill buffer).
-func (p *portDoc) rxDrops() uint64 {
+func (p *PortDoc) RxDrops() uint64 {
 	var n uint64
 	for _, k := range p.Sockets {
 		n += k.XDPStatistics.RxRingFull + k.XDPStatistics.RxDropped
@@ -71,13 +71,13 @@ func (p *portDoc) rxDrops() uint64 {
 // HostIngressDrops is the frames the host port's sockets dropped on receive
 // (RX ring full, or no fill buffer): what the host offered that never
 // entered the dataplane.
-func (s *DPStats) HostIngressDrops() uint64 { return s.Host0.rxDrops() }
+func (s *DPStats) HostIngressDrops() uint64 { return s.Host0.RxDrops() }
 
-// lgDoc is the part of /stats.json's "linkguardian" the experiments read.
-type lgDoc struct {
+// LGDoc is the part of /stats.json's "linkguardian" the experiments read.
+type LGDoc struct {
 	Core struct {
-		Sender         *lgSenderDoc
-		Receiver       *lgReceiverDoc
+		Sender         *LGSenderDoc
+		Receiver       *LGReceiverDoc
 		HeldByCreditNs int64 `json:"held_by_credit_ns"`
 		HeldByPauseNs  int64 `json:"held_by_pause_ns"`
 	} `json:"core"`
@@ -93,15 +93,15 @@ type lgDoc struct {
 	} `json:"session"`
 }
 
-// lgSenderDoc is the LinkGuardian sender's counters in /stats.json.
-type lgSenderDoc struct {
+// LGSenderDoc is the LinkGuardian sender's counters in /stats.json.
+type LGSenderDoc struct {
 	DataSent, RetxCopies, DummiesSent, AcksRx, TxBufPeakFrames, TxBufPeakBytes, TxFull, PausedRefusals uint64
 	// FastSent: data frames the kernel send path numbered and sent.
 	FastSent uint64
 }
 
-// lgReceiverDoc is the LinkGuardian receiver's counters in /stats.json.
-type lgReceiverDoc struct {
+// LGReceiverDoc is the LinkGuardian receiver's counters in /stats.json.
+type LGReceiverDoc struct {
 	DataRx, LostDetected, Recovered, AckNoTimeouts, DupDropped, PausesSent, ResumesSent, ReorderPeakFrames, ReorderPeakBytes, ExplicitAcksSent, DummiesRx uint64
 	// FastDelivered: frames the kernel receive path delivered, of
 	// Delivered.
