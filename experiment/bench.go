@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
-	"golang.org/x/sys/unix"
 )
 
 // BenchConfig sizes `linkfabric bench`.
@@ -53,7 +51,7 @@ type BenchArm struct {
 // BenchResult is what `linkfabric bench` reports.
 type BenchResult struct {
 	Config BenchConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end:
 	// other work on the machine moves every arm's figures.
 	LoadAvg [2]float64   `json:"load_average_1m"`
@@ -129,7 +127,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 	}
 	defer tb.Down()
 
-	res := &BenchResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &BenchResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	res.LoadAvg[0] = bed.LoadAvg()
 	for _, a := range arms {
 		res.Arms = append(res.Arms, &BenchArm{Name: a.name, What: a.what})
@@ -331,26 +329,6 @@ func si(v float64) string {
 		return fmt.Sprintf("%.0fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
-}
-
-// RunInfo is the machine and the time a result was measured on, at the
-// head of every experiment's JSON.
-type RunInfo struct {
-	Kernel string    `json:"kernel"`
-	CPUs   int       `json:"cpus"`
-	Date   time.Time `json:"date"`
-}
-
-func newRunInfo() RunInfo {
-	return RunInfo{Kernel: kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
-}
-
-func kernel() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return "?"
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 // Text renders the result for people.

@@ -142,7 +142,7 @@ type CellsBalanceSummary map[string]any
 // CellsBalanceResult is what `linkfabric cells balance` reports.
 type CellsBalanceResult struct {
 	Config CellsBalanceConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Seconds float64             `json:"seconds"`
 	Links   []string            `json:"links"`
 	Arms    []BalanceArm        `json:"arms"`
@@ -160,7 +160,7 @@ func (e *Env) CellsBalance(ctx context.Context, cfg CellsBalanceConfig) (*CellsB
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsBalanceResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsBalanceResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	e.Printf("cells balance: bundle testbed %q; sprays %s; iperf3 -P %d h1 → h2 (%s), sw1's link ports counted for %v each",
 		e.Prefix, strings.Join(cfg.Sprays, ","), cfg.Flows, cfg.CC, cfg.Duration)
 	b, err := e.BedUp("bundle", 0)
@@ -224,7 +224,7 @@ func (r *CellsBalanceResult) Text() string {
 	}
 	w.Flush()
 	if v, ok := r.Summary["perm_max_mean"].(float64); ok {
-		fmt.Fprintf(&b, "\nperm max/mean %.4f (target ≤ 1.02: %s)\n", v, okWord(v <= 1.02))
+		fmt.Fprintf(&b, "\nperm max/mean %.4f (target ≤ 1.02: %s)\n", v, report.MetWord(v <= 1.02))
 	}
 	return b.String()
 }

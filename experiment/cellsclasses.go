@@ -22,13 +22,6 @@ const (
 	ClassesArmOff = "none"
 )
 
-// classesDSCP is the DSCP of the class-1 flow: EF (46), class selector 5,
-// bound to loss class 1 by classesMap.
-const (
-	classesDSCP = 46
-	classesMap  = "5=1"
-)
-
 // CellsClassesConfig sizes `linkfabric cells classes`: RAIL's loss classes
 // on the bundle, one clean link and gray ones.
 type CellsClassesConfig struct {
@@ -69,7 +62,7 @@ func (c *CellsClassesConfig) Normalize() error {
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells classes: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
-	if err := normalizeGray("cells classes", &c.Loss, &c.Burst, &c.Gray); err != nil {
+	if err := bed.NormalizeGray("cells classes", &c.Loss, &c.Burst, &c.Gray); err != nil {
 		return err
 	}
 	if c.Rate == 0 {
@@ -84,38 +77,10 @@ func (c *CellsClassesConfig) Normalize() error {
 	return c.cells(ClassesArmOff).normalize("cells classes")
 }
 
-// normalizeGray fills in and checks the gray links of the loss-class
-// experiments: links 1-3 of the bundle (default all three) lose loss
-// (default 10⁻², in bursts of burst frames, default 1: Bernoulli), which
-// must put them in loss class 3; link0 stays clean, for class 1.
-func normalizeGray(what string, loss, burst *float64, gray *[]int) error {
-	if *loss == 0 {
-		*loss = 1e-2
-	}
-	if *burst == 0 {
-		*burst = 1
-	}
-	if len(*gray) == 0 {
-		*gray = []int{1, 2, 3}
-	}
-	for _, l := range *gray {
-		if l < 1 || l >= len(bundleLinks) {
-			return fmt.Errorf("%s: --gray %d: the gray links are 1-3 (link0 stays clean, for class 1)", what, l)
-		}
-	}
-	if err := bpf.Loss(*loss, *burst, 1).Validate(); err != nil {
-		return fmt.Errorf("%s: --loss %g --burst %g: %w", what, *loss, *burst, err)
-	}
-	if *loss <= 1e-3 || *loss > 1e-1 {
-		return fmt.Errorf("%s: --loss %g: the gray links must fall in loss class 3 (above 1e-3, at most 1e-1)", what, *loss)
-	}
-	return nil
-}
-
 func (c *CellsClassesConfig) cells(arm string) *cellsRunConfig {
 	r := &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
 	if arm == ClassesArmOn {
-		r.RunArgs = append(slices.Clone(c.RunArgs), "--cells-loss-classes", "default", "--cells-class-map", classesMap)
+		r.RunArgs = append(slices.Clone(c.RunArgs), "--cells-loss-classes", "default", "--cells-class-map", bed.ClassesMap)
 	}
 	return r
 }
@@ -168,7 +133,7 @@ type CellsClassesRun struct {
 // CellsClassesResult is `linkfabric cells classes`'s report.
 type CellsClassesResult struct {
 	Config CellsClassesConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Runs []CellsClassesRun `json:"runs"`
 	// Summary: per arm the medians <arm>_class1_loss and _class3_loss
 	// (fractions of the datagrams); for the classes arm
@@ -189,10 +154,10 @@ func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsC
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsClassesResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsClassesResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	total := len(cfg.Arms) * cfg.Runs
 	e.Printf("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
-		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, classesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
+		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
 	err := e.bundleArmRuns(ctx, "cells classes", cfg.Runs, cfg.Arms, func(arm string, run int) string {
 		r := e.classesOnce(ctx, arm, run, &cfg)
@@ -223,16 +188,16 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 	defer dp.Stop()
 	gray := map[string]bool{}
 	for _, l := range cfg.Gray {
-		gray[bundleLinks[l]] = true
+		gray[bed.BundleLinks[l]] = true
 		for k, sw := range []string{"sw1", "sw2"} {
 			imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(10*run+2*l+k))
-			if err := bed.ImpairDev(e.Env, sw, bundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+			if err := bed.ImpairDev(e.Env, sw, bed.BundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 				return fail(err)
 			}
 		}
 	}
 	start := time.Now()
-	before, err := e.waitClasses(ctx, arm, gray, cfg.Settle)
+	before, err := bed.WaitClasses(ctx, e.Env, arm == ClassesArmOn, gray, cfg.Settle)
 	if err != nil {
 		return fail(err)
 	}
@@ -241,7 +206,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 	var c3err error
 	r.Class1, err = bed.UDPRun(ctx, e.Env, 5311, cfg.Rate, cfg.Duration, func() {
 		r.Class3, c3err = bed.UDPRun(ctx, e.Env, 5312, cfg.Rate, cfg.Duration, nil)
-	}, "--dscp", fmt.Sprint(classesDSCP))
+	}, "--dscp", fmt.Sprint(bed.ClassesDSCP))
 	if err == nil {
 		err = c3err
 	}
@@ -253,7 +218,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 	aside := e.readClassesAside(ctx, gray)
 	r.CleanRxDrops, r.NoRoute, r.ReasmDiscards = aside.cleanRx-aside0.cleanRx, aside.noRoute-aside0.noRoute, aside.reasm-aside0.reasm
 	r.Class1FabricLost = r.class1FabricLost()
-	var after cellsStats
+	var after bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw1"), &after); err != nil {
 		return fail(err)
 	}
@@ -271,7 +236,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 		r.Links = append(r.Links, cl)
 	}
 	for _, l := range cfg.Gray {
-		bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e.Env, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.LinkDropped += st.Dropped
 			return err
@@ -298,41 +263,13 @@ func (e *Env) readClassesAside(ctx context.Context, gray map[string]bool) (a cla
 	}
 	if s2, err := FetchCellsStats(ctx, e.NS("sw2")); err == nil {
 		a.reasm = s2.Cells.ReasmDiscards
-		for _, name := range bundleLinks {
+		for _, name := range bed.BundleLinks {
 			if !gray[name] {
 				a.cleanRx += s2.Port(name).RxSocketDrops
 			}
 		}
 	}
 	return a
-}
-
-// waitClasses waits until sw1 shows the gray links in class 3 and the
-// others in class 1 (arm classes; the other arm waits for nothing) and
-// returns sw1's statistics then.
-func (e *Env) waitClasses(ctx context.Context, arm string, gray map[string]bool, limit time.Duration) (cellsStats, error) {
-	wctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	var s cellsStats
-	for {
-		err := bed.FetchStats(wctx, e.NS("sw1"), &s)
-		ok := err == nil && len(s.Cells.Links) == len(bundleLinks)
-		for _, l := range s.Cells.Links {
-			want := uint8(1)
-			if gray[l.Name] {
-				want = 3
-			}
-			ok = ok && (arm != ClassesArmOn || l.Class == want)
-		}
-		if ok {
-			return s, nil
-		}
-		select {
-		case <-wctx.Done():
-			return s, fmt.Errorf("sw1: the links' loss classes did not settle within %v (gray links in class 3, the others in class 1): %+v", limit, s.Cells.Links)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 func (r *CellsClassesRun) line() string {
@@ -397,7 +334,7 @@ func (res *CellsClassesResult) Text() string {
 	var b strings.Builder
 	c := res.Config
 	fmt.Fprintf(&b, "cells classes: bundle, links %v gray (loss %g, mean burst %g, both directions), the rest clean; two UDP flows of %.0f Mbit/s at once for %v: DSCP %d (class 1 with classes) and DSCP 0 (class 3); %d runs (medians)\n\n",
-		c.Gray, c.Loss, c.Burst, c.Rate/1e6, c.Duration, classesDSCP, c.Runs)
+		c.Gray, c.Loss, c.Burst, c.Rate/1e6, c.Duration, bed.ClassesDSCP, c.Runs)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "arm\tclass-1 flow loss\tclass-3 flow loss\tclass-1 bytes on gray links (max)\t")
 	s := res.Summary

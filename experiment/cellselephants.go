@@ -73,7 +73,7 @@ type ElephantTrial struct {
 // CellsElephantsResult is what `linkfabric cells elephants` reports.
 type CellsElephantsResult struct {
 	Config CellsElephantsConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Seconds float64         `json:"seconds"`
 	Links   []string        `json:"links"`
 	Trials  []ElephantTrial `json:"trials"`
@@ -95,7 +95,7 @@ func (e *Env) CellsElephants(ctx context.Context, cfg CellsElephantsConfig) (*Ce
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsElephantsResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsElephantsResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	e.Printf("cells elephants: bundle testbed %q, link ports at %sbit/s; sprays %s; %d trials of iperf3 -P %d (%s), %v counted each",
 		e.Prefix, cfg.LinkRate, strings.Join(cfg.Sprays, ","), cfg.Trials, cfg.Flows, cfg.CC, cfg.Duration)
 	b, err := e.BedUp("bundle", 0)
@@ -207,7 +207,7 @@ func (r *CellsElephantsResult) Text() string {
 		}
 	}
 	if v, ok := s["perm_aggregate_share"].(float64); ok {
-		fmt.Fprintf(&b, "perm: %.3f (target ≥ 0.9: %s)\n", v, okWord(v >= 0.9))
+		fmt.Fprintf(&b, "perm: %.3f (target ≥ 0.9: %s)\n", v, report.MetWord(v >= 0.9))
 	}
 	if _, ok := s["hash_links_used_mean"]; ok {
 		fmt.Fprintf(&b, "hash: %.2f links used on average, expected %.2f for %d flows on %d links\n",

@@ -19,9 +19,6 @@ import (
 // gray`: what runs under the cells on every link.
 var CellsLinkModes = []string{"lg", "none"}
 
-// bundleLinks are the bundle preset's link ports.
-var bundleLinks = []string{"link0", "link1", "link2", "link3"}
-
 // CellsFailoverConfig sizes `linkfabric cells failover`.
 type CellsFailoverConfig struct {
 	Arms     []string      `json:"arms"`     // link modes, from CellsLinkModes (and lgnb, monitor)
@@ -69,7 +66,7 @@ func (c *CellsFailoverConfig) Normalize() error {
 	if c.Cut != "down" && c.Cut != "drop" {
 		return fmt.Errorf("cells failover: --cut %q: want down (ip link set down at sw2) or drop (sw2's XDP program drops the link's frames)", c.Cut)
 	}
-	if c.Link < 0 || c.Link >= len(bundleLinks) {
+	if c.Link < 0 || c.Link >= len(bed.BundleLinks) {
 		return fmt.Errorf("cells failover: --link %d: the bundle has links 0-3", c.Link)
 	}
 	if c.Rate == 0 {
@@ -115,7 +112,7 @@ func (c *cellsRunConfig) normalize(what string) error {
 
 // args is `linkfabric run` for edge sw (node id) of the bundle.
 func (c *cellsRunConfig) args(e *Env, sw string, id int, linkMode string) []string {
-	a := []string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", strings.Join(bundleLinks, ","),
+	a := []string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", strings.Join(bed.BundleLinks, ","),
 		"--mode", "cells", "--cells-node-id", strconv.Itoa(id), "--cells-link-mode", linkMode,
 		"--cells-reach-interval", c.ReachInterval.String(), "--cells-reach-th", strconv.Itoa(*c.ReachTh), "--cells-reasm-timeout", c.ReasmTimeout.String()}
 	return append(a, c.RunArgs...)
@@ -135,8 +132,8 @@ func (e *Env) startBundleCells(ctx context.Context, c *cellsRunConfig, linkMode 
 		return nil, fmt.Errorf("h1 cannot reach h2 through cells over %s: %w", linkMode, err)
 	}
 	for {
-		var s cellsStats
-		if err := bed.FetchStats(wctx, e.NS("sw1"), &s); err == nil && s.Cells.UsableLinks == len(bundleLinks) {
+		var s bed.CellsDoc
+		if err := bed.FetchStats(wctx, e.NS("sw1"), &s); err == nil && s.Cells.UsableLinks == len(bed.BundleLinks) {
 			return dp, nil
 		}
 		select {
@@ -146,45 +143,6 @@ func (e *Env) startBundleCells(ctx context.Context, c *cellsRunConfig, linkMode 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// cellsStats is the part of /stats.json the cells experiments read.
-type cellsStats struct {
-	Cells struct {
-		UsableLinks    int    `json:"usable_links"`
-		ReasmTimeouts  uint64 `json:"reasm_timeouts"`
-		ReasmDiscards  uint64 `json:"reasm_discarded"`
-		ReasmDelivered uint64 `json:"reasm_delivered"`
-		Links          []struct {
-			Name            string `json:"name"`
-			Usable          bool   `json:"usable"`
-			Exclusions      uint64 `json:"exclusions"`
-			LastExclusion   string `json:"last_exclusion"`
-			LastExclusionAt int64  `json:"last_exclusion_unix_ns"`
-			// Loss classes (cells classes): the class the link serves,
-			// the bytes sent, the cell bytes sent per loss class.
-			Class        uint8    `json:"loss_class"`
-			TxBytes      uint64   `json:"tx_bytes"`
-			TxClassBytes []uint64 `json:"tx_class_bytes"`
-			LG           *struct {
-				HandedBack uint64 `json:"handed_back"`
-				Recovered  uint64 `json:"recovered"`
-				RetxCopies uint64 `json:"retx_copies"`
-				GiveUps    uint64 `json:"give_ups"`
-			} `json:"link_layer"`
-		} `json:"links"`
-		Hosts []struct {
-			QueueDrops uint64 `json:"queue_drops"`
-		} `json:"hosts"`
-		Node struct {
-			Resprayed    uint64 `json:"Resprayed"`
-			RespraysDrop uint64 `json:"RespraysDrop"`
-			VOQDrops     uint64 `json:"VOQDrops"`
-		} `json:"node"`
-		Reasm struct {
-			Duplicates uint64 `json:"Duplicates"`
-		} `json:"reasm"`
-	} `json:"cells"`
 }
 
 // outsideDrops are the datagrams lost outside the cell fabric: at sw1's
@@ -203,7 +161,7 @@ type outsideDrops struct {
 // readOutside reads the counters behind outsideDrops.
 func (e *Env) readOutside(ctx context.Context) (d outsideDrops) {
 	var dp bed.DPStats
-	var s1, s2 cellsStats
+	var s1, s2 bed.CellsDoc
 	if bed.FetchStats(ctx, e.NS("sw1"), &dp) != nil || bed.FetchStats(ctx, e.NS("sw1"), &s1) != nil || bed.FetchStats(ctx, e.NS("sw2"), &s2) != nil {
 		d.readErrs++
 	}
@@ -272,7 +230,7 @@ type CellsFailoverRun struct {
 // CellsFailoverResult is `linkfabric cells failover`'s report.
 type CellsFailoverResult struct {
 	Config CellsFailoverConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Runs []CellsFailoverRun `json:"runs"`
 	// Summary: per arm the medians (<arm>_lost, <arm>_out_of_order,
 	// <arm>_fabric_lost: lost less what was dropped outside the fabric,
@@ -294,7 +252,7 @@ func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*Cell
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsFailoverResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsFailoverResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	total := len(cfg.Arms) * cfg.Runs
 	e.Printf("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
 		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,
@@ -336,7 +294,7 @@ func (e *Env) bundleArmRuns(ctx context.Context, what string, runs int, arms []s
 
 func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsFailoverConfig) (r CellsFailoverRun) {
 	r = CellsFailoverRun{Arm: arm, Run: run, ExclusionMs: -1, Sw2ExclusionMs: -1}
-	dev := bundleLinks[cfg.Link]
+	dev := bed.BundleLinks[cfg.Link]
 	dp, err := e.startBundleCells(ctx, cfg.cells(), arm)
 	if err != nil {
 		r.Error = err.Error()
@@ -345,7 +303,7 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 	defer dp.Stop()
 	var cutAt time.Time
 	var cutErr error
-	var before cellsStats
+	var before bed.CellsDoc
 	cut := func() {
 		time.Sleep(cfg.CutAt - 30*time.Millisecond)
 		if err := bed.FetchStats(ctx, e.NS("sw1"), &before); err == nil && cfg.Link < len(before.Cells.Links) {
@@ -380,7 +338,7 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 	time.Sleep(100 * time.Millisecond) // a statistics publication after the run
 	r.Outside = e.readOutside(ctx).minus(out0)
 	r.FabricLost = u.Lost - int(r.Outside.Total)
-	var s1, s2 cellsStats
+	var s1, s2 bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw1"), &s1); err != nil {
 		r.Error = err.Error()
 		return r
@@ -394,7 +352,7 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 		return r
 	}
 	// The exclusion seen last is the cut's: the link stays out after it.
-	since := func(s *cellsStats) float64 {
+	since := func(s *bed.CellsDoc) float64 {
 		at := s.Cells.Links[cfg.Link].LastExclusionAt
 		if at == 0 || at < cutAt.UnixNano()-int64(50*time.Millisecond) {
 			return -1 // not excluded since the cut

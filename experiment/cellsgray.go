@@ -60,7 +60,7 @@ func (c *CellsGrayConfig) Normalize() error {
 		c.Lossy = []int{1, 3}
 	}
 	for _, l := range c.Lossy {
-		if l < 0 || l >= len(bundleLinks) {
+		if l < 0 || l >= len(bed.BundleLinks) {
 			return fmt.Errorf("cells gray: --lossy %d: the bundle has links 0-3", l)
 		}
 	}
@@ -102,7 +102,7 @@ type CellsGrayRun struct {
 // CellsGrayResult is `linkfabric cells gray`'s report.
 type CellsGrayResult struct {
 	Config CellsGrayConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Runs []CellsGrayRun `json:"runs"`
 	// Summary: per arm the medians with the loss (<arm>_udp_lost,
 	// <arm>_udp_fabric_lost: less what was dropped outside the fabric,
@@ -121,7 +121,7 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &CellsGrayResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsGrayResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	total := 2 * len(cfg.Arms) * cfg.Runs
 	e.Printf("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
 		e.Prefix, cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Runs,
@@ -141,19 +141,12 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 				i++
 				r := e.grayOnce(ctx, arm, lossy, run, &cfg)
 				res.Runs = append(res.Runs, r)
-				e.Printf("cells gray: [%d/%d] %s %s run %d: %s", i, total, arm, lossyWord(lossy), run, r.line())
+				e.Printf("cells gray: [%d/%d] %s %s run %d: %s", i, total, arm, report.LossyWord(lossy), run, r.line())
 			}
 		}
 	}
 	res.summarize()
 	return res, nil
-}
-
-func lossyWord(lossy bool) string {
-	if lossy {
-		return "lossy"
-	}
-	return "clean"
 }
 
 func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg *CellsGrayConfig) (r CellsGrayRun) {
@@ -167,7 +160,7 @@ func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg
 	if lossy {
 		for _, l := range cfg.Lossy {
 			imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(l))
-			if err := bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+			if err := bed.ImpairDev(e.Env, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 				r.Error = err.Error()
 				return r
 			}
@@ -188,13 +181,13 @@ func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg
 	}
 	r.TCPGbps, r.Retransmits = tcp.Gbps, tcp.Retransmits
 	for _, l := range cfg.Lossy {
-		bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e.Env, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.LinkDropped += st.Dropped
 			return err
 		})
 	}
-	var s2 cellsStats
+	var s2 bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err == nil {
 		for _, l := range s2.Cells.Links {
 			if l.LG != nil {
@@ -268,7 +261,7 @@ func (res *CellsGrayResult) Text() string {
 	w.Flush()
 	fmt.Fprintln(&b, "\nruns:")
 	for _, r := range res.Runs {
-		fmt.Fprintf(&b, "  %-5s %s %d: %s\n", r.Arm, lossyWord(r.Lossy), r.Run, r.line())
+		fmt.Fprintf(&b, "  %-5s %s %d: %s\n", r.Arm, report.LossyWord(r.Lossy), r.Run, r.line())
 	}
 	return b.String()
 }

@@ -150,7 +150,7 @@ type CellsIncastRun struct {
 // CellsIncastResult is what `linkfabric cells incast` reports.
 type CellsIncastResult struct {
 	Config CellsIncastConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Seconds float64           `json:"seconds"`
 	Runs    []*CellsIncastRun `json:"runs"`
 	// Summary: per arm and transport the medians over the runs
@@ -183,7 +183,7 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsIncastResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsIncastResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	total := cfg.Runs * len(cfg.Arms) * len(cfg.Transports)
 	e.Printf("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
 		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, bed.LoadAvg())

@@ -78,7 +78,7 @@ func (c *CellsLatencyConfig) Normalize() error {
 // CellsLatencyResult is what `linkfabric cells latency` reports.
 type CellsLatencyResult struct {
 	Config CellsLatencyConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	CC      string      `json:"congestion_control"`
 	Seconds float64     `json:"seconds"`
 	FCT     fct.Results `json:"fct"` // summaries and ratios to forward
@@ -98,11 +98,11 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	cc, err := resolveCC(cfg.CC)
+	cc, err := bed.ResolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsLatencyResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
+	res := &CellsLatencyResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc}
 	e.Printf("cells latency: bundle testbed %q; arms %s; %d flows of %s per arm (builtin tool, %s)",
 		e.Prefix, strings.Join(cfg.Arms, ","), cfg.Flows, fct.FormatSize(cfg.Size), cc)
 	b, err := e.BedUp("bundle", 0)
@@ -110,7 +110,7 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 		return nil, err
 	}
 	defer b.Down()
-	reports, err := e.paperTCP(cc)
+	reports, err := bed.PaperTCP(e.Env, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (r *CellsLatencyResult) Text() string {
 	b.WriteString("\n")
 	fct.WriteTable(&b, r.FCT)
 	if v, ok := r.Summary["cells_p50_ratio"].(float64); ok && r.FCT.Reference == "forward" {
-		fmt.Fprintf(&b, "\ncells (pre-credit) p50 %.2f× forward's (target ≤ 1.2: %s)", v, okWord(v <= 1.2))
+		fmt.Fprintf(&b, "\ncells (pre-credit) p50 %.2f× forward's (target ≤ 1.2: %s)", v, report.MetWord(v <= 1.2))
 		if w, ok := r.Summary["cells_nopre_p50_ratio"].(float64); ok {
 			fmt.Fprintf(&b, "; without pre-credit %.2f×", w)
 		}

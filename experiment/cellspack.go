@@ -142,7 +142,7 @@ type CellsPackSummary struct {
 // CellsPackResult is what `linkfabric cells pack` reports.
 type CellsPackResult struct {
 	Config CellsPackConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Seconds float64          `json:"seconds"`
 	Rows    []PackRow        `json:"rows"`
 	CPU     []PackCPU        `json:"cpu"`
@@ -167,7 +167,7 @@ func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackRes
 	if err := bed.CheckTrafgen(); err != nil {
 		return nil, err
 	}
-	res := &CellsPackResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsPackResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	arms := []packArm{{name: PackForward}}
 	for _, c := range cfg.CellSizes {
 		arms = append(arms, packArm{PackPacked, c}, packArm{PackUnpacked, c})
@@ -495,7 +495,7 @@ func (r *CellsPackResult) Text() string {
 	if !s.CPUBothCarry {
 		carried = "NOT both carried what was offered: the comparison is at different loads"
 	}
-	fmt.Fprintf(&b, "  cells/forward %.2f× (target ≤ %.1f: %s), %.2f× beyond idle; %s\n", s.CPURatio, s.CPUTarget, okWord(s.CPUOK), s.CPURatioNet, carried)
+	fmt.Fprintf(&b, "  cells/forward %.2f× (target ≤ %.1f: %s), %.2f× beyond idle; %s\n", s.CPURatio, s.CPUTarget, report.MetWord(s.CPUOK), s.CPURatioNet, carried)
 	if s.CPURatioAfxdp > 0 {
 		fmt.Fprintf(&b, "  cells/forward-afxdp %.2f× (forward's XDP fast path takes sw1's host0 → link0 off the dataplane; --fastpath afxdp puts every frame through the worker, as cells do)", s.CPURatioAfxdp)
 		if s.CPUAfxdpCarried < 0.99 {
@@ -508,15 +508,8 @@ func (r *CellsPackResult) Text() string {
 		gen = "; forward kept up with the generator: this is the generator's rate, not forward's limit"
 	}
 	fmt.Fprintf(&b, "saturation at %d B: cells (packed, largest cells) %.0f pps, forward %.0f pps: %.2f× (target ≥ %.0f: %s)%s\n",
-		s.SatPacket, s.SatCellsPPS, s.SatForwardPPS, s.SatRatio, s.SatTarget, okWord(s.SatOK), gen)
+		s.SatPacket, s.SatCellsPPS, s.SatForwardPPS, s.SatRatio, s.SatTarget, report.MetWord(s.SatOK), gen)
 	return b.String()
-}
-
-func okWord(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
 }
 
 // WriteFiles writes pack.json and pack.csv into dir.

@@ -105,7 +105,7 @@ type CellsPushPullRun struct {
 // CellsPushPullResult is what `linkfabric cells pushpull` reports.
 type CellsPushPullResult struct {
 	Config CellsPushPullConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Seconds float64             `json:"seconds"`
 	Runs    []*CellsPushPullRun `json:"runs"`
 	// Summary: per arm the medians (<arm>_b_throughput, ...), the push
@@ -142,7 +142,7 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsPushPullResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &CellsPushPullResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	total := cfg.Runs * len(cfg.Arms)
 	e.Printf("cells pushpull: fabric3 %q, ports A (h3a) and B (h3b) at %s, links into e3 at %s each; h1 → A, h1 → B, h2 → A at %s each for %v; %d runs; load %.1f",
 		e.Prefix, cfg.PortRate, cfg.FabricRate, cfg.PortRate, cfg.Duration, total, bed.LoadAvg())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -174,7 +175,7 @@ func (u UDPCheck) OK() bool {
 // ChaosResult is the outcome of `linkfabric chaos`.
 type ChaosResult struct {
 	Config ChaosConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	CC     string        `json:"cc"`
 	Events []*ChaosEvent `json:"events"`
 }
@@ -190,11 +191,11 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	cc, err := resolveCC(cfg.CC)
+	cc, err := bed.ResolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
-	res := &ChaosResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
+	res := &ChaosResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc}
 	per := cfg.Settle + cfg.Watch + cfg.UDPTime + 3*time.Second
 	e.Printf("chaos: pair testbed %q, %s both ends, TCP both ways (%s); events %s; about %s",
 		e.Prefix, cfg.Mode, cc, strings.Join(cfg.Events, ","), (time.Duration(len(cfg.Events)) * per).Round(time.Second))
@@ -203,7 +204,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 		return nil, err
 	}
 	defer tb.Down()
-	if _, err := e.paperTCP(cc); err != nil {
+	if _, err := bed.PaperTCP(e.Env, cc); err != nil {
 		return nil, err
 	}
 	dp, err := e.StartDataplanes(ctx, cfg.Mode, cfg.RunArgs...)
@@ -333,7 +334,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 	imp := bpf.Loss(cfg.UDPLoss, 0, 7)
 	imp.FlipProb = cfg.UDPFlip
 	for _, sw := range []string{"sw1", "sw2"} {
-		if err := e.impairOn(sw, func(im *bpf.Impairer) error {
+		if err := bed.Impair(e.Env, sw, func(im *bpf.Impairer) error {
 			if err := im.SetImpair(imp); err != nil {
 				return err
 			}
@@ -345,7 +346,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 	}
 	defer func() {
 		for _, sw := range []string{"sw1", "sw2"} {
-			e.impairOn(sw, func(im *bpf.Impairer) error {
+			bed.Impair(e.Env, sw, func(im *bpf.Impairer) error {
 				st, err := im.ImpairStats()
 				u.LinkDropped += st.Dropped
 				u.LinkFlipped += st.Flipped
@@ -367,11 +368,6 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 	u.CsumErrors = snmp1["UdpInCsumErrors"] - snmp0["UdpInCsumErrors"]
 	u.RcvbufErrors = snmp1["UdpRcvbufErrors"] - snmp0["UdpRcvbufErrors"]
 	return u
-}
-
-// impairOn runs fn on the impairment stage of sw's link0.
-func (e *Env) impairOn(sw string, fn func(*bpf.Impairer) error) error {
-	return bed.ImpairDev(e.Env, sw, "link0", fn)
 }
 
 // rxSampler reads h2's and h1's eth0 receive byte counters every 10 ms:

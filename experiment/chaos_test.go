@@ -2,11 +2,6 @@ package experiment
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,48 +53,4 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 			t.Errorf("%s: the impairment dropped nothing: the UDP check proved nothing", ev.Event)
 		}
 	}
-}
-
-// buildSelf builds the linkfabric command for the experiments to start,
-// once for the package's tests (TestMain removes it).
-func buildSelf(t *testing.T) string {
-	t.Helper()
-	self.once.Do(func() {
-		if self.dir, self.err = os.MkdirTemp("", "linkfabric-self"); self.err != nil {
-			return
-		}
-		bin := self.dir + "/linkfabric"
-		if out, err := exec.Command("go", "build", "-o", bin, "../cmd/linkfabric").CombinedOutput(); err != nil {
-			self.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		self.bin = bin
-	})
-	if self.err != nil {
-		t.Fatal(self.err)
-	}
-	return self.bin
-}
-
-// self is the command buildSelf built.
-var self struct {
-	once     sync.Once
-	dir, bin string
-	err      error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if self.dir != "" {
-		os.RemoveAll(self.dir)
-	}
-	os.Exit(code)
-}
-
-// testWriter sends progress lines to the test log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
 }

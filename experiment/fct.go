@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,9 +20,6 @@ import (
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
-
-// Subnet of the pair testbed's hosts (the route that carries rto_min).
-const Subnet = "10.0.0.0/24"
 
 // FCTArms are the arms `linkfabric fct` knows, in their canonical order.
 var FCTArms = []string{"noloss", "noloss-afxdp", "loss", "lg-noloss", "lg-noloss-afxdp", "lg", "lg-afxdp", "lgnb", "kernel"}
@@ -187,53 +183,6 @@ func (c *FCTConfig) impairment() (bpf.ImpairConfig, error) {
 	return imp, imp.Validate()
 }
 
-// resolveCC resolves a requested congestion control ("auto" or a name)
-// against what this kernel has.
-func resolveCC(want string) (string, error) {
-	avail, err := fct.AvailableCongestionControl("")
-	if err != nil {
-		return "", err
-	}
-	return ChooseCC(want, avail)
-}
-
-// paperTCP sets TCP in h1 and h2 up as the paper does (SACK, RACK/TLP,
-// rto_min 1 ms on the route, no metrics save) with congestion control cc,
-// and returns what each host got.
-func (e *Env) paperTCP(cc string) ([]fct.Report, error) {
-	var reports []fct.Report
-	for _, h := range []string{"h1", "h2"} {
-		rep, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc))
-		if err != nil {
-			return nil, err
-		}
-		reports = append(reports, rep)
-	}
-	return reports, nil
-}
-
-// ChooseCC resolves a requested congestion control against the kernel's
-// available ones: "" or "auto" picks dctcp when available, else cubic; a
-// named one must be available.
-func ChooseCC(want string, avail []string) (string, error) {
-	if want == "" || want == "auto" {
-		for _, c := range []string{"dctcp", "cubic"} {
-			if slices.Contains(avail, c) {
-				return c, nil
-			}
-		}
-		if len(avail) > 0 {
-			return avail[0], nil
-		}
-		return "", errors.New("the kernel lists no congestion control algorithms")
-	}
-	if !slices.Contains(avail, want) {
-		return "", fmt.Errorf("congestion control %q is not available in this kernel (available: %s; modprobe tcp_%s may add it)",
-			want, strings.Join(avail, ", "), want)
-	}
-	return want, nil
-}
-
 // FCTArm is one arm's context: time taken, the loss the impairment really
 // applied, and the dataplane's recovery counters.
 type FCTArm struct {
@@ -269,7 +218,7 @@ type FCTArm struct {
 // not JSON.
 type FCTResult struct {
 	Config FCTConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	CC         string      `json:"congestion_control"`
 	Impairment string      `json:"impairment"`
 	Seconds    float64     `json:"seconds"` // the whole experiment, testbed included
@@ -295,7 +244,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 		return nil, err
 	}
 	imp, _ := cfg.impairment()
-	cc, err := resolveCC(cfg.CC)
+	cc, err := bed.ResolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +253,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 			return nil, err
 		}
 	}
-	res := &FCTResult{Config: cfg, RunInfo: newRunInfo(), CC: cc, Impairment: imp.String()}
+	res := &FCTResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc, Impairment: imp.String()}
 	if cfg.Loss == 0 {
 		res.Impairment = "none (loss 0)"
 	}
@@ -321,7 +270,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	}
 	defer tb.Down()
 
-	reports, err := e.paperTCP(cc)
+	reports, err := bed.PaperTCP(e.Env, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +389,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		if lossless {
 			c = bpf.ImpairConfig{Model: bpf.Bernoulli, Seed: cfg.Seed}
 		}
-		if err := e.withImpairer(func(im *bpf.Impairer) error {
+		if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
 			if err := im.SetImpair(c); err != nil {
 				return err
 			}
@@ -498,7 +447,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	if err := dp.Alive(); err != nil {
 		return nil, nil, err
 	}
-	if err := e.withImpairer(func(im *bpf.Impairer) error {
+	if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		a.FramesSeen, a.FramesDropped = st.Seen, st.Dropped
 		a.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
@@ -539,24 +488,6 @@ func (a *FCTArm) kernelShares(before, after *[2]bed.DPStats) {
 	}
 	a.KernelSent = report.Ratio(float64(a.fastSent), float64(a.sent))
 	a.KernelDelivered = report.Ratio(float64(a.fastDelivered), float64(a.delivered))
-}
-
-// withImpairer runs fn on the impairment stage of sw2's link0 (the receiving
-// end of sw1→sw2), which the running dataplane's program carries.
-func (e *Env) withImpairer(fn func(*bpf.Impairer) error) error {
-	return e.withImpairerOn("sw2", fn)
-}
-
-// withImpairerOn runs fn with the impairment stage of link0 in switch sw.
-func (e *Env) withImpairerOn(sw string, fn func(*bpf.Impairer) error) error {
-	return netns.Do(e.NS(sw), func() error {
-		im, err := bpf.OpenImpairer("link0")
-		if err != nil {
-			return err
-		}
-		defer im.Close()
-		return fn(im)
-	})
 }
 
 func checkIperf2() error {

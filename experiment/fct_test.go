@@ -46,25 +46,6 @@ func TestFCTConfigNormalize(t *testing.T) {
 	}
 }
 
-func TestChooseCC(t *testing.T) {
-	for _, tc := range []struct {
-		want  string
-		avail []string
-		got   string
-		err   string
-	}{
-		{"", []string{"reno", "bbr", "cubic"}, "cubic", ""},
-		{"auto", []string{"reno", "cubic", "dctcp"}, "dctcp", ""},
-		{"bbr", []string{"reno", "bbr", "cubic"}, "bbr", ""},
-		{"dctcp", []string{"reno", "bbr", "cubic"}, "", "available: reno, bbr, cubic"},
-	} {
-		got, err := ChooseCC(tc.want, tc.avail)
-		if got != tc.got || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("ChooseCC(%q, %v) = %q, %v", tc.want, tc.avail, got, err)
-		}
-	}
-}
-
 func TestFCTTable(t *testing.T) {
 	var flows []fct.Flow
 	add := func(arm string, us ...int) {

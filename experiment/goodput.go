@@ -125,7 +125,7 @@ type GoodputSample struct {
 // GoodputResult is what `linkfabric goodput` reports.
 type GoodputResult struct {
 	Config GoodputConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	CC      string           `json:"congestion_control"`
 	TCP     []fct.Report     `json:"tcp_settings"`
 	Seconds float64          `json:"seconds"`
@@ -221,11 +221,11 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 			return nil, err
 		}
 	}
-	cc, err := resolveCC(cfg.CC)
+	cc, err := bed.ResolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
-	res := &GoodputResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
+	res := &GoodputResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc}
 	total := len(cfg.Arms) * len(cfg.Losses) * cfg.Runs
 	e.Printf("goodput: pair testbed %q; %d runs of iperf3 for %v (arms %s × loss rates %v × %d, %s); about %s",
 		e.Prefix, total, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Losses, cfg.Runs, cc,
@@ -235,7 +235,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 		return nil, err
 	}
 	defer tb.Down()
-	if res.TCP, err = e.paperTCP(cc); err != nil {
+	if res.TCP, err = bed.PaperTCP(e.Env, cc); err != nil {
 		return nil, err
 	}
 	e.Printf("goodput: TCP %s", tcpSummary(res.TCP[0]))
@@ -307,7 +307,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 		return nil, fmt.Errorf("h1 cannot reach h2: %w", err)
 	}
 	imp, _ := cfg.impairment(loss)
-	if err := e.withImpairer(func(im *bpf.Impairer) error {
+	if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
 		if err := im.SetImpair(imp); err != nil {
 			return err
 		}
@@ -330,7 +330,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	if err := dp.Alive(); err != nil {
 		return nil, err
 	}
-	if err := e.withImpairer(func(im *bpf.Impairer) error {
+	if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		s.FramesSeen, s.FramesDropped = st.Seen, st.Dropped
 		s.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))

@@ -176,7 +176,7 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 		return nil, err
 	}
 	defer tb.Down()
-	res := &StressResult{Config: cfg, Kernel: kernel(), Date: time.Now().UTC(), Rate: cfg.Rate}
+	res := &StressResult{Config: cfg, Kernel: report.Kernel(), Date: time.Now().UTC(), Rate: cfg.Rate}
 	arms := append([]string{"forward"}, cfg.Modes...)
 	for _, arm := range arms {
 		res.Arms = append(res.Arms, &StressArm{Name: arm})
@@ -249,11 +249,11 @@ func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bp
 			return im.ResetImpairStats()
 		}
 	}
-	err = e.withImpairer(set(imp))
+	err = bed.Impair(e.Env, "sw2", set(imp))
 	if err == nil && cfg.Both {
 		rev := imp
 		rev.Seed++
-		err = e.withImpairerOn("sw1", set(rev))
+		err = bed.Impair(e.Env, "sw1", set(rev))
 	}
 	if err != nil {
 		dp.Stop()
@@ -326,7 +326,7 @@ func (e *Env) stressSearch(ctx context.Context, arm string, cfg StressConfig) (f
 		// In the none arm, frames the link lost do not count against it.
 		impairDrops := func() (n uint64, err error) {
 			if arm == "none" {
-				err = e.withImpairer(func(im *bpf.Impairer) error {
+				err = bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
 					st, err := im.ImpairStats()
 					n = st.Dropped
 					return err
@@ -396,7 +396,7 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 		return err
 	}
 	if cfg.Both && arm != "forward" {
-		err := e.withImpairerOn("sw1", func(im *bpf.Impairer) error {
+		err := bed.Impair(e.Env, "sw1", func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			a.ReverseSeen, a.ReverseDropped = st.Seen, st.Dropped
 			return err
@@ -426,7 +426,7 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	}
 	a.EffectiveLoss = report.Ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
 	if arm != "forward" {
-		err := e.withImpairer(func(im *bpf.Impairer) error {
+		err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			a.ActualLoss = st.LossRate()
 			return err

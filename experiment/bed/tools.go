@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
 	"github.com/vishvananda/netlink"
@@ -265,4 +268,61 @@ func SetLinkUp(ns, dev string, up bool) error {
 		return fmt.Errorf("ip link set %s %s in %s: %v: %s", dev, state, ns, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// ResolveCC resolves a requested congestion control ("auto" or a name)
+// against what this kernel has.
+func ResolveCC(want string) (string, error) {
+	avail, err := fct.AvailableCongestionControl("")
+	if err != nil {
+		return "", err
+	}
+	return ChooseCC(want, avail)
+}
+
+// ChooseCC resolves a requested congestion control against the kernel's
+// available ones: "" or "auto" picks dctcp when available, else cubic; a
+// named one must be available.
+func ChooseCC(want string, avail []string) (string, error) {
+	if want == "" || want == "auto" {
+		for _, c := range []string{"dctcp", "cubic"} {
+			if slices.Contains(avail, c) {
+				return c, nil
+			}
+		}
+		if len(avail) > 0 {
+			return avail[0], nil
+		}
+		return "", errors.New("the kernel lists no congestion control algorithms")
+	}
+	if !slices.Contains(avail, want) {
+		return "", fmt.Errorf("congestion control %q is not available in this kernel (available: %s; modprobe tcp_%s may add it)",
+			want, strings.Join(avail, ", "), want)
+	}
+	return want, nil
+}
+
+// Subnet of the pair testbed's hosts (the route that carries rto_min).
+const Subnet = "10.0.0.0/24"
+
+// PaperTCP sets TCP in h1 and h2 up as the paper does (SACK, RACK/TLP,
+// rto_min 1 ms on the route, no metrics save) with congestion control cc,
+// and returns what each host got.
+func PaperTCP(e *Env, cc string) ([]fct.Report, error) {
+	var reports []fct.Report
+	for _, h := range []string{"h1", "h2"} {
+		rep, err := fct.ApplyTCPSettings(e.NS(h), "eth0", Subnet, fct.PaperTCPSettings(cc))
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, rep)
+	}
+	return reports, nil
+}
+
+// Impair runs fn on the impairment stage of link0 in switch sw (sw2's is
+// the receiving end of sw1→sw2), which the running dataplane's program
+// carries.
+func Impair(e *Env, sw string, fn func(*bpf.Impairer) error) error {
+	return ImpairDev(e, sw, "link0", fn)
 }

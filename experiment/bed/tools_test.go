@@ -2,6 +2,7 @@ package bed
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,24 @@ func TestSockperfPercentiles(t *testing.T) {
 	}
 	if got["50.000"] != 14.912 || got["99.000"] != 21.785 || len(got) != 4 {
 		t.Fatalf("parsed %v", got)
+	}
+}
+
+func TestChooseCC(t *testing.T) {
+	for _, tc := range []struct {
+		want  string
+		avail []string
+		got   string
+		err   string
+	}{
+		{"", []string{"reno", "bbr", "cubic"}, "cubic", ""},
+		{"auto", []string{"reno", "cubic", "dctcp"}, "dctcp", ""},
+		{"bbr", []string{"reno", "bbr", "cubic"}, "bbr", ""},
+		{"dctcp", []string{"reno", "bbr", "cubic"}, "", "available: reno, bbr, cubic"},
+	} {
+		got, err := ChooseCC(tc.want, tc.avail)
+		if got != tc.got || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ChooseCC(%q, %v) = %q, %v", tc.want, tc.avail, got, err)
+		}
 	}
 }

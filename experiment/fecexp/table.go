@@ -1,4 +1,4 @@
-package experiment
+package fecexp
 
 import (
 	"context"
@@ -122,11 +122,11 @@ type FECTableResult struct {
 
 // FECTable runs fec residual's veth points with FCT for every protection
 // and builds the table behind the link policy.
-func (e *Env) FECTable(ctx context.Context, cfg FECTableConfig) (*FECTableResult, error) {
+func FECTable(ctx context.Context, e *bed.Env, cfg FECTableConfig) (*FECTableResult, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	v, err := e.FECResidualVeth(ctx, cfg.veth())
+	v, err := FECResidualVeth(ctx, e, cfg.veth())
 	if err != nil {
 		return nil, err
 	}

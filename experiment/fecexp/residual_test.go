@@ -1,4 +1,4 @@
-package experiment
+package fecexp
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -110,11 +111,11 @@ func TestFECVethSummary(t *testing.T) {
 // report, not asserted beyond sanity.
 func TestFECResidualVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
+	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfr"), Progress: testWriter{t}}}
-	res, err := e.FECResidualVeth(ctx, FECVethConfig{Loss: []float64{1e-2}, Frames: 5000, Warmup: 12000, Rate: 50e6, Arms: []string{FECArmForward, FECArmFECGiven, FECArmLG}})
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfr"), Progress: bedtest.Writer{T: t}}
+	res, err := FECResidualVeth(ctx, e, FECVethConfig{Loss: []float64{1e-2}, Frames: 5000, Warmup: 12000, Rate: 50e6, Arms: []string{FECArmForward, FECArmFECGiven, FECArmLG}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package experiment
+package fecexp
 
 import (
 	"context"
@@ -166,7 +166,7 @@ type FECVethPoint struct {
 // FECVethResult is what FECResidualVeth measured.
 type FECVethResult struct {
 	Config FECVethConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	Seconds float64        `json:"seconds"`
 	Points  []FECVethPoint `json:"points"`
 	// Summary: per arm, model and loss rate the medians over runs
@@ -178,7 +178,7 @@ type FECVethResult struct {
 
 // FECResidualVeth runs every arm at every loss rate (Bernoulli, and bursty
 // with MeanBurst) on the pair testbed.
-func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethResult, error) {
+func FECResidualVeth(ctx context.Context, e *bed.Env, cfg FECVethConfig) (*FECVethResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	res := &FECVethResult{Config: cfg, RunInfo: newRunInfo()}
+	res := &FECVethResult{Config: cfg, RunInfo: report.NewRunInfo()}
 	models := []float64{0}
 	if cfg.MeanBurst > 0 {
 		models = append(models, cfg.MeanBurst)
@@ -196,16 +196,16 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 	e.Printf("fec residual: pair testbed %q; arms %s; %d loss rates × %d models × %d runs: %d points of %d datagrams (+%d warm-up) at %.0f Mbit/s, about %.0f s each",
 		e.Prefix, strings.Join(cfg.Arms, ","), len(cfg.Loss), len(models), cfg.Runs, total, cfg.Frames, cfg.Warmup, cfg.Rate/1e6, per+3)
 	// Room on the link for a parity frame after a full-size host frame.
-	tb, err := bed.UpPair(e.Env, netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fec.MaxOverhead + linkcrc.TrailerLen})
+	tb, err := bed.UpPair(e, netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fec.MaxOverhead + linkcrc.TrailerLen})
 	if err != nil {
 		return nil, err
 	}
 	defer tb.Down()
 	if cfg.FCTFlows > 0 {
-		if cfg.cc, err = resolveCC(""); err != nil {
+		if cfg.cc, err = bed.ResolveCC(""); err != nil {
 			return nil, err
 		}
-		if _, err := e.paperTCP(cfg.cc); err != nil {
+		if _, err := bed.PaperTCP(e, cfg.cc); err != nil {
 			return nil, err
 		}
 	}
@@ -219,7 +219,7 @@ func (e *Env) FECResidualVeth(ctx context.Context, cfg FECVethConfig) (*FECVethR
 						e.Printf("fec residual: [%d/%d] parity at p %g: no n reaches the target %g (skipped)", step, total, p, cfg.Target)
 						continue
 					}
-					pt, err := e.fecVethPoint(ctx, cfg, arm, p, burst, run)
+					pt, err := fecVethPoint(ctx, e, cfg, arm, p, burst, run)
 					if err != nil {
 						return nil, fmt.Errorf("fec residual %s at p %g: %w", arm, p, err)
 					}
@@ -252,7 +252,7 @@ func fecArmArgs(arm string, p, target float64, copies int) (string, []string) {
 	return "forward", nil
 }
 
-func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p, burst float64, run int) (FECVethPoint, error) {
+func fecVethPoint(ctx context.Context, e *bed.Env, cfg FECVethConfig, arm string, p, burst float64, run int) (FECVethPoint, error) {
 	pt := FECVethPoint{Arm: arm, Loss: p, Model: "bernoulli", Run: run, Scheme: arm}
 	if burst > 0 {
 		pt.Model = fmt.Sprintf("bursty(%g)", burst)
@@ -270,7 +270,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 		return pt, fmt.Errorf("h1 cannot reach h2: %w", err)
 	}
 	imp := bpf.Loss(p, burst, cfg.Seed+uint64(run))
-	if err := e.withImpairer(func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 		return pt, err
 	}
 	counters := func() (link, host bed.IfCounters, err error) {
@@ -298,7 +298,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	if err != nil {
 		return pt, err
 	}
-	if err := e.withImpairer(func(im *bpf.Impairer) error { return im.ResetImpairStats() }); err != nil {
+	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error { return im.ResetImpairStats() }); err != nil {
 		return pt, err
 	}
 	fl := bed.UDPFlow{Name: "measured", From: e.NS("h1"), To: to, Rate: cfg.Rate, Payload: cfg.Payload, Bytes: int64(cfg.Frames) * int64(cfg.Payload)}
@@ -313,7 +313,7 @@ func (e *Env) fecVethPoint(ctx context.Context, cfg FECVethConfig, arm string, p
 	if err != nil {
 		return pt, err
 	}
-	if err := e.withImpairer(func(im *bpf.Impairer) error {
+	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		pt.LinkLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
 		return err
@@ -542,7 +542,7 @@ func (r *FECVethResult) Text() string {
 			fecMinEvents, lo, s["fec_ratio_max"], map[bool]string{true: "all", false: "NOT all"}[s["fec_within_2x"] == true])
 	}
 	if v, ok := s["fec_check_residual"].(float64); ok {
-		fmt.Fprintf(&b, "fec --fec-target 1e-3 at p 3e-3: residual %.3g (≤ 2e-3), overhead %.3f (≤ 1.12): %s\n", v, s["fec_check_overhead"], okWord(s["pass"] == true))
+		fmt.Fprintf(&b, "fec --fec-target 1e-3 at p 3e-3: residual %.3g (≤ 2e-3), overhead %.3f (≤ 1.12): %s\n", v, s["fec_check_overhead"], report.MetWord(s["pass"] == true))
 	}
 	if f, _ := s["failed"].([]string); len(f) > 0 {
 		fmt.Fprintf(&b, "out of target: %s\n", strings.Join(f, "; "))

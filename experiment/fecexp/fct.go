@@ -1,4 +1,4 @@
-package experiment
+package fecexp
 
 import (
 	"context"
@@ -93,7 +93,7 @@ func (c *FECFCTConfig) Normalize() error {
 	if c.Warmup < 0 {
 		c.Warmup = 0
 	}
-	if err := normalizeGray("fec fct", &c.Loss, &c.Burst, &c.Gray); err != nil {
+	if err := bed.NormalizeGray("fec fct", &c.Loss, &c.Burst, &c.Gray); err != nil {
 		return err
 	}
 	if c.Short == 0 {
@@ -125,14 +125,14 @@ func (c *FECFCTConfig) FlowsFor(i int) int {
 // dscp is the DSCP of flows of size (EF up to Short).
 func (c *FECFCTConfig) dscp(size int64) int {
 	if size <= c.Short {
-		return classesDSCP
+		return bed.ClassesDSCP
 	}
 	return 0
 }
 
 // bedRun is what arm runs on the bundle's switches.
 func (c *FECFCTConfig) bedRun(arm string) bed.BedRun {
-	classes := []string{"--cells-loss-classes", "default", "--cells-class-map", classesMap}
+	classes := []string{"--cells-loss-classes", "default", "--cells-class-map", bed.ClassesMap}
 	r := bed.BedRun{Mode: bed.ModeCells}
 	switch arm {
 	case FECFCTNone:
@@ -142,7 +142,7 @@ func (c *FECFCTConfig) bedRun(arm string) bed.BedRun {
 	case FECFCTClassesXOR:
 		r.Args = append([]string{"--cells-link-mode", "fec", "--fec-target", strconv.FormatFloat(c.FECTarget, 'g', -1, 64)}, classes...)
 	case FECFCTLG:
-		gray := bundleLinks[c.Gray[0]]
+		gray := bed.BundleLinks[c.Gray[0]]
 		r.Mode = "lg"
 		r.SwitchArgs = map[string][]string{"sw1": {"--link-port", gray}, "sw2": {"--link-port", gray}}
 	case FECFCTCellsLG:
@@ -166,7 +166,7 @@ type FECFCTRun struct {
 // FECFCTResult is `linkfabric fec fct`'s report. Flows go to CSV.
 type FECFCTResult struct {
 	Config FECFCTConfig `json:"config"`
-	RunInfo
+	report.RunInfo
 	CC      string      `json:"congestion_control"`
 	Seconds float64     `json:"seconds"`
 	Runs    []FECFCTRun `json:"runs"`
@@ -187,7 +187,7 @@ type FECFCTResult struct {
 // FECFCT runs `linkfabric fec fct` on a bundle testbed: per run and arm,
 // fresh dataplanes twice (clean, then with the gray links lossy), each
 // time TCP flows of every size from h1 to h2, one connection each.
-func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, error) {
+func FECFCT(ctx context.Context, e *bed.Env, cfg FECFCTConfig) (*FECFCTResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err
@@ -195,11 +195,11 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	cc, err := resolveCC(cfg.CC)
+	cc, err := bed.ResolveCC(cfg.CC)
 	if err != nil {
 		return nil, err
 	}
-	res := &FECFCTResult{Config: cfg, RunInfo: newRunInfo(), CC: cc}
+	res := &FECFCTResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc}
 	var counts []string
 	for i, s := range cfg.Sizes {
 		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))
@@ -211,7 +211,7 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 		return nil, err
 	}
 	defer b.Down()
-	if _, err := e.paperTCP(cc); err != nil {
+	if _, err := bed.PaperTCP(e, cc); err != nil {
 		return nil, err
 	}
 	total, i := 2*len(cfg.Arms)*cfg.Runs, 0
@@ -222,8 +222,8 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 					return res, ctx.Err()
 				}
 				i++
-				e.Printf("fec fct: [%d/%d] %s %s run %d: %s", i, total, arm, lossyWord(lossy), run, fecFCTWhat[arm])
-				r, fl := e.fecFCTOnce(ctx, b, arm, run, lossy, &cfg, cc)
+				e.Printf("fec fct: [%d/%d] %s %s run %d: %s", i, total, arm, report.LossyWord(lossy), run, fecFCTWhat[arm])
+				r, fl := fecFCTOnce(ctx, e, b, arm, run, lossy, &cfg, cc)
 				res.Runs = append(res.Runs, r)
 				res.Flows = append(res.Flows, fl...)
 				if r.Error != "" {
@@ -241,7 +241,7 @@ func (e *Env) FECFCT(ctx context.Context, cfg FECFCTConfig) (*FECFCTResult, erro
 	return res, nil
 }
 
-func (e *Env) fecFCTOnce(ctx context.Context, b *bed.Bed, arm string, run int, lossy bool, cfg *FECFCTConfig, cc string) (r FECFCTRun, flows []fct.Flow) {
+func fecFCTOnce(ctx context.Context, e *bed.Env, b *bed.Bed, arm string, run int, lossy bool, cfg *FECFCTConfig, cc string) (r FECFCTRun, flows []fct.Flow) {
 	r = FECFCTRun{Arm: arm, Run: run, Lossy: lossy}
 	fail := func(err error) (FECFCTRun, []fct.Flow) {
 		r.Error = err.Error()
@@ -254,13 +254,13 @@ func (e *Env) fecFCTOnce(ctx context.Context, b *bed.Bed, arm string, run int, l
 	gray := map[string]bool{}
 	for k, l := range cfg.Gray {
 		if lossy {
-			gray[bundleLinks[l]] = true
+			gray[bed.BundleLinks[l]] = true
 		}
 		imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Seed: cfg.Seed}
 		if lossy {
 			imp = bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(100*run+k))
 		}
-		if err := bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		if err := bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
 			if err := im.SetImpair(imp); err != nil {
 				return err
 			}
@@ -270,12 +270,12 @@ func (e *Env) fecFCTOnce(ctx context.Context, b *bed.Bed, arm string, run int, l
 		}
 	}
 	if arm == FECFCTClasses || arm == FECFCTClassesXOR {
-		if _, err := e.waitClasses(ctx, ClassesArmOn, gray, cfg.Settle); err != nil {
+		if _, err := bed.WaitClasses(ctx, e, true, gray, cfg.Settle); err != nil {
 			return fail(err)
 		}
 	}
 	h1, h2 := b.Hosts[0], b.Hosts[1]
-	label := fmt.Sprintf("%s/%s/r%d", arm, lossyWord(lossy), run)
+	label := fmt.Sprintf("%s/%s/r%d", arm, report.LossyWord(lossy), run)
 	for i, size := range cfg.Sizes {
 		fl, err := fct.RunBuiltin(ctx, fct.BuiltinConfig{
 			Arm: label, ServerNS: b.TB.NS(h2.Name), ClientNS: b.TB.NS(h1.Name), ServerAddr: h2.Addr + ":0",
@@ -292,7 +292,7 @@ func (e *Env) fecFCTOnce(ctx context.Context, b *bed.Bed, arm string, run int, l
 		return fail(err)
 	}
 	for _, l := range cfg.Gray {
-		bed.ImpairDev(e.Env, "sw2", bundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.Dropped += st.Dropped
 			return err
@@ -399,7 +399,7 @@ func (res *FECFCTResult) Text() string {
 	}
 	for _, r := range res.Runs {
 		if r.Error != "" {
-			fmt.Fprintf(&b, "error: %s %s run %d: %s\n", r.Arm, lossyWord(r.Lossy), r.Run, r.Error)
+			fmt.Fprintf(&b, "error: %s %s run %d: %s\n", r.Arm, report.LossyWord(r.Lossy), r.Run, r.Error)
 		}
 	}
 	return b.String()

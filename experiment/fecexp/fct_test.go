@@ -1,4 +1,4 @@
-package experiment
+package fecexp
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -34,7 +35,7 @@ func TestFECFCTConfig(t *testing.T) {
 	if err := c.Normalize(); err != nil || len(c.Arms) != 5 || len(c.Sizes) != 4 || c.FlowsFor(3) != 8 {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	if c.dscp(10_000) != classesDSCP || c.dscp(1_000_000) != 0 {
+	if c.dscp(10_000) != bed.ClassesDSCP || c.dscp(1_000_000) != 0 {
 		t.Fatal("DSCP by size")
 	}
 	if r := c.bedRun(FECFCTClassesXOR); r.Mode != bed.ModeCells || !strings.Contains(strings.Join(r.Args, " "), "--cells-link-mode fec --fec-target 0.001 --cells-loss-classes default --cells-class-map 5=1") {
@@ -89,11 +90,11 @@ func TestFECFCTSummary(t *testing.T) {
 // A small veth run: two arms, one run, two sizes; the files are written.
 func TestFECFCTVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
+	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfs"), Progress: testWriter{t}}}
-	res, err := e.FECFCT(ctx, FECFCTConfig{Arms: []string{FECFCTNone, FECFCTClasses}, Runs: 1, Sizes: []int64{10_000, 1_000_000}, Flows: []int{20, 4}})
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfs"), Progress: bedtest.Writer{T: t}}
+	res, err := FECFCT(ctx, e, FECFCTConfig{Arms: []string{FECFCTNone, FECFCTClasses}, Runs: 1, Sizes: []int64{10_000, 1_000_000}, Flows: []int{20, 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
