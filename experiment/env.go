@@ -1,14 +1,15 @@
-// Package experiment runs linkfabric's experiments on a testbed: it starts the
-// dataplane processes, runs traffic tools (iperf3, sockperf, the frame
-// generator) in the hosts' namespaces, and collects and reports the results.
-// Command-line parsing stays in cmd/linkfabric; the logic lives here.
+// Package experiment holds the cells and TDMA experiments; the testbed they
+// share is package bed, and the other mechanisms' experiments have their own
+// packages (lgexp, fecexp). Command-line parsing stays in cmd/linkfabric.
 package experiment
 
 import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 )
 
-// Env is the testbed environment of the experiments in this package.
+// Env is the testbed environment of the experiments in this package; its
+// methods are the experiments. The unexported names below keep their calls
+// as they were before the testbed moved to package bed.
 type Env struct{ *bed.Env }
 
 func (e *Env) defaults() error { return e.Defaults() }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
-	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
@@ -213,7 +212,7 @@ func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []
 			fmt.Fprintf(out, "testbed %s removed\n", prefix)
 		}
 	}()
-	env := &experiment.Env{Env: &bed.Env{Prefix: prefix, Log: log}}
+	env := &bed.Env{Prefix: prefix, Log: log}
 	runs := bed.SwitchRuns(prefix, r.where, switches, r.mode, r.extra)
 	if !r.json {
 		fmt.Fprintf(out, "starting %d dataplanes (mode %s) ...\n", len(runs), r.mode)

@@ -79,7 +79,7 @@ type Latency struct {
 var percentileRE = regexp.MustCompile(`percentile (\d+\.\d+) =\s+([0-9.]+)`)
 
 // Sockperf runs UDP ping-pong h1→h2 with 64-byte messages for d.
-func (e *Env) Sockperf(ctx context.Context, d time.Duration) (Latency, error) {
+func Sockperf(ctx context.Context, e *Env, d time.Duration) (Latency, error) {
 	stop, err := Server(ctx, e, e.NS("h2"), "sockperf", "server", "-i", H2Addr, "-p", "11111")
 	if err != nil {
 		return Latency{}, err
@@ -131,7 +131,7 @@ func Link(ns, dev string) (netlink.Link, error) {
 // FrameRate sends frames of size bytes from h1 as fast as they go for d and
 // returns how many per second reached h2 (its eth0 receive counter), and how
 // many per second the generator sent.
-func (e *Env) FrameRate(ctx context.Context, size int, d time.Duration) (delivered, offered float64, err error) {
+func FrameRate(ctx context.Context, e *Env, size int, d time.Duration) (delivered, offered float64, err error) {
 	src, err := Link(e.NS("h1"), "eth0")
 	if err != nil {
 		return 0, 0, err

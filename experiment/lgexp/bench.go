@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -92,7 +92,7 @@ type benchArm struct {
 
 // Bench measures the Linux bridge and the dataplane in forward mode on one
 // testbed, interleaving the arms in every run so that drift hits all alike.
-func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
+func Bench(ctx context.Context, e *bed.Env, cfg BenchConfig) (*BenchResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 		for i, a := range arms {
 			step++
 			e.Printf("bench: [%d/%d] run %d, %s", step, total, run+1, a.name)
-			s, err := e.benchOnce(ctx, tb, a, cfg)
+			s, err := benchOnce(ctx, e, tb, a, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("bench %s run %d: %w", a.name, run+1, err)
 			}
@@ -180,7 +180,7 @@ func (e *Env) Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) 
 // armNoWakeup is the AF_XDP arm without XDP_USE_NEED_WAKEUP.
 const armNoWakeup = "forward-afxdp-nowakeup"
 
-func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg BenchConfig) (BenchSample, error) {
+func benchOnce(ctx context.Context, e *bed.Env, tb *netns.Testbed, a benchArm, cfg BenchConfig) (BenchSample, error) {
 	if err := tb.SetForwarding(a.fw); err != nil {
 		return BenchSample{}, err
 	}
@@ -194,7 +194,7 @@ func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg 
 	var before [2]fastPathCounts
 	if a.xdp {
 		var err error
-		if before, err = e.waitFastPath(ctx); err != nil {
+		if before, err = waitFastPath(e, ctx); err != nil {
 			return BenchSample{}, err
 		}
 	}
@@ -210,17 +210,17 @@ func (e *Env) benchOnce(ctx context.Context, tb *netns.Testbed, a benchArm, cfg 
 		return s, err
 	}
 	s.TCPGbps, s.TCPRetrans = ip.Gbps, float64(ip.Retransmits)
-	if s.FramesPerS, s.OfferedPerS, err = e.FrameRate(ctx, cfg.FrameSize, min(cfg.Duration, 3*time.Second)); err != nil {
+	if s.FramesPerS, s.OfferedPerS, err = bed.FrameRate(ctx, e, cfg.FrameSize, min(cfg.Duration, 3*time.Second)); err != nil {
 		return s, err
 	}
-	lat, err := e.Sockperf(ctx, min(cfg.Duration, 3*time.Second))
+	lat, err := bed.Sockperf(ctx, e, min(cfg.Duration, 3*time.Second))
 	if err != nil {
 		return s, err
 	}
 	s.LatP50us, s.LatP99us = lat.P50, lat.P99
 	kernel := ""
 	if a.xdp {
-		if s.KernelShare, err = e.kernelShare(ctx, before); err != nil {
+		if s.KernelShare, err = kernelShare(ctx, e, before); err != nil {
 			return s, err
 		}
 		kernel = fmt.Sprintf("  (%.4f of the frames on the XDP fast path)", s.KernelShare)
@@ -256,7 +256,7 @@ func (c *fastPathCounts) frames() (rx, kernel uint64) {
 // waitFastPath waits until both directions of sw1 and sw2 take the XDP fast
 // path (a switch started before its peer waits on AF_XDP until the peer's
 // program takes redirected frames) and returns their counters.
-func (e *Env) waitFastPath(ctx context.Context) ([2]fastPathCounts, error) {
+func waitFastPath(e *bed.Env, ctx context.Context) ([2]fastPathCounts, error) {
 	var c [2]fastPathCounts
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -288,7 +288,7 @@ func (e *Env) waitFastPath(ctx context.Context) ([2]fastPathCounts, error) {
 
 // kernelShare is the share of the frames sw1 and sw2 received since before
 // that the fast path carried.
-func (e *Env) kernelShare(ctx context.Context, before [2]fastPathCounts) (float64, error) {
+func kernelShare(ctx context.Context, e *bed.Env, before [2]fastPathCounts) (float64, error) {
 	var rx, kernel uint64
 	for i, sw := range []string{"sw1", "sw2"} {
 		var now fastPathCounts

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -122,7 +122,7 @@ type StressResult struct {
 }
 
 // Stress runs the stress experiment on a fresh pair testbed.
-func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, error) {
+func Stress(ctx context.Context, e *bed.Env, cfg StressConfig) (*StressResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	// Capacity: rounds over all arms, so drift hits every arm alike.
 	for round := 0; round < cfg.CapacityRuns; round++ {
 		for _, a := range res.Arms {
-			if err := e.stressCapacity(ctx, a, cfg, imp, round); err != nil {
+			if err := stressCapacity(ctx, e, a, cfg, imp, round); err != nil {
 				return nil, fmt.Errorf("stress %s: %w", a.Name, err)
 			}
 		}
@@ -199,7 +199,7 @@ func (e *Env) Stress(ctx context.Context, cfg StressConfig) (*StressResult, erro
 	for _, a := range res.Arms {
 		a.EffectiveSpeed = report.Ratio(a.CapacityFPS, res.Arms[0].CapacityFPS)
 		a.FloodSpeed = report.Ratio(a.FloodFPS, res.Arms[0].FloodFPS)
-		if err := e.stressLoss(ctx, a, cfg, imp, res.Rate); err != nil {
+		if err := stressLoss(ctx, e, a, cfg, imp, res.Rate); err != nil {
 			return nil, fmt.Errorf("stress %s: %w", a.Name, err)
 		}
 	}
@@ -229,7 +229,7 @@ func stressArgs(arm string, cfg StressConfig) (string, []string, error) {
 
 // startArm starts the arm's dataplanes with its impairment on sw1→sw2
 // (applied by sw2's link port program, XDP on receive); none for forward.
-func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bpf.ImpairConfig) (*bed.Dataplanes, error) {
+func startArm(ctx context.Context, e *bed.Env, arm string, cfg StressConfig, imp bpf.ImpairConfig) (*bed.Dataplanes, error) {
 	mode, args, err := stressArgs(arm, cfg)
 	if err != nil {
 		return nil, err
@@ -249,11 +249,11 @@ func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bp
 			return im.ResetImpairStats()
 		}
 	}
-	err = bed.Impair(e.Env, "sw2", set(imp))
+	err = bed.Impair(e, "sw2", set(imp))
 	if err == nil && cfg.Both {
 		rev := imp
 		rev.Seed++
-		err = bed.Impair(e.Env, "sw1", set(rev))
+		err = bed.Impair(e, "sw1", set(rev))
 	}
 	if err != nil {
 		dp.Stop()
@@ -264,8 +264,8 @@ func (e *Env) startArm(ctx context.Context, arm string, cfg StressConfig, imp bp
 
 // stressCapacity measures one capacity sample of arm a: frames/s delivered
 // while h1 sends as fast as it can.
-func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig, imp bpf.ImpairConfig, round int) error {
-	dp, err := e.startArm(ctx, a.Name, cfg, imp)
+func stressCapacity(ctx context.Context, e *bed.Env, a *StressArm, cfg StressConfig, imp bpf.ImpairConfig, round int) error {
+	dp, err := startArm(ctx, e, a.Name, cfg, imp)
 	if err != nil {
 		return err
 	}
@@ -273,16 +273,16 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 	var fps float64
 	if cfg.Method == "flood" {
 		e.Printf("stress: capacity round %d/%d, %s: %v at full speed", round+1, cfg.CapacityRuns, a.Name, cfg.Capacity)
-		if fps, err = e.stressFlood(ctx, 1, cfg.Size, cfg.Capacity); err != nil {
+		if fps, err = stressFlood(ctx, e, 1, cfg.Size, cfg.Capacity); err != nil {
 			return err
 		}
 	} else {
 		e.Printf("stress: capacity round %d/%d, %s: highest rate with at most %g of frames missing, %d trials of %v",
 			round+1, cfg.CapacityRuns, a.Name, cfg.Tolerance, cfg.SearchSteps, cfg.Capacity)
-		if fps, err = e.stressSearch(ctx, a.Name, cfg); err != nil {
+		if fps, err = stressSearch(ctx, e, a.Name, cfg); err != nil {
 			return err
 		}
-		flood, err := e.stressFlood(ctx, 3, cfg.Size, floodTime)
+		flood, err := stressFlood(ctx, e, 3, cfg.Size, floodTime)
 		if err != nil {
 			return err
 		}
@@ -305,8 +305,8 @@ func (e *Env) stressCapacity(ctx context.Context, a *StressArm, cfg StressConfig
 
 // stressFlood returns the frames/s of stream delivered to h2 while h1 sends
 // as fast as it can for d.
-func (e *Env) stressFlood(ctx context.Context, stream uint32, size int, d time.Duration) (float64, error) {
-	r, err := e.sendAndSink(ctx, stream, 0, size, 0, d)
+func stressFlood(ctx context.Context, e *bed.Env, stream uint32, size int, d time.Duration) (float64, error) {
+	r, err := sendAndSink(ctx, e, stream, 0, size, 0, d)
 	if err != nil {
 		return 0, err
 	}
@@ -318,7 +318,7 @@ const floodTime = 2 * time.Second
 
 // stressSearch bisects [0, cfg.SearchMax] for the highest rate at which arm
 // (running) delivers all but cfg.Tolerance of a trial's frames.
-func (e *Env) stressSearch(ctx context.Context, arm string, cfg StressConfig) (float64, error) {
+func stressSearch(ctx context.Context, e *bed.Env, arm string, cfg StressConfig) (float64, error) {
 	step := 0
 	return bisect(cfg.SearchMax, cfg.SearchSteps, func(rate float64) (float64, bool, error) {
 		step++
@@ -326,7 +326,7 @@ func (e *Env) stressSearch(ctx context.Context, arm string, cfg StressConfig) (f
 		// In the none arm, frames the link lost do not count against it.
 		impairDrops := func() (n uint64, err error) {
 			if arm == "none" {
-				err = bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
+				err = bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
 					st, err := im.ImpairStats()
 					n = st.Dropped
 					return err
@@ -338,7 +338,7 @@ func (e *Env) stressSearch(ctx context.Context, arm string, cfg StressConfig) (f
 		if err != nil {
 			return 0, false, err
 		}
-		r, err := e.sendAndSink(ctx, uint32(10+step), count, cfg.Size, rate, 0)
+		r, err := sendAndSink(ctx, e, uint32(10+step), count, cfg.Size, rate, 0)
 		if err != nil {
 			return 0, false, err
 		}
@@ -383,20 +383,20 @@ func bisect(max float64, steps int, trial func(rate float64) (achieved float64, 
 
 // stressLoss runs the loss phase of arm a: cfg.Frames numbered frames at
 // rate, each checked on h2.
-func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, imp bpf.ImpairConfig, rate float64) error {
+func stressLoss(ctx context.Context, e *bed.Env, a *StressArm, cfg StressConfig, imp bpf.ImpairConfig, rate float64) error {
 	arm := a.Name
-	dp, err := e.startArm(ctx, arm, cfg, imp)
+	dp, err := startArm(ctx, e, arm, cfg, imp)
 	if err != nil {
 		return err
 	}
 	defer dp.Stop()
 	e.Printf("stress: %s: %d frames at %.0f frames/s", arm, cfg.Frames, rate)
-	r, err := e.sendAndSink(ctx, 2, cfg.Frames, cfg.Size, rate, 0)
+	r, err := sendAndSink(ctx, e, 2, cfg.Frames, cfg.Size, rate, 0)
 	if err != nil {
 		return err
 	}
 	if cfg.Both && arm != "forward" {
-		err := bed.Impair(e.Env, "sw1", func(im *bpf.Impairer) error {
+		err := bed.Impair(e, "sw1", func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			a.ReverseSeen, a.ReverseDropped = st.Seen, st.Dropped
 			return err
@@ -426,7 +426,7 @@ func (e *Env) stressLoss(ctx context.Context, a *StressArm, cfg StressConfig, im
 	}
 	a.EffectiveLoss = report.Ratio(float64(a.LinkLost), float64(a.Sent-min(a.IngressDrops, a.Sent)))
 	if arm != "forward" {
-		err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
+		err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			a.ActualLoss = st.LossRate()
 			return err
@@ -478,7 +478,7 @@ type sendResult struct {
 
 // sendAndSink sends count frames (or for d) of stream from h1 and receives
 // them on h2.
-func (e *Env) sendAndSink(ctx context.Context, stream uint32, count uint64, size int, rate float64, d time.Duration) (sendResult, error) {
+func sendAndSink(ctx context.Context, e *bed.Env, stream uint32, count uint64, size int, rate float64, d time.Duration) (sendResult, error) {
 	var res sendResult
 	src, err := bed.Link(e.NS("h1"), "eth0")
 	if err != nil {

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -208,7 +208,7 @@ func goodputRunRatios(samples []*GoodputSample, cfg GoodputConfig) []GoodputRunR
 
 // Goodput measures iperf3 goodput of one long TCP flow h1→h2 for every arm
 // and loss rate, each on freshly started dataplanes, on one pair testbed.
-func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, error) {
+func Goodput(ctx context.Context, e *bed.Env, cfg GoodputConfig) (*GoodputResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 		return nil, err
 	}
 	defer tb.Down()
-	if res.TCP, err = bed.PaperTCP(e.Env, cc); err != nil {
+	if res.TCP, err = bed.PaperTCP(e, cc); err != nil {
 		return nil, err
 	}
 	e.Printf("goodput: TCP %s", tcpSummary(res.TCP[0]))
@@ -256,7 +256,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 			arm, loss := c.arm, c.loss
 			step++
 			e.Printf("goodput: [%d/%d] %s at loss %s, run %d", step, total, arm, fct.FormatLossRate(loss), run)
-			s, err := e.goodputOnce(ctx, arm, loss, cfg, cc)
+			s, err := goodputOnce(ctx, e, arm, loss, cfg, cc)
 			if err != nil {
 				return nil, fmt.Errorf("goodput %s at loss %g: %w", arm, loss, err)
 			}
@@ -282,7 +282,7 @@ func (e *Env) Goodput(ctx context.Context, cfg GoodputConfig) (*GoodputResult, e
 	return res, nil
 }
 
-func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg GoodputConfig, cc string) (*GoodputSample, error) {
+func goodputOnce(ctx context.Context, e *bed.Env, arm string, loss float64, cfg GoodputConfig, cc string) (*GoodputSample, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -307,7 +307,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 		return nil, fmt.Errorf("h1 cannot reach h2: %w", err)
 	}
 	imp, _ := cfg.impairment(loss)
-	if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
+	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
 		if err := im.SetImpair(imp); err != nil {
 			return err
 		}
@@ -330,7 +330,7 @@ func (e *Env) goodputOnce(ctx context.Context, arm string, loss float64, cfg Goo
 	if err := dp.Alive(); err != nil {
 		return nil, err
 	}
-	if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
+	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		s.FramesSeen, s.FramesDropped = st.Seen, st.Dropped
 		s.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -19,8 +20,8 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	self := buildSelf(t)
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfk"), Progress: testWriter{t}}}
+	self := bedtest.Self(t)
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfk"), Progress: bedtest.Writer{T: t}}
 	// Resumed here means carrying data again: at least the sampler's floor
 	// (80 KiB/s) in every fifth of 500 ms. A share of the rate before is a
 	// figure (the command's quarter): on a busy machine one direction came
@@ -30,7 +31,7 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 		Flap: 2 * time.Second, UDPLoss: 1e-2, UDPTime: 2 * time.Second, ResumeShare: 1e-6}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := e.Chaos(ctx, cfg)
+	res, err := Chaos(ctx, e, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -31,7 +31,7 @@ const deadWatch = 3 * time.Second
 // watchPeerDead reads sw's link session every 10 ms from now until it
 // leaves up, and returns how long that took (ms; -1 if it did not within
 // deadWatch) and how much its count of dead-peer timeouts rose.
-func (e *Env) watchPeerDead(ctx context.Context, sw string) (ms float64, timeouts uint64) {
+func watchPeerDead(ctx context.Context, e *bed.Env, sw string) (ms float64, timeouts uint64) {
 	start := time.Now()
 	var first uint64
 	firstRead := false
@@ -67,7 +67,7 @@ type HostileSent struct {
 // its own MAC as the source, to the other switch's link port: frames the
 // other end must count and drop, or handle as the protocol says, without
 // stopping.
-func (e *Env) sendHostile(sw string, n int, seed uint64) (*HostileSent, error) {
+func sendHostile(e *bed.Env, sw string, n int, seed uint64) (*HostileSent, error) {
 	peer, err := bed.Link(e.NS(otherSwitch(sw)), "link0")
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -184,7 +184,7 @@ type ChaosResult struct {
 // applies each fault in turn: it reports how long TCP took to carry data
 // again, whether the dataplanes lived, and whether UDP through the link
 // afterwards lost anything or arrived out of order.
-func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
+func Chaos(ctx context.Context, e *bed.Env, cfg ChaosConfig) (*ChaosResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 		return nil, err
 	}
 	defer tb.Down()
-	if _, err := bed.PaperTCP(e.Env, cc); err != nil {
+	if _, err := bed.PaperTCP(e, cc); err != nil {
 		return nil, err
 	}
 	dp, err := e.StartDataplanes(ctx, cfg.Mode, cfg.RunArgs...)
@@ -217,7 +217,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 			return res, ctx.Err()
 		}
 		e.Printf("chaos: [%d/%d] %s", i+1, len(cfg.Events), ev)
-		r := e.chaosEvent(ctx, dp, ev, cfg, cc)
+		r := chaosEvent(ctx, e, dp, ev, cfg, cc)
 		res.Events = append(res.Events, r)
 		e.Printf("chaos: [%d/%d] %s", i+1, len(cfg.Events), r.line())
 		if !r.Alive {
@@ -227,7 +227,7 @@ func (e *Env) Chaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) 
 	return res, nil
 }
 
-func (e *Env) chaosEvent(ctx context.Context, dp *bed.Dataplanes, ev string, cfg ChaosConfig, cc string) *ChaosEvent {
+func chaosEvent(ctx context.Context, e *bed.Env, dp *bed.Dataplanes, ev string, cfg ChaosConfig, cc string) *ChaosEvent {
 	r := &ChaosEvent{Event: ev, ResumeMs: [2]float64{-1, -1}, FirstMs: [2]float64{-1, -1}}
 	fail := func(err error) *ChaosEvent {
 		r.Error = err.Error()
@@ -240,12 +240,12 @@ func (e *Env) chaosEvent(ctx context.Context, dp *bed.Dataplanes, ev string, cfg
 	if err != nil {
 		return fail(fmt.Errorf("before %s, h1 cannot reach h2: %w", ev, err))
 	}
-	stopTCP, err := e.tcpBothWays(ctx, cc, cfg.Settle+cfg.Watch+30*time.Second)
+	stopTCP, err := tcpBothWays(ctx, e, cc, cfg.Settle+cfg.Watch+30*time.Second)
 	if err != nil {
 		return fail(err)
 	}
 	defer stopTCP()
-	s, err := e.sampleRx(ctx)
+	s, err := sampleRx(e, ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -259,7 +259,7 @@ func (e *Env) chaosEvent(ctx context.Context, dp *bed.Dataplanes, ev string, cfg
 		if err := dp.Kill(sw); err != nil {
 			return fail(err)
 		}
-		r.PeerDeadMs, r.PeerTimeouts = e.watchPeerDead(ctx, otherSwitch(sw))
+		r.PeerDeadMs, r.PeerTimeouts = watchPeerDead(ctx, e, otherSwitch(sw))
 		if err := dp.Restart(sw); err != nil {
 			return fail(err)
 		}
@@ -274,7 +274,7 @@ func (e *Env) chaosEvent(ctx context.Context, dp *bed.Dataplanes, ev string, cfg
 		}
 		end = time.Now()
 	case strings.HasPrefix(ev, "hostile-"):
-		h, err := e.sendHostile(otherSwitch(sw), cfg.Hostile, 1)
+		h, err := sendHostile(e, otherSwitch(sw), cfg.Hostile, 1)
 		if err != nil {
 			return fail(err)
 		}
@@ -301,13 +301,13 @@ func (e *Env) chaosEvent(ctx context.Context, dp *bed.Dataplanes, ev string, cfg
 		r.Error = dp.Alive().Error()
 		return r
 	}
-	r.UDP = e.udpCheck(ctx, cfg)
+	r.UDP = udpCheck(ctx, e, cfg)
 	return r
 }
 
 // tcpBothWays runs one iperf3 TCP connection with --bidir from h1 to h2.
-func (e *Env) tcpBothWays(ctx context.Context, cc string, d time.Duration) (stop func(), err error) {
-	stopSrv, err := bed.Server(ctx, e.Env, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5202")
+func tcpBothWays(ctx context.Context, e *bed.Env, cc string, d time.Duration) (stop func(), err error) {
+	stopSrv, err := bed.Server(ctx, e, e.NS("h2"), "iperf3", "-s", "-1", "-p", "5202")
 	if err != nil {
 		return nil, err
 	}
@@ -330,11 +330,11 @@ func (e *Env) tcpBothWays(ctx context.Context, cc string, d time.Duration) (stop
 
 // udpCheck runs UDP from h1 to h2 with the configured loss on both link
 // directions (the impairment stage of each switch's running dataplane).
-func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
+func udpCheck(ctx context.Context, e *bed.Env, cfg ChaosConfig) (u UDPCheck) {
 	imp := bpf.Loss(cfg.UDPLoss, 0, 7)
 	imp.FlipProb = cfg.UDPFlip
 	for _, sw := range []string{"sw1", "sw2"} {
-		if err := bed.Impair(e.Env, sw, func(im *bpf.Impairer) error {
+		if err := bed.Impair(e, sw, func(im *bpf.Impairer) error {
 			if err := im.SetImpair(imp); err != nil {
 				return err
 			}
@@ -346,7 +346,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 	}
 	defer func() {
 		for _, sw := range []string{"sw1", "sw2"} {
-			bed.Impair(e.Env, sw, func(im *bpf.Impairer) error {
+			bed.Impair(e, sw, func(im *bpf.Impairer) error {
 				st, err := im.ImpairStats()
 				u.LinkDropped += st.Dropped
 				u.LinkFlipped += st.Flipped
@@ -358,7 +358,7 @@ func (e *Env) udpCheck(ctx context.Context, cfg ChaosConfig) (u UDPCheck) {
 		}
 	}()
 	snmp0, _ := netns.SNMPAll(e.NS("h2"))
-	r, err := bed.UDPRun(ctx, e.Env, 5203, cfg.UDPRate, max(cfg.UDPTime, time.Second), nil)
+	r, err := bed.UDPRun(ctx, e, 5203, cfg.UDPRate, max(cfg.UDPTime, time.Second), nil)
 	if err != nil {
 		u.Error = err.Error()
 		return u
@@ -382,7 +382,7 @@ type rxSampler struct {
 
 const sampleEvery = 10 * time.Millisecond
 
-func (e *Env) sampleRx(ctx context.Context) (*rxSampler, error) {
+func sampleRx(e *bed.Env, ctx context.Context) (*rxSampler, error) {
 	s := &rxSampler{done: make(chan struct{})}
 	read := func() ([2]uint64, error) {
 		var b [2]uint64

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -235,7 +235,7 @@ type FCTResult struct {
 
 // FCT runs the flow-completion-time experiment on a fresh pair testbed: for
 // each arm in turn, short TCP flows from h1 to h2, one connection each.
-func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
+func FCT(ctx context.Context, e *bed.Env, cfg FCTConfig) (*FCTResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err
@@ -270,7 +270,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	}
 	defer tb.Down()
 
-	reports, err := bed.PaperTCP(e.Env, cc)
+	reports, err := bed.PaperTCP(e, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 			} else {
 				e.Printf("fct: [%d/%d] %s: %s", step, steps, arm, fctArmWhat[arm])
 			}
-			a, fl, err := e.fctArm(ctx, tb, arm, rc, cc)
+			a, fl, err := fctArm(ctx, e, tb, arm, rc, cc)
 			if err != nil {
 				return nil, fmt.Errorf("fct %s: %w", arm, err)
 			}
@@ -342,7 +342,7 @@ func (e *Env) FCT(ctx context.Context, cfg FCTConfig) (*FCTResult, error) {
 	return res, nil
 }
 
-func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCTConfig, cc string) (*FCTArm, []fct.Flow, error) {
+func fctArm(ctx context.Context, e *bed.Env, tb *netns.Testbed, arm string, cfg FCTConfig, cc string) (*FCTArm, []fct.Flow, error) {
 	a := &FCTArm{Name: arm, What: fctArmWhat[arm]}
 	fw := netns.ForwardingNone
 	if arm == "kernel" {
@@ -389,7 +389,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		if lossless {
 			c = bpf.ImpairConfig{Model: bpf.Bernoulli, Seed: cfg.Seed}
 		}
-		if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
+		if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
 			if err := im.SetImpair(c); err != nil {
 				return err
 			}
@@ -401,7 +401,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 
 	var before [2]bed.DPStats
 	if dp != nil {
-		if err := e.fetchSwitches(ctx, &before); err != nil {
+		if err := fetchSwitches(ctx, e, &before); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -447,7 +447,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 	if err := dp.Alive(); err != nil {
 		return nil, nil, err
 	}
-	if err := bed.Impair(e.Env, "sw2", func(im *bpf.Impairer) error {
+	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
 		st, err := im.ImpairStats()
 		a.FramesSeen, a.FramesDropped = st.Seen, st.Dropped
 		a.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
@@ -456,7 +456,7 @@ func (e *Env) fctArm(ctx context.Context, tb *netns.Testbed, arm string, cfg FCT
 		return nil, nil, err
 	}
 	var after [2]bed.DPStats
-	if err := e.fetchSwitches(ctx, &after); err != nil {
+	if err := fetchSwitches(ctx, e, &after); err != nil {
 		return nil, nil, err
 	}
 	a.Control = controlDelta(&before, &after)
@@ -827,12 +827,12 @@ func DemoConfig() FCTConfig {
 
 // Demo runs the FCT experiment at DemoConfig, writes its files to
 // DemoOutDir and prints the table and where the files went to w.
-func (e *Env) Demo(ctx context.Context, w io.Writer) error {
+func Demo(ctx context.Context, e *bed.Env, w io.Writer) error {
 	if err := e.Defaults(); err != nil {
 		return err
 	}
 	e.Printf("demo: LinkGuardian flow completion times (the paper's Figure 10 setting, scaled down): about a minute")
-	res, err := e.FCT(ctx, DemoConfig())
+	res, err := FCT(ctx, e, DemoConfig())
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package experiment
+package lgexp
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type FCTControl struct {
 func isLG(arm string) bool { return strings.HasPrefix(arm, "lg") }
 
 // fetchSwitches reads /stats.json of the dataplanes in sw1 and sw2.
-func (e *Env) fetchSwitches(ctx context.Context, s *[2]bed.DPStats) error {
+func fetchSwitches(ctx context.Context, e *bed.Env, s *[2]bed.DPStats) error {
 	for i, sw := range []string{"sw1", "sw2"} {
 		if err := bed.FetchStats(ctx, e.NS(sw), &s[i]); err != nil {
 			return err
