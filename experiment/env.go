@@ -1,6 +1,7 @@
-// Package experiment holds the cells and TDMA experiments; the testbed they
-// share is package bed, and the other mechanisms' experiments have their own
-// packages (lgexp, fecexp). Command-line parsing stays in cmd/linkfabric.
+// Package experiment holds the TDMA experiments; the testbed they share with
+// the others is package bed, and the other mechanisms' experiments have
+// their own packages (lgexp, cellsexp, fecexp). Command-line parsing stays
+// in cmd/linkfabric.
 package experiment
 
 import (

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
@@ -57,18 +58,18 @@ func TestMaxMean(t *testing.T) {
 // commands' to report, not asserted.
 func TestCellsBundleExperiments(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
+	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	env := func() *Env {
-		return &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfu"), Progress: testWriter{t}}}
+	env := func() *bed.Env {
+		return &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfu"), Progress: bedtest.Writer{T: t}}
 	}
 
 	t.Run("pack", func(t *testing.T) {
 		if err := bed.CheckTrafgen(); err != nil {
 			t.Skip(err)
 		}
-		res, err := env().CellsPack(ctx, CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},
+		res, err := CellsPack(ctx, env(), CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},
 			Duration: 500 * time.Millisecond, CPUDuration: 500 * time.Millisecond, CPURate: 20000})
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +92,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("balance", func(t *testing.T) {
-		res, err := env().CellsBalance(ctx, CellsBalanceConfig{Sprays: []string{"perm", "hash"}, Flows: 2, Duration: time.Second})
+		res, err := CellsBalance(ctx, env(), CellsBalanceConfig{Sprays: []string{"perm", "hash"}, Flows: 2, Duration: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("elephants", func(t *testing.T) {
-		res, err := env().CellsElephants(ctx, CellsElephantsConfig{Sprays: []string{"perm"}, Trials: 1, Duration: time.Second, LinkRate: 50e6})
+		res, err := CellsElephants(ctx, env(), CellsElephantsConfig{Sprays: []string{"perm"}, Trials: 1, Duration: time.Second, LinkRate: 50e6})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +140,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("latency", func(t *testing.T) {
-		res, err := env().CellsLatency(ctx, CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
+		res, err := CellsLatency(ctx, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -87,7 +87,7 @@ type CellsElephantsResult struct {
 // CellsElephants runs `linkfabric cells elephants` on a bundle testbed
 // whose link ports are rate-limited: TCP flows from h1 to h2 per spraying
 // mode, several trials each.
-func (e *Env) CellsElephants(ctx context.Context, cfg CellsElephantsConfig) (*CellsElephantsResult, error) {
+func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (*CellsElephantsResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err

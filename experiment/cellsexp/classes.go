@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -147,7 +147,7 @@ type CellsClassesResult struct {
 // from h1 to h2 at once over the bundle whose gray links lose cfg.Loss in
 // both directions: one with DSCP EF (class 1 in the classes arm) and one
 // without.
-func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsClassesResult, error) {
+func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*CellsClassesResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -159,8 +159,8 @@ func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsC
 	e.Printf("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
 		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
-	err := e.bundleArmRuns(ctx, "cells classes", cfg.Runs, cfg.Arms, func(arm string, run int) string {
-		r := e.classesOnce(ctx, arm, run, &cfg)
+	err := bundleArmRuns(ctx, e, "cells classes", cfg.Runs, cfg.Arms, func(arm string, run int) string {
+		r := classesOnce(ctx, e, arm, run, &cfg)
 		res.Runs = append(res.Runs, r)
 		return r.line()
 	})
@@ -171,7 +171,7 @@ func (e *Env) CellsClasses(ctx context.Context, cfg CellsClassesConfig) (*CellsC
 	return res, nil
 }
 
-func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsClassesConfig) (r CellsClassesRun) {
+func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsClassesConfig) (r CellsClassesRun) {
 	r = CellsClassesRun{Arm: arm, Run: run}
 	fail := func(err error) CellsClassesRun {
 		r.Error = err.Error()
@@ -181,7 +181,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 	if arm == ClassesArmOff {
 		linkMode = "none"
 	}
-	dp, err := e.startBundleCells(ctx, cfg.cells(arm), linkMode)
+	dp, err := startBundleCells(ctx, e, cfg.cells(arm), linkMode)
 	if err != nil {
 		return fail(err)
 	}
@@ -191,21 +191,21 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 		gray[bed.BundleLinks[l]] = true
 		for k, sw := range []string{"sw1", "sw2"} {
 			imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(10*run+2*l+k))
-			if err := bed.ImpairDev(e.Env, sw, bed.BundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+			if err := bed.ImpairDev(e, sw, bed.BundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 				return fail(err)
 			}
 		}
 	}
 	start := time.Now()
-	before, err := bed.WaitClasses(ctx, e.Env, arm == ClassesArmOn, gray, cfg.Settle)
+	before, err := bed.WaitClasses(ctx, e, arm == ClassesArmOn, gray, cfg.Settle)
 	if err != nil {
 		return fail(err)
 	}
 	r.SettleMs = float64(time.Since(start).Microseconds()) / 1000
-	out0, aside0 := e.readOutside(ctx), e.readClassesAside(ctx, gray)
+	out0, aside0 := readOutside(e, ctx), readClassesAside(ctx, e, gray)
 	var c3err error
-	r.Class1, err = bed.UDPRun(ctx, e.Env, 5311, cfg.Rate, cfg.Duration, func() {
-		r.Class3, c3err = bed.UDPRun(ctx, e.Env, 5312, cfg.Rate, cfg.Duration, nil)
+	r.Class1, err = bed.UDPRun(ctx, e, 5311, cfg.Rate, cfg.Duration, func() {
+		r.Class3, c3err = bed.UDPRun(ctx, e, 5312, cfg.Rate, cfg.Duration, nil)
 	}, "--dscp", fmt.Sprint(bed.ClassesDSCP))
 	if err == nil {
 		err = c3err
@@ -214,8 +214,8 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 		return fail(err)
 	}
 	time.Sleep(100 * time.Millisecond) // a statistics publication after the flows
-	r.Outside = e.readOutside(ctx).minus(out0)
-	aside := e.readClassesAside(ctx, gray)
+	r.Outside = readOutside(e, ctx).minus(out0)
+	aside := readClassesAside(ctx, e, gray)
 	r.CleanRxDrops, r.NoRoute, r.ReasmDiscards = aside.cleanRx-aside0.cleanRx, aside.noRoute-aside0.noRoute, aside.reasm-aside0.reasm
 	r.Class1FabricLost = r.class1FabricLost()
 	var after bed.CellsDoc
@@ -236,7 +236,7 @@ func (e *Env) classesOnce(ctx context.Context, arm string, run int, cfg *CellsCl
 		r.Links = append(r.Links, cl)
 	}
 	for _, l := range cfg.Gray {
-		bed.ImpairDev(e.Env, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.LinkDropped += st.Dropped
 			return err
@@ -257,7 +257,7 @@ func (r *CellsClassesRun) class1FabricLost() int {
 // NoRoute and ReasmDiscards.
 type classesAside struct{ cleanRx, noRoute, reasm uint64 }
 
-func (e *Env) readClassesAside(ctx context.Context, gray map[string]bool) (a classesAside) {
+func readClassesAside(ctx context.Context, e *bed.Env, gray map[string]bool) (a classesAside) {
 	if s1, err := FetchCellsStats(ctx, e.NS("sw1")); err == nil {
 		a.noRoute = s1.Cells.Node.NoRoute
 	}

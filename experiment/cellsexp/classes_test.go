@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -73,11 +74,11 @@ func TestCellsClassesSummary(t *testing.T) {
 // loses nothing while the other flow crosses the gray links.
 func TestCellsClassesVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
+	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfq"), Progress: testWriter{t}}}
-	res, err := e.CellsClasses(ctx, CellsClassesConfig{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second, Rate: 50e6})
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfq"), Progress: bedtest.Writer{T: t}}
+	res, err := CellsClasses(ctx, e, CellsClassesConfig{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second, Rate: 50e6})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -156,7 +156,7 @@ type packArm struct {
 }
 
 // CellsPack runs `linkfabric cells pack` on a bundle testbed.
-func (e *Env) CellsPack(ctx context.Context, cfg CellsPackConfig) (*CellsPackResult, error) {
+func CellsPack(ctx context.Context, e *bed.Env, cfg CellsPackConfig) (*CellsPackResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err

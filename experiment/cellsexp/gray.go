@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -114,7 +114,7 @@ type CellsGrayResult struct {
 // CellsGray runs, per arm and run on fresh dataplanes, UDP and then TCP
 // over the bundle's cells, once with bursty loss on the lossy links and
 // once without.
-func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayResult, error) {
+func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGrayResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 	e.Printf("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
 		e.Prefix, cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (2*cfg.Duration + 4*time.Second)).Round(time.Second))
-	tb, err := e.upBundle()
+	tb, err := upBundle(e)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 					return res, ctx.Err()
 				}
 				i++
-				r := e.grayOnce(ctx, arm, lossy, run, &cfg)
+				r := grayOnce(ctx, e, arm, lossy, run, &cfg)
 				res.Runs = append(res.Runs, r)
 				e.Printf("cells gray: [%d/%d] %s %s run %d: %s", i, total, arm, report.LossyWord(lossy), run, r.line())
 			}
@@ -149,9 +149,9 @@ func (e *Env) CellsGray(ctx context.Context, cfg CellsGrayConfig) (*CellsGrayRes
 	return res, nil
 }
 
-func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg *CellsGrayConfig) (r CellsGrayRun) {
+func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, cfg *CellsGrayConfig) (r CellsGrayRun) {
 	r = CellsGrayRun{Arm: arm, Lossy: lossy, Run: run}
-	dp, err := e.startBundleCells(ctx, cfg.cells(), arm)
+	dp, err := startBundleCells(ctx, e, cfg.cells(), arm)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -160,19 +160,19 @@ func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg
 	if lossy {
 		for _, l := range cfg.Lossy {
 			imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed+uint64(l))
-			if err := bed.ImpairDev(e.Env, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
+			if err := bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error { return im.SetImpair(imp) }); err != nil {
 				r.Error = err.Error()
 				return r
 			}
 		}
 	}
-	out0 := e.readOutside(ctx)
-	if r.UDP, err = bed.UDPRun(ctx, e.Env, 5302, cfg.Rate, cfg.Duration, nil); err != nil {
+	out0 := readOutside(e, ctx)
+	if r.UDP, err = bed.UDPRun(ctx, e, 5302, cfg.Rate, cfg.Duration, nil); err != nil {
 		r.Error = err.Error()
 		return r
 	}
 	time.Sleep(100 * time.Millisecond) // a statistics publication after the run
-	r.Outside = e.readOutside(ctx).minus(out0)
+	r.Outside = readOutside(e, ctx).minus(out0)
 	r.FabricLost = r.UDP.Lost - int(r.Outside.Total)
 	tcp, err := e.Iperf3(ctx, cfg.Duration)
 	if err != nil {
@@ -181,7 +181,7 @@ func (e *Env) grayOnce(ctx context.Context, arm string, lossy bool, run int, cfg
 	}
 	r.TCPGbps, r.Retransmits = tcp.Gbps, tcp.Retransmits
 	for _, l := range cfg.Lossy {
-		bed.ImpairDev(e.Env, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
+		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
 			st, err := im.ImpairStats()
 			r.LinkDropped += st.Dropped
 			return err

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -152,7 +152,7 @@ type CellsBalanceResult struct {
 // CellsBalance runs `linkfabric cells balance` on a bundle testbed: for
 // each spraying mode, TCP flows from h1 to h2 and the bytes each of sw1's
 // link ports sent, from the interfaces' own counters.
-func (e *Env) CellsBalance(ctx context.Context, cfg CellsBalanceConfig) (*CellsBalanceResult, error) {
+func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*CellsBalanceResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -111,7 +111,7 @@ func (c *cellsRunConfig) normalize(what string) error {
 }
 
 // args is `linkfabric run` for edge sw (node id) of the bundle.
-func (c *cellsRunConfig) args(e *Env, sw string, id int, linkMode string) []string {
+func (c *cellsRunConfig) args(e *bed.Env, sw string, id int, linkMode string) []string {
 	a := []string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", strings.Join(bed.BundleLinks, ","),
 		"--mode", "cells", "--cells-node-id", strconv.Itoa(id), "--cells-link-mode", linkMode,
 		"--cells-reach-interval", c.ReachInterval.String(), "--cells-reach-th", strconv.Itoa(*c.ReachTh), "--cells-reasm-timeout", c.ReasmTimeout.String()}
@@ -120,7 +120,7 @@ func (c *cellsRunConfig) args(e *Env, sw string, id int, linkMode string) []stri
 
 // startBundleCells starts both edges of the bundle with linkMode under the
 // cells and waits until h1 reaches h2 and every link is usable at sw1.
-func (e *Env) startBundleCells(ctx context.Context, c *cellsRunConfig, linkMode string) (*bed.Dataplanes, error) {
+func startBundleCells(ctx context.Context, e *bed.Env, c *cellsRunConfig, linkMode string) (*bed.Dataplanes, error) {
 	dp, err := e.StartNodes(ctx, []bed.NodeRun{{Name: "sw1", Args: c.args(e, "sw1", 1, linkMode)}, {Name: "sw2", Args: c.args(e, "sw2", 2, linkMode)}})
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ type outsideDrops struct {
 }
 
 // readOutside reads the counters behind outsideDrops.
-func (e *Env) readOutside(ctx context.Context) (d outsideDrops) {
+func readOutside(e *bed.Env, ctx context.Context) (d outsideDrops) {
 	var dp bed.DPStats
 	var s1, s2 bed.CellsDoc
 	if bed.FetchStats(ctx, e.NS("sw1"), &dp) != nil || bed.FetchStats(ctx, e.NS("sw1"), &s1) != nil || bed.FetchStats(ctx, e.NS("sw2"), &s2) != nil {
@@ -186,12 +186,12 @@ func (d outsideDrops) minus(o outsideDrops) outsideDrops {
 
 // upBundle brings up the bundle testbed (forwarding none), removing a
 // stale one of the same prefix first.
-func (e *Env) upBundle() (*netns.Testbed, error) {
+func upBundle(e *bed.Env) (*netns.Testbed, error) {
 	topo, err := netns.Preset("bundle")
 	if err != nil {
 		return nil, err
 	}
-	return bed.UpBare(e.Env, topo, 0)
+	return bed.UpBare(e, topo, 0)
 }
 
 // CellsFailoverRun is one run of one arm.
@@ -245,7 +245,7 @@ type CellsFailoverResult struct {
 // sw2's end mid-run, for each arm (link mode) Runs times with fresh
 // dataplanes: packets lost and out of order, and how long sw1 took to take
 // the link out of its routes.
-func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*CellsFailoverResult, error) {
+func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*CellsFailoverResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -257,8 +257,8 @@ func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*Cell
 	e.Printf("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
 		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 4*time.Second)).Round(time.Second))
-	err := e.bundleArmRuns(ctx, "cells failover", cfg.Runs, cfg.Arms, func(arm string, run int) string {
-		r := e.failoverOnce(ctx, arm, run, &cfg)
+	err := bundleArmRuns(ctx, e, "cells failover", cfg.Runs, cfg.Arms, func(arm string, run int) string {
+		r := failoverOnce(ctx, e, arm, run, &cfg)
 		res.Runs = append(res.Runs, r)
 		return r.line()
 	})
@@ -272,8 +272,8 @@ func (e *Env) CellsFailover(ctx context.Context, cfg CellsFailoverConfig) (*Cell
 // bundleArmRuns brings the bundle testbed up and calls once for every run
 // and arm in turn (runs outermost), each with a progress line of what it
 // returns, until ctx ends; the testbed goes down at the end.
-func (e *Env) bundleArmRuns(ctx context.Context, what string, runs int, arms []string, once func(arm string, run int) string) error {
-	tb, err := e.upBundle()
+func bundleArmRuns(ctx context.Context, e *bed.Env, what string, runs int, arms []string, once func(arm string, run int) string) error {
+	tb, err := upBundle(e)
 	if err != nil {
 		return err
 	}
@@ -292,10 +292,10 @@ func (e *Env) bundleArmRuns(ctx context.Context, what string, runs int, arms []s
 	return nil
 }
 
-func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsFailoverConfig) (r CellsFailoverRun) {
+func failoverOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsFailoverConfig) (r CellsFailoverRun) {
 	r = CellsFailoverRun{Arm: arm, Run: run, ExclusionMs: -1, Sw2ExclusionMs: -1}
 	dev := bed.BundleLinks[cfg.Link]
-	dp, err := e.startBundleCells(ctx, cfg.cells(), arm)
+	dp, err := startBundleCells(ctx, e, cfg.cells(), arm)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -314,7 +314,7 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 		if cfg.Cut == "down" {
 			cutErr = bed.SetLinkUp(e.NS("sw2"), dev, false)
 		} else {
-			cutErr = bed.ImpairDev(e.Env, "sw2", dev, func(im *bpf.Impairer) error {
+			cutErr = bed.ImpairDev(e, "sw2", dev, func(im *bpf.Impairer) error {
 				return im.SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1})
 			})
 		}
@@ -325,8 +325,8 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 			bed.SetLinkUp(e.NS("sw2"), dev, true)
 		}
 	}()
-	out0 := e.readOutside(ctx)
-	u, err := bed.UDPRun(ctx, e.Env, 5301, cfg.Rate, cfg.Duration, cut)
+	out0 := readOutside(e, ctx)
+	u, err := bed.UDPRun(ctx, e, 5301, cfg.Rate, cfg.Duration, cut)
 	if err == nil {
 		err = cutErr
 	}
@@ -336,7 +336,7 @@ func (e *Env) failoverOnce(ctx context.Context, arm string, run int, cfg *CellsF
 	}
 	r.UDPResult = u
 	time.Sleep(100 * time.Millisecond) // a statistics publication after the run
-	r.Outside = e.readOutside(ctx).minus(out0)
+	r.Outside = readOutside(e, ctx).minus(out0)
 	r.FabricLost = u.Lost - int(r.Outside.Total)
 	var s1, s2 bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw1"), &s1); err != nil {

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -130,12 +131,12 @@ func TestCellsConfigNormalize(t *testing.T) {
 // figures themselves are the command's to measure.
 func TestCellsIncastReport(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvi"), Progress: testWriter{t}}}
+	self := bedtest.Self(t)
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvi"), Progress: bedtest.Writer{T: t}}
 	cfg := CellsIncastConfig{Burst: 256 << 10, Duration: 2 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := e.CellsIncast(ctx, cfg)
+	res, err := CellsIncast(ctx, e, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,11 +180,11 @@ func TestCellsIncastReport(t *testing.T) {
 // for, and the summary's figures.
 func TestCellsPushPullReport(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvp"), Progress: testWriter{t}}}
+	self := bedtest.Self(t)
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvp"), Progress: bedtest.Writer{T: t}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := e.CellsPushPull(ctx, CellsPushPullConfig{Duration: time.Second})
+	res, err := CellsPushPull(ctx, e, CellsPushPullConfig{Duration: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -130,7 +130,7 @@ func fabric3PushPull(rate, fabric netns.BitRate, buffer netns.ByteSize) (*netns.
 
 // CellsPushPull runs the push vs pull experiment: per run and arm, the
 // three flows at once on fresh dataplanes of one fabric3 testbed.
-func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*CellsPushPullResult, error) {
+func CellsPushPull(ctx context.Context, e *bed.Env, cfg CellsPushPullConfig) (*CellsPushPullResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 	total := cfg.Runs * len(cfg.Arms)
 	e.Printf("cells pushpull: fabric3 %q, ports A (h3a) and B (h3b) at %s, links into e3 at %s each; h1 → A, h1 → B, h2 → A at %s each for %v; %d runs; load %.1f",
 		e.Prefix, cfg.PortRate, cfg.FabricRate, cfg.PortRate, cfg.Duration, total, bed.LoadAvg())
-	f, err := e.UpCellsFabric(topo, cfg.MTU)
+	f, err := UpCellsFabric(e, topo, cfg.MTU)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 			if err := f.Reach(ctx, 20*time.Second, [2]string{"h1", "10.0.0.3"}, [2]string{"h1", "10.0.0.4"}, [2]string{"h2", "10.0.0.3"}); err != nil {
 				return nil, err
 			}
-			r, err := e.pushPullOnce(ctx, f, cfg, arm, run, res)
+			r, err := pushPullOnce(ctx, e, f, cfg, arm, run, res)
 			if err != nil {
 				return nil, fmt.Errorf("cells pushpull %s run %d: %w", arm, run, err)
 			}
@@ -178,7 +178,7 @@ func (e *Env) CellsPushPull(ctx context.Context, cfg CellsPushPullConfig) (*Cell
 	return res, nil
 }
 
-func (e *Env) pushPullOnce(ctx context.Context, f *CellsFabric, cfg CellsPushPullConfig, arm string, run int, res *CellsPushPullResult) (*CellsPushPullRun, error) {
+func pushPullOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsPushPullConfig, arm string, run int, res *CellsPushPullResult) (*CellsPushPullRun, error) {
 	r := &CellsPushPullRun{Arm: arm, Run: run, Load1: bed.LoadAvg()}
 	before, err := f.Stats(ctx)
 	if err != nil {

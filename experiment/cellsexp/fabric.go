@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // `linkfabric run --mode cells`, each port at the rate and buffer its
 // topology gives it.
 type CellsFabric struct {
-	env      *Env
+	env      *bed.Env
 	Testbed  *netns.Testbed
 	Switches []string // topology order; node ids 1, 2, ... in this order
 	dps      *bed.Dataplanes
@@ -23,7 +23,7 @@ type CellsFabric struct {
 
 // UpCellsFabric brings topo up under e.Prefix with bare ports (a stale
 // testbed of that prefix is removed first). Start the dataplanes with Start.
-func (e *Env) UpCellsFabric(topo *netns.Topology, mtu int) (*CellsFabric, error) {
+func UpCellsFabric(e *bed.Env, topo *netns.Topology, mtu int) (*CellsFabric, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (e *Env) UpCellsFabric(topo *netns.Topology, mtu int) (*CellsFabric, error)
 	if err != nil {
 		return nil, err
 	}
-	tb, err := bed.UpBare(e.Env, topo, mtu)
+	tb, err := bed.UpBare(e, topo, mtu)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -90,7 +90,7 @@ type CellsLatencyResult struct {
 
 // CellsLatency runs `linkfabric cells latency` on a bundle testbed: short
 // TCP flows from h1 to h2, one connection each, through each arm.
-func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsLatencyResult, error) {
+func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*CellsLatencyResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (e *Env) CellsLatency(ctx context.Context, cfg CellsLatencyConfig) (*CellsL
 		return nil, err
 	}
 	defer b.Down()
-	reports, err := bed.PaperTCP(e.Env, cc)
+	reports, err := bed.PaperTCP(e, cc)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package experiment
+package cellsexp
 
 import (
 	"context"
@@ -171,7 +171,7 @@ func fabric3Incast(rate netns.BitRate, buffer netns.ByteSize) (*netns.Topology, 
 // CellsIncast runs the incast experiment: per run, arm and transport, the
 // two sources send to h3a at once on fresh dataplanes of one fabric3
 // testbed.
-func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsIncastResult, error) {
+func CellsIncast(ctx context.Context, e *bed.Env, cfg CellsIncastConfig) (*CellsIncastResult, error) {
 	start := time.Now()
 	if err := e.Defaults(); err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 	total := cfg.Runs * len(cfg.Arms) * len(cfg.Transports)
 	e.Printf("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
 		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, bed.LoadAvg())
-	f, err := e.UpCellsFabric(topo, cfg.MTU)
+	f, err := UpCellsFabric(e, topo, cfg.MTU)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 			for _, tr := range cfg.Transports {
 				step++
 				e.Printf("cells incast: [%d/%d] %s %s, run %d", step, total, arm, tr, run)
-				r, err := e.incastOnce(ctx, f, cfg, arm, tr, run, res)
+				r, err := incastOnce(ctx, e, f, cfg, arm, tr, run, res)
 				if err != nil {
 					return nil, fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
 				}
@@ -223,7 +223,7 @@ func (e *Env) CellsIncast(ctx context.Context, cfg CellsIncastConfig) (*CellsInc
 	return res, nil
 }
 
-func (e *Env) incastOnce(ctx context.Context, f *CellsFabric, cfg CellsIncastConfig, arm, tr string, run int, res *CellsIncastResult) (*CellsIncastRun, error) {
+func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncastConfig, arm, tr string, run int, res *CellsIncastResult) (*CellsIncastRun, error) {
 	r := &CellsIncastRun{Arm: arm, Transport: tr, Run: run, Load1: bed.LoadAvg()}
 	before, err := f.Stats(ctx)
 	if err != nil {
