@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -214,4 +218,20 @@ func SortedNames[V any](m map[string]V) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// WriteFlows writes v as name.json, the flows as flows.csv and their
+// tail-CDF plots (one per flow size, arms in order) into dir, and returns
+// the paths.
+func WriteFlows(dir, name string, v any, flows []fct.Flow, arms []string) ([]string, error) {
+	j := filepath.Join(dir, name+".json")
+	if err := report.WriteJSON(j, v); err != nil {
+		return nil, err
+	}
+	c := filepath.Join(dir, "flows.csv")
+	if err := report.WriteFile(c, func(w io.Writer) error { return fct.WriteCSV(w, flows) }); err != nil {
+		return nil, err
+	}
+	plots, err := fct.PlotAllSizes(flows, dir, name, fct.PlotOptions{Arms: arms})
+	return append([]string{j, c}, plots...), err
 }

@@ -3,7 +3,6 @@ package cellsexp
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,10 +231,6 @@ func (r *CellsBalanceResult) Text() string {
 // WriteFiles writes balance.json and balance.csv (one row per spray and
 // link) into dir.
 func (r *CellsBalanceResult) WriteFiles(dir string) ([]string, error) {
-	j := filepath.Join(dir, "balance.json")
-	if err := report.WriteJSON(j, r); err != nil {
-		return nil, err
-	}
 	var rows [][]string
 	for _, a := range r.Arms {
 		for i, l := range r.Links {
@@ -243,7 +238,5 @@ func (r *CellsBalanceResult) WriteFiles(dir string) ([]string, error) {
 				strconv.FormatFloat(a.Load.LinkFrames[i], 'f', 0, 64), strconv.FormatFloat(a.MaxMean, 'f', 4, 64)})
 		}
 	}
-	c := filepath.Join(dir, "balance.csv")
-	err := report.WriteCSV(c, []string{"spray", "link", "tx_bytes", "tx_frames", "max_mean"}, rows)
-	return []string{j, c}, err
+	return report.WriteTable(dir, "balance", r, []string{"spray", "link", "tx_bytes", "tx_frames", "max_mean"}, rows)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -219,10 +218,6 @@ func (r *CellsElephantsResult) Text() string {
 // WriteFiles writes elephants.json and elephants.csv (one row per trial
 // and link) into dir.
 func (r *CellsElephantsResult) WriteFiles(dir string) ([]string, error) {
-	j := filepath.Join(dir, "elephants.json")
-	if err := report.WriteJSON(j, r); err != nil {
-		return nil, err
-	}
 	var rows [][]string
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, t := range r.Trials {
@@ -230,7 +225,5 @@ func (r *CellsElephantsResult) WriteFiles(dir string) ([]string, error) {
 			rows = append(rows, []string{t.Spray, strconv.Itoa(t.Trial), l, f(t.LinkUtil[i]), f(t.Aggregate), f(t.Goodput), strconv.Itoa(t.LinksUsed)})
 		}
 	}
-	c := filepath.Join(dir, "elephants.csv")
-	err := report.WriteCSV(c, []string{"spray", "trial", "link", "link_util", "aggregate_share", "goodput_share", "links_used"}, rows)
-	return []string{j, c}, err
+	return report.WriteTable(dir, "elephants", r, []string{"spray", "trial", "link", "link_util", "aggregate_share", "goodput_share", "links_used"}, rows)
 }

@@ -3,8 +3,6 @@ package cellsexp
 import (
 	"context"
 	"fmt"
-	"io"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,15 +222,5 @@ func (r *CellsLatencyResult) Text() string {
 
 // WriteFiles writes latency.json, flows.csv and a tail-CDF PNG into dir.
 func (r *CellsLatencyResult) WriteFiles(dir string) ([]string, error) {
-	j := filepath.Join(dir, "latency.json")
-	if err := report.WriteJSON(j, r); err != nil {
-		return nil, err
-	}
-	c := filepath.Join(dir, "flows.csv")
-	if err := report.WriteFile(c, func(w io.Writer) error { return fct.WriteCSV(w, r.Flows) }); err != nil {
-		return nil, err
-	}
-	files := []string{j, c}
-	plots, err := fct.PlotAllSizes(r.Flows, dir, "latency", fct.PlotOptions{Arms: r.Config.Arms})
-	return append(files, plots...), err
+	return bed.WriteFlows(dir, "latency", r, r.Flows, r.Config.Arms)
 }

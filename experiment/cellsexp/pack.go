@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -514,18 +513,12 @@ func (r *CellsPackResult) Text() string {
 
 // WriteFiles writes pack.json and pack.csv into dir.
 func (r *CellsPackResult) WriteFiles(dir string) ([]string, error) {
-	j := filepath.Join(dir, "pack.json")
-	if err := report.WriteJSON(j, r); err != nil {
-		return nil, err
-	}
 	var rows [][]string
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, row := range r.Rows {
 		rows = append(rows, []string{strconv.Itoa(row.PacketSize), row.Arm, strconv.Itoa(row.CellSize), f(row.ComputedFrames), f(row.MeasuredFrames),
 			f(row.ComputedBytes), f(row.MeasuredBytes), f(row.OfferedPPS), f(row.DeliveredPPS)})
 	}
-	c := filepath.Join(dir, "pack.csv")
-	err := report.WriteCSV(c, []string{"packet_size", "arm", "cell_size", "computed_frames_per_packet", "measured_frames_per_packet",
+	return report.WriteTable(dir, "pack", r, []string{"packet_size", "arm", "cell_size", "computed_frames_per_packet", "measured_frames_per_packet",
 		"computed_bytes_per_packet", "measured_bytes_per_packet", "offered_pps", "delivered_pps"}, rows)
-	return []string{j, c}, err
 }

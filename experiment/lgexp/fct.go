@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -790,18 +789,7 @@ func (r *FCTResult) WriteFiles(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	jsonPath := filepath.Join(dir, "fct.json")
-	if err := report.WriteJSON(jsonPath, r); err != nil {
-		return nil, err
-	}
-	csvPath := filepath.Join(dir, "flows.csv")
-	if err := report.WriteFile(csvPath, func(w io.Writer) error { return fct.WriteCSV(w, r.Flows) }); err != nil {
-		return nil, err
-	}
-	files := []string{jsonPath, csvPath}
-	plots, err := fct.PlotAllSizes(r.Flows, dir, "fct", fct.PlotOptions{Arms: r.Config.Arms})
-	files = append(files, plots...)
-	return files, err
+	return bed.WriteFlows(dir, "fct", r, r.Flows, r.Config.Arms)
 }
 
 // DemoOutDir is where Demo writes its files.
