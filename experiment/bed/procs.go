@@ -350,3 +350,12 @@ func ParseProcStatCPU(stat string) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
+
+// Prepare readies e (Defaults) and an experiment's configuration (its
+// Normalize) before a run.
+func Prepare(e *Env, cfg interface{ Normalize() error }) error {
+	if err := e.Defaults(); err != nil {
+		return err
+	}
+	return cfg.Normalize()
+}

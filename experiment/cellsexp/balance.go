@@ -153,10 +153,7 @@ type CellsBalanceResult struct {
 // link ports sent, from the interfaces' own counters.
 func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*CellsBalanceResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	res := &CellsBalanceResult{Config: cfg, RunInfo: report.NewRunInfo()}

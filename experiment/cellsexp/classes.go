@@ -148,10 +148,7 @@ type CellsClassesResult struct {
 // both directions: one with DSCP EF (class 1 in the classes arm) and one
 // without.
 func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*CellsClassesResult, error) {
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	res := &CellsClassesResult{Config: cfg, RunInfo: report.NewRunInfo()}

@@ -88,10 +88,7 @@ type CellsElephantsResult struct {
 // mode, several trials each.
 func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (*CellsElephantsResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	res := &CellsElephantsResult{Config: cfg, RunInfo: report.NewRunInfo()}

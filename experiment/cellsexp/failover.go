@@ -246,10 +246,7 @@ type CellsFailoverResult struct {
 // dataplanes: packets lost and out of order, and how long sw1 took to take
 // the link out of its routes.
 func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*CellsFailoverResult, error) {
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	res := &CellsFailoverResult{Config: cfg, RunInfo: report.NewRunInfo()}

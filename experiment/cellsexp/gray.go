@@ -115,10 +115,7 @@ type CellsGrayResult struct {
 // over the bundle's cells, once with bursty loss on the lossy links and
 // once without.
 func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGrayResult, error) {
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	res := &CellsGrayResult{Config: cfg, RunInfo: report.NewRunInfo()}

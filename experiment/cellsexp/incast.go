@@ -173,10 +173,7 @@ func fabric3Incast(rate netns.BitRate, buffer netns.ByteSize) (*netns.Topology, 
 // testbed.
 func CellsIncast(ctx context.Context, e *bed.Env, cfg CellsIncastConfig) (*CellsIncastResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	topo, err := fabric3Incast(cfg.PortRate, cfg.PortBuffer)

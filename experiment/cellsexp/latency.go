@@ -90,10 +90,7 @@ type CellsLatencyResult struct {
 // TCP flows from h1 to h2, one connection each, through each arm.
 func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*CellsLatencyResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	cc, err := bed.ResolveCC(cfg.CC)

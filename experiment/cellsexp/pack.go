@@ -157,10 +157,7 @@ type packArm struct {
 // CellsPack runs `linkfabric cells pack` on a bundle testbed.
 func CellsPack(ctx context.Context, e *bed.Env, cfg CellsPackConfig) (*CellsPackResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	if err := bed.CheckTrafgen(); err != nil {

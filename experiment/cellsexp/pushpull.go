@@ -132,10 +132,7 @@ func fabric3PushPull(rate, fabric netns.BitRate, buffer netns.ByteSize) (*netns.
 // three flows at once on fresh dataplanes of one fabric3 testbed.
 func CellsPushPull(ctx context.Context, e *bed.Env, cfg CellsPushPullConfig) (*CellsPushPullResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	topo, err := fabric3PushPull(cfg.PortRate, cfg.FabricRate, cfg.PortBuffer)

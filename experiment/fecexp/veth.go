@@ -180,10 +180,7 @@ type FECVethResult struct {
 // with MeanBurst) on the pair testbed.
 func FECResidualVeth(ctx context.Context, e *bed.Env, cfg FECVethConfig) (*FECVethResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	res := &FECVethResult{Config: cfg, RunInfo: report.NewRunInfo()}

@@ -185,10 +185,7 @@ type ChaosResult struct {
 // again, whether the dataplanes lived, and whether UDP through the link
 // afterwards lost anything or arrived out of order.
 func Chaos(ctx context.Context, e *bed.Env, cfg ChaosConfig) (*ChaosResult, error) {
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	cc, err := bed.ResolveCC(cfg.CC)

@@ -236,10 +236,7 @@ type FCTResult struct {
 // each arm in turn, short TCP flows from h1 to h2, one connection each.
 func FCT(ctx context.Context, e *bed.Env, cfg FCTConfig) (*FCTResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	imp, _ := cfg.impairment()

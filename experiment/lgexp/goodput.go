@@ -210,10 +210,7 @@ func goodputRunRatios(samples []*GoodputSample, cfg GoodputConfig) []GoodputRunR
 // and loss rate, each on freshly started dataplanes, on one pair testbed.
 func Goodput(ctx context.Context, e *bed.Env, cfg GoodputConfig) (*GoodputResult, error) {
 	start := time.Now()
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
-	if err := cfg.Normalize(); err != nil {
+	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
 	for _, l := range cfg.Losses {
