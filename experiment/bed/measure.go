@@ -211,6 +211,7 @@ func UDPSeries(arr []UDPArrival, names []string, t0 int64, bin time.Duration) []
 	return out
 }
 
+// SortedNames is the keys of m in order.
 func SortedNames[V any](m map[string]V) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {

@@ -106,6 +106,7 @@ func Sockperf(ctx context.Context, e *Env, d time.Duration) (Latency, error) {
 	return l, nil
 }
 
+// LastLines is the last n lines of b, for an error message.
 func LastLines(b []byte, n int) string {
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 	if len(lines) > n {

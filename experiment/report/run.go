@@ -20,6 +20,7 @@ func NewRunInfo() RunInfo {
 	return RunInfo{Kernel: Kernel(), CPUs: runtime.NumCPU(), Date: time.Now().UTC()}
 }
 
+// Kernel is the running kernel's release ("?" if unknown).
 func Kernel() string {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
