@@ -9,8 +9,8 @@ import (
 )
 
 // Env is the testbed environment of the experiments in this package; its
-// methods are the experiments. The unexported names below keep their calls
-// as they were before the testbed moved to package bed.
+// methods are the experiments. The unexported names below are the
+// testbed's, by the names these experiments call them.
 type Env struct{ *bed.Env }
 
 func (e *Env) defaults() error { return e.Defaults() }
