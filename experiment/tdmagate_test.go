@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	netns.RequireRoot(t)
 	self := buildSelf(t)
-	e := &Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: testWriter{t}}}
 	var stop atomic.Bool
 	spun := make(chan struct{})
 	go func() { // one core kept busy

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -120,7 +121,7 @@ func TestTDMAProbeSmall(t *testing.T) {
 	netns.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e := &Env{Prefix: netns.TestPrefix(t, "lfpr"), Progress: testWriter{t}}
+	e := &Env{Env: &bed.Env{Prefix: netns.TestPrefix(t, "lfpr"), Progress: testWriter{t}}}
 	tr, err := e.TDMAProbeTimers(ctx, TDMAProbeTimersConfig{Periods: []time.Duration{time.Millisecond}, Samples: 50, RT: 50, Force: true})
 	if err != nil {
 		t.Fatal(err)

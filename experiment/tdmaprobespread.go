@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -228,7 +229,7 @@ func (e *Env) spreadArm(ctx context.Context, tb *netns.Testbed, s *spreadPorts, 
 	n := len(s.rx)
 	r := SpreadArm{LoadBps: uint64(load), Frame: frame, Batches: cfg.Batches}
 	cpu0, _ := ReadCPU()
-	var sink *UDPSink
+	var sink *bed.UDPSink
 	var loadDone chan struct{}
 	var loadSent []uint64
 	var loadStart []int64
@@ -240,15 +241,15 @@ func (e *Env) spreadArm(ctx context.Context, tb *netns.Testbed, s *spreadPorts, 
 		if err != nil {
 			return r, err
 		}
-		if sink, err = ListenUDPSink(tb.NS("h"+strconv.Itoa(n)), ":"+strconv.Itoa(spreadPort)); err != nil {
+		if sink, err = bed.ListenUDPSink(tb.NS("h"+strconv.Itoa(n)), ":"+strconv.Itoa(spreadPort)); err != nil {
 			return r, err
 		}
-		flow := UDPFlow{Name: "load", From: from, To: netns.StarAddr(n) + ":" + strconv.Itoa(spreadPort),
+		flow := bed.UDPFlow{Name: "load", From: from, To: netns.StarAddr(n) + ":" + strconv.Itoa(spreadPort),
 			Rate: float64(load), Payload: frame - 28, Duration: time.Duration(cfg.Batches)*cfg.Interval + 400*time.Millisecond}
 		loadDone = make(chan struct{})
 		go func() {
 			defer close(loadDone)
-			loadSent, loadStart, _ = SendUDP(ctx, []UDPFlow{flow})
+			loadSent, loadStart, _ = bed.SendUDP(ctx, []bed.UDPFlow{flow})
 		}()
 		time.Sleep(200 * time.Millisecond) // the load is on before the first batch
 	}
@@ -277,10 +278,10 @@ func (e *Env) spreadArm(ctx context.Context, tb *netns.Testbed, s *spreadPorts, 
 		<-loadDone
 		arr := sink.Close()
 		if len(loadSent) == 1 {
-			st := FlowStats(arr, 0, "load", loadSent[0], loadStart[0])
+			st := bed.FlowStats(arr, 0, "load", loadSent[0], loadStart[0])
 			r.LoadLost = st.Lost
-			if first, last := ArrivalSpan(arr, 1); last > first {
-				r.LoadMbps = WireBits(arr, 1, first, last) / (float64(last-first) / 1e9) / 1e6
+			if first, last := bed.ArrivalSpan(arr, 1); last > first {
+				r.LoadMbps = bed.WireBits(arr, 1, first, last) / (float64(last-first) / 1e9) / 1e6
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
@@ -188,7 +189,7 @@ func TestTCPBaselines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("root integration test")
 	}
-	e := &Env{Prefix: netns.TestPrefix(t, "lfrr")}
+	e := &Env{Env: &bed.Env{Prefix: netns.TestPrefix(t, "lfrr")}}
 	tb, err := e.upStar(TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10})
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/spf13/cobra"
 )
 
 func benchCmd() *cobra.Command {
 	var (
-		cfg     experiment.BenchConfig
+		cfg     lgexp.BenchConfig
 		prefix  string
 		outJSON string
 		asJSON  bool
@@ -54,8 +55,8 @@ measured with 60-byte frames.`,
 			if err := requireRoot("bench"); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
-			res, err := env.Bench(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: prefix, Log: log}
+			res, err := lgexp.Bench(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/simfab"
 	"github.com/spf13/cobra"
@@ -157,7 +158,7 @@ func cellsSizeFlag(name, v string, dst *netns.ByteSize) error {
 
 func cellsIncastCmd() *cobra.Command {
 	var (
-		cfg                       experiment.CellsIncastConfig
+		cfg                       cellsexp.CellsIncastConfig
 		rate, buffer, burst       string
 		arms, transports, runArgs string
 		out                       cellsOut
@@ -206,8 +207,8 @@ run at the port on a loaded machine; with 2M none).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: out.prefix, Log: log}
-			res, err := env.CellsIncast(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: out.prefix, Log: log}
+			res, err := cellsexp.CellsIncast(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -217,8 +218,8 @@ run at the port on a loaded machine; with 2M none).`,
 	f := cmd.Flags()
 	f.StringVar(&rate, "port-rate", "100M", "rate of h3a's port at e3 (host0), the bottleneck; each source sends at it")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queue of h3a's port at e3 (K = 1024; e3's scheduler keeps the queue plus the credit in flight within the credit loop's measured round trip at the port's rate plus a quarter of it, at most 256K, and never above the buffer)")
-	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
-	f.StringVar(&transports, "transports", strings.Join(experiment.CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
+	f.StringVar(&arms, "arms", strings.Join(cellsexp.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
+	f.StringVar(&transports, "transports", strings.Join(cellsexp.CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm and transport (the summary has medians)")
 	f.StringVar(&burst, "burst", "3M", "udp: payload bytes each source sends")
 	f.IntVar(&cfg.Payload, "payload", 1400, "udp: payload bytes per datagram")
@@ -232,7 +233,7 @@ run at the port on a loaded machine; with 2M none).`,
 
 func cellsPushPullCmd() *cobra.Command {
 	var (
-		cfg                        experiment.CellsPushPullConfig
+		cfg                        cellsexp.CellsPushPullConfig
 		rate, fabric, buffer, arms string
 		runArgs                    string
 		out                        cellsOut
@@ -267,8 +268,8 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: out.prefix, Log: log}
-			res, err := env.CellsPushPull(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: out.prefix, Log: log}
+			res, err := cellsexp.CellsPushPull(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -279,7 +280,7 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 	f.StringVar(&rate, "port-rate", "100M", "rate of ports A and B at e3; every flow sends at it")
 	f.StringVar(&fabric, "fabric-rate", "", "rate of each of the four links into e3 (default 0.55 × --port-rate)")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queues of A and B (K = 1024)")
-	f.StringVar(&arms, "arms", strings.Join(experiment.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
+	f.StringVar(&arms, "arms", strings.Join(cellsexp.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm (the summary has medians)")
 	f.DurationVar(&cfg.Duration, "duration", 3*time.Second, "how long the three flows send")
 	f.IntVar(&cfg.Payload, "payload", 1400, "payload bytes per datagram")
@@ -329,13 +330,13 @@ func (f *cellsBundleFlags) finish(res cellsResult) error {
 	return nil
 }
 
-func (f *cellsBundleFlags) env() *experiment.Env {
-	return &experiment.Env{Prefix: f.prefix, Log: log}
+func (f *cellsBundleFlags) env() *bed.Env {
+	return &bed.Env{Prefix: f.prefix, Log: log}
 }
 
 func cellsPackCmd() *cobra.Command {
 	var (
-		cfg              experiment.CellsPackConfig
+		cfg              cellsexp.CellsPackConfig
 		sizes, cellSizes string
 		fl               cellsBundleFlags
 	)
@@ -382,7 +383,7 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := fl.env().CellsPack(cmd.Context(), cfg)
+			res, err := cellsexp.CellsPack(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -418,7 +419,7 @@ func parseCellSizes(s string) ([]int, error) {
 
 func cellsBalanceCmd() *cobra.Command {
 	var (
-		cfg    experiment.CellsBalanceConfig
+		cfg    cellsexp.CellsBalanceConfig
 		sprays string
 		fl     cellsBundleFlags
 	)
@@ -445,7 +446,7 @@ Writes balance.json (figures in "summary") and balance.csv to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := fl.env().CellsBalance(cmd.Context(), cfg)
+			res, err := cellsexp.CellsBalance(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -463,7 +464,7 @@ Writes balance.json (figures in "summary") and balance.csv to --out.`,
 
 func cellsElephantsCmd() *cobra.Command {
 	var (
-		cfg              experiment.CellsElephantsConfig
+		cfg              cellsexp.CellsElephantsConfig
 		sprays, linkRate string
 		fl               cellsBundleFlags
 	)
@@ -498,7 +499,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := fl.env().CellsElephants(cmd.Context(), cfg)
+			res, err := cellsexp.CellsElephants(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -518,7 +519,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 
 func cellsLatencyCmd() *cobra.Command {
 	var (
-		cfg  experiment.CellsLatencyConfig
+		cfg  cellsexp.CellsLatencyConfig
 		arms string
 		fl   cellsBundleFlags
 	)
@@ -552,7 +553,7 @@ flows.csv and a tail-CDF PNG to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := fl.env().CellsLatency(cmd.Context(), cfg)
+			res, err := cellsexp.CellsLatency(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -560,7 +561,7 @@ flows.csv and a tail-CDF PNG to --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&arms, "arms", "forward,forward-afxdp,cells,cells-nopre", "arms, in order: "+strings.Join(experiment.CellsLatencyArms, ","))
+	f.StringVar(&arms, "arms", "forward,forward-afxdp,cells,cells-nopre", "arms, in order: "+strings.Join(cellsexp.CellsLatencyArms, ","))
 	f.Int64Var(&cfg.Size, "size", 143, "flow size, bytes")
 	f.IntVar(&cfg.Flows, "flows", 2000, "flows per arm")
 	f.IntVar(&cfg.Warmup, "warmup", 20, "discarded warm-up flows per arm")

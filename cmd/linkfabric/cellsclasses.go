@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/spf13/cobra"
 )
 
 func cellsClassesCmd() *cobra.Command {
 	var (
-		cfg                         experiment.CellsClassesConfig
+		cfg                         cellsexp.CellsClassesConfig
 		arms, gray, runArgs, prefix string
 		outJSON                     string
 		asJSON                      bool
@@ -49,8 +50,8 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
-			res, err := env.CellsClasses(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: prefix, Log: log}
+			res, err := cellsexp.CellsClasses(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

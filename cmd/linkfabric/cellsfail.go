@@ -6,13 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/spf13/cobra"
 )
 
 func cellsFailoverCmd() *cobra.Command {
 	var (
-		cfg                   experiment.CellsFailoverConfig
+		cfg                   cellsexp.CellsFailoverConfig
 		arms, runArgs, prefix string
 		outJSON               string
 		asJSON                bool
@@ -47,8 +48,8 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
-			res, err := env.CellsFailover(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: prefix, Log: log}
+			res, err := cellsexp.CellsFailover(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -56,7 +57,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&arms, "arms", strings.Join(experiment.CellsLinkModes, ","), "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
+	f.StringVar(&arms, "arms", strings.Join(cellsexp.CellsLinkModes, ","), "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
 	f.IntVar(&cfg.Runs, "runs", 3, "runs per arm (the table shows medians)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "UDP run per arm and run, whole seconds (default 4s)")
 	f.DurationVar(&cfg.CutAt, "cut-at", 0, "when the link is cut, into the run (default half of --duration)")
@@ -73,7 +74,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 
 func cellsGrayCmd() *cobra.Command {
 	var (
-		cfg                          experiment.CellsGrayConfig
+		cfg                          cellsexp.CellsGrayConfig
 		arms, lossy, runArgs, prefix string
 		outJSON                      string
 		asJSON                       bool
@@ -106,8 +107,8 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
-			res, err := env.CellsGray(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: prefix, Log: log}
+			res, err := cellsexp.CellsGray(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

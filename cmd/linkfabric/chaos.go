@@ -3,13 +3,14 @@ package main
 import (
 	"strings"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/spf13/cobra"
 )
 
 func chaosCmd() *cobra.Command {
 	var (
-		cfg                     experiment.ChaosConfig
+		cfg                     lgexp.ChaosConfig
 		events, runArgs, prefix string
 		outJSON                 string
 		asJSON                  bool
@@ -49,8 +50,8 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &experiment.Env{Prefix: prefix, Log: log}
-			res, err := env.Chaos(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: prefix, Log: log}
+			res, err := lgexp.Chaos(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -59,7 +60,7 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Mode, "mode", "lg", "dataplane mode of both switches: lg or lgnb")
-	f.StringVar(&events, "events", strings.Join(experiment.ChaosEvents, ","), "faults, in order: "+strings.Join(experiment.ChaosEvents, ","))
+	f.StringVar(&events, "events", strings.Join(lgexp.ChaosEvents, ","), "faults, in order: "+strings.Join(lgexp.ChaosEvents, ","))
 	f.DurationVar(&cfg.Settle, "settle", 0, "TCP time before each fault (default 2s)")
 	f.DurationVar(&cfg.Watch, "watch", 0, "time after each fault to watch TCP resume (default 4s)")
 	f.DurationVar(&cfg.Flap, "flap", 0, "how long a flapped port stays down (default 2s)")

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -146,7 +146,7 @@ func bitFlips(t *testing.T, c cli, tb *netns.Testbed) {
 	// this shared machine (up to 372 ms at a flood's start), so a slow
 	// recovery is not given up (the tuned default timers are another test's
 	// subject).
-	env := &experiment.Env{Self: c.bin, Prefix: tb.Prefix}
+	env := &bed.Env{Self: c.bin, Prefix: tb.Prefix}
 	dp, err := env.StartDataplanes(context.Background(), "lg", "--lg-ack-timeout", "1s")
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,14 @@ package main
 import (
 	"strings"
 
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/spf13/cobra"
 )
 
 func stressCmd() *cobra.Command {
 	var (
-		cfg             experiment.StressConfig
+		cfg             lgexp.StressConfig
 		prefix, outJSON string
 		modes, runArgs  string
 		asJSON          bool
@@ -53,8 +54,8 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 				cfg.Modes = strings.Split(modes, ",")
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
-			env := &experiment.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
-			res, err := env.Stress(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
+			res, err := lgexp.Stress(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

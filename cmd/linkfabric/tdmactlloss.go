@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/spf13/cobra"
@@ -115,7 +116,7 @@ and statistics.`,
 				return fmt.Errorf("--runs %d: want at least 1", runs)
 			}
 			s.Runs, s.Force, s.Dir, s.Arms = runs, force, out, []string{"tdma"}
-			env := &experiment.Env{Prefix: prefix}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix}}
 			r, err := env.TDMACtlLoss(cmd.Context(), c)
 			if r != nil && (len(r.Runs) > 0 || len(r.Freezes) > 0) {
 				fmt.Print(r.Text())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +58,7 @@ into --out with each run's agent logs.`,
 				return fmt.Errorf("--duration %v: want at least 1s (iperf3 counts whole seconds)", dur)
 			}
 			c.Runs, c.Force, c.Dir, c.Duration, c.TLP = runs, force, out, dur.Truncate(time.Second), tlp
-			env := &experiment.Env{Prefix: prefix}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix}}
 			r, err := env.TDMANFQ(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())

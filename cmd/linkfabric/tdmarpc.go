@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -81,7 +82,7 @@ TDMA run's agent logs and statistics.`,
 			}
 			c.Warm, c.Phase, c.PingEvery = warm, phase, pingEvery
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &experiment.Env{Prefix: sf.prefix}
+			env := &experiment.Env{Env: &bed.Env{Prefix: sf.prefix}}
 			r, err := env.TDMARPC(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -74,7 +75,7 @@ into --out, with each TDMA run's agent logs and statistics.`,
 			}
 			c.Blocks, c.Warm, c.Duration = blocks, warm, duration
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &experiment.Env{Prefix: sf.prefix}
+			env := &experiment.Env{Env: &bed.Env{Prefix: sf.prefix}}
 			r, err := env.TDMARR(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())

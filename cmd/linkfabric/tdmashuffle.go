@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
@@ -69,7 +70,7 @@ agent logs and statistics go in a directory of their own.`,
 			}
 			c.Size = int64(sz)
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &experiment.Env{Prefix: sf.prefix}
+			env := &experiment.Env{Env: &bed.Env{Prefix: sf.prefix}}
 			r, err := env.TDMAShuffle(cmd.Context(), c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())

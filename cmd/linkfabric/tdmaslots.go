@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
@@ -112,7 +113,7 @@ and each run's agent logs and statistics.`,
 				return fmt.Errorf("--runs %d: want at least 1", runs)
 			}
 			c.Target, c.Runs, c.Force, c.Dir = target, runs, force, out
-			env := &experiment.Env{Prefix: prefix}
+			env := &experiment.Env{Env: &bed.Env{Prefix: prefix}}
 			r, err := env.TDMASlots(cmd.Context(), c)
 			if r != nil && (len(r.Runs) > 0 || r.Calib != nil) {
 				fmt.Print(r.Text())

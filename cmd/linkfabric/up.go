@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
-	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -212,8 +212,8 @@ func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []
 			fmt.Fprintf(out, "testbed %s removed\n", prefix)
 		}
 	}()
-	env := &experiment.Env{Prefix: prefix, Log: log}
-	runs := experiment.SwitchRuns(prefix, r.where, switches, r.mode, r.extra)
+	env := &bed.Env{Prefix: prefix, Log: log}
+	runs := bed.SwitchRuns(prefix, r.where, switches, r.mode, r.extra)
 	if !r.json {
 		fmt.Fprintf(out, "starting %d dataplanes (mode %s) ...\n", len(runs), r.mode)
 	}
@@ -248,7 +248,7 @@ func runUp(ctx context.Context, out io.Writer, topo *netns.Topology, switches []
 }
 
 // printUp tells what is up and how to use it.
-func printUp(out io.Writer, tb *netns.Testbed, runs []experiment.NodeRun) {
+func printUp(out io.Writer, tb *netns.Testbed, runs []bed.NodeRun) {
 	t := tb.Topology
 	fmt.Fprintf(out, "\ntestbed %s (prefix %s) is up, namespaces %s\n\nhosts:\n", t.Name, tb.Prefix, strings.Join(t.NamespaceNames(tb.Prefix), " "))
 	var addrs []string // the hosts' first addresses, in order

@@ -79,3 +79,14 @@ func WriteCSV(path string, header []string, rows [][]string) error {
 		return w.Error()
 	})
 }
+
+// WriteTable writes v as name.json and the header and rows as name.csv into
+// dir, and returns the two paths.
+func WriteTable(dir, name string, v any, header []string, rows [][]string) ([]string, error) {
+	j := filepath.Join(dir, name+".json")
+	if err := WriteJSON(j, v); err != nil {
+		return nil, err
+	}
+	c := filepath.Join(dir, name+".csv")
+	return []string{j, c}, WriteCSV(c, header, rows)
+}

@@ -249,3 +249,28 @@ func TestWriteCSVRoundTrip(t *testing.T) {
 		t.Errorf("read back %q, wrote %q", got, want)
 	}
 }
+
+// WriteTable writes the JSON and the CSV under one name, and says where.
+func TestWriteTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sub")
+	paths, err := WriteTable(dir, "t", map[string]int{"a": 1}, []string{"x", "y"}, [][]string{{"1", "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(dir, "t.json"), filepath.Join(dir, "t.csv")}; !reflect.DeepEqual(paths, want) {
+		t.Fatalf("paths %v, want %v", paths, want)
+	}
+	var v map[string]int
+	if b, err := os.ReadFile(paths[0]); err != nil || json.Unmarshal(b, &v) != nil || v["a"] != 1 {
+		t.Fatalf("json: %v %v", v, err)
+	}
+	f, err := os.Open(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || !reflect.DeepEqual(rows, [][]string{{"x", "y"}, {"1", "2"}}) {
+		t.Fatalf("csv %v, %v", rows, err)
+	}
+}

@@ -1,0 +1,189 @@
+package cellsexp
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
+	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// A packed record costs its share of full cells, an unpacked one whole
+// cells (a short one padded to the minimum frame), forward the frame.
+func TestPackComputed(t *testing.T) {
+	per := float64(cellify.CellPayloadOffset + linkcrc.TrailerLen)
+	for _, c := range []struct{ frame, cell int }{{60, 256}, {1496, 256}, {1496, 1486}, {508, 512}} {
+		rec := float64(c.frame + cellify.RecordHeaderLen + 1)
+		f, b := PackComputed(PackPacked, c.frame, c.cell)
+		if f != rec/float64(c.cell) || math.Abs(b-(rec+f*per)) > 1e-9 {
+			t.Errorf("packed %d B in %d-byte cells: %v frames %v bytes", c.frame, c.cell, f, b)
+		}
+		uf, ub := PackComputed(PackUnpacked, c.frame, c.cell)
+		if uf != math.Ceil(rec/float64(c.cell)) || ub < rec+uf*per || ub < b {
+			t.Errorf("unpacked %d B in %d-byte cells: %v frames %v bytes (packed %v)", c.frame, c.cell, uf, ub, b)
+		}
+		if ff, fb := PackComputed(PackForward, c.frame, c.cell); ff != 1 || fb != float64(c.frame) {
+			t.Errorf("forward %d B: %v frames %v bytes", c.frame, ff, fb)
+		}
+	}
+}
+
+func TestParseProcStatCPU(t *testing.T) {
+	// comm may hold spaces and parentheses; utime and stime are fields 14, 15.
+	line := "4242 (link (fabric) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 150 75 0 0 20 0 9 0 1234 0 0"
+	got, err := bed.ParseProcStatCPU(line)
+	if err != nil || got != 2250*time.Millisecond {
+		t.Fatalf("got %v, %v; want 2.25s (225 ticks)", got, err)
+	}
+	if _, err := bed.ParseProcStatCPU("4242 (x) S 1"); err == nil {
+		t.Fatal("a short line parsed")
+	}
+}
+
+func TestMaxMean(t *testing.T) {
+	if bed.MaxMean(nil) != 0 || bed.MaxMean([]float64{0, 0}) != 0 || bed.MaxMean([]float64{1, 1, 1, 1}) != 1 || bed.MaxMean([]float64{3, 1, 1, 3}) != 1.5 {
+		t.Fatal("MaxMean")
+	}
+}
+
+// Each cells experiment on the bundle, at tiny sizes: its report has its
+// rows and summary, and the figures are sane (links carried bytes, frames
+// were delivered, flows completed). Performance targets are the
+// commands' to report, not asserted.
+func TestCellsBundleExperiments(t *testing.T) {
+	netns.RequireRoot(t)
+	self := bedtest.Self(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := func() *bed.Env {
+		return &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfu"), Progress: bedtest.Writer{T: t}}
+	}
+
+	t.Run("pack", func(t *testing.T) {
+		if err := bed.CheckTrafgen(); err != nil {
+			t.Skip(err)
+		}
+		res, err := CellsPack(ctx, env(), CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},
+			Duration: 500 * time.Millisecond, CPUDuration: 500 * time.Millisecond, CPURate: 20000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log("\n" + res.Text())
+		if len(res.Rows) != 3 || len(res.CPU) != 3 {
+			t.Fatalf("%d rows and %d CPU arms, want 3 (forward, packed, unpacked) and 3 (forward, forward-afxdp, packed)", len(res.Rows), len(res.CPU))
+		}
+		for _, r := range res.Rows {
+			if r.DeliveredPPS <= 0 || r.MeasuredBytes <= 0 || r.MeasuredFrames <= 0 || r.ComputedBytes <= 0 {
+				t.Errorf("%s: delivered %v pps, %v frames and %v bytes per packet measured, %v computed", r.Arm, r.DeliveredPPS, r.MeasuredFrames, r.MeasuredBytes, r.ComputedBytes)
+			}
+			if r.Arm != PackForward && r.CellSize < 256 {
+				t.Errorf("%s: cell size %d: the MTU's should be reported", r.Arm, r.CellSize)
+			}
+		}
+		s := res.Summary
+		if s.CPUNsForward <= 0 || s.CPUNsCells <= 0 || s.CPURatio <= 0 || s.CPUNsForwardAfxdp <= 0 || s.CPURatioAfxdp <= 0 || s.SatForwardPPS <= 0 || s.SatCellsPPS <= 0 {
+			t.Errorf("summary %+v", s)
+		}
+	})
+	t.Run("balance", func(t *testing.T) {
+		res, err := CellsBalance(ctx, env(), CellsBalanceConfig{Sprays: []string{"perm", "hash"}, Flows: 2, Duration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log("\n" + res.Text())
+		if len(res.Arms) != 2 || len(res.Links) != 4 {
+			t.Fatalf("%d arms over %d links, want 2 over 4", len(res.Arms), len(res.Links))
+		}
+		for i, b := range res.Arms[0].Load.LinkBytes {
+			if b <= 0 {
+				t.Errorf("perm: link %s sent nothing", res.Links[i])
+			}
+		}
+		for _, k := range []string{"perm_max_mean", "hash_max_mean", "perm_ok"} {
+			if _, ok := res.Summary[k]; !ok {
+				t.Errorf("summary lacks %s", k)
+			}
+		}
+		if v := res.Summary["perm_max_mean"].(float64); v < 1 {
+			t.Errorf("perm max/mean %v < 1", v)
+		}
+	})
+	t.Run("elephants", func(t *testing.T) {
+		res, err := CellsElephants(ctx, env(), CellsElephantsConfig{Sprays: []string{"perm"}, Trials: 1, Duration: time.Second, LinkRate: 50e6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log("\n" + res.Text())
+		if len(res.Trials) != 1 || len(res.Trials[0].LinkUtil) != 4 {
+			t.Fatalf("trials %+v", res.Trials)
+		}
+		tr := res.Trials[0]
+		if tr.Aggregate <= 0 || tr.Load.Gbps <= 0 || tr.Effective <= 0 {
+			t.Errorf("trial: aggregate %v, %v Gbit/s, effective links %v", tr.Aggregate, tr.Load.Gbps, tr.Effective)
+		}
+		// The links are rate-limited: none can carry much more than its rate.
+		for i, u := range tr.LinkUtil {
+			if u > 1.2 {
+				t.Errorf("link %s at %.2f of its rate", res.Links[i], u)
+			}
+		}
+		for _, k := range []string{"perm_aggregate_share", "hash_expected_links_used", "perm_ok"} {
+			if _, ok := res.Summary[k]; !ok {
+				t.Errorf("summary lacks %s", k)
+			}
+		}
+	})
+	t.Run("latency", func(t *testing.T) {
+		res, err := CellsLatency(ctx, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log("\n" + res.Text())
+		if len(res.FCT.Summaries) != 2 {
+			t.Fatalf("%d summaries, want 2", len(res.FCT.Summaries))
+		}
+		for _, s := range res.FCT.Summaries {
+			if s.Count+s.Failed != 20 || s.Count == 0 || s.P50 <= 0 {
+				t.Errorf("%s: %d completed, %d failed, p50 %v", s.Arm, s.Count, s.Failed, s.P50)
+			}
+		}
+		for _, k := range []string{"forward_p50_us", "cells_p50_us", "cells_p50_ratio", "cells_ok"} {
+			if _, ok := res.Summary[k]; !ok {
+				t.Errorf("summary lacks %s", k)
+			}
+		}
+	})
+}
+
+// forward-afxdp runs forward with every frame through the worker, and the
+// summary gives cells' p50 against it beside the ratio to forward.
+func TestCellsLatencyAfxdpArm(t *testing.T) {
+	var c CellsLatencyConfig
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.bedRun("forward-afxdp"); r.Mode != "forward" || len(r.Args) != 2 || r.Args[1] != "afxdp" {
+		t.Fatalf("forward-afxdp runs %+v", r)
+	}
+	if r := c.bedRun("forward"); r.Mode != "forward" || len(r.Args) != 0 {
+		t.Fatalf("forward runs %+v", r)
+	}
+	var flows []fct.Flow
+	for i, arm := range []string{"forward", "forward-afxdp", "cells"} {
+		for j := 0; j < 5; j++ {
+			flows = append(flows, fct.Flow{Arm: arm, Size: 143, FCT: time.Duration(100*(i+1)) * time.Microsecond})
+		}
+	}
+	r := &CellsLatencyResult{Config: c}
+	r.FCT = fct.NewResults(flows, "forward")
+	s := latencySummary(r, "forward")
+	if s["cells_p50_ratio"] != 3.0 || s["cells_p50_ratio_afxdp"] != 1.5 || s["cells_ok"] != false {
+		t.Fatalf("summary %v", s)
+	}
+}

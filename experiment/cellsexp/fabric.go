@@ -1,0 +1,165 @@
+package cellsexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// CellsFabric is a testbed whose switches (edge and fabric nodes) run
+// `linkfabric run --mode cells`, each port at the rate and buffer its
+// topology gives it.
+type CellsFabric struct {
+	env      *bed.Env
+	Testbed  *netns.Testbed
+	Switches []string // topology order; node ids 1, 2, ... in this order
+	dps      *bed.Dataplanes
+}
+
+// UpCellsFabric brings topo up under e.Prefix with bare ports (a stale
+// testbed of that prefix is removed first). Start the dataplanes with Start.
+func UpCellsFabric(e *bed.Env, topo *netns.Topology, mtu int) (*CellsFabric, error) {
+	if err := e.Defaults(); err != nil {
+		return nil, err
+	}
+	switches, err := topo.Switches()
+	if err != nil {
+		return nil, err
+	}
+	tb, err := bed.UpBare(e, topo, mtu)
+	if err != nil {
+		return nil, err
+	}
+	return &CellsFabric{env: e, Testbed: tb, Switches: switches}, nil
+}
+
+// CellsNodeArgs returns the arguments of `linkfabric` that run mode cells
+// on node of tb as node id: its namespace, host and link ports and their
+// rates and buffers from tb's topology, then extra.
+func CellsNodeArgs(tb *netns.Testbed, node string, id int, extra ...string) ([]string, error) {
+	ports, err := tb.Topology.NodePorts(node)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"run", "--netns", tb.NS(node), "--mode", "cells", "--cells-node-id", fmt.Sprint(id)}
+	if h := netns.PortsOf(ports, netns.RoleHost); len(h) > 0 {
+		args = append(args, "--host-port", strings.Join(h, ","))
+	}
+	args = append(args, "--link-port", strings.Join(netns.PortsOf(ports, netns.RoleLink), ","))
+	var rates, bufs []string
+	for _, p := range ports {
+		if p.Rate > 0 {
+			rates = append(rates, p.Dev+"="+p.Rate.String())
+			if p.Buffer > 0 {
+				bufs = append(bufs, p.Dev+"="+p.Buffer.String())
+			}
+		}
+	}
+	if len(rates) > 0 {
+		args = append(args, "--port-rate", strings.Join(rates, ","))
+	}
+	if len(bufs) > 0 {
+		args = append(args, "--port-buffer", strings.Join(bufs, ","))
+	}
+	return append(args, extra...), nil
+}
+
+// Start runs mode cells on every switch with extra arguments (node ids 1,
+// 2, ... in Switches order) and waits until each is ready. Stop any that
+// run first.
+func (f *CellsFabric) Start(ctx context.Context, extra ...string) error {
+	if err := f.Stop(); err != nil {
+		return err
+	}
+	var runs []bed.NodeRun
+	for i, sw := range f.Switches {
+		args, err := CellsNodeArgs(f.Testbed, sw, i+1, extra...)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, bed.NodeRun{Name: sw, Args: args})
+	}
+	dps, err := f.env.StartNodes(ctx, runs)
+	if err != nil {
+		return err
+	}
+	f.dps = dps
+	return nil
+}
+
+// Stop stops the dataplanes (if any run).
+func (f *CellsFabric) Stop() error {
+	if f.dps == nil {
+		return nil
+	}
+	err := f.dps.Stop()
+	f.dps = nil
+	return err
+}
+
+// Alive reports an error if a dataplane exited.
+func (f *CellsFabric) Alive() error {
+	if f.dps == nil {
+		return errors.New("no dataplane runs")
+	}
+	return f.dps.Alive()
+}
+
+// Down stops the dataplanes and removes the testbed.
+func (f *CellsFabric) Down() error {
+	return errors.Join(f.Stop(), f.Testbed.Down())
+}
+
+// Reach pings each pair (host namespace short name, address) until it
+// answers (the routes converge and the edges learn the hosts' MACs), within
+// timeout in all.
+func (f *CellsFabric) Reach(ctx context.Context, timeout time.Duration, pairs ...[2]string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, p := range pairs {
+		if err := netns.WaitPing(ctx, f.Testbed.NS(p[0]), p[1]); err != nil {
+			return fmt.Errorf("%s cannot reach %s through the cells fabric: %w", p[0], p[1], err)
+		}
+	}
+	return nil
+}
+
+// Stats reads the statistics of every switch's dataplane, by short name.
+func (f *CellsFabric) Stats(ctx context.Context) (map[string]*CellsNodeStats, error) {
+	m := map[string]*CellsNodeStats{}
+	for _, sw := range f.Switches {
+		s, err := FetchCellsStats(ctx, f.Testbed.NS(sw))
+		if err != nil {
+			return nil, err
+		}
+		m[sw] = s
+	}
+	return m, nil
+}
+
+// SetCellsLinkShape sets the rate and buffer (0: the dataplane's default)
+// of every veth pair of topo with an end in namespace ns whose device name
+// starts with devPrefix ("" matches every device of ns); it fails if none
+// matches.
+func SetCellsLinkShape(topo *netns.Topology, ns, devPrefix string, rate netns.BitRate, buffer netns.ByteSize) error {
+	n := 0
+	for i := range topo.Links {
+		l := &topo.Links[i]
+		for _, e := range l.Ends {
+			if e.NS == ns && strings.HasPrefix(e.Dev, devPrefix) {
+				l.Rate, l.Buffer = rate, buffer
+				n++
+				break
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("topology %s has no link at %s:%s*", topo.Name, ns, devPrefix)
+	}
+	return nil
+}

@@ -1,0 +1,436 @@
+package cellsexp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// CellsTransports are what the incast sources send: udp (a burst of
+// datagrams per source, paced at the port's rate) and tcp (iperf3).
+var CellsTransports = []string{"udp", "tcp"}
+
+// CellsIncastConfig configures `linkfabric cells incast` (Stardust §5.4) on
+// fabric3: h1 (behind e1) and h2 (behind e2) each send at the rate of h3a's
+// port at e3 (host0), the bottleneck.
+type CellsIncastConfig struct {
+	PortRate   netns.BitRate  `json:"port_rate_bps"`     // e3's host0 (default 100M)
+	PortBuffer netns.ByteSize `json:"port_buffer_bytes"` // its egress queue (default 2M)
+	Arms       []string       `json:"arms"`              // CellsArms
+	Transports []string       `json:"transports"`        // CellsTransports
+	Runs       int            `json:"runs"`
+	// UDP: each source sends Burst bytes of payload in datagrams of
+	// Payload bytes at PortRate (default 3 MiB: with credits each source
+	// holds up to half of it in its VOQ of 2 MiB).
+	Burst   int64 `json:"burst_bytes"`
+	Payload int   `json:"payload_bytes"`
+	// TCP: one iperf3 flow per source for Duration, congestion control CC
+	// ("" the hosts' default).
+	Duration time.Duration `json:"duration_ns"`
+	CC       string        `json:"cc,omitempty"`
+	// Trim is the share of the delivery period left out at each end when
+	// the port's busy share and the sources' shares are measured.
+	Trim    float64  `json:"trim"`
+	RunArgs []string `json:"run_args,omitempty"`
+	MTU     int      `json:"mtu,omitempty"`
+}
+
+// Normalize fills defaults and checks the configuration.
+func (c *CellsIncastConfig) Normalize() error {
+	if c.PortRate == 0 {
+		c.PortRate = 100e6
+	}
+	if c.PortRate < 1e6 || c.PortRate > 10e9 {
+		return fmt.Errorf("cells incast --port-rate %s: want 1M..10G", c.PortRate)
+	}
+	if c.PortBuffer == 0 {
+		c.PortBuffer = 2 << 20
+	}
+	if c.PortBuffer < 16<<10 {
+		return fmt.Errorf("cells incast --port-buffer %s: want at least 16K", c.PortBuffer)
+	}
+	if len(c.Arms) == 0 {
+		c.Arms = slices.Clone(CellsArms)
+	}
+	if err := checkCellsArms(c.Arms); err != nil {
+		return fmt.Errorf("cells incast --arms: %w", err)
+	}
+	if len(c.Transports) == 0 {
+		c.Transports = slices.Clone(CellsTransports)
+	}
+	for _, t := range c.Transports {
+		if !slices.Contains(CellsTransports, t) {
+			return fmt.Errorf("cells incast --transports: unknown %q (have %s)", t, strings.Join(CellsTransports, ", "))
+		}
+	}
+	if c.Runs <= 0 {
+		c.Runs = 1
+	}
+	if c.Burst == 0 {
+		c.Burst = 3 << 20
+	}
+	if c.Payload == 0 {
+		c.Payload = 1400
+	}
+	if c.Burst < 64<<10 || c.Payload < bed.UDPHeader || c.Payload > 1472 {
+		return fmt.Errorf("cells incast: --burst %d (want ≥ 64K), --payload %d (want %d..1472)", c.Burst, c.Payload, bed.UDPHeader)
+	}
+	if c.Duration == 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.Duration < 2*time.Second {
+		return fmt.Errorf("cells incast --duration %v: TCP needs at least 2s", c.Duration)
+	}
+	if c.Trim == 0 {
+		c.Trim = 0.1
+	}
+	if c.Trim < 0 || c.Trim >= 0.5 {
+		return fmt.Errorf("cells incast: trim %g: want [0, 0.5)", c.Trim)
+	}
+	return nil
+}
+
+// CellsIncastRun is one arm, transport and run.
+type CellsIncastRun struct {
+	Arm       string `json:"arm"`
+	Transport string `json:"transport"`
+	Run       int    `json:"run"`
+	// PortBusy is the bits the port put on the wire over the delivery
+	// period less Trim at each end, over the port's rate times that time
+	// (UDP: from h3a's receive times; TCP: from e3's port counters at 20 %
+	// and 90 % of the run). PortBusySpan is the same over the whole
+	// delivery period (UDP).
+	PortBusy     float64 `json:"port_busy"`
+	PortBusySpan float64 `json:"port_busy_span,omitempty"`
+	// PortLate is the share of the measured period the port lost to e3's
+	// worker running late (frames waited and its bucket was full; UDP:
+	// over the run, against the delivery span).
+	PortLate float64 `json:"port_late"`
+	// Credit is e3's host0 scheduler over the run: credits issued, Polls
+	// stopped at the credit window and turns passed at a VOQ's share of
+	// it or late (its source kept from running), and the loop's round
+	// trip at the end (ms).
+	Credit struct {
+		Credits, WindowFull, ShareFull, LateFull uint64
+		RTTMs                                    float64
+	} `json:"credit"`
+	// Shares are each source's part of what was delivered (UDP: in the
+	// window of PortBusy; TCP: over the run); ShareDev the largest
+	// relative deviation from a fair share.
+	Shares   []float64 `json:"shares"`
+	ShareDev float64   `json:"share_dev"`
+	// Drops inside the fabric, at the egress port and at the ingress ports,
+	// summed over the switches, and by switch.
+	Drops       CellsDrops            `json:"drops"`
+	FabricDrops uint64                `json:"fabric_drops"`
+	DropsByNode map[string]CellsDrops `json:"drops_by_node"`
+	// UDP: each source's datagrams; the receive buffer errors at h3a (lost
+	// in the host, not the fabric).
+	Flows  []bed.UDPFlowStats `json:"flows,omitempty"`
+	Rcvbuf uint64             `json:"rcvbuf_errors,omitempty"`
+	// TCP: each flow's goodput (Mbit/s) and retransmissions.
+	TCPMbps    []float64 `json:"tcp_mbps,omitempty"`
+	TCPRetrans []int     `json:"tcp_retransmits,omitempty"`
+	// MaxPollGapMs is the longest a dataplane's worker was kept from
+	// running (since its start).
+	MaxPollGapMs float64 `json:"max_poll_gap_ms"`
+	// StalledMs is, by switch, the time its cell node's clock did not count
+	// during the run (every gap between the worker's calls beyond 2 ms).
+	StalledMs map[string]float64 `json:"stalled_ms"`
+	Load1     float64            `json:"load1"`
+}
+
+// CellsIncastResult is what `linkfabric cells incast` reports.
+type CellsIncastResult struct {
+	Config CellsIncastConfig `json:"config"`
+	report.RunInfo
+	Seconds float64           `json:"seconds"`
+	Runs    []*CellsIncastRun `json:"runs"`
+	// Summary: per arm and transport the medians over the runs
+	// (<arm>_<transport>_<figure>), the checks and pass.
+	Summary map[string]any `json:"summary"`
+	series  []cellsSeriesRow
+}
+
+// fabric3Incast is fabric3 with e3's host0 at rate and buffer.
+func fabric3Incast(rate netns.BitRate, buffer netns.ByteSize) (*netns.Topology, error) {
+	topo, err := netns.Preset("fabric3")
+	if err != nil {
+		return nil, err
+	}
+	return topo, SetCellsLinkShape(topo, "e3", "host0", rate, buffer)
+}
+
+// CellsIncast runs the incast experiment: per run, arm and transport, the
+// two sources send to h3a at once on fresh dataplanes of one fabric3
+// testbed.
+func CellsIncast(ctx context.Context, e *bed.Env, cfg CellsIncastConfig) (*CellsIncastResult, error) {
+	start := time.Now()
+	if err := bed.Prepare(e, &cfg); err != nil {
+		return nil, err
+	}
+	topo, err := fabric3Incast(cfg.PortRate, cfg.PortBuffer)
+	if err != nil {
+		return nil, err
+	}
+	res := &CellsIncastResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	total := cfg.Runs * len(cfg.Arms) * len(cfg.Transports)
+	e.Printf("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
+		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, bed.LoadAvg())
+	f, err := UpCellsFabric(e, topo, cfg.MTU)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Down()
+	step := 0
+	for run := 1; run <= cfg.Runs; run++ {
+		for _, arm := range cfg.Arms {
+			if err := f.Start(ctx, append(cellsArmArgs(arm), cfg.RunArgs...)...); err != nil {
+				return nil, err
+			}
+			if err := f.Reach(ctx, 20*time.Second, [2]string{"h1", "10.0.0.3"}, [2]string{"h2", "10.0.0.3"}); err != nil {
+				return nil, err
+			}
+			for _, tr := range cfg.Transports {
+				step++
+				e.Printf("cells incast: [%d/%d] %s %s, run %d", step, total, arm, tr, run)
+				r, err := incastOnce(ctx, e, f, cfg, arm, tr, run, res)
+				if err != nil {
+					return nil, fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
+				}
+				e.Printf("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
+					r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
+					r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
+				res.Runs = append(res.Runs, r)
+			}
+			if err := f.Stop(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res.summarize()
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncastConfig, arm, tr string, run int, res *CellsIncastResult) (*CellsIncastRun, error) {
+	r := &CellsIncastRun{Arm: arm, Transport: tr, Run: run, Load1: bed.LoadAvg()}
+	before, err := f.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rate := float64(cfg.PortRate)
+	var udpSpan int64
+	switch tr {
+	case "udp":
+		flows := []bed.UDPFlow{
+			{Name: "h1", From: e.NS("h1"), To: "10.0.0.3:5301", Rate: rate, Payload: cfg.Payload, Bytes: cfg.Burst},
+			{Name: "h2", From: e.NS("h2"), To: "10.0.0.3:5301", Rate: rate, Payload: cfg.Payload, Bytes: cfg.Burst},
+		}
+		// Both bursts leave in Burst/rate; the port needs twice that.
+		drain := time.Duration(float64(2*cfg.Burst*8)/rate*float64(time.Second)) + 3*time.Second
+		u, err := bed.RunUDPFlows(ctx, map[string]string{e.NS("h3a"): ":5301"}, flows, 300*time.Millisecond, drain)
+		if err != nil {
+			return nil, err
+		}
+		arr := u.Arrivals[e.NS("h3a")]
+		r.Rcvbuf = u.Rcvbuf
+		for i, fl := range flows {
+			r.Flows = append(r.Flows, bed.FlowStats(arr, uint32(i), fl.Name, u.Sent[i], u.T0))
+		}
+		first, last := bed.ArrivalSpan(arr, 3)
+		if last <= first {
+			return nil, fmt.Errorf("h3a received %d datagrams: too few to measure", len(arr))
+		}
+		span := last - first
+		udpSpan = span
+		r.PortBusySpan = bed.WireBits(arr, 3, first, last) / rate / (float64(span) / 1e9)
+		a, b := first+int64(cfg.Trim*float64(span)), last-int64(cfg.Trim*float64(span))
+		r.PortBusy = bed.WireBits(arr, 3, a, b) / rate / (float64(b-a) / 1e9)
+		r.Shares = []float64{bed.WireBits(arr, 1, a, b), bed.WireBits(arr, 2, a, b)}
+		for k, s := range bed.UDPSeries(arr, []string{"h1", "h2"}, u.T0, 10*time.Millisecond) {
+			for i, v := range s {
+				res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: tr, Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
+			}
+		}
+	case "tcp":
+		var samples [2]portSample
+		var serr error
+		var extra []string
+		if cfg.CC != "" {
+			extra = append(extra, "-C", cfg.CC)
+		}
+		pairs := [][4]string{{e.NS("h1"), e.NS("h3a"), "10.0.0.3", "5201"}, {e.NS("h2"), e.NS("h3a"), "10.0.0.3", "5202"}}
+		out, err := bed.RunIperfPairs(ctx, pairs, cfg.Duration, extra, func(i int) {
+			s, err := samplePort(ctx, e.NS("e3"), "host0")
+			samples[i], serr = s, errors.Join(serr, err)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if serr != nil {
+			return nil, serr
+		}
+		bits, secs := wireBitsBetween(samples[0], samples[1])
+		r.PortBusy = bits / rate / secs
+		r.PortLate = float64(samples[1].lateNs-samples[0].lateNs) / 1e9 / secs
+		for _, o := range out {
+			r.TCPMbps = append(r.TCPMbps, o.Mbps)
+			r.TCPRetrans = append(r.TCPRetrans, o.Retransmits)
+			r.Shares = append(r.Shares, o.Bytes)
+		}
+		time.Sleep(200 * time.Millisecond) // the last grants' cells arrive
+	}
+	if err := f.Alive(); err != nil {
+		return nil, err
+	}
+	after, err := f.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Drops, r.DropsByNode, r.MaxPollGapMs = cellsDropsAll(before, after)
+	r.StalledMs = cellsStalled(before, after)
+	if b, a := before["e3"], after["e3"]; b != nil && a != nil && len(b.Cells.Hosts) > 0 && len(a.Cells.Hosts) > 0 {
+		hb, ha := b.Cells.Hosts[0], a.Cells.Hosts[0]
+		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull = ha.Credits-hb.Credits, ha.WindowFull-hb.WindowFull, ha.ShareFull-hb.ShareFull
+		r.Credit.LateFull = ha.LateFull - hb.LateFull
+		r.Credit.RTTMs = float64(ha.RTT) / 1e6
+	}
+	if udpSpan > 0 && before["e3"] != nil && after["e3"] != nil {
+		late := after["e3"].Port("host0").Egress.LateNs - before["e3"].Port("host0").Egress.LateNs
+		r.PortLate = float64(late) / float64(udpSpan)
+	}
+	r.FabricDrops = r.Drops.Fabric()
+	r.ShareDev = bed.ShareDeviation(r.Shares)
+	var sum float64
+	for _, s := range r.Shares {
+		sum += s
+	}
+	for i := range r.Shares {
+		r.Shares[i] = report.Ratio(r.Shares[i], sum)
+	}
+	return r, nil
+}
+
+func fmtShares(v []float64) string {
+	var p []string
+	for _, s := range v {
+		p = append(p, fmt.Sprintf("%.3f", s))
+	}
+	return strings.Join(p, "/")
+}
+
+// cellsMedian is the median of fig over the runs of arm and transport.
+func cellsMedian[R any](runs []R, keep func(R) bool, fig func(R) float64) float64 {
+	var v []float64
+	for _, r := range runs {
+		if keep(r) {
+			v = append(v, fig(r))
+		}
+	}
+	return report.Median(v)
+}
+
+func (res *CellsIncastResult) summarize() {
+	s := map[string]any{}
+	var failed []string
+	for _, arm := range res.Config.Arms {
+		for _, tr := range res.Config.Transports {
+			keep := func(r *CellsIncastRun) bool { return r.Arm == arm && r.Transport == tr }
+			k := arm + "_" + tr + "_"
+			busy := cellsMedian(res.Runs, keep, func(r *CellsIncastRun) float64 { return r.PortBusy })
+			dev := cellsMedian(res.Runs, keep, func(r *CellsIncastRun) float64 { return r.ShareDev })
+			fab := cellsMedian(res.Runs, keep, func(r *CellsIncastRun) float64 { return float64(r.FabricDrops) })
+			egr := cellsMedian(res.Runs, keep, func(r *CellsIncastRun) float64 { return float64(r.Drops.Egress) })
+			s[k+"port_busy"], s[k+"share_dev"], s[k+"fabric_drops"], s[k+"egress_drops"] = busy, dev, fab, egr
+			s[k+"voq_drops"] = cellsMedian(res.Runs, keep, func(r *CellsIncastRun) float64 { return float64(r.Drops.VOQ) })
+			if tr == "tcp" {
+				s[k+"retransmits"] = cellsMedian(res.Runs, keep, func(r *CellsIncastRun) float64 {
+					n := 0
+					for _, x := range r.TCPRetrans {
+						n += x
+					}
+					return float64(n)
+				})
+			} else {
+				s[k+"lost"] = cellsMedian(res.Runs, keep, func(r *CellsIncastRun) float64 {
+					var n uint64
+					for _, f := range r.Flows {
+						n += f.Lost
+					}
+					return float64(n)
+				})
+			}
+			if arm != "credits" {
+				continue
+			}
+			for _, c := range []struct {
+				name string
+				ok   bool
+			}{
+				{k + "fabric_drops = 0", fab == 0}, {k + "egress_drops = 0", egr == 0},
+				{k + "port_busy ≥ 0.95", busy >= 0.95}, {k + "share_dev ≤ 0.05", dev <= 0.05},
+			} {
+				if !c.ok {
+					failed = append(failed, c.name)
+				}
+			}
+		}
+	}
+	s["failed"] = failed
+	s["pass"] = len(failed) == 0
+	res.Summary = s
+}
+
+// Text renders the result: per run, then the medians.
+func (res *CellsIncastResult) Text() string {
+	var b strings.Builder
+	c := res.Config
+	fmt.Fprintf(&b, "linkfabric cells incast: fabric3, h1 (e1) and h2 (e2) → h3a (e3 host0 at %s, %s buffer), each at the port's rate; UDP bursts of %s per source, TCP for %v; kernel %s, %d CPUs; %.0fs in all\n\n",
+		c.PortRate, c.PortBuffer, netns.ByteSize(c.Burst), c.Duration, res.Kernel, res.CPUs, res.Seconds)
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "arm\ttransport\trun\tport busy\tshares h1/h2\tdev\tfabric drops\t(link\tvoq\treasm\tother)\tegress drops\tingress drops\tlost / retrans\tmax gap ms\tload\t")
+	for _, r := range res.Runs {
+		lost := 0
+		for _, f := range r.Flows {
+			lost += int(f.Lost)
+		}
+		for _, x := range r.TCPRetrans {
+			lost += x
+		}
+		d := r.Drops
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.3f\t%s\t%.3f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t\n", r.Arm, r.Transport, r.Run, r.PortBusy, fmtShares(r.Shares), r.ShareDev,
+			r.FabricDrops, d.Link, d.VOQ, d.Reasm, d.Other, d.Egress, d.Ingress, lost, r.MaxPollGapMs, r.Load1)
+	}
+	w.Flush()
+	fmt.Fprintf(&b, "\nmedians over %d run(s):\n", c.Runs)
+	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "arm\ttransport\tport busy\tshare dev\tfabric drops\tvoq drops\tegress drops\t")
+	s := res.Summary
+	for _, arm := range c.Arms {
+		for _, tr := range c.Transports {
+			k := arm + "_" + tr + "_"
+			fmt.Fprintf(w, "%s\t%s\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t\n", arm, tr, s[k+"port_busy"], s[k+"share_dev"], s[k+"fabric_drops"], s[k+"voq_drops"], s[k+"egress_drops"])
+		}
+	}
+	w.Flush()
+	fmt.Fprintln(&b, "\nport busy: the port's wire bits over its rate, over the delivery period less 10 % at each end (UDP: h3a's receive times; TCP: e3's counters at 20 % and 90 %).")
+	fmt.Fprintln(&b, "fabric drops: every node's link ports (egress queue, TX and RX rings), VOQs, reassembly discards, cells without route or hop; egress: h3a's port; ingress: the sources' host ports' RX rings.")
+	if f, _ := s["failed"].([]string); len(f) > 0 {
+		fmt.Fprintf(&b, "\ncredits arm out of target: %s\n", strings.Join(f, "; "))
+	} else if slices.Contains(c.Arms, "credits") {
+		fmt.Fprintln(&b, "\ncredits arm: zero fabric and egress drops, port busy ≥ 0.95, shares within 5 % of fair")
+	}
+	return b.String()
+}
+
+// WriteCSV writes the UDP runs' delivered rate per source in 10 ms bins.
+func (res *CellsIncastResult) WriteCSV(path string) error { return writeCellsCSV(path, res.series) }
