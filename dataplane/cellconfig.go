@@ -221,11 +221,11 @@ func (c *CellsConfig) parseClasses() error {
 // fit checks CellSize against the smallest link MTU (of port link) and sets
 // the default: a cell frame, its trailer included, fits the link MTU.
 func (c *CellsConfig) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
-	maxFrame := linkMTU + ethHeaderLen - integrity.Overhead()
+	maxFrame := linkMTU + EthHeaderLen - integrity.Overhead()
 	most := maxFrame - cellify.CellPayloadOffset
 	if most < MinCellSize {
 		return fmt.Errorf("dataplane: link port %s has MTU %d: no cell fits (%d bytes of headers%s and %d of payload need MTU %d)",
-			link, linkMTU, cellify.CellPayloadOffset, trailerNote(integrity), MinCellSize, cellify.CellPayloadOffset+MinCellSize+integrity.Overhead()-ethHeaderLen)
+			link, linkMTU, cellify.CellPayloadOffset, trailerNote(integrity), MinCellSize, cellify.CellPayloadOffset+MinCellSize+integrity.Overhead()-EthHeaderLen)
 	}
 	switch {
 	case c.CellSize == 0:

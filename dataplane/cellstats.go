@@ -150,7 +150,8 @@ type CellHostSnapshot struct {
 // newCellStats makes the statistics of d's cell node, its configuration
 // and ports filled in.
 func newCellStats(d *Dataplane) *CellStats {
-	cc, ps := d.cfg.Cells, d.ports
+	cfg := d.Config()
+	cc, ps := cfg.Cells, d.Ports()
 	s := &CellStats{}
 	c := &s.snap
 	c.NodeID, c.Spray, c.CellSize, c.Role, c.LinkMode = cc.NodeID, cc.Spray, cc.CellSize, "fabric", cc.LinkMode
@@ -166,14 +167,13 @@ func newCellStats(d *Dataplane) *CellStats {
 			c.ClassMap = append(c.ClassMap, uint8(lc.For(cellify.Class(tc))))
 		}
 	}
-	names := d.cfg.portNames()
 	c.Links = make([]CellLinkSnapshot, len(ps.Links))
-	for l, port := range ps.Links {
-		c.Links[l].Name = names[port]
+	for l := range ps.Links {
+		c.Links[l].Name = cfg.LinkPorts[l]
 	}
 	c.Hosts = make([]CellHostSnapshot, len(ps.Hosts))
-	for k, port := range ps.Hosts {
-		c.Hosts[k].Name = names[port]
+	for k := range ps.Hosts {
+		c.Hosts[k].Name = cfg.HostPorts[k]
 	}
 	return s
 }

@@ -339,8 +339,8 @@ func New(cfg Config) (_ *Dataplane, err error) {
 				if opts.LGTxSlots == 0 {
 					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, true)
 				}
-			} else if i == portLink {
-				opts.ShareLGRx = d.all[portHost].prog
+			} else if i == PortLink {
+				opts.ShareLGRx = d.all[PortHost].prog
 			}
 		}
 		p, err := attachPort(role, ifname, &cfg, opts)
@@ -375,7 +375,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		d.umems = append(d.umems, u)
 	}
 	d.umem = d.umems[0]
-	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+ethHeaderLen)
+	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+EthHeaderLen)
 	if d.umem.MultiBuffer() {
 		cfg.Logger.Info("jumbo frames: multi-buffer AF_XDP (XDP_USE_SG); frames longer than one kernel buffer are copied together in their UMEM frame",
 			"frame_size", cfg.FrameSize, "buffer", d.umem.ChunkSize(), "max_descriptors_per_frame", d.maxChain,
@@ -480,6 +480,12 @@ func (d *Dataplane) Link() *Port { return d.all[d.ports.Links[0]] }
 
 // Port is port number i of the worker's numbering (see Ports).
 func (d *Dataplane) Port(i int) *Port { return d.all[i] }
+
+// LinkMAC is the (first) link port's hardware address.
+func (d *Dataplane) LinkMAC() [6]byte { return d.linkMAC }
+
+// LinkMTU is the smallest MTU of the link ports.
+func (d *Dataplane) LinkMTU() int { return d.linkMTU }
 
 // Ports is the worker's numbering of the ports: what a pipeline calls them.
 // The slice it holds is shared: do not modify it.
@@ -594,8 +600,8 @@ func (c *Config) checkSizes(sockets int) error {
 		if txBuffer > int(c.RingSize) {
 			return fmt.Errorf("dataplane: --lg-tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --lg-tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)
 		}
-		need += 2*uint64(txBuffer) + hostQueueLen
-		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --lg-tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
+		need += 2*uint64(txBuffer) + HostQueueLen
+		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --lg-tx-buffer %d) and the host queue (%d)", txBuffer, HostQueueLen)
 	}
 	if c.Mode == ModeCells && c.Cells.LinkMode == "fec" {
 		n := uint64(len(c.LinkPorts))
@@ -616,12 +622,12 @@ func (c *Config) checkSizes(sockets int) error {
 		what += fmt.Sprintf(", the delivery queues of %d host ports (%d × --ring-size %d each)", n, hostQRings, c.RingSize)
 	}
 	if c.Mode == ModeForward && c.PFC.Enabled {
-		need += hostQueueLen
-		what += fmt.Sprintf(", the host class queues (%d)", hostQueueLen)
+		need += HostQueueLen
+		what += fmt.Sprintf(", the host class queues (%d)", HostQueueLen)
 	}
 	if c.Mode == ModeFEC {
-		need += fecWindow + hostQueueLen + 1
-		what += fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, hostQueueLen)
+		need += fecWindow + HostQueueLen + 1
+		what += fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, HostQueueLen)
 	}
 	if n := c.shapedPorts(); n > 0 {
 		need += uint64(n) * uint64(c.RingSize)
@@ -692,8 +698,8 @@ func pow2AtLeast(n int) int {
 // port needs an MTU this much above the host port's.
 func (c *Config) LinkOverhead() int { return seqhdr.MaxOverhead + c.Link.Integrity.Overhead() }
 
-// ethHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
-const ethHeaderLen = 14
+// EthHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
+const EthHeaderLen = 14
 
 // checkMTU checks the ports' MTUs: on a sequenced link (lg, lgnb, monitor)
 // the link port must carry a full host frame plus LinkOverhead (cells cut
@@ -719,13 +725,13 @@ func (c *Config) checkMTU(hostMTU, linkMTU int) error {
 		name string
 		mtu  int
 	}{{c.HostPort, hostMTU}, {c.LinkPort, linkMTU}} {
-		if p.mtu+ethHeaderLen <= room {
+		if p.mtu+EthHeaderLen <= room {
 			continue
 		}
 		fix := fmt.Sprintf("--frame-size %d (or leave it out: the default fits the MTU), or %s link set dev %s mtu %d",
-			fitFrameSize(p.mtu), ip, p.name, room-ethHeaderLen)
+			fitFrameSize(p.mtu), ip, p.name, room-EthHeaderLen)
 		return fmt.Errorf("dataplane: %s (%s) has MTU %d: its largest frame (%d bytes) does not fit a UMEM frame of --frame-size %d (%d bytes after the kernel's headroom); fix: %s",
-			p.name, where, p.mtu, p.mtu+ethHeaderLen, c.FrameSize, room, fix)
+			p.name, where, p.mtu, p.mtu+EthHeaderLen, c.FrameSize, room, fix)
 	}
 	return nil
 }

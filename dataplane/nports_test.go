@@ -17,7 +17,7 @@ const modeSpray Mode = "test-spray"
 
 func init() {
 	modes[modeSpray] = modeSpec{hosts: [2]int{1, 1}, links: [2]int{1, MaxLinkPorts},
-		pipeline: func(w *worker) (Pipeline, error) { return &sprayPipeline{ps: w.d.Ports()}, nil }}
+		pipeline: func(w *Worker) (Pipeline, error) { return &sprayPipeline{ps: w.d.Ports()}, nil }}
 }
 
 type sprayPipeline struct {
@@ -34,7 +34,7 @@ func (s *sprayPipeline) Receive(_ int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 			out = s.ps.Links[s.next]
 			s.next = (s.next + 1) % len(s.ps.Links)
 		}
-		tx.Send(out, laneData, d.Addr, int(d.Len))
+		tx.Send(out, LaneData, d.Addr, int(d.Len))
 		tx.Release(d.Addr)
 	}
 }
@@ -88,7 +88,7 @@ const modeSink Mode = "test-sink"
 
 func init() {
 	modes[modeSink] = modeSpec{hosts: [2]int{0, 0}, links: [2]int{1, MaxLinkPorts},
-		pipeline: func(*worker) (Pipeline, error) { return sinkPipeline{}, nil }}
+		pipeline: func(*Worker) (Pipeline, error) { return sinkPipeline{}, nil }}
 }
 
 type sinkPipeline struct{}

@@ -82,14 +82,14 @@ func newPorts(hosts, links int) Ports {
 // The layout of the modes with one host port and one link port (forward,
 // lg, lgnb, monitor): their port spec guarantees it.
 const (
-	portHost = 0
-	portLink = 1
+	PortHost = 0
+	PortLink = 1
 )
 
 // modeSpec is what a mode needs of a node's ports, and its pipeline.
 type modeSpec struct {
 	hosts, links [2]int // least and most host ports, link ports
-	pipeline     func(w *worker) (Pipeline, error)
+	pipeline     func(w *Worker) (Pipeline, error)
 }
 
 // modes are the modes a dataplane runs.
@@ -102,7 +102,7 @@ var modes = map[Mode]modeSpec{
 	ModeFEC:     {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newFECPipeline},
 }
 
-func newLG(w *worker) (Pipeline, error) { return newLGPipeline(w) }
+func newLG(w *Worker) (Pipeline, error) { return newLGPipeline(w) }
 
 // Modes lists the modes a dataplane runs, sorted.
 func Modes() []Mode {

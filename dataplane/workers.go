@@ -258,7 +258,7 @@ func (d *Dataplane) workerSnapshots() []WorkerSnapshot {
 func (d *Dataplane) runWorkers(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workers := make([]*worker, d.cfg.Workers)
+	workers := make([]*Worker, d.cfg.Workers)
 	pipes := make([]Pipeline, d.cfg.Workers)
 	epoch := time.Now() // one clock zero: the ports' down times compare
 	for i := range workers {

@@ -349,8 +349,8 @@ func TestWorkersForward(t *testing.T) {
 	for _, l := range detail {
 		t.Error(l)
 	}
-	checkBothWorkers(t, "sw1", sw1, portHost, portLink)
-	checkBothWorkers(t, "sw2", sw2, portLink, portHost)
+	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
+	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
 }
 
 // TestWorkersLG: mode lg with two workers per switch, one LinkGuardian
@@ -370,8 +370,8 @@ func TestWorkersLG(t *testing.T) {
 			t.Error(l)
 		}
 	}
-	checkBothWorkers(t, "sw1", sw1, portHost, portLink)
-	checkBothWorkers(t, "sw2", sw2, portLink, portHost)
+	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
+	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
 	st, err := sw2.Link().Program().ImpairStats()
 	if err != nil {
 		t.Fatal(err)
@@ -467,8 +467,8 @@ func TestWorkersLGRestart(t *testing.T) {
 		t.Error(l)
 	}
 	for _, w := range sw2.d.Stats().Workers {
-		if w.Ports[portHost].TX.Frames < workerFlows*1000/10 {
-			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[portHost].TX.Frames)
+		if w.Ports[PortHost].TX.Frames < workerFlows*1000/10 {
+			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[PortHost].TX.Frames)
 		}
 	}
 }
@@ -526,8 +526,8 @@ func TestWorkersPortDownCountedOnce(t *testing.T) {
 	d := &Dataplane{cfg: Config{Logger: slog.New(slog.DiscardHandler)}}
 	epoch := time.Now()
 	var c PortCounters
-	w0 := &worker{d: d, epoch: epoch}
-	w1 := &worker{d: d, epoch: epoch}
+	w0 := &Worker{d: d, epoch: epoch}
+	w1 := &Worker{d: d, epoch: epoch}
 	p0, p1 := &Port{Name: "link0"}, &Port{Name: "link0"}
 	w0.portDown(p0, &c, unix.ENETDOWN)
 	time.Sleep(2 * time.Millisecond)
@@ -620,9 +620,9 @@ func TestWorkersTCP(t *testing.T) {
 	t.Logf("iperf3 -P 16:\n%s", lastLines(string(out), 4))
 	for i, d := range []*Dataplane{sw1, sw2} {
 		for _, w := range d.Stats().Workers {
-			in := w.Ports[portHost].RX.Frames
+			in := w.Ports[PortHost].RX.Frames
 			if i == 1 {
-				in = w.Ports[portLink].RX.Frames
+				in = w.Ports[PortLink].RX.Frames
 			}
 			t.Logf("sw%d worker %d: %d frames in", i+1, w.Worker, in)
 			if in < 1000 {
