@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/metrics"
 )
 
 // ModeCells runs a cell node (cellify.Node): an edge when the node has host
@@ -256,4 +258,105 @@ func CellNodeID(mac [6]byte, edge bool) uint16 {
 		return uint16(1 + v%(CellMaxEdges-1))
 	}
 	return uint16(1 + v%0xFFFF)
+}
+
+func init() {
+	Register(ModeCells, Spec{Hosts: [2]int{0, MaxHostPorts}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+		// Its nodes allocate every cell and delivery, and its bursts fill
+		// every RX ring while the fill rings stay full.
+		QueueRings: 3,
+		NoPFC:      "mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec",
+		Configure:  configureCells,
+		Frames:     cellsFrames,
+		New:        newCellsInstance})
+}
+
+// configureCells fills the defaults of the cells and of the link layer
+// under them.
+func configureCells(c *Config) error {
+	if err := c.Cells.defaults(len(c.HostPorts) > 0); err != nil {
+		return err
+	}
+	if c.Cells.LinkMode != "none" {
+		if err := c.LG.defaults(ModeLG); err != nil {
+			return err
+		}
+		if c.LG.TxBuffer == 0 {
+			c.LG.TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+		}
+	}
+	if c.Cells.LinkMode == "fec" {
+		if err := c.FEC.defaults(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cellsFrames is the cells' share of the UMEM: each link layer's buffers
+// and the host ports' delivery queues.
+func cellsFrames(c *Config) (need uint64, what string, err error) {
+	if c.Cells.LinkMode == "fec" {
+		n := uint64(len(c.LinkPorts))
+		need += n * (cellFECWindow + 1)
+		what += fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow)
+	} else if c.Cells.LinkMode != "none" {
+		b := c.LG.TxBuffer
+		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
+			return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
+		}
+		n := uint64(len(c.LinkPorts))
+		need += n * 3 * uint64(b)
+		what += fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b)
+	}
+	n := uint64(len(c.HostPorts))
+	need += n * hostQRings * uint64(c.RingSize)
+	what += fmt.Sprintf(", the delivery queues of %d host ports (%d × --ring-size %d each)", n, hostQRings, c.RingSize)
+	return need, what, nil
+}
+
+// cellsInstance is a cell node on a dataplane.
+type cellsInstance struct {
+	stats *CellStats
+}
+
+// newCellsInstance fits the cells to the link ports' MTU and derives the
+// node ID from the first port's MAC if none was given.
+func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
+	cellMTU := d.LinkMTU()
+	if cfg.Cells.LinkMode == "fec" {
+		cellMTU -= fec.MaxOverhead // a parity frame is this much longer than its longest cell
+	}
+	if err := cfg.Cells.fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
+		return nil, err
+	}
+	if cfg.Cells.NodeID == 0 {
+		cfg.Cells.NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
+	}
+	if cfg.Cells.LinkMode != "none" {
+		cfg.LG.credit = creditWindow(cfg.LG.TxBuffer, cfg.RingSize)
+	}
+	return &cellsInstance{stats: newCellStats(d)}, nil
+}
+
+func (in *cellsInstance) Pipeline(w *Worker) (Pipeline, error) { return newCellPipeline(w) }
+
+func (in *cellsInstance) Integrity(int) *IntegrityStats { return &in.stats.Integrity }
+
+func (in *cellsInstance) Register(r *metrics.Registry) error { return registerCells(r, in.stats) }
+
+// Stats are "cells": the node's snapshot and its integrity counts.
+func (in *cellsInstance) Stats() map[string]any {
+	s := in.stats
+	return map[string]any{"cells": cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}}
+}
+
+func (in *cellsInstance) Close() {}
+
+// CellStats are the cells statistics (nil in every mode but cells).
+func (d *Dataplane) CellStats() *CellStats {
+	if in, ok := d.inst.(*cellsInstance); ok {
+		return in.stats
+	}
+	return nil
 }

@@ -53,7 +53,7 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 		t.Fatal(err)
 	}
 	d := &Dataplane{cfg: cfg, umem: u, ports: newPorts(hosts, links)}
-	d.cellStats = newCellStats(d)
+	d.inst = &cellsInstance{stats: newCellStats(d)}
 	for _, n := range cfg.portNames() {
 		d.all = append(d.all, &Port{Name: n, mac: [6]byte{2, 0, 0, 0, byte(id), byte(len(d.all))}})
 	}

@@ -1,11 +1,26 @@
 package dataplane
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
+
+// ModeForward forwards every frame unchanged both ways (the baseline).
+const ModeForward Mode = "forward"
+
+func init() {
+	Register(ModeForward, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Workers: true,
+		Frames: func(c *Config) (uint64, string, error) {
+			if !c.PFC.Enabled {
+				return 0, "", nil
+			}
+			return HostQueueLen, fmt.Sprintf(", the host class queues (%d)", HostQueueLen), nil
+		},
+		New: Stateless(newForwardPipeline)})
+}
 
 // forwardPipeline is mode forward: every frame leaves on the other port,
 // unchanged (the baseline bump in the wire). With --pfc (queue not nil)

@@ -64,17 +64,9 @@ func (c *Config) PFCLinkSpeed() uint64 {
 	return pfc.Speed10G
 }
 
-// classQueued reports whether mode's host frames wait in class queues
-// (forward only with --pfc; cells has its own queues).
-func (c *Config) classQueued() bool {
-	switch c.Mode {
-	case ModeForward:
-		return c.PFC.Enabled
-	case ModeCells:
-		return false
-	}
-	return true
-}
+// classQueued reports whether the mode's host frames wait in class queues
+// (Spec.ClassQueues, or any mode's with --pfc).
+func (c *Config) classQueued() bool { return c.spec().ClassQueues || c.PFC.Enabled }
 
 // pfcDefaults checks PFCConfig and fills its defaults; it runs after the
 // port shapes' (the host port's rate is its speed).
@@ -86,8 +78,8 @@ func (c *Config) pfcDefaults() error {
 		}
 		return nil
 	}
-	if c.Mode == ModeCells {
-		return fmt.Errorf("dataplane: --pfc: mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec")
+	if why := c.spec().NoPFC; why != "" {
+		return fmt.Errorf("dataplane: --pfc: %s", why)
 	}
 	if p.XOFF == 0 {
 		p.XOFF = DefaultPFCXOFF

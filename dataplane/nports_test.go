@@ -16,8 +16,8 @@ import (
 const modeSpray Mode = "test-spray"
 
 func init() {
-	modes[modeSpray] = modeSpec{hosts: [2]int{1, 1}, links: [2]int{1, MaxLinkPorts},
-		pipeline: func(w *Worker) (Pipeline, error) { return &sprayPipeline{ps: w.d.Ports()}, nil }}
+	Register(modeSpray, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+		New: Stateless(func(w *Worker) (Pipeline, error) { return &sprayPipeline{ps: w.d.Ports()}, nil })})
 }
 
 type sprayPipeline struct {
@@ -87,8 +87,8 @@ func TestNLinkPorts(t *testing.T) {
 const modeSink Mode = "test-sink"
 
 func init() {
-	modes[modeSink] = modeSpec{hosts: [2]int{0, 0}, links: [2]int{1, MaxLinkPorts},
-		pipeline: func(*Worker) (Pipeline, error) { return sinkPipeline{}, nil }}
+	Register(modeSink, Spec{Hosts: [2]int{0, 0}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+		New: Stateless(func(*Worker) (Pipeline, error) { return sinkPipeline{}, nil })})
 }
 
 type sinkPipeline struct{}

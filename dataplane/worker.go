@@ -152,7 +152,6 @@ type Worker struct {
 	// (workers.go); wc are its own counters.
 	idx      int
 	wc       *WorkerCounters
-	lgs      *LGStats // its lane's LinkGuardian statistics (nil: not lg)
 	umem     *xdp.Umem
 	refs     *frameRefs
 	ports    []*Port
@@ -258,10 +257,6 @@ func (w *Worker) ShapedBytes(port int) int {
 // WatchFD makes the worker wake when fd is readable.
 func (w *Worker) WatchFD(fd int) { w.poller.AddFD(fd) }
 
-// LGStats are the LinkGuardian statistics of the worker's lane (nil: not
-// mode lg, lgnb or monitor).
-func (w *Worker) LGStats() *LGStats { return w.lgs }
-
 func newWorker(d *Dataplane, idx int) *Worker {
 	w := &Worker{
 		d:     d,
@@ -287,18 +282,15 @@ func newWorker(d *Dataplane, idx int) *Worker {
 			w.shaped = make([]xdp.Desc, 0, d.cfg.RingSize)
 		}
 	}
-	if d.laneLG != nil {
-		w.lgs = d.laneLG[idx]
-	}
 	w.sealed = make([]bool, n)
 	w.check = d.cfg.Link.Integrity
-	if d.cfg.Mode != ModeForward && d.cfg.Link.Integrity != linkcrc.Off {
+	if d.cfg.spec().Wire && d.cfg.Link.Integrity != linkcrc.Off {
 		for _, p := range d.ports.Links {
 			w.sealed[p] = true
 		}
-		w.integrity = d.integrityStats()
-		if w.lgs != nil {
-			w.integrity = &w.lgs.Integrity
+		w.integrity = &IntegrityStats{} // a mode without its own counts
+		if ic, ok := d.inst.(integrityCounter); ok {
+			w.integrity = ic.Integrity(idx)
 		}
 	}
 	w.tx.w = w

@@ -549,7 +549,8 @@ func TestWorkersPortDownCountedOnce(t *testing.T) {
 // TestLaneTotals: the lanes' core counters add up field by field; timers
 // stay lane 0's.
 func TestLaneTotals(t *testing.T) {
-	d := &Dataplane{}
+	in := &lgInstance{}
+	d := &Dataplane{inst: in}
 	if c := d.LaneTotals(); c.Sender != nil || c.Receiver != nil {
 		t.Errorf("no lanes: %+v", c)
 	}
@@ -563,7 +564,7 @@ func TestLaneTotals(t *testing.T) {
 			PriorityFrames: 2,
 		}
 		s.core.ClassFrames[3] = uint64(i + 1)
-		d.laneLG = append(d.laneLG, s)
+		in.lanes = append(in.lanes, s)
 	}
 	c := d.LaneTotals()
 	if c.Sender.DataSent != 21 || c.Sender.RetxCopies != 6 || c.Sender.TxBufPeakFrames != 14 ||
@@ -571,7 +572,7 @@ func TestLaneTotals(t *testing.T) {
 		c.Port.Resets != 2 || c.PriorityFrames != 4 || c.ClassFrames[3] != 3 || c.AckNoTimeout != 1000 {
 		t.Errorf("totals %+v sender %+v receiver %+v", c, *c.Sender, *c.Receiver)
 	}
-	if d.laneLG[0].Core().Sender.DataSent != 10 {
+	if in.lanes[0].Core().Sender.DataSent != 10 {
 		t.Error("LaneTotals changed lane 0's own counters")
 	}
 }
