@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -318,6 +319,8 @@ func cellsFrames(c *Config) (need uint64, what string, err error) {
 // cellsInstance is a cell node on a dataplane.
 type cellsInstance struct {
 	stats *CellStats
+	log   *slog.Logger
+	ran   bool // a pipeline was made: Close logs the counters
 }
 
 // newCellsInstance fits the cells to the link ports' MTU and derives the
@@ -336,10 +339,13 @@ func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	if cfg.Cells.LinkMode != "none" {
 		cfg.LG.credit = creditWindow(cfg.LG.TxBuffer, cfg.RingSize)
 	}
-	return &cellsInstance{stats: newCellStats(d)}, nil
+	return &cellsInstance{stats: newCellStats(d), log: cfg.Logger}, nil
 }
 
-func (in *cellsInstance) Pipeline(w *Worker) (Pipeline, error) { return newCellPipeline(w) }
+func (in *cellsInstance) Pipeline(w *Worker) (Pipeline, error) {
+	in.ran = true
+	return newCellPipeline(w)
+}
 
 func (in *cellsInstance) Integrity(int) *IntegrityStats { return &in.stats.Integrity }
 
@@ -351,7 +357,19 @@ func (in *cellsInstance) Stats() map[string]any {
 	return map[string]any{"cells": cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}}
 }
 
-func (in *cellsInstance) Close() {}
+// Close logs the node's counters at exit.
+func (in *cellsInstance) Close() {
+	if !in.ran {
+		return
+	}
+	s := in.stats.Snapshot()
+	for _, l := range s.Links {
+		in.log.Info("cells link", "dev", l.Name, "usable", l.Usable, "tx_bytes", l.TxBytes, "tx_cells", l.TxCells,
+			"rx_bytes", l.RxBytes, "rx_cells", l.RxCells, "exclusions", l.Exclusions)
+	}
+	in.log.Info("cells", "delivered", s.ReasmDelivered, "reasm_discarded", s.ReasmDiscards, "voq_drops", s.Node.VOQDrops,
+		"malformed", s.Malformed, "hop_drops", s.HopDrops, "no_route", s.Node.NoRoute, "fci_marks", s.FCIMarks, "max_poll_gap", time.Duration(s.MaxPollGap).String())
+}
 
 // CellStats are the cells statistics (nil in every mode but cells).
 func (d *Dataplane) CellStats() *CellStats {

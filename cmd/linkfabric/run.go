@@ -445,9 +445,6 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.Link.Integrity.String())
 	err = d.Run(ctx)
 	logStats(d.Stats())
-	if s := d.CellStats(); s != nil {
-		logCells(s.Snapshot())
-	}
 	if err != nil {
 		return err
 	}
@@ -464,16 +461,6 @@ func logStats(s dataplane.Snapshot) {
 		log.Info("counters", args...)
 	}
 	log.Info("counters", "umem_exhausted", s.FramesExhausted)
-}
-
-// logCells logs a cell node's counters at exit.
-func logCells(s dataplane.CellsSnapshot) {
-	for _, l := range s.Links {
-		log.Info("cells link", "dev", l.Name, "usable", l.Usable, "tx_bytes", l.TxBytes, "tx_cells", l.TxCells,
-			"rx_bytes", l.RxBytes, "rx_cells", l.RxCells, "exclusions", l.Exclusions)
-	}
-	log.Info("cells", "delivered", s.ReasmDelivered, "reasm_discarded", s.ReasmDiscards, "voq_drops", s.Node.VOQDrops,
-		"malformed", s.Malformed, "hop_drops", s.HopDrops, "no_route", s.Node.NoRoute, "fci_marks", s.FCIMarks, "max_poll_gap", time.Duration(s.MaxPollGap).String())
 }
 
 // serveStats serves /stats.json (the document below) and /metrics
