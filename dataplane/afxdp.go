@@ -162,8 +162,8 @@ func (d *Dataplane) logPorts() {
 		args = append(args, "reason", a.Reason)
 	}
 	log.Info("AF_XDP sockets bound", args...)
-	if d.cfg.Mode == ModeForward {
-		return // one lane is all forward uses
+	if !d.cfg.spec().Wire {
+		return // one lane is all a mode without link control uses
 	}
 	for _, i := range d.ports.Links {
 		p := d.all[i]

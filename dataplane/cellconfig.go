@@ -3,12 +3,15 @@ package dataplane
 import (
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/metrics"
 )
 
 // ModeCells runs a cell node (cellify.Node): an edge when the node has host
@@ -221,11 +224,11 @@ func (c *CellsConfig) parseClasses() error {
 // fit checks CellSize against the smallest link MTU (of port link) and sets
 // the default: a cell frame, its trailer included, fits the link MTU.
 func (c *CellsConfig) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
-	maxFrame := linkMTU + ethHeaderLen - integrity.Overhead()
+	maxFrame := linkMTU + EthHeaderLen - integrity.Overhead()
 	most := maxFrame - cellify.CellPayloadOffset
 	if most < MinCellSize {
 		return fmt.Errorf("dataplane: link port %s has MTU %d: no cell fits (%d bytes of headers%s and %d of payload need MTU %d)",
-			link, linkMTU, cellify.CellPayloadOffset, trailerNote(integrity), MinCellSize, cellify.CellPayloadOffset+MinCellSize+integrity.Overhead()-ethHeaderLen)
+			link, linkMTU, cellify.CellPayloadOffset, trailerNote(integrity), MinCellSize, cellify.CellPayloadOffset+MinCellSize+integrity.Overhead()-EthHeaderLen)
 	}
 	switch {
 	case c.CellSize == 0:
@@ -256,4 +259,122 @@ func CellNodeID(mac [6]byte, edge bool) uint16 {
 		return uint16(1 + v%(CellMaxEdges-1))
 	}
 	return uint16(1 + v%0xFFFF)
+}
+
+func init() {
+	Register(ModeCells, Spec{Hosts: [2]int{0, MaxHostPorts}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+		// Its nodes allocate every cell and delivery, and its bursts fill
+		// every RX ring while the fill rings stay full.
+		QueueRings: 3,
+		NoPFC:      "mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec",
+		Configure:  configureCells,
+		Frames:     cellsFrames,
+		New:        newCellsInstance})
+}
+
+// configureCells fills the defaults of the cells and of the link layer
+// under them.
+func configureCells(c *Config) error {
+	if err := c.Cells.defaults(len(c.HostPorts) > 0); err != nil {
+		return err
+	}
+	if c.Cells.LinkMode != "none" {
+		if err := c.LG.defaults(ModeLG); err != nil {
+			return err
+		}
+		if c.LG.TxBuffer == 0 {
+			c.LG.TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+		}
+	}
+	if c.Cells.LinkMode == "fec" {
+		if err := c.FEC.defaults(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cellsFrames is the cells' share of the UMEM: each link layer's buffers
+// and the host ports' delivery queues.
+func cellsFrames(c *Config) (need uint64, what string, err error) {
+	if c.Cells.LinkMode == "fec" {
+		n := uint64(len(c.LinkPorts))
+		need += n * (cellFECWindow + 1)
+		what += fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow)
+	} else if c.Cells.LinkMode != "none" {
+		b := c.LG.TxBuffer
+		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
+			return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
+		}
+		n := uint64(len(c.LinkPorts))
+		need += n * 3 * uint64(b)
+		what += fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b)
+	}
+	n := uint64(len(c.HostPorts))
+	need += n * hostQRings * uint64(c.RingSize)
+	what += fmt.Sprintf(", the delivery queues of %d host ports (%d × --ring-size %d each)", n, hostQRings, c.RingSize)
+	return need, what, nil
+}
+
+// cellsInstance is a cell node on a dataplane.
+type cellsInstance struct {
+	stats *CellStats
+	log   *slog.Logger
+	ran   bool // a pipeline was made: Close logs the counters
+}
+
+// newCellsInstance fits the cells to the link ports' MTU and derives the
+// node ID from the first port's MAC if none was given.
+func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
+	cellMTU := d.LinkMTU()
+	if cfg.Cells.LinkMode == "fec" {
+		cellMTU -= fec.MaxOverhead // a parity frame is this much longer than its longest cell
+	}
+	if err := cfg.Cells.fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
+		return nil, err
+	}
+	if cfg.Cells.NodeID == 0 {
+		cfg.Cells.NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
+	}
+	if cfg.Cells.LinkMode != "none" {
+		cfg.LG.credit = creditWindow(cfg.LG.TxBuffer, cfg.RingSize)
+	}
+	return &cellsInstance{stats: newCellStats(d), log: cfg.Logger}, nil
+}
+
+func (in *cellsInstance) Pipeline(w *Worker) (Pipeline, error) {
+	in.ran = true
+	return newCellPipeline(w)
+}
+
+func (in *cellsInstance) Integrity(int) *IntegrityStats { return &in.stats.Integrity }
+
+func (in *cellsInstance) Register(r *metrics.Registry) error { return registerCells(r, in.stats) }
+
+// Stats are "cells": the node's snapshot and its integrity counts.
+func (in *cellsInstance) Stats() map[string]any {
+	s := in.stats
+	return map[string]any{"cells": cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}}
+}
+
+// Close logs the node's counters at exit.
+func (in *cellsInstance) Close() {
+	if !in.ran {
+		return
+	}
+	s := in.stats.Snapshot()
+	for _, l := range s.Links {
+		in.log.Info("cells link", "dev", l.Name, "usable", l.Usable, "tx_bytes", l.TxBytes, "tx_cells", l.TxCells,
+			"rx_bytes", l.RxBytes, "rx_cells", l.RxCells, "exclusions", l.Exclusions)
+	}
+	in.log.Info("cells", "delivered", s.ReasmDelivered, "reasm_discarded", s.ReasmDiscards, "voq_drops", s.Node.VOQDrops,
+		"malformed", s.Malformed, "hop_drops", s.HopDrops, "no_route", s.Node.NoRoute, "fci_marks", s.FCIMarks, "max_poll_gap", time.Duration(s.MaxPollGap).String())
+}
+
+// CellStats are the cells statistics (nil in every mode but cells).
+func (d *Dataplane) CellStats() *CellStats {
+	if in, ok := d.inst.(*cellsInstance); ok {
+		return in.stats
+	}
+	return nil
 }

@@ -60,15 +60,15 @@ type cellFEC struct {
 const cellFECWindow = 512
 
 func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
-	d := pl.w.d
-	c := &d.cfg.FEC
+	d, cfg := pl.w.Node(), pl.w.Config()
+	c := &cfg.FEC
 	port := pl.ps.Links[l]
-	k := &cellFEC{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.all[port].lanes}, maxFrame: pl.cellFrame}
+	k := &cellFEC{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.Port(port).Lanes()}, maxFrame: pl.cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known
 	err := k.fecCtl.init(c,
-		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.cellFrame, BufLen: pl.maxAlloc, LocalMAC: d.all[port].mac, PeerMAC: bcast},
+		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.cellFrame, BufLen: pl.maxAlloc, LocalMAC: d.Port(port).MAC(), PeerMAC: bcast},
 		fec.ReceiverConfig{Window: cellFECWindow, Wait: int64(c.Wait), Immediate: true, Carried: true},
-		pl, d.cfg.Logger, d.all[port].Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --cells-link-mode lg", &k.changes)
+		pl, cfg.Logger, d.Port(port).Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --cells-link-mode lg", &k.changes)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
 		return nil, err
 	}
 	if l == 0 {
-		d.cfg.Logger.Info("cells: fec under the cells", "protection", k.inForce().String(), "basis", k.basis, "target", c.Target,
+		cfg.Logger.Info("cells: fec under the cells", "protection", k.inForce().String(), "basis", k.basis, "target", c.Target,
 			"flush", c.Flush.String(), "max_cell_frame", pl.cellFrame)
 	}
 	return k, nil
@@ -169,7 +169,7 @@ func (k *cellFEC) toLink(now int64, lo *link.Out, tx *Tx) {
 func (k *cellFEC) pump(_ int64, tx *Tx) {
 	pl, o := k.pl, &k.snd.Out
 	for _, f := range o.Send {
-		tx.Send(k.port, laneData, uint64(f.H), f.Len)
+		tx.Send(k.port, LaneData, uint64(f.H), f.Len)
 		pl.pend[k.port] += f.Len
 	}
 	for _, f := range o.Free {

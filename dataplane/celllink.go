@@ -115,23 +115,23 @@ func (k lgLink) Reset(now int64, tx, rx seqhdr.Seq) {
 }
 
 func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
-	d := pl.w.d
+	d, cfg := pl.w.Node(), pl.w.Config()
 	port := pl.ps.Links[l]
-	mac := d.all[port].mac
-	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.all[port].lanes},
-		q: make([]link.Frame, d.cfg.LG.TxBuffer), giveUp: int64(d.cfg.Cells.ReachInterval) * int64(d.cfg.Cells.ReachTh)}
-	ep, err := linkguardian.NewEndpoint(d.cfg.LG.core(Mode(d.cfg.Cells.LinkMode), mac, d.cfg.Link.PeerMAC), pl)
+	mac := d.Port(port).MAC()
+	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.Port(port).Lanes()},
+		q: make([]link.Frame, cfg.LG.TxBuffer), giveUp: int64(cfg.Cells.ReachInterval) * int64(cfg.Cells.ReachTh)}
+	ep, err := linkguardian.NewEndpoint(cfg.LG.core(Mode(cfg.Cells.LinkMode), mac, cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
-	rx, _ := linkguardian.ParseDelivery(d.cfg.Cells.LinkMode) // lg, lgnb or monitor (checked by defaults)
+	rx, _ := linkguardian.ParseDelivery(cfg.Cells.LinkMode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
-	if err := c.startSession(d.cfg.LG.credit, prot, lgLink{c}); err != nil {
+	if err := c.startSession(cfg.LG.credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
-	c.measure = d.cfg.Cells.LinkMode == "monitor" || d.cfg.Cells.classes.On()
-	c.unprotected = d.cfg.Cells.LinkMode == "monitor"
+	c.measure = cfg.Cells.LinkMode == "monitor" || cfg.Cells.classes.On()
+	c.unprotected = cfg.Cells.LinkMode == "monitor"
 	return c, nil
 }
 
@@ -157,8 +157,8 @@ func (c *cellLink) watchAcks(now int64) {
 		c.pl.node.Reach().Usable()&^(1<<c.l) != 0: // never the last usable link
 		c.gaveUp = true
 		c.st.GiveUps++
-		c.pl.w.d.cfg.Logger.Warn("cells: no ACK from the other end of this link; it is taken out and its cells go over the other links",
-			"dev", c.pl.w.d.all[c.port].Name, "unacked", s.Outstanding(), "waited", time.Duration(now-c.progressAt).String())
+		c.pl.w.Log().Warn("cells: no ACK from the other end of this link; it is taken out and its cells go over the other links",
+			"dev", c.pl.w.Node().Port(c.port).Name, "unacked", s.Outstanding(), "waited", time.Duration(now-c.progressAt).String())
 	}
 }
 
@@ -196,7 +196,7 @@ func (c *cellLink) sessionRx(now int64, b []byte) {
 	ev := c.cellSess.sessionRx(now, b)
 	if ev&linksession.EvReset != 0 {
 		a, _ := c.sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), c.pl.w.d.cfg.LG.credit))
+		c.ep.S.SetCredit(min(int(a.Window), c.pl.w.Config().LG.credit))
 	}
 }
 
@@ -242,7 +242,7 @@ func (c *cellLink) pop() link.Frame {
 // TX ring allow, then places the endpoint's output.
 func (c *cellLink) pump(now int64, tx *Tx) {
 	if c.up() {
-		budget := tx.Space(c.port, laneData) - len(c.pl.w.descs)
+		budget := tx.Space(c.port, LaneData) - c.pl.w.Batch()
 		for c.qLen > 0 && budget > 0 && c.ep.CanSend(now) {
 			f := c.pop()
 			c.ep.SendCarried(now, f)
@@ -265,7 +265,7 @@ func (c *cellLink) flush(now int64, tx *Tx) {
 	}
 	for _, list := range [][]link.Frame{o.Normal, o.Low} {
 		for _, f := range list {
-			tx.Send(c.port, laneData, uint64(f.H), f.Len)
+			tx.Send(c.port, LaneData, uint64(f.H), f.Len)
 			pl.pend[c.port] += f.Len
 		}
 	}
@@ -280,8 +280,8 @@ func (c *cellLink) flush(now int64, tx *Tx) {
 // sprayer.
 func (c *cellLink) failover(now int64) {
 	unacked, n := c.handBack(now)
-	c.pl.w.d.cfg.Logger.Info("cells: link left the usable set; its cells go over the other links",
-		"dev", c.pl.w.d.all[c.port].Name, "handed_back", n, "unacked", unacked)
+	c.pl.w.Log().Info("cells: link left the usable set; its cells go over the other links",
+		"dev", c.pl.w.Node().Port(c.port).Name, "handed_back", n, "unacked", unacked)
 }
 
 // handBack gives the node's sprayer the link's queued cells and copies of

@@ -39,7 +39,7 @@ import (
 // credits above the scheduler's threshold; a link port's interface going
 // down or up (the worker's down state) as link state.
 type cellPipeline struct {
-	w    *worker
+	w    *Worker
 	tx   *Tx // the worker's
 	node *cellify.Node
 	ps   Ports
@@ -116,10 +116,10 @@ const cellMaxInFlight = 2 << 20
 // credit window keeps the port busy through a stall meanwhile.
 const cellBurstTime = 10 * time.Millisecond
 
-func newCellPipeline(w *worker) (Pipeline, error) {
-	d := w.d
-	cc := d.cfg.Cells
-	ps := d.ports
+func newCellPipeline(w *Worker) (Pipeline, error) {
+	d, cfg := w.Node(), w.Config()
+	cc := cfg.Cells
+	ps := d.Ports()
 	edge := len(ps.Hosts) > 0
 	spray, err := cellify.ParseSprayMode(cc.Spray)
 	if err != nil {
@@ -127,20 +127,20 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	}
 	pl := &cellPipeline{
 		w:         w,
-		tx:        &w.tx,
+		tx:        w.Tx(),
 		ps:        ps,
-		st:        d.cellStats,
+		st:        d.CellStats(),
 		prio:      make([]int, len(ps.Links)),
 		up:        make([]bool, len(ps.Links)),
 		pend:      make([]int, ps.N()),
 		avgLen:    make([]int, len(ps.Hosts)),
 		egress:    make([]int, len(ps.Hosts)),
 		cellFrame: cellify.CellFrameLen(cc.CellSize),
-		maxAlloc:  int(w.umem.MaxFrameLen()) - linkcrc.TrailerLen,
-		ring:      int(d.cfg.RingSize),
+		maxAlloc:  w.FrameLen() - linkcrc.TrailerLen,
+		ring:      int(cfg.RingSize),
 	}
 	pl.countVOQ = func(cellify.VOQInfo) { pl.voqs++ }
-	w.kickDeliveriesFirst()
+	w.KickDeliveriesFirst()
 	tier := cellify.TierEdge
 	if !edge {
 		tier = 1
@@ -168,7 +168,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Sched.MaxInFlight = cellMaxInFlight
 	links := 0
 	for _, port := range ps.Links {
-		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {
+		if s, ok := cfg.Shape[d.Port(port).Name]; ok && s.Rate > 0 {
 			links += s.Buffer
 		}
 	}
@@ -179,7 +179,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	nc.Client.Lead = uint64(max(cc.PreCredit, 0))
 	for k, port := range ps.Hosts {
 		pl.avgLen[k] = 1514
-		if s, ok := d.cfg.Shape[d.all[port].Name]; ok && s.Rate > 0 {
+		if s, ok := cfg.Shape[d.Port(port).Name]; ok && s.Rate > 0 {
 			nc.HostRate[k] = float64(s.Rate)
 			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
 			nc.Sched.MaxInFlight = min(nc.Sched.MaxInFlight, max(s.Buffer, cellCredit))
@@ -202,7 +202,7 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 		// coding is there to carry cells over lossy links: a link is
 		// faulty only from where the link policy stops coding (10 % by
 		// default), not from the bare default meant for unprotected links.
-		if lim := d.cfg.FEC.codingLimit(); lim > 0 {
+		if lim := cfg.FEC.codingLimit(); lim > 0 {
 			nc.Reach.LossFaulty, nc.Reach.LossClear = lim, lim/10
 		}
 	}
@@ -217,10 +217,10 @@ func newCellPipeline(w *worker) (Pipeline, error) {
 	for l, port := range ps.Links {
 		m := &nc.LinkMACs[l]
 		copy(m[:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) // the peer's MAC is not known
-		mac := d.all[port].mac
+		mac := d.Port(port).MAC()
 		copy(m[6:], mac[:])
-		if d.all[port].lanes > 1 {
-			pl.prio[l] = lanePrio
+		if d.Port(port).Lanes() > 1 {
+			pl.prio[l] = LanePrio
 		}
 	}
 	if pl.node, err = cellify.NewNode(nc); err != nil {
@@ -319,7 +319,7 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 		next = min(next, c.poll(now, tx))
 	}
 	for l, port := range pl.ps.Links {
-		up := pl.w.ports[port].downSince == 0 && (pl.links == nil || pl.links[l].up())
+		up := pl.w.Port(port).DownSince() == 0 && (pl.links == nil || pl.links[l].up())
 		if up != pl.up[l] {
 			pl.up[l] = up
 			pl.node.SetLinkUp(now, l, up)
@@ -342,7 +342,7 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 		}
 	}
 	if next == math.MaxInt64 {
-		pl.wake = wnow + int64(pl.w.d.cfg.PollTimeout)
+		pl.wake = wnow + int64(pl.w.Config().PollTimeout)
 		return next
 	}
 	pl.wake = next + pl.stalled
@@ -371,7 +371,7 @@ func (pl *cellPipeline) stampExclusions(wnow int64) {
 	for l := range pl.exclusions {
 		if n := r.Link(l).Exclusions; n != pl.exclusions[l] {
 			pl.exclusions[l] = n
-			pl.exclAt[l] = pl.w.epoch.Add(time.Duration(wnow)).UnixNano()
+			pl.exclAt[l] = pl.w.Wall(wnow).UnixNano()
 		}
 	}
 }
@@ -421,11 +421,9 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 	if k, ok := pl.ps.HostIndex(port); ok {
 		b += pl.hostQ[k].bytes
 	}
-	if sh := pl.w.shapers[port]; sh != nil {
-		b += sh.bytes
-	}
-	socks := pl.w.ports[port].socks
-	for lane := 0; lane < min(pl.w.ports[port].lanes, len(socks), 2); lane++ {
+	b += pl.w.ShapedBytes(port)
+	socks := pl.w.Port(port).Sockets()
+	for lane := 0; lane < min(pl.w.Port(port).Lanes(), len(socks), 2); lane++ {
 		b += (pl.ring - socks[lane].TxFree()) * frameLen
 	}
 	return b
@@ -449,17 +447,17 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 			pl.send(tx, port, pl.prio[l], f)
 		}
 		for _, f := range lo.Data {
-			pl.send(tx, port, laneData, f)
+			pl.send(tx, port, LaneData, f)
 		}
 		pl.pend[port] += lo.Bytes
 	}
 	for k, list := range o.Deliver {
 		port := pl.ps.Hosts[k]
 		hq := &pl.hostQ[k]
-		space := tx.Space(port, laneData)
+		space := tx.Space(port, LaneData)
 		for hq.n > 0 && space > 0 {
 			f := hq.pop()
-			pl.send(tx, port, laneData, f)
+			pl.send(tx, port, LaneData, f)
 			pl.pend[port] += f.Len
 			space--
 		}
@@ -472,7 +470,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 				}
 				continue
 			}
-			pl.send(tx, port, laneData, f)
+			pl.send(tx, port, LaneData, f)
 			pl.pend[port] += f.Len
 			space--
 		}
@@ -518,9 +516,9 @@ func (pl *cellPipeline) publish() {
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
 		cl.LastExclusionAt = pl.exclAt[l]
-		if pl.w.d.cfg.Cells.classes.On() {
+		if pl.w.Config().Cells.classes.On() {
 			cl.Class, cl.MeasuredClass, cl.PeerClass = uint8(r.EffClass(l)), uint8(lr.Class), uint8(lr.PeerClass)
-			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:pl.w.d.cfg.Cells.classes.N()]...)
+			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:pl.w.Config().Cells.classes.N()]...)
 		}
 	}
 	for k := range c.Hosts {
@@ -542,7 +540,7 @@ func (pl *cellPipeline) publish() {
 	c.UsableLinks = bits.OnesCount64(r.Usable())
 	c.FCIMarks, c.FCISeen, c.HopDrops = ns.FCIMarks, ns.FCISeen, ns.HopDrops
 	c.Malformed = ns.BadCell + ns.BadCredit + ns.BadReach + ns.BadType
-	c.UmemFree = pl.w.refs.free.Len()
+	c.UmemFree = pl.w.FreeFrames()
 	c.FramesHeld = pl.got + pl.allocs - pl.released
 	for l, cl := range pl.links {
 		c.FramesHeld -= int64(cl.held())

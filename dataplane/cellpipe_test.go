@@ -16,7 +16,7 @@ import (
 // memNode is a cells pipeline on a worker with a UMEM and no sockets: what
 // it sends is collected from the worker's TX lists by the test (memPair).
 type memNode struct {
-	w  *worker
+	w  *Worker
 	pl *cellPipeline
 }
 
@@ -53,12 +53,12 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 		t.Fatal(err)
 	}
 	d := &Dataplane{cfg: cfg, umem: u, ports: newPorts(hosts, links)}
-	d.cellStats = newCellStats(d)
+	d.inst = &cellsInstance{stats: newCellStats(d)}
 	for _, n := range cfg.portNames() {
 		d.all = append(d.all, &Port{Name: n, mac: [6]byte{2, 0, 0, 0, byte(id), byte(len(d.all))}})
 	}
 	n := d.ports.N()
-	w := &worker{d: d, umem: u, refs: newFrameRefs(u), ports: d.all, shapers: make([]*shaper, n)}
+	w := &Worker{d: d, umem: u, refs: newFrameRefs(u), ports: d.all, shapers: make([]*shaper, n)}
 	w.tx.w = w
 	w.tx.lists = make([][][]xdp.Desc, n)
 	for p := range w.tx.lists {

@@ -99,27 +99,27 @@ func (c *cellSess) lossRate(now int64, rx, lost uint64) (float64, bool) {
 // startSession configures and starts the session: window frames offered,
 // prot the link layer's protection, link what a reset resets.
 func (c *cellSess) startSession(window int, prot linksession.Protect, link linksession.Link) error {
-	d := c.pl.w.d
+	d, cfg := c.pl.w.Node(), c.pl.w.Config()
 	c.link = link
 	c.scfg = linksession.Config{
-		LocalMAC: d.all[c.port].mac,
-		PeerMAC:  d.cfg.Link.PeerMAC,
+		LocalMAC: d.Port(c.port).MAC(),
+		PeerMAC:  cfg.Link.PeerMAC,
 		Offer: linksession.Offer{
 			Window:    uint32(window),
 			Lanes:     uint8(max(c.lanes, 1)), // a port without sockets: tests in memory
 			MTU:       uint16(min(c.pl.cellFrame, 1<<16-1)),
-			Speed:     uint32(max(d.cfg.Link.Speed/1_000_000, 1)),
+			Speed:     uint32(max(cfg.Link.Speed/1_000_000, 1)),
 			Protect:   prot,
-			Integrity: d.cfg.Link.Integrity,
+			Integrity: cfg.Link.Integrity,
 		},
-		Node: d.cfg.Cells.NodeID,
+		Node: cfg.Cells.NodeID,
 	}
 	s, err := linksession.New(c.scfg, link)
 	if err != nil {
 		return err
 	}
 	c.sess = s
-	if c.pl.w.ports[c.port].downSince != 0 {
+	if c.pl.w.Port(c.port).DownSince() != 0 {
 		s.LinkDown(0)
 	}
 	return nil
@@ -128,7 +128,7 @@ func (c *cellSess) startSession(window int, prot linksession.Protect, link links
 // ctrlLane is the lane of link control.
 func (c *cellSess) ctrlLane() int {
 	if c.lanes < 2 {
-		return laneData
+		return LaneData
 	}
 	return c.pl.prio[c.l]
 }
@@ -137,8 +137,8 @@ func (c *cellSess) ctrlLane() int {
 // returns the session's events.
 func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 	ev := c.sess.Receive(now, b)
-	log := c.pl.w.d.cfg.Logger
-	name := c.pl.w.d.all[c.port].Name
+	log := c.pl.w.Log()
+	name := c.pl.w.Node().Port(c.port).Name
 	if ev&linksession.EvNodeCollision != 0 {
 		c.collisions++
 		if c.collisionLog == 0 || now-c.collisionLog > int64(time.Second) {
@@ -150,7 +150,7 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 	a, _ := c.sess.Agreed()
 	if ev&linksession.EvReset != 0 {
 		c.lanes = int(a.Lanes)
-		sayOneLane(log, name, c.pl.w.ports[c.port].lanes, c.lanes, &c.oneLaneSaid)
+		sayOneLane(log, name, c.pl.w.Port(c.port).Lanes(), c.lanes, &c.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		if a.Conflict&linksession.ConflictProtect != 0 {
@@ -198,7 +198,7 @@ func cellLinkMode(p linksession.Protect) string {
 // control lane and returns its next deadline.
 func (c *cellSess) sessionPoll(now int64, tx *Tx) int64 {
 	pl := c.pl
-	down := pl.w.ports[c.port].downSince != 0
+	down := pl.w.Port(c.port).DownSince() != 0
 	switch st := c.sess.State(); {
 	case down && st != linksession.Down:
 		c.sess.LinkDown(now)
@@ -209,7 +209,7 @@ func (c *cellSess) sessionPoll(now int64, tx *Tx) int64 {
 	for next <= now {
 		h, ok := pl.Alloc(seqhdr.MinFrameLen)
 		if !ok {
-			next = now + int64(minTimerSleep)
+			next = now + int64(MinTimerSleep)
 			break
 		}
 		f := link.Frame{H: h, Len: seqhdr.MinFrameLen}

@@ -1,10 +1,12 @@
 package dataplane
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/metrics"
 )
 
 // CellStats are the statistics of mode cells: the node's counters, copied
@@ -155,7 +157,8 @@ type CellHostSnapshot struct {
 // newCellStats makes the statistics of d's cell node, its configuration
 // and ports filled in.
 func newCellStats(d *Dataplane) *CellStats {
-	cc, ps := d.cfg.Cells, d.ports
+	cfg := d.Config()
+	cc, ps := cfg.Cells, d.Ports()
 	s := &CellStats{}
 	c := &s.snap
 	c.NodeID, c.Spray, c.CellSize, c.Role, c.LinkMode = cc.NodeID, cc.Spray, cc.CellSize, "fabric", cc.LinkMode
@@ -171,14 +174,13 @@ func newCellStats(d *Dataplane) *CellStats {
 			c.ClassMap = append(c.ClassMap, uint8(lc.For(cellify.Class(tc))))
 		}
 	}
-	names := d.cfg.portNames()
 	c.Links = make([]CellLinkSnapshot, len(ps.Links))
-	for l, port := range ps.Links {
-		c.Links[l].Name = names[port]
+	for l := range ps.Links {
+		c.Links[l].Name = cfg.LinkPorts[l]
 	}
 	c.Hosts = make([]CellHostSnapshot, len(ps.Hosts))
-	for k, port := range ps.Hosts {
-		c.Hosts[k].Name = names[port]
+	for k := range ps.Hosts {
+		c.Hosts[k].Name = cfg.HostPorts[k]
 	}
 	return s
 }
@@ -202,4 +204,54 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 	}
 	c.Hosts = slices.Clone(c.Hosts)
 	return c
+}
+
+// registerCells exports mode cells' counters (as last published).
+func registerCells(r *metrics.Registry, c *CellStats) error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	snap := c.Snapshot()
+	for i, l := range snap.Links {
+		link := func(f func(*CellLinkSnapshot) uint64) func() uint64 {
+			return func() uint64 {
+				s := c.Snapshot()
+				return f(&s.Links[i])
+			}
+		}
+		for _, dir := range []struct {
+			dir          string
+			bytes, cells func(*CellLinkSnapshot) uint64
+		}{
+			{"tx", func(s *CellLinkSnapshot) uint64 { return s.TxBytes }, func(s *CellLinkSnapshot) uint64 { return s.TxCells }},
+			{"rx", func(s *CellLinkSnapshot) uint64 { return s.RxBytes }, func(s *CellLinkSnapshot) uint64 { return s.RxCells }},
+		} {
+			add(r.CounterFunc("linkfabric_cells_link_bytes_total", "Bytes of cell-family frames on a link port.", link(dir.bytes), "port", l.Name, "dir", dir.dir))
+			add(r.CounterFunc("linkfabric_cells_link_cells_total", "Cells on a link port.", link(dir.cells), "port", l.Name, "dir", dir.dir))
+		}
+		add(r.CounterFunc("linkfabric_cells_link_exclusions_total", "Times a link left the routes.", link(func(s *CellLinkSnapshot) uint64 { return s.Exclusions }), "port", l.Name))
+	}
+	for name, fn := range map[string]func(*CellsSnapshot) uint64{
+		"reasm_delivered":  func(s *CellsSnapshot) uint64 { return s.ReasmDelivered },
+		"reasm_discarded":  func(s *CellsSnapshot) uint64 { return s.ReasmDiscards },
+		"malformed":        func(s *CellsSnapshot) uint64 { return s.Malformed },
+		"hop_drops":        func(s *CellsSnapshot) uint64 { return s.HopDrops },
+		"fci_marks":        func(s *CellsSnapshot) uint64 { return s.FCIMarks },
+		"voq_drops":        func(s *CellsSnapshot) uint64 { return s.Node.VOQDrops },
+		"no_route":         func(s *CellsSnapshot) uint64 { return s.Node.NoRoute },
+		"credit_granted":   func(s *CellsSnapshot) uint64 { return s.CreditGranted },
+		"credit_requested": func(s *CellsSnapshot) uint64 { return s.CreditRequested },
+	} {
+		add(r.CounterFunc("linkfabric_cells_"+name+"_total", "Cells: "+name+".", func() uint64 { s := c.Snapshot(); return fn(&s) }))
+	}
+	add(r.GaugeFunc("linkfabric_cells_voq_backlog_bytes", "Bytes waiting in the edge's VOQs.", func() float64 { return float64(c.Snapshot().VOQBacklog) }))
+	add(r.Counter("linkfabric_cells_corrupt_frames_total", "Link frames that failed the integrity check.", &c.Integrity.Corrupt))
+	add(r.Counter("linkfabric_cells_other_check_frames_total", "Session frames sealed with another integrity check than this end's, passed to the link session so that it names the mismatch.", &c.Integrity.OtherCheck))
+	return errors.Join(errs...)
+}
+
+// cellsDoc is the cells part of /stats.json.
+type cellsDoc struct {
+	CellsSnapshot
+	Corrupt uint64 `json:"corrupt_frames"`
+	NoRoom  uint64 `json:"integrity_no_room"`
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
-// classQueues hold host frames waiting for a link port: one FIFO per
+// ClassQueues hold host frames waiting for a link port: one FIFO per
 // 802.1p traffic class, gated by the port's PFC state, served in strict
 // priority (class 7 first). Together they hold at most limit frames: a
 // class paused for long cannot take every UMEM frame.
-type classQueues struct {
+type ClassQueues struct {
 	q     [pfc.NumClasses]frameRing
 	n     int
 	limit int
@@ -28,8 +28,8 @@ type classQueues struct {
 	st     *PFCCounters
 }
 
-func newClassQueues(limit int) classQueues {
-	var c classQueues
+func newClassQueues(limit int) ClassQueues {
+	var c ClassQueues
 	c.limit = limit
 	size := 1
 	for size < limit {
@@ -41,20 +41,23 @@ func newClassQueues(limit int) classQueues {
 	return c
 }
 
-// newHostQueues are the class queues of d's host frames, hostQueueLen
+// HostQueueLen is how many host frames may wait for the link.
+const HostQueueLen = 1024
+
+// NewClassQueues are the class queues of d's host frames, HostQueueLen
 // together, with d's PFC toward the host port.
-func newHostQueues(d *Dataplane) classQueues {
-	c := newClassQueues(hostQueueLen)
+func NewClassQueues(d *Dataplane) ClassQueues {
+	c := newClassQueues(HostQueueLen)
 	c.st = &d.stats.PFC
 	if d.cfg.PFC.Enabled {
-		c.pfcOut = newHostPFC(&d.cfg.PFC, d.all[portHost].mac, c.st)
+		c.pfcOut = newHostPFC(&d.cfg.PFC, d.all[PortHost].mac, c.st)
 	}
 	return c
 }
 
-// applyPFC applies b, received on the link port at now (a link of speed
+// ApplyPFC applies b, received on the link port at now (a link of speed
 // bit/s), to the gate if it is a PAUSE or PFC frame, decoded into f.
-func (c *classQueues) applyPFC(now int64, b []byte, speed uint64, f *pfc.Frame) bool {
+func (c *ClassQueues) ApplyPFC(now int64, b []byte, speed uint64, f *pfc.Frame) bool {
 	if pfc.Decode(b, f) != nil || c.Gate.Apply(f, now, speed) != nil {
 		return false
 	}
@@ -73,10 +76,10 @@ func (c *classQueues) applyPFC(now int64, b []byte, speed uint64, f *pfc.Frame) 
 	return true
 }
 
-// signalHost sends a PFC frame out of the host port when a class crossed
+// Signal sends a PFC frame out of the host port when a class crossed
 // XOFF or XON or a pause is due again (hostpfc.go), and returns when it
 // must run next (maxDeadline without --pfc).
-func (c *classQueues) signalHost(now int64, tx *Tx) int64 {
+func (c *ClassQueues) Signal(now int64, tx *Tx) int64 {
 	h := c.pfcOut
 	if h == nil {
 		return maxDeadline
@@ -92,7 +95,7 @@ func (c *classQueues) signalHost(now int64, tx *Tx) int64 {
 			return now
 		}
 		n, _ := h.frame.Encode(tx.w.Bytes(a, pfc.FrameLen))
-		tx.Send(portHost, laneData, a, n)
+		tx.Send(PortHost, LaneData, a, n)
 		tx.Release(a)
 		h.sent(now)
 	}
@@ -100,38 +103,42 @@ func (c *classQueues) signalHost(now int64, tx *Tx) int64 {
 }
 
 // room is how many more frames the queues take.
-func (c *classQueues) room() int { return c.limit - c.n }
+func (c *ClassQueues) room() int { return c.limit - c.n }
 
-// portRoom is a Pipeline's Room for a pipeline whose host frames wait here:
+// PortRoom is a Pipeline's Room for a pipeline whose host frames wait here:
 // the queues' free space on the host port, no bound on the link port.
-func (c *classQueues) portRoom(port int) int {
-	if port == portHost {
+func (c *ClassQueues) PortRoom(port int) int {
+	if port == PortHost {
 		return c.room()
 	}
 	return math.MaxInt
 }
 
-// pushHost queues host frames received (into w's UMEM) at now, by traffic
+// Push queues host frames received (into w's UMEM) at now, by traffic
 // class.
-func (c *classQueues) pushHost(w *worker, now int64, descs []xdp.Desc) {
+func (c *ClassQueues) Push(w *Worker, now int64, descs []xdp.Desc) {
 	for _, d := range descs {
 		class := Classify(w.Bytes(d.Addr, min(int(d.Len), 18)))
 		c.push(class, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)}, now)
 	}
 }
 
-func (c *classQueues) empty() bool { return c.n == 0 }
+// Empty reports whether no frame waits.
+func (c *ClassQueues) Empty() bool { return c.n == 0 }
+
+// Len is how many frames wait in the queues.
+func (c *ClassQueues) Len() int { return c.n }
 
 // push queues f, received at now, in class (0..7).
-func (c *classQueues) push(class int, f link.Frame, now int64) {
+func (c *ClassQueues) push(class int, f link.Frame, now int64) {
 	c.q[class&7].push(f, now)
 	c.Frames[class&7]++
 	c.n++
 }
 
-// head returns the class whose frame goes next at now: the highest class
+// Head returns the class whose frame goes next at now: the highest class
 // that holds a frame and is not paused; false if there is none.
-func (c *classQueues) head(now int64) (int, bool) {
+func (c *ClassQueues) Head(now int64) (int, bool) {
 	if c.n == 0 {
 		return 0, false
 	}
@@ -144,23 +151,25 @@ func (c *classQueues) head(now int64) (int, bool) {
 	return 0, false
 }
 
-func (c *classQueues) front(class int) link.Frame { return c.q[class].front() }
+// Front is the oldest frame of class.
+func (c *ClassQueues) Front(class int) link.Frame { return c.q[class].front() }
 
-func (c *classQueues) pop(class int) {
+// Pop drops the oldest frame of class (after Front).
+func (c *ClassQueues) Pop(class int) {
 	c.q[class].pop()
 	c.n--
 }
 
-// dropOldest drops all but the newest keep frames of each class, paused
+// DropOldest drops all but the newest keep frames of each class, paused
 // or not, and of those any received before since, handing each dropped
 // frame to release; it returns how many it dropped.
-func (c *classQueues) dropOldest(keep int, since int64, release func(uint64)) int {
+func (c *ClassQueues) DropOldest(keep int, since int64, release func(uint64)) int {
 	n := 0
 	for class := range c.q {
 		q := &c.q[class]
 		for !q.empty() && (int(q.tail-q.head) > keep || q.frontAt() < since) {
 			release(uint64(q.front().H))
-			c.pop(class)
+			c.Pop(class)
 			n++
 		}
 	}

@@ -54,12 +54,12 @@ func TestClassQueuesStrictPriorityAndPause(t *testing.T) {
 	}
 	var order []int
 	for {
-		class, ok := c.head(100)
+		class, ok := c.Head(100)
 		if !ok {
 			break
 		}
-		order = append(order, int(c.front(class).H))
-		c.pop(class)
+		order = append(order, int(c.Front(class).H))
+		c.Pop(class)
 	}
 	if len(order) != 2 || order[0] != 30 || order[1] != 31 {
 		t.Fatalf("while 7 and 0 are paused, sent %v, want [30 31]", order)
@@ -68,17 +68,17 @@ func TestClassQueuesStrictPriorityAndPause(t *testing.T) {
 	if !ok {
 		t.Fatal("no resume time while paused")
 	}
-	class, ok := c.head(end)
+	class, ok := c.Head(end)
 	if !ok || class != 7 {
 		t.Fatalf("after the pause ends, head is class %d (%v), want 7", class, ok)
 	}
-	c.pop(7)
-	class, _ = c.head(end)
-	if class != 0 || c.front(0).H != 10 {
-		t.Fatalf("last frame: class %d frame %d", class, c.front(0).H)
+	c.Pop(7)
+	class, _ = c.Head(end)
+	if class != 0 || c.Front(0).H != 10 {
+		t.Fatalf("last frame: class %d frame %d", class, c.Front(0).H)
 	}
-	c.pop(0)
-	if !c.empty() || c.room() != 4 {
+	c.Pop(0)
+	if !c.Empty() || c.room() != 4 {
 		t.Fatalf("not empty after popping everything: n %d", c.n)
 	}
 }
@@ -101,14 +101,14 @@ func TestClassQueuesDropOldestByCountAndAge(t *testing.T) {
 		t.Fatalf("keptSince(0, 800) = %d, want 400", since)
 	}
 	// Class 2: the count leaves 23..25, the age 24..25; class 6: 61.
-	if n := c.dropOldest(3, since, release); n != 5 || !slices.Equal(dropped, []int{20, 21, 22, 23, 60}) {
+	if n := c.DropOldest(3, since, release); n != 5 || !slices.Equal(dropped, []int{20, 21, 22, 23, 60}) {
 		t.Fatalf("dropped %d frames %v, want [20 21 22 23 60]", n, dropped)
 	}
 	var left []int
 	for class := range 8 {
 		for !c.q[class].empty() {
-			left = append(left, int(c.front(class).H))
-			c.pop(class)
+			left = append(left, int(c.Front(class).H))
+			c.Pop(class)
 		}
 	}
 	if want := []int{24, 25, 61}; !slices.Equal(left, want) {

@@ -29,23 +29,14 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
-	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
 )
 
-// Mode is the pipeline a link runs.
+// Mode is the pipeline a link runs: a name under which a Spec is
+// registered (Register).
 type Mode string
-
-const (
-	// ModeForward forwards every frame unchanged both ways (the baseline).
-	ModeForward Mode = "forward"
-)
-
-// linkGuardian reports whether mode runs the LinkGuardian link layer and
-// its sizing (lg, lgnb, monitor, and test modes); forward, cells and fec do not.
-func (m Mode) linkGuardian() bool { return m != ModeForward && m != ModeCells && m != ModeFEC }
 
 // Config configures a Dataplane. Zero fields take the defaults.
 type Config struct {
@@ -181,10 +172,7 @@ func (c *Config) defaults() error {
 		c.FrameSize = fitFrameSize(portsMaxMTU(c.portNames()))
 	}
 	c.resolveIntegrity()
-	if c.Mode == ModeLG || c.Mode == ModeLGNB || c.Mode == ModeMonitor {
-		queues, qerr := queueCount(c.LinkPort)
-		c.lgTxWhy, c.lgTxFix = c.lgTxBlocked(queues, qerr)
-	}
+	c.decideLGTx()
 	if c.LG.MTU == 0 {
 		// The hosts' frames are what lg sizes its pause hysteresis by and
 		// announces in the link session (0 if not found: 1500).
@@ -203,10 +191,11 @@ func (c *Config) defaults() error {
 		// checkSizes sets it once the sockets are known.
 		c.autoFrames = true
 		if c.FramesPerQueue == 0 {
-			c.FramesPerQueue = 2 * c.RingSize
-			if c.Mode == ModeCells {
-				c.FramesPerQueue = 3 * c.RingSize
+			rings := c.spec().QueueRings
+			if rings == 0 {
+				rings = 2
 			}
+			c.FramesPerQueue = rings * c.RingSize
 		}
 	}
 	if c.Batch == 0 {
@@ -216,36 +205,8 @@ func (c *Config) defaults() error {
 		c.TxBudget = 256
 	}
 	c.Link.defaults()
-	switch c.Mode {
-	case ModeLG, ModeLGNB, ModeMonitor:
-		if err := c.LG.defaults(c.Mode); err != nil {
-			return err
-		}
-	case ModeCells:
-		if err := c.Cells.defaults(len(c.HostPorts) > 0); err != nil {
-			return err
-		}
-		if c.Cells.LinkMode != "none" {
-			if err := c.LG.defaults(ModeLG); err != nil {
-				return err
-			}
-			if c.LG.TxBuffer == 0 {
-				c.LG.TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
-			}
-		}
-		if c.Cells.LinkMode == "fec" {
-			if err := c.FEC.defaults(); err != nil {
-				return err
-			}
-		}
-	case ModeFEC:
-		if c.LG.Protect != "" && c.LG.Protect != "both" {
-			return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", c.LG.Protect)
-		}
-		if err := c.LG.defaults(c.Mode); err != nil {
-			return err
-		}
-		if err := c.FEC.defaults(); err != nil {
+	if f := c.spec().Configure; f != nil {
+		if err := f(c); err != nil {
 			return err
 		}
 	}
@@ -286,15 +247,10 @@ type Dataplane struct {
 	stats Stats
 
 	linkMAC [6]byte
-	lgStats *LGStats // modes lg and lgnb (lane 0's with several workers)
-	// laneLG are each lane's LinkGuardian statistics (one per worker;
-	// laneLG[0] is lgStats).
-	laneLG    []*LGStats
-	cellStats *CellStats // mode cells
-	fast      *fastPath  // modes forward, lg, lgnb, monitor
-	fecStats  *FECStats  // mode fec
-	linkMTU   int        // the smallest of the link ports'
-	afxdp     AFXDPSnapshot
+	inst    Instance  // the mode running
+	fast    *fastPath // modes forward, lg, lgnb, monitor
+	linkMTU int       // the smallest of the link ports'
+	afxdp   AFXDPSnapshot
 	// maxChain is the most descriptors a frame of the ports' largest MTU
 	// takes on a TX ring (1 unless the UMEM is multi-buffer).
 	maxChain int
@@ -339,8 +295,8 @@ func New(cfg Config) (_ *Dataplane, err error) {
 				if opts.LGTxSlots == 0 {
 					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, true)
 				}
-			} else if i == portLink {
-				opts.ShareLGRx = d.all[portHost].prog
+			} else if i == PortLink {
+				opts.ShareLGRx = d.all[PortHost].prog
 			}
 		}
 		p, err := attachPort(role, ifname, &cfg, opts)
@@ -375,7 +331,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		d.umems = append(d.umems, u)
 	}
 	d.umem = d.umems[0]
-	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+ethHeaderLen)
+	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+EthHeaderLen)
 	if d.umem.MultiBuffer() {
 		cfg.Logger.Info("jumbo frames: multi-buffer AF_XDP (XDP_USE_SG); frames longer than one kernel buffer are copied together in their UMEM frame",
 			"frame_size", cfg.FrameSize, "buffer", d.umem.ChunkSize(), "max_descriptors_per_frame", d.maxChain,
@@ -417,44 +373,13 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		}
 	}
 	d.linkMTU = linkMTU
-	if cfg.Mode == ModeCells {
-		cellMTU := linkMTU
-		if cfg.Cells.LinkMode == "fec" {
-			cellMTU -= fec.MaxOverhead // a parity frame is this much longer than its longest cell
-		}
-		if err := d.cfg.Cells.fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
-			return nil, err
-		}
-		if d.cfg.Cells.NodeID == 0 {
-			d.cfg.Cells.NodeID = CellNodeID(d.all[0].mac, len(cfg.HostPorts) > 0)
-		}
-	}
-	if cfg.Mode == ModeCells && cfg.Cells.LinkMode != "none" {
-		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
-	}
-	if cfg.Mode.linkGuardian() {
-		if d.cfg.LG.TxBuffer == 0 {
-			// A priority lane, or the kernel's send path: the whole ring.
-			d.cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, d.linkLanes() > 1 || cfg.lgTxWanted())
-		}
-		d.cfg.LG.credit = creditWindow(d.cfg.LG.TxBuffer, cfg.RingSize)
-		d.cfg.LG.untunedThresholds(cfg.lgTxWanted())
-	}
 	ifc, err := net.InterfaceByName(cfg.LinkPort)
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: %s: %w", cfg.LinkPort, err)
 	}
 	copy(d.linkMAC[:], ifc.HardwareAddr)
-	switch {
-	case cfg.Mode == ModeCells:
-		d.cellStats = newCellStats(d)
-	case cfg.Mode == ModeFEC:
-		d.fecStats = &FECStats{}
-	case cfg.Mode != ModeForward:
-		for range cfg.Workers {
-			d.laneLG = append(d.laneLG, &LGStats{})
-		}
-		d.lgStats = d.laneLG[0]
+	if d.inst, err = cfg.spec().New(d, &d.cfg); err != nil {
+		return nil, err
 	}
 	if err := d.newFastPath(); err != nil {
 		return nil, err
@@ -481,32 +406,15 @@ func (d *Dataplane) Link() *Port { return d.all[d.ports.Links[0]] }
 // Port is port number i of the worker's numbering (see Ports).
 func (d *Dataplane) Port(i int) *Port { return d.all[i] }
 
+// LinkMAC is the (first) link port's hardware address.
+func (d *Dataplane) LinkMAC() [6]byte { return d.linkMAC }
+
+// LinkMTU is the smallest MTU of the link ports.
+func (d *Dataplane) LinkMTU() int { return d.linkMTU }
+
 // Ports is the worker's numbering of the ports: what a pipeline calls them.
 // The slice it holds is shared: do not modify it.
 func (d *Dataplane) Ports() Ports { return d.ports }
-
-// LGStats are the LinkGuardian statistics (nil in modes forward and cells).
-func (d *Dataplane) LGStats() *LGStats { return d.lgStats }
-
-// CellStats are the cells statistics (nil in every mode but cells).
-func (d *Dataplane) CellStats() *CellStats { return d.cellStats }
-
-// FECStats are mode fec's statistics (nil in every other mode).
-func (d *Dataplane) FECStats() *FECStats { return d.fecStats }
-
-// integrityStats counts the integrity check of link frames (nil in forward
-// mode, which has none).
-func (d *Dataplane) integrityStats() *IntegrityStats {
-	switch {
-	case d.cellStats != nil:
-		return &d.cellStats.Integrity
-	case d.lgStats != nil:
-		return &d.lgStats.Integrity
-	case d.fecStats != nil:
-		return &d.fecStats.Integrity
-	}
-	return nil
-}
 
 // Config is the configuration in force (defaults filled in).
 func (d *Dataplane) Config() Config { return d.cfg }
@@ -528,7 +436,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		return d.runWorkers(ctx)
 	}
 	w := newWorker(d, 0)
-	p, err := modes[d.cfg.Mode].pipeline(w)
+	p, err := d.inst.Pipeline(w)
 	if err != nil {
 		return err
 	}
@@ -562,6 +470,10 @@ func (d *Dataplane) FastPath() []FastPathSnapshot {
 // It is safe to call more than once.
 func (d *Dataplane) Close() error {
 	var errs []error
+	if d.inst != nil {
+		d.inst.Close()
+		d.inst = nil
+	}
 	if d.fast != nil {
 		d.fast.close()
 	}
@@ -586,42 +498,13 @@ func (c *Config) checkSizes(sockets int) error {
 	// batch is in the worker's hands.
 	need := uint64(sockets)*uint64(c.RingSize) + uint64(c.Batch)
 	what := fmt.Sprintf("the fill rings of %d sockets (%d × --ring-size %d) and one --batch (%d)", sockets, sockets, c.RingSize, c.Batch)
-	if c.Mode.linkGuardian() {
-		txBuffer := c.LG.TxBuffer
-		if txBuffer == 0 {
-			txBuffer = defaultTxBuffer(c.RingSize, true)
+	if f := c.spec().Frames; f != nil {
+		n, w, err := f(c)
+		if err != nil {
+			return err
 		}
-		if txBuffer > int(c.RingSize) {
-			return fmt.Errorf("dataplane: --lg-tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --lg-tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)
-		}
-		need += 2*uint64(txBuffer) + hostQueueLen
-		what += fmt.Sprintf(", the TX buffer and reorder window (2 × --lg-tx-buffer %d) and the host queue (%d)", txBuffer, hostQueueLen)
-	}
-	if c.Mode == ModeCells && c.Cells.LinkMode == "fec" {
-		n := uint64(len(c.LinkPorts))
-		need += n * (cellFECWindow + 1)
-		what += fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow)
-	} else if c.Mode == ModeCells && c.Cells.LinkMode != "none" {
-		b := c.LG.TxBuffer
-		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
-			return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
-		}
-		n := uint64(len(c.LinkPorts))
-		need += n * 3 * uint64(b)
-		what += fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b)
-	}
-	if c.Mode == ModeCells {
-		n := uint64(len(c.HostPorts))
-		need += n * hostQRings * uint64(c.RingSize)
-		what += fmt.Sprintf(", the delivery queues of %d host ports (%d × --ring-size %d each)", n, hostQRings, c.RingSize)
-	}
-	if c.Mode == ModeForward && c.PFC.Enabled {
-		need += hostQueueLen
-		what += fmt.Sprintf(", the host class queues (%d)", hostQueueLen)
-	}
-	if c.Mode == ModeFEC {
-		need += fecWindow + hostQueueLen + 1
-		what += fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, hostQueueLen)
+		need += n
+		what += w
 	}
 	if n := c.shapedPorts(); n > 0 {
 		need += uint64(n) * uint64(c.RingSize)
@@ -662,29 +545,10 @@ func (c *Config) checkStaticSizes() error {
 		return fmt.Errorf("dataplane: --frames-per-queue %d is below --ring-size %d: every socket's fill ring is kept full, and its RX and TX rings need frames besides; use at least %d (default 2 × --ring-size: %d)",
 			c.FramesPerQueue, c.RingSize, c.RingSize, 2*c.RingSize)
 	}
-	if !c.Mode.linkGuardian() {
-		return nil
-	}
-	// lg leaves 2 × batch of the link TX ring for control frames and
-	// retransmitted copies; new data gets the rest, so a ring of 2 × batch
-	// or less sends nothing at all, and one below 4 × batch mostly idles.
-	if int(c.RingSize) < 4*c.Batch {
-		return fmt.Errorf("dataplane: --ring-size %d must be at least 4 × --batch %d in mode %s (2 × --batch of the link TX ring stay free for control frames and copies, data needs the rest): raise --ring-size to %d or lower --batch to %d",
-			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
-	}
-	if b := c.LG.TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
-		return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
+	if f := c.spec().CheckSizes; f != nil {
+		return f(c)
 	}
 	return nil
-}
-
-// pow2AtLeast is the least power of two ≥ n.
-func pow2AtLeast(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
 }
 
 // LinkOverhead is how many bytes a frame grows by on a sequenced link (the
@@ -692,8 +556,8 @@ func pow2AtLeast(n int) int {
 // port needs an MTU this much above the host port's.
 func (c *Config) LinkOverhead() int { return seqhdr.MaxOverhead + c.Link.Integrity.Overhead() }
 
-// ethHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
-const ethHeaderLen = 14
+// EthHeaderLen is the Ethernet header a frame adds to its MTU (no FCS).
+const EthHeaderLen = 14
 
 // checkMTU checks the ports' MTUs: on a sequenced link (lg, lgnb, monitor)
 // the link port must carry a full host frame plus LinkOverhead (cells cut
@@ -706,26 +570,23 @@ func (c *Config) checkMTU(hostMTU, linkMTU int) error {
 	if c.Netns != "" {
 		ip, where = "ip -n "+c.Netns, "namespace "+c.Netns
 	}
-	if over := c.LinkOverhead(); c.Mode.linkGuardian() && linkMTU < hostMTU+over {
-		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header and integrity trailer (--integrity %s): full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
-			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.Link.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
-	}
-	if over := c.FECOverhead(); c.Mode == ModeFEC && linkMTU < hostMTU+over {
-		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
-			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.Link.Integrity.Overhead(), c.Link.Integrity, ip, c.LinkPort, hostMTU+over)
+	if f := c.spec().CheckMTU; f != nil {
+		if err := f(c, hostMTU, linkMTU, ip, where); err != nil {
+			return err
+		}
 	}
 	room := int(c.FrameSize) - unix.XDP_PACKET_HEADROOM
 	for _, p := range []struct {
 		name string
 		mtu  int
 	}{{c.HostPort, hostMTU}, {c.LinkPort, linkMTU}} {
-		if p.mtu+ethHeaderLen <= room {
+		if p.mtu+EthHeaderLen <= room {
 			continue
 		}
 		fix := fmt.Sprintf("--frame-size %d (or leave it out: the default fits the MTU), or %s link set dev %s mtu %d",
-			fitFrameSize(p.mtu), ip, p.name, room-ethHeaderLen)
+			fitFrameSize(p.mtu), ip, p.name, room-EthHeaderLen)
 		return fmt.Errorf("dataplane: %s (%s) has MTU %d: its largest frame (%d bytes) does not fit a UMEM frame of --frame-size %d (%d bytes after the kernel's headroom); fix: %s",
-			p.name, where, p.mtu, p.mtu+ethHeaderLen, c.FrameSize, room, fix)
+			p.name, where, p.mtu, p.mtu+EthHeaderLen, c.FrameSize, room, fix)
 	}
 	return nil
 }

@@ -183,6 +183,15 @@ func (d *Dataplane) newFastPath() error {
 	return nil
 }
 
+// decideLGTx decides, in a LinkGuardian mode, whether its send fast path
+// can run (lgTxBlocked) before the ring size is defaulted by it.
+func (c *Config) decideLGTx() {
+	if c.Mode == ModeLG || c.Mode == ModeLGNB || c.Mode == ModeMonitor {
+		queues, qerr := queueCount(c.LinkPort)
+		c.lgTxWhy, c.lgTxFix = c.lgTxBlocked(queues, qerr)
+	}
+}
+
 // lgTxWanted says whether LinkGuardian's send fast path runs: a
 // LinkGuardian mode whose configuration allows the kernel path
 // (lgTxBlocked, decided by defaults). The ports are then attached with

@@ -160,7 +160,7 @@ func TestFastPathXDP(t *testing.T) {
 			// veth counts the bytes of a frame a host's stack sent without
 			// its Ethernet header; those of a redirected frame, with it.
 			ifBytes := ia.RxBytes - ib.RxBytes
-			if rx != ia.RxPackets-ib.RxPackets || (rxBytes != ifBytes && rxBytes != ifBytes+ethHeaderLen*rx) {
+			if rx != ia.RxPackets-ib.RxPackets || (rxBytes != ifBytes && rxBytes != ifBytes+EthHeaderLen*rx) {
 				t.Errorf("%s: rx %d frames %d bytes, the interface counted %d frames %d bytes", name, rx, rxBytes, ia.RxPackets-ib.RxPackets, ifBytes)
 			}
 			if tx != ia.TxPackets-ib.TxPackets+ia.TxDropped-ib.TxDropped {

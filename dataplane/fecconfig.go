@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/metrics"
 )
 
 // ModeFEC is RAIL's coding below the hosts (package fec): XOR parity after
@@ -185,3 +186,66 @@ func nCopies(c fec.LinkChoice) (n, copies int) {
 // it by in mode fec: a parity frame's header (fec.MaxOverhead) and the
 // integrity trailer. A link port needs an MTU this much above the host port's.
 func (c *Config) FECOverhead() int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
+
+func init() {
+	Register(ModeFEC, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, ClassQueues: true,
+		Configure: configureFEC,
+		Frames: func(*Config) (uint64, string, error) {
+			return fecWindow + HostQueueLen + 1,
+				fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, HostQueueLen), nil
+		},
+		CheckMTU: checkFECMTU,
+		New: func(*Dataplane, *Config) (Instance, error) {
+			return &fecInstance{stats: &FECStats{}}, nil
+		}})
+}
+
+// configureFEC fills mode fec's defaults and those of its link session.
+func configureFEC(c *Config) error {
+	if c.LG.Protect != "" && c.LG.Protect != "both" {
+		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", c.LG.Protect)
+	}
+	if err := c.LG.defaults(c.Mode); err != nil {
+		return err
+	}
+	return c.FEC.defaults()
+}
+
+// checkFECMTU checks that the link port carries a parity frame of full
+// host frames.
+func checkFECMTU(c *Config, hostMTU, linkMTU int, ip, where string) error {
+	if over := c.FECOverhead(); linkMTU < hostMTU+over {
+		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
+			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.Link.Integrity.Overhead(), c.Link.Integrity, ip, c.LinkPort, hostMTU+over)
+	}
+	return nil
+}
+
+// fecInstance is mode fec on a dataplane.
+type fecInstance struct {
+	stats *FECStats
+}
+
+func (in *fecInstance) Pipeline(w *Worker) (Pipeline, error) { return newFECPipeline(w) }
+
+func (in *fecInstance) Integrity(int) *IntegrityStats { return &in.stats.Integrity }
+
+func (in *fecInstance) Register(r *metrics.Registry) error { return registerFEC(r, in.stats) }
+
+// Stats are "fec": the snapshot, the link session's, and the integrity
+// and PFC counts.
+func (in *fecInstance) Stats() map[string]any {
+	s := in.stats
+	return map[string]any{"fec": fecDoc{FECSnapshot: s.Snapshot(), Session: s.Session.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(),
+		NoRoom: s.Integrity.NoRoom.Load(), PFCRx: s.PFCRx.Load()}}
+}
+
+func (in *fecInstance) Close() {}
+
+// FECStats are mode fec's statistics (nil in every other mode).
+func (d *Dataplane) FECStats() *FECStats {
+	if in, ok := d.inst.(*fecInstance); ok {
+		return in.stats
+	}
+	return nil
+}

@@ -21,9 +21,9 @@ import (
 //
 // Loss and policy: fecCtl (fecctl.go).
 type fecPipeline struct {
-	w     *worker
+	w     *Worker
 	d     *Dataplane
-	queue classQueues
+	queue ClassQueues
 	st    *FECStats
 	linkSess
 	fecCtl
@@ -34,23 +34,23 @@ type fecPipeline struct {
 	maxFrame int
 }
 
-func newFECPipeline(w *worker) (Pipeline, error) {
-	d := w.d
-	c := &d.cfg.FEC
+func newFECPipeline(w *Worker) (Pipeline, error) {
+	d, cfg := w.Node(), w.Config()
+	c := &cfg.FEC
 	pl := &fecPipeline{
-		w: w, d: d, st: d.fecStats,
-		queue:    newHostQueues(d),
-		pfcSpeed: d.cfg.Link.Speed,
+		w: w, d: d, st: d.FECStats(),
+		queue:    NewClassQueues(d),
+		pfcSpeed: cfg.Link.Speed,
 	}
-	bufLen := int(w.umem.MaxFrameLen())
-	trailer := d.cfg.Link.Integrity.Overhead()
+	bufLen := w.FrameLen()
+	trailer := cfg.Link.Integrity.Overhead()
 	// The longest host frame whose parity fits the link (checkMTU made sure
 	// a host MTU frame does) and a UMEM frame with the trailer after it.
-	pl.maxFrame = min(d.linkMTU+ethHeaderLen, bufLen) - fec.MaxOverhead - trailer
+	pl.maxFrame = min(d.LinkMTU()+EthHeaderLen, bufLen) - fec.MaxOverhead - trailer
 	err := pl.fecCtl.init(c,
-		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.maxFrame, BufLen: bufLen - trailer, LocalMAC: d.linkMAC, PeerMAC: d.cfg.Link.PeerMAC},
+		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.maxFrame, BufLen: bufLen - trailer, LocalMAC: d.LinkMAC(), PeerMAC: cfg.Link.PeerMAC},
 		fec.ReceiverConfig{Window: fecWindow, Wait: int64(c.Wait), Immediate: c.Immediate},
-		pl, d.cfg.Logger, d.cfg.LinkPort, "run --mode lg for lg; exclusion needs a bundle", &pl.st.PolicyChanges)
+		pl, cfg.Logger, cfg.LinkPort, "run --mode lg for lg; exclusion needs a bundle", &pl.st.PolicyChanges)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func newFECPipeline(w *worker) (Pipeline, error) {
 	if err := pl.startSession(w, &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
 		return nil, err
 	}
-	d.cfg.Logger.Info("fec: sender protection", "dev", d.cfg.LinkPort, "protection", pl.inForce().String(), "basis", pl.basis,
+	cfg.Logger.Info("fec: sender protection", "dev", cfg.LinkPort, "protection", pl.inForce().String(), "basis", pl.basis,
 		"target", c.Target, "wait", c.Wait.String(), "immediate", c.Immediate, "flush", c.Flush.String(), "max_frame", pl.maxFrame)
 	pl.publish(0)
 	return pl, nil
@@ -70,26 +70,26 @@ func (pl *fecPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(ui
 // Alloc implements link.Memory: a free UMEM frame for a parity frame (the
 // sender's BufLen says every UMEM frame holds one).
 func (pl *fecPipeline) Alloc(int) (link.Handle, bool) {
-	a, ok := pl.w.tx.Alloc()
+	a, ok := pl.w.Tx().Alloc()
 	return link.Handle(a), ok
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
-func (pl *fecPipeline) Room(port int) int { return pl.queue.portRoom(port) }
+func (pl *fecPipeline) Room(port int) int { return pl.queue.PortRoom(port) }
 
 // Receive implements Pipeline: host frames to the class queues; link
 // frames to the session (HELLO), the class queues' gate (PFC) or the
 // Receiver (once the session agreed with their sender).
 func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
-	if port == portHost {
-		pl.queue.pushHost(pl.w, now, descs)
+	if port == PortHost {
+		pl.queue.Push(pl.w, now, descs)
 		return
 	}
 	for _, d := range descs {
 		b := pl.w.Bytes(d.Addr, int(d.Len))
 		if pfc.IsMACControl(b) {
 			var f pfc.Frame
-			if pl.queue.applyPFC(now, b, pl.pfcSpeed, &f) {
+			if pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
 				pl.st.PFCRx.Add(1)
 			}
 			tx.Release(d.Addr)
@@ -131,39 +131,39 @@ func (pl *fecPipeline) Poll(now int64, tx *Tx) int64 {
 	// On a rate-limited link port the egress queue's bytes bound it too
 	// (the frame's copies, with its link header, and a parity frame).
 	per := pl.snd.Copies() + 1
-	budget := tx.Space(portLink, laneData) - 4
-	bytes, over := tx.ByteSpace(portLink), pl.d.cfg.LinkOverhead()
+	budget := tx.Space(PortLink, LaneData) - 4
+	bytes, over := tx.ByteSpace(PortLink), pl.w.Config().LinkOverhead()
 	for admit && budget >= per {
-		class, ok := pl.queue.head(now)
+		class, ok := pl.queue.Head(now)
 		if !ok {
 			break
 		}
-		f := pl.queue.front(class)
+		f := pl.queue.Front(class)
 		if per*(f.Len+over) > bytes {
 			break
 		}
-		pl.queue.pop(class)
+		pl.queue.Pop(class)
 		pl.snd.Send(now, f)
 		budget -= per
 		bytes -= per * (f.Len + over)
 	}
 	next = min(next, pl.snd.Poll(now), pl.rcv.Poll(now))
 	for _, f := range pl.snd.Out.Send {
-		tx.Send(portLink, laneData, uint64(f.H), f.Len)
+		tx.Send(PortLink, LaneData, uint64(f.H), f.Len)
 	}
 	for _, f := range pl.snd.Out.Free {
 		tx.Release(uint64(f.H))
 	}
 	for _, f := range pl.rcv.Out.Deliver {
-		tx.Send(portHost, laneData, uint64(f.H), f.Len)
+		tx.Send(PortHost, LaneData, uint64(f.H), f.Len)
 	}
 	for _, f := range pl.rcv.Out.Free {
 		tx.Release(uint64(f.H))
 	}
 	pl.snd.Out.Reset()
 	pl.rcv.Out.Reset()
-	next = min(next, pl.queue.signalHost(now, tx))
-	if !pl.queue.empty() {
+	next = min(next, pl.queue.Signal(now, tx))
+	if !pl.queue.Empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
 			next = min(next, r)
 		}
@@ -172,13 +172,13 @@ func (pl *fecPipeline) Poll(now int64, tx *Tx) int64 {
 }
 
 // Stop implements Pipeline.
-func (pl *fecPipeline) Stop() { pl.publish(pl.w.now()) }
+func (pl *fecPipeline) Stop() { pl.publish(pl.w.Now()) }
 
 // publish copies the state for /stats.json.
 func (pl *fecPipeline) publish(now int64) {
 	v := &pl.snap
 	pl.fecCtl.snapshot(v)
-	v.RxHeld, v.HostQueued, v.UmemFree = pl.rcv.Held(), pl.queue.n, pl.w.refs.free.Len()
+	v.RxHeld, v.HostQueued, v.UmemFree = pl.rcv.Held(), pl.queue.Len(), pl.w.FreeFrames()
 	pl.st.store(v)
 	pl.publishSession()
 }

@@ -49,32 +49,24 @@ type PFCConfig struct {
 // DefaultPFCXOFF is PFCConfig.XOFF's default: half of what the class queues
 // hold together, so one class at XOFF leaves the others as much again, and
 // the frames the host sends before it stops wait in the rest.
-const DefaultPFCXOFF = hostQueueLen / 2
+const DefaultPFCXOFF = HostQueueLen / 2
 
 // minPFCPause is the shortest PFCConfig.Pause: it is refreshed at half
 // that by the worker's clock.
 const minPFCPause = 20 * time.Microsecond
 
-// pfcLinkSpeed is the link's speed for the quanta of PAUSE/PFC frames
+// PFCLinkSpeed is the link's speed for the quanta of PAUSE/PFC frames
 // received on the link port (--link-speed, default 10 Gbit/s).
-func (c *Config) pfcLinkSpeed() uint64 {
+func (c *Config) PFCLinkSpeed() uint64 {
 	if c.Link.Speed != 0 {
 		return c.Link.Speed
 	}
 	return pfc.Speed10G
 }
 
-// classQueued reports whether mode's host frames wait in class queues
-// (forward only with --pfc; cells has its own queues).
-func (c *Config) classQueued() bool {
-	switch c.Mode {
-	case ModeForward:
-		return c.PFC.Enabled
-	case ModeCells:
-		return false
-	}
-	return true
-}
+// classQueued reports whether the mode's host frames wait in class queues
+// (Spec.ClassQueues, or any mode's with --pfc).
+func (c *Config) classQueued() bool { return c.spec().ClassQueues || c.PFC.Enabled }
 
 // pfcDefaults checks PFCConfig and fills its defaults; it runs after the
 // port shapes' (the host port's rate is its speed).
@@ -86,8 +78,8 @@ func (c *Config) pfcDefaults() error {
 		}
 		return nil
 	}
-	if c.Mode == ModeCells {
-		return fmt.Errorf("dataplane: --pfc: mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec")
+	if why := c.spec().NoPFC; why != "" {
+		return fmt.Errorf("dataplane: --pfc: %s", why)
 	}
 	if p.XOFF == 0 {
 		p.XOFF = DefaultPFCXOFF
@@ -95,13 +87,13 @@ func (c *Config) pfcDefaults() error {
 	if p.XON == 0 {
 		p.XON = p.XOFF / 2
 	}
-	if p.XOFF < 1 || p.XOFF > hostQueueLen {
-		return fmt.Errorf("dataplane: --pfc-xoff %d: want 1 to %d frames (the class queues hold %d together; default %d)", p.XOFF, hostQueueLen, hostQueueLen, DefaultPFCXOFF)
+	if p.XOFF < 1 || p.XOFF > HostQueueLen {
+		return fmt.Errorf("dataplane: --pfc-xoff %d: want 1 to %d frames (the class queues hold %d together; default %d)", p.XOFF, HostQueueLen, HostQueueLen, DefaultPFCXOFF)
 	}
 	if p.XON < 0 || p.XON >= p.XOFF {
 		return fmt.Errorf("dataplane: --pfc-xon %d: want 0 to %d, below --pfc-xoff %d (default half of it)", p.XON, p.XOFF-1, p.XOFF)
 	}
-	p.hostSpeed = c.pfcLinkSpeed()
+	p.hostSpeed = c.PFCLinkSpeed()
 	if s, ok := c.Shape[c.HostPort]; ok && s.Rate > 0 {
 		p.hostSpeed = s.Rate
 	}

@@ -48,8 +48,8 @@ func TestPFCConfigQuanta(t *testing.T) {
 		if s.Quanta != tc.quanta || s.PauseNs != tc.pauseNs {
 			t.Errorf("%s: %d quanta (%d ns), want %d (%d ns)", tc.name, s.Quanta, s.PauseNs, tc.quanta, tc.pauseNs)
 		}
-		if s.XOFF != hostQueueLen/2 || s.XON != hostQueueLen/4 {
-			t.Errorf("%s: XOFF %d XON %d, want %d and %d", tc.name, s.XOFF, s.XON, hostQueueLen/2, hostQueueLen/4)
+		if s.XOFF != HostQueueLen/2 || s.XON != HostQueueLen/4 {
+			t.Errorf("%s: XOFF %d XON %d, want %d and %d", tc.name, s.XOFF, s.XON, HostQueueLen/2, HostQueueLen/4)
 		}
 	}
 	for _, tc := range []struct {
@@ -57,7 +57,7 @@ func TestPFCConfigQuanta(t *testing.T) {
 		want string
 	}{
 		{PFCConfig{XOFF: 8}, "need --pfc"},
-		{PFCConfig{Enabled: true, XOFF: hostQueueLen + 1}, "--pfc-xoff"},
+		{PFCConfig{Enabled: true, XOFF: HostQueueLen + 1}, "--pfc-xoff"},
 		{PFCConfig{Enabled: true, XOFF: 8, XON: 8}, "below --pfc-xoff 8"},
 		{PFCConfig{Enabled: true, Pause: 4 * time.Millisecond}, "at most 65535 quanta"}, // 3.36 ms at 10G
 		{PFCConfig{Enabled: true, Pause: time.Microsecond}, "at least"},

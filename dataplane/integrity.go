@@ -58,7 +58,7 @@ type IntegrityStats struct {
 // descs, received on port, if the port's frames carry one. A frame that
 // fails is counted and released, and left out: checkRx returns the frames
 // that passed (descs compacted in place).
-func (w *worker) checkRx(port int, descs []xdp.Desc) []xdp.Desc {
+func (w *Worker) checkRx(port int, descs []xdp.Desc) []xdp.Desc {
 	if !w.sealed[port] {
 		return descs
 	}
@@ -120,7 +120,7 @@ func otherCheck(local linkcrc.Integrity, b []byte) (int, bool) {
 
 // sealTx appends the integrity trailer to every frame of list, to be sent on
 // port, if the port's frames carry one.
-func (w *worker) sealTx(port int, list []xdp.Desc) {
+func (w *Worker) sealTx(port int, list []xdp.Desc) {
 	if !w.sealed[port] {
 		return
 	}

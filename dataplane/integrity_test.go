@@ -13,7 +13,7 @@ import (
 // integrityWorker is a worker with a UMEM and no sockets: enough for the
 // integrity hooks (sealTx, checkRx). The link port carries the check unless
 // mode is Off.
-func integrityWorker(t *testing.T, mode linkcrc.Integrity) *worker {
+func integrityWorker(t *testing.T, mode linkcrc.Integrity) *Worker {
 	t.Helper()
 	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 16})
 	if err != nil {
@@ -21,21 +21,21 @@ func integrityWorker(t *testing.T, mode linkcrc.Integrity) *worker {
 	}
 	t.Cleanup(func() { u.Close() })
 	d := &Dataplane{cfg: Config{Link: LinkConfig{Integrity: mode}}, umem: u}
-	w := &worker{d: d, umem: u, refs: newFrameRefs(u), integrity: &IntegrityStats{}, sealed: make([]bool, 2)}
-	w.sealed[portLink] = mode != linkcrc.Off
+	w := &Worker{d: d, umem: u, refs: newFrameRefs(u), integrity: &IntegrityStats{}, sealed: make([]bool, 2)}
+	w.sealed[PortLink] = mode != linkcrc.Off
 	return w
 }
 
 // sealOne seals a copy of d for port and returns it.
-func sealOne(w *worker, port int, d xdp.Desc) xdp.Desc {
+func sealOne(w *Worker, port int, d xdp.Desc) xdp.Desc {
 	l := []xdp.Desc{d}
 	w.sealTx(port, l)
 	return l[0]
 }
 
 // checkOne checks d as received on the link port; false if it was dropped.
-func checkOne(w *worker, d *xdp.Desc) bool {
-	got := w.checkRx(portLink, []xdp.Desc{*d})
+func checkOne(w *Worker, d *xdp.Desc) bool {
+	got := w.checkRx(PortLink, []xdp.Desc{*d})
 	if len(got) == 0 {
 		return false
 	}
@@ -45,7 +45,7 @@ func checkOne(w *worker, d *xdp.Desc) bool {
 
 // linkFrames builds one frame of every kind a link port sends, each at the
 // start (DataOffset) of its own UMEM frame: name → descriptor.
-func linkFrames(t *testing.T, w *worker) map[string]xdp.Desc {
+func linkFrames(t *testing.T, w *Worker) map[string]xdp.Desc {
 	t.Helper()
 	dst, src := [6]byte{2, 0, 0, 0, 0, 2}, [6]byte{2, 0, 0, 0, 0, 1}
 	out := map[string]xdp.Desc{}
@@ -117,7 +117,7 @@ func TestIntegrityEveryFrameType(t *testing.T) {
 	frames := linkFrames(t, w)
 	for name, d := range frames {
 		orig := append([]byte(nil), w.umem.Bytes(d.Addr, d.Len)...)
-		s := sealOne(w, portLink, d)
+		s := sealOne(w, PortLink, d)
 		if s.Len != d.Len+linkcrc.TrailerLen || w.integrity.NoRoom.Load() != 0 {
 			t.Fatalf("%s: sealed length %d of %d (no room %d)", name, s.Len, d.Len, w.integrity.NoRoom.Load())
 		}
@@ -159,7 +159,7 @@ func TestIntegrityEveryFrameType(t *testing.T) {
 		t.Fatal("a rewritten frame passed with the trailer of its first transmission")
 	}
 	w.refs.free.Pop()
-	if r := sealOne(w, portLink, d); !checkOne(w, &r) {
+	if r := sealOne(w, PortLink, d); !checkOne(w, &r) {
 		t.Fatal("a retransmitted copy sealed at its transmission failed the check")
 	}
 }
@@ -170,17 +170,17 @@ func TestIntegrityEveryFrameType(t *testing.T) {
 func TestIntegrityHostAndOff(t *testing.T) {
 	w := integrityWorker(t, linkcrc.CRC32C)
 	d := linkFrames(t, w)["passthrough"]
-	if s := sealOne(w, portHost, d); s.Len != d.Len {
+	if s := sealOne(w, PortHost, d); s.Len != d.Len {
 		t.Errorf("a frame to the host port got a trailer")
 	}
 	full := xdp.Desc{Addr: d.Addr, Len: w.umem.MaxFrameLen()}
-	if s := sealOne(w, portLink, full); s.Len != full.Len || w.integrity.NoRoom.Load() != 1 {
+	if s := sealOne(w, PortLink, full); s.Len != full.Len || w.integrity.NoRoom.Load() != 1 {
 		t.Errorf("a frame filling its UMEM frame: len %d, no room counted %d", s.Len, w.integrity.NoRoom.Load())
 	}
 
 	w = integrityWorker(t, linkcrc.Off)
 	d = linkFrames(t, w)["data"]
-	r := sealOne(w, portLink, d)
+	r := sealOne(w, PortLink, d)
 	w.umem.Bytes(r.Addr, r.Len)[20] ^= 1
 	if r.Len != d.Len || !checkOne(w, &r) || r.Len != d.Len {
 		t.Errorf("--integrity off changed or checked the frame")

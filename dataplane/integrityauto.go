@@ -73,9 +73,10 @@ func autoIntegrity(links []string, fcs func(string) (bool, string)) (linkcrc.Int
 
 // resolveIntegrity turns --integrity auto into what the link ports need
 // (autoIntegrity), in the calling thread's network namespace, and keeps
-// why for New's log line. Mode forward checks nothing and keeps auto.
+// why for New's log line. A mode without the link header (Spec.Wire:
+// forward) checks nothing and keeps auto.
 func (c *Config) resolveIntegrity() {
-	if c.Link.Integrity != linkcrc.Auto || c.Mode == ModeForward {
+	if c.Link.Integrity != linkcrc.Auto || !c.spec().Wire {
 		return
 	}
 	c.Link.Integrity, c.integrityWhy = autoIntegrity(c.LinkPorts, portFCS)

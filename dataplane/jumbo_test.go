@@ -60,7 +60,7 @@ func TestGather(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer u.Close()
-	w := &worker{umem: u, refs: newFrameRefs(u), counters: []*PortCounters{{}}}
+	w := &Worker{umem: u, refs: newFrameRefs(u), counters: []*PortCounters{{}}}
 	all := w.refs.free.Len()
 	var want []byte
 	// rx takes a free frame, fills n bytes of it as the kernel would (at
@@ -184,7 +184,7 @@ func TestJumboVeth(t *testing.T) {
 			sendJumboUDP(t, h1, h2, "10.0.0.2", 5311, size, count)
 			sendJumboUDP(t, h2, h1, "10.0.0.1", 5312, size, count)
 			after1, after2 := sw1.d.Stats(), sw2.d.Stats()
-			frame := uint64(size + 8 + 20 + ethHeaderLen)
+			frame := uint64(size + 8 + 20 + EthHeaderLen)
 			// Every host port took count frames of that size from its host
 			// and gave count to it: whole frames, counted once each,
 			// whichever path carried them.

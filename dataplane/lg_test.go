@@ -601,9 +601,9 @@ func TestForwardLossIsVisible(t *testing.T) {
 // this is the worker's thread not being scheduled, which happens on a busy
 // machine.
 func stall(t *testing.T, d *Dataplane) (release func()) {
-	d.lgStats.mu.Lock()
+	d.LGStats().mu.Lock()
 	var once sync.Once
-	release = func() { once.Do(d.lgStats.mu.Unlock) }
+	release = func() { once.Do(d.LGStats().mu.Unlock) }
 	prev, still := d.Stats().Loops, time.Now()
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		time.Sleep(500 * time.Microsecond)

@@ -3,9 +3,11 @@ package dataplane
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
 )
 
@@ -377,4 +379,227 @@ func autoMode(pol linkguardian.Policy, received, lost uint64, cur linkguardian.D
 		}
 	}
 	return want
+}
+
+func init() {
+	for _, m := range []Mode{ModeLG, ModeLGNB, ModeMonitor} {
+		Register(m, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, Workers: true, ClassQueues: true,
+			Configure:  func(c *Config) error { return c.LG.defaults(c.Mode) },
+			CheckSizes: checkLGSizes,
+			Frames:     lgUmemFrames,
+			CheckMTU:   checkLGMTU,
+			New:        newLGInstance})
+	}
+}
+
+// checkLGSizes is LinkGuardian's CheckSizes.
+func checkLGSizes(c *Config) error {
+	// lg leaves 2 × batch of the link TX ring for control frames and
+	// retransmitted copies; new data gets the rest, so a ring of 2 × batch
+	// or less sends nothing at all, and one below 4 × batch mostly idles.
+	if int(c.RingSize) < 4*c.Batch {
+		return fmt.Errorf("dataplane: --ring-size %d must be at least 4 × --batch %d in mode %s (2 × --batch of the link TX ring stay free for control frames and copies, data needs the rest): raise --ring-size to %d or lower --batch to %d",
+			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
+	}
+	if b := c.LG.TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
+		return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
+	}
+	return nil
+}
+
+// lgUmemFrames is LinkGuardian's share of the UMEM: its TX buffer, reorder
+// window and host queue.
+func lgUmemFrames(c *Config) (uint64, string, error) {
+	txBuffer := c.LG.TxBuffer
+	if txBuffer == 0 {
+		txBuffer = defaultTxBuffer(c.RingSize, true)
+	}
+	if txBuffer > int(c.RingSize) {
+		return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --lg-tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)
+	}
+	return 2*uint64(txBuffer) + HostQueueLen,
+		fmt.Sprintf(", the TX buffer and reorder window (2 × --lg-tx-buffer %d) and the host queue (%d)", txBuffer, HostQueueLen), nil
+}
+
+// checkLGMTU checks that the link port carries a full host frame plus
+// LinkOverhead.
+func checkLGMTU(c *Config, hostMTU, linkMTU int, ip, where string) error {
+	if over := c.LinkOverhead(); linkMTU < hostMTU+over {
+		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header and integrity trailer (--integrity %s): full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
+			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.Link.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
+	}
+	return nil
+}
+
+// lgInstance is LinkGuardian on a dataplane: each lane's statistics (one
+// per worker; lanes[0] is LGStats).
+type lgInstance struct {
+	lanes []*LGStats
+}
+
+// newLGInstance sizes the TX buffer and credit now that the link port's
+// lanes are known.
+func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
+	if cfg.LG.TxBuffer == 0 {
+		// A priority lane, or the kernel's send path: the whole ring.
+		lanes := d.Link().Lanes()
+		if cfg.Workers > 1 {
+			lanes = 1 // one queue per worker, no priority lane
+		}
+		cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, lanes > 1 || cfg.lgTxWanted())
+	}
+	cfg.LG.credit = creditWindow(cfg.LG.TxBuffer, cfg.RingSize)
+	cfg.LG.untunedThresholds(cfg.lgTxWanted())
+	in := &lgInstance{}
+	for range cfg.Workers {
+		in.lanes = append(in.lanes, &LGStats{})
+	}
+	return in, nil
+}
+
+func (in *lgInstance) Pipeline(w *Worker) (Pipeline, error) {
+	return newLGPipeline(w, in.lanes[w.Index()])
+}
+
+func (in *lgInstance) Integrity(worker int) *IntegrityStats { return &in.lanes[worker].Integrity }
+
+func (in *lgInstance) Register(r *metrics.Registry) error { return registerLG(r, in.lanes[0]) }
+
+// Stats are "linkguardian" (lane 0's; with several workers its "core" is
+// the lanes' counters summed, LaneTotals) and, with several workers,
+// "linkguardian_lanes": each lane's whole document.
+func (in *lgInstance) Stats() map[string]any {
+	lg := lgDoc(in.lanes[0])
+	doc := map[string]any{"linkguardian": lg}
+	if len(in.lanes) > 1 {
+		lg["core"], lg["lanes"] = laneTotals(in.lanes), len(in.lanes)
+		var docs []any
+		for _, s := range in.lanes {
+			docs = append(docs, lgDoc(s))
+		}
+		doc["linkguardian_lanes"] = docs
+	}
+	return doc
+}
+
+func (in *lgInstance) Close() {}
+
+// LGStats are the LinkGuardian statistics, lane 0's with several workers
+// (nil in modes other than lg, lgnb and monitor).
+func (d *Dataplane) LGStats() *LGStats {
+	if in, ok := d.inst.(*lgInstance); ok {
+		return in.lanes[0]
+	}
+	return nil
+}
+
+// LaneLGStats are each lane's LinkGuardian statistics, lane i worker i's
+// (nil in modes other than lg, lgnb and monitor; one entry with one
+// worker, LGStats).
+func (d *Dataplane) LaneLGStats() []*LGStats {
+	if in, ok := d.inst.(*lgInstance); ok {
+		return in.lanes
+	}
+	return nil
+}
+
+// LaneTotals is the LinkGuardian core counters summed over every lane
+// (Core of each of LaneLGStats): the sender's, receiver's and port's
+// counters and the per-class and priority-lane frames are added up (a
+// peak is the sum of the lanes' peaks, an upper bound of the link's);
+// timers, thresholds, N, buffer sizes and the lane flags are lane 0's.
+// With one worker it is LGStats().Core().
+func (d *Dataplane) LaneTotals() LGCore { return laneTotals(d.LaneLGStats()) }
+
+// laneTotals is LaneTotals of lanes.
+func laneTotals(lanes []*LGStats) LGCore {
+	if len(lanes) == 0 {
+		return LGCore{}
+	}
+	sum := lanes[0].Core()
+	for _, s := range lanes[1:] {
+		c := s.Core()
+		addCounters(&sum.Port, &c.Port)
+		if sum.Sender != nil && c.Sender != nil {
+			addCounters(sum.Sender, c.Sender)
+		}
+		if sum.Receiver != nil && c.Receiver != nil {
+			addCounters(sum.Receiver, c.Receiver)
+		}
+		sum.PriorityFrames += c.PriorityFrames
+		sum.HeldByCreditNs += c.HeldByCreditNs
+		sum.HeldByPauseNs += c.HeldByPauseNs
+		for i := range sum.ClassFrames {
+			sum.ClassFrames[i] += c.ClassFrames[i]
+		}
+		sum.PausedClasses |= c.PausedClasses
+	}
+	return sum
+}
+
+// addCounters adds every uint64 field of *src to *dst (structs of
+// counters of one type: linkguardian's SenderStats, ReceiverStats,
+// PortStats).
+func addCounters[T any](dst, src *T) {
+	dv, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for i := range dv.NumField() {
+		if f := dv.Field(i); f.Kind() == reflect.Uint64 && f.CanSet() {
+			f.SetUint(f.Uint() + sv.Field(i).Uint())
+		}
+	}
+}
+
+// lgDoc is a lane's LinkGuardian document in /stats.json.
+func lgDoc(s *LGStats) map[string]any {
+	var snap metrics.Snapshot
+	hist := func(h *metrics.Histogram, scale float64) metrics.HistogramSummary {
+		h.SnapshotInto(&snap)
+		return metrics.Summarize(&snap, scale)
+	}
+	core, ktx := s.Core(), s.KernelTx()
+	var peakTx, peakReorder uint64
+	if core.Sender != nil {
+		peakTx = core.Sender.TxBufPeakFrames
+	}
+	if core.Receiver != nil {
+		peakReorder = core.Receiver.ReorderPeakBytes
+	}
+	return map[string]any{
+		"core":                   core,
+		"retx_delay_us":          hist(&s.RetxDelay, 1e-3),
+		"retx_delay_first_us":    hist(&s.RetxDelayFirst, 1e-3),
+		"tx_buffer_frames":       hist(&s.TxBuf, 1),
+		"reorder_buffer_bytes":   hist(&s.Reorder, 1),
+		"peak_tx_buffer_frames":  peakTx,
+		"peak_reorder_bytes":     peakReorder,
+		"link_tx_ring_full":      s.LinkTxRingFull.Load(),
+		"host_tx_ring_full":      s.HostTxRingFull.Load(),
+		"pfc_rx":                 s.PFCRx.Load(),
+		"pause_tx":               s.PauseTx.Load(),
+		"host_gate_waits":        s.HostGateWaits.Load(),
+		"host_gate_held":         s.HostGateHeld.Load(),
+		"kernel_send_declined":   ktx.Declined,
+		"kernel_declined_window": ktx.DeclinedWindow,
+		"kernel_declined_unread": ktx.DeclinedUnread,
+		"kernel_send_widened":    ktx.Widened,
+		"kernel_wake_moves":      ktx.WakeMoves,
+		"measured_loss_rate":     s.LossRate(),
+		"copies":                 s.Copies.Load(),
+		"rx_loss_rate":           s.RxLossRate(),
+		"rx_mode":                linkguardian.Delivery(s.RxMode.Load()).String(),
+		"mode_changes":           s.ModeChanges.Load(),
+		"corrupt_frames":         s.Integrity.Corrupt.Load(),
+		"integrity_no_room":      s.Integrity.NoRoom.Load(),
+		"integrity_other_check":  s.Integrity.OtherCheck.Load(),
+		"session":                s.Session.Snapshot(),
+	}
+}
+
+// pow2AtLeast is the least power of two ≥ n.
+func pow2AtLeast(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -31,14 +32,14 @@ import (
 // dummies stay on the data lane: a dummy must not overtake the data it
 // follows.
 type lgPipeline struct {
-	w    *worker
+	w    *Worker
 	d    *Dataplane
 	port *linkguardian.Endpoint
 	tx   *Tx // the worker's, valid during Receive and Poll
 
 	// Host frames waiting for the link (PFC pause of their class, LG
 	// pause, credit window full), one queue per traffic class.
-	queue classQueues
+	queue ClassQueues
 
 	pfcClass int
 	pfcSpeed uint64
@@ -88,9 +89,6 @@ func (pl *lgPipeline) Alloc(int) (link.Handle, bool) {
 	a, ok := pl.tx.Alloc()
 	return link.Handle(a), ok
 }
-
-// hostQueueLen is how many host frames may wait for the link.
-const hostQueueLen = 1024
 
 // LGStats are the LinkGuardian statistics of a dataplane: the core's counters
 // (copied by the worker every few milliseconds) and live histograms.
@@ -210,25 +208,22 @@ func (s *LGStats) Core() LGCore {
 // LossRate is the measured loss rate of the protected outgoing direction.
 func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
 
-func newLGPipeline(w *worker) (*lgPipeline, error) {
-	d := w.d
-	if ps := d.ports; ps.Host != portHost || len(ps.Links) != 1 || ps.Links[0] != portLink {
-		return nil, fmt.Errorf("dataplane: mode %s runs on one host port and one link port; got ports %+v", d.cfg.Mode, ps)
+func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
+	d, cfg := w.Node(), w.Config()
+	if ps := d.Ports(); ps.Host != PortHost || len(ps.Links) != 1 || ps.Links[0] != PortLink {
+		return nil, fmt.Errorf("dataplane: mode %s runs on one host port and one link port; got ports %+v", cfg.Mode, ps)
 	}
 	pl := &lgPipeline{
 		w:        w,
 		d:        d,
-		tx:       &w.tx,
-		queue:    newHostQueues(d),
-		pfcClass: d.cfg.LG.PFCClass,
-		pfcSpeed: d.cfg.Link.Speed,
-		local:    d.linkMAC,
-		lgs:      w.lgs, // its lane's (workers.go)
+		tx:       w.Tx(),
+		queue:    NewClassQueues(d),
+		pfcClass: cfg.LG.PFCClass,
+		pfcSpeed: cfg.Link.Speed,
+		local:    d.LinkMAC(),
+		lgs:      lgs, // its lane's (workers.go)
 	}
-	if pl.lgs == nil { // a worker made in memory (tests)
-		pl.lgs = d.lgStats
-	}
-	p, err := linkguardian.NewEndpoint(d.cfg.LG.core(d.cfg.Mode, d.linkMAC, d.cfg.Link.PeerMAC), pl)
+	p, err := linkguardian.NewEndpoint(cfg.LG.core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -237,13 +232,13 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 		return nil, err
 	}
 	if p.S != nil {
-		pl.lgs.Copies.Store(int64(d.cfg.LG.Copies))
-		if !d.cfg.LG.fixedCopies {
+		pl.lgs.Copies.Store(int64(cfg.LG.Copies))
+		if !cfg.LG.fixedCopies {
 			pl.mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 		}
 	}
 	if p.R != nil {
-		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(d.cfg.LG.MonitorWindow), MinSamples: 10000})
+		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(cfg.LG.MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Mode()))
 		if fp := d.fast.lgPoint(); fp != nil {
 			fp.LookEvery = lgLookEvery
@@ -267,7 +262,7 @@ func newLGPipeline(w *worker) (*lgPipeline, error) {
 			return nil, err
 		}
 		pl.fastTx = d.fast
-		w.poller.AddFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake
+		w.WatchFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake
 	}
 	return pl, nil
 }
@@ -292,18 +287,18 @@ func (pl *lgPipeline) handOffSend(now int64) {
 		p.ClaimSend()
 		return
 	}
-	if p.S.FastSendOwned() || pl.tx.Queued(portLink) > 0 || pl.queue.Gate.PausedMask(now) != 0 {
+	if p.S.FastSendOwned() || pl.tx.Queued(PortLink) > 0 || pl.queue.Gate.PausedMask(now) != 0 {
 		return
 	}
-	for _, s := range pl.w.ports[portLink].socks {
+	for _, s := range pl.w.Port(PortLink).Sockets() {
 		if s.TxInFlight() > 0 {
 			return
 		}
 	}
-	if socks := pl.w.ports[portHost].socks; len(socks) > 0 && !pl.sendTakenIn(now, socks[0]) {
+	if socks := pl.w.Port(PortHost).Sockets(); len(socks) > 0 && !pl.sendTakenIn(now, socks[0]) {
 		return
 	}
-	p.HandOffSend(now, pl.queue.empty())
+	p.HandOffSend(now, pl.queue.Empty())
 }
 
 // lgLookEvery is how often the worker looks at what the kernel did while it
@@ -385,10 +380,10 @@ func (pl *lgPipeline) handOff(now int64) {
 // deliveriesOut reports whether frames the core delivered have not all
 // left the host port's TX rings.
 func (pl *lgPipeline) deliveriesOut() bool {
-	if pl.tx.Queued(portHost) > 0 {
+	if pl.tx.Queued(PortHost) > 0 {
 		return true
 	}
-	for _, s := range pl.w.ports[portHost].socks {
+	for _, s := range pl.w.Port(PortHost).Sockets() {
 		if s.TxInFlight() > 0 {
 			return true
 		}
@@ -398,19 +393,19 @@ func (pl *lgPipeline) deliveriesOut() bool {
 
 // linkRxWaiting reports whether frames wait on the link port's data lane.
 func (pl *lgPipeline) linkRxWaiting() bool {
-	socks := pl.w.ports[portLink].socks
-	return len(socks) > 0 && socks[laneData].RxReady() > 0
+	socks := pl.w.Port(PortLink).Sockets()
+	return len(socks) > 0 && socks[LaneData].RxReady() > 0
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
-func (pl *lgPipeline) Room(port int) int { return pl.queue.portRoom(port) }
+func (pl *lgPipeline) Room(port int) int { return pl.queue.PortRoom(port) }
 
 // Receive implements Pipeline: link frames go to the core (PFC frames to the
 // sender's pause state), host frames to the queue.
 func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
 	pl.unpublished = pl.unpublished || len(descs) > 0
-	if port == portHost {
-		pl.queue.pushHost(pl.w, now, descs)
+	if port == PortHost {
+		pl.queue.Push(pl.w, now, descs)
 		return
 	}
 	for _, d := range descs {
@@ -459,23 +454,23 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	// rate-limited link port takes what its egress queue holds in bytes
 	// too: the rest waits in the class queues (where PFC sees it) rather
 	// than be tail-dropped by the shaper and recovered as a loss.
-	budget := tx.Space(portLink, laneData) - 2*len(pl.w.descs)
-	bytes, over := tx.ByteSpace(portLink), pl.d.cfg.LinkOverhead()
+	budget := tx.Space(PortLink, LaneData) - 2*pl.w.Batch()
+	bytes, over := tx.ByteSpace(PortLink), pl.w.Config().LinkOverhead()
 	for admit && budget > 0 && p.CanSend(now) {
-		class, ok := pl.queue.head(now)
+		class, ok := pl.queue.Head(now)
 		if !ok {
 			break
 		}
-		f := pl.queue.front(class)
+		f := pl.queue.Front(class)
 		if f.Len+over > bytes || !p.Send(now, f) {
 			break
 		}
-		pl.queue.pop(class)
+		pl.queue.Pop(class)
 		budget--
 		bytes -= f.Len + over
 	}
 	pl.trackHeld(now, p)
-	p.Poll(now, pl.queue.empty())
+	p.Poll(now, pl.queue.Empty())
 
 	for _, ev := range p.Out.Events {
 		switch ev.Kind {
@@ -487,12 +482,12 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 		}
 	}
 	prio := pl.controlLane()
-	pl.send(tx, portLink, prio, p.Out.Pause)
+	pl.send(tx, PortLink, prio, p.Out.Pause)
 	pl.lgs.PauseTx.Add(uint64(len(p.Out.Pause)))
-	pl.send(tx, portLink, prio, p.Out.Urgent)
-	pl.send(tx, portLink, prio, p.Out.Retx)
-	pl.send(tx, portLink, laneData, p.Out.Normal)
-	pl.send(tx, portLink, laneData, p.Out.Low)
+	pl.send(tx, PortLink, prio, p.Out.Urgent)
+	pl.send(tx, PortLink, prio, p.Out.Retx)
+	pl.send(tx, PortLink, LaneData, p.Out.Normal)
+	pl.send(tx, PortLink, LaneData, p.Out.Low)
 	deliver := p.Out.Deliver
 	if pl.fast != nil {
 		if c := p.R.Stats.FastClaims; c != pl.gate.claims {
@@ -500,7 +495,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 		}
 		deliver = pl.gate.pass(now, deliver)
 	}
-	pl.send(tx, portHost, laneData, deliver)
+	pl.send(tx, PortHost, LaneData, deliver)
 	// Delivered frames belong to the host path now: those on the TX ring
 	// return after completion, those that did not fit (counted) at once.
 	for _, f := range deliver {
@@ -519,11 +514,11 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	p.Out.Reset()
 	pl.handOff(now)
 	pl.handOffSend(now)
-	next = min(next, p.NextDeadline(now, pl.queue.empty()), pl.queue.signalHost(now, tx))
+	next = min(next, p.NextDeadline(now, pl.queue.Empty()), pl.queue.Signal(now, tx))
 	if held, until := pl.gate.holding(); held {
 		next = min(next, until)
 	}
-	if !pl.queue.empty() {
+	if !pl.queue.Empty() {
 		if r, ok := pl.queue.Gate.NextResume(now); ok {
 			next = min(next, r)
 		}
@@ -550,13 +545,10 @@ func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []link.Frame) {
 // measured loss of the outgoing direction (10 ms) and applies the protection
 // policy to the incoming one (100 ms).
 func (pl *lgPipeline) periodic(now int64) {
-	p, st := pl.port, &pl.d.stats
+	p := pl.port
 	if now >= pl.publishAt {
 		pl.publishAt = now + int64(20*time.Millisecond)
-		host, link := &st.Ports[portHost].TX, &st.Ports[portLink].TX
-		if pl.d.cfg.Workers > 1 { // this lane's own
-			host, link = &pl.w.wc.Ports[portHost].TX, &pl.w.wc.Ports[portLink].TX
-		}
+		host, link := pl.w.TxCounters(PortHost), pl.w.TxCounters(PortLink) // this lane's own with several workers
 		pl.sampleRate(now, int64(host.Bytes.Load()))
 		pl.lgs.LinkTxRingFull.Store(link.Dropped.Load())
 		pl.lgs.HostTxRingFull.Store(host.Dropped.Load())
@@ -572,7 +564,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
 		if rate, ok := pl.mon.Rate(now); ok {
 			pl.lgs.lossRate.Store(uint64(rate * 1e12))
-			n := linkguardian.CopiesLimit(pl.d.cfg.LG.TargetLoss, rate, pl.d.cfg.LG.MaxCopies)
+			n := linkguardian.CopiesLimit(pl.w.Config().LG.TargetLoss, rate, pl.w.Config().LG.MaxCopies)
 			if int64(n) != pl.lgs.Copies.Load() {
 				p.S.SetCopies(n)
 				pl.lgs.Copies.Store(int64(n))
@@ -584,7 +576,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
 		if rate, ok := pl.rmon.Rate(now); ok {
 			pl.lgs.rxLossRate.Store(uint64(rate * 1e12))
-			if pl.d.cfg.LG.Auto {
+			if pl.w.Config().LG.Auto {
 				received, lost := pl.rmon.Totals(now)
 				pl.applyPolicy(now, p, rate, received, lost)
 			}
@@ -595,7 +587,7 @@ func (pl *lgPipeline) periodic(now int64) {
 // trackHeld accounts the time host frames wait for the link with the reason
 // that held them first.
 func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
-	held := !pl.queue.empty() && !p.CanSend(now)
+	held := !pl.queue.Empty() && !p.CanSend(now)
 	switch {
 	case held && pl.heldSince == 0:
 		pl.heldSince, pl.heldByPause = now, p.S.Paused(now)
@@ -613,15 +605,15 @@ func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
 // measured loss rate of the incoming direction.
 func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate float64, received, lost uint64) {
 	cur := p.R.Mode()
-	want := autoMode(pl.d.cfg.LG.Policy, received, lost, cur)
+	want := autoMode(pl.w.Config().LG.Policy, received, lost, cur)
 	if want == cur {
 		return
 	}
 	if p.R.SetMode(now, want) {
 		pl.lgs.RxMode.Store(int64(want))
 		pl.lgs.ModeChanges.Add(1)
-		pl.d.cfg.Logger.Info("protection policy changed the receiving mode",
-			"dev", pl.d.cfg.LinkPort, "from", cur.String(), "to", want.String(), "loss_rate", rate)
+		pl.w.Config().Logger.Info("protection policy changed the receiving mode",
+			"dev", pl.w.Config().LinkPort, "from", cur.String(), "to", want.String(), "loss_rate", rate)
 	}
 }
 
@@ -631,7 +623,7 @@ func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate floa
 func (pl *lgPipeline) onPFC(now int64, b []byte) {
 	// Every PAUSE/PFC frame gates the host frames of the classes it names.
 	var f pfc.Frame
-	if !pl.queue.applyPFC(now, b, pl.pfcSpeed, &f) {
+	if !pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
 		return
 	}
 	pl.lgs.PFCRx.Add(1)
@@ -665,9 +657,9 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s := pl.lgs
 	s.mu.Lock()
 	s.core.Port = p.Stats
-	s.core.PriorityLane = pl.controlLane() == lanePrio
-	if len(pl.w.laneFrames[portLink]) > 1 {
-		s.core.PriorityFrames = pl.w.laneFrames[portLink][lanePrio]
+	s.core.PriorityLane = pl.controlLane() == LanePrio
+	if pl.tx.Lanes(PortLink) > 1 {
+		s.core.PriorityFrames = pl.w.LaneFrames(PortLink, LanePrio)
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
 	s.HostGateWaits.Store(pl.gate.Waits)
@@ -683,7 +675,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
-		s.core.TxBuffer, s.core.Credit = pl.d.cfg.LG.TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
+		s.core.TxBuffer, s.core.Credit = pl.w.Config().LG.TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
 		s.core.DummyWait = p.S.DummyWait()
 	}
 	if p.R != nil {
@@ -718,7 +710,7 @@ func (pl *lgPipeline) sampleRate(now, bytes int64) {
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
 func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
-	c := &pl.d.cfg.LG
+	c := &pl.w.Config().LG
 	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds && c.AckDelay > 0) {
 		return // nothing to tune
 	}
@@ -782,4 +774,64 @@ func tuneTimers(p *linkguardian.Endpoint, snap *metrics.Snapshot) {
 		ackNo = 3 * renotify
 	}
 	p.R.SetTimers(renotify, max(ackNo, minAckNoTimeout))
+}
+
+// registerLG registers the LinkGuardian counters and histograms of s.
+func registerLG(r *metrics.Registry, s *LGStats) error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	add(r.Histogram("linkfabric_lg_retx_delay_seconds", "Loss detected to retransmission received (Appendix B.1).", &s.RetxDelay, 1e-9))
+	add(r.Histogram("linkfabric_lg_tx_buffer_frames", "TX buffer occupancy, sampled per busy loop.", &s.TxBuf, 1))
+	add(r.Histogram("linkfabric_lg_reorder_buffer_bytes", "Reorder buffer occupancy, sampled per busy loop.", &s.Reorder, 1))
+	add(r.Counter("linkfabric_lg_pfc_rx_total", "PAUSE/PFC frames received on the link port (they pause host traffic classes).", &s.PFCRx))
+	add(r.Counter("linkfabric_lg_pause_tx_total", "LinkGuardian PAUSE/RESUME link-header frames sent (the reorder buffer's backpressure).", &s.PauseTx))
+	add(r.Counter("linkfabric_lg_link_tx_ring_full_total", "Link frames that found the TX ring full.", &s.LinkTxRingFull))
+	add(r.Counter("linkfabric_lg_host_tx_ring_full_total", "Delivered frames dropped: host TX ring full.", &s.HostTxRingFull))
+	add(r.Counter("linkfabric_lg_corrupt_frames_total", "Link frames that failed the integrity check (dropped as lost).", &s.Integrity.Corrupt))
+	add(r.Counter("linkfabric_lg_other_check_frames_total", "Session frames sealed with another integrity check than this end's, passed to the link session so that it names the mismatch.", &s.Integrity.OtherCheck))
+	add(r.Counter("linkfabric_lg_mode_changes_total", "Receiving-mode changes made by the protection policy.", &s.ModeChanges))
+	add(r.Gauge("linkfabric_lg_copies", "N, retransmitted copies per lost frame.", &s.Copies))
+	add(r.GaugeFunc("linkfabric_lg_tx_loss_rate", "Loss rate of the outgoing direction, from loss notifications.", s.LossRate))
+	add(r.GaugeFunc("linkfabric_lg_rx_loss_rate", "Loss rate of the incoming direction, from sequence gaps.", s.RxLossRate))
+	sender := func(f func(*linkguardian.SenderStats) uint64) func() uint64 {
+		return func() uint64 {
+			if c := s.Core(); c.Sender != nil {
+				return f(c.Sender)
+			}
+			return 0
+		}
+	}
+	receiver := func(f func(*linkguardian.ReceiverStats) uint64) func() uint64 {
+		return func() uint64 {
+			if c := s.Core(); c.Receiver != nil {
+				return f(c.Receiver)
+			}
+			return 0
+		}
+	}
+	for name, fn := range map[string]func(*linkguardian.SenderStats) uint64{
+		"data_sent":      func(x *linkguardian.SenderStats) uint64 { return x.DataSent },
+		"retx_requests":  func(x *linkguardian.SenderStats) uint64 { return x.RetxRequests },
+		"retx_copies":    func(x *linkguardian.SenderStats) uint64 { return x.RetxCopies },
+		"dummies_sent":   func(x *linkguardian.SenderStats) uint64 { return x.DummiesSent },
+		"tx_full":        func(x *linkguardian.SenderStats) uint64 { return x.TxFull },
+		"pause_refusals": func(x *linkguardian.SenderStats) uint64 { return x.PausedRefusals },
+	} {
+		add(r.CounterFunc("linkfabric_lg_sender_"+name+"_total", "LinkGuardian sender: "+name+".", sender(fn)))
+	}
+	for name, fn := range map[string]func(*linkguardian.ReceiverStats) uint64{
+		"data_rx":            func(x *linkguardian.ReceiverStats) uint64 { return x.DataRx },
+		"holes_detected":     func(x *linkguardian.ReceiverStats) uint64 { return x.HolesDetected },
+		"lost_detected":      func(x *linkguardian.ReceiverStats) uint64 { return x.LostDetected },
+		"recovered":          func(x *linkguardian.ReceiverStats) uint64 { return x.Recovered },
+		"ack_no_timeouts":    func(x *linkguardian.ReceiverStats) uint64 { return x.AckNoTimeouts },
+		"lost_unprotected":   func(x *linkguardian.ReceiverStats) uint64 { return x.LostUnprotected },
+		"duplicates_dropped": func(x *linkguardian.ReceiverStats) uint64 { return x.DupDropped },
+		"explicit_acks_sent": func(x *linkguardian.ReceiverStats) uint64 { return x.ExplicitAcksSent },
+		"pauses_sent":        func(x *linkguardian.ReceiverStats) uint64 { return x.PausesSent },
+		"resumes_sent":       func(x *linkguardian.ReceiverStats) uint64 { return x.ResumesSent },
+	} {
+		add(r.CounterFunc("linkfabric_lg_receiver_"+name+"_total", "LinkGuardian receiver: "+name+".", receiver(fn)))
+	}
+	return errors.Join(errs...)
 }

@@ -52,7 +52,7 @@ type chainRx struct {
 // gather makes every chain in descs (received on port, all held) one
 // descriptor of the whole frame, in place, and returns the frames complete
 // so far; an unfinished chain waits in c for the next batch.
-func (w *worker) gather(c *chainRx, port int, descs []xdp.Desc) []xdp.Desc {
+func (w *Worker) gather(c *chainRx, port int, descs []xdp.Desc) []xdp.Desc {
 	out := descs[:0]
 	for _, d := range descs {
 		if !c.open {
@@ -93,7 +93,7 @@ func (w *worker) gather(c *chainRx, port int, descs []xdp.Desc) []xdp.Desc {
 // the first that does not fit; it returns how many frames it placed and
 // their bytes. A frame counted already (a shaper's) was counted once: its
 // chain's other descriptors are counted here.
-func (w *worker) placeChains(k lane, list []xdp.Desc, counted bool) (n int, bytes uint64) {
+func (w *Worker) placeChains(k lane, list []xdp.Desc, counted bool) (n int, bytes uint64) {
 	free := k.s.TxFree()
 	out := w.chain[:0]
 	for _, d := range list {
@@ -119,7 +119,7 @@ func (w *worker) placeChains(k lane, list []xdp.Desc, counted bool) (n int, byte
 
 // txFrames is how many frames s's TX ring surely takes: its free
 // descriptors, divided by maxChain on a multi-buffer UMEM.
-func (w *worker) txFrames(s *xdp.Socket) int {
+func (w *Worker) txFrames(s *xdp.Socket) int {
 	if w.maxChain > 1 {
 		return s.TxFree() / w.maxChain
 	}
@@ -132,7 +132,7 @@ func (w *worker) txFrames(s *xdp.Socket) int {
 // includes its link header and trailer: checkMTU), else the smallest power
 // of two that holds it (multi-buffer).
 func fitFrameSize(maxMTU int) uint32 {
-	need := maxMTU + ethHeaderLen + unix.XDP_PACKET_HEADROOM
+	need := maxMTU + EthHeaderLen + unix.XDP_PACKET_HEADROOM
 	size := uint32(4096)
 	for int(size) < need && size < xdp.MaxFrameSize {
 		size <<= 1
@@ -168,7 +168,7 @@ func chainLen(u *xdp.Umem, n int) int {
 func checkFrameSize(size uint32) error {
 	if size < xdp.MinFrameSize || size > xdp.MaxFrameSize || size&(size-1) != 0 {
 		return fmt.Errorf("dataplane: --frame-size %d: want a power of two from %d to %d, or 0 for what the ports' MTU needs (4096 up to MTU %d, 16384 at MTU 9000)",
-			size, xdp.MinFrameSize, xdp.MaxFrameSize, 4096-unix.XDP_PACKET_HEADROOM-ethHeaderLen)
+			size, xdp.MinFrameSize, xdp.MaxFrameSize, 4096-unix.XDP_PACKET_HEADROOM-EthHeaderLen)
 	}
 	return nil
 }

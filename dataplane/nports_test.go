@@ -16,8 +16,8 @@ import (
 const modeSpray Mode = "test-spray"
 
 func init() {
-	modes[modeSpray] = modeSpec{hosts: [2]int{1, 1}, links: [2]int{1, MaxLinkPorts},
-		pipeline: func(w *worker) (Pipeline, error) { return &sprayPipeline{ps: w.d.Ports()}, nil }}
+	Register(modeSpray, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+		New: Stateless(func(w *Worker) (Pipeline, error) { return &sprayPipeline{ps: w.d.Ports()}, nil })})
 }
 
 type sprayPipeline struct {
@@ -34,7 +34,7 @@ func (s *sprayPipeline) Receive(_ int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 			out = s.ps.Links[s.next]
 			s.next = (s.next + 1) % len(s.ps.Links)
 		}
-		tx.Send(out, laneData, d.Addr, int(d.Len))
+		tx.Send(out, LaneData, d.Addr, int(d.Len))
 		tx.Release(d.Addr)
 	}
 }
@@ -87,8 +87,8 @@ func TestNLinkPorts(t *testing.T) {
 const modeSink Mode = "test-sink"
 
 func init() {
-	modes[modeSink] = modeSpec{hosts: [2]int{0, 0}, links: [2]int{1, MaxLinkPorts},
-		pipeline: func(*worker) (Pipeline, error) { return sinkPipeline{}, nil }}
+	Register(modeSink, Spec{Hosts: [2]int{0, 0}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+		New: Stateless(func(*Worker) (Pipeline, error) { return sinkPipeline{}, nil })})
 }
 
 type sinkPipeline struct{}

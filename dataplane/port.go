@@ -41,6 +41,10 @@ func (p *Port) MAC() [6]byte { return p.mac }
 // data within queue 0.
 func (p *Port) Lanes() int { return p.lanes }
 
+// DownSince is since when (worker clock) the worker has found the
+// interface down; 0 while it is up. Read it in the worker's goroutine.
+func (p *Port) DownSince() int64 { return p.downSince }
+
 // attachPort attaches the dataplane's XDP program to ifname and counts its
 // queues; bind then binds its sockets. It runs in the calling thread's
 // network namespace. On failure nothing is left attached.

@@ -3,7 +3,6 @@ package dataplane
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -82,45 +81,9 @@ func newPorts(hosts, links int) Ports {
 // The layout of the modes with one host port and one link port (forward,
 // lg, lgnb, monitor): their port spec guarantees it.
 const (
-	portHost = 0
-	portLink = 1
+	PortHost = 0
+	PortLink = 1
 )
-
-// modeSpec is what a mode needs of a node's ports, and its pipeline.
-type modeSpec struct {
-	hosts, links [2]int // least and most host ports, link ports
-	pipeline     func(w *worker) (Pipeline, error)
-}
-
-// modes are the modes a dataplane runs.
-var modes = map[Mode]modeSpec{
-	ModeForward: {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newForwardPipeline},
-	ModeLG:      {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
-	ModeLGNB:    {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
-	ModeMonitor: {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newLG},
-	ModeCells:   {hosts: [2]int{0, MaxHostPorts}, links: [2]int{1, MaxLinkPorts}, pipeline: newCellPipeline},
-	ModeFEC:     {hosts: [2]int{1, 1}, links: [2]int{1, 1}, pipeline: newFECPipeline},
-}
-
-func newLG(w *worker) (Pipeline, error) { return newLGPipeline(w) }
-
-// Modes lists the modes a dataplane runs, sorted.
-func Modes() []Mode {
-	var ms []Mode
-	for m := range modes {
-		ms = append(ms, m)
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i] < ms[j] })
-	return ms
-}
-
-func modeList() string {
-	var s []string
-	for _, m := range Modes() {
-		s = append(s, string(m))
-	}
-	return strings.Join(s, ", ")
-}
 
 // CheckPorts checks that mode runs on a node with host port host ("" for
 // none) and link ports links, and that no port is named twice. Its errors
@@ -136,7 +99,7 @@ func CheckPorts(mode Mode, host string, links []string) error {
 // CheckNodePorts is CheckPorts for a node with host ports hosts (none, one
 // or several).
 func CheckNodePorts(mode Mode, hosts, links []string) error {
-	spec, ok := modes[mode]
+	spec, ok := specs[mode]
 	if !ok {
 		return fmt.Errorf("dataplane: mode %q is not known (modes: %s)", mode, modeList())
 	}
@@ -167,14 +130,14 @@ func CheckNodePorts(mode Mode, hosts, links []string) error {
 		return fmt.Errorf("dataplane: --host-port lists %d ports; a node has at most %d", len(hosts), MaxHostPorts)
 	}
 	switch n := len(hosts); {
-	case n < spec.hosts[0]:
+	case n < spec.Hosts[0]:
 		return fmt.Errorf("dataplane: --mode %s needs a --host-port", mode)
-	case n > spec.hosts[1] && spec.hosts[1] == 0:
+	case n > spec.Hosts[1] && spec.Hosts[1] == 0:
 		return fmt.Errorf("dataplane: --mode %s takes no --host-port; got %s", mode, hlist)
-	case n > spec.hosts[1]:
-		return fmt.Errorf("dataplane: --mode %s takes at most %d --host-port; got %s", mode, spec.hosts[1], hlist)
+	case n > spec.Hosts[1]:
+		return fmt.Errorf("dataplane: --mode %s takes at most %d --host-port; got %s", mode, spec.Hosts[1], hlist)
 	}
-	lo, hi := spec.links[0], spec.links[1]
+	lo, hi := spec.Links[0], spec.Links[1]
 	switch {
 	case len(links) == 0:
 		return fmt.Errorf("dataplane: --mode %s needs a link port (--link-port IF)", mode)

@@ -109,11 +109,11 @@ func TestPortsNumbering(t *testing.T) {
 func TestLaneOrder(t *testing.T) {
 	ps := newPorts(1, 3)
 	rx, kick := laneOrder(ps, []int{1, 2, 1, 3}, []int{1, 2, 1, 3}) // host 1 queue; links 2, 1, 3
-	want := []lanePos{{1, lanePrio}, {3, lanePrio}, {1, laneData}, {2, laneData}, {3, laneData}, {3, 2}, {0, laneData}}
+	want := []lanePos{{1, LanePrio}, {3, LanePrio}, {1, LaneData}, {2, LaneData}, {3, LaneData}, {3, 2}, {0, LaneData}}
 	if !slices.Equal(rx, want) {
 		t.Errorf("receive order %v; want %v", rx, want)
 	}
-	wantKick := []lanePos{{1, lanePrio}, {3, lanePrio}, {1, laneData}, {2, laneData}, {3, laneData}, {0, laneData}}
+	wantKick := []lanePos{{1, LanePrio}, {3, LanePrio}, {1, LaneData}, {2, LaneData}, {3, LaneData}, {0, LaneData}}
 	if !slices.Equal(kick, wantKick) {
 		t.Errorf("kick order %v; want %v", kick, wantKick)
 	}
@@ -140,12 +140,12 @@ func TestLaneOrder(t *testing.T) {
 func TestKickDeliveriesFirst(t *testing.T) {
 	ps := newPorts(2, 2)
 	_, kick := laneOrder(ps, []int{1, 1, 2, 2}, []int{1, 1, 2, 2})
-	w := &worker{d: &Dataplane{ports: ps}}
+	w := &Worker{d: &Dataplane{ports: ps}}
 	for _, k := range kick {
 		w.kick = append(w.kick, lane{port: k.port, lane: k.lane})
 	}
 	placing := slices.Clone(w.kick)
-	w.kickDeliveriesFirst()
+	w.KickDeliveriesFirst()
 	if !slices.Equal(w.kick, placing) {
 		t.Errorf("the placing order changed: %v, want %v", w.kick, placing)
 	}
@@ -153,7 +153,7 @@ func TestKickDeliveriesFirst(t *testing.T) {
 	for _, k := range w.kicks {
 		got = append(got, lanePos{k.port, k.lane})
 	}
-	want := []lanePos{{0, laneData}, {1, laneData}, {2, laneData}, {3, laneData}, {2, lanePrio}, {3, lanePrio}}
+	want := []lanePos{{0, LaneData}, {1, LaneData}, {2, LaneData}, {3, LaneData}, {2, LanePrio}, {3, LanePrio}}
 	if !slices.Equal(got, want) {
 		t.Errorf("kick order %v; want %v", got, want)
 	}

@@ -115,12 +115,12 @@ func (s *SessionStats) Snapshot() SessionSnapshot {
 // frames that met it not up. A pipeline embeds it and calls sessionRx,
 // sessionPoll and admitHost from its Receive and Poll.
 type linkSess struct {
-	sw    *worker
+	sw    *Worker
 	sess  *linksession.Session
 	lanes int // agreed lanes (1: the peer has no priority lane, everything on lane 0)
 	// oneLaneSaid: sayOneLane logged.
 	oneLaneSaid bool
-	queue       *classQueues
+	queue       *ClassQueues
 	stats       *SessionStats
 	// peers names the modes whose peer fits this end, for warnings.
 	peers                  string
@@ -136,14 +136,14 @@ type linkSess struct {
 // startSession starts the link session of w's link port over link, offering
 // window frames and prot (fastSend: the kernel's send fast path runs); host
 // frames wait in queue while it is not up.
-func (s *linkSess) startSession(w *worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *classQueues, stats *SessionStats, peers string) error {
-	c, lc := &w.d.cfg.LG, &w.d.cfg.Link
+func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *ClassQueues, stats *SessionStats, peers string) error {
+	c, lc := &w.Config().LG, &w.Config().Link
 	sess, err := linksession.New(linksession.Config{
-		LocalMAC: w.d.linkMAC,
+		LocalMAC: w.Node().LinkMAC(),
 		PeerMAC:  lc.PeerMAC,
 		Offer: linksession.Offer{
 			Window:    uint32(window),
-			Lanes:     uint8(w.ports[portLink].lanes), // the worker's: 1 with several (workers.go)
+			Lanes:     uint8(w.Port(PortLink).Lanes()), // the worker's: 1 with several (workers.go)
 			MTU:       uint16(min(c.MTU, 1<<16-1)),
 			Speed:     uint32(max(lc.Speed/1_000_000, 1)),
 			Protect:   prot,
@@ -155,14 +155,14 @@ func (s *linkSess) startSession(w *worker, link linksession.Link, window int, pr
 	if err != nil {
 		return err
 	}
-	*s = linkSess{sw: w, sess: sess, lanes: w.ports[portLink].lanes, queue: queue, stats: stats, peers: peers}
+	*s = linkSess{sw: w, sess: sess, lanes: w.Port(PortLink).Lanes(), queue: queue, stats: stats, peers: peers}
 	s.publishSession()
 	return nil
 }
 
 // newSession starts the link session of pl's port.
 func (pl *lgPipeline) newSession() error {
-	c := &pl.d.cfg.LG
+	c := &pl.w.Config().LG
 	p := pl.port
 	window := c.credit
 	if window == 0 {
@@ -185,7 +185,7 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 		return
 	}
 	if p := pl.port; p.S != nil {
-		p.S.SetCredit(min(int(a.Window), pl.d.cfg.LG.credit))
+		p.S.SetCredit(min(int(a.Window), pl.w.Config().LG.credit))
 	}
 	if p := pl.port; p.R != nil {
 		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
@@ -198,8 +198,8 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	replaced := s.sess.Stats.Replaced
 	ev := s.sess.Receive(now, b)
-	d := s.sw.d
-	log := d.cfg.Logger
+	cfg := s.sw.Config()
+	log := cfg.Logger
 	// An epoch replaced by a restart of the peer still speaking a second
 	// later is no restart: two sessions with different epochs share the
 	// peer's MAC. Most likely the other end runs several workers (one
@@ -213,7 +213,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	a, _ := s.sess.Agreed()
 	if ev&linksession.EvPeerRestart != 0 {
 		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
-			"dev", d.cfg.LinkPort, "peer_epoch", a.PeerEpoch)
+			"dev", cfg.LinkPort, "peer_epoch", a.PeerEpoch)
 		// A peer that "restarts" again within a second is two peers
 		// taking turns (as above).
 		if s.restartAt != 0 && now-s.restartAt < int64(time.Second) {
@@ -223,31 +223,31 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	if ev&linksession.EvReset != 0 {
 		s.lanes = int(a.Lanes)
-		sayOneLane(log, d.cfg.LinkPort, s.sw.ports[portLink].lanes, s.lanes, &s.oneLaneSaid)
+		sayOneLane(log, cfg.LinkPort, s.sw.Port(PortLink).Lanes(), s.lanes, &s.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
-		sayMismatch(log, d.cfg.LinkPort, a)
+		sayMismatch(log, cfg.LinkPort, a)
 	}
 	if ev&linksession.EvUp != 0 {
 		// From now on link control is accepted only from this peer
 		// (session offers excepted: a replaced peer can still agree).
 		var peer [6]byte
 		copy(peer[:], b[6:12])
-		if err := d.Link().prog.SetPeerMAC(peer); err != nil {
-			log.Warn("link session: cannot restrict link control to the peer", "dev", d.cfg.LinkPort, "err", err)
+		if err := s.sw.Node().Link().Program().SetPeerMAC(peer); err != nil {
+			log.Warn("link session: cannot restrict link control to the peer", "dev", cfg.LinkPort, "err", err)
 		}
-		log.Info("link session up", "dev", d.cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
+		log.Info("link session up", "dev", cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
 			"window", a.Window, "lanes", a.Lanes, "mtu", a.MTU, "speed_mbps", a.Speed,
 			"tx_seq", uint32(a.TxSeq), "rx_seq", uint32(a.RxSeq))
 		if a.PeerCaps.Known && a.PeerCaps.FastSend != a.LocalCaps.FastSend {
 			// The frames on the wire are the same either way
 			// (linkguardian/fasttx.go, step 6): only said.
 			log.Info("link session: one end sends by the kernel's send fast path, the other by its worker; they interoperate",
-				"dev", d.cfg.LinkPort, "fast_send", a.LocalCaps.FastSend, "peer_fast_send", a.PeerCaps.FastSend)
+				"dev", cfg.LinkPort, "fast_send", a.LocalCaps.FastSend, "peer_fast_send", a.PeerCaps.FastSend)
 		}
-		if a.MTU < uint16(min(d.cfg.LG.MTU, 1<<16-1)) {
+		if a.MTU < uint16(min(cfg.LG.MTU, 1<<16-1)) {
 			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
-				"dev", d.cfg.LinkPort, "peer_mtu", a.MTU)
+				"dev", cfg.LinkPort, "peer_mtu", a.MTU)
 		}
 	}
 	s.publishSession()
@@ -314,9 +314,9 @@ func (s *linkSess) sayTurns() {
 		return
 	}
 	s.turnsSaid = true
-	d := s.sw.d
-	d.cfg.Logger.Error("link session: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
-		"dev", d.cfg.LinkPort, "local_workers", d.cfg.Workers)
+	cfg := s.sw.Config()
+	cfg.Logger.Error("link session: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
+		"dev", cfg.LinkPort, "local_workers", cfg.Workers)
 }
 
 // sayOneLane logs, once per link port, that its session agreed on one lane
@@ -337,16 +337,16 @@ func sayOneLane(log *slog.Logger, dev string, local, agreed int, said *bool) {
 // session agreed on one lane (the peer has no other queue to receive it on).
 func (s *linkSess) controlLane() int {
 	if s.lanes < 2 {
-		return laneData
+		return LaneData
 	}
-	return lanePrio
+	return LanePrio
 }
 
 // sessionPoll runs the session's timers, sends its frames on the priority
 // lane, follows the link port's state (down: the session waits; up: it
 // agrees again) and returns its next deadline.
 func (s *linkSess) sessionPoll(now int64, tx *Tx) int64 {
-	down := s.sw.ports[portLink].downSince != 0
+	down := s.sw.Port(PortLink).DownSince() != 0
 	switch st := s.sess.State(); {
 	case down && st != linksession.Down:
 		s.sess.LinkDown(now)
@@ -356,21 +356,21 @@ func (s *linkSess) sessionPoll(now int64, tx *Tx) int64 {
 	timeouts := s.sess.Stats.PeerTimeouts
 	next := s.sess.Poll(now)
 	if s.sess.Stats.PeerTimeouts != timeouts {
-		s.sw.d.cfg.Logger.Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
-			"dev", s.sw.d.cfg.LinkPort, "silent_for", time.Duration(s.sess.DeadAfter()).String())
+		s.sw.Log().Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
+			"dev", s.sw.Config().LinkPort, "silent_for", time.Duration(s.sess.DeadAfter()).String())
 		s.publishSession()
 	}
 	for next <= now {
 		a, ok := tx.Alloc()
 		if !ok {
-			return now + int64(minTimerSleep)
+			return now + int64(MinTimerSleep)
 		}
 		n := s.sess.Frame(now, s.sw.Bytes(a, seqhdr.MinFrameLen))
 		if n == 0 {
 			tx.Release(a)
 			break
 		}
-		tx.Send(portLink, s.controlLane(), a, n)
+		tx.Send(PortLink, s.controlLane(), a, n)
 		tx.Release(a)
 		next = s.sess.Poll(now)
 	}
@@ -390,7 +390,7 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 	if s.notUpSince == 0 {
 		s.notUpSince = now
 	}
-	if s.queue.empty() {
+	if s.queue.Empty() {
 		s.blockedSince = 0
 		return false, maxDeadline
 	}
@@ -404,30 +404,30 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 		return false, s.sess.WaitDeadline(s.blockedSince)
 	case linksession.Pass:
 		for {
-			class, ok := s.queue.head(now)
-			if !ok || tx.Space(portLink, laneData) <= 0 {
+			class, ok := s.queue.Head(now)
+			if !ok || tx.Space(PortLink, LaneData) <= 0 {
 				break
 			}
-			f := s.queue.front(class)
-			s.queue.pop(class)
-			tx.Send(portLink, laneData, uint64(f.H), f.Len)
+			f := s.queue.Front(class)
+			s.queue.Pop(class)
+			tx.Send(PortLink, LaneData, uint64(f.H), f.Len)
 			tx.Release(uint64(f.H))
 			s.sessPassed++
 		}
 	default: // Drop
-		keep := s.sw.d.cfg.LG.SessionKeep
-		if now-s.notUpSince >= int64(s.sw.d.cfg.LG.SessionHold) {
+		keep := s.sw.Config().LG.SessionKeep
+		if now-s.notUpSince >= int64(s.sw.Config().LG.SessionHold) {
 			keep = 0
 		}
-		s.sessDropped += uint64(s.queue.dropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))
+		s.sessDropped += uint64(s.queue.DropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))
 		if now-s.warnedAt > int64(time.Second) {
 			s.warnedAt = now
 			why := "is the other end running linkfabric " + s.peers + "?"
 			if a, _ := s.sess.Agreed(); s.sess.State() == linksession.Mismatch {
 				why = "the peer's settings do not fit: " + mismatchText(a)
 			}
-			s.sw.d.cfg.Logger.Warn("link session not up: host frames dropped; "+why,
-				"dev", s.sw.d.cfg.LinkPort, "state", s.sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
+			s.sw.Log().Warn("link session not up: host frames dropped; "+why,
+				"dev", s.sw.Config().LinkPort, "state", s.sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
 		}
 	}
 	s.blockedSince = 0

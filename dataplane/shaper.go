@@ -140,7 +140,7 @@ func (sh *shaper) fill(now int64) {
 // enqueue queues d on lane; false if the queue is full (tail drop, counted).
 func (sh *shaper) enqueue(lane int, d xdp.Desc) bool {
 	if lane >= len(sh.lanes) {
-		lane = laneData
+		lane = LaneData
 	}
 	if sh.frames >= sh.maxFrames || sh.bytes+int(d.Len) > sh.maxBytes {
 		sh.dropped++

@@ -20,11 +20,11 @@ func shaperRun(t *testing.T, sh *shaper, size int, offered float64, dur int64) (
 	var now, arrive int64
 	for now < dur {
 		for arrive <= now {
-			sh.enqueue(laneData, xdp.Desc{Addr: uint64(arrive), Len: uint32(size)})
+			sh.enqueue(LaneData, xdp.Desc{Addr: uint64(arrive), Len: uint32(size)})
 			arrive += gap
 		}
 		sh.fill(now)
-		out = sh.dequeue(laneData, math.MaxInt, out[:0])
+		out = sh.dequeue(LaneData, math.MaxInt, out[:0])
 		for _, d := range out {
 			wire += int64(d.Len) + WireOverhead
 		}
@@ -36,7 +36,7 @@ func shaperRun(t *testing.T, sh *shaper, size int, offered float64, dur int64) (
 			// 1 ns before next the bucket must not cover the head frame.
 			c := *sh
 			c.fill(next - 1)
-			if cost(c.lanes[laneData].front()) <= c.tokens {
+			if cost(c.lanes[LaneData].front()) <= c.tokens {
 				t.Fatalf("t=%d: next %d is late: the frame could leave at %d", now, next, next-1)
 			}
 		}
@@ -87,9 +87,9 @@ func TestShaperBurst(t *testing.T) {
 		sh.tokens = 0
 		sh.fill(sh.last + idle)
 		for sh.frames < 8000 {
-			sh.enqueue(laneData, xdp.Desc{Len: size})
+			sh.enqueue(LaneData, xdp.Desc{Len: size})
 		}
-		out := sh.dequeue(laneData, math.MaxInt, nil)
+		out := sh.dequeue(LaneData, math.MaxInt, nil)
 		w := len(out) * (size + WireOverhead)
 		if w > burst || w <= burst-(size+WireOverhead) {
 			t.Errorf("after %d ns idle: %d wire bytes at once; the burst is %d", idle, w, burst)
@@ -99,7 +99,7 @@ func TestShaperBurst(t *testing.T) {
 	start, sent := sh.last, 0
 	for now := start; now <= start+100e6; now += 10e3 {
 		sh.fill(now)
-		sent += len(sh.dequeue(laneData, math.MaxInt, nil)) * (size + WireOverhead)
+		sent += len(sh.dequeue(LaneData, math.MaxInt, nil)) * (size + WireOverhead)
 	}
 	if want := rate / 8 / 10; math.Abs(float64(sent)-want) > size+WireOverhead {
 		t.Errorf("100 ms after the burst: %d wire bytes, want %.0f", sent, want)
@@ -113,13 +113,13 @@ func TestShaperTailDrop(t *testing.T) {
 	sh, c := newTestShaper(1e6, 10_000, MinPortBurst, 8)
 	sh.tokens = 0
 	for i := 0; i < 12; i++ {
-		sh.enqueue(laneData, xdp.Desc{Addr: uint64(i), Len: 1500}) // 6 fit the 10,000 bytes
+		sh.enqueue(LaneData, xdp.Desc{Addr: uint64(i), Len: 1500}) // 6 fit the 10,000 bytes
 	}
 	if sh.frames != 6 || sh.bytes != 9000 || sh.room() != 2 {
 		t.Errorf("byte limit: %d frames, %d bytes queued, room %d", sh.frames, sh.bytes, sh.room())
 	}
 	for i := 0; i < 4; i++ {
-		sh.enqueue(lanePrio, xdp.Desc{Addr: 100 + uint64(i), Len: 100}) // 2 fit the 8 frames
+		sh.enqueue(LanePrio, xdp.Desc{Addr: 100 + uint64(i), Len: 100}) // 2 fit the 8 frames
 	}
 	sh.publish()
 	if c.Dropped.Load() != 8 || c.DroppedBytes.Load() != 6*1500+2*100 || c.PeakFrames.Load() != 8 || c.PeakBytes.Load() != 9200 || c.Queued.Load() != 8 {
@@ -131,8 +131,8 @@ func TestShaperTailDrop(t *testing.T) {
 		t.Errorf("next %d ns; want the time for the priority frame (124 B at 1 Mbit/s)", n)
 	}
 	sh.fill(1e9)
-	out := sh.dequeue(lanePrio, math.MaxInt, nil)
-	out = sh.dequeue(laneData, 3, out)
+	out := sh.dequeue(LanePrio, math.MaxInt, nil)
+	out = sh.dequeue(LaneData, 3, out)
 	if len(out) != 5 || out[0].Addr != 100 || out[1].Addr != 101 || out[2].Addr != 0 || out[4].Addr != 2 {
 		t.Errorf("dequeued %v; want the 2 priority frames, then 3 data frames in order", out)
 	}
@@ -149,8 +149,8 @@ func TestShaperNoAlloc(t *testing.T) {
 		}
 		now += 1e6
 		sh.fill(now)
-		out = sh.dequeue(lanePrio, 1024, out[:0])
-		out = sh.dequeue(laneData, 1024, out)
+		out = sh.dequeue(LanePrio, 1024, out[:0])
+		out = sh.dequeue(LaneData, 1024, out)
 		sh.next(now)
 		sh.publish()
 	}); n != 0 {
@@ -203,12 +203,12 @@ func TestShaperLateWorker(t *testing.T) {
 	for _, late := range []int64{5e6, 1e9} {
 		sh, c := newTestShaper(rate, 8<<20, burst, 8192)
 		for i := 0; i < 8000; i++ {
-			sh.enqueue(laneData, xdp.Desc{Len: size})
+			sh.enqueue(LaneData, xdp.Desc{Len: size})
 		}
 		sh.fill(0)
-		sh.dequeue(laneData, math.MaxInt, nil) // the first burst
+		sh.dequeue(LaneData, math.MaxInt, nil) // the first burst
 		sh.fill(late)
-		got := int64(len(sh.dequeue(laneData, math.MaxInt, nil))) * wire
+		got := int64(len(sh.dequeue(LaneData, math.MaxInt, nil))) * wire
 		// The bucket was empty after the first burst: the wire's worth of
 		// the lateness, at most the burst and maxLateCatchUp's worth.
 		want := min(late*rate/8e9, int64(burst)+maxLateCatchUp*rate/8e9)
@@ -225,9 +225,9 @@ func TestShaperLateWorker(t *testing.T) {
 	sh, c := newTestShaper(rate, 8<<20, burst, 8192)
 	sh.fill(1e9)
 	for i := 0; i < 8000; i++ {
-		sh.enqueue(laneData, xdp.Desc{Len: size})
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
 	}
-	if got := int64(len(sh.dequeue(laneData, math.MaxInt, nil))) * wire; got > burst {
+	if got := int64(len(sh.dequeue(LaneData, math.MaxInt, nil))) * wire; got > burst {
 		t.Errorf("after an idle second: %d wire bytes at once, the burst is %d", got, burst)
 	}
 	sh.publish()

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"runtime"
 	"slices"
@@ -22,9 +23,9 @@ import (
 // Ports are numbered as in the node: the host port first if there is one,
 // then the link ports (Ports, from Tx.Ports or Dataplane.Ports). A lane is
 // one of a port's AF_XDP sockets (its receive queue). On a link port with
-// two or more queues (RX and TX), lane 1 is the priority lane (lanePrio):
+// two or more queues (RX and TX), lane 1 is the priority lane (LanePrio):
 // it is read first and placed first, at both ends, and kicked first except
-// in mode cells (kickDeliveriesFirst). A port with a single TX queue sends
+// in mode cells (KickDeliveriesFirst). A port with a single TX queue sends
 // on lane 0 only (Port.Lanes; Send falls back to it) and still receives on
 // every queue.
 type Pipeline interface {
@@ -44,8 +45,8 @@ type Pipeline interface {
 
 // Lanes of a port.
 const (
-	laneData = 0
-	lanePrio = 1
+	LaneData = 0
+	LanePrio = 1
 )
 
 // Tx collects what a pipeline sends and releases in one loop iteration; the
@@ -53,7 +54,7 @@ const (
 // host port last), through the port's shaper if it has a rate limit, and
 // frees what is released once no descriptor refers to it.
 type Tx struct {
-	w     *worker
+	w     *Worker
 	lists [][][]xdp.Desc // per port, per lane
 	rel   []uint64
 	n     int // descriptors queued this iteration
@@ -64,7 +65,7 @@ type Tx struct {
 func (t *Tx) Send(port, lane int, addr uint64, n int) {
 	l := t.lists[port]
 	if lane >= len(l) {
-		lane = laneData
+		lane = LaneData
 	}
 	l[lane] = append(l[lane], xdp.Desc{Addr: addr, Len: uint32(n)})
 	t.n++
@@ -79,7 +80,7 @@ func (t *Tx) Release(addr uint64) { t.rel = append(t.rel, addr) }
 func (t *Tx) Space(port, lane int) int {
 	l := t.lists[port]
 	if lane >= len(l) {
-		lane = laneData
+		lane = LaneData
 	}
 	if sh := t.w.shapers[port]; sh != nil {
 		n := 0
@@ -143,15 +144,14 @@ func (t *Tx) Alloc() (uint64, bool) {
 	return a + uint64(t.w.umem.DataOffset()), true
 }
 
-// worker is the loop that owns every ring of the node's ports. One
+// Worker is the loop that owns every ring of the node's ports. One
 // goroutine, locked to its OS thread; nothing in it allocates per frame.
-type worker struct {
+type Worker struct {
 	d *Dataplane
 	// idx is the worker's number: it owns queue idx of every port
 	// (workers.go); wc are its own counters.
 	idx      int
 	wc       *WorkerCounters
-	lgs      *LGStats // its lane's LinkGuardian statistics (nil: not lg)
 	umem     *xdp.Umem
 	refs     *frameRefs
 	ports    []*Port
@@ -167,7 +167,7 @@ type worker struct {
 	rx   []lane
 	kick []lane
 	// kicks is the order the TX rings are kicked in: kick's unless the
-	// pipeline reordered it (kickDeliveriesFirst).
+	// pipeline reordered it (KickDeliveriesFirst).
 	kicks  []lane
 	all    []*xdp.Socket
 	poller *xdp.Poller
@@ -198,8 +198,67 @@ type lane struct {
 	s          *xdp.Socket
 }
 
-func newWorker(d *Dataplane, idx int) *worker {
-	w := &worker{
+// A pipeline reaches the engine through its Worker: these accessors are
+// small enough to inline, so the hot path pays nothing for them.
+
+// Node is the dataplane the worker belongs to.
+func (w *Worker) Node() *Dataplane { return w.d }
+
+// Config is the configuration in force (defaults filled in), shared by
+// every worker: read it, never write it.
+func (w *Worker) Config() *Config { return &w.d.cfg }
+
+// Log is the dataplane's logger.
+func (w *Worker) Log() *slog.Logger { return w.d.cfg.Logger }
+
+// Index is the worker's number: it owns queue Index of every port.
+func (w *Worker) Index() int { return w.idx }
+
+// Wall is the wall-clock time of worker time now.
+func (w *Worker) Wall(now int64) time.Time { return w.epoch.Add(time.Duration(now)) }
+
+// FrameLen is the longest frame a UMEM frame holds.
+func (w *Worker) FrameLen() int { return int(w.umem.MaxFrameLen()) }
+
+// FreeFrames is how many of the worker's UMEM frames are free.
+func (w *Worker) FreeFrames() int { return w.refs.free.Len() }
+
+// Batch is the most frames the worker receives from a lane at once.
+func (w *Worker) Batch() int { return len(w.descs) }
+
+// Port is the worker's view of port number i: its own sockets (queue
+// Index of the interface, and its priority queue) and lanes.
+func (w *Worker) Port(i int) *Port { return w.ports[i] }
+
+// Tx is the worker's Tx, the one passed to the pipeline's Receive and Poll.
+func (w *Worker) Tx() *Tx { return &w.tx }
+
+// LaneFrames is how many frames the worker placed on lane of port.
+func (w *Worker) LaneFrames(port, lane int) uint64 { return w.laneFrames[port][lane] }
+
+// TxCounters are port's transmit counters: the port's with one worker,
+// this worker's own share with several.
+func (w *Worker) TxCounters(port int) *DirCounters {
+	if w.d.cfg.Workers > 1 {
+		return &w.wc.Ports[port].TX
+	}
+	return &w.d.stats.Ports[port].TX
+}
+
+// ShapedBytes is how many bytes wait in port's egress queue (0 on a port
+// without a rate limit).
+func (w *Worker) ShapedBytes(port int) int {
+	if sh := w.shapers[port]; sh != nil {
+		return sh.bytes
+	}
+	return 0
+}
+
+// WatchFD makes the worker wake when fd is readable.
+func (w *Worker) WatchFD(fd int) { w.poller.AddFD(fd) }
+
+func newWorker(d *Dataplane, idx int) *Worker {
+	w := &Worker{
 		d:     d,
 		idx:   idx,
 		wc:    &d.stats.Workers[idx],
@@ -223,18 +282,15 @@ func newWorker(d *Dataplane, idx int) *worker {
 			w.shaped = make([]xdp.Desc, 0, d.cfg.RingSize)
 		}
 	}
-	if d.laneLG != nil {
-		w.lgs = d.laneLG[idx]
-	}
 	w.sealed = make([]bool, n)
 	w.check = d.cfg.Link.Integrity
-	if d.cfg.Mode != ModeForward && d.cfg.Link.Integrity != linkcrc.Off {
+	if d.cfg.spec().Wire && d.cfg.Link.Integrity != linkcrc.Off {
 		for _, p := range d.ports.Links {
 			w.sealed[p] = true
 		}
-		w.integrity = d.integrityStats()
-		if w.lgs != nil {
-			w.integrity = &w.lgs.Integrity
+		w.integrity = &IntegrityStats{} // a mode without its own counts
+		if ic, ok := d.inst.(integrityCounter); ok {
+			w.integrity = ic.Integrity(idx)
 		}
 	}
 	w.tx.w = w
@@ -271,19 +327,19 @@ func newWorker(d *Dataplane, idx int) *worker {
 // lanePos is a lane of a port.
 type lanePos struct{ port, lane int }
 
-// kickDeliveriesFirst reorders the kicks (not the placing: a rate-limited
+// KickDeliveriesFirst reorders the kicks (not the placing: a rate-limited
 // port's bucket still serves its priority lane first) of a pipeline whose
 // control frames can wait for its data: host ports first, then the link
 // ports' data lanes, their priority lanes last. In copy mode a kick runs
 // the receiving end's path inside the sendto, so what is kicked first
 // arrives first; on the bundle a cells edge kicked its credit grant (and,
 // toward the link, its request) before the frame that asked for it.
-func (w *worker) kickDeliveriesFirst() {
+func (w *Worker) KickDeliveriesFirst() {
 	rank := func(k lane) int {
 		switch _, host := w.d.ports.HostIndex(k.port); {
 		case host:
 			return 0
-		case k.lane == laneData:
+		case k.lane == LaneData:
 			return 1
 		}
 		return 2
@@ -301,33 +357,33 @@ func (w *worker) kickDeliveriesFirst() {
 func laneOrder(ps Ports, queues, lanes []int) (rx, kick []lanePos) {
 	for _, p := range ps.Links {
 		if queues[p] > 1 {
-			rx = append(rx, lanePos{p, lanePrio})
+			rx = append(rx, lanePos{p, LanePrio})
 		}
 		if lanes[p] > 1 {
-			kick = append(kick, lanePos{p, lanePrio})
+			kick = append(kick, lanePos{p, LanePrio})
 		}
 	}
 	for _, p := range ps.Links {
 		for l := 0; l < queues[p]; l++ {
-			if l != lanePrio || queues[p] == 1 {
+			if l != LanePrio || queues[p] == 1 {
 				rx = append(rx, lanePos{p, l})
 			}
 		}
-		kick = append(kick, lanePos{p, laneData})
+		kick = append(kick, lanePos{p, LaneData})
 	}
 	for _, h := range ps.Hosts {
 		for l := 0; l < queues[h]; l++ {
 			rx = append(rx, lanePos{h, l})
 		}
-		kick = append(kick, lanePos{h, laneData})
+		kick = append(kick, lanePos{h, LaneData})
 	}
 	return rx, kick
 }
 
 // Bytes returns n bytes of UMEM at address a.
-func (w *worker) Bytes(a uint64, n int) []byte { return w.umem.Bytes(a, uint32(n)) }
+func (w *Worker) Bytes(a uint64, n int) []byte { return w.umem.Bytes(a, uint32(n)) }
 
-func (w *worker) run(ctx context.Context, p Pipeline) error {
+func (w *Worker) run(ctx context.Context, p Pipeline) error {
 	var stop atomic.Bool
 	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
 	defer p.Stop()
@@ -342,7 +398,7 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 	for !stop.Load() {
 		st.Loops.Add(1)
 		w.wc.Loops.Add(1)
-		now := w.now()
+		now := w.Now()
 		moved := 0
 		for i, r := range w.rx {
 			room := min(p.Room(r.port), len(w.descs))
@@ -396,7 +452,7 @@ func (w *worker) run(ctx context.Context, p Pipeline) error {
 		// two-core machine.
 		timeout := w.downTimeout(w.d.cfg.PollTimeout)
 		if next != math.MaxInt64 {
-			timeout = min(timeout, max(time.Duration(next-now), minTimerSleep))
+			timeout = min(timeout, max(time.Duration(next-now), MinTimerSleep))
 		}
 		if err := w.idle(timeout); err != nil {
 			return err
@@ -422,9 +478,9 @@ func rawSleep() (release func(), ok bool) {
 	return nil, false
 }
 
-// minTimerSleep is the shortest sleep of an idle worker whose next timer is
+// MinTimerSleep is the shortest sleep of an idle worker whose next timer is
 // due (or overdue: a control frame found no free UMEM frame).
-const minTimerSleep = 2 * time.Microsecond
+const MinTimerSleep = 2 * time.Microsecond
 
 // flush places the queued descriptors on their TX rings, counting each
 // placed one as outstanding and what did not fit as dropped (a link frame
@@ -432,11 +488,11 @@ const minTimerSleep = 2 * time.Microsecond
 // rate limit queues its frames in its shaper instead and places what the
 // bucket allows. It returns when a shaper can place its next frame
 // (math.MaxInt64: none waits).
-func (w *worker) flush() (next int64) {
+func (w *Worker) flush() (next int64) {
 	next = math.MaxInt64
 	var now int64
 	if w.shaped != nil {
-		now = w.now()
+		now = w.Now()
 		for _, sh := range w.shapers {
 			if sh != nil {
 				sh.fill(now)
@@ -472,7 +528,7 @@ func (w *worker) flush() (next int64) {
 // place puts list on k's TX ring and counts it. A descriptor is counted as
 // outstanding when placed, unless counted already (a shaper counts frames
 // as they enter its queue); what does not fit is dropped and counted.
-func (w *worker) place(k lane, list []xdp.Desc, counted bool) {
+func (w *Worker) place(k lane, list []xdp.Desc, counted bool) {
 	w.sealTx(k.port, list)
 	var n int
 	var bytes uint64
@@ -510,7 +566,7 @@ func (w *worker) place(k lane, list []xdp.Desc, counted bool) {
 // shape queues list in k's port's shaper (a frame in the queue counts as
 // outstanding, so releasing it does not free it; one that finds the queue
 // full is dropped), then places on k's TX ring what the bucket covers.
-func (w *worker) shape(sh *shaper, k lane, list []xdp.Desc) {
+func (w *Worker) shape(sh *shaper, k lane, list []xdp.Desc) {
 	drops := 0
 	for _, d := range list {
 		if sh.enqueue(k.lane, d) {
@@ -534,7 +590,7 @@ func (w *worker) shape(sh *shaper, k lane, list []xdp.Desc) {
 // idle waits for work. In busy-poll mode it wakes every socket (which
 // busy-polls the device) and returns at once; otherwise it sleeps in ppoll
 // until a socket is readable or timeout passes.
-func (w *worker) idle(timeout time.Duration) error {
+func (w *Worker) idle(timeout time.Duration) error {
 	if w.busy {
 		for _, s := range w.all {
 			if err := s.Wake(); err != nil && !isDown(err) {
@@ -564,7 +620,7 @@ func countRx(c *PortCounters, descs []xdp.Desc, wc *DirCounters) uint64 {
 }
 
 // reclaim uncounts the descriptors the kernel finished transmitting.
-func (w *worker) reclaim(s *xdp.Socket) {
+func (w *Worker) reclaim(s *xdp.Socket) {
 	for {
 		n := s.Complete(w.addrs)
 		if n == 0 {
@@ -580,7 +636,7 @@ func (w *worker) reclaim(s *xdp.Socket) {
 // that ran out of fill frames with XDP_USE_NEED_WAKEUP sets the ring's flag
 // and waits to be woken: refill wakes it (a syscall only then; in copy
 // mode the kernel never sets the flag).
-func (w *worker) refill(s *xdp.Socket) {
+func (w *Worker) refill(s *xdp.Socket) {
 	for {
 		want := min(s.FillFree(), len(w.addrs))
 		if want == 0 {
@@ -608,8 +664,8 @@ func isDown(err error) bool {
 	return errors.Is(err, unix.ENETDOWN) || errors.Is(err, unix.ENXIO)
 }
 
-// now is the worker clock (ns since the worker started).
-func (w *worker) now() int64 { return int64(time.Since(w.epoch)) }
+// Now is the worker clock (ns since the worker started).
+func (w *Worker) Now() int64 { return int64(time.Since(w.epoch)) }
 
 // monoEpoch is the time at which CLOCK_MONOTONIC read 0, so that the
 // worker's clock (time.Since(epoch): Go's monotonic clock, CLOCK_MONOTONIC
@@ -636,14 +692,14 @@ func monoEpoch() time.Time {
 // A down port with nothing pending is found up again from its interface
 // flags (a kick of an empty ring proves nothing): a pipeline that stops
 // sending on a port it knows is down (cells) still learns it is up.
-func (w *worker) kickLane(k lane) (int, error) {
+func (w *Worker) kickLane(k lane) (int, error) {
 	s := k.s
 	p, c := w.ports[k.port], w.counters[k.port]
 	if s.TxPending() == 0 && p.downSince == 0 {
 		return 0, nil
 	}
 	if p.downSince != 0 {
-		now := w.now()
+		now := w.Now()
 		if now < p.retryAt {
 			return 0, nil
 		}
@@ -669,11 +725,11 @@ func (w *worker) kickLane(k lane) (int, error) {
 // portDown marks a port down (err: what the kick said). With several
 // workers, each with its own view of the port, the first to find it down
 // counts the event and logs it.
-func (w *worker) portDown(p *Port, c *PortCounters, err error) {
+func (w *Worker) portDown(p *Port, c *PortCounters, err error) {
 	if p.downSince != 0 {
 		return
 	}
-	now := w.now()
+	now := w.Now()
 	p.downSince, p.retryAt = now, now+int64(downRetry)
 	if c.downWorkers.Add(1) == 1 {
 		c.downAt.Store(now)
@@ -687,7 +743,7 @@ func (w *worker) portDown(p *Port, c *PortCounters, err error) {
 // portUp records that a port marked down is up again: the last worker to
 // find it up again counts the time it was down, from the first worker's
 // finding, and logs it.
-func (w *worker) portUp(p *Port, c *PortCounters) {
+func (w *Worker) portUp(p *Port, c *PortCounters) {
 	if p.downSince == 0 {
 		return
 	}
@@ -695,14 +751,14 @@ func (w *worker) portUp(p *Port, c *PortCounters) {
 	if c.downWorkers.Add(-1) != 0 {
 		return // another worker still finds it down
 	}
-	down := w.now() - c.downAt.Load()
+	down := w.Now() - c.downAt.Load()
 	c.DownNs.Add(down)
 	c.Down.Store(false)
 	w.d.cfg.Logger.Info("interface up again", "dev", p.Name, "down_for", time.Duration(down).String())
 }
 
 // downTimeout bounds an idle sleep so that a port that is down is retried.
-func (w *worker) downTimeout(timeout time.Duration) time.Duration {
+func (w *Worker) downTimeout(timeout time.Duration) time.Duration {
 	for _, p := range w.ports {
 		if p.downSince != 0 {
 			return min(timeout, downRetry)

@@ -99,7 +99,6 @@ package dataplane
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -122,10 +121,8 @@ func (c *Config) checkWorkers() error {
 	if c.Workers == 1 {
 		return nil
 	}
-	switch c.Mode {
-	case ModeForward, ModeLG, ModeLGNB, ModeMonitor:
-	default:
-		return fmt.Errorf("dataplane: --workers %d: mode %s runs one worker; several run modes forward, lg, lgnb and monitor (leave --workers out)", c.Workers, c.Mode)
+	if !c.spec().Workers {
+		return fmt.Errorf("dataplane: --workers %d: mode %s runs one worker; several run modes %s (leave --workers out)", c.Workers, c.Mode, workerModes())
 	}
 	switch {
 	case c.FastPath == FastPathXDP:
@@ -166,22 +163,8 @@ func (d *Dataplane) workerSockets(i int) int {
 	return n
 }
 
-// linkLanes is how many lanes a worker has on the (first) link port: one
-// per worker with several (no priority queue per lane), the port's lanes
-// with one.
-func (d *Dataplane) linkLanes() int {
-	if d.cfg.Workers > 1 {
-		return 1
-	}
-	return d.Link().lanes
-}
-
 // Workers is the number of worker loops (Config.Workers).
 func (d *Dataplane) Workers() int { return d.cfg.Workers }
-
-// LaneLGStats are each lane's LinkGuardian statistics, lane i worker i's
-// (nil in modes forward and cells; one entry with one worker, LGStats).
-func (d *Dataplane) LaneLGStats() []*LGStats { return d.laneLG }
 
 // workerPorts are worker i's views of the ports: each a copy of the port
 // with only worker i's sockets (queue i first: the one it transmits on)
@@ -258,13 +241,13 @@ func (d *Dataplane) workerSnapshots() []WorkerSnapshot {
 func (d *Dataplane) runWorkers(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workers := make([]*worker, d.cfg.Workers)
+	workers := make([]*Worker, d.cfg.Workers)
 	pipes := make([]Pipeline, d.cfg.Workers)
 	epoch := time.Now() // one clock zero: the ports' down times compare
 	for i := range workers {
 		workers[i] = newWorker(d, i)
 		workers[i].epoch = epoch
-		p, err := modes[d.cfg.Mode].pipeline(workers[i])
+		p, err := d.inst.Pipeline(workers[i])
 		if err != nil {
 			return err
 		}
@@ -299,47 +282,4 @@ func (d *Dataplane) runWorkers(ctx context.Context) error {
 	}
 	wg.Wait()
 	return first
-}
-
-// LaneTotals is the LinkGuardian core counters summed over every lane
-// (Core of each of LaneLGStats): the sender's, receiver's and port's
-// counters and the per-class and priority-lane frames are added up (a
-// peak is the sum of the lanes' peaks, an upper bound of the link's);
-// timers, thresholds, N, buffer sizes and the lane flags are lane 0's.
-// With one worker it is LGStats().Core().
-func (d *Dataplane) LaneTotals() LGCore {
-	if len(d.laneLG) == 0 {
-		return LGCore{}
-	}
-	sum := d.laneLG[0].Core()
-	for _, s := range d.laneLG[1:] {
-		c := s.Core()
-		addCounters(&sum.Port, &c.Port)
-		if sum.Sender != nil && c.Sender != nil {
-			addCounters(sum.Sender, c.Sender)
-		}
-		if sum.Receiver != nil && c.Receiver != nil {
-			addCounters(sum.Receiver, c.Receiver)
-		}
-		sum.PriorityFrames += c.PriorityFrames
-		sum.HeldByCreditNs += c.HeldByCreditNs
-		sum.HeldByPauseNs += c.HeldByPauseNs
-		for i := range sum.ClassFrames {
-			sum.ClassFrames[i] += c.ClassFrames[i]
-		}
-		sum.PausedClasses |= c.PausedClasses
-	}
-	return sum
-}
-
-// addCounters adds every uint64 field of *src to *dst (structs of
-// counters of one type: linkguardian's SenderStats, ReceiverStats,
-// PortStats).
-func addCounters[T any](dst, src *T) {
-	dv, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
-	for i := range dv.NumField() {
-		if f := dv.Field(i); f.Kind() == reflect.Uint64 && f.CanSet() {
-			f.SetUint(f.Uint() + sv.Field(i).Uint())
-		}
-	}
 }

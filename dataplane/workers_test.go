@@ -349,8 +349,8 @@ func TestWorkersForward(t *testing.T) {
 	for _, l := range detail {
 		t.Error(l)
 	}
-	checkBothWorkers(t, "sw1", sw1, portHost, portLink)
-	checkBothWorkers(t, "sw2", sw2, portLink, portHost)
+	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
+	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
 }
 
 // TestWorkersLG: mode lg with two workers per switch, one LinkGuardian
@@ -370,8 +370,8 @@ func TestWorkersLG(t *testing.T) {
 			t.Error(l)
 		}
 	}
-	checkBothWorkers(t, "sw1", sw1, portHost, portLink)
-	checkBothWorkers(t, "sw2", sw2, portLink, portHost)
+	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
+	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
 	st, err := sw2.Link().Program().ImpairStats()
 	if err != nil {
 		t.Fatal(err)
@@ -467,8 +467,8 @@ func TestWorkersLGRestart(t *testing.T) {
 		t.Error(l)
 	}
 	for _, w := range sw2.d.Stats().Workers {
-		if w.Ports[portHost].TX.Frames < workerFlows*1000/10 {
-			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[portHost].TX.Frames)
+		if w.Ports[PortHost].TX.Frames < workerFlows*1000/10 {
+			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[PortHost].TX.Frames)
 		}
 	}
 }
@@ -526,8 +526,8 @@ func TestWorkersPortDownCountedOnce(t *testing.T) {
 	d := &Dataplane{cfg: Config{Logger: slog.New(slog.DiscardHandler)}}
 	epoch := time.Now()
 	var c PortCounters
-	w0 := &worker{d: d, epoch: epoch}
-	w1 := &worker{d: d, epoch: epoch}
+	w0 := &Worker{d: d, epoch: epoch}
+	w1 := &Worker{d: d, epoch: epoch}
 	p0, p1 := &Port{Name: "link0"}, &Port{Name: "link0"}
 	w0.portDown(p0, &c, unix.ENETDOWN)
 	time.Sleep(2 * time.Millisecond)
@@ -549,7 +549,8 @@ func TestWorkersPortDownCountedOnce(t *testing.T) {
 // TestLaneTotals: the lanes' core counters add up field by field; timers
 // stay lane 0's.
 func TestLaneTotals(t *testing.T) {
-	d := &Dataplane{}
+	in := &lgInstance{}
+	d := &Dataplane{inst: in}
 	if c := d.LaneTotals(); c.Sender != nil || c.Receiver != nil {
 		t.Errorf("no lanes: %+v", c)
 	}
@@ -563,7 +564,7 @@ func TestLaneTotals(t *testing.T) {
 			PriorityFrames: 2,
 		}
 		s.core.ClassFrames[3] = uint64(i + 1)
-		d.laneLG = append(d.laneLG, s)
+		in.lanes = append(in.lanes, s)
 	}
 	c := d.LaneTotals()
 	if c.Sender.DataSent != 21 || c.Sender.RetxCopies != 6 || c.Sender.TxBufPeakFrames != 14 ||
@@ -571,7 +572,7 @@ func TestLaneTotals(t *testing.T) {
 		c.Port.Resets != 2 || c.PriorityFrames != 4 || c.ClassFrames[3] != 3 || c.AckNoTimeout != 1000 {
 		t.Errorf("totals %+v sender %+v receiver %+v", c, *c.Sender, *c.Receiver)
 	}
-	if d.laneLG[0].Core().Sender.DataSent != 10 {
+	if in.lanes[0].Core().Sender.DataSent != 10 {
 		t.Error("LaneTotals changed lane 0's own counters")
 	}
 }
@@ -620,9 +621,9 @@ func TestWorkersTCP(t *testing.T) {
 	t.Logf("iperf3 -P 16:\n%s", lastLines(string(out), 4))
 	for i, d := range []*Dataplane{sw1, sw2} {
 		for _, w := range d.Stats().Workers {
-			in := w.Ports[portHost].RX.Frames
+			in := w.Ports[PortHost].RX.Frames
 			if i == 1 {
-				in = w.Ports[portLink].RX.Frames
+				in = w.Ports[PortLink].RX.Frames
 			}
 			t.Logf("sw%d worker %d: %d frames in", i+1, w.Worker, in)
 			if in < 1000 {

@@ -17,7 +17,6 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/linkfabric/linkfabric/netns"
@@ -446,9 +445,6 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.Link.Integrity.String())
 	err = d.Run(ctx)
 	logStats(d.Stats())
-	if s := d.CellStats(); s != nil {
-		logCells(s.Snapshot())
-	}
 	if err != nil {
 		return err
 	}
@@ -465,16 +461,6 @@ func logStats(s dataplane.Snapshot) {
 		log.Info("counters", args...)
 	}
 	log.Info("counters", "umem_exhausted", s.FramesExhausted)
-}
-
-// logCells logs a cell node's counters at exit.
-func logCells(s dataplane.CellsSnapshot) {
-	for _, l := range s.Links {
-		log.Info("cells link", "dev", l.Name, "usable", l.Usable, "tx_bytes", l.TxBytes, "tx_cells", l.TxCells,
-			"rx_bytes", l.RxBytes, "rx_cells", l.RxCells, "exclusions", l.Exclusions)
-	}
-	log.Info("cells", "delivered", s.ReasmDelivered, "reasm_discarded", s.ReasmDiscards, "voq_drops", s.Node.VOQDrops,
-		"malformed", s.Malformed, "hop_drops", s.HopDrops, "no_route", s.Node.NoRoute, "fci_marks", s.FCIMarks, "max_poll_gap", time.Duration(s.MaxPollGap).String())
 }
 
 // serveStats serves /stats.json (the document below) and /metrics
@@ -526,27 +512,8 @@ func listenStats(addr string) (net.Listener, error) {
 // programs' and AF_XDP sockets' own counters.
 func statsDoc(d *dataplane.Dataplane) map[string]any {
 	doc := map[string]any{"dataplane": d.Stats()}
-	if s := d.LGStats(); s != nil {
-		doc["linkguardian"] = lgDoc(s)
-	}
-	if lanes := d.LaneLGStats(); len(lanes) > 1 {
-		// One LinkGuardian per lane (--workers): "linkguardian" has the
-		// lanes' counters summed in its core, the rest is lane 0's; each
-		// lane's whole document is in "linkguardian_lanes".
-		lg := doc["linkguardian"].(map[string]any)
-		lg["core"], lg["lanes"] = d.LaneTotals(), len(lanes)
-		var docs []any
-		for _, s := range lanes {
-			docs = append(docs, lgDoc(s))
-		}
-		doc["linkguardian_lanes"] = docs
-	}
-	if s := d.CellStats(); s != nil {
-		doc["cells"] = cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}
-	}
-	if s := d.FECStats(); s != nil {
-		doc["fec"] = fecDoc{FECSnapshot: s.Snapshot(), Session: s.Session.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(),
-			NoRoom: s.Integrity.NoRoom.Load(), PFCRx: s.PFCRx.Load()}
+	for k, v := range d.ModeStats() {
+		doc[k] = v
 	}
 	for i := range d.Ports().N() {
 		p := d.Port(i)
@@ -580,68 +547,6 @@ func socketModes(socks []*xdp.Socket) string {
 		m[i] = s.Mode().String()
 	}
 	return strings.Join(m, ",")
-}
-
-// cellsDoc is the cells part of /stats.json.
-type cellsDoc struct {
-	dataplane.CellsSnapshot
-	Corrupt uint64 `json:"corrupt_frames"`
-	NoRoom  uint64 `json:"integrity_no_room"`
-}
-
-// fecDoc is mode fec's part of /stats.json.
-type fecDoc struct {
-	dataplane.FECSnapshot
-	Session dataplane.SessionSnapshot `json:"session"`
-	Corrupt uint64                    `json:"corrupt_frames"`
-	NoRoom  uint64                    `json:"integrity_no_room"`
-	PFCRx   uint64                    `json:"pfc_rx"`
-}
-
-// lgDoc is the LinkGuardian part of /stats.json.
-func lgDoc(s *dataplane.LGStats) map[string]any {
-	var snap metrics.Snapshot
-	hist := func(h *metrics.Histogram, scale float64) metrics.HistogramSummary {
-		h.SnapshotInto(&snap)
-		return metrics.Summarize(&snap, scale)
-	}
-	core, ktx := s.Core(), s.KernelTx()
-	var peakTx, peakReorder uint64
-	if core.Sender != nil {
-		peakTx = core.Sender.TxBufPeakFrames
-	}
-	if core.Receiver != nil {
-		peakReorder = core.Receiver.ReorderPeakBytes
-	}
-	return map[string]any{
-		"core":                   core,
-		"retx_delay_us":          hist(&s.RetxDelay, 1e-3),
-		"retx_delay_first_us":    hist(&s.RetxDelayFirst, 1e-3),
-		"tx_buffer_frames":       hist(&s.TxBuf, 1),
-		"reorder_buffer_bytes":   hist(&s.Reorder, 1),
-		"peak_tx_buffer_frames":  peakTx,
-		"peak_reorder_bytes":     peakReorder,
-		"link_tx_ring_full":      s.LinkTxRingFull.Load(),
-		"host_tx_ring_full":      s.HostTxRingFull.Load(),
-		"pfc_rx":                 s.PFCRx.Load(),
-		"pause_tx":               s.PauseTx.Load(),
-		"host_gate_waits":        s.HostGateWaits.Load(),
-		"host_gate_held":         s.HostGateHeld.Load(),
-		"kernel_send_declined":   ktx.Declined,
-		"kernel_declined_window": ktx.DeclinedWindow,
-		"kernel_declined_unread": ktx.DeclinedUnread,
-		"kernel_send_widened":    ktx.Widened,
-		"kernel_wake_moves":      ktx.WakeMoves,
-		"measured_loss_rate":     s.LossRate(),
-		"copies":                 s.Copies.Load(),
-		"rx_loss_rate":           s.RxLossRate(),
-		"rx_mode":                linkguardian.Delivery(s.RxMode.Load()).String(),
-		"mode_changes":           s.ModeChanges.Load(),
-		"corrupt_frames":         s.Integrity.Corrupt.Load(),
-		"integrity_no_room":      s.Integrity.NoRoom.Load(),
-		"integrity_other_check":  s.Integrity.OtherCheck.Load(),
-		"session":                s.Session.Snapshot(),
-	}
 }
 
 // parseBitRate parses "10G", "25Gbit", "100g", "1000M" into bits per second.

@@ -1,0 +1,145 @@
+package dataplane
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/linkfabric/linkfabric/metrics"
+)
+
+// Spec is what a mode is to the engine: the ports it runs on, what it
+// asks of the engine's checks and sizing, and how it starts. Each mode
+// registers its Spec from its own file's init (Register); the engine
+// switches on no mode. A nil hook does nothing.
+type Spec struct {
+	// Hosts and Links are the least and most host and link ports.
+	Hosts, Links [2]int
+	// Wire says the mode's link frames carry the link header: they are
+	// sealed and checked (Config.Link.Integrity, and --integrity auto is
+	// resolved for them), and its control goes on the priority lane.
+	Wire bool
+	// Workers says the mode may run on several workers (Config.Workers).
+	Workers bool
+	// ClassQueues says its host frames wait in class queues (ClassQueues,
+	// with their PFC counters); any mode's do with --pfc.
+	ClassQueues bool
+	// NoPFC, if not empty, is why the mode refuses --pfc.
+	NoPFC string
+	// QueueRings is the default FramesPerQueue in rings (2 if zero).
+	QueueRings uint32
+
+	// Configure fills the mode's defaults and checks its configuration
+	// (before the sizes are checked and the ports attach).
+	Configure func(c *Config) error
+	// CheckSizes checks the mode's sizes against the rings and the batch
+	// once the engine's own are known to be sound.
+	CheckSizes func(c *Config) error
+	// Frames is how many UMEM frames the mode's buffers hold, and what
+	// holds them (said in the error of a --frames too small).
+	Frames func(c *Config) (n uint64, what string, err error)
+	// CheckMTU checks that a host frame of hostMTU fits the link port's
+	// linkMTU with what the mode adds (ip is the ip command for the
+	// ports' namespace, where names it).
+	CheckMTU func(c *Config, hostMTU, linkMTU int, ip, where string) error
+	// New starts the mode on d once the ports are bound: it may complete
+	// cfg, the configuration in force, with what needs the ports.
+	New func(d *Dataplane, cfg *Config) (Instance, error)
+}
+
+// Instance is a mode running on a dataplane.
+type Instance interface {
+	// Pipeline makes worker w's pipeline (once per worker).
+	Pipeline(w *Worker) (Pipeline, error)
+	// Stats are the mode's entries of /stats.json (nil: none).
+	Stats() map[string]any
+	// Register registers the mode's metrics.
+	Register(r *metrics.Registry) error
+	// Close ends the instance once the workers stopped; log its exit
+	// counters there.
+	Close()
+}
+
+// integrityCounter is an Instance that counts the integrity check of
+// worker i's link frames.
+type integrityCounter interface {
+	Integrity(worker int) *IntegrityStats
+}
+
+// specs are the registered modes.
+var specs = map[Mode]*Spec{}
+
+// Register makes mode name run with s. It is called from init; a name
+// registered twice panics.
+func Register(name Mode, s Spec) {
+	if _, ok := specs[name]; ok {
+		panic(fmt.Sprintf("dataplane: mode %q registered twice", name))
+	}
+	specs[name] = &s
+}
+
+// spec is the mode's Spec (the zero Spec if it is not registered: the
+// ports' check says so first).
+func (c *Config) spec() *Spec {
+	if s, ok := specs[c.Mode]; ok {
+		return s
+	}
+	return &Spec{}
+}
+
+// Modes lists the modes a dataplane runs, sorted.
+func Modes() []Mode {
+	var ms []Mode
+	for m := range specs {
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i] < ms[j] })
+	return ms
+}
+
+func modeList() string {
+	var s []string
+	for _, m := range Modes() {
+		s = append(s, string(m))
+	}
+	return strings.Join(s, ", ")
+}
+
+// workerModes names the modes that run on several workers ("a, b and c").
+func workerModes() string {
+	var s []string
+	for _, m := range Modes() {
+		if specs[m].Workers {
+			s = append(s, string(m))
+		}
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// ModeStats are the running mode's entries of /stats.json
+// (Instance.Stats; nil for a mode without any).
+func (d *Dataplane) ModeStats() map[string]any {
+	if d.inst == nil {
+		return nil
+	}
+	return d.inst.Stats()
+}
+
+// noInstance is the Instance of a mode without statistics of its own.
+type noInstance struct {
+	pipeline func(w *Worker) (Pipeline, error)
+}
+
+func (n noInstance) Pipeline(w *Worker) (Pipeline, error) { return n.pipeline(w) }
+func (noInstance) Stats() map[string]any                  { return nil }
+func (noInstance) Register(*metrics.Registry) error       { return nil }
+func (noInstance) Close()                                 {}
+
+// Stateless is a Spec's New for a mode whose instance is only its
+// pipeline.
+func Stateless(pipeline func(w *Worker) (Pipeline, error)) func(*Dataplane, *Config) (Instance, error) {
+	return func(*Dataplane, *Config) (Instance, error) { return noInstance{pipeline}, nil }
+}

@@ -1,0 +1,70 @@
+package dataplane
+
+import (
+	"bytes"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRegistry: every mode is registered from its own file, and the
+// errors the specs' fields and hooks give are word for word what the
+// engine said when it switched on the mode.
+func TestRegistry(t *testing.T) {
+	for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor, ModeCells, ModeFEC} {
+		if !slices.Contains(Modes(), m) {
+			t.Errorf("mode %s is not registered (modes: %s)", m, modeList())
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"workers", func() error {
+			c := Config{Mode: ModeCells, Workers: 2}
+			return c.checkWorkers()
+		}, "dataplane: --workers 2: mode cells runs one worker; several run modes forward, lg, lgnb and monitor (leave --workers out)"},
+		{"pfc", func() error {
+			c := Config{Mode: ModeCells, PFC: PFCConfig{Enabled: true}}
+			return c.pfcDefaults()
+		}, "dataplane: --pfc: mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec"},
+		{"fec protect", func() error {
+			c := Config{Mode: ModeFEC, LG: LGConfig{Protect: "tx"}}
+			return c.spec().Configure(&c)
+		}, "dataplane: --lg-protect tx: mode fec protects both directions of the link; leave --lg-protect out"},
+	} {
+		if err := tc.err(); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: got %v\nwant %s", tc.name, err, tc.want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering mode forward twice did not panic")
+		}
+	}()
+	Register(ModeForward, Spec{})
+}
+
+// TestCellsCloseLogs: a cell node logs its counters when it closes after
+// it ran, one per link and the node's; one that never made a pipeline (New
+// failed after it) logs nothing.
+func TestCellsCloseLogs(t *testing.T) {
+	m := newMemNode(t, 1, 1, 2, CellsConfig{})
+	in := m.w.d.inst.(*cellsInstance)
+	var buf bytes.Buffer
+	in.log = slog.New(slog.NewTextHandler(&buf, nil))
+	in.Close()
+	if buf.Len() != 0 {
+		t.Errorf("a node that never ran logged:\n%s", buf.String())
+	}
+	if _, err := in.Pipeline(m.w); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	out := buf.String()
+	if n := strings.Count(out, `msg="cells link"`); n != 2 || !strings.Contains(out, "msg=cells delivered=") {
+		t.Errorf("want two link lines and the node's at exit, got:\n%s", out)
+	}
+}
