@@ -1,0 +1,4 @@
+package main
+
+// Modes that live outside the engine register themselves when imported.
+import _ "github.com/linkfabric/linkfabric/example/twice"
