@@ -319,7 +319,7 @@ func (c *cellLink) held() int {
 	if c.ep.S != nil {
 		n += c.ep.S.Outstanding()
 	}
-	if c.ep.R != nil && c.ep.R.Mode() == linkguardian.InOrder {
+	if c.ep.R != nil && c.ep.R.Delivery() == linkguardian.InOrder {
 		f, _ := c.ep.R.Buffered()
 		n += f
 	}

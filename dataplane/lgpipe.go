@@ -239,7 +239,7 @@ func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
 	}
 	if p.R != nil {
 		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(cfg.LG.MonitorWindow), MinSamples: 10000})
-		pl.lgs.RxMode.Store(int64(p.R.Mode()))
+		pl.lgs.RxMode.Store(int64(p.R.Delivery()))
 		if fp := d.fast.lgPoint(); fp != nil {
 			fp.LookEvery = lgLookEvery
 			p.SetFast(fp)
@@ -604,12 +604,12 @@ func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
 // applyPolicy switches the receiver's mode as the policy decides for the
 // measured loss rate of the incoming direction.
 func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate float64, received, lost uint64) {
-	cur := p.R.Mode()
+	cur := p.R.Delivery()
 	want := autoMode(pl.w.Config().LG.Policy, received, lost, cur)
 	if want == cur {
 		return
 	}
-	if p.R.SetMode(now, want) {
+	if p.R.SetDelivery(now, want) {
 		pl.lgs.RxMode.Store(int64(want))
 		pl.lgs.ModeChanges.Add(1)
 		pl.w.Config().Logger.Info("protection policy changed the receiving mode",

@@ -170,7 +170,7 @@ func (pl *lgPipeline) newSession() error {
 	}
 	prot := linksession.Protect{Tx: p.S != nil, Rx: p.R != nil}
 	if p.R != nil {
-		prot.RxMode = uint8(p.R.Mode())
+		prot.RxMode = uint8(p.R.Delivery())
 	}
 	fastSend := p.S != nil && pl.d.fast.lgSends() // as newLGPipeline connects it
 	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")

@@ -145,7 +145,7 @@ func (z *portFuzzer) step() {
 	switch op & 7 {
 	case 0:
 		if op>>3&3 == 3 && p.R != nil { // a policy switches the receiver's mode
-			p.R.SetMode(z.s.Now(), linkguardian.Delivery(z.u8()%3))
+			p.R.SetDelivery(z.s.Now(), linkguardian.Delivery(z.u8()%3))
 			return
 		}
 		z.s.Send(side, 1+int(z.u8()%32), int64(z.u8()%4)*100)

@@ -57,8 +57,8 @@ func TestMonitorLateFrame(t *testing.T) {
 		t.Fatalf("frames beyond the window delivered: late %d, %d delivered", p.R.Stats.LateDelivered, len(got))
 	}
 	// Back to protection: the slots of monitor gaps do not confuse lg.
-	if !p.R.SetMode(0, linkguardian.InOrder) {
-		t.Fatal("SetMode(lg) refused")
+	if !p.R.SetDelivery(0, linkguardian.InOrder) {
+		t.Fatal("SetDelivery(lg) refused")
 	}
 	recv(41) // 40 lost: now a protected hole
 	if p.R.Missing() != 1 {

@@ -50,7 +50,7 @@ type ReceiverStats struct {
 	AckNoTimeouts     uint64 // missing frames given up on by ackNoTimeout
 	LostUnprotected   uint64 // frames lost under Monitor delivery (not asked for)
 	LateDelivered     uint64 // ... of which arrived late (reordered) and were delivered
-	ModeChanges       uint64 // SetMode calls that changed the mode
+	ModeChanges       uint64 // SetDelivery calls that changed the delivery
 	ForcedSkips       uint64 // frames skipped because a frame was beyond the window
 	ExplicitAcksSent  uint64 // including repeats
 	AckRepeats        uint64 // explicit ACKs sent again because no data followed them

@@ -12,7 +12,7 @@ import (
 // lg → lgnb while holes are open and frames wait in the reorder buffer: the
 // buffered frames are delivered at once, the holes are still recovered, and
 // nothing is lost or duplicated.
-func TestSetModeLGToLGNBMidHole(t *testing.T) {
+func TestSetDeliveryLGToLGNBMidHole(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	// Lose frame 10's original and its first copy: it stays missing for a
 	// re-notification interval while later frames pile up in the buffer.
@@ -31,7 +31,7 @@ func TestSetModeLGToLGNBMidHole(t *testing.T) {
 		t.Fatalf("setup: %d frames buffered, %d missing; want ≥ 20 and 1", held, r.Missing())
 	}
 	before := len(s.Delivered(simlink.B))
-	if !r.SetMode(s.Now(), linkguardian.NonBlocking) || r.Mode() != linkguardian.NonBlocking {
+	if !r.SetDelivery(s.Now(), linkguardian.NonBlocking) || r.Delivery() != linkguardian.NonBlocking {
 		t.Fatal("switch to lgnb refused")
 	}
 	if f, b := r.Buffered(); f != 0 || b != 0 {
@@ -57,16 +57,16 @@ func TestSetModeLGToLGNBMidHole(t *testing.T) {
 
 // lgnb → lg waits for holes to close; monitor mode loses frames without
 // asking for them, and switching protection back on protects again.
-func TestSetModeMonitorAndBack(t *testing.T) {
+func TestSetDeliveryMonitorAndBack(t *testing.T) {
 	cfg := oneWay(linkguardian.NonBlocking, 1)
 	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(5, 1), simlink.DropID(150, 1), simlink.DropID(250, 1)}
 	s := newSim(t, cfg)
 	r := s.Port(simlink.B).R
 	s.Send(simlink.A, 100, 100)
 	s.Run(5_000) // frame 5 lost and not yet recovered... or recovered: either way
-	for !r.SetMode(s.Now(), linkguardian.Monitor) {
+	for !r.SetDelivery(s.Now(), linkguardian.Monitor) {
 		if r.Missing() == 0 {
-			t.Fatal("SetMode(monitor) refused with nothing missing")
+			t.Fatal("SetDelivery(monitor) refused with nothing missing")
 		}
 		s.Run(1_000)
 	}
@@ -83,8 +83,8 @@ func TestSetModeMonitorAndBack(t *testing.T) {
 	}
 
 	// Protection on again (in order): frame 250 is recovered.
-	if !r.SetMode(s.Now(), linkguardian.InOrder) {
-		t.Fatal("SetMode(lg) refused on a quiet link")
+	if !r.SetDelivery(s.Now(), linkguardian.InOrder) {
+		t.Fatal("SetDelivery(lg) refused on a quiet link")
 	}
 	s.Send(simlink.A, 100, 100)
 	finish(t, s)

@@ -5,10 +5,10 @@ import (
 	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
-// Mode returns the receiver's delivery mode.
-func (r *Receiver) Mode() Delivery { return r.cfg.Delivery }
+// Delivery returns the receiver's delivery mode.
+func (r *Receiver) Delivery() Delivery { return r.cfg.Delivery }
 
-// SetMode switches the receiver's mode while frames flow: the automatic
+// SetDelivery switches the receiver's mode while frames flow: the automatic
 // fallback of the paper's §5 (lg → lgnb when loss gets high), and switching
 // protection on or off (monitor ⇄ lg/lgnb, Appendix C). It returns whether
 // the mode is now m; when it is not, call again later (a switch waits for
@@ -19,7 +19,7 @@ func (r *Receiver) Mode() Delivery { return r.cfg.Delivery }
 //   - to LG, or to monitor: takes effect only when nothing is missing (then
 //     every frame up to latestRxSeqNo has been delivered and nothing is
 //     held). From LG it first switches to LGNB, which releases the buffer.
-func (r *Receiver) SetMode(now int64, m Delivery) bool {
+func (r *Receiver) SetDelivery(now int64, m Delivery) bool {
 	if m == r.cfg.Delivery {
 		return true
 	}
