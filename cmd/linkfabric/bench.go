@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/lgexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -52,7 +54,7 @@ measured with 60-byte frames.`,
   linkfabric bench --no-wakeup-arm --busy-poll=false   # need_wakeup on and off side by side
   linkfabric bench --mtu 9000 --runs 3                # jumbo frames, both paths beside the bridge`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("bench"); err != nil {
+			if err := cli.RequireRoot("bench"); err != nil {
 				return err
 			}
 			env := &bed.Env{Prefix: prefix, Log: log}
@@ -60,7 +62,7 @@ measured with 60-byte frames.`,
 			if err != nil {
 				return err
 			}
-			return writeResult(res, res.Text(), outJSON, asJSON)
+			return report.Print(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

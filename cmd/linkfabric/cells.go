@@ -9,6 +9,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/cellsexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/simfab"
 	"github.com/spf13/cobra"
@@ -53,7 +55,7 @@ remove it all at the end (also on Ctrl-C). They need root.`,
 	return cmd
 }
 
-var cellsSuite = simSuite{title: "cells sim", all: simfab.Scenarios}
+var cellsSuite = cli.SimSuite{Title: "cells sim", All: simfab.Scenarios}
 
 func cellsSimCmd() *cobra.Command {
 	var (
@@ -72,18 +74,18 @@ range the design study gives (see the why column); the command fails if any
 figure is out of range.
 
 Scenarios:
-` + cellsSuite.list() + `
+` + cellsSuite.List() + `
 A run is deterministic for its seed. scale takes 15–30 s; the others under 2 s each.`,
 		Example: `  linkfabric cells sim
   linkfabric cells sim --scenario pushpull --seed 7
   linkfabric cells sim --scenario all --json --out out/cells-sim.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := cellsSuite.pick(scenario)
+			list, err := cellsSuite.Pick(scenario)
 			if err != nil {
 				return err
 			}
-			return cellsSuite.run(list, seed, asJSON, out)
+			return cellsSuite.Run(list, seed, asJSON, out)
 		},
 	}
 	cmd.Flags().StringVar(&scenario, "scenario", "all", "scenario name, a comma-separated list, or all")
@@ -113,7 +115,7 @@ func (o *cellsOut) flags(f *pflag.FlagSet, name string) {
 
 // write reports res, writes its CSV and fails if the summary's checks did.
 func (o *cellsOut) write(res any, text string, summary map[string]any, writeCSV func(string) error) error {
-	if err := writeResult(res, text, o.json, o.asJSON); err != nil {
+	if err := report.Print(res, text, o.json, o.asJSON); err != nil {
 		return err
 	}
 	if o.csv != "" {
@@ -127,32 +129,6 @@ func (o *cellsOut) write(res any, text string, summary map[string]any, writeCSV 
 	if f, _ := summary["failed"].([]string); len(f) > 0 {
 		return errors.New("out of target: " + strings.Join(f, "; "))
 	}
-	return nil
-}
-
-// cellsRateFlag parses a bit rate flag ("" keeps the default).
-func cellsRateFlag(name, v string, dst *netns.BitRate) error {
-	if v == "" {
-		return nil
-	}
-	r, err := netns.ParseBitRate(v)
-	if err != nil || r == 0 {
-		return fmt.Errorf("--%s %q: want a rate like 100M or 1G", name, v)
-	}
-	*dst = r
-	return nil
-}
-
-// cellsSizeFlag parses a byte size flag ("" keeps the default).
-func cellsSizeFlag(name, v string, dst *netns.ByteSize) error {
-	if v == "" {
-		return nil
-	}
-	b, err := netns.ParseByteSize(v)
-	if err != nil || b == 0 {
-		return fmt.Errorf("--%s %q: want a size like 256K or 2M (K = 1024)", name, v)
-	}
-	*dst = b
 	return nil
 }
 
@@ -192,18 +168,18 @@ run at the port on a loaded machine; with 2M none).`,
   linkfabric cells incast --runs 3 --port-rate 200M --port-buffer 512K
   linkfabric cells incast --arms push --transports udp --burst 1M`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells incast"); err != nil {
+			if err := cli.RequireRoot("cells incast"); err != nil {
 				return err
 			}
-			if err := errors.Join(cellsRateFlag("port-rate", rate, &cfg.PortRate), cellsSizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
+			if err := errors.Join(cli.RateFlag("port-rate", rate, &cfg.PortRate), cli.SizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
 				return err
 			}
 			var b netns.ByteSize
-			if err := cellsSizeFlag("burst", burst, &b); err != nil {
+			if err := cli.SizeFlag("burst", burst, &b); err != nil {
 				return err
 			}
 			cfg.Burst = int64(b)
-			cfg.Arms, cfg.Transports, cfg.RunArgs = splitList(arms), splitList(transports), strings.Fields(runArgs)
+			cfg.Arms, cfg.Transports, cfg.RunArgs = cli.SplitList(arms), cli.SplitList(transports), strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
@@ -257,14 +233,14 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 		Example: `  linkfabric cells pushpull
   linkfabric cells pushpull --runs 3 --port-rate 200M`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells pushpull"); err != nil {
+			if err := cli.RequireRoot("cells pushpull"); err != nil {
 				return err
 			}
-			if err := errors.Join(cellsRateFlag("port-rate", rate, &cfg.PortRate), cellsRateFlag("fabric-rate", fabric, &cfg.FabricRate),
-				cellsSizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
+			if err := errors.Join(cli.RateFlag("port-rate", rate, &cfg.PortRate), cli.RateFlag("fabric-rate", fabric, &cfg.FabricRate),
+				cli.SizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
 				return err
 			}
-			cfg.Arms, cfg.RunArgs = splitList(arms), strings.Fields(runArgs)
+			cfg.Arms, cfg.RunArgs = cli.SplitList(arms), strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
@@ -321,7 +297,7 @@ func (f *cellsBundleFlags) finish(res cellsResult) error {
 		}
 	}
 	if f.asJSON {
-		return printJSON(res)
+		return report.PrintJSON(res)
 	}
 	fmt.Print(res.Text())
 	if len(files) > 0 {
@@ -369,11 +345,11 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
   sudo linkfabric cells pack --cpu-rate 400000 --cpu-duration 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells pack"); err != nil {
+			if err := cli.RequireRoot("cells pack"); err != nil {
 				return err
 			}
 			var err error
-			if cfg.PacketSizes, err = parseInts(sizes); err != nil {
+			if cfg.PacketSizes, err = cli.ParseInts(sizes); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
 			}
 			if cfg.CellSizes, err = parseCellSizes(cellSizes); err != nil {
@@ -403,7 +379,7 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 // parseCellSizes parses --cell-sizes: numbers, or mtu (0).
 func parseCellSizes(s string) ([]int, error) {
 	var out []int
-	for _, p := range splitList(s) {
+	for _, p := range cli.SplitList(s) {
 		if strings.EqualFold(p, "mtu") {
 			out = append(out, 0)
 			continue
@@ -438,10 +414,10 @@ Writes balance.json (figures in "summary") and balance.csv to --out.`,
   sudo linkfabric cells balance --sprays perm --duration 10s --flows 16`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells balance"); err != nil {
+			if err := cli.RequireRoot("cells balance"); err != nil {
 				return err
 			}
-			cfg.Sprays = splitList(sprays)
+			cfg.Sprays = cli.SplitList(sprays)
 			cfg.RunArgs = strings.Fields(fl.runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
@@ -486,7 +462,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
   sudo linkfabric cells elephants --link-rate 100M --trials 10 --sprays hash`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells elephants"); err != nil {
+			if err := cli.RequireRoot("cells elephants"); err != nil {
 				return err
 			}
 			r, err := netns.ParseBitRate(linkRate)
@@ -494,7 +470,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 				return fmt.Errorf("--link-rate %q: want a rate such as 200M or 1G (bit/s)", linkRate)
 			}
 			cfg.LinkRate = r
-			cfg.Sprays = splitList(sprays)
+			cfg.Sprays = cli.SplitList(sprays)
 			cfg.RunArgs = strings.Fields(fl.runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
@@ -545,10 +521,10 @@ flows.csv and a tail-CDF PNG to --out.`,
   sudo linkfabric cells latency --flows 500 --arms forward,cells,cells-nopre,cells-push`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells latency"); err != nil {
+			if err := cli.RequireRoot("cells latency"); err != nil {
 				return err
 			}
-			cfg.Arms = splitList(arms)
+			cfg.Arms = cli.SplitList(arms)
 			cfg.RunArgs = strings.Fields(fl.runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err

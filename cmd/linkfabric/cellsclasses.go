@@ -6,6 +6,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/cellsexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -38,12 +40,12 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 		Example: `  linkfabric cells classes
   linkfabric cells classes --runs 1 --arms classes --loss 3e-2 --gray 2,3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells classes"); err != nil {
+			if err := cli.RequireRoot("cells classes"); err != nil {
 				return err
 			}
-			cfg.Arms = splitList(arms)
+			cfg.Arms = cli.SplitList(arms)
 			var err error
-			if cfg.Gray, err = parseInts(gray); err != nil {
+			if cfg.Gray, err = cli.ParseInts(gray); err != nil {
 				return fmt.Errorf("--gray: %w", err)
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
@@ -55,7 +57,7 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			if err != nil {
 				return err
 			}
-			if err := writeResult(res, res.Text(), outJSON, asJSON); err != nil {
+			if err := report.Print(res, res.Text(), outJSON, asJSON); err != nil {
 				return err
 			}
 			if ok, _ := res.Summary["check"].(bool); !ok && len(res.Runs) > 0 {

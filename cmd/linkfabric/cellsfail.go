@@ -8,6 +8,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/cellsexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -40,10 +42,10 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		Example: `  linkfabric cells failover
   linkfabric cells failover --cut drop --runs 5 --rate 300e6`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells failover"); err != nil {
+			if err := cli.RequireRoot("cells failover"); err != nil {
 				return err
 			}
-			cfg.Arms = splitList(arms)
+			cfg.Arms = cli.SplitList(arms)
 			cfg.RunArgs = strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
@@ -53,7 +55,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err != nil {
 				return err
 			}
-			return writeResult(res, res.Text(), outJSON, asJSON)
+			return report.Print(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -92,11 +94,11 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		Example: `  linkfabric cells gray
   linkfabric cells gray --arms lg,none --loss 1e-2 --burst 3 --lossy 1,3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("cells gray"); err != nil {
+			if err := cli.RequireRoot("cells gray"); err != nil {
 				return err
 			}
-			cfg.Arms = splitList(arms)
-			for _, p := range splitList(lossy) {
+			cfg.Arms = cli.SplitList(arms)
+			for _, p := range cli.SplitList(lossy) {
 				v, err := strconv.Atoi(p)
 				if err != nil {
 					return fmt.Errorf("--lossy: %q is not a link number (0-3)", p)
@@ -112,7 +114,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err != nil {
 				return err
 			}
-			return writeResult(res, res.Text(), outJSON, asJSON)
+			return report.Print(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -5,6 +5,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/lgexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -42,10 +44,10 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
   linkfabric chaos --events hostile-sw2 --udp-flip 1e-2
   linkfabric chaos --mode lgnb --events flap-sw1 --flap 5s`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("chaos"); err != nil {
+			if err := cli.RequireRoot("chaos"); err != nil {
 				return err
 			}
-			cfg.Events = splitList(events)
+			cfg.Events = cli.SplitList(events)
 			cfg.RunArgs = strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
@@ -55,7 +57,7 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 			if err != nil {
 				return err
 			}
-			return writeResult(res, res.Text(), outJSON, asJSON)
+			return report.Print(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -3,12 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/lgexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -73,17 +74,17 @@ of the last byte; slower and larger, see the fct package documentation).`,
   linkfabric fct --arms noloss,lg-noloss,lg --link-queues 2   # a priority lane, the send half in the worker
   linkfabric fct --tool iperf --flows 200`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("fct"); err != nil {
+			if err := cli.RequireRoot("fct"); err != nil {
 				return err
 			}
 			var err error
 			if cfg.Sizes, err = fct.ParseSizes(sizes); err != nil {
 				return err
 			}
-			if cfg.Flows, err = parseInts(flows); err != nil {
+			if cfg.Flows, err = cli.ParseInts(flows); err != nil {
 				return fmt.Errorf("--flows: %w", err)
 			}
-			cfg.Arms = splitList(arms)
+			cfg.Arms = cli.SplitList(arms)
 			cfg.RunArgs = strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
@@ -99,7 +100,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 					return err
 				}
 			}
-			return reportWritten(res, res.Text(), files, asJSON)
+			return report.PrintWritten(res, res.Text(), files, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -117,7 +118,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms, e.g. \"--lg-copies 2\"")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.StringVar(&prefix, "prefix", "lffct", "testbed prefix")
-	linkQueuesFlag(f, &cfg.LinkQueues)
+	cli.LinkQueuesFlag(f, &cfg.LinkQueues)
 	f.StringVar(&outDir, "out", "out/fct", "write fct.json, flows.csv and fct-<size>.png here ('' to skip)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
@@ -136,7 +137,7 @@ builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + lg
 		Example: `  sudo linkfabric demo      # or: make demo
   linkfabric fct --size 143,24387 --flows 10000,2000 --loss 1e-3 --rounds 3   # the same, with every knob`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("demo"); err != nil {
+			if err := cli.RequireRoot("demo"); err != nil {
 				return err
 			}
 			env := &bed.Env{Prefix: prefix, Log: log}
@@ -145,26 +146,4 @@ builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + lg
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "lfdemo", "testbed prefix")
 	return cmd
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, p := range splitList(s) {
-		n, err := strconv.Atoi(strings.ReplaceAll(p, "_", ""))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", p)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/fecexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -56,13 +58,13 @@ measuring (no root).`,
 				if err != nil {
 					return err
 				}
-				return writeResult(res, res.Text(), "", asJSON)
+				return report.Print(res, res.Text(), "", asJSON)
 			}
-			if err := requireRoot("fec table"); err != nil {
+			if err := cli.RequireRoot("fec table"); err != nil {
 				return err
 			}
 			var err error
-			if cfg.FCTSize, err = parseOneSize("--fct-size", fctSize); err != nil {
+			if cfg.FCTSize, err = cli.ParseFlowSize("--fct-size", fctSize); err != nil {
 				return err
 			}
 			if err := cfg.Normalize(); err != nil {
@@ -73,7 +75,7 @@ measuring (no root).`,
 			if err != nil {
 				return err
 			}
-			return writeResult(res, res.Text(), outDir, asJSON)
+			return report.Print(res, res.Text(), outDir, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -93,15 +95,6 @@ measuring (no root).`,
 	f.StringVar(&from, "from", "", "rebuild the table from a saved result (its JSON) instead of measuring")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd
-}
-
-// parseOneSize parses a flag's single flow size (e.g. 100KB).
-func parseOneSize(flag, v string) (int64, error) {
-	s, err := fct.ParseSizes(v)
-	if err != nil || len(s) != 1 {
-		return 0, fmt.Errorf("%s %q: want one size like 100KB", flag, v)
-	}
-	return s[0], nil
 }
 
 func fecFCTCmd() *cobra.Command {
@@ -137,22 +130,22 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 		Example: `  linkfabric fec fct
   linkfabric fec fct --runs 1 --arms none,classes,lg --size 10KB,1MB --flows 100,20`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("fec fct"); err != nil {
+			if err := cli.RequireRoot("fec fct"); err != nil {
 				return err
 			}
-			cfg.Arms = splitList(arms)
+			cfg.Arms = cli.SplitList(arms)
 			var err error
 			if cfg.Sizes, err = fct.ParseSizes(sizes); err != nil {
 				return err
 			}
-			if cfg.Flows, err = parseInts(flows); err != nil {
+			if cfg.Flows, err = cli.ParseInts(flows); err != nil {
 				return fmt.Errorf("--flows: %w", err)
 			}
-			if cfg.Gray, err = parseInts(gray); err != nil {
+			if cfg.Gray, err = cli.ParseInts(gray); err != nil {
 				return fmt.Errorf("--gray: %w", err)
 			}
 			if short != "" {
-				if cfg.Short, err = parseOneSize("--short", short); err != nil {
+				if cfg.Short, err = cli.ParseFlowSize("--short", short); err != nil {
 					return err
 				}
 			}
@@ -171,7 +164,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 					return err
 				}
 			}
-			if err := reportWritten(res, res.Text(), files, asJSON); err != nil {
+			if err := report.PrintWritten(res, res.Text(), files, asJSON); err != nil {
 				return err
 			}
 			for _, arm := range []string{"classes_xor", "lg"} {
@@ -258,7 +251,7 @@ fraction of groups that failed against RAIL's formula.`,
 						return err
 					}
 				}
-				return writeResult(res, text, outJSON, asJSON)
+				return report.Print(res, text, outJSON, asJSON)
 			}
 			if sim {
 				if err := cfg.Normalize(); err != nil {
@@ -271,14 +264,14 @@ fraction of groups that failed against RAIL's formula.`,
 				}
 				return write(res, res.Text(), res.WriteCSV)
 			}
-			if err := requireRoot("fec residual (without --sim)"); err != nil {
+			if err := cli.RequireRoot("fec residual (without --sim)"); err != nil {
 				return err
 			}
 			veth.Loss, veth.Target, veth.Frames, veth.MeanBurst, veth.Seed = cfg.Loss, cfg.Target, cfg.Frames, cfg.MeanBurst, cfg.Seed
 			if cfg.Copies > 0 {
 				veth.Copies = cfg.Copies
 			}
-			veth.Arms, veth.RunArgs = splitList(arms), strings.Fields(runArgs)
+			veth.Arms, veth.RunArgs = cli.SplitList(arms), strings.Fields(runArgs)
 			if err := veth.Normalize(); err != nil {
 				return fmt.Errorf("fec residual: %w", err)
 			}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/lgexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -40,17 +42,17 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 		Example: `  linkfabric goodput
   linkfabric goodput --duration 3s --losses 0,1e-3,1e-2 --arms loss,lg`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("goodput"); err != nil {
+			if err := cli.RequireRoot("goodput"); err != nil {
 				return err
 			}
-			for _, p := range splitList(losses) {
+			for _, p := range cli.SplitList(losses) {
 				v, err := strconv.ParseFloat(p, 64)
 				if err != nil {
 					return fmt.Errorf("--losses: %q is not a number", p)
 				}
 				cfg.Losses = append(cfg.Losses, v)
 			}
-			cfg.Arms = splitList(arms)
+			cfg.Arms = cli.SplitList(arms)
 			cfg.RunArgs = strings.Fields(runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
@@ -60,7 +62,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 			if err != nil {
 				return err
 			}
-			return writeResult(res, res.Text(), outJSON, asJSON)
+			return report.Print(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -74,7 +76,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for the lg/lgnb arms")
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.StringVar(&prefix, "prefix", "lfgood", "testbed prefix")
-	linkQueuesFlag(f, &cfg.LinkQueues)
+	cli.LinkQueuesFlag(f, &cfg.LinkQueues)
 	f.StringVar(&outJSON, "out", "out/goodput.json", "write the result as JSON here ('' to skip)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd

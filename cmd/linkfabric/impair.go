@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -34,7 +36,7 @@ length MEAN frames and the same average rate (--loss P --burst MEAN).`,
   linkfabric impair --netns lfsw2 --dev link0 --stats --json
   linkfabric impair --netns lfsw2 --dev link0 --off`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("impair"); err != nil {
+			if err := cli.RequireRoot("impair"); err != nil {
 				return err
 			}
 			if dev == "" {
@@ -165,7 +167,7 @@ func impairStats(dev string, asJSON, reset bool) error {
 			doc["config"] = cfg.String()
 			doc["expected_loss"] = cfg.ExpectedLoss()
 		}
-		return printJSON(doc)
+		return report.PrintJSON(doc)
 	}
 	state := "off"
 	if enabled {

@@ -10,11 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 
-	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/spf13/cobra"
 )
 
@@ -67,46 +64,4 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 		fmt.Fprintln(os.Stderr, "linkfabric:", err)
 		os.Exit(1)
 	}
-}
-
-// printJSON writes v as indented JSON to stdout.
-func printJSON(v any) error { return report.Encode(os.Stdout, v) }
-
-// writeResult writes an experiment result: as JSON to the file outJSON (unless
-// empty), then to stdout as JSON (asJSON) or as the text table.
-func writeResult(res any, text string, outJSON string, asJSON bool) error {
-	if outJSON != "" {
-		if err := report.WriteJSON(outJSON, res); err != nil {
-			return err
-		}
-	}
-	if asJSON {
-		return printJSON(res)
-	}
-	fmt.Print(text)
-	if outJSON != "" {
-		fmt.Printf("\nJSON: %s\n", filepath.Clean(outJSON))
-	}
-	return nil
-}
-
-// requireRoot fails early, with the fix, when not root.
-// reportWritten prints res as JSON (asJSON) or text, then the files an
-// experiment wrote.
-func reportWritten(res any, text string, files []string, asJSON bool) error {
-	if asJSON {
-		return printJSON(res)
-	}
-	fmt.Print(text)
-	if len(files) > 0 {
-		fmt.Printf("\nwritten: %s\n", strings.Join(files, " "))
-	}
-	return nil
-}
-
-func requireRoot(what string) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("%s needs root (network namespaces, XDP and AF_XDP): run it with sudo", what)
-	}
-	return nil
 }

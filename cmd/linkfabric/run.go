@@ -16,6 +16,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
@@ -91,7 +92,7 @@ NICs).`,
 				runHelp(cmd, true)
 				return nil
 			}
-			if err := requireRoot("run"); err != nil {
+			if err := cli.RequireRoot("run"); err != nil {
 				return err
 			}
 			shapes, err := parsePortShapes(portRate, portBuffer)
@@ -310,12 +311,12 @@ func nodePorts(cfg *dataplane.Config, ns *string, node, preset, topoFile, prefix
 	if cfg.LinkPort == "" {
 		return errors.New("run needs a link port (and, in modes forward, lg, lgnb and monitor, a host port): --host-port IF --link-port IF, or --node NAME of a testbed (e.g. --node sw1)")
 	}
-	cfg.HostPorts = splitList(cfg.HostPort)
+	cfg.HostPorts = cli.SplitList(cfg.HostPort)
 	cfg.HostPort = ""
 	if len(cfg.HostPorts) > 0 {
 		cfg.HostPort = cfg.HostPorts[0]
 	}
-	cfg.LinkPorts = splitList(cfg.LinkPort)
+	cfg.LinkPorts = cli.SplitList(cfg.LinkPort)
 	if len(cfg.LinkPorts) == 0 {
 		return fmt.Errorf("--link-port %q names no interface", cfg.LinkPort)
 	}
@@ -333,7 +334,7 @@ type portShapeFlags struct {
 // parsePortShapes parses --port-rate and --port-buffer (PORT=VALUE lists).
 func parsePortShapes(rates, buffers string) (portShapeFlags, error) {
 	f := portShapeFlags{rates: map[string]uint64{}, buffers: map[string]int{}}
-	for _, item := range splitList(rates) {
+	for _, item := range cli.SplitList(rates) {
 		port, v, ok := strings.Cut(item, "=")
 		r, err := netns.ParseBitRate(v)
 		if !ok || port == "" || err != nil {
@@ -341,7 +342,7 @@ func parsePortShapes(rates, buffers string) (portShapeFlags, error) {
 		}
 		f.rates[port] = uint64(r)
 	}
-	for _, item := range splitList(buffers) {
+	for _, item := range cli.SplitList(buffers) {
 		port, v, ok := strings.Cut(item, "=")
 		b, err := netns.ParseByteSize(v)
 		if !ok || port == "" || err != nil {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/lgexp"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +49,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
   linkfabric stress --loss 1e-2 --run-args "--lg-link-loss 1e-2" --busy-poll
   linkfabric stress --loss 1e-2 --burst 3 --both --modes lg   # both directions impaired`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("stress"); err != nil {
+			if err := cli.RequireRoot("stress"); err != nil {
 				return err
 			}
 			if modes != "" {
@@ -59,7 +61,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 			if err != nil {
 				return err
 			}
-			return writeResult(res, res.Text(), outJSON, asJSON)
+			return report.Print(res, res.Text(), outJSON, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -81,7 +83,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.BoolVar(&cfg.Both, "both", false, "impair sw2→sw1 too (the same model, seed+1): control frames are lost like data")
 	f.StringVar(&prefix, "prefix", "lfstress", "testbed prefix")
-	linkQueuesFlag(f, &cfg.LinkQueues)
+	cli.LinkQueuesFlag(f, &cfg.LinkQueues)
 	f.StringVar(&outJSON, "out", "out/stress.json", "write the result as JSON here ('' to skip)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	return cmd

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/tdmaagent/tdmasim"
 	"github.com/spf13/cobra"
 )
@@ -50,7 +51,7 @@ on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
 	return cmd
 }
 
-var tdmaSuite = simSuite{title: "tdma sim", all: tdmasim.Scenarios}
+var tdmaSuite = cli.SimSuite{Title: "tdma sim", All: tdmasim.Scenarios}
 
 func tdmaSimCmd() *cobra.Command {
 	var (
@@ -81,18 +82,18 @@ its slot's end plus guard (into another host's time); peak_backlog_frames is
 the most queue a data frame found ahead of it in the switch.
 
 Scenarios:
-` + tdmaSuite.list() + `
+` + tdmaSuite.List() + `
 A run is deterministic for its seed and takes about a second.`,
 		Example: `  linkfabric tdma sim
   linkfabric tdma sim --scenario shuffle,ctlloss --seed 7
   linkfabric tdma sim --json --out out/tdma-sim.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := tdmaSuite.pick(scenario)
+			list, err := tdmaSuite.Pick(scenario)
 			if err != nil {
 				return err
 			}
-			return tdmaSuite.run(list, seed, asJSON, out)
+			return tdmaSuite.Run(list, seed, asJSON, out)
 		},
 	}
 	cmd.Flags().StringVar(&scenario, "scenario", "all", "scenario name, a comma-separated list, or all")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/spf13/cobra"
@@ -86,7 +87,7 @@ and statistics.`,
 				return err
 			}
 			var sz netns.ByteSize
-			if err := cellsSizeFlag("size", size, &sz); err != nil {
+			if err := cli.SizeFlag("size", size, &sz); err != nil {
 				return err
 			}
 			s.Size = int64(sz)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
 	"github.com/spf13/pflag"
@@ -27,13 +28,13 @@ func (s *starLinkFlags) bindLink(f *pflag.FlagSet, rate string) {
 }
 
 func (s *starLinkFlags) parse(rate *netns.BitRate, burst, limit *netns.ByteSize) error {
-	if err := cellsRateFlag("rate", s.rate, rate); err != nil {
+	if err := cli.RateFlag("rate", s.rate, rate); err != nil {
 		return err
 	}
-	if err := cellsSizeFlag("burst", s.burst, burst); err != nil {
+	if err := cli.SizeFlag("burst", s.burst, burst); err != nil {
 		return err
 	}
-	return cellsSizeFlag(s.limitName, s.limit, limit)
+	return cli.SizeFlag(s.limitName, s.limit, limit)
 }
 
 // starFlags are the flags every TDMA experiment on the star shares: the

@@ -6,6 +6,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
@@ -52,7 +54,7 @@ func probeFinish(res probeResult, out string, asJSON bool) error {
 			return err
 		}
 	}
-	return reportWritten(res, res.Text(), files, asJSON)
+	return report.PrintWritten(res, res.Text(), files, asJSON)
 }
 
 func tdmaProbeTimersCmd() *cobra.Command {
@@ -161,7 +163,7 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
   sudo linkfabric tdma probe spread --hosts 4 --load 0,200mbit --frame 1500,9000 --batches 3000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("tdma probe spread"); err != nil {
+			if err := cli.RequireRoot("tdma probe spread"); err != nil {
 				return err
 			}
 			if cfg.Hosts < 2 || cfg.Hosts > 8 {
@@ -252,7 +254,7 @@ Writes react.json, react.csv (every lag) and react.png (medians by size).`,
   sudo linkfabric tdma probe react --sizes 64,1500 --cycles 200 --timed 50 --pause 3.4ms`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("tdma probe react"); err != nil {
+			if err := cli.RequireRoot("tdma probe react"); err != nil {
 				return err
 			}
 			if err := star.parse(&cfg.Rate, &cfg.Burst, &cfg.Limit); err != nil {

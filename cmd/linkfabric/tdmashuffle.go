@@ -7,6 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
@@ -65,7 +66,7 @@ agent logs and statistics go in a directory of their own.`,
 				return err
 			}
 			var sz netns.ByteSize
-			if err := cellsSizeFlag("size", size, &sz); err != nil {
+			if err := cli.SizeFlag("size", size, &sz); err != nil {
 				return err
 			}
 			c.Size = int64(sz)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
@@ -98,11 +99,11 @@ and each run's agent logs and statistics.`,
 				c.Guard = g
 			}
 			var sz netns.ByteSize
-			if err := cellsSizeFlag("size", size, &sz); err != nil {
+			if err := cli.SizeFlag("size", size, &sz); err != nil {
 				return err
 			}
 			c.Size = int64(sz)
-			if err := cellsSizeFlag("calib-size", calibSize, &sz); err != nil {
+			if err := cli.SizeFlag("calib-size", calibSize, &sz); err != nil {
 				return err
 			}
 			c.CalibSize = int64(sz)

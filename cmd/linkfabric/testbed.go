@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 )
@@ -38,7 +40,7 @@ none leaves them for the dataplane.`,
 		Hidden:     true,
 		Deprecated: "use 'linkfabric up --mode kernel' (Linux bridges) or 'linkfabric up --mode none' (bare ports), which take the same flags",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("testbed up"); err != nil {
+			if err := cli.RequireRoot("testbed up"); err != nil {
 				return err
 			}
 			topo, err := loadTopology(preset, topoFile)
@@ -64,7 +66,7 @@ none leaves them for the dataplane.`,
 		Example: `  linkfabric testbed down
   linkfabric testbed down --prefix lab`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("testbed down"); err != nil {
+			if err := cli.RequireRoot("testbed down"); err != nil {
 				return err
 			}
 			return netns.Down(downPrefix)
@@ -85,7 +87,7 @@ none leaves them for the dataplane.`,
 				return err
 			}
 			if stJSON {
-				return printJSON(st)
+				return report.PrintJSON(st)
 			}
 			fmt.Print(st.String())
 			return nil
@@ -102,7 +104,7 @@ none leaves them for the dataplane.`,
   linkfabric testbed forwarding kernel   # back to the Linux baseline`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("testbed forwarding"); err != nil {
+			if err := cli.RequireRoot("testbed forwarding"); err != nil {
 				return err
 			}
 			return netns.SetForwarding(fwPrefix, args[0])

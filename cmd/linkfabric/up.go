@@ -13,6 +13,7 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -58,7 +59,7 @@ what exists; 'linkfabric testbed forwarding kernel|none' switches one that is up
   linkfabric up --mode none                       # bare ports for linkfabric run; stays up
   linkfabric up --mode kernel --netem "loss 1% corrupt 0.1%"   # Linux bridges, tc netem on the link`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("up"); err != nil {
+			if err := cli.RequireRoot("up"); err != nil {
 				return err
 			}
 			topo, err := loadTopology(preset, topoFile)
@@ -100,7 +101,7 @@ what exists; 'linkfabric testbed forwarding kernel|none' switches one that is up
 func testbedFlags(f *pflag.FlagSet, mtu, linkHeader, linkQueues *int, netem *string, asJSON *bool) {
 	f.IntVar(mtu, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
 	f.IntVar(linkHeader, "link-header", netns.DefaultLinkHeaderLen, "bytes link ports' MTU exceeds the hosts' (the default fits every mode)")
-	linkQueuesFlag(f, linkQueues)
+	cli.LinkQueuesFlag(f, linkQueues)
 	f.StringVar(netem, "netem", "", `tc netem arguments for every switch-to-switch link, applied in a middle namespace ("wire") to both directions, e.g. "loss 1% delay 100us" (needs sch_netem)`)
 	f.BoolVar(asJSON, "json", false, "print the testbed as JSON")
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -8,15 +8,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
-// simSuite is a set of simulator scenarios behind a `sim` subcommand
+// SimSuite is a set of simulator scenarios behind a `sim` subcommand
 // (cells sim, tdma sim): each scenario measures figures and checks each
 // against its range.
-type simSuite struct {
-	title string // "cells sim"
-	all   func() []scenario.Scenario
+type SimSuite struct {
+	Title string // "cells sim"
+	All   func() []scenario.Scenario
 }
 
 // simFigure is a figure in the JSON report; Min and Max are absent when
@@ -48,15 +49,15 @@ type simReport struct {
 	Summary map[string]any `json:"summary"`
 }
 
-// pick resolves --scenario: a name, a comma-separated list, or all.
-func (s simSuite) pick(arg string) ([]scenario.Scenario, error) {
+// Pick resolves --scenario: a name, a comma-separated list, or all.
+func (s SimSuite) Pick(arg string) ([]scenario.Scenario, error) {
 	if arg == "all" || arg == "" {
-		return s.all(), nil
+		return s.All(), nil
 	}
 	var list []scenario.Scenario
 	for _, name := range strings.Split(arg, ",") {
 		name = strings.TrimSpace(name)
-		sc, ok := scenario.Find(s.all(), name)
+		sc, ok := scenario.Find(s.All(), name)
 		if !ok {
 			return nil, fmt.Errorf("--scenario: no scenario %q (have: %s, all)", name, strings.Join(s.names(), ", "))
 		}
@@ -65,8 +66,8 @@ func (s simSuite) pick(arg string) ([]scenario.Scenario, error) {
 	return list, nil
 }
 
-// run runs the scenarios, reports, and fails if a figure is out of range.
-func (s simSuite) run(list []scenario.Scenario, seed uint64, asJSON bool, out string) error {
+// Run runs the scenarios, reports, and fails if a figure is out of range.
+func (s SimSuite) Run(list []scenario.Scenario, seed uint64, asJSON bool, out string) error {
 	rep := simReport{Seed: seed, Summary: map[string]any{}}
 	var failed []string
 	for _, sc := range list {
@@ -100,7 +101,7 @@ func (s simSuite) run(list []scenario.Scenario, seed uint64, asJSON bool, out st
 	rep.Summary["passed"] = len(list) - len(failed)
 	rep.Summary["failed"] = failed
 	rep.Summary["pass"] = len(failed) == 0
-	if err := writeResult(rep, s.text(&rep), out, asJSON); err != nil {
+	if err := report.Print(rep, s.text(&rep), out, asJSON); err != nil {
 		return err
 	}
 	if len(failed) > 0 {
@@ -111,7 +112,7 @@ func (s simSuite) run(list []scenario.Scenario, seed uint64, asJSON bool, out st
 
 // runOne runs a scenario, printing progress to stderr while it takes
 // more than a second.
-func (s simSuite) runOne(sc scenario.Scenario, seed uint64) (*scenario.Result, error) {
+func (s SimSuite) runOne(sc scenario.Scenario, seed uint64) (*scenario.Result, error) {
 	done := make(chan struct{})
 	start := time.Now()
 	go func() {
@@ -122,7 +123,7 @@ func (s simSuite) runOne(sc scenario.Scenario, seed uint64) (*scenario.Result, e
 			case <-done:
 				return
 			case <-t.C:
-				fmt.Fprintf(os.Stderr, "%s: %s running, %.0f s\n", s.title, sc.Name, time.Since(start).Seconds())
+				fmt.Fprintf(os.Stderr, "%s: %s running, %.0f s\n", s.Title, sc.Name, time.Since(start).Seconds())
 				t.Reset(5 * time.Second)
 			}
 		}
@@ -130,14 +131,14 @@ func (s simSuite) runOne(sc scenario.Scenario, seed uint64) (*scenario.Result, e
 	res, err := sc.Run(seed)
 	close(done)
 	if d := time.Since(start); d > time.Second {
-		fmt.Fprintf(os.Stderr, "%s: %s done in %.1f s\n", s.title, sc.Name, d.Seconds())
+		fmt.Fprintf(os.Stderr, "%s: %s done in %.1f s\n", s.Title, sc.Name, d.Seconds())
 	}
 	return res, err
 }
 
-func (s simSuite) text(rep *simReport) string {
+func (s SimSuite) text(rep *simReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s, seed %d\n", s.title, rep.Seed)
+	fmt.Fprintf(&b, "%s, seed %d\n", s.Title, rep.Seed)
 	for _, sc := range rep.Scenarios {
 		verdict := "pass"
 		if !sc.Pass {
@@ -173,18 +174,18 @@ func simRange(lo, hi *float64) string {
 	return fmt.Sprintf("[%.4g, %.4g]", *lo, *hi)
 }
 
-func (s simSuite) names() []string {
+func (s SimSuite) names() []string {
 	var n []string
-	for _, sc := range s.all() {
+	for _, sc := range s.All() {
 		n = append(n, sc.Name)
 	}
 	return n
 }
 
-// list is the scenarios with their briefs, for --help.
-func (s simSuite) list() string {
+// List is the scenarios with their briefs, for --help.
+func (s SimSuite) List() string {
 	var b strings.Builder
-	for _, sc := range s.all() {
+	for _, sc := range s.All() {
 		fmt.Fprintf(&b, "  %-11s %s\n", sc.Name, sc.Brief)
 	}
 	return b.String()
