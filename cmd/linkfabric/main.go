@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/linkfabric/linkfabric/experiment/fecexp"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +55,7 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd(), cellsCmd(), tdmaCmd(), fecCmd())
+	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd(), cellsCmd(), tdmaCmd(), fecexp.Command())
 
 	// SIGHUP too: a closed terminal or an ended session must take a
 	// testbed down like Ctrl-C does, not leave namespaces and dataplanes.

@@ -1,20 +1,21 @@
-package main
+package fecexp
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/fecexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
-func fecCmd() *cobra.Command {
+// Command is the fec command and its experiments.
+func Command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fec",
 		Short: "RAIL's XOR parity and replication: residual loss and overhead",
@@ -28,7 +29,7 @@ every n data frames, n from a residual-loss target, or every frame sent k times.
 
 func fecTableCmd() *cobra.Command {
 	var (
-		cfg            fecexp.FECTableConfig
+		cfg            FECTableConfig
 		fctSize        string
 		prefix, outDir string
 		from           string
@@ -54,7 +55,7 @@ measuring (no root).`,
   linkfabric fec table --runs 1 --loss 1e-2,5e-2 --frames 10000 --fct-flows 100`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from != "" {
-				res, err := fecexp.ReadFECTable(from)
+				res, err := ReadFECTable(from)
 				if err != nil {
 					return err
 				}
@@ -70,8 +71,8 @@ measuring (no root).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := fecexp.FECTable(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := FECTable(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -79,7 +80,7 @@ measuring (no root).`,
 		},
 	}
 	f := cmd.Flags()
-	f.Float64SliceVar(&cfg.Loss, "loss", fecexp.DefaultFECLoss, "loss rates, comma-separated")
+	f.Float64SliceVar(&cfg.Loss, "loss", DefaultFECLoss, "loss rates, comma-separated")
 	f.Float64Var(&cfg.Target, "target", 1e-3, "residual loss target")
 	f.Float64Var(&cfg.MeanBurst, "burst", 3, "mean burst of the bursty model (frames)")
 	f.IntVar(&cfg.Frames, "frames", 30000, "UDP datagrams per point")
@@ -99,7 +100,7 @@ measuring (no root).`,
 
 func fecFCTCmd() *cobra.Command {
 	var (
-		cfg                                      fecexp.FECFCTConfig
+		cfg                                      FECFCTConfig
 		arms, sizes, flows, gray, short, runArgs string
 		prefix, outDir                           string
 		asJSON                                   bool
@@ -153,8 +154,8 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := fecexp.FECFCT(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := FECFCT(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -176,7 +177,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&arms, "arms", strings.Join(fecexp.FECFCTArms, ","), "arms, comma-separated: "+strings.Join(fecexp.FECFCTArms, ", "))
+	f.StringVar(&arms, "arms", strings.Join(FECFCTArms, ","), "arms, comma-separated: "+strings.Join(FECFCTArms, ", "))
 	f.IntVar(&cfg.Runs, "runs", 3, "runs (the tables show medians)")
 	f.StringVar(&sizes, "size", "10KB,100KB,1MB,10MB", "flow sizes (the bins), comma-separated")
 	f.StringVar(&flows, "flows", "", "flows per size: one count, or one per size (default 200,100,30,8 for the default sizes)")
@@ -198,8 +199,8 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 
 func fecResidualCmd() *cobra.Command {
 	var (
-		cfg             fecexp.FECResidualConfig
-		veth            fecexp.FECVethConfig
+		cfg             FECResidualConfig
+		veth            FECVethConfig
 		sim             bool
 		arms, runArgs   string
 		prefix          string
@@ -258,7 +259,7 @@ fraction of groups that failed against RAIL's formula.`,
 					return fmt.Errorf("fec residual: %w", err)
 				}
 				cfg.Progress = os.Stderr
-				res, err := fecexp.FECResidualSim(cmd.Context(), cfg)
+				res, err := FECResidualSim(cmd.Context(), cfg)
 				if err != nil {
 					return err
 				}
@@ -275,8 +276,8 @@ fraction of groups that failed against RAIL's formula.`,
 			if err := veth.Normalize(); err != nil {
 				return fmt.Errorf("fec residual: %w", err)
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := fecexp.FECResidualVeth(cmd.Context(), env, veth)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := FECResidualVeth(cmd.Context(), env, veth)
 			if err != nil {
 				return err
 			}
@@ -291,7 +292,7 @@ fraction of groups that failed against RAIL's formula.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&sim, "sim", false, "run on the simulated link (package fec/fecsim) instead of veth")
-	f.Float64SliceVar(&cfg.Loss, "loss", fecexp.DefaultFECLoss, "link loss rates")
+	f.Float64SliceVar(&cfg.Loss, "loss", DefaultFECLoss, "link loss rates")
 	f.Float64Var(&cfg.Target, "target", 1e-3, "residual loss target that sets n (RAIL: 1e-3 for TCP)")
 	f.IntVar(&cfg.Frames, "frames", 0, "host frames per point (default 10^6 with --sim, 10^5 on veth)")
 	f.IntVar(&cfg.Copies, "copies", 3, "replication arm: transmissions per frame (--sim: 0 for no replication arm)")
@@ -299,7 +300,7 @@ fraction of groups that failed against RAIL's formula.`,
 	f.IntVar(&cfg.MinLen, "min-len", 60, "--sim: shortest host frame, bytes")
 	f.IntVar(&cfg.MaxLen, "max-len", 1514, "--sim: longest host frame, bytes (frame lengths are uniform)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the loss (and --sim's frame lengths)")
-	f.StringVar(&arms, "arms", strings.Join(fecexp.FECVethArms, ","), "veth: arms, some of forward, fec, fec-given, replicate, lg")
+	f.StringVar(&arms, "arms", strings.Join(FECVethArms, ","), "veth: arms, some of forward, fec, fec-given, replicate, lg")
 	f.Float64Var(&veth.Rate, "rate", 200e6, "veth: UDP rate on the wire, bit/s")
 	f.IntVar(&veth.Payload, "payload", 1000, "veth: UDP payload bytes")
 	f.IntVar(&veth.Warmup, "warmup", 20000, "veth: datagrams sent before each measured flow (not counted)")
