@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/linkfabric/linkfabric/experiment/fecexp"
+	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/spf13/cobra"
 )
 
@@ -55,7 +56,9 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), benchCmd(), stressCmd(), fctCmd(), goodputCmd(), chaosCmd(), demoCmd(), cellsCmd(), tdmaCmd(), fecexp.Command())
+	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd())
+	root.AddCommand(lgexp.Commands()...)
+	root.AddCommand(cellsCmd(), tdmaCmd(), fecexp.Command())
 
 	// SIGHUP too: a closed terminal or an ended session must take a
 	// testbed down like Ctrl-C does, not leave namespaces and dataplanes.

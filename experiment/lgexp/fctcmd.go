@@ -1,12 +1,12 @@
-package main
+package lgexp
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/internal/cli"
@@ -15,7 +15,7 @@ import (
 
 func fctCmd() *cobra.Command {
 	var (
-		cfg                         lgexp.FCTConfig
+		cfg                         FCTConfig
 		sizes, flows, arms, runArgs string
 		prefix, outDir              string
 		asJSON                      bool
@@ -89,8 +89,8 @@ of the last byte; slower and larger, see the fct package documentation).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
-			res, err := lgexp.FCT(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default(), LinkQueues: cfg.LinkQueues}
+			res, err := FCT(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 	f.Float64Var(&cfg.Loss, "loss", 1e-3, "loss rate on sw1→sw2 for the loss, lg and lgnb arms")
 	f.Float64Var(&cfg.Burst, "burst", 0, "mean loss burst length (Gilbert-Elliott); 0 = Bernoulli")
 	f.StringVar(&cfg.CC, "cc", "auto", "congestion control: cubic, bbr, dctcp, ... (auto: dctcp if the kernel has it, else cubic)")
-	f.StringVar(&arms, "arms", strings.Join(lgexp.DefaultFCTArms, ","), "arms, in order: "+strings.Join(lgexp.FCTArms, ","))
+	f.StringVar(&arms, "arms", strings.Join(DefaultFCTArms, ","), "arms, in order: "+strings.Join(FCTArms, ","))
 	f.StringVar(&cfg.Tool, "tool", "builtin", "builtin or iperf")
 	f.IntVar(&cfg.Warmup, "warmup", 10, "discarded warm-up flows per size and arm (builtin)")
 	f.DurationVar(&cfg.Timeout, "flow-timeout", 0, "a flow not complete after this counts as failed (default 10s)")
@@ -133,15 +133,15 @@ func demoCmd() *cobra.Command {
 arm at loss 1e-3 on the sw1→sw2 link, arms noloss, loss, lg-noloss, lg and lgnb taking turns
 in three rounds (so that a machine's drift over minutes falls on every arm alike), each
 dataplane on its default path (no flags: lg and lgnb in the kernel where they can), the
-builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + lgexp.DemoOutDir + `.`,
+builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + DemoOutDir + `.`,
 		Example: `  sudo linkfabric demo      # or: make demo
   linkfabric fct --size 143,24387 --flows 10000,2000 --loss 1e-3 --rounds 3   # the same, with every knob`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cli.RequireRoot("demo"); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			return lgexp.Demo(cmd.Context(), env, os.Stdout)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			return Demo(cmd.Context(), env, os.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "lfdemo", "testbed prefix")

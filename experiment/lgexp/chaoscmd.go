@@ -1,10 +1,10 @@
-package main
+package lgexp
 
 import (
+	"log/slog"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
@@ -12,7 +12,7 @@ import (
 
 func chaosCmd() *cobra.Command {
 	var (
-		cfg                     lgexp.ChaosConfig
+		cfg                     ChaosConfig
 		events, runArgs, prefix string
 		outJSON                 string
 		asJSON                  bool
@@ -52,8 +52,8 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := lgexp.Chaos(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := Chaos(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -62,7 +62,7 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Mode, "mode", "lg", "dataplane mode of both switches: lg or lgnb")
-	f.StringVar(&events, "events", strings.Join(lgexp.ChaosEvents, ","), "faults, in order: "+strings.Join(lgexp.ChaosEvents, ","))
+	f.StringVar(&events, "events", strings.Join(ChaosEvents, ","), "faults, in order: "+strings.Join(ChaosEvents, ","))
 	f.DurationVar(&cfg.Settle, "settle", 0, "TCP time before each fault (default 2s)")
 	f.DurationVar(&cfg.Watch, "watch", 0, "time after each fault to watch TCP resume (default 4s)")
 	f.DurationVar(&cfg.Flap, "flap", 0, "how long a flapped port stays down (default 2s)")

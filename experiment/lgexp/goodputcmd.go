@@ -1,12 +1,12 @@
-package main
+package lgexp
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
@@ -14,7 +14,7 @@ import (
 
 func goodputCmd() *cobra.Command {
 	var (
-		cfg                   lgexp.GoodputConfig
+		cfg                   GoodputConfig
 		losses, arms, runArgs string
 		prefix, outJSON       string
 		asJSON                bool
@@ -57,8 +57,8 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
-			res, err := lgexp.Goodput(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default(), LinkQueues: cfg.LinkQueues}
+			res, err := Goodput(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -69,7 +69,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 	f.DurationVar(&cfg.Duration, "duration", 0, "iperf3 duration per arm and loss rate, whole seconds (default 5s)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs per arm and loss rate, the cells taking turns (the table shows medians; with 2 or more, the ratios run by run)")
 	f.StringVar(&losses, "losses", "0,1e-5,1e-4,1e-3,1e-2", "loss rates on sw1→sw2, comma-separated")
-	f.StringVar(&arms, "arms", strings.Join(lgexp.GoodputArms, ","), "arms: "+strings.Join(lgexp.GoodputArms, ","))
+	f.StringVar(&arms, "arms", strings.Join(GoodputArms, ","), "arms: "+strings.Join(GoodputArms, ","))
 	f.Float64Var(&cfg.Burst, "burst", 0, "mean loss burst length (Gilbert-Elliott); 0 = Bernoulli")
 	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")

@@ -1,8 +1,9 @@
-package main
+package lgexp
 
 import (
+	"log/slog"
+
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
@@ -10,7 +11,7 @@ import (
 
 func benchCmd() *cobra.Command {
 	var (
-		cfg     lgexp.BenchConfig
+		cfg     BenchConfig
 		prefix  string
 		outJSON string
 		asJSON  bool
@@ -57,8 +58,8 @@ measured with 60-byte frames.`,
 			if err := cli.RequireRoot("bench"); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := lgexp.Bench(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := Bench(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,10 @@
-package main
+package lgexp
 
 import (
+	"log/slog"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
@@ -12,7 +12,7 @@ import (
 
 func stressCmd() *cobra.Command {
 	var (
-		cfg             lgexp.StressConfig
+		cfg             StressConfig
 		prefix, outJSON string
 		modes, runArgs  string
 		asJSON          bool
@@ -56,8 +56,8 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 				cfg.Modes = strings.Split(modes, ",")
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
-			env := &bed.Env{Prefix: prefix, Log: log, LinkQueues: cfg.LinkQueues}
-			res, err := lgexp.Stress(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default(), LinkQueues: cfg.LinkQueues}
+			res, err := Stress(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
