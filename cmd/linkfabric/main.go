@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/linkfabric/linkfabric/experiment/fecexp"
 	"github.com/linkfabric/linkfabric/experiment/lgexp"
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd())
 	root.AddCommand(lgexp.Commands()...)
-	root.AddCommand(cellsCmd(), tdmaCmd(), fecexp.Command())
+	root.AddCommand(cellsexp.Command(), tdmaCmd(), fecexp.Command())
 
 	// SIGHUP too: a closed terminal or an ended session must take a
 	// testbed down like Ctrl-C does, not leave namespaces and dataplanes.

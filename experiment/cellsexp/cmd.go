@@ -1,14 +1,14 @@
-package main
+package cellsexp
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
@@ -17,7 +17,8 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func cellsCmd() *cobra.Command {
+// Command is the cells command and its experiments.
+func Command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cells",
 		Short: "Cells with credits (Stardust, Aquila GNet): experiments",
@@ -134,7 +135,7 @@ func (o *cellsOut) write(res any, text string, summary map[string]any, writeCSV 
 
 func cellsIncastCmd() *cobra.Command {
 	var (
-		cfg                       cellsexp.CellsIncastConfig
+		cfg                       CellsIncastConfig
 		rate, buffer, burst       string
 		arms, transports, runArgs string
 		out                       cellsOut
@@ -183,8 +184,8 @@ run at the port on a loaded machine; with 2M none).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: out.prefix, Log: log}
-			res, err := cellsexp.CellsIncast(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: out.prefix, Log: slog.Default()}
+			res, err := CellsIncast(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -194,8 +195,8 @@ run at the port on a loaded machine; with 2M none).`,
 	f := cmd.Flags()
 	f.StringVar(&rate, "port-rate", "100M", "rate of h3a's port at e3 (host0), the bottleneck; each source sends at it")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queue of h3a's port at e3 (K = 1024; e3's scheduler keeps the queue plus the credit in flight within the credit loop's measured round trip at the port's rate plus a quarter of it, at most 256K, and never above the buffer)")
-	f.StringVar(&arms, "arms", strings.Join(cellsexp.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
-	f.StringVar(&transports, "transports", strings.Join(cellsexp.CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
+	f.StringVar(&arms, "arms", strings.Join(CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
+	f.StringVar(&transports, "transports", strings.Join(CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm and transport (the summary has medians)")
 	f.StringVar(&burst, "burst", "3M", "udp: payload bytes each source sends")
 	f.IntVar(&cfg.Payload, "payload", 1400, "udp: payload bytes per datagram")
@@ -209,7 +210,7 @@ run at the port on a loaded machine; with 2M none).`,
 
 func cellsPushPullCmd() *cobra.Command {
 	var (
-		cfg                        cellsexp.CellsPushPullConfig
+		cfg                        CellsPushPullConfig
 		rate, fabric, buffer, arms string
 		runArgs                    string
 		out                        cellsOut
@@ -244,8 +245,8 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: out.prefix, Log: log}
-			res, err := cellsexp.CellsPushPull(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: out.prefix, Log: slog.Default()}
+			res, err := CellsPushPull(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -256,7 +257,7 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 	f.StringVar(&rate, "port-rate", "100M", "rate of ports A and B at e3; every flow sends at it")
 	f.StringVar(&fabric, "fabric-rate", "", "rate of each of the four links into e3 (default 0.55 × --port-rate)")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queues of A and B (K = 1024)")
-	f.StringVar(&arms, "arms", strings.Join(cellsexp.CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
+	f.StringVar(&arms, "arms", strings.Join(CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm (the summary has medians)")
 	f.DurationVar(&cfg.Duration, "duration", 3*time.Second, "how long the three flows send")
 	f.IntVar(&cfg.Payload, "payload", 1400, "payload bytes per datagram")
@@ -307,12 +308,12 @@ func (f *cellsBundleFlags) finish(res cellsResult) error {
 }
 
 func (f *cellsBundleFlags) env() *bed.Env {
-	return &bed.Env{Prefix: f.prefix, Log: log}
+	return &bed.Env{Prefix: f.prefix, Log: slog.Default()}
 }
 
 func cellsPackCmd() *cobra.Command {
 	var (
-		cfg              cellsexp.CellsPackConfig
+		cfg              CellsPackConfig
 		sizes, cellSizes string
 		fl               cellsBundleFlags
 	)
@@ -359,7 +360,7 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := cellsexp.CellsPack(cmd.Context(), fl.env(), cfg)
+			res, err := CellsPack(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -395,7 +396,7 @@ func parseCellSizes(s string) ([]int, error) {
 
 func cellsBalanceCmd() *cobra.Command {
 	var (
-		cfg    cellsexp.CellsBalanceConfig
+		cfg    CellsBalanceConfig
 		sprays string
 		fl     cellsBundleFlags
 	)
@@ -422,7 +423,7 @@ Writes balance.json (figures in "summary") and balance.csv to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := cellsexp.CellsBalance(cmd.Context(), fl.env(), cfg)
+			res, err := CellsBalance(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -440,7 +441,7 @@ Writes balance.json (figures in "summary") and balance.csv to --out.`,
 
 func cellsElephantsCmd() *cobra.Command {
 	var (
-		cfg              cellsexp.CellsElephantsConfig
+		cfg              CellsElephantsConfig
 		sprays, linkRate string
 		fl               cellsBundleFlags
 	)
@@ -475,7 +476,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := cellsexp.CellsElephants(cmd.Context(), fl.env(), cfg)
+			res, err := CellsElephants(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -495,7 +496,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 
 func cellsLatencyCmd() *cobra.Command {
 	var (
-		cfg  cellsexp.CellsLatencyConfig
+		cfg  CellsLatencyConfig
 		arms string
 		fl   cellsBundleFlags
 	)
@@ -529,7 +530,7 @@ flows.csv and a tail-CDF PNG to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := cellsexp.CellsLatency(cmd.Context(), fl.env(), cfg)
+			res, err := CellsLatency(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
@@ -537,7 +538,7 @@ flows.csv and a tail-CDF PNG to --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&arms, "arms", "forward,forward-afxdp,cells,cells-nopre", "arms, in order: "+strings.Join(cellsexp.CellsLatencyArms, ","))
+	f.StringVar(&arms, "arms", "forward,forward-afxdp,cells,cells-nopre", "arms, in order: "+strings.Join(CellsLatencyArms, ","))
 	f.Int64Var(&cfg.Size, "size", 143, "flow size, bytes")
 	f.IntVar(&cfg.Flows, "flows", 2000, "flows per arm")
 	f.IntVar(&cfg.Warmup, "warmup", 20, "discarded warm-up flows per arm")

@@ -1,13 +1,13 @@
-package main
+package cellsexp
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
@@ -15,7 +15,7 @@ import (
 
 func cellsFailoverCmd() *cobra.Command {
 	var (
-		cfg                   cellsexp.CellsFailoverConfig
+		cfg                   CellsFailoverConfig
 		arms, runArgs, prefix string
 		outJSON               string
 		asJSON                bool
@@ -50,8 +50,8 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := cellsexp.CellsFailover(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := CellsFailover(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&arms, "arms", strings.Join(cellsexp.CellsLinkModes, ","), "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
+	f.StringVar(&arms, "arms", strings.Join(CellsLinkModes, ","), "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
 	f.IntVar(&cfg.Runs, "runs", 3, "runs per arm (the table shows medians)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "UDP run per arm and run, whole seconds (default 4s)")
 	f.DurationVar(&cfg.CutAt, "cut-at", 0, "when the link is cut, into the run (default half of --duration)")
@@ -76,7 +76,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 
 func cellsGrayCmd() *cobra.Command {
 	var (
-		cfg                          cellsexp.CellsGrayConfig
+		cfg                          CellsGrayConfig
 		arms, lossy, runArgs, prefix string
 		outJSON                      string
 		asJSON                       bool
@@ -109,8 +109,8 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := cellsexp.CellsGray(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := CellsGray(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

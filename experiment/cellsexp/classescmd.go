@@ -1,11 +1,11 @@
-package main
+package cellsexp
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
@@ -13,7 +13,7 @@ import (
 
 func cellsClassesCmd() *cobra.Command {
 	var (
-		cfg                         cellsexp.CellsClassesConfig
+		cfg                         CellsClassesConfig
 		arms, gray, runArgs, prefix string
 		outJSON                     string
 		asJSON                      bool
@@ -52,8 +52,8 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: log}
-			res, err := cellsexp.CellsClasses(cmd.Context(), env, cfg)
+			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			res, err := CellsClasses(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
