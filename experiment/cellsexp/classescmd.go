@@ -15,8 +15,7 @@ func cellsClassesCmd() *cobra.Command {
 	var (
 		cfg                         CellsClassesConfig
 		arms, gray, runArgs, prefix string
-		outJSON                     string
-		asJSON                      bool
+		out                         report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "classes",
@@ -57,7 +56,7 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			if err != nil {
 				return err
 			}
-			if err := report.Print(res, res.Text(), outJSON, asJSON); err != nil {
+			if err := out.Print(res, res.Text()); err != nil {
 				return err
 			}
 			if ok, _ := res.Summary["check"].(bool); !ok && len(res.Runs) > 0 {
@@ -81,7 +80,6 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
 	f.StringVar(&prefix, "prefix", "lfcls", "testbed prefix")
-	f.StringVar(&outJSON, "out", "out/cells-classes.json", "write the result as JSON here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/cells-classes.json")
 	return cmd
 }

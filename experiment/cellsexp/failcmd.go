@@ -17,8 +17,7 @@ func cellsFailoverCmd() *cobra.Command {
 	var (
 		cfg                   CellsFailoverConfig
 		arms, runArgs, prefix string
-		outJSON               string
-		asJSON                bool
+		out                   report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "failover",
@@ -55,7 +54,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err != nil {
 				return err
 			}
-			return report.Print(res, res.Text(), outJSON, asJSON)
+			return out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -69,8 +68,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
 	f.StringVar(&prefix, "prefix", "lfl", "testbed prefix")
-	f.StringVar(&outJSON, "out", "out/cells-failover.json", "write the result as JSON here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/cells-failover.json")
 	return cmd
 }
 
@@ -78,8 +76,7 @@ func cellsGrayCmd() *cobra.Command {
 	var (
 		cfg                          CellsGrayConfig
 		arms, lossy, runArgs, prefix string
-		outJSON                      string
-		asJSON                       bool
+		out                          report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "gray",
@@ -114,7 +111,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 			if err != nil {
 				return err
 			}
-			return report.Print(res, res.Text(), outJSON, asJSON)
+			return out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -129,8 +126,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
 	f.StringVar(&prefix, "prefix", "lfl", "testbed prefix")
-	f.StringVar(&outJSON, "out", "out/cells-gray.json", "write the result as JSON here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/cells-gray.json")
 	return cmd
 }
 

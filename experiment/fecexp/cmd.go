@@ -29,11 +29,11 @@ every n data frames, n from a residual-loss target, or every frame sent k times.
 
 func fecTableCmd() *cobra.Command {
 	var (
-		cfg            FECTableConfig
-		fctSize        string
-		prefix, outDir string
-		from           string
-		asJSON         bool
+		cfg     FECTableConfig
+		fctSize string
+		prefix  string
+		from    string
+		out     report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "table",
@@ -59,7 +59,7 @@ measuring (no root).`,
 				if err != nil {
 					return err
 				}
-				return report.Print(res, res.Text(), "", asJSON)
+				return report.Print(res, res.Text(), "", out.AsJSON)
 			}
 			if err := cli.RequireRoot("fec table"); err != nil {
 				return err
@@ -76,7 +76,7 @@ measuring (no root).`,
 			if err != nil {
 				return err
 			}
-			return report.Print(res, res.Text(), outDir, asJSON)
+			return out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -92,9 +92,8 @@ measuring (no root).`,
 	f.Float64Var(&cfg.Rate, "rate", 200e6, "UDP rate on the wire, bit/s")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.StringVar(&prefix, "prefix", "lffec", "testbed prefix")
-	f.StringVar(&outDir, "out", "out/fec-table.json", "write the result as JSON here ('' to skip)")
 	f.StringVar(&from, "from", "", "rebuild the table from a saved result (its JSON) instead of measuring")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/fec-table.json")
 	return cmd
 }
 

@@ -11,10 +11,9 @@ import (
 
 func benchCmd() *cobra.Command {
 	var (
-		cfg     BenchConfig
-		prefix  string
-		outJSON string
-		asJSON  bool
+		cfg    BenchConfig
+		prefix string
+		out    report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -63,7 +62,7 @@ measured with 60-byte frames.`,
 			if err != nil {
 				return err
 			}
-			return report.Print(res, res.Text(), outJSON, asJSON)
+			return out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -73,7 +72,6 @@ measured with 60-byte frames.`,
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", true, "also measure the dataplane with busy polling")
 	f.BoolVar(&cfg.NoWakeupArm, "no-wakeup-arm", false, "also measure the AF_XDP path with --need-wakeup=false (arm forward-afxdp-nowakeup), beside forward-afxdp (need_wakeup on)")
 	f.StringVar(&prefix, "prefix", "lfbench", "testbed prefix")
-	f.StringVar(&outJSON, "out", "out/bench.json", "write the result as JSON here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/bench.json")
 	return cmd
 }

@@ -14,8 +14,7 @@ func chaosCmd() *cobra.Command {
 	var (
 		cfg                     ChaosConfig
 		events, runArgs, prefix string
-		outJSON                 string
-		asJSON                  bool
+		out                     report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -57,7 +56,7 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 			if err != nil {
 				return err
 			}
-			return report.Print(res, res.Text(), outJSON, asJSON)
+			return out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -75,7 +74,6 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both switches")
 	f.StringVar(&prefix, "prefix", "lfchaos", "testbed prefix")
-	f.StringVar(&outJSON, "out", "out/chaos.json", "write the result as JSON here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/chaos.json")
 	return cmd
 }

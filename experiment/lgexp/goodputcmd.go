@@ -16,8 +16,8 @@ func goodputCmd() *cobra.Command {
 	var (
 		cfg                   GoodputConfig
 		losses, arms, runArgs string
-		prefix, outJSON       string
-		asJSON                bool
+		prefix                string
+		out                   report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "goodput",
@@ -62,7 +62,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 			if err != nil {
 				return err
 			}
-			return report.Print(res, res.Text(), outJSON, asJSON)
+			return out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -77,7 +77,6 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 	f.IntVar(&cfg.MTU, "mtu", 0, "host MTU (default 1500)")
 	f.StringVar(&prefix, "prefix", "lfgood", "testbed prefix")
 	cli.LinkQueuesFlag(f, &cfg.LinkQueues)
-	f.StringVar(&outJSON, "out", "out/goodput.json", "write the result as JSON here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/goodput.json")
 	return cmd
 }

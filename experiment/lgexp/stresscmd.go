@@ -12,10 +12,10 @@ import (
 
 func stressCmd() *cobra.Command {
 	var (
-		cfg             StressConfig
-		prefix, outJSON string
-		modes, runArgs  string
-		asJSON          bool
+		cfg            StressConfig
+		prefix         string
+		modes, runArgs string
+		out            report.OutFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "stress",
@@ -61,7 +61,7 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 			if err != nil {
 				return err
 			}
-			return report.Print(res, res.Text(), outJSON, asJSON)
+			return out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -84,7 +84,6 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
 	f.BoolVar(&cfg.Both, "both", false, "impair sw2→sw1 too (the same model, seed+1): control frames are lost like data")
 	f.StringVar(&prefix, "prefix", "lfstress", "testbed prefix")
 	cli.LinkQueuesFlag(f, &cfg.LinkQueues)
-	f.StringVar(&outJSON, "out", "out/stress.json", "write the result as JSON here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	out.Add(f, "out/stress.json")
 	return cmd
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // PrintJSON writes v as indented JSON to stdout.
@@ -40,3 +42,19 @@ func PrintWritten(res any, text string, files []string, asJSON bool) error {
 	}
 	return nil
 }
+
+// OutFlags are the --out and --json flags of an experiment whose result is
+// one JSON document beside its text table.
+type OutFlags struct {
+	Out    string // --out: write the result as JSON to this file ('' to skip)
+	AsJSON bool   // --json: print JSON instead of the table
+}
+
+// Add declares --out, with the file path as its default, and --json.
+func (o *OutFlags) Add(f *pflag.FlagSet, path string) {
+	f.StringVar(&o.Out, "out", path, "write the result as JSON here ('' to skip)")
+	f.BoolVar(&o.AsJSON, "json", false, "print JSON instead of the table")
+}
+
+// Print writes res to --out and prints it, as Print does.
+func (o *OutFlags) Print(res any, text string) error { return Print(res, text, o.Out, o.AsJSON) }
