@@ -53,7 +53,8 @@ type Node struct {
 	list      []*nodeVOQ
 	sched     []*Scheduler
 	schedDue  []int64
-	egressQ   []int // per host port: as last reported (SetEgressQueue)
+	egressQ   []int  // per host port: as last reported (SetEgressQueue) plus what was delivered to it since
+	egressRep []bool // per host port: its queue was reported (deliveries count in it from then on)
 	reasm     *Reassembler
 	reasmDue  int64
 	macs      *MACTable
@@ -149,7 +150,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 			n.sched = append(n.sched, s)
 		}
 		n.schedDue = make([]int64, cfg.HostPorts)
-		n.egressQ = make([]int, cfg.HostPorts)
+		n.egressQ, n.egressRep = make([]int, cfg.HostPorts), make([]bool, cfg.HostPorts)
 		n.reasm.SetSkipped(n.skipped)
 		n.cfg.Client.PreCredit = cfg.Sched.PreCredit
 	}
