@@ -233,11 +233,25 @@ func (n *Node) rxCell(f link.Frame, b []byte) {
 }
 
 // sprayCell sends a cell frame toward its edge over a usable link of its
-// loss class not in exclude; it frees the frame and returns false if there
-// is none.
+// loss class not in exclude (with none, of the next looser class that has
+// one); it frees the frame and returns false if there is none.
 func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) bool {
 	lc := n.cfg.Reach.Classes.For(h.Class)
 	mask := n.reach.RoutesIn(lc, h.Dst) &^ exclude
+	if mask == 0 {
+		// The cell is in the fabric already: with no usable link of its
+		// class left (a peer kept from running past REACH's threshold
+		// takes the only clean link out), a looser class that reaches
+		// its edge carries it, as a link of that class would lose it only
+		// at that class's bound, where dropping loses it surely. Its VOQ's
+		// cells not cut yet still wait for a route in their class.
+		for k := lc + 1; mask == 0 && k <= MaxLossClasses; k++ {
+			if mask = n.reach.RoutesIn(k, h.Dst) &^ exclude; mask != 0 {
+				lc = k
+				n.Stats.ClassFallback++
+			}
+		}
+	}
 	if mask == 0 {
 		n.Stats.NoRoute++
 		n.free(f)
