@@ -1,8 +1,7 @@
-// Package experiment holds the TDMA experiments; the testbed they share with
-// the others is package bed, and the other mechanisms' experiments have
-// their own packages (lgexp, cellsexp, fecexp). Command-line parsing stays
-// in cmd/linkfabric.
-package experiment
+// Package tdmaexp holds the TDMA experiments (package tdmaagent, behind
+// `linkfabric tdma`) on a star of hosts; the testbed they share with the
+// others is package bed. Command-line parsing stays in cmd/linkfabric.
+package tdmaexp
 
 import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
