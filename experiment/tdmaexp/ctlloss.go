@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
@@ -79,12 +80,12 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 			for _, m := range cfg.Modes {
 				sc := cfg.Shuffle
 				sc.Star.Mode = m
-				e.progress("tdma ctlloss: run %d/%d, control loss %g, mode %s (load average %.1f)", run, sc.Runs, p, m, LoadAvg())
+				e.Printf("tdma ctlloss: run %d/%d, control loss %g, mode %s (load average %.1f)", run, sc.Runs, p, m, bed.LoadAvg())
 				a, err := e.shuffleOnce(ctx, sc, "tdma", run, []string{"--drop-control", strconv.FormatFloat(p, 'g', -1, 64), "--seed", strconv.Itoa(run)})
 				if err != nil {
 					return res, fmt.Errorf("loss %g, mode %s: %w", p, m, err)
 				}
-				e.progress("  overrun %d B, collisions %d, switch drops %d, lost frames %d, grants lost %d, lease expiries %d, ÷ ideal %.3f",
+				e.Printf("  overrun %d B, collisions %d, switch drops %d, lost frames %d, grants lost %d, lease expiries %d, ÷ ideal %.3f",
 					a.OverrunBytes, a.Collisions, a.Switch.Drops, a.LostFrames, a.CtlLost, a.LeaseExpiries, a.OverIdeal)
 				res.Runs = append(res.Runs, CtlLossRun{Loss: p, Mode: m, ShuffleArm: a})
 			}
@@ -95,14 +96,14 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 		for _, m := range cfg.Freeze.Modes {
 			sc := cfg.Shuffle
 			sc.Star.Mode = m
-			e.progress("tdma ctlloss: run %d/%d, mode %s, FM frozen (SIGSTOP) for %v once %.0f%% of the shuffle has crossed the switch (load average %.1f)",
-				run, sc.Runs, m, cfg.Freeze.Dur, 100*cfg.Freeze.At, LoadAvg())
+			e.Printf("tdma ctlloss: run %d/%d, mode %s, FM frozen (SIGSTOP) for %v once %.0f%% of the shuffle has crossed the switch (load average %.1f)",
+				run, sc.Runs, m, cfg.Freeze.Dur, 100*cfg.Freeze.At, bed.LoadAvg())
 			fr, err := e.freezeOnce(ctx, sc, run, cfg.Freeze)
 			if err != nil {
 				return res, fmt.Errorf("freeze, mode %s: %w", m, err)
 			}
 			f := fr.Freeze
-			e.progress("  frozen %.1f ms: silent within the lease (%.0f ms): %s (longest %.1f ms after a control frame); resumed within a round (%.0f ms) of the CONT: %s (latest %.1f ms)%s",
+			e.Printf("  frozen %.1f ms: silent within the lease (%.0f ms): %s (longest %.1f ms after a control frame); resumed within a round (%.0f ms) of the CONT: %s (latest %.1f ms)%s",
 				f.FrozenMs, f.LeaseMs, f.Silent, f.SilentMaxMs, f.RoundMs, f.Resume, f.ResumeMaxMs, noteSuffix(f.Note))
 			res.Freezes = append(res.Freezes, fr)
 		}

@@ -8,19 +8,5 @@ import (
 )
 
 // Env is the testbed environment of the experiments in this package; its
-// methods are the experiments. The unexported names below are the
-// testbed's, by the names these experiments call them.
+// methods are the experiments.
 type Env struct{ *bed.Env }
-
-func (e *Env) defaults() error { return e.Defaults() }
-
-func (e *Env) progress(format string, args ...any) { e.Printf(format, args...) }
-
-var (
-	lastLines     = bed.LastLines
-	runIperfPairs = bed.RunIperfPairs
-)
-
-type iperfTCP = bed.IperfTCP
-
-const udpHeader = bed.UDPHeader

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
@@ -135,7 +136,7 @@ func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) erro
 	d := readStarDrops(tb, c.Hosts).Sub(drops0)
 	m.HostDrops, m.VethDrops, m.VethRxDrops, m.PortRxDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.VethRx+d.PortRx, d.PortRx, d.Backlog
 	cpu1, _ := ReadCPU()
-	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
+	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), bed.LoadAvg()
 	return err
 }
 
@@ -148,7 +149,7 @@ type Precheck struct {
 // precheck fills in the Env's defaults and measures the CPUs for a second:
 // it fails on a saturated machine unless force.
 func (e *Env) precheck(force bool) (Precheck, error) {
-	if err := e.defaults(); err != nil {
+	if err := e.Defaults(); err != nil {
 		return Precheck{}, err
 	}
 	busy, err := CheckCPU(force)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -21,8 +22,8 @@ import (
 // on the machine's load: logged, not asserted.
 func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: testWriter{t}}}
+	self := bedtest.Self(t)
+	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: bedtest.Writer{T: t}}}
 	var stop atomic.Bool
 	spun := make(chan struct{})
 	go func() { // one core kept busy

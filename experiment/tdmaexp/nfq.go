@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -72,12 +73,12 @@ func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, e
 	var mbps, retx, duty, ovh []float64
 	res.Summary.Met = true
 	for run := 1; run <= cfg.Runs; run++ {
-		e.progress("tdma nfqueue: run %d/%d, iperf3 TCP from h1 to each of h2..h%d through the gate for %v (load average %.1f)", run, cfg.Runs, cfg.Star.Hosts, cfg.Duration, LoadAvg())
+		e.Printf("tdma nfqueue: run %d/%d, iperf3 TCP from h1 to each of h2..h%d through the gate for %v (load average %.1f)", run, cfg.Runs, cfg.Star.Hosts, cfg.Duration, bed.LoadAvg())
 		r, err := e.nfqOnce(ctx, cfg, run)
 		if err != nil {
 			return res, fmt.Errorf("run %d: %w", run, err)
 		}
-		e.progress("  %.1f Mbit/s over all flows, duty %.1f %% per flow, retransmissions %d (RetransSegs %d), queue dropped %d, user dropped %d, released %d, held at most %d",
+		e.Printf("  %.1f Mbit/s over all flows, duty %.1f %% per flow, retransmissions %d (RetransSegs %d), queue dropped %d, user dropped %d, released %d, held at most %d",
 			r.Mbps, r.DutyPct, r.Retransmits, r.RetransSegs, r.QueueDropped, r.UserDropped, r.Released, r.HeldMax)
 		res.Runs = append(res.Runs, r)
 		mbps, retx = append(mbps, r.Mbps), append(retx, float64(r.Retransmits))
@@ -115,7 +116,7 @@ func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, 
 		// rounds and a second of tail; iperf3 starts once they are up.
 		agentsFor := cfg.Duration + 2*time.Second
 		type flowRes struct {
-			r    []iperfTCP
+			r    []bed.IperfTCP
 			retx uint64
 			err  error
 		}
@@ -133,7 +134,7 @@ func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, 
 			for j := 2; j <= c.Hosts; j++ {
 				pairs = append(pairs, [4]string{h1, tb.NS("h" + strconv.Itoa(j)), netns.StarAddr(j), strconv.Itoa(5300 + j)})
 			}
-			f.r, f.err = runIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
+			f.r, f.err = bed.RunIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
 			r1, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
 			f.retx = r1 - r0
 			fch <- f

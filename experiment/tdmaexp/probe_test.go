@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -121,7 +122,7 @@ func TestTDMAProbeSmall(t *testing.T) {
 	netns.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e := &Env{Env: &bed.Env{Prefix: netns.TestPrefix(t, "lfpr"), Progress: testWriter{t}}}
+	e := &Env{Env: &bed.Env{Prefix: netns.TestPrefix(t, "lfpr"), Progress: bedtest.Writer{T: t}}}
 	tr, err := e.TDMAProbeTimers(ctx, TDMAProbeTimersConfig{Periods: []time.Duration{time.Millisecond}, Samples: 50, RT: 50, Force: true})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -127,14 +128,14 @@ func (e *Env) TDMARPC(ctx context.Context, cfg TDMARPCConfig) (*TDMARPCResult, e
 	res := &TDMARPCResult{Config: cfg, Precheck: pre}
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
-			e.progress("tdma rpc: run %d/%d, arm %s (switch buffer %s, a batch of %d pings every %v, load average %.1f)",
-				run, cfg.Runs, arm, cfg.Star.Limit, len(cfg.Offsets), cfg.PingEvery, LoadAvg())
+			e.Printf("tdma rpc: run %d/%d, arm %s (switch buffer %s, a batch of %d pings every %v, load average %.1f)",
+				run, cfg.Runs, arm, cfg.Star.Limit, len(cfg.Offsets), cfg.PingEvery, bed.LoadAvg())
 			a, err := e.rpcOnce(ctx, cfg, arm, run)
 			if err != nil {
 				res.Summary = summarizeRPC(cfg.Arms, res.Runs) // of the runs done
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.progress("  RTT p50/p95/p99 %.0f/%.0f/%.0f µs (%d of %d answered)%s, switch drops %d, CPU %.0f %%",
+			e.Printf("  RTT p50/p95/p99 %.0f/%.0f/%.0f µs (%d of %d answered)%s, switch drops %d, CPU %.0f %%",
 				a.RTT.P50us, a.RTT.P95us, a.RTT.P99us, a.Answered, a.Sent, a.bulkLine(), a.Switch.Drops, a.CPUBusyPct)
 			res.Runs = append(res.Runs, a)
 		}
@@ -273,7 +274,7 @@ func (e *Env) rpcTDMA(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed,
 	}
 	out.Sent, out.Answered, out.Deferred = cl.Sent, cl.Answered, sv.Deferred
 	if cl.SamplesCut > 0 {
-		e.progress("  %d answers beyond the %d samples kept are not in the quantiles", cl.SamplesCut, host.MaxPingSamples)
+		e.Printf("  %d answers beyond the %d samples kept are not in the quantiles", cl.SamplesCut, host.MaxPingSamples)
 	}
 	from, to := cl.FirstIssue, cl.FirstIssue+int64(cfg.Phase)
 	for _, s := range cl.Samples {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -110,13 +111,13 @@ func (e *Env) TDMARR(ctx context.Context, cfg TDMARRConfig) (*TDMARRResult, erro
 		for _, b := range cfg.Blocks {
 			for _, arm := range cfg.Arms {
 				bb := int64(math.Round(b * float64(C)))
-				e.progress("tdma rr: run %d/%d, block %g slot capacities (%d B), arm %s (load average %.1f)", run, cfg.Runs, b, bb, arm, LoadAvg())
+				e.Printf("tdma rr: run %d/%d, block %g slot capacities (%d B), arm %s (load average %.1f)", run, cfg.Runs, b, bb, arm, bed.LoadAvg())
 				r, err := e.rrOnce(ctx, cfg, b, bb, arm, run)
 				if err != nil {
 					res.Summary = summarizeRR(cfg.Arms, cfg.Blocks, res.Runs) // of the runs done
 					return res, fmt.Errorf("run %d, block %g, arm %s: %w", run, b, arm, err)
 				}
-				e.progress("  per host %.3f × rate (least %.3f), switch drops %d, lost frames %d, CPU %.0f %%", r.MeanOverR, r.MinOverR, r.Switch.Drops, r.LostFrames, r.CPUBusyPct)
+				e.Printf("  per host %.3f × rate (least %.3f), switch drops %d, lost frames %d, CPU %.0f %%", r.MeanOverR, r.MinOverR, r.Switch.Drops, r.LostFrames, r.CPUBusyPct)
 				res.Runs = append(res.Runs, r)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -98,12 +99,12 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 	res := &TDMAShuffleResult{Config: cfg, Precheck: pre, Summary: map[string]ArmSumm{}}
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
-			e.progress("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), LoadAvg())
+			e.Printf("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), bed.LoadAvg())
 			r, err := e.shuffleOnce(ctx, cfg, arm, run, nil)
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
+			e.Printf("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
 			res.Runs = append(res.Runs, r)
 		}
 	}
@@ -174,7 +175,7 @@ func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm st
 					}
 					if d == 0 { // raw mode does not retransmit: a lost frame leaves the flow short
 						out.Incomplete++
-						e.progress("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
+						e.Printf("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
 						continue
 					}
 					done = append(done, d)

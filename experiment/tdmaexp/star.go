@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/fm"
@@ -233,7 +234,7 @@ func (p *agentProc) result(v any) error {
 	b, err := os.ReadFile(p.out)
 	if err != nil {
 		lb, _ := os.ReadFile(p.log.Name())
-		return fmt.Errorf("%s: no statistics (%w); its log:\n%s", p.out, err, lastLines(lb, 10))
+		return fmt.Errorf("%s: no statistics (%w); its log:\n%s", p.out, err, bed.LastLines(lb, 10))
 	}
 	return json.Unmarshal(b, v)
 }
