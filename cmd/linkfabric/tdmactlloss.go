@@ -116,8 +116,8 @@ and statistics.`,
 				return fmt.Errorf("--runs %d: want at least 1", runs)
 			}
 			s.Runs, s.Force, s.Dir, s.Arms = runs, force, out, []string{"tdma"}
-			env := &tdmaexp.Env{Env: &bed.Env{Prefix: prefix}}
-			r, err := env.TDMACtlLoss(cmd.Context(), c)
+			env := &bed.Env{Prefix: prefix}
+			r, err := tdmaexp.TDMACtlLoss(cmd.Context(), env, c)
 			if r != nil && (len(r.Runs) > 0 || len(r.Freezes) > 0) {
 				fmt.Print(r.Text())
 				err = wroteFiles(err)(tdmaexp.WriteTDMACtlLoss(out, r))

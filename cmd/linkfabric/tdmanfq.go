@@ -58,8 +58,8 @@ into --out with each run's agent logs.`,
 				return fmt.Errorf("--duration %v: want at least 1s (iperf3 counts whole seconds)", dur)
 			}
 			c.Runs, c.Force, c.Dir, c.Duration, c.TLP = runs, force, out, dur.Truncate(time.Second), tlp
-			env := &tdmaexp.Env{Env: &bed.Env{Prefix: prefix}}
-			r, err := env.TDMANFQ(cmd.Context(), c)
+			env := &bed.Env{Prefix: prefix}
+			r, err := tdmaexp.TDMANFQ(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
 				if paths, werr := tdmaexp.WriteTDMANFQ(out, r); werr == nil {

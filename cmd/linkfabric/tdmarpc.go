@@ -82,8 +82,8 @@ TDMA run's agent logs and statistics.`,
 			}
 			c.Warm, c.Phase, c.PingEvery = warm, phase, pingEvery
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &tdmaexp.Env{Env: &bed.Env{Prefix: sf.prefix}}
-			r, err := env.TDMARPC(cmd.Context(), c)
+			env := &bed.Env{Prefix: sf.prefix}
+			r, err := tdmaexp.TDMARPC(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
 				err = wroteFiles(err)(tdmaexp.WriteTDMARPC(sf.out, r))

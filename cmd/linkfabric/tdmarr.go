@@ -75,8 +75,8 @@ into --out, with each TDMA run's agent logs and statistics.`,
 			}
 			c.Blocks, c.Warm, c.Duration = blocks, warm, duration
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &tdmaexp.Env{Env: &bed.Env{Prefix: sf.prefix}}
-			r, err := env.TDMARR(cmd.Context(), c)
+			env := &bed.Env{Prefix: sf.prefix}
+			r, err := tdmaexp.TDMARR(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
 				err = wroteFiles(err)(tdmaexp.WriteTDMARR(sf.out, r))

@@ -70,8 +70,8 @@ agent logs and statistics go in a directory of their own.`,
 			}
 			c.Size = int64(sz)
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &tdmaexp.Env{Env: &bed.Env{Prefix: sf.prefix}}
-			r, err := env.TDMAShuffle(cmd.Context(), c)
+			env := &bed.Env{Prefix: sf.prefix}
+			r, err := tdmaexp.TDMAShuffle(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
 				err = wroteFiles(err)(tdmaexp.WriteTDMAShuffle(sf.out, r))

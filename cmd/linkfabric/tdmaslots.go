@@ -113,8 +113,8 @@ and each run's agent logs and statistics.`,
 				return fmt.Errorf("--runs %d: want at least 1", runs)
 			}
 			c.Target, c.Runs, c.Force, c.Dir = target, runs, force, out
-			env := &tdmaexp.Env{Env: &bed.Env{Prefix: prefix}}
-			r, err := env.TDMASlots(cmd.Context(), c)
+			env := &bed.Env{Prefix: prefix}
+			r, err := tdmaexp.TDMASlots(cmd.Context(), env, c)
 			if r != nil && (len(r.Runs) > 0 || r.Calib != nil) {
 				fmt.Print(r.Text())
 				err = wroteFiles(err)(tdmaexp.WriteTDMASlots(out, r))

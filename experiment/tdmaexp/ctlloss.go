@@ -68,8 +68,8 @@ type TDMACtlLossResult struct {
 
 // TDMACtlLoss runs the shuffle at every loss in every mode, then with the
 // FM frozen in every freeze mode, Runs times.
-func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlLossResult, error) {
-	pre, err := e.precheck(cfg.Shuffle.Force)
+func TDMACtlLoss(ctx context.Context, e *bed.Env, cfg TDMACtlLossConfig) (*TDMACtlLossResult, error) {
+	pre, err := precheck(e, cfg.Shuffle.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 				sc := cfg.Shuffle
 				sc.Star.Mode = m
 				e.Printf("tdma ctlloss: run %d/%d, control loss %g, mode %s (load average %.1f)", run, sc.Runs, p, m, bed.LoadAvg())
-				a, err := e.shuffleOnce(ctx, sc, "tdma", run, []string{"--drop-control", strconv.FormatFloat(p, 'g', -1, 64), "--seed", strconv.Itoa(run)})
+				a, err := shuffleOnce(ctx, e, sc, "tdma", run, []string{"--drop-control", strconv.FormatFloat(p, 'g', -1, 64), "--seed", strconv.Itoa(run)})
 				if err != nil {
 					return res, fmt.Errorf("loss %g, mode %s: %w", p, m, err)
 				}
@@ -98,7 +98,7 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 			sc.Star.Mode = m
 			e.Printf("tdma ctlloss: run %d/%d, mode %s, FM frozen (SIGSTOP) for %v once %.0f%% of the shuffle has crossed the switch (load average %.1f)",
 				run, sc.Runs, m, cfg.Freeze.Dur, 100*cfg.Freeze.At, bed.LoadAvg())
-			fr, err := e.freezeOnce(ctx, sc, run, cfg.Freeze)
+			fr, err := freezeOnce(ctx, e, sc, run, cfg.Freeze)
 			if err != nil {
 				return res, fmt.Errorf("freeze, mode %s: %w", m, err)
 			}
@@ -119,12 +119,12 @@ func noteSuffix(n string) string {
 }
 
 // freezeOnce runs the shuffle in mode sc.Star.Mode with the FM frozen.
-func (e *Env) freezeOnce(ctx context.Context, sc TDMAShuffleConfig, run int, fz TDMAFreezeConfig) (FreezeRun, error) {
+func freezeOnce(ctx context.Context, e *bed.Env, sc TDMAShuffleConfig, run int, fz TDMAFreezeConfig) (FreezeRun, error) {
 	out := FreezeRun{Mode: sc.Star.Mode}
 	n := sc.Star.Hosts
 	trigger := uint64(fz.At * float64(int64(n*(n-1))*sc.Size))
 	var fr FreezeResult
-	a, tr, err := e.shuffleOnceWith(ctx, sc, "tdma", run, shuffleOpts{tag: "-freeze", slow: 1 + float64(fz.Dur)/float64(time.Second),
+	a, tr, err := shuffleOnceWith(ctx, e, sc, "tdma", run, shuffleOpts{tag: "-freeze", slow: 1 + float64(fz.Dur)/float64(time.Second),
 		during: freezeHook(n, trigger, fz.Dur, &fr)})
 	if err != nil {
 		return out, err

@@ -117,8 +117,8 @@ type ArmMeasures struct {
 
 // onStar brings up a fresh star for one arm, runs fn on it while sampling
 // the switch, the star's drops and the CPUs into m, and tears it down.
-func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) error) error {
-	tb, err := e.upStar(c)
+func onStar(e *bed.Env, c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) error) error {
+	tb, err := upStar(e, c)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ type Precheck struct {
 
 // precheck fills in the Env's defaults and measures the CPUs for a second:
 // it fails on a saturated machine unless force.
-func (e *Env) precheck(force bool) (Precheck, error) {
+func precheck(e *bed.Env, force bool) (Precheck, error) {
 	if err := e.Defaults(); err != nil {
 		return Precheck{}, err
 	}

@@ -23,7 +23,7 @@ import (
 func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	netns.RequireRoot(t)
 	self := bedtest.Self(t)
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: bedtest.Writer{T: t}}}
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: bedtest.Writer{T: t}}
 	var stop atomic.Bool
 	spun := make(chan struct{})
 	go func() { // one core kept busy
@@ -37,7 +37,7 @@ func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	for _, mode := range []string{"lease", "freerun"} {
 		cfg := TDMAShuffleConfig{Star: TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10, Slot: 5 * time.Millisecond, Guard: 300 * time.Microsecond,
 			Mode: mode, RT: 60, Sched: "rotor", Margin: 50 * time.Microsecond}, Size: 1 << 20, Arms: []string{"tdma"}, Runs: 1, Dir: t.TempDir()}
-		a, err := e.shuffleOnce(t.Context(), cfg, "tdma", 1, nil)
+		a, err := shuffleOnce(t.Context(), e, cfg, "tdma", 1, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}

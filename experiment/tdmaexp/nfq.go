@@ -64,8 +64,8 @@ type TDMANFQResult struct {
 }
 
 // TDMANFQ runs the gated TCP flow Runs times.
-func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, error) {
-	pre, err := e.precheck(cfg.Force)
+func TDMANFQ(ctx context.Context, e *bed.Env, cfg TDMANFQConfig) (*TDMANFQResult, error) {
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, e
 	res.Summary.Met = true
 	for run := 1; run <= cfg.Runs; run++ {
 		e.Printf("tdma nfqueue: run %d/%d, iperf3 TCP from h1 to each of h2..h%d through the gate for %v (load average %.1f)", run, cfg.Runs, cfg.Star.Hosts, cfg.Duration, bed.LoadAvg())
-		r, err := e.nfqOnce(ctx, cfg, run)
+		r, err := nfqOnce(ctx, e, cfg, run)
 		if err != nil {
 			return res, fmt.Errorf("run %d: %w", run, err)
 		}
@@ -98,14 +98,14 @@ func (r NFQRun) met() bool {
 	return r.Retransmits == 0 && r.RetransSegs == 0 && r.QueueDropped == 0 && r.UserDropped == 0
 }
 
-func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, error) {
+func nfqOnce(ctx context.Context, e *bed.Env, cfg TDMANFQConfig, run int) (NFQRun, error) {
 	c := cfg.Star
 	out := NFQRun{Run: run}
 	dir := filepath.Join(cfg.Dir, fmt.Sprintf("run%d", run))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return out, err
 	}
-	err := e.onStar(c, &out.ArmMeasures, func(tb *netns.Testbed) error {
+	err := onStar(e, c, &out.ArmMeasures, func(tb *netns.Testbed) error {
 		h1 := tb.NS("h1")
 		if !cfg.TLP {
 			if err := netns.Sysctl(h1, "net.ipv4.tcp_early_retrans", "0"); err != nil {
@@ -139,7 +139,7 @@ func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, 
 			f.retx = r1 - r0
 			fch <- f
 		}()
-		r, err := e.runTDMA(ctx, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
+		r, err := runTDMA(ctx, e, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
 			return []string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}
 		})
 		f := <-fch

@@ -111,7 +111,7 @@ const reactRound = 1
 
 // TDMAProbeReact runs every size on one star of two hosts (h1 sends to
 // h2) and the FM, which sends h1 the pauses.
-func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TDMAProbeReactResult, error) {
+func TDMAProbeReact(ctx context.Context, e *bed.Env, cfg TDMAProbeReactConfig) (*TDMAProbeReactResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TD
 	res := &TDMAProbeReactResult{Config: cfg, Machine: m, Summary: ReactSumm{StopP50us: map[string]float64{}, QuietP50us: map[string]float64{}, SenderP50us: map[string]float64{}, ResumeP50us: map[string]float64{},
 		TimedDevP50: map[string]float64{}, Paper: "software PFC (Fig. 5): ~100–200 µs, low variance; NIC 802.3x (Fig. 1): 2–6 µs"}}
 	e.Printf("tdma probe react: star of 2 hosts at %s (MTU %d); h1 sends to h2, the FM pauses h1", cfg.Rate, mtu)
-	tb, err := e.upStar(TDMAStar{Hosts: 2, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
+	tb, err := upStar(e, TDMAStar{Hosts: 2, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TD
 		}
 	}
 	for _, size := range cfg.Sizes {
-		r, err := e.reactSize(ctx, tb, cfg, size)
+		r, err := reactSize(ctx, e, tb, cfg, size)
 		if err != nil {
 			return res, fmt.Errorf("size %d: %w", size, err)
 		}
@@ -168,7 +168,7 @@ func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TD
 }
 
 // reactSize runs one frame size.
-func (e *Env) reactSize(ctx context.Context, tb *netns.Testbed, cfg TDMAProbeReactConfig, size int) (ReactSize, error) {
+func reactSize(ctx context.Context, e *bed.Env, tb *netns.Testbed, cfg TDMAProbeReactConfig, size int) (ReactSize, error) {
 	rate := uint64(cfg.Rate)
 	fl := size - 4 // the frame without FCS
 	ft := wireNs(fl, rate)

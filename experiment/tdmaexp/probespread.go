@@ -83,7 +83,7 @@ type TDMAProbeSpreadResult struct {
 const spreadPort = 5309
 
 // TDMAProbeSpread brings up the star and runs every arm on it.
-func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*TDMAProbeSpreadResult, error) {
+func TDMAProbeSpread(ctx context.Context, e *bed.Env, cfg TDMAProbeSpreadConfig) (*TDMAProbeSpreadResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*
 	}
 	res := &TDMAProbeSpreadResult{Config: cfg, Machine: m}
 	e.Printf("tdma probe spread: star of %d hosts at %s (MTU %d)", cfg.Hosts, cfg.Rate, mtu)
-	tb, err := e.upStar(TDMAStar{Hosts: cfg.Hosts, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
+	tb, err := upStar(e, TDMAStar{Hosts: cfg.Hosts, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*
 			name = fmt.Sprintf("%s %dB", a.load, a.frame)
 		}
 		e.Printf("tdma probe spread: arm %s: %d batches every %v (load average %.1f)", name, cfg.Batches, cfg.Interval, bed.LoadAvg())
-		r, err := e.spreadArm(ctx, tb, s, cfg, uint16(i+1), a.load, a.frame)
+		r, err := spreadArm(ctx, e, tb, s, cfg, uint16(i+1), a.load, a.frame)
 		if err != nil {
 			return res, fmt.Errorf("arm %s: %w", name, err)
 		}
@@ -225,7 +225,7 @@ func (s *spreadPorts) close() {
 
 // spreadArm sends the batches (arm id in the grants' round field) with
 // the load running, and measures.
-func (e *Env) spreadArm(ctx context.Context, tb *netns.Testbed, s *spreadPorts, cfg TDMAProbeSpreadConfig, arm uint16, load netns.BitRate, frame int) (SpreadArm, error) {
+func spreadArm(ctx context.Context, e *bed.Env, tb *netns.Testbed, s *spreadPorts, cfg TDMAProbeSpreadConfig, arm uint16, load netns.BitRate, frame int) (SpreadArm, error) {
 	n := len(s.rx)
 	r := SpreadArm{LoadBps: uint64(load), Frame: frame, Batches: cfg.Batches}
 	cpu0, _ := ReadCPU()

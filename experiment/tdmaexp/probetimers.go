@@ -63,7 +63,7 @@ type TDMAProbeTimersResult struct {
 }
 
 // TDMAProbeTimers measures each method at each period.
-func (e *Env) TDMAProbeTimers(ctx context.Context, cfg TDMAProbeTimersConfig) (*TDMAProbeTimersResult, error) {
+func TDMAProbeTimers(ctx context.Context, e *bed.Env, cfg TDMAProbeTimersConfig) (*TDMAProbeTimersResult, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}

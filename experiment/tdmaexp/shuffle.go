@@ -91,8 +91,8 @@ const (
 )
 
 // TDMAShuffle runs the shuffle arms Runs times, interleaved.
-func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuffleResult, error) {
-	pre, err := e.precheck(cfg.Force)
+func TDMAShuffle(ctx context.Context, e *bed.Env, cfg TDMAShuffleConfig) (*TDMAShuffleResult, error) {
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
 			e.Printf("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), bed.LoadAvg())
-			r, err := e.shuffleOnce(ctx, cfg, arm, run, nil)
+			r, err := shuffleOnce(ctx, e, cfg, arm, run, nil)
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
@@ -124,8 +124,8 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 
 // shuffleOnce runs one arm on a fresh star; extra are more flags for the
 // TDMA agents.
-func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, extra []string) (ShuffleArm, error) {
-	a, _, err := e.shuffleOnceWith(ctx, cfg, arm, run, shuffleOpts{extra: extra})
+func shuffleOnce(ctx context.Context, e *bed.Env, cfg TDMAShuffleConfig, arm string, run int, extra []string) (ShuffleArm, error) {
+	a, _, err := shuffleOnceWith(ctx, e, cfg, arm, run, shuffleOpts{extra: extra})
 	return a, err
 }
 
@@ -141,13 +141,13 @@ type shuffleOpts struct {
 
 // shuffleOnceWith is shuffleOnce; it also returns the TDMA agents'
 // statistics (nil for TCP).
-func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, o shuffleOpts) (ShuffleArm, *TDMARun, error) {
+func shuffleOnceWith(ctx context.Context, e *bed.Env, cfg TDMAShuffleConfig, arm string, run int, o shuffleOpts) (ShuffleArm, *TDMARun, error) {
 	c := cfg.Star
 	extra := o.extra
 	var tr *TDMARun
 	out := ShuffleArm{Arm: arm, Run: run}
 	perHost := float64(int64(c.Hosts-1)*cfg.Size) * 8 / float64(c.Rate)
-	err := e.onStar(c, &out.ArmMeasures, func(tb *netns.Testbed) error {
+	err := onStar(e, c, &out.ArmMeasures, func(tb *netns.Testbed) error {
 		switch arm {
 		case "tdma":
 			out.IdealS = perHost * wireFrame / rawPayload
@@ -156,7 +156,7 @@ func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm st
 				return err
 			}
 			timeout := time.Duration(out.IdealS*5*max(o.slow, 1)*float64(time.Second)) + 20*time.Second
-			r, err := e.runTDMAWith(ctx, tb, c, dir, timeout, func(int) []string {
+			r, err := runTDMAWith(ctx, e, tb, c, dir, timeout, func(int) []string {
 				return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
 			}, o.during)
 			if err != nil {

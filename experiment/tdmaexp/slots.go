@@ -194,11 +194,11 @@ func slotEfficiency(prog []HostProgress, rate uint64) (eff, goodput float64, ok 
 
 // TDMASlots runs the calibration (for an automatic guard), then every slot
 // length Runs times, interleaved.
-func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsResult, error) {
+func TDMASlots(ctx context.Context, e *bed.Env, cfg TDMASlotsConfig) (*TDMASlotsResult, error) {
 	if len(cfg.Slots) == 0 {
 		return nil, fmt.Errorf("tdma slots: no slot length")
 	}
-	pre, err := e.precheck(cfg.Force)
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsRes
 	defer res.summarize()
 	guard := cfg.Guard
 	if guard == 0 {
-		c, err := e.calibrateGuard(ctx, cfg)
+		c, err := calibrateGuard(ctx, e, cfg)
 		if err != nil {
 			return res, err
 		}
@@ -228,7 +228,7 @@ func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsRes
 			sc.Star.Slot, sc.Star.Guard = L, guard
 			e.Printf("tdma slots: run %d/%d, slot %v, guard %v (expected efficiency (L−g)/L = %.3f; %d hosts, %s per flow, load average %.1f)",
 				run, cfg.Runs, L, guard, sr.Expected, cfg.Star.Hosts, fct.FormatSize(cfg.Size), bed.LoadAvg())
-			a, tr, err := e.shuffleOnceWith(ctx, sc, "tdma", run, shuffleOpts{tag: "-slot" + L.String(), slow: 1 / max(sr.Expected, 0.05)})
+			a, tr, err := shuffleOnceWith(ctx, e, sc, "tdma", run, shuffleOpts{tag: "-slot" + L.String(), slow: 1 / max(sr.Expected, 0.05)})
 			if err != nil {
 				return res, fmt.Errorf("slot %v, run %d: %w", L, run, err)
 			}
@@ -248,13 +248,13 @@ func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsRes
 }
 
 // calibrateGuard runs the calibration shuffle and applies GuardRule.
-func (e *Env) calibrateGuard(ctx context.Context, cfg TDMASlotsConfig) (*GuardCalib, error) {
+func calibrateGuard(ctx context.Context, e *bed.Env, cfg TDMASlotsConfig) (*GuardCalib, error) {
 	L := slices.Max(cfg.Slots)
 	sc := TDMAShuffleConfig{Star: cfg.Star, Size: cfg.CalibSize, Arms: []string{"tdma"}, Runs: 1, Force: cfg.Force, Dir: cfg.Dir}
 	sc.Star.Slot, sc.Star.Guard = L, L/10
 	e.Printf("tdma slots: calibrating the guard: a shuffle of %s per flow at slot %v, guard %v, measuring every grant's delay (load average %.1f)",
 		fct.FormatSize(cfg.CalibSize), L, L/10, bed.LoadAvg())
-	a, tr, err := e.shuffleOnceWith(ctx, sc, "tdma", 0, shuffleOpts{tag: "-calibration"})
+	a, tr, err := shuffleOnceWith(ctx, e, sc, "tdma", 0, shuffleOpts{tag: "-calibration"})
 	if err != nil {
 		return nil, fmt.Errorf("guard calibration: %w", err)
 	}

@@ -2,11 +2,3 @@
 // `linkfabric tdma`) on a star of hosts; the testbed they share with the
 // others is package bed. Command-line parsing stays in cmd/linkfabric.
 package tdmaexp
-
-import (
-	"github.com/linkfabric/linkfabric/experiment/bed"
-)
-
-// Env is the testbed environment of the experiments in this package; its
-// methods are the experiments.
-type Env struct{ *bed.Env }
