@@ -3,6 +3,8 @@ package cellify
 import (
 	"bytes"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/link"
 )
 
 func testLossClasses() LossClasses {
@@ -386,5 +388,77 @@ func TestReachLostByCounter(t *testing.T) {
 	r.Receive(11_000, 0, &PeerReach{From: 102, Tier: 1, Seq: 51})
 	if l := r.Link(0); l.ReachLost != 3 {
 		t.Fatalf("after a peer change: lost %d, want 3", l.ReachLost)
+	}
+}
+
+// Edges e1, e2 joined by a clean link (class 1) and a gray one (class 3):
+// cells of a class-1 traffic class cross the clean link only; when it is
+// excluded with cells of theirs handed back (Respray), no link is left in
+// class 1, and those cells, already cut, take the next looser class that
+// reaches e2 (counted) rather than being dropped: every frame arrives, in
+// order. The VOQ's frames not cut yet wait for a class-1 route.
+func TestNodeResprayClassFallback(t *testing.T) {
+	n := newNodeNet(t)
+	edge := func(self EdgeID) NodeConfig {
+		c := withClasses(testEdge(self, 1, 2))
+		c.Credits = false // no grant to wait for over the held link
+		return c
+	}
+	e1, e2 := n.add(edge(1)), n.add(edge(2))
+	n.wire(e1, 0, e2, 0, nodeUs)
+	n.wire(e1, 1, e2, 1, nodeUs)
+	n.run(200*nodeUs, nodeUs)
+	for range 2 {
+		for _, nd := range n.nodes {
+			nd.SetLoss(n.now, 0, 0)
+			nd.SetLoss(n.now, 1, 1e-2)
+		}
+		n.run(classHold, nodeUs)
+	}
+	n.run(100*nodeUs, nodeUs)
+	a, b := n.nodes[e1], n.nodes[e2]
+	for _, nd := range []*Node{a, b} {
+		nd.Learn(n.now, hostMAC(1), 1, 0)
+		nd.Learn(n.now, hostMAC(2), 2, 0)
+	}
+	if r := a.Reach().RoutesIn(1, 2); r != 1 {
+		t.Fatalf("class-1 routes to e2 %#b, want the clean link only", r)
+	}
+	cut := [2]int{e1, 0}
+	n.cut[cut] = true // the clean link's cells stay with its layer
+	const frames = 10
+	for i := range frames {
+		n.host(e1, 0, setDSCP(hostFrame(1, 2, 0, i, 1000), 46))
+	}
+	n.run(20*nodeUs, nodeUs)
+	var held []link.Frame // its cells (the link layer keeps its control frames)
+	for _, f := range n.held[cut] {
+		if ty, _ := frameTypeOf(n.mem.Bytes(f.H, f.Len)); ty == 9 {
+			held = append(held, f)
+		} else {
+			n.mem.release(f)
+		}
+	}
+	if len(held) == 0 {
+		t.Fatal("no cell of class 1 on the clean link")
+	}
+	delete(n.cut, cut)
+	delete(n.held, cut)
+	a.SetLinkUp(n.now, 0, false)
+	if r := a.Reach().RoutesIn(1, 2); r != 0 {
+		t.Fatalf("class-1 routes to e2 %#b with the clean link down", r)
+	}
+	a.Respray(n.now, 0, held)
+	n.drain(e1)
+	n.run(500*nodeUs, nodeUs)
+	if a.Stats.RespraysDrop != 0 || a.Stats.NoRoute != 0 {
+		t.Fatalf("resprayed cells dropped: %d (no route %d)", a.Stats.RespraysDrop, a.Stats.NoRoute)
+	}
+	if a.Stats.ClassFallback == 0 {
+		t.Fatal("cells resprayed over a looser class not counted")
+	}
+	checkInOrder(t, n.got[[2]int{e2, 0}], frames, "class 1 after respray")
+	if n.mem.inUse() != 0 {
+		t.Fatalf("%d buffers in use", n.mem.inUse())
 	}
 }

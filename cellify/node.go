@@ -53,7 +53,8 @@ type Node struct {
 	list      []*nodeVOQ
 	sched     []*Scheduler
 	schedDue  []int64
-	egressQ   []int // per host port: as last reported (SetEgressQueue)
+	egressQ   []int  // per host port: as last reported (SetEgressQueue) plus what was delivered to it since
+	egressRep []bool // per host port: its queue was reported (deliveries count in it from then on)
 	reasm     *Reassembler
 	reasmDue  int64
 	macs      *MACTable
@@ -149,7 +150,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 			n.sched = append(n.sched, s)
 		}
 		n.schedDue = make([]int64, cfg.HostPorts)
-		n.egressQ = make([]int, cfg.HostPorts)
+		n.egressQ, n.egressRep = make([]int, cfg.HostPorts), make([]bool, cfg.HostPorts)
 		n.reasm.SetSkipped(n.skipped)
 		n.cfg.Client.PreCredit = cfg.Sched.PreCredit
 	}
@@ -232,11 +233,25 @@ func (n *Node) rxCell(f link.Frame, b []byte) {
 }
 
 // sprayCell sends a cell frame toward its edge over a usable link of its
-// loss class not in exclude; it frees the frame and returns false if there
-// is none.
+// loss class not in exclude (with none, of the next looser class that has
+// one); it frees the frame and returns false if there is none.
 func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) bool {
 	lc := n.cfg.Reach.Classes.For(h.Class)
 	mask := n.reach.RoutesIn(lc, h.Dst) &^ exclude
+	if mask == 0 {
+		// The cell is in the fabric already: with no usable link of its
+		// class left (a peer kept from running past REACH's threshold
+		// takes the only clean link out), a looser class that reaches
+		// its edge carries it, as a link of that class would lose it only
+		// at that class's bound, where dropping loses it surely. Its VOQ's
+		// cells not cut yet still wait for a route in their class.
+		for k := lc + 1; mask == 0 && k <= MaxLossClasses; k++ {
+			if mask = n.reach.RoutesIn(k, h.Dst) &^ exclude; mask != 0 {
+				lc = k
+				n.Stats.ClassFallback++
+			}
+		}
+	}
 	if mask == 0 {
 		n.Stats.NoRoute++
 		n.free(f)

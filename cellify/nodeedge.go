@@ -275,8 +275,14 @@ func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
 }
 
 // tellEgress gives host port p's scheduler its egress queue as last
-// reported plus, with the credit window, the cells the reassembly holds
-// for it now.
+// reported, plus the frames delivered to the port since (they joined its
+// queue, and their cells no longer count as credit in flight) and, with
+// the credit window, the cells the reassembly holds for it now. Without
+// the deliveries, a request or a reassembly timeout between two reports
+// ran the scheduler on a queue short of what had just arrived, and it
+// granted that much beyond the window: a port the window sized to its
+// buffer overflowed. (A port whose queue is never reported has none:
+// deliveries count only once it was.)
 func (n *Node) tellEgress(p int) {
 	s := n.sched[p]
 	q := n.egressQ[p]
@@ -297,7 +303,8 @@ func (n *Node) pollSched(p int) {
 	s.ResetOut()
 }
 
-// SetEgressQueue reports the bytes queued toward host port p: grants stop
+// SetEgressQueue reports the bytes queued toward host port p (the frames
+// delivered to it in Out included, placed or not): grants stop
 // while they are above SchedConfig.StopAbove (with the credit window:
 // while they, the cells the reassembly holds and the credit in flight are
 // at the window) and resume (in this call) when they fall. The cells held
@@ -314,7 +321,7 @@ func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
 	}
 	s := n.sched[p]
 	was := s.Stopped()
-	n.egressQ[p] = bytes
+	n.egressQ[p], n.egressRep[p] = bytes, true
 	n.tellEgress(p)
 	if was && !s.Stopped() {
 		n.pollSched(p)
@@ -440,6 +447,9 @@ func (n *Node) deliverCopy(p int, frame []byte) {
 
 func (n *Node) deliverFrame(p int, f link.Frame) {
 	n.Out.Deliver[p] = append(n.Out.Deliver[p], f)
+	if p < len(n.egressRep) && n.egressRep[p] {
+		n.egressQ[p] += f.Len // until the next report, which includes it
+	}
 	n.Stats.Delivered++
 	n.Stats.DeliveredBytes += uint64(f.Len)
 	hs := &n.hosts[p]

@@ -64,6 +64,11 @@ type NodeStats struct {
 	RespraysDrop uint64 // ... that could not be (no other route, not a cell-family frame)
 	AllocFail    uint64
 
+	// ClassFallback counts cells already cut (forwarded, or handed back by
+	// a link that left) that found no usable link of their loss class
+	// toward their edge and took the next looser class that had one.
+	ClassFallback uint64
+
 	// Malformed frames: every decoder error, by family.
 	BadCell, BadCredit, BadReach, BadType uint64
 }

@@ -55,8 +55,9 @@ type cellPipeline struct {
 	// usable and excluded, per link under a link layer: in the node's
 	// usable set as last seen; left it, its cells not handed back yet.
 	usable, excluded []bool
-	// hostQ holds deliveries that found their host port's TX ring full
-	// (a reassembly hole filled releases a burst), per host port.
+	// hostQ holds deliveries that found their host port's TX ring (or
+	// its egress queue's frames or bytes) full (a reassembly hole filled
+	// releases a burst), per host port.
 	hostQ []hostQueue
 	// exclusions and exclAt: per link, the exclusions last seen and the
 	// wall time (Unix ns) the last one was seen at.
@@ -454,16 +455,20 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 	for k, list := range o.Deliver {
 		port := pl.ps.Hosts[k]
 		hq := &pl.hostQ[k]
-		space := tx.Space(port, LaneData)
-		for hq.n > 0 && space > 0 {
+		// The port's room in frames and, rate-limited, in bytes: its
+		// egress queue drops what exceeds either, so what does not fit
+		// waits here for the queue to drain.
+		space, room := tx.Space(port, LaneData), tx.ByteSpace(port)
+		for hq.n > 0 && space > 0 && hq.q[hq.head].Len <= room {
 			f := hq.pop()
 			pl.send(tx, port, LaneData, f)
 			pl.pend[port] += f.Len
 			space--
+			room -= f.Len
 		}
 		for _, f := range list {
 			pl.avgLen[k] += (f.Len - pl.avgLen[k]) / 8
-			if hq.n > 0 || space <= 0 {
+			if hq.n > 0 || space <= 0 || f.Len > room {
 				if !hq.push(f) {
 					hq.drops++
 					pl.release(tx, f)
@@ -473,6 +478,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 			pl.send(tx, port, LaneData, f)
 			pl.pend[port] += f.Len
 			space--
+			room -= f.Len
 		}
 	}
 	for _, f := range o.Free {
@@ -568,7 +574,7 @@ const hostQRings = 2
 const hostQRetry = 20 * time.Microsecond
 
 // hostQueue is a ring of deliveries waiting for room on a host port's TX
-// ring.
+// ring or, rate-limited, in its egress queue.
 type hostQueue struct {
 	q       []link.Frame
 	head, n int

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/linkcrc"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/xdp"
@@ -378,5 +379,63 @@ func TestCellCreditWindowFitsUplinks(t *testing.T) {
 	got := n.pl.node.Scheduler(0).Config().MaxInFlight
 	if got <= 0 || got > links*linkBuf*3/4 || got > hostBuf {
 		t.Errorf("credit window bound %d bytes: want at most 3/4 of the %d uplinks' %d bytes and the port's %d", got, links, links*linkBuf, hostBuf)
+	}
+}
+
+// TestCellDeliveryFitsHostBuffer: deliveries that find a rate-limited host
+// port's egress queue short of bytes (not only of frames) wait in the host
+// queue, in order, instead of being listed for the port and dropped there
+// (tail drop); they go as the port's queue drains.
+func TestCellDeliveryFitsHostBuffer(t *testing.T) {
+	const buf, frame = 8 << 10, 1500
+	n := newMemNode(t, 1, 1, 1, CellsConfig{})
+	port := n.pl.ps.Hosts[0]
+	sh := newShaper(PortShape{Rate: 1e9, Buffer: buf, Burst: 16 << 10}, 1, 256, 0, &EgressCounters{})
+	n.w.shapers[port] = sh
+	for range 3 { // the port's queue holds 4500 of its 8192 bytes
+		if !sh.enqueue(LaneData, n.put(t, make([]byte, frame))) {
+			t.Fatal("shaper refused a frame below its buffer")
+		}
+	}
+	tx := &n.w.tx
+	o := &n.pl.node.Out
+	for i := range 4 {
+		d := n.put(t, hostFrame(2, 1, frame, uint32(i)))
+		o.Deliver[0] = append(o.Deliver[0], link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+	}
+	n.pl.drain(0, tx)
+	listed := 0
+	for _, d := range tx.lists[port][LaneData] {
+		listed += int(d.Len)
+	}
+	if sh.bytes+listed > buf {
+		t.Fatalf("%d bytes listed for a host port whose queue holds %d of %d: %d would be dropped", listed, sh.bytes, buf, sh.bytes+listed-buf)
+	}
+	if hq := &n.pl.hostQ[0]; hq.n != 4-len(tx.lists[port][LaneData]) {
+		t.Fatalf("%d of 4 deliveries listed, %d held", len(tx.lists[port][LaneData]), hq.n)
+	}
+	// The port's queue drains: the held deliveries go, in order.
+	for _, d := range tx.lists[port][LaneData] {
+		sh.enqueue(LaneData, d)
+	}
+	tx.lists[port][LaneData] = tx.lists[port][LaneData][:0]
+	var sent []uint32
+	for sh.frames > 0 || n.pl.hostQ[0].n > 0 {
+		sh.fill(sh.last + 1_000_000)
+		for _, d := range sh.dequeue(LaneData, 256, nil) {
+			if b := n.w.umem.Bytes(d.Addr, d.Len); b[0] == 2 && b[5] == 2 {
+				sent = append(sent, binary.BigEndian.Uint32(b[14:]))
+			}
+		}
+		n.pl.drain(0, tx)
+		for _, d := range tx.lists[port][LaneData] {
+			if !sh.enqueue(LaneData, d) {
+				t.Fatal("the egress queue dropped a delivery")
+			}
+		}
+		tx.lists[port][LaneData] = tx.lists[port][LaneData][:0]
+	}
+	if len(sent) != 4 || sent[0] != 0 || sent[1] != 1 || sent[2] != 2 || sent[3] != 3 {
+		t.Fatalf("deliveries left the port as %v, want [0 1 2 3]", sent)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +46,7 @@ into --out with each run's agent logs.`,
 		Example: `  sudo linkfabric tdma nfqueue --hosts 5 --duration 10s --runs 3`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c experiment.TDMANFQConfig
+			var c tdmaexp.TDMANFQConfig
 			var err error
 			if c.Star, err = star.star(); err != nil {
 				return err
@@ -58,11 +58,11 @@ into --out with each run's agent logs.`,
 				return fmt.Errorf("--duration %v: want at least 1s (iperf3 counts whole seconds)", dur)
 			}
 			c.Runs, c.Force, c.Dir, c.Duration, c.TLP = runs, force, out, dur.Truncate(time.Second), tlp
-			env := &experiment.Env{Env: &bed.Env{Prefix: prefix}}
-			r, err := env.TDMANFQ(cmd.Context(), c)
+			env := &bed.Env{Prefix: prefix}
+			r, err := tdmaexp.TDMANFQ(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
-				if paths, werr := experiment.WriteTDMANFQ(out, r); werr == nil {
+				if paths, werr := tdmaexp.WriteTDMANFQ(out, r); werr == nil {
 					fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
 				}
 			}

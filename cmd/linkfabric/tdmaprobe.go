@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -59,7 +59,7 @@ func probeFinish(res probeResult, out string, asJSON bool) error {
 
 func tdmaProbeTimersCmd() *cobra.Command {
 	var (
-		cfg    experiment.TDMAProbeTimersConfig
+		cfg    tdmaexp.TDMAProbeTimersConfig
 		out    string
 		asJSON bool
 	)
@@ -98,7 +98,7 @@ from the median up, log scale) into --out.`,
 			if cfg.RT < 0 || cfg.RT > 99 {
 				return fmt.Errorf("--rt %d: want 1..99, or 0 to skip the SCHED_FIFO row", cfg.RT)
 			}
-			res, err := (&experiment.Env{Env: &bed.Env{}}).TDMAProbeTimers(cmd.Context(), cfg)
+			res, err := tdmaexp.TDMAProbeTimers(cmd.Context(), &bed.Env{}, cfg)
 			if err != nil {
 				return err
 			}
@@ -128,7 +128,7 @@ func (s *probeStarFlags) add(cmd *cobra.Command, rate string) {
 
 func tdmaProbeSpreadCmd() *cobra.Command {
 	var (
-		cfg    experiment.TDMAProbeSpreadConfig
+		cfg    tdmaexp.TDMAProbeSpreadConfig
 		star   probeStarFlags
 		loads  []string
 		out    string
@@ -183,8 +183,8 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 			if cfg.Batches < 1 || cfg.Interval < 100*time.Microsecond {
 				return fmt.Errorf("--batches %d, --interval %v: want at least 1 batch and 100µs", cfg.Batches, cfg.Interval)
 			}
-			env := &experiment.Env{Env: &bed.Env{Prefix: star.prefix}}
-			res, err := env.TDMAProbeSpread(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: star.prefix}
+			res, err := tdmaexp.TDMAProbeSpread(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -207,7 +207,7 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 
 func tdmaProbeReactCmd() *cobra.Command {
 	var (
-		cfg    experiment.TDMAProbeReactConfig
+		cfg    tdmaexp.TDMAProbeReactConfig
 		star   probeStarFlags
 		out    string
 		asJSON bool
@@ -263,8 +263,8 @@ Writes react.json, react.csv (every lag) and react.png (medians by size).`,
 			if cfg.Cycles < 1 || cfg.Timed < 0 || cfg.Pause <= 0 {
 				return fmt.Errorf("--cycles %d, --timed %d, --pause %v: want at least 1 cycle, 0 or more timed pauses and a pause > 0", cfg.Cycles, cfg.Timed, cfg.Pause)
 			}
-			env := &experiment.Env{Env: &bed.Env{Prefix: star.prefix}}
-			res, err := env.TDMAProbeReact(cmd.Context(), cfg)
+			env := &bed.Env{Prefix: star.prefix}
+			res, err := tdmaexp.TDMAProbeReact(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment"
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -77,7 +77,7 @@ and each run's agent logs and statistics.`,
   sudo linkfabric tdma slots --hosts 6 --rate 200M --target 0.85`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c experiment.TDMASlotsConfig
+			var c tdmaexp.TDMASlotsConfig
 			var err error
 			if c.Star, err = star.star(); err != nil {
 				return err
@@ -114,11 +114,11 @@ and each run's agent logs and statistics.`,
 				return fmt.Errorf("--runs %d: want at least 1", runs)
 			}
 			c.Target, c.Runs, c.Force, c.Dir = target, runs, force, out
-			env := &experiment.Env{Env: &bed.Env{Prefix: prefix}}
-			r, err := env.TDMASlots(cmd.Context(), c)
+			env := &bed.Env{Prefix: prefix}
+			r, err := tdmaexp.TDMASlots(cmd.Context(), env, c)
 			if r != nil && (len(r.Runs) > 0 || r.Calib != nil) {
 				fmt.Print(r.Text())
-				err = wroteFiles(err)(experiment.WriteTDMASlots(out, r))
+				err = wroteFiles(err)(tdmaexp.WriteTDMASlots(out, r))
 			}
 			return err
 		},

@@ -184,11 +184,12 @@ func ShareDeviation(v []float64) float64 {
 
 // LoadAvg is the 1-minute load average (0 if unknown).
 func LoadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
 		return 0
 	}
-	v, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
 }
 

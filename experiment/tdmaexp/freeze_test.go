@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
 )
@@ -144,12 +145,12 @@ func TestTDMAFreezeStarSmall(t *testing.T) {
 	if os.Getenv("LINKFABRIC_FULL") == "" {
 		t.Skip("wall-clock limits of TDMA's slots: make soak (LINKFABRIC_FULL=1) runs it")
 	}
-	self := buildSelf(t)
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfsl"), Progress: testWriter{t}}}
+	self := bedtest.Self(t)
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfsl"), Progress: bedtest.Writer{T: t}}
 	for _, mode := range []string{"lease", "freerun"} {
 		sc := TDMAShuffleConfig{Star: TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10, Slot: 5 * time.Millisecond, Guard: 300 * time.Microsecond,
 			Mode: mode, RT: 60, Sched: "rotor", Margin: 50 * time.Microsecond}, Size: 1 << 20, Arms: []string{"tdma"}, Runs: 1, Dir: t.TempDir()}
-		fr, err := e.freezeOnce(t.Context(), sc, 1, TDMAFreezeConfig{Dur: 100 * time.Millisecond, At: 0.3})
+		fr, err := freezeOnce(t.Context(), e, sc, 1, TDMAFreezeConfig{Dur: 100 * time.Millisecond, At: 0.3})
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}

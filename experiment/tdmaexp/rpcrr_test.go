@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -189,8 +189,8 @@ func TestTCPBaselines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("root integration test")
 	}
-	e := &Env{Env: &bed.Env{Prefix: netns.TestPrefix(t, "lfrr")}}
-	tb, err := e.upStar(TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10})
+	e := &bed.Env{Prefix: netns.TestPrefix(t, "lfrr")}
+	tb, err := upStar(e, TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -115,26 +116,26 @@ type TDMARPCResult struct {
 const rpcPaper = "paper (§6.2): TDMA RTT ≥ 3× lower than with TCP cross traffic at p95 (170 µs without kernel bypass), about the idle network's; a ping every 100 slots costs the bulk flows ~1 %"
 
 // TDMARPC runs the arms Runs times, interleaved.
-func (e *Env) TDMARPC(ctx context.Context, cfg TDMARPCConfig) (*TDMARPCResult, error) {
+func TDMARPC(ctx context.Context, e *bed.Env, cfg TDMARPCConfig) (*TDMARPCResult, error) {
 	if cfg.Star.Hosts != rpcHosts || len(cfg.Offsets) == 0 || cfg.PingEvery <= 0 || cfg.Phase <= 0 || cfg.Runs < 1 {
 		return nil, fmt.Errorf("tdma rpc: want %d hosts, an offset or more, a ping interval, a phase and a run (have %d hosts, %d offsets, every %v, phase %v, %d runs)",
 			rpcHosts, cfg.Star.Hosts, len(cfg.Offsets), cfg.PingEvery, cfg.Phase, cfg.Runs)
 	}
-	pre, err := e.precheck(cfg.Force)
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
 	res := &TDMARPCResult{Config: cfg, Precheck: pre}
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
-			e.progress("tdma rpc: run %d/%d, arm %s (switch buffer %s, a batch of %d pings every %v, load average %.1f)",
-				run, cfg.Runs, arm, cfg.Star.Limit, len(cfg.Offsets), cfg.PingEvery, LoadAvg())
-			a, err := e.rpcOnce(ctx, cfg, arm, run)
+			e.Printf("tdma rpc: run %d/%d, arm %s (switch buffer %s, a batch of %d pings every %v, load average %.1f)",
+				run, cfg.Runs, arm, cfg.Star.Limit, len(cfg.Offsets), cfg.PingEvery, bed.LoadAvg())
+			a, err := rpcOnce(ctx, e, cfg, arm, run)
 			if err != nil {
 				res.Summary = summarizeRPC(cfg.Arms, res.Runs) // of the runs done
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.progress("  RTT p50/p95/p99 %.0f/%.0f/%.0f µs (%d of %d answered)%s, switch drops %d, CPU %.0f %%",
+			e.Printf("  RTT p50/p95/p99 %.0f/%.0f/%.0f µs (%d of %d answered)%s, switch drops %d, CPU %.0f %%",
 				a.RTT.P50us, a.RTT.P95us, a.RTT.P99us, a.Answered, a.Sent, a.bulkLine(), a.Switch.Drops, a.CPUBusyPct)
 			res.Runs = append(res.Runs, a)
 		}
@@ -210,12 +211,12 @@ func rpcChecks(arms map[string]RPCArmSumm) []Check {
 }
 
 // rpcOnce runs one arm on a fresh star.
-func (e *Env) rpcOnce(ctx context.Context, cfg TDMARPCConfig, arm string, run int) (RPCArm, error) {
+func rpcOnce(ctx context.Context, e *bed.Env, cfg TDMARPCConfig, arm string, run int) (RPCArm, error) {
 	out := RPCArm{Arm: arm, Run: run}
-	err := e.onStar(cfg.Star, &out.ArmMeasures, func(tb *netns.Testbed) error {
+	err := onStar(e, cfg.Star, &out.ArmMeasures, func(tb *netns.Testbed) error {
 		switch arm {
 		case "tdma", "idle":
-			return e.rpcTDMA(ctx, cfg, tb, &out)
+			return rpcTDMA(ctx, e, cfg, tb, &out)
 		case "tcp":
 			return rpcTCP(ctx, cfg, tb, &out)
 		}
@@ -236,7 +237,7 @@ func offsetsArg(offs []time.Duration) string {
 // rpcTDMA runs the tdma arm (raw agents: bulk, pong server, ping client;
 // the ping from Warm + Phase on) or the idle arm (the ping alone from Warm
 // on, then the kernel TCP ping-pong on the idle star for Phase).
-func (e *Env) rpcTDMA(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed, out *RPCArm) error {
+func rpcTDMA(ctx context.Context, e *bed.Env, cfg TDMARPCConfig, tb *netns.Testbed, out *RPCArm) error {
 	c := cfg.Star
 	dir := filepath.Join(cfg.Dir, fmt.Sprintf("%s-run%d", out.Arm, out.Run))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -248,7 +249,7 @@ func (e *Env) rpcTDMA(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed,
 	if bulk {
 		delay, dur = cfg.Warm+cfg.Phase, cfg.Warm+2*cfg.Phase+time.Second
 	}
-	r, err := e.runTDMA(ctx, tb, c, dir, dur+20*time.Second, func(i int) []string {
+	r, err := runTDMA(ctx, e, tb, c, dir, dur+20*time.Second, func(i int) []string {
 		args := agentDuration(dur)
 		switch i + 1 {
 		case rpcBulk1, rpcBulk2:
@@ -273,7 +274,7 @@ func (e *Env) rpcTDMA(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed,
 	}
 	out.Sent, out.Answered, out.Deferred = cl.Sent, cl.Answered, sv.Deferred
 	if cl.SamplesCut > 0 {
-		e.progress("  %d answers beyond the %d samples kept are not in the quantiles", cl.SamplesCut, host.MaxPingSamples)
+		e.Printf("  %d answers beyond the %d samples kept are not in the quantiles", cl.SamplesCut, host.MaxPingSamples)
 	}
 	from, to := cl.FirstIssue, cl.FirstIssue+int64(cfg.Phase)
 	for _, s := range cl.Samples {

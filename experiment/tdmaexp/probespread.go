@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -83,8 +83,8 @@ type TDMAProbeSpreadResult struct {
 const spreadPort = 5309
 
 // TDMAProbeSpread brings up the star and runs every arm on it.
-func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*TDMAProbeSpreadResult, error) {
-	if err := e.defaults(); err != nil {
+func TDMAProbeSpread(ctx context.Context, e *bed.Env, cfg TDMAProbeSpreadConfig) (*TDMAProbeSpreadResult, error) {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if cfg.Batches < 1 || cfg.Interval <= 0 || len(cfg.Loads) == 0 {
@@ -102,8 +102,8 @@ func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*
 			continue
 		}
 		for _, f := range cfg.Frames {
-			if f < udpHeader+28 || f > 9000 {
-				return nil, fmt.Errorf("tdma probe spread: load frame %d B: want %d to 9000 (IP bytes)", f, udpHeader+28)
+			if f < bed.UDPHeader+28 || f > 9000 {
+				return nil, fmt.Errorf("tdma probe spread: load frame %d B: want %d to 9000 (IP bytes)", f, bed.UDPHeader+28)
 			}
 			mtu = max(mtu, f)
 			arms = append(arms, armCfg{l, f})
@@ -114,8 +114,8 @@ func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*
 		return nil, err
 	}
 	res := &TDMAProbeSpreadResult{Config: cfg, Machine: m}
-	e.progress("tdma probe spread: star of %d hosts at %s (MTU %d)", cfg.Hosts, cfg.Rate, mtu)
-	tb, err := e.upStar(TDMAStar{Hosts: cfg.Hosts, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
+	e.Printf("tdma probe spread: star of %d hosts at %s (MTU %d)", cfg.Hosts, cfg.Rate, mtu)
+	tb, err := upStar(e, TDMAStar{Hosts: cfg.Hosts, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
 	if err != nil {
 		return nil, err
 	}
@@ -130,13 +130,13 @@ func (e *Env) TDMAProbeSpread(ctx context.Context, cfg TDMAProbeSpreadConfig) (*
 		if a.load > 0 {
 			name = fmt.Sprintf("%s %dB", a.load, a.frame)
 		}
-		e.progress("tdma probe spread: arm %s: %d batches every %v (load average %.1f)", name, cfg.Batches, cfg.Interval, LoadAvg())
-		r, err := e.spreadArm(ctx, tb, s, cfg, uint16(i+1), a.load, a.frame)
+		e.Printf("tdma probe spread: arm %s: %d batches every %v (load average %.1f)", name, cfg.Batches, cfg.Interval, bed.LoadAvg())
+		r, err := spreadArm(ctx, e, tb, s, cfg, uint16(i+1), a.load, a.frame)
 		if err != nil {
 			return res, fmt.Errorf("arm %s: %w", name, err)
 		}
 		r.Arm = name
-		e.progress("  spread p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs, max %.1f µs; delivery p50 %.1f µs; %d grants lost; guard %.0f µs%s",
+		e.Printf("  spread p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs, max %.1f µs; delivery p50 %.1f µs; %d grants lost; guard %.0f µs%s",
 			r.Spread.P50, r.Spread.P99, r.Spread.P999, r.Spread.Max, r.Delivery.P50, r.LostGrants, r.GuardUs, loadNote(r))
 		res.Arms, res.FMSched = append(res.Arms, r), r.FMSched
 	}
@@ -225,7 +225,7 @@ func (s *spreadPorts) close() {
 
 // spreadArm sends the batches (arm id in the grants' round field) with
 // the load running, and measures.
-func (e *Env) spreadArm(ctx context.Context, tb *netns.Testbed, s *spreadPorts, cfg TDMAProbeSpreadConfig, arm uint16, load netns.BitRate, frame int) (SpreadArm, error) {
+func spreadArm(ctx context.Context, e *bed.Env, tb *netns.Testbed, s *spreadPorts, cfg TDMAProbeSpreadConfig, arm uint16, load netns.BitRate, frame int) (SpreadArm, error) {
 	n := len(s.rx)
 	r := SpreadArm{LoadBps: uint64(load), Frame: frame, Batches: cfg.Batches}
 	cpu0, _ := ReadCPU()
@@ -272,7 +272,7 @@ func (e *Env) spreadArm(ctx context.Context, tb *netns.Testbed, s *spreadPorts, 
 	stop.Store(true)
 	wg.Wait()
 	if rtErr != nil {
-		e.progress("  the FM thread runs under CFS: %v", rtErr)
+		e.Printf("  the FM thread runs under CFS: %v", rtErr)
 	}
 	if sink != nil {
 		<-loadDone
@@ -295,7 +295,7 @@ func (e *Env) spreadArm(ctx context.Context, tb *netns.Testbed, s *spreadPorts, 
 	}
 	r.GuardUs = recommendGuard(r.Spread.P999, max(frame, 1500)+14, uint64(cfg.Rate))
 	cpu1, _ := ReadCPU()
-	r.CPUBusy, r.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
+	r.CPUBusy, r.LoadAvg = BusyPct(cpu0, cpu1), bed.LoadAvg()
 	return r, ctx.Err()
 }
 

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
@@ -67,8 +68,8 @@ type TDMACtlLossResult struct {
 
 // TDMACtlLoss runs the shuffle at every loss in every mode, then with the
 // FM frozen in every freeze mode, Runs times.
-func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlLossResult, error) {
-	pre, err := e.precheck(cfg.Shuffle.Force)
+func TDMACtlLoss(ctx context.Context, e *bed.Env, cfg TDMACtlLossConfig) (*TDMACtlLossResult, error) {
+	pre, err := precheck(e, cfg.Shuffle.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -79,12 +80,12 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 			for _, m := range cfg.Modes {
 				sc := cfg.Shuffle
 				sc.Star.Mode = m
-				e.progress("tdma ctlloss: run %d/%d, control loss %g, mode %s (load average %.1f)", run, sc.Runs, p, m, LoadAvg())
-				a, err := e.shuffleOnce(ctx, sc, "tdma", run, []string{"--drop-control", strconv.FormatFloat(p, 'g', -1, 64), "--seed", strconv.Itoa(run)})
+				e.Printf("tdma ctlloss: run %d/%d, control loss %g, mode %s (load average %.1f)", run, sc.Runs, p, m, bed.LoadAvg())
+				a, err := shuffleOnce(ctx, e, sc, "tdma", run, []string{"--drop-control", strconv.FormatFloat(p, 'g', -1, 64), "--seed", strconv.Itoa(run)})
 				if err != nil {
 					return res, fmt.Errorf("loss %g, mode %s: %w", p, m, err)
 				}
-				e.progress("  overrun %d B, collisions %d, switch drops %d, lost frames %d, grants lost %d, lease expiries %d, ÷ ideal %.3f",
+				e.Printf("  overrun %d B, collisions %d, switch drops %d, lost frames %d, grants lost %d, lease expiries %d, ÷ ideal %.3f",
 					a.OverrunBytes, a.Collisions, a.Switch.Drops, a.LostFrames, a.CtlLost, a.LeaseExpiries, a.OverIdeal)
 				res.Runs = append(res.Runs, CtlLossRun{Loss: p, Mode: m, ShuffleArm: a})
 			}
@@ -95,14 +96,14 @@ func (e *Env) TDMACtlLoss(ctx context.Context, cfg TDMACtlLossConfig) (*TDMACtlL
 		for _, m := range cfg.Freeze.Modes {
 			sc := cfg.Shuffle
 			sc.Star.Mode = m
-			e.progress("tdma ctlloss: run %d/%d, mode %s, FM frozen (SIGSTOP) for %v once %.0f%% of the shuffle has crossed the switch (load average %.1f)",
-				run, sc.Runs, m, cfg.Freeze.Dur, 100*cfg.Freeze.At, LoadAvg())
-			fr, err := e.freezeOnce(ctx, sc, run, cfg.Freeze)
+			e.Printf("tdma ctlloss: run %d/%d, mode %s, FM frozen (SIGSTOP) for %v once %.0f%% of the shuffle has crossed the switch (load average %.1f)",
+				run, sc.Runs, m, cfg.Freeze.Dur, 100*cfg.Freeze.At, bed.LoadAvg())
+			fr, err := freezeOnce(ctx, e, sc, run, cfg.Freeze)
 			if err != nil {
 				return res, fmt.Errorf("freeze, mode %s: %w", m, err)
 			}
 			f := fr.Freeze
-			e.progress("  frozen %.1f ms: silent within the lease (%.0f ms): %s (longest %.1f ms after a control frame); resumed within a round (%.0f ms) of the CONT: %s (latest %.1f ms)%s",
+			e.Printf("  frozen %.1f ms: silent within the lease (%.0f ms): %s (longest %.1f ms after a control frame); resumed within a round (%.0f ms) of the CONT: %s (latest %.1f ms)%s",
 				f.FrozenMs, f.LeaseMs, f.Silent, f.SilentMaxMs, f.RoundMs, f.Resume, f.ResumeMaxMs, noteSuffix(f.Note))
 			res.Freezes = append(res.Freezes, fr)
 		}
@@ -118,12 +119,12 @@ func noteSuffix(n string) string {
 }
 
 // freezeOnce runs the shuffle in mode sc.Star.Mode with the FM frozen.
-func (e *Env) freezeOnce(ctx context.Context, sc TDMAShuffleConfig, run int, fz TDMAFreezeConfig) (FreezeRun, error) {
+func freezeOnce(ctx context.Context, e *bed.Env, sc TDMAShuffleConfig, run int, fz TDMAFreezeConfig) (FreezeRun, error) {
 	out := FreezeRun{Mode: sc.Star.Mode}
 	n := sc.Star.Hosts
 	trigger := uint64(fz.At * float64(int64(n*(n-1))*sc.Size))
 	var fr FreezeResult
-	a, tr, err := e.shuffleOnceWith(ctx, sc, "tdma", run, shuffleOpts{tag: "-freeze", slow: 1 + float64(fz.Dur)/float64(time.Second),
+	a, tr, err := shuffleOnceWith(ctx, e, sc, "tdma", run, shuffleOpts{tag: "-freeze", slow: 1 + float64(fz.Dur)/float64(time.Second),
 		during: freezeHook(n, trigger, fz.Dur, &fr)})
 	if err != nil {
 		return out, err

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -93,12 +94,12 @@ type TDMARRResult struct {
 const rrPaper = "paper (§6.3, Fig. 11): TCP reaches at best ~0.45 of the link; TDMA is higher, and falls when a block is smaller than a slot's capacity (375 KB: 300 µs at 10 Gbit/s)"
 
 // TDMARR runs every block size and arm Runs times, interleaved.
-func (e *Env) TDMARR(ctx context.Context, cfg TDMARRConfig) (*TDMARRResult, error) {
+func TDMARR(ctx context.Context, e *bed.Env, cfg TDMARRConfig) (*TDMARRResult, error) {
 	if len(cfg.Blocks) == 0 || cfg.Duration <= 0 || cfg.Runs < 1 || cfg.Star.SlotCapacity() <= 0 {
 		return nil, fmt.Errorf("tdma rr: want a block size, a duration, a run and a slot longer than its guard (have %d blocks, %v, %d runs, slot %v, guard %v)",
 			len(cfg.Blocks), cfg.Duration, cfg.Runs, cfg.Star.Slot, cfg.Star.Guard)
 	}
-	pre, err := e.precheck(cfg.Force)
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -110,13 +111,13 @@ func (e *Env) TDMARR(ctx context.Context, cfg TDMARRConfig) (*TDMARRResult, erro
 		for _, b := range cfg.Blocks {
 			for _, arm := range cfg.Arms {
 				bb := int64(math.Round(b * float64(C)))
-				e.progress("tdma rr: run %d/%d, block %g slot capacities (%d B), arm %s (load average %.1f)", run, cfg.Runs, b, bb, arm, LoadAvg())
-				r, err := e.rrOnce(ctx, cfg, b, bb, arm, run)
+				e.Printf("tdma rr: run %d/%d, block %g slot capacities (%d B), arm %s (load average %.1f)", run, cfg.Runs, b, bb, arm, bed.LoadAvg())
+				r, err := rrOnce(ctx, e, cfg, b, bb, arm, run)
 				if err != nil {
 					res.Summary = summarizeRR(cfg.Arms, cfg.Blocks, res.Runs) // of the runs done
 					return res, fmt.Errorf("run %d, block %g, arm %s: %w", run, b, arm, err)
 				}
-				e.progress("  per host %.3f × rate (least %.3f), switch drops %d, lost frames %d, CPU %.0f %%", r.MeanOverR, r.MinOverR, r.Switch.Drops, r.LostFrames, r.CPUBusyPct)
+				e.Printf("  per host %.3f × rate (least %.3f), switch drops %d, lost frames %d, CPU %.0f %%", r.MeanOverR, r.MinOverR, r.Switch.Drops, r.LostFrames, r.CPUBusyPct)
 				res.Runs = append(res.Runs, r)
 			}
 		}
@@ -169,12 +170,12 @@ func rrChecks(arms map[string][]RRPoint) []Check {
 }
 
 // rrOnce runs one arm at one block size on a fresh star.
-func (e *Env) rrOnce(ctx context.Context, cfg TDMARRConfig, b float64, bb int64, arm string, run int) (RRRun, error) {
+func rrOnce(ctx context.Context, e *bed.Env, cfg TDMARRConfig, b float64, bb int64, arm string, run int) (RRRun, error) {
 	out := RRRun{Block: b, BlockBytes: bb, Arm: arm, Run: run}
-	err := e.onStar(cfg.Star, &out.ArmMeasures, func(tb *netns.Testbed) error {
+	err := onStar(e, cfg.Star, &out.ArmMeasures, func(tb *netns.Testbed) error {
 		switch arm {
 		case "tdma":
-			return e.rrTDMA(ctx, cfg, tb, &out)
+			return rrTDMA(ctx, e, cfg, tb, &out)
 		case "tcp":
 			return rrTCP(ctx, cfg, tb, &out)
 		}
@@ -203,14 +204,14 @@ func rrOverRate(mbps []float64, rate netns.BitRate) (mean, least float64) {
 // rrTDMA runs raw agents with the rr workload; each host's throughput is
 // its received bytes per second over Duration, from Warm after the last
 // host's first send.
-func (e *Env) rrTDMA(ctx context.Context, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun) error {
+func rrTDMA(ctx context.Context, e *bed.Env, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun) error {
 	c := cfg.Star
 	dir := filepath.Join(cfg.Dir, fmt.Sprintf("tdma-block%g-run%d", out.Block, out.Run))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	dur := cfg.Warm + cfg.Duration + time.Second
-	r, err := e.runTDMA(ctx, tb, c, dir, dur+20*time.Second, func(int) []string {
+	r, err := runTDMA(ctx, e, tb, c, dir, dur+20*time.Second, func(int) []string {
 		return append(agentDuration(dur), "--workload", "rr", "--size", strconv.FormatInt(out.BlockBytes, 10))
 	})
 	if err != nil {

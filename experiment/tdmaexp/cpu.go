@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
 )
 
 // CPUSample is a reading of /proc/stat's first line (all CPUs, jiffies).
@@ -44,17 +46,6 @@ func BusyPct(a, b CPUSample) float64 {
 	return 100 * float64(b.Busy-a.Busy) / float64(b.Total-a.Total)
 }
 
-// LoadAvg returns the 1-minute load average.
-func LoadAvg() float64 {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
-
 // SaturatedLimit: experiments refuse to start when the CPUs were busier
 // than this (%) over a second, unless forced.
 const SaturatedLimit = 85.0
@@ -73,7 +64,7 @@ func CheckCPU(force bool) (float64, error) {
 	}
 	busy := BusyPct(a, b)
 	if busy > SaturatedLimit && !force {
-		return busy, fmt.Errorf("the machine is saturated: CPUs %.0f%% busy over the last second (limit %.0f%%, load average %.1f): timing figures would measure the other load; wait, or pass --force to run anyway (and say so with the figures)", busy, SaturatedLimit, LoadAvg())
+		return busy, fmt.Errorf("the machine is saturated: CPUs %.0f%% busy over the last second (limit %.0f%%, load average %.1f): timing figures would measure the other load; wait, or pass --force to run anyway (and say so with the figures)", busy, SaturatedLimit, bed.LoadAvg())
 	}
 	return busy, nil
 }

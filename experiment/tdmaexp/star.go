@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/fm"
@@ -185,7 +186,7 @@ func (d StarDrops) Sub(o StarDrops) StarDrops {
 }
 
 // upStar brings up the shaped star.
-func (e *Env) upStar(c TDMAStar) (*netns.Testbed, error) {
+func upStar(e *bed.Env, c TDMAStar) (*netns.Testbed, error) {
 	t, err := netns.Star(c.Hosts, netns.StarOptions{Shape: &netns.Shape{Rate: c.Rate, Burst: c.Burst, Limit: c.Limit}})
 	if err != nil {
 		return nil, err
@@ -201,7 +202,7 @@ type agentProc struct {
 	done chan error
 }
 
-func (e *Env) startAgent(dir, name string, args ...string) (*agentProc, error) {
+func startAgent(e *bed.Env, dir, name string, args ...string) (*agentProc, error) {
 	out := filepath.Join(dir, name+".json")
 	lf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
@@ -233,7 +234,7 @@ func (p *agentProc) result(v any) error {
 	b, err := os.ReadFile(p.out)
 	if err != nil {
 		lb, _ := os.ReadFile(p.log.Name())
-		return fmt.Errorf("%s: no statistics (%w); its log:\n%s", p.out, err, lastLines(lb, 10))
+		return fmt.Errorf("%s: no statistics (%w); its log:\n%s", p.out, err, bed.LastLines(lb, 10))
 	}
 	return json.Unmarshal(b, v)
 }
@@ -249,8 +250,8 @@ type TDMARun struct {
 // runTDMA starts the FM and the agents on tb, waits for the agents to exit
 // (or timeout), stops the FM and collects their statistics. hostArgs
 // gives each agent's extra flags.
-func (e *Env) runTDMA(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string) (*TDMARun, error) {
-	return e.runTDMAWith(ctx, tb, c, dir, timeout, hostArgs, nil)
+func runTDMA(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string) (*TDMARun, error) {
+	return runTDMAWith(ctx, e, tb, c, dir, timeout, hostArgs, nil)
 }
 
 // fmHook runs while the agents do, with the testbed and the FM's process
@@ -261,7 +262,7 @@ type fmHook func(ctx context.Context, tb *netns.Testbed, fm *os.Process)
 
 // runTDMAWith is runTDMA; during, if set, runs once every agent has
 // started, and the FM is stopped only after it has returned.
-func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string, during fmHook) (*TDMARun, error) {
+func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar, dir string, timeout time.Duration, hostArgs func(i int) []string, during fmHook) (*TDMARun, error) {
 	gt, err := attachGate(tb, c)
 	if err != nil {
 		return nil, err
@@ -272,7 +273,7 @@ func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, di
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
 	fargs := append([]string{"tdma", "fm", "--netns", tb.NS("fm"), "--slot", c.Slot.String(), "--guard", c.Guard.String(),
 		"--scheduler", c.Sched, "--rt", strconv.Itoa(c.RT)}, common...)
-	fmp, err := e.startAgent(dir, "fm", fargs...)
+	fmp, err := startAgent(e, dir, "fm", fargs...)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +290,7 @@ func (e *Env) runTDMAWith(ctx context.Context, tb *netns.Testbed, c TDMAStar, di
 		if c.Spin != 0 {
 			args = append(args, "--spin", max(c.Spin, 0).String())
 		}
-		p, err := e.startAgent(dir, "h"+strconv.Itoa(i+1), append(args, hostArgs(i)...)...)
+		p, err := startAgent(e, dir, "h"+strconv.Itoa(i+1), append(args, hostArgs(i)...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/gate"
@@ -116,8 +117,8 @@ type ArmMeasures struct {
 
 // onStar brings up a fresh star for one arm, runs fn on it while sampling
 // the switch, the star's drops and the CPUs into m, and tears it down.
-func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) error) error {
-	tb, err := e.upStar(c)
+func onStar(e *bed.Env, c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) error) error {
+	tb, err := upStar(e, c)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (e *Env) onStar(c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) erro
 	d := readStarDrops(tb, c.Hosts).Sub(drops0)
 	m.HostDrops, m.VethDrops, m.VethRxDrops, m.PortRxDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.VethRx+d.PortRx, d.PortRx, d.Backlog
 	cpu1, _ := ReadCPU()
-	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
+	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), bed.LoadAvg()
 	return err
 }
 
@@ -147,8 +148,8 @@ type Precheck struct {
 
 // precheck fills in the Env's defaults and measures the CPUs for a second:
 // it fails on a saturated machine unless force.
-func (e *Env) precheck(force bool) (Precheck, error) {
-	if err := e.defaults(); err != nil {
+func precheck(e *bed.Env, force bool) (Precheck, error) {
+	if err := e.Defaults(); err != nil {
 		return Precheck{}, err
 	}
 	busy, err := CheckCPU(force)

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -110,8 +111,8 @@ const reactRound = 1
 
 // TDMAProbeReact runs every size on one star of two hosts (h1 sends to
 // h2) and the FM, which sends h1 the pauses.
-func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TDMAProbeReactResult, error) {
-	if err := e.defaults(); err != nil {
+func TDMAProbeReact(ctx context.Context, e *bed.Env, cfg TDMAProbeReactConfig) (*TDMAProbeReactResult, error) {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if cfg.Cycles < 1 || len(cfg.Sizes) == 0 || cfg.Pause <= 0 {
@@ -132,8 +133,8 @@ func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TD
 	}
 	res := &TDMAProbeReactResult{Config: cfg, Machine: m, Summary: ReactSumm{StopP50us: map[string]float64{}, QuietP50us: map[string]float64{}, SenderP50us: map[string]float64{}, ResumeP50us: map[string]float64{},
 		TimedDevP50: map[string]float64{}, Paper: "software PFC (Fig. 5): ~100–200 µs, low variance; NIC 802.3x (Fig. 1): 2–6 µs"}}
-	e.progress("tdma probe react: star of 2 hosts at %s (MTU %d); h1 sends to h2, the FM pauses h1", cfg.Rate, mtu)
-	tb, err := e.upStar(TDMAStar{Hosts: 2, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
+	e.Printf("tdma probe react: star of 2 hosts at %s (MTU %d); h1 sends to h2, the FM pauses h1", cfg.Rate, mtu)
+	tb, err := upStar(e, TDMAStar{Hosts: 2, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +152,11 @@ func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TD
 		}
 	}
 	for _, size := range cfg.Sizes {
-		r, err := e.reactSize(ctx, tb, cfg, size)
+		r, err := reactSize(ctx, e, tb, cfg, size)
 		if err != nil {
 			return res, fmt.Errorf("size %d: %w", size, err)
 		}
-		e.progress("  stop lag p50 %.1f µs, p99 %.1f µs (the sender's own p50 %.1f µs); resume lag p50 %.1f µs, p99 %.1f µs; timed pause %.0f µs: deviation p50 %.1f µs; %d sent, %d lost",
+		e.Printf("  stop lag p50 %.1f µs, p99 %.1f µs (the sender's own p50 %.1f µs); resume lag p50 %.1f µs, p99 %.1f µs; timed pause %.0f µs: deviation p50 %.1f µs; %d sent, %d lost",
 			r.Stop.P50, r.Stop.P99, r.SenderStop.P50, r.Resume.P50, r.Resume.P99, r.RequestedUs, r.TimedDev.P50, r.Sent, r.Lost)
 		k := strconv.Itoa(size)
 		res.Summary.StopP50us[k], res.Summary.QuietP50us[k], res.Summary.SenderP50us[k] = r.Stop.P50, r.Stop.P50+r.FrameUs, r.SenderStop.P50
@@ -167,7 +168,7 @@ func (e *Env) TDMAProbeReact(ctx context.Context, cfg TDMAProbeReactConfig) (*TD
 }
 
 // reactSize runs one frame size.
-func (e *Env) reactSize(ctx context.Context, tb *netns.Testbed, cfg TDMAProbeReactConfig, size int) (ReactSize, error) {
+func reactSize(ctx context.Context, e *bed.Env, tb *netns.Testbed, cfg TDMAProbeReactConfig, size int) (ReactSize, error) {
 	rate := uint64(cfg.Rate)
 	fl := size - 4 // the frame without FCS
 	ft := wireNs(fl, rate)
@@ -179,8 +180,8 @@ func (e *Env) reactSize(ctx context.Context, tb *netns.Testbed, cfg TDMAProbeRea
 	req := pfc.QuantaToNanos(q, rate)
 	r := ReactSize{Size: size, FrameUs: float64(ft) / 1e3, HoldUs: float64(hold) / 1e3, Quanta: q, RequestedUs: float64(req) / 1e3}
 	total := hold*int64(2+2*cfg.Cycles) + int64(cfg.Timed)*(req+hold)
-	e.progress("tdma probe react: %d-byte frames (%.1f µs each): %d pause/unpause pairs, %d pauses of %d quanta, %v on and off (%.1f s, load average %.1f)",
-		size, r.FrameUs, cfg.Cycles, cfg.Timed, q, time.Duration(hold), float64(total)/1e9, LoadAvg())
+	e.Printf("tdma probe react: %d-byte frames (%.1f µs each): %d pause/unpause pairs, %d pauses of %d quanta, %v on and off (%.1f s, load average %.1f)",
+		size, r.FrameUs, cfg.Cycles, cfg.Timed, q, time.Duration(hold), float64(total)/1e9, bed.LoadAvg())
 	cpu0, _ := ReadCPU()
 	var ports [4]*rawio.Port // sender data, sender control, receiver data, FM
 	defer func() {
@@ -227,7 +228,7 @@ func (e *Env) reactSize(ctx context.Context, tb *netns.Testbed, cfg TDMAProbeRea
 	stop.Store(true)
 	wg.Wait()
 	if sndErr != nil {
-		e.progress("  the sender runs under CFS: %v", sndErr)
+		e.Printf("  the sender runs under CFS: %v", sndErr)
 	}
 	r.SenderSched, r.SenderCPU, r.Sent, r.Refused = snd.sched, snd.cpu, snd.sent, snd.refused
 	r.Received, r.Overflow = uint64(len(rcv.rx)), rcv.over
@@ -240,7 +241,7 @@ func (e *Env) reactSize(ctx context.Context, tb *netns.Testbed, cfg TDMAProbeRea
 	r.Stop, r.Resume, r.TimedDev = quantilesOf(slices.Clone(r.stop)), quantilesOf(slices.Clone(r.res)), quantilesOf(slices.Clone(r.dev))
 	r.SenderStop, r.Delivery, r.Transit = quantilesOf(slices.Clone(r.sstop)), quantilesOf(delivery), quantilesOf(rcv.transit)
 	cpu1, _ := ReadCPU()
-	r.CPUBusy, r.LoadAvg = BusyPct(cpu0, cpu1), LoadAvg()
+	r.CPUBusy, r.LoadAvg = BusyPct(cpu0, cpu1), bed.LoadAvg()
 	if r.Received == 0 {
 		return r, fmt.Errorf("h2 received none of the %d frames h1 sent", r.Sent)
 	}

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
 )
@@ -62,8 +63,8 @@ type TDMAProbeTimersResult struct {
 }
 
 // TDMAProbeTimers measures each method at each period.
-func (e *Env) TDMAProbeTimers(ctx context.Context, cfg TDMAProbeTimersConfig) (*TDMAProbeTimersResult, error) {
-	if err := e.defaults(); err != nil {
+func TDMAProbeTimers(ctx context.Context, e *bed.Env, cfg TDMAProbeTimersConfig) (*TDMAProbeTimersResult, error) {
+	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
 	if cfg.Samples < 1 || len(cfg.Periods) == 0 {
@@ -86,12 +87,12 @@ func (e *Env) TDMAProbeTimers(ctx context.Context, cfg TDMAProbeTimersConfig) (*
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			e.progress("tdma probe timers: %s at %v, %d boundaries (%.1f s, load average %.1f)", meth, p, cfg.Samples, (p * time.Duration(cfg.Samples)).Seconds(), LoadAvg())
+			e.Printf("tdma probe timers: %s at %v, %d boundaries (%.1f s, load average %.1f)", meth, p, cfg.Samples, (p * time.Duration(cfg.Samples)).Seconds(), bed.LoadAvg())
 			r := timerRow(meth, p, cfg.Samples, cfg.RT)
 			if r.Skipped != "" {
-				e.progress("  skipped: %s", r.Skipped)
+				e.Printf("  skipped: %s", r.Skipped)
 			} else {
-				e.progress("  %s: late p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs, max %.1f µs%s", r.Sched, r.Late.P50, r.Late.P99, r.Late.P999, r.Late.Max, missedNote(r.Missed))
+				e.Printf("  %s: late p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs, max %.1f µs%s", r.Sched, r.Late.P50, r.Late.P99, r.Late.P999, r.Late.Max, missedNote(r.Missed))
 			}
 			res.Rows = append(res.Rows, r)
 		}

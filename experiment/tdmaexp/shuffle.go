@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -90,20 +91,20 @@ const (
 )
 
 // TDMAShuffle runs the shuffle arms Runs times, interleaved.
-func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuffleResult, error) {
-	pre, err := e.precheck(cfg.Force)
+func TDMAShuffle(ctx context.Context, e *bed.Env, cfg TDMAShuffleConfig) (*TDMAShuffleResult, error) {
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
 	res := &TDMAShuffleResult{Config: cfg, Precheck: pre, Summary: map[string]ArmSumm{}}
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
-			e.progress("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), LoadAvg())
-			r, err := e.shuffleOnce(ctx, cfg, arm, run, nil)
+			e.Printf("tdma shuffle: run %d/%d, arm %s (%d hosts, %s per flow, load average %.1f)", run, cfg.Runs, arm, cfg.Star.Hosts, netns.ByteSize(cfg.Size), bed.LoadAvg())
+			r, err := shuffleOnce(ctx, e, cfg, arm, run, nil)
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.progress("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
+			e.Printf("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
 			res.Runs = append(res.Runs, r)
 		}
 	}
@@ -123,8 +124,8 @@ func (e *Env) TDMAShuffle(ctx context.Context, cfg TDMAShuffleConfig) (*TDMAShuf
 
 // shuffleOnce runs one arm on a fresh star; extra are more flags for the
 // TDMA agents.
-func (e *Env) shuffleOnce(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, extra []string) (ShuffleArm, error) {
-	a, _, err := e.shuffleOnceWith(ctx, cfg, arm, run, shuffleOpts{extra: extra})
+func shuffleOnce(ctx context.Context, e *bed.Env, cfg TDMAShuffleConfig, arm string, run int, extra []string) (ShuffleArm, error) {
+	a, _, err := shuffleOnceWith(ctx, e, cfg, arm, run, shuffleOpts{extra: extra})
 	return a, err
 }
 
@@ -140,13 +141,13 @@ type shuffleOpts struct {
 
 // shuffleOnceWith is shuffleOnce; it also returns the TDMA agents'
 // statistics (nil for TCP).
-func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm string, run int, o shuffleOpts) (ShuffleArm, *TDMARun, error) {
+func shuffleOnceWith(ctx context.Context, e *bed.Env, cfg TDMAShuffleConfig, arm string, run int, o shuffleOpts) (ShuffleArm, *TDMARun, error) {
 	c := cfg.Star
 	extra := o.extra
 	var tr *TDMARun
 	out := ShuffleArm{Arm: arm, Run: run}
 	perHost := float64(int64(c.Hosts-1)*cfg.Size) * 8 / float64(c.Rate)
-	err := e.onStar(c, &out.ArmMeasures, func(tb *netns.Testbed) error {
+	err := onStar(e, c, &out.ArmMeasures, func(tb *netns.Testbed) error {
 		switch arm {
 		case "tdma":
 			out.IdealS = perHost * wireFrame / rawPayload
@@ -155,7 +156,7 @@ func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm st
 				return err
 			}
 			timeout := time.Duration(out.IdealS*5*max(o.slow, 1)*float64(time.Second)) + 20*time.Second
-			r, err := e.runTDMAWith(ctx, tb, c, dir, timeout, func(int) []string {
+			r, err := runTDMAWith(ctx, e, tb, c, dir, timeout, func(int) []string {
 				return append([]string{"--workload", "shuffle", "--size", strconv.FormatInt(cfg.Size, 10), "--exit-after", (3 * c.Slot * time.Duration(c.Hosts)).String()}, extra...)
 			}, o.during)
 			if err != nil {
@@ -174,7 +175,7 @@ func (e *Env) shuffleOnceWith(ctx context.Context, cfg TDMAShuffleConfig, arm st
 					}
 					if d == 0 { // raw mode does not retransmit: a lost frame leaves the flow short
 						out.Incomplete++
-						e.progress("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
+						e.Printf("  h%d received %d of %d bytes of h%d's flow (see %s)", i+1, h.RecvBytes[j], cfg.Size, j+1, dir)
 						continue
 					}
 					done = append(done, d)

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/tdmaagent/clock"
@@ -68,7 +69,7 @@ func probeStart(force bool) (ProbeMachine, error) {
 // finish records the CPU use since probeStart and the load average.
 func (m *ProbeMachine) finish() {
 	c, _ := ReadCPU()
-	m.CPUBusy, m.LoadAvg = BusyPct(m.cpu0, c), LoadAvg()
+	m.CPUBusy, m.LoadAvg = BusyPct(m.cpu0, c), bed.LoadAvg()
 }
 
 // text writes the machine's record under a report.

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -121,8 +122,8 @@ func TestTDMAProbeSmall(t *testing.T) {
 	netns.RequireRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e := &Env{Env: &bed.Env{Prefix: netns.TestPrefix(t, "lfpr"), Progress: testWriter{t}}}
-	tr, err := e.TDMAProbeTimers(ctx, TDMAProbeTimersConfig{Periods: []time.Duration{time.Millisecond}, Samples: 50, RT: 50, Force: true})
+	e := &bed.Env{Prefix: netns.TestPrefix(t, "lfpr"), Progress: bedtest.Writer{T: t}}
+	tr, err := TDMAProbeTimers(ctx, e, TDMAProbeTimersConfig{Periods: []time.Duration{time.Millisecond}, Samples: 50, RT: 50, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestTDMAProbeSmall(t *testing.T) {
 			probeFigures(t, r.Method, r.Late) // a Go timer never wakes on the nanosecond
 		}
 	}
-	sr, err := e.TDMAProbeSpread(ctx, TDMAProbeSpreadConfig{Hosts: 2, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10,
+	sr, err := TDMAProbeSpread(ctx, e, TDMAProbeSpreadConfig{Hosts: 2, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10,
 		Loads: []netns.BitRate{0, 50e6}, Frames: []int{1500}, Batches: 100, Interval: time.Millisecond, RT: 60, Force: true})
 	if err != nil {
 		t.Fatal(err)

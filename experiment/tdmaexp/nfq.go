@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -63,8 +64,8 @@ type TDMANFQResult struct {
 }
 
 // TDMANFQ runs the gated TCP flow Runs times.
-func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, error) {
-	pre, err := e.precheck(cfg.Force)
+func TDMANFQ(ctx context.Context, e *bed.Env, cfg TDMANFQConfig) (*TDMANFQResult, error) {
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -72,12 +73,12 @@ func (e *Env) TDMANFQ(ctx context.Context, cfg TDMANFQConfig) (*TDMANFQResult, e
 	var mbps, retx, duty, ovh []float64
 	res.Summary.Met = true
 	for run := 1; run <= cfg.Runs; run++ {
-		e.progress("tdma nfqueue: run %d/%d, iperf3 TCP from h1 to each of h2..h%d through the gate for %v (load average %.1f)", run, cfg.Runs, cfg.Star.Hosts, cfg.Duration, LoadAvg())
-		r, err := e.nfqOnce(ctx, cfg, run)
+		e.Printf("tdma nfqueue: run %d/%d, iperf3 TCP from h1 to each of h2..h%d through the gate for %v (load average %.1f)", run, cfg.Runs, cfg.Star.Hosts, cfg.Duration, bed.LoadAvg())
+		r, err := nfqOnce(ctx, e, cfg, run)
 		if err != nil {
 			return res, fmt.Errorf("run %d: %w", run, err)
 		}
-		e.progress("  %.1f Mbit/s over all flows, duty %.1f %% per flow, retransmissions %d (RetransSegs %d), queue dropped %d, user dropped %d, released %d, held at most %d",
+		e.Printf("  %.1f Mbit/s over all flows, duty %.1f %% per flow, retransmissions %d (RetransSegs %d), queue dropped %d, user dropped %d, released %d, held at most %d",
 			r.Mbps, r.DutyPct, r.Retransmits, r.RetransSegs, r.QueueDropped, r.UserDropped, r.Released, r.HeldMax)
 		res.Runs = append(res.Runs, r)
 		mbps, retx = append(mbps, r.Mbps), append(retx, float64(r.Retransmits))
@@ -97,14 +98,14 @@ func (r NFQRun) met() bool {
 	return r.Retransmits == 0 && r.RetransSegs == 0 && r.QueueDropped == 0 && r.UserDropped == 0
 }
 
-func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, error) {
+func nfqOnce(ctx context.Context, e *bed.Env, cfg TDMANFQConfig, run int) (NFQRun, error) {
 	c := cfg.Star
 	out := NFQRun{Run: run}
 	dir := filepath.Join(cfg.Dir, fmt.Sprintf("run%d", run))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return out, err
 	}
-	err := e.onStar(c, &out.ArmMeasures, func(tb *netns.Testbed) error {
+	err := onStar(e, c, &out.ArmMeasures, func(tb *netns.Testbed) error {
 		h1 := tb.NS("h1")
 		if !cfg.TLP {
 			if err := netns.Sysctl(h1, "net.ipv4.tcp_early_retrans", "0"); err != nil {
@@ -115,7 +116,7 @@ func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, 
 		// rounds and a second of tail; iperf3 starts once they are up.
 		agentsFor := cfg.Duration + 2*time.Second
 		type flowRes struct {
-			r    []iperfTCP
+			r    []bed.IperfTCP
 			retx uint64
 			err  error
 		}
@@ -133,12 +134,12 @@ func (e *Env) nfqOnce(ctx context.Context, cfg TDMANFQConfig, run int) (NFQRun, 
 			for j := 2; j <= c.Hosts; j++ {
 				pairs = append(pairs, [4]string{h1, tb.NS("h" + strconv.Itoa(j)), netns.StarAddr(j), strconv.Itoa(5300 + j)})
 			}
-			f.r, f.err = runIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
+			f.r, f.err = bed.RunIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
 			r1, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
 			f.retx = r1 - r0
 			fch <- f
 		}()
-		r, err := e.runTDMA(ctx, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
+		r, err := runTDMA(ctx, e, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
 			return []string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}
 		})
 		f := <-fch

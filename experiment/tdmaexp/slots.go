@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/tdmaagent/host"
@@ -193,11 +194,11 @@ func slotEfficiency(prog []HostProgress, rate uint64) (eff, goodput float64, ok 
 
 // TDMASlots runs the calibration (for an automatic guard), then every slot
 // length Runs times, interleaved.
-func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsResult, error) {
+func TDMASlots(ctx context.Context, e *bed.Env, cfg TDMASlotsConfig) (*TDMASlotsResult, error) {
 	if len(cfg.Slots) == 0 {
 		return nil, fmt.Errorf("tdma slots: no slot length")
 	}
-	pre, err := e.precheck(cfg.Force)
+	pre, err := precheck(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsRes
 	defer res.summarize()
 	guard := cfg.Guard
 	if guard == 0 {
-		c, err := e.calibrateGuard(ctx, cfg)
+		c, err := calibrateGuard(ctx, e, cfg)
 		if err != nil {
 			return res, err
 		}
@@ -219,15 +220,15 @@ func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsRes
 			if guard+margin >= L {
 				sr.Expected = 0
 				sr.Skipped = fmt.Sprintf("guard %v and margin %v leave nothing of a %v slot", guard, margin, L)
-				e.progress("tdma slots: run %d/%d, slot %v: skipped, %s", run, cfg.Runs, L, sr.Skipped)
+				e.Printf("tdma slots: run %d/%d, slot %v: skipped, %s", run, cfg.Runs, L, sr.Skipped)
 				res.Runs = append(res.Runs, sr)
 				continue
 			}
 			sc := TDMAShuffleConfig{Star: cfg.Star, Size: cfg.Size, Arms: []string{"tdma"}, Runs: cfg.Runs, Force: cfg.Force, Dir: cfg.Dir}
 			sc.Star.Slot, sc.Star.Guard = L, guard
-			e.progress("tdma slots: run %d/%d, slot %v, guard %v (expected efficiency (L−g)/L = %.3f; %d hosts, %s per flow, load average %.1f)",
-				run, cfg.Runs, L, guard, sr.Expected, cfg.Star.Hosts, fct.FormatSize(cfg.Size), LoadAvg())
-			a, tr, err := e.shuffleOnceWith(ctx, sc, "tdma", run, shuffleOpts{tag: "-slot" + L.String(), slow: 1 / max(sr.Expected, 0.05)})
+			e.Printf("tdma slots: run %d/%d, slot %v, guard %v (expected efficiency (L−g)/L = %.3f; %d hosts, %s per flow, load average %.1f)",
+				run, cfg.Runs, L, guard, sr.Expected, cfg.Star.Hosts, fct.FormatSize(cfg.Size), bed.LoadAvg())
+			a, tr, err := shuffleOnceWith(ctx, e, sc, "tdma", run, shuffleOpts{tag: "-slot" + L.String(), slow: 1 / max(sr.Expected, 0.05)})
 			if err != nil {
 				return res, fmt.Errorf("slot %v, run %d: %w", L, run, err)
 			}
@@ -238,7 +239,7 @@ func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsRes
 			if g, ok := GuardFrom(tr.Hosts, uint64(cfg.Star.Rate)); ok {
 				sr.GuardNeededUs = float64(g.Guard) / 1e3
 			}
-			e.progress("  efficiency %.3f (goodput ÷ R %.3f), collisions %d, switch drops %d, lost frames %d, incomplete flows %d, ÷ ideal %.3f, guard needed %.0f µs, control %.3f %%, CPU %.0f %%",
+			e.Printf("  efficiency %.3f (goodput ÷ R %.3f), collisions %d, switch drops %d, lost frames %d, incomplete flows %d, ÷ ideal %.3f, guard needed %.0f µs, control %.3f %%, CPU %.0f %%",
 				sr.Efficiency, sr.GoodputOverR, a.Collisions, a.Switch.Drops, a.LostFrames, a.Incomplete, a.OverIdeal, sr.GuardNeededUs, a.CtlOverheadPct, a.CPUBusyPct)
 			res.Runs = append(res.Runs, sr)
 		}
@@ -247,13 +248,13 @@ func (e *Env) TDMASlots(ctx context.Context, cfg TDMASlotsConfig) (*TDMASlotsRes
 }
 
 // calibrateGuard runs the calibration shuffle and applies GuardRule.
-func (e *Env) calibrateGuard(ctx context.Context, cfg TDMASlotsConfig) (*GuardCalib, error) {
+func calibrateGuard(ctx context.Context, e *bed.Env, cfg TDMASlotsConfig) (*GuardCalib, error) {
 	L := slices.Max(cfg.Slots)
 	sc := TDMAShuffleConfig{Star: cfg.Star, Size: cfg.CalibSize, Arms: []string{"tdma"}, Runs: 1, Force: cfg.Force, Dir: cfg.Dir}
 	sc.Star.Slot, sc.Star.Guard = L, L/10
-	e.progress("tdma slots: calibrating the guard: a shuffle of %s per flow at slot %v, guard %v, measuring every grant's delay (load average %.1f)",
-		fct.FormatSize(cfg.CalibSize), L, L/10, LoadAvg())
-	a, tr, err := e.shuffleOnceWith(ctx, sc, "tdma", 0, shuffleOpts{tag: "-calibration"})
+	e.Printf("tdma slots: calibrating the guard: a shuffle of %s per flow at slot %v, guard %v, measuring every grant's delay (load average %.1f)",
+		fct.FormatSize(cfg.CalibSize), L, L/10, bed.LoadAvg())
+	a, tr, err := shuffleOnceWith(ctx, e, sc, "tdma", 0, shuffleOpts{tag: "-calibration"})
 	if err != nil {
 		return nil, fmt.Errorf("guard calibration: %w", err)
 	}
@@ -262,7 +263,7 @@ func (e *Env) calibrateGuard(ctx context.Context, cfg TDMASlotsConfig) (*GuardCa
 		return nil, fmt.Errorf("guard calibration: no host measured a grant's delay; give --guard explicitly")
 	}
 	g.Slot, g.RunGuard, g.Run = L, L/10, &a
-	e.progress("  grant delay: closes late by up to %.0f µs (p99.9 − d_est), opens early by up to %.0f µs (d_est − p0.1), one frame %.0f µs: guard %v",
+	e.Printf("  grant delay: closes late by up to %.0f µs (p99.9 − d_est), opens early by up to %.0f µs (d_est − p0.1), one frame %.0f µs: guard %v",
 		g.LateUs, g.EarlyUs, g.FrameUs, g.Guard)
 	return &g, nil
 }

@@ -1,4 +1,4 @@
-package experiment
+package tdmaexp
 
 import (
 	"runtime"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -21,8 +22,8 @@ import (
 // on the machine's load: logged, not asserted.
 func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	netns.RequireRoot(t)
-	self := buildSelf(t)
-	e := &Env{Env: &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: testWriter{t}}}
+	self := bedtest.Self(t)
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfeg"), Progress: bedtest.Writer{T: t}}
 	var stop atomic.Bool
 	spun := make(chan struct{})
 	go func() { // one core kept busy
@@ -36,7 +37,7 @@ func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	for _, mode := range []string{"lease", "freerun"} {
 		cfg := TDMAShuffleConfig{Star: TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10, Slot: 5 * time.Millisecond, Guard: 300 * time.Microsecond,
 			Mode: mode, RT: 60, Sched: "rotor", Margin: 50 * time.Microsecond}, Size: 1 << 20, Arms: []string{"tdma"}, Runs: 1, Dir: t.TempDir()}
-		a, err := e.shuffleOnce(t.Context(), cfg, "tdma", 1, nil)
+		a, err := shuffleOnce(t.Context(), e, cfg, "tdma", 1, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
