@@ -282,29 +282,13 @@ func (f *cellsBundleFlags) add(cmd *cobra.Command, prefix, out string) {
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of the table")
 }
 
-// cellsResult is what a cells experiment returns.
-type cellsResult interface {
-	Text() string
-	WriteFiles(dir string) ([]string, error)
-}
-
-// finish writes the files and prints the result.
-func (f *cellsBundleFlags) finish(res cellsResult) error {
-	var files []string
-	if f.out != "" {
-		var err error
-		if files, err = res.WriteFiles(f.out); err != nil {
-			return err
-		}
+// finish writes an experiment's files and prints its result, or returns
+// the experiment's error.
+func (f *cellsBundleFlags) finish(res report.FileResult, err error) error {
+	if err != nil {
+		return err
 	}
-	if f.asJSON {
-		return report.PrintJSON(res)
-	}
-	fmt.Print(res.Text())
-	if len(files) > 0 {
-		fmt.Printf("\nwritten: %s\n", strings.Join(files, " "))
-	}
-	return nil
+	return report.PrintFiles(res, f.out, f.asJSON)
 }
 
 func (f *cellsBundleFlags) env() *bed.Env {
@@ -360,11 +344,7 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := CellsPack(cmd.Context(), fl.env(), cfg)
-			if err != nil {
-				return err
-			}
-			return fl.finish(res)
+			return fl.finish(CellsPack(cmd.Context(), fl.env(), cfg))
 		},
 	}
 	f := cmd.Flags()
@@ -423,11 +403,7 @@ Writes balance.json (figures in "summary") and balance.csv to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := CellsBalance(cmd.Context(), fl.env(), cfg)
-			if err != nil {
-				return err
-			}
-			return fl.finish(res)
+			return fl.finish(CellsBalance(cmd.Context(), fl.env(), cfg))
 		},
 	}
 	f := cmd.Flags()
@@ -476,11 +452,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := CellsElephants(cmd.Context(), fl.env(), cfg)
-			if err != nil {
-				return err
-			}
-			return fl.finish(res)
+			return fl.finish(CellsElephants(cmd.Context(), fl.env(), cfg))
 		},
 	}
 	f := cmd.Flags()
@@ -530,11 +502,7 @@ flows.csv and a tail-CDF PNG to --out.`,
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			res, err := CellsLatency(cmd.Context(), fl.env(), cfg)
-			if err != nil {
-				return err
-			}
-			return fl.finish(res)
+			return fl.finish(CellsLatency(cmd.Context(), fl.env(), cfg))
 		},
 	}
 	f := cmd.Flags()

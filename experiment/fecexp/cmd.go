@@ -158,13 +158,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 			if err != nil {
 				return err
 			}
-			var files []string
-			if outDir != "" {
-				if files, err = res.WriteFiles(outDir); err != nil {
-					return err
-				}
-			}
-			if err := report.PrintWritten(res, res.Text(), files, asJSON); err != nil {
+			if err := report.PrintFiles(res, outDir, asJSON); err != nil {
 				return err
 			}
 			for _, arm := range []string{"classes_xor", "lg"} {

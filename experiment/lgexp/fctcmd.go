@@ -94,13 +94,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 			if err != nil {
 				return err
 			}
-			var files []string
-			if outDir != "" {
-				if files, err = res.WriteFiles(outDir); err != nil {
-					return err
-				}
-			}
-			return report.PrintWritten(res, res.Text(), files, asJSON)
+			return report.PrintFiles(res, outDir, asJSON)
 		},
 	}
 	f := cmd.Flags()

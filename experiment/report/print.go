@@ -58,3 +58,23 @@ func (o *OutFlags) Add(f *pflag.FlagSet, path string) {
 
 // Print writes res to --out and prints it, as Print does.
 func (o *OutFlags) Print(res any, text string) error { return Print(res, text, o.Out, o.AsJSON) }
+
+// FileResult is a result that writes its own files (JSON, CSV, plots) into
+// a directory.
+type FileResult interface {
+	Text() string
+	WriteFiles(dir string) ([]string, error)
+}
+
+// PrintFiles writes res's files into dir (unless empty) and prints res as
+// PrintWritten does.
+func PrintFiles(res FileResult, dir string, asJSON bool) error {
+	var files []string
+	if dir != "" {
+		var err error
+		if files, err = res.WriteFiles(dir); err != nil {
+			return err
+		}
+	}
+	return PrintWritten(res, res.Text(), files, asJSON)
+}
