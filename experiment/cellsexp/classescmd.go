@@ -2,20 +2,17 @@ package cellsexp
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
 func cellsClassesCmd() *cobra.Command {
 	var (
-		cfg                         CellsClassesConfig
-		arms, gray, runArgs, prefix string
-		out                         report.OutFlags
+		cfg        CellsClassesConfig
+		arms, gray string
+		fl         edgeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "classes",
@@ -47,16 +44,15 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			if cfg.Gray, err = cli.ParseInts(gray); err != nil {
 				return fmt.Errorf("--gray: %w", err)
 			}
-			cfg.RunArgs = strings.Fields(runArgs)
+			cfg.RunArgs = strings.Fields(fl.runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
-			res, err := CellsClasses(cmd.Context(), env, cfg)
+			res, err := CellsClasses(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
-			if err := out.Print(res, res.Text()); err != nil {
+			if err := fl.out.Print(res, res.Text()); err != nil {
 				return err
 			}
 			if ok, _ := res.Summary["check"].(bool); !ok && len(res.Runs) > 0 {
@@ -77,9 +73,6 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 	f.Float64Var(&cfg.Rate, "rate", 0, "each UDP flow, bit/s (default 100e6)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.DurationVar(&cfg.Settle, "settle", 0, "how long to wait for the links' classes (default 20s; about 1s on a quiet machine)")
-	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
-	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
-	f.StringVar(&prefix, "prefix", "lfcls", "testbed prefix")
-	out.Add(f, "out/cells-classes.json")
+	fl.add(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout, "lfcls", "out/cells-classes.json")
 	return cmd
 }

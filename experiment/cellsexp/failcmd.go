@@ -15,9 +15,9 @@ import (
 
 func cellsFailoverCmd() *cobra.Command {
 	var (
-		cfg                   CellsFailoverConfig
-		arms, runArgs, prefix string
-		out                   report.OutFlags
+		cfg  CellsFailoverConfig
+		arms string
+		fl   edgeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "failover",
@@ -45,16 +45,15 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 				return err
 			}
 			cfg.Arms = cli.SplitList(arms)
-			cfg.RunArgs = strings.Fields(runArgs)
+			cfg.RunArgs = strings.Fields(fl.runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
-			res, err := CellsFailover(cmd.Context(), env, cfg)
+			res, err := CellsFailover(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
-			return out.Print(res, res.Text())
+			return fl.out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -65,18 +64,15 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	f.StringVar(&cfg.Cut, "cut", "down", "how: down (ip link set down at sw2) or drop (sw2's XDP program drops the link's frames)")
 	f.IntVar(&cfg.Link, "link", 2, "which bundle link to cut (0-3)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
-	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
-	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
-	f.StringVar(&prefix, "prefix", "lfl", "testbed prefix")
-	out.Add(f, "out/cells-failover.json")
+	fl.add(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout, "lfl", "out/cells-failover.json")
 	return cmd
 }
 
 func cellsGrayCmd() *cobra.Command {
 	var (
-		cfg                          CellsGrayConfig
-		arms, lossy, runArgs, prefix string
-		out                          report.OutFlags
+		cfg         CellsGrayConfig
+		arms, lossy string
+		fl          edgeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "gray",
@@ -102,16 +98,15 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 				}
 				cfg.Lossy = append(cfg.Lossy, v)
 			}
-			cfg.RunArgs = strings.Fields(runArgs)
+			cfg.RunArgs = strings.Fields(fl.runArgs)
 			if err := cfg.Normalize(); err != nil {
 				return err
 			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
-			res, err := CellsGray(cmd.Context(), env, cfg)
+			res, err := CellsGray(cmd.Context(), fl.env(), cfg)
 			if err != nil {
 				return err
 			}
-			return out.Print(res, res.Text())
+			return fl.out.Print(res, res.Text())
 		},
 	}
 	f := cmd.Flags()
@@ -123,18 +118,26 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	f.StringVar(&lossy, "lossy", "1,3", "the lossy bundle links, comma-separated (0-3)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
-	cellsTimingFlags(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout)
-	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
-	f.StringVar(&prefix, "prefix", "lfl", "testbed prefix")
-	out.Add(f, "out/cells-gray.json")
+	fl.add(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout, "lfl", "out/cells-gray.json")
 	return cmd
 }
 
-// cellsTimingFlags are the REACH and reassembly settings the cells
-// experiments give both edges.
-func cellsTimingFlags(cmd *cobra.Command, interval *time.Duration, th *int, reasm *time.Duration) {
+// edgeFlags are the flags the cells experiments on the bundle's two edges
+// share: the REACH and reassembly settings, more run arguments, the
+// testbed prefix and the result's output.
+type edgeFlags struct {
+	runArgs, prefix string
+	out             report.OutFlags
+}
+
+func (e *edgeFlags) add(cmd *cobra.Command, interval *time.Duration, th *int, reasm *time.Duration, prefix, out string) {
 	f := cmd.Flags()
 	f.DurationVar(interval, "reach-interval", 0, "REACH period (default 5ms: 1ms × 3 excludes links whenever a peer is kept from running a few ms)")
 	f.IntVar(th, "reach-th", 0, "REACH intervals missed that take a link out (default 3)")
 	f.DurationVar(reasm, "reasm-timeout", 0, "reassembly timeout (default 100ms: above the exclusion time and this machine's scheduling stalls)")
+	f.StringVar(&e.runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
+	f.StringVar(&e.prefix, "prefix", prefix, "testbed prefix")
+	e.out.Add(f, out)
 }
+
+func (e *edgeFlags) env() *bed.Env { return &bed.Env{Prefix: e.prefix, Log: slog.Default()} }
