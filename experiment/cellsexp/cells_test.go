@@ -87,7 +87,9 @@ func TestCellsBundleExperiments(t *testing.T) {
 			}
 		}
 		s := res.Summary
-		if s.CPUNsForward <= 0 || s.CPUNsCells <= 0 || s.CPURatio <= 0 || s.CPUNsForwardAfxdp <= 0 || s.CPURatioAfxdp <= 0 || s.SatForwardPPS <= 0 || s.SatCellsPPS <= 0 {
+		// Forward's frames cross in the kernel (its dataplane CPU may be 0);
+		// forward-afxdp's and the cells' cross the workers.
+		if s.CPUNsForward < 0 || s.CPUNsCells <= 0 || s.CPURatio <= 0 || s.CPUNsForwardAfxdp <= 0 || s.SatForwardPPS <= 0 || s.SatCellsPPS <= 0 {
 			t.Errorf("summary %+v", s)
 		}
 	})

@@ -317,10 +317,11 @@ Ethernet frames with FCS (64 = the minimum frame): trafgen sends each 4 bytes
 shorter, since veth has no FCS.
 
 Then the CPU comparison: 60-byte frames at trafgen -b --cpu-rate (trafgen delivers
-about half of it here), a rate both arms carry, for --cpu-duration through forward
-and through cells (packing, MTU cells): the CPU time both switches' dataplanes used
-(utime + stime from /proc/PID/stat) per frame h2 received. Target: cells ≤ 0.6× of
-forward. And at saturation (the smallest packet size), cells should carry at least
+about half of it here), a rate the arms carry, for --cpu-duration through forward,
+forward --fastpath afxdp and cells (packing, MTU cells): the CPU time both switches'
+dataplanes used (utime + stime from /proc/PID/stat) per frame h2 received. Target:
+cells ≤ 0.6× of forward-afxdp (both through the workers; forward's own frames cross
+on its kernel fast path, whose CPU no dataplane counts). And at saturation (the smallest packet size), cells should carry at least
 forward's packets/s.
 
 Writes pack.json (figures in "summary") and pack.csv to --out. Needs trafgen:
