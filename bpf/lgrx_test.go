@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // LinkGuardian's receive fast path (lf_lg_rx), run with BPF_PROG_TEST_RUN:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"golang.org/x/sys/unix"
 )
 

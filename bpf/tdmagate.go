@@ -17,7 +17,7 @@ import (
 // window. Checked against the kernel's clock where the frame leaves the
 // host's line, so no lateness of the agent or of the host's queues lets a
 // frame into another sender's slot. Its rule in Go, the model the program
-// is tested against, is tdmaagent/gate's Verdict.
+// is tested against, is tdma/gate's Verdict.
 type TDMAGate struct {
 	objs  tdmagateObjects
 	links []link.Link

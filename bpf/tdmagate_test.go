@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
-	"github.com/linkfabric/linkfabric/tdmaagent/gate"
-	"github.com/linkfabric/linkfabric/tdmaagent/wire"
+	"github.com/linkfabric/linkfabric/tdma/clock"
+	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/linkfabric/linkfabric/tdma/wire"
 )
 
 const xdpTx = 3

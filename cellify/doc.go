@@ -5,7 +5,7 @@
 // LinkGuardian core it does no I/O, starts no goroutines and reads no clock:
 // every call takes now (nanoseconds, any monotonic origin) and every timer is a
 // deadline the caller polls. The dataplane's cells pipeline and the simulated
-// fabric (simfab) both drive it.
+// fabric (cellsim) both drive it.
 //
 // It follows Stardust (NSDI'19 §3–5: credits from the egress scheduler,
 // packing within a VOQ, spraying over every link that reaches the

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // Node is one cell node: an edge (host ports and link ports: VOQs, credit

@@ -3,7 +3,7 @@ package cellify
 import (
 	"encoding/binary"
 
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // REACH (type 12, every link, every interval) after the link header:

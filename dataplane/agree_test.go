@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/linksession"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/netns"
 )
 

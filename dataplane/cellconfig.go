@@ -10,7 +10,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/metrics"
 )
 

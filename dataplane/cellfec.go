@@ -5,8 +5,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/linksession"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // cellFEC is what runs under the cells on one link port with --cells-link-mode

@@ -10,8 +10,8 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // TestCellFECMemory: two edges in memory with --cells-link-mode fec under the

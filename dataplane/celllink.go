@@ -4,9 +4,9 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/linksession"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // cellLink is what runs under the cells on one link port with --cells-link-mode

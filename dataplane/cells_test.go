@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
 )

@@ -4,9 +4,9 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/linksession"
-	"github.com/linkfabric/linkfabric/lossmon"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/link/lossmon"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // cellLayer is what runs under the cells on one link port (every

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"

@@ -18,9 +18,9 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/traffic"
 	"golang.org/x/sys/unix"
 )

@@ -9,9 +9,9 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/linksession"
-	"github.com/linkfabric/linkfabric/lossmon"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/link/lossmon"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // fecCtl is RAIL's coding on one link as both mode fec (fecpipe.go) and

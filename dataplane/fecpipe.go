@@ -3,9 +3,9 @@ package dataplane
 import (
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/linksession"
+	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/pfc"
-	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 

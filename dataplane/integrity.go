@@ -3,8 +3,8 @@ package dataplane
 import (
 	"sync/atomic"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 

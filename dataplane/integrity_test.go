@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/pfc"
-	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"golang.org/x/sys/unix"
 )
 

@@ -9,12 +9,12 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/link/lossmon"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/linksession"
-	"github.com/linkfabric/linkfabric/lossmon"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
-	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 

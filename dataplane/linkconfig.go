@@ -1,7 +1,7 @@
 package dataplane
 
 import (
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/pfc"
 )
 

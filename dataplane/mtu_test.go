@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 )
 
 // TestCheckMTU: a link port whose MTU cannot carry a host frame of full size

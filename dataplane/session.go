@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/linksession"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // The link session of the lg pipeline (package linksession): before

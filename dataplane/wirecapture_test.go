@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
 )
 

@@ -2,7 +2,7 @@ package dataplane
 
 // The Wireshark dissector (deploy/wireshark/linkfabric.lua) against the
 // project's own encoders: every frame type built by seqhdr, linksession's
-// HELLO, cellify, fec and tdmaagent, sealed with each integrity trailer,
+// HELLO, cellify, fec and tdma, sealed with each integrity trailer,
 // written to a pcap and decoded by tshark.
 
 import (
@@ -16,9 +16,9 @@ import (
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/internal/pcapfile"
-	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	tdmawire "github.com/linkfabric/linkfabric/tdmaagent/wire"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
+	tdmawire "github.com/linkfabric/linkfabric/tdma/wire"
 )
 
 // dissectorPath is the Lua dissector, from this package's directory.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksim"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // carriedFrame returns a frame of a carried type (a cell, type 9) of n

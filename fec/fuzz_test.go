@@ -7,7 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksim"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // FuzzParseParity: ParseParity never panics, and a header it accepts

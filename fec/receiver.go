@@ -7,7 +7,7 @@ import (
 	"math"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // ReceiverConfig configures a Receiver.

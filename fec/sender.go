@@ -8,7 +8,7 @@ import (
 	"math"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // SenderConfig configures a Sender.

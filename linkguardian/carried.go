@@ -2,7 +2,7 @@ package linkguardian
 
 import (
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // Carried frames (the cell family, seqhdr types 9–12) have their own link

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // slabMem is frame memory of fixed-size buffers with a free list.

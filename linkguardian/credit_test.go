@@ -8,16 +8,16 @@ import (
 
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksim"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // dropAcks drops the explicit ACKs (counted from 0 in send order) for which
 // lose returns true.
-func dropAcks(lose func(k int) bool) *simlink.Rule {
+func dropAcks(lose func(k int) bool) *lgsim.Rule {
 	k := -1
-	return simlink.DropIf(math.MaxInt, func(i *simlink.Info) bool {
+	return lgsim.DropIf(math.MaxInt, func(i *lgsim.Info) bool {
 		if !i.Link || i.Hdr.Type != seqhdr.TypeAck {
 			return false
 		}
@@ -29,7 +29,7 @@ func dropAcks(lose func(k int) bool) *simlink.Rule {
 // creditBound is a one-way LG link whose sender is bound by its TX buffer
 // (window frames) for the whole transfer: the host offers frames faster
 // than the link returns ACKs.
-func creditBound(window int) simlink.Config {
+func creditBound(window int) lgsim.Config {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.A.Sender.TxBuffer = window
 	cfg.B.Receiver.Window = max(window, 2)
@@ -38,14 +38,14 @@ func creditBound(window int) simlink.Config {
 
 // runBounded runs s until quiet within limit virtual ns and checks that
 // every frame arrived in order and nothing leaked.
-func runBounded(t *testing.T, s *simlink.Sim, n int, limit int64) {
+func runBounded(t *testing.T, s *lgsim.Sim, n int, limit int64) {
 	t.Helper()
 	if !s.RunUntilQuiet(limit) {
 		t.Fatalf("not quiet after %d µs of virtual time: B received %d of %d frames; sender %+v; receiver %+v",
-			limit/us, len(s.Delivered(simlink.B)), n, s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats)
+			limit/us, len(s.Delivered(lgsim.B)), n, s.Port(lgsim.A).S.Stats, s.Port(lgsim.B).R.Stats)
 	}
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, n))
+	wantDelivered(t, s, lgsim.B, seqIDs(0, n))
 }
 
 // TestCreditBoundLostAck: a credit-bound sender (TX buffer full, host frames
@@ -59,7 +59,7 @@ func TestCreditBoundLostAck(t *testing.T) {
 	base := map[int]int64{}
 	for _, w := range []int{4, 8, 64, 1024} {
 		s := newSim(t, creditBound(w))
-		s.Send(simlink.A, n, 0)
+		s.Send(lgsim.A, n, 0)
 		runBounded(t, s, n, 1e9)
 		base[w] = s.Now()
 	}
@@ -76,9 +76,9 @@ func TestCreditBoundLostAck(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("w%d/%s", w, c.name), func(t *testing.T) {
 				cfg := creditBound(w)
-				cfg.BA.Rules = []*simlink.Rule{dropAcks(c.lose)}
+				cfg.BA.Rules = []*lgsim.Rule{dropAcks(c.lose)}
 				s := newSim(t, cfg)
-				s.Send(simlink.A, n, 0)
+				s.Send(lgsim.A, n, 0)
 				runBounded(t, s, n, 2*base[w]+slack)
 			})
 		}
@@ -87,9 +87,9 @@ func TestCreditBoundLostAck(t *testing.T) {
 		for _, k := range lostAckPositions() {
 			t.Run(fmt.Sprintf("w%d/ack%d", w, k), func(t *testing.T) {
 				cfg := creditBound(w)
-				cfg.BA.Rules = []*simlink.Rule{dropAcks(func(i int) bool { return i == k })}
+				cfg.BA.Rules = []*lgsim.Rule{dropAcks(func(i int) bool { return i == k })}
 				s := newSim(t, cfg)
-				s.Send(simlink.A, n, 0)
+				s.Send(lgsim.A, n, 0)
 				runBounded(t, s, n, base[w]+slack)
 			})
 		}

@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // While no ACK comes back, dummies back off exponentially instead of going
@@ -16,12 +16,12 @@ func TestDummyBackoff(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	// Lose the only data frame (a tail loss, found by the first dummy) and
 	// every explicit ACK for the first millisecond.
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(0)}
-	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeAck, 1<<30)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(0)}
+	cfg.BA.Rules = []*lgsim.Rule{lgsim.DropType(seqhdr.TypeAck, 1<<30)}
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 1, 0)
+	s.Send(lgsim.A, 1, 0)
 	s.Run(1_000_000) // 1 ms
-	dummies := s.Port(simlink.A).S.Stats.DummiesSent
+	dummies := s.Port(lgsim.A).S.Stats.DummiesSent
 	// DummyInterval 2 µs: 500 without backoff; with doubling up to 64× (128 µs)
 	// 7 emissions reach 254 µs, then one per 128 µs: about 13.
 	if dummies < 5 || dummies > 20 {
@@ -29,7 +29,7 @@ func TestDummyBackoff(t *testing.T) {
 	}
 	cfg.BA.Rules[0].Count = 0 // the reverse path heals
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 1))
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 1))
 }
 
 // NextDeadline names the next timer: the first dummy DummyInterval after the
@@ -37,11 +37,11 @@ func TestDummyBackoff(t *testing.T) {
 // nothing once everything is acknowledged.
 func TestNextDeadline(t *testing.T) {
 	s := newSim(t, oneWay(linkguardian.InOrder, 1))
-	a, b := s.Port(simlink.A), s.Port(simlink.B)
+	a, b := s.Port(lgsim.A), s.Port(lgsim.B)
 	if d := a.NextDeadline(s.Now(), true); d != math.MaxInt64 {
 		t.Fatalf("quiet sender: deadline %d", d)
 	}
-	s.Send(simlink.A, 1, 0)
+	s.Send(lgsim.A, 1, 0)
 	s.Run(100) // the frame is sent, still on the wire (1 µs delay)
 	sent := s.Now()
 	if d := a.NextDeadline(s.Now(), true); d <= sent || d > sent+2*us {

@@ -2,7 +2,7 @@ package linkguardian
 
 import (
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // Delivery returns the receiver's delivery mode.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // lg → lgnb while holes are open and frames wait in the reorder buffer: the
@@ -16,10 +16,10 @@ func TestSetDeliveryLGToLGNBMidHole(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	// Lose frame 10's original and its first copy: it stays missing for a
 	// re-notification interval while later frames pile up in the buffer.
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 2)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropID(10, 2)}
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 200, 100) // one frame every 100 ns
-	r := s.Port(simlink.B).R
+	s.Send(lgsim.A, 200, 100) // one frame every 100 ns
+	r := s.Port(lgsim.B).R
 	for s.Now() < 1_000_000 {
 		s.Run(500)
 		if f, _ := r.Buffered(); f >= 20 {
@@ -30,18 +30,18 @@ func TestSetDeliveryLGToLGNBMidHole(t *testing.T) {
 	if held < 20 || r.Missing() != 1 {
 		t.Fatalf("setup: %d frames buffered, %d missing; want ≥ 20 and 1", held, r.Missing())
 	}
-	before := len(s.Delivered(simlink.B))
+	before := len(s.Delivered(lgsim.B))
 	if !r.SetDelivery(s.Now(), linkguardian.NonBlocking) || r.Delivery() != linkguardian.NonBlocking {
 		t.Fatal("switch to lgnb refused")
 	}
 	if f, b := r.Buffered(); f != 0 || b != 0 {
 		t.Fatalf("buffer not released: %d frames %d bytes", f, b)
 	}
-	if got := len(s.Delivered(simlink.B)); got != before { // delivered on the next delivery step
+	if got := len(s.Delivered(lgsim.B)); got != before { // delivered on the next delivery step
 		s.Run(1)
 	}
 	finish(t, s)
-	got := s.Delivered(simlink.B)
+	got := s.Delivered(lgsim.B)
 	sorted := slices.Clone(got)
 	slices.Sort(sorted)
 	if !slices.Equal(sorted, seqIDs(0, 200)) {
@@ -59,10 +59,10 @@ func TestSetDeliveryLGToLGNBMidHole(t *testing.T) {
 // asking for them, and switching protection back on protects again.
 func TestSetDeliveryMonitorAndBack(t *testing.T) {
 	cfg := oneWay(linkguardian.NonBlocking, 1)
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(5, 1), simlink.DropID(150, 1), simlink.DropID(250, 1)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropID(5, 1), lgsim.DropID(150, 1), lgsim.DropID(250, 1)}
 	s := newSim(t, cfg)
-	r := s.Port(simlink.B).R
-	s.Send(simlink.A, 100, 100)
+	r := s.Port(lgsim.B).R
+	s.Send(lgsim.A, 100, 100)
 	s.Run(5_000) // frame 5 lost and not yet recovered... or recovered: either way
 	for !r.SetDelivery(s.Now(), linkguardian.Monitor) {
 		if r.Missing() == 0 {
@@ -71,13 +71,13 @@ func TestSetDeliveryMonitorAndBack(t *testing.T) {
 		s.Run(1_000)
 	}
 	finish(t, s)
-	wantSorted(t, s.Delivered(simlink.B), seqIDs(0, 100))
+	wantSorted(t, s.Delivered(lgsim.B), seqIDs(0, 100))
 
 	// Unprotected: frame 150 is lost for good, with no loss notification.
 	notifs := r.Stats.LossNotifsSent
-	s.Send(simlink.A, 100, 100)
+	s.Send(lgsim.A, 100, 100)
 	finish(t, s)
-	wantSorted(t, s.Delivered(simlink.B), seqIDs(0, 200, 150))
+	wantSorted(t, s.Delivered(lgsim.B), seqIDs(0, 200, 150))
 	if r.Stats.LostUnprotected != 1 || r.Stats.LossNotifsSent != notifs {
 		t.Fatalf("monitor: %+v", r.Stats)
 	}
@@ -86,9 +86,9 @@ func TestSetDeliveryMonitorAndBack(t *testing.T) {
 	if !r.SetDelivery(s.Now(), linkguardian.InOrder) {
 		t.Fatal("SetDelivery(lg) refused on a quiet link")
 	}
-	s.Send(simlink.A, 100, 100)
+	s.Send(lgsim.A, 100, 100)
 	finish(t, s)
-	got := s.Delivered(simlink.B)
+	got := s.Delivered(lgsim.B)
 	if !slices.Equal(got[len(got)-100:], seqIDs(200, 100)) {
 		t.Fatalf("lg after monitor: %v", head(got[len(got)-100:]))
 	}
@@ -113,10 +113,10 @@ func TestSetThresholdsResumes(t *testing.T) {
 	cfg := backpressureLink(100*us, 500*us)
 	// The original and its copy are lost: the hole stays open until the
 	// re-notification, 100 µs.
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 2)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropID(10, 2)}
 	s := newSim(t, cfg)
-	r := s.Port(simlink.B).R
-	s.Send(simlink.A, 2000, 0)
+	r := s.Port(lgsim.B).R
+	s.Send(lgsim.A, 2000, 0)
 	s.Run(60 * us)
 	if r.Stats.PausesSent == 0 || r.Stats.ResumesSent != 0 {
 		t.Fatalf("setup: want paused behind the hole; pauses %d resumes %d, reorder %d B", r.Stats.PausesSent, r.Stats.ResumesSent, r.Stats.ReorderBytes)
@@ -135,7 +135,7 @@ func TestSetThresholdsResumes(t *testing.T) {
 	}
 	pauses := r.Stats.PausesSent
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 2000))
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 2000))
 	if r.Stats.PausesSent != pauses {
 		t.Fatalf("paused again (%d → %d) below the raised threshold", pauses, r.Stats.PausesSent)
 	}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // Control-frame economy: explicit ACKs and dummies on a software-like link
@@ -17,13 +17,13 @@ const swDelay = 25 * us
 
 // softwareLink is a link with the default sender and receiver at each end
 // that has them: one-way (A→B protected) or both ways.
-func softwareLink(both bool) simlink.Config {
+func softwareLink(both bool) lgsim.Config {
 	sc, rc := linkguardian.DefaultSenderConfig(), linkguardian.DefaultReceiverConfig()
-	cfg := simlink.Config{
+	cfg := lgsim.Config{
 		A:  linkguardian.Config{Sender: &sc},
 		B:  linkguardian.Config{Receiver: &rc},
-		AB: simlink.DirConfig{Delay: swDelay, Rate: rate},
-		BA: simlink.DirConfig{Delay: swDelay, Rate: rate},
+		AB: lgsim.DirConfig{Delay: swDelay, Rate: rate},
+		BA: lgsim.DirConfig{Delay: swDelay, Rate: rate},
 	}
 	if both {
 		sc2, rc2 := sc, rc
@@ -33,9 +33,9 @@ func softwareLink(both bool) simlink.Config {
 }
 
 // controlFrames is the explicit ACKs and dummies sent both ways so far.
-func controlFrames(s *simlink.Sim) uint64 {
+func controlFrames(s *lgsim.Sim) uint64 {
 	n := uint64(0)
-	for _, side := range []simlink.Side{simlink.A, simlink.B} {
+	for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 		d := s.Dir(side)
 		n += d.SentByType[seqhdr.TypeAck] + d.SentByType[seqhdr.TypeDummy]
 	}
@@ -50,22 +50,22 @@ func controlFrames(s *simlink.Sim) uint64 {
 func TestLowRateControlFrames(t *testing.T) {
 	s := newSim(t, softwareLink(false))
 	const warm, n = 10, 40
-	s.Send(simlink.A, warm, 1_000*us)
+	s.Send(lgsim.A, warm, 1_000*us)
 	s.Run(warm * 1_000 * us)
 	learning := controlFrames(s)
-	s.Send(simlink.A, n, 1_000*us)
+	s.Send(lgsim.A, n, 1_000*us)
 	s.Run(n * 1_000 * us)
 	steady := controlFrames(s) - learning
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, warm+n))
+	wantDelivered(t, s, lgsim.B, seqIDs(0, warm+n))
 	if learning > 3*warm {
 		t.Errorf("%d control frames for the first %d data frames (learning); want at most %d", learning, warm, 3*warm)
 	}
 	if steady > n {
 		t.Errorf("%d control frames for %d data frames at a low rate; want at most one (the explicit ACK) each: %+v %+v",
-			steady, n, s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats)
+			steady, n, s.Port(lgsim.A).S.Stats, s.Port(lgsim.B).R.Stats)
 	}
-	if acks := s.Port(simlink.A).S.Stats.Acked; acks != warm+n {
+	if acks := s.Port(lgsim.A).S.Stats.Acked; acks != warm+n {
 		t.Fatalf("sender saw %d frames acknowledged, want %d", acks, warm+n)
 	}
 }
@@ -77,17 +77,17 @@ func TestLowRateControlFrames(t *testing.T) {
 func TestLowRateRequestResponse(t *testing.T) {
 	s := newSim(t, softwareLink(true))
 	const n = 50
-	s.Send(simlink.A, n, 1_000*us)
+	s.Send(lgsim.A, n, 1_000*us)
 	s.Run(swDelay + 60*us)
-	s.Send(simlink.B, n, 1_000*us)
+	s.Send(lgsim.B, n, 1_000*us)
 	s.Run(10 * 1_000 * us)
-	learning, bAcks := controlFrames(s), s.Dir(simlink.B).SentByType[seqhdr.TypeAck]
+	learning, bAcks := controlFrames(s), s.Dir(lgsim.B).SentByType[seqhdr.TypeAck]
 	s.Run((n - 10) * 1_000 * us)
 	steady := controlFrames(s) - learning
-	bAcks = s.Dir(simlink.B).SentByType[seqhdr.TypeAck] - bAcks
+	bAcks = s.Dir(lgsim.B).SentByType[seqhdr.TypeAck] - bAcks
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, n))
-	wantDelivered(t, s, simlink.A, seqIDs(0, n))
+	wantDelivered(t, s, lgsim.B, seqIDs(0, n))
+	wantDelivered(t, s, lgsim.A, seqIDs(0, n))
 	if data := uint64(2 * (n - 10)); 2*steady > data+2 {
 		t.Errorf("%d control frames for %d data frames; want about one per answer", steady, data)
 	}
@@ -105,11 +105,11 @@ func TestCoalescedAcksKeepCredit(t *testing.T) {
 	cfg.A.Sender.TxBuffer, cfg.B.Receiver.Window = window, window
 	cfg.B.Receiver.AckDelay = 1_000_000 // far longer than the transfer of a window
 	s := newSim(t, cfg)
-	s.Send(simlink.A, n, 0)
+	s.Send(lgsim.A, n, 0)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, n))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
-	every := s.Port(simlink.B).R.AckEvery()
+	wantDelivered(t, s, lgsim.B, seqIDs(0, n))
+	ss, rs := s.Port(lgsim.A).S.Stats, s.Port(lgsim.B).R.Stats
+	every := s.Port(lgsim.B).R.AckEvery()
 	if every != window/4 {
 		t.Fatalf("AckEvery %d, want Window/4 = %d", every, window/4)
 	}
@@ -127,7 +127,7 @@ func TestCoalescedAcksKeepCredit(t *testing.T) {
 // repeats the default receiver no longer sends.
 func TestCoalescedAcksLostUnderCredit(t *testing.T) {
 	const n = 2000
-	bound := func(w int) simlink.Config {
+	bound := func(w int) lgsim.Config {
 		cfg := softwareLink(false)
 		cfg.A.Sender.TxBuffer, cfg.B.Receiver.Window = w, max(w, 2)
 		return cfg
@@ -139,7 +139,7 @@ func TestCoalescedAcksLostUnderCredit(t *testing.T) {
 	maxGap := max(64*sc.DummyInterval, sc.DummyWaitMax)
 	for _, w := range []int{4, 64, 1024} {
 		s := newSim(t, bound(w))
-		s.Send(simlink.A, n, 0)
+		s.Send(lgsim.A, n, 0)
 		runBounded(t, s, n, 1e10)
 		base := s.Now()
 		for _, c := range []struct {
@@ -153,11 +153,11 @@ func TestCoalescedAcksLostUnderCredit(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("w%d/%s", w, c.name), func(t *testing.T) {
 				cfg := bound(w)
-				cfg.BA.Rules = []*simlink.Rule{dropAcks(c.lose)}
+				cfg.BA.Rules = []*lgsim.Rule{dropAcks(c.lose)}
 				s := newSim(t, cfg)
-				s.Send(simlink.A, n, 0)
+				s.Send(lgsim.A, n, 0)
 				runBounded(t, s, n, 1e10)
-				lost := int64(s.Dir(simlink.B).DroppedByType[seqhdr.TypeAck])
+				lost := int64(s.Dir(lgsim.B).DroppedByType[seqhdr.TypeAck])
 				if limit := 2*base + (lost+2)*maxGap; s.Now() > limit {
 					t.Errorf("%d lost ACKs: done after %d µs, want within %d µs", lost, s.Now()/us, limit/us)
 				}
@@ -173,16 +173,16 @@ func TestCoalescedAcksLostUnderCredit(t *testing.T) {
 func TestTailLossFoundWithinDummyWaitMax(t *testing.T) {
 	cfg := softwareLink(false)
 	const lost = 20
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(lost)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(lost)}
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 30, 1_000*us)
+	s.Send(lgsim.A, 30, 1_000*us)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 30))
-	a, b := s.Port(simlink.A), s.Port(simlink.B)
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 30))
+	a, b := s.Port(lgsim.A), s.Port(lgsim.B)
 	if w := a.S.DummyWait(); w < 2*swDelay {
 		t.Fatalf("learned dummy wait %d ns; want at least the ACK round trip %d", w, 2*swDelay)
 	}
-	sent, del := s.SentAt(simlink.A, lost), s.DeliveredAt(simlink.B)[lost]
+	sent, del := s.SentAt(lgsim.A, lost), s.DeliveredAt(lgsim.B)[lost]
 	maxWait := linkguardian.DefaultSenderConfig().DummyWaitMax
 	// The dummy crosses, the notification returns, the copy crosses; a
 	// microsecond of polling at each end on the way.

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // Config configures one end of a link.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksim"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 func hostFrame(t *testing.T, pool *linksim.Pool) link.Frame {

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // The kernel's lead over Go: a worker that does not look for longer than

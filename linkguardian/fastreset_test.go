@@ -3,8 +3,8 @@ package linkguardian_test
 import (
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // TestFastResetAfterHandOver: a reset while the kernel owns the receive

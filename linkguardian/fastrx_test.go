@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link/linksim"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // fastLag is how long the core runs behind the kernel in the fast path
@@ -69,7 +69,7 @@ func TestFastPathSuite(t *testing.T) {
 }
 
 // fastSim is a one-way LG link with the fast path at B.
-func fastSim(t *testing.T) *simlink.Sim {
+func fastSim(t *testing.T) *lgsim.Sim {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.Fast, cfg.FastLag = true, fastLag
 	return newSim(t, cfg)
@@ -80,18 +80,18 @@ func fastSim(t *testing.T) *simlink.Sim {
 // for what the kernel cannot judge.
 func TestFastPathCarriesCommonCase(t *testing.T) {
 	s := fastSim(t)
-	s.Send(simlink.A, 2000, 0)
+	s.Send(lgsim.A, 2000, 0)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 2000))
-	st := s.Port(simlink.B).R.Stats
-	if got := s.FastDelivered(simlink.B); got < 1900 || uint64(got) != st.FastDelivered {
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 2000))
+	st := s.Port(lgsim.B).R.Stats
+	if got := s.FastDelivered(lgsim.B); got < 1900 || uint64(got) != st.FastDelivered {
 		t.Fatalf("fast path delivered %d (receiver counts %d) of 2000 frames, want nearly all", got, st.FastDelivered)
 	}
 	if st.Delivered != 2000 || st.DataRx != 2000 {
 		t.Fatalf("receiver counts %d delivered, %d received; want 2000 (the kernel's included)", st.Delivered, st.DataRx)
 	}
-	if s.Port(simlink.A).S.Outstanding() != 0 {
-		t.Fatalf("sender still holds %d frames: the ACKs of the kernel's deliveries did not reach it", s.Port(simlink.A).S.Outstanding())
+	if s.Port(lgsim.A).S.Outstanding() != 0 {
+		t.Fatalf("sender still holds %d frames: the ACKs of the kernel's deliveries did not reach it", s.Port(lgsim.A).S.Outstanding())
 	}
 }
 
@@ -102,12 +102,12 @@ func TestFastPathHoleOpensAndCloses(t *testing.T) {
 	s := fastSim(t)
 	lost := []int{100, 101, 500, 900, 1500}
 	for _, k := range lost {
-		s.AddRule(simlink.A, simlink.DropNthData(k))
+		s.AddRule(lgsim.A, lgsim.DropNthData(k))
 	}
-	s.Send(simlink.A, 2000, 300) // frames keep arriving while the core lags, with room to catch up
+	s.Send(lgsim.A, 2000, 300) // frames keep arriving while the core lags, with room to catch up
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 2000))
-	st := s.Port(simlink.B).R.Stats
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 2000))
+	st := s.Port(lgsim.B).R.Stats
 	if st.Recovered != uint64(len(lost)) {
 		t.Fatalf("recovered %d, want %d", st.Recovered, len(lost))
 	}
@@ -124,9 +124,9 @@ func TestFastPathHoleOpensAndCloses(t *testing.T) {
 // duplicate, whoever owns the point.
 func TestFastPathLateCopyAfterPointMoved(t *testing.T) {
 	s := fastSim(t)
-	s.Send(simlink.A, 50, 0)
+	s.Send(lgsim.A, 50, 0)
 	finish(t, s)
-	b := s.Port(simlink.B).R
+	b := s.Port(lgsim.B).R
 	if !b.FastOwned() {
 		t.Fatal("the kernel does not own the point after a quiet run")
 	}
@@ -141,7 +141,7 @@ func TestFastPathLateCopyAfterPointMoved(t *testing.T) {
 		if _, err := h.Put(frame[seqhdr.MACLen:]); err != nil {
 			t.Fatal(err)
 		}
-		s.Inject(simlink.B, frame)
+		s.Inject(lgsim.B, frame)
 		finish(t, s)
 		// The kernel passes a Retx copy on without giving the point away:
 		// the core drops it as late without claiming the point.
@@ -149,7 +149,7 @@ func TestFastPathLateCopyAfterPointMoved(t *testing.T) {
 			t.Fatalf("a late copy of frame %d made the core claim the point (claims %d → %d)", f.q, claims, b.Stats.FastClaims)
 		}
 	}
-	wantDelivered(t, s, simlink.B, seqIDs(0, 50))
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 50))
 	if d := b.Stats.DupDropped; d != 2 {
 		t.Fatalf("duplicates dropped %d, want 2", d)
 	}
@@ -164,22 +164,22 @@ func TestFastPathWrapAround(t *testing.T) {
 	s := fastSim(t)
 	n := 2*seqhdr.Space + 1000
 	for k := 1000; k < n; k += 50_000 {
-		s.AddRule(simlink.A, simlink.DropNthData(k))
+		s.AddRule(lgsim.A, lgsim.DropNthData(k))
 	}
-	s.Send(simlink.A, n, us)
+	s.Send(lgsim.A, n, us)
 	finish(t, s)
-	got := s.Delivered(simlink.B)
+	got := s.Delivered(lgsim.B)
 	if len(got) != n {
 		t.Fatalf("delivered %d of %d", len(got), n)
 	}
-	t.Logf("kernel delivered %d, receiver %+v", s.FastDelivered(simlink.B), s.Port(simlink.B).R.Stats)
+	t.Logf("kernel delivered %d, receiver %+v", s.FastDelivered(lgsim.B), s.Port(lgsim.B).R.Stats)
 	for i, id := range got {
 		if id != uint64(i) {
 			t.Fatalf("delivery %d is frame %d: out of order or duplicated", i, id)
 		}
 	}
-	if s.FastDelivered(simlink.B) < n/2 {
-		t.Fatalf("the kernel delivered only %d of %d", s.FastDelivered(simlink.B), n)
+	if s.FastDelivered(lgsim.B) < n/2 {
+		t.Fatalf("the kernel delivered only %d of %d", s.FastDelivered(lgsim.B), n)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // # The send fast path: the kernel numbers and sends host frames, Go the rest

@@ -9,15 +9,15 @@ import (
 
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksim"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // runFastSuite runs the simulated-link suite with the fast path halves
 // set, and returns the links it built.
-func runFastSuite(t *testing.T, rx, tx bool) []*simlink.Sim {
-	var sims []*simlink.Sim
+func runFastSuite(t *testing.T, rx, tx bool) []*lgsim.Sim {
+	var sims []*lgsim.Sim
 	simFast, simFastSend, simRecord = rx, tx, &sims
 	defer func() { simFast, simFastSend, simRecord = false, false, nil }()
 	for _, tc := range suiteOnFastPath {
@@ -27,9 +27,9 @@ func runFastSuite(t *testing.T, rx, tx bool) []*simlink.Sim {
 }
 
 // sendTotals sums what the senders and the kernel's send path did.
-func sendTotals(sims []*simlink.Sim) (kernel, sent, claims, handoffs uint64) {
+func sendTotals(sims []*lgsim.Sim) (kernel, sent, claims, handoffs uint64) {
 	for _, s := range sims {
-		for _, side := range []simlink.Side{simlink.A, simlink.B} {
+		for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 			kernel += uint64(s.FastSent(side))
 			if p := s.Port(side); p.S != nil {
 				sent += p.S.Stats.DataSent
@@ -65,14 +65,14 @@ func TestFastBothSuite(t *testing.T) {
 	kernel, sent, _, _ := sendTotals(sims)
 	var delivered int
 	for _, s := range sims {
-		delivered += s.FastDelivered(simlink.A) + s.FastDelivered(simlink.B)
+		delivered += s.FastDelivered(lgsim.A) + s.FastDelivered(lgsim.B)
 	}
 	// The kernel's send path moves Wake on the ACKs it piggybacks (and may
 	// widen Limit on ACKs the receive path read); the core never finds a
 	// kernel frame past its TX buffer that PeerAck does not cover.
 	var widened, moves, overrun uint64
 	for _, s := range sims {
-		for _, side := range []simlink.Side{simlink.A, simlink.B} {
+		for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 			if fs := s.FastSendState(side); fs != nil {
 				widened += fs.Widened.Load()
 				moves += fs.WakeMoves.Load()
@@ -443,24 +443,24 @@ func TestFastSendPastLimitOnPeerAck(t *testing.T) {
 // needs B's core for an ACK, and both hosts get every frame in order.
 func TestFastBothWakeMoves(t *testing.T) {
 	both := linkguardian.Config{Sender: senderCfg(1), Receiver: receiverCfg(linkguardian.InOrder)}
-	cfg := simlink.Config{
+	cfg := lgsim.Config{
 		A: both, B: both,
-		AB:           simlink.DirConfig{Delay: delay, Rate: rate},
-		BA:           simlink.DirConfig{Delay: delay, Rate: rate},
+		AB:           lgsim.DirConfig{Delay: delay, Rate: rate},
+		BA:           lgsim.DirConfig{Delay: delay, Rate: rate},
 		PollInterval: 250,
 		Fast:         true, FastSend: true, FastLag: fastLag, FastWakeEvery: fastWakeEvery,
 	}
 	s := newSim(t, cfg)
 	for range 50 {
-		s.Send(simlink.A, 100, us/4)
-		s.Send(simlink.B, 100, us/2)
+		s.Send(lgsim.A, 100, us/4)
+		s.Send(lgsim.B, 100, us/2)
 		s.Run(80 * us)
 	}
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 5000))
-	wantDelivered(t, s, simlink.A, seqIDs(0, 5000))
-	fb := s.FastSendState(simlink.B)
-	rb := s.Port(simlink.B).R.Stats
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 5000))
+	wantDelivered(t, s, lgsim.A, seqIDs(0, 5000))
+	fb := s.FastSendState(lgsim.B)
+	rb := s.Port(lgsim.B).R.Stats
 	t.Logf("B's Wake moved %d times; B delivered %d of %d in the kernel, %d claims", fb.WakeMoves.Load(), rb.FastDelivered, rb.DataRx, rb.FastClaims)
 	if fb.WakeMoves.Load() < 1000 {
 		t.Errorf("B's kernel moved Wake %d times: the test does not exercise it", fb.WakeMoves.Load())
@@ -473,11 +473,11 @@ func TestFastBothWakeMoves(t *testing.T) {
 func TestFastSendCreditOnLink(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.FastSend, cfg.FastLag = true, fastLag
-	var s *simlink.Sim
+	var s *lgsim.Sim
 	beyond := 0
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropIf(math.MaxInt, func(i *simlink.Info) bool {
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropIf(math.MaxInt, func(i *lgsim.Info) bool {
 		if i.IsData() && !i.Retx {
-			lim := s.FastSendState(simlink.A).Limit.Load()
+			lim := s.FastSendState(lgsim.A).Limit.Load()
 			if lim&linkguardian.FastLimitValid == 0 || !seqhdr.Less(i.Hdr.Seq, seqhdr.Seq(lim&linkguardian.FastSeqMask)) {
 				beyond++
 			}
@@ -485,20 +485,20 @@ func TestFastSendCreditOnLink(t *testing.T) {
 		return false
 	})}
 	s = newSim(t, cfg)
-	s.Port(simlink.A).S.SetCredit(16)
+	s.Port(lgsim.A).S.SetCredit(16)
 	for range 50 {
-		s.Send(simlink.A, 100, 0)
+		s.Send(lgsim.A, 100, 0)
 		s.Run(30 * us)
 	}
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 5000))
-	st := s.Port(simlink.A).S.Stats
-	t.Logf("kernel sent %d of %d; %+v", s.FastSent(simlink.A), st.DataSent, st)
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 5000))
+	st := s.Port(lgsim.A).S.Stats
+	t.Logf("kernel sent %d of %d; %+v", s.FastSent(lgsim.A), st.DataSent, st)
 	if beyond != 0 || st.TxBufPeakFrames > 16 {
 		t.Fatalf("%d frames sent at or beyond Limit, TX buffer peak %d (credit 16)", beyond, st.TxBufPeakFrames)
 	}
-	if fs := s.FastSendState(simlink.A); fs.Declined.Load() < 40 || st.FastSendClaims < 40 || s.FastSent(simlink.A) < 500 {
-		t.Fatalf("declined %d, claims %d, kernel sent %d: the window should hand sending over every burst", fs.Declined.Load(), st.FastSendClaims, s.FastSent(simlink.A))
+	if fs := s.FastSendState(lgsim.A); fs.Declined.Load() < 40 || st.FastSendClaims < 40 || s.FastSent(lgsim.A) < 500 {
+		t.Fatalf("declined %d, claims %d, kernel sent %d: the window should hand sending over every burst", fs.Declined.Load(), st.FastSendClaims, s.FastSent(lgsim.A))
 	}
 }
 
@@ -510,16 +510,16 @@ func TestFastSendWrapAround(t *testing.T) {
 	const burst = 200
 	n := (2*seqhdr.Space/burst + 2) * burst
 	for k := 1000; k < n; k += 40_000 {
-		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
+		cfg.AB.Rules = append(cfg.AB.Rules, lgsim.DropNthData(k))
 	}
 	s := newSim(t, cfg)
-	s.Port(simlink.A).S.SetCredit(16)
+	s.Port(lgsim.A).S.SetCredit(16)
 	for sent := 0; sent < n; sent += burst {
-		s.Send(simlink.A, burst, 0)
+		s.Send(lgsim.A, burst, 0)
 		s.Run(80 * us)
 	}
 	finish(t, s)
-	got := s.Delivered(simlink.B)
+	got := s.Delivered(lgsim.B)
 	if len(got) != n {
 		t.Fatalf("delivered %d of %d", len(got), n)
 	}
@@ -528,10 +528,10 @@ func TestFastSendWrapAround(t *testing.T) {
 			t.Fatalf("delivery %d is frame %d: out of order or duplicated", i, id)
 		}
 	}
-	st := s.Port(simlink.A).S.Stats
-	t.Logf("kernel sent %d of %d; %+v", s.FastSent(simlink.A), n, st)
-	if st.FastSendClaims < uint64(n/burst)-1 || s.FastSent(simlink.A) < n/16 {
-		t.Fatalf("claims %d, kernel sent %d of %d: want a hand-over per burst", st.FastSendClaims, s.FastSent(simlink.A), n)
+	st := s.Port(lgsim.A).S.Stats
+	t.Logf("kernel sent %d of %d; %+v", s.FastSent(lgsim.A), n, st)
+	if st.FastSendClaims < uint64(n/burst)-1 || s.FastSent(lgsim.A) < n/16 {
+		t.Fatalf("claims %d, kernel sent %d of %d: want a hand-over per burst", st.FastSendClaims, s.FastSent(lgsim.A), n)
 	}
 }
 
@@ -543,7 +543,7 @@ func TestFastSendTailLossFoundByDummy(t *testing.T) {
 	cfg := softwareLink(false)
 	cfg.FastSend, cfg.FastLag = true, fastLag
 	s := tailLossKernel(t, cfg)
-	if w := s.FastSendState(simlink.A).Wakeups.Load(); w < 29 {
+	if w := s.FastSendState(lgsim.A).Wakeups.Load(); w < 29 {
 		t.Fatalf("the kernel woke the core %d times for 30 frames after idle", w)
 	}
 }
@@ -552,19 +552,19 @@ func TestFastSendTailLossFoundByDummy(t *testing.T) {
 // sending them (cfg has FastSend), and loses the 21st (TestTailLossFoundWithinDummyWaitMax's
 // scenario): all delivered, the lost one retransmitted once and delivered
 // within DummyWaitMax and a retransmission round trip of being sent.
-func tailLossKernel(t *testing.T, cfg simlink.Config) *simlink.Sim {
+func tailLossKernel(t *testing.T, cfg lgsim.Config) *lgsim.Sim {
 	t.Helper()
 	const lost = 20
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(lost)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(lost)}
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 30, 1_000*us)
+	s.Send(lgsim.A, 30, 1_000*us)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 30))
-	a, b := s.Port(simlink.A), s.Port(simlink.B)
-	if s.FastSent(simlink.A) != 30 || a.S.Stats.RetxRequests != 1 {
-		t.Fatalf("kernel sent %d of 30, retransmissions %d", s.FastSent(simlink.A), a.S.Stats.RetxRequests)
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 30))
+	a, b := s.Port(lgsim.A), s.Port(lgsim.B)
+	if s.FastSent(lgsim.A) != 30 || a.S.Stats.RetxRequests != 1 {
+		t.Fatalf("kernel sent %d of 30, retransmissions %d", s.FastSent(lgsim.A), a.S.Stats.RetxRequests)
 	}
-	sent, del := s.SentAt(simlink.A, lost), s.DeliveredAt(simlink.B)[lost]
+	sent, del := s.SentAt(lgsim.A, lost), s.DeliveredAt(lgsim.B)[lost]
 	maxWait := linkguardian.DefaultSenderConfig().DummyWaitMax
 	if limit := maxWait + 3*swDelay + 10*us; del-sent > limit {
 		t.Errorf("tail frame delivered %d µs after the kernel sent it; want within %d µs", (del-sent)/us, limit/us)

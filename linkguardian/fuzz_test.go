@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // portFuzzer drives a two-port simulated link from a fuzz input: host
@@ -16,9 +16,9 @@ import (
 // sequence, ACK and count fields are arbitrary or near the ports' windows,
 // and arbitrary bytes.
 type portFuzzer struct {
-	s      *simlink.Sim
+	s      *lgsim.Sim
 	in     []byte
-	rules  []*simlink.Rule
+	rules  []*lgsim.Rule
 	budget int64 // virtual time the operations may still run
 }
 
@@ -35,7 +35,7 @@ func (z *portFuzzer) u16() uint16 { return uint16(z.u8())<<8 | uint16(z.u8()) }
 
 // fuzzLinkConfig chooses the link from one byte: the receivers' mode, one
 // or both directions protected, the TX buffer (and window) size and N.
-func fuzzLinkConfig(c byte) simlink.Config {
+func fuzzLinkConfig(c byte) lgsim.Config {
 	mode := linkguardian.Delivery(c % 3)
 	cfg := oneWay(mode, 1+int(c>>2&1))
 	if c>>3&1 != 0 {
@@ -140,7 +140,7 @@ func (z *portFuzzer) run(d int64) {
 
 func (z *portFuzzer) step() {
 	op := z.u8()
-	side := simlink.Side(op >> 7)
+	side := lgsim.Side(op >> 7)
 	p, peer := z.s.Port(side), z.s.Port(1-side)
 	switch op & 7 {
 	case 0:
@@ -154,11 +154,11 @@ func (z *portFuzzer) step() {
 	case 2:
 		z.run(int64(z.u8()) * 5 * us)
 	case 3: // lose the next frames leaving side
-		r := simlink.DropIf(1+int(z.u8()%8), func(*simlink.Info) bool { return true })
+		r := lgsim.DropIf(1+int(z.u8()%8), func(*lgsim.Info) bool { return true })
 		z.rules = append(z.rules, r)
 		z.s.AddRule(side, r)
 	case 4: // lose the next frames of one type leaving side
-		r := simlink.DropType(seqhdr.Type(1+z.u8()%4), 1+int(z.u8()%4))
+		r := lgsim.DropType(seqhdr.Type(1+z.u8()%4), 1+int(z.u8()%4))
 		z.rules = append(z.rules, r)
 		z.s.AddRule(side, r)
 	case 5, 6:
@@ -177,7 +177,7 @@ func checkPortFuzz(t *testing.T, in []byte) {
 		return
 	}
 	cfg := fuzzLinkConfig(in[0])
-	s, err := simlink.New(cfg)
+	s, err := lgsim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func checkPortFuzz(t *testing.T, in []byte) {
 		r.Count = 0 // the link is loss-free from now on
 	}
 	const limit = 50_000 * us
-	sides := []simlink.Side{simlink.A, simlink.B}
+	sides := []lgsim.Side{lgsim.A, lgsim.B}
 	quiet := func(what string) {
 		t.Helper()
 		if !s.RunUntilQuiet(limit) {

@@ -63,7 +63,7 @@ package linkguardian
 
 import (
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // EventKind says what an Event reports.

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link/linksim"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 const (
@@ -43,12 +43,12 @@ func receiverCfg(mode linkguardian.Delivery) *linkguardian.ReceiverConfig {
 }
 
 // oneWay protects A→B only.
-func oneWay(mode linkguardian.Delivery, copies int) simlink.Config {
-	return simlink.Config{
+func oneWay(mode linkguardian.Delivery, copies int) lgsim.Config {
+	return lgsim.Config{
 		A:            linkguardian.Config{Sender: senderCfg(copies)},
 		B:            linkguardian.Config{Receiver: receiverCfg(mode)},
-		AB:           simlink.DirConfig{Delay: delay, Rate: rate},
-		BA:           simlink.DirConfig{Delay: delay, Rate: rate},
+		AB:           lgsim.DirConfig{Delay: delay, Rate: rate},
+		BA:           lgsim.DirConfig{Delay: delay, Rate: rate},
 		PollInterval: 250,
 	}
 }
@@ -61,11 +61,11 @@ var simFast bool
 // (TestFastSendSuite sets it).
 var simFastSend bool
 
-// simFastWakeEvery is simlink.Config.FastWakeEvery for them (0: the kernel
+// simFastWakeEvery is lgsim.Config.FastWakeEvery for them (0: the kernel
 // wakes the core; TestFastBothSuite polls, as the dataplane does).
 var simFastWakeEvery int64
 
-func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
+func newSim(t testing.TB, cfg lgsim.Config) *lgsim.Sim {
 	t.Helper()
 	if simFast {
 		cfg.Fast, cfg.FastLag = true, fastLag
@@ -73,7 +73,7 @@ func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 	if simFastSend {
 		cfg.FastSend, cfg.FastLag, cfg.FastWakeEvery = true, fastLag, simFastWakeEvery
 	}
-	s, err := simlink.New(cfg)
+	s, err := lgsim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func newSim(t testing.TB, cfg simlink.Config) *simlink.Sim {
 
 // simRecord, if set, collects the links newSim builds (the fast path
 // suites count what the kernel did).
-var simRecord *[]*simlink.Sim
+var simRecord *[]*lgsim.Sim
 
 func seqIDs(from, n int, except ...int) []uint64 {
 	var ids []uint64
@@ -99,16 +99,16 @@ func seqIDs(from, n int, except ...int) []uint64 {
 
 // finish runs the link until it is quiet and checks ownership: no handle is
 // leaked or freed twice, and nothing delivered is corrupt.
-func finish(t testing.TB, s *simlink.Sim) {
+func finish(t testing.TB, s *lgsim.Sim) {
 	t.Helper()
 	if !s.RunUntilQuiet(1e9) {
-		for _, side := range []simlink.Side{simlink.A, simlink.B} {
+		for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 			p := s.Port(side)
 			t.Logf("%v: quiet=%v S=%+v R=%+v", side, p.Quiet(), p.S, p.R)
 		}
 		t.Fatalf("link did not become quiet")
 	}
-	for _, side := range []simlink.Side{simlink.A, simlink.B} {
+	for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 		if n := s.Pool(side).InUse(); n != 0 {
 			t.Errorf("%v: %d frames leaked", side, n)
 		}
@@ -121,7 +121,7 @@ func finish(t testing.TB, s *simlink.Sim) {
 	}
 }
 
-func wantDelivered(t testing.TB, s *simlink.Sim, side simlink.Side, want []uint64) {
+func wantDelivered(t testing.TB, s *lgsim.Sim, side lgsim.Side, want []uint64) {
 	t.Helper()
 	got := s.Delivered(side)
 	if !slices.Equal(got, want) {
@@ -132,13 +132,13 @@ func wantDelivered(t testing.TB, s *simlink.Sim, side simlink.Side, want []uint6
 // sendAB sends n frames from A to B, runs the simulation to its end and
 // checks that B delivered every one but those in except, in order; it
 // returns the simulation and the sender's and receiver's statistics.
-func sendAB(t testing.TB, cfg simlink.Config, n int, except ...int) (*simlink.Sim, linkguardian.SenderStats, linkguardian.ReceiverStats) {
+func sendAB(t testing.TB, cfg lgsim.Config, n int, except ...int) (*lgsim.Sim, linkguardian.SenderStats, linkguardian.ReceiverStats) {
 	t.Helper()
 	s := newSim(t, cfg)
-	s.Send(simlink.A, n, 0)
+	s.Send(lgsim.A, n, 0)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, n, except...))
-	return s, s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	wantDelivered(t, s, lgsim.B, seqIDs(0, n, except...))
+	return s, s.Port(lgsim.A).S.Stats, s.Port(lgsim.B).R.Stats
 }
 
 func head(x []uint64) string {
@@ -150,10 +150,10 @@ func head(x []uint64) string {
 
 func TestNoLoss(t *testing.T) {
 	s := newSim(t, oneWay(linkguardian.InOrder, 1))
-	s.Send(simlink.A, 1000, 0)
+	s.Send(lgsim.A, 1000, 0)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 1000))
-	ss, rs := s.Port(simlink.A).S.Stats, s.Port(simlink.B).R.Stats
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 1000))
+	ss, rs := s.Port(lgsim.A).S.Stats, s.Port(lgsim.B).R.Stats
 	if ss.DataSent != 1000 || ss.Acked != 1000 || ss.RetxCopies != 0 || rs.HolesDetected != 0 || rs.Delivered != 1000 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
@@ -167,12 +167,12 @@ func TestNoLoss(t *testing.T) {
 
 func TestSingleLoss(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(10)}
 	s, ss, rs := sendAB(t, cfg, 100)
 	if rs.HolesDetected != 1 || rs.LostDetected != 1 || rs.Recovered != 1 || ss.RetxCopies != 1 || rs.LossNotifsSent != 1 || rs.Renotifies != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
-	rec := s.Recoveries(simlink.B)
+	rec := s.Recoveries(lgsim.B)
 	if len(rec) != 1 || rec[0] < 2*delay || rec[0] > 10*us {
 		t.Fatalf("retransmission delays %v", rec)
 	}
@@ -183,13 +183,13 @@ func TestSingleLoss(t *testing.T) {
 
 func TestTailLossRecoveredByDummy(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(4)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(4)}
 	s, ss, rs := sendAB(t, cfg, 5)
 	if ss.DummiesSent == 0 || rs.DummiesRx == 0 || rs.Recovered != 1 || rs.AckNoTimeouts != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
 	// The loss was detected by a dummy, so well before any timeout.
-	if rec := s.Recoveries(simlink.B); len(rec) != 1 || rec[0] > 10*us {
+	if rec := s.Recoveries(lgsim.B); len(rec) != 1 || rec[0] > 10*us {
 		t.Fatalf("recoveries %v", rec)
 	}
 }
@@ -197,7 +197,7 @@ func TestTailLossRecoveredByDummy(t *testing.T) {
 func TestFiveConsecutiveLosses(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	for k := 20; k < 25; k++ {
-		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
+		cfg.AB.Rules = append(cfg.AB.Rules, lgsim.DropNthData(k))
 	}
 	_, ss, rs := sendAB(t, cfg, 200)
 	if rs.HolesDetected != 1 || rs.LostDetected != 5 || rs.Recovered != 5 || ss.RetxRequests != 5 || ss.LossNotifsRx != 1 {
@@ -209,7 +209,7 @@ func TestLongHole(t *testing.T) {
 	// A hole as long as a good part of the TX buffer.
 	cfg := oneWay(linkguardian.InOrder, 1)
 	for k := 100; k < 400; k++ {
-		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropNthData(k))
+		cfg.AB.Rules = append(cfg.AB.Rules, lgsim.DropNthData(k))
 	}
 	if _, _, rs := sendAB(t, cfg, 1000); rs.Recovered != 300 || rs.AckNoTimeouts != 0 {
 		t.Fatalf("stats: %+v", rs)
@@ -219,7 +219,7 @@ func TestLongHole(t *testing.T) {
 func TestRetransmittedCopyLost(t *testing.T) {
 	t.Run("N=2", func(t *testing.T) {
 		cfg := oneWay(linkguardian.InOrder, 2)
-		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)} // original and first copy
+		cfg.AB.Rules = []*lgsim.Rule{lgsim.DropSeq(7, 2)} // original and first copy
 		_, ss, rs := sendAB(t, cfg, 50)
 		if ss.RetxCopies != 2 || rs.Renotifies != 0 || rs.Recovered != 1 || rs.DupDropped != 0 {
 			t.Fatalf("stats: %+v %+v", ss, rs)
@@ -227,33 +227,33 @@ func TestRetransmittedCopyLost(t *testing.T) {
 	})
 	t.Run("N=2 both copies arrive", func(t *testing.T) {
 		cfg := oneWay(linkguardian.InOrder, 2)
-		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
+		cfg.AB.Rules = []*lgsim.Rule{lgsim.DropSeq(7, 1)}
 		if _, _, rs := sendAB(t, cfg, 50); rs.DupDropped != 1 || rs.Recovered != 1 {
 			t.Fatalf("the second copy must be dropped as a duplicate: %+v", rs)
 		}
 	})
 	t.Run("N=1 re-notification", func(t *testing.T) {
 		cfg := oneWay(linkguardian.InOrder, 1)
-		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 2)}
+		cfg.AB.Rules = []*lgsim.Rule{lgsim.DropSeq(7, 2)}
 		s, ss, rs := sendAB(t, cfg, 50)
 		if ss.RetxCopies != 2 || rs.Renotifies != 1 || rs.Recovered != 1 || rs.AckNoTimeouts != 0 {
 			t.Fatalf("stats: %+v %+v", ss, rs)
 		}
-		rec := s.Recoveries(simlink.B)
+		rec := s.Recoveries(lgsim.B)
 		if len(rec) != 1 || rec[0] < 10*us || rec[0] > 50*us {
 			t.Fatalf("recovery after re-notification should take ≥ RenotifyInterval: %v", rec)
 		}
-		if again := recoveredAgain(s.Events(simlink.B)); !slices.Equal(again, []int{1}) {
+		if again := recoveredAgain(s.Events(lgsim.B)); !slices.Equal(again, []int{1}) {
 			t.Fatalf("EvRecovered.Count = %v, want [1] (recovered after re-notification)", again)
 		}
 	})
 	t.Run("first round is marked", func(t *testing.T) {
 		cfg := oneWay(linkguardian.InOrder, 1)
-		cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(7, 1)}
+		cfg.AB.Rules = []*lgsim.Rule{lgsim.DropSeq(7, 1)}
 		s := newSim(t, cfg)
-		s.Send(simlink.A, 50, 0)
+		s.Send(lgsim.A, 50, 0)
 		finish(t, s)
-		if again := recoveredAgain(s.Events(simlink.B)); !slices.Equal(again, []int{0}) {
+		if again := recoveredAgain(s.Events(lgsim.B)); !slices.Equal(again, []int{0}) {
 			t.Fatalf("EvRecovered.Count = %v, want [0] (answered the first notification)", again)
 		}
 	})
@@ -272,7 +272,7 @@ func recoveredAgain(evs []linkguardian.Event) []int {
 
 func TestAckLostThenRecovered(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
-	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeAck, 3)}
+	cfg.BA.Rules = []*lgsim.Rule{lgsim.DropType(seqhdr.TypeAck, 3)}
 	_, ss, rs := sendAB(t, cfg, 20)
 	if ss.Acked != 20 || ss.DummiesSent == 0 || rs.ExplicitAcksSent < 4 || rs.DupDropped != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
@@ -281,8 +281,8 @@ func TestAckLostThenRecovered(t *testing.T) {
 
 func TestLossNotificationLost(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(10)}
-	cfg.BA.Rules = []*simlink.Rule{simlink.DropType(seqhdr.TypeLoss, 1)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(10)}
+	cfg.BA.Rules = []*lgsim.Rule{lgsim.DropType(seqhdr.TypeLoss, 1)}
 	_, ss, rs := sendAB(t, cfg, 100)
 	if ss.LossNotifsRx != 1 || rs.LossNotifsSent != 1 || rs.Renotifies != 1 || rs.Recovered != 1 || rs.AckNoTimeouts != 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
@@ -296,13 +296,13 @@ func TestWrapAround(t *testing.T) {
 	// a hole that spans the wrap.
 	for _, id := range []uint64{seqhdr.SeqMod - 3, seqhdr.SeqMod - 1, seqhdr.SeqMod, seqhdr.SeqMod + 1, seqhdr.SeqMod + 7,
 		2*seqhdr.SeqMod - 2, 2*seqhdr.SeqMod - 1, 2 * seqhdr.SeqMod, 2*seqhdr.SeqMod + 3} {
-		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropID(id, 1))
+		cfg.AB.Rules = append(cfg.AB.Rules, lgsim.DropID(id, 1))
 	}
 	s, _, rs := sendAB(t, cfg, n)
 	if rs.LostDetected != 9 || rs.Recovered != 9 || rs.AckNoTimeouts != 0 || rs.DupDropped != 0 {
 		t.Fatalf("stats: %+v", rs)
 	}
-	if next := s.Port(simlink.A).S.Next(); next != seqhdr.Seq(n%seqhdr.Space) {
+	if next := s.Port(lgsim.A).S.Next(); next != seqhdr.Seq(n%seqhdr.Space) {
 		t.Fatalf("sender next seq %d", next)
 	}
 }
@@ -310,7 +310,7 @@ func TestWrapAround(t *testing.T) {
 // backpressureLink is an LG link of 1 KiB frames and 5 µs delays whose
 // receiver pauses at 8 KiB + 2 MTU and resumes at 8 KiB, with the given
 // timers.
-func backpressureLink(renotify, ackNoTimeout int64) simlink.Config {
+func backpressureLink(renotify, ackNoTimeout int64) lgsim.Config {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.FrameLen = 1024
 	cfg.AB.Delay, cfg.BA.Delay = 5*us, 5*us
@@ -328,7 +328,7 @@ func TestBackpressure(t *testing.T) {
 	// Original and first copy lost: the hole stays open for a
 	// re-notification interval, much longer than the pause takes to act.
 	for _, id := range []uint64{100, 400, 401, 1200} {
-		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropID(id, 2))
+		cfg.AB.Rules = append(cfg.AB.Rules, lgsim.DropID(id, 2))
 	}
 	_, ss, rs := sendAB(t, cfg, 3000)
 	if rs.PausesSent == 0 || rs.ResumesSent == 0 || ss.PausesRx == 0 || ss.ResumesRx == 0 {
@@ -348,17 +348,17 @@ func TestBackpressure(t *testing.T) {
 	*cfg2.B.Receiver = *rc
 	cfg2.B.Receiver.PauseThreshold = 0
 	for _, id := range []uint64{100, 400, 401, 1200} {
-		cfg2.AB.Rules = append(cfg2.AB.Rules, simlink.DropID(id, 2))
+		cfg2.AB.Rules = append(cfg2.AB.Rules, lgsim.DropID(id, 2))
 	}
 	s2 := newSim(t, cfg2)
-	s2.Send(simlink.A, 3000, 0)
+	s2.Send(lgsim.A, 3000, 0)
 	finish(t, s2)
-	wantDelivered(t, s2, simlink.B, seqIDs(0, 3000))
-	if p2 := s2.Port(simlink.B).R.Stats.ReorderPeakBytes; p2 <= rs.ReorderPeakBytes {
+	wantDelivered(t, s2, lgsim.B, seqIDs(0, 3000))
+	if p2 := s2.Port(lgsim.B).R.Stats.ReorderPeakBytes; p2 <= rs.ReorderPeakBytes {
 		t.Fatalf("peak without backpressure %d ≤ with %d", p2, rs.ReorderPeakBytes)
 	}
 	t.Logf("reorder peak %d B with backpressure (pause at %d), %d B without; pauses %d resumes %d",
-		rs.ReorderPeakBytes, rc.PauseThreshold, s2.Port(simlink.B).R.Stats.ReorderPeakBytes, rs.PausesSent, rs.ResumesSent)
+		rs.ReorderPeakBytes, rc.PauseThreshold, s2.Port(lgsim.B).R.Stats.ReorderPeakBytes, rs.PausesSent, rs.ResumesSent)
 }
 
 func TestDuplicateNotifications(t *testing.T) {
@@ -367,7 +367,7 @@ func TestDuplicateNotifications(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 2)
 	cfg.B.Receiver.NotifyCopies = 3
 	cfg.BA.CtrlJitter = 500
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(10, 1), simlink.DropID(11, 1), simlink.DropID(60, 1)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropID(10, 1), lgsim.DropID(11, 1), lgsim.DropID(60, 1)}
 	_, ss, rs := sendAB(t, cfg, 100)
 	if ss.LossNotifsRx != 6 || ss.RetxRequests != 3 || ss.RetxCopies != 6 || ss.RetxSuppressed != 6 || rs.DupDropped != 3 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
@@ -376,13 +376,13 @@ func TestDuplicateNotifications(t *testing.T) {
 
 func TestAckNoTimeoutSkipsHole(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 2)
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropSeq(50, 1000)} // every copy of seq 50
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropSeq(50, 1000)} // every copy of seq 50
 	s, ss, rs := sendAB(t, cfg, 200, 50)
 	if rs.AckNoTimeouts != 1 || rs.Recovered != 0 || rs.Renotifies == 0 {
 		t.Fatalf("stats: %+v %+v", ss, rs)
 	}
 	var skipped []seqhdr.Seq
-	for _, ev := range s.Events(simlink.B) {
+	for _, ev := range s.Events(lgsim.B) {
 		if ev.Kind == linkguardian.EvSkipped {
 			skipped = append(skipped, ev.Seq)
 			if ev.Nanos < 50*us {
@@ -403,12 +403,12 @@ func TestLGNB(t *testing.T) {
 	cfg := oneWay(linkguardian.NonBlocking, 2)
 	lost := []uint64{5, 6, 30, 99}
 	for _, id := range lost {
-		cfg.AB.Rules = append(cfg.AB.Rules, simlink.DropID(id, 1))
+		cfg.AB.Rules = append(cfg.AB.Rules, lgsim.DropID(id, 1))
 	}
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 200, 0)
+	s.Send(lgsim.A, 200, 0)
 	finish(t, s)
-	got := s.Delivered(simlink.B)
+	got := s.Delivered(lgsim.B)
 	if slices.IsSorted(got) {
 		t.Fatal("LGNB delivered in order; recovered frames should come late")
 	}
@@ -417,7 +417,7 @@ func TestLGNB(t *testing.T) {
 	if !slices.Equal(sorted, seqIDs(0, 200)) {
 		t.Fatalf("LGNB lost or duplicated frames: %v", head(sorted))
 	}
-	rs := s.Port(simlink.B).R.Stats
+	rs := s.Port(lgsim.B).R.Stats
 	if rs.DupDropped != 4 || rs.Recovered != 4 || rs.ReorderPeakFrames != 0 || rs.PausesSent != 0 {
 		t.Fatalf("stats: %+v", rs)
 	}
@@ -430,7 +430,7 @@ func TestLGNB(t *testing.T) {
 	}
 }
 
-func bothWays(mode linkguardian.Delivery, copies int) simlink.Config {
+func bothWays(mode linkguardian.Delivery, copies int) lgsim.Config {
 	cfg := oneWay(mode, copies)
 	cfg.A.Receiver = receiverCfg(mode)
 	cfg.B.Sender = senderCfg(copies)
@@ -439,21 +439,21 @@ func bothWays(mode linkguardian.Delivery, copies int) simlink.Config {
 
 func TestBothDirectionsPiggyback(t *testing.T) {
 	cfg := bothWays(linkguardian.InOrder, 1)
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropID(100, 1), simlink.DropID(101, 1), simlink.DropID(900, 1)}
-	cfg.BA.Rules = []*simlink.Rule{simlink.DropID(3, 1), simlink.DropID(500, 1)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropID(100, 1), lgsim.DropID(101, 1), lgsim.DropID(900, 1)}
+	cfg.BA.Rules = []*lgsim.Rule{lgsim.DropID(3, 1), lgsim.DropID(500, 1)}
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 1000, 200)
-	s.Send(simlink.B, 1000, 200)
+	s.Send(lgsim.A, 1000, 200)
+	s.Send(lgsim.B, 1000, 200)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 1000))
-	wantDelivered(t, s, simlink.A, seqIDs(0, 1000))
-	for _, side := range []simlink.Side{simlink.A, simlink.B} {
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 1000))
+	wantDelivered(t, s, lgsim.A, seqIDs(0, 1000))
+	for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 		rs := s.Port(side).R.Stats
 		if rs.PiggyAcksSent == 0 || rs.ExplicitAcksSent*4 > rs.PiggyAcksSent {
 			t.Fatalf("%v: ACKs should mostly ride on reverse data: %+v", side, rs)
 		}
 	}
-	if a, b := s.Port(simlink.A).R.Stats.Recovered, s.Port(simlink.B).R.Stats.Recovered; a != 2 || b != 3 {
+	if a, b := s.Port(lgsim.A).R.Stats.Recovered, s.Port(lgsim.B).R.Stats.Recovered; a != 2 || b != 3 {
 		t.Fatalf("recovered A %d B %d", a, b)
 	}
 }
@@ -462,14 +462,14 @@ func TestUnsequencedReverseCarriesAcks(t *testing.T) {
 	// A→B protected only; B's host traffic to A carries B's ACKs in an
 	// unsequenced header that A strips.
 	cfg := oneWay(linkguardian.InOrder, 1)
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropNthData(40)}
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(40)}
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 500, 200)
-	s.Send(simlink.B, 500, 200)
+	s.Send(lgsim.A, 500, 200)
+	s.Send(lgsim.B, 500, 200)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 500))
-	wantDelivered(t, s, simlink.A, seqIDs(0, 500))
-	ps := s.Port(simlink.A).Stats
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 500))
+	wantDelivered(t, s, lgsim.A, seqIDs(0, 500))
+	ps := s.Port(lgsim.A).Stats
 	if ps.RxUnseq == 0 || ps.RxPassthrough+ps.RxUnseq != 500 {
 		t.Fatalf("port stats %+v", ps)
 	}
@@ -494,10 +494,10 @@ func TestSoak(t *testing.T) {
 				cfg.BA.Random, cfg.BA.Seed = models[name](1e-2), 2
 				cfg.AB.CtrlJitter, cfg.BA.CtrlJitter = 300, 300
 				s := newSim(t, cfg)
-				s.Send(simlink.A, n, 0)
-				s.Send(simlink.B, n/10, 2*us)
+				s.Send(lgsim.A, n, 0)
+				s.Send(lgsim.B, n/10, 2*us)
 				finish(t, s)
-				for _, side := range []simlink.Side{simlink.A, simlink.B} {
+				for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 					got := s.Delivered(side)
 					want := seqIDs(0, int(s.Sent(1-side)))
 					if mode == linkguardian.NonBlocking {
@@ -519,8 +519,8 @@ func TestSoak(t *testing.T) {
 						t.Fatalf("%v: frames given up: %+v", side, rs)
 					}
 				}
-				rs, ss := s.Port(simlink.B).R.Stats, s.Port(simlink.A).S.Stats
-				d := s.Dir(simlink.A)
+				rs, ss := s.Port(lgsim.B).R.Stats, s.Port(lgsim.A).S.Stats
+				d := s.Dir(lgsim.A)
 				t.Logf("A→B: %d frames on wire, %d dropped; holes %d lost %d recovered %d renotify %d; copies %d suppressed %d; dummies %d; pauses %d; reorder peak %d B; TX buf peak %d",
 					d.Sent, d.Dropped, rs.HolesDetected, rs.LostDetected, rs.Recovered, rs.Renotifies, ss.RetxCopies, ss.RetxSuppressed, ss.DummiesSent, rs.PausesSent, rs.ReorderPeakBytes, ss.TxBufPeakFrames)
 			})
@@ -542,12 +542,12 @@ func TestSoakPerFrameBursts(t *testing.T) {
 	cfg.AB.Random, cfg.AB.Seed = &linksim.Bursty{P: 1e-2, MeanBurst: 3}, 4
 	cfg.BA.Random, cfg.BA.Seed = &linksim.Bursty{P: 1e-2, MeanBurst: 3}, 104
 	s := newSim(t, cfg)
-	s.Send(simlink.A, 100_000, 0)
-	s.Send(simlink.B, 10_000, 2*us)
+	s.Send(lgsim.A, 100_000, 0)
+	s.Send(lgsim.B, 10_000, 2*us)
 	finish(t, s)
-	wantDelivered(t, s, simlink.B, seqIDs(0, 100_000))
-	wantDelivered(t, s, simlink.A, seqIDs(0, 10_000))
-	if rs := s.Port(simlink.B).R.Stats; rs.AckNoTimeouts != 0 {
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 100_000))
+	wantDelivered(t, s, lgsim.A, seqIDs(0, 10_000))
+	if rs := s.Port(lgsim.B).R.Stats; rs.AckNoTimeouts != 0 {
 		t.Fatalf("%+v", rs)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link/linksim"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
 )
 
 // TestMonitorLateFrame: in monitor mode frames are delivered as they come.

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/lossmon"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/lossmon"
 )
 
 func TestDecide(t *testing.T) {

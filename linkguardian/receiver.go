@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // Delivery is how a receiver hands frames on: in order (LG), non-blocking

@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // TestRenotifyBacksOff: a lost frame whose retransmitted copies are lost too
@@ -22,9 +22,9 @@ func TestRenotifyBacksOff(t *testing.T) {
 	cfg.B.Receiver.AckNoTimeout = 100 * 10 * us // 100 renotify intervals
 	const q = 5
 	outage := int64(30 * 10 * us) // copies lost for 30 intervals after the loss
-	var s *simlink.Sim
+	var s *lgsim.Sim
 	var lostAt int64 = -1
-	cfg.AB.Rules = []*simlink.Rule{simlink.DropIf(math.MaxInt, func(i *simlink.Info) bool {
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropIf(math.MaxInt, func(i *lgsim.Info) bool {
 		if !i.IsData() || i.Hdr.Seq != seqhdr.Seq(q) {
 			return false
 		}
@@ -34,16 +34,16 @@ func TestRenotifyBacksOff(t *testing.T) {
 		return s.Now()-lostAt < outage
 	})}
 	s = newSim(t, cfg)
-	s.Send(simlink.A, 20, 0)
+	s.Send(lgsim.A, 20, 0)
 	finish(t, s)
-	rs, ss := s.Port(simlink.B).R.Stats, s.Port(simlink.A).S.Stats
+	rs, ss := s.Port(lgsim.B).R.Stats, s.Port(lgsim.A).S.Stats
 	t.Logf("receiver %+v", rs)
 	t.Logf("sender %+v", ss)
 	if rs.AckNoTimeouts != 0 || rs.Recovered != 1 {
 		t.Fatalf("frame %d: recovered %d, given up %d (ackNoTimeout): the re-notifications were spent during the outage (%d requests, %d suppressed)",
 			q, rs.Recovered, rs.AckNoTimeouts, ss.RetxRequests, ss.RetxSuppressed)
 	}
-	wantDelivered(t, s, simlink.B, seqIDs(0, 20))
+	wantDelivered(t, s, lgsim.B, seqIDs(0, 20))
 	// Backing off, the hole is re-notified about log2(outage/interval)+1
 	// times during the outage, not once per interval.
 	if rs.Renotifies > 10 {

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link/linksim"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/simlink"
+	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
 )
 
 // TestLossNotificationOutsideWindow: a loss notification naming frames that
@@ -86,26 +86,26 @@ func TestReceiverAheadResync(t *testing.T) {
 	for _, ahead := range []int{1, 500, 5000, 60000} {
 		t.Run(fmt.Sprint(ahead), func(t *testing.T) {
 			s := newSim(t, oneWay(linkguardian.InOrder, 1))
-			s.Send(simlink.A, 100, 0)
+			s.Send(lgsim.A, 100, 0)
 			finish(t, s)
-			h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.Port(simlink.A).S.Next().Add(ahead)}
+			h := seqhdr.Header{Type: seqhdr.TypeDummy, Seq: s.Port(lgsim.A).S.Next().Add(ahead)}
 			b := make([]byte, seqhdr.MinFrameLen)
 			if _, err := seqhdr.PutControl(b, &[6]byte{2}, &[6]byte{2, 1}, &h); err != nil {
 				t.Fatal(err)
 			}
-			s.Inject(simlink.B, b)
-			s.Send(simlink.A, 100, 1000)
+			s.Inject(lgsim.B, b)
+			s.Send(lgsim.A, 100, 1000)
 			finish(t, s)
-			got := len(s.Delivered(simlink.B))
-			s.Send(simlink.A, 100, 0)
+			got := len(s.Delivered(lgsim.B))
+			s.Send(lgsim.A, 100, 0)
 			finish(t, s)
-			if d := s.Delivered(simlink.B)[got:]; !slices.Equal(d, seqIDs(200, 100)) {
-				t.Fatalf("after the forged dummy, fresh frames delivered: %d %v; sender %+v", len(d), head(d), s.Port(simlink.A).S.Stats)
+			if d := s.Delivered(lgsim.B)[got:]; !slices.Equal(d, seqIDs(200, 100)) {
+				t.Fatalf("after the forged dummy, fresh frames delivered: %d %v; sender %+v", len(d), head(d), s.Port(lgsim.A).S.Stats)
 			}
 			// One frame ahead, the next real frames fill the "lost" ones;
 			// further, ackNoTimeout skips past the sender, which resyncs
 			// (twice when the window first forced the receiver forward).
-			ss := s.Port(simlink.A).S.Stats
+			ss := s.Port(lgsim.A).S.Stats
 			if ahead >= 500 && ss.Resyncs == 0 {
 				t.Fatalf("no resync: %+v", ss)
 			}

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // SenderConfig configures the sending side of a protected direction.

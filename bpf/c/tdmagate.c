@@ -4,7 +4,7 @@
  * window, checked against the kernel's clock (bpf_ktime_get_ns, the
  * CLOCK_MONOTONIC the agents and the fabric manager read) at the point
  * where it leaves the host. A frame carries its window (the data header's
- * release time and the window trailer after it, tdmaagent/wire); a frame
+ * release time and the window trailer after it, tdma/wire); a frame
  * that would leave after its slot's end plus the gate's share of the
  * guard (the slot's end: the earlier of the sender's estimate and the
  * FM's, on the one clock of this machine), or before its slot's start

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/linkfabric/linkfabric/internal/cli"
-	"github.com/linkfabric/linkfabric/tdmaagent/tdmasim"
+	"github.com/linkfabric/linkfabric/tdma/tdmasim"
 	"github.com/spf13/cobra"
 )
 
@@ -10,11 +10,11 @@ func tdmaCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tdma",
 		Short: "PFC-driven TDMA (Vattikonda et al., EuroSys'12) with leases: experiments",
-		Long: `tdma groups the experiments on PFC-driven TDMA (package tdmaagent): a fabric
+		Long: `tdma groups the experiments on PFC-driven TDMA (package tdma): a fabric
 manager gives hosts time slots with 802.1Qbb frames; hosts hold a lease on
 every grant, so a lost pause never lets them send into another host's slot.
 
-  sim      the simulated star (package tdmaagent/tdmasim): N hosts, a switch
+  sim      the simulated star (package tdma/tdmasim): N hosts, a switch
            of rate-limited FIFO ports, the fabric manager; the design's claims
            on a virtual clock, deterministic for a seed, no root needed
   fm       the fabric manager process (one per star)
@@ -63,7 +63,7 @@ func tdmaSimCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run the simulated TDMA star's scenarios and check their figures",
-		Long: `sim runs scenarios of the simulated TDMA star (package tdmaagent/tdmasim):
+		Long: `sim runs scenarios of the simulated TDMA star (package tdma/tdmasim):
 hosts running the real gate, the real fabric-manager state machine and
 schedulers, a switch whose output ports are rate-limited FIFOs with a bounded
 buffer, and control frames (real wire encodings) delayed, woken up on and lost

@@ -11,9 +11,9 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/fm"
-	"github.com/linkfabric/linkfabric/tdmaagent/gate"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/fm"
+	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/linkfabric/linkfabric/tdma/host"
 	"github.com/spf13/cobra"
 )
 

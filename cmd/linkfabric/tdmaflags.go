@@ -9,7 +9,7 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/gate"
+	"github.com/linkfabric/linkfabric/tdma/gate"
 	"github.com/spf13/pflag"
 )
 

@@ -72,7 +72,7 @@ method and period, and records how late each wake-up is (design §2.2):
   sleep      time.Sleep to each deadline, in an ordinary goroutine
   ticker     a time.Ticker of the period (a tick more than a period late is
              counted as skipped, and measured from the last boundary passed)
-  hybrid     the agents' sleeper (package tdmaagent/clock): a locked OS
+  hybrid     the agents' sleeper (package tdma/clock): a locked OS
              thread, raw clock_nanosleep to 150 µs before the deadline, then
              a spin; under CFS
   hybrid-rt  the same under SCHED_FIFO --rt (0 skips it). Without the right
@@ -217,7 +217,7 @@ func tdmaProbeReactCmd() *cobra.Command {
 		Short: "Software PFC reaction: stop and resume lag by frame size (Figs. 1, 2, 5)",
 		Long: `react brings up a star of two hosts and the FM. h1 sends raw frames of one
 size to h2 back to back at the line rate, through the real gate in paper
-mode (package tdmaagent/gate: 802.1Qbb pause/resume, quanta timed from the
+mode (package tdma/gate: 802.1Qbb pause/resume, quanta timed from the
 kernel receive time of the frame) on a locked thread (SCHED_FIFO --rt, 0:
 CFS): while class 0 is open it releases a frame each time the last one's
 wire time at --rate is over, polling its control socket between frames;

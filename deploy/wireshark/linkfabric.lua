@@ -591,7 +591,7 @@ local function dissect_parity(tvb, pinfo, tree, blen)
 end
 
 local function dissect_tdma(tvb, pinfo, tree, blen)
-	local dt = tree:add(p, tvb(0, 37), "TDMA raw data header (tdmaagent)")
+	local dt = tree:add(p, tvb(0, 37), "TDMA raw data header (tdma)")
 	dt:add(f.d_magic, tvb(0, 2)); dt:add(f.d_src, tvb(2, 2)); dt:add(f.d_dst, tvb(4, 2))
 	dt:add(f.d_class, tvb(6, 1)); dt:add(f.d_flags, tvb(7, 1)); dt:add(f.d_round, tvb(8, 4))
 	dt:add(f.d_slot, tvb(12, 1)); dt:add(f.d_seq, tvb(13, 8)); dt:add(f.d_offset, tvb(21, 8))
@@ -617,7 +617,7 @@ function p.dissector(tvb, pinfo, tree)
 	local ver, t = rshift(b0, 4), band(b0, 0x0F)
 	local summary, inner
 	if n >= 2 and tvb(0, 2):uint() == 0x5458 and blen >= 37 then
-		-- tdmaagent's raw data frames share the EtherType; their magic
+		-- tdma's raw data frames share the EtherType; their magic
 		-- "TX" reads as version 5, which every link decoder refuses.
 		summary = dissect_tdma(tvb, pinfo, root, blen)
 	else

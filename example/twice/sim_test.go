@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link/linksim"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // The mode's receiving half on a simulated link with a virtual clock: each

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/metrics"
-	"github.com/linkfabric/linkfabric/seqhdr"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 

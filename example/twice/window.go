@@ -1,6 +1,6 @@
 package twice
 
-import "github.com/linkfabric/linkfabric/seqhdr"
+import "github.com/linkfabric/linkfabric/link/seqhdr"
 
 // WindowLen is how many sequence numbers back a Window remembers.
 const WindowLen = 64

@@ -3,7 +3,7 @@ package twice
 import (
 	"testing"
 
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // Every sequence number is first once, in any order within the window, and

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/cellify/cellsim"
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/simfab"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -26,7 +26,7 @@ func Command() *cobra.Command {
 fabric of edge and fabric nodes that packs host frames into cells, sprays them
 over every usable link and schedules them with credits from the egress port.
 
-  sim        the simulated fabric (package simfab): the design study's scenarios
+  sim        the simulated fabric (package cellsim): the design study's scenarios
              on a virtual clock, deterministic for a seed, no root needed
   pack       packing on the bundle: link frames and bytes per packet, packets/s,
              CPU per frame of cells against forward (trafgen frames)
@@ -56,7 +56,7 @@ remove it all at the end (also on Ctrl-C). They need root.`,
 	return cmd
 }
 
-var cellsSuite = cli.SimSuite{Title: "cells sim", All: simfab.Scenarios}
+var cellsSuite = cli.SimSuite{Title: "cells sim", All: cellsim.Scenarios}
 
 func cellsSimCmd() *cobra.Command {
 	var (
@@ -68,7 +68,7 @@ func cellsSimCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run the simulated cell fabric's scenarios and check their figures",
-		Long: `sim runs scenarios of the simulated cell fabric (package simfab): nodes running
+		Long: `sim runs scenarios of the simulated cell fabric (package cellsim): nodes running
 the real cellify logic over links with rate, delay, bounded queues and loss, on
 a virtual clock. Each scenario measures figures and checks each against the
 range the design study gives (see the why column); the command fails if any

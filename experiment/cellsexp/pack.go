@@ -12,7 +12,7 @@ import (
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
 )
 
 // CellsPackConfig sizes `linkfabric cells pack`.

@@ -14,8 +14,8 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // FECTableArms are the protections `fec table` compares: none, XOR parity

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/seqhdr"
-	"github.com/linkfabric/linkfabric/tdmaagent/rawio"
+	"github.com/linkfabric/linkfabric/tdma/rawio"
 )
 
 // otherSwitch is the pair testbed's switch at the other end of sw's link.

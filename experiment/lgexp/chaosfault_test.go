@@ -5,8 +5,8 @@ import (
 	"net"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/linkcrc"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // The hostile frames cover every link-header type, short and long frames,

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/tdmaagent/gate"
+	"github.com/linkfabric/linkfabric/tdma/gate"
 )
 
 // TestPrintCauses: the cause tables name each run's collisions and the

@@ -13,8 +13,8 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/gate"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // What the TDMA experiments (shuffle, ctlloss, rpc, rr) share.

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/clock"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // TDMAFreezeConfig is ctlloss's FM freeze (design §4 item 7): during a

@@ -12,8 +12,8 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
-	"github.com/linkfabric/linkfabric/tdmaagent/rawio"
+	"github.com/linkfabric/linkfabric/tdma/clock"
+	"github.com/linkfabric/linkfabric/tdma/rawio"
 	"golang.org/x/sys/unix"
 )
 

@@ -18,10 +18,10 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/pfc"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
-	"github.com/linkfabric/linkfabric/tdmaagent/gate"
-	"github.com/linkfabric/linkfabric/tdmaagent/rawio"
-	"github.com/linkfabric/linkfabric/tdmaagent/wire"
+	"github.com/linkfabric/linkfabric/tdma/clock"
+	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/linkfabric/linkfabric/tdma/rawio"
+	"github.com/linkfabric/linkfabric/tdma/wire"
 	"golang.org/x/sys/unix"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
+	"github.com/linkfabric/linkfabric/tdma/clock"
 )
 
 // TDMAProbeTimersConfig sizes `linkfabric tdma probe timers` (design §2.2):

@@ -16,8 +16,8 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/clock"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // TDMARPCConfig sizes `linkfabric tdma rpc` (§6.2, Figures 9–10): on a

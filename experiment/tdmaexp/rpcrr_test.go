@@ -8,7 +8,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // rpcArms is a summary where every target is met: TDMA's p95 is 10× below

@@ -16,7 +16,7 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
+	"github.com/linkfabric/linkfabric/tdma/clock"
 )
 
 // TDMARRConfig sizes `linkfabric tdma rr` (§6.3, Figure 11): every host

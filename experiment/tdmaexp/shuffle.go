@@ -19,9 +19,9 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
-	"github.com/linkfabric/linkfabric/tdmaagent/wire"
+	"github.com/linkfabric/linkfabric/tdma/clock"
+	"github.com/linkfabric/linkfabric/tdma/host"
+	"github.com/linkfabric/linkfabric/tdma/wire"
 )
 
 // ShuffleArms are the arms of `tdma shuffle`.

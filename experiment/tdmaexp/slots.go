@@ -15,7 +15,7 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // TDMASlotsConfig sizes `linkfabric tdma slots` (design §4 item 8): the

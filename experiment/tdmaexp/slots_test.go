@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // progressAt builds a host's progress: rate bytes/s while open, nothing

@@ -18,8 +18,8 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/fm"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/fm"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // TDMAStar configures a TDMA star testbed and its agents.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/netns"
-	"github.com/linkfabric/linkfabric/tdmaagent/clock"
-	"github.com/linkfabric/linkfabric/tdmaagent/host"
+	"github.com/linkfabric/linkfabric/tdma/clock"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // Kernel TCP workloads on the star, the TDMA experiments' baselines. Hosts

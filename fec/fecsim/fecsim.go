@@ -20,7 +20,7 @@ import (
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksim"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // Config configures a run.

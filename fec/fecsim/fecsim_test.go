@@ -7,7 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link/linksim"
-	"github.com/linkfabric/linkfabric/seqhdr"
+	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
 // everyKth drops wire frame i when i % k == pos: with k = n+1 and no

@@ -1,0 +1,183 @@
+package fmcore
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/linkfabric/linkfabric/tdma/sched"
+)
+
+const (
+	L    = 5_000_000
+	G    = 300_000
+	lead = 50_000
+	N    = 4
+)
+
+func uniform() [][]int {
+	n := make([][]int, N)
+	for i := range n {
+		n[i] = make([]int, N)
+		for j := range n[i] {
+			if i != j {
+				n[i][j] = 1
+			}
+		}
+	}
+	return n
+}
+
+func newFM(t *testing.T, m gate.Discipline) *FM {
+	f, err := New(Config{N: N, SlotLen: L, Guard: G, Lead: lead, Mode: m, LinkSpeed: 1e8, LeaseSlots: 3, PublishMargin: L}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// run steps the FM through its deadlines up to end, publishing rotor rounds
+// as soon as they are wanted, and returns every emission with its send time.
+func run(t *testing.T, f *FM, end int64) (out []Emission, sent []int64) {
+	rotor := &sched.Rotor{}
+	for now := int64(0); now < end; now = f.NextDeadline() {
+		if id, _, ok := f.Want(); ok {
+			if err := f.Publish(now, sched.Make(rotor, id, uniform(), 100, L, G)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := len(out)
+		out = f.Emit(now, out)
+		for range out[n:] {
+			sent = append(sent, now)
+		}
+	}
+	return out, sent
+}
+
+func TestLeaseTimeline(t *testing.T) {
+	f := newFM(t, gate.Lease)
+	out, sent := run(t, f, 3*3*L) // three rounds of three slots
+	if len(out) != 3*3*N {
+		t.Fatalf("%d grants, want %d (every host in every slot)", len(out), 9*N)
+	}
+	for i, e := range out {
+		k := e.Due / L // global slot
+		if want := k*L + G - lead; e.Due != want || sent[i] != want {
+			t.Fatalf("grant %d due %d sent %d, want %d", i, e.Due, sent[i], want)
+		}
+		tr := e.Grant.Trailer
+		if int64(tr.OpenNs) != (k+1)*L-sent[i] {
+			t.Fatalf("grant %d open %d, want %d", i, tr.OpenNs, (k+1)*L-sent[i])
+		}
+		if tr.Round != uint16(k/3+1) || int64(tr.Slot) != k%3 {
+			t.Fatalf("grant %d: round %d slot %d for global slot %d", i, tr.Round, tr.Slot, k)
+		}
+		if c := e.Grant.GrantClass(); c < 0 {
+			t.Fatalf("grant %d opens no single class", i)
+		}
+	}
+	if s := f.Stats(); s.IdleSlots != 0 || s.Rounds != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestPaperTimeline(t *testing.T) {
+	f := newFM(t, gate.Paper)
+	out, sent := run(t, f, 3*L)
+	pauses, unpauses := 0, 0
+	for i, e := range out {
+		k := e.Due / L
+		switch {
+		case e.Grant.PFC.ClassEnable == 0xFF && e.Grant.PFC.Quanta[0] == 0xFFFF:
+			pauses++
+			if sent[i] != k*L {
+				t.Fatalf("pause sent at %d, want the boundary %d", sent[i], k*L)
+			}
+		case e.Grant.PFC.Quanta == [8]uint16{}:
+			unpauses++
+			if sent[i] != k*L+G {
+				t.Fatalf("unpause sent at %d, want %d (no lead in paper mode)", sent[i], k*L+G)
+			}
+		default:
+			t.Fatalf("unexpected frame %+v", e.Grant.PFC)
+		}
+	}
+	if pauses != 3*N || unpauses != 3*N {
+		t.Fatalf("%d pauses, %d unpauses; want %d each", pauses, unpauses, 3*N)
+	}
+}
+
+// TestOrderRotates: the host served first moves by one at every boundary.
+func TestOrderRotates(t *testing.T) {
+	f := newFM(t, gate.Lease)
+	out, _ := run(t, f, 8*L)
+	firsts := map[int64]int{}
+	for _, e := range out {
+		if _, ok := firsts[e.Due]; !ok {
+			firsts[e.Due] = e.Host
+		}
+	}
+	prev := -1
+	for k := int64(0); k < 8; k++ {
+		h, ok := firsts[k*L+G-lead]
+		if !ok {
+			t.Fatalf("no grants in slot %d", k)
+		}
+		if prev >= 0 && h != (prev+1)%N {
+			t.Fatalf("slot %d starts with host %d after %d", k, h, prev)
+		}
+		prev = h
+	}
+}
+
+// TestPipelining: round r+1 is wanted as soon as round r starts, by its
+// end minus the margin; a late round is refused, the FM idles one slot and
+// skips its number.
+func TestPipelining(t *testing.T) {
+	f := newFM(t, gate.Lease)
+	rotor := &sched.Rotor{}
+	if err := f.Publish(0, sched.Make(rotor, 1, uniform(), 100, L, G)); err != nil {
+		t.Fatal(err)
+	}
+	f.Emit(0, nil)
+	id, by, ok := f.Want()
+	if !ok || id != 2 || by != 3*L-L {
+		t.Fatalf("want %d by %d (%v), expected round 2 by %d", id, by, ok, 2*L)
+	}
+	if err := f.Publish(by+1, sched.Make(rotor, 2, uniform(), 100, L, G)); !errors.Is(err, ErrLate) {
+		t.Fatalf("late publish accepted: %v", err)
+	}
+	var out []Emission
+	for now := int64(0); now < 3*L; now = f.NextDeadline() {
+		out = f.Emit(now, out)
+	}
+	if len(out) != 3*N {
+		t.Fatalf("round 1 sent %d grants, want %d", len(out), 3*N)
+	}
+	out = f.Emit(3*L+G, out[:0])
+	if r, _, _ := f.Current(); r != nil || len(out) != 0 {
+		t.Fatalf("after a late round: current %v, %d grants", r, len(out))
+	}
+	if id, _, _ := f.Want(); id != 3 {
+		t.Fatalf("after skipping round 2, want %d", id)
+	}
+	if s := f.Stats(); s.IdleSlots != 1 || s.LatePublic != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestLateWakeSkips: an FM that wakes after a slot's window has passed
+// sends nothing for it.
+func TestLateWakeSkips(t *testing.T) {
+	f := newFM(t, gate.Lease)
+	rotor := &sched.Rotor{}
+	f.Publish(0, sched.Make(rotor, 1, uniform(), 100, L, G))
+	out := f.Emit(2*L+L-G, nil) // slots 0 and 1 over, slot 2 within its last guard
+	if len(out) != 0 {
+		t.Fatalf("%d frames sent for windows already over", len(out))
+	}
+	if s := f.Stats(); s.Skipped != 3*N {
+		t.Fatalf("skipped %d, want %d", s.Skipped, 3*N)
+	}
+}

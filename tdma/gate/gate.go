@@ -1,0 +1,516 @@
+// Package gate is the host's TDMA gate: which traffic class may send now,
+// until when, and how many bytes may still leave before the window closes.
+// It is driven by grants from the fabric manager (wire.Grant), by the round
+// schedule (wire.Schedule) and by the caller's clock: pure logic, times in
+// ns passed in, deadlines returned, no allocation after New.
+//
+// Disciplines:
+//   - Lease: a grant opens one class until rx + open − d_est − margin, on the
+//     host's own timer; no pause is needed to stop.
+//   - FreeRun: Lease, and between grants the host opens the class the
+//     schedule gives each slot on its own timer, for at most LeaseSlots slots
+//     after the last frame heard.
+//   - Paper: the paper's reactive gate (§4 step 5): 802.1Qbb pause/resume
+//     only; a class stays open until a pause arrives or its quanta run out.
+//
+// Verdict is the rule of the exit gate on the switch side (bpf.TDMAGate),
+// which returns to its host a frame that left too late.
+package gate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/linkfabric/linkfabric/pfc"
+	"github.com/linkfabric/linkfabric/tdma/wire"
+)
+
+// Discipline selects how the gate opens and closes.
+type Discipline uint8
+
+// Disciplines.
+const (
+	Lease Discipline = iota
+	FreeRun
+	Paper
+)
+
+func (m Discipline) String() string {
+	switch m {
+	case Lease:
+		return "lease"
+	case FreeRun:
+		return "freerun"
+	case Paper:
+		return "paper"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// ParseDiscipline parses lease, freerun or paper.
+func ParseDiscipline(s string) (Discipline, error) {
+	for _, m := range []Discipline{Lease, FreeRun, Paper} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("mode %q: want lease, freerun or paper", s)
+}
+
+// Config configures a gate.
+type Config struct {
+	Mode Discipline
+	// Rate is the host's line rate in bits/s (the egress TBF at R).
+	Rate uint64
+	// Overhead is the wire bytes per frame beyond its bytes (preamble,
+	// inter-frame gap, FCS): 24 on Ethernet.
+	Overhead int
+	// MinFrame is the smallest frame worth releasing (60).
+	MinFrame int
+	// DelayEst is d_est, the FM → host one-way delay estimate (ns).
+	DelayEst int64
+	// Margin is taken off every close time (ns): the host timer's error.
+	Margin int64
+	// LeaseSlots bounds free-run: slots after the one of the last frame heard.
+	LeaseSlots int
+}
+
+// Window is an open class: its destination and when it opens and closes.
+type Window struct {
+	Class   int
+	Dst     int
+	OpenAt  int64  // a grant that arrives early opens the class at its slot's guard end
+	Close   int64  // math.MaxInt64: until paused (paper mode)
+	FreeRun bool   // opened by the host's own timer
+	Round   uint32 // the round and slot the window belongs to
+	Slot    int
+	// Due is the intended end of the slot plus the guard (host clock):
+	// after it the next slot's sender may be on the receiver's port. In
+	// paper mode the window stays open past it until a pause arrives.
+	Due int64
+	// FMEnd is the slot's end on the FM's timeline: the grant's send time
+	// (its trailer) plus its open time; 0 if unknown. Diagnostics only:
+	// the host never acts on the FM's clock.
+	FMEnd int64
+	// SlotLen and Guard are the window's slot length and guard (ns).
+	SlotLen, Guard int64
+}
+
+// Stats are the gate's counters.
+type Stats struct {
+	CtlRx         uint64 // control frames heard
+	CtlLost       uint64 // gaps in the FM's sequence numbers
+	CtlDup        uint64 // duplicate or reordered frames ignored
+	Plain         uint64 // PFC frames without a TDMA trailer
+	GrantOpens    uint64 // windows opened by a grant
+	FreeRunOpens  uint64 // windows opened by the host's own timer
+	LeaseExpiries uint64 // silences: nothing heard for the lease
+	NoSchedule    uint64 // grants whose round schedule was unknown
+	Frames, Bytes uint64 // released
+	// OverrunBytes: bytes released to end after the intended close plus
+	// guard of the grant that opened them (what paper mode risks).
+	OverrunBytes uint64
+}
+
+const nsched = 4
+
+// Gate is one host's gate. Not safe for concurrent use.
+type Gate struct {
+	cfg   Config
+	sched [nsched]wire.Schedule
+	have  [nsched]bool
+
+	heard     bool
+	lastHeard int64
+	lastSeq   uint32
+	expired   bool
+
+	// lease / free-run
+	win     Window
+	winOpen bool
+	anchor  struct {
+		ok       bool
+		round    uint32 // full round number
+		slot     int
+		boundary int64 // estimated end of the anchor slot
+		fmEnd    int64 // the same on the FM's timeline (0: unknown)
+		openLag  int64 // d_est when anchored: opens wait for it (see OnGrant)
+		slotLen  int64
+		guard    int64
+	}
+	frKey uint64 // round<<16|slot of the last free-run window counted
+
+	// paper
+	st       pfc.State
+	opened   uint8
+	clsRound [pfc.NumClasses]uint16 // trailer round of the unpause that opened each class
+	clsSlot  [pfc.NumClasses]uint8
+	clsEnd   [pfc.NumClasses]int64 // intended close + guard, for overrun accounting
+	clsFMEnd [pfc.NumClasses]int64 // the slot's end on the FM's timeline (0: unknown)
+
+	ext pfc.State // plain PFC from other senders (any mode)
+	vf  int64     // shaper: when the TBF will have sent everything released
+	s   Stats
+}
+
+// New returns a closed gate.
+func New(cfg Config) (*Gate, error) {
+	if cfg.Rate == 0 {
+		return nil, fmt.Errorf("gate: Rate must be > 0 bits/s")
+	}
+	if cfg.Mode > Paper {
+		return nil, fmt.Errorf("gate: unknown mode %d", cfg.Mode)
+	}
+	if cfg.MinFrame <= 0 {
+		cfg.MinFrame = 60
+	}
+	if cfg.LeaseSlots <= 0 {
+		cfg.LeaseSlots = 1
+	}
+	return &Gate{cfg: cfg}, nil
+}
+
+// Stats returns the counters.
+func (g *Gate) Stats() Stats { return g.s }
+
+// SetDelayEst replaces d_est (a new calibration); it applies from the
+// next grant.
+func (g *Gate) SetDelayEst(d int64) { g.cfg.DelayEst = d }
+
+// Config returns the configuration.
+func (g *Gate) Config() Config { return g.cfg }
+
+// LastHeard returns the kernel receive time of the last control frame with
+// a TDMA trailer (the lease runs from it), 0 if none yet.
+func (g *Gate) LastHeard() int64 {
+	if !g.heard {
+		return 0
+	}
+	return g.lastHeard
+}
+
+// OnSchedule stores a round's schedule for this host (kept for 4 rounds).
+func (g *Gate) OnSchedule(s *wire.Schedule) {
+	i := s.Round % nsched
+	g.sched[i] = *s
+	g.have[i] = true
+}
+
+// schedule returns the stored schedule of the round whose low 16 bits are
+// r16 (the trailer's round), or nil.
+func (g *Gate) schedule16(r16 uint16) *wire.Schedule {
+	for i := range g.sched {
+		if g.have[i] && uint16(g.sched[i].Round) == r16 {
+			return &g.sched[i]
+		}
+	}
+	return nil
+}
+
+func (g *Gate) schedule(r uint32) *wire.Schedule {
+	i := r % nsched
+	if g.have[i] && g.sched[i].Round == r {
+		return &g.sched[i]
+	}
+	return nil
+}
+
+// OnGrant takes a control frame handled at now and received (kernel time
+// stamp) at rx.
+func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
+	g.s.CtlRx++
+	if !gr.HasTrailer {
+		g.s.Plain++
+		g.ext.Apply(&gr.PFC, rx, g.cfg.Rate)
+		if g.cfg.Mode == Paper {
+			g.st.Apply(&gr.PFC, rx, g.cfg.Rate)
+		}
+		return
+	}
+	if g.heard {
+		d := int32(gr.Seq - g.lastSeq)
+		if d <= 0 {
+			g.s.CtlDup++
+			return
+		}
+		g.s.CtlLost += uint64(d - 1)
+	}
+	g.heard, g.lastSeq, g.lastHeard, g.expired = true, gr.Seq, rx, false
+	if gr.Flags&wire.FlagClose != 0 {
+		g.closeAll()
+		return
+	}
+	sc := g.schedule16(gr.Round)
+	if g.cfg.Mode == Paper {
+		g.st.Apply(&gr.PFC, rx, g.cfg.Rate)
+		if gr.PFC.Opcode != pfc.OpPFC {
+			return
+		}
+		for c := 0; c < pfc.NumClasses; c++ {
+			bit := uint8(1) << c
+			if gr.PFC.ClassEnable&bit == 0 {
+				continue
+			}
+			if gr.PFC.Quanta[c] == 0 {
+				g.opened |= bit
+				g.clsRound[c], g.clsSlot[c] = gr.Round, gr.Slot
+				g.clsEnd[c] = rx + int64(gr.OpenNs) - g.cfg.DelayEst + int64(gr.GuardUs)*1000
+				g.clsFMEnd[c] = fmEnd(gr)
+				g.s.GrantOpens++
+			}
+		}
+		return
+	}
+	c := gr.GrantClass()
+	if c < 0 {
+		g.closeAll() // a pause-all or anything else: closed
+		return
+	}
+	if sc == nil {
+		g.s.NoSchedule++
+		g.winOpen = false
+		return
+	}
+	boundary := rx - g.cfg.DelayEst + int64(gr.OpenNs)
+	a := &g.anchor
+	a.ok, a.round, a.slot, a.boundary, a.fmEnd, a.openLag = true, sc.Round, int(gr.Slot), boundary, fmEnd(gr), g.cfg.DelayEst
+	a.slotLen, a.guard = int64(sc.SlotLen), int64(sc.Guard)
+	key := uint64(sc.Round)<<16 | uint64(gr.Slot)
+	if !(g.winOpen && g.win.FreeRun && g.frKey == key) {
+		g.s.GrantOpens++
+	}
+	g.frKey = key
+	// Timers are anchored on the kernel receive time, not on when the agent
+	// woke. A window closes at the estimated end of its slot (d_est taken
+	// off the delay; the guard covers the error) but opens as if the grant
+	// had taken no time at all: d_est is a minimum over other frames, a
+	// grant may come sooner, and a host must never open before the FM's
+	// slot start plus the guard. A grant sent ahead of its slot so opens d
+	// after the end of its guard, d_est at most later than it could.
+	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary + g.cfg.DelayEst - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
+		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard), FMEnd: a.fmEnd,
+		SlotLen: int64(sc.SlotLen), Guard: int64(sc.Guard)}
+	g.winOpen = g.win.Dst >= 0
+}
+
+// fmEnd is the end of the slot gr grants on the FM's clock, 0 if gr does
+// not say when it was sent (a negative time; 0 is a time: the simulated
+// FM's first slot starts then).
+func fmEnd(gr *wire.Grant) int64 {
+	if !gr.HasTrailer || gr.FMTime < 0 {
+		return 0
+	}
+	return gr.FMTime + int64(gr.OpenNs)
+}
+
+// LeaseEnd returns when the lease of the last control frame heard runs
+// out (lease and free-run modes), math.MaxInt64 if there is none.
+func (g *Gate) LeaseEnd() int64 {
+	if g.cfg.Mode == Paper || !g.heard || g.anchor.slotLen <= 0 {
+		return math.MaxInt64
+	}
+	return g.lastHeard + g.lease()
+}
+
+func (g *Gate) closeAll() {
+	g.winOpen = false
+	g.anchor.ok = false
+	g.opened = 0
+}
+
+// lease is how long the gate may act on the last frame heard.
+func (g *Gate) lease() int64 { return int64(g.cfg.LeaseSlots) * g.anchor.slotLen }
+
+// expire applies the lease: nothing heard for LeaseSlots slots closes all.
+func (g *Gate) expire(now int64) {
+	if g.heard && !g.expired && g.cfg.Mode != Paper && g.anchor.slotLen > 0 && now-g.lastHeard > g.lease() {
+		g.expired = true
+		g.s.LeaseExpiries++
+		g.closeAll()
+	}
+}
+
+// freeRun returns the free-run window at now, if any, and the start of
+// the next free-run opportunity otherwise (math.MaxInt64 if none).
+func (g *Gate) freeRun(now int64) (Window, bool, int64) {
+	a := &g.anchor
+	if g.cfg.Mode != FreeRun || !a.ok || a.slotLen <= 0 {
+		return Window{}, false, math.MaxInt64
+	}
+	m := int64(0)
+	if now >= a.boundary {
+		m = (now - a.boundary) / a.slotLen
+	}
+	for ; m < int64(g.cfg.LeaseSlots); m++ {
+		start := a.boundary + m*a.slotLen
+		open, end := start+a.guard+a.openLag, start+a.slotLen-g.cfg.Margin
+		if end <= now {
+			continue
+		}
+		r, s, ok := g.locate(a.round, a.slot+1+int(m))
+		if !ok {
+			return Window{}, false, math.MaxInt64
+		}
+		sc := g.schedule(r)
+		c := int(sc.Slot[s])
+		if c < 0 {
+			continue
+		}
+		if now < open {
+			return Window{}, false, open
+		}
+		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: open, Close: end, FreeRun: true, Round: r, Slot: s, Due: start + a.slotLen + a.guard,
+			SlotLen: a.slotLen, Guard: a.guard}
+		if a.fmEnd != 0 {
+			w.FMEnd = a.fmEnd + (m+1)*a.slotLen
+		}
+		if w.Dst < 0 {
+			continue
+		}
+		if key := uint64(r)<<16 | uint64(s); key != g.frKey {
+			g.frKey = key
+			g.s.FreeRunOpens++
+		}
+		return w, true, 0
+	}
+	return Window{}, false, math.MaxInt64
+}
+
+// locate maps slot index s counted from the start of round r (possibly
+// past its end) to a (round, slot) with a known schedule.
+func (g *Gate) locate(r uint32, s int) (uint32, int, bool) {
+	for {
+		sc := g.schedule(r)
+		if sc == nil || sc.NSlots == 0 {
+			return 0, 0, false
+		}
+		if s < int(sc.NSlots) {
+			return r, s, true
+		}
+		s -= int(sc.NSlots)
+		r++
+	}
+}
+
+// Open returns the classes open at now (a bit per class) and the window of
+// the first; the caller asks Window for others.
+func (g *Gate) Open(now int64) uint8 {
+	g.expire(now)
+	ext := g.ext.PausedMask(now)
+	if g.cfg.Mode == Paper {
+		return g.opened &^ g.st.PausedMask(now) &^ ext
+	}
+	if w, ok := g.window(now); ok {
+		return uint8(1<<w.Class) &^ ext
+	}
+	return 0
+}
+
+func (g *Gate) window(now int64) (Window, bool) {
+	if g.winOpen && now < g.win.Close {
+		return g.win, now >= g.win.OpenAt
+	}
+	g.winOpen = false
+	w, ok, _ := g.freeRun(now)
+	return w, ok
+}
+
+// Window returns class c's window at now; ok is false if c is closed.
+func (g *Gate) Window(now int64, c int) (Window, bool) {
+	if uint(c) >= pfc.NumClasses || g.Open(now)&(1<<c) == 0 {
+		return Window{}, false
+	}
+	if g.cfg.Mode == Paper {
+		w := Window{Class: c, Dst: -1, Close: math.MaxInt64, Slot: int(g.clsSlot[c]), Due: g.clsEnd[c], FMEnd: g.clsFMEnd[c]}
+		if sc := g.schedule16(g.clsRound[c]); sc != nil {
+			w.Dst, w.Round = sc.Dst(c), sc.Round
+			w.SlotLen, w.Guard = int64(sc.SlotLen), int64(sc.Guard)
+		}
+		return w, w.Dst >= 0
+	}
+	return g.window(now)
+}
+
+// NextDeadline returns the next time after now at which Open may change
+// on its own (a close, a free-run open, a lease expiry, a pause running
+// out), math.MaxInt64 if none.
+func (g *Gate) NextDeadline(now int64) int64 {
+	t, _ := g.NextDeadlineOpens(now)
+	return t
+}
+
+// NextDeadlineOpens is NextDeadline, and whether a window opens then (a
+// granted window's open or a free-run open): the instant whose lateness
+// costs capacity, so the agent spins up to it rather than trust a wake-up.
+func (g *Gate) NextDeadlineOpens(now int64) (next int64, opens bool) {
+	next = int64(math.MaxInt64)
+	if g.cfg.Mode == Paper {
+		if t, ok := g.st.NextResume(now); ok {
+			next, opens = t, true
+		}
+		return next, opens
+	}
+	if g.winOpen && now < g.win.Close {
+		next = g.win.Close
+		if now < g.win.OpenAt {
+			next, opens = g.win.OpenAt, true
+		}
+	} else if w, ok, t := g.freeRun(now); ok {
+		next = w.Close
+	} else {
+		next, opens = t, t != math.MaxInt64
+	}
+	if g.heard && !g.expired && g.anchor.slotLen > 0 && g.lastHeard+g.lease()+1 < next {
+		next, opens = g.lastHeard+g.lease()+1, false
+	}
+	if t, ok := g.ext.NextResume(now); ok && t < next {
+		next, opens = t, true
+	}
+	return next, opens
+}
+
+// wireNs is how long frameLen bytes take at the line rate.
+func (g *Gate) wireNs(frameLen int) int64 {
+	b := uint64(frameLen+g.cfg.Overhead) * 8_000_000_000
+	return int64((b + g.cfg.Rate - 1) / g.cfg.Rate)
+}
+
+// Fit returns the largest frame (≤ max bytes) that may be released into w
+// at now so that its last byte leaves before w closes, 0 if none fits (the
+// shaper model: the TBF at Rate sends what was released before it).
+func (g *Gate) Fit(now int64, w Window, max int) int {
+	if w.Close == math.MaxInt64 {
+		return max
+	}
+	start := g.vf
+	if now > start {
+		start = now
+	}
+	avail := w.Close - start
+	if avail <= 0 {
+		return 0
+	}
+	n := int64(max)
+	if g.wireNs(max) > avail {
+		n = int64(uint64(avail)*g.cfg.Rate/8_000_000_000) - int64(g.cfg.Overhead)
+	}
+	if n < int64(g.cfg.MinFrame) {
+		return 0
+	}
+	return int(n)
+}
+
+// Sent books a frame of frameLen bytes released into w at now, and
+// returns when its last byte leaves (the shaper's virtual finish).
+func (g *Gate) Sent(now int64, w Window, frameLen int) int64 {
+	if now > g.vf {
+		g.vf = now
+	}
+	g.vf += g.wireNs(frameLen)
+	g.s.Frames++
+	g.s.Bytes += uint64(frameLen)
+	if g.cfg.Mode == Paper && g.clsEnd[w.Class] != 0 && g.vf > g.clsEnd[w.Class] {
+		g.s.OverrunBytes += uint64(frameLen)
+	}
+	return g.vf
+}

@@ -1,0 +1,355 @@
+package gate
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/linkfabric/linkfabric/tdma/wire"
+)
+
+const (
+	L     = 5_000_000 // slot
+	G     = 300_000   // guard
+	R     = 100_000_000
+	dEst  = 40_000
+	nslot = 3
+)
+
+var fmMAC, hMAC = [6]byte{2, 0, 0, 0, 0, 100}, [6]byte{2, 0, 0, 0, 0, 1}
+
+// sched0 is host 0's part of a rotor round of 4 hosts: slot k → host k+1, class k.
+func sched0(round uint32) *wire.Schedule {
+	s := &wire.Schedule{Host: 0, Round: round, SlotLen: L, Guard: G, LeaseSlots: 3, NHosts: 4, NSlots: nslot}
+	for i := range s.ClassMap {
+		s.ClassMap[i] = -1
+	}
+	for i := range s.Slot {
+		s.Slot[i] = -1
+	}
+	for k := 0; k < nslot; k++ {
+		s.ClassMap[k+1] = int8(k)
+		s.Slot[k] = int8(k)
+	}
+	return s
+}
+
+// fm is a minimal FM timeline: slot k of round r starts at t0 + (r·3+k)·L;
+// the lease grant leaves at start+G and arrives after delay.
+type fm struct {
+	seq uint32
+}
+
+func (f *fm) grant(round uint32, slot int) (sent int64, g wire.Grant) {
+	start := int64(round*nslot+uint32(slot)) * L
+	sent = start + G
+	f.seq++
+	wire.LeaseGrant(&g, hMAC, fmMAC, slot, L, R, wire.Trailer{Slot: uint8(slot), Round: uint16(round), Seq: f.seq,
+		OpenNs: uint32(start + L - sent), GuardUs: G / 1000, FMTime: sent})
+	return sent, g
+}
+
+func newGate(t *testing.T, m Discipline) *Gate {
+	g, err := New(Config{Mode: m, Rate: R, Overhead: 24, DelayEst: dEst, LeaseSlots: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := uint32(0); r < 4; r++ {
+		g.OnSchedule(sched0(r))
+	}
+	return g
+}
+
+func TestLeaseClosesWithoutPause(t *testing.T) {
+	for _, m := range []Discipline{Lease, FreeRun} {
+		g := newGate(t, m)
+		var f fm
+		sent, gr := f.grant(0, 1)
+		rx := sent + dEst
+		g.OnGrant(rx, rx, &gr)
+		w, ok := g.Window(rx, 1)
+		if !ok || w.Dst != 2 || w.Close != L*2 {
+			t.Fatalf("%v: window %+v %v, want class 1 to host 2 until %d", m, w, ok, 2*L)
+		}
+		if d := g.NextDeadline(rx); d != 2*L {
+			t.Fatalf("%v: next deadline %d, want the close %d", m, d, 2*L)
+		}
+		if g.Open(2*L-1) != 1<<1 {
+			t.Fatalf("%v: closed early", m)
+		}
+		if got := g.Open(2 * L); got&(1<<1) != 0 {
+			t.Fatalf("%v: class 1 still open at the window's end without a pause", m)
+		}
+	}
+}
+
+// openTime sums the time class c of host 0 is open over [from, to),
+// stepping through the gate's own deadlines.
+func openTime(g *Gate, from, to int64, c int) int64 {
+	total := int64(0)
+	for t := from; t < to; {
+		next := min(g.NextDeadline(t), to)
+		if next <= t {
+			next = t + 1
+		}
+		if g.Open(t)&(1<<c) != 0 {
+			total += next - t
+		}
+		t = next
+	}
+	return total
+}
+
+func TestLostGrantCostsOneSlotReactive(t *testing.T) {
+	g := newGate(t, Lease)
+	var f fm
+	sent, gr := f.grant(0, 0)
+	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	f.grant(0, 1) // lost
+	if open := openTime(g, L, 2*L, 1); open != 0 {
+		t.Fatalf("lease mode opened class 1 for %d ns without its grant", open)
+	}
+	sent, gr = f.grant(0, 2)
+	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	if got := g.Stats().CtlLost; got != 1 {
+		t.Fatalf("ctl lost %d, want 1", got)
+	}
+	if open := openTime(g, sent+dEst, 3*L, 2); open != L-G-dEst {
+		t.Fatalf("slot after the loss open %d ns, want %d", open, L-G-dEst)
+	}
+}
+
+func TestLostGrantCostsNothingFreeRun(t *testing.T) {
+	g := newGate(t, FreeRun)
+	var f fm
+	sent, gr := f.grant(0, 0)
+	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	f.grant(0, 1) // lost
+	// the whole window, but for d_est: opens wait for it (a grant may come
+	// sooner than d_est)
+	if open := openTime(g, L, 2*L, 1); open != L-G-dEst {
+		t.Fatalf("free-run opened class 1 for %d ns, want the whole window less d_est %d", open, L-G-dEst)
+	}
+	if w, ok := g.Window(L+G+dEst, 1); !ok || !w.FreeRun || w.Dst != 2 {
+		t.Fatalf("free-run window %+v %v", w, ok)
+	}
+	if s := g.Stats(); s.FreeRunOpens != 1 {
+		t.Fatalf("free-run opens %d, want 1", s.FreeRunOpens)
+	}
+}
+
+// TestLeaseExpirySilences: after the last frame heard, a free-running host
+// sends in at most LeaseSlots more slots, then stays silent.
+func TestLeaseExpirySilences(t *testing.T) {
+	g := newGate(t, FreeRun)
+	var f fm
+	sent, gr := f.grant(0, 0)
+	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	// The FM goes silent. Slots 1, 2 (round 0) and 0 (round 1) may free-run.
+	lastOpen := int64(-1)
+	for t := int64(0); t < 20*L; t += 10_000 {
+		if g.Open(t) != 0 {
+			lastOpen = t
+		}
+	}
+	limit := int64(1+3) * L // end of the third slot after the anchor slot
+	if lastOpen < 0 || lastOpen >= limit {
+		t.Fatalf("last open at %d, lease ends at %d", lastOpen, limit)
+	}
+	if lastOpen < limit-L {
+		t.Fatalf("free-run stopped at %d before using its lease (%d)", lastOpen, limit-L)
+	}
+	if s := g.Stats(); s.LeaseExpiries != 1 {
+		t.Fatalf("lease expiries %d, want 1", s.LeaseExpiries)
+	}
+}
+
+// TestPaperModeLostPauseOverruns reproduces the paper's weakness: when the
+// pause ending a slot is lost, the class stays open into the next slot.
+func TestPaperModeLostPauseOverruns(t *testing.T) {
+	g := newGate(t, Paper)
+	seq := uint32(0)
+	tr := func(slot int, at int64) wire.Trailer {
+		seq++
+		return wire.Trailer{Slot: uint8(slot), Seq: seq, OpenNs: uint32(int64(slot+1)*L - at), GuardUs: G / 1000}
+	}
+	var gr wire.Grant
+	wire.Unpause(&gr, hMAC, fmMAC, 0, tr(0, G))
+	g.OnGrant(G+dEst, G+dEst, &gr)
+	seq++ // the pause-all at L is lost
+	// the next unpause is for another host: nothing reaches this one until the pause at 2L.
+	at := int64(L + L/2)
+	if g.Open(at)&1 == 0 {
+		t.Fatal("paper mode closed class 0 without a pause")
+	}
+	w, ok := g.Window(at, 0)
+	if !ok {
+		t.Fatal("no window")
+	}
+	g.Sent(at, w, 1500)
+	if s := g.Stats(); s.OverrunBytes != 1500 {
+		t.Fatalf("overrun bytes %d, want 1500", s.OverrunBytes)
+	}
+	// The lease gate in the same situation is closed.
+	lg := newGate(t, Lease)
+	var f fm
+	sent, lgr := f.grant(0, 0)
+	lg.OnGrant(sent+dEst, sent+dEst, &lgr)
+	if lg.Open(at) != 0 {
+		t.Fatal("lease gate open in the next slot")
+	}
+}
+
+// TestReleaseNeverPastClose: random frame sizes and release times; no frame
+// the gate admits ends after the window closes, and the window is filled to
+// within one minimum frame.
+func TestReleaseNeverPastClose(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for iter := 0; iter < 200; iter++ {
+		g := newGate(t, Lease)
+		var f fm
+		sent, gr := f.grant(0, 0)
+		rx := sent + dEst + rng.Int64N(100_000)
+		g.OnGrant(rx, rx, &gr)
+		now := rx
+		var end int64
+		for {
+			w, ok := g.Window(now, 0)
+			if !ok {
+				break
+			}
+			n := g.Fit(now, w, 60+rng.IntN(1455))
+			if n == 0 {
+				// nothing fits: try again a bit later, as a poll loop would
+				now += 1000 + rng.Int64N(50_000)
+				if now >= w.Close {
+					break
+				}
+				continue
+			}
+			end = g.Sent(now, w, n)
+			if end > w.Close {
+				t.Fatalf("frame of %d bytes ends at %d, window closes at %d", n, end, w.Close)
+			}
+			now += rng.Int64N(200_000)
+		}
+		if s := g.Stats(); s.Frames == 0 {
+			t.Fatal("nothing released")
+		}
+	}
+}
+
+func TestDuplicateAndReorderedGrants(t *testing.T) {
+	g := newGate(t, Lease)
+	var f fm
+	s1, g1 := f.grant(0, 0)
+	s2, g2 := f.grant(0, 1)
+	g.OnGrant(s2+dEst, s2+dEst, &g2)
+	g.OnGrant(s2+dEst+1, s1+dEst, &g1) // late, older: ignored
+	g.OnGrant(s2+dEst+2, s2+dEst, &g2) // duplicate: ignored
+	s := g.Stats()
+	if s.CtlDup != 2 || s.GrantOpens != 1 {
+		t.Fatalf("dups %d opens %d, want 2 and 1", s.CtlDup, s.GrantOpens)
+	}
+	if g.Open(s2+dEst+3) != 1<<1 {
+		t.Fatal("the newer grant's window was disturbed")
+	}
+}
+
+func TestHotPathDoesNotAllocate(t *testing.T) {
+	g := newGate(t, FreeRun)
+	var f fm
+	sent, gr := f.grant(0, 0)
+	now := sent + dEst
+	if a := testing.AllocsPerRun(100, func() {
+		g.OnGrant(now, now, &gr)
+		if w, ok := g.Window(now, 0); ok {
+			g.Sent(now, w, g.Fit(now, w, 1500))
+		}
+		g.NextDeadline(now)
+		g.Open(now + 2*L)
+	}); a != 0 {
+		t.Fatalf("%v allocations", a)
+	}
+}
+
+// TestWindowDueIsSlotEndPlusGuard: a lease window's Due is the estimated
+// end of its slot plus the guard, past its Close (which keeps a margin).
+func TestWindowDueIsSlotEndPlusGuard(t *testing.T) {
+	g, err := New(Config{Mode: Lease, Rate: 1e8, Margin: 20_000, LeaseSlots: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s wire.Schedule
+	s.Round, s.SlotLen, s.Guard, s.NHosts, s.NSlots = 1, 5_000_000, 300_000, 2, 1
+	s.ClassMap[1], s.Slot[0] = 0, 0
+	for i := 2; i < len(s.ClassMap); i++ {
+		s.ClassMap[i] = -1
+	}
+	s.ClassMap[0] = -1
+	g.OnSchedule(&s)
+	var gr wire.Grant
+	wire.LeaseGrant(&gr, [6]byte{}, [6]byte{}, 0, 5_000_000, 1e8, wire.Trailer{Round: 1, Seq: 1, OpenNs: 5_000_000})
+	g.OnGrant(1000, 1000, &gr)
+	w, ok := g.Window(400_000, 0)
+	if !ok {
+		t.Fatal("no window after a grant")
+	}
+	if want := int64(1000 + 5_000_000 + 300_000); w.Due != want || w.Close >= w.Due || w.Round != 1 || w.Slot != 0 {
+		t.Errorf("window %+v: want Due %d past Close, round 1 slot 0", w, want)
+	}
+}
+
+// TestNeverOpensBeforeTheFMsOpen: a grant that arrives sooner than d_est
+// (the estimate is a minimum over other frames: UDP echoes) must not open
+// the window before the FM's slot start plus the guard, in the granted
+// slot or in the free-run slots after it: the host cannot know its delay
+// is that short, and opening early puts it beside the last slot's tail.
+func TestNeverOpensBeforeTheFMsOpen(t *testing.T) {
+	for _, m := range []Discipline{Lease, FreeRun} {
+		g := newGate(t, m)
+		var f fm
+		sent, gr := f.grant(0, 0)
+		rx := sent + dEst/4
+		g.OnGrant(rx, rx, &gr)
+		for k := int64(0); k < 3; k++ {
+			open := k*L + G // the FM's slot k start plus the guard (the grant itself leaves then)
+			for now := max(rx, open-G); now < open; now += 1000 {
+				if g.Open(now) != 0 {
+					w, _ := g.window(now)
+					t.Fatalf("%s: slot %d open at %d ns, %d ns before the FM's open (window %+v)", m, k, now, open-now, w)
+				}
+			}
+		}
+		// the FM's default: a grant leaves at its slot's start (the lead
+		// is the guard)
+		g = newGate(t, m)
+		_, gr = f.grant(0, 1)
+		gr.FMTime, gr.OpenNs = L, L
+		rx = L + dEst/4
+		g.OnGrant(rx, rx, &gr)
+		for now := rx; now < L+G; now += 1000 {
+			if g.Open(now) != 0 {
+				t.Fatalf("%s: a grant sent at the slot's start opened at %d ns, %d ns before the FM's open", m, now, L+G-now)
+			}
+		}
+	}
+}
+
+// TestFMTimeZeroIsATime: a grant the FM sent at time 0 of its clock (the
+// simulator's first slot) carries the FM's timeline like any other; a
+// window knows the FM's slot end unless the FM's time is missing.
+func TestFMTimeZeroIsATime(t *testing.T) {
+	g := newGate(t, Lease)
+	var f fm
+	_, gr := f.grant(0, 0)
+	gr.FMTime, gr.OpenNs = 0, L
+	g.OnGrant(dEst, dEst, &gr)
+	if w, ok := g.Window(G+dEst, 0); !ok || w.FMEnd != L {
+		t.Fatalf("window %+v (open %v): want the FM's slot end %d", w, ok, L)
+	}
+	gr.FMTime, gr.Seq = -1, gr.Seq+1
+	g.OnGrant(dEst, dEst, &gr)
+	if w, ok := g.Window(G+dEst, 0); !ok || w.FMEnd != 0 {
+		t.Fatalf("window %+v (open %v): want no FM slot end without the FM's time", w, ok)
+	}
+}
