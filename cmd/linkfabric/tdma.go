@@ -54,13 +54,7 @@ on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
 var tdmaSuite = cli.SimSuite{Title: "tdma sim", All: tdmasim.Scenarios}
 
 func tdmaSimCmd() *cobra.Command {
-	var (
-		scenario string
-		seed     uint64
-		asJSON   bool
-		out      string
-	)
-	cmd := &cobra.Command{
+	return tdmaSuite.Command(&cobra.Command{
 		Use:   "sim",
 		Short: "Run the simulated TDMA star's scenarios and check their figures",
 		Long: `sim runs scenarios of the simulated TDMA star (package tdma/tdmasim):
@@ -87,18 +81,5 @@ A run is deterministic for its seed and takes about a second.`,
 		Example: `  linkfabric tdma sim
   linkfabric tdma sim --scenario shuffle,ctlloss --seed 7
   linkfabric tdma sim --json --out out/tdma-sim.json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := tdmaSuite.Pick(scenario)
-			if err != nil {
-				return err
-			}
-			return tdmaSuite.Run(list, seed, asJSON, out)
-		},
-	}
-	cmd.Flags().StringVar(&scenario, "scenario", "all", "scenario name, a comma-separated list, or all")
-	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed (a run is deterministic for it)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	cmd.Flags().StringVar(&out, "out", "", "also write the JSON report to this file (e.g. out/tdma-sim.json)")
-	return cmd
+	})
 }

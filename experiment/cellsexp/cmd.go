@@ -59,13 +59,7 @@ remove it all at the end (also on Ctrl-C). They need root.`,
 var cellsSuite = cli.SimSuite{Title: "cells sim", All: cellsim.Scenarios}
 
 func cellsSimCmd() *cobra.Command {
-	var (
-		scenario string
-		seed     uint64
-		asJSON   bool
-		out      string
-	)
-	cmd := &cobra.Command{
+	return cellsSuite.Command(&cobra.Command{
 		Use:   "sim",
 		Short: "Run the simulated cell fabric's scenarios and check their figures",
 		Long: `sim runs scenarios of the simulated cell fabric (package cellsim): nodes running
@@ -80,20 +74,7 @@ A run is deterministic for its seed. scale takes 15–30 s; the others under 2 s
 		Example: `  linkfabric cells sim
   linkfabric cells sim --scenario pushpull --seed 7
   linkfabric cells sim --scenario all --json --out out/cells-sim.json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := cellsSuite.Pick(scenario)
-			if err != nil {
-				return err
-			}
-			return cellsSuite.Run(list, seed, asJSON, out)
-		},
-	}
-	cmd.Flags().StringVar(&scenario, "scenario", "all", "scenario name, a comma-separated list, or all")
-	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed (a run is deterministic for it)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	cmd.Flags().StringVar(&out, "out", "", "also write the JSON report to this file (e.g. out/cells-sim.json)")
-	return cmd
+	})
 }
 
 // cellsAddFabricCmds adds the experiments on a fabric3 testbed.

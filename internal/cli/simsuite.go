@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/spf13/cobra"
 	"math"
 	"os"
 	"strings"
@@ -47,6 +48,32 @@ type simReport struct {
 	// Summary: pass, scenarios, failed, and every figure as
 	// <scenario>_<figure>.
 	Summary map[string]any `json:"summary"`
+}
+
+// Command completes cmd (its Use, Short, Long and Example set) as the
+// suite's sim command: --scenario, --seed, --json and --out, and a run of
+// the scenarios picked.
+func (s SimSuite) Command(cmd *cobra.Command) *cobra.Command {
+	var (
+		scenario string
+		seed     uint64
+		asJSON   bool
+		out      string
+	)
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(*cobra.Command, []string) error {
+		list, err := s.Pick(scenario)
+		if err != nil {
+			return err
+		}
+		return s.Run(list, seed, asJSON, out)
+	}
+	f := cmd.Flags()
+	f.StringVar(&scenario, "scenario", "all", "scenario name, a comma-separated list, or all")
+	f.Uint64Var(&seed, "seed", 1, "random seed (a run is deterministic for it)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&out, "out", "", "also write the JSON report to this file (e.g. out/"+strings.ReplaceAll(s.Title, " ", "-")+".json)")
+	return cmd
 }
 
 // Pick resolves --scenario: a name, a comma-separated list, or all.
