@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -458,5 +460,29 @@ func TestDownStopsLeftoverProcesses(t *testing.T) {
 	}
 	if err := outside.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("a process outside the testbed was stopped: %v", err)
+	}
+}
+
+// A testbed whose test process was killed before its cleanups ran (go
+// test's -timeout, SIGKILL) is taken down by the next test process's
+// TestPrefix: its owner file names a process that is gone.
+func TestPrefixSweepsOrphans(t *testing.T) {
+	tb := TestUp(t, "lfo", "pair", Options{Forwarding: ForwardingNone})
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(TestOwners, tb.Prefix)
+	if err := os.WriteFile(mark, []byte(strconv.Itoa(gone.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sweepOrphans()
+	for _, n := range tb.Topology.NamespaceNames(tb.Prefix) {
+		if _, err := os.Stat(filepath.Join(RunDir, n)); err == nil {
+			t.Errorf("namespace %s of the orphaned testbed is still there", n)
+		}
+	}
+	if _, err := os.Stat(mark); !os.IsNotExist(err) {
+		t.Errorf("owner file %s: %v, want it removed", mark, err)
 	}
 }
