@@ -101,7 +101,7 @@ func CheckPorts(mode Mode, host string, links []string) error {
 func CheckNodePorts(mode Mode, hosts, links []string) error {
 	spec, ok := specs[mode]
 	if !ok {
-		return fmt.Errorf("dataplane: mode %q is not known (modes: %s)", mode, modeList())
+		return fmt.Errorf("dataplane: mode %q is not known (modes: %s)", mode, ModeList())
 	}
 	list, hlist := strings.Join(links, ","), strings.Join(hosts, ",")
 	for i, h := range hosts {

@@ -97,7 +97,8 @@ func Modes() []Mode {
 	return ms
 }
 
-func modeList() string {
+// ModeList names the registered modes, sorted: "cells, fec, forward, …".
+func ModeList() string {
 	var s []string
 	for _, m := range Modes() {
 		s = append(s, string(m))

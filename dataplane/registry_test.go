@@ -14,7 +14,7 @@ import (
 func TestRegistry(t *testing.T) {
 	for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor, ModeCells, ModeFEC} {
 		if !slices.Contains(Modes(), m) {
-			t.Errorf("mode %s is not registered (modes: %s)", m, modeList())
+			t.Errorf("mode %s is not registered (modes: %s)", m, ModeList())
 		}
 	}
 	for _, tc := range []struct {

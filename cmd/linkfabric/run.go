@@ -173,7 +173,7 @@ NICs).`,
 	f.StringVar(&preset, "preset", "pair", "with --node: the testbed's topology preset")
 	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (namespace = prefix + node)")
-	f.StringVar(&mode, "mode", "forward", "the mode (above), one of: "+modeNames())
+	f.StringVar(&mode, "mode", "forward", "the mode (above), one of: "+dataplane.ModeList())
 	f.StringVar(&cfg.Cells.Spray, "cells-spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
 	f.IntVar(&cfg.Cells.CellSize, "cells-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU, 1494 at the testbed's 1526)")
 	f.BoolVar(&credits, "cells-credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
@@ -569,14 +569,4 @@ func parseBitRate(s string) (uint64, error) {
 		return 0, fmt.Errorf("link speed %q: want e.g. 10G, 25G, 100G", s)
 	}
 	return uint64(v * float64(mult)), nil
-}
-
-// modeNames lists the registered modes (the engine's and those imported in
-// modes.go).
-func modeNames() string {
-	var s []string
-	for _, m := range dataplane.Modes() {
-		s = append(s, string(m))
-	}
-	return strings.Join(s, ", ")
 }
