@@ -6,6 +6,7 @@ package bed
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,9 +48,7 @@ func (e *Env) Defaults() error {
 		}
 		e.Self = self
 	}
-	if e.Prefix == "" {
-		e.Prefix = "lfx"
-	}
+	e.Prefix = cmp.Or(e.Prefix, "lfx")
 	if e.Log == nil {
 		e.Log = slog.Default()
 	}
@@ -303,9 +302,7 @@ func UpPair(e *Env, o netns.Options) (*netns.Testbed, error) {
 		return nil, err
 	}
 	o.Prefix = e.Prefix
-	if o.LinkQueues == 0 {
-		o.LinkQueues = e.LinkQueues
-	}
+	o.LinkQueues = cmp.Or(o.LinkQueues, e.LinkQueues)
 	return netns.Up(topo, o)
 }
 

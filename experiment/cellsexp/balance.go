@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -17,12 +18,7 @@ import (
 var CellsSprays = []string{"perm", "p2c", "hash"}
 
 func checkSprays(what string, sprays []string) error {
-	for _, s := range sprays {
-		if !slices.Contains(CellsSprays, s) {
-			return fmt.Errorf("%s: spraying mode %q: want %s", what, s, strings.Join(CellsSprays, ", "))
-		}
-	}
-	return nil
+	return bed.CheckOneOf(what, "spraying mode", sprays, CellsSprays)
 }
 
 // CellsBalanceConfig sizes `linkfabric cells balance`.
@@ -39,15 +35,9 @@ func (c *CellsBalanceConfig) Normalize() error {
 	if len(c.Sprays) == 0 {
 		c.Sprays = slices.Clone(CellsSprays)
 	}
-	if c.Flows == 0 {
-		c.Flows = 8
-	}
-	if c.Duration == 0 {
-		c.Duration = 5 * time.Second
-	}
-	if c.CC == "" {
-		c.CC = "cubic"
-	}
+	c.Flows = cmp.Or(c.Flows, 8)
+	c.Duration = cmp.Or(c.Duration, 5*time.Second)
+	c.CC = cmp.Or(c.CC, "cubic")
 	if c.Flows < 1 || c.Flows > 128 || c.Duration < time.Second {
 		return fmt.Errorf("cells balance: --flows %d, --duration %v: want 1..128 flows and at least 1s", c.Flows, c.Duration)
 	}

@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -45,35 +46,23 @@ type CellsClassesConfig struct {
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsClassesConfig) Normalize() error {
-	if len(c.Arms) == 0 {
-		c.Arms = []string{ClassesArmOn, ClassesArmOff}
-	}
-	for _, a := range c.Arms {
-		if a != ClassesArmOn && a != ClassesArmOff {
-			return fmt.Errorf("cells classes: arm %q: want %s or %s", a, ClassesArmOn, ClassesArmOff)
-		}
+	classesArms := []string{ClassesArmOn, ClassesArmOff}
+	if err := bed.NormalizeArms("cells classes", &c.Arms, classesArms, classesArms); err != nil {
+		return err
 	}
 	if c.Runs <= 0 {
 		c.Runs = 3
 	}
-	if c.Duration == 0 {
-		c.Duration = 4 * time.Second
-	}
+	c.Duration = cmp.Or(c.Duration, 4*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells classes: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
 	if err := bed.NormalizeGray("cells classes", &c.Loss, &c.Burst, &c.Gray); err != nil {
 		return err
 	}
-	if c.Rate == 0 {
-		c.Rate = 100e6
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Settle == 0 {
-		c.Settle = 20 * time.Second
-	}
+	c.Rate = cmp.Or(c.Rate, 100e6)
+	c.Seed = cmp.Or(c.Seed, 1)
+	c.Settle = cmp.Or(c.Settle, 20*time.Second)
 	return c.cells(ClassesArmOff).normalize("cells classes")
 }
 

@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -34,21 +35,11 @@ func (c *CellsElephantsConfig) Normalize() error {
 	if len(c.Sprays) == 0 {
 		c.Sprays = []string{"perm", "hash"}
 	}
-	if c.Flows == 0 {
-		c.Flows = 4
-	}
-	if c.LinkRate == 0 {
-		c.LinkRate = 200e6
-	}
-	if c.Trials == 0 {
-		c.Trials = 6
-	}
-	if c.Duration == 0 {
-		c.Duration = 4 * time.Second
-	}
-	if c.CC == "" {
-		c.CC = "cubic"
-	}
+	c.Flows = cmp.Or(c.Flows, 4)
+	c.LinkRate = cmp.Or(c.LinkRate, 200e6)
+	c.Trials = cmp.Or(c.Trials, 6)
+	c.Duration = cmp.Or(c.Duration, 4*time.Second)
+	c.CC = cmp.Or(c.CC, "cubic")
 	if c.Flows < 1 || c.Flows > 64 || c.Trials < 1 || c.Duration < time.Second || c.LinkRate < 1e6 {
 		return fmt.Errorf("cells elephants: --flows %d, --trials %d, --duration %v, --link-rate %v: want 1..64 flows, a trial or more, at least 1s and 1 Mbit/s",
 			c.Flows, c.Trials, c.Duration, c.LinkRate)

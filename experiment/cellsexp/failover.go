@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -40,38 +41,25 @@ type CellsFailoverConfig struct {
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsFailoverConfig) Normalize() error {
-	if len(c.Arms) == 0 {
-		c.Arms = CellsLinkModes
-	}
-	for _, a := range c.Arms {
-		if !slices.Contains([]string{"lg", "lgnb", "monitor", "none"}, a) {
-			return fmt.Errorf("cells failover: arm %q: want link modes from lg, lgnb, monitor, none", a)
-		}
+	if err := bed.NormalizeArms("cells failover", &c.Arms, CellsLinkModes, []string{"lg", "lgnb", "monitor", "none"}); err != nil {
+		return err
 	}
 	if c.Runs <= 0 {
 		c.Runs = 3
 	}
-	if c.Duration == 0 {
-		c.Duration = 4 * time.Second
-	}
-	if c.CutAt == 0 {
-		c.CutAt = c.Duration / 2
-	}
+	c.Duration = cmp.Or(c.Duration, 4*time.Second)
+	c.CutAt = cmp.Or(c.CutAt, c.Duration/2)
 	if c.Duration < 2*time.Second || c.CutAt < 500*time.Millisecond || c.CutAt > c.Duration-time.Second {
 		return fmt.Errorf("cells failover: --duration %v and --cut-at %v: want a run of at least 2s and the cut at least 0.5s in and 1s before its end", c.Duration, c.CutAt)
 	}
-	if c.Cut == "" {
-		c.Cut = "down"
-	}
+	c.Cut = cmp.Or(c.Cut, "down")
 	if c.Cut != "down" && c.Cut != "drop" {
 		return fmt.Errorf("cells failover: --cut %q: want down (ip link set down at sw2) or drop (sw2's XDP program drops the link's frames)", c.Cut)
 	}
 	if c.Link < 0 || c.Link >= len(bed.BundleLinks) {
 		return fmt.Errorf("cells failover: --link %d: the bundle has links 0-3", c.Link)
 	}
-	if c.Rate == 0 {
-		c.Rate = 200e6
-	}
+	c.Rate = cmp.Or(c.Rate, 200e6)
 	if c.Rate < 1e6 {
 		return fmt.Errorf("cells failover: --rate %.0f: want at least 1 Mbit/s", c.Rate)
 	}

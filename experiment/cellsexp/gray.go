@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -33,29 +34,18 @@ type CellsGrayConfig struct {
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsGrayConfig) Normalize() error {
-	if len(c.Arms) == 0 {
-		c.Arms = []string{"lg"}
-	}
-	for _, a := range c.Arms {
-		if !slices.Contains([]string{"lg", "lgnb", "monitor", "none", "fec"}, a) {
-			return fmt.Errorf("cells gray: arm %q: want link modes from lg, lgnb, monitor, none, fec", a)
-		}
+	if err := bed.NormalizeArms("cells gray", &c.Arms, []string{"lg"}, []string{"lg", "lgnb", "monitor", "none", "fec"}); err != nil {
+		return err
 	}
 	if c.Runs <= 0 {
 		c.Runs = 3
 	}
-	if c.Duration == 0 {
-		c.Duration = 4 * time.Second
-	}
+	c.Duration = cmp.Or(c.Duration, 4*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells gray: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
-	if c.Loss == 0 {
-		c.Loss = 1e-2
-	}
-	if c.Burst == 0 {
-		c.Burst = 3
-	}
+	c.Loss = cmp.Or(c.Loss, 1e-2)
+	c.Burst = cmp.Or(c.Burst, 3)
 	if len(c.Lossy) == 0 {
 		c.Lossy = []int{1, 3}
 	}
@@ -67,12 +57,8 @@ func (c *CellsGrayConfig) Normalize() error {
 	if err := bpf.Loss(c.Loss, c.Burst, 1).Validate(); err != nil {
 		return fmt.Errorf("cells gray: --loss %g --burst %g: %w", c.Loss, c.Burst, err)
 	}
-	if c.Rate == 0 {
-		c.Rate = 200e6
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
+	c.Rate = cmp.Or(c.Rate, 200e6)
+	c.Seed = cmp.Or(c.Seed, 1)
 	return c.cells().normalize("cells gray")
 }
 

@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,23 +46,16 @@ type CellsIncastConfig struct {
 
 // Normalize fills defaults and checks the configuration.
 func (c *CellsIncastConfig) Normalize() error {
-	if c.PortRate == 0 {
-		c.PortRate = 100e6
-	}
+	c.PortRate = cmp.Or(c.PortRate, 100e6)
 	if c.PortRate < 1e6 || c.PortRate > 10e9 {
 		return fmt.Errorf("cells incast --port-rate %s: want 1M..10G", c.PortRate)
 	}
-	if c.PortBuffer == 0 {
-		c.PortBuffer = 2 << 20
-	}
+	c.PortBuffer = cmp.Or(c.PortBuffer, 2<<20)
 	if c.PortBuffer < 16<<10 {
 		return fmt.Errorf("cells incast --port-buffer %s: want at least 16K", c.PortBuffer)
 	}
-	if len(c.Arms) == 0 {
-		c.Arms = slices.Clone(CellsArms)
-	}
-	if err := checkCellsArms(c.Arms); err != nil {
-		return fmt.Errorf("cells incast --arms: %w", err)
+	if err := bed.NormalizeArms("cells incast", &c.Arms, CellsArms, CellsArms); err != nil {
+		return err
 	}
 	if len(c.Transports) == 0 {
 		c.Transports = slices.Clone(CellsTransports)
@@ -74,24 +68,16 @@ func (c *CellsIncastConfig) Normalize() error {
 	if c.Runs <= 0 {
 		c.Runs = 1
 	}
-	if c.Burst == 0 {
-		c.Burst = 3 << 20
-	}
-	if c.Payload == 0 {
-		c.Payload = 1400
-	}
+	c.Burst = cmp.Or(c.Burst, 3<<20)
+	c.Payload = cmp.Or(c.Payload, 1400)
 	if c.Burst < 64<<10 || c.Payload < bed.UDPHeader || c.Payload > 1472 {
 		return fmt.Errorf("cells incast: --burst %d (want ≥ 64K), --payload %d (want %d..1472)", c.Burst, c.Payload, bed.UDPHeader)
 	}
-	if c.Duration == 0 {
-		c.Duration = 5 * time.Second
-	}
+	c.Duration = cmp.Or(c.Duration, 5*time.Second)
 	if c.Duration < 2*time.Second {
 		return fmt.Errorf("cells incast --duration %v: TCP needs at least 2s", c.Duration)
 	}
-	if c.Trim == 0 {
-		c.Trim = 0.1
-	}
+	c.Trim = cmp.Or(c.Trim, 0.1)
 	if c.Trim < 0 || c.Trim >= 0.5 {
 		return fmt.Errorf("cells incast: trim %g: want [0, 0.5)", c.Trim)
 	}

@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -47,23 +48,14 @@ type CellsLatencyConfig struct {
 
 // Normalize fills defaults and checks the configuration.
 func (c *CellsLatencyConfig) Normalize() error {
-	if len(c.Arms) == 0 {
-		c.Arms = []string{"forward", "forward-afxdp", "cells", "cells-nopre"}
+	if err := bed.NormalizeArms("cells latency", &c.Arms, []string{"forward", "forward-afxdp", "cells", "cells-nopre"}, CellsLatencyArms); err != nil {
+		return err
 	}
-	for _, a := range c.Arms {
-		if !slices.Contains(CellsLatencyArms, a) {
-			return fmt.Errorf("cells latency: unknown arm %q (arms: %s)", a, strings.Join(CellsLatencyArms, ", "))
-		}
-	}
-	if c.Size == 0 {
-		c.Size = 143
-	}
+	c.Size = cmp.Or(c.Size, 143)
 	if c.Size < fct.HeaderSize {
 		return fmt.Errorf("cells latency: size %d B is below the builtin tool's %d B minimum", c.Size, fct.HeaderSize)
 	}
-	if c.Flows == 0 {
-		c.Flows = 2000
-	}
+	c.Flows = cmp.Or(c.Flows, 2000)
 	if c.Flows < 1 || c.Warmup < 0 || c.PreCredit < 0 {
 		return fmt.Errorf("cells latency: --flows %d, --warmup %d, --pre-credit %d: want a flow or more, the others ≥ 0", c.Flows, c.Warmup, c.PreCredit)
 	}

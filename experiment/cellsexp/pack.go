@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -50,15 +51,9 @@ func (c *CellsPackConfig) Normalize() error {
 			return fmt.Errorf("cells pack: cell size %d B is below the cell header (%d B); 0 takes the link MTU", s, cellify.CellHeaderLen)
 		}
 	}
-	if c.Duration == 0 {
-		c.Duration = 2 * time.Second
-	}
-	if c.CPUDuration == 0 {
-		c.CPUDuration = 5 * time.Second
-	}
-	if c.CPURate == 0 {
-		c.CPURate = 200_000
-	}
+	c.Duration = cmp.Or(c.Duration, 2*time.Second)
+	c.CPUDuration = cmp.Or(c.CPUDuration, 5*time.Second)
+	c.CPURate = cmp.Or(c.CPURate, 200_000)
 	if c.Duration < 200*time.Millisecond || c.CPUDuration < 200*time.Millisecond || c.CPURate < 0 {
 		return fmt.Errorf("cells pack: --duration %v, --cpu-duration %v: want at least 200ms; --cpu-rate %d: want > 0", c.Duration, c.CPUDuration, c.CPURate)
 	}

@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -33,49 +34,34 @@ type CellsPushPullConfig struct {
 
 // Normalize fills defaults and checks the configuration.
 func (c *CellsPushPullConfig) Normalize() error {
-	if c.PortRate == 0 {
-		c.PortRate = 100e6
-	}
+	c.PortRate = cmp.Or(c.PortRate, 100e6)
 	if c.PortRate < 1e6 || c.PortRate > 10e9 {
 		return fmt.Errorf("cells pushpull --port-rate %s: want 1M..10G", c.PortRate)
 	}
-	if c.FabricRate == 0 {
-		c.FabricRate = c.PortRate * 55 / 100
-	}
+	c.FabricRate = cmp.Or(c.FabricRate, c.PortRate*55/100)
 	if c.FabricRate < c.PortRate/2 || c.FabricRate*4 >= c.PortRate*3 {
 		return fmt.Errorf("cells pushpull --fabric-rate %s: the four links into e3 must carry A's and B's rates (≥ %s each) and less than the %s offered (< %s each)",
 			c.FabricRate, c.PortRate/2, c.PortRate*3, c.PortRate*3/4)
 	}
-	if c.PortBuffer == 0 {
-		c.PortBuffer = 2 << 20
-	}
+	c.PortBuffer = cmp.Or(c.PortBuffer, 2<<20)
 	if c.PortBuffer < 16<<10 {
 		return fmt.Errorf("cells pushpull --port-buffer %s: want at least 16K", c.PortBuffer)
 	}
-	if len(c.Arms) == 0 {
-		c.Arms = slices.Clone(CellsArms)
-	}
-	if err := checkCellsArms(c.Arms); err != nil {
-		return fmt.Errorf("cells pushpull --arms: %w", err)
+	if err := bed.NormalizeArms("cells pushpull", &c.Arms, CellsArms, CellsArms); err != nil {
+		return err
 	}
 	if c.Runs <= 0 {
 		c.Runs = 1
 	}
-	if c.Duration == 0 {
-		c.Duration = 3 * time.Second
-	}
+	c.Duration = cmp.Or(c.Duration, 3*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells pushpull --duration %v: want at least 1s", c.Duration)
 	}
-	if c.Payload == 0 {
-		c.Payload = 1400
-	}
+	c.Payload = cmp.Or(c.Payload, 1400)
 	if c.Payload < bed.UDPHeader || c.Payload > 1472 {
 		return fmt.Errorf("cells pushpull --payload %d: want %d..1472", c.Payload, bed.UDPHeader)
 	}
-	if c.Trim == 0 {
-		c.Trim = 0.15
-	}
+	c.Trim = cmp.Or(c.Trim, 0.15)
 	if c.Trim < 0 || c.Trim >= 0.5 {
 		return fmt.Errorf("cells pushpull: trim %g: want [0, 0.5)", c.Trim)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -177,15 +176,6 @@ var CellsArms = []string{"credits", "push"}
 // cellsArmArgs are the `linkfabric run` arguments of an arm.
 func cellsArmArgs(arm string) []string {
 	return []string{"--cells-credits=" + strconv.FormatBool(arm == "credits")}
-}
-
-func checkCellsArms(arms []string) error {
-	for _, a := range arms {
-		if !slices.Contains(CellsArms, a) {
-			return fmt.Errorf("unknown arm %q (arms: %s)", a, strings.Join(CellsArms, ", "))
-		}
-	}
-	return nil
 }
 
 // portSample is a port's transmit counters at a time.

@@ -1,12 +1,12 @@
 package fecexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -62,13 +62,8 @@ type FECFCTConfig struct {
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *FECFCTConfig) Normalize() error {
-	if len(c.Arms) == 0 {
-		c.Arms = slices.Clone(FECFCTArms)
-	}
-	for _, a := range c.Arms {
-		if !slices.Contains(FECFCTArms, a) {
-			return fmt.Errorf("fec fct: unknown arm %q (arms: %s)", a, strings.Join(FECFCTArms, ", "))
-		}
+	if err := bed.NormalizeArms("fec fct", &c.Arms, FECFCTArms, FECFCTArms); err != nil {
+		return err
 	}
 	if c.Runs <= 0 {
 		c.Runs = 3
@@ -96,21 +91,13 @@ func (c *FECFCTConfig) Normalize() error {
 	if err := bed.NormalizeGray("fec fct", &c.Loss, &c.Burst, &c.Gray); err != nil {
 		return err
 	}
-	if c.Short == 0 {
-		c.Short = 100_000
-	}
-	if c.FECTarget == 0 {
-		c.FECTarget = 1e-3
-	}
+	c.Short = cmp.Or(c.Short, 100_000)
+	c.FECTarget = cmp.Or(c.FECTarget, 1e-3)
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Settle == 0 {
-		c.Settle = 20 * time.Second
-	}
+	c.Seed = cmp.Or(c.Seed, 1)
+	c.Settle = cmp.Or(c.Settle, 20*time.Second)
 	return nil
 }
 

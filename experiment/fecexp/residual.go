@@ -1,6 +1,7 @@
 package fecexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -36,18 +37,10 @@ func (c *FECResidualConfig) Normalize() error {
 	if len(c.Loss) == 0 {
 		c.Loss = DefaultFECLoss
 	}
-	if c.Target == 0 {
-		c.Target = 1e-3
-	}
-	if c.Frames == 0 {
-		c.Frames = 1_000_000
-	}
-	if c.MinLen == 0 {
-		c.MinLen = 60
-	}
-	if c.MaxLen == 0 {
-		c.MaxLen = 1514
-	}
+	c.Target = cmp.Or(c.Target, 1e-3)
+	c.Frames = cmp.Or(c.Frames, 1_000_000)
+	c.MinLen = cmp.Or(c.MinLen, 60)
+	c.MaxLen = cmp.Or(c.MaxLen, 1514)
 	if err := checkFECRun(c.Loss, c.Target, c.Frames, c.MeanBurst, "10^6"); err != nil {
 		return err
 	}

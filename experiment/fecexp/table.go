@@ -1,6 +1,7 @@
 package fecexp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,21 +46,11 @@ func (c *FECTableConfig) veth() FECVethConfig {
 
 // Normalize fills defaults and checks the configuration.
 func (c *FECTableConfig) Normalize() error {
-	if c.Frames == 0 {
-		c.Frames = 30_000
-	}
-	if c.Warmup == 0 {
-		c.Warmup = 2_000 // the arms fix what they run: nothing to measure first
-	}
-	if c.MeanBurst == 0 {
-		c.MeanBurst = 3
-	}
-	if c.FCTFlows == 0 {
-		c.FCTFlows = 300
-	}
-	if c.FCTSize == 0 {
-		c.FCTSize = 24_387 // LinkGuardian's mid-size flow
-	}
+	c.Frames = cmp.Or(c.Frames, 30_000)
+	c.Warmup = cmp.Or(c.Warmup, 2_000) // the arms fix what they run: nothing to measure first
+	c.MeanBurst = cmp.Or(c.MeanBurst, 3)
+	c.FCTFlows = cmp.Or(c.FCTFlows, 300)
+	c.FCTSize = cmp.Or(c.FCTSize, 24_387) // LinkGuardian's mid-size flow
 	if c.FCTFlows < 1 || c.FCTSize < fct.HeaderSize {
 		return fmt.Errorf("fec table: --fct-flows %d --fct-size %d: want a flow or more of at least %d B", c.FCTFlows, c.FCTSize, fct.HeaderSize)
 	}

@@ -1,6 +1,7 @@
 package fecexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -62,36 +63,18 @@ func (c *FECVethConfig) Normalize() error {
 	if len(c.Loss) == 0 {
 		c.Loss = DefaultFECLoss
 	}
-	if c.Target == 0 {
-		c.Target = 1e-3
-	}
-	if c.Frames == 0 {
-		c.Frames = 100_000
-	}
-	if c.Warmup == 0 {
-		c.Warmup = 20_000
-	}
-	if c.Copies == 0 {
-		c.Copies = 3
-	}
+	c.Target = cmp.Or(c.Target, 1e-3)
+	c.Frames = cmp.Or(c.Frames, 100_000)
+	c.Warmup = cmp.Or(c.Warmup, 20_000)
+	c.Copies = cmp.Or(c.Copies, 3)
 	if len(c.Arms) == 0 {
 		c.Arms = slices.Clone(FECVethArms)
 	}
-	if c.Rate == 0 {
-		c.Rate = 200e6
-	}
-	if c.Payload == 0 {
-		c.Payload = 1000
-	}
-	if c.Runs == 0 {
-		c.Runs = 1
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Drain == 0 {
-		c.Drain = 5 * time.Second
-	}
+	c.Rate = cmp.Or(c.Rate, 200e6)
+	c.Payload = cmp.Or(c.Payload, 1000)
+	c.Runs = cmp.Or(c.Runs, 1)
+	c.Seed = cmp.Or(c.Seed, 1)
+	c.Drain = cmp.Or(c.Drain, 5*time.Second)
 	if err := checkFECRun(c.Loss, c.Target, c.Frames, c.MeanBurst, "10^5"); err != nil {
 		return err
 	}

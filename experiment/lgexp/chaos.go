@@ -1,6 +1,7 @@
 package lgexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -61,9 +62,7 @@ type ChaosConfig struct {
 
 // Normalize fills defaults and checks the configuration.
 func (c *ChaosConfig) Normalize() error {
-	if c.Mode == "" {
-		c.Mode = "lg"
-	}
+	c.Mode = cmp.Or(c.Mode, "lg")
 	if c.Mode != "lg" && c.Mode != "lgnb" {
 		return fmt.Errorf("chaos --mode %q: use lg or lgnb", c.Mode)
 	}
@@ -108,9 +107,7 @@ func (c *ChaosConfig) Normalize() error {
 	if c.ResumeWindow <= 0 {
 		c.ResumeWindow = 500 * time.Millisecond
 	}
-	if c.CC == "" {
-		c.CC = "auto"
-	}
+	c.CC = cmp.Or(c.CC, "auto")
 	return nil
 }
 

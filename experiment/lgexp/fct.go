@@ -1,6 +1,7 @@
 package lgexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -89,22 +90,17 @@ func (c *FCTConfig) Normalize() error {
 			return fmt.Errorf("fct: %d flows cannot be split into %d rounds: give more flows or fewer rounds", n, c.Rounds)
 		}
 	}
-	if len(c.Arms) == 0 {
-		c.Arms = slices.Clone(DefaultFCTArms)
+	if err := bed.NormalizeArms("fct", &c.Arms, DefaultFCTArms, FCTArms); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, a := range c.Arms {
-		if !slices.Contains(FCTArms, a) {
-			return fmt.Errorf("fct: unknown arm %q (arms: %s)", a, strings.Join(FCTArms, ", "))
-		}
 		if seen[a] {
 			return fmt.Errorf("fct: arm %q given twice", a)
 		}
 		seen[a] = true
 	}
-	if c.Tool == "" {
-		c.Tool = "builtin"
-	}
+	c.Tool = cmp.Or(c.Tool, "builtin")
 	switch c.Tool {
 	case "builtin":
 		for _, s := range c.Sizes {
@@ -127,9 +123,7 @@ func (c *FCTConfig) Normalize() error {
 	if c.Burst != 0 && c.Burst < 1 {
 		return fmt.Errorf("fct: mean burst %v: want >= 1 (or 0 for Bernoulli loss)", c.Burst)
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
+	c.Seed = cmp.Or(c.Seed, 1)
 	if c.Warmup < 0 {
 		c.Warmup = 0
 	}

@@ -1,6 +1,7 @@
 package lgexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -61,20 +62,13 @@ func (c *GoodputConfig) Normalize() error {
 			return fmt.Errorf("goodput: loss %v: want a rate in [0, 1)", l)
 		}
 	}
-	if len(c.Arms) == 0 {
-		c.Arms = slices.Clone(GoodputArms)
-	}
-	for _, a := range c.Arms {
-		if !slices.Contains(GoodputArms, a) {
-			return fmt.Errorf("goodput: unknown arm %q (arms: %s)", a, strings.Join(GoodputArms, ", "))
-		}
+	if err := bed.NormalizeArms("goodput", &c.Arms, GoodputArms, GoodputArms); err != nil {
+		return err
 	}
 	if c.Burst != 0 && c.Burst < 1 {
 		return fmt.Errorf("goodput: mean burst %v: want >= 1 (or 0 for Bernoulli loss)", c.Burst)
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
+	c.Seed = cmp.Or(c.Seed, 1)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package lgexp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -126,34 +127,20 @@ func Stress(ctx context.Context, e *bed.Env, cfg StressConfig) (*StressResult, e
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
-	if cfg.Frames == 0 {
-		cfg.Frames = 1_000_000
-	}
-	if cfg.Size == 0 {
-		cfg.Size = 1000
-	}
+	cfg.Frames = cmp.Or(cfg.Frames, 1_000_000)
+	cfg.Size = cmp.Or(cfg.Size, 1000)
 	switch cfg.Method {
 	case "", "search":
 		cfg.Method = "search"
-		if cfg.Capacity == 0 {
-			cfg.Capacity = time.Second
-		}
-		if cfg.SearchMax == 0 {
-			cfg.SearchMax = 400_000
-		}
-		if cfg.SearchSteps == 0 {
-			cfg.SearchSteps = 8
-		}
-		if cfg.Tolerance == 0 {
-			cfg.Tolerance = 1e-3
-		}
+		cfg.Capacity = cmp.Or(cfg.Capacity, time.Second)
+		cfg.SearchMax = cmp.Or(cfg.SearchMax, 400_000)
+		cfg.SearchSteps = cmp.Or(cfg.SearchSteps, 8)
+		cfg.Tolerance = cmp.Or(cfg.Tolerance, 1e-3)
 		if cfg.SearchMax < 0 || cfg.SearchSteps < 1 || cfg.Tolerance < 0 || cfg.Tolerance >= 1 {
 			return nil, fmt.Errorf("stress: search needs a positive maximum rate and steps, and a tolerance in [0, 1)")
 		}
 	case "flood":
-		if cfg.Capacity == 0 {
-			cfg.Capacity = 3 * time.Second
-		}
+		cfg.Capacity = cmp.Or(cfg.Capacity, 3*time.Second)
 	default:
 		return nil, fmt.Errorf("stress: capacity method %q: want search or flood", cfg.Method)
 	}
@@ -163,9 +150,7 @@ func Stress(ctx context.Context, e *bed.Env, cfg StressConfig) (*StressResult, e
 	if len(cfg.Modes) == 0 {
 		cfg.Modes = []string{"none", "lgnb", "lg"}
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = 1
-	}
+	cfg.Seed = cmp.Or(cfg.Seed, 1)
 	imp := bpf.Loss(cfg.Loss, cfg.Burst, cfg.Seed)
 	if err := imp.Validate(); err != nil {
 		return nil, err
@@ -193,9 +178,7 @@ func Stress(ctx context.Context, e *bed.Env, cfg StressConfig) (*StressResult, e
 		a.CapacityFPS = report.Median(slices.Clone(a.CapacitySamples))
 		a.FloodFPS = report.Median(slices.Clone(a.FloodSamples))
 	}
-	if res.Rate == 0 {
-		res.Rate = math.Floor(res.Arms[0].CapacityFPS / 2)
-	}
+	res.Rate = cmp.Or(res.Rate, math.Floor(res.Arms[0].CapacityFPS/2))
 	for _, a := range res.Arms {
 		a.EffectiveSpeed = report.Ratio(a.CapacityFPS, res.Arms[0].CapacityFPS)
 		a.FloodSpeed = report.Ratio(a.FloodFPS, res.Arms[0].FloodFPS)
@@ -489,9 +472,7 @@ func sendAndSink(ctx context.Context, e *bed.Env, stream uint32, count uint64, s
 		return res, err
 	}
 	expected := count
-	if expected == 0 {
-		expected = 64 << 20 // a capacity run: plenty of sequence space
-	}
+	expected = cmp.Or(expected, 64<<20) // a capacity run: plenty of sequence space
 	var sink *traffic.Sink
 	var gen *traffic.Generator
 	if err := netns.Do(e.NS("h2"), func() error {
