@@ -27,10 +27,7 @@ func newBenchSender(tb testing.TB) *benchSender {
 	pool := linksim.NewPool(4096, 2048, 256)
 	sc := linkguardian.DefaultSenderConfig()
 	sc.TxBuffer = 1024
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	p := newEndpoint(tb, linkguardian.Config{Sender: &sc}, pool)
 	b := &benchSender{p: p, pool: pool}
 	binary.BigEndian.PutUint16(b.tmpl[12:], 0x0800)
 	return b
@@ -82,10 +79,7 @@ func newBenchReceiver(tb testing.TB, mode linkguardian.Delivery) *benchReceiver 
 	rc := linkguardian.DefaultReceiverConfig()
 	rc.Delivery = mode
 	rc.Window = 1024
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	p := newEndpoint(tb, linkguardian.Config{Receiver: &rc}, pool)
 	b := &benchReceiver{p: p, pool: pool}
 	binary.BigEndian.PutUint16(b.tmpl[12:], 0x0800)
 	buf := make([]byte, 2*len(b.tmpl))

@@ -79,22 +79,12 @@ func (p *Endpoint) Unacked(from seqhdr.Seq, dst []link.Frame) ([]link.Frame, seq
 
 // sendCarried stamps and buffers a carried frame in place.
 func (s *Sender) sendCarried(now int64, f link.Frame) bool {
-	s.claim()
-	if s.Paused(now) {
-		s.Stats.PausedRefusals++
+	h, ok := s.admit(now, 0)
+	if !ok {
 		return false
-	}
-	if s.Outstanding() >= s.credit {
-		s.Stats.TxFull++
-		return false
-	}
-	h := seqhdr.Header{Seq: s.next}
-	if s.ackSrc != nil {
-		h.HasAck, h.Ack = true, s.ackSrc.takeAck()
 	}
 	if seqhdr.Stamp(s.e.mem.Bytes(f.H, f.Len), &h) != nil {
-		s.e.stats.TxBad++
-		s.e.out.Free = append(s.e.out.Free, f)
+		s.refuse(f)
 		return true
 	}
 	s.buffer(now, f)
@@ -105,13 +95,8 @@ func (s *Sender) sendCarried(now int64, f link.Frame) bool {
 // receiver (sequenced) or straight delivery (unsequenced, or no receiver).
 func (p *Endpoint) receiveCarried(now int64, f link.Frame, b []byte) {
 	h, err := seqhdr.ParseCarried(b)
-	if err != nil {
-		p.Stats.RxBad++
-		p.Out.Free = append(p.Out.Free, f)
+	if !p.parsed(now, f, &h, err) {
 		return
-	}
-	if h.HasAck && p.S != nil {
-		p.S.onAck(now, h.Ack)
 	}
 	if h.Unseq || p.R == nil {
 		if h.Unseq {

@@ -66,10 +66,7 @@ func carriedFrame(t *testing.T, m *slabMem, ty seqhdr.Type, id uint32) link.Fram
 func carriedPair(t *testing.T, mode linkguardian.Delivery) (a, b *linkguardian.Endpoint, ma, mb *slabMem) {
 	ma, mb = newSlabMem(4096), newSlabMem(4096)
 	mk := func(m *slabMem) *linkguardian.Endpoint {
-		p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: senderCfg(1), Receiver: receiverCfg(mode)}, m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := newEndpoint(t, linkguardian.Config{Sender: senderCfg(1), Receiver: receiverCfg(mode)}, m)
 		return p
 	}
 	return mk(ma), mk(mb), ma, mb

@@ -122,10 +122,7 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer, sc.Credit = 8, 4
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
 	now := int64(1000)
 	for range 3 {
 		p.Send(now, hostFrame(t, pool))
@@ -175,10 +172,7 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 func TestReceiverRepeatsAck(t *testing.T) {
 	pool := linksim.NewPool(64, 2048, 256)
 	rc := *receiverCfg(linkguardian.InOrder)
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Receiver: &rc}, pool)
 	data := func(q seqhdr.Seq) link.Frame {
 		return control(t, pool, seqhdr.Header{Type: seqhdr.TypeData, Seq: q, EtherType: 0x0800})
 	}

@@ -171,25 +171,41 @@ func TestCoalescedAcksLostUnderCredit(t *testing.T) {
 // millisecond) is still found by a dummy within DummyWaitMax and recovered
 // one retransmission round trip later, long before ackNoTimeout.
 func TestTailLossFoundWithinDummyWaitMax(t *testing.T) {
-	cfg := softwareLink(false)
-	const lost = 20
-	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(lost)}
+	s := tailLoss(t, softwareLink(false))
+	if w := s.Port(lgsim.A).S.DummyWait(); w < 2*swDelay {
+		t.Fatalf("learned dummy wait %d ns; want at least the ACK round trip %d", w, 2*swDelay)
+	}
+	wantTailRecovered(t, s)
+}
+
+// tailLossFrame is the frame tailLoss loses.
+const tailLossFrame = 20
+
+// tailLoss sends 30 frames from A a millisecond apart and loses the 21st,
+// a tail frame: nothing follows it for a millisecond. All are delivered.
+func tailLoss(t testing.TB, cfg lgsim.Config) *lgsim.Sim {
+	t.Helper()
+	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(tailLossFrame)}
 	s := newSim(t, cfg)
 	s.Send(lgsim.A, 30, 1_000*us)
 	finish(t, s)
 	wantDelivered(t, s, lgsim.B, seqIDs(0, 30))
-	a, b := s.Port(lgsim.A), s.Port(lgsim.B)
-	if w := a.S.DummyWait(); w < 2*swDelay {
-		t.Fatalf("learned dummy wait %d ns; want at least the ACK round trip %d", w, 2*swDelay)
-	}
+	return s
+}
+
+// wantTailRecovered: tailLoss's lost frame reached B within the longest
+// dummy wait and three crossings (the dummy crosses, the notification
+// returns, the copy crosses) and a microsecond of polling at each end on
+// the way, recovered through the dummy rather than an ACK-no timeout.
+func wantTailRecovered(t testing.TB, s *lgsim.Sim) {
+	t.Helper()
+	const lost = tailLossFrame
 	sent, del := s.SentAt(lgsim.A, lost), s.DeliveredAt(lgsim.B)[lost]
 	maxWait := linkguardian.DefaultSenderConfig().DummyWaitMax
-	// The dummy crosses, the notification returns, the copy crosses; a
-	// microsecond of polling at each end on the way.
 	if limit := maxWait + 3*swDelay + 10*us; del-sent > limit {
 		t.Errorf("tail frame delivered %d µs after it was sent; want within %d µs", (del-sent)/us, limit/us)
 	}
-	if b.R.Stats.AckNoTimeouts != 0 || b.R.Stats.Recovered != 1 {
-		t.Fatalf("receiver %+v", b.R.Stats)
+	if r := s.Port(lgsim.B).R.Stats; r.AckNoTimeouts != 0 || r.Recovered != 1 {
+		t.Fatalf("receiver %+v", r)
 	}
 }

@@ -77,13 +77,8 @@ func (p *Endpoint) Receive(now int64, f link.Frame) {
 		return
 	}
 	h, err := seqhdr.ParseFrame(b)
-	if err != nil {
-		p.Stats.RxBad++
-		p.Out.Free = append(p.Out.Free, f)
+	if !p.parsed(now, f, &h, err) {
 		return
-	}
-	if h.HasAck && p.S != nil {
-		p.S.onAck(now, h.Ack)
 	}
 	switch h.Type {
 	case seqhdr.TypeData:
@@ -318,4 +313,18 @@ func (r *Receiver) backpressureEvent(d int64) {
 	if f, ok := r.e.control(&h); ok {
 		r.e.out.Pause = append(r.e.out.Pause, f)
 	}
+}
+
+// parsed counts and frees a received frame whose header did not parse
+// (false); else it hands the header's piggybacked ACK to the sender.
+func (p *Endpoint) parsed(now int64, f link.Frame, h *seqhdr.Header, err error) bool {
+	if err != nil {
+		p.Stats.RxBad++
+		p.Out.Free = append(p.Out.Free, f)
+		return false
+	}
+	if h.HasAck && p.S != nil {
+		p.S.onAck(now, h.Ack)
+	}
+	return true
 }

@@ -47,10 +47,7 @@ func TestPauseResumeAndTxFull(t *testing.T) {
 	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(2)
 	sc.TxBuffer = 4
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
 	now := int64(1000)
 	for i := range 4 {
 		if !p.Send(now, hostFrame(t, pool)) {
@@ -112,10 +109,7 @@ func TestPauseResumeAndTxFull(t *testing.T) {
 func TestReceiverBadAndPassthrough(t *testing.T) {
 	pool := linksim.NewPool(16, 2048, 256)
 	rc := *receiverCfg(linkguardian.InOrder)
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Receiver: &rc}, pool)
 	f := hostFrame(t, pool)
 	p.Receive(0, f)
 	if len(p.Out.Deliver) != 1 || p.Out.Deliver[0] != f || p.Stats.RxPassthrough != 1 {
@@ -143,10 +137,7 @@ func TestCreditBelowTxBuffer(t *testing.T) {
 	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer, sc.Credit = 8, 5
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
 	now := int64(1000)
 	for i := range 5 {
 		if !p.Send(now, hostFrame(t, pool)) {
@@ -218,4 +209,14 @@ func TestParams(t *testing.T) {
 	if d := linkguardian.QuantaDuration(65535, 10e9); d != 3355392 {
 		t.Fatalf("QuantaDuration %d", d)
 	}
+}
+
+// newEndpoint makes an endpoint, or fails the test.
+func newEndpoint(t testing.TB, cfg linkguardian.Config, mem link.Memory) *linkguardian.Endpoint {
+	t.Helper()
+	p, err := linkguardian.NewEndpoint(cfg, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

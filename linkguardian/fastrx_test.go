@@ -254,10 +254,7 @@ func TestFastPointLookEvery(t *testing.T) {
 	const look = 1000 * us
 	rc := receiverCfg(linkguardian.InOrder)
 	rc.AckDelay = 50 * us
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: rc}, linksim.NewPool(64, 2048, 256))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Receiver: rc}, linksim.NewPool(64, 2048, 256))
 	fp := linkguardian.NewFastPoint()
 	fp.LookEvery = look
 	p.SetFast(fp)

@@ -112,10 +112,7 @@ func newFastEnd(t testing.TB, txBuffer int, withR bool) *fastEnd {
 		cfg.Receiver = receiverCfg(linkguardian.InOrder)
 	}
 	pool := linksim.NewPool(4096, 2048, 256)
-	p, err := linkguardian.NewEndpoint(cfg, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, cfg, pool)
 	fs, err := linkguardian.NewFastSend(txBuffer, linkguardian.FastSlotHeader+1514)
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +173,15 @@ func (e *fastEnd) release(t testing.TB) {
 	e.p.Out.Reset()
 	if errs := e.pool.Errors(); len(errs) > 0 {
 		t.Fatalf("ownership errors: %v", errs)
+	}
+}
+
+// releaseAll releases what the iteration released and checks that no
+// buffer is left in use.
+func (e *fastEnd) releaseAll(t testing.TB) {
+	e.release(t)
+	if e.pool.InUse() != 0 {
+		t.Fatalf("%d buffers leaked", e.pool.InUse())
 	}
 }
 
@@ -245,10 +251,7 @@ func TestFastSendRetxOfKernelFrame(t *testing.T) {
 	if p.S.Outstanding() != 0 || len(p.Out.Free) != 1 {
 		t.Fatalf("after the ACK: outstanding %d, %d freed (want only the ACK frame)", p.S.Outstanding(), len(p.Out.Free))
 	}
-	e.release(t)
-	if e.pool.InUse() != 0 {
-		t.Fatalf("%d buffers leaked", e.pool.InUse())
-	}
+	e.releaseAll(t)
 }
 
 // TestFastSendResetAndResyncKeepKernelSlots: Reset and a resync claim
@@ -303,10 +306,7 @@ func TestFastSendResetAndResyncKeepKernelSlots(t *testing.T) {
 	if len(p.Out.Free) != 4 { // three ACK frames and the core's frame 101
 		t.Fatalf("resync freed %d frames, want 4", len(p.Out.Free))
 	}
-	e.release(t)
-	if e.pool.InUse() != 0 {
-		t.Fatalf("%d buffers leaked", e.pool.InUse())
-	}
+	e.releaseAll(t)
 }
 
 // TestFastSendCreditAndPause: the kernel sends only inside the credit
@@ -554,24 +554,11 @@ func TestFastSendTailLossFoundByDummy(t *testing.T) {
 // within DummyWaitMax and a retransmission round trip of being sent.
 func tailLossKernel(t *testing.T, cfg lgsim.Config) *lgsim.Sim {
 	t.Helper()
-	const lost = 20
-	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(lost)}
-	s := newSim(t, cfg)
-	s.Send(lgsim.A, 30, 1_000*us)
-	finish(t, s)
-	wantDelivered(t, s, lgsim.B, seqIDs(0, 30))
-	a, b := s.Port(lgsim.A), s.Port(lgsim.B)
-	if s.FastSent(lgsim.A) != 30 || a.S.Stats.RetxRequests != 1 {
+	s := tailLoss(t, cfg)
+	if a := s.Port(lgsim.A); s.FastSent(lgsim.A) != 30 || a.S.Stats.RetxRequests != 1 {
 		t.Fatalf("kernel sent %d of 30, retransmissions %d", s.FastSent(lgsim.A), a.S.Stats.RetxRequests)
 	}
-	sent, del := s.SentAt(lgsim.A, lost), s.DeliveredAt(lgsim.B)[lost]
-	maxWait := linkguardian.DefaultSenderConfig().DummyWaitMax
-	if limit := maxWait + 3*swDelay + 10*us; del-sent > limit {
-		t.Errorf("tail frame delivered %d µs after the kernel sent it; want within %d µs", (del-sent)/us, limit/us)
-	}
-	if b.R.Stats.AckNoTimeouts != 0 || b.R.Stats.Recovered != 1 {
-		t.Fatalf("receiver %+v", b.R.Stats)
-	}
+	wantTailRecovered(t, s)
 	return s
 }
 

@@ -19,10 +19,7 @@ func TestMonitorLateFrame(t *testing.T) {
 	pool := linksim.NewPool(64, 2048, 256)
 	rc := *receiverCfg(linkguardian.Monitor)
 	rc.Window = 16
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Receiver: &rc}, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Receiver: &rc}, pool)
 	var got []seqhdr.Seq
 	recv := func(q seqhdr.Seq) {
 		f := control(t, pool, seqhdr.Header{Type: seqhdr.TypeData, Seq: q, EtherType: 0x0800})

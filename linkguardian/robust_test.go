@@ -20,10 +20,7 @@ func TestLossNotificationOutsideWindow(t *testing.T) {
 	pool := linksim.NewPool(64, 2048, 256)
 	sc := *senderCfg(1)
 	sc.TxBuffer = 8
-	p, err := linkguardian.NewEndpoint(linkguardian.Config{Sender: &sc}, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
 	now := int64(1000)
 	for range 5 {
 		if !p.Send(now, hostFrame(t, pool)) {

@@ -216,29 +216,45 @@ func (s *Sender) slot(q seqhdr.Seq) *txSlot { return &s.ring[uint32(q)&s.mask] }
 
 // send stamps and buffers a normal frame; false if paused or the TX buffer is full.
 func (s *Sender) send(now int64, f link.Frame) bool {
-	s.claim()
-	if s.Paused(now) {
-		s.Stats.PausedRefusals++
+	h, ok := s.admit(now, seqhdr.TypeData)
+	if !ok {
 		return false
-	}
-	if s.Outstanding() >= s.credit {
-		s.Stats.TxFull++
-		return false
-	}
-	h := seqhdr.Header{Type: seqhdr.TypeData, Seq: s.next}
-	if s.ackSrc != nil {
-		h.HasAck, h.Ack = true, s.ackSrc.takeAck()
 	}
 	b := s.e.mem.Bytes(f.H-seqhdr.MaxOverhead, f.Len+seqhdr.MaxOverhead)
 	_, n, err := seqhdr.Insert(b, seqhdr.MaxOverhead, f.Len, &h)
 	if err != nil {
 		// Not a frame we can protect (runt or already 0x88B5): drop it.
-		s.e.stats.TxBad++
-		s.e.out.Free = append(s.e.out.Free, f)
+		s.refuse(f)
 		return true
 	}
 	s.buffer(now, link.Frame{H: f.H - seqhdr.MaxOverhead, Len: n})
 	return true
+}
+
+// admit takes a frame for sending: false (counted) if paused or the TX
+// buffer is full, else the header to stamp it with: type typ, the next
+// sequence number and the ACK to piggyback, if any.
+func (s *Sender) admit(now int64, typ seqhdr.Type) (seqhdr.Header, bool) {
+	s.claim()
+	if s.Paused(now) {
+		s.Stats.PausedRefusals++
+		return seqhdr.Header{}, false
+	}
+	if s.Outstanding() >= s.credit {
+		s.Stats.TxFull++
+		return seqhdr.Header{}, false
+	}
+	h := seqhdr.Header{Type: typ, Seq: s.next}
+	if s.ackSrc != nil {
+		h.HasAck, h.Ack = true, s.ackSrc.takeAck()
+	}
+	return h, true
+}
+
+// refuse drops a frame the sender cannot stamp (counted as TxBad).
+func (s *Sender) refuse(f link.Frame) {
+	s.e.stats.TxBad++
+	s.e.out.Free = append(s.e.out.Free, f)
 }
 
 // buffer keeps a stamped frame in the TX buffer under the next sequence

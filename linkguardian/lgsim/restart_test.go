@@ -7,20 +7,14 @@ import (
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
-	"github.com/linkfabric/linkfabric/linkguardian"
 )
 
 // restartConfig is a loss-free link protected in both directions.
 func restartConfig() Config {
-	sc := linkguardian.DefaultSenderConfig()
-	rc := linkguardian.DefaultReceiverConfig()
-	rc.RenotifyInterval, rc.AckNoTimeout = 20_000, 100_000
-	return Config{
-		A:  linkguardian.Config{Sender: &sc, Receiver: &rc},
-		B:  linkguardian.Config{Sender: &sc, Receiver: &rc},
-		AB: DirConfig{Delay: 2000, Rate: 10e9},
-		BA: DirConfig{Delay: 2000, Rate: 10e9},
-	}
+	c := cfg()
+	c.AB = DirConfig{Delay: 2000, Rate: 10e9}
+	c.BA = DirConfig{Delay: 2000, Rate: 10e9}
+	return c
 }
 
 const (
