@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -195,7 +194,7 @@ func (r *CellsBalanceResult) Text() string {
 	c := r.Config
 	fmt.Fprintf(&b, "linkfabric cells balance: iperf3 -P %d h1 → h2 (%s) over the bundle, bytes each of sw1's link ports sent (interface counters) over %v; kernel %s, %d CPUs; %.0fs\n\n",
 		c.Flows, c.CC, c.Duration, r.Kernel, r.CPUs, r.Seconds)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintf(w, "spray\t")
 	for _, l := range r.Links {
 		fmt.Fprintf(w, "%s MB\t", l)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -321,7 +320,7 @@ func (res *CellsClassesResult) Text() string {
 	c := res.Config
 	fmt.Fprintf(&b, "cells classes: bundle, links %v gray (loss %g, mean burst %g, both directions), the rest clean; two UDP flows of %.0f Mbit/s at once for %v: DSCP %d (class 1 with classes) and DSCP 0 (class 3); %d runs (medians)\n\n",
 		c.Gray, c.Loss, c.Burst, c.Rate/1e6, c.Duration, bed.ClassesDSCP, c.Runs)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "arm\tclass-1 flow loss\tclass-3 flow loss\tclass-1 bytes on gray links (max)\t")
 	s := res.Summary
 	for _, arm := range c.Arms {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -171,7 +170,7 @@ func (r *CellsElephantsResult) Text() string {
 	fmt.Fprintf(&b, "linkfabric cells elephants: iperf3 -P %d h1 → h2 (%s) over the bundle, %d links at %sbit/s each; %d trials per spray of %v; kernel %s, %d CPUs; %.0fs\n",
 		c.Flows, c.CC, len(r.Links), c.LinkRate, c.Trials, c.Duration, r.Kernel, r.CPUs, r.Seconds)
 	b.WriteString("share of a link's rate on sw1's link ports (interface counters, frames + 24 B on the wire); aggregate: Σ over the links' rates\n\n")
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintf(w, "spray\ttrial\t")
 	for _, l := range r.Links {
 		fmt.Fprintf(w, "%s\t", l)

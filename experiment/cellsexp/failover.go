@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -432,7 +431,7 @@ func (res *CellsFailoverResult) Text() string {
 	c := res.Config
 	fmt.Fprintf(&b, "cells failover: bundle, UDP %.0f Mbit/s for %v, %s of link%d at %v at sw2; REACH %v × %d, reassembly timeout %v; %d runs (medians)\n\n",
 		c.Rate/1e6, c.Duration, c.Cut, c.Link, c.CutAt, c.ReachInterval, c.ReachTh, c.ReasmTimeout, c.Runs)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "link mode\tlost\tlost in the fabric\tout of order\tlink out at sw1 after the cut\tgoal (ms)\thanded back\truns\t")
 	s := res.Summary
 	for _, arm := range c.Arms {

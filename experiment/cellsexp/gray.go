@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -230,7 +229,7 @@ func (res *CellsGrayResult) Text() string {
 	c := res.Config
 	fmt.Fprintf(&b, "cells gray: bundle, loss %g (mean burst %g) on links %v (sw1→sw2); UDP %.0f Mbit/s and TCP, %v each; %d runs (medians)\n\n",
 		c.Loss, c.Burst, c.Lossy, c.Rate/1e6, c.Duration, c.Runs)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "link mode\tUDP lost\tUDP lost in the fabric\tUDP out of order\tTCP lossy (Gbit/s)\tTCP clean (Gbit/s)\tratio (target ≥ 0.9)\t")
 	s := res.Summary
 	for _, arm := range c.Arms {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -382,7 +381,7 @@ func (res *CellsIncastResult) Text() string {
 	c := res.Config
 	fmt.Fprintf(&b, "linkfabric cells incast: fabric3, h1 (e1) and h2 (e2) → h3a (e3 host0 at %s, %s buffer), each at the port's rate; UDP bursts of %s per source, TCP for %v; kernel %s, %d CPUs; %.0fs in all\n\n",
 		c.PortRate, c.PortBuffer, netns.ByteSize(c.Burst), c.Duration, res.Kernel, res.CPUs, res.Seconds)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "arm\ttransport\trun\tport busy\tshares h1/h2\tdev\tfabric drops\t(link\tvoq\treasm\tother)\tegress drops\tingress drops\tlost / retrans\tmax gap ms\tload\t")
 	for _, r := range res.Runs {
 		lost := 0
@@ -398,7 +397,7 @@ func (res *CellsIncastResult) Text() string {
 	}
 	w.Flush()
 	fmt.Fprintf(&b, "\nmedians over %d run(s):\n", c.Runs)
-	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w = report.NewTable(&b)
 	fmt.Fprintln(w, "arm\ttransport\tport busy\tshare dev\tfabric drops\tvoq drops\tegress drops\t")
 	s := res.Summary
 	for _, arm := range c.Arms {

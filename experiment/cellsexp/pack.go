@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
@@ -457,7 +456,7 @@ func (r *CellsPackResult) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "linkfabric cells pack: h1 → sw1 ═4 links═ sw2 → h2 (bundle), trafgen frames from h1; kernel %s, %d CPUs; %.0fs\n", r.Kernel, r.CPUs, r.Seconds)
 	fmt.Fprintf(&b, "per packet on sw1's link ports (frames and bytes without preamble/FCS, interface counters ÷ packets h2 received); %v per size at saturation\n\n", r.Config.Duration)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "packet B\tarm\tcell B\tframes/pkt\tmeasured\tbytes/pkt\tmeasured\toffered kpps\tdelivered kpps\t")
 	for _, size := range r.Config.PacketSizes {
 		for _, row := range r.Rows {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -239,7 +238,7 @@ func (res *CellsPushPullResult) Text() string {
 	c := res.Config
 	fmt.Fprintf(&b, "linkfabric cells pushpull (Stardust §5.2): fabric3, ports A (h3a) and B (h3b) at %s (%s buffers), the four links into e3 at %s each; UDP h1 → A, h1 → B, h2 → A at %s each for %v; kernel %s, %d CPUs; %.0fs in all\n\n",
 		c.PortRate, c.PortBuffer, c.FabricRate, c.PortRate, c.Duration, res.Kernel, res.CPUs, res.Seconds)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "arm\trun\tB / rate\tB lost\tA / rate\tfabric drops\t(link\tvoq\treasm\tother)\tegress drops\tmax gap ms\tload\t")
 	for _, r := range res.Runs {
 		d := r.Drops
@@ -247,7 +246,7 @@ func (res *CellsPushPullResult) Text() string {
 	}
 	w.Flush()
 	fmt.Fprintf(&b, "\nmedians over %d run(s):\n", c.Runs)
-	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w = report.NewTable(&b)
 	fmt.Fprintln(w, "arm\tB / rate\tB lost\tA / rate\tlink drops\tvoq drops\tegress drops\t")
 	s := res.Summary
 	for _, arm := range c.Arms {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -352,7 +351,7 @@ func (res *FECFCTResult) Text() string {
 		f    string
 	}{{"mean FCT, lossy / clean", res.MeanRatio, "%.3f"}, {"p99 FCT, lossy / clean", res.P99Ratio, "%.3f"}, {"clean mean FCT (µs)", res.CleanMeanUs, "%.0f"}} {
 		fmt.Fprintf(&b, "%s:\n", what.name)
-		w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		w := report.NewTable(&b)
 		fmt.Fprint(w, "arm\t")
 		for _, s := range c.Sizes {
 			fmt.Fprintf(w, "%s\t", fct.FormatSize(s))

@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fec"
@@ -236,7 +235,7 @@ func (r *FECResidualResult) summarize() {
 // Text is the result as a table.
 func (r *FECResidualResult) Text() string {
 	var b strings.Builder
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "p\tmodel\tscheme\tlink loss\tresidual\tpredicted\tratio\tgroups failed\tRAIL formula\toverhead\tpredicted\tlost/oracle\t")
 	for _, pt := range r.Points {
 		gf, rail := "-", "-"

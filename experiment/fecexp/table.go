@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
@@ -246,7 +245,7 @@ func (res *FECTableResult) Text() string {
 	c := &res.Config
 	fmt.Fprintf(&b, "fec table: pair testbed, loss at sw2's link0; per rate and model, medians of %d runs: UDP residual (%d datagrams), wire overhead, and p99 FCT of %d TCP flows of %s; target residual %g\n\n",
 		c.Runs, c.Frames, c.FCTFlows, fct.FormatSize(c.FCTSize), c.Target)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprint(w, "model\tp\t")
 	for _, a := range FECTableArms {
 		fmt.Fprintf(w, "%s: residual / overhead / p99 FCT µs\t", a)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -497,7 +496,7 @@ func (r *FECVethResult) Text() string {
 	c := r.Config
 	fmt.Fprintf(&b, "linkfabric fec residual (veth): h1 → sw1 ═link0═ sw2 → h2, UDP %d-byte payloads at %.0f Mbit/s, %d datagrams per point after %d warm-up; loss at sw2's link0 (sw1 → sw2); fec target %g; kernel %s, %d CPUs; %.0fs\n\n",
 		c.Payload, c.Rate/1e6, c.Frames, c.Warmup, c.Target, r.Kernel, r.CPUs, r.Seconds)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "p\tmodel\tarm\tscheme\tresidual\tpredicted\tlink loss\toverhead\tp50 µs\tp99 µs\tout of order\thost drops\truns\t")
 	for _, g := range r.groups() {
 		k, med := g[0], g.med

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -336,7 +335,7 @@ func (r *BenchResult) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "linkfabric bench: h1 — sw1 — sw2 — h2, host MTU %d, %d runs per arm, medians; kernel %s, %d CPUs, load average %.2f at the start, %.2f at the end\n\n",
 		max(r.Config.MTU, netns.DefaultMTU), r.Config.Runs, r.Kernel, r.CPUs, r.LoadAvg[0], r.LoadAvg[1])
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "arm\tTCP Gbit/s\t×bridge\t64B frames/s\t×bridge\tp50 µs\t×bridge\tp99 µs\t×bridge\tTCP retrans\t")
 	for _, a := range r.Arms {
 		m, q := a.Median, a.Ratio

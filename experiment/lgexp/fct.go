@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -569,7 +568,7 @@ func (r *FCTResult) Text() string {
 	fct.WriteTable(&b, r.FCT)
 
 	b.WriteString("\nper arm (impairment counters at sw2 link0, sw1→sw2; LinkGuardian counters of sw2's receiver and sw1's sender; kernel sent/delivered: the shares of LinkGuardian's data frames sw1's kernel sent and sw2's kernel delivered, 0 % on the worker path):\n")
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "arm\tseconds\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tretx copies\tretx p99 µs\tkernel sent\tkernel delivered\t")
 	for _, a := range r.Arms {
 		if a.Name == "kernel" {
@@ -594,7 +593,7 @@ func (r *FCTResult) Text() string {
 	w.Flush()
 
 	b.WriteString("\ncontrol economy (both switches, while the flows ran; data frames: lg sequenced frames, forward link TX frames):\n")
-	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w = report.NewTable(&b)
 	fmt.Fprintln(w, "arm\tdata frames\texplicit ACKs\tdummies\tcontrol/data\twakeups\twakeups/data\tloops/data\t")
 	for _, a := range r.Arms {
 		if a.Name == "kernel" {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -388,7 +387,7 @@ func (r *GoodputResult) Text() string {
 		}
 	}
 	b.WriteString("\n\nper run:\n")
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "arm\tloss\trun\tGbit/s\tTCP retrans\th1 veth drops\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tkernel sent\tkernel delivered\t")
 	for _, s := range r.Samples {
 		if s.Arm == "loss" {

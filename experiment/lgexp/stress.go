@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -552,7 +551,7 @@ func (r *StressResult) Text() string {
 	}
 	fmt.Fprintf(&b, "linkfabric stress: %d frames of %d B per arm at %.0f frames/s, loss %s on sw1→sw2; capacity: %s; kernel %s\n\n",
 		c.Frames, c.Size, r.Rate, model, capacity, r.Kernel)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := report.NewTable(&b)
 	fmt.Fprintln(w, "arm\tactual loss\teffective loss\tmissing\t(link\tin\tout)\tdup\tout of order\tspeed ×fwd\t(flood)\tN\tpeak txbuf\tpeak reorder B\tretx p50 µs\tp99 µs\tmax µs\ttimeouts\t")
 	for _, a := range r.Arms {
 		flood := "-"
