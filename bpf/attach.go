@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/linkfabric/linkfabric/internal/enum"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -29,17 +30,9 @@ const (
 	XDPGeneric
 )
 
-func (m AttachMode) String() string {
-	switch m {
-	case XDPAuto:
-		return "auto"
-	case XDPNative:
-		return "native"
-	case XDPGeneric:
-		return "generic"
-	}
-	return fmt.Sprintf("XDPMode(%d)", int(m))
-}
+var attachModeNames = [...]string{XDPAuto: "auto", XDPNative: "native", XDPGeneric: "generic"}
+
+func (m AttachMode) String() string { return enum.Name(m, "XDPMode", attachModeNames[:]) }
 
 // Program names as the kernel reports them; discovery keys on them.
 const (

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/cilium/ebpf"
+	"github.com/linkfabric/linkfabric/internal/enum"
 )
 
 // Model is a loss model of the impairment stage.
@@ -19,15 +20,9 @@ const (
 	GilbertElliott Model = 1
 )
 
-func (m Model) String() string {
-	switch m {
-	case Bernoulli:
-		return "bernoulli"
-	case GilbertElliott:
-		return "gilbert-elliott"
-	}
-	return fmt.Sprintf("model(%d)", uint32(m))
-}
+var modelNames = [...]string{Bernoulli: "bernoulli", GilbertElliott: "gilbert-elliott"}
+
+func (m Model) String() string { return enum.Name(m, "model", modelNames[:]) }
 
 // GEParams are the parameters of a Gilbert-Elliott chain. On every frame the
 // chain's current state decides the frame's fate (dropped with LossGood or

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/linkfabric/linkfabric/internal/enum"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -22,15 +23,9 @@ const (
 	KindPort
 )
 
-func (k ProgramKind) String() string {
-	switch k {
-	case KindStandalone:
-		return "standalone impairer"
-	case KindPort:
-		return "dataplane port"
-	}
-	return fmt.Sprintf("ProgramKind(%d)", int(k))
-}
+var programKindNames = [...]string{KindStandalone: "standalone impairer", KindPort: "dataplane port"}
+
+func (k ProgramKind) String() string { return enum.Name(k, "ProgramKind", programKindNames[:]) }
 
 // Impairer is a handle on the impairment stage of one of linkfabric's XDP
 // programs attached to an interface: the standalone impairer or a dataplane

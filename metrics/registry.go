@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/linkfabric/linkfabric/internal/enum"
 )
 
 // Kind is the type of a registered metric.
@@ -21,17 +23,9 @@ const (
 	KindHistogram             // a *Histogram
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindCounter:
-		return "counter"
-	case KindGauge:
-		return "gauge"
-	case KindHistogram:
-		return "histogram"
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
+var kindNames = [...]string{KindCounter: "counter", KindGauge: "gauge", KindHistogram: "histogram"}
+
+func (k Kind) String() string { return enum.Name(k, "Kind", kindNames[:]) }
 
 // Metric is one registered, named value. Exporters read it through Value or
 // Histogram at scrape time; the hot path only touches the underlying atomics.

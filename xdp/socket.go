@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/linkfabric/linkfabric/internal/enum"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,17 +25,9 @@ const (
 	ModeZeroCopy
 )
 
-func (m BindMode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeCopy:
-		return "copy"
-	case ModeZeroCopy:
-		return "zerocopy"
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
+var bindModeNames = [...]string{ModeAuto: "auto", ModeCopy: "copy", ModeZeroCopy: "zerocopy"}
+
+func (m BindMode) String() string { return enum.Name(m, "Mode", bindModeNames[:]) }
 
 // SocketConfig configures one AF_XDP socket. Zero fields take the defaults.
 type SocketConfig struct {

@@ -163,3 +163,31 @@ func SetCellsLinkShape(topo *netns.Topology, ns, devPrefix string, rate netns.Bi
 	}
 	return nil
 }
+
+// fabricArmRuns brings fabric3 up with topo and, per run and arm, starts
+// its dataplanes with the arm's flags and runArgs, waits until each pair
+// of reach (host, address) gets through, calls once and stops them.
+func fabricArmRuns(ctx context.Context, e *bed.Env, topo *netns.Topology, mtu, runs int, arms, runArgs []string, reach [][2]string, once func(f *CellsFabric, arm string, run int) error) error {
+	f, err := UpCellsFabric(e, topo, mtu)
+	if err != nil {
+		return err
+	}
+	defer f.Down()
+	for run := 1; run <= runs; run++ {
+		for _, arm := range arms {
+			if err := f.Start(ctx, append(cellsArmArgs(arm), runArgs...)...); err != nil {
+				return err
+			}
+			if err := f.Reach(ctx, 20*time.Second, reach...); err != nil {
+				return err
+			}
+			if err := once(f, arm, run); err != nil {
+				return err
+			}
+			if err := f.Stop(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -170,36 +170,24 @@ func CellsIncast(ctx context.Context, e *bed.Env, cfg CellsIncastConfig) (*Cells
 	total := cfg.Runs * len(cfg.Arms) * len(cfg.Transports)
 	e.Printf("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
 		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, bed.LoadAvg())
-	f, err := UpCellsFabric(e, topo, cfg.MTU)
+	step := 0
+	err = fabricArmRuns(ctx, e, topo, cfg.MTU, cfg.Runs, cfg.Arms, cfg.RunArgs, [][2]string{{"h1", "10.0.0.3"}, {"h2", "10.0.0.3"}}, func(f *CellsFabric, arm string, run int) error {
+		for _, tr := range cfg.Transports {
+			step++
+			e.Printf("cells incast: [%d/%d] %s %s, run %d", step, total, arm, tr, run)
+			r, err := incastOnce(ctx, e, f, cfg, arm, tr, run, res)
+			if err != nil {
+				return fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
+			}
+			e.Printf("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
+				r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
+				r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
+			res.Runs = append(res.Runs, r)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer f.Down()
-	step := 0
-	for run := 1; run <= cfg.Runs; run++ {
-		for _, arm := range cfg.Arms {
-			if err := f.Start(ctx, append(cellsArmArgs(arm), cfg.RunArgs...)...); err != nil {
-				return nil, err
-			}
-			if err := f.Reach(ctx, 20*time.Second, [2]string{"h1", "10.0.0.3"}, [2]string{"h2", "10.0.0.3"}); err != nil {
-				return nil, err
-			}
-			for _, tr := range cfg.Transports {
-				step++
-				e.Printf("cells incast: [%d/%d] %s %s, run %d", step, total, arm, tr, run)
-				r, err := incastOnce(ctx, e, f, cfg, arm, tr, run, res)
-				if err != nil {
-					return nil, fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
-				}
-				e.Printf("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
-					r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
-					r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
-				res.Runs = append(res.Runs, r)
-			}
-			if err := f.Stop(); err != nil {
-				return nil, err
-			}
-		}
 	}
 	res.summarize()
 	res.Seconds = time.Since(start).Seconds()

@@ -128,32 +128,20 @@ func CellsPushPull(ctx context.Context, e *bed.Env, cfg CellsPushPullConfig) (*C
 	total := cfg.Runs * len(cfg.Arms)
 	e.Printf("cells pushpull: fabric3 %q, ports A (h3a) and B (h3b) at %s, links into e3 at %s each; h1 → A, h1 → B, h2 → A at %s each for %v; %d runs; load %.1f",
 		e.Prefix, cfg.PortRate, cfg.FabricRate, cfg.PortRate, cfg.Duration, total, bed.LoadAvg())
-	f, err := UpCellsFabric(e, topo, cfg.MTU)
+	step := 0
+	err = fabricArmRuns(ctx, e, topo, cfg.MTU, cfg.Runs, cfg.Arms, cfg.RunArgs, [][2]string{{"h1", "10.0.0.3"}, {"h1", "10.0.0.4"}, {"h2", "10.0.0.3"}}, func(f *CellsFabric, arm string, run int) error {
+		step++
+		e.Printf("cells pushpull: [%d/%d] %s, run %d", step, total, arm, run)
+		r, err := pushPullOnce(ctx, e, f, cfg, arm, run, res)
+		if err != nil {
+			return fmt.Errorf("cells pushpull %s run %d: %w", arm, run, err)
+		}
+		e.Printf("cells pushpull:   B %.3f of its rate (lost %.3f), A %.3f; drops: %s; max worker gap %.0f ms, node clocks stalled %s", r.B, r.BLoss, r.A, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs))
+		res.Runs = append(res.Runs, r)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer f.Down()
-	step := 0
-	for run := 1; run <= cfg.Runs; run++ {
-		for _, arm := range cfg.Arms {
-			step++
-			e.Printf("cells pushpull: [%d/%d] %s, run %d", step, total, arm, run)
-			if err := f.Start(ctx, append(cellsArmArgs(arm), cfg.RunArgs...)...); err != nil {
-				return nil, err
-			}
-			if err := f.Reach(ctx, 20*time.Second, [2]string{"h1", "10.0.0.3"}, [2]string{"h1", "10.0.0.4"}, [2]string{"h2", "10.0.0.3"}); err != nil {
-				return nil, err
-			}
-			r, err := pushPullOnce(ctx, e, f, cfg, arm, run, res)
-			if err != nil {
-				return nil, fmt.Errorf("cells pushpull %s run %d: %w", arm, run, err)
-			}
-			e.Printf("cells pushpull:   B %.3f of its rate (lost %.3f), A %.3f; drops: %s; max worker gap %.0f ms, node clocks stalled %s", r.B, r.BLoss, r.A, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs))
-			res.Runs = append(res.Runs, r)
-			if err := f.Stop(); err != nil {
-				return nil, err
-			}
-		}
 	}
 	res.summarize()
 	res.Seconds = time.Since(start).Seconds()

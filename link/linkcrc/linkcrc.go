@@ -57,6 +57,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
+
+	"github.com/linkfabric/linkfabric/internal/enum"
 )
 
 // TrailerLen is the number of bytes the check adds to a frame.
@@ -185,19 +187,9 @@ const (
 	Auto
 )
 
-func (m Integrity) String() string {
-	switch m {
-	case Auto:
-		return "auto"
-	case CRC32C:
-		return "crc32c"
-	case Off:
-		return "off"
-	case Csum:
-		return "csum"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
+var integrityNames = [...]string{Auto: "auto", CRC32C: "crc32c", Off: "off", Csum: "csum"}
+
+func (m Integrity) String() string { return enum.Name(m, "Mode", integrityNames[:]) }
 
 // Overhead is the number of bytes the mode adds to every frame on the link
 // (Auto: the most it may resolve to).
