@@ -2,6 +2,7 @@ package netns
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 )
@@ -57,17 +58,12 @@ func (t *Topology) NodePorts(node string) ([]NodePort, error) {
 // nodePorts lists node's ports in an expanded topology.
 func (t *Topology) nodePorts(node string) []NodePort {
 	var ports []NodePort
-	for _, l := range t.Links {
-		for _, e := range l.Ends {
-			if e.NS != node {
-				continue
-			}
-			role := RoleHost
-			if l.MTU == MTULink {
-				role = RoleLink
-			}
-			ports = append(ports, NodePort{Dev: e.Dev, Role: role, Rate: l.Rate, Buffer: l.Buffer})
+	for l, e := range t.endsIn(node) {
+		role := RoleHost
+		if l.MTU == MTULink {
+			role = RoleLink
 		}
+		ports = append(ports, NodePort{Dev: e.Dev, Role: role, Rate: l.Rate, Buffer: l.Buffer})
 	}
 	return ports
 }
@@ -221,4 +217,17 @@ func (t *Topology) validateReach() error {
 		}
 	}
 	return nil
+}
+
+// endsIn yields each end in namespace ns (short name) with its link.
+func (t *Topology) endsIn(ns string) iter.Seq2[VethPair, End] {
+	return func(yield func(VethPair, End) bool) {
+		for _, l := range t.Links {
+			for _, e := range l.Ends {
+				if e.NS == ns && !yield(l, e) {
+					return
+				}
+			}
+		}
+	}
 }

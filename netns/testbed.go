@@ -404,43 +404,38 @@ func initNamespace(n string, nsh vnetns.NsHandle, marker string) error {
 func (b *builder) configureNS(h *netlink.Handle, short string) error {
 	tb, t := b.tb, b.tb.Topology
 	n := tb.Prefix + short
-	for _, l := range t.Links {
-		for _, e := range l.Ends {
-			if e.NS != short {
-				continue
-			}
-			link, err := h.LinkByName(e.Dev)
+	for _, e := range t.endsIn(short) {
+		link, err := h.LinkByName(e.Dev)
+		if err != nil {
+			return fmt.Errorf("netns %s: %s: %w", n, e.Dev, err)
+		}
+		for _, a := range t.Addresses[e.String()] {
+			addr, err := netlink.ParseAddr(a)
 			if err != nil {
-				return fmt.Errorf("netns %s: %s: %w", n, e.Dev, err)
+				return fmt.Errorf("netns %s: %s: address %q: %w", n, e.Dev, a, err)
 			}
-			for _, a := range t.Addresses[e.String()] {
-				addr, err := netlink.ParseAddr(a)
-				if err != nil {
-					return fmt.Errorf("netns %s: %s: address %q: %w", n, e.Dev, a, err)
+			if err := h.AddrAdd(link, addr); err != nil {
+				hint := "check the address in the topology"
+				if addr.IP.To4() == nil {
+					hint = "testbed namespaces run with IPv6 disabled; use an IPv4 address"
 				}
-				if err := h.AddrAdd(link, addr); err != nil {
-					hint := "check the address in the topology"
-					if addr.IP.To4() == nil {
-						hint = "testbed namespaces run with IPv6 disabled; use an IPv4 address"
-					}
-					return fmt.Errorf("netns %s: ip addr add %s dev %s: %w (%s)", n, a, e.Dev, err, hint)
-				}
+				return fmt.Errorf("netns %s: ip addr add %s dev %s: %w (%s)", n, a, e.Dev, err, hint)
 			}
-			if t.TxChecksumOffFor(e) {
-				if err := SetTxChecksum(n, e.Dev, false); err != nil {
-					return err
-				}
+		}
+		if t.TxChecksumOffFor(e) {
+			if err := SetTxChecksum(n, e.Dev, false); err != nil {
+				return err
 			}
-			if err := h.LinkSetUp(link); err != nil {
-				return fmt.Errorf("netns %s: ip link set %s up: %w", n, e.Dev, err)
-			}
-			// After up: a veth tells its peer that it takes redirected
-			// frames (the peer's XDP features) only when GRO changes while
-			// it is up.
-			if t.GROFor(e) {
-				if err := SetGRO(n, e.Dev, true); err != nil {
-					return err
-				}
+		}
+		if err := h.LinkSetUp(link); err != nil {
+			return fmt.Errorf("netns %s: ip link set %s up: %w", n, e.Dev, err)
+		}
+		// After up: a veth tells its peer that it takes redirected
+		// frames (the peer's XDP features) only when GRO changes while
+		// it is up.
+		if t.GROFor(e) {
+			if err := SetGRO(n, e.Dev, true); err != nil {
+				return err
 			}
 		}
 	}
@@ -450,49 +445,55 @@ func (b *builder) configureNS(h *netlink.Handle, short string) error {
 // addBridges creates every bridge of t that does not exist, enslaves its
 // ports and brings it up.
 func addBridges(p string, t *Topology) error {
+	return forBridges(p, t, func(n string, h *netlink.Handle, br Bridge) error {
+		mtu := 0
+		var ports []netlink.Link
+		for _, port := range br.Ports {
+			l, err := h.LinkByName(port)
+			if err != nil {
+				return fmt.Errorf("netns %s: bridge %s: port %s: %w", n, br.Name, port, err)
+			}
+			ports = append(ports, l)
+			if m := l.Attrs().MTU; mtu == 0 || m < mtu {
+				mtu = m
+			}
+		}
+		bl, err := h.LinkByName(br.Name)
+		if err != nil {
+			if err := Do(n, func() error { return createBridge(br.Name, mtu) }); err != nil {
+				return fmt.Errorf("netns %s: ip link add %s type bridge stp_state 0 forward_delay 0: %w", n, br.Name, err)
+			}
+			if bl, err = h.LinkByName(br.Name); err != nil {
+				return fmt.Errorf("netns %s: bridge %s: %w", n, br.Name, err)
+			}
+		} else if bl.Type() != "bridge" {
+			return fmt.Errorf("netns %s: %s exists and is a %s, not a bridge: delete it (ip -n %s link del %s)", n, br.Name, bl.Type(), n, br.Name)
+		}
+		for _, l := range ports {
+			if err := h.LinkSetMaster(l, bl); err != nil {
+				return fmt.Errorf("netns %s: ip link set %s master %s: %w (is an XDP program or another master holding it?)", n, l.Attrs().Name, br.Name, err)
+			}
+			if err := h.LinkSetUp(l); err != nil {
+				return fmt.Errorf("netns %s: ip link set %s up: %w", n, l.Attrs().Name, err)
+			}
+		}
+		if err := h.LinkSetUp(bl); err != nil {
+			return fmt.Errorf("netns %s: ip link set %s up: %w", n, br.Name, err)
+		}
+		return nil
+	})
+}
+
+// forBridges calls fn for each bridge of t with its namespace's name and
+// a netlink handle in it.
+func forBridges(p string, t *Topology, fn func(n string, h *netlink.Handle, br Bridge) error) error {
 	for _, br := range t.Bridges {
 		n := p + br.NS
 		h, closeH, err := handleFor(n)
 		if err != nil {
 			return err
 		}
-		err = func() error {
-			mtu := 0
-			var ports []netlink.Link
-			for _, port := range br.Ports {
-				l, err := h.LinkByName(port)
-				if err != nil {
-					return fmt.Errorf("netns %s: bridge %s: port %s: %w", n, br.Name, port, err)
-				}
-				ports = append(ports, l)
-				if m := l.Attrs().MTU; mtu == 0 || m < mtu {
-					mtu = m
-				}
-			}
-			bl, err := h.LinkByName(br.Name)
-			if err != nil {
-				if err := Do(n, func() error { return createBridge(br.Name, mtu) }); err != nil {
-					return fmt.Errorf("netns %s: ip link add %s type bridge stp_state 0 forward_delay 0: %w", n, br.Name, err)
-				}
-				if bl, err = h.LinkByName(br.Name); err != nil {
-					return fmt.Errorf("netns %s: bridge %s: %w", n, br.Name, err)
-				}
-			} else if bl.Type() != "bridge" {
-				return fmt.Errorf("netns %s: %s exists and is a %s, not a bridge: delete it (ip -n %s link del %s)", n, br.Name, bl.Type(), n, br.Name)
-			}
-			for _, l := range ports {
-				if err := h.LinkSetMaster(l, bl); err != nil {
-					return fmt.Errorf("netns %s: ip link set %s master %s: %w (is an XDP program or another master holding it?)", n, l.Attrs().Name, br.Name, err)
-				}
-				if err := h.LinkSetUp(l); err != nil {
-					return fmt.Errorf("netns %s: ip link set %s up: %w", n, l.Attrs().Name, err)
-				}
-			}
-			if err := h.LinkSetUp(bl); err != nil {
-				return fmt.Errorf("netns %s: ip link set %s up: %w", n, br.Name, err)
-			}
-			return nil
-		}()
+		err = fn(n, h, br)
 		closeH()
 		if err != nil {
 			return err
@@ -503,35 +504,23 @@ func addBridges(p string, t *Topology) error {
 
 // delBridges deletes every bridge of t (its ports stay, bare and up).
 func delBridges(p string, t *Topology) error {
-	for _, br := range t.Bridges {
-		n := p + br.NS
-		h, closeH, err := handleFor(n)
+	return forBridges(p, t, func(n string, h *netlink.Handle, br Bridge) error {
+		bl, err := h.LinkByName(br.Name)
 		if err != nil {
-			return err
+			var nf netlink.LinkNotFoundError
+			if errors.As(err, &nf) {
+				return nil
+			}
+			return fmt.Errorf("netns %s: bridge %s: %w", n, br.Name, err)
 		}
-		err = func() error {
-			bl, err := h.LinkByName(br.Name)
-			if err != nil {
-				var nf netlink.LinkNotFoundError
-				if errors.As(err, &nf) {
-					return nil
-				}
-				return fmt.Errorf("netns %s: bridge %s: %w", n, br.Name, err)
-			}
-			if bl.Type() != "bridge" {
-				return fmt.Errorf("netns %s: %s is a %s, not a bridge; not deleting it", n, br.Name, bl.Type())
-			}
-			if err := h.LinkDel(bl); err != nil {
-				return fmt.Errorf("netns %s: ip link del %s: %w", n, br.Name, err)
-			}
-			return nil
-		}()
-		closeH()
-		if err != nil {
-			return err
+		if bl.Type() != "bridge" {
+			return fmt.Errorf("netns %s: %s is a %s, not a bridge; not deleting it", n, br.Name, bl.Type())
 		}
-	}
-	return nil
+		if err := h.LinkDel(bl); err != nil {
+			return fmt.Errorf("netns %s: ip link del %s: %w", n, br.Name, err)
+		}
+		return nil
+	})
 }
 
 // waitReady waits until every veth end is operationally up and, with
@@ -559,18 +548,13 @@ func notReady(p string, t *Topology, bridges bool) string {
 			return err.Error()
 		}
 		msg := func() string {
-			for _, l := range t.Links {
-				for _, e := range l.Ends {
-					if e.NS != short {
-						continue
-					}
-					link, err := h.LinkByName(e.Dev)
-					if err != nil {
-						return fmt.Sprintf("%s: %s: %v", n, e.Dev, err)
-					}
-					if s := link.Attrs().OperState; s != netlink.OperUp {
-						return fmt.Sprintf("%s: %s is %s", n, e.Dev, s)
-					}
+			for _, e := range t.endsIn(short) {
+				link, err := h.LinkByName(e.Dev)
+				if err != nil {
+					return fmt.Sprintf("%s: %s: %v", n, e.Dev, err)
+				}
+				if s := link.Attrs().OperState; s != netlink.OperUp {
+					return fmt.Sprintf("%s: %s is %s", n, e.Dev, s)
 				}
 			}
 			if !bridges {
