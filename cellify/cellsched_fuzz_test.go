@@ -1,35 +1,11 @@
 package cellify
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/internal/fuzzops"
 )
-
-// cellFuzzOps reads a byte string as operations: an opcode byte, then its
-// arguments; it stops when the bytes run out.
-type cellFuzzOps struct{ b []byte }
-
-func (o *cellFuzzOps) more() bool { return len(o.b) > 0 }
-
-func (o *cellFuzzOps) u8() uint8 {
-	if len(o.b) == 0 {
-		return 0
-	}
-	v := o.b[0]
-	o.b = o.b[1:]
-	return v
-}
-
-func (o *cellFuzzOps) u32() uint32 {
-	if len(o.b) < 4 {
-		o.b = nil
-		return 0
-	}
-	v := binary.BigEndian.Uint32(o.b)
-	o.b = o.b[4:]
-	return v
-}
 
 // FuzzReachOps: any sequence of REACH messages (any sender, tier, flag,
 // bitmap length and content, any link index), interface and loss reports
@@ -51,26 +27,26 @@ func FuzzReachOps(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := &cellFuzzOps{b: data}
+		o := &fuzzops.Ops{B: data}
 		now := int64(0)
 		adv := make([]byte, r.AdvertLen()-len(data)%2) // sometimes short
-		for o.more() {
-			op, l := o.u8(), int(int8(o.u8()))%8
+		for o.More() {
+			op, l := o.U8(), int(int8(o.U8()))%8
 			switch op % 5 {
 			case 0:
-				m := PeerReach{From: EdgeID(o.u8()), Tier: Tier(o.u8() % 4), Faulty: o.u8()&1 == 1}
-				f := o.u8()
+				m := PeerReach{From: EdgeID(o.U8()), Tier: Tier(o.U8() % 4), Faulty: o.U8()&1 == 1}
+				f := o.U8()
 				m.Class, m.Classes = LossClass(f%5), f&8 != 0
-				for n := o.u8() % 50; n > 0; n-- {
-					m.Bitmap = append(m.Bitmap, o.u8())
+				for n := o.U8() % 50; n > 0; n-- {
+					m.Bitmap = append(m.Bitmap, o.U8())
 				}
 				r.Receive(now, l, &m)
 			case 1:
-				r.SetUp(now, l, o.u8()&1 == 1)
+				r.SetUp(now, l, o.U8()&1 == 1)
 			case 2:
-				r.SetLoss(now, l, float64(o.u8())/1000)
+				r.SetLoss(now, l, float64(o.U8())/1000)
 			case 3:
-				now += int64(o.u8()) * 100
+				now += int64(o.U8()) * 100
 				r.Poll(now)
 				r.Due = 0
 			case 4:
@@ -116,21 +92,21 @@ func FuzzSchedOps(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := &cellFuzzOps{b: data}
+		o := &fuzzops.Ops{B: data}
 		now := int64(0)
 		sent := map[StreamKey]uint64{}
-		for o.more() {
-			op := o.u8()
-			src, class := EdgeID(o.u8()%6), Class(o.u8()%10)
+		for o.More() {
+			op := o.U8()
+			src, class := EdgeID(o.U8()%6), Class(o.U8()%10)
 			switch op % 8 {
 			case 0:
-				s.Request(now, src, class, uint64(o.u32())<<8)
+				s.Request(now, src, class, uint64(o.U32())<<8)
 			case 1:
 				s.FCI(now, src)
 			case 2:
-				s.SetEgressQueue(int(o.u32() % 20000))
+				s.SetEgressQueue(int(o.U32() % 20000))
 			case 3:
-				now += int64(o.u8()) * 1000
+				now += int64(o.U8()) * 1000
 				if d := s.Poll(now); d <= now {
 					t.Fatalf("Poll(%d) returned the deadline %d", now, d)
 				}
@@ -152,10 +128,10 @@ func FuzzSchedOps(f *testing.F) {
 				s.Reset()
 				clear(sent)
 			case 6:
-				now += int64(o.u8()) * 100
-				s.Arrived(now, src, class, int(o.u32()%5000))
+				now += int64(o.U8()) * 100
+				s.Arrived(now, src, class, int(o.U32()%5000))
 			case 7:
-				s.Lost(src, class, int(o.u32()%5000))
+				s.Lost(src, class, int(o.U32()%5000))
 			}
 			fly := 0
 			for i := range s.voqs {

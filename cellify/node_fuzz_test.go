@@ -3,49 +3,30 @@ package cellify
 import (
 	"testing"
 
+	"github.com/linkfabric/linkfabric/internal/fuzzops"
 	"github.com/linkfabric/linkfabric/link"
 )
 
 // fuzzOps reads a fuzz input as a sequence of operations.
-type fuzzOps struct {
-	b []byte
-}
-
-func (o *fuzzOps) u8() byte {
-	if len(o.b) == 0 {
-		return 0
-	}
-	v := o.b[0]
-	o.b = o.b[1:]
-	return v
-}
-
-func (o *fuzzOps) u16() uint16 { return uint16(o.u8())<<8 | uint16(o.u8()) }
-
-func (o *fuzzOps) bytes(n int) []byte {
-	n = min(n, len(o.b))
-	v := o.b[:n]
-	o.b = o.b[n:]
-	return v
-}
+type fuzzOps struct{ fuzzops.Ops }
 
 // frame makes a frame of one of the families from the input: raw bytes, or
 // a well-formed cell, credit or REACH frame with fields and payload from
 // the input (so that decoding succeeds and the node's logic is explored),
 // possibly corrupted afterwards.
 func (o *fuzzOps) frame() []byte {
-	kind := o.u8()
-	n := int(o.u16() % 2500)
-	body := o.bytes(n)
+	kind := o.U8()
+	n := int(o.U16() % 2500)
+	body := o.Bytes(n)
 	b := make([]byte, 20000)
 	var l int
 	switch kind % 5 {
 	case 0:
 		return append([]byte(nil), body...)
 	case 1, 2:
-		h := CellHeader{Dst: EdgeID(1 + o.u8()%3), Src: EdgeID(1 + o.u8()%3), Class: Class(o.u8() % Classes),
-			FCI: o.u8()&1 == 1, Hops: 1 + o.u8()%MaxHops, Port: o.u8() % 4, Seq: uint32(o.u8() % 16),
-			First: o.u16(), RecNo: uint16(o.u8() % 8), Entropy: o.u8()}
+		h := CellHeader{Dst: EdgeID(1 + o.U8()%3), Src: EdgeID(1 + o.U8()%3), Class: Class(o.U8() % Classes),
+			FCI: o.U8()&1 == 1, Hops: 1 + o.U8()%MaxHops, Port: o.U8() % 4, Seq: uint32(o.U8() % 16),
+			First: o.U16(), RecNo: uint16(o.U8() % 8), Entropy: o.U8()}
 		if h.First != NoRecord && len(body) > 0 {
 			h.First %= uint16(len(body))
 		}
@@ -57,24 +38,24 @@ func (o *fuzzOps) frame() []byte {
 			return append([]byte(nil), body...)
 		}
 	case 3:
-		e := []CreditEntry{{Port: o.u8() % 4, Class: Class(o.u8() % Classes), Total: uint64(o.u16()) << (o.u8() % 24)}}
+		e := []CreditEntry{{Port: o.U8() % 4, Class: Class(o.U8() % Classes), Total: uint64(o.U16()) << (o.U8() % 24)}}
 		var err error
-		if l, err = PutCredit(b, o.u8()&1 == 1, EdgeID(1+o.u8()%3), EdgeID(1+o.u8()%3), e); err != nil {
+		if l, err = PutCredit(b, o.U8()&1 == 1, EdgeID(1+o.U8()%3), EdgeID(1+o.U8()%3), e); err != nil {
 			return append([]byte(nil), body...)
 		}
 	case 4:
 		bm := make([]byte, 32)
 		copy(bm, body)
 		bm[0] &^= 1
-		r := Reach{Node: EdgeID(1 + o.u8()%200), Role: Role(1 + o.u8()%3), Faulty: o.u8()&1 == 1, Edges: 256, Bitmap: bm}
+		r := Reach{Node: EdgeID(1 + o.U8()%200), Role: Role(1 + o.U8()%3), Faulty: o.U8()&1 == 1, Edges: 256, Bitmap: bm}
 		var err error
 		if l, err = PutReach(b, &r); err != nil {
 			return append([]byte(nil), body...)
 		}
 	}
 	f := b[:l]
-	if c := o.u8(); c < 16 && len(f) > 0 { // corrupt one byte
-		f[int(o.u16())%len(f)] ^= 1 << (c % 8)
+	if c := o.U8(); c < 16 && len(f) > 0 { // corrupt one byte
+		f[int(o.U16())%len(f)] ^= 1 << (c % 8)
 	}
 	return f
 }
@@ -101,41 +82,41 @@ func FuzzNode(f *testing.F) {
 		n.wire(1, 0, 2, 1, nodeUs)
 		n.wire(0, 1, 1, 1, 3*nodeUs)
 		n.run(100*nodeUs, nodeUs)
-		o := &fuzzOps{b: data}
-		for step := 0; len(o.b) > 0 && step < 200; step++ {
-			op := o.u8()
-			i := int(o.u8() % 3)
+		o := &fuzzOps{fuzzops.Ops{B: data}}
+		for step := 0; o.More() && step < 200; step++ {
+			op := o.U8()
+			i := int(o.U8() % 3)
 			nd := n.nodes[i]
 			switch op % 9 {
 			case 0, 1:
-				nd.LinkRx(n.now, int(o.u8()%3), n.mem.put(o.frame()))
+				nd.LinkRx(n.now, int(o.U8()%3), n.mem.put(o.frame()))
 			case 2:
 				fr := o.frame()
 				if len(fr) == 0 {
 					fr = []byte{0}
 				}
 				if len(fr) >= 12 {
-					m := hostMAC(int(o.u8() % 4))
+					m := hostMAC(int(o.U8() % 4))
 					copy(fr[0:6], m[:])
 				}
-				nd.HostRx(n.now, int(o.u8()%3), n.mem.put(fr))
+				nd.HostRx(n.now, int(o.U8()%3), n.mem.put(fr))
 			case 3:
 				var fs []link.Frame
-				for range o.u8() % 4 {
+				for range o.U8() % 4 {
 					fs = append(fs, n.mem.put(o.frame()))
 				}
-				nd.Respray(n.now, int(o.u8()%3)-1, fs)
+				nd.Respray(n.now, int(o.U8()%3)-1, fs)
 			case 4:
-				nd.SetLinkUp(n.now, int(o.u8()%3), o.u8()&1 == 1)
+				nd.SetLinkUp(n.now, int(o.U8()%3), o.U8()&1 == 1)
 			case 5:
-				nd.SetLoss(n.now, int(o.u8()%3), float64(o.u8())/100)
+				nd.SetLoss(n.now, int(o.U8()%3), float64(o.U8())/100)
 			case 6:
-				nd.SetEgressQueue(n.now, int(o.u8()%3), int(o.u16())<<4)
-				nd.SetLinkBacklog(int(o.u8()%3), int(o.u16())<<4)
+				nd.SetEgressQueue(n.now, int(o.U8()%3), int(o.U16())<<4)
+				nd.SetLinkBacklog(int(o.U8()%3), int(o.U16())<<4)
 			case 7:
-				nd.Learn(n.now, hostMAC(int(o.u8()%4)), EdgeID(o.u8()%4), o.u8()%3)
+				nd.Learn(n.now, hostMAC(int(o.U8()%4)), EdgeID(o.U8()%4), o.U8()%3)
 			case 8:
-				n.run(int64(o.u8())*nodeUs, nodeUs)
+				n.run(int64(o.U8())*nodeUs, nodeUs)
 			}
 			n.drain(i)
 			if in := n.mem.inUse(); in != len(n.fly) {

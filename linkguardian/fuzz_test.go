@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/internal/fuzzops"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
@@ -16,22 +17,11 @@ import (
 // sequence, ACK and count fields are arbitrary or near the ports' windows,
 // and arbitrary bytes.
 type portFuzzer struct {
-	s      *lgsim.Sim
-	in     []byte
+	s *lgsim.Sim
+	fuzzops.Ops
 	rules  []*lgsim.Rule
 	budget int64 // virtual time the operations may still run
 }
-
-func (z *portFuzzer) u8() byte {
-	if len(z.in) == 0 {
-		return 0
-	}
-	b := z.in[0]
-	z.in = z.in[1:]
-	return b
-}
-
-func (z *portFuzzer) u16() uint16 { return uint16(z.u8())<<8 | uint16(z.u8()) }
 
 // fuzzLinkConfig chooses the link from one byte: the receivers' mode, one
 // or both directions protected, the TX buffer (and window) size and N.
@@ -58,7 +48,7 @@ func fuzzLinkConfig(c byte) lgsim.Config {
 
 // ref picks a sequence number near a window edge of port p, or an arbitrary one.
 func (z *portFuzzer) ref(p, peer *linkguardian.Endpoint) seqhdr.Seq {
-	switch z.u8() % 7 {
+	switch z.U8() % 7 {
 	case 0:
 		if p.S != nil {
 			return p.S.Next().Add(-p.S.Outstanding())
@@ -80,19 +70,19 @@ func (z *portFuzzer) ref(p, peer *linkguardian.Endpoint) seqhdr.Seq {
 			return peer.S.Next()
 		}
 	case 5:
-		return seqhdr.MakeSeq(z.u16(), z.u8()&1 != 0)
+		return seqhdr.MakeSeq(z.U16(), z.U8()&1 != 0)
 	}
 	return 0
 }
 
 // linkFrame builds a well-formed link frame with fields near p's windows.
 func (z *portFuzzer) linkFrame(p, peer *linkguardian.Endpoint) []byte {
-	h := seqhdr.Header{Type: seqhdr.Type(1 + z.u8()%4)}
-	flags := z.u8()
-	h.Seq = z.ref(p, peer).Add(int(int8(z.u8())))
+	h := seqhdr.Header{Type: seqhdr.Type(1 + z.U8()%4)}
+	flags := z.U8()
+	h.Seq = z.ref(p, peer).Add(int(int8(z.U8())))
 	h.HasAck = flags&4 != 0
 	if h.HasAck {
-		h.Ack = z.ref(p, peer).Add(int(int8(z.u8())))
+		h.Ack = z.ref(p, peer).Add(int(int8(z.U8())))
 	}
 	switch h.Type {
 	case seqhdr.TypeData:
@@ -104,10 +94,10 @@ func (z *portFuzzer) linkFrame(p, peer *linkguardian.Endpoint) []byte {
 	case seqhdr.TypeAck:
 		h.Seq, h.HasAck = 0, true
 	case seqhdr.TypeLoss:
-		if c := z.u8(); c < 200 {
+		if c := z.U8(); c < 200 {
 			h.Count = 1 + uint16(c%32)
 		} else {
-			h.Count = max(z.u16(), 1)
+			h.Count = max(z.U16(), 1)
 		}
 		h.Latest = h.Seq.Add(int(h.Count) - 1)
 	}
@@ -120,10 +110,10 @@ func (z *portFuzzer) linkFrame(p, peer *linkguardian.Endpoint) []byte {
 
 // rawFrame returns up to 255 bytes of input, with the link EtherType if asked.
 func (z *portFuzzer) rawFrame() []byte {
-	flags, n := z.u8(), int(z.u8())
+	flags, n := z.U8(), int(z.U8())
 	b := make([]byte, n)
 	for i := range b {
-		b[i] = z.u8()
+		b[i] = z.U8()
 	}
 	if flags&1 != 0 && n >= 14 {
 		binary.BigEndian.PutUint16(b[12:], seqhdr.EtherType)
@@ -139,26 +129,26 @@ func (z *portFuzzer) run(d int64) {
 }
 
 func (z *portFuzzer) step() {
-	op := z.u8()
+	op := z.U8()
 	side := lgsim.Side(op >> 7)
 	p, peer := z.s.Port(side), z.s.Port(1-side)
 	switch op & 7 {
 	case 0:
 		if op>>3&3 == 3 && p.R != nil { // a policy switches the receiver's mode
-			p.R.SetDelivery(z.s.Now(), linkguardian.Delivery(z.u8()%3))
+			p.R.SetDelivery(z.s.Now(), linkguardian.Delivery(z.U8()%3))
 			return
 		}
-		z.s.Send(side, 1+int(z.u8()%32), int64(z.u8()%4)*100)
+		z.s.Send(side, 1+int(z.U8()%32), int64(z.U8()%4)*100)
 	case 1:
-		z.run(int64(z.u8()) * 100)
+		z.run(int64(z.U8()) * 100)
 	case 2:
-		z.run(int64(z.u8()) * 5 * us)
+		z.run(int64(z.U8()) * 5 * us)
 	case 3: // lose the next frames leaving side
-		r := lgsim.DropIf(1+int(z.u8()%8), func(*lgsim.Info) bool { return true })
+		r := lgsim.DropIf(1+int(z.U8()%8), func(*lgsim.Info) bool { return true })
 		z.rules = append(z.rules, r)
 		z.s.AddRule(side, r)
 	case 4: // lose the next frames of one type leaving side
-		r := lgsim.DropType(seqhdr.Type(1+z.u8()%4), 1+int(z.u8()%4))
+		r := lgsim.DropType(seqhdr.Type(1+z.U8()%4), 1+int(z.U8()%4))
 		z.rules = append(z.rules, r)
 		z.s.AddRule(side, r)
 	case 5, 6:
@@ -181,8 +171,8 @@ func checkPortFuzz(t *testing.T, in []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := &portFuzzer{s: s, in: in[1:], budget: 10_000 * us}
-	for ops := 0; len(z.in) > 0 && ops < 200; ops++ {
+	z := &portFuzzer{s: s, Ops: fuzzops.Ops{B: in[1:]}, budget: 10_000 * us}
+	for ops := 0; z.More() && ops < 200; ops++ {
 		z.step()
 	}
 	for _, r := range z.rules {

@@ -25,15 +25,11 @@ type incastOut struct {
 func incastRun(r *scenario.Result, seed uint64, n int, credits bool, loss Loss, offer int64) (*incastOut, error) {
 	s := New(Config{Seed: seed, Node: func(_ *Node, c *cellify.NodeConfig) { c.Credits = credits }})
 	lc := LinkConfig{Rate: linkRate, Delay: linkDelay, Loss: loss}
-	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
-	if err := s.Start(); err != nil {
+	t, flows, err := incast(s, n, lc, 1500, hostRate, offer)
+	if err != nil {
 		return nil, err
 	}
 	dst := t.Hosts[n]
-	var flows []*Flow
-	for i := range n {
-		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}))
-	}
 	w := measure(s, s.Now+10*ms, s.Now+offer, flows, []*Host{dst})
 	o := &incastOut{}
 	s.At(s.Now+offer, func() {
@@ -226,15 +222,11 @@ func LoopJump(seed uint64) (*scenario.Result, error) {
 	const n, d0, jumpAt, offer = 3, 50 * us, 20 * ms, 80 * ms
 	s := New(Config{Seed: seed})
 	lc := LinkConfig{Rate: linkRate, Delay: d0}
-	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
-	if err := s.Start(); err != nil {
+	t, flows, err := incast(s, n, lc, 1500, hostRate, offer)
+	if err != nil {
 		return nil, err
 	}
 	dst := t.Hosts[n]
-	var flows []*Flow
-	for i := range n {
-		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}))
-	}
 	before := measure(s, s.Now+5*ms, s.Now+jumpAt, flows, []*Host{dst})
 	// After the jump: from when the first cells of the longer loop are
 	// due (the loop itself, and the standing queue it drains meanwhile).
@@ -362,15 +354,11 @@ func StalledSource(seed uint64) (*scenario.Result, error) {
 	const n, stallAt, stall, offer = 3, 20 * ms, 20 * ms, 60 * ms
 	s := New(Config{Seed: seed, WarmUp: 10 * ms})
 	lc := LinkConfig{Rate: linkRate, Delay: 100 * us}
-	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
-	if err := s.Start(); err != nil {
+	t, flows, err := incast(s, n, lc, 1500, hostRate, offer)
+	if err != nil {
 		return nil, err
 	}
 	dst := t.Hosts[n]
-	var flows []*Flow
-	for i := range n {
-		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: dst, Size: 1500, Rate: hostRate, Stop: s.Now + offer}))
-	}
 	before := measure(s, s.Now+5*ms, s.Now+stallAt, flows, []*Host{dst})
 	// From one loop after the stall began (what was in flight drains).
 	during := measure(s, s.Now+stallAt+ms, s.Now+stallAt+stall, flows, []*Host{dst})

@@ -33,13 +33,9 @@ func (c ctrlCount) sub(o ctrlCount) ctrlCount {
 // made per cell they cut in the last 15 ms.
 func ctrlCostRun(r *scenario.Result, seed uint64, n int, rate float64, size int) (ctrlCount, *Flow, error) {
 	s := New(Config{Seed: seed})
-	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: LinkConfig{Rate: linkRate, Delay: linkDelay}, Host: HostConfig{Rate: hostRate}})
-	if err := s.Start(); err != nil {
+	t, flows, err := incast(s, n, LinkConfig{Rate: linkRate, Delay: linkDelay}, size, rate, 20*ms)
+	if err != nil {
 		return ctrlCount{}, nil, err
-	}
-	var flows []*Flow
-	for i := range n {
-		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: t.Hosts[n], Size: size, Rate: rate, Stop: s.Now + 20*ms}))
 	}
 	var c0, c1 ctrlCount
 	s.At(s.Now+5*ms, func() { c0 = countCtrl(t.Edges) })
@@ -87,4 +83,19 @@ func CtrlCost(seed uint64) (*scenario.Result, error) {
 	}
 	r.Wall = time.Since(start)
 	return r, nil
+}
+
+// incast builds a Clos fabric of n+1 edges over links lc, starts it and
+// adds a flow from each of its first n hosts to the last one, of frames
+// of size bytes at rate, until offer from now.
+func incast(s *Sim, n int, lc LinkConfig, size int, rate float64, offer int64) (*Topo, []*Flow, error) {
+	t := Clos(s, ClosConfig{Edges: n + 1, Uplinks: 4, Tier1: 2, Link: lc, Host: HostConfig{Rate: hostRate}})
+	if err := s.Start(); err != nil {
+		return nil, nil, err
+	}
+	var flows []*Flow
+	for i := range n {
+		flows = append(flows, s.AddFlow(FlowConfig{Src: t.Hosts[i], Dst: t.Hosts[n], Size: size, Rate: rate, Stop: s.Now + offer}))
+	}
+	return t, flows, nil
 }
