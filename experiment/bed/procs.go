@@ -356,3 +356,12 @@ func Prepare(e *Env, cfg interface{ Normalize() error }) error {
 	}
 	return cfg.Normalize()
 }
+
+// PrepareCC is Prepare for an experiment that runs TCP, then resolves the
+// congestion control *cc names once Normalize has filled it in.
+func PrepareCC(e *Env, cfg interface{ Normalize() error }, cc *string) (string, error) {
+	if err := Prepare(e, cfg); err != nil {
+		return "", err
+	}
+	return ResolveCC(*cc)
+}

@@ -144,16 +144,9 @@ func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*Cel
 	e.Printf("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
 		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
-	err := bundleArmRuns(ctx, e, "cells classes", cfg.Runs, cfg.Arms, func(arm string, run int) string {
-		r := classesOnce(ctx, e, arm, run, &cfg)
-		res.Runs = append(res.Runs, r)
-		return r.line()
+	return res, bundleArmRuns(ctx, e, "cells classes", cfg.Runs, cfg.Arms, &res.Runs, res.summarize, func(arm string, run int) CellsClassesRun {
+		return classesOnce(ctx, e, arm, run, &cfg)
 	})
-	if err != nil {
-		return res, err
-	}
-	res.summarize()
-	return res, nil
 }
 
 func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsClassesConfig) (r CellsClassesRun) {

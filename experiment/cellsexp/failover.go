@@ -241,22 +241,19 @@ func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*C
 	e.Printf("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
 		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,
 		(time.Duration(total) * (cfg.Duration + 4*time.Second)).Round(time.Second))
-	err := bundleArmRuns(ctx, e, "cells failover", cfg.Runs, cfg.Arms, func(arm string, run int) string {
-		r := failoverOnce(ctx, e, arm, run, &cfg)
-		res.Runs = append(res.Runs, r)
-		return r.line()
+	return res, bundleArmRuns(ctx, e, "cells failover", cfg.Runs, cfg.Arms, &res.Runs, res.summarize, func(arm string, run int) CellsFailoverRun {
+		return failoverOnce(ctx, e, arm, run, &cfg)
 	})
-	if err != nil {
-		return res, err
-	}
-	res.summarize()
-	return res, nil
 }
 
 // bundleArmRuns brings the bundle testbed up and calls once for every run
-// and arm in turn (runs outermost), each with a progress line of what it
-// returns, until ctx ends; the testbed goes down at the end.
-func bundleArmRuns(ctx context.Context, e *bed.Env, what string, runs int, arms []string, once func(arm string, run int) string) error {
+// and arm in turn (runs outermost), keeping each result in *out with a
+// progress line, until ctx ends; then summarize. The testbed goes down at
+// the end.
+func bundleArmRuns[R any, PR interface {
+	*R
+	line() string
+}](ctx context.Context, e *bed.Env, what string, runs int, arms []string, out *[]R, summarize func(), once func(arm string, run int) R) error {
 	tb, err := upBundle(e)
 	if err != nil {
 		return err
@@ -269,10 +266,12 @@ func bundleArmRuns(ctx context.Context, e *bed.Env, what string, runs int, arms 
 				return ctx.Err()
 			}
 			i++
-			line := once(arm, run)
-			e.Printf("%s: [%d/%d] %s run %d: %s", what, i, total, arm, run, line)
+			r := once(arm, run)
+			*out = append(*out, r)
+			e.Printf("%s: [%d/%d] %s run %d: %s", what, i, total, arm, run, PR(&r).line())
 		}
 	}
+	summarize()
 	return nil
 }
 

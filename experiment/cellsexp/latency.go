@@ -82,10 +82,7 @@ type CellsLatencyResult struct {
 // TCP flows from h1 to h2, one connection each, through each arm.
 func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*CellsLatencyResult, error) {
 	start := time.Now()
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	cc, err := bed.ResolveCC(cfg.CC)
+	cc, err := bed.PrepareCC(e, &cfg, &cfg.CC)
 	if err != nil {
 		return nil, err
 	}

@@ -175,10 +175,7 @@ type FECFCTResult struct {
 // time TCP flows of every size from h1 to h2, one connection each.
 func FECFCT(ctx context.Context, e *bed.Env, cfg FECFCTConfig) (*FECFCTResult, error) {
 	start := time.Now()
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	cc, err := bed.ResolveCC(cfg.CC)
+	cc, err := bed.PrepareCC(e, &cfg, &cfg.CC)
 	if err != nil {
 		return nil, err
 	}

@@ -182,10 +182,7 @@ type ChaosResult struct {
 // again, whether the dataplanes lived, and whether UDP through the link
 // afterwards lost anything or arrived out of order.
 func Chaos(ctx context.Context, e *bed.Env, cfg ChaosConfig) (*ChaosResult, error) {
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	cc, err := bed.ResolveCC(cfg.CC)
+	cc, err := bed.PrepareCC(e, &cfg, &cfg.CC)
 	if err != nil {
 		return nil, err
 	}
