@@ -180,11 +180,20 @@ func (n *Node) HostStats(p int) HostStats {
 	return n.hosts[p]
 }
 
-// LinkRx takes a frame received on link port l.
-func (n *Node) LinkRx(now int64, l int, f link.Frame) {
+// onLink starts a call about link port l at now: false, counted as
+// BadLink, if there is no such port.
+func (n *Node) onLink(now int64, l int) bool {
 	n.now = now
 	if l < 0 || l >= len(n.links) {
 		n.Stats.BadLink++
+		return false
+	}
+	return true
+}
+
+// LinkRx takes a frame received on link port l.
+func (n *Node) LinkRx(now int64, l int, f link.Frame) {
+	if !n.onLink(now, l) {
 		n.free(f)
 		return
 	}
@@ -374,9 +383,7 @@ func (n *Node) Respray(now int64, l int, frames []link.Frame) {
 // SetLinkUp reports link port l's interface state: down leaves the tables
 // at once, up returns after Th good REACH intervals.
 func (n *Node) SetLinkUp(now int64, l int, up bool) {
-	n.now = now
-	if l < 0 || l >= len(n.links) {
-		n.Stats.BadLink++
+	if !n.onLink(now, l) {
 		return
 	}
 	n.reach.SetUp(now, l, up)
@@ -385,9 +392,7 @@ func (n *Node) SetLinkUp(now int64, l int, up bool) {
 // SetLoss reports link port l's measured loss rate (exclusion above
 // ReachConfig.LossFaulty, return at or below LossClear).
 func (n *Node) SetLoss(now int64, l int, loss float64) {
-	n.now = now
-	if l < 0 || l >= len(n.links) {
-		n.Stats.BadLink++
+	if !n.onLink(now, l) {
 		return
 	}
 	n.reach.SetLoss(now, l, loss)
@@ -399,9 +404,7 @@ func (n *Node) SetLoss(now int64, l int, loss float64) {
 // without waiting for its timeout (ReasmConfig.LostWait); a fabric node
 // ignores it.
 func (n *Node) CellsLost(now int64, l int, count int) {
-	n.now = now
-	if l < 0 || l >= len(n.links) {
-		n.Stats.BadLink++
+	if !n.onLink(now, l) {
 		return
 	}
 	if n.edge && count > 0 {

@@ -173,19 +173,26 @@ func TestNodeLearnAndFlood(t *testing.T) {
 	}
 }
 
-// A fabric node between two edges decrements hops, sprays again, marks FCI
-// above its threshold (the destination's scheduler hears it), forwards
-// credit frames on the priority list and drops a cell without a hop left.
-func TestNodeFabric(t *testing.T) {
-	n := newNodeNet(t)
+// edgesThroughFabric is two edges, each with one host and two links to
+// fabric node f (node index), run until their REACHes went round.
+func edgesThroughFabric(t testing.TB) (n *nodeNet, f int) {
+	n = newNodeNet(t)
 	n.add(testEdge(1, 1, 2))
 	n.add(testEdge(2, 1, 2))
-	f := n.add(testFabric(100, 4))
+	f = n.add(testFabric(100, 4))
 	n.wire(0, 0, f, 0, nodeUs)
 	n.wire(0, 1, f, 1, nodeUs)
 	n.wire(1, 0, f, 2, nodeUs)
 	n.wire(1, 1, f, 3, nodeUs)
 	n.run(200*nodeUs, nodeUs)
+	return n, f
+}
+
+// A fabric node between two edges decrements hops, sprays again, marks FCI
+// above its threshold (the destination's scheduler hears it), forwards
+// credit frames on the priority list and drops a cell without a hop left.
+func TestNodeFabric(t *testing.T) {
+	n, f := edgesThroughFabric(t)
 	for i, nd := range n.nodes[:2] {
 		if nd.Reach().Routes(EdgeID(2-i)) != 0b11 {
 			t.Fatalf("edge %d routes %#b", i+1, nd.Reach().Routes(EdgeID(2-i)))
@@ -350,15 +357,7 @@ func TestNodeNoAlloc(t *testing.T) {
 // Through a fabric node too: forwarding, FCI marking and credit frames
 // allocate nothing.
 func TestNodeNoAllocFabric(t *testing.T) {
-	n := newNodeNet(t)
-	n.add(testEdge(1, 1, 2))
-	n.add(testEdge(2, 1, 2))
-	f := n.add(testFabric(100, 4))
-	n.wire(0, 0, f, 0, nodeUs)
-	n.wire(0, 1, f, 1, nodeUs)
-	n.wire(1, 0, f, 2, nodeUs)
-	n.wire(1, 1, f, 3, nodeUs)
-	n.run(200*nodeUs, nodeUs)
+	n, f := edgesThroughFabric(t)
 	for _, nd := range n.nodes[:2] {
 		nd.Learn(n.now, hostMAC(1), 1, 0)
 		nd.Learn(n.now, hostMAC(2), 2, 0)
