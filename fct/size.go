@@ -89,3 +89,35 @@ func FormatSize(n int64) string {
 	}
 	return fmt.Sprintf("%dB", n)
 }
+
+// Mix is how many flows of each size a run sends: Flows[i] of Sizes[i], or
+// Flows[0] of every size.
+type Mix struct {
+	Sizes []int64
+	Flows []int
+}
+
+// Check refuses a flow count per size that does not match the sizes.
+func (m Mix) Check() error {
+	if len(m.Flows) != 1 && len(m.Flows) != len(m.Sizes) {
+		return fmt.Errorf("%d flow counts for %d sizes: give one count for all sizes or one per size", len(m.Flows), len(m.Sizes))
+	}
+	return nil
+}
+
+// For is the flow count of size index i.
+func (m Mix) For(i int) int {
+	if len(m.Flows) == 1 {
+		return m.Flows[0]
+	}
+	return m.Flows[i]
+}
+
+// String says "count×size" for each size, joined by " + ".
+func (m Mix) String() string {
+	var counts []string
+	for i, s := range m.Sizes {
+		counts = append(counts, fmt.Sprintf("%d×%s", m.For(i), FormatSize(s)))
+	}
+	return strings.Join(counts, " + ")
+}

@@ -76,8 +76,8 @@ func (c *FECFCTConfig) Normalize() error {
 			c.Flows = []int{50}
 		}
 	}
-	if len(c.Flows) != 1 && len(c.Flows) != len(c.Sizes) {
-		return fmt.Errorf("fec fct: %d flow counts for %d sizes: give one count for all sizes or one per size", len(c.Flows), len(c.Sizes))
+	if err := c.mix().Check(); err != nil {
+		return fmt.Errorf("fec fct: %w", err)
 	}
 	for i, s := range c.Sizes {
 		if s < fct.HeaderSize || c.FlowsFor(i) < 1 {
@@ -101,12 +101,9 @@ func (c *FECFCTConfig) Normalize() error {
 }
 
 // FlowsFor is the flow count of size index i.
-func (c *FECFCTConfig) FlowsFor(i int) int {
-	if len(c.Flows) == 1 {
-		return c.Flows[0]
-	}
-	return c.Flows[i]
-}
+func (c *FECFCTConfig) FlowsFor(i int) int { return c.mix().For(i) }
+
+func (c *FECFCTConfig) mix() fct.Mix { return fct.Mix{Sizes: c.Sizes, Flows: c.Flows} }
 
 // dscp is the DSCP of flows of size (EF up to Short).
 func (c *FECFCTConfig) dscp(size int64) int {
@@ -180,12 +177,8 @@ func FECFCT(ctx context.Context, e *bed.Env, cfg FECFCTConfig) (*FECFCTResult, e
 		return nil, err
 	}
 	res := &FECFCTResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc}
-	var counts []string
-	for i, s := range cfg.Sizes {
-		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))
-	}
 	e.Printf("fec fct: bundle testbed %q, links %v gray (loss %g, mean burst %g, sw1→sw2), link0 clean; arms %s × %d runs × {clean, lossy}; flows %s (up to %s with DSCP EF: class 1 in the classes arms); %s",
-		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, strings.Join(cfg.Arms, ","), cfg.Runs, strings.Join(counts, " + "), fct.FormatSize(cfg.Short), cc)
+		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, strings.Join(cfg.Arms, ","), cfg.Runs, cfg.mix(), fct.FormatSize(cfg.Short), cc)
 	b, err := e.BedUp("bundle", 0)
 	if err != nil {
 		return nil, err

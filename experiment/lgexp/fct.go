@@ -75,8 +75,8 @@ func (c *FCTConfig) Normalize() error {
 	if len(c.Flows) == 0 {
 		c.Flows = []int{10000}
 	}
-	if len(c.Flows) != 1 && len(c.Flows) != len(c.Sizes) {
-		return fmt.Errorf("fct: %d flow counts for %d sizes: give one count for all sizes or one per size", len(c.Flows), len(c.Sizes))
+	if err := c.mix().Check(); err != nil {
+		return fmt.Errorf("fct: %w", err)
 	}
 	if c.Rounds <= 0 {
 		c.Rounds = 1
@@ -134,12 +134,9 @@ func (c *FCTConfig) Normalize() error {
 }
 
 // FlowsFor is the flow count of size index i.
-func (c *FCTConfig) FlowsFor(i int) int {
-	if len(c.Flows) == 1 {
-		return c.Flows[0]
-	}
-	return c.Flows[i]
-}
+func (c *FCTConfig) FlowsFor(i int) int { return c.mix().For(i) }
+
+func (c *FCTConfig) mix() fct.Mix { return fct.Mix{Sizes: c.Sizes, Flows: c.Flows} }
 
 // round is the configuration of round r (from 0) of c.Rounds: each size's
 // flows split as evenly as they go, the impairment seed advanced by r so
@@ -247,12 +244,8 @@ func FCT(ctx context.Context, e *bed.Env, cfg FCTConfig) (*FCTResult, error) {
 		res.Impairment = "none (loss 0)"
 	}
 
-	var counts []string
-	for i, s := range cfg.Sizes {
-		counts = append(counts, fmt.Sprintf("%d×%s", cfg.FlowsFor(i), fct.FormatSize(s)))
-	}
 	e.Printf("fct: pair testbed %q; arms %s; %s flows per arm in %d round(s) (%s tool, %s); loss %s on sw1→sw2",
-		e.Prefix, strings.Join(cfg.Arms, ","), strings.Join(counts, " + "), cfg.Rounds, cfg.Tool, cc, res.Impairment)
+		e.Prefix, strings.Join(cfg.Arms, ","), cfg.mix(), cfg.Rounds, cfg.Tool, cc, res.Impairment)
 	tb, err := e.Up(netns.ForwardingNone, cfg.MTU)
 	if err != nil {
 		return nil, err
