@@ -119,10 +119,8 @@ func lostAckPositions() []int {
 // DummyInterval after its last frame, and NextDeadline says so, so that an
 // idle worker wakes up for it.
 func TestCreditBoundSenderProbes(t *testing.T) {
-	pool := linksim.NewPool(64, 2048, 256)
-	sc := *senderCfg(1)
-	sc.TxBuffer, sc.Credit = 8, 4
-	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
+	p, pool := newSender(t, 1, 8, 4)
+	dummy := senderCfg(1).DummyInterval
 	now := int64(1000)
 	for range 3 {
 		p.Send(now, hostFrame(t, pool))
@@ -133,14 +131,14 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 	}
 	p.Send(now, hostFrame(t, pool)) // the credit window is now full
 	release(p, pool)
-	if d := p.NextDeadline(now, false); d != now+sc.DummyInterval {
-		t.Fatalf("credit-bound sender: deadline %d, want %d (DummyInterval after the last frame)", d, now+sc.DummyInterval)
+	if d := p.NextDeadline(now, false); d != now+dummy {
+		t.Fatalf("credit-bound sender: deadline %d, want %d (DummyInterval after the last frame)", d, now+dummy)
 	}
-	p.Poll(now+sc.DummyInterval-1, false)
+	p.Poll(now+dummy-1, false)
 	if len(p.Out.Low) != 0 {
 		t.Fatal("dummy before DummyInterval")
 	}
-	p.Poll(now+sc.DummyInterval, false)
+	p.Poll(now+dummy, false)
 	if len(p.Out.Low) != 1 || p.S.Stats.DummiesSent != 1 {
 		t.Fatalf("credit-bound sender sent %d dummies, want 1", len(p.Out.Low))
 	}
@@ -150,12 +148,12 @@ func TestCreditBoundSenderProbes(t *testing.T) {
 	}
 	release(p, pool)
 	// Backoff as when idle: the next one twice as late.
-	if d := p.NextDeadline(now+sc.DummyInterval, false); d != now+3*sc.DummyInterval {
-		t.Fatalf("second probe at %d, want %d", d, now+3*sc.DummyInterval)
+	if d := p.NextDeadline(now+dummy, false); d != now+3*dummy {
+		t.Fatalf("second probe at %d, want %d", d, now+3*dummy)
 	}
 	// Paused: no probe.
-	p.Pause(now+sc.DummyInterval, 100*us)
-	p.Poll(now+10*sc.DummyInterval, false)
+	p.Pause(now+dummy, 100*us)
+	p.Poll(now+10*dummy, false)
 	if len(p.Out.Low) != 0 {
 		t.Fatal("probe while paused")
 	}

@@ -44,10 +44,7 @@ func release(p *linkguardian.Endpoint, pool *linksim.Pool) {
 }
 
 func TestPauseResumeAndTxFull(t *testing.T) {
-	pool := linksim.NewPool(64, 2048, 256)
-	sc := *senderCfg(2)
-	sc.TxBuffer = 4
-	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
+	p, pool := newSender(t, 2, 4, 0)
 	now := int64(1000)
 	for i := range 4 {
 		if !p.Send(now, hostFrame(t, pool)) {
@@ -134,10 +131,7 @@ func TestReceiverBadAndPassthrough(t *testing.T) {
 // unacknowledged frames although its TX buffer has room, and an ACK opens
 // the window again by what it acknowledged.
 func TestCreditBelowTxBuffer(t *testing.T) {
-	pool := linksim.NewPool(64, 2048, 256)
-	sc := *senderCfg(1)
-	sc.TxBuffer, sc.Credit = 8, 5
-	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
+	p, pool := newSender(t, 1, 8, 5)
 	now := int64(1000)
 	for i := range 5 {
 		if !p.Send(now, hostFrame(t, pool)) {
@@ -219,4 +213,14 @@ func newEndpoint(t testing.TB, cfg linkguardian.Config, mem link.Memory) *linkgu
 		t.Fatal(err)
 	}
 	return p
+}
+
+// newSender makes an endpoint that only sends, with copies, a TX buffer
+// of txBuffer frames and credit (0: the TX buffer), over a fresh pool.
+func newSender(t testing.TB, copies, txBuffer, credit int) (*linkguardian.Endpoint, *linksim.Pool) {
+	t.Helper()
+	pool := linksim.NewPool(64, 2048, 256)
+	sc := *senderCfg(copies)
+	sc.TxBuffer, sc.Credit = txBuffer, credit
+	return newEndpoint(t, linkguardian.Config{Sender: &sc}, pool), pool
 }

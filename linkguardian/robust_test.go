@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/linkguardian/lgsim"
@@ -17,10 +16,7 @@ import (
 // outstanding wrapped the clamp in the 17-bit serial space and retransmitted
 // empty TX buffer slots (a panic in seqhdr.SetRetx).
 func TestLossNotificationOutsideWindow(t *testing.T) {
-	pool := linksim.NewPool(64, 2048, 256)
-	sc := *senderCfg(1)
-	sc.TxBuffer = 8
-	p := newEndpoint(t, linkguardian.Config{Sender: &sc}, pool)
+	p, pool := newSender(t, 1, 8, 0)
 	now := int64(1000)
 	for range 5 {
 		if !p.Send(now, hostFrame(t, pool)) {
