@@ -46,7 +46,7 @@ length MEAN frames and the same average rate (--loss P --burst MEAN).`,
 			if n := btoi(set) + btoi(off) + btoi(stats); n != 1 {
 				return errors.New("say exactly one of: --loss P (or --flip P), --off, --stats")
 			}
-			if err := enterNetns(ns); err != nil {
+			if err := cli.EnterNetns(ns); err != nil {
 				return err
 			}
 			switch {

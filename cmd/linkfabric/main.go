@@ -15,6 +15,7 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/cellsexp"
 	"github.com/linkfabric/linkfabric/experiment/fecexp"
 	"github.com/linkfabric/linkfabric/experiment/lgexp"
+	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/spf13/cobra"
 )
 
@@ -59,7 +60,7 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd())
 	root.AddCommand(lgexp.Commands()...)
-	root.AddCommand(cellsexp.Command(), tdmaCmd(), fecexp.Command())
+	root.AddCommand(cellsexp.Command(), tdmaexp.Command(), fecexp.Command())
 
 	// SIGHUP too: a closed terminal or an ended session must take a
 	// testbed down like Ctrl-C does, not leave namespaces and dataplanes.

@@ -103,7 +103,7 @@ NICs).`,
 				return err
 			}
 			cfg.Shape = shapes.apply(cfg.Shape)
-			if err := enterNetns(ns); err != nil {
+			if err := cli.EnterNetns(ns); err != nil {
 				return err
 			}
 			if cfg.XDPMode, err = parseXDPMode(xdpMode); err != nil {

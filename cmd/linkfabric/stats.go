@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +24,7 @@ func statsCmd() *cobra.Command {
 		Example: `  linkfabric stats --netns lfsw2
   linkfabric stats --netns lfsw2 --json | jq .linkguardian.retx_delay_us`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := enterNetns(ns); err != nil {
+			if err := cli.EnterNetns(ns); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)

@@ -1,4 +1,5 @@
-// Package tdmaexp holds the TDMA experiments (package tdma, behind
-// `linkfabric tdma`) on a star of hosts; the testbed they share with the
-// others is package bed. Command-line parsing stays in cmd/linkfabric.
+// Package tdmaexp holds the TDMA experiments (package tdma) on a star of
+// hosts and their command, `linkfabric tdma`; the testbed they share with
+// the others is package bed, and the fabric manager and host agents they
+// start are the commands of package tdmacli.
 package tdmaexp

@@ -35,7 +35,8 @@ type FreezeHost struct {
 	Host int `json:"host"` // 1-based
 	// State: silent (a silence spans the CONT), done-before (its last frame
 	// left before the STOP), done-during (its last frame left during the
-	// freeze), sent-nothing, or sending-at-cont (no silence spans the CONT).
+	// freeze), sent-nothing, started-after (its first frame left after the
+	// CONT), or sending-at-cont (no silence spans the CONT).
 	State              string  `json:"state"`
 	HeardMs            float64 `json:"last_heard_ms"`         // last control frame heard before the silence
 	SilentFromMs       float64 `json:"silent_from_ms"`        // the last byte before the silence left the line
@@ -99,6 +100,8 @@ func CheckFreeze(stop, cont, lease, round int64, hosts []host.Stats) FreezeResul
 			f.State = "done-before"
 		case h.LastSend <= cont:
 			f.State = "done-during"
+		case h.FirstSend > cont:
+			f.State = "started-after" // its agent came up late: silent throughout
 		default:
 			f.State, f.Silent = "sending-at-cont", false
 			sending++

@@ -66,6 +66,14 @@ func TestCheckFreeze(t *testing.T) {
 	if r.Silent != Missed || r.Hosts[1].State != "sending-at-cont" || r.Note != "" {
 		t.Errorf("sending at the CONT: %+v", r)
 	}
+	// a host whose agent sent its first frame only after the CONT (it came
+	// up late) was silent through the freeze: that is no miss
+	late := append([]host.Stats(nil), ok...)
+	late[1] = host.Stats{SendSinceCtlMax: 4 * msNs, FirstSend: 1300 * msNs, LastSend: 1900 * msNs}
+	r = CheckFreeze(stop, cont, lease, round, late)
+	if r.Silent != Met || r.Resume != Met || r.Hosts[1].State != "started-after" || !r.Hosts[1].Silent {
+		t.Errorf("a host that started after the CONT: %+v", r)
+	}
 	// hosts done before or during the freeze: nothing to resume
 	done := []host.Stats{{FirstSend: 100 * msNs, LastSend: 900 * msNs, SendSinceCtlMax: 5 * msNs}, {FirstSend: 100 * msNs, LastSend: 1010 * msNs, SendSinceCtlMax: 10 * msNs}, {}}
 	r = CheckFreeze(stop, cont, lease, round, done)

@@ -1,6 +1,7 @@
 package tdmaexp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -239,6 +240,60 @@ func (p *agentProc) result(v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// readyWait bounds how long startStar waits for an agent to come up.
+const readyWait = 30 * time.Second
+
+// startStar starts the n host agents, waits until every one has said it
+// is ready (its sockets open, its peers' MACs resolved), and only then the
+// FM: the FM's first round, which waits a short while for every host's
+// first demand, then finds them all, and every host starts in it. Started
+// first, the FM began its rounds with the hosts whose agents came up
+// first, and on a busy machine the others started up to a second later:
+// their flows finished that much later, and frames sent to a host whose
+// agent was not up yet were lost. The processes started are returned
+// also with an error, for the caller to stop.
+func startStar(ctx context.Context, e *bed.Env, dir string, n int, fmArgs []string, hostArgs func(i int) []string) (*agentProc, []*agentProc, error) {
+	var hp []*agentProc
+	for i := 0; i < n; i++ {
+		p, err := startAgent(e, dir, "h"+strconv.Itoa(i+1), hostArgs(i)...)
+		if err != nil {
+			return nil, hp, err
+		}
+		hp = append(hp, p)
+	}
+	deadline := time.Now().Add(readyWait)
+	for _, p := range hp {
+		if err := p.waitReady(ctx, deadline); err != nil {
+			return nil, hp, err
+		}
+	}
+	fmp, err := startAgent(e, dir, "fm", fmArgs...)
+	return fmp, hp, err
+}
+
+// waitReady waits until the agent's log has its "ready" line; an agent
+// that exits first, or the deadline, is an error.
+func (p *agentProc) waitReady(ctx context.Context, deadline time.Time) error {
+	for {
+		b, _ := os.ReadFile(p.log.Name())
+		if bytes.Contains(b, []byte(" ready\n")) {
+			return nil
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			b, _ := os.ReadFile(p.log.Name())
+			return fmt.Errorf("%s exited before it was ready (%v); its log:\n%s", p.log.Name(), err, bed.LastLines(b, 10))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not ready after %v; its log:\n%s", p.log.Name(), readyWait, bed.LastLines(b, 10))
+		}
+	}
+}
+
 // TDMARun is one run of the FM and host agents.
 type TDMARun struct {
 	FM    fm.Stats     `json:"fm"`
@@ -273,28 +328,25 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
 	fargs := append([]string{"tdma", "fm", "--netns", tb.NS("fm"), "--slot", c.Slot.String(), "--guard", c.Guard.String(),
 		"--scheduler", c.Sched, "--rt", strconv.Itoa(c.RT)}, common...)
-	fmp, err := startAgent(e, dir, "fm", fargs...)
-	if err != nil {
-		return nil, err
-	}
-	defer fmp.stop()
-	var hp []*agentProc
-	defer func() {
-		for _, p := range hp {
-			p.stop()
-		}
-	}()
-	for i := 0; i < c.Hosts; i++ {
+	hargs := func(i int) []string {
 		args := append([]string{"tdma", "host", "--netns", tb.NS("h" + strconv.Itoa(i+1)), "--index", strconv.Itoa(i),
 			"--rt", strconv.Itoa(c.HostRT), "--margin", c.Margin.String()}, common...)
 		if c.Spin != 0 {
 			args = append(args, "--spin", max(c.Spin, 0).String())
 		}
-		p, err := startAgent(e, dir, "h"+strconv.Itoa(i+1), append(args, hostArgs(i)...)...)
-		if err != nil {
-			return nil, err
+		return append(args, hostArgs(i)...)
+	}
+	fmp, hp, err := startStar(ctx, e, dir, c.Hosts, fargs, hargs)
+	if fmp != nil {
+		defer fmp.stop()
+	}
+	defer func() {
+		for _, p := range hp {
+			p.stop()
 		}
-		hp = append(hp, p)
+	}()
+	if err != nil {
+		return nil, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -1,12 +1,15 @@
-package main
+package tdmaexp
 
 import (
 	"github.com/linkfabric/linkfabric/internal/cli"
+	"github.com/linkfabric/linkfabric/tdma/tdmacli"
 	"github.com/linkfabric/linkfabric/tdma/tdmasim"
 	"github.com/spf13/cobra"
 )
 
-func tdmaCmd() *cobra.Command {
+// Command is the tdma command: its experiments, the simulator, and the
+// fabric manager and host agents they start (package tdmacli).
+func Command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tdma",
 		Short: "PFC-driven TDMA (Vattikonda et al., EuroSys'12) with leases: experiments",
@@ -47,7 +50,8 @@ on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
   sudo linkfabric tdma rpc --buffer 64k --arms tcp,tdma,idle
   sudo linkfabric tdma rr --blocks 0.25,0.5,1,2,4,16 --arms tcp,tdma`,
 	}
-	cmd.AddCommand(tdmaSimCmd(), tdmaFMCmd(), tdmaHostCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaRPCCmd(), tdmaRRCmd(), tdmaNFQCmd(), tdmaProbeCmd())
+	cmd.AddCommand(tdmacli.Commands()...)
+	cmd.AddCommand(tdmaSimCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaRPCCmd(), tdmaRRCmd(), tdmaNFQCmd(), tdmaProbeCmd())
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-package main
+package tdmaexp
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -59,7 +58,7 @@ func probeFinish(res probeResult, out string, asJSON bool) error {
 
 func tdmaProbeTimersCmd() *cobra.Command {
 	var (
-		cfg    tdmaexp.TDMAProbeTimersConfig
+		cfg    TDMAProbeTimersConfig
 		out    string
 		asJSON bool
 	)
@@ -98,7 +97,7 @@ from the median up, log scale) into --out.`,
 			if cfg.RT < 0 || cfg.RT > 99 {
 				return fmt.Errorf("--rt %d: want 1..99, or 0 to skip the SCHED_FIFO row", cfg.RT)
 			}
-			res, err := tdmaexp.TDMAProbeTimers(cmd.Context(), &bed.Env{}, cfg)
+			res, err := TDMAProbeTimers(cmd.Context(), &bed.Env{}, cfg)
 			if err != nil {
 				return err
 			}
@@ -128,7 +127,7 @@ func (s *probeStarFlags) add(cmd *cobra.Command, rate string) {
 
 func tdmaProbeSpreadCmd() *cobra.Command {
 	var (
-		cfg    tdmaexp.TDMAProbeSpreadConfig
+		cfg    TDMAProbeSpreadConfig
 		star   probeStarFlags
 		loads  []string
 		out    string
@@ -184,7 +183,7 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 				return fmt.Errorf("--batches %d, --interval %v: want at least 1 batch and 100µs", cfg.Batches, cfg.Interval)
 			}
 			env := &bed.Env{Prefix: star.prefix}
-			res, err := tdmaexp.TDMAProbeSpread(cmd.Context(), env, cfg)
+			res, err := TDMAProbeSpread(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}
@@ -207,7 +206,7 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 
 func tdmaProbeReactCmd() *cobra.Command {
 	var (
-		cfg    tdmaexp.TDMAProbeReactConfig
+		cfg    TDMAProbeReactConfig
 		star   probeStarFlags
 		out    string
 		asJSON bool
@@ -264,7 +263,7 @@ Writes react.json, react.csv (every lag) and react.png (medians by size).`,
 				return fmt.Errorf("--cycles %d, --timed %d, --pause %v: want at least 1 cycle, 0 or more timed pauses and a pause > 0", cfg.Cycles, cfg.Timed, cfg.Pause)
 			}
 			env := &bed.Env{Prefix: star.prefix}
-			res, err := tdmaexp.TDMAProbeReact(cmd.Context(), env, cfg)
+			res, err := TDMAProbeReact(cmd.Context(), env, cfg)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package main
+package tdmaexp
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/spf13/cobra"
 )
 
@@ -65,12 +64,12 @@ TDMA run's agent logs and statistics.`,
   sudo linkfabric tdma rpc --ping-every 500ms --offsets 0,1ms,2ms,3ms,4ms`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c tdmaexp.TDMARPCConfig
+			var c TDMARPCConfig
 			var err error
 			if c.Star, err = sf.star(); err != nil {
 				return err
 			}
-			if c.Arms, err = sf.armList(tdmaexp.RPCArms); err != nil {
+			if c.Arms, err = sf.armList(RPCArms); err != nil {
 				return err
 			}
 			if warm < 0 || phase < 100*time.Millisecond || pingEvery <= 0 {
@@ -83,15 +82,15 @@ TDMA run's agent logs and statistics.`,
 			c.Warm, c.Phase, c.PingEvery = warm, phase, pingEvery
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
 			env := &bed.Env{Prefix: sf.prefix}
-			r, err := tdmaexp.TDMARPC(cmd.Context(), env, c)
+			r, err := TDMARPC(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
-				err = wroteFiles(err)(tdmaexp.WriteTDMARPC(sf.out, r))
+				err = wroteFiles(err)(WriteTDMARPC(sf.out, r))
 			}
 			return err
 		},
 	}
-	sf.register(cmd.Flags(), tdmaStarDefaults{limitName: "buffer", arms: tdmaexp.RPCArms, armsValue: "tcp,tdma,idle", prefix: "lfrp", out: "out/tdma-rpc"})
+	sf.register(cmd.Flags(), tdmaStarDefaults{limitName: "buffer", arms: RPCArms, armsValue: "tcp,tdma,idle", prefix: "lfrp", out: "out/tdma-rpc"})
 	f := cmd.Flags()
 	f.DurationVar(&warm, "warm", time.Second, "bulk runs this long before the measured phases")
 	f.DurationVar(&phase, "phase", 5*time.Second, "each measured phase: bulk alone, then bulk with the ping")

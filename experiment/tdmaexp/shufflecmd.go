@@ -1,4 +1,4 @@
-package main
+package tdmaexp
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -57,12 +56,12 @@ agent logs and statistics go in a directory of their own.`,
   sudo linkfabric tdma shuffle --hosts 6 --rate 100M --slot 5ms --guard 300us --rt 50 --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c tdmaexp.TDMAShuffleConfig
+			var c TDMAShuffleConfig
 			var err error
 			if c.Star, err = sf.star(); err != nil {
 				return err
 			}
-			if c.Arms, err = sf.armList(tdmaexp.ShuffleArms); err != nil {
+			if c.Arms, err = sf.armList(ShuffleArms); err != nil {
 				return err
 			}
 			var sz netns.ByteSize
@@ -72,22 +71,22 @@ agent logs and statistics go in a directory of their own.`,
 			c.Size = int64(sz)
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
 			env := &bed.Env{Prefix: sf.prefix}
-			r, err := tdmaexp.TDMAShuffle(cmd.Context(), env, c)
+			r, err := TDMAShuffle(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
-				err = wroteFiles(err)(tdmaexp.WriteTDMAShuffle(sf.out, r))
+				err = wroteFiles(err)(WriteTDMAShuffle(sf.out, r))
 			}
 			return err
 		},
 	}
-	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: tdmaexp.ShuffleArms, armsValue: "tdma,tcp", prefix: "lftx", out: "out/tdma-shuffle"})
+	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: ShuffleArms, armsValue: "tdma,tcp", prefix: "lftx", out: "out/tdma-shuffle"})
 	cmd.Flags().StringVar(&size, "size", "4MiB", "bytes each host sends to each other host")
 	return cmd
 }
 
 // wroteFiles returns a function that prints the files an experiment wrote
 // (to stderr) and returns err, or the writing's error if err is nil:
-// err = wroteFiles(err)(tdmaexp.WriteX(dir, r)).
+// err = wroteFiles(err)(WriteX(dir, r)).
 func wroteFiles(err error) func(paths []string, werr error) error {
 	return func(paths []string, werr error) error {
 		if len(paths) > 0 {

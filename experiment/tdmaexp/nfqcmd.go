@@ -1,4 +1,4 @@
-package main
+package tdmaexp
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +45,7 @@ into --out with each run's agent logs.`,
 		Example: `  sudo linkfabric tdma nfqueue --hosts 5 --duration 10s --runs 3`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c tdmaexp.TDMANFQConfig
+			var c TDMANFQConfig
 			var err error
 			if c.Star, err = star.star(); err != nil {
 				return err
@@ -59,10 +58,10 @@ into --out with each run's agent logs.`,
 			}
 			c.Runs, c.Force, c.Dir, c.Duration, c.TLP = runs, force, out, dur.Truncate(time.Second), tlp
 			env := &bed.Env{Prefix: prefix}
-			r, err := tdmaexp.TDMANFQ(cmd.Context(), env, c)
+			r, err := TDMANFQ(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
-				if paths, werr := tdmaexp.WriteTDMANFQ(out, r); werr == nil {
+				if paths, werr := WriteTDMANFQ(out, r); werr == nil {
 					fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
 				}
 			}

@@ -1,4 +1,4 @@
-package main
+package tdmaexp
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
@@ -74,15 +73,15 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 		f.StringVar(&s.mode, "mode", mode, "lease, freerun or paper")
 	}
 	f.StringVar(&s.sch, "scheduler", "rotor", "rotor, wrr or bvn")
-	f.Float64Var(&s.gateShare, "gate-share", tdmaexp.DefaultGateShare, "the raw agents' frames are held to their windows where they leave their host (an eBPF exit gate on the switch end of its veth, against the kernel's clock; a frame outside its window goes back to its agent, which sends it in a later window): the part of the guard a frame may still leave in after its slot's end (the rest is the switch's)")
+	f.Float64Var(&s.gateShare, "gate-share", DefaultGateShare, "the raw agents' frames are held to their windows where they leave their host (an eBPF exit gate on the switch end of its veth, against the kernel's clock; a frame outside its window goes back to its agent, which sends it in a later window): the part of the guard a frame may still leave in after its slot's end (the rest is the switch's)")
 	f.IntVar(&s.rt, "rt", 60, "SCHED_FIFO priority of the FM's clock thread (0: the default scheduler)")
 	f.IntVar(&s.hostRT, "host-rt", 0, "SCHED_FIFO priority of the agents' threads (0: the default scheduler; measured: RT agents starve the softirqs that pace the TBFs and lose frames)")
 }
 
 // star checks the flags and returns the star they describe (slot and
 // guard checked only if bound).
-func (s *starFlags) star() (tdmaexp.TDMAStar, error) {
-	c := tdmaexp.TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, Sched: s.sch, Margin: s.margin, Spin: s.spin,
+func (s *starFlags) star() (TDMAStar, error) {
+	c := TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, Sched: s.sch, Margin: s.margin, Spin: s.spin,
 		GateShare: s.gateShare}
 	if s.gateShare <= 0 || s.gateShare > 1 {
 		return c, fmt.Errorf("--gate-share %g: want more than 0, at most 1", s.gateShare)
@@ -133,7 +132,7 @@ func (s *tdmaStarFlags) register(f *pflag.FlagSet, d tdmaStarDefaults) {
 }
 
 // star parses the star's flags and --runs.
-func (s *tdmaStarFlags) star() (tdmaexp.TDMAStar, error) {
+func (s *tdmaStarFlags) star() (TDMAStar, error) {
 	c, err := s.starFlags.star()
 	if err == nil && s.runs < 1 {
 		err = fmt.Errorf("--runs %d: want at least 1", s.runs)

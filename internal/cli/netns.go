@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -11,13 +11,13 @@ import (
 // namespace, so it does not do it again.
 const envInNetns = "LINKFABRIC_IN_NETNS"
 
-// enterNetns makes the whole process run inside network namespace ns.
+// EnterNetns makes the whole process run inside network namespace ns.
 //
 // A Go process cannot move all of its threads into another namespace once the
 // runtime has started them, so linkfabric re-executes itself under
 // `ip netns exec NS`, which also mounts the namespace's own /sys. The process image
 // is replaced (same PID), so signals sent to it reach the new program directly.
-func enterNetns(ns string) error {
+func EnterNetns(ns string) error {
 	if ns == "" || os.Getenv(envInNetns) == ns {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package tdmaexp
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
@@ -80,7 +79,7 @@ and statistics.`,
   sudo linkfabric tdma ctlloss --loss 0,0.05 --freeze 0 --size 1MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c tdmaexp.TDMACtlLossConfig
+			var c TDMACtlLossConfig
 			s := &c.Shuffle
 			var err error
 			if s.Star, err = star.star(); err != nil {
@@ -107,7 +106,7 @@ and statistics.`,
 			if freezeAt <= 0 || freezeAt >= 1 {
 				return fmt.Errorf("--freeze-at %g: want a share of the shuffle in (0, 1), like 0.3", freezeAt)
 			}
-			c.Freeze = tdmaexp.TDMAFreezeConfig{Dur: freeze, At: freezeAt}
+			c.Freeze = TDMAFreezeConfig{Dur: freeze, At: freezeAt}
 			if freeze > 0 {
 				if c.Freeze.Modes, err = parseGateModes("freeze-modes", freezeModes); err != nil {
 					return err
@@ -118,12 +117,12 @@ and statistics.`,
 			}
 			s.Runs, s.Force, s.Dir, s.Arms = runs, force, out, []string{"tdma"}
 			env := &bed.Env{Prefix: prefix}
-			r, err := tdmaexp.TDMACtlLoss(cmd.Context(), env, c)
+			r, err := TDMACtlLoss(cmd.Context(), env, c)
 			if r != nil && (len(r.Runs) > 0 || len(r.Freezes) > 0) {
 				fmt.Print(r.Text())
-				err = wroteFiles(err)(tdmaexp.WriteTDMACtlLoss(out, r))
+				err = wroteFiles(err)(WriteTDMACtlLoss(out, r))
 			}
-			if err == nil && r.FreezeCheck == tdmaexp.Missed {
+			if err == nil && r.FreezeCheck == Missed {
 				err = errors.New("the freeze check missed: see the freeze tables above")
 			}
 			return err

@@ -1,11 +1,10 @@
-package main
+package tdmaexp
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -77,7 +76,7 @@ and each run's agent logs and statistics.`,
   sudo linkfabric tdma slots --hosts 6 --rate 200M --target 0.85`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c tdmaexp.TDMASlotsConfig
+			var c TDMASlotsConfig
 			var err error
 			if c.Star, err = star.star(); err != nil {
 				return err
@@ -115,10 +114,10 @@ and each run's agent logs and statistics.`,
 			}
 			c.Target, c.Runs, c.Force, c.Dir = target, runs, force, out
 			env := &bed.Env{Prefix: prefix}
-			r, err := tdmaexp.TDMASlots(cmd.Context(), env, c)
+			r, err := TDMASlots(cmd.Context(), env, c)
 			if r != nil && (len(r.Runs) > 0 || r.Calib != nil) {
 				fmt.Print(r.Text())
-				err = wroteFiles(err)(tdmaexp.WriteTDMASlots(out, r))
+				err = wroteFiles(err)(WriteTDMASlots(out, r))
 			}
 			return err
 		},

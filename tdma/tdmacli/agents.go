@@ -1,4 +1,8 @@
-package main
+// Package tdmacli holds the commands of TDMA's processes, the fabric
+// manager (tdma fm) and the host agent (tdma host): their flags, and the
+// run until Ctrl-C that prints their statistics. The experiments start
+// them as processes of their own.
+package tdmacli
 
 import (
 	"context"
@@ -10,12 +14,16 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/report"
+	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/fm"
 	"github.com/linkfabric/linkfabric/tdma/gate"
 	"github.com/linkfabric/linkfabric/tdma/host"
 	"github.com/spf13/cobra"
 )
+
+// Commands are the fabric manager's and the host agent's commands.
+func Commands() []*cobra.Command { return []*cobra.Command{tdmaFMCmd(), tdmaHostCmd()} }
 
 // parseHostList parses "10.0.0.1-4" (a last-octet range) or a comma list.
 func parseHostList(s string) ([]netip.Addr, error) {
@@ -97,7 +105,7 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 			if guard >= slot || slot <= 0 {
 				return fmt.Errorf("--guard %v must be shorter than --slot %v", guard, slot)
 			}
-			if err := enterNetns(ns); err != nil {
+			if err := cli.EnterNetns(ns); err != nil {
 				return err
 			}
 			mgr, err := fm.New(fm.Config{Dev: dev, Hosts: hs, SlotLen: slot, Guard: guard, Lead: lead, Mode: m, Scheduler: sch,
@@ -202,7 +210,7 @@ samples with each request's offset in its window.`,
 			if drop < 0 || drop >= 1 {
 				return fmt.Errorf("--drop-control %v: want a fraction in [0, 1)", drop)
 			}
-			if err := enterNetns(ns); err != nil {
+			if err := cli.EnterNetns(ns); err != nil {
 				return err
 			}
 			a, err := host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,

@@ -1,11 +1,10 @@
-package main
+package tdmaexp
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
-	"github.com/linkfabric/linkfabric/experiment/tdmaexp"
 	"github.com/spf13/cobra"
 )
 
@@ -54,12 +53,12 @@ into --out, with each TDMA run's agent logs and statistics.`,
   sudo linkfabric tdma rr --runs 1 --blocks 0.5,2 --warm 500ms --duration 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c tdmaexp.TDMARRConfig
+			var c TDMARRConfig
 			var err error
 			if c.Star, err = sf.star(); err != nil {
 				return err
 			}
-			if c.Arms, err = sf.armList(tdmaexp.RRArms); err != nil {
+			if c.Arms, err = sf.armList(RRArms); err != nil {
 				return err
 			}
 			for _, b := range blocks {
@@ -76,15 +75,15 @@ into --out, with each TDMA run's agent logs and statistics.`,
 			c.Blocks, c.Warm, c.Duration = blocks, warm, duration
 			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
 			env := &bed.Env{Prefix: sf.prefix}
-			r, err := tdmaexp.TDMARR(cmd.Context(), env, c)
+			r, err := TDMARR(cmd.Context(), env, c)
 			if r != nil && len(r.Runs) > 0 {
 				fmt.Print(r.Text())
-				err = wroteFiles(err)(tdmaexp.WriteTDMARR(sf.out, r))
+				err = wroteFiles(err)(WriteTDMARR(sf.out, r))
 			}
 			return err
 		},
 	}
-	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: tdmaexp.RRArms, armsValue: "tdma,tcp", prefix: "lfrb", out: "out/tdma-rr"})
+	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: RRArms, armsValue: "tdma,tcp", prefix: "lfrb", out: "out/tdma-rr"})
 	f := cmd.Flags()
 	f.Float64SliceVar(&blocks, "blocks", []float64{0.25, 0.5, 1, 2, 4, 16}, "block sizes in slot capacities (rate × (slot − guard) / 8 bytes)")
 	f.DurationVar(&warm, "warm", time.Second, "the workload runs this long before the measurement")
