@@ -149,19 +149,19 @@ func newCellLink(e LayerEnv) (Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
 	mac := d.Port(e.Port).MAC()
 	c := &cellLink{LayerSession: NewLayerSession(e),
-		q: make([]link.Frame, cfg.lg().TxBuffer), giveUp: int64(cfg.cells().ReachInterval) * int64(cfg.cells().ReachTh)}
-	ep, err := linkguardian.NewEndpoint(cfg.lg().core(Mode(cfg.cells().LinkMode), mac, cfg.Link.PeerMAC), e.Cells)
+		q: make([]link.Frame, cfg.lg().TxBuffer), giveUp: e.GiveUp}
+	ep, err := linkguardian.NewEndpoint(cfg.lg().core(Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
-	rx, _ := linkguardian.ParseDelivery(cfg.cells().LinkMode) // lg, lgnb or monitor (checked by defaults)
+	rx, _ := linkguardian.ParseDelivery(e.Mode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
 	if err := c.StartSession(cfg.lg().credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
-	c.measure = cfg.cells().LinkMode == "monitor" || cfg.cells().classes.On()
-	c.unprotected = cfg.cells().LinkMode == "monitor"
+	c.measure = e.Mode == "monitor" || e.LossClasses
+	c.unprotected = e.Mode == "monitor"
 	return c, nil
 }
 

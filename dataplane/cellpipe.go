@@ -235,7 +235,8 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 		pl.links = make([]Layer, len(ps.Links))
 		pl.usable, pl.excluded = make([]bool, len(ps.Links)), make([]bool, len(ps.Links))
 		for l, port := range ps.Links {
-			if pl.links[l], err = ls.New(LayerEnv{W: w, Cells: pl, L: l, Port: port}); err != nil {
+			if pl.links[l], err = ls.New(LayerEnv{W: w, Cells: pl, L: l, Port: port, Mode: cc.LinkMode,
+				GiveUp: int64(cc.ReachInterval) * int64(cc.ReachTh), LossClasses: cc.classes.On()}); err != nil {
 				return nil, err
 			}
 		}

@@ -76,13 +76,21 @@ type Cells interface {
 	NodeID() uint16
 }
 
-// LayerEnv is where a Layer runs: link l of the cells above it, port
-// number Port of worker W.
+// LayerEnv is where a Layer runs: link L of the cells above it, port
+// number Port of worker W, and what the cells' configuration says to it.
 type LayerEnv struct {
 	W     *Worker
 	Cells Cells
 	L     int
 	Port  int
+	// Mode is the layer's name (--cells-link-mode).
+	Mode string
+	// GiveUp is how long cells may go unacknowledged on a link before it
+	// is given up (--cells-reach-interval × --cells-reach-th).
+	GiveUp int64
+	// LossClasses: the node sorts its links by their measured loss, which
+	// every layer then reports (SetLoss).
+	LossClasses bool
 }
 
 // LayerSpec is a link layer under the cells: --cells-link-mode NAME
