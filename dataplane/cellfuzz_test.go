@@ -59,7 +59,7 @@ func newFuzzNet(t testing.TB) *fuzzNet {
 	f.n[0] = newMemNode(t, 1, 2, 2, f.cc)
 	f.n[1] = newMemNode(t, 2, 2, 2, f.cc)
 	f.n[2] = newMemNode(t, 3, 0, 2, f.cc)
-	f.rel = make([]bool, f.n[0].w.umem.FrameCount())
+	f.rel = make([]bool, f.n[0].w.Umem().FrameCount())
 	f.sent = make([]bool, len(f.rel))
 	for range 8 {
 		f.step(100_000)
@@ -71,7 +71,7 @@ func newFuzzNet(t testing.TB) *fuzzNet {
 func (f *fuzzNet) step(dt int64) {
 	f.now += max(dt, 1)
 	for _, m := range f.n {
-		m.pl.Poll(f.now, &m.w.tx)
+		m.pl.Poll(f.now, m.w.Tx())
 	}
 	f.settle()
 }
@@ -179,21 +179,21 @@ func (f *fuzzNet) keep(b []byte) {
 // deliver hands b to node n's link l.
 func (f *fuzzNet) deliver(n, l int, b []byte) {
 	m := f.n[n]
-	if len(b) > int(m.w.umem.MaxFrameLen()) {
-		b = b[:m.w.umem.MaxFrameLen()]
+	if len(b) > int(m.w.Umem().MaxFrameLen()) {
+		b = b[:m.w.Umem().MaxFrameLen()]
 	}
 	f.rx[0] = m.put(f.t, b)
-	m.pl.Receive(f.now, m.pl.ps.Links[l], 0, f.rx[:], &m.w.tx)
+	m.pl.Receive(f.now, m.pl.ps.Links[l], 0, f.rx[:], m.w.Tx())
 }
 
 // fromHost hands b to edge n's host port k.
 func (f *fuzzNet) fromHost(n, k int, b []byte) {
 	m := f.n[n]
-	if len(b) > int(m.w.umem.MaxFrameLen()) {
-		b = b[:m.w.umem.MaxFrameLen()]
+	if len(b) > int(m.w.Umem().MaxFrameLen()) {
+		b = b[:m.w.Umem().MaxFrameLen()]
 	}
 	f.rx[0] = m.put(f.t, b)
-	m.pl.Receive(f.now, m.pl.ps.Hosts[k], 0, f.rx[:], &m.w.tx)
+	m.pl.Receive(f.now, m.pl.ps.Hosts[k], 0, f.rx[:], m.w.Tx())
 }
 
 // restart replaces node n's pipeline by a new one (a new boot: new epoch,
