@@ -80,3 +80,22 @@ func (w *Worker) SetDownSince(i int, t int64) { w.ports[i].downSince = t }
 // InFlight is how many of the worker's frames are held, and how many
 // sent and not yet completed (0, 0 once a pipeline is done with all).
 func (w *Worker) InFlight() (held, outstanding int) { return w.refs.inFlight() }
+
+// Released is what the pipeline of a worker of NewMemWorker released
+// (sent or freed) since the last ReleaseSent: its frames' addresses.
+func (w *Worker) Released() []uint64 { return w.tx.rel }
+
+// FrameHeld reports whether the frame at address a is held by the
+// pipeline (handed to it, or allocated by it, and not released).
+func (w *Worker) FrameHeld(a uint64) bool { return w.refs.held[w.refs.idx(a)] }
+
+// FramesHeld is how many frames the pipeline holds.
+func (w *Worker) FramesHeld() int {
+	n := 0
+	for _, h := range w.refs.held {
+		if h {
+			n++
+		}
+	}
+	return n
+}
