@@ -377,50 +377,47 @@ func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 	const buf, frame = 8 << 10, 1500
 	n := newMemNode(t, 1, 1, 1, CellsConfig{})
 	port := n.pl.ps.Hosts[0]
-	sh := newShaper(PortShape{Rate: 1e9, Buffer: buf, Burst: 16 << 10}, 1, 256, 0, &EgressCounters{})
-	n.w.shapers[port] = sh
+	sh := n.w.Shape(port, PortShape{Rate: 1e9, Buffer: buf, Burst: 16 << 10})
 	for range 3 { // the port's queue holds 4500 of its 8192 bytes
-		if !sh.enqueue(LaneData, n.put(t, make([]byte, frame))) {
+		if !sh.Enqueue(n.put(t, make([]byte, frame))) {
 			t.Fatal("shaper refused a frame below its buffer")
 		}
 	}
-	tx := &n.w.tx
+	tx := n.w.Tx()
 	o := &n.pl.node.Out
 	for i := range 4 {
 		d := n.put(t, hostFrame(2, 1, frame, uint32(i)))
 		o.Deliver[0] = append(o.Deliver[0], link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 	}
 	n.pl.drain(0, tx)
+	list := n.w.TakeSent(port)
 	listed := 0
-	for _, d := range tx.lists[port][LaneData] {
+	for _, d := range list {
 		listed += int(d.Len)
 	}
-	if sh.bytes+listed > buf {
-		t.Fatalf("%d bytes listed for a host port whose queue holds %d of %d: %d would be dropped", listed, sh.bytes, buf, sh.bytes+listed-buf)
+	if _, queued := sh.Queued(); queued+listed > buf {
+		t.Fatalf("%d bytes listed for a host port whose queue holds %d of %d: %d would be dropped", listed, queued, buf, queued+listed-buf)
 	}
-	if hq := &n.pl.hostQ[0]; hq.n != 4-len(tx.lists[port][LaneData]) {
-		t.Fatalf("%d of 4 deliveries listed, %d held", len(tx.lists[port][LaneData]), hq.n)
+	if hq := &n.pl.hostQ[0]; hq.n != 4-len(list) {
+		t.Fatalf("%d of 4 deliveries listed, %d held", len(list), hq.n)
 	}
 	// The port's queue drains: the held deliveries go, in order.
-	for _, d := range tx.lists[port][LaneData] {
-		sh.enqueue(LaneData, d)
+	for _, d := range list {
+		sh.Enqueue(d)
 	}
-	tx.lists[port][LaneData] = tx.lists[port][LaneData][:0]
 	var sent []uint32
-	for sh.frames > 0 || n.pl.hostQ[0].n > 0 {
-		sh.fill(sh.last + 1_000_000)
-		for _, d := range sh.dequeue(LaneData, 256, nil) {
-			if b := n.w.umem.Bytes(d.Addr, d.Len); b[0] == 2 && b[5] == 2 {
+	for f, _ := sh.Queued(); f > 0 || n.pl.hostQ[0].n > 0; f, _ = sh.Queued() {
+		for _, d := range sh.Dequeue() {
+			if b := n.w.Umem().Bytes(d.Addr, d.Len); b[0] == 2 && b[5] == 2 {
 				sent = append(sent, binary.BigEndian.Uint32(b[14:]))
 			}
 		}
 		n.pl.drain(0, tx)
-		for _, d := range tx.lists[port][LaneData] {
-			if !sh.enqueue(LaneData, d) {
+		for _, d := range n.w.TakeSent(port) {
+			if !sh.Enqueue(d) {
 				t.Fatal("the egress queue dropped a delivery")
 			}
 		}
-		tx.lists[port][LaneData] = tx.lists[port][LaneData][:0]
 	}
 	if len(sent) != 4 || sent[0] != 0 || sent[1] != 1 || sent[2] != 2 || sent[3] != 3 {
 		t.Fatalf("deliveries left the port as %v, want [0 1 2 3]", sent)

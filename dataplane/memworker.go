@@ -99,3 +99,26 @@ func (w *Worker) FramesHeld() int {
 	}
 	return n
 }
+
+// MemShaper is the egress queue of a rate-limited port of a worker of
+// NewMemWorker, driven by the test in place of the worker's loop.
+type MemShaper struct{ s *shaper }
+
+// Shape rate-limits port of a worker of NewMemWorker as s says (one lane).
+func (w *Worker) Shape(port int, s PortShape) MemShaper {
+	sh := newShaper(s, 1, int(w.d.cfg.RingSize), 0, &EgressCounters{})
+	w.shapers[port] = sh
+	return MemShaper{sh}
+}
+
+// Enqueue queues d on the data lane (false: the queue is full: dropped).
+func (m MemShaper) Enqueue(d xdp.Desc) bool { return m.s.enqueue(LaneData, d) }
+
+// Queued is what the queue holds.
+func (m MemShaper) Queued() (frames, bytes int) { return m.s.frames, m.s.bytes }
+
+// Dequeue lets a millisecond pass and returns what leaves the port in it.
+func (m MemShaper) Dequeue() []xdp.Desc {
+	m.s.fill(m.s.last + 1_000_000)
+	return m.s.dequeue(LaneData, 256, nil)
+}
