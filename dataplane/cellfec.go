@@ -200,6 +200,9 @@ func (k *cellFEC) Pump(_ int64, tx *Tx) {
 	o.Reset()
 }
 
+// TxNext is the sequence number the link's next cell gets.
+func (k *cellFEC) TxNext() seqhdr.Seq { return k.snd.Next() }
+
 // Failover: nothing is held for retransmission, nothing to hand back.
 func (k *cellFEC) Failover(int64) {}
 

@@ -274,14 +274,14 @@ func FuzzCellFECReceive(f *testing.F) {
 			case 1, 2: // a cell with any link fields (1), or sequenced near the window (2)
 				b = hostileCellFEC(o)
 				if op%6 == 2 {
-					c := p.n[0].pl.links[l].(*cellFEC) // the sender of what edge 2 receives on l
-					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.snd.Next().Add(int(int8(o.u8())) % 16)})
+					c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq }) // the sender of what edge 2 receives on l
+					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.TxNext().Add(int(int8(o.u8())) % 16)})
 				}
 			case 3: // a parity frame near the window
-				c := p.n[0].pl.links[l].(*cellFEC)
+				c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq })
 				n := int(o.u16() % 1600)
 				b = make([]byte, fec.ParityOffset+max(n, fec.MinFrame))
-				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.snd.Next().Add(int(int8(o.u8())) % 16), Count: 1 + int(o.u8()%8), LenXor: o.u16()})
+				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.TxNext().Add(int(int8(o.u8())) % 16), Count: 1 + int(o.u8()%8), LenXor: o.u16()})
 				copy(b[fec.ParityOffset:], o.bytes(n))
 			case 4: // traffic edge 1 → edge 2, some cells lost
 				loseNext = int(o.u8() % 3)
@@ -331,8 +331,11 @@ func FuzzCellFECReceive(f *testing.F) {
 		}
 		if !forged && prev != 29 {
 			for l, c := range rx.pl.links {
-				t.Logf("edge 2 link %d receiver %+v", l, c.(*cellFEC).rcv.Stats)
-				t.Logf("edge 1 link %d sender %+v", l, p.n[0].pl.links[l].(*cellFEC).snd.Stats)
+				var r, s CellLinkLG
+				c.Snapshot(&r)
+				p.n[0].pl.links[l].Snapshot(&s)
+				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.Receiver)
+				t.Logf("edge 1 link %d sender %+v", l, s.FEC.Sender)
 			}
 			t.Fatalf("fresh traffic: delivered up to %d of 0..29, no forged cell sent (edge 2 reassembly %+v)", prev, rx.pl.node.ReasmStats())
 		}
@@ -421,7 +424,12 @@ func TestCellFECRestartAndDown(t *testing.T) {
 		t.Fatalf("link0 up again: usable %v, session %s", s.Links[0].Usable, s.Links[0].LG.Session)
 	}
 	burst(50)
-	before := p.n[0].pl.links[0].(*cellFEC).snd.Stats.Resets
+	resets := func() uint64 {
+		var s CellLinkLG
+		p.n[0].pl.links[0].Snapshot(&s)
+		return s.Resets // the sender's
+	}
+	before := resets()
 	// Edge 2 restarts.
 	pl, err := newCellPipeline(p.n[1].w)
 	if err != nil {
@@ -434,7 +442,7 @@ func TestCellFECRestartAndDown(t *testing.T) {
 	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0)) // edge 2 learns h1 again
 	p.step(t, 1000)
 	burst(50)
-	if after := p.n[0].pl.links[0].(*cellFEC).snd.Stats.Resets; after == before {
+	if after := resets(); after == before {
 		t.Errorf("edge 1 link0: %d session resets before and after edge 2 restarted", after)
 	}
 }
