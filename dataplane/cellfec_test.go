@@ -21,7 +21,7 @@ import (
 // deliver at once), the cells lost were rebuilt from parity, every UMEM
 // frame comes back, and the statistics show it.
 func TestCellFECMemory(t *testing.T) {
-	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *Config) { c.FEC.Fixed, c.FEC.N = true, 4 })
+	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *Config) { c.fec().Fixed, c.fec().N = true, 4 })
 	p.keep = true
 	rng := rand.New(rand.NewPCG(1, 2))
 	lost := 0
@@ -83,7 +83,7 @@ func TestCellFECMemory(t *testing.T) {
 				parity += g.FEC.Sender.Parity
 			}
 		}
-		if held, out := m.w.refs.inFlight(); held != 0 || out != 0 {
+		if held, out := m.w.InFlight(); held != 0 || out != 0 {
 			t.Errorf("node %d: %d frames held, %d outstanding after the run", i+1, held, out)
 		}
 		if s.FramesHeld != 0 || s.Malformed != 0 || s.CopyFails != 0 {
@@ -117,7 +117,7 @@ func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun 
 	start := func(ns string, id uint16) *Dataplane {
 		c := cc
 		c.NodeID = id
-		return startWatched(t, tb.NS(ns), Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: bundleLinks, Cells: c, FEC: fc}).d
+		return startWatched(t, tb.NS(ns), withFEC(withCells(Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: bundleLinks}, c), fc)).d
 	}
 	sw1, sw2 := start("sw1", 1), start("sw2", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -232,7 +232,7 @@ func FuzzCellFECReceive(f *testing.F) {
 	f.Add([]byte{3, 2, 0, 3, 4, 1, 1, 8, 0, 3, 0, 0, 2, 10})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cc := CellsConfig{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
-		p := newMemPairWith(t, 2, cc, func(c *Config) { c.FEC.Fixed, c.FEC.N = true, 3 })
+		p := newMemPairWith(t, 2, cc, func(c *Config) { c.fec().Fixed, c.fec().N = true, 3 })
 		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 		p.step(t, 1000)
 		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
@@ -255,10 +255,10 @@ func FuzzCellFECReceive(f *testing.F) {
 				if s := m.pl.st.Snapshot(); s.FramesHeld != 0 {
 					t.Fatalf("node %d: %d frames unaccounted for", i+1, s.FramesHeld)
 				}
-				held, out := m.w.refs.inFlight()
+				held, out := m.w.InFlight()
 				lh := 0
 				for _, c := range m.pl.links {
-					lh += c.held()
+					lh += c.Held()
 				}
 				if held != lh || out != 0 {
 					t.Fatalf("node %d: %d frames held (%d by the link layers), %d outstanding", i+1, held, lh, out)
@@ -274,14 +274,14 @@ func FuzzCellFECReceive(f *testing.F) {
 			case 1, 2: // a cell with any link fields (1), or sequenced near the window (2)
 				b = hostileCellFEC(o)
 				if op%6 == 2 {
-					c := p.n[0].pl.links[l].(*cellFEC) // the sender of what edge 2 receives on l
-					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.snd.Next().Add(int(int8(o.u8())) % 16)})
+					c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq }) // the sender of what edge 2 receives on l
+					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.TxNext().Add(int(int8(o.u8())) % 16)})
 				}
 			case 3: // a parity frame near the window
-				c := p.n[0].pl.links[l].(*cellFEC)
+				c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq })
 				n := int(o.u16() % 1600)
 				b = make([]byte, fec.ParityOffset+max(n, fec.MinFrame))
-				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.snd.Next().Add(int(int8(o.u8())) % 16), Count: 1 + int(o.u8()%8), LenXor: o.u16()})
+				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.TxNext().Add(int(int8(o.u8())) % 16), Count: 1 + int(o.u8()%8), LenXor: o.u16()})
 				copy(b[fec.ParityOffset:], o.bytes(n))
 			case 4: // traffic edge 1 → edge 2, some cells lost
 				loseNext = int(o.u8() % 3)
@@ -300,7 +300,7 @@ func FuzzCellFECReceive(f *testing.F) {
 					forged = true // numbers near the window (a parity's too) displace the sender's
 				}
 				p.rx[0] = rx.put(t, b)
-				rx.pl.Receive(p.now, rx.pl.ps.Links[l], 0, p.rx[:], &rx.w.tx)
+				rx.pl.Receive(p.now, rx.pl.ps.Links[l], 0, p.rx[:], rx.w.Tx())
 			}
 			p.step(t, 1000)
 			check()
@@ -331,8 +331,11 @@ func FuzzCellFECReceive(f *testing.F) {
 		}
 		if !forged && prev != 29 {
 			for l, c := range rx.pl.links {
-				t.Logf("edge 2 link %d receiver %+v", l, c.(*cellFEC).rcv.Stats)
-				t.Logf("edge 1 link %d sender %+v", l, p.n[0].pl.links[l].(*cellFEC).snd.Stats)
+				var r, s CellLinkLG
+				c.Snapshot(&r)
+				p.n[0].pl.links[l].Snapshot(&s)
+				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.Receiver)
+				t.Logf("edge 1 link %d sender %+v", l, s.FEC.Sender)
 			}
 			t.Fatalf("fresh traffic: delivered up to %d of 0..29, no forged cell sent (edge 2 reassembly %+v)", prev, rx.pl.node.ReasmStats())
 		}
@@ -361,7 +364,7 @@ func hostileCellFEC(o *fuzzOps) []byte {
 // numbering) makes every link agree again (a session reset at edge 1), and
 // traffic flows again whole and in order.
 func TestCellFECRestartAndDown(t *testing.T) {
-	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *Config) { c.FEC.Fixed, c.FEC.N = true, 3 })
+	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *Config) { c.fec().Fixed, c.fec().N = true, 3 })
 	p.keep = true
 	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 	p.step(t, 1000)
@@ -398,9 +401,9 @@ func TestCellFECRestartAndDown(t *testing.T) {
 	burst(50)
 	setDown := func(down bool) {
 		for _, m := range p.n {
-			m.w.ports[m.pl.ps.Links[0]].downSince = 0
+			m.w.SetDownSince(m.pl.ps.Links[0], 0)
 			if down {
-				m.w.ports[m.pl.ps.Links[0]].downSince = 1
+				m.w.SetDownSince(m.pl.ps.Links[0], 1)
 			}
 		}
 	}
@@ -421,7 +424,12 @@ func TestCellFECRestartAndDown(t *testing.T) {
 		t.Fatalf("link0 up again: usable %v, session %s", s.Links[0].Usable, s.Links[0].LG.Session)
 	}
 	burst(50)
-	before := p.n[0].pl.links[0].(*cellFEC).snd.Stats.Resets
+	resets := func() uint64 {
+		var s CellLinkLG
+		p.n[0].pl.links[0].Snapshot(&s)
+		return s.Resets // the sender's
+	}
+	before := resets()
 	// Edge 2 restarts.
 	pl, err := newCellPipeline(p.n[1].w)
 	if err != nil {
@@ -434,7 +442,7 @@ func TestCellFECRestartAndDown(t *testing.T) {
 	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0)) // edge 2 learns h1 again
 	p.step(t, 1000)
 	burst(50)
-	if after := p.n[0].pl.links[0].(*cellFEC).snd.Stats.Resets; after == before {
+	if after := resets(); after == before {
 		t.Errorf("edge 1 link0: %d session resets before and after edge 2 restarted", after)
 	}
 }

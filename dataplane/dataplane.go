@@ -130,13 +130,12 @@ type Config struct {
 	// Link is what every mode but forward shares about its link ports:
 	// the integrity check, the peer's MAC and the link's speed.
 	Link LinkConfig
-	// LG configures modes lg, lgnb and monitor (and the layers under the
-	// cells with --cells-link-mode lg, lgnb or monitor).
-	LG LGConfig
-	// Cells configures mode cells.
-	Cells CellsConfig
-	// FEC configures mode fec (its link session follows LG's settings).
-	FEC FECConfig
+	// mechs are the mechanisms' own configurations, each under its name
+	// (Mech): LinkGuardian's "lg" (modes lg, lgnb, monitor, the link
+	// session of fec and the layers under the cells), "cells" and "fec".
+	// The engine stores them, copies them with the Config, and never reads
+	// them.
+	mechs mechConfigs
 	// PFC configures per-class PFC toward the host port (hostpfc.go).
 	PFC PFCConfig
 
@@ -173,11 +172,6 @@ func (c *Config) defaults() error {
 	}
 	c.resolveIntegrity()
 	c.decideLGTx()
-	if c.LG.MTU == 0 {
-		// The hosts' frames are what lg sizes its pause hysteresis by and
-		// announces in the link session (0 if not found: 1500).
-		c.LG.MTU = portsMaxMTU(c.HostPorts)
-	}
 	if c.RingSize == 0 {
 		c.RingSize = defaultRingSize(c.lgTxWanted())
 	}
@@ -268,6 +262,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		return nil, err
 	}
 	d := &Dataplane{cfg: cfg}
+	d.cfg.ownMechs() // the workers read it, writing nothing
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -291,7 +286,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 			// after it) shares its lg_rx map, from which the host port's
 			// program reads the ACK it piggybacks.
 			if role == RoleHost {
-				opts.LGTxSlots = cfg.LG.TxBuffer
+				opts.LGTxSlots = cfg.lg().TxBuffer
 				if opts.LGTxSlots == 0 {
 					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, true)
 				}

@@ -224,7 +224,7 @@ func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
 	if why := c.fastConfigBlocked(); why != "" {
 		return why, false
 	}
-	switch c.LG.Protect {
+	switch c.lg().Protect {
 	case "rx":
 		return "--lg-protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
 	case "tx":
@@ -273,7 +273,7 @@ func (c *Config) fastConfigBlocked() string {
 		// The devmap redirect has no queue to hold a paused class in and
 		// no occupancy to send XOFF from: per-class PFC needs the worker.
 		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
-	case c.Mode != ModeForward && c.LG.Protect == "tx":
+	case c.Mode != ModeForward && c.lg().Protect == "tx":
 		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
 	}
 	for _, name := range c.portNames() {
