@@ -145,16 +145,11 @@ type Config struct {
 	autoFrames bool // FrameCount was defaulted: checkSizes may raise it
 	// integrityWhy is why --integrity auto resolved as it did (New logs it).
 	integrityWhy string
-	// lgTxWhy is why LinkGuardian's send fast path cannot run ("" if it
-	// can; lgTxBlocked), lgTxFix whether the user can change that on the
-	// link port.
-	lgTxWhy string
-	lgTxFix bool
 }
 
 func (c *Config) defaults() error {
 	if c.Mode == "" {
-		c.Mode = ModeForward
+		c.Mode = defaultMode
 	}
 	var err error
 	if c.FastPath, err = ParseFastPath(string(c.FastPath)); err != nil {
@@ -172,14 +167,16 @@ func (c *Config) defaults() error {
 		c.FrameSize = fitFrameSize(portsMaxMTU(c.portNames()))
 	}
 	c.resolveIntegrity()
-	c.decideLGTx()
 	if c.LG.MTU == 0 {
 		// The hosts' frames are what lg sizes its pause hysteresis by and
 		// announces in the link session (0 if not found: 1500).
 		c.LG.MTU = portsMaxMTU(c.HostPorts)
 	}
+	if f := c.spec().Prepare; f != nil {
+		f(c)
+	}
 	if c.RingSize == 0 {
-		c.RingSize = defaultRingSize(c.lgTxWanted())
+		c.RingSize = 2048
 	}
 	if c.ZeroCopy, err = ParseZeroCopy(string(c.ZeroCopy)); err != nil {
 		return fmt.Errorf("dataplane: %w", err)
@@ -248,7 +245,7 @@ type Dataplane struct {
 
 	linkMAC [6]byte
 	inst    Instance  // the mode running
-	fast    *fastPath // modes forward, lg, lgnb, monitor
+	fast    *fastPath // modes with a fast path (Spec.Redirect, KernelPath)
 	linkMTU int       // the smallest of the link ports'
 	afxdp   AFXDPSnapshot
 	// maxChain is the most descriptors a frame of the ports' largest MTU
@@ -285,19 +282,8 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	for i, ifname := range names {
 		role := d.ports.Role(i)
 		var opts bpf.PortOptions
-		if cfg.lgTxWanted() {
-			// LinkGuardian's send fast path: the host port keeps a copy
-			// ring of the TX buffer's size, and the link port (attached
-			// after it) shares its lg_rx map, from which the host port's
-			// program reads the ACK it piggybacks.
-			if role == RoleHost {
-				opts.LGTxSlots = cfg.LG.TxBuffer
-				if opts.LGTxSlots == 0 {
-					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, true)
-				}
-			} else if i == PortLink {
-				opts.ShareLGRx = d.all[PortHost].prog
-			}
+		if f := cfg.spec().PortOptions; f != nil {
+			f(&cfg, i, role, d.all, &opts)
 		}
 		p, err := attachPort(role, ifname, &cfg, opts)
 		if err != nil {

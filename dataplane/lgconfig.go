@@ -150,6 +150,13 @@ type LGConfig struct {
 	// credit is the sender's credit window (creditWindow), set with the TX
 	// buffer once the link's queues are known.
 	credit int
+	// kernelTx says LinkGuardian's send fast path runs (prepareLG: the
+	// configuration allows it); txWhy is why it cannot ("" if it can,
+	// lgTxBlocked), txFix whether the user can change that on the link
+	// port.
+	kernelTx bool
+	txWhy    string
+	txFix    bool
 }
 
 // Resume thresholds: the initial one, and the least a measurement may set.
@@ -384,11 +391,15 @@ func autoMode(pol linkguardian.Policy, received, lost uint64, cur linkguardian.D
 func init() {
 	for _, m := range []Mode{ModeLG, ModeLGNB, ModeMonitor} {
 		Register(m, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, Workers: true, ClassQueues: true,
-			Configure:  func(c *Config) error { return c.LG.defaults(c.Mode) },
-			CheckSizes: checkLGSizes,
-			Frames:     lgUmemFrames,
-			CheckMTU:   checkLGMTU,
-			New:        newLGInstance})
+			KernelPath:  true,
+			Prepare:     prepareLG,
+			FastBlocked: lgFastBlocked,
+			PortOptions: lgPortOptions,
+			Configure:   func(c *Config) error { return c.LG.defaults(c.Mode) },
+			CheckSizes:  checkLGSizes,
+			Frames:      lgUmemFrames,
+			CheckMTU:    checkLGMTU,
+			New:         newLGInstance})
 	}
 }
 
@@ -434,7 +445,8 @@ func checkLGMTU(c *Config, hostMTU, linkMTU int, ip, where string) error {
 // lgInstance is LinkGuardian on a dataplane: each lane's statistics (one
 // per worker; lanes[0] is LGStats).
 type lgInstance struct {
-	lanes []*LGStats
+	lanes   []*LGStats
+	*lgFast // the kernel path (KernelPath, lgfast.go)
 }
 
 // newLGInstance sizes the TX buffer and credit now that the link port's
@@ -450,7 +462,7 @@ func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	}
 	cfg.LG.credit = creditWindow(cfg.LG.TxBuffer, cfg.RingSize)
 	cfg.LG.untunedThresholds(cfg.lgTxWanted())
-	in := &lgInstance{}
+	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: cfg.LG.txWhy, txFix: cfg.LG.txFix}}
 	for range cfg.Workers {
 		in.lanes = append(in.lanes, &LGStats{})
 	}
@@ -458,7 +470,7 @@ func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
 }
 
 func (in *lgInstance) Pipeline(w *Worker) (Pipeline, error) {
-	return newLGPipeline(w, in.lanes[w.Index()])
+	return newLGPipeline(w, in.lanes[w.Index()], in.lgFast)
 }
 
 func (in *lgInstance) Integrity(worker int) *IntegrityStats { return &in.lanes[worker].Integrity }

@@ -64,12 +64,13 @@ type lgPipeline struct {
 	// The link session (session.go).
 	linkSess
 
-	// fast is LinkGuardian's receive fast path (nil: none): the kernel
-	// judges the link's data frames while fast.lgLive.
-	fast *fastPath
+	// kernel is the instance's kernel path (lgfast.go); fast is its
+	// receive fast path when the receiver uses it (nil: none): the kernel
+	// judges the link's data frames while fast.rxLive.
+	kernel, fast *lgFast
 	// fastTx is its send fast path (nil: none): the kernel numbers and
-	// sends host frames while fastTx.lgTxLive and it owns sending.
-	fastTx *fastPath
+	// sends host frames while fastTx.txLive and it owns sending.
+	fastTx *lgFast
 	// hostTaken counts what the host port's first socket took in, for
 	// sendTakenIn.
 	hostTaken sockTaken
@@ -208,7 +209,7 @@ func (s *LGStats) Core() LGCore {
 // LossRate is the measured loss rate of the protected outgoing direction.
 func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
 
-func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
+func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error) {
 	d, cfg := w.Node(), w.Config()
 	if ps := d.Ports(); ps.Host != PortHost || len(ps.Links) != 1 || ps.Links[0] != PortLink {
 		return nil, fmt.Errorf("dataplane: mode %s runs on one host port and one link port; got ports %+v", cfg.Mode, ps)
@@ -222,6 +223,7 @@ func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
 		pfcSpeed: cfg.Link.Speed,
 		local:    d.LinkMAC(),
 		lgs:      lgs, // its lane's (workers.go)
+		kernel:   kernel,
 	}
 	p, err := linkguardian.NewEndpoint(cfg.LG.core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
 	if err != nil {
@@ -240,14 +242,14 @@ func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
 	if p.R != nil {
 		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(cfg.LG.MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Delivery()))
-		if fp := d.fast.lgPoint(); fp != nil {
+		if fp := kernel.point(); fp != nil {
 			fp.LookEvery = lgLookEvery
 			p.SetFast(fp)
-			pl.fast = d.fast
+			pl.fast = kernel
 			pl.gate.wait = hostGateWait
 		}
 	}
-	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
+	if fs := kernel.send(); fs != nil && p.S != nil {
 		// The core looks at the kernel's sends every lgLookEvery,
 		// rather than being woken at the kernel's first send: that
 		// wakeup lands on the CPU and at the moment the host's next packet
@@ -258,11 +260,11 @@ func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
 		}
 		// The kernel piggybacks the receive point's serial - 1, which the
 		// receiver keeps current once connected to it (SetFast above).
-		if err := d.fast.lgTxAck(pl.fast != nil); err != nil {
+		if err := kernel.txAck(pl.fast != nil); err != nil {
 			return nil, err
 		}
-		pl.fastTx = d.fast
-		w.WatchFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake
+		pl.fastTx = kernel
+		w.WatchFD(kernel.tx.WakeFD()) // the kernel's answer to WantWake
 	}
 	return pl, nil
 }
@@ -281,9 +283,9 @@ func (pl *lgPipeline) handOffSend(now int64) {
 	if f == nil {
 		return
 	}
-	f.lgTx.DrainWake()
+	f.tx.DrainWake()
 	p := pl.port
-	if !f.lgTxLive.Load() || pl.sess.State() != linksession.Up {
+	if !f.txLive.Load() || pl.sess.State() != linksession.Up {
 		p.ClaimSend()
 		return
 	}
@@ -331,7 +333,7 @@ const hostDropsEvery = int64(time.Millisecond)
 // so a frame it passed on while sending was handed back, still in an
 // unflushed batch of the socket, cannot be numbered after a later one.
 func (pl *lgPipeline) sendTakenIn(now int64, s *xdp.Socket) bool {
-	t := pl.fastTx.lgTx
+	t := pl.fastTx.tx
 	taken := pl.hostTaken.count(now, s, t.ToGo().Load())
 	t.Consumed().Store(taken)
 	return t.ToGo().Load() == taken
@@ -370,7 +372,7 @@ func (pl *lgPipeline) handOff(now int64) {
 	if pl.fast == nil {
 		return
 	}
-	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.Accepts() ||
+	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.rxLive.Load() || !pl.sess.Accepts() ||
 		pl.deliveriesOut() || pl.linkRxWaiting() {
 		return
 	}
@@ -491,7 +493,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	deliver := p.Out.Deliver
 	if pl.fast != nil {
 		if c := p.R.Stats.FastClaims; c != pl.gate.claims {
-			pl.gate.claimed(now, c, int64(pl.fast.lgRx.LastNs()))
+			pl.gate.claimed(now, c, int64(pl.fast.rx.LastNs()))
 		}
 		deliver = pl.gate.pass(now, deliver)
 	}
@@ -664,8 +666,8 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
 	s.HostGateWaits.Store(pl.gate.Waits)
 	s.HostGateHeld.Store(pl.gate.Held)
-	if pl.fastTx != nil && pl.fastTx.lgTx != nil {
-		s.kernelTx = pl.fastTx.lgTx.Counters()
+	if pl.fastTx != nil && pl.fastTx.tx != nil {
+		s.kernelTx = pl.fastTx.tx.Counters()
 	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)

@@ -172,7 +172,7 @@ func (pl *lgPipeline) newSession() error {
 	if p.R != nil {
 		prot.RxMode = uint8(p.R.Delivery())
 	}
-	fastSend := p.S != nil && pl.d.fast.lgSends() // as newLGPipeline connects it
+	fastSend := p.S != nil && pl.kernel.sends() // as newLGPipeline connects it
 	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
 }
 
