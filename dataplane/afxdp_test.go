@@ -155,8 +155,8 @@ func TestSingleTxQueueLink(t *testing.T) {
 	log1, l1 := newLogBuffer()
 	log2, l2 := newLogBuffer()
 	lgc := LGConfig{AckTimeout: lgAckTimeout}
-	sw1 := startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, LG: lgc, Logger: l1})
-	sw2 := startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG, LG: lgc, Logger: l2})
+	sw1 := startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG, Logger: l1}, lgc))
+	sw2 := startSwitch(t, tb.NS("sw2"), withLG(Config{Mode: ModeLG, Logger: l2}, lgc))
 	if p := sw2.Link(); len(p.Sockets()) != 2 || p.Lanes() != 1 {
 		t.Fatalf("sw2 link0: %d sockets, %d lanes; want 2 sockets (one per RX queue), 1 lane", len(p.Sockets()), p.Lanes())
 	}

@@ -30,7 +30,7 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 			for i, ns := range []string{"sw1", "sw2"} {
 				buf, log := newLogBuffer()
 				logs[i] = buf
-				sws[i] = startSwitch(t, tb.NS(ns), Config{Mode: ModeLG, Link: LinkConfig{Integrity: c[i]}, LG: LGConfig{SessionPass: true}, Logger: log})
+				sws[i] = startSwitch(t, tb.NS(ns), withLG(Config{Mode: ModeLG, Link: LinkConfig{Integrity: c[i]}, Logger: log}, LGConfig{SessionPass: true}))
 			}
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 				s1, s2 := sws[0].LGStats().Session.Snapshot(), sws[1].LGStats().Session.Snapshot()

@@ -40,9 +40,10 @@ func TestLGAsymmetricEnds(t *testing.T) {
 			b := &lgBed{tb: tb}
 			log1, l1 := newLogBuffer()
 			log2, l2 := newLogBuffer()
-			b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, LG: lgc, Logger: l1})
+			b.sw1 = startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG, Logger: l1}, lgc))
 			cfg2 := tc.sw2
-			cfg2.Mode, cfg2.LG, cfg2.Logger = ModeLG, lgc, l2
+			cfg2.Mode, cfg2.Logger = ModeLG, l2
+			*cfg2.lg() = lgc
 			b.sw2 = startSwitch(t, tb.NS("sw2"), cfg2)
 			if err := b.sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}); err != nil {
 				t.Fatalf("impairment on sw2 link0: %v", err)

@@ -48,7 +48,7 @@ type CellsConfig struct {
 	// not retransmitted: each link's loss rate is measured and a link above
 	// ReachConfig.LossFaulty leaves the usable set) or fec (RAIL's XOR
 	// parity after every n cells, a single loss per group rebuilt, cells
-	// delivered as they come; n as Config.FEC says; the loss measured as
+	// delivered as they come; n as FECConfig says; the loss measured as
 	// monitor does; cells 22 bytes smaller, for the parity header:
 	// cellfec.go). All but none run the link session, which carries the
 	// node id; both ends need the same mode. LGConfig sizes and tunes the
@@ -140,6 +140,11 @@ const (
 
 // defaults checks c for an edge (a node with host ports) or a fabric node
 // and fills in the defaults.
+// CellsConfigOf is c's configuration of mode cells (Mech "cells").
+func CellsConfigOf(c *Config) *CellsConfig { return Mech[CellsConfig](c, "cells") }
+
+func (c *Config) cells() *CellsConfig { return CellsConfigOf(c) }
+
 func (c *CellsConfig) defaults(edge bool) error {
 	if c.Spray == "" {
 		c.Spray = "perm"
@@ -275,19 +280,19 @@ func init() {
 // configureCells fills the defaults of the cells and of the link layer
 // under them.
 func configureCells(c *Config) error {
-	if err := c.Cells.defaults(len(c.HostPorts) > 0); err != nil {
+	if err := c.cells().defaults(len(c.HostPorts) > 0); err != nil {
 		return err
 	}
-	if c.Cells.LinkMode != "none" {
-		if err := c.LG.defaults(ModeLG); err != nil {
+	if c.cells().LinkMode != "none" {
+		if err := c.lgDefaults(ModeLG); err != nil {
 			return err
 		}
-		if c.LG.TxBuffer == 0 {
-			c.LG.TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+		if c.lg().TxBuffer == 0 {
+			c.lg().TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
 		}
 	}
-	if c.Cells.LinkMode == "fec" {
-		if err := c.FEC.defaults(); err != nil {
+	if c.cells().LinkMode == "fec" {
+		if err := c.fec().defaults(); err != nil {
 			return err
 		}
 	}
@@ -297,12 +302,12 @@ func configureCells(c *Config) error {
 // cellsFrames is the cells' share of the UMEM: each link layer's buffers
 // and the host ports' delivery queues.
 func cellsFrames(c *Config) (need uint64, what string, err error) {
-	if c.Cells.LinkMode == "fec" {
+	if c.cells().LinkMode == "fec" {
 		n := uint64(len(c.LinkPorts))
 		need += n * (cellFECWindow + 1)
 		what += fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow)
-	} else if c.Cells.LinkMode != "none" {
-		b := c.LG.TxBuffer
+	} else if c.cells().LinkMode != "none" {
+		b := c.lg().TxBuffer
 		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
 			return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
 		}
@@ -327,17 +332,17 @@ type cellsInstance struct {
 // node ID from the first port's MAC if none was given.
 func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	cellMTU := d.LinkMTU()
-	if cfg.Cells.LinkMode == "fec" {
+	if cfg.cells().LinkMode == "fec" {
 		cellMTU -= fec.MaxOverhead // a parity frame is this much longer than its longest cell
 	}
-	if err := cfg.Cells.fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
+	if err := cfg.cells().fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
 		return nil, err
 	}
-	if cfg.Cells.NodeID == 0 {
-		cfg.Cells.NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
+	if cfg.cells().NodeID == 0 {
+		cfg.cells().NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
 	}
-	if cfg.Cells.LinkMode != "none" {
-		cfg.LG.credit = creditWindow(cfg.LG.TxBuffer, cfg.RingSize)
+	if cfg.cells().LinkMode != "none" {
+		cfg.lg().credit = creditWindow(cfg.lg().TxBuffer, cfg.RingSize)
 	}
 	return &cellsInstance{stats: newCellStats(d), log: cfg.Logger}, nil
 }

@@ -61,7 +61,7 @@ const cellFECWindow = 512
 
 func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
 	d, cfg := pl.w.Node(), pl.w.Config()
-	c := &cfg.FEC
+	c := cfg.fec()
 	port := pl.ps.Links[l]
 	k := &cellFEC{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.Port(port).Lanes()}, maxFrame: pl.cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known

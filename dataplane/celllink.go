@@ -119,19 +119,19 @@ func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
 	port := pl.ps.Links[l]
 	mac := d.Port(port).MAC()
 	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.Port(port).Lanes()},
-		q: make([]link.Frame, cfg.LG.TxBuffer), giveUp: int64(cfg.Cells.ReachInterval) * int64(cfg.Cells.ReachTh)}
-	ep, err := linkguardian.NewEndpoint(cfg.LG.core(Mode(cfg.Cells.LinkMode), mac, cfg.Link.PeerMAC), pl)
+		q: make([]link.Frame, cfg.lg().TxBuffer), giveUp: int64(cfg.cells().ReachInterval) * int64(cfg.cells().ReachTh)}
+	ep, err := linkguardian.NewEndpoint(cfg.lg().core(Mode(cfg.cells().LinkMode), mac, cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
-	rx, _ := linkguardian.ParseDelivery(cfg.Cells.LinkMode) // lg, lgnb or monitor (checked by defaults)
+	rx, _ := linkguardian.ParseDelivery(cfg.cells().LinkMode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
-	if err := c.startSession(cfg.LG.credit, prot, lgLink{c}); err != nil {
+	if err := c.startSession(cfg.lg().credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
-	c.measure = cfg.Cells.LinkMode == "monitor" || cfg.Cells.classes.On()
-	c.unprotected = cfg.Cells.LinkMode == "monitor"
+	c.measure = cfg.cells().LinkMode == "monitor" || cfg.cells().classes.On()
+	c.unprotected = cfg.cells().LinkMode == "monitor"
 	return c, nil
 }
 
@@ -196,7 +196,7 @@ func (c *cellLink) sessionRx(now int64, b []byte) {
 	ev := c.cellSess.sessionRx(now, b)
 	if ev&linksession.EvReset != 0 {
 		a, _ := c.sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), c.pl.w.Config().LG.credit))
+		c.ep.S.SetCredit(min(int(a.Window), c.pl.w.Config().lg().credit))
 	}
 }
 

@@ -119,7 +119,7 @@ const cellBurstTime = 10 * time.Millisecond
 
 func newCellPipeline(w *Worker) (Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	cc := cfg.Cells
+	cc := *cfg.cells()
 	ps := d.Ports()
 	edge := len(ps.Hosts) > 0
 	spray, err := cellify.ParseSprayMode(cc.Spray)
@@ -203,7 +203,7 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 		// coding is there to carry cells over lossy links: a link is
 		// faulty only from where the link policy stops coding (10 % by
 		// default), not from the bare default meant for unprotected links.
-		if lim := cfg.FEC.codingLimit(); lim > 0 {
+		if lim := cfg.fec().codingLimit(); lim > 0 {
 			nc.Reach.LossFaulty, nc.Reach.LossClear = lim, lim/10
 		}
 	}
@@ -522,9 +522,9 @@ func (pl *cellPipeline) publish() {
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
 		cl.LastExclusionAt = pl.exclAt[l]
-		if pl.w.Config().Cells.classes.On() {
+		if pl.w.Config().cells().classes.On() {
 			cl.Class, cl.MeasuredClass, cl.PeerClass = uint8(r.EffClass(l)), uint8(lr.Class), uint8(lr.PeerClass)
-			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:pl.w.Config().Cells.classes.N()]...)
+			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:pl.w.Config().cells().classes.N()]...)
 		}
 	}
 	for k := range c.Hosts {

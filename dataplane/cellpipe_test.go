@@ -36,8 +36,8 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
-	cfg := Config{Mode: ModeCells, RingSize: 256, Cells: cc}
-	cfg.Cells.NodeID = id
+	cfg := withCells(Config{Mode: ModeCells, RingSize: 256}, cc)
+	cfg.cells().NodeID = id
 	for i := range hosts {
 		cfg.HostPorts = append(cfg.HostPorts, "host"+string(rune('0'+i)))
 	}
@@ -50,10 +50,11 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Cells.fit(1516, linkcrc.Off, "link0"); err != nil {
+	if err := cfg.cells().fit(1516, linkcrc.Off, "link0"); err != nil {
 		t.Fatal(err)
 	}
 	d := &Dataplane{cfg: cfg, umem: u, ports: newPorts(hosts, links)}
+	d.cfg.ownMechs()
 	d.inst = &cellsInstance{stats: newCellStats(d)}
 	for _, n := range cfg.portNames() {
 		d.all = append(d.all, &Port{Name: n, mac: [6]byte{2, 0, 0, 0, byte(id), byte(len(d.all))}})
@@ -162,7 +163,7 @@ func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*Config))
 	p.n[0] = newMemNodeWith(t, 1, 1, links, cc, with)
 	p.n[1] = newMemNodeWith(t, 2, 1, links, cc, with)
 	// Until REACH made the links usable both ways.
-	cc = p.n[0].pl.w.d.cfg.Cells // with the defaults filled in
+	cc = *p.n[0].pl.w.d.cfg.cells() // with the defaults filled in
 	for range 2*cc.ReachUp + 3 {
 		p.step(t, int64(cc.ReachInterval))
 	}

@@ -47,7 +47,7 @@ func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc Ce
 	if hosts == nil {
 		hosts = []string{"host0"}
 	}
-	return startWatched(t, ns, Config{Mode: ModeCells, HostPorts: hosts, LinkPorts: links, Cells: cc})
+	return startWatched(t, ns, withCells(Config{Mode: ModeCells, HostPorts: hosts, LinkPorts: links}, cc))
 }
 
 // cellsSnap returns d's cells statistics once a publication after now is
@@ -249,8 +249,8 @@ func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc Cells
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Mode: ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink), Cells: cc}
-	cfg.Cells.NodeID = id
+	cfg := withCells(Config{Mode: ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink)}, cc)
+	cfg.cells().NodeID = id
 	for _, p := range ports {
 		if p.Rate > 0 {
 			if cfg.Shape == nil {

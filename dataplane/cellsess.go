@@ -112,7 +112,7 @@ func (c *cellSess) startSession(window int, prot linksession.Protect, link links
 			Protect:   prot,
 			Integrity: cfg.Link.Integrity,
 		},
-		Node: cfg.Cells.NodeID,
+		Node: cfg.cells().NodeID,
 	}
 	s, err := linksession.New(c.scfg, link)
 	if err != nil {

@@ -41,8 +41,8 @@ func TestConfigSizes(t *testing.T) {
 		{"ring not a power of two", Config{Mode: ModeForward, RingSize: 3000}, []string{"--ring-size"}},
 		{"negative batch", Config{Mode: ModeForward, Batch: -1}, []string{"--batch"}},
 		{"frame size", Config{Mode: ModeForward, FrameSize: 1500}, []string{"--frame-size"}},
-		{"tx buffer not a power of two", Config{Mode: ModeLG, LG: LGConfig{TxBuffer: 1000}}, []string{"--lg-tx-buffer"}},
-		{"tx buffer beyond the ring", Config{Mode: ModeLG, RingSize: 1024, LG: LGConfig{TxBuffer: 4096}}, []string{"--lg-tx-buffer", "--ring-size"}},
+		{"tx buffer not a power of two", withLG(Config{Mode: ModeLG}, LGConfig{TxBuffer: 1000}), []string{"--lg-tx-buffer"}},
+		{"tx buffer beyond the ring", withLG(Config{Mode: ModeLG, RingSize: 1024}, LGConfig{TxBuffer: 4096}), []string{"--lg-tx-buffer", "--ring-size"}},
 		{"umem smaller than the rings", Config{Mode: ModeForward, RingSize: 2048, FrameCount: 2048}, []string{"--frames", "--ring-size"}},
 		{"umem smaller than rings and lg buffers", Config{Mode: ModeLG, RingSize: 1024, FrameCount: 4096}, []string{"--frames", "--ring-size"}},
 		{"frames and frames per queue", Config{Mode: ModeForward, FrameCount: 65536, FramesPerQueue: 4096}, []string{"--frames", "--frames-per-queue"}},
@@ -71,7 +71,7 @@ func TestConfigSizes(t *testing.T) {
 	for _, c := range []Config{
 		{Mode: ModeForward}, {Mode: ModeLG}, {Mode: ModeLGNB}, {Mode: ModeMonitor},
 		{Mode: ModeLG, RingSize: 4096}, {Mode: ModeLG, RingSize: 512, Batch: 64},
-		{Mode: ModeLG, RingSize: 1024, Batch: 256, FrameCount: 8192, LG: LGConfig{TxBuffer: 512}},
+		withLG(Config{Mode: ModeLG, RingSize: 1024, Batch: 256, FrameCount: 8192}, LGConfig{TxBuffer: 512}),
 		{Mode: ModeForward, FrameSize: 2048, RingSize: 64, Batch: 64},
 	} {
 		c.HostPort, c.LinkPort = "host0", "link0"
@@ -101,8 +101,8 @@ func TestDefaultRingSize(t *testing.T) {
 		{"lg, kernel send", Config{Mode: ModeLG, FastPath: FastPathAuto}, 1, 4096},
 		{"lgnb, kernel send (xdp)", Config{Mode: ModeLGNB, FastPath: FastPathXDP}, 1, 4096},
 		{"lg, kernel send, ring given", Config{Mode: ModeLG, FastPath: FastPathAuto, RingSize: 1024}, 1, 1024},
-		{"lg, protect tx only", Config{Mode: ModeLG, FastPath: FastPathAuto, LG: LGConfig{Protect: "tx"}}, 1, 2048},
-		{"lg, protect rx only", Config{Mode: ModeLG, FastPath: FastPathAuto, LG: LGConfig{Protect: "rx"}}, 1, 2048},
+		{"lg, protect tx only", withLG(Config{Mode: ModeLG, FastPath: FastPathAuto}, LGConfig{Protect: "tx"}), 1, 2048},
+		{"lg, protect rx only", withLG(Config{Mode: ModeLG, FastPath: FastPathAuto}, LGConfig{Protect: "rx"}), 1, 2048},
 		{"lg, busy poll", Config{Mode: ModeLG, FastPath: FastPathAuto, BusyPoll: true}, 1, 2048},
 	} {
 		c := tc.cfg
@@ -138,7 +138,7 @@ func TestSendHalfBlocked(t *testing.T) {
 		{"one queue, xdp", Config{Mode: ModeLG, FastPath: FastPathXDP}, 1, nil, false},
 		{"two queues", Config{Mode: ModeLG, FastPath: FastPathAuto}, 2, []string{"link0", "2 queues", "ethtool -L link0 combined 1", "linkfabric up --link-queues 1"}, true},
 		{"afxdp", Config{Mode: ModeLG, FastPath: FastPathAFXDP}, 1, []string{"--fastpath afxdp"}, false},
-		{"protect rx", Config{Mode: ModeMonitor, FastPath: FastPathXDP, LG: LGConfig{Protect: "rx"}}, 1, []string{"--lg-protect rx"}, false},
+		{"protect rx", withLG(Config{Mode: ModeMonitor, FastPath: FastPathXDP}, LGConfig{Protect: "rx"}), 1, []string{"--lg-protect rx"}, false},
 		{"workers", Config{Mode: ModeLG, FastPath: FastPathAuto, Workers: 2}, 1, []string{"--workers 2"}, false},
 		{"rate", Config{Mode: ModeLG, FastPath: FastPathAuto, Shape: map[string]PortShape{"host0": {Rate: 1e9}}}, 1, []string{"host0", "--port-rate"}, false},
 	} {

@@ -130,13 +130,12 @@ type Config struct {
 	// Link is what every mode but forward shares about its link ports:
 	// the integrity check, the peer's MAC and the link's speed.
 	Link LinkConfig
-	// LG configures modes lg, lgnb and monitor (and the layers under the
-	// cells with --cells-link-mode lg, lgnb or monitor).
-	LG LGConfig
-	// Cells configures mode cells.
-	Cells CellsConfig
-	// FEC configures mode fec (its link session follows LG's settings).
-	FEC FECConfig
+	// mechs are the mechanisms' own configurations, each under its name
+	// (Mech): LinkGuardian's "lg" (modes lg, lgnb, monitor, the link
+	// session of fec and the layers under the cells), "cells" and "fec".
+	// The engine stores them, copies them with the Config, and never reads
+	// them.
+	mechs mechConfigs
 	// PFC configures per-class PFC toward the host port (hostpfc.go).
 	PFC PFCConfig
 
@@ -167,11 +166,6 @@ func (c *Config) defaults() error {
 		c.FrameSize = fitFrameSize(portsMaxMTU(c.portNames()))
 	}
 	c.resolveIntegrity()
-	if c.LG.MTU == 0 {
-		// The hosts' frames are what lg sizes its pause hysteresis by and
-		// announces in the link session (0 if not found: 1500).
-		c.LG.MTU = portsMaxMTU(c.HostPorts)
-	}
 	if f := c.spec().Prepare; f != nil {
 		f(c)
 	}
@@ -265,6 +259,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		return nil, err
 	}
 	d := &Dataplane{cfg: cfg}
+	d.cfg.ownMechs() // the workers read it, writing nothing
 	defer func() {
 		if err != nil {
 			d.Close()

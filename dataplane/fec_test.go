@@ -33,8 +33,8 @@ const fecLinkHeader = fec.MaxOverhead + linkcrc.TrailerLen
 func upFEC(t *testing.T, fc FECConfig) (*netns.Testbed, *runningSwitch, *runningSwitch) {
 	t.Helper()
 	tb := netns.TestUp(t, "lfr", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fecLinkHeader})
-	sw1 := startWatched(t, tb.NS("sw1"), Config{Mode: ModeFEC, FEC: fc})
-	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: ModeFEC, FEC: fc})
+	sw1 := startWatched(t, tb.NS("sw1"), withFEC(Config{Mode: ModeFEC}, fc))
+	sw2 := startWatched(t, tb.NS("sw2"), withFEC(Config{Mode: ModeFEC}, fc))
 	return tb, sw1, sw2
 }
 
@@ -335,7 +335,7 @@ func TestFECRestart(t *testing.T) {
 	tb := netns.TestUp(t, "lfr", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fecLinkHeader})
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 5}
 	start := func(sw string) *runningSwitch {
-		s := startWatched(t, tb.NS(sw), Config{Mode: ModeFEC, FEC: fc})
+		s := startWatched(t, tb.NS(sw), withFEC(Config{Mode: ModeFEC}, fc))
 		if err := s.d.Link().Program().SetImpair(imp); err != nil {
 			t.Fatal(err)
 		}

@@ -73,6 +73,12 @@ const (
 // may hold at once.
 const fecWindow = 1024
 
+// FECConfigOf is c's configuration of mode fec and of the fec layer under
+// the cells (Mech "fec").
+func FECConfigOf(c *Config) *FECConfig { return Mech[FECConfig](c, "fec") }
+
+func (c *Config) fec() *FECConfig { return FECConfigOf(c) }
+
 func (c *FECConfig) defaults() error {
 	if c.Target == 0 {
 		c.Target = 1e-3
@@ -202,13 +208,13 @@ func init() {
 
 // configureFEC fills mode fec's defaults and those of its link session.
 func configureFEC(c *Config) error {
-	if c.LG.Protect != "" && c.LG.Protect != "both" {
-		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", c.LG.Protect)
+	if c.lg().Protect != "" && c.lg().Protect != "both" {
+		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", c.lg().Protect)
 	}
-	if err := c.LG.defaults(c.Mode); err != nil {
+	if err := c.lgDefaults(c.Mode); err != nil {
 		return err
 	}
-	return c.FEC.defaults()
+	return c.fec().defaults()
 }
 
 // checkFECMTU checks that the link port carries a parity frame of full

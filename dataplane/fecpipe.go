@@ -36,7 +36,7 @@ type fecPipeline struct {
 
 func newFECPipeline(w *Worker) (Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	c := &cfg.FEC
+	c := cfg.fec()
 	pl := &fecPipeline{
 		w: w, d: d, st: d.FECStats(),
 		queue:    NewClassQueues(d),

@@ -215,7 +215,7 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	// --session-hold (the keep ends when the outage is that old) is not
 	// this test's subject: far beyond the scenario.
-	cfg := Config{Mode: ModeLG, LG: LGConfig{SessionKeep: keep, SessionHold: time.Minute}}
+	cfg := withLG(Config{Mode: ModeLG}, LGConfig{SessionKeep: keep, SessionHold: time.Minute})
 	staticNeighbour(t, tb) // no ARP can cross
 	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "down")
 	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})

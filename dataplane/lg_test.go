@@ -80,8 +80,8 @@ func upLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp *bpf.Imp
 	if lgOnFastPath && mode != ModeForward {
 		fp = lgFastPathMode()
 	}
-	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: mode, Link: lc, LG: lgc, FastPath: fp})
-	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: mode, Link: lc, LG: lgc, FastPath: fp})
+	b.sw1 = startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
+	b.sw2 = startSwitch(t, tb.NS("sw2"), withLG(Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
 	if imp != nil {
 		if err := b.sw2.Link().Program().SetImpair(*imp); err != nil {
 			t.Fatalf("impairment on sw2 link0: %v", err)
@@ -450,8 +450,8 @@ func runLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp bpf.Imp
 			if lanes == 1 && !c.lgTxWanted() {
 				want /= 2
 			}
-			if c.LG.TxBuffer != want {
-				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, c.LG.TxBuffer, lanes, want)
+			if c.lg().TxBuffer != want {
+				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, c.lg().TxBuffer, lanes, want)
 			}
 		}
 	}

@@ -256,6 +256,23 @@ func (c *LGConfig) dummyWaitMax() int64 {
 // core's default, a quarter of the reorder window).
 func ackEvery(credit int) int { return credit / 4 }
 
+// LGConfigOf is c's LinkGuardian configuration (Mech "lg"): modes lg,
+// lgnb and monitor, the link session of mode fec and the layers under the
+// cells.
+func LGConfigOf(c *Config) *LGConfig { return Mech[LGConfig](c, "lg") }
+
+func (c *Config) lg() *LGConfig { return LGConfigOf(c) }
+
+// lgDefaults fills LinkGuardian's defaults for mode. The hosts' frames
+// are what lg sizes its pause hysteresis by and announces in the link
+// session (the host ports' largest MTU; 0 if not found: 1500).
+func (c *Config) lgDefaults(mode Mode) error {
+	if lg := c.lg(); lg.MTU == 0 {
+		lg.MTU = portsMaxMTU(c.HostPorts)
+	}
+	return c.lg().defaults(mode)
+}
+
 func (c *LGConfig) defaults(mode Mode) error {
 	if c.Protect == "" {
 		c.Protect = "both"
@@ -395,7 +412,7 @@ func init() {
 			Prepare:     prepareLG,
 			FastBlocked: lgFastBlocked,
 			PortOptions: lgPortOptions,
-			Configure:   func(c *Config) error { return c.LG.defaults(c.Mode) },
+			Configure:   func(c *Config) error { return c.lgDefaults(c.Mode) },
 			CheckSizes:  checkLGSizes,
 			Frames:      lgUmemFrames,
 			CheckMTU:    checkLGMTU,
@@ -412,7 +429,7 @@ func checkLGSizes(c *Config) error {
 		return fmt.Errorf("dataplane: --ring-size %d must be at least 4 × --batch %d in mode %s (2 × --batch of the link TX ring stay free for control frames and copies, data needs the rest): raise --ring-size to %d or lower --batch to %d",
 			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
 	}
-	if b := c.LG.TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
+	if b := c.lg().TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
 		return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
 	}
 	return nil
@@ -421,7 +438,7 @@ func checkLGSizes(c *Config) error {
 // lgUmemFrames is LinkGuardian's share of the UMEM: its TX buffer, reorder
 // window and host queue.
 func lgUmemFrames(c *Config) (uint64, string, error) {
-	txBuffer := c.LG.TxBuffer
+	txBuffer := c.lg().TxBuffer
 	if txBuffer == 0 {
 		txBuffer = defaultTxBuffer(c.RingSize, true)
 	}
@@ -452,17 +469,17 @@ type lgInstance struct {
 // newLGInstance sizes the TX buffer and credit now that the link port's
 // lanes are known.
 func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
-	if cfg.LG.TxBuffer == 0 {
+	if cfg.lg().TxBuffer == 0 {
 		// A priority lane, or the kernel's send path: the whole ring.
 		lanes := d.Link().Lanes()
 		if cfg.Workers > 1 {
 			lanes = 1 // one queue per worker, no priority lane
 		}
-		cfg.LG.TxBuffer = defaultTxBuffer(cfg.RingSize, lanes > 1 || cfg.lgTxWanted())
+		cfg.lg().TxBuffer = defaultTxBuffer(cfg.RingSize, lanes > 1 || cfg.lgTxWanted())
 	}
-	cfg.LG.credit = creditWindow(cfg.LG.TxBuffer, cfg.RingSize)
-	cfg.LG.untunedThresholds(cfg.lgTxWanted())
-	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: cfg.LG.txWhy, txFix: cfg.LG.txFix}}
+	cfg.lg().credit = creditWindow(cfg.lg().TxBuffer, cfg.RingSize)
+	cfg.lg().untunedThresholds(cfg.lgTxWanted())
+	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: cfg.lg().txWhy, txFix: cfg.lg().txFix}}
 	for range cfg.Workers {
 		in.lanes = append(in.lanes, &LGStats{})
 	}

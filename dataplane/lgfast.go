@@ -22,8 +22,9 @@ import (
 // (defaultRingSize).
 func prepareLG(c *Config) {
 	queues, qerr := queueCount(c.LinkPort)
-	c.LG.txWhy, c.LG.txFix = c.lgTxBlocked(queues, qerr)
-	c.LG.kernelTx = c.LG.txWhy == ""
+	lg := c.lg()
+	lg.txWhy, lg.txFix = c.lgTxBlocked(queues, qerr)
+	lg.kernelTx = lg.txWhy == ""
 	if c.RingSize == 0 {
 		c.RingSize = defaultRingSize(c.lgTxWanted())
 	}
@@ -33,7 +34,7 @@ func prepareLG(c *Config) {
 // LinkGuardian mode whose configuration allows the kernel path
 // (lgTxBlocked, decided by prepareLG). The ports are then attached with
 // what it needs (lgPortOptions).
-func (c *Config) lgTxWanted() bool { return c.LG.kernelTx }
+func (c *Config) lgTxWanted() bool { return c.lg().kernelTx }
 
 // lgTxBlocked is why LinkGuardian's send fast path cannot run on this
 // configuration with a link port of queues queues (qerr: they could not be
@@ -58,7 +59,7 @@ func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
 	if why := c.fastConfigBlocked(); why != "" {
 		return why, false
 	}
-	switch c.LG.Protect {
+	switch c.lg().Protect {
 	case "rx":
 		return "--lg-protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
 	case "tx":
@@ -76,7 +77,7 @@ func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
 
 // lgFastBlocked is LinkGuardian's Spec.FastBlocked.
 func lgFastBlocked(c *Config) string {
-	if c.LG.Protect == "tx" {
+	if c.lg().Protect == "tx" {
 		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
 	}
 	return ""
@@ -91,7 +92,7 @@ func lgPortOptions(c *Config, i int, role PortRole, attached []*Port, o *bpf.Por
 		return
 	}
 	if role == RoleHost {
-		o.LGTxSlots = c.LG.TxBuffer
+		o.LGTxSlots = c.lg().TxBuffer
 		if o.LGTxSlots == 0 {
 			o.LGTxSlots = defaultTxBuffer(c.RingSize, true)
 		}

@@ -219,13 +219,13 @@ func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error)
 		d:        d,
 		tx:       w.Tx(),
 		queue:    NewClassQueues(d),
-		pfcClass: cfg.LG.PFCClass,
+		pfcClass: cfg.lg().PFCClass,
 		pfcSpeed: cfg.Link.Speed,
 		local:    d.LinkMAC(),
 		lgs:      lgs, // its lane's (workers.go)
 		kernel:   kernel,
 	}
-	p, err := linkguardian.NewEndpoint(cfg.LG.core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
+	p, err := linkguardian.NewEndpoint(cfg.lg().core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -234,13 +234,13 @@ func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error)
 		return nil, err
 	}
 	if p.S != nil {
-		pl.lgs.Copies.Store(int64(cfg.LG.Copies))
-		if !cfg.LG.fixedCopies {
+		pl.lgs.Copies.Store(int64(cfg.lg().Copies))
+		if !cfg.lg().fixedCopies {
 			pl.mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 		}
 	}
 	if p.R != nil {
-		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(cfg.LG.MonitorWindow), MinSamples: 10000})
+		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(cfg.lg().MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Delivery()))
 		if fp := kernel.point(); fp != nil {
 			fp.LookEvery = lgLookEvery
@@ -566,7 +566,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
 		if rate, ok := pl.mon.Rate(now); ok {
 			pl.lgs.lossRate.Store(uint64(rate * 1e12))
-			n := linkguardian.CopiesLimit(pl.w.Config().LG.TargetLoss, rate, pl.w.Config().LG.MaxCopies)
+			n := linkguardian.CopiesLimit(pl.w.Config().lg().TargetLoss, rate, pl.w.Config().lg().MaxCopies)
 			if int64(n) != pl.lgs.Copies.Load() {
 				p.S.SetCopies(n)
 				pl.lgs.Copies.Store(int64(n))
@@ -578,7 +578,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
 		if rate, ok := pl.rmon.Rate(now); ok {
 			pl.lgs.rxLossRate.Store(uint64(rate * 1e12))
-			if pl.w.Config().LG.Auto {
+			if pl.w.Config().lg().Auto {
 				received, lost := pl.rmon.Totals(now)
 				pl.applyPolicy(now, p, rate, received, lost)
 			}
@@ -607,7 +607,7 @@ func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
 // measured loss rate of the incoming direction.
 func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate float64, received, lost uint64) {
 	cur := p.R.Delivery()
-	want := autoMode(pl.w.Config().LG.Policy, received, lost, cur)
+	want := autoMode(pl.w.Config().lg().Policy, received, lost, cur)
 	if want == cur {
 		return
 	}
@@ -677,7 +677,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
-		s.core.TxBuffer, s.core.Credit = pl.w.Config().LG.TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
+		s.core.TxBuffer, s.core.Credit = pl.w.Config().lg().TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
 		s.core.DummyWait = p.S.DummyWait()
 	}
 	if p.R != nil {
@@ -712,7 +712,7 @@ func (pl *lgPipeline) sampleRate(now, bytes int64) {
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
 func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
-	c := &pl.w.Config().LG
+	c := pl.w.Config().lg()
 	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds && c.AckDelay > 0) {
 		return // nothing to tune
 	}

@@ -18,9 +18,9 @@ import (
 func TestLGShapedLinkHoldsBurst(t *testing.T) {
 	tb := netns.TestUp(t, "lfls", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	lgc := LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
-	sw1 := startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, LG: lgc,
-		Shape: map[string]PortShape{"link0": {Rate: 20_000_000, Buffer: 16 << 10}}})
-	sw2 := startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG, LG: lgc})
+	sw1 := startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG,
+		Shape: map[string]PortShape{"link0": {Rate: 20_000_000, Buffer: 16 << 10}}}, lgc))
+	sw2 := startSwitch(t, tb.NS("sw2"), withLG(Config{Mode: ModeLG}, lgc))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {

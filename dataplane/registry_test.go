@@ -31,7 +31,7 @@ func TestRegistry(t *testing.T) {
 			return c.pfcDefaults()
 		}, "dataplane: --pfc: mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec"},
 		{"fec protect", func() error {
-			c := Config{Mode: ModeFEC, LG: LGConfig{Protect: "tx"}}
+			c := withLG(Config{Mode: ModeFEC}, LGConfig{Protect: "tx"})
 			return c.spec().Configure(&c)
 		}, "dataplane: --lg-protect tx: mode fec protects both directions of the link; leave --lg-protect out"},
 	} {

@@ -137,7 +137,7 @@ type linkSess struct {
 // window frames and prot (fastSend: the kernel's send fast path runs); host
 // frames wait in queue while it is not up.
 func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *ClassQueues, stats *SessionStats, peers string) error {
-	c, lc := &w.Config().LG, &w.Config().Link
+	c, lc := w.Config().lg(), &w.Config().Link
 	sess, err := linksession.New(linksession.Config{
 		LocalMAC: w.Node().LinkMAC(),
 		PeerMAC:  lc.PeerMAC,
@@ -162,7 +162,7 @@ func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, pr
 
 // newSession starts the link session of pl's port.
 func (pl *lgPipeline) newSession() error {
-	c := &pl.w.Config().LG
+	c := pl.w.Config().lg()
 	p := pl.port
 	window := c.credit
 	if window == 0 {
@@ -185,7 +185,7 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 		return
 	}
 	if p := pl.port; p.S != nil {
-		p.S.SetCredit(min(int(a.Window), pl.w.Config().LG.credit))
+		p.S.SetCredit(min(int(a.Window), pl.w.Config().lg().credit))
 	}
 	if p := pl.port; p.R != nil {
 		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
@@ -245,7 +245,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 			log.Info("link session: one end sends by the kernel's send fast path, the other by its worker; they interoperate",
 				"dev", cfg.LinkPort, "fast_send", a.LocalCaps.FastSend, "peer_fast_send", a.PeerCaps.FastSend)
 		}
-		if a.MTU < uint16(min(cfg.LG.MTU, 1<<16-1)) {
+		if a.MTU < uint16(min(cfg.lg().MTU, 1<<16-1)) {
 			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
 				"dev", cfg.LinkPort, "peer_mtu", a.MTU)
 		}
@@ -415,8 +415,8 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 			s.sessPassed++
 		}
 	default: // Drop
-		keep := s.sw.Config().LG.SessionKeep
-		if now-s.notUpSince >= int64(s.sw.Config().LG.SessionHold) {
+		keep := s.sw.Config().lg().SessionKeep
+		if now-s.notUpSince >= int64(s.sw.Config().lg().SessionHold) {
 			keep = 0
 		}
 		s.sessDropped += uint64(s.queue.DropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))

@@ -242,8 +242,7 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode st
 	start := func(ns string, id uint16) *runningSwitch {
 		switch mode {
 		case ModeCells:
-			return startWatched(t, ns, Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"},
-				Cells: CellsConfig{NodeID: id, LinkMode: cellLinkMode}, Link: LinkConfig{Integrity: integrity}})
+			return startWatched(t, ns, withCells(Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"}, Link: LinkConfig{Integrity: integrity}}, CellsConfig{NodeID: id, LinkMode: cellLinkMode}))
 		default:
 			return startWatched(t, ns, Config{Mode: mode, Link: LinkConfig{Integrity: integrity}})
 		}
