@@ -163,7 +163,7 @@ func (c *Config) defaults() error {
 	if c.FrameSize == 0 {
 		// The ports are looked up in the calling thread's namespace (New
 		// has locked it); one not found is New's error to report.
-		c.FrameSize = fitFrameSize(portsMaxMTU(c.portNames()))
+		c.FrameSize = fitFrameSize(PortsMaxMTU(c.portNames()))
 	}
 	c.resolveIntegrity()
 	if f := c.spec().Prepare; f != nil {
@@ -221,9 +221,6 @@ func (c *Config) defaults() error {
 	}
 	return nil
 }
-
-// queueCount counts a port's receive queues (tests replace it).
-var queueCount = xdp.QueueCount
 
 // Dataplane is a node's running ports. Create it with New, run it with Run,
 // release it with Close.
@@ -312,7 +309,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		d.umems = append(d.umems, u)
 	}
 	d.umem = d.umems[0]
-	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+EthHeaderLen)
+	d.maxChain = chainLen(d.umem, PortsMaxMTU(names)+EthHeaderLen)
 	if d.umem.MultiBuffer() {
 		cfg.Logger.Info("jumbo frames: multi-buffer AF_XDP (XDP_USE_SG); frames longer than one kernel buffer are copied together in their UMEM frame",
 			"frame_size", cfg.FrameSize, "buffer", d.umem.ChunkSize(), "max_descriptors_per_frame", d.maxChain,

@@ -218,7 +218,7 @@ func (d *Dataplane) newFastPath() error {
 // out ("" if nothing does).
 func (d *Dataplane) fastBlocked() string {
 	cfg := &d.cfg
-	if why := cfg.fastConfigBlocked(); why != "" {
+	if why := cfg.FastPathBlocked(); why != "" {
 		return why
 	}
 	for _, p := range d.all {
@@ -233,9 +233,10 @@ func (d *Dataplane) fastBlocked() string {
 	return ""
 }
 
-// fastConfigBlocked is why the configuration alone rules the kernel path
-// out ("" if nothing does).
-func (c *Config) fastConfigBlocked() string {
+// FastPathBlocked is why the configuration alone rules the kernel path out
+// ("" if nothing does): the engine's reasons, then the mode's
+// (Spec.FastBlocked).
+func (c *Config) FastPathBlocked() string {
 	switch {
 	case c.FastPath == FastPathAFXDP:
 		return "--fastpath afxdp"

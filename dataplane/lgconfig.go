@@ -268,7 +268,7 @@ func (c *Config) lg() *LGConfig { return LGConfigOf(c) }
 // session (the host ports' largest MTU; 0 if not found: 1500).
 func (c *Config) lgDefaults(mode Mode) error {
 	if lg := c.lg(); lg.MTU == 0 {
-		lg.MTU = portsMaxMTU(c.HostPorts)
+		lg.MTU = PortsMaxMTU(c.HostPorts)
 	}
 	return c.lg().defaults(mode)
 }
@@ -516,7 +516,7 @@ func (in *lgInstance) Close() {}
 // LGStats are the LinkGuardian statistics, lane 0's with several workers
 // (nil in modes other than lg, lgnb and monitor).
 func (d *Dataplane) LGStats() *LGStats {
-	if in, ok := d.inst.(*lgInstance); ok {
+	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes[0]
 	}
 	return nil
@@ -526,7 +526,7 @@ func (d *Dataplane) LGStats() *LGStats {
 // (nil in modes other than lg, lgnb and monitor; one entry with one
 // worker, LGStats).
 func (d *Dataplane) LaneLGStats() []*LGStats {
-	if in, ok := d.inst.(*lgInstance); ok {
+	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/xdp"
 )
 
 // LinkGuardian's kernel path (modes lg, lgnb and monitor): the receive fast
@@ -16,6 +17,9 @@ import (
 // (linkguardian/fasttx.go). The engine runs them as the mode's directions
 // (KernelPath); this file holds what LinkGuardian adds to its Spec for
 // them.
+
+// queueCount counts the link port's receive queues (tests replace it).
+var queueCount = xdp.QueueCount
 
 // prepareLG is LinkGuardian's Spec.Prepare: it decides whether its send
 // fast path can run (lgTxBlocked) before the ring size is defaulted by it
@@ -56,7 +60,7 @@ func (c *Config) lgTxWanted() bool { return c.lg().kernelTx }
 // numbered frames missing per 4 s run against 50-220 on one queue, and
 // one run gave up on 297 of them. Not kept.
 func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
-	if why := c.fastConfigBlocked(); why != "" {
+	if why := c.FastPathBlocked(); why != "" {
 		return why, false
 	}
 	switch c.lg().Protect {
@@ -97,7 +101,7 @@ func lgPortOptions(c *Config, i int, role PortRole, attached []*Port, o *bpf.Por
 			o.LGTxSlots = defaultTxBuffer(c.RingSize, true)
 		}
 	} else if i == PortLink {
-		o.ShareLGRx = attached[PortHost].prog
+		o.ShareLGRx = attached[PortHost].Program()
 	}
 }
 
@@ -147,7 +151,7 @@ func (f *lgFast) FastReady(on bool) { f.ready = on }
 // program, and its send state shared with the host port's; it returns why
 // the kernel path is impossible ("" when it is possible).
 func (f *lgFast) open() string {
-	prog := f.d.Link().prog
+	prog := f.d.Link().Program()
 	s, err := prog.LGRx()
 	if err != nil {
 		return err.Error()
@@ -164,7 +168,7 @@ func (f *lgFast) open() string {
 	// The send direction: the host port's program numbers and stamps host
 	// frames, and seals them with the trailer the link's frames carry (on
 	// a link of one queue: lgTxBlocked).
-	host := f.d.Host().prog
+	host := f.d.Host().Program()
 	t, err := host.LGTx()
 	if err != nil {
 		return err.Error()
@@ -180,7 +184,7 @@ func (f *lgFast) open() string {
 type lgRxDir struct{ f *lgFast }
 
 func (r lgRxDir) Set(on bool) error {
-	if err := r.f.d.Link().prog.SetLGRx(on); err != nil {
+	if err := r.f.d.Link().Program().SetLGRx(on); err != nil {
 		return err
 	}
 	r.f.rxLive.Store(on)
@@ -198,7 +202,7 @@ func (r lgRxDir) Counters() bpf.ProgCounters {
 type lgTxDir struct{ f *lgFast }
 
 func (t lgTxDir) Set(on bool) error {
-	if err := t.f.d.Host().prog.SetLGTx(on); err != nil {
+	if err := t.f.d.Host().Program().SetLGTx(on); err != nil {
 		return err
 	}
 	t.f.txLive.Store(on)
@@ -216,7 +220,7 @@ func (t lgTxDir) Counters() bpf.ProgCounters {
 // txAck says whether the send fast path piggybacks the receive point's
 // serial - 1 as its ACK (the receiver keeps it current when connected).
 func (f *lgFast) txAck(on bool) error {
-	return f.d.Host().prog.SetLGTxAck(on)
+	return f.d.Host().Program().SetLGTxAck(on)
 }
 
 // send is the send fast path's shared state for the LinkGuardian core, nil

@@ -162,6 +162,9 @@ func joinModes(has func(*Spec) bool) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
+// Instance is the running mode (nil before New made it).
+func (d *Dataplane) Instance() Instance { return d.inst }
+
 // ModeStats are the running mode's entries of /stats.json
 // (Instance.Stats; nil for a mode without any).
 func (d *Dataplane) ModeStats() map[string]any {
