@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
-	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/metrics"
 )
@@ -155,8 +154,10 @@ func (c *CellsConfig) defaults(edge bool) error {
 	switch c.LinkMode {
 	case "", "none":
 		c.LinkMode = "none"
-	case "monitor", "lg", "lgnb", "fec":
 	default:
+		if layerSpec(c.LinkMode) != nil {
+			break
+		}
 		return fmt.Errorf("dataplane: --cells-link-mode %q: want none, lg, lgnb, monitor or fec", c.LinkMode)
 	}
 	if edge && int(c.NodeID) >= CellMaxEdges {
@@ -283,18 +284,8 @@ func configureCells(c *Config) error {
 	if err := c.cells().defaults(len(c.HostPorts) > 0); err != nil {
 		return err
 	}
-	if c.cells().LinkMode != "none" {
-		if err := c.lgDefaults(ModeLG); err != nil {
-			return err
-		}
-		if c.lg().TxBuffer == 0 {
-			c.lg().TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
-		}
-	}
-	if c.cells().LinkMode == "fec" {
-		if err := c.fec().defaults(); err != nil {
-			return err
-		}
+	if ls := layerSpec(c.cells().LinkMode); ls != nil && ls.Configure != nil {
+		return ls.Configure(c)
 	}
 	return nil
 }
@@ -302,18 +293,10 @@ func configureCells(c *Config) error {
 // cellsFrames is the cells' share of the UMEM: each link layer's buffers
 // and the host ports' delivery queues.
 func cellsFrames(c *Config) (need uint64, what string, err error) {
-	if c.cells().LinkMode == "fec" {
-		n := uint64(len(c.LinkPorts))
-		need += n * (cellFECWindow + 1)
-		what += fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow)
-	} else if c.cells().LinkMode != "none" {
-		b := c.lg().TxBuffer
-		if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
-			return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
+	if ls := layerSpec(c.cells().LinkMode); ls != nil && ls.Frames != nil {
+		if need, what, err = ls.Frames(c); err != nil {
+			return 0, "", err
 		}
-		n := uint64(len(c.LinkPorts))
-		need += n * 3 * uint64(b)
-		what += fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b)
 	}
 	n := uint64(len(c.HostPorts))
 	need += n * hostQRings * uint64(c.RingSize)
@@ -332,8 +315,9 @@ type cellsInstance struct {
 // node ID from the first port's MAC if none was given.
 func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	cellMTU := d.LinkMTU()
-	if cfg.cells().LinkMode == "fec" {
-		cellMTU -= fec.MaxOverhead // a parity frame is this much longer than its longest cell
+	ls := layerSpec(cfg.cells().LinkMode)
+	if ls != nil {
+		cellMTU -= ls.Overhead
 	}
 	if err := cfg.cells().fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
 		return nil, err
@@ -341,8 +325,8 @@ func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	if cfg.cells().NodeID == 0 {
 		cfg.cells().NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
 	}
-	if cfg.cells().LinkMode != "none" {
-		cfg.lg().credit = creditWindow(cfg.lg().TxBuffer, cfg.RingSize)
+	if ls != nil && ls.Start != nil {
+		ls.Start(cfg)
 	}
 	return &cellsInstance{stats: newCellStats(d), log: cfg.Logger}, nil
 }

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/fec"
@@ -38,14 +39,14 @@ import (
 // is also the link's loss rate for the node (Node.SetLoss: exclusion above
 // ReachConfig.LossFaulty).
 //
-// The session (cellSess) makes the two ends agree before cells flow and
+// The session (LayerSession) makes the two ends agree before cells flow and
 // again when either restarts: a reset restarts the numbering both ways
 // (the sender's open group is dropped, the receiver's window released). A
 // link that is not up carries no cell; the node takes it out of its
 // routes. Nothing is held for retransmission, so nothing is handed back on
-// failover: what was on the link is lost, as without a link layer.
+// Failover: what was on the link is lost, as without a link layer.
 type cellFEC struct {
-	cellSess
+	LayerSession
 	fecCtl
 
 	obsAt    int64
@@ -59,136 +60,157 @@ type cellFEC struct {
 // power of two above two groups of fec.MaxN): UMEM frames it may hold.
 const cellFECWindow = 512
 
-func newCellFEC(pl *cellPipeline, l int) (*cellFEC, error) {
-	d, cfg := pl.w.Node(), pl.w.Config()
+func init() {
+	RegisterLayer(string(ModeFEC), LayerSpec{
+		Configure: func(c *Config) error {
+			// LinkGuardian's flags are checked as under the other layers.
+			if err := configureLGLayer(c); err != nil {
+				return err
+			}
+			return c.fec().defaults()
+		},
+		Frames: func(c *Config) (uint64, string, error) {
+			n := uint64(len(c.LinkPorts))
+			return n * (cellFECWindow + 1), fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow), nil
+		},
+		Overhead: fec.MaxOverhead, // a parity frame is this much longer than its longest cell
+		// The links' measured loss is the raw loss (before recovery), and
+		// coding is there to carry cells over lossy links: a link is
+		// faulty only from where the link policy stops coding (10 % by
+		// default), not from the bare default meant for unprotected links.
+		LossFaulty: func(c *Config) float64 { return c.fec().codingLimit() },
+		Start:      startLGLayer,
+		New:        newCellFEC})
+}
+
+func newCellFEC(e LayerEnv) (Layer, error) {
+	d, cfg := e.W.Node(), e.W.Config()
 	c := cfg.fec()
-	port := pl.ps.Links[l]
-	k := &cellFEC{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.Port(port).Lanes()}, maxFrame: pl.cellFrame}
+	port, cellFrame := e.Port, e.Cells.CellFrame()
+	k := &cellFEC{LayerSession: NewLayerSession(e), maxFrame: cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known
 	err := k.fecCtl.init(c,
-		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.cellFrame, BufLen: pl.maxAlloc, LocalMAC: d.Port(port).MAC(), PeerMAC: bcast},
+		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: cellFrame, BufLen: e.Cells.MaxAlloc(), LocalMAC: d.Port(port).MAC(), PeerMAC: bcast},
 		fec.ReceiverConfig{Window: cellFECWindow, Wait: int64(c.Wait), Immediate: true, Carried: true},
-		pl, cfg.Logger, d.Port(port).Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --cells-link-mode lg", &k.changes)
+		e.Cells, cfg.Logger, d.Port(port).Name, "under the cells a lossy link leaves the routes by its measured loss (--loss-faulty); lg is --cells-link-mode lg", &k.changes)
 	if err != nil {
 		return nil, err
 	}
-	if err := k.startSession(cellFECWindow, linksession.Protect{Tx: true, Rx: true, FEC: true}, &k.fecCtl); err != nil {
+	if err := k.StartSession(cellFECWindow, linksession.Protect{Tx: true, Rx: true, FEC: true}, &k.fecCtl); err != nil {
 		return nil, err
 	}
-	if l == 0 {
+	if e.L == 0 {
 		cfg.Logger.Info("cells: fec under the cells", "protection", k.inForce().String(), "basis", k.basis, "target", c.Target,
-			"flush", c.Flush.String(), "max_cell_frame", pl.cellFrame)
+			"flush", c.Flush.String(), "max_cell_frame", cellFrame)
 	}
 	return k, nil
 }
 
-// up reports whether the link may carry cells: its session is Up.
-func (k *cellFEC) up() bool { return k.sess.State() == linksession.Up }
+// Up reports whether the link may carry cells: its session is Up.
+func (k *cellFEC) Up() bool { return k.Sess.State() == linksession.Up }
 
-// receive takes a frame from the link: session frames to the session;
+// Receive takes a frame from the link: session frames to the session;
 // once the session agreed, cells and parity to the receiver, the rest
 // (credit, REACH, anything else) to the node as it is.
-func (k *cellFEC) receive(now int64, f link.Frame, tx *Tx) {
-	pl := k.pl
-	b := pl.w.Bytes(uint64(f.H), f.Len)
+func (k *cellFEC) Receive(now int64, f link.Frame, tx *Tx) {
+	b := k.W.Bytes(uint64(f.H), f.Len)
 	t, ok := seqhdr.FrameType(b)
 	if ok && t.IsSession() {
-		k.sessionRx(now, b)
-		pl.release(tx, f)
+		k.SessionRx(now, b)
+		k.Cells.Release(tx, f)
 		return
 	}
-	if !k.sess.AcceptLink(now) {
+	if !k.Sess.AcceptLink(now) {
 		k.st.NotAgreed++
-		pl.release(tx, f)
+		k.Cells.Release(tx, f)
 		return
 	}
 	if ok && (t == seqhdr.TypeCell || t == seqhdr.TypeFECParity) {
 		k.rcv.Receive(now, f)
 		return
 	}
-	pl.node.LinkRx(now, k.l, f)
+	k.Cells.LinkRx(now, k.L, f)
 }
 
-// deliverUp hands copies of what the receiver delivered to the node and
+// DeliverUp hands copies of what the receiver delivered to the node and
 // releases what it is done with.
-func (k *cellFEC) deliverUp(now int64) {
-	pl, o := k.pl, &k.rcv.Out
+func (k *cellFEC) DeliverUp(now int64) {
+	o := &k.rcv.Out
 	for _, f := range o.Deliver {
-		if c := pl.copyFrame(f); c.Len > 0 {
-			pl.node.LinkRx(now, k.l, c)
+		if c := k.Cells.CopyFrame(f); c.Len > 0 {
+			k.Cells.LinkRx(now, k.L, c)
 		}
 	}
 	for _, f := range o.Free {
-		pl.release(pl.tx, f)
+		k.Cells.Release(k.Cells.Tx(), f)
 	}
 	o.Reset()
 }
 
-// poll runs the session, the monitors and policy (every fecObserve: the
+// Poll runs the session, the monitors and policy (every fecObserve: the
 // measured loss goes to the node), the sender's flush and the receiver's
 // hold; it places what they produced and returns the next deadline.
-func (k *cellFEC) poll(now int64, tx *Tx) int64 {
-	next := k.sessionPoll(now, tx)
+func (k *cellFEC) Poll(now int64, tx *Tx) int64 {
+	next := k.SessionPoll(now, tx)
 	if now >= k.obsAt {
 		k.obsAt = now + fecObserve
-		k.observe(now, k.sess)
+		k.observe(now, k.Sess)
 	}
 	rs := &k.rcv.Stats
-	if rate, ok := k.lossRate(now, rs.DataRx, rs.Gaps-min(rs.Filled, rs.Gaps)); ok {
+	if rate, ok := k.LossRate(now, rs.DataRx, rs.Gaps-min(rs.Filled, rs.Gaps)); ok {
 		k.st.LossRate = rate
 	}
-	k.reportLost(now, rs.Lost)
+	k.ReportLost(now, rs.Lost)
 	next = min(next, k.obsAt, k.snd.Poll(now), k.rcv.Poll(now))
-	k.pump(now, tx)
-	k.deliverUp(now)
+	k.Pump(now, tx)
+	k.DeliverUp(now)
 	return next
 }
 
-// toLink takes the node's output for the link: control frames as they
+// ToLink takes the node's output for the link: control frames as they
 // are on the control lane; cells to the sender (dropped and counted while
 // the session is not up: the node stops spraying onto the link).
-func (k *cellFEC) toLink(now int64, lo *link.Out, tx *Tx) {
-	pl := k.pl
+func (k *cellFEC) ToLink(now int64, lo *link.Out, tx *Tx) {
 	for _, f := range lo.Ctrl {
-		pl.send(tx, k.port, k.ctrlLane(), f)
-		pl.pend[k.port] += f.Len
+		k.Cells.SendRelease(tx, k.Port, k.CtrlLane(), f)
+		k.Cells.Pending(k.Port, f.Len)
 	}
-	up := k.up()
+	up := k.Up()
 	for _, f := range lo.Data {
 		if !up {
 			k.st.QueueDrops++
-			pl.release(tx, f)
+			k.Cells.Release(tx, f)
 			continue
 		}
 		k.snd.SendCarried(now, f)
 	}
 }
 
-// pump places the sender's frames (cells, copies, parity) on the data
+// Pump places the sender's frames (cells, copies, parity) on the data
 // lane and releases what it freed.
-func (k *cellFEC) pump(_ int64, tx *Tx) {
-	pl, o := k.pl, &k.snd.Out
+func (k *cellFEC) Pump(_ int64, tx *Tx) {
+	o := &k.snd.Out
 	for _, f := range o.Send {
-		tx.Send(k.port, LaneData, uint64(f.H), f.Len)
-		pl.pend[k.port] += f.Len
+		tx.Send(k.Port, LaneData, uint64(f.H), f.Len)
+		k.Cells.Pending(k.Port, f.Len)
 	}
 	for _, f := range o.Free {
-		pl.release(tx, f)
+		k.Cells.Release(tx, f)
 	}
 	o.Reset()
 }
 
-// failover: nothing is held for retransmission, nothing to hand back.
-func (k *cellFEC) failover(int64) {}
+// Failover: nothing is held for retransmission, nothing to hand back.
+func (k *cellFEC) Failover(int64) {}
 
-func (k *cellFEC) queuedBytes() int      { return 0 }
-func (k *cellFEC) ackedAfter(int64) bool { return false }
-func (k *cellFEC) held() int             { return k.rcv.Held() + k.snd.Held() }
+func (k *cellFEC) QueuedBytes() int      { return 0 }
+func (k *cellFEC) AckedAfter(int64) bool { return false }
+func (k *cellFEC) Held() int             { return k.rcv.Held() + k.snd.Held() }
 
-// snapshot fills s from the coding and the session.
-func (k *cellFEC) snapshot(s *CellLinkLG) {
+// Snapshot fills s from the coding and the session.
+func (k *cellFEC) Snapshot(s *CellLinkLG) {
 	*s = k.st
-	k.sessionSnapshot(s)
+	k.SessionSnapshot(s)
 	k.fecCtl.snapshot(&k.snap)
 	k.snap.RxHeld = k.rcv.Held()
 	k.snap.WaitNs = 0 // delivered at once

@@ -258,7 +258,7 @@ func FuzzCellFECReceive(f *testing.F) {
 				held, out := m.w.refs.inFlight()
 				lh := 0
 				for _, c := range m.pl.links {
-					lh += c.held()
+					lh += c.Held()
 				}
 				if held != lh || out != 0 {
 					t.Fatalf("node %d: %d frames held (%d by the link layers), %d outstanding", i+1, held, lh, out)

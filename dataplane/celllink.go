@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/linkfabric/linkfabric/link"
@@ -38,7 +39,7 @@ import (
 // restarted) hands back what it would free. A cell that arrived twice is a
 // duplicate the reassembly drops.
 type cellLink struct {
-	cellSess
+	LayerSession
 	ep          *linkguardian.Endpoint
 	measure     bool // the link's loss goes to the node (monitor, loss classes)
 	unprotected bool // monitor: its losses are for good (reportLost)
@@ -114,30 +115,59 @@ func (k lgLink) Reset(now int64, tx, rx seqhdr.Seq) {
 	k.c.handedTo = tx
 }
 
-func newCellLink(pl *cellPipeline, l int) (*cellLink, error) {
-	d, cfg := pl.w.Node(), pl.w.Config()
-	port := pl.ps.Links[l]
-	mac := d.Port(port).MAC()
-	c := &cellLink{cellSess: cellSess{pl: pl, l: l, port: port, lanes: d.Port(port).Lanes()},
-		q: make([]link.Frame, cfg.lg().TxBuffer), giveUp: int64(cfg.cells().ReachInterval) * int64(cfg.cells().ReachTh)}
-	ep, err := linkguardian.NewEndpoint(cfg.lg().core(Mode(cfg.cells().LinkMode), mac, cfg.Link.PeerMAC), pl)
+func init() {
+	for _, m := range []Mode{ModeLG, ModeLGNB, ModeMonitor} {
+		RegisterLayer(string(m), LayerSpec{Configure: configureLGLayer, Frames: lgLayerFrames, Start: startLGLayer, New: newCellLink})
+	}
+}
+
+// configureLGLayer fills LinkGuardian's defaults under the cells.
+func configureLGLayer(c *Config) error {
+	if err := c.lgDefaults(ModeLG); err != nil {
+		return err
+	}
+	if c.lg().TxBuffer == 0 {
+		c.lg().TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+	}
+	return nil
+}
+
+// lgLayerFrames is the frames LinkGuardian holds under the cells.
+func lgLayerFrames(c *Config) (uint64, string, error) {
+	b := c.lg().TxBuffer
+	if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
+		return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
+	}
+	n := uint64(len(c.LinkPorts))
+	return n * 3 * uint64(b), fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b), nil
+}
+
+// startLGLayer sets the credit window.
+func startLGLayer(c *Config) { c.lg().credit = creditWindow(c.lg().TxBuffer, c.RingSize) }
+
+func newCellLink(e LayerEnv) (Layer, error) {
+	d, cfg := e.W.Node(), e.W.Config()
+	mac := d.Port(e.Port).MAC()
+	c := &cellLink{LayerSession: NewLayerSession(e),
+		q: make([]link.Frame, cfg.lg().TxBuffer), giveUp: e.GiveUp}
+	ep, err := linkguardian.NewEndpoint(cfg.lg().core(Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
-	rx, _ := linkguardian.ParseDelivery(cfg.cells().LinkMode) // lg, lgnb or monitor (checked by defaults)
+	rx, _ := linkguardian.ParseDelivery(e.Mode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
-	if err := c.startSession(cfg.lg().credit, prot, lgLink{c}); err != nil {
+	if err := c.StartSession(cfg.lg().credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
-	c.measure = cfg.cells().LinkMode == "monitor" || cfg.cells().classes.On()
-	c.unprotected = cfg.cells().LinkMode == "monitor"
+	c.measure = e.Mode == "monitor" || e.LossClasses
+	c.unprotected = e.Mode == "monitor"
 	return c, nil
 }
 
-// up reports whether the link may carry cells: its session is Up and its
+// Up reports whether the link may carry cells: its session is Up and its
 // cells are ACKed.
-func (c *cellLink) up() bool { return c.sess.State() == linksession.Up && !c.gaveUp }
+func (c *cellLink) Up() bool { return c.Sess.State() == linksession.Up && !c.gaveUp }
 
 // watchAcks gives the link up when its cells have gone un-ACKed for
 // giveUp while another link's were ACKed meanwhile, and takes it back when
@@ -153,68 +183,67 @@ func (c *cellLink) watchAcks(now int64) {
 		c.acked, c.progressAt, c.ackAt, c.gaveUp = s.Stats.Acked, now, now, false
 	case s.Outstanding() == 0:
 		c.progressAt, c.gaveUp = now, false
-	case !c.gaveUp && now-c.progressAt > c.giveUp && c.pl.ackedSince(c.l, c.progressAt+c.giveUp/2) &&
-		c.pl.node.Reach().Usable()&^(1<<c.l) != 0: // never the last usable link
+	case !c.gaveUp && now-c.progressAt > c.giveUp && c.Cells.AckedSince(c.L, c.progressAt+c.giveUp/2) &&
+		c.Cells.Usable()&^(1<<c.L) != 0: // never the last usable link
 		c.gaveUp = true
 		c.st.GiveUps++
-		c.pl.w.Log().Warn("cells: no ACK from the other end of this link; it is taken out and its cells go over the other links",
-			"dev", c.pl.w.Node().Port(c.port).Name, "unacked", s.Outstanding(), "waited", time.Duration(now-c.progressAt).String())
+		c.W.Log().Warn("cells: no ACK from the other end of this link; it is taken out and its cells go over the other links",
+			"dev", c.W.Node().Port(c.Port).Name, "unacked", s.Outstanding(), "waited", time.Duration(now-c.progressAt).String())
 	}
 }
 
-// receive takes frames from the link: session frames to the session, the
+// Receive takes frames from the link: session frames to the session, the
 // rest through the endpoint once the session agreed; what the endpoint
 // delivers goes to the node.
-func (c *cellLink) receive(now int64, f link.Frame, tx *Tx) {
-	pl := c.pl
-	b := pl.w.Bytes(uint64(f.H), f.Len)
+func (c *cellLink) Receive(now int64, f link.Frame, tx *Tx) {
+	b := c.W.Bytes(uint64(f.H), f.Len)
 	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
 		c.sessionRx(now, b)
-		pl.release(tx, f)
+		c.Cells.Release(tx, f)
 		return
 	}
-	if !c.sess.AcceptLink(now) {
+	if !c.Sess.AcceptLink(now) {
 		c.st.NotAgreed++
-		pl.release(tx, f)
+		c.Cells.Release(tx, f)
 		return
 	}
 	c.ep.Receive(now, f)
 }
 
-// deliverUp hands what the endpoint delivered to the node.
-func (c *cellLink) deliverUp(now int64) {
+// DeliverUp hands what the endpoint delivered to the node.
+func (c *cellLink) DeliverUp(now int64) {
 	o := &c.ep.Out
 	for _, f := range o.Deliver {
-		c.pl.node.LinkRx(now, c.l, f)
+		c.Cells.LinkRx(now, c.L, f)
 	}
 	o.Deliver = o.Deliver[:0]
 }
 
-// sessionRx is cellSess.sessionRx with the endpoint's credit set from
+// sessionRx is LayerSession.SessionRx with the endpoint's credit set from
 // the agreed window.
 func (c *cellLink) sessionRx(now int64, b []byte) {
-	ev := c.cellSess.sessionRx(now, b)
+	ev := c.LayerSession.SessionRx(now, b)
 	if ev&linksession.EvReset != 0 {
-		a, _ := c.sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), c.pl.w.Config().lg().credit))
+		a, _ := c.Sess.Agreed()
+		c.ep.S.SetCredit(min(int(a.Window), c.W.Config().lg().credit))
 	}
 }
 
-// poll runs the session (link state, HELLOs on the control lane) and the
+// Poll runs the session (link state, HELLOs on the control lane) and the
 // endpoint's timers, hands deliveries up and returns the next deadline.
-func (c *cellLink) poll(now int64, tx *Tx) int64 {
-	next := c.sessionPoll(now, tx)
+func (c *cellLink) Poll(now int64, tx *Tx) int64 {
+	next := c.SessionPoll(now, tx)
 	c.ep.Poll(now, c.qLen == 0)
-	c.deliverUp(now)
+	c.DeliverUp(now)
 	c.watchAcks(now)
 	if c.measure {
-		if rate, ok := c.lossRate(now, c.ep.R.Stats.DataRx, c.ep.R.Stats.LostDetected); ok {
+		if rate, ok := c.LossRate(now, c.ep.R.Stats.DataRx, c.ep.R.Stats.LostDetected); ok {
 			c.st.LossRate = rate
 		}
 	}
 	if c.unprotected {
 		// monitor: a gap is a cell lost for good.
-		c.reportLost(now, c.ep.R.Stats.LostDetected)
+		c.ReportLost(now, c.ep.R.Stats.LostDetected)
 	}
 	return min(next, c.ep.NextDeadline(now, c.qLen == 0))
 }
@@ -238,11 +267,11 @@ func (c *cellLink) pop() link.Frame {
 	return f
 }
 
-// pump moves queued cells into the endpoint as its credit window and the
+// Pump moves queued cells into the endpoint as its credit window and the
 // TX ring allow, then places the endpoint's output.
-func (c *cellLink) pump(now int64, tx *Tx) {
-	if c.up() {
-		budget := tx.Space(c.port, LaneData) - c.pl.w.Batch()
+func (c *cellLink) Pump(now int64, tx *Tx) {
+	if c.Up() {
+		budget := tx.Space(c.Port, LaneData) - c.W.Batch()
 		for c.qLen > 0 && budget > 0 && c.ep.CanSend(now) {
 			f := c.pop()
 			c.ep.SendCarried(now, f)
@@ -255,51 +284,50 @@ func (c *cellLink) pump(now int64, tx *Tx) {
 // flush places the endpoint's transmit lists (recovery on the control
 // lane, cells and ACKs on the data lane) and releases what it freed.
 func (c *cellLink) flush(now int64, tx *Tx) {
-	pl, o := c.pl, &c.ep.Out
-	ctrl := c.ctrlLane()
+	o := &c.ep.Out
+	ctrl := c.CtrlLane()
 	for _, list := range [][]link.Frame{o.Pause, o.Urgent, o.Retx} {
 		for _, f := range list {
-			tx.Send(c.port, ctrl, uint64(f.H), f.Len)
-			pl.pend[c.port] += f.Len
+			tx.Send(c.Port, ctrl, uint64(f.H), f.Len)
+			c.Cells.Pending(c.Port, f.Len)
 		}
 	}
 	for _, list := range [][]link.Frame{o.Normal, o.Low} {
 		for _, f := range list {
-			tx.Send(c.port, LaneData, uint64(f.H), f.Len)
-			pl.pend[c.port] += f.Len
+			tx.Send(c.Port, LaneData, uint64(f.H), f.Len)
+			c.Cells.Pending(c.Port, f.Len)
 		}
 	}
 	for _, f := range o.Free {
-		pl.release(tx, f)
+		c.Cells.Release(tx, f)
 	}
-	c.deliverUp(now) // none expected here; the node takes them in its next drain
+	c.DeliverUp(now) // none expected here; the node takes them in its next drain
 	o.Reset()
 }
 
-// failover hands the cells of a link that left the usable set back to the
+// Failover hands the cells of a link that left the usable set back to the
 // sprayer.
-func (c *cellLink) failover(now int64) {
+func (c *cellLink) Failover(now int64) {
 	unacked, n := c.handBack(now)
-	c.pl.w.Log().Info("cells: link left the usable set; its cells go over the other links",
-		"dev", c.pl.w.Node().Port(c.port).Name, "handed_back", n, "unacked", unacked)
+	c.W.Log().Info("cells: link left the usable set; its cells go over the other links",
+		"dev", c.W.Node().Port(c.Port).Name, "handed_back", n, "unacked", unacked)
 }
 
 // handBack gives the node's sprayer the link's queued cells and copies of
 // its un-ACKed ones not handed back before; it returns how many were
 // un-ACKed copies, and how many it gave in all.
 func (c *cellLink) handBack(now int64) (unacked, n int) {
-	pl := c.pl
 	c.taken, c.handedTo = c.ep.Unacked(c.handedTo, c.taken[:0])
 	c.back = c.back[:0]
 	for _, f := range c.taken {
-		c.back = append(c.back, pl.copyFrame(f))
+		c.back = append(c.back, c.Cells.CopyFrame(f))
 	}
 	for c.qLen > 0 {
 		c.back = append(c.back, c.pop()) // never on a TX ring: no copy needed
 	}
 	// With no other usable link the cells wait in this link's own queue
 	// (sent when its session is up again) instead of finding no route.
-	others := pl.node.Reach().Usable()&^(1<<c.l) != 0
+	others := c.Cells.Usable()&^(1<<c.L) != 0
 	kept := c.back[:0]
 	for _, f := range c.back {
 		if f.Len > 0 && (others || !c.push(f)) {
@@ -307,14 +335,14 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 		}
 	}
 	if len(kept) > 0 {
-		pl.node.Respray(now, c.l, kept)
+		c.Cells.Respray(now, c.L, kept)
 	}
 	c.st.HandedBack += uint64(len(kept))
 	return len(c.taken), len(kept)
 }
 
-// held is how many frames the link holds between calls.
-func (c *cellLink) held() int {
+// Held is how many frames the link holds between calls.
+func (c *cellLink) Held() int {
 	n := c.qLen
 	if c.ep.S != nil {
 		n += c.ep.S.Outstanding()
@@ -326,10 +354,10 @@ func (c *cellLink) held() int {
 	return n
 }
 
-// snapshot fills s from the endpoint and session.
-func (c *cellLink) snapshot(s *CellLinkLG) {
+// Snapshot fills s from the endpoint and session.
+func (c *cellLink) Snapshot(s *CellLinkLG) {
 	*s = c.st
-	c.sessionSnapshot(s)
+	c.SessionSnapshot(s)
 	s.Queued = c.qLen
 	if ss := c.ep.S; ss != nil {
 		s.Unacked = ss.Outstanding()
@@ -340,57 +368,27 @@ func (c *cellLink) snapshot(s *CellLinkLG) {
 	}
 }
 
-// toLink takes the node's output for the link: control frames
+// ToLink takes the node's output for the link: control frames
 // unsequenced on the control lane, cells to the credit queue (counted and
 // dropped when it is full).
-func (c *cellLink) toLink(_ int64, lo *link.Out, tx *Tx) {
-	pl := c.pl
+func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *Tx) {
 	for _, f := range lo.Ctrl {
 		if c.ep.PassCarried(f) {
-			tx.Send(c.port, c.ctrlLane(), uint64(f.H), f.Len)
-			pl.pend[c.port] += f.Len
+			tx.Send(c.Port, c.CtrlLane(), uint64(f.H), f.Len)
+			c.Cells.Pending(c.Port, f.Len)
 		}
-		pl.release(tx, f)
+		c.Cells.Release(tx, f)
 	}
 	for _, f := range lo.Data {
 		if !c.push(f) {
 			c.st.QueueDrops++
-			pl.release(tx, f)
+			c.Cells.Release(tx, f)
 		}
 	}
 }
 
-// queuedBytes is what waits in the credit queue.
-func (c *cellLink) queuedBytes() int { return c.qBytes }
+// QueuedBytes is what waits in the credit queue.
+func (c *cellLink) QueuedBytes() int { return c.qBytes }
 
-// ackedAfter reports whether the link had an ACK after t.
-func (c *cellLink) ackedAfter(t int64) bool { return c.ackAt > t }
-
-// release ends the pipeline's hold on f.
-func (pl *cellPipeline) release(tx *Tx, f link.Frame) {
-	tx.Release(uint64(f.H))
-	pl.released++
-}
-
-// copyFrame returns a copy of f in a new UMEM frame (the original stays
-// in its link's TX buffer, and a new link stamps its own numbering into
-// the copy). Without a free frame it returns a zero Frame (counted).
-func (pl *cellPipeline) copyFrame(f link.Frame) link.Frame {
-	h, ok := pl.Alloc(f.Len)
-	if !ok {
-		pl.copyFails++
-		return link.Frame{}
-	}
-	copy(pl.w.Bytes(uint64(h), f.Len), pl.w.Bytes(uint64(f.H), f.Len))
-	return link.Frame{H: h, Len: f.Len}
-}
-
-// ackedSince reports whether a link other than l had an ACK after t.
-func (pl *cellPipeline) ackedSince(l int, t int64) bool {
-	for k, c := range pl.links {
-		if k != l && c.ackedAfter(t) {
-			return true
-		}
-	}
-	return false
-}
+// AckedAfter reports whether the link had an ACK after t.
+func (c *cellLink) AckedAfter(t int64) bool { return c.ackAt > t }

@@ -50,7 +50,7 @@ type cellPipeline struct {
 	// links run a link layer and its session under the cells (celllink.go,
 	// cellfec.go; nil with --cells-link-mode none); copyFails counts cells handed back by a
 	// link that found no UMEM frame to be copied into.
-	links     []cellLayer
+	links     []Layer
 	copyFails uint64
 	// usable and excluded, per link under a link layer: in the node's
 	// usable set as last seen; left it, its cells not handed back yet.
@@ -198,12 +198,8 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 	nc.Reach.MaxEdges = CellMaxEdges
 	nc.Reach.Interval = int64(cc.ReachInterval)
 	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
-	if cc.LinkMode == "fec" {
-		// The links' measured loss is the raw loss (before recovery), and
-		// coding is there to carry cells over lossy links: a link is
-		// faulty only from where the link policy stops coding (10 % by
-		// default), not from the bare default meant for unprotected links.
-		if lim := cfg.fec().codingLimit(); lim > 0 {
+	if ls := layerSpec(cc.LinkMode); ls != nil && ls.LossFaulty != nil {
+		if lim := ls.LossFaulty(cfg); lim > 0 {
 			nc.Reach.LossFaulty, nc.Reach.LossClear = lim, lim/10
 		}
 	}
@@ -235,16 +231,12 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 	for k := range pl.hostQ {
 		pl.hostQ[k].q = make([]link.Frame, hostQRings*pl.ring)
 	}
-	if cc.LinkMode != "none" {
-		pl.links = make([]cellLayer, len(ps.Links))
+	if ls := layerSpec(cc.LinkMode); ls != nil {
+		pl.links = make([]Layer, len(ps.Links))
 		pl.usable, pl.excluded = make([]bool, len(ps.Links)), make([]bool, len(ps.Links))
-		for l := range ps.Links {
-			if cc.LinkMode == "fec" {
-				pl.links[l], err = newCellFEC(pl, l)
-			} else {
-				pl.links[l], err = newCellLink(pl, l)
-			}
-			if err != nil {
+		for l, port := range ps.Links {
+			if pl.links[l], err = ls.New(LayerEnv{W: w, Cells: pl, L: l, Port: port, Mode: cc.LinkMode,
+				GiveUp: int64(cc.ReachInterval) * int64(cc.ReachTh), LossClasses: cc.classes.On()}); err != nil {
 				return nil, err
 			}
 		}
@@ -296,9 +288,9 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx
 	} else if l, _ := pl.ps.Link(port); pl.links != nil {
 		c := pl.links[l]
 		for _, d := range descs {
-			c.receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)}, tx)
+			c.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)}, tx)
 		}
-		c.deliverUp(now)
+		c.DeliverUp(now)
 	} else {
 		for _, d := range descs {
 			pl.node.LinkRx(now, l, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
@@ -317,10 +309,10 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 	}
 	next := int64(math.MaxInt64)
 	for _, c := range pl.links {
-		next = min(next, c.poll(now, tx))
+		next = min(next, c.Poll(now, tx))
 	}
 	for l, port := range pl.ps.Links {
-		up := pl.w.Port(port).DownSince() == 0 && (pl.links == nil || pl.links[l].up())
+		up := pl.w.Port(port).DownSince() == 0 && (pl.links == nil || pl.links[l].Up())
 		if up != pl.up[l] {
 			pl.up[l] = up
 			pl.node.SetLinkUp(now, l, up)
@@ -399,7 +391,7 @@ func (pl *cellPipeline) failovers(now int64) {
 		pl.usable[l] = u
 		if pl.excluded[l] && usable&^(1<<l) != 0 {
 			pl.excluded[l] = false
-			c.failover(now)
+			c.Failover(now)
 		}
 	}
 }
@@ -417,7 +409,7 @@ func (pl *cellPipeline) backlogs() {
 func (pl *cellPipeline) queued(port, frameLen int) int {
 	b := pl.pend[port]
 	if l, ok := pl.ps.Link(port); ok && pl.links != nil {
-		b += pl.links[l].queuedBytes()
+		b += pl.links[l].QueuedBytes()
 	}
 	if k, ok := pl.ps.HostIndex(port); ok {
 		b += pl.hostQ[k].bytes
@@ -441,14 +433,14 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 		lo := &o.Link[l]
 		port := pl.ps.Links[l]
 		if pl.links != nil {
-			pl.links[l].toLink(now, lo, tx)
+			pl.links[l].ToLink(now, lo, tx)
 			continue
 		}
 		for _, f := range lo.Ctrl {
-			pl.send(tx, port, pl.prio[l], f)
+			pl.SendRelease(tx, port, pl.prio[l], f)
 		}
 		for _, f := range lo.Data {
-			pl.send(tx, port, LaneData, f)
+			pl.SendRelease(tx, port, LaneData, f)
 		}
 		pl.pend[port] += lo.Bytes
 	}
@@ -461,7 +453,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 		space, room := tx.Space(port, LaneData), tx.ByteSpace(port)
 		for hq.n > 0 && space > 0 && hq.q[hq.head].Len <= room {
 			f := hq.pop()
-			pl.send(tx, port, LaneData, f)
+			pl.SendRelease(tx, port, LaneData, f)
 			pl.pend[port] += f.Len
 			space--
 			room -= f.Len
@@ -471,11 +463,11 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 			if hq.n > 0 || space <= 0 || f.Len > room {
 				if !hq.push(f) {
 					hq.drops++
-					pl.release(tx, f)
+					pl.Release(tx, f)
 				}
 				continue
 			}
-			pl.send(tx, port, LaneData, f)
+			pl.SendRelease(tx, port, LaneData, f)
 			pl.pend[port] += f.Len
 			space--
 			room -= f.Len
@@ -487,11 +479,11 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 	pl.released += int64(len(o.Free))
 	o.Reset()
 	for _, c := range pl.links {
-		c.pump(now, tx)
+		c.Pump(now, tx)
 	}
 }
 
-func (pl *cellPipeline) send(tx *Tx, port, lane int, f link.Frame) {
+func (pl *cellPipeline) SendRelease(tx *Tx, port, lane int, f link.Frame) {
 	tx.Send(port, lane, uint64(f.H), f.Len)
 	tx.Release(uint64(f.H))
 	pl.released++
@@ -549,11 +541,11 @@ func (pl *cellPipeline) publish() {
 	c.UmemFree = pl.w.FreeFrames()
 	c.FramesHeld = pl.got + pl.allocs - pl.released
 	for l, cl := range pl.links {
-		c.FramesHeld -= int64(cl.held())
+		c.FramesHeld -= int64(cl.Held())
 		if c.Links[l].LG == nil {
 			c.Links[l].LG = new(CellLinkLG)
 		}
-		cl.snapshot(c.Links[l].LG)
+		cl.Snapshot(c.Links[l].LG)
 	}
 	c.CopyFails = pl.copyFails
 	for k := range pl.hostQ {
@@ -599,3 +591,73 @@ func (h *hostQueue) pop() link.Frame {
 	h.bytes -= f.Len
 	return f
 }
+
+// Release ends the pipeline's hold on f.
+func (pl *cellPipeline) Release(tx *Tx, f link.Frame) {
+	tx.Release(uint64(f.H))
+	pl.released++
+}
+
+// CopyFrame returns a copy of f in a new UMEM frame (the original stays
+// in its link's TX buffer, and a new link stamps its own numbering into
+// the copy). Without a free frame it returns a zero Frame (counted).
+func (pl *cellPipeline) CopyFrame(f link.Frame) link.Frame {
+	h, ok := pl.Alloc(f.Len)
+	if !ok {
+		pl.copyFails++
+		return link.Frame{}
+	}
+	copy(pl.w.Bytes(uint64(h), f.Len), pl.w.Bytes(uint64(f.H), f.Len))
+	return link.Frame{H: h, Len: f.Len}
+}
+
+// AckedSince reports whether a link other than l had an ACK after t.
+func (pl *cellPipeline) AckedSince(l int, t int64) bool {
+	for k, c := range pl.links {
+		if k != l && c.AckedAfter(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Pending counts n bytes listed on port's TX lists this iteration.
+func (pl *cellPipeline) Pending(port, n int) { pl.pend[port] += n }
+
+// Tx is the worker's.
+func (pl *cellPipeline) Tx() *Tx { return pl.tx }
+
+// LinkRx hands the node a frame link l's layer delivered.
+func (pl *cellPipeline) LinkRx(now int64, l int, f link.Frame) { pl.node.LinkRx(now, l, f) }
+
+// Respray gives the node's sprayer the cells link l handed back.
+func (pl *cellPipeline) Respray(now int64, l int, frames []link.Frame) {
+	pl.node.Respray(now, l, frames)
+}
+
+// CellsLost tells the node link l lost n cells for good.
+func (pl *cellPipeline) CellsLost(now int64, l, n int) { pl.node.CellsLost(now, l, n) }
+
+// SetLoss reports link l's measured loss to the node.
+func (pl *cellPipeline) SetLoss(now int64, l int, loss float64) { pl.node.SetLoss(now, l, loss) }
+
+// Usable is the node's usable links.
+func (pl *cellPipeline) Usable() uint64 { return pl.node.Reach().Usable() }
+
+// ReachCounts is link l's REACHes received and missed.
+func (pl *cellPipeline) ReachCounts(l int) (rx, lost uint64) {
+	lr := pl.node.Reach().Link(l)
+	return lr.ReachRx, lr.ReachLost
+}
+
+// CellFrame is the largest cell frame.
+func (pl *cellPipeline) CellFrame() int { return pl.cellFrame }
+
+// MaxAlloc is the largest frame Alloc gives.
+func (pl *cellPipeline) MaxAlloc() int { return pl.maxAlloc }
+
+// PrioLane is the lane of link l's control frames.
+func (pl *cellPipeline) PrioLane(l int) int { return pl.prio[l] }
+
+// NodeID is the node's id.
+func (pl *cellPipeline) NodeID() uint16 { return pl.w.Config().cells().NodeID }

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/linkfabric/linkfabric/link"
@@ -9,44 +10,135 @@ import (
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
-// cellLayer is what runs under the cells on one link port (every
-// --cells-link-mode but none): lg, lgnb or monitor (cellLink, celllink.go) or fec
-// (cellFEC, cellfec.go). The pipeline hands it the link's received frames
-// and the node's output for the link, polls it, and asks it for link state
-// and statistics; it hands the node what it delivers.
-type cellLayer interface {
-	// receive takes a frame from the link; deliverUp hands what the layer
+// Layer is what runs under the cells on one link port (every
+// --cells-link-mode but none): lg, lgnb or monitor (cellLink, celllink.go)
+// or fec (cellFEC, cellfec.go), each registered by name (RegisterLayer).
+// The pipeline hands it the link's received frames and the node's output
+// for the link, polls it, and asks it for link state and statistics; it
+// hands the node what it delivers (Cells).
+type Layer interface {
+	// Receive takes a frame from the link; DeliverUp hands what the layer
 	// delivered to the node.
-	receive(now int64, f link.Frame, tx *Tx)
-	deliverUp(now int64)
-	// poll runs the session and the layer's timers; next deadline.
-	poll(now int64, tx *Tx) int64
-	// up: the link may carry cells.
-	up() bool
-	// toLink takes the node's output for the link; pump places what the
+	Receive(now int64, f link.Frame, tx *Tx)
+	DeliverUp(now int64)
+	// Poll runs the session and the layer's timers; next deadline.
+	Poll(now int64, tx *Tx) int64
+	// Up: the link may carry cells.
+	Up() bool
+	// ToLink takes the node's output for the link; Pump places what the
 	// layer has to send.
-	toLink(now int64, lo *link.Out, tx *Tx)
-	pump(now int64, tx *Tx)
-	// failover: the link left the node's usable set (hand back what it holds).
-	failover(now int64)
-	// queuedBytes waits in the layer to be sent; held is the frames it
+	ToLink(now int64, lo *link.Out, tx *Tx)
+	Pump(now int64, tx *Tx)
+	// Failover: the link left the node's usable set (hand back what it holds).
+	Failover(now int64)
+	// QueuedBytes waits in the layer to be sent; Held is the frames it
 	// holds between calls.
-	queuedBytes() int
-	held() int
-	// ackedAfter: the link's peer acknowledged cells after t (lg).
-	ackedAfter(t int64) bool
-	snapshot(s *CellLinkLG)
+	QueuedBytes() int
+	Held() int
+	// AckedAfter: the link's peer acknowledged cells after t (lg).
+	AckedAfter(t int64) bool
+	Snapshot(s *CellLinkLG)
 }
 
-// cellSess is the link session of one link port under the cells (both
-// kinds of cellLayer): started with the node id, it follows the port's
-// state, sends its HELLOs on the control lane and logs what the peer's
-// offers mean.
-type cellSess struct {
-	pl   *cellPipeline
-	l    int
-	port int
-	sess *linksession.Session
+// Cells is what a Layer sees of the cells above it: their frames, their
+// node and their other links.
+type Cells interface {
+	// Alloc and Bytes are the frames cells go in.
+	link.Memory
+	// Release ends the pipeline's hold on f; SendRelease sends f on port's
+	// lane and releases it; CopyFrame copies f into a new frame (a zero
+	// Frame, counted, if none is free); Pending counts n bytes listed on
+	// port's TX lists; Tx is the worker's.
+	Release(tx *Tx, f link.Frame)
+	SendRelease(tx *Tx, port, lane int, f link.Frame)
+	CopyFrame(f link.Frame) link.Frame
+	Pending(port, n int)
+	Tx() *Tx
+	// LinkRx hands the node a frame the layer of link l delivered;
+	// Respray gives it cells to spray over the other links; CellsLost
+	// says how many cells link l lost for good; SetLoss reports link l's
+	// measured loss.
+	LinkRx(now int64, l int, f link.Frame)
+	Respray(now int64, l int, frames []link.Frame)
+	CellsLost(now int64, l, n int)
+	SetLoss(now int64, l int, loss float64)
+	// Usable is the node's usable links (bit l: link l); ReachCounts link
+	// l's REACHes received and missed; AckedSince whether a link other
+	// than l had an ACK after t.
+	Usable() uint64
+	ReachCounts(l int) (rx, lost uint64)
+	AckedSince(l int, t int64) bool
+	// CellFrame is the largest cell frame, MaxAlloc the largest frame
+	// Alloc gives, PrioLane link l's control lane, NodeID the node's id.
+	CellFrame() int
+	MaxAlloc() int
+	PrioLane(l int) int
+	NodeID() uint16
+}
+
+// LayerEnv is where a Layer runs: link L of the cells above it, port
+// number Port of worker W, and what the cells' configuration says to it.
+type LayerEnv struct {
+	W     *Worker
+	Cells Cells
+	L     int
+	Port  int
+	// Mode is the layer's name (--cells-link-mode).
+	Mode string
+	// GiveUp is how long cells may go unacknowledged on a link before it
+	// is given up (--cells-reach-interval × --cells-reach-th).
+	GiveUp int64
+	// LossClasses: the node sorts its links by their measured loss, which
+	// every layer then reports (SetLoss).
+	LossClasses bool
+}
+
+// LayerSpec is a link layer under the cells: --cells-link-mode NAME
+// (RegisterLayer). A nil hook does nothing.
+type LayerSpec struct {
+	// Configure fills the layer's defaults and checks them (after the
+	// cells' own).
+	Configure func(c *Config) error
+	// Frames is the UMEM frames the layers of c's links hold, and what
+	// holds them (said in the error of a --frames too small).
+	Frames func(c *Config) (n uint64, what string, err error)
+	// Overhead is how much longer than its longest cell a frame of the
+	// layer gets: the cells are that much shorter.
+	Overhead int
+	// LossFaulty, if not zero, is the measured loss from which a link is
+	// faulty (the node's ReachConfig.LossFaulty; it is clear again below a
+	// tenth of it).
+	LossFaulty func(c *Config) float64
+	// Start completes c, the configuration in force, once the ports are
+	// bound.
+	Start func(c *Config)
+	// New makes the layer of one link.
+	New func(e LayerEnv) (Layer, error)
+}
+
+// layers are the registered link layers under the cells.
+var layers = map[string]*LayerSpec{}
+
+// RegisterLayer makes --cells-link-mode name run s under the cells. It is
+// called from init; a name registered twice panics.
+func RegisterLayer(name string, s LayerSpec) {
+	if _, ok := layers[name]; ok {
+		panic(fmt.Sprintf("dataplane: link layer %q registered twice", name))
+	}
+	layers[name] = &s
+}
+
+// layerSpec is the layer of --cells-link-mode name (nil: none, or not
+// registered).
+func layerSpec(name string) *LayerSpec { return layers[name] }
+
+// LayerSession is the link session of one link port under the cells
+// (every Layer): started with the node id, it follows the port's state,
+// sends its HELLOs on the control lane and logs what the peer's offers
+// mean. A Layer embeds it.
+type LayerSession struct {
+	LayerEnv
+	Sess *linksession.Session
 	scfg linksession.Config
 	link linksession.Link
 
@@ -62,24 +154,30 @@ type cellSess struct {
 	lost uint64
 }
 
-// reportLost tells the node how many cells were lost for good since the
+// NewLayerSession is the session of e's link, not started
+// (StartSession).
+func NewLayerSession(e LayerEnv) LayerSession {
+	return LayerSession{LayerEnv: e, lanes: e.W.Node().Port(e.Port).Lanes()}
+}
+
+// ReportLost tells the node how many cells were lost for good since the
 // last call, from the layer's running count total (a count that went
 // back, e.g. after a reset, starts over): the reassembly skips their holes
 // without waiting for its timeout.
-func (c *cellSess) reportLost(now int64, total uint64) {
+func (c *LayerSession) ReportLost(now int64, total uint64) {
 	if total > c.lost {
-		c.pl.node.CellsLost(now, c.l, int(min(total-c.lost, 1<<20)))
+		c.Cells.CellsLost(now, c.L, int(min(total-c.lost, 1<<20)))
 	}
 	c.lost = total
 }
 
-// lossRate measures the link's raw loss for the node (Node.SetLoss:
+// LossRate measures the link's raw loss for the node (Node.SetLoss:
 // exclusion, loss classes) every 100 ms over a 1 s window: rx cells
 // received and lost missing, as the layer counts them, plus the peer's
 // REACHes by their counter, so that an idle link is measured too (200
 // REACHes a second at 5 ms). It reports the rate to the node and returns
 // it when the window holds enough frames.
-func (c *cellSess) lossRate(now int64, rx, lost uint64) (float64, bool) {
+func (c *LayerSession) LossRate(now int64, rx, lost uint64) (float64, bool) {
 	if now < c.lmonAt {
 		return 0, false
 	}
@@ -87,58 +185,58 @@ func (c *cellSess) lossRate(now int64, rx, lost uint64) (float64, bool) {
 		c.lmon, _ = lossmon.New(lossmon.Config{Window: int64(time.Second), MinSamples: 200})
 	}
 	c.lmonAt = now + int64(100*time.Millisecond)
-	lr := c.pl.node.Reach().Link(c.l)
-	c.lmon.ObserveTotals(now, rx+lr.ReachRx, lost+lr.ReachLost)
+	reachRx, reachLost := c.Cells.ReachCounts(c.L)
+	c.lmon.ObserveTotals(now, rx+reachRx, lost+reachLost)
 	rate, ok := c.lmon.Rate(now)
 	if ok {
-		c.pl.node.SetLoss(now, c.l, rate)
+		c.Cells.SetLoss(now, c.L, rate)
 	}
 	return rate, ok
 }
 
-// startSession configures and starts the session: window frames offered,
+// StartSession configures and starts the session: window frames offered,
 // prot the link layer's protection, link what a reset resets.
-func (c *cellSess) startSession(window int, prot linksession.Protect, link linksession.Link) error {
-	d, cfg := c.pl.w.Node(), c.pl.w.Config()
+func (c *LayerSession) StartSession(window int, prot linksession.Protect, link linksession.Link) error {
+	d, cfg := c.W.Node(), c.W.Config()
 	c.link = link
 	c.scfg = linksession.Config{
-		LocalMAC: d.Port(c.port).MAC(),
+		LocalMAC: d.Port(c.Port).MAC(),
 		PeerMAC:  cfg.Link.PeerMAC,
 		Offer: linksession.Offer{
 			Window:    uint32(window),
 			Lanes:     uint8(max(c.lanes, 1)), // a port without sockets: tests in memory
-			MTU:       uint16(min(c.pl.cellFrame, 1<<16-1)),
+			MTU:       uint16(min(c.Cells.CellFrame(), 1<<16-1)),
 			Speed:     uint32(max(cfg.Link.Speed/1_000_000, 1)),
 			Protect:   prot,
 			Integrity: cfg.Link.Integrity,
 		},
-		Node: cfg.cells().NodeID,
+		Node: c.Cells.NodeID(),
 	}
 	s, err := linksession.New(c.scfg, link)
 	if err != nil {
 		return err
 	}
-	c.sess = s
-	if c.pl.w.Port(c.port).DownSince() != 0 {
+	c.Sess = s
+	if c.W.Port(c.Port).DownSince() != 0 {
 		s.LinkDown(0)
 	}
 	return nil
 }
 
-// ctrlLane is the lane of link control.
-func (c *cellSess) ctrlLane() int {
+// CtrlLane is the lane of link control.
+func (c *LayerSession) CtrlLane() int {
 	if c.lanes < 2 {
 		return LaneData
 	}
-	return c.pl.prio[c.l]
+	return c.Cells.PrioLane(c.L)
 }
 
-// sessionRx hands a session frame to the session, logs what it means and
+// SessionRx hands a session frame to the session, logs what it means and
 // returns the session's events.
-func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
-	ev := c.sess.Receive(now, b)
-	log := c.pl.w.Log()
-	name := c.pl.w.Node().Port(c.port).Name
+func (c *LayerSession) SessionRx(now int64, b []byte) linksession.Event {
+	ev := c.Sess.Receive(now, b)
+	log := c.W.Log()
+	name := c.W.Node().Port(c.Port).Name
 	if ev&linksession.EvNodeCollision != 0 {
 		c.collisions++
 		if c.collisionLog == 0 || now-c.collisionLog > int64(time.Second) {
@@ -147,10 +245,10 @@ func (c *cellSess) sessionRx(now int64, b []byte) linksession.Event {
 				"dev", name, "node_id", c.scfg.Node)
 		}
 	}
-	a, _ := c.sess.Agreed()
+	a, _ := c.Sess.Agreed()
 	if ev&linksession.EvReset != 0 {
 		c.lanes = int(a.Lanes)
-		sayOneLane(log, name, c.pl.w.Port(c.port).Lanes(), c.lanes, &c.oneLaneSaid)
+		sayOneLane(log, name, c.W.Port(c.Port).Lanes(), c.lanes, &c.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		if a.Conflict&linksession.ConflictProtect != 0 {
@@ -193,42 +291,41 @@ func cellLinkMode(p linksession.Protect) string {
 	return [...]string{"lg", "lgnb", "monitor", "?"}[min(p.RxMode, 3)]
 }
 
-// sessionPoll follows the port's state (down: the session waits; up: it
+// SessionPoll follows the port's state (down: the session waits; up: it
 // agrees again), runs the session's timers, sends its frames on the
 // control lane and returns its next deadline.
-func (c *cellSess) sessionPoll(now int64, tx *Tx) int64 {
-	pl := c.pl
-	down := pl.w.Port(c.port).DownSince() != 0
-	switch st := c.sess.State(); {
+func (c *LayerSession) SessionPoll(now int64, tx *Tx) int64 {
+	down := c.W.Port(c.Port).DownSince() != 0
+	switch st := c.Sess.State(); {
 	case down && st != linksession.Down:
-		c.sess.LinkDown(now)
+		c.Sess.LinkDown(now)
 	case !down && st == linksession.Down:
-		c.sess.LinkUp(now)
+		c.Sess.LinkUp(now)
 	}
-	next := c.sess.Poll(now)
+	next := c.Sess.Poll(now)
 	for next <= now {
-		h, ok := pl.Alloc(seqhdr.MinFrameLen)
+		h, ok := c.Cells.Alloc(seqhdr.MinFrameLen)
 		if !ok {
 			next = now + int64(MinTimerSleep)
 			break
 		}
 		f := link.Frame{H: h, Len: seqhdr.MinFrameLen}
-		n := c.sess.Frame(now, pl.w.Bytes(uint64(h), f.Len))
+		n := c.Sess.Frame(now, c.W.Bytes(uint64(h), f.Len))
 		if n == 0 {
-			pl.release(tx, f)
+			c.Cells.Release(tx, f)
 			break
 		}
-		tx.Send(c.port, c.ctrlLane(), uint64(h), n)
-		pl.release(tx, f)
-		next = c.sess.Poll(now)
+		tx.Send(c.Port, c.CtrlLane(), uint64(h), n)
+		c.Cells.Release(tx, f)
+		next = c.Sess.Poll(now)
 	}
 	return next
 }
 
-// sessionSnapshot fills the session's part of s.
-func (c *cellSess) sessionSnapshot(s *CellLinkLG) {
-	s.Session = c.sess.State().String()
-	a, ok := c.sess.Agreed()
+// SessionSnapshot fills the session's part of s.
+func (c *LayerSession) SessionSnapshot(s *CellLinkLG) {
+	s.Session = c.Sess.State().String()
+	a, ok := c.Sess.Agreed()
 	if ok {
 		s.PeerNode = a.PeerNode
 	}
