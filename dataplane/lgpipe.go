@@ -269,6 +269,38 @@ func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error)
 	return pl, nil
 }
 
+// newSession starts the link session of pl's port.
+func (pl *lgPipeline) newSession() error {
+	c := pl.w.Config().lg()
+	p := pl.port
+	window := c.credit
+	if window == 0 {
+		window = c.TxBuffer
+	}
+	prot := linksession.Protect{Tx: p.S != nil, Rx: p.R != nil}
+	if p.R != nil {
+		prot.RxMode = uint8(p.R.Delivery())
+	}
+	fastSend := p.S != nil && pl.kernel.sends() // as newLGPipeline connects it
+	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
+}
+
+// sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
+// ACK batch set from the agreed window.
+func (pl *lgPipeline) sessionRx(now int64, b []byte) {
+	ev := pl.linkSess.sessionRx(now, b)
+	a, _ := pl.sess.Agreed()
+	if ev&linksession.EvReset == 0 {
+		return
+	}
+	if p := pl.port; p.S != nil {
+		p.S.SetCredit(min(int(a.Window), pl.w.Config().lg().credit))
+	}
+	if p := pl.port; p.R != nil {
+		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
+	}
+}
+
 // handOffSend gives sending to the kernel when the conditions of
 // linkguardian's send hand-over hold on the dataplane's side: the kernel
 // sends host frames now (its direction is on), the link session is up,

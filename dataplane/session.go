@@ -14,14 +14,14 @@ import (
 	"github.com/linkfabric/linkfabric/linkguardian"
 )
 
-// The link session of the lg pipeline (package linksession): before
-// sequenced frames flow, and again after either end restarts, the two ends
-// exchange HELLO/HELLO-ACK on the priority lane, agree on the smaller of
-// their windows (the sender's credit), lanes, MTU and link speed, check
-// that their --lg-protect settings fit together, and reset LinkGuardian's
-// sequence state to the initial sequence numbers both announced. A frame
-// from before a restart is then behind the receiver's window and dropped:
-// nothing stale is delivered.
+// The link session of a pipeline with one link port (lg, fec; package
+// linksession): before sequenced frames flow, and again after either end
+// restarts, the two ends exchange HELLO/HELLO-ACK on the priority lane,
+// agree on the smaller of their windows (the sender's credit), lanes, MTU
+// and link speed, check that their --lg-protect settings fit together, and
+// reset LinkGuardian's sequence state to the initial sequence numbers both
+// announced. A frame from before a restart is then behind the receiver's
+// window and dropped: nothing stale is delivered.
 //
 // Until the session is up, host frames wait in the class queues for up to
 // LGConfig.SessionWait, or LGConfig.SessionHold while an agreement stands
@@ -158,38 +158,6 @@ func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, pr
 	*s = linkSess{sw: w, sess: sess, lanes: w.Port(PortLink).Lanes(), queue: queue, stats: stats, peers: peers}
 	s.publishSession()
 	return nil
-}
-
-// newSession starts the link session of pl's port.
-func (pl *lgPipeline) newSession() error {
-	c := pl.w.Config().lg()
-	p := pl.port
-	window := c.credit
-	if window == 0 {
-		window = c.TxBuffer
-	}
-	prot := linksession.Protect{Tx: p.S != nil, Rx: p.R != nil}
-	if p.R != nil {
-		prot.RxMode = uint8(p.R.Delivery())
-	}
-	fastSend := p.S != nil && pl.kernel.sends() // as newLGPipeline connects it
-	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
-}
-
-// sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
-// ACK batch set from the agreed window.
-func (pl *lgPipeline) sessionRx(now int64, b []byte) {
-	ev := pl.linkSess.sessionRx(now, b)
-	a, _ := pl.sess.Agreed()
-	if ev&linksession.EvReset == 0 {
-		return
-	}
-	if p := pl.port; p.S != nil {
-		p.S.SetCredit(min(int(a.Window), pl.w.Config().lg().credit))
-	}
-	if p := pl.port; p.R != nil {
-		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
-	}
 }
 
 // sessionRx hands a session frame to the session, applies what it decided
