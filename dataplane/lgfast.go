@@ -135,7 +135,20 @@ func (f *lgFast) FastDirs() []FastDir {
 	h, l := ps.Host, ps.Links[0]
 	// The send direction is listed whether or not its kernel half can run
 	// here, with the reason when it cannot.
-	return []FastDir{{From: l, To: h, Hook: lgRxDir{f}}, {From: h, To: l, Blocked: f.txBlocked, Hook: lgTxDir{f}}}
+	rx := lgDir{set: f.d.Link().Program().SetLGRx, live: &f.rxLive, counters: func() bpf.ProgCounters {
+		// LinkGuardian's deliveries (as Forwarded; passed to the core for
+		// want of a redirect as ForwardMissed).
+		c := f.rx.Counters()
+		return bpf.ProgCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}
+	}}
+	tx := lgDir{set: f.d.Host().Program().SetLGTx, live: &f.txLive, counters: func() bpf.ProgCounters {
+		// The frames the kernel numbered and sent; Missed: frames it
+		// passed to the core having taken them (lost swaps) or for want
+		// of room in the header or trailer (dropped).
+		c := f.tx.Counters()
+		return bpf.ProgCounters{Forwarded: c.Sent, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed + c.StampErr}
+	}}
+	return []FastDir{{From: l, To: h, Hook: rx}, {From: h, To: l, Blocked: f.txBlocked, Hook: tx}}
 }
 
 func (f *lgFast) OpenFast(xdp bool) (string, error) {
@@ -180,42 +193,23 @@ func (f *lgFast) open() string {
 	return ""
 }
 
-// lgRxDir is the receive direction's kernel half.
-type lgRxDir struct{ f *lgFast }
+// lgDir is one of LinkGuardian's directions: its program's switch, what it
+// carried, and whether the kernel runs it now.
+type lgDir struct {
+	set      func(on bool) error
+	counters func() bpf.ProgCounters
+	live     *atomic.Bool
+}
 
-func (r lgRxDir) Set(on bool) error {
-	if err := r.f.d.Link().Program().SetLGRx(on); err != nil {
+func (d lgDir) Set(on bool) error {
+	if err := d.set(on); err != nil {
 		return err
 	}
-	r.f.rxLive.Store(on)
+	d.live.Store(on)
 	return nil
 }
 
-// Counters are LinkGuardian's deliveries (as Forwarded; passed to the core
-// for want of a redirect as ForwardMissed).
-func (r lgRxDir) Counters() bpf.ProgCounters {
-	c := r.f.rx.Counters()
-	return bpf.ProgCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}
-}
-
-// lgTxDir is the send direction's kernel half.
-type lgTxDir struct{ f *lgFast }
-
-func (t lgTxDir) Set(on bool) error {
-	if err := t.f.d.Host().Program().SetLGTx(on); err != nil {
-		return err
-	}
-	t.f.txLive.Store(on)
-	return nil
-}
-
-// Counters are the frames the kernel numbered and sent; Missed: frames it
-// passed to the core having taken them (lost swaps) or for want of room
-// in the header or trailer (dropped).
-func (t lgTxDir) Counters() bpf.ProgCounters {
-	c := t.f.tx.Counters()
-	return bpf.ProgCounters{Forwarded: c.Sent, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed + c.StampErr}
-}
+func (d lgDir) Counters() bpf.ProgCounters { return d.counters() }
 
 // txAck says whether the send fast path piggybacks the receive point's
 // serial - 1 as its ACK (the receiver keeps it current when connected).
