@@ -26,11 +26,11 @@ var queueCount = xdp.QueueCount
 // (defaultRingSize).
 func prepareLG(c *Config) {
 	queues, qerr := queueCount(c.LinkPort)
-	lg := c.lg()
-	lg.txWhy, lg.txFix = c.lgTxBlocked(queues, qerr)
+	lg := LGConfigOf(c)
+	lg.txWhy, lg.txFix = lgTxBlocked(c, queues, qerr)
 	lg.kernelTx = lg.txWhy == ""
 	if c.RingSize == 0 {
-		c.RingSize = defaultRingSize(c.lgTxWanted())
+		c.RingSize = defaultRingSize(lgTxWanted(c))
 	}
 }
 
@@ -38,7 +38,7 @@ func prepareLG(c *Config) {
 // LinkGuardian mode whose configuration allows the kernel path
 // (lgTxBlocked, decided by prepareLG). The ports are then attached with
 // what it needs (lgPortOptions).
-func (c *Config) lgTxWanted() bool { return c.lg().kernelTx }
+func lgTxWanted(c *Config) bool { return LGConfigOf(c).kernelTx }
 
 // lgTxBlocked is why LinkGuardian's send fast path cannot run on this
 // configuration with a link port of queues queues (qerr: they could not be
@@ -59,11 +59,11 @@ func (c *Config) lgTxWanted() bool { return c.lg().kernelTx }
 // no slower, but under bulk TCP at loss 0 the far end found 800-1,000
 // numbered frames missing per 4 s run against 50-220 on one queue, and
 // one run gave up on 297 of them. Not kept.
-func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
+func lgTxBlocked(c *Config, queues int, qerr error) (why string, fix bool) {
 	if why := c.FastPathBlocked(); why != "" {
 		return why, false
 	}
-	switch c.lg().Protect {
+	switch LGConfigOf(c).Protect {
 	case "rx":
 		return "--lg-protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
 	case "tx":
@@ -81,7 +81,7 @@ func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
 
 // lgFastBlocked is LinkGuardian's Spec.FastBlocked.
 func lgFastBlocked(c *Config) string {
-	if c.lg().Protect == "tx" {
+	if LGConfigOf(c).Protect == "tx" {
 		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
 	}
 	return ""
@@ -92,11 +92,11 @@ func lgFastBlocked(c *Config) string {
 // port (attached after it) shares its lg_rx map, from which the host port's
 // program reads the ACK it piggybacks.
 func lgPortOptions(c *Config, i int, role PortRole, attached []*Port, o *bpf.PortOptions) {
-	if !c.lgTxWanted() {
+	if !lgTxWanted(c) {
 		return
 	}
 	if role == RoleHost {
-		o.LGTxSlots = c.lg().TxBuffer
+		o.LGTxSlots = LGConfigOf(c).TxBuffer
 		if o.LGTxSlots == 0 {
 			o.LGTxSlots = defaultTxBuffer(c.RingSize, true)
 		}

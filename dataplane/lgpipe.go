@@ -219,13 +219,13 @@ func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error)
 		d:        d,
 		tx:       w.Tx(),
 		queue:    NewClassQueues(d),
-		pfcClass: cfg.lg().PFCClass,
+		pfcClass: LGConfigOf(cfg).PFCClass,
 		pfcSpeed: cfg.Link.Speed,
 		local:    d.LinkMAC(),
 		lgs:      lgs, // its lane's (workers.go)
 		kernel:   kernel,
 	}
-	p, err := linkguardian.NewEndpoint(cfg.lg().core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
+	p, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -234,13 +234,13 @@ func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error)
 		return nil, err
 	}
 	if p.S != nil {
-		pl.lgs.Copies.Store(int64(cfg.lg().Copies))
-		if !cfg.lg().fixedCopies {
+		pl.lgs.Copies.Store(int64(LGConfigOf(cfg).Copies))
+		if !LGConfigOf(cfg).fixedCopies {
 			pl.mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 		}
 	}
 	if p.R != nil {
-		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(cfg.lg().MonitorWindow), MinSamples: 10000})
+		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(LGConfigOf(cfg).MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Delivery()))
 		if fp := kernel.point(); fp != nil {
 			fp.LookEvery = lgLookEvery
@@ -271,7 +271,7 @@ func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error)
 
 // newSession starts the link session of pl's port.
 func (pl *lgPipeline) newSession() error {
-	c := pl.w.Config().lg()
+	c := LGConfigOf(pl.w.Config())
 	p := pl.port
 	window := c.credit
 	if window == 0 {
@@ -294,7 +294,7 @@ func (pl *lgPipeline) sessionRx(now int64, b []byte) {
 		return
 	}
 	if p := pl.port; p.S != nil {
-		p.S.SetCredit(min(int(a.Window), pl.w.Config().lg().credit))
+		p.S.SetCredit(min(int(a.Window), LGConfigOf(pl.w.Config()).credit))
 	}
 	if p := pl.port; p.R != nil {
 		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
@@ -598,7 +598,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
 		if rate, ok := pl.mon.Rate(now); ok {
 			pl.lgs.lossRate.Store(uint64(rate * 1e12))
-			n := linkguardian.CopiesLimit(pl.w.Config().lg().TargetLoss, rate, pl.w.Config().lg().MaxCopies)
+			n := linkguardian.CopiesLimit(LGConfigOf(pl.w.Config()).TargetLoss, rate, LGConfigOf(pl.w.Config()).MaxCopies)
 			if int64(n) != pl.lgs.Copies.Load() {
 				p.S.SetCopies(n)
 				pl.lgs.Copies.Store(int64(n))
@@ -610,7 +610,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
 		if rate, ok := pl.rmon.Rate(now); ok {
 			pl.lgs.rxLossRate.Store(uint64(rate * 1e12))
-			if pl.w.Config().lg().Auto {
+			if LGConfigOf(pl.w.Config()).Auto {
 				received, lost := pl.rmon.Totals(now)
 				pl.applyPolicy(now, p, rate, received, lost)
 			}
@@ -639,7 +639,7 @@ func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
 // measured loss rate of the incoming direction.
 func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate float64, received, lost uint64) {
 	cur := p.R.Delivery()
-	want := autoMode(pl.w.Config().lg().Policy, received, lost, cur)
+	want := autoMode(LGConfigOf(pl.w.Config()).Policy, received, lost, cur)
 	if want == cur {
 		return
 	}
@@ -709,7 +709,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
-		s.core.TxBuffer, s.core.Credit = pl.w.Config().lg().TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
+		s.core.TxBuffer, s.core.Credit = LGConfigOf(pl.w.Config()).TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
 		s.core.DummyWait = p.S.DummyWait()
 	}
 	if p.R != nil {
@@ -744,7 +744,7 @@ func (pl *lgPipeline) sampleRate(now, bytes int64) {
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
 func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
-	c := pl.w.Config().lg()
+	c := LGConfigOf(pl.w.Config())
 	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds && c.AckDelay > 0) {
 		return // nothing to tune
 	}

@@ -137,7 +137,7 @@ type linkSess struct {
 // window frames and prot (fastSend: the kernel's send fast path runs); host
 // frames wait in queue while it is not up.
 func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *ClassQueues, stats *SessionStats, peers string) error {
-	c, lc := w.Config().lg(), &w.Config().Link
+	c, lc := LGConfigOf(w.Config()), &w.Config().Link
 	sess, err := linksession.New(linksession.Config{
 		LocalMAC: w.Node().LinkMAC(),
 		PeerMAC:  lc.PeerMAC,
@@ -213,7 +213,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 			log.Info("link session: one end sends by the kernel's send fast path, the other by its worker; they interoperate",
 				"dev", cfg.LinkPort, "fast_send", a.LocalCaps.FastSend, "peer_fast_send", a.PeerCaps.FastSend)
 		}
-		if a.MTU < uint16(min(cfg.lg().MTU, 1<<16-1)) {
+		if a.MTU < uint16(min(LGConfigOf(cfg).MTU, 1<<16-1)) {
 			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
 				"dev", cfg.LinkPort, "peer_mtu", a.MTU)
 		}
@@ -383,8 +383,8 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 			s.sessPassed++
 		}
 	default: // Drop
-		keep := s.sw.Config().lg().SessionKeep
-		if now-s.notUpSince >= int64(s.sw.Config().lg().SessionHold) {
+		keep := LGConfigOf(s.sw.Config()).SessionKeep
+		if now-s.notUpSince >= int64(LGConfigOf(s.sw.Config()).SessionHold) {
 			keep = 0
 		}
 		s.sessDropped += uint64(s.queue.DropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))
