@@ -106,8 +106,8 @@ type Config struct {
 	// whose nodes allocate every cell and delivery, and whose bursts fill
 	// every RX ring while the fill rings stay full). At least RingSize.
 	FramesPerQueue uint32
-	// RingSize is the size of each AF_XDP ring. Default 2048, or 4096 with
-	// LinkGuardian's send fast path (defaultRingSize).
+	// RingSize is the size of each AF_XDP ring. Default 2048, or the
+	// mode's (Spec.Prepare: 4096 with LinkGuardian's send fast path).
 	RingSize uint32
 	// Batch is the most frames moved per ring operation. Default 256.
 	Batch int
@@ -435,8 +435,9 @@ func (d *Dataplane) Run(ctx context.Context) error {
 }
 
 // FastPath reports the directions with a kernel path, mode forward's two
-// and LinkGuardian's receive direction (lg, lgnb, monitor): the path each
-// takes now and what the kernel path carried (nil in other modes).
+// or a KernelPath mode's own (LinkGuardian's receive and send directions):
+// the path each takes now and what the kernel path carried (nil in other
+// modes).
 func (d *Dataplane) FastPath() []FastPathSnapshot {
 	if d.fast == nil {
 		return nil
