@@ -83,7 +83,7 @@ func TestCellFECMemory(t *testing.T) {
 				parity += g.FEC.Sender.Parity
 			}
 		}
-		if held, out := m.w.refs.inFlight(); held != 0 || out != 0 {
+		if held, out := m.w.InFlight(); held != 0 || out != 0 {
 			t.Errorf("node %d: %d frames held, %d outstanding after the run", i+1, held, out)
 		}
 		if s.FramesHeld != 0 || s.Malformed != 0 || s.CopyFails != 0 {
@@ -255,7 +255,7 @@ func FuzzCellFECReceive(f *testing.F) {
 				if s := m.pl.st.Snapshot(); s.FramesHeld != 0 {
 					t.Fatalf("node %d: %d frames unaccounted for", i+1, s.FramesHeld)
 				}
-				held, out := m.w.refs.inFlight()
+				held, out := m.w.InFlight()
 				lh := 0
 				for _, c := range m.pl.links {
 					lh += c.Held()
@@ -300,7 +300,7 @@ func FuzzCellFECReceive(f *testing.F) {
 					forged = true // numbers near the window (a parity's too) displace the sender's
 				}
 				p.rx[0] = rx.put(t, b)
-				rx.pl.Receive(p.now, rx.pl.ps.Links[l], 0, p.rx[:], &rx.w.tx)
+				rx.pl.Receive(p.now, rx.pl.ps.Links[l], 0, p.rx[:], rx.w.Tx())
 			}
 			p.step(t, 1000)
 			check()
@@ -398,9 +398,9 @@ func TestCellFECRestartAndDown(t *testing.T) {
 	burst(50)
 	setDown := func(down bool) {
 		for _, m := range p.n {
-			m.w.ports[m.pl.ps.Links[0]].downSince = 0
+			m.w.SetDownSince(m.pl.ps.Links[0], 0)
 			if down {
-				m.w.ports[m.pl.ps.Links[0]].downSince = 1
+				m.w.SetDownSince(m.pl.ps.Links[0], 1)
 			}
 		}
 	}

@@ -59,7 +59,7 @@ func newFuzzNet(t testing.TB) *fuzzNet {
 	f.n[0] = newMemNode(t, 1, 2, 2, f.cc)
 	f.n[1] = newMemNode(t, 2, 2, 2, f.cc)
 	f.n[2] = newMemNode(t, 3, 0, 2, f.cc)
-	f.rel = make([]bool, f.n[0].w.umem.FrameCount())
+	f.rel = make([]bool, f.n[0].w.Umem().FrameCount())
 	f.sent = make([]bool, len(f.rel))
 	for range 8 {
 		f.step(100_000)
@@ -71,7 +71,7 @@ func newFuzzNet(t testing.TB) *fuzzNet {
 func (f *fuzzNet) step(dt int64) {
 	f.now += max(dt, 1)
 	for _, m := range f.n {
-		m.pl.Poll(f.now, &m.w.tx)
+		m.pl.Poll(f.now, m.w.Tx())
 	}
 	f.settle()
 }
@@ -96,7 +96,8 @@ func (f *fuzzNet) settle() {
 // releases; it reports whether anything moved.
 func (f *fuzzNet) flush(i int) bool {
 	m := f.n[i]
-	w, tx := m.w, &m.w.tx
+	w := m.w
+	released := w.Released()
 	rel, sent := f.rel, f.sent
 	defer func() {
 		for _, k := range f.touched {
@@ -104,62 +105,50 @@ func (f *fuzzNet) flush(i int) bool {
 		}
 		f.touched = f.touched[:0]
 	}()
-	for _, a := range tx.rel {
-		k := w.refs.idx(a)
+	for _, a := range released {
+		k := w.Umem().FrameIndex(a)
 		if rel[k] {
 			f.t.Fatalf("node %d: frame %d released twice", i+1, k)
 		}
-		if !w.refs.held[k] {
+		if !w.FrameHeld(a) {
 			f.t.Fatalf("node %d: frame %d released but not held", i+1, k)
 		}
 		rel[k] = true
 		f.touched = append(f.touched, k)
 	}
-	held := 0
-	for _, h := range w.refs.held {
-		if h {
-			held++
-		}
+	if held := w.FramesHeld(); held != len(released) {
+		f.t.Fatalf("node %d: %d frames held after the call, %d released (a leak)", i+1, held, len(released))
 	}
-	if held != len(tx.rel) {
-		f.t.Fatalf("node %d: %d frames held after the call, %d released (a leak)", i+1, held, len(tx.rel))
-	}
-	moved := len(tx.rel) > 0
-	for port, lanes := range tx.lists {
-		for lane, list := range lanes {
-			tx.lists[port][lane] = list[:0]
-			for _, d := range list {
-				k := w.refs.idx(d.Addr)
-				if sent[k] || !rel[k] {
-					f.t.Fatalf("node %d: frame %d sent twice or not released (sent %v)", i+1, k, sent[k])
-				}
-				sent[k] = true
-				if d.Len == 0 || d.Addr-w.umem.FrameBase(d.Addr)+uint64(d.Len) > uint64(w.umem.FrameSize()) {
-					f.t.Fatalf("node %d: descriptor %+v beyond its frame", i+1, d)
-				}
-				b := w.umem.Bytes(d.Addr, d.Len)
-				if k, ok := m.pl.ps.HostIndex(port); ok {
-					f.hosts[i]++
-					if f.on && i == 1 && k == 0 && len(b) >= 18 && b[5] == 3 && b[11] == 1 {
-						f.fresh = append(f.fresh, binary.BigEndian.Uint32(b[14:]))
-					}
-					continue
-				}
-				l, _ := m.pl.ps.Link(port)
-				wi, pn, pl := peerOf(i, l)
-				if wi < 0 || f.down[wi] {
-					continue
-				}
-				f.keep(b)
-				f.deliver(pn, pl, b)
+	moved := len(released) > 0
+	for port := range m.pl.ps.N() {
+		for _, d := range w.TakeSent(port) {
+			k := w.Umem().FrameIndex(d.Addr)
+			if sent[k] || !rel[k] {
+				f.t.Fatalf("node %d: frame %d sent twice or not released (sent %v)", i+1, k, sent[k])
 			}
+			sent[k] = true
+			if d.Len == 0 || d.Addr-w.Umem().FrameBase(d.Addr)+uint64(d.Len) > uint64(w.Umem().FrameSize()) {
+				f.t.Fatalf("node %d: descriptor %+v beyond its frame", i+1, d)
+			}
+			b := w.Umem().Bytes(d.Addr, d.Len)
+			if k, ok := m.pl.ps.HostIndex(port); ok {
+				f.hosts[i]++
+				if f.on && i == 1 && k == 0 && len(b) >= 18 && b[5] == 3 && b[11] == 1 {
+					f.fresh = append(f.fresh, binary.BigEndian.Uint32(b[14:]))
+				}
+				continue
+			}
+			l, _ := m.pl.ps.Link(port)
+			wi, pn, pl := peerOf(i, l)
+			if wi < 0 || f.down[wi] {
+				continue
+			}
+			f.keep(b)
+			f.deliver(pn, pl, b)
 		}
 	}
-	for _, a := range tx.rel {
-		w.refs.release(a)
-	}
-	tx.rel = tx.rel[:0]
-	if h, o := w.refs.inFlight(); h != 0 || o != 0 {
+	w.ReleaseSent()
+	if h, o := w.InFlight(); h != 0 || o != 0 {
 		f.t.Fatalf("node %d: %d frames held, %d outstanding after the releases", i+1, h, o)
 	}
 	return moved
@@ -179,21 +168,21 @@ func (f *fuzzNet) keep(b []byte) {
 // deliver hands b to node n's link l.
 func (f *fuzzNet) deliver(n, l int, b []byte) {
 	m := f.n[n]
-	if len(b) > int(m.w.umem.MaxFrameLen()) {
-		b = b[:m.w.umem.MaxFrameLen()]
+	if len(b) > int(m.w.Umem().MaxFrameLen()) {
+		b = b[:m.w.Umem().MaxFrameLen()]
 	}
 	f.rx[0] = m.put(f.t, b)
-	m.pl.Receive(f.now, m.pl.ps.Links[l], 0, f.rx[:], &m.w.tx)
+	m.pl.Receive(f.now, m.pl.ps.Links[l], 0, f.rx[:], m.w.Tx())
 }
 
 // fromHost hands b to edge n's host port k.
 func (f *fuzzNet) fromHost(n, k int, b []byte) {
 	m := f.n[n]
-	if len(b) > int(m.w.umem.MaxFrameLen()) {
-		b = b[:m.w.umem.MaxFrameLen()]
+	if len(b) > int(m.w.Umem().MaxFrameLen()) {
+		b = b[:m.w.Umem().MaxFrameLen()]
 	}
 	f.rx[0] = m.put(f.t, b)
-	m.pl.Receive(f.now, m.pl.ps.Hosts[k], 0, f.rx[:], &m.w.tx)
+	m.pl.Receive(f.now, m.pl.ps.Hosts[k], 0, f.rx[:], m.w.Tx())
 }
 
 // restart replaces node n's pipeline by a new one (a new boot: new epoch,
@@ -212,11 +201,11 @@ func (f *fuzzNet) setDown(wi int, down bool) {
 	f.down[wi] = down
 	for _, e := range fuzzWires[wi] {
 		m := f.n[e[0]]
-		p := m.w.ports[m.pl.ps.Links[e[1]]]
-		p.downSince = 0
+		var since int64
 		if down {
-			p.downSince = 1
+			since = 1
 		}
+		m.w.SetDownSince(m.pl.ps.Links[e[1]], since)
 	}
 }
 

@@ -47,24 +47,18 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 	if with != nil {
 		with(&cfg)
 	}
-	if err := cfg.defaults(); err != nil {
+	var macs [][6]byte
+	for i := range hosts + links {
+		macs = append(macs, [6]byte{2, 0, 0, 0, byte(id), byte(i)})
+	}
+	w, err := NewMemWorker(cfg, u, macs, func(d *Dataplane, cfg *Config) (Instance, error) {
+		if err := cfg.cells().fit(1516, linkcrc.Off, "link0"); err != nil {
+			return nil, err
+		}
+		return &cellsInstance{stats: newCellStats(d)}, nil
+	})
+	if err != nil {
 		t.Fatal(err)
-	}
-	if err := cfg.cells().fit(1516, linkcrc.Off, "link0"); err != nil {
-		t.Fatal(err)
-	}
-	d := &Dataplane{cfg: cfg, umem: u, ports: newPorts(hosts, links)}
-	d.cfg.ownMechs()
-	d.inst = &cellsInstance{stats: newCellStats(d)}
-	for _, n := range cfg.portNames() {
-		d.all = append(d.all, &Port{Name: n, mac: [6]byte{2, 0, 0, 0, byte(id), byte(len(d.all))}})
-	}
-	n := d.ports.N()
-	w := &Worker{d: d, umem: u, refs: newFrameRefs(u), ports: d.all, shapers: make([]*shaper, n)}
-	w.tx.w = w
-	w.tx.lists = make([][][]xdp.Desc, n)
-	for p := range w.tx.lists {
-		w.tx.lists[p] = [][]xdp.Desc{make([]xdp.Desc, 0, 1024)}
 	}
 	pl, err := newCellPipeline(w)
 	if err != nil {
@@ -75,13 +69,11 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 
 // put copies b into a free frame of m's UMEM, held as if received.
 func (m *memNode) put(t testing.TB, b []byte) xdp.Desc {
-	a, ok := m.w.refs.alloc()
+	d, ok := m.w.Put(b)
 	if !ok {
 		t.Fatal("UMEM exhausted")
 	}
-	a += uint64(m.w.umem.DataOffset())
-	copy(m.w.umem.Frame(a), b)
-	return xdp.Desc{Addr: a, Len: uint32(len(b))}
+	return d
 }
 
 // memPair is two memNodes whose link ports k are wired to each other; host
@@ -103,19 +95,16 @@ type memPair struct {
 func (p *memPair) step(t testing.TB, dt int64) {
 	p.now += dt
 	for i := range 2 {
-		p.n[i].pl.Poll(p.now, &p.n[i].w.tx)
+		p.n[i].pl.Poll(p.now, p.n[i].w.Tx())
 	}
 	for moved := true; moved; {
 		moved = false
 		for i, m := range p.n {
 			peer := p.n[1-i]
-			tx := &m.w.tx
-			for port, lanes := range tx.lists {
-				list := lanes[0]
-				tx.lists[port][0] = list[:0]
-				for _, d := range list {
+			for port := range m.pl.ps.N() {
+				for _, d := range m.w.TakeSent(port) {
 					moved = true
-					b := m.w.umem.Bytes(d.Addr, d.Len)
+					b := m.w.Bytes(d.Addr, int(d.Len))
 					if _, ok := m.pl.ps.HostIndex(port); ok {
 						p.count[i]++
 						if p.keep {
@@ -127,13 +116,10 @@ func (p *memPair) step(t testing.TB, dt int64) {
 						continue
 					}
 					p.rx[0] = peer.put(t, b)
-					peer.pl.Receive(p.now, port-m.pl.ps.Links[0]+peer.pl.ps.Links[0], 0, p.rx[:], &peer.w.tx)
+					peer.pl.Receive(p.now, port-m.pl.ps.Links[0]+peer.pl.ps.Links[0], 0, p.rx[:], peer.w.Tx())
 				}
 			}
-			for _, a := range tx.rel {
-				m.w.refs.release(a)
-			}
-			tx.rel = tx.rel[:0]
+			m.w.ReleaseSent()
 		}
 	}
 }
@@ -150,7 +136,7 @@ func hostFrame(dst, src byte, n int, seq uint32) []byte {
 func (p *memPair) fromHost(t testing.TB, i, k int, b []byte) {
 	m := p.n[i]
 	p.rx[0] = m.put(t, b)
-	m.pl.Receive(p.now, m.pl.ps.Hosts[k], 0, p.rx[:], &m.w.tx)
+	m.pl.Receive(p.now, m.pl.ps.Hosts[k], 0, p.rx[:], m.w.Tx())
 }
 
 func newMemPair(t testing.TB, links int, cc CellsConfig) *memPair {
@@ -163,7 +149,7 @@ func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*Config))
 	p.n[0] = newMemNodeWith(t, 1, 1, links, cc, with)
 	p.n[1] = newMemNodeWith(t, 2, 1, links, cc, with)
 	// Until REACH made the links usable both ways.
-	cc = *p.n[0].pl.w.d.cfg.cells() // with the defaults filled in
+	cc = *p.n[0].pl.w.Config().cells() // with the defaults filled in
 	for range 2*cc.ReachUp + 3 {
 		p.step(t, int64(cc.ReachInterval))
 	}
@@ -207,18 +193,18 @@ func TestCellPipelineMemory(t *testing.T) {
 			}
 		}
 		for i, m := range p.n {
-			if held, out := m.w.refs.inFlight(); held != 0 || out != 0 {
+			if held, out := m.w.InFlight(); held != 0 || out != 0 {
 				t.Errorf("%+v node %d: %d frames held, %d outstanding after the run", cc, i+1, held, out)
 			}
 			m.pl.publish()
 			s := m.pl.st.Snapshot()
-			if s.FramesHeld != 0 || s.Malformed != 0 || s.UmemFree != int(m.w.umem.FrameCount()) {
-				t.Errorf("%+v node %d: frames held %d, malformed %d, free %d of %d", cc, i+1, s.FramesHeld, s.Malformed, s.UmemFree, m.w.umem.FrameCount())
+			if s.FramesHeld != 0 || s.Malformed != 0 || s.UmemFree != int(m.w.Umem().FrameCount()) {
+				t.Errorf("%+v node %d: frames held %d, malformed %d, free %d of %d", cc, i+1, s.FramesHeld, s.Malformed, s.UmemFree, m.w.Umem().FrameCount())
 			}
 		}
 		s := p.n[0].pl.st.Snapshot()
 		reg := metrics.NewRegistry()
-		if err := p.n[0].w.d.Register(reg); err != nil {
+		if err := p.n[0].w.Node().Register(reg); err != nil {
 			t.Fatal(err)
 		}
 		v := reg.Values()

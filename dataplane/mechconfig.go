@@ -26,8 +26,9 @@ type mechConfigs struct {
 // The engine itself never reads one.
 //
 // Mech is not for the hot path: a pipeline keeps the pointer it got when
-// it was made. Once New returned, the configuration in force
-// (Worker.Config) is read-only, and Mech on it writes nothing.
+// it was made. On the configuration in force (Worker.Config) Mech writes
+// nothing, so workers may call it at once; on a copy (Dataplane.Config
+// returns one) its first call copies every mechanism's configuration.
 func Mech[T any](c *Config, name string) *T {
 	c.ownMechs()
 	v, ok := c.mechs.m[name]

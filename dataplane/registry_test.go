@@ -52,7 +52,7 @@ func TestRegistry(t *testing.T) {
 // failed after it) logs nothing.
 func TestCellsCloseLogs(t *testing.T) {
 	m := newMemNode(t, 1, 1, 2, CellsConfig{})
-	in := m.w.d.inst.(*cellsInstance)
+	in := m.w.Node().inst.(*cellsInstance)
 	var buf bytes.Buffer
 	in.log = slog.New(slog.NewTextHandler(&buf, nil))
 	in.Close()
