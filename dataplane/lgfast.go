@@ -109,8 +109,9 @@ func lgPortOptions(c *Config, i int, role PortRole, attached []*Port, o *bpf.Por
 // KernelPath: its receive direction (link to host) and its send direction
 // (host to link).
 type lgFast struct {
-	d         *Dataplane
-	integrity linkcrc.Integrity
+	d          *Dataplane
+	link, host *bpf.PortProgram // the ports' programs (FastDirs)
+	integrity  linkcrc.Integrity
 	// txBlocked is why the send direction cannot run (Config.LG.txWhy),
 	// txFix whether the user can change that on the link port.
 	txBlocked string
@@ -133,22 +134,10 @@ type lgFast struct {
 func (f *lgFast) FastDirs() []FastDir {
 	ps := f.d.Ports()
 	h, l := ps.Host, ps.Links[0]
+	f.link, f.host = f.d.Port(l).Program(), f.d.Port(h).Program()
 	// The send direction is listed whether or not its kernel half can run
 	// here, with the reason when it cannot.
-	rx := lgDir{set: f.d.Link().Program().SetLGRx, live: &f.rxLive, counters: func() bpf.ProgCounters {
-		// LinkGuardian's deliveries (as Forwarded; passed to the core for
-		// want of a redirect as ForwardMissed).
-		c := f.rx.Counters()
-		return bpf.ProgCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}
-	}}
-	tx := lgDir{set: f.d.Host().Program().SetLGTx, live: &f.txLive, counters: func() bpf.ProgCounters {
-		// The frames the kernel numbered and sent; Missed: frames it
-		// passed to the core having taken them (lost swaps) or for want
-		// of room in the header or trailer (dropped).
-		c := f.tx.Counters()
-		return bpf.ProgCounters{Forwarded: c.Sent, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed + c.StampErr}
-	}}
-	return []FastDir{{From: l, To: h, Hook: rx}, {From: h, To: l, Blocked: f.txBlocked, Hook: tx}}
+	return []FastDir{{From: l, To: h, Hook: lgDir{f: f}}, {From: h, To: l, Blocked: f.txBlocked, Hook: lgDir{f: f, send: true}}}
 }
 
 func (f *lgFast) OpenFast(xdp bool) (string, error) {
@@ -164,7 +153,7 @@ func (f *lgFast) FastReady(on bool) { f.ready = on }
 // program, and its send state shared with the host port's; it returns why
 // the kernel path is impossible ("" when it is possible).
 func (f *lgFast) open() string {
-	prog := f.d.Link().Program()
+	prog := f.link
 	s, err := prog.LGRx()
 	if err != nil {
 		return err.Error()
@@ -181,7 +170,7 @@ func (f *lgFast) open() string {
 	// The send direction: the host port's program numbers and stamps host
 	// frames, and seals them with the trailer the link's frames carry (on
 	// a link of one queue: lgTxBlocked).
-	host := f.d.Host().Program()
+	host := f.host
 	t, err := host.LGTx()
 	if err != nil {
 		return err.Error()
@@ -193,28 +182,43 @@ func (f *lgFast) open() string {
 	return ""
 }
 
-// lgDir is one of LinkGuardian's directions: its program's switch, what it
-// carried, and whether the kernel runs it now.
+// lgDir is one of LinkGuardian's directions: the receive direction (link
+// to host), or with send the send direction (host to link).
 type lgDir struct {
-	set      func(on bool) error
-	counters func() bpf.ProgCounters
-	live     *atomic.Bool
+	f    *lgFast
+	send bool
 }
 
 func (d lgDir) Set(on bool) error {
-	if err := d.set(on); err != nil {
+	set, live := d.f.link.SetLGRx, &d.f.rxLive
+	if d.send {
+		set, live = d.f.host.SetLGTx, &d.f.txLive
+	}
+	if err := set(on); err != nil {
 		return err
 	}
-	d.live.Store(on)
+	live.Store(on)
 	return nil
 }
 
-func (d lgDir) Counters() bpf.ProgCounters { return d.counters() }
+// Counters are, for the receive direction, LinkGuardian's deliveries (as
+// Forwarded; passed to the core for want of a redirect as ForwardMissed);
+// for the send direction, the frames the kernel numbered and sent (Missed:
+// frames it passed to the core having taken them, lost swaps, or for want
+// of room in the header or trailer, dropped).
+func (d lgDir) Counters() bpf.ProgCounters {
+	if d.send {
+		c := d.f.tx.Counters()
+		return bpf.ProgCounters{Forwarded: c.Sent, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed + c.StampErr}
+	}
+	c := d.f.rx.Counters()
+	return bpf.ProgCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}
+}
 
 // txAck says whether the send fast path piggybacks the receive point's
 // serial - 1 as its ACK (the receiver keeps it current when connected).
 func (f *lgFast) txAck(on bool) error {
-	return f.d.Host().Program().SetLGTxAck(on)
+	return f.host.SetLGTxAck(on)
 }
 
 // send is the send fast path's shared state for the LinkGuardian core, nil
