@@ -153,33 +153,39 @@ func (f *lgFast) FastReady(on bool) { f.ready = on }
 // program, and its send state shared with the host port's; it returns why
 // the kernel path is impossible ("" when it is possible).
 func (f *lgFast) open() string {
-	prog := f.link
-	s, err := prog.LGRx()
-	if err != nil {
-		return err.Error()
-	}
 	// The kernel checks and removes the trailer of what it delivers; a
 	// frame that fails goes to the worker, which counts and drops it.
-	if err := prog.SetLGRxIntegrity(f.integrity); err != nil {
-		return err.Error()
+	rx, why := lgShared(f.link, f.link.LGRx, f.integrity)
+	if why != "" {
+		return why
 	}
-	f.rx = s
+	f.rx = rx
 	if f.txBlocked != "" {
 		return ""
 	}
 	// The send direction: the host port's program numbers and stamps host
 	// frames, and seals them with the trailer the link's frames carry (on
 	// a link of one queue: lgTxBlocked).
-	host := f.host
-	t, err := host.LGTx()
-	if err != nil {
-		return err.Error()
+	tx, why := lgShared(f.host, f.host.LGTx, f.integrity)
+	if why != "" {
+		return why
 	}
-	if err := host.SetLGRxIntegrity(f.integrity); err != nil {
-		return err.Error()
-	}
-	f.tx = t
+	f.tx = tx
 	return ""
+}
+
+// lgShared maps the state prog shares with the core (get) and gives prog
+// the integrity check; it returns why it cannot ("" if it can).
+func lgShared[T any](prog *bpf.PortProgram, get func() (T, error), integrity linkcrc.Integrity) (T, string) {
+	v, err := get()
+	if err == nil {
+		err = prog.SetLGRxIntegrity(integrity)
+	}
+	if err != nil {
+		var none T
+		return none, err.Error()
+	}
+	return v, ""
 }
 
 // lgDir is one of LinkGuardian's directions: the receive direction (link
