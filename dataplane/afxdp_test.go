@@ -160,7 +160,7 @@ func TestSingleTxQueueLink(t *testing.T) {
 	if p := sw2.Link(); len(p.Sockets()) != 2 || p.Lanes() != 1 {
 		t.Fatalf("sw2 link0: %d sockets, %d lanes; want 2 sockets (one per RX queue), 1 lane", len(p.Sockets()), p.Lanes())
 	}
-	for i := 0; sw1.LGStats().Session.Snapshot().State != "up" || sw2.LGStats().Session.Snapshot().State != "up"; i++ {
+	for i := 0; LGStatsOf(sw1).Session.Snapshot().State != "up" || LGStatsOf(sw2).Session.Snapshot().State != "up"; i++ {
 		if i == 500 {
 			t.Fatal("link session not up after 5 s")
 		}
@@ -171,7 +171,7 @@ func TestSingleTxQueueLink(t *testing.T) {
 	r := b.send(t, 20_000, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	for i, d := range []*Dataplane{sw1, sw2} {
-		if a := d.LGStats().Session.Snapshot().Agreed; a == nil || a.Lanes != 1 {
+		if a := LGStatsOf(d).Session.Snapshot().Agreed; a == nil || a.Lanes != 1 {
 			t.Errorf("sw%d agreed %+v; want 1 lane", i+1, a)
 		}
 	}

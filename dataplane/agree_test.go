@@ -33,7 +33,7 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 				sws[i] = startSwitch(t, tb.NS(ns), withLG(Config{Mode: ModeLG, Link: LinkConfig{Integrity: c[i]}, Logger: log}, LGConfig{SessionPass: true}))
 			}
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				s1, s2 := sws[0].LGStats().Session.Snapshot(), sws[1].LGStats().Session.Snapshot()
+				s1, s2 := LGStatsOf(sws[0]).Session.Snapshot(), LGStatsOf(sws[1]).Session.Snapshot()
 				if s1.State == "mismatch" && s2.State == "mismatch" {
 					break
 				}
@@ -44,7 +44,7 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 			}
 			for i := range sws {
 				here, there := c[i], c[1-i]
-				s := sws[i].LGStats().Session.Snapshot()
+				s := LGStatsOf(sws[i]).Session.Snapshot()
 				want := fmt.Sprintf("--integrity %v here, %v at the peer", here, there)
 				if !strings.Contains(s.Mismatch, "integrity") || !strings.Contains(s.Mismatch, want) {
 					t.Errorf("sw%d's session snapshot: mismatch %q, want it to name %q", i+1, s.Mismatch, want)
@@ -63,12 +63,12 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 					t.Errorf("flow %d: h2 received %d datagrams through mismatched ends", i, len(got))
 				}
 			}
-			if p := sws[0].LGStats().Session.Snapshot().Held.Passed; p == 0 {
+			if p := LGStatsOf(sws[0]).Session.Snapshot().Held.Passed; p == 0 {
 				t.Errorf("sw1 passed no host frame unprotected: the test sent nothing across")
 			}
 			for i, d := range sws {
-				t.Logf("sw%d: session %+v, integrity: corrupt %d, other check %d", i+1, d.LGStats().Session.Snapshot(),
-					d.LGStats().Integrity.Corrupt.Load(), d.LGStats().Integrity.OtherCheck.Load())
+				t.Logf("sw%d: session %+v, integrity: corrupt %d, other check %d", i+1, LGStatsOf(d).Session.Snapshot(),
+					LGStatsOf(d).Integrity.Corrupt.Load(), LGStatsOf(d).Integrity.OtherCheck.Load())
 			}
 		})
 	}

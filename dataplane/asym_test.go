@@ -52,7 +52,7 @@ func TestLGAsymmetricEnds(t *testing.T) {
 				t.Fatalf("impairment on sw1 link0: %v", err)
 			}
 			b.watchSkips(t)
-			for i := 0; b.sw1.LGStats().Session.Snapshot().State != "up" || b.sw2.LGStats().Session.Snapshot().State != "up"; i++ {
+			for i := 0; LGStatsOf(b.sw1).Session.Snapshot().State != "up" || LGStatsOf(b.sw2).Session.Snapshot().State != "up"; i++ {
 				if i == 500 {
 					t.Fatal("link session not up after 5 s")
 				}
@@ -66,7 +66,7 @@ func TestLGAsymmetricEnds(t *testing.T) {
 				t.Errorf("sw2 gave up on %d frames and skipped %d (window overrun); detected %d lost", rs.AckNoTimeouts, rs.ForcedSkips, rs.LostDetected)
 			}
 			for i, d := range []*Dataplane{b.sw1, b.sw2} {
-				ss := d.LGStats().Session.Snapshot()
+				ss := LGStatsOf(d).Session.Snapshot()
 				if ss.State != "up" || ss.Agreed == nil {
 					t.Fatalf("sw%d: link session %s, agreed %v", i+1, ss.State, ss.Agreed)
 				}

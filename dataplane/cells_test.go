@@ -541,7 +541,7 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 			}
 			pings(t, tb.NS("h1"), "10.0.0.2", 20)
 			if mode == ModeLG {
-				if c := sw1.LGStats().Integrity.Corrupt.Load(); c != 0 {
+				if c := LGStatsOf(sw1).Integrity.Corrupt.Load(); c != 0 {
 					t.Errorf("lg: %d corrupt frames on a clean link", c)
 				}
 				if sw1.CellStats() != nil {

@@ -78,11 +78,11 @@ func (c *ClassQueues) ApplyPFC(now int64, b []byte, speed uint64, f *pfc.Frame) 
 
 // Signal sends a PFC frame out of the host port when a class crossed
 // XOFF or XON or a pause is due again (hostpfc.go), and returns when it
-// must run next (maxDeadline without --pfc).
+// must run next (math.MaxInt64 without --pfc).
 func (c *ClassQueues) Signal(now int64, tx *Tx) int64 {
 	h := c.pfcOut
 	if h == nil {
-		return maxDeadline
+		return math.MaxInt64
 	}
 	var occ [pfc.NumClasses]int
 	for class := range c.q {

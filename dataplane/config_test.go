@@ -117,7 +117,7 @@ func TestDefaultRingSize(t *testing.T) {
 		if c.RingSize != tc.want {
 			t.Errorf("%s: --ring-size %d by default; want %d", tc.name, c.RingSize, tc.want)
 		}
-		if c.lgTxWanted() && tc.cfg.RingSize == 0 && creditWindow(defaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
+		if lgTxWanted(&c) && tc.cfg.RingSize == 0 && creditWindow(defaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
 			t.Errorf("%s: credit window %d; want 3584", tc.name, creditWindow(defaultTxBuffer(c.RingSize, true), c.RingSize))
 		}
 	}
@@ -144,7 +144,7 @@ func TestSendHalfBlocked(t *testing.T) {
 	} {
 		c := tc.cfg
 		c.HostPort, c.LinkPort = "host0", "link0"
-		why, fix := c.lgTxBlocked(tc.queues, nil)
+		why, fix := lgTxBlocked(&c, tc.queues, nil)
 		if (why == "") != (tc.want == nil) || fix != tc.fix {
 			t.Errorf("%s: reason %q, fix %v; want a reason %v, fix %v", tc.name, why, fix, tc.want != nil, tc.fix)
 		}

@@ -106,8 +106,8 @@ type Config struct {
 	// whose nodes allocate every cell and delivery, and whose bursts fill
 	// every RX ring while the fill rings stay full). At least RingSize.
 	FramesPerQueue uint32
-	// RingSize is the size of each AF_XDP ring. Default 2048, or 4096 with
-	// LinkGuardian's send fast path (defaultRingSize).
+	// RingSize is the size of each AF_XDP ring. Default 2048, or the
+	// mode's (Spec.Prepare: 4096 with LinkGuardian's send fast path).
 	RingSize uint32
 	// Batch is the most frames moved per ring operation. Default 256.
 	Batch int
@@ -144,16 +144,11 @@ type Config struct {
 	autoFrames bool // FrameCount was defaulted: checkSizes may raise it
 	// integrityWhy is why --integrity auto resolved as it did (New logs it).
 	integrityWhy string
-	// lgTxWhy is why LinkGuardian's send fast path cannot run ("" if it
-	// can; lgTxBlocked), lgTxFix whether the user can change that on the
-	// link port.
-	lgTxWhy string
-	lgTxFix bool
 }
 
 func (c *Config) defaults() error {
 	if c.Mode == "" {
-		c.Mode = ModeForward
+		c.Mode = defaultMode
 	}
 	var err error
 	if c.FastPath, err = ParseFastPath(string(c.FastPath)); err != nil {
@@ -168,12 +163,14 @@ func (c *Config) defaults() error {
 	if c.FrameSize == 0 {
 		// The ports are looked up in the calling thread's namespace (New
 		// has locked it); one not found is New's error to report.
-		c.FrameSize = fitFrameSize(portsMaxMTU(c.portNames()))
+		c.FrameSize = fitFrameSize(PortsMaxMTU(c.portNames()))
 	}
 	c.resolveIntegrity()
-	c.decideLGTx()
+	if f := c.spec().Prepare; f != nil {
+		f(c)
+	}
 	if c.RingSize == 0 {
-		c.RingSize = defaultRingSize(c.lgTxWanted())
+		c.RingSize = 2048
 	}
 	if c.ZeroCopy, err = ParseZeroCopy(string(c.ZeroCopy)); err != nil {
 		return fmt.Errorf("dataplane: %w", err)
@@ -225,9 +222,6 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// queueCount counts a port's receive queues (tests replace it).
-var queueCount = xdp.QueueCount
-
 // Dataplane is a node's running ports. Create it with New, run it with Run,
 // release it with Close.
 type Dataplane struct {
@@ -242,7 +236,7 @@ type Dataplane struct {
 
 	linkMAC [6]byte
 	inst    Instance  // the mode running
-	fast    *fastPath // modes forward, lg, lgnb, monitor
+	fast    *fastPath // modes with a fast path (Spec.Redirect, KernelPath)
 	linkMTU int       // the smallest of the link ports'
 	afxdp   AFXDPSnapshot
 	// maxChain is the most descriptors a frame of the ports' largest MTU
@@ -280,19 +274,8 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	for i, ifname := range names {
 		role := d.ports.Role(i)
 		var opts bpf.PortOptions
-		if cfg.lgTxWanted() {
-			// LinkGuardian's send fast path: the host port keeps a copy
-			// ring of the TX buffer's size, and the link port (attached
-			// after it) shares its lg_rx map, from which the host port's
-			// program reads the ACK it piggybacks.
-			if role == RoleHost {
-				opts.LGTxSlots = cfg.lg().TxBuffer
-				if opts.LGTxSlots == 0 {
-					opts.LGTxSlots = defaultTxBuffer(cfg.RingSize, true)
-				}
-			} else if i == PortLink {
-				opts.ShareLGRx = d.all[PortHost].prog
-			}
+		if f := cfg.spec().PortOptions; f != nil {
+			f(&cfg, i, role, d.all, &opts)
 		}
 		p, err := attachPort(role, ifname, &cfg, opts)
 		if err != nil {
@@ -326,7 +309,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 		d.umems = append(d.umems, u)
 	}
 	d.umem = d.umems[0]
-	d.maxChain = chainLen(d.umem, portsMaxMTU(names)+EthHeaderLen)
+	d.maxChain = chainLen(d.umem, PortsMaxMTU(names)+EthHeaderLen)
 	if d.umem.MultiBuffer() {
 		cfg.Logger.Info("jumbo frames: multi-buffer AF_XDP (XDP_USE_SG); frames longer than one kernel buffer are copied together in their UMEM frame",
 			"frame_size", cfg.FrameSize, "buffer", d.umem.ChunkSize(), "max_descriptors_per_frame", d.maxChain,
@@ -452,8 +435,9 @@ func (d *Dataplane) Run(ctx context.Context) error {
 }
 
 // FastPath reports the directions with a kernel path, mode forward's two
-// and LinkGuardian's receive direction (lg, lgnb, monitor): the path each
-// takes now and what the kernel path carried (nil in other modes).
+// or a KernelPath mode's own (LinkGuardian's receive and send directions):
+// the path each takes now and what the kernel path carried (nil in other
+// modes).
 func (d *Dataplane) FastPath() []FastPathSnapshot {
 	if d.fast == nil {
 		return nil

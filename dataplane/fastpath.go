@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
-	"github.com/linkfabric/linkfabric/link/linkcrc"
-	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -81,10 +78,50 @@ type FastPathSnapshot struct {
 	Changes uint64 `json:"changes"`
 }
 
-// fastPath runs the XDP fast path (mode forward's, LinkGuardian's): it
-// chooses each direction's path, re-checks it while the dataplane runs, and
-// folds the frames the kernel carried into the ports' counters. It owns no
-// frame.
+// FastDir is one direction of a mode's own kernel path (KernelPath):
+// frames received on port From leave on port To.
+type FastDir struct {
+	From, To int // port numbers
+	// Blocked is why the direction stays on AF_XDP for good whatever the
+	// ports do ("" if it may take the kernel path).
+	Blocked string
+	// Hook is the direction's kernel half.
+	Hook FastHook
+}
+
+// FastHook is the kernel half of a mode's direction. The watcher calls it
+// under its lock.
+type FastHook interface {
+	// Set switches the kernel half on or off.
+	Set(on bool) error
+	// Counters are what the kernel carried (Forwarded, ForwardedBytes) and
+	// what it passed to the worker instead (ForwardMissed).
+	Counters() bpf.ProgCounters
+}
+
+// KernelPath is the Instance of a mode whose Spec says KernelPath: its
+// directions on the fast path are kernel halves of its own rather than
+// the port programs' redirect (LinkGuardian's receive and send
+// directions). New calls FastDirs, then OpenFast if neither the
+// configuration nor the ports rule the kernel path out, then FastReady,
+// all before any Pipeline.
+type KernelPath interface {
+	// FastDirs are the mode's directions, in the order FastPath reports
+	// them.
+	FastDirs() []FastDir
+	// OpenFast readies the directions' kernel halves (xdp: --fastpath xdp
+	// asks for the kernel path or failure). It returns why the kernel
+	// path cannot run ("" if it can), or an error that fails New.
+	OpenFast(xdp bool) (why string, err error)
+	// FastReady says whether the kernel path is open (false: out for
+	// good, whatever OpenFast did).
+	FastReady(on bool)
+}
+
+// fastPath runs the XDP fast path (mode forward's, a KernelPath mode's):
+// it chooses each direction's path, re-checks it while the dataplane runs,
+// and folds the frames the kernel carried into the ports' counters. It
+// owns no frame.
 type fastPath struct {
 	log      *slog.Logger
 	counters []PortCounters
@@ -95,25 +132,13 @@ type fastPath struct {
 	dirs    []fastDir
 	started bool // the first choice is made: log changes (FastPath reports the first)
 	closed  bool
-
-	// LinkGuardian's receive fast path (modes lg, lgnb, monitor): the
-	// shared state, and whether the kernel judges frames now (the
-	// worker hands the in-order point over only then).
-	lgRx   *bpf.LGRx
-	lgLive atomic.Bool
-	// LinkGuardian's send fast path (the host port's program): the
-	// shared state, and whether the kernel sends host frames now (the
-	// worker hands sending over only then).
-	lgTx     *bpf.LGTx
-	lgTxLive atomic.Bool
 }
 
 // fastDir is one direction, frames received on from leaving on to.
 type fastDir struct {
 	from, to int // port numbers
 	src, dst *Port
-	lg       *bpf.LGRx // LinkGuardian's receive direction (SetLGRx), nil for forward's
-	lgTx     *bpf.LGTx // LinkGuardian's send direction (SetLGTx), nil for forward's
+	hook     FastHook // the mode's kernel half (KernelPath), nil for forward's redirect
 	// blocked is why the direction stays on AF_XDP for good whatever the
 	// ports do ("" if it may take the kernel path).
 	blocked string
@@ -124,39 +149,42 @@ type fastDir struct {
 }
 
 // newFastPath sets up the fast path in the calling thread's network
-// namespace (the ports'): mode forward's two directions, or LinkGuardian's
-// receive direction and its send direction. A reason in the configuration
-// that rules the kernel path out fails New with FastPathXDP and leaves the
-// directions on AF_XDP otherwise, each with its reason (Stats, the log).
+// namespace (the ports'): mode forward's two directions (Spec.Redirect),
+// or those of a mode with a kernel path of its own (Spec.KernelPath). A
+// reason in the configuration that rules the kernel path out fails New
+// with FastPathXDP and leaves the directions on AF_XDP otherwise, each
+// with its reason (Stats, the log).
 func (d *Dataplane) newFastPath() error {
 	cfg := &d.cfg
-	// Not Mode.linkGuardian: that includes test modes on other ports.
-	lg := cfg.Mode == ModeLG || cfg.Mode == ModeLGNB || cfg.Mode == ModeMonitor
-	if cfg.Mode != ModeForward && !lg {
+	s := cfg.spec()
+	if !s.Redirect && !s.KernelPath {
 		if cfg.FastPath == FastPathXDP {
-			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (forward has, and lg, lgnb and monitor); use --fastpath auto or afxdp", cfg.Mode)
+			return fmt.Errorf("dataplane: --fastpath xdp: mode %s has no XDP fast path (%s has, and %s); use --fastpath auto or afxdp",
+				cfg.Mode, joinModes(func(s *Spec) bool { return s.Redirect }), joinModes(func(s *Spec) bool { return s.KernelPath }))
 		}
 		return nil
 	}
-	h, l := d.ports.Host, d.ports.Links[0]
 	f := &fastPath{log: cfg.Logger, counters: d.stats.Ports, ns: netns.None()}
-	fromLink := fastDir{from: l, to: h, src: d.all[l], dst: d.all[h]}
-	toLink := fastDir{from: h, to: l, src: d.all[h], dst: d.all[l]}
-	if lg {
-		// LinkGuardian's send direction is listed whether or not its
-		// kernel half can run here, with the reason when it cannot.
-		toLink.blocked = cfg.lgTxWhy
-		f.dirs = []fastDir{fromLink, toLink}
+	var kp KernelPath
+	if s.KernelPath {
+		var ok bool
+		if kp, ok = d.inst.(KernelPath); !ok {
+			return fmt.Errorf("dataplane: mode %s: its instance has no kernel path", cfg.Mode)
+		}
+		for _, dir := range kp.FastDirs() {
+			f.dirs = append(f.dirs, fastDir{from: dir.From, to: dir.To, src: d.all[dir.From], dst: d.all[dir.To], hook: dir.Hook, blocked: dir.Blocked})
+		}
 	} else {
-		f.dirs = []fastDir{toLink, fromLink}
+		h, l := d.ports.Host, d.ports.Links[0]
+		f.dirs = []fastDir{{from: h, to: l, src: d.all[h], dst: d.all[l]}, {from: l, to: h, src: d.all[l], dst: d.all[h]}}
 	}
 	d.fast = f
 	why := d.fastBlocked()
-	if why == "" && lg && cfg.FastPath == FastPathXDP && cfg.lgTxFix {
-		return fmt.Errorf("dataplane: --fastpath xdp: LinkGuardian's send fast path cannot run: %s; or use --fastpath auto, which leaves the send direction to the worker", cfg.lgTxWhy)
-	}
-	if why == "" && lg {
-		why = f.openLG(cfg.Link.Integrity)
+	if why == "" && kp != nil {
+		var err error
+		if why, err = kp.OpenFast(cfg.FastPath == FastPathXDP); err != nil {
+			return err
+		}
 	}
 	if why == "" {
 		why = f.open()
@@ -164,6 +192,9 @@ func (d *Dataplane) newFastPath() error {
 	if why != "" && f.features != nil {
 		f.features.Close()
 		f.features = nil
+	}
+	if kp != nil {
+		kp.FastReady(why == "")
 	}
 	if why != "" {
 		if cfg.FastPath == FastPathXDP {
@@ -183,68 +214,11 @@ func (d *Dataplane) newFastPath() error {
 	return nil
 }
 
-// decideLGTx decides, in a LinkGuardian mode, whether its send fast path
-// can run (lgTxBlocked) before the ring size is defaulted by it.
-func (c *Config) decideLGTx() {
-	if c.Mode == ModeLG || c.Mode == ModeLGNB || c.Mode == ModeMonitor {
-		queues, qerr := queueCount(c.LinkPort)
-		c.lgTxWhy, c.lgTxFix = c.lgTxBlocked(queues, qerr)
-	}
-}
-
-// lgTxWanted says whether LinkGuardian's send fast path runs: a
-// LinkGuardian mode whose configuration allows the kernel path
-// (lgTxBlocked, decided by defaults). The ports are then attached with
-// what it needs (dataplane.go).
-func (c *Config) lgTxWanted() bool {
-	lg := c.Mode == ModeLG || c.Mode == ModeLGNB || c.Mode == ModeMonitor
-	return lg && c.lgTxWhy == ""
-}
-
-// lgTxBlocked is why LinkGuardian's send fast path cannot run on this
-// configuration with a link port of queues queues (qerr: they could not be
-// counted), "" if it can; fix says that the user can change it on the port
-// (--fastpath xdp then fails instead of falling back).
-//
-// It needs a link of one queue. A redirected frame leaves on a queue the
-// CPU picks: a veth puts it on the peer's RX queue smp_processor_id() %
-// its queues (veth_xdp_xmit), a NIC on the CPU's XDP TX queue. The far
-// end's receive fast path judges queue 0 only, so on a link of two queues
-// the kernel's frames from one of the two CPUs reached queue 1, the
-// priority lane, and the peer took the split for holes (57 678 of 103 496
-// frames there, 19 % of the frames asked for again); sending only from
-// the CPUs whose frames land on queue 0 halved what the kernel sent.
-// Steering the host port's queue-0 frames to CPU 0 through a cpumap whose
-// entry ran the send path (tried on two link queues, interleaved with one
-// on a busy machine): the kernel sent every frame and 143-byte flows were
-// no slower, but under bulk TCP at loss 0 the far end found 800-1,000
-// numbered frames missing per 4 s run against 50-220 on one queue, and
-// one run gave up on 297 of them. Not kept.
-func (c *Config) lgTxBlocked(queues int, qerr error) (why string, fix bool) {
-	if why := c.fastConfigBlocked(); why != "" {
-		return why, false
-	}
-	switch c.lg().Protect {
-	case "rx":
-		return "--lg-protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
-	case "tx":
-		return "--lg-protect tx: the send fast path piggybacks ACKs of the receive point, which --lg-protect both keeps", false
-	}
-	if qerr != nil {
-		return fmt.Sprintf("cannot count the queues of %s: %v", c.LinkPort, qerr), false
-	}
-	if queues > 1 {
-		return fmt.Sprintf("link port %s has %d queues, and the kernel's frames would reach the far end on the queue of whichever CPU sent them (only queue 0's are judged in the kernel); fix: give it one (ethtool -L %s combined 1 on a NIC, at both ends; linkfabric up --link-queues 1 on a testbed)",
-			c.LinkPort, queues, c.LinkPort), true
-	}
-	return "", false
-}
-
 // fastBlocked is why the configuration or the ports rule the kernel path
 // out ("" if nothing does).
 func (d *Dataplane) fastBlocked() string {
 	cfg := &d.cfg
-	if why := cfg.fastConfigBlocked(); why != "" {
+	if why := cfg.FastPathBlocked(); why != "" {
 		return why
 	}
 	for _, p := range d.all {
@@ -259,9 +233,10 @@ func (d *Dataplane) fastBlocked() string {
 	return ""
 }
 
-// fastConfigBlocked is why the configuration alone rules the kernel path
-// out ("" if nothing does).
-func (c *Config) fastConfigBlocked() string {
+// FastPathBlocked is why the configuration alone rules the kernel path out
+// ("" if nothing does): the engine's reasons, then the mode's
+// (Spec.FastBlocked).
+func (c *Config) FastPathBlocked() string {
 	switch {
 	case c.FastPath == FastPathAFXDP:
 		return "--fastpath afxdp"
@@ -273,8 +248,11 @@ func (c *Config) fastConfigBlocked() string {
 		// The devmap redirect has no queue to hold a paused class in and
 		// no occupancy to send XOFF from: per-class PFC needs the worker.
 		return "--pfc queues host frames per class in the worker (the kernel path has no queues to pause)"
-	case c.Mode != ModeForward && c.lg().Protect == "tx":
-		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
+	}
+	if f := c.spec().FastBlocked; f != nil {
+		if why := f(c); why != "" {
+			return why
+		}
 	}
 	for _, name := range c.portNames() {
 		if s, ok := c.Shape[name]; ok && s.Rate > 0 {
@@ -282,72 +260,6 @@ func (c *Config) fastConfigBlocked() string {
 		}
 	}
 	return ""
-}
-
-// openLG maps LinkGuardian's receive state shared with the link port's
-// program; it returns why the kernel path is impossible ("" when it is
-// possible).
-func (f *fastPath) openLG(integrity linkcrc.Integrity) string {
-	prog := f.dirs[0].src.prog
-	s, err := prog.LGRx()
-	if err != nil {
-		return err.Error()
-	}
-	// The kernel checks and removes the trailer of what it delivers; a
-	// frame that fails goes to the worker, which counts and drops it.
-	if err := prog.SetLGRxIntegrity(integrity); err != nil {
-		return err.Error()
-	}
-	f.lgRx, f.dirs[0].lg = s, s
-	if f.dirs[1].blocked != "" {
-		return ""
-	}
-	// The send direction: the host port's program numbers and stamps host
-	// frames, and seals them with the trailer the link's frames carry (on
-	// a link of one queue: lgTxBlocked).
-	host := f.dirs[1].src.prog
-	t, err := host.LGTx()
-	if err != nil {
-		return err.Error()
-	}
-	if err := host.SetLGRxIntegrity(integrity); err != nil {
-		return err.Error()
-	}
-	f.lgTx, f.dirs[1].lgTx = t, t
-	return ""
-}
-
-// lgTxAck says whether the send fast path piggybacks the receive point's
-// serial - 1 as its ACK (the receiver keeps it current when connected).
-func (f *fastPath) lgTxAck(on bool) error {
-	return f.dirs[1].src.prog.SetLGTxAck(on)
-}
-
-// lgSend is the send fast path's shared state for the LinkGuardian core,
-// nil when there is none or the kernel path is out for good.
-func (f *fastPath) lgSend() *linkguardian.FastSend {
-	if !f.lgSends() {
-		return nil
-	}
-	t := f.lgTx
-	return &linkguardian.FastSend{State: t.State(), Limit: t.Limit(), LastNs: t.LastNs(), PiggyAck: t.PiggyAck(),
-		WantWake: t.WantWake(), Sent: t.Sent(), Declined: t.Declined(), Missed: t.Missed(), Wakeups: t.Wakeups(),
-		ToGo: t.ToGo(), Consumed: t.Consumed(), Ring: t.Ring(), Slots: t.Slots(), SlotSize: bpf.LGTxSlotSize,
-		Credit: t.Credit(), WakeMoves: t.WakeMoves(), Widened: t.Widened(),
-		DeclinedWindow: t.DeclinedWindow(), DeclinedUnread: t.DeclinedUnread()}
-}
-
-// lgSends reports whether LinkGuardian's send fast path runs (lgSend is
-// not nil).
-func (f *fastPath) lgSends() bool { return f != nil && f.lgTx != nil && f.features != nil }
-
-// lgPoint is the receive fast path's shared state for the LinkGuardian
-// core, nil when the kernel path is out for good.
-func (f *fastPath) lgPoint() *linkguardian.FastPoint {
-	if f == nil || f.lgRx == nil || f.features == nil {
-		return nil
-	}
-	return &linkguardian.FastPoint{Point: f.lgRx.Point(), PeerAck: f.lgRx.PeerAck(), Adopted: f.lgRx.Adopted(), AckEvery: f.lgRx.AckEvery()}
 }
 
 // open gets what the watcher needs and gives each program its forward port;
@@ -407,11 +319,8 @@ func (f *fastPath) check() {
 		on, why := f.usable(dir)
 		if on != dir.on {
 			set := dir.src.prog.SetFast
-			switch {
-			case dir.lg != nil:
-				set = dir.src.prog.SetLGRx
-			case dir.lgTx != nil:
-				set = dir.src.prog.SetLGTx
+			if dir.hook != nil {
+				set = dir.hook.Set
 			}
 			if err := set(on); err != nil {
 				if dir.on {
@@ -428,12 +337,6 @@ func (f *fastPath) check() {
 			dir.changes++
 		}
 		dir.on, dir.reason = on, why
-		if dir.lg != nil {
-			f.lgLive.Store(on)
-		}
-		if dir.lgTx != nil {
-			f.lgTxLive.Store(on)
-		}
 		if !f.started {
 			continue
 		}
@@ -473,21 +376,12 @@ func (f *fastPath) fold() {
 }
 
 // counters reads what the kernel carried in dir: the port program's
-// forward counters, or LinkGuardian's deliveries (as Forwarded; passed
-// to the core for want of a redirect as ForwardMissed).
+// forward counters, or the mode's kernel half's.
 func (dir *fastDir) counters() (bpf.ProgCounters, error) {
-	if dir.lgTx != nil {
-		// Frames the kernel numbered and sent; Missed: frames it passed
-		// to the core having taken them (lost swaps) or for want of room
-		// in the header or trailer (dropped).
-		c := dir.lgTx.Counters()
-		return bpf.ProgCounters{Forwarded: c.Sent, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed + c.StampErr}, nil
+	if dir.hook != nil {
+		return dir.hook.Counters(), nil
 	}
-	if dir.lg == nil {
-		return dir.src.prog.Counters()
-	}
-	c := dir.lg.Counters()
-	return bpf.ProgCounters{Forwarded: c.Frames, ForwardedBytes: c.Bytes, ForwardMissed: c.Missed}, nil
+	return dir.src.prog.Counters()
 }
 
 // snapshot returns the directions (after a fold).

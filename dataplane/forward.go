@@ -12,7 +12,7 @@ import (
 const ModeForward Mode = "forward"
 
 func init() {
-	Register(ModeForward, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Workers: true,
+	Register(ModeForward, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Workers: true, Default: true, Redirect: true,
 		Frames: func(c *Config) (uint64, string, error) {
 			if !c.PFC.Enabled {
 				return 0, "", nil

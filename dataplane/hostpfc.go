@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -226,10 +227,10 @@ func (h *hostPFC) sent(now int64) {
 	h.st.HostPaused.Store(uint32(h.paused))
 }
 
-// next is when the first paused class's pause is due again (maxDeadline:
+// next is when the first paused class's pause is due again (math.MaxInt64:
 // none is paused).
 func (h *hostPFC) next() int64 {
-	n := int64(maxDeadline)
+	n := int64(math.MaxInt64)
 	for c := range pfc.NumClasses {
 		if h.paused&(1<<c) != 0 {
 			n = min(n, h.again[c])

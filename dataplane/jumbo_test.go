@@ -236,7 +236,7 @@ func TestJumboVeth(t *testing.T) {
 				r := waitCore(t, sw2.d).Receiver
 				for deadline := time.Now().Add(3 * time.Second); r != nil && r.Delivered < count && time.Now().Before(deadline); {
 					time.Sleep(25 * time.Millisecond)
-					r = sw2.d.LGStats().Core().Receiver
+					r = LGStatsOf(sw2.d).Core().Receiver
 				}
 				if r == nil || r.LostDetected != 0 || r.Delivered < count {
 					t.Errorf("sw2 lg receiver %+v: want every frame delivered in order, none lost", r)

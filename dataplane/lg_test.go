@@ -92,7 +92,7 @@ func upLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp *bpf.Imp
 		// --session-wait: wait for it here, however long the dataplanes
 		// take to start.
 		waitFor(t, "both link sessions up", func() bool {
-			return b.sw1.LGStats().Session.Snapshot().State == "up" && b.sw2.LGStats().Session.Snapshot().State == "up"
+			return LGStatsOf(b.sw1).Session.Snapshot().State == "up" && LGStatsOf(b.sw2).Session.Snapshot().State == "up"
 		})
 		b.watchSkips(t)
 	}
@@ -117,13 +117,13 @@ func (b *lgBed) watchSkips(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			c := b.sw2.LGStats().Core()
+			c := LGStatsOf(b.sw2).Core()
 			if c.Receiver == nil || c.Receiver.AckNoTimeouts == last {
 				continue
 			}
 			last = c.Receiver.AckNoTimeouts
 			var snap metrics.Snapshot
-			b.sw2.LGStats().RetxDelay.SnapshotInto(&snap)
+			LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
 			log = append(log, fmt.Sprintf("t=%v: %d frames given up so far; renotify %v, ackNoTimeout %v; retransmission delays so far: %d, max %v",
 				time.Since(start).Round(time.Millisecond), last, time.Duration(c.Renotify), time.Duration(c.AckNoTimeout), snap.Count, time.Duration(snap.Max)))
 		}
@@ -337,7 +337,7 @@ func waitCore(t *testing.T, d *Dataplane) LGCore {
 	var c LGCore
 	for i := 0; i < 80; i++ {
 		time.Sleep(25 * time.Millisecond)
-		n := d.LGStats().Core()
+		n := LGStatsOf(d).Core()
 		if i > 0 && n.Receiver != nil && c.Receiver != nil && *n.Receiver == *c.Receiver &&
 			n.Sender != nil && c.Sender != nil && *n.Sender == *c.Sender && holesSettled(n.Receiver) {
 			return n
@@ -364,11 +364,11 @@ func (b *lgBed) logLG(t *testing.T) (s1, s2 LGCore) {
 	t.Logf("sw1 sender: %+v", *s1.Sender)
 	t.Logf("sw2 receiver: %+v", *s2.Receiver)
 	var snap metrics.Snapshot
-	b.sw2.LGStats().RetxDelay.SnapshotInto(&snap)
+	LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
 	t.Logf("sw2 retransmission delay µs: %+v; timers in force: renotify %v, ackNoTimeout %v",
 		metrics.Summarize(&snap, 1e-3), time.Duration(s2.Renotify), time.Duration(s2.AckNoTimeout))
-	t.Logf("sw1 dataplane: %+v; link tx ring full %d, PFC rx %d", b.sw1.Stats(), b.sw1.LGStats().LinkTxRingFull.Load(), b.sw1.LGStats().PFCRx.Load())
-	t.Logf("sw2 dataplane: %+v; host tx ring full %d, pause tx %d", b.sw2.Stats(), b.sw2.LGStats().HostTxRingFull.Load(), b.sw2.LGStats().PauseTx.Load())
+	t.Logf("sw1 dataplane: %+v; link tx ring full %d, PFC rx %d", b.sw1.Stats(), LGStatsOf(b.sw1).LinkTxRingFull.Load(), LGStatsOf(b.sw1).PFCRx.Load())
+	t.Logf("sw2 dataplane: %+v; host tx ring full %d, pause tx %d", b.sw2.Stats(), LGStatsOf(b.sw2).HostTxRingFull.Load(), LGStatsOf(b.sw2).PauseTx.Load())
 	return s1, s2
 }
 
@@ -447,7 +447,7 @@ func runLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp bpf.Imp
 		for _, d := range []*Dataplane{b.sw1, b.sw2} {
 			c, lanes := d.Config(), d.Link().lanes
 			want := int(c.RingSize)
-			if lanes == 1 && !c.lgTxWanted() {
+			if lanes == 1 && !lgTxWanted(&c) {
 				want /= 2
 			}
 			if c.lg().TxBuffer != want {
@@ -496,9 +496,9 @@ func TestLGBernoulliLossRecovered(t *testing.T) {
 // reads can straddle a publication).
 func coreAndSession(d *Dataplane) (LGCore, SessionSnapshot) {
 	for {
-		c := d.LGStats().Core()
-		s := d.LGStats().Session.Snapshot()
-		if again := d.LGStats().Core(); again.PriorityFrames == c.PriorityFrames {
+		c := LGStatsOf(d).Core()
+		s := LGStatsOf(d).Session.Snapshot()
+		if again := LGStatsOf(d).Core(); again.PriorityFrames == c.PriorityFrames {
 			return c, s
 		}
 	}
@@ -601,9 +601,9 @@ func TestForwardLossIsVisible(t *testing.T) {
 // this is the worker's thread not being scheduled, which happens on a busy
 // machine.
 func stall(t *testing.T, d *Dataplane) (release func()) {
-	d.LGStats().mu.Lock()
+	LGStatsOf(d).mu.Lock()
 	var once sync.Once
-	release = func() { once.Do(d.LGStats().mu.Unlock) }
+	release = func() { once.Do(LGStatsOf(d).mu.Unlock) }
 	prev, still := d.Stats().Loops, time.Now()
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		time.Sleep(500 * time.Microsecond)
@@ -632,7 +632,7 @@ func stallScenario(t *testing.T, lgc LGConfig, stallFor time.Duration) (*lgRun, 
 	r := b.sendDuring(t, 100_000, lgFrameSize, 20_000, func() { // 5 s: the stalls need 1.5 + 5 × (0.31 + stallFor)
 		time.Sleep(1500 * time.Millisecond)
 		for i := 0; i < 5; i++ {
-			c := b.sw2.LGStats().Core()
+			c := LGStatsOf(b.sw2).Core()
 			timers = append(timers, fmt.Sprintf("renotify %v ackNoTimeout %v", time.Duration(c.Renotify), time.Duration(c.AckNoTimeout)))
 			rel2 := stall(t, b.sw2)
 			time.Sleep(10 * time.Millisecond)
@@ -801,11 +801,11 @@ func TestLGPFCBackpressure(t *testing.T) {
 	// pause and resume as a PAUSE/RESUME link-header frame on link0, and
 	// sw1's LinkGuardian port applies them (no 802.1Qbb frame: NIC MACs
 	// consume or refuse those).
-	tx, rx := r.bed.sw2.LGStats().PauseTx.Load(), ss.PausesRx+ss.ResumesRx
+	tx, rx := LGStatsOf(r.bed.sw2).PauseTx.Load(), ss.PausesRx+ss.ResumesRx
 	if tx == 0 || rx == 0 || rx > tx {
 		t.Errorf("sw2 sent %d pause frames for %d pauses + %d resumes; sw1 applied %d", tx, rs.PausesSent, rs.ResumesSent, rx)
 	}
-	if pfc := r.bed.sw1.LGStats().PFCRx.Load(); pfc != 0 {
+	if pfc := LGStatsOf(r.bed.sw1).PFCRx.Load(); pfc != 0 {
 		t.Errorf("sw1 received %d 802.1Qbb frames: LinkGuardian's backpressure must travel as link-header frames", pfc)
 	}
 }

@@ -150,6 +150,13 @@ type LGConfig struct {
 	// credit is the sender's credit window (creditWindow), set with the TX
 	// buffer once the link's queues are known.
 	credit int
+	// kernelTx says LinkGuardian's send fast path runs (prepareLG: the
+	// configuration allows it); txWhy is why it cannot ("" if it can,
+	// lgTxBlocked), txFix whether the user can change that on the link
+	// port.
+	kernelTx bool
+	txWhy    string
+	txFix    bool
 }
 
 // Resume thresholds: the initial one, and the least a measurement may set.
@@ -260,10 +267,10 @@ func (c *Config) lg() *LGConfig { return LGConfigOf(c) }
 // are what lg sizes its pause hysteresis by and announces in the link
 // session (the host ports' largest MTU; 0 if not found: 1500).
 func (c *Config) lgDefaults(mode Mode) error {
-	if lg := c.lg(); lg.MTU == 0 {
-		lg.MTU = portsMaxMTU(c.HostPorts)
+	if lg := LGConfigOf(c); lg.MTU == 0 {
+		lg.MTU = PortsMaxMTU(c.HostPorts)
 	}
-	return c.lg().defaults(mode)
+	return LGConfigOf(c).defaults(mode)
 }
 
 func (c *LGConfig) defaults(mode Mode) error {
@@ -401,11 +408,15 @@ func autoMode(pol linkguardian.Policy, received, lost uint64, cur linkguardian.D
 func init() {
 	for _, m := range []Mode{ModeLG, ModeLGNB, ModeMonitor} {
 		Register(m, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, Workers: true, ClassQueues: true,
-			Configure:  func(c *Config) error { return c.lgDefaults(c.Mode) },
-			CheckSizes: checkLGSizes,
-			Frames:     lgUmemFrames,
-			CheckMTU:   checkLGMTU,
-			New:        newLGInstance})
+			KernelPath:  true,
+			Prepare:     prepareLG,
+			FastBlocked: lgFastBlocked,
+			PortOptions: lgPortOptions,
+			Configure:   func(c *Config) error { return c.lgDefaults(c.Mode) },
+			CheckSizes:  checkLGSizes,
+			Frames:      lgUmemFrames,
+			CheckMTU:    checkLGMTU,
+			New:         newLGInstance})
 	}
 }
 
@@ -418,7 +429,7 @@ func checkLGSizes(c *Config) error {
 		return fmt.Errorf("dataplane: --ring-size %d must be at least 4 × --batch %d in mode %s (2 × --batch of the link TX ring stay free for control frames and copies, data needs the rest): raise --ring-size to %d or lower --batch to %d",
 			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
 	}
-	if b := c.lg().TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
+	if b := LGConfigOf(c).TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
 		return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
 	}
 	return nil
@@ -427,7 +438,7 @@ func checkLGSizes(c *Config) error {
 // lgUmemFrames is LinkGuardian's share of the UMEM: its TX buffer, reorder
 // window and host queue.
 func lgUmemFrames(c *Config) (uint64, string, error) {
-	txBuffer := c.lg().TxBuffer
+	txBuffer := LGConfigOf(c).TxBuffer
 	if txBuffer == 0 {
 		txBuffer = defaultTxBuffer(c.RingSize, true)
 	}
@@ -451,23 +462,24 @@ func checkLGMTU(c *Config, hostMTU, linkMTU int, ip, where string) error {
 // lgInstance is LinkGuardian on a dataplane: each lane's statistics (one
 // per worker; lanes[0] is LGStats).
 type lgInstance struct {
-	lanes []*LGStats
+	lanes   []*LGStats
+	*lgFast // the kernel path (KernelPath, lgfast.go)
 }
 
 // newLGInstance sizes the TX buffer and credit now that the link port's
 // lanes are known.
 func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
-	if cfg.lg().TxBuffer == 0 {
+	if LGConfigOf(cfg).TxBuffer == 0 {
 		// A priority lane, or the kernel's send path: the whole ring.
 		lanes := d.Link().Lanes()
 		if cfg.Workers > 1 {
 			lanes = 1 // one queue per worker, no priority lane
 		}
-		cfg.lg().TxBuffer = defaultTxBuffer(cfg.RingSize, lanes > 1 || cfg.lgTxWanted())
+		LGConfigOf(cfg).TxBuffer = defaultTxBuffer(cfg.RingSize, lanes > 1 || lgTxWanted(cfg))
 	}
-	cfg.lg().credit = creditWindow(cfg.lg().TxBuffer, cfg.RingSize)
-	cfg.lg().untunedThresholds(cfg.lgTxWanted())
-	in := &lgInstance{}
+	LGConfigOf(cfg).credit = creditWindow(LGConfigOf(cfg).TxBuffer, cfg.RingSize)
+	LGConfigOf(cfg).untunedThresholds(lgTxWanted(cfg))
+	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: LGConfigOf(cfg).txWhy, txFix: LGConfigOf(cfg).txFix}}
 	for range cfg.Workers {
 		in.lanes = append(in.lanes, &LGStats{})
 	}
@@ -475,7 +487,7 @@ func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
 }
 
 func (in *lgInstance) Pipeline(w *Worker) (Pipeline, error) {
-	return newLGPipeline(w, in.lanes[w.Index()])
+	return newLGPipeline(w, in.lanes[w.Index()], in.lgFast)
 }
 
 func (in *lgInstance) Integrity(worker int) *IntegrityStats { return &in.lanes[worker].Integrity }
@@ -501,34 +513,34 @@ func (in *lgInstance) Stats() map[string]any {
 
 func (in *lgInstance) Close() {}
 
-// LGStats are the LinkGuardian statistics, lane 0's with several workers
-// (nil in modes other than lg, lgnb and monitor).
-func (d *Dataplane) LGStats() *LGStats {
-	if in, ok := d.inst.(*lgInstance); ok {
+// LGStatsOf are d's LinkGuardian statistics, lane 0's with several
+// workers (nil in modes other than lg, lgnb and monitor).
+func LGStatsOf(d *Dataplane) *LGStats {
+	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes[0]
 	}
 	return nil
 }
 
-// LaneLGStats are each lane's LinkGuardian statistics, lane i worker i's
-// (nil in modes other than lg, lgnb and monitor; one entry with one
-// worker, LGStats).
-func (d *Dataplane) LaneLGStats() []*LGStats {
-	if in, ok := d.inst.(*lgInstance); ok {
+// LaneLGStatsOf are each lane's LinkGuardian statistics on d, lane i
+// worker i's (nil in modes other than lg, lgnb and monitor; one entry with
+// one worker, LGStatsOf).
+func LaneLGStatsOf(d *Dataplane) []*LGStats {
+	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes
 	}
 	return nil
 }
 
-// LaneTotals is the LinkGuardian core counters summed over every lane
-// (Core of each of LaneLGStats): the sender's, receiver's and port's
+// LaneTotalsOf is d's LinkGuardian core counters summed over every lane
+// (Core of each of LaneLGStatsOf): the sender's, receiver's and port's
 // counters and the per-class and priority-lane frames are added up (a
 // peak is the sum of the lanes' peaks, an upper bound of the link's);
 // timers, thresholds, N, buffer sizes and the lane flags are lane 0's.
-// With one worker it is LGStats().Core().
-func (d *Dataplane) LaneTotals() LGCore { return laneTotals(d.LaneLGStats()) }
+// With one worker it is LGStatsOf(d).Core().
+func LaneTotalsOf(d *Dataplane) LGCore { return laneTotals(LaneLGStatsOf(d)) }
 
-// laneTotals is LaneTotals of lanes.
+// laneTotals is LaneTotalsOf of lanes.
 func laneTotals(lanes []*LGStats) LGCore {
 	if len(lanes) == 0 {
 		return LGCore{}

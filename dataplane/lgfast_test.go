@@ -93,7 +93,7 @@ func checkKernelDelivered(t *testing.T, d *Dataplane) *linkguardian.ReceiverStat
 	t.Helper()
 	var rs *linkguardian.ReceiverStats
 	waitFor(t, "sw2's kernel owns the in-order point again", func() bool {
-		rs = d.LGStats().Core().Receiver
+		rs = LGStatsOf(d).Core().Receiver
 		return rs != nil && rs.FastHandOffs == rs.FastClaims+1
 	})
 	t.Logf("sw2's kernel delivered %d of %d frames (%.0f %%); %d hand-offs, %d claims",
@@ -191,7 +191,7 @@ func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 LGCore) 
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
 	r, s1, s2, st := runLGLink(t, ModeLG, LinkConfig{Integrity: m}, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
-	corrupt := r.bed.sw2.LGStats().Integrity.Corrupt.Load()
+	corrupt := LGStatsOf(r.bed.sw2).Integrity.Corrupt.Load()
 	if st.Flipped == 0 || corrupt != st.Flipped {
 		t.Errorf("the impairment flipped a bit in %d frames; sw2 counted %d corrupt: every flipped frame must fail the check, no other", st.Flipped, corrupt)
 	}
@@ -216,7 +216,7 @@ func checkFastSend(t *testing.T, r *lgRun, _ LGCore) {
 	// hand-off). How much it sent depends on the machine: logged.
 	var ss *linkguardian.SenderStats
 	waitFor(t, "sw1's kernel owns sending again", func() bool {
-		ss = r.bed.sw1.LGStats().Core().Sender
+		ss = LGStatsOf(r.bed.sw1).Core().Sender
 		return ss != nil && ss.FastSendHandOffs == ss.FastSendClaims+1
 	})
 	t.Logf("sw1's kernel sent %d of %d data frames (%.0f %%); %d hand-offs, %d claims",

@@ -64,12 +64,13 @@ type lgPipeline struct {
 	// The link session (session.go).
 	linkSess
 
-	// fast is LinkGuardian's receive fast path (nil: none): the kernel
-	// judges the link's data frames while fast.lgLive.
-	fast *fastPath
+	// kernel is the instance's kernel path (lgfast.go); fast is its
+	// receive fast path when the receiver uses it (nil: none): the kernel
+	// judges the link's data frames while fast.rxLive.
+	kernel, fast *lgFast
 	// fastTx is its send fast path (nil: none): the kernel numbers and
-	// sends host frames while fastTx.lgTxLive and it owns sending.
-	fastTx *fastPath
+	// sends host frames while fastTx.txLive and it owns sending.
+	fastTx *lgFast
 	// hostTaken counts what the host port's first socket took in, for
 	// sendTakenIn.
 	hostTaken sockTaken
@@ -208,7 +209,7 @@ func (s *LGStats) Core() LGCore {
 // LossRate is the measured loss rate of the protected outgoing direction.
 func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
 
-func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
+func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error) {
 	d, cfg := w.Node(), w.Config()
 	if ps := d.Ports(); ps.Host != PortHost || len(ps.Links) != 1 || ps.Links[0] != PortLink {
 		return nil, fmt.Errorf("dataplane: mode %s runs on one host port and one link port; got ports %+v", cfg.Mode, ps)
@@ -218,12 +219,13 @@ func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
 		d:        d,
 		tx:       w.Tx(),
 		queue:    NewClassQueues(d),
-		pfcClass: cfg.lg().PFCClass,
+		pfcClass: LGConfigOf(cfg).PFCClass,
 		pfcSpeed: cfg.Link.Speed,
 		local:    d.LinkMAC(),
 		lgs:      lgs, // its lane's (workers.go)
+		kernel:   kernel,
 	}
-	p, err := linkguardian.NewEndpoint(cfg.lg().core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
+	p, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -232,22 +234,22 @@ func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
 		return nil, err
 	}
 	if p.S != nil {
-		pl.lgs.Copies.Store(int64(cfg.lg().Copies))
-		if !cfg.lg().fixedCopies {
+		pl.lgs.Copies.Store(int64(LGConfigOf(cfg).Copies))
+		if !LGConfigOf(cfg).fixedCopies {
 			pl.mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 		}
 	}
 	if p.R != nil {
-		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(cfg.lg().MonitorWindow), MinSamples: 10000})
+		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(LGConfigOf(cfg).MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Delivery()))
-		if fp := d.fast.lgPoint(); fp != nil {
+		if fp := kernel.point(); fp != nil {
 			fp.LookEvery = lgLookEvery
 			p.SetFast(fp)
-			pl.fast = d.fast
+			pl.fast = kernel
 			pl.gate.wait = hostGateWait
 		}
 	}
-	if fs := d.fast.lgSend(); fs != nil && p.S != nil {
+	if fs := kernel.send(); fs != nil && p.S != nil {
 		// The core looks at the kernel's sends every lgLookEvery,
 		// rather than being woken at the kernel's first send: that
 		// wakeup lands on the CPU and at the moment the host's next packet
@@ -258,13 +260,45 @@ func newLGPipeline(w *Worker, lgs *LGStats) (*lgPipeline, error) {
 		}
 		// The kernel piggybacks the receive point's serial - 1, which the
 		// receiver keeps current once connected to it (SetFast above).
-		if err := d.fast.lgTxAck(pl.fast != nil); err != nil {
+		if err := kernel.txAck(pl.fast != nil); err != nil {
 			return nil, err
 		}
-		pl.fastTx = d.fast
-		w.WatchFD(d.fast.lgTx.WakeFD()) // the kernel's answer to WantWake
+		pl.fastTx = kernel
+		w.WatchFD(kernel.tx.WakeFD()) // the kernel's answer to WantWake
 	}
 	return pl, nil
+}
+
+// newSession starts the link session of pl's port.
+func (pl *lgPipeline) newSession() error {
+	c := LGConfigOf(pl.w.Config())
+	p := pl.port
+	window := c.credit
+	if window == 0 {
+		window = c.TxBuffer
+	}
+	prot := linksession.Protect{Tx: p.S != nil, Rx: p.R != nil}
+	if p.R != nil {
+		prot.RxMode = uint8(p.R.Delivery())
+	}
+	fastSend := p.S != nil && pl.kernel.sends() // as newLGPipeline connects it
+	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
+}
+
+// sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
+// ACK batch set from the agreed window.
+func (pl *lgPipeline) sessionRx(now int64, b []byte) {
+	ev := pl.linkSess.sessionRx(now, b)
+	a, _ := pl.sess.Agreed()
+	if ev&linksession.EvReset == 0 {
+		return
+	}
+	if p := pl.port; p.S != nil {
+		p.S.SetCredit(min(int(a.Window), LGConfigOf(pl.w.Config()).credit))
+	}
+	if p := pl.port; p.R != nil {
+		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
+	}
 }
 
 // handOffSend gives sending to the kernel when the conditions of
@@ -281,9 +315,9 @@ func (pl *lgPipeline) handOffSend(now int64) {
 	if f == nil {
 		return
 	}
-	f.lgTx.DrainWake()
+	f.tx.DrainWake()
 	p := pl.port
-	if !f.lgTxLive.Load() || pl.sess.State() != linksession.Up {
+	if !f.txLive.Load() || pl.sess.State() != linksession.Up {
 		p.ClaimSend()
 		return
 	}
@@ -331,7 +365,7 @@ const hostDropsEvery = int64(time.Millisecond)
 // so a frame it passed on while sending was handed back, still in an
 // unflushed batch of the socket, cannot be numbered after a later one.
 func (pl *lgPipeline) sendTakenIn(now int64, s *xdp.Socket) bool {
-	t := pl.fastTx.lgTx
+	t := pl.fastTx.tx
 	taken := pl.hostTaken.count(now, s, t.ToGo().Load())
 	t.Consumed().Store(taken)
 	return t.ToGo().Load() == taken
@@ -370,7 +404,7 @@ func (pl *lgPipeline) handOff(now int64) {
 	if pl.fast == nil {
 		return
 	}
-	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.lgLive.Load() || !pl.sess.Accepts() ||
+	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.rxLive.Load() || !pl.sess.Accepts() ||
 		pl.deliveriesOut() || pl.linkRxWaiting() {
 		return
 	}
@@ -491,7 +525,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 	deliver := p.Out.Deliver
 	if pl.fast != nil {
 		if c := p.R.Stats.FastClaims; c != pl.gate.claims {
-			pl.gate.claimed(now, c, int64(pl.fast.lgRx.LastNs()))
+			pl.gate.claimed(now, c, int64(pl.fast.rx.LastNs()))
 		}
 		deliver = pl.gate.pass(now, deliver)
 	}
@@ -564,7 +598,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
 		if rate, ok := pl.mon.Rate(now); ok {
 			pl.lgs.lossRate.Store(uint64(rate * 1e12))
-			n := linkguardian.CopiesLimit(pl.w.Config().lg().TargetLoss, rate, pl.w.Config().lg().MaxCopies)
+			n := linkguardian.CopiesLimit(LGConfigOf(pl.w.Config()).TargetLoss, rate, LGConfigOf(pl.w.Config()).MaxCopies)
 			if int64(n) != pl.lgs.Copies.Load() {
 				p.S.SetCopies(n)
 				pl.lgs.Copies.Store(int64(n))
@@ -576,7 +610,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
 		if rate, ok := pl.rmon.Rate(now); ok {
 			pl.lgs.rxLossRate.Store(uint64(rate * 1e12))
-			if pl.w.Config().lg().Auto {
+			if LGConfigOf(pl.w.Config()).Auto {
 				received, lost := pl.rmon.Totals(now)
 				pl.applyPolicy(now, p, rate, received, lost)
 			}
@@ -605,7 +639,7 @@ func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
 // measured loss rate of the incoming direction.
 func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate float64, received, lost uint64) {
 	cur := p.R.Delivery()
-	want := autoMode(pl.w.Config().lg().Policy, received, lost, cur)
+	want := autoMode(LGConfigOf(pl.w.Config()).Policy, received, lost, cur)
 	if want == cur {
 		return
 	}
@@ -664,8 +698,8 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
 	s.HostGateWaits.Store(pl.gate.Waits)
 	s.HostGateHeld.Store(pl.gate.Held)
-	if pl.fastTx != nil && pl.fastTx.lgTx != nil {
-		s.kernelTx = pl.fastTx.lgTx.Counters()
+	if pl.fastTx != nil && pl.fastTx.tx != nil {
+		s.kernelTx = pl.fastTx.tx.Counters()
 	}
 	s.core.ClassFrames = pl.queue.Frames
 	s.core.PausedClasses = pl.queue.Gate.PausedMask(pl.publishAt)
@@ -675,7 +709,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
-		s.core.TxBuffer, s.core.Credit = pl.w.Config().lg().TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
+		s.core.TxBuffer, s.core.Credit = LGConfigOf(pl.w.Config()).TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
 		s.core.DummyWait = p.S.DummyWait()
 	}
 	if p.R != nil {
@@ -710,7 +744,7 @@ func (pl *lgPipeline) sampleRate(now, bytes int64) {
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
 func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
-	c := pl.w.Config().lg()
+	c := LGConfigOf(pl.w.Config())
 	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds && c.AckDelay > 0) {
 		return // nothing to tune
 	}

@@ -140,10 +140,10 @@ func fitFrameSize(maxMTU int) uint32 {
 	return size
 }
 
-// portsMaxMTU is the largest MTU of the ports named (in the calling
+// PortsMaxMTU is the largest MTU of the ports named (in the calling
 // thread's network namespace); ports it cannot find are left to New's
 // errors (0 if none is found).
-func portsMaxMTU(names []string) int {
+func PortsMaxMTU(names []string) int {
 	m := 0
 	for _, n := range names {
 		if ifc, err := net.InterfaceByName(n); err == nil {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
@@ -12,6 +13,13 @@ import (
 // asks of the engine's checks and sizing, and how it starts. Each mode
 // registers its Spec from its own file's init (Register); the engine
 // switches on no mode. A nil hook does nothing.
+//
+// A mode with an XDP fast path (--fastpath) says which: Redirect, the
+// kernel's redirect port to port (forward's), or KernelPath, directions of
+// its own whose kernel halves its Instance switches and reads (KernelPath,
+// fastpath.go); Prepare, FastBlocked and PortOptions are what such a path
+// asks of the configuration and the ports (LinkGuardian's send path:
+// lgfast.go).
 type Spec struct {
 	// Hosts and Links are the least and most host and link ports.
 	Hosts, Links [2]int
@@ -28,6 +36,27 @@ type Spec struct {
 	NoPFC string
 	// QueueRings is the default FramesPerQueue in rings (2 if zero).
 	QueueRings uint32
+	// Default makes it the mode of a Config without one (one mode has
+	// it: forward).
+	Default bool
+	// Redirect says the mode's frames may go from its host port to its
+	// link port and back unchanged: its two directions may take the
+	// kernel's redirect port to port (FastPath; forward's).
+	Redirect bool
+	// KernelPath says its Instance is a KernelPath: the directions it has
+	// on the fast path are kernel halves of its own (LinkGuardian's).
+	KernelPath bool
+
+	// Prepare makes the mode's decisions that size the rings: it runs
+	// once the ports, the workers, the frame size and the integrity are
+	// settled, and may set c.RingSize (default 2048).
+	Prepare func(c *Config)
+	// FastBlocked is why the mode's configuration rules the kernel path
+	// out ("" if nothing does), asked after the engine's own reasons.
+	FastBlocked func(c *Config) string
+	// PortOptions sets what port i's XDP program is attached with (the
+	// ports before it in the worker's numbering are attached).
+	PortOptions func(c *Config, i int, role PortRole, attached []*Port, o *bpf.PortOptions)
 
 	// Configure fills the mode's defaults and checks its configuration
 	// (before the sizes are checked and the ports attach).
@@ -66,14 +95,24 @@ type integrityCounter interface {
 	Integrity(worker int) *IntegrityStats
 }
 
-// specs are the registered modes.
-var specs = map[Mode]*Spec{}
+// specs are the registered modes; defaultMode is the one whose Spec says
+// Default.
+var (
+	specs       = map[Mode]*Spec{}
+	defaultMode Mode
+)
 
 // Register makes mode name run with s. It is called from init; a name
-// registered twice panics.
+// registered twice, or a second Default mode, panics.
 func Register(name Mode, s Spec) {
 	if _, ok := specs[name]; ok {
 		panic(fmt.Sprintf("dataplane: mode %q registered twice", name))
+	}
+	if s.Default {
+		if defaultMode != "" {
+			panic(fmt.Sprintf("dataplane: modes %q and %q both registered as the default", defaultMode, name))
+		}
+		defaultMode = name
 	}
 	specs[name] = &s
 }
@@ -107,10 +146,13 @@ func ModeList() string {
 }
 
 // workerModes names the modes that run on several workers ("a, b and c").
-func workerModes() string {
+func workerModes() string { return joinModes(func(s *Spec) bool { return s.Workers }) }
+
+// joinModes names the modes whose Spec has a property ("a, b and c").
+func joinModes(has func(*Spec) bool) string {
 	var s []string
 	for _, m := range Modes() {
-		if specs[m].Workers {
+		if has(specs[m]) {
 			s = append(s, string(m))
 		}
 	}
@@ -119,6 +161,9 @@ func workerModes() string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
+
+// Instance is the running mode (nil before New made it).
+func (d *Dataplane) Instance() Instance { return d.inst }
 
 // ModeStats are the running mode's entries of /stats.json
 // (Instance.Stats; nil for a mode without any).

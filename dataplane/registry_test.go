@@ -34,6 +34,10 @@ func TestRegistry(t *testing.T) {
 			c := withLG(Config{Mode: ModeFEC}, LGConfig{Protect: "tx"})
 			return c.spec().Configure(&c)
 		}, "dataplane: --lg-protect tx: mode fec protects both directions of the link; leave --lg-protect out"},
+		{"fastpath xdp", func() error {
+			d := &Dataplane{cfg: Config{Mode: ModeCells, FastPath: FastPathXDP}}
+			return d.newFastPath()
+		}, "dataplane: --fastpath xdp: mode cells has no XDP fast path (forward has, and lg, lgnb and monitor); use --fastpath auto or afxdp"},
 	} {
 		if err := tc.err(); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: got %v\nwant %s", tc.name, err, tc.want)
@@ -45,6 +49,25 @@ func TestRegistry(t *testing.T) {
 		}
 	}()
 	Register(ModeForward, Spec{})
+}
+
+// TestRegisterDefault: a Config without a mode runs the mode registered
+// as the default, forward, and registering a second default panics and
+// registers nothing.
+func TestRegisterDefault(t *testing.T) {
+	c := Config{HostPort: "host0", LinkPort: "link0"}
+	if err := c.defaults(); err != nil || c.Mode != ModeForward {
+		t.Errorf("a Config without a mode: mode %q, %v; want forward", c.Mode, err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a second default mode did not panic")
+		}
+		if _, ok := specs["other"]; ok || defaultMode != ModeForward {
+			t.Errorf("after the panic: mode other registered %v, default %q", ok, defaultMode)
+		}
+	}()
+	Register("other", Spec{Default: true})
 }
 
 // TestCellsCloseLogs: a cell node logs its counters when it closes after

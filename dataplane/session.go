@@ -14,14 +14,14 @@ import (
 	"github.com/linkfabric/linkfabric/linkguardian"
 )
 
-// The link session of the lg pipeline (package linksession): before
-// sequenced frames flow, and again after either end restarts, the two ends
-// exchange HELLO/HELLO-ACK on the priority lane, agree on the smaller of
-// their windows (the sender's credit), lanes, MTU and link speed, check
-// that their --lg-protect settings fit together, and reset LinkGuardian's
-// sequence state to the initial sequence numbers both announced. A frame
-// from before a restart is then behind the receiver's window and dropped:
-// nothing stale is delivered.
+// The link session of a pipeline with one link port (lg, fec; package
+// linksession): before sequenced frames flow, and again after either end
+// restarts, the two ends exchange HELLO/HELLO-ACK on the priority lane,
+// agree on the smaller of their windows (the sender's credit), lanes, MTU
+// and link speed, check that their --lg-protect settings fit together, and
+// reset LinkGuardian's sequence state to the initial sequence numbers both
+// announced. A frame from before a restart is then behind the receiver's
+// window and dropped: nothing stale is delivered.
 //
 // Until the session is up, host frames wait in the class queues for up to
 // LGConfig.SessionWait, or LGConfig.SessionHold while an agreement stands
@@ -137,7 +137,7 @@ type linkSess struct {
 // window frames and prot (fastSend: the kernel's send fast path runs); host
 // frames wait in queue while it is not up.
 func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *ClassQueues, stats *SessionStats, peers string) error {
-	c, lc := w.Config().lg(), &w.Config().Link
+	c, lc := LGConfigOf(w.Config()), &w.Config().Link
 	sess, err := linksession.New(linksession.Config{
 		LocalMAC: w.Node().LinkMAC(),
 		PeerMAC:  lc.PeerMAC,
@@ -158,38 +158,6 @@ func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, pr
 	*s = linkSess{sw: w, sess: sess, lanes: w.Port(PortLink).Lanes(), queue: queue, stats: stats, peers: peers}
 	s.publishSession()
 	return nil
-}
-
-// newSession starts the link session of pl's port.
-func (pl *lgPipeline) newSession() error {
-	c := pl.w.Config().lg()
-	p := pl.port
-	window := c.credit
-	if window == 0 {
-		window = c.TxBuffer
-	}
-	prot := linksession.Protect{Tx: p.S != nil, Rx: p.R != nil}
-	if p.R != nil {
-		prot.RxMode = uint8(p.R.Delivery())
-	}
-	fastSend := p.S != nil && pl.d.fast.lgSends() // as newLGPipeline connects it
-	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
-}
-
-// sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
-// ACK batch set from the agreed window.
-func (pl *lgPipeline) sessionRx(now int64, b []byte) {
-	ev := pl.linkSess.sessionRx(now, b)
-	a, _ := pl.sess.Agreed()
-	if ev&linksession.EvReset == 0 {
-		return
-	}
-	if p := pl.port; p.S != nil {
-		p.S.SetCredit(min(int(a.Window), pl.w.Config().lg().credit))
-	}
-	if p := pl.port; p.R != nil {
-		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
-	}
 }
 
 // sessionRx hands a session frame to the session, applies what it decided
@@ -245,7 +213,7 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 			log.Info("link session: one end sends by the kernel's send fast path, the other by its worker; they interoperate",
 				"dev", cfg.LinkPort, "fast_send", a.LocalCaps.FastSend, "peer_fast_send", a.PeerCaps.FastSend)
 		}
-		if a.MTU < uint16(min(cfg.lg().MTU, 1<<16-1)) {
+		if a.MTU < uint16(min(LGConfigOf(cfg).MTU, 1<<16-1)) {
 			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
 				"dev", cfg.LinkPort, "peer_mtu", a.MTU)
 		}
@@ -415,8 +383,8 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 			s.sessPassed++
 		}
 	default: // Drop
-		keep := s.sw.Config().lg().SessionKeep
-		if now-s.notUpSince >= int64(s.sw.Config().lg().SessionHold) {
+		keep := LGConfigOf(s.sw.Config()).SessionKeep
+		if now-s.notUpSince >= int64(LGConfigOf(s.sw.Config()).SessionHold) {
 			keep = 0
 		}
 		s.sessDropped += uint64(s.queue.DropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))

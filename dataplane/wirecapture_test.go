@@ -350,8 +350,8 @@ func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane, cellLinkMod
 	case ModeForward:
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 	case ModeLG, ModeLGNB, ModeMonitor:
-		c := d.LGStats().Core()
-		ss := d.LGStats().Session.Snapshot().Counters
+		c := LGStatsOf(d).Core()
+		ss := LGStatsOf(d).Session.Snapshot().Counters
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "data frames", s.types["1"], c.Sender.DataSent)
 		eq(t, s, "retransmitted copies", s.types["1r"], c.Sender.RetxCopies)

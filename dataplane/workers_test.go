@@ -377,7 +377,7 @@ func TestWorkersLG(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("impairment on sw2 link0: %+v", st)
-	lanes1, lanes2 := sw1.LaneLGStats(), sw2.LaneLGStats()
+	lanes1, lanes2 := LaneLGStatsOf(sw1), LaneLGStatsOf(sw2)
 	if len(lanes1) != 2 || len(lanes2) != 2 {
 		t.Fatalf("LinkGuardian lanes: sw1 %d, sw2 %d; want 2", len(lanes1), len(lanes2))
 	}
@@ -434,7 +434,7 @@ func waitLaneCore(t *testing.T, s *LGStats) LGCore {
 func TestWorkersLGRestart(t *testing.T) {
 	tb, sw1, sw2, cfg := upWorkersSwitches(t, ModeLG, nil)
 	restarts := func() (n [2]uint64) {
-		for i, s := range sw1.d.LaneLGStats() {
+		for i, s := range LaneLGStatsOf(sw1.d) {
 			n[i] = s.Session.Snapshot().Counters.PeerRestarts
 		}
 		return n
@@ -551,7 +551,7 @@ func TestWorkersPortDownCountedOnce(t *testing.T) {
 func TestLaneTotals(t *testing.T) {
 	in := &lgInstance{}
 	d := &Dataplane{inst: in}
-	if c := d.LaneTotals(); c.Sender != nil || c.Receiver != nil {
+	if c := LaneTotalsOf(d); c.Sender != nil || c.Receiver != nil {
 		t.Errorf("no lanes: %+v", c)
 	}
 	for i := range 2 {
@@ -566,7 +566,7 @@ func TestLaneTotals(t *testing.T) {
 		s.core.ClassFrames[3] = uint64(i + 1)
 		in.lanes = append(in.lanes, s)
 	}
-	c := d.LaneTotals()
+	c := LaneTotalsOf(d)
 	if c.Sender.DataSent != 21 || c.Sender.RetxCopies != 6 || c.Sender.TxBufPeakFrames != 14 ||
 		c.Receiver.Delivered != 300 || c.Receiver.Recovered != 10 || c.Receiver.FastDelivered != 2 ||
 		c.Port.Resets != 2 || c.PriorityFrames != 4 || c.ClassFrames[3] != 3 || c.AckNoTimeout != 1000 {
@@ -631,7 +631,7 @@ func TestWorkersTCP(t *testing.T) {
 			}
 		}
 	}
-	for i, s := range sw2.LaneLGStats() {
+	for i, s := range LaneLGStatsOf(sw2) {
 		rs := waitLaneCore(t, s).Receiver
 		t.Logf("lane %d: sw2 detected %d lost, recovered %d, gave up %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
 		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 {
@@ -646,7 +646,7 @@ func waitLanesUp(t *testing.T, sw1, sw2 *runningSwitch, what string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		up := 0
-		for _, s := range append(sw1.d.LaneLGStats(), sw2.d.LaneLGStats()...) {
+		for _, s := range append(LaneLGStatsOf(sw1.d), LaneLGStatsOf(sw2.d)...) {
 			if s.Session.Snapshot().State == "up" {
 				up++
 			}
