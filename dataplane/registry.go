@@ -174,9 +174,6 @@ func (d *Dataplane) ModeStats() map[string]any {
 	return d.inst.Stats()
 }
 
-// Instance is the running mode's instance (what its Spec.New returned).
-func (d *Dataplane) Instance() Instance { return d.inst }
-
 // noInstance is the Instance of a mode without statistics of its own.
 type noInstance struct {
 	pipeline func(w *Worker) (Pipeline, error)
