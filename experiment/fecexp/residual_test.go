@@ -14,13 +14,9 @@ import (
 )
 
 func TestFECResidualConfigRefuses(t *testing.T) {
-	for _, c := range []FECResidualConfig{
+	bedtest.RefusesAll(t, []FECResidualConfig{
 		{Target: 2}, {Frames: 10}, {Copies: 99}, {MeanBurst: 0.5}, {MinLen: 10}, {Loss: []float64{0}}, {Loss: []float64{1.5}},
-	} {
-		if err := c.Normalize(); err == nil {
-			t.Errorf("%+v accepted", c)
-		}
-	}
+	}...)
 }
 
 // A small run: every scheme appears, the loss equals the oracle, the JSON
@@ -53,13 +49,9 @@ func TestFECResidualSimSmall(t *testing.T) {
 }
 
 func TestFECVethConfigRefuses(t *testing.T) {
-	for _, c := range []FECVethConfig{
+	bedtest.RefusesAll(t, []FECVethConfig{
 		{Target: 2}, {Frames: 10}, {Copies: 1}, {MeanBurst: 0.5}, {Rate: 10}, {Payload: 16}, {Arms: []string{"fec", "bogus"}}, {Loss: []float64{0}},
-	} {
-		if err := c.Normalize(); err == nil {
-			t.Errorf("%+v accepted", c)
-		}
-	}
+	}...)
 	var c FECVethConfig
 	if err := c.Normalize(); err != nil || c.Frames != 100_000 || len(c.Arms) != 4 {
 		t.Fatalf("defaults: %+v, %v", c, err)
