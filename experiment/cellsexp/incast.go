@@ -64,9 +64,7 @@ func (c *CellsIncastConfig) Normalize() error {
 			return fmt.Errorf("cells incast --transports: unknown %q (have %s)", t, strings.Join(CellsTransports, ", "))
 		}
 	}
-	if c.Runs <= 0 {
-		c.Runs = 1
-	}
+	c.Runs = bed.Positive(c.Runs, 1)
 	c.Burst = cmp.Or(c.Burst, 3<<20)
 	c.Payload = cmp.Or(c.Payload, 1400)
 	if c.Burst < 64<<10 || c.Payload < bed.UDPHeader || c.Payload > 1472 {

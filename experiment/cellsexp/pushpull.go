@@ -49,9 +49,7 @@ func (c *CellsPushPullConfig) Normalize() error {
 	if err := bed.NormalizeArms("cells pushpull", &c.Arms, CellsArms, CellsArms); err != nil {
 		return err
 	}
-	if c.Runs <= 0 {
-		c.Runs = 1
-	}
+	c.Runs = bed.Positive(c.Runs, 1)
 	c.Duration = cmp.Or(c.Duration, 3*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells pushpull --duration %v: want at least 1s", c.Duration)
