@@ -68,10 +68,9 @@ func TestCellsClassesSummary(t *testing.T) {
 // loses nothing while the other flow crosses the gray links.
 func TestCellsClassesVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfq"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfq")
 	res, err := CellsClasses(ctx, e, CellsClassesConfig{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second, Rate: 50e6})
 	if err != nil {
 		t.Fatal(err)

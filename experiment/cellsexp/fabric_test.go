@@ -127,8 +127,7 @@ func TestCellsConfigNormalize(t *testing.T) {
 // figures themselves are the command's to measure.
 func TestCellsIncastReport(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvi"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfvi")
 	cfg := CellsIncastConfig{Burst: 256 << 10, Duration: 2 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -176,8 +175,7 @@ func TestCellsIncastReport(t *testing.T) {
 // for, and the summary's figures.
 func TestCellsPushPullReport(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfvp"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfvp")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := CellsPushPull(ctx, e, CellsPushPullConfig{Duration: time.Second})

@@ -84,10 +84,9 @@ func TestFECFCTSummary(t *testing.T) {
 // A small veth run: two arms, one run, two sizes; the files are written.
 func TestFECFCTVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfs"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfs")
 	res, err := FECFCT(ctx, e, FECFCTConfig{Arms: []string{FECFCTNone, FECFCTClasses}, Runs: 1, Sizes: []int64{10_000, 1_000_000}, Flows: []int{20, 4}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -103,10 +102,9 @@ func TestFECVethSummary(t *testing.T) {
 // report, not asserted beyond sanity.
 func TestFECResidualVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfr"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfr")
 	res, err := FECResidualVeth(ctx, e, FECVethConfig{Loss: []float64{1e-2}, Frames: 5000, Warmup: 12000, Rate: 50e6, Arms: []string{FECArmForward, FECArmFECGiven, FECArmLG}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/netns"
 )
 
 // Self builds the linkfabric command for the experiments to start, once for
@@ -89,4 +92,10 @@ func RefusesAll[C any, PC interface {
 			t.Errorf("%+v: no error", c)
 		}
 	}
+}
+
+// Env is an environment for a test's experiment: the command Self built,
+// a testbed prefix of the test's own and progress to the test log.
+func Env(t testing.TB, prefix string) *bed.Env {
+	return &bed.Env{Self: Self(t), Prefix: netns.TestPrefix(t, prefix), Progress: Writer{T: t}}
 }
