@@ -159,11 +159,7 @@ run at the port on a loaded machine; with 2M none).`,
 			}
 			cfg.Burst = int64(b)
 			cfg.Arms, cfg.Transports, cfg.RunArgs = cli.SplitList(arms), cli.SplitList(transports), strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := bed.CmdEnv(out.prefix)
-			res, err := CellsIncast(cmd.Context(), env, cfg)
+			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsIncast)
 			if err != nil {
 				return err
 			}
@@ -218,11 +214,7 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 				return err
 			}
 			cfg.Arms, cfg.RunArgs = cli.SplitList(arms), strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := bed.CmdEnv(out.prefix)
-			res, err := CellsPushPull(cmd.Context(), env, cfg)
+			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsPushPull)
 			if err != nil {
 				return err
 			}

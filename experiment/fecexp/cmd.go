@@ -139,11 +139,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 				}
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := bed.CmdEnv(prefix)
-			res, err := FECFCT(cmd.Context(), env, cfg)
+			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(prefix), &cfg, FECFCT)
 			if err != nil {
 				return err
 			}
