@@ -25,3 +25,12 @@ func CheckOneOf(what, noun string, got, have []string) error {
 	}
 	return nil
 }
+
+// Positive is v, or def when v is not positive (left unset, or nonsense
+// that means the default).
+func Positive[T ~int | ~int64 | ~float64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}

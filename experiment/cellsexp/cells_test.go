@@ -58,11 +58,10 @@ func TestMaxMean(t *testing.T) {
 // commands' to report, not asserted.
 func TestCellsBundleExperiments(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := func() *bed.Env {
-		return &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfu"), Progress: bedtest.Writer{T: t}}
+		return bedtest.Env(t, "lfu")
 	}
 
 	t.Run("pack", func(t *testing.T) {

@@ -49,9 +49,7 @@ func (c *CellsClassesConfig) Normalize() error {
 	if err := bed.NormalizeArms("cells classes", &c.Arms, classesArms, classesArms); err != nil {
 		return err
 	}
-	if c.Runs <= 0 {
-		c.Runs = 3
-	}
+	c.Runs = bed.Positive(c.Runs, 3)
 	c.Duration = cmp.Or(c.Duration, 4*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells classes: --duration %v: iperf3 needs at least 1s", c.Duration)

@@ -13,21 +13,15 @@ import (
 )
 
 func TestCellsClassesConfigRefuses(t *testing.T) {
-	for _, c := range []struct {
-		cfg  CellsClassesConfig
-		want string
-	}{
-		{CellsClassesConfig{Arms: []string{"lg"}}, "arm \"lg\""},
-		{CellsClassesConfig{Gray: []int{0, 1, 2, 3}}, "--gray 0: the gray links are 1-3"},
-		{CellsClassesConfig{Gray: []int{4}}, "--gray 4"},
-		{CellsClassesConfig{Loss: 1e-4}, "class 3"},
-		{CellsClassesConfig{Loss: 0.2}, "class 3"},
-		{CellsClassesConfig{Duration: time.Millisecond}, "--duration"},
-	} {
-		if err := c.cfg.Normalize(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want an error with %q", c.cfg, err, c.want)
-		}
-	}
+	bedtest.Refuses(t,
+		[]bedtest.Refusal[CellsClassesConfig]{
+			{Cfg: CellsClassesConfig{Arms: []string{"lg"}}, Want: "arm \"lg\""},
+			{Cfg: CellsClassesConfig{Gray: []int{0, 1, 2, 3}}, Want: "--gray 0: the gray links are 1-3"},
+			{Cfg: CellsClassesConfig{Gray: []int{4}}, Want: "--gray 4"},
+			{Cfg: CellsClassesConfig{Loss: 1e-4}, Want: "class 3"},
+			{Cfg: CellsClassesConfig{Loss: 0.2}, Want: "class 3"},
+			{Cfg: CellsClassesConfig{Duration: time.Millisecond}, Want: "--duration"},
+		}...)
 	var c CellsClassesConfig
 	if err := c.Normalize(); err != nil || len(c.Arms) != 2 || len(c.Gray) != 3 || c.Loss != 1e-2 {
 		t.Fatalf("defaults: %+v, %v", c, err)
@@ -74,10 +68,9 @@ func TestCellsClassesSummary(t *testing.T) {
 // loses nothing while the other flow crosses the gray links.
 func TestCellsClassesVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfq"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfq")
 	res, err := CellsClasses(ctx, e, CellsClassesConfig{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second, Rate: 50e6})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
@@ -35,24 +36,16 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 (outside the fabric, or sw2's clean-link sockets), which cover both flows.`,
 		Example: `  linkfabric cells classes
   linkfabric cells classes --runs 1 --arms classes --loss 3e-2 --gray 2,3`,
+		PreRunE: cli.NeedsRoot("cells classes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells classes"); err != nil {
-				return err
-			}
 			cfg.Arms = cli.SplitList(arms)
 			var err error
 			if cfg.Gray, err = cli.ParseInts(gray); err != nil {
 				return fmt.Errorf("--gray: %w", err)
 			}
 			cfg.RunArgs = strings.Fields(fl.runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			res, err := CellsClasses(cmd.Context(), fl.env(), cfg)
-			if err != nil {
-				return err
-			}
-			if err := fl.out.Print(res, res.Text()); err != nil {
+			res, err := bed.Exp(cmd.Context(), fl.env(), &cfg, CellsClasses)
+			if err := fl.out.Report(res, err); err != nil {
 				return err
 			}
 			if ok, _ := res.Summary["check"].(bool); !ok && len(res.Runs) > 0 {

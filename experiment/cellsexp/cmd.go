@@ -3,7 +3,6 @@ package cellsexp
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -149,10 +148,8 @@ run at the port on a loaded machine; with 2M none).`,
 		Example: `  linkfabric cells incast
   linkfabric cells incast --runs 3 --port-rate 200M --port-buffer 512K
   linkfabric cells incast --arms push --transports udp --burst 1M`,
+		PreRunE: cli.NeedsRoot("cells incast"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells incast"); err != nil {
-				return err
-			}
 			if err := errors.Join(cli.RateFlag("port-rate", rate, &cfg.PortRate), cli.SizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
 				return err
 			}
@@ -162,11 +159,7 @@ run at the port on a loaded machine; with 2M none).`,
 			}
 			cfg.Burst = int64(b)
 			cfg.Arms, cfg.Transports, cfg.RunArgs = cli.SplitList(arms), cli.SplitList(transports), strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: out.prefix, Log: slog.Default()}
-			res, err := CellsIncast(cmd.Context(), env, cfg)
+			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsIncast)
 			if err != nil {
 				return err
 			}
@@ -214,20 +207,14 @@ target is ≥ 0.97 of it (exit 1 if the median misses). B's throughput is its wi
 over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 		Example: `  linkfabric cells pushpull
   linkfabric cells pushpull --runs 3 --port-rate 200M`,
+		PreRunE: cli.NeedsRoot("cells pushpull"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells pushpull"); err != nil {
-				return err
-			}
 			if err := errors.Join(cli.RateFlag("port-rate", rate, &cfg.PortRate), cli.RateFlag("fabric-rate", fabric, &cfg.FabricRate),
 				cli.SizeFlag("port-buffer", buffer, &cfg.PortBuffer)); err != nil {
 				return err
 			}
 			cfg.Arms, cfg.RunArgs = cli.SplitList(arms), strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: out.prefix, Log: slog.Default()}
-			res, err := CellsPushPull(cmd.Context(), env, cfg)
+			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsPushPull)
 			if err != nil {
 				return err
 			}
@@ -273,7 +260,7 @@ func (f *cellsBundleFlags) finish(res report.FileResult, err error) error {
 }
 
 func (f *cellsBundleFlags) env() *bed.Env {
-	return &bed.Env{Prefix: f.prefix, Log: slog.Default()}
+	return bed.CmdEnv(f.prefix)
 }
 
 func cellsPackCmd() *cobra.Command {
@@ -310,11 +297,9 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 		Example: `  sudo linkfabric cells pack
   sudo linkfabric cells pack --sizes 64,1500 --cell-sizes 0 --duration 1s
   sudo linkfabric cells pack --cpu-rate 400000 --cpu-duration 10s`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: cli.NeedsRoot("cells pack"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells pack"); err != nil {
-				return err
-			}
 			var err error
 			if cfg.PacketSizes, err = cli.ParseInts(sizes); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
@@ -323,10 +308,7 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 				return err
 			}
 			cfg.RunArgs = strings.Fields(fl.runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			return fl.finish(CellsPack(cmd.Context(), fl.env(), cfg))
+			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsPack))
 		},
 	}
 	f := cmd.Flags()
@@ -375,17 +357,12 @@ counters. It reports bytes per link and their largest over their mean (Stardust
 Writes balance.json (figures in "summary") and balance.csv to --out.`,
 		Example: `  sudo linkfabric cells balance
   sudo linkfabric cells balance --sprays perm --duration 10s --flows 16`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: cli.NeedsRoot("cells balance"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells balance"); err != nil {
-				return err
-			}
 			cfg.Sprays = cli.SplitList(sprays)
 			cfg.RunArgs = strings.Fields(fl.runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			return fl.finish(CellsBalance(cmd.Context(), fl.env(), cfg))
+			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsBalance))
 		},
 	}
 	f := cmd.Flags()
@@ -419,11 +396,9 @@ expected links·(1−(1−1/links)^flows) links used (2.73 of 4 for 4 flows).
 Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 		Example: `  sudo linkfabric cells elephants
   sudo linkfabric cells elephants --link-rate 100M --trials 10 --sprays hash`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: cli.NeedsRoot("cells elephants"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells elephants"); err != nil {
-				return err
-			}
 			r, err := netns.ParseBitRate(linkRate)
 			if err != nil || r == 0 {
 				return fmt.Errorf("--link-rate %q: want a rate such as 200M or 1G (bit/s)", linkRate)
@@ -431,10 +406,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 			cfg.LinkRate = r
 			cfg.Sprays = cli.SplitList(sprays)
 			cfg.RunArgs = strings.Fields(fl.runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			return fl.finish(CellsElephants(cmd.Context(), fl.env(), cfg))
+			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsElephants))
 		},
 	}
 	f := cmd.Flags()
@@ -474,17 +446,12 @@ Target: cells' p50 ≤ 1.2× forward's; the ratio to forward-afxdp's is printed 
 flows.csv and a tail-CDF PNG to --out.`,
 		Example: `  sudo linkfabric cells latency
   sudo linkfabric cells latency --flows 500 --arms forward,cells,cells-nopre,cells-push`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: cli.NeedsRoot("cells latency"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells latency"); err != nil {
-				return err
-			}
 			cfg.Arms = cli.SplitList(arms)
 			cfg.RunArgs = strings.Fields(fl.runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			return fl.finish(CellsLatency(cmd.Context(), fl.env(), cfg))
+			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsLatency))
 		},
 	}
 	f := cmd.Flags()

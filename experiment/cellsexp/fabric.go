@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -188,6 +189,30 @@ func fabricArmRuns(ctx context.Context, e *bed.Env, topo *netns.Topology, mtu, r
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// normalizePort fills and checks a fabric3 experiment's port: its rate
+// (default 100M, 1M..10G) and egress buffer (default 2M, at least 16K).
+func normalizePort(what string, rate *netns.BitRate, buf *netns.ByteSize) error {
+	*rate = cmp.Or(*rate, 100e6)
+	if *rate < 1e6 || *rate > 10e9 {
+		return fmt.Errorf("%s --port-rate %s: want 1M..10G", what, *rate)
+	}
+	*buf = cmp.Or(*buf, 2<<20)
+	if *buf < 16<<10 {
+		return fmt.Errorf("%s --port-buffer %s: want at least 16K", what, *buf)
+	}
+	return nil
+}
+
+// normalizeTrim fills and checks the share of a run left out at each end
+// (default def, in [0, 0.5)).
+func normalizeTrim(what string, trim *float64, def float64) error {
+	*trim = cmp.Or(*trim, def)
+	if *trim < 0 || *trim >= 0.5 {
+		return fmt.Errorf("%s: trim %g: want [0, 0.5)", what, *trim)
 	}
 	return nil
 }

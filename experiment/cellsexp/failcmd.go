@@ -2,7 +2,6 @@ package cellsexp
 
 import (
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -40,20 +39,11 @@ and none (bare cells: the loss is bounded by what was on the link). The table
 shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		Example: `  linkfabric cells failover
   linkfabric cells failover --cut drop --runs 5 --rate 300e6`,
+		PreRunE: cli.NeedsRoot("cells failover"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells failover"); err != nil {
-				return err
-			}
 			cfg.Arms = cli.SplitList(arms)
 			cfg.RunArgs = strings.Fields(fl.runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			res, err := CellsFailover(cmd.Context(), fl.env(), cfg)
-			if err != nil {
-				return err
-			}
-			return fl.out.Print(res, res.Text())
+			return fl.out.Report(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsFailover))
 		},
 	}
 	f := cmd.Flags()
@@ -86,10 +76,8 @@ loss, and TCP goodput with the loss against without (target ≥ 0.9×). The tabl
 shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		Example: `  linkfabric cells gray
   linkfabric cells gray --arms lg,none --loss 1e-2 --burst 3 --lossy 1,3`,
+		PreRunE: cli.NeedsRoot("cells gray"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("cells gray"); err != nil {
-				return err
-			}
 			cfg.Arms = cli.SplitList(arms)
 			for _, p := range cli.SplitList(lossy) {
 				v, err := strconv.Atoi(p)
@@ -99,14 +87,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 				cfg.Lossy = append(cfg.Lossy, v)
 			}
 			cfg.RunArgs = strings.Fields(fl.runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			res, err := CellsGray(cmd.Context(), fl.env(), cfg)
-			if err != nil {
-				return err
-			}
-			return fl.out.Print(res, res.Text())
+			return fl.out.Report(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsGray))
 		},
 	}
 	f := cmd.Flags()
@@ -140,4 +121,4 @@ func (e *edgeFlags) add(cmd *cobra.Command, interval *time.Duration, th *int, re
 	e.out.Add(f, out)
 }
 
-func (e *edgeFlags) env() *bed.Env { return &bed.Env{Prefix: e.prefix, Log: slog.Default()} }
+func (e *edgeFlags) env() *bed.Env { return bed.CmdEnv(e.prefix) }

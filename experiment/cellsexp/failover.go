@@ -43,9 +43,7 @@ func (c *CellsFailoverConfig) Normalize() error {
 	if err := bed.NormalizeArms("cells failover", &c.Arms, CellsLinkModes, []string{"lg", "lgnb", "monitor", "none"}); err != nil {
 		return err
 	}
-	if c.Runs <= 0 {
-		c.Runs = 3
-	}
+	c.Runs = bed.Positive(c.Runs, 3)
 	c.Duration = cmp.Or(c.Duration, 4*time.Second)
 	c.CutAt = cmp.Or(c.CutAt, c.Duration/2)
 	if c.Duration < 2*time.Second || c.CutAt < 500*time.Millisecond || c.CutAt > c.Duration-time.Second {

@@ -36,9 +36,7 @@ func (c *CellsGrayConfig) Normalize() error {
 	if err := bed.NormalizeArms("cells gray", &c.Arms, []string{"lg"}, []string{"lg", "lgnb", "monitor", "none", "fec"}); err != nil {
 		return err
 	}
-	if c.Runs <= 0 {
-		c.Runs = 3
-	}
+	c.Runs = bed.Positive(c.Runs, 3)
 	c.Duration = cmp.Or(c.Duration, 4*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells gray: --duration %v: iperf3 needs at least 1s", c.Duration)

@@ -45,13 +45,8 @@ type CellsIncastConfig struct {
 
 // Normalize fills defaults and checks the configuration.
 func (c *CellsIncastConfig) Normalize() error {
-	c.PortRate = cmp.Or(c.PortRate, 100e6)
-	if c.PortRate < 1e6 || c.PortRate > 10e9 {
-		return fmt.Errorf("cells incast --port-rate %s: want 1M..10G", c.PortRate)
-	}
-	c.PortBuffer = cmp.Or(c.PortBuffer, 2<<20)
-	if c.PortBuffer < 16<<10 {
-		return fmt.Errorf("cells incast --port-buffer %s: want at least 16K", c.PortBuffer)
+	if err := normalizePort("cells incast", &c.PortRate, &c.PortBuffer); err != nil {
+		return err
 	}
 	if err := bed.NormalizeArms("cells incast", &c.Arms, CellsArms, CellsArms); err != nil {
 		return err
@@ -64,9 +59,7 @@ func (c *CellsIncastConfig) Normalize() error {
 			return fmt.Errorf("cells incast --transports: unknown %q (have %s)", t, strings.Join(CellsTransports, ", "))
 		}
 	}
-	if c.Runs <= 0 {
-		c.Runs = 1
-	}
+	c.Runs = bed.Positive(c.Runs, 1)
 	c.Burst = cmp.Or(c.Burst, 3<<20)
 	c.Payload = cmp.Or(c.Payload, 1400)
 	if c.Burst < 64<<10 || c.Payload < bed.UDPHeader || c.Payload > 1472 {
@@ -76,11 +69,7 @@ func (c *CellsIncastConfig) Normalize() error {
 	if c.Duration < 2*time.Second {
 		return fmt.Errorf("cells incast --duration %v: TCP needs at least 2s", c.Duration)
 	}
-	c.Trim = cmp.Or(c.Trim, 0.1)
-	if c.Trim < 0 || c.Trim >= 0.5 {
-		return fmt.Errorf("cells incast: trim %g: want [0, 0.5)", c.Trim)
-	}
-	return nil
+	return normalizeTrim("cells incast", &c.Trim, 0.1)
 }
 
 // CellsIncastRun is one arm, transport and run.

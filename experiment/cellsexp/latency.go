@@ -59,9 +59,7 @@ func (c *CellsLatencyConfig) Normalize() error {
 	if c.Flows < 1 || c.Warmup < 0 || c.PreCredit < 0 {
 		return fmt.Errorf("cells latency: --flows %d, --warmup %d, --pre-credit %d: want a flow or more, the others ≥ 0", c.Flows, c.Warmup, c.PreCredit)
 	}
-	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Second
-	}
+	c.Timeout = bed.Positive(c.Timeout, 10*time.Second)
 	return nil
 }
 

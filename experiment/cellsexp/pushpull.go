@@ -33,25 +33,18 @@ type CellsPushPullConfig struct {
 
 // Normalize fills defaults and checks the configuration.
 func (c *CellsPushPullConfig) Normalize() error {
-	c.PortRate = cmp.Or(c.PortRate, 100e6)
-	if c.PortRate < 1e6 || c.PortRate > 10e9 {
-		return fmt.Errorf("cells pushpull --port-rate %s: want 1M..10G", c.PortRate)
+	if err := normalizePort("cells pushpull", &c.PortRate, &c.PortBuffer); err != nil {
+		return err
 	}
 	c.FabricRate = cmp.Or(c.FabricRate, c.PortRate*55/100)
 	if c.FabricRate < c.PortRate/2 || c.FabricRate*4 >= c.PortRate*3 {
 		return fmt.Errorf("cells pushpull --fabric-rate %s: the four links into e3 must carry A's and B's rates (≥ %s each) and less than the %s offered (< %s each)",
 			c.FabricRate, c.PortRate/2, c.PortRate*3, c.PortRate*3/4)
 	}
-	c.PortBuffer = cmp.Or(c.PortBuffer, 2<<20)
-	if c.PortBuffer < 16<<10 {
-		return fmt.Errorf("cells pushpull --port-buffer %s: want at least 16K", c.PortBuffer)
-	}
 	if err := bed.NormalizeArms("cells pushpull", &c.Arms, CellsArms, CellsArms); err != nil {
 		return err
 	}
-	if c.Runs <= 0 {
-		c.Runs = 1
-	}
+	c.Runs = bed.Positive(c.Runs, 1)
 	c.Duration = cmp.Or(c.Duration, 3*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("cells pushpull --duration %v: want at least 1s", c.Duration)
@@ -60,11 +53,7 @@ func (c *CellsPushPullConfig) Normalize() error {
 	if c.Payload < bed.UDPHeader || c.Payload > 1472 {
 		return fmt.Errorf("cells pushpull --payload %d: want %d..1472", c.Payload, bed.UDPHeader)
 	}
-	c.Trim = cmp.Or(c.Trim, 0.15)
-	if c.Trim < 0 || c.Trim >= 0.5 {
-		return fmt.Errorf("cells pushpull: trim %g: want [0, 0.5)", c.Trim)
-	}
-	return nil
+	return normalizeTrim("cells pushpull", &c.Trim, 0.15)
 }
 
 // CellsPushPullRun is one arm and run.

@@ -3,7 +3,6 @@ package fecexp
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
@@ -68,15 +67,7 @@ measuring (no root).`,
 			if cfg.FCTSize, err = cli.ParseFlowSize("--fct-size", fctSize); err != nil {
 				return err
 			}
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
-			res, err := FECTable(cmd.Context(), env, cfg)
-			if err != nil {
-				return err
-			}
-			return out.Print(res, res.Text())
+			return out.Report(bed.Exp(cmd.Context(), bed.CmdEnv(prefix), &cfg, FECTable))
 		},
 	}
 	f := cmd.Flags()
@@ -129,10 +120,8 @@ protection) and the clean mean FCT, and checks that classes-xor and lg stay with
 fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 		Example: `  linkfabric fec fct
   linkfabric fec fct --runs 1 --arms none,classes,lg --size 10KB,1MB --flows 100,20`,
+		PreRunE: cli.NeedsRoot("fec fct"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("fec fct"); err != nil {
-				return err
-			}
 			cfg.Arms = cli.SplitList(arms)
 			var err error
 			if cfg.Sizes, err = fct.ParseSizes(sizes); err != nil {
@@ -150,11 +139,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 				}
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
-			res, err := FECFCT(cmd.Context(), env, cfg)
+			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(prefix), &cfg, FECFCT)
 			if err != nil {
 				return err
 			}
@@ -269,7 +254,7 @@ fraction of groups that failed against RAIL's formula.`,
 			if err := veth.Normalize(); err != nil {
 				return fmt.Errorf("fec residual: %w", err)
 			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			env := bed.CmdEnv(prefix)
 			res, err := FECResidualVeth(cmd.Context(), env, veth)
 			if err != nil {
 				return err

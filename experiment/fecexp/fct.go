@@ -64,9 +64,7 @@ func (c *FECFCTConfig) Normalize() error {
 	if err := bed.NormalizeArms("fec fct", &c.Arms, FECFCTArms, FECFCTArms); err != nil {
 		return err
 	}
-	if c.Runs <= 0 {
-		c.Runs = 3
-	}
+	c.Runs = bed.Positive(c.Runs, 3)
 	if len(c.Sizes) == 0 {
 		c.Sizes = []int64{10_000, 100_000, 1_000_000, 10_000_000}
 	}
@@ -92,9 +90,7 @@ func (c *FECFCTConfig) Normalize() error {
 	}
 	c.Short = cmp.Or(c.Short, 100_000)
 	c.FECTarget = cmp.Or(c.FECTarget, 1e-3)
-	if c.Timeout <= 0 {
-		c.Timeout = 30 * time.Second
-	}
+	c.Timeout = bed.Positive(c.Timeout, 30*time.Second)
 	c.Seed = cmp.Or(c.Seed, 1)
 	c.Settle = cmp.Or(c.Settle, 20*time.Second)
 	return nil

@@ -17,20 +17,14 @@ import (
 )
 
 func TestFECFCTConfig(t *testing.T) {
-	for _, c := range []struct {
-		cfg  FECFCTConfig
-		want string
-	}{
-		{FECFCTConfig{Arms: []string{"xor"}}, "unknown arm"},
-		{FECFCTConfig{Gray: []int{0}}, "--gray 0"},
-		{FECFCTConfig{Loss: 1e-4}, "class 3"},
-		{FECFCTConfig{Sizes: []int64{1000, 2000}, Flows: []int{1, 2, 3}}, "3 flow counts for 2 sizes"},
-		{FECFCTConfig{Sizes: []int64{10}}, "at least 16 B"},
-	} {
-		if err := c.cfg.Normalize(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want an error with %q", c.cfg, err, c.want)
-		}
-	}
+	bedtest.Refuses(t,
+		[]bedtest.Refusal[FECFCTConfig]{
+			{Cfg: FECFCTConfig{Arms: []string{"xor"}}, Want: "unknown arm"},
+			{Cfg: FECFCTConfig{Gray: []int{0}}, Want: "--gray 0"},
+			{Cfg: FECFCTConfig{Loss: 1e-4}, Want: "class 3"},
+			{Cfg: FECFCTConfig{Sizes: []int64{1000, 2000}, Flows: []int{1, 2, 3}}, Want: "3 flow counts for 2 sizes"},
+			{Cfg: FECFCTConfig{Sizes: []int64{10}}, Want: "at least 16 B"},
+		}...)
 	var c FECFCTConfig
 	if err := c.Normalize(); err != nil || len(c.Arms) != 5 || len(c.Sizes) != 4 || c.FlowsFor(3) != 8 {
 		t.Fatalf("defaults: %+v, %v", c, err)
@@ -90,10 +84,9 @@ func TestFECFCTSummary(t *testing.T) {
 // A small veth run: two arms, one run, two sizes; the files are written.
 func TestFECFCTVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfs"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfs")
 	res, err := FECFCT(ctx, e, FECFCTConfig{Arms: []string{FECFCTNone, FECFCTClasses}, Runs: 1, Sizes: []int64{10_000, 1_000_000}, Flows: []int{20, 4}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,19 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
 func TestFECResidualConfigRefuses(t *testing.T) {
-	for _, c := range []FECResidualConfig{
+	bedtest.RefusesAll(t, []FECResidualConfig{
 		{Target: 2}, {Frames: 10}, {Copies: 99}, {MeanBurst: 0.5}, {MinLen: 10}, {Loss: []float64{0}}, {Loss: []float64{1.5}},
-	} {
-		if err := c.Normalize(); err == nil {
-			t.Errorf("%+v accepted", c)
-		}
-	}
+	}...)
 }
 
 // A small run: every scheme appears, the loss equals the oracle, the JSON
@@ -53,13 +48,9 @@ func TestFECResidualSimSmall(t *testing.T) {
 }
 
 func TestFECVethConfigRefuses(t *testing.T) {
-	for _, c := range []FECVethConfig{
+	bedtest.RefusesAll(t, []FECVethConfig{
 		{Target: 2}, {Frames: 10}, {Copies: 1}, {MeanBurst: 0.5}, {Rate: 10}, {Payload: 16}, {Arms: []string{"fec", "bogus"}}, {Loss: []float64{0}},
-	} {
-		if err := c.Normalize(); err == nil {
-			t.Errorf("%+v accepted", c)
-		}
-	}
+	}...)
 	var c FECVethConfig
 	if err := c.Normalize(); err != nil || c.Frames != 100_000 || len(c.Arms) != 4 {
 		t.Fatalf("defaults: %+v, %v", c, err)
@@ -111,10 +102,9 @@ func TestFECVethSummary(t *testing.T) {
 // report, not asserted beyond sanity.
 func TestFECResidualVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	self := bedtest.Self(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfr"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfr")
 	res, err := FECResidualVeth(ctx, e, FECVethConfig{Loss: []float64{1e-2}, Frames: 5000, Warmup: 12000, Rate: 50e6, Arms: []string{FECArmForward, FECArmFECGiven, FECArmLG}})
 	if err != nil {
 		t.Fatal(err)

@@ -95,15 +95,9 @@ func Bench(ctx context.Context, e *bed.Env, cfg BenchConfig) (*BenchResult, erro
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
-	if cfg.Runs <= 0 {
-		cfg.Runs = 3
-	}
-	if cfg.Duration <= 0 {
-		cfg.Duration = 5 * time.Second
-	}
-	if cfg.FrameSize <= 0 {
-		cfg.FrameSize = 60
-	}
+	cfg.Runs = bed.Positive(cfg.Runs, 3)
+	cfg.Duration = bed.Positive(cfg.Duration, 5*time.Second)
+	cfg.FrameSize = bed.Positive(cfg.FrameSize, 60)
 	arms := []benchArm{
 		{name: "bridge", what: "Linux bridge in sw1 and sw2", fw: netns.ForwardingKernel},
 		{name: "forward-xdp", what: "linkfabric forward mode, XDP fast path (devmap redirect in the kernel)", fw: netns.ForwardingNone,

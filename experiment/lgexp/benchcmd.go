@@ -1,8 +1,6 @@
 package lgexp
 
 import (
-	"log/slog"
-
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
@@ -53,16 +51,9 @@ measured with 60-byte frames.`,
   linkfabric bench --mtu 3000 --busy-poll=false
   linkfabric bench --no-wakeup-arm --busy-poll=false   # need_wakeup on and off side by side
   linkfabric bench --mtu 9000 --runs 3                # jumbo frames, both paths beside the bridge`,
+		PreRunE: cli.NeedsRoot("bench"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("bench"); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
-			res, err := Bench(cmd.Context(), env, cfg)
-			if err != nil {
-				return err
-			}
-			return out.Print(res, res.Text())
+			return out.Report(Bench(cmd.Context(), bed.CmdEnv(prefix), cfg))
 		},
 	}
 	f := cmd.Flags()

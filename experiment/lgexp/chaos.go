@@ -74,39 +74,23 @@ func (c *ChaosConfig) Normalize() error {
 			return fmt.Errorf("chaos --events: unknown event %q (know %s)", ev, strings.Join(ChaosEvents, ", "))
 		}
 	}
-	if c.Settle <= 0 {
-		c.Settle = 2 * time.Second
-	}
-	if c.Watch <= 0 {
-		c.Watch = 4 * time.Second
-	}
-	if c.Flap <= 0 {
-		c.Flap = 2 * time.Second
-	}
+	c.Settle = bed.Positive(c.Settle, 2*time.Second)
+	c.Watch = bed.Positive(c.Watch, 4*time.Second)
+	c.Flap = bed.Positive(c.Flap, 2*time.Second)
 	if c.UDPLoss < 0 || c.UDPLoss >= 1 {
 		return fmt.Errorf("chaos --udp-loss %g: use a probability in [0, 1)", c.UDPLoss)
 	}
-	if c.UDPRate <= 0 {
-		c.UDPRate = 50e6
-	}
+	c.UDPRate = bed.Positive(c.UDPRate, 50e6)
 	if c.UDPFlip < 0 || c.UDPFlip >= 1 {
 		return fmt.Errorf("chaos --udp-flip %g: use a probability in [0, 1)", c.UDPFlip)
 	}
-	if c.Hostile <= 0 {
-		c.Hostile = 120_000
-	}
-	if c.UDPTime <= 0 {
-		c.UDPTime = 3 * time.Second
-	}
-	if c.Stall <= 0 {
-		c.Stall = 1500 * time.Millisecond
-	}
+	c.Hostile = bed.Positive(c.Hostile, 120_000)
+	c.UDPTime = bed.Positive(c.UDPTime, 3*time.Second)
+	c.Stall = bed.Positive(c.Stall, 1500*time.Millisecond)
 	if c.ResumeShare <= 0 || c.ResumeShare > 1 {
 		c.ResumeShare = 0.25
 	}
-	if c.ResumeWindow <= 0 {
-		c.ResumeWindow = 500 * time.Millisecond
-	}
+	c.ResumeWindow = bed.Positive(c.ResumeWindow, 500*time.Millisecond)
 	c.CC = cmp.Or(c.CC, "auto")
 	return nil
 }

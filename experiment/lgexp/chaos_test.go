@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -20,8 +19,7 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	self := bedtest.Self(t)
-	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfk"), Progress: bedtest.Writer{T: t}}
+	e := bedtest.Env(t, "lfk")
 	// Resumed here means carrying data again: at least the sampler's floor
 	// (80 KiB/s) in every fifth of 500 ms. A share of the rate before is a
 	// figure (the command's quarter): on a busy machine one direction came

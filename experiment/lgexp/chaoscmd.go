@@ -1,7 +1,6 @@
 package lgexp
 
 import (
-	"log/slog"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -42,21 +41,11 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
   linkfabric chaos --events kill-sw2 --udp-loss 1e-2 --json
   linkfabric chaos --events hostile-sw2 --udp-flip 1e-2
   linkfabric chaos --mode lgnb --events flap-sw1 --flap 5s`,
+		PreRunE: cli.NeedsRoot("chaos"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("chaos"); err != nil {
-				return err
-			}
 			cfg.Events = cli.SplitList(events)
 			cfg.RunArgs = strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
-			res, err := Chaos(cmd.Context(), env, cfg)
-			if err != nil {
-				return err
-			}
-			return out.Print(res, res.Text())
+			return out.Report(bed.Exp(cmd.Context(), bed.CmdEnv(prefix), &cfg, Chaos))
 		},
 	}
 	f := cmd.Flags()

@@ -78,9 +78,7 @@ func (c *FCTConfig) Normalize() error {
 	if err := c.mix().Check(); err != nil {
 		return fmt.Errorf("fct: %w", err)
 	}
-	if c.Rounds <= 0 {
-		c.Rounds = 1
-	}
+	c.Rounds = bed.Positive(c.Rounds, 1)
 	for _, n := range c.Flows {
 		if n <= 0 {
 			return fmt.Errorf("fct: flow count %d: must be positive", n)
@@ -126,9 +124,7 @@ func (c *FCTConfig) Normalize() error {
 	if c.Warmup < 0 {
 		c.Warmup = 0
 	}
-	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Second
-	}
+	c.Timeout = bed.Positive(c.Timeout, 10*time.Second)
 	_, err := c.impairment()
 	return err
 }

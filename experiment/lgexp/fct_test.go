@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -26,7 +27,7 @@ func TestFCTConfigNormalize(t *testing.T) {
 	if c.FlowsFor(0) != 10000 || c.FlowsFor(1) != 2000 {
 		t.Fatalf("per-size flows: %v", c.Flows)
 	}
-	for _, bad := range []FCTConfig{
+	bedtest.RefusesAll(t, []FCTConfig{
 		{Sizes: []int64{143, 24387, 2e6}, Flows: []int{1, 2}},
 		{Flows: []int{0}},
 		{Arms: []string{"noloss", "bogus"}},
@@ -36,11 +37,7 @@ func TestFCTConfigNormalize(t *testing.T) {
 		{Tool: "iperf", Sizes: []int64{60}},
 		{Loss: 1},
 		{Loss: 1e-3, Burst: 0.5},
-	} {
-		if err := bad.Normalize(); err == nil {
-			t.Errorf("%+v: no error", bad)
-		}
-	}
+	}...)
 	if d := DemoConfig(); d.Normalize() != nil || d.FlowsFor(0) != 10000 || d.FlowsFor(1) != 2000 || d.Loss != 1e-3 || d.RunArgs != nil || d.LinkQueues != 0 {
 		t.Fatalf("demo config: %+v", d)
 	}
@@ -80,11 +77,7 @@ func TestGoodputConfigNormalize(t *testing.T) {
 	if c.Duration != 5*time.Second || len(c.Losses) != 5 || strings.Join(c.Arms, ",") != "loss,lg,lgnb" {
 		t.Fatalf("defaults: %+v", c)
 	}
-	for _, bad := range []GoodputConfig{{Losses: []float64{2}}, {Arms: []string{"kernel"}}, {Duration: time.Millisecond}} {
-		if err := bad.Normalize(); err == nil {
-			t.Errorf("%+v: no error", bad)
-		}
-	}
+	bedtest.RefusesAll(t, []GoodputConfig{{Losses: []float64{2}}, {Arms: []string{"kernel"}}, {Duration: time.Millisecond}}...)
 }
 
 func TestFCTControlAndCost(t *testing.T) {

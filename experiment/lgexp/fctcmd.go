@@ -73,10 +73,8 @@ of the last byte; slower and larger, see the fct package documentation).`,
   linkfabric fct --arms noloss,lg-noloss,lg --rounds 5   # LinkGuardian's ratios, medians of 5 rounds
   linkfabric fct --arms noloss,lg-noloss,lg --link-queues 2   # a priority lane, the send half in the worker
   linkfabric fct --tool iperf --flows 200`,
+		PreRunE: cli.NeedsRoot("fct"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("fct"); err != nil {
-				return err
-			}
 			var err error
 			if cfg.Sizes, err = fct.ParseSizes(sizes); err != nil {
 				return err
@@ -130,11 +128,9 @@ dataplane on its default path (no flags: lg and lgnb in the kernel where they ca
 builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + DemoOutDir + `.`,
 		Example: `  sudo linkfabric demo      # or: make demo
   linkfabric fct --size 143,24387 --flows 10000,2000 --loss 1e-3 --rounds 3   # the same, with every knob`,
+		PreRunE: cli.NeedsRoot("demo"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("demo"); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default()}
+			env := bed.CmdEnv(prefix)
 			return Demo(cmd.Context(), env, os.Stdout)
 		},
 	}

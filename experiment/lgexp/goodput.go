@@ -44,15 +44,11 @@ type GoodputConfig struct {
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *GoodputConfig) Normalize() error {
-	if c.Duration <= 0 {
-		c.Duration = 5 * time.Second
-	}
+	c.Duration = bed.Positive(c.Duration, 5*time.Second)
 	if c.Duration < time.Second {
 		return fmt.Errorf("goodput: duration %v: iperf3 needs at least 1s", c.Duration)
 	}
-	if c.Runs <= 0 {
-		c.Runs = 1
-	}
+	c.Runs = bed.Positive(c.Runs, 1)
 	if len(c.Losses) == 0 {
 		c.Losses = []float64{0, 1e-5, 1e-4, 1e-3, 1e-2}
 	}

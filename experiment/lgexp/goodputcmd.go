@@ -41,10 +41,8 @@ cause), the loss the link really applied and LinkGuardian's recovery counters,
 and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 		Example: `  linkfabric goodput
   linkfabric goodput --duration 3s --losses 0,1e-3,1e-2 --arms loss,lg`,
+		PreRunE: cli.NeedsRoot("goodput"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("goodput"); err != nil {
-				return err
-			}
 			for _, p := range cli.SplitList(losses) {
 				v, err := strconv.ParseFloat(p, 64)
 				if err != nil {
@@ -54,15 +52,7 @@ and writes JSON to --out. TCP in h1 and h2 is set up as for 'linkfabric fct'.`,
 			}
 			cfg.Arms = cli.SplitList(arms)
 			cfg.RunArgs = strings.Fields(runArgs)
-			if err := cfg.Normalize(); err != nil {
-				return err
-			}
-			env := &bed.Env{Prefix: prefix, Log: slog.Default(), LinkQueues: cfg.LinkQueues}
-			res, err := Goodput(cmd.Context(), env, cfg)
-			if err != nil {
-				return err
-			}
-			return out.Print(res, res.Text())
+			return out.Report(bed.Exp(cmd.Context(), &bed.Env{Prefix: prefix, Log: slog.Default(), LinkQueues: cfg.LinkQueues}, &cfg, Goodput))
 		},
 	}
 	f := cmd.Flags()

@@ -143,9 +143,7 @@ func Stress(ctx context.Context, e *bed.Env, cfg StressConfig) (*StressResult, e
 	default:
 		return nil, fmt.Errorf("stress: capacity method %q: want search or flood", cfg.Method)
 	}
-	if cfg.CapacityRuns <= 0 {
-		cfg.CapacityRuns = 3
-	}
+	cfg.CapacityRuns = bed.Positive(cfg.CapacityRuns, 3)
 	if len(cfg.Modes) == 0 {
 		cfg.Modes = []string{"none", "lgnb", "lg"}
 	}

@@ -48,20 +48,13 @@ peak TX and reorder buffer occupancy, and the retransmission delay (loss detecte
   linkfabric stress --loss 1e-3 --burst 3 --modes lg
   linkfabric stress --loss 1e-2 --run-args "--lg-link-loss 1e-2" --busy-poll
   linkfabric stress --loss 1e-2 --burst 3 --both --modes lg   # both directions impaired`,
+		PreRunE: cli.NeedsRoot("stress"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("stress"); err != nil {
-				return err
-			}
 			if modes != "" {
 				cfg.Modes = strings.Split(modes, ",")
 			}
 			cfg.RunArgs = strings.Fields(runArgs)
-			env := &bed.Env{Prefix: prefix, Log: slog.Default(), LinkQueues: cfg.LinkQueues}
-			res, err := Stress(cmd.Context(), env, cfg)
-			if err != nil {
-				return err
-			}
-			return out.Print(res, res.Text())
+			return out.Report(Stress(cmd.Context(), &bed.Env{Prefix: prefix, Log: slog.Default(), LinkQueues: cfg.LinkQueues}, cfg))
 		},
 	}
 	f := cmd.Flags()

@@ -78,3 +78,12 @@ func PrintFiles(res FileResult, dir string, asJSON bool) error {
 	}
 	return PrintWritten(res, res.Text(), files, asJSON)
 }
+
+// Report prints an experiment's result as Print does, or returns the
+// error that ended the experiment.
+func (o *OutFlags) Report(res interface{ Text() string }, err error) error {
+	if err != nil {
+		return err
+	}
+	return o.Print(res, res.Text())
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -86,4 +87,10 @@ func SizeFlag(name, v string, dst *netns.ByteSize) error {
 func LinkQueuesFlag(f *pflag.FlagSet, p *int) {
 	f.IntVar(p, "link-queues", 0, "queues of every switch-to-switch link (0: the topology's; the pair preset's 1, which LinkGuardian's send fast path needs); "+
 		"2 gives LinkGuardian a priority lane (queue 1) and leaves its send half in the worker")
+}
+
+// NeedsRoot is the PreRunE of a command that needs root: RequireRoot(what)
+// once its flags are parsed, before it runs.
+func NeedsRoot(what string) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error { return RequireRoot(what) }
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/netns"
 )
 
 // Self builds the linkfabric command for the experiments to start, once for
@@ -56,4 +59,43 @@ type Writer struct{ T testing.TB }
 func (w Writer) Write(b []byte) (int, error) {
 	w.T.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// Refusal is a configuration whose Normalize must fail with an error that
+// says Want.
+type Refusal[C any] struct {
+	Cfg  C
+	Want string
+}
+
+// Refuses checks that Normalize refuses each case with its error.
+func Refuses[C any, PC interface {
+	*C
+	Normalize() error
+}](t testing.TB, cases ...Refusal[C]) {
+	t.Helper()
+	for _, c := range cases {
+		if err := PC(&c.Cfg).Normalize(); err == nil || !strings.Contains(err.Error(), c.Want) {
+			t.Errorf("%+v: %v, want an error with %q", c.Cfg, err, c.Want)
+		}
+	}
+}
+
+// RefusesAll checks that Normalize refuses each configuration.
+func RefusesAll[C any, PC interface {
+	*C
+	Normalize() error
+}](t testing.TB, cfgs ...C) {
+	t.Helper()
+	for _, c := range cfgs {
+		if err := PC(&c).Normalize(); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+// Env is an environment for a test's experiment: the command Self built,
+// a testbed prefix of the test's own and progress to the test log.
+func Env(t testing.TB, prefix string) *bed.Env {
+	return &bed.Env{Self: Self(t), Prefix: netns.TestPrefix(t, prefix), Progress: Writer{T: t}}
 }
