@@ -25,8 +25,11 @@ type CellsNodeStats struct {
 		Malformed     uint64 `json:"malformed"`
 		MaxPollGap    int64  `json:"max_poll_gap_ns"`
 		Stalled       int64  `json:"stalled_ns"`
-		// Hosts are the edge's host ports' credit loops.
+		// Hosts are the edge's host ports' credit loops, and the
+		// deliveries each dropped because its TX ring and the queue in
+		// front of it were full.
 		Hosts []struct {
+			QueueDrops uint64 `json:"queue_drops"`
 			RTT        int64  `json:"credit_rtt_ns"`
 			WindowFull uint64 `json:"credit_window_full"`
 			ShareFull  uint64 `json:"credit_share_full"`
@@ -63,6 +66,11 @@ func FetchCellsStats(ctx context.Context, ns string) (*CellsNodeStats, error) {
 	if err := bed.FetchStats(ctx, ns, &doc); err != nil {
 		return nil, err
 	}
+	return parseCellsStats(ns, doc)
+}
+
+// parseCellsStats reads the statistics doc of the cells dataplane in ns.
+func parseCellsStats(ns string, doc map[string]json.RawMessage) (*CellsNodeStats, error) {
 	var s CellsNodeStats
 	var dp struct {
 		Ports []CellsPortStats `json:"ports"`
@@ -104,8 +112,9 @@ func (s *CellsNodeStats) Port(name string) CellsPortStats {
 // queues, TX rings and RX rings; VOQ: host frames an edge's VOQ refused;
 // Reasm: records the reassembly discarded; Other: cells without a hop or a
 // route, frames without a buffer, malformed frames, flood copies over the
-// rate), at the egress host ports (Egress: their queues' tail drops and TX
-// rings) and at the ingress host ports (Ingress: host frames the RX rings
+// rate), at the egress host ports (Egress: their queues' tail drops, TX
+// rings, and the deliveries waiting for a full TX ring that found the
+// queue in front of it full too) and at the ingress host ports (Ingress: host frames the RX rings
 // had no room for, before the fabric).
 type CellsDrops struct {
 	Link    uint64 `json:"link"`
@@ -159,6 +168,11 @@ func CellsDropsBetween(before, after *CellsNodeStats) CellsDrops {
 			d.Ingress += rx
 		default:
 			d.Link += tx + rx
+		}
+	}
+	for i, h := range after.Cells.Hosts {
+		if i < len(before.Cells.Hosts) {
+			d.Egress += h.QueueDrops - before.Cells.Hosts[i].QueueDrops
 		}
 	}
 	an, bn := &after.Cells.Node, &before.Cells.Node
