@@ -19,28 +19,30 @@ import (
 type CellsNodeStats struct {
 	Ports []CellsPortStats `json:"ports"`
 	Cells struct {
-		Role          string `json:"role"`
-		VOQBacklog    uint64 `json:"voq_backlog_bytes"`
-		ReasmDiscards uint64 `json:"reasm_discarded"`
-		Malformed     uint64 `json:"malformed"`
-		MaxPollGap    int64  `json:"max_poll_gap_ns"`
-		Stalled       int64  `json:"stalled_ns"`
-		// Hosts are the edge's host ports' credit loops, and the
-		// deliveries each dropped because its TX ring and the queue in
-		// front of it were full.
-		Hosts []struct {
-			QueueDrops uint64 `json:"queue_drops"`
-			RTT        int64  `json:"credit_rtt_ns"`
-			WindowFull uint64 `json:"credit_window_full"`
-			ShareFull  uint64 `json:"credit_share_full"`
-			LateFull   uint64 `json:"credit_late_full"`
-			Credits    uint64 `json:"credits"`
-		} `json:"hosts"`
-		Node struct {
+		Role          string           `json:"role"`
+		VOQBacklog    uint64           `json:"voq_backlog_bytes"`
+		ReasmDiscards uint64           `json:"reasm_discarded"`
+		Malformed     uint64           `json:"malformed"`
+		MaxPollGap    int64            `json:"max_poll_gap_ns"`
+		Stalled       int64            `json:"stalled_ns"`
+		Hosts         []CellsHostStats `json:"hosts"`
+		Node          struct {
 			VOQDrops, FloodDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
 			FCIMarks, FCISeen                                                            uint64
 		} `json:"node"`
 	} `json:"cells"`
+}
+
+// CellsHostStats is an edge's host port: its credit loop, and the
+// deliveries it dropped because its TX ring and the queue in front of it
+// were full.
+type CellsHostStats struct {
+	QueueDrops uint64 `json:"queue_drops"`
+	RTT        int64  `json:"credit_rtt_ns"`
+	WindowFull uint64 `json:"credit_window_full"`
+	ShareFull  uint64 `json:"credit_share_full"`
+	LateFull   uint64 `json:"credit_late_full"`
+	Credits    uint64 `json:"credits"`
 }
 
 // CellsPortStats is one port of a cells dataplane: its counters (TX
