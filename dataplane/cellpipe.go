@@ -66,6 +66,11 @@ type cellPipeline struct {
 	pend       []int // per port: bytes listed on its TX lists this iteration
 	avgLen     []int // per host port: mean delivered frame length (EWMA)
 	egress     []int // per host port: egress queue bytes last reported
+	// winCap, per host port without a rate limit, bounds its credit
+	// window in bytes (0: rate-limited, the port's buffer bounds it);
+	// within it the window stays within what the port's frames hold at
+	// the mean delivered length (hostWindow).
+	winCap []int
 
 	cellFrame int // the largest cell frame
 	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
@@ -178,12 +183,20 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 	}
 	nc.Client.Quantum = cellCredit
 	nc.Client.Lead = uint64(max(cc.PreCredit, 0))
+	limited := make([]bool, len(ps.Hosts))
 	for k, port := range ps.Hosts {
 		pl.avgLen[k] = 1514
 		if s, ok := cfg.Shape[d.Port(port).Name]; ok && s.Rate > 0 {
+			limited[k] = true
 			nc.HostRate[k] = float64(s.Rate)
 			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
 			nc.Sched.MaxInFlight = min(nc.Sched.MaxInFlight, max(s.Buffer, cellCredit))
+		}
+	}
+	pl.winCap = make([]int, len(ps.Hosts))
+	for k := range pl.winCap {
+		if !limited[k] {
+			pl.winCap[k] = nc.Sched.MaxInFlight
 		}
 	}
 	nc.Epoch = cellEpoch()
@@ -328,6 +341,11 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 	}
 	pl.backlogs()
 	for k, port := range pl.ps.Hosts {
+		if pl.winCap[k] > 0 {
+			if sc := pl.node.Scheduler(k); sc != nil {
+				sc.SetMaxInFlight(pl.hostWindow(k))
+			}
+		}
 		q := pl.queued(port, pl.avgLen[k])
 		pl.egress[k] = q
 		pl.node.SetEgressQueue(now, k, q)
@@ -409,6 +427,16 @@ func (pl *cellPipeline) backlogs() {
 	for l, port := range pl.ps.Links {
 		pl.node.SetLinkBacklog(l, pl.queued(port, pl.cellFrame))
 	}
+}
+
+// hostWindow bounds the credit window of host port k, which has no rate
+// limit: its queue is its TX ring and hostQRings more rings of
+// deliveries, frames whatever their length, so at the mean delivered
+// length it holds that many frames' bytes (with 60-byte frames a sixth of
+// cellMaxInFlight; the credit in flight is records, a little longer than
+// their frames).
+func (pl *cellPipeline) hostWindow(k int) int {
+	return min(pl.winCap[k], (hostQRings+1)*pl.ring*pl.avgLen[k])
 }
 
 // queued is what waits to leave port, in bytes: what this iteration listed,
