@@ -367,10 +367,32 @@ func (s *Scheduler) sample(rtt int64) {
 		s.srtt = max(s.srtt+d/8, 1)
 		s.rttvar += (abs64(d) - s.rttvar) / 4
 	}
+	s.setWindow()
+}
+
+// setWindow sets the window from the measured loop (MaxInFlight before
+// the first sample).
+func (s *Scheduler) setWindow() {
+	if s.srtt == 0 {
+		s.win = s.cfg.MaxInFlight
+		return
+	}
 	// In floating point: a round trip of seconds at 10 Gbit/s overflows
 	// the integers.
 	w := float64(s.srtt+2*s.rttvar)*float64(s.den)/8e9 + float64(s.cfg.StopAbove)
 	s.win = int(min(max(w, float64(s.cfg.CreditSize)), float64(s.cfg.MaxInFlight)))
+}
+
+// SetMaxInFlight moves the credit window's bound to bytes (at least
+// CreditSize), for a port whose queue's room in bytes changes: one that
+// queues frames, whatever their length, holds fewer bytes the shorter its
+// frames. A scheduler without the window keeps none.
+func (s *Scheduler) SetMaxInFlight(bytes int) {
+	if s.cfg.MaxInFlight == 0 {
+		return
+	}
+	s.cfg.MaxInFlight = max(bytes, s.cfg.CreditSize)
+	s.setWindow()
 }
 
 func abs64(x int64) int64 {

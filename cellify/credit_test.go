@@ -663,3 +663,36 @@ func TestCreditWindowLongLoop(t *testing.T) {
 		t.Fatalf("a %d ns loop at 10 Gbit/s: %+v, want the window at MaxInFlight %d", rtt, l, cfg.MaxInFlight)
 	}
 }
+
+// TestCreditSetMaxInFlight: a lower bound takes the window down at once
+// (the measured loop's window is clipped, not kept), a higher one lets
+// the measured loop's window through again, never below CreditSize; a
+// scheduler without the window stays without.
+func TestCreditSetMaxInFlight(t *testing.T) {
+	cfg := DefaultSchedConfig(1e9)
+	cfg.CreditSize, cfg.StopAbove, cfg.MaxInFlight = 10_000, 5_000, 50_000
+	s := newTestSched(t, cfg)
+	if s.SetMaxInFlight(20_000); s.Loop().Window != 20_000 || s.Config().MaxInFlight != 20_000 {
+		t.Fatalf("before a sample: window %d, bound %d, want 20000", s.Loop().Window, s.Config().MaxInFlight)
+	}
+	const src = EdgeID(2)
+	now := int64(credMs)
+	s.Request(now, src, 0, 1<<30)
+	s.Poll(now)
+	s.ResetOut()
+	s.Arrived(now+100*credUs, src, 0, 10_000) // the loop's window: 30500
+	if w := s.Loop().Window; w != 20_000 {
+		t.Fatalf("window %d under a 20000 bound", w)
+	}
+	if s.SetMaxInFlight(1 << 20); s.Loop().Window != 25_500+cfg.StopAbove {
+		t.Fatalf("window %d with the bound raised, want the loop's %d", s.Loop().Window, 25_500+cfg.StopAbove)
+	}
+	if s.SetMaxInFlight(1); s.Loop().Window != cfg.CreditSize {
+		t.Fatalf("window %d with a bound below a credit, want %d", s.Loop().Window, cfg.CreditSize)
+	}
+	cfg.MaxInFlight = 0
+	off := newTestSched(t, cfg)
+	if off.SetMaxInFlight(20_000); off.Windowed() {
+		t.Fatal("SetMaxInFlight turned the window on")
+	}
+}

@@ -64,8 +64,13 @@ type cellPipeline struct {
 	exclusions []uint64
 	exclAt     []int64
 	pend       []int // per port: bytes listed on its TX lists this iteration
-	avgLen     []int // per host port: mean delivered frame length (EWMA)
+	avgLen8    []int // per host port: 8 × the mean delivered frame length (EWMA, gain 1/8)
 	egress     []int // per host port: egress queue bytes last reported
+	// winCap, per host port without a rate limit, bounds its credit
+	// window in bytes (0: rate-limited, the port's buffer bounds it);
+	// within it the window stays within what the port's frames hold at
+	// the mean delivered length (hostWindow).
+	winCap []int
 
 	cellFrame int // the largest cell frame
 	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
@@ -134,7 +139,7 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 		prio:      make([]int, len(ps.Links)),
 		up:        make([]bool, len(ps.Links)),
 		pend:      make([]int, ps.N()),
-		avgLen:    make([]int, len(ps.Hosts)),
+		avgLen8:   make([]int, len(ps.Hosts)),
 		egress:    make([]int, len(ps.Hosts)),
 		cellFrame: cellify.CellFrameLen(cc.CellSize),
 		maxAlloc:  w.FrameLen() - linkcrc.TrailerLen,
@@ -178,12 +183,20 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 	}
 	nc.Client.Quantum = cellCredit
 	nc.Client.Lead = uint64(max(cc.PreCredit, 0))
+	limited := make([]bool, len(ps.Hosts))
 	for k, port := range ps.Hosts {
-		pl.avgLen[k] = 1514
+		pl.avgLen8[k] = 8 * 1514
 		if s, ok := cfg.Shape[d.Port(port).Name]; ok && s.Rate > 0 {
+			limited[k] = true
 			nc.HostRate[k] = float64(s.Rate)
 			nc.Sched.StopAbove = min(nc.Sched.StopAbove, s.Buffer/4)
 			nc.Sched.MaxInFlight = min(nc.Sched.MaxInFlight, max(s.Buffer, cellCredit))
+		}
+	}
+	pl.winCap = make([]int, len(ps.Hosts))
+	for k := range pl.winCap {
+		if !limited[k] {
+			pl.winCap[k] = nc.Sched.MaxInFlight
 		}
 	}
 	nc.Epoch = cellEpoch()
@@ -320,7 +333,12 @@ func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
 	}
 	pl.backlogs()
 	for k, port := range pl.ps.Hosts {
-		q := pl.queued(port, pl.avgLen[k])
+		if pl.winCap[k] > 0 {
+			if sc := pl.node.Scheduler(k); sc != nil {
+				sc.SetMaxInFlight(pl.hostWindow(k))
+			}
+		}
+		q := pl.queued(port, pl.meanLen(k))
 		pl.egress[k] = q
 		pl.node.SetEgressQueue(now, k, q)
 	}
@@ -403,6 +421,22 @@ func (pl *cellPipeline) backlogs() {
 	}
 }
 
+// hostWindow bounds the credit window of host port k, which has no rate
+// limit: its queue is its TX ring and hostQRings more rings of
+// deliveries, frames whatever their length, so at the mean delivered
+// length it holds that many frames' bytes (with 60-byte frames a sixth of
+// cellMaxInFlight; the credit in flight is records, a little longer than
+// their frames).
+func (pl *cellPipeline) hostWindow(k int) int {
+	return min(pl.winCap[k], (hostQRings+1)*pl.ring*pl.meanLen(k))
+}
+
+// meanLen is host port k's mean delivered frame length. The mean is kept
+// in eighths of a byte: an integer mean moved by an eighth of each
+// difference stops up to 7 bytes away from the frames' length (67 for
+// 60-byte frames: 12 % more frames than the window counts on).
+func (pl *cellPipeline) meanLen(k int) int { return pl.avgLen8[k] / 8 }
+
 // queued is what waits to leave port, in bytes: what this iteration listed,
 // its link layer's credit queue, its shaper's queue, and its kicked TX
 // rings' frames counted at frameLen bytes each.
@@ -459,7 +493,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 			room -= f.Len
 		}
 		for _, f := range list {
-			pl.avgLen[k] += (f.Len - pl.avgLen[k]) / 8
+			pl.avgLen8[k] += f.Len - pl.avgLen8[k]/8
 			if hq.n > 0 || space <= 0 || f.Len > room {
 				if !hq.push(f) {
 					hq.drops++

@@ -423,3 +423,43 @@ func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 		t.Fatalf("deliveries left the port as %v, want [0 1 2 3]", sent)
 	}
 }
+
+// TestCellCreditWindowFitsHostQueueFrames: a host port without a rate
+// limit queues frames, not bytes (its TX ring and hostQRings more rings of
+// deliveries waiting for it), so with small frames the credit window (the
+// egress queue plus the credit in flight, in bytes) must stay within what
+// those frames hold at the port's mean delivered length: at 60-byte frames
+// a window of cellMaxInFlight let 2 MiB of records in flight toward a
+// queue of a few hundred KB, and the edge dropped the deliveries that
+// found it full (36239 in 2 s on the bundle).
+func TestCellCreditWindowFitsHostQueueFrames(t *testing.T) {
+	n := newMemNode(t, 1, 1, 1, CellsConfig{})
+	port := n.pl.ps.Hosts[0]
+	tx := &n.w.tx
+	o := &n.pl.node.Out
+	const frame = 60
+	for i := range 64 { // the port's mean delivered length settles at 60 bytes
+		d := n.put(t, hostFrame(2, 1, frame, uint32(i)))
+		o.Deliver[0] = append(o.Deliver[0], link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+		n.pl.drain(0, tx)
+		for _, d := range tx.lists[port][LaneData] {
+			n.w.refs.release(d.Addr)
+		}
+		tx.lists[port][LaneData] = tx.lists[port][LaneData][:0]
+	}
+	n.pl.Poll(1, tx)
+	// The mean follows the frames down to their length (an integer mean
+	// moved by an eighth of each difference stopped 7 bytes above it, 12 %
+	// more frames than the queue holds).
+	if got := n.pl.meanLen(0); got != frame {
+		t.Errorf("mean delivered length %d after 64 frames of %d", got, frame)
+	}
+	holds := (hostQRings + 1) * n.pl.ring * frame
+	sc := n.pl.node.Scheduler(0)
+	if got := sc.Config().MaxInFlight; got > max(holds, cellCredit) {
+		t.Errorf("credit window bound %d bytes toward a host port whose queue holds %d frames of %d bytes (%d bytes)", got, (hostQRings+1)*n.pl.ring, frame, holds)
+	}
+	if w := sc.Loop().Window; w > max(holds, cellCredit) {
+		t.Errorf("credit window %d bytes, over the %d the port's queue holds", w, holds)
+	}
+}

@@ -188,3 +188,28 @@ func TestCellsLatencyAfxdpArm(t *testing.T) {
 		t.Fatalf("summary %v", s)
 	}
 }
+
+// TestPackPathBetween: sw1's host port drops are the ingress's, sw2's
+// egress drops the egress's, VOQ drops apart from the rest of the fabric,
+// and a forward arm (no cells statistics) has only the ingress and sleeps.
+func TestPackPathBetween(t *testing.T) {
+	node := func(voq, reasm, hostQ uint64) *CellsNodeStats {
+		s := &CellsNodeStats{Ports: []CellsPortStats{{Name: "host0", Role: "host"}}}
+		s.Cells.Node.VOQDrops, s.Cells.ReasmDiscards = voq, reasm
+		s.Cells.Hosts = []CellsHostStats{{QueueDrops: hostQ}}
+		return s
+	}
+	before := map[string]packStat{"sw1": {polls: 1, hostRx: 10, cells: node(5, 0, 0)}, "sw2": {polls: 2, hostRx: 7, cells: node(0, 1, 3)}}
+	after := map[string]packStat{"sw1": {polls: 11, hostRx: 110, cells: node(55, 0, 0)}, "sw2": {polls: 22, hostRx: 77, cells: node(0, 4, 33)}}
+	p := packPathBetween(before, after)
+	if p.Ingress != 100 || p.VOQ != 50 || p.Fabric != 3 || p.Egress != 30 || p.Sleeps["sw1"] != 10 || p.Sleeps["sw2"] != 20 {
+		t.Errorf("cells: %+v", p)
+	}
+	for sw, s := range after {
+		s.cells = nil
+		after[sw] = s
+	}
+	if p := packPathBetween(before, after); p.Ingress != 100 || p.VOQ+p.Fabric+p.Egress != 0 {
+		t.Errorf("forward: %+v", p)
+	}
+}

@@ -2,6 +2,8 @@ package cellsexp
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -205,5 +207,28 @@ func TestCellsPushPullReport(t *testing.T) {
 		if _, ok := res.Summary[k]; !ok {
 			t.Errorf("summary lacks %s", k)
 		}
+	}
+}
+
+// TestCellsDropsHostQueue: deliveries an edge drops because its host
+// port's TX ring and the queue in front of it are full are egress drops,
+// read from the statistics document as the dataplane serves it.
+func TestCellsDropsHostQueue(t *testing.T) {
+	doc := func(queueDrops, txDropped int) map[string]json.RawMessage {
+		return map[string]json.RawMessage{
+			"dataplane": json.RawMessage(fmt.Sprintf(`{"ports":[{"name":"host0","role":"host","tx":{"frames":9,"dropped":%d}}]}`, txDropped)),
+			"cells":     json.RawMessage(fmt.Sprintf(`{"role":"edge","hosts":[{"name":"host0","queued":3,"queue_drops":%d}]}`, queueDrops)),
+		}
+	}
+	before, err := parseCellsStats("sw2", doc(5, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := parseCellsStats("sw2", doc(36244, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := CellsDropsBetween(before, after); d.Egress != 36239+1 || d.Fabric() != 0 {
+		t.Errorf("drops %+v, want egress %d (the host queue's 36239 and the port's 1), none in the fabric", d, 36239+1)
 	}
 }

@@ -3,6 +3,7 @@ package cellsexp
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -73,15 +74,41 @@ const (
 // and measured by the interfaces' own counters per packet delivered to h2,
 // and the packets per second offered (h1's eth0) and delivered (h2's).
 type PackRow struct {
-	PacketSize     int     `json:"packet_size"`
-	Arm            string  `json:"arm"`
-	CellSize       int     `json:"cell_size,omitempty"`
-	ComputedFrames float64 `json:"computed_frames_per_packet"`
-	ComputedBytes  float64 `json:"computed_bytes_per_packet"`
-	MeasuredFrames float64 `json:"measured_frames_per_packet"`
-	MeasuredBytes  float64 `json:"measured_bytes_per_packet"`
-	OfferedPPS     float64 `json:"offered_pps"`
-	DeliveredPPS   float64 `json:"delivered_pps"`
+	PacketSize     int      `json:"packet_size"`
+	Arm            string   `json:"arm"`
+	CellSize       int      `json:"cell_size,omitempty"`
+	ComputedFrames float64  `json:"computed_frames_per_packet"`
+	ComputedBytes  float64  `json:"computed_bytes_per_packet"`
+	MeasuredFrames float64  `json:"measured_frames_per_packet"`
+	MeasuredBytes  float64  `json:"measured_bytes_per_packet"`
+	OfferedPPS     float64  `json:"offered_pps"`
+	DeliveredPPS   float64  `json:"delivered_pps"`
+	Path           PackPath `json:"path"`
+}
+
+// PackPath is where the frames h1 offered were lost between two reads of
+// both switches' statistics, and how often each switch's worker slept:
+// Ingress, frames sw1's host port sockets had no room for (RX ring full
+// or no fill buffer: its worker did not take them in time); VOQ, host
+// frames sw1's VOQs refused (full: the credits or the cells did not keep
+// up); Fabric, the rest inside the fabric (links, reassembly, floods over
+// their rate, ...); Egress, what sw2 dropped toward h2 (its host port's
+// queue and TX ring, and the deliveries waiting in front of a full one).
+// Sleeps and Loops are per switch: a worker's poll(2) sleeps and loop
+// iterations.
+type PackPath struct {
+	Ingress uint64            `json:"ingress_drops"`
+	VOQ     uint64            `json:"voq_drops"`
+	Fabric  uint64            `json:"fabric_drops"`
+	Egress  uint64            `json:"egress_drops"`
+	Sleeps  map[string]uint64 `json:"sleeps"`
+	Loops   map[string]uint64 `json:"loops"`
+}
+
+// String is the path's drops and sleeps in one line.
+func (p PackPath) String() string {
+	return fmt.Sprintf("lost: sw1 host port RX %d, VOQ %d, fabric %d, egress %d; worker sleeps sw1 %d, sw2 %d",
+		p.Ingress, p.VOQ, p.Fabric, p.Egress, p.Sleeps["sw1"], p.Sleeps["sw2"])
 }
 
 // PackCPU is one arm of the CPU comparison: 60-byte frames at a fixed
@@ -98,6 +125,7 @@ type PackCPU struct {
 	IdleSeconds   float64            `json:"idle_cpu_seconds"`
 	NsPerFrame    float64            `json:"cpu_ns_per_frame"`
 	NetNsPerFrame float64            `json:"net_cpu_ns_per_frame"`
+	Path          PackPath           `json:"path"`
 }
 
 // CellsPackSummary are the headline figures of cells pack.
@@ -183,12 +211,13 @@ func CellsPack(ctx context.Context, e *bed.Env, cfg CellsPackConfig) (*CellsPack
 			if err != nil {
 				return nil, fmt.Errorf("cells pack %s, %d B: %w", a.label(), size, err)
 			}
-			row := PackRow{PacketSize: size, Arm: a.name, CellSize: cs, OfferedPPS: m.offered, DeliveredPPS: m.delivered}
+			row := PackRow{PacketSize: size, Arm: a.name, CellSize: cs, OfferedPPS: m.offered, DeliveredPPS: m.delivered, Path: m.path}
 			row.ComputedFrames, row.ComputedBytes = PackComputed(a.name, size-4, cs)
 			row.MeasuredFrames, row.MeasuredBytes = report.Ratio(m.linkFrames, m.deliveredN), report.Ratio(m.linkBytes, m.deliveredN)
 			res.Rows = append(res.Rows, row)
 			e.Printf("cells pack:   %4d B: %.0f of %.0f pps delivered; %.3f frames, %.1f B per packet on the link (computed %.3f, %.1f)",
 				size, m.delivered, m.offered, row.MeasuredFrames, row.MeasuredBytes, row.ComputedFrames, row.ComputedBytes)
+			e.Printf("cells pack:          %s", m.path)
 		}
 	}
 	for _, a := range []packArm{{name: PackForward}, {name: PackForwardAfxdp}, {name: PackPacked}} {
@@ -201,6 +230,7 @@ func CellsPack(ctx context.Context, e *bed.Env, cfg CellsPackConfig) (*CellsPack
 		}
 		e.Printf("cells pack: CPU, %s: %.0f of %.0f pps delivered, %.0f ns of dataplane CPU per frame, %.0f beyond idle (%s; idle %.2f s)",
 			a.label(), c.DeliveredPPS, c.OfferedPPS, c.NsPerFrame, c.NetNsPerFrame, cpuList(c.CPUSeconds), c.IdleSeconds)
+		e.Printf("cells pack:   %s", c.Path)
 		res.CPU = append(res.CPU, c)
 	}
 	b.Stop()
@@ -289,6 +319,7 @@ type offered struct {
 	offered, delivered    float64 // per second
 	deliveredN            float64
 	linkFrames, linkBytes float64 // sw1's link ports, transmitted
+	path                  PackPath
 }
 
 // offer runs trafgen from the first host to the second (cfg's NS and Dev
@@ -319,6 +350,10 @@ func offer(ctx context.Context, b *bed.Bed, cfg bed.TrafgenConfig) (offered, err
 	if err != nil {
 		return offered{}, err
 	}
+	s0, err := packStats(ctx, b)
+	if err != nil {
+		return offered{}, err
+	}
 	t0 := time.Now()
 	if err := bed.Trafgen(ctx, cfg); err != nil {
 		return offered{}, err
@@ -332,10 +367,80 @@ func offer(ctx context.Context, b *bed.Bed, cfg bed.TrafgenConfig) (offered, err
 	if err := b.Dataplanes().Alive(); err != nil {
 		return offered{}, err
 	}
+	s1, err := packStats(ctx, b)
+	if err != nil {
+		return offered{}, err
+	}
 	d := z1.Sub(z0).RxPackets
 	lk := l1.Sub(l0)
 	return offered{seconds: el, offered: float64(a1.Sub(a0).TxPackets) / el, delivered: float64(d) / el, deliveredN: float64(d),
-		linkFrames: float64(lk.TxPackets), linkBytes: float64(lk.TxBytes)}, nil
+		linkFrames: float64(lk.TxPackets), linkBytes: float64(lk.TxBytes), path: packPathBetween(s0, s1)}, nil
+}
+
+// packStat is what packPathBetween reads of one switch's statistics: the
+// dataplane's loops and sleeps, its host port sockets' receive drops, and
+// in mode cells the node's drops.
+type packStat struct {
+	polls, loops uint64
+	hostRx       uint64
+	cells        *CellsNodeStats
+}
+
+// packStats reads both switches' statistics.
+func packStats(ctx context.Context, b *bed.Bed) (map[string]packStat, error) {
+	m := map[string]packStat{}
+	for _, sw := range b.Switches {
+		var doc map[string]json.RawMessage
+		if err := bed.FetchStats(ctx, b.TB.NS(sw), &doc); err != nil {
+			return nil, err
+		}
+		var ps packStat
+		var dp bed.DPStats
+		if err := json.Unmarshal(doc["dataplane"], &dp.Dataplane); err != nil {
+			return nil, fmt.Errorf("statistics of %s: %w", sw, err)
+		}
+		ps.polls, ps.loops = dp.Dataplane.Polls, dp.Dataplane.Loops
+		if raw := doc["port_host0"]; raw != nil {
+			var pd bed.PortDoc
+			if err := json.Unmarshal(raw, &pd); err != nil {
+				return nil, fmt.Errorf("statistics of %s: %w", sw, err)
+			}
+			ps.hostRx = pd.RxDrops()
+		}
+		if doc["cells"] != nil {
+			c, err := parseCellsStats(b.TB.NS(sw), doc)
+			if err != nil {
+				return nil, err
+			}
+			ps.cells = c
+		}
+		m[sw] = ps
+	}
+	return m, nil
+}
+
+// packPathBetween is the bundle's PackPath between two reads: sw1 is the
+// ingress edge, sw2 the egress one. Forward's drops on the way (its link
+// port sockets, sw2's host port) count as Fabric and Egress alike.
+func packPathBetween(before, after map[string]packStat) PackPath {
+	p := PackPath{Sleeps: map[string]uint64{}, Loops: map[string]uint64{}}
+	for sw, a := range after {
+		b := before[sw]
+		p.Sleeps[sw], p.Loops[sw] = a.polls-b.polls, a.loops-b.loops
+		if sw == "sw1" {
+			p.Ingress += a.hostRx - b.hostRx
+		}
+		if a.cells == nil || b.cells == nil {
+			continue
+		}
+		d := CellsDropsBetween(b.cells, a.cells)
+		p.VOQ += d.VOQ
+		p.Fabric += d.Link + d.Reasm + d.Other
+		if sw == "sw2" {
+			p.Egress += d.Egress
+		}
+	}
+	return p
 }
 
 // packCPU offers cfg's frames and measures the switches' dataplane CPU
@@ -366,7 +471,7 @@ func packCPU(ctx context.Context, b *bed.Bed, a packArm, cfg bed.TrafgenConfig) 
 	if err != nil {
 		return PackCPU{}, err
 	}
-	p := PackCPU{Arm: a.name, OfferedPPS: m.offered, DeliveredPPS: m.delivered, CPUSeconds: map[string]float64{}}
+	p := PackCPU{Arm: a.name, OfferedPPS: m.offered, DeliveredPPS: m.delivered, CPUSeconds: map[string]float64{}, Path: m.path}
 	var total time.Duration
 	for sw, t := range c1 {
 		p.CPUSeconds[sw] = (t - c0[sw]).Seconds()
@@ -477,6 +582,7 @@ func (r *CellsPackResult) Text() string {
 	for _, c := range r.CPU {
 		fmt.Fprintf(&b, "  %-13s %6.0f ns/frame, %6.0f beyond idle  (%.0f of %.0f pps delivered; %s; idle %.2f s)\n",
 			c.Arm, c.NsPerFrame, c.NetNsPerFrame, c.DeliveredPPS, c.OfferedPPS, cpuList(c.CPUSeconds), c.IdleSeconds)
+		fmt.Fprintf(&b, "  %-13s %s\n", "", c.Path)
 	}
 	carried := "both arms carried what was offered"
 	if !s.CPUBothCarry {

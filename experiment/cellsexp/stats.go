@@ -18,25 +18,30 @@ import (
 type CellsNodeStats struct {
 	Ports []CellsPortStats `json:"ports"`
 	Cells struct {
-		Role          string `json:"role"`
-		VOQBacklog    uint64 `json:"voq_backlog_bytes"`
-		ReasmDiscards uint64 `json:"reasm_discarded"`
-		Malformed     uint64 `json:"malformed"`
-		MaxPollGap    int64  `json:"max_poll_gap_ns"`
-		Stalled       int64  `json:"stalled_ns"`
-		// Hosts are the edge's host ports' credit loops.
-		Hosts []struct {
-			RTT        int64  `json:"credit_rtt_ns"`
-			WindowFull uint64 `json:"credit_window_full"`
-			ShareFull  uint64 `json:"credit_share_full"`
-			LateFull   uint64 `json:"credit_late_full"`
-			Credits    uint64 `json:"credits"`
-		} `json:"hosts"`
-		Node struct {
+		Role          string           `json:"role"`
+		VOQBacklog    uint64           `json:"voq_backlog_bytes"`
+		ReasmDiscards uint64           `json:"reasm_discarded"`
+		Malformed     uint64           `json:"malformed"`
+		MaxPollGap    int64            `json:"max_poll_gap_ns"`
+		Stalled       int64            `json:"stalled_ns"`
+		Hosts         []CellsHostStats `json:"hosts"`
+		Node          struct {
 			VOQDrops, FloodDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
 			FCIMarks, FCISeen                                                            uint64
 		} `json:"node"`
 	} `json:"cells"`
+}
+
+// CellsHostStats is an edge's host port: its credit loop, and the
+// deliveries it dropped because its TX ring and the queue in front of it
+// were full.
+type CellsHostStats struct {
+	QueueDrops uint64 `json:"queue_drops"`
+	RTT        int64  `json:"credit_rtt_ns"`
+	WindowFull uint64 `json:"credit_window_full"`
+	ShareFull  uint64 `json:"credit_share_full"`
+	LateFull   uint64 `json:"credit_late_full"`
+	Credits    uint64 `json:"credits"`
 }
 
 // CellsPortStats is one port of a cells dataplane: its counters (TX
@@ -62,6 +67,11 @@ func FetchCellsStats(ctx context.Context, ns string) (*CellsNodeStats, error) {
 	if err := bed.FetchStats(ctx, ns, &doc); err != nil {
 		return nil, err
 	}
+	return parseCellsStats(ns, doc)
+}
+
+// parseCellsStats reads the statistics doc of the cells dataplane in ns.
+func parseCellsStats(ns string, doc map[string]json.RawMessage) (*CellsNodeStats, error) {
 	var s CellsNodeStats
 	var dp struct {
 		Ports []CellsPortStats `json:"ports"`
@@ -103,8 +113,9 @@ func (s *CellsNodeStats) Port(name string) CellsPortStats {
 // queues, TX rings and RX rings; VOQ: host frames an edge's VOQ refused;
 // Reasm: records the reassembly discarded; Other: cells without a hop or a
 // route, frames without a buffer, malformed frames, flood copies over the
-// rate), at the egress host ports (Egress: their queues' tail drops and TX
-// rings) and at the ingress host ports (Ingress: host frames the RX rings
+// rate), at the egress host ports (Egress: their queues' tail drops, TX
+// rings, and the deliveries waiting for a full TX ring that found the
+// queue in front of it full too) and at the ingress host ports (Ingress: host frames the RX rings
 // had no room for, before the fabric).
 type CellsDrops struct {
 	Link    uint64 `json:"link"`
@@ -158,6 +169,11 @@ func CellsDropsBetween(before, after *CellsNodeStats) CellsDrops {
 			d.Ingress += rx
 		default:
 			d.Link += tx + rx
+		}
+	}
+	for i, h := range after.Cells.Hosts {
+		if i < len(before.Cells.Hosts) {
+			d.Egress += h.QueueDrops - before.Cells.Hosts[i].QueueDrops
 		}
 	}
 	an, bn := &after.Cells.Node, &before.Cells.Node
