@@ -285,7 +285,8 @@ Ethernet frames with FCS (64 = the minimum frame): trafgen sends each 4 bytes
 shorter, since veth has no FCS.
 
 Then the CPU comparison: 60-byte frames at trafgen -b --cpu-rate (trafgen delivers
-about half of it here), a rate the arms carry, for --cpu-duration through forward,
+about half of it here; each run says where frames were lost, and the CPU per
+frame compares like with like only where no arm lost any), for --cpu-duration through forward,
 forward --fastpath afxdp and cells (packing, MTU cells): the CPU time both switches'
 dataplanes used (utime + stime from /proc/PID/stat) per frame h2 received. Target:
 cells ≤ 0.6× of forward-afxdp (both through the workers; forward's own frames cross
@@ -315,7 +316,7 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 	f.StringVar(&sizes, "sizes", "64,128,256,512,1024,1500", "packet sizes, Ethernet frames with FCS, comma-separated")
 	f.StringVar(&cellSizes, "cell-sizes", "256,512,mtu", "cell payload sizes, comma-separated; mtu: the largest the link MTU takes")
 	f.DurationVar(&cfg.Duration, "duration", 2*time.Second, "how long each packet size is offered at saturation")
-	f.IntVar(&cfg.CPURate, "cpu-rate", 200_000, "trafgen -b setting (frames/s) for the CPU comparison: a rate both arms carry")
+	f.IntVar(&cfg.CPURate, "cpu-rate", 200_000, "trafgen -b setting (frames/s) for the CPU comparison; pick one both arms carry whole (the run's losses say)")
 	f.DurationVar(&cfg.CPUDuration, "cpu-duration", 5*time.Second, "how long each arm of the CPU comparison runs")
 	fl.add(cmd, "lfcpack", "out/cells-pack")
 	return cmd
