@@ -43,7 +43,7 @@ func TestLGAsymmetricEnds(t *testing.T) {
 			b.sw1 = startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG, Logger: l1}, lgc))
 			cfg2 := tc.sw2
 			cfg2.Mode, cfg2.Logger = ModeLG, l2
-			*cfg2.lg() = lgc
+			*LGConfigOf(&cfg2) = lgc
 			b.sw2 = startSwitch(t, tb.NS("sw2"), cfg2)
 			if err := b.sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}); err != nil {
 				t.Fatalf("impairment on sw2 link0: %v", err)

@@ -142,8 +142,6 @@ const (
 // CellsConfigOf is c's configuration of mode cells (Mech "cells").
 func CellsConfigOf(c *Config) *CellsConfig { return Mech[CellsConfig](c, "cells") }
 
-func (c *Config) cells() *CellsConfig { return CellsConfigOf(c) }
-
 func (c *CellsConfig) defaults(edge bool) error {
 	if c.Spray == "" {
 		c.Spray = "perm"
@@ -281,10 +279,10 @@ func init() {
 // configureCells fills the defaults of the cells and of the link layer
 // under them.
 func configureCells(c *Config) error {
-	if err := c.cells().defaults(len(c.HostPorts) > 0); err != nil {
+	if err := CellsConfigOf(c).defaults(len(c.HostPorts) > 0); err != nil {
 		return err
 	}
-	if ls := layerSpec(c.cells().LinkMode); ls != nil && ls.Configure != nil {
+	if ls := layerSpec(CellsConfigOf(c).LinkMode); ls != nil && ls.Configure != nil {
 		return ls.Configure(c)
 	}
 	return nil
@@ -293,7 +291,7 @@ func configureCells(c *Config) error {
 // cellsFrames is the cells' share of the UMEM: each link layer's buffers
 // and the host ports' delivery queues.
 func cellsFrames(c *Config) (need uint64, what string, err error) {
-	if ls := layerSpec(c.cells().LinkMode); ls != nil && ls.Frames != nil {
+	if ls := layerSpec(CellsConfigOf(c).LinkMode); ls != nil && ls.Frames != nil {
 		if need, what, err = ls.Frames(c); err != nil {
 			return 0, "", err
 		}
@@ -315,15 +313,15 @@ type cellsInstance struct {
 // node ID from the first port's MAC if none was given.
 func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	cellMTU := d.LinkMTU()
-	ls := layerSpec(cfg.cells().LinkMode)
+	ls := layerSpec(CellsConfigOf(cfg).LinkMode)
 	if ls != nil {
 		cellMTU -= ls.Overhead
 	}
-	if err := cfg.cells().fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
+	if err := CellsConfigOf(cfg).fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
 		return nil, err
 	}
-	if cfg.cells().NodeID == 0 {
-		cfg.cells().NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
+	if CellsConfigOf(cfg).NodeID == 0 {
+		CellsConfigOf(cfg).NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
 	}
 	if ls != nil && ls.Start != nil {
 		ls.Start(cfg)
@@ -361,8 +359,8 @@ func (in *cellsInstance) Close() {
 }
 
 // CellStats are the cells statistics (nil in every mode but cells).
-func (d *Dataplane) CellStats() *CellStats {
-	if in, ok := d.inst.(*cellsInstance); ok {
+func CellStatsOf(d *Dataplane) *CellStats {
+	if in, ok := d.Instance().(*cellsInstance); ok {
 		return in.stats
 	}
 	return nil

@@ -67,7 +67,7 @@ func init() {
 			if err := configureLGLayer(c); err != nil {
 				return err
 			}
-			return c.fec().defaults()
+			return FECConfigOf(c).defaults()
 		},
 		Frames: func(c *Config) (uint64, string, error) {
 			n := uint64(len(c.LinkPorts))
@@ -78,14 +78,14 @@ func init() {
 		// coding is there to carry cells over lossy links: a link is
 		// faulty only from where the link policy stops coding (10 % by
 		// default), not from the bare default meant for unprotected links.
-		LossFaulty: func(c *Config) float64 { return c.fec().codingLimit() },
+		LossFaulty: func(c *Config) float64 { return FECConfigOf(c).codingLimit() },
 		Start:      startLGLayer,
 		New:        newCellFEC})
 }
 
 func newCellFEC(e LayerEnv) (Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
-	c := cfg.fec()
+	c := FECConfigOf(cfg)
 	port, cellFrame := e.Port, e.Cells.CellFrame()
 	k := &cellFEC{LayerSession: NewLayerSession(e), maxFrame: cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known

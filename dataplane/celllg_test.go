@@ -35,12 +35,12 @@ func upBundleCellsLG(t *testing.T, cc CellsConfig) *lgBed {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells over %s: %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, b.sw1.CellStats().Snapshot(), b.sw2.CellStats().Snapshot())
+		t.Fatalf("ping h1→h2 through cells over %s: %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, CellStatsOf(b.sw1).Snapshot(), CellStatsOf(b.sw2).Snapshot())
 	}
 	// Every link's session is up with the other edge before traffic.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s1, s2 := b.sw1.CellStats().Snapshot(), b.sw2.CellStats().Snapshot()
+		s1, s2 := CellStatsOf(b.sw1).Snapshot(), CellStatsOf(b.sw2).Snapshot()
 		if s1.UsableLinks == 4 && s2.UsableLinks == 4 {
 			for l := range s1.Links {
 				if g := s1.Links[l].LG; cc.LinkMode != "none" && (g == nil || g.Session != "up" || g.PeerNode != 2) {
@@ -93,12 +93,12 @@ func cellsLGCut(t *testing.T, cut string) {
 			t.Errorf("drop-all on sw2 link2: %v", err)
 		}
 		// Once sw1 has taken link2 out, it sends nothing more on it.
-		if !eventually(func() bool { return !b.sw1.CellStats().Snapshot().Links[2].Usable }) {
+		if !eventually(func() bool { return !CellStatsOf(b.sw1).Snapshot().Links[2].Usable }) {
 			t.Errorf("sw1 still uses link2 20 s after it was cut")
 		}
-		down = b.sw1.CellStats().Snapshot()
+		down = CellStatsOf(b.sw1).Snapshot()
 		time.Sleep(300 * time.Millisecond)
-		if after := b.sw1.CellStats().Snapshot(); after.Links[2].LG.Sent > down.Links[2].LG.Sent {
+		if after := CellStatsOf(b.sw1).Snapshot(); after.Links[2].LG.Sent > down.Links[2].LG.Sent {
 			t.Errorf("sw1 sent %d cells on link2 while it was cut", after.Links[2].LG.Sent-down.Links[2].LG.Sent)
 		}
 	})
@@ -207,7 +207,7 @@ func TestCellsLGNodeCollision(t *testing.T) {
 	sw1 := startCells(t, tb.NS("sw1"), 7, nil, bundleLinks, cc).d
 	startCells(t, tb.NS("sw2"), 7, nil, bundleLinks, cc)
 	eventually(func() bool {
-		for _, l := range sw1.CellStats().Snapshot().Links {
+		for _, l := range CellStatsOf(sw1).Snapshot().Links {
 			if l.LG == nil || l.LG.NodeCollisions == 0 {
 				return false
 			}
@@ -238,7 +238,7 @@ func TestCellsMonitorLoss(t *testing.T) {
 	b.send(t, 12_000, 500, 6_000)
 	// A measurement every 100 ms: wait for the lossy links to be out.
 	eventually(func() bool {
-		s := b.sw2.CellStats().Snapshot()
+		s := CellStatsOf(b.sw2).Snapshot()
 		return !s.Links[0].Usable && !s.Links[2].Usable
 	})
 	s := cellsSnap(t, b.sw2)

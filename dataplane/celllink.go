@@ -123,18 +123,18 @@ func init() {
 
 // configureLGLayer fills LinkGuardian's defaults under the cells.
 func configureLGLayer(c *Config) error {
-	if err := c.lgDefaults(ModeLG); err != nil {
+	if err := lgDefaults(c, ModeLG); err != nil {
 		return err
 	}
-	if c.lg().TxBuffer == 0 {
-		c.lg().TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+	if LGConfigOf(c).TxBuffer == 0 {
+		LGConfigOf(c).TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
 	}
 	return nil
 }
 
 // lgLayerFrames is the frames LinkGuardian holds under the cells.
 func lgLayerFrames(c *Config) (uint64, string, error) {
-	b := c.lg().TxBuffer
+	b := LGConfigOf(c).TxBuffer
 	if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
 		return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
 	}
@@ -143,21 +143,21 @@ func lgLayerFrames(c *Config) (uint64, string, error) {
 }
 
 // startLGLayer sets the credit window.
-func startLGLayer(c *Config) { c.lg().credit = creditWindow(c.lg().TxBuffer, c.RingSize) }
+func startLGLayer(c *Config) { LGConfigOf(c).credit = creditWindow(LGConfigOf(c).TxBuffer, c.RingSize) }
 
 func newCellLink(e LayerEnv) (Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
 	mac := d.Port(e.Port).MAC()
 	c := &cellLink{LayerSession: NewLayerSession(e),
-		q: make([]link.Frame, cfg.lg().TxBuffer), giveUp: e.GiveUp}
-	ep, err := linkguardian.NewEndpoint(cfg.lg().core(Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
+		q: make([]link.Frame, LGConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
+	ep, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
 	rx, _ := linkguardian.ParseDelivery(e.Mode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
-	if err := c.StartSession(cfg.lg().credit, prot, lgLink{c}); err != nil {
+	if err := c.StartSession(LGConfigOf(cfg).credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
 	c.measure = e.Mode == "monitor" || e.LossClasses
@@ -225,7 +225,7 @@ func (c *cellLink) sessionRx(now int64, b []byte) {
 	ev := c.LayerSession.SessionRx(now, b)
 	if ev&linksession.EvReset != 0 {
 		a, _ := c.Sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), c.W.Config().lg().credit))
+		c.ep.S.SetCredit(min(int(a.Window), LGConfigOf(c.W.Config()).credit))
 	}
 }
 

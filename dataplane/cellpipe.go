@@ -119,7 +119,7 @@ const cellBurstTime = 10 * time.Millisecond
 
 func newCellPipeline(w *Worker) (Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	cc := *cfg.cells()
+	cc := *CellsConfigOf(cfg)
 	ps := d.Ports()
 	edge := len(ps.Hosts) > 0
 	spray, err := cellify.ParseSprayMode(cc.Spray)
@@ -130,7 +130,7 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 		w:         w,
 		tx:        w.Tx(),
 		ps:        ps,
-		st:        d.CellStats(),
+		st:        CellStatsOf(d),
 		prio:      make([]int, len(ps.Links)),
 		up:        make([]bool, len(ps.Links)),
 		pend:      make([]int, ps.N()),
@@ -514,9 +514,9 @@ func (pl *cellPipeline) publish() {
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
 		cl.LastExclusionAt = pl.exclAt[l]
-		if pl.w.Config().cells().classes.On() {
+		if CellsConfigOf(pl.w.Config()).classes.On() {
 			cl.Class, cl.MeasuredClass, cl.PeerClass = uint8(r.EffClass(l)), uint8(lr.Class), uint8(lr.PeerClass)
-			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:pl.w.Config().cells().classes.N()]...)
+			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:CellsConfigOf(pl.w.Config()).classes.N()]...)
 		}
 	}
 	for k := range c.Hosts {
@@ -660,4 +660,4 @@ func (pl *cellPipeline) MaxAlloc() int { return pl.maxAlloc }
 func (pl *cellPipeline) PrioLane(l int) int { return pl.prio[l] }
 
 // NodeID is the node's id.
-func (pl *cellPipeline) NodeID() uint16 { return pl.w.Config().cells().NodeID }
+func (pl *cellPipeline) NodeID() uint16 { return CellsConfigOf(pl.w.Config()).NodeID }

@@ -37,7 +37,7 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 	}
 	t.Cleanup(func() { u.Close() })
 	cfg := withCells(Config{Mode: ModeCells, RingSize: 256}, cc)
-	cfg.cells().NodeID = id
+	CellsConfigOf(&cfg).NodeID = id
 	for i := range hosts {
 		cfg.HostPorts = append(cfg.HostPorts, "host"+string(rune('0'+i)))
 	}
@@ -52,7 +52,7 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 		macs = append(macs, [6]byte{2, 0, 0, 0, byte(id), byte(i)})
 	}
 	w, err := NewMemWorker(cfg, u, macs, func(d *Dataplane, cfg *Config) (Instance, error) {
-		if err := cfg.cells().fit(1516, linkcrc.Off, "link0"); err != nil {
+		if err := CellsConfigOf(cfg).fit(1516, linkcrc.Off, "link0"); err != nil {
 			return nil, err
 		}
 		return &cellsInstance{stats: newCellStats(d)}, nil
@@ -149,7 +149,7 @@ func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*Config))
 	p.n[0] = newMemNodeWith(t, 1, 1, links, cc, with)
 	p.n[1] = newMemNodeWith(t, 2, 1, links, cc, with)
 	// Until REACH made the links usable both ways.
-	cc = *p.n[0].pl.w.Config().cells() // with the defaults filled in
+	cc = *CellsConfigOf(p.n[0].pl.w.Config()) // with the defaults filled in
 	for range 2*cc.ReachUp + 3 {
 		p.step(t, int64(cc.ReachInterval))
 	}

@@ -55,7 +55,7 @@ func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc Ce
 func cellsSnap(t *testing.T, d *Dataplane) CellsSnapshot {
 	t.Helper()
 	time.Sleep(3 * time.Duration(cellPublish))
-	return d.CellStats().Snapshot()
+	return CellStatsOf(d).Snapshot()
 }
 
 // upBundleCells brings up a bundle testbed with mode cells on sw1 (node 1)
@@ -70,7 +70,7 @@ func upBundleCells(t *testing.T, cc CellsConfig) *lgBed {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells: %v\nsw1 %+v\nsw2 %+v", err, b.sw1.CellStats().Snapshot(), b.sw2.CellStats().Snapshot())
+		t.Fatalf("ping h1→h2 through cells: %v\nsw1 %+v\nsw2 %+v", err, CellStatsOf(b.sw1).Snapshot(), CellStatsOf(b.sw2).Snapshot())
 	}
 	return b
 }
@@ -250,7 +250,7 @@ func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc Cells
 		t.Fatal(err)
 	}
 	cfg := withCells(Config{Mode: ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink)}, cc)
-	cfg.cells().NodeID = id
+	CellsConfigOf(&cfg).NodeID = id
 	for _, p := range ports {
 		if p.Rate > 0 {
 			if cfg.Shape == nil {
@@ -282,7 +282,7 @@ func TestCellsFabric3(t *testing.T) {
 	defer cancel()
 	for _, a := range []string{"10.0.0.3", "10.0.0.4", "10.0.0.2"} {
 		if err := netns.WaitPing(ctx, h1, a); err != nil {
-			t.Fatalf("ping h1→%s through fabric3: %v\ne1 %+v\nf1 %+v", a, err, sw["e1"].d.CellStats().Snapshot(), sw["f1"].d.CellStats().Snapshot())
+			t.Fatalf("ping h1→%s through fabric3: %v\ne1 %+v\nf1 %+v", a, err, CellStatsOf(sw["e1"].d).Snapshot(), CellStatsOf(sw["f1"].d).Snapshot())
 		}
 	}
 	pings(t, h1, "10.0.0.3", 20)
@@ -461,7 +461,7 @@ func TestCellsHostileFrames(t *testing.T) {
 	}
 	before := cellsSnap(t, sw2.d)
 	rx0 := sw2.d.Stats().Ports[sw2.d.Ports().Links[0]].RX.Frames
-	corrupt0 := sw2.d.CellStats().Integrity.Corrupt.Load()
+	corrupt0 := CellStatsOf(sw2.d).Integrity.Corrupt.Load()
 	for i := range n {
 		for _, k := range kinds {
 			b := k.frame(i)
@@ -491,7 +491,7 @@ func TestCellsHostileFrames(t *testing.T) {
 		what      string
 		got, want uint64
 	}{
-		{"integrity failures (no trailer)", sw2.d.CellStats().Integrity.Corrupt.Load() - corrupt0, n},
+		{"integrity failures (no trailer)", CellStatsOf(sw2.d).Integrity.Corrupt.Load() - corrupt0, n},
 		{"wrong destination", a.WrongDst - b.WrongDst, n},
 		{"bad cells (hops 0, length, checksum, truncated)", a.BadCell - b.BadCell, 4 * n},
 		{"bad type (unknown, IPv4)", a.BadType - b.BadType, 2 * n},
@@ -544,7 +544,7 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 				if c := LGStatsOf(sw1).Integrity.Corrupt.Load(); c != 0 {
 					t.Errorf("lg: %d corrupt frames on a clean link", c)
 				}
-				if sw1.CellStats() != nil {
+				if CellStatsOf(sw1) != nil {
 					t.Error("lg has cells statistics")
 				}
 			}
@@ -565,11 +565,11 @@ func TestCellsLinkDown(t *testing.T) {
 	r := b.sendDuring(t, 30_000, 500, 10_000, func() {
 		time.Sleep(800 * time.Millisecond)
 		ipIn(t, ns1, "link", "set", "link2", "down")
-		eventually(func() bool { return !b.sw1.CellStats().Snapshot().Links[2].Usable })
-		down = b.sw1.CellStats().Snapshot()
+		eventually(func() bool { return !CellStatsOf(b.sw1).Snapshot().Links[2].Usable })
+		down = CellStatsOf(b.sw1).Snapshot()
 		ipIn(t, ns1, "link", "set", "link2", "up")
-		eventually(func() bool { return b.sw1.CellStats().Snapshot().Links[2].Usable })
-		back = b.sw1.CellStats().Snapshot()
+		eventually(func() bool { return CellStatsOf(b.sw1).Snapshot().Links[2].Usable })
+		back = CellStatsOf(b.sw1).Snapshot()
 	})
 	after := cellsSnap(t, b.sw1)
 	l2 := after.Links[2]

@@ -158,7 +158,7 @@ type CellHostSnapshot struct {
 // and ports filled in.
 func newCellStats(d *Dataplane) *CellStats {
 	cfg := d.Config()
-	cc, ps := *cfg.cells(), d.Ports()
+	cc, ps := *CellsConfigOf(&cfg), d.Ports()
 	s := &CellStats{}
 	c := &s.snap
 	c.NodeID, c.Spray, c.CellSize, c.Role, c.LinkMode = cc.NodeID, cc.Spray, cc.CellSize, "fabric", cc.LinkMode

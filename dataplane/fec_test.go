@@ -43,7 +43,7 @@ func upFEC(t *testing.T, fc FECConfig) (*netns.Testbed, *runningSwitch, *running
 func fecSnap(t *testing.T, d *Dataplane) FECSnapshot {
 	t.Helper()
 	time.Sleep(3 * time.Duration(fecObserve))
-	return d.FECStats().Snapshot()
+	return FECStatsOf(d).Snapshot()
 }
 
 // waitFECUp waits until both ends' link sessions are up.
@@ -52,13 +52,13 @@ func waitFECUp(t *testing.T, ds ...*Dataplane) {
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		up := true
 		for _, d := range ds {
-			up = up && d.FECStats().Session.Snapshot().State == "up"
+			up = up && FECStatsOf(d).Session.Snapshot().State == "up"
 		}
 		if up {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fec link session not up after 5 s: %+v", ds[0].FECStats().Session.Snapshot())
+			t.Fatalf("fec link session not up after 5 s: %+v", FECStatsOf(ds[0]).Session.Snapshot())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -160,7 +160,7 @@ func TestFECUDPBernoulli(t *testing.T) {
 	t.Logf("iperf3 UDP 50 Mbit/s 3 s at loss 1e-2 through fec(4): %d datagrams, %d lost, %d out of order, h2 rcvbuf errors %d, checksum errors %d; impairment %+v",
 		packets, lost, ooo, rcvbuf, csum, imp)
 	t.Logf("sw1 sender %+v", s1.Sender)
-	t.Logf("sw1 dataplane %+v; sw2 dataplane %+v; sw2 link socket drops %d, corrupt %d", sw1.d.Stats(), sw2.d.Stats(), socketDrops(t, sw2.d.Link()), sw2.d.FECStats().Integrity.Corrupt.Load())
+	t.Logf("sw1 dataplane %+v; sw2 dataplane %+v; sw2 link socket drops %d, corrupt %d", sw1.d.Stats(), sw2.d.Stats(), socketDrops(t, sw2.d.Link()), FECStatsOf(sw2.d).Integrity.Corrupt.Load())
 	t.Logf("sw2 receiver %+v; rx loss %.4g (measured %v), burst %.2f; sw1 policy %+v", s2.Receiver, s2.RxLoss, s2.RxMeasured, s2.RxBurst, s1.Policy)
 	if imp.Dropped == 0 || imp.LossRate() < 5e-3 {
 		t.Fatalf("the impairer dropped %d of %d frames: no loss to recover", imp.Dropped, imp.Seen)
@@ -248,7 +248,7 @@ func TestFECHostileFrames(t *testing.T) {
 	// away spreads groups over the half of the sequence space opposite
 	// sw2's window (a parity inside it could rebuild a frame: a peer's
 	// right, forged or not).
-	agreed := sw2.d.FECStats().Session.Snapshot().Agreed
+	agreed := FECStatsOf(sw2.d).Session.Snapshot().Agreed
 	if agreed == nil {
 		t.Fatal("sw2's session has no agreement")
 	}
@@ -272,7 +272,7 @@ func TestFECHostileFrames(t *testing.T) {
 	}
 	before := fecSnap(t, sw2.d)
 	rx0 := sw2.d.Stats().Link.RX.Frames
-	corrupt0 := sw2.d.FECStats().Integrity.Corrupt.Load()
+	corrupt0 := FECStatsOf(sw2.d).Integrity.Corrupt.Load()
 	for i := range n {
 		for _, k := range kinds {
 			b := k.frame(i)
@@ -300,7 +300,7 @@ func TestFECHostileFrames(t *testing.T) {
 		what      string
 		got, want uint64
 	}{
-		{"integrity failures (no trailer)", sw2.d.FECStats().Integrity.Corrupt.Load() - corrupt0, n},
+		{"integrity failures (no trailer)", FECStatsOf(sw2.d).Integrity.Corrupt.Load() - corrupt0, n},
 		{"bad parity (short, no frames, reserved, payload)", a.BadParity - b.BadParity, 4 * n},
 		{"parity decoded (the groups anywhere)", a.Parity - b.Parity, n},
 		{"bad data (ACK flag, too short, unknown type)", a.BadData - b.BadData, 3 * n},
@@ -372,11 +372,11 @@ func TestFECRestart(t *testing.T) {
 	for _, sw := range []string{"sw2", "sw1"} {
 		time.Sleep(800 * time.Millisecond)
 		other := map[string]string{"sw1": "sw2", "sw2": "sw1"}[sw]
-		before := sws[other].d.FECStats().Session.Snapshot().Counters.PeerRestarts
+		before := FECStatsOf(sws[other].d).Session.Snapshot().Counters.PeerRestarts
 		sws[sw].stop(t)
 		sws[sw] = start(sw)
 		waitFECUp(t, sws["sw1"].d, sws["sw2"].d)
-		restarts[other] = sws[other].d.FECStats().Session.Snapshot().Counters.PeerRestarts - before
+		restarts[other] = FECStatsOf(sws[other].d).Session.Snapshot().Counters.PeerRestarts - before
 		atLast = sink.Received()
 	}
 	eventually(func() bool { return sink.Received() >= atLast+1000 })
@@ -387,7 +387,7 @@ func TestFECRestart(t *testing.T) {
 	<-sunk
 	r := sink.Report()
 	t.Logf("across two restarts: h1 sent %d, h2 got %+v (%d after the last restart); sw2 receiver now %+v",
-		n, r, r.Received-atLast, sws["sw2"].d.FECStats().Snapshot().Receiver)
+		n, r, r.Received-atLast, FECStatsOf(sws["sw2"].d).Snapshot().Receiver)
 	if r.Duplicates != 0 || r.OutOfOrder != 0 || r.Other != 0 {
 		t.Errorf("across two restarts: %d duplicates, %d out of order, %d foreign frames delivered to h2", r.Duplicates, r.OutOfOrder, r.Other)
 	}
@@ -430,7 +430,7 @@ func TestFECPolicyHeals(t *testing.T) {
 		case <-done:
 			back = -1
 		case <-time.After(50 * time.Millisecond):
-			if s := sw1.d.FECStats().Snapshot(); s.N == 0 && s.Policy.Decision == "none" {
+			if s := FECStatsOf(sw1.d).Snapshot(); s.N == 0 && s.Policy.Decision == "none" {
 				back = time.Since(healed)
 			}
 		}

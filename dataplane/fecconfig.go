@@ -77,8 +77,6 @@ const fecWindow = 1024
 // the cells (Mech "fec").
 func FECConfigOf(c *Config) *FECConfig { return Mech[FECConfig](c, "fec") }
 
-func (c *Config) fec() *FECConfig { return FECConfigOf(c) }
-
 func (c *FECConfig) defaults() error {
 	if c.Target == 0 {
 		c.Target = 1e-3
@@ -191,7 +189,7 @@ func nCopies(c fec.LinkChoice) (n, copies int) {
 // FECOverhead is how many bytes a host frame's largest link frame exceeds
 // it by in mode fec: a parity frame's header (fec.MaxOverhead) and the
 // integrity trailer. A link port needs an MTU this much above the host port's.
-func (c *Config) FECOverhead() int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
+func FECOverhead(c *Config) int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
 
 func init() {
 	Register(ModeFEC, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, ClassQueues: true,
@@ -208,19 +206,19 @@ func init() {
 
 // configureFEC fills mode fec's defaults and those of its link session.
 func configureFEC(c *Config) error {
-	if c.lg().Protect != "" && c.lg().Protect != "both" {
-		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", c.lg().Protect)
+	if LGConfigOf(c).Protect != "" && LGConfigOf(c).Protect != "both" {
+		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", LGConfigOf(c).Protect)
 	}
-	if err := c.lgDefaults(c.Mode); err != nil {
+	if err := lgDefaults(c, c.Mode); err != nil {
 		return err
 	}
-	return c.fec().defaults()
+	return FECConfigOf(c).defaults()
 }
 
 // checkFECMTU checks that the link port carries a parity frame of full
 // host frames.
 func checkFECMTU(c *Config, hostMTU, linkMTU int, ip, where string) error {
-	if over := c.FECOverhead(); linkMTU < hostMTU+over {
+	if over := FECOverhead(c); linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
 			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.Link.Integrity.Overhead(), c.Link.Integrity, ip, c.LinkPort, hostMTU+over)
 	}
@@ -249,8 +247,8 @@ func (in *fecInstance) Stats() map[string]any {
 func (in *fecInstance) Close() {}
 
 // FECStats are mode fec's statistics (nil in every other mode).
-func (d *Dataplane) FECStats() *FECStats {
-	if in, ok := d.inst.(*fecInstance); ok {
+func FECStatsOf(d *Dataplane) *FECStats {
+	if in, ok := d.Instance().(*fecInstance); ok {
 		return in.stats
 	}
 	return nil

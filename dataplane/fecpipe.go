@@ -36,9 +36,9 @@ type fecPipeline struct {
 
 func newFECPipeline(w *Worker) (Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	c := cfg.fec()
+	c := FECConfigOf(cfg)
 	pl := &fecPipeline{
-		w: w, d: d, st: d.FECStats(),
+		w: w, d: d, st: FECStatsOf(d),
 		queue:    NewClassQueues(d),
 		pfcSpeed: cfg.Link.Speed,
 	}

@@ -450,8 +450,8 @@ func runLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp bpf.Imp
 			if lanes == 1 && !lgTxWanted(&c) {
 				want /= 2
 			}
-			if c.lg().TxBuffer != want {
-				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, c.lg().TxBuffer, lanes, want)
+			if LGConfigOf(&c).TxBuffer != want {
+				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, LGConfigOf(&c).TxBuffer, lanes, want)
 			}
 		}
 	}

@@ -261,12 +261,10 @@ func ackEvery(credit int) int { return credit / 4 }
 // cells.
 func LGConfigOf(c *Config) *LGConfig { return Mech[LGConfig](c, "lg") }
 
-func (c *Config) lg() *LGConfig { return LGConfigOf(c) }
-
 // lgDefaults fills LinkGuardian's defaults for mode. The hosts' frames
 // are what lg sizes its pause hysteresis by and announces in the link
 // session (the host ports' largest MTU; 0 if not found: 1500).
-func (c *Config) lgDefaults(mode Mode) error {
+func lgDefaults(c *Config, mode Mode) error {
 	if lg := LGConfigOf(c); lg.MTU == 0 {
 		lg.MTU = PortsMaxMTU(c.HostPorts)
 	}
@@ -412,7 +410,7 @@ func init() {
 			Prepare:     prepareLG,
 			FastBlocked: lgFastBlocked,
 			PortOptions: lgPortOptions,
-			Configure:   func(c *Config) error { return c.lgDefaults(c.Mode) },
+			Configure:   func(c *Config) error { return lgDefaults(c, c.Mode) },
 			CheckSizes:  checkLGSizes,
 			Frames:      lgUmemFrames,
 			CheckMTU:    checkLGMTU,

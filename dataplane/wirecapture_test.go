@@ -383,8 +383,8 @@ func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane, cellLinkMod
 			}
 		}
 	case ModeFEC:
-		f := d.FECStats().Snapshot()
-		ss := d.FECStats().Session.Snapshot().Counters
+		f := FECStatsOf(d).Snapshot()
+		ss := FECStatsOf(d).Session.Snapshot().Counters
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "data transmissions", s.types["1"], f.Sender.Data+f.Sender.Copies)
 		eq(t, s, "parity frames", s.types["14"], f.Sender.Parity)
@@ -404,7 +404,7 @@ func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane, cellLinkMod
 			}
 		}
 	case ModeCells:
-		l := d.CellStats().Snapshot().Links[0]
+		l := CellStatsOf(d).Snapshot().Links[0]
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "cells", s.types["9"], l.TxCells)
 		eq(t, s, "credit and REACH frames", s.types["10"]+s.types["11"]+s.types["12"], l.TxCtrl)

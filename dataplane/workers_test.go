@@ -143,7 +143,7 @@ func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.T
 	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
 	cfg := Config{Mode: mode, Workers: workersUnderTest, FastPath: FastPathAuto}
 	if mode != ModeForward {
-		*cfg.lg() = LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+		*LGConfigOf(&cfg) = LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
 	}
 	rs1 := startWatched(t, tb.NS("sw1"), cfg)
 	rs2 := startWatched(t, tb.NS("sw2"), cfg)
