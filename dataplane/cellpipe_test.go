@@ -36,7 +36,7 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
-	cfg := withCells(Config{Mode: ModeCells, RingSize: 256}, cc)
+	cfg := WithMech(Config{Mode: ModeCells, RingSize: 256}, "cells", cc)
 	CellsConfigOf(&cfg).NodeID = id
 	for i := range hosts {
 		cfg.HostPorts = append(cfg.HostPorts, "host"+string(rune('0'+i)))

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -358,27 +357,6 @@ func TestCellsFabric3(t *testing.T) {
 	}
 }
 
-// rawSender is an AF_PACKET socket on an interface of a namespace: frames
-// written to it leave on the wire as they are.
-func rawSender(t *testing.T, ns, dev string) int {
-	t.Helper()
-	var fd int
-	if err := netns.Do(ns, func() error {
-		ifc, err := net.InterfaceByName(dev)
-		if err != nil {
-			return err
-		}
-		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-			return err
-		}
-		return unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index})
-	}); err != nil {
-		t.Fatalf("AF_PACKET on %s in %s: %v", dev, ns, err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
-}
-
 // hostileCell is a cell frame for h (payload zeros, or payload if given),
 // laid out and checksummed as a node would send it.
 func hostileCell(t *testing.T, h cellify.CellHeader, payload []byte) []byte {
@@ -393,16 +371,6 @@ func hostileCell(t *testing.T, h cellify.CellHeader, payload []byte) []byte {
 		t.Fatalf("cell %+v: %v", h, err)
 	}
 	return b[:n]
-}
-
-// linkFrame is a frame with the link EtherType, type typ and junk after.
-func linkFrame(typ byte, n int) []byte {
-	b := make([]byte, n)
-	copy(b, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 0x99, 0x88, 0xb5, typ})
-	for i := 15; i < n; i++ {
-		b[i] = byte(i * 7)
-	}
-	return b
 }
 
 // TestCellsHostileFrames: frames written raw onto a link of an edge whose

@@ -445,7 +445,7 @@ func runLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp bpf.Imp
 		// window is the whole ring (half of it on a one-queue link, unless
 		// the kernel's send path is on).
 		for _, d := range []*Dataplane{b.sw1, b.sw2} {
-			c, lanes := d.Config(), d.Link().lanes
+			c, lanes := d.Config(), d.Link().Lanes()
 			want := int(c.RingSize)
 			if lanes == 1 && !lgTxWanted(&c) {
 				want /= 2

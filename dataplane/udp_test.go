@@ -15,24 +15,6 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 )
 
-// snmpFields reads proto's fields from /proc/net/snmp of namespace ns.
-func snmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uint64 {
-	t.Helper()
-	all, err := netns.SNMPAll(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]uint64{}
-	for _, f := range fields {
-		v, ok := all[proto+f]
-		if !ok {
-			t.Fatalf("snmp of %s: no counter %s:%s", ns, proto, f)
-		}
-		m[f] = v
-	}
-	return m
-}
-
 // TestLGUDPLossAccounted: iperf3 UDP h1→h2 through lg (default settings)
 // at 100 Mbit/s with Bernoulli loss 1e-2 on sw1→sw2. Every datagram iperf3
 // counts lost must show in a counter on the way (h1's send buffer, sw1's
