@@ -14,28 +14,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// logBuffer collects a dataplane's log; the worker and the test use it
+// LogBuffer collects a dataplane's log; the worker and the test use it
 // concurrently.
-type logBuffer struct {
+type LogBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
+func (l *LogBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *logBuffer) String() string {
+func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
 }
 
-// newLogBuffer returns a logger writing text lines into a logBuffer.
-func newLogBuffer() (*logBuffer, *slog.Logger) {
-	b := &logBuffer{}
+// NewLogBuffer returns a logger writing text lines into a logBuffer.
+func NewLogBuffer() (*LogBuffer, *slog.Logger) {
+	b := &LogBuffer{}
 	return b, slog.New(slog.NewTextHandler(b, nil))
 }
 
@@ -77,26 +77,26 @@ func TestZeroCopyVeth(t *testing.T) {
 		{ZeroCopyAuto, true, "host0 queue 0 refused zero-copy"},
 	} {
 		t.Run(string(tc.zc), func(t *testing.T) {
-			logs := make([]*logBuffer, 2)
-			sws := make([]*runningSwitch, 2)
+			logs := make([]*LogBuffer, 2)
+			sws := make([]*RunningSwitch, 2)
 			for i, sw := range []string{"sw1", "sw2"} {
 				var log *slog.Logger
-				logs[i], log = newLogBuffer()
-				sws[i] = startWatched(t, tb.NS(sw), Config{ZeroCopy: tc.zc, NoNeedWakeup: tc.noWakeup, FastPath: FastPathAFXDP, Logger: log})
+				logs[i], log = NewLogBuffer()
+				sws[i] = StartWatched(t, tb.NS(sw), Config{ZeroCopy: tc.zc, NoNeedWakeup: tc.noWakeup, FastPath: FastPathAFXDP, Logger: log})
 			}
 			for i, s := range sws {
-				a := s.d.AFXDP()
+				a := s.D.AFXDP()
 				if a.ZeroCopy != tc.zc || a.Mode != "copy" || !strings.Contains(a.Reason, tc.reason) || a.NeedWakeup == tc.noWakeup {
 					t.Errorf("sw%d: AF_XDP %+v; want zerocopy %s, mode copy, a reason with %q, need_wakeup %v", i+1, a, tc.zc, tc.reason, !tc.noWakeup)
 				}
-				if a.Sockets != 3 || a.Frames != 3*a.FramesPerQueue+uint32(s.d.Config().Batch) {
+				if a.Sockets != 3 || a.Frames != 3*a.FramesPerQueue+uint32(s.D.Config().Batch) {
 					t.Errorf("sw%d: %d sockets, %d UMEM frames for %d per queue; want 3 sockets (host0 1 queue, link0 2) and 3 × per queue + a batch", i+1, a.Sockets, a.Frames, a.FramesPerQueue)
 				}
-				if got := s.d.Stats().AFXDP; got != a {
+				if got := s.D.Stats().AFXDP; got != a {
 					t.Errorf("sw%d: Stats().AFXDP %+v differs from AFXDP() %+v", i+1, got, a)
 				}
-				for p := range s.d.Ports().N() {
-					for _, k := range s.d.Port(p).Sockets() {
+				for p := range s.D.Ports().N() {
+					for _, k := range s.D.Port(p).Sockets() {
 						if k.Mode() != xdp.ModeCopy || k.NeedWakeup() == tc.noWakeup {
 							t.Errorf("sw%d %s queue %d: mode %s need_wakeup %v", i+1, k.Ifname(), k.Queue(), k.Mode(), k.NeedWakeup())
 						}
@@ -112,7 +112,7 @@ func TestZeroCopyVeth(t *testing.T) {
 				t.Errorf("ping h1→h2 through copy-mode sockets: %v", err)
 			}
 			for _, s := range sws {
-				s.stop(t)
+				s.Stop(t)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -20,15 +22,15 @@ func TestSingleTxQueueLink(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ethtool -L link0 rx 2 tx 1 in %s: %v: %s", tb.NS("sw2"), err, out)
 	}
-	log1, l1 := newLogBuffer()
-	log2, l2 := newLogBuffer()
-	lgc := LGConfig{AckTimeout: lgAckTimeout}
-	sw1 := startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG, Logger: l1}, lgc))
-	sw2 := startSwitch(t, tb.NS("sw2"), withLG(Config{Mode: ModeLG, Logger: l2}, lgc))
+	log1, l1 := dataplane.NewLogBuffer()
+	log2, l2 := dataplane.NewLogBuffer()
+	lgc := lgpipe.LGConfig{AckTimeout: lgAckTimeout}
+	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l1}, lgc))
+	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l2}, lgc))
 	if p := sw2.Link(); len(p.Sockets()) != 2 || p.Lanes() != 1 {
 		t.Fatalf("sw2 link0: %d sockets, %d lanes; want 2 sockets (one per RX queue), 1 lane", len(p.Sockets()), p.Lanes())
 	}
-	for i := 0; LGStatsOf(sw1).Session.Snapshot().State != "up" || LGStatsOf(sw2).Session.Snapshot().State != "up"; i++ {
+	for i := 0; lgpipe.LGStatsOf(sw1).Session.Snapshot().State != "up" || lgpipe.LGStatsOf(sw2).Session.Snapshot().State != "up"; i++ {
 		if i == 500 {
 			t.Fatal("link session not up after 5 s")
 		}
@@ -38,8 +40,8 @@ func TestSingleTxQueueLink(t *testing.T) {
 	prio0 := waitCore(t, sw1).PriorityFrames
 	r := b.send(t, 20_000, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
-	for i, d := range []*Dataplane{sw1, sw2} {
-		if a := LGStatsOf(d).Session.Snapshot().Agreed; a == nil || a.Lanes != 1 {
+	for i, d := range []*dataplane.Dataplane{sw1, sw2} {
+		if a := lgpipe.LGStatsOf(d).Session.Snapshot().Agreed; a == nil || a.Lanes != 1 {
 			t.Errorf("sw%d agreed %+v; want 1 lane", i+1, a)
 		}
 	}

@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/cellify/cellspipe"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -14,20 +17,20 @@ import (
 type cellsGrayRun struct {
 	packets, lost, busy uint64
 	dropped             uint64 // by the impairment, on the 4 links
-	s1, s2              CellsSnapshot
+	s1, s2              cellspipe.CellsSnapshot
 }
 
 // cellsGray brings up the bundle (prefix lfcf) with mode under the cells on
 // both edges (fc configures fec), Bernoulli loss p on every link sw1→sw2,
 // and runs iperf3 UDP h1→h2 through it.
-func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun {
+func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cellsGrayRun {
 	tb := netns.TestUp(t, "lfcf", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
-	cc := CellsConfig{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
-	start := func(ns string, id uint16) *Dataplane {
+	cc := cellspipe.CellsConfig{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
+	start := func(ns string, id uint16) *dataplane.Dataplane {
 		c := cc
 		c.NodeID = id
-		return startWatched(t, tb.NS(ns), WithMech(WithMech(Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: bundleLinks}, "cells", c), "fec", fc)).d
+		return dataplane.StartWatched(t, tb.NS(ns), dataplane.WithMech(dataplane.WithMech(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: bundleLinks}, "cells", c), "fec", fc)).D
 	}
 	sw1, sw2 := start("sw1", 1), start("sw2", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -41,10 +44,10 @@ func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun 
 		}
 	}
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	before := snmpFields(t, h2, "Udp", "RcvbufErrors")
+	before := dataplane.SnmpFields(t, h2, "Udp", "RcvbufErrors")
 	var r cellsGrayRun
-	r.packets, r.lost, _ = iperfUDP(t, h1, h2, udpRun{Port: "5321", Rate: "50M", Secs: 3})
-	r.busy = snmpFields(t, h2, "Udp", "RcvbufErrors")["RcvbufErrors"] - before["RcvbufErrors"] + socketDrops(t, sw1.Host())
+	r.packets, r.lost, _ = dataplane.IperfUDP(t, h1, h2, dataplane.UdpRun{Port: "5321", Rate: "50M", Secs: 3})
+	r.busy = dataplane.SnmpFields(t, h2, "Udp", "RcvbufErrors")["RcvbufErrors"] - before["RcvbufErrors"] + socketDrops(t, sw1.Host())
 	for _, port := range sw2.Ports().Links {
 		r.busy += socketDrops(t, sw2.Port(port))
 		st, err := sw2.Port(port).Program().ImpairStats()
@@ -58,7 +61,7 @@ func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun 
 	t.Logf("--cells-link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost (%d dropped at sockets: machine busy); the impairment dropped %d frames",
 		mode, p, r.packets, r.lost, r.busy, r.dropped)
 	t.Logf("sw2: usable links %d, reassembly skipped %d holes, discarded %d records, malformed %d", r.s2.UsableLinks, r.s2.ReasmTimeouts, r.s2.ReasmDiscards, r.s2.Malformed)
-	for _, s := range []CellsSnapshot{r.s1, r.s2} {
+	for _, s := range []cellspipe.CellsSnapshot{r.s1, r.s2} {
 		if s.FramesHeld != 0 || s.CopyFails != 0 {
 			t.Errorf("node %d: %d frames unaccounted for, %d copy failures", s.NodeID, s.FramesHeld, s.CopyFails)
 		}
@@ -78,9 +81,9 @@ func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun 
 func TestCellsFECGrayUDP(t *testing.T) {
 	const p = 1e-2
 	var none, coded cellsGrayRun
-	t.Run("none", func(t *testing.T) { none = cellsGray(t, "none", FECConfig{}, p) })
+	t.Run("none", func(t *testing.T) { none = cellsGray(t, "none", fecpipe.FECConfig{}, p) })
 	t.Run("fec", func(t *testing.T) {
-		coded = cellsGray(t, "fec", FECConfig{Window: time.Second, MinFrames: 500}, p)
+		coded = cellsGray(t, "fec", fecpipe.FECConfig{Window: time.Second, MinFrames: 500}, p)
 		var sent, parity, recovered, lostSeen, unrecovered uint64
 		for l, ln := range coded.s2.Links {
 			g := ln.LG

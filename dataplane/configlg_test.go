@@ -1,9 +1,11 @@
-package dataplane
+package dataplane_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -15,23 +17,23 @@ import (
 func TestConfigSizes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		cfg   Config
+		cfg   dataplane.Config
 		flags []string // every one must be named in the error
 	}{
-		{"lg ring = 2 x batch", Config{Mode: ModeLG, RingSize: 512, Batch: 256}, []string{"--ring-size", "--batch"}},
-		{"lgnb ring < 2 x batch", Config{Mode: ModeLGNB, RingSize: 256, Batch: 256}, []string{"--ring-size", "--batch"}},
-		{"forward batch > ring", Config{Mode: ModeForward, RingSize: 64, Batch: 256}, []string{"--ring-size", "--batch"}},
-		{"ring not a power of two", Config{Mode: ModeForward, RingSize: 3000}, []string{"--ring-size"}},
-		{"negative batch", Config{Mode: ModeForward, Batch: -1}, []string{"--batch"}},
-		{"frame size", Config{Mode: ModeForward, FrameSize: 1500}, []string{"--frame-size"}},
-		{"tx buffer not a power of two", withLG(Config{Mode: ModeLG}, LGConfig{TxBuffer: 1000}), []string{"--lg-tx-buffer"}},
-		{"tx buffer beyond the ring", withLG(Config{Mode: ModeLG, RingSize: 1024}, LGConfig{TxBuffer: 4096}), []string{"--lg-tx-buffer", "--ring-size"}},
-		{"umem smaller than the rings", Config{Mode: ModeForward, RingSize: 2048, FrameCount: 2048}, []string{"--frames", "--ring-size"}},
-		{"umem smaller than rings and lg buffers", Config{Mode: ModeLG, RingSize: 1024, FrameCount: 4096}, []string{"--frames", "--ring-size"}},
-		{"frames and frames per queue", Config{Mode: ModeForward, FrameCount: 65536, FramesPerQueue: 4096}, []string{"--frames", "--frames-per-queue"}},
-		{"frames per queue below the ring", Config{Mode: ModeForward, RingSize: 2048, FramesPerQueue: 1024}, []string{"--frames-per-queue", "--ring-size"}},
-		{"frames per queue too many", Config{Mode: ModeForward, RingSize: 65536, Batch: 256, FramesPerQueue: 1 << 31}, []string{"--frames-per-queue"}},
-		{"zerocopy", Config{Mode: ModeForward, ZeroCopy: "yes"}, []string{"--zerocopy", "auto", "on", "off"}},
+		{"lg ring = 2 x batch", dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 512, Batch: 256}, []string{"--ring-size", "--batch"}},
+		{"lgnb ring < 2 x batch", dataplane.Config{Mode: lgpipe.ModeLGNB, RingSize: 256, Batch: 256}, []string{"--ring-size", "--batch"}},
+		{"forward batch > ring", dataplane.Config{Mode: dataplane.ModeForward, RingSize: 64, Batch: 256}, []string{"--ring-size", "--batch"}},
+		{"ring not a power of two", dataplane.Config{Mode: dataplane.ModeForward, RingSize: 3000}, []string{"--ring-size"}},
+		{"negative batch", dataplane.Config{Mode: dataplane.ModeForward, Batch: -1}, []string{"--batch"}},
+		{"frame size", dataplane.Config{Mode: dataplane.ModeForward, FrameSize: 1500}, []string{"--frame-size"}},
+		{"tx buffer not a power of two", withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgpipe.LGConfig{TxBuffer: 1000}), []string{"--lg-tx-buffer"}},
+		{"tx buffer beyond the ring", withLG(dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024}, lgpipe.LGConfig{TxBuffer: 4096}), []string{"--lg-tx-buffer", "--ring-size"}},
+		{"umem smaller than the rings", dataplane.Config{Mode: dataplane.ModeForward, RingSize: 2048, FrameCount: 2048}, []string{"--frames", "--ring-size"}},
+		{"umem smaller than rings and lg buffers", dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024, FrameCount: 4096}, []string{"--frames", "--ring-size"}},
+		{"frames and frames per queue", dataplane.Config{Mode: dataplane.ModeForward, FrameCount: 65536, FramesPerQueue: 4096}, []string{"--frames", "--frames-per-queue"}},
+		{"frames per queue below the ring", dataplane.Config{Mode: dataplane.ModeForward, RingSize: 2048, FramesPerQueue: 1024}, []string{"--frames-per-queue", "--ring-size"}},
+		{"frames per queue too many", dataplane.Config{Mode: dataplane.ModeForward, RingSize: 65536, Batch: 256, FramesPerQueue: 1 << 31}, []string{"--frames-per-queue"}},
+		{"zerocopy", dataplane.Config{Mode: dataplane.ModeForward, ZeroCopy: "yes"}, []string{"--zerocopy", "auto", "on", "off"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
@@ -51,11 +53,11 @@ func TestConfigSizes(t *testing.T) {
 		})
 	}
 	// The defaults, and sizes scaled together, are accepted.
-	for _, c := range []Config{
-		{Mode: ModeForward}, {Mode: ModeLG}, {Mode: ModeLGNB}, {Mode: ModeMonitor},
-		{Mode: ModeLG, RingSize: 4096}, {Mode: ModeLG, RingSize: 512, Batch: 64},
-		withLG(Config{Mode: ModeLG, RingSize: 1024, Batch: 256, FrameCount: 8192}, LGConfig{TxBuffer: 512}),
-		{Mode: ModeForward, FrameSize: 2048, RingSize: 64, Batch: 64},
+	for _, c := range []dataplane.Config{
+		{Mode: dataplane.ModeForward}, {Mode: lgpipe.ModeLG}, {Mode: lgpipe.ModeLGNB}, {Mode: lgpipe.ModeMonitor},
+		{Mode: lgpipe.ModeLG, RingSize: 4096}, {Mode: lgpipe.ModeLG, RingSize: 512, Batch: 64},
+		withLG(dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024, Batch: 256, FrameCount: 8192}, lgpipe.LGConfig{TxBuffer: 512}),
+		{Mode: dataplane.ModeForward, FrameSize: 2048, RingSize: 64, Batch: 64},
 	} {
 		c.HostPort, c.LinkPort = "host0", "link0"
 		if err := c.Defaults(); err != nil {
@@ -73,26 +75,26 @@ func TestConfigSizes(t *testing.T) {
 func TestDefaultRingSize(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		cfg    Config
+		cfg    dataplane.Config
 		queues int
 		want   uint32
 	}{
-		{"forward", Config{Mode: ModeForward, FastPath: FastPathXDP}, 1, 2048},
-		{"lg, worker path", Config{Mode: ModeLG}, 1, 2048},
-		{"lg, worker path asked", Config{Mode: ModeLG, FastPath: FastPathAFXDP}, 1, 2048},
-		{"lg, two link queues: kernel receive only", Config{Mode: ModeLG, FastPath: FastPathAuto}, 2, 2048},
-		{"lg, kernel send", Config{Mode: ModeLG, FastPath: FastPathAuto}, 1, 4096},
-		{"lgnb, kernel send (xdp)", Config{Mode: ModeLGNB, FastPath: FastPathXDP}, 1, 4096},
-		{"lg, kernel send, ring given", Config{Mode: ModeLG, FastPath: FastPathAuto, RingSize: 1024}, 1, 1024},
-		{"lg, protect tx only", withLG(Config{Mode: ModeLG, FastPath: FastPathAuto}, LGConfig{Protect: "tx"}), 1, 2048},
-		{"lg, protect rx only", withLG(Config{Mode: ModeLG, FastPath: FastPathAuto}, LGConfig{Protect: "rx"}), 1, 2048},
-		{"lg, busy poll", Config{Mode: ModeLG, FastPath: FastPathAuto, BusyPoll: true}, 1, 2048},
+		{"forward", dataplane.Config{Mode: dataplane.ModeForward, FastPath: dataplane.FastPathXDP}, 1, 2048},
+		{"lg, worker path", dataplane.Config{Mode: lgpipe.ModeLG}, 1, 2048},
+		{"lg, worker path asked", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAFXDP}, 1, 2048},
+		{"lg, two link queues: kernel receive only", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, 2, 2048},
+		{"lg, kernel send", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, 1, 4096},
+		{"lgnb, kernel send (xdp)", dataplane.Config{Mode: lgpipe.ModeLGNB, FastPath: dataplane.FastPathXDP}, 1, 4096},
+		{"lg, kernel send, ring given", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto, RingSize: 1024}, 1, 1024},
+		{"lg, protect tx only", withLG(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, lgpipe.LGConfig{Protect: "tx"}), 1, 2048},
+		{"lg, protect rx only", withLG(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, lgpipe.LGConfig{Protect: "rx"}), 1, 2048},
+		{"lg, busy poll", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto, BusyPoll: true}, 1, 2048},
 	} {
 		c := tc.cfg
 		c.HostPort, c.LinkPort = "host0", "link0"
-		queueCount = func(string) (int, error) { return tc.queues, nil }
+		lgpipe.QueueCount = func(string) (int, error) { return tc.queues, nil }
 		err := c.Defaults()
-		queueCount = xdp.QueueCount
+		lgpipe.QueueCount = xdp.QueueCount
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -100,8 +102,8 @@ func TestDefaultRingSize(t *testing.T) {
 		if c.RingSize != tc.want {
 			t.Errorf("%s: --ring-size %d by default; want %d", tc.name, c.RingSize, tc.want)
 		}
-		if lgTxWanted(&c) && tc.cfg.RingSize == 0 && creditWindow(defaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
-			t.Errorf("%s: credit window %d; want 3584", tc.name, creditWindow(defaultTxBuffer(c.RingSize, true), c.RingSize))
+		if lgpipe.LgTxWanted(&c) && tc.cfg.RingSize == 0 && lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
+			t.Errorf("%s: credit window %d; want 3584", tc.name, lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize))
 		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 // Helpers of the dataplane tests that both the engine's own tests and the
 // mechanisms' tests (package dataplane_test) use.
 
-// snmpFields reads proto's fields from /proc/net/snmp of namespace ns.
-func snmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uint64 {
+// SnmpFields reads proto's fields from /proc/net/snmp of namespace ns.
+func SnmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uint64 {
 	t.Helper()
 	all, err := netns.SNMPAll(ns)
 	if err != nil {
@@ -35,18 +35,18 @@ func snmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uin
 	return m
 }
 
-// udpRun is one iperf3 UDP run: server port, rate, seconds, and Reverse
+// UdpRun is one iperf3 UDP run: server port, rate, seconds, and Reverse
 // for h2→h1.
-type udpRun struct {
+type UdpRun struct {
 	Port, Rate string
 	Secs       int
 	Reverse    bool
 }
 
-// iperfUDP runs iperf3 UDP from h1 to h2 (10.0.0.2; the other way with
+// IperfUDP runs iperf3 UDP from h1 to h2 (10.0.0.2; the other way with
 // Reverse), datagrams of 1400 bytes, 2 MB socket buffers, and returns
 // datagrams sent, lost and out of order as the receiver counted them.
-func iperfUDP(t *testing.T, h1, h2 string, o udpRun) (packets, lost, ooo uint64) {
+func IperfUDP(t *testing.T, h1, h2 string, o UdpRun) (packets, lost, ooo uint64) {
 	t.Helper()
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
@@ -76,7 +76,7 @@ func iperfUDP(t *testing.T, h1, h2 string, o udpRun) (packets, lost, ooo uint64)
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("iperf3 -u h1→h2 (reverse %v): %v\n%s", o.Reverse, err, lastLines(string(out), 10))
+		t.Fatalf("iperf3 -u h1→h2 (reverse %v): %v\n%s", o.Reverse, err, LastLines(string(out), 10))
 	}
 	var res struct {
 		Error string `json:"error"`
@@ -93,7 +93,7 @@ func iperfUDP(t *testing.T, h1, h2 string, o udpRun) (packets, lost, ooo uint64)
 		} `json:"end"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil || res.Error != "" || res.End.Sum.Packets == 0 {
-		t.Fatalf("iperf3 -u h1→h2: %v %q\n%s", err, res.Error, lastLines(string(out), 10))
+		t.Fatalf("iperf3 -u h1→h2: %v %q\n%s", err, res.Error, LastLines(string(out), 10))
 	}
 	for _, s := range res.End.Streams {
 		ooo += s.UDP.OutOfOrder
@@ -101,9 +101,9 @@ func iperfUDP(t *testing.T, h1, h2 string, o udpRun) (packets, lost, ooo uint64)
 	return res.End.Sum.Packets, res.End.Sum.LostPackets, ooo
 }
 
-// rawSender is an AF_PACKET socket on an interface of a namespace: frames
+// RawSender is an AF_PACKET socket on an interface of a namespace: frames
 // written to it leave on the wire as they are.
-func rawSender(t *testing.T, ns, dev string) int {
+func RawSender(t *testing.T, ns, dev string) int {
 	t.Helper()
 	var fd int
 	if err := netns.Do(ns, func() error {
@@ -122,8 +122,8 @@ func rawSender(t *testing.T, ns, dev string) int {
 	return fd
 }
 
-// linkFrame is a frame with the link EtherType, type typ and junk after.
-func linkFrame(typ byte, n int) []byte {
+// LinkFrame is a frame with the link EtherType, type typ and junk after.
+func LinkFrame(typ byte, n int) []byte {
 	b := make([]byte, n)
 	copy(b, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 0x99, 0x88, 0xb5, typ})
 	for i := 15; i < n; i++ {

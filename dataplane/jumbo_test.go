@@ -116,11 +116,11 @@ func TestGather(t *testing.T) {
 	}
 }
 
-// sendJumboUDP sends count UDP datagrams of size bytes from namespace from
+// SendJumboUDP sends count UDP datagrams of size bytes from namespace from
 // to addr:port in namespace to, with DF set (IP_PMTUDISC_DO: never
 // fragmented), each numbered and filled with a pattern of its number, and
 // fails the test unless every one arrives once, whole and unchanged.
-func sendJumboUDP(t *testing.T, from, to, addr string, port, size, count int) {
+func SendJumboUDP(t *testing.T, from, to, addr string, port, size, count int) {
 	t.Helper()
 	var rx, tx int
 	if err := netns.Do(to, func() error {

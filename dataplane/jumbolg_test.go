@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -28,30 +30,30 @@ func TestJumboVeth(t *testing.T) {
 	const size, count = 8000, 200
 	for _, arm := range []struct {
 		name string
-		cfg  Config
+		cfg  dataplane.Config
 	}{
-		{"forward-xdp", Config{FastPath: FastPathXDP}},
-		{"forward-afxdp", Config{FastPath: FastPathAFXDP}},
+		{"forward-xdp", dataplane.Config{FastPath: dataplane.FastPathXDP}},
+		{"forward-afxdp", dataplane.Config{FastPath: dataplane.FastPathAFXDP}},
 		// A rate limit on the link port: frames wait in its egress queue
 		// and are placed as chains from there.
-		{"forward-afxdp-shaped", Config{FastPath: FastPathAFXDP, Shape: map[string]PortShape{"link0": {Rate: 2_000_000_000}}}},
+		{"forward-afxdp-shaped", dataplane.Config{FastPath: dataplane.FastPathAFXDP, Shape: map[string]dataplane.PortShape{"link0": {Rate: 2_000_000_000}}}},
 		// Generic (skb) XDP hands the socket frames as chains too.
-		{"forward-afxdp-generic", Config{FastPath: FastPathAFXDP, XDPMode: bpf.XDPGeneric}},
-		{"lg", Config{Mode: ModeLG}},
+		{"forward-afxdp-generic", dataplane.Config{FastPath: dataplane.FastPathAFXDP, XDPMode: bpf.XDPGeneric}},
+		{"lg", dataplane.Config{Mode: lgpipe.ModeLG}},
 	} {
 		t.Run(arm.name, func(t *testing.T) {
-			sw1 := startWatched(t, tb.NS("sw1"), arm.cfg)
-			sw2 := startWatched(t, tb.NS("sw2"), arm.cfg)
-			defer sw2.stop(t)
-			defer sw1.stop(t)
-			for _, sw := range []*runningSwitch{sw1, sw2} {
-				if c := sw.d.Config(); c.FrameSize != 16384 || !sw.d.Umem().MultiBuffer() {
-					t.Fatalf("frame size %d (multi-buffer %v), want 16384 chosen for MTU 9016", c.FrameSize, sw.d.Umem().MultiBuffer())
+			sw1 := dataplane.StartWatched(t, tb.NS("sw1"), arm.cfg)
+			sw2 := dataplane.StartWatched(t, tb.NS("sw2"), arm.cfg)
+			defer sw2.Stop(t)
+			defer sw1.Stop(t)
+			for _, sw := range []*dataplane.RunningSwitch{sw1, sw2} {
+				if c := sw.D.Config(); c.FrameSize != 16384 || !sw.D.Umem().MultiBuffer() {
+					t.Fatalf("frame size %d (multi-buffer %v), want 16384 chosen for MTU 9016", c.FrameSize, sw.D.Umem().MultiBuffer())
 				}
 			}
-			if arm.cfg.FastPath == FastPathXDP {
-				waitFastPath(t, "sw1", sw1.d, FastPathXDP)
-				waitFastPath(t, "sw2", sw2.d, FastPathXDP)
+			if arm.cfg.FastPath == dataplane.FastPathXDP {
+				dataplane.WaitFastPath(t, "sw1", sw1.D, dataplane.FastPathXDP)
+				dataplane.WaitFastPath(t, "sw2", sw2.D, dataplane.FastPathXDP)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -64,23 +66,23 @@ func TestJumboVeth(t *testing.T) {
 			// Drops at the sockets before now are not the datagrams' (a
 			// session frame from the peer can find a socket whose worker
 			// has not filled its fill ring yet).
-			drops := map[*Port]uint64{}
-			for _, sw := range []*runningSwitch{sw1, sw2} {
-				for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
+			drops := map[*dataplane.Port]uint64{}
+			for _, sw := range []*dataplane.RunningSwitch{sw1, sw2} {
+				for _, p := range []*dataplane.Port{sw.D.Host(), sw.D.Link()} {
 					drops[p] = socketDrops(t, p)
 				}
 			}
-			before1, before2 := sw1.d.Stats(), sw2.d.Stats()
-			sendJumboUDP(t, h1, h2, "10.0.0.2", 5311, size, count)
-			sendJumboUDP(t, h2, h1, "10.0.0.1", 5312, size, count)
-			after1, after2 := sw1.d.Stats(), sw2.d.Stats()
-			frame := uint64(size + 8 + 20 + EthHeaderLen)
+			before1, before2 := sw1.D.Stats(), sw2.D.Stats()
+			dataplane.SendJumboUDP(t, h1, h2, "10.0.0.2", 5311, size, count)
+			dataplane.SendJumboUDP(t, h2, h1, "10.0.0.1", 5312, size, count)
+			after1, after2 := sw1.D.Stats(), sw2.D.Stats()
+			frame := uint64(size + 8 + 20 + dataplane.EthHeaderLen)
 			// Every host port took count frames of that size from its host
 			// and gave count to it: whole frames, counted once each,
 			// whichever path carried them.
 			for _, c := range []struct {
 				what       string
-				before, at DirSnapshot
+				before, at dataplane.DirSnapshot
 			}{
 				{"sw1 host0 rx", before1.Host.RX, after1.Host.RX},
 				{"sw1 host0 tx", before1.Host.TX, after1.Host.TX},
@@ -91,9 +93,9 @@ func TestJumboVeth(t *testing.T) {
 					t.Errorf("%s: %d frames, %d bytes for %d datagrams of %d bytes (frames of %d)", c.what, f, b, count, size, frame)
 				}
 			}
-			if arm.cfg.FastPath == FastPathXDP {
-				for name, sw := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-					for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
+			if arm.cfg.FastPath == dataplane.FastPathXDP {
+				for name, sw := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
+					for _, p := range []*dataplane.Port{sw.D.Host(), sw.D.Link()} {
 						c, err := p.Program().Counters()
 						if err != nil {
 							t.Fatal(err)
@@ -104,18 +106,18 @@ func TestJumboVeth(t *testing.T) {
 					}
 				}
 			}
-			for name, sw := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-				for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
+			for name, sw := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
+				for _, p := range []*dataplane.Port{sw.D.Host(), sw.D.Link()} {
 					if n := socketDrops(t, p) - drops[p]; n != 0 {
 						t.Errorf("%s %s: %d frames dropped at the AF_XDP socket", name, p.Name, n)
 					}
 				}
-				s := sw.d.Stats()
+				s := sw.D.Stats()
 				if s.Host.RX.Dropped+s.Link.RX.Dropped != 0 {
 					t.Errorf("%s: %d host and %d link frames dropped on receipt (chains longer than a UMEM frame?)", name, s.Host.RX.Dropped, s.Link.RX.Dropped)
 				}
 			}
-			if arm.cfg.Mode == ModeLG {
+			if arm.cfg.Mode == lgpipe.ModeLG {
 				// The statistics are published every 20 ms while the worker
 				// runs and once more 20 ms after it last worked (until
 				// 2026-11-27 only at its next wake, a session keepalive
@@ -123,22 +125,21 @@ func TestJumboVeth(t *testing.T) {
 				// (waitCore) could both be older than its last deliveries
 				// (make test saw 195 of 200). The wait stays for a busy
 				// machine, where a wake can come late.
-				r := waitCore(t, sw2.d).Receiver
+				r := waitCore(t, sw2.D).Receiver
 				for deadline := time.Now().Add(3 * time.Second); r != nil && r.Delivered < count && time.Now().Before(deadline); {
 					time.Sleep(25 * time.Millisecond)
-					r = LGStatsOf(sw2.d).Core().Receiver
+					r = lgpipe.LGStatsOf(sw2.D).Core().Receiver
 				}
 				if r == nil || r.LostDetected != 0 || r.Delivered < count {
 					t.Errorf("sw2 lg receiver %+v: want every frame delivered in order, none lost", r)
 				}
 			}
-
-			startIperfServer(t, ctx, h2, 5313)
-			out, err := runIperfClient(ctx, h1, 5313, "-n", "40M")
+			dataplane.StartIperfServer(t, ctx, h2, 5313)
+			out, err := dataplane.RunIperfClient(ctx, h1, 5313, "-n", "40M")
 			if err != nil {
-				t.Fatalf("iperf3 40 MB h1→h2 at MTU 9000: %v\n%s", err, lastLines(string(out), 6))
+				t.Fatalf("iperf3 40 MB h1→h2 at MTU 9000: %v\n%s", err, dataplane.LastLines(string(out), 6))
 			}
-			t.Logf("%s: %d datagrams of %d bytes each way intact; iperf3 TCP at MTU 9000:\n%s", arm.name, count, size, lastLines(string(out), 4))
+			t.Logf("%s: %d datagrams of %d bytes each way intact; iperf3 TCP at MTU 9000:\n%s", arm.name, count, size, dataplane.LastLines(string(out), 4))
 		})
 	}
 }

@@ -11,12 +11,12 @@ import (
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
-// modeSpray is a test mode on one host port and 1 to 16 link ports: host
+// ModeSpray is a test mode on one host port and 1 to 16 link ports: host
 // frames leave round-robin over the link ports, link frames go to the host.
-const modeSpray Mode = "test-spray"
+const ModeSpray Mode = "test-spray"
 
 func init() {
-	Register(modeSpray, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+	Register(ModeSpray, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
 		New: Stateless(func(w *Worker) (Pipeline, error) { return &sprayPipeline{ps: w.d.Ports()}, nil })})
 }
 
@@ -73,8 +73,8 @@ func (sinkPipeline) Stop() {}
 func TestFabricNodePorts(t *testing.T) {
 	tb := netns.TestUp(t, "lfn", "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
 	links := []string{"e1a", "e1b", "e2a", "e2b", "e3a", "e3b"}
-	s := startWatched(t, tb.NS("f1"), Config{Mode: modeSink, LinkPorts: links})
-	d := s.d
+	s := StartWatched(t, tb.NS("f1"), Config{Mode: modeSink, LinkPorts: links})
+	d := s.D
 	ps := d.Ports()
 	if ps.Host != -1 || len(ps.Links) != 6 || d.Host() != nil || d.Link().Name != "e1a" {
 		t.Fatalf("f1 ports %+v, host %v, first link %s", ps, d.Host(), d.Link().Name)
@@ -88,7 +88,7 @@ func TestFabricNodePorts(t *testing.T) {
 		t.Errorf("--frames %d for 12 sockets of --ring-size %d", c.FrameCount, c.RingSize)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if done, err := s.exited(); done {
+	if done, err := s.Exited(); done {
 		t.Fatalf("worker ended: %v", err)
 	}
 	b, err := json.Marshal(d.Stats())

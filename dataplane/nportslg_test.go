@@ -1,8 +1,9 @@
-package dataplane
+package dataplane_test
 
 import (
 	"testing"
 
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -13,8 +14,8 @@ func TestNLinkPorts(t *testing.T) {
 	tb := netns.TestUp(t, "lfn", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	links := []string{"link0", "link1", "link2", "link3"}
 	b := &lgBed{tb: tb}
-	b.sw1 = startSwitch(t, tb.NS("sw1"), Config{Mode: modeSpray, HostPort: "host0", LinkPorts: links})
-	b.sw2 = startSwitch(t, tb.NS("sw2"), Config{Mode: modeSpray, HostPort: "host0", LinkPorts: links})
+	b.sw1 = dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: dataplane.ModeSpray, HostPort: "host0", LinkPorts: links})
+	b.sw2 = dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: dataplane.ModeSpray, HostPort: "host0", LinkPorts: links})
 	if ps := b.sw1.Ports(); ps.Host != 0 || len(ps.Links) != 4 || b.sw1.Port(ps.Links[3]).Name != "link3" {
 		t.Fatalf("sw1 ports %+v", ps)
 	}
@@ -24,7 +25,7 @@ func TestNLinkPorts(t *testing.T) {
 	var tx uint64
 	for k, l := range links {
 		p1, p2 := s1.Ports[1+k], s2.Ports[1+k]
-		if p1.Name != l || p1.Role != RoleLink || p2.Name != l {
+		if p1.Name != l || p1.Role != dataplane.RoleLink || p2.Name != l {
 			t.Fatalf("port %d: %+v", 1+k, p1)
 		}
 		// Round-robin: each link took a quarter of what sw1 accepted.

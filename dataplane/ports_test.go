@@ -168,7 +168,7 @@ func TestFramesScaleWithSockets(t *testing.T) {
 	for _, l := range links {
 		shape[l] = PortShape{Rate: 500e6}
 	}
-	c := Config{LinkPorts: links, HostPort: "h0", Shape: shape, Mode: modeSpray}
+	c := Config{LinkPorts: links, HostPort: "h0", Shape: shape, Mode: ModeSpray}
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestFramesScaleWithSockets(t *testing.T) {
 	if int(c.FrameCount) < need {
 		t.Errorf("default --frames %d for %d sockets and %d egress queues; they need %d", c.FrameCount, sockets, len(links), need)
 	}
-	c = Config{LinkPorts: links, HostPort: "h0", Mode: modeSpray, FrameCount: 16384}
+	c = Config{LinkPorts: links, HostPort: "h0", Mode: ModeSpray, FrameCount: 16384}
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}

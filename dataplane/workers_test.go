@@ -124,19 +124,19 @@ func TestWorkerPorts(t *testing.T) {
 	}
 }
 
-// upWorkersBed brings up the pair testbed with two queues on every veth
+// UpWorkersBed brings up the pair testbed with two queues on every veth
 // (prefix lfq6) and starts mode with two workers on both switches; imp (if
 // not nil) impairs sw1→sw2 at sw2's link port.
-func upWorkersBed(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...func(*Config)) (*netns.Testbed, *Dataplane, *Dataplane) {
+func UpWorkersBed(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...func(*Config)) (*netns.Testbed, *Dataplane, *Dataplane) {
 	t.Helper()
-	tb, sw1, sw2, _ := upWorkersSwitches(t, mode, imp, mechs...)
-	return tb, sw1.d, sw2.d
+	tb, sw1, sw2, _ := UpWorkersSwitches(t, mode, imp, mechs...)
+	return tb, sw1.D, sw2.D
 }
 
-// upWorkersSwitches is upWorkersBed returning the running switches and the
+// UpWorkersSwitches is upWorkersBed returning the running switches and the
 // configuration they run (to restart one); mechs set the mode's mechanism
 // configuration.
-func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...func(*Config)) (*netns.Testbed, *runningSwitch, *runningSwitch, Config) {
+func UpWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...func(*Config)) (*netns.Testbed, *RunningSwitch, *RunningSwitch, Config) {
 	t.Helper()
 	netns.RequireRoot(t)
 	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
@@ -144,9 +144,9 @@ func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...
 	for _, m := range mechs {
 		m(&cfg)
 	}
-	rs1 := startWatched(t, tb.NS("sw1"), cfg)
-	rs2 := startWatched(t, tb.NS("sw2"), cfg)
-	sw1, sw2 := rs1.d, rs2.d
+	rs1 := StartWatched(t, tb.NS("sw1"), cfg)
+	rs2 := StartWatched(t, tb.NS("sw2"), cfg)
+	sw1, sw2 := rs1.D, rs2.D
 	if imp != nil {
 		if err := sw2.Link().Program().SetImpair(*imp); err != nil {
 			t.Fatalf("impairment on sw2 link0: %v", err)
@@ -170,19 +170,19 @@ func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...
 	return tb, rs1, rs2, cfg
 }
 
-// flowRun is what numbered UDP flows h1→h2 delivered.
-type flowRun struct {
+// FlowRun is what numbered UDP flows h1→h2 delivered.
+type FlowRun struct {
 	flows, perFlow int
-	got            [][]uint32 // per flow, in arrival order
+	Got            [][]uint32 // per flow, in arrival order
 }
 
-// udpFlows sends flows UDP flows h1→h2 (ports 5600+i, each from its own
+// UdpFlows sends flows UDP flows h1→h2 (ports 5600+i, each from its own
 // socket, so its own source port and flow hash), perFlow datagrams of size
 // bytes each, numbered, round robin at about rate datagrams/s in all, and
 // returns what h2 received per flow (until 1 s passes without a datagram).
-func udpFlows(t *testing.T, tb *netns.Testbed, flows, perFlow, size int, rate float64) *flowRun {
+func UdpFlows(t *testing.T, tb *netns.Testbed, flows, perFlow, size int, rate float64) *FlowRun {
 	t.Helper()
-	r := &flowRun{flows: flows, perFlow: perFlow, got: make([][]uint32, flows)}
+	r := &FlowRun{flows: flows, perFlow: perFlow, Got: make([][]uint32, flows)}
 	rx := make([]*net.UDPConn, flows)
 	tx := make([]*net.UDPConn, flows)
 	if err := netns.Do(tb.NS("h2"), func() error {
@@ -230,7 +230,7 @@ func udpFlows(t *testing.T, tb *netns.Testbed, flows, perFlow, size int, rate fl
 					return
 				}
 				if n >= 4 {
-					r.got[i] = append(r.got[i], binary.BigEndian.Uint32(buf))
+					r.Got[i] = append(r.Got[i], binary.BigEndian.Uint32(buf))
 				}
 			}
 		}()
@@ -266,9 +266,9 @@ func isNoBufs(err error) bool {
 	return strings.Contains(err.Error(), unix.ENOBUFS.Error())
 }
 
-// check reports, per flow, datagrams missing, duplicated and out of order.
-func (r *flowRun) check() (missing, dups, ooo int, detail []string) {
-	for i, got := range r.got {
+// Check reports, per flow, datagrams missing, duplicated and out of order.
+func (r *FlowRun) Check() (missing, dups, ooo int, detail []string) {
+	for i, got := range r.Got {
 		seen := make([]bool, r.perFlow)
 		var m, d, o int
 		last := -1
@@ -299,16 +299,16 @@ func (r *flowRun) check() (missing, dups, ooo int, detail []string) {
 	return
 }
 
-// checkBothWorkers fails unless every worker of d carried the flows' frames
+// CheckBothWorkers fails unless every worker of d carried the flows' frames
 // (in from port from, out to port to: at least a tenth of them each), and
 // the workers' shares add up to the ports' totals.
-func checkBothWorkers(t *testing.T, name string, d *Dataplane, from, to int) {
+func CheckBothWorkers(t *testing.T, name string, d *Dataplane, from, to int) {
 	t.Helper()
 	s := d.Stats()
 	if len(s.Workers) != 2 {
 		t.Fatalf("%s: %d workers in the statistics; want 2", name, len(s.Workers))
 	}
-	least := uint64(workerFlows * workerPerFlow / 10)
+	least := uint64(WorkerFlows * WorkerPerFlow / 10)
 	for _, w := range s.Workers {
 		in, out := w.Ports[from].RX.Frames, w.Ports[to].TX.Frames
 		if in < least || out < least {
@@ -331,25 +331,25 @@ func checkBothWorkers(t *testing.T, name string, d *Dataplane, from, to int) {
 }
 
 const (
-	workerFlows   = 16
-	workerPerFlow = 2000
-	workerSize    = 400
-	workerRate    = 20000 // datagrams/s in all
+	WorkerFlows   = 16
+	WorkerPerFlow = 2000
+	WorkerSize    = 400
+	WorkerRate    = 20000 // datagrams/s in all
 )
 
 // TestWorkersForward: mode forward with two workers per switch delivers
 // every datagram of 16 flows once and in order, and both workers of both
 // switches carried frames both ways (the ARP and the echo, and the flows).
 func TestWorkersForward(t *testing.T) {
-	tb, sw1, sw2 := upWorkersBed(t, ModeForward, nil)
-	r := udpFlows(t, tb, workerFlows, workerPerFlow, workerSize, workerRate)
-	missing, dups, ooo, detail := r.check()
-	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order", workerFlows, workerPerFlow, missing, dups, ooo)
+	tb, sw1, sw2 := UpWorkersBed(t, ModeForward, nil)
+	r := UdpFlows(t, tb, WorkerFlows, WorkerPerFlow, WorkerSize, WorkerRate)
+	missing, dups, ooo, detail := r.Check()
+	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order", WorkerFlows, WorkerPerFlow, missing, dups, ooo)
 	for _, l := range detail {
 		t.Error(l)
 	}
-	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
-	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
+	CheckBothWorkers(t, "sw1", sw1, PortHost, PortLink)
+	CheckBothWorkers(t, "sw2", sw2, PortLink, PortHost)
 }
 
 // workersUnderTest is how many workers upWorkersSwitches starts (a test

@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -16,26 +18,25 @@ import (
 // flows arrives once and in order per flow, both workers carried frames,
 // and both lanes detected losses and recovered every one (none given up).
 func TestWorkersLG(t *testing.T) {
-	tb, sw1, sw2 := upWorkersBed(t, ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 61}, lgWorkers)
+	tb, sw1, sw2 := dataplane.UpWorkersBed(t, lgpipe.ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 61}, lgWorkers)
 	in0 := socketDrops(t, sw1.Host())
-	r := udpFlows(t, tb, workerFlows, workerPerFlow, workerSize, workerRate)
-	missing, dups, ooo, detail := r.check()
+	r := dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, dataplane.WorkerPerFlow, dataplane.WorkerSize, dataplane.WorkerRate)
+	missing, dups, ooo, detail := r.Check()
 	ingress := socketDrops(t, sw1.Host()) - in0
-	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order; %d dropped at sw1's host port sockets (before the link)",
-		workerFlows, workerPerFlow, missing, dups, ooo, ingress)
+	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order; %d dropped at sw1's host port sockets (before the link)", dataplane.WorkerFlows, dataplane.WorkerPerFlow, missing, dups, ooo, ingress)
 	if missing > int(ingress) || dups > 0 || ooo > 0 {
 		for _, l := range detail {
 			t.Error(l)
 		}
 	}
-	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
-	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
+	dataplane.CheckBothWorkers(t, "sw1", sw1, dataplane.PortHost, dataplane.PortLink)
+	dataplane.CheckBothWorkers(t, "sw2", sw2, dataplane.PortLink, dataplane.PortHost)
 	st, err := sw2.Link().Program().ImpairStats()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("impairment on sw2 link0: %+v", st)
-	lanes1, lanes2 := LaneLGStatsOf(sw1), LaneLGStatsOf(sw2)
+	lanes1, lanes2 := lgpipe.LaneLGStatsOf(sw1), lgpipe.LaneLGStatsOf(sw2)
 	if len(lanes1) != 2 || len(lanes2) != 2 {
 		t.Fatalf("LinkGuardian lanes: sw1 %d, sw2 %d; want 2", len(lanes1), len(lanes2))
 	}
@@ -52,7 +53,7 @@ func TestWorkersLG(t *testing.T) {
 		if c1.PriorityLane || c2.PriorityLane {
 			t.Errorf("lane %d: a priority lane with 2 workers on 2 queues", i)
 		}
-		if ss.DataSent < workerFlows*workerPerFlow/8 {
+		if ss.DataSent < dataplane.WorkerFlows*dataplane.WorkerPerFlow/8 {
 			t.Errorf("lane %d: sw1 sent %d data frames; the flows did not spread", i, ss.DataSent)
 		}
 		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 || rs.ForcedSkips != 0 {
@@ -66,9 +67,9 @@ func TestWorkersLG(t *testing.T) {
 
 // waitLaneCore returns a lane's core counters once published and stable
 // with every hole settled.
-func waitLaneCore(t *testing.T, s *LGStats) LGCore {
+func waitLaneCore(t *testing.T, s *lgpipe.LGStats) lgpipe.LGCore {
 	t.Helper()
-	var c LGCore
+	var c lgpipe.LGCore
 	for i := 0; i < 80; i++ {
 		time.Sleep(25 * time.Millisecond)
 		n := s.Core()
@@ -90,21 +91,21 @@ func waitLaneCore(t *testing.T, s *LGStats) LGCore {
 // delivered twice or out of order in any flow across the restart, and
 // after it every datagram of a second run arrives (both workers again).
 func TestWorkersLGRestart(t *testing.T) {
-	tb, sw1, sw2, cfg := upWorkersSwitches(t, ModeLG, nil, lgWorkers)
+	tb, sw1, sw2, cfg := dataplane.UpWorkersSwitches(t, lgpipe.ModeLG, nil, lgWorkers)
 	restarts := func() (n [2]uint64) {
-		for i, s := range LaneLGStatsOf(sw1.d) {
+		for i, s := range lgpipe.LaneLGStatsOf(sw1.D) {
 			n[i] = s.Session.Snapshot().Counters.PeerRestarts
 		}
 		return n
 	}
 	before := restarts()
-	ran := make(chan *flowRun)
-	go func() { ran <- udpFlows(t, tb, workerFlows, 3000, workerSize, 16000) }() // 3 s
+	ran := make(chan *dataplane.FlowRun)
+	go func() { ran <- dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 3000, dataplane.WorkerSize, 16000) }() // 3 s
 	time.Sleep(time.Second)
-	sw2.stop(t)
-	sw2 = startWatched(t, tb.NS("sw2"), cfg)
+	sw2.Stop(t)
+	sw2 = dataplane.StartWatched(t, tb.NS("sw2"), cfg)
 	r := <-ran
-	missing, dups, ooo, detail := r.check()
+	missing, dups, ooo, detail := r.Check()
 	t.Logf("across the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
 	if dups > 0 || ooo > 0 {
 		for _, l := range detail {
@@ -118,15 +119,15 @@ func TestWorkersLGRestart(t *testing.T) {
 			t.Errorf("sw1 lane %d saw %d peer restarts; want 1", i, after[i]-before[i])
 		}
 	}
-	r = udpFlows(t, tb, workerFlows, 1000, workerSize, workerRate)
-	missing, dups, ooo, detail = r.check()
+	r = dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate)
+	missing, dups, ooo, detail = r.Check()
 	t.Logf("after the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
 	for _, l := range detail {
 		t.Error(l)
 	}
-	for _, w := range sw2.d.Stats().Workers {
-		if w.Ports[PortHost].TX.Frames < workerFlows*1000/10 {
-			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[PortHost].TX.Frames)
+	for _, w := range sw2.D.Stats().Workers {
+		if w.Ports[dataplane.PortHost].TX.Frames < dataplane.WorkerFlows*1000/10 {
+			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[dataplane.PortHost].TX.Frames)
 		}
 	}
 }
@@ -137,36 +138,36 @@ func TestWorkersLGRestart(t *testing.T) {
 // nothing is delivered twice or out of order in any flow, both lane
 // sessions are up afterwards, and a second run is delivered whole.
 func TestWorkersLGLinkFlap(t *testing.T) {
-	tb, sw1, sw2, _ := upWorkersSwitches(t, ModeLG, nil, lgWorkers)
+	tb, sw1, sw2, _ := dataplane.UpWorkersSwitches(t, lgpipe.ModeLG, nil, lgWorkers)
 	ns1 := tb.NS("sw1")
-	ran := make(chan *flowRun)
-	go func() { ran <- udpFlows(t, tb, workerFlows, 3000, workerSize, 16000) }() // 3 s
+	ran := make(chan *dataplane.FlowRun)
+	go func() { ran <- dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 3000, dataplane.WorkerSize, 16000) }() // 3 s
 	time.Sleep(time.Second)
 	ipIn(t, ns1, "link", "set", "link0", "down")
 	time.Sleep(time.Second)
 	ipIn(t, ns1, "link", "set", "link0", "up")
 	r := <-ran
-	missing, dups, ooo, detail := r.check()
+	missing, dups, ooo, detail := r.Check()
 	t.Logf("across the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
 	if dups > 0 || ooo > 0 {
 		for _, l := range detail {
 			t.Error(l)
 		}
 	}
-	for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-		if gone, err := s.exited(); gone {
+	for name, s := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
+		if gone, err := s.Exited(); gone {
 			t.Fatalf("%s's dataplane exited during the flap: %v", name, err)
 		}
 	}
 	waitLanesUp(t, sw1, sw2, "flap")
-	st := sw1.d.Stats()
+	st := sw1.D.Stats()
 	t.Logf("sw1 link port: %+v", st.Link)
 	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
 		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event (however many workers found it down), a positive time, up now",
 			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
 	}
-	r = udpFlows(t, tb, workerFlows, 1000, workerSize, workerRate)
-	missing, dups, ooo, detail = r.check()
+	r = dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate)
+	missing, dups, ooo, detail = r.Check()
 	t.Logf("after the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
 	for _, l := range detail {
 		t.Error(l)
@@ -180,16 +181,16 @@ func TestWorkersLGLinkFlap(t *testing.T) {
 func TestWorkersMismatchSaid(t *testing.T) {
 	netns.RequireRoot(t)
 	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
-	startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, Workers: 2})
-	buf, log := newLogBuffer()
-	startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG, Logger: log})
+	dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: lgpipe.ModeLG, Workers: 2})
+	buf, log := dataplane.NewLogBuffer()
+	dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG, Logger: log})
 	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), "same --workers"); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("sw2 (1 worker) facing 2 workers did not say so within 5 s:\n%s", buf.String())
 		}
 	}
-	r := udpFlows(t, tb, 4, 100, 200, 2000)
-	missing, dups, ooo, _ := r.check()
+	r := dataplane.UdpFlows(t, tb, 4, 100, 200, 2000)
+	missing, dups, ooo, _ := r.Check()
 	t.Logf("through mismatched ends: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
 	if dups > 0 || ooo > 0 {
 		t.Errorf("mismatched ends delivered %d duplicates and %d out of order", dups, ooo)
@@ -205,21 +206,21 @@ func TestWorkersTCP(t *testing.T) {
 		netns.RequireRoot(t)
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
 	}
-	tb, sw1, sw2 := upWorkersBed(t, ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 62}, lgWorkers)
+	tb, sw1, sw2 := dataplane.UpWorkersBed(t, lgpipe.ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 62}, lgWorkers)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	startIperfServer(t, ctx, h2, 5306)
-	out, err := runIperfClient(ctx, h1, 5306, "-P", "16", "-t", "3", "-i", "0")
+	dataplane.StartIperfServer(t, ctx, h2, 5306)
+	out, err := dataplane.RunIperfClient(ctx, h1, 5306, "-P", "16", "-t", "3", "-i", "0")
 	if err != nil {
-		t.Fatalf("iperf3 -P 16 through lg with 2 workers: %v\n%s", err, lastLines(string(out), 8))
+		t.Fatalf("iperf3 -P 16 through lg with 2 workers: %v\n%s", err, dataplane.LastLines(string(out), 8))
 	}
-	t.Logf("iperf3 -P 16:\n%s", lastLines(string(out), 4))
-	for i, d := range []*Dataplane{sw1, sw2} {
+	t.Logf("iperf3 -P 16:\n%s", dataplane.LastLines(string(out), 4))
+	for i, d := range []*dataplane.Dataplane{sw1, sw2} {
 		for _, w := range d.Stats().Workers {
-			in := w.Ports[PortHost].RX.Frames
+			in := w.Ports[dataplane.PortHost].RX.Frames
 			if i == 1 {
-				in = w.Ports[PortLink].RX.Frames
+				in = w.Ports[dataplane.PortLink].RX.Frames
 			}
 			t.Logf("sw%d worker %d: %d frames in", i+1, w.Worker, in)
 			if in < 1000 {
@@ -227,7 +228,7 @@ func TestWorkersTCP(t *testing.T) {
 			}
 		}
 	}
-	for i, s := range LaneLGStatsOf(sw2) {
+	for i, s := range lgpipe.LaneLGStatsOf(sw2) {
 		rs := waitLaneCore(t, s).Receiver
 		t.Logf("lane %d: sw2 detected %d lost, recovered %d, gave up %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
 		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 {
@@ -238,11 +239,11 @@ func TestWorkersTCP(t *testing.T) {
 
 // waitLanesUp waits up to 5 s for all four lane sessions of sw1 and sw2 to
 // be up after what happened.
-func waitLanesUp(t *testing.T, sw1, sw2 *runningSwitch, what string) {
+func waitLanesUp(t *testing.T, sw1, sw2 *dataplane.RunningSwitch, what string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		up := 0
-		for _, s := range append(LaneLGStatsOf(sw1.d), LaneLGStatsOf(sw2.d)...) {
+		for _, s := range append(lgpipe.LaneLGStatsOf(sw1.D), lgpipe.LaneLGStatsOf(sw2.D)...) {
 			if s.Session.Snapshot().State == "up" {
 				up++
 			}
@@ -257,4 +258,6 @@ func waitLanesUp(t *testing.T, sw1, sw2 *runningSwitch, what string) {
 }
 
 // lgWorkers is the LinkGuardian configuration of the workers' testbed.
-func lgWorkers(c *Config) { *LGConfigOf(c) = LGConfig{Copies: 3, AckTimeout: lgAckTimeout} }
+func lgWorkers(c *dataplane.Config) {
+	*lgpipe.LGConfigOf(c) = lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+}

@@ -1,4 +1,4 @@
-package dataplane
+package cellspipe
 
 import (
 	"encoding/binary"
@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/fec/fecpipe"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
@@ -18,7 +21,7 @@ import (
 // deliver at once), the cells lost were rebuilt from parity, every UMEM
 // frame comes back, and the statistics show it.
 func TestCellFECMemory(t *testing.T) {
-	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *Config) { FECConfigOf(c).Fixed, FECConfigOf(c).N = true, 4 })
+	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 4 })
 	p.keep = true
 	rng := rand.New(rand.NewPCG(1, 2))
 	lost := 0
@@ -114,7 +117,7 @@ func FuzzCellFECReceive(f *testing.F) {
 	f.Add([]byte{3, 2, 0, 3, 4, 1, 1, 8, 0, 3, 0, 0, 2, 10})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cc := CellsConfig{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
-		p := newMemPairWith(t, 2, cc, func(c *Config) { FECConfigOf(c).Fixed, FECConfigOf(c).N = true, 3 })
+		p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
 		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 		p.step(t, 1000)
 		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
@@ -213,7 +216,7 @@ func FuzzCellFECReceive(f *testing.F) {
 		}
 		if !forged && prev != 29 {
 			for l, c := range rx.pl.links {
-				var r, s CellLinkLG
+				var r, s linkpipe.CellLinkLG
 				c.Snapshot(&r)
 				p.n[0].pl.links[l].Snapshot(&s)
 				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.Receiver)
@@ -246,7 +249,7 @@ func hostileCellFEC(o *fuzzOps) []byte {
 // numbering) makes every link agree again (a session reset at edge 1), and
 // traffic flows again whole and in order.
 func TestCellFECRestartAndDown(t *testing.T) {
-	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *Config) { FECConfigOf(c).Fixed, FECConfigOf(c).N = true, 3 })
+	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
 	p.keep = true
 	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 	p.step(t, 1000)
@@ -307,7 +310,7 @@ func TestCellFECRestartAndDown(t *testing.T) {
 	}
 	burst(50)
 	resets := func() uint64 {
-		var s CellLinkLG
+		var s linkpipe.CellLinkLG
 		p.n[0].pl.links[0].Snapshot(&s)
 		return s.Resets // the sender's
 	}
