@@ -102,7 +102,7 @@ func TestDefaultRingSize(t *testing.T) {
 		if c.RingSize != tc.want {
 			t.Errorf("%s: --ring-size %d by default; want %d", tc.name, c.RingSize, tc.want)
 		}
-		if lgpipe.LgTxWanted(&c) && tc.cfg.RingSize == 0 && lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
+		if lgpipe.LGTxWanted(&c) && tc.cfg.RingSize == 0 && lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
 			t.Errorf("%s: credit window %d; want 3584", tc.name, lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize))
 		}
 	}

@@ -42,7 +42,7 @@ func upFEC(t *testing.T, fc fecpipe.FECConfig) (*netns.Testbed, *dataplane.Runni
 // publishes every 20 ms).
 func fecSnap(t *testing.T, d *dataplane.Dataplane) linkpipe.FECSnapshot {
 	t.Helper()
-	time.Sleep(3 * time.Duration(fecpipe.FecObserve))
+	time.Sleep(3 * time.Duration(fecpipe.FECObserve))
 	return fecpipe.FECStatsOf(d).Snapshot()
 }
 

@@ -450,7 +450,7 @@ func runLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc l
 		for _, d := range []*dataplane.Dataplane{b.sw1, b.sw2} {
 			c, lanes := d.Config(), d.Link().Lanes()
 			want := int(c.RingSize)
-			if lanes == 1 && !lgpipe.LgTxWanted(&c) {
+			if lanes == 1 && !lgpipe.LGTxWanted(&c) {
 				want /= 2
 			}
 			if lgpipe.LGConfigOf(&c).TxBuffer != want {

@@ -157,7 +157,7 @@ func (k *cellFEC) DeliverUp(now int64) {
 func (k *cellFEC) Poll(now int64, tx *dataplane.Tx) int64 {
 	next := k.SessionPoll(now, tx)
 	if now >= k.obsAt {
-		k.obsAt = now + FecObserve
+		k.obsAt = now + FECObserve
 		k.observe(now, k.Sess)
 	}
 	rs := &k.rcv.Stats

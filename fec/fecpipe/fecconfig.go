@@ -211,7 +211,7 @@ func configureFEC(c *dataplane.Config) error {
 	if lgpipe.LGConfigOf(c).Protect != "" && lgpipe.LGConfigOf(c).Protect != "both" {
 		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", lgpipe.LGConfigOf(c).Protect)
 	}
-	if err := lgpipe.LgDefaults(c, c.Mode); err != nil {
+	if err := lgpipe.LGDefaults(c, c.Mode); err != nil {
 		return err
 	}
 	return FECConfigOf(c).defaults()

@@ -61,8 +61,8 @@ type fecCtl struct {
 	rxOK    bool
 }
 
-// FecObserve is how often the monitors are fed and the statistics published.
-const FecObserve = int64(20 * time.Millisecond)
+// FECObserve is how often the monitors are fed and the statistics published.
+const FECObserve = int64(20 * time.Millisecond)
 
 // init sets up the coding for c: sc and rc are the Sender's and Receiver's
 // configurations but for N and Copies, which the protection in force

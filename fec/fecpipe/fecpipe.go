@@ -123,7 +123,7 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dat
 // the Receiver's deliveries on the host port.
 func (pl *fecPipeline) Poll(now int64, tx *dataplane.Tx) int64 {
 	if now >= pl.obsAt {
-		pl.obsAt = now + FecObserve
+		pl.obsAt = now + FECObserve
 		pl.observe(now, pl.Sess)
 		pl.publish(now)
 	}

@@ -92,7 +92,7 @@ func init() {
 
 // ConfigureLGLayer fills LinkGuardian's defaults under the cells.
 func ConfigureLGLayer(c *dataplane.Config) error {
-	if err := LgDefaults(c, ModeLG); err != nil {
+	if err := LGDefaults(c, ModeLG); err != nil {
 		return err
 	}
 	if LGConfigOf(c).TxBuffer == 0 {

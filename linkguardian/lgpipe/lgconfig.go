@@ -263,10 +263,10 @@ func ackEvery(credit int) int { return credit / 4 }
 // cells.
 func LGConfigOf(c *dataplane.Config) *LGConfig { return dataplane.Mech[LGConfig](c, "lg") }
 
-// LgDefaults fills LinkGuardian's defaults for mode. The hosts' frames
+// LGDefaults fills LinkGuardian's defaults for mode. The hosts' frames
 // are what lg sizes its pause hysteresis by and announces in the link
 // session (the host ports' largest MTU; 0 if not found: 1500).
-func LgDefaults(c *dataplane.Config, mode dataplane.Mode) error {
+func LGDefaults(c *dataplane.Config, mode dataplane.Mode) error {
 	if lg := LGConfigOf(c); lg.MTU == 0 {
 		lg.MTU = dataplane.PortsMaxMTU(c.HostPorts)
 	}
@@ -412,7 +412,7 @@ func init() {
 			Prepare:     prepareLG,
 			FastBlocked: lgFastBlocked,
 			PortOptions: lgPortOptions,
-			Configure:   func(c *dataplane.Config) error { return LgDefaults(c, c.Mode) },
+			Configure:   func(c *dataplane.Config) error { return LGDefaults(c, c.Mode) },
 			CheckSizes:  checkLGSizes,
 			Frames:      lgUmemFrames,
 			CheckMTU:    checkLGMTU,
@@ -475,10 +475,10 @@ func newLGInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Ins
 		if cfg.Workers > 1 {
 			lanes = 1 // one queue per worker, no priority lane
 		}
-		LGConfigOf(cfg).TxBuffer = DefaultTxBuffer(cfg.RingSize, lanes > 1 || LgTxWanted(cfg))
+		LGConfigOf(cfg).TxBuffer = DefaultTxBuffer(cfg.RingSize, lanes > 1 || LGTxWanted(cfg))
 	}
 	LGConfigOf(cfg).credit = CreditWindow(LGConfigOf(cfg).TxBuffer, cfg.RingSize)
-	LGConfigOf(cfg).untunedThresholds(LgTxWanted(cfg))
+	LGConfigOf(cfg).untunedThresholds(LGTxWanted(cfg))
 	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: LGConfigOf(cfg).txWhy, txFix: LGConfigOf(cfg).txFix}}
 	for range cfg.Workers {
 		in.lanes = append(in.lanes, &LGStats{})

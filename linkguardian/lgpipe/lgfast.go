@@ -31,15 +31,15 @@ func prepareLG(c *dataplane.Config) {
 	lg.txWhy, lg.txFix = lgTxBlocked(c, queues, qerr)
 	lg.kernelTx = lg.txWhy == ""
 	if c.RingSize == 0 {
-		c.RingSize = defaultRingSize(LgTxWanted(c))
+		c.RingSize = defaultRingSize(LGTxWanted(c))
 	}
 }
 
-// LgTxWanted says whether LinkGuardian's send fast path runs: a
+// LGTxWanted says whether LinkGuardian's send fast path runs: a
 // LinkGuardian mode whose configuration allows the kernel path
 // (lgTxBlocked, decided by prepareLG). The ports are then attached with
 // what it needs (lgPortOptions).
-func LgTxWanted(c *dataplane.Config) bool { return LGConfigOf(c).kernelTx }
+func LGTxWanted(c *dataplane.Config) bool { return LGConfigOf(c).kernelTx }
 
 // lgTxBlocked is why LinkGuardian's send fast path cannot run on this
 // configuration with a link port of queues queues (qerr: they could not be
@@ -93,7 +93,7 @@ func lgFastBlocked(c *dataplane.Config) string {
 // port (attached after it) shares its lg_rx map, from which the host port's
 // program reads the ACK it piggybacks.
 func lgPortOptions(c *dataplane.Config, i int, role dataplane.PortRole, attached []*dataplane.Port, o *bpf.PortOptions) {
-	if !LgTxWanted(c) {
+	if !LGTxWanted(c) {
 		return
 	}
 	if role == dataplane.RoleHost {
