@@ -14,28 +14,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// logBuffer collects a dataplane's log; the worker and the test use it
+// LogBuffer collects a dataplane's log; the worker and the test use it
 // concurrently.
-type logBuffer struct {
+type LogBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
+func (l *LogBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *logBuffer) String() string {
+func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
 }
 
-// newLogBuffer returns a logger writing text lines into a logBuffer.
-func newLogBuffer() (*logBuffer, *slog.Logger) {
-	b := &logBuffer{}
+// NewLogBuffer returns a logger writing text lines into a logBuffer.
+func NewLogBuffer() (*LogBuffer, *slog.Logger) {
+	b := &LogBuffer{}
 	return b, slog.New(slog.NewTextHandler(b, nil))
 }
 
@@ -77,26 +77,26 @@ func TestZeroCopyVeth(t *testing.T) {
 		{ZeroCopyAuto, true, "host0 queue 0 refused zero-copy"},
 	} {
 		t.Run(string(tc.zc), func(t *testing.T) {
-			logs := make([]*logBuffer, 2)
-			sws := make([]*runningSwitch, 2)
+			logs := make([]*LogBuffer, 2)
+			sws := make([]*RunningSwitch, 2)
 			for i, sw := range []string{"sw1", "sw2"} {
 				var log *slog.Logger
-				logs[i], log = newLogBuffer()
-				sws[i] = startWatched(t, tb.NS(sw), Config{ZeroCopy: tc.zc, NoNeedWakeup: tc.noWakeup, FastPath: FastPathAFXDP, Logger: log})
+				logs[i], log = NewLogBuffer()
+				sws[i] = StartWatched(t, tb.NS(sw), Config{ZeroCopy: tc.zc, NoNeedWakeup: tc.noWakeup, FastPath: FastPathAFXDP, Logger: log})
 			}
 			for i, s := range sws {
-				a := s.d.AFXDP()
+				a := s.D.AFXDP()
 				if a.ZeroCopy != tc.zc || a.Mode != "copy" || !strings.Contains(a.Reason, tc.reason) || a.NeedWakeup == tc.noWakeup {
 					t.Errorf("sw%d: AF_XDP %+v; want zerocopy %s, mode copy, a reason with %q, need_wakeup %v", i+1, a, tc.zc, tc.reason, !tc.noWakeup)
 				}
-				if a.Sockets != 3 || a.Frames != 3*a.FramesPerQueue+uint32(s.d.Config().Batch) {
+				if a.Sockets != 3 || a.Frames != 3*a.FramesPerQueue+uint32(s.D.Config().Batch) {
 					t.Errorf("sw%d: %d sockets, %d UMEM frames for %d per queue; want 3 sockets (host0 1 queue, link0 2) and 3 × per queue + a batch", i+1, a.Sockets, a.Frames, a.FramesPerQueue)
 				}
-				if got := s.d.Stats().AFXDP; got != a {
+				if got := s.D.Stats().AFXDP; got != a {
 					t.Errorf("sw%d: Stats().AFXDP %+v differs from AFXDP() %+v", i+1, got, a)
 				}
-				for p := range s.d.Ports().N() {
-					for _, k := range s.d.Port(p).Sockets() {
+				for p := range s.D.Ports().N() {
+					for _, k := range s.D.Port(p).Sockets() {
 						if k.Mode() != xdp.ModeCopy || k.NeedWakeup() == tc.noWakeup {
 							t.Errorf("sw%d %s queue %d: mode %s need_wakeup %v", i+1, k.Ifname(), k.Queue(), k.Mode(), k.NeedWakeup())
 						}
@@ -112,7 +112,7 @@ func TestZeroCopyVeth(t *testing.T) {
 				t.Errorf("ping h1→h2 through copy-mode sockets: %v", err)
 			}
 			for _, s := range sws {
-				s.stop(t)
+				s.Stop(t)
 			}
 		})
 	}
@@ -139,50 +139,4 @@ func TestZeroCopyVeth(t *testing.T) {
 			assertNoXDP(t, tb.NS("sw1"), dev)
 		}
 	})
-}
-
-// TestSingleTxQueueLink: a link port with two receive queues but a single
-// TX queue (ethtool -L link0 rx 2 tx 1, as on NICs with more RX than TX
-// queues) transmits on one lane: it says so once at start, offers one lane,
-// the session agrees on one at both ends (the peer says so once too), and
-// lg runs over it with nothing sent on a priority lane.
-func TestSingleTxQueueLink(t *testing.T) {
-	tb := netns.TestUp(t, "lfzc", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: 2})
-	out, err := netns.Command(context.Background(), tb.NS("sw2"), "ethtool", "-L", "link0", "rx", "2", "tx", "1").CombinedOutput()
-	if err != nil {
-		t.Fatalf("ethtool -L link0 rx 2 tx 1 in %s: %v: %s", tb.NS("sw2"), err, out)
-	}
-	log1, l1 := newLogBuffer()
-	log2, l2 := newLogBuffer()
-	lgc := LGConfig{AckTimeout: lgAckTimeout}
-	sw1 := startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG, Logger: l1}, lgc))
-	sw2 := startSwitch(t, tb.NS("sw2"), withLG(Config{Mode: ModeLG, Logger: l2}, lgc))
-	if p := sw2.Link(); len(p.Sockets()) != 2 || p.Lanes() != 1 {
-		t.Fatalf("sw2 link0: %d sockets, %d lanes; want 2 sockets (one per RX queue), 1 lane", len(p.Sockets()), p.Lanes())
-	}
-	for i := 0; LGStatsOf(sw1).Session.Snapshot().State != "up" || LGStatsOf(sw2).Session.Snapshot().State != "up"; i++ {
-		if i == 500 {
-			t.Fatal("link session not up after 5 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	b := &lgBed{tb: tb, sw1: sw1, sw2: sw2}
-	prio0 := waitCore(t, sw1).PriorityFrames
-	r := b.send(t, 20_000, lgFrameSize, lgRate)
-	checkDelivery(t, r, true)
-	for i, d := range []*Dataplane{sw1, sw2} {
-		if a := LGStatsOf(d).Session.Snapshot().Agreed; a == nil || a.Lanes != 1 {
-			t.Errorf("sw%d agreed %+v; want 1 lane", i+1, a)
-		}
-	}
-	if c := waitCore(t, sw1); c.PriorityFrames != prio0 {
-		t.Errorf("sw1 sent %d frames on a priority lane after agreeing on one lane", c.PriorityFrames-prio0)
-	}
-	const own, peer = `msg="link port has a single TX queue`, `msg="link session agreed on one lane`
-	if l := log2.String(); strings.Count(l, own) != 1 || strings.Contains(l, peer) {
-		t.Errorf("sw2's log should say %q once (and not %q):\n%s", own, peer, l)
-	}
-	if l := log1.String(); strings.Count(l, peer) != 1 || strings.Contains(l, own) {
-		t.Errorf("sw1's log should say %q once (and not %q):\n%s", peer, own, l)
-	}
 }

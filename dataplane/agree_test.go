@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 // Settings both ends of a link must share, on veth: a difference is named
 // by both link sessions and nothing crosses.
@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -25,15 +28,15 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 	for _, c := range [][2]linkcrc.Integrity{{linkcrc.Csum, linkcrc.CRC32C}, {linkcrc.CRC32C, linkcrc.Off}} {
 		t.Run(fmt.Sprintf("%v_%v", c[0], c[1]), func(t *testing.T) {
 			tb := netns.TestUp(t, "lfi", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-			var logs [2]*logBuffer
-			var sws [2]*Dataplane
+			var logs [2]*dataplane.LogBuffer
+			var sws [2]*dataplane.Dataplane
 			for i, ns := range []string{"sw1", "sw2"} {
-				buf, log := newLogBuffer()
+				buf, log := dataplane.NewLogBuffer()
 				logs[i] = buf
-				sws[i] = startSwitch(t, tb.NS(ns), withLG(Config{Mode: ModeLG, Link: LinkConfig{Integrity: c[i]}, Logger: log}, LGConfig{SessionPass: true}))
+				sws[i] = dataplane.StartSwitch(t, tb.NS(ns), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Link: dataplane.LinkConfig{Integrity: c[i]}, Logger: log}, lgpipe.LGConfig{SessionPass: true}))
 			}
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				s1, s2 := LGStatsOf(sws[0]).Session.Snapshot(), LGStatsOf(sws[1]).Session.Snapshot()
+				s1, s2 := lgpipe.LGStatsOf(sws[0]).Session.Snapshot(), lgpipe.LGStatsOf(sws[1]).Session.Snapshot()
 				if s1.State == "mismatch" && s2.State == "mismatch" {
 					break
 				}
@@ -44,7 +47,7 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 			}
 			for i := range sws {
 				here, there := c[i], c[1-i]
-				s := LGStatsOf(sws[i]).Session.Snapshot()
+				s := lgpipe.LGStatsOf(sws[i]).Session.Snapshot()
 				want := fmt.Sprintf("--integrity %v here, %v at the peer", here, there)
 				if !strings.Contains(s.Mismatch, "integrity") || !strings.Contains(s.Mismatch, want) {
 					t.Errorf("sw%d's session snapshot: mismatch %q, want it to name %q", i+1, s.Mismatch, want)
@@ -57,18 +60,17 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 				}
 			}
 			staticNeighbour(t, tb) // no ARP crosses
-			r := udpFlows(t, tb, 2, 100, 200, 2000)
-			for i, got := range r.got {
+			r := dataplane.UdpFlows(t, tb, 2, 100, 200, 2000)
+			for i, got := range r.Got {
 				if len(got) != 0 {
 					t.Errorf("flow %d: h2 received %d datagrams through mismatched ends", i, len(got))
 				}
 			}
-			if p := LGStatsOf(sws[0]).Session.Snapshot().Held.Passed; p == 0 {
+			if p := lgpipe.LGStatsOf(sws[0]).Session.Snapshot().Held.Passed; p == 0 {
 				t.Errorf("sw1 passed no host frame unprotected: the test sent nothing across")
 			}
 			for i, d := range sws {
-				t.Logf("sw%d: session %+v, integrity: corrupt %d, other check %d", i+1, LGStatsOf(d).Session.Snapshot(),
-					LGStatsOf(d).Integrity.Corrupt.Load(), LGStatsOf(d).Integrity.OtherCheck.Load())
+				t.Logf("sw%d: session %+v, integrity: corrupt %d, other check %d", i+1, lgpipe.LGStatsOf(d).Session.Snapshot(), lgpipe.LGStatsOf(d).Integrity.Corrupt.Load(), lgpipe.LGStatsOf(d).Integrity.OtherCheck.Load())
 			}
 		})
 	}
@@ -90,17 +92,17 @@ func TestMismatchText(t *testing.T) {
 			LocalCaps: linksession.Caps{Known: true, Integrity: linkcrc.Off}, PeerCaps: linksession.Caps{Known: true, Integrity: linkcrc.CRC32C}},
 			"--mode lg --lg-protect both here, --mode fec at the peer; --integrity off here, crc32c at the peer"},
 	} {
-		if got := mismatchText(c.a); got != c.want {
+		if got := linkpipe.MismatchText(c.a); got != c.want {
 			t.Errorf("mismatchText(%+v) = %q, want %q", c.a, got, c.want)
 		}
 	}
 	a := linksession.Agreed{Conflict: linksession.ConflictProtect | linksession.ConflictIntegrity, Local: lg, Peer: linksession.Protect{Tx: true, Rx: true, FEC: true},
 		LocalCaps: linksession.Caps{Known: true, Integrity: linkcrc.Csum}, PeerCaps: linksession.Caps{Known: true}}
-	if got, want := cellMismatchText(a), "--cells-link-mode lg here, fec at the peer; --integrity csum here, crc32c at the peer"; got != want {
+	if got, want := linkpipe.CellMismatchText(a), "--cells-link-mode lg here, fec at the peer; --integrity csum here, crc32c at the peer"; got != want {
 		t.Errorf("cellMismatchText = %q, want %q", got, want)
 	}
-	buf, log := newLogBuffer()
-	sayMismatch(log, "link0", a)
+	buf, log := dataplane.NewLogBuffer()
+	linkpipe.SayMismatch(log, "link0", a)
 	for _, want := range []string{"--mode lg --lg-protect both here, --mode fec at the peer", "--integrity csum here, crc32c at the peer; nothing is delivered until both ends run the same --integrity"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, buf.String())

@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -19,13 +21,13 @@ import (
 func TestLGAsymmetricEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		sw2       Config
+		sw2       dataplane.Config
 		oneQueue  bool
 		window    uint32
 		lanes     uint8
 		sw1Credit int
 	}{
-		{name: "ring", sw2: Config{RingSize: 1024}, window: 896, lanes: 2, sw1Credit: 896},
+		{name: "ring", sw2: dataplane.Config{RingSize: 1024}, window: 896, lanes: 2, sw1Credit: 896},
 		{name: "lanes", oneQueue: true, window: 1024, lanes: 1, sw1Credit: 1024},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,15 +38,15 @@ func TestLGAsymmetricEnds(t *testing.T) {
 					t.Fatalf("ethtool -L link0 rx 1 tx 1 in %s: %v: %s", tb.NS("sw2"), err, out)
 				}
 			}
-			lgc := LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+			lgc := lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
 			b := &lgBed{tb: tb}
-			log1, l1 := newLogBuffer()
-			log2, l2 := newLogBuffer()
-			b.sw1 = startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG, Logger: l1}, lgc))
+			log1, l1 := dataplane.NewLogBuffer()
+			log2, l2 := dataplane.NewLogBuffer()
+			b.sw1 = dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l1}, lgc))
 			cfg2 := tc.sw2
-			cfg2.Mode, cfg2.Logger = ModeLG, l2
-			*cfg2.lg() = lgc
-			b.sw2 = startSwitch(t, tb.NS("sw2"), cfg2)
+			cfg2.Mode, cfg2.Logger = lgpipe.ModeLG, l2
+			*lgpipe.LGConfigOf(&cfg2) = lgc
+			b.sw2 = dataplane.StartSwitch(t, tb.NS("sw2"), cfg2)
 			if err := b.sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}); err != nil {
 				t.Fatalf("impairment on sw2 link0: %v", err)
 			}
@@ -52,7 +54,7 @@ func TestLGAsymmetricEnds(t *testing.T) {
 				t.Fatalf("impairment on sw1 link0: %v", err)
 			}
 			b.watchSkips(t)
-			for i := 0; LGStatsOf(b.sw1).Session.Snapshot().State != "up" || LGStatsOf(b.sw2).Session.Snapshot().State != "up"; i++ {
+			for i := 0; lgpipe.LGStatsOf(b.sw1).Session.Snapshot().State != "up" || lgpipe.LGStatsOf(b.sw2).Session.Snapshot().State != "up"; i++ {
 				if i == 500 {
 					t.Fatal("link session not up after 5 s")
 				}
@@ -65,8 +67,8 @@ func TestLGAsymmetricEnds(t *testing.T) {
 			if rs := s2.Receiver; rs.AckNoTimeouts != 0 || rs.ForcedSkips != 0 || rs.LostDetected == 0 {
 				t.Errorf("sw2 gave up on %d frames and skipped %d (window overrun); detected %d lost", rs.AckNoTimeouts, rs.ForcedSkips, rs.LostDetected)
 			}
-			for i, d := range []*Dataplane{b.sw1, b.sw2} {
-				ss := LGStatsOf(d).Session.Snapshot()
+			for i, d := range []*dataplane.Dataplane{b.sw1, b.sw2} {
+				ss := lgpipe.LGStatsOf(d).Session.Snapshot()
 				if ss.State != "up" || ss.Agreed == nil {
 					t.Fatalf("sw%d: link session %s, agreed %v", i+1, ss.State, ss.Agreed)
 				}

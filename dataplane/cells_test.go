@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 // Mode cells on veth: in-process dataplanes on the bundle's sw1 and sw2
 // (two edges joined by four parallel links) and on fabric3's edges and
@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -18,7 +17,10 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/cellify/cellspipe"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
 )
@@ -41,36 +43,36 @@ func workers(t *testing.T, n int) {
 
 // startCells runs mode cells on host0 (unless hosts is given) and links of
 // namespace ns as node id.
-func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc CellsConfig) *runningSwitch {
+func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc cellspipe.CellsConfig) *dataplane.RunningSwitch {
 	t.Helper()
 	cc.NodeID = id
 	if hosts == nil {
 		hosts = []string{"host0"}
 	}
-	return startWatched(t, ns, withCells(Config{Mode: ModeCells, HostPorts: hosts, LinkPorts: links}, cc))
+	return dataplane.StartWatched(t, ns, withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: hosts, LinkPorts: links}, cc))
 }
 
 // cellsSnap returns d's cells statistics once a publication after now is
 // in (the worker publishes every 20 ms).
-func cellsSnap(t *testing.T, d *Dataplane) CellsSnapshot {
+func cellsSnap(t *testing.T, d *dataplane.Dataplane) cellspipe.CellsSnapshot {
 	t.Helper()
-	time.Sleep(3 * time.Duration(cellPublish))
-	return d.CellStats().Snapshot()
+	time.Sleep(3 * time.Duration(cellspipe.CellPublish))
+	return cellspipe.CellStatsOf(d).Snapshot()
 }
 
 // upBundleCells brings up a bundle testbed with mode cells on sw1 (node 1)
 // and sw2 (node 2), and waits until h1 pings h2 through them.
-func upBundleCells(t *testing.T, cc CellsConfig) *lgBed {
+func upBundleCells(t *testing.T, cc cellspipe.CellsConfig) *lgBed {
 	t.Helper()
 	tb := netns.TestUp(t, "lfc", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
 	b := &lgBed{tb: tb}
-	b.sw1 = startCells(t, tb.NS("sw1"), 1, nil, bundleLinks, cc).d
-	b.sw2 = startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, cc).d
+	b.sw1 = startCells(t, tb.NS("sw1"), 1, nil, bundleLinks, cc).D
+	b.sw2 = startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, cc).D
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells: %v\nsw1 %+v\nsw2 %+v", err, b.sw1.CellStats().Snapshot(), b.sw2.CellStats().Snapshot())
+		t.Fatalf("ping h1→h2 through cells: %v\nsw1 %+v\nsw2 %+v", err, cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot())
 	}
 	return b
 }
@@ -111,7 +113,7 @@ func iperfTCP(t *testing.T, client, server, addr string, port int, secs int) flo
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("iperf3 -t %d %s→%s: %v\n%s", secs, client, addr, err, lastLines(string(out), 20))
+		t.Fatalf("iperf3 -t %d %s→%s: %v\n%s", secs, client, addr, err, dataplane.LastLines(string(out), 20))
 	}
 	var r struct {
 		End struct {
@@ -125,7 +127,7 @@ func iperfTCP(t *testing.T, client, server, addr string, port int, secs int) flo
 		} `json:"end"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("iperf3 JSON: %v\n%s", err, lastLines(string(out), 20))
+		t.Fatalf("iperf3 JSON: %v\n%s", err, dataplane.LastLines(string(out), 20))
 	}
 	t.Logf("iperf3 TCP %s→%s %d s: %.0f Mbit/s received (%.0f MB), %d retransmits", client, addr, secs,
 		r.End.SumReceived.BPS/1e6, r.End.SumReceived.Bytes/1e6, r.End.SumSent.Retransmits)
@@ -136,7 +138,7 @@ func iperfTCP(t *testing.T, client, server, addr string, port int, secs int) flo
 }
 
 // linkBalance returns max/mean of the cell bytes sent per link of s.
-func linkBalance(s CellsSnapshot) (ratio float64, bytes []uint64) {
+func linkBalance(s cellspipe.CellsSnapshot) (ratio float64, bytes []uint64) {
 	var sum, most uint64
 	for _, l := range s.Links {
 		bytes = append(bytes, l.TxBytes)
@@ -155,7 +157,7 @@ func linkBalance(s CellsSnapshot) (ratio float64, bytes []uint64) {
 // signal, as at a switch.) noRoute0 is the node's no-route count when
 // traffic started: frames a host sent while reachability was still
 // converging, such as its own multicast at link-up, are not the test's.
-func checkCellsClean(t *testing.T, name string, s CellsSnapshot, noRoute0 uint64) {
+func checkCellsClean(t *testing.T, name string, s cellspipe.CellsSnapshot, noRoute0 uint64) {
 	t.Helper()
 	s.Node.NoRoute -= noRoute0
 	if s.Malformed != 0 || s.FramesHeld != 0 || s.HopDrops != 0 {
@@ -170,7 +172,7 @@ func checkCellsClean(t *testing.T, name string, s CellsSnapshot, noRoute0 uint64
 // bundleCells: ping, iperf3 TCP for 3 s and numbered UDP frames from h1
 // to h2 through two cell edges over the bundle; every frame the edges took
 // arrives once and in order, and with perm the links carry equal bytes.
-func bundleCells(t *testing.T, cc CellsConfig, secs int) {
+func bundleCells(t *testing.T, cc cellspipe.CellsConfig, secs int) {
 	b := upBundleCells(t, cc)
 	h1, h2 := b.tb.NS("h1"), b.tb.NS("h2")
 	start1, start2 := cellsSnap(t, b.sw1), cellsSnap(t, b.sw2)
@@ -221,7 +223,7 @@ func bundleCells(t *testing.T, cc CellsConfig, secs int) {
 
 // TestCellsBundle: cells with packing, credits and perm spraying.
 func TestCellsBundle(t *testing.T) {
-	bundleCells(t, CellsConfig{Spray: "perm"}, 3)
+	bundleCells(t, cellspipe.CellsConfig{Spray: "perm"}, 3)
 }
 
 // TestCellsBundleVariants: without credits (push), without packing, both,
@@ -229,13 +231,13 @@ func TestCellsBundle(t *testing.T) {
 func TestCellsBundleVariants(t *testing.T) {
 	for _, v := range []struct {
 		name string
-		cc   CellsConfig
+		cc   cellspipe.CellsConfig
 	}{
-		{"push", CellsConfig{NoCredits: true}},
-		{"unpacked", CellsConfig{NoPacking: true}},
-		{"push-unpacked", CellsConfig{NoCredits: true, NoPacking: true}},
-		{"p2c", CellsConfig{Spray: "p2c"}},
-		{"hash", CellsConfig{Spray: "hash"}}, // a flow keeps to one link: no balance
+		{"push", cellspipe.CellsConfig{NoCredits: true}},
+		{"unpacked", cellspipe.CellsConfig{NoPacking: true}},
+		{"push-unpacked", cellspipe.CellsConfig{NoCredits: true, NoPacking: true}},
+		{"p2c", cellspipe.CellsConfig{Spray: "p2c"}},
+		{"hash", cellspipe.CellsConfig{Spray: "hash"}}, // a flow keeps to one link: no balance
 	} {
 		t.Run(v.name, func(t *testing.T) { bundleCells(t, v.cc, 1) })
 	}
@@ -243,23 +245,23 @@ func TestCellsBundleVariants(t *testing.T) {
 
 // topoCells runs mode cells on node of tb's topology (its host and link
 // ports, their rates and buffers) as node id.
-func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc CellsConfig) *runningSwitch {
+func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.CellsConfig) *dataplane.RunningSwitch {
 	t.Helper()
 	ports, err := tb.Topology.NodePorts(node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := withCells(Config{Mode: ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink)}, cc)
-	cfg.cells().NodeID = id
+	cfg := withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink)}, cc)
+	cellspipe.CellsConfigOf(&cfg).NodeID = id
 	for _, p := range ports {
 		if p.Rate > 0 {
 			if cfg.Shape == nil {
-				cfg.Shape = map[string]PortShape{}
+				cfg.Shape = map[string]dataplane.PortShape{}
 			}
-			cfg.Shape[p.Dev] = PortShape{Rate: uint64(p.Rate), Buffer: int(p.Buffer)}
+			cfg.Shape[p.Dev] = dataplane.PortShape{Rate: uint64(p.Rate), Buffer: int(p.Buffer)}
 		}
 	}
-	return startWatched(t, tb.NS(node), cfg)
+	return dataplane.StartWatched(t, tb.NS(node), cfg)
 }
 
 // TestCellsFabric3: three edges and two fabric nodes (fabric3: host ports
@@ -270,11 +272,11 @@ func TestCellsFabric3(t *testing.T) {
 	tb := netns.TestUp(t, "lfc", "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 5)
 	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
-	sw := map[string]*runningSwitch{}
+	sw := map[string]*dataplane.RunningSwitch{}
 	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		sw[n] = topoCells(t, tb, n, nodes[n], CellsConfig{})
+		sw[n] = topoCells(t, tb, n, nodes[n], cellspipe.CellsConfig{})
 	}
-	if ps := sw["e3"].d.Ports(); len(ps.Hosts) != 2 || len(ps.Links) != 4 {
+	if ps := sw["e3"].D.Ports(); len(ps.Hosts) != 2 || len(ps.Links) != 4 {
 		t.Fatalf("e3 ports %+v", ps)
 	}
 	h1 := tb.NS("h1")
@@ -282,14 +284,14 @@ func TestCellsFabric3(t *testing.T) {
 	defer cancel()
 	for _, a := range []string{"10.0.0.3", "10.0.0.4", "10.0.0.2"} {
 		if err := netns.WaitPing(ctx, h1, a); err != nil {
-			t.Fatalf("ping h1→%s through fabric3: %v\ne1 %+v\nf1 %+v", a, err, sw["e1"].d.CellStats().Snapshot(), sw["f1"].d.CellStats().Snapshot())
+			t.Fatalf("ping h1→%s through fabric3: %v\ne1 %+v\nf1 %+v", a, err, cellspipe.CellStatsOf(sw["e1"].D).Snapshot(), cellspipe.CellStatsOf(sw["f1"].D).Snapshot())
 		}
 	}
 	pings(t, h1, "10.0.0.3", 20)
 	pings(t, h1, "10.0.0.4", 20)
-	before := map[string]CellsSnapshot{}
+	before := map[string]cellspipe.CellsSnapshot{}
 	for n, s := range sw {
-		before[n] = cellsSnap(t, s.d)
+		before[n] = cellsSnap(t, s.D)
 	}
 	a := iperfTCP(t, h1, tb.NS("h3a"), "10.0.0.3", 5301, 2)
 	b := iperfTCP(t, h1, tb.NS("h3b"), "10.0.0.4", 5302, 2)
@@ -302,18 +304,18 @@ func TestCellsFabric3(t *testing.T) {
 	// what a node carried then, as for reassembly; without an exclusion, none.
 	var exclusions uint64
 	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		exclusions += cellsSnap(t, sw[n].d).Exclusions
+		exclusions += cellsSnap(t, sw[n].D).Exclusions
 	}
 	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		if done, err := sw[n].exited(); done {
+		if done, err := sw[n].Exited(); done {
 			t.Fatalf("%s's dataplane ended: %v", n, err)
 		}
-		s := cellsSnap(t, sw[n].d)
+		s := cellsSnap(t, sw[n].D)
 		t.Logf("%s (%s, id %d): max poll gap %v, usable links %d, exclusions %d, forwarded %d, credit frames forwarded %d, delivered %d, FCI marks %d seen %d",
 			n, s.Role, s.NodeID, time.Duration(s.MaxPollGap), s.UsableLinks, s.Exclusions, s.Node.Forwarded, s.Node.CtrlFwd, s.Node.Delivered, s.FCIMarks, s.FCISeen)
 		var drops []string
-		for i, p := range sw[n].d.Stats().Ports {
-			if sd := socketDrops(t, sw[n].d.Port(i)); p.TX.Dropped+sd > 0 {
+		for i, p := range sw[n].D.Stats().Ports {
+			if sd := socketDrops(t, sw[n].D.Port(i)); p.TX.Dropped+sd > 0 {
 				drops = append(drops, fmt.Sprintf("%s: %d TX dropped, %d RX ring drops", p.Name, p.TX.Dropped, sd))
 			}
 		}
@@ -346,37 +348,16 @@ func TestCellsFabric3(t *testing.T) {
 			_ = ratio
 		}
 	}
-	e3 := cellsSnap(t, sw["e3"].d)
+	e3 := cellsSnap(t, sw["e3"].D)
 	if e3.Hosts[0].TxFrames == 0 || e3.Hosts[1].TxFrames == 0 {
 		t.Errorf("e3 delivered %d frames to host0 (h3a), %d to host1 (h3b)", e3.Hosts[0].TxFrames, e3.Hosts[1].TxFrames)
 	}
-	e1 := cellsSnap(t, sw["e1"].d)
+	e1 := cellsSnap(t, sw["e1"].D)
 	ratio, bytes := linkBalance(e1)
 	t.Logf("e1 uplink bytes %v: max/mean %.4f", bytes, ratio)
 	if ratio > 1.05 {
 		t.Errorf("e1 perm over 4 uplinks: bytes %v, max/mean %.3f", bytes, ratio)
 	}
-}
-
-// rawSender is an AF_PACKET socket on an interface of a namespace: frames
-// written to it leave on the wire as they are.
-func rawSender(t *testing.T, ns, dev string) int {
-	t.Helper()
-	var fd int
-	if err := netns.Do(ns, func() error {
-		ifc, err := net.InterfaceByName(dev)
-		if err != nil {
-			return err
-		}
-		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-			return err
-		}
-		return unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index})
-	}); err != nil {
-		t.Fatalf("AF_PACKET on %s in %s: %v", dev, ns, err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
 }
 
 // hostileCell is a cell frame for h (payload zeros, or payload if given),
@@ -395,16 +376,6 @@ func hostileCell(t *testing.T, h cellify.CellHeader, payload []byte) []byte {
 	return b[:n]
 }
 
-// linkFrame is a frame with the link EtherType, type typ and junk after.
-func linkFrame(typ byte, n int) []byte {
-	b := make([]byte, n)
-	copy(b, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 0x99, 0x88, 0xb5, typ})
-	for i := 15; i < n; i++ {
-		b[i] = byte(i * 7)
-	}
-	return b
-}
-
 // TestCellsHostileFrames: frames written raw onto a link of an edge whose
 // peer runs no dataplane (bundle sw2 alone) are counted by what is wrong
 // with them and dropped: cells for another edge, without hops, longer than
@@ -416,8 +387,8 @@ func linkFrame(typ byte, n int) []byte {
 func TestCellsHostileFrames(t *testing.T) {
 	tb := netns.TestUp(t, "lfc", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 1)
-	sw2 := startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, CellsConfig{})
-	fd := rawSender(t, tb.NS("sw1"), "link0")
+	sw2 := startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, cellspipe.CellsConfig{})
+	fd := dataplane.RawSender(t, tb.NS("sw1"), "link0")
 	cell := func(mod func(*cellify.CellHeader)) cellify.CellHeader {
 		h := cellify.CellHeader{Dst: 2, Src: 1, Hops: 5, Seq: 7, First: 0}
 		if mod != nil {
@@ -448,20 +419,20 @@ func TestCellsHostileFrames(t *testing.T) {
 		{"hops 0", func(int) []byte { return hopsZero }, true},
 		{"length beyond the frame", func(int) []byte { return long }, true},
 		{"bad checksum", func(int) []byte { return badSum }, true},
-		{"truncated cell", func(int) []byte { return linkFrame(9, 30) }, true},
-		{"unknown type", func(int) []byte { return linkFrame(15, 80) }, true},
-		{"IPv4", func(int) []byte { b := linkFrame(0, 80); b[12], b[13] = 8, 0; return b }, true},
-		{"bad credit", func(int) []byte { return linkFrame(10, 80) }, true},
-		{"bad reach", func(int) []byte { return linkFrame(12, 80) }, true},
+		{"truncated cell", func(int) []byte { return dataplane.LinkFrame(9, 30) }, true},
+		{"unknown type", func(int) []byte { return dataplane.LinkFrame(15, 80) }, true},
+		{"IPv4", func(int) []byte { b := dataplane.LinkFrame(0, 80); b[12], b[13] = 8, 0; return b }, true},
+		{"bad credit", func(int) []byte { return dataplane.LinkFrame(10, 80) }, true},
+		{"bad reach", func(int) []byte { return dataplane.LinkFrame(12, 80) }, true},
 		{"no trailer", func(int) []byte { return hostileCell(t, cell(nil), nil) }, false},
 		{"no such host port", func(int) []byte { return hostileCell(t, cell(func(h *cellify.CellHeader) { h.Port = 9 }), nil) }, true},
 		{"malformed records", func(i int) []byte {
 			return hostileCell(t, cell(func(h *cellify.CellHeader) { h.Src, h.Seq, h.RecNo = 9, uint32(i), uint16(i) }), badRec)
 		}, true},
 	}
-	before := cellsSnap(t, sw2.d)
-	rx0 := sw2.d.Stats().Ports[sw2.d.Ports().Links[0]].RX.Frames
-	corrupt0 := sw2.d.CellStats().Integrity.Corrupt.Load()
+	before := cellsSnap(t, sw2.D)
+	rx0 := sw2.D.Stats().Ports[sw2.D.Ports().Links[0]].RX.Frames
+	corrupt0 := cellspipe.CellStatsOf(sw2.D).Integrity.Corrupt.Load()
 	for i := range n {
 		for _, k := range kinds {
 			b := k.frame(i)
@@ -475,15 +446,15 @@ func TestCellsHostileFrames(t *testing.T) {
 	}
 	want := uint64(n * len(kinds))
 	deadline := time.Now().Add(10 * time.Second)
-	for sw2.d.Stats().Ports[sw2.d.Ports().Links[0]].RX.Frames-rx0 < want && time.Now().Before(deadline) {
+	for sw2.D.Stats().Ports[sw2.D.Ports().Links[0]].RX.Frames-rx0 < want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := sw2.d.Stats().Ports[sw2.d.Ports().Links[0]].RX.Frames - rx0; got != want {
+	if got := sw2.D.Stats().Ports[sw2.D.Ports().Links[0]].RX.Frames - rx0; got != want {
 		t.Fatalf("sw2 link0 received %d of the %d frames written", got, want)
 	}
 	time.Sleep(100 * time.Millisecond) // REACH frames sent meanwhile complete
-	after := cellsSnap(t, sw2.d)
-	if done, err := sw2.exited(); done {
+	after := cellsSnap(t, sw2.D)
+	if done, err := sw2.Exited(); done {
 		t.Fatalf("the dataplane ended: %v", err)
 	}
 	a, b := after.Node, before.Node
@@ -491,7 +462,7 @@ func TestCellsHostileFrames(t *testing.T) {
 		what      string
 		got, want uint64
 	}{
-		{"integrity failures (no trailer)", sw2.d.CellStats().Integrity.Corrupt.Load() - corrupt0, n},
+		{"integrity failures (no trailer)", cellspipe.CellStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"wrong destination", a.WrongDst - b.WrongDst, n},
 		{"bad cells (hops 0, length, checksum, truncated)", a.BadCell - b.BadCell, 4 * n},
 		{"bad type (unknown, IPv4)", a.BadType - b.BadType, 2 * n},
@@ -525,12 +496,12 @@ func TestCellsHostileFrames(t *testing.T) {
 // ports (numbering, lane order, the MTU check per host port, integrity
 // counters): h1 pings h2 through forward and through lg.
 func TestOneHostPortModesStillRun(t *testing.T) {
-	for _, mode := range []Mode{ModeForward, ModeLG} {
+	for _, mode := range []dataplane.Mode{dataplane.ModeForward, lgpipe.ModeLG} {
 		t.Run(string(mode), func(t *testing.T) {
 			tb := netns.TestUp(t, "lfc", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 			workers(t, 2)
-			sw1 := startSwitch(t, tb.NS("sw1"), Config{Mode: mode})
-			startSwitch(t, tb.NS("sw2"), Config{Mode: mode})
+			sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: mode})
+			dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: mode})
 			if ps := sw1.Ports(); !slices.Equal(ps.Hosts, []int{0}) || ps.Host != 0 || !slices.Equal(ps.Links, []int{1}) {
 				t.Fatalf("ports %+v", ps)
 			}
@@ -540,11 +511,11 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 				t.Fatalf("%s: ping h1→h2: %v", mode, err)
 			}
 			pings(t, tb.NS("h1"), "10.0.0.2", 20)
-			if mode == ModeLG {
-				if c := LGStatsOf(sw1).Integrity.Corrupt.Load(); c != 0 {
+			if mode == lgpipe.ModeLG {
+				if c := lgpipe.LGStatsOf(sw1).Integrity.Corrupt.Load(); c != 0 {
 					t.Errorf("lg: %d corrupt frames on a clean link", c)
 				}
-				if sw1.CellStats() != nil {
+				if cellspipe.CellStatsOf(sw1) != nil {
 					t.Error("lg has cells statistics")
 				}
 			}
@@ -558,18 +529,18 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 // up; the frames lost are bounded by the cells that were on the link and
 // the rest arrive once and in order.
 func TestCellsLinkDown(t *testing.T) {
-	b := upBundleCells(t, CellsConfig{})
+	b := upBundleCells(t, cellspipe.CellsConfig{})
 	ns1 := b.tb.NS("sw1")
 	before := cellsSnap(t, b.sw1)
-	var down, back CellsSnapshot
+	var down, back cellspipe.CellsSnapshot
 	r := b.sendDuring(t, 30_000, 500, 10_000, func() {
 		time.Sleep(800 * time.Millisecond)
 		ipIn(t, ns1, "link", "set", "link2", "down")
-		eventually(func() bool { return !b.sw1.CellStats().Snapshot().Links[2].Usable })
-		down = b.sw1.CellStats().Snapshot()
+		eventually(func() bool { return !cellspipe.CellStatsOf(b.sw1).Snapshot().Links[2].Usable })
+		down = cellspipe.CellStatsOf(b.sw1).Snapshot()
 		ipIn(t, ns1, "link", "set", "link2", "up")
-		eventually(func() bool { return b.sw1.CellStats().Snapshot().Links[2].Usable })
-		back = b.sw1.CellStats().Snapshot()
+		eventually(func() bool { return cellspipe.CellStatsOf(b.sw1).Snapshot().Links[2].Usable })
+		back = cellspipe.CellStatsOf(b.sw1).Snapshot()
 	})
 	after := cellsSnap(t, b.sw1)
 	l2 := after.Links[2]

@@ -1,21 +1,22 @@
 // Package dataplane owns a node's ports (0 to 16 host ports and 1 to 16 link
-// ports; forward, lg, lgnb and monitor take one of each, cells any), moves
-// frames between them through AF_XDP with one shared UMEM, and runs the
-// pipeline of the mode on them: forward (a plain L2 bump in the wire),
-// LinkGuardian lg/lgnb/monitor with its link session, and cells (an edge or
-// fabric node of a cell fabric, cellify.Node). A port may have a rate limit
+// ports; most modes take one of each, cells any), moves frames between them
+// through AF_XDP with one shared UMEM, and runs the pipeline of the mode on
+// them. It runs forward (a plain L2 bump in the wire) itself; the other
+// modes register from their own packages (Register): LinkGuardian's lg,
+// lgnb and monitor (linkguardian/lgpipe), cells (cellify/cellspipe), fec
+// (fec/fecpipe), which share link/linkpipe. A port may have a rate limit
 // and an egress buffer (shaper.go). It does not talk netlink or build
 // testbeds.
 //
-// One worker loop (worker.go) owns every ring; a Pipeline (forward.go,
-// lgpipe.go, cellpipe.go) owns no loop, socket or timer. The hot path makes no per-frame
-// allocation, takes no lock and uses no Go timer: it receives a batch, runs
-// it through the pipeline, places what the pipeline sends on the TX rings
-// (priority lanes first), kicks, reclaims completions and refills the fill
-// rings, all from one goroutine locked to its OS thread. With
-// Config.Workers > 1 there is one such worker per queue, each with its own
-// UMEM and pipeline (workers.go: the design, and the plan for 16 queues on
-// a real NIC).
+// One worker loop (worker.go) owns every ring; a Pipeline (forward.go, or a
+// mode's package) owns no loop, socket or timer. The hot path makes no
+// per-frame allocation, takes no lock and uses no Go timer: it receives a
+// batch, runs it through the pipeline, places what the pipeline sends on
+// the TX rings (priority lanes first), kicks, reclaims completions and
+// refills the fill rings, all from one goroutine locked to its OS thread.
+// With Config.Workers > 1 there is one such worker per queue, each with
+// its own UMEM and pipeline (workers.go: the design, and the plan for 16
+// queues on a real NIC).
 package dataplane
 
 import (

@@ -29,9 +29,9 @@ func ifaceStats(t *testing.T, ns, dev string) netlink.LinkStatistics {
 	return st
 }
 
-// waitFastPath waits until every direction of d takes path want and
+// WaitFastPath waits until every direction of d takes path want and
 // returns the snapshot.
-func waitFastPath(t *testing.T, name string, d *Dataplane, want FastPath) []FastPathSnapshot {
+func WaitFastPath(t *testing.T, name string, d *Dataplane, want FastPath) []FastPathSnapshot {
 	t.Helper()
 	var fp []FastPathSnapshot
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -59,11 +59,11 @@ func TestFastPathXDP(t *testing.T) {
 	}
 	tb := netns.TestUp(t, "lfw", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	sws := map[string]*Dataplane{
-		"sw1": startSwitch(t, tb.NS("sw1"), Config{FastPath: FastPathXDP}),
-		"sw2": startSwitch(t, tb.NS("sw2"), Config{FastPath: FastPathXDP}),
+		"sw1": StartSwitch(t, tb.NS("sw1"), Config{FastPath: FastPathXDP}),
+		"sw2": StartSwitch(t, tb.NS("sw2"), Config{FastPath: FastPathXDP}),
 	}
 	for name, d := range sws {
-		waitFastPath(t, name, d, FastPathXDP)
+		WaitFastPath(t, name, d, FastPathXDP)
 	}
 	type counts struct {
 		iface         map[string]netlink.LinkStatistics
@@ -99,26 +99,26 @@ func TestFastPathXDP(t *testing.T) {
 		if err := srv.Start(); err != nil {
 			t.Fatal(err)
 		}
-		out, err := runIperfClient(ctx, tb.NS("h1"), 5311, args...)
+		out, err := RunIperfClient(ctx, tb.NS("h1"), 5311, args...)
 		srv.Process.Kill()
 		srv.Wait()
 		if err != nil {
 			t.Fatalf("iperf3 TCP 20 MB (reverse %v) through the kernel path: %v\n%s", reverse, err, out)
 		}
-		t.Logf("TCP (reverse %v): %s", reverse, lastLines(string(out), 3))
+		t.Logf("TCP (reverse %v): %s", reverse, LastLines(string(out), 3))
 	}
 	h1Before, h2Before := ifaceStats(t, tb.NS("h1"), "eth0"), ifaceStats(t, tb.NS("h2"), "eth0")
-	rcv1, rcv2 := snmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), snmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
+	rcv1, rcv2 := SnmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), SnmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
 	var lost uint64
 	for _, reverse := range []bool{false, true} {
-		sent, l, _ := iperfUDP(t, tb.NS("h1"), tb.NS("h2"), udpRun{Port: "5312", Rate: "20M", Secs: 1, Reverse: reverse})
+		sent, l, _ := IperfUDP(t, tb.NS("h1"), tb.NS("h2"), UdpRun{Port: "5312", Rate: "20M", Secs: 1, Reverse: reverse})
 		t.Logf("UDP (reverse %v): %d datagrams, %d lost", reverse, sent, l)
 		lost += l
 	}
 	// A datagram iperf3 lost is a drop a counter shows: the sending host's
 	// veth (its peer's ring full) or the receiving socket's buffer.
 	h1After, h2After := ifaceStats(t, tb.NS("h1"), "eth0"), ifaceStats(t, tb.NS("h2"), "eth0")
-	rcvAfter1, rcvAfter2 := snmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), snmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
+	rcvAfter1, rcvAfter2 := SnmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), SnmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
 	drops := map[string]uint64{
 		"h1 eth0 tx dropped": h1After.TxDropped - h1Before.TxDropped,
 		"h2 eth0 tx dropped": h2After.TxDropped - h2Before.TxDropped,
@@ -174,9 +174,9 @@ func TestFastPathXDP(t *testing.T) {
 	d := sws["sw1"]
 	linkTx := ifaceStats(t, tb.NS("sw1"), "link0").TxPackets
 	c0, _ := d.Host().Program().Counters()
-	fd := rawSender(t, tb.NS("h1"), "eth0")
+	fd := RawSender(t, tb.NS("h1"), "eth0")
 	frames := map[string][]byte{
-		"link ethertype": linkFrame(1, 64),
+		"link ethertype": LinkFrame(1, 64),
 		"PFC":            append([]byte{0x01, 0x80, 0xC2, 0, 0, 0x01, 2, 0, 0, 0, 0, 0x99, 0x88, 0x08, 0x01, 0x01}, make([]byte, 48)...),
 		"LLDP":           append([]byte{0x01, 0x80, 0xC2, 0, 0, 0x0E, 2, 0, 0, 0, 0, 0x99, 0x88, 0xCC}, make([]byte, 50)...),
 	}
@@ -240,51 +240,51 @@ func TestFastPathFallback(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "generic") || !strings.Contains(err.Error(), "--fastpath auto") {
 		t.Errorf("--fastpath xdp with generic XDP: error %v, want one naming generic mode and --fastpath auto", err)
 	}
-	gen := startWatched(t, sw1NS, Config{FastPath: FastPathAuto, XDPMode: bpf.XDPGeneric})
-	afx := startWatched(t, sw2NS, Config{FastPath: FastPathAFXDP})
-	for _, f := range gen.d.FastPath() {
+	gen := StartWatched(t, sw1NS, Config{FastPath: FastPathAuto, XDPMode: bpf.XDPGeneric})
+	afx := StartWatched(t, sw2NS, Config{FastPath: FastPathAFXDP})
+	for _, f := range gen.D.FastPath() {
 		if f.Path != FastPathAFXDP || !strings.Contains(f.Reason, "generic") {
 			t.Errorf("sw1 generic XDP, auto: %+v, want afxdp because of generic mode", f)
 		}
 	}
-	for _, f := range afx.d.FastPath() {
+	for _, f := range afx.D.FastPath() {
 		if f.Path != FastPathAFXDP || f.Reason != "--fastpath afxdp" {
 			t.Errorf("sw2 --fastpath afxdp: %+v", f)
 		}
 	}
 	ping("on AF_XDP at both switches")
-	for name, s := range map[string]*runningSwitch{"sw1": gen, "sw2": afx} {
-		for _, f := range s.d.FastPath() {
+	for name, s := range map[string]*RunningSwitch{"sw1": gen, "sw2": afx} {
+		for _, f := range s.D.FastPath() {
 			if f.Frames != 0 {
 				t.Errorf("%s %s→%s: %d frames on the kernel path while it is off", name, f.From, f.To, f.Frames)
 			}
 		}
-		if st := s.d.Stats(); st.Host.RX.Frames < 5 || st.Link.RX.Frames < 5 {
+		if st := s.D.Stats(); st.Host.RX.Frames < 5 || st.Link.RX.Frames < 5 {
 			t.Errorf("%s on AF_XDP: host rx %d, link rx %d frames, want the pings", name, st.Host.RX.Frames, st.Link.RX.Frames)
 		}
 	}
-	gen.stop(t)
+	gen.Stop(t)
 
 	// A target whose veth peer cannot take redirected frames: h1's eth0
 	// without GRO makes link0 → host0 use AF_XDP, host0 → link0 stays.
 	if err := netns.SetGRO(tb.NS("h1"), "eth0", false); err != nil {
 		t.Fatal(err)
 	}
-	sw1 := startWatched(t, sw1NS, Config{FastPath: FastPathAuto})
-	fp := sw1.d.FastPath()
+	sw1 := StartWatched(t, sw1NS, Config{FastPath: FastPathAuto})
+	fp := sw1.D.FastPath()
 	if fp[0].Path != FastPathXDP || fp[1].Path != FastPathAFXDP || !strings.Contains(fp[1].Reason, "host0 does not accept redirected frames") {
 		t.Fatalf("sw1 with h1's GRO off: %+v, want host0→link0 xdp, link0→host0 afxdp (host0 does not accept)", fp)
 	}
 	ping("with link0→host0 on AF_XDP")
-	if got := sw1.d.FastPath(); got[0].Frames == 0 || got[1].Frames != 0 {
+	if got := sw1.D.FastPath(); got[0].Frames == 0 || got[1].Frames != 0 {
 		t.Errorf("pings: %+v, want frames on the kernel path host0→link0 only", got)
 	}
 	if err := netns.SetGRO(tb.NS("h1"), "eth0", true); err != nil {
 		t.Fatal(err)
 	}
-	fp = waitFastPath(t, "sw1 after GRO on at h1", sw1.d, FastPathXDP)
+	fp = WaitFastPath(t, "sw1 after GRO on at h1", sw1.D, FastPathXDP)
 	ping("after link0→host0 returned to the kernel path")
-	if got := sw1.d.FastPath(); got[1].Frames == 0 || got[1].Changes != fp[1].Changes {
+	if got := sw1.D.FastPath(); got[1].Frames == 0 || got[1].Changes != fp[1].Changes {
 		t.Errorf("after GRO on: %+v, want link0→host0 frames on the kernel path and no further change", got)
 	}
 }

@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 // Mode fec on veth: in-process dataplanes on sw1 and sw2 of a pair testbed
 // whose link ports have room for parity frames (LinkHeaderLen 26), loss
@@ -7,18 +7,18 @@ package dataplane
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
@@ -30,104 +30,38 @@ const fecLinkHeader = fec.MaxOverhead + linkcrc.TrailerLen
 
 // upFEC brings up a pair testbed (prefix base lfr) with room for parity
 // frames and runs mode fec with fc on both switches.
-func upFEC(t *testing.T, fc FECConfig) (*netns.Testbed, *runningSwitch, *runningSwitch) {
+func upFEC(t *testing.T, fc fecpipe.FECConfig) (*netns.Testbed, *dataplane.RunningSwitch, *dataplane.RunningSwitch) {
 	t.Helper()
 	tb := netns.TestUp(t, "lfr", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fecLinkHeader})
-	sw1 := startWatched(t, tb.NS("sw1"), withFEC(Config{Mode: ModeFEC}, fc))
-	sw2 := startWatched(t, tb.NS("sw2"), withFEC(Config{Mode: ModeFEC}, fc))
+	sw1 := dataplane.StartWatched(t, tb.NS("sw1"), withFEC(dataplane.Config{Mode: fecpipe.ModeFEC}, fc))
+	sw2 := dataplane.StartWatched(t, tb.NS("sw2"), withFEC(dataplane.Config{Mode: fecpipe.ModeFEC}, fc))
 	return tb, sw1, sw2
 }
 
 // fecSnap returns d's fec statistics once published after now (the worker
 // publishes every 20 ms).
-func fecSnap(t *testing.T, d *Dataplane) FECSnapshot {
+func fecSnap(t *testing.T, d *dataplane.Dataplane) linkpipe.FECSnapshot {
 	t.Helper()
-	time.Sleep(3 * time.Duration(fecObserve))
-	return d.FECStats().Snapshot()
+	time.Sleep(3 * time.Duration(fecpipe.FECObserve))
+	return fecpipe.FECStatsOf(d).Snapshot()
 }
 
 // waitFECUp waits until both ends' link sessions are up.
-func waitFECUp(t *testing.T, ds ...*Dataplane) {
+func waitFECUp(t *testing.T, ds ...*dataplane.Dataplane) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		up := true
 		for _, d := range ds {
-			up = up && d.FECStats().Session.Snapshot().State == "up"
+			up = up && fecpipe.FECStatsOf(d).Session.Snapshot().State == "up"
 		}
 		if up {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fec link session not up after 5 s: %+v", ds[0].FECStats().Session.Snapshot())
+			t.Fatalf("fec link session not up after 5 s: %+v", fecpipe.FECStatsOf(ds[0]).Session.Snapshot())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// udpRun is one iperf3 UDP run: server port, rate, seconds, and Reverse
-// for h2→h1.
-type udpRun struct {
-	Port, Rate string
-	Secs       int
-	Reverse    bool
-}
-
-// iperfUDP runs iperf3 UDP from h1 to h2 (10.0.0.2; the other way with
-// Reverse), datagrams of 1400 bytes, 2 MB socket buffers, and returns
-// datagrams sent, lost and out of order as the receiver counted them.
-func iperfUDP(t *testing.T, h1, h2 string, o udpRun) (packets, lost, ooo uint64) {
-	t.Helper()
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.Secs+30)*time.Second)
-	defer cancel()
-	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2: %v", err)
-	}
-	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", o.Port)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	var out []byte
-	var err error
-	for range 30 {
-		args := []string{"-c", "10.0.0.2", "-p", o.Port, "-u", "-b", o.Rate, "-l", "1400", "-w", "2M",
-			"-t", strconv.Itoa(o.Secs), "-J", "--connect-timeout", "3000"}
-		if o.Reverse {
-			args = append(args, "-R")
-		}
-		out, err = netns.Command(ctx, h1, "iperf3", args...).Output()
-		if !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 -u h1→h2 (reverse %v): %v\n%s", o.Reverse, err, lastLines(string(out), 10))
-	}
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			Sum struct {
-				Packets     uint64 `json:"packets"`
-				LostPackets uint64 `json:"lost_packets"`
-			} `json:"sum"`
-			Streams []struct {
-				UDP struct {
-					OutOfOrder uint64 `json:"out_of_order"`
-				} `json:"udp"`
-			} `json:"streams"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil || res.Error != "" || res.End.Sum.Packets == 0 {
-		t.Fatalf("iperf3 -u h1→h2: %v %q\n%s", err, res.Error, lastLines(string(out), 10))
-	}
-	for _, s := range res.End.Streams {
-		ooo += s.UDP.OutOfOrder
-	}
-	return res.End.Sum.Packets, res.End.Sum.LostPackets, ooo
 }
 
 // TestFECUDPBernoulli: UDP h1→h2 through --mode fec --fec-n 4 with
@@ -138,21 +72,21 @@ func iperfUDP(t *testing.T, h1, h2 string, o udpRun) (packets, lost, ooo uint64)
 // of the numbers it found missing, and the sender sent one parity frame
 // per 4 data frames.
 func TestFECUDPBernoulli(t *testing.T) {
-	fc := FECConfig{Fixed: true, N: 4, MinFrames: 2000}
+	fc := fecpipe.FECConfig{Fixed: true, N: 4, MinFrames: 2000}
 	if w := os.Getenv("LF_FEC_WAIT"); w != "" { // for measuring the recovery delay
 		fc.Wait, _ = time.ParseDuration(w)
 	}
 	tb, sw1, sw2 := upFEC(t, fc)
-	if err := sw2.d.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 31}); err != nil {
+	if err := sw2.D.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 31}); err != nil {
 		t.Fatal(err)
 	}
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	fields := []string{"InDatagrams", "RcvbufErrors", "InCsumErrors"}
-	before := snmpFields(t, h2, "Udp", fields...)
-	packets, lost, ooo := iperfUDP(t, h1, h2, udpRun{Port: "5311", Rate: "50M", Secs: 3})
-	after := snmpFields(t, h2, "Udp", fields...)
-	s1, s2 := fecSnap(t, sw1.d), fecSnap(t, sw2.d)
-	imp, err := sw2.d.Link().Program().ImpairStats()
+	before := dataplane.SnmpFields(t, h2, "Udp", fields...)
+	packets, lost, ooo := dataplane.IperfUDP(t, h1, h2, dataplane.UdpRun{Port: "5311", Rate: "50M", Secs: 3})
+	after := dataplane.SnmpFields(t, h2, "Udp", fields...)
+	s1, s2 := fecSnap(t, sw1.D), fecSnap(t, sw2.D)
+	imp, err := sw2.D.Link().Program().ImpairStats()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +94,14 @@ func TestFECUDPBernoulli(t *testing.T) {
 	t.Logf("iperf3 UDP 50 Mbit/s 3 s at loss 1e-2 through fec(4): %d datagrams, %d lost, %d out of order, h2 rcvbuf errors %d, checksum errors %d; impairment %+v",
 		packets, lost, ooo, rcvbuf, csum, imp)
 	t.Logf("sw1 sender %+v", s1.Sender)
-	t.Logf("sw1 dataplane %+v; sw2 dataplane %+v; sw2 link socket drops %d, corrupt %d", sw1.d.Stats(), sw2.d.Stats(), socketDrops(t, sw2.d.Link()), sw2.d.FECStats().Integrity.Corrupt.Load())
+	t.Logf("sw1 dataplane %+v; sw2 dataplane %+v; sw2 link socket drops %d, corrupt %d", sw1.D.Stats(), sw2.D.Stats(), socketDrops(t, sw2.D.Link()), fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load())
 	t.Logf("sw2 receiver %+v; rx loss %.4g (measured %v), burst %.2f; sw1 policy %+v", s2.Receiver, s2.RxLoss, s2.RxMeasured, s2.RxBurst, s1.Policy)
 	if imp.Dropped == 0 || imp.LossRate() < 5e-3 {
 		t.Fatalf("the impairer dropped %d of %d frames: no loss to recover", imp.Dropped, imp.Seen)
 	}
 	// Frames the machine dropped (a worker not scheduled while its ring
 	// filled) are not the link's loss.
-	busy := socketDrops(t, sw1.d.Host()) + socketDrops(t, sw2.d.Link()) + rcvbuf
+	busy := socketDrops(t, sw1.D.Host()) + socketDrops(t, sw2.D.Link()) + rcvbuf
 	if busy > 0 {
 		t.Logf("note: %d datagrams dropped at sockets (machine busy); not counted against the link", busy)
 	}
@@ -230,25 +164,25 @@ func sealed(b []byte) []byte {
 // integrity trailer. The dataplane keeps running, holds no frame after,
 // every UMEM frame comes back, and h1 still reaches h2.
 func TestFECHostileFrames(t *testing.T) {
-	tb, sw1, sw2 := upFEC(t, FECConfig{Fixed: true, N: 4})
-	waitFECUp(t, sw1.d, sw2.d)
+	tb, sw1, sw2 := upFEC(t, fecpipe.FECConfig{Fixed: true, N: 4})
+	waitFECUp(t, sw1.D, sw2.D)
 	src := macOf(t, tb.NS("sw1"), "link0")
-	fd := rawSender(t, tb.NS("sw1"), "link0")
+	fd := dataplane.RawSender(t, tb.NS("sw1"), "link0")
 	dataWith := func(flags byte, n int) []byte {
-		b := linkFrame(byte(seqhdr.TypeData), n)
+		b := dataplane.LinkFrame(byte(seqhdr.TypeData), n)
 		copy(b[6:], src)
 		b[15] = flags
 		clear(b[16:min(n, 24)])
 		b[18], b[19] = 0x08, 0x00
 		return b
 	}
-	unknown := linkFrame(15, 80)
+	unknown := dataplane.LinkFrame(15, 80)
 	copy(unknown[6:], src)
 	const n = 40
 	// away spreads groups over the half of the sequence space opposite
 	// sw2's window (a parity inside it could rebuild a frame: a peer's
 	// right, forged or not).
-	agreed := sw2.d.FECStats().Session.Snapshot().Agreed
+	agreed := fecpipe.FECStatsOf(sw2.D).Session.Snapshot().Agreed
 	if agreed == nil {
 		t.Fatal("sw2's session has no agreement")
 	}
@@ -270,9 +204,9 @@ func TestFECHostileFrames(t *testing.T) {
 		{"unknown type", func(int) []byte { return unknown }, true},
 		{"no trailer", func(int) []byte { return fecParity(src, 0, 4, 0, 60) }, false},
 	}
-	before := fecSnap(t, sw2.d)
-	rx0 := sw2.d.Stats().Link.RX.Frames
-	corrupt0 := sw2.d.FECStats().Integrity.Corrupt.Load()
+	before := fecSnap(t, sw2.D)
+	rx0 := sw2.D.Stats().Link.RX.Frames
+	corrupt0 := fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load()
 	for i := range n {
 		for _, k := range kinds {
 			b := k.frame(i)
@@ -285,14 +219,14 @@ func TestFECHostileFrames(t *testing.T) {
 		}
 	}
 	want := uint64(n * len(kinds))
-	for deadline := time.Now().Add(10 * time.Second); sw2.d.Stats().Link.RX.Frames-rx0 < want && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); sw2.D.Stats().Link.RX.Frames-rx0 < want && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Let the holes a parity opened ahead of the window be given up and
 	// released (Hold).
 	time.Sleep(50 * time.Millisecond)
-	after := fecSnap(t, sw2.d)
-	if done, err := sw2.exited(); done {
+	after := fecSnap(t, sw2.D)
+	if done, err := sw2.Exited(); done {
 		t.Fatalf("the dataplane ended: %v", err)
 	}
 	a, b := after.Receiver, before.Receiver
@@ -300,7 +234,7 @@ func TestFECHostileFrames(t *testing.T) {
 		what      string
 		got, want uint64
 	}{
-		{"integrity failures (no trailer)", sw2.d.FECStats().Integrity.Corrupt.Load() - corrupt0, n},
+		{"integrity failures (no trailer)", fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"bad parity (short, no frames, reserved, payload)", a.BadParity - b.BadParity, 4 * n},
 		{"parity decoded (the groups anywhere)", a.Parity - b.Parity, n},
 		{"bad data (ACK flag, too short, unknown type)", a.BadData - b.BadData, 3 * n},
@@ -331,18 +265,18 @@ func TestFECHostileFrames(t *testing.T) {
 // wire or in a receiver's window are dropped), and the survivor's session
 // saw each peer restart.
 func TestFECRestart(t *testing.T) {
-	fc := FECConfig{Fixed: true, N: 4}
+	fc := fecpipe.FECConfig{Fixed: true, N: 4}
 	tb := netns.TestUp(t, "lfr", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fecLinkHeader})
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 5}
-	start := func(sw string) *runningSwitch {
-		s := startWatched(t, tb.NS(sw), withFEC(Config{Mode: ModeFEC}, fc))
-		if err := s.d.Link().Program().SetImpair(imp); err != nil {
+	start := func(sw string) *dataplane.RunningSwitch {
+		s := dataplane.StartWatched(t, tb.NS(sw), withFEC(dataplane.Config{Mode: fecpipe.ModeFEC}, fc))
+		if err := s.D.Link().Program().SetImpair(imp); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	sws := map[string]*runningSwitch{"sw1": start("sw1"), "sw2": start("sw2")}
-	waitFECUp(t, sws["sw1"].d, sws["sw2"].d)
+	sws := map[string]*dataplane.RunningSwitch{"sw1": start("sw1"), "sw2": start("sw2")}
+	waitFECUp(t, sws["sw1"].D, sws["sw2"].D)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	const count = 400_000 // at most: h1 sends until h2 got frames after the last restart
 	var sink *traffic.Sink
@@ -372,11 +306,11 @@ func TestFECRestart(t *testing.T) {
 	for _, sw := range []string{"sw2", "sw1"} {
 		time.Sleep(800 * time.Millisecond)
 		other := map[string]string{"sw1": "sw2", "sw2": "sw1"}[sw]
-		before := sws[other].d.FECStats().Session.Snapshot().Counters.PeerRestarts
-		sws[sw].stop(t)
+		before := fecpipe.FECStatsOf(sws[other].D).Session.Snapshot().Counters.PeerRestarts
+		sws[sw].Stop(t)
 		sws[sw] = start(sw)
-		waitFECUp(t, sws["sw1"].d, sws["sw2"].d)
-		restarts[other] = sws[other].d.FECStats().Session.Snapshot().Counters.PeerRestarts - before
+		waitFECUp(t, sws["sw1"].D, sws["sw2"].D)
+		restarts[other] = fecpipe.FECStatsOf(sws[other].D).Session.Snapshot().Counters.PeerRestarts - before
 		atLast = sink.Received()
 	}
 	eventually(func() bool { return sink.Received() >= atLast+1000 })
@@ -387,7 +321,7 @@ func TestFECRestart(t *testing.T) {
 	<-sunk
 	r := sink.Report()
 	t.Logf("across two restarts: h1 sent %d, h2 got %+v (%d after the last restart); sw2 receiver now %+v",
-		n, r, r.Received-atLast, sws["sw2"].d.FECStats().Snapshot().Receiver)
+		n, r, r.Received-atLast, fecpipe.FECStatsOf(sws["sw2"].D).Snapshot().Receiver)
 	if r.Duplicates != 0 || r.OutOfOrder != 0 || r.Other != 0 {
 		t.Errorf("across two restarts: %d duplicates, %d out of order, %d foreign frames delivered to h2", r.Duplicates, r.OutOfOrder, r.Other)
 	}
@@ -405,15 +339,15 @@ func TestFECRestart(t *testing.T) {
 // window, here 500 ms) has measured the healed link: the hysteresis.
 func TestFECPolicyHeals(t *testing.T) {
 	const window = 500 * time.Millisecond
-	tb, sw1, sw2 := upFEC(t, FECConfig{Target: 1e-3, MinFrames: 2000, Window: window})
-	prog := sw2.d.Link().Program()
+	tb, sw1, sw2 := upFEC(t, fecpipe.FECConfig{Target: 1e-3, MinFrames: 2000, Window: window})
+	prog := sw2.D.Link().Program()
 	if err := prog.SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
-	waitFECUp(t, sw1.d, sw2.d)
+	waitFECUp(t, sw1.D, sw2.D)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	iperfUDP(t, h1, h2, udpRun{Port: "5312", Rate: "50M", Secs: 3})
-	lossy := fecSnap(t, sw1.d)
+	dataplane.IperfUDP(t, h1, h2, dataplane.UdpRun{Port: "5312", Rate: "50M", Secs: 3})
+	lossy := fecSnap(t, sw1.D)
 	t.Logf("under loss 1e-2: n %d, policy %+v", lossy.N, lossy.Policy)
 	if lossy.N == 0 || !strings.HasPrefix(lossy.Policy.Decision, "fec") {
 		t.Fatalf("under loss 1e-2 sw1 sends with n %d, policy %+v: want parity", lossy.N, lossy.Policy)
@@ -423,20 +357,23 @@ func TestFECPolicyHeals(t *testing.T) {
 	}
 	healed := time.Now()
 	done := make(chan struct{})
-	go func() { defer close(done); iperfUDP(t, h1, h2, udpRun{Port: "5313", Rate: "50M", Secs: 4}) }()
+	go func() {
+		defer close(done)
+		dataplane.IperfUDP(t, h1, h2, dataplane.UdpRun{Port: "5313", Rate: "50M", Secs: 4})
+	}()
 	var back time.Duration
 	for back == 0 {
 		select {
 		case <-done:
 			back = -1
 		case <-time.After(50 * time.Millisecond):
-			if s := sw1.d.FECStats().Snapshot(); s.N == 0 && s.Policy.Decision == "none" {
+			if s := fecpipe.FECStatsOf(sw1.D).Snapshot(); s.N == 0 && s.Policy.Decision == "none" {
 				back = time.Since(healed)
 			}
 		}
 	}
 	<-done
-	s := fecSnap(t, sw1.d)
+	s := fecSnap(t, sw1.D)
 	t.Logf("healed: back to none after %v; policy %+v", back, s.Policy)
 	if back < 0 || s.N != 0 || s.Policy.Changes < 2 {
 		t.Fatalf("after the link healed: back after %v, n %d, policy %+v: want none again", back, s.N, s.Policy)

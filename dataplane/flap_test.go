@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
@@ -26,26 +28,26 @@ func TestLGLinkFlap(t *testing.T) {
 		netns.RequireRoot(t)
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
 	}
-	for _, mode := range []Mode{ModeLG, ModeForward} {
+	for _, mode := range []dataplane.Mode{lgpipe.ModeLG, dataplane.ModeForward} {
 		t.Run(string(mode), func(t *testing.T) { linkFlap(t, mode) })
 	}
 }
 
-func linkFlap(t *testing.T, mode Mode) {
+func linkFlap(t *testing.T, mode dataplane.Mode) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
-	cfg := Config{Mode: mode}
-	if lgOnFastPath && mode != ModeForward {
+	cfg := dataplane.Config{Mode: mode}
+	if lgOnFastPath && mode != dataplane.ModeForward {
 		cfg.FastPath = lgFastPathMode()
 	}
-	sw1 := startWatched(t, tb.NS("sw1"), cfg)
-	sw2 := startWatched(t, tb.NS("sw2"), cfg)
+	sw1 := dataplane.StartWatched(t, tb.NS("sw1"), cfg)
+	sw2 := dataplane.StartWatched(t, tb.NS("sw2"), cfg)
 	h1, h2, ns1 := tb.NS("h1"), tb.NS("h2"), tb.NS("sw1")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
 		t.Fatalf("ping h1→h2 through lg: %v", err)
 	}
-	startIperfServer(t, ctx, h2, 5301)
+	dataplane.StartIperfServer(t, ctx, h2, 5301)
 
 	// 12 s of iperf3 with the flap at 3..5 s (at full size), else 9 s with
 	// the flap at 1.5..3.5 s.
@@ -56,21 +58,21 @@ func linkFlap(t *testing.T, mode Mode) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		out, iperfErr = runIperfClient(ctx, h1, 5301, "--bidir", "-t", strconv.Itoa(secs), "-i", "0")
+		out, iperfErr = dataplane.RunIperfClient(ctx, h1, 5301, "--bidir", "-t", strconv.Itoa(secs), "-i", "0")
 	}()
 	time.Sleep(before)
-	toH2, toH1 := sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
+	toH2, toH1 := sw2.D.Stats().Host.TX.Bytes, sw1.D.Stats().Host.TX.Bytes
 	t.Logf("before the flap: %d B delivered to h2, %d B to h1", toH2, toH1)
 	ipIn(t, ns1, "link", "set", "link0", "down")
 	time.Sleep(2 * time.Second)
 	// Frames queued before `down` may still trickle out; measure from `up`.
 	ipIn(t, ns1, "link", "set", "link0", "up")
 	up := time.Now()
-	toH2, toH1 = sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
+	toH2, toH1 = sw2.D.Stats().Host.TX.Bytes, sw1.D.Stats().Host.TX.Bytes
 	// Time from `up` until bytes reach each host again, and until 1 MB has.
 	var first2, first1, mb2, mb1 time.Duration
 	for time.Since(up) < 8*time.Second && (mb1 == 0 || mb2 == 0) {
-		b2, b1 := sw2.d.Stats().Host.TX.Bytes, sw1.d.Stats().Host.TX.Bytes
+		b2, b1 := sw2.D.Stats().Host.TX.Bytes, sw1.D.Stats().Host.TX.Bytes
 		el := time.Since(up)
 		if first2 == 0 && b2 > toH2 {
 			first2 = el
@@ -87,25 +89,25 @@ func linkFlap(t *testing.T, mode Mode) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("after `up`: first bytes to h2 after %v (1 MB after %v), to h1 after %v (1 MB after %v)", first2, mb2, first1, mb1)
-	for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-		if gone, err := s.exited(); gone {
+	for name, s := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
+		if gone, err := s.Exited(); gone {
 			t.Errorf("%s's dataplane exited during the flap: %v", name, err)
 		}
 	}
 	wg.Wait()
 	if iperfErr != nil {
-		t.Errorf("iperf3 --bidir h1↔h2 across the flap: %v\n%s", iperfErr, lastLines(string(out), 8))
+		t.Errorf("iperf3 --bidir h1↔h2 across the flap: %v\n%s", iperfErr, dataplane.LastLines(string(out), 8))
 	} else {
-		t.Logf("iperf3:\n%s", lastLines(string(out), 6))
+		t.Logf("iperf3:\n%s", dataplane.LastLines(string(out), 6))
 	}
 	if mb2 == 0 || mb1 == 0 {
 		t.Errorf("TCP did not carry 1 MB each way again after `up` while iperf3 ran (to h2 after %v, to h1 after %v)", mb2, mb1)
 	}
-	if cfg.FastPath == FastPathXDP {
+	if cfg.FastPath == dataplane.FastPathXDP {
 		// The kernel delivered at both ends, and the point changed hands
 		// around the flap (the session's reset claims it).
-		for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-			c := LGStatsOf(s.d).Core()
+		for name, s := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
+			c := lgpipe.LGStatsOf(s.D).Core()
 			rs := c.Receiver
 			t.Logf("%s receiver: %+v", name, rs)
 			if rs == nil || rs.FastDelivered == 0 || rs.FastHandOffs < 2 || rs.FastClaims == 0 {
@@ -113,25 +115,25 @@ func linkFlap(t *testing.T, mode Mode) {
 			}
 		}
 	}
-	if mode != ModeForward && lgFastSend {
+	if mode != dataplane.ModeForward && lgFastSend {
 		// Both halves ran: the kernel sent host frames, and the flap (the
 		// session leaving Up) took sending back to the core at least once.
-		for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-			ss := LGStatsOf(s.d).Core().Sender
+		for name, s := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
+			ss := lgpipe.LGStatsOf(s.D).Core().Sender
 			t.Logf("%s sender: %+v", name, ss)
 			if ss == nil || ss.FastSent == 0 || ss.FastSendHandOffs < 2 || ss.FastSendClaims == 0 {
 				t.Errorf("%s's sender %+v: want frames sent by the kernel, sending claimed across the flap and handed back", name, ss)
 			}
 		}
 	}
-	st := sw1.d.Stats()
+	st := sw1.D.Stats()
 	t.Logf("sw1 link port: %+v", st.Link)
 	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
 		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event, a positive time, up now",
 			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
 	}
 	reg := metrics.NewRegistry()
-	if err := sw1.d.Register(reg); err != nil {
+	if err := sw1.D.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	if v := reg.Values()[`linkfabric_port_down_total{port="link0"}`]; v != float64(st.Link.DownEvents) {
@@ -147,9 +149,9 @@ func linkFlap(t *testing.T, mode Mode) {
 // hosts, not a loss (linksession.Policy.HoldUpTo says why TCP needs that).
 func TestLGFlapHoldsHostFrames(t *testing.T) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	cfg := Config{Mode: ModeLG}
-	sw1 := startWatched(t, tb.NS("sw1"), cfg)
-	startWatched(t, tb.NS("sw2"), cfg)
+	cfg := dataplane.Config{Mode: lgpipe.ModeLG}
+	sw1 := dataplane.StartWatched(t, tb.NS("sw1"), cfg)
+	dataplane.StartWatched(t, tb.NS("sw2"), cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
@@ -170,7 +172,7 @@ func TestLGFlapHoldsHostFrames(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("h2 got datagrams %v after a 2 s outage, want all of %v in order", got, want)
 	}
-	t.Logf("h2 got %d datagrams; sw1 session: %+v", len(got), LGStatsOf(sw1.d).Session.Snapshot())
+	t.Logf("h2 got %d datagrams; sw1 session: %+v", len(got), lgpipe.LGStatsOf(sw1.D).Session.Snapshot())
 }
 
 // TestLGSessionKeepsNewest: sw1 runs lg; sw2 runs too but its link port is
@@ -215,17 +217,17 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	// --session-hold (the keep ends when the outage is that old) is not
 	// this test's subject: far beyond the scenario.
-	cfg := withLG(Config{Mode: ModeLG}, LGConfig{SessionKeep: keep, SessionHold: time.Minute})
+	cfg := withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgpipe.LGConfig{SessionKeep: keep, SessionHold: time.Minute})
 	staticNeighbour(t, tb) // no ARP can cross
 	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "down")
-	sw2 := startWatched(t, tb.NS("sw2"), Config{Mode: ModeLG})
-	sw1 := startWatched(t, tb.NS("sw1"), cfg)
+	sw2 := dataplane.StartWatched(t, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG})
+	sw1 := dataplane.StartWatched(t, tb.NS("sw1"), cfg)
 	// The outage starts at sw1's first poll, done once its worker loops
 	// again: at or before polled.
-	waitFor(t, "sw1's worker polled", func() bool { return sw1.d.Stats().Loops >= 2 })
+	waitFor(t, "sw1's worker polled", func() bool { return sw1.D.Stats().Loops >= 2 })
 	polled := time.Now()
 	tx, rx := class5UDP(t, tb)
-	dropped := func() uint64 { return LGStatsOf(sw1.d).Session.Snapshot().Held.Dropped }
+	dropped := func() uint64 { return lgpipe.LGStatsOf(sw1.D).Session.Snapshot().Held.Dropped }
 
 	const stale, fresh = 100, 20
 	sendNumbered(t, tx, stale, 5, 0)
@@ -244,11 +246,11 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	}
 	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "up")
 	waitFor(t, "the link session is up", func() bool {
-		return LGStatsOf(sw1.d).Session.Snapshot().State == "up" && LGStatsOf(sw2.d).Session.Snapshot().State == "up"
+		return lgpipe.LGStatsOf(sw1.D).Session.Snapshot().State == "up" && lgpipe.LGStatsOf(sw2.D).Session.Snapshot().State == "up"
 	})
 	up := time.Now()
 	got := receiveNumbered(rx)
-	snap := LGStatsOf(sw1.d).Session.Snapshot()
+	snap := lgpipe.LGStatsOf(sw1.D).Session.Snapshot()
 	t.Logf("--session-keep %d, gap %v: h2 got %v; sw1 session: %+v", keep, gap, got, snap)
 
 	// A fresh datagram is surely kept if sent (before it arrived) in the
@@ -358,9 +360,9 @@ func receiveNumbered(rx *net.UDPConn) []int {
 }
 
 // waitLinkDown waits until s has marked its link port down.
-func waitLinkDown(t *testing.T, s *runningSwitch) {
+func waitLinkDown(t *testing.T, s *dataplane.RunningSwitch) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); !s.d.Stats().Link.Down; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Second); !s.D.Stats().Link.Down; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the dataplane did not mark link0 down within 2 s")
 		}

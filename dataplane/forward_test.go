@@ -15,76 +15,76 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// runningSwitch is a dataplane on host0/link0 of a namespace whose Run error
+// RunningSwitch is a dataplane on host0/link0 of a namespace whose Run error
 // is visible while the test runs (exited), and reported when the test ends.
-type runningSwitch struct {
-	d      *Dataplane
-	done   chan struct{}
+type RunningSwitch struct {
+	D      *Dataplane
+	Done   chan struct{}
 	err    error
-	cancel context.CancelFunc
+	Cancel context.CancelFunc
 	once   sync.Once
 }
 
-// startWatched runs a dataplane on host0/link0 of namespace ns (or on the
+// StartWatched runs a dataplane on host0/link0 of namespace ns (or on the
 // ports cfg names, if it names link ports) until the test ends.
-func startWatched(t *testing.T, ns string, cfg Config) *runningSwitch {
+func StartWatched(t *testing.T, ns string, cfg Config) *RunningSwitch {
 	t.Helper()
 	if len(cfg.LinkPorts) == 0 {
 		cfg.HostPort, cfg.LinkPort = "host0", "link0"
 	}
-	s := &runningSwitch{done: make(chan struct{})}
+	s := &RunningSwitch{Done: make(chan struct{})}
 	if err := netns.Do(ns, func() error {
 		var err error
-		s.d, err = New(cfg)
+		s.D, err = New(cfg)
 		return err
 	}); err != nil {
 		t.Fatalf("dataplane in %s: %v", ns, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.Cancel = cancel
 	go func() {
-		defer close(s.done)
-		s.err = s.d.Run(ctx)
+		defer close(s.Done)
+		s.err = s.D.Run(ctx)
 	}()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() { s.Stop(t) })
 	return s
 }
 
-// stop ends the dataplane and releases it (once; the test's cleanup calls
+// Stop ends the dataplane and releases it (once; the test's cleanup calls
 // it too).
-func (s *runningSwitch) stop(t *testing.T) {
+func (s *RunningSwitch) Stop(t *testing.T) {
 	s.once.Do(func() {
-		s.cancel()
-		<-s.done
+		s.Cancel()
+		<-s.Done
 		if s.err != nil {
 			t.Errorf("dataplane: Run: %v", s.err)
 		}
-		if err := s.d.Close(); err != nil {
+		if err := s.D.Close(); err != nil {
 			t.Errorf("dataplane: Close: %v", err)
 		}
 	})
 }
 
-// exited reports whether Run returned, and with what.
-func (s *runningSwitch) exited() (bool, error) {
+// Exited reports whether Run returned, and with what.
+func (s *RunningSwitch) Exited() (bool, error) {
 	select {
-	case <-s.done:
+	case <-s.Done:
 		return true, s.err
 	default:
 		return false, nil
 	}
 }
 
-// startSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
-func startSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
+// StartSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
+func StartSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
 	t.Helper()
-	return startWatched(t, ns, cfg).d
+	return StartWatched(t, ns, cfg).D
 }
 
 func TestForwardPingAndTCP(t *testing.T) {
 	tb := netns.TestUp(t, "lfd", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	sw1 := startSwitch(t, tb.NS("sw1"), Config{})
-	sw2 := startSwitch(t, tb.NS("sw2"), Config{})
+	sw1 := StartSwitch(t, tb.NS("sw1"), Config{})
+	sw2 := StartSwitch(t, tb.NS("sw2"), Config{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -99,12 +99,12 @@ func TestForwardPingAndTCP(t *testing.T) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
 	}
-	startIperfServer(t, ctx, tb.NS("h2"), 5299)
-	out, err = runIperfClient(ctx, tb.NS("h1"), 5299, "-n", "50M")
+	StartIperfServer(t, ctx, tb.NS("h2"), 5299)
+	out, err = RunIperfClient(ctx, tb.NS("h1"), 5299, "-n", "50M")
 	if err != nil {
 		t.Fatalf("iperf3 50 MB h1→h2 through the dataplane: %v\n%s", err, out)
 	}
-	t.Logf("iperf3:\n%s", lastLines(string(out), 4))
+	t.Logf("iperf3:\n%s", LastLines(string(out), 4))
 
 	// Every frame sw1 took from its host port left on its link port, and the
 	// counters of both switches agree with each other.
@@ -217,7 +217,7 @@ func assertNoXDP(t *testing.T, ns, dev string) {
 	})
 }
 
-func lastLines(s string, n int) string {
+func LastLines(s string, n int) string {
 	l := strings.Split(strings.TrimSpace(s), "\n")
 	if len(l) > n {
 		l = l[len(l)-n:]

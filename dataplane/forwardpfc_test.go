@@ -12,10 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rawCapture is an AF_PACKET socket receiving the frames of EtherType
+// RawCapture is an AF_PACKET socket receiving the frames of EtherType
 // proto on an interface of a namespace (both directions), with a 20 ms
 // receive timeout.
-func rawCapture(t *testing.T, ns, dev string, proto uint16) int {
+func RawCapture(t *testing.T, ns, dev string, proto uint16) int {
 	t.Helper()
 	be := int(proto>>8 | proto<<8) // network order
 	var fd int
@@ -43,9 +43,9 @@ func rawCapture(t *testing.T, ns, dev string, proto uint16) int {
 	return fd
 }
 
-// captureDrops returns the frames rawCapture's socket fd dropped (its
+// CaptureDrops returns the frames rawCapture's socket fd dropped (its
 // receive buffer full) since the last call.
-func captureDrops(t *testing.T, fd int) uint32 {
+func CaptureDrops(t *testing.T, fd int) uint32 {
 	t.Helper()
 	st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
 	if err != nil {
@@ -54,8 +54,8 @@ func captureDrops(t *testing.T, fd int) uint32 {
 	return st.Drops
 }
 
-// capture reads frames from fd until d passes or each returns false.
-func capture(t *testing.T, fd int, d time.Duration, each func(b []byte) bool) {
+// Capture reads frames from fd until d passes or each returns false.
+func Capture(t *testing.T, fd int, d time.Duration, each func(b []byte) bool) {
 	t.Helper()
 	buf := make([]byte, 2048)
 	for end := time.Now().Add(d); time.Now().Before(end); {
@@ -72,9 +72,9 @@ func capture(t *testing.T, fd int, d time.Duration, each func(b []byte) bool) {
 	}
 }
 
-// classFrame is an untagged IPv4-typed frame of n bytes whose TOS puts it in
+// ClassFrame is an untagged IPv4-typed frame of n bytes whose TOS puts it in
 // class (DSCP/8), numbered seq, marked for classOf.
-func classFrame(class, seq, n int) []byte {
+func ClassFrame(class, seq, n int) []byte {
 	b := make([]byte, n)
 	copy(b, []byte{2, 0, 0, 0, 0, 0x99, 2, 0, 0, 0, 0, 0x98, 0x08, 0x00, 0x45, byte(class << 5)})
 	copy(b[34:], "lfpq")
@@ -82,8 +82,8 @@ func classFrame(class, seq, n int) []byte {
 	return b
 }
 
-// classOf returns the class of a frame made by classFrame, or -1.
-func classOf(b []byte) int {
+// ClassOf returns the class of a frame made by classFrame, or -1.
+func ClassOf(b []byte) int {
 	if len(b) < 40 || string(b[34:38]) != "lfpq" {
 		return -1
 	}
@@ -124,16 +124,16 @@ func TestForwardPFCFromLink(t *testing.T) {
 	// At 10 Mbit/s a pause of 65535 quanta lasts 3.36 s.
 	cfg := Config{FastPath: FastPathAuto, PFC: PFCConfig{Enabled: true}}
 	cfg.Link.Speed = 10_000_000
-	sw1 := startSwitch(t, sw1NS, cfg)
+	sw1 := StartSwitch(t, sw1NS, cfg)
 	for _, f := range sw1.FastPath() {
 		if f.Path != FastPathAFXDP || !strings.Contains(f.Reason, "--pfc") {
 			t.Errorf("forward --pfc, fastpath auto: %+v, want afxdp because of --pfc", f)
 		}
 	}
-	peer := rawSender(t, tb.NS("sw2"), "link0")
-	atPeer := rawCapture(t, tb.NS("sw2"), "link0", 0x0800)
-	atH1 := rawCapture(t, tb.NS("h1"), "eth0", pfc.EtherType)
-	h1 := rawSender(t, tb.NS("h1"), "eth0")
+	peer := RawSender(t, tb.NS("sw2"), "link0")
+	atPeer := RawCapture(t, tb.NS("sw2"), "link0", 0x0800)
+	atH1 := RawCapture(t, tb.NS("h1"), "eth0", pfc.EtherType)
+	h1 := RawSender(t, tb.NS("h1"), "eth0")
 	peerMAC := [6]byte{2, 0, 0, 0, 0, 0x97}
 
 	// The pause and the resume are single frames: first make sure sw1's
@@ -149,14 +149,14 @@ func TestForwardPFCFromLink(t *testing.T) {
 	const each = 20
 	for i := range each {
 		for _, class := range []int{3, 1} {
-			if _, err := unix.Write(h1, classFrame(class, i, 100)); err != nil {
+			if _, err := unix.Write(h1, ClassFrame(class, i, 100)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	var got [pfc.NumClasses]int
-	capture(t, atPeer, 300*time.Millisecond, func(b []byte) bool {
-		if c := classOf(b); c >= 0 {
+	Capture(t, atPeer, 300*time.Millisecond, func(b []byte) bool {
+		if c := ClassOf(b); c >= 0 {
 			got[c]++
 		}
 		return true
@@ -168,8 +168,8 @@ func TestForwardPFCFromLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumedAt := time.Now()
-	capture(t, atPeer, 2*time.Second, func(b []byte) bool {
-		if c := classOf(b); c >= 0 {
+	Capture(t, atPeer, 2*time.Second, func(b []byte) bool {
+		if c := ClassOf(b); c >= 0 {
 			got[c]++
 		}
 		return got[3] < each
@@ -186,7 +186,7 @@ func TestForwardPFCFromLink(t *testing.T) {
 	if s.RxPause[3] != 1 || s.RxPause[1] != 0 {
 		t.Errorf("pfc_rx_pause %v, want 1 for class 3 only", s.RxPause)
 	}
-	capture(t, atH1, 50*time.Millisecond, func(b []byte) bool {
+	Capture(t, atH1, 50*time.Millisecond, func(b []byte) bool {
 		t.Errorf("h1 received a MAC Control frame (%d bytes): the PFC from the link was forwarded", len(b))
 		return false
 	})
@@ -201,7 +201,7 @@ func warmLinkRx(t *testing.T, d *Dataplane, peer int) {
 		if d.Stats().Link.RX.Frames > rx0 {
 			return
 		}
-		if _, err := unix.Write(peer, classFrame(0, 0, 100)); err != nil {
+		if _, err := unix.Write(peer, ClassFrame(0, 0, 100)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -232,9 +232,9 @@ func TestForwardPFCToHost(t *testing.T) {
 	cfg := Config{PFC: PFCConfig{Enabled: true, XOFF: 32, XON: 8, Pause: 2 * time.Millisecond},
 		Shape: map[string]PortShape{"link0": {Rate: 20_000_000, Buffer: 16 << 10}}}
 	cfg.Link.Speed = pfc.Speed1G
-	sw1 := startSwitch(t, tb.NS("sw1"), cfg)
-	atH1 := rawCapture(t, tb.NS("h1"), "eth0", pfc.EtherType)
-	h1 := rawSender(t, tb.NS("h1"), "eth0")
+	sw1 := StartSwitch(t, tb.NS("sw1"), cfg)
+	atH1 := RawCapture(t, tb.NS("h1"), "eth0", pfc.EtherType)
+	h1 := RawSender(t, tb.NS("h1"), "eth0")
 	hostMAC := sw1.Host().mac
 
 	const frames = 400
@@ -262,7 +262,7 @@ func TestForwardPFCToHost(t *testing.T) {
 		for i-int(sw1.Stats().Host.RX.Frames+sockDrops()) >= inFlight && time.Now().Before(end) {
 			time.Sleep(50 * time.Microsecond)
 		}
-		if _, err := unix.Write(h1, classFrame(2, i, 1000)); err != nil {
+		if _, err := unix.Write(h1, ClassFrame(2, i, 1000)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -270,7 +270,7 @@ func TestForwardPFCToHost(t *testing.T) {
 	var pauses, resumes int
 	var last time.Time
 	var maxGap time.Duration
-	capture(t, atH1, 3*time.Second, func(b []byte) bool {
+	Capture(t, atH1, 3*time.Second, func(b []byte) bool {
 		var f pfc.Frame
 		if err := pfc.Decode(b, &f); err != nil {
 			t.Fatalf("h1 captured a MAC Control frame that does not decode: %v (% x)", err, b)

@@ -66,7 +66,7 @@ func TestPFCConfigQuanta(t *testing.T) {
 			t.Errorf("%+v: error %v, want one saying %q", tc.p, err, tc.want)
 		}
 	}
-	c := Config{HostPort: "host0", LinkPort: "link0", Mode: ModeCells, PFC: PFCConfig{Enabled: true}}
+	c := Config{HostPort: "host0", LinkPort: "link0", Mode: modeCells, PFC: PFCConfig{Enabled: true}}
 	if err := c.defaults(); err == nil || !strings.Contains(err.Error(), "cells") {
 		t.Errorf("--pfc in mode cells: %v, want a refusal", err)
 	}

@@ -59,7 +59,7 @@ func TestAutoIntegrityVeth(t *testing.T) {
 	tb := netns.TestUp(t, "lfia", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	for _, sw := range []string{"sw1", "sw2"} {
 		for _, m := range []linkcrc.Integrity{linkcrc.Auto, linkcrc.CRC32C, linkcrc.Off} {
-			c := Config{Mode: ModeLG, HostPort: "host0", LinkPort: "link0", Link: LinkConfig{Integrity: m}}
+			c := Config{Mode: modeLG, HostPort: "host0", LinkPort: "link0", Link: LinkConfig{Integrity: m}}
 			if err := netns.Do(tb.NS(sw), c.defaults); err != nil {
 				t.Fatalf("%s: %v", sw, err)
 			}

@@ -10,9 +10,9 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 )
 
-// startIperfServer starts "iperf3 -s -1 -p port" (one test, then exit) in
+// StartIperfServer starts "iperf3 -s -1 -p port" (one test, then exit) in
 // namespace ns; it is killed and waited for when the test ends.
-func startIperfServer(t *testing.T, ctx context.Context, ns string, port int) {
+func StartIperfServer(t *testing.T, ctx context.Context, ns string, port int) {
 	t.Helper()
 	srv := netns.Command(ctx, ns, "iperf3", "-s", "-1", "-p", strconv.Itoa(port))
 	if err := srv.Start(); err != nil {
@@ -21,10 +21,10 @@ func startIperfServer(t *testing.T, ctx context.Context, ns string, port int) {
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 }
 
-// runIperfClient runs "iperf3 -c 10.0.0.2 -p port --connect-timeout 3000
+// RunIperfClient runs "iperf3 -c 10.0.0.2 -p port --connect-timeout 3000
 // args..." in namespace ns, again while the server does not listen yet
 // (Connection refused, for up to 3 s), and returns its output.
-func runIperfClient(ctx context.Context, ns string, port int, args ...string) ([]byte, error) {
+func RunIperfClient(ctx context.Context, ns string, port int, args ...string) ([]byte, error) {
 	argv := append([]string{"-c", "10.0.0.2", "-p", strconv.Itoa(port), "--connect-timeout", "3000"}, args...)
 	var out []byte
 	var err error

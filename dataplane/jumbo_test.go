@@ -1,14 +1,10 @@
 package dataplane
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
-	"os/exec"
 	"testing"
-	"time"
 
-	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
@@ -120,144 +116,11 @@ func TestGather(t *testing.T) {
 	}
 }
 
-// TestJumboVeth: on the pair testbed at MTU 9000 (link ports 9016), mode
-// forward on the XDP fast path and on the AF_XDP path (also through a rate
-// limit on the link ports, and with generic XDP), and lg, carry
-// 8000-byte UDP datagrams (DF set, one 8042-byte frame each) both ways
-// intact, and a TCP transfer with 9000-byte segments. On the AF_XDP paths
-// the frames reach the worker as multi-buffer chains (4 KiB kernel buffers)
-// and leave as chains again; on the fast path the devmap redirects them as
-// multi-buffer XDP frames and no frame goes through AF_XDP.
-func TestJumboVeth(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
-	tb := netns.TestUp(t, "lfjb", "pair", netns.Options{Forwarding: netns.ForwardingNone, MTU: 9000})
-	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	const size, count = 8000, 200
-	for _, arm := range []struct {
-		name string
-		cfg  Config
-	}{
-		{"forward-xdp", Config{FastPath: FastPathXDP}},
-		{"forward-afxdp", Config{FastPath: FastPathAFXDP}},
-		// A rate limit on the link port: frames wait in its egress queue
-		// and are placed as chains from there.
-		{"forward-afxdp-shaped", Config{FastPath: FastPathAFXDP, Shape: map[string]PortShape{"link0": {Rate: 2_000_000_000}}}},
-		// Generic (skb) XDP hands the socket frames as chains too.
-		{"forward-afxdp-generic", Config{FastPath: FastPathAFXDP, XDPMode: bpf.XDPGeneric}},
-		{"lg", Config{Mode: ModeLG}},
-	} {
-		t.Run(arm.name, func(t *testing.T) {
-			sw1 := startWatched(t, tb.NS("sw1"), arm.cfg)
-			sw2 := startWatched(t, tb.NS("sw2"), arm.cfg)
-			defer sw2.stop(t)
-			defer sw1.stop(t)
-			for _, sw := range []*runningSwitch{sw1, sw2} {
-				if c := sw.d.Config(); c.FrameSize != 16384 || !sw.d.umem.MultiBuffer() {
-					t.Fatalf("frame size %d (multi-buffer %v), want 16384 chosen for MTU 9016", c.FrameSize, sw.d.umem.MultiBuffer())
-				}
-			}
-			if arm.cfg.FastPath == FastPathXDP {
-				waitFastPath(t, "sw1", sw1.d, FastPathXDP)
-				waitFastPath(t, "sw2", sw2.d, FastPathXDP)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
-				t.Fatalf("ping h1→h2: %v", err)
-			}
-			if err := netns.WaitPing(ctx, h2, "10.0.0.1"); err != nil {
-				t.Fatalf("ping h2→h1: %v", err)
-			}
-			// Drops at the sockets before now are not the datagrams' (a
-			// session frame from the peer can find a socket whose worker
-			// has not filled its fill ring yet).
-			drops := map[*Port]uint64{}
-			for _, sw := range []*runningSwitch{sw1, sw2} {
-				for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
-					drops[p] = socketDrops(t, p)
-				}
-			}
-			before1, before2 := sw1.d.Stats(), sw2.d.Stats()
-			sendJumboUDP(t, h1, h2, "10.0.0.2", 5311, size, count)
-			sendJumboUDP(t, h2, h1, "10.0.0.1", 5312, size, count)
-			after1, after2 := sw1.d.Stats(), sw2.d.Stats()
-			frame := uint64(size + 8 + 20 + EthHeaderLen)
-			// Every host port took count frames of that size from its host
-			// and gave count to it: whole frames, counted once each,
-			// whichever path carried them.
-			for _, c := range []struct {
-				what       string
-				before, at DirSnapshot
-			}{
-				{"sw1 host0 rx", before1.Host.RX, after1.Host.RX},
-				{"sw1 host0 tx", before1.Host.TX, after1.Host.TX},
-				{"sw2 host0 rx", before2.Host.RX, after2.Host.RX},
-				{"sw2 host0 tx", before2.Host.TX, after2.Host.TX},
-			} {
-				if f, b := c.at.Frames-c.before.Frames, c.at.Bytes-c.before.Bytes; f < count || b < count*frame {
-					t.Errorf("%s: %d frames, %d bytes for %d datagrams of %d bytes (frames of %d)", c.what, f, b, count, size, frame)
-				}
-			}
-			if arm.cfg.FastPath == FastPathXDP {
-				for name, sw := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-					for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
-						c, err := p.Program().Counters()
-						if err != nil {
-							t.Fatal(err)
-						}
-						if c.Redirected != 0 || c.Forwarded < count {
-							t.Errorf("%s %s: %d frames to AF_XDP, %d on the fast path; want none and ≥ %d", name, p.Name, c.Redirected, c.Forwarded, count)
-						}
-					}
-				}
-			}
-			for name, sw := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-				for _, p := range []*Port{sw.d.Host(), sw.d.Link()} {
-					if n := socketDrops(t, p) - drops[p]; n != 0 {
-						t.Errorf("%s %s: %d frames dropped at the AF_XDP socket", name, p.Name, n)
-					}
-				}
-				s := sw.d.Stats()
-				if s.Host.RX.Dropped+s.Link.RX.Dropped != 0 {
-					t.Errorf("%s: %d host and %d link frames dropped on receipt (chains longer than a UMEM frame?)", name, s.Host.RX.Dropped, s.Link.RX.Dropped)
-				}
-			}
-			if arm.cfg.Mode == ModeLG {
-				// The statistics are published every 20 ms while the worker
-				// runs and once more 20 ms after it last worked (until
-				// 2026-11-27 only at its next wake, a session keepalive
-				// up to 100 ms later): two equal snapshots
-				// (waitCore) could both be older than its last deliveries
-				// (make test saw 195 of 200). The wait stays for a busy
-				// machine, where a wake can come late.
-				r := waitCore(t, sw2.d).Receiver
-				for deadline := time.Now().Add(3 * time.Second); r != nil && r.Delivered < count && time.Now().Before(deadline); {
-					time.Sleep(25 * time.Millisecond)
-					r = LGStatsOf(sw2.d).Core().Receiver
-				}
-				if r == nil || r.LostDetected != 0 || r.Delivered < count {
-					t.Errorf("sw2 lg receiver %+v: want every frame delivered in order, none lost", r)
-				}
-			}
-
-			startIperfServer(t, ctx, h2, 5313)
-			out, err := runIperfClient(ctx, h1, 5313, "-n", "40M")
-			if err != nil {
-				t.Fatalf("iperf3 40 MB h1→h2 at MTU 9000: %v\n%s", err, lastLines(string(out), 6))
-			}
-			t.Logf("%s: %d datagrams of %d bytes each way intact; iperf3 TCP at MTU 9000:\n%s", arm.name, count, size, lastLines(string(out), 4))
-		})
-	}
-}
-
-// sendJumboUDP sends count UDP datagrams of size bytes from namespace from
+// SendJumboUDP sends count UDP datagrams of size bytes from namespace from
 // to addr:port in namespace to, with DF set (IP_PMTUDISC_DO: never
 // fragmented), each numbered and filled with a pattern of its number, and
 // fails the test unless every one arrives once, whole and unchanged.
-func sendJumboUDP(t *testing.T, from, to, addr string, port, size, count int) {
+func SendJumboUDP(t *testing.T, from, to, addr string, port, size, count int) {
 	t.Helper()
 	var rx, tx int
 	if err := netns.Do(to, func() error {

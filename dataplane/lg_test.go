@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 // LinkGuardian on veth: in-process dataplanes in sw1 and sw2 of a pair
 // testbed, loss injected by sw2's link port program (XDP on receive, so it
@@ -18,7 +18,10 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
@@ -60,39 +63,39 @@ const (
 // lgBed is a pair testbed with a dataplane on each switch.
 type lgBed struct {
 	tb       *netns.Testbed
-	sw1, sw2 *Dataplane
+	sw1, sw2 *dataplane.Dataplane
 }
 
 // upLG brings up a fresh pair testbed (prefix base lfq) and starts mode on
 // both switches, with impairment imp (nil: none) on sw2's link port, that is
 // on the sw1→sw2 direction.
-func upLG(t *testing.T, mode Mode, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
+func upLG(t *testing.T, mode dataplane.Mode, lgc lgpipe.LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	t.Helper()
-	return upLGLink(t, mode, LinkConfig{}, lgc, imp)
+	return upLGLink(t, mode, dataplane.LinkConfig{}, lgc, imp)
 }
 
 // upLGLink is upLG with link settings lc on both ends.
-func upLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp *bpf.ImpairConfig) *lgBed {
+func upLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lgpipe.LGConfig, imp *bpf.ImpairConfig) *lgBed {
 	t.Helper()
 	tb := netns.TestUp(t, "lfq", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
 	b := &lgBed{tb: tb}
-	var fp FastPath
-	if lgOnFastPath && mode != ModeForward {
+	var fp dataplane.FastPath
+	if lgOnFastPath && mode != dataplane.ModeForward {
 		fp = lgFastPathMode()
 	}
-	b.sw1 = startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
-	b.sw2 = startSwitch(t, tb.NS("sw2"), withLG(Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
+	b.sw1 = dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
+	b.sw2 = dataplane.StartSwitch(t, tb.NS("sw2"), withLG(dataplane.Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
 	if imp != nil {
 		if err := b.sw2.Link().Program().SetImpair(*imp); err != nil {
 			t.Fatalf("impairment on sw2 link0: %v", err)
 		}
 	}
-	if mode != ModeForward {
+	if mode != dataplane.ModeForward {
 		// Frames sent before the link session is up wait for it only
 		// --session-wait: wait for it here, however long the dataplanes
 		// take to start.
 		waitFor(t, "both link sessions up", func() bool {
-			return LGStatsOf(b.sw1).Session.Snapshot().State == "up" && LGStatsOf(b.sw2).Session.Snapshot().State == "up"
+			return lgpipe.LGStatsOf(b.sw1).Session.Snapshot().State == "up" && lgpipe.LGStatsOf(b.sw2).Session.Snapshot().State == "up"
 		})
 		b.watchSkips(t)
 	}
@@ -117,13 +120,13 @@ func (b *lgBed) watchSkips(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			c := LGStatsOf(b.sw2).Core()
+			c := lgpipe.LGStatsOf(b.sw2).Core()
 			if c.Receiver == nil || c.Receiver.AckNoTimeouts == last {
 				continue
 			}
 			last = c.Receiver.AckNoTimeouts
 			var snap metrics.Snapshot
-			LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
+			lgpipe.LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
 			log = append(log, fmt.Sprintf("t=%v: %d frames given up so far; renotify %v, ackNoTimeout %v; retransmission delays so far: %d, max %v",
 				time.Since(start).Round(time.Millisecond), last, time.Duration(c.Renotify), time.Duration(c.AckNoTimeout), snap.Count, time.Duration(snap.Max)))
 		}
@@ -148,7 +151,7 @@ func (b *lgBed) impairStats(t *testing.T) bpf.ImpairStats {
 
 // socketDrops counts frames the kernel dropped at p's AF_XDP sockets (RX
 // ring full, fill ring empty): frames that never reached the dataplane.
-func socketDrops(t *testing.T, p *Port) uint64 {
+func socketDrops(t *testing.T, p *dataplane.Port) uint64 {
 	t.Helper()
 	var n uint64
 	for _, s := range p.Sockets() {
@@ -332,12 +335,12 @@ const lgAhead = 1024
 
 // waitCore returns the LinkGuardian core counters of d once they are
 // published and stable (the worker publishes every 20 ms).
-func waitCore(t *testing.T, d *Dataplane) LGCore {
+func waitCore(t *testing.T, d *dataplane.Dataplane) lgpipe.LGCore {
 	t.Helper()
-	var c LGCore
+	var c lgpipe.LGCore
 	for i := 0; i < 80; i++ {
 		time.Sleep(25 * time.Millisecond)
-		n := LGStatsOf(d).Core()
+		n := lgpipe.LGStatsOf(d).Core()
 		if i > 0 && n.Receiver != nil && c.Receiver != nil && *n.Receiver == *c.Receiver &&
 			n.Sender != nil && c.Sender != nil && *n.Sender == *c.Sender && holesSettled(n.Receiver) {
 			return n
@@ -358,17 +361,17 @@ func holesSettled(r *linkguardian.ReceiverStats) bool {
 }
 
 // logLG logs what both ends' LinkGuardian cores counted (for diagnosis).
-func (b *lgBed) logLG(t *testing.T) (s1, s2 LGCore) {
+func (b *lgBed) logLG(t *testing.T) (s1, s2 lgpipe.LGCore) {
 	t.Helper()
 	s1, s2 = waitCore(t, b.sw1), waitCore(t, b.sw2)
 	t.Logf("sw1 sender: %+v", *s1.Sender)
 	t.Logf("sw2 receiver: %+v", *s2.Receiver)
 	var snap metrics.Snapshot
-	LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
+	lgpipe.LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
 	t.Logf("sw2 retransmission delay µs: %+v; timers in force: renotify %v, ackNoTimeout %v",
 		metrics.Summarize(&snap, 1e-3), time.Duration(s2.Renotify), time.Duration(s2.AckNoTimeout))
-	t.Logf("sw1 dataplane: %+v; link tx ring full %d, PFC rx %d", b.sw1.Stats(), LGStatsOf(b.sw1).LinkTxRingFull.Load(), LGStatsOf(b.sw1).PFCRx.Load())
-	t.Logf("sw2 dataplane: %+v; host tx ring full %d, pause tx %d", b.sw2.Stats(), LGStatsOf(b.sw2).HostTxRingFull.Load(), LGStatsOf(b.sw2).PauseTx.Load())
+	t.Logf("sw1 dataplane: %+v; link tx ring full %d, PFC rx %d", b.sw1.Stats(), lgpipe.LGStatsOf(b.sw1).LinkTxRingFull.Load(), lgpipe.LGStatsOf(b.sw1).PFCRx.Load())
+	t.Logf("sw2 dataplane: %+v; host tx ring full %d, pause tx %d", b.sw2.Stats(), lgpipe.LGStatsOf(b.sw2).HostTxRingFull.Load(), lgpipe.LGStatsOf(b.sw2).PauseTx.Load())
 	return s1, s2
 }
 
@@ -394,7 +397,7 @@ func checkDelivery(t *testing.T, r *lgRun, inOrder bool) {
 // lossless delivery: losses were detected, each detected frame was
 // recovered, none was given up on, and the detections match the loss rate
 // over the data frames sent.
-func checkRecovery(t *testing.T, r *lgRun, s1, s2 *LGCore, st bpf.ImpairStats, tol float64) {
+func checkRecovery(t *testing.T, r *lgRun, s1, s2 *lgpipe.LGCore, st bpf.ImpairStats, tol float64) {
 	t.Helper()
 	rs := s2.Receiver
 	if rs.LostDetected == 0 {
@@ -431,33 +434,33 @@ func checkRecovery(t *testing.T, r *lgRun, s1, s2 *LGCore, st bpf.ImpairStats, t
 // runLG sends lgFrames frames through mode with impairment imp on sw1→sw2
 // and returns the run, both ends' LinkGuardian counters (lg, lgnb) and the
 // impairment counters of the run.
-func runLG(t *testing.T, mode Mode, lgc LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 LGCore, st bpf.ImpairStats) {
+func runLG(t *testing.T, mode dataplane.Mode, lgc lgpipe.LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 lgpipe.LGCore, st bpf.ImpairStats) {
 	t.Helper()
-	return runLGLink(t, mode, LinkConfig{}, lgc, imp, size, rate)
+	return runLGLink(t, mode, dataplane.LinkConfig{}, lgc, imp, size, rate)
 }
 
 // runLGLink is runLG with link settings lc on both ends.
-func runLGLink(t *testing.T, mode Mode, lc LinkConfig, lgc LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 LGCore, st bpf.ImpairStats) {
+func runLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lgpipe.LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 lgpipe.LGCore, st bpf.ImpairStats) {
 	t.Helper()
 	b := upLGLink(t, mode, lc, lgc, &imp)
-	if mode != ModeForward && lgc.TxBuffer == 0 {
+	if mode != dataplane.ModeForward && lgc.TxBuffer == 0 {
 		// The pair testbed's link has a priority lane, so the default credit
 		// window is the whole ring (half of it on a one-queue link, unless
 		// the kernel's send path is on).
-		for _, d := range []*Dataplane{b.sw1, b.sw2} {
-			c, lanes := d.Config(), d.Link().lanes
+		for _, d := range []*dataplane.Dataplane{b.sw1, b.sw2} {
+			c, lanes := d.Config(), d.Link().Lanes()
 			want := int(c.RingSize)
-			if lanes == 1 && !lgTxWanted(&c) {
+			if lanes == 1 && !lgpipe.LGTxWanted(&c) {
 				want /= 2
 			}
-			if c.lg().TxBuffer != want {
-				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, c.lg().TxBuffer, lanes, want)
+			if lgpipe.LGConfigOf(&c).TxBuffer != want {
+				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, lgpipe.LGConfigOf(&c).TxBuffer, lanes, want)
 			}
 		}
 	}
 	before := b.impairStats(t)
 	r = b.send(t, lgFrames, size, rate)
-	if mode != ModeForward {
+	if mode != dataplane.ModeForward {
 		s1, s2 = b.logLG(t)
 	}
 	st = b.impairStats(t).Sub(before)
@@ -484,7 +487,7 @@ func checkLossRate(t *testing.T, st bpf.ImpairStats, want, tol float64) {
 // demonstrably dropped ~1% and the receiver recovered exactly what it
 // detected.
 func TestLGBernoulliLossRecovered(t *testing.T) {
-	r, s1, s2, st := runLG(t, ModeLG, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 11}, lgFrameSize, lgRate)
+	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 11}, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	checkLossRate(t, st, lgLoss, 0.25)
 	checkRecovery(t, r, &s1, &s2, st, 0.25)
@@ -494,11 +497,11 @@ func TestLGBernoulliLossRecovered(t *testing.T) {
 // coreAndSession reads d's core and session statistics as published
 // together (keepalives keep the session's counters moving, so two separate
 // reads can straddle a publication).
-func coreAndSession(d *Dataplane) (LGCore, SessionSnapshot) {
+func coreAndSession(d *dataplane.Dataplane) (lgpipe.LGCore, linkpipe.SessionSnapshot) {
 	for {
-		c := LGStatsOf(d).Core()
-		s := LGStatsOf(d).Session.Snapshot()
-		if again := LGStatsOf(d).Core(); again.PriorityFrames == c.PriorityFrames {
+		c := lgpipe.LGStatsOf(d).Core()
+		s := lgpipe.LGStatsOf(d).Session.Snapshot()
+		if again := lgpipe.LGStatsOf(d).Core(); again.PriorityFrames == c.PriorityFrames {
 			return c, s
 		}
 	}
@@ -509,7 +512,7 @@ func coreAndSession(d *Dataplane) (LGCore, SessionSnapshot) {
 // (this direction has no loss notifications or PFC to send), and sw2 sent
 // its loss notifications (first and repeated) and pause frames there; both
 // sent their link session's HELLOs and HELLO-ACKs there.
-func checkPriorityLane(t *testing.T, sw1, sw2 *Dataplane) {
+func checkPriorityLane(t *testing.T, sw1, sw2 *dataplane.Dataplane) {
 	t.Helper()
 	c1, ss1 := coreAndSession(sw1)
 	c2, ss2 := coreAndSession(sw2)
@@ -520,7 +523,7 @@ func checkPriorityLane(t *testing.T, sw1, sw2 *Dataplane) {
 	if !s1.PriorityLane || !s2.PriorityLane {
 		t.Fatalf("no priority lane (sw1 %v, sw2 %v): the pair testbed's link has 2 queues", s1.PriorityLane, s2.PriorityLane)
 	}
-	sess := func(s SessionSnapshot) uint64 { return s.Counters.HellosTx + s.Counters.HelloAcksTx }
+	sess := func(s linkpipe.SessionSnapshot) uint64 { return s.Counters.HellosTx + s.Counters.HelloAcksTx }
 	if want := s1.Sender.RetxCopies + sess(ss1); s1.PriorityFrames != want {
 		t.Errorf("sw1 sent %d frames on the priority lane; want %d (%d retransmitted copies, %d session frames)", s1.PriorityFrames, want, s1.Sender.RetxCopies, sess(ss1))
 	}
@@ -529,7 +532,7 @@ func checkPriorityLane(t *testing.T, sw1, sw2 *Dataplane) {
 		t.Errorf("sw2 sent %d frames on the priority lane; want %d (loss notifications %d, re-notifications %d, pauses %d, resumes %d, session frames %d)",
 			s2.PriorityFrames, want, rs.LossNotifsSent, rs.Renotifies, rs.PausesSent, rs.ResumesSent, sess(ss2))
 	}
-	for i, s := range []SessionSnapshot{ss1, ss2} {
+	for i, s := range []linkpipe.SessionSnapshot{ss1, ss2} {
 		if s.State != "up" || s.Agreed == nil {
 			t.Errorf("sw%d: link session %s, agreed %v", i+1, s.State, s.Agreed)
 		}
@@ -540,7 +543,7 @@ func checkPriorityLane(t *testing.T, sw1, sw2 *Dataplane) {
 // or duplicated, but recovered frames arrive after their successors
 // (out-of-order > 0 shows the mode really differs from lg).
 func TestLGNBBernoulliLossRecovered(t *testing.T) {
-	r, s1, s2, st := runLG(t, ModeLGNB, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 12}, lgFrameSize, lgRate)
+	r, s1, s2, st := runLG(t, lgpipe.ModeLGNB, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 12}, lgFrameSize, lgRate)
 	checkDelivery(t, r, false)
 	checkLossRate(t, st, lgLoss, 0.25)
 	checkRecovery(t, r, &s1, &s2, st, 0.25)
@@ -562,7 +565,7 @@ func TestLGNBBernoulliLossRecovered(t *testing.T) {
 func TestLGBurstyLossRecovered(t *testing.T) {
 	imp := bpf.Bursty(lgLoss, 3)
 	imp.Seed = 13
-	r, s1, s2, st := runLG(t, ModeLG, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
+	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	// Bursts make the count noisier than Bernoulli's (≈7% relative sd).
 	checkLossRate(t, st, lgLoss, 0.4)
@@ -576,7 +579,7 @@ func TestLGBurstyLossRecovered(t *testing.T) {
 // protection loses about 1% of the frames, exactly those the impairment
 // dropped. It shows the checks above can fail.
 func TestForwardLossIsVisible(t *testing.T) {
-	r, _, _, st := runLG(t, ModeForward, LGConfig{}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 14}, lgFrameSize, lgRate)
+	r, _, _, st := runLG(t, dataplane.ModeForward, lgpipe.LGConfig{}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 14}, lgFrameSize, lgRate)
 	checkLossRate(t, st, lgLoss, 0.25)
 	// In forward mode only data crosses the link: every frame sw1 accepted
 	// and the impairment dropped is missing at h2, and nothing else is
@@ -600,10 +603,10 @@ func TestForwardLossIsVisible(t *testing.T) {
 // lock every 20 ms to publish counters, and waits there. To the protocol
 // this is the worker's thread not being scheduled, which happens on a busy
 // machine.
-func stall(t *testing.T, d *Dataplane) (release func()) {
-	LGStatsOf(d).mu.Lock()
+func stall(t *testing.T, d *dataplane.Dataplane) (release func()) {
+	lgpipe.LGStatsOf(d).Mu.Lock()
 	var once sync.Once
-	release = func() { once.Do(LGStatsOf(d).mu.Unlock) }
+	release = func() { once.Do(lgpipe.LGStatsOf(d).Mu.Unlock) }
 	prev, still := d.Stats().Loops, time.Now()
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		time.Sleep(500 * time.Microsecond)
@@ -625,14 +628,14 @@ func stall(t *testing.T, d *Dataplane) (release func()) {
 // while sw2 works through the backlog, detects the losses in it and asks sw1
 // for them. Every copy of every frame eventually arrives: nothing is lost
 // on the wire for good, so LinkGuardian must deliver everything.
-func stallScenario(t *testing.T, lgc LGConfig, stallFor time.Duration) (*lgRun, LGCore) {
+func stallScenario(t *testing.T, lgc lgpipe.LGConfig, stallFor time.Duration) (*lgRun, lgpipe.LGCore) {
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 17}
-	b := upLG(t, ModeLG, lgc, &imp)
+	b := upLG(t, lgpipe.ModeLG, lgc, &imp)
 	var timers []string
 	r := b.sendDuring(t, 100_000, lgFrameSize, 20_000, func() { // 5 s: the stalls need 1.5 + 5 × (0.31 + stallFor)
 		time.Sleep(1500 * time.Millisecond)
 		for i := 0; i < 5; i++ {
-			c := LGStatsOf(b.sw2).Core()
+			c := lgpipe.LGStatsOf(b.sw2).Core()
 			timers = append(timers, fmt.Sprintf("renotify %v ackNoTimeout %v", time.Duration(c.Renotify), time.Duration(c.AckNoTimeout)))
 			rel2 := stall(t, b.sw2)
 			time.Sleep(10 * time.Millisecond)
@@ -653,7 +656,7 @@ func stallScenario(t *testing.T, lgc LGConfig, stallFor time.Duration) (*lgRun, 
 // recoverable, and the next test's failure is the timers', not the
 // scenario's.
 func TestLGSurvivesSchedulingStall(t *testing.T) {
-	r, s2 := stallScenario(t, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, 50*time.Millisecond)
+	r, s2 := stallScenario(t, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, 50*time.Millisecond)
 	checkDelivery(t, r, true)
 	if s2.Receiver.AckNoTimeouts != 0 || s2.Receiver.Recovered != s2.Receiver.LostDetected {
 		t.Errorf("receiver recovered %d of %d detected lost, gave up on %d", s2.Receiver.Recovered, s2.Receiver.LostDetected, s2.Receiver.AckNoTimeouts)
@@ -670,7 +673,7 @@ func TestLGSurvivesSchedulingStall(t *testing.T) {
 // retransmissions are on their way.
 func TestLGDefaultTimersSurviveSchedulingStall(t *testing.T) {
 	const stallFor = 250 * time.Millisecond
-	r, s2 := stallScenario(t, LGConfig{Copies: 3}, stallFor)
+	r, s2 := stallScenario(t, lgpipe.LGConfig{Copies: 3}, stallFor)
 	checkDelivery(t, r, true)
 	if s2.Receiver.AckNoTimeouts != 0 || s2.Receiver.Recovered != s2.Receiver.LostDetected {
 		t.Errorf("default timers: receiver recovered %d of %d detected lost and gave up on %d whose retransmissions were delayed by a %v scheduling stall of sw1 (timers in force at the end: renotify %v, ackNoTimeout %v)",
@@ -707,17 +710,17 @@ func tcpExtDelta(ns string, before map[string]uint64, names ...string) string {
 // h1's own veth dropped (its peer's ring full: sw1 did not poll its host
 // port in time; the dataplane never saw them, and each costs TCP a
 // retransmission).
-func iperfRetrans(t *testing.T, mode Mode, loss float64) (retx, hostDrops uint64) {
+func iperfRetrans(t *testing.T, mode dataplane.Mode, loss float64) (retx, hostDrops uint64) {
 	t.Helper()
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: loss, Seed: 15}
-	b := upLG(t, mode, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, &imp)
+	b := upLG(t, mode, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, &imp)
 	h1, h2 := b.tb.NS("h1"), b.tb.NS("h2")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
 		t.Fatalf("%s: ping h1→h2: %v", mode, err)
 	}
-	startIperfServer(t, ctx, h2, 5299)
+	dataplane.StartIperfServer(t, ctx, h2, 5299)
 	before := tcpRetransSegs(t, h1)
 	before2 := b.impairStats(t)
 	ext1, _ := netns.NetstatAll(h1)
@@ -726,7 +729,7 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) (retx, hostDrops uint64
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runIperfClient(ctx, h1, 5299, "-n", "100M")
+	out, err := dataplane.RunIperfClient(ctx, h1, 5299, "-n", "100M")
 	if err != nil {
 		t.Fatalf("%s: iperf3 -n 100M h1→h2 at loss %g: %v\n%s", mode, loss, err, out)
 	}
@@ -737,13 +740,13 @@ func iperfRetrans(t *testing.T, mode Mode, loss float64) (retx, hostDrops uint64
 	}
 	hostDrops = drops1 - drops0
 	st := b.impairStats(t).Sub(before2)
-	t.Logf("%s at loss %g: TcpRetransSegs %d; h1's veth dropped %d; impairment %v\n%s", mode, loss, retx, hostDrops, st, lastLines(string(out), 4))
+	t.Logf("%s at loss %g: TcpRetransSegs %d; h1's veth dropped %d; impairment %v\n%s", mode, loss, retx, hostDrops, st, dataplane.LastLines(string(out), 4))
 	t.Logf("%s: h1 %s; h2 %s", mode, tcpExtDelta(h1, ext1, "TCPLossProbes", "TCPTimeouts", "TCPFastRetrans", "TCPSlowStartRetrans", "TCPSACKReorder", "TCPTSReorder", "TCPDSACKRecv", "TCPSpuriousRtxHostQueues", "TCPSpuriousRTOs"),
 		tcpExtDelta(h2, ext2, "TCPOFOQueue", "TCPDSACKOldSent", "TCPDSACKOfoSent"))
 	if st.Dropped == 0 {
 		t.Errorf("%s: the impairment dropped nothing of %d frames", mode, st.Seen)
 	}
-	if mode != ModeForward {
+	if mode != dataplane.ModeForward {
 		c := waitCore(t, b.sw2)
 		if r := c.Receiver; r.AckNoTimeouts != 0 || r.Recovered != r.LostDetected {
 			t.Errorf("%s receiver: %+v", mode, *r)
@@ -763,8 +766,8 @@ func TestLGHidesLossFromTCP(t *testing.T) {
 	}
 	// One testbed per arm, each removed when its subtest ends.
 	var lgRetx, lgDrops, fwdRetx uint64
-	t.Run("lg", func(t *testing.T) { lgRetx, lgDrops = iperfRetrans(t, ModeLG, 1e-3) })
-	t.Run("forward", func(t *testing.T) { fwdRetx, _ = iperfRetrans(t, ModeForward, 1e-3) })
+	t.Run("lg", func(t *testing.T) { lgRetx, lgDrops = iperfRetrans(t, lgpipe.ModeLG, 1e-3) })
+	t.Run("forward", func(t *testing.T) { fwdRetx, _ = iperfRetrans(t, dataplane.ModeForward, 1e-3) })
 	if t.Failed() {
 		return
 	}
@@ -782,8 +785,8 @@ func TestLGHidesLossFromTCP(t *testing.T) {
 // (5e-2) at a high rate fill lg's reorder buffer: the receiver sends PFC
 // pauses, the sender obeys them, and still nothing is lost end to end.
 func TestLGPFCBackpressure(t *testing.T) {
-	lgc := LGConfig{Copies: 3, ResumeThreshold: 8 << 10, AckTimeout: lgAckTimeout}
-	r, s1, s2, st := runLG(t, ModeLG, lgc, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 5e-2, Seed: 16}, 1000, 100_000)
+	lgc := lgpipe.LGConfig{Copies: 3, ResumeThreshold: 8 << 10, AckTimeout: lgAckTimeout}
+	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgc, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 5e-2, Seed: 16}, 1000, 100_000)
 	checkDelivery(t, r, true)
 	checkLossRate(t, st, 5e-2, 0.25)
 	checkRecovery(t, r, &s1, &s2, st, 0.25)
@@ -801,11 +804,11 @@ func TestLGPFCBackpressure(t *testing.T) {
 	// pause and resume as a PAUSE/RESUME link-header frame on link0, and
 	// sw1's LinkGuardian port applies them (no 802.1Qbb frame: NIC MACs
 	// consume or refuse those).
-	tx, rx := LGStatsOf(r.bed.sw2).PauseTx.Load(), ss.PausesRx+ss.ResumesRx
+	tx, rx := lgpipe.LGStatsOf(r.bed.sw2).PauseTx.Load(), ss.PausesRx+ss.ResumesRx
 	if tx == 0 || rx == 0 || rx > tx {
 		t.Errorf("sw2 sent %d pause frames for %d pauses + %d resumes; sw1 applied %d", tx, rs.PausesSent, rs.ResumesSent, rx)
 	}
-	if pfc := LGStatsOf(r.bed.sw1).PFCRx.Load(); pfc != 0 {
+	if pfc := lgpipe.LGStatsOf(r.bed.sw1).PFCRx.Load(); pfc != 0 {
 		t.Errorf("sw1 received %d 802.1Qbb frames: LinkGuardian's backpressure must travel as link-header frames", pfc)
 	}
 }

@@ -1,12 +1,14 @@
-package dataplane
+package dataplane_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
 // lgOnFastPath makes upLG start lg, lgnb and monitor with LinkGuardian's
@@ -45,7 +47,7 @@ func runLossSuite(t *testing.T) {
 func TestLGFastPathLinkFlap(t *testing.T) {
 	lgOnFastPath = true
 	defer func() { lgOnFastPath = false }()
-	linkFlap(t, ModeLG)
+	linkFlap(t, lgpipe.ModeLG)
 }
 
 // TestLGFastPathCarries: with 1 % loss on sw1→sw2, sw2's kernel delivers
@@ -55,12 +57,12 @@ func TestLGFastPathLinkFlap(t *testing.T) {
 func TestLGFastPathCarries(t *testing.T) {
 	lgOnFastPath = true
 	defer func() { lgOnFastPath = false }()
-	r, _, _, _ := runLG(t, ModeLG, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
+	r, _, _, _ := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	rs := checkKernelDelivered(t, r.bed.sw2)
 	fp := r.bed.sw2.FastPath()
-	if len(fp) != 2 || fp[0].Path != FastPathXDP || fp[0].Frames != rs.FastDelivered ||
-		fp[1].From != "host0" || fp[1].Path != FastPathAFXDP || !strings.Contains(fp[1].Reason, "2 queues") {
+	if len(fp) != 2 || fp[0].Path != dataplane.FastPathXDP || fp[0].Frames != rs.FastDelivered ||
+		fp[1].From != "host0" || fp[1].Path != dataplane.FastPathAFXDP || !strings.Contains(fp[1].Reason, "2 queues") {
 		t.Errorf("sw2's fast path %+v; want link0 → host0 on xdp that carried %d frames, and host0 → link0 on afxdp for the link's 2 queues", fp, rs.FastDelivered)
 	}
 	lg := r.bed.sw2.Link().Program()
@@ -89,11 +91,11 @@ func TestLGFastPathCorruption(t *testing.T) {
 // handed it back every time: hand-offs = claims + 1. How much the kernel
 // carries depends on the machine (the core keeps the point while it
 // recovers a hole, a slow core for longer): logged, not asserted.
-func checkKernelDelivered(t *testing.T, d *Dataplane) *linkguardian.ReceiverStats {
+func checkKernelDelivered(t *testing.T, d *dataplane.Dataplane) *linkguardian.ReceiverStats {
 	t.Helper()
 	var rs *linkguardian.ReceiverStats
 	waitFor(t, "sw2's kernel owns the in-order point again", func() bool {
-		rs = LGStatsOf(d).Core().Receiver
+		rs = lgpipe.LGStatsOf(d).Core().Receiver
 		return rs != nil && rs.FastHandOffs == rs.FastClaims+1
 	})
 	t.Logf("sw2's kernel delivered %d of %d frames (%.0f %%); %d hand-offs, %d claims",
@@ -118,11 +120,11 @@ func lgLinkQueues() int {
 // lgFastPathMode is the --fastpath of upLG and linkFlap with lgOnFastPath:
 // xdp (both halves, or fail) on the one-queue link of lgFastSend, auto (the
 // receive half, the send half falling back) on two queues.
-func lgFastPathMode() FastPath {
+func lgFastPathMode() dataplane.FastPath {
 	if lgFastSend {
-		return FastPathXDP
+		return dataplane.FastPathXDP
 	}
-	return FastPathAuto
+	return dataplane.FastPathAuto
 }
 
 // lgFastSend makes upLG and linkFlap (with lgOnFastPath) run
@@ -156,11 +158,11 @@ func TestLGFastSendSuite(t *testing.T) {
 // (How much each kernel carries depends on the machine's speed: logged.)
 func TestLGFastSendCarries(t *testing.T) {
 	withFastSend(t, func() {
-		r, s1, _, _ := runLG(t, ModeLG, LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
+		r, s1, _, _ := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
 		checkDelivery(t, r, true)
 		rs := checkKernelDelivered(t, r.bed.sw2)
 		fp := r.bed.sw2.FastPath()
-		if len(fp) != 2 || fp[0].Path != FastPathXDP || fp[0].Frames != rs.FastDelivered || fp[1].Path != FastPathXDP || fp[1].From != "host0" {
+		if len(fp) != 2 || fp[0].Path != dataplane.FastPathXDP || fp[0].Frames != rs.FastDelivered || fp[1].Path != dataplane.FastPathXDP || fp[1].From != "host0" {
 			t.Errorf("sw2's fast path %+v; want link0 → host0 on xdp that carried %d frames, then host0 → link0 on xdp", fp, rs.FastDelivered)
 		}
 		checkFastSend(t, r, s1)
@@ -186,12 +188,12 @@ func TestLGFastSendCorruption(t *testing.T) {
 // carrying the integrity trailer of mode m, with 10⁻³ loss and 1 % bit
 // flips on sw1→sw2: everything delivered once and in order, and sw2
 // counted exactly the flipped frames as corrupt.
-func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 LGCore) {
+func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 lgpipe.LGCore) {
 	t.Helper()
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
-	r, s1, s2, st := runLGLink(t, ModeLG, LinkConfig{Integrity: m}, LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
+	r, s1, s2, st := runLGLink(t, lgpipe.ModeLG, dataplane.LinkConfig{Integrity: m}, lgpipe.LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
-	corrupt := LGStatsOf(r.bed.sw2).Integrity.Corrupt.Load()
+	corrupt := lgpipe.LGStatsOf(r.bed.sw2).Integrity.Corrupt.Load()
 	if st.Flipped == 0 || corrupt != st.Flipped {
 		t.Errorf("the impairment flipped a bit in %d frames; sw2 counted %d corrupt: every flipped frame must fail the check, no other", st.Flipped, corrupt)
 	}
@@ -203,20 +205,20 @@ func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 LGCore) 
 // Up takes sending back from the kernel, which gets it again once the
 // session is up; TCP resumes both ways.
 func TestLGFastSendLinkFlap(t *testing.T) {
-	withFastSend(t, func() { linkFlap(t, ModeLG) })
+	withFastSend(t, func() { linkFlap(t, lgpipe.ModeLG) })
 }
 
 // checkFastSend checks sw1's send half after a run: its kernel numbered
 // and sent data frames, the core adopted every one of them, the direction
 // host0 → link0 reports path xdp and the kernel's count, and the kernel
 // lost no numbered frame for want of head- or tailroom.
-func checkFastSend(t *testing.T, r *lgRun, _ LGCore) {
+func checkFastSend(t *testing.T, r *lgRun, _ lgpipe.LGCore) {
 	t.Helper()
 	// At rest the kernel owns sending again (every claim was followed by a
 	// hand-off). How much it sent depends on the machine: logged.
 	var ss *linkguardian.SenderStats
 	waitFor(t, "sw1's kernel owns sending again", func() bool {
-		ss = LGStatsOf(r.bed.sw1).Core().Sender
+		ss = lgpipe.LGStatsOf(r.bed.sw1).Core().Sender
 		return ss != nil && ss.FastSendHandOffs == ss.FastSendClaims+1
 	})
 	t.Logf("sw1's kernel sent %d of %d data frames (%.0f %%); %d hand-offs, %d claims",
@@ -226,7 +228,7 @@ func checkFastSend(t *testing.T, r *lgRun, _ LGCore) {
 		return
 	}
 	fp := r.bed.sw1.FastPath()
-	if len(fp) != 2 || fp[1].From != "host0" || fp[1].Path != FastPathXDP || fp[1].Frames != ss.FastSent {
+	if len(fp) != 2 || fp[1].From != "host0" || fp[1].Path != dataplane.FastPathXDP || fp[1].Frames != ss.FastSent {
 		t.Errorf("sw1's fast path %+v; want host0 → link0 on xdp that carried the %d frames the core adopted", fp, ss.FastSent)
 	}
 	if tx, err := r.bed.sw1.Host().Program().LGTx(); err != nil {

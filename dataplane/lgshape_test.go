@@ -1,10 +1,12 @@
-package dataplane
+package dataplane_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
 )
@@ -17,27 +19,27 @@ import (
 // losses), so every frame arrives once and the link saw no loss.
 func TestLGShapedLinkHoldsBurst(t *testing.T) {
 	tb := netns.TestUp(t, "lfls", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	lgc := LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
-	sw1 := startSwitch(t, tb.NS("sw1"), withLG(Config{Mode: ModeLG,
-		Shape: map[string]PortShape{"link0": {Rate: 20_000_000, Buffer: 16 << 10}}}, lgc))
-	sw2 := startSwitch(t, tb.NS("sw2"), withLG(Config{Mode: ModeLG}, lgc))
+	lgc := lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG,
+		Shape: map[string]dataplane.PortShape{"link0": {Rate: 20_000_000, Buffer: 16 << 10}}}, lgc))
+	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgc))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
 		t.Fatalf("ping h1→h2: %v", err)
 	}
-	atH2 := rawCapture(t, tb.NS("h2"), "eth0", unix.ETH_P_IP)
-	h1 := rawSender(t, tb.NS("h1"), "eth0")
+	atH2 := dataplane.RawCapture(t, tb.NS("h2"), "eth0", unix.ETH_P_IP)
+	h1 := dataplane.RawSender(t, tb.NS("h1"), "eth0")
 	const frames = 400
 	for i := range frames {
-		if _, err := unix.Write(h1, classFrame(0, i, 1000)); err != nil {
+		if _, err := unix.Write(h1, dataplane.ClassFrame(0, i, 1000)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// 400 frames of ~1040 bytes on the wire at 20 Mbit/s drain in 170 ms.
 	got := 0
-	capture(t, atH2, 3*time.Second, func(b []byte) bool {
-		if classOf(b) >= 0 {
+	dataplane.Capture(t, atH2, 3*time.Second, func(b []byte) bool {
+		if dataplane.ClassOf(b) >= 0 {
 			got++
 		}
 		return got < frames
@@ -52,6 +54,6 @@ func TestLGShapedLinkHoldsBurst(t *testing.T) {
 	}
 	if got != frames {
 		t.Errorf("h2 received %d frames; h1 sent %d (h2's capture socket dropped %d, sw1's host socket %d, sw2's link socket %d)",
-			got, frames, captureDrops(t, atH2), socketDrops(t, sw1.Host()), socketDrops(t, sw2.Link()))
+			got, frames, dataplane.CaptureDrops(t, atH2), socketDrops(t, sw1.Host()), socketDrops(t, sw2.Link()))
 	}
 }

@@ -20,7 +20,7 @@ func TestCheckPorts(t *testing.T) {
 		links []string
 		want  string
 	}{
-		{ModeLG, "host0", []string{"link0", "link1"}, "--mode lg takes one --link-port; got link0,link1"},
+		{modeLG, "host0", []string{"link0", "link1"}, "--mode lg takes one --link-port; got link0,link1"},
 		{ModeForward, "host0", nil, "--mode forward needs a link port (--link-port IF)"},
 		{ModeForward, "", []string{"link0"}, "--mode forward needs a --host-port"},
 		{ModeForward, "link1", []string{"link0", "link1"}, "link1 is both a host port and a link port"},
@@ -33,7 +33,7 @@ func TestCheckPorts(t *testing.T) {
 			t.Errorf("%s host %q links %v: %v; want an error with %q", tc.mode, tc.host, tc.links, err, tc.want)
 		}
 	}
-	for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor, ModeCells} {
+	for _, m := range []Mode{ModeForward, modeLG, modeLGNB, modeMonitor, modeCells} {
 		if err := CheckPorts(m, "host0", []string{"link0"}); err != nil {
 			t.Errorf("%s on host0, link0: %v", m, err)
 		}
@@ -45,18 +45,18 @@ func TestCheckPorts(t *testing.T) {
 		hosts []string
 		want  string
 	}{
-		{ModeCells, []string{"host0", "host1"}, ""},
-		{ModeCells, nil, ""},
-		{ModeLG, []string{"host0", "host1"}, "--mode lg takes at most 1 --host-port; got host0,host1"},
-		{ModeCells, []string{"host0", "host0"}, "--host-port host0,host0 names host0 twice"},
-		{ModeCells, []string{"host0", "link0"}, "link0 is both a host port and a link port"},
+		{modeCells, []string{"host0", "host1"}, ""},
+		{modeCells, nil, ""},
+		{modeLG, []string{"host0", "host1"}, "--mode lg takes at most 1 --host-port; got host0,host1"},
+		{modeCells, []string{"host0", "host0"}, "--host-port host0,host0 names host0 twice"},
+		{modeCells, []string{"host0", "link0"}, "link0 is both a host port and a link port"},
 	} {
 		err := CheckNodePorts(tc.mode, tc.hosts, []string{"link0", "link1"})
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s hosts %v: %v; want %q", tc.mode, tc.hosts, err, tc.want)
 		}
 	}
-	c0 := Config{Mode: ModeCells, HostPorts: []string{"host0", "host1"}, LinkPorts: []string{"up0"}}
+	c0 := Config{Mode: modeCells, HostPorts: []string{"host0", "host1"}, LinkPorts: []string{"up0"}}
 	if err := c0.defaults(); err != nil || c0.HostPort != "host0" || !slices.Equal(c0.portNames(), []string{"host0", "host1", "up0"}) {
 		t.Errorf("HostPorts [host0 host1]: HostPort %q, names %v, %v", c0.HostPort, c0.portNames(), err)
 	}
@@ -168,7 +168,7 @@ func TestFramesScaleWithSockets(t *testing.T) {
 	for _, l := range links {
 		shape[l] = PortShape{Rate: 500e6}
 	}
-	c := Config{LinkPorts: links, HostPort: "h0", Shape: shape, Mode: modeSpray}
+	c := Config{LinkPorts: links, HostPort: "h0", Shape: shape, Mode: ModeSpray}
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestFramesScaleWithSockets(t *testing.T) {
 	if int(c.FrameCount) < need {
 		t.Errorf("default --frames %d for %d sockets and %d egress queues; they need %d", c.FrameCount, sockets, len(links), need)
 	}
-	c = Config{LinkPorts: links, HostPort: "h0", Mode: modeSpray, FrameCount: 16384}
+	c = Config{LinkPorts: links, HostPort: "h0", Mode: ModeSpray, FrameCount: 16384}
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}

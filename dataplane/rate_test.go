@@ -21,14 +21,14 @@ func TestPortRateTCP(t *testing.T) {
 	}
 	tb := netns.TestUp(t, "lfn", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	const rate = 200e6
-	startSwitch(t, tb.NS("sw1"), Config{})
-	sw2 := startSwitch(t, tb.NS("sw2"), Config{Shape: map[string]PortShape{"host0": {Rate: rate}}})
+	StartSwitch(t, tb.NS("sw1"), Config{})
+	sw2 := StartSwitch(t, tb.NS("sw2"), Config{Shape: map[string]PortShape{"host0": {Rate: rate}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
 		t.Fatalf("ping h1→h2: %v", err)
 	}
-	startIperfServer(t, ctx, tb.NS("h2"), 5298)
+	StartIperfServer(t, ctx, tb.NS("h2"), 5298)
 	// The wire rate of host0 while its egress queue is backlogged (frames
 	// queued at both ends of a 10 ms sample): then the shaper, not TCP or
 	// the machine's speed, sets it.
@@ -52,7 +52,7 @@ func TestPortRateTCP(t *testing.T) {
 			a, t0 = b, t1
 		}
 	}()
-	out, err := runIperfClient(ctx, tb.NS("h1"), 5298, "-t", "4", "-J")
+	out, err := RunIperfClient(ctx, tb.NS("h1"), 5298, "-t", "4", "-J")
 	close(stop)
 	if err != nil {
 		t.Fatalf("iperf3: %v\n%s", err, out)

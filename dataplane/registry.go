@@ -19,7 +19,7 @@ import (
 // its own whose kernel halves its Instance switches and reads (KernelPath,
 // fastpath.go); Prepare, FastBlocked and PortOptions are what such a path
 // asks of the configuration and the ports (LinkGuardian's send path:
-// lgfast.go).
+// linkguardian/lgpipe/lgfast.go).
 type Spec struct {
 	// Hosts and Links are the least and most host and link ports.
 	Hosts, Links [2]int

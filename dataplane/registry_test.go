@@ -1,10 +1,7 @@
 package dataplane
 
 import (
-	"bytes"
-	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -12,7 +9,7 @@ import (
 // errors the specs' fields and hooks give are word for word what the
 // engine said when it switched on the mode.
 func TestRegistry(t *testing.T) {
-	for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor, ModeCells, ModeFEC} {
+	for _, m := range []Mode{ModeForward, modeLG, modeLGNB, modeMonitor, modeCells, modeFEC} {
 		if !slices.Contains(Modes(), m) {
 			t.Errorf("mode %s is not registered (modes: %s)", m, ModeList())
 		}
@@ -23,19 +20,19 @@ func TestRegistry(t *testing.T) {
 		want string
 	}{
 		{"workers", func() error {
-			c := Config{Mode: ModeCells, Workers: 2}
+			c := Config{Mode: modeCells, Workers: 2}
 			return c.checkWorkers()
 		}, "dataplane: --workers 2: mode cells runs one worker; several run modes forward, lg, lgnb and monitor (leave --workers out)"},
 		{"pfc", func() error {
-			c := Config{Mode: ModeCells, PFC: PFCConfig{Enabled: true}}
+			c := Config{Mode: modeCells, PFC: PFCConfig{Enabled: true}}
 			return c.pfcDefaults()
 		}, "dataplane: --pfc: mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec"},
 		{"fec protect", func() error {
-			c := withLG(Config{Mode: ModeFEC}, LGConfig{Protect: "tx"})
+			c := LGProtect(Config{Mode: modeFEC}, "tx")
 			return c.spec().Configure(&c)
 		}, "dataplane: --lg-protect tx: mode fec protects both directions of the link; leave --lg-protect out"},
 		{"fastpath xdp", func() error {
-			d := &Dataplane{cfg: Config{Mode: ModeCells, FastPath: FastPathXDP}}
+			d := &Dataplane{cfg: Config{Mode: modeCells, FastPath: FastPathXDP}}
 			return d.newFastPath()
 		}, "dataplane: --fastpath xdp: mode cells has no XDP fast path (forward has, and lg, lgnb and monitor); use --fastpath auto or afxdp"},
 	} {
@@ -68,26 +65,4 @@ func TestRegisterDefault(t *testing.T) {
 		}
 	}()
 	Register("other", Spec{Default: true})
-}
-
-// TestCellsCloseLogs: a cell node logs its counters when it closes after
-// it ran, one per link and the node's; one that never made a pipeline (New
-// failed after it) logs nothing.
-func TestCellsCloseLogs(t *testing.T) {
-	m := newMemNode(t, 1, 1, 2, CellsConfig{})
-	in := m.w.Node().Instance().(*cellsInstance)
-	var buf bytes.Buffer
-	in.log = slog.New(slog.NewTextHandler(&buf, nil))
-	in.Close()
-	if buf.Len() != 0 {
-		t.Errorf("a node that never ran logged:\n%s", buf.String())
-	}
-	if _, err := in.Pipeline(m.w); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
-	out := buf.String()
-	if n := strings.Count(out, `msg="cells link"`); n != 2 || !strings.Contains(out, "msg=cells delivered=") {
-		t.Errorf("want two link lines and the node's at exit, got:\n%s", out)
-	}
 }

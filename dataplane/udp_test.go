@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 import (
 	"context"
@@ -12,26 +12,10 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
-
-// snmpFields reads proto's fields from /proc/net/snmp of namespace ns.
-func snmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uint64 {
-	t.Helper()
-	all, err := netns.SNMPAll(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]uint64{}
-	for _, f := range fields {
-		v, ok := all[proto+f]
-		if !ok {
-			t.Fatalf("snmp of %s: no counter %s:%s", ns, proto, f)
-		}
-		m[f] = v
-	}
-	return m
-}
 
 // TestLGUDPLossAccounted: iperf3 UDP h1→h2 through lg (default settings)
 // at 100 Mbit/s with Bernoulli loss 1e-2 on sw1→sw2. Every datagram iperf3
@@ -56,8 +40,8 @@ func TestLGUDPLossAccounted(t *testing.T) {
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
 	}
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	sw1 := startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG})
-	sw2 := startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG})
+	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: lgpipe.ModeLG})
+	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG})
 	if err := sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 23}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +57,7 @@ func TestLGUDPLossAccounted(t *testing.T) {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	udpFields := []string{"InDatagrams", "RcvbufErrors", "InErrors", "InCsumErrors", "SndbufErrors"}
-	h1Before, h2Before := snmpFields(t, h1, "Udp", udpFields...), snmpFields(t, h2, "Udp", udpFields...)
+	h1Before, h2Before := dataplane.SnmpFields(t, h1, "Udp", udpFields...), dataplane.SnmpFields(t, h2, "Udp", udpFields...)
 	host1Before, link2Before := socketDrops(t, sw1.Host()), socketDrops(t, sw2.Link())
 	secs := sized(4, 10)
 	var out []byte
@@ -87,7 +71,7 @@ func TestLGUDPLossAccounted(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("iperf3 -u h1→h2: %v\n%s", err, lastLines(string(out), 10))
+		t.Fatalf("iperf3 -u h1→h2: %v\n%s", err, dataplane.LastLines(string(out), 10))
 	}
 	var res struct {
 		Error string `json:"error"`
@@ -104,24 +88,24 @@ func TestLGUDPLossAccounted(t *testing.T) {
 		} `json:"end"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("iperf3 JSON: %v\n%s", err, lastLines(string(out), 10))
+		t.Fatalf("iperf3 JSON: %v\n%s", err, dataplane.LastLines(string(out), 10))
 	}
 	if res.Error != "" || res.End.Sum.Packets == 0 {
-		t.Fatalf("iperf3 -u h1→h2 sent no datagrams: %q\n%s", res.Error, lastLines(string(out), 10))
+		t.Fatalf("iperf3 -u h1→h2 sent no datagrams: %q\n%s", res.Error, dataplane.LastLines(string(out), 10))
 	}
 	time.Sleep(200 * time.Millisecond) // the last publish of the lg counters
-	h1After, h2After := snmpFields(t, h1, "Udp", udpFields...), snmpFields(t, h2, "Udp", udpFields...)
+	h1After, h2After := dataplane.SnmpFields(t, h1, "Udp", udpFields...), dataplane.SnmpFields(t, h2, "Udp", udpFields...)
 	s1, s2 := waitCore(t, sw1), waitCore(t, sw2)
 	st1, st2 := sw1.Stats(), sw2.Stats()
 	where := map[string]uint64{
 		"h1 UDP SndbufErrors":                  h1After["SndbufErrors"] - h1Before["SndbufErrors"],
 		"sw1 host0 AF_XDP RX ring full/drops":  socketDrops(t, sw1.Host()) - host1Before,
-		"sw1 link TX ring full":                LGStatsOf(sw1).LinkTxRingFull.Load(),
+		"sw1 link TX ring full":                lgpipe.LGStatsOf(sw1).LinkTxRingFull.Load(),
 		"sw1 host frames not protected (bad)":  s1.Port.TxBad,
 		"sw2 link0 AF_XDP RX ring full/drops":  socketDrops(t, sw2.Link()) - link2Before,
 		"sw2 receiver gave up (ackNoTimeout)":  s2.Receiver.AckNoTimeouts,
 		"sw2 receiver skipped (window)":        s2.Receiver.ForcedSkips,
-		"sw2 host TX ring full":                LGStatsOf(sw2).HostTxRingFull.Load(),
+		"sw2 host TX ring full":                lgpipe.LGStatsOf(sw2).HostTxRingFull.Load(),
 		"sw2 host TX dropped":                  st2.Host.TX.Dropped,
 		"h2 UDP RcvbufErrors":                  h2After["RcvbufErrors"] - h2Before["RcvbufErrors"],
 		"h2 UDP InErrors (incl. rcvbuf, csum)": h2After["InErrors"] - h2Before["InErrors"],

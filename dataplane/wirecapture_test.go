@@ -1,4 +1,4 @@
-package dataplane
+package dataplane_test
 
 // The dissector on real captures: each mode's frames, captured with tcpdump
 // in the middle of the link (a wire namespace: the switches' link ports
@@ -20,7 +20,11 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/cellify/cellspipe"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -122,7 +126,7 @@ func (c *wireCapture) stop(t *testing.T) (captured, dropped int) {
 type side struct {
 	name  string
 	macs  map[string]bool
-	rows  []tsharkRow
+	rows  []dataplane.TsharkRow
 	types map[string]int // linkfabric type ("1r": retransmitted data, "1u": unsequenced data, "-": not a link frame)
 }
 
@@ -159,7 +163,7 @@ func (s *side) String() string {
 
 // serials returns the serials of the rows of type typ ("1": sequenced data,
 // first copies and retransmissions; "14": parity's first).
-func serials(rows []tsharkRow, typ, field string, retx bool) []int {
+func serials(rows []dataplane.TsharkRow, typ, field string, retx bool) []int {
 	var out []int
 	for _, r := range rows {
 		if r["linkfabric.type"] != typ || (r["linkfabric.flags.retx"] == "1") != retx || r["linkfabric.flags.unseq"] == "1" || r[field] == "" {
@@ -202,7 +206,7 @@ func consecutive(t *testing.T, what string, ss []int) map[int]bool {
 // and the frames of each type are as many as the sending dataplane counted.
 func TestDissectorOnTestbed(t *testing.T) {
 	netns.RequireRoot(t)
-	needTshark(t)
+	dataplane.NeedTshark(t)
 	if _, err := exec.LookPath("tcpdump"); err != nil {
 		t.Skip("tcpdump not on PATH (scripts/deps.sh installs it)")
 	}
@@ -221,30 +225,30 @@ func TestDissectorOnTestbed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, mode := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor, ModeCells, ModeFEC} {
+	for _, mode := range []dataplane.Mode{dataplane.ModeForward, lgpipe.ModeLG, lgpipe.ModeLGNB, lgpipe.ModeMonitor, cellspipe.ModeCells, fecpipe.ModeFEC} {
 		t.Run(string(mode), func(t *testing.T) { wireCaptureMode(t, tb, mode, "") })
 	}
 	// Cells over LinkGuardian: the cell family sequenced in place, and
 	// the link session's HELLOs.
-	t.Run("cells-lg", func(t *testing.T) { wireCaptureMode(t, tb, ModeCells, "lg") })
+	t.Run("cells-lg", func(t *testing.T) { wireCaptureMode(t, tb, cellspipe.ModeCells, "lg") })
 }
 
-func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode string) {
+func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode dataplane.Mode, cellLinkMode string) {
 	sw1ns, sw2ns, wire := tb.NS("sw1"), tb.NS("sw2"), tb.NS("wire")
 	path := filepath.Join(t.TempDir(), string(mode)+".pcap")
 	capt := startCapture(t, wire, netns.WirePort0, path)
 
 	// Both trailers: csum in lgnb and fec, CRC32C (the default) elsewhere.
 	integrity := linkcrc.CRC32C
-	if mode == ModeLGNB || mode == ModeFEC {
+	if mode == lgpipe.ModeLGNB || mode == fecpipe.ModeFEC {
 		integrity = linkcrc.Csum
 	}
-	start := func(ns string, id uint16) *runningSwitch {
+	start := func(ns string, id uint16) *dataplane.RunningSwitch {
 		switch mode {
-		case ModeCells:
-			return startWatched(t, ns, withCells(Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"}, Link: LinkConfig{Integrity: integrity}}, CellsConfig{NodeID: id, LinkMode: cellLinkMode}))
+		case cellspipe.ModeCells:
+			return dataplane.StartWatched(t, ns, withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"}, Link: dataplane.LinkConfig{Integrity: integrity}}, cellspipe.CellsConfig{NodeID: id, LinkMode: cellLinkMode}))
 		default:
-			return startWatched(t, ns, Config{Mode: mode, Link: LinkConfig{Integrity: integrity}})
+			return dataplane.StartWatched(t, ns, dataplane.Config{Mode: mode, Link: dataplane.LinkConfig{Integrity: integrity}})
 		}
 	}
 	sw1, sw2 := start(sw1ns, 1), start(sw2ns, 2)
@@ -253,27 +257,27 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode st
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
 		t.Fatalf("ping h1→h2 through %s: %v", mode, err)
 	}
-	lossy := mode != ModeForward && (mode != ModeCells || cellLinkMode != "")
+	lossy := mode != dataplane.ModeForward && (mode != cellspipe.ModeCells || cellLinkMode != "")
 	if lossy {
-		if err := sw2.d.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 0.02, Seed: 5}); err != nil {
+		if err := sw2.D.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 0.02, Seed: 5}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	out, err := netns.Command(ctx, tb.NS("h1"), "ping", "-c", "200", "-i", "0.005", "-s", "200", "-q", "10.0.0.2").CombinedOutput()
-	if err != nil && mode != ModeMonitor {
+	if err != nil && mode != lgpipe.ModeMonitor {
 		t.Fatalf("200 pings h1→h2: %v\n%s", err, out)
 	}
 	if lossy {
-		if err := sw2.d.Link().Program().SetImpair(bpf.ImpairConfig{}); err != nil {
+		if err := sw2.D.Link().Program().SetImpair(bpf.ImpairConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // retransmissions and ACKs settle
 	// Stop both dataplanes (their pipelines publish their counters as they
 	// stop), then the wireCapture: it holds all they ever sent.
-	for _, s := range []*runningSwitch{sw1, sw2} {
-		s.cancel()
-		<-s.done
+	for _, s := range []*dataplane.RunningSwitch{sw1, sw2} {
+		s.Cancel()
+		<-s.Done
 	}
 	time.Sleep(200 * time.Millisecond)
 	captured, dropped := capt.stop(t)
@@ -286,13 +290,13 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode st
 		{name: "sw1", macs: map[string]bool{mac(sw1ns, "link0"): true, mac(tb.NS("h1"), "eth0"): true}},
 		{name: "sw2", macs: map[string]bool{mac(sw2ns, "link0"): true, mac(tb.NS("h2"), "eth0"): true}},
 	}
-	rows := tsharkDecode(t, path)
+	rows := dataplane.TsharkDecode(t, path)
 	if len(rows) != captured {
 		t.Fatalf("tshark decoded %d frames, tcpdump captured %d", len(rows), captured)
 	}
 	var bad int
 	for i, r := range rows {
-		if e := r.errors(); e != "" {
+		if e := r.Errors(); e != "" {
 			bad++
 			if bad <= 10 {
 				t.Errorf("frame %d: %s", i+1, e)
@@ -305,10 +309,10 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode st
 		if link && (r["linkfabric.trailer.ok"] != "1" || r["linkfabric.trailer.kind"] != integrity.String()) {
 			t.Errorf("frame %d: integrity trailer not verified (kind %q ok %q)", i+1, r["linkfabric.trailer.kind"], r["linkfabric.trailer.ok"])
 		}
-		if mode != ModeForward && !link {
+		if mode != dataplane.ModeForward && !link {
 			t.Errorf("frame %d: not a link frame in mode %s: %v", i+1, mode, r)
 		}
-		if mode == ModeForward && link {
+		if mode == dataplane.ModeForward && link {
 			t.Errorf("frame %d: a link frame in mode forward: %v", i+1, r)
 		}
 		src := strings.Split(r["eth.src"], ";")[0]
@@ -323,14 +327,14 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode Mode, cellLinkMode st
 			t.Errorf("frame %d from %s: neither switch's side sent it", i+1, src)
 		}
 	}
-	sws := []*runningSwitch{sw1, sw2}
+	sws := []*dataplane.RunningSwitch{sw1, sw2}
 	for i, s := range sides {
 		s.count()
-		t.Logf("%s, its link port counted %d; tshark decoded %d", s, sws[i].d.Stats().Link.TX.Frames, len(s.rows))
-		checkSide(t, mode, s, sides[1-i], sws[i].d, cellLinkMode)
+		t.Logf("%s, its link port counted %d; tshark decoded %d", s, sws[i].D.Stats().Link.TX.Frames, len(s.rows))
+		checkSide(t, mode, s, sides[1-i], sws[i].D, cellLinkMode)
 	}
 	if cellLinkMode != "" {
-		mode += Mode("/" + cellLinkMode)
+		mode += dataplane.Mode("/" + cellLinkMode)
 	}
 	t.Logf("mode %s: tcpdump captured %d frames, tshark decoded %d, %d malformed or with an expert error", mode, captured, len(rows), bad)
 }
@@ -343,15 +347,15 @@ func eq(t *testing.T, s *side, what string, got int, want uint64) {
 	}
 }
 
-func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane, cellLinkMode string) {
+func checkSide(t *testing.T, mode dataplane.Mode, s, peer *side, d *dataplane.Dataplane, cellLinkMode string) {
 	t.Helper()
 	st := d.Stats()
 	switch mode {
-	case ModeForward:
+	case dataplane.ModeForward:
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
-	case ModeLG, ModeLGNB, ModeMonitor:
-		c := LGStatsOf(d).Core()
-		ss := LGStatsOf(d).Session.Snapshot().Counters
+	case lgpipe.ModeLG, lgpipe.ModeLGNB, lgpipe.ModeMonitor:
+		c := lgpipe.LGStatsOf(d).Core()
+		ss := lgpipe.LGStatsOf(d).Session.Snapshot().Counters
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "data frames", s.types["1"], c.Sender.DataSent)
 		eq(t, s, "retransmitted copies", s.types["1r"], c.Sender.RetxCopies)
@@ -382,9 +386,9 @@ func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane, cellLinkMod
 				}
 			}
 		}
-	case ModeFEC:
-		f := d.FECStats().Snapshot()
-		ss := d.FECStats().Session.Snapshot().Counters
+	case fecpipe.ModeFEC:
+		f := fecpipe.FECStatsOf(d).Snapshot()
+		ss := fecpipe.FECStatsOf(d).Session.Snapshot().Counters
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "data transmissions", s.types["1"], f.Sender.Data+f.Sender.Copies)
 		eq(t, s, "parity frames", s.types["14"], f.Sender.Parity)
@@ -403,8 +407,8 @@ func checkSide(t *testing.T, mode Mode, s, peer *side, d *Dataplane, cellLinkMod
 				}
 			}
 		}
-	case ModeCells:
-		l := d.CellStats().Snapshot().Links[0]
+	case cellspipe.ModeCells:
+		l := cellspipe.CellStatsOf(d).Snapshot().Links[0]
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "cells", s.types["9"], l.TxCells)
 		eq(t, s, "credit and REACH frames", s.types["10"]+s.types["11"]+s.types["12"], l.TxCtrl)

@@ -34,14 +34,14 @@ var tsharkFields = []string{
 	"_ws.malformed", "_ws.expert.severity", "_ws.expert.message",
 }
 
-// tsharkRow is one decoded frame: field name → value (occurrences joined
+// TsharkRow is one decoded frame: field name → value (occurrences joined
 // with ';').
-type tsharkRow map[string]string
+type TsharkRow map[string]string
 
-// errors returns what tshark flagged in the frame: malformed, or an expert
+// Errors returns what tshark flagged in the frame: malformed, or an expert
 // item of severity error (a failure of the dissector itself, "Lua Error:
 // ...", is one).
-func (r tsharkRow) errors() string {
+func (r TsharkRow) Errors() string {
 	var bad []string
 	if r["_ws.malformed"] != "" {
 		bad = append(bad, "malformed")
@@ -60,8 +60,8 @@ func (r tsharkRow) errors() string {
 	return strings.Join(bad, ", ")
 }
 
-// needTshark returns tshark's path or skips the test.
-func needTshark(t *testing.T) string {
+// NeedTshark returns tshark's path or skips the test.
+func NeedTshark(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("tshark")
 	if err != nil {
@@ -70,9 +70,9 @@ func needTshark(t *testing.T) string {
 	return p
 }
 
-// tsharkDecode decodes pcap with the dissector (prefs as tshark -o
+// TsharkDecode decodes pcap with the dissector (prefs as tshark -o
 // arguments) and returns one row per frame.
-func tsharkDecode(t *testing.T, pcap string, prefs ...string) []tsharkRow {
+func TsharkDecode(t *testing.T, pcap string, prefs ...string) []TsharkRow {
 	t.Helper()
 	args := []string{"-n", "-X", "lua_script:" + dissectorPath, "-r", pcap, "-T", "fields",
 		"-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
@@ -82,7 +82,7 @@ func tsharkDecode(t *testing.T, pcap string, prefs ...string) []tsharkRow {
 	for _, f := range tsharkFields {
 		args = append(args, "-e", f)
 	}
-	cmd := exec.Command(needTshark(t), args...)
+	cmd := exec.Command(NeedTshark(t), args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -92,7 +92,7 @@ func tsharkDecode(t *testing.T, pcap string, prefs ...string) []tsharkRow {
 	if s := stderr.String(); strings.Contains(s, "Lua") || strings.Contains(s, "lua") {
 		t.Fatalf("tshark reported a Lua problem:\n%s", s)
 	}
-	var rows []tsharkRow
+	var rows []TsharkRow
 	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		if line == "" {
 			continue
@@ -101,7 +101,7 @@ func tsharkDecode(t *testing.T, pcap string, prefs ...string) []tsharkRow {
 		if len(v) != len(tsharkFields) {
 			t.Fatalf("tshark row of %d fields, want %d: %q", len(v), len(tsharkFields), line)
 		}
-		r := tsharkRow{}
+		r := TsharkRow{}
 		for i, f := range tsharkFields {
 			r[f] = v[i]
 		}
@@ -312,7 +312,7 @@ func encoderFrames(t *testing.T, m linkcrc.Integrity) []wsFrame {
 // trailer, a bad cell header CRC, an invalid flag, an unknown type or
 // version) are flagged.
 func TestDissectorDecodesEncoders(t *testing.T) {
-	needTshark(t)
+	NeedTshark(t)
 	var frames []wsFrame
 	kinds := []linkcrc.Integrity{linkcrc.Off, linkcrc.CRC32C, linkcrc.Csum}
 	for _, m := range kinds {
@@ -375,28 +375,28 @@ func TestDissectorDecodesEncoders(t *testing.T) {
 	}
 	// Named check: a corrupted frame is reported, not taken for a frame
 	// without a trailer.
-	rows := tsharkDecode(t, path)
-	named := tsharkDecode(t, path, "linkfabric.integrity:csum")
+	rows := TsharkDecode(t, path)
+	named := TsharkDecode(t, path, "linkfabric.integrity:csum")
 	if len(rows) != len(frames) || len(named) != len(frames) {
 		t.Fatalf("tshark decoded %d and %d frames, want %d", len(rows), len(named), len(frames))
 	}
 	for i, f := range frames {
 		r := rows[i]
 		if f.flags == "hostile" {
-			for _, rr := range []tsharkRow{r, named[i]} {
-				if e := rr.errors(); strings.Contains(e, "Lua Error") || rr["linkfabric.type"] == "" {
+			for _, rr := range []TsharkRow{r, named[i]} {
+				if e := rr.Errors(); strings.Contains(e, "Lua Error") || rr["linkfabric.type"] == "" {
 					t.Errorf("frame %d (hostile, % x): type %q, %s", i+1, f.b, rr["linkfabric.type"], e)
 				}
 			}
 			continue
 		}
 		if f.flags != "" {
-			if got := named[i].errors(); !strings.Contains(got, f.flags) {
+			if got := named[i].Errors(); !strings.Contains(got, f.flags) {
 				t.Errorf("frame %d (%s): tshark -o linkfabric.integrity:csum flagged %q, want %q", i+1, f.name, got, f.flags)
 			}
 			continue
 		}
-		if got := r.errors(); got != "" {
+		if got := r.Errors(); got != "" {
 			t.Errorf("frame %d (%s): %s", i+1, f.name, got)
 		}
 		if r["linkfabric.type"] == "" && r["linkfabric.tdma.seq"] == "" {

@@ -13,14 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
-	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/xdp"
 	"golang.org/x/sys/unix"
@@ -30,12 +28,12 @@ import (
 // than one refuses the modes, the fast path and the features that need one
 // worker, each error naming the flags.
 func TestWorkersConfig(t *testing.T) {
-	c := Config{Mode: ModeLG}
+	c := Config{Mode: modeLG}
 	if err := c.checkWorkers(); err != nil || c.Workers != 1 {
 		t.Errorf("default: workers %d, %v; want 1", c.Workers, err)
 	}
 	for _, n := range []int{2, 16} {
-		for _, m := range []Mode{ModeForward, ModeLG, ModeLGNB, ModeMonitor} {
+		for _, m := range []Mode{ModeForward, modeLG, modeLGNB, modeMonitor} {
 			c := Config{Mode: m, Workers: n, FastPath: FastPathAuto}
 			if err := c.checkWorkers(); err != nil {
 				t.Errorf("--workers %d mode %s: %v", n, m, err)
@@ -49,9 +47,9 @@ func TestWorkersConfig(t *testing.T) {
 	}{
 		{"negative", Config{Mode: ModeForward, Workers: -1}, []string{"--workers -1", "1 to 16"}},
 		{"too many", Config{Mode: ModeForward, Workers: 17}, []string{"--workers 17"}},
-		{"cells", Config{Mode: ModeCells, Workers: 2}, []string{"--workers 2", "mode cells"}},
-		{"fec", Config{Mode: ModeFEC, Workers: 2}, []string{"--workers 2", "mode fec"}},
-		{"fast path", Config{Mode: ModeLG, Workers: 2, FastPath: FastPathXDP}, []string{"--workers 2", "--fastpath xdp", "single-worker"}},
+		{"cells", Config{Mode: modeCells, Workers: 2}, []string{"--workers 2", "mode cells"}},
+		{"fec", Config{Mode: modeFEC, Workers: 2}, []string{"--workers 2", "mode fec"}},
+		{"fast path", Config{Mode: modeLG, Workers: 2, FastPath: FastPathXDP}, []string{"--workers 2", "--fastpath xdp", "single-worker"}},
 		{"pfc", Config{Mode: ModeForward, Workers: 2, PFC: PFCConfig{Enabled: true}}, []string{"--workers 2", "--pfc"}},
 		{"rate", Config{Mode: ModeForward, Workers: 2, Shape: map[string]PortShape{"link0": {Rate: 1e9}}}, []string{"--workers 2", "--port-rate"}},
 	} {
@@ -126,28 +124,29 @@ func TestWorkerPorts(t *testing.T) {
 	}
 }
 
-// upWorkersBed brings up the pair testbed with two queues on every veth
+// UpWorkersBed brings up the pair testbed with two queues on every veth
 // (prefix lfq6) and starts mode with two workers on both switches; imp (if
 // not nil) impairs sw1→sw2 at sw2's link port.
-func upWorkersBed(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.Testbed, *Dataplane, *Dataplane) {
+func UpWorkersBed(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...func(*Config)) (*netns.Testbed, *Dataplane, *Dataplane) {
 	t.Helper()
-	tb, sw1, sw2, _ := upWorkersSwitches(t, mode, imp)
-	return tb, sw1.d, sw2.d
+	tb, sw1, sw2, _ := UpWorkersSwitches(t, mode, imp, mechs...)
+	return tb, sw1.D, sw2.D
 }
 
-// upWorkersSwitches is upWorkersBed returning the running switches and the
-// configuration they run (to restart one).
-func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.Testbed, *runningSwitch, *runningSwitch, Config) {
+// UpWorkersSwitches is upWorkersBed returning the running switches and the
+// configuration they run (to restart one); mechs set the mode's mechanism
+// configuration.
+func UpWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...func(*Config)) (*netns.Testbed, *RunningSwitch, *RunningSwitch, Config) {
 	t.Helper()
 	netns.RequireRoot(t)
 	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
 	cfg := Config{Mode: mode, Workers: workersUnderTest, FastPath: FastPathAuto}
-	if mode != ModeForward {
-		*cfg.lg() = LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+	for _, m := range mechs {
+		m(&cfg)
 	}
-	rs1 := startWatched(t, tb.NS("sw1"), cfg)
-	rs2 := startWatched(t, tb.NS("sw2"), cfg)
-	sw1, sw2 := rs1.d, rs2.d
+	rs1 := StartWatched(t, tb.NS("sw1"), cfg)
+	rs2 := StartWatched(t, tb.NS("sw2"), cfg)
+	sw1, sw2 := rs1.D, rs2.D
 	if imp != nil {
 		if err := sw2.Link().Program().SetImpair(*imp); err != nil {
 			t.Fatalf("impairment on sw2 link0: %v", err)
@@ -171,19 +170,19 @@ func upWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig) (*netns.T
 	return tb, rs1, rs2, cfg
 }
 
-// flowRun is what numbered UDP flows h1→h2 delivered.
-type flowRun struct {
+// FlowRun is what numbered UDP flows h1→h2 delivered.
+type FlowRun struct {
 	flows, perFlow int
-	got            [][]uint32 // per flow, in arrival order
+	Got            [][]uint32 // per flow, in arrival order
 }
 
-// udpFlows sends flows UDP flows h1→h2 (ports 5600+i, each from its own
+// UdpFlows sends flows UDP flows h1→h2 (ports 5600+i, each from its own
 // socket, so its own source port and flow hash), perFlow datagrams of size
 // bytes each, numbered, round robin at about rate datagrams/s in all, and
 // returns what h2 received per flow (until 1 s passes without a datagram).
-func udpFlows(t *testing.T, tb *netns.Testbed, flows, perFlow, size int, rate float64) *flowRun {
+func UdpFlows(t *testing.T, tb *netns.Testbed, flows, perFlow, size int, rate float64) *FlowRun {
 	t.Helper()
-	r := &flowRun{flows: flows, perFlow: perFlow, got: make([][]uint32, flows)}
+	r := &FlowRun{flows: flows, perFlow: perFlow, Got: make([][]uint32, flows)}
 	rx := make([]*net.UDPConn, flows)
 	tx := make([]*net.UDPConn, flows)
 	if err := netns.Do(tb.NS("h2"), func() error {
@@ -231,7 +230,7 @@ func udpFlows(t *testing.T, tb *netns.Testbed, flows, perFlow, size int, rate fl
 					return
 				}
 				if n >= 4 {
-					r.got[i] = append(r.got[i], binary.BigEndian.Uint32(buf))
+					r.Got[i] = append(r.Got[i], binary.BigEndian.Uint32(buf))
 				}
 			}
 		}()
@@ -267,9 +266,9 @@ func isNoBufs(err error) bool {
 	return strings.Contains(err.Error(), unix.ENOBUFS.Error())
 }
 
-// check reports, per flow, datagrams missing, duplicated and out of order.
-func (r *flowRun) check() (missing, dups, ooo int, detail []string) {
-	for i, got := range r.got {
+// Check reports, per flow, datagrams missing, duplicated and out of order.
+func (r *FlowRun) Check() (missing, dups, ooo int, detail []string) {
+	for i, got := range r.Got {
 		seen := make([]bool, r.perFlow)
 		var m, d, o int
 		last := -1
@@ -300,16 +299,16 @@ func (r *flowRun) check() (missing, dups, ooo int, detail []string) {
 	return
 }
 
-// checkBothWorkers fails unless every worker of d carried the flows' frames
+// CheckBothWorkers fails unless every worker of d carried the flows' frames
 // (in from port from, out to port to: at least a tenth of them each), and
 // the workers' shares add up to the ports' totals.
-func checkBothWorkers(t *testing.T, name string, d *Dataplane, from, to int) {
+func CheckBothWorkers(t *testing.T, name string, d *Dataplane, from, to int) {
 	t.Helper()
 	s := d.Stats()
 	if len(s.Workers) != 2 {
 		t.Fatalf("%s: %d workers in the statistics; want 2", name, len(s.Workers))
 	}
-	least := uint64(workerFlows * workerPerFlow / 10)
+	least := uint64(WorkerFlows * WorkerPerFlow / 10)
 	for _, w := range s.Workers {
 		in, out := w.Ports[from].RX.Frames, w.Ports[to].TX.Frames
 		if in < least || out < least {
@@ -332,187 +331,25 @@ func checkBothWorkers(t *testing.T, name string, d *Dataplane, from, to int) {
 }
 
 const (
-	workerFlows   = 16
-	workerPerFlow = 2000
-	workerSize    = 400
-	workerRate    = 20000 // datagrams/s in all
+	WorkerFlows   = 16
+	WorkerPerFlow = 2000
+	WorkerSize    = 400
+	WorkerRate    = 20000 // datagrams/s in all
 )
 
 // TestWorkersForward: mode forward with two workers per switch delivers
 // every datagram of 16 flows once and in order, and both workers of both
 // switches carried frames both ways (the ARP and the echo, and the flows).
 func TestWorkersForward(t *testing.T) {
-	tb, sw1, sw2 := upWorkersBed(t, ModeForward, nil)
-	r := udpFlows(t, tb, workerFlows, workerPerFlow, workerSize, workerRate)
-	missing, dups, ooo, detail := r.check()
-	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order", workerFlows, workerPerFlow, missing, dups, ooo)
+	tb, sw1, sw2 := UpWorkersBed(t, ModeForward, nil)
+	r := UdpFlows(t, tb, WorkerFlows, WorkerPerFlow, WorkerSize, WorkerRate)
+	missing, dups, ooo, detail := r.Check()
+	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order", WorkerFlows, WorkerPerFlow, missing, dups, ooo)
 	for _, l := range detail {
 		t.Error(l)
 	}
-	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
-	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
-}
-
-// TestWorkersLG: mode lg with two workers per switch, one LinkGuardian
-// instance per lane, Bernoulli loss 1 % on sw1→sw2: every datagram of 16
-// flows arrives once and in order per flow, both workers carried frames,
-// and both lanes detected losses and recovered every one (none given up).
-func TestWorkersLG(t *testing.T) {
-	tb, sw1, sw2 := upWorkersBed(t, ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 61})
-	in0 := socketDrops(t, sw1.Host())
-	r := udpFlows(t, tb, workerFlows, workerPerFlow, workerSize, workerRate)
-	missing, dups, ooo, detail := r.check()
-	ingress := socketDrops(t, sw1.Host()) - in0
-	t.Logf("%d flows × %d datagrams: %d missing, %d duplicated, %d out of order; %d dropped at sw1's host port sockets (before the link)",
-		workerFlows, workerPerFlow, missing, dups, ooo, ingress)
-	if missing > int(ingress) || dups > 0 || ooo > 0 {
-		for _, l := range detail {
-			t.Error(l)
-		}
-	}
-	checkBothWorkers(t, "sw1", sw1, PortHost, PortLink)
-	checkBothWorkers(t, "sw2", sw2, PortLink, PortHost)
-	st, err := sw2.Link().Program().ImpairStats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("impairment on sw2 link0: %+v", st)
-	lanes1, lanes2 := LaneLGStatsOf(sw1), LaneLGStatsOf(sw2)
-	if len(lanes1) != 2 || len(lanes2) != 2 {
-		t.Fatalf("LinkGuardian lanes: sw1 %d, sw2 %d; want 2", len(lanes1), len(lanes2))
-	}
-	for i := range 2 {
-		c1, c2 := waitLaneCore(t, lanes1[i]), waitLaneCore(t, lanes2[i])
-		rs, ss := c2.Receiver, c1.Sender
-		sess1, sess2 := lanes1[i].Session.Snapshot(), lanes2[i].Session.Snapshot()
-		t.Logf("lane %d: sw1 sender %+v", i, *ss)
-		t.Logf("lane %d: sw2 receiver %+v", i, *rs)
-		t.Logf("lane %d: sessions sw1 %s epoch %x, sw2 %s epoch %x; priority lane %v/%v", i, sess1.State, sess1.Epoch, sess2.State, sess2.Epoch, c1.PriorityLane, c2.PriorityLane)
-		if sess1.State != "up" || sess2.State != "up" || sess1.Agreed == nil || sess1.Agreed.Lanes != 1 {
-			t.Errorf("lane %d: sessions %s/%s, agreed %+v; want up with 1 lane", i, sess1.State, sess2.State, sess1.Agreed)
-		}
-		if c1.PriorityLane || c2.PriorityLane {
-			t.Errorf("lane %d: a priority lane with 2 workers on 2 queues", i)
-		}
-		if ss.DataSent < workerFlows*workerPerFlow/8 {
-			t.Errorf("lane %d: sw1 sent %d data frames; the flows did not spread", i, ss.DataSent)
-		}
-		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 || rs.ForcedSkips != 0 {
-			t.Errorf("lane %d: sw2 detected %d lost, recovered %d, gave up %d, skipped %d; want losses, all recovered", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts, rs.ForcedSkips)
-		}
-		if rs.Delivered != ss.DataSent {
-			t.Errorf("lane %d: sw2 delivered %d; sw1 sent %d", i, rs.Delivered, ss.DataSent)
-		}
-	}
-}
-
-// waitLaneCore returns a lane's core counters once published and stable
-// with every hole settled.
-func waitLaneCore(t *testing.T, s *LGStats) LGCore {
-	t.Helper()
-	var c LGCore
-	for i := 0; i < 80; i++ {
-		time.Sleep(25 * time.Millisecond)
-		n := s.Core()
-		if i > 0 && n.Receiver != nil && c.Receiver != nil && *n.Receiver == *c.Receiver &&
-			n.Sender != nil && c.Sender != nil && *n.Sender == *c.Sender && holesSettled(n.Receiver) {
-			return n
-		}
-		c = n
-	}
-	if c.Receiver == nil || c.Sender == nil {
-		t.Fatal("LinkGuardian counters never published")
-	}
-	return c
-}
-
-// TestWorkersLGRestart: lg with two workers per switch; sw2's dataplane is
-// replaced by a new one (new epochs) while 16 flows run. Each of sw1's two
-// lane sessions sees the peer restart once and comes up again; nothing is
-// delivered twice or out of order in any flow across the restart, and
-// after it every datagram of a second run arrives (both workers again).
-func TestWorkersLGRestart(t *testing.T) {
-	tb, sw1, sw2, cfg := upWorkersSwitches(t, ModeLG, nil)
-	restarts := func() (n [2]uint64) {
-		for i, s := range LaneLGStatsOf(sw1.d) {
-			n[i] = s.Session.Snapshot().Counters.PeerRestarts
-		}
-		return n
-	}
-	before := restarts()
-	ran := make(chan *flowRun)
-	go func() { ran <- udpFlows(t, tb, workerFlows, 3000, workerSize, 16000) }() // 3 s
-	time.Sleep(time.Second)
-	sw2.stop(t)
-	sw2 = startWatched(t, tb.NS("sw2"), cfg)
-	r := <-ran
-	missing, dups, ooo, detail := r.check()
-	t.Logf("across the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	if dups > 0 || ooo > 0 {
-		for _, l := range detail {
-			t.Error(l)
-		}
-	}
-	waitLanesUp(t, sw1, sw2, "restart")
-	after := restarts()
-	for i := range 2 {
-		if after[i]-before[i] != 1 {
-			t.Errorf("sw1 lane %d saw %d peer restarts; want 1", i, after[i]-before[i])
-		}
-	}
-	r = udpFlows(t, tb, workerFlows, 1000, workerSize, workerRate)
-	missing, dups, ooo, detail = r.check()
-	t.Logf("after the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	for _, l := range detail {
-		t.Error(l)
-	}
-	for _, w := range sw2.d.Stats().Workers {
-		if w.Ports[PortHost].TX.Frames < workerFlows*1000/10 {
-			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[PortHost].TX.Frames)
-		}
-	}
-}
-
-// TestWorkersLGLinkFlap: lg with two workers per switch; sw1's link port
-// goes down for 1 s while 16 flows run. Both workers keep running (each
-// finds the port down on its own queue), the port counts one down event,
-// nothing is delivered twice or out of order in any flow, both lane
-// sessions are up afterwards, and a second run is delivered whole.
-func TestWorkersLGLinkFlap(t *testing.T) {
-	tb, sw1, sw2, _ := upWorkersSwitches(t, ModeLG, nil)
-	ns1 := tb.NS("sw1")
-	ran := make(chan *flowRun)
-	go func() { ran <- udpFlows(t, tb, workerFlows, 3000, workerSize, 16000) }() // 3 s
-	time.Sleep(time.Second)
-	ipIn(t, ns1, "link", "set", "link0", "down")
-	time.Sleep(time.Second)
-	ipIn(t, ns1, "link", "set", "link0", "up")
-	r := <-ran
-	missing, dups, ooo, detail := r.check()
-	t.Logf("across the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	if dups > 0 || ooo > 0 {
-		for _, l := range detail {
-			t.Error(l)
-		}
-	}
-	for name, s := range map[string]*runningSwitch{"sw1": sw1, "sw2": sw2} {
-		if gone, err := s.exited(); gone {
-			t.Fatalf("%s's dataplane exited during the flap: %v", name, err)
-		}
-	}
-	waitLanesUp(t, sw1, sw2, "flap")
-	st := sw1.d.Stats()
-	t.Logf("sw1 link port: %+v", st.Link)
-	if st.Link.DownEvents != 1 || st.Link.DownNs <= 0 || st.Link.Down {
-		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event (however many workers found it down), a positive time, up now",
-			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
-	}
-	r = udpFlows(t, tb, workerFlows, 1000, workerSize, workerRate)
-	missing, dups, ooo, detail = r.check()
-	t.Logf("after the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	for _, l := range detail {
-		t.Error(l)
-	}
+	CheckBothWorkers(t, "sw1", sw1, PortHost, PortLink)
+	CheckBothWorkers(t, "sw2", sw2, PortLink, PortHost)
 }
 
 // workersUnderTest is how many workers upWorkersSwitches starts (a test
@@ -543,119 +380,5 @@ func TestWorkersPortDownCountedOnce(t *testing.T) {
 	w1.portUp(p1, &c)
 	if c.Down.Load() || c.DownNs.Load() < int64(2*time.Millisecond) || c.DownEvents.Load() != 1 {
 		t.Errorf("both up again: down %v for %v, %d events; want up, at least 2ms, 1 event", c.Down.Load(), time.Duration(c.DownNs.Load()), c.DownEvents.Load())
-	}
-}
-
-// TestLaneTotals: the lanes' core counters add up field by field; timers
-// stay lane 0's.
-func TestLaneTotals(t *testing.T) {
-	in := &lgInstance{}
-	d := &Dataplane{inst: in}
-	if c := LaneTotalsOf(d); c.Sender != nil || c.Receiver != nil {
-		t.Errorf("no lanes: %+v", c)
-	}
-	for i := range 2 {
-		s := &LGStats{}
-		s.core = LGCore{
-			Sender:         &linkguardian.SenderStats{DataSent: uint64(10 + i), RetxCopies: 3, TxBufPeakFrames: 7},
-			Receiver:       &linkguardian.ReceiverStats{Delivered: uint64(100 * (i + 1)), Recovered: 5, FastDelivered: 1},
-			Port:           linkguardian.PortStats{Resets: 1},
-			AckNoTimeout:   int64(1000 * (i + 1)),
-			PriorityFrames: 2,
-		}
-		s.core.ClassFrames[3] = uint64(i + 1)
-		in.lanes = append(in.lanes, s)
-	}
-	c := LaneTotalsOf(d)
-	if c.Sender.DataSent != 21 || c.Sender.RetxCopies != 6 || c.Sender.TxBufPeakFrames != 14 ||
-		c.Receiver.Delivered != 300 || c.Receiver.Recovered != 10 || c.Receiver.FastDelivered != 2 ||
-		c.Port.Resets != 2 || c.PriorityFrames != 4 || c.ClassFrames[3] != 3 || c.AckNoTimeout != 1000 {
-		t.Errorf("totals %+v sender %+v receiver %+v", c, *c.Sender, *c.Receiver)
-	}
-	if in.lanes[0].Core().Sender.DataSent != 10 {
-		t.Error("LaneTotals changed lane 0's own counters")
-	}
-}
-
-// TestWorkersMismatchSaid: sw1 runs lg with 2 workers (a session per
-// queue), sw2 with 1 (one session, queue 1 its priority lane). sw2 sees two
-// peers take turns; it says so, naming --workers, and the link delivers
-// nothing rather than anything stale.
-func TestWorkersMismatchSaid(t *testing.T) {
-	netns.RequireRoot(t)
-	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
-	startSwitch(t, tb.NS("sw1"), Config{Mode: ModeLG, Workers: 2})
-	buf, log := newLogBuffer()
-	startSwitch(t, tb.NS("sw2"), Config{Mode: ModeLG, Logger: log})
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), "same --workers"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("sw2 (1 worker) facing 2 workers did not say so within 5 s:\n%s", buf.String())
-		}
-	}
-	r := udpFlows(t, tb, 4, 100, 200, 2000)
-	missing, dups, ooo, _ := r.check()
-	t.Logf("through mismatched ends: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	if dups > 0 || ooo > 0 {
-		t.Errorf("mismatched ends delivered %d duplicates and %d out of order", dups, ooo)
-	}
-}
-
-// TestWorkersTCP: iperf3 -P 16 h1→h2 through lg with two workers per
-// switch and 1 % loss on sw1→sw2 runs to completion, the streams spread
-// over both workers (16 streams: h1 hashes each to a queue, and all on one
-// has odds 2^-15), and both lanes recovered losses with none given up.
-func TestWorkersTCP(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
-	tb, sw1, sw2 := upWorkersBed(t, ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 62})
-	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	startIperfServer(t, ctx, h2, 5306)
-	out, err := runIperfClient(ctx, h1, 5306, "-P", "16", "-t", "3", "-i", "0")
-	if err != nil {
-		t.Fatalf("iperf3 -P 16 through lg with 2 workers: %v\n%s", err, lastLines(string(out), 8))
-	}
-	t.Logf("iperf3 -P 16:\n%s", lastLines(string(out), 4))
-	for i, d := range []*Dataplane{sw1, sw2} {
-		for _, w := range d.Stats().Workers {
-			in := w.Ports[PortHost].RX.Frames
-			if i == 1 {
-				in = w.Ports[PortLink].RX.Frames
-			}
-			t.Logf("sw%d worker %d: %d frames in", i+1, w.Worker, in)
-			if in < 1000 {
-				t.Errorf("sw%d worker %d took %d frames in: the 16 streams did not spread over both queues", i+1, w.Worker, in)
-			}
-		}
-	}
-	for i, s := range LaneLGStatsOf(sw2) {
-		rs := waitLaneCore(t, s).Receiver
-		t.Logf("lane %d: sw2 detected %d lost, recovered %d, gave up %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
-		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 {
-			t.Errorf("lane %d: sw2 detected %d lost, recovered %d, gave up %d; want losses, all recovered", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
-		}
-	}
-}
-
-// waitLanesUp waits up to 5 s for all four lane sessions of sw1 and sw2 to
-// be up after what happened.
-func waitLanesUp(t *testing.T, sw1, sw2 *runningSwitch, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		up := 0
-		for _, s := range append(LaneLGStatsOf(sw1.d), LaneLGStatsOf(sw2.d)...) {
-			if s.Session.Snapshot().State == "up" {
-				up++
-			}
-		}
-		if up == 4 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 4 lane sessions up 5 s after the %s", up, what)
-		}
 	}
 }

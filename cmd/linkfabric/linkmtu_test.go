@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
 )
@@ -15,7 +16,7 @@ import (
 // default pair. (Cells cut frames to the link.)
 func TestLinkHeaderFitsEveryMode(t *testing.T) {
 	c := &dataplane.Config{Link: dataplane.LinkConfig{Integrity: linkcrc.CRC32C}}
-	need := map[string]int{"lg, lgnb, monitor": c.LinkOverhead(), "fec": c.FECOverhead()}
+	need := map[string]int{"lg, lgnb, monitor": c.LinkOverhead(), "fec": fecpipe.FECOverhead(c)}
 	for what, n := range need {
 		if netns.DefaultLinkHeaderLen < n {
 			t.Errorf("the testbed's link MTU is the hosts' + %d; mode %s needs + %d", netns.DefaultLinkHeaderLen, what, n)

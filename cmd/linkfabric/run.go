@@ -15,9 +15,12 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/cellify/cellspipe"
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/linkfabric/linkfabric/netns"
@@ -120,7 +123,7 @@ NICs).`,
 			if err := fecFlags(cmd, &cfg); err != nil {
 				return err
 			}
-			cells := dataplane.CellsConfigOf(&cfg)
+			cells := cellspipe.CellsConfigOf(&cfg)
 			cells.NoCredits, cells.NoPacking = !credits, !packing
 			if preCredit < 0 {
 				return fmt.Errorf("--cells-pre-credit %d: want bytes ≥ 0 (0: none)", preCredit)
@@ -166,7 +169,7 @@ NICs).`,
 	f := cmd.Flags()
 	// The mechanisms' configurations the flags below fill (cfg is not
 	// copied before they are parsed).
-	lgc, cellsc, fecc := dataplane.LGConfigOf(&cfg), dataplane.CellsConfigOf(&cfg), dataplane.FECConfigOf(&cfg)
+	lgc, cellsc, fecc := lgpipe.LGConfigOf(&cfg), cellspipe.CellsConfigOf(&cfg), fecpipe.FECConfigOf(&cfg)
 	setRunHelp(cmd, &helpAll)
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
 	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host, or a comma-separated list (cells: an edge with several; none: a fabric node)")
@@ -181,7 +184,7 @@ NICs).`,
 	f.StringVar(&cellsc.Spray, "cells-spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
 	f.IntVar(&cellsc.CellSize, "cells-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU, 1494 at the testbed's 1526)")
 	f.BoolVar(&credits, "cells-credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
-	f.IntVar(&preCredit, "cells-pre-credit", dataplane.DefaultCellPreCredit, "cells: bytes each VOQ may send ahead of its grant, so a packet after an idle spell skips the credit round trip; 0: none")
+	f.IntVar(&preCredit, "cells-pre-credit", cellspipe.DefaultCellPreCredit, "cells: bytes each VOQ may send ahead of its grant, so a packet after an idle spell skips the credit round trip; 0: none")
 	f.BoolVar(&packing, "cells-packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
 	f.Uint16Var(&cellsc.NodeID, "cells-node-id", 0, "cells: this node's fabric address: 1-1023 for an edge, 1-65535 for a fabric node (default: from the first port's MAC)")
 	f.StringVar(&cellsc.LinkMode, "cells-link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
@@ -264,13 +267,13 @@ func fecFlags(cmd *cobra.Command, cfg *dataplane.Config) error {
 			given = append(given, "--"+f.Name)
 		}
 	})
-	if cfg.Mode != dataplane.ModeFEC && (cfg.Mode != dataplane.ModeCells || dataplane.CellsConfigOf(cfg).LinkMode != "fec") {
+	if cfg.Mode != fecpipe.ModeFEC && (cfg.Mode != cellspipe.ModeCells || cellspipe.CellsConfigOf(cfg).LinkMode != "fec") {
 		if len(given) > 0 {
 			return fmt.Errorf("%s: only mode fec and --cells-link-mode fec under the cells have these; add --mode fec (or --mode cells --cells-link-mode fec) or leave them out", strings.Join(given, ", "))
 		}
 		return nil
 	}
-	fc := dataplane.FECConfigOf(cfg)
+	fc := fecpipe.FECConfigOf(cfg)
 	fc.Fixed = cmd.Flags().Changed("fec-n")
 	if fc.Fixed && cmd.Flags().Changed("fec-target") {
 		return errors.New("--fec-n fixes n; --fec-target has the link policy choose it from the measured loss: give one of them")
@@ -440,8 +443,8 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			}
 		}()
 	}
-	if cfg.Mode == dataplane.ModeCells {
-		c := dataplane.CellsConfigOf(&cfg)
+	if cfg.Mode == cellspipe.ModeCells {
+		c := cellspipe.CellsConfigOf(&cfg)
 		role := "fabric node"
 		if len(cfg.HostPorts) > 0 {
 			role = "edge"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
 func TestParseBitRate(t *testing.T) {
@@ -64,7 +65,7 @@ func TestNodePortsFromTopology(t *testing.T) {
 	if err := nodePorts(&cfg, &ns, "sw1", "bundle", "", "lf"); err != nil || !slices.Equal(cfg.LinkPorts, []string{"link0", "link1", "link2", "link3"}) || cfg.LinkPort != "link0" {
 		t.Errorf("--node sw1 --preset bundle: %v, link ports %v (first %q)", err, cfg.LinkPorts, cfg.LinkPort)
 	}
-	if err := dataplane.CheckPorts(dataplane.ModeLG, cfg.HostPort, cfg.LinkPorts); err == nil || !strings.Contains(err.Error(), "--mode lg takes one --link-port; got link0,link1,link2,link3") {
+	if err := dataplane.CheckPorts(lgpipe.ModeLG, cfg.HostPort, cfg.LinkPorts); err == nil || !strings.Contains(err.Error(), "--mode lg takes one --link-port; got link0,link1,link2,link3") {
 		t.Errorf("lg on the bundle's 4 link ports: %v", err)
 	}
 	for _, tc := range []struct {

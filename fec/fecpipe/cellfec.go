@@ -1,13 +1,16 @@
-package dataplane
+package fecpipe
 
 import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
 // cellFEC is what runs under the cells on one link port with --cells-link-mode
@@ -46,12 +49,13 @@ import (
 // routes. Nothing is held for retransmission, so nothing is handed back on
 // Failover: what was on the link is lost, as without a link layer.
 type cellFEC struct {
-	LayerSession
+	linkpipe.LayerSession
+
 	fecCtl
 
 	obsAt    int64
-	st       CellLinkLG
-	snap     FECSnapshot
+	st       linkpipe.CellLinkLG
+	snap     linkpipe.FECSnapshot
 	changes  atomic.Uint64
 	maxFrame int
 }
@@ -61,15 +65,15 @@ type cellFEC struct {
 const cellFECWindow = 512
 
 func init() {
-	RegisterLayer(string(ModeFEC), LayerSpec{
-		Configure: func(c *Config) error {
+	linkpipe.RegisterLayer(string(ModeFEC), linkpipe.LayerSpec{
+		Configure: func(c *dataplane.Config) error {
 			// LinkGuardian's flags are checked as under the other layers.
-			if err := configureLGLayer(c); err != nil {
+			if err := lgpipe.ConfigureLGLayer(c); err != nil {
 				return err
 			}
-			return c.fec().defaults()
+			return FECConfigOf(c).defaults()
 		},
-		Frames: func(c *Config) (uint64, string, error) {
+		Frames: func(c *dataplane.Config) (uint64, string, error) {
 			n := uint64(len(c.LinkPorts))
 			return n * (cellFECWindow + 1), fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow), nil
 		},
@@ -78,16 +82,16 @@ func init() {
 		// coding is there to carry cells over lossy links: a link is
 		// faulty only from where the link policy stops coding (10 % by
 		// default), not from the bare default meant for unprotected links.
-		LossFaulty: func(c *Config) float64 { return c.fec().codingLimit() },
-		Start:      startLGLayer,
+		LossFaulty: func(c *dataplane.Config) float64 { return FECConfigOf(c).codingLimit() },
+		Start:      lgpipe.StartLGLayer,
 		New:        newCellFEC})
 }
 
-func newCellFEC(e LayerEnv) (Layer, error) {
+func newCellFEC(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
-	c := cfg.fec()
+	c := FECConfigOf(cfg)
 	port, cellFrame := e.Port, e.Cells.CellFrame()
-	k := &cellFEC{LayerSession: NewLayerSession(e), maxFrame: cellFrame}
+	k := &cellFEC{LayerSession: linkpipe.NewLayerSession(e), maxFrame: cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known
 	err := k.fecCtl.init(c,
 		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: cellFrame, BufLen: e.Cells.MaxAlloc(), LocalMAC: d.Port(port).MAC(), PeerMAC: bcast},
@@ -112,7 +116,7 @@ func (k *cellFEC) Up() bool { return k.Sess.State() == linksession.Up }
 // Receive takes a frame from the link: session frames to the session;
 // once the session agreed, cells and parity to the receiver, the rest
 // (credit, REACH, anything else) to the node as it is.
-func (k *cellFEC) Receive(now int64, f link.Frame, tx *Tx) {
+func (k *cellFEC) Receive(now int64, f link.Frame, tx *dataplane.Tx) {
 	b := k.W.Bytes(uint64(f.H), f.Len)
 	t, ok := seqhdr.FrameType(b)
 	if ok && t.IsSession() {
@@ -150,10 +154,10 @@ func (k *cellFEC) DeliverUp(now int64) {
 // Poll runs the session, the monitors and policy (every fecObserve: the
 // measured loss goes to the node), the sender's flush and the receiver's
 // hold; it places what they produced and returns the next deadline.
-func (k *cellFEC) Poll(now int64, tx *Tx) int64 {
+func (k *cellFEC) Poll(now int64, tx *dataplane.Tx) int64 {
 	next := k.SessionPoll(now, tx)
 	if now >= k.obsAt {
-		k.obsAt = now + fecObserve
+		k.obsAt = now + FECObserve
 		k.observe(now, k.Sess)
 	}
 	rs := &k.rcv.Stats
@@ -170,7 +174,7 @@ func (k *cellFEC) Poll(now int64, tx *Tx) int64 {
 // ToLink takes the node's output for the link: control frames as they
 // are on the control lane; cells to the sender (dropped and counted while
 // the session is not up: the node stops spraying onto the link).
-func (k *cellFEC) ToLink(now int64, lo *link.Out, tx *Tx) {
+func (k *cellFEC) ToLink(now int64, lo *link.Out, tx *dataplane.Tx) {
 	for _, f := range lo.Ctrl {
 		k.Cells.SendRelease(tx, k.Port, k.CtrlLane(), f)
 		k.Cells.Pending(k.Port, f.Len)
@@ -188,10 +192,10 @@ func (k *cellFEC) ToLink(now int64, lo *link.Out, tx *Tx) {
 
 // Pump places the sender's frames (cells, copies, parity) on the data
 // lane and releases what it freed.
-func (k *cellFEC) Pump(_ int64, tx *Tx) {
+func (k *cellFEC) Pump(_ int64, tx *dataplane.Tx) {
 	o := &k.snd.Out
 	for _, f := range o.Send {
-		tx.Send(k.Port, LaneData, uint64(f.H), f.Len)
+		tx.Send(k.Port, dataplane.LaneData, uint64(f.H), f.Len)
 		k.Cells.Pending(k.Port, f.Len)
 	}
 	for _, f := range o.Free {
@@ -211,7 +215,7 @@ func (k *cellFEC) AckedAfter(int64) bool { return false }
 func (k *cellFEC) Held() int             { return k.rcv.Held() + k.snd.Held() }
 
 // Snapshot fills s from the coding and the session.
-func (k *cellFEC) Snapshot(s *CellLinkLG) {
+func (k *cellFEC) Snapshot(s *linkpipe.CellLinkLG) {
 	*s = k.st
 	k.SessionSnapshot(s)
 	k.fecCtl.snapshot(&k.snap)

@@ -1,4 +1,4 @@
-package dataplane
+package cellspipe
 
 import (
 	"fmt"
@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
@@ -18,7 +20,7 @@ import (
 // credits from the destination's egress scheduler; cells reassembled and
 // delivered to the host ports), a fabric node when it has none (cells
 // sprayed again toward their edge).
-const ModeCells Mode = "cells"
+const ModeCells dataplane.Mode = "cells"
 
 // CellsConfig configures mode cells. Zero fields take the defaults.
 type CellsConfig struct {
@@ -124,11 +126,6 @@ const (
 	defaultReasmTimeout  = 30 * time.Millisecond
 	defaultReasmWindow   = 4095 // 4096 slots
 	defaultCellHostRate  = 10_000_000_000
-	// defaultCellTxBuffer is each link's TX buffer (and reorder window)
-	// under the cells: 512 cells of up to 1.5 KB hold 6 ms at 1 Gbit/s,
-	// above the retransmission delays of a loaded machine (p99 ≈ 7 ms
-	// under TCP, defaultTxBuffer) spread over the bundle's links.
-	defaultCellTxBuffer = 512
 	// DefaultCellPreCredit is the standing pre-credit of a VOQ: two
 	// full-size frames' records.
 	DefaultCellPreCredit = 4096
@@ -140,9 +137,7 @@ const (
 // defaults checks c for an edge (a node with host ports) or a fabric node
 // and fills in the defaults.
 // CellsConfigOf is c's configuration of mode cells (Mech "cells").
-func CellsConfigOf(c *Config) *CellsConfig { return Mech[CellsConfig](c, "cells") }
-
-func (c *Config) cells() *CellsConfig { return CellsConfigOf(c) }
+func CellsConfigOf(c *dataplane.Config) *CellsConfig { return dataplane.Mech[CellsConfig](c, "cells") }
 
 func (c *CellsConfig) defaults(edge bool) error {
 	if c.Spray == "" {
@@ -155,7 +150,7 @@ func (c *CellsConfig) defaults(edge bool) error {
 	case "", "none":
 		c.LinkMode = "none"
 	default:
-		if layerSpec(c.LinkMode) != nil {
+		if linkpipe.FindLayer(c.LinkMode) != nil {
 			break
 		}
 		return fmt.Errorf("dataplane: --cells-link-mode %q: want none, lg, lgnb, monitor or fec", c.LinkMode)
@@ -230,11 +225,11 @@ func (c *CellsConfig) parseClasses() error {
 // fit checks CellSize against the smallest link MTU (of port link) and sets
 // the default: a cell frame, its trailer included, fits the link MTU.
 func (c *CellsConfig) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
-	maxFrame := linkMTU + EthHeaderLen - integrity.Overhead()
+	maxFrame := linkMTU + dataplane.EthHeaderLen - integrity.Overhead()
 	most := maxFrame - cellify.CellPayloadOffset
 	if most < MinCellSize {
 		return fmt.Errorf("dataplane: link port %s has MTU %d: no cell fits (%d bytes of headers%s and %d of payload need MTU %d)",
-			link, linkMTU, cellify.CellPayloadOffset, trailerNote(integrity), MinCellSize, cellify.CellPayloadOffset+MinCellSize+integrity.Overhead()-EthHeaderLen)
+			link, linkMTU, cellify.CellPayloadOffset, trailerNote(integrity), MinCellSize, cellify.CellPayloadOffset+MinCellSize+integrity.Overhead()-dataplane.EthHeaderLen)
 	}
 	switch {
 	case c.CellSize == 0:
@@ -268,7 +263,7 @@ func CellNodeID(mac [6]byte, edge bool) uint16 {
 }
 
 func init() {
-	Register(ModeCells, Spec{Hosts: [2]int{0, MaxHostPorts}, Links: [2]int{1, MaxLinkPorts}, Wire: true,
+	dataplane.Register(ModeCells, dataplane.Spec{Hosts: [2]int{0, dataplane.MaxHostPorts}, Links: [2]int{1, dataplane.MaxLinkPorts}, Wire: true,
 		// Its nodes allocate every cell and delivery, and its bursts fill
 		// every RX ring while the fill rings stay full.
 		QueueRings: 3,
@@ -280,11 +275,11 @@ func init() {
 
 // configureCells fills the defaults of the cells and of the link layer
 // under them.
-func configureCells(c *Config) error {
-	if err := c.cells().defaults(len(c.HostPorts) > 0); err != nil {
+func configureCells(c *dataplane.Config) error {
+	if err := CellsConfigOf(c).defaults(len(c.HostPorts) > 0); err != nil {
 		return err
 	}
-	if ls := layerSpec(c.cells().LinkMode); ls != nil && ls.Configure != nil {
+	if ls := linkpipe.FindLayer(CellsConfigOf(c).LinkMode); ls != nil && ls.Configure != nil {
 		return ls.Configure(c)
 	}
 	return nil
@@ -292,8 +287,8 @@ func configureCells(c *Config) error {
 
 // cellsFrames is the cells' share of the UMEM: each link layer's buffers
 // and the host ports' delivery queues.
-func cellsFrames(c *Config) (need uint64, what string, err error) {
-	if ls := layerSpec(c.cells().LinkMode); ls != nil && ls.Frames != nil {
+func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
+	if ls := linkpipe.FindLayer(CellsConfigOf(c).LinkMode); ls != nil && ls.Frames != nil {
 		if need, what, err = ls.Frames(c); err != nil {
 			return 0, "", err
 		}
@@ -313,17 +308,17 @@ type cellsInstance struct {
 
 // newCellsInstance fits the cells to the link ports' MTU and derives the
 // node ID from the first port's MAC if none was given.
-func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
+func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
 	cellMTU := d.LinkMTU()
-	ls := layerSpec(cfg.cells().LinkMode)
+	ls := linkpipe.FindLayer(CellsConfigOf(cfg).LinkMode)
 	if ls != nil {
 		cellMTU -= ls.Overhead
 	}
-	if err := cfg.cells().fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
+	if err := CellsConfigOf(cfg).fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
 		return nil, err
 	}
-	if cfg.cells().NodeID == 0 {
-		cfg.cells().NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
+	if CellsConfigOf(cfg).NodeID == 0 {
+		CellsConfigOf(cfg).NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
 	}
 	if ls != nil && ls.Start != nil {
 		ls.Start(cfg)
@@ -331,12 +326,12 @@ func newCellsInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	return &cellsInstance{stats: newCellStats(d), log: cfg.Logger}, nil
 }
 
-func (in *cellsInstance) Pipeline(w *Worker) (Pipeline, error) {
+func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	in.ran = true
 	return newCellPipeline(w)
 }
 
-func (in *cellsInstance) Integrity(int) *IntegrityStats { return &in.stats.Integrity }
+func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }
 
 func (in *cellsInstance) Register(r *metrics.Registry) error { return registerCells(r, in.stats) }
 
@@ -361,8 +356,8 @@ func (in *cellsInstance) Close() {
 }
 
 // CellStats are the cells statistics (nil in every mode but cells).
-func (d *Dataplane) CellStats() *CellStats {
-	if in, ok := d.inst.(*cellsInstance); ok {
+func CellStatsOf(d *dataplane.Dataplane) *CellStats {
+	if in, ok := d.Instance().(*cellsInstance); ok {
 		return in.stats
 	}
 	return nil

@@ -1,4 +1,4 @@
-package dataplane
+package lgpipe
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -13,13 +15,13 @@ import (
 
 const (
 	// ModeLG is LinkGuardian: retransmission with in-order delivery.
-	ModeLG Mode = "lg"
+	ModeLG dataplane.Mode = "lg"
 	// ModeLGNB is LinkGuardianNB: retransmission, delivery as frames come.
-	ModeLGNB Mode = "lgnb"
+	ModeLGNB dataplane.Mode = "lgnb"
 	// ModeMonitor sequences frames and measures the link's loss from the
 	// gaps, but retransmits nothing (sequenced, unprotected). With Auto the
 	// policy can switch protection on.
-	ModeMonitor Mode = "monitor"
+	ModeMonitor dataplane.Mode = "monitor"
 )
 
 // initialRenotify is the re-notification interval before any retransmission
@@ -190,7 +192,7 @@ func (c *LGConfig) untunedThresholds(fastSend bool) {
 // header and FCS), what the thresholds are counted in.
 func (c *LGConfig) frameLen() int { return c.MTU + 18 }
 
-// defaultTxBuffer is the TX buffer (and reorder window) when none is given:
+// DefaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
 // it (see TxBuffer). With the kernel's send path (lgTxWanted) the dataplane
 // asks for the whole ring on any link, and a ring twice the usual size
@@ -209,7 +211,7 @@ func (c *LGConfig) frameLen() int { return c.MTU + 18 }
 // p99 ≈ 7 ms, all of it waiting for a CPU; with 1024 frames (1.5 MB) the
 // window was full for 3 s of 5 and lg kept 0.67–0.77× of its loss-free
 // goodput; with 2048 frames 0.88–0.94×.
-func defaultTxBuffer(ringSize uint32, wholeRing bool) int {
+func DefaultTxBuffer(ringSize uint32, wholeRing bool) int {
 	if wholeRing {
 		return int(max(ringSize, 2))
 	}
@@ -232,13 +234,13 @@ func defaultRingSize(fastSend bool) uint32 {
 	return 2048
 }
 
-// creditWindow is the most frames the sender leaves unacknowledged: the TX
+// CreditWindow is the most frames the sender leaves unacknowledged: the TX
 // buffer, but never more than seven eighths of the peer's RX ring. The last
 // eighth is for the frames that take no credit (dummies and explicit ACKs):
 // with a window of the whole ring, a stalled peer's ring filled with data
 // and those frames pushed data out (measured at loss 0: 408 data frames
 // dropped as RX ring full in 5 s of iperf3).
-func creditWindow(txBuffer int, ringSize uint32) int {
+func CreditWindow(txBuffer int, ringSize uint32) int {
 	return max(min(txBuffer, int(ringSize-ringSize/8)), 1)
 }
 
@@ -259,21 +261,19 @@ func ackEvery(credit int) int { return credit / 4 }
 // LGConfigOf is c's LinkGuardian configuration (Mech "lg"): modes lg,
 // lgnb and monitor, the link session of mode fec and the layers under the
 // cells.
-func LGConfigOf(c *Config) *LGConfig { return Mech[LGConfig](c, "lg") }
+func LGConfigOf(c *dataplane.Config) *LGConfig { return dataplane.Mech[LGConfig](c, "lg") }
 
-func (c *Config) lg() *LGConfig { return LGConfigOf(c) }
-
-// lgDefaults fills LinkGuardian's defaults for mode. The hosts' frames
+// LGDefaults fills LinkGuardian's defaults for mode. The hosts' frames
 // are what lg sizes its pause hysteresis by and announces in the link
 // session (the host ports' largest MTU; 0 if not found: 1500).
-func (c *Config) lgDefaults(mode Mode) error {
+func LGDefaults(c *dataplane.Config, mode dataplane.Mode) error {
 	if lg := LGConfigOf(c); lg.MTU == 0 {
-		lg.MTU = PortsMaxMTU(c.HostPorts)
+		lg.MTU = dataplane.PortsMaxMTU(c.HostPorts)
 	}
 	return LGConfigOf(c).defaults(mode)
 }
 
-func (c *LGConfig) defaults(mode Mode) error {
+func (c *LGConfig) defaults(mode dataplane.Mode) error {
 	if c.Protect == "" {
 		c.Protect = "both"
 	}
@@ -323,20 +323,20 @@ func (c *LGConfig) defaults(mode Mode) error {
 		c.MonitorWindow = 10 * time.Second
 	}
 	if c.SessionWait == 0 {
-		c.SessionWait = defaultSessionWait
+		c.SessionWait = linkpipe.DefaultSessionWait
 	}
 	if c.SessionKeep == 0 {
-		c.SessionKeep = defaultSessionKeep
+		c.SessionKeep = linkpipe.DefaultSessionKeep
 	}
 	if c.SessionHold == 0 {
-		c.SessionHold = defaultSessionHold
+		c.SessionHold = linkpipe.DefaultSessionHold
 	}
 	return nil
 }
 
 // core returns the LinkGuardian core's configuration for this end, whose
 // control frames go from local to peer.
-func (c *LGConfig) core(mode Mode, local, peer [6]byte) linkguardian.Config {
+func (c *LGConfig) core(mode dataplane.Mode, local, peer [6]byte) linkguardian.Config {
 	cfg := linkguardian.Config{LocalMAC: local, PeerMAC: peer}
 	if c.Protect != "rx" {
 		s := linkguardian.DefaultSenderConfig()
@@ -406,13 +406,13 @@ func autoMode(pol linkguardian.Policy, received, lost uint64, cur linkguardian.D
 }
 
 func init() {
-	for _, m := range []Mode{ModeLG, ModeLGNB, ModeMonitor} {
-		Register(m, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, Workers: true, ClassQueues: true,
+	for _, m := range []dataplane.Mode{ModeLG, ModeLGNB, ModeMonitor} {
+		dataplane.Register(m, dataplane.Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, Workers: true, ClassQueues: true,
 			KernelPath:  true,
 			Prepare:     prepareLG,
 			FastBlocked: lgFastBlocked,
 			PortOptions: lgPortOptions,
-			Configure:   func(c *Config) error { return c.lgDefaults(c.Mode) },
+			Configure:   func(c *dataplane.Config) error { return LGDefaults(c, c.Mode) },
 			CheckSizes:  checkLGSizes,
 			Frames:      lgUmemFrames,
 			CheckMTU:    checkLGMTU,
@@ -421,7 +421,7 @@ func init() {
 }
 
 // checkLGSizes is LinkGuardian's CheckSizes.
-func checkLGSizes(c *Config) error {
+func checkLGSizes(c *dataplane.Config) error {
 	// lg leaves 2 × batch of the link TX ring for control frames and
 	// retransmitted copies; new data gets the rest, so a ring of 2 × batch
 	// or less sends nothing at all, and one below 4 × batch mostly idles.
@@ -437,21 +437,21 @@ func checkLGSizes(c *Config) error {
 
 // lgUmemFrames is LinkGuardian's share of the UMEM: its TX buffer, reorder
 // window and host queue.
-func lgUmemFrames(c *Config) (uint64, string, error) {
+func lgUmemFrames(c *dataplane.Config) (uint64, string, error) {
 	txBuffer := LGConfigOf(c).TxBuffer
 	if txBuffer == 0 {
-		txBuffer = defaultTxBuffer(c.RingSize, true)
+		txBuffer = DefaultTxBuffer(c.RingSize, true)
 	}
 	if txBuffer > int(c.RingSize) {
 		return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d exceeds --ring-size %d: the sender never has more than 7/8 of the peer's RX ring unacknowledged, so the rest of the TX buffer is never used; use --lg-tx-buffer %d or less, or raise --ring-size", txBuffer, c.RingSize, c.RingSize)
 	}
-	return 2*uint64(txBuffer) + HostQueueLen,
-		fmt.Sprintf(", the TX buffer and reorder window (2 × --lg-tx-buffer %d) and the host queue (%d)", txBuffer, HostQueueLen), nil
+	return 2*uint64(txBuffer) + dataplane.HostQueueLen,
+		fmt.Sprintf(", the TX buffer and reorder window (2 × --lg-tx-buffer %d) and the host queue (%d)", txBuffer, dataplane.HostQueueLen), nil
 }
 
 // checkLGMTU checks that the link port carries a full host frame plus
 // LinkOverhead.
-func checkLGMTU(c *Config, hostMTU, linkMTU int, ip, where string) error {
+func checkLGMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) error {
 	if over := c.LinkOverhead(); linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes of link header and integrity trailer (--integrity %s): full-size frames would not fit on the link in mode %s; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
 			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, c.Link.Integrity, c.Mode, ip, c.LinkPort, hostMTU+over)
@@ -468,17 +468,17 @@ type lgInstance struct {
 
 // newLGInstance sizes the TX buffer and credit now that the link port's
 // lanes are known.
-func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
+func newLGInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
 	if LGConfigOf(cfg).TxBuffer == 0 {
 		// A priority lane, or the kernel's send path: the whole ring.
 		lanes := d.Link().Lanes()
 		if cfg.Workers > 1 {
 			lanes = 1 // one queue per worker, no priority lane
 		}
-		LGConfigOf(cfg).TxBuffer = defaultTxBuffer(cfg.RingSize, lanes > 1 || lgTxWanted(cfg))
+		LGConfigOf(cfg).TxBuffer = DefaultTxBuffer(cfg.RingSize, lanes > 1 || LGTxWanted(cfg))
 	}
-	LGConfigOf(cfg).credit = creditWindow(LGConfigOf(cfg).TxBuffer, cfg.RingSize)
-	LGConfigOf(cfg).untunedThresholds(lgTxWanted(cfg))
+	LGConfigOf(cfg).credit = CreditWindow(LGConfigOf(cfg).TxBuffer, cfg.RingSize)
+	LGConfigOf(cfg).untunedThresholds(LGTxWanted(cfg))
 	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: LGConfigOf(cfg).txWhy, txFix: LGConfigOf(cfg).txFix}}
 	for range cfg.Workers {
 		in.lanes = append(in.lanes, &LGStats{})
@@ -486,11 +486,13 @@ func newLGInstance(d *Dataplane, cfg *Config) (Instance, error) {
 	return in, nil
 }
 
-func (in *lgInstance) Pipeline(w *Worker) (Pipeline, error) {
+func (in *lgInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	return newLGPipeline(w, in.lanes[w.Index()], in.lgFast)
 }
 
-func (in *lgInstance) Integrity(worker int) *IntegrityStats { return &in.lanes[worker].Integrity }
+func (in *lgInstance) Integrity(worker int) *dataplane.IntegrityStats {
+	return &in.lanes[worker].Integrity
+}
 
 func (in *lgInstance) Register(r *metrics.Registry) error { return registerLG(r, in.lanes[0]) }
 
@@ -515,7 +517,7 @@ func (in *lgInstance) Close() {}
 
 // LGStatsOf are d's LinkGuardian statistics, lane 0's with several
 // workers (nil in modes other than lg, lgnb and monitor).
-func LGStatsOf(d *Dataplane) *LGStats {
+func LGStatsOf(d *dataplane.Dataplane) *LGStats {
 	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes[0]
 	}
@@ -525,7 +527,7 @@ func LGStatsOf(d *Dataplane) *LGStats {
 // LaneLGStatsOf are each lane's LinkGuardian statistics on d, lane i
 // worker i's (nil in modes other than lg, lgnb and monitor; one entry with
 // one worker, LGStatsOf).
-func LaneLGStatsOf(d *Dataplane) []*LGStats {
+func LaneLGStatsOf(d *dataplane.Dataplane) []*LGStats {
 	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes
 	}
@@ -538,7 +540,7 @@ func LaneLGStatsOf(d *Dataplane) []*LGStats {
 // peak is the sum of the lanes' peaks, an upper bound of the link's);
 // timers, thresholds, N, buffer sizes and the lane flags are lane 0's.
 // With one worker it is LGStatsOf(d).Core().
-func LaneTotalsOf(d *Dataplane) LGCore { return laneTotals(LaneLGStatsOf(d)) }
+func LaneTotalsOf(d *dataplane.Dataplane) LGCore { return laneTotals(LaneLGStatsOf(d)) }
 
 // laneTotals is LaneTotalsOf of lanes.
 func laneTotals(lanes []*LGStats) LGCore {
@@ -631,4 +633,9 @@ func pow2AtLeast(n int) int {
 		p <<= 1
 	}
 	return p
+}
+
+// SessionConfig is what the link session takes of c.
+func (c *LGConfig) SessionConfig() linkpipe.SessionConfig {
+	return linkpipe.SessionConfig{MTU: c.MTU, SessionWait: c.SessionWait, SessionPass: c.SessionPass, SessionKeep: c.SessionKeep, SessionHold: c.SessionHold}
 }

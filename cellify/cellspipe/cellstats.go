@@ -1,4 +1,4 @@
-package dataplane
+package cellspipe
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
@@ -16,7 +18,7 @@ type CellStats struct {
 	mu   sync.Mutex
 	snap CellsSnapshot
 	// Integrity counts the link frames' integrity check (integrity.go).
-	Integrity IntegrityStats
+	Integrity dataplane.IntegrityStats
 }
 
 // CellsSnapshot is the cells part of the statistics.
@@ -114,7 +116,7 @@ type CellLinkSnapshot struct {
 	PeerClass     uint8    `json:"peer_class,omitempty"`
 	TxClassBytes  []uint64 `json:"tx_class_bytes,omitempty"`
 	// LG is the link layer under the cells (nil with --cells-link-mode none).
-	LG *CellLinkLG `json:"link_layer,omitempty"`
+	LG *linkpipe.CellLinkLG `json:"link_layer,omitempty"`
 }
 
 // CellHostSnapshot is one host port of an edge.
@@ -156,9 +158,9 @@ type CellHostSnapshot struct {
 
 // newCellStats makes the statistics of d's cell node, its configuration
 // and ports filled in.
-func newCellStats(d *Dataplane) *CellStats {
+func newCellStats(d *dataplane.Dataplane) *CellStats {
 	cfg := d.Config()
-	cc, ps := *cfg.cells(), d.Ports()
+	cc, ps := *CellsConfigOf(&cfg), d.Ports()
 	s := &CellStats{}
 	c := &s.snap
 	c.NodeID, c.Spray, c.CellSize, c.Role, c.LinkMode = cc.NodeID, cc.Spray, cc.CellSize, "fabric", cc.LinkMode

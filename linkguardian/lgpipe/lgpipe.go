@@ -1,4 +1,4 @@
-package dataplane
+package lgpipe
 
 import (
 	"errors"
@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/lossmon"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
@@ -32,14 +34,15 @@ import (
 // dummies stay on the data lane: a dummy must not overtake the data it
 // follows.
 type lgPipeline struct {
-	w    *Worker
-	d    *Dataplane
+	w    *dataplane.Worker
+	d    *dataplane.Dataplane
 	port *linkguardian.Endpoint
-	tx   *Tx // the worker's, valid during Receive and Poll
+	tx   *dataplane. // the worker's, valid during Receive and Poll
+		Tx
 
 	// Host frames waiting for the link (PFC pause of their class, LG
 	// pause, credit window full), one queue per traffic class.
-	queue ClassQueues
+	queue dataplane.ClassQueues
 
 	pfcClass int
 	pfcSpeed uint64
@@ -62,7 +65,7 @@ type lgPipeline struct {
 	unpublished bool
 
 	// The link session (session.go).
-	linkSess
+	linkpipe.LinkSess
 
 	// kernel is the instance's kernel path (lgfast.go); fast is its
 	// receive fast path when the receiver uses it (nil: none): the kernel
@@ -94,7 +97,7 @@ func (pl *lgPipeline) Alloc(int) (link.Handle, bool) {
 // LGStats are the LinkGuardian statistics of a dataplane: the core's counters
 // (copied by the worker every few milliseconds) and live histograms.
 type LGStats struct {
-	mu   sync.Mutex
+	Mu   sync.Mutex
 	core LGCore
 
 	// RetxDelay is the time from loss detection to the retransmission's
@@ -122,7 +125,7 @@ type LGStats struct {
 	// the last publish; read it with KernelTx.
 	kernelTx bpf.LGTxCounters
 	// Session is the link session (session.go).
-	Session SessionStats
+	Session linkpipe.SessionStats
 	// LossRate is the link's loss rate as the sender sees it (frames reported
 	// lost / frames sent, moving window), ×1e12 for atomic storage.
 	lossRate atomic.Uint64
@@ -135,7 +138,7 @@ type LGStats struct {
 	RxMode      atomic.Int64
 	ModeChanges atomic.Uint64
 	// Integrity counts the link frames' integrity check (integrity.go).
-	Integrity IntegrityStats
+	Integrity dataplane.IntegrityStats
 }
 
 // RxLossRate is the incoming direction's loss rate measured from gaps.
@@ -185,15 +188,15 @@ type LGCore struct {
 // piggybacked (linkguardian/fasttx.go). All zero without the send fast
 // path.
 func (s *LGStats) KernelTx() bpf.LGTxCounters {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	return s.kernelTx
 }
 
 // Core returns a copy of the core's counters as last published.
 func (s *LGStats) Core() LGCore {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	c := s.core
 	if c.Sender != nil {
 		v := *c.Sender
@@ -209,16 +212,16 @@ func (s *LGStats) Core() LGCore {
 // LossRate is the measured loss rate of the protected outgoing direction.
 func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
 
-func newLGPipeline(w *Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error) {
+func newLGPipeline(w *dataplane.Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	if ps := d.Ports(); ps.Host != PortHost || len(ps.Links) != 1 || ps.Links[0] != PortLink {
+	if ps := d.Ports(); ps.Host != dataplane.PortHost || len(ps.Links) != 1 || ps.Links[0] != dataplane.PortLink {
 		return nil, fmt.Errorf("dataplane: mode %s runs on one host port and one link port; got ports %+v", cfg.Mode, ps)
 	}
 	pl := &lgPipeline{
 		w:        w,
 		d:        d,
 		tx:       w.Tx(),
-		queue:    NewClassQueues(d),
+		queue:    dataplane.NewClassQueues(d),
 		pfcClass: LGConfigOf(cfg).PFCClass,
 		pfcSpeed: cfg.Link.Speed,
 		local:    d.LinkMAC(),
@@ -282,14 +285,14 @@ func (pl *lgPipeline) newSession() error {
 		prot.RxMode = uint8(p.R.Delivery())
 	}
 	fastSend := p.S != nil && pl.kernel.sends() // as newLGPipeline connects it
-	return pl.startSession(pl.w, p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
+	return pl.StartSession(pl.w, c.SessionConfig(), p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
 }
 
 // sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
 // ACK batch set from the agreed window.
 func (pl *lgPipeline) sessionRx(now int64, b []byte) {
-	ev := pl.linkSess.sessionRx(now, b)
-	a, _ := pl.sess.Agreed()
+	ev := pl.LinkSess.SessionRx(now, b)
+	a, _ := pl.Sess.Agreed()
 	if ev&linksession.EvReset == 0 {
 		return
 	}
@@ -317,19 +320,19 @@ func (pl *lgPipeline) handOffSend(now int64) {
 	}
 	f.tx.DrainWake()
 	p := pl.port
-	if !f.txLive.Load() || pl.sess.State() != linksession.Up {
+	if !f.txLive.Load() || pl.Sess.State() != linksession.Up {
 		p.ClaimSend()
 		return
 	}
-	if p.S.FastSendOwned() || pl.tx.Queued(PortLink) > 0 || pl.queue.Gate.PausedMask(now) != 0 {
+	if p.S.FastSendOwned() || pl.tx.Queued(dataplane.PortLink) > 0 || pl.queue.Gate.PausedMask(now) != 0 {
 		return
 	}
-	for _, s := range pl.w.Port(PortLink).Sockets() {
+	for _, s := range pl.w.Port(dataplane.PortLink).Sockets() {
 		if s.TxInFlight() > 0 {
 			return
 		}
 	}
-	if socks := pl.w.Port(PortHost).Sockets(); len(socks) > 0 && !pl.sendTakenIn(now, socks[0]) {
+	if socks := pl.w.Port(dataplane.PortHost).Sockets(); len(socks) > 0 && !pl.sendTakenIn(now, socks[0]) {
 		return
 	}
 	p.HandOffSend(now, pl.queue.Empty())
@@ -404,7 +407,7 @@ func (pl *lgPipeline) handOff(now int64) {
 	if pl.fast == nil {
 		return
 	}
-	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.rxLive.Load() || !pl.sess.Accepts() ||
+	if held, _ := pl.gate.holding(); held || r.FastOwned() || !pl.fast.rxLive.Load() || !pl.Sess.Accepts() ||
 		pl.deliveriesOut() || pl.linkRxWaiting() {
 		return
 	}
@@ -414,10 +417,10 @@ func (pl *lgPipeline) handOff(now int64) {
 // deliveriesOut reports whether frames the core delivered have not all
 // left the host port's TX rings.
 func (pl *lgPipeline) deliveriesOut() bool {
-	if pl.tx.Queued(PortHost) > 0 {
+	if pl.tx.Queued(dataplane.PortHost) > 0 {
 		return true
 	}
-	for _, s := range pl.w.Port(PortHost).Sockets() {
+	for _, s := range pl.w.Port(dataplane.PortHost).Sockets() {
 		if s.TxInFlight() > 0 {
 			return true
 		}
@@ -427,8 +430,8 @@ func (pl *lgPipeline) deliveriesOut() bool {
 
 // linkRxWaiting reports whether frames wait on the link port's data lane.
 func (pl *lgPipeline) linkRxWaiting() bool {
-	socks := pl.w.Port(PortLink).Sockets()
-	return len(socks) > 0 && socks[LaneData].RxReady() > 0
+	socks := pl.w.Port(dataplane.PortLink).Sockets()
+	return len(socks) > 0 && socks[dataplane.LaneData].RxReady() > 0
 }
 
 // Room implements Pipeline: host frames up to the queue's free space.
@@ -436,9 +439,9 @@ func (pl *lgPipeline) Room(port int) int { return pl.queue.PortRoom(port) }
 
 // Receive implements Pipeline: link frames go to the core (PFC frames to the
 // sender's pause state), host frames to the queue.
-func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
+func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
 	pl.unpublished = pl.unpublished || len(descs) > 0
-	if port == PortHost {
+	if port == dataplane.PortHost {
 		pl.queue.Push(pl.w, now, descs)
 		return
 	}
@@ -455,13 +458,13 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 				tx.Release(d.Addr)
 				continue
 			}
-			if !pl.sess.AcceptLink(now) {
+			if !pl.Sess.AcceptLink(now) {
 				// No agreement with the sender of this frame yet: its
 				// numbering means nothing here (counted by the session).
 				tx.Release(d.Addr)
 				continue
 			}
-		} else if !pl.sess.AcceptPlain() {
+		} else if !pl.Sess.AcceptPlain() {
 			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
 			continue
 		}
@@ -474,22 +477,22 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) 
 // order (PFC, loss notifications and retransmissions on the priority lane;
 // normal frames, explicit ACKs and dummies on the data lane; deliveries to
 // the host port), and the periodic statistics, monitors and tuning.
-func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
+func (pl *lgPipeline) Poll(now int64, tx *dataplane.Tx) int64 {
 	p := pl.port
 	// Statistics first: everything sent before this call is on the TX
 	// rings and counted per lane, so a published snapshot agrees with
 	// itself (a keepalive made now would be counted by its session but not
 	// yet by its lane).
 	pl.periodic(now)
-	next := pl.sessionPoll(now, tx)
-	admit, wait := pl.admitHost(now, tx)
+	next := pl.SessionPoll(now, tx)
+	admit, wait := pl.AdmitHost(now, tx)
 	next = min(next, wait)
 	// Leave room on the link TX ring for control frames and copies. A
 	// rate-limited link port takes what its egress queue holds in bytes
 	// too: the rest waits in the class queues (where PFC sees it) rather
 	// than be tail-dropped by the shaper and recovered as a loss.
-	budget := tx.Space(PortLink, LaneData) - 2*pl.w.Batch()
-	bytes, over := tx.ByteSpace(PortLink), pl.w.Config().LinkOverhead()
+	budget := tx.Space(dataplane.PortLink, dataplane.LaneData) - 2*pl.w.Batch()
+	bytes, over := tx.ByteSpace(dataplane.PortLink), pl.w.Config().LinkOverhead()
 	for admit && budget > 0 && p.CanSend(now) {
 		class, ok := pl.queue.Head(now)
 		if !ok {
@@ -515,13 +518,13 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 			}
 		}
 	}
-	prio := pl.controlLane()
-	pl.send(tx, PortLink, prio, p.Out.Pause)
+	prio := pl.ControlLane()
+	pl.send(tx, dataplane.PortLink, prio, p.Out.Pause)
 	pl.lgs.PauseTx.Add(uint64(len(p.Out.Pause)))
-	pl.send(tx, PortLink, prio, p.Out.Urgent)
-	pl.send(tx, PortLink, prio, p.Out.Retx)
-	pl.send(tx, PortLink, LaneData, p.Out.Normal)
-	pl.send(tx, PortLink, LaneData, p.Out.Low)
+	pl.send(tx, dataplane.PortLink, prio, p.Out.Urgent)
+	pl.send(tx, dataplane.PortLink, prio, p.Out.Retx)
+	pl.send(tx, dataplane.PortLink, dataplane.LaneData, p.Out.Normal)
+	pl.send(tx, dataplane.PortLink, dataplane.LaneData, p.Out.Low)
 	deliver := p.Out.Deliver
 	if pl.fast != nil {
 		if c := p.R.Stats.FastClaims; c != pl.gate.claims {
@@ -529,7 +532,7 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 		}
 		deliver = pl.gate.pass(now, deliver)
 	}
-	pl.send(tx, PortHost, LaneData, deliver)
+	pl.send(tx, dataplane.PortHost, dataplane.LaneData, deliver)
 	// Delivered frames belong to the host path now: those on the TX ring
 	// return after completion, those that did not fit (counted) at once.
 	for _, f := range deliver {
@@ -566,10 +569,10 @@ func (pl *lgPipeline) Poll(now int64, tx *Tx) int64 {
 // Stop implements Pipeline.
 func (pl *lgPipeline) Stop() {
 	pl.publish(pl.port)
-	pl.publishSession() // the session's final counters too, not those of up to 20 ms ago
+	pl.PublishSession() // the session's final counters too, not those of up to 20 ms ago
 }
 
-func (pl *lgPipeline) send(tx *Tx, port, lane int, fs []link.Frame) {
+func (pl *lgPipeline) send(tx *dataplane.Tx, port, lane int, fs []link.Frame) {
 	for _, f := range fs {
 		tx.Send(port, lane, uint64(f.H), f.Len)
 	}
@@ -582,13 +585,13 @@ func (pl *lgPipeline) periodic(now int64) {
 	p := pl.port
 	if now >= pl.publishAt {
 		pl.publishAt = now + int64(20*time.Millisecond)
-		host, link := pl.w.TxCounters(PortHost), pl.w.TxCounters(PortLink) // this lane's own with several workers
+		host, link := pl.w.TxCounters(dataplane.PortHost), pl.w.TxCounters(dataplane.PortLink) // this lane's own with several workers
 		pl.sampleRate(now, int64(host.Bytes.Load()))
 		pl.lgs.LinkTxRingFull.Store(link.Dropped.Load())
 		pl.lgs.HostTxRingFull.Store(host.Dropped.Load())
 		pl.publish(p)
 		pl.unpublished = false
-		pl.publishSession()
+		pl.PublishSession()
 		pl.tune(p)
 	}
 	if pl.mon != nil && now >= pl.monitorAt {
@@ -689,11 +692,11 @@ func (pl *lgPipeline) sample(p *linkguardian.Endpoint) {
 
 func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s := pl.lgs
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.core.Port = p.Stats
-	s.core.PriorityLane = pl.controlLane() == LanePrio
-	if pl.tx.Lanes(PortLink) > 1 {
-		s.core.PriorityFrames = pl.w.LaneFrames(PortLink, LanePrio)
+	s.core.PriorityLane = pl.ControlLane() == dataplane.LanePrio
+	if pl.tx.Lanes(dataplane.PortLink) > 1 {
+		s.core.PriorityFrames = pl.w.LaneFrames(dataplane.PortLink, dataplane.LanePrio)
 	}
 	s.core.HeldByCreditNs, s.core.HeldByPauseNs = pl.heldCredit, pl.heldPause
 	s.HostGateWaits.Store(pl.gate.Waits)
@@ -721,7 +724,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		s.core.ResumeThreshold, s.core.PauseThreshold = p.R.Thresholds()
 		s.core.AckDelay, s.core.AckEvery = p.R.AckDelay(), p.R.AckEvery()
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 }
 
 // minRetxStep and maxRetxStep bound the re-notification interval derived

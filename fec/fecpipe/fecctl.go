@@ -1,4 +1,4 @@
-package dataplane
+package fecpipe
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/lossmon"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
@@ -34,7 +35,7 @@ type fecCtl struct {
 	rcv *fec.Receiver
 
 	auto  bool   // the policy's decisions are applied
-	basis string // FECSnapshot.Basis
+	basis string // linkpipe.FECSnapshot.Basis
 	// What decide logs: where, and what cannot be applied here.
 	log     *slog.Logger
 	dev     string
@@ -60,8 +61,8 @@ type fecCtl struct {
 	rxOK    bool
 }
 
-// fecObserve is how often the monitors are fed and the statistics published.
-const fecObserve = int64(20 * time.Millisecond)
+// FECObserve is how often the monitors are fed and the statistics published.
+const FECObserve = int64(20 * time.Millisecond)
 
 // init sets up the coding for c: sc and rc are the Sender's and Receiver's
 // configurations but for N and Copies, which the protection in force
@@ -186,7 +187,7 @@ func (k *fecCtl) inForce() fec.LinkChoice {
 }
 
 // snapshot fills the coding's part of v.
-func (k *fecCtl) snapshot(v *FECSnapshot) {
+func (k *fecCtl) snapshot(v *linkpipe.FECSnapshot) {
 	v.Sender, v.Receiver = k.snd.Stats, k.rcv.Stats
 	v.N, v.Copies, v.Basis = k.snd.N(), k.snd.Copies(), k.basis
 	v.WaitNs = k.rcv.Wait()
@@ -200,7 +201,7 @@ func (k *fecCtl) snapshot(v *FECSnapshot) {
 	if v.TxMeasured {
 		v.TxLoss, v.TxBurst = float64(k.peer.RxLoss)/1e9, float64(k.peer.RxBurst)/256
 	}
-	v.Policy = FECPolicy{Target: k.cfg.Target, State: k.policy, Note: k.note, Changes: k.changes.Load()}
+	v.Policy = linkpipe.FECPolicy{Target: k.cfg.Target, State: k.policy, Note: k.note, Changes: k.changes.Load()}
 	if k.decided {
 		v.Policy.Decision = k.policy.Choice.String()
 		v.Policy.Applied = k.auto && applicable(k.policy.Choice)

@@ -1,4 +1,4 @@
-package dataplane
+package cellspipe
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/metrics"
@@ -17,7 +18,7 @@ import (
 // memNode is a cells pipeline on a worker with a UMEM and no sockets: what
 // it sends is collected from the worker's TX lists by the test (memPair).
 type memNode struct {
-	w  *Worker
+	w  *dataplane.Worker
 	pl *cellPipeline
 }
 
@@ -29,15 +30,15 @@ func newMemNode(t testing.TB, id uint16, hosts, links int, cc CellsConfig) *memN
 }
 
 // newMemNodeWith is newMemNode with the configuration changed by with.
-func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, with func(*Config)) *memNode {
+func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, with func(*dataplane.Config)) *memNode {
 	t.Helper()
 	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
-	cfg := withCells(Config{Mode: ModeCells, RingSize: 256}, cc)
-	cfg.cells().NodeID = id
+	cfg := dataplane.WithMech(dataplane.Config{Mode: ModeCells, RingSize: 256}, "cells", cc)
+	CellsConfigOf(&cfg).NodeID = id
 	for i := range hosts {
 		cfg.HostPorts = append(cfg.HostPorts, "host"+string(rune('0'+i)))
 	}
@@ -51,8 +52,8 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 	for i := range hosts + links {
 		macs = append(macs, [6]byte{2, 0, 0, 0, byte(id), byte(i)})
 	}
-	w, err := NewMemWorker(cfg, u, macs, func(d *Dataplane, cfg *Config) (Instance, error) {
-		if err := cfg.cells().fit(1516, linkcrc.Off, "link0"); err != nil {
+	w, err := dataplane.NewMemWorker(cfg, u, macs, func(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
+		if err := CellsConfigOf(cfg).fit(1516, linkcrc.Off, "link0"); err != nil {
 			return nil, err
 		}
 		return &cellsInstance{stats: newCellStats(d)}, nil
@@ -144,12 +145,12 @@ func newMemPair(t testing.TB, links int, cc CellsConfig) *memPair {
 }
 
 // newMemPairWith is newMemPair with the configuration changed by with.
-func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*Config)) *memPair {
+func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*dataplane.Config)) *memPair {
 	p := &memPair{}
 	p.n[0] = newMemNodeWith(t, 1, 1, links, cc, with)
 	p.n[1] = newMemNodeWith(t, 2, 1, links, cc, with)
 	// Until REACH made the links usable both ways.
-	cc = *p.n[0].pl.w.Config().cells() // with the defaults filled in
+	cc = *CellsConfigOf(p.n[0].pl.w.Config()) // with the defaults filled in
 	for range 2*cc.ReachUp + 3 {
 		p.step(t, int64(cc.ReachInterval))
 	}
@@ -357,10 +358,10 @@ func TestCellClockCountsOnlyLateness(t *testing.T) {
 // host port's own buffer; and never exceed that buffer either.
 func TestCellCreditWindowFitsUplinks(t *testing.T) {
 	const links, linkBuf, hostBuf = 4, 256 << 10, 2 << 20
-	n := newMemNodeWith(t, 1, 1, links, CellsConfig{}, func(c *Config) {
-		c.Shape = map[string]PortShape{"host0": {Rate: 1e9, Buffer: hostBuf}}
+	n := newMemNodeWith(t, 1, 1, links, CellsConfig{}, func(c *dataplane.Config) {
+		c.Shape = map[string]dataplane.PortShape{"host0": {Rate: 1e9, Buffer: hostBuf}}
 		for l := range links {
-			c.Shape["link"+string(rune('0'+l))] = PortShape{Rate: 500e6, Buffer: linkBuf}
+			c.Shape["link"+string(rune('0'+l))] = dataplane.PortShape{Rate: 500e6, Buffer: linkBuf}
 		}
 	})
 	got := n.pl.node.Scheduler(0).Config().MaxInFlight
@@ -377,7 +378,7 @@ func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 	const buf, frame = 8 << 10, 1500
 	n := newMemNode(t, 1, 1, 1, CellsConfig{})
 	port := n.pl.ps.Hosts[0]
-	sh := n.w.Shape(port, PortShape{Rate: 1e9, Buffer: buf, Burst: 16 << 10})
+	sh := n.w.Shape(port, dataplane.PortShape{Rate: 1e9, Buffer: buf, Burst: 16 << 10})
 	for range 3 { // the port's queue holds 4500 of its 8192 bytes
 		if !sh.Enqueue(n.put(t, make([]byte, frame))) {
 			t.Fatal("shaper refused a frame below its buffer")

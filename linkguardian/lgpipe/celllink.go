@@ -1,14 +1,22 @@
-package dataplane
+package lgpipe
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
 )
+
+// defaultCellTxBuffer is each link's TX buffer (and reorder window) under
+// the cells: 512 cells of up to 1.5 KB hold 6 ms at 1 Gbit/s, above the
+// retransmission delays of a loaded machine (p99 ≈ 7 ms under TCP,
+// defaultTxBuffer) spread over the bundle's links.
+const defaultCellTxBuffer = 512
 
 // cellLink is what runs under the cells on one link port with --cells-link-mode
 // lg, lgnb or monitor: a LinkGuardian endpoint and the link session.
@@ -39,7 +47,8 @@ import (
 // restarted) hands back what it would free. A cell that arrived twice is a
 // duplicate the reassembly drops.
 type cellLink struct {
-	LayerSession
+	linkpipe.LayerSession
+
 	ep          *linkguardian.Endpoint
 	measure     bool // the link's loss goes to the node (monitor, loss classes)
 	unprotected bool // monitor: its losses are for good (reportLost)
@@ -59,47 +68,7 @@ type cellLink struct {
 	taken      []link.Frame
 	handedTo   seqhdr.Seq // un-ACKed cells before it were handed back
 
-	st CellLinkLG
-}
-
-// CellLinkLG is the link layer under the cells of one link port.
-type CellLinkLG struct {
-	Session string `json:"session"`
-	// Mismatch names the settings of the peer that do not fit (session
-	// mismatch): "--integrity csum here, crc32c at the peer".
-	Mismatch   string `json:"mismatch,omitempty"`
-	PeerNode   uint16 `json:"peer_node,omitempty"`
-	Queued     int    `json:"queued_cells"`
-	Unacked    int    `json:"unacked_cells"`
-	Sent       uint64 `json:"sent"`
-	RetxCopies uint64 `json:"retx_copies"`
-	LostSeen   uint64 `json:"lost_detected"`
-	Recovered  uint64 `json:"recovered"`
-	GaveUp     uint64 `json:"gave_up"`
-	// HandedBack counts cells given back to the sprayer when the link left
-	// the usable set (copies of the un-ACKed ones) or its session reset;
-	// Resets counts the session's resets (agreements with a new peer epoch).
-	HandedBack uint64 `json:"handed_back"`
-	Resets     uint64 `json:"resets"`
-	// QueueDrops: cells that found the credit queue full (lost).
-	QueueDrops uint64 `json:"queue_drops"`
-	// NodeCollisions: HELLOs refused because the peer has this node's id.
-	NodeCollisions uint64 `json:"node_collisions"`
-	// GiveUps: times the link was taken out because its cells went
-	// un-ACKed for ReachTh REACH intervals.
-	GiveUps uint64 `json:"give_ups"`
-	// NotAgreed: link frames dropped before the session agreed.
-	NotAgreed uint64  `json:"not_agreed"`
-	LossRate  float64 `json:"loss_rate,omitempty"`
-	// FEC is the coding with --cells-link-mode fec (cellfec.go): the sender's n
-	// and copies in force and where they come from, its counters (data
-	// cells, parity frames), the receiver's (recovered, lost: never
-	// delivered), the loss measured each way and the link policy. The
-	// fields above then say: Sent data cells, LostSeen cells found missing,
-	// Recovered rebuilt from parity, GaveUp lost for good, LossRate the
-	// raw loss of what this end receives (before recovery), QueueDrops
-	// cells given to the link while its session was not up.
-	FEC *FECSnapshot `json:"fec,omitempty"`
+	st linkpipe.CellLinkLG
 }
 
 // lgLink is the linksession.Link of a cell link: a reset hands the TX
@@ -116,25 +85,25 @@ func (k lgLink) Reset(now int64, tx, rx seqhdr.Seq) {
 }
 
 func init() {
-	for _, m := range []Mode{ModeLG, ModeLGNB, ModeMonitor} {
-		RegisterLayer(string(m), LayerSpec{Configure: configureLGLayer, Frames: lgLayerFrames, Start: startLGLayer, New: newCellLink})
+	for _, m := range []dataplane.Mode{ModeLG, ModeLGNB, ModeMonitor} {
+		linkpipe.RegisterLayer(string(m), linkpipe.LayerSpec{Configure: ConfigureLGLayer, Frames: lgLayerFrames, Start: StartLGLayer, New: newCellLink})
 	}
 }
 
-// configureLGLayer fills LinkGuardian's defaults under the cells.
-func configureLGLayer(c *Config) error {
-	if err := c.lgDefaults(ModeLG); err != nil {
+// ConfigureLGLayer fills LinkGuardian's defaults under the cells.
+func ConfigureLGLayer(c *dataplane.Config) error {
+	if err := LGDefaults(c, ModeLG); err != nil {
 		return err
 	}
-	if c.lg().TxBuffer == 0 {
-		c.lg().TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+	if LGConfigOf(c).TxBuffer == 0 {
+		LGConfigOf(c).TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
 	}
 	return nil
 }
 
 // lgLayerFrames is the frames LinkGuardian holds under the cells.
-func lgLayerFrames(c *Config) (uint64, string, error) {
-	b := c.lg().TxBuffer
+func lgLayerFrames(c *dataplane.Config) (uint64, string, error) {
+	b := LGConfigOf(c).TxBuffer
 	if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
 		return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
 	}
@@ -142,22 +111,24 @@ func lgLayerFrames(c *Config) (uint64, string, error) {
 	return n * 3 * uint64(b), fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b), nil
 }
 
-// startLGLayer sets the credit window.
-func startLGLayer(c *Config) { c.lg().credit = creditWindow(c.lg().TxBuffer, c.RingSize) }
+// StartLGLayer sets the credit window.
+func StartLGLayer(c *dataplane.Config) {
+	LGConfigOf(c).credit = CreditWindow(LGConfigOf(c).TxBuffer, c.RingSize)
+}
 
-func newCellLink(e LayerEnv) (Layer, error) {
+func newCellLink(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
 	mac := d.Port(e.Port).MAC()
-	c := &cellLink{LayerSession: NewLayerSession(e),
-		q: make([]link.Frame, cfg.lg().TxBuffer), giveUp: e.GiveUp}
-	ep, err := linkguardian.NewEndpoint(cfg.lg().core(Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
+	c := &cellLink{LayerSession: linkpipe.NewLayerSession(e),
+		q: make([]link.Frame, LGConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
+	ep, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(dataplane.Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
 	rx, _ := linkguardian.ParseDelivery(e.Mode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
-	if err := c.StartSession(cfg.lg().credit, prot, lgLink{c}); err != nil {
+	if err := c.StartSession(LGConfigOf(cfg).credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
 	c.measure = e.Mode == "monitor" || e.LossClasses
@@ -195,7 +166,7 @@ func (c *cellLink) watchAcks(now int64) {
 // Receive takes frames from the link: session frames to the session, the
 // rest through the endpoint once the session agreed; what the endpoint
 // delivers goes to the node.
-func (c *cellLink) Receive(now int64, f link.Frame, tx *Tx) {
+func (c *cellLink) Receive(now int64, f link.Frame, tx *dataplane.Tx) {
 	b := c.W.Bytes(uint64(f.H), f.Len)
 	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
 		c.sessionRx(now, b)
@@ -225,13 +196,13 @@ func (c *cellLink) sessionRx(now int64, b []byte) {
 	ev := c.LayerSession.SessionRx(now, b)
 	if ev&linksession.EvReset != 0 {
 		a, _ := c.Sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), c.W.Config().lg().credit))
+		c.ep.S.SetCredit(min(int(a.Window), LGConfigOf(c.W.Config()).credit))
 	}
 }
 
 // Poll runs the session (link state, HELLOs on the control lane) and the
 // endpoint's timers, hands deliveries up and returns the next deadline.
-func (c *cellLink) Poll(now int64, tx *Tx) int64 {
+func (c *cellLink) Poll(now int64, tx *dataplane.Tx) int64 {
 	next := c.SessionPoll(now, tx)
 	c.ep.Poll(now, c.qLen == 0)
 	c.DeliverUp(now)
@@ -269,9 +240,9 @@ func (c *cellLink) pop() link.Frame {
 
 // Pump moves queued cells into the endpoint as its credit window and the
 // TX ring allow, then places the endpoint's output.
-func (c *cellLink) Pump(now int64, tx *Tx) {
+func (c *cellLink) Pump(now int64, tx *dataplane.Tx) {
 	if c.Up() {
-		budget := tx.Space(c.Port, LaneData) - c.W.Batch()
+		budget := tx.Space(c.Port, dataplane.LaneData) - c.W.Batch()
 		for c.qLen > 0 && budget > 0 && c.ep.CanSend(now) {
 			f := c.pop()
 			c.ep.SendCarried(now, f)
@@ -283,7 +254,7 @@ func (c *cellLink) Pump(now int64, tx *Tx) {
 
 // flush places the endpoint's transmit lists (recovery on the control
 // lane, cells and ACKs on the data lane) and releases what it freed.
-func (c *cellLink) flush(now int64, tx *Tx) {
+func (c *cellLink) flush(now int64, tx *dataplane.Tx) {
 	o := &c.ep.Out
 	ctrl := c.CtrlLane()
 	for _, list := range [][]link.Frame{o.Pause, o.Urgent, o.Retx} {
@@ -294,7 +265,7 @@ func (c *cellLink) flush(now int64, tx *Tx) {
 	}
 	for _, list := range [][]link.Frame{o.Normal, o.Low} {
 		for _, f := range list {
-			tx.Send(c.Port, LaneData, uint64(f.H), f.Len)
+			tx.Send(c.Port, dataplane.LaneData, uint64(f.H), f.Len)
 			c.Cells.Pending(c.Port, f.Len)
 		}
 	}
@@ -355,7 +326,7 @@ func (c *cellLink) Held() int {
 }
 
 // Snapshot fills s from the endpoint and session.
-func (c *cellLink) Snapshot(s *CellLinkLG) {
+func (c *cellLink) Snapshot(s *linkpipe.CellLinkLG) {
 	*s = c.st
 	c.SessionSnapshot(s)
 	s.Queued = c.qLen
@@ -371,7 +342,7 @@ func (c *cellLink) Snapshot(s *CellLinkLG) {
 // ToLink takes the node's output for the link: control frames
 // unsequenced on the control lane, cells to the credit queue (counted and
 // dropped when it is full).
-func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *Tx) {
+func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *dataplane.Tx) {
 	for _, f := range lo.Ctrl {
 		if c.ep.PassCarried(f) {
 			tx.Send(c.Port, c.CtrlLane(), uint64(f.H), f.Len)

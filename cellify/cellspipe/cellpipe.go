@@ -1,4 +1,4 @@
-package dataplane
+package cellspipe
 
 import (
 	"math"
@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -39,10 +41,11 @@ import (
 // credits above the scheduler's threshold; a link port's interface going
 // down or up (the worker's down state) as link state.
 type cellPipeline struct {
-	w    *Worker
-	tx   *Tx // the worker's
+	w  *dataplane.Worker
+	tx *dataplane. // the worker's
+		Tx
 	node *cellify.Node
-	ps   Ports
+	ps   dataplane.Ports
 	st   *CellStats
 
 	prio []int  // per link: the lane of its control frames
@@ -50,7 +53,7 @@ type cellPipeline struct {
 	// links run a link layer and its session under the cells (celllink.go,
 	// cellfec.go; nil with --cells-link-mode none); copyFails counts cells handed back by a
 	// link that found no UMEM frame to be copied into.
-	links     []Layer
+	links     []linkpipe.Layer
 	copyFails uint64
 	// usable and excluded, per link under a link layer: in the node's
 	// usable set as last seen; left it, its cells not handed back yet.
@@ -91,8 +94,8 @@ type cellPipeline struct {
 	countVOQ              func(cellify.VOQInfo)
 }
 
-// cellPublish is how often the node's counters are copied to CellStats.
-const cellPublish = int64(20 * time.Millisecond)
+// CellPublish is how often the node's counters are copied to CellStats.
+const CellPublish = int64(20 * time.Millisecond)
 
 // cellMaxStep is the most the node's clock advances between two calls
 // beyond the deadline the worker slept until (a busy worker calls every few
@@ -122,9 +125,9 @@ const cellMaxInFlight = 2 << 20
 // credit window keeps the port busy through a stall meanwhile.
 const cellBurstTime = 10 * time.Millisecond
 
-func newCellPipeline(w *Worker) (Pipeline, error) {
+func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	cc := *cfg.cells()
+	cc := *CellsConfigOf(cfg)
 	ps := d.Ports()
 	edge := len(ps.Hosts) > 0
 	spray, err := cellify.ParseSprayMode(cc.Spray)
@@ -135,7 +138,7 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 		w:         w,
 		tx:        w.Tx(),
 		ps:        ps,
-		st:        d.CellStats(),
+		st:        CellStatsOf(d),
 		prio:      make([]int, len(ps.Links)),
 		up:        make([]bool, len(ps.Links)),
 		pend:      make([]int, ps.N()),
@@ -211,7 +214,7 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 	nc.Reach.MaxEdges = CellMaxEdges
 	nc.Reach.Interval = int64(cc.ReachInterval)
 	nc.Reach.Th, nc.Reach.ThUp = cc.ReachTh, cc.ReachUp
-	if ls := layerSpec(cc.LinkMode); ls != nil && ls.LossFaulty != nil {
+	if ls := linkpipe.FindLayer(cc.LinkMode); ls != nil && ls.LossFaulty != nil {
 		if lim := ls.LossFaulty(cfg); lim > 0 {
 			nc.Reach.LossFaulty, nc.Reach.LossClear = lim, lim/10
 		}
@@ -230,7 +233,7 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 		mac := d.Port(port).MAC()
 		copy(m[6:], mac[:])
 		if d.Port(port).Lanes() > 1 {
-			pl.prio[l] = LanePrio
+			pl.prio[l] = dataplane.LanePrio
 		}
 	}
 	if pl.node, err = cellify.NewNode(nc); err != nil {
@@ -244,11 +247,11 @@ func newCellPipeline(w *Worker) (Pipeline, error) {
 	for k := range pl.hostQ {
 		pl.hostQ[k].q = make([]link.Frame, hostQRings*pl.ring)
 	}
-	if ls := layerSpec(cc.LinkMode); ls != nil {
-		pl.links = make([]Layer, len(ps.Links))
+	if ls := linkpipe.FindLayer(cc.LinkMode); ls != nil {
+		pl.links = make([]linkpipe.Layer, len(ps.Links))
 		pl.usable, pl.excluded = make([]bool, len(ps.Links)), make([]bool, len(ps.Links))
 		for l, port := range ps.Links {
-			if pl.links[l], err = ls.New(LayerEnv{W: w, Cells: pl, L: l, Port: port, Mode: cc.LinkMode,
+			if pl.links[l], err = ls.New(linkpipe.LayerEnv{W: w, Cells: pl, L: l, Port: port, Mode: cc.LinkMode,
 				GiveUp: int64(cc.ReachInterval) * int64(cc.ReachTh), LossClasses: cc.classes.On()}); err != nil {
 				return nil, err
 			}
@@ -290,7 +293,7 @@ func (pl *cellPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(u
 func (pl *cellPipeline) Room(int) int { return math.MaxInt }
 
 // Receive implements Pipeline.
-func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
+func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
 	now = pl.clock(now)
 	pl.got += int64(len(descs))
 	pl.backlogs()
@@ -314,10 +317,10 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
 // queues, then the node's timers and its output.
-func (pl *cellPipeline) Poll(wnow int64, tx *Tx) int64 {
+func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	now := pl.clock(wnow)
 	if now >= pl.publishAt {
-		pl.publishAt = now + cellPublish
+		pl.publishAt = now + CellPublish
 		pl.publish()
 	}
 	next := int64(math.MaxInt64)
@@ -460,7 +463,7 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 // a link layer, control frames on the control lane and cells into its
 // queue), deliveries on their host ports, every frame released once (a
 // frame on a TX ring is freed after its completion).
-func (pl *cellPipeline) drain(now int64, tx *Tx) {
+func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 	o := &pl.node.Out
 	for m := o.Active; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros64(m)
@@ -474,7 +477,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 			pl.SendRelease(tx, port, pl.prio[l], f)
 		}
 		for _, f := range lo.Data {
-			pl.SendRelease(tx, port, LaneData, f)
+			pl.SendRelease(tx, port, dataplane.LaneData, f)
 		}
 		pl.pend[port] += lo.Bytes
 	}
@@ -484,10 +487,10 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 		// The port's room in frames and, rate-limited, in bytes: its
 		// egress queue drops what exceeds either, so what does not fit
 		// waits here for the queue to drain.
-		space, room := tx.Space(port, LaneData), tx.ByteSpace(port)
+		space, room := tx.Space(port, dataplane.LaneData), tx.ByteSpace(port)
 		for hq.n > 0 && space > 0 && hq.q[hq.head].Len <= room {
 			f := hq.pop()
-			pl.SendRelease(tx, port, LaneData, f)
+			pl.SendRelease(tx, port, dataplane.LaneData, f)
 			pl.pend[port] += f.Len
 			space--
 			room -= f.Len
@@ -501,7 +504,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 				}
 				continue
 			}
-			pl.SendRelease(tx, port, LaneData, f)
+			pl.SendRelease(tx, port, dataplane.LaneData, f)
 			pl.pend[port] += f.Len
 			space--
 			room -= f.Len
@@ -517,7 +520,7 @@ func (pl *cellPipeline) drain(now int64, tx *Tx) {
 	}
 }
 
-func (pl *cellPipeline) SendRelease(tx *Tx, port, lane int, f link.Frame) {
+func (pl *cellPipeline) SendRelease(tx *dataplane.Tx, port, lane int, f link.Frame) {
 	tx.Send(port, lane, uint64(f.H), f.Len)
 	tx.Release(uint64(f.H))
 	pl.released++
@@ -548,9 +551,9 @@ func (pl *cellPipeline) publish() {
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
 		cl.LastExclusionAt = pl.exclAt[l]
-		if pl.w.Config().cells().classes.On() {
+		if CellsConfigOf(pl.w.Config()).classes.On() {
 			cl.Class, cl.MeasuredClass, cl.PeerClass = uint8(r.EffClass(l)), uint8(lr.Class), uint8(lr.PeerClass)
-			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:pl.w.Config().cells().classes.N()]...)
+			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:CellsConfigOf(pl.w.Config()).classes.N()]...)
 		}
 	}
 	for k := range c.Hosts {
@@ -577,7 +580,7 @@ func (pl *cellPipeline) publish() {
 	for l, cl := range pl.links {
 		c.FramesHeld -= int64(cl.Held())
 		if c.Links[l].LG == nil {
-			c.Links[l].LG = new(CellLinkLG)
+			c.Links[l].LG = new(linkpipe.CellLinkLG)
 		}
 		cl.Snapshot(c.Links[l].LG)
 	}
@@ -627,7 +630,7 @@ func (h *hostQueue) pop() link.Frame {
 }
 
 // Release ends the pipeline's hold on f.
-func (pl *cellPipeline) Release(tx *Tx, f link.Frame) {
+func (pl *cellPipeline) Release(tx *dataplane.Tx, f link.Frame) {
 	tx.Release(uint64(f.H))
 	pl.released++
 }
@@ -659,7 +662,7 @@ func (pl *cellPipeline) AckedSince(l int, t int64) bool {
 func (pl *cellPipeline) Pending(port, n int) { pl.pend[port] += n }
 
 // Tx is the worker's.
-func (pl *cellPipeline) Tx() *Tx { return pl.tx }
+func (pl *cellPipeline) Tx() *dataplane.Tx { return pl.tx }
 
 // LinkRx hands the node a frame link l's layer delivered.
 func (pl *cellPipeline) LinkRx(now int64, l int, f link.Frame) { pl.node.LinkRx(now, l, f) }
@@ -694,4 +697,4 @@ func (pl *cellPipeline) MaxAlloc() int { return pl.maxAlloc }
 func (pl *cellPipeline) PrioLane(l int) int { return pl.prio[l] }
 
 // NodeID is the node's id.
-func (pl *cellPipeline) NodeID() uint16 { return pl.w.Config().cells().NodeID }
+func (pl *cellPipeline) NodeID() uint16 { return CellsConfigOf(pl.w.Config()).NodeID }

@@ -1,10 +1,11 @@
-package dataplane
+package lgpipe
 
 import (
 	"fmt"
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/xdp"
@@ -18,27 +19,27 @@ import (
 // (KernelPath); this file holds what LinkGuardian adds to its Spec for
 // them.
 
-// queueCount counts the link port's receive queues (tests replace it).
-var queueCount = xdp.QueueCount
+// QueueCount counts the link port's receive queues (tests replace it).
+var QueueCount = xdp.QueueCount
 
 // prepareLG is LinkGuardian's Spec.Prepare: it decides whether its send
 // fast path can run (lgTxBlocked) before the ring size is defaulted by it
 // (defaultRingSize).
-func prepareLG(c *Config) {
-	queues, qerr := queueCount(c.LinkPort)
+func prepareLG(c *dataplane.Config) {
+	queues, qerr := QueueCount(c.LinkPort)
 	lg := LGConfigOf(c)
 	lg.txWhy, lg.txFix = lgTxBlocked(c, queues, qerr)
 	lg.kernelTx = lg.txWhy == ""
 	if c.RingSize == 0 {
-		c.RingSize = defaultRingSize(lgTxWanted(c))
+		c.RingSize = defaultRingSize(LGTxWanted(c))
 	}
 }
 
-// lgTxWanted says whether LinkGuardian's send fast path runs: a
+// LGTxWanted says whether LinkGuardian's send fast path runs: a
 // LinkGuardian mode whose configuration allows the kernel path
 // (lgTxBlocked, decided by prepareLG). The ports are then attached with
 // what it needs (lgPortOptions).
-func lgTxWanted(c *Config) bool { return LGConfigOf(c).kernelTx }
+func LGTxWanted(c *dataplane.Config) bool { return LGConfigOf(c).kernelTx }
 
 // lgTxBlocked is why LinkGuardian's send fast path cannot run on this
 // configuration with a link port of queues queues (qerr: they could not be
@@ -59,7 +60,7 @@ func lgTxWanted(c *Config) bool { return LGConfigOf(c).kernelTx }
 // no slower, but under bulk TCP at loss 0 the far end found 800-1,000
 // numbered frames missing per 4 s run against 50-220 on one queue, and
 // one run gave up on 297 of them. Not kept.
-func lgTxBlocked(c *Config, queues int, qerr error) (why string, fix bool) {
+func lgTxBlocked(c *dataplane.Config, queues int, qerr error) (why string, fix bool) {
 	if why := c.FastPathBlocked(); why != "" {
 		return why, false
 	}
@@ -80,7 +81,7 @@ func lgTxBlocked(c *Config, queues int, qerr error) (why string, fix bool) {
 }
 
 // lgFastBlocked is LinkGuardian's Spec.FastBlocked.
-func lgFastBlocked(c *Config) string {
+func lgFastBlocked(c *dataplane.Config) string {
 	if LGConfigOf(c).Protect == "tx" {
 		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
 	}
@@ -91,17 +92,17 @@ func lgFastBlocked(c *Config) string {
 // the host port keeps a copy ring of the TX buffer's size, and the link
 // port (attached after it) shares its lg_rx map, from which the host port's
 // program reads the ACK it piggybacks.
-func lgPortOptions(c *Config, i int, role PortRole, attached []*Port, o *bpf.PortOptions) {
-	if !lgTxWanted(c) {
+func lgPortOptions(c *dataplane.Config, i int, role dataplane.PortRole, attached []*dataplane.Port, o *bpf.PortOptions) {
+	if !LGTxWanted(c) {
 		return
 	}
-	if role == RoleHost {
+	if role == dataplane.RoleHost {
 		o.LGTxSlots = LGConfigOf(c).TxBuffer
 		if o.LGTxSlots == 0 {
-			o.LGTxSlots = defaultTxBuffer(c.RingSize, true)
+			o.LGTxSlots = DefaultTxBuffer(c.RingSize, true)
 		}
-	} else if i == PortLink {
-		o.ShareLGRx = attached[PortHost].Program()
+	} else if i == dataplane.PortLink {
+		o.ShareLGRx = attached[dataplane.PortHost].Program()
 	}
 }
 
@@ -109,7 +110,7 @@ func lgPortOptions(c *Config, i int, role PortRole, attached []*Port, o *bpf.Por
 // KernelPath: its receive direction (link to host) and its send direction
 // (host to link).
 type lgFast struct {
-	d          *Dataplane
+	d          *dataplane.Dataplane
 	link, host *bpf.PortProgram // the ports' programs (FastDirs)
 	integrity  linkcrc.Integrity
 	// txBlocked is why the send direction cannot run (Config.LG.txWhy),
@@ -131,13 +132,13 @@ type lgFast struct {
 	txLive atomic.Bool
 }
 
-func (f *lgFast) FastDirs() []FastDir {
+func (f *lgFast) FastDirs() []dataplane.FastDir {
 	ps := f.d.Ports()
 	h, l := ps.Host, ps.Links[0]
 	f.link, f.host = f.d.Port(l).Program(), f.d.Port(h).Program()
 	// The send direction is listed whether or not its kernel half can run
 	// here, with the reason when it cannot.
-	return []FastDir{{From: l, To: h, Hook: lgDir{f: f}}, {From: h, To: l, Blocked: f.txBlocked, Hook: lgDir{f: f, send: true}}}
+	return []dataplane.FastDir{{From: l, To: h, Hook: lgDir{f: f}}, {From: h, To: l, Blocked: f.txBlocked, Hook: lgDir{f: f, send: true}}}
 }
 
 func (f *lgFast) OpenFast(xdp bool) (string, error) {

@@ -1,17 +1,17 @@
-package dataplane
+package cellspipe
 
 import (
-	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"time"
 
-	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/fec/fecpipe"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
-	"github.com/linkfabric/linkfabric/netns"
 )
 
 // TestCellFECMemory: two edges in memory with --cells-link-mode fec under the
@@ -21,7 +21,7 @@ import (
 // deliver at once), the cells lost were rebuilt from parity, every UMEM
 // frame comes back, and the statistics show it.
 func TestCellFECMemory(t *testing.T) {
-	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *Config) { c.fec().Fixed, c.fec().N = true, 4 })
+	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 4 })
 	p.keep = true
 	rng := rand.New(rand.NewPCG(1, 2))
 	lost := 0
@@ -99,121 +99,6 @@ func TestCellFECMemory(t *testing.T) {
 	}
 }
 
-// cellsGrayRun is one arm of TestCellsFECGrayUDP: what iperf3 counted and
-// both edges' statistics.
-type cellsGrayRun struct {
-	packets, lost, busy uint64
-	dropped             uint64 // by the impairment, on the 4 links
-	s1, s2              CellsSnapshot
-}
-
-// cellsGray brings up the bundle (prefix lfcf) with mode under the cells on
-// both edges (fc configures fec), Bernoulli loss p on every link sw1→sw2,
-// and runs iperf3 UDP h1→h2 through it.
-func cellsGray(t *testing.T, mode string, fc FECConfig, p float64) cellsGrayRun {
-	tb := netns.TestUp(t, "lfcf", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 2)
-	cc := CellsConfig{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
-	start := func(ns string, id uint16) *Dataplane {
-		c := cc
-		c.NodeID = id
-		return startWatched(t, tb.NS(ns), withFEC(withCells(Config{Mode: ModeCells, HostPorts: []string{"host0"}, LinkPorts: bundleLinks}, c), fc)).d
-	}
-	sw1, sw2 := start("sw1", 1), start("sw2", 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells over %s: %v", mode, err)
-	}
-	for l := range bundleLinks {
-		if err := sw2.Port(sw2.Ports().Links[l]).Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: p, Seed: uint64(41 + l)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	before := snmpFields(t, h2, "Udp", "RcvbufErrors")
-	var r cellsGrayRun
-	r.packets, r.lost, _ = iperfUDP(t, h1, h2, udpRun{Port: "5321", Rate: "50M", Secs: 3})
-	r.busy = snmpFields(t, h2, "Udp", "RcvbufErrors")["RcvbufErrors"] - before["RcvbufErrors"] + socketDrops(t, sw1.Host())
-	for _, port := range sw2.Ports().Links {
-		r.busy += socketDrops(t, sw2.Port(port))
-		st, err := sw2.Port(port).Program().ImpairStats()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.dropped += st.Dropped
-	}
-	time.Sleep(200 * time.Millisecond) // a loss observation every 20 ms
-	r.s1, r.s2 = cellsSnap(t, sw1), cellsSnap(t, sw2)
-	t.Logf("--cells-link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost (%d dropped at sockets: machine busy); the impairment dropped %d frames",
-		mode, p, r.packets, r.lost, r.busy, r.dropped)
-	t.Logf("sw2: usable links %d, reassembly skipped %d holes, discarded %d records, malformed %d", r.s2.UsableLinks, r.s2.ReasmTimeouts, r.s2.ReasmDiscards, r.s2.Malformed)
-	for _, s := range []CellsSnapshot{r.s1, r.s2} {
-		if s.FramesHeld != 0 || s.CopyFails != 0 {
-			t.Errorf("node %d: %d frames unaccounted for, %d copy failures", s.NodeID, s.FramesHeld, s.CopyFails)
-		}
-	}
-	if r.dropped == 0 {
-		t.Fatal("the impairment dropped nothing: the run proves nothing")
-	}
-	return r
-}
-
-// TestCellsFECGrayUDP: the bundle's 4 links all gray (Bernoulli loss 1e-2
-// sw1→sw2). UDP through the cells loses far fewer datagrams with
-// --cells-link-mode fec than with none: each link's receiver rebuilds the cells
-// lost, one per group; n comes from the policy on the loss sw2 measures
-// (1e-2: reported to sw1 in the link session), the measured raw loss is
-// each link's loss rate at sw2's node, and the links stay in use.
-func TestCellsFECGrayUDP(t *testing.T) {
-	const p = 1e-2
-	var none, coded cellsGrayRun
-	t.Run("none", func(t *testing.T) { none = cellsGray(t, "none", FECConfig{}, p) })
-	t.Run("fec", func(t *testing.T) {
-		coded = cellsGray(t, "fec", FECConfig{Window: time.Second, MinFrames: 500}, p)
-		var sent, parity, recovered, lostSeen, unrecovered uint64
-		for l, ln := range coded.s2.Links {
-			g := ln.LG
-			if g == nil || g.FEC == nil {
-				t.Fatalf("sw2 %s: no fec link layer", ln.Name)
-			}
-			s1 := coded.s1.Links[l].LG
-			t.Logf("%s: sw1 sent %d cells, %d parity, n %d (%s, policy %q); sw2 found %d missing, rebuilt %d, lost %d; measured loss %.4f",
-				ln.Name, s1.Sent, s1.FEC.Sender.Parity, s1.FEC.N, s1.FEC.Basis, s1.FEC.Policy.Decision, g.LostSeen, g.Recovered, g.GaveUp, g.LossRate)
-			sent += s1.Sent
-			parity += s1.FEC.Sender.Parity
-			recovered += g.Recovered
-			lostSeen += g.LostSeen
-			unrecovered += g.GaveUp
-			if g.LossRate < p/3 || g.LossRate > 3*p || !g.FEC.RxMeasured {
-				t.Errorf("sw2 %s: measured loss %.4g (measured %v); the links lose %g", ln.Name, g.LossRate, g.FEC.RxMeasured, p)
-			}
-			if s1.FEC.Policy.Decision == "" || s1.FEC.N < 1 {
-				t.Errorf("sw1 %s: policy %+v, n %d: want n from sw2's report", ln.Name, s1.FEC.Policy, s1.FEC.N)
-			}
-			if !ln.Usable {
-				t.Errorf("sw2 %s not usable (last exclusion %q): a link the coding carries stays in use", ln.Name, ln.LastReason)
-			}
-		}
-		t.Logf("fec: %d cells, %d parity frames; sw2 found %d missing, rebuilt %d, %d lost", sent, parity, lostSeen, recovered, unrecovered)
-		if recovered == 0 || recovered < lostSeen*7/10 {
-			t.Errorf("sw2 rebuilt %d of %d cells missing", recovered, lostSeen)
-		}
-	})
-	if t.Failed() || none.packets == 0 || coded.packets == 0 {
-		return
-	}
-	// Raw counts: a datagram dropped at a socket (machine busy) is lost
-	// in both arms alike; the reassembly's discards show the links' share.
-	ln, lf := none.lost, coded.lost
-	t.Logf("datagrams lost at loss %g on every link: --cells-link-mode none %d of %d (%.3g; reassembly discarded %d records), fec %d of %d (%.3g; discarded %d)",
-		p, ln, none.packets, float64(ln)/float64(none.packets), none.s2.ReasmDiscards, lf, coded.packets, float64(lf)/float64(coded.packets), coded.s2.ReasmDiscards)
-	if none.s2.ReasmDiscards == 0 || lf*5 > ln || coded.s2.ReasmDiscards*5 > none.s2.ReasmDiscards {
-		t.Errorf("datagrams lost: none %d, fec %d (records discarded: none %d, fec %d); want fec's far fewer (a fifth at most)",
-			ln, lf, none.s2.ReasmDiscards, coded.s2.ReasmDiscards)
-	}
-}
-
 // FuzzCellFECReceive drives the receive path of --cells-link-mode fec under the
 // cells (two edges in memory, 2 links, n = 3) with the input: hostile link
 // frames into edge 2 (raw bytes; cells with any link fields, sequenced
@@ -232,7 +117,7 @@ func FuzzCellFECReceive(f *testing.F) {
 	f.Add([]byte{3, 2, 0, 3, 4, 1, 1, 8, 0, 3, 0, 0, 2, 10})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cc := CellsConfig{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
-		p := newMemPairWith(t, 2, cc, func(c *Config) { c.fec().Fixed, c.fec().N = true, 3 })
+		p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
 		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 		p.step(t, 1000)
 		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
@@ -331,7 +216,7 @@ func FuzzCellFECReceive(f *testing.F) {
 		}
 		if !forged && prev != 29 {
 			for l, c := range rx.pl.links {
-				var r, s CellLinkLG
+				var r, s linkpipe.CellLinkLG
 				c.Snapshot(&r)
 				p.n[0].pl.links[l].Snapshot(&s)
 				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.Receiver)
@@ -364,7 +249,7 @@ func hostileCellFEC(o *fuzzOps) []byte {
 // numbering) makes every link agree again (a session reset at edge 1), and
 // traffic flows again whole and in order.
 func TestCellFECRestartAndDown(t *testing.T) {
-	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *Config) { c.fec().Fixed, c.fec().N = true, 3 })
+	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
 	p.keep = true
 	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 	p.step(t, 1000)
@@ -425,7 +310,7 @@ func TestCellFECRestartAndDown(t *testing.T) {
 	}
 	burst(50)
 	resets := func() uint64 {
-		var s CellLinkLG
+		var s linkpipe.CellLinkLG
 		p.n[0].pl.links[0].Snapshot(&s)
 		return s.Resets // the sender's
 	}

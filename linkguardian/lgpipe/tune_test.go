@@ -1,4 +1,4 @@
-package dataplane
+package lgpipe
 
 import (
 	"testing"
@@ -105,7 +105,7 @@ func TestDefaultTxBuffer(t *testing.T) {
 		wholeRing bool
 		want      int
 	}{{2048, true, 2048}, {2048, false, 1024}, {4096, false, 2048}, {4096, true, 4096}, {2, false, 2}, {1, true, 2}} {
-		if got := defaultTxBuffer(c.ring, c.wholeRing); got != c.want {
+		if got := DefaultTxBuffer(c.ring, c.wholeRing); got != c.want {
 			t.Errorf("defaultTxBuffer(ring %d, whole ring %v) = %d; want %d", c.ring, c.wholeRing, got, c.want)
 		}
 	}
@@ -119,7 +119,7 @@ func TestCreditWindow(t *testing.T) {
 		ring     uint32
 		want     int
 	}{{2048, 2048, 1792}, {1024, 2048, 1024}, {4096, 2048, 1792}, {2048, 4096, 2048}, {2, 2, 2}} {
-		if got := creditWindow(c.txBuffer, c.ring); got != c.want {
+		if got := CreditWindow(c.txBuffer, c.ring); got != c.want {
 			t.Errorf("creditWindow(TX buffer %d, ring %d) = %d; want %d", c.txBuffer, c.ring, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package dataplane
+package cellspipe
 
 import (
 	"encoding/binary"

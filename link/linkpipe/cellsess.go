@@ -1,9 +1,10 @@
-package dataplane
+package linkpipe
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/lossmon"
@@ -19,16 +20,16 @@ import (
 type Layer interface {
 	// Receive takes a frame from the link; DeliverUp hands what the layer
 	// delivered to the node.
-	Receive(now int64, f link.Frame, tx *Tx)
+	Receive(now int64, f link.Frame, tx *dataplane.Tx)
 	DeliverUp(now int64)
 	// Poll runs the session and the layer's timers; next deadline.
-	Poll(now int64, tx *Tx) int64
+	Poll(now int64, tx *dataplane.Tx) int64
 	// Up: the link may carry cells.
 	Up() bool
 	// ToLink takes the node's output for the link; Pump places what the
 	// layer has to send.
-	ToLink(now int64, lo *link.Out, tx *Tx)
-	Pump(now int64, tx *Tx)
+	ToLink(now int64, lo *link.Out, tx *dataplane.Tx)
+	Pump(now int64, tx *dataplane.Tx)
 	// Failover: the link left the node's usable set (hand back what it holds).
 	Failover(now int64)
 	// QueuedBytes waits in the layer to be sent; Held is the frames it
@@ -49,11 +50,11 @@ type Cells interface {
 	// lane and releases it; CopyFrame copies f into a new frame (a zero
 	// Frame, counted, if none is free); Pending counts n bytes listed on
 	// port's TX lists; Tx is the worker's.
-	Release(tx *Tx, f link.Frame)
-	SendRelease(tx *Tx, port, lane int, f link.Frame)
+	Release(tx *dataplane.Tx, f link.Frame)
+	SendRelease(tx *dataplane.Tx, port, lane int, f link.Frame)
 	CopyFrame(f link.Frame) link.Frame
 	Pending(port, n int)
-	Tx() *Tx
+	Tx() *dataplane.Tx
 	// LinkRx hands the node a frame the layer of link l delivered;
 	// Respray gives it cells to spray over the other links; CellsLost
 	// says how many cells link l lost for good; SetLoss reports link l's
@@ -79,7 +80,7 @@ type Cells interface {
 // LayerEnv is where a Layer runs: link L of the cells above it, port
 // number Port of worker W, and what the cells' configuration says to it.
 type LayerEnv struct {
-	W     *Worker
+	W     *dataplane.Worker
 	Cells Cells
 	L     int
 	Port  int
@@ -98,20 +99,20 @@ type LayerEnv struct {
 type LayerSpec struct {
 	// Configure fills the layer's defaults and checks them (after the
 	// cells' own).
-	Configure func(c *Config) error
+	Configure func(c *dataplane.Config) error
 	// Frames is the UMEM frames the layers of c's links hold, and what
 	// holds them (said in the error of a --frames too small).
-	Frames func(c *Config) (n uint64, what string, err error)
+	Frames func(c *dataplane.Config) (n uint64, what string, err error)
 	// Overhead is how much longer than its longest cell a frame of the
 	// layer gets: the cells are that much shorter.
 	Overhead int
 	// LossFaulty, if not zero, is the measured loss from which a link is
 	// faulty (the node's ReachConfig.LossFaulty; it is clear again below a
 	// tenth of it).
-	LossFaulty func(c *Config) float64
+	LossFaulty func(c *dataplane.Config) float64
 	// Start completes c, the configuration in force, once the ports are
 	// bound.
-	Start func(c *Config)
+	Start func(c *dataplane.Config)
 	// New makes the layer of one link.
 	New func(e LayerEnv) (Layer, error)
 }
@@ -128,9 +129,9 @@ func RegisterLayer(name string, s LayerSpec) {
 	layers[name] = &s
 }
 
-// layerSpec is the layer of --cells-link-mode name (nil: none, or not
+// FindLayer is the layer of --cells-link-mode name (nil: none, or not
 // registered).
-func layerSpec(name string) *LayerSpec { return layers[name] }
+func FindLayer(name string) *LayerSpec { return layers[name] }
 
 // LayerSession is the link session of one link port under the cells
 // (every Layer): started with the node id, it follows the port's state,
@@ -226,7 +227,7 @@ func (c *LayerSession) StartSession(window int, prot linksession.Protect, link l
 // CtrlLane is the lane of link control.
 func (c *LayerSession) CtrlLane() int {
 	if c.lanes < 2 {
-		return LaneData
+		return dataplane.LaneData
 	}
 	return c.Cells.PrioLane(c.L)
 }
@@ -255,7 +256,7 @@ func (c *LayerSession) SessionRx(now int64, b []byte) linksession.Event {
 			log.Error("link session: "+linkModeConflict(a)+": the link layers do not fit; run both ends with the same --cells-link-mode", "dev", name)
 		}
 		if a.Conflict&linksession.ConflictIntegrity != 0 {
-			sayMismatch(log, name, linksession.Agreed{Conflict: linksession.ConflictIntegrity, LocalCaps: a.LocalCaps, PeerCaps: a.PeerCaps})
+			SayMismatch(log, name, linksession.Agreed{Conflict: linksession.ConflictIntegrity, LocalCaps: a.LocalCaps, PeerCaps: a.PeerCaps})
 		}
 	}
 	if ev&linksession.EvUp != 0 {
@@ -264,16 +265,16 @@ func (c *LayerSession) SessionRx(now int64, b []byte) linksession.Event {
 	return ev
 }
 
-// cellMismatchText is mismatchText for a link under the cells, whose
+// CellMismatchText is mismatchText for a link under the cells, whose
 // protect mode is its --cells-link-mode.
-func cellMismatchText(a linksession.Agreed) string {
+func CellMismatchText(a linksession.Agreed) string {
 	if a.Conflict&linksession.ConflictProtect == 0 {
-		return mismatchText(a)
+		return MismatchText(a)
 	}
 	t := linkModeConflict(a)
 	if a.Conflict&linksession.ConflictIntegrity != 0 {
 		a.Conflict = linksession.ConflictIntegrity
-		t += "; " + mismatchText(a)
+		t += "; " + MismatchText(a)
 	}
 	return t
 }
@@ -294,7 +295,7 @@ func cellLinkMode(p linksession.Protect) string {
 // SessionPoll follows the port's state (down: the session waits; up: it
 // agrees again), runs the session's timers, sends its frames on the
 // control lane and returns its next deadline.
-func (c *LayerSession) SessionPoll(now int64, tx *Tx) int64 {
+func (c *LayerSession) SessionPoll(now int64, tx *dataplane.Tx) int64 {
 	down := c.W.Port(c.Port).DownSince() != 0
 	switch st := c.Sess.State(); {
 	case down && st != linksession.Down:
@@ -306,7 +307,7 @@ func (c *LayerSession) SessionPoll(now int64, tx *Tx) int64 {
 	for next <= now {
 		h, ok := c.Cells.Alloc(seqhdr.MinFrameLen)
 		if !ok {
-			next = now + int64(MinTimerSleep)
+			next = now + int64(dataplane.MinTimerSleep)
 			break
 		}
 		f := link.Frame{H: h, Len: seqhdr.MinFrameLen}
@@ -331,7 +332,7 @@ func (c *LayerSession) SessionSnapshot(s *CellLinkLG) {
 	}
 	s.Mismatch = ""
 	if a.Conflict != 0 {
-		s.Mismatch = cellMismatchText(a)
+		s.Mismatch = CellMismatchText(a)
 	}
 	s.NodeCollisions = c.collisions
 }

@@ -1,4 +1,4 @@
-package dataplane
+package linkpipe
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
@@ -37,14 +38,14 @@ import (
 // maxDeadline is "no deadline".
 const maxDeadline = math.MaxInt64
 
-// defaultSessionWait is how long host frames wait for the link session.
-const defaultSessionWait = 200 * time.Millisecond
+// DefaultSessionWait is how long host frames wait for the link session.
+const DefaultSessionWait = 200 * time.Millisecond
 
-// defaultSessionKeep and defaultSessionHold: the newest frames kept per
+// DefaultSessionKeep and defaultSessionHold: the newest frames kept per
 // class while the session is down, and for how long.
 const (
-	defaultSessionKeep = 16
-	defaultSessionHold = 5 * time.Second
+	DefaultSessionKeep = 16
+	DefaultSessionHold = 5 * time.Second
 )
 
 // keptSince is the oldest arrival time a kept frame may have at now, the
@@ -110,17 +111,17 @@ func (s *SessionStats) Snapshot() SessionSnapshot {
 	return v
 }
 
-// linkSess is the link session of a pipeline with one link port (lg, fec):
+// LinkSess is the link session of a pipeline with one link port (lg, fec):
 // the session itself, the lanes it agreed, and what happened to the host
 // frames that met it not up. A pipeline embeds it and calls sessionRx,
-// sessionPoll and admitHost from its Receive and Poll.
-type linkSess struct {
-	sw    *Worker
-	sess  *linksession.Session
+// SessionPoll and admitHost from its Receive and Poll.
+type LinkSess struct {
+	sw    *dataplane.Worker
+	Sess  *linksession.Session
 	lanes int // agreed lanes (1: the peer has no priority lane, everything on lane 0)
 	// oneLaneSaid: sayOneLane logged.
 	oneLaneSaid bool
-	queue       *ClassQueues
+	queue       *dataplane.ClassQueues
 	stats       *SessionStats
 	// peers names the modes whose peer fits this end, for warnings.
 	peers                  string
@@ -131,19 +132,30 @@ type linkSess struct {
 	restartAt               int64
 	turnsSaid               bool
 	sessDropped, sessPassed uint64
+	conf                    SessionConfig
 }
 
-// startSession starts the link session of w's link port over link, offering
+// SessionConfig is what the link session takes from its pipeline's flags
+// (LinkGuardian's --lg-mtu and --lg-session-*, which mode fec shares).
+type SessionConfig struct {
+	MTU         int
+	SessionWait time.Duration
+	SessionPass bool
+	SessionKeep int
+	SessionHold time.Duration
+}
+
+// StartSession starts the link session of w's link port over link, offering
 // window frames and prot (fastSend: the kernel's send fast path runs); host
-// frames wait in queue while it is not up.
-func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *ClassQueues, stats *SessionStats, peers string) error {
-	c, lc := LGConfigOf(w.Config()), &w.Config().Link
+// frames wait in queue while it is not up; c is the session's configuration.
+func (s *LinkSess) StartSession(w *dataplane.Worker, c SessionConfig, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *dataplane.ClassQueues, stats *SessionStats, peers string) error {
+	lc := &w.Config().Link
 	sess, err := linksession.New(linksession.Config{
 		LocalMAC: w.Node().LinkMAC(),
 		PeerMAC:  lc.PeerMAC,
 		Offer: linksession.Offer{
 			Window:    uint32(window),
-			Lanes:     uint8(w.Port(PortLink).Lanes()), // the worker's: 1 with several (workers.go)
+			Lanes:     uint8(w.Port(dataplane.PortLink).Lanes()), // the worker's: 1 with several (workers.go)
 			MTU:       uint16(min(c.MTU, 1<<16-1)),
 			Speed:     uint32(max(lc.Speed/1_000_000, 1)),
 			Protect:   prot,
@@ -155,30 +167,30 @@ func (s *linkSess) startSession(w *Worker, link linksession.Link, window int, pr
 	if err != nil {
 		return err
 	}
-	*s = linkSess{sw: w, sess: sess, lanes: w.Port(PortLink).Lanes(), queue: queue, stats: stats, peers: peers}
-	s.publishSession()
+	*s = LinkSess{sw: w, Sess: sess, lanes: w.Port(dataplane.PortLink).Lanes(), queue: queue, stats: stats, peers: peers, conf: c}
+	s.PublishSession()
 	return nil
 }
 
-// sessionRx hands a session frame to the session, applies what it decided
+// SessionRx hands a session frame to the session, applies what it decided
 // that every pipeline shares (lanes, logs, the peer's MAC) and returns the
 // session's events.
-func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
-	replaced := s.sess.Stats.Replaced
-	ev := s.sess.Receive(now, b)
+func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
+	replaced := s.Sess.Stats.Replaced
+	ev := s.Sess.Receive(now, b)
 	cfg := s.sw.Config()
 	log := cfg.Logger
 	// An epoch replaced by a restart of the peer still speaking a second
 	// later is no restart: two sessions with different epochs share the
 	// peer's MAC. Most likely the other end runs several workers (one
 	// session per queue) and this one fewer, or the reverse.
-	if s.sess.Stats.Replaced != replaced && now-s.restartAt >= int64(time.Second) {
+	if s.Sess.Stats.Replaced != replaced && now-s.restartAt >= int64(time.Second) {
 		s.sayTurns()
 	}
 	if ev == 0 {
 		return 0
 	}
-	a, _ := s.sess.Agreed()
+	a, _ := s.Sess.Agreed()
 	if ev&linksession.EvPeerRestart != 0 {
 		log.Warn("link session: the peer restarted; link state reset, nothing from before is delivered",
 			"dev", cfg.LinkPort, "peer_epoch", a.PeerEpoch)
@@ -191,10 +203,10 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 	}
 	if ev&linksession.EvReset != 0 {
 		s.lanes = int(a.Lanes)
-		sayOneLane(log, cfg.LinkPort, s.sw.Port(PortLink).Lanes(), s.lanes, &s.oneLaneSaid)
+		sayOneLane(log, cfg.LinkPort, s.sw.Port(dataplane.PortLink).Lanes(), s.lanes, &s.oneLaneSaid)
 	}
 	if ev&linksession.EvMismatch != 0 {
-		sayMismatch(log, cfg.LinkPort, a)
+		SayMismatch(log, cfg.LinkPort, a)
 	}
 	if ev&linksession.EvUp != 0 {
 		// From now on link control is accepted only from this peer
@@ -213,18 +225,18 @@ func (s *linkSess) sessionRx(now int64, b []byte) linksession.Event {
 			log.Info("link session: one end sends by the kernel's send fast path, the other by its worker; they interoperate",
 				"dev", cfg.LinkPort, "fast_send", a.LocalCaps.FastSend, "peer_fast_send", a.PeerCaps.FastSend)
 		}
-		if a.MTU < uint16(min(LGConfigOf(cfg).MTU, 1<<16-1)) {
+		if a.MTU < uint16(min(s.conf.MTU, 1<<16-1)) {
 			log.Warn("link session: the peer's host MTU is smaller than this end's; larger frames are dropped at its host port",
 				"dev", cfg.LinkPort, "peer_mtu", a.MTU)
 		}
 	}
-	s.publishSession()
+	s.PublishSession()
 	return ev
 }
 
-// mismatchText names, flag by flag, the settings of the peer that do not
+// MismatchText names, flag by flag, the settings of the peer that do not
 // fit this end's (a.Conflict): "--integrity csum here, crc32c at the peer".
-func mismatchText(a linksession.Agreed) string {
+func MismatchText(a linksession.Agreed) string {
 	var parts []string
 	if a.Conflict&linksession.ConflictProtect != 0 {
 		parts = append(parts, protectFlags(a.Local)+" here, "+protectFlags(a.Peer)+" at the peer")
@@ -263,9 +275,9 @@ func integrityConflict(a linksession.Agreed) string {
 	return fmt.Sprintf("--integrity %v here, %v at the peer", a.LocalCaps.Integrity, a.PeerCaps.Integrity)
 }
 
-// sayMismatch logs what of the peer's settings does not fit this end's, a
+// SayMismatch logs what of the peer's settings does not fit this end's, a
 // line per setting, naming the flags at both ends.
-func sayMismatch(log *slog.Logger, dev string, a linksession.Agreed) {
+func SayMismatch(log *slog.Logger, dev string, a linksession.Agreed) {
 	if a.Conflict&linksession.ConflictProtect != 0 {
 		log.Error("link session: "+protectFlags(a.Local)+" here, "+protectFlags(a.Peer)+" at the peer: they do not fit (both ends must run fec, or both lg/lgnb/monitor; a direction must be sequenced by its sender exactly when its receiver expects it: tx here goes with rx there); nothing is sequenced until they do",
 			"dev", dev)
@@ -277,7 +289,7 @@ func sayMismatch(log *slog.Logger, dev string, a linksession.Agreed) {
 
 // sayTurns logs, once, that two sessions with different epochs answer on
 // this link.
-func (s *linkSess) sayTurns() {
+func (s *LinkSess) sayTurns() {
 	if s.turnsSaid {
 		return
 	}
@@ -301,57 +313,57 @@ func sayOneLane(log *slog.Logger, dev string, local, agreed int, said *bool) {
 		"dev", dev, "local_lanes", local)
 }
 
-// controlLane is the lane for link control: the priority lane, unless the
+// ControlLane is the lane for link control: the priority lane, unless the
 // session agreed on one lane (the peer has no other queue to receive it on).
-func (s *linkSess) controlLane() int {
+func (s *LinkSess) ControlLane() int {
 	if s.lanes < 2 {
-		return LaneData
+		return dataplane.LaneData
 	}
-	return LanePrio
+	return dataplane.LanePrio
 }
 
-// sessionPoll runs the session's timers, sends its frames on the priority
+// SessionPoll runs the session's timers, sends its frames on the priority
 // lane, follows the link port's state (down: the session waits; up: it
 // agrees again) and returns its next deadline.
-func (s *linkSess) sessionPoll(now int64, tx *Tx) int64 {
-	down := s.sw.Port(PortLink).DownSince() != 0
-	switch st := s.sess.State(); {
+func (s *LinkSess) SessionPoll(now int64, tx *dataplane.Tx) int64 {
+	down := s.sw.Port(dataplane.PortLink).DownSince() != 0
+	switch st := s.Sess.State(); {
 	case down && st != linksession.Down:
-		s.sess.LinkDown(now)
+		s.Sess.LinkDown(now)
 	case !down && st == linksession.Down:
-		s.sess.LinkUp(now)
+		s.Sess.LinkUp(now)
 	}
-	timeouts := s.sess.Stats.PeerTimeouts
-	next := s.sess.Poll(now)
-	if s.sess.Stats.PeerTimeouts != timeouts {
+	timeouts := s.Sess.Stats.PeerTimeouts
+	next := s.Sess.Poll(now)
+	if s.Sess.Stats.PeerTimeouts != timeouts {
 		s.sw.Log().Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
-			"dev", s.sw.Config().LinkPort, "silent_for", time.Duration(s.sess.DeadAfter()).String())
-		s.publishSession()
+			"dev", s.sw.Config().LinkPort, "silent_for", time.Duration(s.Sess.DeadAfter()).String())
+		s.PublishSession()
 	}
 	for next <= now {
 		a, ok := tx.Alloc()
 		if !ok {
-			return now + int64(MinTimerSleep)
+			return now + int64(dataplane.MinTimerSleep)
 		}
-		n := s.sess.Frame(now, s.sw.Bytes(a, seqhdr.MinFrameLen))
+		n := s.Sess.Frame(now, s.sw.Bytes(a, seqhdr.MinFrameLen))
 		if n == 0 {
 			tx.Release(a)
 			break
 		}
-		tx.Send(PortLink, s.controlLane(), a, n)
+		tx.Send(dataplane.PortLink, s.ControlLane(), a, n)
 		tx.Release(a)
-		next = s.sess.Poll(now)
+		next = s.Sess.Poll(now)
 	}
 	return next
 }
 
-// admitHost applies the session's policy to the host frames queued while
+// AdmitHost applies the session's policy to the host frames queued while
 // it is not up, and reports whether they may go to the LinkGuardian port.
 // Frames waiting longer than the policy allows are dropped or sent as they
 // are (unprotected); the wait is measured from when the session was first
 // found not up with frames queued.
-func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
-	if s.sess.State() == linksession.Up {
+func (s *LinkSess) AdmitHost(now int64, tx *dataplane.Tx) (ok bool, next int64) {
+	if s.Sess.State() == linksession.Up {
 		s.blockedSince, s.notUpSince = 0, 0
 		return true, maxDeadline
 	}
@@ -365,46 +377,46 @@ func (s *linkSess) admitHost(now int64, tx *Tx) (ok bool, next int64) {
 	if s.blockedSince == 0 {
 		s.blockedSince = now
 	}
-	switch s.sess.Admit(now, s.blockedSince) {
+	switch s.Sess.Admit(now, s.blockedSince) {
 	case linksession.Send:
 		return true, maxDeadline
 	case linksession.Wait:
-		return false, s.sess.WaitDeadline(s.blockedSince)
+		return false, s.Sess.WaitDeadline(s.blockedSince)
 	case linksession.Pass:
 		for {
 			class, ok := s.queue.Head(now)
-			if !ok || tx.Space(PortLink, LaneData) <= 0 {
+			if !ok || tx.Space(dataplane.PortLink, dataplane.LaneData) <= 0 {
 				break
 			}
 			f := s.queue.Front(class)
 			s.queue.Pop(class)
-			tx.Send(PortLink, LaneData, uint64(f.H), f.Len)
+			tx.Send(dataplane.PortLink, dataplane.LaneData, uint64(f.H), f.Len)
 			tx.Release(uint64(f.H))
 			s.sessPassed++
 		}
 	default: // Drop
-		keep := LGConfigOf(s.sw.Config()).SessionKeep
-		if now-s.notUpSince >= int64(LGConfigOf(s.sw.Config()).SessionHold) {
+		keep := s.conf.SessionKeep
+		if now-s.notUpSince >= int64(s.conf.SessionHold) {
 			keep = 0
 		}
 		s.sessDropped += uint64(s.queue.DropOldest(max(keep, 0), keptSince(s.notUpSince, now), tx.Release))
 		if now-s.warnedAt > int64(time.Second) {
 			s.warnedAt = now
 			why := "is the other end running linkfabric " + s.peers + "?"
-			if a, _ := s.sess.Agreed(); s.sess.State() == linksession.Mismatch {
-				why = "the peer's settings do not fit: " + mismatchText(a)
+			if a, _ := s.Sess.Agreed(); s.Sess.State() == linksession.Mismatch {
+				why = "the peer's settings do not fit: " + MismatchText(a)
 			}
 			s.sw.Log().Warn("link session not up: host frames dropped; "+why,
-				"dev", s.sw.Config().LinkPort, "state", s.sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
+				"dev", s.sw.Config().LinkPort, "state", s.Sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
 		}
 	}
 	s.blockedSince = 0
 	return false, maxDeadline
 }
 
-// publishSession copies the session's state for /stats.json.
-func (l *linkSess) publishSession() {
-	s := l.sess
+// PublishSession copies the session's state for /stats.json.
+func (l *LinkSess) PublishSession() {
+	s := l.Sess
 	v := SessionSnapshot{State: s.State().String(), Epoch: s.Epoch(), Counters: s.Stats,
 		Held: SessionHeldCounter{Dropped: l.sessDropped, Passed: l.sessPassed}}
 	if a, ok := s.Agreed(); ok {
@@ -414,7 +426,7 @@ func (l *linkSess) publishSession() {
 			FastSend: a.LocalCaps.FastSend, PeerFastSend: a.PeerCaps.FastSend}
 	} else if a.Conflict != 0 {
 		v.PeerEpoch = a.PeerEpoch
-		v.Mismatch = mismatchText(a)
+		v.Mismatch = MismatchText(a)
 	}
 	st := l.stats
 	st.mu.Lock()

@@ -1,17 +1,19 @@
-package dataplane
+package fecpipe
 
 import (
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
 // ModeFEC is RAIL's coding below the hosts (package fec): XOR parity after
 // every n data frames, or replication, in both directions of the link.
-const ModeFEC Mode = "fec"
+const ModeFEC dataplane.Mode = "fec"
 
 // FECConfig configures mode fec. Zero fields take the defaults.
 //
@@ -75,9 +77,7 @@ const fecWindow = 1024
 
 // FECConfigOf is c's configuration of mode fec and of the fec layer under
 // the cells (Mech "fec").
-func FECConfigOf(c *Config) *FECConfig { return Mech[FECConfig](c, "fec") }
-
-func (c *Config) fec() *FECConfig { return FECConfigOf(c) }
+func FECConfigOf(c *dataplane.Config) *FECConfig { return dataplane.Mech[FECConfig](c, "fec") }
 
 func (c *FECConfig) defaults() error {
 	if c.Target == 0 {
@@ -191,36 +191,36 @@ func nCopies(c fec.LinkChoice) (n, copies int) {
 // FECOverhead is how many bytes a host frame's largest link frame exceeds
 // it by in mode fec: a parity frame's header (fec.MaxOverhead) and the
 // integrity trailer. A link port needs an MTU this much above the host port's.
-func (c *Config) FECOverhead() int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
+func FECOverhead(c *dataplane.Config) int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
 
 func init() {
-	Register(ModeFEC, Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, ClassQueues: true,
+	dataplane.Register(ModeFEC, dataplane.Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, ClassQueues: true,
 		Configure: configureFEC,
-		Frames: func(*Config) (uint64, string, error) {
-			return fecWindow + HostQueueLen + 1,
-				fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, HostQueueLen), nil
+		Frames: func(*dataplane.Config) (uint64, string, error) {
+			return fecWindow + dataplane.HostQueueLen + 1,
+				fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, dataplane.HostQueueLen), nil
 		},
 		CheckMTU: checkFECMTU,
-		New: func(*Dataplane, *Config) (Instance, error) {
+		New: func(*dataplane.Dataplane, *dataplane.Config) (dataplane.Instance, error) {
 			return &fecInstance{stats: &FECStats{}}, nil
 		}})
 }
 
 // configureFEC fills mode fec's defaults and those of its link session.
-func configureFEC(c *Config) error {
-	if c.lg().Protect != "" && c.lg().Protect != "both" {
-		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", c.lg().Protect)
+func configureFEC(c *dataplane.Config) error {
+	if lgpipe.LGConfigOf(c).Protect != "" && lgpipe.LGConfigOf(c).Protect != "both" {
+		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", lgpipe.LGConfigOf(c).Protect)
 	}
-	if err := c.lgDefaults(c.Mode); err != nil {
+	if err := lgpipe.LGDefaults(c, c.Mode); err != nil {
 		return err
 	}
-	return c.fec().defaults()
+	return FECConfigOf(c).defaults()
 }
 
 // checkFECMTU checks that the link port carries a parity frame of full
 // host frames.
-func checkFECMTU(c *Config, hostMTU, linkMTU int, ip, where string) error {
-	if over := c.FECOverhead(); linkMTU < hostMTU+over {
+func checkFECMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) error {
+	if over := FECOverhead(c); linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
 			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.Link.Integrity.Overhead(), c.Link.Integrity, ip, c.LinkPort, hostMTU+over)
 	}
@@ -232,9 +232,11 @@ type fecInstance struct {
 	stats *FECStats
 }
 
-func (in *fecInstance) Pipeline(w *Worker) (Pipeline, error) { return newFECPipeline(w) }
+func (in *fecInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
+	return newFECPipeline(w)
+}
 
-func (in *fecInstance) Integrity(int) *IntegrityStats { return &in.stats.Integrity }
+func (in *fecInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }
 
 func (in *fecInstance) Register(r *metrics.Registry) error { return registerFEC(r, in.stats) }
 
@@ -249,8 +251,8 @@ func (in *fecInstance) Stats() map[string]any {
 func (in *fecInstance) Close() {}
 
 // FECStats are mode fec's statistics (nil in every other mode).
-func (d *Dataplane) FECStats() *FECStats {
-	if in, ok := d.inst.(*fecInstance); ok {
+func FECStatsOf(d *dataplane.Dataplane) *FECStats {
+	if in, ok := d.Instance().(*fecInstance); ok {
 		return in.stats
 	}
 	return nil

@@ -1,10 +1,13 @@
-package dataplane
+package fecpipe
 
 import (
+	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
+	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -21,32 +24,33 @@ import (
 //
 // Loss and policy: fecCtl (fecctl.go).
 type fecPipeline struct {
-	w     *Worker
-	d     *Dataplane
-	queue ClassQueues
+	w     *dataplane.Worker
+	d     *dataplane.Dataplane
+	queue dataplane.ClassQueues
 	st    *FECStats
-	linkSess
+	linkpipe.LinkSess
+
 	fecCtl
 
 	pfcSpeed uint64
-	snap     FECSnapshot
+	snap     linkpipe.FECSnapshot
 	obsAt    int64
 	maxFrame int
 }
 
-func newFECPipeline(w *Worker) (Pipeline, error) {
+func newFECPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	c := cfg.fec()
+	c := FECConfigOf(cfg)
 	pl := &fecPipeline{
-		w: w, d: d, st: d.FECStats(),
-		queue:    NewClassQueues(d),
+		w: w, d: d, st: FECStatsOf(d),
+		queue:    dataplane.NewClassQueues(d),
 		pfcSpeed: cfg.Link.Speed,
 	}
 	bufLen := w.FrameLen()
 	trailer := cfg.Link.Integrity.Overhead()
 	// The longest host frame whose parity fits the link (checkMTU made sure
 	// a host MTU frame does) and a UMEM frame with the trailer after it.
-	pl.maxFrame = min(d.LinkMTU()+EthHeaderLen, bufLen) - fec.MaxOverhead - trailer
+	pl.maxFrame = min(d.LinkMTU()+dataplane.EthHeaderLen, bufLen) - fec.MaxOverhead - trailer
 	err := pl.fecCtl.init(c,
 		fec.SenderConfig{Flush: int64(c.Flush), MaxFrame: pl.maxFrame, BufLen: bufLen - trailer, LocalMAC: d.LinkMAC(), PeerMAC: cfg.Link.PeerMAC},
 		fec.ReceiverConfig{Window: fecWindow, Wait: int64(c.Wait), Immediate: c.Immediate},
@@ -55,7 +59,7 @@ func newFECPipeline(w *Worker) (Pipeline, error) {
 		return nil, err
 	}
 	prot := linksession.Protect{Tx: true, Rx: true, FEC: true}
-	if err := pl.startSession(w, &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
+	if err := pl.StartSession(w, lgpipe.LGConfigOf(cfg).SessionConfig(), &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
 		return nil, err
 	}
 	cfg.Logger.Info("fec: sender protection", "dev", cfg.LinkPort, "protection", pl.inForce().String(), "basis", pl.basis,
@@ -80,8 +84,8 @@ func (pl *fecPipeline) Room(port int) int { return pl.queue.PortRoom(port) }
 // Receive implements Pipeline: host frames to the class queues; link
 // frames to the session (HELLO), the class queues' gate (PFC) or the
 // Receiver (once the session agreed with their sender).
-func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx) {
-	if port == PortHost {
+func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
+	if port == dataplane.PortHost {
 		pl.queue.Push(pl.w, now, descs)
 		return
 	}
@@ -97,15 +101,15 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx)
 		}
 		if t, ok := seqhdr.FrameType(b); ok {
 			if t.IsSession() {
-				pl.sessionRx(now, b)
+				pl.SessionRx(now, b)
 				tx.Release(d.Addr)
 				continue
 			}
-			if !pl.sess.AcceptLink(now) {
+			if !pl.Sess.AcceptLink(now) {
 				tx.Release(d.Addr) // no agreement with its sender yet (counted by the session)
 				continue
 			}
-		} else if !pl.sess.AcceptPlain() {
+		} else if !pl.Sess.AcceptPlain() {
 			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
 			continue
 		}
@@ -117,22 +121,22 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *Tx)
 // host frames from the queues to the Sender as the link's TX ring allows;
 // both cores' timers; then the Sender's frames on the link's data lane and
 // the Receiver's deliveries on the host port.
-func (pl *fecPipeline) Poll(now int64, tx *Tx) int64 {
+func (pl *fecPipeline) Poll(now int64, tx *dataplane.Tx) int64 {
 	if now >= pl.obsAt {
-		pl.obsAt = now + fecObserve
-		pl.observe(now, pl.sess)
+		pl.obsAt = now + FECObserve
+		pl.observe(now, pl.Sess)
 		pl.publish(now)
 	}
-	next := pl.sessionPoll(now, tx)
-	admit, wait := pl.admitHost(now, tx)
+	next := pl.SessionPoll(now, tx)
+	admit, wait := pl.AdmitHost(now, tx)
 	next = min(next, wait)
 	// Each frame takes Copies descriptors and may close a group (parity);
 	// a few stay free for the session's frames.
 	// On a rate-limited link port the egress queue's bytes bound it too
 	// (the frame's copies, with its link header, and a parity frame).
 	per := pl.snd.Copies() + 1
-	budget := tx.Space(PortLink, LaneData) - 4
-	bytes, over := tx.ByteSpace(PortLink), pl.w.Config().LinkOverhead()
+	budget := tx.Space(dataplane.PortLink, dataplane.LaneData) - 4
+	bytes, over := tx.ByteSpace(dataplane.PortLink), pl.w.Config().LinkOverhead()
 	for admit && budget >= per {
 		class, ok := pl.queue.Head(now)
 		if !ok {
@@ -149,13 +153,13 @@ func (pl *fecPipeline) Poll(now int64, tx *Tx) int64 {
 	}
 	next = min(next, pl.snd.Poll(now), pl.rcv.Poll(now))
 	for _, f := range pl.snd.Out.Send {
-		tx.Send(PortLink, LaneData, uint64(f.H), f.Len)
+		tx.Send(dataplane.PortLink, dataplane.LaneData, uint64(f.H), f.Len)
 	}
 	for _, f := range pl.snd.Out.Free {
 		tx.Release(uint64(f.H))
 	}
 	for _, f := range pl.rcv.Out.Deliver {
-		tx.Send(PortHost, LaneData, uint64(f.H), f.Len)
+		tx.Send(dataplane.PortHost, dataplane.LaneData, uint64(f.H), f.Len)
 	}
 	for _, f := range pl.rcv.Out.Free {
 		tx.Release(uint64(f.H))
@@ -180,5 +184,5 @@ func (pl *fecPipeline) publish(now int64) {
 	pl.fecCtl.snapshot(v)
 	v.RxHeld, v.HostQueued, v.UmemFree = pl.rcv.Held(), pl.queue.Len(), pl.w.FreeFrames()
 	pl.st.store(v)
-	pl.publishSession()
+	pl.PublishSession()
 }
