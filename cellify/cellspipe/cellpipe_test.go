@@ -436,17 +436,15 @@ func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 func TestCellCreditWindowFitsHostQueueFrames(t *testing.T) {
 	n := newMemNode(t, 1, 1, 1, CellsConfig{})
 	port := n.pl.ps.Hosts[0]
-	tx := &n.w.tx
+	tx := n.w.Tx()
 	o := &n.pl.node.Out
 	const frame = 60
 	for i := range 64 { // the port's mean delivered length settles at 60 bytes
 		d := n.put(t, hostFrame(2, 1, frame, uint32(i)))
 		o.Deliver[0] = append(o.Deliver[0], link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 		n.pl.drain(0, tx)
-		for _, d := range tx.lists[port][LaneData] {
-			n.w.refs.release(d.Addr)
-		}
-		tx.lists[port][LaneData] = tx.lists[port][LaneData][:0]
+		n.w.TakeSent(port) // the port sent them
+		n.w.ReleaseSent()
 	}
 	n.pl.Poll(1, tx)
 	// The mean follows the frames down to their length (an integer mean
