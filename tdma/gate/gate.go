@@ -207,6 +207,17 @@ func (g *Gate) schedule16(r16 uint16) *wire.Schedule {
 	return nil
 }
 
+// Booked reports whether the stored schedule of round r gives this host a
+// window to dst in slot k.
+func (g *Gate) Booked(r uint32, k, dst int) bool {
+	s := g.schedule(r)
+	if s == nil || uint(k) >= uint(len(s.Slot)) || uint(dst) >= uint(len(s.ClassMap)) {
+		return false
+	}
+	c := s.ClassMap[dst]
+	return c >= 0 && s.Slot[k] == c
+}
+
 func (g *Gate) schedule(r uint32) *wire.Schedule {
 	i := r % nsched
 	if g.have[i] && g.sched[i].Round == r {
