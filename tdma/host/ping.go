@@ -58,9 +58,11 @@ type PingStats struct {
 	// DeferredInSlot (server): of the deferred answers, requests whose
 	// slot held the server's window back to the client: its agent read
 	// them only after that window closed, up to DeferredReadLateMaxus after
-	// they arrived. The rest found no window of the server's to the client
-	// in their slot.
+	// they arrived. DeferredNoSlot: requests whose slot held no such
+	// window. The rest came so late that their round's schedule was no
+	// longer held.
 	DeferredInSlot        uint64  `json:"deferred_in_slot"`
+	DeferredNoSlot        uint64  `json:"deferred_no_slot"`
 	DeferredReadLateMaxus float64 `json:"deferred_read_late_max_us"`
 }
 
@@ -304,11 +306,14 @@ func (a *Agent) onRPC(now, rx int64, r *rawState, src int, h *wire.DataHdr) {
 		p.q[p.nq] = pongReq{dst: src, id: h.Seq, off: h.Offset}
 		p.nq++
 		p.s.Deferred++
-		if a.g.Booked(h.Round, int(h.Slot), src) {
+		switch booked, known := a.g.Booked(h.Round, int(h.Slot), src); {
+		case booked:
 			p.s.DeferredInSlot++
 			if rx > 0 {
 				p.s.DeferredReadLateMaxus = max(p.s.DeferredReadLateMaxus, float64(now-rx)/1e3)
 			}
+		case known:
+			p.s.DeferredNoSlot++
 		}
 		if p.nq == 1 && src != p.reserve {
 			a.report(r.lastRep, r.queued)

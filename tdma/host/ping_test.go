@@ -77,7 +77,8 @@ func TestPongReservation(t *testing.T) {
 // TestPongDeferralCause: an answer the server defers is told apart by its
 // cause: the request's slot held the server's window back to the client
 // (its agent read the request only after that window closed; how late is
-// kept) or it did not (the round gave the answer no window there).
+// kept), it did not (the round gave the answer no window there), or its
+// round's schedule is no longer held (neither is counted).
 func TestPongDeferralCause(t *testing.T) {
 	g, err := gate.New(gate.Config{Mode: gate.Lease, Rate: 100_000_000})
 	if err != nil {
@@ -101,10 +102,12 @@ func TestPongDeferralCause(t *testing.T) {
 	a.onRPC(now, now-3_000_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 7, Slot: 1, Seq: 1})
 	// slot 2: no window of the server's to the client
 	a.onRPC(now, now-100_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 7, Slot: 2, Seq: 2})
+	// round 3: its schedule is not held (long gone): neither
+	a.onRPC(now, now-90_000_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 3, Slot: 1, Seq: 3})
 	p := &r.ping.s
-	if p.Deferred != 2 || p.DeferredInSlot != 1 || p.DeferredReadLateMaxus != 3000 {
-		t.Errorf("deferred %d, of them in a slot with the server's window %d (read up to %.0f µs late): want 2, 1 and 3000 µs",
-			p.Deferred, p.DeferredInSlot, p.DeferredReadLateMaxus)
+	if p.Deferred != 3 || p.DeferredInSlot != 1 || p.DeferredNoSlot != 1 || p.DeferredReadLateMaxus != 3000 {
+		t.Errorf("deferred %d, of them in a slot with the server's window %d (read up to %.0f µs late), in one without %d: want 3, 1 (3000 µs), 1",
+			p.Deferred, p.DeferredInSlot, p.DeferredReadLateMaxus, p.DeferredNoSlot)
 	}
 }
 
