@@ -41,7 +41,12 @@ measured by the client while the bulk runs; "wait" (TDMA arms) is from the
 moment the batch was issued to the answer, so it includes the wait for the
 client's slot (about one or two rounds: the demand report, the round being
 computed one ahead, then the slot). "deferred" counts answers the server
-could not send at once. bulk alone / with ping is h3's received bulk
+could not send at once; in brackets, how many of them had the server's
+window back in the request's slot but were read by its agent only after
+that window closed (the agent ran late: the answer waits for the next
+window, about a round) and how late it read one at most, then how many had
+no such window in their slot (the rest were read so late that their
+round's schedule was gone). bulk alone / with ping is h3's received bulk
 goodput in each phase; hit is how much the ping cost it, and ping slots is
 the share of slots the ping windows took (a ping slot is one h3 receives no
 bulk in). The summary gives medians over --runs, TDMA p95 ÷ TCP p95 and

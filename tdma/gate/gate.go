@@ -207,6 +207,21 @@ func (g *Gate) schedule16(r16 uint16) *wire.Schedule {
 	return nil
 }
 
+// Booked reports whether the schedule of round r gives this host a window
+// to dst in slot k; known is false if that schedule is not (or no longer)
+// held.
+func (g *Gate) Booked(r uint32, k, dst int) (booked, known bool) {
+	s := g.schedule(r)
+	if s == nil {
+		return false, false
+	}
+	if uint(k) >= uint(len(s.Slot)) || uint(dst) >= uint(len(s.ClassMap)) {
+		return false, true
+	}
+	c := s.ClassMap[dst]
+	return c >= 0 && s.Slot[k] == c, true
+}
+
 func (g *Gate) schedule(r uint32) *wire.Schedule {
 	i := r % nsched
 	if g.have[i] && g.sched[i].Round == r {

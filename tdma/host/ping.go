@@ -55,6 +55,15 @@ type PingStats struct {
 	WaitMaxus    float64      `json:"wait_max_us"`
 	Samples      []PingSample `json:"samples,omitempty"`
 	SamplesCut   uint64       `json:"samples_cut"` // answers beyond MaxPingSamples: in the quantiles, not listed
+	// DeferredInSlot (server): of the deferred answers, requests whose
+	// slot held the server's window back to the client: its agent read
+	// them only after that window closed, up to DeferredReadLateMaxus after
+	// they arrived. DeferredNoSlot: requests whose slot held no such
+	// window. The rest came so late that their round's schedule was no
+	// longer held.
+	DeferredInSlot        uint64  `json:"deferred_in_slot"`
+	DeferredNoSlot        uint64  `json:"deferred_no_slot"`
+	DeferredReadLateMaxus float64 `json:"deferred_read_late_max_us"`
 }
 
 // PingSample is one answered request.
@@ -272,10 +281,10 @@ func (a *Agent) sendPongs(now int64, r *rawState, w gate.Window) {
 	}
 }
 
-// onRPC handles a received request (answer at once if a window to its
-// sender is open and fits it, else queue the answer) or answer (record the
-// round trip).
-func (a *Agent) onRPC(now int64, r *rawState, src int, h *wire.DataHdr) {
+// onRPC handles a request received (kernel time stamp rx; 0: unknown) and
+// read at now (answer at once if a window to its sender is open and fits
+// it, else queue the answer) or an answer (record the round trip).
+func (a *Agent) onRPC(now, rx int64, r *rawState, src int, h *wire.DataHdr) {
 	p := &r.ping
 	if h.Flags&wire.DataPing != 0 {
 		var t int64
@@ -297,6 +306,15 @@ func (a *Agent) onRPC(now int64, r *rawState, src int, h *wire.DataHdr) {
 		p.q[p.nq] = pongReq{dst: src, id: h.Seq, off: h.Offset}
 		p.nq++
 		p.s.Deferred++
+		switch booked, known := a.g.Booked(h.Round, int(h.Slot), src); {
+		case booked:
+			p.s.DeferredInSlot++
+			if rx > 0 {
+				p.s.DeferredReadLateMaxus = max(p.s.DeferredReadLateMaxus, float64(now-rx)/1e3)
+			}
+		case known:
+			p.s.DeferredNoSlot++
+		}
 		if p.nq == 1 && src != p.reserve {
 			a.report(r.lastRep, r.queued)
 		}

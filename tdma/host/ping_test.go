@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/tdma/fmcore"
+	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/linkfabric/linkfabric/tdma/sched"
 	"github.com/linkfabric/linkfabric/tdma/wire"
 )
 
@@ -68,5 +71,106 @@ func TestPongReservation(t *testing.T) {
 	c.pending = true
 	if d := c.demand(2, slotCap); d != 2*pingFrame {
 		t.Errorf("a waiting batch of 2: demand %d, want %d", d, 2*pingFrame)
+	}
+}
+
+// TestPongDeferralCause: an answer the server defers is told apart by its
+// cause: the request's slot held the server's window back to the client
+// (its agent read the request only after that window closed; how late is
+// kept), it did not (the round gave the answer no window there), or its
+// round's schedule is no longer held (neither is counted).
+func TestPongDeferralCause(t *testing.T) {
+	g, err := gate.New(gate.Config{Mode: gate.Lease, Rate: 100_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{cfg: Config{Index: 2}, g: g}
+	r := &rawState{}
+	r.ping.init(&Workload{Kind: "pong", Dst: 3})
+	var s wire.Schedule
+	s.Host, s.Round, s.NHosts, s.NSlots = 2, 7, 4, 3
+	for i := range s.ClassMap {
+		s.ClassMap[i] = -1
+	}
+	for i := range s.Slot {
+		s.Slot[i] = -1
+	}
+	s.ClassMap[3], s.Slot[1] = 0, 0 // the server's window to the client: slot 1 only
+	g.OnSchedule(&s)
+	const now = int64(50_000_000)
+	// slot 1: its window (never opened here: the grant is long gone) was there
+	a.onRPC(now, now-3_000_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 7, Slot: 1, Seq: 1})
+	// slot 2: no window of the server's to the client
+	a.onRPC(now, now-100_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 7, Slot: 2, Seq: 2})
+	// round 3: its schedule is not held (long gone): neither
+	a.onRPC(now, now-90_000_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 3, Slot: 1, Seq: 3})
+	p := &r.ping.s
+	if p.Deferred != 3 || p.DeferredInSlot != 1 || p.DeferredNoSlot != 1 || p.DeferredReadLateMaxus != 3000 {
+		t.Errorf("deferred %d, of them in a slot with the server's window %d (read up to %.0f µs late), in one without %d: want 3, 1 (3000 µs), 1",
+			p.Deferred, p.DeferredInSlot, p.DeferredReadLateMaxus, p.DeferredNoSlot)
+	}
+}
+
+// TestPongPairedAcrossRounds: the RPC setup's rounds as the FM builds them
+// (each host's latest report less what the round before carries), with
+// each scheduler: h1 and h2 send endless bulk into the server h3, the
+// client h4 has a batch waiting every other round. Every round has the
+// server's answer slot, and every request's slot holds the server's window
+// back to the client, however the rounds before were built.
+func TestPongPairedAcrossRounds(t *testing.T) {
+	const N, server, client, maxSlots = 4, 2, 3, 16
+	const slotCap = 60_000
+	for _, name := range []string{"rotor", "wrr", "bvn"} {
+		sch, err := sched.ByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p pingState
+		p.init(&Workload{Kind: "pong", Dst: client})
+		var last *sched.Round
+		var s wire.Schedule
+		for id := uint32(1); id <= 40; id++ {
+			d := sched.NewDemand(N)
+			for j := range d.RxFree {
+				d.RxFree[j] = 1 << 40
+			}
+			d.Bytes[0][server], d.Bytes[1][server] = 1<<50, 1<<50
+			d.Bytes[server][client] = p.demand(client, slotCap)
+			ping := id%2 == 0
+			if ping {
+				d.Bytes[client][server] = 9 * pingFrame
+			}
+			if last != nil {
+				for _, m := range last.Slots {
+					for i, j := range m {
+						if j >= 0 {
+							d.Bytes[i][j] = max(0, d.Bytes[i][j]-slotCap)
+						}
+					}
+				}
+			}
+			r := sched.Make(sch, id, sched.SlotDemand(d, slotCap), maxSlots, 5_000_000, 300_000)
+			asked, answers := false, 0
+			for k, m := range r.Slots {
+				if m[server] == client {
+					answers++
+				}
+				if m[client] == server {
+					asked = true
+					if m[server] != client {
+						t.Errorf("%s, round %d: the request's slot %d has no window of the server's back to the client: %v", name, id, k, r.Slots)
+					}
+				}
+			}
+			if answers == 0 {
+				t.Errorf("%s, round %d: no answer slot: %v", name, id, r.Slots)
+			}
+			if ping && last != nil && !asked {
+				t.Errorf("%s, round %d: a batch waits and the round has no slot for it: %v", name, id, r.Slots)
+			}
+			fmcore.ScheduleFor(r, server, 1, &s)
+			p.onSchedule(&s)
+			last = r
+		}
 	}
 }

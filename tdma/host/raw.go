@@ -405,7 +405,7 @@ func (a *Agent) receive(r *rawState) {
 			src := int(h.Src)
 			a.checkWindow(r, i, l, &h)
 			if h.Flags&(wire.DataPing|wire.DataPong) != 0 {
-				a.onRPC(now, r, src, &h)
+				a.onRPC(now, r.rxT[i], r, src, &h)
 				continue
 			}
 			a.s.RecvFrames++
