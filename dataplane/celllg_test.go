@@ -1,6 +1,6 @@
 package dataplane_test
 
-// Cells over LinkGuardian on veth (celllink.go): the bundle's edges run
+// Cells over LinkGuardian on veth (linkguardian/lgpipe/celllink.go): the bundle's edges run
 // --cells-link-mode lg under the cells; numbered frames from h1 to h2 while a
 // link is cut or two links lose 1% in bursts.
 

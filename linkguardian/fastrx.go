@@ -335,7 +335,7 @@ func (r *Receiver) rewake() {
 // copy (a retransmission's second copy, a frame the sender thought lost).
 // The core drops it without claiming the point, which would send the frames
 // after it through the core (hand-overs cost the host's order a wait: see
-// dataplane/hostgate.go). Not in Monitor delivery, whose frames given up on may
+// linkguardian/lgpipe/hostgate.go). Not in Monitor delivery, whose frames given up on may
 // still be delivered late.
 func (r *Receiver) lateForKernel(q seqhdr.Seq) bool {
 	if !r.handed || r.cfg.Delivery == Monitor {
