@@ -12,7 +12,6 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
-	"github.com/linkfabric/linkfabric/linkguardian"
 )
 
 // The link session of a pipeline with one link port (lg, fec; package
@@ -433,6 +432,3 @@ func (l *LinkSess) PublishSession() {
 	st.v = v
 	st.mu.Unlock()
 }
-
-// lgPort is the LinkGuardian port the session resets.
-var _ linksession.Link = (*linkguardian.Endpoint)(nil)

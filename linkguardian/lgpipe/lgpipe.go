@@ -872,3 +872,6 @@ func registerLG(r *metrics.Registry, s *LGStats) error {
 	}
 	return errors.Join(errs...)
 }
+
+// The link session resets LinkGuardian's endpoint through linksession.Link.
+var _ linksession.Link = (*linkguardian.Endpoint)(nil)
