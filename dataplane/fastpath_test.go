@@ -108,17 +108,17 @@ func TestFastPathXDP(t *testing.T) {
 		t.Logf("TCP (reverse %v): %s", reverse, LastLines(string(out), 3))
 	}
 	h1Before, h2Before := ifaceStats(t, tb.NS("h1"), "eth0"), ifaceStats(t, tb.NS("h2"), "eth0")
-	rcv1, rcv2 := SnmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), SnmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
+	rcv1, rcv2 := SNMPFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), SNMPFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
 	var lost uint64
 	for _, reverse := range []bool{false, true} {
-		sent, l, _ := IperfUDP(t, tb.NS("h1"), tb.NS("h2"), UdpRun{Port: "5312", Rate: "20M", Secs: 1, Reverse: reverse})
+		sent, l, _ := IperfUDP(t, tb.NS("h1"), tb.NS("h2"), UDPRun{Port: "5312", Rate: "20M", Secs: 1, Reverse: reverse})
 		t.Logf("UDP (reverse %v): %d datagrams, %d lost", reverse, sent, l)
 		lost += l
 	}
 	// A datagram iperf3 lost is a drop a counter shows: the sending host's
 	// veth (its peer's ring full) or the receiving socket's buffer.
 	h1After, h2After := ifaceStats(t, tb.NS("h1"), "eth0"), ifaceStats(t, tb.NS("h2"), "eth0")
-	rcvAfter1, rcvAfter2 := SnmpFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), SnmpFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
+	rcvAfter1, rcvAfter2 := SNMPFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), SNMPFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
 	drops := map[string]uint64{
 		"h1 eth0 tx dropped": h1After.TxDropped - h1Before.TxDropped,
 		"h2 eth0 tx dropped": h2After.TxDropped - h2Before.TxDropped,

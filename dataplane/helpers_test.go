@@ -17,8 +17,8 @@ import (
 // Helpers of the dataplane tests that both the engine's own tests and the
 // mechanisms' tests (package dataplane_test) use.
 
-// SnmpFields reads proto's fields from /proc/net/snmp of namespace ns.
-func SnmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uint64 {
+// SNMPFields reads proto's fields from /proc/net/snmp of namespace ns.
+func SNMPFields(t *testing.T, ns, proto string, fields ...string) map[string]uint64 {
 	t.Helper()
 	all, err := netns.SNMPAll(ns)
 	if err != nil {
@@ -35,9 +35,9 @@ func SnmpFields(t *testing.T, ns, proto string, fields ...string) map[string]uin
 	return m
 }
 
-// UdpRun is one iperf3 UDP run: server port, rate, seconds, and Reverse
+// UDPRun is one iperf3 UDP run: server port, rate, seconds, and Reverse
 // for h2→h1.
-type UdpRun struct {
+type UDPRun struct {
 	Port, Rate string
 	Secs       int
 	Reverse    bool
@@ -46,7 +46,7 @@ type UdpRun struct {
 // IperfUDP runs iperf3 UDP from h1 to h2 (10.0.0.2; the other way with
 // Reverse), datagrams of 1400 bytes, 2 MB socket buffers, and returns
 // datagrams sent, lost and out of order as the receiver counted them.
-func IperfUDP(t *testing.T, h1, h2 string, o UdpRun) (packets, lost, ooo uint64) {
+func IperfUDP(t *testing.T, h1, h2 string, o UDPRun) (packets, lost, ooo uint64) {
 	t.Helper()
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)

@@ -57,7 +57,7 @@ func TestLGUDPLossAccounted(t *testing.T) {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	udpFields := []string{"InDatagrams", "RcvbufErrors", "InErrors", "InCsumErrors", "SndbufErrors"}
-	h1Before, h2Before := dataplane.SnmpFields(t, h1, "Udp", udpFields...), dataplane.SnmpFields(t, h2, "Udp", udpFields...)
+	h1Before, h2Before := dataplane.SNMPFields(t, h1, "Udp", udpFields...), dataplane.SNMPFields(t, h2, "Udp", udpFields...)
 	host1Before, link2Before := socketDrops(t, sw1.Host()), socketDrops(t, sw2.Link())
 	secs := sized(4, 10)
 	var out []byte
@@ -94,7 +94,7 @@ func TestLGUDPLossAccounted(t *testing.T) {
 		t.Fatalf("iperf3 -u h1→h2 sent no datagrams: %q\n%s", res.Error, dataplane.LastLines(string(out), 10))
 	}
 	time.Sleep(200 * time.Millisecond) // the last publish of the lg counters
-	h1After, h2After := dataplane.SnmpFields(t, h1, "Udp", udpFields...), dataplane.SnmpFields(t, h2, "Udp", udpFields...)
+	h1After, h2After := dataplane.SNMPFields(t, h1, "Udp", udpFields...), dataplane.SNMPFields(t, h2, "Udp", udpFields...)
 	s1, s2 := waitCore(t, sw1), waitCore(t, sw2)
 	st1, st2 := sw1.Stats(), sw2.Stats()
 	where := map[string]uint64{
