@@ -315,3 +315,7 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 	}
 	return paths, nil
 }
+
+func (r *TDMACtlLossResult) measured() bool {
+	return r != nil && (len(r.Runs) > 0 || len(r.Freezes) > 0)
+}

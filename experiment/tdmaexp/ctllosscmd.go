@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
@@ -116,12 +115,7 @@ and statistics.`,
 				return fmt.Errorf("--runs %d: want at least 1", runs)
 			}
 			s.Runs, s.Force, s.Dir, s.Arms = runs, force, out, []string{"tdma"}
-			env := &bed.Env{Prefix: prefix}
-			r, err := TDMACtlLoss(cmd.Context(), env, c)
-			if r != nil && (len(r.Runs) > 0 || len(r.Freezes) > 0) {
-				fmt.Print(r.Text())
-				err = wroteFiles(err)(WriteTDMACtlLoss(out, r))
-			}
+			r, err := runStar(cmd, prefix, out, c, TDMACtlLoss, WriteTDMACtlLoss)
 			if err == nil && r.FreezeCheck == Missed {
 				err = errors.New("the freeze check missed: see the freeze tables above")
 			}

@@ -106,6 +106,7 @@ type tdmaStarFlags struct {
 	starFlags
 	runs         int
 	arms, armsOK string
+	armsAll      []string
 	prefix, out  string
 	force        bool
 }
@@ -121,7 +122,7 @@ type tdmaStarDefaults struct {
 }
 
 func (s *tdmaStarFlags) register(f *pflag.FlagSet, d tdmaStarDefaults) {
-	s.limitName, s.armsOK = d.limitName, strings.Join(d.arms, ", ")
+	s.limitName, s.armsOK, s.armsAll = d.limitName, strings.Join(d.arms, ", "), d.arms
 	s.hosts, s.fixedHosts = d.hosts, d.hosts == 0
 	s.bind(f, "lease")
 	f.StringVar(&s.arms, "arms", d.armsValue, "arms to run, comma-separated: "+s.armsOK)
@@ -140,12 +141,26 @@ func (s *tdmaStarFlags) star() (TDMAStar, error) {
 	return c, err
 }
 
+// fill parses the star's flags, --runs and --arms into star, runs and
+// arms, and sets force and dir from --force and --out.
+func (s *tdmaStarFlags) fill(star *TDMAStar, arms *[]string, runs *int, force *bool, dir *string) error {
+	var err error
+	if *star, err = s.star(); err != nil {
+		return err
+	}
+	if *arms, err = s.armList(); err != nil {
+		return err
+	}
+	*runs, *force, *dir = s.runs, s.force, s.out
+	return nil
+}
+
 // armList parses --arms against the experiment's arms.
-func (s *tdmaStarFlags) armList(ok []string) ([]string, error) {
+func (s *tdmaStarFlags) armList() ([]string, error) {
 	var out []string
 	for _, a := range strings.Split(s.arms, ",") {
 		a = strings.TrimSpace(a)
-		if !slices.Contains(ok, a) {
+		if !slices.Contains(s.armsAll, a) {
 			return nil, fmt.Errorf("--arms: %q: want some of %s", a, s.armsOK)
 		}
 		out = append(out, a)

@@ -27,12 +27,12 @@ func TestParseOffsets(t *testing.T) {
 }
 
 func TestStarFlagsArms(t *testing.T) {
-	s := tdmaStarFlags{arms: "tdma, tcp", armsOK: "tdma, tcp"}
-	if a, err := s.armList([]string{"tdma", "tcp"}); err != nil || len(a) != 2 || a[1] != "tcp" {
+	s := tdmaStarFlags{arms: "tdma, tcp", armsOK: "tdma, tcp", armsAll: []string{"tdma", "tcp"}}
+	if a, err := s.armList(); err != nil || len(a) != 2 || a[1] != "tcp" {
 		t.Errorf("%v, %v", a, err)
 	}
 	s.arms = "tdma,udp"
-	if _, err := s.armList([]string{"tdma", "tcp"}); err == nil || !strings.Contains(err.Error(), "udp") {
+	if _, err := s.armList(); err == nil || !strings.Contains(err.Error(), "udp") {
 		t.Errorf("udp accepted: %v", err)
 	}
 }

@@ -202,3 +202,5 @@ func (r *TDMANFQResult) write(w io.Writer) {
 	fmt.Fprintf(w, "check (every run: 0 TCP retransmissions, 0 queue and user drops): %s\n", verdict)
 	r.Precheck.print(w)
 }
+
+func (r *TDMANFQResult) measured() bool { return r != nil && len(r.Runs) > 0 }

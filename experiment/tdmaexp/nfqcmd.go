@@ -2,11 +2,8 @@ package tdmaexp
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -57,14 +54,7 @@ into --out with each run's agent logs.`,
 				return fmt.Errorf("--duration %v: want at least 1s (iperf3 counts whole seconds)", dur)
 			}
 			c.Runs, c.Force, c.Dir, c.Duration, c.TLP = runs, force, out, dur.Truncate(time.Second), tlp
-			env := &bed.Env{Prefix: prefix}
-			r, err := TDMANFQ(cmd.Context(), env, c)
-			if r != nil && len(r.Runs) > 0 {
-				fmt.Print(r.Text())
-				if paths, werr := WriteTDMANFQ(out, r); werr == nil {
-					fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-				}
-			}
+			_, err = runStar(cmd, prefix, out, c, TDMANFQ, WriteTDMANFQ)
 			return err
 		},
 	}

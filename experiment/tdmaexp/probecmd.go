@@ -1,6 +1,7 @@
 package tdmaexp
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -38,22 +39,14 @@ whose CPUs are over 85 % busy (--force runs anyway and the report says so).`,
 	return cmd
 }
 
-// probeResult is what the probes hand back.
-type probeResult interface {
-	Text() string
-	WriteFiles(dir string) ([]string, error)
-}
-
-// probeFinish writes the files (out "": none) and prints the report.
-func probeFinish(res probeResult, out string, asJSON bool) error {
-	var files []string
-	if out != "" {
-		var err error
-		if files, err = res.WriteFiles(out); err != nil {
-			return err
-		}
+// runProbe runs a probe with cfg on a testbed named prefix, writes its
+// files into out (unless empty) and prints its report.
+func runProbe[C any, R report.FileResult](cmd *cobra.Command, prefix string, cfg C, probe func(context.Context, *bed.Env, C) (R, error), out string, asJSON bool) error {
+	res, err := probe(cmd.Context(), &bed.Env{Prefix: prefix}, cfg)
+	if err != nil {
+		return err
 	}
-	return report.PrintWritten(res, res.Text(), files, asJSON)
+	return report.PrintFiles(res, out, asJSON)
 }
 
 func tdmaProbeTimersCmd() *cobra.Command {
@@ -97,11 +90,7 @@ from the median up, log scale) into --out.`,
 			if cfg.RT < 0 || cfg.RT > 99 {
 				return fmt.Errorf("--rt %d: want 1..99, or 0 to skip the SCHED_FIFO row", cfg.RT)
 			}
-			res, err := TDMAProbeTimers(cmd.Context(), &bed.Env{}, cfg)
-			if err != nil {
-				return err
-			}
-			return probeFinish(res, out, asJSON)
+			return runProbe(cmd, "", cfg, TDMAProbeTimers, out, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -182,12 +171,7 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 			if cfg.Batches < 1 || cfg.Interval < 100*time.Microsecond {
 				return fmt.Errorf("--batches %d, --interval %v: want at least 1 batch and 100µs", cfg.Batches, cfg.Interval)
 			}
-			env := &bed.Env{Prefix: star.prefix}
-			res, err := TDMAProbeSpread(cmd.Context(), env, cfg)
-			if err != nil {
-				return err
-			}
-			return probeFinish(res, out, asJSON)
+			return runProbe(cmd, star.prefix, cfg, TDMAProbeSpread, out, asJSON)
 		},
 	}
 	star.add(cmd, "200M")
@@ -262,12 +246,7 @@ Writes react.json, react.csv (every lag) and react.png (medians by size).`,
 			if cfg.Cycles < 1 || cfg.Timed < 0 || cfg.Pause <= 0 {
 				return fmt.Errorf("--cycles %d, --timed %d, --pause %v: want at least 1 cycle, 0 or more timed pauses and a pause > 0", cfg.Cycles, cfg.Timed, cfg.Pause)
 			}
-			env := &bed.Env{Prefix: star.prefix}
-			res, err := TDMAProbeReact(cmd.Context(), env, cfg)
-			if err != nil {
-				return err
-			}
-			return probeFinish(res, out, asJSON)
+			return runProbe(cmd, star.prefix, cfg, TDMAProbeReact, out, asJSON)
 		},
 	}
 	star.add(cmd, "100M")

@@ -505,3 +505,5 @@ func (r *TDMARPCResult) write(w io.Writer) {
 	printChecks(w, r.Summary.Checks)
 	r.Precheck.print(w)
 }
+
+func (r *TDMARPCResult) measured() bool { return r != nil && len(r.Runs) > 0 }

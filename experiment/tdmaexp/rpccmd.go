@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -70,11 +69,8 @@ TDMA run's agent logs and statistics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c TDMARPCConfig
-			var err error
-			if c.Star, err = sf.star(); err != nil {
-				return err
-			}
-			if c.Arms, err = sf.armList(RPCArms); err != nil {
+			err := sf.fill(&c.Star, &c.Arms, &c.Runs, &c.Force, &c.Dir)
+			if err != nil {
 				return err
 			}
 			if warm < 0 || phase < 100*time.Millisecond || pingEvery <= 0 {
@@ -85,13 +81,7 @@ TDMA run's agent logs and statistics.`,
 				return err
 			}
 			c.Warm, c.Phase, c.PingEvery = warm, phase, pingEvery
-			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &bed.Env{Prefix: sf.prefix}
-			r, err := TDMARPC(cmd.Context(), env, c)
-			if r != nil && len(r.Runs) > 0 {
-				fmt.Print(r.Text())
-				err = wroteFiles(err)(WriteTDMARPC(sf.out, r))
-			}
+			_, err = runStar(cmd, sf.prefix, sf.out, c, TDMARPC, WriteTDMARPC)
 			return err
 		},
 	}

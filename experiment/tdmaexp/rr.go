@@ -343,3 +343,5 @@ func (r *TDMARRResult) write(w io.Writer) {
 	printChecks(w, r.Summary.Checks)
 	r.Precheck.print(w)
 }
+
+func (r *TDMARRResult) measured() bool { return r != nil && len(r.Runs) > 0 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/spf13/cobra"
 )
 
@@ -54,11 +53,8 @@ into --out, with each TDMA run's agent logs and statistics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c TDMARRConfig
-			var err error
-			if c.Star, err = sf.star(); err != nil {
-				return err
-			}
-			if c.Arms, err = sf.armList(RRArms); err != nil {
+			err := sf.fill(&c.Star, &c.Arms, &c.Runs, &c.Force, &c.Dir)
+			if err != nil {
 				return err
 			}
 			for _, b := range blocks {
@@ -73,13 +69,7 @@ into --out, with each TDMA run's agent logs and statistics.`,
 				return fmt.Errorf("--warm %v, --duration %v: want warm ≥ 0 and a duration of 200ms or more", warm, duration)
 			}
 			c.Blocks, c.Warm, c.Duration = blocks, warm, duration
-			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &bed.Env{Prefix: sf.prefix}
-			r, err := TDMARR(cmd.Context(), env, c)
-			if r != nil && len(r.Runs) > 0 {
-				fmt.Print(r.Text())
-				err = wroteFiles(err)(WriteTDMARR(sf.out, r))
-			}
+			_, err = runStar(cmd, sf.prefix, sf.out, c, TDMARR, WriteTDMARR)
 			return err
 		},
 	}

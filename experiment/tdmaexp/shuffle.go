@@ -451,3 +451,5 @@ func (r *TDMAShuffleResult) write(w io.Writer) {
 	}
 	r.Precheck.print(w)
 }
+
+func (r *TDMAShuffleResult) measured() bool { return r != nil && len(r.Runs) > 0 }

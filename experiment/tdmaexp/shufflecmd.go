@@ -1,6 +1,7 @@
 package tdmaexp
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -57,11 +58,8 @@ agent logs and statistics go in a directory of their own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c TDMAShuffleConfig
-			var err error
-			if c.Star, err = sf.star(); err != nil {
-				return err
-			}
-			if c.Arms, err = sf.armList(ShuffleArms); err != nil {
+			err := sf.fill(&c.Star, &c.Arms, &c.Runs, &c.Force, &c.Dir)
+			if err != nil {
 				return err
 			}
 			var sz netns.ByteSize
@@ -69,13 +67,7 @@ agent logs and statistics go in a directory of their own.`,
 				return err
 			}
 			c.Size = int64(sz)
-			c.Runs, c.Force, c.Dir = sf.runs, sf.force, sf.out
-			env := &bed.Env{Prefix: sf.prefix}
-			r, err := TDMAShuffle(cmd.Context(), env, c)
-			if r != nil && len(r.Runs) > 0 {
-				fmt.Print(r.Text())
-				err = wroteFiles(err)(WriteTDMAShuffle(sf.out, r))
-			}
+			_, err = runStar(cmd, sf.prefix, sf.out, c, TDMAShuffle, WriteTDMAShuffle)
 			return err
 		},
 	}
@@ -84,17 +76,29 @@ agent logs and statistics go in a directory of their own.`,
 	return cmd
 }
 
-// wroteFiles returns a function that prints the files an experiment wrote
-// (to stderr) and returns err, or the writing's error if err is nil:
-// err = wroteFiles(err)(WriteX(dir, r)).
-func wroteFiles(err error) func(paths []string, werr error) error {
-	return func(paths []string, werr error) error {
-		if len(paths) > 0 {
-			fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
-		}
-		if err != nil {
-			return err
-		}
-		return werr
+// starResult is the result of an experiment on the star: its text, and
+// whether it measured anything (false for a nil result) to print and write.
+type starResult interface {
+	Text() string
+	measured() bool
+}
+
+// runStar runs exp with c on a testbed named prefix; if it measured
+// anything, prints its text, writes its files into dir (write) and lists
+// them on stderr. It returns the result and the experiment's error, or the
+// writing's if the experiment had none.
+func runStar[C any, R starResult](cmd *cobra.Command, prefix, dir string, c C, exp func(context.Context, *bed.Env, C) (R, error), write func(string, R) ([]string, error)) (R, error) {
+	r, err := exp(cmd.Context(), &bed.Env{Prefix: prefix}, c)
+	if !r.measured() {
+		return r, err
 	}
+	fmt.Print(r.Text())
+	paths, werr := write(dir, r)
+	if len(paths) > 0 {
+		fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))
+	}
+	if err == nil {
+		err = werr
+	}
+	return r, err
 }

@@ -423,3 +423,5 @@ func PlotSlots(path string, r *TDMASlotsResult) error {
 			{Name: fmt.Sprintf("target %.2f", r.Config.Target), X: []float64{lo, hi}, Y: []float64{r.Config.Target, r.Config.Target}, Ref: true},
 		}}})
 }
+
+func (r *TDMASlotsResult) measured() bool { return r != nil && (len(r.Runs) > 0 || r.Calib != nil) }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -113,12 +112,7 @@ and each run's agent logs and statistics.`,
 				return fmt.Errorf("--runs %d: want at least 1", runs)
 			}
 			c.Target, c.Runs, c.Force, c.Dir = target, runs, force, out
-			env := &bed.Env{Prefix: prefix}
-			r, err := TDMASlots(cmd.Context(), env, c)
-			if r != nil && (len(r.Runs) > 0 || r.Calib != nil) {
-				fmt.Print(r.Text())
-				err = wroteFiles(err)(WriteTDMASlots(out, r))
-			}
+			_, err = runStar(cmd, prefix, out, c, TDMASlots, WriteTDMASlots)
 			return err
 		},
 	}
