@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -498,7 +497,7 @@ func (r *TDMAProbeReactResult) Text() string {
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "software PFC: h1 → h2 at %s, the FM pauses h1; sender thread %s\n\n", c.Rate, r.Sender)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := report.NewTable(&b)
 	fmt.Fprintln(tw, "size B\tframe µs\tstop p50 µs\tp99\twire quiet p50 µs\tsender stop p50 µs\tp99\tresume p50 µs\tp99\tdelivery p50 µs\ttimed pause µs\tdeviation p50 µs\tp99\tsent\tlost\tsocket drops\tCPU %\tload avg\t")
 	for _, s := range r.Sizes {
 		dev50, dev99 := "-", "-" // no timed pause measured

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -374,7 +373,7 @@ func (r *TDMAProbeSpreadResult) Text() string {
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "grants to %d hosts, one sendmmsg per batch every %v, star at %s; FM thread %s\n\n", c.Hosts, c.Interval, c.Rate, r.FMSched)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := report.NewTable(&b)
 	fmt.Fprintln(tw, "arm\tbatches\tlost grants\tspread p50 µs\tp99\tp99.9\tmax\tdelivery p50 µs\tp99\tFM late p99 µs\tguard µs\tload Mbit/s\tload lost\tCPU %\tload avg\t")
 	for _, a := range r.Arms {
 		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.1f\t\n", a.Arm, a.Complete, a.Batches, a.LostGrants,

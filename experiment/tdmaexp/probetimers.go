@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -201,7 +200,7 @@ func timerSummary(rows []TimerRow, period int64) TimerSumm {
 // Text is the table and the verdict.
 func (r *TDMAProbeTimersResult) Text() string {
 	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := report.NewTable(&b)
 	fmt.Fprintln(tw, "period\tmethod\tsched\tn\tp50 µs\tp99 µs\tp99.9 µs\tmax µs\tskipped ticks\t")
 	for _, x := range r.Rows {
 		if x.Skipped != "" {
