@@ -257,10 +257,6 @@ func (r *TDMACtlLossResult) write(w io.Writer) {
 // freeze runs with loss "freeze") and the bar charts ctlloss-overrun.png and
 // ctlloss-collisions.png (medians per mode and loss) into dir.
 func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
-	jp, cp := filepath.Join(dir, "ctlloss.json"), filepath.Join(dir, "ctlloss.csv")
-	if err := report.WriteJSON(jp, r); err != nil {
-		return nil, err
-	}
 	var rows [][]string
 	row := func(loss, mode string, a ShuffleArm) {
 		rows = append(rows, []string{loss, mode, strconv.Itoa(a.Run), strconv.FormatUint(a.OverrunBytes, 10), strconv.FormatUint(a.Collisions, 10),
@@ -274,12 +270,11 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 	for _, a := range r.Freezes {
 		row("freeze", a.Mode, a.ShuffleArm)
 	}
-	paths := []string{jp}
-	if err := report.WriteCSV(cp, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
-		"control_lost", "lease_expiries", "freerun_opens", "completion_over_ideal", "cpu_busy_pct", "load_avg"}, rows); err != nil {
+	paths, err := report.WriteTable(dir, "ctlloss", r, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
+		"control_lost", "lease_expiries", "freerun_opens", "completion_over_ideal", "cpu_busy_pct", "load_avg"}, rows)
+	if err != nil {
 		return paths, err
 	}
-	paths = append(paths, cp)
 	if len(r.Summary) == 0 {
 		return paths, nil
 	}

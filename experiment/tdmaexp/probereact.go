@@ -520,10 +520,6 @@ func (r *TDMAProbeReactResult) Text() string {
 // WriteFiles writes react.json, react.csv (every lag) and react.png
 // (medians against frame size, Figs. 2 and 5 in shape) into dir.
 func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
-	j := filepath.Join(dir, "react.json")
-	if err := report.WriteJSON(j, r); err != nil {
-		return nil, err
-	}
 	var rows [][]string
 	us := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 3, 64) }
 	var groups []string
@@ -539,13 +535,13 @@ func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 			series[i].Values = append(series[i].Values, v)
 		}
 	}
-	c := filepath.Join(dir, "react.csv")
-	if err := report.WriteCSV(c, []string{"size", "what", "event", "lag_us"}, rows); err != nil {
-		return nil, err
+	files, err := report.WriteTable(dir, "react", r, []string{"size", "what", "event", "lag_us"}, rows)
+	if err != nil {
+		return files, err
 	}
 	png := filepath.Join(dir, "react.png")
 	if err := report.PlotBars(png, "software PFC reaction at "+r.Config.Rate.String()+"bit/s (medians)", "µs", groups, series, 0); err != nil {
-		return []string{j, c}, err
+		return files, err
 	}
-	return []string{j, c, png}, nil
+	return append(files, png), nil
 }

@@ -391,10 +391,6 @@ func (r *TDMAProbeSpreadResult) Text() string {
 // WriteFiles writes spread.json, spread.csv (every complete batch's
 // spread) and spread.png (CDFs per arm) into dir.
 func (r *TDMAProbeSpreadResult) WriteFiles(dir string) ([]string, error) {
-	j := filepath.Join(dir, "spread.json")
-	if err := report.WriteJSON(j, r); err != nil {
-		return nil, err
-	}
 	var rows [][]string
 	var names []string
 	var samples [][]time.Duration
@@ -404,14 +400,14 @@ func (r *TDMAProbeSpreadResult) WriteFiles(dir string) ([]string, error) {
 		}
 		names, samples = append(names, a.Arm), append(samples, a.spreads)
 	}
-	c := filepath.Join(dir, "spread.csv")
-	if err := report.WriteCSV(c, []string{"arm", "load_bps", "frame", "batch", "spread_us"}, rows); err != nil {
-		return nil, err
+	files, err := report.WriteTable(dir, "spread", r, []string{"arm", "load_bps", "frame", "batch", "spread_us"}, rows)
+	if err != nil {
+		return files, err
 	}
 	png := filepath.Join(dir, "spread.png")
 	title := fmt.Sprintf("grant arrival spread across %d hosts", r.Config.Hosts)
 	if err := plotProbeCDF(png, title, "max − min kernel receive time of a batch (µs)", names, samples); err != nil {
-		return []string{j, c}, err
+		return files, err
 	}
-	return []string{j, c, png}, nil
+	return append(files, png), nil
 }

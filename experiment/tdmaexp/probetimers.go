@@ -228,21 +228,16 @@ func (r *TDMAProbeTimersResult) Text() string {
 // WriteFiles writes timers.json, timers.csv (every sample) and one CDF
 // PNG per period into dir.
 func (r *TDMAProbeTimersResult) WriteFiles(dir string) ([]string, error) {
-	j := filepath.Join(dir, "timers.json")
-	if err := report.WriteJSON(j, r); err != nil {
-		return nil, err
-	}
 	var rows [][]string
 	for _, x := range r.Rows {
 		for i, d := range x.samples {
 			rows = append(rows, []string{x.Method, x.Sched, strconv.FormatInt(x.PeriodNs/1000, 10), strconv.Itoa(i), strconv.FormatFloat(float64(d)/1e3, 'f', 3, 64)})
 		}
 	}
-	c := filepath.Join(dir, "timers.csv")
-	if err := report.WriteCSV(c, []string{"method", "sched", "period_us", "boundary", "late_us"}, rows); err != nil {
-		return nil, err
+	files, err := report.WriteTable(dir, "timers", r, []string{"method", "sched", "period_us", "boundary", "late_us"}, rows)
+	if err != nil {
+		return files, err
 	}
-	files := []string{j, c}
 	for _, p := range r.Config.Periods {
 		var names []string
 		var samples [][]time.Duration

@@ -273,10 +273,6 @@ func rrTCP(ctx context.Context, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun)
 // WriteTDMARR writes rr.json, rr.csv and rr-throughput.png (Fig. 11) into
 // dir; it returns the paths written.
 func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
-	jp := filepath.Join(dir, "rr.json")
-	if err := report.WriteJSON(jp, r); err != nil {
-		return nil, err
-	}
 	rows := [][]string{{"arm", "run", "block_capacities", "block_bytes", "host", "mbps", "over_rate", "switch_drops", "lost_frames", "tcp_retransmits", "cpu_busy_pct"}}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, x := range r.Runs {
@@ -286,9 +282,9 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 				strconv.FormatUint(x.Retransmits, 10), f(x.CPUBusyPct)})
 		}
 	}
-	cp := filepath.Join(dir, "rr.csv")
-	if err := report.WriteCSV(cp, rows[0], rows[1:]); err != nil {
-		return []string{jp}, err
+	files, err := report.WriteTable(dir, "rr", r, rows[0], rows[1:])
+	if err != nil {
+		return files, err
 	}
 	var series []report.XYSeries
 	for _, arm := range r.Config.Arms {
@@ -299,13 +295,13 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 		series = append(series, report.XYSeries{Name: arm, X: x, Y: y})
 	}
 	pp := filepath.Join(dir, "rr-throughput.png")
-	err := report.PlotLines(pp, report.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
+	err = report.PlotLines(pp, report.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
 		XLabel: fmt.Sprintf("block (slot capacities of %d B)", r.SlotCapacity), YLabel: "per-host throughput ÷ port rate",
 		LogX: true, Ref: 0.85, RefLabel: "0.85 (target for TDMA at ≥ 2 capacities)", YFrom0: true}, series...)
 	if err != nil {
-		return []string{jp, cp}, err
+		return files, err
 	}
-	return []string{jp, cp, pp}, nil
+	return append(files, pp), nil
 }
 
 // Text renders the runs, the medians and the checks.

@@ -367,10 +367,6 @@ func (r *TDMASlotsResult) write(w io.Writer) {
 // WriteTDMASlots writes slots.json, slots.csv and slots-efficiency.png
 // into dir and returns the paths written.
 func WriteTDMASlots(dir string, r *TDMASlotsResult) ([]string, error) {
-	jp, cp := filepath.Join(dir, "slots.json"), filepath.Join(dir, "slots.csv")
-	if err := report.WriteJSON(jp, r); err != nil {
-		return nil, err
-	}
 	ff := func(v float64, p int) string { return strconv.FormatFloat(v, 'f', p, 64) }
 	var rows [][]string
 	for _, a := range r.Runs {
@@ -378,12 +374,11 @@ func WriteTDMASlots(dir string, r *TDMASlotsResult) ([]string, error) {
 			strconv.FormatUint(a.Collisions, 10), strconv.FormatUint(a.Switch.Drops, 10), ff(a.Switch.P99BacklogPkts, 1), strconv.FormatUint(a.LostFrames, 10),
 			strconv.Itoa(a.Incomplete), ff(a.OverIdeal, 4), ff(a.GuardNeededUs, 0), ff(a.CtlOverheadPct, 4), ff(a.CPUBusyPct, 1), ff(a.LoadAvg, 2), a.Skipped})
 	}
-	paths := []string{jp}
-	if err := report.WriteCSV(cp, []string{"slot_ms", "guard_us", "run", "efficiency", "goodput_over_rate", "expected_efficiency", "collisions", "switch_drops", "backlog_p99_frames",
-		"lost_frames", "incomplete_flows", "completion_over_ideal", "guard_needed_us", "control_overhead_pct", "cpu_busy_pct", "load_avg", "skipped"}, rows); err != nil {
+	paths, err := report.WriteTable(dir, "slots", r, []string{"slot_ms", "guard_us", "run", "efficiency", "goodput_over_rate", "expected_efficiency", "collisions", "switch_drops", "backlog_p99_frames",
+		"lost_frames", "incomplete_flows", "completion_over_ideal", "guard_needed_us", "control_overhead_pct", "cpu_busy_pct", "load_avg", "skipped"}, rows)
+	if err != nil {
 		return paths, err
 	}
-	paths = append(paths, cp)
 	pp := filepath.Join(dir, "slots-efficiency.png")
 	if err := PlotSlots(pp, r); err != nil {
 		return paths, err
