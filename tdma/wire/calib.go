@@ -29,12 +29,10 @@ type Echo struct {
 
 // Encode writes e into b[:EchoLen].
 func (e *Echo) Encode(b []byte) (int, error) {
-	if len(b) < EchoLen {
-		return 0, fmt.Errorf("%w: echo needs %d bytes, have %d", ErrShort, EchoLen, len(b))
+	if err := putHead(b, "echo", EchoLen, EchoMagic, CalibVer); err != nil {
+		return 0, err
 	}
 	be := binary.BigEndian
-	be.PutUint16(b, EchoMagic)
-	b[2] = CalibVer
 	b[3] = 0
 	if e.Reply {
 		b[3] = 1
@@ -49,16 +47,10 @@ func (e *Echo) Encode(b []byte) (int, error) {
 
 // DecodeEcho parses b into e.
 func DecodeEcho(b []byte, e *Echo) error {
-	if len(b) < EchoLen {
-		return fmt.Errorf("%w: echo of %d bytes, want %d", ErrShort, len(b), EchoLen)
+	if err := checkHead(b, "echo", EchoLen, EchoMagic, CalibVer); err != nil {
+		return err
 	}
 	be := binary.BigEndian
-	if m := be.Uint16(b); m != EchoMagic {
-		return fmt.Errorf("%w: echo magic %#04x", ErrMagic, m)
-	}
-	if b[2] != CalibVer {
-		return fmt.Errorf("%w: echo version %d", ErrVersion, b[2])
-	}
 	if b[3] > 1 {
 		return fmt.Errorf("%w: echo flags %#x", ErrRange, b[3])
 	}
@@ -72,28 +64,20 @@ type Calib struct{ DelayEst int64 }
 
 // Encode writes c into b[:CalibMsgLen].
 func (c *Calib) Encode(b []byte) (int, error) {
-	if len(b) < CalibMsgLen {
-		return 0, fmt.Errorf("%w: calib needs %d bytes, have %d", ErrShort, CalibMsgLen, len(b))
-	}
 	if c.DelayEst < 0 {
 		return 0, fmt.Errorf("%w: negative delay %d", ErrRange, c.DelayEst)
 	}
-	binary.BigEndian.PutUint16(b, CalibMagic)
-	b[2] = CalibVer
+	if err := putHead(b, "calib", CalibMsgLen, CalibMagic, CalibVer); err != nil {
+		return 0, err
+	}
 	binary.BigEndian.PutUint64(b[3:], uint64(c.DelayEst))
 	return CalibMsgLen, nil
 }
 
 // DecodeCalib parses b into c.
 func DecodeCalib(b []byte, c *Calib) error {
-	if len(b) < CalibMsgLen {
-		return fmt.Errorf("%w: calib of %d bytes, want %d", ErrShort, len(b), CalibMsgLen)
-	}
-	if m := binary.BigEndian.Uint16(b); m != CalibMagic {
-		return fmt.Errorf("%w: calib magic %#04x", ErrMagic, m)
-	}
-	if b[2] != CalibVer {
-		return fmt.Errorf("%w: calib version %d", ErrVersion, b[2])
+	if err := checkHead(b, "calib", CalibMsgLen, CalibMagic, CalibVer); err != nil {
+		return err
 	}
 	d := int64(binary.BigEndian.Uint64(b[3:]))
 	if d < 0 {

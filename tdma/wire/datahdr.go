@@ -38,11 +38,10 @@ type DataHdr struct {
 
 // Encode writes h into b[:DataHdrLen].
 func (h *DataHdr) Encode(b []byte) (int, error) {
-	if len(b) < DataHdrLen {
-		return 0, fmt.Errorf("%w: data header needs %d bytes, have %d", ErrShort, DataHdrLen, len(b))
+	if err := putHead(b, "data header", DataHdrLen, DataMagic, noVersion); err != nil {
+		return 0, err
 	}
 	be := binary.BigEndian
-	be.PutUint16(b[0:], DataMagic)
 	be.PutUint16(b[2:], h.Src)
 	be.PutUint16(b[4:], h.Dst)
 	b[6] = h.Class
@@ -58,13 +57,10 @@ func (h *DataHdr) Encode(b []byte) (int, error) {
 // DecodeDataHdr parses the header at the start of b (the bytes after the
 // Ethernet header).
 func DecodeDataHdr(b []byte, h *DataHdr) error {
-	if len(b) < DataHdrLen {
-		return fmt.Errorf("%w: data header of %d bytes, need %d", ErrShort, len(b), DataHdrLen)
+	if err := checkHead(b, "data header", DataHdrLen, DataMagic, noVersion); err != nil {
+		return err
 	}
 	be := binary.BigEndian
-	if m := be.Uint16(b); m != DataMagic {
-		return fmt.Errorf("%w: data magic %#04x", ErrMagic, m)
-	}
 	*h = DataHdr{Src: be.Uint16(b[2:]), Dst: be.Uint16(b[4:]), Class: b[6], Flags: b[7], Round: be.Uint32(b[8:]),
 		Slot: b[12], Seq: be.Uint64(b[13:]), Offset: be.Uint64(b[21:]), SendTS: int64(be.Uint64(b[29:]))}
 	return nil

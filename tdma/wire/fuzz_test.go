@@ -33,23 +33,7 @@ func FuzzGrant(f *testing.F) {
 // FuzzSchedule: DecodeSchedule never panics; what it accepts re-encodes to
 // the same bytes.
 func FuzzSchedule(f *testing.F) {
-	s := sampleSchedule()
-	b := make([]byte, 512)
-	n, _ := s.Encode(b)
-	f.Add(bytes.Clone(b[:n]))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		var s Schedule
-		if err := DecodeSchedule(in, &s); err != nil {
-			return
-		}
-		out := make([]byte, s.Len())
-		if _, err := s.Encode(out); err != nil {
-			t.Fatalf("decoded schedule does not encode: %v", err)
-		}
-		if !bytes.Equal(out, in[:s.Len()]) {
-			t.Fatalf("re-encoded schedule differs:\n in %x\nout %x", in[:s.Len()], out)
-		}
-	})
+	fuzzCodec(f, sampleSchedule(), 512, DecodeSchedule, true)
 }
 
 // FuzzReport: DecodeReport never panics; what it accepts re-encodes to the
@@ -57,40 +41,11 @@ func FuzzSchedule(f *testing.F) {
 func FuzzReport(f *testing.F) {
 	r := Report{Host: 1, Round: 2, Seq: 3, N: 2}
 	r.Queued[1] = 99
-	b := make([]byte, 512)
-	n, _ := r.Encode(b)
-	f.Add(bytes.Clone(b[:n]))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		var r Report
-		if err := DecodeReport(in, &r); err != nil {
-			return
-		}
-		out := make([]byte, r.Len())
-		if _, err := r.Encode(out); err != nil {
-			t.Fatalf("decoded report does not encode: %v", err)
-		}
-		if !bytes.Equal(out, in[:r.Len()]) {
-			t.Fatalf("re-encoded report differs")
-		}
-	})
+	fuzzCodec(f, r, 512, DecodeReport, true)
 }
 
 // FuzzDataHdr: DecodeDataHdr never panics; what it accepts re-encodes to the
 // same bytes.
 func FuzzDataHdr(f *testing.F) {
-	h := DataHdr{Src: 1, Dst: 2, Seq: 3}
-	b := make([]byte, DataHdrLen)
-	h.Encode(b)
-	f.Add(bytes.Clone(b))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		var h DataHdr
-		if err := DecodeDataHdr(in, &h); err != nil {
-			return
-		}
-		out := make([]byte, DataHdrLen)
-		h.Encode(out)
-		if !bytes.Equal(out, in[:DataHdrLen]) {
-			t.Fatalf("re-encoded header differs")
-		}
-	})
+	fuzzCodec(f, DataHdr{Src: 1, Dst: 2, Seq: 3}, DataHdrLen, DecodeDataHdr, true)
 }

@@ -41,6 +41,39 @@ var (
 	ErrRange   = errors.New("tdma wire: field out of range")
 )
 
+// noVersion is checkHead's version of a message without one.
+const noVersion = -1
+
+// putHead starts the encoding of a message (what) of n bytes in b: it
+// checks that b has room and writes the magic and, unless version is
+// noVersion, the version.
+func putHead(b []byte, what string, n int, magic uint16, version int) error {
+	if len(b) < n {
+		return fmt.Errorf("%w: %s needs %d bytes, have %d", ErrShort, what, n, len(b))
+	}
+	binary.BigEndian.PutUint16(b, magic)
+	if version != noVersion {
+		b[2] = byte(version)
+	}
+	return nil
+}
+
+// checkHead checks the head every message but the grant starts with: b
+// holds at least need bytes, its first two are magic and, unless version
+// is noVersion, its third is version. what names the message in the error.
+func checkHead(b []byte, what string, need int, magic uint16, version int) error {
+	if len(b) < need {
+		return fmt.Errorf("%w: %s of %d bytes, need %d", ErrShort, what, len(b), need)
+	}
+	if m := binary.BigEndian.Uint16(b); m != magic {
+		return fmt.Errorf("%w: %s magic %#04x", ErrMagic, what, m)
+	}
+	if version != noVersion && int(b[2]) != version {
+		return fmt.Errorf("%w: %s version %d", ErrVersion, what, b[2])
+	}
+	return nil
+}
+
 // Trailer is the TDMA part of a grant.
 type Trailer struct {
 	Flags   uint8  // Flag* bits

@@ -41,12 +41,10 @@ func (r *Report) Encode(b []byte) (int, error) {
 		return 0, fmt.Errorf("%w: report of %d hosts (max %d)", ErrRange, r.N, MaxHosts)
 	}
 	n := r.Len()
-	if len(b) < n {
-		return 0, fmt.Errorf("%w: report needs %d bytes, have %d", ErrShort, n, len(b))
+	if err := putHead(b, "report", n, ReportMagic, ReportVersion); err != nil {
+		return 0, err
 	}
 	be := binary.BigEndian
-	be.PutUint16(b[0:], ReportMagic)
-	b[2] = ReportVersion
 	be.PutUint16(b[3:], r.Host)
 	be.PutUint32(b[5:], r.Round)
 	be.PutUint32(b[9:], r.Seq)
@@ -66,16 +64,10 @@ func (r *Report) Encode(b []byte) (int, error) {
 
 // DecodeReport parses b into r; entries beyond N are zero.
 func DecodeReport(b []byte, r *Report) error {
-	if len(b) < reportHdrLen {
-		return fmt.Errorf("%w: report of %d bytes, header is %d", ErrShort, len(b), reportHdrLen)
+	if err := checkHead(b, "report", reportHdrLen, ReportMagic, ReportVersion); err != nil {
+		return err
 	}
 	be := binary.BigEndian
-	if m := be.Uint16(b); m != ReportMagic {
-		return fmt.Errorf("%w: report magic %#04x", ErrMagic, m)
-	}
-	if b[2] != ReportVersion {
-		return fmt.Errorf("%w: report version %d", ErrVersion, b[2])
-	}
 	*r = Report{Host: be.Uint16(b[3:]), Round: be.Uint32(b[5:]), Seq: be.Uint32(b[9:]), N: b[13]}
 	if r.N > MaxHosts {
 		return fmt.Errorf("%w: report of %d hosts (max %d)", ErrRange, r.N, MaxHosts)

@@ -71,12 +71,10 @@ func (s *Schedule) Encode(b []byte) (int, error) {
 		return 0, err
 	}
 	n := s.Len()
-	if len(b) < n {
-		return 0, fmt.Errorf("%w: schedule needs %d bytes, have %d", ErrShort, n, len(b))
+	if err := putHead(b, "schedule", n, ScheduleMagic, ScheduleVersion); err != nil {
+		return 0, err
 	}
 	be := binary.BigEndian
-	be.PutUint16(b[0:], ScheduleMagic)
-	b[2] = ScheduleVersion
 	be.PutUint16(b[3:], s.Host)
 	be.PutUint32(b[5:], s.Round)
 	be.PutUint32(b[9:], s.SlotLen)
@@ -98,16 +96,10 @@ func (s *Schedule) Encode(b []byte) (int, error) {
 
 // DecodeSchedule parses b into s. Entries beyond NHosts / NSlots are set to -1.
 func DecodeSchedule(b []byte, s *Schedule) error {
-	if len(b) < scheduleHdrLen {
-		return fmt.Errorf("%w: schedule of %d bytes, header is %d", ErrShort, len(b), scheduleHdrLen)
+	if err := checkHead(b, "schedule", scheduleHdrLen, ScheduleMagic, ScheduleVersion); err != nil {
+		return err
 	}
 	be := binary.BigEndian
-	if m := be.Uint16(b); m != ScheduleMagic {
-		return fmt.Errorf("%w: schedule magic %#04x", ErrMagic, m)
-	}
-	if b[2] != ScheduleVersion {
-		return fmt.Errorf("%w: schedule version %d", ErrVersion, b[2])
-	}
 	s.Host = be.Uint16(b[3:])
 	s.Round = be.Uint32(b[5:])
 	s.SlotLen = be.Uint32(b[9:])
