@@ -25,6 +25,24 @@ import (
 // Commands are the fabric manager's and the host agent's commands.
 func Commands() []*cobra.Command { return []*cobra.Command{tdmaFMCmd(), tdmaHostCmd()} }
 
+// parseAgentFlags parses the flags the FM and the host agents share:
+// --hosts, --mode and --rate (whose line rate: rateOf).
+func parseAgentFlags(hosts, mode, rate, rateOf string) ([]netip.Addr, gate.Discipline, netns.BitRate, error) {
+	hs, err := parseHostList(hosts)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	m, err := gate.ParseDiscipline(mode)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("--mode: %w", err)
+	}
+	r, err := netns.ParseBitRate(rate)
+	if err != nil || r == 0 {
+		return nil, 0, 0, fmt.Errorf("--rate %q: want %s line rate like 100M", rate, rateOf)
+	}
+	return hs, m, r, nil
+}
+
 // parseHostList parses "10.0.0.1-4" (a last-octet range) or a comma list.
 func parseHostList(s string) ([]netip.Addr, error) {
 	bad := fmt.Errorf("--hosts %q: want a range like 10.0.0.1-4 or a list like 10.0.0.1,10.0.0.2", s)
@@ -90,31 +108,17 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
   linkfabric tdma fm --netns lffm --hosts 10.0.0.1-4 --slot 5ms --guard 300us --rt 60`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hs, err := parseHostList(hosts)
+			hs, m, r, err := parseAgentFlags(hosts, mode, rate, "the hosts'")
 			if err != nil {
 				return err
-			}
-			m, err := gate.ParseDiscipline(mode)
-			if err != nil {
-				return fmt.Errorf("--mode: %w", err)
-			}
-			r, err := netns.ParseBitRate(rate)
-			if err != nil || r == 0 {
-				return fmt.Errorf("--rate %q: want the hosts' line rate like 100M", rate)
 			}
 			if guard >= slot || slot <= 0 {
 				return fmt.Errorf("--guard %v must be shorter than --slot %v", guard, slot)
 			}
-			if err := cli.EnterNetns(ns); err != nil {
-				return err
-			}
-			mgr, err := fm.New(fm.Config{Dev: dev, Hosts: hs, SlotLen: slot, Guard: guard, Lead: lead, Mode: m, Scheduler: sch,
-				LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt})
-			if err != nil {
-				return err
-			}
-			defer mgr.Close()
-			return runAgent(cmd.Context(), "tdma fm", dur, out, mgr.Run)
+			return runAgent(cmd.Context(), "tdma fm", ns, dur, out, func() (*fm.Manager, error) {
+				return fm.New(fm.Config{Dev: dev, Hosts: hs, SlotLen: slot, Guard: guard, Lead: lead, Mode: m, Scheduler: sch,
+					LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt})
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -182,17 +186,9 @@ samples with each request's offset in its window.`,
   linkfabric tdma host --netns lfh1 --index 0 --workload rr --size 117KB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hs, err := parseHostList(hosts)
+			hs, m, r, err := parseAgentFlags(hosts, mode, rate, "this host's")
 			if err != nil {
 				return err
-			}
-			m, err := gate.ParseDiscipline(mode)
-			if err != nil {
-				return fmt.Errorf("--mode: %w", err)
-			}
-			r, err := netns.ParseBitRate(rate)
-			if err != nil || r == 0 {
-				return fmt.Errorf("--rate %q: want this host's line rate like 100M", rate)
 			}
 			var sz netns.ByteSize
 			if size != "" {
@@ -210,18 +206,12 @@ samples with each request's offset in its window.`,
 			if drop < 0 || drop >= 1 {
 				return fmt.Errorf("--drop-control %v: want a fraction in [0, 1)", drop)
 			}
-			if err := cli.EnterNetns(ns); err != nil {
-				return err
-			}
-			a, err := host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
-				Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, DropControl: drop, Seed: seed,
-				Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
-				ExitAfter: exitAfter})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			return runAgent(cmd.Context(), "tdma host", dur, out, a.Run)
+			return runAgent(cmd.Context(), "tdma host", ns, dur, out, func() (*host.Agent, error) {
+				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
+					Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, DropControl: drop, Seed: seed,
+					Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
+					ExitAfter: exitAfter})
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -251,16 +241,28 @@ samples with each request's offset in its window.`,
 	return cmd
 }
 
-// runAgent says name is ready on stderr, runs run until ctx ends (or for
-// dur, if positive) and writes its statistics to out as JSON.
-func runAgent[S any](ctx context.Context, name string, dur time.Duration, out string, run func(context.Context) (S, error)) error {
+// runAgent enters the namespace ns, starts an agent (the FM or a host's),
+// says name is ready on stderr, runs it until ctx ends (or for dur, if
+// positive), closes it and writes its statistics to out as JSON.
+func runAgent[S any, A interface {
+	Run(context.Context) (S, error)
+	Close()
+}](ctx context.Context, name, ns string, dur time.Duration, out string, start func() (A, error)) error {
+	if err := cli.EnterNetns(ns); err != nil {
+		return err
+	}
+	a, err := start()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
 	if dur > 0 {
 		var cancel func()
 		ctx, cancel = context.WithTimeout(ctx, dur)
 		defer cancel()
 	}
 	fmt.Fprintln(os.Stderr, name+" ready")
-	st, err := run(ctx)
+	st, err := a.Run(ctx)
 	if err != nil {
 		return err
 	}

@@ -17,3 +17,15 @@ func TestParseHostList(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAgentFlags(t *testing.T) {
+	hs, m, r, err := parseAgentFlags("10.0.0.1-2", "freerun", "100M", "the hosts'")
+	if err != nil || len(hs) != 2 || m.String() != "freerun" || r != 100e6 {
+		t.Fatalf("%v %v %v %v", hs, m, r, err)
+	}
+	for _, c := range [][3]string{{"x", "lease", "100M"}, {"10.0.0.1-2", "nope", "100M"}, {"10.0.0.1-2", "lease", "0"}, {"10.0.0.1-2", "lease", "fast"}} {
+		if _, _, _, err := parseAgentFlags(c[0], c[1], c[2], "the hosts'"); err == nil {
+			t.Errorf("%q accepted", c)
+		}
+	}
+}

@@ -19,6 +19,7 @@
 package tdmasim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -306,47 +307,14 @@ func Ideal(cfg Config) int64 {
 
 func fill(cfg *Config) {
 	d := Default()
-	if cfg.Hosts == 0 {
-		cfg.Hosts = d.Hosts
-	}
-	if cfg.Rate == 0 {
-		cfg.Rate = d.Rate
-	}
-	if cfg.MTU == 0 {
-		cfg.MTU = d.MTU
-	}
-	if cfg.Overhead == 0 {
-		cfg.Overhead = d.Overhead
-	}
-	if cfg.SwitchBuf == 0 {
-		cfg.SwitchBuf = d.SwitchBuf
-	}
-	if cfg.Slot == 0 {
-		cfg.Slot = d.Slot
-	}
-	if cfg.LeaseSlots == 0 {
-		cfg.LeaseSlots = d.LeaseSlots
-	}
-	if cfg.Scheduler == "" {
-		cfg.Scheduler = d.Scheduler
-	}
-	if cfg.MaxRoundSlots == 0 {
-		cfg.MaxRoundSlots = cfg.Hosts - 1
-	}
-	if cfg.CtlDelay.P == nil {
-		cfg.CtlDelay = d.CtlDelay
-	}
-	if cfg.Wake.P == nil {
-		cfg.Wake = d.Wake
-	}
-	if cfg.Timer.P == nil {
-		cfg.Timer = d.Timer
-	}
-	if cfg.Shuffle == 0 {
-		cfg.Shuffle = d.Shuffle
-	}
-	if cfg.ScheduleCopies == 0 {
-		cfg.ScheduleCopies = 2
+	cfg.Hosts, cfg.Rate, cfg.MTU, cfg.Overhead = cmp.Or(cfg.Hosts, d.Hosts), cmp.Or(cfg.Rate, d.Rate), cmp.Or(cfg.MTU, d.MTU), cmp.Or(cfg.Overhead, d.Overhead)
+	cfg.SwitchBuf, cfg.Slot, cfg.LeaseSlots = cmp.Or(cfg.SwitchBuf, d.SwitchBuf), cmp.Or(cfg.Slot, d.Slot), cmp.Or(cfg.LeaseSlots, d.LeaseSlots)
+	cfg.Scheduler, cfg.MaxRoundSlots = cmp.Or(cfg.Scheduler, d.Scheduler), cmp.Or(cfg.MaxRoundSlots, cfg.Hosts-1)
+	cfg.Shuffle, cfg.ScheduleCopies = cmp.Or(cfg.Shuffle, d.Shuffle), cmp.Or(cfg.ScheduleCopies, 2)
+	for _, dist := range []struct{ v, def *Dist }{{&cfg.CtlDelay, &d.CtlDelay}, {&cfg.Wake, &d.Wake}, {&cfg.Timer, &d.Timer}} {
+		if dist.v.P == nil {
+			*dist.v = *dist.def
+		}
 	}
 }
 
