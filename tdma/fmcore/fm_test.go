@@ -15,18 +15,7 @@ const (
 	N    = 4
 )
 
-func uniform() [][]int {
-	n := make([][]int, N)
-	for i := range n {
-		n[i] = make([]int, N)
-		for j := range n[i] {
-			if i != j {
-				n[i][j] = 1
-			}
-		}
-	}
-	return n
-}
+func uniform() [][]int { return sched.AllToAll(N) }
 
 func newFM(t *testing.T, m gate.Discipline) *FM {
 	f, err := New(Config{N: N, SlotLen: L, Guard: G, Lead: lead, Mode: m, LinkSpeed: 1e8, LeaseSlots: 3, PublishMargin: L}, 0)

@@ -48,6 +48,14 @@ func (f *fm) grant(round uint32, slot int) (sent int64, g wire.Grant) {
 	return sent, g
 }
 
+// deliver sends the grant of (round, slot) and delivers it to g d_est
+// after it was sent; it returns the send time.
+func (f *fm) deliver(g *Gate, round uint32, slot int) int64 {
+	sent, gr := f.grant(round, slot)
+	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	return sent
+}
+
 func newGate(t *testing.T, m Discipline) *Gate {
 	g, err := New(Config{Mode: m, Rate: R, Overhead: 24, DelayEst: dEst, LeaseSlots: 3})
 	if err != nil {
@@ -102,14 +110,12 @@ func openTime(g *Gate, from, to int64, c int) int64 {
 func TestLostGrantCostsOneSlotReactive(t *testing.T) {
 	g := newGate(t, Lease)
 	var f fm
-	sent, gr := f.grant(0, 0)
-	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	f.deliver(g, 0, 0)
 	f.grant(0, 1) // lost
 	if open := openTime(g, L, 2*L, 1); open != 0 {
 		t.Fatalf("lease mode opened class 1 for %d ns without its grant", open)
 	}
-	sent, gr = f.grant(0, 2)
-	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	sent := f.deliver(g, 0, 2)
 	if got := g.Stats().CtlLost; got != 1 {
 		t.Fatalf("ctl lost %d, want 1", got)
 	}
@@ -121,8 +127,7 @@ func TestLostGrantCostsOneSlotReactive(t *testing.T) {
 func TestLostGrantCostsNothingFreeRun(t *testing.T) {
 	g := newGate(t, FreeRun)
 	var f fm
-	sent, gr := f.grant(0, 0)
-	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	f.deliver(g, 0, 0)
 	f.grant(0, 1) // lost
 	// the whole window, but for d_est: opens wait for it (a grant may come
 	// sooner than d_est)
@@ -142,8 +147,7 @@ func TestLostGrantCostsNothingFreeRun(t *testing.T) {
 func TestLeaseExpirySilences(t *testing.T) {
 	g := newGate(t, FreeRun)
 	var f fm
-	sent, gr := f.grant(0, 0)
-	g.OnGrant(sent+dEst, sent+dEst, &gr)
+	f.deliver(g, 0, 0)
 	// The FM goes silent. Slots 1, 2 (round 0) and 0 (round 1) may free-run.
 	lastOpen := int64(-1)
 	for t := int64(0); t < 20*L; t += 10_000 {
@@ -192,8 +196,7 @@ func TestPaperModeLostPauseOverruns(t *testing.T) {
 	// The lease gate in the same situation is closed.
 	lg := newGate(t, Lease)
 	var f fm
-	sent, lgr := f.grant(0, 0)
-	lg.OnGrant(sent+dEst, sent+dEst, &lgr)
+	f.deliver(lg, 0, 0)
 	if lg.Open(at) != 0 {
 		t.Fatal("lease gate open in the next slot")
 	}

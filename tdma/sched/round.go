@@ -285,3 +285,18 @@ func total(n [][]int) int {
 	}
 	return t
 }
+
+// AllToAll is the slot demand of a shuffle among n hosts: one slot from
+// every host to every other.
+func AllToAll(n int) [][]int {
+	m := make([][]int, n)
+	for i := range m {
+		m[i] = make([]int, n)
+		for j := range m[i] {
+			if i != j {
+				m[i][j] = 1
+			}
+		}
+	}
+	return m
+}

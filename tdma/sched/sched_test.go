@@ -52,15 +52,7 @@ func all() []Scheduler { return []Scheduler{&Rotor{}, &WRR{}, BvN{}} }
 
 func TestRotorAllToAllNMinus1(t *testing.T) {
 	for N := 2; N <= 8; N++ {
-		n := make([][]int, N)
-		for i := range n {
-			n[i] = make([]int, N)
-			for j := range n[i] {
-				if i != j {
-					n[i][j] = 1
-				}
-			}
-		}
+		n := AllToAll(N)
 		r := Make(&Rotor{}, 1, n, 1000, 5e6, 3e5)
 		if len(r.Slots) != N-1 {
 			t.Errorf("N=%d: uniform all-to-all in %d slots, want %d", N, len(r.Slots), N-1)
@@ -220,15 +212,7 @@ func TestValidateCatches(t *testing.T) {
 // TestClassCut: a host with 9 destinations gets at most 7 classes per round.
 func TestClassCut(t *testing.T) {
 	N := 10
-	n := make([][]int, N)
-	for i := range n {
-		n[i] = make([]int, N)
-		for j := range n[i] {
-			if i != j {
-				n[i][j] = 1
-			}
-		}
-	}
+	n := AllToAll(N)
 	for _, s := range all() {
 		r := Make(s, 1, n, 1000, 1, 0)
 		if err := Validate(r, n); err != nil {
