@@ -23,13 +23,9 @@ import (
 // the hosts.
 type TDMACounters struct {
 	Collisions uint64 `json:"collisions"`
-	// Causes are the collisions by cause, CollSample the first ones of
-	// each receiver in full (gate.Classify).
-	Causes     gate.Causes      `json:"collision_causes"`
-	CollSample []gate.Collision `json:"collision_sample,omitempty"`
-	// MetInSlot: two senders' frames found in the switch at once, both
-	// inside their slots (the others are laid on a cause: Causes' Met).
-	MetInSlot uint64 `json:"met_in_slot"`
+	// Found: the collisions by cause, the first ones of each receiver in
+	// full, and the meetings of two frames both inside their slots.
+	gate.Found
 	// Stopped are the frames the exit gate returned, by cause (the
 	// collisions it prevented, gate.Stopped), StoppedBy their count per
 	// sender, StopSample the first ones of each sender in full.
@@ -66,14 +62,8 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 	var t TDMACounters
 	for _, h := range r.Hosts {
 		t.Collisions += h.Collisions
-		for k := range t.Causes {
-			t.Causes[k].Merge(h.Causes[k])
-		}
-		t.CollSample = append(t.CollSample, h.CollSample...)
-		t.MetInSlot += h.MetInSlot
-		for k := range t.Stopped {
-			t.Stopped[k].Merge(h.Stopped[k])
-		}
+		t.Found.Merge(&h.Found)
+		t.Stopped.Merge(&h.Stopped)
 		if n := h.Stopped.Total(); n > 0 {
 			for len(t.StoppedBy) <= h.Host {
 				t.StoppedBy = append(t.StoppedBy, 0)

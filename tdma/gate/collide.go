@@ -97,6 +97,30 @@ func (s *CauseStats) Merge(o CauseStats) {
 // Causes are the collisions by cause.
 type Causes [NumCauses]CauseStats
 
+// Merge adds o's figures to c's, cause by cause.
+func (c *Causes) Merge(o *Causes) {
+	for k := range c {
+		c[k].Merge(o[k])
+	}
+}
+
+// Found is what the receivers of a run found: the frames outside their
+// slot by cause (Classify), the first ones in full, and the meetings in
+// the switch of two frames both inside their slots (Meetings; the others
+// are laid on a cause: Causes' Met).
+type Found struct {
+	Causes     Causes      `json:"collision_causes"`
+	CollSample []Collision `json:"collision_sample,omitempty"`
+	MetInSlot  uint64      `json:"met_in_slot"`
+}
+
+// Merge adds what o found to f.
+func (f *Found) Merge(o *Found) {
+	f.Causes.Merge(&o.Causes)
+	f.CollSample = append(f.CollSample, o.CollSample...)
+	f.MetInSlot += o.MetInSlot
+}
+
 // Total is the number of collided frames.
 func (c *Causes) Total() uint64 {
 	var n uint64

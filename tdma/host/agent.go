@@ -156,13 +156,10 @@ type Stats struct {
 	// Collisions: frames received (kernel time stamp) after their slot's
 	// end plus the guard, when the next slot's sender may be sending, or
 	// released before the slot's start plus the guard (gate.Classify);
-	// Causes counts them by cause, CollSample holds the first ones in full.
-	Collisions uint64           `json:"collisions"`
-	Causes     gate.Causes      `json:"collision_causes"`
-	CollSample []gate.Collision `json:"collision_sample,omitempty"`
-	// MetInSlot: frames of two senders found in the switch at once, both
-	// inside their slots (gate.Meetings; the others are in Causes' Met).
-	MetInSlot uint64 `json:"met_in_slot"`
+	// Found counts them by cause, holds the first ones in full, and the
+	// meetings of two senders' frames both inside their slots.
+	Collisions uint64 `json:"collisions"`
+	gate.Found
 	// Entered: frames received with the exit gate's stamp of when they
 	// entered the switch; EnteredOutside: of them, those that entered
 	// outside their slot (gate.EnteredOutside: never, with the gate).
@@ -279,7 +276,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16), delay: clock.NewLateness()}
 	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N),
-		CollSample: make([]gate.Collision, 0, gate.MaxCollisionSample),
+		Found:      gate.Found{CollSample: make([]gate.Collision, 0, gate.MaxCollisionSample)},
 		StopSample: make([]gate.Collision, 0, gate.MaxCollisionSample)}
 	if cfg.NFQ {
 		a.s.Gate = "nfqueue"

@@ -153,13 +153,9 @@ type Result struct {
 	// frame after it thawed, relative to the thaw (freeze runs only).
 	SilentAfterFreeze int64 `json:"silent_after_freeze_ns"`
 	ResumeAfterThaw   int64 `json:"resume_after_thaw_ns"`
-	// Causes: the data frames their receivers found outside their slot
-	// (gate.Classify), by cause; CollSample: the first ones in full.
-	Causes     gate.Causes      `json:"collision_causes"`
-	CollSample []gate.Collision `json:"collision_sample,omitempty"`
-	// MetInSlot: meetings the receivers found (gate.Meetings) of two
-	// frames both inside their slots; the others are in Causes' Met.
-	MetInSlot uint64 `json:"met_in_slot"`
+	// Found: the data frames their receivers found outside their slot,
+	// by cause, and the meetings of two frames both inside their slots.
+	gate.Found
 	// FaultRound, FaultSlot: the window the fault struck (round, slot in
 	// it); FaultRound 0: it did not strike.
 	FaultRound uint32 `json:"fault_round,omitempty"`
