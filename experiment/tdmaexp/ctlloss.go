@@ -132,7 +132,7 @@ func freezeOnce(ctx context.Context, e *bed.Env, sc TDMAShuffleConfig, run int, 
 	out.ShuffleArm = a
 	slot := int64(sc.Star.Slot)
 	if !fr.Triggered {
-		out.Freeze = FreezeResult{Note: fr.Note, Silent: NotMeasured, Resume: NotMeasured}
+		out.Freeze = untriggered(fr.Note)
 		return out, nil
 	}
 	out.Freeze = CheckFreeze(fr.StopNs, fr.ContNs, int64(n)*slot, int64(n)*slot, tr.Hosts)
@@ -179,10 +179,10 @@ func freezeVerdict(fs []FreezeRun) string {
 		if f.Mode == "paper" {
 			continue
 		}
-		switch {
-		case f.Freeze.Silent == Missed || f.Freeze.Resume == Missed:
+		switch checksVerdict(f.Freeze.Silent, f.Freeze.Resume) {
+		case Missed:
 			return Missed
-		case f.Freeze.Silent == Met && f.Freeze.Resume == Met:
+		case Met:
 			v = Met
 		}
 	}

@@ -61,6 +61,58 @@ type FreezeResult struct {
 	Silent         string       `json:"silent_within_lease"` // met, missed, not measured
 	Resume         string       `json:"resume_within_round"`
 	Note           string       `json:"note,omitempty"`
+	Summary        FreezeSumm   `json:"summary"`
+}
+
+// FreezeSumm is a freeze's verdict and what it rests on.
+type FreezeSumm struct {
+	// Verdict: met if every host was silent within the lease and every
+	// host with data left resumed within a round, missed if either check
+	// missed, not measured otherwise.
+	Verdict     string         `json:"verdict"`
+	SilentMaxMs float64        `json:"silent_after_heard_max_ms"`
+	ResumeMaxMs float64        `json:"resume_after_cont_max_ms"`
+	Hosts       int            `json:"hosts"`
+	Silent      int            `json:"hosts_silent_within_lease"`
+	Resumed     int            `json:"hosts_resumed"`
+	States      map[string]int `json:"states,omitempty"` // hosts by state
+}
+
+// summarize fills r's summary from its checks and hosts.
+func (r *FreezeResult) summarize() {
+	s := FreezeSumm{Verdict: checksVerdict(r.Silent, r.Resume), SilentMaxMs: r.SilentMaxMs, ResumeMaxMs: r.ResumeMaxMs, Hosts: len(r.Hosts)}
+	for _, h := range r.Hosts {
+		if s.States == nil {
+			s.States = map[string]int{}
+		}
+		s.States[h.State]++
+		if h.Silent {
+			s.Silent++
+		}
+		if h.Resumed {
+			s.Resumed++
+		}
+	}
+	r.Summary = s
+}
+
+// checksVerdict is met if both checks were met, missed if either was
+// missed, not measured otherwise.
+func checksVerdict(silent, resume string) string {
+	switch {
+	case silent == Missed || resume == Missed:
+		return Missed
+	case silent == Met && resume == Met:
+		return Met
+	}
+	return NotMeasured
+}
+
+// untriggered is the result of a freeze that did not happen (note: why).
+func untriggered(note string) FreezeResult {
+	r := FreezeResult{Note: note, Silent: NotMeasured, Resume: NotMeasured}
+	r.summarize()
+	return r
 }
 
 // CheckFreeze measures the freeze from the agents' statistics: every host
@@ -118,6 +170,7 @@ func CheckFreeze(stop, cont, lease, round int64, hosts []host.Stats) FreezeResul
 	if resumed == 0 && sending == 0 {
 		r.Note = "no host had data left after the CONT: freeze earlier (--freeze-at) or send more (--size)"
 	}
+	r.summarize()
 	return r
 }
 
