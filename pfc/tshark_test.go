@@ -1,52 +1,23 @@
 package pfc
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/linkfabric/linkfabric/internal/pcapfile"
+	"github.com/linkfabric/linkfabric/pfc/pfctest"
 )
 
 // TestTsharkDecodes writes frames made by Encode to a pcap and checks that
 // Wireshark's dissector reads them as MAC Control PAUSE / PFC with our
 // opcode, class-enable vector and quanta.
 func TestTsharkDecodes(t *testing.T) {
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		t.Skip("tshark not on PATH (scripts/deps.sh installs it)")
-	}
 	frames := []Frame{
 		NewPFC(srcA, 0x09, [8]uint16{0: 0xFFFF, 3: 0x1234}),
 		NewPFC(srcA, 0x80, [8]uint16{}), // resume class 7
 		NewPFC(srcA, 0xFF, [8]uint16{1, 2, 3, 4, 5, 6, 7, 0xFFFF}),
 		NewPause(srcB, 0x0100),
 	}
-	var raw [][]byte
-	for _, f := range frames {
-		b := make([]byte, FrameLen)
-		if _, err := f.Encode(b); err != nil {
-			t.Fatal(err)
-		}
-		raw = append(raw, b)
-	}
-	path := filepath.Join(t.TempDir(), "pfc.pcap")
-	if err := pcapfile.Write(path, raw); err != nil {
-		t.Fatal(err)
-	}
-
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(tshark, append([]string{"-n", "-r", path}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr // "Running as user root" warnings go here, not into the fields
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", cmd, err, stderr.String())
-		}
-		return string(out)
-	}
+	run := pfctest.Tshark(t, FrameLen, &frames[0], &frames[1], &frames[2], &frames[3])
 
 	verbose := run("-V")
 	t.Logf("tshark -V:\n%s", verbose)
@@ -74,20 +45,12 @@ func TestTsharkDecodes(t *testing.T) {
 	for _, f := range fields {
 		args = append(args, "-e", f)
 	}
-	got := strings.Split(strings.TrimSpace(run(args...)), "\n")
-	t.Logf("tshark -T fields -e %s:\n%s", strings.Join(fields, " -e "), strings.Join(got, "\n"))
-	want := []string{
+	got := run(args...)
+	t.Logf("tshark -T fields -e %s:\n%s", strings.Join(fields, " -e "), got)
+	pfctest.Rows(t, got, []string{
 		"01:80:c2:00:00:01,0x8808,0x0101,,0x0009,65535,0,0,4660,0,0,0,0",
 		"01:80:c2:00:00:01,0x8808,0x0101,,0x0080,0,0,0,0,0,0,0,0",
 		"01:80:c2:00:00:01,0x8808,0x0101,,0x00ff,1,2,3,4,5,6,7,65535",
 		"01:80:c2:00:00:01,0x8808,0x0001,256,,,,,,,,,",
-	}
-	if len(got) != len(want) {
-		t.Fatalf("tshark printed %d rows, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("frame %d: tshark fields\n got %s\nwant %s", i+1, got[i], want[i])
-		}
-	}
+	})
 }
