@@ -12,6 +12,7 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
+	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/clock"
 	"github.com/linkfabric/linkfabric/tdma/rawio"
 	"golang.org/x/sys/unix"
@@ -54,9 +55,12 @@ type ProbeMachine struct {
 	cpu0      CPUSample
 }
 
-// probeStart refuses a saturated machine unless force (CheckCPU) and
-// starts the CPU record.
-func probeStart(force bool) (ProbeMachine, error) {
+// probeStart fills e's defaults, refuses a saturated machine unless force
+// (CheckCPU) and starts the CPU record.
+func probeStart(e *bed.Env, force bool) (ProbeMachine, error) {
+	if err := e.Defaults(); err != nil {
+		return ProbeMachine{}, err
+	}
 	busy, err := CheckCPU(force)
 	if err != nil {
 		return ProbeMachine{}, err
@@ -64,6 +68,18 @@ func probeStart(force bool) (ProbeMachine, error) {
 	m := ProbeMachine{CPUBefore: busy, Forced: force && busy > SaturatedLimit}
 	m.cpu0, _ = ReadCPU()
 	return m, nil
+}
+
+// probeStar starts a probe (probeStart) and brings up its star s, saying
+// so in e's progress as what, with note after.
+func probeStar(e *bed.Env, force bool, what, note string, s TDMAStar) (ProbeMachine, *netns.Testbed, error) {
+	m, err := probeStart(e, force)
+	if err != nil {
+		return m, nil, err
+	}
+	e.Printf("%s: star of %d hosts at %s (MTU %d)%s", what, s.Hosts, s.Rate, s.MTU, note)
+	tb, err := upStar(e, s)
+	return m, tb, err
 }
 
 // finish records the CPU use since probeStart and the load average.

@@ -111,9 +111,6 @@ const reactRound = 1
 // TDMAProbeReact runs every size on one star of two hosts (h1 sends to
 // h2) and the FM, which sends h1 the pauses.
 func TDMAProbeReact(ctx context.Context, e *bed.Env, cfg TDMAProbeReactConfig) (*TDMAProbeReactResult, error) {
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
 	if cfg.Cycles < 1 || len(cfg.Sizes) == 0 || cfg.Pause <= 0 {
 		return nil, fmt.Errorf("tdma probe react: %d cycles, %d sizes, pause %v: want at least one cycle and size, and a pause > 0", cfg.Cycles, len(cfg.Sizes), cfg.Pause)
 	}
@@ -126,17 +123,12 @@ func TDMAProbeReact(ctx context.Context, e *bed.Env, cfg TDMAProbeReactConfig) (
 			mtu = 9000
 		}
 	}
-	m, err := probeStart(cfg.Force)
+	m, tb, err := probeStar(e, cfg.Force, "tdma probe react", "; h1 sends to h2, the FM pauses h1", TDMAStar{Hosts: 2, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
 	if err != nil {
 		return nil, err
 	}
 	res := &TDMAProbeReactResult{Config: cfg, Machine: m, Summary: ReactSumm{StopP50us: map[string]float64{}, QuietP50us: map[string]float64{}, SenderP50us: map[string]float64{}, ResumeP50us: map[string]float64{},
 		TimedDevP50: map[string]float64{}, Paper: "software PFC (Fig. 5): ~100–200 µs, low variance; NIC 802.3x (Fig. 1): 2–6 µs"}}
-	e.Printf("tdma probe react: star of 2 hosts at %s (MTU %d); h1 sends to h2, the FM pauses h1", cfg.Rate, mtu)
-	tb, err := upStar(e, TDMAStar{Hosts: 2, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
-	if err != nil {
-		return nil, err
-	}
 	defer tb.Down()
 	for _, pair := range [][2]string{{"h1", "h2"}, {"h1", "fm"}, {"h2", "fm"}} { // the bridge learns every port
 		addr := netns.StarFMAddr

@@ -83,9 +83,6 @@ const spreadPort = 5309
 
 // TDMAProbeSpread brings up the star and runs every arm on it.
 func TDMAProbeSpread(ctx context.Context, e *bed.Env, cfg TDMAProbeSpreadConfig) (*TDMAProbeSpreadResult, error) {
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
 	if cfg.Batches < 1 || cfg.Interval <= 0 || len(cfg.Loads) == 0 {
 		return nil, fmt.Errorf("tdma probe spread: %d batches every %v, %d loads: want at least one batch, a positive interval and a load", cfg.Batches, cfg.Interval, len(cfg.Loads))
 	}
@@ -108,16 +105,11 @@ func TDMAProbeSpread(ctx context.Context, e *bed.Env, cfg TDMAProbeSpreadConfig)
 			arms = append(arms, armCfg{l, f})
 		}
 	}
-	m, err := probeStart(cfg.Force)
+	m, tb, err := probeStar(e, cfg.Force, "tdma probe spread", "", TDMAStar{Hosts: cfg.Hosts, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
 	if err != nil {
 		return nil, err
 	}
 	res := &TDMAProbeSpreadResult{Config: cfg, Machine: m}
-	e.Printf("tdma probe spread: star of %d hosts at %s (MTU %d)", cfg.Hosts, cfg.Rate, mtu)
-	tb, err := upStar(e, TDMAStar{Hosts: cfg.Hosts, Rate: cfg.Rate, Burst: cfg.Burst, Limit: cfg.Limit, MTU: mtu})
-	if err != nil {
-		return nil, err
-	}
 	defer tb.Down()
 	s, err := openSpread(ctx, tb, cfg.Hosts)
 	if err != nil {

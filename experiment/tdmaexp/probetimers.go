@@ -63,13 +63,10 @@ type TDMAProbeTimersResult struct {
 
 // TDMAProbeTimers measures each method at each period.
 func TDMAProbeTimers(ctx context.Context, e *bed.Env, cfg TDMAProbeTimersConfig) (*TDMAProbeTimersResult, error) {
-	if err := e.Defaults(); err != nil {
-		return nil, err
-	}
 	if cfg.Samples < 1 || len(cfg.Periods) == 0 {
 		return nil, fmt.Errorf("tdma probe timers: %d samples, %d periods: want at least one of each", cfg.Samples, len(cfg.Periods))
 	}
-	m, err := probeStart(cfg.Force)
+	m, err := probeStart(e, cfg.Force)
 	if err != nil {
 		return nil, err
 	}
