@@ -6,7 +6,9 @@
 package clock
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -140,4 +142,21 @@ func (l *Lateness) Quantile(q float64) float64 {
 		}
 	}
 	return float64(l.max) / 1000
+}
+
+// RunUntil runs loop, an agent's slot loop that returns once stop is set,
+// until it returns or ctx ends; either way it sets stop (so the agent's
+// other goroutines end too) and returns what loop returned.
+func RunUntil[T any](ctx context.Context, stop *atomic.Bool, loop func() T) T {
+	done := make(chan T, 1)
+	go func() { done <- loop() }()
+	var r T
+	select {
+	case <-ctx.Done():
+		stop.Store(true)
+		r = <-done
+	case r = <-done:
+		stop.Store(true)
+	}
+	return r
 }

@@ -1,7 +1,9 @@
 package clock
 
 import (
+	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,5 +79,28 @@ func TestNowIsTheKernelsMonotonic(t *testing.T) {
 		if m := ts.Nano(); m < a || m > b {
 			t.Fatalf("read %d: CLOCK_MONOTONIC %d outside [%d, %d] of the Nows around it (%d ns before, %d ns after)", i, m, a, b, a-m, m-b)
 		}
+	}
+}
+
+// TestRunUntil: the loop's result comes back and stop is set, whether the
+// loop ends by itself or ctx ends first (the loop then sees stop).
+func TestRunUntil(t *testing.T) {
+	var stop atomic.Bool
+	if r := RunUntil(context.Background(), &stop, func() int { return 7 }); r != 7 || !stop.Load() {
+		t.Fatalf("loop ended by itself: %d, stop %v", r, stop.Load())
+	}
+	stop.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	go func() { <-started; cancel() }()
+	r := RunUntil(ctx, &stop, func() int {
+		close(started)
+		for !stop.Load() {
+			runtime.Gosched()
+		}
+		return -1
+	})
+	if r != -1 || !stop.Load() {
+		t.Fatalf("ctx ended: %d, stop %v", r, stop.Load())
 	}
 }

@@ -185,19 +185,10 @@ func (m *Manager) Run(ctx context.Context) (Stats, error) {
 		s   Stats
 		err error
 	}
-	done := make(chan res, 1)
-	go func() {
+	r := clock.RunUntil(ctx, &m.stop, func() res {
 		s, err := m.clockThread()
-		done <- res{s, err}
-	}()
-	var r res
-	select {
-	case <-ctx.Done():
-		m.stop.Store(true)
-		r = <-done
-	case r = <-done:
-		m.stop.Store(true)
-	}
+		return res{s, err}
+	})
 	wg.Wait()
 	r.s.Duration = time.Since(start).Seconds()
 	m.mu.Lock()

@@ -323,17 +323,8 @@ func (a *Agent) Close() {
 
 // Run runs the agent until ctx ends.
 func (a *Agent) Run(ctx context.Context) (Stats, error) {
-	done := make(chan error, 1)
 	go a.control()
-	go func() { done <- a.loop() }()
-	var err error
-	select {
-	case <-ctx.Done():
-		a.stop.Store(true)
-		err = <-done
-	case err = <-done:
-		a.stop.Store(true)
-	}
+	err := clock.RunUntil(ctx, &a.stop, a.loop)
 	a.s.G = a.g.Stats()
 	if d, err := a.data.Drops(); err == nil {
 		a.s.SockDrops += d
