@@ -26,6 +26,18 @@ func Scenarios() []scenario.Scenario {
 	}
 }
 
+// timed runs a scenario's body on its result (named, with the seed) and
+// notes the wall time it took.
+func timed(name string, seed uint64, body func(r *scenario.Result) error) (*scenario.Result, error) {
+	start := time.Now()
+	r := &scenario.Result{Scenario: name, Seed: seed}
+	if err := body(r); err != nil {
+		return nil, err
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
 func run(r *scenario.Result, c Config) (*Result, error) {
 	res, err := Run(c)
 	if err != nil {
@@ -49,81 +61,78 @@ func ctlAllowance(c Config) float64 { return float64(60+c.Overhead) / float64(c.
 // share of each slot, ideal × L/(L−g) (≈ 1 + g/L to first order), plus up
 // to one round for the last slot's remainder.
 func Shuffle(seed uint64) (*scenario.Result, error) {
-	start := time.Now()
-	r := &scenario.Result{Scenario: "shuffle", Seed: seed}
-	c := Default()
-	c.Seed = seed
-	res, err := run(r, c)
-	if err != nil {
-		return nil, err
-	}
-	L, g := float64(c.Slot), float64(c.Guard)
-	round := float64(res.RoundLen) / float64(res.Ideal)
-	r.Add("completion_over_ideal", res.Ratio(), nan, L/(L-g)+round, "≤ L/(L−g) + one round (the guard's share of every slot, and the last round)")
-	r.Add("paper_bound", 1+g/L+round, nan, nan, "1 + g/L + one round: the guard's first-order cost, for comparison")
-	r.Add("finish_spread_ms", float64(res.Completion-res.FirstFinish)/1e6, nan, float64(res.RoundLen+c.Slot)/1e6, "last − first flow finish ≤ one round + one slot")
-	r.Add("switch_drops", float64(res.Drops), 0, 0, "TDMA keeps switch buffers empty")
-	r.Add("peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
-	r.Add("collisions", float64(res.Collisions), 0, 0, "no port ever holds two senders' data")
-	r.Add("overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
-	r.Add("ctl_overhead_pct", 100*res.Overhead(), nan, 0.2, "control bytes per host ÷ line rate ≤ 0.2 % (§6.5, design §4.9)")
-	r.Add("unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
-	r.Wall = time.Since(start)
-	return r, nil
+	return timed("shuffle", seed, func(r *scenario.Result) error {
+		c := Default()
+		c.Seed = seed
+		res, err := run(r, c)
+		if err != nil {
+			return err
+		}
+		L, g := float64(c.Slot), float64(c.Guard)
+		round := float64(res.RoundLen) / float64(res.Ideal)
+		r.Add("completion_over_ideal", res.Ratio(), nan, L/(L-g)+round, "≤ L/(L−g) + one round (the guard's share of every slot, and the last round)")
+		r.Add("paper_bound", 1+g/L+round, nan, nan, "1 + g/L + one round: the guard's first-order cost, for comparison")
+		r.Add("finish_spread_ms", float64(res.Completion-res.FirstFinish)/1e6, nan, float64(res.RoundLen+c.Slot)/1e6, "last − first flow finish ≤ one round + one slot")
+		r.Add("switch_drops", float64(res.Drops), 0, 0, "TDMA keeps switch buffers empty")
+		r.Add("peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
+		r.Add("collisions", float64(res.Collisions), 0, 0, "no port ever holds two senders' data")
+		r.Add("overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
+		r.Add("ctl_overhead_pct", 100*res.Overhead(), nan, 0.2, "control bytes per host ÷ line rate ≤ 0.2 % (§6.5, design §4.9)")
+		r.Add("unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
+		return nil
+	})
 }
 
 // GuardCovers: lease mode with control delay uniform over [min, min+J] for
 // J up to g − one frame time (a grant may wait behind one data frame in the
 // switch, so §3.8 sizes the guard for jitter plus one frame).
 func GuardCovers(seed uint64) (*scenario.Result, error) {
-	start := time.Now()
-	r := &scenario.Result{Scenario: "guard", Seed: seed}
-	c := Default()
-	c.Seed, c.Shuffle = seed, 1<<20
-	room := c.Guard - frameTime(c)
-	for _, f := range []float64{0, 0.5, 1} {
-		cc := c
-		j := int64(f * float64(room))
-		cc.CtlDelay = Uniform(9_000, 9_000+j)
-		res, err := run(r, cc)
-		if err != nil {
-			return nil, err
+	return timed("guard", seed, func(r *scenario.Result) error {
+		c := Default()
+		c.Seed, c.Shuffle = seed, 1<<20
+		room := c.Guard - frameTime(c)
+		for _, f := range []float64{0, 0.5, 1} {
+			cc := c
+			j := int64(f * float64(room))
+			cc.CtlDelay = Uniform(9_000, 9_000+j)
+			res, err := run(r, cc)
+			if err != nil {
+				return err
+			}
+			tag := fmt.Sprintf("j%dus", j/1000)
+			r.Add(tag+"_peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
+			r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "senders never overlap at a port")
+			r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
 		}
-		tag := fmt.Sprintf("j%dus", j/1000)
-		r.Add(tag+"_peak_backlog_frames", res.BacklogFrames(), nan, 1+ctlAllowance(c), "≤ one frame (+ a control frame) ahead of any data frame")
-		r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "senders never overlap at a port")
-		r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "nothing sent past a slot's end plus guard")
-	}
-	r.Wall = time.Since(start)
-	return r, nil
+		return nil
+	})
 }
 
 // JitterOverGuard: the same with J = 2g and 3g: hosts' windows, anchored
 // on grants delayed by more than the guard, overlap their neighbours'.
 func JitterOverGuard(seed uint64) (*scenario.Result, error) {
-	start := time.Now()
-	r := &scenario.Result{Scenario: "jitter", Seed: seed}
-	c := Default()
-	c.Seed, c.Shuffle = seed, 1<<20
-	for _, f := range []int64{2, 3} {
-		cc := c
-		cc.CtlDelay = Uniform(9_000, 9_000+f*c.Guard)
-		res, err := run(r, cc)
-		if err != nil {
-			return nil, err
+	return timed("jitter", seed, func(r *scenario.Result) error {
+		c := Default()
+		c.Seed, c.Shuffle = seed, 1<<20
+		for _, f := range []int64{2, 3} {
+			cc := c
+			cc.CtlDelay = Uniform(9_000, 9_000+f*c.Guard)
+			res, err := run(r, cc)
+			if err != nil {
+				return err
+			}
+			tag := fmt.Sprintf("j%dg", f)
+			r.Add(tag+"_collisions", float64(res.Collisions), 1, nan, "jitter beyond the guard: senders overlap at ports")
+			r.Add(tag+"_peak_backlog_frames", res.BacklogFrames(), nan, nan, "reported")
+			share := 0.0
+			if n := res.Causes.Met(); n > 0 {
+				share = float64(res.Causes[gate.GrantLate].Met) / float64(n)
+			}
+			r.Add(tag+"_met_on_grant_late", share, 0.9, 1, "the receivers lay the meetings they find on late grants")
+			r.Add(tag+"_met_in_slot", float64(res.MetInSlot), 0, 0, "every meeting has a frame outside its slot")
 		}
-		tag := fmt.Sprintf("j%dg", f)
-		r.Add(tag+"_collisions", float64(res.Collisions), 1, nan, "jitter beyond the guard: senders overlap at ports")
-		r.Add(tag+"_peak_backlog_frames", res.BacklogFrames(), nan, nan, "reported")
-		share := 0.0
-		if n := res.Causes.Met(); n > 0 {
-			share = float64(res.Causes[gate.GrantLate].Met) / float64(n)
-		}
-		r.Add(tag+"_met_on_grant_late", share, 0.9, 1, "the receivers lay the meetings they find on late grants")
-		r.Add(tag+"_met_in_slot", float64(res.MetInSlot), 0, 0, "every meeting has a frame outside its slot")
-	}
-	r.Wall = time.Since(start)
-	return r, nil
+		return nil
+	})
 }
 
 // CtlLossGuard is the guard of the ctlloss comparison: large enough for
@@ -135,73 +144,71 @@ const CtlLossGuard = 700_000
 
 // CtlLoss: paper, lease and free-run modes under control-frame loss.
 func CtlLoss(seed uint64) (*scenario.Result, error) {
-	start := time.Now()
-	r := &scenario.Result{Scenario: "ctlloss", Seed: seed}
-	var freeRun0 *Result
-	for _, p := range []float64{0, 0.01, 0.05} {
-		for _, m := range []gate.Discipline{gate.Paper, gate.Lease, gate.FreeRun} {
-			c := Default()
-			c.Seed, c.Mode, c.CtlLoss, c.Guard = seed, m, p, CtlLossGuard
-			res, err := run(r, c)
-			if err != nil {
-				return nil, err
-			}
-			tag := fmt.Sprintf("%s_p%g", m, p*100)
-			lo, hi, why := 0.0, 0.0, "a lost frame never makes a host send outside its slot"
-			if m == gate.Paper {
-				if p == 0 {
-					why = "the paper's gate with a guard that covers its reaction: clean without loss"
+	return timed("ctlloss", seed, func(r *scenario.Result) error {
+		var freeRun0 *Result
+		for _, p := range []float64{0, 0.01, 0.05} {
+			for _, m := range []gate.Discipline{gate.Paper, gate.Lease, gate.FreeRun} {
+				c := Default()
+				c.Seed, c.Mode, c.CtlLoss, c.Guard = seed, m, p, CtlLossGuard
+				res, err := run(r, c)
+				if err != nil {
+					return err
+				}
+				tag := fmt.Sprintf("%s_p%g", m, p*100)
+				lo, hi, why := 0.0, 0.0, "a lost frame never makes a host send outside its slot"
+				if m == gate.Paper {
+					if p == 0 {
+						why = "the paper's gate with a guard that covers its reaction: clean without loss"
+					} else {
+						lo, hi, why = 1, nan, "a lost pause leaves a class open into the next slot"
+					}
+				}
+				r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), lo, hi, why)
+				if m != gate.Paper {
+					r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
+					r.Add(tag+"_switch_drops", float64(res.Drops), 0, 0, "no switch drop")
 				} else {
-					lo, hi, why = 1, nan, "a lost pause leaves a class open into the next slot"
+					r.Add(tag+"_collisions", float64(res.Collisions), nan, nan, "reported")
+					r.Add(tag+"_switch_drops", float64(res.Drops), nan, nan, "reported")
+				}
+				r.Add(tag+"_unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
+				if m == gate.FreeRun && p == 0 {
+					freeRun0 = res
+				}
+				if m == gate.FreeRun && p > 0 {
+					r.Add(tag+"_completion_over_ideal", res.Ratio(), nan, freeRun0.Ratio()+float64(res.RoundLen)/float64(res.Ideal),
+						"a lost grant costs nothing while the lease holds: ≤ the loss-free run + one round")
+				} else {
+					r.Add(tag+"_completion_over_ideal", res.Ratio(), nan, nan, "reported")
 				}
 			}
-			r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), lo, hi, why)
-			if m != gate.Paper {
-				r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
-				r.Add(tag+"_switch_drops", float64(res.Drops), 0, 0, "no switch drop")
-			} else {
-				r.Add(tag+"_collisions", float64(res.Collisions), nan, nan, "reported")
-				r.Add(tag+"_switch_drops", float64(res.Drops), nan, nan, "reported")
-			}
-			r.Add(tag+"_unfinished_flows", float64(res.Unfinished), 0, 0, "every flow completes")
-			if m == gate.FreeRun && p == 0 {
-				freeRun0 = res
-			}
-			if m == gate.FreeRun && p > 0 {
-				r.Add(tag+"_completion_over_ideal", res.Ratio(), nan, freeRun0.Ratio()+float64(res.RoundLen)/float64(res.Ideal),
-					"a lost grant costs nothing while the lease holds: ≤ the loss-free run + one round")
-			} else {
-				r.Add(tag+"_completion_over_ideal", res.Ratio(), nan, nan, "reported")
-			}
 		}
-	}
-	r.Wall = time.Since(start)
-	return r, nil
+		return nil
+	})
 }
 
 // Freeze: the FM stops for 100 ms mid-shuffle (kill -STOP) in lease and
 // free-run modes.
 func Freeze(seed uint64) (*scenario.Result, error) {
-	start := time.Now()
-	r := &scenario.Result{Scenario: "freeze", Seed: seed}
-	for _, m := range []gate.Discipline{gate.Lease, gate.FreeRun} {
-		c := Default()
-		c.Seed, c.Mode, c.Shuffle = seed, m, 1<<20
-		c.FreezeAt, c.FreezeFor = 100_000_000+c.Slot/3, 100_000_000
-		res, err := run(r, c)
-		if err != nil {
-			return nil, err
+	return timed("freeze", seed, func(r *scenario.Result) error {
+		for _, m := range []gate.Discipline{gate.Lease, gate.FreeRun} {
+			c := Default()
+			c.Seed, c.Mode, c.Shuffle = seed, m, 1<<20
+			c.FreezeAt, c.FreezeFor = 100_000_000+c.Slot/3, 100_000_000
+			res, err := run(r, c)
+			if err != nil {
+				return err
+			}
+			lease := int64(1)
+			if m == gate.FreeRun {
+				lease += int64(c.LeaseSlots)
+			}
+			tag := m.String()
+			r.Add(tag+"_silent_after_ms", float64(res.SilentAfterFreeze)/1e6, nan, float64(lease*c.Slot)/1e6, "last byte sent after the freeze ≤ the lease (its slot + LeaseSlots in free-run)")
+			r.Add(tag+"_resume_after_ms", float64(res.ResumeAfterThaw)/1e6, 0, float64(res.RoundLen)/1e6, "traffic again within one round of the thaw")
+			r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "no overrun")
+			r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
 		}
-		lease := int64(1)
-		if m == gate.FreeRun {
-			lease += int64(c.LeaseSlots)
-		}
-		tag := m.String()
-		r.Add(tag+"_silent_after_ms", float64(res.SilentAfterFreeze)/1e6, nan, float64(lease*c.Slot)/1e6, "last byte sent after the freeze ≤ the lease (its slot + LeaseSlots in free-run)")
-		r.Add(tag+"_resume_after_ms", float64(res.ResumeAfterThaw)/1e6, 0, float64(res.RoundLen)/1e6, "traffic again within one round of the thaw")
-		r.Add(tag+"_overrun_bytes", float64(res.OverrunBytes), 0, 0, "no overrun")
-		r.Add(tag+"_collisions", float64(res.Collisions), 0, 0, "no collision")
-	}
-	r.Wall = time.Since(start)
-	return r, nil
+		return nil
+	})
 }
