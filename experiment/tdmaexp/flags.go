@@ -2,10 +2,10 @@ package tdmaexp
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
@@ -157,13 +157,9 @@ func (s *tdmaStarFlags) fill(star *TDMAStar, arms *[]string, runs *int, force *b
 
 // armList parses --arms against the experiment's arms.
 func (s *tdmaStarFlags) armList() ([]string, error) {
-	var out []string
-	for _, a := range strings.Split(s.arms, ",") {
-		a = strings.TrimSpace(a)
-		if !slices.Contains(s.armsAll, a) {
-			return nil, fmt.Errorf("--arms: %q: want some of %s", a, s.armsOK)
-		}
-		out = append(out, a)
+	arms := cli.SplitList(s.arms)
+	if len(arms) == 0 {
+		return nil, fmt.Errorf("--arms: want some of %s", s.armsOK)
 	}
-	return out, nil
+	return arms, bed.CheckOneOf("--arms", "arm", arms, s.armsAll)
 }

@@ -35,4 +35,8 @@ func TestStarFlagsArms(t *testing.T) {
 	if _, err := s.armList(); err == nil || !strings.Contains(err.Error(), "udp") {
 		t.Errorf("udp accepted: %v", err)
 	}
+	s.arms = " , "
+	if a, err := s.armList(); err == nil {
+		t.Errorf("no arm accepted: %v", a)
+	}
 }
