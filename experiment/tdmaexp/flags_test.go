@@ -1,9 +1,14 @@
 package tdmaexp
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/spf13/cobra"
 )
 
 func TestParseOffsets(t *testing.T) {
@@ -38,5 +43,38 @@ func TestStarFlagsArms(t *testing.T) {
 	s.arms = " , "
 	if a, err := s.armList(); err == nil {
 		t.Errorf("no arm accepted: %v", a)
+	}
+}
+
+type fakeStarResult struct{ runs int }
+
+func (r *fakeStarResult) Text() string   { return "" }
+func (r *fakeStarResult) measured() bool { return r != nil && r.runs > 0 }
+
+// TestRunStar: a result that measured something is written even when the
+// experiment failed, and the experiment's error comes before the writing's;
+// a result that measured nothing (or none) is not written.
+func TestRunStar(t *testing.T) {
+	expErr, writeErr := errors.New("experiment"), errors.New("write")
+	for _, c := range []struct {
+		name      string
+		r         *fakeStarResult
+		err, werr error
+		wrote     bool
+		want      error
+	}{
+		{"measured", &fakeStarResult{runs: 1}, nil, nil, true, nil},
+		{"write failed", &fakeStarResult{runs: 1}, nil, writeErr, true, writeErr},
+		{"failed after a run", &fakeStarResult{runs: 1}, expErr, writeErr, true, expErr},
+		{"nothing measured", &fakeStarResult{}, expErr, nil, false, expErr},
+		{"no result", nil, expErr, nil, false, expErr},
+	} {
+		wrote := false
+		exp := func(context.Context, *bed.Env, int) (*fakeStarResult, error) { return c.r, c.err }
+		write := func(string, *fakeStarResult) ([]string, error) { wrote = true; return nil, c.werr }
+		r, err := runStar(&cobra.Command{}, "x", t.TempDir(), 0, exp, write)
+		if r != c.r || err != c.want || wrote != c.wrote {
+			t.Errorf("%s: result %v, err %v, wrote %v; want err %v, wrote %v", c.name, r, err, wrote, c.want, c.wrote)
+		}
 	}
 }
