@@ -5,12 +5,25 @@ import (
 	"testing"
 )
 
+// conversion is a case of a quanta/time conversion at a line speed.
+type conversion[In, Out any] struct {
+	in    In
+	speed uint64
+	want  Out
+}
+
+// checkConversions checks f (named name) on every case.
+func checkConversions[In any, Out comparable](t *testing.T, name string, f func(In, uint64) Out, cases []conversion[In, Out]) {
+	t.Helper()
+	for _, c := range cases {
+		if got := f(c.in, c.speed); got != c.want {
+			t.Errorf("%s(%v, %d) = %v, want %v", name, c.in, c.speed, got, c.want)
+		}
+	}
+}
+
 func TestQuantaToNanos(t *testing.T) {
-	cases := []struct {
-		q     uint16
-		speed uint64
-		want  int64
-	}{
+	checkConversions(t, "QuantaToNanos", QuantaToNanos, []conversion[uint16, int64]{
 		{0, Speed10G, 0},
 		{1, Speed1G, 512},           // 512 bits at 1 bit/ns
 		{1, Speed10G, 52},           // 51.2 ns, rounded up
@@ -22,20 +35,11 @@ func TestQuantaToNanos(t *testing.T) {
 		{0xFFFF, Speed25G, 1342157}, // 1342156.8 rounded up
 		{0xFFFF, Speed100G, 335540}, // 335539.2 rounded up
 		{5, 0, 0},                   // unknown speed
-	}
-	for _, c := range cases {
-		if got := QuantaToNanos(c.q, c.speed); got != c.want {
-			t.Errorf("QuantaToNanos(%d, %d) = %d, want %d", c.q, c.speed, got, c.want)
-		}
-	}
+	})
 }
 
 func TestNanosToQuanta(t *testing.T) {
-	cases := []struct {
-		ns    int64
-		speed uint64
-		want  uint16
-	}{
+	checkConversions(t, "NanosToQuanta", NanosToQuanta, []conversion[int64, uint16]{
 		{0, Speed10G, 0},
 		{-5, Speed10G, 0},
 		{1, Speed10G, 1},            // any positive time needs ≥ 1 quantum
@@ -48,12 +52,7 @@ func TestNanosToQuanta(t *testing.T) {
 		{math.MaxInt64, math.MaxUint64, 0xFFFF},
 		{1, math.MaxUint64, 0xFFFF}, // absurd speed: 1 ns is many quanta; no overflow
 		{100, 0, 0},
-	}
-	for _, c := range cases {
-		if got := NanosToQuanta(c.ns, c.speed); got != c.want {
-			t.Errorf("NanosToQuanta(%d, %d) = %d, want %d", c.ns, c.speed, got, c.want)
-		}
-	}
+	})
 }
 
 // Both conversions round up (a pause never ends early, a requested pause is
