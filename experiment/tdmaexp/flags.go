@@ -9,6 +9,7 @@ import (
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -107,8 +108,12 @@ type tdmaStarFlags struct {
 	runs         int
 	arms, armsOK string
 	armsAll      []string
-	prefix, out  string
-	force        bool
+	// parsed and parsedArms are the star and --arms, parsed before the
+	// command runs (register's PreRunE).
+	parsed      TDMAStar
+	parsedArms  []string
+	prefix, out string
+	force       bool
 }
 
 // tdmaStarDefaults name what differs between the experiments.
@@ -121,7 +126,18 @@ type tdmaStarDefaults struct {
 	out       string
 }
 
-func (s *tdmaStarFlags) register(f *pflag.FlagSet, d tdmaStarDefaults) {
+// register declares the flags on cmd and parses the star and --arms (into
+// parsed and parsedArms) before it runs.
+func (s *tdmaStarFlags) register(cmd *cobra.Command, d tdmaStarDefaults) {
+	f := cmd.Flags()
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		var err error
+		if s.parsed, err = s.star(); err != nil {
+			return err
+		}
+		s.parsedArms, err = s.armList()
+		return err
+	}
 	s.limitName, s.armsOK, s.armsAll = d.limitName, strings.Join(d.arms, ", "), d.arms
 	s.hosts, s.fixedHosts = d.hosts, d.hosts == 0
 	s.bind(f, "lease")
@@ -139,20 +155,6 @@ func (s *tdmaStarFlags) star() (TDMAStar, error) {
 		err = fmt.Errorf("--runs %d: want at least 1", s.runs)
 	}
 	return c, err
-}
-
-// fill parses the star's flags, --runs and --arms into star, runs and
-// arms, and sets force and dir from --force and --out.
-func (s *tdmaStarFlags) fill(star *TDMAStar, arms *[]string, runs *int, force *bool, dir *string) error {
-	var err error
-	if *star, err = s.star(); err != nil {
-		return err
-	}
-	if *arms, err = s.armList(); err != nil {
-		return err
-	}
-	*runs, *force, *dir = s.runs, s.force, s.out
-	return nil
 }
 
 // armList parses --arms against the experiment's arms.

@@ -78,3 +78,30 @@ func TestRunStar(t *testing.T) {
 		}
 	}
 }
+
+// TestStarFlagsPreRun: the star and --arms are parsed before the command
+// runs; a bad one stops it there.
+func TestStarFlagsPreRun(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" runs
+	}{
+		{[]string{"--arms", "tcp", "--hosts", "3"}, ""},
+		{[]string{"--arms", "udp"}, "udp"},
+		{[]string{"--hosts", "9"}, "--hosts"},
+		{[]string{"--runs", "0"}, "--runs"},
+	} {
+		var sf tdmaStarFlags
+		ran := false
+		cmd := &cobra.Command{Use: "x", Args: cobra.NoArgs, SilenceUsage: true, SilenceErrors: true, RunE: func(*cobra.Command, []string) error { ran = true; return nil }}
+		sf.register(cmd, tdmaStarDefaults{hosts: 4, limitName: "limit", arms: ShuffleArms, armsValue: "tdma,tcp", prefix: "x", out: t.TempDir()})
+		cmd.SetArgs(c.args)
+		err := cmd.Execute()
+		switch {
+		case c.want == "" && (err != nil || !ran || sf.parsed.Hosts != 3 || len(sf.parsedArms) != 1 || sf.parsedArms[0] != "tcp"):
+			t.Errorf("%v: err %v, ran %v, star %+v, arms %v", c.args, err, ran, sf.parsed, sf.parsedArms)
+		case c.want != "" && (err == nil || ran || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: err %v, ran %v; want an error about %s", c.args, err, ran, c.want)
+		}
+	}
+}

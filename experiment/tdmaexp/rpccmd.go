@@ -68,15 +68,12 @@ TDMA run's agent logs and statistics.`,
   sudo linkfabric tdma rpc --ping-every 500ms --offsets 0,1ms,2ms,3ms,4ms`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c TDMARPCConfig
-			err := sf.fill(&c.Star, &c.Arms, &c.Runs, &c.Force, &c.Dir)
-			if err != nil {
-				return err
-			}
+			c := TDMARPCConfig{Star: sf.parsed, Arms: sf.parsedArms, Runs: sf.runs, Force: sf.force, Dir: sf.out}
 			if warm < 0 || phase < 100*time.Millisecond || pingEvery <= 0 {
 				return fmt.Errorf("--warm %v, --phase %v, --ping-every %v: want warm ≥ 0, a phase of 100ms or more and a positive interval", warm, phase, pingEvery)
 			}
 			open := c.Star.Slot - c.Star.Guard - c.Star.Margin
+			var err error
 			if c.Offsets, err = parseOffsets(offsets, open); err != nil {
 				return err
 			}
@@ -85,7 +82,7 @@ TDMA run's agent logs and statistics.`,
 			return err
 		},
 	}
-	sf.register(cmd.Flags(), tdmaStarDefaults{limitName: "buffer", arms: RPCArms, armsValue: "tcp,tdma,idle", prefix: "lfrp", out: "out/tdma-rpc"})
+	sf.register(cmd, tdmaStarDefaults{limitName: "buffer", arms: RPCArms, armsValue: "tcp,tdma,idle", prefix: "lfrp", out: "out/tdma-rpc"})
 	f := cmd.Flags()
 	f.DurationVar(&warm, "warm", time.Second, "bulk runs this long before the measured phases")
 	f.DurationVar(&phase, "phase", 5*time.Second, "each measured phase: bulk alone, then bulk with the ping")

@@ -52,11 +52,7 @@ into --out, with each TDMA run's agent logs and statistics.`,
   sudo linkfabric tdma rr --runs 1 --blocks 0.5,2 --warm 500ms --duration 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c TDMARRConfig
-			err := sf.fill(&c.Star, &c.Arms, &c.Runs, &c.Force, &c.Dir)
-			if err != nil {
-				return err
-			}
+			c := TDMARRConfig{Star: sf.parsed, Arms: sf.parsedArms, Runs: sf.runs, Force: sf.force, Dir: sf.out}
 			for _, b := range blocks {
 				if b <= 0 || b > 1000 {
 					return fmt.Errorf("--blocks %g: want block sizes in slot capacities, in (0, 1000]", b)
@@ -69,11 +65,11 @@ into --out, with each TDMA run's agent logs and statistics.`,
 				return fmt.Errorf("--warm %v, --duration %v: want warm ≥ 0 and a duration of 200ms or more", warm, duration)
 			}
 			c.Blocks, c.Warm, c.Duration = blocks, warm, duration
-			_, err = runStar(cmd, sf.prefix, sf.out, c, TDMARR, WriteTDMARR)
+			_, err := runStar(cmd, sf.prefix, sf.out, c, TDMARR, WriteTDMARR)
 			return err
 		},
 	}
-	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: RRArms, armsValue: "tdma,tcp", prefix: "lfrb", out: "out/tdma-rr"})
+	sf.register(cmd, tdmaStarDefaults{hosts: 4, limitName: "limit", arms: RRArms, armsValue: "tdma,tcp", prefix: "lfrb", out: "out/tdma-rr"})
 	f := cmd.Flags()
 	f.Float64SliceVar(&blocks, "blocks", []float64{0.25, 0.5, 1, 2, 4, 16}, "block sizes in slot capacities (rate × (slot − guard) / 8 bytes)")
 	f.DurationVar(&warm, "warm", time.Second, "the workload runs this long before the measurement")

@@ -57,21 +57,17 @@ agent logs and statistics go in a directory of their own.`,
   sudo linkfabric tdma shuffle --hosts 6 --rate 100M --slot 5ms --guard 300us --rt 50 --force`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c TDMAShuffleConfig
-			err := sf.fill(&c.Star, &c.Arms, &c.Runs, &c.Force, &c.Dir)
-			if err != nil {
-				return err
-			}
+			c := TDMAShuffleConfig{Star: sf.parsed, Arms: sf.parsedArms, Runs: sf.runs, Force: sf.force, Dir: sf.out}
 			var sz netns.ByteSize
 			if err := cli.SizeFlag("size", size, &sz); err != nil {
 				return err
 			}
 			c.Size = int64(sz)
-			_, err = runStar(cmd, sf.prefix, sf.out, c, TDMAShuffle, WriteTDMAShuffle)
+			_, err := runStar(cmd, sf.prefix, sf.out, c, TDMAShuffle, WriteTDMAShuffle)
 			return err
 		},
 	}
-	sf.register(cmd.Flags(), tdmaStarDefaults{hosts: 4, limitName: "limit", arms: ShuffleArms, armsValue: "tdma,tcp", prefix: "lftx", out: "out/tdma-shuffle"})
+	sf.register(cmd, tdmaStarDefaults{hosts: 4, limitName: "limit", arms: ShuffleArms, armsValue: "tdma,tcp", prefix: "lftx", out: "out/tdma-shuffle"})
 	cmd.Flags().StringVar(&size, "size", "4MiB", "bytes each host sends to each other host")
 	return cmd
 }
