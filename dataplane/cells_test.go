@@ -7,9 +7,7 @@ package dataplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -92,49 +90,14 @@ func pings(t *testing.T, ns, addr string, n int) {
 // seconds and returns the receiver's throughput in bit/s.
 func iperfTCP(t *testing.T, client, server, addr string, port int, secs int) float64 {
 	t.Helper()
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+30)*time.Second)
 	defer cancel()
-	p := fmt.Sprint(port)
-	srv := netns.Command(ctx, server, "iperf3", "-s", "-1", "-p", p)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	var out []byte
-	var err error
-	for i := 0; i < 30; i++ { // until the server listens (iperf3 -J may exit 0 on an error)
-		out, err = netns.Command(ctx, client, "iperf3", "-c", addr, "-p", p, "-t", fmt.Sprint(secs), "-J", "--connect-timeout", "3000").CombinedOutput()
-		if !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 -t %d %s→%s: %v\n%s", secs, client, addr, err, dataplane.LastLines(string(out), 20))
-	}
-	var r struct {
-		End struct {
-			SumSent struct {
-				Retransmits int `json:"retransmits"`
-			} `json:"sum_sent"`
-			SumReceived struct {
-				Bytes float64 `json:"bytes"`
-				BPS   float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("iperf3 JSON: %v\n%s", err, dataplane.LastLines(string(out), 20))
-	}
+	dataplane.StartIperfServer(t, ctx, server, port)
+	r := dataplane.IperfJSON(t, ctx, client, addr, port, "-t", fmt.Sprint(secs))
 	t.Logf("iperf3 TCP %s→%s %d s: %.0f Mbit/s received (%.0f MB), %d retransmits", client, addr, secs,
-		r.End.SumReceived.BPS/1e6, r.End.SumReceived.Bytes/1e6, r.End.SumSent.Retransmits)
-	if r.End.SumReceived.Bytes == 0 {
-		t.Logf("iperf3 output:\n%s", out)
-	}
-	return r.End.SumReceived.BPS
+		r.End.SumReceived.BitsPerSecond/1e6, r.End.SumReceived.Bytes/1e6, r.End.SumSent.Retransmits)
+	return r.End.SumReceived.BitsPerSecond
 }
 
 // linkBalance returns max/mean of the cell bytes sent per link of s.

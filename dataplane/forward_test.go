@@ -3,7 +3,6 @@ package dataplane
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -96,9 +95,7 @@ func TestForwardPingAndTCP(t *testing.T) {
 		t.Fatalf("20 pings h1→h2: %v\n%s", err, out)
 	}
 
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	RequireIperf3(t)
 	StartIperfServer(t, ctx, tb.NS("h2"), 5299)
 	out, err = RunIperfClient(ctx, tb.NS("h1"), 5299, "-n", "50M")
 	if err != nil {

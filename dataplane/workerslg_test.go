@@ -2,7 +2,6 @@ package dataplane_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -202,10 +201,7 @@ func TestWorkersMismatchSaid(t *testing.T) {
 // over both workers (16 streams: h1 hashes each to a queue, and all on one
 // has odds 2^-15), and both lanes recovered losses with none given up.
 func TestWorkersTCP(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	tb, sw1, sw2 := dataplane.UpWorkersBed(t, lgpipe.ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 62}, lgWorkers)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
