@@ -96,6 +96,23 @@ func (c cli) fails(t *testing.T, args []string, want ...string) result {
 	return r
 }
 
+// rootCLI skips the test unless it runs as root (netns.RequireRoot) and
+// builds the binary.
+func rootCLI(t *testing.T) cli {
+	t.Helper()
+	netns.RequireRoot(t)
+	return cli{bin: buildCLI(t)}
+}
+
+// cliOnBed is rootCLI and a pair testbed (base and opts as netns.TestUp
+// takes them) with its switch ports left for linkfabric run.
+func cliOnBed(t *testing.T, base string, opts netns.Options) (cli, *netns.Testbed) {
+	t.Helper()
+	c := rootCLI(t)
+	opts.Forwarding = netns.ForwardingNone
+	return c, netns.TestUp(t, base, "pair", opts)
+}
+
 // buildCLI builds the binary into a fresh temporary directory that other
 // users can enter (for the non-root run).
 func buildCLI(t *testing.T) string {
@@ -667,17 +684,6 @@ func (r *runningCLI) signal(t *testing.T, sig os.Signal) string {
 // their figures and writes a JSON report with a summary; an unknown
 // scenario is named with the ones there are.
 func testCellsSim(t *testing.T, c cli) {
-	out := filepath.Join(t.TempDir(), "out", "cells-sim.json")
-	r := c.ok(t, "cells", "sim", "--scenario", "reasm,linkdeath", "--seed", "3", "--out", out)
-	for _, w := range []string{"reasm", "linkdeath", "discarded_records", "lg_lost", "2 of 2 scenarios within range"} {
-		if !strings.Contains(r.stdout, w) {
-			t.Errorf("cells sim output lacks %q:\n%s", w, r.stdout)
-		}
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Seed      uint64 `json:"seed"`
 		Scenarios []struct {
@@ -686,9 +692,8 @@ func testCellsSim(t *testing.T, c cli) {
 		} `json:"scenarios"`
 		Summary map[string]any `json:"summary"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
+	simReport(t, c, []string{"cells", "sim", "--scenario", "reasm,linkdeath", "--seed", "3"},
+		[]string{"reasm", "linkdeath", "discarded_records", "lg_lost", "2 of 2 scenarios within range"}, &rep)
 	if rep.Seed != 3 || len(rep.Scenarios) != 2 || rep.Summary["pass"] != true || rep.Summary["lg_lost"] != nil ||
 		rep.Summary["linkdeath_lg_lost"] != 0.0 || rep.Summary["reasm_timeouts"] != 1.0 {
 		t.Errorf("report: seed %d, %d scenarios, summary %v", rep.Seed, len(rep.Scenarios), rep.Summary)
@@ -696,26 +701,35 @@ func testCellsSim(t *testing.T, c cli) {
 	c.fails(t, []string{"cells", "sim", "--scenario", "nosuch"}, "nosuch", "packing", "scale")
 }
 
-// tdma sim needs no root either: its scenarios' figures in a table and a
-// JSON summary; paper mode shows overruns under loss, lease mode none.
-func testTDMASim(t *testing.T, c cli) {
-	out := filepath.Join(t.TempDir(), "out", "tdma-sim.json")
-	r := c.ok(t, "tdma", "sim", "--scenario", "shuffle,ctlloss", "--out", out)
-	for _, w := range []string{"completion_over_ideal", "paper_p1_overrun_bytes", "2 of 2 scenarios within range"} {
+// simReport runs a sim command (args) with --out in a directory it makes,
+// checks that its output names every one of want, and decodes the JSON
+// report it wrote into rep.
+func simReport(t *testing.T, c cli, args, want []string, rep any) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out", "sim.json")
+	r := c.ok(t, append(args, "--out", out)...)
+	for _, w := range want {
 		if !strings.Contains(r.stdout, w) {
-			t.Errorf("tdma sim output lacks %q:\n%s", w, r.stdout)
+			t.Errorf("%s output lacks %q:\n%s", strings.Join(args[:2], " "), w, r.stdout)
 		}
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(b, rep); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+}
+
+// tdma sim needs no root either: its scenarios' figures in a table and a
+// JSON summary; paper mode shows overruns under loss, lease mode none.
+func testTDMASim(t *testing.T, c cli) {
 	var rep struct {
 		Summary map[string]any `json:"summary"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
+	simReport(t, c, []string{"tdma", "sim", "--scenario", "shuffle,ctlloss"},
+		[]string{"completion_over_ideal", "paper_p1_overrun_bytes", "2 of 2 scenarios within range"}, &rep)
 	if rep.Summary["pass"] != true || rep.Summary["ctlloss_lease_p1_overrun_bytes"] != 0.0 {
 		t.Errorf("summary %v", rep.Summary)
 	}

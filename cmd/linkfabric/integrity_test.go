@@ -287,8 +287,7 @@ func hostPathDrops(t *testing.T, tb *netns.Testbed) uint64 {
 // else with an error that names the flag and its values; --help says that
 // both ends must agree.
 func TestIntegrityFlag(t *testing.T) {
-	netns.RequireRoot(t)
-	c := cli{bin: buildCLI(t)}
+	c := rootCLI(t)
 	c.fails(t, []string{"run", "--host-port", "host0", "--link-port", "link0", "--mode", "lg", "--integrity", "crc32"},
 		"--integrity", "auto", "crc32c", "csum", "off")
 	h := c.ok(t, "run", "--help")
