@@ -126,16 +126,9 @@ func TestBitFlipsNeverDelivered(t *testing.T) {
 		bitFlips(t, c, netns.TestUp(t, "lfd", "pair", netns.Options{Forwarding: netns.ForwardingNone}))
 	})
 	t.Run("wire", func(t *testing.T) {
-		topo, err := netns.Preset("pair")
-		if err != nil {
-			t.Fatal(err)
-		}
+		topo := netns.MustPreset(t, "pair")
 		topo.SetNetem("") // a wire without netem (this kernel has none)
-		tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfd"), Forwarding: netns.ForwardingNone})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bitFlips(t, c, tb)
+		bitFlips(t, c, netns.TestUpTopology(t, "lfd", topo, netns.Options{Forwarding: netns.ForwardingNone}))
 	})
 }
 
