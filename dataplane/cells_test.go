@@ -58,11 +58,11 @@ func cellsSnap(t *testing.T, d *dataplane.Dataplane) cellspipe.CellsSnapshot {
 	return cellspipe.CellStatsOf(d).Snapshot()
 }
 
-// upBundleCells brings up a bundle testbed with mode cells on sw1 (node 1)
-// and sw2 (node 2), and waits until h1 pings h2 through them.
-func upBundleCells(t *testing.T, cc cellspipe.CellsConfig) *lgBed {
+// upBundleCells brings up a bundle testbed (prefix base) with mode cells on
+// sw1 (node 1) and sw2 (node 2), and waits until h1 pings h2 through them.
+func upBundleCells(t *testing.T, base string, cc cellspipe.CellsConfig) *lgBed {
 	t.Helper()
-	tb := netns.TestUp(t, "lfc", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
+	tb := netns.TestUp(t, base, "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
 	b := &lgBed{tb: tb}
 	b.sw1 = startCells(t, tb.NS("sw1"), 1, nil, bundleLinks, cc).D
@@ -70,7 +70,7 @@ func upBundleCells(t *testing.T, cc cellspipe.CellsConfig) *lgBed {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells: %v\nsw1 %+v\nsw2 %+v", err, cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot())
+		t.Fatalf("ping h1→h2 through cells (link mode %q): %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot())
 	}
 	return b
 }
@@ -136,7 +136,7 @@ func checkCellsClean(t *testing.T, name string, s cellspipe.CellsSnapshot, noRou
 // to h2 through two cell edges over the bundle; every frame the edges took
 // arrives once and in order, and with perm the links carry equal bytes.
 func bundleCells(t *testing.T, cc cellspipe.CellsConfig, secs int) {
-	b := upBundleCells(t, cc)
+	b := upBundleCells(t, "lfc", cc)
 	h1, h2 := b.tb.NS("h1"), b.tb.NS("h2")
 	start1, start2 := cellsSnap(t, b.sw1), cellsSnap(t, b.sw2)
 	pings(t, h1, "10.0.0.2", 20)
@@ -270,9 +270,7 @@ func TestCellsFabric3(t *testing.T) {
 		exclusions += cellsSnap(t, sw[n].D).Exclusions
 	}
 	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		if done, err := sw[n].Exited(); done {
-			t.Fatalf("%s's dataplane ended: %v", n, err)
-		}
+		sw[n].CheckRunning(t, n)
 		s := cellsSnap(t, sw[n].D)
 		t.Logf("%s (%s, id %d): max poll gap %v, usable links %d, exclusions %d, forwarded %d, credit frames forwarded %d, delivered %d, FCI marks %d seen %d",
 			n, s.Role, s.NodeID, time.Duration(s.MaxPollGap), s.UsableLinks, s.Exclusions, s.Node.Forwarded, s.Node.CtrlFwd, s.Node.Delivered, s.FCIMarks, s.FCISeen)
@@ -417,14 +415,9 @@ func TestCellsHostileFrames(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // REACH frames sent meanwhile complete
 	after := cellsSnap(t, sw2.D)
-	if done, err := sw2.Exited(); done {
-		t.Fatalf("the dataplane ended: %v", err)
-	}
+	sw2.CheckRunning(t, "sw2")
 	a, b := after.Node, before.Node
-	for _, c := range []struct {
-		what      string
-		got, want uint64
-	}{
+	checkCounted(t, []counted{
 		{"integrity failures (no trailer)", cellspipe.CellStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"wrong destination", a.WrongDst - b.WrongDst, n},
 		{"bad cells (hops 0, length, checksum, truncated)", a.BadCell - b.BadCell, 4 * n},
@@ -434,11 +427,7 @@ func TestCellsHostileFrames(t *testing.T) {
 		{"malformed (every decoder)", after.Malformed - before.Malformed, 8 * n},
 		{"no such host port", a.BadPort - b.BadPort, n},
 		{"delivered to the host", a.Delivered - b.Delivered, 0},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s: %d; want %d", c.what, c.got, c.want)
-		}
-	}
+	})
 	if after.Reasm.Malformed == before.Reasm.Malformed {
 		t.Errorf("a stream of 3-byte records: reassembly counted no malformed record (%+v)", after.Reasm)
 	}
@@ -492,7 +481,7 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 // up; the frames lost are bounded by the cells that were on the link and
 // the rest arrive once and in order.
 func TestCellsLinkDown(t *testing.T) {
-	b := upBundleCells(t, cellspipe.CellsConfig{})
+	b := upBundleCells(t, "lfc", cellspipe.CellsConfig{})
 	ns1 := b.tb.NS("sw1")
 	before := cellsSnap(t, b.sw1)
 	var down, back cellspipe.CellsSnapshot

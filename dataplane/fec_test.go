@@ -226,24 +226,15 @@ func TestFECHostileFrames(t *testing.T) {
 	// released (Hold).
 	time.Sleep(50 * time.Millisecond)
 	after := fecSnap(t, sw2.D)
-	if done, err := sw2.Exited(); done {
-		t.Fatalf("the dataplane ended: %v", err)
-	}
+	sw2.CheckRunning(t, "sw2")
 	a, b := after.Receiver, before.Receiver
-	for _, c := range []struct {
-		what      string
-		got, want uint64
-	}{
+	checkCounted(t, []counted{
 		{"integrity failures (no trailer)", fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"bad parity (short, no frames, reserved, payload)", a.BadParity - b.BadParity, 4 * n},
 		{"parity decoded (the groups anywhere)", a.Parity - b.Parity, n},
 		{"bad data (ACK flag, too short, unknown type)", a.BadData - b.BadData, 3 * n},
 		{"delivered to the host", a.Delivered - b.Delivered, 0},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s: %d; want %d", c.what, c.got, c.want)
-		}
-	}
+	})
 	if after.RxHeld != 0 {
 		t.Errorf("the receiver holds %d frames after the hostile ones", after.RxHeld)
 	}

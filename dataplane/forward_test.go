@@ -74,6 +74,15 @@ func (s *RunningSwitch) Exited() (bool, error) {
 	}
 }
 
+// CheckRunning fails the test at once if the dataplane's Run has returned;
+// what names the dataplane.
+func (s *RunningSwitch) CheckRunning(t *testing.T, what string) {
+	t.Helper()
+	if done, err := s.Exited(); done {
+		t.Fatalf("%s's dataplane ended: %v", what, err)
+	}
+}
+
 // StartSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
 func StartSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
 	t.Helper()
