@@ -206,10 +206,18 @@ func testbed(t *testing.T) (*netns.Testbed, map[string]bool) {
 	return tb, namespaces(t)
 }
 
-// detachAtCleanup removes a standalone impairer from dev in ns when the
-// test ends, whatever happened.
-func detachAtCleanup(t *testing.T, c cli, ns, dev string) {
-	t.Cleanup(func() { c.run(t, "impair", "--netns", ns, "--dev", dev, "--off") })
+// impairLink attaches a standalone impairer to link0 in ns (impair
+// --netns ns --dev link0 args...), removed again when the test ends whatever
+// happened, and returns its XDP program's ID.
+func impairLink(t *testing.T, c cli, ns string, args ...string) uint32 {
+	t.Helper()
+	t.Cleanup(func() { c.run(t, "impair", "--netns", ns, "--dev", "link0", "--off") })
+	c.ok(t, append([]string{"impair", "--netns", ns, "--dev", "link0"}, args...)...)
+	id := xdpOn(t, ns)["link0"]
+	if id == 0 {
+		t.Fatalf("impair attached nothing to link0 in %s", ns)
+	}
+	return id
 }
 
 func TestCLI(t *testing.T) {
@@ -264,12 +272,7 @@ func TestCLI(t *testing.T) {
 	t.Run("run-xdp-busy", func(t *testing.T) {
 		tb, before := testbed(t)
 		sw1 := tb.NS("sw1")
-		detachAtCleanup(t, c, sw1, "link0")
-		c.ok(t, "impair", "--netns", sw1, "--dev", "link0", "--loss", "0.1")
-		id := xdpOn(t, sw1)["link0"]
-		if id == 0 {
-			t.Fatalf("impair attached nothing to link0 in %s", sw1)
-		}
+		id := impairLink(t, c, sw1, "--loss", "0.1")
 		c.fails(t, []string{"run", "--netns", sw1, "--host-port", "host0", "--link-port", "link0"},
 			"link0", "already has XDP program", fmt.Sprint(id), "impair --off")
 		// run took its host0 program away again and left the impairer alone.
@@ -297,11 +300,7 @@ func TestCLI(t *testing.T) {
 	t.Run("impair-off-twice", func(t *testing.T) {
 		tb, before := testbed(t)
 		sw2 := tb.NS("sw2")
-		detachAtCleanup(t, c, sw2, "link0")
-		c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--loss", "0.1")
-		if xdpOn(t, sw2)["link0"] == 0 {
-			t.Fatal("impair attached nothing")
-		}
+		impairLink(t, c, sw2, "--loss", "0.1")
 		r1 := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--off")
 		r2 := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--off")
 		if !strings.Contains(r1.stdout, "detached") || !strings.Contains(r2.stdout, "nothing to do") {
@@ -313,8 +312,7 @@ func TestCLI(t *testing.T) {
 	t.Run("impair-stats-json", func(t *testing.T) {
 		tb, before := testbed(t)
 		sw2 := tb.NS("sw2")
-		detachAtCleanup(t, c, sw2, "link0")
-		c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--loss", "0.1", "--seed", "5")
+		impairLink(t, c, sw2, "--loss", "0.1", "--seed", "5")
 		r := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--stats", "--json")
 		var doc struct {
 			Dev          string   `json:"dev"`
