@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -32,13 +33,20 @@ const (
 
 // ParseZeroCopy parses the --zerocopy flag ("" is ZeroCopyAuto).
 func ParseZeroCopy(s string) (ZeroCopy, error) {
-	switch z := ZeroCopy(strings.ToLower(s)); z {
-	case "":
-		return ZeroCopyAuto, nil
-	case ZeroCopyAuto, ZeroCopyOn, ZeroCopyOff:
-		return z, nil
+	return parseChoice(strings.ToLower(s), ZeroCopyAuto, []ZeroCopy{ZeroCopyAuto, ZeroCopyOn, ZeroCopyOff},
+		"--zerocopy %q: want auto (zero-copy where every port's driver supports it, else copy), on (zero-copy, or fail) or off (copy mode)", s)
+}
+
+// parseChoice returns s as one of choices, def for "", or else an error of
+// format bad with flag the flag's value as given.
+func parseChoice[T ~string](s string, def T, choices []T, bad, flag string) (T, error) {
+	if s == "" {
+		return def, nil
 	}
-	return "", fmt.Errorf("--zerocopy %q: want auto (zero-copy where every port's driver supports it, else copy), on (zero-copy, or fail) or off (copy mode)", s)
+	if slices.Contains(choices, T(s)) {
+		return T(s), nil
+	}
+	return "", fmt.Errorf(bad, flag)
 }
 
 // AFXDPSnapshot is how the dataplane's AF_XDP sockets were bound: what

@@ -42,20 +42,36 @@ func NewLogBuffer() (*LogBuffer, *slog.Logger) {
 // TestParseZeroCopy: --zerocopy takes auto, on and off in any case, ""
 // is auto, anything else is refused with the choices named.
 func TestParseZeroCopy(t *testing.T) {
-	for in, want := range map[string]ZeroCopy{"": ZeroCopyAuto, "auto": ZeroCopyAuto, "on": ZeroCopyOn, "OFF": ZeroCopyOff} {
-		if got, err := ParseZeroCopy(in); err != nil || got != want {
-			t.Errorf("ParseZeroCopy(%q) = %q, %v; want %q", in, got, err, want)
+	checkParse(t, "--zerocopy", ParseZeroCopy, map[string]ZeroCopy{"": ZeroCopyAuto, "auto": ZeroCopyAuto, "on": ZeroCopyOn, "OFF": ZeroCopyOff},
+		[]string{"yes", "zerocopy", "copy", "1"}, "auto", "on", "off")
+}
+
+// TestParseFastPath: --fastpath takes afxdp, xdp and auto, "" is afxdp,
+// anything else is refused with the choices named.
+func TestParseFastPath(t *testing.T) {
+	checkParse(t, "--fastpath", ParseFastPath, map[string]FastPath{"": FastPathAFXDP, "afxdp": FastPathAFXDP, "xdp": FastPathXDP, "auto": FastPathAuto},
+		[]string{"kernel", "XDP", "on"}, "afxdp", "xdp", "auto")
+}
+
+// checkParse checks that parse, the parser of flag, returns for each of good
+// its value, and refuses each of bad with an error that names the flag and
+// every one of choices.
+func checkParse[T ~string](t *testing.T, flag string, parse func(string) (T, error), good map[string]T, bad []string, choices ...string) {
+	t.Helper()
+	for in, want := range good {
+		if got, err := parse(in); err != nil || got != want {
+			t.Errorf("%s %q: %q, %v; want %q", flag, in, got, err, want)
 		}
 	}
-	for _, in := range []string{"yes", "zerocopy", "copy", "1"} {
-		_, err := ParseZeroCopy(in)
+	for _, in := range bad {
+		_, err := parse(in)
 		if err == nil {
-			t.Errorf("ParseZeroCopy(%q) accepted", in)
+			t.Errorf("%s %q accepted", flag, in)
 			continue
 		}
-		for _, w := range []string{"--zerocopy", "auto", "on", "off"} {
+		for _, w := range append([]string{flag}, choices...) {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("ParseZeroCopy(%q): error %q does not name %s", in, err, w)
+				t.Errorf("%s %q: error %q does not name %s", flag, in, err, w)
 			}
 		}
 	}

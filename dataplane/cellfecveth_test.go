@@ -46,7 +46,7 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cells
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	before := dataplane.SNMPFields(t, h2, "Udp", "RcvbufErrors")
 	var r cellsGrayRun
-	r.packets, r.lost, _ = dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: "5321", Rate: "50M", Secs: 3})
+	r.packets, r.lost, _ = dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: 5321, Rate: "50M", Secs: 3})
 	r.busy = dataplane.SNMPFields(t, h2, "Udp", "RcvbufErrors")["RcvbufErrors"] - before["RcvbufErrors"] + socketDrops(t, sw1.Host())
 	for _, port := range sw2.Ports().Links {
 		r.busy += socketDrops(t, sw2.Port(port))

@@ -25,19 +25,11 @@ func cellsLGConfig(mode string) cellspipe.CellsConfig {
 	return cellspipe.CellsConfig{LinkMode: mode, ReachInterval: 5 * time.Millisecond, ReachTh: 3, ReasmTimeout: 100 * time.Millisecond}
 }
 
-// upBundleCellsLG is upBundleCells on prefix lfl.
+// upBundleCellsLG is upBundleCells on prefix lfl, once every link is
+// usable.
 func upBundleCellsLG(t *testing.T, cc cellspipe.CellsConfig) *lgBed {
 	t.Helper()
-	tb := netns.TestUp(t, "lfl", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 2)
-	b := &lgBed{tb: tb}
-	b.sw1 = startCells(t, tb.NS("sw1"), 1, nil, bundleLinks, cc).D
-	b.sw2 = startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, cc).D
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells over %s: %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot())
-	}
+	b := upBundleCells(t, "lfl", cc)
 	// Every link's session is up with the other edge before traffic.
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -7,9 +7,7 @@ package dataplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -60,11 +58,11 @@ func cellsSnap(t *testing.T, d *dataplane.Dataplane) cellspipe.CellsSnapshot {
 	return cellspipe.CellStatsOf(d).Snapshot()
 }
 
-// upBundleCells brings up a bundle testbed with mode cells on sw1 (node 1)
-// and sw2 (node 2), and waits until h1 pings h2 through them.
-func upBundleCells(t *testing.T, cc cellspipe.CellsConfig) *lgBed {
+// upBundleCells brings up a bundle testbed (prefix base) with mode cells on
+// sw1 (node 1) and sw2 (node 2), and waits until h1 pings h2 through them.
+func upBundleCells(t *testing.T, base string, cc cellspipe.CellsConfig) *lgBed {
 	t.Helper()
-	tb := netns.TestUp(t, "lfc", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
+	tb := netns.TestUp(t, base, "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
 	b := &lgBed{tb: tb}
 	b.sw1 = startCells(t, tb.NS("sw1"), 1, nil, bundleLinks, cc).D
@@ -72,7 +70,7 @@ func upBundleCells(t *testing.T, cc cellspipe.CellsConfig) *lgBed {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells: %v\nsw1 %+v\nsw2 %+v", err, cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot())
+		t.Fatalf("ping h1→h2 through cells (link mode %q): %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot())
 	}
 	return b
 }
@@ -92,49 +90,14 @@ func pings(t *testing.T, ns, addr string, n int) {
 // seconds and returns the receiver's throughput in bit/s.
 func iperfTCP(t *testing.T, client, server, addr string, port int, secs int) float64 {
 	t.Helper()
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+30)*time.Second)
 	defer cancel()
-	p := fmt.Sprint(port)
-	srv := netns.Command(ctx, server, "iperf3", "-s", "-1", "-p", p)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	var out []byte
-	var err error
-	for i := 0; i < 30; i++ { // until the server listens (iperf3 -J may exit 0 on an error)
-		out, err = netns.Command(ctx, client, "iperf3", "-c", addr, "-p", p, "-t", fmt.Sprint(secs), "-J", "--connect-timeout", "3000").CombinedOutput()
-		if !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 -t %d %s→%s: %v\n%s", secs, client, addr, err, dataplane.LastLines(string(out), 20))
-	}
-	var r struct {
-		End struct {
-			SumSent struct {
-				Retransmits int `json:"retransmits"`
-			} `json:"sum_sent"`
-			SumReceived struct {
-				Bytes float64 `json:"bytes"`
-				BPS   float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("iperf3 JSON: %v\n%s", err, dataplane.LastLines(string(out), 20))
-	}
+	dataplane.StartIperfServer(t, ctx, server, port)
+	r := dataplane.IperfJSON(t, ctx, client, addr, port, "-t", fmt.Sprint(secs))
 	t.Logf("iperf3 TCP %s→%s %d s: %.0f Mbit/s received (%.0f MB), %d retransmits", client, addr, secs,
-		r.End.SumReceived.BPS/1e6, r.End.SumReceived.Bytes/1e6, r.End.SumSent.Retransmits)
-	if r.End.SumReceived.Bytes == 0 {
-		t.Logf("iperf3 output:\n%s", out)
-	}
-	return r.End.SumReceived.BPS
+		r.End.SumReceived.BitsPerSecond/1e6, r.End.SumReceived.Bytes/1e6, r.End.SumSent.Retransmits)
+	return r.End.SumReceived.BitsPerSecond
 }
 
 // linkBalance returns max/mean of the cell bytes sent per link of s.
@@ -173,7 +136,7 @@ func checkCellsClean(t *testing.T, name string, s cellspipe.CellsSnapshot, noRou
 // to h2 through two cell edges over the bundle; every frame the edges took
 // arrives once and in order, and with perm the links carry equal bytes.
 func bundleCells(t *testing.T, cc cellspipe.CellsConfig, secs int) {
-	b := upBundleCells(t, cc)
+	b := upBundleCells(t, "lfc", cc)
 	h1, h2 := b.tb.NS("h1"), b.tb.NS("h2")
 	start1, start2 := cellsSnap(t, b.sw1), cellsSnap(t, b.sw2)
 	pings(t, h1, "10.0.0.2", 20)
@@ -307,9 +270,7 @@ func TestCellsFabric3(t *testing.T) {
 		exclusions += cellsSnap(t, sw[n].D).Exclusions
 	}
 	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		if done, err := sw[n].Exited(); done {
-			t.Fatalf("%s's dataplane ended: %v", n, err)
-		}
+		sw[n].CheckRunning(t, n)
 		s := cellsSnap(t, sw[n].D)
 		t.Logf("%s (%s, id %d): max poll gap %v, usable links %d, exclusions %d, forwarded %d, credit frames forwarded %d, delivered %d, FCI marks %d seen %d",
 			n, s.Role, s.NodeID, time.Duration(s.MaxPollGap), s.UsableLinks, s.Exclusions, s.Node.Forwarded, s.Node.CtrlFwd, s.Node.Delivered, s.FCIMarks, s.FCISeen)
@@ -454,14 +415,9 @@ func TestCellsHostileFrames(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // REACH frames sent meanwhile complete
 	after := cellsSnap(t, sw2.D)
-	if done, err := sw2.Exited(); done {
-		t.Fatalf("the dataplane ended: %v", err)
-	}
+	sw2.CheckRunning(t, "sw2")
 	a, b := after.Node, before.Node
-	for _, c := range []struct {
-		what      string
-		got, want uint64
-	}{
+	checkCounted(t, []counted{
 		{"integrity failures (no trailer)", cellspipe.CellStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"wrong destination", a.WrongDst - b.WrongDst, n},
 		{"bad cells (hops 0, length, checksum, truncated)", a.BadCell - b.BadCell, 4 * n},
@@ -471,11 +427,7 @@ func TestCellsHostileFrames(t *testing.T) {
 		{"malformed (every decoder)", after.Malformed - before.Malformed, 8 * n},
 		{"no such host port", a.BadPort - b.BadPort, n},
 		{"delivered to the host", a.Delivered - b.Delivered, 0},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s: %d; want %d", c.what, c.got, c.want)
-		}
-	}
+	})
 	if after.Reasm.Malformed == before.Reasm.Malformed {
 		t.Errorf("a stream of 3-byte records: reassembly counted no malformed record (%+v)", after.Reasm)
 	}
@@ -529,7 +481,7 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 // up; the frames lost are bounded by the cells that were on the link and
 // the rest arrive once and in order.
 func TestCellsLinkDown(t *testing.T) {
-	b := upBundleCells(t, cellspipe.CellsConfig{})
+	b := upBundleCells(t, "lfc", cellspipe.CellsConfig{})
 	ns1 := b.tb.NS("sw1")
 	before := cellsSnap(t, b.sw1)
 	var down, back cellspipe.CellsSnapshot

@@ -46,13 +46,8 @@ const (
 
 // ParseFastPath parses the --fastpath flag ("" is FastPathAFXDP).
 func ParseFastPath(s string) (FastPath, error) {
-	switch f := FastPath(s); f {
-	case "":
-		return FastPathAFXDP, nil
-	case FastPathAFXDP, FastPathXDP, FastPathAuto:
-		return f, nil
-	}
-	return "", fmt.Errorf("--fastpath %q: want auto (the kernel path where possible), xdp (the kernel path, or fail) or afxdp (through AF_XDP and the worker)", s)
+	return parseChoice(s, FastPathAFXDP, []FastPath{FastPathAFXDP, FastPathXDP, FastPathAuto},
+		"--fastpath %q: want auto (the kernel path where possible), xdp (the kernel path, or fail) or afxdp (through AF_XDP and the worker)", s)
 }
 
 // fastCheckEvery is how often the fast path re-checks its directions: the

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -53,10 +52,7 @@ func WaitFastPath(t *testing.T, name string, d *Dataplane, want FastPath) []Fast
 // counters equal the interface's own; a host's link control is still
 // dropped and counted by the host port's program.
 func TestFastPathXDP(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	RequireIperf3(t)
 	tb := netns.TestUp(t, "lfw", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	sws := map[string]*Dataplane{
 		"sw1": StartSwitch(t, tb.NS("sw1"), Config{FastPath: FastPathXDP}),
@@ -95,13 +91,8 @@ func TestFastPathXDP(t *testing.T) {
 		if reverse {
 			args = append(args, "-R")
 		}
-		srv := netns.Command(ctx, tb.NS("h2"), "iperf3", "-s", "-1", "-p", "5311")
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
+		StartIperfServer(t, ctx, tb.NS("h2"), 5311)
 		out, err := RunIperfClient(ctx, tb.NS("h1"), 5311, args...)
-		srv.Process.Kill()
-		srv.Wait()
 		if err != nil {
 			t.Fatalf("iperf3 TCP 20 MB (reverse %v) through the kernel path: %v\n%s", reverse, err, out)
 		}
@@ -111,7 +102,7 @@ func TestFastPathXDP(t *testing.T) {
 	rcv1, rcv2 := SNMPFields(t, tb.NS("h1"), "Udp", "RcvbufErrors"), SNMPFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")
 	var lost uint64
 	for _, reverse := range []bool{false, true} {
-		sent, l, _ := IperfUDP(t, tb.NS("h1"), tb.NS("h2"), UDPRun{Port: "5312", Rate: "20M", Secs: 1, Reverse: reverse})
+		sent, l, _ := IperfUDP(t, tb.NS("h1"), tb.NS("h2"), UDPRun{Port: 5312, Rate: "20M", Secs: 1, Reverse: reverse})
 		t.Logf("UDP (reverse %v): %d datagrams, %d lost", reverse, sent, l)
 		lost += l
 	}

@@ -83,7 +83,7 @@ func TestFECUDPBernoulli(t *testing.T) {
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	fields := []string{"InDatagrams", "RcvbufErrors", "InCsumErrors"}
 	before := dataplane.SNMPFields(t, h2, "Udp", fields...)
-	packets, lost, ooo := dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: "5311", Rate: "50M", Secs: 3})
+	packets, lost, ooo := dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: 5311, Rate: "50M", Secs: 3})
 	after := dataplane.SNMPFields(t, h2, "Udp", fields...)
 	s1, s2 := fecSnap(t, sw1.D), fecSnap(t, sw2.D)
 	imp, err := sw2.D.Link().Program().ImpairStats()
@@ -226,24 +226,15 @@ func TestFECHostileFrames(t *testing.T) {
 	// released (Hold).
 	time.Sleep(50 * time.Millisecond)
 	after := fecSnap(t, sw2.D)
-	if done, err := sw2.Exited(); done {
-		t.Fatalf("the dataplane ended: %v", err)
-	}
+	sw2.CheckRunning(t, "sw2")
 	a, b := after.Receiver, before.Receiver
-	for _, c := range []struct {
-		what      string
-		got, want uint64
-	}{
+	checkCounted(t, []counted{
 		{"integrity failures (no trailer)", fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"bad parity (short, no frames, reserved, payload)", a.BadParity - b.BadParity, 4 * n},
 		{"parity decoded (the groups anywhere)", a.Parity - b.Parity, n},
 		{"bad data (ACK flag, too short, unknown type)", a.BadData - b.BadData, 3 * n},
 		{"delivered to the host", a.Delivered - b.Delivered, 0},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s: %d; want %d", c.what, c.got, c.want)
-		}
-	}
+	})
 	if after.RxHeld != 0 {
 		t.Errorf("the receiver holds %d frames after the hostile ones", after.RxHeld)
 	}
@@ -346,7 +337,7 @@ func TestFECPolicyHeals(t *testing.T) {
 	}
 	waitFECUp(t, sw1.D, sw2.D)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: "5312", Rate: "50M", Secs: 3})
+	dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: 5312, Rate: "50M", Secs: 3})
 	lossy := fecSnap(t, sw1.D)
 	t.Logf("under loss 1e-2: n %d, policy %+v", lossy.N, lossy.Policy)
 	if lossy.N == 0 || !strings.HasPrefix(lossy.Policy.Decision, "fec") {
@@ -359,7 +350,7 @@ func TestFECPolicyHeals(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: "5313", Rate: "50M", Secs: 4})
+		dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: 5313, Rate: "50M", Secs: 4})
 	}()
 	var back time.Duration
 	for back == 0 {

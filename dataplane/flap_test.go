@@ -3,7 +3,6 @@ package dataplane_test
 import (
 	"context"
 	"net"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,10 +23,7 @@ import (
 // error), count the flap, and TCP flows again both ways afterwards. How
 // long after `up` bytes reach each host again is logged, not asserted.
 func TestLGLinkFlap(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	for _, mode := range []dataplane.Mode{lgpipe.ModeLG, dataplane.ModeForward} {
 		t.Run(string(mode), func(t *testing.T) { linkFlap(t, mode) })
 	}

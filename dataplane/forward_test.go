@@ -3,7 +3,6 @@ package dataplane
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +74,15 @@ func (s *RunningSwitch) Exited() (bool, error) {
 	}
 }
 
+// CheckRunning fails the test at once if the dataplane's Run has returned;
+// what names the dataplane.
+func (s *RunningSwitch) CheckRunning(t *testing.T, what string) {
+	t.Helper()
+	if done, err := s.Exited(); done {
+		t.Fatalf("%s's dataplane ended: %v", what, err)
+	}
+}
+
 // StartSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
 func StartSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
 	t.Helper()
@@ -96,9 +104,7 @@ func TestForwardPingAndTCP(t *testing.T) {
 		t.Fatalf("20 pings h1→h2: %v\n%s", err, out)
 	}
 
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	RequireIperf3(t)
 	StartIperfServer(t, ctx, tb.NS("h2"), 5299)
 	out, err = RunIperfClient(ctx, tb.NS("h1"), 5299, "-n", "50M")
 	if err != nil {

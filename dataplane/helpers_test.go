@@ -1,14 +1,8 @@
 package dataplane
 
 import (
-	"context"
-	"encoding/json"
 	"net"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
@@ -33,72 +27,6 @@ func SNMPFields(t *testing.T, ns, proto string, fields ...string) map[string]uin
 		m[f] = v
 	}
 	return m
-}
-
-// UDPRun is one iperf3 UDP run: server port, rate, seconds, and Reverse
-// for h2→h1.
-type UDPRun struct {
-	Port, Rate string
-	Secs       int
-	Reverse    bool
-}
-
-// IperfUDP runs iperf3 UDP from h1 to h2 (10.0.0.2; the other way with
-// Reverse), datagrams of 1400 bytes, 2 MB socket buffers, and returns
-// datagrams sent, lost and out of order as the receiver counted them.
-func IperfUDP(t *testing.T, h1, h2 string, o UDPRun) (packets, lost, ooo uint64) {
-	t.Helper()
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.Secs+30)*time.Second)
-	defer cancel()
-	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2: %v", err)
-	}
-	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", o.Port)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	var out []byte
-	var err error
-	for range 30 {
-		args := []string{"-c", "10.0.0.2", "-p", o.Port, "-u", "-b", o.Rate, "-l", "1400", "-w", "2M",
-			"-t", strconv.Itoa(o.Secs), "-J", "--connect-timeout", "3000"}
-		if o.Reverse {
-			args = append(args, "-R")
-		}
-		out, err = netns.Command(ctx, h1, "iperf3", args...).Output()
-		if !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 -u h1→h2 (reverse %v): %v\n%s", o.Reverse, err, LastLines(string(out), 10))
-	}
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			Sum struct {
-				Packets     uint64 `json:"packets"`
-				LostPackets uint64 `json:"lost_packets"`
-			} `json:"sum"`
-			Streams []struct {
-				UDP struct {
-					OutOfOrder uint64 `json:"out_of_order"`
-				} `json:"udp"`
-			} `json:"streams"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil || res.Error != "" || res.End.Sum.Packets == 0 {
-		t.Fatalf("iperf3 -u h1→h2: %v %q\n%s", err, res.Error, LastLines(string(out), 10))
-	}
-	for _, s := range res.End.Streams {
-		ooo += s.UDP.OutOfOrder
-	}
-	return res.End.Sum.Packets, res.End.Sum.LostPackets, ooo
 }
 
 // RawSender is an AF_PACKET socket on an interface of a namespace: frames

@@ -2,7 +2,6 @@ package dataplane_test
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -21,10 +20,7 @@ import (
 // and leave as chains again; on the fast path the devmap redirects them as
 // multi-buffer XDP frames and no frame goes through AF_XDP.
 func TestJumboVeth(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	tb := netns.TestUp(t, "lfjb", "pair", netns.Options{Forwarding: netns.ForwardingNone, MTU: 9000})
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	const size, count = 8000, 200

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -760,10 +759,7 @@ func iperfRetrans(t *testing.T, mode dataplane.Mode, loss float64) (retx, hostDr
 // frame h1's own veth dropped never reached the dataplane: its
 // retransmission is not lg's (they are logged).
 func TestLGHidesLossFromTCP(t *testing.T) {
-	netns.RequireRoot(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	// One testbed per arm, each removed when its subtest ends.
 	var lgRetx, lgDrops, fwdRetx uint64
 	t.Run("lg", func(t *testing.T) { lgRetx, lgDrops = iperfRetrans(t, lgpipe.ModeLG, 1e-3) })

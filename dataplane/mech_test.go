@@ -1,6 +1,8 @@
 package dataplane_test
 
 import (
+	"testing"
+
 	"github.com/linkfabric/linkfabric/cellify/cellspipe"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec/fecpipe"
@@ -20,5 +22,23 @@ func withFEC(c dataplane.Config, v fecpipe.FECConfig) dataplane.Config {
 func init() {
 	dataplane.LGProtect = func(c dataplane.Config, protect string) dataplane.Config {
 		return withLG(c, lgpipe.LGConfig{Protect: protect})
+	}
+}
+
+// counted is how much a counter changed in a test, and how much the test
+// wants it to.
+type counted struct {
+	what      string
+	got, want uint64
+}
+
+// checkCounted fails the test for every counter that did not change by what
+// is wanted.
+func checkCounted(t *testing.T, cs []counted) {
+	t.Helper()
+	for _, c := range cs {
+		if c.got != c.want {
+			t.Errorf("%s: %d; want %d", c.what, c.got, c.want)
+		}
 	}
 }

@@ -88,9 +88,7 @@ func TestFabricNodePorts(t *testing.T) {
 		t.Errorf("--frames %d for 12 sockets of --ring-size %d", c.FrameCount, c.RingSize)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if done, err := s.Exited(); done {
-		t.Fatalf("worker ended: %v", err)
-	}
+	s.CheckRunning(t, "f1")
 	b, err := json.Marshal(d.Stats())
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"encoding/json"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -16,9 +14,7 @@ import (
 // the wire while its queue is backlogged (how close both come is logged:
 // it depends on the machine), and TCP filled the egress queue.
 func TestPortRateTCP(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	RequireIperf3(t)
 	tb := netns.TestUp(t, "lfn", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	const rate = 200e6
 	StartSwitch(t, tb.NS("sw1"), Config{})
@@ -52,22 +48,9 @@ func TestPortRateTCP(t *testing.T) {
 			a, t0 = b, t1
 		}
 	}()
-	out, err := RunIperfClient(ctx, tb.NS("h1"), 5298, "-t", "4", "-J")
+	res := IperfJSON(t, ctx, tb.NS("h1"), "10.0.0.2", 5298, "-t", "4")
 	close(stop)
-	if err != nil {
-		t.Fatalf("iperf3: %v\n%s", err, out)
-	}
 	after := sw2.Stats()
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("iperf3 -J: %v\n%s", err, out)
-	}
 	// A full-size frame: 1448 bytes of data in 1514 (TCP timestamps), plus
 	// WireOverhead on the wire.
 	goodput, want := res.End.SumReceived.BitsPerSecond, rate*1448/(1514+WireOverhead)

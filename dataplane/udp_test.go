@@ -1,10 +1,7 @@
 package dataplane_test
 
 import (
-	"context"
-	"encoding/json"
 	"maps"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,10 +32,7 @@ import (
 // sw1's host-port RX ring also overflowed while lg held host frames for
 // credit and PFC pauses (an AF_XDP port gives its host no backpressure).
 func TestLGUDPLossAccounted(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: lgpipe.ModeLG})
 	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG})
@@ -46,53 +40,11 @@ func TestLGUDPLossAccounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := netns.WaitPing(ctx, h1, "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through lg: %v", err)
-	}
-	srv := netns.Command(ctx, h2, "iperf3", "-s", "-1", "-p", "5302")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
 	udpFields := []string{"InDatagrams", "RcvbufErrors", "InErrors", "InCsumErrors", "SndbufErrors"}
 	h1Before, h2Before := dataplane.SNMPFields(t, h1, "Udp", udpFields...), dataplane.SNMPFields(t, h2, "Udp", udpFields...)
 	host1Before, link2Before := socketDrops(t, sw1.Host()), socketDrops(t, sw2.Link())
 	secs := sized(4, 10)
-	var out []byte
-	var err error
-	for i := 0; i < 30; i++ {
-		out, err = netns.Command(ctx, h1, "iperf3", "-c", "10.0.0.2", "-p", "5302", "-u", "-b", "100M", "-l", "1400", "-w", "2M",
-			"-t", strconv.Itoa(secs), "-J", "--connect-timeout", "3000").Output()
-		if !strings.Contains(string(out), "Connection refused") { // iperf3 -J may exit 0 with it
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 -u h1→h2: %v\n%s", err, dataplane.LastLines(string(out), 10))
-	}
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			Sum struct {
-				Packets     uint64 `json:"packets"`
-				LostPackets uint64 `json:"lost_packets"`
-			} `json:"sum"`
-			Streams []struct {
-				UDP struct {
-					OutOfOrder uint64 `json:"out_of_order"`
-				} `json:"udp"`
-			} `json:"streams"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("iperf3 JSON: %v\n%s", err, dataplane.LastLines(string(out), 10))
-	}
-	if res.Error != "" || res.End.Sum.Packets == 0 {
-		t.Fatalf("iperf3 -u h1→h2 sent no datagrams: %q\n%s", res.Error, dataplane.LastLines(string(out), 10))
-	}
+	packets, lost, ooo := dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: 5302, Rate: "100M", Secs: secs})
 	time.Sleep(200 * time.Millisecond) // the last publish of the lg counters
 	h1After, h2After := dataplane.SNMPFields(t, h1, "Udp", udpFields...), dataplane.SNMPFields(t, h2, "Udp", udpFields...)
 	s1, s2 := waitCore(t, sw1), waitCore(t, sw2)
@@ -119,13 +71,8 @@ func TestLGUDPLossAccounted(t *testing.T) {
 			counted += where[k]
 		}
 	}
-	lost := res.End.Sum.LostPackets
-	ooo := uint64(0)
-	if len(res.End.Streams) > 0 {
-		ooo = res.End.Streams[0].UDP.OutOfOrder
-	}
 	t.Logf("iperf3 UDP 100 Mbit/s %d s at loss 1e-2: %d datagrams, %d lost, %d out of order; sw1 link TX %d frames, sw2 receiver %+v; drops on the way:\n  %s",
-		secs, res.End.Sum.Packets, lost, ooo, st1.Link.TX.Frames, *s2.Receiver, strings.Join(lines, "\n  "))
+		secs, packets, lost, ooo, st1.Link.TX.Frames, *s2.Receiver, strings.Join(lines, "\n  "))
 	if lost > counted {
 		t.Errorf("%d datagrams lost but only %d counted on the way: a drop no counter shows", lost, counted)
 	}

@@ -28,21 +28,6 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 )
 
-// wiredPairTopo is the pair testbed with its link through a wire namespace.
-const wiredPairTopo = `
-name: wiredpair
-namespaces: [h1, sw1, sw2, h2]
-links:
-  - {ends: [h1:eth0, sw1:host0], mtu: host}
-  - {ends: [sw1:link0, sw2:link0], mtu: link, queues: 1, wire: {}}
-  - {ends: [sw2:host0, h2:eth0], mtu: host}
-addresses:
-  h1:eth0: [10.0.0.1/24]
-  h2:eth0: [10.0.0.2/24]
-tx_checksum_off: [all]
-gro: [h1:eth0, h2:eth0]
-`
-
 // wireCapture is a tcpdump on one device of a namespace.
 type wireCapture struct {
 	cmd    *exec.Cmd
@@ -210,14 +195,9 @@ func TestDissectorOnTestbed(t *testing.T) {
 	if _, err := exec.LookPath("tcpdump"); err != nil {
 		t.Skip("tcpdump not on PATH (scripts/deps.sh installs it)")
 	}
-	topo, err := netns.ParseTopology([]byte(wiredPairTopo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfw"), Forwarding: netns.ForwardingNone})
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := netns.MustPreset(t, "pair")
+	topo.SetNetem("") // the link through a wire namespace, unimpaired
+	tb := netns.TestUpTopology(t, "lfw", topo, netns.Options{Forwarding: netns.ForwardingNone})
 	wire := tb.NS("wire")
 	// The wire's own ports stay silent (no IPv6 autoconfiguration).
 	for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
@@ -340,6 +320,24 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode dataplane.Mode, cellL
 }
 
 // eq reports a count that differs from the dataplane's.
+// checkSent fails for every serial that a row of type typ names (count of
+// them from first; the fields' names) and sent lacks; what says whose row.
+func checkSent(t *testing.T, rows []dataplane.TsharkRow, typ, first, count string, sent map[int]bool, what string) {
+	t.Helper()
+	for _, r := range rows {
+		if r["linkfabric.type"] != typ {
+			continue
+		}
+		q0, _ := strconv.Atoi(r[first])
+		n, _ := strconv.Atoi(r[count])
+		for k := 0; k < n; k++ {
+			if q := (q0 + k) % (1 << 17); !sent[q] {
+				t.Errorf("%s serial %d, never sent", what, q)
+			}
+		}
+	}
+}
+
 func eq(t *testing.T, s *side, what string, got int, want uint64) {
 	t.Helper()
 	if uint64(got) != want {
@@ -374,18 +372,7 @@ func checkSide(t *testing.T, mode dataplane.Mode, s, peer *side, d *dataplane.Da
 			}
 		}
 		// The peer's loss notifications name frames this side sent.
-		for _, r := range peer.rows {
-			if r["linkfabric.type"] != "3" {
-				continue
-			}
-			first, _ := strconv.Atoi(r["linkfabric.serial"])
-			n, _ := strconv.Atoi(r["linkfabric.count"])
-			for k := 0; k < n; k++ {
-				if q := (first + k) % (1 << 17); !sent[q] {
-					t.Errorf("%s: %s's loss notification names serial %d, never sent", s.name, peer.name, q)
-				}
-			}
-		}
+		checkSent(t, peer.rows, "3", "linkfabric.serial", "linkfabric.count", sent, s.name+": "+peer.name+"'s loss notification names")
 	case fecpipe.ModeFEC:
 		f := fecpipe.FECStatsOf(d).Snapshot()
 		ss := fecpipe.FECStatsOf(d).Session.Snapshot().Counters
@@ -395,18 +382,7 @@ func checkSide(t *testing.T, mode dataplane.Mode, s, peer *side, d *dataplane.Da
 		eq(t, s, "HELLOs", s.types["7"], ss.HellosTx)
 		eq(t, s, "HELLO-ACKs", s.types["8"], ss.HelloAcksTx)
 		sent := consecutive(t, s.name+" data", serials(s.rows, "1", "linkfabric.serial", false))
-		for _, r := range s.rows {
-			if r["linkfabric.type"] != "14" {
-				continue
-			}
-			first, _ := strconv.Atoi(r["linkfabric.fec.first_serial"])
-			n, _ := strconv.Atoi(r["linkfabric.fec.count"])
-			for k := 0; k < n; k++ {
-				if q := (first + k) % (1 << 17); !sent[q] {
-					t.Errorf("%s: parity covers serial %d, never sent", s.name, q)
-				}
-			}
-		}
+		checkSent(t, s.rows, "14", "linkfabric.fec.first_serial", "linkfabric.fec.count", sent, s.name+": parity covers")
 	case cellspipe.ModeCells:
 		l := cellspipe.CellStatsOf(d).Snapshot().Links[0]
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)

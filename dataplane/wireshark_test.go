@@ -184,13 +184,18 @@ func encoderFrames(t *testing.T, m linkcrc.Integrity) []wsFrame {
 		map[string]string{"linkfabric.type": "1", "linkfabric.serial": "42", "linkfabric.flags.retx": "1", "ip.proto": "17"})
 	add("data unseq", data(seqhdr.Header{Type: seqhdr.TypeData, Unseq: true, HasAck: true, Ack: 9}, 60),
 		map[string]string{"linkfabric.type": "1", "linkfabric.flags.unseq": "1", "linkfabric.ack_serial": "9", "ip.proto": "17"})
-	ctrl := func(h seqhdr.Header) []byte {
+	// put returns the frame a seqhdr.Put function writes (at most
+	// MinFrameLen bytes).
+	put := func(f func(b []byte) (int, error)) []byte {
 		b := make([]byte, seqhdr.MinFrameLen)
-		n, err := seqhdr.PutControl(b, &wsPeer, &wsLocal, &h)
+		n, err := f(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b[:n]
+	}
+	ctrl := func(h seqhdr.Header) []byte {
+		return put(func(b []byte) (int, error) { return seqhdr.PutControl(b, &wsPeer, &wsLocal, &h) })
 	}
 	add("ack", ctrl(seqhdr.Header{Type: seqhdr.TypeAck, HasAck: true, Ack: seqhdr.MakeSeq(3, true)}),
 		map[string]string{"linkfabric.type": "2", "linkfabric.ack_serial": "65539"})
@@ -203,12 +208,7 @@ func encoderFrames(t *testing.T, m linkcrc.Integrity) []wsFrame {
 	add("resume", ctrl(seqhdr.Header{Type: seqhdr.TypeResume}),
 		map[string]string{"linkfabric.type": "6", "linkfabric.pause_ns": "0"})
 	hello := func(h seqhdr.Hello) []byte {
-		b := make([]byte, seqhdr.MinFrameLen)
-		n, err := seqhdr.PutHello(b, &wsPeer, &wsLocal, &h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b[:n]
+		return put(func(b []byte) (int, error) { return seqhdr.PutHello(b, &wsPeer, &wsLocal, &h) })
 	}
 	add("hello", hello(seqhdr.Hello{Epoch: 0x1122334455667788, InitSeq: 77, Window: 4096, Lanes: 1, Protect: seqhdr.ProtectTx | seqhdr.ProtectRx | 1<<4,
 		MTU: 1500, Speed: 10000, Caps: seqhdr.CapsSet | 2}),

@@ -2,7 +2,6 @@ package dataplane_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -104,14 +103,7 @@ func TestWorkersLGRestart(t *testing.T) {
 	time.Sleep(time.Second)
 	sw2.Stop(t)
 	sw2 = dataplane.StartWatched(t, tb.NS("sw2"), cfg)
-	r := <-ran
-	missing, dups, ooo, detail := r.Check()
-	t.Logf("across the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	if dups > 0 || ooo > 0 {
-		for _, l := range detail {
-			t.Error(l)
-		}
-	}
+	(<-ran).Assert(t, "across the restart", true)
 	waitLanesUp(t, sw1, sw2, "restart")
 	after := restarts()
 	for i := range 2 {
@@ -119,12 +111,7 @@ func TestWorkersLGRestart(t *testing.T) {
 			t.Errorf("sw1 lane %d saw %d peer restarts; want 1", i, after[i]-before[i])
 		}
 	}
-	r = dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate)
-	missing, dups, ooo, detail = r.Check()
-	t.Logf("after the restart: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	for _, l := range detail {
-		t.Error(l)
-	}
+	dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate).Assert(t, "after the restart", false)
 	for _, w := range sw2.D.Stats().Workers {
 		if w.Ports[dataplane.PortHost].TX.Frames < dataplane.WorkerFlows*1000/10 {
 			t.Errorf("restarted sw2: worker %d delivered %d frames to host0", w.Worker, w.Ports[dataplane.PortHost].TX.Frames)
@@ -146,18 +133,9 @@ func TestWorkersLGLinkFlap(t *testing.T) {
 	ipIn(t, ns1, "link", "set", "link0", "down")
 	time.Sleep(time.Second)
 	ipIn(t, ns1, "link", "set", "link0", "up")
-	r := <-ran
-	missing, dups, ooo, detail := r.Check()
-	t.Logf("across the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	if dups > 0 || ooo > 0 {
-		for _, l := range detail {
-			t.Error(l)
-		}
-	}
+	(<-ran).Assert(t, "across the flap", true)
 	for name, s := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
-		if gone, err := s.Exited(); gone {
-			t.Fatalf("%s's dataplane exited during the flap: %v", name, err)
-		}
+		s.CheckRunning(t, name)
 	}
 	waitLanesUp(t, sw1, sw2, "flap")
 	st := sw1.D.Stats()
@@ -166,12 +144,7 @@ func TestWorkersLGLinkFlap(t *testing.T) {
 		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event (however many workers found it down), a positive time, up now",
 			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
 	}
-	r = dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate)
-	missing, dups, ooo, detail = r.Check()
-	t.Logf("after the flap: %d missing, %d duplicated, %d out of order", missing, dups, ooo)
-	for _, l := range detail {
-		t.Error(l)
-	}
+	dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate).Assert(t, "after the flap", false)
 }
 
 // TestWorkersMismatchSaid: sw1 runs lg with 2 workers (a session per
@@ -202,10 +175,7 @@ func TestWorkersMismatchSaid(t *testing.T) {
 // over both workers (16 streams: h1 hashes each to a queue, and all on one
 // has odds 2^-15), and both lanes recovered losses with none given up.
 func TestWorkersTCP(t *testing.T) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		netns.RequireRoot(t)
-		t.Fatalf("iperf3 missing (scripts/deps.sh installs it): %v", err)
-	}
+	dataplane.RequireIperf3(t)
 	tb, sw1, sw2 := dataplane.UpWorkersBed(t, lgpipe.ModeLG, &bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 62}, lgWorkers)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

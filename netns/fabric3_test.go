@@ -13,10 +13,7 @@ import (
 // four uplinks, two to each fabric node; fabric nodes: two links from each
 // edge, no host port), and the rates are the preset's defaults.
 func TestFabric3Preset(t *testing.T) {
-	topo, err := Preset("fabric3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := MustPreset(t, "fabric3")
 	sw, err := topo.Switches()
 	if err != nil || !slices.Equal(sw, []string{"e1", "e2", "e3", "f1", "f2"}) {
 		t.Fatalf("Switches() = %v, %v", sw, err)
@@ -79,10 +76,7 @@ func TestFabric3Preset(t *testing.T) {
 // ports imply; a role its ports contradict, an unknown role or namespace,
 // and a buffer without a rate are refused with the namespace or link named.
 func TestRolesImpliedAndChecked(t *testing.T) {
-	pair, err := Preset("pair")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pair := MustPreset(t, "pair")
 	for n, want := range map[string]NodeRole{"sw1": NodeEdge, "h2": NodeHost} {
 		if r, err := pair.Role(n); err != nil || r != want {
 			t.Errorf("pair %s: %s, %v; want %s", n, r, err, want)

@@ -16,10 +16,7 @@ func TestNodePorts(t *testing.T) {
 		{"pair", "h1", []string{"eth0"}, nil},
 		{"bundle", "sw1", []string{"host0"}, []string{"link0", "link1", "link2", "link3"}},
 	} {
-		topo, err := Preset(tc.preset)
-		if err != nil {
-			t.Fatal(err)
-		}
+		topo := MustPreset(t, tc.preset)
 		ports, err := topo.NodePorts(tc.node)
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.preset, tc.node, err)
@@ -28,7 +25,7 @@ func TestNodePorts(t *testing.T) {
 			t.Errorf("%s %s: host %v link %v, want %v %v", tc.preset, tc.node, h, l, tc.host, tc.link)
 		}
 	}
-	topo, _ := Preset("pair")
+	topo := MustPreset(t, "pair")
 	if _, err := topo.NodePorts("sw9"); err == nil || !strings.Contains(err.Error(), "sw9") {
 		t.Errorf("an unknown node: %v", err)
 	}

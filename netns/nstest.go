@@ -84,22 +84,36 @@ func RequireRoot(tb testing.TB) {
 	}
 }
 
+// MustPreset is Preset(name) for a test, which it fails on error.
+func MustPreset(tb testing.TB, name string) *Topology {
+	tb.Helper()
+	topo, err := Preset(name)
+	if err != nil {
+		tb.Fatalf("netns: preset %q: %v", name, err)
+	}
+	return topo
+}
+
 // TestUp is the usual start of an integration test: it skips unless root,
 // makes a unique prefix from base with cleanup, and brings topology preset
 // up with opts (opts.Prefix is overwritten). It fails the test on error.
 func TestUp(tb testing.TB, base, preset string, opts Options) *Testbed {
 	tb.Helper()
 	RequireRoot(tb)
-	topo, err := Preset(preset)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	return TestUpTopology(tb, base, MustPreset(tb, preset), opts)
+}
+
+// TestUpTopology is TestUp for a topology of the test's own (a preset
+// changed, or parsed from the test's YAML).
+func TestUpTopology(tb testing.TB, base string, topo *Topology, opts Options) *Testbed {
+	tb.Helper()
+	RequireRoot(tb)
 	opts.Prefix = TestPrefix(tb, base)
 	start := time.Now()
 	t, err := Up(topo, opts)
 	if err != nil {
-		tb.Fatalf("netns.Up(%s, prefix %s): %v", preset, opts.Prefix, err)
+		tb.Fatalf("netns.Up(%s, prefix %s): %v", topo.Name, opts.Prefix, err)
 	}
-	tb.Logf("testbed %s (%s, forwarding %s) up in %v", opts.Prefix, preset, t.Forwarding, time.Since(start).Round(time.Millisecond))
+	tb.Logf("testbed %s (%s, forwarding %s) up in %v", opts.Prefix, topo.Name, t.Forwarding, time.Since(start).Round(time.Millisecond))
 	return t
 }

@@ -41,6 +41,19 @@ func Do(ns string, fn func() error) error {
 }
 
 func doIn(target vnetns.NsHandle, ns string, fn func() error) error {
+	return onThread(ns, func() error {
+		if err := vnetns.Set(target); err != nil {
+			return fmt.Errorf("netns %s: setns: %w", ns, err)
+		}
+		return fn()
+	})
+}
+
+// onThread runs fn on a locked OS thread of its own and then switches that
+// thread back to the namespace it was in (fn may switch it: setns, or
+// creating a namespace). If the thread cannot be switched back it is left
+// locked: the runtime kills it when its goroutine exits.
+func onThread(ns string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -51,15 +64,8 @@ func doIn(target vnetns.NsHandle, ns string, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		if err := vnetns.Set(target); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("netns %s: setns: %w", ns, err)
-			return
-		}
 		ferr := fn()
 		if err := vnetns.Set(orig); err != nil {
-			// Leave the thread locked: the runtime kills it when this
-			// goroutine exits.
 			errc <- errors.Join(ferr, fmt.Errorf("netns %s: switching back: %w", ns, err))
 			return
 		}
@@ -127,15 +133,11 @@ func SetRouteRTOMin(ns, dev, prefix string, d time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("netns %s: route %q: want a prefix like 10.0.0.0/24", ns, prefix)
 	}
-	h, closeH, err := handleFor(ns)
+	h, link, closeH, err := linkFor(ns, dev)
 	if err != nil {
-		return err
+		return fmt.Errorf("route %s: %w", prefix, err)
 	}
 	defer closeH()
-	link, err := h.LinkByName(dev)
-	if err != nil {
-		return fmt.Errorf("netns %s: route %s: device %s: %w", ns, prefix, dev, err)
-	}
 	r := &netlink.Route{
 		LinkIndex: link.Attrs().Index,
 		Dst:       dst,
@@ -165,15 +167,11 @@ func RouteRTOMin(ns, dev, prefix string) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("netns %s: route %q: want a prefix like 10.0.0.0/24", ns, prefix)
 	}
-	h, closeH, err := handleFor(ns)
+	h, link, closeH, err := linkFor(ns, dev)
 	if err != nil {
 		return 0, err
 	}
 	defer closeH()
-	link, err := h.LinkByName(dev)
-	if err != nil {
-		return 0, fmt.Errorf("netns %s: device %s: %w", ns, dev, err)
-	}
 	rs, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: dst, LinkIndex: link.Attrs().Index},
 		netlink.RT_FILTER_DST|netlink.RT_FILTER_OIF)
 	if err != nil {
@@ -222,6 +220,21 @@ func WaitPing(ctx context.Context, fromNS, addr string) error {
 	}
 }
 
+// linkFor returns a netlink handle bound to the named namespace and its
+// device dev.
+func linkFor(ns, dev string) (*netlink.Handle, netlink.Link, func(), error) {
+	h, closeH, err := handleFor(ns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l, err := h.LinkByName(dev)
+	if err != nil {
+		closeH()
+		return nil, nil, nil, fmt.Errorf("netns %s: device %s: %w", ns, dev, err)
+	}
+	return h, l, closeH, nil
+}
+
 // handleFor returns a netlink handle bound to the named namespace.
 func handleFor(ns string) (*netlink.Handle, func(), error) {
 	nsh, err := vnetns.GetFromName(ns)
@@ -267,28 +280,11 @@ func createNamed(ns string) (vnetns.NsHandle, error) {
 	if err := makeRunDirShared(); err != nil {
 		return vnetns.None(), fmt.Errorf("netns %s: preparing %s: %w", ns, RunDir, err)
 	}
-	type res struct {
-		h   vnetns.NsHandle
-		err error
-	}
-	c := make(chan res, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := vnetns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			c <- res{vnetns.None(), err}
-			return
-		}
-		defer orig.Close()
-		h, err := vnetns.NewNamed(ns)
-		if serr := vnetns.Set(orig); serr != nil {
-			c <- res{h, errors.Join(err, serr)} // thread stays locked and dies
-			return
-		}
-		runtime.UnlockOSThread()
-		c <- res{h, err}
-	}()
-	r := <-c
-	return r.h, r.err
+	h := vnetns.None()
+	err := onThread(ns, func() error {
+		var err error
+		h, err = vnetns.NewNamed(ns)
+		return err
+	})
+	return h, err
 }

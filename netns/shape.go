@@ -57,15 +57,11 @@ func SetTBF(ns, dev string, s Shape) error {
 	if err := s.validate(); err != nil {
 		return fmt.Errorf("netns %s: %s: tbf: %w", ns, dev, err)
 	}
-	h, closeH, err := handleFor(ns)
+	h, l, closeH, err := linkFor(ns, dev)
 	if err != nil {
 		return err
 	}
 	defer closeH()
-	l, err := h.LinkByName(dev)
-	if err != nil {
-		return fmt.Errorf("netns %s: %s: %w", ns, dev, err)
-	}
 	rate := uint64(s.Rate) / 8
 	q := &netlink.Tbf{
 		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},

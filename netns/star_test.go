@@ -7,10 +7,7 @@ import (
 )
 
 func TestStarMatchesPreset(t *testing.T) {
-	p, err := Preset("star4")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := MustPreset(t, "star4")
 	s, err := Star(4, StarOptions{Shape: &Shape{Rate: 100_000_000, Burst: 16 << 10, Limit: 64 << 10}})
 	if err != nil {
 		t.Fatal(err)

@@ -234,7 +234,7 @@ func TestRunHelpers(t *testing.T) {
 func TestDownTwiceAndLeavesNothing(t *testing.T) {
 	RequireRoot(t)
 	p := TestPrefix(t, "lfn")
-	topo, _ := Preset("pair")
+	topo := MustPreset(t, "pair")
 	if _, err := Up(topo, Options{Prefix: p}); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestDownOnlyItsOwnPrefix(t *testing.T) {
 	p := TestPrefix(t, "lfn")
 	longer := p + "x" // a prefix that extends p: its namespaces start with p
 	t.Cleanup(func() { Down(longer) })
-	topo, _ := Preset("pair")
+	topo := MustPreset(t, "pair")
 	if _, err := Up(topo, Options{Prefix: p, Forwarding: ForwardingNone}); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func sorted(s []string) []string {
 func TestUpCollisionRollsBack(t *testing.T) {
 	RequireRoot(t)
 	p := TestPrefix(t, "lfn")
-	topo, _ := Preset("pair")
+	topo := MustPreset(t, "pair")
 	// Someone else's namespace with the name the testbed wants for sw2.
 	taken := p + "sw2"
 	if out, err := exec.Command("ip", "netns", "add", taken).CombinedOutput(); err != nil {
@@ -346,7 +346,7 @@ func TestUpFailureMidwayRollsBack(t *testing.T) {
 	for _, step := range []string{"namespaces", "veths", "links", "bridges"} {
 		t.Run(step, func(t *testing.T) {
 			p := TestPrefix(t, "lfn")
-			topo, _ := Preset("pair")
+			topo := MustPreset(t, "pair")
 			testHook = func(s string) error {
 				if s == step {
 					return errors.New("injected failure after " + s)
@@ -358,12 +358,7 @@ func TestUpFailureMidwayRollsBack(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "injected") {
 				t.Fatalf("Up error = %v", err)
 			}
-			if got := netnsList(t, p); len(got) != 0 {
-				t.Errorf("namespaces left after failed Up: %v", got)
-			}
-			if _, err := os.Stat(statePath(p)); !os.IsNotExist(err) {
-				t.Errorf("state file left after failed Up: %v", err)
-			}
+			checkNothingLeft(t, p)
 		})
 	}
 }
@@ -373,7 +368,7 @@ func TestUpKernelFailureRollsBack(t *testing.T) {
 	p := TestPrefix(t, "lfn")
 	// Valid as data, refused by the kernel after namespaces and veths
 	// exist: an IPv6 address where Up has disabled IPv6.
-	topo, _ := Preset("pair")
+	topo := MustPreset(t, "pair")
 	topo.Addresses["h2:eth0"] = append(topo.Addresses["h2:eth0"], "fd00::2/64")
 	_, err := Up(topo, Options{Prefix: p})
 	if err == nil {
@@ -383,6 +378,13 @@ func TestUpKernelFailureRollsBack(t *testing.T) {
 	if !strings.Contains(err.Error(), p+"h2") || !strings.Contains(err.Error(), "eth0") {
 		t.Errorf("error does not name the namespace and interface: %v", err)
 	}
+	checkNothingLeft(t, p)
+}
+
+// checkNothingLeft fails the test if a failed Up of prefix p left a
+// namespace or its state file behind.
+func checkNothingLeft(t *testing.T, p string) {
+	t.Helper()
 	if got := netnsList(t, p); len(got) != 0 {
 		t.Errorf("namespaces left after failed Up: %v", got)
 	}
@@ -423,7 +425,7 @@ func TestBundleUpDown(t *testing.T) {
 func TestDownStopsLeftoverProcesses(t *testing.T) {
 	RequireRoot(t)
 	p := TestPrefix(t, "lfn")
-	topo, _ := Preset("pair")
+	topo := MustPreset(t, "pair")
 	tb, err := Up(topo, Options{Prefix: p})
 	if err != nil {
 		t.Fatal(err)

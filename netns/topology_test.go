@@ -9,10 +9,7 @@ import (
 )
 
 func TestPresetPair(t *testing.T) {
-	topo, err := Preset("pair")
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := MustPreset(t, "pair")
 	if got := strings.Join(topo.NamespaceNames("lf"), " "); got != "lfh1 lfsw1 lfsw2 lfh2" {
 		t.Errorf("namespaces = %s", got)
 	}
@@ -52,10 +49,7 @@ func TestPresetPair(t *testing.T) {
 }
 
 func TestPresetBundleExpandsCount(t *testing.T) {
-	topo, err := Preset("bundle")
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := MustPreset(t, "bundle")
 	var links []string
 	for _, l := range topo.Links {
 		if l.MTU == MTULink {
@@ -147,10 +141,7 @@ func TestParseTopologyErrors(t *testing.T) {
 }
 
 func TestTopologyRoundTrip(t *testing.T) {
-	topo, err := Preset("bundle")
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := MustPreset(t, "bundle")
 	j, err := json.Marshal(topo)
 	if err != nil {
 		t.Fatal(err)

@@ -62,10 +62,7 @@ func TestWireExpand(t *testing.T) {
 		t.Errorf("a wire shadowing namespace \"wire\": %v; want an error that says how to name the wire", err)
 	}
 	// up --netem on the preset: the link gets a wire, the host links not.
-	p, err := Preset("pair")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := MustPreset(t, "pair")
 	p.SetNetem("delay 1ms")
 	x, err := p.Expand()
 	if err != nil {
@@ -92,10 +89,7 @@ func TestWireForwards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := Up(topo, Options{Prefix: TestPrefix(t, "lfd")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := TestUpTopology(t, "lfd", topo, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {

@@ -96,6 +96,23 @@ func (c cli) fails(t *testing.T, args []string, want ...string) result {
 	return r
 }
 
+// rootCLI skips the test unless it runs as root (netns.RequireRoot) and
+// builds the binary.
+func rootCLI(t *testing.T) cli {
+	t.Helper()
+	netns.RequireRoot(t)
+	return cli{bin: buildCLI(t)}
+}
+
+// cliOnBed is rootCLI and a pair testbed (base and opts as netns.TestUp
+// takes them) with its switch ports left for linkfabric run.
+func cliOnBed(t *testing.T, base string, opts netns.Options) (cli, *netns.Testbed) {
+	t.Helper()
+	c := rootCLI(t)
+	opts.Forwarding = netns.ForwardingNone
+	return c, netns.TestUp(t, base, "pair", opts)
+}
+
 // buildCLI builds the binary into a fresh temporary directory that other
 // users can enter (for the non-root run).
 func buildCLI(t *testing.T) string {
@@ -189,10 +206,18 @@ func testbed(t *testing.T) (*netns.Testbed, map[string]bool) {
 	return tb, namespaces(t)
 }
 
-// detachAtCleanup removes a standalone impairer from dev in ns when the
-// test ends, whatever happened.
-func detachAtCleanup(t *testing.T, c cli, ns, dev string) {
-	t.Cleanup(func() { c.run(t, "impair", "--netns", ns, "--dev", dev, "--off") })
+// impairLink attaches a standalone impairer to link0 in ns (impair
+// --netns ns --dev link0 args...), removed again when the test ends whatever
+// happened, and returns its XDP program's ID.
+func impairLink(t *testing.T, c cli, ns string, args ...string) uint32 {
+	t.Helper()
+	t.Cleanup(func() { c.run(t, "impair", "--netns", ns, "--dev", "link0", "--off") })
+	c.ok(t, append([]string{"impair", "--netns", ns, "--dev", "link0"}, args...)...)
+	id := xdpOn(t, ns)["link0"]
+	if id == 0 {
+		t.Fatalf("impair attached nothing to link0 in %s", ns)
+	}
+	return id
 }
 
 func TestCLI(t *testing.T) {
@@ -247,12 +272,7 @@ func TestCLI(t *testing.T) {
 	t.Run("run-xdp-busy", func(t *testing.T) {
 		tb, before := testbed(t)
 		sw1 := tb.NS("sw1")
-		detachAtCleanup(t, c, sw1, "link0")
-		c.ok(t, "impair", "--netns", sw1, "--dev", "link0", "--loss", "0.1")
-		id := xdpOn(t, sw1)["link0"]
-		if id == 0 {
-			t.Fatalf("impair attached nothing to link0 in %s", sw1)
-		}
+		id := impairLink(t, c, sw1, "--loss", "0.1")
 		c.fails(t, []string{"run", "--netns", sw1, "--host-port", "host0", "--link-port", "link0"},
 			"link0", "already has XDP program", fmt.Sprint(id), "impair --off")
 		// run took its host0 program away again and left the impairer alone.
@@ -280,11 +300,7 @@ func TestCLI(t *testing.T) {
 	t.Run("impair-off-twice", func(t *testing.T) {
 		tb, before := testbed(t)
 		sw2 := tb.NS("sw2")
-		detachAtCleanup(t, c, sw2, "link0")
-		c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--loss", "0.1")
-		if xdpOn(t, sw2)["link0"] == 0 {
-			t.Fatal("impair attached nothing")
-		}
+		impairLink(t, c, sw2, "--loss", "0.1")
 		r1 := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--off")
 		r2 := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--off")
 		if !strings.Contains(r1.stdout, "detached") || !strings.Contains(r2.stdout, "nothing to do") {
@@ -296,8 +312,7 @@ func TestCLI(t *testing.T) {
 	t.Run("impair-stats-json", func(t *testing.T) {
 		tb, before := testbed(t)
 		sw2 := tb.NS("sw2")
-		detachAtCleanup(t, c, sw2, "link0")
-		c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--loss", "0.1", "--seed", "5")
+		impairLink(t, c, sw2, "--loss", "0.1", "--seed", "5")
 		r := c.ok(t, "impair", "--netns", sw2, "--dev", "link0", "--stats", "--json")
 		var doc struct {
 			Dev          string   `json:"dev"`
@@ -667,17 +682,6 @@ func (r *runningCLI) signal(t *testing.T, sig os.Signal) string {
 // their figures and writes a JSON report with a summary; an unknown
 // scenario is named with the ones there are.
 func testCellsSim(t *testing.T, c cli) {
-	out := filepath.Join(t.TempDir(), "out", "cells-sim.json")
-	r := c.ok(t, "cells", "sim", "--scenario", "reasm,linkdeath", "--seed", "3", "--out", out)
-	for _, w := range []string{"reasm", "linkdeath", "discarded_records", "lg_lost", "2 of 2 scenarios within range"} {
-		if !strings.Contains(r.stdout, w) {
-			t.Errorf("cells sim output lacks %q:\n%s", w, r.stdout)
-		}
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Seed      uint64 `json:"seed"`
 		Scenarios []struct {
@@ -686,9 +690,8 @@ func testCellsSim(t *testing.T, c cli) {
 		} `json:"scenarios"`
 		Summary map[string]any `json:"summary"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
+	simReport(t, c, []string{"cells", "sim", "--scenario", "reasm,linkdeath", "--seed", "3"},
+		[]string{"reasm", "linkdeath", "discarded_records", "lg_lost", "2 of 2 scenarios within range"}, &rep)
 	if rep.Seed != 3 || len(rep.Scenarios) != 2 || rep.Summary["pass"] != true || rep.Summary["lg_lost"] != nil ||
 		rep.Summary["linkdeath_lg_lost"] != 0.0 || rep.Summary["reasm_timeouts"] != 1.0 {
 		t.Errorf("report: seed %d, %d scenarios, summary %v", rep.Seed, len(rep.Scenarios), rep.Summary)
@@ -696,26 +699,35 @@ func testCellsSim(t *testing.T, c cli) {
 	c.fails(t, []string{"cells", "sim", "--scenario", "nosuch"}, "nosuch", "packing", "scale")
 }
 
-// tdma sim needs no root either: its scenarios' figures in a table and a
-// JSON summary; paper mode shows overruns under loss, lease mode none.
-func testTDMASim(t *testing.T, c cli) {
-	out := filepath.Join(t.TempDir(), "out", "tdma-sim.json")
-	r := c.ok(t, "tdma", "sim", "--scenario", "shuffle,ctlloss", "--out", out)
-	for _, w := range []string{"completion_over_ideal", "paper_p1_overrun_bytes", "2 of 2 scenarios within range"} {
+// simReport runs a sim command (args) with --out in a directory it makes,
+// checks that its output names every one of want, and decodes the JSON
+// report it wrote into rep.
+func simReport(t *testing.T, c cli, args, want []string, rep any) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out", "sim.json")
+	r := c.ok(t, append(args, "--out", out)...)
+	for _, w := range want {
 		if !strings.Contains(r.stdout, w) {
-			t.Errorf("tdma sim output lacks %q:\n%s", w, r.stdout)
+			t.Errorf("%s output lacks %q:\n%s", strings.Join(args[:2], " "), w, r.stdout)
 		}
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(b, rep); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+}
+
+// tdma sim needs no root either: its scenarios' figures in a table and a
+// JSON summary; paper mode shows overruns under loss, lease mode none.
+func testTDMASim(t *testing.T, c cli) {
 	var rep struct {
 		Summary map[string]any `json:"summary"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
+	simReport(t, c, []string{"tdma", "sim", "--scenario", "shuffle,ctlloss"},
+		[]string{"completion_over_ideal", "paper_p1_overrun_bytes", "2 of 2 scenarios within range"}, &rep)
 	if rep.Summary["pass"] != true || rep.Summary["ctlloss_lease_p1_overrun_bytes"] != 0.0 {
 		t.Errorf("summary %v", rep.Summary)
 	}

@@ -126,16 +126,9 @@ func TestBitFlipsNeverDelivered(t *testing.T) {
 		bitFlips(t, c, netns.TestUp(t, "lfd", "pair", netns.Options{Forwarding: netns.ForwardingNone}))
 	})
 	t.Run("wire", func(t *testing.T) {
-		topo, err := netns.Preset("pair")
-		if err != nil {
-			t.Fatal(err)
-		}
+		topo := netns.MustPreset(t, "pair")
 		topo.SetNetem("") // a wire without netem (this kernel has none)
-		tb, err := netns.Up(topo, netns.Options{Prefix: netns.TestPrefix(t, "lfd"), Forwarding: netns.ForwardingNone})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bitFlips(t, c, tb)
+		bitFlips(t, c, netns.TestUpTopology(t, "lfd", topo, netns.Options{Forwarding: netns.ForwardingNone}))
 	})
 }
 
@@ -287,8 +280,7 @@ func hostPathDrops(t *testing.T, tb *netns.Testbed) uint64 {
 // else with an error that names the flag and its values; --help says that
 // both ends must agree.
 func TestIntegrityFlag(t *testing.T) {
-	netns.RequireRoot(t)
-	c := cli{bin: buildCLI(t)}
+	c := rootCLI(t)
 	c.fails(t, []string{"run", "--host-port", "host0", "--link-port", "link0", "--mode", "lg", "--integrity", "crc32"},
 		"--integrity", "auto", "crc32c", "csum", "off")
 	h := c.ok(t, "run", "--help")

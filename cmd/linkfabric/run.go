@@ -341,24 +341,31 @@ type portShapeFlags struct {
 
 // parsePortShapes parses --port-rate and --port-buffer (PORT=VALUE lists).
 func parsePortShapes(rates, buffers string) (portShapeFlags, error) {
-	f := portShapeFlags{rates: map[string]uint64{}, buffers: map[string]int{}}
-	for _, item := range cli.SplitList(rates) {
-		port, v, ok := strings.Cut(item, "=")
-		r, err := netns.ParseBitRate(v)
-		if !ok || port == "" || err != nil {
-			return f, fmt.Errorf("--port-rate %q: want PORT=RATE, e.g. --port-rate link0=500M,host0=1G (bit/s; 0: unlimited)", item)
-		}
-		f.rates[port] = uint64(r)
+	var f portShapeFlags
+	var err error
+	f.rates, err = parsePortValues(rates, func(v string) (uint64, error) { r, err := netns.ParseBitRate(v); return uint64(r), err },
+		"--port-rate %q: want PORT=RATE, e.g. --port-rate link0=500M,host0=1G (bit/s; 0: unlimited)")
+	if err != nil {
+		return f, err
 	}
-	for _, item := range cli.SplitList(buffers) {
+	f.buffers, err = parsePortValues(buffers, func(v string) (int, error) { b, err := netns.ParseByteSize(v); return int(b), err },
+		"--port-buffer %q: want PORT=BYTES, e.g. --port-buffer link0=64K (K = 1024)")
+	return f, err
+}
+
+// parsePortValues parses a PORT=VALUE list with parse; bad is the error's
+// format for an item that is not one.
+func parsePortValues[T any](list string, parse func(string) (T, error), bad string) (map[string]T, error) {
+	m := map[string]T{}
+	for _, item := range cli.SplitList(list) {
 		port, v, ok := strings.Cut(item, "=")
-		b, err := netns.ParseByteSize(v)
+		x, err := parse(v)
 		if !ok || port == "" || err != nil {
-			return f, fmt.Errorf("--port-buffer %q: want PORT=BYTES, e.g. --port-buffer link0=64K (K = 1024)", item)
+			return m, fmt.Errorf(bad, item)
 		}
-		f.buffers[port] = int(b)
+		m[port] = x
 	}
-	return f, nil
+	return m, nil
 }
 
 // apply returns base (the topology's port shapes, or nil) with the flags'

@@ -40,15 +40,9 @@ none leaves them for the dataplane.`,
 		Hidden:     true,
 		Deprecated: "use 'linkfabric up --mode kernel' (Linux bridges) or 'linkfabric up --mode none' (bare ports), which take the same flags",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("testbed up"); err != nil {
-				return err
-			}
-			topo, err := loadTopology(preset, topoFile)
+			topo, err := rootTopology("testbed up", preset, topoFile, netem)
 			if err != nil {
 				return err
-			}
-			if netem != "" {
-				topo.SetNetem(netem)
 			}
 			return bedUp(os.Stdout, topo, opts, asJSON)
 		},
@@ -121,4 +115,20 @@ func loadTopology(preset, file string) (*netns.Topology, error) {
 		return netns.LoadTopology(file)
 	}
 	return netns.Preset(preset)
+}
+
+// rootTopology is what command what builds: it needs root, then the topology
+// of --preset or --topology, with --netem (if given) on its links.
+func rootTopology(what, preset, file, netem string) (*netns.Topology, error) {
+	if err := cli.RequireRoot(what); err != nil {
+		return nil, err
+	}
+	topo, err := loadTopology(preset, file)
+	if err != nil {
+		return nil, err
+	}
+	if netem != "" {
+		topo.SetNetem(netem)
+	}
+	return topo, nil
 }

@@ -59,15 +59,9 @@ what exists; 'linkfabric testbed forwarding kernel|none' switches one that is up
   linkfabric up --mode none                       # bare ports for linkfabric run; stays up
   linkfabric up --mode kernel --netem "loss 1% corrupt 0.1%"   # Linux bridges, tc netem on the link`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cli.RequireRoot("up"); err != nil {
-				return err
-			}
-			topo, err := loadTopology(preset, topoFile)
+			topo, err := rootTopology("up", preset, topoFile, netem)
 			if err != nil {
 				return err
-			}
-			if netem != "" {
-				topo.SetNetem(netem)
 			}
 			opts := netns.Options{Prefix: prefix, Forwarding: netns.ForwardingNone, MTU: mtu, LinkHeaderLen: linkHeader, LinkQueues: linkQueues}
 			if mode == netns.ForwardingKernel || mode == netns.ForwardingNone {

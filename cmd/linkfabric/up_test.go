@@ -22,8 +22,7 @@ import (
 // everything and leaves no namespace or record behind. A topology the mode
 // cannot run is refused before anything is built, naming what works.
 func TestUp(t *testing.T) {
-	netns.RequireRoot(t)
-	c := cli{bin: buildCLI(t)}
+	c := rootCLI(t)
 	p := netns.TestPrefix(t, "lfn")
 
 	c.fails(t, []string{"up", "--preset", "fabric3", "--prefix", p}, "--mode forward", "fabric3", "takes one --link-port", "--preset pair")
@@ -180,8 +179,7 @@ func (u *upProc) stop(t *testing.T) {
 // and two fabric nodes), each with its own node id; the hosts reach each
 // other through the cells, and stats shows each node's cells counters.
 func TestUpCells(t *testing.T) {
-	netns.RequireRoot(t)
-	c := cli{bin: buildCLI(t)}
+	c := rootCLI(t)
 	p := netns.TestPrefix(t, "lfc")
 	c.fails(t, []string{"up", "--preset", "fabric3", "--mode", "lg", "--prefix", p}, "--mode lg cannot run topology fabric3", "modes that run topology fabric3: cells")
 	// Cells flags a run refuses, naming the flag and what works.

@@ -17,9 +17,7 @@ import (
 )
 
 func TestRunWorkers(t *testing.T) {
-	netns.RequireRoot(t)
-	c := cli{bin: buildCLI(t)}
-	tb := netns.TestUp(t, "lfq6", "pair", netns.Options{Forwarding: netns.ForwardingNone, Queues: 2})
+	c, tb := cliOnBed(t, "lfq6", netns.Options{Queues: 2})
 	sw1, sw2 := tb.NS("sw1"), tb.NS("sw2")
 	base := []string{"run", "--netns", sw1, "--host-port", "host0", "--link-port", "link0", "--mode", "lg"}
 	c.fails(t, append(base, "--workers", "3"), "--workers 3", "host0", "2 RX and 2 TX", "ethtool -L host0 combined 3", "queues: 3")

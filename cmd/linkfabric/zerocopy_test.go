@@ -16,9 +16,7 @@ import (
 )
 
 func TestRunZeroCopy(t *testing.T) {
-	netns.RequireRoot(t)
-	c := cli{bin: buildCLI(t)}
-	tb := netns.TestUp(t, "lfzc", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: 2})
+	c, tb := cliOnBed(t, "lfzc", netns.Options{LinkQueues: 2})
 	sw1 := tb.NS("sw1")
 	for _, tc := range []struct {
 		zerocopy, needWakeup, reason string

@@ -58,27 +58,25 @@ func ParseFlowSize(flag, v string) (int64, error) {
 
 // RateFlag parses the bit rate flag --name ("" keeps the default).
 func RateFlag(name, v string, dst *netns.BitRate) error {
-	if v == "" {
-		return nil
-	}
-	r, err := netns.ParseBitRate(v)
-	if err != nil || r == 0 {
-		return fmt.Errorf("--%s %q: want a rate like 100M or 1G", name, v)
-	}
-	*dst = r
-	return nil
+	return unitFlag(name, v, dst, netns.ParseBitRate, "a rate like 100M or 1G")
 }
 
 // SizeFlag parses the byte size flag --name ("" keeps the default).
 func SizeFlag(name, v string, dst *netns.ByteSize) error {
+	return unitFlag(name, v, dst, netns.ParseByteSize, "a size like 256K or 2M (K = 1024)")
+}
+
+// unitFlag parses flag --name with parse into dst ("" keeps the default; 0
+// is refused); want says what the flag takes.
+func unitFlag[T ~uint64 | ~int](name, v string, dst *T, parse func(string) (T, error), want string) error {
 	if v == "" {
 		return nil
 	}
-	b, err := netns.ParseByteSize(v)
-	if err != nil || b == 0 {
-		return fmt.Errorf("--%s %q: want a size like 256K or 2M (K = 1024)", name, v)
+	x, err := parse(v)
+	if err != nil || x == 0 {
+		return fmt.Errorf("--%s %q: want %s", name, v, want)
 	}
-	*dst = b
+	*dst = x
 	return nil
 }
 
