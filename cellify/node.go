@@ -68,6 +68,7 @@ type Node struct {
 	sess      []uint16    // per edge id: the schedulers' session nonce with it as a source
 	noRoute   bool        // a VOQ waits for a route
 	allocWait bool        // a VOQ waits for a buffer
+	linkWait  bool        // a VOQ waits for room on its links (retried at every Poll: room comes with the link's events)
 
 	Out   Output
 	Stats NodeStats
@@ -451,8 +452,8 @@ func (n *Node) Poll(now int64) int64 {
 	if !n.edge {
 		return next
 	}
-	if n.allocWait {
-		n.allocWait = false
+	if n.allocWait || n.linkWait {
+		n.allocWait, n.linkWait = false, false
 		n.serveAll()
 		if n.allocWait {
 			next = min(next, now+allocRetry)

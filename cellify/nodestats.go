@@ -29,6 +29,7 @@ type NodeStats struct {
 	VOQDrops  uint64 // host frames a VOQ refused (full) or no VOQ could take
 	CellsCut  uint64
 	Stalls    uint64 // VOQ services stopped for want of a route or a buffer (retried)
+	LinkFull  uint64 // ... of them, for want of room on every link of their class toward their edge (NodeConfig.LinkRoom)
 
 	// Egress (edge).
 	Delivered      uint64 // frames listed in Deliver

@@ -226,6 +226,9 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	if cc.reasmWindow > 0 {
 		nc.Reasm.Window = cc.reasmWindow
 	}
+	if linkpipe.FindLayer(cc.LinkMode) != nil {
+		nc.LinkRoom = pl.linkRoom
+	}
 	nc.LinkMACs = make([][12]byte, len(ps.Links))
 	for l, port := range ps.Links {
 		m := &nc.LinkMACs[l]
@@ -686,6 +689,9 @@ func (pl *cellPipeline) ReachCounts(l int) (rx, lost uint64) {
 	lr := pl.node.Reach().Link(l)
 	return lr.ReachRx, lr.ReachLost
 }
+
+// linkRoom is how many more cells link l's layer takes now.
+func (pl *cellPipeline) linkRoom(l int) int { return pl.links[l].Room() }
 
 // CellFrame is the largest cell frame.
 func (pl *cellPipeline) CellFrame() int { return pl.cellFrame }

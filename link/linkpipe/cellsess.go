@@ -30,6 +30,9 @@ type Layer interface {
 	// layer has to send.
 	ToLink(now int64, lo *link.Out, tx *dataplane.Tx)
 	Pump(now int64, tx *dataplane.Tx)
+	// Room is how many more cells ToLink takes now (it drops beyond):
+	// the node cuts no more for the link meanwhile (NodeConfig.LinkRoom).
+	Room() int
 	// Failover: the link left the node's usable set (hand back what it holds).
 	Failover(now int64)
 	// QueuedBytes waits in the layer to be sent; Held is the frames it

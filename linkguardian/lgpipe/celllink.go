@@ -358,6 +358,9 @@ func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *dataplane.Tx) {
 	}
 }
 
+// Room is the credit queue's free places.
+func (c *cellLink) Room() int { return len(c.q) - c.qLen }
+
 // QueuedBytes is what waits in the credit queue.
 func (c *cellLink) QueuedBytes() int { return c.qBytes }
 
