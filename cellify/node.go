@@ -246,7 +246,8 @@ func (n *Node) rxCell(f link.Frame, b []byte) {
 // loss class not in exclude (with none, of the next looser class that has
 // one); it frees the frame and returns false if there is none.
 func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) bool {
-	lc := n.cfg.Reach.Classes.For(h.Class)
+	own := n.cfg.Reach.Classes.For(h.Class)
+	lc := own
 	mask := n.reach.RoutesIn(lc, h.Dst) &^ exclude
 	if mask == 0 {
 		// The cell is in the fabric already: with no usable link of its
@@ -272,7 +273,7 @@ func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) 
 		SetFCI(b)
 		n.Stats.FCIMarks++
 	}
-	n.sendCell(l, lc, f, b)
+	n.sendCell(l, own, f, b) // counted in its own class, whatever the link's
 	return true
 }
 

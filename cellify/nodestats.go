@@ -5,8 +5,9 @@ package cellify
 type LinkStats struct {
 	TxFrames, TxBytes, TxCells, TxCtrl uint64
 	RxFrames, RxBytes, RxCells, RxCtrl uint64
-	// TxClassBytes[k-1]: cell frame bytes sent of loss class k (all in
-	// [0] with loss classes off).
+	// TxClassBytes[k-1]: cell frame bytes sent of loss class k, the
+	// cells' own (one that took a looser class counts in its own; all
+	// in [0] with loss classes off).
 	TxClassBytes [MaxLossClasses]uint64
 }
 

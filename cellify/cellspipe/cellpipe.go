@@ -681,6 +681,9 @@ func (pl *cellPipeline) CellsLost(now int64, l, n int) { pl.node.CellsLost(now, 
 // SetLoss reports link l's measured loss to the node.
 func (pl *cellPipeline) SetLoss(now int64, l int, loss float64) { pl.node.SetLoss(now, l, loss) }
 
+// ClassRoute is the node's: cell f of link l has another link of its class.
+func (pl *cellPipeline) ClassRoute(l int, f link.Frame) bool { return pl.node.ClassRoute(l, f) }
+
 // Usable is the node's usable links.
 func (pl *cellPipeline) Usable() uint64 { return pl.node.Reach().Usable() }
 

@@ -66,6 +66,9 @@ type Cells interface {
 	Respray(now int64, l int, frames []link.Frame)
 	CellsLost(now int64, l, n int)
 	SetLoss(now int64, l int, loss float64)
+	// ClassRoute: cell f, handed back by link l, would find another
+	// usable link of its own loss class (else the layer keeps it).
+	ClassRoute(l int, f link.Frame) bool
 	// Usable is the node's usable links (bit l: link l); ReachCounts link
 	// l's REACHes received and missed; AckedSince whether a link other
 	// than l had an ACK after t.
