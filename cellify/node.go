@@ -255,7 +255,10 @@ func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) 
 		// takes the only clean link out), a looser class that reaches
 		// its edge carries it, as a link of that class would lose it only
 		// at that class's bound, where dropping loses it surely. Its VOQ's
-		// cells not cut yet still wait for a route in their class.
+		// cells not cut yet still wait for a route in their class. (An
+		// edge's link layers keep the cells they hand back that have no
+		// other link of their class, ClassRoute: here come only those
+		// their queue had no room for.)
 		for k := lc + 1; mask == 0 && k <= MaxLossClasses; k++ {
 			if mask = n.reach.RoutesIn(k, h.Dst) &^ exclude; mask != 0 {
 				lc = k
