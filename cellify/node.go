@@ -68,6 +68,7 @@ type Node struct {
 	sess      []uint16    // per edge id: the schedulers' session nonce with it as a source
 	noRoute   bool        // a VOQ waits for a route
 	allocWait bool        // a VOQ waits for a buffer
+	linkWait  bool        // a VOQ waits for room on its links (retried at every Poll: room comes with the link's events)
 
 	Out   Output
 	Stats NodeStats
@@ -245,7 +246,8 @@ func (n *Node) rxCell(f link.Frame, b []byte) {
 // loss class not in exclude (with none, of the next looser class that has
 // one); it frees the frame and returns false if there is none.
 func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) bool {
-	lc := n.cfg.Reach.Classes.For(h.Class)
+	own := n.cfg.Reach.Classes.For(h.Class)
+	lc := own
 	mask := n.reach.RoutesIn(lc, h.Dst) &^ exclude
 	if mask == 0 {
 		// The cell is in the fabric already: with no usable link of its
@@ -253,7 +255,10 @@ func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) 
 		// takes the only clean link out), a looser class that reaches
 		// its edge carries it, as a link of that class would lose it only
 		// at that class's bound, where dropping loses it surely. Its VOQ's
-		// cells not cut yet still wait for a route in their class.
+		// cells not cut yet still wait for a route in their class. (An
+		// edge's link layers keep the cells they hand back that have no
+		// other link of their class, ClassRoute: here come only those
+		// their queue had no room for.)
 		for k := lc + 1; mask == 0 && k <= MaxLossClasses; k++ {
 			if mask = n.reach.RoutesIn(k, h.Dst) &^ exclude; mask != 0 {
 				lc = k
@@ -271,7 +276,7 @@ func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) 
 		SetFCI(b)
 		n.Stats.FCIMarks++
 	}
-	n.sendCell(l, lc, f, b)
+	n.sendCell(l, own, f, b) // counted in its own class, whatever the link's
 	return true
 }
 
@@ -451,8 +456,8 @@ func (n *Node) Poll(now int64) int64 {
 	if !n.edge {
 		return next
 	}
-	if n.allocWait {
-		n.allocWait = false
+	if n.allocWait || n.linkWait {
+		n.allocWait, n.linkWait = false, false
 		n.serveAll()
 		if n.allocWait {
 			next = min(next, now+allocRetry)

@@ -73,6 +73,12 @@ type NodeConfig struct {
 	// (p2c spraying, FCI); otherwise the values given to SetLinkBacklog.
 	// The node adds the bytes it has listed in Out for the link.
 	LinkBacklog func(link int) int
+	// LinkRoom, if set, reports how many more cells link port l's
+	// transmit queue takes now (beyond, the link would drop them): an
+	// edge cuts a VOQ's cells only for links of its class with room (the
+	// node subtracts the cells it has listed in Out), and with none the
+	// bytes wait in the VOQ (NodeStats.LinkFull) until one has.
+	LinkRoom func(l int) int
 	// LinkMACs, if set, holds per link the 12 bytes (destination, source
 	// MAC) written into every frame sent on it; otherwise frames the node
 	// makes carry zeros there and forwarded frames keep theirs.

@@ -194,6 +194,12 @@ func (n *Node) serve(q *nodeVOQ) {
 			n.noRoute = true
 			return
 		}
+		if mask = n.withRoom(mask); mask == 0 {
+			n.Stats.Stalls++
+			n.Stats.LinkFull++
+			n.linkWait = true
+			return
+		}
 		size := CellFrameLen(min(n.cfg.CellPayload, budget, q.v.Backlog()))
 		h, ok := n.mem.Alloc(size)
 		if !ok {

@@ -5,8 +5,9 @@ package cellify
 type LinkStats struct {
 	TxFrames, TxBytes, TxCells, TxCtrl uint64
 	RxFrames, RxBytes, RxCells, RxCtrl uint64
-	// TxClassBytes[k-1]: cell frame bytes sent of loss class k (all in
-	// [0] with loss classes off).
+	// TxClassBytes[k-1]: cell frame bytes sent of loss class k, the
+	// cells' own (one that took a looser class counts in its own; all
+	// in [0] with loss classes off).
 	TxClassBytes [MaxLossClasses]uint64
 }
 
@@ -29,6 +30,7 @@ type NodeStats struct {
 	VOQDrops  uint64 // host frames a VOQ refused (full) or no VOQ could take
 	CellsCut  uint64
 	Stalls    uint64 // VOQ services stopped for want of a route or a buffer (retried)
+	LinkFull  uint64 // ... of them, for want of room on every link of their class toward their edge (NodeConfig.LinkRoom)
 
 	// Egress (edge).
 	Delivered      uint64 // frames listed in Deliver

@@ -226,6 +226,9 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	if cc.reasmWindow > 0 {
 		nc.Reasm.Window = cc.reasmWindow
 	}
+	if linkpipe.FindLayer(cc.LinkMode) != nil {
+		nc.LinkRoom = pl.linkRoom
+	}
 	nc.LinkMACs = make([][12]byte, len(ps.Links))
 	for l, port := range ps.Links {
 		m := &nc.LinkMACs[l]
@@ -678,6 +681,9 @@ func (pl *cellPipeline) CellsLost(now int64, l, n int) { pl.node.CellsLost(now, 
 // SetLoss reports link l's measured loss to the node.
 func (pl *cellPipeline) SetLoss(now int64, l int, loss float64) { pl.node.SetLoss(now, l, loss) }
 
+// ClassRoute is the node's: cell f of link l has another link of its class.
+func (pl *cellPipeline) ClassRoute(l int, f link.Frame) bool { return pl.node.ClassRoute(l, f) }
+
 // Usable is the node's usable links.
 func (pl *cellPipeline) Usable() uint64 { return pl.node.Reach().Usable() }
 
@@ -686,6 +692,9 @@ func (pl *cellPipeline) ReachCounts(l int) (rx, lost uint64) {
 	lr := pl.node.Reach().Link(l)
 	return lr.ReachRx, lr.ReachLost
 }
+
+// linkRoom is how many more cells link l's layer takes now.
+func (pl *cellPipeline) linkRoom(l int) int { return pl.links[l].Room() }
 
 // CellFrame is the largest cell frame.
 func (pl *cellPipeline) CellFrame() int { return pl.cellFrame }

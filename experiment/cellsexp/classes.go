@@ -102,12 +102,17 @@ type CellsClassesRun struct {
 	// lost outside the fabric (the machine too busy: host sockets, VOQs,
 	// h2's receive buffer); CleanRxDrops, cells sw2's sockets on the clean
 	// links dropped on receive (its worker not reading them in time: a
-	// busy machine); NoRoute, cells sw1 found no link of their class for;
-	// ReasmDiscards, records sw2's reassembly gave up (holes).
-	Outside       outsideDrops `json:"outside"`
-	CleanRxDrops  uint64       `json:"sw2_clean_link_rx_drops"`
-	NoRoute       uint64       `json:"sw1_no_route"`
-	ReasmDiscards uint64       `json:"sw2_reasm_discarded"`
+	// busy machine); NoRoute, frames sw1 found no usable link for (at an
+	// edge its credit frames while every link is out: its cells wait in
+	// their VOQ); ReasmDiscards, records sw2's reassembly gave up
+	// (holes); CleanQueueDrops, cells sw1's link layers dropped on the
+	// clean links for want of room in their queue (in the fabric: class
+	// 1's among them).
+	Outside         outsideDrops `json:"outside"`
+	CleanRxDrops    uint64       `json:"sw2_clean_link_rx_drops"`
+	NoRoute         uint64       `json:"sw1_no_route"`
+	ReasmDiscards   uint64       `json:"sw2_reasm_discarded"`
+	CleanQueueDrops uint64       `json:"sw1_clean_link_queue_drops"`
 	// Class1FabricLost: class-1 datagrams lost beyond all those the
 	// machine dropped outside the fabric and on the clean links' sockets
 	// (target 0). Those drops are counted for both flows together, so
@@ -193,6 +198,7 @@ func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *Cell
 	r.Outside = readOutside(e, ctx).minus(out0)
 	aside := readClassesAside(ctx, e, gray)
 	r.CleanRxDrops, r.NoRoute, r.ReasmDiscards = aside.cleanRx-aside0.cleanRx, aside.noRoute-aside0.noRoute, aside.reasm-aside0.reasm
+	r.CleanQueueDrops = aside.cleanQueue - aside0.cleanQueue
 	r.Class1FabricLost = r.class1FabricLost()
 	var after bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw1"), &after); err != nil {
@@ -230,12 +236,17 @@ func (r *CellsClassesRun) class1FabricLost() int {
 }
 
 // classesAside is the counters behind CellsClassesRun's CleanRxDrops,
-// NoRoute and ReasmDiscards.
-type classesAside struct{ cleanRx, noRoute, reasm uint64 }
+// NoRoute, ReasmDiscards and CleanQueueDrops.
+type classesAside struct{ cleanRx, noRoute, reasm, cleanQueue uint64 }
 
 func readClassesAside(ctx context.Context, e *bed.Env, gray map[string]bool) (a classesAside) {
 	if s1, err := FetchCellsStats(ctx, e.NS("sw1")); err == nil {
 		a.noRoute = s1.Cells.Node.NoRoute
+		for _, l := range s1.Cells.Links {
+			if !gray[l.Name] && l.LG != nil {
+				a.cleanQueue += l.LG.QueueDrops
+			}
+		}
 	}
 	if s2, err := FetchCellsStats(ctx, e.NS("sw2")); err == nil {
 		a.reasm = s2.Cells.ReasmDiscards
@@ -253,9 +264,9 @@ func (r *CellsClassesRun) line() string {
 		return "error: " + r.Error
 	}
 	line := fmt.Sprintf("class-1 flow %d/%d lost, %d out of order; class-3 flow %d/%d lost; %d frames dropped by the gray links at sw2; "+
-		"both flows: %d datagrams lost outside the fabric %+v, %d cells dropped by sw2's busy sockets on the clean links, %d cells without a route at sw1, %d records discarded by sw2's reassembly; class-1 datagrams lost in the fabric %d",
+		"both flows: %d datagrams lost outside the fabric %+v, %d cells dropped by sw2's busy sockets on the clean links, %d frames without a route at sw1, %d cells dropped by sw1's full link queues on the clean links, %d records discarded by sw2's reassembly; class-1 datagrams lost in the fabric %d",
 		r.Class1.Lost, r.Class1.Packets, r.Class1.OutOfOrder, r.Class3.Lost, r.Class3.Packets, r.LinkDropped,
-		r.Outside.Total, r.Outside, r.CleanRxDrops, r.NoRoute, r.ReasmDiscards, r.Class1FabricLost)
+		r.Outside.Total, r.Outside, r.CleanRxDrops, r.NoRoute, r.CleanQueueDrops, r.ReasmDiscards, r.Class1FabricLost)
 	var links []string
 	for _, l := range r.Links {
 		gray := map[bool]string{true: ", gray"}[l.Gray]

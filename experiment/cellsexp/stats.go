@@ -25,7 +25,16 @@ type CellsNodeStats struct {
 		MaxPollGap    int64            `json:"max_poll_gap_ns"`
 		Stalled       int64            `json:"stalled_ns"`
 		Hosts         []CellsHostStats `json:"hosts"`
-		Node          struct {
+		// Links: each link port's layer under the cells (nil with
+		// --cells-link-mode none): cells it dropped for want of room in
+		// its queue.
+		Links []struct {
+			Name string `json:"name"`
+			LG   *struct {
+				QueueDrops uint64 `json:"queue_drops"`
+			} `json:"link_layer"`
+		} `json:"links"`
+		Node struct {
 			VOQDrops, FloodDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
 			FCIMarks, FCISeen                                                            uint64
 		} `json:"node"`

@@ -2,6 +2,7 @@ package fecpipe
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/dataplane"
@@ -211,6 +212,7 @@ func (k *cellFEC) TxNext() seqhdr.Seq { return k.snd.Next() }
 func (k *cellFEC) Failover(int64) {}
 
 func (k *cellFEC) QueuedBytes() int      { return 0 }
+func (k *cellFEC) Room() int             { return math.MaxInt } // it queues nothing
 func (k *cellFEC) AckedAfter(int64) bool { return false }
 func (k *cellFEC) Held() int             { return k.rcv.Held() + k.snd.Held() }
 

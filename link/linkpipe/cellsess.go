@@ -30,6 +30,9 @@ type Layer interface {
 	// layer has to send.
 	ToLink(now int64, lo *link.Out, tx *dataplane.Tx)
 	Pump(now int64, tx *dataplane.Tx)
+	// Room is how many more cells ToLink takes now (it drops beyond):
+	// the node cuts no more for the link meanwhile (NodeConfig.LinkRoom).
+	Room() int
 	// Failover: the link left the node's usable set (hand back what it holds).
 	Failover(now int64)
 	// QueuedBytes waits in the layer to be sent; Held is the frames it
@@ -63,6 +66,9 @@ type Cells interface {
 	Respray(now int64, l int, frames []link.Frame)
 	CellsLost(now int64, l, n int)
 	SetLoss(now int64, l int, loss float64)
+	// ClassRoute: cell f, handed back by link l, would find another
+	// usable link of its own loss class (else the layer keeps it).
+	ClassRoute(l int, f link.Frame) bool
 	// Usable is the node's usable links (bit l: link l); ReachCounts link
 	// l's REACHes received and missed; AckedSince whether a link other
 	// than l had an ACK after t.

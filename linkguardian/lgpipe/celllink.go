@@ -297,11 +297,13 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 		c.back = append(c.back, c.pop()) // never on a TX ring: no copy needed
 	}
 	// With no other usable link the cells wait in this link's own queue
-	// (sent when its session is up again) instead of finding no route.
+	// (sent when its session is up again) instead of finding no route;
+	// so do those with no other link of their loss class (a strict
+	// class's only link), instead of crossing a worse one.
 	others := c.Cells.Usable()&^(1<<c.L) != 0
 	kept := c.back[:0]
 	for _, f := range c.back {
-		if f.Len > 0 && (others || !c.push(f)) {
+		if f.Len > 0 && (others && c.Cells.ClassRoute(c.L, f) || !c.push(f)) {
 			kept = append(kept, f)
 		}
 	}
@@ -357,6 +359,9 @@ func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *dataplane.Tx) {
 		}
 	}
 }
+
+// Room is the credit queue's free places.
+func (c *cellLink) Room() int { return len(c.q) - c.qLen }
 
 // QueuedBytes is what waits in the credit queue.
 func (c *cellLink) QueuedBytes() int { return c.qBytes }
