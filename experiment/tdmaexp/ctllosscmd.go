@@ -1,13 +1,13 @@
 package tdmaexp
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
@@ -123,7 +123,7 @@ and statistics.`,
 				err = wroteFiles(err)(WriteTDMACtlLoss(out, r))
 			}
 			if err == nil && r.FreezeCheck == Missed {
-				err = errors.New("the freeze check missed: see the freeze tables above")
+				err = report.Missed("the freeze check missed: see the freeze tables above")
 			}
 			return err
 		},

@@ -1,0 +1,15 @@
+package main
+
+import (
+	"github.com/linkfabric/linkfabric/internal/cli"
+	"github.com/spf13/cobra"
+)
+
+// runCaps checks that run holds the capabilities it needs (not that it is
+// root): cli.RunNeeds, with CAP_SYS_ADMIN when it enters a network
+// namespace (--netns, or --node of a testbed).
+func runCaps(cmd *cobra.Command) error {
+	f := cmd.Flags()
+	ns := f.Lookup("netns").Value.String() != "" || f.Lookup("node").Value.String() != ""
+	return cli.RequireCaps("run", cli.RunNeeds(ns))
+}
