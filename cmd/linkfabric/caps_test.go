@@ -8,8 +8,10 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -58,10 +60,22 @@ func TestRunCapabilities(t *testing.T) {
 	args := []string{"run", "--host-port", "host0", "--link-port", "link0", "--mode", "forward", "--metrics", ""}
 
 	t.Run("unit-caps", func(t *testing.T) {
+		// systemd's notification socket, which user nobody may write to.
+		dir := t.TempDir() // <MkdirTemp dir>/NNN, both mode 0700
+		os.Chmod(dir, 0o777)
+		os.Chmod(filepath.Dir(dir), 0o755)
+		sock := filepath.Join(dir, "notify")
+		ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		os.Chmod(sock, 0o777)
 		argv := asNobody(ns, unitCaps, bin, args...)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=400000")
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -102,6 +116,15 @@ func TestRunCapabilities(t *testing.T) {
 		}
 		if x := xdpOn(t, ns); x["host0"] == 0 || x["link0"] == 0 {
 			t.Errorf("run is ready but XDP programs are %v", x)
+		}
+		// READY=1 first, then the watchdog pings of a live worker.
+		buf := make([]byte, 4096)
+		ln.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for _, want := range []string{"READY=1\nSTATUS=ports attached; no link session in this mode", "WATCHDOG=1"} {
+			n, err := ln.Read(buf)
+			if err != nil || string(buf[:n]) != want {
+				t.Errorf("notification %q (%v), want %q", buf[:n], err, want)
+			}
 		}
 		// The process is setpriv's exec of linkfabric: the same pid.
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {

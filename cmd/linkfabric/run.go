@@ -452,7 +452,9 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			"reach_interval", c.ReachInterval.String(), "reach_th", c.ReachTh, "reach_up", c.ReachUp, "reasm_timeout", c.ReasmTimeout.String())
 	}
 	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.Link.Integrity.String())
+	stopNotify := startNotify(ctx, d)
 	err = d.Run(ctx)
+	stopNotify()
 	logStats(d.Stats())
 	if err != nil {
 		return err
