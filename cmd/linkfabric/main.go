@@ -59,7 +59,9 @@ Ctrl-C). A typical session by hand:
   ip netns exec lfh1 ping 10.0.0.2
   linkfabric testbed down
 
-Everything needs root (namespaces, XDP, AF_XDP).`,
+The testbeds and experiments need root (namespaces); run needs only its
+capabilities (docs/run.md, "Capabilities"), and reads a node file with --config.
+Exit status: 0 ok, 1 failed, 2 usage, 3 an experiment missed a target it checks.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, args []string) {

@@ -32,7 +32,7 @@ func withNodeConfig(cmd *cobra.Command, check func(cmd *cobra.Command) error) {
 	var file string
 	var print bool
 	f := cmd.Flags()
-	f.StringVar(&file, "config", "", "node file: a YAML map of run's flags to their values (`run --print-config` writes one); flags given here win over it")
+	f.StringVar(&file, "config", "", "node file: YAML, one key per flag (flags win; see --print-config)")
 	f.BoolVar(&print, "print-config", false, "print the effective settings (the node file and the flags) as a node file, and exit")
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {

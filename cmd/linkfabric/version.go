@@ -69,7 +69,10 @@ func versionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit, Go version, build flags and BPF objects of this build",
-		Args:  cobra.NoArgs,
+		Example: `  linkfabric version
+  linkfabric version --json | jq -r .revision
+  linkfabric --version`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := readBuildInfo()
 			out := cmd.OutOrStdout()
