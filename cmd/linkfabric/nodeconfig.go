@@ -81,6 +81,15 @@ func applyNodeConfig(fs *pflag.FlagSet, file string, b []byte) ([]string, error)
 	at := func(n *yaml.Node, format string, a ...any) error {
 		return fmt.Errorf("node file %s line %d: %s", file, n.Line, fmt.Sprintf(format, a...))
 	}
+	// Given on the command line: a flag, or its former name (which sets
+	// the same value but is Changed on its own).
+	given := map[string]bool{}
+	fs.Visit(func(fl *pflag.Flag) {
+		given[fl.Name] = true
+		if fl.Deprecated != "" {
+			given[renamedTo(fl.Deprecated)] = true
+		}
+	})
 	seen := map[string]int{}
 	var set []string
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -106,7 +115,7 @@ func applyNodeConfig(fs *pflag.FlagSet, file string, b []byte) ([]string, error)
 		if err != nil {
 			return nil, at(v, "%s: %v", name, err)
 		}
-		if fl.Changed {
+		if given[name] {
 			continue // the command line wins
 		}
 		if err := fs.Set(name, val); err != nil {

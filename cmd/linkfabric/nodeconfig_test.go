@@ -84,12 +84,13 @@ func TestPrintConfigHasEveryFlag(t *testing.T) {
 // is taken.
 func TestNodeFileFlagsWin(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "n.yaml")
-	os.WriteFile(file, []byte("mode: lg\nworkers: 2\nhost-port: [h0, h1]\nmetrics: \"\"\n"), 0o644)
-	out, err := printConfig(t, "--config", file, "--mode", "monitor")
+	os.WriteFile(file, []byte("mode: lg\nworkers: 2\nhost-port: [h0, h1]\nmetrics: \"\"\nlg-copies: 3\n"), 0o644)
+	// --copies is lg-copies' former name: given, it wins over the file too.
+	out, err := printConfig(t, "--config", file, "--mode", "monitor", "--copies", "5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\nmode: monitor\n", "\nworkers: 2\n", "\nhost-port: h0,h1\n", "\nmetrics: \"\"\n"} {
+	for _, want := range []string{"\nmode: monitor\n", "\nworkers: 2\n", "\nhost-port: h0,h1\n", "\nmetrics: \"\"\n", "\nlg-copies: 5\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lacks %q:\n%s", strings.TrimSpace(want), out)
 		}
