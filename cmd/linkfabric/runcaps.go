@@ -9,7 +9,11 @@ import (
 // root): cli.RunNeeds, with CAP_SYS_ADMIN when it enters a network
 // namespace (--netns, or --node of a testbed).
 func runCaps(cmd *cobra.Command) error {
-	f := cmd.Flags()
-	ns := f.Lookup("netns").Value.String() != "" || f.Lookup("node").Value.String() != ""
+	ns := false
+	for _, name := range []string{"netns", "node"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Value.String() != "" {
+			ns = true
+		}
+	}
 	return cli.RequireCaps("run", cli.RunNeeds(ns))
 }
