@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -396,6 +397,23 @@ func (f *fastPath) snapshot() []FastPathSnapshot {
 	return out
 }
 
+// subscribeLinks subscribes to the link updates of namespace ns. Entering
+// ns (setns) needs CAP_SYS_ADMIN even when the thread is in it already, so
+// a thread already there subscribes where it is: a dataplane with only its
+// capabilities (docs/run.md) gets its notifications too.
+func subscribeLinks(sub chan netlink.LinkUpdate, done chan struct{}, ns netns.NsHandle) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	opts := netlink.LinkSubscribeOptions{Namespace: &ns}
+	if cur, err := netns.Get(); err == nil {
+		if cur.Equal(ns) {
+			opts.Namespace = nil
+		}
+		cur.Close()
+	}
+	return netlink.LinkSubscribeWithOptions(sub, done, opts)
+}
+
 // watch re-checks the directions every fastCheckEvery and whenever one of
 // the ports' links changes, folding the counters each time, until ctx ends.
 func (f *fastPath) watch(ctx context.Context) {
@@ -406,7 +424,7 @@ func (f *fastPath) watch(ctx context.Context) {
 	done := make(chan struct{})
 	ns := f.ns
 	updates := sub
-	if err := netlink.LinkSubscribeWithOptions(sub, done, netlink.LinkSubscribeOptions{Namespace: &ns}); err != nil {
+	if err := subscribeLinks(sub, done, ns); err != nil {
 		f.log.Warn("fast path: no link notifications; link changes are noticed by polling only", "err", err)
 		updates, sub = nil, nil
 	}

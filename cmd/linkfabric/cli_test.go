@@ -524,13 +524,16 @@ func hasExample(help string) bool {
 }
 
 // testNotRoot: as an unprivileged user (nobody) the privileged commands
-// fail at once with the "needs root" message and the fix.
+// fail at once with the "needs root" message (run: the capabilities it
+// lacks) and the fix.
 func testNotRoot(t *testing.T, c cli) {
 	if os.Geteuid() == 0 {
 		c.cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	}
+	// run checks capabilities, not the user: it names what is missing.
+	c.fails(t, []string{"run", "--netns", "lfqnone", "--host-port", "host0", "--link-port", "link0"},
+		"run needs CAP_NET_ADMIN", "CAP_SYS_ADMIN", "AmbientCapabilities")
 	for _, args := range [][]string{
-		{"run", "--netns", "lfqnone", "--host-port", "host0", "--link-port", "link0"},
 		{"impair", "--netns", "lfqnone", "--dev", "link0", "--loss", "0.1"},
 		{"up", "--mode", "none", "--prefix", "lfqnone"},
 		{"testbed", "down", "--prefix", "lfqnone"},

@@ -25,6 +25,20 @@ var (
 )
 
 func main() {
+	root := newRoot()
+	// SIGHUP too: a closed terminal or an ended session must take a
+	// testbed down like Ctrl-C does, not leave namespaces and dataplanes.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "linkfabric:", err)
+		stop()
+		os.Exit(exitCode(err))
+	}
+}
+
+// newRoot is the command tree.
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "linkfabric",
 		Short: "Datacenter link-layer mechanisms as a userspace AF_XDP dataplane",
@@ -45,7 +59,9 @@ Ctrl-C). A typical session by hand:
   ip netns exec lfh1 ping 10.0.0.2
   linkfabric testbed down
 
-Everything needs root (namespaces, XDP, AF_XDP).`,
+The testbeds and experiments need root (namespaces); run needs only its
+capabilities (docs/run.md, "Capabilities"), and reads a node file with --config.
+Exit status: 0 ok, 1 failed, 2 usage, 3 an experiment missed a target it checks.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, args []string) {
@@ -58,16 +74,10 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd())
+	root.Version = readBuildInfo().String()
+	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), versionCmd())
 	root.AddCommand(lgexp.Commands()...)
 	root.AddCommand(cellsexp.Command(), tdmaexp.Command(), fecexp.Command())
-
-	// SIGHUP too: a closed terminal or an ended session must take a
-	// testbed down like Ctrl-C does, not leave namespaces and dataplanes.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "linkfabric:", err)
-		os.Exit(1)
-	}
+	markUsageErrors(root)
+	return root
 }

@@ -95,9 +95,6 @@ NICs).`,
 				runHelp(cmd, true)
 				return nil
 			}
-			if err := cli.RequireRoot("run"); err != nil {
-				return err
-			}
 			shapes, err := parsePortShapes(portRate, portBuffer)
 			if err != nil {
 				return err
@@ -245,6 +242,7 @@ NICs).`,
 	f.DurationVar(&statsEvery, "stats-every", 0, "log counters at this interval (0: only at exit)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile here (%n: the namespace name, %p: the process id)")
 	addFormerNames(f, runRenamed)
+	withNodeConfig(cmd, runCaps)
 	return cmd
 }
 
@@ -461,7 +459,9 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 			"reach_interval", c.ReachInterval.String(), "reach_th", c.ReachTh, "reach_up", c.ReachUp, "reasm_timeout", c.ReasmTimeout.String())
 	}
 	log.Info(readyMessage, "mode", cfg.Mode, "host", strings.Join(cfg.HostPorts, ","), "link", strings.Join(cfg.LinkPorts, ","), "busy_poll", cfg.BusyPoll, "integrity", cfg.Link.Integrity.String())
+	stopNotify := startNotify(ctx, d)
 	err = d.Run(ctx)
+	stopNotify()
 	logStats(d.Stats())
 	if err != nil {
 		return err

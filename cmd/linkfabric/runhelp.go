@@ -11,7 +11,7 @@ import (
 // runCommonFlags are the flags 'run --help' shows, in this order; 'run
 // --help-all' shows every flag (docs/run.md explains them).
 var runCommonFlags = []string{
-	"node", "preset", "prefix", "netns", "host-port", "link-port",
+	"config", "node", "preset", "prefix", "netns", "host-port", "link-port",
 	"mode", "fastpath", "integrity", "port-rate", "metrics", "stats-every", "help-all",
 }
 

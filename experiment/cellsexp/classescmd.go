@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
@@ -50,7 +51,7 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 			}
 			if ok, _ := res.Summary["check"].(bool); !ok && len(res.Runs) > 0 {
 				if _, ran := res.Summary["check"]; ran {
-					return fmt.Errorf("cells classes: check missed: class-1 traffic crossed a gray link or lost datagrams (see the runs above)")
+					return report.Missed("cells classes: check missed: class-1 traffic crossed a gray link or lost datagrams (see the runs above)")
 				}
 			}
 			return nil

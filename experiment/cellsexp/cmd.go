@@ -108,7 +108,7 @@ func (o *cellsOut) write(res any, text string, summary map[string]any, writeCSV 
 		}
 	}
 	if f, _ := summary["failed"].([]string); len(f) > 0 {
-		return errors.New("out of target: " + strings.Join(f, "; "))
+		return report.Missed("out of target: %s", strings.Join(f, "; "))
 	}
 	return nil
 }

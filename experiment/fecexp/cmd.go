@@ -1,7 +1,6 @@
 package fecexp
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -148,7 +147,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 			}
 			for _, arm := range []string{"classes_xor", "lg"} {
 				if ok, found := res.Summary["check_"+arm].(bool); found && !ok {
-					return fmt.Errorf("fec fct: check missed for %s (see the table)", arm)
+					return report.Missed("fec fct: check missed for %s (see the table)", arm)
 				}
 			}
 			return nil
@@ -263,7 +262,7 @@ fraction of groups that failed against RAIL's formula.`,
 				return err
 			}
 			if res.Summary["pass"] != true {
-				return errors.New("fec residual: out of target")
+				return report.Missed("fec residual: out of target")
 			}
 			return nil
 		},

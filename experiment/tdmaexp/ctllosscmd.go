@@ -1,12 +1,12 @@
 package tdmaexp
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
@@ -117,7 +117,7 @@ and statistics.`,
 			s.Runs, s.Force, s.Dir, s.Arms = runs, force, out, []string{"tdma"}
 			r, err := runStar(cmd, prefix, out, c, TDMACtlLoss, WriteTDMACtlLoss)
 			if err == nil && r.FreezeCheck == Missed {
-				err = errors.New("the freeze check missed: see the freeze tables above")
+				err = report.Missed("the freeze check missed: see the freeze tables above")
 			}
 			return err
 		},

@@ -21,8 +21,8 @@ func EnterNetns(ns string) error {
 	if ns == "" || os.Getenv(envInNetns) == ns {
 		return nil
 	}
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("entering network namespace %q needs root: run linkfabric with sudo", ns)
+	if err := RequireCaps(fmt.Sprintf("entering network namespace %q", ns), []Need{{CapSysAdmin, "setns and mounting the namespace's /sys"}}); err != nil {
+		return err
 	}
 	if _, err := os.Stat("/run/netns/" + ns); err != nil {
 		return fmt.Errorf("network namespace %q does not exist (ip netns list shows the ones that do; `linkfabric up --mode none` creates a testbed)", ns)
