@@ -59,6 +59,7 @@ Everything needs root (namespaces, XDP, AF_XDP).`,
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd())
+	root.AddCommand(checkCmd())
 	root.AddCommand(lgexp.Commands()...)
 	root.AddCommand(cellsexp.Command(), tdmaexp.Command(), fecexp.Command())
 
