@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 
@@ -131,6 +132,7 @@ func Run(cfg dataplane.Config) *Report {
 				d += " (auto: " + why + ")"
 			}
 			r.add(Check{Item: "integrity", Status: OK, Detail: d + "; both ends must run the same check (the link session names a mismatch)"})
+			multiBuffer(r, &settled)
 		}
 	}
 	for _, p := range hosts {
@@ -177,6 +179,28 @@ func kernel(r *Report) {
 		rel = " (Linux " + unix.ByteSliceToString(u.Release[:]) + ")"
 	}
 	r.add(Check{Item: "bpf", Status: OK, Detail: "XDP programs can be loaded" + rel})
+}
+
+// multiBuffer checks that the kernel binds AF_XDP sockets with XDP_USE_SG
+// (Linux 6.6+) when the ports' MTU needs UMEM frames larger than a page.
+func multiBuffer(r *Report, c *dataplane.Config) {
+	if int(c.FrameSize) <= os.Getpagesize() {
+		return
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	fmt.Sscanf(rel, "%d.%d", &major, &minor)
+	if major > 6 || major == 6 && minor >= 6 {
+		r.add(Check{Item: "multi_buffer", Status: OK, Detail: fmt.Sprintf("frames of %d bytes: AF_XDP multi-buffer (XDP_USE_SG) on Linux %s", c.FrameSize, rel)})
+		return
+	}
+	r.add(Check{Item: "multi_buffer", Status: Fail,
+		Detail: fmt.Sprintf("the ports' MTU needs %d-byte frames, received in pieces with AF_XDP multi-buffer (XDP_USE_SG, Linux 6.6+); this is Linux %s", c.FrameSize, rel),
+		Fix:    "a Linux 6.6+ kernel, or port MTUs of 3826 or less"})
 }
 
 // featureReader reads the devices' XDP features in this namespace.
