@@ -34,6 +34,7 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 		add(r.GaugeFunc("linkfabric_port_down_seconds", "Time the interface was down (ended events).", func() float64 { return float64(p.DownNs.Load()) / 1e9 }, "port", p.Name))
 	}
 	add(r.Counter("linkfabric_umem_exhausted_total", "Times no free UMEM frame was left for a fill ring.", &d.stats.FramesExhausted))
+	add(d.registerOps(r))
 	if d.cfg.classQueued() {
 		add(registerPFC(r, &d.stats.PFC))
 	}

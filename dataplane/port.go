@@ -26,6 +26,9 @@ type Port struct {
 	// ctl is a datagram socket in the port's namespace, for reading the
 	// interface's flags while it is down (-1: none).
 	ctl int
+	// unpromisc turns the link port's promiscuous mode back off (Promisc;
+	// nil on host ports).
+	unpromisc func() error
 
 	// Link state, owned by the worker: since when the interface has been
 	// found down (worker clock, 0: up), and when to try transmitting again.
@@ -78,6 +81,11 @@ func attachPort(role PortRole, ifname string, cfg *Config, opts bpf.PortOptions)
 	p.prog, err = bpf.AttachPort(ifname, opts)
 	if err != nil {
 		return nil, err
+	}
+	if role == RoleLink {
+		if p.unpromisc, err = Promisc(ifname); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -145,6 +153,10 @@ func (p *Port) close() error {
 	if p.prog != nil {
 		errs = append(errs, p.prog.Close())
 		p.prog = nil
+	}
+	if p.unpromisc != nil {
+		errs = append(errs, p.unpromisc())
+		p.unpromisc = nil
 	}
 	return errors.Join(errs...)
 }

@@ -42,6 +42,37 @@ type Metric struct {
 	key   string
 	value func() float64 // counters and gauges
 	hist  *Histogram
+	// dynNames are the names of the labels whose values dynValues gives
+	// at export (InfoFunc), sorted.
+	dynNames  []string
+	dynValues func() []string
+}
+
+// LabelsNow are the metric's labels as exported now: its constant Labels
+// and, for an InfoFunc, the values its function gives, sorted by name.
+func (m *Metric) LabelsNow() []Label {
+	if m.dynValues == nil {
+		return m.Labels
+	}
+	vals := m.dynValues()
+	out := append([]Label(nil), m.Labels...)
+	for i, n := range m.dynNames {
+		v := ""
+		if i < len(vals) {
+			v = vals[i]
+		}
+		out = append(out, Label{n, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// KeyNow is Key with the labels of LabelsNow.
+func (m *Metric) KeyNow() string {
+	if m.dynValues == nil {
+		return m.Key()
+	}
+	return keyOf(m.Name, m.LabelsNow())
 }
 
 // Label is a constant label attached to a metric (such as port="eth0").
@@ -64,13 +95,17 @@ func (m *Metric) Key() string {
 	if m.key != "" {
 		return m.key
 	}
-	if len(m.Labels) == 0 {
-		return m.Name
+	return keyOf(m.Name, m.Labels)
+}
+
+func keyOf(name string, labels []Label) string {
+	if len(labels) == 0 {
+		return name
 	}
 	var b strings.Builder
-	b.WriteString(m.Name)
+	b.WriteString(name)
 	b.WriteByte('{')
-	for i, l := range m.Labels {
+	for i, l := range labels {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -124,6 +159,26 @@ func (r *Registry) GaugeFunc(name, help string, fn func() float64, labels ...str
 	return r.add(&Metric{Name: name, Help: help, Kind: KindGauge, value: fn}, labels)
 }
 
+// InfoFunc registers an info-style gauge: its value is 1 and, besides the
+// constant labels, it carries the labels named names whose values fn
+// returns at export (in the order of names), such as a state and the
+// reason for it. fn must be cheap and safe to call from the exporter's
+// goroutine.
+func (r *Registry) InfoFunc(name, help string, names []string, fn func() []string, labels ...string) error {
+	for _, n := range names {
+		if !labelRE.MatchString(n) || strings.HasPrefix(n, "__") || n == "quantile" || n == "le" {
+			return fmt.Errorf("metrics: %s: invalid or reserved label name %q", name, n)
+		}
+		for i := 0; i < len(labels); i += 2 {
+			if labels[i] == n {
+				return fmt.Errorf("metrics: %s: label %q given twice", name, n)
+			}
+		}
+	}
+	dn := append([]string(nil), names...)
+	return r.add(&Metric{Name: name, Help: help, Kind: KindGauge, value: func() float64 { return 1 }, dynNames: dn, dynValues: fn}, labels)
+}
+
 // Histogram registers h. scale multiplies its values on export (1e-9 turns
 // nanoseconds into seconds; 0 or 1 exports them as recorded).
 func (r *Registry) Histogram(name, help string, h *Histogram, scale float64, labels ...string) error {
@@ -164,7 +219,7 @@ func (r *Registry) add(m *Metric, labels []string) error {
 	}
 	if first := r.names[m.Name]; first != nil {
 		// Prometheus requires one type, help text and label set per name.
-		if first.Kind != m.Kind || first.Help != m.Help || !sameLabelNames(first.Labels, m.Labels) {
+		if first.Kind != m.Kind || first.Help != m.Help || !sameLabelNames(first.Labels, m.Labels) || strings.Join(first.dynNames, ",") != strings.Join(m.dynNames, ",") {
 			return fmt.Errorf("metrics: %s: kind, help and label names must match the earlier %s (%s)", key, first.Key(), first.Kind)
 		}
 	} else {
@@ -273,9 +328,9 @@ func (r *Registry) Values() map[string]any {
 		default:
 			v := m.Value()
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				out[m.Key()] = nil
+				out[m.KeyNow()] = nil
 			} else {
-				out[m.Key()] = v
+				out[m.KeyNow()] = v
 			}
 		}
 	}

@@ -110,3 +110,37 @@ func TestRegistryErrors(t *testing.T) {
 		t.Fatalf("re-register after Unregister: %v", err)
 	}
 }
+
+func TestInfoFuncLabelsAtExport(t *testing.T) {
+	r := NewRegistry()
+	state := "down"
+	if err := r.InfoFunc("x_info", "X.", []string{"state", "reason"}, func() []string { return []string{state, "why " + state} }, "port", "p0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.InfoFunc("x_info", "X.", []string{"state"}, func() []string { return nil }, "port", "p1"); err == nil {
+		t.Error("second x_info with other label names accepted")
+	}
+	if err := r.InfoFunc("y_info", "Y.", []string{"port"}, func() []string { return nil }, "port", "p0"); err == nil {
+		t.Error("a dynamic label named like a constant one accepted")
+	}
+	v := r.Values()
+	if _, ok := v[`x_info{port="p0",reason="why down",state="down"}`]; !ok {
+		t.Errorf("values %v: want x_info with state down", v)
+	}
+	state = "up"
+	v = r.Values()
+	if got, ok := v[`x_info{port="p0",reason="why up",state="up"}`]; !ok || got != 1.0 {
+		t.Errorf("values %v: want x_info 1 with state up", v)
+	}
+}
+
+func TestBuildInfoRegistered(t *testing.T) {
+	r := NewRegistry()
+	if err := RegisterBuildInfo(r); err != nil {
+		t.Fatal(err)
+	}
+	ms := r.Metrics()
+	if len(ms) != 1 || ms[0].Name != "linkfabric_build_info" || ms[0].Value() != 1 || len(ms[0].Labels) != 3 {
+		t.Fatalf("got %+v", ms)
+	}
+}

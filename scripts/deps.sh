@@ -6,6 +6,19 @@ set -euo pipefail
 PKGS=(clang llvm bpftool libbpf-dev linux-libc-dev iproute2 ethtool iputils-ping
       iperf3 iperf sockperf tcpdump tshark libpcap-dev iptables netsniff-ng)
 
+# promtool (the metrics test lints the exposition with it, else with promlint only):
+# taken from Debian's prometheus package without installing the server or its service.
+if ! command -v promtool >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download -qq prometheus >/dev/null 2>&1 && dpkg-deb -x prometheus_*.deb x &&
+      install -m 755 x/usr/bin/promtool /usr/local/bin/promtool); then
+    echo "deps.sh: installed promtool in /usr/local/bin" >&2
+  else
+    echo "deps.sh: promtool not installed (apt-get download prometheus failed)" >&2
+  fi
+  rm -rf "$tmp"
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

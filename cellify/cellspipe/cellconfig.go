@@ -12,7 +12,6 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/link/linkpipe"
-	"github.com/linkfabric/linkfabric/metrics"
 )
 
 // ModeCells runs a cell node (cellify.Node): an edge when the node has host
@@ -332,8 +331,6 @@ func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, erro
 }
 
 func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }
-
-func (in *cellsInstance) Register(r *metrics.Registry) error { return registerCells(r, in.stats) }
 
 // Stats are "cells": the node's snapshot and its integrity counts.
 func (in *cellsInstance) Stats() map[string]any {

@@ -75,7 +75,7 @@ Exit status: 0 ok, 1 failed, 2 usage, 3 an experiment missed a target it checks.
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.Version = readBuildInfo().String()
-	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), versionCmd())
+	root.AddCommand(upCmd(), testbedCmd(), runCmd(), impairCmd(), statsCmd(), versionCmd(), checkCmd())
 	root.AddCommand(lgexp.Commands()...)
 	root.AddCommand(cellsexp.Command(), tdmaexp.Command(), fecexp.Command())
 	markUsageErrors(root)

@@ -8,7 +8,6 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
-	"github.com/linkfabric/linkfabric/metrics"
 )
 
 // ModeFEC is RAIL's coding below the hosts (package fec): XOR parity after
@@ -201,8 +200,8 @@ func init() {
 				fmt.Sprintf(", the FEC receiver's window (%d), the host queue (%d) and a parity frame", fecWindow, dataplane.HostQueueLen), nil
 		},
 		CheckMTU: checkFECMTU,
-		New: func(*dataplane.Dataplane, *dataplane.Config) (dataplane.Instance, error) {
-			return &fecInstance{stats: &FECStats{}}, nil
+		New: func(d *dataplane.Dataplane, _ *dataplane.Config) (dataplane.Instance, error) {
+			return &fecInstance{stats: &FECStats{}, link: d.Link().Name}, nil
 		}})
 }
 
@@ -230,6 +229,7 @@ func checkFECMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) er
 // fecInstance is mode fec on a dataplane.
 type fecInstance struct {
 	stats *FECStats
+	link  string // the link port's name
 }
 
 func (in *fecInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
@@ -237,8 +237,6 @@ func (in *fecInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error)
 }
 
 func (in *fecInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }
-
-func (in *fecInstance) Register(r *metrics.Registry) error { return registerFEC(r, in.stats) }
 
 // Stats are "fec": the snapshot, the link session's, and the integrity
 // and PFC counts.

@@ -494,8 +494,6 @@ func (in *lgInstance) Integrity(worker int) *dataplane.IntegrityStats {
 	return &in.lanes[worker].Integrity
 }
 
-func (in *lgInstance) Register(r *metrics.Registry) error { return registerLG(r, in.lanes[0]) }
-
 // Stats are "linkguardian" (lane 0's; with several workers its "core" is
 // the lanes' counters summed, LaneTotals) and, with several workers,
 // "linkguardian_lanes": each lane's whole document.

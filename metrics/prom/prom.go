@@ -40,7 +40,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	var snap metrics.Snapshot
 	for _, m := range c.r.Metrics() {
 		labels := prometheus.Labels{}
-		for _, l := range m.Labels {
+		for _, l := range m.LabelsNow() {
 			labels[l.Name] = l.Value
 		}
 		desc := prometheus.NewDesc(m.Name, m.Help, nil, labels)
