@@ -117,16 +117,13 @@ type CellsClassesRun struct {
 }
 
 // CellsClassesResult is `linkfabric cells classes`'s report.
+// Its Summary: per arm the medians <arm>_class1_loss and _class3_loss
+// (fractions of the datagrams); for the classes arm
+// classes_class1_gray_bytes (the most in any run) and check: no
+// class-1 byte on a gray link and no class-1 datagram lost in the
+// fabric (Class1FabricLost) in any run.
 type CellsClassesResult struct {
-	Config CellsClassesConfig `json:"config"`
-	report.RunInfo
-	Runs []CellsClassesRun `json:"runs"`
-	// Summary: per arm the medians <arm>_class1_loss and _class3_loss
-	// (fractions of the datagrams); for the classes arm
-	// classes_class1_gray_bytes (the most in any run) and check: no
-	// class-1 byte on a gray link and no class-1 datagram lost in the
-	// fabric (Class1FabricLost) in any run.
-	Summary map[string]any `json:"summary"`
+	report.Result[CellsClassesConfig, CellsClassesRun]
 }
 
 // CellsClasses runs, per run and arm on fresh dataplanes, two UDP flows
@@ -137,7 +134,7 @@ func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*Cel
 	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
-	res := &CellsClassesResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	res := &CellsClassesResult{report.NewResult[CellsClassesConfig, CellsClassesRun](cfg)}
 	total := len(cfg.Arms) * cfg.Runs
 	e.Printf("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
 		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,

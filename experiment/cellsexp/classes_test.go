@@ -9,6 +9,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -50,7 +51,7 @@ func TestCellsClassesSummary(t *testing.T) {
 		"not busy enough": {func(r *CellsClassesRun) { r.Class1.Lost, r.Outside.Total, r.CleanRxDrops = 5, 3, 1 }, false},
 		"error":           {func(r *CellsClassesRun) { r.Error = "boom" }, false},
 	} {
-		res := &CellsClassesResult{Config: CellsClassesConfig{Arms: []string{ClassesArmOn, ClassesArmOff}, Runs: 2}}
+		res := &CellsClassesResult{report.Result[CellsClassesConfig, CellsClassesRun]{Config: CellsClassesConfig{Arms: []string{ClassesArmOn, ClassesArmOff}, Runs: 2}}}
 		bad := good
 		c.mod(&bad)
 		res.Runs = []CellsClassesRun{good, bad, {Arm: ClassesArmOff, Class1: bed.UDPResult{Packets: 100, Lost: 3}}}

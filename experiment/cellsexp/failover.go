@@ -213,17 +213,14 @@ type CellsFailoverRun struct {
 }
 
 // CellsFailoverResult is `linkfabric cells failover`'s report.
+// Its Summary: per arm the medians (<arm>_lost, <arm>_out_of_order,
+// <arm>_fabric_lost: lost less what was dropped outside the fabric,
+// <arm>_exclusion_ms: over the runs where the link was in use at the
+// cut, <arm>_handed_back), goal_exclusion_ms (3 REACH intervals +
+// 1 ms), and lg_ok (lg lost nothing in the fabric and delivered
+// nothing out of order, in every run).
 type CellsFailoverResult struct {
-	Config CellsFailoverConfig `json:"config"`
-	report.RunInfo
-	Runs []CellsFailoverRun `json:"runs"`
-	// Summary: per arm the medians (<arm>_lost, <arm>_out_of_order,
-	// <arm>_fabric_lost: lost less what was dropped outside the fabric,
-	// <arm>_exclusion_ms: over the runs where the link was in use at the
-	// cut, <arm>_handed_back), goal_exclusion_ms (3 REACH intervals +
-	// 1 ms), and lg_ok (lg lost nothing in the fabric and delivered
-	// nothing out of order, in every run).
-	Summary map[string]any `json:"summary"`
+	report.Result[CellsFailoverConfig, CellsFailoverRun]
 }
 
 // CellsFailover runs UDP over the bundle's cells and cuts one link at
@@ -234,7 +231,7 @@ func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*C
 	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
-	res := &CellsFailoverResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	res := &CellsFailoverResult{report.NewResult[CellsFailoverConfig, CellsFailoverRun](cfg)}
 	total := len(cfg.Arms) * cfg.Runs
 	e.Printf("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
 		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,

@@ -83,15 +83,12 @@ type CellsGrayRun struct {
 }
 
 // CellsGrayResult is `linkfabric cells gray`'s report.
+// Its Summary: per arm the medians with the loss (<arm>_udp_lost,
+// <arm>_udp_fabric_lost: less what was dropped outside the fabric,
+// <arm>_udp_out_of_order, <arm>_tcp_gbps) and without
+// (<arm>_clean_tcp_gbps), and <arm>_tcp_ratio (target ≥ 0.9).
 type CellsGrayResult struct {
-	Config CellsGrayConfig `json:"config"`
-	report.RunInfo
-	Runs []CellsGrayRun `json:"runs"`
-	// Summary: per arm the medians with the loss (<arm>_udp_lost,
-	// <arm>_udp_fabric_lost: less what was dropped outside the fabric,
-	// <arm>_udp_out_of_order, <arm>_tcp_gbps) and without
-	// (<arm>_clean_tcp_gbps), and <arm>_tcp_ratio (target ≥ 0.9).
-	Summary map[string]any `json:"summary"`
+	report.Result[CellsGrayConfig, CellsGrayRun]
 }
 
 // CellsGray runs, per arm and run on fresh dataplanes, UDP and then TCP
@@ -101,7 +98,7 @@ func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGray
 	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
-	res := &CellsGrayResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	res := &CellsGrayResult{report.NewResult[CellsGrayConfig, CellsGrayRun](cfg)}
 	total := 2 * len(cfg.Arms) * cfg.Runs
 	e.Printf("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
 		e.Prefix, cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Runs,
