@@ -215,7 +215,34 @@ type FCTResult struct {
 	// RoundRatios: LinkGuardian's costs (as the table's last lines) round
 	// by round, with their medians.
 	RoundRatios []FCTRoundRatio `json:"round_ratios,omitempty"`
-	Flows       []fct.Flow      `json:"-"`
+	// Summary: over all flows, per size the ratios the table ends with,
+	// <size>_<stat>_<arm>_over_<ref> (e.g. 143B_p99.9_lg_over_noloss): the
+	// headline's lg and lgnb against noloss and loss against them, and
+	// LinkGuardian's own costs (lgComparisons); those whose arms did not
+	// run or completed no flow are left out.
+	Summary map[string]any `json:"summary"`
+	Flows   []fct.Flow     `json:"-"`
+}
+
+// summaryComparisons are the ratios of FCTResult.Summary at size.
+func summaryComparisons(size int64) []fctComparison {
+	var out []fctComparison
+	for _, arm := range []string{"lg", "lgnb"} {
+		out = append(out, fctComparison{size, "p99.9", arm, "noloss"}, fctComparison{size, "p99.9", "loss", arm})
+	}
+	return append(append(out, fctComparison{size, "p99.9", "loss", "noloss"}), lgComparisons(size)...)
+}
+
+func (r *FCTResult) summarize() {
+	s := map[string]any{}
+	for _, size := range r.Config.Sizes {
+		for _, c := range summaryComparisons(size) {
+			if v, ok := c.in(r.FCT.Summaries); ok {
+				s[fmt.Sprintf("%s_%s_%s_over_%s", fct.FormatSize(size), c.Stat, c.Arm, c.Ref)] = v
+			}
+		}
+	}
+	r.Summary = s
 }
 
 // FCT runs the flow-completion-time experiment on a fresh pair testbed: for
@@ -316,6 +343,7 @@ func FCT(ctx context.Context, e *bed.Env, cfg FCTConfig) (*FCTResult, error) {
 		"direction": "h1 → h2 (data crosses sw1→sw2, the impaired direction)",
 	}
 	res.RoundRatios = res.roundRatios()
+	res.summarize()
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }

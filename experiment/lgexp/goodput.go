@@ -124,6 +124,26 @@ type GoodputResult struct {
 	// loss 0 over the first arm at loss 0, and each arm at each loss over
 	// itself at loss 0, with the medians.
 	RunRatios []GoodputRunRatio `json:"run_ratios,omitempty"`
+	// Summary: the table's cells, <arm>_gbps_at_<loss> (the median over
+	// the runs) and <arm>_ratio_at_<loss> (to no loss); cells not measured
+	// are left out.
+	Summary map[string]any `json:"summary"`
+}
+
+func (r *GoodputResult) summarize() {
+	s := map[string]any{}
+	for _, row := range r.Table.Rows {
+		for i, loss := range r.Table.LossRates {
+			at := "_at_" + strconv.FormatFloat(loss, 'g', -1, 64)
+			if v := row.Gbps[i]; v != nil {
+				s[row.Arm+"_gbps"+at] = *v
+			}
+			if v := row.Ratio[i]; v != nil {
+				s[row.Arm+"_ratio"+at] = *v
+			}
+		}
+	}
+	r.Summary = s
 }
 
 // goodputCell is one cell of the table: an arm at a loss rate.
@@ -264,6 +284,7 @@ func Goodput(ctx context.Context, e *bed.Env, cfg GoodputConfig) (*GoodputResult
 	}
 	res.RunRatios = goodputRunRatios(res.Samples, cfg)
 	res.Table = fct.NewGoodputTable(cells, cfg.Arms[0])
+	res.summarize()
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
