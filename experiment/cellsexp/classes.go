@@ -37,10 +37,7 @@ type CellsClassesConfig struct {
 	// monitor from cells and REACHes: about a second).
 	Settle time.Duration `json:"settle"`
 
-	ReachInterval time.Duration `json:"reach_interval"`
-	ReachTh       int           `json:"reach_th"`
-	ReasmTimeout  time.Duration `json:"reasm_timeout"`
-	RunArgs       []string      `json:"run_args,omitempty"`
+	CellsEdgeConfig
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
@@ -60,11 +57,11 @@ func (c *CellsClassesConfig) Normalize() error {
 	c.Rate = cmp.Or(c.Rate, 100e6)
 	c.Seed = cmp.Or(c.Seed, 1)
 	c.Settle = cmp.Or(c.Settle, 20*time.Second)
-	return c.cells(ClassesArmOff).normalize("cells classes")
+	return c.CellsEdgeConfig.normalize("cells classes")
 }
 
-func (c *CellsClassesConfig) cells(arm string) *cellsRunConfig {
-	r := &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
+func (c *CellsClassesConfig) cells(arm string) CellsEdgeConfig {
+	r := c.CellsEdgeConfig
 	if arm == ClassesArmOn {
 		r.RunArgs = append(slices.Clone(c.RunArgs), "--cells-loss-classes", "default", "--cells-class-map", bed.ClassesMap)
 	}

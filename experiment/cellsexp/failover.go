@@ -31,11 +31,7 @@ type CellsFailoverConfig struct {
 	Link int    `json:"link"` // which bundle link (0-3)
 	// Rate is the UDP load (bit/s, 1200-byte datagrams).
 	Rate float64 `json:"rate_bps"`
-	// Cells settings of both edges.
-	ReachInterval time.Duration `json:"reach_interval"`
-	ReachTh       int           `json:"reach_th"`
-	ReasmTimeout  time.Duration `json:"reasm_timeout"`
-	RunArgs       []string      `json:"run_args,omitempty"`
+	CellsEdgeConfig
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
@@ -60,52 +56,50 @@ func (c *CellsFailoverConfig) Normalize() error {
 	if c.Rate < 1e6 {
 		return fmt.Errorf("cells failover: --rate %.0f: want at least 1 Mbit/s", c.Rate)
 	}
-	return c.cells().normalize("cells failover")
+	return c.CellsEdgeConfig.normalize("cells failover")
 }
 
-func (c *CellsFailoverConfig) cells() *cellsRunConfig {
-	return &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
+// CellsEdgeConfig is the cells settings a bundle experiment passes both
+// edges: REACH period and threshold, reassembly timeout, and extra
+// `linkfabric run` arguments.
+type CellsEdgeConfig struct {
+	ReachInterval time.Duration `json:"reach_interval"`
+	ReachTh       int           `json:"reach_th"`
+	ReasmTimeout  time.Duration `json:"reasm_timeout"`
+	RunArgs       []string      `json:"run_args,omitempty"`
 }
 
-// cellsRunConfig is the cells settings an experiment passes both edges.
-type cellsRunConfig struct {
-	ReachInterval *time.Duration
-	ReachTh       *int
-	ReasmTimeout  *time.Duration
-	RunArgs       []string
-}
-
-func (c *cellsRunConfig) normalize(what string) error {
-	if *c.ReachInterval == 0 {
+func (c *CellsEdgeConfig) normalize(what string) error {
+	if c.ReachInterval == 0 {
 		// 1 ms × 3 took links out several times a second on a loaded
 		// two-core machine (peers kept from running for tens of ms): the
 		// VOQs overflowed while every link was out.
-		*c.ReachInterval = 5 * time.Millisecond
+		c.ReachInterval = 5 * time.Millisecond
 	}
-	if *c.ReachTh == 0 {
-		*c.ReachTh = 3
+	if c.ReachTh == 0 {
+		c.ReachTh = 3
 	}
-	if *c.ReasmTimeout == 0 {
-		*c.ReasmTimeout = 100 * time.Millisecond
+	if c.ReasmTimeout == 0 {
+		c.ReasmTimeout = 100 * time.Millisecond
 	}
-	if *c.ReachInterval < 100*time.Microsecond || *c.ReachTh < 1 || time.Duration(*c.ReachTh)**c.ReachInterval >= *c.ReasmTimeout {
+	if c.ReachInterval < 100*time.Microsecond || c.ReachTh < 1 || time.Duration(c.ReachTh)*c.ReachInterval >= c.ReasmTimeout {
 		return fmt.Errorf("%s: --reach-interval %v × --reach-th %d must stay below --reasm-timeout %v (the cells a dead link held are sprayed again only after it is out; a hole older than the timeout is skipped)",
-			what, *c.ReachInterval, *c.ReachTh, *c.ReasmTimeout)
+			what, c.ReachInterval, c.ReachTh, c.ReasmTimeout)
 	}
 	return nil
 }
 
 // args is `linkfabric run` for edge sw (node id) of the bundle.
-func (c *cellsRunConfig) args(e *bed.Env, sw string, id int, linkMode string) []string {
+func (c CellsEdgeConfig) args(e *bed.Env, sw string, id int, linkMode string) []string {
 	a := []string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", strings.Join(bed.BundleLinks, ","),
 		"--mode", "cells", "--cells-node-id", strconv.Itoa(id), "--cells-link-mode", linkMode,
-		"--cells-reach-interval", c.ReachInterval.String(), "--cells-reach-th", strconv.Itoa(*c.ReachTh), "--cells-reasm-timeout", c.ReasmTimeout.String()}
+		"--cells-reach-interval", c.ReachInterval.String(), "--cells-reach-th", strconv.Itoa(c.ReachTh), "--cells-reasm-timeout", c.ReasmTimeout.String()}
 	return append(a, c.RunArgs...)
 }
 
 // startBundleCells starts both edges of the bundle with linkMode under the
 // cells and waits until h1 reaches h2 and every link is usable at sw1.
-func startBundleCells(ctx context.Context, e *bed.Env, c *cellsRunConfig, linkMode string) (*bed.Dataplanes, error) {
+func startBundleCells(ctx context.Context, e *bed.Env, c CellsEdgeConfig, linkMode string) (*bed.Dataplanes, error) {
 	dp, err := e.StartNodes(ctx, []bed.NodeRun{{Name: "sw1", Args: c.args(e, "sw1", 1, linkMode)}, {Name: "sw2", Args: c.args(e, "sw2", 2, linkMode)}})
 	if err != nil {
 		return nil, err
@@ -273,7 +267,7 @@ func bundleArmRuns[R any, PR interface {
 func failoverOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsFailoverConfig) (r CellsFailoverRun) {
 	r = CellsFailoverRun{Arm: arm, Run: run, ExclusionMs: -1, Sw2ExclusionMs: -1}
 	dev := bed.BundleLinks[cfg.Link]
-	dp, err := startBundleCells(ctx, e, cfg.cells(), arm)
+	dp, err := startBundleCells(ctx, e, cfg.CellsEdgeConfig, arm)
 	if err != nil {
 		r.Error = err.Error()
 		return r

@@ -25,10 +25,7 @@ type CellsGrayConfig struct {
 	Rate     float64       `json:"udp_rate_bps"`
 	Seed     uint64        `json:"seed"`
 
-	ReachInterval time.Duration `json:"reach_interval"`
-	ReachTh       int           `json:"reach_th"`
-	ReasmTimeout  time.Duration `json:"reasm_timeout"`
-	RunArgs       []string      `json:"run_args,omitempty"`
+	CellsEdgeConfig
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
@@ -56,11 +53,7 @@ func (c *CellsGrayConfig) Normalize() error {
 	}
 	c.Rate = cmp.Or(c.Rate, 200e6)
 	c.Seed = cmp.Or(c.Seed, 1)
-	return c.cells().normalize("cells gray")
-}
-
-func (c *CellsGrayConfig) cells() *cellsRunConfig {
-	return &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
+	return c.CellsEdgeConfig.normalize("cells gray")
 }
 
 // CellsGrayRun is one run of one arm, with or without the loss.
@@ -128,7 +121,7 @@ func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGray
 
 func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, cfg *CellsGrayConfig) (r CellsGrayRun) {
 	r = CellsGrayRun{Arm: arm, Lossy: lossy, Run: run}
-	dp, err := startBundleCells(ctx, e, cfg.cells(), arm)
+	dp, err := startBundleCells(ctx, e, cfg.CellsEdgeConfig, arm)
 	if err != nil {
 		r.Error = err.Error()
 		return r
