@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -191,6 +192,65 @@ func fabricArmRuns(ctx context.Context, e *bed.Env, topo *netns.Topology, mtu, r
 		}
 	}
 	return nil
+}
+
+// fabricResult is a fabric3 experiment's result: its runs, how long it
+// took, and the UDP flows' delivered rates for its CSV.
+type fabricResult[C, R any] struct {
+	report.Result[C, R]
+	Seconds float64 `json:"seconds"`
+	series  []cellsSeriesRow
+}
+
+func newFabricResult[C, R any](cfg C) fabricResult[C, R] {
+	return fabricResult[C, R]{Result: report.NewResult[C, R](cfg)}
+}
+
+// addSeries keeps the delivered rate of each of flows (arrivals arr, the
+// run starting at t0) in 10 ms bins.
+func (res *fabricResult[C, R]) addSeries(arm, transport string, run int, arr []bed.UDPArrival, flows []bed.UDPFlow, t0 int64) {
+	names := make([]string, len(flows))
+	for i, f := range flows {
+		names[i] = f.Name
+	}
+	for k, s := range bed.UDPSeries(arr, names, t0, 10*time.Millisecond) {
+		for i, v := range s {
+			res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: transport, Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
+		}
+	}
+}
+
+// WriteCSV writes the UDP flows' delivered rates in 10 ms bins.
+func (res *fabricResult[C, R]) WriteCSV(path string) error { return writeCellsCSV(path, res.series) }
+
+// fabricExpRuns runs a fabric3 experiment's runs on topo (fabricArmRuns):
+// per run and arm, once for each variant in turn (a single "" for none),
+// with a progress line before and the run's line after; every run is kept
+// in res.Runs, and res summarized at the end; res.Seconds is the time
+// since start then.
+func fabricExpRuns[C any, R interface{ line() string }](ctx context.Context, e *bed.Env, what string, res *fabricResult[C, R], summarize func(), start time.Time,
+	topo *netns.Topology, mtu, runs int, arms, variants, runArgs []string, reach [][2]string,
+	once func(f *CellsFabric, arm, variant string, run int) (R, error)) error {
+	step, total := 0, runs*len(arms)*len(variants)
+	err := fabricArmRuns(ctx, e, topo, mtu, runs, arms, runArgs, reach, func(f *CellsFabric, arm string, run int) error {
+		for _, v := range variants {
+			step++
+			name := strings.TrimSpace(arm + " " + v)
+			e.Printf("%s: [%d/%d] %s, run %d", what, step, total, name, run)
+			r, err := once(f, arm, v, run)
+			if err != nil {
+				return fmt.Errorf("%s %s run %d: %w", what, name, run, err)
+			}
+			e.Printf("%s:   %s", what, r.line())
+			res.Runs = append(res.Runs, r)
+		}
+		return nil
+	})
+	if err == nil {
+		summarize()
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return err
 }
 
 // normalizePort fills and checks a fabric3 experiment's port: its rate

@@ -449,7 +449,7 @@ func (g fecGroup) med(f func(FECVethPoint) float64) float64 {
 func (r *FECVethResult) summarize() {
 	s := map[string]any{}
 	c := r.Config
-	lo, hi, within, pass := math.Inf(1), 0.0, true, true
+	lo, hi, within := math.Inf(1), 0.0, true
 	var failed []string
 	for _, g := range r.groups() {
 		k, med := g[0], g.med
@@ -477,7 +477,6 @@ func (r *FECVethResult) summarize() {
 		if k.Arm == FECArmFEC && k.Model == "bernoulli" && k.Loss == fecCheckLoss && c.Target == 1e-3 {
 			s["fec_check_residual"], s["fec_check_overhead"] = residual, overhead
 			if residual > fecCheckResidual || overhead > fecCheckOverhead {
-				pass = false
 				failed = append(failed, fmt.Sprintf("fec at p 3e-3: residual %.3g (≤ 2e-3), overhead %.3f (≤ 1.12)", residual, overhead))
 			}
 		}
@@ -485,9 +484,7 @@ func (r *FECVethResult) summarize() {
 	if hi > 0 || !math.IsInf(lo, 1) {
 		s["fec_ratio_min"], s["fec_ratio_max"], s["fec_within_2x"] = lo, hi, within
 	}
-	s["failed"] = failed
-	s["pass"] = pass
-	r.Summary = s
+	r.Summary = report.Verdict(s, failed)
 }
 
 // Text renders the result: the medians per point, then the check.

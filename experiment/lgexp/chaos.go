@@ -182,9 +182,10 @@ func (r *ChaosResult) summarize() {
 			failed = append(failed, ev.Event)
 		}
 	}
-	s["failed"] = failed
-	s["pass"] = len(failed) == 0 && len(r.Events) == len(r.Config.Events)
-	r.Summary = s
+	for _, ev := range r.Config.Events[len(r.Events):] {
+		failed = append(failed, ev+" (not run)")
+	}
+	r.Summary = report.Verdict(s, failed)
 }
 
 // Chaos runs TCP both ways through the dataplanes of the pair testbed and

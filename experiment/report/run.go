@@ -60,3 +60,11 @@ type Result[C, R any] struct {
 func NewResult[C, R any](cfg C) Result[C, R] {
 	return Result[C, R]{Config: cfg, RunInfo: NewRunInfo()}
 }
+
+// Verdict ends a summary: failed names the targets missed, and pass is
+// whether none was.
+func Verdict(summary map[string]any, failed []string) map[string]any {
+	summary["failed"] = failed
+	summary["pass"] = len(failed) == 0
+	return summary
+}
