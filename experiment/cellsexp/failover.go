@@ -248,17 +248,13 @@ func bundleArmRuns[R any, PR interface {
 		return err
 	}
 	defer tb.Down()
-	total, i := runs*len(arms), 0
-	for run := 1; run <= runs; run++ {
-		for _, arm := range arms {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			i++
-			r := once(arm, run)
-			*out = append(*out, r)
-			e.Printf("%s: [%d/%d] %s run %d: %s", what, i, total, arm, run, PR(&r).line())
-		}
+	if err := bed.Steps(ctx, runs, arms, []string{""}, func(s bed.Step[string]) error {
+		r := once(s.Arm, s.Run)
+		*out = append(*out, r)
+		e.Printf("%s: [%d/%d] %s run %d: %s", what, s.N, s.Total, s.Arm, s.Run, PR(&r).line())
+		return nil
+	}); err != nil {
+		return err
 	}
 	summarize()
 	return nil

@@ -101,19 +101,13 @@ func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGray
 		return nil, err
 	}
 	defer tb.Down()
-	i := 0
-	for run := 1; run <= cfg.Runs; run++ {
-		for _, arm := range cfg.Arms {
-			for _, lossy := range []bool{false, true} {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				i++
-				r := grayOnce(ctx, e, arm, lossy, run, &cfg)
-				res.Runs = append(res.Runs, r)
-				e.Printf("cells gray: [%d/%d] %s %s run %d: %s", i, total, arm, report.LossyWord(lossy), run, r.line())
-			}
-		}
+	if err := bed.Steps(ctx, cfg.Runs, cfg.Arms, bed.CleanThenLossy, func(s bed.Step[bool]) error {
+		r := grayOnce(ctx, e, s.Arm, s.Variant, s.Run, &cfg)
+		res.Runs = append(res.Runs, r)
+		e.Printf("cells gray: [%d/%d] %s %s run %d: %s", s.N, s.Total, s.Arm, report.LossyWord(s.Variant), s.Run, r.line())
+		return nil
+	}); err != nil {
+		return res, err
 	}
 	res.summarize()
 	return res, nil
