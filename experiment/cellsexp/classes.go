@@ -132,13 +132,10 @@ func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*Cel
 		return nil, err
 	}
 	res := &CellsClassesResult{report.NewResult[CellsClassesConfig, CellsClassesRun](cfg)}
-	total := len(cfg.Arms) * cfg.Runs
-	e.Printf("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
-		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
-		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
-	return res, bundleArmRuns(ctx, e, "cells classes", cfg.Runs, cfg.Arms, &res.Runs, res.summarize, func(arm string, run int) CellsClassesRun {
-		return classesOnce(ctx, e, arm, run, &cfg)
-	})
+	plan := fmt.Sprintf("links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0)",
+		cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP)
+	return res, bundleArmRuns(ctx, e, "cells classes", plan, cfg.Duration+6*time.Second, &res.Result, cfg.Runs, cfg.Arms, []string{""}, res.summarize,
+		func(arm, _ string, run int) CellsClassesRun { return classesOnce(ctx, e, arm, run, &cfg) })
 }
 
 func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsClassesConfig) (r CellsClassesRun) {

@@ -226,32 +226,35 @@ func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*C
 		return nil, err
 	}
 	res := &CellsFailoverResult{report.NewResult[CellsFailoverConfig, CellsFailoverRun](cfg)}
-	total := len(cfg.Arms) * cfg.Runs
-	e.Printf("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
-		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,
-		(time.Duration(total) * (cfg.Duration + 4*time.Second)).Round(time.Second))
-	return res, bundleArmRuns(ctx, e, "cells failover", cfg.Runs, cfg.Arms, &res.Runs, res.summarize, func(arm string, run int) CellsFailoverRun {
-		return failoverOnce(ctx, e, arm, run, &cfg)
-	})
+	plan := fmt.Sprintf("UDP %.0f Mbit/s for %v, %s of link%d at %v", cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt)
+	return res, bundleArmRuns(ctx, e, "cells failover", plan, cfg.Duration+4*time.Second, &res.Result, cfg.Runs, cfg.Arms, []string{""}, res.summarize,
+		func(arm, _ string, run int) CellsFailoverRun { return failoverOnce(ctx, e, arm, run, &cfg) })
 }
 
-// bundleArmRuns brings the bundle testbed up and calls once for every run
-// and arm in turn (runs outermost), keeping each result in *out with a
-// progress line, until ctx ends; then summarize. The testbed goes down at
-// the end.
-func bundleArmRuns[R any, PR interface {
+// bundleArmRuns logs a bundle experiment's plan (about per a step), brings
+// the bundle testbed up and calls once for every run, arm and variant in
+// turn (bed.Steps; variants: a single "" for none), keeping each result in
+// res.Runs with a progress line, until ctx ends; then summarize. The
+// testbed goes down at the end.
+func bundleArmRuns[C, R any, PR interface {
 	*R
 	line() string
-}](ctx context.Context, e *bed.Env, what string, runs int, arms []string, out *[]R, summarize func(), once func(arm string, run int) R) error {
+}](ctx context.Context, e *bed.Env, what, plan string, per time.Duration, res *report.Result[C, R], runs int, arms, variants []string, summarize func(), once func(arm, variant string, run int) R) error {
+	times := ""
+	if len(variants) > 1 {
+		times = " × {" + strings.Join(variants, ", ") + "}"
+	}
+	e.Printf("%s: bundle testbed %q, %s; arms %s × %d runs%s; about %v", what, e.Prefix, plan, strings.Join(arms, ","), runs, times,
+		(time.Duration(runs*len(arms)*len(variants)) * per).Round(time.Second))
 	tb, err := upBundle(e)
 	if err != nil {
 		return err
 	}
 	defer tb.Down()
-	if err := bed.Steps(ctx, runs, arms, []string{""}, func(s bed.Step[string]) error {
-		r := once(s.Arm, s.Run)
-		*out = append(*out, r)
-		e.Printf("%s: [%d/%d] %s run %d: %s", what, s.N, s.Total, s.Arm, s.Run, PR(&r).line())
+	if err := bed.Steps(ctx, runs, arms, variants, func(s bed.Step[string]) error {
+		r := once(s.Arm, s.Variant, s.Run)
+		res.Runs = append(res.Runs, r)
+		e.Printf("%s: [%d/%d] %s run %d: %s", what, s.N, s.Total, strings.TrimSpace(s.Arm+" "+s.Variant), s.Run, PR(&r).line())
 		return nil
 	}); err != nil {
 		return err

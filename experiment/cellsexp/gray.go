@@ -92,25 +92,12 @@ func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGray
 		return nil, err
 	}
 	res := &CellsGrayResult{report.NewResult[CellsGrayConfig, CellsGrayRun](cfg)}
-	total := 2 * len(cfg.Arms) * cfg.Runs
-	e.Printf("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
-		e.Prefix, cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Runs,
-		(time.Duration(total) * (2*cfg.Duration + 4*time.Second)).Round(time.Second))
-	tb, err := upBundle(e)
-	if err != nil {
-		return nil, err
-	}
-	defer tb.Down()
-	if err := bed.Steps(ctx, cfg.Runs, cfg.Arms, bed.CleanThenLossy, func(s bed.Step[bool]) error {
-		r := grayOnce(ctx, e, s.Arm, s.Variant, s.Run, &cfg)
-		res.Runs = append(res.Runs, r)
-		e.Printf("cells gray: [%d/%d] %s %s run %d: %s", s.N, s.Total, s.Arm, report.LossyWord(s.Variant), s.Run, r.line())
-		return nil
-	}); err != nil {
-		return res, err
-	}
-	res.summarize()
-	return res, nil
+	plan := fmt.Sprintf("loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each", cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration)
+	lossy := report.LossyWord(true)
+	return res, bundleArmRuns(ctx, e, "cells gray", plan, 2*cfg.Duration+4*time.Second, &res.Result, cfg.Runs, cfg.Arms, []string{report.LossyWord(false), lossy}, res.summarize,
+		func(arm, variant string, run int) CellsGrayRun {
+			return grayOnce(ctx, e, arm, variant == lossy, run, &cfg)
+		})
 }
 
 func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, cfg *CellsGrayConfig) (r CellsGrayRun) {
