@@ -220,6 +220,12 @@ func (res *fabricResult[C, R]) addSeries(arm, transport string, run int, arr []b
 	}
 }
 
+// failed are the targets the summary says were missed.
+func (res *fabricResult[C, R]) failed() []string {
+	f, _ := res.Summary["failed"].([]string)
+	return f
+}
+
 // WriteCSV writes the UDP flows' delivered rates in 10 ms bins.
 func (res *fabricResult[C, R]) WriteCSV(path string) error { return writeCellsCSV(path, res.series) }
 
