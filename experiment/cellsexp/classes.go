@@ -202,13 +202,7 @@ func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *Cell
 		}
 		r.Links = append(r.Links, cl)
 	}
-	for _, l := range cfg.Gray {
-		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
-			st, err := im.ImpairStats()
-			r.LinkDropped += st.Dropped
-			return err
-		})
-	}
+	r.LinkDropped = bed.BundleDropped(e, "sw2", cfg.Gray)
 	if err := dp.Alive(); err != nil {
 		r.Error = err.Error()
 	}

@@ -131,13 +131,7 @@ func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, 
 		return r
 	}
 	r.TCPGbps, r.Retransmits = tcp.Gbps, tcp.Retransmits
-	for _, l := range cfg.Lossy {
-		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
-			st, err := im.ImpairStats()
-			r.LinkDropped += st.Dropped
-			return err
-		})
-	}
+	r.LinkDropped = bed.BundleDropped(e, "sw2", cfg.Lossy)
 	var s2 bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err == nil {
 		for _, l := range s2.Cells.Links {

@@ -254,13 +254,7 @@ func fecFCTOnce(ctx context.Context, e *bed.Env, b *bed.Bed, arm string, run int
 	if err := b.Dataplanes().Alive(); err != nil {
 		return fail(err)
 	}
-	for _, l := range cfg.Gray {
-		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
-			st, err := im.ImpairStats()
-			r.Dropped += st.Dropped
-			return err
-		})
-	}
+	r.Dropped = bed.BundleDropped(e, "sw2", cfg.Gray)
 	r.Summaries = fct.Summarize(flows)
 	return r, flows
 }

@@ -292,11 +292,9 @@ func fecVethPoint(ctx context.Context, e *bed.Env, cfg FECVethConfig, arm string
 	if err != nil {
 		return pt, err
 	}
-	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
-		st, err := im.ImpairStats()
-		pt.LinkLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
-		return err
-	}); err != nil {
+	link, err := bed.ImpairStatsOf(e, "sw2", "link0")
+	pt.LinkLoss = report.Ratio(float64(link.Dropped), float64(link.Seen))
+	if err != nil {
 		return pt, err
 	}
 	if mode == "fec" {
