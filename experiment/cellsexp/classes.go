@@ -25,14 +25,13 @@ const (
 // CellsClassesConfig sizes `linkfabric cells classes`: RAIL's loss classes
 // on the bundle, one clean link and gray ones.
 type CellsClassesConfig struct {
-	Arms     []string      `json:"arms"`
-	Runs     int           `json:"runs"`
-	Duration time.Duration `json:"duration"` // the two UDP flows, whole seconds
-	Loss     float64       `json:"loss"`     // on each gray link, both directions
-	Burst    float64       `json:"burst"`    // mean loss burst (1: Bernoulli)
-	Gray     []int         `json:"gray_links"`
-	Rate     float64       `json:"udp_rate_bps"` // each flow
-	Seed     uint64        `json:"seed"`
+	// Duration: the two UDP flows.
+	BundleRuns
+	Loss  float64 `json:"loss"`  // on each gray link, both directions
+	Burst float64 `json:"burst"` // mean loss burst (1: Bernoulli)
+	Gray  []int   `json:"gray_links"`
+	Rate  float64 `json:"udp_rate_bps"` // each flow
+	Seed  uint64  `json:"seed"`
 	// Settle bounds the wait for the links' classes (measured by the
 	// monitor from cells and REACHes: about a second).
 	Settle time.Duration `json:"settle"`
@@ -43,13 +42,8 @@ type CellsClassesConfig struct {
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsClassesConfig) Normalize() error {
 	classesArms := []string{ClassesArmOn, ClassesArmOff}
-	if err := bed.NormalizeArms("cells classes", &c.Arms, classesArms, classesArms); err != nil {
+	if err := c.BundleRuns.normalize("cells classes", classesArms, classesArms); err != nil {
 		return err
-	}
-	c.Runs = bed.Positive(c.Runs, 3)
-	c.Duration = cmp.Or(c.Duration, 4*time.Second)
-	if c.Duration < time.Second {
-		return fmt.Errorf("cells classes: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
 	if err := bed.NormalizeGray("cells classes", &c.Loss, &c.Burst, &c.Gray); err != nil {
 		return err
@@ -134,7 +128,7 @@ func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*Cel
 	res := &CellsClassesResult{report.NewResult[CellsClassesConfig, CellsClassesRun](cfg)}
 	plan := fmt.Sprintf("links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0)",
 		cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP)
-	return res, bundleArmRuns(ctx, e, "cells classes", plan, cfg.Duration+6*time.Second, &res.Result, cfg.Runs, cfg.Arms, []string{""}, res.summarize,
+	return res, bundleArmRuns(ctx, e, "cells classes", plan, cfg.Duration+6*time.Second, &res.Result, cfg.BundleRuns, []string{""}, res.summarize,
 		func(arm, _ string, run int) CellsClassesRun { return classesOnce(ctx, e, arm, run, &cfg) })
 }
 

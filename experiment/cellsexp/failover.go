@@ -21,10 +21,10 @@ var CellsLinkModes = []string{"lg", "none"}
 
 // CellsFailoverConfig sizes `linkfabric cells failover`.
 type CellsFailoverConfig struct {
-	Arms     []string      `json:"arms"`     // link modes, from CellsLinkModes (and lgnb, monitor)
-	Runs     int           `json:"runs"`     // runs per arm; the table shows medians
-	Duration time.Duration `json:"duration"` // UDP run, whole seconds
-	CutAt    time.Duration `json:"cut_at"`   // when, into the UDP run, the link is cut
+	// Arms: link modes, from CellsLinkModes (and lgnb, monitor);
+	// Duration: the UDP run.
+	BundleRuns
+	CutAt time.Duration `json:"cut_at"` // when, into the UDP run, the link is cut
 	// Cut is how: down (ip link set down at sw2's end) or drop (sw2's XDP
 	// program drops every frame the link brings: a one-way failure).
 	Cut  string `json:"cut"`
@@ -36,11 +36,9 @@ type CellsFailoverConfig struct {
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsFailoverConfig) Normalize() error {
-	if err := bed.NormalizeArms("cells failover", &c.Arms, CellsLinkModes, []string{"lg", "lgnb", "monitor", "none"}); err != nil {
+	if err := c.BundleRuns.normalize("cells failover", CellsLinkModes, []string{"lg", "lgnb", "monitor", "none"}); err != nil {
 		return err
 	}
-	c.Runs = bed.Positive(c.Runs, 3)
-	c.Duration = cmp.Or(c.Duration, 4*time.Second)
 	c.CutAt = cmp.Or(c.CutAt, c.Duration/2)
 	if c.Duration < 2*time.Second || c.CutAt < 500*time.Millisecond || c.CutAt > c.Duration-time.Second {
 		return fmt.Errorf("cells failover: --duration %v and --cut-at %v: want a run of at least 2s and the cut at least 0.5s in and 1s before its end", c.Duration, c.CutAt)
@@ -57,6 +55,28 @@ func (c *CellsFailoverConfig) Normalize() error {
 		return fmt.Errorf("cells failover: --rate %.0f: want at least 1 Mbit/s", c.Rate)
 	}
 	return c.CellsEdgeConfig.normalize("cells failover")
+}
+
+// BundleRuns are the arms, the runs of each and their length of a cells
+// experiment on the bundle.
+type BundleRuns struct {
+	Arms     []string      `json:"arms"`
+	Runs     int           `json:"runs"`     // runs per arm; the table shows medians
+	Duration time.Duration `json:"duration"` // whole seconds
+}
+
+// normalize fills the defaults (arms def, 3 runs of 4s) and refuses arms
+// not in have and runs shorter than iperf3's 1s.
+func (c *BundleRuns) normalize(what string, def, have []string) error {
+	if err := bed.NormalizeArms(what, &c.Arms, def, have); err != nil {
+		return err
+	}
+	c.Runs = bed.Positive(c.Runs, 3)
+	c.Duration = cmp.Or(c.Duration, 4*time.Second)
+	if c.Duration < time.Second {
+		return fmt.Errorf("%s: --duration %v: iperf3 needs at least 1s", what, c.Duration)
+	}
+	return nil
 }
 
 // CellsEdgeConfig is the cells settings a bundle experiment passes both
@@ -227,7 +247,7 @@ func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*C
 	}
 	res := &CellsFailoverResult{report.NewResult[CellsFailoverConfig, CellsFailoverRun](cfg)}
 	plan := fmt.Sprintf("UDP %.0f Mbit/s for %v, %s of link%d at %v", cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt)
-	return res, bundleArmRuns(ctx, e, "cells failover", plan, cfg.Duration+4*time.Second, &res.Result, cfg.Runs, cfg.Arms, []string{""}, res.summarize,
+	return res, bundleArmRuns(ctx, e, "cells failover", plan, cfg.Duration+4*time.Second, &res.Result, cfg.BundleRuns, []string{""}, res.summarize,
 		func(arm, _ string, run int) CellsFailoverRun { return failoverOnce(ctx, e, arm, run, &cfg) })
 }
 
@@ -239,19 +259,19 @@ func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*C
 func bundleArmRuns[C, R any, PR interface {
 	*R
 	line() string
-}](ctx context.Context, e *bed.Env, what, plan string, per time.Duration, res *report.Result[C, R], runs int, arms, variants []string, summarize func(), once func(arm, variant string, run int) R) error {
+}](ctx context.Context, e *bed.Env, what, plan string, per time.Duration, res *report.Result[C, R], c BundleRuns, variants []string, summarize func(), once func(arm, variant string, run int) R) error {
 	times := ""
 	if len(variants) > 1 {
 		times = " × {" + strings.Join(variants, ", ") + "}"
 	}
-	e.Printf("%s: bundle testbed %q, %s; arms %s × %d runs%s; about %v", what, e.Prefix, plan, strings.Join(arms, ","), runs, times,
-		(time.Duration(runs*len(arms)*len(variants)) * per).Round(time.Second))
+	e.Printf("%s: bundle testbed %q, %s; arms %s × %d runs%s; about %v", what, e.Prefix, plan, strings.Join(c.Arms, ","), c.Runs, times,
+		(time.Duration(c.Runs*len(c.Arms)*len(variants)) * per).Round(time.Second))
 	tb, err := upBundle(e)
 	if err != nil {
 		return err
 	}
 	defer tb.Down()
-	if err := bed.Steps(ctx, runs, arms, variants, func(s bed.Step[string]) error {
+	if err := bed.Steps(ctx, c.Runs, c.Arms, variants, func(s bed.Step[string]) error {
 		r := once(s.Arm, s.Variant, s.Run)
 		res.Runs = append(res.Runs, r)
 		e.Printf("%s: [%d/%d] %s run %d: %s", what, s.N, s.Total, strings.TrimSpace(s.Arm+" "+s.Variant), s.Run, PR(&r).line())

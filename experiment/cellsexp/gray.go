@@ -16,27 +16,21 @@ import (
 // CellsGrayConfig sizes `linkfabric cells gray`: a gray failure (bursty
 // loss) on some of the bundle's links.
 type CellsGrayConfig struct {
-	Arms     []string      `json:"arms"`     // link modes under the cells
-	Runs     int           `json:"runs"`     // runs per arm; the table shows medians
-	Duration time.Duration `json:"duration"` // each UDP and TCP run, whole seconds
-	Loss     float64       `json:"loss"`     // loss rate on each lossy link (sw1→sw2)
-	Burst    float64       `json:"burst"`    // mean loss burst (frames)
-	Lossy    []int         `json:"lossy_links"`
-	Rate     float64       `json:"udp_rate_bps"`
-	Seed     uint64        `json:"seed"`
+	// Arms: link modes under the cells; Duration: each UDP and TCP run.
+	BundleRuns
+	Loss  float64 `json:"loss"`  // loss rate on each lossy link (sw1→sw2)
+	Burst float64 `json:"burst"` // mean loss burst (frames)
+	Lossy []int   `json:"lossy_links"`
+	Rate  float64 `json:"udp_rate_bps"`
+	Seed  uint64  `json:"seed"`
 
 	CellsEdgeConfig
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsGrayConfig) Normalize() error {
-	if err := bed.NormalizeArms("cells gray", &c.Arms, []string{"lg"}, []string{"lg", "lgnb", "monitor", "none", "fec"}); err != nil {
+	if err := c.BundleRuns.normalize("cells gray", []string{"lg"}, []string{"lg", "lgnb", "monitor", "none", "fec"}); err != nil {
 		return err
-	}
-	c.Runs = bed.Positive(c.Runs, 3)
-	c.Duration = cmp.Or(c.Duration, 4*time.Second)
-	if c.Duration < time.Second {
-		return fmt.Errorf("cells gray: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
 	c.Loss = cmp.Or(c.Loss, 1e-2)
 	c.Burst = cmp.Or(c.Burst, 3)
@@ -94,7 +88,7 @@ func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGray
 	res := &CellsGrayResult{report.NewResult[CellsGrayConfig, CellsGrayRun](cfg)}
 	plan := fmt.Sprintf("loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each", cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration)
 	lossy := report.LossyWord(true)
-	return res, bundleArmRuns(ctx, e, "cells gray", plan, 2*cfg.Duration+4*time.Second, &res.Result, cfg.Runs, cfg.Arms, []string{report.LossyWord(false), lossy}, res.summarize,
+	return res, bundleArmRuns(ctx, e, "cells gray", plan, 2*cfg.Duration+4*time.Second, &res.Result, cfg.BundleRuns, []string{report.LossyWord(false), lossy}, res.summarize,
 		func(arm, variant string, run int) CellsGrayRun {
 			return grayOnce(ctx, e, arm, variant == lossy, run, &cfg)
 		})
