@@ -122,14 +122,11 @@ type CellsClassesResult struct {
 // both directions: one with DSCP EF (class 1 in the classes arm) and one
 // without.
 func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*CellsClassesResult, error) {
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	res := &CellsClassesResult{report.NewResult[CellsClassesConfig, CellsClassesRun](cfg)}
-	plan := fmt.Sprintf("links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0)",
-		cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP)
-	return res, bundleArmRuns(ctx, e, "cells classes", plan, cfg.Duration+6*time.Second, &res.Result, cfg.BundleRuns, []string{""}, res.summarize,
-		func(arm, _ string, run int) CellsClassesRun { return classesOnce(ctx, e, arm, run, &cfg) })
+	res := &CellsClassesResult{}
+	return res, bundleArmRuns(ctx, e, "cells classes", &cfg, &cfg.BundleRuns, &res.Result, []string{""}, func() (string, time.Duration) {
+		return fmt.Sprintf("links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0)",
+			cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP), cfg.Duration + 6*time.Second
+	}, res.summarize, func(arm, _ string, run int) CellsClassesRun { return classesOnce(ctx, e, arm, run, &cfg) })
 }
 
 func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsClassesConfig) (r CellsClassesRun) {

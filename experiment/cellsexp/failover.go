@@ -242,29 +242,37 @@ type CellsFailoverResult struct {
 // dataplanes: packets lost and out of order, and how long sw1 took to take
 // the link out of its routes.
 func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*CellsFailoverResult, error) {
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	res := &CellsFailoverResult{report.NewResult[CellsFailoverConfig, CellsFailoverRun](cfg)}
-	plan := fmt.Sprintf("UDP %.0f Mbit/s for %v, %s of link%d at %v", cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt)
-	return res, bundleArmRuns(ctx, e, "cells failover", plan, cfg.Duration+4*time.Second, &res.Result, cfg.BundleRuns, []string{""}, res.summarize,
-		func(arm, _ string, run int) CellsFailoverRun { return failoverOnce(ctx, e, arm, run, &cfg) })
+	res := &CellsFailoverResult{}
+	return res, bundleArmRuns(ctx, e, "cells failover", &cfg, &cfg.BundleRuns, &res.Result, []string{""}, func() (string, time.Duration) {
+		return fmt.Sprintf("UDP %.0f Mbit/s for %v, %s of link%d at %v", cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt), cfg.Duration + 4*time.Second
+	}, res.summarize, func(arm, _ string, run int) CellsFailoverRun { return failoverOnce(ctx, e, arm, run, &cfg) })
 }
 
-// bundleArmRuns logs a bundle experiment's plan (about per a step), brings
-// the bundle testbed up and calls once for every run, arm and variant in
-// turn (bed.Steps; variants: a single "" for none), keeping each result in
-// res.Runs with a progress line, until ctx ends; then summarize. The
-// testbed goes down at the end.
-func bundleArmRuns[C, R any, PR interface {
+// bundleArmRuns runs a cells experiment on the bundle: it checks cfg
+// (bed.Prepare), whose arms and runs are c, and starts res with it; logs
+// the experiment's plan (what it does, and about how long a step takes);
+// brings the bundle testbed up and calls once for every run, arm and
+// variant in turn (bed.Steps; variants: a single "" for none), keeping
+// each result in res.Runs with a progress line, until ctx ends; then
+// summarize. The testbed goes down at the end.
+func bundleArmRuns[C any, PC interface {
+	*C
+	Normalize() error
+}, R any, PR interface {
 	*R
 	line() string
-}](ctx context.Context, e *bed.Env, what, plan string, per time.Duration, res *report.Result[C, R], c BundleRuns, variants []string, summarize func(), once func(arm, variant string, run int) R) error {
+}](ctx context.Context, e *bed.Env, what string, cfg PC, c *BundleRuns, res *report.Result[C, R], variants []string,
+	plan func() (string, time.Duration), summarize func(), once func(arm, variant string, run int) R) error {
+	if err := bed.Prepare(e, cfg); err != nil {
+		return err
+	}
+	*res = report.NewResult[C, R](*cfg)
+	doing, per := plan()
 	times := ""
 	if len(variants) > 1 {
 		times = " × {" + strings.Join(variants, ", ") + "}"
 	}
-	e.Printf("%s: bundle testbed %q, %s; arms %s × %d runs%s; about %v", what, e.Prefix, plan, strings.Join(c.Arms, ","), c.Runs, times,
+	e.Printf("%s: bundle testbed %q, %s; arms %s × %d runs%s; about %v", what, e.Prefix, doing, strings.Join(c.Arms, ","), c.Runs, times,
 		(time.Duration(c.Runs*len(c.Arms)*len(variants)) * per).Round(time.Second))
 	tb, err := upBundle(e)
 	if err != nil {

@@ -82,16 +82,12 @@ type CellsGrayResult struct {
 // over the bundle's cells, once with bursty loss on the lossy links and
 // once without.
 func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGrayResult, error) {
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	res := &CellsGrayResult{report.NewResult[CellsGrayConfig, CellsGrayRun](cfg)}
-	plan := fmt.Sprintf("loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each", cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration)
-	lossy := report.LossyWord(true)
-	return res, bundleArmRuns(ctx, e, "cells gray", plan, 2*cfg.Duration+4*time.Second, &res.Result, cfg.BundleRuns, []string{report.LossyWord(false), lossy}, res.summarize,
-		func(arm, variant string, run int) CellsGrayRun {
-			return grayOnce(ctx, e, arm, variant == lossy, run, &cfg)
-		})
+	res, lossy := &CellsGrayResult{}, report.LossyWord(true)
+	return res, bundleArmRuns(ctx, e, "cells gray", &cfg, &cfg.BundleRuns, &res.Result, []string{report.LossyWord(false), lossy}, func() (string, time.Duration) {
+		return fmt.Sprintf("loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each", cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration), 2*cfg.Duration + 4*time.Second
+	}, res.summarize, func(arm, variant string, run int) CellsGrayRun {
+		return grayOnce(ctx, e, arm, variant == lossy, run, &cfg)
+	})
 }
 
 func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, cfg *CellsGrayConfig) (r CellsGrayRun) {
