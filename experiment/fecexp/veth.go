@@ -59,11 +59,6 @@ type FECVethConfig struct {
 
 // Normalize fills defaults and refuses what cannot run.
 func (c *FECVethConfig) Normalize() error {
-	if len(c.Loss) == 0 {
-		c.Loss = DefaultFECLoss
-	}
-	c.Target = cmp.Or(c.Target, 1e-3)
-	c.Frames = cmp.Or(c.Frames, 100_000)
 	c.Warmup = cmp.Or(c.Warmup, 20_000)
 	c.Copies = cmp.Or(c.Copies, 3)
 	if len(c.Arms) == 0 {
@@ -74,7 +69,7 @@ func (c *FECVethConfig) Normalize() error {
 	c.Runs = cmp.Or(c.Runs, 1)
 	c.Seed = cmp.Or(c.Seed, 1)
 	c.Drain = cmp.Or(c.Drain, 5*time.Second)
-	if err := checkFECRun(c.Loss, c.Target, c.Frames, c.MeanBurst, "10^5"); err != nil {
+	if err := normalizeFECRun(&c.Loss, &c.Target, &c.Frames, 100_000, c.MeanBurst); err != nil {
 		return err
 	}
 	switch {
