@@ -3,7 +3,6 @@ package cellsexp
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,10 +16,9 @@ import (
 // `linkfabric run --mode cells`, each port at the rate and buffer its
 // topology gives it.
 type CellsFabric struct {
-	env      *bed.Env
-	Testbed  *netns.Testbed
-	Switches []string // topology order; node ids 1, 2, ... in this order
-	dps      *bed.Dataplanes
+	// Bed's Switches are in topology order: node ids 1, 2, ... in this
+	// order. It has no Hosts: Reach says who must reach whom.
+	*bed.Bed
 }
 
 // UpCellsFabric brings topo up under e.Prefix with bare ports (a stale
@@ -37,7 +35,7 @@ func UpCellsFabric(e *bed.Env, topo *netns.Topology, mtu int) (*CellsFabric, err
 	if err != nil {
 		return nil, err
 	}
-	return &CellsFabric{env: e, Testbed: tb, Switches: switches}, nil
+	return &CellsFabric{&bed.Bed{Env: e, TB: tb, Switches: switches}}, nil
 }
 
 // CellsNodeArgs returns the arguments of `linkfabric` that run mode cells
@@ -75,46 +73,15 @@ func CellsNodeArgs(tb *netns.Testbed, node string, id int, extra ...string) ([]s
 // 2, ... in Switches order) and waits until each is ready. Stop any that
 // run first.
 func (f *CellsFabric) Start(ctx context.Context, extra ...string) error {
-	if err := f.Stop(); err != nil {
-		return err
-	}
 	var runs []bed.NodeRun
 	for i, sw := range f.Switches {
-		args, err := CellsNodeArgs(f.Testbed, sw, i+1, extra...)
+		args, err := CellsNodeArgs(f.TB, sw, i+1, extra...)
 		if err != nil {
 			return err
 		}
 		runs = append(runs, bed.NodeRun{Name: sw, Args: args})
 	}
-	dps, err := f.env.StartNodes(ctx, runs)
-	if err != nil {
-		return err
-	}
-	f.dps = dps
-	return nil
-}
-
-// Stop stops the dataplanes (if any run).
-func (f *CellsFabric) Stop() error {
-	if f.dps == nil {
-		return nil
-	}
-	err := f.dps.Stop()
-	f.dps = nil
-	return err
-}
-
-// Alive reports an error if a dataplane exited.
-func (f *CellsFabric) Alive() error {
-	if f.dps == nil {
-		return errors.New("no dataplane runs")
-	}
-	return f.dps.Alive()
-}
-
-// Down stops the dataplanes and removes the testbed.
-func (f *CellsFabric) Down() error {
-	return errors.Join(f.Stop(), f.Testbed.Down())
+	return f.StartNodes(ctx, runs)
 }
 
 // Reach pings each pair (host namespace short name, address) until it
@@ -124,7 +91,7 @@ func (f *CellsFabric) Reach(ctx context.Context, timeout time.Duration, pairs ..
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for _, p := range pairs {
-		if err := netns.WaitPing(ctx, f.Testbed.NS(p[0]), p[1]); err != nil {
+		if err := netns.WaitPing(ctx, f.TB.NS(p[0]), p[1]); err != nil {
 			return fmt.Errorf("%s cannot reach %s through the cells fabric: %w", p[0], p[1], err)
 		}
 	}
@@ -135,7 +102,7 @@ func (f *CellsFabric) Reach(ctx context.Context, timeout time.Duration, pairs ..
 func (f *CellsFabric) Stats(ctx context.Context) (map[string]*CellsNodeStats, error) {
 	m := map[string]*CellsNodeStats{}
 	for _, sw := range f.Switches {
-		s, err := FetchCellsStats(ctx, f.Testbed.NS(sw))
+		s, err := FetchCellsStats(ctx, f.TB.NS(sw))
 		if err != nil {
 			return nil, err
 		}
