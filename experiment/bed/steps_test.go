@@ -42,3 +42,12 @@ func TestSteps(t *testing.T) {
 		t.Fatalf("cancelled: %v after %d steps, want context.Canceled after 1", err, n)
 	}
 }
+
+func TestSortedNames(t *testing.T) {
+	if got := SortedNames(map[string]int{"sw2": 2, "h1": 0, "sw1": 1}); !slices.Equal(got, []string{"h1", "sw1", "sw2"}) {
+		t.Fatalf("SortedNames: %v", got)
+	}
+	if got := SortedNames(map[string]bool(nil)); len(got) != 0 {
+		t.Fatalf("SortedNames(nil): %v", got)
+	}
+}
