@@ -152,15 +152,36 @@ func (b *Bed) Start(ctx context.Context, r BedRun) error {
 		}
 		*a = append(*a, r.SwitchArgs[sw]...)
 	}
-	dp, err := b.Env.StartNodes(ctx, runs)
-	if err != nil {
+	if err := b.StartNodes(ctx, runs); err != nil {
 		return err
 	}
-	b.dp, b.run = dp, r
+	b.run = r
 	if err := b.WaitHosts(ctx, 15*time.Second); err != nil {
 		return errors.Join(err, b.Stop())
 	}
 	return nil
+}
+
+// StartNodes starts runs as the bed's dataplanes (stopping those that
+// run) and waits until each is ready.
+func (b *Bed) StartNodes(ctx context.Context, runs []NodeRun) error {
+	if err := b.Stop(); err != nil {
+		return err
+	}
+	dp, err := b.Env.StartNodes(ctx, runs)
+	if err != nil {
+		return err
+	}
+	b.dp = dp
+	return nil
+}
+
+// Alive reports an error if a dataplane exited, or none runs.
+func (b *Bed) Alive() error {
+	if b.dp == nil {
+		return errors.New("no dataplane runs")
+	}
+	return b.dp.Alive()
 }
 
 // WaitHosts waits until the first host reaches every other one.

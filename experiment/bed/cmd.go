@@ -21,3 +21,35 @@ func Exp[C any, PC interface {
 	}
 	return exp(ctx, env, *cfg)
 }
+
+// Step is one step of an experiment's runs: its number (1 to Total) and
+// the run, arm and variant it measures.
+type Step[V any] struct {
+	N, Total, Run int
+	Arm           string
+	Variant       V
+}
+
+// CleanThenLossy are the variants of an experiment that runs every arm
+// without its loss, then with it.
+var CleanThenLossy = []bool{false, true}
+
+// Steps calls each for every run (1 to runs), arm and variant in turn, runs
+// outermost, until each fails or ctx ends.
+func Steps[V any](ctx context.Context, runs int, arms []string, variants []V, each func(Step[V]) error) error {
+	s := Step[V]{Total: runs * len(arms) * len(variants)}
+	for s.Run = 1; s.Run <= runs; s.Run++ {
+		for _, s.Arm = range arms {
+			for _, s.Variant = range variants {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				s.N++
+				if err := each(s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

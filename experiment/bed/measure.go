@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,14 +214,7 @@ func UDPSeries(arr []UDPArrival, names []string, t0 int64, bin time.Duration) []
 }
 
 // SortedNames is the keys of m in order.
-func SortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func SortedNames[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // WriteFlows writes v as name.json, the flows as flows.csv and their
 // tail-CDF plots (one per flow size, arms in order) into dir, and returns

@@ -327,3 +327,27 @@ func PaperTCP(e *Env, cc string) ([]fct.Report, error) {
 func Impair(e *Env, sw string, fn func(*bpf.Impairer) error) error {
 	return ImpairDev(e, sw, "link0", fn)
 }
+
+// ImpairStatsOf reads the counters of the impairment stage of dev in sw's
+// namespace.
+func ImpairStatsOf(e *Env, sw, dev string) (bpf.ImpairStats, error) {
+	var st bpf.ImpairStats
+	err := ImpairDev(e, sw, dev, func(im *bpf.Impairer) error {
+		var err error
+		st, err = im.ImpairStats()
+		return err
+	})
+	return st, err
+}
+
+// BundleDropped is what the impairment stages of sw's bundle links (by
+// index into BundleLinks) dropped; a stage that cannot be read adds
+// nothing.
+func BundleDropped(e *Env, sw string, links []int) uint64 {
+	var n uint64
+	for _, l := range links {
+		st, _ := ImpairStatsOf(e, sw, BundleLinks[l])
+		n += st.Dropped
+	}
+	return n
+}

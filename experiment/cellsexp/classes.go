@@ -25,34 +25,25 @@ const (
 // CellsClassesConfig sizes `linkfabric cells classes`: RAIL's loss classes
 // on the bundle, one clean link and gray ones.
 type CellsClassesConfig struct {
-	Arms     []string      `json:"arms"`
-	Runs     int           `json:"runs"`
-	Duration time.Duration `json:"duration"` // the two UDP flows, whole seconds
-	Loss     float64       `json:"loss"`     // on each gray link, both directions
-	Burst    float64       `json:"burst"`    // mean loss burst (1: Bernoulli)
-	Gray     []int         `json:"gray_links"`
-	Rate     float64       `json:"udp_rate_bps"` // each flow
-	Seed     uint64        `json:"seed"`
+	// Duration: the two UDP flows.
+	BundleRuns
+	Loss  float64 `json:"loss"`  // on each gray link, both directions
+	Burst float64 `json:"burst"` // mean loss burst (1: Bernoulli)
+	Gray  []int   `json:"gray_links"`
+	Rate  float64 `json:"udp_rate_bps"` // each flow
+	Seed  uint64  `json:"seed"`
 	// Settle bounds the wait for the links' classes (measured by the
 	// monitor from cells and REACHes: about a second).
 	Settle time.Duration `json:"settle"`
 
-	ReachInterval time.Duration `json:"reach_interval"`
-	ReachTh       int           `json:"reach_th"`
-	ReasmTimeout  time.Duration `json:"reasm_timeout"`
-	RunArgs       []string      `json:"run_args,omitempty"`
+	CellsEdgeConfig
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsClassesConfig) Normalize() error {
 	classesArms := []string{ClassesArmOn, ClassesArmOff}
-	if err := bed.NormalizeArms("cells classes", &c.Arms, classesArms, classesArms); err != nil {
+	if err := c.BundleRuns.normalize("cells classes", classesArms, classesArms); err != nil {
 		return err
-	}
-	c.Runs = bed.Positive(c.Runs, 3)
-	c.Duration = cmp.Or(c.Duration, 4*time.Second)
-	if c.Duration < time.Second {
-		return fmt.Errorf("cells classes: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
 	if err := bed.NormalizeGray("cells classes", &c.Loss, &c.Burst, &c.Gray); err != nil {
 		return err
@@ -60,11 +51,11 @@ func (c *CellsClassesConfig) Normalize() error {
 	c.Rate = cmp.Or(c.Rate, 100e6)
 	c.Seed = cmp.Or(c.Seed, 1)
 	c.Settle = cmp.Or(c.Settle, 20*time.Second)
-	return c.cells(ClassesArmOff).normalize("cells classes")
+	return c.CellsEdgeConfig.normalize("cells classes")
 }
 
-func (c *CellsClassesConfig) cells(arm string) *cellsRunConfig {
-	r := &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
+func (c *CellsClassesConfig) cells(arm string) CellsEdgeConfig {
+	r := c.CellsEdgeConfig
 	if arm == ClassesArmOn {
 		r.RunArgs = append(slices.Clone(c.RunArgs), "--cells-loss-classes", "default", "--cells-class-map", bed.ClassesMap)
 	}
@@ -122,16 +113,13 @@ type CellsClassesRun struct {
 }
 
 // CellsClassesResult is `linkfabric cells classes`'s report.
+// Its Summary: per arm the medians <arm>_class1_loss and _class3_loss
+// (fractions of the datagrams); for the classes arm
+// classes_class1_gray_bytes (the most in any run) and check: no
+// class-1 byte on a gray link and no class-1 datagram lost in the
+// fabric (Class1FabricLost) in any run.
 type CellsClassesResult struct {
-	Config CellsClassesConfig `json:"config"`
-	report.RunInfo
-	Runs []CellsClassesRun `json:"runs"`
-	// Summary: per arm the medians <arm>_class1_loss and _class3_loss
-	// (fractions of the datagrams); for the classes arm
-	// classes_class1_gray_bytes (the most in any run) and check: no
-	// class-1 byte on a gray link and no class-1 datagram lost in the
-	// fabric (Class1FabricLost) in any run.
-	Summary map[string]any `json:"summary"`
+	report.Result[CellsClassesConfig, CellsClassesRun]
 }
 
 // CellsClasses runs, per run and arm on fresh dataplanes, two UDP flows
@@ -139,17 +127,11 @@ type CellsClassesResult struct {
 // both directions: one with DSCP EF (class 1 in the classes arm) and one
 // without.
 func CellsClasses(ctx context.Context, e *bed.Env, cfg CellsClassesConfig) (*CellsClassesResult, error) {
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	res := &CellsClassesResult{Config: cfg, RunInfo: report.NewRunInfo()}
-	total := len(cfg.Arms) * cfg.Runs
-	e.Printf("cells classes: bundle testbed %q, links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0); arms %s × %d runs; about %v",
-		e.Prefix, cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP, strings.Join(cfg.Arms, ","), cfg.Runs,
-		(time.Duration(total) * (cfg.Duration + 6*time.Second)).Round(time.Second))
-	return res, bundleArmRuns(ctx, e, "cells classes", cfg.Runs, cfg.Arms, &res.Runs, res.summarize, func(arm string, run int) CellsClassesRun {
-		return classesOnce(ctx, e, arm, run, &cfg)
-	})
+	res := &CellsClassesResult{}
+	return res, bundleArmRuns(ctx, e, "cells classes", &cfg, &cfg.BundleRuns, &res.Result, []string{""}, func() (string, time.Duration) {
+		return fmt.Sprintf("links %v gray (loss %g, mean burst %g, both directions); two UDP flows of %.0f Mbit/s for %v (DSCP %d → class 1, and DSCP 0)",
+			cfg.Gray, cfg.Loss, cfg.Burst, cfg.Rate/1e6, cfg.Duration, bed.ClassesDSCP), cfg.Duration + 6*time.Second
+	}, res.summarize, func(arm, _ string, run int) CellsClassesRun { return classesOnce(ctx, e, arm, run, &cfg) })
 }
 
 func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsClassesConfig) (r CellsClassesRun) {
@@ -217,13 +199,7 @@ func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *Cell
 		}
 		r.Links = append(r.Links, cl)
 	}
-	for _, l := range cfg.Gray {
-		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
-			st, err := im.ImpairStats()
-			r.LinkDropped += st.Dropped
-			return err
-		})
-	}
+	r.LinkDropped = bed.BundleDropped(e, "sw2", cfg.Gray)
 	if err := dp.Alive(); err != nil {
 		r.Error = err.Error()
 	}

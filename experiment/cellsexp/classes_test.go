@@ -9,18 +9,19 @@ import (
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
 func TestCellsClassesConfigRefuses(t *testing.T) {
 	bedtest.Refuses(t,
 		[]bedtest.Refusal[CellsClassesConfig]{
-			{Cfg: CellsClassesConfig{Arms: []string{"lg"}}, Want: "arm \"lg\""},
+			{Cfg: CellsClassesConfig{BundleRuns: BundleRuns{Arms: []string{"lg"}}}, Want: "arm \"lg\""},
 			{Cfg: CellsClassesConfig{Gray: []int{0, 1, 2, 3}}, Want: "--gray 0: the gray links are 1-3"},
 			{Cfg: CellsClassesConfig{Gray: []int{4}}, Want: "--gray 4"},
 			{Cfg: CellsClassesConfig{Loss: 1e-4}, Want: "class 3"},
 			{Cfg: CellsClassesConfig{Loss: 0.2}, Want: "class 3"},
-			{Cfg: CellsClassesConfig{Duration: time.Millisecond}, Want: "--duration"},
+			{Cfg: CellsClassesConfig{BundleRuns: BundleRuns{Duration: time.Millisecond}}, Want: "--duration"},
 		}...)
 	var c CellsClassesConfig
 	if err := c.Normalize(); err != nil || len(c.Arms) != 2 || len(c.Gray) != 3 || c.Loss != 1e-2 {
@@ -50,7 +51,7 @@ func TestCellsClassesSummary(t *testing.T) {
 		"not busy enough": {func(r *CellsClassesRun) { r.Class1.Lost, r.Outside.Total, r.CleanRxDrops = 5, 3, 1 }, false},
 		"error":           {func(r *CellsClassesRun) { r.Error = "boom" }, false},
 	} {
-		res := &CellsClassesResult{Config: CellsClassesConfig{Arms: []string{ClassesArmOn, ClassesArmOff}, Runs: 2}}
+		res := &CellsClassesResult{report.Result[CellsClassesConfig, CellsClassesRun]{Config: CellsClassesConfig{BundleRuns: BundleRuns{Arms: []string{ClassesArmOn, ClassesArmOff}, Runs: 2}}}}
 		bad := good
 		c.mod(&bad)
 		res.Runs = []CellsClassesRun{good, bad, {Arm: ClassesArmOff, Class1: bed.UDPResult{Packets: 100, Lost: 3}}}
@@ -71,7 +72,7 @@ func TestCellsClassesVethSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e := bedtest.Env(t, "lfq")
-	res, err := CellsClasses(ctx, e, CellsClassesConfig{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second, Rate: 50e6})
+	res, err := CellsClasses(ctx, e, CellsClassesConfig{BundleRuns: BundleRuns{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second}, Rate: 50e6})
 	if err != nil {
 		t.Fatal(err)
 	}

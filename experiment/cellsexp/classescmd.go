@@ -67,6 +67,6 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 	f.Float64Var(&cfg.Rate, "rate", 0, "each UDP flow, bit/s (default 100e6)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.DurationVar(&cfg.Settle, "settle", 0, "how long to wait for the links' classes (default 20s; about 1s on a quiet machine)")
-	fl.add(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout, "lfcls", "out/cells-classes.json")
+	fl.add(cmd, &cfg.CellsEdgeConfig, "lfcls", "out/cells-classes.json")
 	return cmd
 }

@@ -94,20 +94,31 @@ func (o *cellsOut) flags(f *pflag.FlagSet, name string) {
 	f.BoolVar(&o.asJSON, "json", false, "print JSON instead of the tables")
 }
 
-// write reports res, writes its CSV and fails if the summary's checks did.
-func (o *cellsOut) write(res any, text string, summary map[string]any, writeCSV func(string) error) error {
-	if err := report.Print(res, text, o.json, o.asJSON); err != nil {
+// fabricReport is a fabric3 experiment's result as its command reports it.
+type fabricReport interface {
+	Text() string
+	WriteCSV(path string) error
+	failed() []string
+}
+
+// report prints res, writes its CSV and fails if the summary's checks
+// did; or returns err, the experiment's.
+func (o *cellsOut) report(res fabricReport, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := report.Print(res, res.Text(), o.json, o.asJSON); err != nil {
 		return err
 	}
 	if o.csv != "" {
-		if err := writeCSV(o.csv); err != nil {
+		if err := res.WriteCSV(o.csv); err != nil {
 			return err
 		}
 		if !o.asJSON {
 			fmt.Printf("CSV: %s\n", o.csv)
 		}
 	}
-	if f, _ := summary["failed"].([]string); len(f) > 0 {
+	if f := res.failed(); len(f) > 0 {
 		return report.Missed("out of target: %s", strings.Join(f, "; "))
 	}
 	return nil
@@ -159,11 +170,7 @@ run at the port on a loaded machine; with 2M none).`,
 			}
 			cfg.Burst = int64(b)
 			cfg.Arms, cfg.Transports, cfg.RunArgs = cli.SplitList(arms), cli.SplitList(transports), strings.Fields(runArgs)
-			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsIncast)
-			if err != nil {
-				return err
-			}
-			return out.write(res, res.Text(), res.Summary, res.WriteCSV)
+			return out.report(bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsIncast))
 		},
 	}
 	f := cmd.Flags()
@@ -214,11 +221,7 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 				return err
 			}
 			cfg.Arms, cfg.RunArgs = cli.SplitList(arms), strings.Fields(runArgs)
-			res, err := bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsPushPull)
-			if err != nil {
-				return err
-			}
-			return out.write(res, res.Text(), res.Summary, res.WriteCSV)
+			return out.report(bed.Exp(cmd.Context(), bed.CmdEnv(out.prefix), &cfg, CellsPushPull))
 		},
 	}
 	f := cmd.Flags()

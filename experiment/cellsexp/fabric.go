@@ -3,12 +3,12 @@ package cellsexp
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -16,10 +16,9 @@ import (
 // `linkfabric run --mode cells`, each port at the rate and buffer its
 // topology gives it.
 type CellsFabric struct {
-	env      *bed.Env
-	Testbed  *netns.Testbed
-	Switches []string // topology order; node ids 1, 2, ... in this order
-	dps      *bed.Dataplanes
+	// Bed's Switches are in topology order: node ids 1, 2, ... in this
+	// order. It has no Hosts: Reach says who must reach whom.
+	*bed.Bed
 }
 
 // UpCellsFabric brings topo up under e.Prefix with bare ports (a stale
@@ -36,7 +35,7 @@ func UpCellsFabric(e *bed.Env, topo *netns.Topology, mtu int) (*CellsFabric, err
 	if err != nil {
 		return nil, err
 	}
-	return &CellsFabric{env: e, Testbed: tb, Switches: switches}, nil
+	return &CellsFabric{&bed.Bed{Env: e, TB: tb, Switches: switches}}, nil
 }
 
 // CellsNodeArgs returns the arguments of `linkfabric` that run mode cells
@@ -74,46 +73,15 @@ func CellsNodeArgs(tb *netns.Testbed, node string, id int, extra ...string) ([]s
 // 2, ... in Switches order) and waits until each is ready. Stop any that
 // run first.
 func (f *CellsFabric) Start(ctx context.Context, extra ...string) error {
-	if err := f.Stop(); err != nil {
-		return err
-	}
 	var runs []bed.NodeRun
 	for i, sw := range f.Switches {
-		args, err := CellsNodeArgs(f.Testbed, sw, i+1, extra...)
+		args, err := CellsNodeArgs(f.TB, sw, i+1, extra...)
 		if err != nil {
 			return err
 		}
 		runs = append(runs, bed.NodeRun{Name: sw, Args: args})
 	}
-	dps, err := f.env.StartNodes(ctx, runs)
-	if err != nil {
-		return err
-	}
-	f.dps = dps
-	return nil
-}
-
-// Stop stops the dataplanes (if any run).
-func (f *CellsFabric) Stop() error {
-	if f.dps == nil {
-		return nil
-	}
-	err := f.dps.Stop()
-	f.dps = nil
-	return err
-}
-
-// Alive reports an error if a dataplane exited.
-func (f *CellsFabric) Alive() error {
-	if f.dps == nil {
-		return errors.New("no dataplane runs")
-	}
-	return f.dps.Alive()
-}
-
-// Down stops the dataplanes and removes the testbed.
-func (f *CellsFabric) Down() error {
-	return errors.Join(f.Stop(), f.Testbed.Down())
+	return f.StartNodes(ctx, runs)
 }
 
 // Reach pings each pair (host namespace short name, address) until it
@@ -123,7 +91,7 @@ func (f *CellsFabric) Reach(ctx context.Context, timeout time.Duration, pairs ..
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for _, p := range pairs {
-		if err := netns.WaitPing(ctx, f.Testbed.NS(p[0]), p[1]); err != nil {
+		if err := netns.WaitPing(ctx, f.TB.NS(p[0]), p[1]); err != nil {
 			return fmt.Errorf("%s cannot reach %s through the cells fabric: %w", p[0], p[1], err)
 		}
 	}
@@ -134,7 +102,7 @@ func (f *CellsFabric) Reach(ctx context.Context, timeout time.Duration, pairs ..
 func (f *CellsFabric) Stats(ctx context.Context) (map[string]*CellsNodeStats, error) {
 	m := map[string]*CellsNodeStats{}
 	for _, sw := range f.Switches {
-		s, err := FetchCellsStats(ctx, f.Testbed.NS(sw))
+		s, err := FetchCellsStats(ctx, f.TB.NS(sw))
 		if err != nil {
 			return nil, err
 		}
@@ -191,6 +159,71 @@ func fabricArmRuns(ctx context.Context, e *bed.Env, topo *netns.Topology, mtu, r
 		}
 	}
 	return nil
+}
+
+// fabricResult is a fabric3 experiment's result: its runs, how long it
+// took, and the UDP flows' delivered rates for its CSV.
+type fabricResult[C, R any] struct {
+	report.Result[C, R]
+	Seconds float64 `json:"seconds"`
+	series  []cellsSeriesRow
+}
+
+func newFabricResult[C, R any](cfg C) fabricResult[C, R] {
+	return fabricResult[C, R]{Result: report.NewResult[C, R](cfg)}
+}
+
+// addSeries keeps the delivered rate of each of flows (arrivals arr, the
+// run starting at t0) in 10 ms bins.
+func (res *fabricResult[C, R]) addSeries(arm, transport string, run int, arr []bed.UDPArrival, flows []bed.UDPFlow, t0 int64) {
+	names := make([]string, len(flows))
+	for i, f := range flows {
+		names[i] = f.Name
+	}
+	for k, s := range bed.UDPSeries(arr, names, t0, 10*time.Millisecond) {
+		for i, v := range s {
+			res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: transport, Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
+		}
+	}
+}
+
+// failed are the targets the summary says were missed.
+func (res *fabricResult[C, R]) failed() []string {
+	f, _ := res.Summary["failed"].([]string)
+	return f
+}
+
+// WriteCSV writes the UDP flows' delivered rates in 10 ms bins.
+func (res *fabricResult[C, R]) WriteCSV(path string) error { return writeCellsCSV(path, res.series) }
+
+// fabricExpRuns runs a fabric3 experiment's runs on topo (fabricArmRuns):
+// per run and arm, once for each variant in turn (a single "" for none),
+// with a progress line before and the run's line after; every run is kept
+// in res.Runs, and res summarized at the end; res.Seconds is the time
+// since start then.
+func fabricExpRuns[C any, R interface{ line() string }](ctx context.Context, e *bed.Env, what string, res *fabricResult[C, R], summarize func(), start time.Time,
+	topo *netns.Topology, mtu, runs int, arms, variants, runArgs []string, reach [][2]string,
+	once func(f *CellsFabric, arm, variant string, run int) (R, error)) error {
+	step, total := 0, runs*len(arms)*len(variants)
+	err := fabricArmRuns(ctx, e, topo, mtu, runs, arms, runArgs, reach, func(f *CellsFabric, arm string, run int) error {
+		for _, v := range variants {
+			step++
+			name := strings.TrimSpace(arm + " " + v)
+			e.Printf("%s: [%d/%d] %s, run %d", what, step, total, name, run)
+			r, err := once(f, arm, v, run)
+			if err != nil {
+				return fmt.Errorf("%s %s run %d: %w", what, name, run, err)
+			}
+			e.Printf("%s:   %s", what, r.line())
+			res.Runs = append(res.Runs, r)
+		}
+		return nil
+	})
+	if err == nil {
+		summarize()
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return err
 }
 
 // normalizePort fills and checks a fabric3 experiment's port: its rate

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
@@ -54,7 +53,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	f.StringVar(&cfg.Cut, "cut", "down", "how: down (ip link set down at sw2) or drop (sw2's XDP program drops the link's frames)")
 	f.IntVar(&cfg.Link, "link", 2, "which bundle link to cut (0-3)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
-	fl.add(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout, "lfl", "out/cells-failover.json")
+	fl.add(cmd, &cfg.CellsEdgeConfig, "lfl", "out/cells-failover.json")
 	return cmd
 }
 
@@ -99,7 +98,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	f.StringVar(&lossy, "lossy", "1,3", "the lossy bundle links, comma-separated (0-3)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
-	fl.add(cmd, &cfg.ReachInterval, &cfg.ReachTh, &cfg.ReasmTimeout, "lfl", "out/cells-gray.json")
+	fl.add(cmd, &cfg.CellsEdgeConfig, "lfl", "out/cells-gray.json")
 	return cmd
 }
 
@@ -111,11 +110,11 @@ type edgeFlags struct {
 	out             report.OutFlags
 }
 
-func (e *edgeFlags) add(cmd *cobra.Command, interval *time.Duration, th *int, reasm *time.Duration, prefix, out string) {
+func (e *edgeFlags) add(cmd *cobra.Command, c *CellsEdgeConfig, prefix, out string) {
 	f := cmd.Flags()
-	f.DurationVar(interval, "reach-interval", 0, "REACH period (default 5ms: 1ms × 3 excludes links whenever a peer is kept from running a few ms)")
-	f.IntVar(th, "reach-th", 0, "REACH intervals missed that take a link out (default 3)")
-	f.DurationVar(reasm, "reasm-timeout", 0, "reassembly timeout (default 100ms: above the exclusion time and this machine's scheduling stalls)")
+	f.DurationVar(&c.ReachInterval, "reach-interval", 0, "REACH period (default 5ms: 1ms × 3 excludes links whenever a peer is kept from running a few ms)")
+	f.IntVar(&c.ReachTh, "reach-th", 0, "REACH intervals missed that take a link out (default 3)")
+	f.DurationVar(&c.ReasmTimeout, "reasm-timeout", 0, "reassembly timeout (default 100ms: above the exclusion time and this machine's scheduling stalls)")
 	f.StringVar(&e.runArgs, "run-args", "", "extra `linkfabric run` arguments for both edges")
 	f.StringVar(&e.prefix, "prefix", prefix, "testbed prefix")
 	e.out.Add(f, out)

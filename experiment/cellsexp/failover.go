@@ -21,30 +21,24 @@ var CellsLinkModes = []string{"lg", "none"}
 
 // CellsFailoverConfig sizes `linkfabric cells failover`.
 type CellsFailoverConfig struct {
-	Arms     []string      `json:"arms"`     // link modes, from CellsLinkModes (and lgnb, monitor)
-	Runs     int           `json:"runs"`     // runs per arm; the table shows medians
-	Duration time.Duration `json:"duration"` // UDP run, whole seconds
-	CutAt    time.Duration `json:"cut_at"`   // when, into the UDP run, the link is cut
+	// Arms: link modes, from CellsLinkModes (and lgnb, monitor);
+	// Duration: the UDP run.
+	BundleRuns
+	CutAt time.Duration `json:"cut_at"` // when, into the UDP run, the link is cut
 	// Cut is how: down (ip link set down at sw2's end) or drop (sw2's XDP
 	// program drops every frame the link brings: a one-way failure).
 	Cut  string `json:"cut"`
 	Link int    `json:"link"` // which bundle link (0-3)
 	// Rate is the UDP load (bit/s, 1200-byte datagrams).
 	Rate float64 `json:"rate_bps"`
-	// Cells settings of both edges.
-	ReachInterval time.Duration `json:"reach_interval"`
-	ReachTh       int           `json:"reach_th"`
-	ReasmTimeout  time.Duration `json:"reasm_timeout"`
-	RunArgs       []string      `json:"run_args,omitempty"`
+	CellsEdgeConfig
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsFailoverConfig) Normalize() error {
-	if err := bed.NormalizeArms("cells failover", &c.Arms, CellsLinkModes, []string{"lg", "lgnb", "monitor", "none"}); err != nil {
+	if err := c.BundleRuns.normalize("cells failover", CellsLinkModes, []string{"lg", "lgnb", "monitor", "none"}); err != nil {
 		return err
 	}
-	c.Runs = bed.Positive(c.Runs, 3)
-	c.Duration = cmp.Or(c.Duration, 4*time.Second)
 	c.CutAt = cmp.Or(c.CutAt, c.Duration/2)
 	if c.Duration < 2*time.Second || c.CutAt < 500*time.Millisecond || c.CutAt > c.Duration-time.Second {
 		return fmt.Errorf("cells failover: --duration %v and --cut-at %v: want a run of at least 2s and the cut at least 0.5s in and 1s before its end", c.Duration, c.CutAt)
@@ -60,52 +54,72 @@ func (c *CellsFailoverConfig) Normalize() error {
 	if c.Rate < 1e6 {
 		return fmt.Errorf("cells failover: --rate %.0f: want at least 1 Mbit/s", c.Rate)
 	}
-	return c.cells().normalize("cells failover")
+	return c.CellsEdgeConfig.normalize("cells failover")
 }
 
-func (c *CellsFailoverConfig) cells() *cellsRunConfig {
-	return &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
+// BundleRuns are the arms, the runs of each and their length of a cells
+// experiment on the bundle.
+type BundleRuns struct {
+	Arms     []string      `json:"arms"`
+	Runs     int           `json:"runs"`     // runs per arm; the table shows medians
+	Duration time.Duration `json:"duration"` // whole seconds
 }
 
-// cellsRunConfig is the cells settings an experiment passes both edges.
-type cellsRunConfig struct {
-	ReachInterval *time.Duration
-	ReachTh       *int
-	ReasmTimeout  *time.Duration
-	RunArgs       []string
+// normalize fills the defaults (arms def, 3 runs of 4s) and refuses arms
+// not in have and runs shorter than iperf3's 1s.
+func (c *BundleRuns) normalize(what string, def, have []string) error {
+	if err := bed.NormalizeArms(what, &c.Arms, def, have); err != nil {
+		return err
+	}
+	c.Runs = bed.Positive(c.Runs, 3)
+	c.Duration = cmp.Or(c.Duration, 4*time.Second)
+	if c.Duration < time.Second {
+		return fmt.Errorf("%s: --duration %v: iperf3 needs at least 1s", what, c.Duration)
+	}
+	return nil
 }
 
-func (c *cellsRunConfig) normalize(what string) error {
-	if *c.ReachInterval == 0 {
+// CellsEdgeConfig is the cells settings a bundle experiment passes both
+// edges: REACH period and threshold, reassembly timeout, and extra
+// `linkfabric run` arguments.
+type CellsEdgeConfig struct {
+	ReachInterval time.Duration `json:"reach_interval"`
+	ReachTh       int           `json:"reach_th"`
+	ReasmTimeout  time.Duration `json:"reasm_timeout"`
+	RunArgs       []string      `json:"run_args,omitempty"`
+}
+
+func (c *CellsEdgeConfig) normalize(what string) error {
+	if c.ReachInterval == 0 {
 		// 1 ms × 3 took links out several times a second on a loaded
 		// two-core machine (peers kept from running for tens of ms): the
 		// VOQs overflowed while every link was out.
-		*c.ReachInterval = 5 * time.Millisecond
+		c.ReachInterval = 5 * time.Millisecond
 	}
-	if *c.ReachTh == 0 {
-		*c.ReachTh = 3
+	if c.ReachTh == 0 {
+		c.ReachTh = 3
 	}
-	if *c.ReasmTimeout == 0 {
-		*c.ReasmTimeout = 100 * time.Millisecond
+	if c.ReasmTimeout == 0 {
+		c.ReasmTimeout = 100 * time.Millisecond
 	}
-	if *c.ReachInterval < 100*time.Microsecond || *c.ReachTh < 1 || time.Duration(*c.ReachTh)**c.ReachInterval >= *c.ReasmTimeout {
+	if c.ReachInterval < 100*time.Microsecond || c.ReachTh < 1 || time.Duration(c.ReachTh)*c.ReachInterval >= c.ReasmTimeout {
 		return fmt.Errorf("%s: --reach-interval %v × --reach-th %d must stay below --reasm-timeout %v (the cells a dead link held are sprayed again only after it is out; a hole older than the timeout is skipped)",
-			what, *c.ReachInterval, *c.ReachTh, *c.ReasmTimeout)
+			what, c.ReachInterval, c.ReachTh, c.ReasmTimeout)
 	}
 	return nil
 }
 
 // args is `linkfabric run` for edge sw (node id) of the bundle.
-func (c *cellsRunConfig) args(e *bed.Env, sw string, id int, linkMode string) []string {
+func (c CellsEdgeConfig) args(e *bed.Env, sw string, id int, linkMode string) []string {
 	a := []string{"run", "--netns", e.NS(sw), "--host-port", "host0", "--link-port", strings.Join(bed.BundleLinks, ","),
 		"--mode", "cells", "--cells-node-id", strconv.Itoa(id), "--cells-link-mode", linkMode,
-		"--cells-reach-interval", c.ReachInterval.String(), "--cells-reach-th", strconv.Itoa(*c.ReachTh), "--cells-reasm-timeout", c.ReasmTimeout.String()}
+		"--cells-reach-interval", c.ReachInterval.String(), "--cells-reach-th", strconv.Itoa(c.ReachTh), "--cells-reasm-timeout", c.ReasmTimeout.String()}
 	return append(a, c.RunArgs...)
 }
 
 // startBundleCells starts both edges of the bundle with linkMode under the
 // cells and waits until h1 reaches h2 and every link is usable at sw1.
-func startBundleCells(ctx context.Context, e *bed.Env, c *cellsRunConfig, linkMode string) (*bed.Dataplanes, error) {
+func startBundleCells(ctx context.Context, e *bed.Env, c CellsEdgeConfig, linkMode string) (*bed.Dataplanes, error) {
 	dp, err := e.StartNodes(ctx, []bed.NodeRun{{Name: "sw1", Args: c.args(e, "sw1", 1, linkMode)}, {Name: "sw2", Args: c.args(e, "sw2", 2, linkMode)}})
 	if err != nil {
 		return nil, err
@@ -213,17 +227,14 @@ type CellsFailoverRun struct {
 }
 
 // CellsFailoverResult is `linkfabric cells failover`'s report.
+// Its Summary: per arm the medians (<arm>_lost, <arm>_out_of_order,
+// <arm>_fabric_lost: lost less what was dropped outside the fabric,
+// <arm>_exclusion_ms: over the runs where the link was in use at the
+// cut, <arm>_handed_back), goal_exclusion_ms (3 REACH intervals +
+// 1 ms), and lg_ok (lg lost nothing in the fabric and delivered
+// nothing out of order, in every run).
 type CellsFailoverResult struct {
-	Config CellsFailoverConfig `json:"config"`
-	report.RunInfo
-	Runs []CellsFailoverRun `json:"runs"`
-	// Summary: per arm the medians (<arm>_lost, <arm>_out_of_order,
-	// <arm>_fabric_lost: lost less what was dropped outside the fabric,
-	// <arm>_exclusion_ms: over the runs where the link was in use at the
-	// cut, <arm>_handed_back), goal_exclusion_ms (3 REACH intervals +
-	// 1 ms), and lg_ok (lg lost nothing in the fabric and delivered
-	// nothing out of order, in every run).
-	Summary map[string]any `json:"summary"`
+	report.Result[CellsFailoverConfig, CellsFailoverRun]
 }
 
 // CellsFailover runs UDP over the bundle's cells and cuts one link at
@@ -231,43 +242,50 @@ type CellsFailoverResult struct {
 // dataplanes: packets lost and out of order, and how long sw1 took to take
 // the link out of its routes.
 func CellsFailover(ctx context.Context, e *bed.Env, cfg CellsFailoverConfig) (*CellsFailoverResult, error) {
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	res := &CellsFailoverResult{Config: cfg, RunInfo: report.NewRunInfo()}
-	total := len(cfg.Arms) * cfg.Runs
-	e.Printf("cells failover: bundle testbed %q, UDP %.0f Mbit/s for %v, %s of link%d at %v; arms %s × %d runs; about %v",
-		e.Prefix, cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt, strings.Join(cfg.Arms, ","), cfg.Runs,
-		(time.Duration(total) * (cfg.Duration + 4*time.Second)).Round(time.Second))
-	return res, bundleArmRuns(ctx, e, "cells failover", cfg.Runs, cfg.Arms, &res.Runs, res.summarize, func(arm string, run int) CellsFailoverRun {
-		return failoverOnce(ctx, e, arm, run, &cfg)
-	})
+	res := &CellsFailoverResult{}
+	return res, bundleArmRuns(ctx, e, "cells failover", &cfg, &cfg.BundleRuns, &res.Result, []string{""}, func() (string, time.Duration) {
+		return fmt.Sprintf("UDP %.0f Mbit/s for %v, %s of link%d at %v", cfg.Rate/1e6, cfg.Duration, cfg.Cut, cfg.Link, cfg.CutAt), cfg.Duration + 4*time.Second
+	}, res.summarize, func(arm, _ string, run int) CellsFailoverRun { return failoverOnce(ctx, e, arm, run, &cfg) })
 }
 
-// bundleArmRuns brings the bundle testbed up and calls once for every run
-// and arm in turn (runs outermost), keeping each result in *out with a
-// progress line, until ctx ends; then summarize. The testbed goes down at
-// the end.
-func bundleArmRuns[R any, PR interface {
+// bundleArmRuns runs a cells experiment on the bundle: it checks cfg
+// (bed.Prepare), whose arms and runs are c, and starts res with it; logs
+// the experiment's plan (what it does, and about how long a step takes);
+// brings the bundle testbed up and calls once for every run, arm and
+// variant in turn (bed.Steps; variants: a single "" for none), keeping
+// each result in res.Runs with a progress line, until ctx ends; then
+// summarize. The testbed goes down at the end.
+func bundleArmRuns[C any, PC interface {
+	*C
+	Normalize() error
+}, R any, PR interface {
 	*R
 	line() string
-}](ctx context.Context, e *bed.Env, what string, runs int, arms []string, out *[]R, summarize func(), once func(arm string, run int) R) error {
+}](ctx context.Context, e *bed.Env, what string, cfg PC, c *BundleRuns, res *report.Result[C, R], variants []string,
+	plan func() (string, time.Duration), summarize func(), once func(arm, variant string, run int) R) error {
+	if err := bed.Prepare(e, cfg); err != nil {
+		return err
+	}
+	*res = report.NewResult[C, R](*cfg)
+	doing, per := plan()
+	times := ""
+	if len(variants) > 1 {
+		times = " × {" + strings.Join(variants, ", ") + "}"
+	}
+	e.Printf("%s: bundle testbed %q, %s; arms %s × %d runs%s; about %v", what, e.Prefix, doing, strings.Join(c.Arms, ","), c.Runs, times,
+		(time.Duration(c.Runs*len(c.Arms)*len(variants)) * per).Round(time.Second))
 	tb, err := upBundle(e)
 	if err != nil {
 		return err
 	}
 	defer tb.Down()
-	total, i := runs*len(arms), 0
-	for run := 1; run <= runs; run++ {
-		for _, arm := range arms {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			i++
-			r := once(arm, run)
-			*out = append(*out, r)
-			e.Printf("%s: [%d/%d] %s run %d: %s", what, i, total, arm, run, PR(&r).line())
-		}
+	if err := bed.Steps(ctx, c.Runs, c.Arms, variants, func(s bed.Step[string]) error {
+		r := once(s.Arm, s.Variant, s.Run)
+		res.Runs = append(res.Runs, r)
+		e.Printf("%s: [%d/%d] %s run %d: %s", what, s.N, s.Total, strings.TrimSpace(s.Arm+" "+s.Variant), s.Run, PR(&r).line())
+		return nil
+	}); err != nil {
+		return err
 	}
 	summarize()
 	return nil
@@ -276,7 +294,7 @@ func bundleArmRuns[R any, PR interface {
 func failoverOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *CellsFailoverConfig) (r CellsFailoverRun) {
 	r = CellsFailoverRun{Arm: arm, Run: run, ExclusionMs: -1, Sw2ExclusionMs: -1}
 	dev := bed.BundleLinks[cfg.Link]
-	dp, err := startBundleCells(ctx, e, cfg.cells(), arm)
+	dp, err := startBundleCells(ctx, e, cfg.CellsEdgeConfig, arm)
 	if err != nil {
 		r.Error = err.Error()
 		return r

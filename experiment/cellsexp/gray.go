@@ -16,30 +16,21 @@ import (
 // CellsGrayConfig sizes `linkfabric cells gray`: a gray failure (bursty
 // loss) on some of the bundle's links.
 type CellsGrayConfig struct {
-	Arms     []string      `json:"arms"`     // link modes under the cells
-	Runs     int           `json:"runs"`     // runs per arm; the table shows medians
-	Duration time.Duration `json:"duration"` // each UDP and TCP run, whole seconds
-	Loss     float64       `json:"loss"`     // loss rate on each lossy link (sw1→sw2)
-	Burst    float64       `json:"burst"`    // mean loss burst (frames)
-	Lossy    []int         `json:"lossy_links"`
-	Rate     float64       `json:"udp_rate_bps"`
-	Seed     uint64        `json:"seed"`
+	// Arms: link modes under the cells; Duration: each UDP and TCP run.
+	BundleRuns
+	Loss  float64 `json:"loss"`  // loss rate on each lossy link (sw1→sw2)
+	Burst float64 `json:"burst"` // mean loss burst (frames)
+	Lossy []int   `json:"lossy_links"`
+	Rate  float64 `json:"udp_rate_bps"`
+	Seed  uint64  `json:"seed"`
 
-	ReachInterval time.Duration `json:"reach_interval"`
-	ReachTh       int           `json:"reach_th"`
-	ReasmTimeout  time.Duration `json:"reasm_timeout"`
-	RunArgs       []string      `json:"run_args,omitempty"`
+	CellsEdgeConfig
 }
 
 // Normalize fills defaults and checks the configuration (no system access).
 func (c *CellsGrayConfig) Normalize() error {
-	if err := bed.NormalizeArms("cells gray", &c.Arms, []string{"lg"}, []string{"lg", "lgnb", "monitor", "none", "fec"}); err != nil {
+	if err := c.BundleRuns.normalize("cells gray", []string{"lg"}, []string{"lg", "lgnb", "monitor", "none", "fec"}); err != nil {
 		return err
-	}
-	c.Runs = bed.Positive(c.Runs, 3)
-	c.Duration = cmp.Or(c.Duration, 4*time.Second)
-	if c.Duration < time.Second {
-		return fmt.Errorf("cells gray: --duration %v: iperf3 needs at least 1s", c.Duration)
 	}
 	c.Loss = cmp.Or(c.Loss, 1e-2)
 	c.Burst = cmp.Or(c.Burst, 3)
@@ -56,11 +47,7 @@ func (c *CellsGrayConfig) Normalize() error {
 	}
 	c.Rate = cmp.Or(c.Rate, 200e6)
 	c.Seed = cmp.Or(c.Seed, 1)
-	return c.cells().normalize("cells gray")
-}
-
-func (c *CellsGrayConfig) cells() *cellsRunConfig {
-	return &cellsRunConfig{ReachInterval: &c.ReachInterval, ReachTh: &c.ReachTh, ReasmTimeout: &c.ReasmTimeout, RunArgs: c.RunArgs}
+	return c.CellsEdgeConfig.normalize("cells gray")
 }
 
 // CellsGrayRun is one run of one arm, with or without the loss.
@@ -83,55 +70,29 @@ type CellsGrayRun struct {
 }
 
 // CellsGrayResult is `linkfabric cells gray`'s report.
+// Its Summary: per arm the medians with the loss (<arm>_udp_lost,
+// <arm>_udp_fabric_lost: less what was dropped outside the fabric,
+// <arm>_udp_out_of_order, <arm>_tcp_gbps) and without
+// (<arm>_clean_tcp_gbps), and <arm>_tcp_ratio (target ≥ 0.9).
 type CellsGrayResult struct {
-	Config CellsGrayConfig `json:"config"`
-	report.RunInfo
-	Runs []CellsGrayRun `json:"runs"`
-	// Summary: per arm the medians with the loss (<arm>_udp_lost,
-	// <arm>_udp_fabric_lost: less what was dropped outside the fabric,
-	// <arm>_udp_out_of_order, <arm>_tcp_gbps) and without
-	// (<arm>_clean_tcp_gbps), and <arm>_tcp_ratio (target ≥ 0.9).
-	Summary map[string]any `json:"summary"`
+	report.Result[CellsGrayConfig, CellsGrayRun]
 }
 
 // CellsGray runs, per arm and run on fresh dataplanes, UDP and then TCP
 // over the bundle's cells, once with bursty loss on the lossy links and
 // once without.
 func CellsGray(ctx context.Context, e *bed.Env, cfg CellsGrayConfig) (*CellsGrayResult, error) {
-	if err := bed.Prepare(e, &cfg); err != nil {
-		return nil, err
-	}
-	res := &CellsGrayResult{Config: cfg, RunInfo: report.NewRunInfo()}
-	total := 2 * len(cfg.Arms) * cfg.Runs
-	e.Printf("cells gray: bundle testbed %q, loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each; arms %s × %d runs × {clean, lossy}; about %v",
-		e.Prefix, cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration, strings.Join(cfg.Arms, ","), cfg.Runs,
-		(time.Duration(total) * (2*cfg.Duration + 4*time.Second)).Round(time.Second))
-	tb, err := upBundle(e)
-	if err != nil {
-		return nil, err
-	}
-	defer tb.Down()
-	i := 0
-	for run := 1; run <= cfg.Runs; run++ {
-		for _, arm := range cfg.Arms {
-			for _, lossy := range []bool{false, true} {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				i++
-				r := grayOnce(ctx, e, arm, lossy, run, &cfg)
-				res.Runs = append(res.Runs, r)
-				e.Printf("cells gray: [%d/%d] %s %s run %d: %s", i, total, arm, report.LossyWord(lossy), run, r.line())
-			}
-		}
-	}
-	res.summarize()
-	return res, nil
+	res, lossy := &CellsGrayResult{}, report.LossyWord(true)
+	return res, bundleArmRuns(ctx, e, "cells gray", &cfg, &cfg.BundleRuns, &res.Result, []string{report.LossyWord(false), lossy}, func() (string, time.Duration) {
+		return fmt.Sprintf("loss %g (mean burst %g) on links %v sw1→sw2; UDP %.0f Mbit/s and TCP for %v each", cfg.Loss, cfg.Burst, cfg.Lossy, cfg.Rate/1e6, cfg.Duration), 2*cfg.Duration + 4*time.Second
+	}, res.summarize, func(arm, variant string, run int) CellsGrayRun {
+		return grayOnce(ctx, e, arm, variant == lossy, run, &cfg)
+	})
 }
 
 func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, cfg *CellsGrayConfig) (r CellsGrayRun) {
 	r = CellsGrayRun{Arm: arm, Lossy: lossy, Run: run}
-	dp, err := startBundleCells(ctx, e, cfg.cells(), arm)
+	dp, err := startBundleCells(ctx, e, cfg.CellsEdgeConfig, arm)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -160,13 +121,7 @@ func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, 
 		return r
 	}
 	r.TCPGbps, r.Retransmits = tcp.Gbps, tcp.Retransmits
-	for _, l := range cfg.Lossy {
-		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
-			st, err := im.ImpairStats()
-			r.LinkDropped += st.Dropped
-			return err
-		})
-	}
+	r.LinkDropped = bed.BundleDropped(e, "sw2", cfg.Lossy)
 	var s2 bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err == nil {
 		for _, l := range s2.Cells.Links {

@@ -122,16 +122,11 @@ type CellsIncastRun struct {
 	Load1     float64            `json:"load1"`
 }
 
-// CellsIncastResult is what `linkfabric cells incast` reports.
+// CellsIncastResult is what `linkfabric cells incast` reports. Its
+// Summary: per arm and transport the medians over the runs
+// (<arm>_<transport>_<figure>), the checks and pass.
 type CellsIncastResult struct {
-	Config CellsIncastConfig `json:"config"`
-	report.RunInfo
-	Seconds float64           `json:"seconds"`
-	Runs    []*CellsIncastRun `json:"runs"`
-	// Summary: per arm and transport the medians over the runs
-	// (<arm>_<transport>_<figure>), the checks and pass.
-	Summary map[string]any `json:"summary"`
-	series  []cellsSeriesRow
+	fabricResult[CellsIncastConfig, *CellsIncastRun]
 }
 
 // fabric3Incast is fabric3 with e3's host0 at rate and buffer.
@@ -155,32 +150,20 @@ func CellsIncast(ctx context.Context, e *bed.Env, cfg CellsIncastConfig) (*Cells
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsIncastResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	res := &CellsIncastResult{newFabricResult[CellsIncastConfig, *CellsIncastRun](cfg)}
 	total := cfg.Runs * len(cfg.Arms) * len(cfg.Transports)
 	e.Printf("cells incast: fabric3 %q, h1 and h2 → h3a at %s each, h3a's port %s with a %s buffer; %d runs (%s × %s × %d); load %.1f",
 		e.Prefix, cfg.PortRate, cfg.PortRate, cfg.PortBuffer, total, strings.Join(cfg.Arms, ","), strings.Join(cfg.Transports, ","), cfg.Runs, bed.LoadAvg())
-	step := 0
-	err = fabricArmRuns(ctx, e, topo, cfg.MTU, cfg.Runs, cfg.Arms, cfg.RunArgs, [][2]string{{"h1", "10.0.0.3"}, {"h2", "10.0.0.3"}}, func(f *CellsFabric, arm string, run int) error {
-		for _, tr := range cfg.Transports {
-			step++
-			e.Printf("cells incast: [%d/%d] %s %s, run %d", step, total, arm, tr, run)
-			r, err := incastOnce(ctx, e, f, cfg, arm, tr, run, res)
-			if err != nil {
-				return fmt.Errorf("cells incast %s %s run %d: %w", arm, tr, run, err)
-			}
-			e.Printf("cells incast:   port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
-				r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
-				r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
-			res.Runs = append(res.Runs, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.summarize()
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return res, fabricExpRuns(ctx, e, "cells incast", &res.fabricResult, res.summarize, start, topo, cfg.MTU, cfg.Runs, cfg.Arms, cfg.Transports, cfg.RunArgs, [][2]string{{"h1", "10.0.0.3"}, {"h2", "10.0.0.3"}},
+		func(f *CellsFabric, arm, tr string, run int) (*CellsIncastRun, error) {
+			return incastOnce(ctx, e, f, cfg, arm, tr, run, res)
+		})
+}
+
+func (r *CellsIncastRun) line() string {
+	return fmt.Sprintf("port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
+		r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
+		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
 }
 
 func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncastConfig, arm, tr string, run int, res *CellsIncastResult) (*CellsIncastRun, error) {
@@ -218,11 +201,7 @@ func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncast
 		a, b := first+int64(cfg.Trim*float64(span)), last-int64(cfg.Trim*float64(span))
 		r.PortBusy = bed.WireBits(arr, 3, a, b) / rate / (float64(b-a) / 1e9)
 		r.Shares = []float64{bed.WireBits(arr, 1, a, b), bed.WireBits(arr, 2, a, b)}
-		for k, s := range bed.UDPSeries(arr, []string{"h1", "h2"}, u.T0, 10*time.Millisecond) {
-			for i, v := range s {
-				res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: tr, Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
-			}
-		}
+		res.addSeries(arm, tr, run, arr, flows, u.T0)
 	case "tcp":
 		var samples [2]portSample
 		var serr error
@@ -347,9 +326,7 @@ func (res *CellsIncastResult) summarize() {
 			}
 		}
 	}
-	s["failed"] = failed
-	s["pass"] = len(failed) == 0
-	res.Summary = s
+	res.Summary = report.Verdict(s, failed)
 }
 
 // Text renders the result: per run, then the medians.
@@ -393,6 +370,3 @@ func (res *CellsIncastResult) Text() string {
 	}
 	return b.String()
 }
-
-// WriteCSV writes the UDP runs' delivered rate per source in 10 ms bins.
-func (res *CellsIncastResult) WriteCSV(path string) error { return writeCellsCSV(path, res.series) }

@@ -76,17 +76,12 @@ type CellsPushPullRun struct {
 	Load1        float64               `json:"load1"`
 }
 
-// CellsPushPullResult is what `linkfabric cells pushpull` reports.
+// CellsPushPullResult is what `linkfabric cells pushpull` reports. Its
+// Summary: per arm the medians (<arm>_b_throughput, ...), the push
+// fabric's fluid prediction for B (the links into e3 over the offer), the
+// checks and pass.
 type CellsPushPullResult struct {
-	Config CellsPushPullConfig `json:"config"`
-	report.RunInfo
-	Seconds float64             `json:"seconds"`
-	Runs    []*CellsPushPullRun `json:"runs"`
-	// Summary: per arm the medians (<arm>_b_throughput, ...), the push
-	// fabric's fluid prediction for B (the links into e3 over the offer),
-	// the checks and pass.
-	Summary map[string]any `json:"summary"`
-	series  []cellsSeriesRow
+	fabricResult[CellsPushPullConfig, *CellsPushPullRun]
 }
 
 // fabric3PushPull is fabric3 with e3's host ports at rate and buffer and
@@ -113,28 +108,18 @@ func CellsPushPull(ctx context.Context, e *bed.Env, cfg CellsPushPullConfig) (*C
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsPushPullResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	res := &CellsPushPullResult{newFabricResult[CellsPushPullConfig, *CellsPushPullRun](cfg)}
 	total := cfg.Runs * len(cfg.Arms)
 	e.Printf("cells pushpull: fabric3 %q, ports A (h3a) and B (h3b) at %s, links into e3 at %s each; h1 → A, h1 → B, h2 → A at %s each for %v; %d runs; load %.1f",
 		e.Prefix, cfg.PortRate, cfg.FabricRate, cfg.PortRate, cfg.Duration, total, bed.LoadAvg())
-	step := 0
-	err = fabricArmRuns(ctx, e, topo, cfg.MTU, cfg.Runs, cfg.Arms, cfg.RunArgs, [][2]string{{"h1", "10.0.0.3"}, {"h1", "10.0.0.4"}, {"h2", "10.0.0.3"}}, func(f *CellsFabric, arm string, run int) error {
-		step++
-		e.Printf("cells pushpull: [%d/%d] %s, run %d", step, total, arm, run)
-		r, err := pushPullOnce(ctx, e, f, cfg, arm, run, res)
-		if err != nil {
-			return fmt.Errorf("cells pushpull %s run %d: %w", arm, run, err)
-		}
-		e.Printf("cells pushpull:   B %.3f of its rate (lost %.3f), A %.3f; drops: %s; max worker gap %.0f ms, node clocks stalled %s", r.B, r.BLoss, r.A, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs))
-		res.Runs = append(res.Runs, r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.summarize()
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return res, fabricExpRuns(ctx, e, "cells pushpull", &res.fabricResult, res.summarize, start, topo, cfg.MTU, cfg.Runs, cfg.Arms, []string{""}, cfg.RunArgs, [][2]string{{"h1", "10.0.0.3"}, {"h1", "10.0.0.4"}, {"h2", "10.0.0.3"}},
+		func(f *CellsFabric, arm, _ string, run int) (*CellsPushPullRun, error) {
+			return pushPullOnce(ctx, e, f, cfg, arm, run, res)
+		})
+}
+
+func (r *CellsPushPullRun) line() string {
+	return fmt.Sprintf("B %.3f of its rate (lost %.3f), A %.3f; drops: %s; max worker gap %.0f ms, node clocks stalled %s", r.B, r.BLoss, r.A, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs))
 }
 
 func pushPullOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsPushPullConfig, arm string, run int, res *CellsPushPullResult) (*CellsPushPullRun, error) {
@@ -175,11 +160,7 @@ func pushPullOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsPush
 	r.Drops, r.DropsByNode, r.MaxPollGapMs = cellsDropsAll(before, after)
 	r.StalledMs = cellsStalled(before, after)
 	r.FabricDrops = r.Drops.Fabric()
-	for k, s := range bed.UDPSeries(all, []string{"a1", "b", "a2"}, u.T0, 10*time.Millisecond) {
-		for i, v := range s {
-			res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: "udp", Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
-		}
-	}
+	res.addSeries(arm, "udp", run, all, flows, u.T0)
 	return r, nil
 }
 
@@ -204,9 +185,7 @@ func (res *CellsPushPullResult) summarize() {
 	// In push the links into e3 carry what they can of the three flows
 	// alike: B keeps their capacity over the offer (cell headers ignored).
 	s["push_b_predicted"] = min(1, 4*float64(c.FabricRate)/(3*float64(c.PortRate)))
-	s["failed"] = failed
-	s["pass"] = len(failed) == 0
-	res.Summary = s
+	res.Summary = report.Verdict(s, failed)
 }
 
 // Text renders the result: per run, then the medians.
@@ -237,6 +216,3 @@ func (res *CellsPushPullResult) Text() string {
 	}
 	return b.String()
 }
-
-// WriteCSV writes each flow's delivered rate in 10 ms bins.
-func (res *CellsPushPullResult) WriteCSV(path string) error { return writeCellsCSV(path, res.series) }

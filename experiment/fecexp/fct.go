@@ -183,26 +183,20 @@ func FECFCT(ctx context.Context, e *bed.Env, cfg FECFCTConfig) (*FECFCTResult, e
 	if _, err := bed.PaperTCP(e, cc); err != nil {
 		return nil, err
 	}
-	total, i := 2*len(cfg.Arms)*cfg.Runs, 0
-	for run := 1; run <= cfg.Runs; run++ {
-		for _, arm := range cfg.Arms {
-			for _, lossy := range []bool{false, true} {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				i++
-				e.Printf("fec fct: [%d/%d] %s %s run %d: %s", i, total, arm, report.LossyWord(lossy), run, fecFCTWhat[arm])
-				r, fl := fecFCTOnce(ctx, e, b, arm, run, lossy, &cfg, cc)
-				res.Runs = append(res.Runs, r)
-				res.Flows = append(res.Flows, fl...)
-				if r.Error != "" {
-					e.Printf("fec fct:   error: %s", r.Error)
-				}
-				for _, s := range r.Summaries {
-					e.Printf("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.Mean), report.Micros(s.P99))
-				}
-			}
+	if err := bed.Steps(ctx, cfg.Runs, cfg.Arms, bed.CleanThenLossy, func(s bed.Step[bool]) error {
+		e.Printf("fec fct: [%d/%d] %s %s run %d: %s", s.N, s.Total, s.Arm, report.LossyWord(s.Variant), s.Run, fecFCTWhat[s.Arm])
+		r, fl := fecFCTOnce(ctx, e, b, s.Arm, s.Run, s.Variant, &cfg, cc)
+		res.Runs = append(res.Runs, r)
+		res.Flows = append(res.Flows, fl...)
+		if r.Error != "" {
+			e.Printf("fec fct:   error: %s", r.Error)
 		}
+		for _, s := range r.Summaries {
+			e.Printf("fec fct:   %s: %d flows (%d failed), mean %s p99 %s µs", fct.FormatSize(s.Size), s.Count, s.Failed, report.Micros(s.Mean), report.Micros(s.P99))
+		}
+		return nil
+	}); err != nil {
+		return res, err
 	}
 	b.Stop()
 	res.summarize()
@@ -260,13 +254,7 @@ func fecFCTOnce(ctx context.Context, e *bed.Env, b *bed.Bed, arm string, run int
 	if err := b.Dataplanes().Alive(); err != nil {
 		return fail(err)
 	}
-	for _, l := range cfg.Gray {
-		bed.ImpairDev(e, "sw2", bed.BundleLinks[l], func(im *bpf.Impairer) error {
-			st, err := im.ImpairStats()
-			r.Dropped += st.Dropped
-			return err
-		})
-	}
+	r.Dropped = bed.BundleDropped(e, "sw2", cfg.Gray)
 	r.Summaries = fct.Summarize(flows)
 	return r, flows
 }

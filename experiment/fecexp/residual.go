@@ -33,16 +33,11 @@ var DefaultFECLoss = []float64{1e-3, 3e-3, 1e-2, 3e-2, 5e-2, 1e-1}
 
 // Normalize fills defaults and refuses what cannot run.
 func (c *FECResidualConfig) Normalize() error {
-	if len(c.Loss) == 0 {
-		c.Loss = DefaultFECLoss
-	}
-	c.Target = cmp.Or(c.Target, 1e-3)
-	c.Frames = cmp.Or(c.Frames, 1_000_000)
-	c.MinLen = cmp.Or(c.MinLen, 60)
-	c.MaxLen = cmp.Or(c.MaxLen, 1514)
-	if err := checkFECRun(c.Loss, c.Target, c.Frames, c.MeanBurst, "10^6"); err != nil {
+	if err := normalizeFECRun(&c.Loss, &c.Target, &c.Frames, 1_000_000, c.MeanBurst); err != nil {
 		return err
 	}
+	c.MinLen = cmp.Or(c.MinLen, 60)
+	c.MaxLen = cmp.Or(c.MaxLen, 1514)
 	switch {
 	case c.Copies < 0 || c.Copies > fec.MaxCopies:
 		return fmt.Errorf("--copies %d: want 0 (no replication arm) to %d", c.Copies, fec.MaxCopies)
@@ -52,15 +47,22 @@ func (c *FECResidualConfig) Normalize() error {
 	return nil
 }
 
-// checkFECRun checks what both fec residual runs take: loss rates, the
-// target, frames per point (figure: what the figures in docs/results.md use) and the
+// normalizeFECRun fills and checks what both fec residual runs take: loss
+// rates (default DefaultFECLoss), the target (default 1e-3), frames per
+// point (default def: what the figures in docs/results.md use) and the
 // bursty model's mean burst.
-func checkFECRun(loss []float64, target float64, frames int, burst float64, figure string) error {
+func normalizeFECRun(lossp *[]float64, targetp *float64, framesp *int, def int, burst float64) error {
+	if len(*lossp) == 0 {
+		*lossp = DefaultFECLoss
+	}
+	*targetp = cmp.Or(*targetp, 1e-3)
+	*framesp = cmp.Or(*framesp, def)
+	loss, target, frames := *lossp, *targetp, *framesp
 	switch {
 	case !(target > 0 && target < 1):
 		return fmt.Errorf("--target %g: want a residual loss rate in (0, 1), e.g. 1e-3", target)
 	case frames < 1000:
-		return fmt.Errorf("--frames %d: want at least 1000 (%s for the figures in docs/results.md)", frames, figure)
+		return fmt.Errorf("--frames %d: want at least 1000 (10^%.0f for the figures in docs/results.md)", frames, math.Log10(float64(def)))
 	case burst != 0 && burst < 1:
 		return fmt.Errorf("--burst %g: want a mean burst of at least 1 frame, or 0 for Bernoulli only", burst)
 	}

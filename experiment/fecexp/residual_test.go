@@ -57,6 +57,13 @@ func TestFECVethConfigRefuses(t *testing.T) {
 	}
 }
 
+// TestFECRunFramesFigure: each run refuses too few frames naming its own
+// default, what the figures use.
+func TestFECRunFramesFigure(t *testing.T) {
+	bedtest.Refuses(t, bedtest.Refusal[FECVethConfig]{Cfg: FECVethConfig{Frames: 10}, Want: "(10^5 for the figures"})
+	bedtest.Refuses(t, bedtest.Refusal[FECResidualConfig]{Cfg: FECResidualConfig{Frames: 10}, Want: "(10^6 for the figures"})
+}
+
 // The predicted residual follows the scheme mode fec ran, and the summary's
 // check (fec at p 3e-3, target 1e-3) fails on a residual or overhead above
 // the check's bounds.

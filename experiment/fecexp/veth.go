@@ -59,11 +59,6 @@ type FECVethConfig struct {
 
 // Normalize fills defaults and refuses what cannot run.
 func (c *FECVethConfig) Normalize() error {
-	if len(c.Loss) == 0 {
-		c.Loss = DefaultFECLoss
-	}
-	c.Target = cmp.Or(c.Target, 1e-3)
-	c.Frames = cmp.Or(c.Frames, 100_000)
 	c.Warmup = cmp.Or(c.Warmup, 20_000)
 	c.Copies = cmp.Or(c.Copies, 3)
 	if len(c.Arms) == 0 {
@@ -74,7 +69,7 @@ func (c *FECVethConfig) Normalize() error {
 	c.Runs = cmp.Or(c.Runs, 1)
 	c.Seed = cmp.Or(c.Seed, 1)
 	c.Drain = cmp.Or(c.Drain, 5*time.Second)
-	if err := checkFECRun(c.Loss, c.Target, c.Frames, c.MeanBurst, "10^5"); err != nil {
+	if err := normalizeFECRun(&c.Loss, &c.Target, &c.Frames, 100_000, c.MeanBurst); err != nil {
 		return err
 	}
 	switch {
@@ -292,11 +287,9 @@ func fecVethPoint(ctx context.Context, e *bed.Env, cfg FECVethConfig, arm string
 	if err != nil {
 		return pt, err
 	}
-	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
-		st, err := im.ImpairStats()
-		pt.LinkLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
-		return err
-	}); err != nil {
+	link, err := bed.ImpairStatsOf(e, "sw2", "link0")
+	pt.LinkLoss = report.Ratio(float64(link.Dropped), float64(link.Seen))
+	if err != nil {
 		return pt, err
 	}
 	if mode == "fec" {
@@ -449,7 +442,7 @@ func (g fecGroup) med(f func(FECVethPoint) float64) float64 {
 func (r *FECVethResult) summarize() {
 	s := map[string]any{}
 	c := r.Config
-	lo, hi, within, pass := math.Inf(1), 0.0, true, true
+	lo, hi, within := math.Inf(1), 0.0, true
 	var failed []string
 	for _, g := range r.groups() {
 		k, med := g[0], g.med
@@ -477,7 +470,6 @@ func (r *FECVethResult) summarize() {
 		if k.Arm == FECArmFEC && k.Model == "bernoulli" && k.Loss == fecCheckLoss && c.Target == 1e-3 {
 			s["fec_check_residual"], s["fec_check_overhead"] = residual, overhead
 			if residual > fecCheckResidual || overhead > fecCheckOverhead {
-				pass = false
 				failed = append(failed, fmt.Sprintf("fec at p 3e-3: residual %.3g (≤ 2e-3), overhead %.3f (≤ 1.12)", residual, overhead))
 			}
 		}
@@ -485,9 +477,7 @@ func (r *FECVethResult) summarize() {
 	if hi > 0 || !math.IsInf(lo, 1) {
 		s["fec_ratio_min"], s["fec_ratio_max"], s["fec_within_2x"] = lo, hi, within
 	}
-	s["failed"] = failed
-	s["pass"] = pass
-	r.Summary = s
+	r.Summary = report.Verdict(s, failed)
 }
 
 // Text renders the result: the medians per point, then the check.

@@ -159,6 +159,33 @@ type ChaosResult struct {
 	report.RunInfo
 	CC     string        `json:"cc"`
 	Events []*ChaosEvent `json:"events"`
+	// Summary: per event <event>_alive, <event>_resume_ms (the slower
+	// direction; -1 if either did not resume) and <event>_udp_ok; failed,
+	// the events after which a dataplane was gone, TCP did not resume
+	// both ways, or the UDP check lost, reordered or corrupted anything;
+	// pass: every event ran and none failed.
+	Summary map[string]any `json:"summary"`
+}
+
+func (r *ChaosResult) summarize() {
+	s := map[string]any{}
+	failed := []string{}
+	for _, ev := range r.Events {
+		resume := slices.Max(ev.ResumeMs[:])
+		if slices.Min(ev.ResumeMs[:]) < 0 {
+			resume = -1
+		}
+		s[ev.Event+"_alive"] = ev.Alive
+		s[ev.Event+"_resume_ms"] = resume
+		s[ev.Event+"_udp_ok"] = ev.UDP.OK()
+		if !ev.Alive || resume < 0 || !ev.UDP.OK() || ev.Error != "" {
+			failed = append(failed, ev.Event)
+		}
+	}
+	for _, ev := range r.Config.Events[len(r.Events):] {
+		failed = append(failed, ev+" (not run)")
+	}
+	r.Summary = report.Verdict(s, failed)
 }
 
 // Chaos runs TCP both ways through the dataplanes of the pair testbed and
@@ -187,6 +214,7 @@ func Chaos(ctx context.Context, e *bed.Env, cfg ChaosConfig) (*ChaosResult, erro
 		return nil, err
 	}
 	defer dp.Stop()
+	defer res.summarize()
 	for i, ev := range cfg.Events {
 		if ctx.Err() != nil {
 			return res, ctx.Err()

@@ -174,11 +174,9 @@ type FCTArm struct {
 	Name    string  `json:"name"`
 	What    string  `json:"what"`
 	Seconds float64 `json:"seconds"` // wall time of the arm's flows
-	// Impairment at sw2's link0 (sw1→sw2): frames seen and dropped while the
-	// flows ran. Zero for kernel (no impairment stage).
-	FramesSeen    uint64  `json:"frames_seen"`
-	FramesDropped uint64  `json:"frames_dropped"`
-	ActualLoss    float64 `json:"actual_loss_rate"`
+	// Impairment while the flows ran. Zero for kernel (no impairment
+	// stage).
+	linkImpair
 	// lg/lgnb: sw2's receiver, sw1's sender.
 	LostDetected   uint64  `json:"lost_detected,omitempty"`
 	Recovered      uint64  `json:"recovered,omitempty"`
@@ -199,6 +197,31 @@ type FCTArm struct {
 	Control FCTControl `json:"control"`
 }
 
+// linkImpair is what the impairment stage at sw2's link0 (sw1→sw2) saw
+// and dropped.
+type linkImpair struct {
+	FramesSeen    uint64  `json:"frames_seen"`
+	FramesDropped uint64  `json:"frames_dropped"`
+	ActualLoss    float64 `json:"actual_loss_rate"`
+}
+
+// read sets l to the stage's counters.
+func (l *linkImpair) read(e *bed.Env) error {
+	st, err := bed.ImpairStatsOf(e, "sw2", "link0")
+	l.set(st.Seen, st.Dropped)
+	return err
+}
+
+// add folds o, counted over another period, into l.
+func (l *linkImpair) add(o linkImpair) {
+	l.set(l.FramesSeen+o.FramesSeen, l.FramesDropped+o.FramesDropped)
+}
+
+func (l *linkImpair) set(seen, dropped uint64) {
+	l.FramesSeen, l.FramesDropped = seen, dropped
+	l.ActualLoss = report.Ratio(float64(dropped), float64(seen))
+}
+
 // FCTResult is what `linkfabric fct` reports. Flows are written to CSV,
 // not JSON.
 type FCTResult struct {
@@ -215,7 +238,34 @@ type FCTResult struct {
 	// RoundRatios: LinkGuardian's costs (as the table's last lines) round
 	// by round, with their medians.
 	RoundRatios []FCTRoundRatio `json:"round_ratios,omitempty"`
-	Flows       []fct.Flow      `json:"-"`
+	// Summary: over all flows, per size the ratios the table ends with,
+	// <size>_<stat>_<arm>_over_<ref> (e.g. 143B_p99.9_lg_over_noloss): the
+	// headline's lg and lgnb against noloss and loss against them, and
+	// LinkGuardian's own costs (lgComparisons); those whose arms did not
+	// run or completed no flow are left out.
+	Summary map[string]any `json:"summary"`
+	Flows   []fct.Flow     `json:"-"`
+}
+
+// summaryComparisons are the ratios of FCTResult.Summary at size.
+func summaryComparisons(size int64) []fctComparison {
+	var out []fctComparison
+	for _, arm := range []string{"lg", "lgnb"} {
+		out = append(out, fctComparison{size, "p99.9", arm, "noloss"}, fctComparison{size, "p99.9", "loss", arm})
+	}
+	return append(append(out, fctComparison{size, "p99.9", "loss", "noloss"}), lgComparisons(size)...)
+}
+
+func (r *FCTResult) summarize() {
+	s := map[string]any{}
+	for _, size := range r.Config.Sizes {
+		for _, c := range summaryComparisons(size) {
+			if v, ok := c.in(r.FCT.Summaries); ok {
+				s[fmt.Sprintf("%s_%s_%s_over_%s", fct.FormatSize(size), c.Stat, c.Arm, c.Ref)] = v
+			}
+		}
+	}
+	r.Summary = s
 }
 
 // FCT runs the flow-completion-time experiment on a fresh pair testbed: for
@@ -316,6 +366,7 @@ func FCT(ctx context.Context, e *bed.Env, cfg FCTConfig) (*FCTResult, error) {
 		"direction": "h1 → h2 (data crosses sw1→sw2, the impaired direction)",
 	}
 	res.RoundRatios = res.roundRatios()
+	res.summarize()
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
@@ -425,12 +476,7 @@ func fctArm(ctx context.Context, e *bed.Env, tb *netns.Testbed, arm string, cfg 
 	if err := dp.Alive(); err != nil {
 		return nil, nil, err
 	}
-	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
-		st, err := im.ImpairStats()
-		a.FramesSeen, a.FramesDropped = st.Seen, st.Dropped
-		a.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
-		return err
-	}); err != nil {
+	if err := a.linkImpair.read(e); err != nil {
 		return nil, nil, err
 	}
 	var after [2]bed.DPStats
@@ -485,9 +531,7 @@ func checkIperf2() error {
 // are recomputed, the retransmission delay's p99 is the worse round's.
 func (a *FCTArm) add(b *FCTArm) {
 	a.Seconds += b.Seconds
-	a.FramesSeen += b.FramesSeen
-	a.FramesDropped += b.FramesDropped
-	a.ActualLoss = report.Ratio(float64(a.FramesDropped), float64(a.FramesSeen))
+	a.linkImpair.add(b.linkImpair)
 	a.LostDetected += b.LostDetected
 	a.Recovered += b.Recovered
 	a.AckNoTimeouts += b.AckNoTimeouts

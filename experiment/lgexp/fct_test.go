@@ -56,8 +56,8 @@ func TestFCTTable(t *testing.T) {
 	r := &FCTResult{
 		Config: FCTConfig{Sizes: []int64{143}, Flows: []int{3}, Tool: "builtin", Arms: []string{"noloss", "loss", "lg"}},
 		CC:     "cubic", Impairment: "bernoulli loss=0.001",
-		Arms: []*FCTArm{{Name: "noloss", FramesSeen: 10}, {Name: "loss", FramesSeen: 10, FramesDropped: 1, ActualLoss: 0.1},
-			{Name: "lg", FramesSeen: 20, FramesDropped: 2, ActualLoss: 0.1, LostDetected: 2, Recovered: 2, Copies: 2}},
+		Arms: []*FCTArm{{Name: "noloss", linkImpair: linkImpair{FramesSeen: 10}}, {Name: "loss", linkImpair: linkImpair{FramesSeen: 10, FramesDropped: 1, ActualLoss: 0.1}},
+			{Name: "lg", linkImpair: linkImpair{FramesSeen: 20, FramesDropped: 2, ActualLoss: 0.1}, LostDetected: 2, Recovered: 2, Copies: 2}},
 		FCT:   fct.NewResults(flows, ""),
 		Flows: flows,
 	}
@@ -198,9 +198,9 @@ func TestFCTRounds(t *testing.T) {
 		t.Fatalf("orders: %v", o)
 	}
 
-	a := &FCTArm{Name: "lg", Seconds: 1, FramesSeen: 100, FramesDropped: 1, LostDetected: 1, Recovered: 1, Copies: 2, RetxDelayP99us: 300,
+	a := &FCTArm{Name: "lg", Seconds: 1, linkImpair: linkImpair{FramesSeen: 100, FramesDropped: 1}, LostDetected: 1, Recovered: 1, Copies: 2, RetxDelayP99us: 300,
 		Control: FCTControl{DataFrames: 10, Dummies: 2, Wakeups: 5}, sent: 10, fastSent: 10, delivered: 10, fastDelivered: 5}
-	a.add(&FCTArm{Name: "lg", Seconds: 2, FramesSeen: 300, FramesDropped: 3, LostDetected: 3, Recovered: 2, Copies: 2, RetxDelayP99us: 200,
+	a.add(&FCTArm{Name: "lg", Seconds: 2, linkImpair: linkImpair{FramesSeen: 300, FramesDropped: 3}, LostDetected: 3, Recovered: 2, Copies: 2, RetxDelayP99us: 200,
 		Control: FCTControl{DataFrames: 30, ExplicitAcks: 2, Wakeups: 15}, sent: 30, fastSent: 20, delivered: 30, fastDelivered: 25})
 	if a.Seconds != 3 || a.FramesSeen != 400 || a.ActualLoss != 0.01 || a.LostDetected != 4 || a.Recovered != 3 || a.RetxDelayP99us != 300 ||
 		a.Control.DataFrames != 40 || a.Control.ControlPerData != 0.1 || a.Control.WakeupsPerData != 0.5 || a.KernelSent != 0.75 || a.KernelDelivered != 0.75 {

@@ -74,18 +74,16 @@ func (c *GoodputConfig) impairment(loss float64) (bpf.ImpairConfig, error) {
 
 // GoodputSample is one iperf3 run: an arm at a loss rate.
 type GoodputSample struct {
-	Arm           string  `json:"arm"`
-	Loss          float64 `json:"loss_rate"`
-	Run           int     `json:"run"`
-	Gbps          float64 `json:"gbps"`
-	Retransmits   int     `json:"tcp_retransmits"`
-	FramesSeen    uint64  `json:"frames_seen"`
-	FramesDropped uint64  `json:"frames_dropped"`
-	ActualLoss    float64 `json:"actual_loss_rate"`
-	LostDetected  uint64  `json:"lost_detected,omitempty"`
-	Recovered     uint64  `json:"recovered,omitempty"`
-	AckNoTimeouts uint64  `json:"ack_no_timeouts,omitempty"`
-	Copies        int64   `json:"copies,omitempty"`
+	Arm         string  `json:"arm"`
+	Loss        float64 `json:"loss_rate"`
+	Run         int     `json:"run"`
+	Gbps        float64 `json:"gbps"`
+	Retransmits int     `json:"tcp_retransmits"`
+	linkImpair
+	LostDetected  uint64 `json:"lost_detected,omitempty"`
+	Recovered     uint64 `json:"recovered,omitempty"`
+	AckNoTimeouts uint64 `json:"ack_no_timeouts,omitempty"`
+	Copies        int64  `json:"copies,omitempty"`
 	// What the dataplanes did (lg/lgnb): retransmission delay p99 (µs),
 	// PFC pauses sw2 sent, the reorder buffer's peak, and how long sw1 held
 	// host frames for lack of credit (TX buffer full) or for a pause (ms).
@@ -124,6 +122,26 @@ type GoodputResult struct {
 	// loss 0 over the first arm at loss 0, and each arm at each loss over
 	// itself at loss 0, with the medians.
 	RunRatios []GoodputRunRatio `json:"run_ratios,omitempty"`
+	// Summary: the table's cells, <arm>_gbps_at_<loss> (the median over
+	// the runs) and <arm>_ratio_at_<loss> (to no loss); cells not measured
+	// are left out.
+	Summary map[string]any `json:"summary"`
+}
+
+func (r *GoodputResult) summarize() {
+	s := map[string]any{}
+	for _, row := range r.Table.Rows {
+		for i, loss := range r.Table.LossRates {
+			at := "_at_" + strconv.FormatFloat(loss, 'g', -1, 64)
+			if v := row.Gbps[i]; v != nil {
+				s[row.Arm+"_gbps"+at] = *v
+			}
+			if v := row.Ratio[i]; v != nil {
+				s[row.Arm+"_ratio"+at] = *v
+			}
+		}
+	}
+	r.Summary = s
 }
 
 // goodputCell is one cell of the table: an arm at a loss rate.
@@ -264,6 +282,7 @@ func Goodput(ctx context.Context, e *bed.Env, cfg GoodputConfig) (*GoodputResult
 	}
 	res.RunRatios = goodputRunRatios(res.Samples, cfg)
 	res.Table = fct.NewGoodputTable(cells, cfg.Arms[0])
+	res.summarize()
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
@@ -316,12 +335,7 @@ func goodputOnce(ctx context.Context, e *bed.Env, arm string, loss float64, cfg 
 	if err := dp.Alive(); err != nil {
 		return nil, err
 	}
-	if err := bed.Impair(e, "sw2", func(im *bpf.Impairer) error {
-		st, err := im.ImpairStats()
-		s.FramesSeen, s.FramesDropped = st.Seen, st.Dropped
-		s.ActualLoss = report.Ratio(float64(st.Dropped), float64(st.Seen))
-		return err
-	}); err != nil {
+	if err := s.linkImpair.read(e); err != nil {
 		return nil, err
 	}
 	var s1, s2 bed.DPStats

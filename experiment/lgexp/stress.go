@@ -119,6 +119,22 @@ type StressResult struct {
 	Date   time.Time    `json:"date"`
 	Rate   float64      `json:"loss_phase_rate"`
 	Arms   []*StressArm `json:"arms"`
+	// Summary: per arm <arm>_link_speed (capacity over forward's),
+	// <arm>_effective_loss, <arm>_missing, <arm>_duplicates and
+	// <arm>_out_of_order of the loss phase.
+	Summary map[string]any `json:"summary"`
+}
+
+func (r *StressResult) summarize() {
+	s := map[string]any{}
+	for _, a := range r.Arms {
+		s[a.Name+"_link_speed"] = a.EffectiveSpeed
+		s[a.Name+"_effective_loss"] = a.EffectiveLoss
+		s[a.Name+"_missing"] = a.Missing
+		s[a.Name+"_duplicates"] = a.Duplicates
+		s[a.Name+"_out_of_order"] = a.OutOfOrder
+	}
+	r.Summary = s
 }
 
 // Stress runs the stress experiment on a fresh pair testbed.
@@ -183,6 +199,7 @@ func Stress(ctx context.Context, e *bed.Env, cfg StressConfig) (*StressResult, e
 			return nil, fmt.Errorf("stress %s: %w", a.Name, err)
 		}
 	}
+	res.summarize()
 	return res, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -272,5 +273,41 @@ func TestWriteTable(t *testing.T) {
 	rows, err := csv.NewReader(f).ReadAll()
 	if err != nil || !reflect.DeepEqual(rows, [][]string{{"x", "y"}, {"1", "2"}}) {
 		t.Fatalf("csv %v, %v", rows, err)
+	}
+}
+
+// TestResultJSON: a Result's JSON is flat, in the order every experiment's
+// has: config, the machine, runs, summary.
+func TestResultJSON(t *testing.T) {
+	type cfg struct {
+		Runs int `json:"runs_per_arm"`
+	}
+	type run struct {
+		Arm string `json:"arm"`
+	}
+	res := NewResult[cfg, run](cfg{Runs: 2})
+	res.Runs = append(res.Runs, run{Arm: "lg"})
+	res.Summary = map[string]any{"pass": true}
+	b, err := json.Marshal(struct{ Result[cfg, run] }{res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.Token() // {
+	for dec.More() {
+		k, _ := dec.Token()
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"config", "kernel", "cpus", "date", "runs", "summary"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("keys %v, want %v (%s)", keys, want, b)
+	}
+	if res.Kernel == "" || res.CPUs < 1 || res.Date.IsZero() {
+		t.Errorf("run info not filled: %+v", res.RunInfo)
 	}
 }

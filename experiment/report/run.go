@@ -44,3 +44,27 @@ func MetWord(ok bool) string {
 	}
 	return "MISSED"
 }
+
+// Result is the JSON every experiment made of runs gives: its
+// configuration, the machine it ran on, the runs and their summary (the
+// figures the experiment is read by, and whether they met their targets).
+type Result[C, R any] struct {
+	Config C `json:"config"`
+	RunInfo
+	Runs    []R            `json:"runs"`
+	Summary map[string]any `json:"summary"`
+}
+
+// NewResult is the result of an experiment run with cfg on this machine
+// now, with no runs yet.
+func NewResult[C, R any](cfg C) Result[C, R] {
+	return Result[C, R]{Config: cfg, RunInfo: NewRunInfo()}
+}
+
+// Verdict ends a summary: failed names the targets missed, and pass is
+// whether none was.
+func Verdict(summary map[string]any, failed []string) map[string]any {
+	summary["failed"] = failed
+	summary["pass"] = len(failed) == 0
+	return summary
+}
