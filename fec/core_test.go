@@ -30,7 +30,14 @@ type pair struct {
 
 func newPair(t *testing.T, sc SenderConfig, rc ReceiverConfig) *pair {
 	t.Helper()
-	p := &pair{t: t, a: linksim.NewPool(512, tBuf, tHead), b: linksim.NewPool(4096, tBuf, tHead)}
+	return newPairPools(t, 512, 4096, sc, rc)
+}
+
+// newPairPools is newPair with na buffers in the sender's pool, nb in the
+// receiver's.
+func newPairPools(t *testing.T, na, nb int, sc SenderConfig, rc ReceiverConfig) *pair {
+	t.Helper()
+	p := &pair{t: t, a: linksim.NewPool(na, tBuf, tHead), b: linksim.NewPool(nb, tBuf, tHead)}
 	sc.BufLen = tBuf - tHead
 	var err error
 	if p.s, err = NewSender(sc, p.a); err != nil {
