@@ -100,7 +100,7 @@ func New(cfg Config) *Sim {
 	if cfg.Overhead == 0 {
 		cfg.Overhead = 24
 	}
-	return &Sim{cfg: cfg, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), Mem: &Mem{}}
+	return &Sim{cfg: cfg, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), Mem: newMem()}
 }
 
 // AddEdge adds an edge; ids are 1, 2, ... in order.
