@@ -241,22 +241,7 @@ func TestReachClassesNoAlloc(t *testing.T) {
 	r := newTestReachClasses(t, 100, 1, 8, testLossClasses())
 	msg := &PeerReach{From: 7, Tier: TierEdge, Class: 1, Classes: true, Bitmap: bytes.Repeat(reachBits(7), 3)}
 	adv := make([]byte, r.AdvertLen())
-	now := int64(0)
-	allocs := testing.AllocsPerRun(1000, func() {
-		now += reachI / 4
-		for l := range 8 {
-			r.Receive(now, l, msg)
-			r.SetLoss(now, l, float64(l%2)*1e-2)
-		}
-		r.Poll(now)
-		for l := range 8 {
-			r.Advert(l, adv)
-		}
-		r.Due = 0
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per round", allocs)
-	}
+	reachRoundsNoAlloc(t, r, 1000, msg, adv, func(now int64, l int) { r.SetLoss(now, l, float64(l%2)*1e-2) })
 }
 
 // classHold is the node tests' LossClasses.Hold.
