@@ -220,7 +220,7 @@ func TestCreditClientLeadHold(t *testing.T) {
 		t.Fatalf("a new spell: send %v deadline %d, want none before %d", send, next, t0+hold)
 	}
 	c.Enqueue(1000)
-	wantRequest(t, &c, t0 + credUs, 3500, "2500 bytes beyond the grant (half the lead is 2000)")
+	wantRequest(t, &c, t0+credUs, 3500, "2500 bytes beyond the grant (half the lead is 2000)")
 	// Without a lead nothing is held.
 	c = NewCreditClient(CreditClientConfig{Quantum: 16000, Refresh: 100 * credUs, LeadHold: hold})
 	c.Enqueue(200)
