@@ -120,27 +120,48 @@ func mmapMap(m *ebpf.Map, off int64, size int, prot int) ([]byte, error) {
 	return unix.Mmap(m.FD(), off, n, prot, unix.MAP_SHARED)
 }
 
-// LGTx maps the port's send fast path state, its copy ring and its wake
-// ring buffer; repeated calls return the same value.
-func (p *PortProgram) LGTx() (*LGTx, error) {
+// mapOnce returns *v, opening it first (under lgMu) if it is nil.
+func mapOnce[T any](p *PortProgram, v **T, open func() (*T, error)) (*T, error) {
 	p.lgMu.Lock()
 	defer p.lgMu.Unlock()
-	if p.lgtx != nil {
-		return p.lgtx, nil
+	if *v == nil {
+		t, err := open()
+		if err != nil {
+			return nil, err
+		}
+		*v = t
 	}
-	if p.objs.LgTx == nil {
-		return nil, fmt.Errorf("map lg_tx of %s: the port program is closed", p.ifname)
+	return *v, nil
+}
+
+// mapShared maps m, named name, whose one value of size bytes the program
+// shares with Go (read-write), after checking that the program is open and
+// the value is as large as Go's view of it.
+func (p *PortProgram) mapShared(m *ebpf.Map, name string, size int) ([]byte, error) {
+	if m == nil {
+		return nil, fmt.Errorf("map %s of %s: the port program is closed", name, p.ifname)
 	}
-	size := int(unsafe.Sizeof(portLgTxShared{}))
-	if vs := int(p.objs.LgTx.ValueSize()); vs != size {
-		return nil, fmt.Errorf("map lg_tx of %s: value size %d, want %d", p.ifname, vs, size)
+	if vs := int(m.ValueSize()); vs != size {
+		return nil, fmt.Errorf("map %s of %s: value size %d, want %d", name, p.ifname, vs, size)
 	}
-	t := &LGTx{slots: int(p.objs.LgTxRing.MaxEntries()), wakeFD: p.objs.LgTxWake.FD()}
-	var err error
+	mem, err := mmapMap(m, 0, size, unix.PROT_READ|unix.PROT_WRITE)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s of %s: %w", name, p.ifname, err)
+	}
+	return mem, nil
+}
+
+// LGTx maps the port's send fast path state, its copy ring and its wake
+// ring buffer; repeated calls return the same value.
+func (p *PortProgram) LGTx() (*LGTx, error) { return mapOnce(p, &p.lgtx, p.openLGTx) }
+
+func (p *PortProgram) openLGTx() (*LGTx, error) {
+	mem, err := p.mapShared(p.objs.LgTx, "lg_tx", int(unsafe.Sizeof(portLgTxShared{})))
+	if err != nil {
+		return nil, err
+	}
+	t := &LGTx{mem: mem, slots: int(p.objs.LgTxRing.MaxEntries()), wakeFD: p.objs.LgTxWake.FD()}
 	rw := unix.PROT_READ | unix.PROT_WRITE
-	if t.mem, err = mmapMap(p.objs.LgTx, 0, size, rw); err != nil {
-		return nil, fmt.Errorf("mmap lg_tx of %s: %w", p.ifname, err)
-	}
 	if t.ring, err = mmapMap(p.objs.LgTxRing, 0, t.slots*LGTxSlotSize, rw); err != nil {
 		t.unmap()
 		return nil, fmt.Errorf("mmap lg_tx_ring of %s: %w", p.ifname, err)
@@ -157,7 +178,6 @@ func (p *PortProgram) LGTx() (*LGTx, error) {
 	}
 	t.v = (*portLgTxShared)(unsafe.Pointer(&t.mem[0]))
 	atomic.StoreUint64(&t.v.Mask, uint64(t.slots-1))
-	p.lgtx = t
 	return t, nil
 }
 
@@ -174,48 +194,49 @@ func (t *LGTx) unmap() error {
 	return err
 }
 
-func (t *LGTx) word(p *uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(p)) }
+// word is the shared word at p, for atomic access.
+func word(p *uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(p)) }
 
 // State is linkguardian.FastSend.State: LGOwned | the next serial.
-func (t *LGTx) State() *atomic.Uint64 { return t.word(&t.v.State) }
+func (t *LGTx) State() *atomic.Uint64 { return word(&t.v.State) }
 
 // Limit is FastSend.Limit: LGLimitValid | LGPaused | the first serial the kernel may not assign.
-func (t *LGTx) Limit() *atomic.Uint64 { return t.word(&t.v.Limit) }
+func (t *LGTx) Limit() *atomic.Uint64 { return word(&t.v.Limit) }
 
 // LastNs is FastSend.LastNs (CLOCK_MONOTONIC ns of the kernel's last send).
 func (t *LGTx) LastNs() *atomic.Int64 { return (*atomic.Int64)(unsafe.Pointer(&t.v.LastNs)) }
 
 // PiggyAck is FastSend.PiggyAck.
-func (t *LGTx) PiggyAck() *atomic.Uint64 { return t.word(&t.v.PiggyAck) }
+func (t *LGTx) PiggyAck() *atomic.Uint64 { return word(&t.v.PiggyAck) }
 
 // Credit is FastSend.Credit: the credit window, with which the kernel
 // widens Limit by an ACK the link port read (lg_rx's PeerAck) before Go
 // applied it.
-func (t *LGTx) Credit() *atomic.Uint64 { return t.word(&t.v.Credit) }
+func (t *LGTx) Credit() *atomic.Uint64 { return word(&t.v.Credit) }
 
 // WakeMoves and Widened are FastSend's counters of the same names.
-func (t *LGTx) WakeMoves() *atomic.Uint64 { return t.word(&t.v.WakeMoves) }
-func (t *LGTx) Widened() *atomic.Uint64   { return t.word(&t.v.Widened) }
+func (t *LGTx) WakeMoves() *atomic.Uint64 { return word(&t.v.WakeMoves) }
+func (t *LGTx) Widened() *atomic.Uint64   { return word(&t.v.Widened) }
 
 // DeclinedWindow and DeclinedUnread are FastSend's counters of the same
 // names (of Declined, why).
-func (t *LGTx) DeclinedWindow() *atomic.Uint64 { return t.word(&t.v.DeclinedWindow) }
-func (t *LGTx) DeclinedUnread() *atomic.Uint64 { return t.word(&t.v.DeclinedUnread) }
+func (t *LGTx) DeclinedWindow() *atomic.Uint64 { return word(&t.v.DeclinedWindow) }
+func (t *LGTx) DeclinedUnread() *atomic.Uint64 { return word(&t.v.DeclinedUnread) }
 
 // WantWake is FastSend.WantWake.
-func (t *LGTx) WantWake() *atomic.Uint64 { return t.word(&t.v.WantWake) }
+func (t *LGTx) WantWake() *atomic.Uint64 { return word(&t.v.WantWake) }
 
 // Sent, Declined, Missed and Wakeups are the kernel's counters (FastSend's).
-func (t *LGTx) Sent() *atomic.Uint64     { return t.word(&t.v.Sent) }
-func (t *LGTx) Declined() *atomic.Uint64 { return t.word(&t.v.Declined) }
-func (t *LGTx) Missed() *atomic.Uint64   { return t.word(&t.v.Missed) }
-func (t *LGTx) Wakeups() *atomic.Uint64  { return t.word(&t.v.Wakeups) }
+func (t *LGTx) Sent() *atomic.Uint64     { return word(&t.v.Sent) }
+func (t *LGTx) Declined() *atomic.Uint64 { return word(&t.v.Declined) }
+func (t *LGTx) Missed() *atomic.Uint64   { return word(&t.v.Missed) }
+func (t *LGTx) Wakeups() *atomic.Uint64  { return word(&t.v.Wakeups) }
 
 // ToGo counts the frames of RX queue 0 the program handed to the AF_XDP
 // socket (FastSend.ToGo); Consumed is what Go says it took in of them
 // (FastSend.Consumed): the kernel numbers a frame only while they are equal.
-func (t *LGTx) ToGo() *atomic.Uint64     { return t.word(&t.v.ToGo) }
-func (t *LGTx) Consumed() *atomic.Uint64 { return t.word(&t.v.Consumed) }
+func (t *LGTx) ToGo() *atomic.Uint64     { return word(&t.v.ToGo) }
+func (t *LGTx) Consumed() *atomic.Uint64 { return word(&t.v.Consumed) }
 
 // Ring is the copy ring: Slots() slots of LGTxSlotSize bytes.
 func (t *LGTx) Ring() []byte { return t.ring }

@@ -3,7 +3,6 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -308,25 +307,9 @@ func (p *PortProgram) Counters() (ProgCounters, error) {
 }
 
 func readProgCounters(m *ebpf.Map) (ProgCounters, error) {
-	var per []portPortCounters
-	if err := m.Lookup(uint32(0), &per); err != nil {
+	c, err := sumPerCPU[ProgCounters, portPortCounters](m)
+	if err != nil {
 		return ProgCounters{}, fmt.Errorf("read port counters: %w", err)
-	}
-	var c ProgCounters
-	for _, v := range per {
-		c.RxFrames += v.RxFrames
-		c.RxBytes += v.RxBytes
-		c.Redirected += v.Redirected
-		c.Passed += v.Passed
-		c.ImpairDropped += v.ImpairDropped
-		c.ImpairFlipped += v.ImpairFlipped
-		c.HostLinkType += v.HostLinkType
-		c.HostMACControl += v.HostMacCtl
-		c.HostReserved += v.HostReserved
-		c.ForeignControl += v.ForeignCtl
-		c.Forwarded += v.FwdFrames
-		c.ForwardedBytes += v.FwdBytes
-		c.ForwardMissed += v.FwdMissed
 	}
 	return c, nil
 }
@@ -403,25 +386,13 @@ type LGRxCounters struct {
 // LGRx maps the port's lg_rx map (read-write, shared with the program) and
 // returns it; repeated calls return the same value.
 func (p *PortProgram) LGRx() (*LGRx, error) {
-	p.lgMu.Lock()
-	defer p.lgMu.Unlock()
-	if p.lgrx != nil {
-		return p.lgrx, nil
-	}
-	if p.objs.LgRx == nil {
-		return nil, fmt.Errorf("map lg_rx of %s: the port program is closed", p.ifname)
-	}
-	size := int(unsafe.Sizeof(portLgRxShared{}))
-	if vs := int(p.objs.LgRx.ValueSize()); vs != size {
-		return nil, fmt.Errorf("map lg_rx of %s: value size %d, want %d", p.ifname, vs, size)
-	}
-	n := (size + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(p.objs.LgRx.FD(), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap lg_rx of %s: %w", p.ifname, err)
-	}
-	p.lgrx = &LGRx{mem: mem, v: (*portLgRxShared)(unsafe.Pointer(&mem[0]))}
-	return p.lgrx, nil
+	return mapOnce(p, &p.lgrx, func() (*LGRx, error) {
+		mem, err := p.mapShared(p.objs.LgRx, "lg_rx", int(unsafe.Sizeof(portLgRxShared{})))
+		if err != nil {
+			return nil, err
+		}
+		return &LGRx{mem: mem, v: (*portLgRxShared)(unsafe.Pointer(&mem[0]))}, nil
+	})
 }
 
 func (s *LGRx) unmap() error {
@@ -433,21 +404,21 @@ func (s *LGRx) unmap() error {
 // Point is the in-order point: LGOwned | the next expected serial while the
 // fast path owns it; the serial Go last left there otherwise. Change it only
 // by compare-and-swap: the program does.
-func (s *LGRx) Point() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Point)) }
+func (s *LGRx) Point() *atomic.Uint64 { return word(&s.v.Point) }
 
 // PeerAck is LGAckValid | the latest piggybacked ACK carried by a frame the
 // fast path delivered (0 before the first).
-func (s *LGRx) PeerAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.PeerAck)) }
+func (s *LGRx) PeerAck() *atomic.Uint64 { return word(&s.v.PeerAck) }
 
 // AckEvery is the receiver's AckEvery, which Go writes (FastPoint.AckEvery):
 // the send fast path (lf_lg_tx, sharing this lg_rx) moves Wake to its
 // piggybacked ACK + AckEvery; 0 leaves Wake to Go.
-func (s *LGRx) AckEvery() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.AckEvery)) }
+func (s *LGRx) AckEvery() *atomic.Uint64 { return word(&s.v.AckEvery) }
 
 // Adopted is the serial Go last took as its ackNo, which Go writes
 // (FastPoint.Adopted): the program delivers serial q only while q − Adopted
 // is less than linkguardian.FastLead.
-func (s *LGRx) Adopted() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Adopted)) }
+func (s *LGRx) Adopted() *atomic.Uint64 { return word(&s.v.Adopted) }
 
 // LastNs is the time of the fast path's last delivery (CLOCK_MONOTONIC,
 // bpf_ktime_get_ns), 0 before the first.
