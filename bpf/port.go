@@ -151,45 +151,18 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 		}
 	}
 
-	attach := func(flags link.XDPAttachFlags) (link.Link, error) {
-		return link.AttachXDP(link.XDPOptions{Program: p.objs.LfPort, Interface: p.ifindex, Flags: flags})
-	}
-	switch opts.Mode {
-	case XDPGeneric:
-		p.lnk, err = attach(link.XDPGenericMode)
-		p.mode = XDPGeneric
-		if err != nil {
-			err = fmt.Errorf("attach generic XDP to %s (%s): %w", ifname, netnsDesc(), permErr(err))
+	p.mode, p.fallback, err = attachMode(ifname, l, opts.Mode, func(generic bool) error {
+		flags := link.XDPDriverMode
+		if generic {
+			flags = link.XDPGenericMode
 		}
-	case XDPNative, XDPAuto:
-		p.lnk, err = attach(link.XDPDriverMode)
-		p.mode = XDPNative
-		if err != nil {
-			nerr, isMTU := nativeErr(l, err)
-			err = nerr
-			if opts.Mode == XDPAuto && !isMTU && !errors.Is(err, ErrPermission) {
-				p.fallback = nerr
-				p.mode = XDPGeneric
-				p.lnk, err = attach(link.XDPGenericMode)
-				if err != nil {
-					err = fmt.Errorf("attach XDP to %s: native failed (%v), generic failed too: %w", ifname, nerr, permErr(err))
-				}
-			}
-		}
-	default:
-		err = fmt.Errorf("attach XDP to %s: unknown mode %d", ifname, int(opts.Mode))
-	}
+		var err error
+		p.lnk, err = link.AttachXDP(link.XDPOptions{Program: p.objs.LfPort, Interface: p.ifindex, Flags: flags})
+		return err
+	}, func(_ error, isMTU bool) bool { return !isMTU })
 	if err != nil {
 		p.objs.Close()
-		if isBusy(err) {
-			// Lost a race with another attacher: describe what is there now.
-			if l2, lerr := lookupLink(ifname); lerr == nil {
-				if id, mode := attachedProg(l2); id != 0 {
-					return nil, busyError(ifname, id, mode)
-				}
-			}
-		}
-		return nil, err
+		return nil, busyOr(ifname, err)
 	}
 	return p, nil
 }
