@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -337,23 +338,11 @@ func TestImpairSeedReproducible(t *testing.T) {
 			return runFrames(t, p.prog, testFrame(64), 20000).dropAt
 		}
 		a, b, c := run(42), run(42), run(43)
-		if len(a) == 0 || !equalInts(a, b) {
+		if len(a) == 0 || !slices.Equal(a, b) {
 			t.Errorf("%s: seed 42 twice gave different drop patterns (%d and %d drops)", p.name, len(a), len(b))
 		}
-		if equalInts(a, c) {
+		if slices.Equal(a, c) {
 			t.Errorf("%s: seeds 42 and 43 gave the same drop pattern", p.name)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
