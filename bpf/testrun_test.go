@@ -3,12 +3,12 @@ package bpf
 import (
 	"bytes"
 	"math/bits"
-	"os"
 	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	lfnetns "github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,14 +19,10 @@ const (
 	xdpRedirect = 4
 )
 
+// needRoot skips the test unless it runs as root, and with -short.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("loads eBPF programs (root): skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load eBPF programs")
-	}
+	lfnetns.RequireRoot(t)
 }
 
 // pinCPU keeps the test goroutine on one OS thread on CPU 0, so that every
