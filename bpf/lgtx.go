@@ -194,49 +194,48 @@ func (t *LGTx) unmap() error {
 	return err
 }
 
-// word is the shared word at p, for atomic access.
-func word(p *uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(p)) }
+func (t *LGTx) word(p *uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(p)) }
 
 // State is linkguardian.FastSend.State: LGOwned | the next serial.
-func (t *LGTx) State() *atomic.Uint64 { return word(&t.v.State) }
+func (t *LGTx) State() *atomic.Uint64 { return t.word(&t.v.State) }
 
 // Limit is FastSend.Limit: LGLimitValid | LGPaused | the first serial the kernel may not assign.
-func (t *LGTx) Limit() *atomic.Uint64 { return word(&t.v.Limit) }
+func (t *LGTx) Limit() *atomic.Uint64 { return t.word(&t.v.Limit) }
 
 // LastNs is FastSend.LastNs (CLOCK_MONOTONIC ns of the kernel's last send).
 func (t *LGTx) LastNs() *atomic.Int64 { return (*atomic.Int64)(unsafe.Pointer(&t.v.LastNs)) }
 
 // PiggyAck is FastSend.PiggyAck.
-func (t *LGTx) PiggyAck() *atomic.Uint64 { return word(&t.v.PiggyAck) }
+func (t *LGTx) PiggyAck() *atomic.Uint64 { return t.word(&t.v.PiggyAck) }
 
 // Credit is FastSend.Credit: the credit window, with which the kernel
 // widens Limit by an ACK the link port read (lg_rx's PeerAck) before Go
 // applied it.
-func (t *LGTx) Credit() *atomic.Uint64 { return word(&t.v.Credit) }
+func (t *LGTx) Credit() *atomic.Uint64 { return t.word(&t.v.Credit) }
 
 // WakeMoves and Widened are FastSend's counters of the same names.
-func (t *LGTx) WakeMoves() *atomic.Uint64 { return word(&t.v.WakeMoves) }
-func (t *LGTx) Widened() *atomic.Uint64   { return word(&t.v.Widened) }
+func (t *LGTx) WakeMoves() *atomic.Uint64 { return t.word(&t.v.WakeMoves) }
+func (t *LGTx) Widened() *atomic.Uint64   { return t.word(&t.v.Widened) }
 
 // DeclinedWindow and DeclinedUnread are FastSend's counters of the same
 // names (of Declined, why).
-func (t *LGTx) DeclinedWindow() *atomic.Uint64 { return word(&t.v.DeclinedWindow) }
-func (t *LGTx) DeclinedUnread() *atomic.Uint64 { return word(&t.v.DeclinedUnread) }
+func (t *LGTx) DeclinedWindow() *atomic.Uint64 { return t.word(&t.v.DeclinedWindow) }
+func (t *LGTx) DeclinedUnread() *atomic.Uint64 { return t.word(&t.v.DeclinedUnread) }
 
 // WantWake is FastSend.WantWake.
-func (t *LGTx) WantWake() *atomic.Uint64 { return word(&t.v.WantWake) }
+func (t *LGTx) WantWake() *atomic.Uint64 { return t.word(&t.v.WantWake) }
 
 // Sent, Declined, Missed and Wakeups are the kernel's counters (FastSend's).
-func (t *LGTx) Sent() *atomic.Uint64     { return word(&t.v.Sent) }
-func (t *LGTx) Declined() *atomic.Uint64 { return word(&t.v.Declined) }
-func (t *LGTx) Missed() *atomic.Uint64   { return word(&t.v.Missed) }
-func (t *LGTx) Wakeups() *atomic.Uint64  { return word(&t.v.Wakeups) }
+func (t *LGTx) Sent() *atomic.Uint64     { return t.word(&t.v.Sent) }
+func (t *LGTx) Declined() *atomic.Uint64 { return t.word(&t.v.Declined) }
+func (t *LGTx) Missed() *atomic.Uint64   { return t.word(&t.v.Missed) }
+func (t *LGTx) Wakeups() *atomic.Uint64  { return t.word(&t.v.Wakeups) }
 
 // ToGo counts the frames of RX queue 0 the program handed to the AF_XDP
 // socket (FastSend.ToGo); Consumed is what Go says it took in of them
 // (FastSend.Consumed): the kernel numbers a frame only while they are equal.
-func (t *LGTx) ToGo() *atomic.Uint64     { return word(&t.v.ToGo) }
-func (t *LGTx) Consumed() *atomic.Uint64 { return word(&t.v.Consumed) }
+func (t *LGTx) ToGo() *atomic.Uint64     { return t.word(&t.v.ToGo) }
+func (t *LGTx) Consumed() *atomic.Uint64 { return t.word(&t.v.Consumed) }
 
 // Ring is the copy ring: Slots() slots of LGTxSlotSize bytes.
 func (t *LGTx) Ring() []byte { return t.ring }

@@ -377,21 +377,21 @@ func (s *LGRx) unmap() error {
 // Point is the in-order point: LGOwned | the next expected serial while the
 // fast path owns it; the serial Go last left there otherwise. Change it only
 // by compare-and-swap: the program does.
-func (s *LGRx) Point() *atomic.Uint64 { return word(&s.v.Point) }
+func (s *LGRx) Point() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Point)) }
 
 // PeerAck is LGAckValid | the latest piggybacked ACK carried by a frame the
 // fast path delivered (0 before the first).
-func (s *LGRx) PeerAck() *atomic.Uint64 { return word(&s.v.PeerAck) }
+func (s *LGRx) PeerAck() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.PeerAck)) }
 
 // AckEvery is the receiver's AckEvery, which Go writes (FastPoint.AckEvery):
 // the send fast path (lf_lg_tx, sharing this lg_rx) moves Wake to its
 // piggybacked ACK + AckEvery; 0 leaves Wake to Go.
-func (s *LGRx) AckEvery() *atomic.Uint64 { return word(&s.v.AckEvery) }
+func (s *LGRx) AckEvery() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.AckEvery)) }
 
 // Adopted is the serial Go last took as its ackNo, which Go writes
 // (FastPoint.Adopted): the program delivers serial q only while q − Adopted
 // is less than linkguardian.FastLead.
-func (s *LGRx) Adopted() *atomic.Uint64 { return word(&s.v.Adopted) }
+func (s *LGRx) Adopted() *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&s.v.Adopted)) }
 
 // LastNs is the time of the fast path's last delivery (CLOCK_MONOTONIC,
 // bpf_ktime_get_ns), 0 before the first.
