@@ -332,6 +332,15 @@ func (s *Sim) serNs(n int, rate float64) int64 {
 	return int64(math.Round(float64(n+s.cfg.Overhead) * 8e9 / rate))
 }
 
+// Leaked reports, as an error of the scenario named name, buffers in use
+// beyond the frames the simulation holds.
+func (s *Sim) Leaked(name string) error {
+	if s.Mem.InUse() != s.InFlight() {
+		return fmt.Errorf("%s: %d buffers in use, %d frames held", name, s.Mem.InUse(), s.InFlight())
+	}
+	return nil
+}
+
 // InFlight counts the frames the simulation holds (queues, wires, hosts,
 // LinkGuardian copies): with Mem.InUse it shows that no frame leaked.
 func (s *Sim) InFlight() int {
