@@ -254,6 +254,49 @@ func linkKind(l netlink.Link) string {
 }
 
 // isBusy matches the errnos of an attach that lost to an existing program.
+// attachMode attaches a program to ifname (link l) in mode through attach
+// (generic: skb mode, else driver mode). XDPAuto falls back from native to
+// generic mode where fallBack allows it for the native error (and the
+// failure is not one of permission). It returns the mode attached in (or
+// tried last), the native error it fell back from, and the error.
+func attachMode(ifname string, l netlink.Link, mode AttachMode, attach func(generic bool) error,
+	fallBack func(nerr error, isMTU bool) bool) (AttachMode, error, error) {
+	switch mode {
+	case XDPGeneric:
+		if err := attach(true); err != nil {
+			return XDPGeneric, nil, fmt.Errorf("attach generic XDP to %s (%s): %w", ifname, netnsDesc(), permErr(err))
+		}
+		return XDPGeneric, nil, nil
+	case XDPNative, XDPAuto:
+		err := attach(false)
+		if err == nil {
+			return XDPNative, nil, nil
+		}
+		nerr, isMTU := nativeErr(l, err)
+		if mode != XDPAuto || !fallBack(nerr, isMTU) || errors.Is(nerr, ErrPermission) {
+			return XDPNative, nil, nerr
+		}
+		if err := attach(true); err != nil {
+			return XDPGeneric, nerr, fmt.Errorf("attach XDP to %s: native failed (%v), generic failed too: %w", ifname, nerr, permErr(err))
+		}
+		return XDPGeneric, nerr, nil
+	}
+	return mode, nil, fmt.Errorf("attach XDP to %s: unknown mode %d", ifname, int(mode))
+}
+
+// busyOr describes what holds ifname if err says it is taken (a race with
+// another attacher lost), else returns err.
+func busyOr(ifname string, err error) error {
+	if isBusy(err) {
+		if l, lerr := lookupLink(ifname); lerr == nil {
+			if id, m := attachedProg(l); id != 0 {
+				return busyError(ifname, id, m)
+			}
+		}
+	}
+	return err
+}
+
 func isBusy(err error) bool {
 	return errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST)
 }

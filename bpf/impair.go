@@ -336,16 +336,9 @@ func (c *impairControl) ImpairConfig() (cfg ImpairConfig, enabled bool, err erro
 
 // ImpairStats sums the impairment counters over all CPUs.
 func (c *impairControl) ImpairStats() (ImpairStats, error) {
-	var per []impairerImpairStats
-	if err := c.count.Lookup(uint32(0), &per); err != nil {
+	s, err := sumPerCPU[ImpairStats, impairerImpairStats](c.count)
+	if err != nil {
 		return ImpairStats{}, fmt.Errorf("read impairment counters: %w", err)
-	}
-	var s ImpairStats
-	for _, p := range per {
-		s.Seen += p.Seen
-		s.Dropped += p.Dropped
-		s.Flipped += p.Flipped
-		s.Bursts += p.Bursts
 	}
 	return s, nil
 }

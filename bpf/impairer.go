@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -125,40 +124,16 @@ func AttachImpairerMode(ifname string, cfg ImpairConfig, mode AttachMode) (*Impa
 	}
 
 	fd := objs.LfImpair.FD()
-	set := func(flags int) error {
+	im.mode, im.fallback, err = attachMode(ifname, l, mode, func(generic bool) error {
+		flags := unix.XDP_FLAGS_DRV_MODE
+		if generic {
+			flags = unix.XDP_FLAGS_SKB_MODE
+		}
 		return netlink.LinkSetXdpFdWithFlags(l, fd, unix.XDP_FLAGS_UPDATE_IF_NOEXIST|flags)
-	}
-	switch mode {
-	case XDPGeneric:
-		im.mode = XDPGeneric
-		if err = set(unix.XDP_FLAGS_SKB_MODE); err != nil {
-			err = fmt.Errorf("attach generic XDP to %s (%s): %w", ifname, netnsDesc(), permErr(err))
-		}
-	case XDPNative, XDPAuto:
-		im.mode = XDPNative
-		if err = set(unix.XDP_FLAGS_DRV_MODE); err != nil {
-			nerr, _ := nativeErr(l, err)
-			err = nerr
-			if mode == XDPAuto && !isBusy(err) && !errors.Is(err, ErrPermission) {
-				im.fallback, im.mode = nerr, XDPGeneric
-				if err = set(unix.XDP_FLAGS_SKB_MODE); err != nil {
-					err = fmt.Errorf("attach XDP to %s: native failed (%v), generic failed too: %w", ifname, nerr, permErr(err))
-				}
-			}
-		}
-	default:
-		err = fmt.Errorf("attach XDP to %s: unknown mode %d", ifname, int(mode))
-	}
+	}, func(nerr error, _ bool) bool { return !isBusy(nerr) })
 	if err != nil {
 		im.Close()
-		if isBusy(err) {
-			if l2, lerr := lookupLink(ifname); lerr == nil {
-				if id, m := attachedProg(l2); id != 0 {
-					return nil, busyError(ifname, id, m)
-				}
-			}
-		}
-		return nil, err
+		return nil, busyOr(ifname, err)
 	}
 	return im, nil
 }

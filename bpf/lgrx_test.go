@@ -39,19 +39,23 @@ func loadLGRx(t *testing.T) (*PortProgram, *LGRx) {
 
 // lgRxOn gives loaded program p a forward port (the loopback's ifindex 1),
 // turns lg_rx on and maps its state.
-func lgRxOn(t *testing.T, p *PortProgram) *LGRx {
+func lgRxOn(t *testing.T, p *PortProgram) *LGRx { return fastOn(t, p, p.SetLGRx, p.LGRx) }
+
+// fastOn gives loaded program p a forward port (the loopback's ifindex 1),
+// turns a fast path on with set and maps its state with get.
+func fastOn[T any](t *testing.T, p *PortProgram, set func(bool) error, get func() (*T, error)) *T {
 	t.Helper()
 	if err := p.SetForwardPort(1); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetLGRx(true); err != nil {
+	if err := set(true); err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.LGRx()
+	v, err := get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return v
 }
 
 // lgData is a valid data frame (seqhdr.Insert on a host frame of payload

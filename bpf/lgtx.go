@@ -120,27 +120,48 @@ func mmapMap(m *ebpf.Map, off int64, size int, prot int) ([]byte, error) {
 	return unix.Mmap(m.FD(), off, n, prot, unix.MAP_SHARED)
 }
 
-// LGTx maps the port's send fast path state, its copy ring and its wake
-// ring buffer; repeated calls return the same value.
-func (p *PortProgram) LGTx() (*LGTx, error) {
+// mapOnce returns *v, opening it first (under lgMu) if it is nil.
+func mapOnce[T any](p *PortProgram, v **T, open func() (*T, error)) (*T, error) {
 	p.lgMu.Lock()
 	defer p.lgMu.Unlock()
-	if p.lgtx != nil {
-		return p.lgtx, nil
+	if *v == nil {
+		t, err := open()
+		if err != nil {
+			return nil, err
+		}
+		*v = t
 	}
-	if p.objs.LgTx == nil {
-		return nil, fmt.Errorf("map lg_tx of %s: the port program is closed", p.ifname)
+	return *v, nil
+}
+
+// mapShared maps m, named name, whose one value of size bytes the program
+// shares with Go (read-write), after checking that the program is open and
+// the value is as large as Go's view of it.
+func (p *PortProgram) mapShared(m *ebpf.Map, name string, size int) ([]byte, error) {
+	if m == nil {
+		return nil, fmt.Errorf("map %s of %s: the port program is closed", name, p.ifname)
 	}
-	size := int(unsafe.Sizeof(portLgTxShared{}))
-	if vs := int(p.objs.LgTx.ValueSize()); vs != size {
-		return nil, fmt.Errorf("map lg_tx of %s: value size %d, want %d", p.ifname, vs, size)
+	if vs := int(m.ValueSize()); vs != size {
+		return nil, fmt.Errorf("map %s of %s: value size %d, want %d", name, p.ifname, vs, size)
 	}
-	t := &LGTx{slots: int(p.objs.LgTxRing.MaxEntries()), wakeFD: p.objs.LgTxWake.FD()}
-	var err error
+	mem, err := mmapMap(m, 0, size, unix.PROT_READ|unix.PROT_WRITE)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s of %s: %w", name, p.ifname, err)
+	}
+	return mem, nil
+}
+
+// LGTx maps the port's send fast path state, its copy ring and its wake
+// ring buffer; repeated calls return the same value.
+func (p *PortProgram) LGTx() (*LGTx, error) { return mapOnce(p, &p.lgtx, p.openLGTx) }
+
+func (p *PortProgram) openLGTx() (*LGTx, error) {
+	mem, err := p.mapShared(p.objs.LgTx, "lg_tx", int(unsafe.Sizeof(portLgTxShared{})))
+	if err != nil {
+		return nil, err
+	}
+	t := &LGTx{mem: mem, slots: int(p.objs.LgTxRing.MaxEntries()), wakeFD: p.objs.LgTxWake.FD()}
 	rw := unix.PROT_READ | unix.PROT_WRITE
-	if t.mem, err = mmapMap(p.objs.LgTx, 0, size, rw); err != nil {
-		return nil, fmt.Errorf("mmap lg_tx of %s: %w", p.ifname, err)
-	}
 	if t.ring, err = mmapMap(p.objs.LgTxRing, 0, t.slots*LGTxSlotSize, rw); err != nil {
 		t.unmap()
 		return nil, fmt.Errorf("mmap lg_tx_ring of %s: %w", p.ifname, err)
@@ -157,7 +178,6 @@ func (p *PortProgram) LGTx() (*LGTx, error) {
 	}
 	t.v = (*portLgTxShared)(unsafe.Pointer(&t.mem[0]))
 	atomic.StoreUint64(&t.v.Mask, uint64(t.slots-1))
-	p.lgtx = t
 	return t, nil
 }
 

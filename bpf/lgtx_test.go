@@ -52,16 +52,7 @@ func loadLGTx(t *testing.T) (*PortProgram, *LGTx, *LGRx) {
 	if err := p.changeConf("host", func(c *portPortConf) { c.Role = roleHost }); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetForwardPort(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SetLGTx(true); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := p.LGTx()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := fastOn(t, p, p.SetLGTx, p.LGTx)
 	if tx.Slots() != lgTxTestSlots || len(tx.Ring()) != lgTxTestSlots*LGTxSlotSize {
 		t.Fatalf("ring of %d slots, %d bytes", tx.Slots(), len(tx.Ring()))
 	}

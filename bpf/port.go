@@ -3,7 +3,6 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -152,45 +151,18 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 		}
 	}
 
-	attach := func(flags link.XDPAttachFlags) (link.Link, error) {
-		return link.AttachXDP(link.XDPOptions{Program: p.objs.LfPort, Interface: p.ifindex, Flags: flags})
-	}
-	switch opts.Mode {
-	case XDPGeneric:
-		p.lnk, err = attach(link.XDPGenericMode)
-		p.mode = XDPGeneric
-		if err != nil {
-			err = fmt.Errorf("attach generic XDP to %s (%s): %w", ifname, netnsDesc(), permErr(err))
+	p.mode, p.fallback, err = attachMode(ifname, l, opts.Mode, func(generic bool) error {
+		flags := link.XDPDriverMode
+		if generic {
+			flags = link.XDPGenericMode
 		}
-	case XDPNative, XDPAuto:
-		p.lnk, err = attach(link.XDPDriverMode)
-		p.mode = XDPNative
-		if err != nil {
-			nerr, isMTU := nativeErr(l, err)
-			err = nerr
-			if opts.Mode == XDPAuto && !isMTU && !errors.Is(err, ErrPermission) {
-				p.fallback = nerr
-				p.mode = XDPGeneric
-				p.lnk, err = attach(link.XDPGenericMode)
-				if err != nil {
-					err = fmt.Errorf("attach XDP to %s: native failed (%v), generic failed too: %w", ifname, nerr, permErr(err))
-				}
-			}
-		}
-	default:
-		err = fmt.Errorf("attach XDP to %s: unknown mode %d", ifname, int(opts.Mode))
-	}
+		var err error
+		p.lnk, err = link.AttachXDP(link.XDPOptions{Program: p.objs.LfPort, Interface: p.ifindex, Flags: flags})
+		return err
+	}, func(_ error, isMTU bool) bool { return !isMTU })
 	if err != nil {
 		p.objs.Close()
-		if isBusy(err) {
-			// Lost a race with another attacher: describe what is there now.
-			if l2, lerr := lookupLink(ifname); lerr == nil {
-				if id, mode := attachedProg(l2); id != 0 {
-					return nil, busyError(ifname, id, mode)
-				}
-			}
-		}
-		return nil, err
+		return nil, busyOr(ifname, err)
 	}
 	return p, nil
 }
@@ -308,25 +280,9 @@ func (p *PortProgram) Counters() (ProgCounters, error) {
 }
 
 func readProgCounters(m *ebpf.Map) (ProgCounters, error) {
-	var per []portPortCounters
-	if err := m.Lookup(uint32(0), &per); err != nil {
+	c, err := sumPerCPU[ProgCounters, portPortCounters](m)
+	if err != nil {
 		return ProgCounters{}, fmt.Errorf("read port counters: %w", err)
-	}
-	var c ProgCounters
-	for _, v := range per {
-		c.RxFrames += v.RxFrames
-		c.RxBytes += v.RxBytes
-		c.Redirected += v.Redirected
-		c.Passed += v.Passed
-		c.ImpairDropped += v.ImpairDropped
-		c.ImpairFlipped += v.ImpairFlipped
-		c.HostLinkType += v.HostLinkType
-		c.HostMACControl += v.HostMacCtl
-		c.HostReserved += v.HostReserved
-		c.ForeignControl += v.ForeignCtl
-		c.Forwarded += v.FwdFrames
-		c.ForwardedBytes += v.FwdBytes
-		c.ForwardMissed += v.FwdMissed
 	}
 	return c, nil
 }
@@ -403,25 +359,13 @@ type LGRxCounters struct {
 // LGRx maps the port's lg_rx map (read-write, shared with the program) and
 // returns it; repeated calls return the same value.
 func (p *PortProgram) LGRx() (*LGRx, error) {
-	p.lgMu.Lock()
-	defer p.lgMu.Unlock()
-	if p.lgrx != nil {
-		return p.lgrx, nil
-	}
-	if p.objs.LgRx == nil {
-		return nil, fmt.Errorf("map lg_rx of %s: the port program is closed", p.ifname)
-	}
-	size := int(unsafe.Sizeof(portLgRxShared{}))
-	if vs := int(p.objs.LgRx.ValueSize()); vs != size {
-		return nil, fmt.Errorf("map lg_rx of %s: value size %d, want %d", p.ifname, vs, size)
-	}
-	n := (size + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(p.objs.LgRx.FD(), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap lg_rx of %s: %w", p.ifname, err)
-	}
-	p.lgrx = &LGRx{mem: mem, v: (*portLgRxShared)(unsafe.Pointer(&mem[0]))}
-	return p.lgrx, nil
+	return mapOnce(p, &p.lgrx, func() (*LGRx, error) {
+		mem, err := p.mapShared(p.objs.LgRx, "lg_rx", int(unsafe.Sizeof(portLgRxShared{})))
+		if err != nil {
+			return nil, err
+		}
+		return &LGRx{mem: mem, v: (*portLgRxShared)(unsafe.Pointer(&mem[0]))}, nil
+	})
 }
 
 func (s *LGRx) unmap() error {

@@ -80,17 +80,9 @@ func (g *TDMAGate) attach(p *ebpf.Program, ifname string) error {
 
 // Counters reads the counters.
 func (g *TDMAGate) Counters() (TDMAGateCounters, error) {
-	var per []tdmagateTdmaGateCounters
-	if err := g.objs.TdmaGateCount.Lookup(uint32(0), &per); err != nil {
+	c, err := sumPerCPU[TDMAGateCounters, tdmagateTdmaGateCounters](g.objs.TdmaGateCount)
+	if err != nil {
 		return TDMAGateCounters{}, fmt.Errorf("tdma gate: counters: %w", err)
-	}
-	var c TDMAGateCounters
-	for _, p := range per {
-		c.Passed += p.Passed
-		c.Returned += p.Returned
-		c.ReturnedBytes += p.ReturnedBytes
-		c.AfterClose += p.AfterClose
-		c.Other += p.Other
 	}
 	return c, nil
 }

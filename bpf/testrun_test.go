@@ -3,11 +3,12 @@ package bpf
 import (
 	"bytes"
 	"math/bits"
-	"os"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	lfnetns "github.com/linkfabric/linkfabric/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,14 +19,10 @@ const (
 	xdpRedirect = 4
 )
 
+// needRoot skips the test unless it runs as root, and with -short.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("loads eBPF programs (root): skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load eBPF programs")
-	}
+	lfnetns.RequireRoot(t)
 }
 
 // pinCPU keeps the test goroutine on one OS thread on CPU 0, so that every
@@ -337,23 +334,11 @@ func TestImpairSeedReproducible(t *testing.T) {
 			return runFrames(t, p.prog, testFrame(64), 20000).dropAt
 		}
 		a, b, c := run(42), run(42), run(43)
-		if len(a) == 0 || !equalInts(a, b) {
+		if len(a) == 0 || !slices.Equal(a, b) {
 			t.Errorf("%s: seed 42 twice gave different drop patterns (%d and %d drops)", p.name, len(a), len(b))
 		}
-		if equalInts(a, c) {
+		if slices.Equal(a, c) {
 			t.Errorf("%s: seeds 42 and 43 gave the same drop pattern", p.name)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -215,14 +215,8 @@ func TestStandaloneImpairer(t *testing.T) {
 	}
 
 	// A fresh handle finds it, as a separate CLI process would.
-	h, err := OpenImpairer("lfbb")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openImpairerKind(t, "lfbb", KindStandalone)
 	defer h.Close()
-	if h.Kind() != KindStandalone {
-		t.Errorf("kind %v, want standalone", h.Kind())
-	}
 	cfg, on, err := h.ImpairConfig()
 	if err != nil || !on || cfg.Model != Bernoulli || !within(cfg.Loss, 0.2, 1e-6) || cfg.Seed != 5 {
 		t.Errorf("read back config %+v enabled=%v err=%v", cfg, on, err)
@@ -354,14 +348,8 @@ func TestAttachPortVeth(t *testing.T) {
 	}
 
 	// Another handle (as from the CLI) finds the port and configures it.
-	h, err := OpenImpairer("lfbb")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openImpairerKind(t, "lfbb", KindPort)
 	defer h.Close()
-	if h.Kind() != KindPort {
-		t.Errorf("kind %v, want dataplane port", h.Kind())
-	}
 	if err := h.SetImpair(ImpairConfig{Loss: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -644,4 +632,18 @@ func TestImpairerOutlivesProcess(t *testing.T) {
 	if err := DetachImpairer("lfbb"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openImpairerKind opens the impairment stage on ifname, as a separate
+// process would, and fails unless it is of kind.
+func openImpairerKind(t *testing.T, ifname string, kind ProgramKind) *Impairer {
+	t.Helper()
+	h, err := OpenImpairer(ifname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Kind() != kind {
+		t.Errorf("kind %v, want %v", h.Kind(), kind)
+	}
+	return h
 }

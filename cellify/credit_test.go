@@ -33,6 +33,23 @@ func newGrantLog(t testing.TB) *grantLog {
 	return &grantLog{t: t, total: map[StreamKey]uint64{}}
 }
 
+// schedBusy returns a scheduler of cfg and its grant log after each of
+// srcs requested total bytes of class 0 at 0 and it ran until until.
+func schedBusy(t testing.TB, cfg SchedConfig, total uint64, until int64, srcs ...EdgeID) (*Scheduler, *grantLog, int64) {
+	t.Helper()
+	s, g := newSchedLog(t, cfg)
+	for _, src := range srcs {
+		s.Request(0, src, 0, total)
+	}
+	return s, g, pollUntil(s, g, 0, until, nil, 0)
+}
+
+// newSchedLog returns a scheduler of cfg and a log for its grants.
+func newSchedLog(t testing.TB, cfg SchedConfig) (*Scheduler, *grantLog) {
+	t.Helper()
+	return newTestSched(t, cfg), newGrantLog(t)
+}
+
 func (g *grantLog) take(s *Scheduler) {
 	for _, gr := range s.Out {
 		if gr.Total < g.total[gr.Key] {
@@ -83,8 +100,7 @@ func TestSchedRate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultSchedConfig(c.rate)
 			cfg.SpeedUp, cfg.CreditSize = c.speedUp, c.credit
-			s := newTestSched(t, cfg)
-			g := newGrantLog(t)
+			s, g := newSchedLog(t, cfg)
 			rng := rand.New(rand.NewPCG(1, 2))
 			for src := EdgeID(1); src <= 5; src++ {
 				s.Request(0, src, Class(src%2), 1<<50)
@@ -104,8 +120,7 @@ func TestSchedRate(t *testing.T) {
 // fair share within 1 %.
 func TestSchedFairness(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	const n = 7
 	for src := EdgeID(1); src <= n; src++ {
 		s.Request(0, src, 2, 1<<50)
@@ -129,8 +144,7 @@ func TestSchedFairness(t *testing.T) {
 // the port.
 func TestSchedStrictPriority(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	lo := StreamKey{Src: 1, Class: 3}
 	hi := StreamKey{Src: 2, Class: 5}
 	mid := StreamKey{Src: 3, Class: 4}
@@ -169,8 +183,7 @@ func TestSchedNeverBeyondRequest(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.CreditSize = 3000
 	cfg.PreCredit = 1500
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	rng := rand.New(rand.NewPCG(3, 4))
 	req := map[StreamKey]uint64{}
 	now := int64(0)
@@ -213,8 +226,7 @@ func TestSchedNeverBeyondRequest(t *testing.T) {
 func TestSchedStopResume(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.StopAbove = 100_000
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	s.Request(0, 1, 0, 1<<40)
 	now := pollUntil(s, g, 0, credMs, nil, 0)
 	before := s.Stats.GrantedBytes
@@ -250,8 +262,7 @@ func TestSchedStopResume(t *testing.T) {
 func TestSchedRepairAndRefresh(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.StopAbove = 1 << 20
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	k := StreamKey{Src: 9, Class: 1}
 	total := uint64(3 * cfg.CreditSize)
 	s.Request(0, k.Src, k.Class, total)
@@ -308,12 +319,8 @@ func TestSchedRepairAndRefresh(t *testing.T) {
 // fair share.
 func TestSchedFCI(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
 	a, b := StreamKey{Src: 1}, StreamKey{Src: 2}
-	s.Request(0, a.Src, 0, 1<<50)
-	s.Request(0, b.Src, 0, 1<<50)
-	now := pollUntil(s, g, 0, 2*credMs, nil, 0)
+	s, g, now := schedBusy(t, cfg, 1<<50, 2*credMs, a.Src, b.Src)
 	// One FCI: a's fraction is its share × FCIDecrease.
 	s.FCI(now, a.Src)
 	if f, want := s.SourceRate(now, a.Src), 0.5*cfg.FCIDecrease; math.Abs(f-want) > 1e-9 {
@@ -365,10 +372,7 @@ func TestSchedFCI(t *testing.T) {
 func TestSchedFCISoleSource(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.FCIRecover = 0
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
-	s.Request(0, 1, 0, 1<<50)
-	now := pollUntil(s, g, 0, credMs, nil, 0)
+	s, g, now := schedBusy(t, cfg, 1<<50, credMs, 1)
 	s.FCI(now, 1)
 	before := s.Stats.GrantedBytes
 	now = pollUntil(s, g, now, now+10*credMs, nil, 0)
@@ -381,11 +385,7 @@ func TestSchedFCISoleSource(t *testing.T) {
 func TestSchedResetSource(t *testing.T) {
 	cfg := DefaultSchedConfig(10e9)
 	cfg.PreCredit = 2000
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
-	s.Request(0, 1, 0, 1<<30)
-	s.Request(0, 2, 0, 1<<30)
-	now := pollUntil(s, g, 0, credMs, nil, 0)
+	s, _, now := schedBusy(t, cfg, 1<<30, credMs, 1, 2)
 	s.ResetSource(1)
 	if r, gr, _ := s.Totals(1, 0); r != 0 || gr != cfg.PreCredit {
 		t.Fatalf("after reset: requested %d granted %d, want 0 and the pre-credit", r, gr)
@@ -480,8 +480,7 @@ func BenchmarkSchedPoll(b *testing.B) {
 // again.
 func TestSchedulerSleepsWhenIdle(t *testing.T) {
 	cfg := DefaultSchedConfig(100e6)
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	if d := s.Poll(0); d != math.MaxInt64 {
 		t.Fatalf("a scheduler that never had a request asks for a timer at %d", d)
 	}
@@ -513,8 +512,7 @@ func TestSchedulerSleepsWhenIdle(t *testing.T) {
 func TestSchedRefreshBacksOffWhileServed(t *testing.T) {
 	cfg := DefaultSchedConfig(20e6)
 	cfg.CreditSize = 64 << 10
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	for src := EdgeID(1); src <= 2; src++ {
 		s.Request(0, src, 0, 1<<30)
 	}
@@ -571,8 +569,7 @@ func TestSchedBurstTime(t *testing.T) {
 func TestCreditWindow(t *testing.T) {
 	cfg := DefaultSchedConfig(1e9)
 	cfg.CreditSize, cfg.StopAbove, cfg.MaxInFlight = 10_000, 5_000, 50_000
-	s := newTestSched(t, cfg)
-	g := newGrantLog(t)
+	s, g := newSchedLog(t, cfg)
 	const src = EdgeID(2)
 	key := StreamKey{Src: src, Class: 0}
 	now := int64(credMs)

@@ -40,14 +40,10 @@ func TestCreditClientLead(t *testing.T) {
 	if c.Allowed() != 2000 {
 		t.Fatalf("allowed %d before any grant, want the lead 2000", c.Allowed())
 	}
-	if send, total, _ := c.Poll(0); !send || total != 1500 {
-		t.Fatalf("bytes beyond the grant: send %v total %d, want a request for 1500 (the lead is not a grant)", send, total)
-	}
+	wantRequest(t, &c, 0, 1500, "bytes beyond the grant")
 	c.OnSent(1500)
 	c.Enqueue(1500)
-	if send, total, _ := c.Poll(1); !send || total != 3000 {
-		t.Fatalf("more backlog: send %v total %d, want a request for 3000", send, total)
-	}
+	wantRequest(t, &c, 1, 3000, "more backlog")
 	if c.Allowed() != 500 {
 		t.Fatalf("allowed %d with 1500 sent ahead, want 500", c.Allowed())
 	}
@@ -73,23 +69,17 @@ func TestCreditClientQuantum(t *testing.T) {
 	cfg := CreditClientConfig{Quantum: 10000, Refresh: 100 * credUs}
 	c := NewCreditClient(cfg)
 	c.Enqueue(50000)
-	if send, total, _ := c.Poll(0); !send || total != 50000 {
-		t.Fatalf("first backlog: send %v total %d", send, total)
-	}
+	wantRequest(t, &c, 0, 50000, "first backlog")
 	c.Enqueue(1000)
 	if send, _, next := c.Poll(1); send || next != cfg.Refresh {
 		t.Fatalf("1000 more with 50000 announced and nothing granted: send %v (want none until refresh %d, got %d)",
 			send, cfg.Refresh, next)
 	}
 	c.Enqueue(9000)
-	if send, total, _ := c.Poll(2); !send || total != 60000 {
-		t.Fatalf("a quantum more: send %v total %d, want 60000", send, total)
-	}
+	wantRequest(t, &c, 2, 60000, "a quantum more")
 	c.Enqueue(10)
 	c.Grant(55000)
-	if send, total, _ := c.Poll(3); !send || total != 60010 {
-		t.Fatalf("grant within a quantum of the demand: send %v total %d, want 60010", send, total)
-	}
+	wantRequest(t, &c, 3, 60010, "grant within a quantum of the demand")
 	if c.Stats.Requests != 3 || c.Stats.Repeats != 0 {
 		t.Fatalf("stats %+v", c.Stats)
 	}
@@ -193,9 +183,7 @@ func TestCreditClientReset(t *testing.T) {
 	if c.Enqueued() != 2000 || c.Sent() != 0 || c.Granted() != 100 {
 		t.Fatalf("after reset: enqueued %d sent %d granted %d, want 2000 0 100", c.Enqueued(), c.Sent(), c.Granted())
 	}
-	if send, total, _ := c.Poll(1); !send || total != 2000 {
-		t.Fatalf("after reset: send %v total %d, want a request for the backlog 2000", send, total)
-	}
+	wantRequest(t, &c, 1, 2000, "after reset")
 }
 
 // With LeadHold, bytes sent within half the lead are announced LeadHold
@@ -232,13 +220,20 @@ func TestCreditClientLeadHold(t *testing.T) {
 		t.Fatalf("a new spell: send %v deadline %d, want none before %d", send, next, t0+hold)
 	}
 	c.Enqueue(1000)
-	if send, total, _ := c.Poll(t0 + credUs); !send || total != 3500 {
-		t.Fatalf("2500 bytes beyond the grant (half the lead is 2000): send %v total %d, want a request for 3500 at once", send, total)
-	}
+	wantRequest(t, &c, t0+credUs, 3500, "2500 bytes beyond the grant (half the lead is 2000)")
 	// Without a lead nothing is held.
 	c = NewCreditClient(CreditClientConfig{Quantum: 16000, Refresh: 100 * credUs, LeadHold: hold})
 	c.Enqueue(200)
 	if send, _, _ := c.Poll(0); !send {
 		t.Fatal("no lead: the bytes wait for a grant, and the request was held")
+	}
+}
+
+// wantRequest polls c at now and fails unless it sends a request for
+// total bytes.
+func wantRequest(t *testing.T, c *CreditClient, now int64, total uint64, what string) {
+	t.Helper()
+	if send, got, _ := c.Poll(now); !send || got != total {
+		t.Fatalf("%s: send %v total %d, want a request for %d", what, send, got, total)
 	}
 }

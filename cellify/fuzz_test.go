@@ -83,14 +83,23 @@ func FuzzCredit(f *testing.F) {
 	f.Add(bytes.Clone(b[:n]))
 	f.Add(b[:Off+creditHeadLen])
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		fuzzCredit(t, frame)
-		if len(frame) >= Off+creditHeadLen {
-			frame = bytes.Clone(frame)
-			end := min(len(frame), Off+creditHeadLen+int(frame[Off+4])*CreditEntryLen)
-			binary.BigEndian.PutUint32(frame[Off+10:], sum2(frame[Off:Off+10], frame[Off+creditHeadLen:end]))
-			fuzzCredit(t, frame)
-		}
+		fuzzSealed(t, frame, creditHeadLen, func(b []byte) int { return int(b[Off+4]) * CreditEntryLen }, fuzzCredit)
 	})
+}
+
+// fuzzSealed runs check on frame, then, if it holds a header of headLen,
+// on a copy whose CRC-32C (at Off+10, over the header's first 10 bytes and
+// the body the header claims, bodyLen, as far as the frame goes) is made
+// right, so that the parser gets past its checksum.
+func fuzzSealed(t *testing.T, frame []byte, headLen int, bodyLen func([]byte) int, check func(*testing.T, []byte)) {
+	check(t, frame)
+	if len(frame) < Off+headLen {
+		return
+	}
+	frame = bytes.Clone(frame)
+	end := min(len(frame), Off+headLen+bodyLen(frame))
+	binary.BigEndian.PutUint32(frame[Off+10:], sum2(frame[Off:Off+10], frame[Off+headLen:end]))
+	check(t, frame)
 }
 
 func fuzzCredit(t *testing.T, frame []byte) {
@@ -125,13 +134,9 @@ func FuzzReach(f *testing.F) {
 	n, _ = PutReach(b, &Reach{Node: 9, Role: RoleFabric, Class: 2, Classes: true, Edges: 10, Bitmap: []byte{2, 0, 6, 0, 14, 3}})
 	f.Add(bytes.Clone(b[:n]))
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		fuzzReach(t, frame)
-		if len(frame) >= Off+reachHeadLen {
-			frame = bytes.Clone(frame)
-			end := min(len(frame), Off+reachHeadLen+reachBitmaps(frame[Off+3]&ReachClasses != 0)*((int(binary.BigEndian.Uint16(frame[Off+8:]))+7)/8))
-			binary.BigEndian.PutUint32(frame[Off+10:], sum2(frame[Off:Off+10], frame[Off+reachHeadLen:end]))
-			fuzzReach(t, frame)
-		}
+		fuzzSealed(t, frame, reachHeadLen, func(b []byte) int {
+			return reachBitmaps(b[Off+3]&ReachClasses != 0) * ((int(binary.BigEndian.Uint16(b[Off+8:])) + 7) / 8)
+		}, fuzzReach)
 	})
 }
 

@@ -164,6 +164,14 @@ func TestReachWireClasses(t *testing.T) {
 	}
 }
 
+// wantRoutes fails with msg (which formats got) unless got is want.
+func wantRoutes(t *testing.T, got, want uint64, msg string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf(msg, got)
+	}
+}
+
 // One tier, edges e1 and e2, fabric nodes f1 and f2, each edge linked to
 // each. f2's link to e2 is gray (10⁻²), the rest clean: class-1 routes go
 // only through f1 (f2 advertises e2 in class 3 only), at both edges and at
@@ -202,61 +210,30 @@ func TestReachClassesEndToEnd(t *testing.T) {
 	}
 	measure(1e-2)
 	n.run(5 * reachI)
-	if got := r1.RoutesFor(7, 2); got != 0b01 {
-		t.Fatalf("e1's class-1 routes to e2: %#b, want only through f1", got)
-	}
-	if got := r1.RoutesFor(0, 2); got != 0b11 {
-		t.Fatalf("e1's class-3 routes to e2: %#b, want both", got)
-	}
+	wantRoutes(t, r1.RoutesFor(7, 2), 0b01, "e1's class-1 routes to e2: %#b, want only through f1")
+	wantRoutes(t, r1.RoutesFor(0, 2), 0b11, "e1's class-3 routes to e2: %#b, want both")
 	if c := n.nodes[e2].EffClass(1); c != 3 {
 		t.Fatalf("e2 measures its link to f2 clean but f2 does not: class %d, want 3", c)
 	}
-	if got := n.nodes[e2].RoutesIn(1, 1); got != 0b01 {
-		t.Fatalf("e2's class-1 routes to e1: %#b, want only its clean link", got)
-	}
-	if got, want := n.nodes[f2].RoutesIn(1, 2), uint64(0); got != want {
-		t.Fatalf("f2's class-1 routes to e2: %#b, want none", got)
-	}
-	if got := n.nodes[f2].RoutesIn(3, 2); got != 0b10 {
-		t.Fatalf("f2's class-3 routes to e2: %#b", got)
-	}
+	wantRoutes(t, n.nodes[e2].RoutesIn(1, 1), 0b01, "e2's class-1 routes to e1: %#b, want only its clean link")
+	wantRoutes(t, n.nodes[f2].RoutesIn(1, 2), 0, "f2's class-1 routes to e2: %#b, want none")
+	wantRoutes(t, n.nodes[f2].RoutesIn(3, 2), 0b10, "f2's class-3 routes to e2: %#b")
 	// Healing: f2 measures 6·10⁻⁴ (within class 2's margin: class 2 is a
 	// step, class 1 needs the loss at half of 10⁻⁶), then 0.
 	measure(4e-4)
 	n.run(5 * reachI)
-	if got := r1.RoutesIn(2, 2); got != 0b11 {
-		t.Fatalf("class 2 after the link improved: %#b", got)
-	}
-	if got := r1.RoutesIn(1, 2); got != 0b01 {
-		t.Fatalf("class 1 after the link improved to class 2: %#b", got)
-	}
+	wantRoutes(t, r1.RoutesIn(2, 2), 0b11, "class 2 after the link improved: %#b")
+	wantRoutes(t, r1.RoutesIn(1, 2), 0b01, "class 1 after the link improved to class 2: %#b")
 	measure(0)
 	n.run(5 * reachI)
-	if got := r1.RoutesIn(1, 2); got != 0b11 {
-		t.Fatalf("healed: class-1 routes %#b", got)
-	}
+	wantRoutes(t, r1.RoutesIn(1, 2), 0b11, "healed: class-1 routes %#b")
 }
 
 func TestReachClassesNoAlloc(t *testing.T) {
 	r := newTestReachClasses(t, 100, 1, 8, testLossClasses())
 	msg := &PeerReach{From: 7, Tier: TierEdge, Class: 1, Classes: true, Bitmap: bytes.Repeat(reachBits(7), 3)}
 	adv := make([]byte, r.AdvertLen())
-	now := int64(0)
-	allocs := testing.AllocsPerRun(1000, func() {
-		now += reachI / 4
-		for l := range 8 {
-			r.Receive(now, l, msg)
-			r.SetLoss(now, l, float64(l%2)*1e-2)
-		}
-		r.Poll(now)
-		for l := range 8 {
-			r.Advert(l, adv)
-		}
-		r.Due = 0
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per round", allocs)
-	}
+	reachRoundsNoAlloc(t, r, 1000, msg, adv, func(now int64, l int) { r.SetLoss(now, l, float64(l%2)*1e-2) })
 }
 
 // classHold is the node tests' LossClasses.Hold.

@@ -199,9 +199,7 @@ func (n *Node) LinkRx(now int64, l int, f link.Frame) {
 		return
 	}
 	ls := &n.links[l]
-	ls.RxFrames++
-	ls.RxBytes += uint64(f.Len)
-	b := n.mem.Bytes(f.H, f.Len)
+	b := n.rxBytes(f, &ls.RxFrames, &ls.RxBytes)
 	t, ok := seqhdr.FrameType(b)
 	switch {
 	case ok && t == seqhdr.TypeCell:
@@ -215,16 +213,28 @@ func (n *Node) LinkRx(now int64, l int, f link.Frame) {
 		n.rxReach(l, b)
 		n.free(f)
 	default:
-		n.Stats.BadType++
-		n.free(f)
+		n.drop(f, &n.Stats.BadType)
 	}
+}
+
+// drop frees f, counting it in ctr (one of NodeStats' drop counters).
+func (n *Node) drop(f link.Frame, ctr *uint64) {
+	*ctr++
+	n.free(f)
+}
+
+// rxBytes counts frame f received in a port's frames and bytes and
+// returns its bytes.
+func (n *Node) rxBytes(f link.Frame, frames, bytes *uint64) []byte {
+	*frames++
+	*bytes += uint64(f.Len)
+	return n.mem.Bytes(f.H, f.Len)
 }
 
 func (n *Node) rxCell(f link.Frame, b []byte) {
 	h, err := ParseCell(b)
 	if err != nil {
-		n.Stats.BadCell++
-		n.free(f)
+		n.drop(f, &n.Stats.BadCell)
 		return
 	}
 	if n.edge {
@@ -233,8 +243,7 @@ func (n *Node) rxCell(f link.Frame, b []byte) {
 		return
 	}
 	if !DecHops(b) {
-		n.Stats.HopDrops++
-		n.free(f)
+		n.drop(f, &n.Stats.HopDrops)
 		return
 	}
 	if n.sprayCell(f, b, &h, 0) {
@@ -267,8 +276,7 @@ func (n *Node) sprayCell(f link.Frame, b []byte, h *CellHeader, exclude uint64) 
 		}
 	}
 	if mask == 0 {
-		n.Stats.NoRoute++
-		n.free(f)
+		n.drop(f, &n.Stats.NoRoute)
 		return false
 	}
 	l := n.sprayer(h.Dst, lc).Pick(mask, n.fabricFlow(h.Entropy))
@@ -292,8 +300,7 @@ func (n *Node) fabricFlow(entropy uint8) uint64 {
 func (n *Node) rxCredit(f link.Frame, b []byte) {
 	c, err := ParseCredit(b)
 	if err != nil {
-		n.Stats.BadCredit++
-		n.free(f)
+		n.drop(f, &n.Stats.BadCredit)
 		return
 	}
 	if n.edge {
@@ -315,8 +322,7 @@ func (n *Node) rxCredit(f link.Frame, b []byte) {
 func (n *Node) sendCtrlTo(to EdgeID, f link.Frame, b []byte, exclude uint64) bool {
 	mask := n.reach.Routes(to) &^ exclude
 	if mask == 0 {
-		n.Stats.NoRoute++
-		n.free(f)
+		n.drop(f, &n.Stats.NoRoute)
 		return false
 	}
 	k := int(n.ctrlRR % uint32(bits.OnesCount64(mask)))
@@ -353,8 +359,7 @@ func (n *Node) Respray(now int64, l int, frames []link.Frame) {
 		case ok && t == seqhdr.TypeCell:
 			h, err := ParseCell(b)
 			if err != nil {
-				n.Stats.BadCell++
-				n.free(f)
+				n.drop(f, &n.Stats.BadCell)
 				continue
 			}
 			if !n.sprayCell(f, b, &h, exclude) {
@@ -364,8 +369,7 @@ func (n *Node) Respray(now int64, l int, frames []link.Frame) {
 		case ok && (t == seqhdr.TypeCreditReq || t == seqhdr.TypeCreditGrant):
 			c, err := ParseCredit(b)
 			if err != nil {
-				n.Stats.BadCredit++
-				n.free(f)
+				n.drop(f, &n.Stats.BadCredit)
 				continue
 			}
 			to := c.Dst
@@ -377,8 +381,7 @@ func (n *Node) Respray(now int64, l int, frames []link.Frame) {
 				continue
 			}
 		default:
-			n.Stats.RespraysDrop++
-			n.free(f)
+			n.drop(f, &n.Stats.RespraysDrop)
 			continue
 		}
 		n.Stats.Resprayed++

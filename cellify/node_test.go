@@ -331,23 +331,30 @@ func TestNodeBadInput(t *testing.T) {
 	}
 }
 
+// hostFramesNoAlloc sends frame from host port 0 of node 0 2000 times to
+// grow every list and pool, then 2000 more, each followed by 2 µs of the
+// network, and fails if those allocate.
+func hostFramesNoAlloc(t *testing.T, n *nodeNet, frame []byte, what string) {
+	t.Helper()
+	step := func() {
+		n.host(0, 0, frame)
+		n.run(2*nodeUs, nodeUs)
+	}
+	for range 2000 {
+		step()
+	}
+	if allocs := testing.AllocsPerRun(2000, step); allocs != 0 {
+		t.Fatalf("%s: %v allocations per frame", what, allocs)
+	}
+}
+
 // Steady state allocates nothing: host frames in, cells across, frames out.
 func TestNodeNoAlloc(t *testing.T) {
 	for _, mode := range []SprayMode{SprayPerm, SprayHash} {
 		n := newBundle(t, 4, func(c *NodeConfig) { c.Spray = mode })
 		n.got = nil
 		frame := hostFrame(1, 2, 0, 0, 1400)
-		for range 2000 { // grow every list and pool
-			n.host(0, 0, frame)
-			n.run(2*nodeUs, nodeUs)
-		}
-		allocs := testing.AllocsPerRun(2000, func() {
-			n.host(0, 0, frame)
-			n.run(2*nodeUs, nodeUs)
-		})
-		if allocs != 0 {
-			t.Fatalf("%s: %v allocations per frame", mode, allocs)
-		}
+		hostFramesNoAlloc(t, n, frame, mode.String())
 		if n.nodes[1].Stats.Delivered < 3900 {
 			t.Fatalf("%s: only %d delivered", mode, n.nodes[1].Stats.Delivered)
 		}
@@ -366,17 +373,7 @@ func TestNodeNoAllocFabric(t *testing.T) {
 	fb := n.nodes[f]
 	fb.SetLinkBacklog(2, fb.Config().FCIThreshold+1)
 	frame := hostFrame(1, 2, 0, 0, 1400)
-	for range 2000 {
-		n.host(0, 0, frame)
-		n.run(2*nodeUs, nodeUs)
-	}
-	allocs := testing.AllocsPerRun(2000, func() {
-		n.host(0, 0, frame)
-		n.run(2*nodeUs, nodeUs)
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per frame", allocs)
-	}
+	hostFramesNoAlloc(t, n, frame, "fabric")
 	if fb.Stats.Forwarded < 1000 || fb.Stats.FCIMarks == 0 || fb.Stats.CtrlFwd == 0 { // FCI throttles e1: its VOQ drops the rest
 		t.Fatalf("fabric %+v", fb.Stats)
 	}

@@ -58,17 +58,13 @@ func (r *flowRing) at(off uint64) uint64 {
 func (n *Node) HostRx(now int64, p int, f link.Frame) {
 	n.now = now
 	if !n.edge || p < 0 || p >= len(n.hosts) {
-		n.Stats.BadPort++
-		n.free(f)
+		n.drop(f, &n.Stats.BadPort)
 		return
 	}
 	hs := &n.hosts[p]
-	hs.RxFrames++
-	hs.RxBytes += uint64(f.Len)
-	b := n.mem.Bytes(f.H, f.Len)
+	b := n.rxBytes(f, &hs.RxFrames, &hs.RxBytes)
 	if len(b) < MinRecordFrame || len(b) > MaxHostFrame {
-		n.Stats.HostBad++
-		n.free(f)
+		n.drop(f, &n.Stats.HostBad)
 		return
 	}
 	var dst, src [6]byte
@@ -85,8 +81,7 @@ func (n *Node) HostRx(now int64, p int, f link.Frame) {
 		n.free(f)
 	case d.Edge == n.cfg.Self:
 		if int(d.Port) == p || int(d.Port) >= len(n.hosts) {
-			n.Stats.Hairpin++
-			n.free(f)
+			n.drop(f, &n.Stats.Hairpin)
 			return
 		}
 		n.Stats.Local++

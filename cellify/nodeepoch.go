@@ -42,19 +42,25 @@ func (p *peerEpoch) heard(now, hold int64, e uint16) (ok, changed bool) {
 // reassembly on their first cell of the new boot. Epoch 0 and ids beyond
 // the table are not tracked.
 func (n *Node) sourceEpoch(src EdgeID, e uint16) bool {
-	if e == 0 || int(src) >= len(n.srcEp) {
-		return true
-	}
-	ok, changed := n.srcEp[src].heard(n.now, n.cfg.EpochHold, e)
-	if !ok {
-		n.Stats.StaleEpoch++
-		return false
-	}
+	ok, changed := n.epochHeard(n.srcEp, src, e)
 	if changed {
 		n.Stats.PeerRestarts++
 		n.resetSource(src)
 	}
-	return true
+	return ok
+}
+
+// epochHeard has tab[id] hear epoch e (ids beyond tab and epoch 0 pass,
+// untracked): whether it is current or new (a stale one is counted), and
+// whether it is new.
+func (n *Node) epochHeard(tab []peerEpoch, id EdgeID, e uint16) (ok, changed bool) {
+	if e == 0 || int(id) >= len(tab) {
+		return true, false
+	}
+	if ok, changed = tab[id].heard(n.now, n.cfg.EpochHold, e); !ok {
+		n.Stats.StaleEpoch++
+	}
+	return
 }
 
 // resetSource restarts src's totals in every egress scheduler under a new
@@ -83,14 +89,7 @@ func (n *Node) session(src EdgeID) uint16 {
 // after another (dst restarted, or restarted this edge's totals) restarts
 // the totals of every VOQ toward dst: their backlog is requested anew.
 func (n *Node) destSession(dst EdgeID, e uint16) bool {
-	if e == 0 || int(dst) >= len(n.dstEp) {
-		return true
-	}
-	ok, changed := n.dstEp[dst].heard(n.now, n.cfg.EpochHold, e)
-	if !ok {
-		n.Stats.StaleEpoch++
-		return false
-	}
+	ok, changed := n.epochHeard(n.dstEp, dst, e)
 	if changed {
 		n.Stats.SessionResets++
 		for _, q := range n.list {
@@ -101,7 +100,7 @@ func (n *Node) destSession(dst EdgeID, e uint16) bool {
 			}
 		}
 	}
-	return true
+	return ok
 }
 
 // requestSession checks that a credit request from src counts its totals

@@ -7,50 +7,27 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
+	"github.com/linkfabric/linkfabric/link/linksim"
 )
 
 // nodeMem is a test Memory that tracks every buffer's owner: a double free,
 // a free of a buffer never allocated or a leak fails the test.
 type nodeMem struct {
-	t             testing.TB
-	bufs          [][]byte
-	live          []bool
-	small         []link.Handle // free buffers of nodeMemSmall bytes
-	big           []link.Handle
-	fail          bool // Alloc refuses
-	allocs, frees int
+	linksim.Sized
+	t    testing.TB
+	fail bool // Alloc refuses
 }
 
-const (
-	nodeMemSmall = 2048
-	nodeMemBig   = MaxRecordFrame + 64
-)
-
-func newNodeMem(t testing.TB) *nodeMem { return &nodeMem{t: t} }
+func newNodeMem(t testing.TB) *nodeMem {
+	return &nodeMem{t: t, Sized: linksim.Sized{Small: 2048, Big: MaxRecordFrame + 64}}
+}
 
 func (m *nodeMem) Alloc(n int) (link.Handle, bool) {
-	if m.fail || n > nodeMemBig {
+	if m.fail {
 		return 0, false
 	}
-	pool, size := &m.small, nodeMemSmall
-	if n > nodeMemSmall {
-		pool, size = &m.big, nodeMemBig
-	}
-	var h link.Handle
-	if k := len(*pool); k > 0 {
-		h = (*pool)[k-1]
-		*pool = (*pool)[:k-1]
-	} else {
-		h = link.Handle(len(m.bufs))
-		m.bufs = append(m.bufs, make([]byte, size))
-		m.live = append(m.live, false)
-	}
-	m.live[h] = true
-	m.allocs++
-	return h, true
+	return m.Sized.Alloc(n)
 }
-
-func (m *nodeMem) Bytes(h link.Handle, n int) []byte { return m.bufs[h][:n] }
 
 // put allocates a buffer holding b (a frame the test hands in).
 func (m *nodeMem) put(b []byte) link.Frame {
@@ -58,27 +35,20 @@ func (m *nodeMem) put(b []byte) link.Frame {
 	if !ok {
 		m.t.Fatalf("test memory: no buffer for %d bytes", len(b))
 	}
-	copy(m.bufs[h], b)
+	copy(m.Buf(h), b)
 	return link.Frame{H: h, Len: len(b)}
 }
 
 func (m *nodeMem) release(f link.Frame) {
-	if int(f.H) >= len(m.live) || !m.live[f.H] {
+	if !m.Free(f.H) {
 		m.t.Fatalf("frame %d released but not live (double free or never allocated)", f.H)
 	}
-	if f.Len > len(m.bufs[f.H]) {
+	if f.Len > len(m.Buf(f.H)) {
 		m.t.Fatalf("frame %d released with length %d beyond its buffer", f.H, f.Len)
-	}
-	m.live[f.H] = false
-	m.frees++
-	if len(m.bufs[f.H]) == nodeMemSmall {
-		m.small = append(m.small, f.H)
-	} else {
-		m.big = append(m.big, f.H)
 	}
 }
 
-func (m *nodeMem) inUse() int { return m.allocs - m.frees }
+func (m *nodeMem) inUse() int { return m.InUse() }
 
 // nodeNet wires nodes' link ports back to back with a fixed delay per
 // wire, on a clock stepped by dt; hosts collect what is delivered.

@@ -40,6 +40,12 @@ type reachFeed struct {
 	k int64 // intervals polled
 }
 
+// newFedReach returns newTestReach's Reachability and its feed.
+func newFedReach(t *testing.T, self EdgeID, tier Tier, links int) (*Reachability, *reachFeed) {
+	r := newTestReach(t, self, tier, links)
+	return r, newReachFeed(t, r)
+}
+
 func newReachFeed(t *testing.T, r *Reachability) *reachFeed {
 	r.Poll(0)
 	return &reachFeed{t: t, r: r}
@@ -53,6 +59,27 @@ func (f *reachFeed) interval(msgs map[int]*PeerReach) {
 	}
 	if d := f.r.Poll(f.k * reachI); d != (f.k+1)*reachI {
 		f.t.Fatalf("interval %d: deadline %d, want %d", f.k, d, (f.k+1)*reachI)
+	}
+}
+
+// run runs n intervals delivering msgs.
+func (f *reachFeed) run(n int, msgs map[int]*PeerReach) {
+	for range n {
+		f.interval(msgs)
+	}
+}
+
+// intervals runs n intervals delivering msgs, and fails if the usable
+// links, and the routes to edge 2 (which every usable link of its callers
+// reaches), are not usable before each: the change comes after the nth,
+// not sooner.
+func (f *reachFeed) intervals(n int, msgs map[int]*PeerReach, usable uint64, what string) {
+	f.t.Helper()
+	for i := range n {
+		if got, routes := f.r.Usable(), f.r.Routes(2); got != usable || routes != usable {
+			f.t.Fatalf("%s: usable %#b, routes to 2 %#b after %d of %d intervals, want %#b", what, got, routes, i, n, usable)
+		}
+		f.interval(msgs)
 	}
 }
 
@@ -100,29 +127,16 @@ func TestReachThUp(t *testing.T) {
 // A link returns after exactly Th good intervals and leaves after exactly
 // Th intervals without a REACH; then returns again after Th good ones.
 func TestReachMissAndReturn(t *testing.T) {
-	r := newTestReach(t, 1, TierEdge, 2)
+	r, f := newFedReach(t, 1, TierEdge, 2)
 	th := r.Config().Th
-	f := newReachFeed(t, r)
 	peer := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
-	for i := 1; i <= th; i++ {
-		if r.Usable() != 0 || r.Routes(2) != 0 {
-			t.Fatalf("usable after %d good intervals, want after %d", i-1, th)
-		}
-		f.interval(peer)
-	}
+	f.intervals(th, peer, 0, "usable before the good intervals")
 	if r.Usable() != 1 || r.Routes(2) != 1 || r.Link(0).LastReturned != int64(th)*reachI {
 		t.Fatalf("after %d good intervals: usable %#b, routes to 2 %#b, %+v", th, r.Usable(), r.Routes(2), r.Link(0))
 	}
-	for range 5 {
-		f.interval(peer)
-	}
+	f.run(5, peer)
 	last := f.k
-	for i := 1; i <= th; i++ {
-		if r.Usable() != 1 {
-			t.Fatalf("excluded after %d missed intervals, want after %d", i-1, th)
-		}
-		f.interval(nil)
-	}
+	f.intervals(th, nil, 1, "excluded before the missed intervals")
 	l := r.Link(0)
 	if r.Usable() != 0 || r.Routes(2) != 0 || l.LastReason != ExcludeMiss || l.Exclusions != 1 ||
 		l.LastExcluded != (last+int64(th))*reachI || l.MissTotal != uint64(th) {
@@ -132,12 +146,7 @@ func TestReachMissAndReturn(t *testing.T) {
 	f.interval(peer)
 	f.interval(peer)
 	f.interval(nil)
-	for i := 1; i <= th; i++ {
-		if r.Usable() != 0 {
-			t.Fatalf("returned after %d good intervals in a row, want %d", i-1, th)
-		}
-		f.interval(peer)
-	}
+	f.intervals(th, peer, 0, "returned before the good intervals in a row")
 	if r.Usable() != 1 || r.Link(0).Returns != 2 {
 		t.Fatalf("not back after %d good intervals: %+v", th, r.Link(0))
 	}
@@ -150,12 +159,9 @@ func TestReachMissAndReturn(t *testing.T) {
 // An interface going down excludes its link at once and stops REACH on it;
 // after up it returns after Th good intervals.
 func TestReachDown(t *testing.T) {
-	r := newTestReach(t, 1, TierEdge, 2)
-	f := newReachFeed(t, r)
+	r, f := newFedReach(t, 1, TierEdge, 2)
 	both := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}, 1: {From: 3, Bitmap: reachBits(2)}}
-	for range 4 {
-		f.interval(both)
-	}
+	f.run(4, both)
 	if r.Routes(2) != 0b11 {
 		t.Fatalf("routes to 2: %#b", r.Routes(2))
 	}
@@ -170,12 +176,7 @@ func TestReachDown(t *testing.T) {
 		t.Fatalf("due %#b (want link 0 only), stats %+v", r.Due, r.Stats)
 	}
 	r.SetUp(f.k*reachI+1, 1, true)
-	for i := range r.Config().Th {
-		if r.Usable() != 1 {
-			t.Fatalf("back after %d intervals up", i)
-		}
-		f.interval(both)
-	}
+	f.intervals(r.Config().Th, both, 1, "back before the good intervals")
 	if r.Usable() != 0b11 {
 		t.Fatal("not back after Th good intervals")
 	}
@@ -184,9 +185,8 @@ func TestReachDown(t *testing.T) {
 // A peer's FAULTY flag excludes the link at once and keeps it out while it
 // lasts; locally measured loss does the same and is advertised to the peer.
 func TestReachFaulty(t *testing.T) {
-	r := newTestReach(t, 1, TierEdge, 1)
+	r, f := newFedReach(t, 1, TierEdge, 1)
 	th := r.Config().Th
-	f := newReachFeed(t, r)
 	ok := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
 	bad := map[int]*PeerReach{0: {From: 2, Faulty: true, Bitmap: reachBits(2)}}
 	for range th {
@@ -256,8 +256,7 @@ func TestReachFaulty(t *testing.T) {
 // A different node answering on a link takes it out until it has shown Th
 // good intervals.
 func TestReachPeerChange(t *testing.T) {
-	r := newTestReach(t, 1, TierEdge, 1)
-	f := newReachFeed(t, r)
+	r, f := newFedReach(t, 1, TierEdge, 1)
 	for range 3 {
 		f.interval(map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}})
 	}
@@ -276,17 +275,14 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 	if !reachEqualBits(adv, reachBits(5)) {
 		t.Fatalf("edge 5 advertises %x", adv)
 	}
-	fb := newTestReach(t, 100, 1, 4)
-	f := newReachFeed(t, fb)
+	fb, f := newFedReach(t, 100, 1, 4)
 	msgs := map[int]*PeerReach{
 		0: {From: 1, Bitmap: reachBits(1)},
 		1: {From: 2, Bitmap: reachBits(2)},
 		2: {From: 3, Bitmap: reachBits(3)},
 		3: {From: 4, Bitmap: reachBits(4)},
 	}
-	for range 3 {
-		f.interval(msgs)
-	}
+	f.run(3, msgs)
 	for l, want := range [][]byte{reachBits(2, 3, 4), reachBits(1, 3, 4), reachBits(1, 2, 4), reachBits(1, 2, 3)} {
 		fb.Advert(l, adv)
 		if !reachEqualBits(adv, want) {
@@ -309,9 +305,7 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 		1: {From: 102, Tier: 1, Bitmap: reachBits(2, 6)},
 		2: {From: 103, Tier: 1, Bitmap: reachBits(3)},
 	}
-	for range 3 {
-		f.interval(msgs)
-	}
+	f.run(3, msgs)
 	for l, want := range [][]byte{reachBits(2, 3, 6), reachBits(1, 3, 6), reachBits(1, 2, 6)} {
 		sp.Advert(l, adv)
 		if !reachEqualBits(adv, want) {
@@ -327,9 +321,7 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 		1: {From: 1, Bitmap: reachBits(1)},
 		2: {From: 2, Bitmap: reachBits(2)},
 	}
-	for range 3 {
-		f.interval(msgs)
-	}
+	f.run(3, msgs)
 	fb.Advert(0, adv)
 	if !reachEqualBits(adv, reachBits(2)) {
 		t.Fatalf("toward edge 1 over a second link: %x, want edge 2 only", adv)
@@ -339,17 +331,14 @@ func TestReachAdvertSplitHorizon(t *testing.T) {
 // Tiers: a tier-1 node advertises to its spine (tier 2) only the edges
 // learned from below; to an edge also what it learned from the spine.
 func TestReachAdvertTiers(t *testing.T) {
-	fb := newTestReach(t, 100, 1, 4)
-	f := newReachFeed(t, fb)
+	fb, f := newFedReach(t, 100, 1, 4)
 	msgs := map[int]*PeerReach{
 		0: {From: 1, Tier: TierEdge, Bitmap: reachBits(1)},
 		1: {From: 200, Tier: 2, Bitmap: reachBits(2, 3)},
 		2: {From: 201, Tier: 2, Bitmap: reachBits(4)},
 		3: {From: 102, Tier: 1, Bitmap: reachBits(5)}, // a peer of its own tier
 	}
-	for range 3 {
-		f.interval(msgs)
-	}
+	f.run(3, msgs)
 	adv := make([]byte, fb.BitmapLen())
 	for _, l := range []int{1, 2, 3} {
 		fb.Advert(l, adv)
@@ -370,16 +359,13 @@ func TestReachAdvertTiers(t *testing.T) {
 // (through the leaf's siblings) are not a route to it; when its own link to
 // the edge goes, the spines are.
 func TestReachDownFirst(t *testing.T) {
-	fb := newTestReach(t, 300, 1, 3)
-	f := newReachFeed(t, fb)
+	fb, f := newFedReach(t, 300, 1, 3)
 	msgs := map[int]*PeerReach{
 		0: {From: 1, Tier: TierEdge, Bitmap: reachBits(1)},
 		1: {From: 400, Tier: 2, Bitmap: reachBits(1, 2)},
 		2: {From: 401, Tier: 2, Bitmap: reachBits(1, 2)},
 	}
-	for range 3 {
-		f.interval(msgs)
-	}
+	f.run(3, msgs)
 	if fb.Routes(1) != 0b001 || fb.Routes(2) != 0b110 {
 		t.Fatalf("routes to 1: %#b, to 2: %#b", fb.Routes(1), fb.Routes(2))
 	}
@@ -617,11 +603,25 @@ func TestReachNoAlloc(t *testing.T) {
 	r := newTestReach(t, 100, 1, 8)
 	msg := &PeerReach{From: 7, Tier: TierEdge, Bitmap: reachBits(7)}
 	adv := make([]byte, r.BitmapLen())
+	reachRoundsNoAlloc(t, r, 10000, msg, adv, nil)
+	if r.Usable() != 0xFF {
+		t.Fatalf("usable %#b: the loop did not reach steady state", r.Usable())
+	}
+}
+
+// reachRoundsNoAlloc runs n rounds of a quarter interval on r's 8 links,
+// each receiving msg, then (if set) perLink, then a poll and an advert into
+// adv per link, and fails if a round allocates.
+func reachRoundsNoAlloc(t *testing.T, r *Reachability, n int, msg *PeerReach, adv []byte, perLink func(now int64, l int)) {
+	t.Helper()
 	now := int64(0)
-	allocs := testing.AllocsPerRun(10000, func() {
+	allocs := testing.AllocsPerRun(n, func() {
 		now += reachI / 4
 		for l := range 8 {
 			r.Receive(now, l, msg)
+			if perLink != nil {
+				perLink(now, l)
+			}
 		}
 		r.Poll(now)
 		for l := range 8 {
@@ -631,9 +631,6 @@ func TestReachNoAlloc(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round", allocs)
-	}
-	if r.Usable() != 0xFF {
-		t.Fatalf("usable %#b: the loop did not reach steady state", r.Usable())
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/link/linksim"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
 
@@ -153,127 +152,56 @@ func FuzzReceiverCarried(f *testing.F) {
 	f.Add(uint16(3), []byte{0, 2, 1, 0, 0, 0, 0, 0, 5, 9, 0, 4, 7, 1})
 	f.Add(uint16(0), []byte{3, 1, 0, 0, 5, 9, 0, 0, 2, 40, 6, 1, 4, 3})
 	f.Fuzz(func(t *testing.T, init uint16, ops []byte) {
-		a := linksim.NewPool(64, tBuf, tHead)
-		b := linksim.NewPool(2048, tBuf, tHead)
 		start := seqhdr.Seq(init) * 2 % seqhdr.Space
-		s, err := NewSender(SenderConfig{N: 1 + int(init%5), BufLen: tBuf - tHead, Flush: 1e9, InitSeq: start}, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := NewReceiver(ReceiverConfig{Window: 512, Wait: 50, Hold: 100, Immediate: true, Carried: true, InitSeq: start}, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var now int64
-		hostile := false
 		delivered := map[int]bool{}
 		lens := map[int]int{}
-		put := func(frame []byte) {
-			h, ok := b.Alloc(len(frame))
-			if !ok {
-				t.Skip("pool exhausted")
-			}
-			copy(b.Bytes(h, len(frame)), frame)
-			r.Receive(now, link.Frame{H: h, Len: len(frame)})
-		}
-		collect := func() {
-			for _, d := range r.Out.Deliver {
-				fb := b.Bytes(d.H, d.Len)
-				if d.Len < MinFrame {
-					t.Fatalf("delivered a %d-byte frame %x", d.Len, fb)
+		g := newRxRig(t, SenderConfig{N: 1 + int(init%5), Flush: 1e9, InitSeq: start},
+			ReceiverConfig{Window: 512, Wait: 50, Hold: 100, Immediate: true, Carried: true, InitSeq: start},
+			func(fb []byte, hostile bool) {
+				if hostile {
+					return
 				}
-				if !hostile {
-					id := carriedID(t, fb, lens)
-					if delivered[id] {
-						t.Fatalf("cell %d delivered twice", id)
-					}
-					delivered[id] = true
+				id := carriedID(t, fb, lens)
+				if delivered[id] {
+					t.Fatalf("cell %d delivered twice", id)
 				}
-			}
-			for _, d := range r.Out.Free {
-				b.Free(d.H)
-			}
-			r.Out.Reset()
-		}
+				delivered[id] = true
+			})
 		id := 0
 		for i := 0; i+1 < len(ops); i += 2 {
 			op, arg := ops[i]%8, ops[i+1]
 			switch op {
 			case 0, 1: // a real cell; arg bit 0: lose it (op 0)
 				n := seqhdr.DataOffset + 2 + int(arg)*5
-				h, _ := a.Alloc(n)
+				h, _ := g.a.Alloc(n)
 				lens[id] = n
-				copy(a.Bytes(h, n), carriedFrame(id, n))
+				copy(g.a.Bytes(h, n), carriedFrame(id, n))
 				id++
-				s.SendCarried(now, link.Frame{H: h, Len: n})
-				for _, o := range s.Out.Send {
-					if arg&1 == 0 || op == 1 {
-						put(a.Bytes(o.H, o.Len))
-					}
-				}
-				for _, o := range s.Out.Free {
-					a.Free(o.H)
-				}
-				s.Out.Reset()
+				g.s.SendCarried(g.now, link.Frame{H: h, Len: n})
+				g.forward(arg&1 == 0 || op == 1)
 			case 2:
-				now += int64(arg)
+				g.now += int64(arg)
 			case 3: // hostile parity near the window
-				hostile = true
-				pl := MinFrame + int(arg)%64
-				fr := make([]byte, ParityOffset+pl)
-				_ = PutParityHeader(fr, &[6]byte{}, &[6]byte{}, &Parity{First: r.base.Add(int(int8(arg))), Count: 1 + int(arg)%6, LenXor: uint16(arg) * 7})
-				for k := ParityOffset; k < len(fr); k++ {
-					fr[k] = byte(k * int(arg))
-				}
-				put(fr)
+				g.hostileParity(g.r.base.Add(int(int8(arg))), 1+int(arg)%6, arg)
 			case 4, 5: // hostile cell: any link fields (op 5: near the window)
-				hostile = true
+				g.hostile = true
 				fr := carriedFrame(int(arg), seqhdr.DataOffset+int(arg)%40)
 				if len(fr) < 20 {
 					fr = append(fr, make([]byte, 20)...)
 				}
 				fr[15], fr[16], fr[17] = arg, arg*3, arg*5
 				if op == 5 {
-					_ = seqhdr.Stamp(fr, &seqhdr.Header{Seq: r.high.Add(int(int8(arg)) % 9)})
+					_ = seqhdr.Stamp(fr, &seqhdr.Header{Seq: g.r.high.Add(int(int8(arg)) % 9)})
 				}
 				fr[18], fr[19] = arg&1, 0
-				put(fr)
+				g.put(fr)
 			case 6: // garbage of arg bytes, the cell type family
-				hostile = true
-				fr := make([]byte, int(arg)%80)
-				if len(fr) >= 16 {
-					binary.BigEndian.PutUint16(fr[12:], seqhdr.EtherType)
-					fr[14] = byte(9 + arg%4)
-				}
-				if len(fr) == 0 {
-					fr = []byte{0}
-				}
-				put(fr)
+				g.garbage(arg, byte(9+arg%4))
 			case 7:
-				s.Poll(now + 2e9)
-				for _, o := range s.Out.Send {
-					if arg&1 == 0 {
-						put(a.Bytes(o.H, o.Len))
-					}
-				}
-				for _, o := range s.Out.Free {
-					a.Free(o.H)
-				}
-				s.Out.Reset()
+				g.flush(arg)
 			}
-			r.Poll(now)
-			collect()
+			g.step()
 		}
-		now += 1e6
-		r.Poll(now)
-		collect()
-		r.Reset(now, 0)
-		collect()
-		if n := b.InUse(); n != 0 {
-			t.Fatalf("receiver holds %d frames after Reset", n)
-		}
-		if e := b.Errors(); len(e) > 0 {
-			t.Fatalf("ownership: %v", e)
-		}
+		g.finish()
 	})
 }

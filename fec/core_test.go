@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/link"
@@ -30,7 +31,14 @@ type pair struct {
 
 func newPair(t *testing.T, sc SenderConfig, rc ReceiverConfig) *pair {
 	t.Helper()
-	p := &pair{t: t, a: linksim.NewPool(512, tBuf, tHead), b: linksim.NewPool(4096, tBuf, tHead)}
+	return newPairPools(t, 512, 4096, sc, rc)
+}
+
+// newPairPools is newPair with na buffers in the sender's pool, nb in the
+// receiver's.
+func newPairPools(t *testing.T, na, nb int, sc SenderConfig, rc ReceiverConfig) *pair {
+	t.Helper()
+	p := &pair{t: t, a: linksim.NewPool(na, tBuf, tHead), b: linksim.NewPool(nb, tBuf, tHead)}
 	sc.BufLen = tBuf - tHead
 	var err error
 	if p.s, err = NewSender(sc, p.a); err != nil {
@@ -172,25 +180,13 @@ func TestRecoverInOrder(t *testing.T) {
 	}
 	p.r.Receive(10, par)
 	p.collect()
-	if got := p.ids(lens); !equal(got, []int{0, 1, 2, 3}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{0, 1, 2, 3}) {
 		t.Fatalf("delivered %v, want [0 1 2 3]", got)
 	}
 	if p.r.Stats.Recovered != 1 || p.r.Stats.RecoverMax != 10 {
 		t.Errorf("stats %+v", p.r.Stats)
 	}
 	p.quiet()
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The bounded wait: a hole holds later frames for exactly Wait (the deadline
@@ -208,16 +204,16 @@ func TestBoundedWait(t *testing.T) {
 		t.Fatalf("deadline %d, want detection + Wait = %d", d, 100+wait)
 	}
 	p.poll(100 + wait - 1)
-	if got := p.ids(lens); !equal(got, []int{0}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{0}) {
 		t.Fatalf("before Wait, delivered %v, want [0]", got)
 	}
 	p.poll(100 + wait)
-	if got := p.ids(lens); !equal(got, []int{0, 2}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{0, 2}) {
 		t.Fatalf("at Wait, delivered %v, want [0 2]", got)
 	}
 	p.send(6000, 80) // closes the group: frame 3 and the parity
 	p.deliver(6000)
-	if got := p.ids(lens); !equal(got, []int{0, 2, 3, 1}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{0, 2, 3, 1}) {
 		t.Fatalf("delivered %v, want [0 2 3 1] (1 late, when the parity follows 3)", got)
 	}
 	if s := p.r.Stats; s.Skipped != 1 || s.Late != 1 || s.Lost != 0 {
@@ -234,7 +230,7 @@ func TestBoundedWait(t *testing.T) {
 	p.poll(100 + wait)
 	p.send(6000, 80)
 	p.deliver(6000)
-	if got := p.ids(lens); !equal(got, []int{0, 2, 3}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{0, 2, 3}) {
 		t.Fatalf("Hold = Wait: delivered %v, want [0 2 3]", got)
 	}
 	if s := p.r.Stats; s.Lost != 1 || s.ParityStale != 1 {
@@ -254,7 +250,7 @@ func TestImmediate(t *testing.T) {
 	p.r.Receive(0, p.wire[1])
 	p.r.Receive(0, p.wire[2])
 	p.collect()
-	if got := p.ids(lens); !equal(got, []int{1, 2}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("delivered %v, want [1 2] at once", got)
 	}
 	if p.r.Held() != 2 {
@@ -264,7 +260,7 @@ func TestImmediate(t *testing.T) {
 	p.b.Free(p.wire[0].H)
 	p.wire = p.wire[:0]
 	p.collect()
-	if got := p.ids(lens); !equal(got, []int{1, 2, 0}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{1, 2, 0}) {
 		t.Fatalf("delivered %v, want [1 2 0]", got)
 	}
 	p.quiet()
@@ -280,7 +276,7 @@ func TestReplicationDedup(t *testing.T) {
 		t.Fatalf("wire %d frames, want 6", len(p.wire))
 	}
 	p.deliver(0, 0, 1, 5) // frame 0: two of three copies lost; frame 1: one
-	if got := p.ids(lens); !equal(got, []int{0, 1}) {
+	if got := p.ids(lens); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("delivered %v, want [0 1]", got)
 	}
 	if p.r.Stats.Dup != 1 || p.r.Stats.Frames != 3 {

@@ -44,15 +44,9 @@ type ReceiverConfig struct {
 const DefaultWait = 2 * DefaultFlush
 
 func (c *ReceiverConfig) check() error {
-	if c.Window == 0 {
-		c.Window = 1024
-	}
-	if c.Wait == 0 {
-		c.Wait = DefaultWait
-	}
-	if c.Hold == 0 {
-		c.Hold = max(c.Wait, DefaultWait)
-	}
+	orDefault(&c.Window, 1024)
+	orDefault(&c.Wait, DefaultWait)
+	orDefault(&c.Hold, max(c.Wait, DefaultWait))
 	switch {
 	case c.Window < 2*MaxN || c.Window&(c.Window-1) != 0 || c.Window > seqhdr.Half/2:
 		return fmt.Errorf("%w: Window %d: want a power of two from %d to %d", ErrConfig, c.Window, 2*MaxN, seqhdr.Half/2)

@@ -45,16 +45,18 @@ const MaxCopies = 8
 // ErrConfig is wrapped by configuration errors.
 var ErrConfig = errors.New("fec: invalid configuration")
 
+// orDefault sets *v to d where it is zero (unset in a configuration).
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
 func (c *SenderConfig) check() error {
-	if c.MaxFrame == 0 {
-		c.MaxFrame = 1514
-	}
-	if c.Flush == 0 {
-		c.Flush = DefaultFlush
-	}
-	if c.Copies == 0 {
-		c.Copies = 1
-	}
+	orDefault(&c.MaxFrame, 1514)
+	orDefault(&c.Flush, DefaultFlush)
+	orDefault(&c.Copies, 1)
 	switch {
 	case c.N < 0 || c.N > MaxN:
 		return fmt.Errorf("%w: N %d: want 0 (no parity) to %d", ErrConfig, c.N, MaxN)

@@ -38,6 +38,17 @@ func creditBound(window int) lgsim.Config {
 
 // runBounded runs s until quiet within limit virtual ns and checks that
 // every frame arrived in order and nothing leaked.
+// ackLossRun sends n frames A→B under cfg, the ACKs lose picks lost, and
+// runs them to delivery within limit (runBounded).
+func ackLossRun(t *testing.T, cfg lgsim.Config, lose func(k int) bool, n int, limit int64) *lgsim.Sim {
+	t.Helper()
+	cfg.BA.Rules = []*lgsim.Rule{dropAcks(lose)}
+	s := newSim(t, cfg)
+	s.Send(lgsim.A, n, 0)
+	runBounded(t, s, n, limit)
+	return s
+}
+
 func runBounded(t *testing.T, s *lgsim.Sim, n int, limit int64) {
 	t.Helper()
 	if !s.RunUntilQuiet(limit) {
@@ -75,11 +86,7 @@ func TestCreditBoundLostAck(t *testing.T) {
 			{"all-but-every10th", func(k int) bool { return k%10 != 9 && k < 200 }},
 		} {
 			t.Run(fmt.Sprintf("w%d/%s", w, c.name), func(t *testing.T) {
-				cfg := creditBound(w)
-				cfg.BA.Rules = []*lgsim.Rule{dropAcks(c.lose)}
-				s := newSim(t, cfg)
-				s.Send(lgsim.A, n, 0)
-				runBounded(t, s, n, 2*base[w]+slack)
+				ackLossRun(t, creditBound(w), c.lose, n, 2*base[w]+slack)
 			})
 		}
 		// Single ACK positions among the first 40 (the first ones are

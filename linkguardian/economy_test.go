@@ -152,11 +152,7 @@ func TestCoalescedAcksLostUnderCredit(t *testing.T) {
 			{"all-but-every10th", func(k int) bool { return k%10 != 9 && k < 100 }},
 		} {
 			t.Run(fmt.Sprintf("w%d/%s", w, c.name), func(t *testing.T) {
-				cfg := bound(w)
-				cfg.BA.Rules = []*lgsim.Rule{dropAcks(c.lose)}
-				s := newSim(t, cfg)
-				s.Send(lgsim.A, n, 0)
-				runBounded(t, s, n, 1e10)
+				s := ackLossRun(t, bound(w), c.lose, n, 1e10)
 				lost := int64(s.Dir(lgsim.B).DroppedByType[seqhdr.TypeAck])
 				if limit := 2*base + (lost+2)*maxGap; s.Now() > limit {
 					t.Errorf("%d lost ACKs: done after %d µs, want within %d µs", lost, s.Now()/us, limit/us)

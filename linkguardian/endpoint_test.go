@@ -33,6 +33,16 @@ func control(t *testing.T, pool *linksim.Pool, hd seqhdr.Header) link.Frame {
 	return link.Frame{H: h, Len: n}
 }
 
+// sendN has p send n host frames at now, each of which it must take.
+func sendN(t *testing.T, p *linkguardian.Endpoint, pool *linksim.Pool, now int64, n int) {
+	t.Helper()
+	for i := range n {
+		if !p.Send(now, hostFrame(t, pool)) {
+			t.Fatalf("frame %d of %d refused", i, n)
+		}
+	}
+}
+
 func release(p *linkguardian.Endpoint, pool *linksim.Pool) {
 	for _, f := range p.Out.Free {
 		pool.Free(f.H)
@@ -46,11 +56,7 @@ func release(p *linkguardian.Endpoint, pool *linksim.Pool) {
 func TestPauseResumeAndTxFull(t *testing.T) {
 	p, pool := newSender(t, 2, 4, 0)
 	now := int64(1000)
-	for i := range 4 {
-		if !p.Send(now, hostFrame(t, pool)) {
-			t.Fatalf("frame %d refused", i)
-		}
-	}
+	sendN(t, p, pool, now, 4)
 	f := hostFrame(t, pool)
 	if p.CanSend(now) || p.Send(now, f) || p.S.Stats.TxFull != 1 {
 		t.Fatalf("TX buffer full must refuse: %+v", p.S.Stats)
@@ -133,11 +139,7 @@ func TestReceiverBadAndPassthrough(t *testing.T) {
 func TestCreditBelowTxBuffer(t *testing.T) {
 	p, pool := newSender(t, 1, 8, 5)
 	now := int64(1000)
-	for i := range 5 {
-		if !p.Send(now, hostFrame(t, pool)) {
-			t.Fatalf("frame %d refused within the credit", i)
-		}
-	}
+	sendN(t, p, pool, now, 5)
 	f := hostFrame(t, pool)
 	if p.CanSend(now) || p.Send(now, f) || p.S.Stats.TxFull != 1 || p.S.Outstanding() != 5 {
 		t.Fatalf("sixth frame with credit 5: outstanding %d, stats %+v", p.S.Outstanding(), p.S.Stats)

@@ -103,11 +103,8 @@ func TestFastLeadReceive(t *testing.T) {
 // its lead over the core's base reaches FastLead; the core then adopts
 // every frame the kernel numbered and numbers on after them.
 func TestFastLeadSend(t *testing.T) {
-	e := newFastEnd(t, 64, true)
+	e := newHandedEnd(t, 64, true)
 	p := e.p
-	if !e.handOff(0) {
-		t.Fatal("no hand-off")
-	}
 	n := 0
 	for ; n < leadFrames; n++ {
 		q, ok := e.kernel(int64(n+1), n)
@@ -131,11 +128,8 @@ func TestFastLeadSend(t *testing.T) {
 // numbering comes round to it: nothing is sent past Limit on it, and the
 // core's TX buffer holds exactly what the explicit ACKs left.
 func TestFastStalePeerAck(t *testing.T) {
-	e := newFastEnd(t, 64, true)
+	e := newHandedEnd(t, 64, true)
 	p := e.p
-	if !e.handOff(0) {
-		t.Fatal("no hand-off")
-	}
 	now := int64(1)
 	sent, unacked := 0, 0
 	var widened uint64 // past Limit on the fresh ACK

@@ -124,6 +124,17 @@ const (
 	FastWakeShift = 32
 )
 
+// disown clears FastOwned in w, which the kernel may be changing, and
+// returns w's value as it took it.
+func disown(w *atomic.Uint64) uint64 {
+	for {
+		v := w.Load()
+		if v&FastOwned == 0 || w.CompareAndSwap(v, v&^FastOwned) {
+			return v
+		}
+	}
+}
+
 // FastLead bounds the kernel's lead over Go on both fast paths, in
 // serials: it delivers frame q only while q − Adopted < FastLead, and
 // assigns q only while q − base < FastLead (see "The receive fast path"
@@ -355,13 +366,7 @@ func (r *Receiver) claim(now int64) {
 	if !r.handed {
 		return
 	}
-	var v uint64
-	for {
-		v = r.fast.Point.Load()
-		if v&FastOwned == 0 || r.fast.Point.CompareAndSwap(v, v&^FastOwned) {
-			break
-		}
-	}
+	v := disown(r.fast.Point)
 	r.handed = false
 	r.Stats.FastClaims++
 	r.adopt(now, seqhdr.Seq(v&FastSeqMask), true)

@@ -506,13 +506,7 @@ func (s *Sender) claim() {
 	if !s.handed {
 		return
 	}
-	var v uint64
-	for {
-		v = s.fs.State.Load()
-		if v&FastOwned == 0 || s.fs.State.CompareAndSwap(v, v&^FastOwned) {
-			break
-		}
-	}
+	v := disown(s.fs.State)
 	s.handed = false
 	s.Stats.FastSendClaims++
 	s.adopt(seqhdr.Seq(v & FastSeqMask))

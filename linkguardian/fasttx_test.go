@@ -103,6 +103,16 @@ type fastEnd struct {
 	host []byte
 }
 
+// newHandedEnd is newFastEnd with sending handed to the kernel.
+func newHandedEnd(t testing.TB, txBuffer int, withR bool) *fastEnd {
+	t.Helper()
+	e := newFastEnd(t, txBuffer, withR)
+	if !e.handOff(0) {
+		t.Fatal("no hand-off to the kernel")
+	}
+	return e
+}
+
 func newFastEnd(t testing.TB, txBuffer int, withR bool) *fastEnd {
 	t.Helper()
 	sc := *senderCfg(1)
@@ -191,11 +201,8 @@ func (e *fastEnd) releaseAll(t testing.TB) {
 // fresh ACK, in Out.Retx and once in Out.Free; the ACK then releases the
 // kernel slots without freeing anything of theirs.
 func TestFastSendRetxOfKernelFrame(t *testing.T) {
-	e := newFastEnd(t, 64, true)
+	e := newHandedEnd(t, 64, true)
 	p := e.p
-	if !e.handOff(0) {
-		t.Fatal("no hand-off to the kernel")
-	}
 	for id := range 10 {
 		if q, ok := e.kernel(int64(id), id); !ok || q != seqhdr.Seq(id) {
 			t.Fatalf("kernel send %d: %v %v", id, q, ok)
@@ -374,11 +381,8 @@ func TestFastSendCreditAndPause(t *testing.T) {
 // and a loss notification for one of them gets its bytes. A stale PeerAck (an ACK
 // already applied, or of a frame not sent) opens nothing.
 func TestFastSendPastLimitOnPeerAck(t *testing.T) {
-	e := newFastEnd(t, 8, true)
+	e := newHandedEnd(t, 8, true)
 	p := e.p
-	if !e.handOff(0) {
-		t.Fatal("no hand-off to the kernel")
-	}
 	for id := range 8 {
 		if _, ok := e.kernel(1, id); !ok {
 			t.Fatalf("frame %d inside the window refused", id)
@@ -759,11 +763,8 @@ func TestFastSendAdoptNoAlloc(t *testing.T) {
 // (it loaded State before the hand-off), the kernel declines the next frame
 // instead of numbering it ahead of the one Go will number.
 func TestFastSendUnreadFrameKeepsOrder(t *testing.T) {
-	e := newFastEnd(t, 64, false)
+	e := newHandedEnd(t, 64, false)
 	p := e.p
-	if !e.handOff(0) {
-		t.Fatal("no hand-off at the start")
-	}
 	if _, ok := e.kernel(1, 1); !ok {
 		t.Fatal("the kernel did not send while owning")
 	}

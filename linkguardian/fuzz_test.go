@@ -48,28 +48,16 @@ func fuzzLinkConfig(c byte) lgsim.Config {
 
 // ref picks a sequence number near a window edge of port p, or an arbitrary one.
 func (z *portFuzzer) ref(p, peer *linkguardian.Endpoint) seqhdr.Seq {
-	switch z.U8() % 7 {
-	case 0:
-		if p.S != nil {
-			return p.S.Next().Add(-p.S.Outstanding())
-		}
-	case 1:
-		if p.S != nil {
-			return p.S.Next()
-		}
-	case 2:
-		if p.R != nil {
-			return p.R.AckNo()
-		}
-	case 3:
-		if p.R != nil {
-			return p.R.Latest()
-		}
-	case 4:
-		if peer.S != nil {
-			return peer.S.Next()
-		}
-	case 5:
+	switch k := z.U8() % 7; {
+	case k < 2 && p.S != nil: // the send window's base or its next
+		return p.S.Next().Add(-int(1-k) * p.S.Outstanding())
+	case k == 2 && p.R != nil:
+		return p.R.AckNo()
+	case k == 3 && p.R != nil:
+		return p.R.Latest()
+	case k == 4 && peer.S != nil:
+		return peer.S.Next()
+	case k == 5:
 		return seqhdr.MakeSeq(z.U16(), z.U8()&1 != 0)
 	}
 	return 0

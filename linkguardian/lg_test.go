@@ -121,6 +121,17 @@ func finish(t testing.TB, s *lgsim.Sim) {
 	}
 }
 
+// sendBothWays sends n frames each way (host frames 200 ns apart), runs
+// the simulation to its end and checks that each side got all the other's.
+func sendBothWays(t testing.TB, s *lgsim.Sim, n int) {
+	t.Helper()
+	s.Send(lgsim.A, n, 200)
+	s.Send(lgsim.B, n, 200)
+	finish(t, s)
+	wantDelivered(t, s, lgsim.B, seqIDs(0, n))
+	wantDelivered(t, s, lgsim.A, seqIDs(0, n))
+}
+
 func wantDelivered(t testing.TB, s *lgsim.Sim, side lgsim.Side, want []uint64) {
 	t.Helper()
 	got := s.Delivered(side)
@@ -442,11 +453,7 @@ func TestBothDirectionsPiggyback(t *testing.T) {
 	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropID(100, 1), lgsim.DropID(101, 1), lgsim.DropID(900, 1)}
 	cfg.BA.Rules = []*lgsim.Rule{lgsim.DropID(3, 1), lgsim.DropID(500, 1)}
 	s := newSim(t, cfg)
-	s.Send(lgsim.A, 1000, 200)
-	s.Send(lgsim.B, 1000, 200)
-	finish(t, s)
-	wantDelivered(t, s, lgsim.B, seqIDs(0, 1000))
-	wantDelivered(t, s, lgsim.A, seqIDs(0, 1000))
+	sendBothWays(t, s, 1000)
 	for _, side := range []lgsim.Side{lgsim.A, lgsim.B} {
 		rs := s.Port(side).R.Stats
 		if rs.PiggyAcksSent == 0 || rs.ExplicitAcksSent*4 > rs.PiggyAcksSent {
@@ -464,11 +471,7 @@ func TestUnsequencedReverseCarriesAcks(t *testing.T) {
 	cfg := oneWay(linkguardian.InOrder, 1)
 	cfg.AB.Rules = []*lgsim.Rule{lgsim.DropNthData(40)}
 	s := newSim(t, cfg)
-	s.Send(lgsim.A, 500, 200)
-	s.Send(lgsim.B, 500, 200)
-	finish(t, s)
-	wantDelivered(t, s, lgsim.B, seqIDs(0, 500))
-	wantDelivered(t, s, lgsim.A, seqIDs(0, 500))
+	sendBothWays(t, s, 500)
 	ps := s.Port(lgsim.A).Stats
 	if ps.RxUnseq == 0 || ps.RxPassthrough+ps.RxUnseq != 500 {
 		t.Fatalf("port stats %+v", ps)

@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	lfnetns "github.com/linkfabric/linkfabric/netns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -37,14 +38,10 @@ type testNS struct {
 	h    *netlink.Handle
 }
 
+// needRoot skips the test unless it runs as root, and with -short.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("AF_XDP integration test: skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("AF_XDP integration test needs root")
-	}
+	lfnetns.RequireRoot(t)
 }
 
 // removeStaleNamespaces deletes lfxtest namespaces left by test processes that

@@ -9,84 +9,132 @@ import "sync/atomic"
 // is a power of two no larger than 2^31.
 //
 // prodRing is the side where this process writes (fill ring, TX ring),
-// consRing the side where it reads (completion ring, RX ring). Both work on any
-// memory: the mmap'd ring in production, plain Go memory in unit tests.
+// consRing the side where it reads (completion ring, RX ring). Both are a
+// ring seen from one end: this process advances one index (ours) and reads
+// the other (theirs). Both work on any memory: the mmap'd ring in production,
+// plain Go memory in unit tests.
 //
 // Neither type is safe for concurrent use: one goroutine per ring.
 
-// prodRing is the producer side of a ring.
-type prodRing[T any] struct {
-	producer *uint32 // shared: written by us (release), read by the kernel
-	consumer *uint32 // shared: written by the kernel, read by us (acquire)
-	flags    *uint32 // shared: XDP_RING_NEED_WAKEUP, may be nil
-	entries  []T
-	mask     uint32
-	size     uint32
+// ring is one end of a ring.
+type ring[T any] struct {
+	ours    *uint32 // shared: written by us (release), read by the other end
+	theirs  *uint32 // shared: written by the other end, read by us (acquire)
+	flags   *uint32 // shared: XDP_RING_NEED_WAKEUP, may be nil
+	entries []T
+	mask    uint32
+	size    uint32
 
-	cachedProd uint32 // next index to reserve (ahead of *producer by the reserved but unsubmitted count)
-	cachedCons uint32 // last consumer index seen plus size: cachedCons-cachedProd is the known free space
-	published  uint32 // value last stored to *producer
+	// next is the next index to take, ahead of *ours by the count taken but
+	// not yet published; limit is the last index of theirs seen plus lead,
+	// so that limit-next is the known count we may take.
+	next, limit uint32
+	lead        uint32 // size for a producer (free space), 0 for a consumer
+	published   uint32 // value last stored to *ours
 }
 
-func newProdRing[T any](producer, consumer, flags *uint32, entries []T) prodRing[T] {
+func newRing[T any](ours, theirs, flags *uint32, entries []T, producer bool) ring[T] {
 	n := uint32(len(entries))
 	if n == 0 || n&(n-1) != 0 {
 		panic("xdp: ring size must be a power of two")
 	}
-	p := atomic.LoadUint32(producer)
-	return prodRing[T]{
-		producer: producer, consumer: consumer, flags: flags,
+	var lead uint32
+	if producer {
+		lead = n
+	}
+	o := atomic.LoadUint32(ours)
+	return ring[T]{
+		ours: ours, theirs: theirs, flags: flags,
 		entries: entries, mask: n - 1, size: n,
-		cachedProd: p, published: p,
-		cachedCons: atomic.LoadUint32(consumer) + n,
+		next: o, published: o, lead: lead,
+		limit: atomic.LoadUint32(theirs) + lead,
 	}
 }
 
-// free returns the number of free entries, re-reading the shared consumer
-// index only when the cached view shows fewer than want.
-func (r *prodRing[T]) free(want uint32) uint32 {
-	f := r.cachedCons - r.cachedProd
+// ready returns the number of entries that may be taken, re-reading the
+// other end's index only when the cached view shows fewer than want.
+func (r *ring[T]) ready(want uint32) uint32 {
+	f := r.limit - r.next
 	if f >= want {
 		return f
 	}
-	if r.consumer == nil { // closed socket
+	if r.theirs == nil { // closed socket
 		return 0
 	}
-	r.cachedCons = atomic.LoadUint32(r.consumer) + r.size
-	return r.cachedCons - r.cachedProd
+	r.limit = atomic.LoadUint32(r.theirs) + r.lead
+	return r.limit - r.next
 }
 
-// reserve reserves up to n entries and returns the index of the first one and
-// how many were reserved. The caller fills entries[(idx+i)&mask] and then calls
-// submit with the same count.
-func (r *prodRing[T]) reserve(n uint32) (idx, got uint32) {
-	f := r.free(n)
+// take takes up to n entries and returns the index of the first one and how
+// many were taken.
+func (r *ring[T]) take(n uint32) (idx, got uint32) {
+	f := r.ready(n)
 	if n > f {
 		n = f
 	}
-	idx = r.cachedProd
-	r.cachedProd += n
+	idx = r.next
+	r.next += n
 	return idx, n
 }
 
-// cancel gives back the last n reserved but unsubmitted entries.
-func (r *prodRing[T]) cancel(n uint32) { r.cachedProd -= n }
+// untake gives back the last n taken but unpublished entries.
+func (r *ring[T]) untake(n uint32) { r.next -= n }
 
 // at returns the entry for index idx.
-func (r *prodRing[T]) at(idx uint32) *T { return &r.entries[idx&r.mask] }
+func (r *ring[T]) at(idx uint32) *T { return &r.entries[idx&r.mask] }
 
-// submit publishes n reserved entries to the consumer.
-func (r *prodRing[T]) submit(n uint32) {
+// publish hands n taken entries to the other end.
+func (r *ring[T]) publish(n uint32) {
 	r.published += n
-	atomic.StoreUint32(r.producer, r.published)
+	atomic.StoreUint32(r.ours, r.published)
 }
+
+// put takes room for up to len(src) entries, copies src's first ones in
+// and publishes them; it returns how many.
+func (r *ring[T]) put(src []T) uint32 {
+	idx, n := r.take(uint32(len(src)))
+	if n == 0 {
+		return 0
+	}
+	for i := range n {
+		*r.at(idx + i) = src[i]
+	}
+	r.publish(n)
+	return n
+}
+
+// get takes up to len(dst) entries, copies them into dst and publishes them
+// (gives the slots back); it returns how many.
+func (r *ring[T]) get(dst []T) uint32 {
+	idx, n := r.take(uint32(len(dst)))
+	if n == 0 {
+		return 0
+	}
+	for i := range n {
+		dst[i] = *r.at(idx + i)
+	}
+	r.publish(n)
+	return n
+}
+
+// prodRing is the producer side of a ring: take reserves free entries (ready
+// counts them), the caller fills them, publish submits them to the consumer
+// (untake gives back reserved but unsubmitted ones).
+type prodRing[T any] struct{ ring[T] }
+
+func newProdRing[T any](producer, consumer, flags *uint32, entries []T) prodRing[T] {
+	return prodRing[T]{newRing(producer, consumer, flags, entries, true)}
+}
+
+// consumed returns the consumer's index as it stands.
+func (r *prodRing[T]) consumed() uint32 { return atomic.LoadUint32(r.theirs) }
 
 // pending is the number of submitted entries the consumer has not consumed yet.
 func (r *prodRing[T]) pending() uint32 {
-	if r.consumer == nil {
+	if r.theirs == nil {
 		return 0
 	}
-	return r.published - atomic.LoadUint32(r.consumer)
+	return r.published - r.consumed()
 }
 
 // needWakeup reports whether the kernel asked to be woken up for this ring.
@@ -94,68 +142,13 @@ func (r *prodRing[T]) needWakeup() bool {
 	return r.flags != nil && atomic.LoadUint32(r.flags)&ringNeedWakeup != 0
 }
 
-// consRing is the consumer side of a ring.
-type consRing[T any] struct {
-	producer *uint32 // shared: written by the kernel, read by us (acquire)
-	consumer *uint32 // shared: written by us (release)
-	flags    *uint32
-	entries  []T
-	mask     uint32
-	size     uint32
-
-	cachedProd uint32 // last producer index seen
-	cachedCons uint32 // next index to peek (ahead of *consumer by peeked but unreleased count)
-	published  uint32 // value last stored to *consumer
-}
+// consRing is the consumer side of a ring: take peeks at ready entries
+// (ready counts them), which stay valid until publish releases them to the
+// producer (untake returns peeked but unreleased ones to the ring).
+type consRing[T any] struct{ ring[T] }
 
 func newConsRing[T any](producer, consumer, flags *uint32, entries []T) consRing[T] {
-	n := uint32(len(entries))
-	if n == 0 || n&(n-1) != 0 {
-		panic("xdp: ring size must be a power of two")
-	}
-	c := atomic.LoadUint32(consumer)
-	return consRing[T]{
-		producer: producer, consumer: consumer, flags: flags,
-		entries: entries, mask: n - 1, size: n,
-		cachedProd: atomic.LoadUint32(producer), cachedCons: c, published: c,
-	}
-}
-
-// avail returns the number of entries ready to be peeked, re-reading the shared
-// producer index only when the cached view shows fewer than want.
-func (r *consRing[T]) avail(want uint32) uint32 {
-	a := r.cachedProd - r.cachedCons
-	if a >= want {
-		return a
-	}
-	if r.producer == nil { // closed socket
-		return 0
-	}
-	r.cachedProd = atomic.LoadUint32(r.producer)
-	return r.cachedProd - r.cachedCons
-}
-
-// peek takes up to n ready entries; it returns the index of the first and the
-// count. The entries stay valid until release.
-func (r *consRing[T]) peek(n uint32) (idx, got uint32) {
-	a := r.avail(n)
-	if n > a {
-		n = a
-	}
-	idx = r.cachedCons
-	r.cachedCons += n
-	return idx, n
-}
-
-// unpeek returns the last n peeked but unreleased entries to the ring.
-func (r *consRing[T]) unpeek(n uint32) { r.cachedCons -= n }
-
-func (r *consRing[T]) at(idx uint32) *T { return &r.entries[idx&r.mask] }
-
-// release hands n peeked entries back to the producer.
-func (r *consRing[T]) release(n uint32) {
-	r.published += n
-	atomic.StoreUint32(r.consumer, r.published)
+	return consRing[T]{newRing(consumer, producer, flags, entries, false)}
 }
 
 const ringNeedWakeup = 1 // XDP_RING_NEED_WAKEUP

@@ -23,21 +23,21 @@ func (m *ringMem[T]) pair() (prodRing[T], consRing[T]) {
 
 func produce(t *testing.T, p *prodRing[uint64], vals ...uint64) int {
 	t.Helper()
-	idx, n := p.reserve(uint32(len(vals)))
+	idx, n := p.take(uint32(len(vals)))
 	for i := range n {
 		*p.at(idx + i) = vals[i]
 	}
-	p.submit(n)
+	p.publish(n)
 	return int(n)
 }
 
 func consume(c *consRing[uint64], max int) []uint64 {
-	idx, n := c.peek(uint32(max))
+	idx, n := c.take(uint32(max))
 	out := make([]uint64, n)
 	for i := range n {
 		out[i] = *c.at(idx + i)
 	}
-	c.release(n)
+	c.publish(n)
 	return out
 }
 
@@ -78,12 +78,12 @@ func TestRingCachedIndices(t *testing.T) {
 	produce(t, &p, 1, 2)
 	// Consumer caches the producer index: entries produced after its last
 	// read are seen when it asks for more than it knows of.
-	idx, n := c.peek(1)
+	idx, n := c.take(1)
 	if n != 1 || *c.at(idx) != 1 {
 		t.Fatal("peek 1")
 	}
 	produce(t, &p, 3)
-	idx, n = c.peek(8)
+	idx, n = c.take(8)
 	if n != 2 || *c.at(idx) != 2 || *c.at(idx + 1) != 3 {
 		t.Fatalf("peek after more produced: n=%d", n)
 	}
@@ -91,26 +91,26 @@ func TestRingCachedIndices(t *testing.T) {
 	if m.cons != 0 {
 		t.Fatalf("consumer index published before release: %d", m.cons)
 	}
-	c.release(3)
+	c.publish(3)
 	if m.cons != 3 {
 		t.Fatalf("consumer index %d, want 3", m.cons)
 	}
 	// Reserved but unsubmitted entries are invisible to the consumer.
-	idx, n = p.reserve(2)
+	idx, n = p.take(2)
 	*p.at(idx), *p.at(idx + 1) = 4, 5
-	if _, got := c.peek(8); got != 0 {
+	if _, got := c.take(8); got != 0 {
 		t.Fatalf("consumer saw %d unsubmitted entries", got)
 	}
-	p.cancel(1)
-	p.submit(1)
+	p.untake(1)
+	p.publish(1)
 	if got := consume(&c, 8); len(got) != 1 || got[0] != 4 {
 		t.Fatalf("after cancel got %v, want [4]", got)
 	}
 	// unpeek puts entries back.
 	produce(t, &p, 6, 7)
-	_, n = c.peek(2)
-	c.unpeek(1)
-	c.release(1)
+	_, n = c.take(2)
+	c.untake(1)
+	c.publish(1)
 	if got := consume(&c, 8); len(got) != 1 || got[0] != 7 {
 		t.Fatalf("after unpeek got %v, want [7]", got)
 	}
@@ -158,26 +158,26 @@ func TestRingWrap32(t *testing.T) {
 func TestRingFullAcrossWrap(t *testing.T) {
 	m := newRingMem[Desc](4, 0xFFFFFFFE)
 	p, c := m.pair()
-	idx, n := p.reserve(10)
+	idx, n := p.take(10)
 	if n != 4 {
 		t.Fatalf("reserved %d, want 4", n)
 	}
 	for i := range n {
 		*p.at(idx + i) = Desc{Addr: uint64(i), Len: i}
 	}
-	p.submit(n)
+	p.publish(n)
 	if m.prod != 2 {
 		t.Fatalf("producer %d after wrap, want 2", m.prod)
 	}
-	if _, n := p.reserve(1); n != 0 {
+	if _, n := p.take(1); n != 0 {
 		t.Fatal("full ring across wrap accepted an entry")
 	}
-	idx, n = c.peek(10)
+	idx, n = c.take(10)
 	if n != 4 || c.at(idx+3).Addr != 3 {
 		t.Fatalf("peek across wrap n=%d", n)
 	}
-	c.release(n)
-	if _, n := p.reserve(4); n != 4 {
+	c.publish(n)
+	if _, n := p.take(4); n != 4 {
 		t.Fatal("space not recovered across wrap")
 	}
 }
@@ -195,10 +195,10 @@ func TestRingNeedWakeupAndClosed(t *testing.T) {
 	// Zero rings (a closed socket) report nothing and do not crash.
 	var zp prodRing[uint64]
 	var zc consRing[Desc]
-	if _, n := zp.reserve(4); n != 0 || zp.pending() != 0 || zp.needWakeup() {
+	if _, n := zp.take(4); n != 0 || zp.pending() != 0 || zp.needWakeup() {
 		t.Fatal("zero producer ring not inert")
 	}
-	if _, n := zc.peek(4); n != 0 {
+	if _, n := zc.take(4); n != 0 {
 		t.Fatal("zero consumer ring not inert")
 	}
 }
@@ -222,13 +222,13 @@ func TestSocketBatchOnPlainMemory(t *testing.T) {
 		t.Fatalf("Fill %d, want 8", n)
 	}
 	// Kernel: take 3 fill frames, receive into them.
-	idx, n := kfill.peek(3)
-	ridx, _ := krx.reserve(n)
+	idx, n := kfill.take(3)
+	ridx, _ := krx.take(n)
 	for i := range n {
 		*krx.at(ridx + i) = Desc{Addr: *kfill.at(idx + i) + 256, Len: 60 + i}
 	}
-	kfill.release(n)
-	krx.submit(n)
+	kfill.publish(n)
+	krx.publish(n)
 	descs := make([]Desc, 16)
 	if got := s.Receive(descs); got != 3 || descs[2].Addr != 4096+256 || descs[2].Len != 62 {
 		t.Fatalf("Receive %d %+v", got, descs[:got])
@@ -240,13 +240,13 @@ func TestSocketBatchOnPlainMemory(t *testing.T) {
 	if got := s.Transmit(descs[:3]); got != 3 || s.TxPending() != 3 {
 		t.Fatalf("Transmit %d pending %d", got, s.TxPending())
 	}
-	idx, n = ktx.peek(8)
-	cidx, _ := kcomp.reserve(n)
+	idx, n = ktx.take(8)
+	cidx, _ := kcomp.take(n)
 	for i := range n {
 		*kcomp.at(cidx + i) = ktx.at(idx + i).Addr
 	}
-	ktx.release(n)
-	kcomp.submit(n)
+	ktx.publish(n)
+	kcomp.publish(n)
 	addrs := make([]uint64, 8)
 	if got := s.Complete(addrs); got != 3 || addrs[1] != 2048+256 || s.TxPending() != 0 {
 		t.Fatalf("Complete %d %v", got, addrs[:got])
@@ -256,8 +256,8 @@ func TestSocketBatchOnPlainMemory(t *testing.T) {
 		s.Receive(descs)
 		s.Transmit(descs[:0])
 		s.Complete(addrs)
-		kfill.peek(1)
-		kfill.release(1)
+		kfill.take(1)
+		kfill.publish(1)
 	})
 	if allocs != 0 {
 		t.Fatalf("hot path allocates %.1f per run", allocs)
@@ -276,16 +276,16 @@ func BenchmarkRingProduceConsume(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		idx, n := p.reserve(batch)
+		idx, n := p.take(batch)
 		for i := range n {
 			*p.at(idx + i) = in[i]
 		}
-		p.submit(n)
-		idx, n = c.peek(batch)
+		p.publish(n)
+		idx, n = c.take(batch)
 		for i := range n {
 			out[i] = *c.at(idx + i)
 		}
-		c.release(n)
+		c.publish(n)
 	}
 	b.SetBytes(0)
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds()/1e6, "Mdesc/s")
@@ -304,15 +304,15 @@ func BenchmarkSocketBatch(b *testing.B) {
 	descs := make([]Desc, batch)
 	b.ReportAllocs()
 	for b.Loop() {
-		idx, n := krx.reserve(batch)
+		idx, n := krx.take(batch)
 		for i := range n {
 			*krx.at(idx + i) = Desc{Addr: uint64(i) << 11, Len: 64}
 		}
-		krx.submit(n)
+		krx.publish(n)
 		got := s.Receive(descs)
 		s.Transmit(descs[:got])
-		_, n = ktx.peek(batch)
-		ktx.release(n)
+		_, n = ktx.take(batch)
+		ktx.publish(n)
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds()/1e6, "Mdesc/s")
 }

@@ -353,29 +353,12 @@ func (s *Socket) Umem() *Umem { return s.umem }
 
 // Fill hands the frames at addrs to the kernel for receiving (fill ring) and
 // returns how many fitted; the caller keeps ownership of addrs[n:].
-func (s *Socket) Fill(addrs []uint64) int {
-	idx, n := s.fill.reserve(uint32(len(addrs)))
-	if n == 0 {
-		return 0
-	}
-	for i := range n {
-		*s.fill.at(idx + i) = addrs[i]
-	}
-	s.fill.submit(n)
-	return int(n)
-}
+func (s *Socket) Fill(addrs []uint64) int { return int(s.fill.put(addrs)) }
 
 // Complete takes back into addrs up to len(addrs) frames whose transmission
 // finished (completion ring) and returns how many. The caller owns them again.
 func (s *Socket) Complete(addrs []uint64) int {
-	idx, n := s.comp.peek(uint32(len(addrs)))
-	if n == 0 {
-		return 0
-	}
-	for i := range n {
-		addrs[i] = *s.comp.at(idx + i)
-	}
-	s.comp.release(n)
+	n := s.comp.get(addrs)
 	s.completed += n
 	return int(n)
 }
@@ -386,17 +369,17 @@ func (s *Socket) Complete(addrs []uint64) int {
 func (s *Socket) TxInFlight() int { return int(s.tx.published - s.completed) }
 
 // RxReady is the number of received descriptors waiting on the RX ring.
-func (s *Socket) RxReady() int { return int(s.rx.avail(1)) }
+func (s *Socket) RxReady() int { return int(s.rx.ready(1)) }
 
 // Receive copies up to len(descs) received descriptors into descs and returns
 // how many. The frames they point at now belong to the caller (return them
 // with Fill, or Transmit them). Never blocks.
 func (s *Socket) Receive(descs []Desc) int {
-	idx, n := s.rx.peek(uint32(len(descs)))
+	idx, n := s.rx.take(uint32(len(descs)))
 	if n == 0 {
 		return 0
 	}
-	ends := uint64(n)
+	ends := uint64(n) // counted while copying (not get and a second pass: this is the hot path)
 	for i := range n {
 		d := *s.rx.at(idx + i)
 		descs[i] = d
@@ -404,7 +387,7 @@ func (s *Socket) Receive(descs []Desc) int {
 			ends--
 		}
 	}
-	s.rx.release(n)
+	s.rx.publish(n)
 	s.rxFrames += ends
 	return int(n)
 }
@@ -417,23 +400,13 @@ func (s *Socket) RxFrames() uint64 { return s.rxFrames }
 // Transmit places up to len(descs) descriptors on the TX ring and returns how
 // many fitted; those frames belong to the kernel until they come back through
 // Complete. Transmit does not make a syscall: call Kick afterwards.
-func (s *Socket) Transmit(descs []Desc) int {
-	idx, n := s.tx.reserve(uint32(len(descs)))
-	if n == 0 {
-		return 0
-	}
-	for i := range n {
-		*s.tx.at(idx + i) = descs[i]
-	}
-	s.tx.submit(n)
-	return int(n)
-}
+func (s *Socket) Transmit(descs []Desc) int { return int(s.tx.put(descs)) }
 
 // FillFree is the number of free fill ring slots.
-func (s *Socket) FillFree() int { return int(s.fill.free(s.fill.size)) }
+func (s *Socket) FillFree() int { return int(s.fill.ready(s.fill.size)) }
 
 // TxFree is the number of free TX ring slots.
-func (s *Socket) TxFree() int { return int(s.tx.free(s.tx.size)) }
+func (s *Socket) TxFree() int { return int(s.tx.ready(s.tx.size)) }
 
 // TxPending is the number of transmitted descriptors the kernel has not
 // consumed from the TX ring yet.
@@ -471,7 +444,7 @@ func (s *Socket) Kick() error {
 			return nil
 		}
 		rounds++
-		before := atomic.LoadUint32(s.tx.consumer)
+		before := s.tx.consumed()
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		s.kicks.Add(1)
 		switch e {
@@ -487,7 +460,7 @@ func (s *Socket) Kick() error {
 			return &Error{Op: "transmit on", Ifname: s.ifname, Queue: s.queue, Err: e,
 				Hint: "is the interface up and the socket open?"}
 		}
-		if atomic.LoadUint32(s.tx.consumer) == before {
+		if s.tx.consumed() == before {
 			s.kickStalls.Add(1) // no progress: completion ring full, device busy, or zero-copy (async)
 			return nil
 		}

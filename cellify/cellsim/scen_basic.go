@@ -1,9 +1,7 @@
 package cellsim
 
 import (
-	"fmt"
 	"math"
-	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/internal/scenario"
@@ -14,8 +12,7 @@ import (
 // order), at cell payloads from 64 B up, packed, with credits: every frame
 // must arrive exactly once and in order.
 func Packing(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "packing", Seed: seed}
-	start := time.Now()
+	r, done := begin("packing", seed)
 	var sent, lost, dup, reord uint64
 	var cellsPerFrame []float64
 	for i, cp := range []int{64, 100, 256, 1000, 1460, 4000} {
@@ -42,8 +39,8 @@ func Packing(seed uint64) (*scenario.Result, error) {
 		dup += f.Stats.Dup
 		reord += f.Stats.Reordered
 		cellsPerFrame = append(cellsPerFrame, float64(e1.Stats.CellsCut)/float64(f.Stats.Sent))
-		if s.Mem.InUse() != s.InFlight() {
-			return nil, fmt.Errorf("packing: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+		if err := s.Leaked("packing"); err != nil {
+			return nil, err
 		}
 	}
 	r.Add("frames", float64(sent), 2000, nan, "frames sent over all cell sizes")
@@ -52,8 +49,7 @@ func Packing(seed uint64) (*scenario.Result, error) {
 	r.Add("out_of_order", float64(reord), 0, 0, "... in order")
 	r.Report("cells_per_frame_c64", cellsPerFrame[0], "cells cut per frame at 64 B of payload")
 	r.Report("cells_per_frame_c1460", cellsPerFrame[4], "... at 1460 B")
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // Balance runs a 4-link bundle at 0.9 of the host rate for 200 ms with
@@ -61,8 +57,7 @@ func Packing(seed uint64) (*scenario.Result, error) {
 // bytes per link. perm must be within 2 % (its round-robin differs by at
 // most a cell per link per round).
 func Balance(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "balance", Seed: seed}
-	start := time.Now()
+	r, done := begin("balance", seed)
 	for _, mode := range []cellify.SprayMode{cellify.SprayPerm, cellify.SprayP2C, cellify.SprayHash} {
 		s := New(Config{Seed: seed, Node: func(_ *Node, c *cellify.NodeConfig) { c.Spray = mode }})
 		t := Bundle(s, 4, LinkConfig{Rate: linkRate, Delay: linkDelay}, HostConfig{Rate: hostRate})
@@ -86,8 +81,7 @@ func Balance(seed uint64) (*scenario.Result, error) {
 			r.Report("max_over_mean_"+mode.String(), ratio, "for comparison")
 		}
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // Elephants runs, for each of 200 seeds, 4 window-based elephants from h1
@@ -96,8 +90,7 @@ func Balance(seed uint64) (*scenario.Result, error) {
 // within 3 standard errors (the count's standard deviation for 4 flows on
 // 4 links is 0.643; over 200 seeds the standard error is 0.045).
 func Elephants(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "elephants", Seed: seed}
-	start := time.Now()
+	r, done := begin("elephants", seed)
 	const seeds = 200
 	var sum, sumPerm float64
 	for k := range seeds {
@@ -136,6 +129,5 @@ func Elephants(seed uint64) (*scenario.Result, error) {
 	se := 0.643 / math.Sqrt(seeds)
 	r.Add("links_used_hash", sum/seeds, want-3*se, want+3*se, "4·(1−(3/4)^4) ± 3 standard errors")
 	r.Add("links_used_perm", sumPerm/10, 4, 4, "spraying uses every link")
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }

@@ -3,7 +3,6 @@ package cellsim
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/internal/scenario"
@@ -54,16 +53,9 @@ func incastRun(r *scenario.Result, seed uint64, n int, credits bool, loss Loss, 
 	o.egress = dst.Stats.EgressDrops
 	for _, e := range t.Edges {
 		o.voq += e.Stats.VOQDrops
-		c := e.Credits()
-		o.backlogLeft += c.Backlog
-		if c.Sent < c.Requested {
-			o.unsentVOQ += c.Requested - c.Sent
-		}
 	}
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("incast: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
-	}
-	return o, nil
+	o.backlogLeft, o.unsentVOQ = t.creditsLeft()
+	return o, s.Leaked("incast")
 }
 
 // Incast: 3 sources at the full host rate into one host (and 16 into one),
@@ -73,8 +65,7 @@ func incastRun(r *scenario.Result, seed uint64, n int, credits bool, loss Loss, 
 // fair share within 5 % (round-robin among equal VOQs). Without credits the
 // egress queue overflows.
 func Incast(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "incast", Seed: seed}
-	start := time.Now()
+	r, done := begin("incast", seed)
 	for _, n := range []int{3, 16} {
 		p := fmt.Sprintf("incast%d_", n)
 		// Shares are counted in 16 KiB credits: the window must hold
@@ -108,8 +99,7 @@ func Incast(seed uint64) (*scenario.Result, error) {
 		r.Report(p+"push_fabric_drops", float64(off.fabric), "without credits: cells lost in the fabric")
 		r.Report(p+"push_goodput", off.delivered/hostRate, "without credits: the port's goodput share")
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // CreditLoss runs the 3→1 incast with 10 % of the credit requests and
@@ -117,8 +107,7 @@ func Incast(seed uint64) (*scenario.Result, error) {
 // of the loss-free run's and, once the offer stops, every VOQ must drain
 // (no deadlock: a lost request or grant is repaired by the next refresh).
 func CreditLoss(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "creditloss", Seed: seed}
-	start := time.Now()
+	r, done := begin("creditloss", seed)
 	base, err := incastRun(r, seed, 3, true, nil, 40*ms)
 	if err != nil {
 		return nil, err
@@ -136,8 +125,7 @@ func CreditLoss(seed uint64) (*scenario.Result, error) {
 	r.Add("egress_drops", float64(lossy.egress), 0, 0, "no frame lost at the egress port")
 	r.Report("port_busy_lossfree", base.busy, "")
 	r.Report("port_busy_lossy", lossy.busy, "")
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // PushPull is Stardust §5.2 on fabric3: e3's ports A and B; e1 sends
@@ -150,8 +138,7 @@ func CreditLoss(seed uint64) (*scenario.Result, error) {
 // in pull A's sources get half A's rate each and B all of its own, so B
 // loses nothing.
 func PushPull(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "pushpull", Seed: seed}
-	start := time.Now()
+	r, done := begin("pushpull", seed)
 	const size = 1400 // one cell per frame: a lost cell is a lost frame
 	// Wire bytes per frame on a host port and as a cell on a fabric link.
 	hostWire := float64(size + 24)
@@ -205,8 +192,7 @@ func PushPull(seed uint64) (*scenario.Result, error) {
 			r.Report("push_fabric_drops", float64(fabricCellDrops(s)), "push: cells lost in the fabric")
 		}
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // LoopJump runs the 3→1 incast with every link's delay 50 µs, then 10×
@@ -217,8 +203,7 @@ func PushPull(seed uint64) (*scenario.Result, error) {
 // in-flight bound (which no arrival of every credit outstanding at once
 // can exceed) and nothing is lost.
 func LoopJump(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "loopjump", Seed: seed}
-	start := time.Now()
+	r, done := begin("loopjump", seed)
 	const n, d0, jumpAt, offer = 3, 50 * us, 20 * ms, 80 * ms
 	s := New(Config{Seed: seed})
 	lc := LinkConfig{Rate: linkRate, Delay: d0}
@@ -260,7 +245,7 @@ func LoopJump(seed uint64) (*scenario.Result, error) {
 	r.Report("rtt_after_us", rttAfter/1e3, "... after it")
 	r.Report("inflight_before_bytes", flyBefore, "credit in flight before the jump")
 	r.Report("inflight_after_bytes", flyAfter, "... after it")
-	return drained(r, s, t, "loopjump", start)
+	return drained(r, s, t, "loopjump", done)
 }
 
 // HeldCells: one source at the host rate into a port whose buffer is the
@@ -272,8 +257,7 @@ func LoopJump(seed uint64) (*scenario.Result, error) {
 // the reassembly must have counted against the window, so that the
 // egress queue stays within its buffer and nothing is lost.
 func HeldCells(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "heldcells", Seed: seed}
-	start := time.Now()
+	r, done := begin("heldcells", seed)
 	const buf, pauseAt, pause, offer = 256 << 10, 20 * ms, 20 * ms, 60 * ms
 	s := New(Config{Seed: seed, WarmUp: 20 * ms, Node: func(_ *Node, c *cellify.NodeConfig) {
 		c.Sched.MaxInFlight = buf
@@ -306,7 +290,7 @@ func HeldCells(seed uint64) (*scenario.Result, error) {
 	r.Add("reasm_discards", float64(dst.Edge.ReasmStats().DiscardedRecords), 0, 0, "the hole waited for the paused node")
 	r.Add("port_busy_before", w.busy(0), 0.95, nan, "the port is busy before the pause")
 	r.Report("reasm_held_peak_bytes", float64(peakHeld), "the reassembly's cells during the pause")
-	return drained(r, s, t, "heldcells", start)
+	return drained(r, s, t, "heldcells", done)
 }
 
 // LossyLinks: one source at the host rate over fabric links that lose 5 %
@@ -315,8 +299,7 @@ func HeldCells(seed uint64) (*scenario.Result, error) {
 // the window fills with credit that never arrives and the port starves
 // (at 5 % a 512 KiB window is gone in about 90 ms).
 func LossyLinks(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "lossylinks", Seed: seed}
-	start := time.Now()
+	r, done := begin("lossylinks", seed)
 	const offer = 200 * ms
 	s := New(Config{Seed: seed})
 	tl := &TypeLoss{}
@@ -339,7 +322,7 @@ func LossyLinks(seed uint64) (*scenario.Result, error) {
 	r.Report("lost_credit_bytes", float64(sc.Stats.LostBytes), "credit in flight given up with the holes skipped")
 	r.Report("expired_credit_bytes", float64(sc.Stats.ExpiredBytes), "credit in flight taken for lost after InFlightExpire")
 	r.Add("inflight_left", float64(sc.Loop().InFlight), 0, 0, "nothing in flight once every source went quiet")
-	return accounted(r, s, "lossylinks", start)
+	return accounted(s, "lossylinks", done)
 }
 
 // StalledSource: the 3→1 incast, and for 20 ms one source's edge is kept
@@ -349,8 +332,7 @@ func LossyLinks(seed uint64) (*scenario.Result, error) {
 // that the port stays busy through the stall; when the stalled edge runs
 // again its cells and everything else stay within the egress buffer.
 func StalledSource(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "stalledsource", Seed: seed}
-	start := time.Now()
+	r, done := begin("stalledsource", seed)
 	const n, stallAt, stall, offer = 3, 20 * ms, 20 * ms, 60 * ms
 	s := New(Config{Seed: seed, WarmUp: 10 * ms})
 	lc := LinkConfig{Rate: linkRate, Delay: 100 * us}
@@ -377,26 +359,22 @@ func StalledSource(seed uint64) (*scenario.Result, error) {
 	r.Add("port_busy_before", before.busy(0), 0.95, nan, "the port is busy before the stall")
 	r.Add("port_busy_during", during.busy(0), 0.95, nan, "the two running sources keep it busy through the stall")
 	r.Report("stalled_share_during", during.rate(0)/(during.rate(0)+during.rate(1)+during.rate(2)), "the stalled source's share meanwhile")
-	return drained(r, s, t, "stalledsource", start)
+	return drained(r, s, t, "stalledsource", done)
 }
 
 // drained ends a credit scenario: every VOQ drained after the offer (a
 // check), then accounted.
-func drained(r *scenario.Result, s *Sim, t *Topo, name string, start time.Time) (*scenario.Result, error) {
-	var backlog uint64
-	for _, e := range t.Edges {
-		backlog += e.Credits().Backlog
-	}
+func drained(r *scenario.Result, s *Sim, t *Topo, name string, done func() *scenario.Result) (*scenario.Result, error) {
+	backlog, _ := t.creditsLeft()
 	r.Add("backlog_left", float64(backlog), 0, 0, "every VOQ drained after the offer")
-	return accounted(r, s, name, start)
+	return accounted(s, name, done)
 }
 
 // accounted ends a credit scenario: no buffer lost track of (an error), and
 // the wall time.
-func accounted(r *scenario.Result, s *Sim, name string, start time.Time) (*scenario.Result, error) {
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("%s: %d buffers in use, %d frames held", name, s.Mem.InUse(), s.InFlight())
+func accounted(s *Sim, name string, done func() *scenario.Result) (*scenario.Result, error) {
+	if err := s.Leaked(name); err != nil {
+		return nil, err
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }

@@ -1,9 +1,6 @@
 package cellsim
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
@@ -42,8 +39,8 @@ func ctrlCostRun(r *scenario.Result, seed uint64, n int, rate float64, size int)
 	s.At(s.Now+20*ms, func() { c1 = countCtrl(t.Edges) })
 	s.RunFor(30 * ms)
 	account(r, s)
-	if s.Mem.InUse() != s.InFlight() {
-		return ctrlCount{}, nil, fmt.Errorf("ctrlcost: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	if err := s.Leaked("ctrlcost"); err != nil {
+		return ctrlCount{}, nil, err
 	}
 	return c1.sub(c0), flows[0], nil
 }
@@ -55,8 +52,7 @@ func ctrlCostRun(r *scenario.Result, seed uint64, n int, rate float64, size int)
 // much as one per frame. Each simulated frame is a batch of its own; the
 // dataplane's batches of frames add no request beyond their first.
 func CtrlCost(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "ctrlcost", Seed: seed}
-	start := time.Now()
+	r, done := begin("ctrlcost", seed)
 	for _, c := range []struct {
 		name       string
 		n          int
@@ -81,8 +77,7 @@ func CtrlCost(seed uint64) (*scenario.Result, error) {
 			r.Add(c.name+"_lost", float64(f.Lost()), 0, 0, "no frame lost")
 		}
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // incast builds a Clos fabric of n+1 edges over links lc, starts it and

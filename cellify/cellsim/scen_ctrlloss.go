@@ -1,9 +1,6 @@
 package cellsim
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
@@ -43,21 +40,14 @@ func ctrlLossRun(r *scenario.Result, seed uint64, fault func(s *Sim, t *Topo, tl
 	for i := range flows {
 		o.late += w.rate(i)
 	}
+	o.backlogLeft, o.unsent = t.creditsLeft()
 	for _, e := range t.Edges {
-		c := e.Credits()
-		o.backlogLeft += c.Backlog
-		if c.Sent < c.Requested {
-			o.unsent += c.Requested - c.Sent
-		}
 		for l := range e.Ports() {
 			o.exclusions += e.Reach().Link(l).Exclusions
 		}
 	}
 	o.stopped = t.Edges[2].Scheduler(0).Stats.Stopped
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("ctrlloss: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
-	}
-	return o, nil
+	return o, s.Leaked("ctrlloss")
 }
 
 // CtrlLoss: lost control frames cost time, never a stall. Two sources at
@@ -70,8 +60,7 @@ func ctrlLossRun(r *scenario.Result, seed uint64, fault func(s *Sim, t *Topo, tl
 // Each run must carry, 10 ms after its losses end, at least 0.95 of the
 // loss-free run, and leave no backlog and no byte requested and unsent.
 func CtrlLoss(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "ctrlloss", Seed: seed}
-	start := time.Now()
+	r, done := begin("ctrlloss", seed)
 	base, err := ctrlLossRun(r, seed, nil)
 	if err != nil {
 		return nil, err
@@ -120,6 +109,5 @@ func CtrlLoss(seed uint64) (*scenario.Result, error) {
 			r.Report(p+"exclusions", float64(o.exclusions), "links excluded")
 		}
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }

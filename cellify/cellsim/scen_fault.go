@@ -3,7 +3,6 @@ package cellsim
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/internal/scenario"
@@ -17,8 +16,7 @@ import (
 // LinkGuardian under the cells (and 0.1 % random loss on every link for
 // good measure) the held cells are sprayed again: nothing is lost.
 func LinkDeath(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "linkdeath", Seed: seed}
-	start := time.Now()
+	r, done := begin("linkdeath", seed)
 	for _, lg := range []bool{false, true} {
 		s := New(Config{Seed: seed})
 		lc := LinkConfig{Rate: linkRate, Delay: 50 * us}
@@ -44,8 +42,8 @@ func LinkDeath(seed uint64) (*scenario.Result, error) {
 		s.At(s.Now+10*ms, kill)
 		s.RunFor(40 * ms)
 		account(r, s)
-		if s.Mem.InUse() != s.InFlight() {
-			return nil, fmt.Errorf("linkdeath: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+		if err := s.Leaked("linkdeath"); err != nil {
+			return nil, err
 		}
 		heldCells := dead.AB.Stats.DeathCells
 		if lg {
@@ -59,8 +57,7 @@ func LinkDeath(seed uint64) (*scenario.Result, error) {
 			r.Add("plain_blackholed", float64(dead.AB.Stats.Blackholed), 0, 0, "nothing sent to the dead link after the carrier went")
 		}
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 func (s *Sim) retx() uint64 {
@@ -82,8 +79,7 @@ func (s *Sim) retx() uint64 {
 // 5e-5 lets it return after Th intervals; 5e-4 on a usable link 0 leaves
 // it in.
 func Exclusion(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "exclusion", Seed: seed}
-	start := time.Now()
+	r, done := begin("exclusion", seed)
 	s := New(Config{Seed: seed, LossReport: ms})
 	t := Bundle(s, 4, LinkConfig{Rate: linkRate, Delay: linkDelay}, HostConfig{Rate: hostRate})
 	lossy := t.Links[2]
@@ -146,8 +142,7 @@ func Exclusion(seed uint64) (*scenario.Result, error) {
 		"returns Th intervals after the rate falls below LossClear")
 	r.Add("hysteresis_link0_exclusions", float64(e1.Reach().Link(0).Exclusions), 0, 0, "5e-4 does not exclude a usable link")
 	r.Report("flow_lost", float64(f.Lost()), "frames lost to the 2 % before the exclusion")
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // ReasmTimeout drops one cell (the 300th on link 0) of a flow of 1500 B
@@ -155,8 +150,7 @@ func Exclusion(seed uint64) (*scenario.Result, error) {
 // the hole once, after its timeout, discard exactly the records the cell
 // touched, and deliver every other frame in order.
 func ReasmTimeout(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "reasm", Seed: seed}
-	start := time.Now()
+	r, done := begin("reasm", seed)
 	s := New(Config{Seed: seed})
 	t := Bundle(s, 2, LinkConfig{Rate: linkRate, Delay: linkDelay}, HostConfig{Rate: hostRate})
 	drop := &DropCells{Nth: map[int]bool{300: true}}
@@ -177,8 +171,7 @@ func ReasmTimeout(seed uint64) (*scenario.Result, error) {
 	r.Add("frames_lost", float64(f.Lost()), float64(touched), float64(touched), "and no other frame")
 	r.Add("out_of_order", float64(f.Stats.Reordered+f.Stats.Dup), 0, 0, "the rest in order, once")
 	r.Report("records_touched", float64(touched), "by the lost cell")
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // recordsTouched counts the records with bytes in a cell.
@@ -212,8 +205,7 @@ func recordsTouched(cell []byte) int {
 // scheduler lowers e1's credit rate: far fewer drops and a granted rate
 // below the port's.
 func FCI(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "fci", Seed: seed}
-	start := time.Now()
+	r, done := begin("fci", seed)
 	drops := map[bool]float64{}
 	for _, fci := range []bool{false, true} {
 		s := New(Config{Seed: seed, Node: func(_ *Node, c *cellify.NodeConfig) {
@@ -257,6 +249,5 @@ func FCI(seed uint64) (*scenario.Result, error) {
 		}
 	}
 	r.Add("drop_ratio", drops[true]/max(drops[false], 1), nan, 0.5, "FCI at least halves the fabric drops")
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }

@@ -2,7 +2,6 @@ package cellsim
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/internal/scenario"
@@ -102,8 +101,8 @@ func restartRun(r *scenario.Result, seed uint64, c restartCase) (*restartOut, er
 	s.At(t0+10*ms+c.down, watch)
 	s.RunFor(40 * ms)
 	account(r, s)
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("restart %s: %d buffers in use, %d frames held", c.name, s.Mem.InUse(), s.InFlight())
+	if err := s.Leaked("restart " + c.name); err != nil {
+		return nil, err
 	}
 	o.dup, o.reord = f.Stats.Dup, f.Stats.Reordered
 	o.missing = f.missingFrom(boundSeq)
@@ -147,8 +146,7 @@ func forgeCell(s *Sim, to, src *Node) {
 // back (its links, a credit refresh, a reassembly timeout) must arrive. A
 // cell with a forged epoch of the source costs EpochHold more, no stall.
 func Restart(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "restart", Seed: seed}
-	start := time.Now()
+	r, done := begin("restart", seed)
 	src := func(t *Topo) *Node { return t.Edges[0] }
 	dst := func(t *Topo) *Node { return t.Edges[1] }
 	fab := func(t *Topo) *Node { return t.Fabric[0] }
@@ -175,6 +173,5 @@ func Restart(seed uint64) (*scenario.Result, error) {
 			r.Add(p+"peer_restarts", float64(o.peerRestarts), 1, nan, "the peer edge saw the new epoch")
 		}
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }

@@ -3,7 +3,6 @@ package cellsim
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/internal/scenario"
@@ -152,8 +151,7 @@ func Scale(seed uint64) (*scenario.Result, error) {
 
 // ScaleWith runs the scale scenario with the given sizes.
 func ScaleWith(seed uint64, sc ScaleConfig) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "scale", Seed: seed}
-	start := time.Now()
+	r, done := begin("scale", seed)
 	prevQ := -1.0
 	for _, load := range sc.Loads {
 		u, err := scaleOnce(r, seed, sc, cellify.SprayPerm, load, false)
@@ -188,11 +186,10 @@ func ScaleWith(seed uint64, sc ScaleConfig) (*scenario.Result, error) {
 		r.Report(p+"fabric_drops", float64(u.fabricDrops), "")
 		r.Report(p+"link_utilisation", u.util, "mean busy share of the fabric links")
 	}
-	r.Wall = time.Since(start)
 	if math.IsNaN(permShare) {
 		return nil, fmt.Errorf("scale: no permutation result")
 	}
-	return r, nil
+	return done(), nil
 }
 
 func b2f(b bool) float64 {

@@ -1,9 +1,7 @@
 package cellsim
 
 import (
-	"fmt"
 	"math"
-	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/internal/scenario"
@@ -51,8 +49,7 @@ type stallSpan struct {
 // after the stall on top of its turns); and in each spell between stalls
 // the port stays busy and the two sources share it fairly.
 func Stalls(seed uint64) (*scenario.Result, error) {
-	r := &scenario.Result{Scenario: "stalls", Seed: seed}
-	start := time.Now()
+	r, done := begin("stalls", seed)
 	spans := []stallSpan{
 		{func(t *Topo) *Node { return t.Edges[0] }, "e1", 300 * ms, 29 * ms},
 		{func(t *Topo) *Node { return t.Edges[1] }, "e2", 650 * ms, 25 * ms},
@@ -88,8 +85,7 @@ func Stalls(seed uint64) (*scenario.Result, error) {
 		r.Report(p+"max_egress_bytes", float64(o.maxEgress), "")
 		r.Add(p+"backlog_left", float64(o.backlog), 0, 0, "every VOQ drained after the offer")
 	}
-	r.Wall = time.Since(start)
-	return r, nil
+	return done(), nil
 }
 
 // shareDev is the largest |share·n − 1| of a window's flows.
@@ -181,8 +177,5 @@ func stallRun(seed uint64, spans []stallSpan, offer int64, win bool) (*stallOut,
 	for _, e := range t.Edges {
 		o.backlog += e.Credits().Backlog
 	}
-	if s.Mem.InUse() != s.InFlight() {
-		return nil, fmt.Errorf("stalls: %d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
-	}
-	return o, nil
+	return o, s.Leaked("stalls")
 }

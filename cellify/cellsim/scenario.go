@@ -2,11 +2,23 @@ package cellsim
 
 import (
 	"math"
+	"time"
 
 	"github.com/linkfabric/linkfabric/internal/scenario"
 )
 
 var nan = math.NaN()
+
+// begin starts the result of scenario name; done records its wall time
+// and returns it.
+func begin(name string, seed uint64) (r *scenario.Result, done func() *scenario.Result) {
+	r = &scenario.Result{Scenario: name, Seed: seed}
+	start := time.Now()
+	return r, func() *scenario.Result {
+		r.Wall = time.Since(start)
+		return r
+	}
+}
 
 // account adds s's simulated time and events to r.
 func account(r *scenario.Result, s *Sim) {

@@ -100,7 +100,7 @@ func New(cfg Config) *Sim {
 	if cfg.Overhead == 0 {
 		cfg.Overhead = 24
 	}
-	return &Sim{cfg: cfg, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), Mem: &Mem{}}
+	return &Sim{cfg: cfg, Rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), Mem: newMem()}
 }
 
 // AddEdge adds an edge; ids are 1, 2, ... in order.
@@ -330,6 +330,15 @@ func (s *Sim) reportLoss() {
 // serNs is the time to serialize n frame bytes at rate bits/s.
 func (s *Sim) serNs(n int, rate float64) int64 {
 	return int64(math.Round(float64(n+s.cfg.Overhead) * 8e9 / rate))
+}
+
+// Leaked reports, as an error of the scenario named name, buffers in use
+// beyond the frames the simulation holds.
+func (s *Sim) Leaked(name string) error {
+	if s.Mem.InUse() != s.InFlight() {
+		return fmt.Errorf("%s: %d buffers in use, %d frames held", name, s.Mem.InUse(), s.InFlight())
+	}
+	return nil
 }
 
 // InFlight counts the frames the simulation holds (queues, wires, hosts,

@@ -120,8 +120,8 @@ func TestTailDropAndLG(t *testing.T) {
 	if tail == 0 || f.Lost() == 0 {
 		t.Fatalf("no tail drop at 2× the links' rate: %d drops, %d lost", tail, f.Lost())
 	}
-	if s.Mem.InUse() != s.InFlight() {
-		t.Fatalf("%d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	if err := s.Leaked("test"); err != nil {
+		t.Fatal(err)
 	}
 
 	s = New(Config{Seed: 3})
@@ -142,8 +142,8 @@ func TestTailDropAndLG(t *testing.T) {
 	if r := float64(retx) / float64(sent); r < 0.08 || r > 0.12 {
 		t.Fatalf("retransmitted %.3f of the frames at 10%% loss", r)
 	}
-	if s.Mem.InUse() != s.InFlight() {
-		t.Fatalf("%d buffers in use, %d frames held", s.Mem.InUse(), s.InFlight())
+	if err := s.Leaked("test"); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -11,6 +11,19 @@ type Topo struct {
 	Up     []*Link // edge uplinks (edge to tier 1, or edge to edge in a bundle)
 }
 
+// creditsLeft sums over the edges the bytes left in VOQs and the bytes
+// requested but not sent.
+func (t *Topo) creditsLeft() (backlog, unsent uint64) {
+	for _, e := range t.Edges {
+		c := e.Credits()
+		backlog += c.Backlog
+		if c.Sent < c.Requested {
+			unsent += c.Requested - c.Sent
+		}
+	}
+	return backlog, unsent
+}
+
 // Bundle is two edges e1, e2 joined by k parallel links, one host each.
 func Bundle(s *Sim, k int, lc LinkConfig, hc HostConfig) *Topo {
 	t := &Topo{}

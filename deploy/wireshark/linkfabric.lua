@@ -281,15 +281,27 @@ local function bad(item, ef, text)
 	return false
 end
 
+-- add_bits adds the bit fields given after r, all of the one range r, to
+-- item, and returns item.
+local function add_bits(item, r, ...)
+	for _, fld in ipairs({ ... }) do item:add(fld, r) end
+	return item
+end
+
+-- add_at adds to tree the fields given after tvb, each followed by its
+-- offset and length in tvb: add_at(tree, tvb, f.a, 0, 2, f.b, 2, 4).
+local function add_at(tree, tvb, ...)
+	local a = { ... }
+	for i = 1, #a, 3 do tree:add(a[i], tvb(a[i + 1], a[i + 2])) end
+end
+
 -- link_fields decodes bytes 15..21 (and 22..23 for a loss notification):
 -- the LinkGuardian header of types 1-4 and the carried fields of 9-12.
 -- It returns a summary and whether seqhdr's rules hold.
 local function link_fields(tvb, t, tree)
 	local flags = tvb(1, 1):uint()
-	local ft = tree:add(f.flags, tvb(1, 1))
-	ft:add(f.f_retx, tvb(1, 1)); ft:add(f.f_era, tvb(1, 1)); ft:add(f.f_hasack, tvb(1, 1))
-	ft:add(f.f_ackera, tvb(1, 1)); ft:add(f.f_latestera, tvb(1, 1)); ft:add(f.f_unseq, tvb(1, 1))
-	ft:add(f.f_resv, tvb(1, 1))
+	local ft = add_bits(tree:add(f.flags, tvb(1, 1)), tvb(1, 1),
+		f.f_retx, f.f_era, f.f_hasack, f.f_ackera, f.f_latestera, f.f_unseq, f.f_resv)
 	local seq, aux, ack = tvb(2, 2):uint(), tvb(4, 2):uint(), tvb(6, 2):uint()
 	local era, hasack, ackera = band(flags, 2) ~= 0 and 1 or 0, band(flags, 4) ~= 0, band(flags, 8) ~= 0 and 1 or 0
 	local retx, unseq = band(flags, 1) ~= 0, band(flags, 0x20) ~= 0
@@ -328,6 +340,20 @@ local function link_fields(tvb, t, tree)
 	return sum, ok
 end
 
+-- too_short flags (on tree) a frame of blen bytes after the EtherType
+-- that needs need, what (say "a cell", or nil) being the frame.
+local function too_short(tree, blen, need, what)
+	if blen >= need then return false end
+	tree:add_proto_expert_info(e.short, (what and what .. " " or "") .. "needs " .. need .. " bytes after the EtherType, has " .. blen)
+	return true
+end
+
+-- with_link appends a carried frame's link field summary (if any) to s.
+local function with_link(s, lsum)
+	if lsum == "" then return s end
+	return s .. " [" .. lsum .. "]"
+end
+
 local function padding(tvb, off, blen, tree, pinfo)
 	if blen > off then
 		local pi = tree:add(f.padding, tvb(off, blen - off))
@@ -339,10 +365,7 @@ end
 
 local function dissect_lg(tvb, pinfo, tree, t, blen, top)
 	local need = (t == T_LOSS) and 10 or 8
-	if blen < need then
-		tree:add_proto_expert_info(e.short, "needs " .. need .. " bytes after the EtherType, has " .. blen)
-		return type_names[t]
-	end
+	if too_short(tree, blen, need) then return type_names[t] end
 	if t == T_PAUSE or t == T_RESUME then
 		local fi = tree:add(f.flags, tvb(1, 1))
 		tree:add(f.seq, tvb(2, 2))
@@ -375,21 +398,16 @@ local function dissect_lg(tvb, pinfo, tree, t, blen, top)
 end
 
 local function dissect_hello(tvb, pinfo, tree, t, blen)
-	if blen < 38 then
-		tree:add_proto_expert_info(e.short, "a HELLO needs 38 bytes after the EtherType, has " .. blen)
-		return type_names[t]
-	end
+	if too_short(tree, blen, 38, "a HELLO") then return type_names[t] end
 	local flags = tvb(1, 1):uint()
-	local fi = tree:add(f.h_flags, tvb(1, 1)); fi:add(f.h_report, tvb(1, 1))
+	local fi = add_bits(tree:add(f.h_flags, tvb(1, 1)), tvb(1, 1), f.h_report)
 	if band(flags, 0xFE) ~= 0 then fi:add_proto_expert_info(e.invalid, "flags other than Report (ErrFlags)") end
 	local ep = tree:add(f.h_epoch, tvb(2, 8))
 	tree:add(f.h_echo, tvb(10, 8))
 	local is = tree:add(f.h_initseq, tvb(18, 4))
 	local wi = tree:add(f.h_window, tvb(22, 4))
 	local la = tree:add(f.h_lanes, tvb(26, 1))
-	local pr = tree:add(f.h_protect, tvb(27, 1))
-	pr:add(f.h_ptx, tvb(27, 1)); pr:add(f.h_prx, tvb(27, 1)); pr:add(f.h_pmode, tvb(27, 1))
-	pr:add(f.h_pfec, tvb(27, 1)); pr:add(f.h_presv, tvb(27, 1))
+	local pr = add_bits(tree:add(f.h_protect, tvb(27, 1)), tvb(27, 1), f.h_ptx, f.h_prx, f.h_pmode, f.h_pfec, f.h_presv)
 	local mt = tree:add(f.h_mtu, tvb(28, 2))
 	local sp = tree:add(f.h_speed, tvb(30, 4))
 	tree:add(f.h_node, tvb(34, 2))
@@ -419,8 +437,7 @@ local function dissect_hello(tvb, pinfo, tree, t, blen)
 	if blen >= 46 then
 		if off < 44 then padding(tvb, off, 44, tree, pinfo) end
 		local caps = tvb(44, 1):uint()
-		local ci = tree:add(f.h_caps, tvb(44, 1))
-		ci:add(f.h_capsset, tvb(44, 1)); ci:add(f.h_capsint, tvb(44, 1)); ci:add(f.h_capsfast, tvb(44, 1)); ci:add(f.h_capsresv, tvb(44, 1))
+		local ci = add_bits(tree:add(f.h_caps, tvb(44, 1)), tvb(44, 1), f.h_capsset, f.h_capsint, f.h_capsfast, f.h_capsresv)
 		if caps ~= 0 and (band(caps, 0x80) == 0 or band(caps, 0x78) ~= 0 or band(caps, 3) == 3) then
 			ci:add_proto_expert_info(e.invalid, "Caps without Set, with reserved bits or integrity 3 (ErrHello)")
 		end
@@ -436,18 +453,14 @@ end
 
 local function dissect_cell(tvb, pinfo, tree, blen, lsum)
 	-- Offsets in tvb are frame offsets - 14: the cell header at 8.
-	if blen < 28 then
-		tree:add_proto_expert_info(e.short, "a cell needs 28 bytes after the EtherType, has " .. blen)
-		return "cell"
-	end
+	if too_short(tree, blen, 28, "a cell") then return "cell" end
 	local ct = tree:add(p, tvb(8, 20), "Cell header")
-	ct:add(f.c_dst, tvb(8, 2)); ct:add(f.c_src, tvb(10, 2))
-	ct:add(f.c_class, tvb(12, 1)); ct:add(f.c_fci, tvb(12, 1))
+	add_at(ct, tvb, f.c_dst, 8, 2, f.c_src, 10, 2, f.c_class, 12, 1, f.c_fci, 12, 1)
 	local hi = ct:add(f.c_hops, tvb(12, 1))
-	ct:add(f.c_port, tvb(13, 1)); ct:add(f.c_seq, tvb(14, 4))
+	add_at(ct, tvb, f.c_port, 13, 1, f.c_seq, 14, 4)
 	local li = ct:add(f.c_len, tvb(18, 2))
 	local fi = ct:add(f.c_first, tvb(20, 2))
-	ct:add(f.c_recno, tvb(22, 2)); ct:add(f.c_epoch, tvb(24, 2)); ct:add(f.c_entropy, tvb(26, 1))
+	add_at(ct, tvb, f.c_recno, 22, 2, f.c_epoch, 24, 2, f.c_entropy, 26, 1)
 	local si = ct:add(f.c_hcs, tvb(27, 1))
 	if p.prefs.verify and crc8(tvb:raw(8, 19)) ~= tvb(27, 1):uint() then
 		si:add_proto_expert_info(e.badsum, "cell header CRC-8 mismatch (ErrChecksum)")
@@ -483,20 +496,16 @@ local function dissect_cell(tvb, pinfo, tree, blen, lsum)
 	end
 	padding(tvb, 28 + len, blen, tree, pinfo)
 	local s = string.format("cell %d→%d seq=%d len=%d", tvb(10, 2):uint(), tvb(8, 2):uint(), tvb(14, 4):uint(), len)
-	if lsum ~= "" then s = s .. " [" .. lsum .. "]" end
-	return s
+	return with_link(s, lsum)
 end
 
 local function dissect_credit(tvb, pinfo, tree, t, blen, lsum)
-	if blen < 22 then
-		tree:add_proto_expert_info(e.short, "a credit frame needs 22 bytes after the EtherType, has " .. blen)
-		return type_names[t]
-	end
+	if too_short(tree, blen, 22, "a credit frame") then return type_names[t] end
 	local ct = tree:add(p, tvb(8, 14), "Credit header")
-	ct:add(f.cr_src, tvb(8, 2)); ct:add(f.cr_dst, tvb(10, 2))
+	add_at(ct, tvb, f.cr_src, 8, 2, f.cr_dst, 10, 2)
 	local ni = ct:add(f.cr_count, tvb(12, 1))
 	local ri = ct:add(f.cr_resv, tvb(13, 1))
-	ct:add(f.cr_srcep, tvb(14, 2)); ct:add(f.cr_dstep, tvb(16, 2))
+	add_at(ct, tvb, f.cr_srcep, 14, 2, f.cr_dstep, 16, 2)
 	local si = ct:add(f.cr_crc, tvb(18, 4))
 	local n = tvb(12, 1):uint()
 	if tvb(13, 1):uint() ~= 0 then ri:add_proto_expert_info(e.invalid, "reserved byte nonzero (ErrField)") end
@@ -518,20 +527,15 @@ local function dissect_credit(tvb, pinfo, tree, t, blen, lsum)
 	end
 	padding(tvb, 22 + n * 10, blen, tree, pinfo)
 	local s = string.format("%s %d→%d entries=%d", type_names[t], tvb(8, 2):uint(), tvb(10, 2):uint(), n)
-	if lsum ~= "" then s = s .. " [" .. lsum .. "]" end
-	return s
+	return with_link(s, lsum)
 end
 
 local function dissect_reach(tvb, pinfo, tree, blen, lsum)
-	if blen < 22 then
-		tree:add_proto_expert_info(e.short, "a REACH needs 22 bytes after the EtherType, has " .. blen)
-		return "reach"
-	end
+	if too_short(tree, blen, 22, "a REACH") then return "reach" end
 	local rt = tree:add(p, tvb(8, 14), "REACH header")
 	local ni = rt:add(f.r_node, tvb(8, 2))
 	local ro = rt:add(f.r_role, tvb(10, 1))
-	local fi = rt:add(f.r_flags, tvb(11, 1))
-	fi:add(f.r_faulty, tvb(11, 1)); fi:add(f.r_lclass, tvb(11, 1)); fi:add(f.r_classes, tvb(11, 1)); fi:add(f.r_fresv, tvb(11, 1))
+	local fi = add_bits(rt:add(f.r_flags, tvb(11, 1)), tvb(11, 1), f.r_faulty, f.r_lclass, f.r_classes, f.r_fresv)
 	rt:add(f.r_counter, tvb(12, 4))
 	local ei = rt:add(f.r_edges, tvb(16, 2))
 	local si = rt:add(f.r_crc, tvb(18, 4))
@@ -566,15 +570,11 @@ local function dissect_reach(tvb, pinfo, tree, blen, lsum)
 	end
 	padding(tvb, 22 + nb * maps, blen, tree, pinfo)
 	local s = string.format("reach node=%d role=%d counter=%d edges=%d", tvb(8, 2):uint(), role, tvb(12, 4):uint(), edges)
-	if lsum ~= "" then s = s .. " [" .. lsum .. "]" end
-	return s
+	return with_link(s, lsum)
 end
 
 local function dissect_parity(tvb, pinfo, tree, blen)
-	if blen < 8 + 14 then
-		tree:add_proto_expert_info(e.short, "a parity frame needs 22 bytes after the EtherType, has " .. blen)
-		return "fec-parity"
-	end
+	if too_short(tree, blen, 8 + 14, "a parity frame") then return "fec-parity" end
 	local flags = tvb(1, 1):uint()
 	local fi = tree:add(f.flags, tvb(1, 1)); fi:add(f.f_era, tvb(1, 1))
 	if band(flags, 0xFD) ~= 0 then fi:add_proto_expert_info(e.invalid, "flags other than Era (ErrField)") end
@@ -592,10 +592,8 @@ end
 
 local function dissect_tdma(tvb, pinfo, tree, blen)
 	local dt = tree:add(p, tvb(0, 37), "TDMA raw data header (tdma)")
-	dt:add(f.d_magic, tvb(0, 2)); dt:add(f.d_src, tvb(2, 2)); dt:add(f.d_dst, tvb(4, 2))
-	dt:add(f.d_class, tvb(6, 1)); dt:add(f.d_flags, tvb(7, 1)); dt:add(f.d_round, tvb(8, 4))
-	dt:add(f.d_slot, tvb(12, 1)); dt:add(f.d_seq, tvb(13, 8)); dt:add(f.d_offset, tvb(21, 8))
-	dt:add(f.d_ts, tvb(29, 8))
+	add_at(dt, tvb, f.d_magic, 0, 2, f.d_src, 2, 2, f.d_dst, 4, 2, f.d_class, 6, 1, f.d_flags, 7, 1,
+		f.d_round, 8, 4, f.d_slot, 12, 1, f.d_seq, 13, 8, f.d_offset, 21, 8, f.d_ts, 29, 8)
 	if blen > 37 then tree:add(f.rest, tvb(37, blen - 37)) end
 	return string.format("tdma data %d→%d round=%d slot=%d seq=%s", tvb(2, 2):uint(), tvb(4, 2):uint(),
 		tvb(8, 4):uint(), tvb(12, 1):uint(), tostring(tvb(13, 8):uint64()))
