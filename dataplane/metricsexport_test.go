@@ -181,7 +181,7 @@ func TestMetricsExpositionAndDashboard(t *testing.T) {
 		ran++
 	})
 	t.Run("cells", func(t *testing.T) {
-		b := upBundleCells(t, cellspipe.CellsConfig{})
+		b := upBundleCells(t, "lfm", cellspipe.CellsConfig{})
 		text := exposition(t, b.sw1)
 		lintExposition(t, text)
 		for n := range metricNames(text) {
