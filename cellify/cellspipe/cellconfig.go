@@ -105,6 +105,9 @@ type CellsConfig struct {
 	// after an idle spell do not wait a credit round trip. 0: the default
 	// (DefaultCellPreCredit); negative: none.
 	PreCredit int
+
+	// flags are what the flags the other way round fill (flags.go).
+	flags cellsFlags
 }
 
 // Cells defaults.
