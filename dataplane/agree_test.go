@@ -33,7 +33,7 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 			for i, ns := range []string{"sw1", "sw2"} {
 				buf, log := dataplane.NewLogBuffer()
 				logs[i] = buf
-				sws[i] = dataplane.StartSwitch(t, tb.NS(ns), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Link: dataplane.LinkConfig{Integrity: c[i]}, Logger: log}, lgpipe.LGConfig{SessionPass: true}))
+				sws[i] = dataplane.StartSwitch(t, tb.NS(ns), withSession(dataplane.Config{Mode: lgpipe.ModeLG, Link: dataplane.LinkConfig{Integrity: c[i]}, Logger: log}, linkpipe.SessionConfig{SessionPass: true}))
 			}
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 				s1, s2 := lgpipe.LGStatsOf(sws[0]).Session.Snapshot(), lgpipe.LGStatsOf(sws[1]).Session.Snapshot()

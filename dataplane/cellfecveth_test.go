@@ -90,19 +90,21 @@ func TestCellsFECGrayUDP(t *testing.T) {
 			if g == nil || g.FEC == nil {
 				t.Fatalf("sw2 %s: no fec link layer", ln.Name)
 			}
+			gf := g.FEC.(*fecpipe.Snapshot)
 			s1 := coded.s1.Links[l].LG
+			sf, _ := s1.FEC.(*fecpipe.Snapshot)
 			t.Logf("%s: sw1 sent %d cells, %d parity, n %d (%s, policy %q); sw2 found %d missing, rebuilt %d, lost %d; measured loss %.4f",
-				ln.Name, s1.Sent, s1.FEC.Sender.Parity, s1.FEC.N, s1.FEC.Basis, s1.FEC.Policy.Decision, g.LostSeen, g.Recovered, g.GaveUp, g.LossRate)
+				ln.Name, s1.Sent, sf.Sender.Parity, sf.N, sf.Basis, sf.Policy.Decision, g.LostSeen, g.Recovered, g.GaveUp, g.LossRate)
 			sent += s1.Sent
-			parity += s1.FEC.Sender.Parity
+			parity += sf.Sender.Parity
 			recovered += g.Recovered
 			lostSeen += g.LostSeen
 			unrecovered += g.GaveUp
-			if g.LossRate < p/3 || g.LossRate > 3*p || !g.FEC.RxMeasured {
-				t.Errorf("sw2 %s: measured loss %.4g (measured %v); the links lose %g", ln.Name, g.LossRate, g.FEC.RxMeasured, p)
+			if g.LossRate < p/3 || g.LossRate > 3*p || !gf.RxMeasured {
+				t.Errorf("sw2 %s: measured loss %.4g (measured %v); the links lose %g", ln.Name, g.LossRate, gf.RxMeasured, p)
 			}
-			if s1.FEC.Policy.Decision == "" || s1.FEC.N < 1 {
-				t.Errorf("sw1 %s: policy %+v, n %d: want n from sw2's report", ln.Name, s1.FEC.Policy, s1.FEC.N)
+			if sf.Policy.Decision == "" || sf.N < 1 {
+				t.Errorf("sw1 %s: policy %+v, n %d: want n from sw2's report", ln.Name, sf.Policy, sf.N)
 			}
 			if !ln.Usable {
 				t.Errorf("sw2 %s not usable (last exclusion %q): a link the coding carries stays in use", ln.Name, ln.LastReason)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -86,8 +87,8 @@ func TestDefaultRingSize(t *testing.T) {
 		{"lg, kernel send", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, 1, 4096},
 		{"lgnb, kernel send (xdp)", dataplane.Config{Mode: lgpipe.ModeLGNB, FastPath: dataplane.FastPathXDP}, 1, 4096},
 		{"lg, kernel send, ring given", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto, RingSize: 1024}, 1, 1024},
-		{"lg, protect tx only", withLG(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, lgpipe.LGConfig{Protect: "tx"}), 1, 2048},
-		{"lg, protect rx only", withLG(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, lgpipe.LGConfig{Protect: "rx"}), 1, 2048},
+		{"lg, protect tx only", withSession(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, linkpipe.SessionConfig{Protect: "tx"}), 1, 2048},
+		{"lg, protect rx only", withSession(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, linkpipe.SessionConfig{Protect: "rx"}), 1, 2048},
 		{"lg, busy poll", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto, BusyPoll: true}, 1, 2048},
 	} {
 		c := tc.cfg

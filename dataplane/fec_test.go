@@ -18,7 +18,6 @@ import (
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
-	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
@@ -40,7 +39,7 @@ func upFEC(t *testing.T, fc fecpipe.FECConfig) (*netns.Testbed, *dataplane.Runni
 
 // fecSnap returns d's fec statistics once published after now (the worker
 // publishes every 20 ms).
-func fecSnap(t *testing.T, d *dataplane.Dataplane) linkpipe.FECSnapshot {
+func fecSnap(t *testing.T, d *dataplane.Dataplane) fecpipe.Snapshot {
 	t.Helper()
 	time.Sleep(3 * time.Duration(fecpipe.FECObserve))
 	return fecpipe.FECStatsOf(d).Snapshot()

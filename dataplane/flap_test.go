@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
@@ -217,7 +218,7 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	// --session-hold (the keep ends when the outage is that old) is not
 	// this test's subject: far beyond the scenario.
-	cfg := withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgpipe.LGConfig{SessionKeep: keep, SessionHold: time.Minute})
+	cfg := withSession(dataplane.Config{Mode: lgpipe.ModeLG}, linkpipe.SessionConfig{SessionKeep: keep, SessionHold: time.Minute})
 	staticNeighbour(t, tb) // no ARP can cross
 	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "down")
 	sw2 := dataplane.StartWatched(t, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG})

@@ -4,6 +4,7 @@ import (
 	"github.com/linkfabric/linkfabric/cellify/cellspipe"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec/fecpipe"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
@@ -13,12 +14,15 @@ func withLG(c dataplane.Config, v lgpipe.LGConfig) dataplane.Config {
 func withCells(c dataplane.Config, v cellspipe.CellsConfig) dataplane.Config {
 	return dataplane.WithMech(c, "cells", v)
 }
+func withSession(c dataplane.Config, v linkpipe.SessionConfig) dataplane.Config {
+	return dataplane.WithMech(c, "session", v)
+}
 func withFEC(c dataplane.Config, v fecpipe.FECConfig) dataplane.Config {
 	return dataplane.WithMech(c, "fec", v)
 }
 
 func init() {
 	dataplane.LGProtect = func(c dataplane.Config, protect string) dataplane.Config {
-		return withLG(c, lgpipe.LGConfig{Protect: protect})
+		return withSession(c, linkpipe.SessionConfig{Protect: protect})
 	}
 }

@@ -73,14 +73,18 @@ func TestCellFECMemory(t *testing.T) {
 		s := m.pl.st.Snapshot()
 		for _, l := range s.Links {
 			g := l.LG
-			if g == nil || g.FEC == nil || g.Session != "up" || g.FEC.N != 4 || g.FEC.Basis != "fixed" {
+			if g == nil || g.FEC == nil {
+				t.Fatalf("node %d %s: no link layer snapshot", i+1, l.Name)
+			}
+			gf := g.FEC.(*fecpipe.Snapshot)
+			if g.Session != "up" || gf.N != 4 || gf.Basis != "fixed" {
 				t.Fatalf("node %d %s: link layer %+v", i+1, l.Name, g)
 			}
 			if i == 1 {
 				recovered += g.Recovered
 			} else {
 				sent += g.Sent
-				parity += g.FEC.Sender.Parity
+				parity += gf.Sender.Parity
 			}
 		}
 		if held, out := m.w.InFlight(); held != 0 || out != 0 {
@@ -219,8 +223,8 @@ func FuzzCellFECReceive(f *testing.F) {
 				var r, s linkpipe.CellLinkLG
 				c.Snapshot(&r)
 				p.n[0].pl.links[l].Snapshot(&s)
-				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.Receiver)
-				t.Logf("edge 1 link %d sender %+v", l, s.FEC.Sender)
+				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.(*fecpipe.Snapshot).Receiver)
+				t.Logf("edge 1 link %d sender %+v", l, s.FEC.(*fecpipe.Snapshot).Sender)
 			}
 			t.Fatalf("fresh traffic: delivered up to %d of 0..29, no forged cell sent (edge 2 reassembly %+v)", prev, rx.pl.node.ReasmStats())
 		}
@@ -271,7 +275,7 @@ func TestCellFECRestartAndDown(t *testing.T) {
 				m.pl.publish()
 				s := m.pl.st.Snapshot()
 				for _, l := range s.Links {
-					t.Logf("node %d %s: usable %v %+v; fec sender %+v receiver %+v", i+1, l.Name, l.Usable, *l.LG, l.LG.FEC.Sender, l.LG.FEC.Receiver)
+					t.Logf("node %d %s: usable %v %+v; fec sender %+v receiver %+v", i+1, l.Name, l.Usable, *l.LG, l.LG.FEC.(*fecpipe.Snapshot).Sender, l.LG.FEC.(*fecpipe.Snapshot).Receiver)
 				}
 				t.Logf("node %d: %+v %+v", i+1, s.Node, s.Reasm)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	_ "github.com/linkfabric/linkfabric/linkguardian/lgpipe" // the lg, lgnb and monitor layers
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/xdp"
 )

@@ -198,8 +198,7 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 		if g := c.Links[i].LG; g != nil {
 			v := *g
 			if g.FEC != nil {
-				f := *g.FEC
-				v.FEC = &f
+				v.FEC = g.FEC.CopyPart()
 			}
 			c.Links[i].LG = &v
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
-	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
 // cellFEC is what runs under the cells on one link port with --cells-link-mode
@@ -55,7 +54,7 @@ type cellFEC struct {
 
 	obsAt    int64
 	st       linkpipe.CellLinkLG
-	snap     linkpipe.FECSnapshot
+	snap     Snapshot
 	changes  atomic.Uint64
 	maxFrame int
 }
@@ -66,13 +65,7 @@ const cellFECWindow = 512
 
 func init() {
 	linkpipe.RegisterLayer(string(ModeFEC), linkpipe.LayerSpec{
-		Configure: func(c *dataplane.Config) error {
-			// LinkGuardian's flags are checked as under the other layers.
-			if err := lgpipe.ConfigureLGLayer(c); err != nil {
-				return err
-			}
-			return FECConfigOf(c).defaults()
-		},
+		Configure: func(c *dataplane.Config) error { return FECConfigOf(c).defaults() },
 		Frames: func(c *dataplane.Config) (uint64, string, error) {
 			n := uint64(len(c.LinkPorts))
 			return n * (cellFECWindow + 1), fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow), nil
@@ -83,7 +76,6 @@ func init() {
 		// faulty only from where the link policy stops coding (10 % by
 		// default), not from the bare default meant for unprotected links.
 		LossFaulty: func(c *dataplane.Config) float64 { return FECConfigOf(c).codingLimit() },
-		Start:      lgpipe.StartLGLayer,
 		New:        newCellFEC})
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
@@ -208,10 +208,10 @@ func init() {
 
 // configureFEC fills mode fec's defaults and those of its link session.
 func configureFEC(c *dataplane.Config) error {
-	if lgpipe.LGConfigOf(c).Protect != "" && lgpipe.LGConfigOf(c).Protect != "both" {
-		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", lgpipe.LGConfigOf(c).Protect)
+	if p := linkpipe.SessionConfigOf(c).Protect; p != "" && p != "both" {
+		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", p)
 	}
-	if err := lgpipe.LGDefaults(c, c.Mode); err != nil {
+	if err := linkpipe.SessionDefaults(c); err != nil {
 		return err
 	}
 	return FECConfigOf(c).defaults()
@@ -244,7 +244,7 @@ func (in *fecInstance) Register(r *metrics.Registry) error { return registerFEC(
 // and PFC counts.
 func (in *fecInstance) Stats() map[string]any {
 	s := in.stats
-	return map[string]any{"fec": fecDoc{FECSnapshot: s.Snapshot(), Session: s.Session.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(),
+	return map[string]any{"fec": fecDoc{Snapshot: s.Snapshot(), Session: s.Session.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(),
 		NoRoom: s.Integrity.NoRoom.Load(), PFCRx: s.PFCRx.Load()}}
 }
 

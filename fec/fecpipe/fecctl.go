@@ -9,7 +9,6 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/lossmon"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
@@ -35,7 +34,7 @@ type fecCtl struct {
 	rcv *fec.Receiver
 
 	auto  bool   // the policy's decisions are applied
-	basis string // linkpipe.FECSnapshot.Basis
+	basis string // Snapshot.Basis
 	// What decide logs: where, and what cannot be applied here.
 	log     *slog.Logger
 	dev     string
@@ -187,7 +186,7 @@ func (k *fecCtl) inForce() fec.LinkChoice {
 }
 
 // snapshot fills the coding's part of v.
-func (k *fecCtl) snapshot(v *linkpipe.FECSnapshot) {
+func (k *fecCtl) snapshot(v *Snapshot) {
 	v.Sender, v.Receiver = k.snd.Stats, k.rcv.Stats
 	v.N, v.Copies, v.Basis = k.snd.N(), k.snd.Copies(), k.basis
 	v.WaitNs = k.rcv.Wait()
@@ -201,7 +200,7 @@ func (k *fecCtl) snapshot(v *linkpipe.FECSnapshot) {
 	if v.TxMeasured {
 		v.TxLoss, v.TxBurst = float64(k.peer.RxLoss)/1e9, float64(k.peer.RxBurst)/256
 	}
-	v.Policy = linkpipe.FECPolicy{Target: k.cfg.Target, State: k.policy, Note: k.note, Changes: k.changes.Load()}
+	v.Policy = Policy{Target: k.cfg.Target, State: k.policy, Note: k.note, Changes: k.changes.Load()}
 	if k.decided {
 		v.Policy.Decision = k.policy.Choice.String()
 		v.Policy.Applied = k.auto && applicable(k.policy.Choice)

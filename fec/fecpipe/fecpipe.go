@@ -7,7 +7,6 @@ import (
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
-	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -33,7 +32,7 @@ type fecPipeline struct {
 	fecCtl
 
 	pfcSpeed uint64
-	snap     linkpipe.FECSnapshot
+	snap     Snapshot
 	obsAt    int64
 	maxFrame int
 }
@@ -59,7 +58,7 @@ func newFECPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 		return nil, err
 	}
 	prot := linksession.Protect{Tx: true, Rx: true, FEC: true}
-	if err := pl.StartSession(w, lgpipe.LGConfigOf(cfg).SessionConfig(), &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
+	if err := pl.StartSession(w, *linkpipe.SessionConfigOf(cfg), &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
 		return nil, err
 	}
 	cfg.Logger.Info("fec: sender protection", "dev", cfg.LinkPort, "protection", pl.inForce().String(), "basis", pl.basis,

@@ -12,6 +12,7 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
+	"github.com/spf13/pflag"
 )
 
 // The link session of a pipeline with one link port (lg, fec; package
@@ -134,14 +135,85 @@ type LinkSess struct {
 	conf                    SessionConfig
 }
 
-// SessionConfig is what the link session takes from its pipeline's flags
-// (LinkGuardian's --lg-mtu and --lg-session-*, which mode fec shares).
+// SessionConfig is the link session's configuration on a link port (Mech
+// "session"), shared by the modes that run one there (lg, lgnb, monitor,
+// fec): the directions this end protects, the hosts' MTU it announces, and
+// how host frames wait for it. Zero fields take the defaults
+// (SessionDefaults).
 type SessionConfig struct {
-	MTU         int
+	// Protect says which directions of the link this end protects: "both"
+	// (default), "tx" (frames this end sends), "rx" (frames it receives).
+	// Both ends of a link must agree (tx here, rx there). Mode fec
+	// protects both.
+	Protect string
+	// MTU is the hosts' MTU, announced in the session; default: the host
+	// ports' largest, else 1500.
+	MTU int
+	// SessionWait is how long host frames wait for the link session to come
+	// up (default 200 ms); after that they are dropped (counted), or with
+	// SessionPass sent unprotected.
 	SessionWait time.Duration
 	SessionPass bool
+	// SessionHold (default 5 s) is how long host frames wait instead while
+	// an agreement stands: the link port down, the peer silent, or a
+	// restarted peer not yet agreed. An outage shorter than this is a
+	// pause to the hosts, not a loss.
+	//
+	// SessionKeep is how many of the newest frames of each class stay
+	// queued when the others are dropped (default 16; negative keeps
+	// none), if they arrived in the second half of the wait, for up to
+	// SessionHold of the session not being up. A TCP sender backs its
+	// retransmissions off while the session is down: the latest one kept
+	// crosses as soon as it is up, rather than the next one seconds later.
 	SessionKeep int
 	SessionHold time.Duration
+}
+
+// SessionConfigOf is c's link session configuration (Mech "session").
+func SessionConfigOf(c *dataplane.Config) *SessionConfig {
+	return dataplane.Mech[SessionConfig](c, "session")
+}
+
+// SessionDefaults checks c's link session configuration and fills its
+// defaults.
+func SessionDefaults(c *dataplane.Config) error {
+	s := SessionConfigOf(c)
+	if s.Protect == "" {
+		s.Protect = "both"
+	}
+	if s.Protect != "both" && s.Protect != "tx" && s.Protect != "rx" {
+		return fmt.Errorf("dataplane: --lg-protect %q: want both, tx or rx", s.Protect)
+	}
+	if s.MTU == 0 {
+		s.MTU = dataplane.PortsMaxMTU(c.HostPorts)
+	}
+	if s.MTU == 0 {
+		s.MTU = 1500
+	}
+	if s.SessionWait == 0 {
+		s.SessionWait = DefaultSessionWait
+	}
+	if s.SessionKeep == 0 {
+		s.SessionKeep = DefaultSessionKeep
+	}
+	if s.SessionHold == 0 {
+		s.SessionHold = DefaultSessionHold
+	}
+	return nil
+}
+
+func init() {
+	dataplane.RegisterFlags("session", dataplane.Flags{Declare: declareSessionFlags})
+}
+
+// declareSessionFlags declares the link session's flags (--session-*)
+// into f, filling c's SessionConfig. (--lg-protect is LinkGuardian's.)
+func declareSessionFlags(f *pflag.FlagSet, c *dataplane.Config) {
+	s := SessionConfigOf(c)
+	f.DurationVar(&s.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for a link session never agreed (default 200ms); then dropped, or sent with --session-pass")
+	f.BoolVar(&s.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
+	f.IntVar(&s.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when waiting host frames are dropped, keep the newest N of each class (default 16; -1: none)")
+	f.DurationVar(&s.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long host frames wait while an agreed session is down (port down, peer restarting) (default 5s)")
 }
 
 // StartSession starts the link session of w's link port over link, offering

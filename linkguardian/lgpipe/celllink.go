@@ -121,7 +121,7 @@ func newCellLink(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	mac := d.Port(e.Port).MAC()
 	c := &cellLink{LayerSession: linkpipe.NewLayerSession(e),
 		q: make([]link.Frame, LGConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
-	ep, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(dataplane.Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
+	ep, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(dataplane.Mode(e.Mode), linkpipe.SessionConfigOf(cfg).Protect, mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
 	}

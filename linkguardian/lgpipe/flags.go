@@ -2,6 +2,7 @@ package lgpipe
 
 import (
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/spf13/pflag"
 )
 
@@ -9,12 +10,12 @@ func init() {
 	dataplane.RegisterFlags("lg", dataplane.Flags{Declare: declareFlags})
 }
 
-// declareFlags declares LinkGuardian's flags (--lg-*) and its link
-// session's (--session-*) into f, filling c's LGConfig.
+// declareFlags declares LinkGuardian's flags (--lg-*) into f, filling c's
+// LGConfig (and, for --lg-protect, its link session's configuration).
 func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
 	lgc := LGConfigOf(c)
 	f.BoolVar(&lgc.Auto, "lg-auto", false, "lg/lgnb/monitor: the measured loss rate switches the receiving direction between monitor, lg and lgnb (policy in docs/run.md)")
-	f.StringVar(&lgc.Protect, "lg-protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
+	f.StringVar(&linkpipe.SessionConfigOf(c).Protect, "lg-protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
 	f.Float64Var(&lgc.TargetLoss, "lg-target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
 	f.Float64Var(&lgc.LinkLoss, "lg-link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
 	f.IntVar(&lgc.Copies, "lg-copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
@@ -28,8 +29,4 @@ func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
 	f.IntVar(&lgc.ResumeThreshold, "lg-resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate)")
 	f.IntVar(&lgc.TxBuffer, "lg-tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, a power of two (default: from --ring-size)")
 	f.IntVar(&lgc.PFCClass, "lg-pfc-class", 0, "lg: an 802.1Qbb frame from the link pausing this priority also pauses LinkGuardian's sender")
-	f.DurationVar(&lgc.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for a link session never agreed (default 200ms); then dropped, or sent with --session-pass")
-	f.BoolVar(&lgc.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
-	f.IntVar(&lgc.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when waiting host frames are dropped, keep the newest N of each class (default 16; -1: none)")
-	f.DurationVar(&lgc.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long host frames wait while an agreed session is down (port down, peer restarting) (default 5s)")
 }

@@ -49,11 +49,10 @@ const minAckNoTimeout = int64(400 * time.Millisecond)
 
 // LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
 // fields take the defaults.
+//
+// The link session's settings, among them the directions this end
+// protects (--lg-protect), are linkpipe.SessionConfig's.
 type LGConfig struct {
-	// Protect says which directions of the link this end protects: "both"
-	// (default), "tx" (frames this end sends), "rx" (frames it receives).
-	// Both ends of a link must agree (tx here, rx there).
-	Protect string
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64
 	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes
@@ -85,8 +84,7 @@ type LGConfig struct {
 	// is 256 KiB.
 	PauseThreshold, ResumeThreshold int
 	// MTU is the hosts' MTU (for the pause hysteresis, and announced in the
-	// link session); default: the host ports' largest (New reads it),
-	// else 1500.
+	// link session); default: the session's (linkpipe.SessionConfig.MTU).
 	MTU int
 	// TxBuffer (frames, power of two) bounds unacknowledged frames; the
 	// reorder window is the same size. It acts as a credit limit (frames
@@ -102,24 +100,6 @@ type LGConfig struct {
 	// frames. Every class such a frame names is paused in the class queues
 	// either way.
 	PFCClass int
-	// SessionWait is how long host frames wait for the link session to come
-	// up (default 200 ms); after that they are dropped (counted), or with
-	// SessionPass sent unprotected.
-	SessionWait time.Duration
-	SessionPass bool
-	// SessionHold (default 5 s) is how long host frames wait instead while
-	// an agreement stands: the link port down, the peer silent, or a
-	// restarted peer not yet agreed. An outage shorter than this is a
-	// pause to the hosts, not a loss.
-	//
-	// SessionKeep is how many of the newest frames of each class stay
-	// queued when the others are dropped (default 16; negative keeps
-	// none), if they arrived in the second half of the wait, for up to
-	// SessionHold of the session not being up. A TCP sender backs its
-	// retransmissions off while the session is down: the latest one kept
-	// crosses as soon as it is up, rather than the next one seconds later.
-	SessionKeep int
-	SessionHold time.Duration
 
 	// AckDelay is how long an ACK may wait for reverse data to carry it
 	// before an explicit ACK goes. By default it follows the measured
@@ -263,23 +243,21 @@ func ackEvery(credit int) int { return credit / 4 }
 // cells.
 func LGConfigOf(c *dataplane.Config) *LGConfig { return dataplane.Mech[LGConfig](c, "lg") }
 
-// LGDefaults fills LinkGuardian's defaults for mode. The hosts' frames
-// are what lg sizes its pause hysteresis by and announces in the link
-// session (the host ports' largest MTU; 0 if not found: 1500).
+// LGDefaults fills LinkGuardian's defaults for mode, and its link
+// session's. The hosts' frames are what lg sizes its pause hysteresis by
+// and announces in the link session (the host ports' largest MTU; 0 if
+// not found: 1500).
 func LGDefaults(c *dataplane.Config, mode dataplane.Mode) error {
+	if err := linkpipe.SessionDefaults(c); err != nil {
+		return err
+	}
 	if lg := LGConfigOf(c); lg.MTU == 0 {
-		lg.MTU = dataplane.PortsMaxMTU(c.HostPorts)
+		lg.MTU = linkpipe.SessionConfigOf(c).MTU
 	}
 	return LGConfigOf(c).defaults(mode)
 }
 
 func (c *LGConfig) defaults(mode dataplane.Mode) error {
-	if c.Protect == "" {
-		c.Protect = "both"
-	}
-	if c.Protect != "both" && c.Protect != "tx" && c.Protect != "rx" {
-		return fmt.Errorf("dataplane: --lg-protect %q: want both, tx or rx", c.Protect)
-	}
 	if c.TargetLoss == 0 {
 		c.TargetLoss = 1e-8
 	}
@@ -322,23 +300,15 @@ func (c *LGConfig) defaults(mode dataplane.Mode) error {
 	if c.MonitorWindow == 0 {
 		c.MonitorWindow = 10 * time.Second
 	}
-	if c.SessionWait == 0 {
-		c.SessionWait = linkpipe.DefaultSessionWait
-	}
-	if c.SessionKeep == 0 {
-		c.SessionKeep = linkpipe.DefaultSessionKeep
-	}
-	if c.SessionHold == 0 {
-		c.SessionHold = linkpipe.DefaultSessionHold
-	}
 	return nil
 }
 
 // core returns the LinkGuardian core's configuration for this end, whose
-// control frames go from local to peer.
-func (c *LGConfig) core(mode dataplane.Mode, local, peer [6]byte) linkguardian.Config {
+// control frames go from local to peer, protecting the directions protect
+// says (linkpipe.SessionConfig.Protect).
+func (c *LGConfig) core(mode dataplane.Mode, protect string, local, peer [6]byte) linkguardian.Config {
 	cfg := linkguardian.Config{LocalMAC: local, PeerMAC: peer}
-	if c.Protect != "rx" {
+	if protect != "rx" {
 		s := linkguardian.DefaultSenderConfig()
 		s.TxBuffer = c.TxBuffer
 		s.Credit = c.credit
@@ -354,7 +324,7 @@ func (c *LGConfig) core(mode dataplane.Mode, local, peer [6]byte) linkguardian.C
 		}
 		cfg.Sender = &s
 	}
-	if c.Protect != "tx" {
+	if protect != "tx" {
 		r := linkguardian.DefaultReceiverConfig()
 		// The lg modes are named after their deliveries (checked by defaults).
 		r.Delivery, _ = linkguardian.ParseDelivery(string(mode))
@@ -635,7 +605,10 @@ func pow2AtLeast(n int) int {
 	return p
 }
 
-// SessionConfig is what the link session takes of c.
-func (c *LGConfig) SessionConfig() linkpipe.SessionConfig {
-	return linkpipe.SessionConfig{MTU: c.MTU, SessionWait: c.SessionWait, SessionPass: c.SessionPass, SessionKeep: c.SessionKeep, SessionHold: c.SessionHold}
+// sessionConfig is what lg's link session takes of cfg: its
+// linkpipe.SessionConfig, announcing LinkGuardian's MTU.
+func sessionConfig(cfg *dataplane.Config) linkpipe.SessionConfig {
+	s := *linkpipe.SessionConfigOf(cfg)
+	s.MTU = LGConfigOf(cfg).MTU
+	return s
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -64,7 +65,7 @@ func lgTxBlocked(c *dataplane.Config, queues int, qerr error) (why string, fix b
 	if why := c.FastPathBlocked(); why != "" {
 		return why, false
 	}
-	switch LGConfigOf(c).Protect {
+	switch linkpipe.SessionConfigOf(c).Protect {
 	case "rx":
 		return "--lg-protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
 	case "tx":
@@ -82,7 +83,7 @@ func lgTxBlocked(c *dataplane.Config, queues int, qerr error) (why string, fix b
 
 // lgFastBlocked is LinkGuardian's Spec.FastBlocked.
 func lgFastBlocked(c *dataplane.Config) string {
-	if LGConfigOf(c).Protect == "tx" {
+	if linkpipe.SessionConfigOf(c).Protect == "tx" {
 		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
 	}
 	return ""

@@ -228,7 +228,7 @@ func newLGPipeline(w *dataplane.Worker, lgs *LGStats, kernel *lgFast) (*lgPipeli
 		lgs:      lgs, // its lane's (workers.go)
 		kernel:   kernel,
 	}
-	p, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
+	p, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(cfg.Mode, linkpipe.SessionConfigOf(cfg).Protect, d.LinkMAC(), cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func (pl *lgPipeline) newSession() error {
 		prot.RxMode = uint8(p.R.Delivery())
 	}
 	fastSend := p.S != nil && pl.kernel.sends() // as newLGPipeline connects it
-	return pl.StartSession(pl.w, c.SessionConfig(), p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
+	return pl.StartSession(pl.w, sessionConfig(pl.w.Config()), p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
 }
 
 // sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit

@@ -79,7 +79,7 @@ func TestTunedAckDelay(t *testing.T) {
 	if err := c.defaults(ModeLG); err != nil {
 		t.Fatal(err)
 	}
-	r := c.core(ModeLG, [6]byte{}, [6]byte{}).Receiver
+	r := c.core(ModeLG, "both", [6]byte{}, [6]byte{}).Receiver
 	if r.AckEvery != 448 {
 		t.Errorf("AckEvery %d for a credit of 1792, want 448", r.AckEvery)
 	}
@@ -87,11 +87,11 @@ func TestTunedAckDelay(t *testing.T) {
 		t.Errorf("AckDelay %d before any measurement, want half the default DummyWaitMax, %d", r.AckDelay, want)
 	}
 	c.DummyWaitMax, c.AckDelay = time.Millisecond, 0
-	if r := c.core(ModeLG, [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 500_000 {
+	if r := c.core(ModeLG, "both", [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 500_000 {
 		t.Errorf("AckDelay %d with --lg-dummy-wait-max 1ms, want 500µs", r.AckDelay)
 	}
 	c.AckDelay = 7 * time.Microsecond
-	if r := c.core(ModeLG, [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 7000 {
+	if r := c.core(ModeLG, "both", [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 7000 {
 		t.Errorf("AckDelay %d with --lg-ack-delay 7µs", r.AckDelay)
 	}
 }
