@@ -116,13 +116,9 @@ func (s *SessionStats) Snapshot() SessionSnapshot {
 // frames that met it not up. A pipeline embeds it and calls sessionRx,
 // SessionPoll and admitHost from its Receive and Poll.
 type LinkSess struct {
-	sw    *dataplane.Worker
-	Sess  *linksession.Session
-	lanes int // agreed lanes (1: the peer has no priority lane, everything on lane 0)
-	// oneLaneSaid: sayOneLane logged.
-	oneLaneSaid bool
-	queue       *dataplane.ClassQueues
-	stats       *SessionStats
+	portSession
+	queue *dataplane.ClassQueues
+	stats *SessionStats
 	// peers names the modes whose peer fits this end, for warnings.
 	peers                  string
 	blockedSince, warnedAt int64
@@ -221,24 +217,17 @@ func declareSessionFlags(f *pflag.FlagSet, c *dataplane.Config) {
 // frames wait in queue while it is not up; c is the session's configuration.
 func (s *LinkSess) StartSession(w *dataplane.Worker, c SessionConfig, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *dataplane.ClassQueues, stats *SessionStats, peers string) error {
 	lc := &w.Config().Link
-	sess, err := linksession.New(linksession.Config{
+	o := offer(lc, window, w.Port(dataplane.PortLink).Lanes(), c.MTU, prot) // the worker's lanes: 1 with several (workers.go)
+	o.FastSend = fastSend
+	*s = LinkSess{queue: queue, stats: stats, peers: peers, conf: c}
+	if err := s.startPort(w, dataplane.PortLink, dataplane.LanePrio, linksession.Config{
 		LocalMAC: w.Node().LinkMAC(),
 		PeerMAC:  lc.PeerMAC,
-		Offer: linksession.Offer{
-			Window:    uint32(window),
-			Lanes:     uint8(w.Port(dataplane.PortLink).Lanes()), // the worker's: 1 with several (workers.go)
-			MTU:       uint16(min(c.MTU, 1<<16-1)),
-			Speed:     uint32(max(lc.Speed/1_000_000, 1)),
-			Protect:   prot,
-			Integrity: lc.Integrity,
-			FastSend:  fastSend,
-		},
-		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), HoldUpTo: int64(c.SessionHold), PassUnprotected: c.SessionPass},
-	}, link)
-	if err != nil {
+		Offer:    o,
+		Policy:   linksession.Policy{WaitUpTo: int64(c.SessionWait), HoldUpTo: int64(c.SessionHold), PassUnprotected: c.SessionPass},
+	}, link); err != nil {
 		return err
 	}
-	*s = LinkSess{sw: w, Sess: sess, lanes: w.Port(dataplane.PortLink).Lanes(), queue: queue, stats: stats, peers: peers, conf: c}
 	s.PublishSession()
 	return nil
 }
@@ -249,7 +238,7 @@ func (s *LinkSess) StartSession(w *dataplane.Worker, c SessionConfig, link links
 func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 	replaced := s.Sess.Stats.Replaced
 	ev := s.Sess.Receive(now, b)
-	cfg := s.sw.Config()
+	cfg := s.w.Config()
 	log := cfg.Logger
 	// An epoch replaced by a restart of the peer still speaking a second
 	// later is no restart: two sessions with different epochs share the
@@ -273,8 +262,7 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 		s.restartAt = now
 	}
 	if ev&linksession.EvReset != 0 {
-		s.lanes = int(a.Lanes)
-		sayOneLane(log, cfg.LinkPort, s.sw.Port(dataplane.PortLink).Lanes(), s.lanes, &s.oneLaneSaid)
+		s.agreedLanes(a)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		SayMismatch(log, cfg.LinkPort, a)
@@ -284,7 +272,7 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 		// (session offers excepted: a replaced peer can still agree).
 		var peer [6]byte
 		copy(peer[:], b[6:12])
-		if err := s.sw.Node().Link().Program().SetPeerMAC(peer); err != nil {
+		if err := s.w.Node().Link().Program().SetPeerMAC(peer); err != nil {
 			log.Warn("link session: cannot restrict link control to the peer", "dev", cfg.LinkPort, "err", err)
 		}
 		log.Info("link session up", "dev", cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
@@ -365,7 +353,7 @@ func (s *LinkSess) sayTurns() {
 		return
 	}
 	s.turnsSaid = true
-	cfg := s.sw.Config()
+	cfg := s.w.Config()
 	cfg.Logger.Error("link session: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
 		"dev", cfg.LinkPort, "local_workers", cfg.Workers)
 }
@@ -384,31 +372,16 @@ func sayOneLane(log *slog.Logger, dev string, local, agreed int, said *bool) {
 		"dev", dev, "local_lanes", local)
 }
 
-// ControlLane is the lane for link control: the priority lane, unless the
-// session agreed on one lane (the peer has no other queue to receive it on).
-func (s *LinkSess) ControlLane() int {
-	if s.lanes < 2 {
-		return dataplane.LaneData
-	}
-	return dataplane.LanePrio
-}
-
 // SessionPoll runs the session's timers, sends its frames on the priority
 // lane, follows the link port's state (down: the session waits; up: it
 // agrees again) and returns its next deadline.
 func (s *LinkSess) SessionPoll(now int64, tx *dataplane.Tx) int64 {
-	down := s.sw.Port(dataplane.PortLink).DownSince() != 0
-	switch st := s.Sess.State(); {
-	case down && st != linksession.Down:
-		s.Sess.LinkDown(now)
-	case !down && st == linksession.Down:
-		s.Sess.LinkUp(now)
-	}
+	s.followPort(now)
 	timeouts := s.Sess.Stats.PeerTimeouts
 	next := s.Sess.Poll(now)
 	if s.Sess.Stats.PeerTimeouts != timeouts {
-		s.sw.Log().Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
-			"dev", s.sw.Config().LinkPort, "silent_for", time.Duration(s.Sess.DeadAfter()).String())
+		s.w.Log().Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
+			"dev", s.w.Config().LinkPort, "silent_for", time.Duration(s.Sess.DeadAfter()).String())
 		s.PublishSession()
 	}
 	for next <= now {
@@ -416,12 +389,12 @@ func (s *LinkSess) SessionPoll(now int64, tx *dataplane.Tx) int64 {
 		if !ok {
 			return now + int64(dataplane.MinTimerSleep)
 		}
-		n := s.Sess.Frame(now, s.sw.Bytes(a, seqhdr.MinFrameLen))
+		n := s.Sess.Frame(now, s.w.Bytes(a, seqhdr.MinFrameLen))
 		if n == 0 {
 			tx.Release(a)
 			break
 		}
-		tx.Send(dataplane.PortLink, s.ControlLane(), a, n)
+		tx.Send(dataplane.PortLink, s.CtrlLane(), a, n)
 		tx.Release(a)
 		next = s.Sess.Poll(now)
 	}
@@ -477,8 +450,8 @@ func (s *LinkSess) AdmitHost(now int64, tx *dataplane.Tx) (ok bool, next int64) 
 			if a, _ := s.Sess.Agreed(); s.Sess.State() == linksession.Mismatch {
 				why = "the peer's settings do not fit: " + MismatchText(a)
 			}
-			s.sw.Log().Warn("link session not up: host frames dropped; "+why,
-				"dev", s.sw.Config().LinkPort, "state", s.Sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
+			s.w.Log().Warn("link session not up: host frames dropped; "+why,
+				"dev", s.w.Config().LinkPort, "state", s.Sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
 		}
 	}
 	s.blockedSince = 0

@@ -518,7 +518,7 @@ func (pl *lgPipeline) Poll(now int64, tx *dataplane.Tx) int64 {
 			}
 		}
 	}
-	prio := pl.ControlLane()
+	prio := pl.CtrlLane()
 	pl.send(tx, dataplane.PortLink, prio, p.Out.Pause)
 	pl.lgs.PauseTx.Add(uint64(len(p.Out.Pause)))
 	pl.send(tx, dataplane.PortLink, prio, p.Out.Urgent)
@@ -694,7 +694,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s := pl.lgs
 	s.Mu.Lock()
 	s.core.Port = p.Stats
-	s.core.PriorityLane = pl.ControlLane() == dataplane.LanePrio
+	s.core.PriorityLane = pl.CtrlLane() == dataplane.LanePrio
 	if pl.tx.Lanes(dataplane.PortLink) > 1 {
 		s.core.PriorityFrames = pl.w.LaneFrames(dataplane.PortLink, dataplane.LanePrio)
 	}
