@@ -17,16 +17,16 @@ import (
 type cellsGrayRun struct {
 	packets, lost, busy uint64
 	dropped             uint64 // by the impairment, on the 4 links
-	s1, s2              cellspipe.CellsSnapshot
+	s1, s2              cellspipe.Snapshot
 }
 
 // cellsGray brings up the bundle (prefix lfcf) with mode under the cells on
 // both edges (fc configures fec), Bernoulli loss p on every link sw1→sw2,
 // and runs iperf3 UDP h1→h2 through it.
-func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cellsGrayRun {
+func cellsGray(t *testing.T, mode string, fc fecpipe.Config, p float64) cellsGrayRun {
 	tb := netns.TestUp(t, "lfcf", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
-	cc := cellspipe.CellsConfig{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
+	cc := cellspipe.Config{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
 	start := func(ns string, id uint16) *dataplane.Dataplane {
 		c := cc
 		c.NodeID = id
@@ -61,7 +61,7 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cells
 	t.Logf("--cells-link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost (%d dropped at sockets: machine busy); the impairment dropped %d frames",
 		mode, p, r.packets, r.lost, r.busy, r.dropped)
 	t.Logf("sw2: usable links %d, reassembly skipped %d holes, discarded %d records, malformed %d", r.s2.UsableLinks, r.s2.ReasmTimeouts, r.s2.ReasmDiscards, r.s2.Malformed)
-	for _, s := range []cellspipe.CellsSnapshot{r.s1, r.s2} {
+	for _, s := range []cellspipe.Snapshot{r.s1, r.s2} {
 		if s.FramesHeld != 0 || s.CopyFails != 0 {
 			t.Errorf("node %d: %d frames unaccounted for, %d copy failures", s.NodeID, s.FramesHeld, s.CopyFails)
 		}
@@ -81,9 +81,9 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cells
 func TestCellsFECGrayUDP(t *testing.T) {
 	const p = 1e-2
 	var none, coded cellsGrayRun
-	t.Run("none", func(t *testing.T) { none = cellsGray(t, "none", fecpipe.FECConfig{}, p) })
+	t.Run("none", func(t *testing.T) { none = cellsGray(t, "none", fecpipe.Config{}, p) })
 	t.Run("fec", func(t *testing.T) {
-		coded = cellsGray(t, "fec", fecpipe.FECConfig{Window: time.Second, MinFrames: 500}, p)
+		coded = cellsGray(t, "fec", fecpipe.Config{Window: time.Second, MinFrames: 500}, p)
 		var sent, parity, recovered, lostSeen, unrecovered uint64
 		for l, ln := range coded.s2.Links {
 			g := ln.LG

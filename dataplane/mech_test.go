@@ -8,16 +8,16 @@ import (
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
-func withLG(c dataplane.Config, v lgpipe.LGConfig) dataplane.Config {
+func withLG(c dataplane.Config, v lgpipe.Config) dataplane.Config {
 	return dataplane.WithMech(c, "lg", v)
 }
-func withCells(c dataplane.Config, v cellspipe.CellsConfig) dataplane.Config {
+func withCells(c dataplane.Config, v cellspipe.Config) dataplane.Config {
 	return dataplane.WithMech(c, "cells", v)
 }
 func withSession(c dataplane.Config, v linkpipe.SessionConfig) dataplane.Config {
 	return dataplane.WithMech(c, "session", v)
 }
-func withFEC(c dataplane.Config, v fecpipe.FECConfig) dataplane.Config {
+func withFEC(c dataplane.Config, v fecpipe.Config) dataplane.Config {
 	return dataplane.WithMech(c, "fec", v)
 }
 

@@ -22,8 +22,8 @@ import (
 // sprayed again toward their edge).
 const ModeCells dataplane.Mode = "cells"
 
-// CellsConfig configures mode cells. Zero fields take the defaults.
-type CellsConfig struct {
+// Config configures mode cells. Zero fields take the defaults.
+type Config struct {
 	// NodeID is the node's fabric address; every node of a fabric needs its
 	// own. An edge's is 1..CellMaxEdges-1 (its bit in the reachability
 	// bitmaps), a fabric node's 1..65535. 0: derived from the MAC of the
@@ -49,10 +49,10 @@ type CellsConfig struct {
 	// not retransmitted: each link's loss rate is measured and a link above
 	// ReachConfig.LossFaulty leaves the usable set) or fec (RAIL's XOR
 	// parity after every n cells, a single loss per group rebuilt, cells
-	// delivered as they come; n as FECConfig says; the loss measured as
+	// delivered as they come; n as fecpipe.Config says; the loss measured as
 	// monitor does; cells 22 bytes smaller, for the parity header:
 	// cellfec.go). All but none run the link session, which carries the
-	// node id; both ends need the same mode. LGConfig sizes and tunes the
+	// node id; both ends need the same mode. lgpipe.Config sizes and tunes the
 	// link layer (TxBuffer default defaultCellTxBuffer).
 	LinkMode string
 	// ReachInterval is the REACH period on every link (default 5 ms);
@@ -103,7 +103,7 @@ type CellsConfig struct {
 	// PreCredit is a standing pre-credit (cellify.CreditClientConfig.Lead):
 	// the bytes each VOQ may send ahead of its grant, so the first packets
 	// after an idle spell do not wait a credit round trip. 0: the default
-	// (DefaultCellPreCredit); negative: none.
+	// (DefaultPreCredit); negative: none.
 	PreCredit int
 
 	// flags are what the flags the other way round fill (flags.go).
@@ -129,9 +129,9 @@ const (
 	defaultReasmTimeout  = 30 * time.Millisecond
 	defaultReasmWindow   = 4095 // 4096 slots
 	defaultCellHostRate  = 10_000_000_000
-	// DefaultCellPreCredit is the standing pre-credit of a VOQ: two
+	// DefaultPreCredit is the standing pre-credit of a VOQ: two
 	// full-size frames' records.
-	DefaultCellPreCredit = 4096
+	DefaultPreCredit = 4096
 	// MinCellSize is the least --cells-size: a cell carries at least as
 	// much payload as its own header.
 	MinCellSize = cellify.CellHeaderLen
@@ -139,10 +139,10 @@ const (
 
 // defaults checks c for an edge (a node with host ports) or a fabric node
 // and fills in the defaults.
-// CellsConfigOf is c's configuration of mode cells (Mech "cells").
-func CellsConfigOf(c *dataplane.Config) *CellsConfig { return dataplane.Mech[CellsConfig](c, "cells") }
+// ConfigOf is c's configuration of mode cells (Mech "cells").
+func ConfigOf(c *dataplane.Config) *Config { return dataplane.Mech[Config](c, "cells") }
 
-func (c *CellsConfig) defaults(edge bool) error {
+func (c *Config) defaults(edge bool) error {
 	if c.Spray == "" {
 		c.Spray = "perm"
 	}
@@ -186,13 +186,13 @@ func (c *CellsConfig) defaults(edge bool) error {
 		c.HostRate = defaultCellHostRate
 	}
 	if c.PreCredit == 0 {
-		c.PreCredit = DefaultCellPreCredit
+		c.PreCredit = DefaultPreCredit
 	}
 	return c.parseClasses()
 }
 
 // parseClasses parses LossClasses and ClassMap into classes.
-func (c *CellsConfig) parseClasses() error {
+func (c *Config) parseClasses() error {
 	c.classes = cellify.LossClasses{}
 	switch c.LossClasses {
 	case "", "off", "none":
@@ -227,7 +227,7 @@ func (c *CellsConfig) parseClasses() error {
 
 // fit checks CellSize against the smallest link MTU (of port link) and sets
 // the default: a cell frame, its trailer included, fits the link MTU.
-func (c *CellsConfig) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
+func (c *Config) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
 	maxFrame := linkMTU + dataplane.EthHeaderLen - integrity.Overhead()
 	most := maxFrame - cellify.CellPayloadOffset
 	if most < MinCellSize {
@@ -279,10 +279,10 @@ func init() {
 // configureCells fills the defaults of the cells and of the link layer
 // under them.
 func configureCells(c *dataplane.Config) error {
-	if err := CellsConfigOf(c).defaults(len(c.HostPorts) > 0); err != nil {
+	if err := ConfigOf(c).defaults(len(c.HostPorts) > 0); err != nil {
 		return err
 	}
-	if ls := linkpipe.FindLayer(CellsConfigOf(c).LinkMode); ls != nil && ls.Configure != nil {
+	if ls := linkpipe.FindLayer(ConfigOf(c).LinkMode); ls != nil && ls.Configure != nil {
 		return ls.Configure(c)
 	}
 	return nil
@@ -291,7 +291,7 @@ func configureCells(c *dataplane.Config) error {
 // cellsFrames is the cells' share of the UMEM: each link layer's buffers
 // and the host ports' delivery queues.
 func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
-	if ls := linkpipe.FindLayer(CellsConfigOf(c).LinkMode); ls != nil && ls.Frames != nil {
+	if ls := linkpipe.FindLayer(ConfigOf(c).LinkMode); ls != nil && ls.Frames != nil {
 		if need, what, err = ls.Frames(c); err != nil {
 			return 0, "", err
 		}
@@ -304,7 +304,7 @@ func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
 
 // cellsInstance is a cell node on a dataplane.
 type cellsInstance struct {
-	stats *CellStats
+	stats *Stats
 	log   *slog.Logger
 	ran   bool // a pipeline was made: Close logs the counters
 }
@@ -313,15 +313,15 @@ type cellsInstance struct {
 // node ID from the first port's MAC if none was given.
 func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
 	cellMTU := d.LinkMTU()
-	ls := linkpipe.FindLayer(CellsConfigOf(cfg).LinkMode)
+	ls := linkpipe.FindLayer(ConfigOf(cfg).LinkMode)
 	if ls != nil {
 		cellMTU -= ls.Overhead
 	}
-	if err := CellsConfigOf(cfg).fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
+	if err := ConfigOf(cfg).fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
 		return nil, err
 	}
-	if CellsConfigOf(cfg).NodeID == 0 {
-		CellsConfigOf(cfg).NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
+	if ConfigOf(cfg).NodeID == 0 {
+		ConfigOf(cfg).NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
 	}
 	if ls != nil && ls.Start != nil {
 		ls.Start(cfg)
@@ -341,7 +341,7 @@ func (in *cellsInstance) Register(r *metrics.Registry) error { return registerCe
 // Stats are "cells": the node's snapshot and its integrity counts.
 func (in *cellsInstance) Stats() map[string]any {
 	s := in.stats
-	return map[string]any{"cells": cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}}
+	return map[string]any{"cells": cellsDoc{Snapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}}
 }
 
 // Close logs the node's counters at exit.
@@ -358,8 +358,8 @@ func (in *cellsInstance) Close() {
 		"malformed", s.Malformed, "hop_drops", s.HopDrops, "no_route", s.Node.NoRoute, "fci_marks", s.FCIMarks, "max_poll_gap", time.Duration(s.MaxPollGap).String())
 }
 
-// CellStats are the cells statistics (nil in every mode but cells).
-func CellStatsOf(d *dataplane.Dataplane) *CellStats {
+// Stats are the cells statistics (nil in every mode but cells).
+func StatsOf(d *dataplane.Dataplane) *Stats {
 	if in, ok := d.Instance().(*cellsInstance); ok {
 		return in.stats
 	}

@@ -21,7 +21,7 @@ import (
 // deliver at once), the cells lost were rebuilt from parity, every UMEM
 // frame comes back, and the statistics show it.
 func TestCellFECMemory(t *testing.T) {
-	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 4 })
+	p := newMemPairWith(t, 3, Config{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 4 })
 	p.keep = true
 	rng := rand.New(rand.NewPCG(1, 2))
 	lost := 0
@@ -120,8 +120,8 @@ func FuzzCellFECReceive(f *testing.F) {
 	f.Add([]byte{0, 1, 200, 0, 2, 1, 3, 4, 5, 6, 1, 9, 2, 255})
 	f.Add([]byte{3, 2, 0, 3, 4, 1, 1, 8, 0, 3, 0, 0, 2, 10})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cc := CellsConfig{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
-		p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
+		cc := Config{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
+		p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 3 })
 		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 		p.step(t, 1000)
 		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
@@ -253,7 +253,7 @@ func hostileCellFEC(o *fuzzOps) []byte {
 // numbering) makes every link agree again (a session reset at edge 1), and
 // traffic flows again whole and in order.
 func TestCellFECRestartAndDown(t *testing.T) {
-	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
+	p := newMemPairWith(t, 2, Config{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 3 })
 	p.keep = true
 	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 	p.step(t, 1000)

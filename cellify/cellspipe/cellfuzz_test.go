@@ -18,7 +18,7 @@ import (
 // once, and every frame it sends is among them.
 type fuzzNet struct {
 	t     testing.TB
-	cc    CellsConfig
+	cc    Config
 	n     [3]*memNode
 	down  [3]bool // per wire
 	now   int64
@@ -52,7 +52,7 @@ func peerOf(node, link int) (w, pn, pl int) {
 }
 
 func newFuzzNet(t testing.TB) *fuzzNet {
-	f := &fuzzNet{t: t, cc: CellsConfig{
+	f := &fuzzNet{t: t, cc: Config{
 		ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond,
 		reasmWindow: 63, voqBytes: 64 << 10,
 	}}

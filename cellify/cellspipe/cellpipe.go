@@ -46,7 +46,7 @@ type cellPipeline struct {
 		Tx
 	node *cellify.Node
 	ps   dataplane.Ports
-	st   *CellStats
+	st   *Stats
 
 	prio []int  // per link: the lane of its control frames
 	up   []bool // per link: up as last reported to the node
@@ -94,8 +94,8 @@ type cellPipeline struct {
 	countVOQ              func(cellify.VOQInfo)
 }
 
-// CellPublish is how often the node's counters are copied to CellStats.
-const CellPublish = int64(20 * time.Millisecond)
+// PublishInterval is how often the node's counters are copied to Stats.
+const PublishInterval = int64(20 * time.Millisecond)
 
 // cellMaxStep is the most the node's clock advances between two calls
 // beyond the deadline the worker slept until (a busy worker calls every few
@@ -127,7 +127,7 @@ const cellBurstTime = 10 * time.Millisecond
 
 func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	cc := *CellsConfigOf(cfg)
+	cc := *ConfigOf(cfg)
 	ps := d.Ports()
 	edge := len(ps.Hosts) > 0
 	spray, err := cellify.ParseSprayMode(cc.Spray)
@@ -138,7 +138,7 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 		w:         w,
 		tx:        w.Tx(),
 		ps:        ps,
-		st:        CellStatsOf(d),
+		st:        StatsOf(d),
 		prio:      make([]int, len(ps.Links)),
 		up:        make([]bool, len(ps.Links)),
 		pend:      make([]int, ps.N()),
@@ -320,7 +320,7 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	now := pl.clock(wnow)
 	if now >= pl.publishAt {
-		pl.publishAt = now + CellPublish
+		pl.publishAt = now + PublishInterval
 		pl.publish()
 	}
 	next := int64(math.MaxInt64)
@@ -526,7 +526,7 @@ func (pl *cellPipeline) SendRelease(tx *dataplane.Tx, port, lane int, f link.Fra
 	pl.released++
 }
 
-// publish copies the node's counters to CellStats.
+// publish copies the node's counters to Stats.
 func (pl *cellPipeline) publish() {
 	n := pl.node
 	ns, rs := &n.Stats, n.ReasmStats()
@@ -551,9 +551,9 @@ func (pl *cellPipeline) publish() {
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
 		cl.LastExclusionAt = pl.exclAt[l]
-		if CellsConfigOf(pl.w.Config()).classes.On() {
+		if ConfigOf(pl.w.Config()).classes.On() {
 			cl.Class, cl.MeasuredClass, cl.PeerClass = uint8(r.EffClass(l)), uint8(lr.Class), uint8(lr.PeerClass)
-			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:CellsConfigOf(pl.w.Config()).classes.N()]...)
+			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:ConfigOf(pl.w.Config()).classes.N()]...)
 		}
 	}
 	for k := range c.Hosts {
@@ -697,4 +697,4 @@ func (pl *cellPipeline) MaxAlloc() int { return pl.maxAlloc }
 func (pl *cellPipeline) PrioLane(l int) int { return pl.prio[l] }
 
 // NodeID is the node's id.
-func (pl *cellPipeline) NodeID() uint16 { return CellsConfigOf(pl.w.Config()).NodeID }
+func (pl *cellPipeline) NodeID() uint16 { return ConfigOf(pl.w.Config()).NodeID }

@@ -11,7 +11,7 @@ func init() {
 	dataplane.RegisterFlags("cells", dataplane.Flags{Declare: declareFlags, Check: checkFlags})
 }
 
-// cellsFlags are the flags whose sense is the reverse of CellsConfig's
+// cellsFlags are the flags whose sense is the reverse of Config's
 // fields (checkFlags sets those from them).
 type cellsFlags struct {
 	credits, packing bool
@@ -19,14 +19,14 @@ type cellsFlags struct {
 }
 
 // declareFlags declares mode cells' flags (--cells-*) into f, filling c's
-// CellsConfig.
+// Config.
 func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
-	cc := CellsConfigOf(c)
+	cc := ConfigOf(c)
 	fl := &cc.flags
 	f.StringVar(&cc.Spray, "cells-spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
 	f.IntVar(&cc.CellSize, "cells-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU, 1494 at the testbed's 1526)")
 	f.BoolVar(&fl.credits, "cells-credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
-	f.IntVar(&fl.preCredit, "cells-pre-credit", DefaultCellPreCredit, "cells: bytes each VOQ may send ahead of its grant, so a packet after an idle spell skips the credit round trip; 0: none")
+	f.IntVar(&fl.preCredit, "cells-pre-credit", DefaultPreCredit, "cells: bytes each VOQ may send ahead of its grant, so a packet after an idle spell skips the credit round trip; 0: none")
 	f.BoolVar(&fl.packing, "cells-packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
 	f.Uint16Var(&cc.NodeID, "cells-node-id", 0, "cells: this node's fabric address: 1-1023 for an edge, 1-65535 for a fabric node (default: from the first port's MAC)")
 	f.StringVar(&cc.LinkMode, "cells-link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
@@ -38,10 +38,10 @@ func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
 	f.StringVar(&cc.ClassMap, "cells-class-map", "", "cells, with --cells-loss-classes: traffic class → loss class, tc=k,... (tc: 802.1p priority, or DSCP/8 for untagged IP), e.g. 5=1")
 }
 
-// checkFlags sets CellsConfig's NoCredits, NoPacking and PreCredit from
+// checkFlags sets Config's NoCredits, NoPacking and PreCredit from
 // their flags.
 func checkFlags(_ *pflag.FlagSet, c *dataplane.Config) error {
-	cc := CellsConfigOf(c)
+	cc := ConfigOf(c)
 	fl := cc.flags
 	cc.NoCredits, cc.NoPacking = !fl.credits, !fl.packing
 	if fl.preCredit < 0 {

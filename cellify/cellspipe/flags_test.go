@@ -17,7 +17,7 @@ func TestCellsFlags(t *testing.T) {
 		preCredit            int
 		err                  bool
 	}{
-		{nil, false, false, DefaultCellPreCredit, false},
+		{nil, false, false, DefaultPreCredit, false},
 		{[]string{"--cells-credits=false", "--cells-packing=false", "--cells-pre-credit", "0"}, true, true, -1, false},
 		{[]string{"--cells-pre-credit", "100"}, false, false, 100, false},
 		{[]string{"--cells-pre-credit", "-5"}, false, false, 0, true},
@@ -35,7 +35,7 @@ func TestCellsFlags(t *testing.T) {
 			}
 			continue
 		}
-		cc := CellsConfigOf(&cfg)
+		cc := ConfigOf(&cfg)
 		if err != nil || cc.NoCredits != tc.noCredits || cc.NoPacking != tc.noPacking || cc.PreCredit != tc.preCredit {
 			t.Errorf("%v: NoCredits %v NoPacking %v PreCredit %d, %v; want %v %v %d", tc.args, cc.NoCredits, cc.NoPacking, cc.PreCredit, err, tc.noCredits, tc.noPacking, tc.preCredit)
 		}

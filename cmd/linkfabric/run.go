@@ -369,7 +369,7 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 		}()
 	}
 	if cfg.Mode == cellspipe.ModeCells {
-		c := cellspipe.CellsConfigOf(&cfg)
+		c := cellspipe.ConfigOf(&cfg)
 		role := "fabric node"
 		if len(cfg.HostPorts) > 0 {
 			role = "edge"

@@ -65,7 +65,7 @@ const cellFECWindow = 512
 
 func init() {
 	linkpipe.RegisterLayer(string(ModeFEC), linkpipe.LayerSpec{
-		Configure: func(c *dataplane.Config) error { return FECConfigOf(c).defaults() },
+		Configure: func(c *dataplane.Config) error { return ConfigOf(c).defaults() },
 		Frames: func(c *dataplane.Config) (uint64, string, error) {
 			n := uint64(len(c.LinkPorts))
 			return n * (cellFECWindow + 1), fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow), nil
@@ -75,13 +75,13 @@ func init() {
 		// coding is there to carry cells over lossy links: a link is
 		// faulty only from where the link policy stops coding (10 % by
 		// default), not from the bare default meant for unprotected links.
-		LossFaulty: func(c *dataplane.Config) float64 { return FECConfigOf(c).codingLimit() },
+		LossFaulty: func(c *dataplane.Config) float64 { return ConfigOf(c).codingLimit() },
 		New:        newCellFEC})
 }
 
 func newCellFEC(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
-	c := FECConfigOf(cfg)
+	c := ConfigOf(cfg)
 	port, cellFrame := e.Port, e.Cells.CellFrame()
 	k := &cellFEC{LayerSession: linkpipe.NewLayerSession(e), maxFrame: cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known
@@ -149,7 +149,7 @@ func (k *cellFEC) DeliverUp(now int64) {
 func (k *cellFEC) Poll(now int64, tx *dataplane.Tx) int64 {
 	next := k.SessionPoll(now, tx)
 	if now >= k.obsAt {
-		k.obsAt = now + FECObserve
+		k.obsAt = now + ObserveInterval
 		k.observe(now, k.Sess)
 	}
 	rs := &k.rcv.Stats

@@ -15,7 +15,7 @@ import (
 // every n data frames, or replication, in both directions of the link.
 const ModeFEC dataplane.Mode = "fec"
 
-// FECConfig configures mode fec. Zero fields take the defaults.
+// Config configures mode fec. Zero fields take the defaults.
 //
 // How each end's sender protects what it sends:
 //   - Fixed: n = N and Copies transmissions per frame, whatever the loss
@@ -31,7 +31,7 @@ const ModeFEC dataplane.Mode = "fec"
 // logged and shown; it is applied only in the last case. Of its choices,
 // lg and exclude can only be reported in mode fec: the sender keeps what
 // it has (run --mode lg for lg; exclusion needs a bundle).
-type FECConfig struct {
+type Config struct {
 	Fixed  bool
 	N      int
 	Copies int // Fixed: transmissions per frame (default 1); otherwise copies when the policy replicates (default: its table's, 3)
@@ -57,7 +57,7 @@ type FECConfig struct {
 	Table *fec.LinkTable
 }
 
-// defaultFECWait and defaultFECFlush are FECConfig.Wait's and Flush's
+// defaultFECWait and defaultFECFlush are Config.Wait's and Flush's
 // defaults. Measured with UDP through fec(4) at loss 1e-2 on the shared
 // 2-core machine (load average 17): the time from a hole's detection to its
 // recovery was 8-45 µs on average and at most 0.4-2.9 ms (the worker
@@ -75,11 +75,11 @@ const (
 // may hold at once.
 const fecWindow = 1024
 
-// FECConfigOf is c's configuration of mode fec and of the fec layer under
+// ConfigOf is c's configuration of mode fec and of the fec layer under
 // the cells (Mech "fec").
-func FECConfigOf(c *dataplane.Config) *FECConfig { return dataplane.Mech[FECConfig](c, "fec") }
+func ConfigOf(c *dataplane.Config) *Config { return dataplane.Mech[Config](c, "fec") }
 
-func (c *FECConfig) defaults() error {
+func (c *Config) defaults() error {
 	if c.Target == 0 {
 		c.Target = 1e-3
 	}
@@ -150,7 +150,7 @@ func applicable(c fec.LinkChoice) bool {
 // codingLimit is the loss rate from which the link policy no longer
 // codes (it chooses lg or exclude for independent loss): RAIL's 10 % with
 // the default table. Under the cells a link is faulty from there.
-func (c *FECConfig) codingLimit() float64 {
+func (c *Config) codingLimit() float64 {
 	lim := 0.0
 	for _, r := range c.Table.Rows {
 		if !applicable(fec.LinkChoice{Action: r.Action}) {
@@ -163,7 +163,7 @@ func (c *FECConfig) codingLimit() float64 {
 
 // initial is the protection a sender starts with: fixed, chosen for the
 // given loss, or for ten times the target until the peer's report.
-func (c *FECConfig) initial() fec.LinkState {
+func (c *Config) initial() fec.LinkState {
 	switch {
 	case c.Fixed:
 		st := fec.LinkState{Choice: fec.LinkChoice{Action: fec.ActFEC, N: c.N, Copies: c.Copies}}
@@ -188,10 +188,10 @@ func nCopies(c fec.LinkChoice) (n, copies int) {
 	return 0, 1
 }
 
-// FECOverhead is how many bytes a host frame's largest link frame exceeds
+// Overhead is how many bytes a host frame's largest link frame exceeds
 // it by in mode fec: a parity frame's header (fec.MaxOverhead) and the
 // integrity trailer. A link port needs an MTU this much above the host port's.
-func FECOverhead(c *dataplane.Config) int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
+func Overhead(c *dataplane.Config) int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
 
 func init() {
 	dataplane.Register(ModeFEC, dataplane.Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, ClassQueues: true,
@@ -202,7 +202,7 @@ func init() {
 		},
 		CheckMTU: checkFECMTU,
 		New: func(*dataplane.Dataplane, *dataplane.Config) (dataplane.Instance, error) {
-			return &fecInstance{stats: &FECStats{}}, nil
+			return &fecInstance{stats: &Stats{}}, nil
 		}})
 }
 
@@ -214,13 +214,13 @@ func configureFEC(c *dataplane.Config) error {
 	if err := linkpipe.SessionDefaults(c); err != nil {
 		return err
 	}
-	return FECConfigOf(c).defaults()
+	return ConfigOf(c).defaults()
 }
 
 // checkFECMTU checks that the link port carries a parity frame of full
 // host frames.
 func checkFECMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) error {
-	if over := FECOverhead(c); linkMTU < hostMTU+over {
+	if over := Overhead(c); linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
 			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.Link.Integrity.Overhead(), c.Link.Integrity, ip, c.LinkPort, hostMTU+over)
 	}
@@ -229,7 +229,7 @@ func checkFECMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) er
 
 // fecInstance is mode fec on a dataplane.
 type fecInstance struct {
-	stats *FECStats
+	stats *Stats
 }
 
 func (in *fecInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
@@ -250,8 +250,8 @@ func (in *fecInstance) Stats() map[string]any {
 
 func (in *fecInstance) Close() {}
 
-// FECStats are mode fec's statistics (nil in every other mode).
-func FECStatsOf(d *dataplane.Dataplane) *FECStats {
+// Stats are mode fec's statistics (nil in every other mode).
+func StatsOf(d *dataplane.Dataplane) *Stats {
 	if in, ok := d.Instance().(*fecInstance); ok {
 		return in.stats
 	}

@@ -29,7 +29,7 @@ import (
 // decision is logged when it changes and, unless n was fixed or given a
 // loss, applied to the Sender.
 type fecCtl struct {
-	cfg *FECConfig
+	cfg *Config
 	snd *fec.Sender
 	rcv *fec.Receiver
 
@@ -60,14 +60,14 @@ type fecCtl struct {
 	rxOK    bool
 }
 
-// FECObserve is how often the monitors are fed and the statistics published.
-const FECObserve = int64(20 * time.Millisecond)
+// ObserveInterval is how often the monitors are fed and the statistics published.
+const ObserveInterval = int64(20 * time.Millisecond)
 
 // init sets up the coding for c: sc and rc are the Sender's and Receiver's
 // configurations but for N and Copies, which the protection in force
 // gives. cannot ends the note logged for a choice the caller cannot apply
 // (lg, exclude).
-func (k *fecCtl) init(c *FECConfig, sc fec.SenderConfig, rc fec.ReceiverConfig, mem link.Memory, log *slog.Logger, dev, cannot string, changes *atomic.Uint64) error {
+func (k *fecCtl) init(c *Config, sc fec.SenderConfig, rc fec.ReceiverConfig, mem link.Memory, log *slog.Logger, dev, cannot string, changes *atomic.Uint64) error {
 	*k = fecCtl{cfg: c, auto: !c.Fixed && c.Loss == 0, log: log, dev: dev, cannot: cannot, changes: changes,
 		peerCopies: 1, rxLoss: math.NaN(), rxBurst: math.NaN()}
 	switch {

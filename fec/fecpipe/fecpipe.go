@@ -26,7 +26,7 @@ type fecPipeline struct {
 	w     *dataplane.Worker
 	d     *dataplane.Dataplane
 	queue dataplane.ClassQueues
-	st    *FECStats
+	st    *Stats
 	linkpipe.LinkSess
 
 	fecCtl
@@ -39,9 +39,9 @@ type fecPipeline struct {
 
 func newFECPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	c := FECConfigOf(cfg)
+	c := ConfigOf(cfg)
 	pl := &fecPipeline{
-		w: w, d: d, st: FECStatsOf(d),
+		w: w, d: d, st: StatsOf(d),
 		queue:    dataplane.NewClassQueues(d),
 		pfcSpeed: cfg.Link.Speed,
 	}
@@ -122,7 +122,7 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dat
 // the Receiver's deliveries on the host port.
 func (pl *fecPipeline) Poll(now int64, tx *dataplane.Tx) int64 {
 	if now >= pl.obsAt {
-		pl.obsAt = now + FECObserve
+		pl.obsAt = now + ObserveInterval
 		pl.observe(now, pl.Sess)
 		pl.publish(now)
 	}

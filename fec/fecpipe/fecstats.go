@@ -10,9 +10,9 @@ import (
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
-// FECStats are mode fec's statistics: the cores' counters and the link
+// Stats are mode fec's statistics: the cores' counters and the link
 // policy, copied by the worker every 20 ms.
-type FECStats struct {
+type Stats struct {
 	mu sync.Mutex
 	v  Snapshot
 	// Session is the link session (session.go); Integrity the link frames'
@@ -27,20 +27,20 @@ type FECStats struct {
 }
 
 // Snapshot returns a copy of the last published state.
-func (s *FECStats) Snapshot() Snapshot {
+func (s *Stats) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.v
 }
 
-func (s *FECStats) store(v *Snapshot) {
+func (s *Stats) store(v *Snapshot) {
 	s.mu.Lock()
 	s.v = *v
 	s.mu.Unlock()
 }
 
 // registerFEC exports mode fec's counters (as last published).
-func registerFEC(r *metrics.Registry, f *FECStats) error {
+func registerFEC(r *metrics.Registry, f *Stats) error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	for name, fn := range map[string]func(*Snapshot) uint64{

@@ -14,9 +14,9 @@ func init() {
 }
 
 // declareFlags declares mode fec's flags (--fec-*) into f, filling c's
-// FECConfig.
+// Config.
 func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
-	fc := FECConfigOf(c)
+	fc := ConfigOf(c)
 	f.IntVar(&fc.N, "fec-n", 0, "fec: fix n, the data frames per parity frame (0: no parity; with --fec-copies, replication only); default: chosen by the link policy")
 	f.Float64Var(&fc.Target, "fec-target", 1e-3, "fec: residual loss the hosts may see; the link policy chooses n (or replication) for it from the measured loss")
 	f.Float64Var(&fc.Loss, "fec-loss", 0, "fec: take the link's loss rate as given: the policy chooses once for it (default: measured)")
@@ -43,7 +43,7 @@ func checkFlags(f *pflag.FlagSet, c *dataplane.Config) error {
 		}
 		return nil
 	}
-	fc := FECConfigOf(c)
+	fc := ConfigOf(c)
 	fc.Fixed = f.Changed("fec-n")
 	if fc.Fixed && f.Changed("fec-target") {
 		return errors.New("--fec-n fixes n; --fec-target has the link policy choose it from the measured loss: give one of them")

@@ -39,7 +39,7 @@ func TestFECFlags(t *testing.T) {
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("--mode %s %v: %v; want %q", tc.mode, tc.args, err, tc.err)
 		}
-		if fixed := fecpipe.FECConfigOf(&cfg).Fixed; fixed != tc.fixed {
+		if fixed := fecpipe.ConfigOf(&cfg).Fixed; fixed != tc.fixed {
 			t.Errorf("--mode %s %v: Fixed %v; want %v", tc.mode, tc.args, fixed, tc.fixed)
 		}
 	}

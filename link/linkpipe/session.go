@@ -25,14 +25,14 @@ import (
 // window and dropped: nothing stale is delivered.
 //
 // Until the session is up, host frames wait in the class queues for up to
-// LGConfig.SessionWait, or LGConfig.SessionHold while an agreement stands
+// SessionConfig.SessionWait, or SessionConfig.SessionHold while an agreement stands
 // (the link port down, the peer silent, or a restarted peer's new epoch
 // not yet agreed; see linksession.Policy.HoldUpTo for why an outage must
 // be a pause and not a loss). After that they are dropped (counted), or
-// passed unprotected with LGConfig.SessionPass. When dropped, the newest
-// LGConfig.SessionKeep frames of each class stay, if they arrived in the
+// passed unprotected with SessionConfig.SessionPass. When dropped, the newest
+// SessionConfig.SessionKeep frames of each class stay, if they arrived in the
 // second half of the outage (keptSince) and for as long as the session has
-// been down less than LGConfig.SessionHold: after a link flap they are the
+// been down less than SessionConfig.SessionHold: after a link flap they are the
 // hosts' latest retransmissions, which restart TCP at once.
 
 // maxDeadline is "no deadline".

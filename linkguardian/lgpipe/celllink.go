@@ -86,24 +86,24 @@ func (k lgLink) Reset(now int64, tx, rx seqhdr.Seq) {
 
 func init() {
 	for _, m := range []dataplane.Mode{ModeLG, ModeLGNB, ModeMonitor} {
-		linkpipe.RegisterLayer(string(m), linkpipe.LayerSpec{Configure: ConfigureLGLayer, Frames: lgLayerFrames, Start: StartLGLayer, New: newCellLink})
+		linkpipe.RegisterLayer(string(m), linkpipe.LayerSpec{Configure: ConfigureLayer, Frames: lgLayerFrames, Start: StartLayer, New: newCellLink})
 	}
 }
 
-// ConfigureLGLayer fills LinkGuardian's defaults under the cells.
-func ConfigureLGLayer(c *dataplane.Config) error {
-	if err := LGDefaults(c, ModeLG); err != nil {
+// ConfigureLayer fills LinkGuardian's defaults under the cells.
+func ConfigureLayer(c *dataplane.Config) error {
+	if err := Defaults(c, ModeLG); err != nil {
 		return err
 	}
-	if LGConfigOf(c).TxBuffer == 0 {
-		LGConfigOf(c).TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+	if ConfigOf(c).TxBuffer == 0 {
+		ConfigOf(c).TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
 	}
 	return nil
 }
 
 // lgLayerFrames is the frames LinkGuardian holds under the cells.
 func lgLayerFrames(c *dataplane.Config) (uint64, string, error) {
-	b := LGConfigOf(c).TxBuffer
+	b := ConfigOf(c).TxBuffer
 	if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
 		return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
 	}
@@ -111,24 +111,24 @@ func lgLayerFrames(c *dataplane.Config) (uint64, string, error) {
 	return n * 3 * uint64(b), fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b), nil
 }
 
-// StartLGLayer sets the credit window.
-func StartLGLayer(c *dataplane.Config) {
-	LGConfigOf(c).credit = CreditWindow(LGConfigOf(c).TxBuffer, c.RingSize)
+// StartLayer sets the credit window.
+func StartLayer(c *dataplane.Config) {
+	ConfigOf(c).credit = CreditWindow(ConfigOf(c).TxBuffer, c.RingSize)
 }
 
 func newCellLink(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
 	mac := d.Port(e.Port).MAC()
 	c := &cellLink{LayerSession: linkpipe.NewLayerSession(e),
-		q: make([]link.Frame, LGConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
-	ep, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(dataplane.Mode(e.Mode), linkpipe.SessionConfigOf(cfg).Protect, mac, cfg.Link.PeerMAC), e.Cells)
+		q: make([]link.Frame, ConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
+	ep, err := linkguardian.NewEndpoint(ConfigOf(cfg).core(dataplane.Mode(e.Mode), linkpipe.SessionConfigOf(cfg).Protect, mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
 	rx, _ := linkguardian.ParseDelivery(e.Mode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
-	if err := c.StartSession(LGConfigOf(cfg).credit, prot, lgLink{c}); err != nil {
+	if err := c.StartSession(ConfigOf(cfg).credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
 	c.measure = e.Mode == "monitor" || e.LossClasses
@@ -196,7 +196,7 @@ func (c *cellLink) sessionRx(now int64, b []byte) {
 	ev := c.LayerSession.SessionRx(now, b)
 	if ev&linksession.EvReset != 0 {
 		a, _ := c.Sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), LGConfigOf(c.W.Config()).credit))
+		c.ep.S.SetCredit(min(int(a.Window), ConfigOf(c.W.Config()).credit))
 	}
 }
 

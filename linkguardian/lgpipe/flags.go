@@ -11,9 +11,9 @@ func init() {
 }
 
 // declareFlags declares LinkGuardian's flags (--lg-*) into f, filling c's
-// LGConfig (and, for --lg-protect, its link session's configuration).
+// Config (and, for --lg-protect, its link session's configuration).
 func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
-	lgc := LGConfigOf(c)
+	lgc := ConfigOf(c)
 	f.BoolVar(&lgc.Auto, "lg-auto", false, "lg/lgnb/monitor: the measured loss rate switches the receiving direction between monitor, lg and lgnb (policy in docs/run.md)")
 	f.StringVar(&linkpipe.SessionConfigOf(c).Protect, "lg-protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
 	f.Float64Var(&lgc.TargetLoss, "lg-target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")

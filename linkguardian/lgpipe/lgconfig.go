@@ -47,12 +47,12 @@ const initialRenotify = int64(2 * time.Millisecond)
 // fast (tuned to the measured delay).
 const minAckNoTimeout = int64(400 * time.Millisecond)
 
-// LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
+// Config configures LinkGuardian on the link port (modes lg and lgnb). Zero
 // fields take the defaults.
 //
 // The link session's settings, among them the directions this end
 // protects (--lg-protect), are linkpipe.SessionConfig's.
-type LGConfig struct {
+type Config struct {
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64
 	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes
@@ -160,7 +160,7 @@ const (
 // with sending at the worker, against none of 8 with this (docs/results.md,
 // "Figures behind LinkGuardian's defaults"). Thresholds given
 // (fixedThresholds) are kept.
-func (c *LGConfig) untunedThresholds(fastSend bool) {
+func (c *Config) untunedThresholds(fastSend bool) {
 	if c.fixedThresholds || !fastSend {
 		return
 	}
@@ -170,7 +170,7 @@ func (c *LGConfig) untunedThresholds(fastSend bool) {
 
 // frameLen is the bytes a host frame of MTU takes on the wire (Ethernet
 // header and FCS), what the thresholds are counted in.
-func (c *LGConfig) frameLen() int { return c.MTU + 18 }
+func (c *Config) frameLen() int { return c.MTU + 18 }
 
 // DefaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
@@ -225,7 +225,7 @@ func CreditWindow(txBuffer int, ringSize uint32) int {
 }
 
 // dummyWaitMax is the sender's DummyWaitMax in force (ns).
-func (c *LGConfig) dummyWaitMax() int64 {
+func (c *Config) dummyWaitMax() int64 {
 	if c.DummyWaitMax > 0 {
 		return int64(c.DummyWaitMax)
 	}
@@ -238,26 +238,26 @@ func (c *LGConfig) dummyWaitMax() int64 {
 // core's default, a quarter of the reorder window).
 func ackEvery(credit int) int { return credit / 4 }
 
-// LGConfigOf is c's LinkGuardian configuration (Mech "lg"): modes lg,
+// ConfigOf is c's LinkGuardian configuration (Mech "lg"): modes lg,
 // lgnb and monitor, the link session of mode fec and the layers under the
 // cells.
-func LGConfigOf(c *dataplane.Config) *LGConfig { return dataplane.Mech[LGConfig](c, "lg") }
+func ConfigOf(c *dataplane.Config) *Config { return dataplane.Mech[Config](c, "lg") }
 
-// LGDefaults fills LinkGuardian's defaults for mode, and its link
+// Defaults fills LinkGuardian's defaults for mode, and its link
 // session's. The hosts' frames are what lg sizes its pause hysteresis by
 // and announces in the link session (the host ports' largest MTU; 0 if
 // not found: 1500).
-func LGDefaults(c *dataplane.Config, mode dataplane.Mode) error {
+func Defaults(c *dataplane.Config, mode dataplane.Mode) error {
 	if err := linkpipe.SessionDefaults(c); err != nil {
 		return err
 	}
-	if lg := LGConfigOf(c); lg.MTU == 0 {
+	if lg := ConfigOf(c); lg.MTU == 0 {
 		lg.MTU = linkpipe.SessionConfigOf(c).MTU
 	}
-	return LGConfigOf(c).defaults(mode)
+	return ConfigOf(c).defaults(mode)
 }
 
-func (c *LGConfig) defaults(mode dataplane.Mode) error {
+func (c *Config) defaults(mode dataplane.Mode) error {
 	if c.TargetLoss == 0 {
 		c.TargetLoss = 1e-8
 	}
@@ -306,7 +306,7 @@ func (c *LGConfig) defaults(mode dataplane.Mode) error {
 // core returns the LinkGuardian core's configuration for this end, whose
 // control frames go from local to peer, protecting the directions protect
 // says (linkpipe.SessionConfig.Protect).
-func (c *LGConfig) core(mode dataplane.Mode, protect string, local, peer [6]byte) linkguardian.Config {
+func (c *Config) core(mode dataplane.Mode, protect string, local, peer [6]byte) linkguardian.Config {
 	cfg := linkguardian.Config{LocalMAC: local, PeerMAC: peer}
 	if protect != "rx" {
 		s := linkguardian.DefaultSenderConfig()
@@ -382,7 +382,7 @@ func init() {
 			Prepare:     prepareLG,
 			FastBlocked: lgFastBlocked,
 			PortOptions: lgPortOptions,
-			Configure:   func(c *dataplane.Config) error { return LGDefaults(c, c.Mode) },
+			Configure:   func(c *dataplane.Config) error { return Defaults(c, c.Mode) },
 			CheckSizes:  checkLGSizes,
 			Frames:      lgUmemFrames,
 			CheckMTU:    checkLGMTU,
@@ -399,7 +399,7 @@ func checkLGSizes(c *dataplane.Config) error {
 		return fmt.Errorf("dataplane: --ring-size %d must be at least 4 × --batch %d in mode %s (2 × --batch of the link TX ring stay free for control frames and copies, data needs the rest): raise --ring-size to %d or lower --batch to %d",
 			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
 	}
-	if b := LGConfigOf(c).TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
+	if b := ConfigOf(c).TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
 		return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
 	}
 	return nil
@@ -408,7 +408,7 @@ func checkLGSizes(c *dataplane.Config) error {
 // lgUmemFrames is LinkGuardian's share of the UMEM: its TX buffer, reorder
 // window and host queue.
 func lgUmemFrames(c *dataplane.Config) (uint64, string, error) {
-	txBuffer := LGConfigOf(c).TxBuffer
+	txBuffer := ConfigOf(c).TxBuffer
 	if txBuffer == 0 {
 		txBuffer = DefaultTxBuffer(c.RingSize, true)
 	}
@@ -430,28 +430,28 @@ func checkLGMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) err
 }
 
 // lgInstance is LinkGuardian on a dataplane: each lane's statistics (one
-// per worker; lanes[0] is LGStats).
+// per worker; lanes[0] is Stats).
 type lgInstance struct {
-	lanes   []*LGStats
+	lanes   []*Stats
 	*lgFast // the kernel path (KernelPath, lgfast.go)
 }
 
 // newLGInstance sizes the TX buffer and credit now that the link port's
 // lanes are known.
 func newLGInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
-	if LGConfigOf(cfg).TxBuffer == 0 {
+	if ConfigOf(cfg).TxBuffer == 0 {
 		// A priority lane, or the kernel's send path: the whole ring.
 		lanes := d.Link().Lanes()
 		if cfg.Workers > 1 {
 			lanes = 1 // one queue per worker, no priority lane
 		}
-		LGConfigOf(cfg).TxBuffer = DefaultTxBuffer(cfg.RingSize, lanes > 1 || LGTxWanted(cfg))
+		ConfigOf(cfg).TxBuffer = DefaultTxBuffer(cfg.RingSize, lanes > 1 || TxWanted(cfg))
 	}
-	LGConfigOf(cfg).credit = CreditWindow(LGConfigOf(cfg).TxBuffer, cfg.RingSize)
-	LGConfigOf(cfg).untunedThresholds(LGTxWanted(cfg))
-	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: LGConfigOf(cfg).txWhy, txFix: LGConfigOf(cfg).txFix}}
+	ConfigOf(cfg).credit = CreditWindow(ConfigOf(cfg).TxBuffer, cfg.RingSize)
+	ConfigOf(cfg).untunedThresholds(TxWanted(cfg))
+	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: ConfigOf(cfg).txWhy, txFix: ConfigOf(cfg).txFix}}
 	for range cfg.Workers {
-		in.lanes = append(in.lanes, &LGStats{})
+		in.lanes = append(in.lanes, &Stats{})
 	}
 	return in, nil
 }
@@ -485,19 +485,19 @@ func (in *lgInstance) Stats() map[string]any {
 
 func (in *lgInstance) Close() {}
 
-// LGStatsOf are d's LinkGuardian statistics, lane 0's with several
+// StatsOf are d's LinkGuardian statistics, lane 0's with several
 // workers (nil in modes other than lg, lgnb and monitor).
-func LGStatsOf(d *dataplane.Dataplane) *LGStats {
+func StatsOf(d *dataplane.Dataplane) *Stats {
 	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes[0]
 	}
 	return nil
 }
 
-// LaneLGStatsOf are each lane's LinkGuardian statistics on d, lane i
+// LaneStatsOf are each lane's LinkGuardian statistics on d, lane i
 // worker i's (nil in modes other than lg, lgnb and monitor; one entry with
-// one worker, LGStatsOf).
-func LaneLGStatsOf(d *dataplane.Dataplane) []*LGStats {
+// one worker, StatsOf).
+func LaneStatsOf(d *dataplane.Dataplane) []*Stats {
 	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes
 	}
@@ -505,17 +505,17 @@ func LaneLGStatsOf(d *dataplane.Dataplane) []*LGStats {
 }
 
 // LaneTotalsOf is d's LinkGuardian core counters summed over every lane
-// (Core of each of LaneLGStatsOf): the sender's, receiver's and port's
+// (Core of each of LaneStatsOf): the sender's, receiver's and port's
 // counters and the per-class and priority-lane frames are added up (a
 // peak is the sum of the lanes' peaks, an upper bound of the link's);
 // timers, thresholds, N, buffer sizes and the lane flags are lane 0's.
-// With one worker it is LGStatsOf(d).Core().
-func LaneTotalsOf(d *dataplane.Dataplane) LGCore { return laneTotals(LaneLGStatsOf(d)) }
+// With one worker it is StatsOf(d).Core().
+func LaneTotalsOf(d *dataplane.Dataplane) Core { return laneTotals(LaneStatsOf(d)) }
 
 // laneTotals is LaneTotalsOf of lanes.
-func laneTotals(lanes []*LGStats) LGCore {
+func laneTotals(lanes []*Stats) Core {
 	if len(lanes) == 0 {
-		return LGCore{}
+		return Core{}
 	}
 	sum := lanes[0].Core()
 	for _, s := range lanes[1:] {
@@ -551,7 +551,7 @@ func addCounters[T any](dst, src *T) {
 }
 
 // lgDoc is a lane's LinkGuardian document in /stats.json.
-func lgDoc(s *LGStats) map[string]any {
+func lgDoc(s *Stats) map[string]any {
 	var snap metrics.Snapshot
 	hist := func(h *metrics.Histogram, scale float64) metrics.HistogramSummary {
 		h.SnapshotInto(&snap)
@@ -609,6 +609,6 @@ func pow2AtLeast(n int) int {
 // linkpipe.SessionConfig, announcing LinkGuardian's MTU.
 func sessionConfig(cfg *dataplane.Config) linkpipe.SessionConfig {
 	s := *linkpipe.SessionConfigOf(cfg)
-	s.MTU = LGConfigOf(cfg).MTU
+	s.MTU = ConfigOf(cfg).MTU
 	return s
 }

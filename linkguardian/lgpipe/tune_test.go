@@ -44,7 +44,7 @@ func TestUntunedThresholds(t *testing.T) {
 		{"kernel send path", 0, true, credit*frame - 2*frame},
 		{"kernel send path, threshold given", 100 << 10, true, 100 << 10},
 	} {
-		lc := LGConfig{MTU: mtu, ResumeThreshold: c.given}
+		lc := Config{MTU: mtu, ResumeThreshold: c.given}
 		if err := lc.defaults(ModeLG); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -75,7 +75,7 @@ func TestTunedAckDelay(t *testing.T) {
 	}
 	// The receiver ACKs at once a quarter of the credit window, and the
 	// core's configuration carries it.
-	c := LGConfig{credit: 1792}
+	c := Config{credit: 1792}
 	if err := c.defaults(ModeLG); err != nil {
 		t.Fatal(err)
 	}
