@@ -1,6 +1,7 @@
 package cellspipe
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -164,30 +165,18 @@ func (c *Config) defaults(edge bool) error {
 	if c.CellSize < 0 {
 		return fmt.Errorf("dataplane: --cells-size %d: want a positive size, or 0 for what fits the link MTU", c.CellSize)
 	}
-	if c.ReachInterval == 0 {
-		c.ReachInterval = defaultReachInterval
-	}
-	if c.ReachTh == 0 {
-		c.ReachTh = defaultReachTh
-	}
-	if c.ReachUp == 0 {
-		c.ReachUp = defaultReachUp
-	}
+	c.ReachInterval = cmp.Or(c.ReachInterval, defaultReachInterval)
+	c.ReachTh = cmp.Or(c.ReachTh, defaultReachTh)
+	c.ReachUp = cmp.Or(c.ReachUp, defaultReachUp)
 	if c.ReachInterval < 10*time.Microsecond || c.ReachTh < 1 || c.ReachTh > 10000 || c.ReachUp < 1 || c.ReachUp > 10000 {
 		return fmt.Errorf("dataplane: --cells-reach-interval %v, --cells-reach-th %d, --cells-reach-up %d: want at least 10µs, and 1..10000 intervals", c.ReachInterval, c.ReachTh, c.ReachUp)
 	}
-	if c.ReasmTimeout == 0 {
-		c.ReasmTimeout = defaultReasmTimeout
-	}
+	c.ReasmTimeout = cmp.Or(c.ReasmTimeout, defaultReasmTimeout)
 	if c.ReasmTimeout < 0 {
 		return fmt.Errorf("dataplane: --cells-reasm-timeout %v: want a positive duration", c.ReasmTimeout)
 	}
-	if c.HostRate == 0 {
-		c.HostRate = defaultCellHostRate
-	}
-	if c.PreCredit == 0 {
-		c.PreCredit = DefaultPreCredit
-	}
+	c.HostRate = cmp.Or(c.HostRate, defaultCellHostRate)
+	c.PreCredit = cmp.Or(c.PreCredit, DefaultPreCredit)
 	return c.parseClasses()
 }
 

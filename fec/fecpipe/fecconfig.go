@@ -1,6 +1,7 @@
 package fecpipe
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -83,18 +84,10 @@ func (c *Config) defaults() error {
 	if c.Target == 0 {
 		c.Target = 1e-3
 	}
-	if c.Window == 0 {
-		c.Window = 2 * time.Second
-	}
-	if c.MinFrames == 0 {
-		c.MinFrames = 10_000
-	}
-	if c.Wait == 0 {
-		c.Wait = defaultFECWait
-	}
-	if c.Flush == 0 {
-		c.Flush = defaultFECFlush
-	}
+	c.Window = cmp.Or(c.Window, 2*time.Second)
+	c.MinFrames = cmp.Or(c.MinFrames, 10_000)
+	c.Wait = cmp.Or(c.Wait, defaultFECWait)
+	c.Flush = cmp.Or(c.Flush, defaultFECFlush)
 	switch {
 	case !(c.Target > 0 && c.Target < 3e-2):
 		return fmt.Errorf("dataplane: --fec-target %g: want a residual loss rate in (0, 0.03), e.g. 1e-3 (RAIL's for TCP)", c.Target)

@@ -1,6 +1,7 @@
 package linkpipe
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -183,18 +184,10 @@ func SessionDefaults(c *dataplane.Config) error {
 	if s.MTU == 0 {
 		s.MTU = dataplane.PortsMaxMTU(c.HostPorts)
 	}
-	if s.MTU == 0 {
-		s.MTU = 1500
-	}
-	if s.SessionWait == 0 {
-		s.SessionWait = DefaultSessionWait
-	}
-	if s.SessionKeep == 0 {
-		s.SessionKeep = DefaultSessionKeep
-	}
-	if s.SessionHold == 0 {
-		s.SessionHold = DefaultSessionHold
-	}
+	s.MTU = cmp.Or(s.MTU, 1500)
+	s.SessionWait = cmp.Or(s.SessionWait, DefaultSessionWait)
+	s.SessionKeep = cmp.Or(s.SessionKeep, DefaultSessionKeep)
+	s.SessionHold = cmp.Or(s.SessionHold, DefaultSessionHold)
 	return nil
 }
 

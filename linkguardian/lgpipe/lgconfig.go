@@ -1,6 +1,7 @@
 package lgpipe
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -265,22 +266,16 @@ func (c *Config) defaults(mode dataplane.Mode) error {
 		return fmt.Errorf("dataplane: loss rates must be in (0, 1): target %g, link %g", c.TargetLoss, c.LinkLoss)
 	}
 	c.fixedCopies = c.Copies > 0 || c.LinkLoss > 0
-	if c.MaxCopies == 0 {
-		c.MaxCopies = 4
-	}
+	c.MaxCopies = cmp.Or(c.MaxCopies, 4)
 	if c.Copies == 0 {
 		c.Copies = 1
 		if c.LinkLoss > 0 {
 			c.Copies = linkguardian.Copies(c.TargetLoss, c.LinkLoss)
 		}
 	}
-	if c.MTU == 0 {
-		c.MTU = 1500
-	}
+	c.MTU = cmp.Or(c.MTU, 1500)
 	c.fixedThresholds = c.PauseThreshold > 0 || c.ResumeThreshold > 0
-	if c.ResumeThreshold == 0 {
-		c.ResumeThreshold = initialResume
-	}
+	c.ResumeThreshold = cmp.Or(c.ResumeThreshold, initialResume)
 	if c.PauseThreshold == 0 {
 		c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, c.frameLen())
 	}
@@ -297,9 +292,7 @@ func (c *Config) defaults(mode dataplane.Mode) error {
 	if err := c.Policy.Validate(); err != nil {
 		return err
 	}
-	if c.MonitorWindow == 0 {
-		c.MonitorWindow = 10 * time.Second
-	}
+	c.MonitorWindow = cmp.Or(c.MonitorWindow, 10*time.Second)
 	return nil
 }
 
