@@ -6,7 +6,6 @@ import (
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
-	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -98,21 +97,15 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dat
 			tx.Release(d.Addr)
 			continue
 		}
-		if t, ok := seqhdr.FrameType(b); ok {
-			if t.IsSession() {
-				pl.SessionRx(now, b)
-				tx.Release(d.Addr)
-				continue
-			}
-			if !pl.Sess.AcceptLink(now) {
-				tx.Release(d.Addr) // no agreement with its sender yet (counted by the session)
-				continue
-			}
-		} else if !pl.Sess.AcceptPlain() {
-			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
-			continue
+		switch pl.Sort(now, b) {
+		case linkpipe.LinkCore:
+			pl.rcv.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+		case linkpipe.LinkSession:
+			pl.SessionRx(now, b)
+			tx.Release(d.Addr)
+		default:
+			tx.Release(d.Addr) // not accepted (counted by the session)
 		}
-		pl.rcv.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 	}
 }
 

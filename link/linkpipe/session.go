@@ -286,6 +286,37 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 	return ev
 }
 
+// LinkFrame is what a frame from the link port is to a pipeline with one
+// link port (LinkSess.Sort).
+type LinkFrame uint8
+
+const (
+	// LinkDrop: not accepted, counted by the session: no agreement with
+	// its sender yet (its numbering means nothing here), or a plain frame
+	// from a peer with another --integrity.
+	LinkDrop LinkFrame = iota
+	// LinkSession: a session frame, for SessionRx.
+	LinkSession
+	// LinkCore: for the mechanism's core.
+	LinkCore
+)
+
+// Sort says what frame b from the link port (not a MAC control frame) is
+// to the pipeline.
+func (s *LinkSess) Sort(now int64, b []byte) LinkFrame {
+	if t, ok := seqhdr.FrameType(b); ok {
+		if t.IsSession() {
+			return LinkSession
+		}
+		if !s.Sess.AcceptLink(now) {
+			return LinkDrop
+		}
+	} else if !s.Sess.AcceptPlain() {
+		return LinkDrop
+	}
+	return LinkCore
+}
+
 // MismatchText names, flag by flag, the settings of the peer that do not
 // fit this end's (a.Conflict): "--integrity csum here, crc32c at the peer".
 func MismatchText(a linksession.Agreed) string {

@@ -13,7 +13,6 @@ import (
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/lossmon"
-	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -452,23 +451,15 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *data
 			tx.Release(d.Addr)
 			continue
 		}
-		if t, ok := seqhdr.FrameType(b); ok {
-			if t.IsSession() {
-				pl.sessionRx(now, b)
-				tx.Release(d.Addr)
-				continue
-			}
-			if !pl.Sess.AcceptLink(now) {
-				// No agreement with the sender of this frame yet: its
-				// numbering means nothing here (counted by the session).
-				tx.Release(d.Addr)
-				continue
-			}
-		} else if !pl.Sess.AcceptPlain() {
-			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
-			continue
+		switch pl.Sort(now, b) {
+		case linkpipe.LinkCore:
+			pl.port.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+		case linkpipe.LinkSession:
+			pl.sessionRx(now, b)
+			tx.Release(d.Addr)
+		default:
+			tx.Release(d.Addr) // not accepted (counted by the session)
 		}
-		pl.port.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 	}
 }
 
