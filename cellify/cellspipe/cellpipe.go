@@ -245,7 +245,7 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	pl.exclusions, pl.exclAt = make([]uint64, len(ps.Links)), make([]int64, len(ps.Links))
 	pl.hostQ = make([]hostQueue, len(ps.Hosts))
 	for k := range pl.hostQ {
-		pl.hostQ[k].q = make([]link.Frame, hostQRings*pl.ring)
+		pl.hostQ[k].Ring = link.NewRing(hostQRings * pl.ring)
 	}
 	if ls := linkpipe.FindLayer(cc.LinkMode); ls != nil {
 		pl.links = make([]linkpipe.Layer, len(ps.Links))
@@ -351,7 +351,7 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	pl.drain(now, tx)
 	clear(pl.pend) // the worker places the lists now
 	for k := range pl.hostQ {
-		if pl.hostQ[k].n > 0 {
+		if pl.hostQ[k].Len() > 0 {
 			next = min(next, now+int64(hostQRetry)) // room comes with completions
 		}
 	}
@@ -449,7 +449,7 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 		b += pl.links[l].QueuedBytes()
 	}
 	if k, ok := pl.ps.HostIndex(port); ok {
-		b += pl.hostQ[k].bytes
+		b += pl.hostQ[k].Bytes()
 	}
 	b += pl.w.ShapedBytes(port)
 	socks := pl.w.Port(port).Sockets()
@@ -488,8 +488,8 @@ func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 		// egress queue drops what exceeds either, so what does not fit
 		// waits here for the queue to drain.
 		space, room := tx.Space(port, dataplane.LaneData), tx.ByteSpace(port)
-		for hq.n > 0 && space > 0 && hq.q[hq.head].Len <= room {
-			f := hq.pop()
+		for hq.Len() > 0 && space > 0 && hq.Head().Len <= room {
+			f := hq.Pop()
 			pl.SendRelease(tx, port, dataplane.LaneData, f)
 			pl.pend[port] += f.Len
 			space--
@@ -497,8 +497,8 @@ func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 		}
 		for _, f := range list {
 			pl.avgLen8[k] += f.Len - pl.avgLen8[k]/8
-			if hq.n > 0 || space <= 0 || f.Len > room {
-				if !hq.push(f) {
+			if hq.Len() > 0 || space <= 0 || f.Len > room {
+				if !hq.Push(f) {
 					hq.drops++
 					pl.Release(tx, f)
 				}
@@ -586,8 +586,8 @@ func (pl *cellPipeline) publish() {
 	}
 	c.CopyFails = pl.copyFails
 	for k := range pl.hostQ {
-		c.FramesHeld -= int64(pl.hostQ[k].n)
-		c.Hosts[k].Queued, c.Hosts[k].QueueDrops = pl.hostQ[k].n, pl.hostQ[k].drops
+		c.FramesHeld -= int64(pl.hostQ[k].Len())
+		c.Hosts[k].Queued, c.Hosts[k].QueueDrops = pl.hostQ[k].Len(), pl.hostQ[k].drops
 	}
 	c.MaxPollGap, c.Stalled = pl.maxGap, pl.stalled
 	c.Node, c.Reasm = *ns, rs
@@ -605,28 +605,8 @@ const hostQRetry = 20 * time.Microsecond
 // hostQueue is a ring of deliveries waiting for room on a host port's TX
 // ring or, rate-limited, in its egress queue.
 type hostQueue struct {
-	q       []link.Frame
-	head, n int
-	bytes   int
-	drops   uint64
-}
-
-func (h *hostQueue) push(f link.Frame) bool {
-	if h.n == len(h.q) {
-		return false
-	}
-	h.q[(h.head+h.n)%len(h.q)] = f
-	h.n++
-	h.bytes += f.Len
-	return true
-}
-
-func (h *hostQueue) pop() link.Frame {
-	f := h.q[h.head]
-	h.head = (h.head + 1) % len(h.q)
-	h.n--
-	h.bytes -= f.Len
-	return f
+	link.Ring
+	drops uint64
 }
 
 // Release ends the pipeline's hold on f.

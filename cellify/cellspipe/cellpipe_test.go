@@ -400,15 +400,15 @@ func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 	if _, queued := sh.Queued(); queued+listed > buf {
 		t.Fatalf("%d bytes listed for a host port whose queue holds %d of %d: %d would be dropped", listed, queued, buf, queued+listed-buf)
 	}
-	if hq := &n.pl.hostQ[0]; hq.n != 4-len(list) {
-		t.Fatalf("%d of 4 deliveries listed, %d held", len(list), hq.n)
+	if hq := &n.pl.hostQ[0]; hq.Len() != 4-len(list) {
+		t.Fatalf("%d of 4 deliveries listed, %d held", len(list), hq.Len())
 	}
 	// The port's queue drains: the held deliveries go, in order.
 	for _, d := range list {
 		sh.Enqueue(d)
 	}
 	var sent []uint32
-	for f, _ := sh.Queued(); f > 0 || n.pl.hostQ[0].n > 0; f, _ = sh.Queued() {
+	for f, _ := sh.Queued(); f > 0 || n.pl.hostQ[0].Len() > 0; f, _ = sh.Queued() {
 		for _, d := range sh.Dequeue() {
 			if b := n.w.Umem().Bytes(d.Addr, d.Len); b[0] == 2 && b[5] == 2 {
 				sent = append(sent, binary.BigEndian.Uint32(b[14:]))

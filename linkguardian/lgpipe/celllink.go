@@ -53,10 +53,8 @@ type cellLink struct {
 	measure     bool // the link's loss goes to the node (monitor, loss classes)
 	unprotected bool // monitor: its losses are for good (reportLost)
 
-	// q holds cells waiting for the credit window: a ring of len(q).
-	q           []link.Frame
-	qHead, qLen int
-	qBytes      int
+	// q holds cells waiting for the credit window.
+	q link.Ring
 	// Give-up: un-ACKed cells and no ACK progress for giveUp ns (the
 	// peer's receiver gets nothing: a one-way failure REACH cannot see).
 	acked      uint64
@@ -120,7 +118,7 @@ func newCellLink(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
 	mac := d.Port(e.Port).MAC()
 	c := &cellLink{LayerSession: linkpipe.NewLayerSession(e),
-		q: make([]link.Frame, ConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
+		q: link.NewRing(ConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
 	ep, err := linkguardian.NewEndpoint(ConfigOf(cfg).core(dataplane.Mode(e.Mode), linkpipe.SessionConfigOf(cfg).Protect, mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
@@ -204,7 +202,7 @@ func (c *cellLink) sessionRx(now int64, b []byte) {
 // endpoint's timers, hands deliveries up and returns the next deadline.
 func (c *cellLink) Poll(now int64, tx *dataplane.Tx) int64 {
 	next := c.SessionPoll(now, tx)
-	c.ep.Poll(now, c.qLen == 0)
+	c.ep.Poll(now, c.q.Len() == 0)
 	c.DeliverUp(now)
 	c.watchAcks(now)
 	if c.measure {
@@ -216,26 +214,7 @@ func (c *cellLink) Poll(now int64, tx *dataplane.Tx) int64 {
 		// monitor: a gap is a cell lost for good.
 		c.ReportLost(now, c.ep.R.Stats.LostDetected)
 	}
-	return min(next, c.ep.NextDeadline(now, c.qLen == 0))
-}
-
-// push queues a cell for the credit window; false if the queue is full.
-func (c *cellLink) push(f link.Frame) bool {
-	if c.qLen == len(c.q) {
-		return false
-	}
-	c.q[(c.qHead+c.qLen)%len(c.q)] = f
-	c.qLen++
-	c.qBytes += f.Len
-	return true
-}
-
-func (c *cellLink) pop() link.Frame {
-	f := c.q[c.qHead]
-	c.qHead = (c.qHead + 1) % len(c.q)
-	c.qLen--
-	c.qBytes -= f.Len
-	return f
+	return min(next, c.ep.NextDeadline(now, c.q.Len() == 0))
 }
 
 // Pump moves queued cells into the endpoint as its credit window and the
@@ -243,8 +222,8 @@ func (c *cellLink) pop() link.Frame {
 func (c *cellLink) Pump(now int64, tx *dataplane.Tx) {
 	if c.Up() {
 		budget := tx.Space(c.Port, dataplane.LaneData) - c.W.Batch()
-		for c.qLen > 0 && budget > 0 && c.ep.CanSend(now) {
-			f := c.pop()
+		for c.q.Len() > 0 && budget > 0 && c.ep.CanSend(now) {
+			f := c.q.Pop()
 			c.ep.SendCarried(now, f)
 			budget--
 		}
@@ -293,15 +272,15 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 	for _, f := range c.taken {
 		c.back = append(c.back, c.Cells.CopyFrame(f))
 	}
-	for c.qLen > 0 {
-		c.back = append(c.back, c.pop()) // never on a TX ring: no copy needed
+	for c.q.Len() > 0 {
+		c.back = append(c.back, c.q.Pop()) // never on a TX ring: no copy needed
 	}
 	// With no other usable link the cells wait in this link's own queue
 	// (sent when its session is up again) instead of finding no route.
 	others := c.Cells.Usable()&^(1<<c.L) != 0
 	kept := c.back[:0]
 	for _, f := range c.back {
-		if f.Len > 0 && (others || !c.push(f)) {
+		if f.Len > 0 && (others || !c.q.Push(f)) {
 			kept = append(kept, f)
 		}
 	}
@@ -314,7 +293,7 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 
 // Held is how many frames the link holds between calls.
 func (c *cellLink) Held() int {
-	n := c.qLen
+	n := c.q.Len()
 	if c.ep.S != nil {
 		n += c.ep.S.Outstanding()
 	}
@@ -329,7 +308,7 @@ func (c *cellLink) Held() int {
 func (c *cellLink) Snapshot(s *linkpipe.CellLinkLG) {
 	*s = c.st
 	c.SessionSnapshot(s)
-	s.Queued = c.qLen
+	s.Queued = c.q.Len()
 	if ss := c.ep.S; ss != nil {
 		s.Unacked = ss.Outstanding()
 		s.Sent, s.RetxCopies = ss.Stats.DataSent, ss.Stats.RetxCopies
@@ -351,7 +330,7 @@ func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *dataplane.Tx) {
 		c.Cells.Release(tx, f)
 	}
 	for _, f := range lo.Data {
-		if !c.push(f) {
+		if !c.q.Push(f) {
 			c.st.QueueDrops++
 			c.Cells.Release(tx, f)
 		}
@@ -359,7 +338,7 @@ func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *dataplane.Tx) {
 }
 
 // QueuedBytes is what waits in the credit queue.
-func (c *cellLink) QueuedBytes() int { return c.qBytes }
+func (c *cellLink) QueuedBytes() int { return c.q.Bytes() }
 
 // AckedAfter reports whether the link had an ACK after t.
 func (c *cellLink) AckedAfter(t int64) bool { return c.ackAt > t }
