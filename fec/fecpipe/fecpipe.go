@@ -87,26 +87,24 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dat
 		pl.queue.Push(pl.w, now, descs)
 		return
 	}
-	for _, d := range descs {
-		b := pl.w.Bytes(d.Addr, int(d.Len))
-		if pfc.IsMACControl(b) {
-			var f pfc.Frame
-			if pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
-				pl.st.PFCRx.Add(1)
-			}
-			tx.Release(d.Addr)
-			continue
-		}
-		switch pl.Sort(now, b) {
-		case linkpipe.LinkCore:
-			pl.rcv.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
-		case linkpipe.LinkSession:
-			pl.SessionRx(now, b)
-			tx.Release(d.Addr)
-		default:
-			tx.Release(d.Addr) // not accepted (counted by the session)
-		}
+	pl.ReceiveLink(now, descs, tx, pl)
+}
+
+// OnPFC gates the class queues by a PAUSE/PFC frame from the link
+// (linkpipe.LinkRx).
+func (pl *fecPipeline) OnPFC(now int64, b []byte) {
+	var f pfc.Frame
+	if pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
+		pl.st.PFCRx.Add(1)
 	}
+}
+
+// OnSession: the session's events need nothing of fec (linkpipe.LinkRx).
+func (pl *fecPipeline) OnSession(int64, linksession.Event) {}
+
+// OnCore hands a link frame to the Receiver (linkpipe.LinkRx).
+func (pl *fecPipeline) OnCore(now int64, f link.Frame) {
+	pl.rcv.Receive(now, f)
 }
 
 // Poll implements Pipeline: statistics, monitors and policy; the session;

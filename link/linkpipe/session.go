@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
+	"github.com/linkfabric/linkfabric/pfc"
+	"github.com/linkfabric/linkfabric/xdp"
 	"github.com/spf13/pflag"
 )
 
@@ -286,35 +289,36 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 	return ev
 }
 
-// LinkFrame is what a frame from the link port is to a pipeline with one
-// link port (LinkSess.Sort).
-type LinkFrame uint8
+// LinkRx is a pipeline with one link port as ReceiveLink hands it its
+// link's frames.
+type LinkRx interface {
+	// OnPFC takes a PAUSE/PFC frame; OnSession the events of a session
+	// frame the session took (SessionRx); OnCore a frame for the
+	// mechanism's core, which owns it from then on.
+	OnPFC(now int64, b []byte)
+	OnSession(now int64, ev linksession.Event)
+	OnCore(now int64, f link.Frame)
+}
 
-const (
-	// LinkDrop: not accepted, counted by the session: no agreement with
-	// its sender yet (its numbering means nothing here), or a plain frame
-	// from a peer with another --integrity.
-	LinkDrop LinkFrame = iota
-	// LinkSession: a session frame, for SessionRx.
-	LinkSession
-	// LinkCore: for the mechanism's core.
-	LinkCore
-)
-
-// Sort says what frame b from the link port (not a MAC control frame) is
-// to the pipeline.
-func (s *LinkSess) Sort(now int64, b []byte) LinkFrame {
-	if t, ok := seqhdr.FrameType(b); ok {
-		if t.IsSession() {
-			return LinkSession
+// ReceiveLink hands a batch from the link port to rx: MAC control frames,
+// session frames (through SessionRx), and the frames the session accepts
+// for the core; it drops the others (no agreement with their sender yet,
+// whose numbering means nothing here, or plain frames from a peer with
+// another --integrity: counted by the session) and releases every frame
+// but the core's.
+func (s *LinkSess) ReceiveLink(now int64, descs []xdp.Desc, tx *dataplane.Tx, rx LinkRx) {
+	for _, d := range descs {
+		b := s.w.Bytes(d.Addr, int(d.Len))
+		if t, ok := seqhdr.FrameType(b); pfc.IsMACControl(b) {
+			rx.OnPFC(now, b)
+		} else if ok && t.IsSession() {
+			rx.OnSession(now, s.SessionRx(now, b))
+		} else if ok && s.Sess.AcceptLink(now) || !ok && s.Sess.AcceptPlain() {
+			rx.OnCore(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+			continue
 		}
-		if !s.Sess.AcceptLink(now) {
-			return LinkDrop
-		}
-	} else if !s.Sess.AcceptPlain() {
-		return LinkDrop
+		tx.Release(d.Addr)
 	}
-	return LinkCore
 }
 
 // MismatchText names, flag by flag, the settings of the peer that do not

@@ -287,10 +287,9 @@ func (pl *lgPipeline) newSession() error {
 	return pl.StartSession(pl.w, sessionConfig(pl.w.Config()), p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
 }
 
-// sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
-// ACK batch set from the agreed window.
-func (pl *lgPipeline) sessionRx(now int64, b []byte) {
-	ev := pl.LinkSess.SessionRx(now, b)
+// OnSession sets LinkGuardian's credit and explicit ACK batch from the
+// window of a new agreement (linkpipe.LinkRx).
+func (pl *lgPipeline) OnSession(now int64, ev linksession.Event) {
 	a, _ := pl.Sess.Agreed()
 	if ev&linksession.EvReset == 0 {
 		return
@@ -444,24 +443,11 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *data
 		pl.queue.Push(pl.w, now, descs)
 		return
 	}
-	for _, d := range descs {
-		b := pl.w.Bytes(d.Addr, int(d.Len))
-		if pfc.IsMACControl(b) {
-			pl.onPFC(now, b)
-			tx.Release(d.Addr)
-			continue
-		}
-		switch pl.Sort(now, b) {
-		case linkpipe.LinkCore:
-			pl.port.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
-		case linkpipe.LinkSession:
-			pl.sessionRx(now, b)
-			tx.Release(d.Addr)
-		default:
-			tx.Release(d.Addr) // not accepted (counted by the session)
-		}
-	}
+	pl.ReceiveLink(now, descs, tx, pl)
 }
+
+// OnCore hands a link frame to the core (linkpipe.LinkRx).
+func (pl *lgPipeline) OnCore(now int64, f link.Frame) { pl.port.Receive(now, f) }
 
 // Poll implements Pipeline: host frames from the queue to the core as credit
 // and pauses allow, the core's timers, then the core's output in priority
@@ -645,10 +631,10 @@ func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate floa
 	}
 }
 
-// onPFC applies a PFC (or 802.3x PAUSE) frame received on the link port: it
+// OnPFC applies a PFC (or 802.3x PAUSE) frame received on the link port: it
 // gates the host frames of the classes it names, and a pause of the
 // protected class pauses LinkGuardian's sender.
-func (pl *lgPipeline) onPFC(now int64, b []byte) {
+func (pl *lgPipeline) OnPFC(now int64, b []byte) {
 	// Every PAUSE/PFC frame gates the host frames of the classes it names.
 	var f pfc.Frame
 	if !pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
