@@ -110,18 +110,10 @@ func (k *cellFEC) Up() bool { return k.Sess.State() == linksession.Up }
 // (credit, REACH, anything else) to the node as it is.
 func (k *cellFEC) Receive(now int64, f link.Frame, tx *dataplane.Tx) {
 	b := k.W.Bytes(uint64(f.H), f.Len)
-	t, ok := seqhdr.FrameType(b)
-	if ok && t.IsSession() {
-		k.SessionRx(now, b)
-		k.Cells.Release(tx, f)
+	if _, taken := k.TakeSession(now, f, b, tx, &k.st.NotAgreed); taken {
 		return
 	}
-	if !k.Sess.AcceptLink(now) {
-		k.st.NotAgreed++
-		k.Cells.Release(tx, f)
-		return
-	}
-	if ok && (t == seqhdr.TypeCell || t == seqhdr.TypeFECParity) {
+	if t, ok := seqhdr.FrameType(b); ok && (t == seqhdr.TypeCell || t == seqhdr.TypeFECParity) {
 		k.rcv.Receive(now, f)
 		return
 	}

@@ -214,6 +214,22 @@ func (c *LayerSession) StartSession(window int, prot linksession.Protect, link l
 	return nil
 }
 
+// TakeSession takes what is the session's of frame f (bytes b) from the
+// link: a session frame, to SessionRx (ev: its events), and any frame
+// before the session agreed with its sender (counted in notAgreed). It
+// releases them and says taken; a frame not taken is the layer's.
+func (c *LayerSession) TakeSession(now int64, f link.Frame, b []byte, tx *dataplane.Tx, notAgreed *uint64) (ev linksession.Event, taken bool) {
+	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
+		ev = c.SessionRx(now, b)
+	} else if c.Sess.AcceptLink(now) {
+		return 0, false
+	} else {
+		*notAgreed++
+	}
+	c.Cells.Release(tx, f)
+	return ev, true
+}
+
 // SessionRx hands a session frame to the session, logs what it means and
 // returns the session's events.
 func (c *LayerSession) SessionRx(now int64, b []byte) linksession.Event {

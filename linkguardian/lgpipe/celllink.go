@@ -165,18 +165,14 @@ func (c *cellLink) watchAcks(now int64) {
 // rest through the endpoint once the session agreed; what the endpoint
 // delivers goes to the node.
 func (c *cellLink) Receive(now int64, f link.Frame, tx *dataplane.Tx) {
-	b := c.W.Bytes(uint64(f.H), f.Len)
-	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
-		c.sessionRx(now, b)
-		c.Cells.Release(tx, f)
-		return
+	ev, taken := c.TakeSession(now, f, c.W.Bytes(uint64(f.H), f.Len), tx, &c.st.NotAgreed)
+	if !taken {
+		c.ep.Receive(now, f)
+	} else if ev&linksession.EvReset != 0 {
+		// The endpoint's credit from the agreed window.
+		a, _ := c.Sess.Agreed()
+		c.ep.S.SetCredit(min(int(a.Window), ConfigOf(c.W.Config()).credit))
 	}
-	if !c.Sess.AcceptLink(now) {
-		c.st.NotAgreed++
-		c.Cells.Release(tx, f)
-		return
-	}
-	c.ep.Receive(now, f)
 }
 
 // DeliverUp hands what the endpoint delivered to the node.
@@ -186,16 +182,6 @@ func (c *cellLink) DeliverUp(now int64) {
 		c.Cells.LinkRx(now, c.L, f)
 	}
 	o.Deliver = o.Deliver[:0]
-}
-
-// sessionRx is LayerSession.SessionRx with the endpoint's credit set from
-// the agreed window.
-func (c *cellLink) sessionRx(now int64, b []byte) {
-	ev := c.LayerSession.SessionRx(now, b)
-	if ev&linksession.EvReset != 0 {
-		a, _ := c.Sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), ConfigOf(c.W.Config()).credit))
-	}
 }
 
 // Poll runs the session (link state, HELLOs on the control lane) and the
