@@ -10,6 +10,7 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/fec/fecpipe"
+	"github.com/linkfabric/linkfabric/internal/fuzzops"
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
@@ -126,7 +127,7 @@ func FuzzCellFECReceive(f *testing.F) {
 		p.step(t, 1000)
 		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
 		p.step(t, 1000)
-		o := &fuzzOps{b: data}
+		o := &fuzzops.Ops{B: data}
 		loseNext := 0
 		p.lose = func(i int, b []byte) bool {
 			if t, ok := seqhdr.FrameType(b); ok && t == seqhdr.TypeCell && loseNext > 0 {
@@ -154,32 +155,32 @@ func FuzzCellFECReceive(f *testing.F) {
 				}
 			}
 		}
-		for step := 0; len(o.b) > 0 && step < 200; step++ {
-			op, l := o.u8(), int(o.u8()%2)
+		for step := 0; len(o.B) > 0 && step < 200; step++ {
+			op, l := o.U8(), int(o.U8()%2)
 			var b []byte
 			switch op % 6 {
 			case 0: // raw bytes
-				b = o.bytes(int(o.u16() % 1600))
+				b = o.Bytes(int(o.U16() % 1600))
 			case 1, 2: // a cell with any link fields (1), or sequenced near the window (2)
 				b = hostileCellFEC(o)
 				if op%6 == 2 {
 					c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq }) // the sender of what edge 2 receives on l
-					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.TxNext().Add(int(int8(o.u8())) % 16)})
+					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.TxNext().Add(int(int8(o.U8())) % 16)})
 				}
 			case 3: // a parity frame near the window
 				c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq })
-				n := int(o.u16() % 1600)
+				n := int(o.U16() % 1600)
 				b = make([]byte, fec.ParityOffset+max(n, fec.MinFrame))
-				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.TxNext().Add(int(int8(o.u8())) % 16), Count: 1 + int(o.u8()%8), LenXor: o.u16()})
-				copy(b[fec.ParityOffset:], o.bytes(n))
+				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.TxNext().Add(int(int8(o.U8())) % 16), Count: 1 + int(o.U8()%8), LenXor: o.U16()})
+				copy(b[fec.ParityOffset:], o.Bytes(n))
 			case 4: // traffic edge 1 → edge 2, some cells lost
-				loseNext = int(o.u8() % 3)
-				for range 1 + o.u8()%8 {
+				loseNext = int(o.U8() % 3)
+				for range 1 + o.U8()%8 {
 					seq++
-					p.fromHost(t, 0, 0, hostFrame(2, 1, 60+int(o.u8())*5, seq))
+					p.fromHost(t, 0, 0, hostFrame(2, 1, 60+int(o.U8())*5, seq))
 				}
 			case 5:
-				p.step(t, int64(o.u8())*10_000)
+				p.step(t, int64(o.U8())*10_000)
 			}
 			if b != nil {
 				if len(b) == 0 {
@@ -233,16 +234,16 @@ func FuzzCellFECReceive(f *testing.F) {
 
 // hostileCellFEC is a cell frame with fields, link fields and payload from
 // the input, its header checksum valid.
-func hostileCellFEC(o *fuzzOps) []byte {
-	n := 1 + int(o.u16()%1400)
-	h := cellify.CellHeader{Dst: 2, Src: cellify.EdgeID(1 + o.u8()%3), Hops: 1 + o.u8()%15, Seq: uint32(o.u16()), Epoch: 1 + uint16(o.u8())}
-	h.First = o.u16() % uint16(n+1)
+func hostileCellFEC(o *fuzzops.Ops) []byte {
+	n := 1 + int(o.U16()%1400)
+	h := cellify.CellHeader{Dst: 2, Src: cellify.EdgeID(1 + o.U8()%3), Hops: 1 + o.U8()%15, Seq: uint32(o.U16()), Epoch: 1 + uint16(o.U8())}
+	h.First = o.U16() % uint16(n+1)
 	b := make([]byte, max(cellify.CellPayloadOffset+n, seqhdr.MinFrameLen))
-	m, err := cellify.PutCell(b, &h, o.bytes(n))
+	m, err := cellify.PutCell(b, &h, o.Bytes(n))
 	if err != nil {
 		return b
 	}
-	copy(b[15:22], o.bytes(7))
+	copy(b[15:22], o.Bytes(7))
 	return b[:m]
 }
 
