@@ -24,13 +24,13 @@ func TestSingleTxQueueLink(t *testing.T) {
 	}
 	log1, l1 := dataplane.NewLogBuffer()
 	log2, l2 := dataplane.NewLogBuffer()
-	lgc := lgpipe.LGConfig{AckTimeout: lgAckTimeout}
+	lgc := lgpipe.Config{AckTimeout: lgAckTimeout}
 	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l1}, lgc))
 	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l2}, lgc))
 	if p := sw2.Link(); len(p.Sockets()) != 2 || p.Lanes() != 1 {
 		t.Fatalf("sw2 link0: %d sockets, %d lanes; want 2 sockets (one per RX queue), 1 lane", len(p.Sockets()), p.Lanes())
 	}
-	for i := 0; lgpipe.LGStatsOf(sw1).Session.Snapshot().State != "up" || lgpipe.LGStatsOf(sw2).Session.Snapshot().State != "up"; i++ {
+	for i := 0; lgpipe.StatsOf(sw1).Session.Snapshot().State != "up" || lgpipe.StatsOf(sw2).Session.Snapshot().State != "up"; i++ {
 		if i == 500 {
 			t.Fatal("link session not up after 5 s")
 		}
@@ -41,7 +41,7 @@ func TestSingleTxQueueLink(t *testing.T) {
 	r := b.send(t, 20_000, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	for i, d := range []*dataplane.Dataplane{sw1, sw2} {
-		if a := lgpipe.LGStatsOf(d).Session.Snapshot().Agreed; a == nil || a.Lanes != 1 {
+		if a := lgpipe.StatsOf(d).Session.Snapshot().Agreed; a == nil || a.Lanes != 1 {
 			t.Errorf("sw%d agreed %+v; want 1 lane", i+1, a)
 		}
 	}

@@ -33,10 +33,10 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 			for i, ns := range []string{"sw1", "sw2"} {
 				buf, log := dataplane.NewLogBuffer()
 				logs[i] = buf
-				sws[i] = dataplane.StartSwitch(t, tb.NS(ns), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Link: dataplane.LinkConfig{Integrity: c[i]}, Logger: log}, lgpipe.LGConfig{SessionPass: true}))
+				sws[i] = dataplane.StartSwitch(t, tb.NS(ns), withSession(dataplane.Config{Mode: lgpipe.ModeLG, Link: dataplane.LinkConfig{Integrity: c[i]}, Logger: log}, linkpipe.SessionConfig{SessionPass: true}))
 			}
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				s1, s2 := lgpipe.LGStatsOf(sws[0]).Session.Snapshot(), lgpipe.LGStatsOf(sws[1]).Session.Snapshot()
+				s1, s2 := lgpipe.StatsOf(sws[0]).Session.Snapshot(), lgpipe.StatsOf(sws[1]).Session.Snapshot()
 				if s1.State == "mismatch" && s2.State == "mismatch" {
 					break
 				}
@@ -47,7 +47,7 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 			}
 			for i := range sws {
 				here, there := c[i], c[1-i]
-				s := lgpipe.LGStatsOf(sws[i]).Session.Snapshot()
+				s := lgpipe.StatsOf(sws[i]).Session.Snapshot()
 				want := fmt.Sprintf("--integrity %v here, %v at the peer", here, there)
 				if !strings.Contains(s.Mismatch, "integrity") || !strings.Contains(s.Mismatch, want) {
 					t.Errorf("sw%d's session snapshot: mismatch %q, want it to name %q", i+1, s.Mismatch, want)
@@ -66,11 +66,11 @@ func TestIntegrityMismatchNamed(t *testing.T) {
 					t.Errorf("flow %d: h2 received %d datagrams through mismatched ends", i, len(got))
 				}
 			}
-			if p := lgpipe.LGStatsOf(sws[0]).Session.Snapshot().Held.Passed; p == 0 {
+			if p := lgpipe.StatsOf(sws[0]).Session.Snapshot().Held.Passed; p == 0 {
 				t.Errorf("sw1 passed no host frame unprotected: the test sent nothing across")
 			}
 			for i, d := range sws {
-				t.Logf("sw%d: session %+v, integrity: corrupt %d, other check %d", i+1, lgpipe.LGStatsOf(d).Session.Snapshot(), lgpipe.LGStatsOf(d).Integrity.Corrupt.Load(), lgpipe.LGStatsOf(d).Integrity.OtherCheck.Load())
+				t.Logf("sw%d: session %+v, integrity: corrupt %d, other check %d", i+1, lgpipe.StatsOf(d).Session.Snapshot(), lgpipe.StatsOf(d).Integrity.Corrupt.Load(), lgpipe.StatsOf(d).Integrity.OtherCheck.Load())
 			}
 		})
 	}

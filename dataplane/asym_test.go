@@ -38,14 +38,14 @@ func TestLGAsymmetricEnds(t *testing.T) {
 					t.Fatalf("ethtool -L link0 rx 1 tx 1 in %s: %v: %s", tb.NS("sw2"), err, out)
 				}
 			}
-			lgc := lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+			lgc := lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}
 			b := &lgBed{tb: tb}
 			log1, l1 := dataplane.NewLogBuffer()
 			log2, l2 := dataplane.NewLogBuffer()
 			b.sw1 = dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l1}, lgc))
 			cfg2 := tc.sw2
 			cfg2.Mode, cfg2.Logger = lgpipe.ModeLG, l2
-			*lgpipe.LGConfigOf(&cfg2) = lgc
+			*lgpipe.ConfigOf(&cfg2) = lgc
 			b.sw2 = dataplane.StartSwitch(t, tb.NS("sw2"), cfg2)
 			if err := b.sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}); err != nil {
 				t.Fatalf("impairment on sw2 link0: %v", err)
@@ -54,7 +54,7 @@ func TestLGAsymmetricEnds(t *testing.T) {
 				t.Fatalf("impairment on sw1 link0: %v", err)
 			}
 			b.watchSkips(t)
-			for i := 0; lgpipe.LGStatsOf(b.sw1).Session.Snapshot().State != "up" || lgpipe.LGStatsOf(b.sw2).Session.Snapshot().State != "up"; i++ {
+			for i := 0; lgpipe.StatsOf(b.sw1).Session.Snapshot().State != "up" || lgpipe.StatsOf(b.sw2).Session.Snapshot().State != "up"; i++ {
 				if i == 500 {
 					t.Fatal("link session not up after 5 s")
 				}
@@ -68,7 +68,7 @@ func TestLGAsymmetricEnds(t *testing.T) {
 				t.Errorf("sw2 gave up on %d frames and skipped %d (window overrun); detected %d lost", rs.AckNoTimeouts, rs.ForcedSkips, rs.LostDetected)
 			}
 			for i, d := range []*dataplane.Dataplane{b.sw1, b.sw2} {
-				ss := lgpipe.LGStatsOf(d).Session.Snapshot()
+				ss := lgpipe.StatsOf(d).Session.Snapshot()
 				if ss.State != "up" || ss.Agreed == nil {
 					t.Fatalf("sw%d: link session %s, agreed %v", i+1, ss.State, ss.Agreed)
 				}

@@ -17,16 +17,16 @@ import (
 type cellsGrayRun struct {
 	packets, lost, busy uint64
 	dropped             uint64 // by the impairment, on the 4 links
-	s1, s2              cellspipe.CellsSnapshot
+	s1, s2              cellspipe.Snapshot
 }
 
 // cellsGray brings up the bundle (prefix lfcf) with mode under the cells on
 // both edges (fc configures fec), Bernoulli loss p on every link sw1→sw2,
 // and runs iperf3 UDP h1→h2 through it.
-func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cellsGrayRun {
+func cellsGray(t *testing.T, mode string, fc fecpipe.Config, p float64) cellsGrayRun {
 	tb := netns.TestUp(t, "lfcf", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
-	cc := cellspipe.CellsConfig{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
+	cc := cellspipe.Config{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
 	start := func(ns string, id uint16) *dataplane.Dataplane {
 		c := cc
 		c.NodeID = id
@@ -61,7 +61,7 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cells
 	t.Logf("--cells-link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost (%d dropped at sockets: machine busy); the impairment dropped %d frames",
 		mode, p, r.packets, r.lost, r.busy, r.dropped)
 	t.Logf("sw2: usable links %d, reassembly skipped %d holes, discarded %d records, malformed %d", r.s2.UsableLinks, r.s2.ReasmTimeouts, r.s2.ReasmDiscards, r.s2.Malformed)
-	for _, s := range []cellspipe.CellsSnapshot{r.s1, r.s2} {
+	for _, s := range []cellspipe.Snapshot{r.s1, r.s2} {
 		if s.FramesHeld != 0 || s.CopyFails != 0 {
 			t.Errorf("node %d: %d frames unaccounted for, %d copy failures", s.NodeID, s.FramesHeld, s.CopyFails)
 		}
@@ -81,28 +81,30 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.FECConfig, p float64) cells
 func TestCellsFECGrayUDP(t *testing.T) {
 	const p = 1e-2
 	var none, coded cellsGrayRun
-	t.Run("none", func(t *testing.T) { none = cellsGray(t, "none", fecpipe.FECConfig{}, p) })
+	t.Run("none", func(t *testing.T) { none = cellsGray(t, "none", fecpipe.Config{}, p) })
 	t.Run("fec", func(t *testing.T) {
-		coded = cellsGray(t, "fec", fecpipe.FECConfig{Window: time.Second, MinFrames: 500}, p)
+		coded = cellsGray(t, "fec", fecpipe.Config{Window: time.Second, MinFrames: 500}, p)
 		var sent, parity, recovered, lostSeen, unrecovered uint64
 		for l, ln := range coded.s2.Links {
 			g := ln.LG
 			if g == nil || g.FEC == nil {
 				t.Fatalf("sw2 %s: no fec link layer", ln.Name)
 			}
+			gf := g.FEC.(*fecpipe.Snapshot)
 			s1 := coded.s1.Links[l].LG
+			sf, _ := s1.FEC.(*fecpipe.Snapshot)
 			t.Logf("%s: sw1 sent %d cells, %d parity, n %d (%s, policy %q); sw2 found %d missing, rebuilt %d, lost %d; measured loss %.4f",
-				ln.Name, s1.Sent, s1.FEC.Sender.Parity, s1.FEC.N, s1.FEC.Basis, s1.FEC.Policy.Decision, g.LostSeen, g.Recovered, g.GaveUp, g.LossRate)
+				ln.Name, s1.Sent, sf.Sender.Parity, sf.N, sf.Basis, sf.Policy.Decision, g.LostSeen, g.Recovered, g.GaveUp, g.LossRate)
 			sent += s1.Sent
-			parity += s1.FEC.Sender.Parity
+			parity += sf.Sender.Parity
 			recovered += g.Recovered
 			lostSeen += g.LostSeen
 			unrecovered += g.GaveUp
-			if g.LossRate < p/3 || g.LossRate > 3*p || !g.FEC.RxMeasured {
-				t.Errorf("sw2 %s: measured loss %.4g (measured %v); the links lose %g", ln.Name, g.LossRate, g.FEC.RxMeasured, p)
+			if g.LossRate < p/3 || g.LossRate > 3*p || !gf.RxMeasured {
+				t.Errorf("sw2 %s: measured loss %.4g (measured %v); the links lose %g", ln.Name, g.LossRate, gf.RxMeasured, p)
 			}
-			if s1.FEC.Policy.Decision == "" || s1.FEC.N < 1 {
-				t.Errorf("sw1 %s: policy %+v, n %d: want n from sw2's report", ln.Name, s1.FEC.Policy, s1.FEC.N)
+			if sf.Policy.Decision == "" || sf.N < 1 {
+				t.Errorf("sw1 %s: policy %+v, n %d: want n from sw2's report", ln.Name, sf.Policy, sf.N)
 			}
 			if !ln.Usable {
 				t.Errorf("sw2 %s not usable (last exclusion %q): a link the coding carries stays in use", ln.Name, ln.LastReason)

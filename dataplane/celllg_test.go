@@ -21,19 +21,19 @@ import (
 // is skipped. (This machine keeps workers from running for tens of
 // milliseconds under load: a spurious exclusion costs lg only a session
 // restart, but a hole skipped loses records.)
-func cellsLGConfig(mode string) cellspipe.CellsConfig {
-	return cellspipe.CellsConfig{LinkMode: mode, ReachInterval: 5 * time.Millisecond, ReachTh: 3, ReasmTimeout: 100 * time.Millisecond}
+func cellsLGConfig(mode string) cellspipe.Config {
+	return cellspipe.Config{LinkMode: mode, ReachInterval: 5 * time.Millisecond, ReachTh: 3, ReasmTimeout: 100 * time.Millisecond}
 }
 
 // upBundleCellsLG is upBundleCells on prefix lfl, once every link is
 // usable.
-func upBundleCellsLG(t *testing.T, cc cellspipe.CellsConfig) *lgBed {
+func upBundleCellsLG(t *testing.T, cc cellspipe.Config) *lgBed {
 	t.Helper()
 	b := upBundleCells(t, "lfl", cc)
 	// Every link's session is up with the other edge before traffic.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s1, s2 := cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot()
+		s1, s2 := cellspipe.StatsOf(b.sw1).Snapshot(), cellspipe.StatsOf(b.sw2).Snapshot()
 		if s1.UsableLinks == 4 && s2.UsableLinks == 4 {
 			for l := range s1.Links {
 				if g := s1.Links[l].LG; cc.LinkMode != "none" && (g == nil || g.Session != "up" || g.PeerNode != 2) {
@@ -77,7 +77,7 @@ func cellsLGCut(t *testing.T, cut string) {
 	b := upBundleCellsLG(t, cellsLGConfig("lg"))
 	before := cellsSnap(t, b.sw1)
 	link2 := b.sw2.Port(b.sw2.Ports().Links[2]).Program()
-	var down cellspipe.CellsSnapshot
+	var down cellspipe.Snapshot
 	r := b.sendDuring(t, 12_000, 500, 6_000, func() {
 		time.Sleep(700 * time.Millisecond)
 		if cut == "down" {
@@ -86,12 +86,12 @@ func cellsLGCut(t *testing.T, cut string) {
 			t.Errorf("drop-all on sw2 link2: %v", err)
 		}
 		// Once sw1 has taken link2 out, it sends nothing more on it.
-		if !eventually(func() bool { return !cellspipe.CellStatsOf(b.sw1).Snapshot().Links[2].Usable }) {
+		if !eventually(func() bool { return !cellspipe.StatsOf(b.sw1).Snapshot().Links[2].Usable }) {
 			t.Errorf("sw1 still uses link2 20 s after it was cut")
 		}
-		down = cellspipe.CellStatsOf(b.sw1).Snapshot()
+		down = cellspipe.StatsOf(b.sw1).Snapshot()
 		time.Sleep(300 * time.Millisecond)
-		if after := cellspipe.CellStatsOf(b.sw1).Snapshot(); after.Links[2].LG.Sent > down.Links[2].LG.Sent {
+		if after := cellspipe.StatsOf(b.sw1).Snapshot(); after.Links[2].LG.Sent > down.Links[2].LG.Sent {
 			t.Errorf("sw1 sent %d cells on link2 while it was cut", after.Links[2].LG.Sent-down.Links[2].LG.Sent)
 		}
 	})
@@ -114,7 +114,7 @@ func cellsLGCut(t *testing.T, cut string) {
 	if s2.ReasmTimeouts != 0 || s2.ReasmDiscards != 0 || s2.Hosts[0].QueueDrops != 0 {
 		t.Errorf("sw2: reassembly skipped %d holes, discarded %d records; %d deliveries found the host queue full", s2.ReasmTimeouts, s2.ReasmDiscards, s2.Hosts[0].QueueDrops)
 	}
-	for _, s := range []cellspipe.CellsSnapshot{s1, s2} {
+	for _, s := range []cellspipe.Snapshot{s1, s2} {
 		if s.FramesHeld != 0 {
 			t.Errorf("node %d: %d frames unaccounted for", s.NodeID, s.FramesHeld)
 		}
@@ -200,7 +200,7 @@ func TestCellsLGNodeCollision(t *testing.T) {
 	sw1 := startCells(t, tb.NS("sw1"), 7, nil, bundleLinks, cc).D
 	startCells(t, tb.NS("sw2"), 7, nil, bundleLinks, cc)
 	eventually(func() bool {
-		for _, l := range cellspipe.CellStatsOf(sw1).Snapshot().Links {
+		for _, l := range cellspipe.StatsOf(sw1).Snapshot().Links {
 			if l.LG == nil || l.LG.NodeCollisions == 0 {
 				return false
 			}
@@ -231,7 +231,7 @@ func TestCellsMonitorLoss(t *testing.T) {
 	b.send(t, 12_000, 500, 6_000)
 	// A measurement every 100 ms: wait for the lossy links to be out.
 	eventually(func() bool {
-		s := cellspipe.CellStatsOf(b.sw2).Snapshot()
+		s := cellspipe.StatsOf(b.sw2).Snapshot()
 		return !s.Links[0].Usable && !s.Links[2].Usable
 	})
 	s := cellsSnap(t, b.sw2)

@@ -41,7 +41,7 @@ func workers(t *testing.T, n int) {
 
 // startCells runs mode cells on host0 (unless hosts is given) and links of
 // namespace ns as node id.
-func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc cellspipe.CellsConfig) *dataplane.RunningSwitch {
+func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc cellspipe.Config) *dataplane.RunningSwitch {
 	t.Helper()
 	cc.NodeID = id
 	if hosts == nil {
@@ -52,15 +52,15 @@ func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc ce
 
 // cellsSnap returns d's cells statistics once a publication after now is
 // in (the worker publishes every 20 ms).
-func cellsSnap(t *testing.T, d *dataplane.Dataplane) cellspipe.CellsSnapshot {
+func cellsSnap(t *testing.T, d *dataplane.Dataplane) cellspipe.Snapshot {
 	t.Helper()
-	time.Sleep(3 * time.Duration(cellspipe.CellPublish))
-	return cellspipe.CellStatsOf(d).Snapshot()
+	time.Sleep(3 * time.Duration(cellspipe.PublishInterval))
+	return cellspipe.StatsOf(d).Snapshot()
 }
 
 // upBundleCells brings up a bundle testbed (prefix base) with mode cells on
 // sw1 (node 1) and sw2 (node 2), and waits until h1 pings h2 through them.
-func upBundleCells(t *testing.T, base string, cc cellspipe.CellsConfig) *lgBed {
+func upBundleCells(t *testing.T, base string, cc cellspipe.Config) *lgBed {
 	t.Helper()
 	tb := netns.TestUp(t, base, "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
@@ -70,7 +70,7 @@ func upBundleCells(t *testing.T, base string, cc cellspipe.CellsConfig) *lgBed {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells (link mode %q): %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, cellspipe.CellStatsOf(b.sw1).Snapshot(), cellspipe.CellStatsOf(b.sw2).Snapshot())
+		t.Fatalf("ping h1→h2 through cells (link mode %q): %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, cellspipe.StatsOf(b.sw1).Snapshot(), cellspipe.StatsOf(b.sw2).Snapshot())
 	}
 	return b
 }
@@ -101,7 +101,7 @@ func iperfTCP(t *testing.T, client, server, addr string, port int, secs int) flo
 }
 
 // linkBalance returns max/mean of the cell bytes sent per link of s.
-func linkBalance(s cellspipe.CellsSnapshot) (ratio float64, bytes []uint64) {
+func linkBalance(s cellspipe.Snapshot) (ratio float64, bytes []uint64) {
 	var sum, most uint64
 	for _, l := range s.Links {
 		bytes = append(bytes, l.TxBytes)
@@ -120,7 +120,7 @@ func linkBalance(s cellspipe.CellsSnapshot) (ratio float64, bytes []uint64) {
 // signal, as at a switch.) noRoute0 is the node's no-route count when
 // traffic started: frames a host sent while reachability was still
 // converging, such as its own multicast at link-up, are not the test's.
-func checkCellsClean(t *testing.T, name string, s cellspipe.CellsSnapshot, noRoute0 uint64) {
+func checkCellsClean(t *testing.T, name string, s cellspipe.Snapshot, noRoute0 uint64) {
 	t.Helper()
 	s.Node.NoRoute -= noRoute0
 	if s.Malformed != 0 || s.FramesHeld != 0 || s.HopDrops != 0 {
@@ -135,7 +135,7 @@ func checkCellsClean(t *testing.T, name string, s cellspipe.CellsSnapshot, noRou
 // bundleCells: ping, iperf3 TCP for 3 s and numbered UDP frames from h1
 // to h2 through two cell edges over the bundle; every frame the edges took
 // arrives once and in order, and with perm the links carry equal bytes.
-func bundleCells(t *testing.T, cc cellspipe.CellsConfig, secs int) {
+func bundleCells(t *testing.T, cc cellspipe.Config, secs int) {
 	b := upBundleCells(t, "lfc", cc)
 	h1, h2 := b.tb.NS("h1"), b.tb.NS("h2")
 	start1, start2 := cellsSnap(t, b.sw1), cellsSnap(t, b.sw2)
@@ -186,7 +186,7 @@ func bundleCells(t *testing.T, cc cellspipe.CellsConfig, secs int) {
 
 // TestCellsBundle: cells with packing, credits and perm spraying.
 func TestCellsBundle(t *testing.T) {
-	bundleCells(t, cellspipe.CellsConfig{Spray: "perm"}, 3)
+	bundleCells(t, cellspipe.Config{Spray: "perm"}, 3)
 }
 
 // TestCellsBundleVariants: without credits (push), without packing, both,
@@ -194,13 +194,13 @@ func TestCellsBundle(t *testing.T) {
 func TestCellsBundleVariants(t *testing.T) {
 	for _, v := range []struct {
 		name string
-		cc   cellspipe.CellsConfig
+		cc   cellspipe.Config
 	}{
-		{"push", cellspipe.CellsConfig{NoCredits: true}},
-		{"unpacked", cellspipe.CellsConfig{NoPacking: true}},
-		{"push-unpacked", cellspipe.CellsConfig{NoCredits: true, NoPacking: true}},
-		{"p2c", cellspipe.CellsConfig{Spray: "p2c"}},
-		{"hash", cellspipe.CellsConfig{Spray: "hash"}}, // a flow keeps to one link: no balance
+		{"push", cellspipe.Config{NoCredits: true}},
+		{"unpacked", cellspipe.Config{NoPacking: true}},
+		{"push-unpacked", cellspipe.Config{NoCredits: true, NoPacking: true}},
+		{"p2c", cellspipe.Config{Spray: "p2c"}},
+		{"hash", cellspipe.Config{Spray: "hash"}}, // a flow keeps to one link: no balance
 	} {
 		t.Run(v.name, func(t *testing.T) { bundleCells(t, v.cc, 1) })
 	}
@@ -208,14 +208,14 @@ func TestCellsBundleVariants(t *testing.T) {
 
 // topoCells runs mode cells on node of tb's topology (its host and link
 // ports, their rates and buffers) as node id.
-func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.CellsConfig) *dataplane.RunningSwitch {
+func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config) *dataplane.RunningSwitch {
 	t.Helper()
 	ports, err := tb.Topology.NodePorts(node)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink)}, cc)
-	cellspipe.CellsConfigOf(&cfg).NodeID = id
+	cellspipe.ConfigOf(&cfg).NodeID = id
 	for _, p := range ports {
 		if p.Rate > 0 {
 			if cfg.Shape == nil {
@@ -237,7 +237,7 @@ func TestCellsFabric3(t *testing.T) {
 	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
 	sw := map[string]*dataplane.RunningSwitch{}
 	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		sw[n] = topoCells(t, tb, n, nodes[n], cellspipe.CellsConfig{})
+		sw[n] = topoCells(t, tb, n, nodes[n], cellspipe.Config{})
 	}
 	if ps := sw["e3"].D.Ports(); len(ps.Hosts) != 2 || len(ps.Links) != 4 {
 		t.Fatalf("e3 ports %+v", ps)
@@ -247,12 +247,12 @@ func TestCellsFabric3(t *testing.T) {
 	defer cancel()
 	for _, a := range []string{"10.0.0.3", "10.0.0.4", "10.0.0.2"} {
 		if err := netns.WaitPing(ctx, h1, a); err != nil {
-			t.Fatalf("ping h1→%s through fabric3: %v\ne1 %+v\nf1 %+v", a, err, cellspipe.CellStatsOf(sw["e1"].D).Snapshot(), cellspipe.CellStatsOf(sw["f1"].D).Snapshot())
+			t.Fatalf("ping h1→%s through fabric3: %v\ne1 %+v\nf1 %+v", a, err, cellspipe.StatsOf(sw["e1"].D).Snapshot(), cellspipe.StatsOf(sw["f1"].D).Snapshot())
 		}
 	}
 	pings(t, h1, "10.0.0.3", 20)
 	pings(t, h1, "10.0.0.4", 20)
-	before := map[string]cellspipe.CellsSnapshot{}
+	before := map[string]cellspipe.Snapshot{}
 	for n, s := range sw {
 		before[n] = cellsSnap(t, s.D)
 	}
@@ -348,7 +348,7 @@ func hostileCell(t *testing.T, h cellify.CellHeader, payload []byte) []byte {
 func TestCellsHostileFrames(t *testing.T) {
 	tb := netns.TestUp(t, "lfc", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 1)
-	sw2 := startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, cellspipe.CellsConfig{})
+	sw2 := startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, cellspipe.Config{})
 	fd := dataplane.RawSender(t, tb.NS("sw1"), "link0")
 	cell := func(mod func(*cellify.CellHeader)) cellify.CellHeader {
 		h := cellify.CellHeader{Dst: 2, Src: 1, Hops: 5, Seq: 7, First: 0}
@@ -393,7 +393,7 @@ func TestCellsHostileFrames(t *testing.T) {
 	}
 	before := cellsSnap(t, sw2.D)
 	rx0 := sw2.D.Stats().Ports[sw2.D.Ports().Links[0]].RX.Frames
-	corrupt0 := cellspipe.CellStatsOf(sw2.D).Integrity.Corrupt.Load()
+	corrupt0 := cellspipe.StatsOf(sw2.D).Integrity.Corrupt.Load()
 	for i := range n {
 		for _, k := range kinds {
 			b := k.frame(i)
@@ -418,7 +418,7 @@ func TestCellsHostileFrames(t *testing.T) {
 	sw2.CheckRunning(t, "sw2")
 	a, b := after.Node, before.Node
 	checkCounted(t, []counted{
-		{"integrity failures (no trailer)", cellspipe.CellStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
+		{"integrity failures (no trailer)", cellspipe.StatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"wrong destination", a.WrongDst - b.WrongDst, n},
 		{"bad cells (hops 0, length, checksum, truncated)", a.BadCell - b.BadCell, 4 * n},
 		{"bad type (unknown, IPv4)", a.BadType - b.BadType, 2 * n},
@@ -464,10 +464,10 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 			}
 			pings(t, tb.NS("h1"), "10.0.0.2", 20)
 			if mode == lgpipe.ModeLG {
-				if c := lgpipe.LGStatsOf(sw1).Integrity.Corrupt.Load(); c != 0 {
+				if c := lgpipe.StatsOf(sw1).Integrity.Corrupt.Load(); c != 0 {
 					t.Errorf("lg: %d corrupt frames on a clean link", c)
 				}
-				if cellspipe.CellStatsOf(sw1) != nil {
+				if cellspipe.StatsOf(sw1) != nil {
 					t.Error("lg has cells statistics")
 				}
 			}
@@ -481,18 +481,18 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 // up; the frames lost are bounded by the cells that were on the link and
 // the rest arrive once and in order.
 func TestCellsLinkDown(t *testing.T) {
-	b := upBundleCells(t, "lfc", cellspipe.CellsConfig{})
+	b := upBundleCells(t, "lfc", cellspipe.Config{})
 	ns1 := b.tb.NS("sw1")
 	before := cellsSnap(t, b.sw1)
-	var down, back cellspipe.CellsSnapshot
+	var down, back cellspipe.Snapshot
 	r := b.sendDuring(t, 30_000, 500, 10_000, func() {
 		time.Sleep(800 * time.Millisecond)
 		ipIn(t, ns1, "link", "set", "link2", "down")
-		eventually(func() bool { return !cellspipe.CellStatsOf(b.sw1).Snapshot().Links[2].Usable })
-		down = cellspipe.CellStatsOf(b.sw1).Snapshot()
+		eventually(func() bool { return !cellspipe.StatsOf(b.sw1).Snapshot().Links[2].Usable })
+		down = cellspipe.StatsOf(b.sw1).Snapshot()
 		ipIn(t, ns1, "link", "set", "link2", "up")
-		eventually(func() bool { return cellspipe.CellStatsOf(b.sw1).Snapshot().Links[2].Usable })
-		back = cellspipe.CellStatsOf(b.sw1).Snapshot()
+		eventually(func() bool { return cellspipe.StatsOf(b.sw1).Snapshot().Links[2].Usable })
+		back = cellspipe.StatsOf(b.sw1).Snapshot()
 	})
 	after := cellsSnap(t, b.sw1)
 	l2 := after.Links[2]

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -26,8 +27,8 @@ func TestConfigSizes(t *testing.T) {
 		{"ring not a power of two", dataplane.Config{Mode: dataplane.ModeForward, RingSize: 3000}, []string{"--ring-size"}},
 		{"negative batch", dataplane.Config{Mode: dataplane.ModeForward, Batch: -1}, []string{"--batch"}},
 		{"frame size", dataplane.Config{Mode: dataplane.ModeForward, FrameSize: 1500}, []string{"--frame-size"}},
-		{"tx buffer not a power of two", withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgpipe.LGConfig{TxBuffer: 1000}), []string{"--lg-tx-buffer"}},
-		{"tx buffer beyond the ring", withLG(dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024}, lgpipe.LGConfig{TxBuffer: 4096}), []string{"--lg-tx-buffer", "--ring-size"}},
+		{"tx buffer not a power of two", withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgpipe.Config{TxBuffer: 1000}), []string{"--lg-tx-buffer"}},
+		{"tx buffer beyond the ring", withLG(dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024}, lgpipe.Config{TxBuffer: 4096}), []string{"--lg-tx-buffer", "--ring-size"}},
 		{"umem smaller than the rings", dataplane.Config{Mode: dataplane.ModeForward, RingSize: 2048, FrameCount: 2048}, []string{"--frames", "--ring-size"}},
 		{"umem smaller than rings and lg buffers", dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024, FrameCount: 4096}, []string{"--frames", "--ring-size"}},
 		{"frames and frames per queue", dataplane.Config{Mode: dataplane.ModeForward, FrameCount: 65536, FramesPerQueue: 4096}, []string{"--frames", "--frames-per-queue"}},
@@ -56,7 +57,7 @@ func TestConfigSizes(t *testing.T) {
 	for _, c := range []dataplane.Config{
 		{Mode: dataplane.ModeForward}, {Mode: lgpipe.ModeLG}, {Mode: lgpipe.ModeLGNB}, {Mode: lgpipe.ModeMonitor},
 		{Mode: lgpipe.ModeLG, RingSize: 4096}, {Mode: lgpipe.ModeLG, RingSize: 512, Batch: 64},
-		withLG(dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024, Batch: 256, FrameCount: 8192}, lgpipe.LGConfig{TxBuffer: 512}),
+		withLG(dataplane.Config{Mode: lgpipe.ModeLG, RingSize: 1024, Batch: 256, FrameCount: 8192}, lgpipe.Config{TxBuffer: 512}),
 		{Mode: dataplane.ModeForward, FrameSize: 2048, RingSize: 64, Batch: 64},
 	} {
 		c.HostPort, c.LinkPort = "host0", "link0"
@@ -86,8 +87,8 @@ func TestDefaultRingSize(t *testing.T) {
 		{"lg, kernel send", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, 1, 4096},
 		{"lgnb, kernel send (xdp)", dataplane.Config{Mode: lgpipe.ModeLGNB, FastPath: dataplane.FastPathXDP}, 1, 4096},
 		{"lg, kernel send, ring given", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto, RingSize: 1024}, 1, 1024},
-		{"lg, protect tx only", withLG(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, lgpipe.LGConfig{Protect: "tx"}), 1, 2048},
-		{"lg, protect rx only", withLG(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, lgpipe.LGConfig{Protect: "rx"}), 1, 2048},
+		{"lg, protect tx only", withSession(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, linkpipe.SessionConfig{Protect: "tx"}), 1, 2048},
+		{"lg, protect rx only", withSession(dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto}, linkpipe.SessionConfig{Protect: "rx"}), 1, 2048},
 		{"lg, busy poll", dataplane.Config{Mode: lgpipe.ModeLG, FastPath: dataplane.FastPathAuto, BusyPoll: true}, 1, 2048},
 	} {
 		c := tc.cfg
@@ -102,7 +103,7 @@ func TestDefaultRingSize(t *testing.T) {
 		if c.RingSize != tc.want {
 			t.Errorf("%s: --ring-size %d by default; want %d", tc.name, c.RingSize, tc.want)
 		}
-		if lgpipe.LGTxWanted(&c) && tc.cfg.RingSize == 0 && lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
+		if lgpipe.TxWanted(&c) && tc.cfg.RingSize == 0 && lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize) != 3584 {
 			t.Errorf("%s: credit window %d; want 3584", tc.name, lgpipe.CreditWindow(lgpipe.DefaultTxBuffer(c.RingSize, true), c.RingSize))
 		}
 	}

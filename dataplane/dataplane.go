@@ -541,7 +541,7 @@ const EthHeaderLen = 14
 
 // checkMTU checks the ports' MTUs: on a sequenced link (lg, lgnb, monitor)
 // the link port must carry a full host frame plus LinkOverhead (cells cut
-// host frames to the link's size: CellsConfig.fit), and
+// host frames to the link's size: cellspipe.Config.fit), and
 // in every mode the largest frame either port receives must fit a UMEM frame
 // (the kernel drops a longer one on receive, counted only in XDP_STATISTICS).
 func (c *Config) checkMTU(hostMTU, linkMTU int) error {

@@ -18,7 +18,6 @@ import (
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
-	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/traffic"
@@ -30,7 +29,7 @@ const fecLinkHeader = fec.MaxOverhead + linkcrc.TrailerLen
 
 // upFEC brings up a pair testbed (prefix base lfr) with room for parity
 // frames and runs mode fec with fc on both switches.
-func upFEC(t *testing.T, fc fecpipe.FECConfig) (*netns.Testbed, *dataplane.RunningSwitch, *dataplane.RunningSwitch) {
+func upFEC(t *testing.T, fc fecpipe.Config) (*netns.Testbed, *dataplane.RunningSwitch, *dataplane.RunningSwitch) {
 	t.Helper()
 	tb := netns.TestUp(t, "lfr", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fecLinkHeader})
 	sw1 := dataplane.StartWatched(t, tb.NS("sw1"), withFEC(dataplane.Config{Mode: fecpipe.ModeFEC}, fc))
@@ -40,10 +39,10 @@ func upFEC(t *testing.T, fc fecpipe.FECConfig) (*netns.Testbed, *dataplane.Runni
 
 // fecSnap returns d's fec statistics once published after now (the worker
 // publishes every 20 ms).
-func fecSnap(t *testing.T, d *dataplane.Dataplane) linkpipe.FECSnapshot {
+func fecSnap(t *testing.T, d *dataplane.Dataplane) fecpipe.Snapshot {
 	t.Helper()
-	time.Sleep(3 * time.Duration(fecpipe.FECObserve))
-	return fecpipe.FECStatsOf(d).Snapshot()
+	time.Sleep(3 * time.Duration(fecpipe.ObserveInterval))
+	return fecpipe.StatsOf(d).Snapshot()
 }
 
 // waitFECUp waits until both ends' link sessions are up.
@@ -52,13 +51,13 @@ func waitFECUp(t *testing.T, ds ...*dataplane.Dataplane) {
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		up := true
 		for _, d := range ds {
-			up = up && fecpipe.FECStatsOf(d).Session.Snapshot().State == "up"
+			up = up && fecpipe.StatsOf(d).Session.Snapshot().State == "up"
 		}
 		if up {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fec link session not up after 5 s: %+v", fecpipe.FECStatsOf(ds[0]).Session.Snapshot())
+			t.Fatalf("fec link session not up after 5 s: %+v", fecpipe.StatsOf(ds[0]).Session.Snapshot())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -72,7 +71,7 @@ func waitFECUp(t *testing.T, ds ...*dataplane.Dataplane) {
 // of the numbers it found missing, and the sender sent one parity frame
 // per 4 data frames.
 func TestFECUDPBernoulli(t *testing.T) {
-	fc := fecpipe.FECConfig{Fixed: true, N: 4, MinFrames: 2000}
+	fc := fecpipe.Config{Fixed: true, N: 4, MinFrames: 2000}
 	if w := os.Getenv("LF_FEC_WAIT"); w != "" { // for measuring the recovery delay
 		fc.Wait, _ = time.ParseDuration(w)
 	}
@@ -94,7 +93,7 @@ func TestFECUDPBernoulli(t *testing.T) {
 	t.Logf("iperf3 UDP 50 Mbit/s 3 s at loss 1e-2 through fec(4): %d datagrams, %d lost, %d out of order, h2 rcvbuf errors %d, checksum errors %d; impairment %+v",
 		packets, lost, ooo, rcvbuf, csum, imp)
 	t.Logf("sw1 sender %+v", s1.Sender)
-	t.Logf("sw1 dataplane %+v; sw2 dataplane %+v; sw2 link socket drops %d, corrupt %d", sw1.D.Stats(), sw2.D.Stats(), socketDrops(t, sw2.D.Link()), fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load())
+	t.Logf("sw1 dataplane %+v; sw2 dataplane %+v; sw2 link socket drops %d, corrupt %d", sw1.D.Stats(), sw2.D.Stats(), socketDrops(t, sw2.D.Link()), fecpipe.StatsOf(sw2.D).Integrity.Corrupt.Load())
 	t.Logf("sw2 receiver %+v; rx loss %.4g (measured %v), burst %.2f; sw1 policy %+v", s2.Receiver, s2.RxLoss, s2.RxMeasured, s2.RxBurst, s1.Policy)
 	if imp.Dropped == 0 || imp.LossRate() < 5e-3 {
 		t.Fatalf("the impairer dropped %d of %d frames: no loss to recover", imp.Dropped, imp.Seen)
@@ -164,7 +163,7 @@ func sealed(b []byte) []byte {
 // integrity trailer. The dataplane keeps running, holds no frame after,
 // every UMEM frame comes back, and h1 still reaches h2.
 func TestFECHostileFrames(t *testing.T) {
-	tb, sw1, sw2 := upFEC(t, fecpipe.FECConfig{Fixed: true, N: 4})
+	tb, sw1, sw2 := upFEC(t, fecpipe.Config{Fixed: true, N: 4})
 	waitFECUp(t, sw1.D, sw2.D)
 	src := macOf(t, tb.NS("sw1"), "link0")
 	fd := dataplane.RawSender(t, tb.NS("sw1"), "link0")
@@ -182,7 +181,7 @@ func TestFECHostileFrames(t *testing.T) {
 	// away spreads groups over the half of the sequence space opposite
 	// sw2's window (a parity inside it could rebuild a frame: a peer's
 	// right, forged or not).
-	agreed := fecpipe.FECStatsOf(sw2.D).Session.Snapshot().Agreed
+	agreed := fecpipe.StatsOf(sw2.D).Session.Snapshot().Agreed
 	if agreed == nil {
 		t.Fatal("sw2's session has no agreement")
 	}
@@ -206,7 +205,7 @@ func TestFECHostileFrames(t *testing.T) {
 	}
 	before := fecSnap(t, sw2.D)
 	rx0 := sw2.D.Stats().Link.RX.Frames
-	corrupt0 := fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load()
+	corrupt0 := fecpipe.StatsOf(sw2.D).Integrity.Corrupt.Load()
 	for i := range n {
 		for _, k := range kinds {
 			b := k.frame(i)
@@ -229,7 +228,7 @@ func TestFECHostileFrames(t *testing.T) {
 	sw2.CheckRunning(t, "sw2")
 	a, b := after.Receiver, before.Receiver
 	checkCounted(t, []counted{
-		{"integrity failures (no trailer)", fecpipe.FECStatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
+		{"integrity failures (no trailer)", fecpipe.StatsOf(sw2.D).Integrity.Corrupt.Load() - corrupt0, n},
 		{"bad parity (short, no frames, reserved, payload)", a.BadParity - b.BadParity, 4 * n},
 		{"parity decoded (the groups anywhere)", a.Parity - b.Parity, n},
 		{"bad data (ACK flag, too short, unknown type)", a.BadData - b.BadData, 3 * n},
@@ -256,7 +255,7 @@ func TestFECHostileFrames(t *testing.T) {
 // wire or in a receiver's window are dropped), and the survivor's session
 // saw each peer restart.
 func TestFECRestart(t *testing.T) {
-	fc := fecpipe.FECConfig{Fixed: true, N: 4}
+	fc := fecpipe.Config{Fixed: true, N: 4}
 	tb := netns.TestUp(t, "lfr", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fecLinkHeader})
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 5}
 	start := func(sw string) *dataplane.RunningSwitch {
@@ -297,11 +296,11 @@ func TestFECRestart(t *testing.T) {
 	for _, sw := range []string{"sw2", "sw1"} {
 		time.Sleep(800 * time.Millisecond)
 		other := map[string]string{"sw1": "sw2", "sw2": "sw1"}[sw]
-		before := fecpipe.FECStatsOf(sws[other].D).Session.Snapshot().Counters.PeerRestarts
+		before := fecpipe.StatsOf(sws[other].D).Session.Snapshot().Counters.PeerRestarts
 		sws[sw].Stop(t)
 		sws[sw] = start(sw)
 		waitFECUp(t, sws["sw1"].D, sws["sw2"].D)
-		restarts[other] = fecpipe.FECStatsOf(sws[other].D).Session.Snapshot().Counters.PeerRestarts - before
+		restarts[other] = fecpipe.StatsOf(sws[other].D).Session.Snapshot().Counters.PeerRestarts - before
 		atLast = sink.Received()
 	}
 	eventually(func() bool { return sink.Received() >= atLast+1000 })
@@ -312,7 +311,7 @@ func TestFECRestart(t *testing.T) {
 	<-sunk
 	r := sink.Report()
 	t.Logf("across two restarts: h1 sent %d, h2 got %+v (%d after the last restart); sw2 receiver now %+v",
-		n, r, r.Received-atLast, fecpipe.FECStatsOf(sws["sw2"].D).Snapshot().Receiver)
+		n, r, r.Received-atLast, fecpipe.StatsOf(sws["sw2"].D).Snapshot().Receiver)
 	if r.Duplicates != 0 || r.OutOfOrder != 0 || r.Other != 0 {
 		t.Errorf("across two restarts: %d duplicates, %d out of order, %d foreign frames delivered to h2", r.Duplicates, r.OutOfOrder, r.Other)
 	}
@@ -330,7 +329,7 @@ func TestFECRestart(t *testing.T) {
 // window, here 500 ms) has measured the healed link: the hysteresis.
 func TestFECPolicyHeals(t *testing.T) {
 	const window = 500 * time.Millisecond
-	tb, sw1, sw2 := upFEC(t, fecpipe.FECConfig{Target: 1e-3, MinFrames: 2000, Window: window})
+	tb, sw1, sw2 := upFEC(t, fecpipe.Config{Target: 1e-3, MinFrames: 2000, Window: window})
 	prog := sw2.D.Link().Program()
 	if err := prog.SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 5}); err != nil {
 		t.Fatal(err)
@@ -358,7 +357,7 @@ func TestFECPolicyHeals(t *testing.T) {
 		case <-done:
 			back = -1
 		case <-time.After(50 * time.Millisecond):
-			if s := fecpipe.FECStatsOf(sw1.D).Snapshot(); s.N == 0 && s.Policy.Decision == "none" {
+			if s := fecpipe.StatsOf(sw1.D).Snapshot(); s.N == 0 && s.Policy.Decision == "none" {
 				back = time.Since(healed)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/netns"
@@ -103,7 +104,7 @@ func linkFlap(t *testing.T, mode dataplane.Mode) {
 		// The kernel delivered at both ends, and the point changed hands
 		// around the flap (the session's reset claims it).
 		for name, s := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
-			c := lgpipe.LGStatsOf(s.D).Core()
+			c := lgpipe.StatsOf(s.D).Core()
 			rs := c.Receiver
 			t.Logf("%s receiver: %+v", name, rs)
 			if rs == nil || rs.FastDelivered == 0 || rs.FastHandOffs < 2 || rs.FastClaims == 0 {
@@ -115,7 +116,7 @@ func linkFlap(t *testing.T, mode dataplane.Mode) {
 		// Both halves ran: the kernel sent host frames, and the flap (the
 		// session leaving Up) took sending back to the core at least once.
 		for name, s := range map[string]*dataplane.RunningSwitch{"sw1": sw1, "sw2": sw2} {
-			ss := lgpipe.LGStatsOf(s.D).Core().Sender
+			ss := lgpipe.StatsOf(s.D).Core().Sender
 			t.Logf("%s sender: %+v", name, ss)
 			if ss == nil || ss.FastSent == 0 || ss.FastSendHandOffs < 2 || ss.FastSendClaims == 0 {
 				t.Errorf("%s's sender %+v: want frames sent by the kernel, sending claimed across the flap and handed back", name, ss)
@@ -168,7 +169,7 @@ func TestLGFlapHoldsHostFrames(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("h2 got datagrams %v after a 2 s outage, want all of %v in order", got, want)
 	}
-	t.Logf("h2 got %d datagrams; sw1 session: %+v", len(got), lgpipe.LGStatsOf(sw1.D).Session.Snapshot())
+	t.Logf("h2 got %d datagrams; sw1 session: %+v", len(got), lgpipe.StatsOf(sw1.D).Session.Snapshot())
 }
 
 // TestLGSessionKeepsNewest: sw1 runs lg; sw2 runs too but its link port is
@@ -213,7 +214,7 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	// --session-hold (the keep ends when the outage is that old) is not
 	// this test's subject: far beyond the scenario.
-	cfg := withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgpipe.LGConfig{SessionKeep: keep, SessionHold: time.Minute})
+	cfg := withSession(dataplane.Config{Mode: lgpipe.ModeLG}, linkpipe.SessionConfig{SessionKeep: keep, SessionHold: time.Minute})
 	staticNeighbour(t, tb) // no ARP can cross
 	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "down")
 	sw2 := dataplane.StartWatched(t, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG})
@@ -223,7 +224,7 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	waitFor(t, "sw1's worker polled", func() bool { return sw1.D.Stats().Loops >= 2 })
 	polled := time.Now()
 	tx, rx := class5UDP(t, tb)
-	dropped := func() uint64 { return lgpipe.LGStatsOf(sw1.D).Session.Snapshot().Held.Dropped }
+	dropped := func() uint64 { return lgpipe.StatsOf(sw1.D).Session.Snapshot().Held.Dropped }
 
 	const stale, fresh = 100, 20
 	sendNumbered(t, tx, stale, 5, 0)
@@ -242,11 +243,11 @@ func sessionKeep(t *testing.T, keep int, gap time.Duration) (decided bool) {
 	}
 	ipIn(t, tb.NS("sw2"), "link", "set", "link0", "up")
 	waitFor(t, "the link session is up", func() bool {
-		return lgpipe.LGStatsOf(sw1.D).Session.Snapshot().State == "up" && lgpipe.LGStatsOf(sw2.D).Session.Snapshot().State == "up"
+		return lgpipe.StatsOf(sw1.D).Session.Snapshot().State == "up" && lgpipe.StatsOf(sw2.D).Session.Snapshot().State == "up"
 	})
 	up := time.Now()
 	got := receiveNumbered(rx)
-	snap := lgpipe.LGStatsOf(sw1.D).Session.Snapshot()
+	snap := lgpipe.StatsOf(sw1.D).Session.Snapshot()
 	t.Logf("--session-keep %d, gap %v: h2 got %v; sw1 session: %+v", keep, gap, got, snap)
 
 	// A fresh datagram is surely kept if sent (before it arrived) in the

@@ -124,7 +124,7 @@ func TestJumboVeth(t *testing.T) {
 				r := waitCore(t, sw2.D).Receiver
 				for deadline := time.Now().Add(3 * time.Second); r != nil && r.Delivered < count && time.Now().Before(deadline); {
 					time.Sleep(25 * time.Millisecond)
-					r = lgpipe.LGStatsOf(sw2.D).Core().Receiver
+					r = lgpipe.StatsOf(sw2.D).Core().Receiver
 				}
 				if r == nil || r.LostDetected != 0 || r.Delivered < count {
 					t.Errorf("sw2 lg receiver %+v: want every frame delivered in order, none lost", r)

@@ -68,13 +68,13 @@ type lgBed struct {
 // upLG brings up a fresh pair testbed (prefix base lfq) and starts mode on
 // both switches, with impairment imp (nil: none) on sw2's link port, that is
 // on the sw1→sw2 direction.
-func upLG(t *testing.T, mode dataplane.Mode, lgc lgpipe.LGConfig, imp *bpf.ImpairConfig) *lgBed {
+func upLG(t *testing.T, mode dataplane.Mode, lgc lgpipe.Config, imp *bpf.ImpairConfig) *lgBed {
 	t.Helper()
 	return upLGLink(t, mode, dataplane.LinkConfig{}, lgc, imp)
 }
 
 // upLGLink is upLG with link settings lc on both ends.
-func upLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lgpipe.LGConfig, imp *bpf.ImpairConfig) *lgBed {
+func upLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lgpipe.Config, imp *bpf.ImpairConfig) *lgBed {
 	t.Helper()
 	tb := netns.TestUp(t, "lfq", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkQueues: lgLinkQueues()})
 	b := &lgBed{tb: tb}
@@ -94,7 +94,7 @@ func upLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lg
 		// --session-wait: wait for it here, however long the dataplanes
 		// take to start.
 		waitFor(t, "both link sessions up", func() bool {
-			return lgpipe.LGStatsOf(b.sw1).Session.Snapshot().State == "up" && lgpipe.LGStatsOf(b.sw2).Session.Snapshot().State == "up"
+			return lgpipe.StatsOf(b.sw1).Session.Snapshot().State == "up" && lgpipe.StatsOf(b.sw2).Session.Snapshot().State == "up"
 		})
 		b.watchSkips(t)
 	}
@@ -119,13 +119,13 @@ func (b *lgBed) watchSkips(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			c := lgpipe.LGStatsOf(b.sw2).Core()
+			c := lgpipe.StatsOf(b.sw2).Core()
 			if c.Receiver == nil || c.Receiver.AckNoTimeouts == last {
 				continue
 			}
 			last = c.Receiver.AckNoTimeouts
 			var snap metrics.Snapshot
-			lgpipe.LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
+			lgpipe.StatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
 			log = append(log, fmt.Sprintf("t=%v: %d frames given up so far; renotify %v, ackNoTimeout %v; retransmission delays so far: %d, max %v",
 				time.Since(start).Round(time.Millisecond), last, time.Duration(c.Renotify), time.Duration(c.AckNoTimeout), snap.Count, time.Duration(snap.Max)))
 		}
@@ -334,12 +334,12 @@ const lgAhead = 1024
 
 // waitCore returns the LinkGuardian core counters of d once they are
 // published and stable (the worker publishes every 20 ms).
-func waitCore(t *testing.T, d *dataplane.Dataplane) lgpipe.LGCore {
+func waitCore(t *testing.T, d *dataplane.Dataplane) lgpipe.Core {
 	t.Helper()
-	var c lgpipe.LGCore
+	var c lgpipe.Core
 	for i := 0; i < 80; i++ {
 		time.Sleep(25 * time.Millisecond)
-		n := lgpipe.LGStatsOf(d).Core()
+		n := lgpipe.StatsOf(d).Core()
 		if i > 0 && n.Receiver != nil && c.Receiver != nil && *n.Receiver == *c.Receiver &&
 			n.Sender != nil && c.Sender != nil && *n.Sender == *c.Sender && holesSettled(n.Receiver) {
 			return n
@@ -360,17 +360,17 @@ func holesSettled(r *linkguardian.ReceiverStats) bool {
 }
 
 // logLG logs what both ends' LinkGuardian cores counted (for diagnosis).
-func (b *lgBed) logLG(t *testing.T) (s1, s2 lgpipe.LGCore) {
+func (b *lgBed) logLG(t *testing.T) (s1, s2 lgpipe.Core) {
 	t.Helper()
 	s1, s2 = waitCore(t, b.sw1), waitCore(t, b.sw2)
 	t.Logf("sw1 sender: %+v", *s1.Sender)
 	t.Logf("sw2 receiver: %+v", *s2.Receiver)
 	var snap metrics.Snapshot
-	lgpipe.LGStatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
+	lgpipe.StatsOf(b.sw2).RetxDelay.SnapshotInto(&snap)
 	t.Logf("sw2 retransmission delay µs: %+v; timers in force: renotify %v, ackNoTimeout %v",
 		metrics.Summarize(&snap, 1e-3), time.Duration(s2.Renotify), time.Duration(s2.AckNoTimeout))
-	t.Logf("sw1 dataplane: %+v; link tx ring full %d, PFC rx %d", b.sw1.Stats(), lgpipe.LGStatsOf(b.sw1).LinkTxRingFull.Load(), lgpipe.LGStatsOf(b.sw1).PFCRx.Load())
-	t.Logf("sw2 dataplane: %+v; host tx ring full %d, pause tx %d", b.sw2.Stats(), lgpipe.LGStatsOf(b.sw2).HostTxRingFull.Load(), lgpipe.LGStatsOf(b.sw2).PauseTx.Load())
+	t.Logf("sw1 dataplane: %+v; link tx ring full %d, PFC rx %d", b.sw1.Stats(), lgpipe.StatsOf(b.sw1).LinkTxRingFull.Load(), lgpipe.StatsOf(b.sw1).PFCRx.Load())
+	t.Logf("sw2 dataplane: %+v; host tx ring full %d, pause tx %d", b.sw2.Stats(), lgpipe.StatsOf(b.sw2).HostTxRingFull.Load(), lgpipe.StatsOf(b.sw2).PauseTx.Load())
 	return s1, s2
 }
 
@@ -396,7 +396,7 @@ func checkDelivery(t *testing.T, r *lgRun, inOrder bool) {
 // lossless delivery: losses were detected, each detected frame was
 // recovered, none was given up on, and the detections match the loss rate
 // over the data frames sent.
-func checkRecovery(t *testing.T, r *lgRun, s1, s2 *lgpipe.LGCore, st bpf.ImpairStats, tol float64) {
+func checkRecovery(t *testing.T, r *lgRun, s1, s2 *lgpipe.Core, st bpf.ImpairStats, tol float64) {
 	t.Helper()
 	rs := s2.Receiver
 	if rs.LostDetected == 0 {
@@ -433,13 +433,13 @@ func checkRecovery(t *testing.T, r *lgRun, s1, s2 *lgpipe.LGCore, st bpf.ImpairS
 // runLG sends lgFrames frames through mode with impairment imp on sw1→sw2
 // and returns the run, both ends' LinkGuardian counters (lg, lgnb) and the
 // impairment counters of the run.
-func runLG(t *testing.T, mode dataplane.Mode, lgc lgpipe.LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 lgpipe.LGCore, st bpf.ImpairStats) {
+func runLG(t *testing.T, mode dataplane.Mode, lgc lgpipe.Config, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 lgpipe.Core, st bpf.ImpairStats) {
 	t.Helper()
 	return runLGLink(t, mode, dataplane.LinkConfig{}, lgc, imp, size, rate)
 }
 
 // runLGLink is runLG with link settings lc on both ends.
-func runLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lgpipe.LGConfig, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 lgpipe.LGCore, st bpf.ImpairStats) {
+func runLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lgpipe.Config, imp bpf.ImpairConfig, size int, rate float64) (r *lgRun, s1, s2 lgpipe.Core, st bpf.ImpairStats) {
 	t.Helper()
 	b := upLGLink(t, mode, lc, lgc, &imp)
 	if mode != dataplane.ModeForward && lgc.TxBuffer == 0 {
@@ -449,11 +449,11 @@ func runLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc l
 		for _, d := range []*dataplane.Dataplane{b.sw1, b.sw2} {
 			c, lanes := d.Config(), d.Link().Lanes()
 			want := int(c.RingSize)
-			if lanes == 1 && !lgpipe.LGTxWanted(&c) {
+			if lanes == 1 && !lgpipe.TxWanted(&c) {
 				want /= 2
 			}
-			if lgpipe.LGConfigOf(&c).TxBuffer != want {
-				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, lgpipe.LGConfigOf(&c).TxBuffer, lanes, want)
+			if lgpipe.ConfigOf(&c).TxBuffer != want {
+				t.Errorf("%s: TX buffer %d frames by default on a %d-lane link; want %d", c.LinkPort, lgpipe.ConfigOf(&c).TxBuffer, lanes, want)
 			}
 		}
 	}
@@ -486,7 +486,7 @@ func checkLossRate(t *testing.T, st bpf.ImpairStats, want, tol float64) {
 // demonstrably dropped ~1% and the receiver recovered exactly what it
 // detected.
 func TestLGBernoulliLossRecovered(t *testing.T) {
-	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 11}, lgFrameSize, lgRate)
+	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 11}, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	checkLossRate(t, st, lgLoss, 0.25)
 	checkRecovery(t, r, &s1, &s2, st, 0.25)
@@ -496,11 +496,11 @@ func TestLGBernoulliLossRecovered(t *testing.T) {
 // coreAndSession reads d's core and session statistics as published
 // together (keepalives keep the session's counters moving, so two separate
 // reads can straddle a publication).
-func coreAndSession(d *dataplane.Dataplane) (lgpipe.LGCore, linkpipe.SessionSnapshot) {
+func coreAndSession(d *dataplane.Dataplane) (lgpipe.Core, linkpipe.SessionSnapshot) {
 	for {
-		c := lgpipe.LGStatsOf(d).Core()
-		s := lgpipe.LGStatsOf(d).Session.Snapshot()
-		if again := lgpipe.LGStatsOf(d).Core(); again.PriorityFrames == c.PriorityFrames {
+		c := lgpipe.StatsOf(d).Core()
+		s := lgpipe.StatsOf(d).Session.Snapshot()
+		if again := lgpipe.StatsOf(d).Core(); again.PriorityFrames == c.PriorityFrames {
 			return c, s
 		}
 	}
@@ -542,7 +542,7 @@ func checkPriorityLane(t *testing.T, sw1, sw2 *dataplane.Dataplane) {
 // or duplicated, but recovered frames arrive after their successors
 // (out-of-order > 0 shows the mode really differs from lg).
 func TestLGNBBernoulliLossRecovered(t *testing.T) {
-	r, s1, s2, st := runLG(t, lgpipe.ModeLGNB, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 12}, lgFrameSize, lgRate)
+	r, s1, s2, st := runLG(t, lgpipe.ModeLGNB, lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 12}, lgFrameSize, lgRate)
 	checkDelivery(t, r, false)
 	checkLossRate(t, st, lgLoss, 0.25)
 	checkRecovery(t, r, &s1, &s2, st, 0.25)
@@ -564,7 +564,7 @@ func TestLGNBBernoulliLossRecovered(t *testing.T) {
 func TestLGBurstyLossRecovered(t *testing.T) {
 	imp := bpf.Bursty(lgLoss, 3)
 	imp.Seed = 13
-	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
+	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	// Bursts make the count noisier than Bernoulli's (≈7% relative sd).
 	checkLossRate(t, st, lgLoss, 0.4)
@@ -578,7 +578,7 @@ func TestLGBurstyLossRecovered(t *testing.T) {
 // protection loses about 1% of the frames, exactly those the impairment
 // dropped. It shows the checks above can fail.
 func TestForwardLossIsVisible(t *testing.T) {
-	r, _, _, st := runLG(t, dataplane.ModeForward, lgpipe.LGConfig{}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 14}, lgFrameSize, lgRate)
+	r, _, _, st := runLG(t, dataplane.ModeForward, lgpipe.Config{}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 14}, lgFrameSize, lgRate)
 	checkLossRate(t, st, lgLoss, 0.25)
 	// In forward mode only data crosses the link: every frame sw1 accepted
 	// and the impairment dropped is missing at h2, and nothing else is
@@ -603,9 +603,9 @@ func TestForwardLossIsVisible(t *testing.T) {
 // this is the worker's thread not being scheduled, which happens on a busy
 // machine.
 func stall(t *testing.T, d *dataplane.Dataplane) (release func()) {
-	lgpipe.LGStatsOf(d).Mu.Lock()
+	lgpipe.StatsOf(d).Mu.Lock()
 	var once sync.Once
-	release = func() { once.Do(lgpipe.LGStatsOf(d).Mu.Unlock) }
+	release = func() { once.Do(lgpipe.StatsOf(d).Mu.Unlock) }
 	prev, still := d.Stats().Loops, time.Now()
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		time.Sleep(500 * time.Microsecond)
@@ -627,14 +627,14 @@ func stall(t *testing.T, d *dataplane.Dataplane) (release func()) {
 // while sw2 works through the backlog, detects the losses in it and asks sw1
 // for them. Every copy of every frame eventually arrives: nothing is lost
 // on the wire for good, so LinkGuardian must deliver everything.
-func stallScenario(t *testing.T, lgc lgpipe.LGConfig, stallFor time.Duration) (*lgRun, lgpipe.LGCore) {
+func stallScenario(t *testing.T, lgc lgpipe.Config, stallFor time.Duration) (*lgRun, lgpipe.Core) {
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 17}
 	b := upLG(t, lgpipe.ModeLG, lgc, &imp)
 	var timers []string
 	r := b.sendDuring(t, 100_000, lgFrameSize, 20_000, func() { // 5 s: the stalls need 1.5 + 5 × (0.31 + stallFor)
 		time.Sleep(1500 * time.Millisecond)
 		for i := 0; i < 5; i++ {
-			c := lgpipe.LGStatsOf(b.sw2).Core()
+			c := lgpipe.StatsOf(b.sw2).Core()
 			timers = append(timers, fmt.Sprintf("renotify %v ackNoTimeout %v", time.Duration(c.Renotify), time.Duration(c.AckNoTimeout)))
 			rel2 := stall(t, b.sw2)
 			time.Sleep(10 * time.Millisecond)
@@ -655,7 +655,7 @@ func stallScenario(t *testing.T, lgc lgpipe.LGConfig, stallFor time.Duration) (*
 // recoverable, and the next test's failure is the timers', not the
 // scenario's.
 func TestLGSurvivesSchedulingStall(t *testing.T) {
-	r, s2 := stallScenario(t, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, 50*time.Millisecond)
+	r, s2 := stallScenario(t, lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}, 50*time.Millisecond)
 	checkDelivery(t, r, true)
 	if s2.Receiver.AckNoTimeouts != 0 || s2.Receiver.Recovered != s2.Receiver.LostDetected {
 		t.Errorf("receiver recovered %d of %d detected lost, gave up on %d", s2.Receiver.Recovered, s2.Receiver.LostDetected, s2.Receiver.AckNoTimeouts)
@@ -672,7 +672,7 @@ func TestLGSurvivesSchedulingStall(t *testing.T) {
 // retransmissions are on their way.
 func TestLGDefaultTimersSurviveSchedulingStall(t *testing.T) {
 	const stallFor = 250 * time.Millisecond
-	r, s2 := stallScenario(t, lgpipe.LGConfig{Copies: 3}, stallFor)
+	r, s2 := stallScenario(t, lgpipe.Config{Copies: 3}, stallFor)
 	checkDelivery(t, r, true)
 	if s2.Receiver.AckNoTimeouts != 0 || s2.Receiver.Recovered != s2.Receiver.LostDetected {
 		t.Errorf("default timers: receiver recovered %d of %d detected lost and gave up on %d whose retransmissions were delayed by a %v scheduling stall of sw1 (timers in force at the end: renotify %v, ackNoTimeout %v)",
@@ -712,7 +712,7 @@ func tcpExtDelta(ns string, before map[string]uint64, names ...string) string {
 func iperfRetrans(t *testing.T, mode dataplane.Mode, loss float64) (retx, hostDrops uint64) {
 	t.Helper()
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: loss, Seed: 15}
-	b := upLG(t, mode, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, &imp)
+	b := upLG(t, mode, lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}, &imp)
 	h1, h2 := b.tb.NS("h1"), b.tb.NS("h2")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -781,7 +781,7 @@ func TestLGHidesLossFromTCP(t *testing.T) {
 // (5e-2) at a high rate fill lg's reorder buffer: the receiver sends PFC
 // pauses, the sender obeys them, and still nothing is lost end to end.
 func TestLGPFCBackpressure(t *testing.T) {
-	lgc := lgpipe.LGConfig{Copies: 3, ResumeThreshold: 8 << 10, AckTimeout: lgAckTimeout}
+	lgc := lgpipe.Config{Copies: 3, ResumeThreshold: 8 << 10, AckTimeout: lgAckTimeout}
 	r, s1, s2, st := runLG(t, lgpipe.ModeLG, lgc, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 5e-2, Seed: 16}, 1000, 100_000)
 	checkDelivery(t, r, true)
 	checkLossRate(t, st, 5e-2, 0.25)
@@ -800,11 +800,11 @@ func TestLGPFCBackpressure(t *testing.T) {
 	// pause and resume as a PAUSE/RESUME link-header frame on link0, and
 	// sw1's LinkGuardian port applies them (no 802.1Qbb frame: NIC MACs
 	// consume or refuse those).
-	tx, rx := lgpipe.LGStatsOf(r.bed.sw2).PauseTx.Load(), ss.PausesRx+ss.ResumesRx
+	tx, rx := lgpipe.StatsOf(r.bed.sw2).PauseTx.Load(), ss.PausesRx+ss.ResumesRx
 	if tx == 0 || rx == 0 || rx > tx {
 		t.Errorf("sw2 sent %d pause frames for %d pauses + %d resumes; sw1 applied %d", tx, rs.PausesSent, rs.ResumesSent, rx)
 	}
-	if pfc := lgpipe.LGStatsOf(r.bed.sw1).PFCRx.Load(); pfc != 0 {
+	if pfc := lgpipe.StatsOf(r.bed.sw1).PFCRx.Load(); pfc != 0 {
 		t.Errorf("sw1 received %d 802.1Qbb frames: LinkGuardian's backpressure must travel as link-header frames", pfc)
 	}
 }

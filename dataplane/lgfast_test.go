@@ -57,7 +57,7 @@ func TestLGFastPathLinkFlap(t *testing.T) {
 func TestLGFastPathCarries(t *testing.T) {
 	lgOnFastPath = true
 	defer func() { lgOnFastPath = false }()
-	r, _, _, _ := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
+	r, _, _, _ := runLG(t, lgpipe.ModeLG, lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
 	rs := checkKernelDelivered(t, r.bed.sw2)
 	fp := r.bed.sw2.FastPath()
@@ -95,7 +95,7 @@ func checkKernelDelivered(t *testing.T, d *dataplane.Dataplane) *linkguardian.Re
 	t.Helper()
 	var rs *linkguardian.ReceiverStats
 	waitFor(t, "sw2's kernel owns the in-order point again", func() bool {
-		rs = lgpipe.LGStatsOf(d).Core().Receiver
+		rs = lgpipe.StatsOf(d).Core().Receiver
 		return rs != nil && rs.FastHandOffs == rs.FastClaims+1
 	})
 	t.Logf("sw2's kernel delivered %d of %d frames (%.0f %%); %d hand-offs, %d claims",
@@ -158,7 +158,7 @@ func TestLGFastSendSuite(t *testing.T) {
 // (How much each kernel carries depends on the machine's speed: logged.)
 func TestLGFastSendCarries(t *testing.T) {
 	withFastSend(t, func() {
-		r, s1, _, _ := runLG(t, lgpipe.ModeLG, lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
+		r, s1, _, _ := runLG(t, lgpipe.ModeLG, lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}, bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: lgLoss, Seed: 21}, lgFrameSize, lgRate)
 		checkDelivery(t, r, true)
 		rs := checkKernelDelivered(t, r.bed.sw2)
 		fp := r.bed.sw2.FastPath()
@@ -188,12 +188,12 @@ func TestLGFastSendCorruption(t *testing.T) {
 // carrying the integrity trailer of mode m, with 10⁻³ loss and 1 % bit
 // flips on sw1→sw2: everything delivered once and in order, and sw2
 // counted exactly the flipped frames as corrupt.
-func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 lgpipe.LGCore) {
+func runCorruption(t *testing.T, m linkcrc.Integrity) (r *lgRun, s1, s2 lgpipe.Core) {
 	t.Helper()
 	imp := bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-3, FlipProb: 1e-2, Seed: 22}
-	r, s1, s2, st := runLGLink(t, lgpipe.ModeLG, dataplane.LinkConfig{Integrity: m}, lgpipe.LGConfig{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
+	r, s1, s2, st := runLGLink(t, lgpipe.ModeLG, dataplane.LinkConfig{Integrity: m}, lgpipe.Config{Copies: 2, AckTimeout: lgAckTimeout}, imp, lgFrameSize, lgRate)
 	checkDelivery(t, r, true)
-	corrupt := lgpipe.LGStatsOf(r.bed.sw2).Integrity.Corrupt.Load()
+	corrupt := lgpipe.StatsOf(r.bed.sw2).Integrity.Corrupt.Load()
 	if st.Flipped == 0 || corrupt != st.Flipped {
 		t.Errorf("the impairment flipped a bit in %d frames; sw2 counted %d corrupt: every flipped frame must fail the check, no other", st.Flipped, corrupt)
 	}
@@ -212,13 +212,13 @@ func TestLGFastSendLinkFlap(t *testing.T) {
 // and sent data frames, the core adopted every one of them, the direction
 // host0 → link0 reports path xdp and the kernel's count, and the kernel
 // lost no numbered frame for want of head- or tailroom.
-func checkFastSend(t *testing.T, r *lgRun, _ lgpipe.LGCore) {
+func checkFastSend(t *testing.T, r *lgRun, _ lgpipe.Core) {
 	t.Helper()
 	// At rest the kernel owns sending again (every claim was followed by a
 	// hand-off). How much it sent depends on the machine: logged.
 	var ss *linkguardian.SenderStats
 	waitFor(t, "sw1's kernel owns sending again", func() bool {
-		ss = lgpipe.LGStatsOf(r.bed.sw1).Core().Sender
+		ss = lgpipe.StatsOf(r.bed.sw1).Core().Sender
 		return ss != nil && ss.FastSendHandOffs == ss.FastSendClaims+1
 	})
 	t.Logf("sw1's kernel sent %d of %d data frames (%.0f %%); %d hand-offs, %d claims",

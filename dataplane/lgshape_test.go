@@ -19,7 +19,7 @@ import (
 // losses), so every frame arrives once and the link saw no loss.
 func TestLGShapedLinkHoldsBurst(t *testing.T) {
 	tb := netns.TestUp(t, "lfls", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	lgc := lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+	lgc := lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}
 	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG,
 		Shape: map[string]dataplane.PortShape{"link0": {Rate: 20_000_000, Buffer: 16 << 10}}}, lgc))
 	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), withLG(dataplane.Config{Mode: lgpipe.ModeLG}, lgc))

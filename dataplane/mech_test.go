@@ -6,22 +6,26 @@ import (
 	"github.com/linkfabric/linkfabric/cellify/cellspipe"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec/fecpipe"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
-func withLG(c dataplane.Config, v lgpipe.LGConfig) dataplane.Config {
+func withLG(c dataplane.Config, v lgpipe.Config) dataplane.Config {
 	return dataplane.WithMech(c, "lg", v)
 }
-func withCells(c dataplane.Config, v cellspipe.CellsConfig) dataplane.Config {
+func withCells(c dataplane.Config, v cellspipe.Config) dataplane.Config {
 	return dataplane.WithMech(c, "cells", v)
 }
-func withFEC(c dataplane.Config, v fecpipe.FECConfig) dataplane.Config {
+func withSession(c dataplane.Config, v linkpipe.SessionConfig) dataplane.Config {
+	return dataplane.WithMech(c, "session", v)
+}
+func withFEC(c dataplane.Config, v fecpipe.Config) dataplane.Config {
 	return dataplane.WithMech(c, "fec", v)
 }
 
 func init() {
 	dataplane.LGProtect = func(c dataplane.Config, protect string) dataplane.Config {
-		return withLG(c, lgpipe.LGConfig{Protect: protect})
+		return withSession(c, linkpipe.SessionConfig{Protect: protect})
 	}
 }
 

@@ -153,7 +153,7 @@ func TestMetricsExpositionAndDashboard(t *testing.T) {
 	names := map[string]bool{}
 	ran := 0 // subtests that exported (veth subtests skip with -short)
 	t.Run("lg", func(t *testing.T) {
-		b := upLG(t, lgpipe.ModeLG, lgpipe.LGConfig{}, nil)
+		b := upLG(t, lgpipe.ModeLG, lgpipe.Config{}, nil)
 		text := exposition(t, b.sw1)
 		lintExposition(t, text)
 		for n := range metricNames(text) {
@@ -170,7 +170,7 @@ func TestMetricsExpositionAndDashboard(t *testing.T) {
 		ran++
 	})
 	t.Run("fec", func(t *testing.T) {
-		_, sw1, _ := upFEC(t, fecpipe.FECConfig{})
+		_, sw1, _ := upFEC(t, fecpipe.Config{})
 		text := exposition(t, sw1.D)
 		lintExposition(t, text)
 		for n := range metricNames(text) {
@@ -181,7 +181,7 @@ func TestMetricsExpositionAndDashboard(t *testing.T) {
 		ran++
 	})
 	t.Run("cells", func(t *testing.T) {
-		b := upBundleCells(t, "lfm", cellspipe.CellsConfig{})
+		b := upBundleCells(t, "lfm", cellspipe.Config{})
 		text := exposition(t, b.sw1)
 		lintExposition(t, text)
 		for n := range metricNames(text) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/metrics"
+	"github.com/spf13/pflag"
 )
 
 // Spec is what a mode is to the engine: the ports it runs on, what it
@@ -188,4 +189,59 @@ func (noInstance) Close()                                 {}
 // pipeline.
 func Stateless(pipeline func(w *Worker) (Pipeline, error)) func(*Dataplane, *Config) (Instance, error) {
 	return func(*Dataplane, *Config) (Instance, error) { return noInstance{pipeline}, nil }
+}
+
+// Flags are a mechanism's command-line flags (linkfabric run): Declare
+// declares them into f, each named with the mechanism's prefix, filling
+// c's configuration (Mech); Check runs once they are parsed and c.Mode is
+// set, and checks what they say together (f says which were given:
+// Changed). A nil Check checks nothing.
+type Flags struct {
+	Declare func(f *pflag.FlagSet, c *Config)
+	Check   func(f *pflag.FlagSet, c *Config) error
+}
+
+// flagSets are the registered mechanisms' flags, by mechanism name.
+var flagSets = map[string]Flags{}
+
+// RegisterFlags makes mechanism name's flags part of run's (DeclareFlags).
+// It is called from init, once per mechanism however many modes it runs
+// (lg, lgnb and monitor share LinkGuardian's); a name registered twice
+// panics.
+func RegisterFlags(name string, fl Flags) {
+	if _, ok := flagSets[name]; ok {
+		panic(fmt.Sprintf("dataplane: flags of %q registered twice", name))
+	}
+	flagSets[name] = fl
+}
+
+// flagNames are the mechanisms with flags, sorted.
+func flagNames() []string {
+	names := make([]string, 0, len(flagSets))
+	for name := range flagSets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DeclareFlags declares every registered mechanism's flags into f, filling
+// c (which must not be copied before they are parsed).
+func DeclareFlags(f *pflag.FlagSet, c *Config) {
+	for _, name := range flagNames() {
+		flagSets[name].Declare(f, c)
+	}
+}
+
+// CheckFlags runs every registered mechanism's Check, in name order, and
+// returns the first error.
+func CheckFlags(f *pflag.FlagSet, c *Config) error {
+	for _, name := range flagNames() {
+		if check := flagSets[name].Check; check != nil {
+			if err := check(f, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -226,7 +226,7 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode dataplane.Mode, cellL
 	start := func(ns string, id uint16) *dataplane.RunningSwitch {
 		switch mode {
 		case cellspipe.ModeCells:
-			return dataplane.StartWatched(t, ns, withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"}, Link: dataplane.LinkConfig{Integrity: integrity}}, cellspipe.CellsConfig{NodeID: id, LinkMode: cellLinkMode}))
+			return dataplane.StartWatched(t, ns, withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"}, Link: dataplane.LinkConfig{Integrity: integrity}}, cellspipe.Config{NodeID: id, LinkMode: cellLinkMode}))
 		default:
 			return dataplane.StartWatched(t, ns, dataplane.Config{Mode: mode, Link: dataplane.LinkConfig{Integrity: integrity}})
 		}
@@ -352,8 +352,8 @@ func checkSide(t *testing.T, mode dataplane.Mode, s, peer *side, d *dataplane.Da
 	case dataplane.ModeForward:
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 	case lgpipe.ModeLG, lgpipe.ModeLGNB, lgpipe.ModeMonitor:
-		c := lgpipe.LGStatsOf(d).Core()
-		ss := lgpipe.LGStatsOf(d).Session.Snapshot().Counters
+		c := lgpipe.StatsOf(d).Core()
+		ss := lgpipe.StatsOf(d).Session.Snapshot().Counters
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "data frames", s.types["1"], c.Sender.DataSent)
 		eq(t, s, "retransmitted copies", s.types["1r"], c.Sender.RetxCopies)
@@ -374,8 +374,8 @@ func checkSide(t *testing.T, mode dataplane.Mode, s, peer *side, d *dataplane.Da
 		// The peer's loss notifications name frames this side sent.
 		checkSent(t, peer.rows, "3", "linkfabric.serial", "linkfabric.count", sent, s.name+": "+peer.name+"'s loss notification names")
 	case fecpipe.ModeFEC:
-		f := fecpipe.FECStatsOf(d).Snapshot()
-		ss := fecpipe.FECStatsOf(d).Session.Snapshot().Counters
+		f := fecpipe.StatsOf(d).Snapshot()
+		ss := fecpipe.StatsOf(d).Session.Snapshot().Counters
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "data transmissions", s.types["1"], f.Sender.Data+f.Sender.Copies)
 		eq(t, s, "parity frames", s.types["14"], f.Sender.Parity)
@@ -384,7 +384,7 @@ func checkSide(t *testing.T, mode dataplane.Mode, s, peer *side, d *dataplane.Da
 		sent := consecutive(t, s.name+" data", serials(s.rows, "1", "linkfabric.serial", false))
 		checkSent(t, s.rows, "14", "linkfabric.fec.first_serial", "linkfabric.fec.count", sent, s.name+": parity covers")
 	case cellspipe.ModeCells:
-		l := cellspipe.CellStatsOf(d).Snapshot().Links[0]
+		l := cellspipe.StatsOf(d).Snapshot().Links[0]
 		eq(t, s, "frames", len(s.rows), st.Link.TX.Frames)
 		eq(t, s, "cells", s.types["9"], l.TxCells)
 		eq(t, s, "credit and REACH frames", s.types["10"]+s.types["11"]+s.types["12"], l.TxCtrl)

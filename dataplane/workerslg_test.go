@@ -35,7 +35,7 @@ func TestWorkersLG(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("impairment on sw2 link0: %+v", st)
-	lanes1, lanes2 := lgpipe.LaneLGStatsOf(sw1), lgpipe.LaneLGStatsOf(sw2)
+	lanes1, lanes2 := lgpipe.LaneStatsOf(sw1), lgpipe.LaneStatsOf(sw2)
 	if len(lanes1) != 2 || len(lanes2) != 2 {
 		t.Fatalf("LinkGuardian lanes: sw1 %d, sw2 %d; want 2", len(lanes1), len(lanes2))
 	}
@@ -66,9 +66,9 @@ func TestWorkersLG(t *testing.T) {
 
 // waitLaneCore returns a lane's core counters once published and stable
 // with every hole settled.
-func waitLaneCore(t *testing.T, s *lgpipe.LGStats) lgpipe.LGCore {
+func waitLaneCore(t *testing.T, s *lgpipe.Stats) lgpipe.Core {
 	t.Helper()
-	var c lgpipe.LGCore
+	var c lgpipe.Core
 	for i := 0; i < 80; i++ {
 		time.Sleep(25 * time.Millisecond)
 		n := s.Core()
@@ -92,7 +92,7 @@ func waitLaneCore(t *testing.T, s *lgpipe.LGStats) lgpipe.LGCore {
 func TestWorkersLGRestart(t *testing.T) {
 	tb, sw1, sw2, cfg := dataplane.UpWorkersSwitches(t, lgpipe.ModeLG, nil, lgWorkers)
 	restarts := func() (n [2]uint64) {
-		for i, s := range lgpipe.LaneLGStatsOf(sw1.D) {
+		for i, s := range lgpipe.LaneStatsOf(sw1.D) {
 			n[i] = s.Session.Snapshot().Counters.PeerRestarts
 		}
 		return n
@@ -198,7 +198,7 @@ func TestWorkersTCP(t *testing.T) {
 			}
 		}
 	}
-	for i, s := range lgpipe.LaneLGStatsOf(sw2) {
+	for i, s := range lgpipe.LaneStatsOf(sw2) {
 		rs := waitLaneCore(t, s).Receiver
 		t.Logf("lane %d: sw2 detected %d lost, recovered %d, gave up %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts)
 		if rs.LostDetected == 0 || rs.Recovered != rs.LostDetected || rs.AckNoTimeouts != 0 {
@@ -213,7 +213,7 @@ func waitLanesUp(t *testing.T, sw1, sw2 *dataplane.RunningSwitch, what string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		up := 0
-		for _, s := range append(lgpipe.LaneLGStatsOf(sw1.D), lgpipe.LaneLGStatsOf(sw2.D)...) {
+		for _, s := range append(lgpipe.LaneStatsOf(sw1.D), lgpipe.LaneStatsOf(sw2.D)...) {
 			if s.Session.Snapshot().State == "up" {
 				up++
 			}
@@ -229,5 +229,5 @@ func waitLanesUp(t *testing.T, sw1, sw2 *dataplane.RunningSwitch, what string) {
 
 // lgWorkers is the LinkGuardian configuration of the workers' testbed.
 func lgWorkers(c *dataplane.Config) {
-	*lgpipe.LGConfigOf(c) = lgpipe.LGConfig{Copies: 3, AckTimeout: lgAckTimeout}
+	*lgpipe.ConfigOf(c) = lgpipe.Config{Copies: 3, AckTimeout: lgAckTimeout}
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # check-package-map.sh: docs/architecture.md's package map ("The packages")
 # must list every package of the module with its imports from the module as
-# `go list` gives them (tests excluded). Prints each difference and the row
+# `go list` gives them (tests excluded), and no package but cmd/'s may
+# depend on two mechanisms' trees. Prints each difference and the row
 # to write; exits 1 if there is one. With --print, prints the imports column
 # of every package instead.
 set -euo pipefail
@@ -66,4 +67,21 @@ for p in "${!rows[@]}"; do
 		bad=1
 	fi
 done
+# The layout's rule: a mechanism's tree (linkguardian, cellify, fec, tdma,
+# example) is its own; no package but the command depends on two of them
+# (go list -deps, tests excluded).
+trees='linkguardian|cellify|fec|tdma|example'
+while read -r p held; do
+	echo "package $p depends on several mechanisms ($held): what they share belongs in link/ or link/linkpipe"
+	bad=1
+done < <($go list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk -v mod="$mod/" -v trees="^($trees)(/|\$)" '{
+	p = substr($1, length(mod) + 1); delete m; n = 0; held = ""
+	for (i = 1; i <= NF; i++) {
+		t = (i == 1) ? p : (index($i, mod) == 1 ? substr($i, length(mod) + 1) : "")
+		if (t !~ trees) continue
+		split(t, a, "/")
+		if (!(a[1] in m)) { m[a[1]] = 1; n++; held = held (n > 1 ? "," : "") a[1] }
+	}
+	if (n > 1 && p !~ /^cmd\//) print p, held
+}')
 exit $bad

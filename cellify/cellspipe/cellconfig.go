@@ -1,6 +1,7 @@
 package cellspipe
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -21,8 +22,8 @@ import (
 // sprayed again toward their edge).
 const ModeCells dataplane.Mode = "cells"
 
-// CellsConfig configures mode cells. Zero fields take the defaults.
-type CellsConfig struct {
+// Config configures mode cells. Zero fields take the defaults.
+type Config struct {
 	// NodeID is the node's fabric address; every node of a fabric needs its
 	// own. An edge's is 1..CellMaxEdges-1 (its bit in the reachability
 	// bitmaps), a fabric node's 1..65535. 0: derived from the MAC of the
@@ -48,10 +49,10 @@ type CellsConfig struct {
 	// not retransmitted: each link's loss rate is measured and a link above
 	// ReachConfig.LossFaulty leaves the usable set) or fec (RAIL's XOR
 	// parity after every n cells, a single loss per group rebuilt, cells
-	// delivered as they come; n as FECConfig says; the loss measured as
+	// delivered as they come; n as fecpipe.Config says; the loss measured as
 	// monitor does; cells 22 bytes smaller, for the parity header:
 	// cellfec.go). All but none run the link session, which carries the
-	// node id; both ends need the same mode. LGConfig sizes and tunes the
+	// node id; both ends need the same mode. lgpipe.Config sizes and tunes the
 	// link layer (TxBuffer default defaultCellTxBuffer).
 	LinkMode string
 	// ReachInterval is the REACH period on every link (default 5 ms);
@@ -102,8 +103,11 @@ type CellsConfig struct {
 	// PreCredit is a standing pre-credit (cellify.CreditClientConfig.Lead):
 	// the bytes each VOQ may send ahead of its grant, so the first packets
 	// after an idle spell do not wait a credit round trip. 0: the default
-	// (DefaultCellPreCredit); negative: none.
+	// (DefaultPreCredit); negative: none.
 	PreCredit int
+
+	// flags are what the flags the other way round fill (flags.go).
+	flags cellsFlags
 }
 
 // Cells defaults.
@@ -125,9 +129,9 @@ const (
 	defaultReasmTimeout  = 30 * time.Millisecond
 	defaultReasmWindow   = 4095 // 4096 slots
 	defaultCellHostRate  = 10_000_000_000
-	// DefaultCellPreCredit is the standing pre-credit of a VOQ: two
+	// DefaultPreCredit is the standing pre-credit of a VOQ: two
 	// full-size frames' records.
-	DefaultCellPreCredit = 4096
+	DefaultPreCredit = 4096
 	// MinCellSize is the least --cells-size: a cell carries at least as
 	// much payload as its own header.
 	MinCellSize = cellify.CellHeaderLen
@@ -135,10 +139,10 @@ const (
 
 // defaults checks c for an edge (a node with host ports) or a fabric node
 // and fills in the defaults.
-// CellsConfigOf is c's configuration of mode cells (Mech "cells").
-func CellsConfigOf(c *dataplane.Config) *CellsConfig { return dataplane.Mech[CellsConfig](c, "cells") }
+// ConfigOf is c's configuration of mode cells (Mech "cells").
+func ConfigOf(c *dataplane.Config) *Config { return dataplane.Mech[Config](c, "cells") }
 
-func (c *CellsConfig) defaults(edge bool) error {
+func (c *Config) defaults(edge bool) error {
 	if c.Spray == "" {
 		c.Spray = "perm"
 	}
@@ -160,35 +164,23 @@ func (c *CellsConfig) defaults(edge bool) error {
 	if c.CellSize < 0 {
 		return fmt.Errorf("dataplane: --cells-size %d: want a positive size, or 0 for what fits the link MTU", c.CellSize)
 	}
-	if c.ReachInterval == 0 {
-		c.ReachInterval = defaultReachInterval
-	}
-	if c.ReachTh == 0 {
-		c.ReachTh = defaultReachTh
-	}
-	if c.ReachUp == 0 {
-		c.ReachUp = defaultReachUp
-	}
+	c.ReachInterval = cmp.Or(c.ReachInterval, defaultReachInterval)
+	c.ReachTh = cmp.Or(c.ReachTh, defaultReachTh)
+	c.ReachUp = cmp.Or(c.ReachUp, defaultReachUp)
 	if c.ReachInterval < 10*time.Microsecond || c.ReachTh < 1 || c.ReachTh > 10000 || c.ReachUp < 1 || c.ReachUp > 10000 {
 		return fmt.Errorf("dataplane: --cells-reach-interval %v, --cells-reach-th %d, --cells-reach-up %d: want at least 10µs, and 1..10000 intervals", c.ReachInterval, c.ReachTh, c.ReachUp)
 	}
-	if c.ReasmTimeout == 0 {
-		c.ReasmTimeout = defaultReasmTimeout
-	}
+	c.ReasmTimeout = cmp.Or(c.ReasmTimeout, defaultReasmTimeout)
 	if c.ReasmTimeout < 0 {
 		return fmt.Errorf("dataplane: --cells-reasm-timeout %v: want a positive duration", c.ReasmTimeout)
 	}
-	if c.HostRate == 0 {
-		c.HostRate = defaultCellHostRate
-	}
-	if c.PreCredit == 0 {
-		c.PreCredit = DefaultCellPreCredit
-	}
+	c.HostRate = cmp.Or(c.HostRate, defaultCellHostRate)
+	c.PreCredit = cmp.Or(c.PreCredit, DefaultPreCredit)
 	return c.parseClasses()
 }
 
 // parseClasses parses LossClasses and ClassMap into classes.
-func (c *CellsConfig) parseClasses() error {
+func (c *Config) parseClasses() error {
 	c.classes = cellify.LossClasses{}
 	switch c.LossClasses {
 	case "", "off", "none":
@@ -223,7 +215,7 @@ func (c *CellsConfig) parseClasses() error {
 
 // fit checks CellSize against the smallest link MTU (of port link) and sets
 // the default: a cell frame, its trailer included, fits the link MTU.
-func (c *CellsConfig) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
+func (c *Config) fit(linkMTU int, integrity linkcrc.Integrity, link string) error {
 	maxFrame := linkMTU + dataplane.EthHeaderLen - integrity.Overhead()
 	most := maxFrame - cellify.CellPayloadOffset
 	if most < MinCellSize {
@@ -275,10 +267,10 @@ func init() {
 // configureCells fills the defaults of the cells and of the link layer
 // under them.
 func configureCells(c *dataplane.Config) error {
-	if err := CellsConfigOf(c).defaults(len(c.HostPorts) > 0); err != nil {
+	if err := ConfigOf(c).defaults(len(c.HostPorts) > 0); err != nil {
 		return err
 	}
-	if ls := linkpipe.FindLayer(CellsConfigOf(c).LinkMode); ls != nil && ls.Configure != nil {
+	if ls := linkpipe.FindLayer(ConfigOf(c).LinkMode); ls != nil && ls.Configure != nil {
 		return ls.Configure(c)
 	}
 	return nil
@@ -287,7 +279,7 @@ func configureCells(c *dataplane.Config) error {
 // cellsFrames is the cells' share of the UMEM: each link layer's buffers
 // and the host ports' delivery queues.
 func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
-	if ls := linkpipe.FindLayer(CellsConfigOf(c).LinkMode); ls != nil && ls.Frames != nil {
+	if ls := linkpipe.FindLayer(ConfigOf(c).LinkMode); ls != nil && ls.Frames != nil {
 		if need, what, err = ls.Frames(c); err != nil {
 			return 0, "", err
 		}
@@ -300,7 +292,7 @@ func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
 
 // cellsInstance is a cell node on a dataplane.
 type cellsInstance struct {
-	stats *CellStats
+	stats *Stats
 	log   *slog.Logger
 	ran   bool // a pipeline was made: Close logs the counters
 }
@@ -309,15 +301,15 @@ type cellsInstance struct {
 // node ID from the first port's MAC if none was given.
 func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
 	cellMTU := d.LinkMTU()
-	ls := linkpipe.FindLayer(CellsConfigOf(cfg).LinkMode)
+	ls := linkpipe.FindLayer(ConfigOf(cfg).LinkMode)
 	if ls != nil {
 		cellMTU -= ls.Overhead
 	}
-	if err := CellsConfigOf(cfg).fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
+	if err := ConfigOf(cfg).fit(cellMTU, cfg.Link.Integrity, cfg.LinkPort); err != nil {
 		return nil, err
 	}
-	if CellsConfigOf(cfg).NodeID == 0 {
-		CellsConfigOf(cfg).NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
+	if ConfigOf(cfg).NodeID == 0 {
+		ConfigOf(cfg).NodeID = CellNodeID(d.Port(0).MAC(), len(cfg.HostPorts) > 0)
 	}
 	if ls != nil && ls.Start != nil {
 		ls.Start(cfg)
@@ -335,7 +327,7 @@ func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.s
 // Stats are "cells": the node's snapshot and its integrity counts.
 func (in *cellsInstance) Stats() map[string]any {
 	s := in.stats
-	return map[string]any{"cells": cellsDoc{CellsSnapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}}
+	return map[string]any{"cells": cellsDoc{Snapshot: s.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(), NoRoom: s.Integrity.NoRoom.Load()}}
 }
 
 // Close logs the node's counters at exit.
@@ -352,8 +344,8 @@ func (in *cellsInstance) Close() {
 		"malformed", s.Malformed, "hop_drops", s.HopDrops, "no_route", s.Node.NoRoute, "fci_marks", s.FCIMarks, "max_poll_gap", time.Duration(s.MaxPollGap).String())
 }
 
-// CellStats are the cells statistics (nil in every mode but cells).
-func CellStatsOf(d *dataplane.Dataplane) *CellStats {
+// Stats are the cells statistics (nil in every mode but cells).
+func StatsOf(d *dataplane.Dataplane) *Stats {
 	if in, ok := d.Instance().(*cellsInstance); ok {
 		return in.stats
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/fec/fecpipe"
+	"github.com/linkfabric/linkfabric/internal/fuzzops"
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
 )
@@ -21,7 +22,7 @@ import (
 // deliver at once), the cells lost were rebuilt from parity, every UMEM
 // frame comes back, and the statistics show it.
 func TestCellFECMemory(t *testing.T) {
-	p := newMemPairWith(t, 3, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 4 })
+	p := newMemPairWith(t, 3, Config{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 4 })
 	p.keep = true
 	rng := rand.New(rand.NewPCG(1, 2))
 	lost := 0
@@ -73,14 +74,18 @@ func TestCellFECMemory(t *testing.T) {
 		s := m.pl.st.Snapshot()
 		for _, l := range s.Links {
 			g := l.LG
-			if g == nil || g.FEC == nil || g.Session != "up" || g.FEC.N != 4 || g.FEC.Basis != "fixed" {
+			if g == nil || g.FEC == nil {
+				t.Fatalf("node %d %s: no link layer snapshot", i+1, l.Name)
+			}
+			gf := g.FEC.(*fecpipe.Snapshot)
+			if g.Session != "up" || gf.N != 4 || gf.Basis != "fixed" {
 				t.Fatalf("node %d %s: link layer %+v", i+1, l.Name, g)
 			}
 			if i == 1 {
 				recovered += g.Recovered
 			} else {
 				sent += g.Sent
-				parity += g.FEC.Sender.Parity
+				parity += gf.Sender.Parity
 			}
 		}
 		if held, out := m.w.InFlight(); held != 0 || out != 0 {
@@ -116,13 +121,13 @@ func FuzzCellFECReceive(f *testing.F) {
 	f.Add([]byte{0, 1, 200, 0, 2, 1, 3, 4, 5, 6, 1, 9, 2, 255})
 	f.Add([]byte{3, 2, 0, 3, 4, 1, 1, 8, 0, 3, 0, 0, 2, 10})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cc := CellsConfig{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
-		p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
+		cc := Config{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
+		p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 3 })
 		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 		p.step(t, 1000)
 		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
 		p.step(t, 1000)
-		o := &fuzzOps{b: data}
+		o := &fuzzops.Ops{B: data}
 		loseNext := 0
 		p.lose = func(i int, b []byte) bool {
 			if t, ok := seqhdr.FrameType(b); ok && t == seqhdr.TypeCell && loseNext > 0 {
@@ -150,32 +155,32 @@ func FuzzCellFECReceive(f *testing.F) {
 				}
 			}
 		}
-		for step := 0; len(o.b) > 0 && step < 200; step++ {
-			op, l := o.u8(), int(o.u8()%2)
+		for step := 0; len(o.B) > 0 && step < 200; step++ {
+			op, l := o.U8(), int(o.U8()%2)
 			var b []byte
 			switch op % 6 {
 			case 0: // raw bytes
-				b = o.bytes(int(o.u16() % 1600))
+				b = o.Bytes(int(o.U16() % 1600))
 			case 1, 2: // a cell with any link fields (1), or sequenced near the window (2)
 				b = hostileCellFEC(o)
 				if op%6 == 2 {
 					c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq }) // the sender of what edge 2 receives on l
-					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.TxNext().Add(int(int8(o.u8())) % 16)})
+					_ = seqhdr.Stamp(b, &seqhdr.Header{Seq: c.TxNext().Add(int(int8(o.U8())) % 16)})
 				}
 			case 3: // a parity frame near the window
 				c := p.n[0].pl.links[l].(interface{ TxNext() seqhdr.Seq })
-				n := int(o.u16() % 1600)
+				n := int(o.U16() % 1600)
 				b = make([]byte, fec.ParityOffset+max(n, fec.MinFrame))
-				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.TxNext().Add(int(int8(o.u8())) % 16), Count: 1 + int(o.u8()%8), LenXor: o.u16()})
-				copy(b[fec.ParityOffset:], o.bytes(n))
+				_ = fec.PutParityHeader(b, &[6]byte{}, &[6]byte{}, &fec.Parity{First: c.TxNext().Add(int(int8(o.U8())) % 16), Count: 1 + int(o.U8()%8), LenXor: o.U16()})
+				copy(b[fec.ParityOffset:], o.Bytes(n))
 			case 4: // traffic edge 1 → edge 2, some cells lost
-				loseNext = int(o.u8() % 3)
-				for range 1 + o.u8()%8 {
+				loseNext = int(o.U8() % 3)
+				for range 1 + o.U8()%8 {
 					seq++
-					p.fromHost(t, 0, 0, hostFrame(2, 1, 60+int(o.u8())*5, seq))
+					p.fromHost(t, 0, 0, hostFrame(2, 1, 60+int(o.U8())*5, seq))
 				}
 			case 5:
-				p.step(t, int64(o.u8())*10_000)
+				p.step(t, int64(o.U8())*10_000)
 			}
 			if b != nil {
 				if len(b) == 0 {
@@ -219,8 +224,8 @@ func FuzzCellFECReceive(f *testing.F) {
 				var r, s linkpipe.CellLinkLG
 				c.Snapshot(&r)
 				p.n[0].pl.links[l].Snapshot(&s)
-				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.Receiver)
-				t.Logf("edge 1 link %d sender %+v", l, s.FEC.Sender)
+				t.Logf("edge 2 link %d receiver %+v", l, r.FEC.(*fecpipe.Snapshot).Receiver)
+				t.Logf("edge 1 link %d sender %+v", l, s.FEC.(*fecpipe.Snapshot).Sender)
 			}
 			t.Fatalf("fresh traffic: delivered up to %d of 0..29, no forged cell sent (edge 2 reassembly %+v)", prev, rx.pl.node.ReasmStats())
 		}
@@ -229,16 +234,16 @@ func FuzzCellFECReceive(f *testing.F) {
 
 // hostileCellFEC is a cell frame with fields, link fields and payload from
 // the input, its header checksum valid.
-func hostileCellFEC(o *fuzzOps) []byte {
-	n := 1 + int(o.u16()%1400)
-	h := cellify.CellHeader{Dst: 2, Src: cellify.EdgeID(1 + o.u8()%3), Hops: 1 + o.u8()%15, Seq: uint32(o.u16()), Epoch: 1 + uint16(o.u8())}
-	h.First = o.u16() % uint16(n+1)
+func hostileCellFEC(o *fuzzops.Ops) []byte {
+	n := 1 + int(o.U16()%1400)
+	h := cellify.CellHeader{Dst: 2, Src: cellify.EdgeID(1 + o.U8()%3), Hops: 1 + o.U8()%15, Seq: uint32(o.U16()), Epoch: 1 + uint16(o.U8())}
+	h.First = o.U16() % uint16(n+1)
 	b := make([]byte, max(cellify.CellPayloadOffset+n, seqhdr.MinFrameLen))
-	m, err := cellify.PutCell(b, &h, o.bytes(n))
+	m, err := cellify.PutCell(b, &h, o.Bytes(n))
 	if err != nil {
 		return b
 	}
-	copy(b[15:22], o.bytes(7))
+	copy(b[15:22], o.Bytes(7))
 	return b[:m]
 }
 
@@ -249,7 +254,7 @@ func hostileCellFEC(o *fuzzOps) []byte {
 // numbering) makes every link agree again (a session reset at edge 1), and
 // traffic flows again whole and in order.
 func TestCellFECRestartAndDown(t *testing.T) {
-	p := newMemPairWith(t, 2, CellsConfig{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.FECConfigOf(c).Fixed, fecpipe.FECConfigOf(c).N = true, 3 })
+	p := newMemPairWith(t, 2, Config{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 3 })
 	p.keep = true
 	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 	p.step(t, 1000)
@@ -271,7 +276,7 @@ func TestCellFECRestartAndDown(t *testing.T) {
 				m.pl.publish()
 				s := m.pl.st.Snapshot()
 				for _, l := range s.Links {
-					t.Logf("node %d %s: usable %v %+v; fec sender %+v receiver %+v", i+1, l.Name, l.Usable, *l.LG, l.LG.FEC.Sender, l.LG.FEC.Receiver)
+					t.Logf("node %d %s: usable %v %+v; fec sender %+v receiver %+v", i+1, l.Name, l.Usable, *l.LG, l.LG.FEC.(*fecpipe.Snapshot).Sender, l.LG.FEC.(*fecpipe.Snapshot).Receiver)
 				}
 				t.Logf("node %d: %+v %+v", i+1, s.Node, s.Reasm)
 			}

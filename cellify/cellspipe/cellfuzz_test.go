@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
+	"github.com/linkfabric/linkfabric/internal/fuzzops"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -18,7 +19,7 @@ import (
 // once, and every frame it sends is among them.
 type fuzzNet struct {
 	t     testing.TB
-	cc    CellsConfig
+	cc    Config
 	n     [3]*memNode
 	down  [3]bool // per wire
 	now   int64
@@ -52,7 +53,7 @@ func peerOf(node, link int) (w, pn, pl int) {
 }
 
 func newFuzzNet(t testing.TB) *fuzzNet {
-	f := &fuzzNet{t: t, cc: CellsConfig{
+	f := &fuzzNet{t: t, cc: Config{
 		ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond,
 		reasmWindow: 63, voqBytes: 64 << 10,
 	}}
@@ -220,9 +221,9 @@ func fuzzMAC(h byte) byte {
 // hostile makes a link frame from the input: raw bytes, or a cell, credit
 // or REACH frame with fields from the input (valid checksums, so that the
 // node's logic is reached), maybe corrupted or truncated afterwards.
-func hostile(o *fuzzOps) []byte {
-	kind := o.u8()
-	body := o.bytes(int(o.u16() % 1600))
+func hostile(o *fuzzops.Ops) []byte {
+	kind := o.U8()
+	body := o.Bytes(int(o.U16() % 1600))
 	b := make([]byte, 4000)
 	copy(b, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 0x99})
 	var n int
@@ -231,9 +232,9 @@ func hostile(o *fuzzOps) []byte {
 	case 0:
 		return append(b[:12], body...)
 	case 1, 2: // a cell: any destination, source, hops, epoch; records from the input
-		h := cellify.CellHeader{Dst: cellify.EdgeID(o.u8() % 5), Src: cellify.EdgeID(o.u8() % 5), Class: cellify.Class(o.u8() % 8),
-			FCI: o.u8()&1 == 1, Hops: o.u8() % 16, Port: o.u8() % 4, Seq: uint32(o.u16()) << (o.u8() % 32),
-			First: o.u16(), RecNo: o.u16(), Entropy: o.u8(), Epoch: o.u16() % 4}
+		h := cellify.CellHeader{Dst: cellify.EdgeID(o.U8() % 5), Src: cellify.EdgeID(o.U8() % 5), Class: cellify.Class(o.U8() % 8),
+			FCI: o.U8()&1 == 1, Hops: o.U8() % 16, Port: o.U8() % 4, Seq: uint32(o.U16()) << (o.U8() % 32),
+			First: o.U16(), RecNo: o.U16(), Entropy: o.U8(), Epoch: o.U16() % 4}
 		if len(body) == 0 {
 			body = []byte{0, 14, 1}
 		}
@@ -250,81 +251,60 @@ func hostile(o *fuzzOps) []byte {
 		}
 	case 3: // a credit request or grant
 		var es []cellify.CreditEntry
-		for range 1 + o.u8()%3 {
-			es = append(es, cellify.CreditEntry{Port: o.u8() % 4, Class: cellify.Class(o.u8() % 8), Total: uint64(o.u16()) << (o.u8() % 40)})
+		for range 1 + o.U8()%3 {
+			es = append(es, cellify.CreditEntry{Port: o.U8() % 4, Class: cellify.Class(o.U8() % 8), Total: uint64(o.U16()) << (o.U8() % 40)})
 		}
-		n, err = cellify.PutCreditEpochs(b, o.u8()&1 == 1, cellify.EdgeID(o.u8()%5), cellify.EdgeID(o.u8()%5),
-			cellify.CreditEpochs{Src: o.u16() % 4, Dst: o.u16() % 4}, es)
+		n, err = cellify.PutCreditEpochs(b, o.U8()&1 == 1, cellify.EdgeID(o.U8()%5), cellify.EdgeID(o.U8()%5),
+			cellify.CreditEpochs{Src: o.U16() % 4, Dst: o.U16() % 4}, es)
 	case 4: // REACH from any node, any role, any bitmap
 		bm := make([]byte, 128)
 		copy(bm, body)
 		bm[0] &^= 1
-		r := cellify.Reach{Node: cellify.EdgeID(o.u16() % 8), Role: cellify.Role(1 + o.u8()%3), Faulty: o.u8()&1 == 1, Seq: uint32(o.u16()),
+		r := cellify.Reach{Node: cellify.EdgeID(o.U16() % 8), Role: cellify.Role(1 + o.U8()%3), Faulty: o.U8()&1 == 1, Seq: uint32(o.U16()),
 			Edges: 1024, Bitmap: bm}
 		n, err = cellify.PutReach(b, &r)
 	case 5: // a record stream: records whose lengths run beyond the cell
 		p := make([]byte, 0, 64)
-		for range 1 + o.u8()%4 {
-			p = binary.BigEndian.AppendUint16(p, o.u16()%100)
-			p = append(p, o.bytes(int(o.u8()%40))...)
+		for range 1 + o.U8()%4 {
+			p = binary.BigEndian.AppendUint16(p, o.U16()%100)
+			p = append(p, o.Bytes(int(o.U8()%40))...)
 		}
-		h := cellify.CellHeader{Dst: cellify.EdgeID(1 + o.u8()%2), Src: cellify.EdgeID(1 + o.u8()%4), Hops: 3, First: 0,
-			Seq: uint32(o.u8()), RecNo: uint16(o.u8()), Epoch: o.u16() % 4}
+		h := cellify.CellHeader{Dst: cellify.EdgeID(1 + o.U8()%2), Src: cellify.EdgeID(1 + o.U8()%4), Hops: 3, First: 0,
+			Seq: uint32(o.U8()), RecNo: uint16(o.U8()), Epoch: o.U16() % 4}
 		n, err = cellify.PutCell(b, &h, p)
 	}
 	if err != nil {
 		return append(b[:12], body...)
 	}
 	f := b[:n]
-	switch c := o.u8(); {
+	switch c := o.U8(); {
 	case c < 16 && len(f) > 0: // a bit flipped
-		f[int(o.u16())%len(f)] ^= 1 << (c % 8)
+		f[int(o.U16())%len(f)] ^= 1 << (c % 8)
 	case c < 24: // truncated
-		f = f[:int(o.u16())%(len(f)+1)]
+		f = f[:int(o.U16())%(len(f)+1)]
 	}
 	return f
 }
 
 // replay re-injects a kept frame, maybe with its cell seq moved near where
 // it was (checksum fixed) or a byte changed.
-func (f *fuzzNet) replay(o *fuzzOps) []byte {
+func (f *fuzzNet) replay(o *fuzzops.Ops) []byte {
 	if len(f.kept) == 0 {
 		return nil
 	}
-	b := append([]byte(nil), f.kept[int(o.u8())%len(f.kept)]...)
-	switch m := o.u8() % 4; m {
+	b := append([]byte(nil), f.kept[int(o.U8())%len(f.kept)]...)
+	switch m := o.U8() % 4; m {
 	case 1:
 		if h, err := cellify.ParseCell(b); err == nil {
-			h.Seq += uint32(int32(int8(o.u8())))
+			h.Seq += uint32(int32(int8(o.U8())))
 			cellify.PutCellHeader(b, &h)
 		}
 	case 2:
 		if len(b) > 0 {
-			b[int(o.u16())%len(b)] = o.u8()
+			b[int(o.U16())%len(b)] = o.U8()
 		}
 	}
 	return b
-}
-
-// fuzzOps reads a fuzz input as operations.
-type fuzzOps struct{ b []byte }
-
-func (o *fuzzOps) u8() byte {
-	if len(o.b) == 0 {
-		return 0
-	}
-	v := o.b[0]
-	o.b = o.b[1:]
-	return v
-}
-
-func (o *fuzzOps) u16() uint16 { return uint16(o.u8())<<8 | uint16(o.u8()) }
-
-func (o *fuzzOps) bytes(n int) []byte {
-	n = min(n, len(o.b))
-	v := o.b[:n]
-	o.b = o.b[n:]
-	return v
 }
 
 // creditFrames sums the credit frames the nodes sent and the cells they
@@ -355,36 +335,36 @@ func FuzzCellPipeline(f *testing.F) {
 	f.Add([]byte{7, 1, 10, 4, 10, 0, 1, 0, 4, 0, 40, 7, 0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 4, 60})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := newFuzzNet(t)
-		o := &fuzzOps{b: data}
+		o := &fuzzops.Ops{B: data}
 		seq := uint32(1 << 20)
-		for step := 0; len(o.b) > 0 && step < 300; step++ {
-			op, i := o.u8(), int(o.u8()%3)
+		for step := 0; len(o.B) > 0 && step < 300; step++ {
+			op, i := o.U8(), int(o.U8()%3)
 			switch op % 8 {
 			case 0, 1:
-				n.deliver(i, int(o.u8()%2), hostile(o))
+				n.deliver(i, int(o.U8()%2), hostile(o))
 			case 2:
 				if i == 2 {
 					i = int(op>>4) % 2
 				}
-				b := o.bytes(int(o.u16() % 1600))
+				b := o.Bytes(int(o.U16() % 1600))
 				if len(b) >= 12 {
 					b = append([]byte(nil), b...)
-					b[5], b[11] = fuzzMAC(o.u8()%6), fuzzMAC(1+o.u8()%4)
+					b[5], b[11] = fuzzMAC(o.U8()%6), fuzzMAC(1+o.U8()%4)
 					copy(b[:5], []byte{2, 0, 0, 0, 9})
 					copy(b[6:11], []byte{2, 0, 0, 0, 9})
 					if b[5] == 0xff {
 						b[0], b[1], b[2], b[3], b[4] = 0xff, 0xff, 0xff, 0xff, 0xff
 					}
 				}
-				n.fromHost(i, int(o.u8()%2), b)
+				n.fromHost(i, int(o.U8()%2), b)
 			case 3:
 				if b := n.replay(o); b != nil {
-					n.deliver(i, int(o.u8()%2), b)
+					n.deliver(i, int(o.U8()%2), b)
 				}
 			case 4:
-				n.step(int64(o.u8()) * 10_000)
+				n.step(int64(o.U8()) * 10_000)
 			case 5:
-				wi := int(o.u8() % 3)
+				wi := int(o.U8() % 3)
 				n.setDown(wi, !n.down[wi])
 			case 6:
 				n.restart(i)
@@ -392,10 +372,10 @@ func FuzzCellPipeline(f *testing.F) {
 				if i == 2 {
 					i = 0
 				}
-				src, dst := byte(1+2*i+int(o.u8()%2)), byte(3-2*i+int(o.u8()%2))
-				for range 1 + o.u8()%16 {
+				src, dst := byte(1+2*i+int(o.U8()%2)), byte(3-2*i+int(o.U8()%2))
+				for range 1 + o.U8()%16 {
 					seq++
-					n.fromHost(i, int(src-1)%2, hostFrame(dst, src, 60+int(o.u8())*5, seq))
+					n.fromHost(i, int(src-1)%2, hostFrame(dst, src, 60+int(o.U8())*5, seq))
 				}
 			}
 			n.settle()

@@ -18,15 +18,15 @@ func (in *cellsInstance) Register(r *metrics.Registry) error {
 // --cells-link-mode): its session, like a link's (linkpipe.RegisterSession's
 // names, lane 0), and its counters. A link whose layer is none reads 0
 // and the session state "none".
-func registerCellLinks(r *metrics.Registry, c *CellStats) error {
+func registerCellLinks(r *metrics.Registry, c *Stats) error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	for i, l := range c.Snapshot().Links {
-		link := func() CellLinkSnapshot {
+		link := func() LinkSnapshot {
 			if s := c.Snapshot(); i < len(s.Links) {
 				return s.Links[i]
 			}
-			return CellLinkSnapshot{}
+			return LinkSnapshot{}
 		}
 		layer := func(f func(g *linkpipe.CellLinkLG) uint64) func() uint64 {
 			return func() uint64 {

@@ -46,7 +46,7 @@ type cellPipeline struct {
 		Tx
 	node *cellify.Node
 	ps   dataplane.Ports
-	st   *CellStats
+	st   *Stats
 
 	prio []int  // per link: the lane of its control frames
 	up   []bool // per link: up as last reported to the node
@@ -94,8 +94,8 @@ type cellPipeline struct {
 	countVOQ              func(cellify.VOQInfo)
 }
 
-// CellPublish is how often the node's counters are copied to CellStats.
-const CellPublish = int64(20 * time.Millisecond)
+// PublishInterval is how often the node's counters are copied to Stats.
+const PublishInterval = int64(20 * time.Millisecond)
 
 // cellMaxStep is the most the node's clock advances between two calls
 // beyond the deadline the worker slept until (a busy worker calls every few
@@ -127,7 +127,7 @@ const cellBurstTime = 10 * time.Millisecond
 
 func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	cc := *CellsConfigOf(cfg)
+	cc := *ConfigOf(cfg)
 	ps := d.Ports()
 	edge := len(ps.Hosts) > 0
 	spray, err := cellify.ParseSprayMode(cc.Spray)
@@ -138,7 +138,7 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 		w:         w,
 		tx:        w.Tx(),
 		ps:        ps,
-		st:        CellStatsOf(d),
+		st:        StatsOf(d),
 		prio:      make([]int, len(ps.Links)),
 		up:        make([]bool, len(ps.Links)),
 		pend:      make([]int, ps.N()),
@@ -248,7 +248,7 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	pl.exclusions, pl.exclAt = make([]uint64, len(ps.Links)), make([]int64, len(ps.Links))
 	pl.hostQ = make([]hostQueue, len(ps.Hosts))
 	for k := range pl.hostQ {
-		pl.hostQ[k].q = make([]link.Frame, hostQRings*pl.ring)
+		pl.hostQ[k].Ring = link.NewRing(hostQRings * pl.ring)
 	}
 	if ls := linkpipe.FindLayer(cc.LinkMode); ls != nil {
 		pl.links = make([]linkpipe.Layer, len(ps.Links))
@@ -323,7 +323,7 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	now := pl.clock(wnow)
 	if now >= pl.publishAt {
-		pl.publishAt = now + CellPublish
+		pl.publishAt = now + PublishInterval
 		pl.publish()
 	}
 	next := int64(math.MaxInt64)
@@ -354,7 +354,7 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	pl.drain(now, tx)
 	clear(pl.pend) // the worker places the lists now
 	for k := range pl.hostQ {
-		if pl.hostQ[k].n > 0 {
+		if pl.hostQ[k].Len() > 0 {
 			next = min(next, now+int64(hostQRetry)) // room comes with completions
 		}
 	}
@@ -452,7 +452,7 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 		b += pl.links[l].QueuedBytes()
 	}
 	if k, ok := pl.ps.HostIndex(port); ok {
-		b += pl.hostQ[k].bytes
+		b += pl.hostQ[k].Bytes()
 	}
 	b += pl.w.ShapedBytes(port)
 	socks := pl.w.Port(port).Sockets()
@@ -491,8 +491,8 @@ func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 		// egress queue drops what exceeds either, so what does not fit
 		// waits here for the queue to drain.
 		space, room := tx.Space(port, dataplane.LaneData), tx.ByteSpace(port)
-		for hq.n > 0 && space > 0 && hq.q[hq.head].Len <= room {
-			f := hq.pop()
+		for hq.Len() > 0 && space > 0 && hq.Head().Len <= room {
+			f := hq.Pop()
 			pl.SendRelease(tx, port, dataplane.LaneData, f)
 			pl.pend[port] += f.Len
 			space--
@@ -500,8 +500,8 @@ func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 		}
 		for _, f := range list {
 			pl.avgLen8[k] += f.Len - pl.avgLen8[k]/8
-			if hq.n > 0 || space <= 0 || f.Len > room {
-				if !hq.push(f) {
+			if hq.Len() > 0 || space <= 0 || f.Len > room {
+				if !hq.Push(f) {
 					hq.drops++
 					pl.Release(tx, f)
 				}
@@ -529,7 +529,7 @@ func (pl *cellPipeline) SendRelease(tx *dataplane.Tx, port, lane int, f link.Fra
 	pl.released++
 }
 
-// publish copies the node's counters to CellStats.
+// publish copies the node's counters to Stats.
 func (pl *cellPipeline) publish() {
 	n := pl.node
 	ns, rs := &n.Stats, n.ReasmStats()
@@ -554,9 +554,9 @@ func (pl *cellPipeline) publish() {
 		cl.RxFrames, cl.RxBytes, cl.RxCells, cl.RxCtrl = ls.RxFrames, ls.RxBytes, ls.RxCells, ls.RxCtrl
 		c.Exclusions += lr.Exclusions
 		cl.LastExclusionAt = pl.exclAt[l]
-		if CellsConfigOf(pl.w.Config()).classes.On() {
+		if ConfigOf(pl.w.Config()).classes.On() {
 			cl.Class, cl.MeasuredClass, cl.PeerClass = uint8(r.EffClass(l)), uint8(lr.Class), uint8(lr.PeerClass)
-			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:CellsConfigOf(pl.w.Config()).classes.N()]...)
+			cl.TxClassBytes = append(cl.TxClassBytes[:0], ls.TxClassBytes[:ConfigOf(pl.w.Config()).classes.N()]...)
 		}
 	}
 	for k := range c.Hosts {
@@ -589,8 +589,8 @@ func (pl *cellPipeline) publish() {
 	}
 	c.CopyFails = pl.copyFails
 	for k := range pl.hostQ {
-		c.FramesHeld -= int64(pl.hostQ[k].n)
-		c.Hosts[k].Queued, c.Hosts[k].QueueDrops = pl.hostQ[k].n, pl.hostQ[k].drops
+		c.FramesHeld -= int64(pl.hostQ[k].Len())
+		c.Hosts[k].Queued, c.Hosts[k].QueueDrops = pl.hostQ[k].Len(), pl.hostQ[k].drops
 	}
 	c.MaxPollGap, c.Stalled = pl.maxGap, pl.stalled
 	c.Node, c.Reasm = *ns, rs
@@ -608,28 +608,8 @@ const hostQRetry = 20 * time.Microsecond
 // hostQueue is a ring of deliveries waiting for room on a host port's TX
 // ring or, rate-limited, in its egress queue.
 type hostQueue struct {
-	q       []link.Frame
-	head, n int
-	bytes   int
-	drops   uint64
-}
-
-func (h *hostQueue) push(f link.Frame) bool {
-	if h.n == len(h.q) {
-		return false
-	}
-	h.q[(h.head+h.n)%len(h.q)] = f
-	h.n++
-	h.bytes += f.Len
-	return true
-}
-
-func (h *hostQueue) pop() link.Frame {
-	f := h.q[h.head]
-	h.head = (h.head + 1) % len(h.q)
-	h.n--
-	h.bytes -= f.Len
-	return f
+	link.Ring
+	drops uint64
 }
 
 // Release ends the pipeline's hold on f.
@@ -706,4 +686,4 @@ func (pl *cellPipeline) MaxAlloc() int { return pl.maxAlloc }
 func (pl *cellPipeline) PrioLane(l int) int { return pl.prio[l] }
 
 // NodeID is the node's id.
-func (pl *cellPipeline) NodeID() uint16 { return CellsConfigOf(pl.w.Config()).NodeID }
+func (pl *cellPipeline) NodeID() uint16 { return ConfigOf(pl.w.Config()).NodeID }

@@ -11,6 +11,7 @@ import (
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	_ "github.com/linkfabric/linkfabric/linkguardian/lgpipe" // the lg, lgnb and monitor layers
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -24,13 +25,13 @@ type memNode struct {
 
 // newMemNode makes a cell node with hosts host ports and links link ports
 // (their frames 1500 bytes of MTU plus 16 on links) as id.
-func newMemNode(t testing.TB, id uint16, hosts, links int, cc CellsConfig) *memNode {
+func newMemNode(t testing.TB, id uint16, hosts, links int, cc Config) *memNode {
 	t.Helper()
 	return newMemNodeWith(t, id, hosts, links, cc, nil)
 }
 
 // newMemNodeWith is newMemNode with the configuration changed by with.
-func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, with func(*dataplane.Config)) *memNode {
+func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc Config, with func(*dataplane.Config)) *memNode {
 	t.Helper()
 	u, err := xdp.NewUmem(xdp.UmemConfig{FrameSize: 4096, FrameCount: 1024})
 	if err != nil {
@@ -38,7 +39,7 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 	}
 	t.Cleanup(func() { u.Close() })
 	cfg := dataplane.WithMech(dataplane.Config{Mode: ModeCells, RingSize: 256}, "cells", cc)
-	CellsConfigOf(&cfg).NodeID = id
+	ConfigOf(&cfg).NodeID = id
 	for i := range hosts {
 		cfg.HostPorts = append(cfg.HostPorts, "host"+string(rune('0'+i)))
 	}
@@ -53,7 +54,7 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc CellsConfig, w
 		macs = append(macs, [6]byte{2, 0, 0, 0, byte(id), byte(i)})
 	}
 	w, err := dataplane.NewMemWorker(cfg, u, macs, func(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
-		if err := CellsConfigOf(cfg).fit(1516, linkcrc.Off, "link0"); err != nil {
+		if err := ConfigOf(cfg).fit(1516, linkcrc.Off, "link0"); err != nil {
 			return nil, err
 		}
 		return &cellsInstance{stats: newCellStats(d)}, nil
@@ -140,17 +141,17 @@ func (p *memPair) fromHost(t testing.TB, i, k int, b []byte) {
 	m.pl.Receive(p.now, m.pl.ps.Hosts[k], 0, p.rx[:], m.w.Tx())
 }
 
-func newMemPair(t testing.TB, links int, cc CellsConfig) *memPair {
+func newMemPair(t testing.TB, links int, cc Config) *memPair {
 	return newMemPairWith(t, links, cc, nil)
 }
 
 // newMemPairWith is newMemPair with the configuration changed by with.
-func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*dataplane.Config)) *memPair {
+func newMemPairWith(t testing.TB, links int, cc Config, with func(*dataplane.Config)) *memPair {
 	p := &memPair{}
 	p.n[0] = newMemNodeWith(t, 1, 1, links, cc, with)
 	p.n[1] = newMemNodeWith(t, 2, 1, links, cc, with)
 	// Until REACH made the links usable both ways.
-	cc = *CellsConfigOf(p.n[0].pl.w.Config()) // with the defaults filled in
+	cc = *ConfigOf(p.n[0].pl.w.Config()) // with the defaults filled in
 	for range 2*cc.ReachUp + 3 {
 		p.step(t, int64(cc.ReachInterval))
 	}
@@ -167,7 +168,7 @@ func newMemPairWith(t testing.TB, links int, cc CellsConfig, with func(*dataplan
 // comes back, the statistics agree, and the steady state allocates
 // nothing per frame.
 func TestCellPipelineMemory(t *testing.T) {
-	for _, cc := range []CellsConfig{{}, {NoCredits: true, NoPacking: true}, {Spray: "p2c"}} {
+	for _, cc := range []Config{{}, {NoCredits: true, NoPacking: true}, {Spray: "p2c"}} {
 		p := newMemPair(t, 3, cc)
 		p.keep = true
 		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0)) // broadcast: flooded, h1 learned at node 2
@@ -229,7 +230,7 @@ func TestCellPipelineMemory(t *testing.T) {
 // through two edges (cells, credits, reassembly, delivery) allocates
 // nothing.
 func TestCellPipelineNoAlloc(t *testing.T) {
-	p := newMemPair(t, 4, CellsConfig{})
+	p := newMemPair(t, 4, Config{})
 	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
 	p.step(t, 1000)
 	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
@@ -255,7 +256,7 @@ func TestCellPipelineNoAlloc(t *testing.T) {
 // TestCellsConfig: defaults, the cell size against the link MTU, the node
 // id ranges, and errors that name the flag.
 func TestCellsConfig(t *testing.T) {
-	c := CellsConfig{}
+	c := Config{}
 	if err := c.defaults(true); err != nil || c.Spray != "perm" || c.LinkMode != "none" || c.ReachTh != defaultReachTh {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
@@ -268,23 +269,23 @@ func TestCellsConfig(t *testing.T) {
 		t.Errorf("default cell size at link MTU 1516 without CRC: %d, %v", c.CellSize, err)
 	}
 	for _, tc := range []struct {
-		c    CellsConfig
+		c    Config
 		edge bool
 		mtu  int
 		want []string
 	}{
-		{CellsConfig{CellSize: 8}, true, 1516, []string{"--cells-size 8", "below the cell header"}},
-		{CellsConfig{CellSize: most + 1}, true, 1516, []string{fmt.Sprintf("--cells-size %d", most+1), "link MTU 1516", fmt.Sprintf("at most %d", most)}},
-		{CellsConfig{Spray: "ecmp"}, true, 1516, []string{"--cells-spray", "perm, p2c or hash"}},
-		{CellsConfig{LinkMode: "xor"}, true, 1516, []string{"--cells-link-mode", "none, lg, lgnb, monitor or fec"}},
-		{CellsConfig{NodeID: 1024}, true, 1516, []string{"--cells-node-id 1024", "1..1023"}},
-		{CellsConfig{ReasmTimeout: -1}, true, 1516, []string{"--cells-reasm-timeout"}},
-		{CellsConfig{}, true, 40, []string{"MTU 40", "no cell fits"}},
-		{CellsConfig{LossClasses: "default"}, true, 1516, []string{"--cells-loss-classes", "--cells-link-mode monitor"}},
-		{CellsConfig{LossClasses: "1e-3,1e-6", LinkMode: "monitor"}, true, 1516, []string{"--cells-loss-classes \"1e-3,1e-6\"", "ascend"}},
-		{CellsConfig{LossClasses: "low", LinkMode: "monitor"}, true, 1516, []string{"--cells-loss-classes \"low\""}},
-		{CellsConfig{ClassMap: "5=1"}, true, 1516, []string{"--cells-class-map", "needs --cells-loss-classes"}},
-		{CellsConfig{LossClasses: "default", LinkMode: "lg", ClassMap: "5=4"}, true, 1516, []string{"--cells-class-map", "loss class k in 1..3"}},
+		{Config{CellSize: 8}, true, 1516, []string{"--cells-size 8", "below the cell header"}},
+		{Config{CellSize: most + 1}, true, 1516, []string{fmt.Sprintf("--cells-size %d", most+1), "link MTU 1516", fmt.Sprintf("at most %d", most)}},
+		{Config{Spray: "ecmp"}, true, 1516, []string{"--cells-spray", "perm, p2c or hash"}},
+		{Config{LinkMode: "xor"}, true, 1516, []string{"--cells-link-mode", "none, lg, lgnb, monitor or fec"}},
+		{Config{NodeID: 1024}, true, 1516, []string{"--cells-node-id 1024", "1..1023"}},
+		{Config{ReasmTimeout: -1}, true, 1516, []string{"--cells-reasm-timeout"}},
+		{Config{}, true, 40, []string{"MTU 40", "no cell fits"}},
+		{Config{LossClasses: "default"}, true, 1516, []string{"--cells-loss-classes", "--cells-link-mode monitor"}},
+		{Config{LossClasses: "1e-3,1e-6", LinkMode: "monitor"}, true, 1516, []string{"--cells-loss-classes \"1e-3,1e-6\"", "ascend"}},
+		{Config{LossClasses: "low", LinkMode: "monitor"}, true, 1516, []string{"--cells-loss-classes \"low\""}},
+		{Config{ClassMap: "5=1"}, true, 1516, []string{"--cells-class-map", "needs --cells-loss-classes"}},
+		{Config{LossClasses: "default", LinkMode: "lg", ClassMap: "5=4"}, true, 1516, []string{"--cells-class-map", "loss class k in 1..3"}},
 	} {
 		err := tc.c.defaults(tc.edge)
 		if err == nil {
@@ -297,15 +298,15 @@ func TestCellsConfig(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"lg", "lgnb", "monitor", "fec"} {
-		if err := (&CellsConfig{LinkMode: m}).defaults(true); err != nil {
+		if err := (&Config{LinkMode: m}).defaults(true); err != nil {
 			t.Errorf("--cells-link-mode %s: %v", m, err)
 		}
 	}
-	lc := CellsConfig{LinkMode: "monitor", LossClasses: "default", ClassMap: "5=1,7=2"}
+	lc := Config{LinkMode: "monitor", LossClasses: "default", ClassMap: "5=1,7=2"}
 	if err := lc.defaults(true); err != nil || lc.classes.For(5) != 1 || lc.classes.For(7) != 2 || lc.classes.For(0) != 3 {
 		t.Errorf("--cells-loss-classes default --cells-class-map 5=1,7=2: %+v, %v", lc.classes, err)
 	}
-	if err := (&CellsConfig{NodeID: 40000}).defaults(false); err != nil {
+	if err := (&Config{NodeID: 40000}).defaults(false); err != nil {
 		t.Errorf("fabric node id 40000: %v", err)
 	}
 	seen := map[uint16]bool{}
@@ -330,7 +331,7 @@ func TestCellsConfig(t *testing.T) {
 // wakeups.
 func TestCellClockCountsOnlyLateness(t *testing.T) {
 	const reach = 5 * time.Millisecond // longer than cellMaxStep
-	p := newMemPair(t, 2, CellsConfig{ReachInterval: reach})
+	p := newMemPair(t, 2, Config{ReachInterval: reach})
 	interval := int64(reach)
 	m := p.n[0]
 	sent := m.pl.node.Stats.ReachTx
@@ -358,7 +359,7 @@ func TestCellClockCountsOnlyLateness(t *testing.T) {
 // host port's own buffer; and never exceed that buffer either.
 func TestCellCreditWindowFitsUplinks(t *testing.T) {
 	const links, linkBuf, hostBuf = 4, 256 << 10, 2 << 20
-	n := newMemNodeWith(t, 1, 1, links, CellsConfig{}, func(c *dataplane.Config) {
+	n := newMemNodeWith(t, 1, 1, links, Config{}, func(c *dataplane.Config) {
 		c.Shape = map[string]dataplane.PortShape{"host0": {Rate: 1e9, Buffer: hostBuf}}
 		for l := range links {
 			c.Shape["link"+string(rune('0'+l))] = dataplane.PortShape{Rate: 500e6, Buffer: linkBuf}
@@ -376,7 +377,7 @@ func TestCellCreditWindowFitsUplinks(t *testing.T) {
 // (tail drop); they go as the port's queue drains.
 func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 	const buf, frame = 8 << 10, 1500
-	n := newMemNode(t, 1, 1, 1, CellsConfig{})
+	n := newMemNode(t, 1, 1, 1, Config{})
 	port := n.pl.ps.Hosts[0]
 	sh := n.w.Shape(port, dataplane.PortShape{Rate: 1e9, Buffer: buf, Burst: 16 << 10})
 	for range 3 { // the port's queue holds 4500 of its 8192 bytes
@@ -399,15 +400,15 @@ func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 	if _, queued := sh.Queued(); queued+listed > buf {
 		t.Fatalf("%d bytes listed for a host port whose queue holds %d of %d: %d would be dropped", listed, queued, buf, queued+listed-buf)
 	}
-	if hq := &n.pl.hostQ[0]; hq.n != 4-len(list) {
-		t.Fatalf("%d of 4 deliveries listed, %d held", len(list), hq.n)
+	if hq := &n.pl.hostQ[0]; hq.Len() != 4-len(list) {
+		t.Fatalf("%d of 4 deliveries listed, %d held", len(list), hq.Len())
 	}
 	// The port's queue drains: the held deliveries go, in order.
 	for _, d := range list {
 		sh.Enqueue(d)
 	}
 	var sent []uint32
-	for f, _ := sh.Queued(); f > 0 || n.pl.hostQ[0].n > 0; f, _ = sh.Queued() {
+	for f, _ := sh.Queued(); f > 0 || n.pl.hostQ[0].Len() > 0; f, _ = sh.Queued() {
 		for _, d := range sh.Dequeue() {
 			if b := n.w.Umem().Bytes(d.Addr, d.Len); b[0] == 2 && b[5] == 2 {
 				sent = append(sent, binary.BigEndian.Uint32(b[14:]))
@@ -434,7 +435,7 @@ func TestCellDeliveryFitsHostBuffer(t *testing.T) {
 // queue of a few hundred KB, and the edge dropped the deliveries that
 // found it full (36239 in 2 s on the bundle).
 func TestCellCreditWindowFitsHostQueueFrames(t *testing.T) {
-	n := newMemNode(t, 1, 1, 1, CellsConfig{})
+	n := newMemNode(t, 1, 1, 1, Config{})
 	port := n.pl.ps.Hosts[0]
 	tx := n.w.Tx()
 	o := &n.pl.node.Out

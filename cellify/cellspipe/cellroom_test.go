@@ -24,14 +24,14 @@ func classFrame(dst, src byte, n int, dscp byte, seq uint32) []byte {
 // class 1; it returns once both ends measured the classes and h1 and h2
 // are learned.
 func newClassPair(t *testing.T) *memPair {
-	cc := CellsConfig{LinkMode: "monitor", LossClasses: "default", ClassMap: "5=1", NoCredits: true,
+	cc := Config{LinkMode: "monitor", LossClasses: "default", ClassMap: "5=1", NoCredits: true,
 		ReachInterval: time.Millisecond, ReachTh: 30, ReachUp: 3}
 	p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) {
-		lgpipe.LGConfigOf(c).MTU = 1500
-		if err := lgpipe.ConfigureLGLayer(c); err != nil {
+		lgpipe.ConfigOf(c).MTU = 1500
+		if err := lgpipe.ConfigureLayer(c); err != nil {
 			t.Fatal(err)
 		}
-		lgpipe.StartLGLayer(c)
+		lgpipe.StartLayer(c)
 	})
 	p.keep = true
 	n := 0

@@ -11,7 +11,7 @@ import (
 // it ran, one per link and the node's; one that never made a pipeline (New
 // failed after it) logs nothing.
 func TestCellsCloseLogs(t *testing.T) {
-	m := newMemNode(t, 1, 1, 2, CellsConfig{})
+	m := newMemNode(t, 1, 1, 2, Config{})
 	in := m.w.Node().Instance().(*cellsInstance)
 	var buf bytes.Buffer
 	in.log = slog.New(slog.NewTextHandler(&buf, nil))

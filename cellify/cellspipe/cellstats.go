@@ -11,18 +11,18 @@ import (
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
-// CellStats are the statistics of mode cells: the node's counters, copied
+// Stats are the statistics of mode cells: the node's counters, copied
 // by the worker every 20 ms (and when it stops) under a small mutex, and the
 // integrity check of the link frames (live).
-type CellStats struct {
+type Stats struct {
 	mu   sync.Mutex
-	snap CellsSnapshot
+	snap Snapshot
 	// Integrity counts the link frames' integrity check (integrity.go).
 	Integrity dataplane.IntegrityStats
 }
 
-// CellsSnapshot is the cells part of the statistics.
-type CellsSnapshot struct {
+// Snapshot is the cells part of the statistics.
+type Snapshot struct {
 	NodeID   uint16 `json:"node_id"`
 	Role     string `json:"role"` // edge or fabric
 	Spray    string `json:"spray"`
@@ -41,8 +41,8 @@ type CellsSnapshot struct {
 	LossBounds []float64 `json:"loss_bounds,omitempty"`
 	ClassMap   []uint8   `json:"class_map,omitempty"`
 
-	Links []CellLinkSnapshot `json:"links"`
-	Hosts []CellHostSnapshot `json:"hosts,omitempty"`
+	Links []LinkSnapshot `json:"links"`
+	Hosts []HostSnapshot `json:"hosts,omitempty"`
 
 	// Edge: bytes waiting in the VOQs; the credit loop's totals over
 	// them (requested: ever enqueued on credit VOQs; granted; sent);
@@ -86,8 +86,8 @@ type CellsSnapshot struct {
 	Reasm cellify.ReasmStats `json:"reasm"`
 }
 
-// CellLinkSnapshot is one link port of a cell node.
-type CellLinkSnapshot struct {
+// LinkSnapshot is one link port of a cell node.
+type LinkSnapshot struct {
 	Name       string `json:"name"`
 	Up         bool   `json:"up"`
 	Usable     bool   `json:"usable"`
@@ -119,8 +119,8 @@ type CellLinkSnapshot struct {
 	LG *linkpipe.CellLinkLG `json:"link_layer,omitempty"`
 }
 
-// CellHostSnapshot is one host port of an edge.
-type CellHostSnapshot struct {
+// HostSnapshot is one host port of an edge.
+type HostSnapshot struct {
 	Name string `json:"name"`
 	// Frames and bytes from the host (rx) and delivered to it (tx).
 	RxFrames uint64 `json:"rx_frames"`
@@ -158,10 +158,10 @@ type CellHostSnapshot struct {
 
 // newCellStats makes the statistics of d's cell node, its configuration
 // and ports filled in.
-func newCellStats(d *dataplane.Dataplane) *CellStats {
+func newCellStats(d *dataplane.Dataplane) *Stats {
 	cfg := d.Config()
-	cc, ps := *CellsConfigOf(&cfg), d.Ports()
-	s := &CellStats{}
+	cc, ps := *ConfigOf(&cfg), d.Ports()
+	s := &Stats{}
 	c := &s.snap
 	c.NodeID, c.Spray, c.CellSize, c.Role, c.LinkMode = cc.NodeID, cc.Spray, cc.CellSize, "fabric", cc.LinkMode
 	if len(ps.Hosts) > 0 {
@@ -176,11 +176,11 @@ func newCellStats(d *dataplane.Dataplane) *CellStats {
 			c.ClassMap = append(c.ClassMap, uint8(lc.For(cellify.Class(tc))))
 		}
 	}
-	c.Links = make([]CellLinkSnapshot, len(ps.Links))
+	c.Links = make([]LinkSnapshot, len(ps.Links))
 	for l := range ps.Links {
 		c.Links[l].Name = cfg.LinkPorts[l]
 	}
-	c.Hosts = make([]CellHostSnapshot, len(ps.Hosts))
+	c.Hosts = make([]HostSnapshot, len(ps.Hosts))
 	for k := range ps.Hosts {
 		c.Hosts[k].Name = cfg.HostPorts[k]
 	}
@@ -188,7 +188,7 @@ func newCellStats(d *dataplane.Dataplane) *CellStats {
 }
 
 // Snapshot returns a copy of the statistics as last published.
-func (s *CellStats) Snapshot() CellsSnapshot {
+func (s *Stats) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.snap
@@ -198,8 +198,7 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 		if g := c.Links[i].LG; g != nil {
 			v := *g
 			if g.FEC != nil {
-				f := *g.FEC
-				v.FEC = &f
+				v.FEC = g.FEC.CopyPart()
 			}
 			c.Links[i].LG = &v
 		}
@@ -209,12 +208,12 @@ func (s *CellStats) Snapshot() CellsSnapshot {
 }
 
 // registerCells exports mode cells' counters (as last published).
-func registerCells(r *metrics.Registry, c *CellStats) error {
+func registerCells(r *metrics.Registry, c *Stats) error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	snap := c.Snapshot()
 	for i, l := range snap.Links {
-		link := func(f func(*CellLinkSnapshot) uint64) func() uint64 {
+		link := func(f func(*LinkSnapshot) uint64) func() uint64 {
 			return func() uint64 {
 				s := c.Snapshot()
 				return f(&s.Links[i])
@@ -222,26 +221,26 @@ func registerCells(r *metrics.Registry, c *CellStats) error {
 		}
 		for _, dir := range []struct {
 			dir          string
-			bytes, cells func(*CellLinkSnapshot) uint64
+			bytes, cells func(*LinkSnapshot) uint64
 		}{
-			{"tx", func(s *CellLinkSnapshot) uint64 { return s.TxBytes }, func(s *CellLinkSnapshot) uint64 { return s.TxCells }},
-			{"rx", func(s *CellLinkSnapshot) uint64 { return s.RxBytes }, func(s *CellLinkSnapshot) uint64 { return s.RxCells }},
+			{"tx", func(s *LinkSnapshot) uint64 { return s.TxBytes }, func(s *LinkSnapshot) uint64 { return s.TxCells }},
+			{"rx", func(s *LinkSnapshot) uint64 { return s.RxBytes }, func(s *LinkSnapshot) uint64 { return s.RxCells }},
 		} {
 			add(r.CounterFunc("linkfabric_cells_link_bytes_total", "Bytes of cell-family frames on a link port.", link(dir.bytes), "port", l.Name, "dir", dir.dir))
 			add(r.CounterFunc("linkfabric_cells_link_cells_total", "Cells on a link port.", link(dir.cells), "port", l.Name, "dir", dir.dir))
 		}
-		add(r.CounterFunc("linkfabric_cells_link_exclusions_total", "Times a link left the routes.", link(func(s *CellLinkSnapshot) uint64 { return s.Exclusions }), "port", l.Name))
+		add(r.CounterFunc("linkfabric_cells_link_exclusions_total", "Times a link left the routes.", link(func(s *LinkSnapshot) uint64 { return s.Exclusions }), "port", l.Name))
 	}
-	for name, fn := range map[string]func(*CellsSnapshot) uint64{
-		"reasm_delivered":  func(s *CellsSnapshot) uint64 { return s.ReasmDelivered },
-		"reasm_discarded":  func(s *CellsSnapshot) uint64 { return s.ReasmDiscards },
-		"malformed":        func(s *CellsSnapshot) uint64 { return s.Malformed },
-		"hop_drops":        func(s *CellsSnapshot) uint64 { return s.HopDrops },
-		"fci_marks":        func(s *CellsSnapshot) uint64 { return s.FCIMarks },
-		"voq_drops":        func(s *CellsSnapshot) uint64 { return s.Node.VOQDrops },
-		"no_route":         func(s *CellsSnapshot) uint64 { return s.Node.NoRoute },
-		"credit_granted":   func(s *CellsSnapshot) uint64 { return s.CreditGranted },
-		"credit_requested": func(s *CellsSnapshot) uint64 { return s.CreditRequested },
+	for name, fn := range map[string]func(*Snapshot) uint64{
+		"reasm_delivered":  func(s *Snapshot) uint64 { return s.ReasmDelivered },
+		"reasm_discarded":  func(s *Snapshot) uint64 { return s.ReasmDiscards },
+		"malformed":        func(s *Snapshot) uint64 { return s.Malformed },
+		"hop_drops":        func(s *Snapshot) uint64 { return s.HopDrops },
+		"fci_marks":        func(s *Snapshot) uint64 { return s.FCIMarks },
+		"voq_drops":        func(s *Snapshot) uint64 { return s.Node.VOQDrops },
+		"no_route":         func(s *Snapshot) uint64 { return s.Node.NoRoute },
+		"credit_granted":   func(s *Snapshot) uint64 { return s.CreditGranted },
+		"credit_requested": func(s *Snapshot) uint64 { return s.CreditRequested },
 	} {
 		add(r.CounterFunc("linkfabric_cells_"+name+"_total", "Cells: "+name+".", func() uint64 { s := c.Snapshot(); return fn(&s) }))
 	}
@@ -253,7 +252,7 @@ func registerCells(r *metrics.Registry, c *CellStats) error {
 
 // cellsDoc is the cells part of /stats.json.
 type cellsDoc struct {
-	CellsSnapshot
+	Snapshot
 	Corrupt uint64 `json:"corrupt_frames"`
 	NoRoom  uint64 `json:"integrity_no_room"`
 }

@@ -16,7 +16,7 @@ import (
 // default pair. (Cells cut frames to the link.)
 func TestLinkHeaderFitsEveryMode(t *testing.T) {
 	c := &dataplane.Config{Link: dataplane.LinkConfig{Integrity: linkcrc.CRC32C}}
-	need := map[string]int{"lg, lgnb, monitor": c.LinkOverhead(), "fec": fecpipe.FECOverhead(c)}
+	need := map[string]int{"lg, lgnb, monitor": c.LinkOverhead(), "fec": fecpipe.Overhead(c)}
 	for what, n := range need {
 		if netns.DefaultLinkHeaderLen < n {
 			t.Errorf("the testbed's link MTU is the hosts' + %d; mode %s needs + %d", netns.DefaultLinkHeaderLen, what, n)

@@ -17,16 +17,13 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify/cellspipe"
 	"github.com/linkfabric/linkfabric/dataplane"
-	"github.com/linkfabric/linkfabric/fec/fecpipe"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
-	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/metrics/prom"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/xdp"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // defaultMetricsAddr is where `run` serves its statistics. Loopback is per
@@ -50,20 +47,19 @@ func parseXDPMode(s string) (bpf.AttachMode, error) {
 
 func runCmd() *cobra.Command {
 	var (
-		ns, xdpMode, metricsAddr  string
-		fastPath, zeroCopy        string
-		needWakeup                bool
-		cfg                       dataplane.Config
-		mode                      string
-		statsEvery                time.Duration
-		peerMAC, linkSpeed        string
-		cpuProfile                string
-		integrity                 string
-		node, preset, topoFile    string
-		prefix                    string
-		portRate, portBuffer      string
-		credits, packing, helpAll bool
-		preCredit                 int
+		ns, xdpMode, metricsAddr string
+		fastPath, zeroCopy       string
+		needWakeup               bool
+		cfg                      dataplane.Config
+		mode                     string
+		statsEvery               time.Duration
+		peerMAC, linkSpeed       string
+		cpuProfile               string
+		integrity                string
+		node, preset, topoFile   string
+		prefix                   string
+		portRate, portBuffer     string
+		helpAll                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run {--node SW | --netns NS --host-port IF[,IF...] --link-port IF[,IF...]} --mode forward",
@@ -117,17 +113,8 @@ NICs).`,
 			}
 			cfg.Mode = dataplane.Mode(mode)
 			cfg.Netns = ns
-			if err := fecFlags(cmd, &cfg); err != nil {
+			if err := dataplane.CheckFlags(cmd.Flags(), &cfg); err != nil {
 				return err
-			}
-			cells := cellspipe.CellsConfigOf(&cfg)
-			cells.NoCredits, cells.NoPacking = !credits, !packing
-			if preCredit < 0 {
-				return fmt.Errorf("--cells-pre-credit %d: want bytes ≥ 0 (0: none)", preCredit)
-			}
-			cells.PreCredit = preCredit
-			if preCredit == 0 {
-				cells.PreCredit = -1 // none
 			}
 			cfg.Logger = log
 			if cfg.Link.Integrity, err = linkcrc.ParseMode(integrity); err != nil {
@@ -164,9 +151,6 @@ NICs).`,
 		},
 	}
 	f := cmd.Flags()
-	// The mechanisms' configurations the flags below fill (cfg is not
-	// copied before they are parsed).
-	lgc, cellsc, fecc := lgpipe.LGConfigOf(&cfg), cellspipe.CellsConfigOf(&cfg), fecpipe.FECConfigOf(&cfg)
 	setRunHelp(cmd, &helpAll)
 	f.StringVar(&ns, "netns", "", "network namespace of the ports (default: the current one)")
 	f.StringVar(&cfg.HostPort, "host-port", "", "interface facing the host, or a comma-separated list (cells: an edge with several; none: a fabric node)")
@@ -178,53 +162,17 @@ NICs).`,
 	f.StringVar(&topoFile, "topology", "", "with --node: the testbed's YAML topology file (instead of --preset)")
 	f.StringVar(&prefix, "prefix", netns.DefaultPrefix, "with --node: the testbed's prefix (namespace = prefix + node)")
 	f.StringVar(&mode, "mode", "forward", "the mode (above), one of: "+dataplane.ModeList())
-	f.StringVar(&cellsc.Spray, "cells-spray", "perm", "cells: how a cell picks its link: perm (round-robin in a random permutation, reshuffled), p2c (the shorter TX backlog of two random links) or hash (one link per flow)")
-	f.IntVar(&cellsc.CellSize, "cells-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU, 1494 at the testbed's 1526)")
-	f.BoolVar(&credits, "cells-credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
-	f.IntVar(&preCredit, "cells-pre-credit", cellspipe.DefaultCellPreCredit, "cells: bytes each VOQ may send ahead of its grant, so a packet after an idle spell skips the credit round trip; 0: none")
-	f.BoolVar(&packing, "cells-packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
-	f.Uint16Var(&cellsc.NodeID, "cells-node-id", 0, "cells: this node's fabric address: 1-1023 for an edge, 1-65535 for a fabric node (default: from the first port's MAC)")
-	f.StringVar(&cellsc.LinkMode, "cells-link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
-	f.DurationVar(&cellsc.ReachInterval, "cells-reach-interval", 0, "cells: REACH period on every link (default 5ms)")
-	f.IntVar(&cellsc.ReachTh, "cells-reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 30: with the 5ms period rides out a peer's scheduling stalls of up to 150ms)")
-	f.IntVar(&cellsc.ReachUp, "cells-reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")
-	f.DurationVar(&cellsc.ReasmTimeout, "cells-reasm-timeout", 0, "cells: how long a missing cell may hold up its stream before it is skipped (default 30ms)")
-	f.StringVar(&cellsc.LossClasses, "cells-loss-classes", "", "cells: loss classes per link (RAIL): the bounds of classes 1, 2, ... on a link's measured loss, e.g. 1e-6,1e-3,1e-1, or default")
-	f.StringVar(&cellsc.ClassMap, "cells-class-map", "", "cells, with --cells-loss-classes: traffic class → loss class, tc=k,... (tc: 802.1p priority, or DSCP/8 for untagged IP), e.g. 5=1")
-	f.BoolVar(&lgc.Auto, "lg-auto", false, "lg/lgnb/monitor: the measured loss rate switches the receiving direction between monitor, lg and lgnb (policy in docs/run.md)")
-	f.StringVar(&lgc.Protect, "lg-protect", "both", "lg/lgnb: directions this end protects: both, tx, rx")
-	f.Float64Var(&lgc.TargetLoss, "lg-target-loss", 1e-8, "lg/lgnb: effective loss rate to reach; N copies per loss follow Equation 2")
-	f.Float64Var(&lgc.LinkLoss, "lg-link-loss", 0, "lg/lgnb: the link's loss rate for Equation 2 (default: measured from loss notifications)")
-	f.IntVar(&lgc.Copies, "lg-copies", 0, "lg/lgnb: force N retransmitted copies per lost frame")
-	f.IntVar(&lgc.MaxCopies, "lg-max-copies", 4, "lg/lgnb: cap on a measured N")
-	f.DurationVar(&lgc.AckTimeout, "lg-ack-timeout", 0, "lg: ackNoTimeout (default: from the measured retransmission delay, Appendix B.1)")
-	f.DurationVar(&lgc.AckDelay, "lg-ack-delay", 0, "lg/lgnb: longest wait for reverse data to carry an ACK before an explicit one (default: the measured p99 retransmission delay)")
-	f.DurationVar(&lgc.DummyInterval, "lg-dummy-interval", 0, "lg/lgnb: least idle time after the last data frame before a dummy exposes a tail loss (default 10µs; later dummies back off)")
-	f.DurationVar(&lgc.DummyWaitMax, "lg-dummy-wait-max", 0, "lg/lgnb: most idle time after the last data frame before a dummy exposes a tail loss (default 500µs)")
-	f.IntVar(&lgc.DummyCopies, "lg-dummy-copies", 0, "lg/lgnb: dummies per emission; more than 1 when bursty loss can take the dummy with the tail (default 1)")
-	f.IntVar(&lgc.PauseThreshold, "lg-pause-threshold", 0, "lg: reorder-buffer bytes that send a PFC pause (default resume + 2 MTU)")
-	f.IntVar(&lgc.ResumeThreshold, "lg-resume-threshold", 0, "lg: reorder-buffer bytes that send a PFC resume (default: measured p99 retransmission delay × peak delivery rate)")
-	f.IntVar(&lgc.TxBuffer, "lg-tx-buffer", 0, "lg/lgnb: TX buffer and reorder window in frames, a power of two (default: from --ring-size)")
-	f.IntVar(&lgc.PFCClass, "lg-pfc-class", 0, "lg: an 802.1Qbb frame from the link pausing this priority also pauses LinkGuardian's sender")
+	// Each mechanism's flags, with its prefix (--lg-*, --session-*,
+	// --cells-*, --fec-*), filling its configuration in cfg (not copied
+	// before they are parsed).
+	dataplane.DeclareFlags(f, &cfg)
 	f.StringVar(&linkSpeed, "link-speed", "", "lg, fec, forward --pfc: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
 	f.BoolVar(&cfg.PFC.Enabled, "pfc", false, "per-class PFC toward the host port: a class queue at --pfc-xoff frames pauses that class at the host, resumed at --pfc-xon")
 	f.IntVar(&cfg.PFC.XOFF, "pfc-xoff", 0, "with --pfc: frames queued in one class that pause it at the host (default 512)")
 	f.IntVar(&cfg.PFC.XON, "pfc-xon", 0, "with --pfc: frames queued in a paused class at or below which it is resumed (default half of --pfc-xoff)")
 	f.DurationVar(&cfg.PFC.Pause, "pfc-pause", 0, "with --pfc: pause each frame asks of the host, refreshed at half of it (default 65535 quanta at the host port's speed: 3.4ms at 10G)")
 	f.StringVar(&peerMAC, "peer-mac", "", "lg/lgnb/monitor/fec, cells over lg: destination MAC of control frames (default broadcast); when given, link-session frames from any other source are ignored")
-	f.DurationVar(&lgc.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for a link session never agreed (default 200ms); then dropped, or sent with --session-pass")
-	f.BoolVar(&lgc.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
-	f.IntVar(&lgc.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when waiting host frames are dropped, keep the newest N of each class (default 16; -1: none)")
-	f.DurationVar(&lgc.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long host frames wait while an agreed session is down (port down, peer restarting) (default 5s)")
 	f.StringVar(&integrity, "integrity", "auto", "lg/lgnb/monitor/cells/fec: check of every link frame: auto (off on a NIC whose MAC checks the FCS, csum on veth), crc32c, csum or off; both ends need the same --integrity")
-	f.IntVar(&fecc.N, "fec-n", 0, "fec: fix n, the data frames per parity frame (0: no parity; with --fec-copies, replication only); default: chosen by the link policy")
-	f.Float64Var(&fecc.Target, "fec-target", 1e-3, "fec: residual loss the hosts may see; the link policy chooses n (or replication) for it from the measured loss")
-	f.Float64Var(&fecc.Loss, "fec-loss", 0, "fec: take the link's loss rate as given: the policy chooses once for it (default: measured)")
-	f.IntVar(&fecc.Copies, "fec-copies", 0, "fec: transmissions per frame: with --fec-n fixed (default 1); otherwise when the policy replicates (default 3, RAIL's)")
-	f.DurationVar(&fecc.Wait, "fec-wait", 0, "fec: longest a hole holds back the frames behind it before the receiver gives up on it (default 2ms; must exceed --fec-flush plus the link's delay)")
-	f.DurationVar(&fecc.Flush, "fec-flush", 0, "fec: longest a group stays open before its parity is sent (default 1ms; shorter sends more partial groups at low rates)")
-	f.BoolVar(&fecc.Immediate, "fec-immediate", false, "fec: deliver frames as they arrive or are rebuilt, out of order (default: in order, waiting up to --fec-wait)")
-	f.DurationVar(&fecc.Window, "fec-window", 0, "fec: the loss monitor's moving window (default 2s; the rate counts from 10^4 frames in it)")
 	f.BoolVar(&cfg.BusyPoll, "busy-poll", false, "spin on the rings instead of sleeping in poll() (lower latency, one core busy)")
 	f.IntVar(&cfg.Workers, "workers", 1, "worker loops, one per queue: worker i owns queue i of every port (ports need this many RX and TX queues; several use AF_XDP only)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
@@ -253,29 +201,6 @@ func afxdpFlags(cfg *dataplane.Config, zeroCopy string, needWakeup bool) error {
 		return err
 	}
 	cfg.ZeroCopy, cfg.NoNeedWakeup = z, !needWakeup
-	return nil
-}
-
-// fecFlags checks the --fec-* flags against --mode: they belong to mode fec,
-// --fec-n fixes n where --fec-target and --fec-loss have the policy choose.
-func fecFlags(cmd *cobra.Command, cfg *dataplane.Config) error {
-	var given []string
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if strings.HasPrefix(f.Name, "fec-") {
-			given = append(given, "--"+f.Name)
-		}
-	})
-	if cfg.Mode != fecpipe.ModeFEC && (cfg.Mode != cellspipe.ModeCells || cellspipe.CellsConfigOf(cfg).LinkMode != "fec") {
-		if len(given) > 0 {
-			return fmt.Errorf("%s: only mode fec and --cells-link-mode fec under the cells have these; add --mode fec (or --mode cells --cells-link-mode fec) or leave them out", strings.Join(given, ", "))
-		}
-		return nil
-	}
-	fc := fecpipe.FECConfigOf(cfg)
-	fc.Fixed = cmd.Flags().Changed("fec-n")
-	if fc.Fixed && cmd.Flags().Changed("fec-target") {
-		return errors.New("--fec-n fixes n; --fec-target has the link policy choose it from the measured loss: give one of them")
-	}
 	return nil
 }
 
@@ -449,7 +374,7 @@ func runDataplane(ctx context.Context, cfg dataplane.Config, metricsAddr string,
 		}()
 	}
 	if cfg.Mode == cellspipe.ModeCells {
-		c := cellspipe.CellsConfigOf(&cfg)
+		c := cellspipe.ConfigOf(&cfg)
 		role := "fabric node"
 		if len(cfg.HostPorts) > 0 {
 			role = "edge"

@@ -11,7 +11,6 @@ import (
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
-	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 )
 
 // cellFEC is what runs under the cells on one link port with --cells-link-mode
@@ -56,7 +55,7 @@ type cellFEC struct {
 
 	obsAt    int64
 	st       linkpipe.CellLinkLG
-	snap     linkpipe.FECSnapshot
+	snap     Snapshot
 	changes  atomic.Uint64
 	maxFrame int
 }
@@ -67,13 +66,7 @@ const cellFECWindow = 512
 
 func init() {
 	linkpipe.RegisterLayer(string(ModeFEC), linkpipe.LayerSpec{
-		Configure: func(c *dataplane.Config) error {
-			// LinkGuardian's flags are checked as under the other layers.
-			if err := lgpipe.ConfigureLGLayer(c); err != nil {
-				return err
-			}
-			return FECConfigOf(c).defaults()
-		},
+		Configure: func(c *dataplane.Config) error { return ConfigOf(c).defaults() },
 		Frames: func(c *dataplane.Config) (uint64, string, error) {
 			n := uint64(len(c.LinkPorts))
 			return n * (cellFECWindow + 1), fmt.Sprintf(", each of %d links' FEC receiver window and parity frame (%d + 1)", n, cellFECWindow), nil
@@ -83,14 +76,13 @@ func init() {
 		// coding is there to carry cells over lossy links: a link is
 		// faulty only from where the link policy stops coding (10 % by
 		// default), not from the bare default meant for unprotected links.
-		LossFaulty: func(c *dataplane.Config) float64 { return FECConfigOf(c).codingLimit() },
-		Start:      lgpipe.StartLGLayer,
+		LossFaulty: func(c *dataplane.Config) float64 { return ConfigOf(c).codingLimit() },
 		New:        newCellFEC})
 }
 
 func newCellFEC(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
-	c := FECConfigOf(cfg)
+	c := ConfigOf(cfg)
 	port, cellFrame := e.Port, e.Cells.CellFrame()
 	k := &cellFEC{LayerSession: linkpipe.NewLayerSession(e), maxFrame: cellFrame}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} // as the cells: the peer's MAC is not known
@@ -119,18 +111,10 @@ func (k *cellFEC) Up() bool { return k.Sess.State() == linksession.Up }
 // (credit, REACH, anything else) to the node as it is.
 func (k *cellFEC) Receive(now int64, f link.Frame, tx *dataplane.Tx) {
 	b := k.W.Bytes(uint64(f.H), f.Len)
-	t, ok := seqhdr.FrameType(b)
-	if ok && t.IsSession() {
-		k.SessionRx(now, b)
-		k.Cells.Release(tx, f)
+	if _, taken := k.TakeSession(now, f, b, tx, &k.st.NotAgreed); taken {
 		return
 	}
-	if !k.Sess.AcceptLink(now) {
-		k.st.NotAgreed++
-		k.Cells.Release(tx, f)
-		return
-	}
-	if ok && (t == seqhdr.TypeCell || t == seqhdr.TypeFECParity) {
+	if t, ok := seqhdr.FrameType(b); ok && (t == seqhdr.TypeCell || t == seqhdr.TypeFECParity) {
 		k.rcv.Receive(now, f)
 		return
 	}
@@ -158,7 +142,7 @@ func (k *cellFEC) DeliverUp(now int64) {
 func (k *cellFEC) Poll(now int64, tx *dataplane.Tx) int64 {
 	next := k.SessionPoll(now, tx)
 	if now >= k.obsAt {
-		k.obsAt = now + FECObserve
+		k.obsAt = now + ObserveInterval
 		k.observe(now, k.Sess)
 	}
 	rs := &k.rcv.Stats

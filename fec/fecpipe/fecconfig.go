@@ -1,20 +1,21 @@
 package fecpipe
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/fec"
-	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 )
 
 // ModeFEC is RAIL's coding below the hosts (package fec): XOR parity after
 // every n data frames, or replication, in both directions of the link.
 const ModeFEC dataplane.Mode = "fec"
 
-// FECConfig configures mode fec. Zero fields take the defaults.
+// Config configures mode fec. Zero fields take the defaults.
 //
 // How each end's sender protects what it sends:
 //   - Fixed: n = N and Copies transmissions per frame, whatever the loss
@@ -30,7 +31,7 @@ const ModeFEC dataplane.Mode = "fec"
 // logged and shown; it is applied only in the last case. Of its choices,
 // lg and exclude can only be reported in mode fec: the sender keeps what
 // it has (run --mode lg for lg; exclusion needs a bundle).
-type FECConfig struct {
+type Config struct {
 	Fixed  bool
 	N      int
 	Copies int // Fixed: transmissions per frame (default 1); otherwise copies when the policy replicates (default: its table's, 3)
@@ -56,7 +57,7 @@ type FECConfig struct {
 	Table *fec.LinkTable
 }
 
-// defaultFECWait and defaultFECFlush are FECConfig.Wait's and Flush's
+// defaultFECWait and defaultFECFlush are Config.Wait's and Flush's
 // defaults. Measured with UDP through fec(4) at loss 1e-2 on the shared
 // 2-core machine (load average 17): the time from a hole's detection to its
 // recovery was 8-45 µs on average and at most 0.4-2.9 ms (the worker
@@ -74,26 +75,18 @@ const (
 // may hold at once.
 const fecWindow = 1024
 
-// FECConfigOf is c's configuration of mode fec and of the fec layer under
+// ConfigOf is c's configuration of mode fec and of the fec layer under
 // the cells (Mech "fec").
-func FECConfigOf(c *dataplane.Config) *FECConfig { return dataplane.Mech[FECConfig](c, "fec") }
+func ConfigOf(c *dataplane.Config) *Config { return dataplane.Mech[Config](c, "fec") }
 
-func (c *FECConfig) defaults() error {
+func (c *Config) defaults() error {
 	if c.Target == 0 {
 		c.Target = 1e-3
 	}
-	if c.Window == 0 {
-		c.Window = 2 * time.Second
-	}
-	if c.MinFrames == 0 {
-		c.MinFrames = 10_000
-	}
-	if c.Wait == 0 {
-		c.Wait = defaultFECWait
-	}
-	if c.Flush == 0 {
-		c.Flush = defaultFECFlush
-	}
+	c.Window = cmp.Or(c.Window, 2*time.Second)
+	c.MinFrames = cmp.Or(c.MinFrames, 10_000)
+	c.Wait = cmp.Or(c.Wait, defaultFECWait)
+	c.Flush = cmp.Or(c.Flush, defaultFECFlush)
 	switch {
 	case !(c.Target > 0 && c.Target < 3e-2):
 		return fmt.Errorf("dataplane: --fec-target %g: want a residual loss rate in (0, 0.03), e.g. 1e-3 (RAIL's for TCP)", c.Target)
@@ -149,7 +142,7 @@ func applicable(c fec.LinkChoice) bool {
 // codingLimit is the loss rate from which the link policy no longer
 // codes (it chooses lg or exclude for independent loss): RAIL's 10 % with
 // the default table. Under the cells a link is faulty from there.
-func (c *FECConfig) codingLimit() float64 {
+func (c *Config) codingLimit() float64 {
 	lim := 0.0
 	for _, r := range c.Table.Rows {
 		if !applicable(fec.LinkChoice{Action: r.Action}) {
@@ -162,7 +155,7 @@ func (c *FECConfig) codingLimit() float64 {
 
 // initial is the protection a sender starts with: fixed, chosen for the
 // given loss, or for ten times the target until the peer's report.
-func (c *FECConfig) initial() fec.LinkState {
+func (c *Config) initial() fec.LinkState {
 	switch {
 	case c.Fixed:
 		st := fec.LinkState{Choice: fec.LinkChoice{Action: fec.ActFEC, N: c.N, Copies: c.Copies}}
@@ -187,10 +180,10 @@ func nCopies(c fec.LinkChoice) (n, copies int) {
 	return 0, 1
 }
 
-// FECOverhead is how many bytes a host frame's largest link frame exceeds
+// Overhead is how many bytes a host frame's largest link frame exceeds
 // it by in mode fec: a parity frame's header (fec.MaxOverhead) and the
 // integrity trailer. A link port needs an MTU this much above the host port's.
-func FECOverhead(c *dataplane.Config) int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
+func Overhead(c *dataplane.Config) int { return fec.MaxOverhead + c.Link.Integrity.Overhead() }
 
 func init() {
 	dataplane.Register(ModeFEC, dataplane.Spec{Hosts: [2]int{1, 1}, Links: [2]int{1, 1}, Wire: true, ClassQueues: true,
@@ -201,25 +194,25 @@ func init() {
 		},
 		CheckMTU: checkFECMTU,
 		New: func(d *dataplane.Dataplane, _ *dataplane.Config) (dataplane.Instance, error) {
-			return &fecInstance{stats: &FECStats{}, link: d.Link().Name}, nil
+			return &fecInstance{stats: &Stats{}, link: d.Link().Name}, nil
 		}})
 }
 
 // configureFEC fills mode fec's defaults and those of its link session.
 func configureFEC(c *dataplane.Config) error {
-	if lgpipe.LGConfigOf(c).Protect != "" && lgpipe.LGConfigOf(c).Protect != "both" {
-		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", lgpipe.LGConfigOf(c).Protect)
+	if p := linkpipe.SessionConfigOf(c).Protect; p != "" && p != "both" {
+		return fmt.Errorf("dataplane: --lg-protect %s: mode fec protects both directions of the link; leave --lg-protect out", p)
 	}
-	if err := lgpipe.LGDefaults(c, c.Mode); err != nil {
+	if err := linkpipe.SessionDefaults(c); err != nil {
 		return err
 	}
-	return FECConfigOf(c).defaults()
+	return ConfigOf(c).defaults()
 }
 
 // checkFECMTU checks that the link port carries a parity frame of full
 // host frames.
 func checkFECMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) error {
-	if over := FECOverhead(c); linkMTU < hostMTU+over {
+	if over := Overhead(c); linkMTU < hostMTU+over {
 		return fmt.Errorf("dataplane: link port %s (%s) has MTU %d, below host port %s's MTU %d + %d bytes in mode fec: a parity frame is %d bytes longer than the longest frame of its group (the link EtherType and parity header), plus %d of integrity trailer (--integrity %s), so full-size frames could not be protected; fix: %s link set dev %s mtu %d (and the same on the other switch's link port), or lower the hosts' MTU",
 			c.LinkPort, where, linkMTU, c.HostPort, hostMTU, over, fec.MaxOverhead, c.Link.Integrity.Overhead(), c.Link.Integrity, ip, c.LinkPort, hostMTU+over)
 	}
@@ -228,7 +221,7 @@ func checkFECMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) er
 
 // fecInstance is mode fec on a dataplane.
 type fecInstance struct {
-	stats *FECStats
+	stats *Stats
 	link  string // the link port's name
 }
 
@@ -242,14 +235,14 @@ func (in *fecInstance) Integrity(int) *dataplane.IntegrityStats { return &in.sta
 // and PFC counts.
 func (in *fecInstance) Stats() map[string]any {
 	s := in.stats
-	return map[string]any{"fec": fecDoc{FECSnapshot: s.Snapshot(), Session: s.Session.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(),
+	return map[string]any{"fec": fecDoc{Snapshot: s.Snapshot(), Session: s.Session.Snapshot(), Corrupt: s.Integrity.Corrupt.Load(),
 		NoRoom: s.Integrity.NoRoom.Load(), PFCRx: s.PFCRx.Load()}}
 }
 
 func (in *fecInstance) Close() {}
 
-// FECStats are mode fec's statistics (nil in every other mode).
-func FECStatsOf(d *dataplane.Dataplane) *FECStats {
+// Stats are mode fec's statistics (nil in every other mode).
+func StatsOf(d *dataplane.Dataplane) *Stats {
 	if in, ok := d.Instance().(*fecInstance); ok {
 		return in.stats
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/linkfabric/linkfabric/fec"
 	"github.com/linkfabric/linkfabric/link"
-	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/lossmon"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
@@ -30,12 +29,12 @@ import (
 // decision is logged when it changes and, unless n was fixed or given a
 // loss, applied to the Sender.
 type fecCtl struct {
-	cfg *FECConfig
+	cfg *Config
 	snd *fec.Sender
 	rcv *fec.Receiver
 
 	auto  bool   // the policy's decisions are applied
-	basis string // linkpipe.FECSnapshot.Basis
+	basis string // Snapshot.Basis
 	// What decide logs: where, and what cannot be applied here.
 	log     *slog.Logger
 	dev     string
@@ -61,14 +60,14 @@ type fecCtl struct {
 	rxOK    bool
 }
 
-// FECObserve is how often the monitors are fed and the statistics published.
-const FECObserve = int64(20 * time.Millisecond)
+// ObserveInterval is how often the monitors are fed and the statistics published.
+const ObserveInterval = int64(20 * time.Millisecond)
 
 // init sets up the coding for c: sc and rc are the Sender's and Receiver's
 // configurations but for N and Copies, which the protection in force
 // gives. cannot ends the note logged for a choice the caller cannot apply
 // (lg, exclude).
-func (k *fecCtl) init(c *FECConfig, sc fec.SenderConfig, rc fec.ReceiverConfig, mem link.Memory, log *slog.Logger, dev, cannot string, changes *atomic.Uint64) error {
+func (k *fecCtl) init(c *Config, sc fec.SenderConfig, rc fec.ReceiverConfig, mem link.Memory, log *slog.Logger, dev, cannot string, changes *atomic.Uint64) error {
 	*k = fecCtl{cfg: c, auto: !c.Fixed && c.Loss == 0, log: log, dev: dev, cannot: cannot, changes: changes,
 		peerCopies: 1, rxLoss: math.NaN(), rxBurst: math.NaN()}
 	switch {
@@ -187,7 +186,7 @@ func (k *fecCtl) inForce() fec.LinkChoice {
 }
 
 // snapshot fills the coding's part of v.
-func (k *fecCtl) snapshot(v *linkpipe.FECSnapshot) {
+func (k *fecCtl) snapshot(v *Snapshot) {
 	v.Sender, v.Receiver = k.snd.Stats, k.rcv.Stats
 	v.N, v.Copies, v.Basis = k.snd.N(), k.snd.Copies(), k.basis
 	v.WaitNs = k.rcv.Wait()
@@ -201,7 +200,7 @@ func (k *fecCtl) snapshot(v *linkpipe.FECSnapshot) {
 	if v.TxMeasured {
 		v.TxLoss, v.TxBurst = float64(k.peer.RxLoss)/1e9, float64(k.peer.RxBurst)/256
 	}
-	v.Policy = linkpipe.FECPolicy{Target: k.cfg.Target, State: k.policy, Note: k.note, Changes: k.changes.Load()}
+	v.Policy = Policy{Target: k.cfg.Target, State: k.policy, Note: k.note, Changes: k.changes.Load()}
 	if k.decided {
 		v.Policy.Decision = k.policy.Choice.String()
 		v.Policy.Applied = k.auto && applicable(k.policy.Choice)

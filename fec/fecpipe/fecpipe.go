@@ -6,8 +6,6 @@ import (
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
-	"github.com/linkfabric/linkfabric/link/seqhdr"
-	"github.com/linkfabric/linkfabric/linkguardian/lgpipe"
 	"github.com/linkfabric/linkfabric/pfc"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -27,22 +25,22 @@ type fecPipeline struct {
 	w     *dataplane.Worker
 	d     *dataplane.Dataplane
 	queue dataplane.ClassQueues
-	st    *FECStats
+	st    *Stats
 	linkpipe.LinkSess
 
 	fecCtl
 
 	pfcSpeed uint64
-	snap     linkpipe.FECSnapshot
+	snap     Snapshot
 	obsAt    int64
 	maxFrame int
 }
 
 func newFECPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
-	c := FECConfigOf(cfg)
+	c := ConfigOf(cfg)
 	pl := &fecPipeline{
-		w: w, d: d, st: FECStatsOf(d),
+		w: w, d: d, st: StatsOf(d),
 		queue:    dataplane.NewClassQueues(d),
 		pfcSpeed: cfg.Link.Speed,
 	}
@@ -59,7 +57,7 @@ func newFECPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 		return nil, err
 	}
 	prot := linksession.Protect{Tx: true, Rx: true, FEC: true}
-	if err := pl.StartSession(w, lgpipe.LGConfigOf(cfg).SessionConfig(), &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
+	if err := pl.StartSession(w, *linkpipe.SessionConfigOf(cfg), &pl.fecCtl, fecWindow, prot, false, &pl.queue, &pl.st.Session, "fec"); err != nil {
 		return nil, err
 	}
 	cfg.Logger.Info("fec: sender protection", "dev", cfg.LinkPort, "protection", pl.inForce().String(), "basis", pl.basis,
@@ -89,32 +87,24 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dat
 		pl.queue.Push(pl.w, now, descs)
 		return
 	}
-	for _, d := range descs {
-		b := pl.w.Bytes(d.Addr, int(d.Len))
-		if pfc.IsMACControl(b) {
-			var f pfc.Frame
-			if pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
-				pl.st.PFCRx.Add(1)
-			}
-			tx.Release(d.Addr)
-			continue
-		}
-		if t, ok := seqhdr.FrameType(b); ok {
-			if t.IsSession() {
-				pl.SessionRx(now, b)
-				tx.Release(d.Addr)
-				continue
-			}
-			if !pl.Sess.AcceptLink(now) {
-				tx.Release(d.Addr) // no agreement with its sender yet (counted by the session)
-				continue
-			}
-		} else if !pl.Sess.AcceptPlain() {
-			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
-			continue
-		}
-		pl.rcv.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+	pl.ReceiveLink(now, descs, tx, pl)
+}
+
+// OnPFC gates the class queues by a PAUSE/PFC frame from the link
+// (linkpipe.LinkRx).
+func (pl *fecPipeline) OnPFC(now int64, b []byte) {
+	var f pfc.Frame
+	if pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
+		pl.st.PFCRx.Add(1)
 	}
+}
+
+// OnSession: the session's events need nothing of fec (linkpipe.LinkRx).
+func (pl *fecPipeline) OnSession(int64, linksession.Event) {}
+
+// OnCore hands a link frame to the Receiver (linkpipe.LinkRx).
+func (pl *fecPipeline) OnCore(now int64, f link.Frame) {
+	pl.rcv.Receive(now, f)
 }
 
 // Poll implements Pipeline: statistics, monitors and policy; the session;
@@ -123,7 +113,7 @@ func (pl *fecPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dat
 // the Receiver's deliveries on the host port.
 func (pl *fecPipeline) Poll(now int64, tx *dataplane.Tx) int64 {
 	if now >= pl.obsAt {
-		pl.obsAt = now + FECObserve
+		pl.obsAt = now + ObserveInterval
 		pl.observe(now, pl.Sess)
 		pl.publish(now)
 	}

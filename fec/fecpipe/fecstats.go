@@ -10,11 +10,11 @@ import (
 	"github.com/linkfabric/linkfabric/metrics"
 )
 
-// FECStats are mode fec's statistics: the cores' counters and the link
+// Stats are mode fec's statistics: the cores' counters and the link
 // policy, copied by the worker every 20 ms.
-type FECStats struct {
+type Stats struct {
 	mu sync.Mutex
-	v  linkpipe.FECSnapshot
+	v  Snapshot
 	// Session is the link session (session.go); Integrity the link frames'
 	// check (integrity.go).
 	Session   linkpipe.SessionStats
@@ -27,41 +27,41 @@ type FECStats struct {
 }
 
 // Snapshot returns a copy of the last published state.
-func (s *FECStats) Snapshot() linkpipe.FECSnapshot {
+func (s *Stats) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.v
 }
 
-func (s *FECStats) store(v *linkpipe.FECSnapshot) {
+func (s *Stats) store(v *Snapshot) {
 	s.mu.Lock()
 	s.v = *v
 	s.mu.Unlock()
 }
 
 // registerFEC exports mode fec's counters (as last published).
-func registerFEC(r *metrics.Registry, f *FECStats) error {
+func registerFEC(r *metrics.Registry, f *Stats) error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
-	for name, fn := range map[string]func(*linkpipe.FECSnapshot) uint64{
-		"sender_data":           func(s *linkpipe.FECSnapshot) uint64 { return s.Sender.Data },
-		"sender_parity":         func(s *linkpipe.FECSnapshot) uint64 { return s.Sender.Parity },
-		"sender_copies":         func(s *linkpipe.FECSnapshot) uint64 { return s.Sender.Copies },
-		"sender_wire_bytes":     func(s *linkpipe.FECSnapshot) uint64 { return s.Sender.WireBytes },
-		"sender_unprotected":    func(s *linkpipe.FECSnapshot) uint64 { return s.Sender.Unprotect },
-		"sender_too_long":       func(s *linkpipe.FECSnapshot) uint64 { return s.Sender.TooLong },
-		"receiver_data":         func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.DataRx },
-		"receiver_parity":       func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Parity },
-		"receiver_gaps":         func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Gaps },
-		"receiver_recovered":    func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Recovered },
-		"receiver_given_up":     func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Skipped },
-		"receiver_lost":         func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Lost },
-		"receiver_late":         func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Late },
-		"receiver_duplicates":   func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Dup },
-		"receiver_delivered":    func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.Delivered },
-		"receiver_bad_parity":   func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.BadParity + s.Receiver.BadRecovery },
-		"receiver_bad_data":     func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.BadData },
-		"receiver_parity_short": func(s *linkpipe.FECSnapshot) uint64 { return s.Receiver.ParityShort },
+	for name, fn := range map[string]func(*Snapshot) uint64{
+		"sender_data":           func(s *Snapshot) uint64 { return s.Sender.Data },
+		"sender_parity":         func(s *Snapshot) uint64 { return s.Sender.Parity },
+		"sender_copies":         func(s *Snapshot) uint64 { return s.Sender.Copies },
+		"sender_wire_bytes":     func(s *Snapshot) uint64 { return s.Sender.WireBytes },
+		"sender_unprotected":    func(s *Snapshot) uint64 { return s.Sender.Unprotect },
+		"sender_too_long":       func(s *Snapshot) uint64 { return s.Sender.TooLong },
+		"receiver_data":         func(s *Snapshot) uint64 { return s.Receiver.DataRx },
+		"receiver_parity":       func(s *Snapshot) uint64 { return s.Receiver.Parity },
+		"receiver_gaps":         func(s *Snapshot) uint64 { return s.Receiver.Gaps },
+		"receiver_recovered":    func(s *Snapshot) uint64 { return s.Receiver.Recovered },
+		"receiver_given_up":     func(s *Snapshot) uint64 { return s.Receiver.Skipped },
+		"receiver_lost":         func(s *Snapshot) uint64 { return s.Receiver.Lost },
+		"receiver_late":         func(s *Snapshot) uint64 { return s.Receiver.Late },
+		"receiver_duplicates":   func(s *Snapshot) uint64 { return s.Receiver.Dup },
+		"receiver_delivered":    func(s *Snapshot) uint64 { return s.Receiver.Delivered },
+		"receiver_bad_parity":   func(s *Snapshot) uint64 { return s.Receiver.BadParity + s.Receiver.BadRecovery },
+		"receiver_bad_data":     func(s *Snapshot) uint64 { return s.Receiver.BadData },
+		"receiver_parity_short": func(s *Snapshot) uint64 { return s.Receiver.ParityShort },
 	} {
 		add(r.CounterFunc("linkfabric_fec_"+name+"_total", "FEC: "+name+".", func() uint64 { s := f.Snapshot(); return fn(&s) }))
 	}
@@ -79,7 +79,7 @@ func registerFEC(r *metrics.Registry, f *FECStats) error {
 
 // fecDoc is mode fec's part of /stats.json.
 type fecDoc struct {
-	linkpipe.FECSnapshot
+	Snapshot
 	Session linkpipe.SessionSnapshot `json:"session"`
 	Corrupt uint64                   `json:"corrupt_frames"`
 	NoRoom  uint64                   `json:"integrity_no_room"`

@@ -145,12 +145,10 @@ func FindLayer(name string) *LayerSpec { return layers[name] }
 // mean. A Layer embeds it.
 type LayerSession struct {
 	LayerEnv
-	Sess *linksession.Session
+	portSession
 	scfg linksession.Config
 	link linksession.Link
 
-	lanes        int   // agreed lanes (1: no priority lane at the peer)
-	oneLaneSaid  bool  // sayOneLane logged
 	collisionLog int64 // last node-id collision logged
 	collisions   uint64
 
@@ -164,7 +162,7 @@ type LayerSession struct {
 // NewLayerSession is the session of e's link, not started
 // (StartSession).
 func NewLayerSession(e LayerEnv) LayerSession {
-	return LayerSession{LayerEnv: e, lanes: e.W.Node().Port(e.Port).Lanes()}
+	return LayerSession{LayerEnv: e}
 }
 
 // ReportLost tells the node how many cells were lost for good since the
@@ -209,33 +207,33 @@ func (c *LayerSession) StartSession(window int, prot linksession.Protect, link l
 	c.scfg = linksession.Config{
 		LocalMAC: d.Port(c.Port).MAC(),
 		PeerMAC:  cfg.Link.PeerMAC,
-		Offer: linksession.Offer{
-			Window:    uint32(window),
-			Lanes:     uint8(max(c.lanes, 1)), // a port without sockets: tests in memory
-			MTU:       uint16(min(c.Cells.CellFrame(), 1<<16-1)),
-			Speed:     uint32(max(cfg.Link.Speed/1_000_000, 1)),
-			Protect:   prot,
-			Integrity: cfg.Link.Integrity,
-		},
-		Node: c.Cells.NodeID(),
+		// max: a port without sockets (tests in memory) has no lanes.
+		Offer: offer(&cfg.Link, window, max(d.Port(c.Port).Lanes(), 1), c.Cells.CellFrame(), prot),
+		Node:  c.Cells.NodeID(),
 	}
-	s, err := linksession.New(c.scfg, link)
-	if err != nil {
+	if err := c.startPort(c.W, c.Port, c.Cells.PrioLane(c.L), c.scfg, link); err != nil {
 		return err
 	}
-	c.Sess = s
 	if c.W.Port(c.Port).DownSince() != 0 {
-		s.LinkDown(0)
+		c.Sess.LinkDown(0)
 	}
 	return nil
 }
 
-// CtrlLane is the lane of link control.
-func (c *LayerSession) CtrlLane() int {
-	if c.lanes < 2 {
-		return dataplane.LaneData
+// TakeSession takes what is the session's of frame f (bytes b) from the
+// link: a session frame, to SessionRx (ev: its events), and any frame
+// before the session agreed with its sender (counted in notAgreed). It
+// releases them and says taken; a frame not taken is the layer's.
+func (c *LayerSession) TakeSession(now int64, f link.Frame, b []byte, tx *dataplane.Tx, notAgreed *uint64) (ev linksession.Event, taken bool) {
+	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
+		ev = c.SessionRx(now, b)
+	} else if c.Sess.AcceptLink(now) {
+		return 0, false
+	} else {
+		*notAgreed++
 	}
-	return c.Cells.PrioLane(c.L)
+	c.Cells.Release(tx, f)
+	return ev, true
 }
 
 // SessionRx hands a session frame to the session, logs what it means and
@@ -254,8 +252,7 @@ func (c *LayerSession) SessionRx(now int64, b []byte) linksession.Event {
 	}
 	a, _ := c.Sess.Agreed()
 	if ev&linksession.EvReset != 0 {
-		c.lanes = int(a.Lanes)
-		sayOneLane(log, name, c.W.Port(c.Port).Lanes(), c.lanes, &c.oneLaneSaid)
+		c.agreedLanes(a)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		if a.Conflict&linksession.ConflictProtect != 0 {
@@ -302,13 +299,7 @@ func cellLinkMode(p linksession.Protect) string {
 // agrees again), runs the session's timers, sends its frames on the
 // control lane and returns its next deadline.
 func (c *LayerSession) SessionPoll(now int64, tx *dataplane.Tx) int64 {
-	down := c.W.Port(c.Port).DownSince() != 0
-	switch st := c.Sess.State(); {
-	case down && st != linksession.Down:
-		c.Sess.LinkDown(now)
-	case !down && st == linksession.Down:
-		c.Sess.LinkUp(now)
-	}
+	c.followPort(now)
 	next := c.Sess.Poll(now)
 	for next <= now {
 		h, ok := c.Cells.Alloc(seqhdr.MinFrameLen)

@@ -1,6 +1,7 @@
 package linkpipe
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,8 +11,12 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
+	"github.com/linkfabric/linkfabric/pfc"
+	"github.com/linkfabric/linkfabric/xdp"
+	"github.com/spf13/pflag"
 )
 
 // The link session of a pipeline with one link port (lg, fec; package
@@ -24,14 +29,14 @@ import (
 // window and dropped: nothing stale is delivered.
 //
 // Until the session is up, host frames wait in the class queues for up to
-// LGConfig.SessionWait, or LGConfig.SessionHold while an agreement stands
+// SessionConfig.SessionWait, or SessionConfig.SessionHold while an agreement stands
 // (the link port down, the peer silent, or a restarted peer's new epoch
 // not yet agreed; see linksession.Policy.HoldUpTo for why an outage must
 // be a pause and not a loss). After that they are dropped (counted), or
-// passed unprotected with LGConfig.SessionPass. When dropped, the newest
-// LGConfig.SessionKeep frames of each class stay, if they arrived in the
+// passed unprotected with SessionConfig.SessionPass. When dropped, the newest
+// SessionConfig.SessionKeep frames of each class stay, if they arrived in the
 // second half of the outage (keptSince) and for as long as the session has
-// been down less than LGConfig.SessionHold: after a link flap they are the
+// been down less than SessionConfig.SessionHold: after a link flap they are the
 // hosts' latest retransmissions, which restart TCP at once.
 
 // maxDeadline is "no deadline".
@@ -115,13 +120,9 @@ func (s *SessionStats) Snapshot() SessionSnapshot {
 // frames that met it not up. A pipeline embeds it and calls sessionRx,
 // SessionPoll and admitHost from its Receive and Poll.
 type LinkSess struct {
-	sw    *dataplane.Worker
-	Sess  *linksession.Session
-	lanes int // agreed lanes (1: the peer has no priority lane, everything on lane 0)
-	// oneLaneSaid: sayOneLane logged.
-	oneLaneSaid bool
-	queue       *dataplane.ClassQueues
-	stats       *SessionStats
+	portSession
+	queue *dataplane.ClassQueues
+	stats *SessionStats
 	// peers names the modes whose peer fits this end, for warnings.
 	peers                  string
 	blockedSince, warnedAt int64
@@ -134,14 +135,77 @@ type LinkSess struct {
 	conf                    SessionConfig
 }
 
-// SessionConfig is what the link session takes from its pipeline's flags
-// (LinkGuardian's --lg-mtu and --lg-session-*, which mode fec shares).
+// SessionConfig is the link session's configuration on a link port (Mech
+// "session"), shared by the modes that run one there (lg, lgnb, monitor,
+// fec): the directions this end protects, the hosts' MTU it announces, and
+// how host frames wait for it. Zero fields take the defaults
+// (SessionDefaults).
 type SessionConfig struct {
-	MTU         int
+	// Protect says which directions of the link this end protects: "both"
+	// (default), "tx" (frames this end sends), "rx" (frames it receives).
+	// Both ends of a link must agree (tx here, rx there). Mode fec
+	// protects both.
+	Protect string
+	// MTU is the hosts' MTU, announced in the session; default: the host
+	// ports' largest, else 1500.
+	MTU int
+	// SessionWait is how long host frames wait for the link session to come
+	// up (default 200 ms); after that they are dropped (counted), or with
+	// SessionPass sent unprotected.
 	SessionWait time.Duration
 	SessionPass bool
+	// SessionHold (default 5 s) is how long host frames wait instead while
+	// an agreement stands: the link port down, the peer silent, or a
+	// restarted peer not yet agreed. An outage shorter than this is a
+	// pause to the hosts, not a loss.
+	//
+	// SessionKeep is how many of the newest frames of each class stay
+	// queued when the others are dropped (default 16; negative keeps
+	// none), if they arrived in the second half of the wait, for up to
+	// SessionHold of the session not being up. A TCP sender backs its
+	// retransmissions off while the session is down: the latest one kept
+	// crosses as soon as it is up, rather than the next one seconds later.
 	SessionKeep int
 	SessionHold time.Duration
+}
+
+// SessionConfigOf is c's link session configuration (Mech "session").
+func SessionConfigOf(c *dataplane.Config) *SessionConfig {
+	return dataplane.Mech[SessionConfig](c, "session")
+}
+
+// SessionDefaults checks c's link session configuration and fills its
+// defaults.
+func SessionDefaults(c *dataplane.Config) error {
+	s := SessionConfigOf(c)
+	if s.Protect == "" {
+		s.Protect = "both"
+	}
+	if s.Protect != "both" && s.Protect != "tx" && s.Protect != "rx" {
+		return fmt.Errorf("dataplane: --lg-protect %q: want both, tx or rx", s.Protect)
+	}
+	if s.MTU == 0 {
+		s.MTU = dataplane.PortsMaxMTU(c.HostPorts)
+	}
+	s.MTU = cmp.Or(s.MTU, 1500)
+	s.SessionWait = cmp.Or(s.SessionWait, DefaultSessionWait)
+	s.SessionKeep = cmp.Or(s.SessionKeep, DefaultSessionKeep)
+	s.SessionHold = cmp.Or(s.SessionHold, DefaultSessionHold)
+	return nil
+}
+
+func init() {
+	dataplane.RegisterFlags("session", dataplane.Flags{Declare: declareSessionFlags})
+}
+
+// declareSessionFlags declares the link session's flags (--session-*)
+// into f, filling c's SessionConfig. (--lg-protect is LinkGuardian's.)
+func declareSessionFlags(f *pflag.FlagSet, c *dataplane.Config) {
+	s := SessionConfigOf(c)
+	f.DurationVar(&s.SessionWait, "session-wait", 0, "lg/lgnb/monitor: how long host frames wait for a link session never agreed (default 200ms); then dropped, or sent with --session-pass")
+	f.BoolVar(&s.SessionPass, "session-pass", false, "lg/lgnb/monitor: send host frames unprotected when the link session is not up after --session-wait (default: drop them)")
+	f.IntVar(&s.SessionKeep, "session-keep", 0, "lg/lgnb/monitor: when waiting host frames are dropped, keep the newest N of each class (default 16; -1: none)")
+	f.DurationVar(&s.SessionHold, "session-hold", 0, "lg/lgnb/monitor: how long host frames wait while an agreed session is down (port down, peer restarting) (default 5s)")
 }
 
 // StartSession starts the link session of w's link port over link, offering
@@ -149,24 +213,17 @@ type SessionConfig struct {
 // frames wait in queue while it is not up; c is the session's configuration.
 func (s *LinkSess) StartSession(w *dataplane.Worker, c SessionConfig, link linksession.Link, window int, prot linksession.Protect, fastSend bool, queue *dataplane.ClassQueues, stats *SessionStats, peers string) error {
 	lc := &w.Config().Link
-	sess, err := linksession.New(linksession.Config{
+	o := offer(lc, window, w.Port(dataplane.PortLink).Lanes(), c.MTU, prot) // the worker's lanes: 1 with several (workers.go)
+	o.FastSend = fastSend
+	*s = LinkSess{queue: queue, stats: stats, peers: peers, conf: c}
+	if err := s.startPort(w, dataplane.PortLink, dataplane.LanePrio, linksession.Config{
 		LocalMAC: w.Node().LinkMAC(),
 		PeerMAC:  lc.PeerMAC,
-		Offer: linksession.Offer{
-			Window:    uint32(window),
-			Lanes:     uint8(w.Port(dataplane.PortLink).Lanes()), // the worker's: 1 with several (workers.go)
-			MTU:       uint16(min(c.MTU, 1<<16-1)),
-			Speed:     uint32(max(lc.Speed/1_000_000, 1)),
-			Protect:   prot,
-			Integrity: lc.Integrity,
-			FastSend:  fastSend,
-		},
-		Policy: linksession.Policy{WaitUpTo: int64(c.SessionWait), HoldUpTo: int64(c.SessionHold), PassUnprotected: c.SessionPass},
-	}, link)
-	if err != nil {
+		Offer:    o,
+		Policy:   linksession.Policy{WaitUpTo: int64(c.SessionWait), HoldUpTo: int64(c.SessionHold), PassUnprotected: c.SessionPass},
+	}, link); err != nil {
 		return err
 	}
-	*s = LinkSess{sw: w, Sess: sess, lanes: w.Port(dataplane.PortLink).Lanes(), queue: queue, stats: stats, peers: peers, conf: c}
 	s.PublishSession()
 	return nil
 }
@@ -177,7 +234,7 @@ func (s *LinkSess) StartSession(w *dataplane.Worker, c SessionConfig, link links
 func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 	replaced := s.Sess.Stats.Replaced
 	ev := s.Sess.Receive(now, b)
-	cfg := s.sw.Config()
+	cfg := s.w.Config()
 	log := cfg.Logger
 	// An epoch replaced by a restart of the peer still speaking a second
 	// later is no restart: two sessions with different epochs share the
@@ -201,8 +258,7 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 		s.restartAt = now
 	}
 	if ev&linksession.EvReset != 0 {
-		s.lanes = int(a.Lanes)
-		sayOneLane(log, cfg.LinkPort, s.sw.Port(dataplane.PortLink).Lanes(), s.lanes, &s.oneLaneSaid)
+		s.agreedLanes(a)
 	}
 	if ev&linksession.EvMismatch != 0 {
 		SayMismatch(log, cfg.LinkPort, a)
@@ -212,7 +268,7 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 		// (session offers excepted: a replaced peer can still agree).
 		var peer [6]byte
 		copy(peer[:], b[6:12])
-		if err := s.sw.Node().Link().Program().SetPeerMAC(peer); err != nil {
+		if err := s.w.Node().Link().Program().SetPeerMAC(peer); err != nil {
 			log.Warn("link session: cannot restrict link control to the peer", "dev", cfg.LinkPort, "err", err)
 		}
 		log.Info("link session up", "dev", cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
@@ -231,6 +287,38 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 	}
 	s.PublishSession()
 	return ev
+}
+
+// LinkRx is a pipeline with one link port as ReceiveLink hands it its
+// link's frames.
+type LinkRx interface {
+	// OnPFC takes a PAUSE/PFC frame; OnSession the events of a session
+	// frame the session took (SessionRx); OnCore a frame for the
+	// mechanism's core, which owns it from then on.
+	OnPFC(now int64, b []byte)
+	OnSession(now int64, ev linksession.Event)
+	OnCore(now int64, f link.Frame)
+}
+
+// ReceiveLink hands a batch from the link port to rx: MAC control frames,
+// session frames (through SessionRx), and the frames the session accepts
+// for the core; it drops the others (no agreement with their sender yet,
+// whose numbering means nothing here, or plain frames from a peer with
+// another --integrity: counted by the session) and releases every frame
+// but the core's.
+func (s *LinkSess) ReceiveLink(now int64, descs []xdp.Desc, tx *dataplane.Tx, rx LinkRx) {
+	for _, d := range descs {
+		b := s.w.Bytes(d.Addr, int(d.Len))
+		if t, ok := seqhdr.FrameType(b); pfc.IsMACControl(b) {
+			rx.OnPFC(now, b)
+		} else if ok && t.IsSession() {
+			rx.OnSession(now, s.SessionRx(now, b))
+		} else if ok && s.Sess.AcceptLink(now) || !ok && s.Sess.AcceptPlain() {
+			rx.OnCore(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+			continue
+		}
+		tx.Release(d.Addr)
+	}
 }
 
 // MismatchText names, flag by flag, the settings of the peer that do not
@@ -293,7 +381,7 @@ func (s *LinkSess) sayTurns() {
 		return
 	}
 	s.turnsSaid = true
-	cfg := s.sw.Config()
+	cfg := s.w.Config()
 	cfg.Logger.Error("link session: two sessions with different epochs answer on this link; do both ends run the same --workers? (with several, each queue runs its own session); nothing is delivered until they agree",
 		"dev", cfg.LinkPort, "local_workers", cfg.Workers)
 }
@@ -312,31 +400,16 @@ func sayOneLane(log *slog.Logger, dev string, local, agreed int, said *bool) {
 		"dev", dev, "local_lanes", local)
 }
 
-// ControlLane is the lane for link control: the priority lane, unless the
-// session agreed on one lane (the peer has no other queue to receive it on).
-func (s *LinkSess) ControlLane() int {
-	if s.lanes < 2 {
-		return dataplane.LaneData
-	}
-	return dataplane.LanePrio
-}
-
 // SessionPoll runs the session's timers, sends its frames on the priority
 // lane, follows the link port's state (down: the session waits; up: it
 // agrees again) and returns its next deadline.
 func (s *LinkSess) SessionPoll(now int64, tx *dataplane.Tx) int64 {
-	down := s.sw.Port(dataplane.PortLink).DownSince() != 0
-	switch st := s.Sess.State(); {
-	case down && st != linksession.Down:
-		s.Sess.LinkDown(now)
-	case !down && st == linksession.Down:
-		s.Sess.LinkUp(now)
-	}
+	s.followPort(now)
 	timeouts := s.Sess.Stats.PeerTimeouts
 	next := s.Sess.Poll(now)
 	if s.Sess.Stats.PeerTimeouts != timeouts {
-		s.sw.Log().Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
-			"dev", s.sw.Config().LinkPort, "silent_for", time.Duration(s.Sess.DeadAfter()).String())
+		s.w.Log().Warn("link session: the peer has been silent too long and is taken for dead; host frames wait for it (--session-wait), then follow --session-pass",
+			"dev", s.w.Config().LinkPort, "silent_for", time.Duration(s.Sess.DeadAfter()).String())
 		s.PublishSession()
 	}
 	for next <= now {
@@ -344,12 +417,12 @@ func (s *LinkSess) SessionPoll(now int64, tx *dataplane.Tx) int64 {
 		if !ok {
 			return now + int64(dataplane.MinTimerSleep)
 		}
-		n := s.Sess.Frame(now, s.sw.Bytes(a, seqhdr.MinFrameLen))
+		n := s.Sess.Frame(now, s.w.Bytes(a, seqhdr.MinFrameLen))
 		if n == 0 {
 			tx.Release(a)
 			break
 		}
-		tx.Send(dataplane.PortLink, s.ControlLane(), a, n)
+		tx.Send(dataplane.PortLink, s.CtrlLane(), a, n)
 		tx.Release(a)
 		next = s.Sess.Poll(now)
 	}
@@ -405,8 +478,8 @@ func (s *LinkSess) AdmitHost(now int64, tx *dataplane.Tx) (ok bool, next int64) 
 			if a, _ := s.Sess.Agreed(); s.Sess.State() == linksession.Mismatch {
 				why = "the peer's settings do not fit: " + MismatchText(a)
 			}
-			s.sw.Log().Warn("link session not up: host frames dropped; "+why,
-				"dev", s.sw.Config().LinkPort, "state", s.Sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
+			s.w.Log().Warn("link session not up: host frames dropped; "+why,
+				"dev", s.w.Config().LinkPort, "state", s.Sess.State().String(), "waited", time.Duration(now-s.blockedSince).String(), "dropped", s.sessDropped)
 		}
 	}
 	s.blockedSince = 0

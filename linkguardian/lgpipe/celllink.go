@@ -53,10 +53,8 @@ type cellLink struct {
 	measure     bool // the link's loss goes to the node (monitor, loss classes)
 	unprotected bool // monitor: its losses are for good (reportLost)
 
-	// q holds cells waiting for the credit window: a ring of len(q).
-	q           []link.Frame
-	qHead, qLen int
-	qBytes      int
+	// q holds cells waiting for the credit window.
+	q link.Ring
 	// Give-up: un-ACKed cells and no ACK progress for giveUp ns (the
 	// peer's receiver gets nothing: a one-way failure REACH cannot see).
 	acked      uint64
@@ -86,24 +84,24 @@ func (k lgLink) Reset(now int64, tx, rx seqhdr.Seq) {
 
 func init() {
 	for _, m := range []dataplane.Mode{ModeLG, ModeLGNB, ModeMonitor} {
-		linkpipe.RegisterLayer(string(m), linkpipe.LayerSpec{Configure: ConfigureLGLayer, Frames: lgLayerFrames, Start: StartLGLayer, New: newCellLink})
+		linkpipe.RegisterLayer(string(m), linkpipe.LayerSpec{Configure: ConfigureLayer, Frames: lgLayerFrames, Start: StartLayer, New: newCellLink})
 	}
 }
 
-// ConfigureLGLayer fills LinkGuardian's defaults under the cells.
-func ConfigureLGLayer(c *dataplane.Config) error {
-	if err := LGDefaults(c, ModeLG); err != nil {
+// ConfigureLayer fills LinkGuardian's defaults under the cells.
+func ConfigureLayer(c *dataplane.Config) error {
+	if err := Defaults(c, ModeLG); err != nil {
 		return err
 	}
-	if LGConfigOf(c).TxBuffer == 0 {
-		LGConfigOf(c).TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
+	if ConfigOf(c).TxBuffer == 0 {
+		ConfigOf(c).TxBuffer = min(defaultCellTxBuffer, int(max(c.RingSize, 2)))
 	}
 	return nil
 }
 
 // lgLayerFrames is the frames LinkGuardian holds under the cells.
 func lgLayerFrames(c *dataplane.Config) (uint64, string, error) {
-	b := LGConfigOf(c).TxBuffer
+	b := ConfigOf(c).TxBuffer
 	if b < 2 || b&(b-1) != 0 || b > int(c.RingSize) {
 		return 0, "", fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to --ring-size %d for the link layer under the cells (default %d)", b, c.RingSize, defaultCellTxBuffer)
 	}
@@ -111,24 +109,24 @@ func lgLayerFrames(c *dataplane.Config) (uint64, string, error) {
 	return n * 3 * uint64(b), fmt.Sprintf(", each of %d links' TX buffer, reorder window and credit queue (3 × --lg-tx-buffer %d)", n, b), nil
 }
 
-// StartLGLayer sets the credit window.
-func StartLGLayer(c *dataplane.Config) {
-	LGConfigOf(c).credit = CreditWindow(LGConfigOf(c).TxBuffer, c.RingSize)
+// StartLayer sets the credit window.
+func StartLayer(c *dataplane.Config) {
+	ConfigOf(c).credit = CreditWindow(ConfigOf(c).TxBuffer, c.RingSize)
 }
 
 func newCellLink(e linkpipe.LayerEnv) (linkpipe.Layer, error) {
 	d, cfg := e.W.Node(), e.W.Config()
 	mac := d.Port(e.Port).MAC()
 	c := &cellLink{LayerSession: linkpipe.NewLayerSession(e),
-		q: make([]link.Frame, LGConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
-	ep, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(dataplane.Mode(e.Mode), mac, cfg.Link.PeerMAC), e.Cells)
+		q: link.NewRing(ConfigOf(cfg).TxBuffer), giveUp: e.GiveUp}
+	ep, err := linkguardian.NewEndpoint(ConfigOf(cfg).core(dataplane.Mode(e.Mode), linkpipe.SessionConfigOf(cfg).Protect, mac, cfg.Link.PeerMAC), e.Cells)
 	if err != nil {
 		return nil, err
 	}
 	c.ep = ep
 	rx, _ := linkguardian.ParseDelivery(e.Mode) // lg, lgnb or monitor (checked by defaults)
 	prot := linksession.Protect{Tx: true, Rx: true, RxMode: uint8(rx)}
-	if err := c.StartSession(LGConfigOf(cfg).credit, prot, lgLink{c}); err != nil {
+	if err := c.StartSession(ConfigOf(cfg).credit, prot, lgLink{c}); err != nil {
 		return nil, err
 	}
 	c.measure = e.Mode == "monitor" || e.LossClasses
@@ -167,18 +165,14 @@ func (c *cellLink) watchAcks(now int64) {
 // rest through the endpoint once the session agreed; what the endpoint
 // delivers goes to the node.
 func (c *cellLink) Receive(now int64, f link.Frame, tx *dataplane.Tx) {
-	b := c.W.Bytes(uint64(f.H), f.Len)
-	if t, ok := seqhdr.FrameType(b); ok && t.IsSession() {
-		c.sessionRx(now, b)
-		c.Cells.Release(tx, f)
-		return
+	ev, taken := c.TakeSession(now, f, c.W.Bytes(uint64(f.H), f.Len), tx, &c.st.NotAgreed)
+	if !taken {
+		c.ep.Receive(now, f)
+	} else if ev&linksession.EvReset != 0 {
+		// The endpoint's credit from the agreed window.
+		a, _ := c.Sess.Agreed()
+		c.ep.S.SetCredit(min(int(a.Window), ConfigOf(c.W.Config()).credit))
 	}
-	if !c.Sess.AcceptLink(now) {
-		c.st.NotAgreed++
-		c.Cells.Release(tx, f)
-		return
-	}
-	c.ep.Receive(now, f)
 }
 
 // DeliverUp hands what the endpoint delivered to the node.
@@ -190,21 +184,11 @@ func (c *cellLink) DeliverUp(now int64) {
 	o.Deliver = o.Deliver[:0]
 }
 
-// sessionRx is LayerSession.SessionRx with the endpoint's credit set from
-// the agreed window.
-func (c *cellLink) sessionRx(now int64, b []byte) {
-	ev := c.LayerSession.SessionRx(now, b)
-	if ev&linksession.EvReset != 0 {
-		a, _ := c.Sess.Agreed()
-		c.ep.S.SetCredit(min(int(a.Window), LGConfigOf(c.W.Config()).credit))
-	}
-}
-
 // Poll runs the session (link state, HELLOs on the control lane) and the
 // endpoint's timers, hands deliveries up and returns the next deadline.
 func (c *cellLink) Poll(now int64, tx *dataplane.Tx) int64 {
 	next := c.SessionPoll(now, tx)
-	c.ep.Poll(now, c.qLen == 0)
+	c.ep.Poll(now, c.q.Len() == 0)
 	c.DeliverUp(now)
 	c.watchAcks(now)
 	if c.measure {
@@ -216,26 +200,7 @@ func (c *cellLink) Poll(now int64, tx *dataplane.Tx) int64 {
 		// monitor: a gap is a cell lost for good.
 		c.ReportLost(now, c.ep.R.Stats.LostDetected)
 	}
-	return min(next, c.ep.NextDeadline(now, c.qLen == 0))
-}
-
-// push queues a cell for the credit window; false if the queue is full.
-func (c *cellLink) push(f link.Frame) bool {
-	if c.qLen == len(c.q) {
-		return false
-	}
-	c.q[(c.qHead+c.qLen)%len(c.q)] = f
-	c.qLen++
-	c.qBytes += f.Len
-	return true
-}
-
-func (c *cellLink) pop() link.Frame {
-	f := c.q[c.qHead]
-	c.qHead = (c.qHead + 1) % len(c.q)
-	c.qLen--
-	c.qBytes -= f.Len
-	return f
+	return min(next, c.ep.NextDeadline(now, c.q.Len() == 0))
 }
 
 // Pump moves queued cells into the endpoint as its credit window and the
@@ -243,8 +208,8 @@ func (c *cellLink) pop() link.Frame {
 func (c *cellLink) Pump(now int64, tx *dataplane.Tx) {
 	if c.Up() {
 		budget := tx.Space(c.Port, dataplane.LaneData) - c.W.Batch()
-		for c.qLen > 0 && budget > 0 && c.ep.CanSend(now) {
-			f := c.pop()
+		for c.q.Len() > 0 && budget > 0 && c.ep.CanSend(now) {
+			f := c.q.Pop()
 			c.ep.SendCarried(now, f)
 			budget--
 		}
@@ -293,8 +258,8 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 	for _, f := range c.taken {
 		c.back = append(c.back, c.Cells.CopyFrame(f))
 	}
-	for c.qLen > 0 {
-		c.back = append(c.back, c.pop()) // never on a TX ring: no copy needed
+	for c.q.Len() > 0 {
+		c.back = append(c.back, c.q.Pop()) // never on a TX ring: no copy needed
 	}
 	// With no other usable link the cells wait in this link's own queue
 	// (sent when its session is up again) instead of finding no route;
@@ -303,7 +268,7 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 	others := c.Cells.Usable()&^(1<<c.L) != 0
 	kept := c.back[:0]
 	for _, f := range c.back {
-		if f.Len > 0 && (others && c.Cells.ClassRoute(c.L, f) || !c.push(f)) {
+		if f.Len > 0 && (others && c.Cells.ClassRoute(c.L, f) || !c.q.Push(f)) {
 			kept = append(kept, f)
 		}
 	}
@@ -316,7 +281,7 @@ func (c *cellLink) handBack(now int64) (unacked, n int) {
 
 // Held is how many frames the link holds between calls.
 func (c *cellLink) Held() int {
-	n := c.qLen
+	n := c.q.Len()
 	if c.ep.S != nil {
 		n += c.ep.S.Outstanding()
 	}
@@ -331,7 +296,7 @@ func (c *cellLink) Held() int {
 func (c *cellLink) Snapshot(s *linkpipe.CellLinkLG) {
 	*s = c.st
 	c.SessionSnapshot(s)
-	s.Queued = c.qLen
+	s.Queued = c.q.Len()
 	if ss := c.ep.S; ss != nil {
 		s.Unacked = ss.Outstanding()
 		s.Sent, s.RetxCopies = ss.Stats.DataSent, ss.Stats.RetxCopies
@@ -353,7 +318,7 @@ func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *dataplane.Tx) {
 		c.Cells.Release(tx, f)
 	}
 	for _, f := range lo.Data {
-		if !c.push(f) {
+		if !c.q.Push(f) {
 			c.st.QueueDrops++
 			c.Cells.Release(tx, f)
 		}
@@ -361,10 +326,10 @@ func (c *cellLink) ToLink(_ int64, lo *link.Out, tx *dataplane.Tx) {
 }
 
 // Room is the credit queue's free places.
-func (c *cellLink) Room() int { return len(c.q) - c.qLen }
+func (c *cellLink) Room() int { return c.q.Room() }
 
 // QueuedBytes is what waits in the credit queue.
-func (c *cellLink) QueuedBytes() int { return c.qBytes }
+func (c *cellLink) QueuedBytes() int { return c.q.Bytes() }
 
 // AckedAfter reports whether the link had an ACK after t.
 func (c *cellLink) AckedAfter(t int64) bool { return c.ackAt > t }

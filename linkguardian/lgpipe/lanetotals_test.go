@@ -14,8 +14,8 @@ func TestLaneTotals(t *testing.T) {
 		t.Errorf("no lanes: %+v", c)
 	}
 	for i := range 2 {
-		s := &LGStats{}
-		s.core = LGCore{
+		s := &Stats{}
+		s.core = Core{
 			Sender:         &linkguardian.SenderStats{DataSent: uint64(10 + i), RetxCopies: 3, TxBufPeakFrames: 7},
 			Receiver:       &linkguardian.ReceiverStats{Delivered: uint64(100 * (i + 1)), Recovered: 5, FastDelivered: 1},
 			Port:           linkguardian.PortStats{Resets: 1},

@@ -1,6 +1,7 @@
 package lgpipe
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -47,13 +48,12 @@ const initialRenotify = int64(2 * time.Millisecond)
 // fast (tuned to the measured delay).
 const minAckNoTimeout = int64(400 * time.Millisecond)
 
-// LGConfig configures LinkGuardian on the link port (modes lg and lgnb). Zero
+// Config configures LinkGuardian on the link port (modes lg and lgnb). Zero
 // fields take the defaults.
-type LGConfig struct {
-	// Protect says which directions of the link this end protects: "both"
-	// (default), "tx" (frames this end sends), "rx" (frames it receives).
-	// Both ends of a link must agree (tx here, rx there).
-	Protect string
+//
+// The link session's settings, among them the directions this end
+// protects (--lg-protect), are linkpipe.SessionConfig's.
+type Config struct {
 	// TargetLoss is the effective loss rate to reach (Equation 2); default 1e-8.
 	TargetLoss float64
 	// LinkLoss, if set, is the link's loss rate used for N; otherwise N comes
@@ -85,8 +85,7 @@ type LGConfig struct {
 	// is 256 KiB.
 	PauseThreshold, ResumeThreshold int
 	// MTU is the hosts' MTU (for the pause hysteresis, and announced in the
-	// link session); default: the host ports' largest (New reads it),
-	// else 1500.
+	// link session); default: the session's (linkpipe.SessionConfig.MTU).
 	MTU int
 	// TxBuffer (frames, power of two) bounds unacknowledged frames; the
 	// reorder window is the same size. It acts as a credit limit (frames
@@ -102,24 +101,6 @@ type LGConfig struct {
 	// frames. Every class such a frame names is paused in the class queues
 	// either way.
 	PFCClass int
-	// SessionWait is how long host frames wait for the link session to come
-	// up (default 200 ms); after that they are dropped (counted), or with
-	// SessionPass sent unprotected.
-	SessionWait time.Duration
-	SessionPass bool
-	// SessionHold (default 5 s) is how long host frames wait instead while
-	// an agreement stands: the link port down, the peer silent, or a
-	// restarted peer not yet agreed. An outage shorter than this is a
-	// pause to the hosts, not a loss.
-	//
-	// SessionKeep is how many of the newest frames of each class stay
-	// queued when the others are dropped (default 16; negative keeps
-	// none), if they arrived in the second half of the wait, for up to
-	// SessionHold of the session not being up. A TCP sender backs its
-	// retransmissions off while the session is down: the latest one kept
-	// crosses as soon as it is up, rather than the next one seconds later.
-	SessionKeep int
-	SessionHold time.Duration
 
 	// AckDelay is how long an ACK may wait for reverse data to carry it
 	// before an explicit ACK goes. By default it follows the measured
@@ -180,7 +161,7 @@ const (
 // with sending at the worker, against none of 8 with this (docs/results.md,
 // "Figures behind LinkGuardian's defaults"). Thresholds given
 // (fixedThresholds) are kept.
-func (c *LGConfig) untunedThresholds(fastSend bool) {
+func (c *Config) untunedThresholds(fastSend bool) {
 	if c.fixedThresholds || !fastSend {
 		return
 	}
@@ -190,7 +171,7 @@ func (c *LGConfig) untunedThresholds(fastSend bool) {
 
 // frameLen is the bytes a host frame of MTU takes on the wire (Ethernet
 // header and FCS), what the thresholds are counted in.
-func (c *LGConfig) frameLen() int { return c.MTU + 18 }
+func (c *Config) frameLen() int { return c.MTU + 18 }
 
 // DefaultTxBuffer is the TX buffer (and reorder window) when none is given:
 // the ring size with wholeRing (a link with a priority lane), else half of
@@ -245,7 +226,7 @@ func CreditWindow(txBuffer int, ringSize uint32) int {
 }
 
 // dummyWaitMax is the sender's DummyWaitMax in force (ns).
-func (c *LGConfig) dummyWaitMax() int64 {
+func (c *Config) dummyWaitMax() int64 {
 	if c.DummyWaitMax > 0 {
 		return int64(c.DummyWaitMax)
 	}
@@ -258,28 +239,26 @@ func (c *LGConfig) dummyWaitMax() int64 {
 // core's default, a quarter of the reorder window).
 func ackEvery(credit int) int { return credit / 4 }
 
-// LGConfigOf is c's LinkGuardian configuration (Mech "lg"): modes lg,
+// ConfigOf is c's LinkGuardian configuration (Mech "lg"): modes lg,
 // lgnb and monitor, the link session of mode fec and the layers under the
 // cells.
-func LGConfigOf(c *dataplane.Config) *LGConfig { return dataplane.Mech[LGConfig](c, "lg") }
+func ConfigOf(c *dataplane.Config) *Config { return dataplane.Mech[Config](c, "lg") }
 
-// LGDefaults fills LinkGuardian's defaults for mode. The hosts' frames
-// are what lg sizes its pause hysteresis by and announces in the link
-// session (the host ports' largest MTU; 0 if not found: 1500).
-func LGDefaults(c *dataplane.Config, mode dataplane.Mode) error {
-	if lg := LGConfigOf(c); lg.MTU == 0 {
-		lg.MTU = dataplane.PortsMaxMTU(c.HostPorts)
+// Defaults fills LinkGuardian's defaults for mode, and its link
+// session's. The hosts' frames are what lg sizes its pause hysteresis by
+// and announces in the link session (the host ports' largest MTU; 0 if
+// not found: 1500).
+func Defaults(c *dataplane.Config, mode dataplane.Mode) error {
+	if err := linkpipe.SessionDefaults(c); err != nil {
+		return err
 	}
-	return LGConfigOf(c).defaults(mode)
+	if lg := ConfigOf(c); lg.MTU == 0 {
+		lg.MTU = linkpipe.SessionConfigOf(c).MTU
+	}
+	return ConfigOf(c).defaults(mode)
 }
 
-func (c *LGConfig) defaults(mode dataplane.Mode) error {
-	if c.Protect == "" {
-		c.Protect = "both"
-	}
-	if c.Protect != "both" && c.Protect != "tx" && c.Protect != "rx" {
-		return fmt.Errorf("dataplane: --lg-protect %q: want both, tx or rx", c.Protect)
-	}
+func (c *Config) defaults(mode dataplane.Mode) error {
 	if c.TargetLoss == 0 {
 		c.TargetLoss = 1e-8
 	}
@@ -287,22 +266,16 @@ func (c *LGConfig) defaults(mode dataplane.Mode) error {
 		return fmt.Errorf("dataplane: loss rates must be in (0, 1): target %g, link %g", c.TargetLoss, c.LinkLoss)
 	}
 	c.fixedCopies = c.Copies > 0 || c.LinkLoss > 0
-	if c.MaxCopies == 0 {
-		c.MaxCopies = 4
-	}
+	c.MaxCopies = cmp.Or(c.MaxCopies, 4)
 	if c.Copies == 0 {
 		c.Copies = 1
 		if c.LinkLoss > 0 {
 			c.Copies = linkguardian.Copies(c.TargetLoss, c.LinkLoss)
 		}
 	}
-	if c.MTU == 0 {
-		c.MTU = 1500
-	}
+	c.MTU = cmp.Or(c.MTU, 1500)
 	c.fixedThresholds = c.PauseThreshold > 0 || c.ResumeThreshold > 0
-	if c.ResumeThreshold == 0 {
-		c.ResumeThreshold = initialResume
-	}
+	c.ResumeThreshold = cmp.Or(c.ResumeThreshold, initialResume)
 	if c.PauseThreshold == 0 {
 		c.PauseThreshold = linkguardian.PauseThreshold(c.ResumeThreshold, c.frameLen())
 	}
@@ -319,26 +292,16 @@ func (c *LGConfig) defaults(mode dataplane.Mode) error {
 	if err := c.Policy.Validate(); err != nil {
 		return err
 	}
-	if c.MonitorWindow == 0 {
-		c.MonitorWindow = 10 * time.Second
-	}
-	if c.SessionWait == 0 {
-		c.SessionWait = linkpipe.DefaultSessionWait
-	}
-	if c.SessionKeep == 0 {
-		c.SessionKeep = linkpipe.DefaultSessionKeep
-	}
-	if c.SessionHold == 0 {
-		c.SessionHold = linkpipe.DefaultSessionHold
-	}
+	c.MonitorWindow = cmp.Or(c.MonitorWindow, 10*time.Second)
 	return nil
 }
 
 // core returns the LinkGuardian core's configuration for this end, whose
-// control frames go from local to peer.
-func (c *LGConfig) core(mode dataplane.Mode, local, peer [6]byte) linkguardian.Config {
+// control frames go from local to peer, protecting the directions protect
+// says (linkpipe.SessionConfig.Protect).
+func (c *Config) core(mode dataplane.Mode, protect string, local, peer [6]byte) linkguardian.Config {
 	cfg := linkguardian.Config{LocalMAC: local, PeerMAC: peer}
-	if c.Protect != "rx" {
+	if protect != "rx" {
 		s := linkguardian.DefaultSenderConfig()
 		s.TxBuffer = c.TxBuffer
 		s.Credit = c.credit
@@ -354,7 +317,7 @@ func (c *LGConfig) core(mode dataplane.Mode, local, peer [6]byte) linkguardian.C
 		}
 		cfg.Sender = &s
 	}
-	if c.Protect != "tx" {
+	if protect != "tx" {
 		r := linkguardian.DefaultReceiverConfig()
 		// The lg modes are named after their deliveries (checked by defaults).
 		r.Delivery, _ = linkguardian.ParseDelivery(string(mode))
@@ -412,7 +375,7 @@ func init() {
 			Prepare:     prepareLG,
 			FastBlocked: lgFastBlocked,
 			PortOptions: lgPortOptions,
-			Configure:   func(c *dataplane.Config) error { return LGDefaults(c, c.Mode) },
+			Configure:   func(c *dataplane.Config) error { return Defaults(c, c.Mode) },
 			CheckSizes:  checkLGSizes,
 			Frames:      lgUmemFrames,
 			CheckMTU:    checkLGMTU,
@@ -429,7 +392,7 @@ func checkLGSizes(c *dataplane.Config) error {
 		return fmt.Errorf("dataplane: --ring-size %d must be at least 4 × --batch %d in mode %s (2 × --batch of the link TX ring stay free for control frames and copies, data needs the rest): raise --ring-size to %d or lower --batch to %d",
 			c.RingSize, c.Batch, c.Mode, pow2AtLeast(4*c.Batch), c.RingSize/4)
 	}
-	if b := LGConfigOf(c).TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
+	if b := ConfigOf(c).TxBuffer; b != 0 && (b < 2 || b&(b-1) != 0 || b > 16384) {
 		return fmt.Errorf("dataplane: --lg-tx-buffer %d: want a power of two from 2 to 16384 (default: --ring-size, or half of it without a priority lane)", b)
 	}
 	return nil
@@ -438,7 +401,7 @@ func checkLGSizes(c *dataplane.Config) error {
 // lgUmemFrames is LinkGuardian's share of the UMEM: its TX buffer, reorder
 // window and host queue.
 func lgUmemFrames(c *dataplane.Config) (uint64, string, error) {
-	txBuffer := LGConfigOf(c).TxBuffer
+	txBuffer := ConfigOf(c).TxBuffer
 	if txBuffer == 0 {
 		txBuffer = DefaultTxBuffer(c.RingSize, true)
 	}
@@ -460,28 +423,28 @@ func checkLGMTU(c *dataplane.Config, hostMTU, linkMTU int, ip, where string) err
 }
 
 // lgInstance is LinkGuardian on a dataplane: each lane's statistics (one
-// per worker; lanes[0] is LGStats).
+// per worker; lanes[0] is Stats).
 type lgInstance struct {
-	lanes   []*LGStats
+	lanes   []*Stats
 	*lgFast // the kernel path (KernelPath, lgfast.go)
 }
 
 // newLGInstance sizes the TX buffer and credit now that the link port's
 // lanes are known.
 func newLGInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.Instance, error) {
-	if LGConfigOf(cfg).TxBuffer == 0 {
+	if ConfigOf(cfg).TxBuffer == 0 {
 		// A priority lane, or the kernel's send path: the whole ring.
 		lanes := d.Link().Lanes()
 		if cfg.Workers > 1 {
 			lanes = 1 // one queue per worker, no priority lane
 		}
-		LGConfigOf(cfg).TxBuffer = DefaultTxBuffer(cfg.RingSize, lanes > 1 || LGTxWanted(cfg))
+		ConfigOf(cfg).TxBuffer = DefaultTxBuffer(cfg.RingSize, lanes > 1 || TxWanted(cfg))
 	}
-	LGConfigOf(cfg).credit = CreditWindow(LGConfigOf(cfg).TxBuffer, cfg.RingSize)
-	LGConfigOf(cfg).untunedThresholds(LGTxWanted(cfg))
-	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: LGConfigOf(cfg).txWhy, txFix: LGConfigOf(cfg).txFix}}
+	ConfigOf(cfg).credit = CreditWindow(ConfigOf(cfg).TxBuffer, cfg.RingSize)
+	ConfigOf(cfg).untunedThresholds(TxWanted(cfg))
+	in := &lgInstance{lgFast: &lgFast{d: d, integrity: cfg.Link.Integrity, txBlocked: ConfigOf(cfg).txWhy, txFix: ConfigOf(cfg).txFix}}
 	for range cfg.Workers {
-		in.lanes = append(in.lanes, &LGStats{})
+		in.lanes = append(in.lanes, &Stats{})
 	}
 	return in, nil
 }
@@ -513,19 +476,19 @@ func (in *lgInstance) Stats() map[string]any {
 
 func (in *lgInstance) Close() {}
 
-// LGStatsOf are d's LinkGuardian statistics, lane 0's with several
+// StatsOf are d's LinkGuardian statistics, lane 0's with several
 // workers (nil in modes other than lg, lgnb and monitor).
-func LGStatsOf(d *dataplane.Dataplane) *LGStats {
+func StatsOf(d *dataplane.Dataplane) *Stats {
 	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes[0]
 	}
 	return nil
 }
 
-// LaneLGStatsOf are each lane's LinkGuardian statistics on d, lane i
+// LaneStatsOf are each lane's LinkGuardian statistics on d, lane i
 // worker i's (nil in modes other than lg, lgnb and monitor; one entry with
-// one worker, LGStatsOf).
-func LaneLGStatsOf(d *dataplane.Dataplane) []*LGStats {
+// one worker, StatsOf).
+func LaneStatsOf(d *dataplane.Dataplane) []*Stats {
 	if in, ok := d.Instance().(*lgInstance); ok {
 		return in.lanes
 	}
@@ -533,17 +496,17 @@ func LaneLGStatsOf(d *dataplane.Dataplane) []*LGStats {
 }
 
 // LaneTotalsOf is d's LinkGuardian core counters summed over every lane
-// (Core of each of LaneLGStatsOf): the sender's, receiver's and port's
+// (Core of each of LaneStatsOf): the sender's, receiver's and port's
 // counters and the per-class and priority-lane frames are added up (a
 // peak is the sum of the lanes' peaks, an upper bound of the link's);
 // timers, thresholds, N, buffer sizes and the lane flags are lane 0's.
-// With one worker it is LGStatsOf(d).Core().
-func LaneTotalsOf(d *dataplane.Dataplane) LGCore { return laneTotals(LaneLGStatsOf(d)) }
+// With one worker it is StatsOf(d).Core().
+func LaneTotalsOf(d *dataplane.Dataplane) Core { return laneTotals(LaneStatsOf(d)) }
 
 // laneTotals is LaneTotalsOf of lanes.
-func laneTotals(lanes []*LGStats) LGCore {
+func laneTotals(lanes []*Stats) Core {
 	if len(lanes) == 0 {
-		return LGCore{}
+		return Core{}
 	}
 	sum := lanes[0].Core()
 	for _, s := range lanes[1:] {
@@ -579,7 +542,7 @@ func addCounters[T any](dst, src *T) {
 }
 
 // lgDoc is a lane's LinkGuardian document in /stats.json.
-func lgDoc(s *LGStats) map[string]any {
+func lgDoc(s *Stats) map[string]any {
 	var snap metrics.Snapshot
 	hist := func(h *metrics.Histogram, scale float64) metrics.HistogramSummary {
 		h.SnapshotInto(&snap)
@@ -633,7 +596,10 @@ func pow2AtLeast(n int) int {
 	return p
 }
 
-// SessionConfig is what the link session takes of c.
-func (c *LGConfig) SessionConfig() linkpipe.SessionConfig {
-	return linkpipe.SessionConfig{MTU: c.MTU, SessionWait: c.SessionWait, SessionPass: c.SessionPass, SessionKeep: c.SessionKeep, SessionHold: c.SessionHold}
+// sessionConfig is what lg's link session takes of cfg: its
+// linkpipe.SessionConfig, announcing LinkGuardian's MTU.
+func sessionConfig(cfg *dataplane.Config) linkpipe.SessionConfig {
+	s := *linkpipe.SessionConfigOf(cfg)
+	s.MTU = ConfigOf(cfg).MTU
+	return s
 }

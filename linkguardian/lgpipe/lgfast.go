@@ -7,6 +7,7 @@ import (
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/xdp"
 )
@@ -27,19 +28,19 @@ var QueueCount = xdp.QueueCount
 // (defaultRingSize).
 func prepareLG(c *dataplane.Config) {
 	queues, qerr := QueueCount(c.LinkPort)
-	lg := LGConfigOf(c)
+	lg := ConfigOf(c)
 	lg.txWhy, lg.txFix = lgTxBlocked(c, queues, qerr)
 	lg.kernelTx = lg.txWhy == ""
 	if c.RingSize == 0 {
-		c.RingSize = defaultRingSize(LGTxWanted(c))
+		c.RingSize = defaultRingSize(TxWanted(c))
 	}
 }
 
-// LGTxWanted says whether LinkGuardian's send fast path runs: a
+// TxWanted says whether LinkGuardian's send fast path runs: a
 // LinkGuardian mode whose configuration allows the kernel path
 // (lgTxBlocked, decided by prepareLG). The ports are then attached with
 // what it needs (lgPortOptions).
-func LGTxWanted(c *dataplane.Config) bool { return LGConfigOf(c).kernelTx }
+func TxWanted(c *dataplane.Config) bool { return ConfigOf(c).kernelTx }
 
 // lgTxBlocked is why LinkGuardian's send fast path cannot run on this
 // configuration with a link port of queues queues (qerr: they could not be
@@ -64,7 +65,7 @@ func lgTxBlocked(c *dataplane.Config, queues int, qerr error) (why string, fix b
 	if why := c.FastPathBlocked(); why != "" {
 		return why, false
 	}
-	switch LGConfigOf(c).Protect {
+	switch linkpipe.SessionConfigOf(c).Protect {
 	case "rx":
 		return "--lg-protect rx: this end sends the link's frames unsequenced (the far end protects that direction)", false
 	case "tx":
@@ -82,7 +83,7 @@ func lgTxBlocked(c *dataplane.Config, queues int, qerr error) (why string, fix b
 
 // lgFastBlocked is LinkGuardian's Spec.FastBlocked.
 func lgFastBlocked(c *dataplane.Config) string {
-	if LGConfigOf(c).Protect == "tx" {
+	if linkpipe.SessionConfigOf(c).Protect == "tx" {
 		return "the link's frames toward this end are not sequenced (--lg-protect without rx): nothing for the kernel path to judge"
 	}
 	return ""
@@ -93,11 +94,11 @@ func lgFastBlocked(c *dataplane.Config) string {
 // port (attached after it) shares its lg_rx map, from which the host port's
 // program reads the ACK it piggybacks.
 func lgPortOptions(c *dataplane.Config, i int, role dataplane.PortRole, attached []*dataplane.Port, o *bpf.PortOptions) {
-	if !LGTxWanted(c) {
+	if !TxWanted(c) {
 		return
 	}
 	if role == dataplane.RoleHost {
-		o.LGTxSlots = LGConfigOf(c).TxBuffer
+		o.LGTxSlots = ConfigOf(c).TxBuffer
 		if o.LGTxSlots == 0 {
 			o.LGTxSlots = DefaultTxBuffer(c.RingSize, true)
 		}

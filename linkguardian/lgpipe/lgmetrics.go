@@ -21,7 +21,7 @@ func (in *lgInstance) Register(r *metrics.Registry) error {
 
 // registerLG registers the LinkGuardian counters and histograms of lane
 // s, and its link session; l are the lane's labels (port and lane).
-func registerLG(r *metrics.Registry, s *LGStats, l ...string) error {
+func registerLG(r *metrics.Registry, s *Stats, l ...string) error {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	add(r.Histogram("linkfabric_lg_retx_delay_seconds", "Loss detected to retransmission received (Appendix B.1).", &s.RetxDelay, 1e-9, l...))

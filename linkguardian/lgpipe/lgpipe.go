@@ -12,7 +12,6 @@ import (
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/lossmon"
-	"github.com/linkfabric/linkfabric/link/seqhdr"
 	"github.com/linkfabric/linkfabric/linkguardian"
 	"github.com/linkfabric/linkfabric/metrics"
 	"github.com/linkfabric/linkfabric/pfc"
@@ -80,7 +79,7 @@ type lgPipeline struct {
 	// from the kernel (hostgate.go).
 	gate hostGate
 
-	lgs *LGStats
+	lgs *Stats
 }
 
 // Bytes implements link.Memory.
@@ -93,11 +92,11 @@ func (pl *lgPipeline) Alloc(int) (link.Handle, bool) {
 	return link.Handle(a), ok
 }
 
-// LGStats are the LinkGuardian statistics of a dataplane: the core's counters
+// Stats are the LinkGuardian statistics of a dataplane: the core's counters
 // (copied by the worker every few milliseconds) and live histograms.
-type LGStats struct {
+type Stats struct {
 	Mu   sync.Mutex
-	core LGCore
+	core Core
 
 	// RetxDelay is the time from loss detection to the retransmission's
 	// arrival, ns (Appendix B.1), measured on the receiver; RetxDelayFirst
@@ -141,10 +140,10 @@ type LGStats struct {
 }
 
 // RxLossRate is the incoming direction's loss rate measured from gaps.
-func (s *LGStats) RxLossRate() float64 { return float64(s.rxLossRate.Load()) / 1e12 }
+func (s *Stats) RxLossRate() float64 { return float64(s.rxLossRate.Load()) / 1e12 }
 
-// LGCore is a copy of the core's counters.
-type LGCore struct {
+// Core is a copy of the core's counters.
+type Core struct {
 	Port     linkguardian.PortStats      `json:"port"`
 	Sender   *linkguardian.SenderStats   `json:"sender,omitempty"`
 	Receiver *linkguardian.ReceiverStats `json:"receiver,omitempty"`
@@ -186,14 +185,14 @@ type LGCore struct {
 // first; WakeMoves the receive point's Wake moved by the ACKs it
 // piggybacked (linkguardian/fasttx.go). All zero without the send fast
 // path.
-func (s *LGStats) KernelTx() bpf.LGTxCounters {
+func (s *Stats) KernelTx() bpf.LGTxCounters {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
 	return s.kernelTx
 }
 
 // Core returns a copy of the core's counters as last published.
-func (s *LGStats) Core() LGCore {
+func (s *Stats) Core() Core {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
 	c := s.core
@@ -209,9 +208,9 @@ func (s *LGStats) Core() LGCore {
 }
 
 // LossRate is the measured loss rate of the protected outgoing direction.
-func (s *LGStats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
+func (s *Stats) LossRate() float64 { return float64(s.lossRate.Load()) / 1e12 }
 
-func newLGPipeline(w *dataplane.Worker, lgs *LGStats, kernel *lgFast) (*lgPipeline, error) {
+func newLGPipeline(w *dataplane.Worker, lgs *Stats, kernel *lgFast) (*lgPipeline, error) {
 	d, cfg := w.Node(), w.Config()
 	if ps := d.Ports(); ps.Host != dataplane.PortHost || len(ps.Links) != 1 || ps.Links[0] != dataplane.PortLink {
 		return nil, fmt.Errorf("dataplane: mode %s runs on one host port and one link port; got ports %+v", cfg.Mode, ps)
@@ -221,13 +220,13 @@ func newLGPipeline(w *dataplane.Worker, lgs *LGStats, kernel *lgFast) (*lgPipeli
 		d:        d,
 		tx:       w.Tx(),
 		queue:    dataplane.NewClassQueues(d),
-		pfcClass: LGConfigOf(cfg).PFCClass,
+		pfcClass: ConfigOf(cfg).PFCClass,
 		pfcSpeed: cfg.Link.Speed,
 		local:    d.LinkMAC(),
 		lgs:      lgs, // its lane's (workers.go)
 		kernel:   kernel,
 	}
-	p, err := linkguardian.NewEndpoint(LGConfigOf(cfg).core(cfg.Mode, d.LinkMAC(), cfg.Link.PeerMAC), pl)
+	p, err := linkguardian.NewEndpoint(ConfigOf(cfg).core(cfg.Mode, linkpipe.SessionConfigOf(cfg).Protect, d.LinkMAC(), cfg.Link.PeerMAC), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -236,13 +235,13 @@ func newLGPipeline(w *dataplane.Worker, lgs *LGStats, kernel *lgFast) (*lgPipeli
 		return nil, err
 	}
 	if p.S != nil {
-		pl.lgs.Copies.Store(int64(LGConfigOf(cfg).Copies))
-		if !LGConfigOf(cfg).fixedCopies {
+		pl.lgs.Copies.Store(int64(ConfigOf(cfg).Copies))
+		if !ConfigOf(cfg).fixedCopies {
 			pl.mon, _ = lossmon.New(lossmon.Config{Window: int64(10 * time.Second), MinSamples: 10000})
 		}
 	}
 	if p.R != nil {
-		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(LGConfigOf(cfg).MonitorWindow), MinSamples: 10000})
+		pl.rmon, _ = lossmon.New(lossmon.Config{Window: int64(ConfigOf(cfg).MonitorWindow), MinSamples: 10000})
 		pl.lgs.RxMode.Store(int64(p.R.Delivery()))
 		if fp := kernel.point(); fp != nil {
 			fp.LookEvery = lgLookEvery
@@ -273,7 +272,7 @@ func newLGPipeline(w *dataplane.Worker, lgs *LGStats, kernel *lgFast) (*lgPipeli
 
 // newSession starts the link session of pl's port.
 func (pl *lgPipeline) newSession() error {
-	c := LGConfigOf(pl.w.Config())
+	c := ConfigOf(pl.w.Config())
 	p := pl.port
 	window := c.credit
 	if window == 0 {
@@ -284,19 +283,18 @@ func (pl *lgPipeline) newSession() error {
 		prot.RxMode = uint8(p.R.Delivery())
 	}
 	fastSend := p.S != nil && pl.kernel.sends() // as newLGPipeline connects it
-	return pl.StartSession(pl.w, c.SessionConfig(), p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
+	return pl.StartSession(pl.w, sessionConfig(pl.w.Config()), p, window, prot, fastSend, &pl.queue, &pl.lgs.Session, "lg, lgnb or monitor with a --lg-protect that fits this one")
 }
 
-// sessionRx is linkSess.sessionRx with LinkGuardian's credit and explicit
-// ACK batch set from the agreed window.
-func (pl *lgPipeline) sessionRx(now int64, b []byte) {
-	ev := pl.LinkSess.SessionRx(now, b)
+// OnSession sets LinkGuardian's credit and explicit ACK batch from the
+// window of a new agreement (linkpipe.LinkRx).
+func (pl *lgPipeline) OnSession(now int64, ev linksession.Event) {
 	a, _ := pl.Sess.Agreed()
 	if ev&linksession.EvReset == 0 {
 		return
 	}
 	if p := pl.port; p.S != nil {
-		p.S.SetCredit(min(int(a.Window), LGConfigOf(pl.w.Config()).credit))
+		p.S.SetCredit(min(int(a.Window), ConfigOf(pl.w.Config()).credit))
 	}
 	if p := pl.port; p.R != nil {
 		p.R.SetAckEvery(ackEvery(int(a.Window))) // the peer's credit is the agreed window
@@ -444,32 +442,11 @@ func (pl *lgPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *data
 		pl.queue.Push(pl.w, now, descs)
 		return
 	}
-	for _, d := range descs {
-		b := pl.w.Bytes(d.Addr, int(d.Len))
-		if pfc.IsMACControl(b) {
-			pl.onPFC(now, b)
-			tx.Release(d.Addr)
-			continue
-		}
-		if t, ok := seqhdr.FrameType(b); ok {
-			if t.IsSession() {
-				pl.sessionRx(now, b)
-				tx.Release(d.Addr)
-				continue
-			}
-			if !pl.Sess.AcceptLink(now) {
-				// No agreement with the sender of this frame yet: its
-				// numbering means nothing here (counted by the session).
-				tx.Release(d.Addr)
-				continue
-			}
-		} else if !pl.Sess.AcceptPlain() {
-			tx.Release(d.Addr) // from a peer with another --integrity (counted by the session)
-			continue
-		}
-		pl.port.Receive(now, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
-	}
+	pl.ReceiveLink(now, descs, tx, pl)
 }
+
+// OnCore hands a link frame to the core (linkpipe.LinkRx).
+func (pl *lgPipeline) OnCore(now int64, f link.Frame) { pl.port.Receive(now, f) }
 
 // Poll implements Pipeline: host frames from the queue to the core as credit
 // and pauses allow, the core's timers, then the core's output in priority
@@ -517,7 +494,7 @@ func (pl *lgPipeline) Poll(now int64, tx *dataplane.Tx) int64 {
 			}
 		}
 	}
-	prio := pl.ControlLane()
+	prio := pl.CtrlLane()
 	pl.send(tx, dataplane.PortLink, prio, p.Out.Pause)
 	pl.lgs.PauseTx.Add(uint64(len(p.Out.Pause)))
 	pl.send(tx, dataplane.PortLink, prio, p.Out.Urgent)
@@ -600,7 +577,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.mon.ObserveTotals(now, p.S.Stats.DataSent, p.S.Stats.RetxRequests)
 		if rate, ok := pl.mon.Rate(now); ok {
 			pl.lgs.lossRate.Store(uint64(rate * 1e12))
-			n := linkguardian.CopiesLimit(LGConfigOf(pl.w.Config()).TargetLoss, rate, LGConfigOf(pl.w.Config()).MaxCopies)
+			n := linkguardian.CopiesLimit(ConfigOf(pl.w.Config()).TargetLoss, rate, ConfigOf(pl.w.Config()).MaxCopies)
 			if int64(n) != pl.lgs.Copies.Load() {
 				p.S.SetCopies(n)
 				pl.lgs.Copies.Store(int64(n))
@@ -612,7 +589,7 @@ func (pl *lgPipeline) periodic(now int64) {
 		pl.rmon.ObserveTotals(now, p.R.Stats.DataRx, p.R.Stats.LostDetected)
 		if rate, ok := pl.rmon.Rate(now); ok {
 			pl.lgs.rxLossRate.Store(uint64(rate * 1e12))
-			if LGConfigOf(pl.w.Config()).Auto {
+			if ConfigOf(pl.w.Config()).Auto {
 				received, lost := pl.rmon.Totals(now)
 				pl.applyPolicy(now, p, rate, received, lost)
 			}
@@ -641,7 +618,7 @@ func (pl *lgPipeline) trackHeld(now int64, p *linkguardian.Endpoint) {
 // measured loss rate of the incoming direction.
 func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate float64, received, lost uint64) {
 	cur := p.R.Delivery()
-	want := autoMode(LGConfigOf(pl.w.Config()).Policy, received, lost, cur)
+	want := autoMode(ConfigOf(pl.w.Config()).Policy, received, lost, cur)
 	if want == cur {
 		return
 	}
@@ -653,10 +630,10 @@ func (pl *lgPipeline) applyPolicy(now int64, p *linkguardian.Endpoint, rate floa
 	}
 }
 
-// onPFC applies a PFC (or 802.3x PAUSE) frame received on the link port: it
+// OnPFC applies a PFC (or 802.3x PAUSE) frame received on the link port: it
 // gates the host frames of the classes it names, and a pause of the
 // protected class pauses LinkGuardian's sender.
-func (pl *lgPipeline) onPFC(now int64, b []byte) {
+func (pl *lgPipeline) OnPFC(now int64, b []byte) {
 	// Every PAUSE/PFC frame gates the host frames of the classes it names.
 	var f pfc.Frame
 	if !pl.queue.ApplyPFC(now, b, pl.pfcSpeed, &f) {
@@ -693,7 +670,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 	s := pl.lgs
 	s.Mu.Lock()
 	s.core.Port = p.Stats
-	s.core.PriorityLane = pl.ControlLane() == dataplane.LanePrio
+	s.core.PriorityLane = pl.CtrlLane() == dataplane.LanePrio
 	if pl.tx.Lanes(dataplane.PortLink) > 1 {
 		s.core.PriorityFrames = pl.w.LaneFrames(dataplane.PortLink, dataplane.LanePrio)
 	}
@@ -711,7 +688,7 @@ func (pl *lgPipeline) publish(p *linkguardian.Endpoint) {
 		}
 		*s.core.Sender = p.S.Stats
 		s.core.Copies = p.S.Copies()
-		s.core.TxBuffer, s.core.Credit = LGConfigOf(pl.w.Config()).TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
+		s.core.TxBuffer, s.core.Credit = ConfigOf(pl.w.Config()).TxBuffer, p.S.Credit() // the credit in force (the session agrees it)
 		s.core.DummyWait = p.S.DummyWait()
 	}
 	if p.R != nil {
@@ -746,7 +723,7 @@ func (pl *lgPipeline) sampleRate(now, bytes int64) {
 // delays measured so far (first-round recoveries; Appendix B.1) once there
 // are enough of them.
 func (pl *lgPipeline) tune(p *linkguardian.Endpoint) {
-	c := LGConfigOf(pl.w.Config())
+	c := ConfigOf(pl.w.Config())
 	if p.R == nil || (c.AckTimeout > 0 && c.fixedThresholds && c.AckDelay > 0) {
 		return // nothing to tune
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 )
 
 // TestSendHalfBlocked: LinkGuardian's send fast path says why it does not
@@ -22,7 +23,7 @@ func TestSendHalfBlocked(t *testing.T) {
 		{"one queue, xdp", dataplane.Config{Mode: ModeLG, FastPath: dataplane.FastPathXDP}, 1, nil, false},
 		{"two queues", dataplane.Config{Mode: ModeLG, FastPath: dataplane.FastPathAuto}, 2, []string{"link0", "2 queues", "ethtool -L link0 combined 1", "linkfabric up --link-queues 1"}, true},
 		{"afxdp", dataplane.Config{Mode: ModeLG, FastPath: dataplane.FastPathAFXDP}, 1, []string{"--fastpath afxdp"}, false},
-		{"protect rx", dataplane.WithMech(dataplane.Config{Mode: ModeMonitor, FastPath: dataplane.FastPathXDP}, "lg", LGConfig{Protect: "rx"}), 1, []string{"--lg-protect rx"}, false},
+		{"protect rx", dataplane.WithMech(dataplane.Config{Mode: ModeMonitor, FastPath: dataplane.FastPathXDP}, "session", linkpipe.SessionConfig{Protect: "rx"}), 1, []string{"--lg-protect rx"}, false},
 		{"workers", dataplane.Config{Mode: ModeLG, FastPath: dataplane.FastPathAuto, Workers: 2}, 1, []string{"--workers 2"}, false},
 		{"rate", dataplane.Config{Mode: ModeLG, FastPath: dataplane.FastPathAuto, Shape: map[string]dataplane.PortShape{"host0": {Rate: 1e9}}}, 1, []string{"host0", "--port-rate"}, false},
 	} {

@@ -44,7 +44,7 @@ func TestUntunedThresholds(t *testing.T) {
 		{"kernel send path", 0, true, credit*frame - 2*frame},
 		{"kernel send path, threshold given", 100 << 10, true, 100 << 10},
 	} {
-		lc := LGConfig{MTU: mtu, ResumeThreshold: c.given}
+		lc := Config{MTU: mtu, ResumeThreshold: c.given}
 		if err := lc.defaults(ModeLG); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -75,11 +75,11 @@ func TestTunedAckDelay(t *testing.T) {
 	}
 	// The receiver ACKs at once a quarter of the credit window, and the
 	// core's configuration carries it.
-	c := LGConfig{credit: 1792}
+	c := Config{credit: 1792}
 	if err := c.defaults(ModeLG); err != nil {
 		t.Fatal(err)
 	}
-	r := c.core(ModeLG, [6]byte{}, [6]byte{}).Receiver
+	r := c.core(ModeLG, "both", [6]byte{}, [6]byte{}).Receiver
 	if r.AckEvery != 448 {
 		t.Errorf("AckEvery %d for a credit of 1792, want 448", r.AckEvery)
 	}
@@ -87,11 +87,11 @@ func TestTunedAckDelay(t *testing.T) {
 		t.Errorf("AckDelay %d before any measurement, want half the default DummyWaitMax, %d", r.AckDelay, want)
 	}
 	c.DummyWaitMax, c.AckDelay = time.Millisecond, 0
-	if r := c.core(ModeLG, [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 500_000 {
+	if r := c.core(ModeLG, "both", [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 500_000 {
 		t.Errorf("AckDelay %d with --lg-dummy-wait-max 1ms, want 500µs", r.AckDelay)
 	}
 	c.AckDelay = 7 * time.Microsecond
-	if r := c.core(ModeLG, [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 7000 {
+	if r := c.core(ModeLG, "both", [6]byte{}, [6]byte{}).Receiver; r.AckDelay != 7000 {
 		t.Errorf("AckDelay %d with --lg-ack-delay 7µs", r.AckDelay)
 	}
 }
