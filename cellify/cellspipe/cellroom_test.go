@@ -141,39 +141,17 @@ func TestCellClassStaysOnItsLink(t *testing.T) {
 	}
 	var wait []held
 	stalled := true
-	// carry is memPair.step with link0's frames held while stalled.
-	carry := func(dt int64) {
-		p.now += dt
-		for i := range 2 {
-			p.n[i].pl.Poll(p.now, p.n[i].w.Tx())
+	// While stalled, link0's frames (source MAC ending 1) wait, in order,
+	// for the peer's link0.
+	p.lose = func(i int, b []byte) bool {
+		if gray(i, b) {
+			return true
 		}
-		for moved := true; moved; {
-			moved = false
-			for i, m := range p.n {
-				peer := p.n[1-i]
-				for port := range m.pl.ps.N() {
-					for _, d := range m.w.TakeSent(port) {
-						moved = true
-						b := m.w.Bytes(d.Addr, int(d.Len))
-						if _, ok := m.pl.ps.HostIndex(port); ok {
-							p.delivered[i] = append(p.delivered[i], append([]byte(nil), b...))
-							continue
-						}
-						if gray(i, b) {
-							continue
-						}
-						to := port - m.pl.ps.Links[0] + peer.pl.ps.Links[0]
-						if stalled && b[11] == 1 {
-							wait = append(wait, held{1 - i, to, append([]byte(nil), b...)})
-							continue
-						}
-						p.rx[0] = peer.put(t, b)
-						peer.pl.Receive(p.now, to, 0, p.rx[:], peer.w.Tx())
-					}
-				}
-				m.w.ReleaseSent()
-			}
+		if stalled && b[11] == 1 {
+			wait = append(wait, held{1 - i, p.n[1-i].pl.ps.Links[0], append([]byte(nil), b...)})
+			return true
 		}
+		return false
 	}
 	const frames = 40
 	for i := range frames / 2 {
@@ -184,11 +162,11 @@ func TestCellClassStaysOnItsLink(t *testing.T) {
 		if k == 200 {
 			t.Fatal("the clean link stayed usable through its stall")
 		}
-		carry(int64(time.Millisecond))
+		p.step(t, int64(time.Millisecond))
 	}
 	for i := frames / 2; i < frames; i++ {
 		p.fromHost(t, 0, 0, classFrame(2, 1, 1000, 46, uint32(i+1)))
-		carry(int64(time.Millisecond))
+		p.step(t, int64(time.Millisecond))
 	}
 	stalled = false
 	for _, h := range wait {
@@ -197,7 +175,7 @@ func TestCellClassStaysOnItsLink(t *testing.T) {
 		m.pl.Receive(p.now, h.port, 0, p.rx[:], m.w.Tx())
 	}
 	for range 300 {
-		carry(int64(time.Millisecond))
+		p.step(t, int64(time.Millisecond))
 	}
 	p.n[0].pl.publish()
 	s := p.n[0].pl.st.Snapshot()
