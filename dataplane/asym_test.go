@@ -13,7 +13,7 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 )
 
-// TestLGAsymmetricEnds (item 6): the two ends of a link configured
+// TestLGAsymmetricEnds: the two ends of a link configured
 // differently, each with default settings otherwise, agree on the minimum in
 // the link session and lose nothing at 1e-2 loss: sw2 with half the
 // ring (so half the receive window), or sw2's link port with one

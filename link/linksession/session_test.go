@@ -101,7 +101,7 @@ func cfgs() (Config, Config) {
 	return a, b
 }
 
-// Asymmetric offers (item 6): both ends agree on the per-field minimum and
+// Asymmetric offers: both ends agree on the per-field minimum and
 // on crossed sequence numbers.
 func TestHandshakeAgreesOnMinimum(t *testing.T) {
 	ca, cb := cfgs()
