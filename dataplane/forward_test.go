@@ -110,15 +110,9 @@ func TestNewErrors(t *testing.T) {
 	assertNoXDP(t, sw1, "host0")
 
 	// An interface already carrying an XDP program is refused, with the fix.
-	var im *bpf.Impairer
-	if err := netns.Do(sw1, func() error {
-		var err error
-		im, err = bpf.AttachImpairer("link0", bpf.ImpairConfig{Loss: 0.5})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	im.Close()
+	netns.TestIn(t, sw1, func() (*bpf.Impairer, error) {
+		return bpf.AttachImpairer("link0", bpf.ImpairConfig{Loss: 0.5})
+	}).Close()
 	err = try(Config{HostPort: "host0", LinkPort: "link0"})
 	var busy *bpf.BusyError
 	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "link0") {

@@ -25,19 +25,27 @@ type Running struct {
 	once   sync.Once
 }
 
+// TestIn runs fn inside namespace ns (as Do) and returns its value; an
+// error fails the test.
+func TestIn[T any](tb testing.TB, ns string, fn func() (T, error)) T {
+	tb.Helper()
+	var v T
+	if err := Do(ns, func() error {
+		var err error
+		v, err = fn()
+		return err
+	}); err != nil {
+		tb.Fatalf("in %s: %v", ns, err)
+	}
+	return v
+}
+
 // TestRun makes a Runner with mk inside namespace ns (its sockets are bound
 // there) and runs it until the test ends or Stop. An error of mk fails the
 // test.
 func TestRun[R Runner](tb testing.TB, ns string, mk func() (R, error)) (R, *Running) {
 	tb.Helper()
-	var r R
-	if err := Do(ns, func() error {
-		var err error
-		r, err = mk()
-		return err
-	}); err != nil {
-		tb.Fatalf("%T in %s: %v", r, ns, err)
-	}
+	r := TestIn(tb, ns, mk)
 	return r, startRunning(tb, r)
 }
 
