@@ -2,8 +2,9 @@ package bpf
 
 import (
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/internal/wanterr"
 )
 
 func TestBurstyParameters(t *testing.T) {
@@ -50,12 +51,7 @@ func TestValidate(t *testing.T) {
 			}
 			continue
 		}
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%+v: %v", tc.cfg, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%+v: error %v, want one containing %q", tc.cfg, err, tc.want)
-		}
+		wanterr.Check(t, err, tc.want, "%+v", tc.cfg)
 	}
 }
 

@@ -269,18 +269,10 @@ func TestFECRestart(t *testing.T) {
 	waitFECUp(t, sws["sw1"].D, sws["sw2"].D)
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	const count = 400_000 // at most: h1 sends until h2 got frames after the last restart
-	var sink *traffic.Sink
-	if err := netns.Do(h2, func() (err error) { sink, err = traffic.NewSink("eth0", 1, count); return err }); err != nil {
-		t.Fatal(err)
-	}
+	sink := netns.TestIn(t, h2, func() (*traffic.Sink, error) { return traffic.NewSink("eth0", 1, count) })
 	defer sink.Close()
-	var gen *traffic.Generator
-	if err := netns.Do(h1, func() (err error) {
-		gen, err = traffic.NewGenerator("eth0", traffic.Template{Dst: macOf(t, h2, "eth0"), Src: macOf(t, h1, "eth0"), Stream: 1, Size: 300})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	tmpl := traffic.Template{Dst: macOf(t, h2, "eth0"), Src: macOf(t, h1, "eth0"), Stream: 1, Size: 300}
+	gen := netns.TestIn(t, h1, func() (*traffic.Generator, error) { return traffic.NewGenerator("eth0", tmpl) })
 	defer gen.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +14,10 @@ import (
 )
 
 // RunningSwitch is a dataplane on host0/link0 of a namespace whose Run error
-// is visible while the test runs (exited), and reported when the test ends.
+// is visible while the test runs (Exited), and reported when the test ends.
 type RunningSwitch struct {
-	D      *Dataplane
-	Done   chan struct{}
-	err    error
-	Cancel context.CancelFunc
-	once   sync.Once
+	D *Dataplane
+	*netns.Running
 }
 
 // StartWatched runs a dataplane on host0/link0 of namespace ns (or on the
@@ -31,56 +27,8 @@ func StartWatched(t *testing.T, ns string, cfg Config) *RunningSwitch {
 	if len(cfg.LinkPorts) == 0 {
 		cfg.HostPort, cfg.LinkPort = "host0", "link0"
 	}
-	s := &RunningSwitch{Done: make(chan struct{})}
-	if err := netns.Do(ns, func() error {
-		var err error
-		s.D, err = New(cfg)
-		return err
-	}); err != nil {
-		t.Fatalf("dataplane in %s: %v", ns, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.Cancel = cancel
-	go func() {
-		defer close(s.Done)
-		s.err = s.D.Run(ctx)
-	}()
-	t.Cleanup(func() { s.Stop(t) })
-	return s
-}
-
-// Stop ends the dataplane and releases it (once; the test's cleanup calls
-// it too).
-func (s *RunningSwitch) Stop(t *testing.T) {
-	s.once.Do(func() {
-		s.Cancel()
-		<-s.Done
-		if s.err != nil {
-			t.Errorf("dataplane: Run: %v", s.err)
-		}
-		if err := s.D.Close(); err != nil {
-			t.Errorf("dataplane: Close: %v", err)
-		}
-	})
-}
-
-// Exited reports whether Run returned, and with what.
-func (s *RunningSwitch) Exited() (bool, error) {
-	select {
-	case <-s.Done:
-		return true, s.err
-	default:
-		return false, nil
-	}
-}
-
-// CheckRunning fails the test at once if the dataplane's Run has returned;
-// what names the dataplane.
-func (s *RunningSwitch) CheckRunning(t *testing.T, what string) {
-	t.Helper()
-	if done, err := s.Exited(); done {
-		t.Fatalf("%s's dataplane ended: %v", what, err)
-	}
+	d, r := netns.TestRun(t, ns, func() (*Dataplane, error) { return New(cfg) })
+	return &RunningSwitch{D: d, Running: r}
 }
 
 // StartSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
@@ -162,15 +110,9 @@ func TestNewErrors(t *testing.T) {
 	assertNoXDP(t, sw1, "host0")
 
 	// An interface already carrying an XDP program is refused, with the fix.
-	var im *bpf.Impairer
-	if err := netns.Do(sw1, func() error {
-		var err error
-		im, err = bpf.AttachImpairer("link0", bpf.ImpairConfig{Loss: 0.5})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	im.Close()
+	netns.TestIn(t, sw1, func() (*bpf.Impairer, error) {
+		return bpf.AttachImpairer("link0", bpf.ImpairConfig{Loss: 0.5})
+	}).Close()
 	err = try(Config{HostPort: "host0", LinkPort: "link0"})
 	var busy *bpf.BusyError
 	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "link0") {

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"net"
 	"testing"
 
@@ -33,19 +34,21 @@ func SNMPFields(t *testing.T, ns, proto string, fields ...string) map[string]uin
 // written to it leave on the wire as they are.
 func RawSender(t *testing.T, ns, dev string) int {
 	t.Helper()
-	var fd int
-	if err := netns.Do(ns, func() error {
+	fd := netns.TestIn(t, ns, func() (int, error) {
 		ifc, err := net.InterfaceByName(dev)
 		if err != nil {
-			return err
+			return -1, err
 		}
-		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-			return err
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
 		}
-		return unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index})
-	}); err != nil {
-		t.Fatalf("AF_PACKET on %s in %s: %v", dev, ns, err)
-	}
+		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifc.Index}); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("AF_PACKET on %s: %w", dev, err)
+		}
+		return fd, nil
+	})
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
 }

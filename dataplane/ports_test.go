@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/linkfabric/linkfabric/internal/wanterr"
 )
 
 // TestCheckPorts: what a mode takes of host and link ports is checked with
@@ -51,10 +53,7 @@ func TestCheckPorts(t *testing.T) {
 		{modeCells, []string{"host0", "host0"}, "--host-port host0,host0 names host0 twice"},
 		{modeCells, []string{"host0", "link0"}, "link0 is both a host port and a link port"},
 	} {
-		err := CheckNodePorts(tc.mode, tc.hosts, []string{"link0", "link1"})
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s hosts %v: %v; want %q", tc.mode, tc.hosts, err, tc.want)
-		}
+		wanterr.Check(t, CheckNodePorts(tc.mode, tc.hosts, []string{"link0", "link1"}), tc.want, "%s hosts %v", tc.mode, tc.hosts)
 	}
 	c0 := Config{Mode: modeCells, HostPorts: []string{"host0", "host1"}, LinkPorts: []string{"up0"}}
 	if err := c0.defaults(); err != nil || c0.HostPort != "host0" || !slices.Equal(c0.portNames(), []string{"host0", "host1", "up0"}) {

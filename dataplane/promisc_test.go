@@ -11,18 +11,13 @@ import (
 // promiscOf reads IFF_PROMISC of dev in namespace ns.
 func promiscOf(t *testing.T, ns, dev string) bool {
 	t.Helper()
-	var on bool
-	if err := netns.Do(ns, func() error {
+	return netns.TestIn(t, ns, func() (bool, error) {
 		l, err := netlink.LinkByName(dev)
 		if err != nil {
-			return err
+			return false, err
 		}
-		on = l.Attrs().Promisc != 0
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return on
+		return l.Attrs().Promisc != 0, nil
+	})
 }
 
 // A running dataplane keeps its link ports promiscuous (they carry other

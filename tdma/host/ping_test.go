@@ -1,10 +1,10 @@
 package host
 
 import (
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/internal/wanterr"
 	"github.com/linkfabric/linkfabric/tdma/fmcore"
 	"github.com/linkfabric/linkfabric/tdma/gate"
 	"github.com/linkfabric/linkfabric/tdma/sched"
@@ -28,13 +28,7 @@ func TestWorkloadCheck(t *testing.T) {
 		{Workload{Kind: "none"}, true, ""},
 		{Workload{Kind: "udp"}, false, "want shuffle"},
 	} {
-		err := tc.w.check(3, 4, tc.nfq)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%+v: %v", tc.w, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%+v: err %v, want one about %q", tc.w, err, tc.want)
-		}
+		wanterr.Check(t, tc.w.check(3, 4, tc.nfq), tc.want, "%+v", tc.w)
 	}
 }
 
