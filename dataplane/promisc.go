@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
-	vnetns "github.com/vishvananda/netns"
 )
 
 // Promisc turns promiscuous mode on for ifname in the calling thread's
@@ -14,13 +13,12 @@ import (
 // MACs before XDP sees them. If the port was already promiscuous, restore
 // leaves it so. restore works from any thread and namespace (it holds a
 // netlink handle in the port's), and only once.
+//
+// The handle's socket is opened in the calling thread's namespace as it
+// stands: no setns, which would need CAP_SYS_ADMIN even into the
+// namespace the thread is already in (netlink.NewHandleAt does that).
 func Promisc(ifname string) (restore func() error, err error) {
-	ns, err := vnetns.Get()
-	if err != nil {
-		return nil, fmt.Errorf("promiscuous mode of %s: this thread's network namespace: %w", ifname, err)
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandle()
 	if err != nil {
 		return nil, fmt.Errorf("promiscuous mode of %s: netlink: %w", ifname, err)
 	}
