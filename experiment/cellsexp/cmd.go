@@ -18,10 +18,9 @@ import (
 
 // Command is the cells command and its experiments.
 func Command() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cells",
-		Short: "Cells with credits (Stardust, Aquila GNet): experiments",
-		Long: `cells groups the experiments on cells with credits (package cellify): a
+	cmd := cli.Group("cells",
+		"Cells with credits (Stardust, Aquila GNet): experiments",
+		`cells groups the experiments on cells with credits (package cellify): a
 fabric of edge and fabric nodes that packs host frames into cells, sprays them
 over every usable link and schedules them with credits from the egress port.
 
@@ -43,13 +42,12 @@ over every usable link and schedules them with credits from the egress port.
 The experiments build their own testbed (bundle: h1 — sw1 ═4 links═ sw2 — h2;
 fabric3) under --prefix, start 'linkfabric run' on every switch for each arm, and
 remove it all at the end (also on Ctrl-C). They need root.`,
-		Example: `  linkfabric cells sim --scenario incast
+		`  linkfabric cells sim --scenario incast
   sudo linkfabric cells pack
   sudo linkfabric cells elephants --link-rate 200M
   sudo linkfabric cells failover --runs 3
   sudo linkfabric cells incast --runs 3`,
-	}
-	cmd.AddCommand(cellsSimCmd(), cellsPackCmd(), cellsBalanceCmd(), cellsElephantsCmd(), cellsLatencyCmd(),
+		cellsSimCmd(), cellsPackCmd(), cellsBalanceCmd(), cellsElephantsCmd(), cellsLatencyCmd(),
 		cellsFailoverCmd(), cellsGrayCmd(), cellsClassesCmd())
 	cellsAddFabricCmds(cmd)
 	return cmd

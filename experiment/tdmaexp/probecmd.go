@@ -13,10 +13,9 @@ import (
 )
 
 func tdmaProbeCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "probe",
-		Short: "The paper's §3.2 micro-benchmarks on this machine: timers, grant spread, software PFC reaction",
-		Long: `probe measures what the TDMA design rests on (the paper's §3.2, Figures 1–5;
+	return cli.Group("probe",
+		"The paper's §3.2 micro-benchmarks on this machine: timers, grant spread, software PFC reaction",
+		`probe measures what the TDMA design rests on (the paper's §3.2, Figures 1–5;
 design §2.2–2.3), on this machine:
 
   timers  how late each way of waking at slot boundaries is: time.Sleep, a
@@ -31,12 +30,10 @@ design §2.2–2.3), on this machine:
 Each prints a table, writes JSON (with a summary), CSV (every sample) and a
 PNG into --out, records CPU use and load, and refuses to start on a machine
 whose CPUs are over 85 % busy (--force runs anyway and the report says so).`,
-		Example: `  linkfabric tdma probe timers --period 300us,1ms,5ms
+		`  linkfabric tdma probe timers --period 300us,1ms,5ms
   sudo linkfabric tdma probe spread --hosts 4 --load 0,200mbit --frame 1500,9000
   sudo linkfabric tdma probe react --sizes 64,512,1500,9000`,
-	}
-	cmd.AddCommand(tdmaProbeTimersCmd(), tdmaProbeSpreadCmd(), tdmaProbeReactCmd())
-	return cmd
+		tdmaProbeTimersCmd(), tdmaProbeSpreadCmd(), tdmaProbeReactCmd())
 }
 
 // runProbe runs a probe with cfg on a testbed named prefix, writes its
