@@ -11,10 +11,9 @@ import (
 )
 
 func testbedCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "testbed",
-		Short: "Inspect and remove network-namespace testbeds ('linkfabric up' builds them)",
-		Long: `A testbed is a set of network namespaces joined by veth pairs. The preset "pair" is
+	cmd := cli.Group("testbed",
+		"Inspect and remove network-namespace testbeds ('linkfabric up' builds them)",
+		`A testbed is a set of network namespaces joined by veth pairs. The preset "pair" is
 
   PREFIXh1:eth0 ⇄ PREFIXsw1:host0   PREFIXsw1:link0 ⇄ PREFIXsw2:link0   PREFIXsw2:host0 ⇄ PREFIXh2:eth0
 
@@ -24,11 +23,10 @@ The link ports get an MTU larger than the host MTU by the link header's size.
 bridges (--mode kernel) or bare ports for 'linkfabric run' (--mode none).
 Forwarding kernel bridges host0 and link0 in each switch (the Linux baseline);
 none leaves them for the dataplane.`,
-		Example: `  linkfabric up --mode none
+		`  linkfabric up --mode none
   linkfabric testbed status --json
   linkfabric testbed forwarding kernel
-  linkfabric testbed down`,
-	}
+  linkfabric testbed down`)
 	var (
 		opts                    netns.Options
 		preset, topoFile, netem string

@@ -66,6 +66,13 @@ func (e *Env) Printf(format string, args ...any) {
 // NS is the full name of testbed namespace short ("h1").
 func (e *Env) NS(short string) string { return e.Prefix + short }
 
+// ReachH2 waits up to d for h1 to ping h2 (H2Addr) across the testbed.
+func (e *Env) ReachH2(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return netns.WaitPing(ctx, e.NS("h1"), H2Addr)
+}
+
 // Dataplanes are `linkfabric run` processes, one per switch.
 type Dataplanes struct {
 	env   *Env

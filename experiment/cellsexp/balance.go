@@ -154,20 +154,19 @@ func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*Cel
 	}
 	defer b.Down()
 	res.Links = b.LinkPorts(b.Switches[0])
-	for i, sp := range cfg.Sprays {
-		e.Printf("cells balance: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
-		if err := b.Start(ctx, bed.BedRun{Mode: bed.ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...)}); err != nil {
-			return nil, fmt.Errorf("cells balance %s: %w", sp, err)
-		}
+	err = eachSpray(ctx, e, b, "cells balance", cfg.Sprays, bed.BedRun{Args: cfg.RunArgs}, func(sp string) error {
 		s, err := iperfLoad(ctx, b, cfg.Flows, cfg.Duration, cfg.CC)
 		if err != nil {
-			return nil, fmt.Errorf("cells balance %s: %w", sp, err)
+			return fmt.Errorf("cells balance %s: %w", sp, err)
 		}
 		a := BalanceArm{Spray: sp, Load: s, MaxMean: bed.MaxMean(s.LinkBytes)}
 		res.Arms = append(res.Arms, a)
 		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, mbList(s.LinkBytes), a.MaxMean)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	b.Stop()
 	res.Summary = CellsBalanceSummary{"perm_target": 1.02}
 	for _, a := range res.Arms {
 		res.Summary[a.Spray+"_max_mean"] = a.MaxMean
@@ -178,6 +177,26 @@ func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*Cel
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// eachSpray starts cells on the bundle b once per spraying mode, with
+// run's arguments after --cells-spray and its link rate, and measures
+// each with arm; then it stops the dataplanes. what names the experiment
+// in its progress lines and errors.
+func eachSpray(ctx context.Context, e *bed.Env, b *bed.Bed, what string, sprays []string, run bed.BedRun, arm func(spray string) error) error {
+	for i, sp := range sprays {
+		e.Printf("%s: [%d/%d] --cells-spray %s", what, i+1, len(sprays), sp)
+		r := run
+		r.Mode, r.Args = bed.ModeCells, append([]string{"--cells-spray", sp}, run.Args...)
+		if err := b.Start(ctx, r); err != nil {
+			return fmt.Errorf("%s %s: %w", what, sp, err)
+		}
+		if err := arm(sp); err != nil {
+			return err
+		}
+	}
+	b.Stop()
+	return nil
 }
 
 func mbList(v []float64) string {

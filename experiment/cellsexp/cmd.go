@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -18,10 +19,9 @@ import (
 
 // Command is the cells command and its experiments.
 func Command() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cells",
-		Short: "Cells with credits (Stardust, Aquila GNet): experiments",
-		Long: `cells groups the experiments on cells with credits (package cellify): a
+	cmd := cli.Group("cells",
+		"Cells with credits (Stardust, Aquila GNet): experiments",
+		`cells groups the experiments on cells with credits (package cellify): a
 fabric of edge and fabric nodes that packs host frames into cells, sprays them
 over every usable link and schedules them with credits from the egress port.
 
@@ -43,13 +43,12 @@ over every usable link and schedules them with credits from the egress port.
 The experiments build their own testbed (bundle: h1 — sw1 ═4 links═ sw2 — h2;
 fabric3) under --prefix, start 'linkfabric run' on every switch for each arm, and
 remove it all at the end (also on Ctrl-C). They need root.`,
-		Example: `  linkfabric cells sim --scenario incast
+		`  linkfabric cells sim --scenario incast
   sudo linkfabric cells pack
   sudo linkfabric cells elephants --link-rate 200M
   sudo linkfabric cells failover --runs 3
   sudo linkfabric cells incast --runs 3`,
-	}
-	cmd.AddCommand(cellsSimCmd(), cellsPackCmd(), cellsBalanceCmd(), cellsElephantsCmd(), cellsLatencyCmd(),
+		cellsSimCmd(), cellsPackCmd(), cellsBalanceCmd(), cellsElephantsCmd(), cellsLatencyCmd(),
 		cellsFailoverCmd(), cellsGrayCmd(), cellsClassesCmd())
 	cellsAddFabricCmds(cmd)
 	return cmd
@@ -266,6 +265,35 @@ func (f *cellsBundleFlags) env() *bed.Env {
 	return bed.CmdEnv(f.prefix)
 }
 
+// bundleExp makes cmd run a cells experiment on the bundle: it takes no
+// arguments and needs root; parse reads the command's own flags into
+// cfg, then exp runs with --run-args and its files are written.
+func bundleExp[C any, PC interface {
+	*C
+	Normalize() error
+}, R report.FileResult](cmd *cobra.Command, fl *cellsBundleFlags, cfg PC, runArgs *[]string, parse func() error, exp func(context.Context, *bed.Env, C) (R, error)) {
+	cmd.Args = cobra.NoArgs
+	cmd.PreRunE = cli.NeedsRoot("cells " + cmd.Use)
+	cmd.RunE = expRunE(cfg, runArgs, &fl.runArgs, fl.env, parse, exp, func(res R, err error) error { return fl.finish(res, err) })
+}
+
+// expRunE is the RunE of a cells experiment: parse reads the command's
+// own flags into cfg, words (the --run-args) become cfg's runArgs, then
+// exp runs on env's testbed and done reports what it returned.
+func expRunE[C any, PC interface {
+	*C
+	Normalize() error
+}, R any](cfg PC, runArgs *[]string, words *string, env func() *bed.Env, parse func() error, exp func(context.Context, *bed.Env, C) (R, error), done func(R, error) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := parse(); err != nil {
+			return err
+		}
+		*runArgs = strings.Fields(*words)
+		res, err := bed.Exp(cmd.Context(), env(), cfg, exp)
+		return done(res, err)
+	}
+}
+
 func cellsPackCmd() *cobra.Command {
 	var (
 		cfg              CellsPackConfig
@@ -301,20 +329,17 @@ scripts/deps.sh installs it (Debian package netsniff-ng).`,
 		Example: `  sudo linkfabric cells pack
   sudo linkfabric cells pack --sizes 64,1500 --cell-sizes 0 --duration 1s
   sudo linkfabric cells pack --cpu-rate 400000 --cpu-duration 10s`,
-		Args:    cobra.NoArgs,
-		PreRunE: cli.NeedsRoot("cells pack"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if cfg.PacketSizes, err = cli.ParseInts(sizes); err != nil {
-				return fmt.Errorf("--sizes: %w", err)
-			}
-			if cfg.CellSizes, err = parseCellSizes(cellSizes); err != nil {
-				return err
-			}
-			cfg.RunArgs = strings.Fields(fl.runArgs)
-			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsPack))
-		},
 	}
+	bundleExp(cmd, &fl, &cfg, &cfg.RunArgs, func() error {
+		var err error
+		if cfg.PacketSizes, err = cli.ParseInts(sizes); err != nil {
+			return fmt.Errorf("--sizes: %w", err)
+		}
+		if cfg.CellSizes, err = parseCellSizes(cellSizes); err != nil {
+			return err
+		}
+		return nil
+	}, CellsPack)
 	f := cmd.Flags()
 	f.StringVar(&sizes, "sizes", "64,128,256,512,1024,1500", "packet sizes, Ethernet frames with FCS, comma-separated")
 	f.StringVar(&cellSizes, "cell-sizes", "256,512,mtu", "cell payload sizes, comma-separated; mtu: the largest the link MTU takes")
@@ -361,14 +386,11 @@ counters. It reports bytes per link and their largest over their mean (Stardust
 Writes balance.json (figures in "summary") and balance.csv to --out.`,
 		Example: `  sudo linkfabric cells balance
   sudo linkfabric cells balance --sprays perm --duration 10s --flows 16`,
-		Args:    cobra.NoArgs,
-		PreRunE: cli.NeedsRoot("cells balance"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Sprays = cli.SplitList(sprays)
-			cfg.RunArgs = strings.Fields(fl.runArgs)
-			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsBalance))
-		},
 	}
+	bundleExp(cmd, &fl, &cfg, &cfg.RunArgs, func() error {
+		cfg.Sprays = cli.SplitList(sprays)
+		return nil
+	}, CellsBalance)
 	f := cmd.Flags()
 	f.StringVar(&sprays, "sprays", "perm,p2c,hash", "spraying modes, comma-separated: perm, p2c, hash")
 	f.IntVar(&cfg.Flows, "flows", 8, "TCP streams (iperf3 -P)")
@@ -400,19 +422,16 @@ expected links·(1−(1−1/links)^flows) links used (2.73 of 4 for 4 flows).
 Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 		Example: `  sudo linkfabric cells elephants
   sudo linkfabric cells elephants --link-rate 100M --trials 10 --sprays hash`,
-		Args:    cobra.NoArgs,
-		PreRunE: cli.NeedsRoot("cells elephants"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := netns.ParseBitRate(linkRate)
-			if err != nil || r == 0 {
-				return fmt.Errorf("--link-rate %q: want a rate such as 200M or 1G (bit/s)", linkRate)
-			}
-			cfg.LinkRate = r
-			cfg.Sprays = cli.SplitList(sprays)
-			cfg.RunArgs = strings.Fields(fl.runArgs)
-			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsElephants))
-		},
 	}
+	bundleExp(cmd, &fl, &cfg, &cfg.RunArgs, func() error {
+		r, err := netns.ParseBitRate(linkRate)
+		if err != nil || r == 0 {
+			return fmt.Errorf("--link-rate %q: want a rate such as 200M or 1G (bit/s)", linkRate)
+		}
+		cfg.LinkRate = r
+		cfg.Sprays = cli.SplitList(sprays)
+		return nil
+	}, CellsElephants)
 	f := cmd.Flags()
 	f.StringVar(&sprays, "sprays", "perm,hash", "spraying modes, comma-separated: perm, p2c, hash")
 	f.StringVar(&linkRate, "link-rate", "200M", "line rate of every link port (bit/s)")
@@ -450,14 +469,11 @@ Target: cells' p50 ≤ 1.2× forward's; the ratio to forward-afxdp's is printed 
 flows.csv and a tail-CDF PNG to --out.`,
 		Example: `  sudo linkfabric cells latency
   sudo linkfabric cells latency --flows 500 --arms forward,cells,cells-nopre,cells-push`,
-		Args:    cobra.NoArgs,
-		PreRunE: cli.NeedsRoot("cells latency"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Arms = cli.SplitList(arms)
-			cfg.RunArgs = strings.Fields(fl.runArgs)
-			return fl.finish(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsLatency))
-		},
 	}
+	bundleExp(cmd, &fl, &cfg, &cfg.RunArgs, func() error {
+		cfg.Arms = cli.SplitList(arms)
+		return nil
+	}, CellsLatency)
 	f := cmd.Flags()
 	f.StringVar(&arms, "arms", "forward,forward-afxdp,cells,cells-nopre", "arms, in order: "+strings.Join(CellsLatencyArms, ","))
 	f.Int64Var(&cfg.Size, "size", 143, "flow size, bytes")

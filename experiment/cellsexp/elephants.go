@@ -92,15 +92,11 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 	res.Links = b.LinkPorts(b.Switches[0])
 	nl := float64(len(res.Links))
 	capacity := nl * float64(cfg.LinkRate)
-	for i, sp := range cfg.Sprays {
-		e.Printf("cells elephants: [%d/%d] --cells-spray %s", i+1, len(cfg.Sprays), sp)
-		if err := b.Start(ctx, bed.BedRun{Mode: bed.ModeCells, Args: append([]string{"--cells-spray", sp}, cfg.RunArgs...), LinkRate: cfg.LinkRate}); err != nil {
-			return nil, fmt.Errorf("cells elephants %s: %w", sp, err)
-		}
+	err = eachSpray(ctx, e, b, "cells elephants", cfg.Sprays, bed.BedRun{Args: cfg.RunArgs, LinkRate: cfg.LinkRate}, func(sp string) error {
 		for k := 1; k <= cfg.Trials; k++ {
 			s, err := iperfLoad(ctx, b, cfg.Flows, cfg.Duration, cfg.CC)
 			if err != nil {
-				return nil, fmt.Errorf("cells elephants %s, trial %d: %w", sp, k, err)
+				return fmt.Errorf("cells elephants %s, trial %d: %w", sp, k, err)
 			}
 			t := ElephantTrial{Spray: sp, Trial: k, Load: s, Goodput: s.Gbps * 1e9 / capacity}
 			var wire float64
@@ -119,8 +115,11 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 			e.Printf("cells elephants:   %s trial %d: aggregate %.3f of the links' rate (goodput %.3f, %.0f Mbit/s); per link %s; %d links used",
 				sp, k, t.Aggregate, t.Goodput, s.Gbps*1e3, utilList(t.LinkUtil), t.LinksUsed)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	b.Stop()
 	res.Summary = elephantsSummary(res, nl)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil

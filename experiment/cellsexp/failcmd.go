@@ -1,6 +1,7 @@
 package cellsexp
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,13 +39,11 @@ and none (bare cells: the loss is bounded by what was on the link). The table
 shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		Example: `  linkfabric cells failover
   linkfabric cells failover --cut drop --runs 5 --rate 300e6`,
-		PreRunE: cli.NeedsRoot("cells failover"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Arms = cli.SplitList(arms)
-			cfg.RunArgs = strings.Fields(fl.runArgs)
-			return fl.out.Report(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsFailover))
-		},
 	}
+	edgeExp(cmd, &fl, &cfg, &cfg.RunArgs, func() error {
+		cfg.Arms = cli.SplitList(arms)
+		return nil
+	}, CellsFailover)
 	f := cmd.Flags()
 	f.StringVar(&arms, "arms", strings.Join(CellsLinkModes, ","), "link modes under the cells, comma-separated (lg, lgnb, monitor, none)")
 	f.IntVar(&cfg.Runs, "runs", 3, "runs per arm (the table shows medians)")
@@ -75,20 +74,18 @@ loss, and TCP goodput with the loss against without (target ≥ 0.9×). The tabl
 shows medians over --runs; JSON (with a summary object) goes to --out.`,
 		Example: `  linkfabric cells gray
   linkfabric cells gray --arms lg,none --loss 1e-2 --burst 3 --lossy 1,3`,
-		PreRunE: cli.NeedsRoot("cells gray"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Arms = cli.SplitList(arms)
-			for _, p := range cli.SplitList(lossy) {
-				v, err := strconv.Atoi(p)
-				if err != nil {
-					return fmt.Errorf("--lossy: %q is not a link number (0-3)", p)
-				}
-				cfg.Lossy = append(cfg.Lossy, v)
-			}
-			cfg.RunArgs = strings.Fields(fl.runArgs)
-			return fl.out.Report(bed.Exp(cmd.Context(), fl.env(), &cfg, CellsGray))
-		},
 	}
+	edgeExp(cmd, &fl, &cfg, &cfg.RunArgs, func() error {
+		cfg.Arms = cli.SplitList(arms)
+		for _, p := range cli.SplitList(lossy) {
+			v, err := strconv.Atoi(p)
+			if err != nil {
+				return fmt.Errorf("--lossy: %q is not a link number (0-3)", p)
+			}
+			cfg.Lossy = append(cfg.Lossy, v)
+		}
+		return nil
+	}, CellsGray)
 	f := cmd.Flags()
 	f.StringVar(&arms, "arms", "lg", "link modes under the cells, comma-separated (lg, lgnb, monitor, none, fec)")
 	f.IntVar(&cfg.Runs, "runs", 3, "runs per arm (the table shows medians)")
@@ -121,3 +118,14 @@ func (e *edgeFlags) add(cmd *cobra.Command, c *CellsEdgeConfig, prefix, out stri
 }
 
 func (e *edgeFlags) env() *bed.Env { return bed.CmdEnv(e.prefix) }
+
+// edgeExp makes cmd run a cells experiment on the bundle's edges: it
+// needs root; parse reads the command's own flags into cfg, then exp runs
+// with --run-args and its result is printed (and written to --out).
+func edgeExp[C any, PC interface {
+	*C
+	Normalize() error
+}, R interface{ Text() string }](cmd *cobra.Command, fl *edgeFlags, cfg PC, runArgs *[]string, parse func() error, exp func(context.Context, *bed.Env, C) (R, error)) {
+	cmd.PreRunE = cli.NeedsRoot("cells " + cmd.Use)
+	cmd.RunE = expRunE(cfg, runArgs, &fl.runArgs, fl.env, parse, exp, func(res R, err error) error { return fl.out.Report(res, err) })
+}

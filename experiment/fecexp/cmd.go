@@ -14,15 +14,12 @@ import (
 
 // Command is the fec command and its experiments.
 func Command() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "fec",
-		Short: "RAIL's XOR parity and replication: residual loss and overhead",
-		Long: `fec measures package fec, RAIL's coding module (NSDI'17 §5.3): XOR parity after
+	return cli.Group("fec",
+		"RAIL's XOR parity and replication: residual loss and overhead",
+		`fec measures package fec, RAIL's coding module (NSDI'17 §5.3): XOR parity after
 every n data frames, n from a residual-loss target, or every frame sent k times.`,
-		Example: `  linkfabric fec residual --sim`,
-	}
-	cmd.AddCommand(fecResidualCmd(), fecFCTCmd(), fecTableCmd())
-	return cmd
+		`  linkfabric fec residual --sim`,
+		fecResidualCmd(), fecFCTCmd(), fecTableCmd())
 }
 
 func fecTableCmd() *cobra.Command {

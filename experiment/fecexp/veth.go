@@ -237,9 +237,7 @@ func fecVethPoint(ctx context.Context, e *bed.Env, cfg FECVethConfig, arm string
 		return pt, err
 	}
 	defer dp.Stop()
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
-	cancel()
+	err = e.ReachH2(ctx, 10*time.Second)
 	if err != nil {
 		return pt, fmt.Errorf("h1 cannot reach h2: %w", err)
 	}

@@ -191,9 +191,7 @@ func benchOnce(ctx context.Context, e *bed.Env, tb *netns.Testbed, a benchArm, c
 			return BenchSample{}, err
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
-	cancel()
+	err := e.ReachH2(ctx, 10*time.Second)
 	if err != nil {
 		return BenchSample{}, fmt.Errorf("h1 cannot reach h2 through %s: %w", a.name, err)
 	}

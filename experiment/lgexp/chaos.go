@@ -237,9 +237,7 @@ func chaosEvent(ctx context.Context, e *bed.Env, dp *bed.Dataplanes, ev string, 
 		r.Alive = dp.Alive() == nil
 		return r
 	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
-	cancel()
+	err := e.ReachH2(ctx, 10*time.Second)
 	if err != nil {
 		return fail(fmt.Errorf("before %s, h1 cannot reach h2: %w", ev, err))
 	}

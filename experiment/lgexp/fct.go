@@ -405,9 +405,7 @@ func fctArm(ctx context.Context, e *bed.Env, tb *netns.Testbed, arm string, cfg 
 		}
 		defer dp.Stop()
 	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
-	cancel()
+	err := e.ReachH2(ctx, 10*time.Second)
 	if err != nil {
 		return nil, nil, fmt.Errorf("h1 cannot reach h2: %w", err)
 	}

@@ -305,9 +305,7 @@ func goodputOnce(ctx context.Context, e *bed.Env, arm string, loss float64, cfg 
 		return nil, err
 	}
 	defer dp.Stop()
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = netns.WaitPing(wctx, e.NS("h1"), bed.H2Addr)
-	cancel()
+	err = e.ReachH2(ctx, 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("h1 cannot reach h2: %w", err)
 	}

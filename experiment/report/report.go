@@ -90,3 +90,17 @@ func WriteTable(dir, name string, v any, header []string, rows [][]string) ([]st
 	c := filepath.Join(dir, name+".csv")
 	return []string{j, c}, WriteCSV(c, header, rows)
 }
+
+// WriteTablePlot is WriteTable, then plot draws dir/png: it returns the
+// paths it wrote, also those before an error.
+func WriteTablePlot(dir, name string, v any, header []string, rows [][]string, png string, plot func(path string) error) ([]string, error) {
+	files, err := WriteTable(dir, name, v, header, rows)
+	if err != nil {
+		return files, err
+	}
+	path := filepath.Join(dir, png)
+	if err := plot(path); err != nil {
+		return files, err
+	}
+	return append(files, path), nil
+}

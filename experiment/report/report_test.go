@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -309,5 +310,27 @@ func TestResultJSON(t *testing.T) {
 	}
 	if res.Kernel == "" || res.CPUs < 1 || res.Date.IsZero() {
 		t.Errorf("run info not filled: %+v", res.RunInfo)
+	}
+}
+
+// WriteTablePlot returns every path it wrote: the JSON, the CSV and the
+// plot; on a plot error the two before it and the error.
+func TestWriteTablePlot(t *testing.T) {
+	dir := t.TempDir()
+	draw := func(path string) error { return os.WriteFile(path, []byte("png"), 0o644) }
+	files, err := WriteTablePlot(dir, "x", map[string]int{"a": 1}, []string{"a"}, [][]string{{"1"}}, "x.png", draw)
+	want := []string{filepath.Join(dir, "x.json"), filepath.Join(dir, "x.csv"), filepath.Join(dir, "x.png")}
+	if err != nil || !slices.Equal(files, want) {
+		t.Fatalf("WriteTablePlot = %v, %v; want %v", files, err, want)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := errors.New("no plot")
+	files, err = WriteTablePlot(dir, "y", 1, []string{"a"}, nil, "y.png", func(string) error { return bad })
+	if !errors.Is(err, bad) || !slices.Equal(files, []string{filepath.Join(dir, "y.json"), filepath.Join(dir, "y.csv")}) {
+		t.Fatalf("WriteTablePlot with a failing plot = %v, %v; want the JSON and CSV and the plot's error", files, err)
 	}
 }

@@ -10,10 +10,9 @@ import (
 // Command is the tdma command: its experiments, the simulator, and the
 // fabric manager and host agents they start (package tdmacli).
 func Command() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "tdma",
-		Short: "PFC-driven TDMA (Vattikonda et al., EuroSys'12) with leases: experiments",
-		Long: `tdma groups the experiments on PFC-driven TDMA (package tdma): a fabric
+	return cli.Group("tdma",
+		"PFC-driven TDMA (Vattikonda et al., EuroSys'12) with leases: experiments",
+		`tdma groups the experiments on PFC-driven TDMA (package tdma): a fabric
 manager gives hosts time slots with 802.1Qbb frames; hosts hold a lease on
 every grant, so a lost pause never lets them send into another host's slot.
 
@@ -42,17 +41,15 @@ every grant, so a lost pause never lets them send into another host's slot.
 Every experiment brings up its own star (network namespaces, a Linux bridge,
 TBF at the line rate), removes it at the end or on Ctrl-C, refuses to start
 on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
-		Example: `  linkfabric tdma sim --scenario ctlloss
+		`  linkfabric tdma sim --scenario ctlloss
   linkfabric tdma probe timers --period 300us,1ms,5ms
   sudo linkfabric tdma probe spread --hosts 4 --load 0,200mbit --frame 1500,9000
   sudo linkfabric tdma probe react --sizes 64,512,1500,9000
   sudo linkfabric tdma shuffle --hosts 4 --size 4MiB
   sudo linkfabric tdma rpc --buffer 64k --arms tcp,tdma,idle
   sudo linkfabric tdma rr --blocks 0.25,0.5,1,2,4,16 --arms tcp,tdma`,
-	}
-	cmd.AddCommand(tdmacli.Commands()...)
-	cmd.AddCommand(tdmaSimCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaRPCCmd(), tdmaRRCmd(), tdmaNFQCmd(), tdmaProbeCmd())
-	return cmd
+		append(tdmacli.Commands(),
+			tdmaSimCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaRPCCmd(), tdmaRRCmd(), tdmaNFQCmd(), tdmaProbeCmd())...)
 }
 
 var tdmaSuite = cli.SimSuite{Title: "tdma sim", All: tdmasim.Scenarios}

@@ -10,13 +10,13 @@ import (
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func tdmaProbeCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "probe",
-		Short: "The paper's §3.2 micro-benchmarks on this machine: timers, grant spread, software PFC reaction",
-		Long: `probe measures what the TDMA design rests on (the paper's §3.2, Figures 1–5;
+	return cli.Group("probe",
+		"The paper's §3.2 micro-benchmarks on this machine: timers, grant spread, software PFC reaction",
+		`probe measures what the TDMA design rests on (the paper's §3.2, Figures 1–5;
 design §2.2–2.3), on this machine:
 
   timers  how late each way of waking at slot boundaries is: time.Sleep, a
@@ -31,29 +31,40 @@ design §2.2–2.3), on this machine:
 Each prints a table, writes JSON (with a summary), CSV (every sample) and a
 PNG into --out, records CPU use and load, and refuses to start on a machine
 whose CPUs are over 85 % busy (--force runs anyway and the report says so).`,
-		Example: `  linkfabric tdma probe timers --period 300us,1ms,5ms
+		`  linkfabric tdma probe timers --period 300us,1ms,5ms
   sudo linkfabric tdma probe spread --hosts 4 --load 0,200mbit --frame 1500,9000
   sudo linkfabric tdma probe react --sizes 64,512,1500,9000`,
-	}
-	cmd.AddCommand(tdmaProbeTimersCmd(), tdmaProbeSpreadCmd(), tdmaProbeReactCmd())
-	return cmd
+		tdmaProbeTimersCmd(), tdmaProbeSpreadCmd(), tdmaProbeReactCmd())
+}
+
+// probeOut is where a probe's report goes (--out, --json).
+type probeOut struct {
+	dir    string
+	asJSON bool
+}
+
+// add registers --force (into the probe's config), --out, whose files
+// are named by files, and --json.
+func (o *probeOut) add(f *pflag.FlagSet, force *bool, files string) {
+	f.BoolVar(force, "force", false, "run even if the machine is saturated (the report says so)")
+	f.StringVar(&o.dir, "out", "out/tdma-probe", "directory for "+files+" ('' to skip)")
+	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON instead of the table")
 }
 
 // runProbe runs a probe with cfg on a testbed named prefix, writes its
-// files into out (unless empty) and prints its report.
-func runProbe[C any, R report.FileResult](cmd *cobra.Command, prefix string, cfg C, probe func(context.Context, *bed.Env, C) (R, error), out string, asJSON bool) error {
+// files into out's directory (unless empty) and prints its report.
+func runProbe[C any, R report.FileResult](cmd *cobra.Command, prefix string, cfg C, probe func(context.Context, *bed.Env, C) (R, error), out probeOut) error {
 	res, err := probe(cmd.Context(), &bed.Env{Prefix: prefix}, cfg)
 	if err != nil {
 		return err
 	}
-	return report.PrintFiles(res, out, asJSON)
+	return report.PrintFiles(res, out.dir, out.asJSON)
 }
 
 func tdmaProbeTimersCmd() *cobra.Command {
 	var (
-		cfg    TDMAProbeTimersConfig
-		out    string
-		asJSON bool
+		cfg TDMAProbeTimersConfig
+		out probeOut
 	)
 	cmd := &cobra.Command{
 		Use:   "timers",
@@ -90,16 +101,14 @@ from the median up, log scale) into --out.`,
 			if cfg.RT < 0 || cfg.RT > 99 {
 				return fmt.Errorf("--rt %d: want 1..99, or 0 to skip the SCHED_FIFO row", cfg.RT)
 			}
-			return runProbe(cmd, "", cfg, TDMAProbeTimers, out, asJSON)
+			return runProbe(cmd, "", cfg, TDMAProbeTimers, out)
 		},
 	}
 	f := cmd.Flags()
 	f.DurationSliceVar(&cfg.Periods, "period", []time.Duration{time.Millisecond}, "slot periods, comma-separated (e.g. 300us,1ms,5ms)")
 	f.IntVar(&cfg.Samples, "samples", 2000, "boundaries per method and period")
 	f.IntVar(&cfg.RT, "rt", 50, "SCHED_FIFO priority of the hybrid-rt row (0: skip it)")
-	f.BoolVar(&cfg.Force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&out, "out", "out/tdma-probe", "directory for timers.json, timers.csv and the PNGs ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the table")
+	out.add(f, &cfg.Force, "timers.json, timers.csv and the PNGs")
 	return cmd
 }
 
@@ -116,11 +125,10 @@ func (s *probeStarFlags) add(cmd *cobra.Command, rate string) {
 
 func tdmaProbeSpreadCmd() *cobra.Command {
 	var (
-		cfg    TDMAProbeSpreadConfig
-		star   probeStarFlags
-		loads  []string
-		out    string
-		asJSON bool
+		cfg   TDMAProbeSpreadConfig
+		star  probeStarFlags
+		loads []string
+		out   probeOut
 	)
 	cmd := &cobra.Command{
 		Use:   "spread",
@@ -171,7 +179,7 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 			if cfg.Batches < 1 || cfg.Interval < 100*time.Microsecond {
 				return fmt.Errorf("--batches %d, --interval %v: want at least 1 batch and 100µs", cfg.Batches, cfg.Interval)
 			}
-			return runProbe(cmd, star.prefix, cfg, TDMAProbeSpread, out, asJSON)
+			return runProbe(cmd, star.prefix, cfg, TDMAProbeSpread, out)
 		},
 	}
 	star.add(cmd, "200M")
@@ -182,18 +190,15 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 	f.IntVar(&cfg.Batches, "batches", 2000, "batches per arm")
 	f.DurationVar(&cfg.Interval, "interval", time.Millisecond, "time between batches (a slot)")
 	f.IntVar(&cfg.RT, "rt", 60, "SCHED_FIFO priority of the FM thread (0: CFS)")
-	f.BoolVar(&cfg.Force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&out, "out", "out/tdma-probe", "directory for spread.json, spread.csv and spread.png ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the table")
+	out.add(f, &cfg.Force, "spread.json, spread.csv and spread.png")
 	return cmd
 }
 
 func tdmaProbeReactCmd() *cobra.Command {
 	var (
-		cfg    TDMAProbeReactConfig
-		star   probeStarFlags
-		out    string
-		asJSON bool
+		cfg  TDMAProbeReactConfig
+		star probeStarFlags
+		out  probeOut
 	)
 	cmd := &cobra.Command{
 		Use:   "react",
@@ -246,7 +251,7 @@ Writes react.json, react.csv (every lag) and react.png (medians by size).`,
 			if cfg.Cycles < 1 || cfg.Timed < 0 || cfg.Pause <= 0 {
 				return fmt.Errorf("--cycles %d, --timed %d, --pause %v: want at least 1 cycle, 0 or more timed pauses and a pause > 0", cfg.Cycles, cfg.Timed, cfg.Pause)
 			}
-			return runProbe(cmd, star.prefix, cfg, TDMAProbeReact, out, asJSON)
+			return runProbe(cmd, star.prefix, cfg, TDMAProbeReact, out)
 		},
 	}
 	star.add(cmd, "100M")
@@ -257,8 +262,6 @@ Writes react.json, react.csv (every lag) and react.png (medians by size).`,
 	f.DurationVar(&cfg.Pause, "pause", 3400*time.Microsecond, "length of a timed pause (the paper's 3.4 ms), in quanta at --rate")
 	f.DurationVar(&cfg.Hold, "hold", 0, "each on and off phase (0: the larger of 2 ms and 10 frame times)")
 	f.IntVar(&cfg.RT, "rt", 0, "SCHED_FIFO priority of the sender's thread (0: CFS)")
-	f.BoolVar(&cfg.Force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&out, "out", "out/tdma-probe", "directory for react.json, react.csv and react.png ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the table")
+	out.add(f, &cfg.Force, "react.json, react.csv and react.png")
 	return cmd
 }

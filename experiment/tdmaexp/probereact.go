@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -527,13 +526,7 @@ func (r *TDMAProbeReactResult) WriteFiles(dir string) ([]string, error) {
 			series[i].Values = append(series[i].Values, v)
 		}
 	}
-	files, err := report.WriteTable(dir, "react", r, []string{"size", "what", "event", "lag_us"}, rows)
-	if err != nil {
-		return files, err
-	}
-	png := filepath.Join(dir, "react.png")
-	if err := report.PlotBars(png, "software PFC reaction at "+r.Config.Rate.String()+"bit/s (medians)", "µs", groups, series, 0); err != nil {
-		return files, err
-	}
-	return append(files, png), nil
+	return report.WriteTablePlot(dir, "react", r, []string{"size", "what", "event", "lag_us"}, rows, "react.png", func(png string) error {
+		return report.PlotBars(png, "software PFC reaction at "+r.Config.Rate.String()+"bit/s (medians)", "µs", groups, series, 0)
+	})
 }

@@ -3,7 +3,6 @@ package tdmaexp
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -392,14 +391,8 @@ func (r *TDMAProbeSpreadResult) WriteFiles(dir string) ([]string, error) {
 		}
 		names, samples = append(names, a.Arm), append(samples, a.spreads)
 	}
-	files, err := report.WriteTable(dir, "spread", r, []string{"arm", "load_bps", "frame", "batch", "spread_us"}, rows)
-	if err != nil {
-		return files, err
-	}
-	png := filepath.Join(dir, "spread.png")
 	title := fmt.Sprintf("grant arrival spread across %d hosts", r.Config.Hosts)
-	if err := plotProbeCDF(png, title, "max − min kernel receive time of a batch (µs)", names, samples); err != nil {
-		return files, err
-	}
-	return append(files, png), nil
+	return report.WriteTablePlot(dir, "spread", r, []string{"arm", "load_bps", "frame", "batch", "spread_us"}, rows, "spread.png", func(png string) error {
+		return plotProbeCDF(png, title, "max − min kernel receive time of a batch (µs)", names, samples)
+	})
 }

@@ -282,10 +282,6 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 				strconv.FormatUint(x.Retransmits, 10), f(x.CPUBusyPct)})
 		}
 	}
-	files, err := report.WriteTable(dir, "rr", r, rows[0], rows[1:])
-	if err != nil {
-		return files, err
-	}
 	var series []report.XYSeries
 	for _, arm := range r.Config.Arms {
 		var x, y []float64
@@ -294,14 +290,11 @@ func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
 		}
 		series = append(series, report.XYSeries{Name: arm, X: x, Y: y})
 	}
-	pp := filepath.Join(dir, "rr-throughput.png")
-	err = report.PlotLines(pp, report.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
-		XLabel: fmt.Sprintf("block (slot capacities of %d B)", r.SlotCapacity), YLabel: "per-host throughput ÷ port rate",
-		LogX: true, Ref: 0.85, RefLabel: "0.85 (target for TDMA at ≥ 2 capacities)", YFrom0: true}, series...)
-	if err != nil {
-		return files, err
-	}
-	return append(files, pp), nil
+	return report.WriteTablePlot(dir, "rr", r, rows[0], rows[1:], "rr-throughput.png", func(png string) error {
+		return report.PlotLines(png, report.LinesOptions{Title: fmt.Sprintf("Round-robin blocks, %d hosts at %s (Fig. 11)", r.Config.Star.Hosts, r.Config.Star.Rate),
+			XLabel: fmt.Sprintf("block (slot capacities of %d B)", r.SlotCapacity), YLabel: "per-host throughput ÷ port rate",
+			LogX: true, Ref: 0.85, RefLabel: "0.85 (target for TDMA at ≥ 2 capacities)", YFrom0: true}, series...)
+	})
 }
 
 // Text renders the runs, the medians and the checks.

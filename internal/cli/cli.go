@@ -92,3 +92,11 @@ func LinkQueuesFlag(f *pflag.FlagSet, p *int) {
 func NeedsRoot(what string) func(*cobra.Command, []string) error {
 	return func(*cobra.Command, []string) error { return RequireRoot(what) }
 }
+
+// Group is a command that only gathers others: its help, and subs as its
+// subcommands (more may be added later).
+func Group(use, short, long, example string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Long: long, Example: example}
+	cmd.AddCommand(subs...)
+	return cmd
+}
