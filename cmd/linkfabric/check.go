@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/internal/preflight"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
@@ -88,6 +89,6 @@ configured, 1 otherwise; --json prints the same report as JSON.`,
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "--xdp-mode run will use: auto, native or generic")
 	f.StringVar(&zeroCopy, "zerocopy", "auto", "--zerocopy run will use: auto, on or off")
 	f.IntVar(&workers, "workers", 1, "--workers run will use")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }

@@ -99,7 +99,7 @@ from the median up, log scale) into --out.`,
 	f.IntVar(&cfg.RT, "rt", 50, "SCHED_FIFO priority of the hybrid-rt row (0: skip it)")
 	f.BoolVar(&cfg.Force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&out, "out", "out/tdma-probe", "directory for timers.json, timers.csv and the PNGs ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the table")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }
 
@@ -184,7 +184,7 @@ Writes spread.json, spread.csv (every batch) and spread.png (CDF per arm).`,
 	f.IntVar(&cfg.RT, "rt", 60, "SCHED_FIFO priority of the FM thread (0: CFS)")
 	f.BoolVar(&cfg.Force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&out, "out", "out/tdma-probe", "directory for spread.json, spread.csv and spread.png ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the table")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }
 
@@ -259,6 +259,6 @@ Writes react.json, react.csv (every lag) and react.png (medians by size).`,
 	f.IntVar(&cfg.RT, "rt", 0, "SCHED_FIFO priority of the sender's thread (0: CFS)")
 	f.BoolVar(&cfg.Force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&out, "out", "out/tdma-probe", "directory for react.json, react.csv and react.png ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the table")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }
