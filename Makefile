@@ -6,7 +6,7 @@ BIN := bin/linkfabric
 PKGS := ./...
 FUZZTIME ?= 60s
 
-.PHONY: all build deps test race integration soak unit vet generate demo bench stress fct goodput fuzz clean
+.PHONY: all build deps test race integration soak unit vet generate demo bench stress fct goodput fuzz clean image
 
 all: build
 
@@ -74,6 +74,24 @@ fuzz:
 	    echo "== $$p $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 	  done; \
 	done
+
+# The container image (deploy/Containerfile, docs/container.md): a static
+# binary (no cgo; the eBPF objects are embedded) in an image FROM scratch,
+# built with podman, or docker when its daemon answers. Without either the
+# binary is still built and the command to run elsewhere is printed.
+IMAGE ?= linkfabric:latest
+IMAGE_BIN := bin/image/linkfabric
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(IMAGE_BIN) ./cmd/linkfabric
+	@build="build -f deploy/Containerfile -t $(IMAGE) $(dir $(IMAGE_BIN))"; \
+	  if command -v podman >/dev/null; then set -x; podman $$build; \
+	  elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then set -x; docker $$build; \
+	  else \
+	    if command -v docker >/dev/null; then why="docker is installed but its daemon does not answer (docker info fails)"; \
+	    else why="neither podman nor docker is installed"; fi; \
+	    echo "make image: $$why: built $(IMAGE_BIN) only. Build the image where one is, from this checkout:"; \
+	    echo "  podman $$build    # or: docker $$build"; \
+	  fi
 
 clean:
 	rm -rf bin out

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/internal/preflight"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
@@ -100,7 +101,7 @@ configured, 1 otherwise; --json prints the same report as JSON.`,
 	f.StringVar(&zeroCopy, "zerocopy", "auto", "--zerocopy run will use: auto, on or off")
 	f.IntVar(&workers, "workers", 1, "--workers run will use")
 	f.StringVar(&file, "config", "", "node file (as run's --config): its settings, unless given here")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }
 

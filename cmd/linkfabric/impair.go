@@ -77,7 +77,7 @@ length MEAN frames and the same average rate (--loss P --burst MEAN).`,
 	f.BoolVar(&off, "off", false, "stop impairing (detaches the standalone program if that is what runs)")
 	f.BoolVar(&stats, "stats", false, "print the impairment counters")
 	f.BoolVar(&reset, "reset", false, "with --stats: zero the counters after reading")
-	f.BoolVar(&asJSON, "json", false, "with --stats: JSON output")
+	f.BoolVar(&asJSON, "json", false, "with --stats: "+report.JSONUsage)
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "attach mode of a standalone program: auto, native, generic")
 	return cmd
 }

@@ -162,9 +162,10 @@ func printNodeConfig(w io.Writer, fs *pflag.FlagSet) error {
 			return
 		}
 		// Strings tagged as such are quoted where YAML would read them
-		// otherwise ("", "true"); numbers, booleans and durations plain.
+		// otherwise ("", "true"); numbers, booleans and durations plain,
+		// an empty value of any type as "".
 		tag := ""
-		if fl.Value.Type() == "string" {
+		if fl.Value.Type() == "string" || fl.Value.String() == "" {
 			tag = "!!str"
 		}
 		m.Content = append(m.Content,

@@ -166,7 +166,7 @@ NICs).`,
 	// --cells-*, --fec-*), filling its configuration in cfg (not copied
 	// before they are parsed).
 	dataplane.DeclareFlags(f, &cfg)
-	f.StringVar(&linkSpeed, "link-speed", "", "lg, fec, forward --pfc: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
+	cli.BitRateStringVar(f, &linkSpeed, "link-speed", "", "lg, fec, forward --pfc: link speed for PFC quanta, e.g. 10G, 25G, 100G (default 10G)")
 	f.BoolVar(&cfg.PFC.Enabled, "pfc", false, "per-class PFC toward the host port: a class queue at --pfc-xoff frames pauses that class at the host, resumed at --pfc-xon")
 	f.IntVar(&cfg.PFC.XOFF, "pfc-xoff", 0, "with --pfc: frames queued in one class that pause it at the host (default 512)")
 	f.IntVar(&cfg.PFC.XON, "pfc-xon", 0, "with --pfc: frames queued in a paused class at or below which it is resumed (default half of --pfc-xoff)")
@@ -492,21 +492,12 @@ func socketModes(socks []*xdp.Socket) string {
 	return strings.Join(m, ",")
 }
 
-// parseBitRate parses "10G", "25Gbit", "100g", "1000M" into bits per second.
+// parseBitRate parses a link speed as every rate is parsed
+// (netns.ParseBitRate: 10G, 25Gbit, 2.5G, 100e9), refusing 0.
 func parseBitRate(s string) (uint64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(s), "bit"), "bps")
-	mult := uint64(1)
-	switch {
-	case strings.HasSuffix(t, "g"):
-		mult, t = 1e9, strings.TrimSuffix(t, "g")
-	case strings.HasSuffix(t, "m"):
-		mult, t = 1e6, strings.TrimSuffix(t, "m")
-	case strings.HasSuffix(t, "k"):
-		mult, t = 1e3, strings.TrimSuffix(t, "k")
+	r, err := netns.ParseBitRate(s)
+	if err == nil && r == 0 {
+		err = fmt.Errorf("link speed %q: want a speed above 0, e.g. 10G, 25G, 100G", s)
 	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("link speed %q: want e.g. 10G, 25G, 100G", s)
-	}
-	return uint64(v * float64(mult)), nil
+	return uint64(r), err
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/spf13/cobra"
 )
@@ -56,7 +57,7 @@ func statsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&ns, "netns", "", "namespace of the running dataplane")
 	cmd.Flags().StringVar(&addr, "metrics", defaultMetricsAddr, "the dataplane's --metrics address")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }
 

@@ -86,7 +86,7 @@ none leaves them for the dataplane.`,
 		},
 	}
 	status.Flags().StringVar(&stPrefix, "prefix", netns.DefaultPrefix, "prefix of the testbed")
-	status.Flags().BoolVar(&stJSON, "json", false, "JSON output")
+	status.Flags().BoolVar(&stJSON, "json", false, report.JSONUsage)
 
 	var fwPrefix string
 	fw := &cobra.Command{

@@ -97,7 +97,7 @@ func testbedFlags(f *pflag.FlagSet, mtu, linkHeader, linkQueues *int, netem *str
 	f.IntVar(linkHeader, "link-header", netns.DefaultLinkHeaderLen, "bytes link ports' MTU exceeds the hosts' (the default fits every mode)")
 	cli.LinkQueuesFlag(f, linkQueues)
 	f.StringVar(netem, "netem", "", `tc netem arguments for every switch-to-switch link, applied in a middle namespace ("wire") to both directions, e.g. "loss 1% delay 100us" (needs sch_netem)`)
-	f.BoolVar(asJSON, "json", false, "print the testbed as JSON")
+	f.BoolVar(asJSON, "json", false, report.JSONUsage)
 }
 
 // bedUp builds topo with opts, prints it (JSON with asJSON) and leaves it up.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/bpf"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/spf13/cobra"
 )
 
@@ -89,6 +90,6 @@ func versionCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the build information as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }

@@ -64,7 +64,7 @@ datagram counts as lost in the fabric beyond all the drops of a busy machine
 	f.Float64Var(&cfg.Loss, "loss", 1e-2, "loss rate of each gray link, each direction (above 1e-3 and at most 1e-1: class 3)")
 	f.Float64Var(&cfg.Burst, "burst", 1, "mean loss burst, frames (1: Bernoulli)")
 	f.StringVar(&gray, "gray", "1,2,3", "the gray bundle links, comma-separated (1-3; link0 stays clean)")
-	f.Float64Var(&cfg.Rate, "rate", 0, "each UDP flow, bit/s (default 100e6)")
+	cli.BitRateVar(f, &cfg.Rate, "rate", 0, "each UDP flow, bit/s (default 100M)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.DurationVar(&cfg.Settle, "settle", 0, "how long to wait for the links' classes (default 20s; about 1s on a quiet machine)")
 	fl.add(cmd, &cfg.CellsEdgeConfig, "lfcls", "out/cells-classes.json")

@@ -90,7 +90,7 @@ func (o *cellsOut) flags(f *pflag.FlagSet, name string) {
 	f.StringVar(&o.prefix, "prefix", "lf"+name, "testbed prefix (namespaces PREFIX+h1, ...)")
 	f.StringVar(&o.json, "out", "out/cells-"+name+".json", "write the result as JSON here ('' to skip)")
 	f.StringVar(&o.csv, "csv", "out/cells-"+name+".csv", "write each flow's delivered rate in 10 ms bins as CSV here ('' to skip)")
-	f.BoolVar(&o.asJSON, "json", false, "print JSON instead of the tables")
+	f.BoolVar(&o.asJSON, "json", false, report.JSONUsage)
 }
 
 // fabricReport is a fabric3 experiment's result as its command reports it.
@@ -173,7 +173,7 @@ run at the port on a loaded machine; with 2M none).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&rate, "port-rate", "100M", "rate of h3a's port at e3 (host0), the bottleneck; each source sends at it")
+	cli.BitRateStringVar(f, &rate, "port-rate", "100M", "rate of h3a's port at e3 (host0), the bottleneck; each source sends at it")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queue of h3a's port at e3 (K = 1024; e3's scheduler keeps the queue plus the credit in flight within the credit loop's measured round trip at the port's rate plus a quarter of it, at most 256K, and never above the buffer)")
 	f.StringVar(&arms, "arms", strings.Join(CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
 	f.StringVar(&transports, "transports", strings.Join(CellsTransports, ","), "what the sources send: udp (a paced burst), tcp (iperf3)")
@@ -224,8 +224,8 @@ over its rate between 15 % and 85 % of the run (h3b's kernel receive times).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&rate, "port-rate", "100M", "rate of ports A and B at e3; every flow sends at it")
-	f.StringVar(&fabric, "fabric-rate", "", "rate of each of the four links into e3 (default 0.55 × --port-rate)")
+	cli.BitRateStringVar(f, &rate, "port-rate", "100M", "rate of ports A and B at e3; every flow sends at it")
+	cli.BitRateStringVar(f, &fabric, "fabric-rate", "", "rate of each of the four links into e3 (default 0.55 × --port-rate)")
 	f.StringVar(&buffer, "port-buffer", "2M", "egress queues of A and B (K = 1024)")
 	f.StringVar(&arms, "arms", strings.Join(CellsArms, ","), "arms: credits (pull), push (--cells-credits=false)")
 	f.IntVar(&cfg.Runs, "runs", 1, "runs of every arm (the summary has medians)")
@@ -249,7 +249,7 @@ func (f *cellsBundleFlags) add(cmd *cobra.Command, prefix, out string) {
 	fl.StringVar(&f.prefix, "prefix", prefix, "testbed prefix (namespaces PREFIXh1, PREFIXsw1, ...)")
 	fl.StringVar(&f.out, "out", out, "write JSON and CSV here ('' to skip)")
 	fl.StringVar(&f.runArgs, "run-args", "", `more 'linkfabric run' arguments for the cells arms, e.g. "--cells-reach-th 200"`)
-	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of the table")
+	fl.BoolVar(&f.asJSON, "json", false, report.JSONUsage)
 }
 
 // finish writes an experiment's files and prints its result, or returns
@@ -434,7 +434,7 @@ Writes elephants.json (figures in "summary") and elephants.csv to --out.`,
 	}, CellsElephants)
 	f := cmd.Flags()
 	f.StringVar(&sprays, "sprays", "perm,hash", "spraying modes, comma-separated: perm, p2c, hash")
-	f.StringVar(&linkRate, "link-rate", "200M", "line rate of every link port (bit/s)")
+	cli.BitRateStringVar(f, &linkRate, "link-rate", "200M", "line rate of every link port (bit/s)")
 	f.IntVar(&cfg.Flows, "flows", 4, "TCP streams (iperf3 -P)")
 	f.IntVar(&cfg.Trials, "trials", 6, "iperf3 runs per spraying mode")
 	f.DurationVar(&cfg.Duration, "duration", 4*time.Second, "counted window per trial (iperf3 runs 1.5 s longer)")

@@ -51,7 +51,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	f.DurationVar(&cfg.CutAt, "cut-at", 0, "when the link is cut, into the run (default half of --duration)")
 	f.StringVar(&cfg.Cut, "cut", "down", "how: down (ip link set down at sw2) or drop (sw2's XDP program drops the link's frames)")
 	f.IntVar(&cfg.Link, "link", 2, "which bundle link to cut (0-3)")
-	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
+	cli.BitRateVar(f, &cfg.Rate, "rate", 0, "UDP load, bit/s (default 200M)")
 	fl.add(cmd, &cfg.CellsEdgeConfig, "lfl", "out/cells-failover.json")
 	return cmd
 }
@@ -93,7 +93,7 @@ shows medians over --runs; JSON (with a summary object) goes to --out.`,
 	f.Float64Var(&cfg.Loss, "loss", 1e-2, "loss rate on each lossy link")
 	f.Float64Var(&cfg.Burst, "burst", 3, "mean loss burst, frames (Gilbert-Elliott)")
 	f.StringVar(&lossy, "lossy", "1,3", "the lossy bundle links, comma-separated (0-3)")
-	f.Float64Var(&cfg.Rate, "rate", 0, "UDP load, bit/s (default 200e6)")
+	cli.BitRateVar(f, &cfg.Rate, "rate", 0, "UDP load, bit/s (default 200M)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	fl.add(cmd, &cfg.CellsEdgeConfig, "lfl", "out/cells-gray.json")
 	return cmd

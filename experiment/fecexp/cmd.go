@@ -76,7 +76,7 @@ measuring (no root).`,
 	f.IntVar(&cfg.FCTFlows, "fct-flows", 300, "TCP flows per point")
 	f.StringVar(&fctSize, "fct-size", "24387", "TCP flow size")
 	f.IntVar(&cfg.Runs, "runs", 3, "runs (the table shows medians)")
-	f.Float64Var(&cfg.Rate, "rate", 200e6, "UDP rate on the wire, bit/s")
+	cli.BitRateVar(f, &cfg.Rate, "rate", 200e6, "UDP rate on the wire, bit/s")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.StringVar(&prefix, "prefix", "lffec", "testbed prefix")
 	f.StringVar(&from, "from", "", "rebuild the table from a saved result (its JSON) instead of measuring")
@@ -167,7 +167,7 @@ fec-fct-mean.png / fec-fct-p99.png (bars per size bin, like RAIL's Figure 17).`,
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both switches")
 	f.StringVar(&prefix, "prefix", "lffct17", "testbed prefix")
 	f.StringVar(&outDir, "out", "out/fec-fct", "write fec-fct.json, flows.csv and the PNGs here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the tables")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }
 
@@ -275,7 +275,7 @@ fraction of groups that failed against RAIL's formula.`,
 	f.IntVar(&cfg.MaxLen, "max-len", 1514, "--sim: longest host frame, bytes (frame lengths are uniform)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the loss (and --sim's frame lengths)")
 	f.StringVar(&arms, "arms", strings.Join(FECVethArms, ","), "veth: arms, some of forward, fec, fec-given, replicate, lg")
-	f.Float64Var(&veth.Rate, "rate", 200e6, "veth: UDP rate on the wire, bit/s")
+	cli.BitRateVar(f, &veth.Rate, "rate", 200e6, "veth: UDP rate on the wire, bit/s")
 	f.IntVar(&veth.Payload, "payload", 1000, "veth: UDP payload bytes")
 	f.IntVar(&veth.Warmup, "warmup", 20000, "veth: datagrams sent before each measured flow (not counted)")
 	f.IntVar(&veth.Runs, "runs", 1, "veth: runs of every point (the table has medians)")
@@ -283,6 +283,6 @@ fraction of groups that failed against RAIL's formula.`,
 	f.StringVar(&prefix, "prefix", "lffec", "veth: testbed prefix (namespaces PREFIXh1, PREFIXsw1, ...)")
 	f.StringVar(&outJSON, "out", "out/fec-residual.json", "write the result as JSON here ('' to skip)")
 	f.StringVar(&outCSV, "csv", "out/fec-residual.csv", "write one line per point as CSV here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }

@@ -58,7 +58,7 @@ errors. TCP in h1 and h2 is set up as for 'linkfabric fct' (rto_min 1 ms).`,
 	f.Float64Var(&cfg.UDPLoss, "udp-loss", 1e-2, "Bernoulli loss on both link directions during the UDP check")
 	f.Float64Var(&cfg.UDPFlip, "udp-flip", 0, "probability of one flipped bit in a frame not dropped, both link directions, during the UDP check")
 	f.IntVar(&cfg.Hostile, "hostile", 0, "frames the hostile-sw2 event sends (default 120000)")
-	f.Float64Var(&cfg.UDPRate, "udp-rate", 0, "UDP rate of the check, bit/s (default 50e6)")
+	cli.BitRateVar(f, &cfg.UDPRate, "udp-rate", 0, "UDP rate of the check, bit/s (default 50M)")
 	f.DurationVar(&cfg.UDPTime, "udp-time", 0, "UDP check duration, whole seconds (default 3s)")
 	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
 	f.StringVar(&runArgs, "run-args", "", "extra `linkfabric run` arguments for both switches")

@@ -112,7 +112,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 	f.StringVar(&prefix, "prefix", "lffct", "testbed prefix")
 	cli.LinkQueuesFlag(f, &cfg.LinkQueues)
 	f.StringVar(&outDir, "out", "out/fct", "write fct.json, flows.csv and fct-<size>.png here ('' to skip)")
-	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }
 

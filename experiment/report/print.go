@@ -43,6 +43,9 @@ func PrintWritten(res any, text string, files []string, asJSON bool) error {
 	return nil
 }
 
+// JSONUsage is the help of every command's --json switch.
+const JSONUsage = "print JSON on stdout instead of the text"
+
 // OutFlags are the --out and --json flags of an experiment whose result is
 // one JSON document beside its text table.
 type OutFlags struct {
@@ -53,7 +56,7 @@ type OutFlags struct {
 // Add declares --out, with the file path as its default, and --json.
 func (o *OutFlags) Add(f *pflag.FlagSet, path string) {
 	f.StringVar(&o.Out, "out", path, "write the result as JSON here ('' to skip)")
-	f.BoolVar(&o.AsJSON, "json", false, "print JSON instead of the table")
+	f.BoolVar(&o.AsJSON, "json", false, JSONUsage)
 }
 
 // Print writes res to --out and prints it, as Print does.

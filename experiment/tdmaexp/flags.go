@@ -22,7 +22,7 @@ func (s *starLinkFlags) bindLink(f *pflag.FlagSet, rate string) {
 	if s.limitName == "" {
 		s.limitName = "limit"
 	}
-	f.StringVar(&s.rate, "rate", rate, "line rate of every host NIC and switch port (TBF)")
+	cli.BitRateStringVar(f, &s.rate, "rate", rate, "line rate of every host NIC and switch port (TBF)")
 	f.StringVar(&s.burst, "burst", "16K", "TBF burst")
 	f.StringVar(&s.limit, s.limitName, "64K", "switch port buffer (the switch ports' TBF limit)")
 }

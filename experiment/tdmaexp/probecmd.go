@@ -48,7 +48,7 @@ type probeOut struct {
 func (o *probeOut) add(f *pflag.FlagSet, force *bool, files string) {
 	f.BoolVar(force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&o.dir, "out", "out/tdma-probe", "directory for "+files+" ('' to skip)")
-	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON instead of the table")
+	f.BoolVar(&o.asJSON, "json", false, report.JSONUsage)
 }
 
 // runProbe runs a probe with cfg on a testbed named prefix, writes its

@@ -71,7 +71,7 @@ func (s SimSuite) Command(cmd *cobra.Command) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&scenario, "scenario", "all", "scenario name, a comma-separated list, or all")
 	f.Uint64Var(&seed, "seed", 1, "random seed (a run is deterministic for it)")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&asJSON, "json", false, report.JSONUsage)
 	f.StringVar(&out, "out", "", "also write the JSON report to this file (e.g. out/"+strings.ReplaceAll(s.Title, " ", "-")+".json)")
 	return cmd
 }
