@@ -98,9 +98,12 @@ type CellsClassesRun struct {
 	// their VOQ); ReasmDiscards, records sw2's reassembly gave up
 	// (holes); CleanQueueDrops, cells sw1's link layers dropped on the
 	// clean links for want of room in their queue (in the fabric: class
-	// 1's among them).
+	// 1's among them); CleanTxDrops, cells sw1's ports on the clean links
+	// dropped on send (TX ring full: the kernel not taking them in time, a
+	// busy machine, as CleanRxDrops).
 	Outside         outsideDrops `json:"outside"`
 	CleanRxDrops    uint64       `json:"sw2_clean_link_rx_drops"`
+	CleanTxDrops    uint64       `json:"sw1_clean_link_tx_drops"`
 	NoRoute         uint64       `json:"sw1_no_route"`
 	ReasmDiscards   uint64       `json:"sw2_reasm_discarded"`
 	CleanQueueDrops uint64       `json:"sw1_clean_link_queue_drops"`
@@ -180,7 +183,7 @@ func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *Cell
 	r.Outside = readOutside(e, ctx).minus(out0)
 	aside := readClassesAside(ctx, e, gray)
 	r.CleanRxDrops, r.NoRoute, r.ReasmDiscards = aside.cleanRx-aside0.cleanRx, aside.noRoute-aside0.noRoute, aside.reasm-aside0.reasm
-	r.CleanQueueDrops = aside.cleanQueue - aside0.cleanQueue
+	r.CleanQueueDrops, r.CleanTxDrops = aside.cleanQueue-aside0.cleanQueue, aside.cleanTx-aside0.cleanTx
 	r.Class1FabricLost = r.class1FabricLost()
 	var after bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw1"), &after); err != nil {
@@ -208,12 +211,12 @@ func classesOnce(ctx context.Context, e *bed.Env, arm string, run int, cfg *Cell
 
 // class1FabricLost is Class1FabricLost from the counters.
 func (r *CellsClassesRun) class1FabricLost() int {
-	return max(r.Class1.Lost-int(r.Outside.Total+r.CleanRxDrops), 0)
+	return max(r.Class1.Lost-int(r.Outside.Total+r.CleanRxDrops+r.CleanTxDrops), 0)
 }
 
 // classesAside is the counters behind CellsClassesRun's CleanRxDrops,
-// NoRoute, ReasmDiscards and CleanQueueDrops.
-type classesAside struct{ cleanRx, noRoute, reasm, cleanQueue uint64 }
+// NoRoute, ReasmDiscards, CleanQueueDrops and CleanTxDrops.
+type classesAside struct{ cleanRx, noRoute, reasm, cleanQueue, cleanTx uint64 }
 
 func readClassesAside(ctx context.Context, e *bed.Env, gray map[string]bool) (a classesAside) {
 	if s1, err := FetchCellsStats(ctx, e.NS("sw1")); err == nil {
@@ -221,6 +224,11 @@ func readClassesAside(ctx context.Context, e *bed.Env, gray map[string]bool) (a 
 		for _, l := range s1.Cells.Links {
 			if !gray[l.Name] && l.LG != nil {
 				a.cleanQueue += l.LG.QueueDrops
+			}
+		}
+		for _, name := range bed.BundleLinks {
+			if !gray[name] {
+				a.cleanTx += s1.Port(name).TX.Dropped
 			}
 		}
 	}
@@ -240,9 +248,9 @@ func (r *CellsClassesRun) line() string {
 		return "error: " + r.Error
 	}
 	line := fmt.Sprintf("class-1 flow %d/%d lost, %d out of order; class-3 flow %d/%d lost; %d frames dropped by the gray links at sw2; "+
-		"both flows: %d datagrams lost outside the fabric %+v, %d cells dropped by sw2's busy sockets on the clean links, %d frames without a route at sw1, %d cells dropped by sw1's full link queues on the clean links, %d records discarded by sw2's reassembly; class-1 datagrams lost in the fabric %d",
+		"both flows: %d datagrams lost outside the fabric %+v, %d cells dropped by sw2's busy sockets and %d by sw1's full TX rings on the clean links, %d frames without a route at sw1, %d cells dropped by sw1's full link queues on the clean links, %d records discarded by sw2's reassembly; class-1 datagrams lost in the fabric %d",
 		r.Class1.Lost, r.Class1.Packets, r.Class1.OutOfOrder, r.Class3.Lost, r.Class3.Packets, r.LinkDropped,
-		r.Outside.Total, r.Outside, r.CleanRxDrops, r.NoRoute, r.CleanQueueDrops, r.ReasmDiscards, r.Class1FabricLost)
+		r.Outside.Total, r.Outside, r.CleanRxDrops, r.CleanTxDrops, r.NoRoute, r.CleanQueueDrops, r.ReasmDiscards, r.Class1FabricLost)
 	var links []string
 	for _, l := range r.Links {
 		gray := map[bool]string{true: ", gray"}[l.Gray]

@@ -49,6 +49,7 @@ func TestCellsClassesSummary(t *testing.T) {
 		"lost":            {func(r *CellsClassesRun) { r.Class1.Lost = 1 }, false},
 		"busy":            {func(r *CellsClassesRun) { r.Class1.Lost, r.Outside.Total, r.CleanRxDrops = 5, 3, 2 }, true},
 		"not busy enough": {func(r *CellsClassesRun) { r.Class1.Lost, r.Outside.Total, r.CleanRxDrops = 5, 3, 1 }, false},
+		"tx rings full":   {func(r *CellsClassesRun) { r.Class1.Lost, r.CleanRxDrops, r.CleanTxDrops = 5, 2, 3 }, true},
 		"error":           {func(r *CellsClassesRun) { r.Error = "boom" }, false},
 	} {
 		res := &CellsClassesResult{report.Result[CellsClassesConfig, CellsClassesRun]{Config: CellsClassesConfig{BundleRuns: BundleRuns{Arms: []string{ClassesArmOn, ClassesArmOff}, Runs: 2}}}}
