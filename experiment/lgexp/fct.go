@@ -835,8 +835,9 @@ func DemoConfig() FCTConfig {
 }
 
 // Demo runs the FCT experiment at DemoConfig, writes its files to
-// DemoOutDir and prints the table and where the files went to w.
-func Demo(ctx context.Context, e *bed.Env, w io.Writer) error {
+// DemoOutDir and prints the table and where the files went to w (with
+// asJSON, the result as JSON instead).
+func Demo(ctx context.Context, e *bed.Env, w io.Writer, asJSON bool) error {
 	if err := e.Defaults(); err != nil {
 		return err
 	}
@@ -846,6 +847,12 @@ func Demo(ctx context.Context, e *bed.Env, w io.Writer) error {
 		return err
 	}
 	files, werr := res.WriteFiles(DemoOutDir)
+	if asJSON {
+		if err := report.Encode(w, res); err != nil {
+			return err
+		}
+		return werr
+	}
 	fmt.Fprint(w, res.Text())
 	fmt.Fprintln(w)
 	for _, f := range files {

@@ -118,6 +118,7 @@ of the last byte; slower and larger, see the fct package documentation).`,
 
 func demoCmd() *cobra.Command {
 	var prefix string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "The LinkGuardian FCT experiment at the paper's main setting, scaled to about a minute",
@@ -131,9 +132,10 @@ builtin tool, prints the table and writes JSON, CSV and tail-CDF plots to ` + De
 		PreRunE: cli.NeedsRoot("demo"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env := bed.CmdEnv(prefix)
-			return Demo(cmd.Context(), env, os.Stdout)
+			return Demo(cmd.Context(), env, os.Stdout, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "lfdemo", "testbed prefix")
+	cmd.Flags().BoolVar(&asJSON, "json", false, report.JSONUsage)
 	return cmd
 }

@@ -134,6 +134,7 @@ and statistics.`,
 	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&prefix, "prefix", "lftc", "testbed namespace prefix")
 	f.StringVar(&out, "out", "out/tdma-ctlloss", "directory for ctlloss.json, ctlloss.csv, the PNGs and the agents' logs")
+	f.Bool("json", false, report.JSONUsage)
 	return cmd
 }
 

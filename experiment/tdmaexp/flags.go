@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/gate"
@@ -146,6 +147,7 @@ func (s *tdmaStarFlags) register(cmd *cobra.Command, d tdmaStarDefaults) {
 	f.BoolVar(&s.force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&s.prefix, "prefix", d.prefix, "testbed namespace prefix")
 	f.StringVar(&s.out, "out", d.out, "directory for the results (JSON, CSV, plots) and the agents' logs")
+	f.Bool("json", false, report.JSONUsage)
 }
 
 // star parses the star's flags and --runs.

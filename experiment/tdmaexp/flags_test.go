@@ -2,7 +2,10 @@ package tdmaexp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +49,10 @@ func TestStarFlagsArms(t *testing.T) {
 	}
 }
 
-type fakeStarResult struct{ runs int }
+type fakeStarResult struct {
+	runs int
+	Runs int `json:"runs"` // what its JSON says
+}
 
 func (r *fakeStarResult) Text() string   { return "" }
 func (r *fakeStarResult) measured() bool { return r != nil && r.runs > 0 }
@@ -103,5 +109,31 @@ func TestStarFlagsPreRun(t *testing.T) {
 		case c.want != "" && (err == nil || ran || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v: err %v, ran %v; want an error about %s", c.args, err, ran, c.want)
 		}
+	}
+}
+
+// TestRunStarJSON: with --json a measured result is printed as JSON on
+// stdout instead of its text.
+func TestRunStarJSON(t *testing.T) {
+	cmd := &cobra.Command{}
+	cmd.Flags().Bool("json", false, "")
+	cmd.Flags().Set("json", "true")
+	exp := func(context.Context, *bed.Env, int) (*fakeStarResult, error) {
+		return &fakeStarResult{runs: 2, Runs: 2}, nil
+	}
+	write := func(string, *fakeStarResult) ([]string, error) { return nil, nil }
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = wr
+	_, err = runStar(cmd, "x", t.TempDir(), 0, exp, write)
+	os.Stdout = stdout
+	wr.Close()
+	out, _ := io.ReadAll(rd)
+	var doc map[string]any
+	if err != nil || json.Unmarshal(out, &doc) != nil || doc["runs"] != 2.0 {
+		t.Errorf("runStar --json: err %v, stdout %q; want the result as JSON", err, out)
 	}
 }

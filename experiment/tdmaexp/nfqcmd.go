@@ -2,6 +2,7 @@ package tdmaexp
 
 import (
 	"fmt"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,5 +68,6 @@ into --out with each run's agent logs.`,
 	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&prefix, "prefix", "lftq", "testbed namespace prefix")
 	f.StringVar(&out, "out", "out/tdma-nfqueue", "directory for nfqueue.json, runs.csv and the agents' logs")
+	f.Bool("json", false, report.JSONUsage)
 	return cmd
 }

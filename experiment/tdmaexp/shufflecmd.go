@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
@@ -88,7 +89,13 @@ func runStar[C any, R starResult](cmd *cobra.Command, prefix, dir string, c C, e
 	if !r.measured() {
 		return r, err
 	}
-	fmt.Print(r.Text())
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		if jerr := report.PrintJSON(r); err == nil {
+			err = jerr
+		}
+	} else {
+		fmt.Print(r.Text())
+	}
 	paths, werr := write(dir, r)
 	if len(paths) > 0 {
 		fmt.Fprintln(os.Stderr, "wrote", strings.Join(paths, ", "))

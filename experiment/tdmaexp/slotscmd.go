@@ -2,6 +2,7 @@ package tdmaexp
 
 import (
 	"fmt"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"time"
 
 	"github.com/linkfabric/linkfabric/internal/cli"
@@ -127,5 +128,6 @@ and each run's agent logs and statistics.`,
 	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&prefix, "prefix", "lfsl", "testbed namespace prefix")
 	f.StringVar(&out, "out", "out/tdma-slots", "directory for slots.json, slots.csv, slots-efficiency.png and the agents' logs")
+	f.Bool("json", false, report.JSONUsage)
 	return cmd
 }
