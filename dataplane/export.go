@@ -13,8 +13,8 @@ import (
 // a rate-limited port, the class queues' PFC, and what the mode registers
 // (Instance.Register). Values are read when r is exported, never on the hot path.
 func (d *Dataplane) Register(r *metrics.Registry) error {
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	var errs metrics.Errs
+	add := errs.Add
 	for i := range d.stats.Ports {
 		p := &d.stats.Ports[i]
 		for dir, c := range map[string]*DirCounters{"rx": &p.RX, "tx": &p.TX} {
@@ -41,7 +41,7 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 	if d.inst != nil {
 		add(d.inst.Register(r))
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // registerPFC exports per-class PFC (hostpfc.go).

@@ -17,8 +17,8 @@ import (
 // kernel's, and the integrity check of each worker's link frames. Values
 // are read at export (a syscall or a map lookup each), never by a worker.
 func (d *Dataplane) registerOps(r *metrics.Registry) error {
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	var errs metrics.Errs
+	add := errs.Add
 	add(metrics.RegisterBuildInfo(r))
 	for _, p := range d.all {
 		if p.prog != nil {
@@ -40,7 +40,7 @@ func (d *Dataplane) registerOps(r *metrics.Registry) error {
 			add(r.Counter("linkfabric_integrity_other_check_total", "Session frames sealed with another integrity check than this end's (the link session names the mismatch).", &st.OtherCheck, l...))
 		}
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // registerProgram exports port p's XDP attachment and its program's

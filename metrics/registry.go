@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -354,3 +355,13 @@ func JSONHandler(r *Registry) http.Handler {
 		}
 	})
 }
+
+// Errs gathers the errors of a series of registrations: Add each, then
+// return Err.
+type Errs []error
+
+// Add keeps err (a nil one too: Err leaves it out).
+func (e *Errs) Add(err error) { *e = append(*e, err) }
+
+// Err is every error added, joined; nil when none was.
+func (e Errs) Err() error { return errors.Join(e...) }

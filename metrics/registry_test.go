@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http/httptest"
 	"strings"
@@ -142,5 +143,23 @@ func TestBuildInfoRegistered(t *testing.T) {
 	ms := r.Metrics()
 	if len(ms) != 1 || ms[0].Name != "linkfabric_build_info" || ms[0].Value() != 1 || len(ms[0].Labels) != 3 {
 		t.Fatalf("got %+v", ms)
+	}
+}
+
+// TestErrs: registrations that all succeed give no error; a failed one is
+// in Err.
+func TestErrs(t *testing.T) {
+	var ok Errs
+	ok.Add(nil)
+	ok.Add(nil)
+	if err := ok.Err(); err != nil {
+		t.Errorf("no failure: %v", err)
+	}
+	var bad Errs
+	add := bad.Add
+	add(nil)
+	add(errors.New("taken"))
+	if err := bad.Err(); err == nil || err.Error() != "taken" {
+		t.Errorf("one failure: %v", err)
 	}
 }

@@ -19,8 +19,8 @@ func (in *cellsInstance) Register(r *metrics.Registry) error {
 // names, lane 0), and its counters. A link whose layer is none reads 0
 // and the session state "none".
 func registerCellLinks(r *metrics.Registry, c *Stats) error {
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	var errs metrics.Errs
+	add := errs.Add
 	for i, l := range c.Snapshot().Links {
 		link := func() LinkSnapshot {
 			if s := c.Snapshot(); i < len(s.Links) {
@@ -86,5 +86,5 @@ func registerCellLinks(r *metrics.Registry, c *Stats) error {
 			return 0
 		}, port...))
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }

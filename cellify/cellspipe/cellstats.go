@@ -1,7 +1,6 @@
 package cellspipe
 
 import (
-	"errors"
 	"slices"
 	"sync"
 
@@ -209,8 +208,8 @@ func (s *Stats) Snapshot() Snapshot {
 
 // registerCells exports mode cells' counters (as last published).
 func registerCells(r *metrics.Registry, c *Stats) error {
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	var errs metrics.Errs
+	add := errs.Add
 	snap := c.Snapshot()
 	for i, l := range snap.Links {
 		link := func(f func(*LinkSnapshot) uint64) func() uint64 {
@@ -247,7 +246,7 @@ func registerCells(r *metrics.Registry, c *Stats) error {
 	add(r.GaugeFunc("linkfabric_cells_voq_backlog_bytes", "Bytes waiting in the edge's VOQs.", func() float64 { return float64(c.Snapshot().VOQBacklog) }))
 	add(r.Counter("linkfabric_cells_corrupt_frames_total", "Link frames that failed the integrity check.", &c.Integrity.Corrupt))
 	add(r.Counter("linkfabric_cells_other_check_frames_total", "Session frames sealed with another integrity check than this end's, passed to the link session so that it names the mismatch.", &c.Integrity.OtherCheck))
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // cellsDoc is the cells part of /stats.json.

@@ -1,7 +1,6 @@
 package fecpipe
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -41,8 +40,8 @@ func (s *Stats) store(v *Snapshot) {
 
 // registerFEC exports mode fec's counters (as last published).
 func registerFEC(r *metrics.Registry, f *Stats) error {
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	var errs metrics.Errs
+	add := errs.Add
 	for name, fn := range map[string]func(*Snapshot) uint64{
 		"sender_data":           func(s *Snapshot) uint64 { return s.Sender.Data },
 		"sender_parity":         func(s *Snapshot) uint64 { return s.Sender.Parity },
@@ -74,7 +73,7 @@ func registerFEC(r *metrics.Registry, f *Stats) error {
 	add(r.Counter("linkfabric_fec_corrupt_frames_total", "Link frames that failed the integrity check (dropped as lost).", &f.Integrity.Corrupt))
 	add(r.Counter("linkfabric_fec_other_check_frames_total", "Session frames sealed with another integrity check than this end's, passed to the link session so that it names the mismatch.", &f.Integrity.OtherCheck))
 	add(r.Counter("linkfabric_fec_pfc_rx_total", "PAUSE/PFC frames received on the link port.", &f.PFCRx))
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // fecDoc is mode fec's part of /stats.json.

@@ -1,7 +1,6 @@
 package linkpipe
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/linkfabric/linkfabric/metrics"
@@ -16,8 +15,8 @@ var SessionInfoLabels = []string{"state", "mismatch", "integrity", "peer_epoch",
 // state, the peer's epoch and why the peer does not fit (mismatch), and
 // its counters. labels are the constant labels (port and lane).
 func RegisterSession(r *metrics.Registry, st *SessionStats, labels ...string) error {
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	var errs metrics.Errs
+	add := errs.Add
 	add(r.GaugeFunc("linkfabric_link_session_up", "1 if the link session is up (both ends agreed), else 0.", func() float64 {
 		if st.Snapshot().State == "up" {
 			return 1
@@ -63,5 +62,5 @@ func RegisterSession(r *metrics.Registry, st *SessionStats, labels ...string) er
 	add(r.CounterFunc("linkfabric_link_session_rx_not_agreed_total", "Link frames dropped: no agreement with their sender.", func() uint64 { return st.Snapshot().Counters.RxNotAgreed }, labels...))
 	add(r.CounterFunc("linkfabric_link_session_host_dropped_total", "Host frames dropped while waiting for the link session to come up.", func() uint64 { return st.Snapshot().Held.Dropped }, labels...))
 	add(r.CounterFunc("linkfabric_link_session_host_unprotected_total", "Host frames passed unprotected while the link session was not up.", func() uint64 { return st.Snapshot().Held.Passed }, labels...))
-	return errors.Join(errs...)
+	return errs.Err()
 }

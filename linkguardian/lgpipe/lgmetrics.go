@@ -22,8 +22,8 @@ func (in *lgInstance) Register(r *metrics.Registry) error {
 // registerLG registers the LinkGuardian counters and histograms of lane
 // s, and its link session; l are the lane's labels (port and lane).
 func registerLG(r *metrics.Registry, s *Stats, l ...string) error {
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
+	var errs metrics.Errs
+	add := errs.Add
 	add(r.Histogram("linkfabric_lg_retx_delay_seconds", "Loss detected to retransmission received (Appendix B.1).", &s.RetxDelay, 1e-9, l...))
 	add(r.Histogram("linkfabric_lg_tx_buffer_frames", "TX buffer occupancy, sampled per busy loop.", &s.TxBuf, 1, l...))
 	add(r.Histogram("linkfabric_lg_reorder_buffer_bytes", "Reorder buffer occupancy, sampled per busy loop.", &s.Reorder, 1, l...))
@@ -78,5 +78,5 @@ func registerLG(r *metrics.Registry, s *Stats, l ...string) error {
 		add(r.CounterFunc("linkfabric_lg_receiver_"+name+"_total", "LinkGuardian receiver: "+name+".", receiver(fn), l...))
 	}
 	add(linkpipe.RegisterSession(r, &s.Session, l...))
-	return errors.Join(errs...)
+	return errs.Err()
 }
