@@ -45,6 +45,13 @@ func TestRunCapabilities(t *testing.T) {
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
 	}
+	// The testbed's cleanup removes the namespaces of a topology; this one
+	// is made by hand, so it is removed by hand (with its veths).
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+		}
+	})
 	// Two veth pairs: run forwards between host0 and link0; their peers are the
 	// kernel's ends (a pair forwarded to itself would loop).
 	for _, c := range [][]string{
