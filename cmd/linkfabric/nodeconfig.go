@@ -87,7 +87,7 @@ func applyNodeConfig(fs *pflag.FlagSet, file string, b []byte) ([]string, error)
 	fs.Visit(func(fl *pflag.Flag) {
 		given[fl.Name] = true
 		if fl.Deprecated != "" {
-			given[renamedTo(fl.Deprecated)] = true
+			given[runRenamed[fl.Name]] = true
 		}
 	})
 	seen := map[string]int{}
@@ -109,7 +109,7 @@ func applyNodeConfig(fs *pflag.FlagSet, file string, b []byte) ([]string, error)
 		case slices.Contains(notInNodeFile, name):
 			return nil, at(k, "%q is not a setting of the node (give --%s on the command line)", name, name)
 		case fl.Deprecated != "":
-			return nil, at(k, "%q is the former name of %q: write %s: instead", name, renamedTo(fl.Deprecated), renamedTo(fl.Deprecated))
+			return nil, at(k, "%q is the former name of %q: write %s: instead", name, runRenamed[name], runRenamed[name])
 		}
 		val, err := nodeValue(v)
 		if err != nil {
@@ -124,11 +124,6 @@ func applyNodeConfig(fs *pflag.FlagSet, file string, b []byte) ([]string, error)
 		set = append(set, name)
 	}
 	return set, nil
-}
-
-// renamedTo is the new key in a deprecation text "use --NAME".
-func renamedTo(deprecated string) string {
-	return strings.TrimPrefix(strings.TrimPrefix(deprecated, "use "), "--")
 }
 
 // nodeValue is the text a node file's value gives its flag: a scalar as
