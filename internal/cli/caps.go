@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/linkfabric/linkfabric/internal/enum"
 )
 
 // Capability is a Linux capability, by its number (linux/capability.h).
@@ -22,23 +24,13 @@ const (
 	CapBPF      Capability = 39
 )
 
-func (c Capability) String() string {
-	switch c {
-	case CapNetAdmin:
-		return "CAP_NET_ADMIN"
-	case CapNetRaw:
-		return "CAP_NET_RAW"
-	case CapIPCLock:
-		return "CAP_IPC_LOCK"
-	case CapSysAdmin:
-		return "CAP_SYS_ADMIN"
-	case CapPerfmon:
-		return "CAP_PERFMON"
-	case CapBPF:
-		return "CAP_BPF"
-	}
-	return "capability " + strconv.Itoa(int(c))
+// capNames are the capabilities' names, by number.
+var capNames = []string{
+	CapNetAdmin: "CAP_NET_ADMIN", CapNetRaw: "CAP_NET_RAW", CapIPCLock: "CAP_IPC_LOCK",
+	CapSysAdmin: "CAP_SYS_ADMIN", CapPerfmon: "CAP_PERFMON", CapBPF: "CAP_BPF",
 }
+
+func (c Capability) String() string { return enum.Name(c, "capability", capNames) }
 
 // Need is a capability and what it is needed for, for error messages.
 type Need struct {
@@ -108,31 +100,34 @@ func RequireCaps(what string, need []Need) error {
 }
 
 func missingCaps(what string, eff uint64, need []Need) error {
-	var miss, names []string
-	seen := map[Capability]bool{}
+	held := func(c Capability) bool { return eff&(1<<uint(c)) != 0 }
+	var miss []string
 	for _, n := range need {
-		if eff&(1<<uint(n.Cap)) != 0 {
-			continue
-		}
-		miss = append(miss, n.Cap.String()+" ("+n.For+")")
-		if !seen[n.Cap] {
-			seen[n.Cap] = true
-			names = append(names, strings.ToLower(strings.TrimPrefix(n.Cap.String(), "CAP_")))
+		if !held(n.Cap) {
+			miss = append(miss, n.Cap.String()+" ("+n.For+")")
 		}
 	}
 	if len(miss) == 0 {
 		return nil
 	}
-	var all []string
-	seen = map[Capability]bool{}
+	all := capList(need, func(Capability) bool { return true })
+	missing := capList(need, func(c Capability) bool { return !held(c) })
+	return fmt.Errorf("%s needs %s: run it as root, or with these capabilities, e.g. from a systemd unit's AmbientCapabilities= (deploy/linkfabric@.service) or `setcap cap_%s+ep %s` (missing here: %s)",
+		what, strings.Join(miss, ", "), strings.Join(all, ",cap_"), selfPath(), strings.Join(missing, ", "))
+}
+
+// capList is the names, as setcap and setpriv write them (net_admin), of
+// the capabilities of need that keep takes, each once, in need's order.
+func capList(need []Need, keep func(Capability) bool) []string {
+	var names []string
+	seen := map[Capability]bool{}
 	for _, n := range need {
-		if !seen[n.Cap] {
+		if keep(n.Cap) && !seen[n.Cap] {
 			seen[n.Cap] = true
-			all = append(all, strings.ToLower(strings.TrimPrefix(n.Cap.String(), "CAP_")))
+			names = append(names, strings.ToLower(strings.TrimPrefix(n.Cap.String(), "CAP_")))
 		}
 	}
-	return fmt.Errorf("%s needs %s: run it as root, or with these capabilities, e.g. from a systemd unit's AmbientCapabilities= (deploy/linkfabric@.service) or `setcap cap_%s+ep %s` (missing here: %s)",
-		what, strings.Join(miss, ", "), strings.Join(all, ",cap_"), selfPath(), strings.Join(names, ", "))
+	return names
 }
 
 func selfPath() string {
