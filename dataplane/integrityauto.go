@@ -30,16 +30,26 @@ var virtualDrivers = []string{"veth", "tun", "bridge", "bonding", "team", "macvl
 // a bus (ethtool's bus_info, as 'ethtool -i' shows it) whose driver is not
 // one of virtualDrivers.
 func portFCS(ifname string) (bool, string) {
+	driver, bus, err := portDriver(ifname)
+	if err != nil {
+		return false, err.Error()
+	}
+	return driverFCS(driver, bus)
+}
+
+// portDriver is ifname's driver and bus_info, as 'ethtool -i' shows them
+// (in the calling thread's network namespace).
+func portDriver(ifname string) (driver, bus string, err error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return false, fmt.Sprintf("cannot ask for %s's driver: %v", ifname, err)
+		return "", "", fmt.Errorf("cannot ask for %s's driver: %w", ifname, err)
 	}
 	defer unix.Close(fd)
 	info, err := unix.IoctlGetEthtoolDrvinfo(fd, ifname)
 	if err != nil {
-		return false, fmt.Sprintf("cannot read %s's driver (ethtool -i): %v", ifname, err)
+		return "", "", fmt.Errorf("cannot read %s's driver (ethtool -i): %w", ifname, err)
 	}
-	return driverFCS(unix.ByteSliceToString(info.Driver[:]), unix.ByteSliceToString(info.Bus_info[:]))
+	return unix.ByteSliceToString(info.Driver[:]), unix.ByteSliceToString(info.Bus_info[:]), nil
 }
 
 // driverFCS is portFCS's rule for a driver and its bus_info.

@@ -30,3 +30,10 @@ func (c Config) CheckPortMTU(host, link string, hostMTU, linkMTU int) error {
 // network namespace, checks the Ethernet FCS (what --integrity auto
 // decides on), and why.
 func PortFCS(ifname string) (bool, string) { return portFCS(ifname) }
+
+// PortDriver is ifname's driver and bus_info ('ethtool -i'), in the
+// calling thread's network namespace; empty when they cannot be read.
+func PortDriver(ifname string) (driver, bus string) {
+	driver, bus, _ = portDriver(ifname)
+	return driver, bus
+}

@@ -220,7 +220,7 @@ func port(r *Report, cfg *dataplane.Config, name string, role dataplane.PortRole
 		add("exists", Fail, fmt.Sprintf("no interface %s in %s", name, where), fmt.Sprintf("%s link show (and --%s-port, --netns)", ip, role))
 		return
 	}
-	driver, bus := driverOf(name)
+	driver, bus := dataplane.PortDriver(name)
 	add("driver", OK, fmt.Sprintf("driver %s, bus %s", orNone(driver), orNone(bus)), "")
 	if ifc.Flags&net.FlagUp == 0 {
 		add("up", Fail, "the interface is down", fmt.Sprintf("%s link set dev %s up", ip, name))
@@ -409,20 +409,6 @@ func fixOf(err error) string {
 		}
 	}
 	return s
-}
-
-// driverOf is the device's driver and bus (ethtool -i).
-func driverOf(name string) (driver, bus string) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return "", ""
-	}
-	defer unix.Close(fd)
-	info, err := unix.IoctlGetEthtoolDrvinfo(fd, name)
-	if err != nil {
-		return "", ""
-	}
-	return unix.ByteSliceToString(info.Driver[:]), unix.ByteSliceToString(info.Bus_info[:])
 }
 
 func orNone(s string) string {
