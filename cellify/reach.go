@@ -147,7 +147,10 @@ type LinkReach struct {
 	LastRx       int64 // time of the last REACH
 	LastExcluded int64
 	LastReturned int64
-	LastReason   ExcludeReason
+	// LastReason: why the link last left the usable set; a lasting cause
+	// (down, the peer's FAULTY, measured loss, another peer) found while
+	// it is out replaces it, so an excluded link names what keeps it out.
+	LastReason ExcludeReason
 }
 
 // ReachStats counts node-level events.
@@ -491,6 +494,9 @@ func (r *Reachability) close(now int64, l int) {
 func (r *Reachability) exclude(now int64, l int, why ExcludeReason) {
 	k := &r.links[l]
 	if !k.Usable {
+		if why != ExcludeMiss {
+			k.LastReason = why
+		}
 		return
 	}
 	k.Usable = false

@@ -651,3 +651,35 @@ func advFaulty(r *Reachability, l int, dst []byte) bool {
 	f, _ := r.Advert(l, dst)
 	return f
 }
+
+// A link out for missed REACHes (a stalled peer) whose measured loss then
+// crosses the threshold names the loss as what keeps it out, without
+// counting a second exclusion; a miss found while it is out changes
+// nothing.
+func TestReachLossWhileOut(t *testing.T) {
+	cfg := DefaultReachConfig(1, TierEdge, 1)
+	cfg.Interval, cfg.Th, cfg.ThUp = reachI, 2, 2
+	r, err := NewReachability(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newReachFeed(t, r)
+	peer := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
+	f.interval(peer)
+	f.interval(peer)
+	f.interval(nil)
+	f.interval(nil)
+	if l := r.Link(0); l.Usable || l.LastReason != ExcludeMiss || l.Exclusions != 1 {
+		t.Fatalf("after Th missed intervals: %+v", l)
+	}
+	r.SetLoss(f.k*reachI+1, 0, cfg.LossFaulty*2)
+	if l := r.Link(0); l.Usable || l.LastReason != ExcludeLoss || l.Exclusions != 1 {
+		t.Fatalf("loss above the threshold while out: reason %v, exclusions %d; want loss, 1", l.LastReason, l.Exclusions)
+	}
+	f.interval(nil)
+	f.interval(nil)
+	f.interval(nil)
+	if l := r.Link(0); l.LastReason != ExcludeLoss {
+		t.Fatalf("misses while out for loss: reason %v; want loss", l.LastReason)
+	}
+}
