@@ -46,6 +46,17 @@ func newFedReach(t *testing.T, self EdgeID, tier Tier, links int) (*Reachability
 	return r, newReachFeed(t, r)
 }
 
+// newThReach is a fed one-link edge with thresholds th and thUp.
+func newThReach(t *testing.T, th, thUp int) (*Reachability, *reachFeed, ReachConfig) {
+	cfg := DefaultReachConfig(1, TierEdge, 1)
+	cfg.Interval, cfg.Th, cfg.ThUp = reachI, th, thUp
+	r, err := NewReachability(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, newReachFeed(t, r), cfg
+}
+
 func newReachFeed(t *testing.T, r *Reachability) *reachFeed {
 	r.Poll(0)
 	return &reachFeed{t: t, r: r}
@@ -87,13 +98,7 @@ func (f *reachFeed) intervals(n int, msgs map[int]*PeerReach, usable uint64, wha
 // Th missed ones (a long Th rides out a peer's stalls, a short ThUp brings
 // the link back without needing Th on-time REACHes in a row).
 func TestReachThUp(t *testing.T) {
-	cfg := DefaultReachConfig(1, TierEdge, 1)
-	cfg.Interval, cfg.Th, cfg.ThUp = reachI, 20, 2
-	r, err := NewReachability(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newReachFeed(t, r)
+	r, f, cfg := newThReach(t, 20, 2)
 	peer := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
 	f.interval(peer)
 	if r.Usable() != 0 {
@@ -657,13 +662,7 @@ func advFaulty(r *Reachability, l int, dst []byte) bool {
 // counting a second exclusion; a miss found while it is out changes
 // nothing.
 func TestReachLossWhileOut(t *testing.T) {
-	cfg := DefaultReachConfig(1, TierEdge, 1)
-	cfg.Interval, cfg.Th, cfg.ThUp = reachI, 2, 2
-	r, err := NewReachability(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newReachFeed(t, r)
+	r, f, cfg := newThReach(t, 2, 2)
 	peer := map[int]*PeerReach{0: {From: 2, Bitmap: reachBits(2)}}
 	f.interval(peer)
 	f.interval(peer)
