@@ -63,38 +63,20 @@ func registerProgram(r *metrics.Registry, p *Port) error {
 			}, l...),
 		r.GaugeFunc("linkfabric_xdp_native", "1 if the port's XDP program runs in the driver (native), 0 if generic.", func() float64 { return native }, l...),
 	}
-	counter := func(f func(*bpf.ProgCounters) uint64) func() uint64 {
-		return func() uint64 {
-			c, err := prog.Counters()
-			if err != nil {
-				return 0
-			}
-			return f(&c)
-		}
-	}
-	for _, c := range []struct {
-		action string
-		f      func(*bpf.ProgCounters) uint64
-	}{
+	counter := readAtExport(prog.Counters)
+	errs = append(errs, counterFamily(r, "linkfabric_xdp_frames_total", "Frames the port's XDP program handled, by action (redirected to AF_XDP, passed to the kernel stack, forwarded by the fast path).", counter, l, "action", []countedBy[bpf.ProgCounters]{
 		{"redirected", func(c *bpf.ProgCounters) uint64 { return c.Redirected }},
 		{"passed", func(c *bpf.ProgCounters) uint64 { return c.Passed }},
 		{"forwarded", func(c *bpf.ProgCounters) uint64 { return c.Forwarded }},
-	} {
-		errs = append(errs, r.CounterFunc("linkfabric_xdp_frames_total", "Frames the port's XDP program handled, by action (redirected to AF_XDP, passed to the kernel stack, forwarded by the fast path).", counter(c.f), append(l, "action", c.action)...))
-	}
+	}))
 	errs = append(errs, r.CounterFunc("linkfabric_xdp_rx_frames_total", "Frames the port's XDP program saw.", counter(func(c *bpf.ProgCounters) uint64 { return c.RxFrames }), l...))
-	for _, c := range []struct {
-		reason string
-		f      func(*bpf.ProgCounters) uint64
-	}{
+	errs = append(errs, counterFamily(r, "linkfabric_xdp_dropped_total", "Frames the port's XDP program dropped, by reason (impairment stage; link control from a host; link control not from the peer).", counter, l, "reason", []countedBy[bpf.ProgCounters]{
 		{"impairment", func(c *bpf.ProgCounters) uint64 { return c.ImpairDropped }},
 		{"host_link_type", func(c *bpf.ProgCounters) uint64 { return c.HostLinkType }},
 		{"host_mac_control", func(c *bpf.ProgCounters) uint64 { return c.HostMACControl }},
 		{"host_reserved", func(c *bpf.ProgCounters) uint64 { return c.HostReserved }},
 		{"foreign_control", func(c *bpf.ProgCounters) uint64 { return c.ForeignControl }},
-	} {
-		errs = append(errs, r.CounterFunc("linkfabric_xdp_dropped_total", "Frames the port's XDP program dropped, by reason (impairment stage; link control from a host; link control not from the peer).", counter(c.f), append(l, "reason", c.reason)...))
-	}
+	}))
 	return errors.Join(errs...)
 }
 
@@ -107,31 +89,50 @@ func registerSocket(r *metrics.Registry, p *Port, s *xdp.Socket) error {
 		zc = 1
 	}
 	errs := []error{r.GaugeFunc("linkfabric_afxdp_zerocopy", "1 if the AF_XDP socket is bound in zero-copy mode, 0 in copy mode.", func() float64 { return zc }, l...)}
-	stat := func(f func(*xdp.Stats) uint64) func() uint64 {
-		return func() uint64 {
-			st, err := s.Stats()
-			if err != nil {
-				return 0
-			}
-			return f(&st)
-		}
-	}
-	for _, c := range []struct {
-		reason string
-		f      func(*xdp.Stats) uint64
-	}{
+	stat := readAtExport(s.Stats)
+	errs = append(errs, counterFamily(r, "linkfabric_afxdp_dropped_total", "Frames the kernel dropped at the AF_XDP socket, by reason (XDP_STATISTICS).", stat, l, "reason", []countedBy[xdp.Stats]{
 		{"rx_dropped", func(s *xdp.Stats) uint64 { return s.RxDropped }},
 		{"rx_ring_full", func(s *xdp.Stats) uint64 { return s.RxRingFull }},
 		{"rx_invalid_descs", func(s *xdp.Stats) uint64 { return s.RxInvalidDescs }},
 		{"tx_invalid_descs", func(s *xdp.Stats) uint64 { return s.TxInvalidDescs }},
-	} {
-		errs = append(errs, r.CounterFunc("linkfabric_afxdp_dropped_total", "Frames the kernel dropped at the AF_XDP socket, by reason (XDP_STATISTICS).", stat(c.f), append(l, "reason", c.reason)...))
-	}
+	}))
 	errs = append(errs,
 		r.CounterFunc("linkfabric_afxdp_fill_ring_empty_total", "Times a frame arrived with the socket's fill ring empty (XDP_STATISTICS).", stat(func(s *xdp.Stats) uint64 { return s.RxFillRingEmptyDescs }), l...),
 		r.CounterFunc("linkfabric_afxdp_tx_kicks_total", "Transmit wake-ups (sendto) of the socket.", func() uint64 { k, _, _ := s.KickCounters(); return k }, l...),
 		r.CounterFunc("linkfabric_afxdp_tx_kick_stalls_total", "Transmit wake-ups that found the kernel busy (EAGAIN/EBUSY).", func() uint64 { _, k, _ := s.KickCounters(); return k }, l...),
 		r.CounterFunc("linkfabric_afxdp_tx_kick_nobufs_total", "Transmit wake-ups that failed for want of buffers (ENOBUFS).", func() uint64 { _, _, k := s.KickCounters(); return k }, l...))
+	return errors.Join(errs...)
+}
+
+// readAtExport returns, for a field of what read returns, a function that
+// calls read and gives the field: a counter read at export (0 while read
+// fails).
+func readAtExport[T any](read func() (T, error)) func(func(*T) uint64) func() uint64 {
+	return func(f func(*T) uint64) func() uint64 {
+		return func() uint64 {
+			v, err := read()
+			if err != nil {
+				return 0
+			}
+			return f(&v)
+		}
+	}
+}
+
+// countedBy is one series of a counter family: its label value and the
+// field of T it counts.
+type countedBy[T any] struct {
+	value string
+	f     func(*T) uint64
+}
+
+// counterFamily exports counter name with one series per entry of by,
+// labelled l and key=value, each read through counter.
+func counterFamily[T any](r *metrics.Registry, name, help string, counter func(func(*T) uint64) func() uint64, l []string, key string, by []countedBy[T]) error {
+	errs := make([]error, 0, len(by))
+	for _, c := range by {
+		errs = append(errs, r.CounterFunc(name, help, counter(c.f), append(l[:len(l):len(l)], key, c.value)...))
+	}
 	return errors.Join(errs...)
 }
 

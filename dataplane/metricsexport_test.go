@@ -167,6 +167,8 @@ func TestMetricsExpositionAndDashboard(t *testing.T) {
 		wantSample(t, text, "linkfabric_afxdp_zerocopy", `port="link0"`, `queue="0"`)
 		wantSample(t, text, "linkfabric_integrity_errors_total", `worker="0"`)
 		wantSample(t, text, "linkfabric_xdp_dropped_total", `reason="foreign_control"`)
+		wantSample(t, text, "linkfabric_xdp_frames_total", `port="link0"`, `action="forwarded"`)
+		wantSample(t, text, "linkfabric_afxdp_dropped_total", `port="link0"`, `reason="tx_invalid_descs"`)
 		ran++
 	})
 	t.Run("fec", func(t *testing.T) {
