@@ -167,23 +167,19 @@ func (f *fuzzNet) keep(b []byte) {
 }
 
 // deliver hands b to node n's link l.
-func (f *fuzzNet) deliver(n, l int, b []byte) {
-	m := f.n[n]
-	if len(b) > int(m.w.Umem().MaxFrameLen()) {
-		b = b[:m.w.Umem().MaxFrameLen()]
-	}
-	f.rx[0] = m.put(f.t, b)
-	m.pl.Receive(f.now, m.pl.ps.Links[l], 0, f.rx[:], m.w.Tx())
-}
+func (f *fuzzNet) deliver(n, l int, b []byte) { f.receive(n, f.n[n].pl.ps.Links[l], b) }
 
 // fromHost hands b to edge n's host port k.
-func (f *fuzzNet) fromHost(n, k int, b []byte) {
+func (f *fuzzNet) fromHost(n, k int, b []byte) { f.receive(n, f.n[n].pl.ps.Hosts[k], b) }
+
+// receive hands b, cut to a UMEM frame's length, to node n's worker port.
+func (f *fuzzNet) receive(n, port int, b []byte) {
 	m := f.n[n]
 	if len(b) > int(m.w.Umem().MaxFrameLen()) {
 		b = b[:m.w.Umem().MaxFrameLen()]
 	}
 	f.rx[0] = m.put(f.t, b)
-	m.pl.Receive(f.now, m.pl.ps.Hosts[k], 0, f.rx[:], m.w.Tx())
+	m.pl.Receive(f.now, port, 0, f.rx[:], m.w.Tx())
 }
 
 // restart replaces node n's pipeline by a new one (a new boot: new epoch,
