@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -16,11 +15,7 @@ import (
 // error.
 func checkJSON(t *testing.T, args ...string) (preflight.Report, error) {
 	t.Helper()
-	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs(append(append([]string{"check"}, args...), "--json"))
-	err := root.Execute()
+	out, err := execute(append(append([]string{"check"}, args...), "--json")...)
 	var r preflight.Report
 	if out.Len() > 0 {
 		if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil {

@@ -10,14 +10,22 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/report"
 )
 
+// execute runs linkfabric ARGS in-process and returns what it printed on
+// its output (its error output is kept out of the test's) and its error.
+func execute(args ...string) (*bytes.Buffer, error) {
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(new(bytes.Buffer))
+	root.SetArgs(args)
+	return &out, root.Execute()
+}
+
 // The exit statuses: usage errors 2, a missed target 3, any other 1.
 func TestExitCodes(t *testing.T) {
 	run := func(args ...string) error {
-		root := newRoot()
-		root.SetOut(new(bytes.Buffer))
-		root.SetErr(new(bytes.Buffer))
-		root.SetArgs(args)
-		return root.Execute()
+		_, err := execute(args...)
+		return err
 	}
 	for _, c := range []struct {
 		args []string

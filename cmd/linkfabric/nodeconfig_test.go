@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,11 +13,7 @@ import (
 // printed.
 func printConfig(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs(append(append([]string{"run"}, args...), "--print-config"))
-	err := root.Execute()
+	out, err := execute(append(append([]string{"run"}, args...), "--print-config")...)
 	return out.String(), err
 }
 
