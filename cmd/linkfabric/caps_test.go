@@ -6,14 +6,13 @@ package main_test
 // them it refuses at once, naming the missing one.
 
 import (
-	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -87,40 +86,8 @@ func TestRunCapabilities(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var (
-			mu  sync.Mutex
-			log strings.Builder
-		)
-		ready, exited := make(chan struct{}), make(chan error, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			once := false
-			for sc.Scan() {
-				mu.Lock()
-				log.WriteString(sc.Text() + "\n")
-				mu.Unlock()
-				if !once && strings.Contains(sc.Text(), "dataplane ready") {
-					once = true
-					close(ready)
-				}
-			}
-			exited <- cmd.Wait()
-		}()
-		logNow := func() string {
-			mu.Lock()
-			defer mu.Unlock()
-			return log.String()
-		}
-		select {
-		case <-ready:
-		case err := <-exited:
-			t.Fatalf("run as nobody with %v exited before it was ready: %v\n%s", unitCaps, err, logNow())
-		case <-ctx.Done():
-			t.Fatalf("run as nobody not ready:\n%s", logNow())
-		}
+		run := startLines(t, cmd, stderr, dataplaneReady)
+		run.waitReady(t, fmt.Sprintf("run as nobody with %v", unitCaps), 60*time.Second, nil)
 		if x := xdpOn(t, ns); x["host0"] == 0 || x["link0"] == 0 {
 			t.Errorf("run is ready but XDP programs are %v", x)
 		}
@@ -138,15 +105,15 @@ func TestRunCapabilities(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case err := <-exited:
+		case err := <-run.exited:
 			if err != nil {
-				t.Errorf("run after SIGINT: %v (want exit 0)\n%s", err, logNow())
+				t.Errorf("run after SIGINT: %v (want exit 0)\n%s", err, run.logText())
 			}
 		case <-ctx.Done():
 			cmd.Process.Kill()
-			t.Fatalf("run still running after SIGINT:\n%s", logNow())
+			t.Fatalf("run still running after SIGINT:\n%s", run.logText())
 		}
-		out := logNow()
+		out := run.logText()
 		for _, bad := range []string{"level=WARN", "level=ERROR"} {
 			if strings.Contains(out, bad) {
 				t.Errorf("run with the unit's capabilities logged a warning or an error:\n%s", out)

@@ -593,11 +593,9 @@ func runUntilSignal(t *testing.T, c cli, ns string, sig os.Signal, args ...strin
 
 // runningCLI is a `linkfabric run` started by startRun.
 type runningCLI struct {
-	what   string
-	cmd    *exec.Cmd
-	log    *strings.Builder // complete once exited has fired
-	exited chan error
-	cancel context.CancelFunc
+	*lineProc // its error output
+	what      string
+	cancel    context.CancelFunc
 }
 
 // startRun starts run on host0 and link0 of namespace ns with args and
@@ -605,59 +603,94 @@ type runningCLI struct {
 func startRun(t *testing.T, c cli, ns string, args ...string) *runningCLI {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	r := &runningCLI{what: "run " + strings.Join(args, " "), log: &strings.Builder{}, exited: make(chan error, 1), cancel: cancel}
-	r.cmd = exec.CommandContext(ctx, c.bin, append([]string{"run", "--netns", ns, "--host-port", "host0", "--link-port", "link0"}, args...)...)
-	cmd, what := r.cmd, r.what
+	t.Cleanup(cancel)
+	r := &runningCLI{what: "run " + strings.Join(args, " "), cancel: cancel}
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"run", "--netns", ns, "--host-port", "host0", "--link-port", "link0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.lineProc = startLines(t, cmd, stderr, dataplaneReady)
+	r.waitReady(t, r.what, 20*time.Second, nil)
+	out, _ := exec.Command("ip", "-n", ns, "link", "show", "dev", "host0").CombinedOutput()
+	if !strings.Contains(string(out), "xdp") {
+		t.Errorf("%s is ready but host0 carries no XDP program:\n%s", r.what, out)
+	}
+	if x := xdpOn(t, ns); x["host0"] == 0 || x["link0"] == 0 {
+		t.Errorf("%s is ready but XDP programs are %v", r.what, x)
+	}
+	return r
+}
+
+// dataplaneReady is whether a line of run's log says it is ready.
+func dataplaneReady(line string) bool { return strings.Contains(line, "dataplane ready") }
+
+// lineProc is a process of the test one of whose output pipes is read line
+// by line into a log.
+type lineProc struct {
+	cmd    *exec.Cmd
+	exited chan error    // the process's exit, once the pipe has ended
+	ready  chan struct{} // closed at the first line that says it is ready
+	mu     sync.Mutex
+	log    strings.Builder
+}
+
+// startLines starts cmd and reads pipe, one of cmd's output pipes, into its
+// log, closing ready at the first line isReady (nil: none) accepts.
+// Whatever happens, the process does not outlive the test.
+func startLines(t *testing.T, cmd *exec.Cmd, pipe io.Reader, isReady func(line string) bool) *lineProc {
+	t.Helper()
+	p := &lineProc{cmd: cmd, exited: make(chan error, 1), ready: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := false
-		for sc.Scan() {
-			mu.Lock()
-			r.log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if !once && strings.Contains(sc.Text(), "dataplane ready") {
-				once = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		r.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() { // whatever happens, the process does not outlive the test
+	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
+			<-p.exited
 		}
-		cancel()
 	})
-	logNow := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return r.log.String()
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		once := false
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if !once && isReady != nil && isReady(sc.Text()) {
+				once = true
+				close(p.ready)
+			}
+		}
+		io.Copy(io.Discard, pipe)
+		p.exited <- cmd.Wait()
+	}()
+	return p
+}
+
+// logText is what the process has written to the pipe so far.
+func (p *lineProc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// waitReady fails the test (showing the log, and also if not nil) unless
+// the process, what, says it is ready within the given time.
+func (p *lineProc) waitReady(t *testing.T, what string, within time.Duration, also fmt.Stringer) {
+	t.Helper()
+	more := ""
+	if also != nil {
+		more = "\n" + also.String()
 	}
 	select {
-	case <-ready:
-	case err := <-r.exited:
-		t.Fatalf("%s exited before it was ready: %v\n%s", what, err, r.log.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s not ready within 20 s:\n%s", what, logNow())
+	case <-p.ready:
+	case err := <-p.exited:
+		p.exited <- err
+		t.Fatalf("%s exited before it was ready: %v\n%s%s", what, err, p.logText(), more)
+	case <-time.After(within):
+		t.Fatalf("%s not ready within %v:\n%s%s", what, within, p.logText(), more)
 	}
-	out, _ := exec.Command("ip", "-n", ns, "link", "show", "dev", "host0").CombinedOutput()
-	if !strings.Contains(string(out), "xdp") {
-		t.Errorf("%s is ready but host0 carries no XDP program:\n%s", what, out)
-	}
-	if x := xdpOn(t, ns); x["host0"] == 0 || x["link0"] == 0 {
-		t.Errorf("%s is ready but XDP programs are %v", what, x)
-	}
-	return r
 }
 
 // signal sends sig to the run and returns its log once it has exited (with
@@ -671,14 +704,14 @@ func (r *runningCLI) signal(t *testing.T, sig os.Signal) string {
 	select {
 	case err := <-r.exited:
 		if err != nil && sig != syscall.SIGKILL {
-			t.Errorf("%s after %v: %v (want exit 0)\n%s", r.what, sig, err, r.log.String())
+			t.Errorf("%s after %v: %v (want exit 0)\n%s", r.what, sig, err, r.logText())
 		}
 		t.Logf("%s exited %v after %v", r.what, time.Since(start).Round(time.Millisecond), sig)
 	case <-time.After(5 * time.Second):
 		t.Fatalf("%s still running 5 s after %v", r.what, sig)
 	}
 	r.cancel()
-	return r.log.String()
+	return r.logText()
 }
 
 // cells sim needs no root: it runs the simulated fabric's scenarios, prints

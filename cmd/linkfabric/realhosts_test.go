@@ -10,7 +10,6 @@ package main_test
 // and leave no XDP program behind.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,7 +22,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -159,18 +157,9 @@ func metricSum(m, name string) (sum float64, n int) {
 
 // node is one end started as the unit starts it.
 type node struct {
-	name   string
-	cmd    *exec.Cmd
-	notify *net.UnixConn
-	exited chan error
-	mu     sync.Mutex
-	log    strings.Builder
-}
-
-func (n *node) logText() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.log.String()
+	*lineProc // its error output
+	name      string
+	notify    *net.UnixConn
 }
 
 // startNode starts argv (asNobody's command line) with a notification
@@ -182,34 +171,15 @@ func startNode(t *testing.T, name, dir string, argv []string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() })
 	os.Chmod(sock, 0o777)
-	n := &node{name: name, notify: ln, exited: make(chan error, 1)}
-	n.cmd = exec.Command(argv[0], argv[1:]...)
-	n.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
-	stderr, err := n.cmd.StderrPipe()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if n.cmd.ProcessState == nil {
-			n.cmd.Process.Kill()
-			<-n.exited
-		}
-		ln.Close()
-	})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			n.mu.Lock()
-			n.log.WriteString(sc.Text() + "\n")
-			n.mu.Unlock()
-		}
-		n.exited <- n.cmd.Wait()
-	}()
-	return n
+	return &node{lineProc: startLines(t, cmd, stderr, nil), name: name, notify: ln}
 }
 
 // waitSessionUp reads n's notifications until its status says the link

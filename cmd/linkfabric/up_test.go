@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -32,45 +31,10 @@ func TestUp(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bin, "up", "--preset", "pair", "--mode", "forward", "--prefix", p)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	ready := make(chan struct{})
-	var out strings.Builder
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "Ctrl-C") {
-				close(ready)
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	select {
-	case <-ready:
-	case err := <-exited:
-		t.Fatalf("up exited before it was ready: %v\n%s\n%s", err, out.String(), stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("up not ready within 60 s:\n%s\n%s", out.String(), stderr.String())
-	}
+	u := startUp(t, ctx, c, "--preset", "pair", "--mode", "forward", "--prefix", p)
 	for _, want := range []string{"ip netns exec " + p + "h1 ping", "linkfabric stats --netns " + p + "sw2", "run --node sw1 --prefix " + p} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("up does not print %q:\n%s", want, out.String())
+		if !strings.Contains(u.logText(), want) {
+			t.Errorf("up does not print %q:\n%s", want, u.logText())
 		}
 	}
 	if x := xdpOn(t, p+"sw1"); x["host0"] == 0 || x["link0"] == 0 {
@@ -79,17 +43,7 @@ func TestUp(t *testing.T) {
 	if err := netns.WaitPing(ctx, p+"h1", "10.0.0.2"); err != nil {
 		t.Fatalf("h1 → h2 through up's dataplanes: %v", err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("up after SIGTERM: %v (want exit 0)\n%s", err, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("up still running 20 s after SIGTERM:\n%s", stderr.String())
-	}
+	u.stop(t)
 	if n := prefixed(t, p); len(n) != 0 {
 		t.Errorf("namespaces left after SIGTERM: %v", n)
 	}
@@ -112,49 +66,23 @@ func prefixed(t *testing.T, p string) []string {
 
 // upProc is a running `linkfabric up`.
 type upProc struct {
-	cmd    *exec.Cmd
-	out    *strings.Builder
-	stderr *strings.Builder
-	exited chan error
+	*lineProc // its output
+	stderr    *strings.Builder
 }
 
 // startUp runs `linkfabric up args...` and waits until it says the testbed
 // is up.
 func startUp(t *testing.T, ctx context.Context, c cli, args ...string) *upProc {
 	t.Helper()
-	u := &upProc{cmd: exec.CommandContext(ctx, c.bin, append([]string{"up"}, args...)...), out: &strings.Builder{}, stderr: &strings.Builder{}, exited: make(chan error, 1)}
-	stdout, err := u.cmd.StdoutPipe()
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"up"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.cmd.Stderr = u.stderr
-	if err := u.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if u.cmd.ProcessState == nil {
-			u.cmd.Process.Kill()
-			<-u.exited
-		}
-	})
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			u.out.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "Ctrl-C") {
-				close(ready)
-			}
-		}
-		u.exited <- u.cmd.Wait()
-	}()
-	select {
-	case <-ready:
-	case err := <-u.exited:
-		t.Fatalf("up exited before it was ready: %v\n%s\n%s", err, u.out.String(), u.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("up not ready within 60 s:\n%s\n%s", u.out.String(), u.stderr.String())
-	}
+	u := &upProc{stderr: &strings.Builder{}}
+	cmd.Stderr = u.stderr
+	u.lineProc = startLines(t, cmd, stdout, func(line string) bool { return strings.HasPrefix(line, "Ctrl-C") })
+	u.waitReady(t, "up", 60*time.Second, u.stderr)
 	return u
 }
 
