@@ -3,6 +3,8 @@ package netns
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/linkfabric/linkfabric/internal/ptr"
 )
 
 // StarOptions configure Star.
@@ -24,12 +26,7 @@ func Star(n int, o StarOptions) (*Topology, error) {
 	for i := 1; i <= n; i++ {
 		h, p := "h"+strconv.Itoa(i), "p"+strconv.Itoa(i)
 		t.Namespaces = append(t.Namespaces, h)
-		var sh *Shape
-		if o.Shape != nil {
-			c := *o.Shape
-			sh = &c
-		}
-		t.Links = append(t.Links, VethPair{Ends: [2]End{{h, "eth0"}, {"sw", p}}, Shape: sh})
+		t.Links = append(t.Links, VethPair{Ends: [2]End{{h, "eth0"}, {"sw", p}}, Shape: ptr.Copy(o.Shape)})
 		t.Addresses[h+":eth0"] = []string{StarAddr(i) + "/24"}
 		br.Ports = append(br.Ports, p)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/internal/ptr"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linksession"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
@@ -108,10 +109,7 @@ func (s *SessionStats) Snapshot() SessionSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.v
-	if v.Agreed != nil {
-		a := *v.Agreed
-		v.Agreed = &a
-	}
+	v.Agreed = ptr.Copy(v.Agreed)
 	return v
 }
 

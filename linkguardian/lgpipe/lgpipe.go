@@ -8,6 +8,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/internal/ptr"
 	"github.com/linkfabric/linkfabric/link"
 	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/link/linksession"
@@ -196,14 +197,8 @@ func (s *Stats) Core() Core {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
 	c := s.core
-	if c.Sender != nil {
-		v := *c.Sender
-		c.Sender = &v
-	}
-	if c.Receiver != nil {
-		v := *c.Receiver
-		c.Receiver = &v
-	}
+	c.Sender = ptr.Copy(c.Sender)
+	c.Receiver = ptr.Copy(c.Receiver)
 	return c
 }
 
