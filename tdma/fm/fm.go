@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -346,16 +345,7 @@ func (m *Manager) handler() {
 	b := make([]byte, 2048)
 	var rep wire.Report
 	var e wire.Echo
-	for !m.stop.Load() {
-		m.udp.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		n, from, rx, err := m.udp.Read(b)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return
-		}
+	m.udp.Serve(&m.stop, b, 50*time.Millisecond, func(n int, from netip.AddrPort, rx int64) {
 		h := m.hostIndex(from.Addr())
 		m.mu.Lock()
 		switch {
@@ -383,7 +373,7 @@ func (m *Manager) handler() {
 			m.bad++
 		}
 		m.mu.Unlock()
-	}
+	})
 }
 
 func (m *Manager) hostIndex(a netip.Addr) int {

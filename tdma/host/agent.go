@@ -9,7 +9,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -348,17 +347,9 @@ func (a *Agent) control() {
 	var e wire.Echo
 	var c wire.Calib
 	var s wire.Schedule
-	for !a.stop.Load() {
-		a.udp.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		n, from, rx, err := a.udp.Read(b)
-		if err != nil {
-			if errors.Is(err, unix.EBADF) || a.stop.Load() {
-				return
-			}
-			continue
-		}
+	a.udp.Serve(&a.stop, b, 50*time.Millisecond, func(n int, from netip.AddrPort, rx int64) {
 		if from.Addr() != a.cfg.FM {
-			continue
+			return
 		}
 		switch {
 		case wire.DecodeEcho(b[:n], &e) == nil && !e.Reply:
@@ -375,7 +366,7 @@ func (a *Agent) control() {
 			default:
 			}
 		}
-	}
+	})
 }
 
 // report sends the demand report for round r.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,4 +48,22 @@ func (u *UDP) Read(b []byte) (int, netip.AddrPort, int64, error) {
 		return 0, netip.AddrPort{}, 0, err
 	}
 	return n, from, Stamp(u.oob[:oobn]), nil
+}
+
+// Serve reads datagrams into b and hands each to handle (its length, its
+// sender and its kernel receive time, as Read returns them) until stop is
+// set or a read fails other than by its deadline (the socket closed). A
+// read waits at most poll, so that Serve sees stop within poll.
+func (u *UDP) Serve(stop *atomic.Bool, b []byte, poll time.Duration, handle func(n int, from netip.AddrPort, rx int64)) {
+	for !stop.Load() {
+		u.SetReadDeadline(time.Now().Add(poll))
+		n, from, rx, err := u.Read(b)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		handle(n, from, rx)
+	}
 }
