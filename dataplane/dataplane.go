@@ -449,7 +449,6 @@ func (d *Dataplane) FastPath() []FastPathSnapshot {
 // Close detaches the XDP programs and releases the sockets and the UMEM.
 // It is safe to call more than once.
 func (d *Dataplane) Close() error {
-	var errs []error
 	if d.inst != nil {
 		d.inst.Close()
 		d.inst = nil
@@ -457,15 +456,9 @@ func (d *Dataplane) Close() error {
 	if d.fast != nil {
 		d.fast.close()
 	}
-	for _, p := range d.all {
-		errs = append(errs, p.close())
-	}
-	d.all = nil
-	for _, u := range d.umems {
-		errs = append(errs, u.Close())
-	}
-	d.umems, d.umem = nil, nil
-	return errors.Join(errs...)
+	err := errors.Join(closeEach(d.all, (*Port).close), closeEach(d.umems, (*xdp.Umem).Close))
+	d.all, d.umems, d.umem = nil, nil, nil
+	return err
 }
 
 // checkSizes checks the sizes against each other once the number of AF_XDP

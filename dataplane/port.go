@@ -129,11 +129,17 @@ func (p *Port) bind(umems []*xdp.Umem, cfg *Config, mode xdp.BindMode) (err erro
 
 // closeSockets closes the port's sockets (the program stays attached).
 func (p *Port) closeSockets() error {
-	var errs []error
-	for _, s := range p.socks {
-		errs = append(errs, s.Close())
-	}
+	err := closeEach(p.socks, (*xdp.Socket).Close)
 	p.socks = nil
+	return err
+}
+
+// closeEach closes every element of xs with close, and joins the errors.
+func closeEach[T any](xs []T, close func(T) error) error {
+	errs := make([]error, 0, len(xs))
+	for _, x := range xs {
+		errs = append(errs, close(x))
+	}
 	return errors.Join(errs...)
 }
 
