@@ -161,7 +161,7 @@ func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*Cel
 		}
 		a := BalanceArm{Spray: sp, Load: s, MaxMean: bed.MaxMean(s.LinkBytes)}
 		res.Arms = append(res.Arms, a)
-		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, mbList(s.LinkBytes), a.MaxMean)
+		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, joinFloats(s.LinkBytes, 1e6, "%.1f", " / ")+" MB", a.MaxMean)
 		return nil
 	})
 	if err != nil {
@@ -197,14 +197,6 @@ func eachSpray(ctx context.Context, e *bed.Env, b *bed.Bed, what string, sprays 
 	}
 	b.Stop()
 	return nil
-}
-
-func mbList(v []float64) string {
-	var p []string
-	for _, x := range v {
-		p = append(p, fmt.Sprintf("%.1f", x/1e6))
-	}
-	return strings.Join(p, " / ") + " MB"
 }
 
 // Text renders the result.

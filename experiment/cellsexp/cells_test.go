@@ -52,6 +52,26 @@ func TestMaxMean(t *testing.T) {
 	}
 }
 
+// joinFloats gives the progress lines' and tables' lists: MB per link,
+// link shares, incast shares.
+func TestJoinFloats(t *testing.T) {
+	for _, c := range []struct {
+		v      []float64
+		div    float64
+		f, sep string
+		want   string
+	}{
+		{[]float64{1.25e6, 3e6}, 1e6, "%.1f", " / ", "1.2 / 3.0"},
+		{[]float64{0.5, 0.256}, 1, "%.2f", " ", "0.50 0.26"},
+		{[]float64{0.3333, 0.6667}, 1, "%.3f", "/", "0.333/0.667"},
+		{nil, 1, "%.3f", "/", ""},
+	} {
+		if got := joinFloats(c.v, c.div, c.f, c.sep); got != c.want {
+			t.Errorf("joinFloats(%v, %g, %q, %q) = %q, want %q", c.v, c.div, c.f, c.sep, got, c.want)
+		}
+	}
+}
+
 // Each cells experiment on the bundle, at tiny sizes: its report has its
 // rows and summary, and the figures are sane (links carried bytes, frames
 // were delivered, flows completed). Performance targets are the

@@ -113,7 +113,7 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 			t.Aggregate = wire / capacity
 			res.Trials = append(res.Trials, t)
 			e.Printf("cells elephants:   %s trial %d: aggregate %.3f of the links' rate (goodput %.3f, %.0f Mbit/s); per link %s; %d links used",
-				sp, k, t.Aggregate, t.Goodput, s.Gbps*1e3, utilList(t.LinkUtil), t.LinksUsed)
+				sp, k, t.Aggregate, t.Goodput, s.Gbps*1e3, joinFloats(t.LinkUtil, 1, "%.2f", " "), t.LinksUsed)
 		}
 		return nil
 	})
@@ -123,14 +123,6 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 	res.Summary = elephantsSummary(res, nl)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
-}
-
-func utilList(u []float64) string {
-	var p []string
-	for _, x := range u {
-		p = append(p, fmt.Sprintf("%.2f", x))
-	}
-	return strings.Join(p, " ")
 }
 
 func elephantsSummary(r *CellsElephantsResult, links float64) map[string]any {
