@@ -1,7 +1,6 @@
 package cellsexp
 
 import (
-	"context"
 	"math"
 	"testing"
 	"time"
@@ -78,8 +77,7 @@ func TestJoinFloats(t *testing.T) {
 // commands' to report, not asserted.
 func TestCellsBundleExperiments(t *testing.T) {
 	netns.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := bedtest.Context(t, 5*time.Minute)
 	env := func() *bed.Env {
 		return bedtest.Env(t, "lfu")
 	}
@@ -88,12 +86,8 @@ func TestCellsBundleExperiments(t *testing.T) {
 		if err := bed.CheckTrafgen(); err != nil {
 			t.Skip(err)
 		}
-		res, err := CellsPack(ctx, env(), CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},
+		res := bedtest.Run(t, ctx, CellsPack, env(), CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},
 			Duration: 500 * time.Millisecond, CPUDuration: 500 * time.Millisecond, CPURate: 20000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
 		if len(res.Rows) != 3 || len(res.CPU) != 3 {
 			t.Fatalf("%d rows and %d CPU arms, want 3 (forward, packed, unpacked) and 3 (forward, forward-afxdp, packed)", len(res.Rows), len(res.CPU))
 		}
@@ -113,11 +107,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("balance", func(t *testing.T) {
-		res, err := CellsBalance(ctx, env(), CellsBalanceConfig{Sprays: []string{"perm", "hash"}, Flows: 2, Duration: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
+		res := bedtest.Run(t, ctx, CellsBalance, env(), CellsBalanceConfig{Sprays: []string{"perm", "hash"}, Flows: 2, Duration: time.Second})
 		if len(res.Arms) != 2 || len(res.Links) != 4 {
 			t.Fatalf("%d arms over %d links, want 2 over 4", len(res.Arms), len(res.Links))
 		}
@@ -136,11 +126,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("elephants", func(t *testing.T) {
-		res, err := CellsElephants(ctx, env(), CellsElephantsConfig{Sprays: []string{"perm"}, Trials: 1, Duration: time.Second, LinkRate: 50e6})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
+		res := bedtest.Run(t, ctx, CellsElephants, env(), CellsElephantsConfig{Sprays: []string{"perm"}, Trials: 1, Duration: time.Second, LinkRate: 50e6})
 		if len(res.Trials) != 1 || len(res.Trials[0].LinkUtil) != 4 {
 			t.Fatalf("trials %+v", res.Trials)
 		}
@@ -161,11 +147,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("latency", func(t *testing.T) {
-		res, err := CellsLatency(ctx, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
+		res := bedtest.Run(t, ctx, CellsLatency, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
 		if len(res.FCT.Summaries) != 2 {
 			t.Fatalf("%d summaries, want 2", len(res.FCT.Summaries))
 		}
