@@ -1,13 +1,17 @@
 package cellsexp
 
 import (
+	"encoding/json"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
@@ -67,6 +71,31 @@ func TestJoinFloats(t *testing.T) {
 	} {
 		if got := joinFloats(c.v, c.div, c.f, c.sep); got != c.want {
 			t.Errorf("joinFloats(%v, %g, %q, %q) = %q, want %q", c.v, c.div, c.f, c.sep, got, c.want)
+		}
+	}
+}
+
+// The balance and elephants results give the machine, their length and
+// the links at the top level of their JSON, and a table column per link.
+func TestSprayResults(t *testing.T) {
+	sr := sprayResult{RunInfo: report.RunInfo{Kernel: "k", CPUs: 2}, Seconds: 3, Links: []string{"link0", "link1"}}
+	load := loadSample{LinkBytes: []float64{1e6, 2e6}, LinkFrames: []float64{1, 2}}
+	for _, c := range []struct {
+		res    interface{ Text() string }
+		header string
+	}{
+		{&CellsBalanceResult{sprayResult: sr, Arms: []BalanceArm{{Spray: "perm", Load: load}}},
+			"spray link0 MB link1 MB max/mean Gbit/s TCP retrans"},
+		{&CellsElephantsResult{sprayResult: sr, Trials: []ElephantTrial{{Spray: "perm", Trial: 1, Load: load, LinkUtil: []float64{0.5, 0.5}}}},
+			"spray trial link0 link1 links used aggregate goodput Mbit/s TCP retrans"},
+	} {
+		b, err := json.Marshal(c.res)
+		var doc map[string]any
+		if err != nil || json.Unmarshal(b, &doc) != nil || doc["kernel"] != "k" || doc["cpus"] != 2.0 || doc["seconds"] != 3.0 || len(doc["links"].([]any)) != 2 {
+			t.Errorf("%T: JSON %s (%v)", c.res, b, err)
+		}
+		if text := c.res.Text(); !slices.ContainsFunc(strings.Split(text, "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == c.header }) {
+			t.Errorf("%T: no header %q in\n%s", c.res, c.header, text)
 		}
 	}
 }
