@@ -130,11 +130,18 @@ type CellsBalanceSummary map[string]any
 // CellsBalanceResult is what `linkfabric cells balance` reports.
 type CellsBalanceResult struct {
 	Config CellsBalanceConfig `json:"config"`
-	report.RunInfo
-	Seconds float64             `json:"seconds"`
-	Links   []string            `json:"links"`
+	sprayResult
 	Arms    []BalanceArm        `json:"arms"`
 	Summary CellsBalanceSummary `json:"summary"`
+}
+
+// sprayResult is what the balance and elephants results share besides
+// their configuration: the machine, how long the experiment took and the
+// link ports of sw1 it counted.
+type sprayResult struct {
+	report.RunInfo
+	Seconds float64  `json:"seconds"`
+	Links   []string `json:"links"`
 }
 
 // CellsBalance runs `linkfabric cells balance` on a bundle testbed: for
@@ -145,23 +152,17 @@ func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*Cel
 	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
-	res := &CellsBalanceResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	res := &CellsBalanceResult{Config: cfg, sprayResult: sprayResult{RunInfo: report.NewRunInfo()}}
 	e.Printf("cells balance: bundle testbed %q; sprays %s; iperf3 -P %d h1 → h2 (%s), sw1's link ports counted for %v each",
 		e.Prefix, strings.Join(cfg.Sprays, ","), cfg.Flows, cfg.CC, cfg.Duration)
-	b, err := e.BedUp("bundle", 0)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Down()
-	res.Links = b.LinkPorts(b.Switches[0])
-	err = eachSpray(ctx, e, b, "cells balance", cfg.Sprays, bed.BedRun{Args: cfg.RunArgs}, func(sp string) error {
+	err := eachSpray(ctx, e, "cells balance", cfg.Sprays, bed.BedRun{Args: cfg.RunArgs}, &res.sprayResult, func(b *bed.Bed, sp string) error {
 		s, err := iperfLoad(ctx, b, cfg.Flows, cfg.Duration, cfg.CC)
 		if err != nil {
 			return fmt.Errorf("cells balance %s: %w", sp, err)
 		}
 		a := BalanceArm{Spray: sp, Load: s, MaxMean: bed.MaxMean(s.LinkBytes)}
 		res.Arms = append(res.Arms, a)
-		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, mbList(s.LinkBytes), a.MaxMean)
+		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, joinFloats(s.LinkBytes, 1e6, "%.1f", " / ")+" MB", a.MaxMean)
 		return nil
 	})
 	if err != nil {
@@ -179,11 +180,18 @@ func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*Cel
 	return res, nil
 }
 
-// eachSpray starts cells on the bundle b once per spraying mode, with
-// run's arguments after --cells-spray and its link rate, and measures
-// each with arm; then it stops the dataplanes. what names the experiment
-// in its progress lines and errors.
-func eachSpray(ctx context.Context, e *bed.Env, b *bed.Bed, what string, sprays []string, run bed.BedRun, arm func(spray string) error) error {
+// eachSpray brings the bundle testbed up, notes sw1's link ports in res,
+// starts cells on it once per spraying mode, with run's arguments after
+// --cells-spray and its link rate, and measures each with arm; then it
+// stops the dataplanes and takes the testbed down. what names the
+// experiment in its progress lines and errors.
+func eachSpray(ctx context.Context, e *bed.Env, what string, sprays []string, run bed.BedRun, res *sprayResult, arm func(b *bed.Bed, spray string) error) error {
+	b, err := e.BedUp("bundle", 0)
+	if err != nil {
+		return err
+	}
+	defer b.Down()
+	res.Links = b.LinkPorts(b.Switches[0])
 	for i, sp := range sprays {
 		e.Printf("%s: [%d/%d] --cells-spray %s", what, i+1, len(sprays), sp)
 		r := run
@@ -191,20 +199,12 @@ func eachSpray(ctx context.Context, e *bed.Env, b *bed.Bed, what string, sprays 
 		if err := b.Start(ctx, r); err != nil {
 			return fmt.Errorf("%s %s: %w", what, sp, err)
 		}
-		if err := arm(sp); err != nil {
+		if err := arm(b, sp); err != nil {
 			return err
 		}
 	}
 	b.Stop()
 	return nil
-}
-
-func mbList(v []float64) string {
-	var p []string
-	for _, x := range v {
-		p = append(p, fmt.Sprintf("%.1f", x/1e6))
-	}
-	return strings.Join(p, " / ") + " MB"
 }
 
 // Text renders the result.
@@ -214,11 +214,7 @@ func (r *CellsBalanceResult) Text() string {
 	fmt.Fprintf(&b, "linkfabric cells balance: iperf3 -P %d h1 → h2 (%s) over the bundle, bytes each of sw1's link ports sent (interface counters) over %v; kernel %s, %d CPUs; %.0fs\n\n",
 		c.Flows, c.CC, c.Duration, r.Kernel, r.CPUs, r.Seconds)
 	w := report.NewTable(&b)
-	fmt.Fprintf(w, "spray\t")
-	for _, l := range r.Links {
-		fmt.Fprintf(w, "%s MB\t", l)
-	}
-	fmt.Fprintln(w, "max/mean\tGbit/s\tTCP retrans\t")
+	fmt.Fprint(w, r.linkHeader("spray\t", "%s MB\t", "max/mean\tGbit/s\tTCP retrans\t"))
 	for _, a := range r.Arms {
 		fmt.Fprintf(w, "%s\t", a.Spray)
 		for _, x := range a.Load.LinkBytes {
@@ -231,6 +227,16 @@ func (r *CellsBalanceResult) Text() string {
 		fmt.Fprintf(&b, "\nperm max/mean %.4f (target ≤ 1.02: %s)\n", v, report.MetWord(v <= 1.02))
 	}
 	return b.String()
+}
+
+// linkHeader is the header line of a table with a column for each link
+// (its name in linkCol) between first and last.
+func (r *sprayResult) linkHeader(first, linkCol, last string) string {
+	h := first
+	for _, l := range r.Links {
+		h += fmt.Sprintf(linkCol, l)
+	}
+	return h + last + "\n"
 }
 
 // WriteFiles writes balance.json and balance.csv (one row per spray and

@@ -1,14 +1,17 @@
 package cellsexp
 
 import (
-	"context"
+	"encoding/json"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
+	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/netns"
@@ -52,14 +55,58 @@ func TestMaxMean(t *testing.T) {
 	}
 }
 
+// joinFloats gives the progress lines' and tables' lists: MB per link,
+// link shares, incast shares.
+func TestJoinFloats(t *testing.T) {
+	for _, c := range []struct {
+		v      []float64
+		div    float64
+		f, sep string
+		want   string
+	}{
+		{[]float64{1.25e6, 3e6}, 1e6, "%.1f", " / ", "1.2 / 3.0"},
+		{[]float64{0.5, 0.256}, 1, "%.2f", " ", "0.50 0.26"},
+		{[]float64{0.3333, 0.6667}, 1, "%.3f", "/", "0.333/0.667"},
+		{nil, 1, "%.3f", "/", ""},
+	} {
+		if got := joinFloats(c.v, c.div, c.f, c.sep); got != c.want {
+			t.Errorf("joinFloats(%v, %g, %q, %q) = %q, want %q", c.v, c.div, c.f, c.sep, got, c.want)
+		}
+	}
+}
+
+// The balance and elephants results give the machine, their length and
+// the links at the top level of their JSON, and a table column per link.
+func TestSprayResults(t *testing.T) {
+	sr := sprayResult{RunInfo: report.RunInfo{Kernel: "k", CPUs: 2}, Seconds: 3, Links: []string{"link0", "link1"}}
+	load := loadSample{LinkBytes: []float64{1e6, 2e6}, LinkFrames: []float64{1, 2}}
+	for _, c := range []struct {
+		res    interface{ Text() string }
+		header string
+	}{
+		{&CellsBalanceResult{sprayResult: sr, Arms: []BalanceArm{{Spray: "perm", Load: load}}},
+			"spray link0 MB link1 MB max/mean Gbit/s TCP retrans"},
+		{&CellsElephantsResult{sprayResult: sr, Trials: []ElephantTrial{{Spray: "perm", Trial: 1, Load: load, LinkUtil: []float64{0.5, 0.5}}}},
+			"spray trial link0 link1 links used aggregate goodput Mbit/s TCP retrans"},
+	} {
+		b, err := json.Marshal(c.res)
+		var doc map[string]any
+		if err != nil || json.Unmarshal(b, &doc) != nil || doc["kernel"] != "k" || doc["cpus"] != 2.0 || doc["seconds"] != 3.0 || len(doc["links"].([]any)) != 2 {
+			t.Errorf("%T: JSON %s (%v)", c.res, b, err)
+		}
+		if text := c.res.Text(); !slices.ContainsFunc(strings.Split(text, "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == c.header }) {
+			t.Errorf("%T: no header %q in\n%s", c.res, c.header, text)
+		}
+	}
+}
+
 // Each cells experiment on the bundle, at tiny sizes: its report has its
 // rows and summary, and the figures are sane (links carried bytes, frames
 // were delivered, flows completed). Performance targets are the
 // commands' to report, not asserted.
 func TestCellsBundleExperiments(t *testing.T) {
 	netns.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := bedtest.Context(t, 5*time.Minute)
 	env := func() *bed.Env {
 		return bedtest.Env(t, "lfu")
 	}
@@ -68,12 +115,8 @@ func TestCellsBundleExperiments(t *testing.T) {
 		if err := bed.CheckTrafgen(); err != nil {
 			t.Skip(err)
 		}
-		res, err := CellsPack(ctx, env(), CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},
+		res := bedtest.Run(t, ctx, CellsPack, env(), CellsPackConfig{PacketSizes: []int{64}, CellSizes: []int{0},
 			Duration: 500 * time.Millisecond, CPUDuration: 500 * time.Millisecond, CPURate: 20000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
 		if len(res.Rows) != 3 || len(res.CPU) != 3 {
 			t.Fatalf("%d rows and %d CPU arms, want 3 (forward, packed, unpacked) and 3 (forward, forward-afxdp, packed)", len(res.Rows), len(res.CPU))
 		}
@@ -93,11 +136,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("balance", func(t *testing.T) {
-		res, err := CellsBalance(ctx, env(), CellsBalanceConfig{Sprays: []string{"perm", "hash"}, Flows: 2, Duration: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
+		res := bedtest.Run(t, ctx, CellsBalance, env(), CellsBalanceConfig{Sprays: []string{"perm", "hash"}, Flows: 2, Duration: time.Second})
 		if len(res.Arms) != 2 || len(res.Links) != 4 {
 			t.Fatalf("%d arms over %d links, want 2 over 4", len(res.Arms), len(res.Links))
 		}
@@ -116,11 +155,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("elephants", func(t *testing.T) {
-		res, err := CellsElephants(ctx, env(), CellsElephantsConfig{Sprays: []string{"perm"}, Trials: 1, Duration: time.Second, LinkRate: 50e6})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
+		res := bedtest.Run(t, ctx, CellsElephants, env(), CellsElephantsConfig{Sprays: []string{"perm"}, Trials: 1, Duration: time.Second, LinkRate: 50e6})
 		if len(res.Trials) != 1 || len(res.Trials[0].LinkUtil) != 4 {
 			t.Fatalf("trials %+v", res.Trials)
 		}
@@ -141,11 +176,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("latency", func(t *testing.T) {
-		res, err := CellsLatency(ctx, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Log("\n" + res.Text())
+		res := bedtest.Run(t, ctx, CellsLatency, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
 		if len(res.FCT.Summaries) != 2 {
 			t.Fatalf("%d summaries, want 2", len(res.FCT.Summaries))
 		}

@@ -1,7 +1,6 @@
 package cellsexp
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -70,14 +69,9 @@ func TestCellsClassesSummary(t *testing.T) {
 // loses nothing while the other flow crosses the gray links.
 func TestCellsClassesVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := bedtest.Context(t, 3*time.Minute)
 	e := bedtest.Env(t, "lfq")
-	res, err := CellsClasses(ctx, e, CellsClassesConfig{BundleRuns: BundleRuns{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second}, Rate: 50e6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + res.Text())
+	res := bedtest.Run(t, ctx, CellsClasses, e, CellsClassesConfig{BundleRuns: BundleRuns{Arms: []string{ClassesArmOn}, Runs: 1, Duration: 2 * time.Second}, Rate: 50e6})
 	r := res.Runs[0]
 	if r.Error != "" {
 		t.Fatal(r.Error)

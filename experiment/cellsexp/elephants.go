@@ -62,10 +62,8 @@ type ElephantTrial struct {
 // CellsElephantsResult is what `linkfabric cells elephants` reports.
 type CellsElephantsResult struct {
 	Config CellsElephantsConfig `json:"config"`
-	report.RunInfo
-	Seconds float64         `json:"seconds"`
-	Links   []string        `json:"links"`
-	Trials  []ElephantTrial `json:"trials"`
+	sprayResult
+	Trials []ElephantTrial `json:"trials"`
 	// Summary: per spray the medians of aggregate_share, goodput_share
 	// and effective_links and the mean links_used
 	// (<spray>_aggregate_share, ...), the expected links_used of hashing
@@ -81,18 +79,11 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 	if err := bed.Prepare(e, &cfg); err != nil {
 		return nil, err
 	}
-	res := &CellsElephantsResult{Config: cfg, RunInfo: report.NewRunInfo()}
+	res := &CellsElephantsResult{Config: cfg, sprayResult: sprayResult{RunInfo: report.NewRunInfo()}}
 	e.Printf("cells elephants: bundle testbed %q, link ports at %sbit/s; sprays %s; %d trials of iperf3 -P %d (%s), %v counted each",
 		e.Prefix, cfg.LinkRate, strings.Join(cfg.Sprays, ","), cfg.Trials, cfg.Flows, cfg.CC, cfg.Duration)
-	b, err := e.BedUp("bundle", 0)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Down()
-	res.Links = b.LinkPorts(b.Switches[0])
-	nl := float64(len(res.Links))
-	capacity := nl * float64(cfg.LinkRate)
-	err = eachSpray(ctx, e, b, "cells elephants", cfg.Sprays, bed.BedRun{Args: cfg.RunArgs, LinkRate: cfg.LinkRate}, func(sp string) error {
+	err := eachSpray(ctx, e, "cells elephants", cfg.Sprays, bed.BedRun{Args: cfg.RunArgs, LinkRate: cfg.LinkRate}, &res.sprayResult, func(b *bed.Bed, sp string) error {
+		capacity := float64(len(res.Links)) * float64(cfg.LinkRate)
 		for k := 1; k <= cfg.Trials; k++ {
 			s, err := iperfLoad(ctx, b, cfg.Flows, cfg.Duration, cfg.CC)
 			if err != nil {
@@ -113,24 +104,16 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 			t.Aggregate = wire / capacity
 			res.Trials = append(res.Trials, t)
 			e.Printf("cells elephants:   %s trial %d: aggregate %.3f of the links' rate (goodput %.3f, %.0f Mbit/s); per link %s; %d links used",
-				sp, k, t.Aggregate, t.Goodput, s.Gbps*1e3, utilList(t.LinkUtil), t.LinksUsed)
+				sp, k, t.Aggregate, t.Goodput, s.Gbps*1e3, joinFloats(t.LinkUtil, 1, "%.2f", " "), t.LinksUsed)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	res.Summary = elephantsSummary(res, nl)
+	res.Summary = elephantsSummary(res, float64(len(res.Links)))
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
-}
-
-func utilList(u []float64) string {
-	var p []string
-	for _, x := range u {
-		p = append(p, fmt.Sprintf("%.2f", x))
-	}
-	return strings.Join(p, " ")
 }
 
 func elephantsSummary(r *CellsElephantsResult, links float64) map[string]any {
@@ -170,11 +153,7 @@ func (r *CellsElephantsResult) Text() string {
 		c.Flows, c.CC, len(r.Links), c.LinkRate, c.Trials, c.Duration, r.Kernel, r.CPUs, r.Seconds)
 	b.WriteString("share of a link's rate on sw1's link ports (interface counters, frames + 24 B on the wire); aggregate: Σ over the links' rates\n\n")
 	w := report.NewTable(&b)
-	fmt.Fprintf(w, "spray\ttrial\t")
-	for _, l := range r.Links {
-		fmt.Fprintf(w, "%s\t", l)
-	}
-	fmt.Fprintln(w, "links used\taggregate\tgoodput\tMbit/s\tTCP retrans\t")
+	fmt.Fprint(w, r.linkHeader("spray\ttrial\t", "%s\t", "links used\taggregate\tgoodput\tMbit/s\tTCP retrans\t"))
 	for _, t := range r.Trials {
 		fmt.Fprintf(w, "%s\t%d\t", t.Spray, t.Trial)
 		for _, u := range t.LinkUtil {

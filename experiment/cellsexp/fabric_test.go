@@ -1,7 +1,6 @@
 package cellsexp
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -131,13 +130,8 @@ func TestCellsIncastReport(t *testing.T) {
 	netns.RequireRoot(t)
 	e := bedtest.Env(t, "lfvi")
 	cfg := CellsIncastConfig{Burst: 256 << 10, Duration: 2 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := CellsIncast(ctx, e, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + res.Text())
+	ctx := bedtest.Context(t, 3*time.Minute)
+	res := bedtest.Run(t, ctx, CellsIncast, e, cfg)
 	if len(res.Runs) != len(CellsArms)*len(CellsTransports) {
 		t.Fatalf("%d runs, want %d", len(res.Runs), len(CellsArms)*len(CellsTransports))
 	}
@@ -178,13 +172,8 @@ func TestCellsIncastReport(t *testing.T) {
 func TestCellsPushPullReport(t *testing.T) {
 	netns.RequireRoot(t)
 	e := bedtest.Env(t, "lfvp")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := CellsPushPull(ctx, e, CellsPushPullConfig{Duration: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + res.Text())
+	ctx := bedtest.Context(t, 3*time.Minute)
+	res := bedtest.Run(t, ctx, CellsPushPull, e, CellsPushPullConfig{Duration: time.Second})
 	if len(res.Runs) != 2 {
 		t.Fatalf("%d runs, want 2", len(res.Runs))
 	}

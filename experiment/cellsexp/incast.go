@@ -162,7 +162,7 @@ func CellsIncast(ctx context.Context, e *bed.Env, cfg CellsIncastConfig) (*Cells
 
 func (r *CellsIncastRun) line() string {
 	return fmt.Sprintf("port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
-		r.PortBusy, r.PortLate, fmtShares(r.Shares), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
+		r.PortBusy, r.PortLate, joinFloats(r.Shares, 1, "%.3f", "/"), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
 		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
 }
 
@@ -261,14 +261,6 @@ func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncast
 	return r, nil
 }
 
-func fmtShares(v []float64) string {
-	var p []string
-	for _, s := range v {
-		p = append(p, fmt.Sprintf("%.3f", s))
-	}
-	return strings.Join(p, "/")
-}
-
 // cellsMedian is the median of fig over the runs of arm and transport.
 func cellsMedian[R any](runs []R, keep func(R) bool, fig func(R) float64) float64 {
 	var v []float64
@@ -346,7 +338,7 @@ func (res *CellsIncastResult) Text() string {
 			lost += x
 		}
 		d := r.Drops
-		fmt.Fprintf(w, "%s\t%s\t%d\t%.3f\t%s\t%.3f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t\n", r.Arm, r.Transport, r.Run, r.PortBusy, fmtShares(r.Shares), r.ShareDev,
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.3f\t%s\t%.3f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t\n", r.Arm, r.Transport, r.Run, r.PortBusy, joinFloats(r.Shares, 1, "%.3f", "/"), r.ShareDev,
 			r.FabricDrops, d.Link, d.VOQ, d.Reasm, d.Other, d.Egress, d.Ingress, lost, r.MaxPollGapMs, r.Load1)
 	}
 	w.Flush()

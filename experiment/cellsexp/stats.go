@@ -276,6 +276,16 @@ func cellsStalled(before, after map[string]*CellsNodeStats) map[string]float64 {
 	return m
 }
 
+// joinFloats formats each of v divided by div with format and joins them
+// with sep.
+func joinFloats(v []float64, div float64, format, sep string) string {
+	p := make([]string, len(v))
+	for i, x := range v {
+		p[i] = fmt.Sprintf(format, x/div)
+	}
+	return strings.Join(p, sep)
+}
+
 func fmtStalled(m map[string]float64) string {
 	var p []string
 	for _, n := range bed.SortedNames(m) {

@@ -1,7 +1,6 @@
 package fecexp
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -84,14 +83,9 @@ func TestFECFCTSummary(t *testing.T) {
 // A small veth run: two arms, one run, two sizes; the files are written.
 func TestFECFCTVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := bedtest.Context(t, 4*time.Minute)
 	e := bedtest.Env(t, "lfs")
-	res, err := FECFCT(ctx, e, FECFCTConfig{Arms: []string{FECFCTNone, FECFCTClasses}, Runs: 1, Sizes: []int64{10_000, 1_000_000}, Flows: []int{20, 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + res.Text())
+	res := bedtest.Run(t, ctx, FECFCT, e, FECFCTConfig{Arms: []string{FECFCTNone, FECFCTClasses}, Runs: 1, Sizes: []int64{10_000, 1_000_000}, Flows: []int{20, 4}})
 	for _, r := range res.Runs {
 		if r.Error != "" || len(r.Summaries) != 2 {
 			t.Fatalf("%s %v: %q, %d summaries", r.Arm, r.Lossy, r.Error, len(r.Summaries))

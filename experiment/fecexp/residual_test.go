@@ -109,14 +109,9 @@ func TestFECVethSummary(t *testing.T) {
 // report, not asserted beyond sanity.
 func TestFECResidualVethSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := bedtest.Context(t, 4*time.Minute)
 	e := bedtest.Env(t, "lfr")
-	res, err := FECResidualVeth(ctx, e, FECVethConfig{Loss: []float64{1e-2}, Frames: 5000, Warmup: 12000, Rate: 50e6, Arms: []string{FECArmForward, FECArmFECGiven, FECArmLG}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + res.Text())
+	res := bedtest.Run(t, ctx, FECResidualVeth, e, FECVethConfig{Loss: []float64{1e-2}, Frames: 5000, Warmup: 12000, Rate: 50e6, Arms: []string{FECArmForward, FECArmFECGiven, FECArmLG}})
 	if len(res.Points) != 3 {
 		t.Fatalf("%d points, want 3", len(res.Points))
 	}

@@ -1,7 +1,6 @@
 package lgexp
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -27,13 +26,8 @@ func TestChaosLGSurvivesFaults(t *testing.T) {
 	// took 2,320.
 	cfg := ChaosConfig{Events: []string{"kill-sw1", "kill-sw2", "flap-sw1", "stall-sw2"}, Settle: time.Second, Watch: 3 * time.Second,
 		Flap: 2 * time.Second, UDPLoss: 1e-2, UDPTime: 2 * time.Second, ResumeShare: 1e-6}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := Chaos(ctx, e, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + res.Text())
+	ctx := bedtest.Context(t, 3*time.Minute)
+	res := bedtest.Run(t, ctx, Chaos, e, cfg)
 	if len(res.Events) != len(cfg.Events) {
 		t.Fatalf("ran %d of %d events", len(res.Events), len(cfg.Events))
 	}

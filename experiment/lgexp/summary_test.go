@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/fct"
 )
 
@@ -47,28 +48,16 @@ func TestResultsJSONSummary(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.summarize()
-			b, err := json.Marshal(c.res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var doc struct {
-				Summary map[string]any `json:"summary"`
-			}
-			if err := json.Unmarshal(b, &doc); err != nil {
-				t.Fatal(err)
-			}
-			if doc.Summary == nil {
-				t.Fatalf("no summary in %s", b)
-			}
+			summary := bedtest.Summary(t, c.res)
 			for k, v := range c.want {
-				got, _ := json.Marshal(doc.Summary[k])
+				got, _ := json.Marshal(summary[k])
 				want, _ := json.Marshal(v)
 				if string(got) != string(want) {
-					t.Errorf("summary %s: %s, want %s (%v)", k, got, want, doc.Summary)
+					t.Errorf("summary %s: %s, want %s (%v)", k, got, want, summary)
 				}
 			}
 			for _, k := range c.absent {
-				if v, ok := doc.Summary[k]; ok {
+				if v, ok := summary[k]; ok {
 					t.Errorf("summary %s: %v, want none", k, v)
 				}
 			}

@@ -15,13 +15,10 @@ import (
 
 func tdmaCtlLossCmd() *cobra.Command {
 	var (
-		star                      starFlags
-		runs                      int
-		size, losses, freezeModes string
-		modes, prefix, out        string
-		freeze                    time.Duration
-		freezeAt                  float64
-		force                     bool
+		sf                               tdmaStarFlags
+		size, losses, modes, freezeModes string
+		freeze                           time.Duration
+		freezeAt                         float64
 	)
 	cmd := &cobra.Command{
 		Use:   "ctlloss",
@@ -78,12 +75,9 @@ and statistics.`,
   sudo linkfabric tdma ctlloss --loss 0,0.05 --freeze 0 --size 1MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c TDMACtlLossConfig
+			c := TDMACtlLossConfig{Shuffle: TDMAShuffleConfig{Star: sf.parsed, Runs: sf.runs, Force: sf.force, Dir: sf.out, Arms: []string{"tdma"}}}
 			s := &c.Shuffle
 			var err error
-			if s.Star, err = star.star(); err != nil {
-				return err
-			}
 			var sz netns.ByteSize
 			if err := cli.SizeFlag("size", size, &sz); err != nil {
 				return err
@@ -111,30 +105,22 @@ and statistics.`,
 					return err
 				}
 			}
-			if runs < 1 {
-				return fmt.Errorf("--runs %d: want at least 1", runs)
-			}
-			s.Runs, s.Force, s.Dir, s.Arms = runs, force, out, []string{"tdma"}
-			r, err := runStar(cmd, prefix, out, c, TDMACtlLoss, WriteTDMACtlLoss)
+			r, err := runStar(cmd, sf.prefix, sf.out, c, TDMACtlLoss, WriteTDMACtlLoss)
 			if err == nil && r.FreezeCheck == Missed {
 				err = report.Missed("the freeze check missed: see the freeze tables above")
 			}
 			return err
 		},
 	}
+	sf.register(cmd, tdmaStarDefaults{hosts: 4, sweepsModes: true, runs: 1, runsUsage: "runs of every (loss, mode) and freeze",
+		prefix: "lftc", out: "out/tdma-ctlloss", outUsage: "directory for ctlloss.json, ctlloss.csv, the PNGs and the agents' logs"})
 	f := cmd.Flags()
-	star.bind(f, "")
 	f.StringVar(&size, "size", "2MiB", "bytes each host sends to each other host")
 	f.StringVar(&losses, "loss", "0.001,0.01,0.05", "control-frame loss rates")
 	f.StringVar(&modes, "modes", "paper,lease,freerun", "gate modes")
 	f.DurationVar(&freeze, "freeze", 100*time.Millisecond, "freeze the FM (SIGSTOP, then SIGCONT) this long in one more shuffle per freeze mode (0: no freeze)")
 	f.Float64Var(&freezeAt, "freeze-at", 0.3, "freeze once this share of the shuffle's bytes has crossed the switch")
 	f.StringVar(&freezeModes, "freeze-modes", "lease,freerun", "gate modes of the freeze runs (paper is shown, not checked)")
-	f.IntVar(&runs, "runs", 1, "runs of every (loss, mode) and freeze")
-	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&prefix, "prefix", "lftc", "testbed namespace prefix")
-	f.StringVar(&out, "out", "out/tdma-ctlloss", "directory for ctlloss.json, ctlloss.csv, the PNGs and the agents' logs")
-	f.Bool("json", false, report.JSONUsage)
 	return cmd
 }
 

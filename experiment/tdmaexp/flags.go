@@ -1,6 +1,7 @@
 package tdmaexp
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -102,8 +103,8 @@ func (s *starFlags) star() (TDMAStar, error) {
 	return c, s.parse(&c.Rate, &c.Burst, &c.Limit)
 }
 
-// tdmaStarFlags are starFlags with what an experiment of arms adds: the
-// arms, runs, --force, the testbed prefix and the output directory.
+// tdmaStarFlags are starFlags with what an experiment adds: its arms (if
+// it has any), runs, --force, the testbed prefix and the output directory.
 type tdmaStarFlags struct {
 	starFlags
 	runs         int
@@ -121,10 +122,16 @@ type tdmaStarFlags struct {
 type tdmaStarDefaults struct {
 	hosts     int    // 0: fixed at 4, no --hosts flag
 	limitName string // "limit" or "buffer": the switch port buffer's flag
-	arms      []string
-	armsValue string // the default of --arms
-	prefix    string
-	out       string
+	// sweepsSlots leaves out --slot and --guard, sweepsModes --mode: the
+	// experiment sweeps them itself.
+	sweepsSlots, sweepsModes bool
+	arms                     []string // nil: no --arms
+	armsValue                string   // the default of --arms
+	runs                     int      // the default of --runs (0: 3)
+	runsUsage                string   // --runs' help ("": runs per arm)
+	prefix                   string
+	out                      string
+	outUsage                 string // --out's help ("": results and agents' logs)
 }
 
 // register declares the flags on cmd and parses the star and --arms (into
@@ -133,7 +140,7 @@ func (s *tdmaStarFlags) register(cmd *cobra.Command, d tdmaStarDefaults) {
 	f := cmd.Flags()
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		var err error
-		if s.parsed, err = s.star(); err != nil {
+		if s.parsed, err = s.star(); err != nil || d.arms == nil {
 			return err
 		}
 		s.parsedArms, err = s.armList()
@@ -141,12 +148,22 @@ func (s *tdmaStarFlags) register(cmd *cobra.Command, d tdmaStarDefaults) {
 	}
 	s.limitName, s.armsOK, s.armsAll = d.limitName, strings.Join(d.arms, ", "), d.arms
 	s.hosts, s.fixedHosts = d.hosts, d.hosts == 0
-	s.bind(f, "lease")
-	f.StringVar(&s.arms, "arms", d.armsValue, "arms to run, comma-separated: "+s.armsOK)
-	f.IntVar(&s.runs, "runs", 3, "runs per arm (interleaved); the summary gives medians")
+	mode := "lease"
+	if d.sweepsModes {
+		mode = ""
+	}
+	if d.sweepsSlots {
+		s.bindStar(f, mode)
+	} else {
+		s.bind(f, mode)
+	}
+	if d.arms != nil {
+		f.StringVar(&s.arms, "arms", d.armsValue, "arms to run, comma-separated: "+s.armsOK)
+	}
+	f.IntVar(&s.runs, "runs", cmp.Or(d.runs, 3), cmp.Or(d.runsUsage, "runs per arm (interleaved); the summary gives medians"))
 	f.BoolVar(&s.force, "force", false, "run even if the machine is saturated (the report says so)")
 	f.StringVar(&s.prefix, "prefix", d.prefix, "testbed namespace prefix")
-	f.StringVar(&s.out, "out", d.out, "directory for the results (JSON, CSV, plots) and the agents' logs")
+	f.StringVar(&s.out, "out", d.out, cmp.Or(d.outUsage, "directory for the results (JSON, CSV, plots) and the agents' logs"))
 	f.Bool("json", false, report.JSONUsage)
 }
 

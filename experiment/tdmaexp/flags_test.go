@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -85,27 +86,45 @@ func TestRunStar(t *testing.T) {
 	}
 }
 
-// TestStarFlagsPreRun: the star and --arms are parsed before the command
-// runs; a bad one stops it there.
+// TestStarFlagsPreRun: the star, --runs and --arms are parsed before the
+// command runs; a bad one stops it there. An experiment without arms that
+// sweeps the slots and the gate modes itself (slots, ctlloss) has no
+// --arms, --slot, --guard or --mode and takes its own --runs default.
 func TestStarFlagsPreRun(t *testing.T) {
+	shuffle := tdmaStarDefaults{hosts: 4, limitName: "limit", arms: ShuffleArms, armsValue: "tdma,tcp", prefix: "x", out: t.TempDir()}
+	sweeps := tdmaStarDefaults{hosts: 4, sweepsSlots: true, sweepsModes: true, runs: 1, prefix: "x", out: t.TempDir()}
+	type parsed struct {
+		hosts, runs int
+		slot        time.Duration
+		mode        string
+		arms        []string
+	}
 	for _, c := range []struct {
+		d    tdmaStarDefaults
 		args []string
-		want string // "" runs
+		want string // "" runs and parses p
+		p    parsed
 	}{
-		{[]string{"--arms", "tcp", "--hosts", "3"}, ""},
-		{[]string{"--arms", "udp"}, "udp"},
-		{[]string{"--hosts", "9"}, "--hosts"},
-		{[]string{"--runs", "0"}, "--runs"},
+		{shuffle, []string{"--arms", "tcp", "--hosts", "3"}, "", parsed{3, 3, 5 * time.Millisecond, "lease", []string{"tcp"}}},
+		{shuffle, []string{"--arms", "udp"}, "udp", parsed{}},
+		{shuffle, []string{"--hosts", "9"}, "--hosts", parsed{}},
+		{shuffle, []string{"--runs", "0"}, "--runs", parsed{}},
+		{sweeps, nil, "", parsed{4, 1, 0, "", nil}},
+		{sweeps, []string{"--runs", "0"}, "--runs", parsed{}},
+		{sweeps, []string{"--arms", "tdma"}, "unknown flag: --arms", parsed{}},
+		{sweeps, []string{"--slot", "1ms"}, "unknown flag: --slot", parsed{}},
+		{sweeps, []string{"--mode", "lease"}, "unknown flag: --mode", parsed{}},
 	} {
 		var sf tdmaStarFlags
 		ran := false
 		cmd := &cobra.Command{Use: "x", Args: cobra.NoArgs, SilenceUsage: true, SilenceErrors: true, RunE: func(*cobra.Command, []string) error { ran = true; return nil }}
-		sf.register(cmd, tdmaStarDefaults{hosts: 4, limitName: "limit", arms: ShuffleArms, armsValue: "tdma,tcp", prefix: "x", out: t.TempDir()})
+		sf.register(cmd, c.d)
 		cmd.SetArgs(c.args)
 		err := cmd.Execute()
+		got := parsed{sf.parsed.Hosts, sf.runs, sf.parsed.Slot, sf.parsed.Mode, sf.parsedArms}
 		switch {
-		case c.want == "" && (err != nil || !ran || sf.parsed.Hosts != 3 || len(sf.parsedArms) != 1 || sf.parsedArms[0] != "tcp"):
-			t.Errorf("%v: err %v, ran %v, star %+v, arms %v", c.args, err, ran, sf.parsed, sf.parsedArms)
+		case c.want == "" && (err != nil || !ran || !reflect.DeepEqual(got, c.p)):
+			t.Errorf("%v: err %v, ran %v, parsed %+v, want %+v", c.args, err, ran, got, c.p)
 		case c.want != "" && (err == nil || ran || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v: err %v, ran %v; want an error about %s", c.args, err, ran, c.want)
 		}

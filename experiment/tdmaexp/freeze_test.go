@@ -1,7 +1,6 @@
 package tdmaexp
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -93,20 +92,11 @@ func TestCheckFreeze(t *testing.T) {
 func TestFreezeResultSummary(t *testing.T) {
 	stop, cont := 1000*msNs, 1100*msNs
 	hosts := []host.Stats{frozenHost(998.5, 1003.4, 1101, 4.9), frozenHost(998, 1028, 1101, 30), {FirstSend: 100 * msNs, LastSend: 900 * msNs, SendSinceCtlMax: 5 * msNs}}
-	b, err := json.Marshal(CheckFreeze(stop, cont, 20*msNs, 20*msNs, hosts))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Summary map[string]any `json:"summary"`
-	}
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := bedtest.Summary(t, CheckFreeze(stop, cont, 20*msNs, 20*msNs, hosts))
 	want := map[string]any{"verdict": Missed, "hosts": 3.0, "hosts_silent_within_lease": 2.0, "hosts_resumed": 2.0,
 		"silent_after_heard_max_ms": 30.0, "resume_after_cont_max_ms": 1.0, "states": map[string]any{"silent": 2.0, "done-before": 1.0}}
-	if !reflect.DeepEqual(got.Summary, want) {
-		t.Errorf("summary %v\nwant    %v", got.Summary, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("summary %v\nwant    %v", got, want)
 	}
 	// a freeze that never triggered measured nothing
 	if s := untriggered("not triggered").Summary; !reflect.DeepEqual(s, FreezeSumm{Verdict: NotMeasured}) {

@@ -2,7 +2,6 @@ package tdmaexp
 
 import (
 	"fmt"
-	"github.com/linkfabric/linkfabric/experiment/report"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,11 +9,9 @@ import (
 
 func tdmaNFQCmd() *cobra.Command {
 	var (
-		star        starFlags
-		runs        int
-		prefix, out string
-		dur         time.Duration
-		force, tlp  bool
+		sf  tdmaStarFlags
+		dur time.Duration
+		tlp bool
 	)
 	cmd := &cobra.Command{
 		Use:   "nfqueue",
@@ -43,31 +40,18 @@ into --out with each run's agent logs.`,
 		Example: `  sudo linkfabric tdma nfqueue --hosts 5 --duration 10s --runs 3`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c TDMANFQConfig
-			var err error
-			if c.Star, err = star.star(); err != nil {
-				return err
-			}
-			if runs < 1 {
-				return fmt.Errorf("--runs %d: want at least 1", runs)
-			}
 			if dur < time.Second {
 				return fmt.Errorf("--duration %v: want at least 1s (iperf3 counts whole seconds)", dur)
 			}
-			c.Runs, c.Force, c.Dir, c.Duration, c.TLP = runs, force, out, dur.Truncate(time.Second), tlp
-			_, err = runStar(cmd, prefix, out, c, TDMANFQ, WriteTDMANFQ)
+			c := TDMANFQConfig{Star: sf.parsed, Runs: sf.runs, Force: sf.force, Dir: sf.out, Duration: dur.Truncate(time.Second), TLP: tlp}
+			_, err := runStar(cmd, sf.prefix, sf.out, c, TDMANFQ, WriteTDMANFQ)
 			return err
 		},
 	}
+	sf.register(cmd, tdmaStarDefaults{hosts: 5, runsUsage: "runs; the summary gives medians", prefix: "lftq", out: "out/tdma-nfqueue",
+		outUsage: "directory for nfqueue.json, runs.csv and the agents' logs"})
 	f := cmd.Flags()
-	star.hosts = 5
-	star.bind(f, "lease")
 	f.DurationVar(&dur, "duration", 10*time.Second, "length of the iperf3 flow (whole seconds)")
 	f.BoolVar(&tlp, "tlp", false, "keep TCP's tail-loss probe on h1 (its probes count as retransmissions)")
-	f.IntVar(&runs, "runs", 3, "runs; the summary gives medians")
-	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&prefix, "prefix", "lftq", "testbed namespace prefix")
-	f.StringVar(&out, "out", "out/tdma-nfqueue", "directory for nfqueue.json, runs.csv and the agents' logs")
-	f.Bool("json", false, report.JSONUsage)
 	return cmd
 }

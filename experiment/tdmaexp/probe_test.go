@@ -1,7 +1,6 @@
 package tdmaexp
 
 import (
-	"context"
 	"math"
 	"os"
 	"testing"
@@ -120,14 +119,9 @@ func probeFigures(t *testing.T, what string, q Quantiles) {
 // write their files. No thresholds on the figures: the machine is shared.
 func TestTDMAProbeSmall(t *testing.T) {
 	netns.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := bedtest.Context(t, 20*time.Second)
 	e := &bed.Env{Prefix: netns.TestPrefix(t, "lfpr"), Progress: bedtest.Writer{T: t}}
-	tr, err := TDMAProbeTimers(ctx, e, TDMAProbeTimersConfig{Periods: []time.Duration{time.Millisecond}, Samples: 50, RT: 50, Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + tr.Text())
+	tr := bedtest.Run(t, ctx, TDMAProbeTimers, e, TDMAProbeTimersConfig{Periods: []time.Duration{time.Millisecond}, Samples: 50, RT: 50, Force: true})
 	for _, r := range tr.Rows {
 		if r.Skipped != "" {
 			continue
@@ -139,12 +133,8 @@ func TestTDMAProbeSmall(t *testing.T) {
 			probeFigures(t, r.Method, r.Late) // a Go timer never wakes on the nanosecond
 		}
 	}
-	sr, err := TDMAProbeSpread(ctx, e, TDMAProbeSpreadConfig{Hosts: 2, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10,
+	sr := bedtest.Run(t, ctx, TDMAProbeSpread, e, TDMAProbeSpreadConfig{Hosts: 2, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10,
 		Loads: []netns.BitRate{0, 50e6}, Frames: []int{1500}, Batches: 100, Interval: time.Millisecond, RT: 60, Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + sr.Text())
 	if len(sr.Arms) != 2 {
 		t.Fatalf("%d arms, want idle and 50M 1500B", len(sr.Arms))
 	}

@@ -2,7 +2,6 @@ package tdmaexp
 
 import (
 	"fmt"
-	"github.com/linkfabric/linkfabric/experiment/report"
 	"time"
 
 	"github.com/linkfabric/linkfabric/internal/cli"
@@ -12,12 +11,10 @@ import (
 
 func tdmaSlotsCmd() *cobra.Command {
 	var (
-		star                                 starFlags
-		runs                                 int
-		size, calibSize, guardS, prefix, out string
-		slots                                []time.Duration
-		target                               float64
-		force                                bool
+		sf                      tdmaStarFlags
+		size, calibSize, guardS string
+		slots                   []time.Duration
+		target                  float64
 	)
 	cmd := &cobra.Command{
 		Use:   "slots",
@@ -76,11 +73,6 @@ and each run's agent logs and statistics.`,
   sudo linkfabric tdma slots --hosts 6 --rate 200M --target 0.85`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c TDMASlotsConfig
-			var err error
-			if c.Star, err = star.star(); err != nil {
-				return err
-			}
 			if len(slots) == 0 {
 				return fmt.Errorf("--slot: want slot lengths like 0.5ms,1ms,2ms,5ms,10ms")
 			}
@@ -89,7 +81,7 @@ and each run's agent logs and statistics.`,
 					return fmt.Errorf("--slot %v: want 100µs to 1s", L)
 				}
 			}
-			c.Slots = slots
+			c := TDMASlotsConfig{Star: sf.parsed, Slots: slots, Runs: sf.runs, Force: sf.force, Dir: sf.out}
 			if guardS != "auto" {
 				g, err := time.ParseDuration(guardS)
 				if err != nil || g <= 0 {
@@ -109,25 +101,18 @@ and each run's agent logs and statistics.`,
 			if target <= 0 || target > 1 {
 				return fmt.Errorf("--target %g: want an efficiency in (0, 1], like 0.9", target)
 			}
-			if runs < 1 {
-				return fmt.Errorf("--runs %d: want at least 1", runs)
-			}
-			c.Target, c.Runs, c.Force, c.Dir = target, runs, force, out
-			_, err = runStar(cmd, prefix, out, c, TDMASlots, WriteTDMASlots)
+			c.Target = target
+			_, err := runStar(cmd, sf.prefix, sf.out, c, TDMASlots, WriteTDMASlots)
 			return err
 		},
 	}
+	sf.register(cmd, tdmaStarDefaults{hosts: 4, sweepsSlots: true, runsUsage: "runs per slot length (interleaved); the summary gives medians",
+		prefix: "lfsl", out: "out/tdma-slots", outUsage: "directory for slots.json, slots.csv, slots-efficiency.png and the agents' logs"})
 	f := cmd.Flags()
-	star.bindStar(f, "lease")
 	f.DurationSliceVar(&slots, "slot", []time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond}, "slot lengths to measure")
 	f.StringVar(&guardS, "guard", "auto", "guard time of every slot: auto (measured, see above) or a duration")
 	f.StringVar(&size, "size", "4MiB", "bytes each host sends to each other host")
 	f.StringVar(&calibSize, "calib-size", "1MiB", "bytes per flow of the --guard auto calibration shuffle")
 	f.Float64Var(&target, "target", 0.9, "efficiency a slot must reach (with no switch drop)")
-	f.IntVar(&runs, "runs", 3, "runs per slot length (interleaved); the summary gives medians")
-	f.BoolVar(&force, "force", false, "run even if the machine is saturated (the report says so)")
-	f.StringVar(&prefix, "prefix", "lfsl", "testbed namespace prefix")
-	f.StringVar(&out, "out", "out/tdma-slots", "directory for slots.json, slots.csv, slots-efficiency.png and the agents' logs")
-	f.Bool("json", false, report.JSONUsage)
 	return cmd
 }

@@ -4,12 +4,15 @@
 package bedtest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/netns"
@@ -98,4 +101,44 @@ func RefusesAll[C any, PC interface {
 // a testbed prefix of the test's own and progress to the test log.
 func Env(t testing.TB, prefix string) *bed.Env {
 	return &bed.Env{Self: Self(t), Prefix: netns.TestPrefix(t, prefix), Progress: Writer{T: t}}
+}
+
+// Context is a context for a test's experiments that ends after d, or
+// with the test.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Run runs the experiment exp with cfg on e, ends the test on its error and
+// logs its report.
+func Run[C any, R interface{ Text() string }](t testing.TB, ctx context.Context, exp func(context.Context, *bed.Env, C) (R, error), e *bed.Env, cfg C) R {
+	t.Helper()
+	res, err := exp(ctx, e, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + res.Text())
+	return res
+}
+
+// Summary is the "summary" object of res in JSON, where every experiment's
+// result gives its figures; a result without one ends the test.
+func Summary(t testing.TB, res any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Summary map[string]any `json:"summary"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Summary == nil {
+		t.Fatalf("no summary in %s", b)
+	}
+	return doc.Summary
 }
