@@ -76,3 +76,41 @@ func TestCellHostBatchShareCells(t *testing.T) {
 		}
 	}
 }
+
+// TestCellIdleWakesOncePerReach: after traffic both ways (credits, with and
+// without the standing pre-credit, and without credits) has been
+// delivered and the credit loop has settled, an idle edge's deadlines come
+// once per REACH interval: no timer of the credit loop, the reassembly or
+// the host queues wakes its worker when nothing is due.
+func TestCellIdleWakesOncePerReach(t *testing.T) {
+	for _, cc := range []Config{{}, {PreCredit: -1}, {NoCredits: true}} {
+		p := newMemPair(t, 4, cc)
+		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
+		p.step(t, 1000)
+		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
+		p.step(t, 1000)
+		for i := range 2000 {
+			p.fromHost(t, 0, 0, hostFrame(2, 1, 60, uint32(i+1)))
+			p.fromHost(t, 1, 0, hostFrame(1, 2, 1000, uint32(i+1)))
+			p.step(t, 20_000)
+		}
+		for range 400 { // the credit loop's repeats back off and end
+			p.step(t, 250_000)
+		}
+		if p.count[0] != 2001 || p.count[1] != 2001 {
+			t.Fatalf("no credits %v, pre-credit %d: delivered %d and %d of 2001", cc.NoCredits, cc.PreCredit, p.count[0], p.count[1])
+		}
+		m := p.n[0]
+		iv := int64(ConfigOf(m.w.Config()).ReachInterval)
+		end := p.now + 100*iv
+		wakes := 0
+		for p.now < end {
+			next := m.pl.Poll(p.now, m.w.Tx())
+			p.step(t, max(next-p.now, 1))
+			wakes++
+		}
+		if wakes > 101 {
+			t.Errorf("no credits %v, pre-credit %d: idle, %d wakes in 100 REACH intervals; want at most 101", cc.NoCredits, cc.PreCredit, wakes)
+		}
+	}
+}
