@@ -17,7 +17,8 @@ import (
 //
 // Worker loop, with now read once per iteration:
 //
-//  1. For each frame from a host port: HostRx; from a link port: LinkRx.
+//  1. For each batch of frames from a host port: HostRxBatch (or HostRx
+//     per frame); for each frame from a link port: LinkRx.
 //     Report link and port events (SetLinkUp, SetLoss, SetLinkBacklog,
 //     SetEgressQueue) as they happen, and Respray the frames a dead link's
 //     LinkGuardian sender still held.
@@ -51,6 +52,7 @@ type Node struct {
 	voqs      *VOQSet
 	nv        map[VOQKey]*nodeVOQ
 	list      []*nodeVOQ
+	held      []*nodeVOQ // VOQs records joined in the host batch being taken (HostRxBatch)
 	sched     []*Scheduler
 	schedDue  []int64
 	egressQ   []int  // per host port: as last reported (SetEgressQueue) plus what was delivered to it since

@@ -15,6 +15,7 @@ type nodeVOQ struct {
 	flood bool
 	due   int64 // cc's next deadline
 	fr    *flowRing
+	held  bool // in Node.held: records joined it in a host batch, not served yet
 }
 
 // flowRingLen bounds the records whose flow hash a VOQ remembers; beyond,
@@ -54,8 +55,36 @@ func (r *flowRing) at(off uint64) uint64 {
 
 // HostRx takes a frame from host port p. The frame is copied into a VOQ
 // (or switched to another local port, whose Deliver list takes it) and is
-// in Free at once.
+// in Free at once; the VOQ is served at once (a record on its own is cut
+// into a cell of its own while the grant allows).
 func (n *Node) HostRx(now int64, p int, f link.Frame) {
+	n.hostRx(now, p, f)
+	n.serveHeld()
+}
+
+// HostRxBatch is HostRx for frames received together from host port p:
+// every record joins its VOQ first, then each VOQ they joined is served
+// once, so the records of a batch share cells (packing) instead of each
+// taking a cell and a link frame of its own. No record waits longer: the
+// cells are cut before the call returns.
+func (n *Node) HostRxBatch(now int64, p int, frames []link.Frame) {
+	for _, f := range frames {
+		n.hostRx(now, p, f)
+	}
+	n.serveHeld()
+}
+
+// serveHeld serves the VOQs records joined since the last call.
+func (n *Node) serveHeld() {
+	for _, q := range n.held {
+		q.held = false
+		n.serve(q)
+	}
+	clear(n.held)
+	n.held = n.held[:0]
+}
+
+func (n *Node) hostRx(now int64, p int, f link.Frame) {
 	n.now = now
 	if !n.edge || p < 0 || p >= len(n.hosts) {
 		n.drop(f, &n.Stats.BadPort)
@@ -154,17 +183,20 @@ func (n *Node) voq(k VOQKey, flood bool) *nodeVOQ {
 	return q
 }
 
-// enqueued follows a record of host frame b joining q.
+// enqueued follows a record of host frame b joining q: q is served by
+// serveHeld, after the frame's batch.
 func (n *Node) enqueued(q *nodeVOQ, b []byte) {
 	if q.fr != nil {
 		q.fr.push(q.v.Enqueued(), FlowHash(b, n.cfg.FlowSeed))
 	}
+	if !q.held {
+		q.held = true
+		n.held = append(n.held, q)
+	}
 	if q.cc == nil {
-		n.serve(q)
 		return
 	}
 	q.cc.Enqueue(RecordHeaderLen + 1 + len(b))
-	n.serve(q)
 	// The request is due now and goes at the next Poll: one per VOQ per
 	// batch of host frames, not one per frame (the dataplane polls after
 	// every batch).

@@ -15,7 +15,7 @@ import (
 )
 
 // cellPipeline is mode cells: a cellify.Node on the node's ports, its
-// frames in the UMEM. Host frames go to Node.HostRx, link frames (after the
+// frames in the UMEM. Host frames go to Node.HostRxBatch, link frames (after the
 // worker's integrity check) to Node.LinkRx; after each batch and each Poll
 // the node's output is placed: per link its control frames (credits, REACH)
 // on the priority lane when the port has one, its cells on the data lane;
@@ -74,6 +74,8 @@ type cellPipeline struct {
 	// within it the window stays within what the port's frames hold at
 	// the mean delivered length (hostWindow).
 	winCap []int
+
+	frames []link.Frame // a host batch handed to the node
 
 	cellFrame int // the largest cell frame
 	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
@@ -147,6 +149,7 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 		cellFrame: cellify.CellFrameLen(cc.CellSize),
 		maxAlloc:  w.FrameLen() - linkcrc.TrailerLen,
 		ring:      int(cfg.RingSize),
+		frames:    make([]link.Frame, 0, w.Batch()),
 	}
 	pl.countVOQ = func(cellify.VOQInfo) { pl.voqs++ }
 	w.KickDeliveriesFirst()
@@ -301,9 +304,12 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 	pl.got += int64(len(descs))
 	pl.backlogs()
 	if k, ok := pl.ps.HostIndex(port); ok {
+		fs := pl.frames[:0]
 		for _, d := range descs {
-			pl.node.HostRx(now, k, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
+			fs = append(fs, link.Frame{H: link.Handle(d.Addr), Len: int(d.Len)})
 		}
+		pl.frames = fs
+		pl.node.HostRxBatch(now, k, fs)
 	} else if l, _ := pl.ps.Link(port); pl.links != nil {
 		c := pl.links[l]
 		for _, d := range descs {
