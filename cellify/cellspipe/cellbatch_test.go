@@ -14,10 +14,7 @@ import (
 // the UMEM).
 func BenchmarkCellPipeline60(b *testing.B) {
 	p := newMemPair(b, 4, Config{})
-	p.fromHost(b, 0, 0, hostFrame(0xff, 1, 60, 0))
-	p.step(b, 1000)
-	p.fromHost(b, 1, 0, hostFrame(1, 2, 60, 0))
-	p.step(b, 1000)
+	p.learn(b)
 	f := hostFrame(2, 1, 60, 1)
 	m := p.n[0]
 	batch := make([]xdp.Desc, 64)
@@ -49,10 +46,7 @@ func BenchmarkCellPipeline60(b *testing.B) {
 func TestCellHostBatchShareCells(t *testing.T) {
 	p := newMemPair(t, 4, Config{})
 	p.keep = true
-	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
-	p.step(t, 1000)
-	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
-	p.step(t, 1000)
+	p.learn(t)
 	m := p.n[0]
 	for _, bs := range []int{1, 20} {
 		cut, got := m.pl.node.Stats.CellsCut, len(p.delivered[1])
@@ -85,10 +79,7 @@ func TestCellHostBatchShareCells(t *testing.T) {
 func TestCellIdleWakesOncePerReach(t *testing.T) {
 	for _, cc := range []Config{{}, {PreCredit: -1}, {NoCredits: true}} {
 		p := newMemPair(t, 4, cc)
-		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
-		p.step(t, 1000)
-		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
-		p.step(t, 1000)
+		p.learn(t)
 		for i := range 2000 {
 			p.fromHost(t, 0, 0, hostFrame(2, 1, 60, uint32(i+1)))
 			p.fromHost(t, 1, 0, hostFrame(1, 2, 1000, uint32(i+1)))

@@ -26,10 +26,7 @@ func TestCellFECMemory(t *testing.T) {
 	p.keep = true
 	rng := rand.New(rand.NewPCG(1, 2))
 	lost := 0
-	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
-	p.step(t, 1000)
-	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
-	p.step(t, 1000)
+	p.learn(t)
 	// One loss at most in each group of a link: the cells of a group go
 	// out together, so a burst of losses would hit one group.
 	last := map[int]int{}
@@ -123,10 +120,7 @@ func FuzzCellFECReceive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cc := Config{LinkMode: "fec", ReachInterval: 100 * time.Microsecond, ReachTh: 3, ReachUp: 2, ReasmTimeout: time.Millisecond, reasmWindow: 63, voqBytes: 64 << 10}
 		p := newMemPairWith(t, 2, cc, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 3 })
-		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
-		p.step(t, 1000)
-		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
-		p.step(t, 1000)
+		p.learn(t)
 		o := &fuzzops.Ops{B: data}
 		loseNext := 0
 		p.lose = func(i int, b []byte) bool {
@@ -256,10 +250,7 @@ func hostileCellFEC(o *fuzzops.Ops) []byte {
 func TestCellFECRestartAndDown(t *testing.T) {
 	p := newMemPairWith(t, 2, Config{LinkMode: "fec"}, func(c *dataplane.Config) { fecpipe.ConfigOf(c).Fixed, fecpipe.ConfigOf(c).N = true, 3 })
 	p.keep = true
-	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
-	p.step(t, 1000)
-	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
-	p.step(t, 1000)
+	p.learn(t)
 	seq := uint32(0)
 	burst := func(n int) {
 		p.delivered[1] = nil

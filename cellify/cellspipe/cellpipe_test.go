@@ -141,6 +141,15 @@ func (p *memPair) fromHost(t testing.TB, i, k int, b []byte) {
 	m.pl.Receive(p.now, m.pl.ps.Hosts[k], 0, p.rx[:], m.w.Tx())
 }
 
+// learn has both nodes learn h1 and h2: a broadcast from h1 (flooded; h1
+// learned at node 2), then a frame from h2 to h1 (known).
+func (p *memPair) learn(t testing.TB) {
+	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
+	p.step(t, 1000)
+	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
+	p.step(t, 1000)
+}
+
 func newMemPair(t testing.TB, links int, cc Config) *memPair {
 	return newMemPairWith(t, links, cc, nil)
 }
@@ -171,10 +180,7 @@ func TestCellPipelineMemory(t *testing.T) {
 	for _, cc := range []Config{{}, {NoCredits: true, NoPacking: true}, {Spray: "p2c"}} {
 		p := newMemPair(t, 3, cc)
 		p.keep = true
-		p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0)) // broadcast: flooded, h1 learned at node 2
-		p.step(t, 1000)
-		p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0)) // h2 → h1: known
-		p.step(t, 1000)
+		p.learn(t)
 		const n = 300
 		for i := range n {
 			p.fromHost(t, 0, 0, hostFrame(2, 1, 60+i*5, uint32(i+1)))
@@ -231,10 +237,7 @@ func TestCellPipelineMemory(t *testing.T) {
 // nothing.
 func TestCellPipelineNoAlloc(t *testing.T) {
 	p := newMemPair(t, 4, Config{})
-	p.fromHost(t, 0, 0, hostFrame(0xff, 1, 60, 0))
-	p.step(t, 1000)
-	p.fromHost(t, 1, 0, hostFrame(1, 2, 60, 0))
-	p.step(t, 1000)
+	p.learn(t)
 	f := hostFrame(2, 1, 1000, 1)
 	run := func() {
 		for range 8 {
