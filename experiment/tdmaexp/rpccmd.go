@@ -39,7 +39,11 @@ How to read it: RTT is from sending a request to receiving its answer,
 measured by the client while the bulk runs; "wait" (TDMA arms) is from the
 moment the batch was issued to the answer, so it includes the wait for the
 client's slot (about one or two rounds: the demand report, the round being
-computed one ahead, then the slot). "deferred" counts answers the server
+computed one ahead, then the slot). "held" counts requests the client held
+back from a window with less of it left than the server's recent
+turnarounds (its answer could not come back in the slot): each goes at
+once in the client's next window to the server, so its wait grows by the
+rounds until then while its RTT stays in slot. "deferred" counts answers the server
 could not send at once; in brackets, how many of them had the server's
 window back in the request's slot but were read by its agent only after
 that window closed (the agent ran late: the answer waits for the next

@@ -12,9 +12,12 @@ import (
 // The RPC workload (§6.2, Figures 9–10). The client (workload ping) issues
 // a batch of requests every PingEvery and reports them as demand to the
 // server; in its window to the server it sends one request at each offset
-// of PingOffsets after the window opens. Every agent answers a request at
-// once if it holds a window to the requester that fits the answer, and
-// otherwise queues the answer for its next such window. The server
+// of PingOffsets after the window opens, unless less of the window is left
+// than the server's recent turnarounds (then the request goes at once in
+// the next window to the server: an answer the server cannot send in the
+// request's slot waits for its next window, a round). Every agent answers
+// a request at once if it holds a window to the requester that fits the
+// answer, and otherwise queues the answer for its next such window. The server
 // (workload pong) reserves one slot a round for its answers, which the FM's
 // scheduler pairs with the request's slot (sched.PairReciprocal), so a
 // request and its answer cross in one slot as in the paper.
@@ -25,6 +28,7 @@ const (
 	maxPingOffsets = 64
 	pingOut        = 256     // requests tracked in flight (by id modulo)
 	pongQueue      = 64      // answers waiting for a window
+	turnN          = 16      // the in-slot turnarounds a client's hold decision looks at
 	pingFrame      = dataHdr // a request or answer: headers, no payload
 )
 
@@ -40,6 +44,7 @@ type PingStats struct {
 	Answered     uint64       `json:"answered"`       // client: answers received
 	AnsweredLate uint64       `json:"answered_late"`  // client: of them, answers the server had to queue
 	Missed       uint64       `json:"missed_offsets"` // client: offsets past the window's end (not sent)
+	Held         uint64       `json:"held"`           // client: requests held back from a window closing before the server's turnaround
 	Served       uint64       `json:"served"`         // server: answers sent
 	Deferred     uint64       `json:"deferred"`       // server: answers not sent at once (queued for a window)
 	QueueFull    uint64       `json:"queue_full"`     // server: requests dropped, the answer queue was full
@@ -73,6 +78,7 @@ type PingSample struct {
 	RTTUs    float64 `json:"rtt_us"`
 	WaitUs   float64 `json:"wait_us"`
 	Deferred bool    `json:"deferred,omitempty"` // the server queued the answer
+	Held     bool    `json:"held,omitempty"`     // the client held it back from an earlier window
 }
 
 type pingReq struct {
@@ -81,6 +87,7 @@ type pingReq struct {
 	issueAt int64
 	offset  int64
 	done    bool
+	held    bool
 }
 
 type pongReq struct {
@@ -104,6 +111,15 @@ type pingState struct {
 	issueAt int64
 	idx     int    // next offset of the waiting batch
 	winKey  uint64 // the last window that carried requests
+	// The client's hold: turns are the latest in-slot turnarounds (request
+	// sent → its answer in the client's kernel), need the largest but one
+	// of them (one outlier does not hold the next batches back); hold: the
+	// next request was held back from window holdKey.
+	turns   [turnN]int64
+	iturn   int
+	need    int64
+	hold    bool
+	holdKey uint64
 	id      uint64
 	out     [pingOut]pingReq
 	q       [pongQueue]pongReq
@@ -217,7 +233,13 @@ func (a *Agent) sendPings(now int64, r *rawState, w gate.Window, key uint64) int
 		p.s.Windows++
 	}
 	for p.idx < p.noffs {
+		if p.hold && p.holdKey == key {
+			return math.MaxInt64 // held back from this window
+		}
 		due := w.OpenAt + p.offs[p.idx]
+		if p.hold {
+			due = w.OpenAt // held back from an earlier window: at once
+		}
 		if due >= w.Close {
 			p.s.Missed++
 			p.idx++
@@ -226,9 +248,17 @@ func (a *Agent) sendPings(now int64, r *rawState, w gate.Window, key uint64) int
 		if now < due {
 			return due
 		}
+		if !p.hold && w.Close-now < p.need {
+			// The server's window back closes with this one: its answer
+			// would wait a round for the next. The request goes at once in
+			// the next window to the server (held once at most).
+			p.hold, p.holdKey = true, key
+			p.s.Held++
+			return math.MaxInt64
+		}
 		p.id++
 		o := &p.out[p.id%pingOut]
-		*o = pingReq{id: p.id, issueAt: p.issueAt}
+		*o = pingReq{id: p.id, issueAt: p.issueAt, held: p.hold}
 		if !a.sendRPC(now, r, w, p.server, p.id, uint64(p.idx), wire.DataPing, &o.sentAt) {
 			p.id--
 			return now + 1 // the frame did not fit or the kernel refused it: again at once
@@ -236,6 +266,7 @@ func (a *Agent) sendPings(now int64, r *rawState, w gate.Window, key uint64) int
 		o.offset = o.sentAt - w.OpenAt
 		p.s.Sent++
 		p.idx++
+		p.hold = false
 		now = clock.Now()
 	}
 	p.pending = false
@@ -333,13 +364,31 @@ func (a *Agent) onRPC(now, rx int64, r *rawState, src int, h *wire.DataHdr) {
 	late := h.Flags&wire.DataDeferred != 0
 	if late {
 		p.s.AnsweredLate++
+	} else if rx > o.sentAt {
+		p.turn(rx - o.sentAt)
 	}
 	if len(p.samples) < cap(p.samples) {
 		p.samples = append(p.samples, PingSample{T: o.sentAt, OffsetUs: float64(o.offset) / 1e3, RTTUs: float64(rtt) / 1e3,
-			WaitUs: float64(wait) / 1e3, Deferred: late})
+			WaitUs: float64(wait) / 1e3, Deferred: late, Held: o.held})
 	} else {
 		p.s.SamplesCut++
 	}
+}
+
+// turn records an in-slot turnaround d and sets need to the largest but
+// one of the latest turnN.
+func (p *pingState) turn(d int64) {
+	p.turns[p.iturn%turnN] = d
+	p.iturn++
+	var a, b int64 // the largest two
+	for _, t := range p.turns {
+		if t > a {
+			a, b = t, a
+		} else if t > b {
+			b = t
+		}
+	}
+	p.need = b
 }
 
 // finish fills s with the counters and quantiles.

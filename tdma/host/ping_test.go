@@ -1,12 +1,17 @@
 package host
 
 import (
+	"math"
+	"net/netip"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/linkfabric/linkfabric/internal/wanterr"
+	"github.com/linkfabric/linkfabric/tdma/clock"
 	"github.com/linkfabric/linkfabric/tdma/fmcore"
 	"github.com/linkfabric/linkfabric/tdma/gate"
+	"github.com/linkfabric/linkfabric/tdma/rawio"
 	"github.com/linkfabric/linkfabric/tdma/sched"
 	"github.com/linkfabric/linkfabric/tdma/wire"
 )
@@ -166,5 +171,75 @@ func TestPongPairedAcrossRounds(t *testing.T) {
 			p.onSchedule(&s)
 			last = r
 		}
+	}
+}
+
+// TestPingHeldBack (root: it sends on lo): a client that has seen the
+// server answer in 0.8 ms does not send a request with less of its window
+// to the server left than that (the server's window back closes with it,
+// and its answer would wait a round); the request goes at once in the next
+// window to the server, and the batch is complete.
+func TestPingHeldBack(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: sends on lo")
+	}
+	data, err := rawio.Open("lo", wire.DataEtherType, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer data.Close()
+	g, err := gate.New(gate.Config{Mode: gate.Lease, Rate: 100_000_000, Overhead: 24, MinFrame: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp, err := rawio.ListenUDP(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	a := &Agent{cfg: Config{Index: 3, Hosts: make([]netip.Addr, 4), FM: netip.MustParseAddr("127.0.0.1")}, g: g, ctl: data, data: data, udp: udp, macs: make([][6]byte, 4)}
+	r := &rawState{remain: make([]int64, 4)}
+	r.ret.init(4)
+	r.queued = func(j int) int64 { return a.queued(r, j) }
+	r.ping.init(&Workload{Kind: "ping", Dst: 2, PingEvery: 100 * time.Millisecond, PingOffsets: []time.Duration{0, 3 * time.Millisecond}})
+	p := &r.ping
+	const open, turn = int64(4_650_000), int64(800_000)
+	t0 := clock.Now()
+	win := func(round uint32, at int64) (gate.Window, uint64) {
+		return gate.Window{Class: 1, Dst: 2, OpenAt: at, Close: at + open, Round: round, Slot: 3, SlotLen: 5_000_000, Guard: 300_000},
+			uint64(round)<<8 | 3
+	}
+	// two batches answered in slot in 0.8 ms teach the client the server's turnaround
+	for b := range 2 {
+		w, key := win(uint32(1+b), t0+int64(b)*80_000_000)
+		p.pending, p.idx, p.issueAt = true, 0, w.OpenAt
+		for now := w.OpenAt; now != math.MaxInt64; {
+			now = a.sendPings(now, r, w, key)
+		}
+		for id := p.id - 1; id <= p.id; id++ {
+			o := p.out[id%pingOut]
+			a.onRPC(o.sentAt+turn+50_000, o.sentAt+turn, r, 2, &wire.DataHdr{Src: 2, Dst: 3, Flags: wire.DataPong, Seq: id})
+		}
+	}
+	if p.s.Sent != 4 || p.s.Answered != 4 {
+		t.Fatalf("learning: sent %d, answered %d: want 4, 4", p.s.Sent, p.s.Answered)
+	}
+	// the third batch: the agent gets to its second request 4.3 ms into
+	// the window, 0.35 ms before it closes
+	w, key := win(3, t0+160_000_000)
+	p.pending, p.idx, p.issueAt = true, 0, w.OpenAt
+	if a.sendPings(w.OpenAt, r, w, key) != w.OpenAt+3_000_000 {
+		t.Fatal("the first request of the batch did not go at its offset")
+	}
+	late := w.OpenAt + 4_300_000
+	a.sendPings(late, r, w, key)
+	if p.s.Sent != 5 {
+		t.Errorf("with %d µs of the window left and the server's turnaround %d µs, the request was sent (sent %d, want 5): its answer would wait a round",
+			(w.Close-late)/1000, turn/1000, p.s.Sent)
+	}
+	w2, key2 := win(5, t0+320_000_000)
+	a.sendPings(w2.OpenAt, r, w2, key2)
+	if p.s.Sent != 6 || p.pending {
+		t.Errorf("the next window: sent %d, batch pending %v: want the held request sent at once (6), the batch done", p.s.Sent, p.pending)
 	}
 }
