@@ -95,8 +95,10 @@ type CellsLatencyResult struct {
 	// arm names with _ for -) of the pooled flows; with rounds, every arm's
 	// round p50s' <arm>_p50_us_min and _max and, but for the reference,
 	// the median, min and max of its round ratios (<arm>_p50_ratio_median,
-	// _min, _max); the target of cells_p50_ratio and the verdict, cells_ok,
-	// taken on the rounds' median when there are rounds.
+	// _min, _max); the cells arms' p50 over forward-afxdp's, pooled
+	// (<arm>_p50_ratio_afxdp) and the rounds' median (..._afxdp_median);
+	// the target of cells_p50_ratio and the verdict, cells_ok, taken on the
+	// rounds' median when there are rounds.
 	Summary map[string]any `json:"summary"`
 	Flows   []fct.Flow     `json:"-"`
 }
@@ -261,11 +263,22 @@ func latencySummary(r *CellsLatencyResult, ref string) map[string]any {
 	if v, ok := r.cellsRatio(s); ok && ref == "forward" {
 		s["cells_ok"] = v <= 1.2
 	}
-	// The like-for-like ratio: cells against forward through the worker.
+	// The like-for-like ratio: cells against forward through the worker,
+	// pooled and round by round.
 	if a, ok := s["forward_afxdp_p50_us"].(float64); ok && a > 0 {
-		for _, arm := range []string{"cells", "cells_nopre", "cells_push"} {
-			if v, ok := s[arm+"_p50_us"].(float64); ok {
-				s[arm+"_p50_ratio_afxdp"] = v / a
+		for _, arm := range []string{"cells", "cells-nopre", "cells-push"} {
+			k := strings.ReplaceAll(arm, "-", "_")
+			if v, ok := s[k+"_p50_us"].(float64); ok {
+				s[k+"_p50_ratio_afxdp"] = v / a
+			}
+			var v []float64
+			for _, l := range r.Rounds {
+				if c, a := l.P50us[arm], l.P50us["forward-afxdp"]; c > 0 && a > 0 {
+					v = append(v, c/a)
+				}
+			}
+			if len(v) > 0 {
+				s[k+"_p50_ratio_afxdp_median"] = report.Median(v)
 			}
 		}
 	}
@@ -365,8 +378,10 @@ func (r *CellsLatencyResult) Text() string {
 		}
 		b.WriteString("\n")
 	}
-	if v, ok := r.Summary["cells_p50_ratio_afxdp"].(float64); ok {
-		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's (%.0f µs; both through the Go worker; pooled flows)\n", v, r.Summary["forward_afxdp_p50_us"])
+	if v, ok := r.Summary["cells_p50_ratio_afxdp_median"].(float64); ok {
+		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's, median of the rounds (both through the Go worker)\n", v)
+	} else if v, ok := r.Summary["cells_p50_ratio_afxdp"].(float64); ok {
+		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's (%.0f µs; both through the Go worker)\n", v, r.Summary["forward_afxdp_p50_us"])
 	}
 	return b.String()
 }
