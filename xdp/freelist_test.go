@@ -82,20 +82,3 @@ func TestUmemFramesAndFreeList(t *testing.T) {
 		t.Fatal("frame size 1000 accepted")
 	}
 }
-
-// touchPages writes one byte of every page of an area, the last one partial
-// included, and nothing else.
-func TestTouchPages(t *testing.T) {
-	const page = 4096
-	b := make([]byte, 5*page+100)
-	for i := range b {
-		b[i] = 0xff
-	}
-	touchPages(b, page)
-	for i, v := range b {
-		if want := byte(0xff); i%page == 0 && v != 0 || i%page != 0 && v != want {
-			t.Fatalf("byte %d is %#x after the touch", i, v)
-		}
-	}
-	touchPages(nil, page) // nothing to touch
-}

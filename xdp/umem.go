@@ -91,27 +91,11 @@ func NewUmem(cfg UmemConfig) (*Umem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp: mmap UMEM of %d bytes: %w (reduce FrameCount or check memory limits)", size, err)
 	}
-	touchPages(area, os.Getpagesize())
 	shift := uint32(bits.TrailingZeros32(cfg.FrameSize))
 	return &Umem{
 		area: area, frameSize: cfg.FrameSize, chunkSize: chunk, frameCount: cfg.FrameCount,
 		headroom: cfg.Headroom, frameShift: shift,
 	}, nil
-}
-
-// touchPages writes a zero into every page of area from user space. The
-// area is populated (MAP_POPULATE), but under a hypervisor that tracks the
-// guest's page accesses (shadow paging: a page's accessed bit set on its
-// first use) a page's first access from user space still costs an exit,
-// and the kernel's writes of received frames do not count: on the bundle
-// (cells, fresh dataplanes) a worker's first read of a link frame's page
-// took 5.5 µs at the median, a page read again 0.27 µs, and the link ports'
-// fill rings hand out every page once before any comes back. Paid here,
-// at start, it stays off the path of the first frames.
-func touchPages(area []byte, page int) {
-	for off := 0; off < len(area); off += page {
-		area[off] = 0
-	}
 }
 
 // FrameSize is the size of one frame in bytes.
