@@ -131,6 +131,13 @@ func (p *Packer) Cut(frame []byte, budget, cellPayload int) (n, took int) {
 	p.get(frame[CellPayloadOffset:CellPayloadOffset+take], p.head)
 	p.head = p.wrap(p.head + take)
 	p.used -= take
+	if p.used == 0 {
+		// Empty: the next record starts the ring again. Short messages,
+		// each cut as it comes, then keep to its first bytes (the
+		// cache's, and pages touched already) instead of going through
+		// all of it, each page first touched on a frame's path.
+		p.head = 0
+	}
 	p.left, p.recNo = left, recNo
 	p.seq++
 	p.sent += uint64(take)

@@ -105,6 +105,7 @@ type Reassembler struct {
 type slot struct {
 	at    int64
 	seq   uint32
+	buf   int32 // the place of its payload in the stream's slab
 	n     uint16
 	first uint16
 	recNo uint16
@@ -125,8 +126,13 @@ type stream struct {
 	fresh    bool      // no cell accepted yet
 	slots    []slot
 	slab     []byte
-	skipLo   uint32 // last skipped seq range [skipLo, skipHi)
-	skipHi   uint32
+	// free are the slab's places no held cell takes, the last freed on
+	// top: a held cell takes the place freed last, so a stream that holds
+	// few cells at a time keeps to a few places of its slab, warm, where
+	// the place of its seq would go through all of it.
+	free   []int32
+	skipLo uint32 // last skipped seq range [skipLo, skipHi)
+	skipHi uint32
 
 	sync      bool   // parsing; false: discarding until a record start
 	lostKnown bool   // !sync: lostFrom is valid
@@ -263,12 +269,13 @@ func (r *Reassembler) restart(s *stream, now int64) {
 		for i := range s.slots {
 			s.slots[i].full = false
 		}
+		s.freeAll()
 		r.st.RestartCells += uint64(s.buffered)
 		r.st.Buffered -= uint64(s.buffered)
 		r.st.BufferedBytes -= uint64(s.heldB)
 		r.heldPort[s.key.Port] -= s.heldB
 	}
-	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, rec: s.rec}
+	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, free: s.free, rec: s.rec}
 }
 
 // hold keeps an early cell (1 ≤ seq-next ≤ Window) in its slot.
@@ -283,6 +290,8 @@ func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) 
 		}
 		s.slots = make([]slot, n)
 		s.slab = make([]byte, n*r.cfg.MaxPayload)
+		s.free = make([]int32, n)
+		s.freeAll()
 	}
 	i := int(h.Seq & uint32(len(s.slots)-1))
 	sl := &s.slots[i]
@@ -290,8 +299,10 @@ func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) 
 		r.st.Duplicates++
 		return
 	}
-	*sl = slot{at: now, seq: h.Seq, n: h.Len, first: h.First, recNo: h.RecNo, full: true}
-	copy(s.slab[i*r.cfg.MaxPayload:], payload)
+	buf := s.free[len(s.free)-1] // a held seq has its slot, and a slot its place
+	s.free = s.free[:len(s.free)-1]
+	*sl = slot{at: now, seq: h.Seq, buf: buf, n: h.Len, first: h.First, recNo: h.RecNo, full: true}
+	copy(s.slab[int(buf)*r.cfg.MaxPayload:], payload)
 	if s.buffered == 0 {
 		s.since, s.hi = now, h.Seq
 	} else if h.Seq-s.next > s.hi-s.next {
@@ -307,6 +318,14 @@ func (r *Reassembler) hold(s *stream, now int64, h *CellHeader, payload []byte) 
 	s.last, s.fresh = now, false
 }
 
+// freeAll makes every place of the slab free, the first on top.
+func (s *stream) freeAll() {
+	s.free = s.free[:cap(s.free)]
+	for k := range s.free {
+		s.free[k] = int32(len(s.free) - 1 - k)
+	}
+}
+
 // drain consumes the held cells that follow next without a gap.
 func (r *Reassembler) drain(s *stream) {
 	if s.buffered == 0 {
@@ -320,9 +339,10 @@ func (r *Reassembler) drain(s *stream) {
 		if !sl.full || sl.seq != s.next {
 			break
 		}
-		off := int(i) * r.cfg.MaxPayload
+		off := int(sl.buf) * r.cfg.MaxPayload
 		r.consume(s, sl.first, sl.recNo, s.slab[off:off+int(sl.n)])
 		sl.full = false
+		s.free = append(s.free, sl.buf)
 		s.buffered--
 		s.heldB -= int(sl.n)
 		r.st.BufferedBytes -= uint64(sl.n)
@@ -597,7 +617,7 @@ func (r *Reassembler) reserve(s *stream, n int) bool {
 		for _, o := range r.list {
 			if o != s && o.buffered == 0 && o.slab != nil {
 				r.held -= len(o.slab)
-				o.slots, o.slab = nil, nil
+				o.slots, o.slab, o.free = nil, nil, nil
 			}
 		}
 	}

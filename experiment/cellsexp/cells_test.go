@@ -176,7 +176,7 @@ func TestCellsBundleExperiments(t *testing.T) {
 		}
 	})
 	t.Run("latency", func(t *testing.T) {
-		res := bedtest.Run(t, ctx, CellsLatency, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Warmup: 2})
+		res := bedtest.Run(t, ctx, CellsLatency, env(), CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 20, Rounds: 2, Warmup: 2})
 		if len(res.FCT.Summaries) != 2 {
 			t.Fatalf("%d summaries, want 2", len(res.FCT.Summaries))
 		}
@@ -185,7 +185,10 @@ func TestCellsBundleExperiments(t *testing.T) {
 				t.Errorf("%s: %d completed, %d failed, p50 %v", s.Arm, s.Count, s.Failed, s.P50)
 			}
 		}
-		for _, k := range []string{"forward_p50_us", "cells_p50_us", "cells_p50_ratio", "cells_ok"} {
+		if len(res.Rounds) != 2 || len(res.Rounds[1].P50us) != 2 || res.Rounds[1].Order[0] != "cells" {
+			t.Errorf("rounds %+v: want 2, each with both arms' p50, the second in reverse order", res.Rounds)
+		}
+		for _, k := range []string{"forward_p50_us", "cells_p50_us", "cells_p50_ratio", "cells_p50_ratio_median", "cells_ok"} {
 			if _, ok := res.Summary[k]; !ok {
 				t.Errorf("summary lacks %s", k)
 			}
@@ -217,6 +220,55 @@ func TestCellsLatencyAfxdpArm(t *testing.T) {
 	s := latencySummary(r, "forward")
 	if s["cells_p50_ratio"] != 3.0 || s["cells_p50_ratio_afxdp"] != 1.5 || s["cells_ok"] != false {
 		t.Fatalf("summary %v", s)
+	}
+}
+
+// With rounds, the summary gives each arm's spread over the rounds and
+// the median of the rounds' ratios, which the verdict is taken on: rounds
+// at different loads mix into the pooled p50s (here 1.30× where no round
+// is above it) but not into a round's own ratio.
+func TestCellsLatencyRounds(t *testing.T) {
+	c := CellsLatencyConfig{Arms: []string{"forward", "cells"}, Flows: 6, Rounds: 3}
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := roundOrder(c.Arms, 1); got[0] != "cells" || got[1] != "forward" {
+		t.Fatalf("round 2 runs %v, want the arms reversed", got)
+	}
+	c.Arms = append(c.Arms, "forward-afxdp")
+	r := &CellsLatencyResult{Config: c, Load: []float64{1, 2, 3}}
+	var flows []fct.Flow
+	for i, p := range [][2]float64{{100, 130}, {300, 330}, {50, 59}} {
+		l := LatencyRound{Order: roundOrder(c.Arms, i), P50us: map[string]float64{"forward": p[0], "cells": p[1], "forward-afxdp": p[1] / 2},
+			Ratio: map[string]float64{"forward": 1, "cells": p[1] / p[0], "forward-afxdp": p[1] / p[0] / 2}}
+		r.Rounds = append(r.Rounds, l)
+		for j := 0; j < 2; j++ {
+			flows = append(flows, fct.Flow{Arm: "forward", Size: 143, FCT: time.Duration(p[0]) * time.Microsecond},
+				fct.Flow{Arm: "cells", Size: 143, FCT: time.Duration(p[1]) * time.Microsecond},
+				fct.Flow{Arm: "forward-afxdp", Size: 143, FCT: time.Duration(p[1]*500) * time.Nanosecond})
+		}
+	}
+	r.FCT = fct.NewResults(flows, "forward")
+	s := latencySummary(r, "forward")
+	want := map[string]float64{"cells_p50_ratio_median": 1.18, "cells_p50_ratio_min": 1.1, "cells_p50_ratio_max": 1.3, "cells_p50_us_min": 59, "cells_p50_us_max": 330, "forward_p50_us_max": 300, "cells_p50_ratio": 1.3, "cells_p50_ratio_afxdp_median": 2}
+	for k, v := range want {
+		if got, _ := s[k].(float64); math.Abs(got-v) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, s[k], v)
+		}
+	}
+	if s["cells_ok"] != true {
+		t.Errorf("verdict %v: want it taken on the median", s["cells_ok"])
+	}
+	if _, ok := s["forward_p50_ratio_median"]; ok {
+		t.Error("the reference has a ratio to itself")
+	}
+	r.Summary = s
+	if txt := r.Text(); !strings.Contains(txt, "in 3 interleaved rounds") || !strings.Contains(txt, "cells p50 over forward's: median 1.18× of 3 rounds (1.10-1.30)") {
+		t.Errorf("text:\n%s", txt)
+	}
+	c.Flows = 2
+	if err := c.Normalize(); err == nil {
+		t.Error("2 flows in 3 rounds accepted")
 	}
 }
 

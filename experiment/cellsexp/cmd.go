@@ -452,9 +452,13 @@ func cellsLatencyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "latency",
 		Short: "143-byte flows' completion times through cells (pre-credit on, off) against forward",
-		Long: `latency builds the bundle testbed and, for each arm in turn, runs --flows short TCP
-flows of --size bytes from h1 to h2, one connection each, back to back (the fct
-command's builtin tool and TCP settings), and reports their completion times:
+		Long: `latency builds the bundle testbed and runs, for each arm, --flows short TCP flows
+of --size bytes from h1 to h2, one connection each, back to back (the fct command's
+builtin tool and TCP settings), and reports their completion times. The arms take
+turns in --rounds blocks of flows (the order reversed every other round; each block
+starts the arm's dataplanes anew and discards --warmup flows first), so that the
+load of a shared machine weighs on every arm alike; every round gives its own
+ratios, and the verdict is taken on their median. The arms:
 
   forward        linkfabric forward over link0 (the reference). On the bundle its
                  kernel fast path covers host0 → link0 only; link0 → host0 goes
@@ -465,8 +469,9 @@ command's builtin tool and TCP settings), and reports their completion times:
   cells-nopre    cells with credits and no pre-credit: every packet waits for a grant
   cells-push     cells without credits (optional)
 
-Target: cells' p50 ≤ 1.2× forward's; the ratio to forward-afxdp's is printed too. Writes latency.json (figures in "summary"),
-flows.csv and a tail-CDF PNG to --out.`,
+Target: cells' p50 ≤ 1.2× forward's (the median of the rounds' ratios); the ratio to
+forward-afxdp's is printed too. Writes latency.json (figures in "summary", each
+round's in "rounds"), flows.csv and a tail-CDF PNG to --out.`,
 		Example: `  sudo linkfabric cells latency
   sudo linkfabric cells latency --flows 500 --arms forward,cells,cells-nopre,cells-push`,
 	}
@@ -478,7 +483,8 @@ flows.csv and a tail-CDF PNG to --out.`,
 	f.StringVar(&arms, "arms", "forward,forward-afxdp,cells,cells-nopre", "arms, in order: "+strings.Join(CellsLatencyArms, ","))
 	f.Int64Var(&cfg.Size, "size", 143, "flow size, bytes")
 	f.IntVar(&cfg.Flows, "flows", 2000, "flows per arm")
-	f.IntVar(&cfg.Warmup, "warmup", 20, "discarded warm-up flows per arm")
+	f.IntVar(&cfg.Rounds, "rounds", DefaultLatencyRounds, "blocks each arm's flows are split into, the arms taking turns (1: each arm once, one after the other)")
+	f.IntVar(&cfg.Warmup, "warmup", 20, "discarded warm-up flows at the start of every block")
 	f.IntVar(&cfg.PreCredit, "pre-credit", 0, "the cells arm's run --cells-pre-credit in bytes (0: the dataplane's default)")
 	f.StringVar(&cfg.CC, "cc", "auto", "congestion control (auto: dctcp if the kernel has it, else cubic)")
 	fl.add(cmd, "lfclat", "out/cells-latency")
