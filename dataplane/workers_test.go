@@ -289,14 +289,23 @@ func (r *FlowRun) Check() (missing, dups, ooo int, detail []string) {
 			}
 			last = max(last, int(s))
 		}
-		for _, ok := range seen {
+		first, last := -1, -1 // missing
+		for s, ok := range seen {
 			if !ok {
 				m++
+				if first < 0 {
+					first = s
+				}
+				last = s
 			}
 		}
 		missing, dups, ooo = missing+m, dups+d, ooo+o
 		if m+d+o > 0 {
-			detail = append(detail, fmt.Sprintf("flow %d: %d missing, %d duplicated, %d out of order", i, m, d, o))
+			l := fmt.Sprintf("flow %d: %d missing, %d duplicated, %d out of order", i, m, d, o)
+			if m > 0 {
+				l += fmt.Sprintf(" (missing %d to %d of %d)", first, last, r.perFlow)
+			}
+			detail = append(detail, l)
 		}
 	}
 	return
