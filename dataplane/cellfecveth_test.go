@@ -46,6 +46,7 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.Config, p float64) cellsGra
 	}
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	before, queued := endDrops(t, tb, sw1, sw2), cellsSnap(t, sw2).Hosts[0].QueueDrops
+	snd := dataplane.SNMPFields(t, h1, "Udp", "SndbufErrors")["SndbufErrors"]
 	var r cellsGrayRun
 	r.packets, r.lost, _ = dataplane.IperfUDP(t, h1, h2, dataplane.UDPRun{Port: 5321, Rate: "50M", Secs: 3})
 	var where string
@@ -63,8 +64,9 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.Config, p float64) cellsGra
 	r.s1, r.s2 = cellsSnap(t, sw1), cellsSnap(t, sw2)
 	queued = r.s2.Hosts[0].QueueDrops - queued
 	r.busy += links + queued
-	t.Logf("--cells-link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost; %d dropped outside the links (machine busy: %s, sw2 link sockets %d, sw2 host queue %d); the impairment dropped %d frames",
-		mode, p, r.packets, r.lost, r.busy, where, links, queued, r.dropped)
+	snd = dataplane.SNMPFields(t, h1, "Udp", "SndbufErrors")["SndbufErrors"] - snd
+	t.Logf("--cells-link-mode %s, loss %g on the 4 links sw1→sw2: iperf3 UDP 50 Mbit/s 3 s: %d datagrams, %d lost; %d dropped outside the links (machine busy: %s, sw2 link sockets %d, sw2 host queue %d); h1's UDP SndbufErrors %d; the impairment dropped %d frames",
+		mode, p, r.packets, r.lost, r.busy, where, links, queued, snd, r.dropped)
 	t.Logf("sw2: usable links %d, reassembly skipped %d holes, discarded %d records, malformed %d", r.s2.UsableLinks, r.s2.ReasmTimeouts, r.s2.ReasmDiscards, r.s2.Malformed)
 	for _, s := range []cellspipe.Snapshot{r.s1, r.s2} {
 		if s.FramesHeld != 0 || s.CopyFails != 0 {
