@@ -144,8 +144,7 @@ func UpWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...
 	for _, m := range mechs {
 		m(&cfg)
 	}
-	rs1 := StartWatched(t, tb.NS("sw1"), cfg)
-	rs2 := StartWatched(t, tb.NS("sw2"), cfg)
+	rs1, rs2 := StartBoth(t, tb.NS("sw1"), cfg, tb.NS("sw2"), cfg)
 	sw1, sw2 := rs1.D, rs2.D
 	if imp != nil {
 		if err := sw2.Link().Program().SetImpair(*imp); err != nil {
