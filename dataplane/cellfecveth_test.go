@@ -28,12 +28,13 @@ func cellsGray(t *testing.T, mode string, fc fecpipe.Config, p float64) cellsGra
 	tb := netns.TestUp(t, "lfcf", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
 	cc := cellspipe.Config{LinkMode: mode, ReasmTimeout: 100 * time.Millisecond}
-	start := func(ns string, id uint16) *dataplane.Dataplane {
+	node := func(id uint16) dataplane.Config {
 		c := cc
 		c.NodeID = id
-		return dataplane.StartWatched(t, tb.NS(ns), dataplane.WithMech(dataplane.WithMech(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: bundleLinks}, "cells", c), "fec", fc)).D
+		return dataplane.WithMech(dataplane.WithMech(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: bundleLinks}, "cells", c), "fec", fc)
 	}
-	sw1, sw2 := start("sw1", 1), start("sw2", 2)
+	rs1, rs2 := dataplane.StartBoth(t, tb.NS("sw1"), node(1), tb.NS("sw2"), node(2))
+	sw1, sw2 := rs1.D, rs2.D
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
