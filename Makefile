@@ -36,14 +36,15 @@ test: deps vet build race integration
 # detector runs where goroutines can meet (scripts/goroutine-pkgs.sh); the
 # single-goroutine packages run without it, which it would only slow
 # (linkguardian's simulations took 128 s under it). The packages with root
-# tests run one at a time, as in the integration pass.
+# tests run under the race detector with the others, two at a time too:
+# -short skips their root tests, so what runs here is their unit tests
+# (the integration pass runs the rest, one package at a time).
 race:
 	@kinds=$$(GO=$(GO) bash scripts/goroutine-pkgs.sh $(UNIT_PKGS)) && \
 	  race=$$(awk '$$1 == "race" {print $$2}' <<<"$$kinds") && single=$$(awk '$$1 == "single" {print $$2}' <<<"$$kinds") && \
 	  set -x && \
-	  $(GO) test -race -short -p 2 -count=1 -timeout 20m $$race && \
+	  $(GO) test -race -short -p 2 -count=1 -timeout 20m $$race $(ROOT_PKGS) && \
 	  $(GO) test -short -p 2 -count=1 -timeout 20m $$single
-	$(GO) test -race -short -p 1 -count=1 -timeout 20m $(ROOT_PKGS)
 
 # The packages whose tests need root, and the others.
 ROOT_PKGS = $(shell { git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go'; } | xargs grep -l -e RequireRoot -e netns.TestUp -e Geteuid | xargs -n1 dirname | sort -u | sed 's|^\./||; s|^|./|')

@@ -43,11 +43,16 @@ func workers(t *testing.T, n int) {
 // namespace ns as node id.
 func startCells(t *testing.T, ns string, id uint16, hosts, links []string, cc cellspipe.Config) *dataplane.RunningSwitch {
 	t.Helper()
+	return dataplane.StartWatched(t, ns, cellsNode(id, hosts, links, cc))
+}
+
+// cellsNode is the configuration startCells runs.
+func cellsNode(id uint16, hosts, links []string, cc cellspipe.Config) dataplane.Config {
 	cc.NodeID = id
 	if hosts == nil {
 		hosts = []string{"host0"}
 	}
-	return dataplane.StartWatched(t, ns, withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: hosts, LinkPorts: links}, cc))
+	return withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: hosts, LinkPorts: links}, cc)
 }
 
 // cellsSnap returns d's cells statistics once a publication after now is
@@ -65,8 +70,8 @@ func upBundleCells(t *testing.T, base string, cc cellspipe.Config) *lgBed {
 	tb := netns.TestUp(t, base, "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
 	b := &lgBed{tb: tb}
-	b.sw1 = startCells(t, tb.NS("sw1"), 1, nil, bundleLinks, cc).D
-	b.sw2 = startCells(t, tb.NS("sw2"), 2, nil, bundleLinks, cc).D
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cellsNode(1, nil, bundleLinks, cc), tb.NS("sw2"), cellsNode(2, nil, bundleLinks, cc))
+	b.sw1, b.sw2 = sw1.D, sw2.D
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {

@@ -32,8 +32,8 @@ const fecLinkHeader = fec.MaxOverhead + linkcrc.TrailerLen
 func upFEC(t *testing.T, fc fecpipe.Config) (*netns.Testbed, *dataplane.RunningSwitch, *dataplane.RunningSwitch) {
 	t.Helper()
 	tb := netns.TestUp(t, "lfr", "pair", netns.Options{Forwarding: netns.ForwardingNone, LinkHeaderLen: fecLinkHeader})
-	sw1 := dataplane.StartWatched(t, tb.NS("sw1"), withFEC(dataplane.Config{Mode: fecpipe.ModeFEC}, fc))
-	sw2 := dataplane.StartWatched(t, tb.NS("sw2"), withFEC(dataplane.Config{Mode: fecpipe.ModeFEC}, fc))
+	cfg := withFEC(dataplane.Config{Mode: fecpipe.ModeFEC}, fc)
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cfg, tb.NS("sw2"), cfg)
 	return tb, sw1, sw2
 }
 

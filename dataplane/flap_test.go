@@ -36,8 +36,7 @@ func linkFlap(t *testing.T, mode dataplane.Mode) {
 	if lgOnFastPath && mode != dataplane.ModeForward {
 		cfg.FastPath = lgFastPathMode()
 	}
-	sw1 := dataplane.StartWatched(t, tb.NS("sw1"), cfg)
-	sw2 := dataplane.StartWatched(t, tb.NS("sw2"), cfg)
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cfg, tb.NS("sw2"), cfg)
 	h1, h2, ns1 := tb.NS("h1"), tb.NS("h2"), tb.NS("sw1")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -31,6 +31,21 @@ func StartWatched(t *testing.T, ns string, cfg Config) *RunningSwitch {
 	return &RunningSwitch{D: d, Running: r}
 }
 
+// StartBoth is StartWatched for sw1 (namespace ns1, configuration cfg1)
+// and sw2 at once: each dataplane loads a program per port, and the two
+// overlap.
+func StartBoth(t *testing.T, ns1 string, cfg1 Config, ns2 string, cfg2 Config) (*RunningSwitch, *RunningSwitch) {
+	t.Helper()
+	cfgs := []Config{cfg1, cfg2}
+	for i := range cfgs {
+		if len(cfgs[i].LinkPorts) == 0 {
+			cfgs[i].HostPort, cfgs[i].LinkPort = "host0", "link0"
+		}
+	}
+	d, r := netns.TestRunEach(t, []string{ns1, ns2}, func(i int) (*Dataplane, error) { return New(cfgs[i]) })
+	return &RunningSwitch{D: d[0], Running: r[0]}, &RunningSwitch{D: d[1], Running: r[1]}
+}
+
 // StartSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
 func StartSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
 	t.Helper()

@@ -38,8 +38,7 @@ func TestJumboVeth(t *testing.T) {
 		{"lg", dataplane.Config{Mode: lgpipe.ModeLG}},
 	} {
 		t.Run(arm.name, func(t *testing.T) {
-			sw1 := dataplane.StartWatched(t, tb.NS("sw1"), arm.cfg)
-			sw2 := dataplane.StartWatched(t, tb.NS("sw2"), arm.cfg)
+			sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), arm.cfg, tb.NS("sw2"), arm.cfg)
 			defer sw2.Stop(t)
 			defer sw1.Stop(t)
 			for _, sw := range []*dataplane.RunningSwitch{sw1, sw2} {

@@ -82,8 +82,9 @@ func upLGLink(t *testing.T, mode dataplane.Mode, lc dataplane.LinkConfig, lgc lg
 	if lgOnFastPath && mode != dataplane.ModeForward {
 		fp = lgFastPathMode()
 	}
-	b.sw1 = dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
-	b.sw2 = dataplane.StartSwitch(t, tb.NS("sw2"), withLG(dataplane.Config{Mode: mode, Link: lc, FastPath: fp}, lgc))
+	cfg := withLG(dataplane.Config{Mode: mode, Link: lc, FastPath: fp}, lgc)
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cfg, tb.NS("sw2"), cfg)
+	b.sw1, b.sw2 = sw1.D, sw2.D
 	if imp != nil {
 		if err := b.sw2.Link().Program().SetImpair(*imp); err != nil {
 			t.Fatalf("impairment on sw2 link0: %v", err)

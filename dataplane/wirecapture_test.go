@@ -223,15 +223,15 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode dataplane.Mode, cellL
 	if mode == lgpipe.ModeLGNB || mode == fecpipe.ModeFEC {
 		integrity = linkcrc.Csum
 	}
-	start := func(ns string, id uint16) *dataplane.RunningSwitch {
+	cfg := func(id uint16) dataplane.Config {
 		switch mode {
 		case cellspipe.ModeCells:
-			return dataplane.StartWatched(t, ns, withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"}, Link: dataplane.LinkConfig{Integrity: integrity}}, cellspipe.Config{NodeID: id, LinkMode: cellLinkMode}))
+			return withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: []string{"host0"}, LinkPorts: []string{"link0"}, Link: dataplane.LinkConfig{Integrity: integrity}}, cellspipe.Config{NodeID: id, LinkMode: cellLinkMode})
 		default:
-			return dataplane.StartWatched(t, ns, dataplane.Config{Mode: mode, Link: dataplane.LinkConfig{Integrity: integrity}})
+			return dataplane.Config{Mode: mode, Link: dataplane.LinkConfig{Integrity: integrity}}
 		}
 	}
-	sw1, sw2 := start(sw1ns, 1), start(sw2ns, 2)
+	sw1, sw2 := dataplane.StartBoth(t, sw1ns, cfg(1), sw2ns, cfg(2))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {

@@ -144,8 +144,7 @@ func UpWorkersSwitches(t *testing.T, mode Mode, imp *bpf.ImpairConfig, mechs ...
 	for _, m := range mechs {
 		m(&cfg)
 	}
-	rs1 := StartWatched(t, tb.NS("sw1"), cfg)
-	rs2 := StartWatched(t, tb.NS("sw2"), cfg)
+	rs1, rs2 := StartBoth(t, tb.NS("sw1"), cfg, tb.NS("sw2"), cfg)
 	sw1, sw2 := rs1.D, rs2.D
 	if imp != nil {
 		if err := sw2.Link().Program().SetImpair(*imp); err != nil {
@@ -289,14 +288,23 @@ func (r *FlowRun) Check() (missing, dups, ooo int, detail []string) {
 			}
 			last = max(last, int(s))
 		}
-		for _, ok := range seen {
+		first, last := -1, -1 // missing
+		for s, ok := range seen {
 			if !ok {
 				m++
+				if first < 0 {
+					first = s
+				}
+				last = s
 			}
 		}
 		missing, dups, ooo = missing+m, dups+d, ooo+o
 		if m+d+o > 0 {
-			detail = append(detail, fmt.Sprintf("flow %d: %d missing, %d duplicated, %d out of order", i, m, d, o))
+			l := fmt.Sprintf("flow %d: %d missing, %d duplicated, %d out of order", i, m, d, o)
+			if m > 0 {
+				l += fmt.Sprintf(" (missing %d to %d of %d)", first, last, r.perFlow)
+			}
+			detail = append(detail, l)
 		}
 	}
 	return

@@ -2,6 +2,9 @@ package dataplane_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,7 +147,70 @@ func TestWorkersLGLinkFlap(t *testing.T) {
 		t.Errorf("sw1 link port: %d down events, down for %v, down now %v; want one event (however many workers found it down), a positive time, up now",
 			st.Link.DownEvents, time.Duration(st.Link.DownNs), st.Link.Down)
 	}
-	dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate).Assert(t, "after the flap", false)
+	before := endDrops(t, tb, sw1.D, sw2.D)
+	r := dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, 1000, dataplane.WorkerSize, dataplane.WorkerRate)
+	assertAccounted(t, r, "after the flap", before, endDrops(t, tb, sw1.D, sw2.D))
+	for i, s := range lgpipe.LaneStatsOf(sw2.D) {
+		rs := waitLaneCore(t, s).Receiver
+		t.Logf("sw2 lane %d receiver: detected %d lost, recovered %d, gave up %d, skipped %d, delivered %d", i, rs.LostDetected, rs.Recovered, rs.AckNoTimeouts, rs.ForcedSkips, rs.Delivered)
+	}
+}
+
+// endDrops reads the counters of the places where a datagram h1→h2 can be
+// dropped outside the link, which LinkGuardian does not protect: h1's veth
+// (sw1's host port did not take the frame), sw1's host-port sockets (RX
+// ring full, fill ring empty), sw2's host port (TX ring full; or the
+// kernel's, the input backlog of the CPU that sent the frame to h2 full:
+// veth counts it on the sending end) and h2's sockets (receive buffer
+// full).
+func endDrops(t *testing.T, tb *netns.Testbed, sw1, sw2 *dataplane.Dataplane) map[string]uint64 {
+	t.Helper()
+	veth, err := netns.LinkTxDrops(tb.NS("h1"), "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver, err := netns.LinkTxDrops(tb.NS("sw2"), "host0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]uint64{
+		"h1 eth0 TX dropped":                  veth,
+		"sw2 host0 TX dropped by the kernel":  deliver,
+		"sw1 host0 AF_XDP RX ring full/drops": socketDrops(t, sw1.Host()),
+		"sw2 host0 TX dropped":                sw2.Stats().Host.TX.Dropped,
+		"h2 UDP RcvbufErrors":                 dataplane.SNMPFields(t, tb.NS("h2"), "Udp", "RcvbufErrors")["RcvbufErrors"],
+	}
+}
+
+// outsideLink sums what endDrops counted between before and after and
+// says where.
+func outsideLink(before, after map[string]uint64) (uint64, string) {
+	var n uint64
+	var where []string
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		d := after[k] - before[k]
+		n += d
+		where = append(where, fmt.Sprintf("%s %d", k, d))
+	}
+	return n, strings.Join(where, ", ")
+}
+
+// assertAccounted fails the test for each flow of r (what: which run) with
+// a datagram duplicated or out of order, and if more datagrams are missing
+// than endDrops counted dropped outside the link between before and after:
+// a datagram a socket or ring at either end dropped is not one the link
+// lost.
+func assertAccounted(t *testing.T, r *dataplane.FlowRun, what string, before, after map[string]uint64) {
+	t.Helper()
+	missing, dups, ooo, detail := r.Check()
+	counted, where := outsideLink(before, after)
+	t.Logf("%s: %d missing, %d duplicated, %d out of order; dropped outside the link: %s", what, missing, dups, ooo, where)
+	if uint64(missing) > counted || dups > 0 || ooo > 0 {
+		t.Errorf("%s: %d missing, %d dropped outside the link", what, missing, counted)
+		for _, l := range detail {
+			t.Error(l)
+		}
+	}
 }
 
 // TestWorkersMismatchSaid: sw1 runs lg with 2 workers (a session per

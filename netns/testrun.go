@@ -49,6 +49,38 @@ func TestRun[R Runner](tb testing.TB, ns string, mk func() (R, error)) (R, *Runn
 	return r, startRunning(tb, r)
 }
 
+// TestRunEach is TestRun in each namespace of nss at once: mk(i) makes the
+// Runner of nss[i]. Making one may take a while (a dataplane loads a
+// program per port); made together, they overlap. An error of any fails
+// the test, the others made still run until it ends.
+func TestRunEach[R Runner](tb testing.TB, nss []string, mk func(i int) (R, error)) ([]R, []*Running) {
+	tb.Helper()
+	rs, errs := make([]R, len(nss)), make([]error, len(nss))
+	var wg sync.WaitGroup
+	for i, ns := range nss {
+		wg.Go(func() {
+			errs[i] = Do(ns, func() error {
+				var err error
+				rs[i], err = mk(i)
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	running := make([]*Running, len(nss))
+	for i := range nss {
+		if errs[i] == nil {
+			running[i] = startRunning(tb, rs[i])
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			tb.Fatalf("in %s: %v", nss[i], err)
+		}
+	}
+	return rs, running
+}
+
 // startRunning runs r on a goroutine of its own until tb ends or Stop.
 func startRunning(tb testing.TB, r Runner) *Running {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
 	"github.com/linkfabric/linkfabric/netns"
 	"github.com/vishvananda/netlink"
 )
@@ -113,24 +114,20 @@ func cliOnBed(t *testing.T, base string, opts netns.Options) (cli, *netns.Testbe
 	return c, netns.TestUp(t, base, "pair", opts)
 }
 
-// buildCLI builds the binary into a fresh temporary directory that other
-// users can enter (for the non-root run).
+// buildCLI returns the binary, built once for the package's tests
+// (bedtest.Self; TestMain removes it) in a directory that other users can
+// enter (for the non-root run).
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "linkfabric")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	// t.TempDir is <MkdirTemp dir>/NNN, both mode 0700.
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	bin := bedtest.Self(t)
+	// MkdirTemp made its directory mode 0700.
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+func TestMain(m *testing.M) { bedtest.Main(m) }
 
 // xdpOn returns the XDP program IDs attached to each interface of ns.
 func xdpOn(t *testing.T, ns string) map[string]uint32 {

@@ -122,25 +122,38 @@ type NodeRun struct {
 	Args []string
 }
 
-// StartNodes starts one dataplane process per run, in order, each waited
-// for until it forwards; if one fails, those already started are stopped.
+// StartNodes starts one dataplane process per run, all at once (each
+// spends its start loading and verifying a program per port: on two
+// cores, the processes overlap), and waits until every one forwards; if
+// one fails, the others are stopped. A process is given readyWait to be
+// ready for each one starting beside it.
 func (e *Env) StartNodes(ctx context.Context, runs []NodeRun) (*Dataplanes, error) {
 	if err := e.Defaults(); err != nil {
 		return nil, err
 	}
+	procs, errs := make([]*proc, len(runs)), make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Go(func() { procs[i], errs[i] = e.startProc(r.Name, r.Args, time.Duration(len(runs))*readyWait) })
+	}
+	wg.Wait()
 	d := &Dataplanes{env: e}
-	for _, r := range runs {
-		p, err := e.startProc(r.Name, r.Args)
-		if err != nil {
-			d.Stop()
-			return nil, err
+	for _, p := range procs {
+		if p != nil {
+			d.procs = append(d.procs, p)
 		}
-		d.procs = append(d.procs, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		d.Stop()
+		return nil, err
 	}
 	return d, nil
 }
 
-func (e *Env) startProc(name string, args []string) (*proc, error) {
+// readyWait is how long one dataplane process may take to be ready.
+const readyWait = 15 * time.Second
+
+func (e *Env) startProc(name string, args []string, wait time.Duration) (*proc, error) {
 	cmd := exec.Command(e.Self, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	stderr, err := cmd.StderrPipe()
@@ -172,9 +185,9 @@ func (e *Env) startProc(name string, args []string) (*proc, error) {
 		return p, nil
 	case <-p.done:
 		return nil, fmt.Errorf("dataplane on %s exited before it was ready:\n%s", name, p.log())
-	case <-time.After(15 * time.Second):
+	case <-time.After(wait):
 		p.stop()
-		return nil, fmt.Errorf("dataplane on %s not ready after 15s:\n%s", name, p.log())
+		return nil, fmt.Errorf("dataplane on %s not ready after %v:\n%s", name, wait, p.log())
 	}
 }
 
@@ -255,7 +268,7 @@ func (d *Dataplanes) Restart(sw string) error {
 	if err := old.stop(); err != nil {
 		return err
 	}
-	p, err := d.env.startProc(sw, old.args)
+	p, err := d.env.startProc(sw, old.args, readyWait)
 	if err != nil {
 		return err
 	}
