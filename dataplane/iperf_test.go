@@ -2,13 +2,13 @@ package dataplane
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -60,42 +60,19 @@ func runIperfClient(ctx context.Context, ns, addr string, port int, jsonOnly boo
 	return out, err
 }
 
-// IperfReport is what the tests read of iperf3's JSON report (-J).
-type IperfReport struct {
-	Error string `json:"error"`
-	End   struct {
-		Sum struct { // UDP
-			Packets     uint64 `json:"packets"`
-			LostPackets uint64 `json:"lost_packets"`
-		} `json:"sum"`
-		SumSent struct { // TCP
-			Retransmits int `json:"retransmits"`
-		} `json:"sum_sent"`
-		SumReceived struct { // TCP
-			Bytes         float64 `json:"bytes"`
-			BitsPerSecond float64 `json:"bits_per_second"`
-		} `json:"sum_received"`
-		Streams []struct {
-			UDP struct {
-				OutOfOrder uint64 `json:"out_of_order"`
-			} `json:"udp"`
-		} `json:"streams"`
-	} `json:"end"`
-}
-
 // IperfJSON runs the iperf3 client in namespace client against the server
 // at addr as RunIperfClient does, with -J, and returns its report; an error
 // of the run, or a report that does not decode or names an error, fails
 // the test.
-func IperfJSON(t *testing.T, ctx context.Context, client, addr string, port int, args ...string) IperfReport {
+func IperfJSON(t *testing.T, ctx context.Context, client, addr string, port int, args ...string) fct.IperfReport {
 	t.Helper()
 	out, err := runIperfClient(ctx, client, addr, port, true, append(args, "-J"))
-	var r IperfReport
+	var r fct.IperfReport
 	if err == nil {
-		err = json.Unmarshal(out, &r)
+		r, err = fct.ParseIperfReport(out)
 	}
-	if err != nil || r.Error != "" {
-		t.Fatalf("iperf3 %s %s→%s: %v %q\n%s", strings.Join(args, " "), client, addr, err, r.Error, LastLines(string(out), 20))
+	if err != nil {
+		t.Fatalf("iperf3 %s %s→%s: %v\n%s", strings.Join(args, " "), client, addr, err, LastLines(string(out), 20))
 	}
 	return r
 }
@@ -129,8 +106,8 @@ func IperfUDP(t *testing.T, h1, h2 string, o UDPRun) (packets, lost, ooo uint64)
 	if r.End.Sum.Packets == 0 {
 		t.Fatalf("iperf3 %s h1→h2 sent no datagrams", strings.Join(args, " "))
 	}
-	for _, s := range r.End.Streams {
-		ooo += s.UDP.OutOfOrder
+	if r.End.Sum.LostPackets < 0 || r.OutOfOrder() < 0 {
+		t.Fatalf("iperf3 %s h1→h2: %d lost, %d out of order: a count below zero", strings.Join(args, " "), r.End.Sum.LostPackets, r.OutOfOrder())
 	}
-	return r.End.Sum.Packets, r.End.Sum.LostPackets, ooo
+	return uint64(r.End.Sum.Packets), uint64(r.End.Sum.LostPackets), uint64(r.OutOfOrder())
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -80,28 +81,14 @@ type iperfUDP struct {
 }
 
 func parseIperfUDP(out []byte) (iperfUDP, error) {
-	var doc struct {
-		End struct {
-			Streams []struct {
-				UDP struct {
-					Packets    int64 `json:"packets"`
-					Lost       int64 `json:"lost_packets"`
-					OutOfOrder int64 `json:"out_of_order"`
-				} `json:"udp"`
-			} `json:"streams"`
-		} `json:"end"`
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal(out, &doc); err != nil {
+	doc, err := fct.ParseIperfReport(out)
+	if err != nil {
 		return iperfUDP{}, err
-	}
-	if doc.Error != "" {
-		return iperfUDP{}, fmt.Errorf("iperf3: %s", doc.Error)
 	}
 	var r iperfUDP
 	for _, s := range doc.End.Streams {
 		r.Packets += s.UDP.Packets
-		r.Lost += s.UDP.Lost
+		r.Lost += s.UDP.LostPackets
 		r.OutOfOrder += s.UDP.OutOfOrder
 	}
 	if len(doc.End.Streams) != 2 {

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkfabric/linkfabric/fct"
 	"github.com/linkfabric/linkfabric/netns"
 )
 
@@ -318,30 +319,14 @@ func TestRealHostsNodeFiles(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var rep struct {
-		Error string `json:"error"`
-		End   struct {
-			Sum struct {
-				Packets     uint64 `json:"packets"`
-				LostPackets uint64 `json:"lost_packets"`
-			} `json:"sum"`
-			Streams []struct {
-				UDP struct {
-					OutOfOrder uint64 `json:"out_of_order"`
-				} `json:"udp"`
-			} `json:"streams"`
-		} `json:"end"`
-	}
+	var rep fct.IperfReport
 	if err == nil {
-		err = json.Unmarshal(out, &rep)
+		rep, err = fct.ParseIperfReport(out)
 	}
-	if err != nil || rep.Error != "" || rep.End.Sum.Packets == 0 {
-		t.Fatalf("iperf3 UDP h1→h2: %v %q, %d datagrams\n%s", err, rep.Error, rep.End.Sum.Packets, out)
+	if err != nil || rep.End.Sum.Packets == 0 || rep.End.Sum.LostPackets < 0 || rep.OutOfOrder() < 0 {
+		t.Fatalf("iperf3 UDP h1→h2: %v, %d datagrams, %d lost, %d out of order\n%s", err, rep.End.Sum.Packets, rep.End.Sum.LostPackets, rep.OutOfOrder(), out)
 	}
-	var ooo uint64
-	for _, s := range rep.End.Streams {
-		ooo += s.UDP.OutOfOrder
-	}
+	ooo := rep.OutOfOrder()
 	socketDrops := udpSocketDrops(t, h2) - drops0
 	dropped := impairDropped(t, c, sw2)
 	t.Logf("iperf3 UDP 50M 5 s h1→h2 at 1e-2 loss: %d datagrams, %d lost, %d out of order; the impairer dropped %d frames; h2's receiving socket dropped %d (Udp RcvbufErrors)",
@@ -349,7 +334,7 @@ func TestRealHostsNodeFiles(t *testing.T) {
 	if dropped == 0 {
 		t.Errorf("the impairer on sw2's link0 dropped nothing: the link was not lossy")
 	}
-	if lost := rep.End.Sum.LostPackets; lost > socketDrops {
+	if lost := uint64(rep.End.Sum.LostPackets); lost > socketDrops {
 		t.Errorf("%d of %d datagrams lost on the link (iperf3 counted %d lost, h2's own socket dropped %d)", lost-socketDrops, rep.End.Sum.Packets, lost, socketDrops)
 	}
 	if ooo != 0 {

@@ -222,27 +222,11 @@ func (e *Env) udpOnce(ctx context.Context, port int, rate float64, d time.Durati
 	cmd := netns.Command(ctx, e.NS("h1"), "iperf3", append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.Output()
-	var doc struct {
-		End struct {
-			Streams []struct {
-				UDP struct {
-					OutOfOrder int `json:"out_of_order"`
-				} `json:"udp"`
-			} `json:"streams"`
-			SumReceived struct {
-				Lost    int `json:"lost_packets"`
-				Packets int `json:"packets"`
-			} `json:"sum_received"`
-		} `json:"end"`
-		Error string `json:"error"`
+	doc, jerr := fct.ParseIperfReport(out)
+	if jerr != nil {
+		return UDPResult{}, fmt.Errorf("iperf3 -u in %s: %v %v", e.NS("h1"), err, jerr)
 	}
-	if jerr := json.Unmarshal(out, &doc); jerr != nil || doc.Error != "" {
-		return UDPResult{}, fmt.Errorf("iperf3 -u in %s: %v %v %s", e.NS("h1"), err, jerr, doc.Error)
-	}
-	r := UDPResult{Packets: doc.End.SumReceived.Packets, Lost: doc.End.SumReceived.Lost}
-	for _, s := range doc.End.Streams {
-		r.OutOfOrder += s.UDP.OutOfOrder
-	}
+	r := UDPResult{Packets: int(doc.End.SumReceived.Packets), Lost: int(doc.End.SumReceived.LostPackets), OutOfOrder: int(doc.OutOfOrder())}
 	return r, nil
 }
 
