@@ -12,18 +12,18 @@ import (
 type GoodputCell struct {
 	Arm      string  `json:"arm"`
 	LossRate float64 `json:"loss_rate"`
-	Gbps     float64 `json:"gbps"`
+	Bps      float64 `json:"goodput_bps"` // bit/s
 }
 
-// GoodputRow is one arm of a GoodputTable. Gbps[i] and Ratio[i] belong to
+// GoodputRow is one arm of a GoodputTable. Bps[i] (bit/s) and Ratio[i] belong to
 // LossRates[i]; a missing measurement is nil (JSON null, "n/a" in text).
 type GoodputRow struct {
 	Arm   string     `json:"arm"`
-	Gbps  []*float64 `json:"gbps"`
+	Bps   []*float64 `json:"goodput_bps"`
 	Ratio []*float64 `json:"ratio_to_no_loss"`
 }
 
-// GoodputTable is the paper's Table 3 layout: arms x loss rates -> Gbit/s,
+// GoodputTable is the paper's Table 3 layout: arms x loss rates -> bit/s,
 // plus each value's ratio to "no loss": the same arm's goodput at loss rate
 // 0, or, when the arm has no loss-0 measurement (Wharf's "n/a"), the
 // reference arm's goodput at loss rate 0.
@@ -48,7 +48,7 @@ func NewGoodputTable(cells []GoodputCell, ref string) GoodputTable {
 		if !slices.Contains(t.LossRates, c.LossRate) {
 			t.LossRates = append(t.LossRates, c.LossRate)
 		}
-		val[c.Arm][c.LossRate] = c.Gbps
+		val[c.Arm][c.LossRate] = c.Bps
 	}
 	slices.Sort(t.LossRates)
 	if ref == "" && len(arms) > 0 {
@@ -65,11 +65,11 @@ func NewGoodputTable(cells []GoodputCell, ref string) GoodputTable {
 		for _, lr := range t.LossRates {
 			g, has := val[a][lr]
 			if !has {
-				row.Gbps = append(row.Gbps, nil)
+				row.Bps = append(row.Bps, nil)
 				row.Ratio = append(row.Ratio, nil)
 				continue
 			}
-			row.Gbps = append(row.Gbps, &g)
+			row.Bps = append(row.Bps, &g)
 			if ok && base != 0 {
 				r := g / base
 				row.Ratio = append(row.Ratio, &r)
@@ -113,12 +113,12 @@ func (t GoodputTable) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t", r.Arm)
 		for i := range t.LossRates {
 			switch {
-			case r.Gbps[i] == nil:
+			case r.Bps[i] == nil:
 				fmt.Fprint(tw, "n/a\t")
 			case r.Ratio[i] == nil:
-				fmt.Fprintf(tw, "%.2f\t", *r.Gbps[i])
+				fmt.Fprintf(tw, "%.2f\t", *r.Bps[i]/1e9)
 			default:
-				fmt.Fprintf(tw, "%.2f (%.2fx)\t", *r.Gbps[i], *r.Ratio[i])
+				fmt.Fprintf(tw, "%.2f (%.2fx)\t", *r.Bps[i]/1e9, *r.Ratio[i])
 			}
 		}
 		fmt.Fprintln(tw, "\t")

@@ -224,20 +224,20 @@ func TestPlotPNG(t *testing.T) {
 
 func TestGoodputTable(t *testing.T) {
 	cells := []GoodputCell{
-		{"None", 0, 9.49}, {"None", 1e-5, 9.48}, {"None", 1e-3, 3.48},
-		{"Wharf", 1e-5, 9.13}, {"Wharf", 1e-3, 9.13},
-		{"LinkGuardian", 0, 9.47}, {"LinkGuardian", 1e-3, 9.46},
+		{"None", 0, 9.49e9}, {"None", 1e-5, 9.48e9}, {"None", 1e-3, 3.48e9},
+		{"Wharf", 1e-5, 9.13e9}, {"Wharf", 1e-3, 9.13e9},
+		{"LinkGuardian", 0, 9.47e9}, {"LinkGuardian", 1e-3, 9.46e9},
 	}
 	g := NewGoodputTable(cells, "None")
 	if !reflect.DeepEqual(g.LossRates, []float64{0, 1e-5, 1e-3}) || len(g.Rows) != 3 {
 		t.Fatalf("table %+v", g)
 	}
 	w := g.Rows[1]
-	if w.Arm != "Wharf" || w.Gbps[0] != nil || *w.Gbps[1] != 9.13 || math.Abs(*w.Ratio[1]-9.13/9.49) > 1e-12 {
+	if w.Arm != "Wharf" || w.Bps[0] != nil || *w.Bps[1] != 9.13e9 || math.Abs(*w.Ratio[1]-9.13/9.49) > 1e-12 {
 		t.Fatalf("wharf row %+v", w)
 	}
 	lg := g.Rows[2]
-	if lg.Gbps[1] != nil || math.Abs(*lg.Ratio[2]-9.46/9.47) > 1e-12 || *lg.Ratio[0] != 1 {
+	if lg.Bps[1] != nil || math.Abs(*lg.Ratio[2]-9.46/9.47) > 1e-12 || *lg.Ratio[0] != 1 {
 		t.Fatalf("lg row %+v", lg)
 	}
 	var b bytes.Buffer
@@ -253,7 +253,7 @@ func TestGoodputTable(t *testing.T) {
 	if err := report.Encode(&jb, g); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(jb.String(), `"gbps": [`) || !strings.Contains(jb.String(), "null") {
+	if !strings.Contains(jb.String(), `"goodput_bps": [`) || !strings.Contains(jb.String(), "null") {
 		t.Errorf("JSON %s", jb.String())
 	}
 	t.Logf("\n%s", b.String())

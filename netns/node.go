@@ -34,7 +34,7 @@ const (
 type NodePort struct {
 	Dev    string   `json:"dev"`
 	Role   Role     `json:"role"`
-	Rate   BitRate  `json:"rate,omitempty"`
+	Rate   BitRate  `json:"rate_bps,omitempty"`
 	Buffer ByteSize `json:"buffer,omitempty"`
 }
 

@@ -15,7 +15,7 @@ import (
 // On a host end it is the NIC's line rate; on a switch end it is the
 // egress port and its (shallow) buffer.
 type Shape struct {
-	Rate  BitRate  `yaml:"rate" json:"rate"`
+	Rate  BitRate  `yaml:"rate" json:"rate_bps"`
 	Burst ByteSize `yaml:"burst" json:"burst"`
 	Limit ByteSize `yaml:"limit" json:"limit"`
 }

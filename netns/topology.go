@@ -82,7 +82,7 @@ type VethPair struct {
 	// on this link (its line rate, bit/s, and its egress queue, bytes):
 	// veth has no speed of its own. Zero: unlimited, and the dataplane's
 	// default buffer.
-	Rate   BitRate  `yaml:"rate,omitempty" json:"rate,omitempty"`
+	Rate   BitRate  `yaml:"rate,omitempty" json:"rate_bps,omitempty"`
 	Buffer ByteSize `yaml:"buffer,omitempty" json:"buffer,omitempty"`
 	// Shape puts a kernel TBF qdisc on both ends (shape.go): on a host end
 	// it is the NIC's line rate, on a switch end the egress port and its

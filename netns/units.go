@@ -74,8 +74,27 @@ func (b ByteSize) String() string {
 	return strconv.Itoa(int(b))
 }
 
-// MarshalText writes the rate with its unit ("500M").
+// MarshalText writes the rate with its unit ("500M"): YAML and text.
 func (r BitRate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// MarshalJSON writes the rate as a number of bit/s, as every rate in the
+// machine output is written.
+func (r BitRate) MarshalJSON() ([]byte, error) { return strconv.AppendUint(nil, uint64(r), 10), nil }
+
+// UnmarshalJSON takes a number of bit/s or a string ParseBitRate takes.
+func (r *BitRate) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		s, err := strconv.Unquote(string(b))
+		if err != nil {
+			return fmt.Errorf("rate %s: %w", b, err)
+		}
+		return r.UnmarshalText([]byte(s))
+	}
+	return r.UnmarshalText(b)
+}
 
 // UnmarshalText parses a rate (see ParseBitRate).
 func (r *BitRate) UnmarshalText(b []byte) error {

@@ -2,6 +2,7 @@ package netns
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -42,6 +43,20 @@ func TestUnitsRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(b, &got); err != nil || got != r {
 			t.Errorf("rate %d → %s → %d, %v", r, b, got, err)
 		}
+		if want := strconv.FormatUint(uint64(r), 10); string(b) != want {
+			t.Errorf("rate %d is %s in JSON; want %s (bit/s, a number)", r, b, want)
+		}
+	}
+	// State written before rates were numbers in JSON still reads.
+	for in, want := range map[string]BitRate{`"500M"`: 500e6, `"2.5G"`: 2.5e9, `200e6`: 200e6, `null`: 0} {
+		var got BitRate
+		if err := json.Unmarshal([]byte(in), &got); err != nil || got != want {
+			t.Errorf("json %s → %d, %v; want %d", in, got, err, want)
+		}
+	}
+	var bad BitRate
+	if err := json.Unmarshal([]byte(`"fast"`), &bad); err == nil {
+		t.Error(`json "fast" read as a rate`)
 	}
 	for _, s := range []ByteSize{256 << 10, 1 << 20, 1500} {
 		b, _ := json.Marshal(s)

@@ -89,7 +89,7 @@ func RunUDPFlows(ctx context.Context, sinks map[string]string, flows []UDPFlow, 
 // IperfTCP is one iperf3 TCP client's result.
 type IperfTCP struct {
 	Bytes       float64
-	Mbps        float64
+	Bps         float64 // bit/s received
 	Retransmits int
 }
 
@@ -140,7 +140,7 @@ func RunIperfPairs(ctx context.Context, pairs [][4]string, d time.Duration, extr
 				errs[i] = fmt.Errorf("iperf3 %s → %s: %s", p[0], p[2], doc.Error)
 				return
 			}
-			res[i] = IperfTCP{Bytes: doc.End.SumReceived.Bytes, Mbps: doc.End.SumReceived.BitsPerSecond / 1e6, Retransmits: doc.End.SumSent.Retransmits}
+			res[i] = IperfTCP{Bytes: doc.End.SumReceived.Bytes, Bps: doc.End.SumReceived.BitsPerSecond, Retransmits: doc.End.SumSent.Retransmits}
 		}()
 	}
 	if mid != nil {
@@ -195,7 +195,7 @@ func LoadAvg() float64 {
 }
 
 // UDPSeries bins the arrivals of each flow (flows[i] for flow i) into bins
-// of width bin from t0.
+// of width bin from t0: each bin the flow's wire bit/s in it.
 func UDPSeries(arr []UDPArrival, names []string, t0 int64, bin time.Duration) [][]float64 {
 	out := make([][]float64, len(names))
 	for _, a := range arr {
@@ -207,7 +207,7 @@ func UDPSeries(arr []UDPArrival, names []string, t0 int64, bin time.Duration) []
 		for len(s) <= k {
 			s = append(s, 0)
 		}
-		s[k] += float64(a.Len+UDPWireOverhead) * 8 / bin.Seconds() / 1e6
+		s[k] += float64(a.Len+UDPWireOverhead) * 8 / bin.Seconds()
 		out[a.Flow] = s
 	}
 	return out

@@ -39,7 +39,7 @@ func Server(ctx context.Context, e *Env, ns string, name string, args ...string)
 
 // IperfResult is one iperf3 TCP run from h1 to h2.
 type IperfResult struct {
-	Gbps        float64 `json:"gbps"`
+	Bps         float64 `json:"goodput_bps"` // bit/s received
 	Retransmits int     `json:"retransmits"`
 }
 
@@ -67,7 +67,7 @@ func (e *Env) Iperf3(ctx context.Context, d time.Duration, extra ...string) (Ipe
 	if doc.Error != "" {
 		return IperfResult{}, fmt.Errorf("iperf3 in %s: %s", e.NS("h1"), doc.Error)
 	}
-	return IperfResult{Gbps: doc.End.SumReceived.BitsPerSecond / 1e9, Retransmits: doc.End.SumSent.Retransmits}, nil
+	return IperfResult{Bps: doc.End.SumReceived.BitsPerSecond, Retransmits: doc.End.SumSent.Retransmits}, nil
 }
 
 // Latency is a sockperf ping-pong result: one-way latency (RTT/2) in µs.

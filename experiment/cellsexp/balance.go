@@ -46,7 +46,7 @@ func (c *CellsBalanceConfig) Normalize() error {
 // loadSample is one iperf3 run from h1 to h2 with sw1's link ports counted
 // over a window inside it (transmitted: the data direction).
 type loadSample struct {
-	Gbps        float64   `json:"gbps"`
+	Bps         float64   `json:"tcp_bps"`
 	Retransmits int       `json:"tcp_retransmits"`
 	Seconds     float64   `json:"window_seconds"`
 	LinkBytes   []float64 `json:"link_bytes"`
@@ -107,7 +107,7 @@ func iperfLoadOnce(ctx context.Context, b *bed.Bed, flows int, d time.Duration, 
 	if r.err != nil {
 		return s, r.err
 	}
-	s.Gbps, s.Retransmits, s.Seconds = r.r.Gbps, r.r.Retransmits, t1.Sub(t0).Seconds()
+	s.Bps, s.Retransmits, s.Seconds = r.r.Bps, r.r.Retransmits, t1.Sub(t0).Seconds()
 	for i := range links {
 		dl := c1[i].Sub(c0[i])
 		s.LinkBytes = append(s.LinkBytes, float64(dl.TxBytes))
@@ -162,7 +162,7 @@ func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*Cel
 		}
 		a := BalanceArm{Spray: sp, Load: s, MaxMean: bed.MaxMean(s.LinkBytes)}
 		res.Arms = append(res.Arms, a)
-		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Gbps, joinFloats(s.LinkBytes, 1e6, "%.1f", " / ")+" MB", a.MaxMean)
+		e.Printf("cells balance:   %.2f Gbit/s; bytes per link %s; max/mean %.4f", s.Bps/1e9, joinFloats(s.LinkBytes, 1e6, "%.1f", " / ")+" MB", a.MaxMean)
 		return nil
 	})
 	if err != nil {
@@ -171,7 +171,7 @@ func CellsBalance(ctx context.Context, e *bed.Env, cfg CellsBalanceConfig) (*Cel
 	res.Summary = CellsBalanceSummary{"perm_target": 1.02}
 	for _, a := range res.Arms {
 		res.Summary[a.Spray+"_max_mean"] = a.MaxMean
-		res.Summary[a.Spray+"_gbps"] = a.Load.Gbps
+		res.Summary[a.Spray+"_tcp_bps"] = a.Load.Bps
 		if a.Spray == "perm" {
 			res.Summary["perm_ok"] = a.MaxMean <= 1.02
 		}
@@ -220,7 +220,7 @@ func (r *CellsBalanceResult) Text() string {
 		for _, x := range a.Load.LinkBytes {
 			fmt.Fprintf(w, "%.1f\t", x/1e6)
 		}
-		fmt.Fprintf(w, "%.4f\t%.2f\t%d\t\n", a.MaxMean, a.Load.Gbps, a.Load.Retransmits)
+		fmt.Fprintf(w, "%.4f\t%.2f\t%d\t\n", a.MaxMean, a.Load.Bps/1e9, a.Load.Retransmits)
 	}
 	w.Flush()
 	if v, ok := r.Summary["perm_max_mean"].(float64); ok {

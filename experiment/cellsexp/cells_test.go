@@ -160,8 +160,8 @@ func TestCellsBundleExperiments(t *testing.T) {
 			t.Fatalf("trials %+v", res.Trials)
 		}
 		tr := res.Trials[0]
-		if tr.Aggregate <= 0 || tr.Load.Gbps <= 0 || tr.Effective <= 0 {
-			t.Errorf("trial: aggregate %v, %v Gbit/s, effective links %v", tr.Aggregate, tr.Load.Gbps, tr.Effective)
+		if tr.Aggregate <= 0 || tr.Load.Bps <= 0 || tr.Effective <= 0 {
+			t.Errorf("trial: aggregate %v, %v bit/s, effective links %v", tr.Aggregate, tr.Load.Bps, tr.Effective)
 		}
 		// The links are rate-limited: none can carry much more than its rate.
 		for i, u := range tr.LinkUtil {

@@ -21,10 +21,10 @@ const wireOverhead = 24
 // CellsElephantsConfig sizes `linkfabric cells elephants`.
 type CellsElephantsConfig struct {
 	Sprays   []string      `json:"sprays"`
-	Flows    int           `json:"flows"`       // TCP flows (iperf3 -P)
-	LinkRate netns.BitRate `json:"link_rate"`   // every link port's line rate, both switches
-	Trials   int           `json:"trials"`      // iperf3 runs per spraying mode (new source ports each)
-	Duration time.Duration `json:"duration_ns"` // counted window per trial
+	Flows    int           `json:"flows"`         // TCP flows (iperf3 -P)
+	LinkRate netns.BitRate `json:"link_rate_bps"` // every link port's line rate, both switches
+	Trials   int           `json:"trials"`        // iperf3 runs per spraying mode (new source ports each)
+	Duration time.Duration `json:"duration_ns"`   // counted window per trial
 	CC       string        `json:"cc"`
 	RunArgs  []string      `json:"run_args,omitempty"`
 }
@@ -89,7 +89,7 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 			if err != nil {
 				return fmt.Errorf("cells elephants %s, trial %d: %w", sp, k, err)
 			}
-			t := ElephantTrial{Spray: sp, Trial: k, Load: s, Goodput: s.Gbps * 1e9 / capacity}
+			t := ElephantTrial{Spray: sp, Trial: k, Load: s, Goodput: s.Bps / capacity}
 			var wire float64
 			for l := range s.LinkBytes {
 				bits := (s.LinkBytes[l] + wireOverhead*s.LinkFrames[l]) * 8 / s.Seconds
@@ -104,7 +104,7 @@ func CellsElephants(ctx context.Context, e *bed.Env, cfg CellsElephantsConfig) (
 			t.Aggregate = wire / capacity
 			res.Trials = append(res.Trials, t)
 			e.Printf("cells elephants:   %s trial %d: aggregate %.3f of the links' rate (goodput %.3f, %.0f Mbit/s); per link %s; %d links used",
-				sp, k, t.Aggregate, t.Goodput, s.Gbps*1e3, joinFloats(t.LinkUtil, 1, "%.2f", " "), t.LinksUsed)
+				sp, k, t.Aggregate, t.Goodput, s.Bps/1e6, joinFloats(t.LinkUtil, 1, "%.2f", " "), t.LinksUsed)
 		}
 		return nil
 	})
@@ -159,7 +159,7 @@ func (r *CellsElephantsResult) Text() string {
 		for _, u := range t.LinkUtil {
 			fmt.Fprintf(w, "%.2f\t", u)
 		}
-		fmt.Fprintf(w, "%d\t%.3f\t%.3f\t%.0f\t%d\t\n", t.LinksUsed, t.Aggregate, t.Goodput, t.Load.Gbps*1e3, t.Load.Retransmits)
+		fmt.Fprintf(w, "%d\t%.3f\t%.3f\t%.0f\t%d\t\n", t.LinksUsed, t.Aggregate, t.Goodput, t.Load.Bps/1e6, t.Load.Retransmits)
 	}
 	w.Flush()
 	s := r.Summary

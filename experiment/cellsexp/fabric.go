@@ -182,7 +182,7 @@ func (res *fabricResult[C, R]) addSeries(arm, transport string, run int, arr []b
 	}
 	for k, s := range bed.UDPSeries(arr, names, t0, 10*time.Millisecond) {
 		for i, v := range s {
-			res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: transport, Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Mbps: v})
+			res.series = append(res.series, cellsSeriesRow{Arm: arm, Transport: transport, Run: run, Flow: flows[k].Name, TMs: float64(i) * 10, Bps: v})
 		}
 	}
 }

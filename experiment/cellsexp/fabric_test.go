@@ -152,8 +152,8 @@ func TestCellsIncastReport(t *testing.T) {
 					t.Errorf("%s udp flow %s: %+v; want %d sent, some received", r.Arm, f.Name, f, want)
 				}
 			}
-		} else if len(r.TCPMbps) != 2 || r.TCPMbps[0] <= 0 || r.TCPMbps[1] <= 0 {
-			t.Errorf("%s tcp: %v Mbit/s", r.Arm, r.TCPMbps)
+		} else if len(r.TCPBps) != 2 || r.TCPBps[0] <= 0 || r.TCPBps[1] <= 0 {
+			t.Errorf("%s tcp: %v bit/s", r.Arm, r.TCPBps)
 		}
 	}
 	for _, k := range []string{"credits_udp_port_busy", "push_tcp_egress_drops", "credits_tcp_share_dev", "pass"} {

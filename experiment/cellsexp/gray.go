@@ -60,7 +60,7 @@ type CellsGrayRun struct {
 	// FabricLost is UDP.Lost less these.
 	Outside     outsideDrops `json:"outside"`
 	FabricLost  int          `json:"fabric_lost"`
-	TCPGbps     float64      `json:"tcp_gbps"`
+	TCPBps      float64      `json:"tcp_bps"`
 	Retransmits int          `json:"tcp_retransmits"`
 	// LinkDropped: frames the impairment dropped on the lossy links
 	// during the run; Recovered: cells sw2's link layers recovered.
@@ -72,8 +72,8 @@ type CellsGrayRun struct {
 // CellsGrayResult is `linkfabric cells gray`'s report.
 // Its Summary: per arm the medians with the loss (<arm>_udp_lost,
 // <arm>_udp_fabric_lost: less what was dropped outside the fabric,
-// <arm>_udp_out_of_order, <arm>_tcp_gbps) and without
-// (<arm>_clean_tcp_gbps), and <arm>_tcp_ratio (target ≥ 0.9).
+// <arm>_udp_out_of_order, <arm>_tcp_bps) and without
+// (<arm>_clean_tcp_bps), and <arm>_tcp_ratio (target ≥ 0.9).
 type CellsGrayResult struct {
 	report.Result[CellsGrayConfig, CellsGrayRun]
 }
@@ -120,7 +120,7 @@ func grayOnce(ctx context.Context, e *bed.Env, arm string, lossy bool, run int, 
 		r.Error = err.Error()
 		return r
 	}
-	r.TCPGbps, r.Retransmits = tcp.Gbps, tcp.Retransmits
+	r.TCPBps, r.Retransmits = tcp.Bps, tcp.Retransmits
 	r.LinkDropped = bed.BundleDropped(e, "sw2", cfg.Lossy)
 	var s2 bed.CellsDoc
 	if err := bed.FetchStats(ctx, e.NS("sw2"), &s2); err == nil {
@@ -141,7 +141,7 @@ func (r *CellsGrayRun) line() string {
 		return "error: " + r.Error
 	}
 	return fmt.Sprintf("UDP %d packets, %d lost (%d outside the fabric: %+v), %d out of order; TCP %.3f Gbit/s (%d retransmits); %d frames dropped on the lossy links, %d cells recovered",
-		r.UDP.Packets, r.UDP.Lost, r.Outside.Total, r.Outside, r.UDP.OutOfOrder, r.TCPGbps, r.Retransmits, r.LinkDropped, r.Recovered)
+		r.UDP.Packets, r.UDP.Lost, r.Outside.Total, r.Outside, r.UDP.OutOfOrder, r.TCPBps/1e9, r.Retransmits, r.LinkDropped, r.Recovered)
 }
 
 func (res *CellsGrayResult) summarize() {
@@ -153,13 +153,13 @@ func (res *CellsGrayResult) summarize() {
 				continue
 			}
 			if !r.Lossy {
-				clean = append(clean, r.TCPGbps)
+				clean = append(clean, r.TCPBps)
 				continue
 			}
 			lost = append(lost, float64(r.UDP.Lost))
 			fabric = append(fabric, float64(r.FabricLost))
 			ooo = append(ooo, float64(r.UDP.OutOfOrder))
-			tcp = append(tcp, r.TCPGbps)
+			tcp = append(tcp, r.TCPBps)
 		}
 		if len(lost) == 0 || len(clean) == 0 {
 			s[arm+"_runs"] = 0
@@ -169,7 +169,7 @@ func (res *CellsGrayResult) summarize() {
 		s[arm+"_udp_lost"], s[arm+"_udp_out_of_order"] = report.Median(lost), report.Median(ooo)
 		s[arm+"_udp_fabric_lost"], s[arm+"_udp_max_fabric_lost"] = report.Median(fabric), slices.Max(fabric)
 		s[arm+"_udp_max_lost"], s[arm+"_udp_max_out_of_order"] = slices.Max(lost), slices.Max(ooo)
-		s[arm+"_tcp_gbps"], s[arm+"_clean_tcp_gbps"] = report.Median(tcp), report.Median(clean)
+		s[arm+"_tcp_bps"], s[arm+"_clean_tcp_bps"] = report.Median(tcp), report.Median(clean)
 		s[arm+"_tcp_ratio"] = report.Ratio(report.Median(tcp), report.Median(clean))
 		s[arm+"_tcp_ok"] = report.Ratio(report.Median(tcp), report.Median(clean)) >= 0.9
 	}
@@ -191,7 +191,7 @@ func (res *CellsGrayResult) Text() string {
 			continue
 		}
 		fmt.Fprintf(w, "%s\t%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t\n", arm, s[arm+"_udp_lost"], s[arm+"_udp_fabric_lost"], s[arm+"_udp_out_of_order"],
-			s[arm+"_tcp_gbps"], s[arm+"_clean_tcp_gbps"], s[arm+"_tcp_ratio"])
+			s[arm+"_tcp_bps"].(float64)/1e9, s[arm+"_clean_tcp_bps"].(float64)/1e9, s[arm+"_tcp_ratio"])
 	}
 	w.Flush()
 	fmt.Fprintln(&b, "\nruns:")

@@ -110,8 +110,8 @@ type CellsIncastRun struct {
 	// in the host, not the fabric).
 	Flows  []bed.UDPFlowStats `json:"flows,omitempty"`
 	Rcvbuf uint64             `json:"rcvbuf_errors,omitempty"`
-	// TCP: each flow's goodput (Mbit/s) and retransmissions.
-	TCPMbps    []float64 `json:"tcp_mbps,omitempty"`
+	// TCP: each flow's goodput (bit/s) and retransmissions.
+	TCPBps     []float64 `json:"tcp_bps,omitempty"`
 	TCPRetrans []int     `json:"tcp_retransmits,omitempty"`
 	// MaxPollGapMs is the longest a dataplane's worker was kept from
 	// running (since its start).
@@ -224,7 +224,7 @@ func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncast
 		r.PortBusy = bits / rate / secs
 		r.PortLate = float64(samples[1].lateNs-samples[0].lateNs) / 1e9 / secs
 		for _, o := range out {
-			r.TCPMbps = append(r.TCPMbps, o.Mbps)
+			r.TCPBps = append(r.TCPBps, o.Bps)
 			r.TCPRetrans = append(r.TCPRetrans, o.Retransmits)
 			r.Shares = append(r.Shares, o.Bytes)
 		}

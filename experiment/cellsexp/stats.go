@@ -252,16 +252,16 @@ type cellsSeriesRow struct {
 	Arm, Transport string
 	Run            int
 	Flow           string
-	TMs, Mbps      float64
+	TMs, Bps       float64
 }
 
 // writeCellsCSV writes rows as CSV to path (its directory made).
 func writeCellsCSV(path string, rows []cellsSeriesRow) error {
 	out := make([][]string, len(rows))
 	for i, r := range rows {
-		out[i] = []string{r.Arm, r.Transport, strconv.Itoa(r.Run), r.Flow, strconv.FormatFloat(r.TMs, 'f', 1, 64), strconv.FormatFloat(r.Mbps, 'f', 3, 64)}
+		out[i] = []string{r.Arm, r.Transport, strconv.Itoa(r.Run), r.Flow, strconv.FormatFloat(r.TMs, 'f', 1, 64), strconv.FormatFloat(r.Bps, 'f', 0, 64)}
 	}
-	return report.WriteCSV(path, []string{"arm", "transport", "run", "flow", "t_ms", "mbps"}, out)
+	return report.WriteCSV(path, []string{"arm", "transport", "run", "flow", "t_ms", "bps"}, out)
 }
 
 // cellsStalled is, by switch, how long its node's clock stood still between

@@ -99,8 +99,8 @@ func (c *ChaosConfig) Normalize() error {
 type ChaosEvent struct {
 	Event string `json:"event"`
 	// Before is the TCP rate each way in the Settle period before the event
-	// (Mbit/s): h1→h2, h2→h1.
-	BeforeMbps [2]float64 `json:"before_mbps"`
+	// (bit/s): h1→h2, h2→h1.
+	BeforeBps [2]float64 `json:"before_bps"`
 	// ResumeMs is, per direction, the time from the end of the event (the
 	// restarted dataplane ready, the link port up again, the stalled
 	// dataplane continued) until TCP carried ResumeShare of its rate before,
@@ -120,8 +120,8 @@ type ChaosEvent struct {
 	PeerTimeouts uint64  `json:"peer_timeouts,omitempty"`
 	// Hostile (the hostile event) is what was sent into the link port.
 	Hostile *HostileSent `json:"hostile,omitempty"`
-	// AfterMbps is the TCP rate each way over the last second of Watch.
-	AfterMbps [2]float64 `json:"after_mbps"`
+	// AfterBps is the TCP rate each way over the last second of Watch (bit/s).
+	AfterBps [2]float64 `json:"after_bps"`
 	// Alive is whether every dataplane still ran after the event (a flap
 	// must not end one; a killed one was started again).
 	Alive bool   `json:"alive"`
@@ -252,7 +252,7 @@ func chaosEvent(ctx context.Context, e *bed.Env, dp *bed.Dataplanes, ev string, 
 	}
 	defer s.stop()
 	time.Sleep(cfg.Settle)
-	r.BeforeMbps = s.rate(time.Now().Add(-cfg.Settle/2), time.Now())
+	r.BeforeBps = s.rate(time.Now().Add(-cfg.Settle/2), time.Now())
 	var end time.Time
 	sw := ev[len(ev)-3:]
 	switch {
@@ -293,9 +293,9 @@ func chaosEvent(ctx context.Context, e *bed.Env, dp *bed.Dataplanes, ev string, 
 	}
 	time.Sleep(cfg.Watch)
 	r.Alive = dp.Alive() == nil
-	r.ResumeMs = s.resumed(end, r.BeforeMbps, cfg.ResumeShare, cfg.ResumeWindow)
+	r.ResumeMs = s.resumed(end, r.BeforeBps, cfg.ResumeShare, cfg.ResumeWindow)
 	r.FirstMs = s.first(end)
-	r.AfterMbps = s.rate(time.Now().Add(-time.Second), time.Now())
+	r.AfterBps = s.rate(time.Now().Add(-time.Second), time.Now())
 	stopTCP()
 	s.stop()
 	if !r.Alive {
@@ -425,7 +425,7 @@ func sampleRx(e *bed.Env, ctx context.Context) (*rxSampler, error) {
 
 func (s *rxSampler) stop() { s.stopped.Do(func() { close(s.done) }) }
 
-// rate is the mean receive rate of each direction between from and to, Mbit/s.
+// rate is the mean receive rate of each direction between from and to, bit/s.
 func (s *rxSampler) rate(from, to time.Time) [2]float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -445,7 +445,7 @@ func (s *rxSampler) rate(from, to time.Time) [2]float64 {
 	}
 	secs := s.at[last].Sub(s.at[first]).Seconds()
 	for d := range r {
-		r[d] = float64(s.bytes[last][d]-s.bytes[first][d]) * 8 / secs / 1e6
+		r[d] = float64(s.bytes[last][d]-s.bytes[first][d]) * 8 / secs
 	}
 	return r
 }
@@ -470,7 +470,7 @@ func (s *rxSampler) first(end time.Time) [2]float64 {
 
 // resumed returns, per direction, the time from end to the first sample
 // from which the direction received at least share of its rate before
-// (Mbit/s) over each fifth of the next window, in ms; -1 if none. Asking
+// (bit/s) over each fifth of the next window, in ms; -1 if none. Asking
 // it of every fifth keeps a flush of frames held during the fault, followed
 // by little, from counting as a resumption. Samples may be irregular (the
 // sampler is late on a busy machine): each fifth is measured over the
@@ -482,7 +482,7 @@ func (s *rxSampler) resumed(end time.Time, before [2]float64, share float64, win
 	const parts = 5
 	part := window / parts
 	for d := range out {
-		perSec := max(before[d]*1e6/8*share, 80<<10) // bytes/s
+		perSec := max(before[d]/8*share, 80<<10) // bytes/s
 	next:
 		for i, at := range s.at {
 			if at.Before(end) {
@@ -525,8 +525,8 @@ func (r *ChaosEvent) line() string {
 		alive = "A DATAPLANE EXITED"
 	}
 	s := fmt.Sprintf("%-11s %s; %sTCP before %.0f/%.0f Mbit/s, resumed after %s / %s, then %.0f/%.0f Mbit/s; UDP %s",
-		r.Event, alive, r.faultNote(), r.BeforeMbps[0], r.BeforeMbps[1], msStr(r.ResumeMs[0]), msStr(r.ResumeMs[1]),
-		r.AfterMbps[0], r.AfterMbps[1], r.UDP.String())
+		r.Event, alive, r.faultNote(), r.BeforeBps[0]/1e6, r.BeforeBps[1]/1e6, msStr(r.ResumeMs[0]), msStr(r.ResumeMs[1]),
+		r.AfterBps[0]/1e6, r.AfterBps[1]/1e6, r.UDP.String())
 	if r.Error != "" {
 		s += "; error: " + r.Error
 	}
@@ -560,9 +560,9 @@ func (r *ChaosResult) Text() string {
 			alive = "NO"
 		}
 		fmt.Fprintf(&b, "%-11s  %-6s  %-17s  %-17s  %-17s  %s\n", e.Event, alive,
-			fmt.Sprintf("%.0f / %.0f", e.BeforeMbps[0], e.BeforeMbps[1]),
+			fmt.Sprintf("%.0f / %.0f", e.BeforeBps[0]/1e6, e.BeforeBps[1]/1e6),
 			msStr(e.ResumeMs[0])+" / "+msStr(e.ResumeMs[1]),
-			fmt.Sprintf("%.0f / %.0f", e.AfterMbps[0], e.AfterMbps[1]), e.UDP.String())
+			fmt.Sprintf("%.0f / %.0f", e.AfterBps[0]/1e6, e.AfterBps[1]/1e6), e.UDP.String())
 		if n := e.faultNote(); n != "" {
 			fmt.Fprintf(&b, "             %s\n", strings.TrimSuffix(n, "; "))
 		}

@@ -145,10 +145,10 @@ func TestFCTControlAndCost(t *testing.T) {
 // dropped.
 func TestGoodputTextKernelShare(t *testing.T) {
 	r := &GoodputResult{Config: GoodputConfig{Duration: time.Second, Runs: 1, Arms: []string{"loss", "lg"}}, Samples: []*GoodputSample{
-		{Arm: "loss", Gbps: 5.5},
-		{Arm: "lg", Gbps: 2.4, Retransmits: 37, HostVethDrops: 36, KernelSent: 0.612, KernelDelivered: 0.997},
+		{Arm: "loss", Bps: 5.5e9},
+		{Arm: "lg", Bps: 2.4e9, Retransmits: 37, HostVethDrops: 36, KernelSent: 0.612, KernelDelivered: 0.997},
 	}}
-	r.Table = fct.NewGoodputTable([]fct.GoodputCell{{Arm: "loss", Gbps: 5.5}, {Arm: "lg", Gbps: 2.4}}, "loss")
+	r.Table = fct.NewGoodputTable([]fct.GoodputCell{{Arm: "loss", Bps: 5.5e9}, {Arm: "lg", Bps: 2.4e9}}, "loss")
 	txt := r.Text()
 	if !strings.Contains(txt, "kernel sent") || !strings.Contains(txt, "kernel delivered") {
 		t.Fatalf("per-run table has no kernel share columns:\n%s", txt)
@@ -245,7 +245,7 @@ func TestGoodputRunRatios(t *testing.T) {
 	var samples []*GoodputSample
 	add := func(arm string, loss float64, gbps ...float64) {
 		for i, g := range gbps {
-			samples = append(samples, &GoodputSample{Arm: arm, Loss: loss, Run: i + 1, Gbps: g})
+			samples = append(samples, &GoodputSample{Arm: arm, Loss: loss, Run: i + 1, Bps: g * 1e9})
 		}
 	}
 	add("loss", 0, 6, 5, 4)

@@ -77,7 +77,7 @@ type GoodputSample struct {
 	Arm         string  `json:"arm"`
 	Loss        float64 `json:"loss_rate"`
 	Run         int     `json:"run"`
-	Gbps        float64 `json:"gbps"`
+	Bps         float64 `json:"goodput_bps"` // bit/s
 	Retransmits int     `json:"tcp_retransmits"`
 	linkImpair
 	LostDetected  uint64 `json:"lost_detected,omitempty"`
@@ -122,7 +122,7 @@ type GoodputResult struct {
 	// loss 0 over the first arm at loss 0, and each arm at each loss over
 	// itself at loss 0, with the medians.
 	RunRatios []GoodputRunRatio `json:"run_ratios,omitempty"`
-	// Summary: the table's cells, <arm>_gbps_at_<loss> (the median over
+	// Summary: the table's cells, <arm>_bps_at_<loss> (bit/s, the median over
 	// the runs) and <arm>_ratio_at_<loss> (to no loss); cells not measured
 	// are left out.
 	Summary map[string]any `json:"summary"`
@@ -133,8 +133,8 @@ func (r *GoodputResult) summarize() {
 	for _, row := range r.Table.Rows {
 		for i, loss := range r.Table.LossRates {
 			at := "_at_" + strconv.FormatFloat(loss, 'g', -1, 64)
-			if v := row.Gbps[i]; v != nil {
-				s[row.Arm+"_gbps"+at] = *v
+			if v := row.Bps[i]; v != nil {
+				s[row.Arm+"_bps"+at] = *v
 			}
 			if v := row.Ratio[i]; v != nil {
 				s[row.Arm+"_ratio"+at] = *v
@@ -182,7 +182,7 @@ func goodputRunRatios(samples []*GoodputSample, cfg GoodputConfig) []GoodputRunR
 	}
 	g := map[key]float64{}
 	for _, s := range samples {
-		g[key{goodputCell{s.Arm, s.Loss}, s.Run}] = s.Gbps
+		g[key{goodputCell{s.Arm, s.Loss}, s.Run}] = s.Bps
 	}
 	var pairs [][2]goodputCell
 	for i, arm := range cfg.Arms {
@@ -253,7 +253,7 @@ func Goodput(ctx context.Context, e *bed.Env, cfg GoodputConfig) (*GoodputResult
 			order = append(order, goodputCell{arm, loss})
 		}
 	}
-	gbps := map[goodputCell][]float64{}
+	bps := map[goodputCell][]float64{}
 	step := 0
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, c := range roundOrder(order, run-1) {
@@ -271,14 +271,14 @@ func Goodput(ctx context.Context, e *bed.Env, cfg GoodputConfig) (*GoodputResult
 					s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, s.RetxP99US, s.ReorderPeakBytes, s.PausesSent, s.HeldByCreditMs, s.HeldByPauseMs, 100*s.KernelSent, 100*s.KernelDelivered)
 			}
 			e.Printf("goodput:   %.2f Gbit/s, %d TCP retransmits; sw1 host port dropped %d, h1's veth %d; link dropped %d/%d frames (%.3g)%s",
-				s.Gbps, s.Retransmits, s.IngressDrops, s.HostVethDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
+				s.Bps/1e9, s.Retransmits, s.IngressDrops, s.HostVethDrops, s.FramesDropped, s.FramesSeen, s.ActualLoss, extra)
 			res.Samples = append(res.Samples, s)
-			gbps[c] = append(gbps[c], s.Gbps)
+			bps[c] = append(bps[c], s.Bps)
 		}
 	}
 	var cells []fct.GoodputCell
 	for _, c := range order {
-		cells = append(cells, fct.GoodputCell{Arm: c.arm, LossRate: c.loss, Gbps: report.Median(gbps[c])})
+		cells = append(cells, fct.GoodputCell{Arm: c.arm, LossRate: c.loss, Bps: report.Median(bps[c])})
 	}
 	res.RunRatios = goodputRunRatios(res.Samples, cfg)
 	res.Table = fct.NewGoodputTable(cells, cfg.Arms[0])
@@ -326,7 +326,7 @@ func goodputOnce(ctx context.Context, e *bed.Env, arm string, loss float64, cfg 
 	if err != nil {
 		return nil, err
 	}
-	s.Gbps, s.Retransmits = ip.Gbps, ip.Retransmits
+	s.Bps, s.Retransmits = ip.Bps, ip.Retransmits
 	if veth1, err := netns.LinkTxDrops(e.NS("h1"), "eth0"); err == nil {
 		s.HostVethDrops = veth1 - veth0
 	}
@@ -399,11 +399,11 @@ func (r *GoodputResult) Text() string {
 	fmt.Fprintln(w, "arm\tloss\trun\tGbit/s\tTCP retrans\th1 veth drops\tframes seen\tdropped\tactual loss\tlost detected\trecovered\tackNo timeouts\tN\tkernel sent\tkernel delivered\t")
 	for _, s := range r.Samples {
 		if s.Arm == "loss" {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3g\t-\t-\t-\t-\t-\t-\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Bps/1e9, s.Retransmits,
 				s.HostVethDrops, s.FramesSeen, s.FramesDropped, s.ActualLoss)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t%.0f%%\t%.0f%%\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Gbps, s.Retransmits,
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.3g\t%d\t%d\t%d\t%d\t%.0f%%\t%.0f%%\t\n", s.Arm, fct.FormatLossRate(s.Loss), s.Run, s.Bps/1e9, s.Retransmits,
 			s.HostVethDrops, s.FramesSeen, s.FramesDropped, s.ActualLoss, s.LostDetected, s.Recovered, s.AckNoTimeouts, s.Copies, 100*s.KernelSent, 100*s.KernelDelivered)
 	}
 	w.Flush()

@@ -25,12 +25,12 @@ func TestResumedNeedsSustainedRate(t *testing.T) {
 		s.at = append(s.at, end.Add(time.Duration(i)*sampleEvery))
 		s.bytes = append(s.bytes, [2]uint64{b, b})
 	}
-	got := s.resumed(end, [2]float64{100, 100}, 0.25, 500*time.Millisecond)
+	got := s.resumed(end, [2]float64{100e6, 100e6}, 0.25, 500*time.Millisecond)
 	// Flow starts in the sample interval ending at i=33 (320-330 ms).
 	if got[0] != 310 || got[1] != 310 {
 		t.Fatalf("resumed %v ms; want 310 (the sustained flow, not the flush at 20 ms)", got)
 	}
-	if got := s.resumed(end, [2]float64{1000, 1000}, 0.25, 500*time.Millisecond); got[0] != -1 {
+	if got := s.resumed(end, [2]float64{1000e6, 1000e6}, 0.25, 500*time.Millisecond); got[0] != -1 {
 		t.Fatalf("resumed %v ms at 50 of 1000 Mbit/s; want -1", got)
 	}
 	// The flush arrived in the interval ending at i=2.
@@ -54,7 +54,7 @@ func TestResumedIrregularSamples(t *testing.T) {
 		s.at = append(s.at, at)
 		s.bytes = append(s.bytes, [2]uint64{b, b})
 	}
-	got := s.resumed(end, [2]float64{100, 100}, 0.25, 500*time.Millisecond)
+	got := s.resumed(end, [2]float64{100e6, 100e6}, 0.25, 500*time.Millisecond)
 	if got[0] < 0 || got[0] > 50 {
 		t.Fatalf("resumed %v ms with a steady flow sampled irregularly; want within the first gap", got)
 	}

@@ -24,8 +24,8 @@ func TestResultsJSONSummary(t *testing.T) {
 	}}
 	fctRes := &FCTResult{Config: FCTConfig{Sizes: []int64{143}}, FCT: fct.NewResults(flows, "noloss")}
 	goodput := &GoodputResult{Table: fct.GoodputTable{LossRates: []float64{0, 1e-3}, Rows: []fct.GoodputRow{
-		{Arm: "lg", Gbps: []*float64{ptr(2), ptr(1.5)}, Ratio: []*float64{ptr(1), ptr(0.75)}},
-		{Arm: "none", Gbps: []*float64{nil, ptr(0.5)}, Ratio: []*float64{nil, ptr(0.25)}},
+		{Arm: "lg", Bps: []*float64{ptr(2e9), ptr(1.5e9)}, Ratio: []*float64{ptr(1), ptr(0.75)}},
+		{Arm: "none", Bps: []*float64{nil, ptr(0.5e9)}, Ratio: []*float64{nil, ptr(0.25)}},
 	}}}
 	stress := &StressResult{Arms: []*StressArm{{Name: "forward", EffectiveSpeed: 1}, {Name: "lg", EffectiveSpeed: 0.5, Missing: 2}}}
 	for _, c := range []struct {
@@ -42,7 +42,7 @@ func TestResultsJSONSummary(t *testing.T) {
 			"143B_p99.9_lg_over_noloss": 1.5, "143B_p99.9_loss_over_lg": 6.0, "143B_p99.9_loss_over_noloss": 9.0},
 			[]string{"143B_p99.9_lgnb_over_noloss"}},
 		{"goodput", goodput.summarize, goodput, map[string]any{
-			"lg_gbps_at_0": 2.0, "lg_ratio_at_0.001": 0.75, "none_gbps_at_0.001": 0.5}, []string{"none_gbps_at_0"}},
+			"lg_bps_at_0": 2e9, "lg_ratio_at_0.001": 0.75, "none_bps_at_0.001": 0.5e9}, []string{"none_bps_at_0"}},
 		{"stress", stress.summarize, stress, map[string]any{
 			"forward_link_speed": 1.0, "lg_link_speed": 0.5, "lg_missing": 2.0, "lg_out_of_order": 0.0}, nil},
 	} {

@@ -34,7 +34,7 @@ type TDMANFQConfig struct {
 // NFQRun is one run.
 type NFQRun struct {
 	Run          int     `json:"run"`
-	Mbps         float64 `json:"goodput_mbps"`    // all flows
+	Bps          float64 `json:"goodput_bps"`     // all flows, bit/s
 	Retransmits  int     `json:"tcp_retransmits"` // iperf3's count on h1, all flows
 	RetransSegs  uint64  `json:"h1_retrans_segs"` // h1's Tcp RetransSegs
 	QueueDropped uint64  `json:"nfq_queue_dropped"`
@@ -52,7 +52,7 @@ type TDMANFQResult struct {
 	Config  TDMANFQConfig `json:"config"`
 	Runs    []NFQRun      `json:"runs"`
 	Summary struct {
-		Mbps         float64 `json:"goodput_mbps_median"`
+		Bps          float64 `json:"goodput_bps_median"`
 		Retransmits  float64 `json:"tcp_retransmits_median"`
 		QueueDropped uint64  `json:"nfq_queue_dropped_max"`
 		UserDropped  uint64  `json:"nfq_user_dropped_max"`
@@ -70,7 +70,7 @@ func TDMANFQ(ctx context.Context, e *bed.Env, cfg TDMANFQConfig) (*TDMANFQResult
 		return nil, err
 	}
 	res := &TDMANFQResult{Config: cfg, Precheck: pre}
-	var mbps, retx, duty, ovh []float64
+	var bps, retx, duty, ovh []float64
 	res.Summary.Met = true
 	for run := 1; run <= cfg.Runs; run++ {
 		e.Printf("tdma nfqueue: run %d/%d, iperf3 TCP from h1 to each of h2..h%d through the gate for %v (load average %.1f)", run, cfg.Runs, cfg.Star.Hosts, cfg.Duration, bed.LoadAvg())
@@ -79,15 +79,15 @@ func TDMANFQ(ctx context.Context, e *bed.Env, cfg TDMANFQConfig) (*TDMANFQResult
 			return res, fmt.Errorf("run %d: %w", run, err)
 		}
 		e.Printf("  %.1f Mbit/s over all flows, duty %.1f %% per flow, retransmissions %d (RetransSegs %d), queue dropped %d, user dropped %d, released %d, held at most %d",
-			r.Mbps, r.DutyPct, r.Retransmits, r.RetransSegs, r.QueueDropped, r.UserDropped, r.Released, r.HeldMax)
+			r.Bps/1e6, r.DutyPct, r.Retransmits, r.RetransSegs, r.QueueDropped, r.UserDropped, r.Released, r.HeldMax)
 		res.Runs = append(res.Runs, r)
-		mbps, retx = append(mbps, r.Mbps), append(retx, float64(r.Retransmits))
+		bps, retx = append(bps, r.Bps), append(retx, float64(r.Retransmits))
 		duty, ovh = append(duty, r.DutyPct), append(ovh, r.CtlOverheadPct)
 		res.Summary.QueueDropped = max(res.Summary.QueueDropped, r.QueueDropped)
 		res.Summary.UserDropped = max(res.Summary.UserDropped, r.UserDropped)
 		res.Summary.Met = res.Summary.Met && r.met()
 	}
-	res.Summary.Mbps, res.Summary.Retransmits = report.Median(mbps), report.Median(retx)
+	res.Summary.Bps, res.Summary.Retransmits = report.Median(bps), report.Median(retx)
 	res.Summary.DutyPct, res.Summary.Overhead = report.Median(duty), report.Median(ovh)
 	return res, nil
 }
@@ -150,7 +150,7 @@ func nfqOnce(ctx context.Context, e *bed.Env, cfg TDMANFQConfig, run int) (NFQRu
 			return f.err
 		}
 		for _, x := range f.r {
-			out.Mbps += x.Mbps
+			out.Bps += x.Bps
 			out.Retransmits += x.Retransmits
 		}
 		out.RetransSegs = f.retx
@@ -178,11 +178,11 @@ func WriteTDMANFQ(dir string, r *TDMANFQResult) ([]string, error) {
 	}
 	var rows [][]string
 	for _, x := range r.Runs {
-		rows = append(rows, []string{strconv.Itoa(x.Run), fmt.Sprintf("%.2f", x.Mbps), strconv.Itoa(x.Retransmits), strconv.FormatUint(x.RetransSegs, 10),
+		rows = append(rows, []string{strconv.Itoa(x.Run), fmt.Sprintf("%.0f", x.Bps), strconv.Itoa(x.Retransmits), strconv.FormatUint(x.RetransSegs, 10),
 			strconv.FormatUint(x.QueueDropped, 10), strconv.FormatUint(x.UserDropped, 10), fmt.Sprintf("%.2f", x.DutyPct)})
 	}
 	cp := filepath.Join(dir, "runs.csv")
-	if err := report.WriteCSV(cp, []string{"run", "goodput_mbps", "tcp_retransmits", "h1_retrans_segs", "nfq_queue_dropped", "nfq_user_dropped", "duty_pct"}, rows); err != nil {
+	if err := report.WriteCSV(cp, []string{"run", "goodput_bps", "tcp_retransmits", "h1_retrans_segs", "nfq_queue_dropped", "nfq_user_dropped", "duty_pct"}, rows); err != nil {
 		return nil, err
 	}
 	return []string{jp, cp}, nil
@@ -194,7 +194,7 @@ func (r *TDMANFQResult) Text() string { return report.Sprint(r.write) }
 func (r *TDMANFQResult) write(w io.Writer) {
 	s := r.Summary
 	fmt.Fprintf(w, "\nmedians of %d runs: goodput %.1f Mbit/s over all flows, each flow's gate open %.1f %% of the time (port rate %v), TCP retransmissions %.0f, NFQUEUE drops %d (queue) and %d (user) at most, control overhead %.3f %%\n",
-		len(r.Runs), s.Mbps, s.DutyPct, r.Config.Star.Rate, s.Retransmits, s.QueueDropped, s.UserDropped, s.Overhead)
+		len(r.Runs), s.Bps/1e6, s.DutyPct, r.Config.Star.Rate, s.Retransmits, s.QueueDropped, s.UserDropped, s.Overhead)
 	verdict := "met"
 	if !s.Met {
 		verdict = "missed"

@@ -7,7 +7,7 @@ func TestNFQRunMet(t *testing.T) {
 		r    NFQRun
 		want bool
 	}{
-		{NFQRun{Mbps: 70}, true},
+		{NFQRun{Bps: 70e6}, true},
 		{NFQRun{Retransmits: 1}, false},
 		{NFQRun{RetransSegs: 2}, false},
 		{NFQRun{QueueDropped: 1}, false},

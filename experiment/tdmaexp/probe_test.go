@@ -148,7 +148,7 @@ func TestTDMAProbeSmall(t *testing.T) {
 			t.Errorf("%s: guard %v µs for a spread p99.9 of %v µs", a.Arm, a.GuardUs, a.Spread.P999)
 		}
 	}
-	if sr.Arms[1].LoadMbps <= 0 {
+	if sr.Arms[1].LoadRate <= 0 {
 		t.Errorf("the load arm carried no load: %+v", sr.Arms[1])
 	}
 	dir := t.TempDir()

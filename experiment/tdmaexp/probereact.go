@@ -33,7 +33,7 @@ type TDMAProbeReactConfig struct {
 	Timed  int           `json:"timed"`  // quanta-timed pauses per size
 	Pause  time.Duration `json:"pause_ns"`
 	Hold   time.Duration `json:"hold_ns"` // each on and off phase; 0: max(2 ms, 10 frame times)
-	Rate   netns.BitRate `json:"rate"`
+	Rate   netns.BitRate `json:"rate_bps"`
 	Burst  netns.ByteSize
 	Limit  netns.ByteSize `json:"switch_buffer"`
 	RT     int            `json:"rt"` // the sender thread's SCHED_FIFO priority; 0: CFS

@@ -24,11 +24,11 @@ import (
 // sent with one sendmmsg, reaches the hosts of the star.
 type TDMAProbeSpreadConfig struct {
 	Hosts    int             `json:"hosts"`
-	Rate     netns.BitRate   `json:"rate"` // every host NIC and switch port (TBF)
+	Rate     netns.BitRate   `json:"rate_bps"` // every host NIC and switch port (TBF)
 	Burst    netns.ByteSize  `json:"burst"`
 	Limit    netns.ByteSize  `json:"switch_buffer"`
-	Loads    []netns.BitRate `json:"loads"`  // background UDP load h<N−1> → h<N>; 0: none
-	Frames   []int           `json:"frames"` // IP bytes per load datagram
+	Loads    []netns.BitRate `json:"loads_bps"` // background UDP load h<N−1> → h<N>; 0: none
+	Frames   []int           `json:"frames"`    // IP bytes per load datagram
 	Batches  int             `json:"batches"`
 	Interval time.Duration   `json:"interval_ns"` // between batches
 	RT       int             `json:"rt"`          // the FM thread's SCHED_FIFO priority; 0: CFS
@@ -50,7 +50,7 @@ type SpreadArm struct {
 	FMLate     Quantiles `json:"fm_late"`  // the FM's batch lateness (1 µs buckets)
 	FMSched    string    `json:"fm_sched"`
 	GuardUs    float64   `json:"recommended_guard_us"`
-	LoadMbps   float64   `json:"load_achieved_mbps,omitempty"`
+	LoadRate   float64   `json:"load_achieved_bps,omitempty"`
 	LoadLost   uint64    `json:"load_lost,omitempty"`
 	CPUBusy    float64   `json:"cpu_busy_pct"`
 	LoadAvg    float64   `json:"load_avg"`
@@ -139,7 +139,7 @@ func loadNote(r SpreadArm) string {
 	if r.LoadBps == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; load %.0f Mbit/s achieved, %d datagrams lost", r.LoadMbps, r.LoadLost)
+	return fmt.Sprintf("; load %.0f Mbit/s achieved, %d datagrams lost", r.LoadRate/1e6, r.LoadLost)
 }
 
 // spreadSummary is the verdict over the arms.
@@ -271,7 +271,7 @@ func spreadArm(ctx context.Context, e *bed.Env, tb *netns.Testbed, s *spreadPort
 			st := bed.FlowStats(arr, 0, "load", loadSent[0], loadStart[0])
 			r.LoadLost = st.Lost
 			if first, last := bed.ArrivalSpan(arr, 1); last > first {
-				r.LoadMbps = bed.WireBits(arr, 1, first, last) / (float64(last-first) / 1e9) / 1e6
+				r.LoadRate = bed.WireBits(arr, 1, first, last) / (float64(last-first) / 1e9)
 			}
 		}
 	}
@@ -368,7 +368,7 @@ func (r *TDMAProbeSpreadResult) Text() string {
 	fmt.Fprintln(tw, "arm\tbatches\tlost grants\tspread p50 µs\tp99\tp99.9\tmax\tdelivery p50 µs\tp99\tFM late p99 µs\tguard µs\tload Mbit/s\tload lost\tCPU %\tload avg\t")
 	for _, a := range r.Arms {
 		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.1f\t\n", a.Arm, a.Complete, a.Batches, a.LostGrants,
-			a.Spread.P50, a.Spread.P99, a.Spread.P999, a.Spread.Max, a.Delivery.P50, a.Delivery.P99, a.FMLate.P99, a.GuardUs, a.LoadMbps, a.LoadLost, a.CPUBusy, a.LoadAvg)
+			a.Spread.P50, a.Spread.P99, a.Spread.P999, a.Spread.Max, a.Delivery.P50, a.Delivery.P99, a.FMLate.P99, a.GuardUs, a.LoadRate/1e6, a.LoadLost, a.CPUBusy, a.LoadAvg)
 	}
 	tw.Flush()
 	s := r.Summary

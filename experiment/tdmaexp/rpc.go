@@ -74,10 +74,10 @@ type RPCArm struct {
 	// Held: requests the client held back from a window whose end was
 	// nearer than the server's recent turnarounds (sent in the next).
 	Held uint64 `json:"requests_held"`
-	// Bulk goodput into h3 (Mbit/s) without and with the ping, and the hit
+	// Bulk goodput into h3 (bit/s) without and with the ping, and the hit
 	// (%) against the share of slots the ping took (%).
-	BulkAloneMbps    float64 `json:"bulk_alone_mbps"`
-	BulkPingMbps     float64 `json:"bulk_with_ping_mbps"`
+	BulkAloneBps     float64 `json:"bulk_alone_bps"`
+	BulkPingBps      float64 `json:"bulk_with_ping_bps"`
 	HitPct           float64 `json:"bulk_hit_pct"`
 	PingWindows      int     `json:"ping_windows"`
 	PingSlotSharePct float64 `json:"ping_slot_share_pct"`
@@ -98,8 +98,8 @@ type RPCArmSumm struct {
 	WaitP50us       float64 `json:"wait_p50_us,omitempty"`
 	WaitP95us       float64 `json:"wait_p95_us,omitempty"`
 	KernelIdleP95us float64 `json:"kernel_idle_rtt_p95_us,omitempty"`
-	BulkAloneMbps   float64 `json:"bulk_alone_mbps,omitempty"`
-	BulkPingMbps    float64 `json:"bulk_with_ping_mbps,omitempty"`
+	BulkAloneBps    float64 `json:"bulk_alone_bps,omitempty"`
+	BulkPingBps     float64 `json:"bulk_with_ping_bps,omitempty"`
 	HitPct          float64 `json:"bulk_hit_pct"`
 	SharePct        float64 `json:"ping_slot_share_pct"`
 	SwitchDrops     float64 `json:"switch_drops"`
@@ -156,10 +156,10 @@ func TDMARPC(ctx context.Context, e *bed.Env, cfg TDMARPCConfig) (*TDMARPCResult
 }
 
 func (a *RPCArm) bulkLine() string {
-	if a.BulkAloneMbps == 0 {
+	if a.BulkAloneBps == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", bulk %.1f → %.1f Mbit/s with the ping (hit %.1f %%, ping slots %.1f %%)", a.BulkAloneMbps, a.BulkPingMbps, a.HitPct, a.PingSlotSharePct)
+	return fmt.Sprintf(", bulk %.1f → %.1f Mbit/s with the ping (hit %.1f %%, ping slots %.1f %%)", a.BulkAloneBps/1e6, a.BulkPingBps/1e6, a.HitPct, a.PingSlotSharePct)
 }
 
 // summarizeRPC takes the medians per arm and checks them.
@@ -179,7 +179,7 @@ func summarizeRPC(arms []string, runs []RPCArm) RPCSummary {
 			RTTP50us: med(func(a *RPCArm) float64 { return a.RTT.P50us }), RTTP95us: med(func(a *RPCArm) float64 { return a.RTT.P95us }),
 			RTTP99us: med(func(a *RPCArm) float64 { return a.RTT.P99us }), WaitP50us: med(func(a *RPCArm) float64 { return a.Wait.P50us }),
 			WaitP95us: med(func(a *RPCArm) float64 { return a.Wait.P95us }), KernelIdleP95us: med(func(a *RPCArm) float64 { return a.KernelIdle.P95us }),
-			BulkAloneMbps: med(func(a *RPCArm) float64 { return a.BulkAloneMbps }), BulkPingMbps: med(func(a *RPCArm) float64 { return a.BulkPingMbps }),
+			BulkAloneBps: med(func(a *RPCArm) float64 { return a.BulkAloneBps }), BulkPingBps: med(func(a *RPCArm) float64 { return a.BulkPingBps }),
 			HitPct: med(func(a *RPCArm) float64 { return a.HitPct }), SharePct: med(func(a *RPCArm) float64 { return a.PingSlotSharePct }),
 			SwitchDrops:    med(func(a *RPCArm) float64 { return float64(a.Switch.Drops) }),
 			CtlOverheadPct: med(func(a *RPCArm) float64 { return a.CtlOverheadPct }),
@@ -215,7 +215,7 @@ func rpcChecks(arms map[string]RPCArmSumm) []Check {
 	}
 	hit := atMost("tdma bulk hit − ping slot share (percentage points)", "≤", t.HitPct-t.SharePct, 1)
 	hit.Note = fmt.Sprintf("hit %.2f %%, share %.2f %%", t.HitPct, t.SharePct)
-	if t.BulkAloneMbps == 0 {
+	if t.BulkAloneBps == 0 {
 		hit.Value, hit.Met, hit.Note = math.NaN(), false, "no bulk measured"
 	}
 	return append(cs, hit)
@@ -298,12 +298,12 @@ func rpcTDMA(ctx context.Context, e *bed.Env, cfg TDMARPCConfig, tb *netns.Testb
 	out.RTT, out.Wait = rttQuantiles(out.Samples)
 	if bulk {
 		h3 := r.Hosts[rpcServer-1].Progress
-		out.BulkAloneMbps = progressRate(h3, from-int64(cfg.Phase), from) * 8 / 1e6
-		out.BulkPingMbps = progressRate(h3, from, to) * 8 / 1e6
-		if out.BulkAloneMbps == 0 || out.BulkPingMbps == 0 {
-			return fmt.Errorf("h3's progress does not cover both phases (bulk %.1f and %.1f Mbit/s; see %s)", out.BulkAloneMbps, out.BulkPingMbps, dir)
+		out.BulkAloneBps = progressRate(h3, from-int64(cfg.Phase), from) * 8
+		out.BulkPingBps = progressRate(h3, from, to) * 8
+		if out.BulkAloneBps == 0 || out.BulkPingBps == 0 {
+			return fmt.Errorf("h3's progress does not cover both phases (bulk %.1f and %.1f Mbit/s; see %s)", out.BulkAloneBps/1e6, out.BulkPingBps/1e6, dir)
 		}
-		out.HitPct = 100 * (1 - out.BulkPingMbps/out.BulkAloneMbps)
+		out.HitPct = 100 * (1 - out.BulkPingBps/out.BulkAloneBps)
 		out.PingWindows = pingWindows(out.Samples, c.Slot)
 		out.PingSlotSharePct = 100 * float64(out.PingWindows) * float64(c.Slot) / float64(cfg.Phase)
 		return nil
@@ -370,10 +370,10 @@ func rpcTCP(ctx context.Context, cfg TDMARPCConfig, tb *netns.Testbed, out *RPCA
 	}
 	out.Sent, out.Answered = uint64(len(out.Samples)), uint64(len(out.Samples))
 	out.RTT, _ = rttQuantiles(out.Samples)
-	out.BulkAloneMbps = float64(a1-a0) * 8 / 1e6 / (float64(t1-t0) / 1e9)
-	out.BulkPingMbps = float64(a2-a1) * 8 / 1e6 / (float64(t2-t1) / 1e9)
-	if out.BulkAloneMbps > 0 {
-		out.HitPct = 100 * (1 - out.BulkPingMbps/out.BulkAloneMbps)
+	out.BulkAloneBps = float64(a1-a0) * 8 / (float64(t1-t0) / 1e9)
+	out.BulkPingBps = float64(a2-a1) * 8 / (float64(t2-t1) / 1e9)
+	if out.BulkAloneBps > 0 {
+		out.HitPct = 100 * (1 - out.BulkPingBps/out.BulkAloneBps)
 	}
 	return nil
 }
@@ -388,14 +388,14 @@ func WriteTDMARPC(dir string, r *TDMARPCResult) ([]string, error) {
 	}
 	paths := []string{jp}
 	runs := [][]string{{"arm", "run", "rtt_p50_us", "rtt_p95_us", "rtt_p99_us", "wait_p50_us", "wait_p95_us", "kernel_idle_rtt_p95_us",
-		"sent", "answered", "held", "deferred", "deferred_in_slot", "deferred_no_slot", "deferred_read_late_max_us", "bulk_alone_mbps", "bulk_with_ping_mbps", "bulk_hit_pct", "ping_slot_share_pct",
+		"sent", "answered", "held", "deferred", "deferred_in_slot", "deferred_no_slot", "deferred_read_late_max_us", "bulk_alone_bps", "bulk_with_ping_bps", "bulk_hit_pct", "ping_slot_share_pct",
 		"switch_drops", "collisions", "lost_frames", "tcp_retransmits", "control_overhead_pct", "cpu_busy_pct", "load_avg"}}
 	samples := [][]string{{"arm", "run", "kind", "t_ns", "offset_us", "rtt_us", "wait_us", "deferred", "held"}}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, a := range r.Runs {
 		runs = append(runs, []string{a.Arm, strconv.Itoa(a.Run), f(a.RTT.P50us), f(a.RTT.P95us), f(a.RTT.P99us), f(a.Wait.P50us), f(a.Wait.P95us),
-			f(a.KernelIdle.P95us), u(a.Sent), u(a.Answered), u(a.Held), u(a.Deferred), u(a.DeferredInSlot), u(a.DeferredNoSlot), f(a.ReadLateMaxUs), f(a.BulkAloneMbps), f(a.BulkPingMbps), f(a.HitPct),
+			f(a.KernelIdle.P95us), u(a.Sent), u(a.Answered), u(a.Held), u(a.Deferred), u(a.DeferredInSlot), u(a.DeferredNoSlot), f(a.ReadLateMaxUs), f(a.BulkAloneBps), f(a.BulkPingBps), f(a.HitPct),
 			f(a.PingSlotSharePct), u(a.Switch.Drops), u(a.Collisions), u(a.LostFrames), u(a.Retransmits), f(a.CtlOverheadPct), f(a.CPUBusyPct), f(a.LoadAvg)})
 		for k, ss := range [][]host.PingSample{a.Samples, a.KernelSamples} {
 			kind := [...]string{"ping", "kernel_idle"}[k]
@@ -477,7 +477,7 @@ func (r *TDMARPCResult) write(w io.Writer) {
 	fmt.Fprintln(tw, "arm\trun\tRTT p50/p95/p99 µs\twait p50/p95 µs\tanswered\theld\tdeferred (in slot, read late max µs; no slot)\tbulk alone Mb/s\twith ping Mb/s\thit %\tping slots %\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
 	for _, a := range r.Runs {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f/%.0f/%.0f\t%.0f/%.0f\t%d/%d\t%d\t%d (%d, %.0f; %d)\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\n", a.Arm, a.Run,
-			a.RTT.P50us, a.RTT.P95us, a.RTT.P99us, a.Wait.P50us, a.Wait.P95us, a.Answered, a.Sent, a.Held, a.Deferred, a.DeferredInSlot, a.ReadLateMaxUs, a.DeferredNoSlot, a.BulkAloneMbps, a.BulkPingMbps,
+			a.RTT.P50us, a.RTT.P95us, a.RTT.P99us, a.Wait.P50us, a.Wait.P95us, a.Answered, a.Sent, a.Held, a.Deferred, a.DeferredInSlot, a.ReadLateMaxUs, a.DeferredNoSlot, a.BulkAloneBps/1e6, a.BulkPingBps/1e6,
 			a.HitPct, a.PingSlotSharePct, a.Switch.Drops, a.Collisions, a.LostFrames, a.Retransmits, a.CtlOverheadPct, a.CPUBusyPct, a.LoadAvg)
 	}
 	tw.Flush()
@@ -491,8 +491,8 @@ func (r *TDMARPCResult) write(w io.Writer) {
 		if s.KernelIdleP95us > 0 {
 			fmt.Fprintf(w, "; kernel TCP ping-pong on the idle star p95 %.0f µs", s.KernelIdleP95us)
 		}
-		if s.BulkAloneMbps > 0 {
-			fmt.Fprintf(w, "; bulk %.1f → %.1f Mbit/s with the ping (hit %.2f %%, ping slots %.2f %%)", s.BulkAloneMbps, s.BulkPingMbps, s.HitPct, s.SharePct)
+		if s.BulkAloneBps > 0 {
+			fmt.Fprintf(w, "; bulk %.1f → %.1f Mbit/s with the ping (hit %.2f %%, ping slots %.2f %%)", s.BulkAloneBps/1e6, s.BulkPingBps/1e6, s.HitPct, s.SharePct)
 		}
 		if s.CtlOverheadPct > 0 {
 			fmt.Fprintf(w, "; control overhead %.3f %% of the port rate", s.CtlOverheadPct)

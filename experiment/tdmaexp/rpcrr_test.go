@@ -16,7 +16,7 @@ import (
 func rpcArms() map[string]RPCArmSumm {
 	return map[string]RPCArmSumm{
 		"tcp":  {RTTP95us: 5000},
-		"tdma": {RTTP95us: 500, BulkAloneMbps: 85, BulkPingMbps: 82.9, HitPct: 2.5, SharePct: 2},
+		"tdma": {RTTP95us: 500, BulkAloneBps: 85e6, BulkPingBps: 82.9e6, HitPct: 2.5, SharePct: 2},
 		"idle": {RTTP95us: 420},
 	}
 }
@@ -49,7 +49,7 @@ func TestRPCChecks(t *testing.T) {
 		{"tcp arm without samples", func(m map[string]RPCArmSumm) { m["tcp"] = RPCArmSumm{} }, vsTCP},
 		{"tdma 1.6× the idle network", func(m map[string]RPCArmSumm) { m["idle"] = RPCArmSumm{RTTP95us: 312} }, vsIdle},
 		{"bulk lost 1.5 points beyond the share", func(m map[string]RPCArmSumm) { a := m["tdma"]; a.HitPct = 3.5; m["tdma"] = a }, hit},
-		{"no bulk measured", func(m map[string]RPCArmSumm) { a := m["tdma"]; a.BulkAloneMbps, a.HitPct = 0, 0; m["tdma"] = a }, hit},
+		{"no bulk measured", func(m map[string]RPCArmSumm) { a := m["tdma"]; a.BulkAloneBps, a.HitPct = 0, 0; m["tdma"] = a }, hit},
 	} {
 		m := rpcArms()
 		tc.change(m)
@@ -72,7 +72,7 @@ func TestRPCChecks(t *testing.T) {
 func TestSummarizeRPCMedians(t *testing.T) {
 	var runs []RPCArm
 	for i, p95 := range []float64{300, 100, 200} {
-		runs = append(runs, RPCArm{Arm: "tdma", Run: i + 1, RTT: LatQuantiles{P95us: p95}, BulkAloneMbps: 80, BulkPingMbps: 79, HitPct: 1.25, PingSlotSharePct: 1})
+		runs = append(runs, RPCArm{Arm: "tdma", Run: i + 1, RTT: LatQuantiles{P95us: p95}, BulkAloneBps: 80e6, BulkPingBps: 79e6, HitPct: 1.25, PingSlotSharePct: 1})
 		runs = append(runs, RPCArm{Arm: "tcp", Run: i + 1, RTT: LatQuantiles{P95us: 10 * p95}})
 	}
 	s := summarizeRPC([]string{"tcp", "tdma"}, runs)

@@ -51,10 +51,10 @@ type RRRun struct {
 	BlockBytes int64   `json:"block_bytes"`
 	Arm        string  `json:"arm"`
 	Run        int     `json:"run"`
-	// Per host, the bytes it received per second over the measured
+	// Per host, the bits it received per second over the measured
 	// Duration (what its neighbours delivered to it), and the mean and
 	// least of them ÷ the port rate.
-	PerHostMbps []float64 `json:"per_host_mbps"`
+	PerHostBps  []float64 `json:"per_host_bps"`
 	MeanOverR   float64   `json:"mean_over_rate"`
 	MinOverR    float64   `json:"min_over_rate"`
 	Blocks      uint64    `json:"rr_blocks,omitempty"` // tdma: blocks handed to the wire whole, all hosts
@@ -182,23 +182,23 @@ func rrOnce(ctx context.Context, e *bed.Env, cfg TDMARRConfig, b float64, bb int
 		return fmt.Errorf("arm %q: want %s", arm, strings.Join(RRArms, " or "))
 	})
 	if err == nil {
-		out.MeanOverR, out.MinOverR = rrOverRate(out.PerHostMbps, cfg.Star.Rate)
+		out.MeanOverR, out.MinOverR = rrOverRate(out.PerHostBps, cfg.Star.Rate)
 	}
 	return out, err
 }
 
-// rrOverRate is the mean and least of per-host Mbit/s ÷ rate.
-func rrOverRate(mbps []float64, rate netns.BitRate) (mean, least float64) {
-	if len(mbps) == 0 {
+// rrOverRate is the mean and least of per-host bit/s ÷ rate.
+func rrOverRate(bps []float64, rate netns.BitRate) (mean, least float64) {
+	if len(bps) == 0 {
 		return 0, 0
 	}
 	least = math.Inf(1)
-	for _, v := range mbps {
+	for _, v := range bps {
 		mean += v
 		least = min(least, v)
 	}
-	R := float64(rate) / 1e6
-	return mean / float64(len(mbps)) / R, least / R
+	R := float64(rate)
+	return mean / float64(len(bps)) / R, least / R
 }
 
 // rrTDMA runs raw agents with the rr workload; each host's throughput is
@@ -232,7 +232,7 @@ func rrTDMA(ctx context.Context, e *bed.Env, cfg TDMARRConfig, tb *netns.Testbed
 		if v == 0 {
 			return fmt.Errorf("h%d's progress does not cover the measured %v (see %s)", i+1, cfg.Duration, dir)
 		}
-		out.PerHostMbps = append(out.PerHostMbps, v*8/1e6)
+		out.PerHostBps = append(out.PerHostBps, v*8)
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func rrTCP(ctx context.Context, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun)
 	}
 	b, t1 := snap()
 	for i := range a {
-		out.PerHostMbps = append(out.PerHostMbps, float64(b[i]-a[i])*8/1e6/(float64(t1-t0)/1e9))
+		out.PerHostBps = append(out.PerHostBps, float64(b[i]-a[i])*8/(float64(t1-t0)/1e9))
 	}
 	return nil
 }
@@ -273,12 +273,12 @@ func rrTCP(ctx context.Context, cfg TDMARRConfig, tb *netns.Testbed, out *RRRun)
 // WriteTDMARR writes rr.json, rr.csv and rr-throughput.png (Fig. 11) into
 // dir; it returns the paths written.
 func WriteTDMARR(dir string, r *TDMARRResult) ([]string, error) {
-	rows := [][]string{{"arm", "run", "block_capacities", "block_bytes", "host", "mbps", "over_rate", "switch_drops", "lost_frames", "tcp_retransmits", "cpu_busy_pct"}}
+	rows := [][]string{{"arm", "run", "block_capacities", "block_bytes", "host", "bps", "over_rate", "switch_drops", "lost_frames", "tcp_retransmits", "cpu_busy_pct"}}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, x := range r.Runs {
-		for i, v := range x.PerHostMbps {
+		for i, v := range x.PerHostBps {
 			rows = append(rows, []string{x.Arm, strconv.Itoa(x.Run), f(x.Block), strconv.FormatInt(x.BlockBytes, 10), "h" + strconv.Itoa(i+1), f(v),
-				f(v * 1e6 / float64(r.Config.Star.Rate)), strconv.FormatUint(x.Switch.Drops, 10), strconv.FormatUint(x.LostFrames, 10),
+				f(v / float64(r.Config.Star.Rate)), strconv.FormatUint(x.Switch.Drops, 10), strconv.FormatUint(x.LostFrames, 10),
 				strconv.FormatUint(x.Retransmits, 10), f(x.CPUBusyPct)})
 		}
 	}
@@ -304,9 +304,9 @@ func (r *TDMARRResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "block (cap.)\tbytes\tarm\trun\tper host ÷ rate\tleast\tper host Mb/s\tblocks\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
 	for _, x := range r.Runs {
-		ph := make([]string, len(x.PerHostMbps))
-		for i, v := range x.PerHostMbps {
-			ph[i] = strconv.FormatFloat(v, 'f', 1, 64)
+		ph := make([]string, len(x.PerHostBps))
+		for i, v := range x.PerHostBps {
+			ph[i] = strconv.FormatFloat(v/1e6, 'f', 1, 64)
 		}
 		fmt.Fprintf(tw, "%g\t%d\t%s\t%d\t%.3f\t%.3f\t%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\n", x.Block, x.BlockBytes, x.Arm, x.Run, x.MeanOverR, x.MinOverR,
 			strings.Join(ph, " "), x.Blocks, x.Switch.Drops, x.Collisions, x.LostFrames, x.Retransmits, x.CtlOverheadPct, x.CPUBusyPct, x.LoadAvg)

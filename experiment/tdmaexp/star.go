@@ -26,7 +26,7 @@ import (
 // TDMAStar configures a TDMA star testbed and its agents.
 type TDMAStar struct {
 	Hosts  int           `json:"hosts"`
-	Rate   netns.BitRate `json:"rate"`
+	Rate   netns.BitRate `json:"rate_bps"`
 	Burst  netns.ByteSize
 	Limit  netns.ByteSize `json:"switch_buffer"`
 	Slot   time.Duration  `json:"slot_ns"`

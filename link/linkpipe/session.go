@@ -84,12 +84,12 @@ type SessionSnapshot struct {
 
 // SessionAgreed are the parameters in force.
 type SessionAgreed struct {
-	Window    uint32 `json:"window_frames"`
-	Lanes     uint8  `json:"lanes"`
-	MTU       uint16 `json:"mtu"`
-	SpeedMbps uint32 `json:"speed_mbps"`
-	TxSeq     uint32 `json:"tx_initial_seq"`
-	RxSeq     uint32 `json:"rx_initial_seq"`
+	Window   uint32 `json:"window_frames"`
+	Lanes    uint8  `json:"lanes"`
+	MTU      uint16 `json:"mtu"`
+	SpeedBps uint64 `json:"speed_bps"` // the hello carries Mbit/s
+	TxSeq    uint32 `json:"tx_initial_seq"`
+	RxSeq    uint32 `json:"rx_initial_seq"`
 	// Integrity is the check both ends' link frames carry; FastSend and
 	// PeerFastSend say which end sends by the kernel's send fast path
 	// (they need not agree).
@@ -270,7 +270,7 @@ func (s *LinkSess) SessionRx(now int64, b []byte) linksession.Event {
 			log.Warn("link session: cannot restrict link control to the peer", "dev", cfg.LinkPort, "err", err)
 		}
 		log.Info("link session up", "dev", cfg.LinkPort, "peer", net.HardwareAddr(peer[:]).String(), "epoch", a.Epoch, "peer_epoch", a.PeerEpoch,
-			"window", a.Window, "lanes", a.Lanes, "mtu", a.MTU, "speed_mbps", a.Speed,
+			"window", a.Window, "lanes", a.Lanes, "mtu", a.MTU, "speed_bps", uint64(a.Speed)*1e6,
 			"tx_seq", uint32(a.TxSeq), "rx_seq", uint32(a.RxSeq))
 		if a.PeerCaps.Known && a.PeerCaps.FastSend != a.LocalCaps.FastSend {
 			// The frames on the wire are the same either way
@@ -491,7 +491,7 @@ func (l *LinkSess) PublishSession() {
 		Held: SessionHeldCounter{Dropped: l.sessDropped, Passed: l.sessPassed}}
 	if a, ok := s.Agreed(); ok {
 		v.PeerEpoch = a.PeerEpoch
-		v.Agreed = &SessionAgreed{Window: a.Window, Lanes: a.Lanes, MTU: a.MTU, SpeedMbps: a.Speed,
+		v.Agreed = &SessionAgreed{Window: a.Window, Lanes: a.Lanes, MTU: a.MTU, SpeedBps: uint64(a.Speed) * 1e6,
 			TxSeq: uint32(a.TxSeq), RxSeq: uint32(a.RxSeq), Integrity: a.LocalCaps.Integrity.String(),
 			FastSend: a.LocalCaps.FastSend, PeerFastSend: a.PeerCaps.FastSend}
 	} else if a.Conflict != 0 {
