@@ -147,6 +147,19 @@ func FuzzSchedOps(f *testing.F) {
 					}
 				}
 			}
+			owing := 0
+			for i := range s.voqs {
+				v := &s.voqs[i]
+				if v.owed > 0 {
+					owing++
+				}
+				if v.owed > s.owedMax || v.owed > 0 && !v.active || v.active && !v.queued {
+					t.Fatalf("VOQ %d: owed %d (at most %d), active %v, queued %v", i, v.owed, s.owedMax, v.active, v.queued)
+				}
+			}
+			if owing != s.owing {
+				t.Fatalf("%d VOQs owed turns, counted %d", owing, s.owing)
+			}
 			if len(s.Out) > cfg.MaxVOQs {
 				t.Fatalf("%d grants pending for %d VOQs: not coalesced", len(s.Out), cfg.MaxVOQs)
 			}

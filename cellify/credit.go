@@ -53,6 +53,17 @@ type SchedConfig struct {
 	// find its credit taken back, lest its cells and the credit granted in
 	// their place arrive together.
 	InFlightExpire int64
+	// CatchUp (ns at the credit rate, 0: none) bounds what a late VOQ is
+	// owed for the turns it passed to the others (a grant of up to a
+	// credit each): once it is no longer late it is served before the
+	// others of its class, within its share of the window, until it has
+	// had them. Without it each stall of a source gave its part of the
+	// port to the others for good: in an incast whose sources offer more
+	// than the port, the stalled source's VOQ came out of each stall that
+	// much fuller than the others' and overflowed first, and the port's
+	// shares over the run followed the stalls. A VOQ that stops asking
+	// (all it asked for granted) is owed nothing.
+	CatchUp int64
 	// Refresh is when the grant total of a VOQ still waiting for credit is
 	// first re-sent (see Scheduler.Poll); RefreshMax is where the refreshes
 	// back off to while it stays active (Refresh, Refresh, then doubling,
@@ -81,6 +92,7 @@ func DefaultSchedConfig(rate float64) SchedConfig {
 		SpeedUp:     0.02,
 		CreditSize:  16 << 10,
 		MaxBurst:    2,
+		CatchUp:     DefaultCatchUp,
 		Refresh:     200_000,
 		RefreshMax:  DefaultRefreshMax,
 		MaxVOQs:     1024,
@@ -101,8 +113,8 @@ func (c *SchedConfig) check() error {
 	if c.MaxInFlight < 0 || c.MaxInFlight > 0 && c.MaxInFlight < c.CreditSize || c.InFlightExpire < 0 {
 		return errors.New("cellify: SchedConfig.MaxInFlight must be 0 or at least CreditSize, InFlightExpire ≥ 0")
 	}
-	if c.Refresh < 1 || c.RefreshMax < 0 || c.MaxBurstTime < 0 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
-		return errors.New("cellify: SchedConfig.Refresh must be > 0, RefreshMax and MaxBurstTime ≥ 0, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
+	if c.Refresh < 1 || c.RefreshMax < 0 || c.MaxBurstTime < 0 || c.CatchUp < 0 || c.FCIHold < 0 || c.MaxVOQs < 0 || c.MaxVOQs > 1<<20 {
+		return errors.New("cellify: SchedConfig.Refresh must be > 0, RefreshMax, MaxBurstTime and CatchUp ≥ 0, FCIHold ≥ 0, MaxVOQs in [0, 2^20]")
 	}
 	if !(c.FCIDecrease > 0 && c.FCIDecrease <= 1) || !(c.FCIMin > 0 && c.FCIMin <= 1) || !(c.FCIRecover >= 0) {
 		return errors.New("cellify: SchedConfig.FCIDecrease and FCIMin must be in (0, 1], FCIRecover ≥ 0")
@@ -140,6 +152,7 @@ type SchedStats struct {
 	LostBytes    uint64 // ... for cells the reassembly gave up (Lost)
 	ShareFull    uint64 // turns a VOQ passed with its share of the window in flight
 	LateFull     uint64 // turns a late VOQ (credit in flight, nothing back for a loop's timeout) passed
+	CaughtUp     uint64 // bytes granted to VOQs against turns they passed late (CatchUp)
 	Late         uint64 // VOQs found late (their credit's time went back to the pacer)
 	ArrivedBytes uint64 // bytes of the cells that arrived for the port
 }
@@ -166,6 +179,9 @@ type schedVOQ struct {
 	sampAt  int64
 	sampEnd uint64
 	late    bool // passed over as late since its last arrival
+	// owed: bytes of the turns it passed late to the others, not yet
+	// granted back (CatchUp).
+	owed uint64
 }
 
 type schedSrc struct {
@@ -240,6 +256,12 @@ type Scheduler struct {
 	lateAt   int64 // the next scan for late VOQs (while credit is in flight; 0: at the next Poll)
 	held     bool  // the last Poll stopped at the window or the VOQs' shares
 
+	// CatchUp: the most a VOQ may be owed (bytes), the VOQs owed now, and
+	// the late VOQs one pick passed over (owed the turn it gave away).
+	owedMax uint64
+	owing   int
+	passed  []int32
+
 	Out   []SchedGrant
 	Stats SchedStats
 }
@@ -270,12 +292,18 @@ func NewScheduler(cfg SchedConfig) (*Scheduler, error) {
 		s.rings[c].b = make([]int32, cfg.MaxVOQs)
 	}
 	s.win = cfg.MaxInFlight
+	s.owedMax = uint64(float64(cfg.CatchUp) * float64(s.den) / 8e9)
+	s.passed = make([]int32, 0, cfg.MaxVOQs)
 	s.expire = cfg.InFlightExpire
 	if s.expire == 0 {
 		s.expire = DefaultInFlightExpire
 	}
 	return s, nil
 }
+
+// DefaultCatchUp is SchedConfig.CatchUp's default: 50 ms of the port's
+// rate, what one of two sources passes in a stall of 100 ms.
+const DefaultCatchUp = 50_000_000
 
 // DefaultInFlightExpire is SchedConfig.InFlightExpire's default.
 const DefaultInFlightExpire = 250_000_000
@@ -480,6 +508,7 @@ func (s *Scheduler) setActive(v *schedVOQ, a bool) {
 		return
 	}
 	s.active--
+	s.setOwed(v, 0) // a VOQ that wants nothing more banks no turns
 	if s.active == 0 {
 		s.started = false // the refresh timer starts again with the next active VOQ
 	}
@@ -616,7 +645,7 @@ func (s *Scheduler) Poll(now int64) int64 {
 		s.next, s.frac = now-s.burst, 0
 	}
 	for s.next <= now {
-		vi, wait := s.pick(now)
+		vi, wait, popped := s.pick(now)
 		if vi < 0 { // only throttled sources, or VOQs at their share, want credit
 			s.idle = true
 			if s.held {
@@ -625,13 +654,16 @@ func (s *Scheduler) Poll(now int64) int64 {
 			return min(s.refreshAt, wait, s.lateDue())
 		}
 		if v := &s.voqs[vi]; !s.windowRoom(min(uint64(s.cfg.CreditSize), v.req-v.granted)) {
-			s.rings[v.key.Class].pushFront(vi) // its turn stays
+			if popped {
+				s.rings[v.key.Class].pushFront(vi) // its turn stays
+			}
 			s.Stats.WindowFull++
 			s.held = true
 			s.idle = true
 			return s.stopDue()
 		}
-		s.grant(now, vi)
+		s.owePassed(vi)
+		s.grant(now, vi, popped)
 		if s.active == 0 {
 			return math.MaxInt64
 		}
@@ -702,23 +734,31 @@ func (s *Scheduler) armRefresh(now int64, v *schedVOQ) {
 // the other sources had backlog, and, with credits large against the
 // port's rate (64 KiB at 100 Mbit/s: 5 ms each), even up to its share:
 // each turn it took idled the port a credit's time, and the credit
-// arrived after its stall on top of its turns there. Otherwise pick
-// returns -1 and the earliest time a held-back source may be served.
-func (s *Scheduler) pick(now int64) (int32, int64) {
-	wait := int64(math.MaxInt64)
+// arrived after its stall on top of its turns there. With CatchUp the
+// turns it passed are owed to it, and a VOQ owed turns and no longer late
+// is served first in its class (popped false: its place in the ring
+// stays). Otherwise pick returns -1 and the earliest time a held-back
+// source may be served. The late VOQs passed over are left in passed.
+func (s *Scheduler) pick(now int64) (vi int32, wait int64, popped bool) {
+	wait = math.MaxInt64
 	share := uint64(math.MaxUint64)
 	late := int64(math.MaxInt64)
 	if s.cfg.MaxInFlight > 0 {
 		share = uint64(max(s.win/max(s.active, 1), s.cfg.CreditSize))
 		late = s.lateAfter()
 	}
+	s.passed = s.passed[:0]
 	// Late VOQs pass their turns to the others (first pass); with no other
 	// taker they are served (second pass): the cells of a VOQ lost in
 	// the fabric must not keep it from credit until they expire.
-	skipped := false
-	for pass := 0; pass < 2 && (pass == 0 || skipped); pass++ {
+	for pass := 0; pass < 2 && (pass == 0 || len(s.passed) > 0); pass++ {
 		for c := Classes - 1; c >= 0; c-- {
 			r := &s.rings[c]
+			if pass == 0 && s.owing > 0 {
+				if vi := s.owedIn(r, now, share, late); vi >= 0 {
+					return vi, 0, false
+				}
+			}
 			for n := r.size; n > 0; n-- {
 				vi := r.pop()
 				v := &s.voqs[vi]
@@ -748,14 +788,64 @@ func (s *Scheduler) pick(now int64) (int32, int64) {
 					}
 					r.push(vi)
 					s.Stats.LateFull++
-					skipped = true
+					if len(s.passed) < cap(s.passed) {
+						s.passed = append(s.passed, vi)
+					}
 					continue
 				}
-				return vi, 0
+				if pass == 1 {
+					s.passed = s.passed[:0] // late itself: it took the turn no other could
+				}
+				return vi, 0, true
 			}
 		}
 	}
-	return -1, wait
+	return -1, wait, false
+}
+
+// owedIn returns the VOQ of ring r owed the most turns that may be served
+// now (active, not held back by FCI, below its share, not late), or -1.
+func (s *Scheduler) owedIn(r *credRing, now int64, share uint64, late int64) int32 {
+	best := int32(-1)
+	for i := range r.size {
+		vi := r.b[(r.head+i)%len(r.b)]
+		v := &s.voqs[vi]
+		if v.owed == 0 || !v.active || v.fly >= share || v.late || v.fly > 0 && now-v.flyAt > late {
+			continue
+		}
+		if src := &s.srcs[v.src]; s.throttled(src, now) && src.next > now {
+			continue
+		}
+		if best < 0 || v.owed > s.voqs[best].owed {
+			best = vi
+		}
+	}
+	return best
+}
+
+// owePassed owes each late VOQ the last pick passed over the turn it gave
+// to vi, granted now (a credit, or what it still asks for if less), within
+// CatchUp.
+func (s *Scheduler) owePassed(vi int32) {
+	if s.owedMax == 0 {
+		return
+	}
+	for _, p := range s.passed {
+		if v := &s.voqs[p]; p != vi {
+			s.setOwed(v, min(v.owed+min(uint64(s.cfg.CreditSize), v.req-v.granted), s.owedMax))
+		}
+	}
+}
+
+// setOwed sets what v is owed, keeping the count of VOQs owed.
+func (s *Scheduler) setOwed(v *schedVOQ, b uint64) {
+	switch {
+	case v.owed == 0 && b > 0:
+		s.owing++
+	case v.owed > 0 && b == 0:
+		s.owing--
+	}
+	v.owed = b
 }
 
 // refund gives the pacer back the time of b bytes of credit (within the
@@ -777,9 +867,10 @@ func (s *Scheduler) lateAfter() int64 {
 	return s.srtt + 4*s.rttvar
 }
 
-// grant gives VOQ vi (just popped from its ring) one credit at the pacer's
-// slot time and advances the pacer by the bytes granted.
-func (s *Scheduler) grant(now int64, vi int32) {
+// grant gives VOQ vi (popped from its ring, or served ahead of its turn
+// there) one credit at the pacer's slot time and advances the pacer by the
+// bytes granted.
+func (s *Scheduler) grant(now int64, vi int32, popped bool) {
 	v := &s.voqs[vi]
 	b := min(uint64(s.cfg.CreditSize), v.req-v.granted)
 	if s.cfg.MaxInFlight > 0 {
@@ -822,10 +913,19 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	// The grant carries the total: the next refresh is a backoff after it.
 	v.refAt = now + backoff(s.cfg.Refresh, s.cfg.RefreshMax, v.refs)
 	s.refreshAt = min(s.refreshAt, v.refAt)
-	if v.granted < v.req {
-		s.rings[v.key.Class].push(vi)
-	} else {
+	if v.owed > 0 {
+		s.Stats.CaughtUp += b
+		s.setOwed(v, v.owed-min(v.owed, b))
+	}
+	switch {
+	case v.granted < v.req:
+		if popped {
+			s.rings[v.key.Class].push(vi)
+		}
+	case popped:
 		v.queued = false
+		s.setActive(v, false)
+	default: // its entry stays in the ring, dropped when popped
 		s.setActive(v, false)
 	}
 }

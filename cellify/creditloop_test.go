@@ -327,3 +327,52 @@ func TestCreditLoopSourceAsleep(t *testing.T) {
 		t.Errorf("egress queue plus credit in flight reached %.0f, above MaxInFlight %d", maxQ, cfg.MaxInFlight)
 	}
 }
+
+// TestCreditLoopSleeperCatchesUp: as TestCreditLoopSourceAsleep, the
+// sleeper's turns go to the other source during its 30 ms stall; once it
+// runs again it is owed them (CatchUp) and served first until both were
+// granted as much, within two credits, 40 ms after its stall. Without
+// CatchUp the other source keeps what it got: 2 MiB VOQs, half of an
+// incast's burst each, then overflow at the source that slept.
+func TestCreditLoopSleeperCatchesUp(t *testing.T) {
+	for _, catchUp := range []int64{DefaultCatchUp, 0} {
+		cfg := DefaultSchedConfig(100e6)
+		cfg.CreditSize, cfg.MaxBurst, cfg.MaxBurstTime = 64<<10, 8, 10*credMs
+		cfg.StopAbove, cfg.MaxInFlight, cfg.CatchUp = 4*cfg.CreditSize, 2<<20, catchUp
+		ccfg := DefaultCreditClientConfig()
+		ccfg.Quantum = uint64(cfg.CreditSize)
+		const dt, from, to = 10 * credUs, 50 * credMs, 80 * credMs
+		l := newCreditLoop(t, cfg, ccfg, 2, 0, 1)
+		per := int(cfg.Rate * float64(dt) * 1e-9 / 8)
+		var gap [2]float64 // granted to the other source less to the sleeper: at the stall's start, 40 ms after its end
+		l.run(to+40*credMs, dt, func(l *creditLoop) {
+			for i := range l.cl {
+				if l.cl[i].Enqueued()-l.cl[i].Sent() < 4<<20 {
+					l.cl[i].Enqueue(per)
+				}
+			}
+			if l.now == from-dt {
+				l.asleep[0] = to
+			}
+		}, func(l *creditLoop) {
+			_, g1, _ := l.s.Totals(1, 0)
+			_, g2, _ := l.s.Totals(2, 0)
+			switch l.now {
+			case from:
+				gap[0] = float64(g2) - float64(g1)
+			case to + 40*credMs:
+				gap[1] = float64(g2) - float64(g1)
+			}
+		})
+		owed := gap[1] - gap[0]
+		t.Logf("CatchUp %d ms: the other source granted %.0f bytes more than the sleeper over the stall and 40 ms after; %+v", catchUp/credMs, owed, l.s.Stats)
+		switch {
+		case catchUp > 0 && math.Abs(owed) > float64(2*cfg.CreditSize):
+			t.Errorf("with CatchUp: %.0f bytes more to the other source, want within two credits (%d)", owed, 2*cfg.CreditSize)
+		case catchUp > 0 && l.s.Stats.CaughtUp == 0:
+			t.Errorf("with CatchUp: nothing granted back")
+		case catchUp == 0 && owed < float64(2*cfg.CreditSize):
+			t.Errorf("without CatchUp: %.0f bytes more to the other source, want the turns it took (several credits)", owed)
+		}
+	}
+}

@@ -48,6 +48,7 @@ func TestHeldCells(t *testing.T)     { runScenario(t, "heldcells") }
 func TestLossyLinks(t *testing.T)    { runScenario(t, "lossylinks") }
 func TestStalledSource(t *testing.T) { runScenario(t, "stalledsource") }
 func TestStalls(t *testing.T)        { runScenario(t, "stalls") }
+func TestUDPStalls(t *testing.T)     { runScenario(t, "udpstalls") }
 func TestCreditLoss(t *testing.T)    { runScenario(t, "creditloss") }
 func TestLinkDeath(t *testing.T)     { runScenario(t, "linkdeath") }
 func TestExclusion(t *testing.T)     { runScenario(t, "exclusion") }

@@ -38,6 +38,7 @@ func Scenarios() []scenario.Scenario {
 		{Name: "lossylinks", Brief: "5 % of the cells lost on the fabric links: the holes skipped give their credit back, the port stays as busy", Run: LossyLinks},
 		{Name: "stalledsource", Brief: "one of 3 sources kept from running 20 ms: the others get its credit, the port stays busy", Run: StalledSource},
 		{Name: "stalls", Brief: "2→1 into a 100 Mbit/s port, each source, the destination and a fabric node kept from running 23-29 ms in turn: nothing lost, the port busy and shared fairly between stalls", Run: Stalls},
+		{Name: "udpstalls", Brief: "cells incast's UDP arm at its rates, one source kept from running 30 ms three times: no VOQ drop, room for a stall left, the port busy and shared fairly", Run: UDPStalls},
 		{Name: "pushpull", Brief: "Stardust §5.2 on fabric3: port B's share in push and in pull", Run: PushPull},
 		{Name: "creditloss", Brief: "10 % of credit requests and grants lost: no deadlock, throughput vs loss-free", Run: CreditLoss},
 		{Name: "linkdeath", Brief: "a link dies mid-flow: loss bounded by what it held; with LinkGuardian none", Run: LinkDeath},

@@ -575,7 +575,7 @@ func (pl *cellPipeline) publish() {
 			ch.CreditRTT, ch.CreditRTTVar, ch.CreditFlight, ch.CreditWindow = l.RTT, l.RTTVar, l.InFlight, l.Window
 			ch.WindowFull, ch.CreditExpired = sc.Stats.WindowFull, sc.Stats.ExpiredBytes
 			ch.ShareFull, ch.Stopped, ch.Credits = sc.Stats.ShareFull, sc.Stats.Stopped, sc.Stats.Credits
-			ch.LateFull, ch.Late = sc.Stats.LateFull, sc.Stats.Late
+			ch.LateFull, ch.Late, ch.CaughtUp = sc.Stats.LateFull, sc.Stats.Late, sc.Stats.CaughtUp
 		}
 	}
 	c.VOQs, c.VOQBacklog = pl.voqs, ct.Backlog

@@ -141,7 +141,8 @@ type HostSnapshot struct {
 	// grants, the Polls stopped there, the turns passed by VOQs at their
 	// share of it or late (credit in flight, nothing back for the loop's
 	// timeout: their source kept from running) and the times a VOQ was
-	// found late, and the credit taken for lost.
+	// found late, the credit granted back to VOQs for the turns they
+	// passed late, and the credit taken for lost.
 	CreditRTT     int64  `json:"credit_rtt_ns,omitempty"`
 	CreditRTTVar  int64  `json:"credit_rtt_var_ns,omitempty"`
 	CreditFlight  int    `json:"credit_inflight_bytes"`
@@ -150,6 +151,7 @@ type HostSnapshot struct {
 	ShareFull     uint64 `json:"credit_share_full,omitempty"`
 	LateFull      uint64 `json:"credit_late_full,omitempty"`
 	Late          uint64 `json:"credit_late,omitempty"`
+	CaughtUp      uint64 `json:"credit_caught_up_bytes,omitempty"`
 	Stopped       uint64 `json:"credit_stopped,omitempty"`
 	Credits       uint64 `json:"credits,omitempty"`
 	CreditExpired uint64 `json:"credit_expired_bytes,omitempty"`
