@@ -181,6 +181,8 @@ type Stats struct {
 	SendSinceCtlMax int64 `json:"send_since_ctl_max_ns"`
 	// Gaps are the longest silences between released frames (raw mode).
 	Gaps SendGaps `json:"send_gaps"`
+	// Fill is how the windows were used (raw mode).
+	Fill WindowFill `json:"window_fill"`
 	// CtlDelay*: grant delivery delay, kernel receive time − the FM's send
 	// time in the trailer (one clock for all namespaces), µs: p0.1, p50,
 	// p99.9 and the largest. DelayEst above is the FM's estimate d_est.
@@ -274,7 +276,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16), delay: clock.NewLateness()}
-	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N),
+	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N), Fill: WindowFill{Last: make([][lastWins]WinUse, N)},
 		Found:      gate.Found{CollSample: make([]gate.Collision, 0, gate.MaxCollisionSample)},
 		StopSample: make([]gate.Collision, 0, gate.MaxCollisionSample)}
 	if cfg.NFQ {
