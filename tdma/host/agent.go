@@ -53,6 +53,11 @@ type Config struct {
 	// ExitAfter, if > 0, ends Run this long after a shuffle is complete
 	// (everything sent and received).
 	ExitAfter time.Duration
+	// Duration, if > 0, ends Run this long after the first control frame
+	// heard (the FM's first grant), not after the agent's start: the FM's
+	// first round waits for every agent, and on a busy machine that can
+	// take longer than a run measures.
+	Duration time.Duration
 }
 
 // Workload is what a raw-mode agent sends. Every agent answers the RPC
@@ -249,6 +254,8 @@ type Agent struct {
 	dEst  atomic.Int64
 	nsch  atomic.Uint64
 	stop  atomic.Bool
+	// heardAt: when the loop first saw a control frame heard (Duration)
+	heardAt int64
 }
 
 // New opens the agent's sockets in the calling thread's namespace and
@@ -369,6 +376,21 @@ func (a *Agent) control() {
 			}
 		}
 	})
+}
+
+// over reports whether the agent has run its Duration at now, counted
+// from the first control frame it heard.
+func (a *Agent) over(now int64) bool {
+	if a.cfg.Duration <= 0 {
+		return false
+	}
+	if a.heardAt == 0 {
+		if a.g.LastHeard() == 0 {
+			return false
+		}
+		a.heardAt = now
+	}
+	return now-a.heardAt >= int64(a.cfg.Duration)
 }
 
 // report sends the demand report for round r.

@@ -120,6 +120,9 @@ func (a *Agent) loop() error {
 			r.loopLat.Add(now - target)
 		}
 		a.pollControl(now, &c, onSched)
+		if a.over(now) {
+			break
+		}
 		a.receive(r)
 		if r.lastRep == 0 && now >= nextRep { // until the first schedule
 			a.report(0, r.queued)
