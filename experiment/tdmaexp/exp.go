@@ -54,6 +54,9 @@ type TDMACounters struct {
 	FMLateP99us    float64 `json:"fm_late_p99_us,omitempty"`
 	FMRT           bool    `json:"fm_rt,omitempty"`
 	HostRT         bool    `json:"host_rt,omitempty"`
+	// Fill: how the agents used their windows, summed over hosts (raw
+	// mode; no last windows: each agent's statistics hold its own).
+	Fill host.WindowFill `json:"window_fill"`
 }
 
 // counters sums r's hosts' counters; the control overhead is the FM's
@@ -83,6 +86,7 @@ func (r *TDMARun) counters(c TDMAStar) TDMACounters {
 		t.LostFrames += h.RecvLost
 		t.SockDrops += h.SockDrops
 		t.OverrunBytes += h.G.OverrunBytes
+		t.Fill.Add(&h.Fill)
 	}
 	t.FMLateP99us, t.FMRT = r.FM.LateP99us, r.FM.RT
 	t.Gate = r.Gate

@@ -440,6 +440,12 @@ func (r *TDMAShuffleResult) write(w io.Writer) {
 		fmt.Fprintf(w, "  %-5s completion ÷ ideal %.3f (paper %.3f), finish spread %.3f s, switch drops %.0f, collisions %.0f, control overhead %.3f %%, retransmits %.0f\n",
 			arm, s.OverIdeal, s.PaperRatio, s.SpreadS, s.Drops, s.Collisions, s.Overhead, s.Retransmits)
 	}
+	for _, a := range r.Runs {
+		if f := &a.Fill; a.Arm == "tdma" && f.OpenNs > 0 {
+			fmt.Fprintf(w, "tdma %d: windows used %d, of their open time lost to late opens %.2f %%, idle line %.2f %%, room left at the close %.2f %% (and %.2f %% after a flow's end)\n",
+				a.Run, f.Windows, f.Pct(f.LateNs), f.Pct(f.IdleNs), f.Pct(f.TailNs), f.Pct(f.DrainedNs))
+		}
+	}
 	var cr []causeRun
 	for _, a := range r.Runs {
 		if a.Arm == "tdma" {

@@ -82,7 +82,23 @@ type Stats struct {
 	Duration      float64         `json:"duration_s"`
 	Hosts         []string        `json:"hosts"`
 	HostCounters  []wire.Counters `json:"host_counters"`
+	// LastRounds are the last rounds computed with a slot, oldest first.
+	LastRounds []RoundLog `json:"last_rounds"`
 }
+
+// RoundLog is a round as the scheduler computed it: when (clock ns), the
+// bytes it planned for per pair (the reports less the round before it),
+// the slots it gave each pair and its length in slots.
+type RoundLog struct {
+	ID     uint32    `json:"id"`
+	At     int64     `json:"at_ns"`
+	Bytes  [][]int64 `json:"bytes"`
+	Given  [][]int   `json:"slots_given"`
+	NSlots int       `json:"slots"`
+}
+
+// keptRounds is how many of the last rounds Stats holds.
+const keptRounds = 8
 
 // Manager is a fabric manager with its sockets open.
 type Manager struct {
@@ -107,6 +123,8 @@ type Manager struct {
 	firstHeard int64
 	firstRound int64
 
+	rounds  []RoundLog // the last keptRounds rounds computed (mu), a ring
+	nround  int
 	want    atomic.Uint32               // round the clock thread needs next
 	pending atomic.Pointer[sched.Round] // computed, not yet taken
 	stop    atomic.Bool
@@ -196,6 +214,7 @@ func (m *Manager) Run(ctx context.Context) (Stats, error) {
 	for _, c := range m.calib {
 		r.s.DelayEstNs = append(r.s.DelayEstNs, c.est)
 	}
+	r.s.LastRounds = m.lastRounds()
 	m.mu.Unlock()
 	for _, h := range m.cfg.Hosts {
 		r.s.Hosts = append(r.s.Hosts, h.String())
@@ -325,6 +344,7 @@ func (m *Manager) scheduler() {
 			}
 		}
 		r := sched.Make(m.sch, id, sched.SlotDemand(d, m.cap), m.cfg.MaxRoundSlots, int64(m.cfg.SlotLen), int64(m.cfg.Guard))
+		m.logRound(r, d)
 		for c := 0; c < 2; c++ {
 			for h := 0; h < N; h++ {
 				var s wire.Schedule
@@ -338,6 +358,42 @@ func (m *Manager) scheduler() {
 		m.publ.Add(1)
 		last = r
 	}
+}
+
+// logRound keeps round r, computed from demand d, among the last rounds
+// (an empty one is not kept: the FM makes them once the work is done).
+func (m *Manager) logRound(r *sched.Round, d *sched.Demand) {
+	if len(r.Slots) == 0 {
+		return
+	}
+	l := RoundLog{ID: r.ID, At: clock.Now(), Bytes: d.Bytes, NSlots: len(r.Slots), Given: make([][]int, d.N)}
+	for i := range l.Given {
+		l.Given[i] = make([]int, d.N)
+	}
+	for _, mt := range r.Slots {
+		for i, j := range mt {
+			if j >= 0 {
+				l.Given[i][j]++
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.rounds) < keptRounds {
+		m.rounds = append(m.rounds, l)
+	} else {
+		m.rounds[m.nround%keptRounds] = l
+	}
+	m.nround++
+}
+
+// lastRounds returns the rounds kept, oldest first (mu held).
+func (m *Manager) lastRounds() []RoundLog {
+	var out []RoundLog
+	for k := range m.rounds {
+		out = append(out, m.rounds[(m.nround+k)%len(m.rounds)])
+	}
+	return out
 }
 
 // handler reads demand reports and echo replies.

@@ -53,6 +53,11 @@ type Config struct {
 	// ExitAfter, if > 0, ends Run this long after a shuffle is complete
 	// (everything sent and received).
 	ExitAfter time.Duration
+	// Duration, if > 0, ends Run this long after the first control frame
+	// heard (the FM's first grant), not after the agent's start: the FM's
+	// first round waits for every agent, and on a busy machine that can
+	// take longer than a run measures.
+	Duration time.Duration
 }
 
 // Workload is what a raw-mode agent sends. Every agent answers the RPC
@@ -181,6 +186,8 @@ type Stats struct {
 	SendSinceCtlMax int64 `json:"send_since_ctl_max_ns"`
 	// Gaps are the longest silences between released frames (raw mode).
 	Gaps SendGaps `json:"send_gaps"`
+	// Fill is how the windows were used (raw mode).
+	Fill WindowFill `json:"window_fill"`
 	// CtlDelay*: grant delivery delay, kernel receive time − the FM's send
 	// time in the trailer (one clock for all namespaces), µs: p0.1, p50,
 	// p99.9 and the largest. DelayEst above is the FM's estimate d_est.
@@ -247,6 +254,8 @@ type Agent struct {
 	dEst  atomic.Int64
 	nsch  atomic.Uint64
 	stop  atomic.Bool
+	// heardAt: when the loop first saw a control frame heard (Duration)
+	heardAt int64
 }
 
 // New opens the agent's sockets in the calling thread's namespace and
@@ -274,7 +283,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index))), sched: make(chan wire.Schedule, 16), delay: clock.NewLateness()}
-	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N),
+	a.s = Stats{Host: cfg.Index, Mode: cfg.Mode.String(), Gate: "raw", SentBytes: make([]int64, N), RecvBytes: make([]int64, N), RecvDone: make([]int64, N), Fill: WindowFill{Last: make([][lastWins]WinUse, N)},
 		Found:      gate.Found{CollSample: make([]gate.Collision, 0, gate.MaxCollisionSample)},
 		StopSample: make([]gate.Collision, 0, gate.MaxCollisionSample)}
 	if cfg.NFQ {
@@ -367,6 +376,21 @@ func (a *Agent) control() {
 			}
 		}
 	})
+}
+
+// over reports whether the agent has run its Duration at now, counted
+// from the first control frame it heard.
+func (a *Agent) over(now int64) bool {
+	if a.cfg.Duration <= 0 {
+		return false
+	}
+	if a.heardAt == 0 {
+		if a.g.LastHeard() == 0 {
+			return false
+		}
+		a.heardAt = now
+	}
+	return now-a.heardAt >= int64(a.cfg.Duration)
 }
 
 // report sends the demand report for round r.

@@ -108,6 +108,9 @@ func (a *Agent) nfqLoop() error {
 	for !a.stop.Load() {
 		now := clock.Now()
 		a.pollControl(now, &c, onSched)
+		if a.over(now) {
+			break
+		}
 		fds[1].Revents = 0
 		if n, _ := unix.Poll(fds[1:], 0); n > 0 {
 			var err error

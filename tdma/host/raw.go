@@ -60,6 +60,8 @@ type rawState struct {
 	guard              int64
 	slotCap            int64 // bytes a slot carries at the line rate (the FM's slot capacity)
 	queued             func(j int) int64
+	fill               fillState
+	left               func(j int) bool // data waits for j
 }
 
 func (a *Agent) loop() error {
@@ -98,6 +100,7 @@ func (a *Agent) loop() error {
 	c.init()
 	fds := []unix.PollFd{{Fd: int32(a.ctl.Fd()), Events: unix.POLLIN}, {Fd: int32(a.data.Fd()), Events: unix.POLLIN}}
 	r.queued = func(j int) int64 { return a.queued(r, j) }
+	r.left = func(j int) bool { return r.remain[j] > 0 || r.ret.n[j] > 0 }
 	onSched := func(s *wire.Schedule) {
 		r.slotCap = int64(a.cfg.Rate/8) * int64(s.SlotLen-s.Guard) / 1e9
 		r.ping.onSchedule(s)
@@ -117,6 +120,9 @@ func (a *Agent) loop() error {
 			r.loopLat.Add(now - target)
 		}
 		a.pollControl(now, &c, onSched)
+		if a.over(now) {
+			break
+		}
 		a.receive(r)
 		if r.lastRep == 0 && now >= nextRep { // until the first schedule
 			a.report(0, r.queued)
@@ -141,6 +147,7 @@ func (a *Agent) loop() error {
 		a.wait(fds, clock.Now(), target, opens && target == gd)
 	}
 	a.s.Progress = append(a.s.Progress, Point{T: clock.Now(), Bytes: r.total})
+	a.s.Fill.finish(&r.fill, r.left)
 	a.s.OpenLateP50, a.s.OpenLateP99 = r.openLat.Quantile(0.5), r.openLat.Quantile(0.99)
 	a.s.LoopLateP99 = r.loopLat.Quantile(0.99)
 	r.ping.finish(&a.s.Ping)
@@ -264,7 +271,9 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 			r.offset[w.Dst] -= uint64(r.txPay[i])
 			r.seq[w.Dst]--
 		}
+		pay := int64(0)
 		for i := 0; i < k2; i++ {
+			pay += int64(r.txPay[i])
 			a.s.ClassBytes[c] += uint64(len(r.tx[i]))
 			if r.txRet[i] {
 				a.s.Resent++
@@ -277,6 +286,7 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		}
 		if k2 > 0 {
 			a.booked(r, now, vf)
+			a.s.Fill.batch(&r.fill, key, w.Dst, w.OpenAt, w.Close, now, vf, pay, r.left)
 		}
 		if a.s.FirstSend == 0 {
 			a.s.FirstSend = now

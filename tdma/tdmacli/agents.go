@@ -172,11 +172,11 @@ number of slots.
                   --queue (iptables-legacy rules with --queue-bypass, removed
                   at exit) and released by verdicts inside the windows
 
-It runs until Ctrl-C, --duration, or --exit-after a completed shuffle, and
-prints its statistics as JSON: bytes and windows per class, windows opened
-by grant and by free-run, late opens, overrun bytes, control frames received
-and lost, lease expiries, collisions seen as a receiver, NFQUEUE drops; rr
-blocks sent; for ping, RTT (request sent → answer) and wait (batch issued →
+It runs until Ctrl-C, --duration after the first grant heard, or
+--exit-after a completed shuffle, and prints its statistics as JSON: bytes
+and windows per class, windows opened by grant and by free-run, late opens,
+overrun bytes, control frames received and lost, lease expiries, collisions
+seen as a receiver, NFQUEUE drops; rr blocks sent; for ping, RTT (request sent → answer) and wait (batch issued →
 answer, the wait for the slot included) quantiles in µs and up to 8192
 samples with each request's offset in its window.`,
 		Example: `  linkfabric tdma host --netns lfh1 --index 0 --hosts 10.0.0.1-4 --workload shuffle --size 4MiB
@@ -206,11 +206,11 @@ samples with each request's offset in its window.`,
 			if drop < 0 || drop >= 1 {
 				return fmt.Errorf("--drop-control %v: want a fraction in [0, 1)", drop)
 			}
-			return runAgent(cmd.Context(), "tdma host", ns, dur, out, func() (*host.Agent, error) {
+			return runAgent(cmd.Context(), "tdma host", ns, 0, out, func() (*host.Agent, error) {
 				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
 					Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, DropControl: drop, Seed: seed,
 					Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
-					ExitAfter: exitAfter})
+					ExitAfter: exitAfter, Duration: dur})
 			})
 		},
 	}
@@ -236,7 +236,7 @@ samples with each request's offset in its window.`,
 	f.DurationSliceVar(&pingOffsets, "ping-offset", []time.Duration{0}, "ping: send one request at each of these offsets after the window to the server opens")
 	f.DurationVar(&pingDelay, "ping-delay", 0, "ping: the first batch this long after the first schedule")
 	f.DurationVar(&exitAfter, "exit-after", 0, "exit this long after a shuffle completes (0: run on)")
-	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
+	f.DurationVar(&dur, "duration", 0, "stop this long after the first grant heard (0: at Ctrl-C)")
 	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")
 	return cmd
 }
