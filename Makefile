@@ -14,7 +14,7 @@ deps:
 	@bash scripts/deps.sh
 
 build:
-	$(GO) build -o $(BIN) ./cmd/linkfabric
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/linkfabric
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -83,7 +83,7 @@ fuzz:
 IMAGE ?= linkfabric:latest
 IMAGE_BIN := bin/image/linkfabric
 image:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(IMAGE_BIN) ./cmd/linkfabric
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -trimpath -o $(IMAGE_BIN) ./cmd/linkfabric
 	@build="build -f deploy/Containerfile -t $(IMAGE) $(dir $(IMAGE_BIN))"; \
 	  if command -v podman >/dev/null; then set -x; podman $$build; \
 	  elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then set -x; docker $$build; \
