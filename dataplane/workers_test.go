@@ -363,16 +363,6 @@ const (
 	WorkerRate    = 20000 // datagrams/s in all
 )
 
-// TestWorkersForward: mode forward with two workers per switch delivers
-// every datagram of 16 flows once and in order, and both workers of both
-// switches carried frames both ways (the ARP and the echo, and the flows).
-func TestWorkersForward(t *testing.T) {
-	tb, sw1, sw2 := UpWorkersBed(t, ModeForward, nil)
-	UdpFlows(t, tb, WorkerFlows, WorkerPerFlow, WorkerSize, WorkerRate).Assert(t, fmt.Sprintf("%d flows × %d datagrams", WorkerFlows, WorkerPerFlow), false)
-	CheckBothWorkers(t, "sw1", sw1, PortHost, PortLink)
-	CheckBothWorkers(t, "sw2", sw2, PortLink, PortHost)
-}
-
 // workersUnderTest is how many workers upWorkersSwitches starts (a test
 // may compare with one on the same testbed).
 var workersUnderTest = 2

@@ -15,6 +15,19 @@ import (
 	"github.com/linkfabric/linkfabric/netns"
 )
 
+// TestWorkersForward: mode forward with two workers per switch delivers
+// every datagram of 16 flows once and in order, less those a socket or ring
+// at either end counted dropped, and both workers of both switches carried
+// frames both ways (the ARP and the echo, and the flows).
+func TestWorkersForward(t *testing.T) {
+	tb, sw1, sw2 := dataplane.UpWorkersBed(t, dataplane.ModeForward, nil)
+	before := endDrops(t, tb, sw1, sw2)
+	r := dataplane.UdpFlows(t, tb, dataplane.WorkerFlows, dataplane.WorkerPerFlow, dataplane.WorkerSize, dataplane.WorkerRate)
+	assertAccounted(t, r, fmt.Sprintf("%d flows × %d datagrams", dataplane.WorkerFlows, dataplane.WorkerPerFlow), before, endDrops(t, tb, sw1, sw2))
+	dataplane.CheckBothWorkers(t, "sw1", sw1, dataplane.PortHost, dataplane.PortLink)
+	dataplane.CheckBothWorkers(t, "sw2", sw2, dataplane.PortLink, dataplane.PortHost)
+}
+
 // TestWorkersLG: mode lg with two workers per switch, one LinkGuardian
 // instance per lane, Bernoulli loss 1 % on sw1→sw2: every datagram of 16
 // flows arrives once and in order per flow, both workers carried frames,
