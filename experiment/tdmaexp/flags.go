@@ -46,7 +46,7 @@ func (s *starLinkFlags) parse(rate *netns.BitRate, burst, limit *netns.ByteSize)
 type starFlags struct {
 	starLinkFlags
 	hosts, rt, hostRT         int
-	fixedHosts                bool
+	fixedHosts, aligned       bool
 	mode, sch                 string
 	gateShare                 float64
 	slot, guard, margin, spin time.Duration
@@ -72,6 +72,7 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 	s.bindLink(f, "100M")
 	f.DurationVar(&s.margin, "margin", 50*time.Microsecond, "taken off every window's close")
 	f.DurationVar(&s.spin, "spin", 0, "the agents poll without sleeping this long before a window opens (0: their default, 150µs; negative: off)")
+	f.BoolVar(&s.aligned, "aligned", false, "every host's window of a slot opens at once (the agents' --stagger=false); by default the windows to destination d open d·guard/N later")
 	if mode != "" {
 		f.StringVar(&s.mode, "mode", mode, "lease, freerun or paper")
 	}
@@ -85,7 +86,7 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 // guard checked only if bound).
 func (s *starFlags) star() (TDMAStar, error) {
 	c := TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, Sched: s.sch, Margin: s.margin, Spin: s.spin,
-		GateShare: s.gateShare}
+		Aligned: s.aligned, GateShare: s.gateShare}
 	if s.gateShare <= 0 || s.gateShare > 1 {
 		return c, fmt.Errorf("--gate-share %g: want more than 0, at most 1", s.gateShare)
 	}

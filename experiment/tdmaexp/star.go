@@ -39,7 +39,10 @@ type TDMAStar struct {
 	// Spin is the agents' --spin before a window opens: 0 keeps the
 	// agent's default, negative turns it off.
 	Spin time.Duration `json:"spin_ns,omitempty"`
-	MTU  int           `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
+	// Aligned turns the agents' staggered windows off (tdma host
+	// --stagger=false): every host's window of a slot opens at once.
+	Aligned bool `json:"aligned,omitempty"`
+	MTU     int  `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
 	// GateShare is the part of the guard a raw agent's frame may still
 	// leave its host in after its slot's end (the exit gate, bpf.TDMAGate,
 	// on the switch end of every host's veth); 0: DefaultGateShare.
@@ -333,6 +336,9 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 			"--rt", strconv.Itoa(c.HostRT), "--margin", c.Margin.String()}, common...)
 		if c.Spin != 0 {
 			args = append(args, "--spin", max(c.Spin, 0).String())
+		}
+		if c.Aligned {
+			args = append(args, "--stagger=false")
 		}
 		return append(args, hostArgs(i)...)
 	}

@@ -73,6 +73,14 @@ type Config struct {
 	Margin int64
 	// LeaseSlots bounds free-run: slots after the one of the last frame heard.
 	LeaseSlots int
+	// Stagger moves every window to destination d d·guard/N later than
+	// its slot (lease and free-run modes; N the round's hosts): the hosts'
+	// windows of a slot open at N instants guard/N apart instead of one,
+	// so that N agents on fewer CPUs do not all need one at once. Each
+	// window keeps its length, and every receiver the full guard between
+	// its senders (all its windows move alike); a host's own windows to
+	// two destinations stay at least guard/N plus the margin apart.
+	Stagger bool
 }
 
 // Window is an open class: its destination and when it opens and closes.
@@ -89,8 +97,9 @@ type Window struct {
 	// paper mode the window stays open past it until a pause arrives.
 	Due int64
 	// FMEnd is the slot's end on the FM's timeline: the grant's send time
-	// (its trailer) plus its open time; 0 if unknown. Diagnostics only:
-	// the host never acts on the FM's clock.
+	// (its trailer) plus its open time, moved with the window when
+	// staggered (Config.Stagger: the receiving port's slot); 0 if unknown.
+	// Diagnostics only: the host never acts on the FM's clock.
 	FMEnd int64
 	// SlotLen and Guard are the window's slot length and guard (ns).
 	SlotLen, Guard int64
@@ -128,6 +137,10 @@ type Gate struct {
 	// lease / free-run
 	win     Window
 	winOpen bool
+	// next: a staggered window granted while win is still open; it
+	// becomes win when win closes.
+	next    Window
+	hasNext bool
 	anchor  struct {
 		ok       bool
 		round    uint32 // full round number
@@ -302,10 +315,47 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	// grant may come sooner, and a host must never open before the FM's
 	// slot start plus the guard. A grant sent ahead of its slot so opens d
 	// after the end of its guard, d_est at most later than it could.
-	g.win = Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary + g.cfg.DelayEst - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
+	w := Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary + g.cfg.DelayEst - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
 		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard), FMEnd: a.fmEnd,
 		SlotLen: int64(sc.SlotLen), Guard: int64(sc.Guard)}
+	w.move(g.shift(sc, w.Dst))
+	// The grant of the next slot can come while a staggered window is
+	// open: it stays open to its close, never past the new window's open.
+	if g.cfg.Stagger && g.winOpen && now >= g.win.OpenAt && now < g.win.Close && w.Dst >= 0 {
+		g.win.Close = min(g.win.Close, w.OpenAt)
+		g.next, g.hasNext = w, true
+		return
+	}
+	g.win, g.hasNext = w, false
 	g.winOpen = g.win.Dst >= 0
+}
+
+// shift is how much later than its slot a window to dst opens and closes
+// (Config.Stagger): dst·guard/N of the round sc.
+func (g *Gate) shift(sc *wire.Schedule, dst int) int64 {
+	if !g.cfg.Stagger || dst < 0 || sc.NHosts == 0 {
+		return 0
+	}
+	return int64(dst) * int64(sc.Guard) / int64(sc.NHosts)
+}
+
+// move shifts w by d, its slot's end on the FM's timeline with it: the
+// receiving port's slot (every window to it moves alike).
+func (w *Window) move(d int64) {
+	w.OpenAt += d
+	w.Close += d
+	w.Due += d
+	if w.FMEnd != 0 {
+		w.FMEnd += d
+	}
+}
+
+// promote makes the window granted while the last one was open current
+// once that one has closed.
+func (g *Gate) promote(now int64) {
+	if g.hasNext && (!g.winOpen || now >= g.win.Close) {
+		g.win, g.winOpen, g.hasNext = g.next, true, false
+	}
 }
 
 // fmEnd is the end of the slot gr grants on the FM's clock, 0 if gr does
@@ -328,7 +378,7 @@ func (g *Gate) LeaseEnd() int64 {
 }
 
 func (g *Gate) closeAll() {
-	g.winOpen = false
+	g.winOpen, g.hasNext = false, false
 	g.anchor.ok = false
 	g.opened = 0
 }
@@ -356,12 +406,11 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 	if now >= a.boundary {
 		m = (now - a.boundary) / a.slotLen
 	}
+	if g.cfg.Stagger && m > 0 {
+		m-- // the slot before's staggered window may still be open
+	}
 	for ; m < int64(g.cfg.LeaseSlots); m++ {
 		start := a.boundary + m*a.slotLen
-		open, end := start+a.guard+a.openLag, start+a.slotLen-g.cfg.Margin
-		if end <= now {
-			continue
-		}
 		r, s, ok := g.locate(a.round, a.slot+1+int(m))
 		if !ok {
 			return Window{}, false, math.MaxInt64
@@ -371,16 +420,20 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 		if c < 0 {
 			continue
 		}
-		if now < open {
-			return Window{}, false, open
-		}
-		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: open, Close: end, FreeRun: true, Round: r, Slot: s, Due: start + a.slotLen + a.guard,
-			SlotLen: a.slotLen, Guard: a.guard}
+		w := Window{Class: c, Dst: sc.Dst(c), OpenAt: start + a.guard + a.openLag, Close: start + a.slotLen - g.cfg.Margin, FreeRun: true,
+			Round: r, Slot: s, Due: start + a.slotLen + a.guard, SlotLen: a.slotLen, Guard: a.guard}
 		if a.fmEnd != 0 {
 			w.FMEnd = a.fmEnd + (m+1)*a.slotLen
 		}
 		if w.Dst < 0 {
 			continue
+		}
+		w.move(g.shift(sc, w.Dst))
+		if w.Close <= now {
+			continue
+		}
+		if now < w.OpenAt {
+			return Window{}, false, w.OpenAt
 		}
 		if key := uint64(r)<<16 | uint64(s); key != g.frKey {
 			g.frKey = key
@@ -422,6 +475,7 @@ func (g *Gate) Open(now int64) uint8 {
 }
 
 func (g *Gate) window(now int64) (Window, bool) {
+	g.promote(now)
 	if g.winOpen && now < g.win.Close {
 		return g.win, now >= g.win.OpenAt
 	}
@@ -465,6 +519,7 @@ func (g *Gate) NextDeadlineOpens(now int64) (next int64, opens bool) {
 		}
 		return next, opens
 	}
+	g.promote(now)
 	if g.winOpen && now < g.win.Close {
 		next = g.win.Close
 		if now < g.win.OpenAt {

@@ -1,7 +1,10 @@
 package gate
 
 import (
+	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/linkfabric/linkfabric/tdma/wire"
@@ -354,5 +357,99 @@ func TestFMTimeZeroIsATime(t *testing.T) {
 	g.OnGrant(dEst, dEst, &gr)
 	if w, ok := g.Window(G+dEst, 0); !ok || w.FMEnd != 0 {
 		t.Fatalf("window %+v (open %v): want no FM slot end without the FM's time", w, ok)
+	}
+}
+
+// TestStaggeredWindowsKeepTheGuard: four hosts in a rotor (host i sends to
+// i+k+1 in slot k), granted at each slot's start as the FM does. Staggered,
+// the hosts' windows of a slot open at four instants at least guard/4
+// apart, where aligned they open at one; either way every window is as
+// long, and every receiver has the full guard between its senders' windows
+// (a window still open when the next slot's grant comes stays open to its
+// close). Free-run opens the slots after the grant alike.
+func TestStaggeredWindowsKeepTheGuard(t *testing.T) {
+	const n, margin = 4, 50_000
+	type span struct {
+		src, dst, slot int
+		from, to       int64
+	}
+	for _, m := range []Discipline{Lease, FreeRun} {
+		for _, stagger := range []bool{false, true} {
+			gs := make([]*Gate, n)
+			for i := range gs {
+				g, err := New(Config{Mode: m, Rate: R, Overhead: 24, DelayEst: dEst, Margin: margin, LeaseSlots: nslot + 1, Stagger: stagger})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := &wire.Schedule{Host: uint16(i), SlotLen: L, Guard: G, LeaseSlots: nslot, NHosts: n, NSlots: nslot}
+				for j := range s.ClassMap {
+					s.ClassMap[j] = -1
+				}
+				for j := range s.Slot {
+					s.Slot[j] = -1
+				}
+				for k := 0; k < nslot; k++ {
+					s.ClassMap[(i+k+1)%n], s.Slot[k] = int8(k), int8(k)
+				}
+				g.OnSchedule(s)
+				gs[i] = g
+			}
+			var spans []span
+			open := make([]int, n) // index+1 into spans of the window open now
+			var seq uint32
+			for now := int64(0); now < nslot*L+G; now += 1000 {
+				if k := now / L; now%L == dEst && k < nslot && (m == Lease || k == 0) {
+					seq++
+					var gr wire.Grant
+					wire.LeaseGrant(&gr, hMAC, fmMAC, int(k), L, R, wire.Trailer{Slot: uint8(k), Seq: seq, OpenNs: L, GuardUs: G / 1000, FMTime: k * L})
+					for _, g := range gs {
+						g.OnGrant(now, now, &gr)
+					}
+				}
+				for i, g := range gs {
+					mask := g.Open(now)
+					if mask == 0 {
+						open[i] = 0
+						continue
+					}
+					w, _ := g.Window(now, bits.TrailingZeros8(mask))
+					if o := open[i]; o != 0 && spans[o-1].slot == w.Slot {
+						spans[o-1].to = now + 1000
+						continue
+					}
+					spans = append(spans, span{i, w.Dst, w.Slot, now, now + 1000})
+					open[i] = len(spans)
+				}
+			}
+			name := fmt.Sprintf("%s, stagger %v", m, stagger)
+			if len(spans) != n*nslot {
+				t.Fatalf("%s: %d windows, want %d: %+v", name, len(spans), n*nslot, spans)
+			}
+			for _, a := range spans {
+				if got, want := a.to-a.from, int64(L-G-margin-dEst); got < want-1000 || got > want+1000 {
+					t.Errorf("%s: host %d → %d slot %d open %d ns, want %d", name, a.src, a.dst, a.slot, got, want)
+				}
+				for _, b := range spans {
+					if b.dst == a.dst && b.slot == a.slot+1 && b.from-a.to < G-1000 {
+						t.Errorf("%s: receiver %d: %d ns between host %d's window and host %d's, want the guard %d", name, a.dst, b.from-a.to, a.src, b.src, G)
+					}
+				}
+			}
+			for k := 0; k < nslot; k++ {
+				var opens []int64
+				for _, a := range spans {
+					if a.slot == k {
+						opens = append(opens, a.from)
+					}
+				}
+				slices.Sort(opens)
+				for i := 1; i < len(opens); i++ {
+					if d := opens[i] - opens[i-1]; stagger && d < G/n-1000 || !stagger && d != 0 {
+						t.Errorf("%s: slot %d opens at %v", name, k, opens)
+						break
+					}
+				}
+			}
+		}
 	}
 }

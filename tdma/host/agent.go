@@ -43,8 +43,12 @@ type Config struct {
 	// polls its sockets in a loop (0: it only sleeps). Measured on the
 	// 4-host star: without it, windows opened 151 µs late at p50.
 	Spin time.Duration
-	MTU  int
-	RT   int // SCHED_FIFO priority; 0: the default scheduler
+	// Stagger moves the windows to each destination by a share of the
+	// guard (gate.Config.Stagger): the agents' opens of a slot fall at
+	// different instants. Every host of a fabric must agree on it.
+	Stagger bool
+	MTU     int
+	RT      int // SCHED_FIFO priority; 0: the default scheduler
 	// DropControl drops this fraction of received grants (seeded): lost
 	// pause/unpause frames on purpose.
 	DropControl float64
@@ -278,7 +282,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	g, err := gate.New(gate.Config{Mode: cfg.Mode, Rate: cfg.Rate, Overhead: 24, MinFrame: 60,
-		Margin: int64(cfg.Margin), LeaseSlots: N})
+		Margin: int64(cfg.Margin), LeaseSlots: N, Stagger: cfg.Stagger})
 	if err != nil {
 		return nil, err
 	}

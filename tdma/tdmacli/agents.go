@@ -143,6 +143,7 @@ func tdmaHostCmd() *cobra.Command {
 		ns, dev, hosts, fmAddr, gateMode, mode, rate, work, size, out string
 		index, rt, dst                                                int
 		drop                                                          float64
+		stagger                                                       bool
 		seed                                                          uint64
 		margin, spin, exitAfter, dur, pingEvery, pingDelay            time.Duration
 		pingOffsets                                                   []time.Duration
@@ -208,7 +209,7 @@ samples with each request's offset in its window.`,
 			}
 			return runAgent(cmd.Context(), "tdma host", ns, 0, out, func() (*host.Agent, error) {
 				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
-					Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, DropControl: drop, Seed: seed,
+					Rate: uint64(r), Margin: margin, Spin: spin, Stagger: stagger, RT: rt, DropControl: drop, Seed: seed,
 					Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
 					ExitAfter: exitAfter, Duration: dur})
 			})
@@ -226,6 +227,7 @@ samples with each request's offset in its window.`,
 	cli.BitRateStringVar(f, &rate, "rate", "100M", "this host's line rate (its egress TBF)")
 	f.DurationVar(&margin, "margin", 50*time.Microsecond, "taken off every window's close (timer error)")
 	f.DurationVar(&spin, "spin", 150*time.Microsecond, "poll without sleeping for this long before a window opens (0: only sleep; a late wake-up costs the window's start)")
+	f.BoolVar(&stagger, "stagger", true, "open the windows to destination d d·guard/N after the slot's guard and close them as much later (lease and freerun modes; every host must agree): the hosts' windows of a slot open at N instants, not all at once")
 	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the agent's thread (0: the default scheduler)")
 	f.Float64Var(&drop, "drop-control", 0, "drop this fraction of received grants on purpose (lost pause/unpause)")
 	f.Uint64Var(&seed, "seed", 1, "seed of --drop-control")

@@ -413,16 +413,22 @@ func (s *Sim) has(k int, src, dst int16) bool {
 
 // result checks every data frame against the FM's timeline: a frame is an
 // overrun unless it starts in a slot of its pair (or that slot's trailing
-// guard) and ends by the end of the slot plus the guard.
+// guard) and ends by the end of the slot plus the guard, the slots of its
+// receiver's port moved by its stagger (Config.Stagger).
 func (s *Sim) result() *Result {
 	L, g := s.cfg.Slot, s.cfg.Guard
 	thaw := s.cfg.FreezeAt + s.cfg.FreezeFor
 	for _, f := range s.sends {
-		k := int(f.t0 / L)
+		sh := int64(0)
+		if s.cfg.Stagger {
+			sh = int64(f.dst) * g / int64(s.cfg.Hosts)
+		}
+		t0 := f.t0 - sh
+		k := int(t0 / L)
 		own := -1
 		if s.has(k, f.src, f.dst) {
 			own = k
-		} else if s.has(k-1, f.src, f.dst) && f.t0 < int64(k)*L+g {
+		} else if s.has(k-1, f.src, f.dst) && t0 < int64(k)*L+g {
 			own = k - 1
 		}
 		ok := own >= 0
@@ -431,7 +437,7 @@ func (s *Sim) result() *Result {
 			for s.has(e, f.src, f.dst) {
 				e++
 			}
-			ok = f.t1 <= int64(e)*L+g
+			ok = f.t1-sh <= int64(e)*L+g
 		}
 		if !ok {
 			s.res.OverrunBytes += int64(f.bytes)

@@ -50,6 +50,9 @@ type Config struct {
 	Slot      int64
 	Guard     int64
 	Margin    int64 // taken off every close by the gates
+	// Stagger: the gates move each window to destination d d·guard/N
+	// later (gate.Config.Stagger), as the star's agents do by default.
+	Stagger bool
 	// Lead: grants leave this long before the open part of the slot; -1:
 	// the whole guard (grants at the slot boundary, the host opens at the
 	// guard's end by its own timer). Paper mode has none.
@@ -360,7 +363,7 @@ func newSim(cfg Config) (*Sim, error) {
 	}
 	for i := 0; i < cfg.Hosts; i++ {
 		g, err := gate.New(gate.Config{Mode: cfg.Mode, Rate: cfg.Rate, Overhead: cfg.Overhead, MinFrame: minFrame,
-			DelayEst: s.dEst, Margin: cfg.Margin, LeaseSlots: cfg.LeaseSlots})
+			DelayEst: s.dEst, Margin: cfg.Margin, LeaseSlots: cfg.LeaseSlots, Stagger: cfg.Stagger})
 		if err != nil {
 			return nil, err
 		}

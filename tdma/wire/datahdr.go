@@ -81,7 +81,7 @@ const WinUnknown = math.MinInt32
 type WinTrailer struct {
 	Due     int32 // the sender's estimate of the slot's end plus the guard
 	Close   int32 // the sender's close of the window
-	FMEnd   int32 // the slot's end on the FM's timeline (its grant's send time + open); WinUnknown
+	FMEnd   int32 // the slot's end on the FM's timeline (its grant's send time + open, moved by the receiver's stagger); WinUnknown
 	Line    int32 // when the frame's last byte leaves the sender's line (the shaper model)
 	Lease   int32 // when the sender's lease runs out; WinUnknown: no lease
 	SlotUs  uint16
