@@ -45,7 +45,7 @@ func (s *starLinkFlags) parse(rate *netns.BitRate, burst, limit *netns.ByteSize)
 // --hosts out (an experiment for a given number of hosts).
 type starFlags struct {
 	starLinkFlags
-	hosts, rt, hostRT         int
+	hosts, rt, hostRT, openRT int
 	fixedHosts, aligned       bool
 	mode, sch                 string
 	gateShare                 float64
@@ -79,13 +79,14 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 	f.StringVar(&s.sch, "scheduler", "rotor", "rotor, wrr or bvn")
 	f.Float64Var(&s.gateShare, "gate-share", DefaultGateShare, "the raw agents' frames are held to their windows where they leave their host (an eBPF exit gate on the switch end of its veth, against the kernel's clock; a frame outside its window goes back to its agent, which sends it in a later window): the part of the guard a frame may still leave in after its slot's end (the rest is the switch's)")
 	f.IntVar(&s.rt, "rt", 60, "SCHED_FIFO priority of the FM's clock thread (0: the default scheduler)")
+	f.IntVar(&s.openRT, "open-rt", 0, "SCHED_FIFO priority of the agents' threads only while each waits for a window's open, until its first frames are released (0: the agents' default, 1; negative: off)")
 	f.IntVar(&s.hostRT, "host-rt", 0, "SCHED_FIFO priority of the agents' threads (0: the default scheduler; measured: RT agents starve the softirqs that pace the TBFs and lose frames)")
 }
 
 // star checks the flags and returns the star they describe (slot and
 // guard checked only if bound).
 func (s *starFlags) star() (TDMAStar, error) {
-	c := TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, Sched: s.sch, Margin: s.margin, Spin: s.spin,
+	c := TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, OpenRT: s.openRT, Sched: s.sch, Margin: s.margin, Spin: s.spin,
 		Aligned: s.aligned, GateShare: s.gateShare}
 	if s.gateShare <= 0 || s.gateShare > 1 {
 		return c, fmt.Errorf("--gate-share %g: want more than 0, at most 1", s.gateShare)

@@ -34,8 +34,11 @@ type TDMAStar struct {
 	Mode   string         `json:"mode"`
 	RT     int            `json:"rt"`      // the FM's SCHED_FIFO priority (0: none)
 	HostRT int            `json:"host_rt"` // the agents' (0: none)
-	Sched  string         `json:"scheduler"`
-	Margin time.Duration  `json:"margin_ns"`
+	// OpenRT is the agents' --open-rt: 0 keeps the agent's default,
+	// negative turns it off.
+	OpenRT int           `json:"open_rt,omitempty"`
+	Sched  string        `json:"scheduler"`
+	Margin time.Duration `json:"margin_ns"`
 	// Spin is the agents' --spin before a window opens: 0 keeps the
 	// agent's default, negative turns it off.
 	Spin time.Duration `json:"spin_ns,omitempty"`
@@ -339,6 +342,9 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 		}
 		if c.Aligned {
 			args = append(args, "--stagger=false")
+		}
+		if c.OpenRT != 0 {
+			args = append(args, "--open-rt", strconv.Itoa(max(c.OpenRT, 0)))
 		}
 		return append(args, hostArgs(i)...)
 	}

@@ -141,7 +141,7 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 func tdmaHostCmd() *cobra.Command {
 	var (
 		ns, dev, hosts, fmAddr, gateMode, mode, rate, work, size, out string
-		index, rt, dst                                                int
+		index, rt, openRT, dst                                        int
 		drop                                                          float64
 		stagger                                                       bool
 		seed                                                          uint64
@@ -209,7 +209,7 @@ samples with each request's offset in its window.`,
 			}
 			return runAgent(cmd.Context(), "tdma host", ns, 0, out, func() (*host.Agent, error) {
 				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
-					Rate: uint64(r), Margin: margin, Spin: spin, Stagger: stagger, RT: rt, DropControl: drop, Seed: seed,
+					Rate: uint64(r), Margin: margin, Spin: spin, Stagger: stagger, RT: rt, OpenRT: openRT, DropControl: drop, Seed: seed,
 					Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
 					ExitAfter: exitAfter, Duration: dur})
 			})
@@ -229,6 +229,7 @@ samples with each request's offset in its window.`,
 	f.DurationVar(&spin, "spin", 150*time.Microsecond, "poll without sleeping for this long before a window opens (0: only sleep; a late wake-up costs the window's start)")
 	f.BoolVar(&stagger, "stagger", true, "open the windows to destination d d·guard/N after the slot's guard and close them as much later (lease and freerun modes; every host must agree): the hosts' windows of a slot open at N instants, not all at once")
 	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the agent's thread (0: the default scheduler)")
+	f.IntVar(&openRT, "open-rt", 1, "SCHED_FIFO priority of the agent's thread only while it waits for a window's open, until the window's first frames are released (0: the default scheduler throughout; ignored with --rt)")
 	f.Float64Var(&drop, "drop-control", 0, "drop this fraction of received grants on purpose (lost pause/unpause)")
 	f.Uint64Var(&seed, "seed", 1, "seed of --drop-control")
 	f.StringVar(&work, "workload", "none", "raw mode: shuffle, bulk, rr, ping, pong or none")
