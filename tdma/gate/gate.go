@@ -429,7 +429,10 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 			continue
 		}
 		w.move(g.shift(sc, w.Dst))
-		if w.Close <= now {
+		if g.cfg.Stagger { // the last slot's window would close past the lease
+			w.Close = min(w.Close, g.lastHeard+g.lease())
+		}
+		if w.Close <= now || w.Close <= w.OpenAt {
 			continue
 		}
 		if now < w.OpenAt {

@@ -453,3 +453,39 @@ func TestStaggeredWindowsKeepTheGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestFreeRunStaysInTheLease: a free-running host whose FM went silent
+// (its last grant at a slot's start, as the FM sends them) releases
+// nothing that leaves its line after the lease of the last grant heard,
+// whichever destination its windows are staggered by.
+func TestFreeRunStaysInTheLease(t *testing.T) {
+	for _, stagger := range []bool{false, true} {
+		for c := 0; c < nslot; c++ {
+			g, err := New(Config{Mode: FreeRun, Rate: R, Overhead: 24, DelayEst: dEst, Margin: 50_000, LeaseSlots: 3, Stagger: stagger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := uint32(0); r < 4; r++ {
+				s := sched0(r)
+				s.ClassMap[3], s.ClassMap[c+1] = s.ClassMap[c+1], s.ClassMap[3] // the last slot's window goes to host 3
+				g.OnSchedule(s)
+			}
+			var gr wire.Grant
+			wire.LeaseGrant(&gr, hMAC, fmMAC, 0, L, R, wire.Trailer{Seq: 1, OpenNs: L, GuardUs: G / 1000, FMTime: 0})
+			g.OnGrant(dEst, dEst, &gr)
+			lease := int64(dEst + 3*L)
+			last := int64(0)
+			for now := int64(dEst); now < 6*L; now += 1000 {
+				if mask := g.Open(now); mask != 0 {
+					w, _ := g.Window(now, bits.TrailingZeros8(mask))
+					if f := g.Fit(now, w, 1514); f > 0 {
+						last = max(last, g.Sent(now, w, f))
+					}
+				}
+			}
+			if last == 0 || last > lease {
+				t.Errorf("stagger %v, class %d: last byte leaves at %d ns, the lease ends at %d", stagger, c, last, lease)
+			}
+		}
+	}
+}
