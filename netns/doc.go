@@ -9,7 +9,8 @@
 //
 // with namespaces <prefix>h1, <prefix>sw1, <prefix>sw2, <prefix>h2,
 // 10.0.0.1/24 on h1 eth0 and 10.0.0.2/24 on h2 eth0. Link ports get
-// MTU = host MTU + LinkHeaderLen for the dataplane's link header.
+// MTU = host MTU + LinkHeaderLen for the dataplane's link header, or a
+// topology's link_mtu where that is larger (fabric3's, for larger cells).
 //
 // Up creates a testbed, SetForwarding switches the switches between a Linux
 // bridge ("kernel", the baseline) and bare ports ("none", for the

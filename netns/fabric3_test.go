@@ -158,7 +158,7 @@ func TestFabric3UpDown(t *testing.T) {
 	for _, l := range tb.Topology.Links {
 		for _, e := range l.Ends {
 			s, ok := st.Find(tb.NS(e.NS), e.Dev)
-			if mtu := tb.Options.LinkMTU(l.MTU); !ok || s.State != "up" || s.MTU != mtu {
+			if mtu := tb.Topology.PairMTU(tb.Options, l.MTU); !ok || s.State != "up" || s.MTU != mtu {
 				t.Errorf("%s = %+v; want up at MTU %d", e, s, mtu)
 			}
 		}

@@ -117,6 +117,15 @@ func (o Options) LinkMTU(class string) int {
 	return o.MTU
 }
 
+// PairMTU returns the MTU of t's veth pairs of MTU class class under o:
+// o.LinkMTU(class), or t.LinkMTU for class "link" where that is larger.
+func (t *Topology) PairMTU(o Options, class string) int {
+	if class == MTULink {
+		return max(o.LinkMTU(class), t.LinkMTU)
+	}
+	return o.LinkMTU(class)
+}
+
 // Testbed is a testbed made by Up (or found by Open).
 type Testbed struct {
 	Prefix     string    `json:"prefix"`
@@ -307,7 +316,7 @@ func (b *builder) build() error {
 	// directly inside their target namespaces.
 	for _, l := range t.Links {
 		a, z := l.Ends[0], l.Ends[1]
-		mtu := tb.Options.LinkMTU(l.MTU)
+		mtu := t.PairMTU(tb.Options, l.MTU)
 		queues := l.Queues
 		if n := tb.Options.Queues; n > 0 {
 			queues = n

@@ -53,6 +53,11 @@ type Topology struct {
 	// entry "all". A veth accepts frames an XDP program redirects into it
 	// only while its peer has GRO on or an XDP program of its own.
 	GRO []string `yaml:"gro,omitempty" json:"gro,omitempty"`
+	// LinkMTU, where it is larger than the host MTU plus the link header
+	// (Options.LinkMTU), is the MTU of the veth pairs of class "link"
+	// (PairMTU): room for link frames that carry more than one host frame,
+	// as mode cells packs them into cells as large as the link MTU allows.
+	LinkMTU int `yaml:"link_mtu,omitempty" json:"link_mtu,omitempty"`
 	// Roles names what a namespace is: host, edge or fabric (node.go).
 	// Namespaces not listed get the role their ports imply.
 	Roles map[string]NodeRole `yaml:"roles,omitempty" json:"roles,omitempty"`
@@ -275,6 +280,9 @@ func validDev(d string) error {
 func (t *Topology) Validate() error {
 	if len(t.Namespaces) == 0 {
 		return errors.New("topology has no namespaces")
+	}
+	if t.LinkMTU < 0 || t.LinkMTU > 65535 {
+		return fmt.Errorf("link_mtu %d: want 0 (the host MTU plus the link header) to 65535", t.LinkMTU)
 	}
 	nss := map[string]bool{}
 	for _, n := range t.Namespaces {

@@ -86,6 +86,31 @@ func TestOptionsLinkMTU(t *testing.T) {
 	}
 }
 
+// TestPairMTU: a topology's link_mtu sets its link-class pairs' MTU where
+// it is above the host MTU plus the link header, never the host pairs'.
+func TestPairMTU(t *testing.T) {
+	topo := &Topology{LinkMTU: 3500}
+	for _, tc := range []struct {
+		o           Options
+		class       string
+		topoMTU     int
+		want        int
+		description string
+	}{
+		{Options{}, MTULink, 0, 1526, "no link_mtu"},
+		{Options{}, MTULink, 3500, 3500, "link_mtu above host + header"},
+		{Options{}, MTUHost, 3500, 1500, "host pairs keep the host MTU"},
+		{Options{}, "", 3500, 1500, "no class is host"},
+		{Options{MTU: 9000}, MTULink, 3500, 9026, "host + header above link_mtu"},
+		{Options{LinkHeaderLen: 2100}, MTULink, 3500, 3600, "a larger --link-header wins"},
+	} {
+		topo.LinkMTU = tc.topoMTU
+		if got := topo.PairMTU(tc.o, tc.class); got != tc.want {
+			t.Errorf("%s: PairMTU(%+v, %q) = %d; want %d", tc.description, tc.o, tc.class, got, tc.want)
+		}
+	}
+}
+
 // A minimal valid topology that test cases break one way each.
 const baseYAML = `
 name: t
@@ -122,6 +147,7 @@ func TestParseTopologyErrors(t *testing.T) {
 		{"all not alone", "tx_checksum_off: [a:x0]", "tx_checksum_off: [all, a:x0]", "only entry"},
 		{"gro unknown end", "tx_checksum_off: [a:x0]", "tx_checksum_off: [a:x0]\ngro: [b:q]", "gro: end b:q is not an end"},
 		{"duplicate namespace", "[a, b]", "[a, b, a]", "declared twice"},
+		{"negative link_mtu", "name: t", "name: t\nlink_mtu: -1", "link_mtu -1"},
 		{"bad namespace name", "[a, b]", "[a, b, \"x/y\"]", "namespace name"},
 		{"count without {i}", "mtu: link}", "mtu: link, count: 2}", `needs "{i}"`},
 		{"{i} without count", "[a:x0, b:y0]", `["a:x{i}", "b:y{i}"]`, `needs a count`},

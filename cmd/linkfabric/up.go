@@ -93,7 +93,7 @@ what exists; 'linkfabric testbed forwarding kernel|none' switches one that is up
 
 // testbedFlags are the flags that shape a testbed (up, and testbed up, its former name).
 func testbedFlags(f *pflag.FlagSet, mtu, linkHeader, linkQueues *int, netem *string, asJSON *bool) {
-	f.IntVar(mtu, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header")
+	f.IntVar(mtu, "mtu", netns.DefaultMTU, "host MTU; link ports get MTU + link header, or the topology's link_mtu where larger (fabric3: 3500)")
 	f.IntVar(linkHeader, "link-header", netns.DefaultLinkHeaderLen, "bytes link ports' MTU exceeds the hosts' (the default fits every mode)")
 	cli.LinkQueuesFlag(f, linkQueues)
 	f.StringVar(netem, "netem", "", `tc netem arguments for every switch-to-switch link, applied in a middle namespace ("wire") to both directions, e.g. "loss 1% delay 100us" (needs sch_netem)`)
