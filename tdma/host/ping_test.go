@@ -167,7 +167,7 @@ func TestPongPairedAcrossRounds(t *testing.T) {
 			if ping && last != nil && !asked {
 				t.Errorf("%s, round %d: a batch waits and the round has no slot for it: %v", name, id, r.Slots)
 			}
-			fmcore.ScheduleFor(r, server, 1, &s)
+			fmcore.ScheduleFor(r, server, 1, 0, &s)
 			p.onSchedule(&s)
 			last = r
 		}
