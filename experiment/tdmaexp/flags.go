@@ -72,7 +72,7 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 	s.bindLink(f, "100M")
 	f.DurationVar(&s.margin, "margin", 50*time.Microsecond, "taken off every window's close")
 	f.DurationVar(&s.spin, "spin", 0, "the agents poll without sleeping this long before a window opens (0: their default, 150µs; negative: off)")
-	f.BoolVar(&s.aligned, "aligned", false, "every host's window of a slot opens at once (the agents' --stagger=false); by default the windows to destination d open d·guard/N later")
+	f.BoolVar(&s.aligned, "aligned", false, "every host's window of a slot opens at once (tdma fm --stagger=false, which every host follows); by default the windows to destination d open d·guard/N later")
 	if mode != "" {
 		f.StringVar(&s.mode, "mode", mode, "lease, freerun or paper")
 	}

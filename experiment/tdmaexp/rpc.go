@@ -63,11 +63,14 @@ type RPCArm struct {
 	Sent       uint64       `json:"requests_sent"`
 	Answered   uint64       `json:"requests_answered"`
 	Deferred   uint64       `json:"answers_deferred"` // answers the server could not send at once
-	// DeferredInSlot: of them, requests the server read only after its
-	// window back to the client in their slot had closed, up to
-	// ReadLateMaxUs after they arrived (its agent ran late);
-	// DeferredNoSlot: requests whose slot held no such window (the rest
-	// were read so late that their round's schedule was gone).
+	// DeferredToOpen: of them, requests the server read before its
+	// window back to the client in their slot had opened (staggered
+	// windows), answered at its open; DeferredInSlot: requests it read
+	// only after that window had closed, up to ReadLateMaxUs after they
+	// arrived (its agent ran late); DeferredNoSlot: requests whose slot
+	// held no such window (the rest were read so late that their round's
+	// schedule was gone, or never answered).
+	DeferredToOpen uint64  `json:"answers_deferred_to_open"`
 	DeferredInSlot uint64  `json:"answers_deferred_in_slot"`
 	DeferredNoSlot uint64  `json:"answers_deferred_no_slot"`
 	ReadLateMaxUs  float64 `json:"deferred_read_late_max_us"`
@@ -284,7 +287,7 @@ func rpcTDMA(ctx context.Context, e *bed.Env, cfg TDMARPCConfig, tb *netns.Testb
 		return fmt.Errorf("the ping client sent no request (issued %d batches; see %s)", cl.Batches, dir)
 	}
 	out.Sent, out.Answered, out.Deferred = cl.Sent, cl.Answered, sv.Deferred
-	out.DeferredInSlot, out.DeferredNoSlot, out.ReadLateMaxUs = sv.DeferredInSlot, sv.DeferredNoSlot, sv.DeferredReadLateMaxus
+	out.DeferredToOpen, out.DeferredInSlot, out.DeferredNoSlot, out.ReadLateMaxUs = sv.DeferredToOpen, sv.DeferredInSlot, sv.DeferredNoSlot, sv.DeferredReadLateMaxus
 	out.Held = cl.Held
 	if cl.SamplesCut > 0 {
 		e.Printf("  %d answers beyond the %d samples kept are not in the quantiles", cl.SamplesCut, host.MaxPingSamples)
@@ -388,14 +391,14 @@ func WriteTDMARPC(dir string, r *TDMARPCResult) ([]string, error) {
 	}
 	paths := []string{jp}
 	runs := [][]string{{"arm", "run", "rtt_p50_us", "rtt_p95_us", "rtt_p99_us", "wait_p50_us", "wait_p95_us", "kernel_idle_rtt_p95_us",
-		"sent", "answered", "held", "deferred", "deferred_in_slot", "deferred_no_slot", "deferred_read_late_max_us", "bulk_alone_bps", "bulk_with_ping_bps", "bulk_hit_pct", "ping_slot_share_pct",
+		"sent", "answered", "held", "deferred", "deferred_to_open", "deferred_in_slot", "deferred_no_slot", "deferred_read_late_max_us", "bulk_alone_bps", "bulk_with_ping_bps", "bulk_hit_pct", "ping_slot_share_pct",
 		"switch_drops", "collisions", "lost_frames", "tcp_retransmits", "control_overhead_pct", "cpu_busy_pct", "load_avg"}}
 	samples := [][]string{{"arm", "run", "kind", "t_ns", "offset_us", "rtt_us", "wait_us", "deferred", "held"}}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, a := range r.Runs {
 		runs = append(runs, []string{a.Arm, strconv.Itoa(a.Run), f(a.RTT.P50us), f(a.RTT.P95us), f(a.RTT.P99us), f(a.Wait.P50us), f(a.Wait.P95us),
-			f(a.KernelIdle.P95us), u(a.Sent), u(a.Answered), u(a.Held), u(a.Deferred), u(a.DeferredInSlot), u(a.DeferredNoSlot), f(a.ReadLateMaxUs), f(a.BulkAloneBps), f(a.BulkPingBps), f(a.HitPct),
+			f(a.KernelIdle.P95us), u(a.Sent), u(a.Answered), u(a.Held), u(a.Deferred), u(a.DeferredToOpen), u(a.DeferredInSlot), u(a.DeferredNoSlot), f(a.ReadLateMaxUs), f(a.BulkAloneBps), f(a.BulkPingBps), f(a.HitPct),
 			f(a.PingSlotSharePct), u(a.Switch.Drops), u(a.Collisions), u(a.LostFrames), u(a.Retransmits), f(a.CtlOverheadPct), f(a.CPUBusyPct), f(a.LoadAvg)})
 		for k, ss := range [][]host.PingSample{a.Samples, a.KernelSamples} {
 			kind := [...]string{"ping", "kernel_idle"}[k]
@@ -474,10 +477,10 @@ func (r *TDMARPCResult) Text() string { return report.Sprint(r.write) }
 
 func (r *TDMARPCResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\trun\tRTT p50/p95/p99 µs\twait p50/p95 µs\tanswered\theld\tdeferred (in slot, read late max µs; no slot)\tbulk alone Mb/s\twith ping Mb/s\thit %\tping slots %\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
+	fmt.Fprintln(tw, "arm\trun\tRTT p50/p95/p99 µs\twait p50/p95 µs\tanswered\theld\tdeferred (to the open; in slot, read late max µs; no slot)\tbulk alone Mb/s\twith ping Mb/s\thit %\tping slots %\tswitch drops\tcollisions\tlost frames\tretrans\tctl %\tCPU %\tload")
 	for _, a := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f/%.0f/%.0f\t%.0f/%.0f\t%d/%d\t%d\t%d (%d, %.0f; %d)\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\n", a.Arm, a.Run,
-			a.RTT.P50us, a.RTT.P95us, a.RTT.P99us, a.Wait.P50us, a.Wait.P95us, a.Answered, a.Sent, a.Held, a.Deferred, a.DeferredInSlot, a.ReadLateMaxUs, a.DeferredNoSlot, a.BulkAloneBps/1e6, a.BulkPingBps/1e6,
+		fmt.Fprintf(tw, "%s\t%d\t%.0f/%.0f/%.0f\t%.0f/%.0f\t%d/%d\t%d\t%d (%d; %d, %.0f; %d)\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\n", a.Arm, a.Run,
+			a.RTT.P50us, a.RTT.P95us, a.RTT.P99us, a.Wait.P50us, a.Wait.P95us, a.Answered, a.Sent, a.Held, a.Deferred, a.DeferredToOpen, a.DeferredInSlot, a.ReadLateMaxUs, a.DeferredNoSlot, a.BulkAloneBps/1e6, a.BulkPingBps/1e6,
 			a.HitPct, a.PingSlotSharePct, a.Switch.Drops, a.Collisions, a.LostFrames, a.Retransmits, a.CtlOverheadPct, a.CPUBusyPct, a.LoadAvg)
 	}
 	tw.Flush()

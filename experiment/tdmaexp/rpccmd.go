@@ -44,12 +44,14 @@ back from a window with less of it left than the server's recent
 turnarounds (its answer could not come back in the slot): each goes at
 once in the client's next window to the server, so its wait grows by the
 rounds until then while its RTT stays in slot. "deferred" counts answers the server
-could not send at once; in brackets, how many of them had the server's
-window back in the request's slot but were read by its agent only after
-that window closed (the agent ran late: the answer waits for the next
-window, about a round) and how late it read one at most, then how many had
-no such window in their slot (the rest were read so late that their
-round's schedule was gone). bulk alone / with ping is h3's received bulk
+could not send at once; in brackets, how many of them came before the
+server's window back in the request's slot opened (staggered windows: the
+server's window to the client h4 opens guard/N after the client's to it;
+the answer goes at its open, in the slot), then how many were read by its
+agent only after that window closed (the agent ran late: the answer waits
+for the next window, about a round) and how late it read one at most, then
+how many had no such window in their slot (the rest were read so late
+that their round's schedule was gone, or never answered). bulk alone / with ping is h3's received bulk
 goodput in each phase; hit is how much the ping cost it, and ping slots is
 the share of slots the ping windows took (a ping slot is one h3 receives no
 bulk in). The summary gives medians over --runs, TDMA p95 ÷ TCP p95 and

@@ -42,8 +42,9 @@ type TDMAStar struct {
 	// Spin is the agents' --spin before a window opens: 0 keeps the
 	// agent's default, negative turns it off.
 	Spin time.Duration `json:"spin_ns,omitempty"`
-	// Aligned turns the agents' staggered windows off (tdma host
-	// --stagger=false): every host's window of a slot opens at once.
+	// Aligned turns the staggered windows off (tdma fm --stagger=false,
+	// which every host follows): every host's window of a slot opens at
+	// once.
 	Aligned bool `json:"aligned,omitempty"`
 	MTU     int  `json:"mtu,omitempty"` // the hosts' MTU; 0: 1500
 	// GateShare is the part of the guard a raw agent's frame may still
@@ -333,15 +334,12 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 	rate := strconv.FormatUint(uint64(c.Rate), 10)
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
 	fargs := append([]string{"tdma", "fm", "--netns", tb.NS("fm"), "--slot", c.Slot.String(), "--guard", c.Guard.String(),
-		"--scheduler", c.Sched, "--rt", strconv.Itoa(c.RT)}, common...)
+		"--scheduler", c.Sched, "--rt", strconv.Itoa(c.RT), "--stagger=" + strconv.FormatBool(!c.Aligned)}, common...)
 	hargs := func(i int) []string {
 		args := append([]string{"tdma", "host", "--netns", tb.NS("h" + strconv.Itoa(i+1)), "--index", strconv.Itoa(i),
 			"--rt", strconv.Itoa(c.HostRT), "--margin", c.Margin.String()}, common...)
 		if c.Spin != 0 {
 			args = append(args, "--spin", max(c.Spin, 0).String())
-		}
-		if c.Aligned {
-			args = append(args, "--stagger=false")
 		}
 		if c.OpenRT != 0 {
 			args = append(args, "--open-rt", strconv.Itoa(max(c.OpenRT, 0)))
@@ -399,5 +397,23 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 			return nil, err
 		}
 	}
+	if err := r.sameStagger(); err != nil {
+		return nil, err
+	}
 	return r, ctx.Err()
+}
+
+// sameStagger checks that every host took only schedules that staggered
+// the windows as the FM did (tdma fm --stagger), and decoded them all.
+func (r *TDMARun) sameStagger() error {
+	for i, h := range r.Hosts {
+		other, want := h.AlignedSchedules, "staggered"
+		if !r.FM.Stagger {
+			other, want = h.StaggeredSchedules, "aligned"
+		}
+		if other > 0 || h.BadSchedules > 0 {
+			return fmt.Errorf("h%d: %d schedules not %s as the FM's, %d it could not decode (of %d)", i+1, other, want, h.BadSchedules, h.Schedules)
+		}
+	}
+	return nil
 }

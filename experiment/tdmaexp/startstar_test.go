@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/tdma/host"
 )
 
 // TestStartStarHostsReadyBeforeFM: the FM starts only once every host
@@ -57,5 +58,30 @@ exec sleep 30
 	}
 	if len(lines) != 4 || lines[3] != "fm" {
 		t.Errorf("order of starts %q: want every host ready, then the fm", lines)
+	}
+}
+
+// TestSameStagger: a run in which a host took a schedule staggered unlike
+// the FM's, or one it could not decode, is refused, naming the host.
+func TestSameStagger(t *testing.T) {
+	for _, c := range []struct {
+		fm                 bool
+		staggered, al, bad uint64
+		want               string
+	}{
+		{true, 10, 0, 0, ""}, {false, 0, 10, 0, ""}, {true, 9, 1, 0, "h2: 1 schedules not staggered"},
+		{false, 1, 9, 0, "h2: 1 schedules not aligned"}, {true, 10, 0, 2, "2 it could not decode"},
+	} {
+		r := TDMARun{Hosts: make([]host.Stats, 2)}
+		r.FM.Stagger = c.fm
+		r.Hosts[0].StaggeredSchedules, r.Hosts[0].AlignedSchedules = 10, 0
+		if !c.fm {
+			r.Hosts[0].StaggeredSchedules, r.Hosts[0].AlignedSchedules = 0, 10
+		}
+		r.Hosts[1].StaggeredSchedules, r.Hosts[1].AlignedSchedules, r.Hosts[1].BadSchedules = c.staggered, c.al, c.bad
+		err := r.sameStagger()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c, err, c.want)
+		}
 	}
 }

@@ -45,7 +45,10 @@ type Config struct {
 	LinkSpeed     uint64 // host line rate, bit/s: slot capacity and PFC quanta
 	MaxRoundSlots int
 	RT            int // SCHED_FIFO priority of the clock thread; 0: the default scheduler
-	CalibEvery    time.Duration
+	// Stagger: every round's schedule tells the hosts to stagger their
+	// windows (wire.ScheduleStagger); they all follow it.
+	Stagger    bool
+	CalibEvery time.Duration
 	// StartWait: the first round waits for every host's first demand
 	// report, at most this long after the first one arrives (default one
 	// round of MaxRoundSlots: a host left out waits that long anyway; the
@@ -61,6 +64,7 @@ type Config struct {
 type Stats struct {
 	fmcore.Stats
 	RT            bool    `json:"rt"`
+	Stagger       bool    `json:"stagger"` // the schedules staggered the windows (Config.Stagger)
 	Boundaries    uint64  `json:"boundaries"`
 	LateP50us     float64 `json:"late_p50_us"`
 	LateP99us     float64 `json:"late_p99_us"`
@@ -227,7 +231,7 @@ func (m *Manager) Run(ctx context.Context) (Stats, error) {
 func (m *Manager) clockThread() (Stats, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var s Stats
+	s := Stats{Stagger: m.cfg.Stagger}
 	if m.cfg.RT > 0 {
 		if err := clock.SetRT(m.cfg.RT); err != nil {
 			return s, err
@@ -310,6 +314,10 @@ func (m *Manager) scheduler() {
 	var last *sched.Round
 	var sb [wire.MaxHosts + wire.MaxSlots + 32]byte
 	N := len(m.cfg.Hosts)
+	flags := uint8(0)
+	if m.cfg.Stagger {
+		flags |= wire.ScheduleStagger
+	}
 	for !m.stop.Load() {
 		time.Sleep(200 * time.Microsecond)
 		id := m.want.Load()
@@ -348,7 +356,7 @@ func (m *Manager) scheduler() {
 		for c := 0; c < 2; c++ {
 			for h := 0; h < N; h++ {
 				var s wire.Schedule
-				fmcore.ScheduleFor(r, h, m.cfg.LeaseSlots, &s)
+				fmcore.ScheduleFor(r, h, m.cfg.LeaseSlots, flags, &s)
 				if n, err := s.Encode(sb[:]); err == nil {
 					m.udp.WriteToUDPAddrPort(sb[:n], netip.AddrPortFrom(m.cfg.Hosts[h], HostPort))
 				}

@@ -73,14 +73,6 @@ type Config struct {
 	Margin int64
 	// LeaseSlots bounds free-run: slots after the one of the last frame heard.
 	LeaseSlots int
-	// Stagger moves every window to destination d d·guard/N later than
-	// its slot (lease and free-run modes; N the round's hosts): the hosts'
-	// windows of a slot open at N instants guard/N apart instead of one,
-	// so that N agents on fewer CPUs do not all need one at once. Each
-	// window keeps its length, and every receiver the full guard between
-	// its senders (all its windows move alike); a host's own windows to
-	// two destinations stay at least guard/N plus the margin apart.
-	Stagger bool
 }
 
 // Window is an open class: its destination and when it opens and closes.
@@ -98,7 +90,7 @@ type Window struct {
 	Due int64
 	// FMEnd is the slot's end on the FM's timeline: the grant's send time
 	// (its trailer) plus its open time, moved with the window when
-	// staggered (Config.Stagger: the receiving port's slot); 0 if unknown.
+	// staggered (the receiving port's slot); 0 if unknown.
 	// Diagnostics only: the host never acts on the FM's clock.
 	FMEnd int64
 	// SlotLen and Guard are the window's slot length and guard (ns).
@@ -318,10 +310,10 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	w := Window{Class: c, Dst: sc.Dst(c), OpenAt: boundary + g.cfg.DelayEst - int64(sc.SlotLen) + int64(sc.Guard), Close: boundary - g.cfg.Margin,
 		Round: sc.Round, Slot: int(gr.Slot), Due: boundary + int64(sc.Guard), FMEnd: a.fmEnd,
 		SlotLen: int64(sc.SlotLen), Guard: int64(sc.Guard)}
-	w.move(g.shift(sc, w.Dst))
+	w.move(shift(sc, w.Dst))
 	// The grant of the next slot can come while a staggered window is
 	// open: it stays open to its close, never past the new window's open.
-	if g.cfg.Stagger && g.winOpen && now >= g.win.OpenAt && now < g.win.Close && w.Dst >= 0 {
+	if sc.Staggered() && g.winOpen && now >= g.win.OpenAt && now < g.win.Close && w.Dst >= 0 {
 		g.win.Close = min(g.win.Close, w.OpenAt)
 		g.next, g.hasNext = w, true
 		return
@@ -330,10 +322,17 @@ func (g *Gate) OnGrant(now, rx int64, gr *wire.Grant) {
 	g.winOpen = g.win.Dst >= 0
 }
 
-// shift is how much later than its slot a window to dst opens and closes
-// (Config.Stagger): dst·guard/N of the round sc.
-func (g *Gate) shift(sc *wire.Schedule, dst int) int64 {
-	if !g.cfg.Stagger || dst < 0 || sc.NHosts == 0 {
+// shift is how much later than its slot a window to dst opens and closes:
+// dst·guard/N if the FM staggers the round sc (wire.ScheduleStagger), 0
+// otherwise. Staggered, the hosts' windows of a slot open at N instants
+// guard/N apart instead of one, so that N agents on fewer CPUs do not all
+// need one at once. Each window keeps its length, and every receiver the
+// full guard between its senders (all its windows move alike); a host's
+// own windows to two destinations stay at least guard/N plus the margin
+// apart. Every host must stagger alike, so the FM decides it, and every
+// gate follows the schedule.
+func shift(sc *wire.Schedule, dst int) int64 {
+	if !sc.Staggered() || dst < 0 || sc.NHosts == 0 {
 		return 0
 	}
 	return int64(dst) * int64(sc.Guard) / int64(sc.NHosts)
@@ -406,7 +405,7 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 	if now >= a.boundary {
 		m = (now - a.boundary) / a.slotLen
 	}
-	if g.cfg.Stagger && m > 0 {
+	if m > 0 {
 		m-- // the slot before's staggered window may still be open
 	}
 	for ; m < int64(g.cfg.LeaseSlots); m++ {
@@ -428,9 +427,9 @@ func (g *Gate) freeRun(now int64) (Window, bool, int64) {
 		if w.Dst < 0 {
 			continue
 		}
-		w.move(g.shift(sc, w.Dst))
-		if g.cfg.Stagger { // the last slot's window would close past the lease
-			w.Close = min(w.Close, g.lastHeard+g.lease())
+		if sh := shift(sc, w.Dst); sh > 0 {
+			w.move(sh)
+			w.Close = min(w.Close, g.lastHeard+g.lease()) // the lease's last window would close past it
 		}
 		if w.Close <= now || w.Close <= w.OpenAt {
 			continue

@@ -377,11 +377,14 @@ func TestStaggeredWindowsKeepTheGuard(t *testing.T) {
 		for _, stagger := range []bool{false, true} {
 			gs := make([]*Gate, n)
 			for i := range gs {
-				g, err := New(Config{Mode: m, Rate: R, Overhead: 24, DelayEst: dEst, Margin: margin, LeaseSlots: nslot + 1, Stagger: stagger})
+				g, err := New(Config{Mode: m, Rate: R, Overhead: 24, DelayEst: dEst, Margin: margin, LeaseSlots: nslot + 1})
 				if err != nil {
 					t.Fatal(err)
 				}
 				s := &wire.Schedule{Host: uint16(i), SlotLen: L, Guard: G, LeaseSlots: nslot, NHosts: n, NSlots: nslot}
+				if stagger {
+					s.Flags = wire.ScheduleStagger
+				}
 				for j := range s.ClassMap {
 					s.ClassMap[j] = -1
 				}
@@ -461,13 +464,16 @@ func TestStaggeredWindowsKeepTheGuard(t *testing.T) {
 func TestFreeRunStaysInTheLease(t *testing.T) {
 	for _, stagger := range []bool{false, true} {
 		for c := 0; c < nslot; c++ {
-			g, err := New(Config{Mode: FreeRun, Rate: R, Overhead: 24, DelayEst: dEst, Margin: 50_000, LeaseSlots: 3, Stagger: stagger})
+			g, err := New(Config{Mode: FreeRun, Rate: R, Overhead: 24, DelayEst: dEst, Margin: 50_000, LeaseSlots: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for r := uint32(0); r < 4; r++ {
 				s := sched0(r)
 				s.ClassMap[3], s.ClassMap[c+1] = s.ClassMap[c+1], s.ClassMap[3] // the last slot's window goes to host 3
+				if stagger {
+					s.Flags = wire.ScheduleStagger
+				}
 				g.OnSchedule(s)
 			}
 			var gr wire.Grant
@@ -487,5 +493,45 @@ func TestFreeRunStaysInTheLease(t *testing.T) {
 				t.Errorf("stagger %v, class %d: last byte leaves at %d ns, the lease ends at %d", stagger, c, last, lease)
 			}
 		}
+	}
+}
+
+// TestWindowsFollowTheFMsStagger: whether windows are staggered is the
+// FM's to say, in each round's schedule; a gate has no setting of its own.
+// Round 0 is staggered, round 1 aligned: each window, granted or free-run,
+// and its slot end on the FM's timeline (which the exit gate and the
+// receivers check against) move by its destination's share of the guard
+// exactly in round 0.
+func TestWindowsFollowTheFMsStagger(t *testing.T) {
+	for _, m := range []Discipline{Lease, FreeRun} {
+		g := newGate(t, m)
+		s := sched0(0)
+		s.Flags = wire.ScheduleStagger
+		g.OnSchedule(s)
+		var f fm
+		check := func(now int64, round uint32, slot int) {
+			t.Helper()
+			start := int64(round*nslot+uint32(slot)) * L
+			dst := slot + 1
+			sh := int64(0)
+			if round == 0 {
+				sh = int64(dst) * G / 4
+			}
+			w, ok := g.Window(now, slot)
+			if !ok || w.Dst != dst || w.OpenAt != start+G+dEst+sh || w.Close != start+L+sh || w.FMEnd != start+L+sh {
+				t.Errorf("%v: round %d slot %d at %d: window %+v (open %v), want to host %d from %d to %d, FM's end %d",
+					m, round, slot, now, w, ok, dst, start+G+dEst+sh, start+L+sh, start+L+sh)
+			}
+		}
+		sent := f.deliver(g, 0, 1)
+		check(sent+G, 0, 1)
+		if m == FreeRun {
+			sent = f.deliver(g, 0, 2)
+			check(sent+G, 0, 2)
+			check(int64(nslot+1)*L-G, 1, 0) // free-run into the aligned round
+			continue
+		}
+		sent = f.deliver(g, 1, 1)
+		check(sent+G, 1, 1)
 	}
 }

@@ -9,6 +9,7 @@ package host
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -43,12 +44,8 @@ type Config struct {
 	// polls its sockets in a loop (0: it only sleeps). Measured on the
 	// 4-host star: without it, windows opened 151 µs late at p50.
 	Spin time.Duration
-	// Stagger moves the windows to each destination by a share of the
-	// guard (gate.Config.Stagger): the agents' opens of a slot fall at
-	// different instants. Every host of a fabric must agree on it.
-	Stagger bool
-	MTU     int
-	RT      int // SCHED_FIFO priority; 0: the default scheduler
+	MTU  int
+	RT   int // SCHED_FIFO priority; 0: the default scheduler
 	// OpenRT, if > 0 (and RT is 0), is the SCHED_FIFO priority of the
 	// agent's thread from when it waits for a window's open until it has
 	// released that window's first frames; the default scheduler
@@ -187,12 +184,20 @@ type Stats struct {
 	CollMaxUs      float64 `json:"collision_max_late_us"`
 	// CrossOrder: frames arriving after a frame of a later slot from
 	// another sender (veth may reorder across CPUs; informational).
-	CrossOrder uint64  `json:"cross_order"`
-	Reordered  uint64  `json:"reordered"`
-	DelayEst   int64   `json:"delay_est_ns"`
-	Schedules  uint64  `json:"schedules"`
-	Reports    uint64  `json:"reports"`
-	Progress   []Point `json:"progress,omitempty"` // received bytes over time
+	CrossOrder uint64 `json:"cross_order"`
+	Reordered  uint64 `json:"reordered"`
+	DelayEst   int64  `json:"delay_est_ns"`
+	Schedules  uint64 `json:"schedules"`
+	// StaggeredSchedules and AlignedSchedules count the schedules taken
+	// (each round's comes twice) by whether the FM staggered their
+	// windows (wire.ScheduleStagger): the agent follows it. BadSchedules
+	// counts schedules it could not decode (another version of the
+	// format, a flag it does not know): it opens no window of their rounds.
+	StaggeredSchedules uint64  `json:"staggered_schedules"`
+	AlignedSchedules   uint64  `json:"aligned_schedules"`
+	BadSchedules       uint64  `json:"bad_schedules"`
+	Reports            uint64  `json:"reports"`
+	Progress           []Point `json:"progress,omitempty"` // received bytes over time
 	// SendSinceCtlMax: the longest time from the last control frame heard
 	// (kernel receive time) to the moment a released frame's last byte
 	// leaves the host's line (the shaper model), ns. A lease-mode host that
@@ -267,7 +272,9 @@ type Agent struct {
 	sched chan wire.Schedule
 	dEst  atomic.Int64
 	nsch  atomic.Uint64
-	stop  atomic.Bool
+	// badSch: schedules DecodeSchedule refused (Stats.BadSchedules)
+	badSch atomic.Uint64
+	stop   atomic.Bool
 	// heardAt: when the loop first saw a control frame heard (Duration)
 	heardAt int64
 	// fifo: the thread runs under SCHED_FIFO (Config.OpenRT) now;
@@ -297,7 +304,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	g, err := gate.New(gate.Config{Mode: cfg.Mode, Rate: cfg.Rate, Overhead: 24, MinFrame: 60,
-		Margin: int64(cfg.Margin), LeaseSlots: N, Stagger: cfg.Stagger})
+		Margin: int64(cfg.Margin), LeaseSlots: N})
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +366,7 @@ func (a *Agent) Run(ctx context.Context) (Stats, error) {
 	a.s.DelayEst = a.dEst.Load()
 	a.s.CtlDelayP001us, a.s.CtlDelayP50us = a.delay.Quantile(0.001), a.delay.Quantile(0.5)
 	a.s.CtlDelayP999us, a.s.CtlDelayMaxus = a.delay.Quantile(0.999), a.delay.Quantile(1)
-	a.s.Schedules = a.nsch.Load()
+	a.s.Schedules, a.s.BadSchedules = a.nsch.Load(), a.badSch.Load()
 	if a.q != nil {
 		if st, serr := nfq.ReadStats("/proc/thread-self/net/netfilter/nfnetlink_queue", a.cfg.Queue); serr == nil {
 			a.s.NFQQueueDropped, a.s.NFQUserDropped = st.QueueDropped, st.UserDropped
@@ -387,7 +394,14 @@ func (a *Agent) control() {
 			a.udp.WriteToUDPAddrPort(b[:wire.EchoLen], from)
 		case wire.DecodeCalib(b[:n], &c) == nil:
 			a.dEst.Store(c.DelayEst)
-		case wire.DecodeSchedule(b[:n], &s) == nil && int(s.Host) == a.cfg.Index:
+		case n >= 2 && binary.BigEndian.Uint16(b) == wire.ScheduleMagic:
+			if wire.DecodeSchedule(b[:n], &s) != nil {
+				a.badSch.Add(1)
+				return
+			}
+			if int(s.Host) != a.cfg.Index {
+				return
+			}
 			a.nsch.Add(1)
 			select {
 			case a.sched <- s:
@@ -476,6 +490,11 @@ func (a *Agent) pollControl(now int64, c *ctlBufs, onSchedule func(*wire.Schedul
 		case s := <-a.sched:
 			a.g.OnSchedule(&s)
 			a.fifoSpin = int64(s.Guard) / int64(max(s.NHosts, 1))
+			if s.Staggered() {
+				a.s.StaggeredSchedules++
+			} else {
+				a.s.AlignedSchedules++
+			}
 			onSchedule(&s)
 			continue
 		default:

@@ -60,12 +60,17 @@ type PingStats struct {
 	WaitMaxus    float64      `json:"wait_max_us"`
 	Samples      []PingSample `json:"samples,omitempty"`
 	SamplesCut   uint64       `json:"samples_cut"` // answers beyond MaxPingSamples: in the quantiles, not listed
-	// DeferredInSlot (server): of the deferred answers, requests whose
-	// slot held the server's window back to the client: its agent read
-	// them only after that window closed, up to DeferredReadLateMaxus after
-	// they arrived. DeferredNoSlot: requests whose slot held no such
+	// Of the deferred answers (server, counted as each is sent):
+	// DeferredToOpen, requests read before the server's window back to the
+	// client in their slot had opened, answered at its open (staggered
+	// windows: the window back opens (client−server)·guard/N after the
+	// client's to the server when the client's index is the higher);
+	// DeferredInSlot, requests whose slot held that window but its agent
+	// read them only after it closed, up to DeferredReadLateMaxus after
+	// they arrived; DeferredNoSlot, requests whose slot held no such
 	// window. The rest came so late that their round's schedule was no
-	// longer held.
+	// longer held, or were never answered.
+	DeferredToOpen        uint64  `json:"deferred_to_open"`
 	DeferredInSlot        uint64  `json:"deferred_in_slot"`
 	DeferredNoSlot        uint64  `json:"deferred_no_slot"`
 	DeferredReadLateMaxus float64 `json:"deferred_read_late_max_us"`
@@ -94,6 +99,13 @@ type pongReq struct {
 	dst int
 	id  uint64
 	off uint64
+	// the request's round and slot, whether it held a window back to dst
+	// (booked; known: its schedule was held) and how long after it arrived
+	// it was read (ns; -1: unknown)
+	round         uint32
+	slot          int
+	booked, known bool
+	readLate      int64
 }
 
 // pingState is both sides of the RPC workload; no allocation after init.
@@ -306,9 +318,26 @@ func (a *Agent) sendPongs(now int64, r *rawState, w gate.Window) {
 		if !a.sendRPC(now, r, w, q.dst, q.id, q.off, wire.DataPong|wire.DataDeferred, &t) {
 			return
 		}
+		p.deferredSent(&q, w)
 		p.s.Served++
 		p.nq--
 		copy(p.q[i:p.nq], p.q[i+1:p.nq+1])
+	}
+}
+
+// deferredSent counts the deferred answer q, sent in w, by its cause
+// (PingStats.DeferredToOpen and the next).
+func (p *pingState) deferredSent(q *pongReq, w gate.Window) {
+	switch {
+	case q.booked && q.round == w.Round && q.slot == w.Slot:
+		p.s.DeferredToOpen++
+	case q.booked:
+		p.s.DeferredInSlot++
+		if q.readLate >= 0 {
+			p.s.DeferredReadLateMaxus = max(p.s.DeferredReadLateMaxus, float64(q.readLate)/1e3)
+		}
+	case q.known:
+		p.s.DeferredNoSlot++
 	}
 }
 
@@ -334,18 +363,14 @@ func (a *Agent) onRPC(now, rx int64, r *rawState, src int, h *wire.DataHdr) {
 			p.s.QueueFull++
 			return
 		}
-		p.q[p.nq] = pongReq{dst: src, id: h.Seq, off: h.Offset}
+		q := pongReq{dst: src, id: h.Seq, off: h.Offset, round: h.Round, slot: int(h.Slot), readLate: -1}
+		q.booked, q.known = a.g.Booked(h.Round, int(h.Slot), src)
+		if rx > 0 {
+			q.readLate = now - rx
+		}
+		p.q[p.nq] = q
 		p.nq++
 		p.s.Deferred++
-		switch booked, known := a.g.Booked(h.Round, int(h.Slot), src); {
-		case booked:
-			p.s.DeferredInSlot++
-			if rx > 0 {
-				p.s.DeferredReadLateMaxus = max(p.s.DeferredReadLateMaxus, float64(now-rx)/1e3)
-			}
-		case known:
-			p.s.DeferredNoSlot++
-		}
 		if p.nq == 1 && src != p.reserve {
 			a.report(r.lastRep, r.queued)
 		}

@@ -74,10 +74,11 @@ func TestPongReservation(t *testing.T) {
 }
 
 // TestPongDeferralCause: an answer the server defers is told apart by its
-// cause: the request's slot held the server's window back to the client
-// (its agent read the request only after that window closed; how late is
-// kept), it did not (the round gave the answer no window there), or its
-// round's schedule is no longer held (neither is counted).
+// cause as it is sent: the request came before the server's window back to
+// the client in its slot opened (staggered windows: answered at its open,
+// in that slot), after that window closed (its agent read it late; how
+// late is kept), its slot had no such window (the round gave the answer
+// none there), or its round's schedule is no longer held (none counted).
 func TestPongDeferralCause(t *testing.T) {
 	g, err := gate.New(gate.Config{Mode: gate.Lease, Rate: 100_000_000})
 	if err != nil {
@@ -97,16 +98,22 @@ func TestPongDeferralCause(t *testing.T) {
 	s.ClassMap[3], s.Slot[1] = 0, 0 // the server's window to the client: slot 1 only
 	g.OnSchedule(&s)
 	const now = int64(50_000_000)
-	// slot 1: its window (never opened here: the grant is long gone) was there
-	a.onRPC(now, now-3_000_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 7, Slot: 1, Seq: 1})
-	// slot 2: no window of the server's to the client
-	a.onRPC(now, now-100_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 7, Slot: 2, Seq: 2})
-	// round 3: its schedule is not held (long gone): neither
-	a.onRPC(now, now-90_000_000, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: 3, Slot: 1, Seq: 3})
-	p := &r.ping.s
-	if p.Deferred != 3 || p.DeferredInSlot != 1 || p.DeferredNoSlot != 1 || p.DeferredReadLateMaxus != 3000 {
-		t.Errorf("deferred %d, of them in a slot with the server's window %d (read up to %.0f µs late), in one without %d: want 3, 1 (3000 µs), 1",
-			p.Deferred, p.DeferredInSlot, p.DeferredReadLateMaxus, p.DeferredNoSlot)
+	// slot 1, before the window back opened; slot 1, read long after; slot
+	// 2: no window of the server's to the client; round 3: its schedule is
+	// not held (long gone)
+	for _, c := range []struct {
+		rx          int64
+		round, slot uint32
+	}{{now - 10_000, 7, 1}, {now - 3_000_000, 7, 1}, {now - 100_000, 7, 2}, {now - 90_000_000, 3, 1}} {
+		a.onRPC(now, c.rx, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: c.round, Slot: uint8(c.slot)})
+	}
+	p := &r.ping
+	for i, w := range []gate.Window{{Dst: 3, Round: 7, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}} {
+		p.deferredSent(&p.q[i], w)
+	}
+	if s := &p.s; s.Deferred != 4 || s.DeferredToOpen != 1 || s.DeferredInSlot != 1 || s.DeferredNoSlot != 1 || s.DeferredReadLateMaxus != 3000 {
+		t.Errorf("deferred %d, of them before the server's window back opened %d, after it closed %d (read up to %.0f µs late), in a slot without %d: want 4, 1, 1 (3000 µs), 1",
+			s.Deferred, s.DeferredToOpen, s.DeferredInSlot, s.DeferredReadLateMaxus, s.DeferredNoSlot)
 	}
 }
 
@@ -167,7 +174,7 @@ func TestPongPairedAcrossRounds(t *testing.T) {
 			if ping && last != nil && !asked {
 				t.Errorf("%s, round %d: a batch waits and the round has no slot for it: %v", name, id, r.Slots)
 			}
-			fmcore.ScheduleFor(r, server, 1, &s)
+			fmcore.ScheduleFor(r, server, 1, 0, &s)
 			p.onSchedule(&s)
 			last = r
 		}

@@ -90,6 +90,7 @@ func tdmaFMCmd() *cobra.Command {
 		ns, dev, hosts, sch, mode, rate, out string
 		slot, guard, lead, dur               time.Duration
 		rt, leaseSlots                       int
+		stagger                              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fm",
@@ -99,7 +100,9 @@ slots (raw clock_nanosleep, then a spin; SCHED_FIFO with --rt) and sends each
 instant's grants with one sendmmsg to the hosts' unicast MACs (the bridge never
 forwards 01:80:C2:00:00:01); a scheduler goroutine computes round r+1 from the
 hosts' UDP demand reports (port 7400) while round r runs and sends each host its
-schedule (port 7401); echoes calibrate each host's one-way delay d_est.
+schedule (port 7401); echoes calibrate each host's one-way delay d_est. The
+schedule says whether the windows are staggered (--stagger): every host
+follows it.
 
 It runs until Ctrl-C (or --duration) and prints its statistics as JSON: slot
 boundary lateness (p50/p99/p99.9/max µs), sendmmsg time, rounds, idle slots,
@@ -117,7 +120,7 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 			}
 			return runAgent(cmd.Context(), "tdma fm", ns, dur, out, func() (*fm.Manager, error) {
 				return fm.New(fm.Config{Dev: dev, Hosts: hs, SlotLen: slot, Guard: guard, Lead: lead, Mode: m, Scheduler: sch,
-					LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt})
+					LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt, Stagger: stagger})
 			})
 		},
 	}
@@ -133,6 +136,7 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 	cli.BitRateStringVar(f, &rate, "rate", "100M", "the hosts' line rate (slot capacity, PFC quanta)")
 	f.IntVar(&leaseSlots, "lease-slots", 0, "slots a host may free-run after the last frame it heard (0: the number of hosts)")
 	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the clock thread (0: the default scheduler)")
+	f.BoolVar(&stagger, "stagger", true, "the hosts open their windows to destination d d·guard/N after the slot's guard and close them as much later (lease and freerun modes; every round's schedule says so, and every host follows it): the hosts' windows of a slot open at N instants, not all at once")
 	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")
 	return cmd
@@ -143,7 +147,6 @@ func tdmaHostCmd() *cobra.Command {
 		ns, dev, hosts, fmAddr, gateMode, mode, rate, work, size, out string
 		index, rt, openRT, dst                                        int
 		drop                                                          float64
-		stagger                                                       bool
 		seed                                                          uint64
 		margin, spin, exitAfter, dur, pingEvery, pingDelay            time.Duration
 		pingOffsets                                                   []time.Duration
@@ -209,7 +212,7 @@ samples with each request's offset in its window.`,
 			}
 			return runAgent(cmd.Context(), "tdma host", ns, 0, out, func() (*host.Agent, error) {
 				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
-					Rate: uint64(r), Margin: margin, Spin: spin, Stagger: stagger, RT: rt, OpenRT: openRT, DropControl: drop, Seed: seed,
+					Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, OpenRT: openRT, DropControl: drop, Seed: seed,
 					Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
 					ExitAfter: exitAfter, Duration: dur})
 			})
@@ -227,7 +230,6 @@ samples with each request's offset in its window.`,
 	cli.BitRateStringVar(f, &rate, "rate", "100M", "this host's line rate (its egress TBF)")
 	f.DurationVar(&margin, "margin", 50*time.Microsecond, "taken off every window's close (timer error)")
 	f.DurationVar(&spin, "spin", 150*time.Microsecond, "poll without sleeping for this long before a window opens (0: only sleep; a late wake-up costs the window's start)")
-	f.BoolVar(&stagger, "stagger", true, "open the windows to destination d d·guard/N after the slot's guard and close them as much later (lease and freerun modes; every host must agree): the hosts' windows of a slot open at N instants, not all at once")
 	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the agent's thread (0: the default scheduler)")
 	f.IntVar(&openRT, "open-rt", 1, "SCHED_FIFO priority of the agent's thread only while it waits for a window's open, until the window's first frames are released (0: the default scheduler throughout; ignored with --rt)")
 	f.Float64Var(&drop, "drop-control", 0, "drop this fraction of received grants on purpose (lost pause/unpause)")

@@ -82,9 +82,13 @@ func (s *Sim) publish(now int64) {
 		return // too late: the FM idles a slot and wants the next number
 	}
 	s.computeAt = math.MaxInt64
+	flags := uint8(0)
+	if s.cfg.Stagger {
+		flags = wire.ScheduleStagger
+	}
 	for h := 0; h < N; h++ {
 		var m wire.Schedule
-		fmcore.ScheduleFor(r, h, s.cfg.LeaseSlots, &m)
+		fmcore.ScheduleFor(r, h, s.cfg.LeaseSlots, flags, &m)
 		var b [wire.MaxHosts + wire.MaxSlots + 32]byte
 		k, err := m.Encode(b[:])
 		if err != nil {
@@ -413,8 +417,10 @@ func (s *Sim) has(k int, src, dst int16) bool {
 
 // result checks every data frame against the FM's timeline: a frame is an
 // overrun unless it starts in a slot of its pair (or that slot's trailing
-// guard) and ends by the end of the slot plus the guard, the slots of its
-// receiver's port moved by its stagger (Config.Stagger).
+// guard) and ends by the end of the slot plus the guard, and early if it
+// starts in a slot of its pair before the slot's guard has passed, the
+// slots of its receiver's port moved by its stagger (Config.Stagger, the
+// FM's).
 func (s *Sim) result() *Result {
 	L, g := s.cfg.Slot, s.cfg.Guard
 	thaw := s.cfg.FreezeAt + s.cfg.FreezeFor
@@ -430,6 +436,9 @@ func (s *Sim) result() *Result {
 			own = k
 		} else if s.has(k-1, f.src, f.dst) && t0 < int64(k)*L+g {
 			own = k - 1
+		}
+		if own == k && t0 < int64(k)*L+g {
+			s.res.EarlyBytes += int64(f.bytes)
 		}
 		ok := own >= 0
 		if ok {

@@ -50,8 +50,9 @@ type Config struct {
 	Slot      int64
 	Guard     int64
 	Margin    int64 // taken off every close by the gates
-	// Stagger: the gates move each window to destination d d·guard/N
-	// later (gate.Config.Stagger), as the star's agents do by default.
+	// Stagger: the FM's schedules tell the gates to move each window to
+	// destination d d·guard/N later (wire.ScheduleStagger), as tdma fm
+	// does by default.
 	Stagger bool
 	// Lead: grants leave this long before the open part of the slot; -1:
 	// the whole guard (grants at the slot boundary, the host opens at the
@@ -143,11 +144,16 @@ type Result struct {
 	Drops        int64 `json:"switch_drops"`
 	Collisions   int64 `json:"collisions"`
 	OverrunBytes int64 `json:"overrun_bytes"`
-	CtlSent      int64 `json:"ctl_sent"`
-	CtlLost      int64 `json:"ctl_lost"`  // lost on the way (CtlLoss)
-	CtlDrops     int64 `json:"ctl_drops"` // dropped by a full switch port
-	CtlBytes     int64 `json:"ctl_wire_bytes"`
-	DataBytes    int64 `json:"data_wire_bytes"`
+	// EarlyBytes: bytes of frames that left their sender's line before
+	// their slot's start plus the guard (the receiver's port's slot, moved
+	// by the FM's stagger): a gate opened early, or not on the FM's
+	// stagger. A window never opens before then.
+	EarlyBytes int64 `json:"early_bytes"`
+	CtlSent    int64 `json:"ctl_sent"`
+	CtlLost    int64 `json:"ctl_lost"`  // lost on the way (CtlLoss)
+	CtlDrops   int64 `json:"ctl_drops"` // dropped by a full switch port
+	CtlBytes   int64 `json:"ctl_wire_bytes"`
+	DataBytes  int64 `json:"data_wire_bytes"`
 	// Gate counters summed over hosts.
 	GrantOpens, FreeRunOpens, LeaseExpiries, GateOverrunBytes uint64
 	FM                                                        fmcore.Stats
@@ -363,7 +369,7 @@ func newSim(cfg Config) (*Sim, error) {
 	}
 	for i := 0; i < cfg.Hosts; i++ {
 		g, err := gate.New(gate.Config{Mode: cfg.Mode, Rate: cfg.Rate, Overhead: cfg.Overhead, MinFrame: minFrame,
-			DelayEst: s.dEst, Margin: cfg.Margin, LeaseSlots: cfg.LeaseSlots, Stagger: cfg.Stagger})
+			DelayEst: s.dEst, Margin: cfg.Margin, LeaseSlots: cfg.LeaseSlots})
 		if err != nil {
 			return nil, err
 		}

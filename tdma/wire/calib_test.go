@@ -16,10 +16,10 @@ func TestEchoCalibRoundTrip(t *testing.T) {
 // FuzzEcho: DecodeEcho never panics; what it accepts re-encodes the same
 // (but for the pad, which it ignores).
 func FuzzEcho(f *testing.F) {
-	fuzzCodec(f, Echo{Seq: 3, FMSend: 99}, EchoLen, DecodeEcho, false)
+	fuzzCodec(f, Echo{Seq: 3, FMSend: 99}, EchoLen, DecodeEcho, never)
 }
 
 // FuzzCalib: DecodeCalib never panics; what it accepts re-encodes the same.
 func FuzzCalib(f *testing.F) {
-	fuzzCodec(f, Calib{DelayEst: 50_000}, CalibMsgLen, DecodeCalib, true)
+	fuzzCodec(f, Calib{DelayEst: 50_000}, CalibMsgLen, DecodeCalib, always)
 }

@@ -14,11 +14,24 @@ const (
 )
 
 // Schedule message layout: magic "TS", version, then the fields below in
-// order, all big-endian.
+// order, all big-endian, the flags last. Version 1 (before staggered
+// windows) lacked the flags byte: it decodes as Flags 0, aligned windows.
+// A later version, or a flag this decoder does not know, is refused, so
+// that a host never opens windows other than the FM means.
 const (
 	ScheduleMagic   = 0x5453
-	ScheduleVersion = 1
-	scheduleHdrLen  = 22
+	ScheduleVersion = 2
+	scheduleHdrLen  = 23
+	scheduleV1Len   = scheduleHdrLen - 1
+)
+
+// Schedule flags.
+const (
+	// ScheduleStagger: the windows to destination d open and close
+	// d·Guard/NHosts later than their slot (staggered windows, package
+	// gate). The FM decides it for every host alike.
+	ScheduleStagger = 1 << 0
+	scheduleFlags   = ScheduleStagger
 )
 
 // Schedule is one host's part of a round (FM → host, UDP, one round ahead):
@@ -31,9 +44,14 @@ type Schedule struct {
 	LeaseSlots uint16 // free-run bound after the last frame heard
 	NHosts     uint8
 	NSlots     uint16
+	Flags      uint8          // Schedule* bits
 	ClassMap   [MaxHosts]int8 // destination → class, -1 none
 	Slot       [MaxSlots]int8 // slot → class this host sends, -1 none
 }
+
+// Staggered reports whether the FM staggers this round's windows
+// (ScheduleStagger).
+func (s *Schedule) Staggered() bool { return s.Flags&ScheduleStagger != 0 }
 
 // Len is the encoded length.
 func (s *Schedule) Len() int { return scheduleHdrLen + int(s.NHosts) + int(s.NSlots) }
@@ -51,6 +69,9 @@ func (s *Schedule) Dst(c int) int {
 func (s *Schedule) check() error {
 	if s.NHosts > MaxHosts || int(s.NSlots) > MaxSlots {
 		return fmt.Errorf("%w: schedule of %d hosts, %d slots (max %d, %d)", ErrRange, s.NHosts, s.NSlots, MaxHosts, MaxSlots)
+	}
+	if s.Flags&^scheduleFlags != 0 {
+		return fmt.Errorf("%w: schedule flags %#02x", ErrRange, s.Flags)
 	}
 	for d := 0; d < int(s.NHosts); d++ {
 		if c := s.ClassMap[d]; c < -1 || c > 7 {
@@ -82,6 +103,7 @@ func (s *Schedule) Encode(b []byte) (int, error) {
 	be.PutUint16(b[17:], s.LeaseSlots)
 	b[19] = s.NHosts
 	be.PutUint16(b[20:], s.NSlots)
+	b[22] = s.Flags
 	p := scheduleHdrLen
 	for d := 0; d < int(s.NHosts); d++ {
 		b[p] = byte(s.ClassMap[d])
@@ -94,9 +116,14 @@ func (s *Schedule) Encode(b []byte) (int, error) {
 	return n, nil
 }
 
-// DecodeSchedule parses b into s. Entries beyond NHosts / NSlots are set to -1.
+// DecodeSchedule parses b into s: version 2, or version 1 as Flags 0.
+// Entries beyond NHosts / NSlots are set to -1.
 func DecodeSchedule(b []byte, s *Schedule) error {
-	if err := checkHead(b, "schedule", scheduleHdrLen, ScheduleMagic, ScheduleVersion); err != nil {
+	hdr, version := scheduleHdrLen, ScheduleVersion
+	if len(b) > 2 && b[2] == 1 {
+		hdr, version = scheduleV1Len, 1
+	}
+	if err := checkHead(b, "schedule", hdr, ScheduleMagic, version); err != nil {
 		return err
 	}
 	be := binary.BigEndian
@@ -107,11 +134,15 @@ func DecodeSchedule(b []byte, s *Schedule) error {
 	s.LeaseSlots = be.Uint16(b[17:])
 	s.NHosts = b[19]
 	s.NSlots = be.Uint16(b[20:])
+	s.Flags = 0
+	if hdr == scheduleHdrLen {
+		s.Flags = b[22]
+	}
 	if s.NHosts > MaxHosts || int(s.NSlots) > MaxSlots {
 		return fmt.Errorf("%w: schedule of %d hosts, %d slots (max %d, %d)", ErrRange, s.NHosts, s.NSlots, MaxHosts, MaxSlots)
 	}
-	if len(b) < s.Len() {
-		return fmt.Errorf("%w: schedule of %d bytes, its counts need %d", ErrShort, len(b), s.Len())
+	if n := hdr + int(s.NHosts) + int(s.NSlots); len(b) < n {
+		return fmt.Errorf("%w: schedule of %d bytes, its counts need %d", ErrShort, len(b), n)
 	}
 	for i := range s.ClassMap {
 		s.ClassMap[i] = -1
@@ -119,7 +150,7 @@ func DecodeSchedule(b []byte, s *Schedule) error {
 	for i := range s.Slot {
 		s.Slot[i] = -1
 	}
-	p := scheduleHdrLen
+	p := hdr
 	for d := 0; d < int(s.NHosts); d++ {
 		s.ClassMap[d] = int8(b[p])
 		p++
