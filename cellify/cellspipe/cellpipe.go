@@ -76,6 +76,10 @@ type cellPipeline struct {
 	winCap []int
 
 	frames []link.Frame // a host batch handed to the node
+	// Per host port: the node time of its last batch, and until when it
+	// is not read (0: it is; cellHostHold).
+	hostAt, hold []int64
+	cellBytes    int // a cell's payload bytes
 
 	cellFrame int // the largest cell frame
 	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
@@ -113,6 +117,19 @@ const (
 	cellVOQBytes = 2 << 20
 )
 
+// cellHostHold: a host batch that did not fill a cell and came less than
+// this after the port's previous batch (frames arrive faster than the
+// worker sleeps: the port is busy) leaves the port unread for this long,
+// and the worker does not wake for it: the frames arriving meanwhile make
+// one batch, packed into fuller cells with fewer credit requests, for one
+// wakeup instead of one per few frames. A frame then waits up to this
+// long at the ingress edge; a port whose batches come further apart
+// (short flows, a lone frame) or fill cells (large frames) is read as
+// frames come. Measured on the bundle with cells pack's CPU arm (60-byte
+// frames): at 100 kpps sw1 slept 55-70k times in 5 s without it, 11k
+// with 200 µs.
+const cellHostHold = 200 * time.Microsecond
+
 // cellMaxInFlight bounds the egress queue plus the credit in flight of a
 // host port without a rate limit (whose queue is its TX ring and the
 // deliveries waiting for it: hostQRings more rings).
@@ -147,6 +164,9 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 		avgLen8:   make([]int, len(ps.Hosts)),
 		egress:    make([]int, len(ps.Hosts)),
 		cellFrame: cellify.CellFrameLen(cc.CellSize),
+		cellBytes: cc.CellSize,
+		hostAt:    make([]int64, len(ps.Hosts)),
+		hold:      make([]int64, len(ps.Hosts)),
 		maxAlloc:  w.FrameLen() - linkcrc.TrailerLen,
 		ring:      int(cfg.RingSize),
 		frames:    make([]link.Frame, 0, w.Batch()),
@@ -295,8 +315,13 @@ func (pl *cellPipeline) Alloc(n int) (link.Handle, bool) {
 func (pl *cellPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
 // Room implements Pipeline: the node takes every frame (what it cannot
-// place it counts and drops).
-func (pl *cellPipeline) Room(int) int { return math.MaxInt }
+// place it counts and drops), but for a host port held (cellHostHold).
+func (pl *cellPipeline) Room(port int) int {
+	if k, ok := pl.ps.HostIndex(port); ok && pl.hold[k] != 0 {
+		return 0
+	}
+	return math.MaxInt
+}
 
 // Receive implements Pipeline.
 func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
@@ -310,6 +335,7 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 		pl.frames = fs
 		pl.node.HostRxBatch(now, k, fs)
+		pl.holdHost(now, k, descs)
 	} else if l, _ := pl.ps.Link(port); pl.links != nil {
 		c := pl.links[l]
 		for _, d := range descs {
@@ -322,6 +348,19 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 	}
 	pl.drain(now, tx)
+}
+
+// holdHost holds host port k after batch descs at now if the batch did
+// not fill a cell and came within cellHostHold of the port's previous one.
+func (pl *cellPipeline) holdHost(now int64, k int, descs []xdp.Desc) {
+	bytes := 0
+	for _, d := range descs {
+		bytes += int(d.Len)
+	}
+	if bytes < pl.cellBytes && pl.hostAt[k] != 0 && now-pl.hostAt[k] < int64(cellHostHold) {
+		pl.hold[k] = now + int64(cellHostHold)
+	}
+	pl.hostAt[k] = now
 }
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
@@ -355,6 +394,13 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 		pl.node.SetEgressQueue(now, k, q)
 	}
 	next = min(next, pl.node.Poll(now))
+	for k, h := range pl.hold {
+		if h != 0 && now >= h {
+			pl.hold[k] = 0 // read at the next iteration
+		} else if h != 0 {
+			next = min(next, h)
+		}
+	}
 	pl.stampExclusions(wnow)
 	pl.failovers(now)
 	pl.drain(now, tx)

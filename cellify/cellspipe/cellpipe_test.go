@@ -466,3 +466,44 @@ func TestCellCreditWindowFitsHostQueueFrames(t *testing.T) {
 		t.Errorf("credit window %d bytes, over the %d the port's queue holds", w, holds)
 	}
 }
+
+// TestCellHostHold: a host batch that does not fill a cell, within
+// cellHostHold of the port's previous one, leaves the host port unread
+// (Room 0, and Poll's deadline no later than the hold's end) until Poll
+// at its end; a batch after a longer gap, or one that fills a cell, does
+// not. The link ports are read throughout.
+func TestCellHostHold(t *testing.T) {
+	p := newMemPair(t, 2, Config{})
+	p.learn(t)
+	m := p.n[0]
+	host, hold := m.pl.ps.Hosts[0], int64(cellHostHold)
+	held := func() bool { return m.pl.Room(host) == 0 }
+	p.step(t, 2*hold) // the learning frames are long past
+	p.fromHost(t, 0, 0, hostFrame(2, 1, 60, 1))
+	if held() {
+		t.Fatal("host port held after a batch that followed a long gap")
+	}
+	p.now += hold / 4
+	p.fromHost(t, 0, 0, hostFrame(2, 1, 60, 2))
+	at := p.now
+	if !held() || m.pl.Room(m.pl.ps.Links[0]) == 0 {
+		t.Fatalf("after two small batches %d ns apart: host room %d, link room %d", hold/4, m.pl.Room(host), m.pl.Room(m.pl.ps.Links[0]))
+	}
+	if next := m.pl.Poll(at+hold/2, m.w.Tx()); !held() || next > at+hold {
+		t.Fatalf("half way: held %v, next deadline %d, want ≤ %d", held(), next, at+hold)
+	}
+	m.pl.Poll(at+hold, m.w.Tx())
+	if held() {
+		t.Fatal("host port still held at the end of the hold")
+	}
+	// A batch that fills a cell is not held, however soon it comes.
+	p.now = at + hold + 1000
+	p.fromHost(t, 0, 0, hostFrame(2, 1, 1500, 3))
+	if held() {
+		t.Fatal("host port held after a batch that filled a cell")
+	}
+	p.step(t, 10*hold)
+	if p.count[1] != 4 { // the learning frame and these three
+		t.Fatalf("node 2 delivered %d frames, want 4", p.count[1])
+	}
+}
