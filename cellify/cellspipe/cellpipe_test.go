@@ -466,3 +466,61 @@ func TestCellCreditWindowFitsHostQueueFrames(t *testing.T) {
 		t.Errorf("credit window %d bytes, over the %d the port's queue holds", w, holds)
 	}
 }
+
+// TestCellHostHold: a host batch that does not fill a cell, on a port that
+// took cellHoldFrames frames or more in its last cellHostHold window, leaves
+// the host port unread (Room 0, and Poll's deadline no later than the
+// hold's end) until Poll at its end; a batch on a port that took fewer, or
+// one that fills a cell, does not. The link ports are read throughout.
+func TestCellHostHold(t *testing.T) {
+	p := newMemPair(t, 2, Config{})
+	p.learn(t)
+	m := p.n[0]
+	host, hold := m.pl.ps.Hosts[0], int64(cellHostHold)
+	held := func() bool { return m.pl.Room(host) == 0 }
+	seq := uint32(0)
+	small := func(dt int64) {
+		p.now += dt
+		seq++
+		p.fromHost(t, 0, 0, hostFrame(2, 1, 60, seq))
+	}
+	p.step(t, 3*hold) // the learning frames are long past
+	// A window of fewer frames (short flows): never held.
+	for range cellHoldFrames - 1 {
+		small(hold / cellHoldFrames)
+		if held() {
+			t.Fatalf("host port held after %d frames", seq)
+		}
+	}
+	small(hold / 2)
+	if held() {
+		t.Fatalf("host port held after a window of %d frames", cellHoldFrames-1)
+	}
+	// A window of cellHoldFrames: the next small batch holds the port.
+	for range cellHoldFrames - 1 {
+		small(hold / (2 * cellHoldFrames))
+	}
+	small(hold)
+	at := p.now
+	if !held() || m.pl.Room(m.pl.ps.Links[0]) == 0 {
+		t.Fatalf("after a window of %d frames: host room %d, link room %d", cellHoldFrames, m.pl.Room(host), m.pl.Room(m.pl.ps.Links[0]))
+	}
+	if next := m.pl.Poll(at+hold/2, m.w.Tx()); !held() || next > at+hold {
+		t.Fatalf("half way: held %v, next deadline %d, want ≤ %d", held(), next, at+hold)
+	}
+	m.pl.Poll(at+hold, m.w.Tx())
+	if held() {
+		t.Fatal("host port still held at the end of the hold")
+	}
+	// A batch that fills a cell is not held, however busy the port.
+	p.now = at + hold + 1000
+	seq++
+	p.fromHost(t, 0, 0, hostFrame(2, 1, 1500, seq))
+	if held() {
+		t.Fatal("host port held after a batch that filled a cell")
+	}
+	p.step(t, 10*hold)
+	if p.count[1] != int(seq)+1 { // the learning frame and these
+		t.Fatalf("node 2 delivered %d frames, want %d", p.count[1], seq+1)
+	}
+}

@@ -55,7 +55,17 @@ type DPStats struct {
 type PortDoc struct {
 	Sockets []struct {
 		XDPStatistics struct{ RxRingFull, RxDropped uint64 } `json:"xdp_statistics"`
+		TxKicks       uint64                                 `json:"tx_kicks"`
 	} `json:"sockets"`
+}
+
+// TxKicks is the transmit wake-ups (sendto calls) of the port's sockets.
+func (p *PortDoc) TxKicks() uint64 {
+	var n uint64
+	for _, k := range p.Sockets {
+		n += k.TxKicks
+	}
+	return n
 }
 
 // RxDrops is what the port's sockets dropped on receive (RX ring full, or

@@ -103,12 +103,44 @@ type PackPath struct {
 	Egress  uint64            `json:"egress_drops"`
 	Sleeps  map[string]uint64 `json:"sleeps"`
 	Loops   map[string]uint64 `json:"loops"`
+	// Sent is per switch what it sent: link frames by kind (mode cells)
+	// and sendto calls on its link and host ports.
+	Sent map[string]PackSent `json:"sent"`
+}
+
+// PackSent is what a switch sent over a run: in mode cells, cells cut,
+// REACHes (and those left out: the link was busy), credit requests and
+// grants; the TX kicks (sendto calls) of its link ports' and host port's
+// sockets.
+type PackSent struct {
+	Cells      uint64 `json:"cells"`
+	Reach      uint64 `json:"reach"`
+	ReachQuiet uint64 `json:"reach_quiet"`
+	Requests   uint64 `json:"credit_requests"`
+	Grants     uint64 `json:"credit_grants"`
+	LinkKicks  uint64 `json:"link_kicks"`
+	HostKicks  uint64 `json:"host_kicks"`
+}
+
+func (s PackSent) sub(o PackSent) PackSent {
+	return PackSent{s.Cells - o.Cells, s.Reach - o.Reach, s.ReachQuiet - o.ReachQuiet, s.Requests - o.Requests,
+		s.Grants - o.Grants, s.LinkKicks - o.LinkKicks, s.HostKicks - o.HostKicks}
+}
+
+func (s PackSent) String() string {
+	return fmt.Sprintf("cells %d, REACH %d (%d left out), requests %d, grants %d; kicks link %d, host %d",
+		s.Cells, s.Reach, s.ReachQuiet, s.Requests, s.Grants, s.LinkKicks, s.HostKicks)
 }
 
 // String is the path's drops and sleeps in one line.
 func (p PackPath) String() string {
 	return fmt.Sprintf("lost: sw1 host port RX %d, VOQ %d, fabric %d, egress %d; worker sleeps sw1 %d, sw2 %d",
 		p.Ingress, p.VOQ, p.Fabric, p.Egress, p.Sleeps["sw1"], p.Sleeps["sw2"])
+}
+
+// SentString is what each switch sent, one line.
+func (p PackPath) SentString() string {
+	return fmt.Sprintf("sent: sw1 %s; sw2 %s", p.Sent["sw1"], p.Sent["sw2"])
 }
 
 // PackCPU is one arm of the CPU comparison: 60-byte frames at a fixed
@@ -231,6 +263,7 @@ func CellsPack(ctx context.Context, e *bed.Env, cfg CellsPackConfig) (*CellsPack
 		e.Printf("cells pack: CPU, %s: %.0f of %.0f pps delivered, %.0f ns of dataplane CPU per frame, %.0f beyond idle (%s; idle %.2f s)",
 			a.label(), c.DeliveredPPS, c.OfferedPPS, c.NsPerFrame, c.NetNsPerFrame, cpuList(c.CPUSeconds), c.IdleSeconds)
 		e.Printf("cells pack:   %s", c.Path)
+		e.Printf("cells pack:   %s", c.Path.SentString())
 		res.CPU = append(res.CPU, c)
 	}
 	b.Stop()
@@ -384,6 +417,7 @@ type packStat struct {
 	polls, loops uint64
 	hostRx       uint64
 	cells        *CellsNodeStats
+	sent         PackSent
 }
 
 // packStats reads both switches' statistics.
@@ -400,12 +434,20 @@ func packStats(ctx context.Context, b *bed.Bed) (map[string]packStat, error) {
 			return nil, fmt.Errorf("statistics of %s: %w", sw, err)
 		}
 		ps.polls, ps.loops = dp.Dataplane.Polls, dp.Dataplane.Loops
-		if raw := doc["port_host0"]; raw != nil {
+		for k, raw := range doc {
+			if !strings.HasPrefix(k, "port_") {
+				continue
+			}
 			var pd bed.PortDoc
 			if err := json.Unmarshal(raw, &pd); err != nil {
 				return nil, fmt.Errorf("statistics of %s: %w", sw, err)
 			}
-			ps.hostRx = pd.RxDrops()
+			if k == "port_host0" {
+				ps.hostRx = pd.RxDrops()
+				ps.sent.HostKicks = pd.TxKicks()
+			} else {
+				ps.sent.LinkKicks += pd.TxKicks()
+			}
 		}
 		if doc["cells"] != nil {
 			c, err := parseCellsStats(b.TB.NS(sw), doc)
@@ -413,6 +455,9 @@ func packStats(ctx context.Context, b *bed.Bed) (map[string]packStat, error) {
 				return nil, err
 			}
 			ps.cells = c
+			n := &c.Cells.Node
+			ps.sent.Cells, ps.sent.Reach, ps.sent.ReachQuiet = n.CellsCut+n.Forwarded, n.ReachTx, n.ReachQuiet
+			ps.sent.Requests, ps.sent.Grants = n.CreditReqTx, n.CreditGrantTx
 		}
 		m[sw] = ps
 	}
@@ -423,10 +468,11 @@ func packStats(ctx context.Context, b *bed.Bed) (map[string]packStat, error) {
 // ingress edge, sw2 the egress one. Forward's drops on the way (its link
 // port sockets, sw2's host port) count as Fabric and Egress alike.
 func packPathBetween(before, after map[string]packStat) PackPath {
-	p := PackPath{Sleeps: map[string]uint64{}, Loops: map[string]uint64{}}
+	p := PackPath{Sleeps: map[string]uint64{}, Loops: map[string]uint64{}, Sent: map[string]PackSent{}}
 	for sw, a := range after {
 		b := before[sw]
 		p.Sleeps[sw], p.Loops[sw] = a.polls-b.polls, a.loops-b.loops
+		p.Sent[sw] = a.sent.sub(b.sent)
 		if sw == "sw1" {
 			p.Ingress += a.hostRx - b.hostRx
 		}
@@ -583,6 +629,7 @@ func (r *CellsPackResult) Text() string {
 		fmt.Fprintf(&b, "  %-13s %6.0f ns/frame, %6.0f beyond idle  (%.0f of %.0f pps delivered; %s; idle %.2f s)\n",
 			c.Arm, c.NsPerFrame, c.NetNsPerFrame, c.DeliveredPPS, c.OfferedPPS, cpuList(c.CPUSeconds), c.IdleSeconds)
 		fmt.Fprintf(&b, "  %-13s %s\n", "", c.Path)
+		fmt.Fprintf(&b, "  %-13s %s\n", "", c.Path.SentString())
 	}
 	carried := "both arms carried what was offered"
 	if !s.CPUBothCarry {

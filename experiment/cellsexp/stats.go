@@ -37,6 +37,7 @@ type CellsNodeStats struct {
 		Node struct {
 			VOQDrops, FloodDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
 			FCIMarks, FCISeen                                                            uint64
+			CellsCut, Forwarded, ReachTx, ReachQuiet, CreditReqTx, CreditGrantTx         uint64
 		} `json:"node"`
 	} `json:"cells"`
 }
