@@ -76,12 +76,6 @@ type cellPipeline struct {
 	winCap []int
 
 	frames []link.Frame // a host batch handed to the node
-	// Per host port (cellHostHold): until when it is not read (0: it
-	// is), the start of its current rate window and the frames in it, and
-	// the frames it took in the last window.
-	hold, winAt  []int64
-	win, lastWin []int
-	cellBytes    int // a cell's payload bytes
 
 	cellFrame int // the largest cell frame
 	maxAlloc  int // the largest frame Alloc gives (room for the trailer)
@@ -119,23 +113,6 @@ const (
 	cellVOQBytes = 2 << 20
 )
 
-// cellHostHold: a host batch that did not fill a cell, on a port that
-// took at least cellHoldFrames frames in its last window of this long (a
-// steady stream of small frames, 40 kpps and more), leaves the port unread
-// for this long, and the worker does not wake for it: the frames arriving
-// meanwhile make one batch, packed into fuller cells with fewer credit
-// requests, for one wakeup instead of one per few frames. Such a frame
-// waits up to this long at the ingress edge; a port taking fewer frames
-// (short flows: 143-byte TCP flows back to back took 230 µs longer at the
-// median when any batch within 200 µs of the last was held) or batches
-// that fill cells (large frames) are read as frames come. Measured on the
-// bundle with cells pack's CPU arm (60-byte frames): at 100 kpps sw1 woke
-// 43-74k times in 5 s without it, 14-17k with it.
-const (
-	cellHostHold   = 200 * time.Microsecond
-	cellHoldFrames = 8
-)
-
 // cellMaxInFlight bounds the egress queue plus the credit in flight of a
 // host port without a rate limit (whose queue is its TX ring and the
 // deliveries waiting for it: hostQRings more rings).
@@ -170,11 +147,6 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 		avgLen8:   make([]int, len(ps.Hosts)),
 		egress:    make([]int, len(ps.Hosts)),
 		cellFrame: cellify.CellFrameLen(cc.CellSize),
-		cellBytes: cc.CellSize,
-		hold:      make([]int64, len(ps.Hosts)),
-		winAt:     make([]int64, len(ps.Hosts)),
-		win:       make([]int, len(ps.Hosts)),
-		lastWin:   make([]int, len(ps.Hosts)),
 		maxAlloc:  w.FrameLen() - linkcrc.TrailerLen,
 		ring:      int(cfg.RingSize),
 		frames:    make([]link.Frame, 0, w.Batch()),
@@ -323,13 +295,8 @@ func (pl *cellPipeline) Alloc(n int) (link.Handle, bool) {
 func (pl *cellPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(uint64(h), n) }
 
 // Room implements Pipeline: the node takes every frame (what it cannot
-// place it counts and drops), but for a host port held (cellHostHold).
-func (pl *cellPipeline) Room(port int) int {
-	if k, ok := pl.ps.HostIndex(port); ok && pl.hold[k] != 0 {
-		return 0
-	}
-	return math.MaxInt
-}
+// place it counts and drops).
+func (pl *cellPipeline) Room(int) int { return math.MaxInt }
 
 // Receive implements Pipeline.
 func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
@@ -343,7 +310,6 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 		pl.frames = fs
 		pl.node.HostRxBatch(now, k, fs)
-		pl.holdHost(now, k, descs)
 	} else if l, _ := pl.ps.Link(port); pl.links != nil {
 		c := pl.links[l]
 		for _, d := range descs {
@@ -356,29 +322,6 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 	}
 	pl.drain(now, tx)
-}
-
-// holdHost holds host port k after batch descs at now if the batch did
-// not fill a cell and the port's last window took cellHoldFrames or more.
-// A window is cellHostHold long from its first batch; one that ended more
-// than a window ago counts as empty.
-func (pl *cellPipeline) holdHost(now int64, k int, descs []xdp.Desc) {
-	w := int64(cellHostHold)
-	if d := now - pl.winAt[k]; d >= w {
-		pl.lastWin[k] = pl.win[k]
-		if d >= 2*w {
-			pl.lastWin[k] = 0
-		}
-		pl.winAt[k], pl.win[k] = now, 0
-	}
-	pl.win[k] += len(descs)
-	bytes := 0
-	for _, d := range descs {
-		bytes += int(d.Len)
-	}
-	if bytes < pl.cellBytes && pl.lastWin[k] >= cellHoldFrames {
-		pl.hold[k] = now + w
-	}
 }
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
@@ -412,13 +355,6 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 		pl.node.SetEgressQueue(now, k, q)
 	}
 	next = min(next, pl.node.Poll(now))
-	for k, h := range pl.hold {
-		if h != 0 && now >= h {
-			pl.hold[k] = 0 // read at the next iteration
-		} else if h != 0 {
-			next = min(next, h)
-		}
-	}
 	pl.stampExclusions(wnow)
 	pl.failovers(now)
 	pl.drain(now, tx)
