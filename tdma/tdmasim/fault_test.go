@@ -35,7 +35,7 @@ func TestFaultAttribution(t *testing.T) {
 	}{
 		{OpenEarly, by, gate.OpenedEarly, false},
 		{CloseLate, by, gate.ClosedLate, true},
-		{AfterLease, by, gate.AfterLease, true},
+		{AfterLease, 5_000_000 + by, gate.AfterLease, true},
 		{GrantLate, by, gate.GrantLate, true},
 		{HostQueue, by, gate.KernelQueue, true},
 		{SwitchQueue, by, gate.SwitchQueue, true},
