@@ -91,8 +91,9 @@ type Stats struct {
 }
 
 // RoundLog is a round as the scheduler computed it: when (clock ns), the
-// bytes it planned for per pair (the reports less the round before it),
-// the slots it gave each pair and its length in slots.
+// bytes it planned for per pair (the reports less what the rounds since
+// them carry, in bytes of a full slot: sched.Planner), the slots it gave
+// each pair and its length in slots.
 type RoundLog struct {
 	ID     uint32    `json:"id"`
 	At     int64     `json:"at_ns"`
