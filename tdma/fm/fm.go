@@ -314,10 +314,6 @@ func (m *Manager) scheduler() {
 	var last *sched.Round
 	var sb [wire.MaxHosts + wire.MaxSlots + 32]byte
 	N := len(m.cfg.Hosts)
-	flags := uint8(0)
-	if m.cfg.Stagger {
-		flags |= wire.ScheduleStagger
-	}
 	for !m.stop.Load() {
 		time.Sleep(200 * time.Microsecond)
 		id := m.want.Load()
@@ -356,7 +352,7 @@ func (m *Manager) scheduler() {
 		for c := 0; c < 2; c++ {
 			for h := 0; h < N; h++ {
 				var s wire.Schedule
-				fmcore.ScheduleFor(r, h, m.cfg.LeaseSlots, flags, &s)
+				fmcore.ScheduleFor(r, h, m.cfg.LeaseSlots, m.cfg.Stagger, &s)
 				if n, err := s.Encode(sb[:]); err == nil {
 					m.udp.WriteToUDPAddrPort(sb[:n], netip.AddrPortFrom(m.cfg.Hosts[h], HostPort))
 				}

@@ -281,12 +281,15 @@ func (f *FM) emitAll(now, end int64, out []Emission, pause bool) []Emission {
 	return out
 }
 
-// ScheduleFor fills s with host h's part of round r, with the flags
-// (wire.Schedule*) the FM sets for every host alike.
-func ScheduleFor(r *sched.Round, h int, leaseSlots int, flags uint8, s *wire.Schedule) {
+// ScheduleFor fills s with host h's part of round r; stagger: the FM
+// staggers the round's windows for every host alike (wire.ScheduleStagger).
+func ScheduleFor(r *sched.Round, h int, leaseSlots int, stagger bool, s *wire.Schedule) {
 	N := len(r.Class)
 	*s = wire.Schedule{Host: uint16(h), Round: r.ID, SlotLen: uint32(r.SlotLen), Guard: uint32(r.Guard),
-		LeaseSlots: uint16(leaseSlots), NHosts: uint8(N), NSlots: uint16(len(r.Slots)), Flags: flags}
+		LeaseSlots: uint16(leaseSlots), NHosts: uint8(N), NSlots: uint16(len(r.Slots))}
+	if stagger {
+		s.Flags |= wire.ScheduleStagger
+	}
 	for i := range s.ClassMap {
 		s.ClassMap[i] = -1
 	}

@@ -174,7 +174,7 @@ func TestPongPairedAcrossRounds(t *testing.T) {
 			if ping && last != nil && !asked {
 				t.Errorf("%s, round %d: a batch waits and the round has no slot for it: %v", name, id, r.Slots)
 			}
-			fmcore.ScheduleFor(r, server, 1, 0, &s)
+			fmcore.ScheduleFor(r, server, 1, false, &s)
 			p.onSchedule(&s)
 			last = r
 		}

@@ -82,13 +82,9 @@ func (s *Sim) publish(now int64) {
 		return // too late: the FM idles a slot and wants the next number
 	}
 	s.computeAt = math.MaxInt64
-	flags := uint8(0)
-	if s.cfg.Stagger {
-		flags = wire.ScheduleStagger
-	}
 	for h := 0; h < N; h++ {
 		var m wire.Schedule
-		fmcore.ScheduleFor(r, h, s.cfg.LeaseSlots, flags, &m)
+		fmcore.ScheduleFor(r, h, s.cfg.LeaseSlots, s.cfg.Stagger, &m)
 		var b [wire.MaxHosts + wire.MaxSlots + 32]byte
 		k, err := m.Encode(b[:])
 		if err != nil {
