@@ -44,6 +44,10 @@ type PortOptions struct {
 	// reads the ACK it piggybacks from (SetLGTxAck): the map is shared, not
 	// copied. Attach the link port first.
 	ShareLGRx *PortProgram
+	// ShareCells, for a link port, is the port whose cell maps (mode
+	// cells' kernel path on a fabric node, CellFwd) this program uses: one
+	// set per node.
+	ShareCells *PortProgram
 }
 
 // ProgCounters are a port program's counters, summed over CPUs: what the XDP
@@ -96,6 +100,7 @@ type PortProgram struct {
 	lgMu     sync.Mutex // guards lgrx
 	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
 	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
+	cells    *CellFwd   // cell_state and cell_route mapped, once asked for (CellFwd)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -126,6 +131,11 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 	copts, err := lgTxSpec(spec, opts)
 	if err != nil {
 		return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+	}
+	if opts.ShareCells != nil {
+		if copts, err = opts.ShareCells.shareCellMaps(copts); err != nil {
+			return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+		}
 	}
 	p := &PortProgram{ifname: ifname, ifindex: l.Attrs().Index, queues: queues}
 	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
@@ -309,6 +319,12 @@ func (p *PortProgram) Close() error {
 			err = fmt.Errorf("unmap lg_tx of %s: %w", p.ifname, e)
 		}
 		p.lgtx = nil
+	}
+	if p.cells != nil {
+		if e := p.cells.unmap(); e != nil && err == nil {
+			err = fmt.Errorf("unmap the cell maps of %s: %w", p.ifname, e)
+		}
+		p.cells = nil
 	}
 	p.lgMu.Unlock()
 	if e := p.objs.Close(); e != nil && err == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
@@ -257,11 +258,26 @@ func init() {
 	dataplane.Register(ModeCells, dataplane.Spec{Hosts: [2]int{0, dataplane.MaxHostPorts}, Links: [2]int{1, dataplane.MaxLinkPorts}, Wire: true,
 		// Its nodes allocate every cell and delivery, and its bursts fill
 		// every RX ring while the fill rings stay full.
-		QueueRings: 3,
-		NoPFC:      "mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec",
-		Configure:  configureCells,
-		Frames:     cellsFrames,
-		New:        newCellsInstance})
+		QueueRings:  3,
+		NoPFC:       "mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec",
+		Configure:   configureCells,
+		PortOptions: cellPortOptions,
+		Frames:      cellsFrames,
+		New:         newCellsInstance})
+}
+
+// cellPortOptions is the cells' Spec.PortOptions: a fabric node's link
+// ports after the first share the first one's cell maps (cellfast.go).
+func cellPortOptions(c *dataplane.Config, _ int, role dataplane.PortRole, attached []*dataplane.Port, o *bpf.PortOptions) {
+	if len(c.HostPorts) > 0 || role != dataplane.RoleLink {
+		return
+	}
+	for _, p := range attached {
+		if p.Role == dataplane.RoleLink {
+			o.ShareCells = p.Program()
+			return
+		}
+	}
 }
 
 // configureCells fills the defaults of the cells and of the link layer

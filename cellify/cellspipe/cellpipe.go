@@ -94,6 +94,9 @@ type cellPipeline struct {
 	wake                  int64
 	voqs                  int
 	countVOQ              func(cellify.VOQInfo)
+
+	// fast is a fabric node's kernel path (cellfast.go; nil when off).
+	fast *cellFast
 }
 
 // PublishInterval is how often the node's counters are copied to Stats.
@@ -263,6 +266,15 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 			}
 		}
 	}
+	if !edge {
+		ncfg := pl.node.Config()
+		var why string
+		if pl.fast, why = openCellFast(pl, spray, &ncfg); pl.fast != nil {
+			w.Log().Info("cells: fabric node forwards cells in the kernel (XDP)")
+		} else {
+			w.Log().Info("cells: cells forwarded by the worker", "why", why)
+		}
+	}
 	return pl, nil
 }
 
@@ -322,6 +334,9 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 	}
 	pl.drain(now, tx)
+	if pl.fast != nil {
+		pl.fast.sync(pl)
+	}
 }
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
@@ -358,6 +373,9 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	pl.stampExclusions(wnow)
 	pl.failovers(now)
 	pl.drain(now, tx)
+	if pl.fast != nil {
+		pl.fast.sync(pl)
+	}
 	clear(pl.pend) // the worker places the lists now
 	for k := range pl.hostQ {
 		if pl.hostQ[k].Len() > 0 {
@@ -385,7 +403,12 @@ func (pl *cellPipeline) clock(now int64) int64 {
 }
 
 // Stop implements Pipeline.
-func (pl *cellPipeline) Stop() { pl.publish() }
+func (pl *cellPipeline) Stop() {
+	if pl.fast != nil {
+		pl.fast.close()
+	}
+	pl.publish()
+}
 
 // stampExclusions records when each link's latest exclusion was seen
 // (wall time: an experiment compares it with when it cut the link).
@@ -489,6 +512,9 @@ func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 			pl.SendRelease(tx, port, dataplane.LaneData, f)
 		}
 		pl.pend[port] += lo.Bytes
+		if pl.fast != nil {
+			pl.fast.charge(l, len(lo.Ctrl)+len(lo.Data), lo.Bytes)
+		}
 	}
 	for k, list := range o.Deliver {
 		port := pl.ps.Hosts[k]
@@ -600,6 +626,9 @@ func (pl *cellPipeline) publish() {
 	}
 	c.MaxPollGap, c.Stalled = pl.maxGap, pl.stalled
 	c.Node, c.Reasm = *ns, rs
+	if pl.fast != nil {
+		pl.fast.fold(c)
+	}
 }
 
 // hostQRings is the host queue's size in TX rings: a reassembly hole of
