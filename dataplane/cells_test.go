@@ -215,12 +215,19 @@ func TestCellsBundleVariants(t *testing.T) {
 // ports, their rates and buffers) as node id.
 func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config) *dataplane.RunningSwitch {
 	t.Helper()
+	return topoCellsPath(t, tb, node, id, cc, "")
+}
+
+// topoCellsPath is topoCells with --fastpath fp.
+func topoCellsPath(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config, fp dataplane.FastPath) *dataplane.RunningSwitch {
+	t.Helper()
 	ports, err := tb.Topology.NodePorts(node)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink)}, cc)
 	cellspipe.ConfigOf(&cfg).NodeID = id
+	cfg.FastPath = fp
 	for _, p := range ports {
 		if p.Rate > 0 {
 			if cfg.Shape == nil {

@@ -310,7 +310,8 @@ func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
 type cellsInstance struct {
 	stats *Stats
 	log   *slog.Logger
-	ran   bool // a pipeline was made: Close logs the counters
+	ran   bool         // a pipeline was made: Close logs the counters
+	fast  *bpf.CellFwd // a fabric node's kernel path, prepared (cellfast.go); nil: off
 }
 
 // newCellsInstance fits the cells to the link ports' MTU and derives the
@@ -330,12 +331,21 @@ func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.
 	if ls != nil && ls.Start != nil {
 		ls.Start(cfg)
 	}
-	return &cellsInstance{stats: newCellStats(d), log: cfg.Logger}, nil
+	in := &cellsInstance{stats: newCellStats(d), log: cfg.Logger}
+	if len(cfg.HostPorts) == 0 {
+		var why string
+		if in.fast, why = prepareCellFast(d, cfg); in.fast != nil {
+			in.log.Info("cells: the fabric node forwards cells in the kernel (XDP), the worker the rest")
+		} else {
+			in.log.Info("cells: the worker forwards every cell", "why", why)
+		}
+	}
+	return in, nil
 }
 
 func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	in.ran = true
-	return newCellPipeline(w)
+	return newCellPipeline(w, in.fast)
 }
 
 func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }

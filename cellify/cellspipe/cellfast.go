@@ -1,9 +1,12 @@
 package cellspipe
 
 import (
+	"cmp"
+
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/link/linkpipe"
 )
 
 // The kernel path of a fabric node: its link ports' XDP program forwards
@@ -48,8 +51,8 @@ import (
 //     repair each link's frames: the kernel path stays off with one, as
 //     it does on an edge (reassembly, credits), with spray hash (its
 //     flows pick links by hash in the worker), with more than one worker
-//     (each has its own node), with --fastpath afxdp and on a port
-//     attached in generic XDP.
+//     (each has its own node), on a port attached in generic XDP, and
+//     unless --fastpath is auto (linkfabric run's default).
 //   - Counting. The kernel counts what it forwards per arriving and
 //     leaving link (cells, bytes without the trailer, per loss class);
 //     publish adds it to the links' counters and to Forwarded, so
@@ -67,47 +70,44 @@ type cellFast struct {
 	ports []int
 }
 
-// openCellFast turns the kernel path on for pl if it can run; nil if not.
-func openCellFast(pl *cellPipeline, spray cellify.SprayMode, nc *cellify.NodeConfig) (*cellFast, string) {
-	d, cfg := pl.w.Node(), pl.w.Config()
+// prepareCellFast readies the kernel path of a fabric node's link ports
+// if it can run (in the ports' network namespace: the redirect targets
+// are its ifindexes): nil and why not if it cannot.
+func prepareCellFast(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellFwd, string) {
+	cc := ConfigOf(cfg)
+	ps := d.Ports()
 	switch {
-	case len(pl.ps.Hosts) > 0:
+	case len(ps.Hosts) > 0:
 		return nil, "an edge"
-	case pl.links != nil:
+	case linkpipe.FindLayer(cc.LinkMode) != nil:
 		return nil, "a link layer under the cells"
-	case spray == cellify.SprayHash:
+	case cc.Spray == cellify.SprayHash.String():
 		return nil, "spray hash"
 	case cfg.Workers > 1:
 		return nil, "more than one worker"
-	case cfg.FastPath == dataplane.FastPathAFXDP:
-		return nil, "--fastpath afxdp"
-	case len(pl.ps.Links) > bpf.CellLinks:
+	case cfg.FastPath != dataplane.FastPathAuto:
+		return nil, "--fastpath " + string(cmp.Or(cfg.FastPath, dataplane.FastPathAFXDP))
+	case len(ps.Links) > bpf.CellLinks:
 		return nil, "more link ports than the kernel path takes"
 	}
-	for _, port := range pl.ps.Links {
+	for _, port := range ps.Links {
 		if d.Port(port).Program().Mode() != bpf.XDPNative {
 			return nil, d.Port(port).Name + " in generic XDP"
 		}
 	}
-	fwd, err := d.Port(pl.ps.Links[0]).Program().CellFwd()
+	fwd, err := d.Port(ps.Links[0]).Program().CellFwd()
 	if err != nil {
 		return nil, err.Error()
 	}
-	f := &cellFast{fwd: fwd, rated: make([]bool, len(pl.ps.Links)), ports: pl.ps.Links}
+	fwd.SetOn(false)
 	if err := fwd.SetIntegrity(cfg.Link.Integrity); err != nil {
 		return nil, err.Error()
 	}
-	var lc [8]uint8
-	for tc := range lc {
-		lc[tc] = uint8(nc.Reach.Classes.For(cellify.Class(tc)))
-	}
-	fwd.SetClasses(lc)
-	for l, port := range pl.ps.Links {
+	for l, port := range ps.Links {
 		p := d.Port(port)
 		lk := bpf.CellLinkConf{Ifindex: p.Program().Ifindex(), MAC: p.MAC(), Overhead: dataplane.WireOverhead}
 		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {
 			lk.Rate, lk.Burst = s.Rate, s.Burst
-			f.rated[l] = true
 		}
 		if err := fwd.SetLink(l, lk); err != nil {
 			return nil, err.Error()
@@ -116,9 +116,25 @@ func openCellFast(pl *cellPipeline, spray cellify.SprayMode, nc *cellify.NodeCon
 			return nil, err.Error()
 		}
 	}
+	return fwd, ""
+}
+
+// openCellFast turns the prepared kernel path on for pl, whose node
+// configuration is nc.
+func openCellFast(pl *cellPipeline, fwd *bpf.CellFwd, nc *cellify.NodeConfig) *cellFast {
+	f := &cellFast{fwd: fwd, rated: make([]bool, len(pl.ps.Links)), ports: pl.ps.Links}
+	var lc [8]uint8
+	for tc := range lc {
+		lc[tc] = uint8(nc.Reach.Classes.For(cellify.Class(tc)))
+	}
+	fwd.SetClasses(lc)
+	for l, port := range pl.ps.Links {
+		s, ok := pl.w.Config().Shape[pl.w.Node().Port(port).Name]
+		f.rated[l] = ok && s.Rate > 0
+	}
 	f.sync(pl)
 	fwd.SetOn(true)
-	return f, ""
+	return f
 }
 
 // sync writes the routes if the reachability table changed and the held

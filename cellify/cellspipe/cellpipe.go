@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
@@ -130,7 +131,7 @@ const cellMaxInFlight = 2 << 20
 // credit window keeps the port busy through a stall meanwhile.
 const cellBurstTime = 10 * time.Millisecond
 
-func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
+func newCellPipeline(w *dataplane.Worker, fwd *bpf.CellFwd) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
 	cc := *ConfigOf(cfg)
 	ps := d.Ports()
@@ -266,14 +267,9 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 			}
 		}
 	}
-	if !edge {
+	if fwd != nil {
 		ncfg := pl.node.Config()
-		var why string
-		if pl.fast, why = openCellFast(pl, spray, &ncfg); pl.fast != nil {
-			w.Log().Info("cells: fabric node forwards cells in the kernel (XDP)")
-		} else {
-			w.Log().Info("cells: cells forwarded by the worker", "why", why)
-		}
+		pl.fast = openCellFast(pl, fwd, &ncfg)
 	}
 	return pl, nil
 }
