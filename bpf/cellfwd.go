@@ -28,17 +28,18 @@ const (
 )
 
 // CellCounters are the kernel path's counters summed over CPUs. Fwd cells
-// were forwarded in the kernel; Bad, Hops, NoRoute, Rate and Raced were
-// handed to the worker (not a valid cell, its last hop, no route or every
-// route held, no token on the link picked, a lost race or no redirect
-// target); SealErr were dropped after the trailer could not be resealed
-// (must stay 0). Per link: the cells forwarded from it (Rx) and onto it
-// (Tx), their bytes without the trailer, and per loss class of the cell.
+// and Ctrl credit frames were forwarded in the kernel; Bad, Hops, NoRoute,
+// Rate and Raced were handed to the worker (not a valid cell or credit
+// frame, a cell's last hop, no route or every route held, no token on the
+// link picked, a lost race or no redirect target); SealErr were dropped
+// after the trailer could not be resealed (must stay 0). Per link: the
+// cells and credit frames forwarded from it (Rx) and onto it (Tx), the
+// bytes of both without the trailer, and a cell's bytes per its loss class.
 type CellCounters struct {
-	Fwd, Bad, Hops, NoRoute, Rate, Raced, SealErr uint64
-	RR                                            uint64 // the round-robin position
-	RxCells, RxBytes, TxCells, TxBytes            [CellLinks]uint64
-	TxClassBytes                                  [CellLossClasses][CellLinks]uint64
+	Fwd, Ctrl, Bad, Hops, NoRoute, Rate, Raced, SealErr uint64
+	RR                                                  uint64 // the round-robin position
+	RxCells, RxCtrl, RxBytes, TxCells, TxCtrl, TxBytes  [CellLinks]uint64
+	TxClassBytes                                        [CellLossClasses][CellLinks]uint64
 }
 
 // ShareCellMaps returns the map replacements that make a program loaded
@@ -146,9 +147,13 @@ func (c *CellFwd) SetIntegrity(m linkcrc.Integrity) error {
 	return nil
 }
 
-// SetClasses sets the loss class (1..CellLossClasses) of each of the 8
+// SetClasses sets the number of loss classes n (credit frames take the
+// loosest one's routes) and the loss class (1..n) of each of the 8
 // traffic classes; set it before SetOn.
-func (c *CellFwd) SetClasses(lc [8]uint8) { c.st.Lc = lc }
+func (c *CellFwd) SetClasses(n int, lc [8]uint8) {
+	c.st.Lc = lc
+	atomic.StoreUint32(&c.st.Lcs, uint32(n))
+}
 
 // SetHeld sets the links the kernel must not send on (bit l: link l).
 func (c *CellFwd) SetHeld(mask uint64) { atomic.StoreUint64(&c.st.Held, mask) }

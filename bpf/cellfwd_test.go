@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -34,7 +35,7 @@ func openCellProg(m linkcrc.Integrity) (*PortProgram, *CellFwd, error) {
 	if err == nil {
 		err = f.SetIntegrity(m)
 	}
-	f.SetClasses([8]uint8{1, 1, 1, 1, 1, 1, 1, 1})
+	f.SetClasses(1, [8]uint8{1, 1, 1, 1, 1, 1, 1, 1})
 	for l := range 3 {
 		if err == nil {
 			err = f.SetLink(l, CellLinkConf{Ifindex: 1, MAC: cellMACs[l]})
@@ -115,11 +116,30 @@ func cellModel(frame []byte, m linkcrc.Integrity) (bool, []byte) {
 		}
 		b = b[:n]
 	}
+	if t, ok := seqhdr.FrameType(b); ok && (t == seqhdr.TypeCreditReq || t == seqhdr.TypeCreditGrant) {
+		return creditModel(b, t == seqhdr.TypeCreditGrant), b
+	}
 	h, err := cellify.ParseCell(b)
 	if err != nil || h.Dst != cellDst || !cellify.DecHops(b) {
 		return false, nil
 	}
 	return true, b
+}
+
+// creditModel says whether the kernel forwards credit frame b: what
+// ParseCredit checks but the CRC-32C and the entries' classes, which the
+// destination edge checks, toward cellDst.
+func creditModel(b []byte, grant bool) bool {
+	if len(b) < cellify.Off+14 {
+		return false
+	}
+	h := b[cellify.Off:]
+	src, dst, n := binary.BigEndian.Uint16(h), binary.BigEndian.Uint16(h[2:]), int(h[4])
+	if grant {
+		dst = src
+	}
+	return src != 0 && binary.BigEndian.Uint16(h[2:]) != 0 && n != 0 && n <= cellify.MaxCreditEntries && h[5] == 0 &&
+		len(h) >= 14+n*cellify.CreditEntryLen && dst == cellDst
 }
 
 // checkForwarded checks a frame the kernel forwarded: the worker's frame
@@ -221,12 +241,13 @@ func TestCellFwdToWorker(t *testing.T) {
 	expectWorker(t, p, "first record beyond the payload", mut(cellify.Off+12, 0x40))
 	expectWorker(t, p, "src 0", func() []byte { b := mut(cellify.Off+2, 0); return mut2(t, b, m, cellify.Off+3, 0) }())
 	expectWorker(t, p, "version", mut(seqhdr.MACLen+2, 0x19))
-	cr := make([]byte, 128)
-	n, err := cellify.PutCredit(cr, true, 1, cellDst, []cellify.CreditEntry{{Total: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expectWorker(t, p, "credit grant", sealCell(cr, n, m))
+	expectWorker(t, p, "credit grant to an edge without a route", creditFrame(t, m, true, 1, cellDst, 1))
+	bad = creditFrame(t, m, false, 1, cellDst, 1)
+	bad[cellify.Off+4] = 0
+	expectWorker(t, p, "credit frame without entries", sealCell(bad, len(bad)-linkcrc.TrailerLen, m))
+	bad = creditFrame(t, m, false, 1, cellDst, 1)
+	bad[cellify.Off+4] = 5
+	expectWorker(t, p, "credit frame with entries beyond it", sealCell(bad, len(bad)-linkcrc.TrailerLen, m))
 	expectWorker(t, p, "short", valid()[:30])
 
 	f.SetHeld(cellRoutes)
@@ -248,8 +269,8 @@ func TestCellFwdToWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Bad != 6 || c.Hops != 1 || c.NoRoute != 4 || c.Fwd != 4 || c.SealErr != 0 {
-		t.Errorf("counters: bad %d (want 6), hops %d (1), no route %d (4), forwarded %d (4), seal errors %d", c.Bad, c.Hops, c.NoRoute, c.Fwd, c.SealErr)
+	if c.Bad != 8 || c.Hops != 1 || c.NoRoute != 5 || c.Fwd != 4 || c.SealErr != 0 {
+		t.Errorf("counters: bad %d (want 8), hops %d (1), no route %d (5), forwarded %d (4), seal errors %d", c.Bad, c.Hops, c.NoRoute, c.Fwd, c.SealErr)
 	}
 }
 
@@ -276,6 +297,50 @@ func crc8(b []byte) byte {
 		}
 	}
 	return c
+}
+
+// creditFrame is a sealed credit request (grant: a grant) from edge src
+// to edge dst with n entries.
+func creditFrame(t testing.TB, m linkcrc.Integrity, grant bool, src, dst cellify.EdgeID, n int) []byte {
+	t.Helper()
+	b := make([]byte, cellify.CreditFrameLen(n)+linkcrc.TrailerLen)
+	copy(b, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 9, 9})
+	es := make([]cellify.CreditEntry, n)
+	for i := range es {
+		es[i] = cellify.CreditEntry{Port: 0, Class: cellify.Class(i % 8), Total: uint64(i) << 20}
+	}
+	k, err := cellify.PutCredit(b, grant, src, dst, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sealCell(b, k, m)
+}
+
+// TestCellFwdCredits: a request goes toward its destination, a grant
+// toward its source, unchanged but for the MACs and the trailer, and
+// counted as credit frames; the destination edge parses what arrives.
+func TestCellFwdCredits(t *testing.T) {
+	pinCPU(t)
+	m := linkcrc.CRC32C
+	p, f := loadCellFwd(t, m)
+	for _, fr := range [][]byte{creditFrame(t, m, false, 1, cellDst, 1), creditFrame(t, m, true, cellDst, 1, 128)} {
+		want := fr[:len(fr)-linkcrc.TrailerLen]
+		ret, out := runCell(t, p, bytes.Clone(fr))
+		if ret != xdpRedirect {
+			t.Fatalf("credit frame: verdict %d, want XDP_REDIRECT", ret)
+		}
+		checkForwarded(t, m, want, out)
+		if _, err := cellify.ParseCredit(out[:len(want)]); err != nil {
+			t.Errorf("forwarded credit frame: %v", err)
+		}
+	}
+	c, err := f.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Ctrl != 2 || c.Fwd != 0 || c.RxCtrl[0] != 2 || c.TxCtrl[1]+c.TxCtrl[2] != 2 || c.TxCells != [CellLinks]uint64{} {
+		t.Errorf("counters %+v", c)
+	}
 }
 
 // TestCellFwdRate: the kernel sends within the link's burst, then leaves
@@ -323,6 +388,8 @@ func FuzzCellFwd(f *testing.F) {
 		f.Add(b, uint8(1))
 	}
 	f.Add(make([]byte, 64), uint8(1))
+	f.Add(creditFrame(f, linkcrc.Off, false, 1, cellDst, 3), uint8(0))
+	f.Add(creditFrame(f, linkcrc.Off, true, cellDst, 1, 1), uint8(0))
 	f.Fuzz(func(t *testing.T, frame []byte, fix uint8) {
 		if len(frame) > 3700 {
 			return

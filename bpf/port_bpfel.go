@@ -16,6 +16,7 @@ import (
 type portCellCounters struct {
 	_         structs.HostLayout
 	Fwd       uint64
+	Ctrl      uint64
 	Bad       uint64
 	Hops      uint64
 	NoRoute   uint64
@@ -24,8 +25,10 @@ type portCellCounters struct {
 	SealErr   uint64
 	Rr        uint64
 	RxCells   [16]uint64
+	RxCtrl    [16]uint64
 	RxBytes   [16]uint64
 	TxCells   [16]uint64
+	TxCtrl    [16]uint64
 	TxBytes   [16]uint64
 	TxLcBytes [3][16]uint64
 }
@@ -36,6 +39,8 @@ type portCellShared struct {
 	Crc  uint32
 	Held uint64
 	Lc   [8]uint8
+	Lcs  uint32
+	Pad  uint32
 	Link [16]struct {
 		_         structs.HostLayout
 		Tat       uint64

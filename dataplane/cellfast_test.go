@@ -12,7 +12,7 @@ import (
 
 // TestCellsFabricKernelPath: fabric3 with the fabric nodes' kernel path
 // (--fastpath auto) under numbered UDP frames h1→h2. The fabric nodes
-// forward the cells in XDP; while f1's link to e2 (e2a) is down, not a
+// forward the cells and credit frames in XDP; while f1's link to e2 (e2a) is down, not a
 // cell is sent on it, by the kernel or the worker, and the other links
 // carry the stream: at most 1 % is lost across the cut (the cells on their
 // way when it went down), none arrives twice. The links' counters count
@@ -66,6 +66,9 @@ func TestCellsFabricKernelPath(t *testing.T) {
 	}
 	if fw := after.Kernel.Forwarded - before.Kernel.Forwarded; fw*2 < after.Node.Forwarded-before.Node.Forwarded || fw == 0 {
 		t.Errorf("the kernel forwarded %d of f1's %d cells; want most", fw, after.Node.Forwarded-before.Node.Forwarded)
+	}
+	if after.Kernel.CtrlFwd == 0 {
+		t.Error("the kernel forwarded no credit frame")
 	}
 	if after.Kernel.SealErr != 0 || after.Malformed != 0 || after.HopDrops != 0 {
 		t.Errorf("f1: seal errors %d, malformed %d, hop drops %d", after.Kernel.SealErr, after.Malformed, after.HopDrops)

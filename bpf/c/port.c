@@ -821,13 +821,19 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	return XDP_REDIRECT;
 }
 
-/* Mode cells' kernel path on a fabric node (lf_cell_fwd): a data cell
- * whose next hop the maps below decide is forwarded here, without the
- * worker; everything else goes on to the AF_XDP socket as before. The
+/* Mode cells' kernel path on a fabric node (lf_cell_fwd): a data cell or
+ * a credit frame whose next hop the maps below decide is forwarded here,
+ * without the worker; everything else goes on to the AF_XDP socket as
+ * before. The
  * maps are one set per node, shared by its link ports' programs
  * (bpf.PortOptions.ShareCells), and kept by the worker
  * (cellify/cellspipe/cellfast.go, where the hand-over is argued). */
 #define LF_TYPE_CELL 9
+#define LF_TYPE_CREDIT_REQ 10
+#define LF_TYPE_CREDIT_GRANT 11
+#define LF_CREDIT_HEAD 14     /* a credit frame's header after the link header (cellify) */
+#define LF_CREDIT_ENTRY 10
+#define LF_CREDIT_MAX 128     /* cellify.MaxCreditEntries */
 #define LF_CELL_LINKS 16      /* dataplane.MaxLinkPorts */
 #define LF_CELL_EDGES 1024    /* cellify.MaxReachEdges */
 #define LF_CELL_LCS 3         /* cellify.MaxLossClasses */
@@ -853,6 +859,8 @@ struct cell_shared {
 	__u64 held;        /* bit l: link l takes no cell from the kernel (Go holds it: down,
 	                      queue behind its rate limit, not taking redirects) */
 	__u8 lc[8];        /* the loss class (1..LF_CELL_LCS) of each traffic class */
+	__u32 lcs;         /* the number of loss classes: credit frames take the loosest's routes */
+	__u32 pad;
 	struct cell_link link[LF_CELL_LINKS];
 };
 
@@ -885,7 +893,8 @@ struct {
 
 struct cell_counters {
 	__u64 fwd;        /* cells forwarded in the kernel */
-	__u64 bad;        /* to Go: not a valid cell (trailer, header checksum, a field) */
+	__u64 ctrl;       /* credit frames forwarded in the kernel */
+	__u64 bad;        /* to Go: not a valid cell or credit frame (trailer, header checksum, a field) */
 	__u64 hops;       /* to Go: hop count would reach 0 */
 	__u64 no_route;   /* to Go: no route of the cell's class in the map, or every one held */
 	__u64 rate;       /* to Go: the link picked had no tokens */
@@ -893,8 +902,10 @@ struct cell_counters {
 	__u64 seal_err;   /* dropped: the trailer could not be resealed (must stay 0) */
 	__u64 rr;         /* the round-robin position */
 	__u64 rx_cells[LF_CELL_LINKS]; /* per arriving link: cells forwarded */
-	__u64 rx_bytes[LF_CELL_LINKS]; /* their bytes without the trailer */
+	__u64 rx_ctrl[LF_CELL_LINKS];  /* credit frames forwarded */
+	__u64 rx_bytes[LF_CELL_LINKS]; /* the bytes of both without the trailer */
 	__u64 tx_cells[LF_CELL_LINKS]; /* per leaving link */
+	__u64 tx_ctrl[LF_CELL_LINKS];
 	__u64 tx_bytes[LF_CELL_LINKS];
 	__u64 tx_lc_bytes[LF_CELL_LCS][LF_CELL_LINKS]; /* per loss class of the cell */
 };
@@ -980,16 +991,22 @@ static __always_inline int lf_cell_take(struct cell_link *lk, __u64 len, struct 
 	return 1;
 }
 
-/* lf_cell_fwd forwards a data cell that arrived on link port in (a fabric
- * node's): XDP_REDIRECT, or LF_LG_XSK for the worker. The checks are
- * cellify.ParseCell's and Node.rxCell's, in order: a link frame of type
- * cell; with a trailer, valid (lf_integrity) and linear; the header's
- * CRC-8; the fields (edges nonzero, hops 1..15, payload nonzero and within
- * the frame, first record within the payload); hops above 1 (DecHops).
- * Then the route: the mask of the cell's loss class to its destination
- * less the held links, round-robin over what is left; a redirect target
- * for the link; a token in its bucket. Only then is the frame changed:
- * hops - 1 and the CRC-8, the MACs (broadcast, the link's own), the
+/* lf_cell_fwd forwards a data cell or a credit frame that arrived on link
+ * port in (a fabric node's): XDP_REDIRECT, or LF_LG_XSK for the worker.
+ * The checks of a cell are cellify.ParseCell's and Node.rxCell's, in
+ * order: a link frame of type cell; with a trailer, valid (lf_integrity)
+ * and linear; the header's CRC-8; the fields (edges nonzero, hops 1..15,
+ * payload nonzero and within the frame, first record within the payload);
+ * hops above 1 (DecHops). Then the route: the mask of the cell's loss
+ * class to its destination less the held links, round-robin over what is
+ * left; a redirect target for the link; a token in its bucket. Only then
+ * is the frame changed: hops - 1 and the CRC-8, the MACs (broadcast, the
+ * link's own), the trailer. A credit frame (request or grant) is checked
+ * as cellify.ParseCredit does but for its CRC-32C and its entries' classes,
+ * which only its destination edge reads and checks (ParseCredit there
+ * counts and drops a bad one, as the worker here would), and goes toward
+ * its destination (a request) or its source (a grant) over the loosest
+ * class's routes (Node.sendCtrlTo), unchanged but for the MACs and the
  * trailer. What fails any step goes to the worker unchanged, which decides
  * (and counts) as it always did. */
 static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
@@ -1002,7 +1019,7 @@ static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
 	struct cell_counters *c;
 	__u64 len, mask, *route;
 	__u16 dst, src, plen, first;
-	__u8 flags, lc;
+	__u8 flags, lc, t;
 	long act;
 
 	st = bpf_map_lookup_elem(&cell_state, &zero);
@@ -1011,7 +1028,9 @@ static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
 		return LF_LG_XSK;
 	if (data + LF_CELL_OFF + LF_CELL_HDR > end)
 		return LF_LG_XSK;
-	if (eth[12] != (LF_ETH_P_LINK >> 8) || eth[13] != (LF_ETH_P_LINK & 0xff) || eth[14] != LF_TYPE_CELL)
+	t = eth[14];
+	if (eth[12] != (LF_ETH_P_LINK >> 8) || eth[13] != (LF_ETH_P_LINK & 0xff) ||
+	    (t != LF_TYPE_CELL && t != LF_TYPE_CREDIT_REQ && t != LF_TYPE_CREDIT_GRANT))
 		return LF_LG_XSK;
 	len = bpf_xdp_get_buff_len(ctx);
 	crc = LF_READ_ONCE(st->crc);
@@ -1029,12 +1048,29 @@ static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
 	if (data + LF_CELL_OFF + LF_CELL_HDR > end)
 		return LF_LG_XSK;
 	h = eth + LF_CELL_OFF;
+	dst = (__u16)h[0] << 8 | h[1];
+	src = (__u16)h[2] << 8 | h[3];
+	if (t != LF_TYPE_CELL) {
+		/* src 2, dst 2, count 1, reserved 1, ...: the frame goes to
+		 * its dst (a request) or its src (a grant). */
+		__u32 cnt = h[4];
+
+		flags = 0;
+		if (!src || !dst || !cnt || cnt > LF_CREDIT_MAX || h[5] ||
+		    LF_CELL_OFF + LF_CREDIT_HEAD + cnt * LF_CREDIT_ENTRY > n) {
+			c->bad++;
+			return LF_LG_XSK;
+		}
+		/* h[0..1] is the credit frame's source edge (read as dst
+		 * above), h[2..3] its destination. */
+		dst = t == LF_TYPE_CREDIT_GRANT ? (__u16)h[0] << 8 | h[1] : (__u16)h[2] << 8 | h[3];
+		lc = LF_READ_ONCE(st->lcs);
+		goto route;
+	}
 	if (lf_cell_crc8(h) != h[LF_CELL_HDR - 1]) {
 		c->bad++;
 		return LF_LG_XSK;
 	}
-	dst = (__u16)h[0] << 8 | h[1];
-	src = (__u16)h[2] << 8 | h[3];
 	flags = h[4];
 	plen = (__u16)h[10] << 8 | h[11];
 	first = (__u16)h[12] << 8 | h[13];
@@ -1047,12 +1083,9 @@ static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
 		c->hops++;
 		return LF_LG_XSK;
 	}
-	if (dst >= LF_CELL_EDGES) {
-		c->no_route++;
-		return LF_LG_XSK;
-	}
 	lc = st->lc[(flags >> 5) & 7];
-	if (lc < 1 || lc > LF_CELL_LCS) {
+route:
+	if (dst >= LF_CELL_EDGES || lc < 1 || lc > LF_CELL_LCS) {
 		c->no_route++;
 		return LF_LG_XSK;
 	}
@@ -1076,20 +1109,33 @@ static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
 		return LF_LG_XSK;
 
 	/* Committed: the frame leaves on link l. */
-	h[4] = flags - 1;
-	h[LF_CELL_HDR - 1] = lf_cell_crc8(h);
+	if (t == LF_TYPE_CELL) {
+		h[4] = flags - 1;
+		h[LF_CELL_HDR - 1] = lf_cell_crc8(h);
+	}
 	__builtin_memset(eth, 0xff, 6);
 	__builtin_memcpy(eth + 6, st->link[l].mac, 6);
 	if (crc && !lf_integrity(ctx, crc, 1)) {
 		c->seal_err++;
 		return XDP_DROP;
 	}
+	c->rx_bytes[in] += n;
+	c->tx_bytes[l] += n;
+	if (t != LF_TYPE_CELL) {
+		c->ctrl++;
+		c->rx_ctrl[in]++;
+		c->tx_ctrl[l]++;
+		return XDP_REDIRECT;
+	}
 	c->fwd++;
 	c->rx_cells[in]++;
-	c->rx_bytes[in] += n;
 	c->tx_cells[l]++;
-	c->tx_bytes[l] += n;
-	c->tx_lc_bytes[lc - 1][l] += n;
+	key = lc - 1;
+	/* Checked above, but the compiler's proof is lost on the verifier:
+	 * hide it from the compiler so that the check stays. */
+	asm volatile("" : "+r"(key));
+	if (key < LF_CELL_LCS)
+		c->tx_lc_bytes[key][l] += n;
 	return XDP_REDIRECT;
 }
 

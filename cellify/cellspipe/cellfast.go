@@ -127,7 +127,7 @@ func openCellFast(pl *cellPipeline, fwd *bpf.CellFwd, nc *cellify.NodeConfig) *c
 	for tc := range lc {
 		lc[tc] = uint8(nc.Reach.Classes.For(cellify.Class(tc)))
 	}
-	fwd.SetClasses(lc)
+	fwd.SetClasses(int(nc.Reach.Classes.N()), lc)
 	for l, port := range pl.ps.Links {
 		s, ok := pl.w.Config().Shape[pl.w.Node().Port(port).Name]
 		f.rated[l] = ok && s.Rate > 0
@@ -178,11 +178,13 @@ func (f *cellFast) fold(c *Snapshot) {
 	}
 	for l := range c.Links {
 		cl := &c.Links[l]
-		cl.RxFrames += k.RxCells[l]
+		cl.RxFrames += k.RxCells[l] + k.RxCtrl[l]
 		cl.RxCells += k.RxCells[l]
+		cl.RxCtrl += k.RxCtrl[l]
 		cl.RxBytes += k.RxBytes[l]
-		cl.TxFrames += k.TxCells[l]
+		cl.TxFrames += k.TxCells[l] + k.TxCtrl[l]
 		cl.TxCells += k.TxCells[l]
+		cl.TxCtrl += k.TxCtrl[l]
 		cl.TxBytes += k.TxBytes[l]
 		for lc := range cl.TxClassBytes {
 			if lc < bpf.CellLossClasses {
@@ -191,19 +193,21 @@ func (f *cellFast) fold(c *Snapshot) {
 		}
 	}
 	c.Node.Forwarded += k.Fwd
-	c.Kernel = &KernelSnapshot{Forwarded: k.Fwd, Bad: k.Bad, LastHop: k.Hops, NoRoute: k.NoRoute, Rate: k.Rate, Raced: k.Raced, SealErr: k.SealErr}
+	c.Node.CtrlFwd += k.Ctrl
+	c.Kernel = &KernelSnapshot{Forwarded: k.Fwd, CtrlFwd: k.Ctrl, Bad: k.Bad, LastHop: k.Hops, NoRoute: k.NoRoute, Rate: k.Rate, Raced: k.Raced, SealErr: k.SealErr}
 }
 
 // close turns the kernel path off.
 func (f *cellFast) close() { f.fwd.SetOn(false) }
 
-// KernelSnapshot is a fabric node's kernel path (cellfast.go): cells it
-// forwarded, and those it handed to the worker and why (not a valid cell,
-// the last hop, no route or every route held, no token on the link, a
-// lost race), and those it dropped because it could not reseal the
-// trailer (must stay 0).
+// KernelSnapshot is a fabric node's kernel path (cellfast.go): cells and
+// credit frames it forwarded, and those it handed to the worker and why
+// (not a valid cell or credit frame, a cell's last hop, no route or every
+// route held, no token on the link, a lost race), and those it dropped
+// because it could not reseal the trailer (must stay 0).
 type KernelSnapshot struct {
 	Forwarded uint64 `json:"forwarded"`
+	CtrlFwd   uint64 `json:"credit_forwarded"`
 	Bad       uint64 `json:"to_worker_invalid"`
 	LastHop   uint64 `json:"to_worker_last_hop"`
 	NoRoute   uint64 `json:"to_worker_no_route"`
