@@ -132,16 +132,9 @@ func (c *CellFwd) On() bool { return atomic.LoadUint32(&c.st.On) != 0 }
 // on arrival (a frame that fails goes to the worker, which counts and
 // drops it) and resealed after the frame is changed.
 func (c *CellFwd) SetIntegrity(m linkcrc.Integrity) error {
-	var v uint32
-	switch m {
-	case linkcrc.Off:
-		v = integrityOff
-	case linkcrc.CRC32C:
-		v = integrityCRC32C
-	case linkcrc.Csum:
-		v = integrityCsum
-	default:
-		return fmt.Errorf("integrity mode %v: the XDP program knows crc32c, csum and off", m)
+	v, err := integrityConf(m)
+	if err != nil {
+		return err
 	}
 	atomic.StoreUint32(&c.st.Crc, v)
 	return nil

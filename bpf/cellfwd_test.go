@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
@@ -94,16 +93,6 @@ func sealCell(b []byte, n int, m linkcrc.Integrity) []byte {
 	return b[:n]
 }
 
-func runCell(t testing.TB, p *PortProgram, frame []byte) (uint32, []byte) {
-	t.Helper()
-	opts := ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+64)}
-	ret, err := p.Program().Run(&opts)
-	if err != nil {
-		t.Fatalf("test run on %d bytes: %v", len(frame), err)
-	}
-	return ret, opts.DataOut
-}
-
 // cellModel is what the worker would do with frame (Node.rxCell at a
 // fabric node whose routes are cellRoutes to cellDst): whether it forwards
 // it, and the frame it would send but for the MACs.
@@ -183,7 +172,7 @@ func TestCellFwdForwards(t *testing.T) {
 				if !ok {
 					t.Fatal("the model does not forward a valid cell")
 				}
-				ret, out := runCell(t, p, frame)
+				ret, out := runLG(t, p, frame)
 				if ret != xdpRedirect {
 					t.Fatalf("cell %d: verdict %d, want XDP_REDIRECT", i, ret)
 				}
@@ -206,7 +195,7 @@ func TestCellFwdForwards(t *testing.T) {
 // expectWorker runs frame and checks that it went to the worker unchanged.
 func expectWorker(t *testing.T, p *PortProgram, name string, frame []byte) {
 	t.Helper()
-	ret, out := runCell(t, p, frame)
+	ret, out := runLG(t, p, frame)
 	if ret != xdpPass || !bytes.Equal(out[:len(frame)], frame) {
 		t.Errorf("%s: verdict %d (want XDP_PASS %d), frame changed %v", name, ret, xdpPass, !bytes.Equal(out[:len(frame)], frame))
 	}
@@ -254,7 +243,7 @@ func TestCellFwdToWorker(t *testing.T) {
 	expectWorker(t, p, "every route held", valid())
 	f.SetHeld(1 << 1)
 	for range 4 {
-		ret, out := runCell(t, p, valid())
+		ret, out := runLG(t, p, valid())
 		if ret != xdpRedirect || !bytes.Equal(out[6:12], cellMACs[2][:]) {
 			t.Fatalf("link 1 held: verdict %d, source MAC % x; want link 2's", ret, out[6:12])
 		}
@@ -325,7 +314,7 @@ func TestCellFwdCredits(t *testing.T) {
 	p, f := loadCellFwd(t, m)
 	for _, fr := range [][]byte{creditFrame(t, m, false, 1, cellDst, 1), creditFrame(t, m, true, cellDst, 1, 128)} {
 		want := fr[:len(fr)-linkcrc.TrailerLen]
-		ret, out := runCell(t, p, bytes.Clone(fr))
+		ret, out := runLG(t, p, bytes.Clone(fr))
 		if ret != xdpRedirect {
 			t.Fatalf("credit frame: verdict %d, want XDP_REDIRECT", ret)
 		}
@@ -358,7 +347,7 @@ func TestCellFwdRate(t *testing.T) {
 	}
 	sent := 0
 	for range 10 {
-		if ret, _ := runCell(t, p, bytes.Clone(frame)); ret == xdpRedirect {
+		if ret, _ := runLG(t, p, bytes.Clone(frame)); ret == xdpRedirect {
 			sent++
 		}
 	}
@@ -408,7 +397,7 @@ func FuzzCellFwd(f *testing.F) {
 		sealed := sealCell(buf, len(b), m)
 		p := fuzzCellProg(t, m)
 		ok, want := cellModel(sealed, m)
-		ret, out := runCell(t, p, sealed)
+		ret, out := runLG(t, p, sealed)
 		switch {
 		case ok && ret != xdpRedirect:
 			t.Fatalf("the worker forwards it, the kernel: verdict %d (header % x)", ret, b[cellify.Off:min(len(b), cellify.CellPayloadOffset)])

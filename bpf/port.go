@@ -450,18 +450,24 @@ func (p *PortProgram) SetLGRx(on bool) error {
 // corrupt one). The send fast path (SetLGTx) appends the trailer. Off,
 // frames are taken as they are: a link whose ends check no trailer.
 func (p *PortProgram) SetLGRxIntegrity(m linkcrc.Integrity) error {
-	var v uint32
-	switch m {
-	case linkcrc.Off:
-		v = integrityOff
-	case linkcrc.CRC32C:
-		v = integrityCRC32C
-	case linkcrc.Csum:
-		v = integrityCsum
-	default:
-		return fmt.Errorf("%s: integrity mode %v: the XDP program knows crc32c, csum and off", p.ifname, m)
+	v, err := integrityConf(m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.ifname, err)
 	}
 	return p.changeConf("switch the integrity check of LinkGuardian's fast path", func(c *portPortConf) { c.Crc = v })
+}
+
+// integrityConf is port_conf.crc's (and cell_state.crc's) value for m.
+func integrityConf(m linkcrc.Integrity) (uint32, error) {
+	switch m {
+	case linkcrc.Off:
+		return integrityOff, nil
+	case linkcrc.CRC32C:
+		return integrityCRC32C, nil
+	case linkcrc.Csum:
+		return integrityCsum, nil
+	}
+	return 0, fmt.Errorf("integrity mode %v: the XDP program knows crc32c, csum and off", m)
 }
 
 // The values of port_conf.crc (port.c, LF_INTEGRITY_*).

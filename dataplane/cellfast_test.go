@@ -19,13 +19,7 @@ import (
 // every cell whichever path took it: what f1 and f2 sent toward e2 is
 // what e2 received.
 func TestCellsFabricKernelPath(t *testing.T) {
-	tb := netns.TestUp(t, "fxk", "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 5)
-	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
-	sw := map[string]*dataplane.RunningSwitch{}
-	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		sw[n] = topoCellsPath(t, tb, n, nodes[n], cellspipe.Config{}, dataplane.FastPathAuto)
-	}
+	tb, sw := upFabric3Cells(t, "fxk", dataplane.FastPathAuto)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {

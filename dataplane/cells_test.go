@@ -239,18 +239,26 @@ func topoCellsPath(t *testing.T, tb *netns.Testbed, node string, id uint16, cc c
 	return dataplane.StartWatched(t, tb.NS(node), cfg)
 }
 
+// upFabric3Cells brings up fabric3 (prefix base) with mode cells on every
+// edge and fabric node, --fastpath fp.
+func upFabric3Cells(t *testing.T, base string, fp dataplane.FastPath) (*netns.Testbed, map[string]*dataplane.RunningSwitch) {
+	t.Helper()
+	tb := netns.TestUp(t, base, "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
+	workers(t, 5)
+	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
+	sw := map[string]*dataplane.RunningSwitch{}
+	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
+		sw[n] = topoCellsPath(t, tb, n, nodes[n], cellspipe.Config{}, fp)
+	}
+	return tb, sw
+}
+
 // TestCellsFabric3: three edges and two fabric nodes (fabric3: host ports
 // 1G, fabric links 500M). h1 reaches h3a and h3b, both behind e3, through
 // f1 and f2: ping and iperf3; both fabric nodes carry cells, nothing is
 // lost inside the fabric.
 func TestCellsFabric3(t *testing.T) {
-	tb := netns.TestUp(t, "lfc", "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 5)
-	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
-	sw := map[string]*dataplane.RunningSwitch{}
-	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		sw[n] = topoCells(t, tb, n, nodes[n], cellspipe.Config{})
-	}
+	tb, sw := upFabric3Cells(t, "lfc", "")
 	if ps := sw["e3"].D.Ports(); len(ps.Hosts) != 2 || len(ps.Links) != 4 {
 		t.Fatalf("e3 ports %+v", ps)
 	}
