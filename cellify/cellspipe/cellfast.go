@@ -68,6 +68,7 @@ type cellFast struct {
 	held  uint64
 	rated []bool // per link: it has a rate limit (Charge)
 	ports []int
+	mono  int64 // CLOCK_MONOTONIC read in this drain (0: not yet)
 }
 
 // prepareCellFast readies the kernel path of a fabric node's link ports
@@ -163,10 +164,14 @@ func (f *cellFast) sync(pl *cellPipeline) {
 	}
 }
 
-// charge takes what the worker listed for link l out of its rate limit.
+// charge takes what the worker listed for link l out of its rate limit
+// (the clock read once per drain: mono is cleared before it).
 func (f *cellFast) charge(l, frames, bytes int) {
 	if f.rated[l] && bytes > 0 {
-		f.fwd.Charge(l, frames, bytes, bpf.MonoNow())
+		if f.mono == 0 {
+			f.mono = bpf.MonoNow()
+		}
+		f.fwd.Charge(l, frames, bytes, f.mono)
 	}
 }
 

@@ -493,6 +493,9 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 // frame on a TX ring is freed after its completion).
 func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 	o := &pl.node.Out
+	if pl.fast != nil {
+		pl.fast.mono = 0
+	}
 	for m := o.Active; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros64(m)
 		lo := &o.Link[l]
