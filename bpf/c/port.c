@@ -1036,6 +1036,10 @@ static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
 	crc = LF_READ_ONCE(st->crc);
 	n = len;
 	if (crc) {
+		/* A frame the kernel does not check (fragments, longer than
+		 * LF_CRC_MAX: jumbo links) is the worker's, uncounted here. */
+		if (!lf_trailer_frame(ctx))
+			return LF_LG_XSK;
 		if (!lf_integrity(ctx, crc, 0)) {
 			c->bad++;
 			return LF_LG_XSK;
