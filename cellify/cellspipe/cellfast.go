@@ -10,19 +10,30 @@ import (
 )
 
 // The kernel path of a fabric node: its link ports' XDP program forwards
-// data cells itself (lf_cell_fwd in bpf/c/port.c), and the worker keeps
-// what the program decides by (bpf.CellFwd) and takes everything else.
+// data cells and credit frames itself (lf_cell_fwd in bpf/c/port.c), and
+// the worker keeps what the program decides by (bpf.CellFwd) and takes
+// everything else.
 //
 // What the kernel does with a cell is what Node.rxCell would: the same
 // checks (the trailer, ParseCell's, the hop count), the hop count
 // decremented and the header's checksum fixed, a link of the cell's loss
 // class that reaches its destination edge, round-robin among them, the
-// link's own MAC as the source, the trailer resealed. Whenever any of that
-// cannot be decided from the maps the frame goes to the worker untouched,
-// and the worker decides as it always did: REACH and credit frames, a
-// malformed cell (counted there: Malformed), the last hop (HopDrops), a
-// destination without a route in the cell's own class (the worker's class
-// fallback, NoRoute), a link whose rate limit has no token left.
+// link's own MAC as the source, the trailer resealed. A credit frame goes
+// as Node.rxCredit sends it: toward the destination of a request or the
+// source of a grant over the loosest class's routes, round-robin, unchanged
+// but for the MACs and the trailer; the kernel checks its header and
+// length but not its CRC-32C, which the edge that reads it checks
+// (ParseCredit there drops and counts a bad one, as the worker here
+// would: the frame's trailer, checked here, covers this link). Whenever
+// any of that cannot be decided from the maps the frame goes to the worker
+// untouched, and the worker decides as it always did: REACH frames, a
+// malformed cell or credit frame (counted there: Malformed), a frame that
+// fails its trailer (Corrupt), the last hop (HopDrops), a destination
+// without a route in the cell's own class (the worker's class fallback,
+// NoRoute), a link whose rate limit has no token left. Redirected frames
+// arrive at the peer on the receive queue of the CPU that sent them, not
+// on the lane the worker would have picked (credit frames on the priority
+// lane): the edges read every lane.
 //
 // The hand-over, and why no cell goes where the worker would not send it:
 //
@@ -54,9 +65,14 @@ import (
 //     (each has its own node), on a port attached in generic XDP, and
 //     unless --fastpath is auto (linkfabric run's default).
 //   - Counting. The kernel counts what it forwards per arriving and
-//     leaving link (cells, bytes without the trailer, per loss class);
-//     publish adds it to the links' counters and to Forwarded, so
-//     /stats.json counts every cell once, whichever path it took.
+//     leaving link (cells, credit frames, bytes without the trailer, a
+//     cell's per loss class); publish adds it to the links' counters, to
+//     Forwarded and CtrlFwd, so /stats.json counts every frame once,
+//     whichever path it took.
+//   - A worker kept from running leaves the kernel forwarding by the
+//     routes it last wrote; its neighbours stop hearing its REACHes and
+//     exclude its links meanwhile, as they would with the worker path,
+//     where its cells would wait in its receive rings instead.
 //   - A redirect into a link whose peer cannot take it (a veth whose
 //     peer has no XDP program) is lost; every node of a cell fabric runs
 //     the dataplane, so a peer without its program is a peer not running,
