@@ -44,6 +44,10 @@ type PortOptions struct {
 	// reads the ACK it piggybacks from (SetLGTxAck): the map is shared, not
 	// copied. Attach the link port first.
 	ShareLGRx *PortProgram
+	// ShareCells, for a link port, is the port whose cell maps (mode
+	// cells' kernel path on a fabric node, CellFwd) this program uses: one
+	// set per node.
+	ShareCells *PortProgram
 }
 
 // ProgCounters are a port program's counters, summed over CPUs: what the XDP
@@ -96,6 +100,7 @@ type PortProgram struct {
 	lgMu     sync.Mutex // guards lgrx
 	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
 	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
+	cells    *CellFwd   // cell_state and cell_route mapped, once asked for (CellFwd)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -126,6 +131,11 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 	copts, err := lgTxSpec(spec, opts)
 	if err != nil {
 		return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+	}
+	if opts.ShareCells != nil {
+		if copts, err = opts.ShareCells.shareCellMaps(copts); err != nil {
+			return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+		}
 	}
 	p := &PortProgram{ifname: ifname, ifindex: l.Attrs().Index, queues: queues}
 	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
@@ -310,6 +320,12 @@ func (p *PortProgram) Close() error {
 		}
 		p.lgtx = nil
 	}
+	if p.cells != nil {
+		if e := p.cells.unmap(); e != nil && err == nil {
+			err = fmt.Errorf("unmap the cell maps of %s: %w", p.ifname, e)
+		}
+		p.cells = nil
+	}
 	p.lgMu.Unlock()
 	if e := p.objs.Close(); e != nil && err == nil {
 		err = e
@@ -434,18 +450,24 @@ func (p *PortProgram) SetLGRx(on bool) error {
 // corrupt one). The send fast path (SetLGTx) appends the trailer. Off,
 // frames are taken as they are: a link whose ends check no trailer.
 func (p *PortProgram) SetLGRxIntegrity(m linkcrc.Integrity) error {
-	var v uint32
-	switch m {
-	case linkcrc.Off:
-		v = integrityOff
-	case linkcrc.CRC32C:
-		v = integrityCRC32C
-	case linkcrc.Csum:
-		v = integrityCsum
-	default:
-		return fmt.Errorf("%s: integrity mode %v: the XDP program knows crc32c, csum and off", p.ifname, m)
+	v, err := integrityConf(m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.ifname, err)
 	}
 	return p.changeConf("switch the integrity check of LinkGuardian's fast path", func(c *portPortConf) { c.Crc = v })
+}
+
+// integrityConf is port_conf.crc's (and cell_state.crc's) value for m.
+func integrityConf(m linkcrc.Integrity) (uint32, error) {
+	switch m {
+	case linkcrc.Off:
+		return integrityOff, nil
+	case linkcrc.CRC32C:
+		return integrityCRC32C, nil
+	case linkcrc.Csum:
+		return integrityCsum, nil
+	}
+	return 0, fmt.Errorf("integrity mode %v: the XDP program knows crc32c, csum and off", m)
 }
 
 // The values of port_conf.crc (port.c, LF_INTEGRITY_*).

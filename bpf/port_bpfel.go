@@ -13,6 +13,46 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type portCellCounters struct {
+	_         structs.HostLayout
+	Fwd       uint64
+	Ctrl      uint64
+	Bad       uint64
+	Hops      uint64
+	NoRoute   uint64
+	Rate      uint64
+	Raced     uint64
+	SealErr   uint64
+	Rr        uint64
+	RxCells   [16]uint64
+	RxCtrl    [16]uint64
+	RxBytes   [16]uint64
+	TxCells   [16]uint64
+	TxCtrl    [16]uint64
+	TxBytes   [16]uint64
+	TxLcBytes [3][16]uint64
+}
+
+type portCellShared struct {
+	_    structs.HostLayout
+	On   uint32
+	Crc  uint32
+	Held uint64
+	Lc   [8]uint8
+	Lcs  uint32
+	Pad  uint32
+	Link [16]struct {
+		_         structs.HostLayout
+		Tat       uint64
+		PsPerByte uint64
+		Tau       uint64
+		Overhead  uint32
+		Mac       [6]uint8
+		Pad       [2]uint8
+		_         [4]byte
+	}
+}
+
 type portImpairConfig struct {
 	_          structs.HostLayout
 	Enabled    uint32
@@ -98,6 +138,7 @@ type portPortConf struct {
 	Crc   uint32
 	LgTx  uint32
 	LgAck uint32
+	Cell  uint32
 }
 
 type portPortCounters struct {
@@ -121,6 +162,10 @@ type portPortCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	portMapCellCount   = "cell_count"
+	portMapCellRoute   = "cell_route"
+	portMapCellState   = "cell_state"
+	portMapCellTx      = "cell_tx"
 	portMapFwdPort     = "fwd_port"
 	portMapImpairCfg   = "impair_cfg"
 	portMapImpairCount = "impair_count"
@@ -184,6 +229,10 @@ type portProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type portMapSpecs struct {
+	CellCount   *ebpf.MapSpec `ebpf:"cell_count"`
+	CellRoute   *ebpf.MapSpec `ebpf:"cell_route"`
+	CellState   *ebpf.MapSpec `ebpf:"cell_state"`
+	CellTx      *ebpf.MapSpec `ebpf:"cell_tx"`
 	FwdPort     *ebpf.MapSpec `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.MapSpec `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
@@ -223,6 +272,10 @@ func (o *portObjects) Close() error {
 //
 // It can be passed to loadPortObjects or ebpf.CollectionSpec.LoadAndAssign.
 type portMaps struct {
+	CellCount   *ebpf.Map `ebpf:"cell_count"`
+	CellRoute   *ebpf.Map `ebpf:"cell_route"`
+	CellState   *ebpf.Map `ebpf:"cell_state"`
+	CellTx      *ebpf.Map `ebpf:"cell_tx"`
 	FwdPort     *ebpf.Map `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.Map `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
@@ -238,6 +291,10 @@ type portMaps struct {
 
 func (m *portMaps) Close() error {
 	return _PortClose(
+		m.CellCount,
+		m.CellRoute,
+		m.CellState,
+		m.CellTx,
 		m.FwdPort,
 		m.ImpairCfg,
 		m.ImpairCount,

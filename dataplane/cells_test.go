@@ -215,12 +215,19 @@ func TestCellsBundleVariants(t *testing.T) {
 // ports, their rates and buffers) as node id.
 func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config) *dataplane.RunningSwitch {
 	t.Helper()
+	return topoCellsPath(t, tb, node, id, cc, "")
+}
+
+// topoCellsPath is topoCells with --fastpath fp.
+func topoCellsPath(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config, fp dataplane.FastPath) *dataplane.RunningSwitch {
+	t.Helper()
 	ports, err := tb.Topology.NodePorts(node)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := withCells(dataplane.Config{Mode: cellspipe.ModeCells, HostPorts: netns.PortsOf(ports, netns.RoleHost), LinkPorts: netns.PortsOf(ports, netns.RoleLink)}, cc)
 	cellspipe.ConfigOf(&cfg).NodeID = id
+	cfg.FastPath = fp
 	for _, p := range ports {
 		if p.Rate > 0 {
 			if cfg.Shape == nil {
@@ -232,18 +239,26 @@ func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cells
 	return dataplane.StartWatched(t, tb.NS(node), cfg)
 }
 
+// upFabric3Cells brings up fabric3 (prefix base) with mode cells on every
+// edge and fabric node, --fastpath fp.
+func upFabric3Cells(t *testing.T, base string, fp dataplane.FastPath) (*netns.Testbed, map[string]*dataplane.RunningSwitch) {
+	t.Helper()
+	tb := netns.TestUp(t, base, "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
+	workers(t, 5)
+	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
+	sw := map[string]*dataplane.RunningSwitch{}
+	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
+		sw[n] = topoCellsPath(t, tb, n, nodes[n], cellspipe.Config{}, fp)
+	}
+	return tb, sw
+}
+
 // TestCellsFabric3: three edges and two fabric nodes (fabric3: host ports
 // 1G, fabric links 500M). h1 reaches h3a and h3b, both behind e3, through
 // f1 and f2: ping and iperf3; both fabric nodes carry cells, nothing is
 // lost inside the fabric.
 func TestCellsFabric3(t *testing.T) {
-	tb := netns.TestUp(t, "lfc", "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 5)
-	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
-	sw := map[string]*dataplane.RunningSwitch{}
-	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		sw[n] = topoCells(t, tb, n, nodes[n], cellspipe.Config{})
-	}
+	tb, sw := upFabric3Cells(t, "lfc", "")
 	if ps := sw["e3"].D.Ports(); len(ps.Hosts) != 2 || len(ps.Links) != 4 {
 		t.Fatalf("e3 ports %+v", ps)
 	}
@@ -517,4 +532,129 @@ func TestCellsLinkDown(t *testing.T) {
 	if r.Duplicates != 0 || r.OutOfOrder != 0 {
 		t.Errorf("%d duplicates, %d out of order", r.Duplicates, r.OutOfOrder)
 	}
+}
+
+// TestCellsFabricKernelPath: fabric3 with the fabric nodes' kernel path
+// (--fastpath auto) under numbered UDP frames h1→h2. The fabric nodes
+// forward the cells and credit frames in XDP; while f1's link to e2 (e2a) is down, not a
+// cell is sent on it, by the kernel or the worker, and the other links
+// carry the stream: at most 1 % is lost across the cut (the cells on their
+// way when it went down), none arrives twice. The links' counters count
+// every cell whichever path took it: what f1 and f2 sent toward e2 is
+// what e2 received. Malformed frames written onto f1's link from e1 go to
+// f1's worker, which counts and drops them.
+func TestCellsFabricKernelPath(t *testing.T) {
+	tb, sw := upFabric3Cells(t, "fxk", dataplane.FastPathAuto)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through fabric3: %v", err)
+	}
+	f1 := sw["f1"].D
+	const e2a = 2 // f1's links: e1a e1b e2a e2b e3a e3b
+	snap := func(d *dataplane.Dataplane) cellspipe.Snapshot { return cellspipe.StatsOf(d).Snapshot() }
+	for _, n := range []string{"f1", "f2"} {
+		if k := cellsSnap(t, sw[n].D).Kernel; k == nil {
+			t.Fatalf("%s: no kernel path", n)
+		}
+	}
+	if k := cellsSnap(t, sw["e1"].D).Kernel; k != nil {
+		t.Fatalf("e1, an edge, has a kernel path: %+v", k)
+	}
+	b := &lgBed{tb: tb, sw1: sw["e1"].D, sw2: sw["e2"].D}
+	before := cellsSnap(t, f1)
+	var downAt, downEnd cellspipe.Snapshot
+	r := b.sendDuring(t, 30_000, 500, 10_000, func() {
+		time.Sleep(800 * time.Millisecond)
+		ipIn(t, tb.NS("f1"), "link", "set", "e2a", "down")
+		eventually(func() bool { return !snap(f1).Links[e2a].Usable })
+		downAt = cellsSnap(t, f1)
+		time.Sleep(700 * time.Millisecond)
+		downEnd = cellsSnap(t, f1)
+		ipIn(t, tb.NS("f1"), "link", "set", "e2a", "up")
+		eventually(func() bool { return snap(f1).Links[e2a].Usable })
+	})
+	after := cellsSnap(t, f1)
+	t.Logf("f1 kernel %+v; e2a cells: %d before, %d at down, %d at its end, %d after; sink %+v, missing %d of %d",
+		*after.Kernel, before.Links[e2a].TxCells, downAt.Links[e2a].TxCells, downEnd.Links[e2a].TxCells, after.Links[e2a].TxCells, r.Report, r.LinkMissing(), r.Accepted)
+	if got := downEnd.Links[e2a].TxCells - downAt.Links[e2a].TxCells; got != 0 {
+		t.Errorf("%d cells sent on e2a while it was down", got)
+	}
+	if downEnd.Kernel.Forwarded <= downAt.Kernel.Forwarded {
+		t.Errorf("the kernel forwarded nothing while e2a was down (%d → %d): the other links should carry the stream", downAt.Kernel.Forwarded, downEnd.Kernel.Forwarded)
+	}
+	if fw := after.Kernel.Forwarded - before.Kernel.Forwarded; fw*2 < after.Node.Forwarded-before.Node.Forwarded || fw == 0 {
+		t.Errorf("the kernel forwarded %d of f1's %d cells; want most", fw, after.Node.Forwarded-before.Node.Forwarded)
+	}
+	if after.Kernel.CtrlFwd == 0 {
+		t.Error("the kernel forwarded no credit frame")
+	}
+	if after.Kernel.SealErr != 0 || after.Malformed != 0 || after.HopDrops != 0 {
+		t.Errorf("f1: seal errors %d, malformed %d, hop drops %d", after.Kernel.SealErr, after.Malformed, after.HopDrops)
+	}
+	if m := r.LinkMissing(); m < 0 || m*100 > int64(r.Accepted) {
+		t.Errorf("%d of %d frames lost across the cut; want at most 1%%", m, r.Accepted)
+	}
+	if r.Duplicates != 0 {
+		t.Errorf("%d duplicates", r.Duplicates)
+	}
+	hostileAtFabric(t, tb, f1)
+	// Every cell counted once: sent toward e2 by f1 and f2 (links e2a,
+	// e2b) against received by e2, within what the cut lost.
+	var sent, got uint64
+	for _, n := range []string{"f1", "f2"} {
+		s := cellsSnap(t, sw[n].D)
+		sent += s.Links[e2a].TxCells + s.Links[e2a+1].TxCells
+	}
+	for _, l := range cellsSnap(t, sw["e2"].D).Links {
+		got += l.RxCells
+	}
+	t.Logf("cells toward e2: %d sent by f1 and f2, %d received by e2", sent, got)
+	if got > sent || sent-got > sent/100+10 {
+		t.Errorf("cells toward e2: %d sent by f1 and f2, %d received by e2", sent, got)
+	}
+}
+
+// hostileAtFabric writes n frames of each kind the kernel path must leave
+// to the worker onto e1's up0 (f1's e1a): each is counted by f1's worker
+// where it always was, and by the kernel path as handed over.
+func hostileAtFabric(t *testing.T, tb *netns.Testbed, f1 *dataplane.Dataplane) {
+	t.Helper()
+	fd := dataplane.RawSender(t, tb.NS("e1"), "up0")
+	seal := func(b []byte) []byte {
+		out := append(b, 0, 0, 0, 0)
+		n, _ := linkcrc.Seal(out, len(b))
+		return out[:n]
+	}
+	cell := func(dst cellify.EdgeID, hops uint8) []byte {
+		return hostileCell(t, cellify.CellHeader{Dst: dst, Src: 1, Hops: hops, Seq: 7, First: 0}, nil)
+	}
+	badSum := cell(2, 5)
+	badSum[cellify.Off+6] ^= 0x40
+	noCount := dataplane.LinkFrame(10, 80)
+	noCount[cellify.Off+4] = 0
+	const n = 20
+	kinds := [][]byte{seal(badSum), seal(cell(2, 1)), seal(cell(77, 5)), cell(2, 5), seal(noCount)}
+	before := cellsSnap(t, f1)
+	corrupt0 := cellspipe.StatsOf(f1).Integrity.Corrupt.Load()
+	for range n {
+		for _, b := range kinds {
+			if _, err := unix.Write(fd, b); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	after := cellsSnap(t, f1)
+	a, b, ka, kb := after.Node, before.Node, after.Kernel, before.Kernel
+	checkCounted(t, []counted{
+		{"f1: bad cell (checksum)", a.BadCell - b.BadCell, n},
+		{"f1: hop drops", a.HopDrops - b.HopDrops, n},
+		{"f1: no route (edge 77)", a.NoRoute - b.NoRoute, n},
+		{"f1: integrity failures (no trailer)", cellspipe.StatsOf(f1).Integrity.Corrupt.Load() - corrupt0, n},
+		{"f1: bad credit (no entries)", a.BadCredit - b.BadCredit, n},
+		{"f1 kernel: handed over invalid (checksum, trailer, credit)", ka.Bad - kb.Bad, 3 * n},
+		{"f1 kernel: handed over, last hop", ka.LastHop - kb.LastHop, n},
+		{"f1 kernel: handed over, no route", ka.NoRoute - kb.NoRoute, n},
+	})
 }

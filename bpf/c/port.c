@@ -48,6 +48,8 @@ struct port_conf {
 	                  and removes it, lf_lg_tx appends it */
 	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
 	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
+	__u32 cell;    /* link port of a fabric node: its link index + 1; cells arriving here
+	                  may be forwarded in the kernel (lf_cell_fwd, while cell_state.on) */
 };
 
 struct {
@@ -819,6 +821,328 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 	return XDP_REDIRECT;
 }
 
+/* Mode cells' kernel path on a fabric node (lf_cell_fwd): a data cell or
+ * a credit frame whose next hop the maps below decide is forwarded here,
+ * without the worker; everything else goes on to the AF_XDP socket as
+ * before. The
+ * maps are one set per node, shared by its link ports' programs
+ * (bpf.PortOptions.ShareCells), and kept by the worker
+ * (cellify/cellspipe/cellfast.go, where the hand-over is argued). */
+#define LF_TYPE_CELL 9
+#define LF_TYPE_CREDIT_REQ 10
+#define LF_TYPE_CREDIT_GRANT 11
+#define LF_CREDIT_HEAD 14     /* a credit frame's header after the link header (cellify) */
+#define LF_CREDIT_ENTRY 10
+#define LF_CREDIT_MAX 128     /* cellify.MaxCreditEntries */
+#define LF_CELL_LINKS 16      /* dataplane.MaxLinkPorts */
+#define LF_CELL_EDGES 1024    /* cellify.MaxReachEdges */
+#define LF_CELL_LCS 3         /* cellify.MaxLossClasses */
+#define LF_CELL_OFF 22        /* the cell header (cellify.Off) */
+#define LF_CELL_HDR 20        /* cellify.CellHeaderLen */
+#define LF_CELL_NO_RECORD 0xFFFF
+
+/* Per link port, written by Go; tat by both sides, by compare-and-swap. */
+struct cell_link {
+	__u64 tat;         /* the link's rate limit as GCRA: the time (bpf_ktime_get_ns) its
+	                      bucket is empty until; every frame on the link moves it by its cost */
+	__u64 ps_per_byte; /* the rate: picoseconds a byte (0: the link has no rate limit) */
+	__u64 tau;         /* the burst: the kernel sends while tat - now <= tau (ns) */
+	__u32 overhead;    /* bytes a frame costs beyond its own (dataplane.WireOverhead) */
+	__u8 mac[6];       /* the port's MAC: the source MAC of what leaves on it */
+	__u8 pad[2];
+};
+
+/* The node's state, one element, memory-mapped by Go. */
+struct cell_shared {
+	__u32 on;          /* 1: forward cells here; 0: every frame to the worker */
+	__u32 crc;         /* LF_INTEGRITY_*: the link frames' trailer (checked, then resealed) */
+	__u64 held;        /* bit l: link l takes no cell from the kernel (Go holds it: down,
+	                      queue behind its rate limit, not taking redirects) */
+	__u8 lc[8];        /* the loss class (1..LF_CELL_LCS) of each traffic class */
+	__u32 lcs;         /* the number of loss classes: credit frames take the loosest's routes */
+	__u32 pad;
+	struct cell_link link[LF_CELL_LINKS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct cell_shared);
+} cell_state SEC(".maps");
+
+/* Routes, written by Go from its reachability table: entry
+ * (lc - 1) * LF_CELL_EDGES + dst is the mask of links through which edge
+ * dst is reachable in loss class lc (cellify.Reachability.RoutesIn). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LF_CELL_LCS * LF_CELL_EDGES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} cell_route SEC(".maps");
+
+/* The node's link ports by link index, the targets of the redirect. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, LF_CELL_LINKS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cell_tx SEC(".maps");
+
+struct cell_counters {
+	__u64 fwd;        /* cells forwarded in the kernel */
+	__u64 ctrl;       /* credit frames forwarded in the kernel */
+	__u64 bad;        /* to Go: not a valid cell or credit frame (trailer, header checksum, a field) */
+	__u64 hops;       /* to Go: hop count would reach 0 */
+	__u64 no_route;   /* to Go: no route of the cell's class in the map, or every one held */
+	__u64 rate;       /* to Go: the link picked had no tokens */
+	__u64 raced;      /* to Go: the link's tat changed under the kernel, or no redirect */
+	__u64 seal_err;   /* dropped: the trailer could not be resealed (must stay 0) */
+	__u64 rr;         /* the round-robin position */
+	__u64 rx_cells[LF_CELL_LINKS]; /* per arriving link: cells forwarded */
+	__u64 rx_ctrl[LF_CELL_LINKS];  /* credit frames forwarded */
+	__u64 rx_bytes[LF_CELL_LINKS]; /* the bytes of both without the trailer */
+	__u64 tx_cells[LF_CELL_LINKS]; /* per leaving link */
+	__u64 tx_ctrl[LF_CELL_LINKS];
+	__u64 tx_bytes[LF_CELL_LINKS];
+	__u64 tx_lc_bytes[LF_CELL_LCS][LF_CELL_LINKS]; /* per loss class of the cell */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cell_counters);
+} cell_count SEC(".maps");
+
+/* CRC-8, polynomial 0x4D, MSB first (cellify's crc8 table). */
+static const __u8 lf_crc8_tab[256] = {
+	0x00, 0x4d, 0x9a, 0xd7, 0x79, 0x34, 0xe3, 0xae, 0xf2, 0xbf, 0x68, 0x25,
+	0x8b, 0xc6, 0x11, 0x5c, 0xa9, 0xe4, 0x33, 0x7e, 0xd0, 0x9d, 0x4a, 0x07,
+	0x5b, 0x16, 0xc1, 0x8c, 0x22, 0x6f, 0xb8, 0xf5, 0x1f, 0x52, 0x85, 0xc8,
+	0x66, 0x2b, 0xfc, 0xb1, 0xed, 0xa0, 0x77, 0x3a, 0x94, 0xd9, 0x0e, 0x43,
+	0xb6, 0xfb, 0x2c, 0x61, 0xcf, 0x82, 0x55, 0x18, 0x44, 0x09, 0xde, 0x93,
+	0x3d, 0x70, 0xa7, 0xea, 0x3e, 0x73, 0xa4, 0xe9, 0x47, 0x0a, 0xdd, 0x90,
+	0xcc, 0x81, 0x56, 0x1b, 0xb5, 0xf8, 0x2f, 0x62, 0x97, 0xda, 0x0d, 0x40,
+	0xee, 0xa3, 0x74, 0x39, 0x65, 0x28, 0xff, 0xb2, 0x1c, 0x51, 0x86, 0xcb,
+	0x21, 0x6c, 0xbb, 0xf6, 0x58, 0x15, 0xc2, 0x8f, 0xd3, 0x9e, 0x49, 0x04,
+	0xaa, 0xe7, 0x30, 0x7d, 0x88, 0xc5, 0x12, 0x5f, 0xf1, 0xbc, 0x6b, 0x26,
+	0x7a, 0x37, 0xe0, 0xad, 0x03, 0x4e, 0x99, 0xd4, 0x7c, 0x31, 0xe6, 0xab,
+	0x05, 0x48, 0x9f, 0xd2, 0x8e, 0xc3, 0x14, 0x59, 0xf7, 0xba, 0x6d, 0x20,
+	0xd5, 0x98, 0x4f, 0x02, 0xac, 0xe1, 0x36, 0x7b, 0x27, 0x6a, 0xbd, 0xf0,
+	0x5e, 0x13, 0xc4, 0x89, 0x63, 0x2e, 0xf9, 0xb4, 0x1a, 0x57, 0x80, 0xcd,
+	0x91, 0xdc, 0x0b, 0x46, 0xe8, 0xa5, 0x72, 0x3f, 0xca, 0x87, 0x50, 0x1d,
+	0xb3, 0xfe, 0x29, 0x64, 0x38, 0x75, 0xa2, 0xef, 0x41, 0x0c, 0xdb, 0x96,
+	0x42, 0x0f, 0xd8, 0x95, 0x3b, 0x76, 0xa1, 0xec, 0xb0, 0xfd, 0x2a, 0x67,
+	0xc9, 0x84, 0x53, 0x1e, 0xeb, 0xa6, 0x71, 0x3c, 0x92, 0xdf, 0x08, 0x45,
+	0x19, 0x54, 0x83, 0xce, 0x60, 0x2d, 0xfa, 0xb7, 0x5d, 0x10, 0xc7, 0x8a,
+	0x24, 0x69, 0xbe, 0xf3, 0xaf, 0xe2, 0x35, 0x78, 0xd6, 0x9b, 0x4c, 0x01,
+	0xf4, 0xb9, 0x6e, 0x23, 0x8d, 0xc0, 0x17, 0x5a, 0x06, 0x4b, 0x9c, 0xd1,
+	0x7f, 0x32, 0xe5, 0xa8,
+};
+
+static __always_inline __u8 lf_cell_crc8(const __u8 *h)
+{
+	__u8 c = 0xFF;
+	int i;
+
+	for (i = 0; i < LF_CELL_HDR - 1; i++)
+		c = lf_crc8_tab[(__u8)(c ^ h[i])];
+	return c;
+}
+
+/* lf_cell_kth is the index of the k-th (from 0) set bit of m; k < popcount(m). */
+static __always_inline __u32 lf_cell_kth(__u64 m, __u32 k)
+{
+	__u32 i, seen = 0;
+
+	for (i = 0; i < LF_CELL_LINKS; i++) {
+		if (m & (1ULL << i)) {
+			if (seen == k)
+				return i;
+			seen++;
+		}
+	}
+	return LF_CELL_LINKS;
+}
+
+/* lf_cell_take charges a frame of len bytes to link lk's rate limit: 1 if
+ * the bucket had room (tat moved by the frame's cost), 0 if not or the
+ * swap was lost (the worker takes the cell). */
+static __always_inline int lf_cell_take(struct cell_link *lk, __u64 len, struct cell_counters *c)
+{
+	__u64 ps = LF_READ_ONCE(lk->ps_per_byte), now, t, base;
+
+	if (!ps)
+		return 1;
+	now = bpf_ktime_get_ns();
+	t = LF_READ_ONCE(lk->tat);
+	base = t > now ? t : now;
+	if (base - now > LF_READ_ONCE(lk->tau)) {
+		c->rate++;
+		return 0;
+	}
+	if (__sync_val_compare_and_swap(&lk->tat, t, base + (len + LF_READ_ONCE(lk->overhead)) * ps / 1000) != t) {
+		c->raced++;
+		return 0;
+	}
+	return 1;
+}
+
+/* lf_cell_fwd forwards a data cell or a credit frame that arrived on link
+ * port in (a fabric node's): XDP_REDIRECT, or LF_LG_XSK for the worker.
+ * The checks of a cell are cellify.ParseCell's and Node.rxCell's, in
+ * order: a link frame of type cell; with a trailer, valid (lf_integrity)
+ * and linear; the header's CRC-8; the fields (edges nonzero, hops 1..15,
+ * payload nonzero and within the frame, first record within the payload);
+ * hops above 1 (DecHops). Then the route: the mask of the cell's loss
+ * class to its destination less the held links, round-robin over what is
+ * left; a redirect target for the link; a token in its bucket. Only then
+ * is the frame changed: hops - 1 and the CRC-8, the MACs (broadcast, the
+ * link's own), the trailer. A credit frame (request or grant) is checked
+ * as cellify.ParseCredit does but for its CRC-32C and its entries' classes,
+ * which only its destination edge reads and checks (ParseCredit there
+ * counts and drops a bad one, as the worker here would), and goes toward
+ * its destination (a request) or its source (a grant) over the loosest
+ * class's routes (Node.sendCtrlTo), unchanged but for the MACs and the
+ * trailer. What fails any step goes to the worker unchanged, which decides
+ * (and counts) as it always did. */
+static __always_inline int lf_cell_fwd(struct xdp_md *ctx, __u32 in)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *eth = data, *h;
+	__u32 zero = 0, key, l, n, crc;
+	struct cell_shared *st;
+	struct cell_counters *c;
+	__u64 len, mask, *route;
+	__u16 dst, src, plen, first;
+	__u8 flags, lc, t;
+	long act;
+
+	st = bpf_map_lookup_elem(&cell_state, &zero);
+	c = bpf_map_lookup_elem(&cell_count, &zero);
+	if (!st || !c || !LF_READ_ONCE(st->on) || in >= LF_CELL_LINKS)
+		return LF_LG_XSK;
+	if (data + LF_CELL_OFF + LF_CELL_HDR > end)
+		return LF_LG_XSK;
+	t = eth[14];
+	if (eth[12] != (LF_ETH_P_LINK >> 8) || eth[13] != (LF_ETH_P_LINK & 0xff) ||
+	    (t != LF_TYPE_CELL && t != LF_TYPE_CREDIT_REQ && t != LF_TYPE_CREDIT_GRANT))
+		return LF_LG_XSK;
+	len = bpf_xdp_get_buff_len(ctx);
+	crc = LF_READ_ONCE(st->crc);
+	n = len;
+	if (crc) {
+		/* A frame the kernel does not check (fragments, longer than
+		 * LF_CRC_MAX: jumbo links) is the worker's, uncounted here. */
+		if (!lf_trailer_frame(ctx))
+			return LF_LG_XSK;
+		if (!lf_integrity(ctx, crc, 0)) {
+			c->bad++;
+			return LF_LG_XSK;
+		}
+		n = len - LF_CRC_LEN;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if (data + LF_CELL_OFF + LF_CELL_HDR > end)
+		return LF_LG_XSK;
+	h = eth + LF_CELL_OFF;
+	dst = (__u16)h[0] << 8 | h[1];
+	src = (__u16)h[2] << 8 | h[3];
+	if (t != LF_TYPE_CELL) {
+		/* src 2, dst 2, count 1, reserved 1, ...: the frame goes to
+		 * its dst (a request) or its src (a grant). */
+		__u32 cnt = h[4];
+
+		flags = 0;
+		if (!src || !dst || !cnt || cnt > LF_CREDIT_MAX || h[5] ||
+		    LF_CELL_OFF + LF_CREDIT_HEAD + cnt * LF_CREDIT_ENTRY > n) {
+			c->bad++;
+			return LF_LG_XSK;
+		}
+		/* h[0..1] is the credit frame's source edge (read as dst
+		 * above), h[2..3] its destination. */
+		dst = t == LF_TYPE_CREDIT_GRANT ? (__u16)h[0] << 8 | h[1] : (__u16)h[2] << 8 | h[3];
+		lc = LF_READ_ONCE(st->lcs);
+		goto route;
+	}
+	if (lf_cell_crc8(h) != h[LF_CELL_HDR - 1]) {
+		c->bad++;
+		return LF_LG_XSK;
+	}
+	flags = h[4];
+	plen = (__u16)h[10] << 8 | h[11];
+	first = (__u16)h[12] << 8 | h[13];
+	if (!dst || !src || !(flags & 0x0f) || !plen || (first != LF_CELL_NO_RECORD && first >= plen) ||
+	    LF_CELL_OFF + LF_CELL_HDR + (__u32)plen > n) {
+		c->bad++;
+		return LF_LG_XSK;
+	}
+	if ((flags & 0x0f) <= 1) {
+		c->hops++;
+		return LF_LG_XSK;
+	}
+	lc = st->lc[(flags >> 5) & 7];
+route:
+	if (dst >= LF_CELL_EDGES || lc < 1 || lc > LF_CELL_LCS) {
+		c->no_route++;
+		return LF_LG_XSK;
+	}
+	key = (lc - 1) * LF_CELL_EDGES + dst;
+	route = bpf_map_lookup_elem(&cell_route, &key);
+	mask = route ? LF_READ_ONCE(*route) & ~LF_READ_ONCE(st->held) : 0;
+	mask &= (1ULL << LF_CELL_LINKS) - 1;
+	if (!mask) {
+		c->no_route++;
+		return LF_LG_XSK;
+	}
+	l = lf_cell_kth(mask, c->rr++ % (__u32)__builtin_popcountll(mask));
+	if (l >= LF_CELL_LINKS)
+		return LF_LG_XSK;
+	act = bpf_redirect_map(&cell_tx, l, 0);
+	if (act != XDP_REDIRECT) {
+		c->raced++;
+		return LF_LG_XSK;
+	}
+	if (!lf_cell_take(&st->link[l], len, c))
+		return LF_LG_XSK;
+
+	/* Committed: the frame leaves on link l. */
+	if (t == LF_TYPE_CELL) {
+		h[4] = flags - 1;
+		h[LF_CELL_HDR - 1] = lf_cell_crc8(h);
+	}
+	__builtin_memset(eth, 0xff, 6);
+	__builtin_memcpy(eth + 6, st->link[l].mac, 6);
+	if (crc && !lf_integrity(ctx, crc, 1)) {
+		c->seal_err++;
+		return XDP_DROP;
+	}
+	c->rx_bytes[in] += n;
+	c->tx_bytes[l] += n;
+	if (t != LF_TYPE_CELL) {
+		c->ctrl++;
+		c->rx_ctrl[in]++;
+		c->tx_ctrl[l]++;
+		return XDP_REDIRECT;
+	}
+	c->fwd++;
+	c->rx_cells[in]++;
+	c->tx_cells[l]++;
+	key = lc - 1;
+	/* Checked above, but the compiler's proof is lost on the verifier:
+	 * hide it from the compiler so that the check stays. */
+	asm volatile("" : "+r"(key));
+	if (key < LF_CELL_LCS)
+		c->tx_lc_bytes[key][l] += n;
+	return XDP_REDIRECT;
+}
+
 /* lf_control decides on link control: 0 to go on, or the counter to bump
  * (the frame is dropped). Host ports drop what only linkfabric may put on a
  * link (the link ethertype, also behind one VLAN tag, MAC control, and the
@@ -896,6 +1220,14 @@ int lf_port(struct xdp_md *ctx)
 	}
 	if (v == LF_FLIPPED && c)
 		c->impair_flipped++;
+
+	/* Mode cells' kernel path (a fabric node's link ports). */
+	if (conf && conf->cell && conf->role == LF_ROLE_LINK) {
+		int r = lf_cell_fwd(ctx, conf->cell - 1);
+
+		if (r != LF_LG_XSK)
+			return r;
+	}
 
 	/* LinkGuardian's receive fast path (link ports; the forward fast path
 	 * takes precedence). */

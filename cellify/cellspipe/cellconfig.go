@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
@@ -257,11 +258,26 @@ func init() {
 	dataplane.Register(ModeCells, dataplane.Spec{Hosts: [2]int{0, dataplane.MaxHostPorts}, Links: [2]int{1, dataplane.MaxLinkPorts}, Wire: true,
 		// Its nodes allocate every cell and delivery, and its bursts fill
 		// every RX ring while the fill rings stay full.
-		QueueRings: 3,
-		NoPFC:      "mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec",
-		Configure:  configureCells,
-		Frames:     cellsFrames,
-		New:        newCellsInstance})
+		QueueRings:  3,
+		NoPFC:       "mode cells has its own queues and credits; --pfc applies to forward, lg, lgnb, monitor and fec",
+		Configure:   configureCells,
+		PortOptions: cellPortOptions,
+		Frames:      cellsFrames,
+		New:         newCellsInstance})
+}
+
+// cellPortOptions is the cells' Spec.PortOptions: a fabric node's link
+// ports after the first share the first one's cell maps (cellfast.go).
+func cellPortOptions(c *dataplane.Config, _ int, role dataplane.PortRole, attached []*dataplane.Port, o *bpf.PortOptions) {
+	if len(c.HostPorts) > 0 || role != dataplane.RoleLink {
+		return
+	}
+	for _, p := range attached {
+		if p.Role == dataplane.RoleLink {
+			o.ShareCells = p.Program()
+			return
+		}
+	}
 }
 
 // configureCells fills the defaults of the cells and of the link layer
@@ -294,7 +310,8 @@ func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
 type cellsInstance struct {
 	stats *Stats
 	log   *slog.Logger
-	ran   bool // a pipeline was made: Close logs the counters
+	ran   bool         // a pipeline was made: Close logs the counters
+	fast  *bpf.CellFwd // a fabric node's kernel path, prepared (cellfast.go); nil: off
 }
 
 // newCellsInstance fits the cells to the link ports' MTU and derives the
@@ -314,12 +331,21 @@ func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.
 	if ls != nil && ls.Start != nil {
 		ls.Start(cfg)
 	}
-	return &cellsInstance{stats: newCellStats(d), log: cfg.Logger}, nil
+	in := &cellsInstance{stats: newCellStats(d), log: cfg.Logger}
+	if len(cfg.HostPorts) == 0 {
+		var why string
+		if in.fast, why = prepareCellFast(d, cfg); in.fast != nil {
+			in.log.Info("cells: the fabric node forwards cells in the kernel (XDP), the worker the rest")
+		} else {
+			in.log.Info("cells: the worker forwards every cell", "why", why)
+		}
+	}
+	return in, nil
 }
 
 func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	in.ran = true
-	return newCellPipeline(w)
+	return newCellPipeline(w, in.fast)
 }
 
 func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }

@@ -312,7 +312,7 @@ func TestCellFECRestartAndDown(t *testing.T) {
 	}
 	before := resets()
 	// Edge 2 restarts.
-	pl, err := newCellPipeline(p.n[1].w)
+	pl, err := newCellPipeline(p.n[1].w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

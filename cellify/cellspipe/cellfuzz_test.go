@@ -186,7 +186,7 @@ func (f *fuzzNet) receive(n, port int, b []byte) {
 // empty tables) on the same worker and UMEM.
 func (f *fuzzNet) restart(n int) {
 	m := f.n[n]
-	pl, err := newCellPipeline(m.w)
+	pl, err := newCellPipeline(m.w, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/dataplane"
 	"github.com/linkfabric/linkfabric/link"
@@ -94,6 +95,9 @@ type cellPipeline struct {
 	wake                  int64
 	voqs                  int
 	countVOQ              func(cellify.VOQInfo)
+
+	// fast is a fabric node's kernel path (cellfast.go; nil when off).
+	fast *cellFast
 }
 
 // PublishInterval is how often the node's counters are copied to Stats.
@@ -127,7 +131,7 @@ const cellMaxInFlight = 2 << 20
 // credit window keeps the port busy through a stall meanwhile.
 const cellBurstTime = 10 * time.Millisecond
 
-func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
+func newCellPipeline(w *dataplane.Worker, fwd *bpf.CellFwd) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
 	cc := *ConfigOf(cfg)
 	ps := d.Ports()
@@ -263,6 +267,10 @@ func newCellPipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 			}
 		}
 	}
+	if fwd != nil {
+		ncfg := pl.node.Config()
+		pl.fast = openCellFast(pl, fwd, &ncfg)
+	}
 	return pl, nil
 }
 
@@ -322,6 +330,9 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 	}
 	pl.drain(now, tx)
+	if pl.fast != nil {
+		pl.fast.sync(pl)
+	}
 }
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
@@ -358,6 +369,9 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	pl.stampExclusions(wnow)
 	pl.failovers(now)
 	pl.drain(now, tx)
+	if pl.fast != nil {
+		pl.fast.sync(pl)
+	}
 	clear(pl.pend) // the worker places the lists now
 	for k := range pl.hostQ {
 		if pl.hostQ[k].Len() > 0 {
@@ -385,7 +399,12 @@ func (pl *cellPipeline) clock(now int64) int64 {
 }
 
 // Stop implements Pipeline.
-func (pl *cellPipeline) Stop() { pl.publish() }
+func (pl *cellPipeline) Stop() {
+	if pl.fast != nil {
+		pl.fast.close()
+	}
+	pl.publish()
+}
 
 // stampExclusions records when each link's latest exclusion was seen
 // (wall time: an experiment compares it with when it cut the link).
@@ -474,6 +493,9 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 // frame on a TX ring is freed after its completion).
 func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 	o := &pl.node.Out
+	if pl.fast != nil {
+		pl.fast.mono = 0
+	}
 	for m := o.Active; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros64(m)
 		lo := &o.Link[l]
@@ -489,6 +511,9 @@ func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 			pl.SendRelease(tx, port, dataplane.LaneData, f)
 		}
 		pl.pend[port] += lo.Bytes
+		if pl.fast != nil {
+			pl.fast.charge(l, len(lo.Ctrl)+len(lo.Data), lo.Bytes)
+		}
 	}
 	for k, list := range o.Deliver {
 		port := pl.ps.Hosts[k]
@@ -600,6 +625,9 @@ func (pl *cellPipeline) publish() {
 	}
 	c.MaxPollGap, c.Stalled = pl.maxGap, pl.stalled
 	c.Node, c.Reasm = *ns, rs
+	if pl.fast != nil {
+		pl.fast.fold(c)
+	}
 }
 
 // hostQRings is the host queue's size in TX rings: a reassembly hole of

@@ -62,7 +62,7 @@ func newMemNodeWith(t testing.TB, id uint16, hosts, links int, cc Config, with f
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := newCellPipeline(w)
+	pl, err := newCellPipeline(w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

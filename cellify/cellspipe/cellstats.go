@@ -83,6 +83,9 @@ type Snapshot struct {
 
 	Node  cellify.NodeStats  `json:"node"`
 	Reasm cellify.ReasmStats `json:"reasm"`
+	// Kernel is a fabric node's kernel path (nil when off); what it
+	// forwarded is counted in Links and Node.Forwarded as well.
+	Kernel *KernelSnapshot `json:"kernel,omitempty"`
 }
 
 // LinkSnapshot is one link port of a cell node.
