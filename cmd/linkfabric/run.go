@@ -177,7 +177,7 @@ NICs).`,
 	f.IntVar(&cfg.Workers, "workers", 1, "worker loops, one per queue: worker i owns queue i of every port (ports need this many RX and TX queues; several use AF_XDP only)")
 	f.IntVar(&cfg.Nice, "nice", 0, "nice value of the worker thread, -20..19 (0: unchanged); negative gives it a larger share of cores shared with applications")
 	f.StringVar(&xdpMode, "xdp-mode", "auto", "XDP attach mode: auto (native, else generic), native, generic")
-	f.StringVar(&fastPath, "fastpath", "auto", "forward, lg, lgnb, monitor, cells (fabric nodes): auto (the kernel where it can, AF_XDP where not, logged with the reason), xdp (the kernel or fail; not in mode cells) or afxdp (every frame through the worker)")
+	f.StringVar(&fastPath, "fastpath", "auto", "auto (the kernel where it can: forward, lg, lgnb, monitor, a cell fabric node; else AF_XDP, logged why), xdp (the kernel or fail; not cells) or afxdp (all through the worker)")
 	f.StringVar(&zeroCopy, "zerocopy", "auto", "AF_XDP mode of every socket: auto (zero-copy if every port's driver takes it, else copy; the log says which and why), on (zero-copy, or refuse to start) or off (copy)")
 	f.BoolVar(&needWakeup, "need-wakeup", true, "bind the AF_XDP sockets with XDP_USE_NEED_WAKEUP: TX kicks and fill-ring wakeups are syscalls only when the kernel asks (false: always)")
 	f.Uint32Var(&cfg.FrameCount, "frames", 0, "UMEM frames shared by all ports (default: --frames-per-queue × the ports' receive queues, plus the mode's buffers)")
