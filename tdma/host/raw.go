@@ -58,7 +58,6 @@ type rawState struct {
 	// the last control frame heard then
 	prevEnd, prevHeard int64
 	guard              int64
-	slotCap            int64 // bytes a slot carries at the line rate (the FM's slot capacity)
 	queued             func(j int) int64
 	fill               fillState
 	left               func(j int) bool // data waits for j
@@ -102,8 +101,6 @@ func (a *Agent) loop() error {
 	r.queued = func(j int) int64 { return a.queued(r, j) }
 	r.left = func(j int) bool { return r.remain[j] > 0 || r.ret.n[j] > 0 }
 	onSched := func(s *wire.Schedule) {
-		r.slotCap = int64(a.cfg.Rate/8) * int64(s.SlotLen-s.Guard) / 1e9
-		r.ping.onSchedule(s)
 		if s.Round != r.lastRep {
 			if r.lastRep == 0 {
 				r.ping.first(clock.Now())
@@ -172,7 +169,7 @@ func (a *Agent) queued(r *rawState, j int) int64 {
 	if a.cfg.Work.Kind == "rr" && j != a.cfg.Index {
 		q += 1 << 40
 	}
-	return q + r.ping.demand(j, r.slotCap)
+	return q + r.ping.demand(j)
 }
 
 // startBlock starts an rr block to d in window key, if this window has not
