@@ -9,38 +9,41 @@ import (
 // does, so that the pairs of a bulk transfer end together.
 //
 // A host reports when a round's schedule reaches it, which is as the round
-// before that one starts; rounds are planned one ahead, so a report is one
-// or two rounds old when it is used. What every round planned since will
-// have carried after the report came (each slot's open part, pro rata) is
-// taken off, at what a slot of that sender carries, which the Planner
-// learns from the reports themselves: between two reports of a host, what
-// its pairs still busy sent over the slots they were given. A host whose
-// windows open late carries less per slot than the others and is planned
-// with that.
+// before that one starts, and (a raw sender) at each slot's grant, so a
+// report is a slot to two rounds old when it is used (rounds are planned
+// one ahead). What every round planned since will have carried after the
+// report came (each slot's open part, pro rata) is taken off, at what a
+// slot of that sender carries, which the Planner learns from the reports
+// themselves: between two reports of a host at least three of its slots
+// apart, what its pairs still busy sent over the slots they were given. A
+// host whose windows open late carries less per slot than the others and
+// is planned with that.
 //
 // With the rotor, once what is left fits in two rounds (a transfer's
 // tail), the rest is planned backward from its end: the last slots serve
-// every pair with demand once, each in turn, then the pairs with the most
-// bytes left, so the slots a pair needs beyond the others' (its windows
-// carried less) come first. Every pair's last slot then falls in the
-// tail's last N−1 slots, instead of the pairs that were ahead ending a
-// round or more before the last. It costs nothing in completion: the tail
+// every pair with demand once, each in turn, and again (tailTurns), then
+// the pairs with the most bytes left, so the slots a pair needs beyond the
+// others' (its windows carried less) come first. Every pair's last slot
+// then falls in the tail's last N−1 slots and the one before it in the
+// N−1 before those, instead of the pairs that were ahead ending a round or
+// more before the last. It costs nothing in completion: the tail
 // is as long either way, set by the host with the most left. Each round is
 // planned again from newer reports, so only the first MaxSlots of a plan
 // are used. Outside a tail the rotor plans as it is (every pair in turn:
 // a small demand beside an endless one is not starved).
 //
 // A pair whose sender's latest report has less than a slot's worth for it
-// (SlotCap), but something, keeps one slot in every round, whatever the
-// rounds since will have carried: the rounds since were planned from older
-// reports, and what they gave such a pair need not be what it sent (an
-// RPC server reserves a slot a round for its answers by reporting one
-// byte; a request or answer queued after its slot went by). Such a pair
-// waits for a slot at most until its sender's next report and the round
-// planned after it. The cost is a slot a pair did not need, in the round
-// after its last bytes went, where the other pairs of the matching are
-// busy anyway; a bulk transfer's pairs have more than a slot's worth until
-// their last report.
+// (SlotCap), but something, keeps one slot in every round outside a tail,
+// whatever the rounds since will have carried: the rounds since were
+// planned from older reports, and what they gave such a pair need not be
+// what it sent (an RPC server reserves a slot a round for its answers by
+// reporting one byte; a request or answer queued after its slot went by).
+// Such a pair waits for a slot at most until its sender's next report and
+// the round planned after it, or until the tail it falls in has ended
+// (two rounds and the one a report takes). The cost is a slot a pair did
+// not need; in a tail, where the pairs' last reports are below a slot's
+// worth, such slots would come between the others' last ones, so there the
+// reports less the rounds since decide alone.
 type Planner struct {
 	Sched    Scheduler
 	SlotCap  int64 // payload bytes a slot carries at most: the first estimate
@@ -49,13 +52,13 @@ type Planner struct {
 	Guard    int64
 
 	recent []planned // the last rounds planned, oldest first
-	asked  [][]bool  // scratch: the pairs the latest reports have under a slot's worth for
+	asked  [][]bool  // scratch: the pairs the latest reports have less than a slot's worth for
 	prev   [][]int64 // each host's report before its last
 	prevAt []int64   // when that report came
 	pay    []int64   // learned payload per slot, per sender
 	w      [][]int64 // scratch: leveling weights' bytes
 	a      *assigner // scratch
-	served [][]bool  // scratch: pairs served in a backward plan
+	served [][]int   // scratch: a pair's slots so far in a backward plan
 	tail   bool
 }
 
@@ -74,6 +77,13 @@ func SlotBytes(rate uint64, slotLen, guard int64) int64 {
 // keptPlans is how many planned rounds a Planner remembers: a report is
 // at most this many rounds old before a newer one replaces it.
 const keptPlans = 4
+
+// tailTurns is how many times a backward plan serves every pair with
+// slots left before it serves any pair again: a pair's last two slots
+// fall in the tail's last 2(N−1), so that a pair whose last slot was
+// planned for a few bytes it no longer has (a report is a slot or more
+// old) still ends in the tail's last rounds of the rotor.
+const tailTurns = 2
 
 // Next plans round id at now, as round id−1 starts (the FM plans one
 // round ahead), from d, where d.Bytes[i] is host i's report and at[i]
@@ -98,8 +108,8 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		if at[i] == p.prevAt[i] {
 			continue
 		}
-		if p.prevAt[i] != 0 && at[i] > p.prevAt[i] {
-			p.learn(i, d.Bytes[i], at[i])
+		if p.prevAt[i] != 0 && at[i] > p.prevAt[i] && !p.learn(i, d.Bytes[i], at[i]) {
+			continue // too soon: learn from a later report against this one's predecessor
 		}
 		p.prevAt[i] = at[i]
 		copy(p.prev[i], d.Bytes[i])
@@ -125,9 +135,6 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 			if b < 1<<40 { // an endless sender (~2^50) stays as it is
 				d.Bytes[i][j] = b * p.SlotCap / p.pay[i]
 			}
-			if p.asked[i][j] {
-				d.Bytes[i][j] = max(d.Bytes[i][j], 1) // its slot a round
-			}
 		}
 	}
 	n := SlotDemand(d, p.SlotCap)
@@ -141,6 +148,16 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		}
 		if p.tail {
 			s = tail{p: p, rot: rot, bytes: d.Bytes}
+		}
+	}
+	if !p.tail {
+		for i := range d.Bytes {
+			for j := range d.Bytes[i] {
+				if p.asked[i][j] && d.Bytes[i][j] <= 0 {
+					d.Bytes[i][j] = 1 // its slot a round
+					n[i][j] = max(n[i][j], 1)
+				}
+			}
 		}
 	}
 	r := Make(s, id, n, p.MaxSlots, p.SlotLen, p.Guard)
@@ -170,8 +187,11 @@ func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
 // came at t, against its report before: the bytes its pairs still busy at
 // rep (more than two slots left) sent in between, over the slots (their
 // open parts' shares) they were given in between. It moves half way to
-// each new measure.
-func (p *Planner) learn(i int, rep []int64, t int64) {
+// each new measure. It reports false while fewer than three such slots
+// lie in between (the Planner then learns from a later report against the
+// same report before), unless the report before is older than the rounds
+// the Planner remembers.
+func (p *Planner) learn(i int, rep []int64, t int64) bool {
 	var sent int64
 	var slots float64
 	busy := func(j int) bool { return rep[j] > 2*p.pay[i] }
@@ -187,10 +207,13 @@ func (p *Planner) learn(i int, rep []int64, t int64) {
 			sent += p.prev[i][j] - b
 		}
 	}
-	if slots < 3 || sent <= 0 {
-		return
+	if slots < 3 {
+		return len(p.recent) > 0 && p.prevAt[i] < p.recent[0].start
 	}
-	p.pay[i] += (min(max(int64(float64(sent)/slots), p.SlotCap/4), p.SlotCap) - p.pay[i]) / 2
+	if sent > 0 {
+		p.pay[i] += (min(max(int64(float64(sent)/slots), p.SlotCap/4), p.SlotCap) - p.pay[i]) / 2
+	}
+	return true
 }
 
 // Payload returns what a slot of each sender is planned to carry.
@@ -222,9 +245,9 @@ type tail struct {
 func (t tail) Name() string { return t.rot.Name() }
 
 // Build builds every slot n asks for, backward: each the matching that
-// serves the most pairs with slots left, then the pairs not served yet,
-// then the most bytes left, then the rotor's next shift; and returns the
-// first maxSlots of them in time order.
+// serves the most pairs with slots left, then the pairs served the fewest
+// times yet (up to tailTurns), then the most bytes left, then the rotor's
+// next shift; and returns the first maxSlots of them in time order.
 func (t tail) Build(n [][]int, maxSlots int) []Matching {
 	N, p := len(n), t.p
 	if N < 2 {
@@ -232,9 +255,9 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 	}
 	if p.a == nil || len(p.a.w) != N {
 		p.a = newAssigner(N)
-		p.w, p.served = make([][]int64, N), make([][]bool, N)
+		p.w, p.served = make([][]int64, N), make([][]int, N)
 		for i := range p.w {
-			p.w[i], p.served[i] = make([]int64, N), make([]bool, N)
+			p.w[i], p.served[i] = make([]int64, N), make([]int, N)
 		}
 	}
 	left := clone(n)
@@ -243,13 +266,14 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 		copy(p.w[i], t.bytes[i])
 		clear(p.served[i])
 	}
-	// Weights, lexicographic: a pair with slots left (c1), then not yet
-	// served (c0), then its bytes left in 1/64 slot (c2 each, capped so
-	// that the sums cannot overflow), then the shift's turn.
+	// Weights, lexicographic: a pair with slots left (c1), then served
+	// fewer than tailTurns times (c0 for each turn it has not had), then
+	// its bytes left in 1/64 slot (c2 each, capped so that the sums cannot
+	// overflow), then the shift's turn.
 	const maxLeft = 1 << 20
 	c2 := int64(N * N)
 	c0 := int64(N) * (maxLeft*c2 + c2)
-	c1 := int64(N+1) * c0
+	c1 := int64(tailTurns*N+1) * c0
 	var out []Matching
 	for rem > 0 {
 		pref := t.rot.next % (N - 1)
@@ -262,10 +286,7 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 					*w = -c1 * int64(N+1) // never: a derangement always exists
 				case left[i][j] > 0:
 					turn := ((j-i+N)%N - 1 - pref + N - 1) % (N - 1) // 0 for the preferred shift
-					*w = c1 + min(max(p.w[i][j], 0)*64/p.SlotCap, maxLeft)*c2 + int64(N-1-turn)
-					if !p.served[i][j] {
-						*w += c0
-					}
+					*w = c1 + int64(max(tailTurns-p.served[i][j], 0))*c0 + min(max(p.w[i][j], 0)*64/p.SlotCap, maxLeft)*c2 + int64(N-1-turn)
 				default:
 					*w = 0
 				}
@@ -280,7 +301,7 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 				left[i][j]--
 				rem--
 				p.w[i][j] -= p.SlotCap
-				p.served[i][j] = true
+				p.served[i][j]++
 			}
 		}
 		out = append(out, m)

@@ -5,8 +5,10 @@ import "testing"
 // TestPlannerTail: a shuffle's tail (two rounds' worth left) with one
 // pair three slots behind the others is planned backward from its end:
 // every slot a matching within the demand, the pair behind served first,
-// and every pair's last slot in the plan's last N−1 slots; the round is
-// the plan's first MaxSlots.
+// every pair's last slot in the plan's last N−1 slots and the one before
+// it in the N−1 before those (a pair planned a slot for a few bytes it no
+// longer has still ends near the others); the round is the plan's first
+// MaxSlots.
 func TestPlannerTail(t *testing.T) {
 	const N, slotCap = 4, 50_000
 	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 8, SlotLen: 5e6, Guard: 3e5}
@@ -32,21 +34,21 @@ func TestPlannerTail(t *testing.T) {
 		t.Fatalf("whole tail: %v, %d slots for %d", err, len(all.Slots), maxLine(n))
 	}
 	r = all
-	last := make([][]int, N)
+	last, before := make([][]int, N), make([][]int, N)
 	for i := range last {
-		last[i] = make([]int, N)
+		last[i], before[i] = make([]int, N), make([]int, N)
 	}
 	for k, m := range r.Slots {
 		for i, j := range m {
 			if j >= 0 {
-				last[i][j] = k
+				before[i][j], last[i][j] = last[i][j], k
 			}
 		}
 	}
 	for i := range last {
 		for j, k := range last[i] {
-			if i != j && k < len(r.Slots)-(N-1) {
-				t.Errorf("h%d → h%d ends in slot %d of %d", i, j, k, len(r.Slots))
+			if i != j && (k < len(r.Slots)-(N-1) || before[i][j] < len(r.Slots)-2*(N-1)) {
+				t.Errorf("h%d → h%d's last two slots are %d and %d of %d", i, j, before[i][j], k, len(r.Slots))
 			}
 		}
 	}

@@ -43,7 +43,7 @@ func (s *Sim) onFM() {
 
 // report is host i's demand report, made as the agents make it: when the
 // schedule of a round it has not reported for reaches it, which happens as
-// the round before that one starts.
+// the round before that one starts (and at each slot's grant: onCtl).
 func (s *Sim) report(i int, round uint32) {
 	if round == s.lastRep[i] {
 		return
@@ -232,6 +232,10 @@ func (s *Sim) onCtl(i int, idx int32, rx int64) {
 		panic(err) // the FM's own frames always decode
 	}
 	s.hosts[i].g.OnGrant(s.now, rx, &g)
+	if s.lastRep[i] != 0 && s.now-s.repAt[i] >= s.cfg.Slot/2 { // a report a slot, at its grant
+		copy(s.rep[i], s.hosts[i].remain)
+		s.repAt[i] = s.now
+	}
 	if f := &s.cfg.Fault; (f.Kind == OpenEarly || f.Kind == CloseLate || f.Kind == AfterLease) && i == f.Host && g.OpenNs > 0 && s.grantSlot(&g) == f.Slot {
 		s.strike(i)
 	}
