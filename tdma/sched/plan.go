@@ -19,7 +19,7 @@ import (
 // host whose windows open late carries less per slot than the others and
 // is planned with that.
 //
-// With the rotor, once what is left fits in two rounds (a transfer's
+// With the rotor, once what is left fits in tailRounds rounds (a transfer's
 // tail), the rest is planned backward from its end: the last slots serve
 // every pair with demand once, each in turn, and again (tailTurns), then
 // the pairs with the most bytes left, so the slots a pair needs beyond the
@@ -40,7 +40,7 @@ import (
 // reporting one byte; a request or answer queued after its slot went by).
 // Such a pair waits for a slot at most until its sender's next report and
 // the round planned after it, or until the tail it falls in has ended
-// (two rounds and the one a report takes). The cost is a slot a pair did
+// (tailRounds rounds and the one a report takes). The cost is a slot a pair did
 // not need; in a tail, where the pairs' last reports are below a slot's
 // worth, such slots would come between the others' last ones, so there the
 // reports less the rounds since decide alone.
@@ -77,6 +77,12 @@ func SlotBytes(rate uint64, slotLen, guard int64) int64 {
 // keptPlans is how many planned rounds a Planner remembers: a report is
 // at most this many rounds old before a newer one replaces it.
 const keptPlans = 4
+
+// tailRounds is how many rounds' worth of slots a transfer's rest is
+// planned backward from (its tail): enough that a pair some three rounds
+// of its slots behind the others (its host's windows lost to a stall) is
+// given them back before the pairs ahead have ended.
+const tailRounds = 4
 
 // tailTurns is how many times a backward plan serves every pair with
 // slots left before it serves any pair again: a pair's last two slots
@@ -141,9 +147,9 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 	var s Scheduler = p.Sched
 	if rot, ok := p.Sched.(*Rotor); ok {
 		M := maxLine(n)
-		if M > p.MaxSlots && M <= 2*p.MaxSlots {
+		if M > p.MaxSlots && M <= tailRounds*p.MaxSlots {
 			p.tail = true
-		} else if M == 0 || M > 2*p.MaxSlots {
+		} else if M == 0 || M > tailRounds*p.MaxSlots {
 			p.tail = false
 		}
 		if p.tail {
