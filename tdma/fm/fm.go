@@ -91,8 +91,9 @@ type Stats struct {
 }
 
 // RoundLog is a round as the scheduler computed it: when (clock ns), the
-// bytes it planned for per pair (the reports less the round before it),
-// the slots it gave each pair and its length in slots.
+// bytes it planned for per pair (the reports less what the rounds since
+// them carry, in bytes of a full slot: sched.Planner), the slots it gave
+// each pair and its length in slots.
 type RoundLog struct {
 	ID     uint32    `json:"id"`
 	At     int64     `json:"at_ns"`
@@ -115,6 +116,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	demand  *sched.Demand
+	repAt   []int64 // when each host's last demand report came (clock ns)
 	ctrs    []wire.Counters
 	reports uint64
 	bad     uint64
@@ -169,8 +171,8 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fm: --scheduler: %w", err)
 	}
-	m := &Manager{cfg: cfg, sch: sch, demand: sched.NewDemand(N), ctrs: make([]wire.Counters, N), calib: make([]calibState, N), heard: make([]bool, N), heardAt: make([]int64, N)}
-	m.cap = int64(cfg.LinkSpeed/8) * int64(cfg.SlotLen-cfg.Guard) / int64(time.Second)
+	m := &Manager{cfg: cfg, sch: sch, demand: sched.NewDemand(N), repAt: make([]int64, N), ctrs: make([]wire.Counters, N), calib: make([]calibState, N), heard: make([]bool, N), heardAt: make([]int64, N)}
+	m.cap = sched.SlotBytes(cfg.LinkSpeed, int64(cfg.SlotLen), int64(cfg.Guard))
 	for j := range m.demand.RxFree {
 		m.demand.RxFree[j] = 1 << 40
 	}
@@ -308,12 +310,14 @@ func (m *Manager) clockThread() (Stats, error) {
 }
 
 // scheduler computes each round the clock thread wants from the latest
-// demand, less what the round before it carries, sends every host its
-// schedule (twice) and hands the round over.
+// demand reports (sched.Planner: less every round planned since each),
+// sends every host its schedule (twice) and hands the round over.
 func (m *Manager) scheduler() {
 	var last *sched.Round
 	var sb [wire.MaxHosts + wire.MaxSlots + 32]byte
 	N := len(m.cfg.Hosts)
+	plan := sched.Planner{Sched: m.sch, SlotCap: m.cap, MaxSlots: m.cfg.MaxRoundSlots, SlotLen: int64(m.cfg.SlotLen), Guard: int64(m.cfg.Guard)}
+	at := make([]int64, N)
 	for !m.stop.Load() {
 		time.Sleep(200 * time.Microsecond)
 		id := m.want.Load()
@@ -337,17 +341,9 @@ func (m *Manager) scheduler() {
 			copy(d.Bytes[i], m.demand.Bytes[i])
 		}
 		copy(d.RxFree, m.demand.RxFree)
+		copy(at, m.repAt)
 		m.mu.Unlock()
-		if last != nil && last.ID+1 == id {
-			for _, mt := range last.Slots {
-				for i, j := range mt {
-					if j >= 0 {
-						d.Bytes[i][j] = max(0, d.Bytes[i][j]-m.cap)
-					}
-				}
-			}
-		}
-		r := sched.Make(m.sch, id, sched.SlotDemand(d, m.cap), m.cfg.MaxRoundSlots, int64(m.cfg.SlotLen), int64(m.cfg.Guard))
+		r := plan.Next(id, clock.Now(), d, at)
 		m.logRound(r, d)
 		for c := 0; c < 2; c++ {
 			for h := 0; h < N; h++ {
@@ -423,6 +419,7 @@ func (m *Manager) handler() {
 			for j := 0; j < min(int(rep.N), len(m.cfg.Hosts)); j++ {
 				m.demand.Bytes[h][j] = int64(min(rep.Queued[j], 1<<50))
 			}
+			m.repAt[h] = clock.Now()
 			m.ctrs[h] = rep.Counters
 		case wire.DecodeEcho(b[:n], &e) == nil && e.Reply && rx != 0:
 			rtt := (rx - e.FMSend) - (e.HostTx - e.HostRx)

@@ -460,8 +460,10 @@ func (c *ctlBufs) init() {
 	}
 }
 
-// pollControl hands received grants and schedules to the gate.
-func (a *Agent) pollControl(now int64, c *ctlBufs, onSchedule func(*wire.Schedule)) {
+// pollControl hands received grants and schedules to the gate, and returns
+// how many grants it handed.
+func (a *Agent) pollControl(now int64, c *ctlBufs, onSchedule func(*wire.Schedule)) int {
+	grants := 0
 	for {
 		n, err := a.ctl.Recv(c.b[:], c.l[:], c.ts[:])
 		if err != nil || n == 0 {
@@ -483,6 +485,7 @@ func (a *Agent) pollControl(now int64, c *ctlBufs, onSchedule func(*wire.Schedul
 				a.delay.Add(rx - c.gr.FMTime)
 			}
 			a.g.OnGrant(now, rx, &c.gr)
+			grants++
 		}
 	}
 	for {
@@ -504,6 +507,7 @@ func (a *Agent) pollControl(now int64, c *ctlBufs, onSchedule func(*wire.Schedul
 	if d := a.dEst.Load(); d != a.g.Config().DelayEst {
 		a.g.SetDelayEst(d)
 	}
+	return grants
 }
 
 // lockThread locks the loop to its OS thread, SCHED_FIFO if asked.

@@ -113,7 +113,6 @@ type pingState struct {
 	client  bool
 	server  int   // client: the server's index
 	reserve int   // pong: the client a slot a round is reserved for (-1: none)
-	booked  int   // pong: slots to it in the latest schedule
 	every   int64 // ns
 	delay   int64
 	offs    [maxPingOffsets]int64
@@ -171,30 +170,13 @@ func (p *pingState) first(now int64) {
 	}
 }
 
-// onSchedule notes how many slots to the reserved client the round s (the
-// next one) gives this host.
-func (p *pingState) onSchedule(s *wire.Schedule) {
-	if p.reserve < 0 {
-		return
-	}
-	p.booked = 0
-	if c := s.ClassMap[p.reserve]; c >= 0 {
-		for k := 0; k < int(s.NSlots); k++ {
-			if s.Slot[k] == c {
-				p.booked++
-			}
-		}
-	}
-}
-
 // demand is what the RPC workload adds to the demand for j: a waiting
 // batch's requests, the queued answers, and a pong server's reservation of
-// one slot a round. The FM builds a round from the latest report less what
-// the round before it (the latest schedule a host has) carries, so the
-// reservation is reported as the slots that round books to the client plus
-// one byte: one more slot, whatever the last round had (a constant report
-// makes the FM alternate two slots and none).
-func (p *pingState) demand(j int, slotCap int64) int64 {
+// one slot a round, reported as one byte: the FM plans a pair whose report
+// is below a slot's worth one slot in every round, whatever the rounds
+// since the report carried (sched.Planner), so a constant byte keeps the
+// server a window back to its client in every round.
+func (p *pingState) demand(j int) int64 {
 	var d int64
 	if p.client && p.pending && j == p.server {
 		d += int64(p.noffs-p.idx) * pingFrame
@@ -204,8 +186,8 @@ func (p *pingState) demand(j int, slotCap int64) int64 {
 			d += pingFrame
 		}
 	}
-	if j == p.reserve && slotCap > 0 {
-		d += int64(p.booked)*slotCap + 1
+	if j == p.reserve {
+		d++
 	}
 	return d
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/linkfabric/linkfabric/internal/wanterr"
 	"github.com/linkfabric/linkfabric/tdma/clock"
-	"github.com/linkfabric/linkfabric/tdma/fmcore"
 	"github.com/linkfabric/linkfabric/tdma/gate"
 	"github.com/linkfabric/linkfabric/tdma/rawio"
 	"github.com/linkfabric/linkfabric/tdma/sched"
@@ -37,125 +36,57 @@ func TestWorkloadCheck(t *testing.T) {
 	}
 }
 
-// TestPongReservation: the pong server reports one slot a round more than
-// the next round books to its client, so the FM (latest report less the
-// round before) gives it one slot every round.
+// TestPongReservation: the pong server reports one byte to its client,
+// below any slot's worth, so the FM plans it one slot every round; the
+// client reports its waiting batch's requests.
 func TestPongReservation(t *testing.T) {
 	var p pingState
 	p.init(&Workload{Kind: "pong", Dst: 3})
-	const slotCap = 1000
-	var s wire.Schedule
-	s.NHosts, s.NSlots = 4, 3
-	for i := range s.ClassMap {
-		s.ClassMap[i] = -1
+	if d := p.demand(3); d != 1 {
+		t.Errorf("the reservation reported as %d B, want 1", d)
 	}
-	s.ClassMap[3] = 1
-	s.Slot[0], s.Slot[1], s.Slot[2] = 0, 1, -1
-	for booked, slots := range [][]int8{{0, -1, -1}, {0, 1, -1}, {1, 1, 0}} {
-		copy(s.Slot[:], slots)
-		p.onSchedule(&s)
-		d := p.demand(3, slotCap)
-		if after := d - int64(booked)*slotCap; after <= 0 || after > slotCap {
-			t.Errorf("%d slots booked: reported %d B, %d B after the FM's subtraction: want one slot's worth", booked, d, after)
-		}
-		if p.demand(1, slotCap) != 0 {
-			t.Errorf("demand to a host it does not reserve for")
-		}
+	if p.demand(1) != 0 {
+		t.Errorf("demand to a host it does not reserve for")
 	}
 	var c pingState
 	c.init(&Workload{Kind: "ping", Dst: 2, PingEvery: time.Millisecond, PingOffsets: []time.Duration{0, time.Millisecond}})
-	if c.demand(2, slotCap) != 0 {
+	if c.demand(2) != 0 {
 		t.Error("a client with no batch waiting reports demand")
 	}
 	c.pending = true
-	if d := c.demand(2, slotCap); d != 2*pingFrame {
+	if d := c.demand(2); d != 2*pingFrame {
 		t.Errorf("a waiting batch of 2: demand %d, want %d", d, 2*pingFrame)
 	}
 }
 
-// TestPongDeferralCause: an answer the server defers is told apart by its
-// cause as it is sent: the request came before the server's window back to
-// the client in its slot opened (staggered windows: answered at its open,
-// in that slot), after that window closed (its agent read it late; how
-// late is kept), its slot had no such window (the round gave the answer
-// none there), or its round's schedule is no longer held (none counted).
-func TestPongDeferralCause(t *testing.T) {
-	g, err := gate.New(gate.Config{Mode: gate.Lease, Rate: 100_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &Agent{cfg: Config{Index: 2}, g: g}
-	r := &rawState{}
-	r.ping.init(&Workload{Kind: "pong", Dst: 3})
-	var s wire.Schedule
-	s.Host, s.Round, s.NHosts, s.NSlots = 2, 7, 4, 3
-	for i := range s.ClassMap {
-		s.ClassMap[i] = -1
-	}
-	for i := range s.Slot {
-		s.Slot[i] = -1
-	}
-	s.ClassMap[3], s.Slot[1] = 0, 0 // the server's window to the client: slot 1 only
-	g.OnSchedule(&s)
-	const now = int64(50_000_000)
-	// slot 1, before the window back opened; slot 1, read long after; slot
-	// 2: no window of the server's to the client; round 3: its schedule is
-	// not held (long gone)
-	for _, c := range []struct {
-		rx          int64
-		round, slot uint32
-	}{{now - 10_000, 7, 1}, {now - 3_000_000, 7, 1}, {now - 100_000, 7, 2}, {now - 90_000_000, 3, 1}} {
-		a.onRPC(now, c.rx, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: c.round, Slot: uint8(c.slot)})
-	}
-	p := &r.ping
-	for i, w := range []gate.Window{{Dst: 3, Round: 7, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}} {
-		p.deferredSent(&p.q[i], w)
-	}
-	if s := &p.s; s.Deferred != 4 || s.DeferredToOpen != 1 || s.DeferredInSlot != 1 || s.DeferredNoSlot != 1 || s.DeferredReadLateMaxus != 3000 {
-		t.Errorf("deferred %d, of them before the server's window back opened %d, after it closed %d (read up to %.0f µs late), in a slot without %d: want 4, 1, 1 (3000 µs), 1",
-			s.Deferred, s.DeferredToOpen, s.DeferredInSlot, s.DeferredReadLateMaxus, s.DeferredNoSlot)
-	}
-}
-
-// TestPongPairedAcrossRounds: the RPC setup's rounds as the FM builds them
-// (each host's latest report less what the round before carries), with
-// each scheduler: h1 and h2 send endless bulk into the server h3, the
-// client h4 has a batch waiting every other round. Every round has the
-// server's answer slot, and every request's slot holds the server's window
-// back to the client, however the rounds before were built.
+// TestPongPairedAcrossRounds: the RPC setup's rounds as the FM plans them
+// (sched.Planner: each host's latest report, made as a new schedule
+// reaches it, less what every round since carries), with each scheduler:
+// h1 and h2 send endless bulk into the server h3, the client h4 has a
+// batch waiting every other round. Every round has the server's answer
+// slot, and every request's slot holds the server's window back to the
+// client, however the rounds before were built.
 func TestPongPairedAcrossRounds(t *testing.T) {
 	const N, server, client, maxSlots = 4, 2, 3, 16
-	const slotCap = 60_000
+	const slotCap, slotLen = 60_000, int64(5_000_000)
 	for _, name := range []string{"rotor", "wrr", "bvn"} {
 		sch, err := sched.ByName(name)
 		if err != nil {
 			t.Fatal(err)
 		}
+		plan := sched.Planner{Sched: sch, SlotCap: slotCap, MaxSlots: maxSlots, SlotLen: slotLen, Guard: 300_000}
 		var p pingState
 		p.init(&Workload{Kind: "pong", Dst: client})
-		var last *sched.Round
-		var s wire.Schedule
+		rep, at := sched.NewDemand(N), make([]int64, N)
+		rep.Bytes[0][server], rep.Bytes[1][server] = 1<<50, 1<<50
+		now, running := int64(0), slotLen
 		for id := uint32(1); id <= 40; id++ {
-			d := sched.NewDemand(N)
-			for j := range d.RxFree {
-				d.RxFree[j] = 1 << 40
-			}
-			d.Bytes[0][server], d.Bytes[1][server] = 1<<50, 1<<50
-			d.Bytes[server][client] = p.demand(client, slotCap)
 			ping := id%2 == 0
-			if ping {
-				d.Bytes[client][server] = 9 * pingFrame
+			d := sched.NewDemand(N)
+			for i := range d.Bytes {
+				copy(d.Bytes[i], rep.Bytes[i])
 			}
-			if last != nil {
-				for _, m := range last.Slots {
-					for i, j := range m {
-						if j >= 0 {
-							d.Bytes[i][j] = max(0, d.Bytes[i][j]-slotCap)
-						}
-					}
-				}
-			}
-			r := sched.Make(sch, id, sched.SlotDemand(d, slotCap), maxSlots, 5_000_000, 300_000)
+			r := plan.Next(id, now, d, at)
 			asked, answers := false, 0
 			for k, m := range r.Slots {
 				if m[server] == client {
@@ -168,15 +99,22 @@ func TestPongPairedAcrossRounds(t *testing.T) {
 					}
 				}
 			}
-			if answers == 0 {
+			if id > 1 && answers == 0 {
 				t.Errorf("%s, round %d: no answer slot: %v", name, id, r.Slots)
 			}
-			if ping && last != nil && !asked {
+			if ping && id > 2 && !asked {
 				t.Errorf("%s, round %d: a batch waits and the round has no slot for it: %v", name, id, r.Slots)
 			}
-			fmcore.ScheduleFor(r, server, 1, false, &s)
-			p.onSchedule(&s)
-			last = r
+			// The schedule reaches the hosts, which report.
+			for i := range at {
+				at[i] = now + 1000
+			}
+			rep.Bytes[server][client] = p.demand(client)
+			rep.Bytes[client][server] = 0
+			if !ping {
+				rep.Bytes[client][server] = 9 * pingFrame // the next round's batch
+			}
+			now, running = now+running, int64(len(r.Slots))*slotLen
 		}
 	}
 }

@@ -54,11 +54,12 @@ type rawState struct {
 	loopLat *clock.Lateness
 	total   int64
 	lastRep uint32
+	repAt   int64 // when it last reported
+	slotLen int64 // the latest schedule's
 	// the last batch released: when its last byte leaves the line, and
 	// the last control frame heard then
 	prevEnd, prevHeard int64
 	guard              int64
-	slotCap            int64 // bytes a slot carries at the line rate (the FM's slot capacity)
 	queued             func(j int) int64
 	fill               fillState
 	left               func(j int) bool // data waits for j
@@ -102,13 +103,12 @@ func (a *Agent) loop() error {
 	r.queued = func(j int) int64 { return a.queued(r, j) }
 	r.left = func(j int) bool { return r.remain[j] > 0 || r.ret.n[j] > 0 }
 	onSched := func(s *wire.Schedule) {
-		r.slotCap = int64(a.cfg.Rate/8) * int64(s.SlotLen-s.Guard) / 1e9
-		r.ping.onSchedule(s)
+		r.slotLen = int64(s.SlotLen)
 		if s.Round != r.lastRep {
 			if r.lastRep == 0 {
 				r.ping.first(clock.Now())
 			}
-			r.lastRep = s.Round
+			r.lastRep, r.repAt = s.Round, clock.Now()
 			a.report(s.Round, r.queued)
 		}
 	}
@@ -119,7 +119,12 @@ func (a *Agent) loop() error {
 		if target != 0 {
 			r.loopLat.Add(now - target)
 		}
-		a.pollControl(now, &c, onSched)
+		// Besides on each new schedule, the agent reports at a slot's grant
+		// (at most one a slot): the FM plans a transfer's tail from it.
+		if a.pollControl(now, &c, onSched) > 0 && r.lastRep != 0 && now-r.repAt >= r.slotLen/2 {
+			r.repAt = now
+			a.report(r.lastRep, r.queued)
+		}
 		if a.over(now) {
 			break
 		}
@@ -172,7 +177,7 @@ func (a *Agent) queued(r *rawState, j int) int64 {
 	if a.cfg.Work.Kind == "rr" && j != a.cfg.Index {
 		q += 1 << 40
 	}
-	return q + r.ping.demand(j, r.slotCap)
+	return q + r.ping.demand(j)
 }
 
 // startBlock starts an rr block to d in window key, if this window has not

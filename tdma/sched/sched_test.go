@@ -35,19 +35,6 @@ func served(slots []Matching, N int) [][]int {
 	return got
 }
 
-func maxLine(n [][]int) int {
-	M := 0
-	for i := range n {
-		r, c := 0, 0
-		for j := range n {
-			r += n[i][j]
-			c += n[j][i]
-		}
-		M = max(M, r, c)
-	}
-	return M
-}
-
 func all() []Scheduler { return []Scheduler{&Rotor{}, &WRR{}, BvN{}} }
 
 func TestRotorAllToAllNMinus1(t *testing.T) {

@@ -28,14 +28,9 @@ func (s *Sim) onFM() {
 		return
 	}
 	s.emit = s.fm.Emit(s.now, s.emit[:0])
-	r, slot, start := s.fm.Current()
-	if r != s.curRound || r == nil { // a round (or an idle slot) starts: reports are in
+	if r, _, _ := s.fm.Current(); r != s.curRound || r == nil { // a round (or an idle slot) starts: the next is planned
 		s.curRound = r
-		s.snapshot()
 		s.computeAt = s.now
-		if r != nil && len(r.Slots) >= 2 {
-			s.computeAt = start - int64(slot)*s.cfg.Slot + s.cfg.Slot
-		}
 	}
 	if _, _, ok := s.fm.Want(); ok && s.now >= s.computeAt {
 		s.publish(s.now)
@@ -46,15 +41,20 @@ func (s *Sim) onFM() {
 	s.push(event{at: s.fm.NextDeadline(), kind: evFM})
 }
 
-// snapshot is every host's demand report, taken at a round's start.
-func (s *Sim) snapshot() {
-	for i, h := range s.hosts {
-		copy(s.rep[i], h.remain)
+// report is host i's demand report, made as the agents make it: when the
+// schedule of a round it has not reported for reaches it, which happens as
+// the round before that one starts (and at each slot's grant: onCtl).
+func (s *Sim) report(i int, round uint32) {
+	if round == s.lastRep[i] {
+		return
 	}
+	s.lastRep[i] = round
+	copy(s.rep[i], s.hosts[i].remain)
+	s.repAt[i] = s.now
 }
 
-// publish computes the next round from the reports, less what the current
-// round will carry, and hands it to the FM and the hosts.
+// publish plans the next round from the reports as the FM does
+// (sched.Planner) and hands it to the FM and the hosts.
 func (s *Sim) publish(now int64) {
 	id, _, ok := s.fm.Want()
 	if !ok {
@@ -63,21 +63,9 @@ func (s *Sim) publish(now int64) {
 	N := s.cfg.Hosts
 	d := sched.NewDemand(N)
 	for i := 0; i < N; i++ {
-		for j := 0; j < N; j++ {
-			d.Bytes[i][j] = s.rep[i][j]
-		}
+		copy(d.Bytes[i], s.rep[i])
 	}
-	if r := s.curRound; r != nil {
-		for _, m := range r.Slots {
-			for i, j := range m {
-				if j >= 0 {
-					d.Bytes[i][j] = max(0, d.Bytes[i][j]-s.slotCap)
-				}
-			}
-		}
-	}
-	n := sched.SlotDemand(d, s.slotCap)
-	r := sched.Make(s.sch, id, n, s.cfg.MaxRoundSlots, s.cfg.Slot, s.cfg.Guard)
+	r := s.plan.Next(id, now, d, s.repAt)
 	if err := s.fm.Publish(now, r); err != nil {
 		return // too late: the FM idles a slot and wants the next number
 	}
@@ -244,6 +232,10 @@ func (s *Sim) onCtl(i int, idx int32, rx int64) {
 		panic(err) // the FM's own frames always decode
 	}
 	s.hosts[i].g.OnGrant(s.now, rx, &g)
+	if s.lastRep[i] != 0 && s.now-s.repAt[i] >= s.cfg.Slot/2 { // a report a slot, at its grant
+		copy(s.rep[i], s.hosts[i].remain)
+		s.repAt[i] = s.now
+	}
 	if f := &s.cfg.Fault; (f.Kind == OpenEarly || f.Kind == CloseLate || f.Kind == AfterLease) && i == f.Host && g.OpenNs > 0 && s.grantSlot(&g) == f.Slot {
 		s.strike(i)
 	}
@@ -414,9 +406,10 @@ func (s *Sim) has(k int, src, dst int16) bool {
 // result checks every data frame against the FM's timeline: a frame is an
 // overrun unless it starts in a slot of its pair (or that slot's trailing
 // guard) and ends by the end of the slot plus the guard, and early if it
-// starts in a slot of its pair before the slot's guard has passed, the
-// slots of its receiver's port moved by its stagger (Config.Stagger, the
-// FM's).
+// starts in a slot of its pair before the slot's guard has passed (unless
+// the pair held the slot before it too: its window goes on), the slots of
+// its receiver's port moved by its stagger (Config.Stagger, the FM's). A
+// pair's consecutive slots count as one.
 func (s *Sim) result() *Result {
 	L, g := s.cfg.Slot, s.cfg.Guard
 	thaw := s.cfg.FreezeAt + s.cfg.FreezeFor
@@ -433,7 +426,7 @@ func (s *Sim) result() *Result {
 		} else if s.has(k-1, f.src, f.dst) && t0 < int64(k)*L+g {
 			own = k - 1
 		}
-		if own == k && t0 < int64(k)*L+g {
+		if own == k && t0 < int64(k)*L+g && !s.has(k-1, f.src, f.dst) {
 			s.res.EarlyBytes += int64(f.bytes)
 		}
 		ok := own >= 0

@@ -257,7 +257,6 @@ type Sim struct {
 	seq   uint64
 	ev    []event
 	fm    *fmcore.FM
-	sch   sched.Scheduler
 	hosts []*host
 	ports []*port
 	res   Result
@@ -273,10 +272,11 @@ type Sim struct {
 	schPool     []wire.Schedule
 	emit        []fmcore.Emission
 
-	slotCap   int64            // payload per slot the FM plans with
+	plan      sched.Planner
 	slots     []sched.Matching // the FM's timeline, slot k from k·Slot
-	rep       [][]int64        // demand snapshot at round start
-	repRound  uint32
+	rep       [][]int64        // each host's last demand report
+	repAt     []int64          // when it reached the FM
+	lastRep   []uint32         // the schedule that made it report
 	curRound  *sched.Round
 	computeAt int64
 	dEst      int64
@@ -346,7 +346,7 @@ func newSim(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7d3a)), sch: sch}
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7d3a))}
 	ctlWire := s.wireNs(pfc.FrameLen)
 	s.dEst = cfg.CtlDelay.Min() + ctlWire + cfg.Prop
 	s.lead = cfg.Lead
@@ -383,11 +383,10 @@ func newSim(cfg Config) (*Sim, error) {
 		s.ports = append(s.ports, &port{srcCount: make([]int, cfg.Hosts)})
 	}
 	s.flows = cfg.Hosts * (cfg.Hosts - 1)
-	// The FM plans with the payload that fits in a slot's open part, less
-	// one frame: conservative, so a round never leaves a tail behind.
-	open := cfg.Slot - cfg.Guard - cfg.Margin
-	frames := open / s.wireNs(cfg.MTU)
-	s.slotCap = max(int64(cfg.MTU-HdrLen), (frames-1)*int64(cfg.MTU-HdrLen))
+	// The FM plans as tdma fm does, starting from the line rate over the
+	// slot less its guard, then what the slots carried.
+	s.plan = sched.Planner{Sched: sch, SlotCap: sched.SlotBytes(cfg.Rate, cfg.Slot, cfg.Guard), MaxSlots: cfg.MaxRoundSlots,
+		SlotLen: cfg.Slot, Guard: cfg.Guard}
 	s.res.Ideal = Ideal(cfg)
 	s.res.RoundLen = int64(cfg.MaxRoundSlots) * cfg.Slot
 	if cfg.MaxTime == 0 {
@@ -395,12 +394,11 @@ func newSim(cfg Config) (*Sim, error) {
 	}
 	s.res.Config = s.cfg
 	s.res.SilentAfterFreeze, s.res.ResumeAfterThaw = -1, -1
-	s.rep = make([][]int64, cfg.Hosts)
+	s.rep, s.repAt, s.lastRep = make([][]int64, cfg.Hosts), make([]int64, cfg.Hosts), make([]uint32, cfg.Hosts)
 	for i := range s.rep {
-		s.rep[i] = make([]int64, cfg.Hosts)
+		s.rep[i] = append([]int64(nil), s.hosts[i].remain...)
 	}
 	// Round 1 from the initial demand, at time 0.
-	s.snapshot()
 	s.publish(0)
 	s.push(event{at: 0, kind: evFM})
 	return s, nil
@@ -490,6 +488,7 @@ func (s *Sim) loop() {
 			s.onCtl(int(e.i), int32(e.a), e.b)
 		case evSched:
 			s.hosts[e.i].g.OnSchedule(&s.schPool[e.a])
+			s.report(int(e.i), s.schPool[e.a].Round)
 			s.tryHost(int(e.i))
 		case evHostWake:
 			h := s.hosts[e.i]

@@ -1,0 +1,390 @@
+package sched
+
+import (
+	"math"
+	"slices"
+)
+
+// Planner turns the hosts' demand reports into rounds as the fabric manager
+// does, so that the pairs of a bulk transfer end together.
+//
+// A host reports when a round's schedule reaches it, which is as the round
+// before that one starts, and (a raw sender) at each slot's grant, so a
+// report is a slot to two rounds old when it is used (rounds are planned
+// one ahead). What every round planned since will have carried after the
+// report came (each slot's open part, pro rata) is taken off, at what a
+// slot of that sender carries, which the Planner learns from the reports
+// themselves: between two reports of a host at least three of its slots
+// apart, what its pairs still busy sent over the slots they were given. A
+// host whose windows open late carries less per slot than the others and
+// is planned with that.
+//
+// With the rotor, once what is left fits in tailRounds rounds (a transfer's
+// tail), the rest is planned backward from its end: the last slots serve
+// every pair with demand once, each in turn, and again (tailTurns), then
+// the pairs with the most bytes left, so the slots a pair needs beyond the
+// others' (its windows carried less) come first. Every pair's last slot
+// then falls in the tail's last N−1 slots and the one before it in the
+// N−1 before those, instead of the pairs that were ahead ending a round or
+// more before the last. It costs nothing in completion: the tail
+// is as long either way, set by the host with the most left. Each round is
+// planned again from newer reports, so only the first MaxSlots of a plan
+// are used. Outside a tail the rotor plans as it is (every pair in turn:
+// a small demand beside an endless one is not starved).
+//
+// A pair whose sender's latest report has less than a slot's worth for it
+// (SlotCap), but something, keeps one slot in every round outside a tail,
+// whatever the rounds since will have carried: the rounds since were
+// planned from older reports, and what they gave such a pair need not be
+// what it sent (an RPC server reserves a slot a round for its answers by
+// reporting one byte; a request or answer queued after its slot went by).
+// Such a pair waits for a slot at most until its sender's next report and
+// the round planned after it, or until the tail it falls in has ended
+// (tailRounds rounds and the one a report takes). The cost is a slot a pair did
+// not need; in a tail, where the pairs' last reports are below a slot's
+// worth, such slots would come between the others' last ones, so there the
+// reports less the rounds since decide alone.
+type Planner struct {
+	Sched    Scheduler
+	SlotCap  int64 // payload bytes a slot carries at most: the first estimate
+	MaxSlots int
+	SlotLen  int64
+	Guard    int64
+
+	recent []planned // the last rounds planned, oldest first
+	asked  [][]bool  // scratch: the pairs the latest reports have less than a slot's worth for
+	prev   [][]int64 // each host's report before its last
+	prevAt []int64   // when that report came
+	pay    []int64   // learned payload per slot, per sender
+	w      [][]int64 // scratch: leveling weights' bytes
+	a      *assigner // scratch
+	served [][]int   // scratch: a pair's slots so far in a backward plan
+	tail   bool
+}
+
+// planned is a round and when it started (0: not known yet).
+type planned struct {
+	r     *Round
+	start int64
+}
+
+// SlotBytes is what a slot carries at most: rate (bit/s) over the slot
+// less its guard, in bytes.
+func SlotBytes(rate uint64, slotLen, guard int64) int64 {
+	return int64(rate/8) * (slotLen - guard) / 1e9
+}
+
+// keptPlans is how many planned rounds a Planner remembers: a report is
+// at most this many rounds old before a newer one replaces it.
+const keptPlans = 4
+
+// tailRounds is how many rounds' worth of slots a transfer's rest is
+// planned backward from (its tail): enough that a pair some three rounds
+// of its slots behind the others (its host's windows lost to a stall) is
+// given them back before the pairs ahead have ended.
+const tailRounds = 4
+
+// tailTurns is how many times a backward plan serves every pair with
+// slots left before it serves any pair again: a pair's last two slots
+// fall in the tail's last 2(N−1), so that a pair whose last slot was
+// planned for a few bytes it no longer has (a report is a slot or more
+// old) still ends in the tail's last rounds of the rotor.
+const tailTurns = 2
+
+// Next plans round id at now, as round id−1 starts (the FM plans one
+// round ahead), from d, where d.Bytes[i] is host i's report and at[i]
+// when it came (0: before the first round), and records it. d is
+// modified: on return it holds what the round was planned from (bytes in
+// slots of SlotCap). A round planned but not run (the FM skipped its
+// number: it came too late) is taken off as if it had run; the next
+// report corrects that.
+func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
+	N := d.N
+	if p.pay == nil {
+		p.pay, p.prev, p.prevAt, p.asked = make([]int64, N), make([][]int64, N), make([]int64, N), make([][]bool, N)
+		for i := range p.pay {
+			p.pay[i] = p.SlotCap
+			p.prev[i], p.asked[i] = make([]int64, N), make([]bool, N)
+		}
+	}
+	if k := len(p.recent) - 1; k >= 0 && p.recent[k].r.ID+1 == id {
+		p.recent[k].start = now
+	}
+	for i := 0; i < N; i++ {
+		if at[i] == p.prevAt[i] {
+			continue
+		}
+		if p.prevAt[i] != 0 && at[i] > p.prevAt[i] && !p.learn(i, d.Bytes[i], at[i]) {
+			continue // too soon: learn from a later report against this one's predecessor
+		}
+		p.prevAt[i] = at[i]
+		copy(p.prev[i], d.Bytes[i])
+	}
+	for i := range d.Bytes {
+		for j, b := range d.Bytes[i] {
+			p.asked[i][j] = b > 0 && b < p.SlotCap && i != j
+		}
+	}
+	for _, pr := range p.recent {
+		for k, m := range pr.r.Slots {
+			for i, j := range m {
+				if j >= 0 {
+					f := p.after(pr.start, k, at[i], math.MaxInt64)
+					d.Bytes[i][j] = max(0, d.Bytes[i][j]-int64(f*float64(p.pay[i])))
+				}
+			}
+		}
+	}
+	// In slots of SlotCap: a slot of sender i carries pay[i].
+	for i := range d.Bytes {
+		for j, b := range d.Bytes[i] {
+			if b < 1<<40 { // an endless sender (~2^50) stays as it is
+				d.Bytes[i][j] = b * p.SlotCap / p.pay[i]
+			}
+		}
+	}
+	n := SlotDemand(d, p.SlotCap)
+	var s Scheduler = p.Sched
+	if rot, ok := p.Sched.(*Rotor); ok {
+		M := maxLine(n)
+		if M > p.MaxSlots && M <= tailRounds*p.MaxSlots {
+			p.tail = true
+		} else if M == 0 || M > tailRounds*p.MaxSlots {
+			p.tail = false
+		}
+		if p.tail {
+			s = tail{p: p, rot: rot, bytes: d.Bytes}
+		}
+	}
+	if !p.tail {
+		for i := range d.Bytes {
+			for j := range d.Bytes[i] {
+				if p.asked[i][j] && d.Bytes[i][j] <= 0 {
+					d.Bytes[i][j] = 1 // its slot a round
+					n[i][j] = max(n[i][j], 1)
+				}
+			}
+		}
+	}
+	r := Make(s, id, n, p.MaxSlots, p.SlotLen, p.Guard)
+	if len(p.recent) == keptPlans {
+		p.recent = append(p.recent[:0], p.recent[1:]...)
+	}
+	p.recent = append(p.recent, planned{r: r})
+	return r
+}
+
+// after is the share of the open part of slot k of a round that started
+// at start (0: not yet known, all of it) that lies after t0 and by t1.
+func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
+	if start == 0 {
+		return 1
+	}
+	open := start + int64(k)*p.SlotLen + p.Guard
+	end := start + int64(k+1)*p.SlotLen
+	lo, hi := max(open, t0), min(end, t1)
+	if hi <= lo {
+		return 0
+	}
+	return float64(hi-lo) / float64(end-open)
+}
+
+// learn updates what a slot of host i carries from its report rep, which
+// came at t, against its report before: the bytes its pairs still busy at
+// rep (more than two slots left) sent in between, over the slots (their
+// open parts' shares) they were given in between. It moves half way to
+// each new measure. It reports false while fewer than three such slots
+// lie in between (the Planner then learns from a later report against the
+// same report before), unless the report before is older than the rounds
+// the Planner remembers.
+func (p *Planner) learn(i int, rep []int64, t int64) bool {
+	var sent int64
+	var slots float64
+	busy := func(j int) bool { return rep[j] > 2*p.pay[i] }
+	for _, pr := range p.recent {
+		for k, m := range pr.r.Slots {
+			if j := m[i]; j >= 0 && busy(int(j)) && pr.start != 0 {
+				slots += p.after(pr.start, k, p.prevAt[i], t)
+			}
+		}
+	}
+	for j, b := range rep {
+		if busy(j) {
+			sent += p.prev[i][j] - b
+		}
+	}
+	if slots < 3 {
+		return len(p.recent) > 0 && p.prevAt[i] < p.recent[0].start
+	}
+	if sent > 0 {
+		p.pay[i] += (min(max(int64(float64(sent)/slots), p.SlotCap/4), p.SlotCap) - p.pay[i]) / 2
+	}
+	return true
+}
+
+// Payload returns what a slot of each sender is planned to carry.
+func (p *Planner) Payload() []int64 { return append([]int64(nil), p.pay...) }
+
+// maxLine is the largest row or column sum of n: the fewest slots any
+// schedule of matchings needs for it.
+func maxLine(n [][]int) int {
+	M := 0
+	for i := range n {
+		r, c := 0, 0
+		for j := range n {
+			r += n[i][j]
+			c += n[j][i]
+		}
+		M = max(M, r, c)
+	}
+	return M
+}
+
+// tail is the Planner's rotor in a tail: the slots built backward from
+// the end of what is left, then reversed.
+type tail struct {
+	p     *Planner
+	rot   *Rotor
+	bytes [][]int64 // what the pairs have left, in bytes of SlotCap slots
+}
+
+func (t tail) Name() string { return t.rot.Name() }
+
+// Build builds every slot n asks for, backward: each the matching that
+// serves the most pairs with slots left, then the pairs served the fewest
+// times yet (up to tailTurns), then the most bytes left, then the rotor's
+// next shift; and returns the first maxSlots of them in time order.
+func (t tail) Build(n [][]int, maxSlots int) []Matching {
+	N, p := len(n), t.p
+	if N < 2 {
+		return nil
+	}
+	if p.a == nil || len(p.a.w) != N {
+		p.a = newAssigner(N)
+		p.w, p.served = make([][]int64, N), make([][]int, N)
+		for i := range p.w {
+			p.w[i], p.served[i] = make([]int64, N), make([]int, N)
+		}
+	}
+	left := clone(n)
+	rem := total(left)
+	for i := range p.w {
+		copy(p.w[i], t.bytes[i])
+		clear(p.served[i])
+	}
+	// Weights, lexicographic: a pair with slots left (c1), then served
+	// fewer than tailTurns times (c0 for each turn it has not had), then
+	// its bytes left in 1/64 slot (c2 each, capped so that the sums cannot
+	// overflow), then the shift's turn.
+	const maxLeft = 1 << 20
+	c2 := int64(N * N)
+	c0 := int64(N) * (maxLeft*c2 + c2)
+	c1 := int64(tailTurns*N+1) * c0
+	var out []Matching
+	for rem > 0 {
+		pref := t.rot.next % (N - 1)
+		t.rot.next++
+		for i := 0; i < N; i++ {
+			for j := 0; j < N; j++ {
+				w := &p.a.w[i][j]
+				switch {
+				case i == j:
+					*w = -c1 * int64(N+1) // never: a derangement always exists
+				case left[i][j] > 0:
+					turn := ((j-i+N)%N - 1 - pref + N - 1) % (N - 1) // 0 for the preferred shift
+					*w = c1 + int64(max(tailTurns-p.served[i][j], 0))*c0 + min(max(p.w[i][j], 0)*64/p.SlotCap, maxLeft)*c2 + int64(N-1-turn)
+				default:
+					*w = 0
+				}
+			}
+		}
+		match := p.a.maximize()
+		m := make(Matching, N)
+		for i, j := range match {
+			m[i] = -1
+			if j != i && left[i][j] > 0 {
+				m[i] = int16(j)
+				left[i][j]--
+				rem--
+				p.w[i][j] -= p.SlotCap
+				p.served[i][j]++
+			}
+		}
+		out = append(out, m)
+	}
+	slices.Reverse(out)
+	return out[:min(len(out), maxSlots)]
+}
+
+// assigner finds a maximum-weight perfect matching of an N×N weight
+// matrix (the Hungarian method with potentials, O(N³)).
+type assigner struct {
+	w          [][]int64
+	u, v, minv []int64
+	p, way     []int
+	used       []bool
+	match      []int
+}
+
+func newAssigner(n int) *assigner {
+	a := &assigner{w: make([][]int64, n), u: make([]int64, n+1), v: make([]int64, n+1), minv: make([]int64, n+1),
+		p: make([]int, n+1), way: make([]int, n+1), used: make([]bool, n+1), match: make([]int, n)}
+	for i := range a.w {
+		a.w[i] = make([]int64, n)
+	}
+	return a
+}
+
+// maximize returns match, match[i] the column of row i, maximizing the sum
+// of w[i][match[i]].
+func (a *assigner) maximize() []int {
+	n := len(a.w)
+	const inf = int64(1) << 62
+	cost := func(i, j int) int64 { return -a.w[i-1][j-1] }
+	for j := range a.p {
+		a.u[j], a.v[j], a.p[j], a.way[j] = 0, 0, 0, 0
+	}
+	for i := 1; i <= n; i++ {
+		a.p[0] = i
+		j0 := 0
+		for j := range a.minv {
+			a.minv[j], a.used[j] = inf, false
+		}
+		for {
+			a.used[j0] = true
+			i0, delta, j1 := a.p[j0], inf, 0
+			for j := 1; j <= n; j++ {
+				if a.used[j] {
+					continue
+				}
+				if cur := cost(i0, j) - a.u[i0] - a.v[j]; cur < a.minv[j] {
+					a.minv[j], a.way[j] = cur, j0
+				}
+				if a.minv[j] < delta {
+					delta, j1 = a.minv[j], j
+				}
+			}
+			for j := 0; j <= n; j++ {
+				if a.used[j] {
+					a.u[a.p[j]] += delta
+					a.v[j] -= delta
+				} else {
+					a.minv[j] -= delta
+				}
+			}
+			j0 = j1
+			if a.p[j0] == 0 {
+				break
+			}
+		}
+		for j0 != 0 {
+			j1 := a.way[j0]
+			a.p[j0] = a.p[j1]
+			j0 = j1
+		}
+	}
+	for j := 1; j <= n; j++ {
+		a.match[a.p[j]-1] = j - 1
+	}
+	return a.match
+}

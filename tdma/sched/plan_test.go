@@ -1,0 +1,93 @@
+package sched
+
+import "testing"
+
+// TestPlannerTail: a shuffle's tail (two rounds' worth left) with one
+// pair three slots behind the others is planned backward from its end:
+// every slot a matching within the demand, the pair behind served first,
+// every pair's last slot in the plan's last N−1 slots and the one before
+// it in the N−1 before those (a pair planned a slot for a few bytes it no
+// longer has still ends near the others); the round is the plan's first
+// MaxSlots.
+func TestPlannerTail(t *testing.T) {
+	const N, slotCap = 4, 50_000
+	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 8, SlotLen: 5e6, Guard: 3e5}
+	d := NewDemand(N)
+	for i := range d.Bytes {
+		for j := range d.Bytes[i] {
+			if i != j {
+				d.Bytes[i][j] = 4 * slotCap
+			}
+		}
+	}
+	d.Bytes[1][0] = 7 * slotCap
+	n := SlotDemand(d, slotCap)
+	r := p.Next(1, 1, d, make([]int64, N))
+	if err := Validate(r, n); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Slots) != p.MaxSlots || r.Slots[0][1] != 0 {
+		t.Fatalf("%d slots, first %v: want %d, h1 → h0 first", len(r.Slots), r.Slots[0], p.MaxSlots)
+	}
+	all := &Round{Slots: tail{p: &p, rot: &Rotor{}, bytes: d.Bytes}.Build(n, 1000), Class: r.Class}
+	if err := Validate(all, n); err != nil || len(all.Slots) != maxLine(n) {
+		t.Fatalf("whole tail: %v, %d slots for %d", err, len(all.Slots), maxLine(n))
+	}
+	r = all
+	last, before := make([][]int, N), make([][]int, N)
+	for i := range last {
+		last[i], before[i] = make([]int, N), make([]int, N)
+	}
+	for k, m := range r.Slots {
+		for i, j := range m {
+			if j >= 0 {
+				before[i][j], last[i][j] = last[i][j], k
+			}
+		}
+	}
+	for i := range last {
+		for j, k := range last[i] {
+			if i != j && (k < len(r.Slots)-(N-1) || before[i][j] < len(r.Slots)-2*(N-1)) {
+				t.Errorf("h%d → h%d's last two slots are %d and %d of %d", i, j, before[i][j], k, len(r.Slots))
+			}
+		}
+	}
+}
+
+// TestPlannerKeepsAReservedSlot: h1 and h2 send without end to h3, which
+// reserves a slot a round for its answers to h4 as the RPC server does
+// (it reports one byte), and h4 has a few requests for h3 in every
+// report. Each host reports as a new schedule reaches it, so a report is
+// a round old when it is used, and the rounds since gave both pairs their
+// slots: each is still planned one slot in every round, and no more.
+func TestPlannerKeepsAReservedSlot(t *testing.T) {
+	const N, slotCap, slotLen = 4, 50_000, int64(5e6)
+	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 4 * N, SlotLen: slotLen, Guard: 3e5}
+	rep := NewDemand(N)
+	at := make([]int64, N)
+	rep.Bytes[0][2], rep.Bytes[1][2] = 1<<50, 1<<50
+	now, running := int64(0), slotLen // the round before the first: an idle slot
+	for id := uint32(1); id <= 40; id++ {
+		d := NewDemand(N)
+		for i := range d.Bytes {
+			copy(d.Bytes[i], rep.Bytes[i])
+		}
+		r := p.Next(id, now, d, at)
+		got := served(r.Slots, N)
+		if id > 2 && (got[2][3] < 1 || got[3][2] < 1 || got[0][2] < 1 || got[1][2] < 1) {
+			t.Fatalf("round %d gives h3 → h4 %d slots, h4 → h3 %d, h1 → h3 %d, h2 → h3 %d: want every pair one at least",
+				id, got[2][3], got[3][2], got[0][2], got[1][2])
+		}
+		if got[2][3] > 1 || got[3][2] > 1 {
+			t.Errorf("round %d gives the reservation %d slots, the requests %d", id, got[2][3], got[3][2])
+		}
+		// The schedule reaches the hosts, which report; round id starts
+		// once the one running now has run its slots.
+		for i := range at {
+			at[i] = now + 1000
+		}
+		rep.Bytes[2][3] = 1
+		rep.Bytes[3][2] = 3 * 64
+		now, running = now+running, int64(len(r.Slots))*slotLen
+	}
+}
