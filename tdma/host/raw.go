@@ -7,6 +7,7 @@ import (
 	"github.com/linkfabric/linkfabric/tdma/clock"
 	"github.com/linkfabric/linkfabric/tdma/gate"
 	"github.com/linkfabric/linkfabric/tdma/rawio"
+	"github.com/linkfabric/linkfabric/tdma/sched"
 	"github.com/linkfabric/linkfabric/tdma/wire"
 	"golang.org/x/sys/unix"
 )
@@ -120,8 +121,10 @@ func (a *Agent) loop() error {
 			r.loopLat.Add(now - target)
 		}
 		// Besides on each new schedule, the agent reports at a slot's grant
-		// (at most one a slot): the FM plans a transfer's tail from it.
-		if a.pollControl(now, &c, onSched) > 0 && r.lastRep != 0 && now-r.repAt >= r.slotLen/2 {
+		// (at most one a slot) once what it has left is near the end: the FM
+		// plans a transfer's tail from those reports. Earlier they would only
+		// cost a send in the guard before each window.
+		if a.pollControl(now, &c, onSched) > 0 && r.lastRep != 0 && now-r.repAt >= r.slotLen/2 && a.nearEnd(r) {
 			r.repAt = now
 			a.report(r.lastRep, r.queued)
 		}
@@ -167,6 +170,18 @@ func (r *rawState) complete(a *Agent) bool {
 		}
 	}
 	return true
+}
+
+// nearEnd reports whether the host is near the end of what it sends, where
+// it reports at every grant (sched.NearTail).
+func (a *Agent) nearEnd(r *rawState) bool {
+	var left int64
+	for j := range a.cfg.Hosts {
+		if j != a.cfg.Index {
+			left += max(r.queued(j), 0)
+		}
+	}
+	return sched.NearTail(left, len(a.cfg.Hosts), a.cfg.Rate, r.slotLen)
 }
 
 // queued is the demand reported for destination j: the bytes waiting for

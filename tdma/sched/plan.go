@@ -9,9 +9,9 @@ import (
 // does, so that the pairs of a bulk transfer end together.
 //
 // A host reports when a round's schedule reaches it, which is as the round
-// before that one starts, and (a raw sender) at each slot's grant, so a
-// report is a slot to two rounds old when it is used (rounds are planned
-// one ahead). What every round planned since will have carried after the
+// before that one starts, and (a raw sender near its end: NearTail) at
+// each slot's grant, so a report is a slot to two rounds old when it is
+// used (rounds are planned one ahead). What every round planned since will have carried after the
 // report came (each slot's open part, pro rata) is taken off, at what a
 // slot of that sender carries, which the Planner learns from the reports
 // themselves: between two reports of a host at least three of its slots
@@ -83,6 +83,18 @@ const keptPlans = 4
 // of its slots behind the others (its host's windows lost to a stall) is
 // given them back before the pairs ahead have ended.
 const tailRounds = 4
+
+// NearTail reports whether a host with left bytes still to send, to all
+// its destinations, is near enough the end of a transfer to report at every
+// slot's grant: within three tails (3·tailRounds rounds of full slots; a
+// round gives a host a slot to every other). The FM plans a transfer's
+// tail from those reports and learns each sender's payload per slot from
+// them before its tail; earlier they would only add a send in the guard
+// before each window (in the simulator's shuffles, a horizon of one tail
+// and two rounds left the spread's median 23 ms against 14-15 ms).
+func NearTail(left int64, hosts int, rate uint64, slotLen int64) bool {
+	return left <= 3*tailRounds*int64(hosts-1)*(int64(rate/8)*slotLen/1e9)
+}
 
 // tailTurns is how many times a backward plan serves every pair with
 // slots left before it serves any pair again: a pair's last two slots

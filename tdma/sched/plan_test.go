@@ -91,3 +91,19 @@ func TestPlannerKeepsAReservedSlot(t *testing.T) {
 		now, running = now+running, int64(len(r.Slots))*slotLen
 	}
 }
+
+// TestNearTail: a host reports at every grant only within three tails of
+// full slots of its end (4 hosts, 100 Mbit/s, 5 ms slots: 62,500 bytes a
+// slot, 3 a round, 12 rounds), and an endless demand never is.
+func TestNearTail(t *testing.T) {
+	const rate, slot = 100_000_000, 5_000_000
+	limit := int64(3*tailRounds) * 3 * 62_500
+	for _, c := range []struct {
+		left int64
+		want bool
+	}{{0, true}, {1, true}, {limit, true}, {limit + 1, false}, {40 << 20, false}, {1 << 40, false}} {
+		if got := NearTail(c.left, 4, rate, slot); got != c.want {
+			t.Errorf("NearTail(%d) = %v, want %v", c.left, got, c.want)
+		}
+	}
+}

@@ -232,7 +232,7 @@ func (s *Sim) onCtl(i int, idx int32, rx int64) {
 		panic(err) // the FM's own frames always decode
 	}
 	s.hosts[i].g.OnGrant(s.now, rx, &g)
-	if s.lastRep[i] != 0 && s.now-s.repAt[i] >= s.cfg.Slot/2 { // a report a slot, at its grant
+	if s.lastRep[i] != 0 && s.now-s.repAt[i] >= s.cfg.Slot/2 && s.nearTail(i) { // a report a slot, at its grant
 		copy(s.rep[i], s.hosts[i].remain)
 		s.repAt[i] = s.now
 	}
@@ -465,4 +465,14 @@ func (s *Sim) result() *Result {
 	}
 	s.res.FM = s.fm.Stats()
 	return &s.res
+}
+
+// nearTail reports whether host i is near the end of what it sends, where
+// its agent reports at every grant (sched.NearTail).
+func (s *Sim) nearTail(i int) bool {
+	var left int64
+	for _, b := range s.hosts[i].remain {
+		left += max(b, 0)
+	}
+	return sched.NearTail(left, s.cfg.Hosts, s.cfg.Rate, s.cfg.Slot)
 }
