@@ -59,6 +59,50 @@ func TestPongReservation(t *testing.T) {
 	}
 }
 
+// TestPongDeferralCause: an answer the server defers is told apart by its
+// cause as it is sent: the request came before the server's window back to
+// the client in its slot opened (staggered windows: answered at its open,
+// in that slot), after that window closed (its agent read it late; how
+// late is kept), its slot had no such window (the round gave the answer
+// none there), or its round's schedule is no longer held (none counted).
+func TestPongDeferralCause(t *testing.T) {
+	g, err := gate.New(gate.Config{Mode: gate.Lease, Rate: 100_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{cfg: Config{Index: 2}, g: g}
+	r := &rawState{}
+	r.ping.init(&Workload{Kind: "pong", Dst: 3})
+	var s wire.Schedule
+	s.Host, s.Round, s.NHosts, s.NSlots = 2, 7, 4, 3
+	for i := range s.ClassMap {
+		s.ClassMap[i] = -1
+	}
+	for i := range s.Slot {
+		s.Slot[i] = -1
+	}
+	s.ClassMap[3], s.Slot[1] = 0, 0 // the server's window to the client: slot 1 only
+	g.OnSchedule(&s)
+	const now = int64(50_000_000)
+	// slot 1, before the window back opened; slot 1, read long after; slot
+	// 2: no window of the server's to the client; round 3: its schedule is
+	// not held (long gone)
+	for _, c := range []struct {
+		rx          int64
+		round, slot uint32
+	}{{now - 10_000, 7, 1}, {now - 3_000_000, 7, 1}, {now - 100_000, 7, 2}, {now - 90_000_000, 3, 1}} {
+		a.onRPC(now, c.rx, r, 3, &wire.DataHdr{Src: 3, Dst: 2, Flags: wire.DataPing, Round: c.round, Slot: uint8(c.slot)})
+	}
+	p := &r.ping
+	for i, w := range []gate.Window{{Dst: 3, Round: 7, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}, {Dst: 3, Round: 8, Slot: 1}} {
+		p.deferredSent(&p.q[i], w)
+	}
+	if s := &p.s; s.Deferred != 4 || s.DeferredToOpen != 1 || s.DeferredInSlot != 1 || s.DeferredNoSlot != 1 || s.DeferredReadLateMaxus != 3000 {
+		t.Errorf("deferred %d, of them before the server's window back opened %d, after it closed %d (read up to %.0f µs late), in a slot without %d: want 4, 1, 1 (3000 µs), 1",
+			s.Deferred, s.DeferredToOpen, s.DeferredInSlot, s.DeferredReadLateMaxus, s.DeferredNoSlot)
+	}
+}
+
 // TestPongPairedAcrossRounds: the RPC setup's rounds as the FM plans them
 // (sched.Planner: each host's latest report, made as a new schedule
 // reaches it, less what every round since carries), with each scheduler:
