@@ -42,7 +42,7 @@ type CellCounters struct {
 	TxClassBytes                                        [CellLossClasses][CellLinks]uint64
 }
 
-// ShareCellMaps returns the map replacements that make a program loaded
+// shareCellMaps returns the map replacements that make a program loaded
 // with them share p's cell maps.
 func (p *PortProgram) shareCellMaps(o *ebpf.CollectionOptions) (*ebpf.CollectionOptions, error) {
 	if p.objs.CellState == nil {
@@ -221,6 +221,11 @@ func (c *CellFwd) Charge(l, frames, bytes int, now int64) {
 			return
 		}
 	}
+}
+
+// Rated says whether link l has a rate limit (SetLink with a Rate).
+func (c *CellFwd) Rated(l int) bool {
+	return l >= 0 && l < CellLinks && atomic.LoadUint64(&c.st.Link[l].PsPerByte) != 0
 }
 
 // Tat is link l's GCRA time (the time its bucket is empty until).

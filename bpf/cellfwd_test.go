@@ -345,6 +345,9 @@ func TestCellFwdRate(t *testing.T) {
 	if err := f.SetLink(1, CellLinkConf{Ifindex: 1, MAC: cellMACs[1], Rate: 1_000_000, Burst: 3 * cost, Overhead: 24}); err != nil {
 		t.Fatal(err)
 	}
+	if !f.Rated(1) || f.Rated(0) {
+		t.Errorf("rate limited: link 1 %v, link 0 %v; want true, false", f.Rated(1), f.Rated(0))
+	}
 	sent := 0
 	for range 10 {
 		if ret, _ := runLG(t, p, bytes.Clone(frame)); ret == xdpRedirect {

@@ -82,7 +82,6 @@ type cellFast struct {
 	gen   uint64 // the reachability generation last written
 	wrote bool
 	held  uint64
-	rated []bool // per link: it has a rate limit (Charge)
 	ports []int
 	mono  int64 // CLOCK_MONOTONIC read in this drain (0: not yet)
 }
@@ -139,16 +138,12 @@ func prepareCellFast(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellFw
 // openCellFast turns the prepared kernel path on for pl, whose node
 // configuration is nc.
 func openCellFast(pl *cellPipeline, fwd *bpf.CellFwd, nc *cellify.NodeConfig) *cellFast {
-	f := &cellFast{fwd: fwd, rated: make([]bool, len(pl.ps.Links)), ports: pl.ps.Links}
+	f := &cellFast{fwd: fwd, ports: pl.ps.Links}
 	var lc [8]uint8
 	for tc := range lc {
 		lc[tc] = uint8(nc.Reach.Classes.For(cellify.Class(tc)))
 	}
 	fwd.SetClasses(int(nc.Reach.Classes.N()), lc)
-	for l, port := range pl.ps.Links {
-		s, ok := pl.w.Config().Shape[pl.w.Node().Port(port).Name]
-		f.rated[l] = ok && s.Rate > 0
-	}
 	f.sync(pl)
 	fwd.SetOn(true)
 	return f
@@ -183,7 +178,7 @@ func (f *cellFast) sync(pl *cellPipeline) {
 // charge takes what the worker listed for link l out of its rate limit
 // (the clock read once per drain: mono is cleared before it).
 func (f *cellFast) charge(l, frames, bytes int) {
-	if f.rated[l] && bytes > 0 {
+	if bytes > 0 && f.fwd.Rated(l) {
 		if f.mono == 0 {
 			f.mono = bpf.MonoNow()
 		}

@@ -330,9 +330,6 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 	}
 	pl.drain(now, tx)
-	if pl.fast != nil {
-		pl.fast.sync(pl)
-	}
 }
 
 // Poll implements Pipeline: statistics, link state, backlogs and egress
@@ -369,9 +366,6 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	pl.stampExclusions(wnow)
 	pl.failovers(now)
 	pl.drain(now, tx)
-	if pl.fast != nil {
-		pl.fast.sync(pl)
-	}
 	clear(pl.pend) // the worker places the lists now
 	for k := range pl.hostQ {
 		if pl.hostQ[k].Len() > 0 {
@@ -490,7 +484,8 @@ func (pl *cellPipeline) queued(port, frameLen int) int {
 // drain places the node's output: link frames on their lanes (or, under
 // a link layer, control frames on the control lane and cells into its
 // queue), deliveries on their host ports, every frame released once (a
-// frame on a TX ring is freed after its completion).
+// frame on a TX ring is freed after its completion); then a fabric node's
+// kernel path takes the routes and held links as they now are.
 func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 	o := &pl.node.Out
 	if pl.fast != nil {
@@ -551,6 +546,9 @@ func (pl *cellPipeline) drain(now int64, tx *dataplane.Tx) {
 	o.Reset()
 	for _, c := range pl.links {
 		c.Pump(now, tx)
+	}
+	if pl.fast != nil {
+		pl.fast.sync(pl) // the kernel path follows the node's routes and held links
 	}
 }
 
