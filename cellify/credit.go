@@ -30,8 +30,9 @@ type SchedConfig struct {
 	// first byte it let the source send back). Grants then go out, still
 	// paced, only while the egress queue plus the credit in flight stay
 	// below the window, the round trip's worth of credit at the credit
-	// rate plus StopAbove (the queue the port keeps in hand), and a grant
-	// never takes them above MaxInFlight. The port stays busy whatever
+	// rate plus StopAbove (the queue the port keeps in hand; while two or
+	// more VOQs want credit, at most twice their backlog not granted), and
+	// a grant never takes them above MaxInFlight. The port stays busy whatever
 	// the loop's round trip (as long as its worth fits MaxInFlight), and
 	// the egress queue, which only arriving credit fills, never exceeds
 	// MaxInFlight (plus the sources' Lead and pre-credit). Within the
@@ -218,9 +219,10 @@ func (r *credRing) pop() int32 {
 // Scheduler is the egress credit scheduler of one host port (Stardust §4).
 // It learns each source VOQ's demand from cumulative requests and grants
 // credit, cumulative per VOQ, at the port's rate plus the speed-up: strict
-// priority between classes (higher first), round-robin among the VOQs of a
-// class, never beyond a VOQ's requested total, nothing while the egress
-// queue is above StopAbove. Grant totals to send collect in Out (one entry
+// priority between classes (higher first), byte for byte among the VOQs of
+// a class (pick), never beyond a VOQ's requested total, nothing while the
+// egress queue is above StopAbove (with the credit window: while it and
+// the credit in flight are at the window). Grant totals to send collect in Out (one entry
 // per VOQ, the latest total) until ResetOut.
 type Scheduler struct {
 	cfg   SchedConfig
