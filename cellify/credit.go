@@ -867,6 +867,13 @@ func (s *Scheduler) pick(now int64) (vi int32, wait int64) {
 			if best < 0 {
 				continue
 			}
+			// Ties go round: the ring turns past the VOQ served.
+			for v := r.pop(); ; v = r.pop() {
+				r.push(v)
+				if v == best {
+					break
+				}
+			}
 			if pass == 1 {
 				s.passed = s.passed[:0] // late itself: it took the turn no other could
 				return best, 0

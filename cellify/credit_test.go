@@ -763,3 +763,29 @@ func TestSchedHandBounded(t *testing.T) {
 		t.Fatalf("backlog above half StopAbove: window %d, want the loop's %d plus StopAbove", w, loop)
 	}
 }
+
+// TestSchedTiesGoRound: VOQs whose next grants start at the same virtual
+// time are served in turn, not the first in the ring every time (a grant
+// owed to a late VOQ leaves its tag where it was, and ties came back).
+func TestSchedTiesGoRound(t *testing.T) {
+	s := newTestSched(t, DefaultSchedConfig(1e9))
+	for _, src := range []EdgeID{1, 2, 3} {
+		s.Request(0, src, 0, 1<<30)
+	}
+	seen := map[StreamKey]int{}
+	for range 6 {
+		vi, _ := s.pick(0)
+		if vi < 0 {
+			t.Fatal("nothing picked")
+		}
+		seen[s.voqs[vi].key]++
+		for i := range s.voqs {
+			s.voqs[i].tag = s.vnow // a tie again
+		}
+	}
+	for _, src := range []EdgeID{1, 2, 3} {
+		if n := seen[StreamKey{Src: src}]; n != 2 {
+			t.Fatalf("six picks among three tied VOQs: %v, want two each", seen)
+		}
+	}
+}
