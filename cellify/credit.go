@@ -30,8 +30,9 @@ type SchedConfig struct {
 	// first byte it let the source send back). Grants then go out, still
 	// paced, only while the egress queue plus the credit in flight stay
 	// below the window, the round trip's worth of credit at the credit
-	// rate plus StopAbove (the queue the port keeps in hand), and a grant
-	// never takes them above MaxInFlight. The port stays busy whatever
+	// rate plus StopAbove (the queue the port keeps in hand; while two or
+	// more VOQs want credit, at most twice their backlog not granted), and
+	// a grant never takes them above MaxInFlight. The port stays busy whatever
 	// the loop's round trip (as long as its worth fits MaxInFlight), and
 	// the egress queue, which only arriving credit fills, never exceeds
 	// MaxInFlight (plus the sources' Lead and pre-credit). Within the
@@ -182,6 +183,10 @@ type schedVOQ struct {
 	// owed: bytes of the turns it passed late to the others, not yet
 	// granted back (CatchUp).
 	owed uint64
+	// want: req beyond granted (counted in Scheduler.want); tag: the
+	// virtual time its grants so far end at (bytes, see pick).
+	want uint64
+	tag  uint64
 }
 
 type schedSrc struct {
@@ -204,13 +209,6 @@ func (r *credRing) push(v int32) {
 	r.size++
 }
 
-// pushFront puts v back at the head (a VOQ popped whose turn stays).
-func (r *credRing) pushFront(v int32) {
-	r.head = (r.head - 1 + len(r.b)) % len(r.b)
-	r.b[r.head] = v
-	r.size++
-}
-
 func (r *credRing) pop() int32 {
 	v := r.b[r.head]
 	r.head = (r.head + 1) % len(r.b)
@@ -221,9 +219,10 @@ func (r *credRing) pop() int32 {
 // Scheduler is the egress credit scheduler of one host port (Stardust §4).
 // It learns each source VOQ's demand from cumulative requests and grants
 // credit, cumulative per VOQ, at the port's rate plus the speed-up: strict
-// priority between classes (higher first), round-robin among the VOQs of a
-// class, never beyond a VOQ's requested total, nothing while the egress
-// queue is above StopAbove. Grant totals to send collect in Out (one entry
+// priority between classes (higher first), byte for byte among the VOQs of
+// a class (pick), never beyond a VOQ's requested total, nothing while the
+// egress queue is above StopAbove (with the credit window: while it and
+// the credit in flight are at the window). Grant totals to send collect in Out (one entry
 // per VOQ, the latest total) until ResetOut.
 type Scheduler struct {
 	cfg   SchedConfig
@@ -250,11 +249,13 @@ type Scheduler struct {
 	inflight int
 	srtt     int64
 	rttvar   int64
-	win      int
 	expire   int64
 	expireAt int64
-	lateAt   int64 // the next scan for late VOQs (while credit is in flight; 0: at the next Poll)
-	held     bool  // the last Poll stopped at the window or the VOQs' shares
+	lateAt   int64  // the next scan for late VOQs (while credit is in flight; 0: at the next Poll)
+	held     bool   // the last Poll stopped at the window or the VOQs' shares
+	loop     int    // the measured loop's worth of credit (bytes; with srtt)
+	want     uint64 // bytes the VOQs asked for and were not granted
+	vnow     uint64 // virtual time: the start tag of the last grant (pick)
 
 	// CatchUp: the most a VOQ may be owed (bytes), the VOQs owed now, and
 	// the late VOQs one pick passed over (owed the turn it gave away).
@@ -291,7 +292,6 @@ func NewScheduler(cfg SchedConfig) (*Scheduler, error) {
 	for c := range s.rings {
 		s.rings[c].b = make([]int32, cfg.MaxVOQs)
 	}
-	s.win = cfg.MaxInFlight
 	s.owedMax = uint64(float64(cfg.CatchUp) * float64(s.den) / 8e9)
 	s.passed = make([]int32, 0, cfg.MaxVOQs)
 	s.expire = cfg.InFlightExpire
@@ -324,7 +324,7 @@ type LoopStats struct {
 
 // Loop returns the credit loop's state.
 func (s *Scheduler) Loop() LoopStats {
-	return LoopStats{RTT: s.srtt, RTTVar: s.rttvar, InFlight: s.inflight, Window: s.win, EgressQueue: s.egressQ}
+	return LoopStats{RTT: s.srtt, RTTVar: s.rttvar, InFlight: s.inflight, Window: s.window(), EgressQueue: s.egressQ}
 }
 
 // Arrived reports bytes of a cell of the VOQ of (src, class) that arrived
@@ -383,9 +383,7 @@ func (s *Scheduler) setFly(v *schedVOQ) {
 }
 
 // sample takes a measured round trip into the smoothed one (gains 1/8 and
-// 1/4, as TCP's) and sets the window: the round trip plus twice its
-// variation at the credit rate, plus StopAbove, within [CreditSize,
-// MaxInFlight].
+// 1/4, as TCP's) and sets the window (see setWindow).
 func (s *Scheduler) sample(rtt int64) {
 	s.Stats.RTTSamples++
 	if s.srtt == 0 {
@@ -398,17 +396,68 @@ func (s *Scheduler) sample(rtt int64) {
 	s.setWindow()
 }
 
-// setWindow sets the window from the measured loop (MaxInFlight before
-// the first sample).
+// setWindow takes the measured loop's worth of credit: the round trip
+// plus twice its variation at the credit rate (see window).
 func (s *Scheduler) setWindow() {
 	if s.srtt == 0 {
-		s.win = s.cfg.MaxInFlight
 		return
 	}
 	// In floating point: a round trip of seconds at 10 Gbit/s overflows
 	// the integers.
-	w := float64(s.srtt+2*s.rttvar)*float64(s.den)/8e9 + float64(s.cfg.StopAbove)
-	s.win = int(min(max(w, float64(s.cfg.CreditSize)), float64(s.cfg.MaxInFlight)))
+	s.loop = int(min(float64(s.srtt+2*s.rttvar)*float64(s.den)/8e9, float64(s.cfg.MaxInFlight)))
+}
+
+// window is the credit window: MaxInFlight before the loop is measured,
+// then the loop's worth of credit plus the queue in hand (see hand), within
+// [CreditSize, MaxInFlight] (from a quarter credit while the VOQs' backlog
+// bounds the hand).
+func (s *Scheduler) window() int {
+	if s.srtt == 0 {
+		return s.cfg.MaxInFlight
+	}
+	h, bounded := s.hand()
+	lo := s.cfg.CreditSize
+	if bounded {
+		lo = s.minGrant()
+	}
+	return min(max(s.loop+h, lo), s.cfg.MaxInFlight)
+}
+
+// hand is the egress queue the window keeps in hand beyond the loop's
+// credit: StopAbove, but while two or more VOQs want credit no more than
+// twice what they asked for and were not granted (bounded true). The
+// queue in hand is a FIFO that every source shares: sources that offer
+// the port more than its rate (UDP bursts, window-limited TCP) keep their
+// VOQs full and the whole of StopAbove in hand, against the stalls of a
+// fabric node or a source; flows that pace themselves near the port's
+// rate (bbr) offer a standing queue smaller than StopAbove, and all of it
+// sat in that FIFO: the VOQs rarely waited, the scheduler never decided,
+// and each flow's share of the port was its share of the FIFO (runs of
+// 75/25). Bounded by the VOQs' backlog, a third of such a queue waits in
+// the VOQs, and the scheduler serves the sources byte for byte (pick).
+// Bounded by the backlog itself (half the queue in the VOQs), window
+// sources of 256 KiB each kept too little in hand for a fabric node's
+// 25 ms stall (cellsim stalls: port busy 0.82 through it, 0.94 before).
+func (s *Scheduler) hand() (bytes int, bounded bool) {
+	if s.active < 2 || 2*s.want >= uint64(s.cfg.StopAbove) {
+		return s.cfg.StopAbove, false
+	}
+	return int(2 * s.want), true
+}
+
+// minGrant is the least a grant limited by the window's room gives
+// (a quarter credit): the window stops a grant's start, not its size.
+func (s *Scheduler) minGrant() int { return max(s.cfg.CreditSize/4, 1) }
+
+// setWant recounts v's backlog not granted (req beyond granted) into the
+// scheduler's.
+func (s *Scheduler) setWant(v *schedVOQ) {
+	var w uint64
+	if v.req > v.granted {
+		w = v.req - v.granted
+	}
+	s.want += w - v.want
+	v.want = w
 }
 
 // SetMaxInFlight moves the credit window's bound to bytes (at least
@@ -438,7 +487,20 @@ func (s *Scheduler) Held() bool { return s.held }
 // WindowFull reports whether the credit window holds grants back: the
 // egress queue plus the credit in flight have reached it.
 func (s *Scheduler) WindowFull() bool {
-	return s.cfg.MaxInFlight > 0 && s.egressQ+s.inflight >= s.win
+	return s.cfg.MaxInFlight > 0 && s.egressQ+s.inflight >= s.window()
+}
+
+// grantSize is the grant v may get now: a credit, or less if it asks for
+// less; while the VOQs' backlog bounds the queue in hand (hand), no more
+// than the window's room, at least minGrant. Credits of 64 KiB are 5 ms
+// of a 100 Mbit/s port: whole, each took the port's queue that far beyond
+// such a window, and the FIFO held the sources' standing queue again.
+func (s *Scheduler) grantSize(v *schedVOQ) uint64 {
+	b := min(uint64(s.cfg.CreditSize), v.req-v.granted)
+	if _, bounded := s.hand(); bounded && s.cfg.MaxInFlight > 0 && s.srtt > 0 {
+		b = min(b, uint64(max(s.window()-s.egressQ-s.inflight, s.minGrant())))
+	}
+	return b
 }
 
 // windowRoom reports whether a grant of b bytes may go now.
@@ -447,7 +509,7 @@ func (s *Scheduler) windowRoom(b uint64) bool {
 		return true
 	}
 	q := s.egressQ + s.inflight
-	return q < s.win && q+int(b) <= s.cfg.MaxInFlight
+	return q < s.window() && q+int(b) <= s.cfg.MaxInFlight
 }
 
 // expireFly takes for lost the credit in flight of every VOQ from which
@@ -539,6 +601,7 @@ func (s *Scheduler) Request(now int64, src EdgeID, class Class, total uint64) {
 		return
 	}
 	v.req = total
+	s.setWant(v)
 	if total <= v.granted {
 		if v.issued {
 			s.Stats.Repairs++
@@ -645,7 +708,7 @@ func (s *Scheduler) Poll(now int64) int64 {
 		s.next, s.frac = now-s.burst, 0
 	}
 	for s.next <= now {
-		vi, wait, popped := s.pick(now)
+		vi, wait := s.pick(now)
 		if vi < 0 { // only throttled sources, or VOQs at their share, want credit
 			s.idle = true
 			if s.held {
@@ -653,17 +716,15 @@ func (s *Scheduler) Poll(now int64) int64 {
 			}
 			return min(s.refreshAt, wait, s.lateDue())
 		}
-		if v := &s.voqs[vi]; !s.windowRoom(min(uint64(s.cfg.CreditSize), v.req-v.granted)) {
-			if popped {
-				s.rings[v.key.Class].pushFront(vi) // its turn stays
-			}
+		b := s.grantSize(&s.voqs[vi])
+		if !s.windowRoom(b) {
 			s.Stats.WindowFull++
 			s.held = true
 			s.idle = true
 			return s.stopDue()
 		}
-		s.owePassed(vi)
-		s.grant(now, vi, popped)
+		s.owePassed(vi, b)
+		s.grant(now, vi)
 		if s.active == 0 {
 			return math.MaxInt64
 		}
@@ -721,9 +782,16 @@ func (s *Scheduler) armRefresh(now int64, v *schedVOQ) {
 	}
 }
 
-// pick takes the next VOQ to serve out of its ring: the highest class with
-// a VOQ whose source is not held back by its FCI pacing nor, with the
-// credit window, by its share of it or its lateness. A VOQ with a share
+// pick takes the next VOQ to serve: in the highest class with a VOQ whose
+// source is not held back by its FCI pacing nor, with the credit window,
+// by its share of it or its lateness, the one whose grants so far end
+// earliest in virtual time (start-time fair queueing over the bytes
+// granted: a VOQ's tag advances by each grant, and one that wanted nothing
+// restarts at the virtual time of the last grant, banking nothing). Turns
+// taken in ring order gave a VOQ a credit or all it asked for, whichever
+// was less: VOQs of less than a credit each got what they held, as a
+// FIFO would, and the scheduler never evened out sources that offered
+// unequal rates near the port's. A VOQ with a share
 // of the window in flight (the window over the VOQs that want credit, at
 // least a credit) waits for its cells, and the others get the credit
 // meanwhile. A late VOQ (credit in flight and nothing back from it for
@@ -736,15 +804,16 @@ func (s *Scheduler) armRefresh(now int64, v *schedVOQ) {
 // each turn it took idled the port a credit's time, and the credit
 // arrived after its stall on top of its turns there. With CatchUp the
 // turns it passed are owed to it, and a VOQ owed turns and no longer late
-// is served first in its class (popped false: its place in the ring
-// stays). Otherwise pick returns -1 and the earliest time a held-back
-// source may be served. The late VOQs passed over are left in passed.
-func (s *Scheduler) pick(now int64) (vi int32, wait int64, popped bool) {
+// is served first in its class. Otherwise pick returns -1 and the
+// earliest time a held-back source may be served. The late VOQs passed
+// over (whose tags were not after the one served) are left in passed.
+// The rings hold the VOQs that may want credit; pick drops the others.
+func (s *Scheduler) pick(now int64) (vi int32, wait int64) {
 	wait = math.MaxInt64
 	share := uint64(math.MaxUint64)
 	late := int64(math.MaxInt64)
 	if s.cfg.MaxInFlight > 0 {
-		share = uint64(max(s.win/max(s.active, 1), s.cfg.CreditSize))
+		share = uint64(max(s.window()/max(s.active, 1), s.cfg.CreditSize))
 		late = s.lateAfter()
 	}
 	s.passed = s.passed[:0]
@@ -756,9 +825,10 @@ func (s *Scheduler) pick(now int64) (vi int32, wait int64, popped bool) {
 			r := &s.rings[c]
 			if pass == 0 && s.owing > 0 {
 				if vi := s.owedIn(r, now, share, late); vi >= 0 {
-					return vi, 0, false
+					return vi, 0
 				}
 			}
+			best, mark := int32(-1), len(s.passed)
 			for n := r.size; n > 0; n-- {
 				vi := r.pop()
 				v := &s.voqs[vi]
@@ -766,18 +836,10 @@ func (s *Scheduler) pick(now int64) (vi int32, wait int64, popped bool) {
 					v.queued = false
 					continue
 				}
+				r.push(vi)
 				src := &s.srcs[v.src]
 				if s.throttled(src, now) && src.next > now {
-					r.push(vi)
 					wait = min(wait, src.next)
-					continue
-				}
-				if v.fly >= share {
-					r.push(vi)
-					if pass == 0 {
-						s.Stats.ShareFull++
-					}
-					s.held = true
 					continue
 				}
 				if pass == 0 && v.fly > 0 && now-v.flyAt > late {
@@ -786,22 +848,55 @@ func (s *Scheduler) pick(now int64) (vi int32, wait int64, popped bool) {
 						s.Stats.Late++
 						s.refund(now, v.fly)
 					}
-					r.push(vi)
-					s.Stats.LateFull++
 					if len(s.passed) < cap(s.passed) {
 						s.passed = append(s.passed, vi)
 					}
 					continue
 				}
-				if pass == 1 {
-					s.passed = s.passed[:0] // late itself: it took the turn no other could
+				if v.fly >= share {
+					if pass == 0 {
+						s.Stats.ShareFull++
+					}
+					s.held = true
+					continue
 				}
-				return vi, 0, true
+				if best < 0 || s.startTag(v) < s.startTag(&s.voqs[best]) {
+					best = vi
+				}
 			}
+			if best < 0 {
+				continue
+			}
+			// Ties go round: the ring turns past the VOQ served.
+			for v := r.pop(); ; v = r.pop() {
+				r.push(v)
+				if v == best {
+					break
+				}
+			}
+			if pass == 1 {
+				s.passed = s.passed[:0] // late itself: it took the turn no other could
+				return best, 0
+			}
+			// The late VOQs of this class passed the turn only if theirs
+			// came first.
+			keep := s.passed[:mark]
+			for _, p := range s.passed[mark:] {
+				if s.startTag(&s.voqs[p]) <= s.startTag(&s.voqs[best]) {
+					keep = append(keep, p)
+				}
+			}
+			s.passed = keep
+			s.Stats.LateFull += uint64(len(s.passed))
+			return best, 0
 		}
 	}
-	return -1, wait, false
+	return -1, wait
 }
+
+// startTag is where v's next grant starts in virtual time: where its
+// grants so far end, or the last grant's start if that is later.
+func (s *Scheduler) startTag(v *schedVOQ) uint64 { return max(v.tag, s.vnow) }
 
 // owedIn returns the VOQ of ring r owed the most turns that may be served
 // now (active, not held back by FCI, below its share, not late), or -1.
@@ -824,15 +919,15 @@ func (s *Scheduler) owedIn(r *credRing, now int64, share uint64, late int64) int
 }
 
 // owePassed owes each late VOQ the last pick passed over the turn it gave
-// to vi, granted now (a credit, or what it still asks for if less), within
-// CatchUp.
-func (s *Scheduler) owePassed(vi int32) {
+// to vi, the b bytes granted now (or what it still asks for if less),
+// within CatchUp.
+func (s *Scheduler) owePassed(vi int32, b uint64) {
 	if s.owedMax == 0 {
 		return
 	}
 	for _, p := range s.passed {
 		if v := &s.voqs[p]; p != vi {
-			s.setOwed(v, min(v.owed+min(uint64(s.cfg.CreditSize), v.req-v.granted), s.owedMax))
+			s.setOwed(v, min(v.owed+min(b, v.req-v.granted), s.owedMax))
 		}
 	}
 }
@@ -867,12 +962,14 @@ func (s *Scheduler) lateAfter() int64 {
 	return s.srtt + 4*s.rttvar
 }
 
-// grant gives VOQ vi (popped from its ring, or served ahead of its turn
-// there) one credit at the pacer's slot time and advances the pacer by the
-// bytes granted.
-func (s *Scheduler) grant(now int64, vi int32, popped bool) {
+// grant gives VOQ vi one credit (grantSize) at the pacer's slot time,
+// advances the pacer by the bytes granted and v's tag by those not owed
+// to it (CatchUp: the turns it passed late were not counted).
+func (s *Scheduler) grant(now int64, vi int32) {
 	v := &s.voqs[vi]
-	b := min(uint64(s.cfg.CreditSize), v.req-v.granted)
+	b := s.grantSize(v)
+	s.vnow = s.startTag(v)
+	v.tag = s.vnow + b - min(v.owed, b)
 	if s.cfg.MaxInFlight > 0 {
 		// The first byte this grant lets the source send (beyond what
 		// it had and its lead) measures the loop when it arrives.
@@ -885,6 +982,7 @@ func (s *Scheduler) grant(now int64, vi int32, popped bool) {
 	}
 	v.granted += b
 	v.issued = true
+	s.setWant(v)
 	if s.cfg.MaxInFlight > 0 {
 		if s.inflight == 0 {
 			s.expireAt = now + s.expire/4
@@ -917,15 +1015,7 @@ func (s *Scheduler) grant(now int64, vi int32, popped bool) {
 		s.Stats.CaughtUp += b
 		s.setOwed(v, v.owed-min(v.owed, b))
 	}
-	switch {
-	case v.granted < v.req:
-		if popped {
-			s.rings[v.key.Class].push(vi)
-		}
-	case popped:
-		v.queued = false
-		s.setActive(v, false)
-	default: // its entry stays in the ring, dropped when popped
+	if v.granted >= v.req { // its entry stays in the ring, dropped by pick
 		s.setActive(v, false)
 	}
 }
@@ -1048,6 +1138,7 @@ func (s *Scheduler) resetVOQ(v *schedVOQ) {
 	v.req, v.granted, v.issued = 0, s.cfg.PreCredit, false
 	v.arrived, v.sampEnd, v.late = 0, 0, false
 	s.setFly(v)
+	s.setWant(v)
 	if v.out > 0 {
 		s.Out[v.out-1].Total = v.granted
 	}

@@ -693,3 +693,99 @@ func TestCreditSetMaxInFlight(t *testing.T) {
 		t.Fatal("SetMaxInFlight turned the window on")
 	}
 }
+
+// TestSchedByteFair: two VOQs always waiting, one with a credit and more,
+// the other with a quarter credit (its source asks for that much more
+// whenever it is granted, as a flow pacing itself near its share does):
+// the scheduler serves them byte for byte. Turns of a credit or all a VOQ
+// held gave the first four times the second's bytes.
+func TestSchedByteFair(t *testing.T) {
+	cfg := DefaultSchedConfig(1e9)
+	s, g := newSchedLog(t, cfg)
+	small := uint64(cfg.CreditSize / 4)
+	k1, k2 := StreamKey{Src: 1}, StreamKey{Src: 2}
+	s.Request(0, 1, 0, 1<<40)
+	s.Request(0, 2, 0, small)
+	for now := int64(0); now < 20*credMs; now += 10 * credUs {
+		s.Poll(now)
+		g.take(s)
+		if _, granted, _ := s.Totals(2, 0); granted == g.total[k2] {
+			s.Request(now, 2, 0, granted+small)
+		}
+	}
+	a, b := float64(g.total[k1]), float64(g.total[k2])
+	if d := math.Abs(a-b) / (a + b); d > 0.02 || b == 0 {
+		t.Fatalf("granted %.0f and %.0f bytes: %.3f apart, want within 2 %%", a, b, d)
+	}
+}
+
+// TestSchedHandBounded: with two VOQs wanting credit the queue in hand is
+// at most twice their backlog not granted, and a grant is cut to the
+// window's room; one VOQ alone, or a backlog of half StopAbove, keeps the
+// whole of StopAbove in hand.
+func TestSchedHandBounded(t *testing.T) {
+	cfg := DefaultSchedConfig(1e9)
+	cfg.CreditSize, cfg.StopAbove, cfg.MaxInFlight = 64<<10, 256<<10, 2<<20
+	s, g := newSchedLog(t, cfg)
+	now := int64(credMs)
+	s.Request(now, 1, 0, 8<<10)
+	s.Poll(now)
+	g.take(s)
+	now += 100 * credUs
+	s.Arrived(now, 1, 0, 8<<10) // the loop measured
+	loop := s.Loop().Window - cfg.StopAbove
+	if loop <= 0 || loop > 100<<10 {
+		t.Fatalf("the loop's credit %d bytes (window %d)", loop, s.Loop().Window)
+	}
+	s.SetEgressQueue(200 << 10)
+	s.Request(now, 1, 0, 8<<10+20<<10)
+	if w := s.Loop().Window; w != loop+cfg.StopAbove {
+		t.Fatalf("one VOQ: window %d, want the loop's %d plus StopAbove", w, loop)
+	}
+	s.Request(now, 2, 0, 40<<10)
+	if w := s.Loop().Window; w != loop+2*(60<<10) || !s.WindowFull() {
+		t.Fatalf("two VOQs wanting 60 KiB: window %d (full %v), want the loop's %d plus 120 KiB", w, s.WindowFull(), loop)
+	}
+	s.Poll(now)
+	g.take(s)
+	if len(g.total) != 1 {
+		t.Fatalf("granted at the window: %v", g.total)
+	}
+	// The queue falls 16 KiB below the window: one grant of that room.
+	s.SetEgressQueue(s.Loop().Window - s.Loop().InFlight - 16<<10)
+	s.Poll(now)
+	g.take(s)
+	if got := g.total[StreamKey{Src: 1}] + g.total[StreamKey{Src: 2}] - 8<<10; got != 16<<10 {
+		t.Fatalf("granted %d bytes into 16 KiB of room", got)
+	}
+	s.Request(now, 2, 0, 200<<10)
+	if w := s.Loop().Window; w != loop+cfg.StopAbove {
+		t.Fatalf("backlog above half StopAbove: window %d, want the loop's %d plus StopAbove", w, loop)
+	}
+}
+
+// TestSchedTiesGoRound: VOQs whose next grants start at the same virtual
+// time are served in turn, not the first in the ring every time (a grant
+// owed to a late VOQ leaves its tag where it was, and ties came back).
+func TestSchedTiesGoRound(t *testing.T) {
+	s := newTestSched(t, DefaultSchedConfig(1e9))
+	for _, src := range []EdgeID{1, 2, 3} {
+		s.Request(0, src, 0, 1<<30)
+	}
+	seen := map[StreamKey]int{}
+	for range 6 {
+		vi, _ := s.pick(0)
+		if vi < 0 {
+			t.Fatal("nothing picked")
+		}
+		seen[s.voqs[vi].key]++
+		for i := range s.voqs {
+			s.voqs[i].tag = s.vnow // a tie again
+		}
+	}
+	for _, src := range []EdgeID{1, 2, 3} {
+		if n := seen[StreamKey{Src: src}]; n != 2 {
+			t.Fatalf("six picks among three tied VOQs: %v, want two each", seen)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func incastRun(r *scenario.Result, seed uint64, n int, credits bool, loss Loss, 
 // with credits and without. With credits nothing is lost in the fabric or
 // at the egress port (the sources' VOQs hold and drop the excess), the
 // port stays busy (credits run 2 % above its rate) and each source gets its
-// fair share within 5 % (round-robin among equal VOQs). Without credits the
+// fair share within 5 % (served byte for byte). Without credits the
 // egress queue overflows.
 func Incast(seed uint64) (*scenario.Result, error) {
 	r, done := begin("incast", seed)
