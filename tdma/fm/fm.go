@@ -342,6 +342,9 @@ func (m *Manager) scheduler() {
 		}
 		copy(d.RxFree, m.demand.RxFree)
 		copy(at, m.repAt)
+		for h, c := range m.ctrs {
+			d.Lost[h] = c.LostWindows()
+		}
 		m.mu.Unlock()
 		r := plan.Next(id, clock.Now(), d, at)
 		m.logRound(r, d)

@@ -14,10 +14,11 @@ import (
 // used (rounds are planned one ahead). What every round planned since will have carried after the
 // report came (each slot's open part, pro rata) is taken off, at what a
 // slot of that sender carries, which the Planner learns from the reports
-// themselves: between two reports of a host at least three of its slots
-// apart, what its pairs still busy sent over the slots they were given. A
-// host whose windows open late carries less per slot than the others and
-// is planned with that.
+// themselves: between two reports of a host at least three of its windows
+// apart, what its pairs still busy sent over the slots they were given,
+// less the windows it lost (Demand.Lost: a lost grant is a window the host
+// never had, not one that carried less). A host whose windows open late
+// carries less per slot than the others and is planned with that.
 //
 // With the rotor, once what is left fits in tailRounds rounds (a transfer's
 // tail), the rest is planned backward from its end: the last slots serve
@@ -31,6 +32,15 @@ import (
 // planned again from newer reports, so only the first MaxSlots of a plan
 // are used. Outside a tail the rotor plans as it is (every pair in turn:
 // a small demand beside an endless one is not starved).
+//
+// That holds while every planned window is had. Once some host has lost
+// windows (Demand.Lost), the hosts a backward plan leaves idle at its
+// start are those it counts ahead, and which host ends last depends on the
+// windows still to be lost: a host idle now may be the one behind a round
+// later. There the round's idle senders are given the pairs with the most
+// slots left whose receivers are idle too, within their slots of the plan
+// (a pair's share of the tail moves forward; the pairs then end less
+// together, but no host waits while it has bytes for an idle receiver).
 //
 // A pair whose sender's latest report has less than a slot's worth for it
 // (SlotCap), but something, keeps one slot in every round outside a tail,
@@ -51,15 +61,16 @@ type Planner struct {
 	SlotLen  int64
 	Guard    int64
 
-	recent []planned // the last rounds planned, oldest first
-	asked  [][]bool  // scratch: the pairs the latest reports have less than a slot's worth for
-	prev   [][]int64 // each host's report before its last
-	prevAt []int64   // when that report came
-	pay    []int64   // learned payload per slot, per sender
-	w      [][]int64 // scratch: leveling weights' bytes
-	a      *assigner // scratch
-	served [][]int   // scratch: a pair's slots so far in a backward plan
-	tail   bool
+	recent   []planned // the last rounds planned, oldest first
+	asked    [][]bool  // scratch: the pairs the latest reports have less than a slot's worth for
+	prev     [][]int64 // each host's report before its last
+	prevAt   []int64   // when that report came
+	prevLost []int64   // the windows it had lost by then
+	pay      []int64   // learned payload per slot, per sender
+	w        [][]int64 // scratch: leveling weights' bytes
+	a        *assigner // scratch
+	served   [][]int   // scratch: a pair's slots so far in a backward plan
+	tail     bool
 }
 
 // planned is a round and when it started (0: not known yet).
@@ -112,8 +123,11 @@ const tailTurns = 2
 // report corrects that.
 func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 	N := d.N
+	if len(d.Lost) != N {
+		d.Lost = make([]int64, N) // a Demand not from NewDemand: none lost
+	}
 	if p.pay == nil {
-		p.pay, p.prev, p.prevAt, p.asked = make([]int64, N), make([][]int64, N), make([]int64, N), make([][]bool, N)
+		p.pay, p.prev, p.prevAt, p.prevLost, p.asked = make([]int64, N), make([][]int64, N), make([]int64, N), make([]int64, N), make([][]bool, N)
 		for i := range p.pay {
 			p.pay[i] = p.SlotCap
 			p.prev[i], p.asked[i] = make([]int64, N), make([]bool, N)
@@ -126,11 +140,15 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		if at[i] == p.prevAt[i] {
 			continue
 		}
-		if p.prevAt[i] != 0 && at[i] > p.prevAt[i] && !p.learn(i, d.Bytes[i], at[i]) {
+		if p.prevAt[i] != 0 && at[i] > p.prevAt[i] && !p.learn(i, d.Bytes[i], d.Lost[i]-p.prevLost[i], at[i]) {
 			continue // too soon: learn from a later report against this one's predecessor
 		}
-		p.prevAt[i] = at[i]
+		p.prevAt[i], p.prevLost[i] = at[i], d.Lost[i]
 		copy(p.prev[i], d.Bytes[i])
+	}
+	lossy := false
+	for _, l := range d.Lost {
+		lossy = lossy || l > 0
 	}
 	for i := range d.Bytes {
 		for j, b := range d.Bytes[i] {
@@ -165,7 +183,7 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 			p.tail = false
 		}
 		if p.tail {
-			s = tail{p: p, rot: rot, bytes: d.Bytes}
+			s = tail{p: p, rot: rot, bytes: d.Bytes, fill: lossy}
 		}
 	}
 	if !p.tail {
@@ -204,12 +222,13 @@ func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
 // learn updates what a slot of host i carries from its report rep, which
 // came at t, against its report before: the bytes its pairs still busy at
 // rep (more than two slots left) sent in between, over the slots (their
-// open parts' shares) they were given in between. It moves half way to
-// each new measure. It reports false while fewer than three such slots
-// lie in between (the Planner then learns from a later report against the
-// same report before), unless the report before is older than the rounds
-// the Planner remembers.
-func (p *Planner) learn(i int, rep []int64, t int64) bool {
+// open parts' shares) they were given in between less the lost windows
+// it counted in between. It moves half way to each new measure. It
+// reports false while fewer than three such windows lie in between (the
+// Planner then learns from a later report against the same report
+// before), unless the report before is older than the rounds the Planner
+// remembers.
+func (p *Planner) learn(i int, rep []int64, lost, t int64) bool {
 	var sent int64
 	var slots float64
 	busy := func(j int) bool { return rep[j] > 2*p.pay[i] }
@@ -225,7 +244,7 @@ func (p *Planner) learn(i int, rep []int64, t int64) bool {
 			sent += p.prev[i][j] - b
 		}
 	}
-	if slots < 3 {
+	if slots -= float64(lost); slots < 3 {
 		return len(p.recent) > 0 && p.prevAt[i] < p.recent[0].start
 	}
 	if sent > 0 {
@@ -258,6 +277,7 @@ type tail struct {
 	p     *Planner
 	rot   *Rotor
 	bytes [][]int64 // what the pairs have left, in bytes of SlotCap slots
+	fill  bool      // windows have been lost: no host idles (Planner)
 }
 
 func (t tail) Name() string { return t.rot.Name() }
@@ -265,7 +285,8 @@ func (t tail) Name() string { return t.rot.Name() }
 // Build builds every slot n asks for, backward: each the matching that
 // serves the most pairs with slots left, then the pairs served the fewest
 // times yet (up to tailTurns), then the most bytes left, then the rotor's
-// next shift; and returns the first maxSlots of them in time order.
+// next shift; and returns the first maxSlots of them in time order, their
+// idle senders and receivers paired up where t.fill asks it (fillIdle).
 func (t tail) Build(n [][]int, maxSlots int) []Matching {
 	N, p := len(n), t.p
 	if N < 2 {
@@ -325,7 +346,59 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 		out = append(out, m)
 	}
 	slices.Reverse(out)
-	return out[:min(len(out), maxSlots)]
+	out = out[:min(len(out), maxSlots)]
+	if t.fill {
+		t.fillIdle(out, n)
+	}
+	return out
+}
+
+// fillIdle gives each slot's idle senders a destination idle in that slot
+// too: the pair with the most of its slots of n not yet in slots, then the
+// most bytes left, while it has such slots (a pair never gets more slots
+// than n asks for).
+func (t tail) fillIdle(slots []Matching, n [][]int) {
+	N := len(n)
+	spare := clone(n)
+	for _, m := range slots {
+		for i, j := range m {
+			if j >= 0 {
+				spare[i][j]--
+			}
+		}
+	}
+	busy := make([]bool, N) // receivers taken in the slot
+	for _, m := range slots {
+		for j := range busy {
+			busy[j] = false
+		}
+		for _, j := range m {
+			if j >= 0 {
+				busy[j] = true
+			}
+		}
+		for {
+			bi, bj := -1, -1
+			for i, j0 := range m {
+				if j0 >= 0 {
+					continue
+				}
+				for j := range busy {
+					if j == i || busy[j] || spare[i][j] <= 0 {
+						continue
+					}
+					if bi < 0 || spare[i][j] > spare[bi][bj] || spare[i][j] == spare[bi][bj] && t.bytes[i][j] > t.bytes[bi][bj] {
+						bi, bj = i, j
+					}
+				}
+			}
+			if bi < 0 {
+				break
+			}
+			m[bi], busy[bj] = int16(bj), true
+			spare[bi][bj]--
+		}
+	}
 }
 
 // assigner finds a maximum-weight perfect matching of an N×N weight

@@ -12,15 +12,7 @@ import "testing"
 func TestPlannerTail(t *testing.T) {
 	const N, slotCap = 4, 50_000
 	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 8, SlotLen: 5e6, Guard: 3e5}
-	d := NewDemand(N)
-	for i := range d.Bytes {
-		for j := range d.Bytes[i] {
-			if i != j {
-				d.Bytes[i][j] = 4 * slotCap
-			}
-		}
-	}
-	d.Bytes[1][0] = 7 * slotCap
+	d := tailDemand(N, slotCap)
 	n := SlotDemand(d, slotCap)
 	r := p.Next(1, 1, d, make([]int64, N))
 	if err := Validate(r, n); err != nil {
@@ -52,6 +44,21 @@ func TestPlannerTail(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tailDemand is a shuffle's tail: every pair four slots left but h2 → h1,
+// seven.
+func tailDemand(N int, slotCap int64) *Demand {
+	d := NewDemand(N)
+	for i := range d.Bytes {
+		for j := range d.Bytes[i] {
+			if i != j {
+				d.Bytes[i][j] = 4 * slotCap
+			}
+		}
+	}
+	d.Bytes[1][0] = 7 * slotCap
+	return d
 }
 
 // TestPlannerKeepsAReservedSlot: h1 and h2 send without end to h3, which
@@ -105,5 +112,75 @@ func TestNearTail(t *testing.T) {
 		if got := NearTail(c.left, 4, rate, slot); got != c.want {
 			t.Errorf("NearTail(%d) = %v, want %v", c.left, got, c.want)
 		}
+	}
+}
+
+// TestPlannerTailFillsUnderLoss: the tail of TestPlannerTail, h2 → h1
+// three slots behind. Planned backward, the round's first slots serve the
+// pairs behind alone, the others' senders idle. Once a host has lost
+// windows the round gives every idle sender a destination idle in the
+// same slot, wherever a pair of the two has slots of the plan left beyond
+// the round's: every slot still a matching within the demand.
+func TestPlannerTailFillsUnderLoss(t *testing.T) {
+	const N, slotCap = 4, 50_000
+	plan := func(lost int64) (*Round, [][]int) {
+		p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 8, SlotLen: 5e6, Guard: 3e5}
+		d := tailDemand(N, slotCap)
+		d.Lost[2] = lost
+		n := SlotDemand(d, slotCap)
+		r := p.Next(1, 1, d, make([]int64, N))
+		if err := Validate(r, n); err != nil {
+			t.Fatal(err)
+		}
+		return r, n
+	}
+	// idle counts the senders idle in a slot beside a receiver idle in it
+	// that they have slots of n left for beyond the round's.
+	idle := func(r *Round, n [][]int) int {
+		got, c := served(r.Slots, N), 0
+		for _, m := range r.Slots {
+			for i, j0 := range m {
+				for j := 0; j < N && j0 < 0; j++ {
+					if j != i && !receives(m, j) && got[i][j] < n[i][j] {
+						c++
+					}
+				}
+			}
+		}
+		return c
+	}
+	r, n := plan(0)
+	if idle(r, n) == 0 {
+		t.Fatalf("without loss no sender idles beside a receiver it has slots for: %v", r.Slots)
+	}
+	r, n = plan(1)
+	if c := idle(r, n); c != 0 || r.Slots[0][1] != 0 {
+		t.Errorf("with lost windows: %d idle senders beside idle receivers they have slots for, first slot %v (want h2 → h1 in it)", c, r.Slots[0])
+	}
+}
+
+// TestPlannerLearnsFromWindowsHad: two hosts send to each other; a round
+// of eight slots later h1 reports six slots' worth sent and two windows
+// lost (their grants never came), h2 eight slots' worth and none lost. A
+// slot of either still carries a full slot's worth: a lost window is not
+// one that carried less.
+func TestPlannerLearnsFromWindowsHad(t *testing.T) {
+	const N, slotCap, slotLen = 2, 50_000, int64(5e6)
+	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 8, SlotLen: slotLen, Guard: 3e5}
+	report := func(sent0, sent1, lost0 int64) *Demand {
+		d := NewDemand(N)
+		d.Bytes[0][1], d.Bytes[1][0] = (100-sent0)*slotCap, (100-sent1)*slotCap
+		d.Lost[0] = lost0
+		return d
+	}
+	at := []int64{1, 1}
+	r1 := p.Next(1, 10, report(0, 0, 0), at)
+	t1 := int64(1e6)
+	p.Next(2, t1, report(0, 0, 0), at) // round 1 starts
+	t2 := t1 + int64(len(r1.Slots))*slotLen
+	at = []int64{t2 - 1, t2 - 1}
+	p.Next(3, t2, report(6, 8, 2), at) // round 2 starts; the reports came as round 1 ended
+	if pay := p.Payload(); pay[0] != slotCap || pay[1] != slotCap {
+		t.Errorf("payload per slot %v after %d slots: want %d each", pay, len(r1.Slots), slotCap)
 	}
 }

@@ -13,18 +13,22 @@ import (
 // class 7 is never gated.
 const MaxClasses = 7
 
-// Demand is what the hosts reported: Bytes[i][j] queued at i for j, and
-// RxFree[j] the receive buffer j has free (all senders together).
+// Demand is what the hosts reported: Bytes[i][j] queued at i for j,
+// RxFree[j] the receive buffer j has free (all senders together), and
+// Lost[i] the windows host i has lost so far (grants it found missing that
+// no free-run window stood in for), as of its report. Only the Planner
+// reads Lost.
 type Demand struct {
 	N      int
 	Bytes  [][]int64
 	RxFree []int64
+	Lost   []int64
 }
 
-// NewDemand returns an N-host demand with nothing queued and unlimited
-// receive buffers.
+// NewDemand returns an N-host demand with nothing queued, unlimited
+// receive buffers and no window lost.
 func NewDemand(n int) *Demand {
-	d := &Demand{N: n, Bytes: make([][]int64, n), RxFree: make([]int64, n)}
+	d := &Demand{N: n, Bytes: make([][]int64, n), RxFree: make([]int64, n), Lost: make([]int64, n)}
 	for i := range d.Bytes {
 		d.Bytes[i] = make([]int64, n)
 		d.RxFree[i] = 1 << 62

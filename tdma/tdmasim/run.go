@@ -49,8 +49,16 @@ func (s *Sim) report(i int, round uint32) {
 		return
 	}
 	s.lastRep[i] = round
+	s.snapshot(i)
+}
+
+// snapshot takes host i's report now: its bytes left and the windows it
+// has lost, from its gate's counters as an agent's report carries them.
+func (s *Sim) snapshot(i int) {
 	copy(s.rep[i], s.hosts[i].remain)
 	s.repAt[i] = s.now
+	st := s.hosts[i].g.Stats()
+	s.lost[i] = (&wire.Counters{CtlLost: st.CtlLost, FreeRunOpens: st.FreeRunOpens}).LostWindows()
 }
 
 // publish plans the next round from the reports as the FM does
@@ -65,6 +73,7 @@ func (s *Sim) publish(now int64) {
 	for i := 0; i < N; i++ {
 		copy(d.Bytes[i], s.rep[i])
 	}
+	copy(d.Lost, s.lost)
 	r := s.plan.Next(id, now, d, s.repAt)
 	if err := s.fm.Publish(now, r); err != nil {
 		return // too late: the FM idles a slot and wants the next number
@@ -233,8 +242,7 @@ func (s *Sim) onCtl(i int, idx int32, rx int64) {
 	}
 	s.hosts[i].g.OnGrant(s.now, rx, &g)
 	if s.lastRep[i] != 0 && s.now-s.repAt[i] >= s.cfg.Slot/2 && s.nearTail(i) { // a report a slot, at its grant
-		copy(s.rep[i], s.hosts[i].remain)
-		s.repAt[i] = s.now
+		s.snapshot(i)
 	}
 	if f := &s.cfg.Fault; (f.Kind == OpenEarly || f.Kind == CloseLate || f.Kind == AfterLease) && i == f.Host && g.OpenNs > 0 && s.grantSlot(&g) == f.Slot {
 		s.strike(i)

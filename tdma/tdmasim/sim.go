@@ -276,6 +276,7 @@ type Sim struct {
 	slots     []sched.Matching // the FM's timeline, slot k from k·Slot
 	rep       [][]int64        // each host's last demand report
 	repAt     []int64          // when it reached the FM
+	lost      []int64          // the windows it had lost by then (sched.Demand.Lost)
 	lastRep   []uint32         // the schedule that made it report
 	curRound  *sched.Round
 	computeAt int64
@@ -394,7 +395,7 @@ func newSim(cfg Config) (*Sim, error) {
 	}
 	s.res.Config = s.cfg
 	s.res.SilentAfterFreeze, s.res.ResumeAfterThaw = -1, -1
-	s.rep, s.repAt, s.lastRep = make([][]int64, cfg.Hosts), make([]int64, cfg.Hosts), make([]uint32, cfg.Hosts)
+	s.rep, s.repAt, s.lastRep, s.lost = make([][]int64, cfg.Hosts), make([]int64, cfg.Hosts), make([]uint32, cfg.Hosts), make([]int64, cfg.Hosts)
 	for i := range s.rep {
 		s.rep[i] = append([]int64(nil), s.hosts[i].remain...)
 	}

@@ -32,6 +32,13 @@ type Counters struct {
 	CtlRx, CtlLost, GrantsLate, OverrunBytes, FreeRunOpens, LeaseExpiries uint64
 }
 
+// LostWindows is the windows the host has lost: the grants it found
+// missing (gaps in the FM's sequence numbers), less the free-run windows it
+// opened without one.
+func (c *Counters) LostWindows() int64 {
+	return max(0, int64(c.CtlLost)-int64(c.FreeRunOpens))
+}
+
 // Len is the encoded length.
 func (r *Report) Len() int { return reportHdrLen + 16*int(r.N) + reportCtrLen }
 
