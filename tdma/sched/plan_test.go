@@ -184,3 +184,43 @@ func TestPlannerLearnsFromWindowsHad(t *testing.T) {
 		t.Errorf("payload per slot %v after %d slots: want %d each", pay, len(r1.Slots), slotCap)
 	}
 }
+
+// TestPlannerTailKeepsItsOrder: a tail's last round, whose plan leaves
+// some host idle in its first slots, keeps every pair's last slot in the
+// round's last N−1: a pair is not moved into an earlier slot beside its
+// reverse (PairReciprocal, for RPC), which would end it a round early.
+func TestPlannerTailKeepsItsOrder(t *testing.T) {
+	const N, slotCap = 4, 50_000
+	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 16, SlotLen: 5e6, Guard: 3e5, tail: true}
+	d := NewDemand(N)
+	for i, row := range [N][N]int64{{0, 1, 1, 1}, {3, 0, 1, 1}, {2, 3, 0, 2}, {1, 4, 3, 0}} {
+		for j, k := range row {
+			if k > 0 {
+				d.Bytes[i][j] = k*slotCap - slotCap/2
+			}
+		}
+	}
+	n := SlotDemand(d, slotCap)
+	r := p.Next(1, 1, d, make([]int64, N))
+	if err := Validate(r, n); err != nil {
+		t.Fatal(err)
+	}
+	last := make([][]int, N)
+	for i := range last {
+		last[i] = make([]int, N)
+	}
+	for k, m := range r.Slots {
+		for i, j := range m {
+			if j >= 0 {
+				last[i][j] = k
+			}
+		}
+	}
+	for i := range last {
+		for j, k := range last[i] {
+			if i != j && k < len(r.Slots)-(N-1) {
+				t.Errorf("h%d → h%d's last slot is %d of %d: %v", i, j, k, len(r.Slots), r.Slots)
+			}
+		}
+	}
+}
