@@ -108,8 +108,8 @@ func NearTail(left int64, hosts int, rate uint64, slotLen int64) bool {
 }
 
 // TailHold is what a sender near its end (NearTail) keeps back from a
-// window to a destination for the later windows its round gives it there,
-// later of them, each slotBytes at most (SlotBytes): half of each. A
+// window to a destination for the later windows its round gives it there
+// (later of them): half of what each carries (slotBytes, SlotBytes). A
 // tail's plan counts a pair's slots from a report a slot to two rounds
 // old, so a pair may be given a slot more than it needs, and one that
 // sends all it can ends a slot or more before its last one, that is
