@@ -227,22 +227,6 @@ func (g *Gate) Booked(r uint32, k, dst int) (booked, known bool) {
 	return c >= 0 && s.Slot[k] == c, true
 }
 
-// Later returns how many windows to dst the schedule of round r gives this
-// host after slot k (0 if that schedule is not held).
-func (g *Gate) Later(r uint32, k, dst int) int {
-	s := g.schedule(r)
-	if s == nil || uint(dst) >= uint(len(s.ClassMap)) || s.ClassMap[dst] < 0 {
-		return 0
-	}
-	n, c := 0, s.ClassMap[dst]
-	for i := k + 1; i < int(s.NSlots); i++ {
-		if s.Slot[i] == c {
-			n++
-		}
-	}
-	return n
-}
-
 func (g *Gate) schedule(r uint32) *wire.Schedule {
 	i := r % nsched
 	if g.have[i] && g.sched[i].Round == r {

@@ -535,21 +535,3 @@ func TestWindowsFollowTheFMsStagger(t *testing.T) {
 		check(sent+G, 1, 1)
 	}
 }
-
-// TestLater: the windows to a destination a round's schedule gives after
-// a slot, none for a round not held or a destination without a class.
-func TestLater(t *testing.T) {
-	g := newGate(t, Lease)
-	s := sched0(9) // slot k → host k+1; then slots 3, 4 → host 2 again
-	s.NSlots = 5
-	s.Slot[3], s.Slot[4] = 1, 1
-	g.OnSchedule(s)
-	for _, c := range []struct{ k, dst, want int }{{0, 2, 3}, {1, 2, 2}, {3, 2, 1}, {4, 2, 0}, {0, 1, 0}, {-1, 1, 1}, {0, 0, 0}, {0, 9, 0}} {
-		if got := g.Later(9, c.k, c.dst); got != c.want {
-			t.Errorf("Later(9, %d, %d) = %d, want %d", c.k, c.dst, got, c.want)
-		}
-	}
-	if got := g.Later(20, 0, 2); got != 0 {
-		t.Errorf("a round not held: %d later windows", got)
-	}
-}

@@ -235,10 +235,6 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		key := uint64(w.Round)<<8 | uint64(w.Slot)
 		a.sendPongs(now, r, w)
 		wake = min(wake, a.sendPings(now, r, w, key))
-		var hold int64 // kept for the round's later windows to w.Dst (sched.TailHold)
-		if a.nearEnd(r) {
-			hold = sched.TailHold(a.g.Later(w.Round, w.Slot, w.Dst), sched.SlotBytes(a.cfg.Rate, w.SlotLen, w.Guard))
-		}
 		n := 0
 		var vf int64
 		for n < batch {
@@ -258,16 +254,12 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) {
 				break
 			}
-			room := r.remain[w.Dst] - hold
-			if room <= 0 {
-				break
-			}
-			want := int(min(int64(a.cfg.MTU+ethHdr), room+dataHdr))
+			want := int(min(int64(a.cfg.MTU+ethHdr), r.remain[w.Dst]+dataHdr))
 			fl := a.g.Fit(now, w, max(want, 60))
 			if fl < dataHdr+1 {
 				break
 			}
-			pay := int(min(int64(fl-dataHdr), room))
+			pay := int(min(int64(fl-dataHdr), r.remain[w.Dst]))
 			vf = a.g.Sent(now, w, fl)
 			a.frame(r, n, w, pay, fl, vf)
 			n++

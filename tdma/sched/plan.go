@@ -107,18 +107,6 @@ func NearTail(left int64, hosts int, rate uint64, slotLen int64) bool {
 	return left <= 3*tailRounds*int64(hosts-1)*(int64(rate/8)*slotLen/1e9)
 }
 
-// TailHold is what a sender near its end (NearTail) keeps back from a
-// window to a destination for the later windows its round gives it there
-// (later of them): half of what each carries (slotBytes, SlotBytes). A
-// tail's plan counts a pair's slots from a report a slot to two rounds
-// old, so a pair may be given a slot more than it needs, and one that
-// sends all it can ends a slot or more before its last one, that is
-// before the tail's last N−1 slots where the others end. Kept back, its
-// last bytes go in its last window, and a later window that opens late
-// still has room for its share. It only ever sends less in a window,
-// never outside one.
-func TailHold(later int, slotBytes int64) int64 { return int64(later) * slotBytes / 2 }
-
 // tailTurns is how many times a backward plan serves every pair with
 // slots left before it serves any pair again: a pair's last two slots
 // fall in the tail's last 2(N−1), so that a pair whose last slot was

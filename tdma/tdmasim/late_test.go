@@ -17,7 +17,7 @@ func TestOpenLatenessSetsTheShuffle(t *testing.T) {
 		t.Skip("40 MiB shuffles")
 	}
 	run := func(late Dist) (ratio, spread float64) {
-		rs, ss, _ := starShuffles(t, late, 3, false)
+		rs, ss := starShuffles(t, late, 3)
 		return rs[1], ss[1]
 	}
 	lr, ls := run(MeasuredOpenLate)
@@ -41,7 +41,7 @@ func TestShuffleTailEndsTogether(t *testing.T) {
 	if testing.Short() {
 		t.Skip("40 MiB shuffles")
 	}
-	rs, ss, _ := starShuffles(t, MeasuredOpenLate, 16, false)
+	rs, ss := starShuffles(t, MeasuredOpenLate, 16)
 	c := Default()
 	want := float64(int64(c.Hosts)*c.Slot) / 1e6
 	t.Logf("finish spread %.1f ms median (%.1f-%.1f), %.4f × ideal median", ss[len(ss)/2], ss[0], ss[len(ss)-1], rs[len(rs)/2])
@@ -60,12 +60,8 @@ func TestShuffleTailEndsTogether(t *testing.T) {
 // must be safe: the FM's schedules change from round to round (a tail's
 // rounds are planned backward, each from newer reports), and no frame
 // may meet another sender's in a switch port, leave after its slot's end
-// plus the guard or before its slot's guard has passed; with overrunOK, a
-// frame may leave past its slot's end plus the guard (a grant delayed by
-// more than the guard less a frame: the measured delays' tail, 260 µs, and
-// a frame ahead of it in the switch port), and overrun counts the runs
-// where one did.
-func starShuffles(t *testing.T, late Dist, n uint64, overrunOK bool) (ratios, spreads []float64, overrun int) {
+// plus the guard or before its slot's guard has passed.
+func starShuffles(t *testing.T, late Dist, n uint64) (ratios, spreads []float64) {
 	for seed := uint64(1); seed <= n; seed++ {
 		c := Default()
 		c.Shuffle, c.Margin, c.MaxRoundSlots, c.Timer, c.Seed, c.Stagger = 40<<20, 50_000, 4*c.Hosts, late, seed, true
@@ -73,10 +69,7 @@ func starShuffles(t *testing.T, late Dist, n uint64, overrunOK bool) (ratios, sp
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.OverrunBytes > 0 {
-			overrun++
-		}
-		if r.Unfinished > 0 || r.Collisions > 0 || r.MetInSlot > 0 || r.OverrunBytes > 0 && !overrunOK || r.EarlyBytes > 0 || r.Drops > 0 {
+		if r.Unfinished > 0 || r.Collisions > 0 || r.MetInSlot > 0 || r.OverrunBytes > 0 || r.EarlyBytes > 0 || r.Drops > 0 {
 			t.Fatalf("%s seed %d: %d flows unfinished, %d collisions, %d meetings in slot, %d bytes overrun, %d early, %d drops", late.Name, seed,
 				r.Unfinished, r.Collisions, r.MetInSlot, r.OverrunBytes, r.EarlyBytes, r.Drops)
 		}
@@ -84,7 +77,7 @@ func starShuffles(t *testing.T, late Dist, n uint64, overrunOK bool) (ratios, sp
 	}
 	slices.Sort(ratios)
 	slices.Sort(spreads)
-	return ratios, spreads, overrun
+	return ratios, spreads
 }
 
 // TestShuffleTailCatchesUp: the 40 MiB shuffle as the star runs it, with
@@ -159,37 +152,5 @@ func TestShuffleTailUnderGrantLoss(t *testing.T) {
 	t.Logf("%g grant loss: %.3f × ideal median (%.3f-%.3f), loss-free %.3f", loss, rs[len(rs)/2], rs[0], rs[len(rs)-1], r0.Ratio())
 	if rs[len(rs)/2] > want {
 		t.Errorf("median %.3f × ideal: want ≤ %.3f (the loss-free run over the windows had, and a round)", rs[len(rs)/2], want)
-	}
-}
-
-// TestShuffleTailEndsInEveryRun: the 40 MiB shuffle as the star runs it,
-// with the measured late opens, over many seeds. A pair the tail's plan
-// gives a slot more than it needs (its count is from reports a slot to two
-// rounds old) must still end in its last slot, among the tail's last N−1,
-// not a slot or more before the others (the agents keep half a window back
-// for each later window of the round: sched.TailHold); and a tail's slots
-// are kept in the order planned, a pair's last slot never moved to the
-// start of the round to share a slot with its reverse. A run's spread
-// then stays within a rotor cycle and a slot (N slots) but for the odd
-// pair whose last window carried too little, which a round planned ahead
-// serves a slot or two after the others' end: at most one run in eight
-// beyond N slots, none beyond N+1.
-func TestShuffleTailEndsInEveryRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("40 MiB shuffles")
-	}
-	const seeds = 48
-	_, ss, overrun := starShuffles(t, MeasuredOpenLate, seeds, true)
-	c := Default()
-	cycle, slot := float64(int64(c.Hosts)*c.Slot)/1e6, float64(c.Slot)/1e6
-	beyond := 0
-	for _, s := range ss {
-		if s > cycle {
-			beyond++
-		}
-	}
-	t.Logf("finish spread %.1f ms median, p90 %.1f, max %.1f; %d of %d runs beyond %.0f ms; %d runs with a frame past its slot's end plus the guard", ss[len(ss)/2], ss[len(ss)*9/10], ss[len(ss)-1], beyond, seeds, cycle, overrun)
-	if beyond > seeds/8 || ss[len(ss)-1] > cycle+slot {
-		t.Errorf("%d of %d runs' finish spread beyond %.0f ms (want ≤ %d), the widest %.1f ms (want ≤ %.0f)", beyond, seeds, cycle, seeds/8, ss[len(ss)-1], cycle+slot)
 	}
 }

@@ -370,19 +370,12 @@ func (s *Sim) tryHost(i int) {
 		if !ok || h.remain[w.Dst] <= 0 {
 			continue
 		}
-		room := h.remain[w.Dst]
-		if s.nearTail(i) { // the agents' hold (sched.TailHold)
-			room -= sched.TailHold(h.g.Later(w.Round, w.Slot, w.Dst), sched.SlotBytes(s.cfg.Rate, w.SlotLen, w.Guard))
-		}
-		if room <= 0 {
-			continue
-		}
 		// A last piece shorter than the minimum frame is padded.
-		n := h.g.Fit(s.now, w, int(min(int64(s.cfg.MTU), max(room+HdrLen, minFrame))))
+		n := h.g.Fit(s.now, w, int(min(int64(s.cfg.MTU), max(h.remain[w.Dst]+HdrLen, minFrame))))
 		if n == 0 {
 			continue
 		}
-		payload := int(min(int64(n-HdrLen), room))
+		payload := int(min(int64(n-HdrLen), h.remain[w.Dst]))
 		h.remain[w.Dst] -= int64(payload)
 		end := h.g.Sent(s.now, w, n)
 		h.nicFree = end
