@@ -383,7 +383,7 @@ func (s *Scheduler) setFly(v *schedVOQ) {
 }
 
 // sample takes a measured round trip into the smoothed one (gains 1/8 and
-// 1/4, as TCP's) and sets the window (see setWindow).
+// 1/4, as TCP's) and sets the loop's worth of credit (setLoop).
 func (s *Scheduler) sample(rtt int64) {
 	s.Stats.RTTSamples++
 	if s.srtt == 0 {
@@ -393,12 +393,12 @@ func (s *Scheduler) sample(rtt int64) {
 		s.srtt = max(s.srtt+d/8, 1)
 		s.rttvar += (abs64(d) - s.rttvar) / 4
 	}
-	s.setWindow()
+	s.setLoop()
 }
 
-// setWindow takes the measured loop's worth of credit: the round trip
+// setLoop sets the measured loop's worth of credit (loop): the round trip
 // plus twice its variation at the credit rate (see window).
-func (s *Scheduler) setWindow() {
+func (s *Scheduler) setLoop() {
 	if s.srtt == 0 {
 		return
 	}
@@ -469,7 +469,7 @@ func (s *Scheduler) SetMaxInFlight(bytes int) {
 		return
 	}
 	s.cfg.MaxInFlight = max(bytes, s.cfg.CreditSize)
-	s.setWindow()
+	s.setLoop()
 }
 
 func abs64(x int64) int64 {
