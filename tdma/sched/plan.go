@@ -30,7 +30,8 @@ import (
 // more before the last. It costs nothing in completion: the tail
 // is as long either way, set by the host with the most left. Each round is
 // planned again from newer reports, so only the first MaxSlots of a plan
-// are used. Outside a tail the rotor plans as it is (every pair in turn:
+// are used, and once the rest fits in shortRounds rounds only its first
+// N−1 (a round's reports are then a cycle old, not a round). Outside a tail the rotor plans as it is (every pair in turn:
 // a small demand beside an endless one is not starved).
 //
 // That holds while every planned window is had. Once some host has lost
@@ -88,6 +89,22 @@ func SlotBytes(rate uint64, slotLen, guard int64) int64 {
 // keptPlans is how many planned rounds a Planner remembers: a report is
 // at most this many rounds old before a newer one replaces it.
 const keptPlans = 4
+
+// shortRounds: once what is left of a tail fits in this many rounds, its
+// rounds are one rotor cycle (N−1 slots) each. A round is planned as the
+// one before it starts, so the rounds that hold the pairs' last slots are
+// then planned from reports a cycle old, not a whole round: planned a
+// round ahead, what a pair's windows carry from one to the next (a late
+// open takes a fifth of one) put its last slot a whole slot off in many
+// runs (a slot planned for bytes already sent, or a slot short).
+const shortRounds = 2
+
+// sliver: a pair whose rest is whole slots and less than this share of
+// one more (a quarter) may find its last slot empty, its bytes gone in
+// the slots before (windows carry more or less than learned); a backward
+// plan gives its last slot first in the tail's last turn and the one
+// before right before it, so that it ends then at worst a slot early.
+const sliver = 4
 
 // tailRounds is how many rounds' worth of slots a transfer's rest is
 // planned backward from (its tail): enough that a pair some three rounds
@@ -196,7 +213,11 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 			}
 		}
 	}
-	r := Make(s, id, n, p.MaxSlots, p.SlotLen, p.Guard)
+	maxSlots := p.MaxSlots
+	if _, ok := s.(tail); ok && maxLine(n) <= shortRounds*p.MaxSlots {
+		maxSlots = min(maxSlots, N-1)
+	}
+	r := Make(s, id, n, maxSlots, p.SlotLen, p.Guard)
 	if len(p.recent) == keptPlans {
 		p.recent = append(p.recent[:0], p.recent[1:]...)
 	}
@@ -325,7 +346,16 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 					*w = -c1 * int64(N+1) // never: a derangement always exists
 				case left[i][j] > 0:
 					turn := ((j-i+N)%N - 1 - pref + N - 1) % (N - 1) // 0 for the preferred shift
-					*w = c1 + int64(max(tailTurns-p.served[i][j], 0))*c0 + min(max(p.w[i][j], 0)*64/p.SlotCap, maxLeft)*c2 + int64(N-1-turn)
+					by := min(max(p.w[i][j], 0)*64/p.SlotCap, maxLeft)
+					if f := t.bytes[i][j] % p.SlotCap; t.bytes[i][j] > p.SlotCap && f > 0 && f < p.SlotCap/sliver {
+						switch {
+						case p.served[i][j] == 0:
+							by = 0 // its last slot first in the last turn
+						case p.served[i][j] == 1 && out[len(out)-1][i] == int16(j):
+							by = maxLeft // the one before right before it
+						}
+					}
+					*w = c1 + int64(max(tailTurns-p.served[i][j], 0))*c0 + by*c2 + int64(N-1-turn)
 				default:
 					*w = 0
 				}

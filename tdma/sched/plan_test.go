@@ -8,24 +8,29 @@ import "testing"
 // every pair's last slot in the plan's last N−1 slots and the one before
 // it in the N−1 before those (a pair planned a slot for a few bytes it no
 // longer has still ends near the others); the round is the plan's first
-// MaxSlots.
+// rotor cycle (N−1 slots: what is left fits in two rounds), and with
+// three rounds' worth left its first MaxSlots.
 func TestPlannerTail(t *testing.T) {
 	const N, slotCap = 4, 50_000
+	for _, c := range []struct{ maxSlots, want int }{{8, N - 1}, {5, 5}} {
+		p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: c.maxSlots, SlotLen: 5e6, Guard: 3e5}
+		d := tailDemand(N, slotCap)
+		n := SlotDemand(d, slotCap)
+		r := p.Next(1, 1, d, make([]int64, N))
+		if err := Validate(r, n); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Slots) != c.want || r.Slots[0][1] != 0 {
+			t.Fatalf("%d slots a round at most, %d left: %d slots, first %v: want %d, h1 → h0 first", c.maxSlots, maxLine(n), len(r.Slots), r.Slots[0], c.want)
+		}
+	}
 	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 8, SlotLen: 5e6, Guard: 3e5}
 	d := tailDemand(N, slotCap)
 	n := SlotDemand(d, slotCap)
-	r := p.Next(1, 1, d, make([]int64, N))
-	if err := Validate(r, n); err != nil {
-		t.Fatal(err)
+	r := &Round{Slots: tail{p: &p, rot: &Rotor{}, bytes: d.Bytes}.Build(n, 1000), Class: allClasses(N)}
+	if err := Validate(r, n); err != nil || len(r.Slots) != maxLine(n) {
+		t.Fatalf("whole tail: %v, %d slots for %d", err, len(r.Slots), maxLine(n))
 	}
-	if len(r.Slots) != p.MaxSlots || r.Slots[0][1] != 0 {
-		t.Fatalf("%d slots, first %v: want %d, h1 → h0 first", len(r.Slots), r.Slots[0], p.MaxSlots)
-	}
-	all := &Round{Slots: tail{p: &p, rot: &Rotor{}, bytes: d.Bytes}.Build(n, 1000), Class: r.Class}
-	if err := Validate(all, n); err != nil || len(all.Slots) != maxLine(n) {
-		t.Fatalf("whole tail: %v, %d slots for %d", err, len(all.Slots), maxLine(n))
-	}
-	r = all
 	last, before := make([][]int, N), make([][]int, N)
 	for i := range last {
 		last[i], before[i] = make([]int, N), make([]int, N)
@@ -44,6 +49,53 @@ func TestPlannerTail(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPlannerTailSliver: in the tail of TestPlannerTail, a pair whose rest
+// is whole slots and a sliver of one more (its last slot may find nothing
+// left: its windows carried a little more than learned) is given its last
+// slot first in the plan's last N−1 slots and the one before right before
+// it, so that with its last slot empty it still ends a slot before the
+// others' last at most, not a rotor cycle or more. Each pair in turn.
+func TestPlannerTailSliver(t *testing.T) {
+	const N, slotCap = 4, 50_000
+	for a := 0; a < N; a++ {
+		for b := 0; b < N; b++ {
+			if a == b {
+				continue
+			}
+			p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 8, SlotLen: 5e6, Guard: 3e5}
+			d := tailDemand(N, slotCap)
+			d.Bytes[a][b] = 2*slotCap + slotCap/10
+			n := SlotDemand(d, slotCap)
+			slots := tail{p: &p, rot: &Rotor{}, bytes: d.Bytes}.Build(n, 1000)
+			if err := Validate(&Round{Slots: slots, Class: allClasses(N)}, n); err != nil {
+				t.Fatal(err)
+			}
+			var ks []int
+			for k, m := range slots {
+				if int(m[a]) == b {
+					ks = append(ks, k)
+				}
+			}
+			L := len(slots)
+			if k := ks[len(ks)-1]; k != L-(N-1) || ks[len(ks)-2] != k-1 {
+				t.Errorf("h%d → h%d (2.1 slots left): slots %v of %d, want the last two %d and %d", a, b, ks, L, L-N, L-(N-1))
+			}
+		}
+	}
+}
+
+// allClasses is a class map that gives every pair a class.
+func allClasses(N int) [][]int8 {
+	c := make([][]int8, N)
+	for i := range c {
+		c[i] = make([]int8, N)
+		for j := range c[i] {
+			c[i][j] = int8(j)
+		}
+	}
+	return c
 }
 
 // tailDemand is a shuffle's tail: every pair four slots left but h2 → h1,

@@ -1,7 +1,9 @@
 package tdmasim
 
 import (
+	"math"
 	"slices"
+	"sort"
 	"testing"
 )
 
@@ -36,17 +38,28 @@ func TestOpenLatenessSetsTheShuffle(t *testing.T) {
 // bytes drift apart by whole windows (a host whose windows opened later
 // falls behind), and the FM plans each transfer's tail backward from its
 // end, so the pairs still end within a rotor cycle and a slot of one
-// another in the median run, at no cost in completion.
+// another in the median run, at no cost in completion. A pair whose
+// windows carried a little more than learned finds its last planned slot
+// empty and ends with the one before; one whose last slot came up short is
+// served after the others. The tail's last rounds are planned a rotor cycle
+// ahead, not a round, and such a pair's last two slots lie side by side, so
+// at most one run in five ends wider (seeds 1-24; planned a round ahead,
+// with those two slots a rotor cycle apart, 8 of them).
 func TestShuffleTailEndsTogether(t *testing.T) {
 	if testing.Short() {
 		t.Skip("40 MiB shuffles")
 	}
-	rs, ss := starShuffles(t, MeasuredOpenLate, 16)
+	rs, ss := starShuffles(t, MeasuredOpenLate, 24)
 	c := Default()
 	want := float64(int64(c.Hosts)*c.Slot) / 1e6
-	t.Logf("finish spread %.1f ms median (%.1f-%.1f), %.4f × ideal median", ss[len(ss)/2], ss[0], ss[len(ss)-1], rs[len(rs)/2])
+	wide := len(ss) - sort.SearchFloat64s(ss, math.Nextafter(want, math.Inf(1)))
+	t.Logf("finish spread %.1f ms median (%.1f-%.1f), %d of %d runs beyond %.0f ms, %.4f × ideal median",
+		ss[len(ss)/2], ss[0], ss[len(ss)-1], wide, len(ss), want, rs[len(rs)/2])
 	if ss[len(ss)/2] > want {
 		t.Errorf("median finish spread %.1f ms: want ≤ %.0f ms (N−1 slots and one more)", ss[len(ss)/2], want)
+	}
+	if wide > len(ss)/5 {
+		t.Errorf("%d of %d runs with a finish spread beyond %.0f ms: want at most one in five", wide, len(ss), want)
 	}
 	if rs[len(rs)/2] > 1.11 { // the measured late opens alone: 1.10-1.11
 		t.Errorf("median %.4f × ideal", rs[len(rs)/2])
