@@ -32,7 +32,10 @@ import (
 // planned again from newer reports, so only the first MaxSlots of a plan
 // are used, and once the rest fits in shortRounds rounds only its first
 // N−1 (a round's reports are then a cycle old, not a round). Outside a tail the rotor plans as it is (every pair in turn:
-// a small demand beside an endless one is not starved).
+// a small demand beside an endless one is not starved), but for the
+// rounds before a tail in which some pair has drifted ahead of the
+// others (level rounds: levelRounds, driftRounds): there every pair is
+// still served once a round, and then the pairs with the most slots left.
 //
 // That holds while every planned window is had. Once some host has lost
 // windows (Demand.Lost), the hosts a backward plan leaves idle at its
@@ -72,6 +75,35 @@ type Planner struct {
 	a        *assigner // scratch
 	served   [][]int   // scratch: a pair's slots so far in a backward plan
 	tail     bool
+}
+
+// levelRounds, driftRounds: outside a tail, once what is left fits in
+// levelRounds rounds and some pair with slots left would end, at the
+// rotor's pace (a slot of it every N−1), more than driftRounds rounds'
+// worth of slots before the longest line (its sender's or receiver's
+// windows went to the other pairs while theirs were lost), the rounds are
+// level rounds: full matchings that serve every pair once and then the
+// pairs with the most slots left, so the pairs ahead wait for the others
+// before the tail begins (a tail serves pairs in the order it ends them,
+// and gives back only as much as its rounds hold).
+const (
+	levelRounds = 2 * tailRounds
+	driftRounds = tailRounds / 2
+)
+
+// drifted reports whether some pair with slots left would end, at the
+// rotor's pace (a slot every N−1), more than ahead slots before the
+// longest line.
+func drifted(n [][]int, ahead int) bool {
+	N, M := len(n), maxLine(n)
+	for i := range n {
+		for _, r := range n[i] {
+			if r > 0 && M-(N-1)*r > ahead {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // planned is a round and when it started (0: not known yet).
@@ -201,6 +233,8 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		}
 		if p.tail {
 			s = tail{p: p, rot: rot, bytes: d.Bytes, fill: lossy}
+		} else if M <= levelRounds*p.MaxSlots && drifted(n, driftRounds*p.MaxSlots) {
+			s = level{p: p, rot: rot}
 		}
 	}
 	if !p.tail {
@@ -292,6 +326,101 @@ func maxLine(n [][]int) int {
 	return M
 }
 
+// begin sizes the Planner's scratch for a plan of n, with no pair served
+// yet, and returns a copy of n and its total.
+func (p *Planner) begin(n [][]int) ([][]int, int) {
+	N := len(n)
+	if p.a == nil || len(p.a.w) != N {
+		p.a = newAssigner(N)
+		p.w, p.served = make([][]int64, N), make([][]int, N)
+		for i := range p.w {
+			p.w[i], p.served[i] = make([]int64, N), make([]int, N)
+		}
+	}
+	for i := range p.served {
+		clear(p.served[i])
+	}
+	return clone(n), total(n)
+}
+
+// level is the Planner's rotor before a tail whose pairs have drifted
+// apart: each slot a full matching, serving the pairs not yet served in
+// the round first, then those with the most slots left, then the rotor's
+// next shift. While every pair has slots left every host sends in every
+// slot, as with the rotor, so no line waits; the pairs ahead are left out
+// where a matching without them serves as many.
+type level struct {
+	p   *Planner
+	rot *Rotor
+}
+
+func (l level) Name() string { return l.rot.Name() }
+
+// Build builds up to maxSlots slots of n (none for fewer than two hosts:
+// n then asks for none).
+func (l level) Build(n [][]int, maxSlots int) []Matching {
+	p, N := l.p, len(n)
+	left, rem := p.begin(n)
+	c2 := int64(N)
+	c0 := int64(N) * c2 * int64(maxLine(n)+1)
+	c1 := int64(N+1) * c0
+	var out []Matching
+	for rem > 0 && len(out) < maxSlots {
+		p.weigh(left, l.rot, c1, func(i, j int) int64 {
+			w := int64(left[i][j]) * c2
+			if p.served[i][j] == 0 {
+				w += c0
+			}
+			return w
+		})
+		m, k := p.take(left)
+		rem -= k
+		out = append(out, m)
+	}
+	return out
+}
+
+// weigh sets the assigner's weights for the next slot of a plan: a host
+// to itself never (a derangement always exists), a pair without slots
+// left in left 0, any other pair c1 and w(i, j), then its turn from the
+// rotor's next shift (N−1 for that shift: of equal pairs, the rotor's).
+func (p *Planner) weigh(left [][]int, rot *Rotor, c1 int64, w func(i, j int) int64) {
+	N := len(left)
+	pref := rot.next % (N - 1)
+	rot.next++
+	for i := 0; i < N; i++ {
+		for j := 0; j < N; j++ {
+			switch {
+			case i == j:
+				p.a.w[i][j] = -c1 * int64(N+1)
+			case left[i][j] > 0:
+				turn := ((j-i+N)%N - 1 - pref + N - 1) % (N - 1) // 0 for the preferred shift
+				p.a.w[i][j] = c1 + w(i, j) + int64(N-1-turn)
+			default:
+				p.a.w[i][j] = 0
+			}
+		}
+	}
+}
+
+// take returns the matching the assigner found, less its pairs without
+// slots left in left, and how many pairs it serves; it takes their slots
+// off left and a slot's bytes off p.w, and counts them in p.served.
+func (p *Planner) take(left [][]int) (Matching, int) {
+	m, k := make(Matching, len(left)), 0
+	for i, j := range p.a.maximize() {
+		m[i] = -1
+		if j != i && left[i][j] > 0 {
+			m[i] = int16(j)
+			left[i][j]--
+			k++
+			p.w[i][j] -= p.SlotCap
+			p.served[i][j]++
+		}
+	}
+	return m, k
+}
+
 // tail is the Planner's rotor in a tail: the slots built backward from
 // the end of what is left, then reversed.
 type tail struct {
@@ -313,18 +442,9 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 	if N < 2 {
 		return nil
 	}
-	if p.a == nil || len(p.a.w) != N {
-		p.a = newAssigner(N)
-		p.w, p.served = make([][]int64, N), make([][]int, N)
-		for i := range p.w {
-			p.w[i], p.served[i] = make([]int64, N), make([]int, N)
-		}
-	}
-	left := clone(n)
-	rem := total(left)
+	left, rem := p.begin(n)
 	for i := range p.w {
 		copy(p.w[i], t.bytes[i])
-		clear(p.served[i])
 	}
 	// Weights, lexicographic: a pair with slots left (c1), then served
 	// fewer than tailTurns times (c0 for each turn it has not had), then
@@ -336,43 +456,20 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 	c1 := int64(tailTurns*N+1) * c0
 	var out []Matching
 	for rem > 0 {
-		pref := t.rot.next % (N - 1)
-		t.rot.next++
-		for i := 0; i < N; i++ {
-			for j := 0; j < N; j++ {
-				w := &p.a.w[i][j]
+		p.weigh(left, t.rot, c1, func(i, j int) int64 {
+			by := min(max(p.w[i][j], 0)*64/p.SlotCap, maxLeft)
+			if f := t.bytes[i][j] % p.SlotCap; t.bytes[i][j] > p.SlotCap && f > 0 && f < p.SlotCap/sliver {
 				switch {
-				case i == j:
-					*w = -c1 * int64(N+1) // never: a derangement always exists
-				case left[i][j] > 0:
-					turn := ((j-i+N)%N - 1 - pref + N - 1) % (N - 1) // 0 for the preferred shift
-					by := min(max(p.w[i][j], 0)*64/p.SlotCap, maxLeft)
-					if f := t.bytes[i][j] % p.SlotCap; t.bytes[i][j] > p.SlotCap && f > 0 && f < p.SlotCap/sliver {
-						switch {
-						case p.served[i][j] == 0:
-							by = 0 // its last slot first in the last turn
-						case p.served[i][j] == 1 && out[len(out)-1][i] == int16(j):
-							by = maxLeft // the one before right before it
-						}
-					}
-					*w = c1 + int64(max(tailTurns-p.served[i][j], 0))*c0 + by*c2 + int64(N-1-turn)
-				default:
-					*w = 0
+				case p.served[i][j] == 0:
+					by = 0 // its last slot first in the last turn
+				case p.served[i][j] == 1 && out[len(out)-1][i] == int16(j):
+					by = maxLeft // the one before right before it
 				}
 			}
-		}
-		match := p.a.maximize()
-		m := make(Matching, N)
-		for i, j := range match {
-			m[i] = -1
-			if j != i && left[i][j] > 0 {
-				m[i] = int16(j)
-				left[i][j]--
-				rem--
-				p.w[i][j] -= p.SlotCap
-				p.served[i][j]++
-			}
-		}
+			return int64(max(tailTurns-p.served[i][j], 0))*c0 + by*c2
+		})
+		m, k := p.take(left)
+		rem -= k
 		out = append(out, m)
 	}
 	slices.Reverse(out)

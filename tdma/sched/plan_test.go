@@ -1,6 +1,9 @@
 package sched
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestPlannerTail: a shuffle's tail (two rounds' worth left) with one
 // pair three slots behind the others is planned backward from its end:
@@ -272,6 +275,79 @@ func TestPlannerTailKeepsItsOrder(t *testing.T) {
 		for j, k := range last[i] {
 			if i != j && k < len(r.Slots)-(N-1) {
 				t.Errorf("h%d → h%d's last slot is %d of %d: %v", i, j, k, len(r.Slots), r.Slots)
+			}
+		}
+	}
+}
+
+// TestPlannerLevelsDriftedPairs: a shuffle eight rounds from its end with
+// h1 → h0 some 24 slots ahead of the other pairs (its sender's and
+// receiver's windows went to the others while theirs were lost), every
+// slot carrying what it is planned for. The rotor alone gives every pair
+// the same share, so h1 → h0 would end before the tail begins and the
+// tail could not give the difference back; level rounds serve the pairs
+// behind first, and every pair's last slot falls in the last N−1 slots.
+func TestPlannerLevelsDriftedPairs(t *testing.T) {
+	const N, slotCap, slots = 4, 50_000, 40
+	p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 16, SlotLen: 5e6, Guard: 3e5}
+	left := make([][]int64, N)
+	for i := range left {
+		left[i] = make([]int64, N)
+		for j := range left[i] {
+			if i != j {
+				left[i][j] = slots * slotCap
+			}
+		}
+	}
+	left[1][0] = (slots - 24) * slotCap
+	last := make([][]int, N)
+	for i := range last {
+		last[i] = make([]int, N)
+	}
+	at := make([]int64, N)
+	var prev *Round
+	now, k := int64(1), 0
+	for id := uint32(1); id < 100; id++ {
+		d := NewDemand(N)
+		for i := range left {
+			copy(d.Bytes[i], left[i])
+			at[i] = now
+		}
+		r := p.Next(id, now, d, at)
+		if err := Validate(r, SlotDemand(d, slotCap)); err != nil {
+			t.Fatalf("round %d: %v", id, err)
+		}
+		if prev != nil {
+			for _, m := range prev.Slots {
+				for i, j := range m {
+					if j >= 0 && left[i][j] > 0 {
+						left[i][j] -= slotCap
+						last[i][j] = k
+					}
+				}
+				k++
+			}
+			now += int64(len(prev.Slots)) * p.SlotLen
+		}
+		prev = r
+		var rest int64
+		for i := range left {
+			for _, b := range left[i] {
+				rest += b
+			}
+		}
+		if rest == 0 {
+			break
+		}
+	}
+	end := 0
+	for i := range last {
+		end = max(end, slices.Max(last[i]))
+	}
+	for i := range last {
+		for j, k := range last[i] {
+			if i != j && k < end-(N-1) {
+				t.Errorf("h%d → h%d's last slot is %d, the last pair's %d: want within %d", i, j, k, end, N-1)
 			}
 		}
 	}
