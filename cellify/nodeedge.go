@@ -492,7 +492,7 @@ func (n *Node) deliverFrame(p int, f link.Frame) {
 
 // floodFrame copies a host frame from port p to the edge's other host
 // ports and, as unscheduled cells within FloodRate, to every edge the table
-// reaches.
+// reaches; while it reaches none, the edge holds it (holdFlood).
 func (n *Node) floodFrame(p int, class Class, b []byte) {
 	n.Stats.Floods++
 	for o := range n.hosts {
@@ -500,6 +500,15 @@ func (n *Node) floodFrame(p int, class Class, b []byte) {
 			n.deliverCopy(o, b)
 		}
 	}
+	if len(n.floodTargets()) == 0 {
+		n.holdFlood(p, class, b)
+		return
+	}
+	n.floodOut(p, class, b)
+}
+
+// floodTargets returns the edges the table reaches (other than this one).
+func (n *Node) floodTargets() []EdgeID {
 	if !n.floodOK {
 		n.floodTo = n.floodTo[:0]
 		for e := 1; e < n.cfg.Reach.MaxEdges; e++ {
@@ -509,6 +518,12 @@ func (n *Node) floodFrame(p int, class Class, b []byte) {
 		}
 		n.floodOK = true
 	}
+	return n.floodTo
+}
+
+// floodOut queues host frame b (from port p) as unscheduled cells, within
+// FloodRate, to every edge the table reaches.
+func (n *Node) floodOut(p int, class Class, b []byte) {
 	n.tag[0] = byte(p)
 	for _, e := range n.floodTo {
 		if !n.flood.Take(n.now, RecordHeaderLen+1+len(b)) {

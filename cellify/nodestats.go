@@ -27,10 +27,14 @@ type NodeStats struct {
 	Hairpin   uint64 // host frames for the port they came from (dropped)
 	Floods    uint64 // host frames flooded (unknown or group destination)
 	FloodDrop uint64 // flood copies over FloodRate (dropped)
-	VOQDrops  uint64 // host frames a VOQ refused (full) or no VOQ could take
-	CellsCut  uint64
-	Stalls    uint64 // VOQ services stopped for want of a route or a buffer (retried)
-	LinkFull  uint64 // ... of them, for want of room on every link of their class toward their edge (NodeConfig.LinkRoom)
+	// FloodHeld: floods held while the table reached no other edge (a
+	// fresh node), flooded once it does; FloodHeldDrop: of them, those
+	// that found the hold full or waited too long (dropped).
+	FloodHeld, FloodHeldDrop uint64
+	VOQDrops                 uint64 // host frames a VOQ refused (full) or no VOQ could take
+	CellsCut                 uint64
+	Stalls                   uint64 // VOQ services stopped for want of a route or a buffer (retried)
+	LinkFull                 uint64 // ... of them, for want of room on every link of their class toward their edge (NodeConfig.LinkRoom)
 
 	// Egress (edge).
 	Delivered      uint64 // frames listed in Deliver
