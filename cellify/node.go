@@ -142,7 +142,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	n.macs = NewMACTable(cfg.MACTableSize, cfg.MACAge)
 	n.flood.Reset(0, cfg.FloodRate, cfg.FloodBurst)
 	n.floodTo = make([]EdgeID, 0, rc.MaxEdges)
-	n.hold.buf = make([]byte, floodHoldBytes)
+	n.hold.init(rc.MaxEdges)
 	if cfg.Credits {
 		for p := range cfg.HostPorts {
 			sc := cfg.Sched
@@ -460,7 +460,7 @@ func (n *Node) Poll(now int64) int64 {
 			n.serveAll()
 		}
 		if n.edge {
-			n.releaseHeld()
+			n.tableChanged()
 		}
 	}
 	if !n.edge {

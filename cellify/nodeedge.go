@@ -492,7 +492,8 @@ func (n *Node) deliverFrame(p int, f link.Frame) {
 
 // floodFrame copies a host frame from port p to the edge's other host
 // ports and, as unscheduled cells within FloodRate, to every edge the table
-// reaches; while it reaches none, the edge holds it (holdFlood).
+// reaches; a converging edge keeps it for the edges it comes to reach
+// (floodHeld).
 func (n *Node) floodFrame(p int, class Class, b []byte) {
 	n.Stats.Floods++
 	for o := range n.hosts {
@@ -500,11 +501,7 @@ func (n *Node) floodFrame(p int, class Class, b []byte) {
 			n.deliverCopy(o, b)
 		}
 	}
-	if len(n.floodTargets()) == 0 {
-		n.holdFlood(p, class, b)
-		return
-	}
-	n.floodOut(p, class, b)
+	n.floodHeld(p, class, b)
 }
 
 // floodTargets returns the edges the table reaches (other than this one).
@@ -519,24 +516,6 @@ func (n *Node) floodTargets() []EdgeID {
 		n.floodOK = true
 	}
 	return n.floodTo
-}
-
-// floodOut queues host frame b (from port p) as unscheduled cells, within
-// FloodRate, to every edge the table reaches.
-func (n *Node) floodOut(p int, class Class, b []byte) {
-	n.tag[0] = byte(p)
-	for _, e := range n.floodTo {
-		if !n.flood.Take(n.now, RecordHeaderLen+1+len(b)) {
-			n.Stats.FloodDrop++
-			continue
-		}
-		q := n.voq(VOQKey{Dst: e, Port: FloodPort, Class: class}, true)
-		if q == nil || !q.v.EnqueueParts(n.tag[:], b) {
-			n.Stats.VOQDrops++
-			continue
-		}
-		n.enqueued(q, b)
-	}
 }
 
 // rxCreditEdge takes a parsed credit frame at an edge: a request for one of
