@@ -63,6 +63,7 @@ type Node struct {
 	flood     TokenBucket
 	floodTo   []EdgeID
 	floodOK   bool // floodTo matches the table
+	hold      floodHold
 	ccDue     int64
 	epoch     uint16
 	srcEp     []peerEpoch // per edge id: other edges as sources
@@ -141,6 +142,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	n.macs = NewMACTable(cfg.MACTableSize, cfg.MACAge)
 	n.flood.Reset(0, cfg.FloodRate, cfg.FloodBurst)
 	n.floodTo = make([]EdgeID, 0, rc.MaxEdges)
+	n.hold.init(rc.MaxEdges)
 	if cfg.Credits {
 		for p := range cfg.HostPorts {
 			sc := cfg.Sched
@@ -456,6 +458,9 @@ func (n *Node) Poll(now int64) int64 {
 		if n.noRoute {
 			n.noRoute = false
 			n.serveAll()
+		}
+		if n.edge {
+			n.tableChanged()
 		}
 	}
 	if !n.edge {

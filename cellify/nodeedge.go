@@ -492,7 +492,8 @@ func (n *Node) deliverFrame(p int, f link.Frame) {
 
 // floodFrame copies a host frame from port p to the edge's other host
 // ports and, as unscheduled cells within FloodRate, to every edge the table
-// reaches.
+// reaches; a converging edge keeps it for the edges it comes to reach
+// (floodHeld).
 func (n *Node) floodFrame(p int, class Class, b []byte) {
 	n.Stats.Floods++
 	for o := range n.hosts {
@@ -500,6 +501,11 @@ func (n *Node) floodFrame(p int, class Class, b []byte) {
 			n.deliverCopy(o, b)
 		}
 	}
+	n.floodHeld(p, class, b)
+}
+
+// floodTargets returns the edges the table reaches (other than this one).
+func (n *Node) floodTargets() []EdgeID {
 	if !n.floodOK {
 		n.floodTo = n.floodTo[:0]
 		for e := 1; e < n.cfg.Reach.MaxEdges; e++ {
@@ -509,19 +515,7 @@ func (n *Node) floodFrame(p int, class Class, b []byte) {
 		}
 		n.floodOK = true
 	}
-	n.tag[0] = byte(p)
-	for _, e := range n.floodTo {
-		if !n.flood.Take(n.now, RecordHeaderLen+1+len(b)) {
-			n.Stats.FloodDrop++
-			continue
-		}
-		q := n.voq(VOQKey{Dst: e, Port: FloodPort, Class: class}, true)
-		if q == nil || !q.v.EnqueueParts(n.tag[:], b) {
-			n.Stats.VOQDrops++
-			continue
-		}
-		n.enqueued(q, b)
-	}
+	return n.floodTo
 }
 
 // rxCreditEdge takes a parsed credit frame at an edge: a request for one of
