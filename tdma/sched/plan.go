@@ -31,13 +31,11 @@ import (
 // is as long either way, set by the host with the most left. Each round is
 // planned again from newer reports, so only the first MaxSlots of a plan
 // are used, and once the rest fits in shortRounds rounds only its first
-// N−1 (a round's reports are then a cycle old, not a round). Outside a
-// tail the rotor plans as it is (every pair in turn: a small demand beside
-// an endless one is not starved), but for the rounds before a tail in
-// which some pair has drifted ahead of the others (level rounds:
-// levelRounds, driftRounds): there every pair is still served once a
-// round, and then the pairs with the most slots left. While no window has
-// been lost, such a drift starts the tail earlier (earlyRounds).
+// N−1 (a round's reports are then a cycle old, not a round). Outside a tail the rotor plans as it is (every pair in turn:
+// a small demand beside an endless one is not starved), but for the
+// rounds before a tail in which some pair has drifted ahead of the
+// others (level rounds: levelRounds, driftRounds): there every pair is
+// still served once a round, and then the pairs with the most slots left.
 //
 // That holds while every planned window is had. Once some host has lost
 // windows (Demand.Lost), the hosts a backward plan leaves idle at its
@@ -88,18 +86,8 @@ type Planner struct {
 // pairs with the most slots left, so the pairs ahead wait for the others
 // before the tail begins (a tail serves pairs in the order it ends them,
 // and gives back only as much as its rounds hold).
-//
-// earlyRounds: while no window has been lost, such a drift begins the tail
-// once what is left fits in earlyRounds rounds, not tailRounds. A host
-// whose windows carry less throughout (they open later on a busy machine)
-// falls behind the others all run; full matchings give none of it back
-// (every host sends in every slot), and a tail of tailRounds not all of it.
-// A tail leaves the pairs ahead idle where it can, so they end with the
-// others. Not sooner: a tail's rounds differ from the rotor's, and where
-// schedules are lost (a host keeps its last one) every such round costs.
 const (
 	levelRounds = 2 * tailRounds
-	earlyRounds = 6 * tailRounds / 4
 	driftRounds = tailRounds / 2
 )
 
@@ -238,10 +226,9 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 	var s Scheduler = p.Sched
 	if rot, ok := p.Sched.(*Rotor); ok {
 		M := maxLine(n)
-		early := !lossy && M <= earlyRounds*p.MaxSlots && drifted(n, driftRounds*p.MaxSlots)
-		if M > p.MaxSlots && (M <= tailRounds*p.MaxSlots || early) {
+		if M > p.MaxSlots && M <= tailRounds*p.MaxSlots {
 			p.tail = true
-		} else if M == 0 || (M > tailRounds*p.MaxSlots && !early) {
+		} else if M == 0 || M > tailRounds*p.MaxSlots {
 			p.tail = false
 		}
 		if p.tail {

@@ -169,51 +169,8 @@ func TestShuffleTailUnderGrantLoss(t *testing.T) {
 	}
 	slices.Sort(rs)
 	want := r0.Ratio()/(1-loss) + float64(r0.RoundLen)/float64(r0.Ideal)
-	t.Logf("%g grant loss: %.4f × ideal median (%.3f-%.3f), loss-free %.3f", loss, rs[len(rs)/2], rs[0], rs[len(rs)-1], r0.Ratio())
+	t.Logf("%g grant loss: %.3f × ideal median (%.3f-%.3f), loss-free %.3f", loss, rs[len(rs)/2], rs[0], rs[len(rs)-1], r0.Ratio())
 	if rs[len(rs)/2] > want {
 		t.Errorf("median %.3f × ideal: want ≤ %.3f (the loss-free run over the windows had, and a round)", rs[len(rs)/2], want)
-	}
-}
-
-// TestShuffleSlowHostEndsTogether: the 40 MiB shuffle as the star runs it,
-// with the agents' window opens as late as measured there and h2's some
-// 100 µs later still, every window (a host some 2 % slower throughout, as
-// on a busy machine). Its pairs fall behind the others all run, steadily;
-// the tail begins early enough to give that back, so the median run's
-// pairs end within N−1 slots and one more and no run's beyond a round
-// (seeds 1-16; with the tail begun only in the last four rounds, the
-// median run ended some 270 ms apart).
-func TestShuffleSlowHostEndsTogether(t *testing.T) {
-	if testing.Short() {
-		t.Skip("40 MiB shuffles")
-	}
-	var ss []float64
-	overrun := 0
-	for seed := uint64(1); seed <= 16; seed++ {
-		c := Default()
-		c.Shuffle, c.Margin, c.MaxRoundSlots, c.Timer, c.Seed, c.Stagger = 40<<20, 50_000, 4*c.Hosts, MeasuredOpenLate, seed, true
-		c.Slow.Host, c.Slow.By = 1, 100_000
-		r, err := Run(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Unfinished > 0 || r.Collisions > 0 || r.MetInSlot > 0 || r.EarlyBytes > 0 || r.Drops > 0 {
-			t.Fatalf("seed %d: %d flows unfinished, %d collisions, %d meetings in slot, %d early, %d drops", seed,
-				r.Unfinished, r.Collisions, r.MetInSlot, r.EarlyBytes, r.Drops)
-		}
-		if r.OverrunBytes > 0 {
-			overrun++
-		}
-		ss = append(ss, float64(r.Completion-r.FirstFinish)/1e6)
-	}
-	slices.Sort(ss)
-	c := Default()
-	want := float64(int64(c.Hosts)*c.Slot) / 1e6
-	t.Logf("finish spread %.1f ms median (%.1f-%.1f); %d runs with a frame past its slot", ss[len(ss)/2], ss[0], ss[len(ss)-1], overrun)
-	if ss[len(ss)/2] > want {
-		t.Errorf("median finish spread %.1f ms: want ≤ %.0f ms", ss[len(ss)/2], want)
-	}
-	if round := float64(int64(4*c.Hosts)*c.Slot) / 1e6; ss[len(ss)-1] > round {
-		t.Errorf("widest finish spread %.1f ms: want ≤ %.0f ms (a round)", ss[len(ss)-1], round)
 	}
 }

@@ -384,15 +384,11 @@ func (s *Sim) tryHost(i int) {
 		s.push(event{at: end, kind: evHostTx, i: int32(i)})
 		return
 	}
-	d, opens := h.g.NextDeadlineOpens(s.now)
+	d := h.g.NextDeadline(s.now)
 	if d == math.MaxInt64 {
 		return
 	}
-	t := d + s.cfg.Timer.Sample(s.rng)
-	if opens && i == s.cfg.Slow.Host {
-		t += s.cfg.Slow.By
-	}
-	t = max(t, s.now+1)
+	t := max(d+s.cfg.Timer.Sample(s.rng), s.now+1)
 	if t < h.wakeAt || h.wakeAt <= s.now {
 		h.wakeAt = t
 		s.push(event{at: t, kind: evHostWake, i: int32(i), a: t})

@@ -66,13 +66,7 @@ type Config struct {
 	CtlDelay      Dist // FM send → switch port, before the port's queue
 	Wake          Dist // host kernel receive → agent acts
 	Timer         Dist // lateness of the host's own timers
-	// Slow: host Slow.Host's windows open Slow.By later still, every one
-	// (a host slower throughout, as on a busy machine); By 0: none.
-	Slow struct {
-		Host int
-		By   int64
-	}
-	CtlLoss float64
+	CtlLoss       float64
 	// ScheduleCopies: each host's round schedule is sent this many times
 	// (default 2), each copy lost with CtlLoss.
 	ScheduleCopies int
