@@ -99,7 +99,7 @@ func (n *Node) floodHeld(p int, class Class, b []byte) {
 	to := n.floodTargets()
 	h := &n.hold
 	if len(to) > 0 && n.now-h.changed > n.holdFor() {
-		n.floodOut(p, class, b, nil)
+		n.floodOut(to, p, class, b, nil)
 		return
 	}
 	n.expireHeld()
@@ -107,7 +107,7 @@ func (n *Node) floodHeld(p int, class Class, b []byte) {
 		if len(to) == 0 {
 			n.Stats.FloodHeldDrop++
 		}
-		n.floodOut(p, class, b, nil)
+		n.floodOut(to, p, class, b, nil)
 		return
 	}
 	f := &h.list[h.count]
@@ -116,7 +116,7 @@ func (n *Node) floodHeld(p int, class Class, b []byte) {
 	h.count++
 	h.used += copy(h.buf[h.used:], b)
 	n.Stats.FloodHeld++
-	n.floodOut(p, class, b, f.sent)
+	n.floodOut(to, p, class, b, f.sent)
 }
 
 // tableChanged floods the kept frames to the edges the table reaches now
@@ -128,22 +128,23 @@ func (n *Node) tableChanged() {
 		return
 	}
 	n.expireHeld()
-	if len(n.floodTargets()) == 0 {
+	to := n.floodTargets()
+	if len(to) == 0 {
 		return
 	}
 	for i := range h.list[:h.count] {
 		f := &h.list[i]
-		n.Stats.FloodLate += uint64(n.floodOut(int(f.port), f.class, h.buf[f.off:f.off+f.n], f.sent))
+		n.Stats.FloodLate += uint64(n.floodOut(to, int(f.port), f.class, h.buf[f.off:f.off+f.n], f.sent))
 	}
 	n.serveHeld()
 }
 
 // floodOut queues host frame b (from port p) as unscheduled cells, within
-// FloodRate, to every edge the table reaches; with sent, only to those not
+// FloodRate, to the edges to (floodTargets); with sent, only to those not
 // in it, which it adds them to. It returns the edges it went to.
-func (n *Node) floodOut(p int, class Class, b []byte, sent []uint64) (copies int) {
+func (n *Node) floodOut(to []EdgeID, p int, class Class, b []byte, sent []uint64) (copies int) {
 	n.tag[0] = byte(p)
-	for _, e := range n.floodTo {
+	for _, e := range to {
 		if sent != nil {
 			w, bit := int(e)/64, uint64(1)<<(uint(e)%64)
 			if sent[w]&bit != 0 {

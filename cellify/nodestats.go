@@ -22,21 +22,18 @@ type HostStats struct {
 // exactly one of the drop counters.
 type NodeStats struct {
 	// Host side (edge).
-	HostBad   uint64 // host frames shorter than an Ethernet header or above MaxHostFrame
-	Local     uint64 // host frames switched to another host port of this edge
-	Hairpin   uint64 // host frames for the port they came from (dropped)
-	Floods    uint64 // host frames flooded (unknown or group destination)
-	FloodDrop uint64 // flood copies over FloodRate (dropped)
-	// FloodHeld: floods kept while the edge converged (its table
-	// reached no other edge, or changed within the hold); FloodLate: their
-	// copies to edges reached after they came; FloodHeldDrop: kept ones
-	// that reached no edge within the hold, or found it full while the
-	// table reached none (dropped).
-	FloodHeld, FloodLate, FloodHeldDrop uint64
-	VOQDrops                            uint64 // host frames a VOQ refused (full) or no VOQ could take
-	CellsCut                            uint64
-	Stalls                              uint64 // VOQ services stopped for want of a route or a buffer (retried)
-	LinkFull                            uint64 // ... of them, for want of room on every link of their class toward their edge (NodeConfig.LinkRoom)
+	HostBad       uint64 // host frames shorter than an Ethernet header or above MaxHostFrame
+	Local         uint64 // host frames switched to another host port of this edge
+	Hairpin       uint64 // host frames for the port they came from (dropped)
+	Floods        uint64 // host frames flooded (unknown or group destination)
+	FloodDrop     uint64 // flood copies over FloodRate (dropped)
+	FloodHeld     uint64 // floods kept while the edge converged (its table reached no other edge, or changed within the hold)
+	FloodLate     uint64 // copies of kept floods to edges reached after they came
+	FloodHeldDrop uint64 // kept floods that reached no edge within the hold, or found it full while the table reached none (dropped)
+	VOQDrops      uint64 // host frames a VOQ refused (full) or no VOQ could take
+	CellsCut      uint64
+	Stalls        uint64 // VOQ services stopped for want of a route or a buffer (retried)
+	LinkFull      uint64 // ... of them, for want of room on every link of their class toward their edge (NodeConfig.LinkRoom)
 
 	// Egress (edge).
 	Delivered      uint64 // frames listed in Deliver

@@ -31,8 +31,9 @@ import (
 // is as long either way, set by the host with the most left. Each round is
 // planned again from newer reports, so only the first MaxSlots of a plan
 // are used, and once the rest fits in shortRounds rounds only its first
-// N−1 (a round's reports are then a cycle old, not a round). Outside a tail the rotor plans as it is (every pair in turn:
-// a small demand beside an endless one is not starved), but for the
+// N−1 (a round's reports are then a cycle old, not a round). Outside a
+// tail the rotor plans as it is (every pair in turn: a small demand
+// beside an endless one is not starved), but for the
 // rounds before a tail in which some pair has drifted ahead of the
 // others (level rounds: levelRounds, driftRounds): there every pair is
 // still served once a round, and then the pairs with the most slots left.

@@ -289,13 +289,7 @@ func TestPairReciprocalKeepsCounts(t *testing.T) {
 			if N > MaxClasses {
 				continue
 			}
-			r := &Round{Slots: after, Class: make([][]int8, N)}
-			for i := range r.Class {
-				r.Class[i] = make([]int8, N)
-				for j := range r.Class[i] {
-					r.Class[i][j] = int8(j) // distinct, < MaxClasses
-				}
-			}
+			r := &Round{Slots: after, Class: allClasses(N)} // distinct, < MaxClasses
 			if err := Validate(r, n); err != nil {
 				t.Fatalf("%s: %v", s.Name(), err)
 			}
