@@ -296,3 +296,19 @@ func TestPackPathBetween(t *testing.T) {
 		t.Errorf("forward: %+v", p)
 	}
 }
+
+// TestCellsDropsCountHeldFloods: floods a converging edge kept and then
+// dropped (cellify's FloodHeldDrop) are drops inside the fabric like the
+// other flood drops, read from the node's stats by its field name.
+func TestCellsDropsCountHeldFloods(t *testing.T) {
+	var before, after CellsNodeStats
+	if err := json.Unmarshal([]byte(`{"cells":{"node":{"FloodDrop":1,"FloodHeldDrop":2}}}`), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(`{"cells":{"node":{"FloodDrop":1,"FloodHeldDrop":5}}}`), &after); err != nil {
+		t.Fatal(err)
+	}
+	if d := CellsDropsBetween(&before, &after); d.Other != 3 || d.Fabric() != 3 {
+		t.Fatalf("drops %+v: want 3 in Other, 3 in the fabric", d)
+	}
+}

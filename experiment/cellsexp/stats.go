@@ -35,9 +35,9 @@ type CellsNodeStats struct {
 			} `json:"link_layer"`
 		} `json:"links"`
 		Node struct {
-			VOQDrops, FloodDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
-			FCIMarks, FCISeen                                                            uint64
-			CellsCut, Forwarded, ReachTx, ReachQuiet, CreditReqTx, CreditGrantTx         uint64
+			VOQDrops, FloodDrop, FloodHeldDrop, DeliverFail, HopDrops, NoRoute, AllocFail, RespraysDrop uint64
+			FCIMarks, FCISeen                                                                           uint64
+			CellsCut, Forwarded, ReachTx, ReachQuiet, CreditReqTx, CreditGrantTx                        uint64
 		} `json:"node"`
 	} `json:"cells"`
 }
@@ -189,7 +189,7 @@ func CellsDropsBetween(before, after *CellsNodeStats) CellsDrops {
 	an, bn := &after.Cells.Node, &before.Cells.Node
 	d.VOQ = an.VOQDrops - bn.VOQDrops
 	d.Reasm = after.Cells.ReasmDiscards - before.Cells.ReasmDiscards
-	d.Other = an.FloodDrop - bn.FloodDrop + an.DeliverFail - bn.DeliverFail + an.HopDrops - bn.HopDrops +
+	d.Other = an.FloodDrop - bn.FloodDrop + an.FloodHeldDrop - bn.FloodHeldDrop + an.DeliverFail - bn.DeliverFail + an.HopDrops - bn.HopDrops +
 		an.NoRoute - bn.NoRoute + an.AllocFail - bn.AllocFail + an.RespraysDrop - bn.RespraysDrop +
 		after.Cells.Malformed - before.Cells.Malformed
 	return d
