@@ -211,15 +211,10 @@ func TestCellsBundleVariants(t *testing.T) {
 	}
 }
 
-// topoCells runs mode cells on node of tb's topology (its host and link
-// ports, their rates and buffers) as node id.
-func topoCells(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config) *dataplane.RunningSwitch {
-	t.Helper()
-	return topoCellsPath(t, tb, node, id, cc, "")
-}
-
-// topoCellsPath is topoCells with --fastpath fp.
-func topoCellsPath(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config, fp dataplane.FastPath) *dataplane.RunningSwitch {
+// topoCellsConfig is the configuration of mode cells on node of tb's
+// topology (its host and link ports, their rates and buffers) as node id,
+// with --fastpath fp.
+func topoCellsConfig(t *testing.T, tb *netns.Testbed, node string, id uint16, cc cellspipe.Config, fp dataplane.FastPath) dataplane.Config {
 	t.Helper()
 	ports, err := tb.Topology.NodePorts(node)
 	if err != nil {
@@ -236,19 +231,28 @@ func topoCellsPath(t *testing.T, tb *netns.Testbed, node string, id uint16, cc c
 			cfg.Shape[p.Dev] = dataplane.PortShape{Rate: uint64(p.Rate), Buffer: int(p.Buffer)}
 		}
 	}
-	return dataplane.StartWatched(t, tb.NS(node), cfg)
+	return cfg
 }
 
 // upFabric3Cells brings up fabric3 (prefix base) with mode cells on every
-// edge and fabric node, --fastpath fp.
+// edge and fabric node, --fastpath fp. The five dataplanes start at once:
+// a start is mostly the kernel verifying a program per port, and they
+// overlap on the machine's cores.
 func upFabric3Cells(t *testing.T, base string, fp dataplane.FastPath) (*netns.Testbed, map[string]*dataplane.RunningSwitch) {
 	t.Helper()
 	tb := netns.TestUp(t, base, "fabric3", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 5)
-	nodes := map[string]uint16{"e1": 1, "e2": 2, "e3": 3, "f1": 101, "f2": 102}
+	names := []string{"e1", "e2", "e3", "f1", "f2"}
+	ids := []uint16{1, 2, 3, 101, 102}
+	var nss []string
+	var cfgs []dataplane.Config
+	for i, n := range names {
+		nss = append(nss, tb.NS(n))
+		cfgs = append(cfgs, topoCellsConfig(t, tb, n, ids[i], cellspipe.Config{}, fp))
+	}
 	sw := map[string]*dataplane.RunningSwitch{}
-	for _, n := range []string{"e1", "e2", "e3", "f1", "f2"} {
-		sw[n] = topoCellsPath(t, tb, n, nodes[n], cellspipe.Config{}, fp)
+	for i, s := range dataplane.StartEach(t, nss, cfgs) {
+		sw[names[i]] = s
 	}
 	return tb, sw
 }

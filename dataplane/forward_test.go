@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +37,26 @@ func StartWatched(t *testing.T, ns string, cfg Config) *RunningSwitch {
 // overlap.
 func StartBoth(t *testing.T, ns1 string, cfg1 Config, ns2 string, cfg2 Config) (*RunningSwitch, *RunningSwitch) {
 	t.Helper()
-	cfgs := []Config{cfg1, cfg2}
+	s := StartEach(t, []string{ns1, ns2}, []Config{cfg1, cfg2})
+	return s[0], s[1]
+}
+
+// StartEach is StartWatched in each namespace of nss (with the
+// configuration of the same index) at once.
+func StartEach(t *testing.T, nss []string, cfgs []Config) []*RunningSwitch {
+	t.Helper()
+	cfgs = slices.Clone(cfgs)
 	for i := range cfgs {
 		if len(cfgs[i].LinkPorts) == 0 {
 			cfgs[i].HostPort, cfgs[i].LinkPort = "host0", "link0"
 		}
 	}
-	d, r := netns.TestRunEach(t, []string{ns1, ns2}, func(i int) (*Dataplane, error) { return New(cfgs[i]) })
-	return &RunningSwitch{D: d[0], Running: r[0]}, &RunningSwitch{D: d[1], Running: r[1]}
+	d, r := netns.TestRunEach(t, nss, func(i int) (*Dataplane, error) { return New(cfgs[i]) })
+	s := make([]*RunningSwitch, len(nss))
+	for i := range s {
+		s[i] = &RunningSwitch{D: d[i], Running: r[i]}
+	}
+	return s
 }
 
 // StartSwitch runs a dataplane on host0/link0 of namespace ns until the test ends.
