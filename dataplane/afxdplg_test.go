@@ -25,8 +25,8 @@ func TestSingleTxQueueLink(t *testing.T) {
 	log1, l1 := dataplane.NewLogBuffer()
 	log2, l2 := dataplane.NewLogBuffer()
 	lgc := lgpipe.Config{AckTimeout: lgAckTimeout}
-	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l1}, lgc))
-	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l2}, lgc))
+	r1, r2 := dataplane.StartBoth(t, tb.NS("sw1"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l1}, lgc), tb.NS("sw2"), withLG(dataplane.Config{Mode: lgpipe.ModeLG, Logger: l2}, lgc))
+	sw1, sw2 := r1.D, r2.D
 	if p := sw2.Link(); len(p.Sockets()) != 2 || p.Lanes() != 1 {
 		t.Fatalf("sw2 link0: %d sockets, %d lanes; want 2 sockets (one per RX queue), 1 lane", len(p.Sockets()), p.Lanes())
 	}

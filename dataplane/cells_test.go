@@ -476,8 +476,8 @@ func TestOneHostPortModesStillRun(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			tb := netns.TestUp(t, "lfc", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 			workers(t, 2)
-			sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: mode})
-			dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: mode})
+			r1, _ := dataplane.StartBoth(t, tb.NS("sw1"), dataplane.Config{Mode: mode}, tb.NS("sw2"), dataplane.Config{Mode: mode})
+			sw1 := r1.D
 			if ps := sw1.Ports(); !slices.Equal(ps.Hosts, []int{0}) || ps.Host != 0 || !slices.Equal(ps.Links, []int{1}) {
 				t.Fatalf("ports %+v", ps)
 			}

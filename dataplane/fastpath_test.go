@@ -231,8 +231,7 @@ func TestFastPathFallback(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "generic") || !strings.Contains(err.Error(), "--fastpath auto") {
 		t.Errorf("--fastpath xdp with generic XDP: error %v, want one naming generic mode and --fastpath auto", err)
 	}
-	gen := StartWatched(t, sw1NS, Config{FastPath: FastPathAuto, XDPMode: bpf.XDPGeneric})
-	afx := StartWatched(t, sw2NS, Config{FastPath: FastPathAFXDP})
+	gen, afx := StartBoth(t, sw1NS, Config{FastPath: FastPathAuto, XDPMode: bpf.XDPGeneric}, sw2NS, Config{FastPath: FastPathAFXDP})
 	for _, f := range gen.D.FastPath() {
 		if f.Path != FastPathAFXDP || !strings.Contains(f.Reason, "generic") {
 			t.Errorf("sw1 generic XDP, auto: %+v, want afxdp because of generic mode", f)

@@ -67,8 +67,8 @@ func StartSwitch(t *testing.T, ns string, cfg Config) *Dataplane {
 
 func TestForwardPingAndTCP(t *testing.T) {
 	tb := netns.TestUp(t, "lfd", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	sw1 := StartSwitch(t, tb.NS("sw1"), Config{})
-	sw2 := StartSwitch(t, tb.NS("sw2"), Config{})
+	r1, r2 := StartBoth(t, tb.NS("sw1"), Config{}, tb.NS("sw2"), Config{})
+	sw1, sw2 := r1.D, r2.D
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

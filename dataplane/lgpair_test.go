@@ -129,8 +129,8 @@ func TestLGAsymmetricEnds(t *testing.T) {
 func TestLGUDPLossAccounted(t *testing.T) {
 	dataplane.RequireIperf3(t)
 	tb := netns.TestUp(t, "lfe", "pair", netns.Options{Forwarding: netns.ForwardingNone})
-	sw1 := dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: lgpipe.ModeLG})
-	sw2 := dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG})
+	r1, r2 := dataplane.StartBoth(t, tb.NS("sw1"), dataplane.Config{Mode: lgpipe.ModeLG}, tb.NS("sw2"), dataplane.Config{Mode: lgpipe.ModeLG})
+	sw1, sw2 := r1.D, r2.D
 	if err := sw2.Link().Program().SetImpair(bpf.ImpairConfig{Model: bpf.Bernoulli, Loss: 1e-2, Seed: 23}); err != nil {
 		t.Fatal(err)
 	}

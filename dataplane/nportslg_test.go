@@ -14,8 +14,9 @@ func TestNLinkPorts(t *testing.T) {
 	tb := netns.TestUp(t, "lfn", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	links := []string{"link0", "link1", "link2", "link3"}
 	b := &lgBed{tb: tb}
-	b.sw1 = dataplane.StartSwitch(t, tb.NS("sw1"), dataplane.Config{Mode: dataplane.ModeSpray, HostPort: "host0", LinkPorts: links})
-	b.sw2 = dataplane.StartSwitch(t, tb.NS("sw2"), dataplane.Config{Mode: dataplane.ModeSpray, HostPort: "host0", LinkPorts: links})
+	cfg := dataplane.Config{Mode: dataplane.ModeSpray, HostPort: "host0", LinkPorts: links}
+	r1, r2 := dataplane.StartBoth(t, tb.NS("sw1"), cfg, tb.NS("sw2"), cfg)
+	b.sw1, b.sw2 = r1.D, r2.D
 	if ps := b.sw1.Ports(); ps.Host != 0 || len(ps.Links) != 4 || b.sw1.Port(ps.Links[3]).Name != "link3" {
 		t.Fatalf("sw1 ports %+v", ps)
 	}

@@ -38,8 +38,7 @@ func TestLinkPortPromiscWhileRunning(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s1 := dataplane.StartWatched(t, sw1, dataplane.Config{})
-	s2 := dataplane.StartWatched(t, sw2, dataplane.Config{})
+	s1, s2 := dataplane.StartBoth(t, sw1, dataplane.Config{}, sw2, dataplane.Config{})
 	if !promiscOf(t, sw1, "link0") {
 		t.Error("sw1 link0 not promiscuous while the dataplane runs")
 	}

@@ -17,8 +17,8 @@ func TestPortRateTCP(t *testing.T) {
 	RequireIperf3(t)
 	tb := netns.TestUp(t, "lfn", "pair", netns.Options{Forwarding: netns.ForwardingNone})
 	const rate = 200e6
-	StartSwitch(t, tb.NS("sw1"), Config{})
-	sw2 := StartSwitch(t, tb.NS("sw2"), Config{Shape: map[string]PortShape{"host0": {Rate: rate}}})
+	_, r2 := StartBoth(t, tb.NS("sw1"), Config{}, tb.NS("sw2"), Config{Shape: map[string]PortShape{"host0": {Rate: rate}}})
+	sw2 := r2.D
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
