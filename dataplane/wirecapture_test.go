@@ -243,7 +243,7 @@ func wireCaptureMode(t *testing.T, tb *netns.Testbed, mode dataplane.Mode, cellL
 			t.Fatal(err)
 		}
 	}
-	out, err := netns.Command(ctx, tb.NS("h1"), "ping", "-c", "200", "-i", "0.005", "-s", "200", "-q", "10.0.0.2").CombinedOutput()
+	out, err := netns.Command(ctx, tb.NS("h1"), "ping", "-c", "200", "-i", "0.002", "-s", "200", "-q", "10.0.0.2").CombinedOutput()
 	if err != nil && mode != lgpipe.ModeMonitor {
 		t.Fatalf("200 pings h1→h2: %v\n%s", err, out)
 	}
