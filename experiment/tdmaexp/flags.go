@@ -18,7 +18,7 @@ import (
 // starLinkFlags are the star's links: the TBF on every host NIC and
 // switch port. limitName names the switch buffer's flag ("" : --limit;
 // rpc calls it --buffer, as the paper's experiment does).
-type starLinkFlags struct{ rate, burst, limit, limitName string }
+type starLinkFlags struct{ rate, burst, portBurst, limit, limitName string }
 
 func (s *starLinkFlags) bindLink(f *pflag.FlagSet, rate string) {
 	if s.limitName == "" {
@@ -37,6 +37,15 @@ func (s *starLinkFlags) parse(rate *netns.BitRate, burst, limit *netns.ByteSize)
 		return err
 	}
 	return cli.SizeFlag(s.limitName, s.limit, limit)
+}
+
+// portBurstOf is --port-burst, burst the hosts' (twice burst if unset).
+func (s *starLinkFlags) portBurstOf(burst netns.ByteSize) (netns.ByteSize, error) {
+	if s.portBurst == "" {
+		return 2 * burst, nil
+	}
+	var b netns.ByteSize
+	return b, cli.SizeFlag("port-burst", s.portBurst, &b)
 }
 
 // starFlags are the flags every TDMA experiment on the star shares: the
@@ -70,6 +79,7 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 		f.IntVar(&s.hosts, "hosts", s.hosts, "hosts on the star (2..8)")
 	}
 	s.bindLink(f, "100M")
+	f.StringVar(&s.portBurst, "port-burst", "", "the switch ports' TBF burst (default: twice --burst, so that a port passes one host's burst after another's: a host's TBF sends a burst ahead of the line rate, and a port with only as much would hold the next slot's sender behind the last one's, up to its own timer and softirq)")
 	f.DurationVar(&s.margin, "margin", 50*time.Microsecond, "taken off every window's close")
 	f.DurationVar(&s.spin, "spin", 0, "the agents poll without sleeping this long before a window opens (0: their default, 150µs; negative: off)")
 	f.BoolVar(&s.aligned, "aligned", false, "every host's window of a slot opens at once (tdma fm --stagger=false, which every host follows); by default the windows to destination d open d·guard/N later")
@@ -102,7 +112,12 @@ func (s *starFlags) star() (TDMAStar, error) {
 			return c, fmt.Errorf("--mode: %w", err)
 		}
 	}
-	return c, s.parse(&c.Rate, &c.Burst, &c.Limit)
+	if err := s.parse(&c.Rate, &c.Burst, &c.Limit); err != nil {
+		return c, err
+	}
+	var err error
+	c.PortBurst, err = s.portBurstOf(c.Burst)
+	return c, err
 }
 
 // tdmaStarFlags are starFlags with what an experiment adds: its arms (if

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/netns"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func TestParseOffsets(t *testing.T) {
@@ -154,5 +156,36 @@ func TestRunStarJSON(t *testing.T) {
 	var doc map[string]any
 	if err != nil || json.Unmarshal(out, &doc) != nil || doc["runs"] != 2.0 {
 		t.Errorf("runStar --json: err %v, stdout %q; want the result as JSON", err, out)
+	}
+}
+
+func TestPortBurst(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want netns.ByteSize
+	}{
+		{nil, 32 << 10},
+		{[]string{"--burst", "20K"}, 40 << 10},
+		{[]string{"--port-burst", "16K"}, 16 << 10},
+	} {
+		var s starFlags
+		f := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		s.bind(f, "lease")
+		if err := f.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		star, err := s.star()
+		if err != nil || star.PortBurst != c.want {
+			t.Errorf("%v: port burst %v, %v; want %v", c.args, star.PortBurst, err, c.want)
+		}
+	}
+	var s starFlags
+	f := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	s.bind(f, "lease")
+	if err := f.Parse([]string{"--port-burst", "lots"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.star(); err == nil || !strings.Contains(err.Error(), "port-burst") {
+		t.Errorf("--port-burst lots: %v, want its error", err)
 	}
 }

@@ -175,7 +175,7 @@ func TestTDMAFreezeStarSmall(t *testing.T) {
 	self := bedtest.Self(t)
 	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfsl"), Progress: bedtest.Writer{T: t}}
 	for _, mode := range []string{"lease", "freerun"} {
-		sc := TDMAShuffleConfig{Star: TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10, Slot: 5 * time.Millisecond, Guard: 300 * time.Microsecond,
+		sc := TDMAShuffleConfig{Star: TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, PortBurst: 32 << 10, Limit: 64 << 10, Slot: 5 * time.Millisecond, Guard: 300 * time.Microsecond,
 			Mode: mode, RT: 60, Sched: "rotor", Margin: 50 * time.Microsecond}, Size: 1 << 20, Arms: []string{"tdma"}, Runs: 1, Dir: t.TempDir()}
 		fr, err := freezeOnce(t.Context(), e, sc, 1, TDMAFreezeConfig{Dur: 100 * time.Millisecond, At: 0.3})
 		if err != nil {

@@ -35,7 +35,7 @@ func TestTDMAExitGateHoldsTheSlots(t *testing.T) {
 	}()
 	defer func() { stop.Store(true); <-spun }()
 	for _, mode := range []string{"lease", "freerun"} {
-		cfg := TDMAShuffleConfig{Star: TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, Limit: 64 << 10, Slot: 5 * time.Millisecond, Guard: 300 * time.Microsecond,
+		cfg := TDMAShuffleConfig{Star: TDMAStar{Hosts: 4, Rate: 100e6, Burst: 16 << 10, PortBurst: 32 << 10, Limit: 64 << 10, Slot: 5 * time.Millisecond, Guard: 300 * time.Microsecond,
 			Mode: mode, RT: 60, Sched: "rotor", Margin: 50 * time.Microsecond}, Size: 1 << 20, Arms: []string{"tdma"}, Runs: 1, Dir: t.TempDir()}
 		a, err := shuffleOnce(t.Context(), e, cfg, "tdma", 1, nil)
 		if err != nil {

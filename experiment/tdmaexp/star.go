@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,6 +52,8 @@ type TDMAStar struct {
 	// leave its host in after its slot's end (the exit gate, bpf.TDMAGate,
 	// on the switch end of every host's veth); 0: DefaultGateShare.
 	GateShare float64 `json:"gate_share,omitempty"`
+	// PortBurst is the switch ports' TBF burst (0: Burst).
+	PortBurst netns.ByteSize `json:"port_burst,omitempty"`
 }
 
 // DefaultGateShare is the exit gate's default share of the guard: half for
@@ -193,13 +196,23 @@ func (d StarDrops) Sub(o StarDrops) StarDrops {
 	return StarDrops{HostTBF: d.HostTBF - o.HostTBF, Veth: d.Veth - o.Veth, VethRx: d.VethRx - o.VethRx, PortRx: d.PortRx - o.PortRx, Backlog: d.Backlog - o.Backlog}
 }
 
-// upStar brings up the shaped star.
+// upStar brings up the shaped star, the switch ports' TBFs with burst
+// c.PortBurst.
 func upStar(e *bed.Env, c TDMAStar) (*netns.Testbed, error) {
 	t, err := netns.Star(c.Hosts, netns.StarOptions{Shape: &netns.Shape{Rate: c.Rate, Burst: c.Burst, Limit: c.Limit}})
 	if err != nil {
 		return nil, err
 	}
-	return netns.Up(t, netns.Options{Prefix: e.Prefix, MTU: c.MTU})
+	tb, err := netns.Up(t, netns.Options{Prefix: e.Prefix, MTU: c.MTU})
+	if err != nil || c.PortBurst == 0 || c.PortBurst == c.Burst {
+		return tb, err
+	}
+	for i := 1; i <= c.Hosts; i++ {
+		if err := netns.SetTBF(tb.NS("sw"), "p"+strconv.Itoa(i), netns.Shape{Rate: c.Rate, Burst: c.PortBurst, Limit: c.Limit}); err != nil {
+			return nil, errors.Join(err, tb.Down())
+		}
+	}
+	return tb, nil
 }
 
 // agentProc is a `linkfabric tdma fm|host` process writing JSON to a file.
