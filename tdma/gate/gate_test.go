@@ -535,3 +535,53 @@ func TestWindowsFollowTheFMsStagger(t *testing.T) {
 		check(sent+G, 1, 1)
 	}
 }
+
+// TestLateGrantClosesInTime: a grant later than d_est by more than the
+// guard and the margin would hold its window open past its slot's end
+// plus the guard, into the next sender's time. The gate compares each
+// grant's receive time less the FM's send time with the fastest of the
+// last grants' (the clocks' offset drops out): a grant later than that by
+// more than the guard has its window's close, and those of the free-run
+// windows timed from it, brought forward by the rest; its open stays where
+// its arrival puts it. A grant later by less keeps its window.
+func TestLateGrantClosesInTime(t *testing.T) {
+	const offset = 7_000_000_000 // the FM's clock ahead of the host's
+	for _, m := range []Discipline{Lease, FreeRun} {
+		for _, late := range []int64{G / 2, G + 100_000, L} {
+			g := newGate(t, m)
+			var f fm
+			var rx int64
+			for k := 0; k < nslot; k++ { // the last grant late
+				sent, gr := f.grant(0, k)
+				gr.FMTime += offset
+				rx = sent + dEst
+				if k == nslot-1 {
+					rx += late
+				}
+				g.OnGrant(rx, rx, &gr)
+			}
+			cut := max(late-G, 0)
+			if s := g.Stats(); s.LateCuts != uint64(min(cut, 1)) || s.LateCutNs != uint64(cut) {
+				t.Errorf("%v, grant %d µs late: %d cuts of %d ns in all, want %d ns", m, late/1000, s.LateCuts, s.LateCutNs, cut)
+			}
+			start := int64(nslot-1) * L
+			if w, ok := g.Window(start+late+dEst+G, nslot-1); late < L && (!ok || w.OpenAt != start+late+dEst+G || w.Close != start+L+min(late, G)) {
+				t.Errorf("%v, grant %d µs late: window %+v (open %v), want it open at %d until %d", m, late/1000, w, ok, start+late+dEst+G, start+L+min(late, G))
+			}
+			// every window timed from it, granted or free-run, closes by its
+			// slot's end plus the guard on the FM's timeline
+			for now := rx; now < 6*L; now += 1000 {
+				for c := 0; c < nslot; c++ {
+					w, ok := g.Window(now, c)
+					if !ok {
+						continue
+					}
+					end := int64(w.Round*nslot+uint32(w.Slot)+1) * L
+					if w.Close > end+G {
+						t.Fatalf("%v, grant %d µs late: window %+v open at %d closes %d ns past its slot's end plus the guard", m, late/1000, w, now, w.Close-end-G)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package tdmasim
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"testing"
@@ -66,31 +68,99 @@ func TestShuffleTailEndsTogether(t *testing.T) {
 	}
 }
 
-// starShuffles runs the 40 MiB shuffle as the star runs it (the FM's
-// rounds of 4N slots, a 50 µs margin, windows staggered by destination)
-// with the window opens late by late, seeds 1..n, and returns the
-// completions ÷ ideal and the finish spreads (ms), each sorted. Every run
-// must be safe: the FM's schedules change from round to round (a tail's
-// rounds are planned backward, each from newer reports), and no frame
-// may meet another sender's in a switch port, leave after its slot's end
-// plus the guard or before its slot's guard has passed.
+// starShuffles runs the 40 MiB shuffle as the star runs it with the
+// window opens late by late, seeds 1..n (starShuffle), and returns the
+// completions ÷ ideal and the finish spreads (ms), each sorted.
 func starShuffles(t *testing.T, late Dist, n uint64) (ratios, spreads []float64) {
 	for seed := uint64(1); seed <= n; seed++ {
-		c := Default()
-		c.Shuffle, c.Margin, c.MaxRoundSlots, c.Timer, c.Seed, c.Stagger = 40<<20, 50_000, 4*c.Hosts, late, seed, true
-		r, err := Run(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Unfinished > 0 || r.Collisions > 0 || r.MetInSlot > 0 || r.OverrunBytes > 0 || r.EarlyBytes > 0 || r.Drops > 0 {
-			t.Fatalf("%s seed %d: %d flows unfinished, %d collisions, %d meetings in slot, %d bytes overrun, %d early, %d drops", late.Name, seed,
-				r.Unfinished, r.Collisions, r.MetInSlot, r.OverrunBytes, r.EarlyBytes, r.Drops)
-		}
+		r := starShuffle(t, late, seed)
 		ratios, spreads = append(ratios, r.Ratio()), append(spreads, float64(r.Completion-r.FirstFinish)/1e6)
 	}
 	slices.Sort(ratios)
 	slices.Sort(spreads)
 	return ratios, spreads
+}
+
+// starShuffle runs the 40 MiB shuffle as the star runs it with the window
+// opens late by late, and fails t unless the run is safe (unsafe).
+func starShuffle(t *testing.T, late Dist, seed uint64) *Result {
+	t.Helper()
+	r := starRun(t, late, seed)
+	if err := unsafe(r); err != nil {
+		t.Fatalf("%s seed %d: %v", late.Name, seed, err)
+	}
+	return r
+}
+
+// starRun runs the 40 MiB shuffle as the star runs it (the FM's rounds of
+// 4N slots, a 50 µs margin, windows staggered by destination) with the
+// window opens late by late.
+func starRun(t *testing.T, late Dist, seed uint64) *Result {
+	t.Helper()
+	c := Default()
+	c.Shuffle, c.Margin, c.MaxRoundSlots, c.Timer, c.Seed, c.Stagger = 40<<20, 50_000, 4*c.Hosts, late, seed, true
+	r, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// unsafe says what made a run unsafe, nil if nothing did. Every run must
+// be safe: the FM's schedules change from round to round (a tail's rounds
+// are planned backward, each from newer reports), and no frame may meet
+// another sender's in a switch port, leave after its slot's end plus the
+// guard or before its slot's guard has passed.
+func unsafe(r *Result) error {
+	if r.Unfinished > 0 || r.Collisions > 0 || r.MetInSlot > 0 || r.OverrunBytes > 0 || r.EarlyBytes > 0 || r.Drops > 0 {
+		return fmt.Errorf("%d flows unfinished, %d collisions, %d meetings in slot, %d bytes overrun, %d early, %d drops",
+			r.Unfinished, r.Collisions, r.MetInSlot, r.OverrunBytes, r.EarlyBytes, r.Drops)
+	}
+	return nil
+}
+
+// TestLateGrantStaysInSlot: a grant that meets the control delay's tail
+// (some 250 µs) and then waits behind a data frame in its host's switch
+// port (up to a frame's 122 µs) comes later than d_est by more than the
+// guard and the margin together. A window timed from its arrival alone
+// would close past the slot's end plus the guard, and its last frame
+// leave into the next sender's time; the gate closes it earlier (it
+// compares the grant with the fastest of the last ones). The 40 MiB
+// shuffle as the star runs it, at the measured late opens and at 0.3 ×
+// them: every run safe. The first seeds where such a grant met a
+// window's last frame when the gate timed windows from arrivals alone
+// (of 1-128: 14 at the measured late opens, the first 25, and 10 at
+// 0.3 ×, the first 3) run in make test; all 128 of each in make soak
+// (LINKFABRIC_FULL).
+func TestLateGrantStaysInSlot(t *testing.T) {
+	for _, arm := range []struct {
+		late  Dist
+		seeds []uint64
+	}{{MeasuredOpenLate, []uint64{25, 44}}, {MeasuredOpenLate.Scaled(0.3), []uint64{3, 22}}} {
+		seeds := arm.seeds
+		if os.Getenv("LINKFABRIC_FULL") != "" {
+			seeds = nil
+			for s := uint64(1); s <= 128; s++ {
+				seeds = append(seeds, s)
+			}
+		}
+		var bad []uint64
+		var cuts uint64
+		for _, seed := range seeds {
+			r := starRun(t, arm.late, seed)
+			cuts += r.LateCuts
+			if err := unsafe(r); err != nil {
+				t.Logf("%s seed %d: %v", arm.late.Name, seed, err)
+				bad = append(bad, seed)
+			}
+		}
+		if len(bad) > 0 {
+			t.Errorf("%s: %d of %d runs unsafe: seeds %v", arm.late.Name, len(bad), len(seeds), bad)
+		}
+		if cuts == 0 {
+			t.Errorf("%s, seeds %v: no window closed early for a late grant (gate.Stats.LateCuts): the runs no longer test it", arm.late.Name, seeds)
+		}
+	}
 }
 
 // TestShuffleTailCatchesUp: the 40 MiB shuffle as the star runs it, with
@@ -101,14 +171,19 @@ func starShuffles(t *testing.T, late Dist, n uint64) (ratios, spreads []float64)
 // before the longest line, the rounds serve the pairs behind first, so the
 // pairs ahead have not ended when the tail begins: the median run's pairs
 // end within N−1 slots and one more, and no run's beyond a round (seeds
-// 26-33; with the rotor's rounds alone up to the tail, one ended 291 ms
-// apart: h2 → h1 had ended before the tail began).
+// 26-57; with the rotor's rounds alone up to the tail, one of 26-33 ended
+// 291 ms apart: h2 → h1 had ended before the tail began). Eight seeds were
+// too few for the median: a window closed a little earlier anywhere in a
+// run moves its tail (26-33 went from 14.3 to 24.6 ms when late grants'
+// windows began to close by their slot's end plus the guard, while over
+// seeds 1-128 the median went from 13.8 to 14.1 ms and the runs beyond
+// 20 ms from 17 to 15).
 func TestShuffleTailCatchesUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("40 MiB shuffles")
 	}
 	var ss []float64
-	for seed := uint64(26); seed <= 33; seed++ {
+	for seed := uint64(26); seed <= 57; seed++ {
 		c := Default()
 		c.Shuffle, c.Margin, c.MaxRoundSlots, c.Timer, c.Seed, c.Stagger = 40<<20, 50_000, 4*c.Hosts, MeasuredOpenLate, seed, true
 		s, err := newSim(c)

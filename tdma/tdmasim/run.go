@@ -463,6 +463,8 @@ func (s *Sim) result() *Result {
 		s.res.FreeRunOpens += st.FreeRunOpens
 		s.res.LeaseExpiries += st.LeaseExpiries
 		s.res.GateOverrunBytes += st.OverrunBytes
+		s.res.LateCuts += st.LateCuts
+		s.res.LateCutNs += st.LateCutNs
 	}
 	for _, h := range s.hosts {
 		s.res.MetInSlot += h.meet.InSlot

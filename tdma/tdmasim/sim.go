@@ -154,8 +154,9 @@ type Result struct {
 	CtlDrops   int64 `json:"ctl_drops"` // dropped by a full switch port
 	CtlBytes   int64 `json:"ctl_wire_bytes"`
 	DataBytes  int64 `json:"data_wire_bytes"`
-	// Gate counters summed over hosts.
+	// Gate counters summed over hosts (gate.Stats).
 	GrantOpens, FreeRunOpens, LeaseExpiries, GateOverrunBytes uint64
+	LateCuts, LateCutNs                                       uint64
 	FM                                                        fmcore.Stats
 	// SilentAfterFreeze: the last data frame sent after the FM froze,
 	// relative to the freeze; ResumeAfterThaw: the first grant-opened
