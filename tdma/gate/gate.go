@@ -125,8 +125,9 @@ const nsched = 4
 // later than d_est, past the margin (a receiving host's switch port is
 // seldom idle: a grant waits behind part of a data frame), and 2 runs of
 // 128 overran; with 256 no frame of 256 runs ended closer than 17 µs to
-// its slot's end plus the guard. Two clocks that drift apart only make
-// grants look later.
+// its slot's end plus the guard. Two clocks drifting apart at a rate r
+// move the comparison by at most r × 1.28 s (13 µs at 10 ppm): grants
+// look later when the host's clock gains, earlier when it loses.
 const nlag = 256
 
 // Gate is one host's gate. Not safe for concurrent use.
