@@ -92,14 +92,19 @@ func starShuffle(t *testing.T, late Dist, seed uint64) *Result {
 	return r
 }
 
-// starRun runs the 40 MiB shuffle as the star runs it (the FM's rounds of
-// 4N slots, a 50 µs margin, windows staggered by destination) with the
+// starConfig is the 40 MiB shuffle as the star runs it (the FM's rounds
+// of 4N slots, a 50 µs margin, windows staggered by destination) with the
 // window opens late by late.
-func starRun(t *testing.T, late Dist, seed uint64) *Result {
-	t.Helper()
+func starConfig(late Dist, seed uint64) Config {
 	c := Default()
 	c.Shuffle, c.Margin, c.MaxRoundSlots, c.Timer, c.Seed, c.Stagger = 40<<20, 50_000, 4*c.Hosts, late, seed, true
-	r, err := Run(c)
+	return c
+}
+
+// starRun runs starConfig(late, seed).
+func starRun(t *testing.T, late Dist, seed uint64) *Result {
+	t.Helper()
+	r, err := Run(starConfig(late, seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +189,7 @@ func TestShuffleTailCatchesUp(t *testing.T) {
 	}
 	var ss []float64
 	for seed := uint64(26); seed <= 57; seed++ {
-		c := Default()
-		c.Shuffle, c.Margin, c.MaxRoundSlots, c.Timer, c.Seed, c.Stagger = 40<<20, 50_000, 4*c.Hosts, MeasuredOpenLate, seed, true
-		s, err := newSim(c)
+		s, err := newSim(starConfig(MeasuredOpenLate, seed))
 		if err != nil {
 			t.Fatal(err)
 		}
