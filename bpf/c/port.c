@@ -358,23 +358,6 @@ __noinline int lf_crc32c(struct xdp_md *ctx, int seal)
 		}                                                              \
 	} while (0)
 
-/* lf_csum(ctx, 0) says whether the frame carries a valid "csum" integrity
- * trailer (linkcrc.Csum): lf_trailer_frame takes it; its last 4
- * bytes are the 16-bit Internet checksum (RFC 1071: the ones' complement
- * of the ones'-complement sum of the 16-bit words, in network byte order)
- * of the bytes before them, then the number of those bytes, little endian
- * (so that zero bytes added or removed at the end, which leave the sum as
- * it is, still fail). 1 if so, else 0; with seal set it writes the trailer
- * (the frame grown by 4 bytes) and returns 1.
- *
- * The kernel sums: bpf_csum_diff(0, 0, p, k, seed) is csum_partial over k
- * bytes of the frame (k a multiple of 4, at most 512), in the CPU's byte
- * order: steps of 512 bytes, then one each of 256, 128 and 64. The at most
- * 63 bytes left are added here the same way (the CPU's 32-bit words, then
- * 16-bit ones); every step starts at a multiple of 4, so every 16-bit word
- * keeps its place. The sum is folded to 16 bits and stored as the CPU's
- * word: the same two bytes on either byte order (RFC 1071, "byte order
- * independence"). */
 /* lf_csum_fin finishes lf_csum from byte off of the frame on (sum the
  * sum so far, n the bytes before the trailer): the at most 63 bytes left,
  * then the trailer is checked or, with seal set, written. lf_csum passes
@@ -430,6 +413,23 @@ static __always_inline int lf_csum_fin(struct xdp_md *ctx, __u32 off, __u32 sum,
 	return !__builtin_memcmp(p, &w, 2) && p[2] == (__u8)n && p[3] == (__u8)(n >> 8);
 }
 
+/* lf_csum(ctx, 0) says whether the frame carries a valid "csum" integrity
+ * trailer (linkcrc.Csum): lf_trailer_frame takes it; its last 4
+ * bytes are the 16-bit Internet checksum (RFC 1071: the ones' complement
+ * of the ones'-complement sum of the 16-bit words, in network byte order)
+ * of the bytes before them, then the number of those bytes, little endian
+ * (so that zero bytes added or removed at the end, which leave the sum as
+ * it is, still fail). 1 if so, else 0; with seal set it writes the trailer
+ * (the frame grown by 4 bytes) and returns 1.
+ *
+ * The kernel sums: bpf_csum_diff(0, 0, p, k, seed) is csum_partial over k
+ * bytes of the frame (k a multiple of 4, at most 512), in the CPU's byte
+ * order: steps of 512 bytes, then one each of 256, 128 and 64. The at most
+ * 63 bytes left are added here the same way (the CPU's 32-bit words, then
+ * 16-bit ones); every step starts at a multiple of 4, so every 16-bit word
+ * keeps its place. The sum is folded to 16 bits and stored as the CPU's
+ * word: the same two bytes on either byte order (RFC 1071, "byte order
+ * independence"). */
 __noinline int lf_csum(struct xdp_md *ctx, int seal)
 {
 	void *end = (void *)(long)ctx->data_end;
