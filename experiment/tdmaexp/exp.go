@@ -271,6 +271,13 @@ func printCauses(w io.Writer, runs []causeRun) {
 			fmt.Fprintf(w, "  %s: %d meetings of two frames both inside their slots\n", r.label, n)
 		}
 	}
+	for _, r := range runs {
+		if t := r.c.Transit; t.Frames > 0 {
+			o, at := t.Over, gate.TransitOver
+			fmt.Fprintf(w, "%s: through the switch (the gate's stamp → the receiver's): %d frames, > %d µs %d, > %d µs %d, > %d µs %d, > %d µs %d, the longest %.0f µs\n",
+				r.label, t.Frames, at[0], o[0], at[1], o[1], at[2], o[2], at[3], o[3], t.MaxUs)
+		}
+	}
 	var gated bool
 	for _, r := range runs {
 		gated = gated || r.c.Gate != nil || r.c.Stopped.Total() > 0

@@ -112,6 +112,9 @@ type Found struct {
 	Causes     Causes      `json:"collision_causes"`
 	CollSample []Collision `json:"collision_sample,omitempty"`
 	MetInSlot  uint64      `json:"met_in_slot"`
+	// Transit: how long the frames took through the switch, from the
+	// exit gate's stamp to their receiver's kernel stamp.
+	Transit Transit `json:"switch_transit"`
 }
 
 // Merge adds what o found to f.
@@ -119,6 +122,42 @@ func (f *Found) Merge(o *Found) {
 	f.Causes.Merge(&o.Causes)
 	f.CollSample = append(f.CollSample, o.CollSample...)
 	f.MetInSlot += o.MetInSlot
+	f.Transit.Merge(&o.Transit)
+}
+
+// TransitOver are the thresholds Transit counts frames over, µs: half the
+// default guard, the guard, and the scheduler's ticks (a softirq left to
+// ksoftirqd waits up to one at HZ 250).
+var TransitOver = [4]int64{150, 300, 1000, 4000}
+
+// Transit counts frames by their time through the switch (the exit
+// gate's stamp to the receiver's kernel stamp: the bridge, the output
+// port's queue and the receiver's input path) over each of TransitOver,
+// with the longest.
+type Transit struct {
+	Frames uint64    `json:"frames"`
+	Over   [4]uint64 `json:"over_150_300_1000_4000_us"`
+	MaxUs  float64   `json:"max_us"`
+}
+
+// Add counts a frame that took ns.
+func (t *Transit) Add(ns int64) {
+	t.Frames++
+	for i, us := range TransitOver {
+		if ns > us*1000 {
+			t.Over[i]++
+		}
+	}
+	t.MaxUs = max(t.MaxUs, float64(ns)/1000)
+}
+
+// Merge adds o's frames to t's.
+func (t *Transit) Merge(o *Transit) {
+	t.Frames += o.Frames
+	for i := range t.Over {
+		t.Over[i] += o.Over[i]
+	}
+	t.MaxUs = max(t.MaxUs, o.MaxUs)
 }
 
 // Total is the number of collided frames.

@@ -148,3 +148,18 @@ func TestMeetings(t *testing.T) {
 		t.Errorf("%d meetings inside the slots, want 1", m.InSlot)
 	}
 }
+
+// TestTransit counts frames over each threshold (a frame at a threshold is
+// not over it) and keeps the longest, merged across receivers.
+func TestTransit(t *testing.T) {
+	var a, b Transit
+	for _, us := range []int64{10, 150, 151, 300, 999} {
+		a.Add(us * 1000)
+	}
+	b.Add(4_000_001)
+	b.Add(1_000_000)
+	a.Merge(&b)
+	if want := (Transit{Frames: 7, Over: [4]uint64{5, 3, 1, 1}, MaxUs: 4000.001}); a != want {
+		t.Fatalf("got %+v, want %+v", a, want)
+	}
+}

@@ -493,6 +493,7 @@ func (a *Agent) checkWindow(r *rawState, i, l int, h *wire.DataHdr) {
 	entry := int64(0)
 	if t.Entry != wire.WinUnknown {
 		entry = h.SendTS + int64(t.Entry)
+		a.s.Transit.Add(rx - entry)
 	}
 	cm := c
 	if !ok {
