@@ -109,14 +109,20 @@ type ArmMeasures struct {
 	LoadAvg      float64     `json:"load_avg"`
 }
 
-// onStar brings up a fresh star for one arm, runs fn on it while sampling
-// the switch, the star's drops and the CPUs into m, and tears it down.
+// onStar brings up a fresh star for one arm, with the softirq threads
+// under SCHED_FIFO c.SoftirqRT, runs fn on it while sampling the switch,
+// the star's drops and the CPUs into m, and tears it down.
 func onStar(e *bed.Env, c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) error) error {
 	tb, err := upStar(e, c)
 	if err != nil {
 		return err
 	}
 	defer tb.Down()
+	restore, err := softirqRT(c.SoftirqRT)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	stop := make(chan struct{})
 	sw, err := sampleSwitch(tb.NS("sw"), c.Hosts, stop)
 	if err != nil {

@@ -55,6 +55,7 @@ func (s *starLinkFlags) portBurstOf(burst netns.ByteSize) (netns.ByteSize, error
 type starFlags struct {
 	starLinkFlags
 	hosts, rt, hostRT, openRT int
+	softirqRT                 int
 	fixedHosts, aligned       bool
 	mode, sch                 string
 	gateShare                 float64
@@ -90,6 +91,7 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 	f.Float64Var(&s.gateShare, "gate-share", DefaultGateShare, "the raw agents' frames are held to their windows where they leave their host (an eBPF exit gate on the switch end of its veth, against the kernel's clock; a frame outside its window goes back to its agent, which sends it in a later window): the part of the guard a frame may still leave in after its slot's end (the rest is the switch's)")
 	f.IntVar(&s.rt, "rt", 60, "SCHED_FIFO priority of the FM's clock thread (0: the default scheduler)")
 	f.IntVar(&s.openRT, "open-rt", 0, "SCHED_FIFO priority of the agents' threads only while each waits for a window's open, until its first frames are released (0: the agents' default, 1; negative: off)")
+	f.IntVar(&s.softirqRT, "softirq-rt", DefaultSoftirqRT, "SCHED_FIFO priority of the kernel's softirq threads (ksoftirqd, the machine's) during each arm, put back after it: the emulated NICs' and switch's work the kernel left to them waits behind no agent or other task (0: leave them)")
 	f.IntVar(&s.hostRT, "host-rt", 0, "SCHED_FIFO priority of the agents' threads (0: the default scheduler; measured: RT agents starve the softirqs that pace the TBFs and lose frames)")
 }
 
@@ -97,9 +99,12 @@ func (s *starFlags) bindStar(f *pflag.FlagSet, mode string) {
 // guard checked only if bound).
 func (s *starFlags) star() (TDMAStar, error) {
 	c := TDMAStar{Hosts: s.hosts, Slot: s.slot, Guard: s.guard, Mode: s.mode, RT: s.rt, HostRT: s.hostRT, OpenRT: s.openRT, Sched: s.sch, Margin: s.margin, Spin: s.spin,
-		Aligned: s.aligned, GateShare: s.gateShare}
+		Aligned: s.aligned, GateShare: s.gateShare, SoftirqRT: s.softirqRT}
 	if s.gateShare <= 0 || s.gateShare > 1 {
 		return c, fmt.Errorf("--gate-share %g: want more than 0, at most 1", s.gateShare)
+	}
+	if s.softirqRT < 0 || s.softirqRT > 99 {
+		return c, fmt.Errorf("--softirq-rt %d: want a SCHED_FIFO priority 1..99, or 0 to leave the softirq threads alone", s.softirqRT)
 	}
 	if s.hosts < 2 || s.hosts > 8 {
 		return c, fmt.Errorf("--hosts %d: want 2 to 8", s.hosts)

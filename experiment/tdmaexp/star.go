@@ -54,6 +54,9 @@ type TDMAStar struct {
 	GateShare float64 `json:"gate_share,omitempty"`
 	// PortBurst is the switch ports' TBF burst (0: Burst).
 	PortBurst netns.ByteSize `json:"port_burst,omitempty"`
+	// SoftirqRT is the SCHED_FIFO priority the kernel's softirq threads
+	// run at during an arm (softirqRT; 0: left as they are).
+	SoftirqRT int `json:"softirq_rt,omitempty"`
 }
 
 // DefaultGateShare is the exit gate's default share of the guard: half for
