@@ -126,8 +126,8 @@ func (f *Found) Merge(o *Found) {
 }
 
 // TransitOver are the thresholds Transit counts frames over, µs: half the
-// default guard, the guard, and the scheduler's ticks (a softirq left to
-// ksoftirqd waits up to one at HZ 250).
+// default guard, the guard, a millisecond, and a scheduler tick at HZ 250
+// (what a softirq left to ksoftirqd can wait).
 var TransitOver = [4]int64{150, 300, 1000, 4000}
 
 // Transit counts frames by their time through the switch (the exit
