@@ -170,3 +170,46 @@ func TestLateWakeSkips(t *testing.T) {
 		t.Fatalf("skipped %d, want %d", s.Skipped, 3*N)
 	}
 }
+
+// TestPlanAt: in every slot of a round of three the round after it is
+// planned one slot into it, given the round's start; an idle slot, or a
+// round of one slot, plans at its start.
+func TestPlanAt(t *testing.T) {
+	f := newFM(t, gate.Lease)
+	if start, at := f.PlanAt(); start != at || start != -L {
+		t.Fatalf("before the first round: start %d, plan at %d; want both at the idle slot's start %d", start, at, -L)
+	}
+	rotor := &sched.Rotor{}
+	for now := int64(0); now < 2*3*L; now = f.NextDeadline() {
+		if id, _, ok := f.Want(); ok {
+			if err := f.Publish(now, sched.Make(rotor, id, uniform(), 100, L, G)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Emit(now, nil)
+		if r, _, _ := f.Current(); r == nil {
+			continue
+		}
+		round := now / (3 * L) * 3 * L // the first round starts at 0, three slots each
+		if start, at := f.PlanAt(); start != round || at != round+L {
+			t.Fatalf("at %d: start %d, plan at %d; want %d and %d", now, start, at, round, round+L)
+		}
+	}
+	one := [][]int{{0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}
+	g := newFM(t, gate.Lease)
+	for now := int64(0); now < 3*L; now = g.NextDeadline() {
+		if id, _, ok := g.Want(); ok {
+			if err := g.Publish(now, sched.Make(rotor, id, one, 100, L, G)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.Emit(now, nil)
+		if r, k, slotStart := g.Current(); r != nil && len(r.Slots) == 1 {
+			if start, at := g.PlanAt(); start != slotStart || at != start || k != 0 {
+				t.Fatalf("a round of one slot at %d: start %d, plan at %d; want both %d", now, start, at, slotStart)
+			}
+			return
+		}
+	}
+	t.Fatal("no round of one slot ran")
+}
