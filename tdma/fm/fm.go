@@ -129,15 +129,12 @@ type Manager struct {
 	firstHeard int64
 	firstRound int64
 
-	rounds []RoundLog // the last keptRounds rounds computed (mu), a ring
-	nround int
-	want   atomic.Uint32 // round the clock thread needs next
-	// planStart, planAt: the current round's start and when to plan the
-	// one wanted (fmcore.FM.PlanAt), stored before want.
-	planStart, planAt atomic.Int64
-	pending           atomic.Pointer[sched.Round] // computed, not yet taken
-	stop              atomic.Bool
-	publ              atomic.Uint64
+	rounds  []RoundLog // the last keptRounds rounds computed (mu), a ring
+	nround  int
+	want    atomic.Uint32               // round the clock thread needs next
+	pending atomic.Pointer[sched.Round] // computed, not yet taken
+	stop    atomic.Bool
+	publ    atomic.Uint64
 }
 
 type calibState struct {
@@ -264,9 +261,6 @@ func (m *Manager) clockThread() (Stats, error) {
 			}
 		}
 		if id, _, ok := f.Want(); ok {
-			start, at := f.PlanAt()
-			m.planStart.Store(start)
-			m.planAt.Store(at)
 			m.want.Store(id)
 		}
 		d := f.NextDeadline()
@@ -327,9 +321,8 @@ func (m *Manager) scheduler() {
 	for !m.stop.Load() {
 		time.Sleep(200 * time.Microsecond)
 		id := m.want.Load()
-		start, planAt := m.planStart.Load(), m.planAt.Load()
-		if id == 0 || (last != nil && id <= last.ID) || id != m.want.Load() || clock.Now() < planAt {
-			continue // nothing wanted, or not yet: one slot into the round (fmcore.FM.PlanAt)
+		if id == 0 || (last != nil && id <= last.ID) {
+			continue
 		}
 		m.mu.Lock()
 		ready := m.nheard == N || m.firstHeard != 0 && clock.Now()-m.firstHeard >= int64(m.cfg.StartWait)
@@ -353,7 +346,7 @@ func (m *Manager) scheduler() {
 			d.Lost[h] = c.LostWindows()
 		}
 		m.mu.Unlock()
-		r := plan.Next(id, start, d, at)
+		r := plan.Next(id, clock.Now(), d, at)
 		m.logRound(r, d)
 		for c := 0; c < 2; c++ {
 			for h := 0; h < N; h++ {

@@ -120,24 +120,6 @@ func (f *FM) Want() (id uint32, by int64, ok bool) {
 	return f.lastID + 1, f.roundEnd() - f.cfg.PublishMargin, true
 }
 
-// PlanAt returns the current round's start (an idle slot's: its own) and
-// when to plan the round after it: one slot into a round of two slots or
-// more, so that the plan takes the reports its first slot brought (a
-// sender near its end reports at every grant: what its last windows
-// carried, a bit left after one the plan took for its last), else at its
-// start. A planner given rounds' starts (sched.Planner.Next) is given the
-// round's start, not the time it plans at.
-func (f *FM) PlanAt() (start, at int64) {
-	if f.cur == nil || f.slot < 0 {
-		return f.slotStart, f.slotStart
-	}
-	start = f.slotStart - int64(f.slot)*f.cfg.SlotLen
-	if len(f.cur.Slots) < 2 {
-		return start, start
-	}
-	return start, start + f.cfg.SlotLen
-}
-
 // roundEnd is when the current round (or idle slot) ends.
 func (f *FM) roundEnd() int64 {
 	if f.cur == nil || f.slot < 0 {

@@ -10,10 +10,8 @@ import (
 //
 // A host reports when a round's schedule reaches it, which is as the round
 // before that one starts, and (a raw sender near its end: NearTail) at
-// each slot's grant, so a report is up to two rounds old when it is used
-// (rounds are planned one ahead, a slot into the round before: the reports
-// of that round's first slot are in the plan, fmcore.FM.PlanAt). What
-// every round planned since will have carried after the
+// each slot's grant, so a report is a slot to two rounds old when it is
+// used (rounds are planned one ahead). What every round planned since will have carried after the
 // report came (each slot's open part, pro rata) is taken off, at what a
 // slot of that sender carries, which the Planner learns from the reports
 // themselves: between two reports of a host at least three of its windows
@@ -166,14 +164,14 @@ func NearTail(left int64, hosts int, rate uint64, slotLen int64) bool {
 // old) still ends in the tail's last rounds of the rotor.
 const tailTurns = 2
 
-// Next plans round id, round id−1 having started at start (the FM plans
-// one round ahead, a slot into the round before: fmcore.FM.PlanAt), from d, where d.Bytes[i] is host i's report and at[i]
+// Next plans round id at now, as round id−1 starts (the FM plans one
+// round ahead), from d, where d.Bytes[i] is host i's report and at[i]
 // when it came (0: before the first round), and records it. d is
 // modified: on return it holds what the round was planned from (bytes in
 // slots of SlotCap). A round planned but not run (the FM skipped its
 // number: it came too late) is taken off as if it had run; the next
 // report corrects that.
-func (p *Planner) Next(id uint32, start int64, d *Demand, at []int64) *Round {
+func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 	N := d.N
 	if len(d.Lost) != N {
 		d.Lost = make([]int64, N) // a Demand not from NewDemand: none lost
@@ -186,7 +184,7 @@ func (p *Planner) Next(id uint32, start int64, d *Demand, at []int64) *Round {
 		}
 	}
 	if k := len(p.recent) - 1; k >= 0 && p.recent[k].r.ID+1 == id {
-		p.recent[k].start = start
+		p.recent[k].start = now
 	}
 	for i := 0; i < N; i++ {
 		if at[i] == p.prevAt[i] {

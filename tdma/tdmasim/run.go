@@ -30,7 +30,7 @@ func (s *Sim) onFM() {
 	s.emit = s.fm.Emit(s.now, s.emit[:0])
 	if r, _, _ := s.fm.Current(); r != s.curRound || r == nil { // a round (or an idle slot) starts: the next is planned
 		s.curRound = r
-		s.planStart, s.computeAt = s.fm.PlanAt()
+		s.computeAt = s.now
 	}
 	if _, _, ok := s.fm.Want(); ok && s.now >= s.computeAt {
 		s.publish(s.now)
@@ -74,7 +74,7 @@ func (s *Sim) publish(now int64) {
 		copy(d.Bytes[i], s.rep[i])
 	}
 	copy(d.Lost, s.lost)
-	r := s.plan.Next(id, s.planStart, d, s.repAt)
+	r := s.plan.Next(id, now, d, s.repAt)
 	if err := s.fm.Publish(now, r); err != nil {
 		return // too late: the FM idles a slot and wants the next number
 	}

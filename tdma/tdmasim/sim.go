@@ -281,7 +281,6 @@ type Sim struct {
 	lastRep   []uint32         // the schedule that made it report
 	curRound  *sched.Round
 	computeAt int64
-	planStart int64 // the current round's start, which the planner is given
 	dEst      int64
 	lead      int64
 	finished  int
