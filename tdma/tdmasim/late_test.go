@@ -234,9 +234,8 @@ func TestShuffleTailUnderGrantLoss(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Unfinished > 0 || r.Collisions > 0 || r.MetInSlot > 0 || r.OverrunBytes > 0 || r.EarlyBytes > 0 || r.Drops > 0 {
-			t.Fatalf("loss %g seed %d: %d flows unfinished, %d collisions, %d meetings in slot, %d bytes overrun, %d early, %d drops", p, seed,
-				r.Unfinished, r.Collisions, r.MetInSlot, r.OverrunBytes, r.EarlyBytes, r.Drops)
+		if err := unsafe(r); err != nil {
+			t.Fatalf("loss %g seed %d: %v", p, seed, err)
 		}
 		return r
 	}
