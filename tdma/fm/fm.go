@@ -58,6 +58,9 @@ type Config struct {
 	// (16 slots) after the other two, and the shuffle's finishes spread by
 	// 0.1 s instead of one round.
 	StartWait time.Duration
+	// Capacity: hosts whose receive capacity oscillates (fmcore.Capacity,
+	// times on clock.Now's clock); lease and paper modes only.
+	Capacity []fmcore.Capacity
 }
 
 // Stats is what a run measured.
@@ -243,7 +246,7 @@ func (m *Manager) clockThread() (Stats, error) {
 	src := m.port.MAC
 	f, err := fmcore.New(fmcore.Config{N: len(m.cfg.Hosts), SlotLen: int64(m.cfg.SlotLen), Guard: int64(m.cfg.Guard),
 		Mode: m.cfg.Mode, Lead: int64(m.cfg.Lead), LinkSpeed: m.cfg.LinkSpeed, LeaseSlots: m.cfg.LeaseSlots,
-		PublishMargin: int64(m.cfg.SlotLen) / 4, Src: src, Hosts: m.macs}, clock.Now()+int64(100*time.Millisecond))
+		PublishMargin: int64(m.cfg.SlotLen) / 4, Src: src, Hosts: m.macs, Capacity: m.cfg.Capacity}, clock.Now()+int64(100*time.Millisecond))
 	if err != nil {
 		return s, err
 	}

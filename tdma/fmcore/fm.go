@@ -50,6 +50,11 @@ type Config struct {
 	// Trace, if set, is called as each slot starts (skipped ones too) with
 	// its start, round (nil: idle) and index: the FM's true timeline.
 	Trace func(start int64, r *sched.Round, slot int)
+	// Capacity: hosts whose receive capacity oscillates; windows into
+	// them open only as it drains them (capGate). Lease and paper modes
+	// only: in free-run a host opens its schedule's windows without a
+	// grant.
+	Capacity []Capacity
 }
 
 // Emission is a control frame due to a host.
@@ -67,6 +72,7 @@ type Stats struct {
 	Frames     uint64 // control frames emitted
 	Skipped    uint64 // frames skipped: the FM woke after their window had passed
 	LatePublic uint64 // rounds refused by Publish after their deadline
+	Withheld   uint64 // windows into a Capacity's host not opened: its low rate had not drained the ones before
 }
 
 // ErrLate: Publish after the round's deadline, or of an unexpected round.
@@ -82,6 +88,7 @@ type FM struct {
 	phase     int // 0: boundary (pause-all in paper mode), 1: grants, 2: done
 	rotation  int
 	seq       []uint32
+	capGates  []*capGate // per host; nil: full capacity
 	s         Stats
 }
 
@@ -99,8 +106,22 @@ func New(cfg Config, start int64) (*FM, error) {
 		return nil, fmt.Errorf("fmcore: slot %d ns over the trailer's 4.29 s", cfg.SlotLen)
 	case cfg.LinkSpeed == 0:
 		return nil, fmt.Errorf("fmcore: LinkSpeed must be > 0")
+	case len(cfg.Capacity) > 0 && cfg.Mode == gate.FreeRun:
+		return nil, fmt.Errorf("fmcore: a host's capacity needs lease or paper mode: in free-run hosts open their schedules' windows without a grant")
 	}
 	f := &FM{cfg: cfg, slot: -1, slotStart: start - cfg.SlotLen, phase: 2, seq: make([]uint32, cfg.N)}
+	for _, c := range cfg.Capacity {
+		if err := c.check(cfg.N, cfg.SlotLen); err != nil {
+			return nil, err
+		}
+		if f.capGates == nil {
+			f.capGates = make([]*capGate, cfg.N)
+		}
+		if f.capGates[c.Host] != nil {
+			return nil, fmt.Errorf("fmcore: two capacities for host %d", c.Host)
+		}
+		f.capGates[c.Host] = newCapGate(c, cfg.SlotLen, cfg.Guard)
+	}
 	f.lastID = 0
 	return f, nil
 }
@@ -246,6 +267,12 @@ func (f *FM) emitAll(now, end int64, out []Emission, pause bool) []Emission {
 		if now >= end-f.cfg.Guard && !pause || now >= end {
 			f.s.Skipped++
 			continue
+		}
+		if !pause && f.capGates != nil {
+			if g := f.capGates[f.cur.Slots[f.slot][h]]; g != nil && !g.allow(f.slotStart) {
+				f.s.Withheld++
+				continue
+			}
 		}
 		f.seq[h]++
 		t := wire.Trailer{Seq: f.seq[h], GuardUs: uint16(min(f.cfg.Guard/1000, math.MaxUint16)), FMTime: now}

@@ -35,7 +35,14 @@ type Config struct {
 	Mode  gate.Discipline
 	NFQ   bool   // nfqueue mode; raw otherwise
 	Queue uint16 // NFQUEUE number (nfqueue mode)
-	Rate  uint64 // line rate, bit/s (the host's TBF)
+	// NFQActive (nfqueue mode), if > 0: a destination the gate held a
+	// packet for within this long is reported as wanting every slot
+	// (ActiveDemand), not as what it holds. A TCP sender puts at the gate
+	// only what its window lets it: a round planned for what is held at
+	// a report gives a flow the rate it has, never more; TCP beneath a
+	// fixed schedule (the paper's §6.4) takes what the slots give it.
+	NFQActive time.Duration
+	Rate      uint64 // line rate, bit/s (the host's TBF)
 	// Margin is taken off every close (the timer's error); Backlog is how
 	// much may wait in the host's TBF ahead of the wire (raw mode).
 	Margin  time.Duration

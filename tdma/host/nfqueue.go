@@ -80,6 +80,10 @@ func (a *Agent) closeNFQ() {
 	a.q = nil
 }
 
+// ActiveDemand is the demand an nfqueue gate reports for an active
+// destination with Config.NFQActive: more than any round carries.
+const ActiveDemand = 1 << 30
+
 type held struct {
 	id  uint32
 	len int
@@ -91,6 +95,13 @@ func (a *Agent) nfqLoop() error {
 	N := len(a.cfg.Hosts)
 	fifo := make([][]held, N)
 	bytesQ := make([]int64, N)
+	heldAt := make([]int64, N) // when a packet for j was last held (clock ns)
+	demand := func(j int) int64 {
+		if a.cfg.NFQActive > 0 && heldAt[j] != 0 && clock.Now()-heldAt[j] <= int64(a.cfg.NFQActive) {
+			return ActiveDemand
+		}
+		return bytesQ[j]
+	}
 	var c ctlBufs
 	c.init()
 	var pkts []nfq.Packet
@@ -99,7 +110,7 @@ func (a *Agent) nfqLoop() error {
 	onSched := func(s *wire.Schedule) {
 		if s.Round != lastRep {
 			lastRep = s.Round
-			a.report(s.Round, func(j int) int64 { return bytesQ[j] })
+			a.report(s.Round, demand)
 		}
 	}
 	openLat := clock.NewLateness()
@@ -125,11 +136,12 @@ func (a *Agent) nfqLoop() error {
 				}
 				fifo[j] = append(fifo[j], held{p.ID, p.Len})
 				bytesQ[j] += int64(p.Len)
+				heldAt[j] = now
 				nheld++
 			}
 			a.s.NFQHeldMax = max(a.s.NFQHeldMax, nheld)
 			if lastRep == 0 {
-				a.report(0, func(j int) int64 { return bytesQ[j] })
+				a.report(0, demand)
 			}
 		}
 		mask := a.g.Open(now)

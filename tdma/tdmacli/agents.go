@@ -91,6 +91,7 @@ func tdmaFMCmd() *cobra.Command {
 		slot, guard, lead, dur               time.Duration
 		rt, leaseSlots                       int
 		stagger                              bool
+		capa                                 capacityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "fm",
@@ -106,7 +107,12 @@ follows it.
 
 It runs until Ctrl-C (or --duration) and prints its statistics as JSON: slot
 boundary lateness (p50/p99/p99.9/max µs), sendmmsg time, rounds, idle slots,
-control bytes, d_est per host, whether SCHED_FIFO was used.`,
+control bytes, d_est per host, whether SCHED_FIFO was used.
+
+With --capacity-host, that host's receive capacity alternates every
+--capacity-period between the line rate and --capacity-low times it (what
+'tdma oscillate' does to its switch port): the FM grants a window into it
+only as that capacity drains the windows before (Withheld counts the others).`,
 		Example: `  linkfabric up --mode kernel --preset star4 --prefix lf
   linkfabric tdma fm --netns lffm --hosts 10.0.0.1-4 --slot 5ms --guard 300us --rt 60`,
 		Args: cobra.NoArgs,
@@ -118,9 +124,13 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 			if guard >= slot || slot <= 0 {
 				return fmt.Errorf("--guard %v must be shorter than --slot %v", guard, slot)
 			}
+			caps, err := capa.capacities(len(hs), r, slot, m)
+			if err != nil {
+				return err
+			}
 			return runAgent(cmd.Context(), "tdma fm", ns, dur, out, func() (*fm.Manager, error) {
 				return fm.New(fm.Config{Dev: dev, Hosts: hs, SlotLen: slot, Guard: guard, Lead: lead, Mode: m, Scheduler: sch,
-					LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt, Stagger: stagger})
+					LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt, Stagger: stagger, Capacity: caps})
 			})
 		},
 	}
@@ -139,6 +149,7 @@ control bytes, d_est per host, whether SCHED_FIFO was used.`,
 	f.BoolVar(&stagger, "stagger", true, "the hosts open their windows to destination d d·guard/N after the slot's guard and close them as much later (lease and freerun modes; every round's schedule says so, and every host follows it): the hosts' windows of a slot open at N instants, not all at once")
 	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")
+	capa.register(f)
 	return cmd
 }
 
@@ -148,7 +159,7 @@ func tdmaHostCmd() *cobra.Command {
 		index, rt, openRT, dst                                        int
 		drop                                                          float64
 		seed                                                          uint64
-		margin, spin, exitAfter, dur, pingEvery, pingDelay            time.Duration
+		margin, spin, exitAfter, dur, pingEvery, pingDelay, nfqActive time.Duration
 		pingOffsets                                                   []time.Duration
 		queue                                                         uint16
 	)
@@ -211,7 +222,7 @@ samples with each request's offset in its window.`,
 				return fmt.Errorf("--drop-control %v: want a fraction in [0, 1)", drop)
 			}
 			return runAgent(cmd.Context(), "tdma host", ns, 0, out, func() (*host.Agent, error) {
-				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue,
+				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue, NFQActive: nfqActive,
 					Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, OpenRT: openRT, DropControl: drop, Seed: seed,
 					Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
 					ExitAfter: exitAfter, Duration: dur})
@@ -226,6 +237,7 @@ samples with each request's offset in its window.`,
 	f.StringVar(&fmAddr, "fm", netns.StarFMAddr, "the fabric manager's address")
 	f.StringVar(&gateMode, "gate", "raw", "raw (the agent sends) or nfqueue (gate kernel traffic)")
 	f.Uint16Var(&queue, "queue", 3, "NFQUEUE number (--gate nfqueue)")
+	f.DurationVar(&nfqActive, "nfq-active", 0, "--gate nfqueue: report a destination the gate held a packet for within this long as wanting every slot, not as what it holds (TCP beneath a fixed schedule; 0: what it holds)")
 	f.StringVar(&mode, "mode", "lease", "lease, freerun or paper (must match the FM's)")
 	cli.BitRateStringVar(f, &rate, "rate", "100M", "this host's line rate (its egress TBF)")
 	f.DurationVar(&margin, "margin", 50*time.Microsecond, "taken off every window's close (timer error)")
