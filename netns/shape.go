@@ -198,3 +198,50 @@ func SoftnetDrops() (uint64, error) {
 	}
 	return n, nil
 }
+
+// TBFRate changes the rate of a root TBF (SetTBF's) over one netlink
+// socket, cheaply enough to do every few milliseconds. The burst and limit
+// stay, and so does what the queue holds: the kernel's tbf_change resizes
+// the child fifo in place (TestTBFRateKeepsQueue).
+type TBFRate struct {
+	h      *netlink.Handle
+	close  func()
+	q      netlink.Tbf
+	burst  uint32
+	ns     string
+	dev    string
+	shaped Shape
+}
+
+// NewTBFRate opens dev's root TBF in namespace ns, shaped s (as SetTBF
+// left it), for rate changes.
+func NewTBFRate(ns, dev string, s Shape) (*TBFRate, error) {
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("netns %s: %s: tbf: %w", ns, dev, err)
+	}
+	h, l, closeH, err := linkFor(ns, dev)
+	if err != nil {
+		return nil, err
+	}
+	t := &TBFRate{h: h, close: closeH, burst: uint32(s.Burst), ns: ns, dev: dev, shaped: s}
+	t.q = netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+		Limit: uint32(s.Limit)}
+	return t, nil
+}
+
+// Set changes the rate to r (tc qdisc change dev DEV root tbf rate R).
+func (t *TBFRate) Set(r BitRate) error {
+	if r == 0 || r/8 >= 1<<32 {
+		return fmt.Errorf("netns %s: %s: tbf rate %s: want more than 0, at most 34 Gbit/s", t.ns, t.dev, r)
+	}
+	q := t.q
+	q.Rate = uint64(r) / 8
+	q.Buffer = netlink.Xmittime(q.Rate, t.burst)
+	if err := t.h.QdiscChange(&q); err != nil {
+		return fmt.Errorf("netns %s: tc qdisc change dev %s root tbf rate %s burst %s limit %s: %w", t.ns, t.dev, r, t.shaped.Burst, t.shaped.Limit, err)
+	}
+	return nil
+}
+
+// Close releases the netlink socket.
+func (t *TBFRate) Close() { t.close() }
