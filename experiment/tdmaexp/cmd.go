@@ -30,6 +30,8 @@ every grant, so a lost pause never lets them send into another host's slot.
            network (§6.2, Figs. 9–10)
   rr       round-robin blocks by block size, TDMA against TCP (§6.3, Fig. 11)
   nfqueue  unmodified kernel TCP held in NFQUEUE gates, released in slots
+  oscillate  TCP on a link whose capacity oscillates, TDMA beneath it
+           against TCP alone (§6.4, Figs. 12–13)
   probe timers   slot-boundary lateness: Go timers against the agents'
                  hybrid sleeper under CFS and SCHED_FIFO (§3.2, design §2.2)
   probe spread   how far apart one batch of grants reaches the hosts of the
@@ -49,7 +51,7 @@ on a saturated machine unless --force, and writes JSON, CSV and PNG.`,
   sudo linkfabric tdma rpc --buffer 64k --arms tcp,tdma,idle
   sudo linkfabric tdma rr --blocks 0.25,0.5,1,2,4,16 --arms tcp,tdma`,
 		append(tdmacli.Commands(),
-			tdmaSimCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaRPCCmd(), tdmaRRCmd(), tdmaNFQCmd(), tdmaProbeCmd())...)
+			tdmaSimCmd(), tdmaShuffleCmd(), tdmaCtlLossCmd(), tdmaSlotsCmd(), tdmaRPCCmd(), tdmaRRCmd(), tdmaNFQCmd(), tdmaOscCmd(), tdmaProbeCmd())...)
 }
 
 var tdmaSuite = cli.SimSuite{Title: "tdma sim", All: tdmasim.Scenarios}

@@ -57,6 +57,8 @@ type TDMAStar struct {
 	// SoftirqRT is the SCHED_FIFO priority the kernel's softirq threads
 	// run at during an arm (softirqRT; 0: left as they are).
 	SoftirqRT int `json:"softirq_rt,omitempty"`
+	// FMArgs are more tdma fm flags (tdma oscillate's --capacity-*).
+	FMArgs []string `json:"fm_args,omitempty"`
 }
 
 // DefaultGateShare is the exit gate's default share of the guard: half for
@@ -351,6 +353,7 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 	common := []string{"--hosts", hosts, "--mode", c.Mode, "--rate", rate}
 	fargs := append([]string{"tdma", "fm", "--netns", tb.NS("fm"), "--slot", c.Slot.String(), "--guard", c.Guard.String(),
 		"--scheduler", c.Sched, "--rt", strconv.Itoa(c.RT), "--stagger=" + strconv.FormatBool(!c.Aligned)}, common...)
+	fargs = append(fargs, c.FMArgs...)
 	hargs := func(i int) []string {
 		args := append([]string{"tdma", "host", "--netns", tb.NS("h" + strconv.Itoa(i+1)), "--index", strconv.Itoa(i),
 			"--rt", strconv.Itoa(c.HostRT), "--margin", c.Margin.String()}, common...)

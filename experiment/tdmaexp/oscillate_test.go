@@ -1,0 +1,109 @@
+package tdmaexp
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestOscMeasure: a port read at every fifth of a phase, at 100 Mbit/s
+// and a tenth of it every 50 ms, that sent its rate in high phases but
+// half of it in their first fifth, and its rate in low phases: the
+// phases whole in the window count, and nothing else.
+func TestOscMeasure(t *testing.T) {
+	const (
+		period = 50_000_000
+		rate   = 100e6
+		low    = 0.1
+	)
+	tr := oscTrace{Start: 0, Period: period}
+	var sent uint64
+	var drops uint32
+	for i := 0; i <= 8*oscFifths; i++ {
+		tr.T = append(tr.T, int64(i)*period/oscFifths)
+		tr.Sent, tr.Drops = append(tr.Sent, sent), append(tr.Drops, drops)
+		fifth := float64(period/oscFifths) / 1e9
+		switch ph := (i / oscFifths) % 2; {
+		case ph == 0 && i%oscFifths == 0:
+			sent += uint64(rate / 8 * fifth / 2)
+		case ph == 0:
+			sent += uint64(rate / 8 * fifth)
+		default:
+			sent += uint64(low * rate / 8 * fifth)
+			drops++
+		}
+	}
+	tr.Late = []int64{1000, 3000, 2000}
+	var r OscRun
+	// phases 1..6 whole in [from, to]: 3 low, 3 high
+	tr.measure(&r, rate, low, period, 7*period)
+	if r.Phases != 6 {
+		t.Fatalf("%d phases measured, want 6", r.Phases)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-3 }
+	if !near(r.HighUse, 0.9) || !near(r.LowUse, 1) || !near(r.HighFifths[0], 0.5) || !near(r.HighFifths[1], 1) || !near(r.LowFifths[4], 1) {
+		t.Errorf("use high %.3f low %.3f, by fifth %v %v; want 0.9, 1, the first high fifth 0.5", r.HighUse, r.LowUse, r.HighFifths, r.LowFifths)
+	}
+	if r.PortDrops != 3*oscFifths {
+		t.Errorf("%d drops in the measured phases, want %d", r.PortDrops, 3*oscFifths)
+	}
+	if r.ChangeLateP50us != 2 || r.ChangeLateMaxus != 3 {
+		t.Errorf("change lateness p50 %v max %v µs, want 2 and 3", r.ChangeLateP50us, r.ChangeLateMaxus)
+	}
+}
+
+func TestSummarizeOsc(t *testing.T) {
+	runs := []OscRun{
+		{Arm: "tcp", OverCapacity: 0.8, PortDrops: 40},
+		{Arm: "tdma", OverCapacity: 0.9, TDMA: &TDMACounters{}},
+		{Arm: "tcp", OverCapacity: 0.7, PortDrops: 10},
+		{Arm: "tdma", OverCapacity: 0.85, PortDrops: 0, TDMA: &TDMACounters{Collisions: 0}},
+	}
+	arms, cs := summarizeOsc([]string{"tcp", "tdma"}, runs)
+	if arms["tcp"].Runs != 2 || arms["tcp"].PortDrops != 40 || math.Abs(arms["tdma"].OverCapacity-0.875) > 1e-9 {
+		t.Fatalf("summary %+v", arms)
+	}
+	for _, c := range cs {
+		if !c.Met {
+			t.Errorf("missed: %+v", c)
+		}
+	}
+	runs[3].PortDrops, runs[1].OverCapacity = 1, 0.5
+	_, cs = summarizeOsc([]string{"tcp", "tdma"}, runs)
+	missed := 0
+	for _, c := range cs {
+		if !c.Met {
+			missed++
+		}
+	}
+	if len(cs) != 3 || missed != 2 {
+		t.Errorf("with TDMA below TCP and a drop: %d checks, %d missed, want 3 and 2: %+v", len(cs), missed, cs)
+	}
+}
+
+// TestOscFlags: slots of 2 ms by default; a period under two slots, a
+// low rate outside (0, 1) and free-run are refused before anything runs.
+func TestOscFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--period", "3ms"}, "--period"},
+		{[]string{"--low", "1"}, "--low"},
+		{[]string{"--low", "0"}, "--low"},
+		{[]string{"--mode", "freerun"}, "freerun"},
+		{[]string{"--duration", "500ms"}, "--duration"},
+		{[]string{"--arms", "udp"}, "udp"},
+	} {
+		cmd := tdmaOscCmd()
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		cmd.SetArgs(c.args)
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want one about %s", c.args, err, c.want)
+		}
+		if s := cmd.Flags().Lookup("slot").Value.String(); s != "2ms" {
+			t.Errorf("--slot %s by default, want 2ms", s)
+		}
+	}
+}
