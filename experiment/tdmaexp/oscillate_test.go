@@ -4,6 +4,11 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/experiment/bed"
+	"github.com/linkfabric/linkfabric/experiment/bed/bedtest"
+	"github.com/linkfabric/linkfabric/netns"
 )
 
 // TestOscMeasure: a port read at every fifth of a phase, at 100 Mbit/s
@@ -104,6 +109,40 @@ func TestOscFlags(t *testing.T) {
 		}
 		if s := cmd.Flags().Lookup("slot").Value.String(); s != "2ms" {
 			t.Errorf("--slot %s by default, want 2ms", s)
+		}
+	}
+}
+
+// TestTDMAOscillateSmall runs both arms once for 2 s on a 2-host star:
+// h2's port changes rate every phase, both flows carry data, the phases
+// are measured, and the FM held windows into h2 back in the low phases
+// (its capacity reached it). Figures are the experiment's, not checked
+// here.
+func TestTDMAOscillateSmall(t *testing.T) {
+	netns.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("a star and iperf3 for 2 s per arm")
+	}
+	self := bedtest.Self(t)
+	e := &bed.Env{Self: self, Prefix: netns.TestPrefix(t, "lfso"), Progress: bedtest.Writer{T: t}}
+	cfg := TDMAOscConfig{Star: TDMAStar{Hosts: 2, Rate: 100e6, Burst: 16 << 10, PortBurst: 32 << 10, Limit: 64 << 10, Slot: 2 * time.Millisecond,
+		Guard: 300 * time.Microsecond, Mode: "lease", RT: 60, Sched: "rotor", Margin: 50 * time.Microsecond, SoftirqRT: DefaultSoftirqRT},
+		Period: 50 * time.Millisecond, Low: 0.1, Duration: 2 * time.Second, Arms: OscArms, Runs: 1, Force: true, Dir: t.TempDir()}
+	r, err := TDMAOsc(t.Context(), e, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 2 {
+		t.Fatalf("%d runs, want one per arm", len(r.Runs))
+	}
+	for _, x := range r.Runs {
+		t.Logf("%s: %.1f Mbit/s, %d phases, use high %.2f low %.2f, drops %d, withheld %d, changes late max %.0f µs",
+			x.Arm, x.Bps/1e6, x.Phases, x.HighUse, x.LowUse, x.PortDrops, x.Withheld, x.ChangeLateMaxus)
+		if x.Bps == 0 || x.Phases < 4 || x.ChangeLateMaxus == 0 {
+			t.Errorf("%s: %.0f bit/s, %d phases measured, changes late at most %.0f µs: the flow or the oscillation did not run", x.Arm, x.Bps, x.Phases, x.ChangeLateMaxus)
+		}
+		if x.Arm == "tdma" && (x.Withheld == 0 || x.TDMA == nil) {
+			t.Errorf("tdma: the FM withheld %d windows into h2: its capacity did not reach it", x.Withheld)
 		}
 	}
 }

@@ -42,7 +42,11 @@ type Config struct {
 	// a report gives a flow the rate it has, never more; TCP beneath a
 	// fixed schedule (the paper's §6.4) takes what the slots give it.
 	NFQActive time.Duration
-	Rate      uint64 // line rate, bit/s (the host's TBF)
+	// GSOMax (nfqueue mode) caps the host's GSO packets (0: the default,
+	// host.GSOMax): a verdict releases one whole, so a window carries
+	// only what fits in it of whole ones.
+	GSOMax int
+	Rate   uint64 // line rate, bit/s (the host's TBF)
 	// Margin is taken off every close (the timer's error); Backlog is how
 	// much may wait in the host's TBF ahead of the wire (raw mode).
 	Margin  time.Duration

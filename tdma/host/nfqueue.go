@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"os/exec"
@@ -14,8 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// GSOMax caps the host's GSO packets in nfqueue mode, so one verdict
-// releases at most this much (a 64 KB skb is 5 ms at 100 Mbit/s).
+// GSOMax caps the host's GSO packets in nfqueue mode by default
+// (Config.GSOMax), so one verdict releases at most this much (a 64 KB skb
+// is 5 ms at 100 Mbit/s).
 const GSOMax = 16 << 10
 
 // ruleArgs is the iptables-legacy rule that queues traffic to dst.
@@ -47,8 +49,9 @@ func (a *Agent) openNFQ() error {
 	}
 	a.q = q
 	if l, err := netlink.LinkByName(a.cfg.Dev); err == nil {
-		if err := netlink.LinkSetGSOMaxSize(l, GSOMax); err != nil {
-			return fmt.Errorf("host: ip link set %s gso_max_size %d: %w", a.cfg.Dev, GSOMax, err)
+		gso := cmp.Or(a.cfg.GSOMax, GSOMax)
+		if err := netlink.LinkSetGSOMaxSize(l, gso); err != nil {
+			return fmt.Errorf("host: ip link set %s gso_max_size %d: %w", a.cfg.Dev, gso, err)
 		}
 	}
 	if err := iptables(a.ackArgs("-A")...); err != nil {

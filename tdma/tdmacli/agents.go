@@ -156,7 +156,7 @@ only as that capacity drains the windows before (Withheld counts the others).`,
 func tdmaHostCmd() *cobra.Command {
 	var (
 		ns, dev, hosts, fmAddr, gateMode, mode, rate, work, size, out string
-		index, rt, openRT, dst                                        int
+		index, rt, openRT, dst, gsoMax                                int
 		drop                                                          float64
 		seed                                                          uint64
 		margin, spin, exitAfter, dur, pingEvery, pingDelay, nfqActive time.Duration
@@ -218,11 +218,14 @@ samples with each request's offset in its window.`,
 			if gateMode != "raw" && gateMode != "nfqueue" {
 				return fmt.Errorf("--gate %q: want raw or nfqueue", gateMode)
 			}
+			if gsoMax < 1500 || gsoMax > 65536 {
+				return fmt.Errorf("--gso-max %d: want 1500 (one frame) to 65536 bytes", gsoMax)
+			}
 			if drop < 0 || drop >= 1 {
 				return fmt.Errorf("--drop-control %v: want a fraction in [0, 1)", drop)
 			}
 			return runAgent(cmd.Context(), "tdma host", ns, 0, out, func() (*host.Agent, error) {
-				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue, NFQActive: nfqActive,
+				return host.New(host.Config{Dev: dev, Index: index, Hosts: hs, FM: fa, Mode: m, NFQ: gateMode == "nfqueue", Queue: queue, NFQActive: nfqActive, GSOMax: gsoMax,
 					Rate: uint64(r), Margin: margin, Spin: spin, RT: rt, OpenRT: openRT, DropControl: drop, Seed: seed,
 					Work:      host.Workload{Kind: work, Bytes: int64(sz), Dst: dst, PingEvery: pingEvery, PingOffsets: pingOffsets, PingDelay: pingDelay},
 					ExitAfter: exitAfter, Duration: dur})
@@ -237,6 +240,7 @@ samples with each request's offset in its window.`,
 	f.StringVar(&fmAddr, "fm", netns.StarFMAddr, "the fabric manager's address")
 	f.StringVar(&gateMode, "gate", "raw", "raw (the agent sends) or nfqueue (gate kernel traffic)")
 	f.Uint16Var(&queue, "queue", 3, "NFQUEUE number (--gate nfqueue)")
+	f.IntVar(&gsoMax, "gso-max", host.GSOMax, "--gate nfqueue: the host's GSO packets are capped at this many bytes (ip link set DEV gso_max_size): the gate releases one whole, so a window carries only what fits in it of whole ones")
 	f.DurationVar(&nfqActive, "nfq-active", 0, "--gate nfqueue: report a destination the gate held a packet for within this long as wanting every slot, not as what it holds (TCP beneath a fixed schedule; 0: what it holds)")
 	f.StringVar(&mode, "mode", "lease", "lease, freerun or paper (must match the FM's)")
 	cli.BitRateStringVar(f, &rate, "rate", "100M", "this host's line rate (its egress TBF)")
