@@ -231,7 +231,7 @@ func oscOnce(ctx context.Context, e *bed.Env, cfg TDMAOscConfig, arm string, run
 			}
 			c.FMArgs = []string{"--capacity-host", "2", "--capacity-period", cfg.Period.String(),
 				"--capacity-low", strconv.FormatFloat(cfg.Low, 'g', -1, 64), "--capacity-start", strconv.FormatInt(start, 10),
-				"--capacity-burst", strconv.FormatInt(int64(c.Burst), 10)}
+				"--capacity-burst", strconv.FormatInt(int64(c.Burst), 10), "--capacity-buffer", strconv.FormatInt(int64(c.Limit), 10)}
 			agentsFor := cfg.Duration + 2*time.Second
 			fch := make(chan oscFlow, 1)
 			go func() {

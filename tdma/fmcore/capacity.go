@@ -18,10 +18,15 @@ type Capacity struct {
 	// reach the port (the senders' TBF burst), in ns of the line rate:
 	// what a window may leave in the port at its end, at any rate.
 	Burst int64
+	// Buffer is the port's buffer in ns of the line rate (0: not known).
+	// A window in a low phase leaves in it up to (1 − Low) of its open
+	// part and Burst: New refuses a slot whose window would not fit.
+	Buffer int64
 }
 
-// check validates c for n hosts and slot length slot.
-func (c Capacity) check(n int, slot int64) error {
+// Check validates c for n hosts, slot length slot and guard guard (as
+// New does).
+func (c Capacity) Check(n int, slot, guard int64) error {
 	switch {
 	case c.Host < 0 || c.Host >= n:
 		return fmt.Errorf("fmcore: capacity of host %d: want 0..%d", c.Host, n-1)
@@ -32,7 +37,17 @@ func (c Capacity) check(n int, slot int64) error {
 	case c.Burst < 0:
 		return fmt.Errorf("fmcore: capacity burst %d ns: want at least 0", c.Burst)
 	}
+	if left := c.left(slot - guard); c.Buffer > 0 && left > float64(c.Buffer) {
+		return fmt.Errorf("fmcore: a window of %d ns in a low phase (%g of the line rate) leaves %.0f ns of the line rate in host %d's port, more than its buffer (%d ns): shorter slots, or a larger buffer",
+			slot-guard, c.Low, left, c.Host, c.Buffer)
+	}
 	return nil
+}
+
+// left is what a window open for open ns, whole in a low phase, leaves in
+// the port at its end, in ns of the line rate.
+func (c Capacity) left(open int64) float64 {
+	return (1-c.Low)*float64(open-min(c.Burst, open)) + float64(min(c.Burst, open))
 }
 
 // phase is the phase number of time t: negative before Start, then 0

@@ -176,6 +176,10 @@ func TestCapacityWithholdsGrants(t *testing.T) {
 }
 
 func TestCapacityRefused(t *testing.T) {
+	ok := Capacity{Host: 1, Period: 10 * L, Low: 0.1, Burst: 100_000, Buffer: 4_400_000} // 0.9 × 4.6 + 0.1 = 4.24 ms
+	if _, err := New(Config{N: N, SlotLen: L, Guard: G, Lead: lead, Mode: gate.Lease, LinkSpeed: 1e8, Capacity: []Capacity{ok}}, 0); err != nil {
+		t.Fatalf("%+v: %v", ok, err)
+	}
 	for _, c := range []struct {
 		mode gate.Discipline
 		c    Capacity
@@ -185,6 +189,9 @@ func TestCapacityRefused(t *testing.T) {
 		{gate.Lease, Capacity{Host: 1, Period: L / 2, Low: 0.5}},
 		{gate.Lease, Capacity{Host: 1, Period: 10 * L, Low: 1}},
 		{gate.Lease, Capacity{Host: 1, Period: 10 * L, Low: 0}},
+		// a window of 4.7 ms at 0.1 leaves 4.23 ms in the port: more
+		// than a buffer of 4 ms
+		{gate.Lease, Capacity{Host: 1, Period: 10 * L, Low: 0.1, Buffer: 4_000_000}},
 	} {
 		if _, err := New(Config{N: N, SlotLen: L, Guard: G, Lead: lead, Mode: c.mode, LinkSpeed: 1e8, Capacity: []Capacity{c.c}}, 0); err == nil {
 			t.Errorf("%v %+v: accepted", c.mode, c.c)

@@ -111,7 +111,7 @@ func New(cfg Config, start int64) (*FM, error) {
 	}
 	f := &FM{cfg: cfg, slot: -1, slotStart: start - cfg.SlotLen, phase: 2, seq: make([]uint32, cfg.N)}
 	for _, c := range cfg.Capacity {
-		if err := c.check(cfg.N, cfg.SlotLen); err != nil {
+		if err := c.Check(cfg.N, cfg.SlotLen, cfg.Guard); err != nil {
 			return nil, err
 		}
 		if f.capGates == nil {

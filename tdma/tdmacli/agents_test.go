@@ -36,24 +36,25 @@ func TestParseAgentFlags(t *testing.T) {
 }
 
 func TestCapacityFlags(t *testing.T) {
-	c := capacityFlags{host: 2, period: 50 * time.Millisecond, low: 0.1, start: 7, burst: "12500"}
+	c := capacityFlags{host: 2, period: 50 * time.Millisecond, low: 0.1, start: 7, burst: "12500", buffer: "64K"}
 	caps, err := c.capacities(2, 100e6, 2*time.Millisecond, gate.Lease)
-	if err != nil || len(caps) != 1 || caps[0].Host != 1 || caps[0].Start != 7 || caps[0].Period != 50e6 || caps[0].Low != 0.1 || caps[0].Burst != 1e6 {
+	if err != nil || len(caps) != 1 || caps[0].Host != 1 || caps[0].Start != 7 || caps[0].Period != 50e6 || caps[0].Low != 0.1 || caps[0].Burst != 1e6 || caps[0].Buffer != 5242880 {
 		t.Fatalf("%+v %v", caps, err)
 	}
-	if caps, err := (&capacityFlags{burst: "16K"}).capacities(2, 100e6, time.Millisecond, gate.FreeRun); err != nil || caps != nil {
+	if caps, err := (&capacityFlags{burst: "16K", buffer: "0"}).capacities(2, 100e6, time.Millisecond, gate.FreeRun); err != nil || caps != nil {
 		t.Fatalf("no --capacity-host: %+v %v", caps, err)
 	}
 	for _, bad := range []struct {
 		c capacityFlags
 		m gate.Discipline
 	}{
-		{capacityFlags{host: 3, period: time.Second, low: 0.1, burst: "16K"}, gate.Lease},
-		{capacityFlags{host: -1, period: time.Second, low: 0.1, burst: "16K"}, gate.Lease},
-		{capacityFlags{host: 1, period: time.Millisecond, low: 0.1, burst: "16K"}, gate.Lease},
-		{capacityFlags{host: 1, period: time.Second, low: 1, burst: "16K"}, gate.Lease},
-		{capacityFlags{host: 1, period: time.Second, low: 0.1, burst: "16K"}, gate.FreeRun},
-		{capacityFlags{host: 1, period: time.Second, low: 0.1, burst: "lots"}, gate.Lease},
+		{capacityFlags{host: 3, period: time.Second, low: 0.1, burst: "16K", buffer: "0"}, gate.Lease},
+		{capacityFlags{host: -1, period: time.Second, low: 0.1, burst: "16K", buffer: "0"}, gate.Lease},
+		{capacityFlags{host: 1, period: time.Millisecond, low: 0.1, burst: "16K", buffer: "0"}, gate.Lease},
+		{capacityFlags{host: 1, period: time.Second, low: 1, burst: "16K", buffer: "0"}, gate.Lease},
+		{capacityFlags{host: 1, period: time.Second, low: 0.1, burst: "16K", buffer: "0"}, gate.FreeRun},
+		{capacityFlags{host: 1, period: time.Second, low: 0.1, burst: "lots", buffer: "0"}, gate.Lease},
+		{capacityFlags{host: 1, period: time.Second, low: 0.1, burst: "16K", buffer: "big"}, gate.Lease},
 	} {
 		if _, err := bad.c.capacities(2, 100e6, 2*time.Millisecond, bad.m); err == nil {
 			t.Errorf("%+v in %v accepted", bad.c, bad.m)

@@ -19,6 +19,7 @@ type capacityFlags struct {
 	low    float64
 	start  int64
 	burst  string
+	buffer string
 }
 
 func (c *capacityFlags) register(f *pflag.FlagSet) {
@@ -27,6 +28,7 @@ func (c *capacityFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&c.low, "capacity-low", 0.1, "--capacity-host's capacity in its low phases, a fraction of the line rate")
 	f.Int64Var(&c.start, "capacity-start", 0, "when the first high phase starts, CLOCK_MONOTONIC ns (0: when the FM starts)")
 	f.StringVar(&c.burst, "capacity-burst", "16K", "how far ahead of the line rate a window's first bytes may reach --capacity-host's port (the hosts' TBF burst)")
+	f.StringVar(&c.buffer, "capacity-buffer", "0", "--capacity-host's port buffer: a slot whose window, in a low phase, would leave more in it is refused (0: not checked)")
 }
 
 // capacities returns the capacities the flags give for n hosts at line
@@ -36,6 +38,10 @@ func (c *capacityFlags) capacities(n int, rate netns.BitRate, slot time.Duration
 	burst, err := netns.ParseByteSize(c.burst)
 	if err != nil {
 		return nil, fmt.Errorf("--capacity-burst: %w", err)
+	}
+	buffer, err := netns.ParseByteSize(c.buffer)
+	if err != nil {
+		return nil, fmt.Errorf("--capacity-buffer: %w", err)
 	}
 	switch {
 	case c.host == 0:
@@ -53,6 +59,6 @@ func (c *capacityFlags) capacities(n int, rate netns.BitRate, slot time.Duration
 	if start == 0 {
 		start = clock.Now()
 	}
-	burstNs := int64(float64(burst) * 8 / float64(rate) * 1e9)
-	return []fmcore.Capacity{{Host: c.host - 1, Start: start, Period: int64(c.period), Low: c.low, Burst: burstNs}}, nil
+	ns := func(b netns.ByteSize) int64 { return int64(float64(b) * 8 / float64(rate) * 1e9) }
+	return []fmcore.Capacity{{Host: c.host - 1, Start: start, Period: int64(c.period), Low: c.low, Burst: ns(burst), Buffer: ns(buffer)}}, nil
 }
