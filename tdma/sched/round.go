@@ -139,12 +139,15 @@ func cutColumn(n [][]int, j int, budget int64) {
 
 // Make builds round id from n with s, pairs reciprocal transfers into one
 // slot where the matchings allow it (PairReciprocal; not in a Planner's
-// tail, whose order puts every pair's last slot in its last N−1), cuts the
+// tail, whose order puts every pair's last slot in its last N−1, nor in
+// its ending round, whose order serves a residue first), cuts the
 // round so that no host needs more than MaxClasses destinations, and fills
 // in the class map.
 func Make(s Scheduler, id uint32, n [][]int, maxSlots int, slotLen, guard int64) *Round {
 	slots := s.Build(n, maxSlots)
-	if _, ordered := s.(tail); !ordered {
+	switch s.(type) {
+	case tail, ending: // their order is their point
+	default:
 		slots = PairReciprocal(slots)
 	}
 	N := len(n)
