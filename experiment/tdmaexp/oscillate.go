@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/linkfabric/linkfabric/experiment/bed"
@@ -220,13 +221,14 @@ func oscOnce(ctx context.Context, e *bed.Env, cfg TDMAOscConfig, arm string, run
 		if err != nil {
 			return err
 		}
+		// Every way out stops the oscillation (and puts the rate back).
+		stopTrace := sync.OnceValue(func() oscTrace { close(stop); return trace() })
+		defer stopTrace()
 		var flow oscFlow
 		if arm == "tcp" {
 			flow = oscIperf(ctx, h1, h2, cfg.Duration)
 		} else {
 			if err := netns.Sysctl(h1, "net.ipv4.tcp_early_retrans", "0"); err != nil {
-				close(stop)
-				trace()
 				return err
 			}
 			c.FMArgs = []string{"--capacity-host", "2", "--capacity-period", cfg.Period.String(),
@@ -248,8 +250,6 @@ func oscOnce(ctx context.Context, e *bed.Env, cfg TDMAOscConfig, arm string, run
 			})
 			flow = <-fch
 			if err != nil {
-				close(stop)
-				trace()
 				return err
 			}
 			ct := r.counters(c)
@@ -260,8 +260,7 @@ func oscOnce(ctx context.Context, e *bed.Env, cfg TDMAOscConfig, arm string, run
 				out.UserDropped += h.NFQUserDropped
 			}
 		}
-		close(stop)
-		tr := trace()
+		tr := stopTrace()
 		if flow.err != nil {
 			return flow.err
 		}
