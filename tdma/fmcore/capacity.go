@@ -19,8 +19,9 @@ type Capacity struct {
 	// what a window may leave in the port at its end, at any rate.
 	Burst int64
 	// Buffer is the port's buffer in ns of the line rate (0: not known).
-	// A window in a low phase leaves in it up to (1 − Low) of its open
-	// part and Burst: New refuses a slot whose window would not fit.
+	// A window whole in a low phase leaves in it up to its Burst and
+	// (1 − Low) of the rest of its open part: New refuses a slot whose
+	// window would not fit.
 	Buffer int64
 }
 
