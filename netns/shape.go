@@ -62,17 +62,21 @@ func SetTBF(ns, dev string, s Shape) error {
 		return err
 	}
 	defer closeH()
+	if err := h.QdiscReplace(rootTBF(l.Attrs().Index, s)); err != nil {
+		return fmt.Errorf("netns %s: tc qdisc replace dev %s root tbf rate %s burst %s limit %s: %w", ns, dev, s.Rate, s.Burst, s.Limit, err)
+	}
+	return nil
+}
+
+// rootTBF is the root TBF of shape s on the device with ifindex index.
+func rootTBF(index int, s Shape) *netlink.Tbf {
 	rate := uint64(s.Rate) / 8
-	q := &netlink.Tbf{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+	return &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
 		Rate:       rate,
 		Limit:      uint32(s.Limit),
 		Buffer:     netlink.Xmittime(rate, uint32(s.Burst)),
 	}
-	if err := h.QdiscReplace(q); err != nil {
-		return fmt.Errorf("netns %s: tc qdisc replace dev %s root tbf rate %s burst %s limit %s: %w", ns, dev, s.Rate, s.Burst, s.Limit, err)
-	}
-	return nil
 }
 
 // QdiscStat is a root qdisc's queue: backlog now and drops so far.
@@ -204,13 +208,11 @@ func SoftnetDrops() (uint64, error) {
 // stay, and so does what the queue holds: the kernel's tbf_change resizes
 // the child fifo in place (TestTBFRateKeepsQueue).
 type TBFRate struct {
-	h      *netlink.Handle
-	close  func()
-	q      netlink.Tbf
-	burst  uint32
-	ns     string
-	dev    string
-	shaped Shape
+	h       *netlink.Handle
+	close   func()
+	index   int
+	ns, dev string
+	shape   Shape // the rate last set
 }
 
 // NewTBFRate opens dev's root TBF in namespace ns, shaped s (as SetTBF
@@ -223,23 +225,20 @@ func NewTBFRate(ns, dev string, s Shape) (*TBFRate, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &TBFRate{h: h, close: closeH, burst: uint32(s.Burst), ns: ns, dev: dev, shaped: s}
-	t.q = netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
-		Limit: uint32(s.Limit)}
-	return t, nil
+	return &TBFRate{h: h, close: closeH, index: l.Attrs().Index, ns: ns, dev: dev, shape: s}, nil
 }
 
 // Set changes the rate to r (tc qdisc change dev DEV root tbf rate R).
 func (t *TBFRate) Set(r BitRate) error {
-	if r == 0 || r/8 >= 1<<32 {
-		return fmt.Errorf("netns %s: %s: tbf rate %s: want more than 0, at most 34 Gbit/s", t.ns, t.dev, r)
+	s := t.shape
+	s.Rate = r
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("netns %s: %s: tbf: %w", t.ns, t.dev, err)
 	}
-	q := t.q
-	q.Rate = uint64(r) / 8
-	q.Buffer = netlink.Xmittime(q.Rate, t.burst)
-	if err := t.h.QdiscChange(&q); err != nil {
-		return fmt.Errorf("netns %s: tc qdisc change dev %s root tbf rate %s burst %s limit %s: %w", t.ns, t.dev, r, t.shaped.Burst, t.shaped.Limit, err)
+	if err := t.h.QdiscChange(rootTBF(t.index, s)); err != nil {
+		return fmt.Errorf("netns %s: tc qdisc change dev %s root tbf rate %s burst %s limit %s: %w", t.ns, t.dev, r, s.Burst, s.Limit, err)
 	}
+	t.shape = s
 	return nil
 }
 
