@@ -50,6 +50,9 @@ func ParseByteSize(s string) (ByteSize, error) {
 	return ByteSize(v*mult + 0.5), nil
 }
 
+// Time is how long b takes at rate r, in ns.
+func (r BitRate) Time(b ByteSize) int64 { return int64(float64(b) * 8e9 / float64(r)) }
+
 func (r BitRate) String() string {
 	for _, u := range []struct {
 		div uint64

@@ -73,3 +73,15 @@ func TestUnitsRoundTrip(t *testing.T) {
 		t.Errorf("yaml: %+v, %v", v, err)
 	}
 }
+
+func TestBitRateTime(t *testing.T) {
+	for _, c := range []struct {
+		r    BitRate
+		b    ByteSize
+		want int64
+	}{{100e6, 12500, 1e6}, {100e6, 16 << 10, 1310720}, {1e9, 1500, 12000}} {
+		if got := c.r.Time(c.b); got != c.want {
+			t.Errorf("%v at %v: %d ns, want %d", c.b, c.r, got, c.want)
+		}
+	}
+}

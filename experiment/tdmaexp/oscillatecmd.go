@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/linkfabric/linkfabric/netns"
 	"github.com/linkfabric/linkfabric/tdma/fmcore"
 	"github.com/spf13/cobra"
 )
@@ -58,8 +57,7 @@ Writes oscillate.json and runs.csv into --out with each run's agent logs.`,
 				return fmt.Errorf("--period %v: want at least two slots (--slot %v)", period, sf.parsed.Slot)
 			}
 			st := sf.parsed
-			burst := func(b netns.ByteSize) int64 { return int64(float64(b) * 8 / float64(st.Rate) * 1e9) }
-			capa := fmcore.Capacity{Host: 1, Period: int64(period), Low: low, Burst: burst(st.Burst), Buffer: burst(st.Limit)}
+			capa := fmcore.Capacity{Host: 1, Period: int64(period), Low: low, Burst: st.Rate.Time(st.Burst), Buffer: st.Rate.Time(st.Limit)}
 			if err := capa.Check(st.Hosts, int64(st.Slot), int64(st.Guard)); err != nil {
 				return fmt.Errorf("--slot %v, --limit %v, --burst %v: %w", st.Slot, st.Limit, st.Burst, err)
 			}

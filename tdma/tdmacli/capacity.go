@@ -59,6 +59,5 @@ func (c *capacityFlags) capacities(n int, rate netns.BitRate, slot time.Duration
 	if start == 0 {
 		start = clock.Now()
 	}
-	ns := func(b netns.ByteSize) int64 { return int64(float64(b) * 8 / float64(rate) * 1e9) }
-	return []fmcore.Capacity{{Host: c.host - 1, Start: start, Period: int64(c.period), Low: c.low, Burst: ns(burst), Buffer: ns(buffer)}}, nil
+	return []fmcore.Capacity{{Host: c.host - 1, Start: start, Period: int64(c.period), Low: c.low, Burst: rate.Time(burst), Buffer: rate.Time(buffer)}}, nil
 }
