@@ -12,6 +12,7 @@ import (
 	"github.com/linkfabric/linkfabric/experiment/bed"
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/netns"
+	"github.com/linkfabric/linkfabric/tdma/clock"
 )
 
 // TDMANFQConfig sizes `linkfabric tdma nfqueue`: unmodified kernel TCP
@@ -112,53 +113,17 @@ func nfqOnce(ctx context.Context, e *bed.Env, cfg TDMANFQConfig, run int) (NFQRu
 				return err
 			}
 		}
-		// The agents run for the flow plus a second for the FM's first
-		// rounds and a second of tail; iperf3 starts once they are up.
-		agentsFor := cfg.Duration + 2*time.Second
-		type flowRes struct {
-			r    []bed.IperfTCP
-			retx uint64
-			err  error
+		var pairs [][4]string
+		for j := 2; j <= c.Hosts; j++ {
+			pairs = append(pairs, [4]string{h1, tb.NS("h" + strconv.Itoa(j)), netns.StarAddr(j), strconv.Itoa(5300 + j)})
 		}
-		fch := make(chan flowRes, 1)
-		go func() {
-			var f flowRes
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				fch <- flowRes{err: ctx.Err()}
-				return
-			}
-			r0, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
-			var pairs [][4]string
-			for j := 2; j <= c.Hosts; j++ {
-				pairs = append(pairs, [4]string{h1, tb.NS("h" + strconv.Itoa(j)), netns.StarAddr(j), strconv.Itoa(5300 + j)})
-			}
-			f.r, f.err = bed.RunIperfPairs(ctx, pairs, cfg.Duration, nil, nil)
-			r1, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
-			f.retx = r1 - r0
-			fch <- f
-		}()
-		r, err := runTDMA(ctx, e, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
-			return []string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}
-		})
-		f := <-fch
+		r, f, err := gatedIperf(ctx, e, tb, c, dir, pairs, cfg.Duration)
 		if err != nil {
 			return err
 		}
-		if f.err != nil {
-			return f.err
-		}
-		for _, x := range f.r {
-			out.Bps += x.Bps
-			out.Retransmits += x.Retransmits
-		}
-		out.RetransSegs = f.retx
+		out.Bps, out.Retransmits, out.RetransSegs = f.bps, f.retx, f.retxSegs
 		out.TDMACounters = r.counters(c)
-		for _, h := range r.Hosts {
-			out.QueueDropped += h.NFQQueueDropped
-			out.UserDropped += h.NFQUserDropped
-		}
+		out.QueueDropped, out.UserDropped = r.nfqDrops()
 		h := r.Hosts[0]
 		out.Released, out.HeldMax = h.NFQReleased, uint64(h.NFQHeldMax)
 		for _, w := range h.ClassWindows {
@@ -168,6 +133,71 @@ func nfqOnce(ctx context.Context, e *bed.Env, cfg TDMANFQConfig, run int) (NFQRu
 		return nil
 	})
 	return out, err
+}
+
+// iperfFlows is what iperf3's flows carried (bit/s and iperf3's
+// retransmissions, summed), the TCP segments their sender retransmitted
+// meanwhile (its Tcp RetransSegs) and when they ran (clock ns).
+type iperfFlows struct {
+	bps      float64
+	retx     int
+	retxSegs uint64
+	from, to int64
+	err      error
+}
+
+// runIperf runs iperf3 over pairs (bed.RunIperfPairs), all from one
+// client namespace, for d.
+func runIperf(ctx context.Context, pairs [][4]string, d time.Duration) iperfFlows {
+	var f iperfFlows
+	src := pairs[0][0]
+	r0, _ := netns.SNMP(src, "Tcp", "RetransSegs")
+	f.from = clock.Now()
+	rs, err := bed.RunIperfPairs(ctx, pairs, d, nil, nil)
+	f.to = clock.Now()
+	r1, _ := netns.SNMP(src, "Tcp", "RetransSegs")
+	f.retxSegs, f.err = r1-r0, err
+	for _, r := range rs {
+		f.bps += r.Bps
+		f.retx += r.Retransmits
+	}
+	return f
+}
+
+// gatedIperf runs the star's agents as NFQUEUE gates (with more agent
+// flags, gate) and iperf3 over pairs for d through them. The agents run
+// for the flows plus a second for the FM's first rounds and a second of
+// tail; iperf3 starts a second after them. Its error is the agents' or
+// else the flows'.
+func gatedIperf(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar, dir string, pairs [][4]string, d time.Duration, gate ...string) (*TDMARun, iperfFlows, error) {
+	agentsFor := d + 2*time.Second
+	fch := make(chan iperfFlows, 1)
+	go func() {
+		select {
+		case <-time.After(time.Second):
+			fch <- runIperf(ctx, pairs, d)
+		case <-ctx.Done():
+			fch <- iperfFlows{err: ctx.Err()}
+		}
+	}()
+	r, err := runTDMA(ctx, e, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
+		return append([]string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}, gate...)
+	})
+	f := <-fch
+	if err == nil {
+		err = f.err
+	}
+	return r, f, err
+}
+
+// nfqDrops sums the hosts' NFQUEUE drops: the queue was full (queue),
+// the netlink socket overflowed (user).
+func (r *TDMARun) nfqDrops() (queue, user uint64) {
+	for _, h := range r.Hosts {
+		queue += h.NFQQueueDropped
+		user += h.NFQUserDropped
+	}
+	return queue, user
 }
 
 // WriteTDMANFQ writes nfqueue.json and runs.csv into dir.

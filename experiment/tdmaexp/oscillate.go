@@ -224,9 +224,10 @@ func oscOnce(ctx context.Context, e *bed.Env, cfg TDMAOscConfig, arm string, run
 		// Every way out stops the oscillation (and puts the rate back).
 		stopTrace := sync.OnceValue(func() oscTrace { close(stop); return trace() })
 		defer stopTrace()
-		var flow oscFlow
+		pairs := [][4]string{{h1, h2, netns.StarAddr(2), "5302"}}
+		var flow iperfFlows
 		if arm == "tcp" {
-			flow = oscIperf(ctx, h1, h2, cfg.Duration)
+			flow = runIperf(ctx, pairs, cfg.Duration)
 		} else {
 			if err := netns.Sysctl(h1, "net.ipv4.tcp_early_retrans", "0"); err != nil {
 				return err
@@ -234,31 +235,15 @@ func oscOnce(ctx context.Context, e *bed.Env, cfg TDMAOscConfig, arm string, run
 			c.FMArgs = []string{"--capacity-host", "2", "--capacity-period", cfg.Period.String(),
 				"--capacity-low", strconv.FormatFloat(cfg.Low, 'g', -1, 64), "--capacity-start", strconv.FormatInt(start, 10),
 				"--capacity-burst", strconv.FormatInt(int64(c.Burst), 10), "--capacity-buffer", strconv.FormatInt(int64(c.Limit), 10)}
-			agentsFor := cfg.Duration + 2*time.Second
-			fch := make(chan oscFlow, 1)
-			go func() {
-				select {
-				case <-time.After(time.Second):
-					fch <- oscIperf(ctx, h1, h2, cfg.Duration)
-				case <-ctx.Done():
-					fch <- oscFlow{err: ctx.Err()}
-				}
-			}()
-			r, err := runTDMA(ctx, e, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
-				return []string{"--gate", "nfqueue", "--nfq-active", oscActive.String(), "--gso-max", strconv.Itoa(oscGSOMax(c)),
-					"--workload", "none", "--duration", agentsFor.String()}
-			})
-			flow = <-fch
+			r, f, err := gatedIperf(ctx, e, tb, c, dir, pairs, cfg.Duration, "--nfq-active", oscActive.String(), "--gso-max", strconv.Itoa(oscGSOMax(c)))
 			if err != nil {
 				return err
 			}
+			flow = f
 			ct := r.counters(c)
 			out.TDMA = &ct
 			out.Withheld = r.FM.Withheld
-			for _, h := range r.Hosts {
-				out.QueueDropped += h.NFQQueueDropped
-				out.UserDropped += h.NFQUserDropped
-			}
+			out.QueueDropped, out.UserDropped = r.nfqDrops()
 		}
 		tr := stopTrace()
 		if flow.err != nil {
@@ -270,31 +255,6 @@ func oscOnce(ctx context.Context, e *bed.Env, cfg TDMAOscConfig, arm string, run
 		return tr.err
 	})
 	return out, err
-}
-
-// oscFlow is the TCP flow's outcome and when it ran (clock ns).
-type oscFlow struct {
-	bps      float64
-	retx     int
-	retxSegs uint64
-	from, to int64
-	err      error
-}
-
-// oscIperf runs one iperf3 flow from h1 to h2 for d.
-func oscIperf(ctx context.Context, h1, h2 string, d time.Duration) oscFlow {
-	var f oscFlow
-	r0, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
-	f.from = clock.Now()
-	rs, err := bed.RunIperfPairs(ctx, [][4]string{{h1, h2, netns.StarAddr(2), "5302"}}, d, nil, nil)
-	f.to = clock.Now()
-	r1, _ := netns.SNMP(h1, "Tcp", "RetransSegs")
-	f.retxSegs, f.err = r1-r0, err
-	for _, r := range rs {
-		f.bps += r.Bps
-		f.retx += r.Retransmits
-	}
-	return f
 }
 
 // oscTrace is the oscillating port read at every fifth of a phase: at
