@@ -76,6 +76,9 @@ type Options struct {
 	// still decides for class "link"): one worker per queue needs as many
 	// on the hosts' ends too.
 	Queues int `json:"queues,omitempty"`
+	// Mode is the dataplane mode the switches will run, if known: it decides
+	// the GRO of a topology with GROModes (Testbed.SetMode changes it).
+	Mode string `json:"mode,omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -148,6 +151,33 @@ func (tb *Testbed) SetForwarding(mode string) error {
 	}
 	tb.Forwarding = mode
 	return nil
+}
+
+// SetMode records the dataplane mode the switches are about to run and
+// turns GRO on or off on the topology's GRO ends as its GROModes say for it
+// (a topology without GROModes keeps GRO as Up set it). Call it before the
+// dataplanes start: a forward dataplane takes its kernel path into a host's
+// veth only while that veth's peer has GRO on.
+func (tb *Testbed) SetMode(mode string) error {
+	t := tb.Topology
+	if len(t.GROModes) > 0 {
+		on := t.GROIn(mode)
+		for _, l := range t.Links {
+			for _, e := range l.Ends {
+				if !t.GROFor(e) {
+					continue
+				}
+				if err := SetGRO(tb.NS(e.NS), e.Dev, on); err != nil {
+					return fmt.Errorf("netns: testbed %s, mode %s: %w", tb.Prefix, mode, err)
+				}
+			}
+		}
+	}
+	if tb.Options.Mode == mode {
+		return nil
+	}
+	tb.Options.Mode = mode
+	return tb.save()
 }
 
 // Status reports what exists (see Status).
@@ -442,7 +472,7 @@ func (b *builder) configureNS(h *netlink.Handle, short string) error {
 		// After up: a veth tells its peer that it takes redirected
 		// frames (the peer's XDP features) only when GRO changes while
 		// it is up.
-		if t.GROFor(e) {
+		if t.GROFor(e) && t.GROIn(tb.Options.Mode) {
 			if err := SetGRO(n, e.Dev, true); err != nil {
 				return err
 			}

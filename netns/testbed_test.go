@@ -410,6 +410,28 @@ func TestBundleUpDown(t *testing.T) {
 	if err := WaitPing(ctxT(t, 5*time.Second), tb.NS("h1"), "10.0.0.2"); err != nil {
 		t.Errorf("bundle over link0 bridge: %v", err)
 	}
+	// The hosts' GRO follows the mode: off with none known (Up's), on for
+	// forward, off again for cells, and recorded with the testbed.
+	for _, step := range []struct {
+		mode string
+		gro  bool
+	}{{"", false}, {"forward", true}, {"cells", false}, {"lg", true}} {
+		if step.mode != "" {
+			if err := tb.SetMode(step.mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, h := range []string{"h1", "h2"} {
+			if on, err := GRO(tb.NS(h), "eth0"); err != nil || on != step.gro {
+				t.Errorf("mode %q: %s:eth0 GRO %v (%v), want %v", step.mode, h, on, err, step.gro)
+			}
+		}
+		if o, err := Open(tb.Prefix); err != nil {
+			t.Error(err)
+		} else if o.Options.Mode != step.mode {
+			t.Errorf("mode %q: the recorded testbed says mode %q", step.mode, o.Options.Mode)
+		}
+	}
 	if err := tb.Down(); err != nil {
 		t.Fatal(err)
 	}

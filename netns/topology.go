@@ -53,6 +53,10 @@ type Topology struct {
 	// entry "all". A veth accepts frames an XDP program redirects into it
 	// only while its peer has GRO on or an XDP program of its own.
 	GRO []string `yaml:"gro,omitempty" json:"gro,omitempty"`
+	// GROModes, if set, names the dataplane modes under which the GRO ends
+	// have GRO on; under any other mode, or none known, it is off (see
+	// Testbed.SetMode). Empty: GRO is on whatever runs.
+	GROModes []string `yaml:"gro_modes,omitempty" json:"gro_modes,omitempty"`
 	// LinkMTU, where it is larger than the host MTU plus the link header
 	// (Options.LinkMTU), is the MTU of the veth pairs of class "link"
 	// (PairMTU): room for link frames that carry more than one host frame,
@@ -377,7 +381,18 @@ func (t *Topology) Validate() error {
 	if err := checkEndList("tx_checksum_off", t.TxChecksumOff, ends); err != nil {
 		return err
 	}
-	return checkEndList("gro", t.GRO, ends)
+	if err := checkEndList("gro", t.GRO, ends); err != nil {
+		return err
+	}
+	for i, m := range t.GROModes {
+		if m == "" || slices.Contains(t.GROModes[:i], m) {
+			return fmt.Errorf("gro_modes: %q empty or listed twice", m)
+		}
+	}
+	if len(t.GROModes) > 0 && len(t.GRO) == 0 {
+		return fmt.Errorf("gro_modes: no gro ends to turn on")
+	}
+	return nil
 }
 
 // checkEndList checks a list of ends named by field: each an end of a
@@ -404,8 +419,14 @@ func checkEndList(field string, list []string, ends map[End]bool) error {
 // TxChecksumOffFor reports whether end e gets TX checksum offload turned off.
 func (t *Topology) TxChecksumOffFor(e End) bool { return listsEnd(t.TxChecksumOff, e) }
 
-// GROFor reports whether end e gets GRO turned on.
+// GROFor reports whether end e is one whose GRO the testbed turns on.
 func (t *Topology) GROFor(e End) bool { return listsEnd(t.GRO, e) }
+
+// GROIn reports whether the GRO ends have GRO on while the dataplanes run
+// mode ("": none known).
+func (t *Topology) GROIn(mode string) bool {
+	return len(t.GROModes) == 0 || slices.Contains(t.GROModes, mode)
+}
 
 // listsEnd reports whether list names e or is AllEnds.
 func listsEnd(list []string, e End) bool {

@@ -48,6 +48,27 @@ func TestPresetPair(t *testing.T) {
 	}
 }
 
+// The bundle turns its hosts' GRO on for the modes with a kernel fast path
+// into a host, off for cells and when no mode is known.
+func TestPresetBundleGROByMode(t *testing.T) {
+	topo := MustPreset(t, "bundle")
+	for _, l := range topo.Links {
+		for _, e := range l.Ends {
+			if host := e.NS == "h1" || e.NS == "h2"; topo.GROFor(e) != host {
+				t.Errorf("GRO end %s: %v, want %v", e, topo.GROFor(e), host)
+			}
+		}
+	}
+	for mode, want := range map[string]bool{"forward": true, "lg": true, "lgnb": true, "monitor": true, "cells": false, "": false} {
+		if got := topo.GROIn(mode); got != want {
+			t.Errorf("bundle GROIn(%q) = %v, want %v", mode, got, want)
+		}
+	}
+	if pair := MustPreset(t, "pair"); !pair.GROIn("") || !pair.GROIn("cells") {
+		t.Errorf("pair (no gro_modes) must keep its hosts' GRO on whatever runs")
+	}
+}
+
 func TestPresetBundleExpandsCount(t *testing.T) {
 	topo := MustPreset(t, "bundle")
 	var links []string
@@ -146,6 +167,8 @@ func TestParseTopologyErrors(t *testing.T) {
 		{"tx unknown end", "tx_checksum_off: [a:x0]", "tx_checksum_off: [a:q]", "a:q is not an end"},
 		{"all not alone", "tx_checksum_off: [a:x0]", "tx_checksum_off: [all, a:x0]", "only entry"},
 		{"gro unknown end", "tx_checksum_off: [a:x0]", "tx_checksum_off: [a:x0]\ngro: [b:q]", "gro: end b:q is not an end"},
+		{"gro_modes twice", "tx_checksum_off: [a:x0]", "tx_checksum_off: [a:x0]\ngro: [a:x0]\ngro_modes: [forward, forward]", "listed twice"},
+		{"gro_modes without gro", "tx_checksum_off: [a:x0]", "tx_checksum_off: [a:x0]\ngro_modes: [forward]", "no gro ends"},
 		{"duplicate namespace", "[a, b]", "[a, b, a]", "declared twice"},
 		{"negative link_mtu", "name: t", "name: t\nlink_mtu: -1", "link_mtu -1"},
 		{"bad namespace name", "[a, b]", "[a, b, \"x/y\"]", "namespace name"},

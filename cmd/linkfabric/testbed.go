@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
+
+	"github.com/linkfabric/linkfabric/dataplane"
 
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
@@ -42,6 +45,11 @@ none leaves them for the dataplane.`,
 			if err != nil {
 				return err
 			}
+			if opts.Mode != "" {
+				if err := knownMode("testbed up --mode", opts.Mode); err != nil {
+					return err
+				}
+			}
 			return bedUp(os.Stdout, topo, opts, asJSON)
 		},
 	}
@@ -49,6 +57,7 @@ none leaves them for the dataplane.`,
 	up.Flags().StringVar(&topoFile, "topology", "", "YAML topology file (instead of --preset)")
 	up.Flags().StringVar(&opts.Prefix, "prefix", netns.DefaultPrefix, "prefix of every namespace name")
 	up.Flags().StringVar(&opts.Forwarding, "forwarding", "kernel", "kernel (Linux bridge in each switch) or none (ports left for the dataplane)")
+	up.Flags().StringVar(&opts.Mode, "mode", "", "the dataplane mode you will run on the switches: a preset may set offloads by it (bundle turns GRO on the hosts' ends for forward's kernel path, off for cells)")
 	testbedFlags(up.Flags(), &opts.MTU, &opts.LinkHeaderLen, &opts.LinkQueues, &netem, &asJSON)
 
 	var downPrefix string
@@ -109,10 +118,30 @@ none leaves them for the dataplane.`,
 }
 
 func loadTopology(preset, file string) (*netns.Topology, error) {
+	var topo *netns.Topology
+	var err error
 	if file != "" {
-		return netns.LoadTopology(file)
+		topo, err = netns.LoadTopology(file)
+	} else {
+		topo, err = netns.Preset(preset)
 	}
-	return netns.Preset(preset)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range topo.GROModes {
+		if err := knownMode("topology "+topo.Name+": gro_modes", m); err != nil {
+			return nil, err
+		}
+	}
+	return topo, nil
+}
+
+// knownMode returns an error naming the modes if m is not one.
+func knownMode(what, m string) error {
+	if slices.Contains(dataplane.Modes(), dataplane.Mode(m)) {
+		return nil
+	}
+	return fmt.Errorf("%s: mode %q is not known (modes: %s)", what, m, dataplane.ModeList())
 }
 
 // rootTopology is what command what builds: it needs root, then the topology

@@ -72,6 +72,7 @@ what exists; 'linkfabric testbed forwarding kernel|none' switches one that is up
 			if err != nil {
 				return err
 			}
+			opts.Mode = bed.OffloadMode(mode, strings.Fields(runArgs))
 			where := []string{"--preset", preset}
 			if topoFile != "" {
 				where = []string{"--topology", topoFile}

@@ -51,6 +51,20 @@ type BedRun struct {
 	LinkBuffer netns.ByteSize
 }
 
+// OffloadMode is the mode a testbed sets its hosts' offloads for
+// (netns.Testbed.SetMode) when the switches run mode with args: none ("")
+// when args keep every frame in the workers (--fastpath afxdp), as then no
+// kernel path wants the hosts' GRO (a bundle runs such a forward with the
+// hosts' ends as cells has them).
+func OffloadMode(mode string, args []string) string {
+	for i, a := range args {
+		if a == "--fastpath=afxdp" || a == "--fastpath" && i+1 < len(args) && args[i+1] == "afxdp" {
+			return ""
+		}
+	}
+	return mode
+}
+
 // UpBare brings topo up under e.Prefix with bare ports (forwarding none:
 // the dataplanes forward), removing a stale testbed of that prefix first.
 func UpBare(e *Env, topo *netns.Topology, mtu int) (*netns.Testbed, error) {
@@ -151,6 +165,9 @@ func (b *Bed) Start(ctx context.Context, r BedRun) error {
 			*a = append(*a, "--port-buffer", strings.Join(bufs, ","))
 		}
 		*a = append(*a, r.SwitchArgs[sw]...)
+	}
+	if err := b.TB.SetMode(OffloadMode(r.Mode, r.Args)); err != nil {
+		return err
 	}
 	if err := b.StartNodes(ctx, runs); err != nil {
 		return err
