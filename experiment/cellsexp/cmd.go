@@ -460,9 +460,8 @@ starts the arm's dataplanes anew and discards --warmup flows first), so that the
 load of a shared machine weighs on every arm alike; every round gives its own
 ratios, and the verdict is taken on their median. The arms:
 
-  forward        linkfabric forward over link0 (the reference). On the bundle its
-                 kernel fast path covers host0 → link0 only; link0 → host0 goes
-                 through the Go worker (the hosts' veth ends take no redirects)
+  forward        linkfabric forward over link0 (the reference): its kernel fast
+                 path both ways (the bundle turns the hosts' GRO on for forward)
   forward-afxdp  forward with every frame through the Go worker, as in cells:
                  the like-for-like reference for what cells add
   cells          cells with credits and the standing pre-credit (--pre-credit)

@@ -19,15 +19,13 @@ import (
 // each runs on both switches of the bundle.
 var CellsLatencyArms = []string{"forward", "cells", "cells-nopre", "cells-push", "forward-afxdp"}
 
-// On the bundle, forward's default fast path is XDP only where the target
-// veth takes redirected frames: host0 → link0 in each switch (the peer
-// link0 runs the other dataplane's program), while link0 → host0 goes
-// through the Go worker (the hosts' ends have neither GRO nor XDP). So each
-// direction crosses one kernel hop and one AF_XDP hop. forward-afxdp puts
-// every frame through the worker, as cells does: the like-for-like
-// reference for what cells add.
+// On the bundle, forward's default fast path is XDP both ways, as on pair:
+// the bundle turns the hosts' GRO on for forward (netns gro_modes), so their
+// veth ends take the frames redirected into host0. Cells, and forward-afxdp,
+// run with it off, every frame through the Go workers: forward-afxdp is the
+// like-for-like reference for what cells add.
 var cellsLatencyWhat = map[string]string{
-	"forward":       "linkfabric forward over link0 (the reference; host0 → link0 in XDP, link0 → host0 through the worker)",
+	"forward":       "linkfabric forward over link0 (the reference; both directions in XDP, the hosts' ends with GRO)",
 	"cells":         "cells with credits and the standing pre-credit (--cells-pre-credit, default 4096)",
 	"cells-nopre":   "cells with credits, no pre-credit (--cells-pre-credit 0): every packet waits for a grant",
 	"cells-push":    "cells without credits (--cells-credits=false)",
