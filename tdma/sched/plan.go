@@ -154,7 +154,10 @@ const shortRounds = 2
 // plan gives its last slot first in the tail's last turn and the one
 // before right before it, so that it ends then at worst a slot early.
 // Slivers that share a sender or a receiver cannot all have the turn's
-// first slot, and one that does not may end a turn early. With a quarter
+// first slot, and one that does not may end a turn early; its slot before
+// its last is then as close before it as its sender and receiver leave
+// free (elsewhere in its turn it would end up to two more slots early:
+// with it, 37 runs of 768 below, not 49). With a quarter
 // a fourth of the pairs were slivers, too many: in the simulated 40 MiB
 // shuffles with the measured late opens, seeds 1-768, 77 runs had their
 // pairs end more than N−1 slots and one more apart, 49 with a twelfth (a
@@ -512,6 +515,8 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 					by = 0 // its last slot first in the last turn
 				case p.served[i][j] == 1 && out[len(out)-1][i] == int16(j):
 					by = maxLeft // the one before right before it
+				case p.served[i][j] == 1:
+					by = maxLeft - 1 // else as close before it as its line leaves free
 				}
 			}
 			return int64(max(tailTurns-p.served[i][j], 0))*c0 + by*c2
@@ -521,11 +526,65 @@ func (t tail) Build(n [][]int, maxSlots int) []Matching {
 		out = append(out, m)
 	}
 	slices.Reverse(out)
+	if !t.fill && len(out) > maxSlots {
+		out = t.hold(out, maxSlots)
+	}
 	out = out[:min(len(out), maxSlots)]
 	if t.fill {
 		t.fillIdle(out, n)
 	}
 	return out
+}
+
+// fullWindow is what a window that opens in time carries, in thousandths
+// of SlotCap (the margin and the last frame that does not fit take the
+// rest). The Planner's payload per slot is a mean over windows some of
+// which opened late, so a run of windows that open in time carries more.
+const fullWindow = 970
+
+// hold takes a pair's earliest slot out of the first maxSlots of a
+// backward plan (the round it plans; the rest is planned again from newer
+// reports) where those slots alone could carry all the pair has left,
+// each a full window, and the plan gives the pair slots after them too:
+// extra slots come first in a backward plan, so a pair with the most
+// left may be given all of a round, and when its windows carry more than
+// the Planner's payload per slot, the next round's plan finds it done and
+// drops its slot in the last turn, and it ends a turn or more before the
+// others. Held back, what it has left after the round is planned again
+// into the tail's last turns. Only where the pair keeps two slots or
+// more in the round: it still sends in every round, so it ends. Slots
+// left empty are dropped.
+func (t tail) hold(out []Matching, maxSlots int) []Matching {
+	p, N := t.p, len(out[0])
+	for i := 0; i < N; i++ {
+		for j := 0; j < N; j++ {
+			if i == j {
+				continue
+			}
+			now, first, later := 0, -1, false
+			for k, m := range out {
+				switch {
+				case m[i] != int16(j):
+				case k >= maxSlots:
+					later = true
+				case first < 0:
+					first, now = k, 1
+				default:
+					now++
+				}
+			}
+			if left := t.bytes[i][j] * p.pay[i] / p.SlotCap; now >= 2 && later && int64(now)*p.SlotCap*fullWindow/1000 >= left {
+				out[first][i] = -1
+			}
+		}
+	}
+	kept := out[:0]
+	for k, m := range out {
+		if k >= maxSlots || slices.ContainsFunc(m, func(j int16) bool { return j >= 0 }) {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 // ending is the Planner's rotor in a tail's ending round (Planner): the
