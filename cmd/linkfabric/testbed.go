@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/linkfabric/linkfabric/dataplane"
-
 	"github.com/linkfabric/linkfabric/experiment/report"
 	"github.com/linkfabric/linkfabric/internal/cli"
 	"github.com/linkfabric/linkfabric/netns"
