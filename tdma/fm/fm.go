@@ -136,6 +136,7 @@ type Manager struct {
 	nround  int
 	want    atomic.Uint32               // round the clock thread needs next
 	pending atomic.Pointer[sched.Round] // computed, not yet taken
+	taken   atomic.Uint32               // the last round the clock thread published
 	stop    atomic.Bool
 	publ    atomic.Uint64
 }
@@ -259,7 +260,11 @@ func (m *Manager) clockThread() (Stats, error) {
 	for !m.stop.Load() {
 		now := clock.Now()
 		if p := m.pending.Load(); p != nil {
-			if err := f.Publish(now, p); err == nil || p.ID < m.want.Load() {
+			err := f.Publish(now, p)
+			if err == nil {
+				m.taken.Store(p.ID)
+			}
+			if err == nil || p.ID < m.want.Load() {
 				m.pending.CompareAndSwap(p, nil)
 			}
 		}
@@ -349,6 +354,9 @@ func (m *Manager) scheduler() {
 			d.Lost[h] = c.LostWindows()
 		}
 		m.mu.Unlock()
+		if last != nil && m.taken.Load() != last.ID {
+			plan.Forget(last.ID) // it came too late: not run
+		}
 		r := plan.Next(id, clock.Now(), d, at)
 		m.logRound(r, d)
 		for c := 0; c < 2; c++ {

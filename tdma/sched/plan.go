@@ -195,9 +195,9 @@ const tailTurns = 2
 // round ahead), from d, where d.Bytes[i] is host i's report and at[i]
 // when it came (0: before the first round), and records it. d is
 // modified: on return it holds what the round was planned from (bytes in
-// slots of SlotCap). A round planned but not run (the FM skipped its
-// number: it came too late) is taken off as if it had run; the next
-// report corrects that.
+// slots of SlotCap). A round the FM could not run is forgotten (Forget);
+// one whose next numbers were all skipped, as in a stall of the FM's own,
+// is not known to have started and is not taken off (after).
 func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 	N := d.N
 	if len(d.Lost) != N {
@@ -310,11 +310,27 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 	return r
 }
 
+// Forget drops round id from the rounds the Planner remembers: the FM did
+// not run it (it came too late to publish). Kept, it would be taken off
+// the pairs' reports as sent, and after a stall of the FM, when several
+// plans in a row come too late, that leaves the pairs of the hosts ahead
+// with nothing planned, so no grant and no report to say they sent
+// nothing.
+func (p *Planner) Forget(id uint32) {
+	p.recent = slices.DeleteFunc(p.recent, func(pr planned) bool { return pr.r.ID == id })
+}
+
 // after is the share of the open part of slot k of a round that started
-// at start (0: not yet known, all of it) that lies after t0 and by t1.
+// at start that lies after t0 and by t1; none of it if the round is not
+// known to have started (start 0: the FM skipped the numbers after it).
+// A host silent under its lease sends nothing of such a round, a
+// free-running one at most its lease's windows; taken off as sent, the
+// slots of a few such rounds left the pairs of hosts ahead with nothing
+// planned, so no grant, and no report to say they had sent nothing: after
+// a 100 ms stall of the FM they waited four rounds.
 func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
 	if start == 0 {
-		return 1
+		return 0
 	}
 	open := start + int64(k)*p.SlotLen + p.Guard
 	end := start + int64(k+1)*p.SlotLen

@@ -352,3 +352,56 @@ func TestPlannerLevelsDriftedPairs(t *testing.T) {
 		}
 	}
 }
+
+// After a stall of the FM's own (round numbers skipped, so no plan is known
+// to have started, or plans that came too late to run), every pair with
+// bytes reported keeps a slot: its host, silent under its lease, sent none
+// of what those plans gave it, and would get no grant to report that with.
+func TestPlannerKeepsReportersAfterSkippedRounds(t *testing.T) {
+	const N, slotCap = 4, 50_000
+	at := []int64{1, 1, 1, 1} // the reports before the stall, never renewed
+	report := func() *Demand {
+		d := NewDemand(N)
+		for i := 0; i < N; i++ {
+			for j := 0; j < N; j++ {
+				if i != j {
+					d.Bytes[i][j] = 7 * slotCap // h0 and h1 behind
+					if i >= 2 {
+						d.Bytes[i][j] = 3 * slotCap // h2 and h3 ahead
+					}
+				}
+			}
+		}
+		return d
+	}
+	for _, c := range []struct {
+		name   string
+		step   uint32
+		forget bool
+	}{
+		{"numbers skipped", 2, false},          // no plan is known to have started
+		{"plans too late, forgotten", 1, true}, // each plan came too late to run
+	} {
+		p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 3, SlotLen: 5e6, Guard: 3e5}
+		var r *Round
+		for id := uint32(1); id <= 9; id += c.step {
+			r = p.Next(id, int64(id)*15e6, report(), at)
+			if c.forget && id < 9 {
+				p.Forget(id)
+			}
+		}
+		sends := make([]int, N)
+		for _, m := range r.Slots {
+			for i, j := range m {
+				if j >= 0 {
+					sends[i]++
+				}
+			}
+		}
+		for i, k := range sends {
+			if k == 0 {
+				t.Errorf("%s: h%d, with bytes reported to every host, has no slot in round %d (%v)", c.name, i, r.ID, r.Slots)
+			}
+		}
+	}
+}

@@ -76,7 +76,8 @@ func (s *Sim) publish(now int64) {
 	copy(d.Lost, s.lost)
 	r := s.plan.Next(id, now, d, s.repAt)
 	if err := s.fm.Publish(now, r); err != nil {
-		return // too late: the FM idles a slot and wants the next number
+		s.plan.Forget(r.ID) // too late: the FM idles a slot and wants the next number
+		return
 	}
 	s.computeAt = math.MaxInt64
 	for h := 0; h < N; h++ {
