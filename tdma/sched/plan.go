@@ -324,10 +324,8 @@ func (p *Planner) Forget(id uint32) {
 // at start that lies after t0 and by t1; none of it if the round is not
 // known to have started (start 0: the FM skipped the numbers after it).
 // A host silent under its lease sends nothing of such a round, a
-// free-running one at most its lease's windows; taken off as sent, the
-// slots of a few such rounds left the pairs of hosts ahead with nothing
-// planned, so no grant, and no report to say they had sent nothing: after
-// a 100 ms stall of the FM they waited four rounds.
+// free-running one at most its lease's windows (see Forget for what
+// taking it off as sent did).
 func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
 	if start == 0 {
 		return 0
