@@ -45,8 +45,8 @@ none leaves them for the dataplane.`,
 				return err
 			}
 			if opts.Mode != "" {
-				if err := knownMode("testbed up --mode", opts.Mode); err != nil {
-					return err
+				if err := knownMode(dataplane.Mode(opts.Mode)); err != nil {
+					return fmt.Errorf("testbed up --mode: %w", err)
 				}
 			}
 			return bedUp(os.Stdout, topo, opts, asJSON)
@@ -128,19 +128,19 @@ func loadTopology(preset, file string) (*netns.Topology, error) {
 		return nil, err
 	}
 	for _, m := range topo.GROModes {
-		if err := knownMode("topology "+topo.Name+": gro_modes", m); err != nil {
-			return nil, err
+		if err := knownMode(dataplane.Mode(m)); err != nil {
+			return nil, fmt.Errorf("topology %s: gro_modes: %w", topo.Name, err)
 		}
 	}
 	return topo, nil
 }
 
-// knownMode returns an error naming the modes if m is not one.
-func knownMode(what, m string) error {
-	if slices.Contains(dataplane.Modes(), dataplane.Mode(m)) {
+// knownMode returns the dataplane's error naming the modes if m is not one.
+func knownMode(m dataplane.Mode) error {
+	if slices.Contains(dataplane.Modes(), m) {
 		return nil
 	}
-	return fmt.Errorf("%s: mode %q is not known (modes: %s)", what, m, dataplane.ModeList())
+	return dataplane.CheckPorts(m, "", nil)
 }
 
 // rootTopology is what command what builds: it needs root, then the topology

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -139,8 +138,8 @@ func checkTopologyMode(topo *netns.Topology, mode dataplane.Mode) ([]string, err
 	if len(switches) == 0 {
 		return nil, fmt.Errorf("topology %q has no switch (a namespace with a link port) to run a dataplane on", topo.Name)
 	}
-	if !slices.Contains(dataplane.Modes(), mode) {
-		return nil, dataplane.CheckPorts(mode, "", nil) // names the modes
+	if err := knownMode(mode); err != nil {
+		return nil, err
 	}
 	bad := runsOn(topo, mode)
 	if bad == nil {
