@@ -197,10 +197,10 @@ func (r *TDMACtlLossResult) Text() string { return report.Sprint(r.write) }
 
 func (r *TDMACtlLossResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "loss\tmode\trun\toverrun B\tcollisions\tswitch drops\tbacklog p99\tlost frames\tincomplete\tgrants lost\tlease expiries\tfree-run opens\t÷ ideal\tCPU %\tload")
+	fmt.Fprintln(tw, "loss\tmode\trun\toverrun B\tcollisions\tswitch drops\tbacklog p99\tlost frames\tincomplete\tgrants lost\tlease expiries\tfree-run opens\t÷ ideal\tCPU %\tsteal %\tload")
 	for _, a := range r.Runs {
-		fmt.Fprintf(tw, "%g\t%s\t%d\t%d\t%d\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\n", a.Loss, a.Mode, a.Run, a.OverrunBytes, a.Collisions, a.Switch.Drops,
-			a.Switch.P99BacklogPkts, a.LostFrames, a.Incomplete, a.CtlLost, a.LeaseExpiries, a.FreeRunOpens, a.OverIdeal, a.CPUBusyPct, a.LoadAvg)
+		fmt.Fprintf(tw, "%g\t%s\t%d\t%d\t%d\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%.2f\t%.1f\n", a.Loss, a.Mode, a.Run, a.OverrunBytes, a.Collisions, a.Switch.Drops,
+			a.Switch.P99BacklogPkts, a.LostFrames, a.Incomplete, a.CtlLost, a.LeaseExpiries, a.FreeRunOpens, a.OverIdeal, a.CPUBusyPct, a.StealPct, a.LoadAvg)
 	}
 	tw.Flush()
 	if len(r.Summary) > 0 && r.Config.Shuffle.Runs > 1 {
@@ -262,7 +262,7 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 		rows = append(rows, []string{loss, mode, strconv.Itoa(a.Run), strconv.FormatUint(a.OverrunBytes, 10), strconv.FormatUint(a.Collisions, 10),
 			strconv.FormatUint(a.Switch.Drops, 10), strconv.FormatFloat(a.Switch.P99BacklogPkts, 'f', 1, 64), strconv.FormatUint(a.LostFrames, 10),
 			strconv.Itoa(a.Incomplete), strconv.FormatUint(a.CtlLost, 10), strconv.FormatUint(a.LeaseExpiries, 10), strconv.FormatUint(a.FreeRunOpens, 10),
-			strconv.FormatFloat(a.OverIdeal, 'f', 4, 64), strconv.FormatFloat(a.CPUBusyPct, 'f', 1, 64), strconv.FormatFloat(a.LoadAvg, 'f', 2, 64)})
+			strconv.FormatFloat(a.OverIdeal, 'f', 4, 64), strconv.FormatFloat(a.CPUBusyPct, 'f', 1, 64), strconv.FormatFloat(a.StealPct, 'f', 2, 64), strconv.FormatFloat(a.LoadAvg, 'f', 2, 64)})
 	}
 	for _, a := range r.Runs {
 		row(strconv.FormatFloat(a.Loss, 'g', -1, 64), a.Mode, a.ShuffleArm)
@@ -271,7 +271,7 @@ func WriteTDMACtlLoss(dir string, r *TDMACtlLossResult) ([]string, error) {
 		row("freeze", a.Mode, a.ShuffleArm)
 	}
 	paths, err := report.WriteTable(dir, "ctlloss", r, []string{"loss", "mode", "run", "overrun_bytes", "collisions", "switch_drops", "backlog_p99_frames", "lost_frames", "incomplete_flows",
-		"control_lost", "lease_expiries", "freerun_opens", "completion_over_ideal", "cpu_busy_pct", "load_avg"}, rows)
+		"control_lost", "lease_expiries", "freerun_opens", "completion_over_ideal", "cpu_busy_pct", "cpu_steal_pct", "load_avg"}, rows)
 	if err != nil {
 		return paths, err
 	}

@@ -106,6 +106,7 @@ type ArmMeasures struct {
 	PortRxDrops  uint64      `json:"port_rx_drops"`  // of them, at the switch's ends
 	BacklogDrops uint64      `json:"backlog_drops_machine"`
 	CPUBusyPct   float64     `json:"cpu_busy_pct"`
+	StealPct     float64     `json:"cpu_steal_pct"` // of it, taken by the hypervisor
 	LoadAvg      float64     `json:"load_avg"`
 }
 
@@ -136,7 +137,7 @@ func onStar(e *bed.Env, c TDMAStar, m *ArmMeasures, fn func(tb *netns.Testbed) e
 	d := readStarDrops(tb, c.Hosts).Sub(drops0)
 	m.HostDrops, m.VethDrops, m.VethRxDrops, m.PortRxDrops, m.BacklogDrops = d.HostTBF, d.Veth, d.VethRx+d.PortRx, d.PortRx, d.Backlog
 	cpu1, _ := ReadCPU()
-	m.CPUBusyPct, m.LoadAvg = BusyPct(cpu0, cpu1), bed.LoadAvg()
+	m.CPUBusyPct, m.StealPct, m.LoadAvg = BusyPct(cpu0, cpu1), StealPct(cpu0, cpu1), bed.LoadAvg()
 	return err
 }
 

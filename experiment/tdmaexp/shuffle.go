@@ -104,7 +104,7 @@ func TDMAShuffle(ctx context.Context, e *bed.Env, cfg TDMAShuffleConfig) (*TDMAS
 			if err != nil {
 				return res, fmt.Errorf("run %d, arm %s: %w", run, arm, err)
 			}
-			e.Printf("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames)
+			e.Printf("  completion %.3f s = %.3f × ideal, finish spread %.3f s, switch drops %d, host TBF drops %d, veth drops %d on transmit, %d on receive (%d at the switch's ends; machine backlog %d), socket drops %d, collisions %d, lost frames %d, CPU %.0f %% (the hypervisor's steal %.2f %%)", r.CompletionS, r.OverIdeal, r.SpreadS, r.Switch.Drops, r.HostDrops, r.VethDrops, r.VethRxDrops, r.PortRxDrops, r.BacklogDrops, r.SockDrops, r.Collisions, r.LostFrames, r.CPUBusyPct, r.StealPct)
 			res.Runs = append(res.Runs, r)
 		}
 	}
@@ -429,10 +429,10 @@ func (r *TDMAShuffleResult) Text() string { return report.Sprint(r.write) }
 
 func (r *TDMAShuffleResult) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\trun\tcompletion s\t÷ ideal\tspread s\tswitch drops\tbacklog p99 frames\tcollisions\tlost frames\tincomplete\toverrun B\tretrans\tctl %\tFM p99 µs\tFM RT\tCPU %\tload")
+	fmt.Fprintln(tw, "arm\trun\tcompletion s\t÷ ideal\tspread s\tswitch drops\tbacklog p99 frames\tcollisions\tlost frames\tincomplete\toverrun B\tretrans\tctl %\tFM p99 µs\tFM RT\tCPU %\tsteal %\tload")
 	for _, a := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%v\t%.0f\t%.1f\n", a.Arm, a.Run, a.CompletionS, a.OverIdeal, a.SpreadS,
-			a.Switch.Drops, a.Switch.P99BacklogPkts, a.Collisions, a.LostFrames, a.Incomplete, a.OverrunBytes, a.Retransmits, a.CtlOverheadPct, a.FMLateP99us, a.FMRT, a.CPUBusyPct, a.LoadAvg)
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.0f\t%v\t%.0f\t%.2f\t%.1f\n", a.Arm, a.Run, a.CompletionS, a.OverIdeal, a.SpreadS,
+			a.Switch.Drops, a.Switch.P99BacklogPkts, a.Collisions, a.LostFrames, a.Incomplete, a.OverrunBytes, a.Retransmits, a.CtlOverheadPct, a.FMLateP99us, a.FMRT, a.CPUBusyPct, a.StealPct, a.LoadAvg)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nmedians:")

@@ -42,8 +42,10 @@ agents because they would have left their host outside their slot, the
 collisions it prevented, named by cause in a second table with their count
 per sender, and frames that entered the switch outside their slot: none), TCP
 retransmissions, control overhead (grant bytes per host ÷ rate), the FM's
-slot-boundary lateness, CPU use and load average. The paper: TCP 1.22×,
-TDMA 1.054× ideal (24 hosts, 10 Gbit/s, 300 µs slots).
+slot-boundary lateness, CPU use (with the share the hypervisor stole: on a
+virtual machine a stolen vCPU stalls the switch's softirqs too) and load
+average. The paper: TCP 1.22×, TDMA 1.054× ideal (24 hosts, 10 Gbit/s,
+300 µs slots).
 
 It refuses to start when the CPUs are over 85 % busy (--force runs anyway
 and the report says so). Writes into --out: shuffle.json (with a summary of
