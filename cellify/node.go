@@ -73,6 +73,12 @@ type Node struct {
 	allocWait bool        // a VOQ waits for a buffer
 	linkWait  bool        // a VOQ waits for room on its links (retried at every Poll: room comes with the link's events)
 
+	// The kernel path of the ingress edge (kernelvoq.go; nil: off).
+	kern     EdgeKernel
+	kdests   map[[6]byte]kdest
+	kclaimed []*nodeVOQ // VOQs with a slot Go holds, to hand back when empty
+	kst      KernelStats
+
 	Out   Output
 	Stats NodeStats
 }
@@ -466,6 +472,7 @@ func (n *Node) Poll(now int64) int64 {
 	if !n.edge {
 		return next
 	}
+	n.kernPoll()
 	if n.allocWait || n.linkWait {
 		n.allocWait, n.linkWait = false, false
 		n.serveAll()
