@@ -31,6 +31,10 @@ type KernelModel struct {
 	LinkMAC   [16][6]byte
 	Integrity linkcrc.Integrity
 
+	// NoHeadroom and NoTailroom say the frame's buffer has not the
+	// bytes the cell's headers, or its trailer, need (the kernel tries).
+	NoHeadroom, NoTailroom bool
+
 	ToGo, Consumed atomic.Uint64
 	Now            int64 // the kernel's clock
 
@@ -155,7 +159,8 @@ func (m *KernelModel) offer(f []byte, rxq int) (int, []byte, int) {
 	if m.Integrity != linkcrc.Off {
 		tr = linkcrc.TrailerLen
 	}
-	if n < 15 || kernelGrow+n+linkcrc.TrailerLen > kernelCRCMax || rec > uint64(m.edge.MaxPayload) || f[0]&1 != 0 || f[6]&1 != 0 {
+	if n < 15 || kernelGrow+n+linkcrc.TrailerLen > kernelCRCMax || rec > uint64(m.edge.MaxPayload) || f[0]&1 != 0 || f[6]&1 != 0 ||
+		m.NoHeadroom || tr > 0 && m.NoTailroom {
 		m.C.Ineligible++
 		return KernelToGo, nil, 0
 	}

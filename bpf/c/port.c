@@ -1333,8 +1333,9 @@ static __always_inline void lf_ctx_decline(struct ctx_voq *v, __u64 old, __u64 *
  *     takes in).
  *  1. Eligible frame: linear, 15 <= len (the cell is then at least 60
  *     bytes), len + 3 <= max_payload (one cell holds the record),
- *     LF_CTX_GROW + len (+ 4 with a trailer) <= LF_CRC_MAX, unicast
- *     destination and source. Else to Go (ineligible), VOQ untouched.
+ *     LF_CTX_GROW + len + 4 <= LF_CRC_MAX, unicast destination and
+ *     source, LF_CTX_GROW bytes of headroom and, with a trailer, 4 of
+ *     tailroom (tried and undone). Else to Go (ineligible), VOQ untouched.
  *  2. ctx_mac: the destination's entry live (now < until) and not this
  *     edge; the source's live, this edge and host port; the class's VOQ
  *     slot named, its key (dst, port, class) the entry's. Else to Go
@@ -1400,6 +1401,36 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	    data + LF_ETH_HLEN_MIN > end || (eth[0] & 1) || (eth[6] & 1)) {
 		s->ineligible++;
 		return LF_LG_XSK;
+	}
+	/* The cell needs LF_CTX_GROW bytes of headroom and, with a trailer,
+	 * LF_CRC_LEN of tailroom: a frame whose buffer lacks them (a veth
+	 * frame from an skb allocated to its size has no tailroom) is
+	 * ineligible. Tried here and undone, so that the moves of step 6,
+	 * after the seq is taken, cannot fail. */
+	if (bpf_xdp_adjust_head(ctx, -LF_CTX_GROW)) {
+		s->ineligible++;
+		return LF_LG_XSK;
+	}
+	if (bpf_xdp_adjust_head(ctx, LF_CTX_GROW)) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	if (crc) {
+		if (bpf_xdp_adjust_tail(ctx, LF_CRC_LEN)) {
+			s->ineligible++;
+			return LF_LG_XSK;
+		}
+		if (bpf_xdp_adjust_tail(ctx, -LF_CRC_LEN)) {
+			s->stamp_err++;
+			return XDP_DROP;
+		}
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if (data + len != end || data + LF_ETH_HLEN_MIN > end) {
+		s->stamp_err++;
+		return XDP_DROP;
 	}
 	/* 2. */
 	now = bpf_ktime_get_ns();
