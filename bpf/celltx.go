@@ -26,7 +26,7 @@ const CellTxVOQs = 1024
 type CellTxCounters struct {
 	Sent, Bytes                                 uint64 // cells sent, their records' bytes
 	NoDest, NotOwned, Unread, NoCredit, NoRoute uint64 // to Go, by reason
-	NoRate, Raced, Ineligible                   uint64
+	NoRate, Raced, Ineligible, Busy             uint64
 	StampErr                                    uint64 // cells dropped after their seq was taken (must stay 0)
 }
 
@@ -98,6 +98,13 @@ func (c *CellTx) SetOn(on bool) {
 		v = 1
 	}
 	atomic.StoreUint32(&c.st.On, v)
+}
+
+// SetVOQRate bounds the kernel's cells per VOQ: one every ns nanoseconds,
+// bursts of tau ns (ns 0: no bound).
+func (c *CellTx) SetVOQRate(ns, tau int64) {
+	atomic.StoreUint64(&c.st.VoqTau, uint64(max(tau, 0)))
+	atomic.StoreUint64(&c.st.VoqNs, uint64(max(ns, 0)))
 }
 
 // On says whether the path is on.
@@ -185,5 +192,5 @@ func (c *CellTx) Counters() CellTxCounters {
 	l := atomic.LoadUint64
 	return CellTxCounters{Sent: l(&s.Sent), Bytes: l(&s.Bytes), NoDest: l(&s.NoDest), NotOwned: l(&s.NotOwned),
 		Unread: l(&s.Unread), NoCredit: l(&s.NoCredit), NoRoute: l(&s.NoRoute), NoRate: l(&s.NoRate),
-		Raced: l(&s.Raced), Ineligible: l(&s.Ineligible), StampErr: l(&s.StampErr)}
+		Raced: l(&s.Raced), Ineligible: l(&s.Ineligible), StampErr: l(&s.StampErr), Busy: l(&s.Busy)}
 }

@@ -179,7 +179,8 @@ func (c *ctxPair) same(t *testing.T, what string, frame []byte) (int, []byte) {
 	}
 	k, mc := c.tx.Counters(), c.m.C
 	want := CellTxCounters{Sent: mc.Sent, Bytes: mc.Bytes, NoDest: mc.NoDest, NotOwned: mc.NotOwned, Unread: mc.Unread,
-		NoCredit: mc.NoCredit, NoRoute: mc.NoRoute, NoRate: mc.NoRate, Raced: mc.Raced, Ineligible: mc.Ineligible, StampErr: mc.StampErr}
+		NoCredit: mc.NoCredit, NoRoute: mc.NoRoute, NoRate: mc.NoRate, Raced: mc.Raced, Ineligible: mc.Ineligible, StampErr: mc.StampErr,
+		Busy: mc.Busy}
 	if k != want {
 		t.Fatalf("%s: counters %+v, model's %+v", what, k, want)
 	}
@@ -259,6 +260,19 @@ func TestCellTxMatchesModel(t *testing.T) {
 			}
 			c.fwd.SetHeld(0)
 			c.m.Held = 0
+			// Above the VOQ's rate bound (a cell a second, no burst):
+			// the first cell goes, the second finds the VOQ busy.
+			c.give(0, 1<<20, 9, 9)
+			c.tx.SetVOQRate(1e9, 0)
+			c.m.SetEdge(cellify.KernelEdge{Self: ctxSelf, Hops: ctxHops, Host: 0, Epoch: ctxEpoch, MaxPayload: ctxMaxPl, VOQNs: 1e9})
+			if v, _ := c.same(t, "rate, first", ctxFrame(rng, 60, 0)); v != cellify.KernelSent {
+				t.Fatal("rate bound: the first cell did not go")
+			}
+			if v, _ := c.same(t, "rate, second", ctxFrame(rng, 60, 0)); v != cellify.KernelToGo || c.tx.Counters().Busy != 1 {
+				t.Fatalf("rate bound: the second cell went (%+v)", c.tx.Counters())
+			}
+			c.tx.SetVOQRate(0, 0)
+			c.m.SetEdge(cellify.KernelEdge{Self: ctxSelf, Hops: ctxHops, Host: 0, Epoch: ctxEpoch, MaxPayload: ctxMaxPl})
 			// A frame passed to Go not yet taken in: declined.
 			c.give(0, 1<<20, 9, 9)
 			c.lg.ToGo().Add(1)

@@ -71,6 +71,8 @@ type portCtxShared struct {
 	Epoch      uint16
 	Pad        uint16
 	MaxPayload uint32
+	VoqNs      uint64
+	VoqTau     uint64
 	Sent       uint64
 	Bytes      uint64
 	NoDest     uint64
@@ -82,6 +84,7 @@ type portCtxShared struct {
 	Raced      uint64
 	Ineligible uint64
 	StampErr   uint64
+	Busy       uint64
 	Rr         uint64
 }
 
@@ -94,6 +97,7 @@ type portCtxVoq struct {
 	Cls      uint8
 	Pad      uint32
 	Declined uint64
+	Tat      uint64
 }
 
 type portImpairConfig struct {

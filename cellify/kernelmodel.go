@@ -50,13 +50,14 @@ type KernelModel struct {
 
 // KernelCounters are lf_cell_tx's counters (ctx_shared's).
 type KernelCounters struct {
-	Sent, Bytes, NoDest, NotOwned, Unread, NoCredit, NoRoute, NoRate, Raced, Ineligible, StampErr uint64
+	Sent, Bytes, NoDest, NotOwned, Unread, NoCredit, NoRoute, NoRate, Raced, Ineligible, StampErr, Busy uint64
 }
 
 type kernelSlot struct {
 	state, base atomic.Uint64
 	key         VOQKey
 	declined    uint64
+	tat         int64
 }
 
 // Kernel verdicts.
@@ -188,6 +189,7 @@ func (m *KernelModel) offer(f []byte, rxq int) (int, []byte, int) {
 	}
 	lc := int(m.LC[cls])
 	var old, seq, base uint64
+	var vt int64
 	l := 0
 	i := 0
 	for ; i < kernelTries; i++ {
@@ -209,6 +211,11 @@ func (m *KernelModel) offer(f []byte, rxq int) (int, []byte, int) {
 		}
 		if room < rec {
 			m.decline(s, old, &m.C.NoCredit)
+			return KernelToGo, nil, 0
+		}
+		vt = max(s.tat, m.Now)
+		if m.edge.VOQNs > 0 && vt-m.Now > m.edge.VOQTau {
+			m.decline(s, old, &m.C.Busy)
 			return KernelToGo, nil, 0
 		}
 		if i == 0 {
@@ -245,6 +252,9 @@ func (m *KernelModel) offer(f []byte, rxq int) (int, []byte, int) {
 		m.Race(int(slot-1), true)
 	}
 	recNo := uint16(base>>32) + uint16(uint32(seq)-uint32(base))
+	if m.edge.VOQNs > 0 {
+		s.tat = vt + m.edge.VOQNs
+	}
 	m.C.Sent++
 	m.C.Bytes += rec
 	out := make([]byte, kernelGrow+n, kernelGrow+n+tr)

@@ -134,6 +134,10 @@ type KernelEdge struct {
 	Host       uint8 // the host port's index
 	Epoch      uint16
 	MaxPayload int // the cell payload bound
+	// VOQNs and VOQTau bound the kernel's cells per VOQ (GCRA: a cell
+	// every VOQNs ns, bursts of VOQTau ns; 0: no bound): a busier VOQ
+	// goes to Go, which packs its records into fewer cells.
+	VOQNs, VOQTau int64
 }
 
 // KernelDest is a MAC's entry: edge and host port, Until in the kernel's
@@ -194,11 +198,13 @@ type kdest struct {
 	exp int64
 }
 
-// SetKernel makes k the edge's kernel path (host port host): every slot is
-// Go's and no MAC entry is left from before (see "Why nothing stale goes
-// after a restart"); then the path is configured and turned on. An edge
-// with more than one host port or a fabric node refuses (false).
-func (n *Node) SetKernel(k EdgeKernel, host int) bool {
+// SetKernel makes k the edge's kernel path (host port host; the kernel
+// sends a cell per VOQ at most every voqNs ns, bursts of voqTau ns, 0: no
+// bound): every slot is Go's and no MAC entry is left from before (see
+// "Why nothing stale goes after a restart"); then the path is configured
+// and turned on. An edge with more than one host port or a fabric node
+// refuses (false).
+func (n *Node) SetKernel(k EdgeKernel, host int, voqNs, voqTau int64) bool {
 	if !n.edge || len(n.hosts) != 1 || host != 0 || n.cfg.Spray == SprayHash {
 		return false
 	}
@@ -209,7 +215,8 @@ func (n *Node) SetKernel(k EdgeKernel, host int) bool {
 	if k.ClearDests() != nil {
 		return false
 	}
-	k.SetEdge(KernelEdge{Self: n.cfg.Self, Hops: n.voqs.cfg.Hops, Host: uint8(host), Epoch: n.epoch, MaxPayload: n.cfg.CellPayload})
+	k.SetEdge(KernelEdge{Self: n.cfg.Self, Hops: n.voqs.cfg.Hops, Host: uint8(host), Epoch: n.epoch, MaxPayload: n.cfg.CellPayload,
+		VOQNs: voqNs, VOQTau: voqTau})
 	n.kern = k
 	n.kdests = make(map[[6]byte]kdest)
 	for i, q := range n.list {
@@ -276,11 +283,21 @@ func (n *Node) fold(q *nodeVOQ) {
 	n.Stats.CellsCut += cells
 	n.kst.Cells += cells
 	n.kst.Bytes += bytes
-	if q.cc != nil {
-		q.cc.Enqueue(int(bytes))
-		q.cc.OnSent(int(bytes))
-		q.due = min(q.due, n.now)
-		n.ccDue = min(n.ccDue, n.now)
+	if c := q.cc; c != nil {
+		c.Enqueue(int(bytes))
+		c.OnSent(int(bytes))
+		// Announced as the client announces bytes waiting: at once when
+		// Quantum more came, else at most once per Gap (the kernel's
+		// bytes never wait, so the client's own Gap rule, for bytes
+		// announced and not yet sent, would announce them at every
+		// Poll: 8 times the requests of the worker at 64-byte
+		// saturation).
+		due := n.now
+		if c.enqueued-c.requested < c.cfg.Quantum {
+			due = max(due, c.reqAt+c.cfg.Gap)
+		}
+		q.due = min(q.due, due)
+		n.ccDue = min(n.ccDue, due)
 	}
 }
 

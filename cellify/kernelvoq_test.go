@@ -12,7 +12,8 @@ import (
 // host port's program would be, and reach the node only if it passes them.
 type kernNet struct {
 	*nodeNet
-	m *KernelModel
+	m             *KernelModel
+	voqNs, voqTau int64
 }
 
 func newKernNet(t *testing.T, links int, mod func(*NodeConfig)) *kernNet {
@@ -34,7 +35,7 @@ func (k *kernNet) attach(nd *Node) {
 	for c := range m.LC {
 		m.LC[c] = uint8(nd.cfg.Reach.Classes.For(Class(c)))
 	}
-	if !nd.SetKernel(m, 0) {
+	if !nd.SetKernel(m, 0, k.voqNs, k.voqTau) {
 		k.t.Fatal("SetKernel refused")
 	}
 }
@@ -269,5 +270,44 @@ func TestKernelEdgeRestart(t *testing.T) {
 	}
 	if v := k.hostK(hostFrame(1, 2, 1, 50, 200)); v != KernelToGo {
 		t.Fatal("the kernel sent toward a moved MAC")
+	}
+}
+
+// A VOQ busier than the kernel's bound goes to the worker, which packs
+// what arrives meanwhile: bursts of back-to-back frames take fewer cells,
+// and still arrive once and in order.
+func TestKernelEdgeBusy(t *testing.T) {
+	n := newBundle(t, 2, func(c *NodeConfig) { c.Credits, c.Packing, c.CellPayload = false, true, 1400 })
+	k := &kernNet{nodeNet: n, m: NewKernelModel(64), voqNs: 10 * nodeUs, voqTau: 20 * nodeUs}
+	k.attach(n.nodes[0])
+	const bursts, per = 20, 10
+	for b := range bursts {
+		var batch []link.Frame // back to back: what reaches the worker is one batch
+		k.m.Now = k.now
+		for i := range per {
+			f := hostFrame(1, 2, 0, b*per+i, 100)
+			v, cell, l := k.m.Offer(f, 0)
+			if v == KernelSent {
+				from := [2]int{0, l}
+				k.fly = append(k.fly, netFly{at: k.now + k.delay[from], to: k.peer[from], f: k.mem.put(cell)})
+				continue
+			}
+			batch = append(batch, k.mem.put(f))
+		}
+		if len(batch) > 0 {
+			k.nodes[0].HostRxBatch(k.now, 0, batch)
+			k.m.Consumed.Add(uint64(len(batch)))
+			k.drain(0)
+		}
+		k.run(200*nodeUs, nodeUs)
+	}
+	k.run(1000*nodeUs, 10*nodeUs)
+	got := k.got[[2]int{1, 0}]
+	checkInOrder(t, got, bursts*per, "busy")
+	if k.m.C.Busy == 0 || k.m.C.Sent == 0 || k.m.C.Sent >= bursts*per {
+		t.Fatalf("kernel %+v: want some cells sent, some VOQs busy", k.m.C)
+	}
+	if cut := k.nodes[0].Stats.CellsCut; cut >= bursts*per {
+		t.Fatalf("%d cells for %d frames: the worker packed nothing", cut, bursts*per)
 	}
 }

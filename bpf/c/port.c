@@ -1229,6 +1229,8 @@ struct ctx_voq {
 	__u8 cls;
 	__u32 pad;
 	__u64 declined;  /* times the kernel gave the VOQ to Go */
+	__u64 tat;       /* the kernel's rate bound on the VOQ as GCRA: the time (bpf_ktime_get_ns)
+	                    its bucket is empty until; written only by the kernel (RX queue 0) */
 };
 
 struct {
@@ -1249,6 +1251,8 @@ struct ctx_shared {
 	__u16 epoch;       /* this edge's epoch */
 	__u16 pad;
 	__u32 max_payload; /* the cell payload bound (a longer record is cut by Go) */
+	__u64 voq_ns;      /* the kernel's rate bound per VOQ: ns a cell (0: none) ... */
+	__u64 voq_tau;     /* ... and its burst (ns): a VOQ busier than that is Go's, which packs */
 	__u64 sent;        /* cells sent */
 	__u64 bytes;       /* their records' bytes (length and port bytes included) */
 	__u64 no_dest;     /* to Go, VOQ untouched: no live entry for dst or src, local, no VOQ */
@@ -1261,6 +1265,7 @@ struct ctx_shared {
 	__u64 ineligible;  /* to Go, VOQ untouched: not linear, length out of bounds, group MAC */
 	__u64 stamp_err;   /* dropped after the seq was taken: head or tail could not be moved
 	                      or the trailer sealed (must stay 0) */
+	__u64 busy;        /* to Go, VOQ handed over: the VOQ is above the kernel's rate bound */
 	__u64 rr;          /* the round-robin position */
 };
 
@@ -1342,7 +1347,9 @@ static __always_inline void lf_ctx_decline(struct ctx_voq *v, __u64 old, __u64 *
  *     (no_dest), VOQ untouched: Go's table decides, and Go learns.
  *  3. Load state. Not owned: to Go (not_owned).
  *  4. Every frame this queue passed to Go taken in (lg_tx's to_go ==
- *     consumed, as lf_lg_tx step 2), room >= the record (len + 3), a route
+ *     consumed, as lf_lg_tx step 2), room >= the record (len + 3), the
+ *     VOQ within the kernel's rate bound (with voq_ns: its tat at most
+ *     voq_tau ahead of now; a busier VOQ is Go's, which packs it), a route
  *     (the class's loss class to dst, less held links, round-robin), a
  *     redirect target, a token on the link (lf_cell_take). Else the VOQ goes
  *     to Go by CAS(state, old, old &^ OWNED) (declined, and the reason's
@@ -1362,8 +1369,9 @@ static __always_inline void lf_ctx_decline(struct ctx_voq *v, __u64 old, __u64 *
  *     src self, class << 5 | hops, port, seq, length len + 3, first record
  *     0, record number base's + (seq - base's seq), epoch, entropy 0, its
  *     CRC-8), the record's length (len + 1) and source port; with a
- *     trailer, the tail grows by 4 and is sealed. A failure here (cannot
- *     happen on a linear frame with headroom) drops the cell: stamp_err. */
+ *     trailer, the tail grows by 4 and is sealed; the VOQ's tat moves by
+ *     voq_ns. A failure here (cannot happen: step 1 tried the room) drops
+ *     the cell: stamp_err. */
 static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -1376,7 +1384,7 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	struct lg_tx_shared *lt;
 	struct ctx_dest *dd, *sd;
 	struct ctx_voq *v;
-	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take;
+	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take, vns = 0, vt = 0;
 	__u32 zero = 0, cls, slot, l = 0, crc, rkey, i, lc;
 	__u16 dst, recno;
 	__u8 port;
@@ -1478,6 +1486,12 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 			lf_ctx_decline(v, old, &s->no_credit);
 			return LF_LG_XSK;
 		}
+		vns = LF_READ_ONCE(s->voq_ns);
+		vt = v->tat > now ? v->tat : now;
+		if (vns && vt - now > LF_READ_ONCE(s->voq_tau)) {
+			lf_ctx_decline(v, old, &s->busy);
+			return LF_LG_XSK;
+		}
 		if (i == 0) {
 			mask = 0;
 			if (dst < LF_CELL_EDGES && lc >= 1 && lc <= LF_CELL_LCS) {
@@ -1516,6 +1530,8 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	}
 	/* 6. The record number: base's plus the cells since its seq. */
 	recno = (__u16)(base >> 32) + (__u16)(seq - (base & LF_CTX_SEQ_MASK));
+	if (vns)
+		v->tat = vt + vns;
 	s->sent++;
 	s->bytes += rec;
 	if (bpf_xdp_adjust_head(ctx, -LF_CTX_GROW)) {
