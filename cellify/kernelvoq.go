@@ -49,7 +49,9 @@ import "sync/atomic"
 // enqueued and sent, and the host port's and the node's counters). While
 // the kernel owns a VOQ, every Poll folds, so requests and demand count
 // the kernel's cells within a Poll. At the start of Poll it hands back
-// (giveBack) each VOQ it claimed that holds nothing (no backlog), when the
+// (giveBack) each VOQ it claimed that holds nothing (no backlog) and whose
+// cells are on the links' TX rings (none cut since the Poll before this
+// one began: the worker flushes its output after each Poll), when the
 // integrator says every frame passed to Go was taken in (Ready): Base, then
 // State = {owned, min(Allowed, room max), the Packer's next seq}. A VOQ is
 // created Go's.
@@ -68,9 +70,8 @@ import "sync/atomic"
 // Why the stream keeps host order. A frame the kernel passes to Go
 // because of its VOQ (steps 3-5) takes the VOQ with it (a decline) or finds
 // it Go's already, so every later frame of the VOQ goes to Go until Go
-// hands back, which it does only with nothing queued, after its cells
-// were placed on the links' TX rings (the hand-back waits for the next
-// Poll). A frame passed to Go before the VOQ was looked at (no live MAC
+// hands back, which it does only with nothing queued, once its cells are
+// on the links' TX rings. A frame passed to Go before the VOQ was looked at (no live MAC
 // entry, ineligible, another RX queue) is claimed by Go when it reads it;
 // a later frame of the same queue that the kernel looks at in between is
 // not sent: it counts in ToGo after that one, and ToGo == Consumed fails
@@ -190,6 +191,7 @@ type kvoq struct {
 	seq   uint32 // State's seq at the last fold
 	room  uint64 // State's room at the last fold
 	back  bool   // in Node.kclaimed
+	cutAt uint64 // Node.polls when Go last cut a cell of it
 }
 
 // kdest is what Go last wrote for a MAC (Until in the node's clock).
@@ -316,8 +318,12 @@ func (n *Node) giveBack(q *nodeVOQ) {
 }
 
 // kernPoll folds what the kernel sent and hands back the VOQs Go holds
-// nothing for.
+// nothing for and whose cells have left: the worker puts the output on
+// the TX rings after each call, so a cell cut after Poll p-1 began (in
+// that Poll, or with the host frames after it) is on its ring only once
+// Poll p has returned; the VOQ goes back at Poll p+1.
 func (n *Node) kernPoll() {
+	n.polls++
 	if n.kern == nil {
 		return
 	}
@@ -334,7 +340,7 @@ func (n *Node) kernPoll() {
 		switch {
 		case q.k.given:
 			q.k.back = false
-		case q.v.Backlog() > 0:
+		case q.v.Backlog() > 0, q.k.cutAt+2 > n.polls:
 			keep = append(keep, q)
 		default:
 			n.giveBack(q)

@@ -311,3 +311,30 @@ func TestKernelEdgeBusy(t *testing.T) {
 		t.Fatalf("%d cells for %d frames: the worker packed nothing", cut, bursts*per)
 	}
 }
+
+// Go hands a VOQ back only once the cells it cut are on the TX rings: not
+// at the Poll right after the host frame it cut them from (the worker
+// flushes after that Poll), at the next one.
+func TestKernelEdgeHandBackAfterFlush(t *testing.T) {
+	k := newKernNet(t, 2, func(c *NodeConfig) { c.Credits = false })
+	nd := k.nodes[0]
+	if v := k.hostK(hostFrame(1, 2, 0, 0, 100)); v != KernelToGo {
+		t.Fatal("the first frame (no MAC entries yet) was the kernel's")
+	}
+	q := nd.list[0]
+	if q.k == nil || q.k.given {
+		t.Fatal("a new VOQ was the kernel's")
+	}
+	nd.Poll(k.now)
+	if q.k.given {
+		t.Fatal("handed back at the Poll after the cut: its cell is not on a TX ring yet")
+	}
+	k.drain(0)
+	nd.Poll(k.now)
+	if !q.k.given || k.m.State(q.k.slot).Load()&KernelOwned == 0 {
+		t.Fatal("not handed back at the next Poll")
+	}
+	if v := k.hostK(hostFrame(1, 2, 0, 1, 100)); v != KernelSent {
+		t.Fatalf("the kernel did not send after the hand-back: %+v", k.m.C)
+	}
+}

@@ -78,6 +78,7 @@ type Node struct {
 	kdests   map[[6]byte]kdest
 	kclaimed []*nodeVOQ // VOQs with a slot Go holds, to hand back when empty
 	kst      KernelStats
+	polls    uint64 // Polls so far (kernelvoq.go: when a VOQ's cells have left)
 
 	Out   Output
 	Stats NodeStats

@@ -261,6 +261,9 @@ func (n *Node) serve(q *nodeVOQ) {
 		}
 		clear(b[:12])
 		n.Stats.CellsCut++
+		if q.k != nil {
+			q.k.cutAt = n.polls
+		}
 		n.sendCell(n.sprayer(dst, lc).Pick(mask, flow), lc, link.Frame{H: h, Len: fl}, b)
 	}
 }
