@@ -1,6 +1,9 @@
 package cellify
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // # The ingress edge in the kernel: host frames become cells without the worker
 //
@@ -49,8 +52,9 @@ import "sync/atomic"
 // enqueued and sent, and the host port's and the node's counters). While
 // the kernel owns a VOQ, every Poll folds, so requests and demand count
 // the kernel's cells within a Poll. At the start of Poll it hands back
-// (giveBack) each VOQ it claimed that holds nothing (no backlog) and whose
-// cells are on the links' TX rings (none cut since the Poll before this
+// (giveBack) each VOQ it claimed that holds nothing (no backlog), that no
+// host frame joined through Go for the kernel's gap (SetKernel's voqNs),
+// and whose cells are on the links' TX rings (none cut since the Poll before this
 // one began: the worker flushes its output after each Poll), when the
 // integrator says every frame passed to Go was taken in (Ready): Base, then
 // State = {owned, min(Allowed, room max), the Packer's next seq}. A VOQ is
@@ -192,6 +196,7 @@ type kvoq struct {
 	room  uint64 // State's room at the last fold
 	back  bool   // in Node.kclaimed
 	cutAt uint64 // Node.polls when Go last cut a cell of it
+	rxAt  int64  // when a host frame last joined it through Go
 }
 
 // kdest is what Go last wrote for a MAC (Until in the node's clock).
@@ -220,6 +225,7 @@ func (n *Node) SetKernel(k EdgeKernel, host int, voqNs, voqTau int64) bool {
 	k.SetEdge(KernelEdge{Self: n.cfg.Self, Hops: n.voqs.cfg.Hops, Host: uint8(host), Epoch: n.epoch, MaxPayload: n.cfg.CellPayload,
 		VOQNs: voqNs, VOQTau: voqTau})
 	n.kern = k
+	n.khold = voqNs
 	n.kdests = make(map[[6]byte]kdest)
 	for i, q := range n.list {
 		n.kernVOQ(q, i)
@@ -318,7 +324,10 @@ func (n *Node) giveBack(q *nodeVOQ) {
 }
 
 // kernPoll folds what the kernel sent and hands back the VOQs Go holds
-// nothing for and whose cells have left: the worker puts the output on
+// nothing for, that no host frame joined through Go for the kernel's gap
+// (a VOQ busier than the kernel's bound stays Go's: handed back at once,
+// the kernel would send its next frames one a cell and decline again),
+// and whose cells have left: the worker puts the output on
 // the TX rings after each call, so a cell cut after Poll p-1 began (in
 // that Poll, or with the host frames after it) is on its ring only once
 // Poll p has returned; the VOQ goes back at Poll p+1.
@@ -332,6 +341,7 @@ func (n *Node) kernPoll() {
 			n.fold(q)
 		}
 	}
+	n.kdue = math.MaxInt64
 	if len(n.kclaimed) == 0 || !n.kern.Ready() {
 		return
 	}
@@ -342,6 +352,9 @@ func (n *Node) kernPoll() {
 			q.k.back = false
 		case q.v.Backlog() > 0, q.k.cutAt+2 > n.polls:
 			keep = append(keep, q)
+		case n.now-q.k.rxAt < n.khold:
+			keep = append(keep, q)
+			n.kdue = min(n.kdue, q.k.rxAt+n.khold)
 		default:
 			n.giveBack(q)
 			q.k.back = false

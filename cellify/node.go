@@ -79,6 +79,8 @@ type Node struct {
 	kclaimed []*nodeVOQ // VOQs with a slot Go holds, to hand back when empty
 	kst      KernelStats
 	polls    uint64 // Polls so far (kernelvoq.go: when a VOQ's cells have left)
+	khold    int64  // a VOQ a host frame joined through Go less than this ago stays Go's
+	kdue     int64  // when such a VOQ may go back (math.MaxInt64: none)
 
 	Out   Output
 	Stats NodeStats
@@ -118,6 +120,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		Out:       newNodeOutput(cfg.Links, cfg.HostPorts),
 		reasmDue:  math.MaxInt64,
 		ccDue:     math.MaxInt64,
+		kdue:      math.MaxInt64,
 	}
 	if !n.edge {
 		return n, nil
@@ -504,7 +507,7 @@ func (n *Node) Poll(now int64) int64 {
 			}
 		}
 	}
-	return min(next, n.ccDue)
+	return min(next, n.ccDue, n.kdue)
 }
 
 func (n *Node) sendReach(l int) {

@@ -120,6 +120,9 @@ func (n *Node) hostRx(now int64, p int, f link.Frame) {
 		q := n.voq(VOQKey{Dst: d.Edge, Port: d.Port, Class: class}, false)
 		if q != nil {
 			n.claim(q)
+			if q.k != nil {
+				q.k.rxAt = now
+			}
 		}
 		n.kernHost(p, src, dst, d, class, q)
 		n.tag[0] = byte(p)
