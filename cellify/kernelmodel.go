@@ -2,6 +2,7 @@ package cellify
 
 import (
 	"encoding/binary"
+	"errors"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,10 @@ type KernelModel struct {
 	NoToken   uint64
 	LinkMAC   [16][6]byte
 	Integrity linkcrc.Integrity
+
+	// FailSet and FailDelete make SetDest and DeleteDest fail (a full
+	// map, a failed system call).
+	FailSet, FailDelete bool
 
 	// NoHeadroom and NoTailroom say the frame's buffer has not the
 	// bytes the cell's headers, or its trailer, need (the kernel tries).
@@ -90,6 +95,9 @@ func (m *KernelModel) Declined(i int) uint64 { return m.slots[i].declined }
 
 // SetDest implements EdgeKernel.
 func (m *KernelModel) SetDest(mac [6]byte, d KernelDest) error {
+	if m.FailSet {
+		return errKernelModel
+	}
 	m.mu.Lock()
 	m.dests[mac] = d
 	m.mu.Unlock()
@@ -98,6 +106,9 @@ func (m *KernelModel) SetDest(mac [6]byte, d KernelDest) error {
 
 // DeleteDest implements EdgeKernel.
 func (m *KernelModel) DeleteDest(mac [6]byte) error {
+	if m.FailDelete {
+		return errKernelModel
+	}
 	m.mu.Lock()
 	delete(m.dests, mac)
 	m.mu.Unlock()
@@ -119,6 +130,8 @@ func (m *KernelModel) Dest(mac [6]byte) (KernelDest, bool) {
 	d, ok := m.dests[mac]
 	return d, ok
 }
+
+var errKernelModel = errors.New("cellify: the kernel model refuses")
 
 // kernelTries is LF_CTX_TRIES.
 const kernelTries = 4

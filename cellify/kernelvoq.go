@@ -32,17 +32,20 @@ import (
 //
 // The kernel's rule for a host frame of RX queue 0 (KernelModel.Offer):
 // an eligible frame (linear, 15 bytes or more, its record within a cell's
-// payload, unicast MACs) whose destination entry is live, for another edge,
-// with a VOQ slot for its class, and whose source entry is live, this edge
-// and this port: load State. Not owned: to Go. Owned: it needs ToGo ==
-// Consumed, room for the record (the frame + 3 bytes: length and source
-// port), a route (the class's loss class to the destination, less held
-// links, round-robin), a redirect target and a token on the link; if any
-// fails it gives the VOQ to Go by CAS(State, old, old &^ owned) and the
-// frame goes to Go with it. Then CAS(State, old, {owned, room − record,
-// seq + 1}) commits the cell: seq, record number Base's + (seq − Base's
-// seq). Lost, it reloads: not owned, to Go; owned, it tries again (at most
-// 4 times, then to Go, the VOQ left as it is).
+// payload, unicast MACs, room in its buffer for the headers and the
+// trailer) whose destination entry is live, for another edge, with a VOQ
+// slot for its class, and whose source entry is live, this edge and this
+// port: load State. Not owned: to Go. Owned: it needs ToGo == Consumed,
+// room for the record (the frame + 3 bytes: length and source port), the
+// VOQ within the kernel's rate bound (a cell every voqNs, bursts of
+// voqTau: a busier VOQ is Go's, which packs it), a route (the class's loss
+// class to the destination, less held links, round-robin), a redirect
+// target and a token on the link; if any fails it gives the VOQ to Go by
+// CAS(State, old, old &^ owned) and the frame goes to Go with it. Then it
+// loads Base and CAS(State, old, {owned, room − record, seq + 1}) commits
+// the cell: seq, record number Base's + (seq − Base's seq). Lost, it
+// reloads: not owned, to Go; owned, it tries again (at most 4 times, then
+// to Go, the VOQ left as it is).
 //
 // What Go does (Node, with SetKernel): before it queues a host frame in a
 // VOQ, and before a grant or a session reset changes its credit, it claims
@@ -54,11 +57,11 @@ import (
 // the kernel's cells within a Poll. At the start of Poll it hands back
 // (giveBack) each VOQ it claimed that holds nothing (no backlog), that no
 // host frame joined through Go for the kernel's gap (SetKernel's voqNs),
-// and whose cells are on the links' TX rings (none cut since the Poll before this
-// one began: the worker flushes its output after each Poll), when the
-// integrator says every frame passed to Go was taken in (Ready): Base, then
-// State = {owned, min(Allowed, room max), the Packer's next seq}. A VOQ is
-// created Go's.
+// and whose cells are on the links' TX rings (none cut since the Poll
+// before this one began: the worker flushes its output after each Poll),
+// when the integrator says every frame passed to Go was taken in (Ready):
+// Base, then State = {owned, min(Allowed, room max), the Packer's next
+// seq}. A VOQ is created Go's.
 //
 // Why no seq is taken twice. The kernel takes seq s only by a CAS of a
 // word with s, owned, to one with s + 1; Go cuts cells only while the VOQ
@@ -67,16 +70,21 @@ import (
 // no longer changes). Go writes State only while it owns it, with its
 // Packer's next seq. A kernel CAS that loaded State before a claim and
 // compares after a hand-back with the same word is right: the seq is the
-// same, so Go cut nothing in between, Base is the one for that seq (Go
-// writes it before State; a record number is a function of the seq while
-// the kernel owns: one record per cell), and room is what Go gave.
+// same, so Go cut nothing in between, the Base it loaded is one for that
+// seq (Go writes Base before State, the kernel loads it after State and
+// before its CAS; a record number is a function of the seq while the
+// kernel owns: one record per cell), and room is what Go gave. A Base
+// loaded after the commit could be a later one, for a seq past cells Go
+// cut of several records each after claiming (TestCellTxRaceWithGo found
+// record numbers off by 2 so).
 //
 // Why the stream keeps host order. A frame the kernel passes to Go
 // because of its VOQ (steps 3-5) takes the VOQ with it (a decline) or finds
 // it Go's already, so every later frame of the VOQ goes to Go until Go
 // hands back, which it does only with nothing queued, once its cells are
-// on the links' TX rings. A frame passed to Go before the VOQ was looked at (no live MAC
-// entry, ineligible, another RX queue) is claimed by Go when it reads it;
+// on the links' TX rings. A frame passed to Go before the VOQ was looked
+// at (no live MAC entry, ineligible, another RX queue) is claimed by Go
+// when it reads it;
 // a later frame of the same queue that the kernel looks at in between is
 // not sent: it counts in ToGo after that one, and ToGo == Consumed fails
 // until Go has read (and so claimed for) every frame before it, which
@@ -114,10 +122,10 @@ type EdgeKernel interface {
 	Base(i int) *atomic.Uint64
 	// SetKey names slot i's VOQ (before any KernelDest names the slot).
 	SetKey(i int, k VOQKey)
-	// SetDest writes mac's entry, DeleteDest removes it; ClearDests
-	// removes all (errors: the entry stays as it was, which is safe
-	// only for SetDest, so the integrator turns the path off on a
-	// DeleteDest error).
+	// SetDest writes mac's entry, DeleteDest removes it (none is not
+	// an error); ClearDests removes all. After an error the entry is
+	// as it was: the node removes an entry it could not write, and
+	// turns the path off if that fails too.
 	SetDest(mac [6]byte, d KernelDest) error
 	DeleteDest(mac [6]byte) error
 	ClearDests() error
@@ -401,6 +409,7 @@ func (n *Node) kernSet(mac [6]byte, d KernelDest, exp int64) {
 	n.kst.DestSets++
 	if n.kern.SetDest(mac, d) != nil {
 		n.kst.DestErrs++
+		n.kernDrop(mac)
 		return
 	}
 	n.kdests[mac] = kdest{d: d, exp: exp}
@@ -416,9 +425,14 @@ func (n *Node) kernLearned(mac [6]byte, edge EdgeID, port uint8) {
 	if !ok || (e.d.Edge == edge && e.d.Port == port) {
 		return
 	}
+	n.kernDrop(mac)
+}
+
+// kernDrop removes mac's entry; if it cannot, the entry may be wrong and
+// no frame may follow it: the path goes off.
+func (n *Node) kernDrop(mac [6]byte) {
 	delete(n.kdests, mac)
 	if n.kern.DeleteDest(mac) != nil {
-		// The entry stays and may be wrong: no frame may follow it.
 		n.kst.DestErrs++
 		n.kern.SetOn(false)
 	}

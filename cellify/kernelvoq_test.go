@@ -338,3 +338,33 @@ func TestKernelEdgeHandBackAfterFlush(t *testing.T) {
 		t.Fatalf("the kernel did not send after the hand-back: %+v", k.m.C)
 	}
 }
+
+// An entry Go cannot write is removed rather than left as it was (it
+// might name where the MAC was before); one it cannot remove either turns
+// the path off.
+func TestKernelEdgeDestErrors(t *testing.T) {
+	k := newKernNet(t, 2, func(c *NodeConfig) { c.Credits = false })
+	nd := k.nodes[0]
+	k.hostK(hostFrame(1, 2, 0, 0, 100))
+	k.run(10*nodeUs, nodeUs)
+	if _, ok := k.m.Dest(hostMAC(2)); !ok {
+		t.Fatal("no entry for h2 after a frame to it")
+	}
+	// h2 is now behind edge 3 as far as the table knows, and the entry
+	// cannot be rewritten: it must go.
+	nd.macs.Learn(k.now, hostMAC(2), 3, 0)
+	nd.kdests[hostMAC(2)] = kdest{d: KernelDest{Edge: 2}, exp: k.now + nd.cfg.MACAge}
+	k.m.FailSet = true
+	nd.kernHost(0, hostMAC(1), hostMAC(2), Dest{Edge: 3, Port: 0}, 0, nd.list[0])
+	if _, ok := k.m.Dest(hostMAC(2)); ok || nd.KernelStats().DestErrs == 0 {
+		t.Fatal("an entry Go could not rewrite stayed")
+	}
+	if !k.m.On() {
+		t.Fatal("the path went off though the entry was removed")
+	}
+	k.m.FailDelete = true
+	nd.kernSet(hostMAC(1), KernelDest{Edge: 1}, k.now+1)
+	if k.m.On() {
+		t.Fatal("an entry that could be neither written nor removed left the path on")
+	}
+}
