@@ -1280,7 +1280,11 @@ struct {
 /* Where a MAC is, as Go's MAC table says until until (bpf_ktime_get_ns):
  * written by Go. For a destination: its edge, host port, and per traffic
  * class the VOQ slot + 1 (0: none yet). For a source the kernel needs
- * edge == self and port == ctx_shared.host (Go would learn nothing new). */
+ * edge == self and port == ctx_shared.host (Go would learn nothing new).
+ * Not preallocated: an update replaces the element and the old one is
+ * freed after an RCU grace period, so the program never reads an element
+ * being reused for another MAC (a preallocated hash map reuses freed
+ * elements at once). */
 struct ctx_dest {
 	__u64 until;
 	__u16 edge;
@@ -1292,6 +1296,7 @@ struct ctx_dest {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct ctx_dest);
 } ctx_mac SEC(".maps");
