@@ -101,6 +101,7 @@ type PortProgram struct {
 	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
 	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
 	cells    *CellFwd   // cell_state and cell_route mapped, once asked for (CellFwd)
+	celltx   *CellTx    // ctx_state and ctx_voqs mapped, once asked for (CellTx)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -325,6 +326,12 @@ func (p *PortProgram) Close() error {
 			err = fmt.Errorf("unmap the cell maps of %s: %w", p.ifname, e)
 		}
 		p.cells = nil
+	}
+	if p.celltx != nil {
+		if e := p.celltx.unmap(); e != nil && err == nil {
+			err = fmt.Errorf("unmap the cell tx maps of %s: %w", p.ifname, e)
+		}
+		p.celltx = nil
 	}
 	p.lgMu.Unlock()
 	if e := p.objs.Close(); e != nil && err == nil {

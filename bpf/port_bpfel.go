@@ -53,6 +53,53 @@ type portCellShared struct {
 	}
 }
 
+type portCtxDest struct {
+	_     structs.HostLayout
+	Until uint64
+	Edge  uint16
+	Port  uint8
+	Pad   [5]uint8
+	Voq   [8]uint32
+}
+
+type portCtxShared struct {
+	_          structs.HostLayout
+	On         uint32
+	Self       uint16
+	Hops       uint8
+	Host       uint8
+	Epoch      uint16
+	Pad        uint16
+	MaxPayload uint32
+	VoqNs      uint64
+	VoqTau     uint64
+	Sent       uint64
+	Bytes      uint64
+	NoDest     uint64
+	NotOwned   uint64
+	Unread     uint64
+	NoCredit   uint64
+	NoRoute    uint64
+	NoRate     uint64
+	Raced      uint64
+	Ineligible uint64
+	StampErr   uint64
+	Busy       uint64
+	Rr         uint64
+}
+
+type portCtxVoq struct {
+	_        structs.HostLayout
+	State    uint64
+	Base     uint64
+	Dst      uint16
+	Port     uint8
+	Cls      uint8
+	Pad      uint32
+	Declined uint64
+	Tat      uint64
+}
+
 type portImpairConfig struct {
 	_          structs.HostLayout
 	Enabled    uint32
@@ -166,6 +213,9 @@ const (
 	portMapCellRoute   = "cell_route"
 	portMapCellState   = "cell_state"
 	portMapCellTx      = "cell_tx"
+	portMapCtxMac      = "ctx_mac"
+	portMapCtxState    = "ctx_state"
+	portMapCtxVoqs     = "ctx_voqs"
 	portMapFwdPort     = "fwd_port"
 	portMapImpairCfg   = "impair_cfg"
 	portMapImpairCount = "impair_count"
@@ -233,6 +283,9 @@ type portMapSpecs struct {
 	CellRoute   *ebpf.MapSpec `ebpf:"cell_route"`
 	CellState   *ebpf.MapSpec `ebpf:"cell_state"`
 	CellTx      *ebpf.MapSpec `ebpf:"cell_tx"`
+	CtxMac      *ebpf.MapSpec `ebpf:"ctx_mac"`
+	CtxState    *ebpf.MapSpec `ebpf:"ctx_state"`
+	CtxVoqs     *ebpf.MapSpec `ebpf:"ctx_voqs"`
 	FwdPort     *ebpf.MapSpec `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.MapSpec `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
@@ -276,6 +329,9 @@ type portMaps struct {
 	CellRoute   *ebpf.Map `ebpf:"cell_route"`
 	CellState   *ebpf.Map `ebpf:"cell_state"`
 	CellTx      *ebpf.Map `ebpf:"cell_tx"`
+	CtxMac      *ebpf.Map `ebpf:"ctx_mac"`
+	CtxState    *ebpf.Map `ebpf:"ctx_state"`
+	CtxVoqs     *ebpf.Map `ebpf:"ctx_voqs"`
 	FwdPort     *ebpf.Map `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.Map `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
@@ -295,6 +351,9 @@ func (m *portMaps) Close() error {
 		m.CellRoute,
 		m.CellState,
 		m.CellTx,
+		m.CtxMac,
+		m.CtxState,
+		m.CtxVoqs,
 		m.FwdPort,
 		m.ImpairCfg,
 		m.ImpairCount,

@@ -103,6 +103,12 @@ func (t *MACTable) Lookup(now int64, mac [6]byte) Dest {
 	return Dest{Flood: true}
 }
 
+// Seen returns when mac was last learned, if the table has it.
+func (t *MACTable) Seen(mac [6]byte) (int64, bool) {
+	e, ok := t.m[mac]
+	return e.seen, ok
+}
+
 // Sweep removes every expired entry and returns how many it removed.
 func (t *MACTable) Sweep(now int64) int {
 	n := 0

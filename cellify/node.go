@@ -73,6 +73,15 @@ type Node struct {
 	allocWait bool        // a VOQ waits for a buffer
 	linkWait  bool        // a VOQ waits for room on its links (retried at every Poll: room comes with the link's events)
 
+	// The kernel path of the ingress edge (kernelvoq.go; nil: off).
+	kern     EdgeKernel
+	kdests   map[[6]byte]kdest
+	kclaimed []*nodeVOQ // VOQs with a slot Go holds, to hand back when empty
+	kst      KernelStats
+	polls    uint64 // Polls so far (kernelvoq.go: when a VOQ's cells have left)
+	khold    int64  // a VOQ a host frame joined through Go less than this ago stays Go's
+	kdue     int64  // when such a VOQ may go back (math.MaxInt64: none)
+
 	Out   Output
 	Stats NodeStats
 }
@@ -111,6 +120,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		Out:       newNodeOutput(cfg.Links, cfg.HostPorts),
 		reasmDue:  math.MaxInt64,
 		ccDue:     math.MaxInt64,
+		kdue:      math.MaxInt64,
 	}
 	if !n.edge {
 		return n, nil
@@ -466,6 +476,7 @@ func (n *Node) Poll(now int64) int64 {
 	if !n.edge {
 		return next
 	}
+	n.kernPoll()
 	if n.allocWait || n.linkWait {
 		n.allocWait, n.linkWait = false, false
 		n.serveAll()
@@ -496,7 +507,7 @@ func (n *Node) Poll(now int64) int64 {
 			}
 		}
 	}
-	return min(next, n.ccDue)
+	return min(next, n.ccDue, n.kdue)
 }
 
 func (n *Node) sendReach(l int) {

@@ -15,7 +15,8 @@ type nodeVOQ struct {
 	flood bool
 	due   int64 // cc's next deadline
 	fr    *flowRing
-	held  bool // in Node.held: records joined it in a host batch, not served yet
+	held  bool  // in Node.held: records joined it in a host batch, not served yet
+	k     *kvoq // its kernel slot (kernelvoq.go); nil: none
 }
 
 // flowRingLen bounds the records whose flow hash a VOQ remembers; beyond,
@@ -117,6 +118,13 @@ func (n *Node) hostRx(now int64, p int, f link.Frame) {
 		n.deliverFrame(int(d.Port), f)
 	default:
 		q := n.voq(VOQKey{Dst: d.Edge, Port: d.Port, Class: class}, false)
+		if q != nil {
+			n.claim(q)
+			if q.k != nil {
+				q.k.rxAt = now
+			}
+		}
+		n.kernHost(p, src, dst, d, class, q)
 		n.tag[0] = byte(p)
 		if q == nil || !q.v.EnqueueParts(n.tag[:], b) {
 			n.Stats.VOQDrops++
@@ -180,6 +188,7 @@ func (n *Node) voq(k VOQKey, flood bool) *nodeVOQ {
 	}
 	n.nv[k] = q
 	n.list = append(n.list, q)
+	n.kernVOQ(q, len(n.list)-1)
 	return q
 }
 
@@ -255,6 +264,9 @@ func (n *Node) serve(q *nodeVOQ) {
 		}
 		clear(b[:12])
 		n.Stats.CellsCut++
+		if q.k != nil {
+			q.k.cutAt = n.polls
+		}
 		n.sendCell(n.sprayer(dst, lc).Pick(mask, flow), lc, link.Frame{H: h, Len: fl}, b)
 	}
 }
@@ -457,6 +469,7 @@ func (n *Node) deliver(key StreamKey, rec []byte) {
 	copy(src[:], frame[6:12])
 	if !isGroup(&src) {
 		n.macs.Learn(n.now, src, key.Src, rec[0])
+		n.kernLearned(src, key.Src, rec[0])
 	}
 	if key.Port != FloodPort {
 		n.deliverCopy(int(key.Port), frame)
@@ -545,6 +558,7 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 				n.Stats.UnknownVOQ++
 				continue
 			}
+			n.claim(q)
 			if q.cc.Grant(e.Total) {
 				n.serve(q)
 				n.request(q)

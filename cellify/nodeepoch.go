@@ -94,6 +94,7 @@ func (n *Node) destSession(dst EdgeID, e uint16) bool {
 		n.Stats.SessionResets++
 		for _, q := range n.list {
 			if q.cc != nil && q.v.Key.Dst == dst {
+				n.claim(q)
 				q.cc.Reset()
 				n.serve(q)
 				n.request(q)

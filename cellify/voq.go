@@ -115,3 +115,16 @@ func (s *VOQSet) Backlog() int {
 	}
 	return n
 }
+
+// advance counts cells single-record cells of bytes stream bytes in all
+// that were cut from the VOQ elsewhere (the kernel path, kernelvoq.go)
+// while it held nothing: the next cell's seq and record number move past
+// them and the totals count them.
+func (v *VOQ) advance(cells, bytes uint64) {
+	p := v.Packer
+	p.seq += uint32(cells)
+	p.recNo += uint16(cells)
+	p.frames += cells
+	p.enq += bytes
+	p.sent += bytes
+}

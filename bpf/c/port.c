@@ -49,7 +49,9 @@ struct port_conf {
 	__u32 lg_tx;   /* host port, fast 0: LinkGuardian's send fast path (lf_lg_tx) */
 	__u32 lg_ack;  /* host port: lf_lg_tx piggybacks lg_rx's point - 1 as the ACK */
 	__u32 cell;    /* link port of a fabric node: its link index + 1; cells arriving here
-	                  may be forwarded in the kernel (lf_cell_fwd, while cell_state.on) */
+	                  may be forwarded in the kernel (lf_cell_fwd, while cell_state.on);
+	                  host port of an edge: nonzero, host frames may become cells in the
+	                  kernel (lf_cell_tx, while ctx_state.on) */
 };
 
 struct {
@@ -1200,6 +1202,399 @@ route:
 	return XDP_REDIRECT;
 }
 
+/* Mode cells' ingress edge in the kernel (lf_cell_tx): on an edge's host
+ * port, a host frame whose VOQ the kernel owns becomes a single-record data
+ * cell and leaves on a link port, exactly as the worker's packer would cut
+ * it; everything else goes on to the AF_XDP socket as before. It uses the
+ * host port program's own cell_state (links, rate limits, held links, loss
+ * classes, trailer), cell_route, cell_tx and cell_count, which lf_cell_fwd
+ * uses on a fabric node's link ports, and the maps below. The Go side and
+ * the argument for the hand-over are in cellify/kernelvoq.go
+ * (cellify.KernelModel mirrors these steps one for one). */
+#define LF_CTX_VOQS 1024             /* cellify.DefaultMaxVOQs */
+#define LF_CTX_OWNED (1ULL << 63)    /* ctx_voq.state: the kernel owns the VOQ */
+#define LF_CTX_ROOM_SHIFT 32         /* ctx_voq.state bits 32..62: credit left (bytes) */
+#define LF_CTX_ROOM_MASK 0x7FFFFFFFULL
+#define LF_CTX_SEQ_MASK 0xFFFFFFFFULL /* ctx_voq.state bits 0..31: the next cell seq */
+#define LF_CTX_GROW 45               /* cell and link headers (42) + record length (2) + source port (1) */
+#define LF_CTX_TRIES 4
+
+/* One VOQ (slot), shared with Go (memory-mapped). */
+struct ctx_voq {
+	__u64 state;     /* LF_CTX_OWNED | room << 32 | seq; changed only by compare-and-swap */
+	__u64 base;      /* written by Go before it hands the VOQ over: bits 32..47 the record
+	                    number of the cell whose seq is bits 0..31 */
+	__u16 dst;       /* the VOQ's key, written by Go before the slot is named in ctx_mac */
+	__u8 port;
+	__u8 cls;
+	__u32 pad;
+	__u64 declined;  /* times the kernel gave the VOQ to Go */
+	__u64 tat;       /* the kernel's rate bound on the VOQ as GCRA: the time (bpf_ktime_get_ns)
+	                    its bucket is empty until; written only by the kernel (RX queue 0) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LF_CTX_VOQS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ctx_voq);
+} ctx_voqs SEC(".maps");
+
+/* The edge's state, one element, memory-mapped by Go. The counters are
+ * plain increments: only RX queue 0 runs the path, on one CPU at a time. */
+struct ctx_shared {
+	__u32 on;          /* 1: the host port turns frames into cells */
+	__u16 self;        /* this edge */
+	__u8 hops;         /* the cells' hop budget */
+	__u8 host;         /* the host port's index: the record's source port byte */
+	__u16 epoch;       /* this edge's epoch */
+	__u16 pad;
+	__u32 max_payload; /* the cell payload bound (a longer record is cut by Go) */
+	__u64 voq_ns;      /* the kernel's rate bound per VOQ: ns a cell (0: none) ... */
+	__u64 voq_tau;     /* ... and its burst (ns): a VOQ busier than that is Go's, which packs */
+	__u64 sent;        /* cells sent */
+	__u64 bytes;       /* their records' bytes (length and port bytes included) */
+	__u64 no_dest;     /* to Go, VOQ untouched: no live entry for dst or src, local, no VOQ */
+	__u64 not_owned;   /* to Go: the VOQ is Go's */
+	__u64 unread;      /* to Go, VOQ handed over: a frame passed to Go not yet taken in */
+	__u64 no_credit;   /* to Go, VOQ handed over: the record exceeds the credit left */
+	__u64 no_route;    /* to Go, VOQ handed over: no link reaches the destination */
+	__u64 no_rate;     /* to Go, VOQ handed over: the link picked had no token, or no redirect */
+	__u64 raced;       /* to Go: the VOQ's word changed under the kernel LF_CTX_TRIES times */
+	__u64 ineligible;  /* to Go, VOQ untouched: not linear, length out of bounds, group MAC */
+	__u64 stamp_err;   /* dropped after the seq was taken: head or tail could not be moved
+	                      or the trailer sealed (must stay 0) */
+	__u64 busy;        /* to Go, VOQ handed over: the VOQ is above the kernel's rate bound */
+	__u64 rr;          /* the round-robin position */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ctx_shared);
+} ctx_state SEC(".maps");
+
+/* Where a MAC is, as Go's MAC table says until until (bpf_ktime_get_ns):
+ * written by Go. For a destination: its edge, host port, and per traffic
+ * class the VOQ slot + 1 (0: none yet). For a source the kernel needs
+ * edge == self and port == ctx_shared.host (Go would learn nothing new).
+ * Not preallocated: an update replaces the element and the old one is
+ * freed after an RCU grace period, so the program never reads an element
+ * being reused for another MAC (a preallocated hash map reuses freed
+ * elements at once). */
+struct ctx_dest {
+	__u64 until;
+	__u16 edge;
+	__u8 port;
+	__u8 pad[5];
+	__u32 voq[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct ctx_dest);
+} ctx_mac SEC(".maps");
+
+/* lf_ctx_mac is the ctx_mac key of the MAC at p. */
+static __always_inline __u64 lf_ctx_mac(const __u8 *p)
+{
+	return (__u64)p[0] << 40 | (__u64)p[1] << 32 | (__u64)p[2] << 24 | (__u64)p[3] << 16 | (__u64)p[4] << 8 | p[5];
+}
+
+/* lf_ctx_class is cellify's frameClass: the 802.1p priority of a tagged
+ * frame, the DSCP class selector of IPv4 or IPv6, else 0 (frames of at
+ * least 16 bytes; shorter ones are class 0). */
+static __always_inline __u32 lf_ctx_class(const __u8 *eth, const void *end)
+{
+	__u16 et;
+
+	if ((const void *)(eth + 16) > end)
+		return 0;
+	et = (__u16)eth[12] << 8 | eth[13];
+	if (et == LF_ETH_P_8021Q || et == LF_ETH_P_8021AD)
+		return eth[14] >> 5;
+	if (et == 0x0800)
+		return eth[15] >> 5;
+	if (et == 0x86DD)
+		return (eth[14] & 0x0F) >> 1;
+	return 0;
+}
+
+/* lf_ctx_decline gives VOQ v (state old) to Go and counts why. */
+static __always_inline void lf_ctx_decline(struct ctx_voq *v, __u64 old, __u64 *why)
+{
+	if (__sync_val_compare_and_swap(&v->state, old, old & ~LF_CTX_OWNED) == old) {
+		v->declined++;
+		(*why)++;
+	}
+}
+
+/* lf_cell_tx turns a host frame into a cell on a link port (XDP_REDIRECT)
+ * or leaves it to Go (LF_LG_XSK). The steps (cellify.KernelModel.Offer
+ * mirrors them):
+ *
+ *  0. on, RX queue 0 (the others go to Go, which claims the VOQ of what it
+ *     takes in).
+ *  1. Eligible frame: linear, 15 <= len (the cell is then at least 60
+ *     bytes), len + 3 <= max_payload (one cell holds the record),
+ *     LF_CTX_GROW + len + 4 <= LF_CRC_MAX, unicast destination and
+ *     source, LF_CTX_GROW bytes of headroom and, with a trailer, 4 of
+ *     tailroom (tried and undone). Else to Go (ineligible), VOQ untouched.
+ *  2. ctx_mac: the destination's entry live (now < until) and not this
+ *     edge; the source's live, this edge and host port; the class's VOQ
+ *     slot named, its key (dst, port, class) the entry's. Else to Go
+ *     (no_dest), VOQ untouched: Go's table decides, and Go learns.
+ *  3. Load state. Not owned: to Go (not_owned).
+ *  4. Every frame this queue passed to Go taken in (lg_tx's to_go ==
+ *     consumed, as lf_lg_tx step 2), room >= the record (len + 3), the
+ *     VOQ within the kernel's rate bound (with voq_ns: its tat at most
+ *     voq_tau ahead of now; a busier VOQ is Go's, which packs it), a route
+ *     (the class's loss class to dst, less held links, round-robin), a
+ *     redirect target, a token on the link (lf_cell_take). Else the VOQ goes
+ *     to Go by CAS(state, old, old &^ OWNED) (declined, and the reason's
+ *     counter), and the frame with it.
+ *  5. Load base (after state: Go stores base before a word the kernel
+ *     owns), then CAS(state, old, {owned, room - record, seq + 1}): the
+ *     commit. A base loaded after the commit could be one Go wrote for a
+ *     later seq after it claimed, cut cells of several records and handed
+ *     back; one loaded before it is old's (for the CAS to succeed, Go
+ *     either never claimed or handed back the same seq, cutting nothing,
+ *     with the same record number). Lost:
+ *     reload; not owned any more: to Go (raced); owned (Go rewrote the
+ *     word, a hand-back, or another CPU): steps 4-5 again on it, at most
+ *     LF_CTX_TRIES times, then to Go (raced) with the VOQ left as it is.
+ *  6. The cell: head grows by LF_CTX_GROW, MACs ff:ff:ff:ff:ff:ff and the
+ *     link's, link header (0x88B5, type cell, zeros), cell header (dst,
+ *     src self, class << 5 | hops, port, seq, length len + 3, first record
+ *     0, record number base's + (seq - base's seq), epoch, entropy 0, its
+ *     CRC-8), the record's length (len + 1) and source port; with a
+ *     trailer, the tail grows by 4 and is sealed; the VOQ's tat moves by
+ *     voq_ns. A failure here (cannot happen: step 1 tried the room) drops
+ *     the cell: stamp_err. */
+static __always_inline int lf_cell_tx(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u8 *eth = data, *h;
+	struct cell_shared *cs;
+	struct cell_counters *cc;
+	struct ctx_shared *s;
+	struct lg_tx_shared *lt;
+	struct ctx_dest *dd, *sd;
+	struct ctx_voq *v;
+	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take, vns = 0, vt = 0;
+	__u32 zero = 0, cls, slot, l = 0, crc, rkey, i, lc;
+	__u16 dst, recno;
+	__u8 port;
+	long act;
+
+	/* 0. */
+	s = bpf_map_lookup_elem(&ctx_state, &zero);
+	cs = bpf_map_lookup_elem(&cell_state, &zero);
+	cc = bpf_map_lookup_elem(&cell_count, &zero);
+	lt = bpf_map_lookup_elem(&lg_tx, &zero);
+	if (!s || !cs || !cc || !lt || !LF_READ_ONCE(s->on) || ctx->rx_queue_index != 0)
+		return LF_LG_XSK;
+	/* 1. */
+	crc = LF_READ_ONCE(cs->crc);
+	rec = len + 3;
+	if (len < 15 || len > LF_CRC_MAX - LF_CTX_GROW - LF_CRC_LEN) {
+		s->ineligible++;
+		return LF_LG_XSK;
+	}
+	len = lf_opaque(len);
+	if (len < 15 || data + len != end || rec > LF_READ_ONCE(s->max_payload) ||
+	    data + LF_ETH_HLEN_MIN > end || (eth[0] & 1) || (eth[6] & 1)) {
+		s->ineligible++;
+		return LF_LG_XSK;
+	}
+	/* The cell needs LF_CTX_GROW bytes of headroom and, with a trailer,
+	 * LF_CRC_LEN of tailroom: a frame whose buffer lacks them (a veth
+	 * frame from an skb allocated to its size has no tailroom) is
+	 * ineligible. Tried here and undone, so that the moves of step 6,
+	 * after the seq is taken, cannot fail. */
+	if (bpf_xdp_adjust_head(ctx, -LF_CTX_GROW)) {
+		s->ineligible++;
+		return LF_LG_XSK;
+	}
+	if (bpf_xdp_adjust_head(ctx, LF_CTX_GROW)) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	if (crc) {
+		if (bpf_xdp_adjust_tail(ctx, LF_CRC_LEN)) {
+			s->ineligible++;
+			return LF_LG_XSK;
+		}
+		if (bpf_xdp_adjust_tail(ctx, -LF_CRC_LEN)) {
+			s->stamp_err++;
+			return XDP_DROP;
+		}
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if (data + len != end || data + LF_ETH_HLEN_MIN > end) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	/* 2. */
+	now = bpf_ktime_get_ns();
+	key = lf_ctx_mac(eth);
+	dd = bpf_map_lookup_elem(&ctx_mac, &key);
+	key = lf_ctx_mac(eth + 6);
+	sd = bpf_map_lookup_elem(&ctx_mac, &key);
+	cls = lf_ctx_class(eth, end);
+	if (!dd || !sd || now >= LF_READ_ONCE(dd->until) || now >= LF_READ_ONCE(sd->until) ||
+	    sd->edge != s->self || sd->port != s->host || dd->edge == s->self || !dd->edge || cls > 7) {
+		s->no_dest++;
+		return LF_LG_XSK;
+	}
+	dst = dd->edge;
+	port = dd->port;
+	slot = LF_READ_ONCE(dd->voq[cls & 7]);
+	if (!slot || slot > LF_CTX_VOQS) {
+		s->no_dest++;
+		return LF_LG_XSK;
+	}
+	slot--;
+	v = bpf_map_lookup_elem(&ctx_voqs, &slot);
+	if (!v || v->dst != dst || v->port != port || v->cls != cls) {
+		s->no_dest++;
+		return LF_LG_XSK;
+	}
+	lc = cs->lc[cls & 7];
+	for (i = 0; i < LF_CTX_TRIES; i++) {
+		/* 3. */
+		old = LF_READ_ONCE(v->state);
+		if (!(old & LF_CTX_OWNED)) {
+			if (i == 0)
+				s->not_owned++;
+			else
+				s->raced++;
+			return LF_LG_XSK;
+		}
+		/* 4. */
+		room = (old >> LF_CTX_ROOM_SHIFT) & LF_CTX_ROOM_MASK;
+		if (LF_READ_ONCE(lt->to_go) != LF_READ_ONCE(lt->consumed)) {
+			lf_ctx_decline(v, old, &s->unread);
+			return LF_LG_XSK;
+		}
+		if (room < rec) {
+			lf_ctx_decline(v, old, &s->no_credit);
+			return LF_LG_XSK;
+		}
+		vns = LF_READ_ONCE(s->voq_ns);
+		vt = v->tat > now ? v->tat : now;
+		if (vns && vt - now > LF_READ_ONCE(s->voq_tau)) {
+			lf_ctx_decline(v, old, &s->busy);
+			return LF_LG_XSK;
+		}
+		if (i == 0) {
+			mask = 0;
+			if (dst < LF_CELL_EDGES && lc >= 1 && lc <= LF_CELL_LCS) {
+				rkey = (lc - 1) * LF_CELL_EDGES + dst;
+				route = bpf_map_lookup_elem(&cell_route, &rkey);
+				mask = route ? LF_READ_ONCE(*route) & ~LF_READ_ONCE(cs->held) : 0;
+				mask &= (1ULL << LF_CELL_LINKS) - 1;
+			}
+			if (!mask) {
+				lf_ctx_decline(v, old, &s->no_route);
+				return LF_LG_XSK;
+			}
+			l = lf_cell_kth(mask, s->rr++ % (__u32)__builtin_popcountll(mask));
+			if (l >= LF_CELL_LINKS) {
+				lf_ctx_decline(v, old, &s->no_route);
+				return LF_LG_XSK;
+			}
+			act = bpf_redirect_map(&cell_tx, l, 0);
+			if (act != XDP_REDIRECT || !lf_cell_take(&cs->link[l], LF_CTX_GROW + len, cc)) {
+				lf_ctx_decline(v, old, &s->no_rate);
+				return LF_LG_XSK;
+			}
+		}
+		/* 5. Base before the CAS: Go writes it before it stores a word
+		 * the kernel owns, and a later Base (Go claimed, cut, handed
+		 * back) could belong to a later seq with another record count. */
+		seq = old & LF_CTX_SEQ_MASK;
+		base = LF_READ_ONCE(v->base);
+		nw = LF_CTX_OWNED | ((room - rec) << LF_CTX_ROOM_SHIFT) | ((seq + 1) & LF_CTX_SEQ_MASK);
+		if (__sync_val_compare_and_swap(&v->state, old, nw) == old)
+			break;
+	}
+	if (i == LF_CTX_TRIES) {
+		s->raced++;
+		return LF_LG_XSK;
+	}
+	/* 6. The record number: base's plus the cells since its seq. */
+	recno = (__u16)(base >> 32) + (__u16)(seq - (base & LF_CTX_SEQ_MASK));
+	if (vns)
+		v->tat = vt + vns;
+	s->sent++;
+	s->bytes += rec;
+	if (bpf_xdp_adjust_head(ctx, -LF_CTX_GROW)) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if (data + LF_CTX_GROW > end) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	__builtin_memset(eth, 0xff, 6);
+	__builtin_memcpy(eth + 6, cs->link[l & (LF_CELL_LINKS - 1)].mac, 6);
+	eth[12] = LF_ETH_P_LINK >> 8;
+	eth[13] = LF_ETH_P_LINK & 0xff;
+	eth[14] = LF_TYPE_CELL;
+	__builtin_memset(eth + 15, 0, 7);
+	h = eth + LF_CELL_OFF;
+	h[0] = dst >> 8;
+	h[1] = dst;
+	h[2] = s->self >> 8;
+	h[3] = s->self;
+	h[4] = (__u8)(cls << 5) | (s->hops & 0x0f);
+	h[5] = port;
+	h[6] = seq >> 24;
+	h[7] = seq >> 16;
+	h[8] = seq >> 8;
+	h[9] = seq;
+	h[10] = rec >> 8;
+	h[11] = rec;
+	h[12] = 0;
+	h[13] = 0;
+	h[14] = recno >> 8;
+	h[15] = recno;
+	h[16] = s->epoch >> 8;
+	h[17] = s->epoch;
+	h[18] = 0;
+	h[LF_CELL_HDR - 1] = lf_cell_crc8(h);
+	h[LF_CELL_HDR] = (len + 1) >> 8;
+	h[LF_CELL_HDR + 1] = len + 1;
+	h[LF_CELL_HDR + 2] = s->host;
+	if (crc && (bpf_xdp_adjust_tail(ctx, LF_CRC_LEN) || !lf_integrity(ctx, crc, 1))) {
+		s->stamp_err++;
+		return XDP_DROP;
+	}
+	take = LF_CTX_GROW + len;
+	l &= LF_CELL_LINKS - 1;
+	cc->tx_cells[l]++;
+	cc->tx_bytes[l] += take;
+	rkey = lc - 1;
+	asm volatile("" : "+r"(rkey));
+	if (rkey < LF_CELL_LCS)
+		cc->tx_lc_bytes[rkey][l] += take;
+	return XDP_REDIRECT;
+}
+
 /* lf_control decides on link control: 0 to go on, or the counter to bump
  * (the frame is dropped). Host ports drop what only linkfabric may put on a
  * link (the link ethertype, also behind one VLAN tag, MAC control, and the
@@ -1281,6 +1676,14 @@ int lf_port(struct xdp_md *ctx)
 	/* Mode cells' kernel path (a fabric node's link ports). */
 	if (conf && conf->cell && conf->role == LF_ROLE_LINK) {
 		int r = lf_cell_fwd(ctx, conf->cell - 1);
+
+		if (r != LF_LG_XSK)
+			return r;
+	}
+
+	/* Mode cells' ingress edge (an edge's host port). */
+	if (conf && conf->cell && conf->role == LF_ROLE_HOST) {
+		int r = lf_cell_tx(ctx);
 
 		if (r != LF_LG_XSK)
 			return r;

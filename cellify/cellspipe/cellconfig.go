@@ -310,8 +310,9 @@ func cellsFrames(c *dataplane.Config) (need uint64, what string, err error) {
 type cellsInstance struct {
 	stats *Stats
 	log   *slog.Logger
-	ran   bool         // a pipeline was made: Close logs the counters
-	fast  *bpf.CellFwd // a fabric node's kernel path, prepared (cellfast.go); nil: off
+	ran   bool          // a pipeline was made: Close logs the counters
+	fast  *bpf.CellFwd  // a fabric node's kernel path, prepared (cellfast.go); nil: off
+	edge  *cellEdgePrep // an edge's kernel path, prepared (celledge.go); nil: off
 }
 
 // newCellsInstance fits the cells to the link ports' MTU and derives the
@@ -339,13 +340,20 @@ func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.
 		} else {
 			in.log.Info("cells: the worker forwards every cell", "why", why)
 		}
+	} else {
+		var why string
+		if in.edge, why = prepareCellEdge(d, cfg); in.edge != nil {
+			in.log.Info("cells: the edge's host port cuts host frames into cells in the kernel (XDP) while it owns their VOQ, the worker the rest")
+		} else {
+			in.log.Info("cells: the worker cuts every host frame into cells", "why", why)
+		}
 	}
 	return in, nil
 }
 
 func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	in.ran = true
-	return newCellPipeline(w, in.fast)
+	return newCellPipelineEdge(w, in.fast, in.edge)
 }
 
 func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }

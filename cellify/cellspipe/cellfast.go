@@ -84,6 +84,13 @@ type cellFast struct {
 	held  uint64
 	ports []int
 	mono  int64 // CLOCK_MONOTONIC read in this drain (0: not yet)
+	// An edge's (celledge.go): the links' peers are checked every
+	// edgePeerEvery for taking redirected frames; noPeer holds those that
+	// do not.
+	peers  *bpf.FeatureReader
+	ifx    []int
+	peerAt int64
+	noPeer uint64
 }
 
 // prepareCellFast readies the kernel path of a fabric node's link ports
@@ -163,7 +170,18 @@ func (f *cellFast) sync(pl *cellPipeline) {
 			}
 		}
 	}
-	var held uint64
+	if f.peers != nil {
+		if now := bpf.MonoNow(); now-f.peerAt >= edgePeerEvery {
+			f.peerAt = now
+			f.noPeer = 0
+			for l, ifx := range f.ifx {
+				if ft, err := f.peers.Features(ifx); err != nil || !ft.AcceptsRedirect() {
+					f.noPeer |= 1 << l
+				}
+			}
+		}
+	}
+	held := f.noPeer
 	for l, port := range f.ports {
 		if !pl.up[l] || pl.w.ShapedBytes(port) > 0 {
 			held |= 1 << l
@@ -208,13 +226,22 @@ func (f *cellFast) fold(c *Snapshot) {
 			}
 		}
 	}
+	if f.peers != nil {
+		return // an edge: its kernel path is Snapshot.KernelEdge
+	}
 	c.Node.Forwarded += k.Fwd
 	c.Node.CtrlFwd += k.Ctrl
 	c.Kernel = &KernelSnapshot{Forwarded: k.Fwd, CtrlFwd: k.Ctrl, Bad: k.Bad, LastHop: k.Hops, NoRoute: k.NoRoute, Rate: k.Rate, Raced: k.Raced, SealErr: k.SealErr}
 }
 
 // close turns the kernel path off.
-func (f *cellFast) close() { f.fwd.SetOn(false) }
+func (f *cellFast) close() {
+	f.fwd.SetOn(false)
+	if f.peers != nil {
+		f.peers.Close()
+		f.peers = nil
+	}
+}
 
 // KernelSnapshot is a fabric node's kernel path (cellfast.go): cells and
 // credit frames it forwarded, and those it handed to the worker and why

@@ -96,8 +96,10 @@ type cellPipeline struct {
 	voqs                  int
 	countVOQ              func(cellify.VOQInfo)
 
-	// fast is a fabric node's kernel path (cellfast.go; nil when off).
-	fast *cellFast
+	// fast is a fabric node's kernel path (cellfast.go; nil when off), or
+	// the links' side of an edge's (celledge.go) with kedge its host side.
+	fast  *cellFast
+	kedge *edgeKernel
 }
 
 // PublishInterval is how often the node's counters are copied to Stats.
@@ -132,6 +134,12 @@ const cellMaxInFlight = 2 << 20
 const cellBurstTime = 10 * time.Millisecond
 
 func newCellPipeline(w *dataplane.Worker, fwd *bpf.CellFwd) (dataplane.Pipeline, error) {
+	return newCellPipelineEdge(w, fwd, nil)
+}
+
+// newCellPipelineEdge is newCellPipeline with an edge's kernel path, e
+// (nil: none).
+func newCellPipelineEdge(w *dataplane.Worker, fwd *bpf.CellFwd, e *cellEdgePrep) (dataplane.Pipeline, error) {
 	d, cfg := w.Node(), w.Config()
 	cc := *ConfigOf(cfg)
 	ps := d.Ports()
@@ -271,6 +279,16 @@ func newCellPipeline(w *dataplane.Worker, fwd *bpf.CellFwd) (dataplane.Pipeline,
 		ncfg := pl.node.Config()
 		pl.fast = openCellFast(pl, fwd, &ncfg)
 	}
+	if e != nil {
+		ncfg := pl.node.Config()
+		if !openCellEdge(pl, e, &ncfg) {
+			e.tx.SetOn(false)
+			if pl.fast != nil {
+				pl.fast.close()
+				pl.fast = nil
+			}
+		}
+	}
 	return pl, nil
 }
 
@@ -318,6 +336,9 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 		}
 		pl.frames = fs
 		pl.node.HostRxBatch(now, k, fs)
+		if pl.kedge != nil {
+			pl.kedge.takenIn(now)
+		}
 	} else if l, _ := pl.ps.Link(port); pl.links != nil {
 		c := pl.links[l]
 		for _, d := range descs {
@@ -362,6 +383,9 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 		pl.egress[k] = q
 		pl.node.SetEgressQueue(now, k, q)
 	}
+	if pl.kedge != nil {
+		pl.kedge.takenIn(now)
+	}
 	next = min(next, pl.node.Poll(now))
 	pl.stampExclusions(wnow)
 	pl.failovers(now)
@@ -394,6 +418,9 @@ func (pl *cellPipeline) clock(now int64) int64 {
 
 // Stop implements Pipeline.
 func (pl *cellPipeline) Stop() {
+	if pl.kedge != nil {
+		pl.node.KernelClose()
+	}
 	if pl.fast != nil {
 		pl.fast.close()
 	}
@@ -625,6 +652,9 @@ func (pl *cellPipeline) publish() {
 	c.Node, c.Reasm = *ns, rs
 	if pl.fast != nil {
 		pl.fast.fold(c)
+	}
+	if pl.kedge != nil {
+		pl.foldEdge(c)
 	}
 }
 

@@ -86,6 +86,9 @@ type Snapshot struct {
 	// Kernel is a fabric node's kernel path (nil when off); what it
 	// forwarded is counted in Links and Node.Forwarded as well.
 	Kernel *KernelSnapshot `json:"kernel,omitempty"`
+	// KernelEdge is an edge's kernel path (nil when off); the cells it
+	// sent are counted in Hosts, Links and Node.CellsCut as well.
+	KernelEdge *EdgeKernelSnapshot `json:"kernel_edge,omitempty"`
 }
 
 // LinkSnapshot is one link port of a cell node.
