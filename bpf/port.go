@@ -48,6 +48,10 @@ type PortOptions struct {
 	// cells' kernel path on a fabric node, CellFwd) this program uses: one
 	// set per node.
 	ShareCells *PortProgram
+	// ShareCellRx, for a link port of an edge, is the port whose edge
+	// cell maps (mode cells' kernel path at an egress edge, CellRx) this
+	// program uses: one set per edge.
+	ShareCellRx *PortProgram
 }
 
 // ProgCounters are a port program's counters, summed over CPUs: what the XDP
@@ -101,6 +105,7 @@ type PortProgram struct {
 	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
 	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
 	cells    *CellFwd   // cell_state and cell_route mapped, once asked for (CellFwd)
+	cellrx   *CellRx    // cell_rx mapped, once asked for (CellRx)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -134,6 +139,11 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 	}
 	if opts.ShareCells != nil {
 		if copts, err = opts.ShareCells.shareCellMaps(copts); err != nil {
+			return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+		}
+	}
+	if opts.ShareCellRx != nil {
+		if copts, err = opts.ShareCellRx.shareCellRxMaps(copts); err != nil {
 			return nil, fmt.Errorf("port program for %s: %w", ifname, err)
 		}
 	}
@@ -325,6 +335,12 @@ func (p *PortProgram) Close() error {
 			err = fmt.Errorf("unmap the cell maps of %s: %w", p.ifname, e)
 		}
 		p.cells = nil
+	}
+	if p.cellrx != nil {
+		if e := p.cellrx.unmap(); e != nil && err == nil {
+			err = fmt.Errorf("unmap the edge cell maps of %s: %w", p.ifname, e)
+		}
+		p.cellrx = nil
 	}
 	p.lgMu.Unlock()
 	if e := p.objs.Close(); e != nil && err == nil {

@@ -1,0 +1,174 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"golang.org/x/sys/unix"
+)
+
+// Mode cells' kernel path at an egress edge (lf_cell_rx in c/port.c): a
+// link port whose program has a cell link index (SetCellLink) delivers
+// the data cells arriving on it that carry one whole record and are the
+// next cell of a stream whose in-order point the kernel owns, stripped to
+// their host frame, to the stream's host port (SetHost), while the edge's
+// CellRx is on. Everything else goes to the AF_XDP socket unchanged. The
+// maps are one set per edge: the first link port's program owns them, the
+// others are attached with PortOptions.ShareCellRx naming it. The
+// hand-over of the points is cellify.KernelRx's (cellify/kernrx.go).
+
+// CellRxStreams and CellRxHosts bound the maps (LF_CELL_RX_STREAMS,
+// LF_CELL_RX_HOSTS).
+const (
+	CellRxStreams = 256
+	CellRxHosts   = 16
+)
+
+// CellRxCounters are the edge kernel path's counters summed over CPUs:
+// cells Delivered (Bytes of host frames), Handovers of a point to Go, and
+// cells passed to the worker because they were not valid cells (Bad), not
+// for this edge or of no stream the kernel knows (NotOurs), of a stream
+// whose point is Go's (GoOwned) or lost a race for the point (Raced);
+// StripErr were dropped after the point moved (must stay 0). Per arriving
+// link: the cells delivered and their frames' bytes without the trailer.
+type CellRxCounters struct {
+	Delivered, Bytes, Handovers, Bad, NotOurs, GoOwned, Raced, StripErr uint64
+	RxCells, RxBytes                                                    [CellLinks]uint64
+}
+
+// shareCellRxMaps returns the map replacements that make a program loaded
+// with them share p's edge cell maps.
+func (p *PortProgram) shareCellRxMaps(o *ebpf.CollectionOptions) (*ebpf.CollectionOptions, error) {
+	if p.objs.CellRx == nil {
+		return nil, fmt.Errorf("share the edge cell maps of %s: its program is closed", p.ifname)
+	}
+	if o == nil {
+		o = &ebpf.CollectionOptions{}
+	}
+	if o.MapReplacements == nil {
+		o.MapReplacements = map[string]*ebpf.Map{}
+	}
+	o.MapReplacements["cell_rx"] = p.objs.CellRx
+	o.MapReplacements["cell_rx_idx"] = p.objs.CellRxIdx
+	o.MapReplacements["cell_rx_host"] = p.objs.CellRxHost
+	o.MapReplacements["cell_rx_count"] = p.objs.CellRxCount
+	return o, nil
+}
+
+// CellRx is an edge's cell kernel path state: cell_rx memory-mapped, the
+// index, the host ports and the counters through their maps. It
+// implements cellify.RxSlots.
+type CellRx struct {
+	p   *PortProgram
+	mem []byte
+	st  *portCellRxShared
+}
+
+// CellRx maps the edge cell maps of p (the program that owns them: not
+// one attached with ShareCellRx); repeated calls return the same value.
+func (p *PortProgram) CellRx() (*CellRx, error) {
+	return mapOnce(p, &p.cellrx, func() (*CellRx, error) {
+		mem, err := p.mapShared(p.objs.CellRx, "cell_rx", int(unsafe.Sizeof(portCellRxShared{})))
+		if err != nil {
+			return nil, err
+		}
+		return &CellRx{p: p, mem: mem, st: (*portCellRxShared)(unsafe.Pointer(&mem[0]))}, nil
+	})
+}
+
+func (c *CellRx) unmap() error {
+	mem := c.mem
+	c.mem, c.st = nil, nil
+	return unix.Munmap(mem)
+}
+
+// SetOn turns delivery in the kernel on or off; off, every frame goes to
+// the worker from the next one on (the points stay as they are).
+func (c *CellRx) SetOn(on bool) {
+	var v uint32
+	if on {
+		v = 1
+	}
+	atomic.StoreUint32(&c.st.On, v)
+}
+
+// SetSelf sets this edge's id: cells for another go to the worker.
+func (c *CellRx) SetSelf(id uint16) {
+	// Not atomic with On: set it before SetOn.
+	c.st.Self = id
+}
+
+// SetIntegrity says which trailer the edge's link frames carry: checked on
+// arrival (a frame that fails goes to the worker) and removed.
+func (c *CellRx) SetIntegrity(m linkcrc.Integrity) error {
+	v, err := integrityConf(m)
+	if err != nil {
+		return err
+	}
+	atomic.StoreUint32(&c.st.Crc, v)
+	return nil
+}
+
+// SetHost makes ifindex (in the calling thread's network namespace) host
+// port p's redirect target.
+func (c *CellRx) SetHost(p, ifindex int) error {
+	if p < 0 || p >= CellRxHosts {
+		return fmt.Errorf("cell host port %d out of range [0, %d)", p, CellRxHosts)
+	}
+	if err := c.p.objs.CellRxHost.Put(uint32(p), uint32(ifindex)); err != nil {
+		return fmt.Errorf("make ifindex %d (%s) cell host port %d: %w", ifindex, netnsDesc(), p, err)
+	}
+	return nil
+}
+
+// Point is slot i's point (cellify's RxOwned and the rest); change it
+// only by compare-and-swap.
+func (c *CellRx) Point(i int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&c.st.S[i].Point))
+}
+
+// SetStream writes slot i's key, epoch, source MAC and port byte (only
+// while Go owns its point).
+func (c *CellRx) SetStream(i int, key uint32, epoch uint16, mac [6]byte, srcPort uint8) {
+	s := &c.st.S[i]
+	s.Key, s.Epoch, s.Mac, s.SrcPort = key, epoch, mac, srcPort
+}
+
+// Stream returns slot i's source MAC and port byte.
+func (c *CellRx) Stream(i int) ([6]byte, uint8) { return c.st.S[i].Mac, c.st.S[i].SrcPort }
+
+// Index makes the cells of key look up slot i.
+func (c *CellRx) Index(key uint32, i int) error {
+	if i < 0 || i >= CellRxStreams {
+		return fmt.Errorf("cell stream slot %d out of range [0, %d)", i, CellRxStreams)
+	}
+	return c.p.objs.CellRxIdx.Put(key, uint32(i))
+}
+
+// Unindex forgets key.
+func (c *CellRx) Unindex(key uint32) error {
+	if err := c.p.objs.CellRxIdx.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Counts are slot i's counters: records delivered, their frames' bytes,
+// the cells' payload bytes, hand-overs.
+func (c *CellRx) Counts(i int) (frames, bytes, payload, handovers uint64) {
+	s := &c.st.S[i]
+	return atomic.LoadUint64(&s.Frames), atomic.LoadUint64(&s.Bytes), atomic.LoadUint64(&s.Payload),
+		atomic.LoadUint64(&s.Handovers)
+}
+
+// Counters sums the counters over CPUs.
+func (c *CellRx) Counters() (CellRxCounters, error) {
+	if c.p.objs.CellRxCount == nil {
+		return CellRxCounters{}, errors.New("edge cell counters: the port program is closed")
+	}
+	return sumPerCPU[CellRxCounters, portCellRxCounters](c.p.objs.CellRxCount)
+}
