@@ -267,14 +267,19 @@ func init() {
 }
 
 // cellPortOptions is the cells' Spec.PortOptions: a fabric node's link
-// ports after the first share the first one's cell maps (cellfast.go).
+// ports after the first share the first one's cell maps (cellfast.go), an
+// edge's its edge cell maps (cellrx.go).
 func cellPortOptions(c *dataplane.Config, _ int, role dataplane.PortRole, attached []*dataplane.Port, o *bpf.PortOptions) {
-	if len(c.HostPorts) > 0 || role != dataplane.RoleLink {
+	if role != dataplane.RoleLink {
 		return
 	}
 	for _, p := range attached {
 		if p.Role == dataplane.RoleLink {
-			o.ShareCells = p.Program()
+			if len(c.HostPorts) > 0 {
+				o.ShareCellRx = p.Program() // an edge's (cellrx.go)
+			} else {
+				o.ShareCells = p.Program()
+			}
 			return
 		}
 	}
@@ -312,6 +317,7 @@ type cellsInstance struct {
 	log   *slog.Logger
 	ran   bool         // a pipeline was made: Close logs the counters
 	fast  *bpf.CellFwd // a fabric node's kernel path, prepared (cellfast.go); nil: off
+	rx    *bpf.CellRx  // an edge's kernel path, prepared (cellrx.go); nil: off
 }
 
 // newCellsInstance fits the cells to the link ports' MTU and derives the
@@ -339,13 +345,24 @@ func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.
 		} else {
 			in.log.Info("cells: the worker forwards every cell", "why", why)
 		}
+	} else {
+		var why string
+		if in.rx, why = prepareCellRx(d, cfg); in.rx != nil {
+			in.log.Info("cells: the edge delivers in-order cells in the kernel (XDP), the worker the rest")
+		} else {
+			in.log.Info("cells: the worker delivers every cell", "why", why)
+		}
 	}
 	return in, nil
 }
 
 func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	in.ran = true
-	return newCellPipeline(w, in.fast)
+	p, err := newCellPipeline(w, in.fast)
+	if err == nil && in.rx != nil {
+		openCellRx(p.(*cellPipeline), in.rx)
+	}
+	return p, err
 }
 
 func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }

@@ -98,6 +98,8 @@ type cellPipeline struct {
 
 	// fast is a fabric node's kernel path (cellfast.go; nil when off).
 	fast *cellFast
+	// rx is an edge's kernel path (cellrx.go; nil when off).
+	rx *cellRx
 }
 
 // PublishInterval is how often the node's counters are copied to Stats.
@@ -307,8 +309,11 @@ func (pl *cellPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(u
 func (pl *cellPipeline) Room(int) int { return math.MaxInt }
 
 // Receive implements Pipeline.
-func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
-	now = pl.clock(now)
+func (pl *cellPipeline) Receive(wnow int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
+	now := pl.clock(wnow)
+	if pl.rx != nil {
+		pl.rx.loop(pl, wnow, now)
+	}
 	pl.got += int64(len(descs))
 	pl.backlogs()
 	if k, ok := pl.ps.HostIndex(port); ok {
@@ -336,6 +341,9 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 // queues, then the node's timers and its output.
 func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	now := pl.clock(wnow)
+	if pl.rx != nil {
+		pl.rx.loop(pl, wnow, now)
+	}
 	if now >= pl.publishAt {
 		pl.publishAt = now + PublishInterval
 		pl.publish()
@@ -396,6 +404,9 @@ func (pl *cellPipeline) clock(now int64) int64 {
 func (pl *cellPipeline) Stop() {
 	if pl.fast != nil {
 		pl.fast.close()
+	}
+	if pl.rx != nil {
+		pl.rx.close()
 	}
 	pl.publish()
 }
@@ -625,6 +636,9 @@ func (pl *cellPipeline) publish() {
 	c.Node, c.Reasm = *ns, rs
 	if pl.fast != nil {
 		pl.fast.fold(c)
+	}
+	if pl.rx != nil {
+		pl.rx.fold(c)
 	}
 }
 

@@ -86,6 +86,8 @@ type Snapshot struct {
 	// Kernel is a fabric node's kernel path (nil when off); what it
 	// forwarded is counted in Links and Node.Forwarded as well.
 	Kernel *KernelSnapshot `json:"kernel,omitempty"`
+	// KernelRx is an edge's kernel path (cellrx.go), nil when off.
+	KernelRx *KernelRxSnapshot `json:"kernel_rx,omitempty"`
 }
 
 // LinkSnapshot is one link port of a cell node.
