@@ -35,8 +35,12 @@ const (
 // whose point is Go's (GoOwned) or lost a race for the point (Raced);
 // StripErr were dropped after the point moved (must stay 0). Per arriving
 // link: the cells delivered and their frames' bytes without the trailer.
+// Of Handovers, why: a cell out of order (seq or record number), not one
+// whole record, of another source (FCI, epoch, MAC, port byte), another
+// CPU's delivery just before.
 type CellRxCounters struct {
 	Delivered, Bytes, Handovers, Bad, NotOurs, GoOwned, Raced, StripErr uint64
+	HoOrder, HoRecord, HoSource, HoCPU                                  uint64
 	RxCells, RxBytes                                                    [CellLinks]uint64
 }
 

@@ -161,7 +161,8 @@ func (x *cellRxPair) run(t *testing.T, name string, frame []byte) uint32 {
 	mc := &x.m.C
 	if k.Delivered != mc.Delivered.Load() || k.Bytes != mc.Bytes.Load() || k.Handovers != mc.Handovers.Load() ||
 		k.Bad != mc.Bad.Load() || k.NotOurs != mc.NotOurs.Load() || k.GoOwned != mc.GoOwned.Load() ||
-		k.Raced != mc.Raced.Load() || k.StripErr != 0 {
+		k.Raced != mc.Raced.Load() || k.StripErr != 0 || k.HoOrder != mc.HoOrder.Load() || k.HoRecord != mc.HoRecord.Load() ||
+		k.HoSource != mc.HoSource.Load() || k.HoCPU != mc.HoCPU.Load() {
 		t.Errorf("%s: counters %+v, model's delivered %d bytes %d handovers %d bad %d not_ours %d go_owned %d raced %d", name, k,
 			mc.Delivered.Load(), mc.Bytes.Load(), mc.Handovers.Load(), mc.Bad.Load(), mc.NotOurs.Load(), mc.GoOwned.Load(), mc.Raced.Load())
 	}

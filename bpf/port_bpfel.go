@@ -43,6 +43,10 @@ type portCellRxCounters struct {
 	GoOwned   uint64
 	Raced     uint64
 	StripErr  uint64
+	HoOrder   uint64
+	HoRecord  uint64
+	HoSource  uint64
+	HoCpu     uint64
 	RxCells   [16]uint64
 	RxBytes   [16]uint64
 }

@@ -311,6 +311,8 @@ type ModelSlot struct {
 // ModelCounters are cell_rx_counters (per-link counters left out).
 type ModelCounters struct {
 	Delivered, Bytes, Handovers, Bad, NotOurs, GoOwned, Raced atomic.Uint64
+	// Of Handovers, why: order, record, source, CPU (lf_cell_rx_takes).
+	HoOrder, HoRecord, HoSource, HoCPU atomic.Uint64
 }
 
 // NewCellRxModel returns a model with no stream.
@@ -412,18 +414,23 @@ func (m *CellRxModel) Offer(frame []byte, cpu uint32, now uint64) (verdict int, 
 	// 5.
 	rec := frame[CellPayloadOffset:]
 	redirect := false
+	why := &m.C.HoRecord
 	var rlen uint16
 	if len(rec) >= minKernelRecord+RecordHeaderLen {
 		rlen = binary.BigEndian.Uint16(rec)
-		if first == 0 && plen >= 2 && rlen == plen-2 && rlen >= minKernelRecord && rlen <= MaxRecordFrame &&
-			m.takes(s, old, h, rec, seq, recNo, epoch, cpu, now) {
-			redirect = m.Hosts[h[5]&(KernelRxHosts-1)] && h[5] < KernelRxHosts
+		if first == 0 && plen >= 2 && rlen == plen-2 && rlen >= minKernelRecord && rlen <= MaxRecordFrame {
+			if why = m.takes(s, old, h, rec, seq, recNo, epoch, cpu, now); why == nil {
+				redirect = m.Hosts[h[5]&(KernelRxHosts-1)] && h[5] < KernelRxHosts
+			}
 		}
 	}
 	if !redirect {
 		if s.Point.CompareAndSwap(old, old&^RxOwned) {
 			s.Handovers.Add(1)
 			m.C.Handovers.Add(1)
+			if why != nil {
+				why.Add(1)
+			}
 		}
 		return RxToGo, nil, 0
 	}
@@ -444,21 +451,21 @@ func (m *CellRxModel) Offer(frame []byte, cpu uint32, now uint64) (verdict int, 
 	return RxDelivered, host, h[5]
 }
 
-// takes is lf_cell_rx_takes.
-func (m *CellRxModel) takes(s *ModelSlot, old uint64, h, rec []byte, seq uint32, recNo, epoch uint16, cpu uint32, now uint64) bool {
+// takes is lf_cell_rx_takes: nil, or the counter of why not.
+func (m *CellRxModel) takes(s *ModelSlot, old uint64, h, rec []byte, seq uint32, recNo, epoch uint16, cpu uint32, now uint64) *atomic.Uint64 {
 	last := old >> rxCPUShift & 0x7f
 	stamp := old >> rxStampShift & 0xff
-	if uint32(old) != seq || uint16(old>>rxRecShift) != recNo || h[4]&cellFCI != 0 {
-		return false
+	if uint32(old) != seq || uint16(old>>rxRecShift) != recNo {
+		return &m.C.HoOrder
 	}
-	if epoch == 0 || epoch != s.Epoch || rec[2] != s.SrcPort {
-		return false
+	if h[4]&cellFCI != 0 || epoch == 0 || epoch != s.Epoch || rec[2] != s.SrcPort {
+		return &m.C.HoSource
 	}
 	if [6]byte(rec[9:15]) != s.MAC {
-		return false
+		return &m.C.HoSource
 	}
 	if last != 0 && last != uint64(cpu+1) && (now>>rxStampNs-stamp)&0xff < KernelRxQuiet {
-		return false
+		return &m.C.HoCPU
 	}
-	return true
+	return nil
 }

@@ -1290,6 +1290,11 @@ struct cell_rx_counters {
 	__u64 go_owned;   /* to Go: the stream's point is Go's */
 	__u64 raced;      /* to Go: the point changed under the kernel */
 	__u64 strip_err;  /* dropped: the strip failed after the point moved (must stay 0) */
+	/* Of handovers, why (lf_cell_rx_takes): */
+	__u64 ho_order;   /* not the point's seq or record number */
+	__u64 ho_record;  /* not one whole record at payload byte 0 */
+	__u64 ho_source;  /* FCI, another epoch, source MAC or port */
+	__u64 ho_cpu;     /* another CPU's delivery within LF_CELL_RX_QUIET */
 	__u64 rx_cells[LF_CELL_LINKS]; /* per arriving link: cells delivered */
 	__u64 rx_bytes[LF_CELL_LINKS]; /* ... their frames' bytes without the trailer */
 };
@@ -1302,26 +1307,27 @@ struct {
 } cell_rx_count SEC(".maps");
 
 /* lf_cell_rx_takes says whether the kernel delivers the cell at the point
- * old: the one record the cell carries is the stream's next (seq, record
- * number, epoch), from the source MAC and port Go gave the stream with, no
- * congestion mark for the worker, and the stream's last kernel delivery on
- * this CPU, or on none since Go gave the point, or quiet long enough. */
-static __always_inline int lf_cell_rx_takes(struct cell_rx_stream *s, __u64 old, const __u8 *h,
+ * old (0) or why not (the counter to bump): the one record the cell
+ * carries is the stream's next (seq, record number, epoch), from the
+ * source MAC and port Go gave the stream with, no congestion mark for the
+ * worker, and the stream's last kernel delivery on this CPU, or on none
+ * since Go gave the point, or quiet long enough. */
+static __always_inline __u64 *lf_cell_rx_takes(struct cell_rx_counters *c, struct cell_rx_stream *s, __u64 old, const __u8 *h,
 					    const __u8 *rec, __u32 seq, __u16 recno, __u16 epoch, __u32 cpu, __u64 now)
 {
 	__u64 last = old >> LF_CELL_RX_CPU_SHIFT & 0x7f;
 	__u64 stamp = old >> LF_CELL_RX_STAMP_SHIFT & 0xff;
 
-	if ((__u32)old != seq || (__u16)(old >> LF_CELL_RX_REC_SHIFT) != recno || h[4] & LF_CELL_FCI)
-		return 0;
-	if (!epoch || epoch != LF_READ_ONCE(s->epoch) || rec[2] != LF_READ_ONCE(s->src_port))
-		return 0;
+	if ((__u32)old != seq || (__u16)(old >> LF_CELL_RX_REC_SHIFT) != recno)
+		return &c->ho_order;
+	if (h[4] & LF_CELL_FCI || !epoch || epoch != LF_READ_ONCE(s->epoch) || rec[2] != LF_READ_ONCE(s->src_port))
+		return &c->ho_source;
 	if (rec[9] != s->mac[0] || rec[10] != s->mac[1] || rec[11] != s->mac[2] || rec[12] != s->mac[3] ||
 	    rec[13] != s->mac[4] || rec[14] != s->mac[5])
-		return 0;
+		return &c->ho_source;
 	if (last && last != cpu + 1 && ((now >> LF_CELL_RX_STAMP_NS) - stamp & 0xff) < LF_CELL_RX_QUIET)
-		return 0;
-	return 1;
+		return &c->ho_cpu;
+	return 0;
 }
 
 /* lf_cell_rx delivers a data cell that arrived on link port in (an edge's)
@@ -1344,7 +1350,8 @@ static __always_inline int lf_cell_rx_takes(struct cell_rx_stream *s, __u64 old,
  *     the whole payload (its length is the payload's less 2, within
  *     LF_CELL_REC_MIN..LF_CELL_REC_MAX), and lf_cell_rx_takes; and the
  *     host port's redirect target exists. Else hand the point to Go:
- *     CAS(point, old, old &^ OWNED), handovers++ if it won; worker.
+ *     CAS(point, old, old &^ OWNED), handovers++ and its reason's counter
+ *     (none for a missing target) if it won; worker.
  *  6. CAS(point, old, OWNED | this CPU + 1 | stamp | recno + 1 | seq + 1).
  *     Lost: raced++, worker (Go took the point, or another CPU delivered
  *     this seq: the cell is then a duplicate, which Go drops).
@@ -1367,7 +1374,7 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 	struct cell_rx_shared *st;
 	struct cell_rx_counters *c;
 	struct cell_rx_stream *s;
-	__u64 len, n, old, now, nw;
+	__u64 len, n, old, now, nw, *why;
 	long act;
 
 	/* 1. */
@@ -1439,17 +1446,22 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 	cpu = bpf_get_smp_processor_id();
 	now = bpf_ktime_get_ns();
 	act = XDP_ABORTED;
+	why = &c->ho_record;
 	rlen = 0;
 	if ((void *)(rec + LF_CELL_REC_MIN + 2) <= end) {
 		rlen = (__u16)rec[0] << 8 | rec[1];
-		if (first == 0 && plen >= 2 && rlen == plen - 2 && rlen >= LF_CELL_REC_MIN && rlen <= LF_CELL_REC_MAX &&
-		    lf_cell_rx_takes(s, old, h, rec, seq, recno, epoch, cpu, now))
-			act = bpf_redirect_map(&cell_rx_host, h[5], 0);
+		if (first == 0 && plen >= 2 && rlen == plen - 2 && rlen >= LF_CELL_REC_MIN && rlen <= LF_CELL_REC_MAX) {
+			why = lf_cell_rx_takes(c, s, old, h, rec, seq, recno, epoch, cpu, now);
+			if (!why)
+				act = bpf_redirect_map(&cell_rx_host, h[5], 0);
+		}
 	}
 	if (act != XDP_REDIRECT) {
 		if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_CELL_RX_OWNED) == old) {
 			__sync_fetch_and_add(&s->handovers, 1);
 			c->handovers++;
+			if (why)
+				(*why)++;
 		}
 		return LF_LG_XSK;
 	}

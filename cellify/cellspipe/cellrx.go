@@ -151,7 +151,8 @@ func (f *cellRx) fold(c *Snapshot) {
 	}
 	st := f.kr.Stats
 	c.KernelRx = &KernelRxSnapshot{Delivered: k.Delivered, Bytes: k.Bytes, Handovers: k.Handovers, Gives: st.Gives, Takes: st.Takes,
-		Refused: st.Refused, Bad: k.Bad, NotOurs: k.NotOurs, GoOwned: k.GoOwned, Raced: k.Raced, StripErr: k.StripErr}
+		Refused: st.Refused, Bad: k.Bad, NotOurs: k.NotOurs, GoOwned: k.GoOwned, Raced: k.Raced, StripErr: k.StripErr,
+		HandoverOrder: k.HoOrder, HandoverRecord: k.HoRecord, HandoverSource: k.HoSource, HandoverCPU: k.HoCPU}
 }
 
 // close turns the kernel path off.
@@ -177,4 +178,10 @@ type KernelRxSnapshot struct {
 	GoOwned   uint64 `json:"to_worker_worker_owned"`
 	Raced     uint64 `json:"to_worker_raced"`
 	StripErr  uint64 `json:"strip_errors"`
+	// Of Handovers, why: a cell out of order, not one whole record, of
+	// another source (FCI, epoch, MAC), another CPU's delivery just before.
+	HandoverOrder  uint64 `json:"handover_order"`
+	HandoverRecord uint64 `json:"handover_record"`
+	HandoverSource uint64 `json:"handover_source"`
+	HandoverCPU    uint64 `json:"handover_cpu"`
 }
