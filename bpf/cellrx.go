@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"golang.org/x/sys/unix"
 )
@@ -106,6 +107,21 @@ func (c *CellRx) SetSelf(id uint16) {
 	c.st.Self = id
 }
 
+// SetPass chooses how the kernel delivers a host frame: false, redirected
+// from XDP into the host port (XDP_REDIRECT through the devmap: a veth
+// host port's peer must have NAPI, GRO on or an XDP program); true,
+// passed up the link port's stack (XDP_PASS) with metadata that
+// lf_cell_rx_tc, attached to the link port's TCX ingress
+// (AttachCellRxTC), redirects to the host port's egress. Set it before
+// SetOn.
+func (c *CellRx) SetPass(pass bool) {
+	var v uint16
+	if pass {
+		v = 1
+	}
+	c.st.Pass = v
+}
+
 // SetIntegrity says which trailer the edge's link frames carry: checked on
 // arrival (a frame that fails goes to the worker) and removed.
 func (c *CellRx) SetIntegrity(m linkcrc.Integrity) error {
@@ -175,4 +191,24 @@ func (c *CellRx) Counters() (CellRxCounters, error) {
 		return CellRxCounters{}, errors.New("edge cell counters: the port program is closed")
 	}
 	return sumPerCPU[CellRxCounters, portCellRxCounters](c.p.objs.CellRxCount)
+}
+
+// AttachCellRxTC attaches lf_cell_rx_tc to the port's TCX ingress (in the
+// calling thread's network namespace), for CellRx.SetPass: Close detaches
+// it. Attaching twice is harmless.
+func (p *PortProgram) AttachCellRxTC() error {
+	p.lgMu.Lock()
+	defer p.lgMu.Unlock()
+	if p.tcx != nil {
+		return nil
+	}
+	if p.objs.LfCellRxTc == nil {
+		return fmt.Errorf("attach lf_cell_rx_tc to %s: the port program is closed", p.ifname)
+	}
+	l, err := link.AttachTCX(link.TCXOptions{Interface: p.ifindex, Program: p.objs.LfCellRxTc, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		return fmt.Errorf("attach lf_cell_rx_tc to the TCX ingress of %s: %w", p.ifname, err)
+	}
+	p.tcx = l
+	return nil
 }

@@ -410,3 +410,35 @@ func randomCell(t testing.TB, rng *rand.Rand, crc linkcrc.Integrity) []byte {
 	}
 	return f
 }
+
+// Delivery through the stack (SetPass): the same decision, the host frame
+// passed up behind the metadata lf_cell_rx_tc redirects by (the host
+// port's ifindex).
+func TestCellRxPass(t *testing.T) {
+	x := loadCellRx(t, linkcrc.CRC32C)
+	x.c.SetPass(true)
+	x.give(t, 5, 9)
+	host := rxHost(80)
+	f := rxCellFrame(t, rxHdr(5, 9), rxRec(host), linkcrc.CRC32C)
+	opts := ebpf.RunOptions{Data: f, DataOut: make([]byte, len(f)+64)}
+	ret, err := x.p.Program().Run(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := []byte{0x11, 0xc3, 0x46, 0x4c, 1, 0, 0, 0}
+	if ret != xdpPass || !bytes.Equal(opts.DataOut, append(meta, host...)) {
+		t.Errorf("verdict %d, out %x; want XDP_PASS and %x then the host frame", ret, opts.DataOut, meta)
+	}
+	if s, r := cellify.RxPointSeq(x.c.Point(0).Load()); s != 6 || r != 10 {
+		t.Errorf("point at %d/%d", s, r)
+	}
+	// Out of order: passed on untouched, no metadata, the point given.
+	f = rxCellFrame(t, rxHdr(7, 10), rxRec(host), linkcrc.CRC32C)
+	opts = ebpf.RunOptions{Data: f, DataOut: make([]byte, len(f)+64)}
+	if ret, err = x.p.Program().Run(&opts); err != nil || ret != xdpPass || !bytes.Equal(opts.DataOut, f) {
+		t.Errorf("out of order: verdict %d, changed %v, %v", ret, !bytes.Equal(opts.DataOut, f), err)
+	}
+	if x.c.Point(0).Load()&cellify.RxOwned != 0 {
+		t.Error("out of order: point still owned")
+	}
+}

@@ -106,6 +106,7 @@ type PortProgram struct {
 	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
 	cells    *CellFwd   // cell_state and cell_route mapped, once asked for (CellFwd)
 	cellrx   *CellRx    // cell_rx mapped, once asked for (CellRx)
+	tcx      link.Link  // lf_cell_rx_tc on the TCX ingress (AttachCellRxTC)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -318,6 +319,12 @@ func (p *PortProgram) Close() error {
 		p.lnk = nil
 	}
 	p.lgMu.Lock()
+	if p.tcx != nil {
+		if e := p.tcx.Close(); e != nil && err == nil {
+			err = fmt.Errorf("detach lf_cell_rx_tc from %s: %w", p.ifname, e)
+		}
+		p.tcx = nil
+	}
 	if p.lgrx != nil {
 		if e := p.lgrx.unmap(); e != nil && err == nil {
 			err = fmt.Errorf("unmap lg_rx of %s: %w", p.ifname, e)

@@ -56,7 +56,8 @@ type portCellRxShared struct {
 	On   uint32
 	Crc  uint32
 	Self uint16
-	Pad  [3]uint16
+	Pass uint16
+	Pad  [2]uint16
 	S    [256]portCellRxStream
 }
 
@@ -222,6 +223,7 @@ const (
 	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
 	portMapXsksMap     = "xsks_map"
+	portProgLfCellRxTc = "lf_cell_rx_tc"
 	portProgLfPort     = "lf_port"
 )
 
@@ -267,7 +269,8 @@ type portSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type portProgramSpecs struct {
-	LfPort *ebpf.ProgramSpec `ebpf:"lf_port"`
+	LfCellRxTc *ebpf.ProgramSpec `ebpf:"lf_cell_rx_tc"`
+	LfPort     *ebpf.ProgramSpec `ebpf:"lf_port"`
 }
 
 // portMapSpecs contains maps before they are loaded into the kernel.
@@ -376,11 +379,13 @@ type portVariables struct {
 //
 // It can be passed to loadPortObjects or ebpf.CollectionSpec.LoadAndAssign.
 type portPrograms struct {
-	LfPort *ebpf.Program `ebpf:"lf_port"`
+	LfCellRxTc *ebpf.Program `ebpf:"lf_cell_rx_tc"`
+	LfPort     *ebpf.Program `ebpf:"lf_port"`
 }
 
 func (p *portPrograms) Close() error {
 	return _PortClose(
+		p.LfCellRxTc,
 		p.LfPort,
 	)
 }

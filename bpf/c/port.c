@@ -1253,7 +1253,8 @@ struct cell_rx_shared {
 	__u32 on;   /* 1: deliver cells here; 0: every frame to the worker */
 	__u32 crc;  /* LF_INTEGRITY_*: the link frames' trailer (checked, removed) */
 	__u16 self; /* this edge's id */
-	__u16 pad[3];
+	__u16 pass; /* 1: deliver through the stack (lf_cell_rx_tc), 0: XDP_REDIRECT */
+	__u16 pad[2];
 	struct cell_rx_stream s[LF_CELL_RX_STREAMS];
 };
 
@@ -1297,6 +1298,17 @@ struct cell_rx_counters {
 	__u64 ho_cpu;     /* another CPU's delivery within LF_CELL_RX_QUIET */
 	__u64 rx_cells[LF_CELL_LINKS]; /* per arriving link: cells delivered */
 	__u64 rx_bytes[LF_CELL_LINKS]; /* ... their frames' bytes without the trailer */
+};
+
+/* Delivery through the stack (cell_rx_shared.pass): the host frame goes
+ * up with XDP_PASS and this metadata in front of it, and lf_cell_rx_tc, on
+ * the link port's TCX ingress, redirects it to the host port's egress. A
+ * veth host port then needs no NAPI at its peer (the redirect into a veth
+ * from XDP does). */
+#define LF_CELL_RX_MAGIC 0x4c46c311
+struct cell_rx_meta {
+	__u32 magic;
+	__u32 ifindex;
 };
 
 struct {
@@ -1358,8 +1370,10 @@ static __always_inline __u64 *lf_cell_rx_takes(struct cell_rx_counters *c, struc
  *  7. The frame becomes the record's host frame: the head moves past the
  *     cell header, the record length and the source port byte, the tail
  *     is cut to the host frame's length (padding and trailer go). The
- *     counters; XDP_REDIRECT. A failed adjust (cannot happen on a linear
- *     frame checked so) drops the frame: strip_err++.
+ *     counters; XDP_REDIRECT, or with pass, the metadata for
+ *     lf_cell_rx_tc (the host port's ifindex) and XDP_PASS. A failed
+ *     adjust (cannot happen on a linear frame checked so) drops the
+ *     frame: strip_err++.
  *
  * The kernel writes nothing of the slot but its point (by CAS) and its
  * counters (atomic adds); key, epoch, mac and src_port are Go's, written
@@ -1369,7 +1383,7 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u8 *eth = data, *h, *rec;
-	__u32 zero = 0, key, *idx, seq, crc, cpu;
+	__u32 zero = 0, key, *idx, seq, crc, cpu, tc_ifindex = 0;
 	__u16 dst, src, plen, first, recno, epoch, rlen;
 	struct cell_rx_shared *st;
 	struct cell_rx_counters *c;
@@ -1456,6 +1470,15 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 				act = bpf_redirect_map(&cell_rx_host, h[5], 0);
 		}
 	}
+	if (act == XDP_REDIRECT && LF_READ_ONCE(st->pass)) {
+		__u32 port = h[5], *ifx = bpf_map_lookup_elem(&cell_rx_host, &port);
+
+		/* The target's ifindex (the devmap's value) for lf_cell_rx_tc;
+		 * the redirect set up above is not used (XDP_PASS). */
+		tc_ifindex = ifx ? *ifx : 0;
+		if (!tc_ifindex)
+			act = XDP_ABORTED;
+	}
 	if (act != XDP_REDIRECT) {
 		if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_CELL_RX_OWNED) == old) {
 			__sync_fetch_and_add(&s->handovers, 1);
@@ -1484,6 +1507,21 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 		c->strip_err++;
 		return XDP_DROP;
 	}
+	if (tc_ifindex) {
+		struct cell_rx_meta *m;
+
+		if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m))) {
+			c->strip_err++;
+			return XDP_DROP;
+		}
+		m = (void *)(long)ctx->data_meta;
+		if ((void *)(m + 1) > (void *)(long)ctx->data) {
+			c->strip_err++;
+			return XDP_DROP;
+		}
+		m->magic = LF_CELL_RX_MAGIC;
+		m->ifindex = tc_ifindex;
+	}
 	__sync_fetch_and_add(&s->frames, 1);
 	__sync_fetch_and_add(&s->bytes, rlen - 1);
 	__sync_fetch_and_add(&s->payload, plen);
@@ -1491,7 +1529,23 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 	c->bytes += rlen - 1;
 	c->rx_cells[in]++;
 	c->rx_bytes[in] += n;
-	return XDP_REDIRECT;
+	return tc_ifindex ? XDP_PASS : XDP_REDIRECT;
+}
+
+/* lf_cell_rx_tc, on an edge link port's TCX ingress, sends a host frame
+ * lf_cell_rx passed up (its metadata says so) out of the host port: the
+ * frame left the stream's point behind it in lf_cell_rx already, and
+ * anything else goes on. */
+#define LF_TCX_NEXT (-1)
+SEC("tc")
+int lf_cell_rx_tc(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	struct cell_rx_meta *m = (void *)(long)skb->data_meta;
+
+	if ((void *)(m + 1) > data || m->magic != LF_CELL_RX_MAGIC)
+		return LF_TCX_NEXT;
+	return bpf_redirect(m->ifindex, 0);
 }
 
 /* lf_control decides on link control: 0 to go on, or the counter to bump

@@ -76,6 +76,12 @@ type Config struct {
 	// reassembly holds up to 4095 cells per stream meanwhile (49 ms of
 	// 1500-byte cells at 1 Gbit/s).
 	ReasmTimeout time.Duration
+	// EdgeDelivery is how an edge's kernel path (cellrx.go) puts a host
+	// frame on its host port: "tc" (default: up the link port's stack to
+	// a TCX program that redirects it) or "xdp" (redirected from XDP,
+	// which a veth host port takes only while its peer has NAPI: GRO on
+	// or an XDP program).
+	EdgeDelivery string
 	// HostRate is the egress schedulers' rate (bit/s) for a host port
 	// without a --port-rate (default 10 Gbit/s); a rate-limited host port
 	// uses its rate. Grants also stop while the port's egress queue plus
@@ -174,6 +180,10 @@ func (c *Config) defaults(edge bool) error {
 	c.ReasmTimeout = cmp.Or(c.ReasmTimeout, defaultReasmTimeout)
 	if c.ReasmTimeout < 0 {
 		return fmt.Errorf("dataplane: --cells-reasm-timeout %v: want a positive duration", c.ReasmTimeout)
+	}
+	c.EdgeDelivery = cmp.Or(c.EdgeDelivery, edgeDeliveryTC)
+	if c.EdgeDelivery != edgeDeliveryTC && c.EdgeDelivery != edgeDeliveryXDP {
+		return fmt.Errorf("dataplane: --cells-edge-delivery %q: want tc or xdp", c.EdgeDelivery)
 	}
 	c.HostRate = cmp.Or(c.HostRate, defaultCellHostRate)
 	c.PreCredit = cmp.Or(c.PreCredit, DefaultPreCredit)

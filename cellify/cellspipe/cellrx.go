@@ -32,9 +32,19 @@ import (
 //     MAC the kernel delivers from, the node's and the host port's
 //     counters; publish adds the kernel's per-link counts to the links',
 //     so /stats.json counts every frame once, whichever path it took.
-//   - The redirect into the host port (a veth) needs the peer to run NAPI
-//     (GRO on, or an XDP program): without it the kernel's deliveries are
-//     lost. The bundle preset turns its hosts' GRO on under cells.
+//   - Delivery (--cells-edge-delivery): tc, the default, passes the host
+//     frame up the link port's stack (XDP_PASS with metadata) to
+//     lf_cell_rx_tc on the port's TCX ingress, which redirects it out of
+//     the host port; xdp redirects it from XDP into the host port, which
+//     a veth takes only while its peer runs NAPI (GRO on, or an XDP
+//     program): without it the kernel's deliveries are lost.
+//
+// The values of --cells-edge-delivery.
+const (
+	edgeDeliveryTC  = "tc"
+	edgeDeliveryXDP = "xdp"
+)
+
 type cellRx struct {
 	rx   *bpf.CellRx
 	kr   *cellify.KernelRx
@@ -79,6 +89,14 @@ func prepareCellRx(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellRx, 
 	rx.SetOn(false)
 	if err := rx.SetIntegrity(cfg.Link.Integrity); err != nil {
 		return nil, err.Error()
+	}
+	rx.SetPass(cc.EdgeDelivery == edgeDeliveryTC)
+	if cc.EdgeDelivery == edgeDeliveryTC {
+		for _, port := range ps.Links {
+			if err := d.Port(port).Program().AttachCellRxTC(); err != nil {
+				return nil, err.Error()
+			}
+		}
 	}
 	for k, port := range ps.Hosts {
 		if err := rx.SetHost(k, d.Port(port).Program().Ifindex()); err != nil {
