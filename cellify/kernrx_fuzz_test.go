@@ -56,3 +56,82 @@ func FuzzCellRxModel(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKernelRxHandOver drives the kernel's rule and the worker's
+// reassembly through an interleaving the input picks: which in-flight cell
+// arrives next (cells overtake each other, some are lost or duplicated),
+// when the worker takes the cells passed to it, when it hands points back,
+// when time passes, when the source restarts, on which CPU and when a cell
+// arrives. Whatever the order, every record is delivered at most once, in
+// order within its epoch, and none of an epoch after one of a later epoch.
+func FuzzKernelRxHandOver(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 4, 5, 0, 0, 0, 0})
+	f.Add([]byte{1, 0, 4, 5, 2, 0, 0, 4, 5, 0, 0, 0, 6, 4, 5, 0, 0})
+	f.Add([]byte{0, 4, 5, 0, 0, 7, 0, 0, 4, 5, 8, 0, 0, 0, 4, 5, 0, 0})
+	f.Add([]byte{3, 3, 3, 0, 0, 4, 5, 6, 6, 6, 4, 5, 0, 9, 0, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		m := NewCellRxModel(3)
+		m.Hosts[0] = true
+		var log rxLog
+		r, _ := NewReassembler(ReasmConfig{Self: 3, Window: 64, Timeout: 1000, EpochHold: 1 << 50}, func(_ StreamKey, rec []byte) { log.add(rec[1:], false) })
+		r.SetKernel(NewKernelRx(m, []bool{true}))
+		srcs := []*rxSource{{ep: 0x1111}}
+		eps := []uint16{0x1111}
+		var flight, toGo [][]byte
+		now := int64(0)
+		var know uint64
+		gen := func() {
+			s := srcs[len(srcs)-1]
+			flight = append(flight, s.next(t, nil)...)
+		}
+		for _, op := range ops {
+			switch op % 10 {
+			case 0, 1, 2, 3: // a cell arrives at the kernel (op%4: how far ahead)
+				for len(flight) < 4 {
+					gen()
+				}
+				i := int(op%10) % len(flight)
+				c := flight[i]
+				flight = append(flight[:i], flight[i+1:]...)
+				know += uint64(op/10) << 12
+				if v, host, _ := m.Offer(bytes.Clone(c), uint32(op/10%2), know); v == RxDelivered {
+					log.add(host, true)
+				} else {
+					toGo = append(toGo, c)
+				}
+			case 4: // the worker takes what it was passed
+				for _, c := range toGo {
+					now += 10
+					r.Receive(now, c)
+				}
+				toGo = toGo[:0]
+			case 5:
+				r.HandBack()
+			case 6: // time passes: holes time out
+				now += 400
+				r.Poll(now)
+			case 7: // a copy of a cell in flight
+				if len(flight) > 0 {
+					flight = append(flight, bytes.Clone(flight[0]))
+				}
+			case 8: // the source restarts (once: the reassembly remembers
+				// one epoch before the current, and takes an older one for
+				// a new boot)
+				if len(srcs) < 2 {
+					srcs = append(srcs, &rxSource{ep: 0x2222})
+					eps = append(eps, 0x2222)
+				}
+			case 9: // a cell is lost
+				if len(flight) > 0 {
+					flight = flight[1:]
+				}
+			}
+		}
+		for _, c := range toGo {
+			now += 10
+			r.Receive(now, c)
+		}
+		r.Poll(now + 1e9)
+		log.check(t, eps)
+	})
+}

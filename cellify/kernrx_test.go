@@ -55,12 +55,26 @@ type rxSource struct {
 	n     uint32
 }
 
+// next cuts the next record or two; rng nil: the choice goes by the
+// record number (every 4th split, every 7th packed with the next).
 func (s *rxSource) next(t testing.TB, rng *rand.Rand) [][]byte {
-	r := rxRecord(s.ep, s.n, 20+rng.IntN(80))
+	size, kind := 20+int(s.n%80), 2
+	switch {
+	case rng != nil:
+		size, kind = 20+rng.IntN(80), rng.IntN(10)
+	case s.n%4 == 3:
+		kind = 0
+	case s.n%7 == 6:
+		kind = 1
+	}
+	r := rxRecord(s.ep, s.n, size)
 	var out [][]byte
-	switch rng.IntN(10) {
+	switch kind {
 	case 0: // split over two cells
-		k := 1 + rng.IntN(len(r)-1)
+		k := 1 + int(s.n*7)%(len(r)-1)
+		if rng != nil {
+			k = 1 + rng.IntN(len(r)-1)
+		}
 		out = append(out, rxCell(t, s.seq, s.recNo, 0, s.ep, r[:k]), rxCell(t, s.seq+1, s.recNo, NoRecord, s.ep, r[k:]))
 		s.seq += 2
 		s.recNo++
