@@ -177,6 +177,31 @@ func (c *CellRx) Unindex(key uint32) error {
 	return nil
 }
 
+// Reset forgets every stream: no key looks a slot up, every point is
+// Go's, the slots are zero. Call it while the kernel path is off (SetOn),
+// before a new worker side (cellify.KernelRx) takes the slots.
+func (c *CellRx) Reset() error {
+	var keys []uint32
+	var k, v uint32
+	it := c.p.objs.CellRxIdx.Iterate()
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("edge cell streams: %w", err)
+	}
+	for _, k := range keys {
+		if err := c.Unindex(k); err != nil {
+			return fmt.Errorf("edge cell streams: %w", err)
+		}
+	}
+	for i := range c.st.S {
+		c.Point(i).Store(0)
+		c.st.S[i] = portCellRxStream{}
+	}
+	return nil
+}
+
 // Counts are slot i's counters: records delivered, their frames' bytes,
 // the cells' payload bytes, hand-overs.
 func (c *CellRx) Counts(i int) (frames, bytes, payload, handovers uint64) {

@@ -442,3 +442,24 @@ func TestCellRxPass(t *testing.T) {
 		t.Error("out of order: point still owned")
 	}
 }
+
+// Reset forgets the streams: no index entry, every point Go's.
+func TestCellRxReset(t *testing.T) {
+	x := loadCellRx(t, linkcrc.Off)
+	x.give(t, 5, 9)
+	if err := x.c.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if p := x.c.Point(0).Load(); p != 0 {
+		t.Errorf("point %#x after Reset", p)
+	}
+	var k, v uint32
+	if it := x.p.objs.CellRxIdx.Iterate(); it.Next(&k, &v) {
+		t.Errorf("index entry %#x → %d after Reset", k, v)
+	}
+	f := rxCellFrame(t, rxHdr(5, 9), rxRec(rxHost(60)), linkcrc.Off)
+	opts := ebpf.RunOptions{Data: f, DataOut: make([]byte, len(f)+64)}
+	if ret, err := x.p.Program().Run(&opts); err != nil || ret != xdpPass {
+		t.Errorf("after Reset: verdict %d, %v", ret, err)
+	}
+}

@@ -370,7 +370,7 @@ func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, erro
 	in.ran = true
 	p, err := newCellPipeline(w, in.fast)
 	if err == nil && in.rx != nil {
-		openCellRx(p.(*cellPipeline), in.rx)
+		err = openCellRx(p.(*cellPipeline), in.rx)
 	}
 	return p, err
 }

@@ -26,6 +26,9 @@ import (
 //     does with a link layer under the cells (it numbers the link's
 //     frames), with more than one worker (each has its own reassembly),
 //     on a link port attached in generic XDP, and unless --fastpath is auto.
+//   - A new pipeline clears the slots (CellRx.Reset, with the path off)
+//     before it gives any point: points a node before it gave, which its
+//     reassembly knows nothing of, do not survive it.
 //   - What the worker does for a cell the kernel delivers is done from the
 //     kernel's counters at every call (Node.KernelDelivered): the
 //     scheduler's arrived bytes, the MAC table's entry of the one source
@@ -111,8 +114,13 @@ func prepareCellRx(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellRx, 
 	return rx, ""
 }
 
-// openCellRx turns the prepared kernel path on for pl.
-func openCellRx(pl *cellPipeline, rx *bpf.CellRx) {
+// openCellRx turns the prepared kernel path on for pl: the slots are
+// cleared first (a node before this one may have given points).
+func openCellRx(pl *cellPipeline, rx *bpf.CellRx) error {
+	rx.SetOn(false)
+	if err := rx.Reset(); err != nil {
+		return err
+	}
 	hosts := make([]bool, len(pl.ps.Hosts))
 	for k := range hosts {
 		hosts[k] = true
@@ -123,6 +131,7 @@ func openCellRx(pl *cellPipeline, rx *bpf.CellRx) {
 	rx.SetSelf(uint16(pl.node.Config().Self))
 	rx.SetOn(true)
 	pl.rx = f
+	return nil
 }
 
 // hostIdle says whether host port k has no delivery waiting in the
