@@ -48,6 +48,10 @@ type PortOptions struct {
 	// cells' kernel path on a fabric node, CellFwd) this program uses: one
 	// set per node.
 	ShareCells *PortProgram
+	// ShareCellRx, for a link port of an edge, is the port whose edge
+	// cell maps (mode cells' kernel path at an egress edge, CellRx) this
+	// program uses: one set per edge.
+	ShareCellRx *PortProgram
 }
 
 // ProgCounters are a port program's counters, summed over CPUs: what the XDP
@@ -102,6 +106,8 @@ type PortProgram struct {
 	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
 	cells    *CellFwd   // cell_state and cell_route mapped, once asked for (CellFwd)
 	celltx   *CellTx    // ctx_state and ctx_voqs mapped, once asked for (CellTx)
+	cellrx   *CellRx    // cell_rx mapped, once asked for (CellRx)
+	tcx      link.Link  // lf_cell_rx_tc on the TCX ingress (AttachCellRxTC)
 }
 
 // AttachPort loads a fresh copy of the dataplane program and attaches it to
@@ -135,6 +141,11 @@ func AttachPort(ifname string, opts PortOptions) (*PortProgram, error) {
 	}
 	if opts.ShareCells != nil {
 		if copts, err = opts.ShareCells.shareCellMaps(copts); err != nil {
+			return nil, fmt.Errorf("port program for %s: %w", ifname, err)
+		}
+	}
+	if opts.ShareCellRx != nil {
+		if copts, err = opts.ShareCellRx.shareCellRxMaps(copts); err != nil {
 			return nil, fmt.Errorf("port program for %s: %w", ifname, err)
 		}
 	}
@@ -309,6 +320,12 @@ func (p *PortProgram) Close() error {
 		p.lnk = nil
 	}
 	p.lgMu.Lock()
+	if p.tcx != nil {
+		if e := p.tcx.Close(); e != nil && err == nil {
+			err = fmt.Errorf("detach lf_cell_rx_tc from %s: %w", p.ifname, e)
+		}
+		p.tcx = nil
+	}
 	if p.lgrx != nil {
 		if e := p.lgrx.unmap(); e != nil && err == nil {
 			err = fmt.Errorf("unmap lg_rx of %s: %w", p.ifname, e)
@@ -332,6 +349,12 @@ func (p *PortProgram) Close() error {
 			err = fmt.Errorf("unmap the cell tx maps of %s: %w", p.ifname, e)
 		}
 		p.celltx = nil
+	}
+	if p.cellrx != nil {
+		if e := p.cellrx.unmap(); e != nil && err == nil {
+			err = fmt.Errorf("unmap the edge cell maps of %s: %w", p.ifname, e)
+		}
+		p.cellrx = nil
 	}
 	p.lgMu.Unlock()
 	if e := p.objs.Close(); e != nil && err == nil {

@@ -33,6 +33,48 @@ type portCellCounters struct {
 	TxLcBytes [3][16]uint64
 }
 
+type portCellRxCounters struct {
+	_         structs.HostLayout
+	Delivered uint64
+	Bytes     uint64
+	Handovers uint64
+	Bad       uint64
+	NotOurs   uint64
+	GoOwned   uint64
+	Raced     uint64
+	StripErr  uint64
+	HoOrder   uint64
+	HoRecord  uint64
+	HoSource  uint64
+	HoCpu     uint64
+	RxCells   [16]uint64
+	RxBytes   [16]uint64
+}
+
+type portCellRxShared struct {
+	_    structs.HostLayout
+	On   uint32
+	Crc  uint32
+	Self uint16
+	Pass uint16
+	Pad  [2]uint16
+	S    [256]portCellRxStream
+}
+
+type portCellRxStream struct {
+	_         structs.HostLayout
+	Point     uint64
+	Key       uint32
+	Epoch     uint16
+	Mac       [6]uint8
+	SrcPort   uint8
+	Pad       [11]uint8
+	Frames    uint64
+	Bytes     uint64
+	Payload   uint64
+	Handovers uint64
+}
+
 type portCellShared struct {
 	_    structs.HostLayout
 	On   uint32
@@ -211,6 +253,10 @@ type portPortCounters struct {
 const (
 	portMapCellCount   = "cell_count"
 	portMapCellRoute   = "cell_route"
+	portMapCellRx      = "cell_rx"
+	portMapCellRxCount = "cell_rx_count"
+	portMapCellRxHost  = "cell_rx_host"
+	portMapCellRxIdx   = "cell_rx_idx"
 	portMapCellState   = "cell_state"
 	portMapCellTx      = "cell_tx"
 	portMapCtxMac      = "ctx_mac"
@@ -227,6 +273,7 @@ const (
 	portMapPortCfg     = "port_cfg"
 	portMapPortCount   = "port_count"
 	portMapXsksMap     = "xsks_map"
+	portProgLfCellRxTc = "lf_cell_rx_tc"
 	portProgLfPort     = "lf_port"
 )
 
@@ -272,7 +319,8 @@ type portSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type portProgramSpecs struct {
-	LfPort *ebpf.ProgramSpec `ebpf:"lf_port"`
+	LfCellRxTc *ebpf.ProgramSpec `ebpf:"lf_cell_rx_tc"`
+	LfPort     *ebpf.ProgramSpec `ebpf:"lf_port"`
 }
 
 // portMapSpecs contains maps before they are loaded into the kernel.
@@ -281,6 +329,10 @@ type portProgramSpecs struct {
 type portMapSpecs struct {
 	CellCount   *ebpf.MapSpec `ebpf:"cell_count"`
 	CellRoute   *ebpf.MapSpec `ebpf:"cell_route"`
+	CellRx      *ebpf.MapSpec `ebpf:"cell_rx"`
+	CellRxCount *ebpf.MapSpec `ebpf:"cell_rx_count"`
+	CellRxHost  *ebpf.MapSpec `ebpf:"cell_rx_host"`
+	CellRxIdx   *ebpf.MapSpec `ebpf:"cell_rx_idx"`
 	CellState   *ebpf.MapSpec `ebpf:"cell_state"`
 	CellTx      *ebpf.MapSpec `ebpf:"cell_tx"`
 	CtxMac      *ebpf.MapSpec `ebpf:"ctx_mac"`
@@ -327,6 +379,10 @@ func (o *portObjects) Close() error {
 type portMaps struct {
 	CellCount   *ebpf.Map `ebpf:"cell_count"`
 	CellRoute   *ebpf.Map `ebpf:"cell_route"`
+	CellRx      *ebpf.Map `ebpf:"cell_rx"`
+	CellRxCount *ebpf.Map `ebpf:"cell_rx_count"`
+	CellRxHost  *ebpf.Map `ebpf:"cell_rx_host"`
+	CellRxIdx   *ebpf.Map `ebpf:"cell_rx_idx"`
 	CellState   *ebpf.Map `ebpf:"cell_state"`
 	CellTx      *ebpf.Map `ebpf:"cell_tx"`
 	CtxMac      *ebpf.Map `ebpf:"ctx_mac"`
@@ -349,6 +405,10 @@ func (m *portMaps) Close() error {
 	return _PortClose(
 		m.CellCount,
 		m.CellRoute,
+		m.CellRx,
+		m.CellRxCount,
+		m.CellRxHost,
+		m.CellRxIdx,
 		m.CellState,
 		m.CellTx,
 		m.CtxMac,
@@ -378,11 +438,13 @@ type portVariables struct {
 //
 // It can be passed to loadPortObjects or ebpf.CollectionSpec.LoadAndAssign.
 type portPrograms struct {
-	LfPort *ebpf.Program `ebpf:"lf_port"`
+	LfCellRxTc *ebpf.Program `ebpf:"lf_cell_rx_tc"`
+	LfPort     *ebpf.Program `ebpf:"lf_port"`
 }
 
 func (p *portPrograms) Close() error {
 	return _PortClose(
+		p.LfCellRxTc,
 		p.LfPort,
 	)
 }

@@ -47,7 +47,7 @@ import (
 // reloads: not owned, to Go; owned, it tries again (at most 4 times, then
 // to Go, the VOQ left as it is).
 //
-// What Go does (Node, with SetKernel): before it queues a host frame in a
+// What Go does (Node, with SetKernelTx): before it queues a host frame in a
 // VOQ, and before a grant or a session reset changes its credit, it claims
 // the VOQ (claim: CAS until State is not owned) and folds what the kernel
 // sent (fold: the cells and bytes since the last fold, from State alone,
@@ -56,7 +56,7 @@ import (
 // the kernel owns a VOQ, every Poll folds, so requests and demand count
 // the kernel's cells within a Poll. At the start of Poll it hands back
 // (giveBack) each VOQ it claimed that holds nothing (no backlog), that no
-// host frame joined through Go for the kernel's gap (SetKernel's voqNs),
+// host frame joined through Go for the kernel's gap (SetKernelTx's voqNs),
 // and whose cells are on the links' TX rings (none cut since the Poll
 // before this one began: the worker flushes its output after each Poll),
 // when the integrator says every frame passed to Go was taken in (Ready):
@@ -102,7 +102,7 @@ import (
 // next hand-back publishes the new one. So the kernel's bytes plus Go's
 // never exceed granted + lead, as Go's alone would not.
 //
-// Why nothing stale goes after a restart. A new Node (SetKernel) first
+// Why nothing stale goes after a restart. A new Node (SetKernelTx) first
 // turns the kernel path off, stores every slot's State as Go's and drops
 // every MAC entry, so the kernel sends nothing for a VOQ until the new
 // node hands it back with its own seq, epoch and credit. A restarted
@@ -213,13 +213,13 @@ type kdest struct {
 	exp int64
 }
 
-// SetKernel makes k the edge's kernel path (host port host; the kernel
+// SetKernelTx makes k the edge's ingress kernel path (host port host; the kernel
 // sends a cell per VOQ at most every voqNs ns, bursts of voqTau ns, 0: no
 // bound): every slot is Go's and no MAC entry is left from before (see
 // "Why nothing stale goes after a restart"); then the path is configured
 // and turned on. An edge with more than one host port or a fabric node
 // refuses (false).
-func (n *Node) SetKernel(k EdgeKernel, host int, voqNs, voqTau int64) bool {
+func (n *Node) SetKernelTx(k EdgeKernel, host int, voqNs, voqTau int64) bool {
 	if !n.edge || len(n.hosts) != 1 || host != 0 || n.cfg.Spray == SprayHash {
 		return false
 	}

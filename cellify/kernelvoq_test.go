@@ -35,8 +35,8 @@ func (k *kernNet) attach(nd *Node) {
 	for c := range m.LC {
 		m.LC[c] = uint8(nd.cfg.Reach.Classes.For(Class(c)))
 	}
-	if !nd.SetKernel(m, 0, k.voqNs, k.voqTau) {
-		k.t.Fatal("SetKernel refused")
+	if !nd.SetKernelTx(m, 0, k.voqNs, k.voqTau) {
+		k.t.Fatal("SetKernelTx refused")
 	}
 }
 

@@ -584,3 +584,49 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 		n.pollSched(int(e.Port))
 	}
 }
+
+// SetKernelRx gives the edge's reassembly a kernel path (KernelRx; nil:
+// none): the records it delivers are counted by KernelDelivered.
+func (n *Node) SetKernelRx(k ReasmKernel) {
+	if n.edge {
+		n.reasm.SetKernel(k)
+	}
+}
+
+// HandBack gives the kernel path the streams that may go to it
+// (Reassembler.HandBack): call it when every delivery so far is on its
+// host port's ring.
+func (n *Node) HandBack() {
+	if n.edge {
+		n.reasm.HandBack()
+	}
+}
+
+// KernelDelivered counts what the kernel path delivered of a stream as
+// the worker counts its own deliveries (the node's, the host port's and
+// the reassembly's counters), tells the port's scheduler the payload
+// arrived, and refreshes the MAC table's entry of the records' source.
+func (n *Node) KernelDelivered(now int64, d *KernelDelivery) {
+	n.now = now
+	if !n.edge || int(d.Key.Port) >= len(n.hosts) {
+		return
+	}
+	rs := &n.reasm.st
+	rs.Cells += d.Frames
+	rs.Delivered += d.Frames
+	rs.DeliveredBytes += d.Bytes
+	n.Stats.Delivered += d.Frames
+	n.Stats.DeliveredBytes += d.Bytes
+	hs := &n.hosts[d.Key.Port]
+	hs.TxFrames += d.Frames
+	hs.TxBytes += d.Bytes
+	if !isGroup(&d.MAC) {
+		n.macs.Learn(now, d.MAC, d.Key.Src, d.SrcPort)
+	}
+	if int(d.Key.Port) < len(n.sched) {
+		sc := n.sched[d.Key.Port]
+		if sc.Arrived(now, d.Key.Src, d.Key.Class, int(min(d.Payload, math.MaxInt32))); sc.Held() {
+			n.schedDue[d.Key.Port] = now
+		}
+	}
+}

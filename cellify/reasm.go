@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // ReasmConfig configures a Reassembler.
@@ -77,6 +78,7 @@ type ReasmStats struct {
 	Buffered         uint64 // cells held now
 	PeakBuffered     uint64
 	BufferedBytes    uint64 // payload bytes of the cells held now
+	KernelGives      uint64 // points given to the kernel path (SetKernel)
 }
 
 // Reassembler rebuilds the records of every stream arriving at an egress
@@ -100,7 +102,29 @@ type Reassembler struct {
 	// times out anyway, or it left none: the lost cell was a stream's last).
 	lost            [maxLostDebt]int64
 	lostHead, lostN int
+	kern            ReasmKernel // SetKernel
+	touched         []*stream   // streams that took a cell since the last HandBack
 }
+
+// ReasmKernel is a kernel path that delivers the in-order cells of the
+// streams whose in-order point it owns (KernelRx; the argument for the
+// hand-over is in kernrx.go). The Reassembler takes a stream's point back
+// before it looks at any cell of the stream, and gives it (HandBack) only
+// when it holds nothing for the stream and is at a record boundary.
+type ReasmKernel interface {
+	// Take takes the point of a stream given to the kernel: the next
+	// seq and record number the kernel left.
+	Take(key StreamKey) (seq uint32, recNo uint16)
+	// Give gives the point at seq and recNo, in epoch, with rec the head
+	// of the record delivered last; false if the kernel does not take it.
+	Give(key StreamKey, seq uint32, recNo, epoch uint16, rec []byte) bool
+	// Drop forgets a stream whose point is Go's.
+	Drop(key StreamKey)
+}
+
+// kernRecHead is how much of the last record delivered a stream keeps for
+// Give: the source port byte and the MACs.
+const kernRecHead = 13
 
 type slot struct {
 	at    int64
@@ -144,6 +168,12 @@ type stream struct {
 	recLen    int
 	recGot    int
 	rec       []byte
+
+	kern     bool // the point was given to the kernel and not taken back
+	touch    bool // in Reassembler.touched
+	head     [kernRecHead]byte
+	headN    int // bytes of head: of the record delivered last
+	kernNext uint32
 }
 
 // NewReassembler returns a Reassembler delivering host frames to deliver.
@@ -212,6 +242,11 @@ func (r *Reassembler) ReceiveCell(now int64, h *CellHeader, payload []byte) {
 		r.st.NoStream++
 		return
 	}
+	r.take(s, now)
+	if r.kern != nil && !s.touch {
+		s.touch = true
+		r.touched = append(r.touched, s)
+	}
 	if h.Epoch != 0 && h.Epoch != s.ep.cur {
 		ok, changed := s.ep.heard(now, r.cfg.EpochHold, h.Epoch)
 		if !ok {
@@ -275,7 +310,7 @@ func (r *Reassembler) restart(s *stream, now int64) {
 		r.st.BufferedBytes -= uint64(s.heldB)
 		r.heldPort[s.key.Port] -= s.heldB
 	}
-	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, free: s.free, rec: s.rec}
+	*s = stream{key: s.key, ep: s.ep, sync: true, fresh: true, last: now, slots: s.slots, slab: s.slab, free: s.free, rec: s.rec, touch: s.touch}
 }
 
 // hold keeps an early cell (1 ≤ seq-next ≤ Window) in its slot.
@@ -574,6 +609,9 @@ func (r *Reassembler) parse(s *stream, p []byte) {
 
 func (r *Reassembler) out(s *stream, frame []byte) {
 	s.recNo++
+	if r.kern != nil {
+		s.headN = copy(s.head[:], frame)
+	}
 	r.st.Delivered++
 	r.st.DeliveredBytes += uint64(len(frame))
 	r.deliver(s.key, frame)
@@ -593,7 +631,14 @@ func (r *Reassembler) stream(now int64, key StreamKey) *stream {
 		return s
 	}
 	for i, old := range r.list {
+		r.take(old, now)
 		if old.buffered == 0 && now-old.last >= idleStreamTimeouts*max(r.cfg.Timeout, 1) {
+			if r.kern != nil {
+				r.kern.Drop(old.key)
+			}
+			if old.touch {
+				r.touched = slices.DeleteFunc(r.touched, func(t *stream) bool { return t == old })
+			}
 			if old.sync && old.hdrGot > 0 {
 				r.st.DiscardedRecords++
 				r.st.DiscardedBytes += uint64(old.hdrGot + old.recGot)
@@ -626,4 +671,47 @@ func (r *Reassembler) reserve(s *stream, n int) bool {
 	}
 	r.held += n
 	return true
+}
+
+// SetKernel gives the Reassembler a kernel path (nil: none). Set it before
+// the first cell.
+func (r *Reassembler) SetKernel(k ReasmKernel) { r.kern = k }
+
+// take takes s's point back from the kernel if it was given: s's next seq
+// and record number are where the kernel left them (it delivered whole
+// records only, so the parser is at a record boundary), and a stream the
+// kernel moved was not silent.
+func (r *Reassembler) take(s *stream, now int64) {
+	if !s.kern {
+		return
+	}
+	s.kern = false
+	seq, recNo := r.kern.Take(s.key)
+	if seq != s.kernNext {
+		s.last = now
+	}
+	s.next, s.recNo = seq, recNo
+}
+
+// HandBack gives the kernel the point of every stream that took a cell
+// since the last call and now holds nothing, is at a record boundary (in
+// sync, no partial record) and has an epoch. Call it when every record
+// delivered so far is on its host port's ring (the kernel's deliveries
+// must not overtake them).
+func (r *Reassembler) HandBack() {
+	if r.kern == nil {
+		return
+	}
+	for _, s := range r.touched {
+		s.touch = false
+		if s.kern || s.buffered > 0 || !s.sync || s.hdrGot > 0 || s.fresh || s.ep.cur == 0 || s.headN < kernRecHead {
+			continue
+		}
+		if r.kern.Give(s.key, s.next, s.recNo, s.ep.cur, s.head[:s.headN]) {
+			s.kern, s.kernNext = true, s.next
+			r.st.KernelGives++
+		}
+	}
+	clear(r.touched)
+	r.touched = r.touched[:0]
 }

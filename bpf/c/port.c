@@ -1595,6 +1595,354 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	return XDP_REDIRECT;
 }
 
+/* Mode cells' kernel path at an egress edge (lf_cell_rx): on the edge's
+ * link ports, a data cell that carries one whole record and is the next
+ * cell of a reassembly stream whose in-order point the kernel owns is
+ * stripped to its host frame and redirected to the stream's host port,
+ * without the worker; everything else goes on to the AF_XDP socket. The
+ * maps are one set per edge, shared by its link ports' programs
+ * (bpf.PortOptions.ShareCellRx); Go's side, and the argument for the
+ * hand-over, are in cellify (ReasmKernel, reasm.go) and
+ * cellify/cellspipe/cellrx.go. */
+#define LF_CELL_RX_STREAMS 256 /* cellify.DefaultMaxStreams */
+#define LF_CELL_RX_HOSTS 16    /* dataplane.MaxHostPorts */
+#define LF_CELL_PAY 42         /* cellify.CellPayloadOffset */
+#define LF_CELL_REC_MIN 15     /* a record: the source host port byte, an Ethernet header */
+#define LF_CELL_REC_MAX 16384  /* cellify.MaxRecordFrame */
+/* The stream's point (cell_rx_stream.point):
+ *   bit 63     LF_CELL_RX_OWNED: the kernel owns the in-order point
+ *   bits 56-62 the CPU of the kernel's last delivery + 1 (0: none since Go gave it)
+ *   bits 48-55 bits 14..21 of bpf_ktime_get_ns() at that delivery
+ *   bits 32-47 the record number the next cell must start with
+ *   bits 0-31  the seq of the next cell */
+#define LF_CELL_RX_OWNED (1ULL << 63)
+#define LF_CELL_RX_CPU_SHIFT 56
+#define LF_CELL_RX_STAMP_SHIFT 48
+#define LF_CELL_RX_REC_SHIFT 32
+#define LF_CELL_RX_STAMP_NS 14 /* a stamp unit: 2^14 ns */
+/* A cell arriving on another CPU than the stream's last delivery within
+ * this many stamp units (49-66 us) goes to Go: the redirect of that
+ * delivery may still wait in the other CPU's bulk queue (flushed at the
+ * end of its NAPI poll) and this one could overtake it. */
+#define LF_CELL_RX_QUIET 4
+#define LF_CELL_FCI 0x10
+
+struct cell_rx_stream {
+	__u64 point;     /* see above; changed by both sides only by compare-and-swap */
+	__u32 key;       /* LF_CELL_RX_KEY(src, port, class) of the stream in this slot;
+	                    written by Go while it owns the point */
+	__u16 epoch;     /* the source's epoch the stream is in (nonzero); Go's, likewise */
+	__u8 mac[6];     /* the source MAC of the stream's records the kernel delivers (Go's) */
+	__u8 src_port;   /* ... and their source host port byte (Go's) */
+	__u8 pad[11];
+	__u64 frames;    /* records the kernel delivered (one a cell) */
+	__u64 bytes;     /* their host frames' bytes */
+	__u64 payload;   /* the cells' payload bytes */
+	__u64 handovers; /* times the kernel gave the point to Go */
+};
+
+#define LF_CELL_RX_KEY(src, port, class) (1U << 31 | (__u32)(src) << 16 | (__u32)(port) << 8 | (class))
+
+/* The edge's state, one element, memory-mapped by Go. */
+struct cell_rx_shared {
+	__u32 on;   /* 1: deliver cells here; 0: every frame to the worker */
+	__u32 crc;  /* LF_INTEGRITY_*: the link frames' trailer (checked, removed) */
+	__u16 self; /* this edge's id */
+	__u16 pass; /* 1: deliver through the stack (lf_cell_rx_tc), 0: XDP_REDIRECT */
+	__u16 pad[2];
+	struct cell_rx_stream s[LF_CELL_RX_STREAMS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct cell_rx_shared);
+} cell_rx SEC(".maps");
+
+/* The stream's slot in cell_rx.s by LF_CELL_RX_KEY, written by Go. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LF_CELL_RX_STREAMS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cell_rx_idx SEC(".maps");
+
+/* The edge's host ports by host port index, the targets of the redirect. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, LF_CELL_RX_HOSTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cell_rx_host SEC(".maps");
+
+struct cell_rx_counters {
+	__u64 delivered;  /* cells delivered in the kernel */
+	__u64 bytes;      /* their host frames' bytes */
+	__u64 handovers;  /* the point given to Go (a cell of an owned stream not delivered) */
+	__u64 bad;        /* to Go: not a valid cell (trailer, header checksum, a field) */
+	__u64 not_ours;   /* to Go: for another edge, or of no stream in cell_rx_idx */
+	__u64 go_owned;   /* to Go: the stream's point is Go's */
+	__u64 raced;      /* to Go: the point changed under the kernel */
+	__u64 strip_err;  /* dropped: the strip failed after the point moved (must stay 0) */
+	/* Of handovers, why (lf_cell_rx_takes): */
+	__u64 ho_order;   /* not the point's seq or record number */
+	__u64 ho_record;  /* not one whole record at payload byte 0 */
+	__u64 ho_source;  /* FCI, another epoch, source MAC or port */
+	__u64 ho_cpu;     /* another CPU's delivery within LF_CELL_RX_QUIET */
+	__u64 rx_cells[LF_CELL_LINKS]; /* per arriving link: cells delivered */
+	__u64 rx_bytes[LF_CELL_LINKS]; /* ... their frames' bytes without the trailer */
+};
+
+/* Delivery through the stack (cell_rx_shared.pass): the host frame goes
+ * up with XDP_PASS and this metadata in front of it, and lf_cell_rx_tc, on
+ * the link port's TCX ingress, redirects it to the host port's egress. A
+ * veth host port then needs no NAPI at its peer (the redirect into a veth
+ * from XDP does). */
+#define LF_CELL_RX_MAGIC 0x4c46c311
+struct cell_rx_meta {
+	__u32 magic;
+	__u32 ifindex;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cell_rx_counters);
+} cell_rx_count SEC(".maps");
+
+/* lf_cell_rx_takes says whether the kernel delivers the cell at the point
+ * old (0) or why not (the counter to bump): the one record the cell
+ * carries is the stream's next (seq, record number, epoch), from the
+ * source MAC and port Go gave the stream with, no congestion mark for the
+ * worker, and the stream's last kernel delivery on this CPU, or on none
+ * since Go gave the point, or quiet long enough. */
+static __always_inline __u64 *lf_cell_rx_takes(struct cell_rx_counters *c, struct cell_rx_stream *s, __u64 old, const __u8 *h,
+					    const __u8 *rec, __u32 seq, __u16 recno, __u16 epoch, __u32 cpu, __u64 now)
+{
+	__u64 last = old >> LF_CELL_RX_CPU_SHIFT & 0x7f;
+	__u64 stamp = old >> LF_CELL_RX_STAMP_SHIFT & 0xff;
+
+	if ((__u32)old != seq || (__u16)(old >> LF_CELL_RX_REC_SHIFT) != recno)
+		return &c->ho_order;
+	if (h[4] & LF_CELL_FCI || !epoch || epoch != LF_READ_ONCE(s->epoch) || rec[2] != LF_READ_ONCE(s->src_port))
+		return &c->ho_source;
+	if (rec[9] != s->mac[0] || rec[10] != s->mac[1] || rec[11] != s->mac[2] || rec[12] != s->mac[3] ||
+	    rec[13] != s->mac[4] || rec[14] != s->mac[5])
+		return &c->ho_source;
+	if (last && last != cpu + 1 && ((now >> LF_CELL_RX_STAMP_NS) - stamp & 0xff) < LF_CELL_RX_QUIET)
+		return &c->ho_cpu;
+	return 0;
+}
+
+/* lf_cell_rx delivers a data cell that arrived on link port in (an edge's)
+ * to its host port: XDP_REDIRECT, or LF_LG_XSK for the worker. The steps,
+ * mirrored one for one by cellify's KernelRx (the model the tests hold
+ * the program to):
+ *
+ *  1. On (cell_rx.on), a link frame of type cell (no VLAN tag) with the
+ *     cell header in the linear part; with a trailer, the frame linear and
+ *     the trailer valid (lf_integrity); without, the frame linear. Else
+ *     (bad++ for a failed trailer): worker, untouched.
+ *  2. ParseCell's checks: the header's CRC-8, edges nonzero, hops nonzero,
+ *     payload nonzero and within the frame (less the trailer), first
+ *     record within the payload. Else bad++, worker.
+ *  3. dst is this edge and the stream (src, port, class) has a slot
+ *     (cell_rx_idx) holding that key. Else not_ours++, worker.
+ *  4. old = the slot's point. Not owned: go_owned++, worker (Go owns the
+ *     point and sees every cell of the stream).
+ *  5. The common case: the first record starts at payload byte 0 and is
+ *     the whole payload (its length is the payload's less 2, within
+ *     LF_CELL_REC_MIN..LF_CELL_REC_MAX), and lf_cell_rx_takes; and the
+ *     host port's redirect target exists. Else hand the point to Go:
+ *     CAS(point, old, old &^ OWNED), handovers++ and its reason's counter
+ *     (none for a missing target) if it won; worker.
+ *  6. CAS(point, old, OWNED | this CPU + 1 | stamp | recno + 1 | seq + 1).
+ *     Lost: raced++, worker (Go took the point, or another CPU delivered
+ *     this seq: the cell is then a duplicate, which Go drops).
+ *  7. The frame becomes the record's host frame: the head moves past the
+ *     cell header, the record length and the source port byte, the tail
+ *     is cut to the host frame's length (padding and trailer go). The
+ *     counters; XDP_REDIRECT, or with pass, the metadata for
+ *     lf_cell_rx_tc (the host port's ifindex) and XDP_PASS. A failed
+ *     adjust (cannot happen on a linear frame checked so) drops the
+ *     frame: strip_err++.
+ *
+ * The kernel writes nothing of the slot but its point (by CAS) and its
+ * counters (atomic adds); key, epoch, mac and src_port are Go's, written
+ * only while Go owns the point, before the CAS that gives it. */
+static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *eth = data, *h, *rec;
+	__u32 zero = 0, key, *idx, seq, crc, cpu, tc_ifindex = 0;
+	__u16 dst, src, plen, first, recno, epoch, rlen;
+	struct cell_rx_shared *st;
+	struct cell_rx_counters *c;
+	struct cell_rx_stream *s;
+	__u64 len, n, old, now, nw, *why;
+	long act;
+
+	/* 1. */
+	st = bpf_map_lookup_elem(&cell_rx, &zero);
+	c = bpf_map_lookup_elem(&cell_rx_count, &zero);
+	if (!st || !c || !LF_READ_ONCE(st->on) || in >= LF_CELL_LINKS)
+		return LF_LG_XSK;
+	if (data + LF_CELL_PAY > end)
+		return LF_LG_XSK;
+	if (eth[12] != (LF_ETH_P_LINK >> 8) || eth[13] != (LF_ETH_P_LINK & 0xff) || eth[14] != LF_TYPE_CELL)
+		return LF_LG_XSK;
+	len = bpf_xdp_get_buff_len(ctx);
+	if (len > 0xFFFF || data + len != end)
+		return LF_LG_XSK;
+	crc = LF_READ_ONCE(st->crc);
+	n = len;
+	if (crc) {
+		if (!lf_trailer_frame(ctx))
+			return LF_LG_XSK;
+		if (!lf_integrity(ctx, crc, 0)) {
+			c->bad++;
+			return LF_LG_XSK;
+		}
+		n = len - LF_CRC_LEN;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if (data + LF_CELL_PAY > end)
+		return LF_LG_XSK;
+	h = eth + LF_CELL_OFF;
+
+	/* 2. */
+	if (lf_cell_crc8(h) != h[LF_CELL_HDR - 1]) {
+		c->bad++;
+		return LF_LG_XSK;
+	}
+	dst = (__u16)h[0] << 8 | h[1];
+	src = (__u16)h[2] << 8 | h[3];
+	seq = (__u32)h[6] << 24 | (__u32)h[7] << 16 | (__u32)h[8] << 8 | h[9];
+	plen = (__u16)h[10] << 8 | h[11];
+	first = (__u16)h[12] << 8 | h[13];
+	recno = (__u16)h[14] << 8 | h[15];
+	epoch = (__u16)h[16] << 8 | h[17];
+	if (!dst || !src || !(h[4] & 0x0f) || !plen || (first != LF_CELL_NO_RECORD && first >= plen) ||
+	    LF_CELL_PAY + (__u64)plen > n) {
+		c->bad++;
+		return LF_LG_XSK;
+	}
+
+	/* 3. */
+	key = LF_CELL_RX_KEY(src, h[5], h[4] >> 5);
+	idx = bpf_map_lookup_elem(&cell_rx_idx, &key);
+	if (dst != LF_READ_ONCE(st->self) || !idx || *idx >= LF_CELL_RX_STREAMS) {
+		c->not_ours++;
+		return LF_LG_XSK;
+	}
+	s = &st->s[*idx];
+
+	/* 4. */
+	old = LF_READ_ONCE(s->point);
+	if (!(old & LF_CELL_RX_OWNED) || LF_READ_ONCE(s->key) != key) {
+		c->go_owned++;
+		return LF_LG_XSK;
+	}
+
+	/* 5. */
+	rec = h + LF_CELL_HDR;
+	cpu = bpf_get_smp_processor_id();
+	now = bpf_ktime_get_ns();
+	act = XDP_ABORTED;
+	why = &c->ho_record;
+	rlen = 0;
+	if ((void *)(rec + LF_CELL_REC_MIN + 2) <= end) {
+		rlen = (__u16)rec[0] << 8 | rec[1];
+		if (first == 0 && plen >= 2 && rlen == plen - 2 && rlen >= LF_CELL_REC_MIN && rlen <= LF_CELL_REC_MAX) {
+			why = lf_cell_rx_takes(c, s, old, h, rec, seq, recno, epoch, cpu, now);
+			if (!why)
+				act = bpf_redirect_map(&cell_rx_host, h[5], 0);
+		}
+	}
+	if (act == XDP_REDIRECT && LF_READ_ONCE(st->pass)) {
+		__u32 port = h[5], *ifx = bpf_map_lookup_elem(&cell_rx_host, &port);
+
+		/* The target's ifindex (the devmap's value) for lf_cell_rx_tc;
+		 * the redirect set up above is not used (XDP_PASS). */
+		tc_ifindex = ifx ? *ifx : 0;
+		if (!tc_ifindex)
+			act = XDP_ABORTED;
+	}
+	if (act != XDP_REDIRECT) {
+		if (__sync_val_compare_and_swap(&s->point, old, old & ~LF_CELL_RX_OWNED) == old) {
+			__sync_fetch_and_add(&s->handovers, 1);
+			c->handovers++;
+			if (why)
+				(*why)++;
+		}
+		return LF_LG_XSK;
+	}
+
+	/* 6. */
+	nw = LF_CELL_RX_OWNED | (__u64)((cpu + 1) & 0x7f) << LF_CELL_RX_CPU_SHIFT |
+	     ((now >> LF_CELL_RX_STAMP_NS) & 0xff) << LF_CELL_RX_STAMP_SHIFT |
+	     (__u64)(__u16)(recno + 1) << LF_CELL_RX_REC_SHIFT | (__u32)(seq + 1);
+	if (__sync_val_compare_and_swap(&s->point, old, nw) != old) {
+		c->raced++;
+		return LF_LG_XSK;
+	}
+
+	/* 7. The host frame: rlen - 1 bytes from payload byte 3. */
+	if (bpf_xdp_adjust_head(ctx, LF_CELL_PAY + 3)) {
+		c->strip_err++;
+		return XDP_DROP;
+	}
+	if (bpf_xdp_adjust_tail(ctx, (int)(rlen - 1) - (int)(len - LF_CELL_PAY - 3))) {
+		c->strip_err++;
+		return XDP_DROP;
+	}
+	if (tc_ifindex) {
+		struct cell_rx_meta *m;
+
+		if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m))) {
+			c->strip_err++;
+			return XDP_DROP;
+		}
+		m = (void *)(long)ctx->data_meta;
+		if ((void *)(m + 1) > (void *)(long)ctx->data) {
+			c->strip_err++;
+			return XDP_DROP;
+		}
+		m->magic = LF_CELL_RX_MAGIC;
+		m->ifindex = tc_ifindex;
+	}
+	__sync_fetch_and_add(&s->frames, 1);
+	__sync_fetch_and_add(&s->bytes, rlen - 1);
+	__sync_fetch_and_add(&s->payload, plen);
+	c->delivered++;
+	c->bytes += rlen - 1;
+	c->rx_cells[in]++;
+	c->rx_bytes[in] += n;
+	return tc_ifindex ? XDP_PASS : XDP_REDIRECT;
+}
+
+/* lf_cell_rx_tc, on an edge link port's TCX ingress, sends a host frame
+ * lf_cell_rx passed up (its metadata says so) out of the host port: the
+ * frame left the stream's point behind it in lf_cell_rx already, and
+ * anything else goes on. */
+#define LF_TCX_NEXT (-1)
+SEC("tc")
+int lf_cell_rx_tc(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	struct cell_rx_meta *m = (void *)(long)skb->data_meta;
+
+	if ((void *)(m + 1) > data || m->magic != LF_CELL_RX_MAGIC)
+		return LF_TCX_NEXT;
+	return bpf_redirect(m->ifindex, 0);
+}
+
 /* lf_control decides on link control: 0 to go on, or the counter to bump
  * (the frame is dropped). Host ports drop what only linkfabric may put on a
  * link (the link ethertype, also behind one VLAN tag, MAC control, and the
@@ -1673,10 +2021,13 @@ int lf_port(struct xdp_md *ctx)
 	if (v == LF_FLIPPED && c)
 		c->impair_flipped++;
 
-	/* Mode cells' kernel path (a fabric node's link ports). */
+	/* Mode cells' kernel paths (a fabric node's link ports: lf_cell_fwd;
+	 * an edge's: lf_cell_rx). */
 	if (conf && conf->cell && conf->role == LF_ROLE_LINK) {
 		int r = lf_cell_fwd(ctx, conf->cell - 1);
 
+		if (r == LF_LG_XSK)
+			r = lf_cell_rx(ctx, conf->cell - 1);
 		if (r != LF_LG_XSK)
 			return r;
 	}

@@ -76,6 +76,12 @@ type Config struct {
 	// reassembly holds up to 4095 cells per stream meanwhile (49 ms of
 	// 1500-byte cells at 1 Gbit/s).
 	ReasmTimeout time.Duration
+	// EdgeDelivery is how an edge's kernel path (cellrx.go) puts a host
+	// frame on its host port: "tc" (default: up the link port's stack to
+	// a TCX program that redirects it) or "xdp" (redirected from XDP,
+	// which a veth host port takes only while its peer has NAPI: GRO on
+	// or an XDP program).
+	EdgeDelivery string
 	// HostRate is the egress schedulers' rate (bit/s) for a host port
 	// without a --port-rate (default 10 Gbit/s); a rate-limited host port
 	// uses its rate. Grants also stop while the port's egress queue plus
@@ -175,6 +181,10 @@ func (c *Config) defaults(edge bool) error {
 	if c.ReasmTimeout < 0 {
 		return fmt.Errorf("dataplane: --cells-reasm-timeout %v: want a positive duration", c.ReasmTimeout)
 	}
+	c.EdgeDelivery = cmp.Or(c.EdgeDelivery, edgeDeliveryTC)
+	if c.EdgeDelivery != edgeDeliveryTC && c.EdgeDelivery != edgeDeliveryXDP {
+		return fmt.Errorf("dataplane: --cells-edge-delivery %q: want tc or xdp", c.EdgeDelivery)
+	}
 	c.HostRate = cmp.Or(c.HostRate, defaultCellHostRate)
 	c.PreCredit = cmp.Or(c.PreCredit, DefaultPreCredit)
 	return c.parseClasses()
@@ -267,14 +277,19 @@ func init() {
 }
 
 // cellPortOptions is the cells' Spec.PortOptions: a fabric node's link
-// ports after the first share the first one's cell maps (cellfast.go).
+// ports after the first share the first one's cell maps (cellfast.go), an
+// edge's its edge cell maps (cellrx.go).
 func cellPortOptions(c *dataplane.Config, _ int, role dataplane.PortRole, attached []*dataplane.Port, o *bpf.PortOptions) {
-	if len(c.HostPorts) > 0 || role != dataplane.RoleLink {
+	if role != dataplane.RoleLink {
 		return
 	}
 	for _, p := range attached {
 		if p.Role == dataplane.RoleLink {
-			o.ShareCells = p.Program()
+			if len(c.HostPorts) > 0 {
+				o.ShareCellRx = p.Program() // an edge's (cellrx.go)
+			} else {
+				o.ShareCells = p.Program()
+			}
 			return
 		}
 	}
@@ -312,7 +327,8 @@ type cellsInstance struct {
 	log   *slog.Logger
 	ran   bool          // a pipeline was made: Close logs the counters
 	fast  *bpf.CellFwd  // a fabric node's kernel path, prepared (cellfast.go); nil: off
-	edge  *cellEdgePrep // an edge's kernel path, prepared (celledge.go); nil: off
+	edge  *cellEdgePrep // an edge's ingress kernel path, prepared (celledge.go); nil: off
+	rx    *bpf.CellRx   // an edge's egress kernel path, prepared (cellrx.go); nil: off
 }
 
 // newCellsInstance fits the cells to the link ports' MTU and derives the
@@ -347,13 +363,22 @@ func newCellsInstance(d *dataplane.Dataplane, cfg *dataplane.Config) (dataplane.
 		} else {
 			in.log.Info("cells: the worker cuts every host frame into cells", "why", why)
 		}
+		if in.rx, why = prepareCellRx(d, cfg); in.rx != nil {
+			in.log.Info("cells: the edge delivers in-order cells in the kernel (XDP), the worker the rest")
+		} else {
+			in.log.Info("cells: the worker delivers every cell", "why", why)
+		}
 	}
 	return in, nil
 }
 
 func (in *cellsInstance) Pipeline(w *dataplane.Worker) (dataplane.Pipeline, error) {
 	in.ran = true
-	return newCellPipelineEdge(w, in.fast, in.edge)
+	p, err := newCellPipelineEdge(w, in.fast, in.edge)
+	if err == nil && in.rx != nil {
+		err = openCellRx(p.(*cellPipeline), in.rx)
+	}
+	return p, err
 }
 
 func (in *cellsInstance) Integrity(int) *dataplane.IntegrityStats { return &in.stats.Integrity }

@@ -16,7 +16,7 @@ import (
 // frames into cells itself while it owns their VOQ (lf_cell_tx in
 // bpf/c/port.c; the words, the rule and the argument for the hand-over are
 // in cellify/kernelvoq.go). The node claims, folds and hands back its VOQs
-// (cellify.Node.SetKernel); the pipeline gives it the host port's maps
+// (cellify.Node.SetKernelTx); the pipeline gives it the host port's maps
 // (edgeKernel), keeps the links' routes, held links and rate limits in the
 // host port program's cell maps as a fabric node's kernel path does
 // (cellFast: routes, held links, the worker's charges), holds the links
@@ -185,7 +185,7 @@ func openCellEdge(pl *cellPipeline, e *cellEdgePrep, nc *cellify.NodeConfig) boo
 	pl.fast.sync(pl)
 	k := &edgeKernel{e: e, sock: sock}
 	k.takenIn(0)
-	if !pl.node.SetKernel(k, 0, int64(edgeVOQGap), edgeVOQBurst*int64(edgeVOQGap)) {
+	if !pl.node.SetKernelTx(k, 0, int64(edgeVOQGap), edgeVOQBurst*int64(edgeVOQGap)) {
 		return false
 	}
 	pl.kedge = k

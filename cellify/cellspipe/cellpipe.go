@@ -100,6 +100,8 @@ type cellPipeline struct {
 	// the links' side of an edge's (celledge.go) with kedge its host side.
 	fast  *cellFast
 	kedge *edgeKernel
+	// rx is an edge's egress kernel path (cellrx.go; nil when off).
+	rx *cellRx
 }
 
 // PublishInterval is how often the node's counters are copied to Stats.
@@ -325,8 +327,11 @@ func (pl *cellPipeline) Bytes(h link.Handle, n int) []byte { return pl.w.Bytes(u
 func (pl *cellPipeline) Room(int) int { return math.MaxInt }
 
 // Receive implements Pipeline.
-func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
-	now = pl.clock(now)
+func (pl *cellPipeline) Receive(wnow int64, port, _ int, descs []xdp.Desc, tx *dataplane.Tx) {
+	now := pl.clock(wnow)
+	if pl.rx != nil {
+		pl.rx.loop(pl, wnow, now)
+	}
 	pl.got += int64(len(descs))
 	pl.backlogs()
 	if k, ok := pl.ps.HostIndex(port); ok {
@@ -357,6 +362,9 @@ func (pl *cellPipeline) Receive(now int64, port, _ int, descs []xdp.Desc, tx *da
 // queues, then the node's timers and its output.
 func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	now := pl.clock(wnow)
+	if pl.rx != nil {
+		pl.rx.loop(pl, wnow, now)
+	}
 	if now >= pl.publishAt {
 		pl.publishAt = now + PublishInterval
 		pl.publish()
@@ -423,6 +431,9 @@ func (pl *cellPipeline) Stop() {
 	}
 	if pl.fast != nil {
 		pl.fast.close()
+	}
+	if pl.rx != nil {
+		pl.rx.close()
 	}
 	pl.publish()
 }
@@ -655,6 +666,9 @@ func (pl *cellPipeline) publish() {
 	}
 	if pl.kedge != nil {
 		pl.foldEdge(c)
+	}
+	if pl.rx != nil {
+		pl.rx.fold(c)
 	}
 }
 

@@ -89,6 +89,8 @@ type Snapshot struct {
 	// KernelEdge is an edge's kernel path (nil when off); the cells it
 	// sent are counted in Hosts, Links and Node.CellsCut as well.
 	KernelEdge *EdgeKernelSnapshot `json:"kernel_edge,omitempty"`
+	// KernelRx is an edge's kernel path (cellrx.go), nil when off.
+	KernelRx *KernelRxSnapshot `json:"kernel_rx,omitempty"`
 }
 
 // LinkSnapshot is one link port of a cell node.

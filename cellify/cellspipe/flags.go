@@ -33,6 +33,7 @@ func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
 	f.DurationVar(&cc.ReachInterval, "cells-reach-interval", 0, "cells: REACH period on every link (default 5ms)")
 	f.IntVar(&cc.ReachTh, "cells-reach-th", 0, "cells: REACH intervals in a row without one that take a link out of the routes (default 30: with the 5ms period rides out a peer's scheduling stalls of up to 150ms)")
 	f.IntVar(&cc.ReachUp, "cells-reach-up", 0, "cells: good REACH intervals in a row that bring a link back (default 3)")
+	f.StringVar(&cc.EdgeDelivery, "cells-edge-delivery", edgeDeliveryTC, "cells: how an edge's kernel path (one worker, --fastpath auto) delivers in-order cells to its host port: tc (passed up the link port's stack, redirected by a TCX program) or xdp (redirected from XDP: a veth host port's peer needs GRO on or an XDP program)")
 	f.DurationVar(&cc.ReasmTimeout, "cells-reasm-timeout", 0, "cells: how long a missing cell may hold up its stream before it is skipped (default 30ms)")
 	f.StringVar(&cc.LossClasses, "cells-loss-classes", "", "cells: loss classes per link (RAIL): the bounds of classes 1, 2, ... on a link's measured loss, e.g. 1e-6,1e-3,1e-1, or default")
 	f.StringVar(&cc.ClassMap, "cells-class-map", "", "cells, with --cells-loss-classes: traffic class → loss class, tc=k,... (tc: 802.1p priority, or DSCP/8 for untagged IP), e.g. 5=1")

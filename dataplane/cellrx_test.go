@@ -1,0 +1,89 @@
+package dataplane_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/linkfabric/linkfabric/cellify/cellspipe"
+	"github.com/linkfabric/linkfabric/dataplane"
+	"github.com/linkfabric/linkfabric/netns"
+)
+
+// TestCellsEdgeKernelPath: the bundle with --fastpath auto on both edges,
+// so that each delivers in-order single-record cells in the kernel
+// (cellspipe/cellrx.go). A numbered UDP stream, each frame in a cell of
+// its own (no packing), arrives whole, once and in order, most of it
+// delivered by sw2's kernel path; the counters count every frame once.
+// (Cells sprayed in one burst over the four links reach sw2 out of order
+// as often as not: each such cell hands its stream to the worker.)
+func TestCellsEdgeKernelPath(t *testing.T) {
+	tb := netns.TestUp(t, "lfcr", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
+	workers(t, 2)
+	node := func(id uint16) dataplane.Config {
+		c := cellsNode(id, nil, bundleLinks, cellspipe.Config{NoPacking: true})
+		c.FastPath = dataplane.FastPathAuto
+		return c
+	}
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), node(1), tb.NS("sw2"), node(2))
+	b := &lgBed{tb: tb, sw1: sw1.D, sw2: sw2.D}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// No IPv6 on h1: its own multicast (neighbour discovery, MLD) would
+	// join the stream sw1 takes from it.
+	if out, err := netns.Command(ctx, tb.NS("h1"), "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1").CombinedOutput(); err != nil {
+		t.Fatalf("h1: disable IPv6: %v\n%s", err, out)
+	}
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2: %v", err)
+	}
+	pings(t, tb.NS("h1"), "10.0.0.2", 20)
+	// Nor ARP: the hosts' neighbour entries must not expire during the
+	// stream (h2's probes are answered by h1).
+	for _, n := range []struct{ ns, peer, addr string }{{"h1", "h2", "10.0.0.2"}, {"h2", "h1", "10.0.0.1"}} {
+		mac := macOf(t, tb.NS(n.peer), "eth0")
+		if out, err := netns.Command(ctx, tb.NS(n.ns), "ip", "neigh", "replace", n.addr, "lladdr", net.HardwareAddr(mac).String(),
+			"dev", "eth0", "nud", "permanent").CombinedOutput(); err != nil {
+			t.Fatalf("%s: neighbour entry: %v\n%s", n.ns, err, out)
+		}
+	}
+	b1, b2 := cellsSnap(t, sw1.D), cellsSnap(t, sw2.D)
+	if b2.KernelRx == nil || b1.KernelRx == nil {
+		t.Fatalf("no edge kernel path: sw1 %v, sw2 %v", b1.KernelRx, b2.KernelRx)
+	}
+	// 1 ms apart: each cell alone in its worker's batch at sw1, so that
+	// cells seldom overtake each other over the four links (a cell ahead
+	// of its turn goes to the worker, and its stream with it).
+	r := b.send(t, 5_000, 500, 1_000)
+	checkDelivery(t, r, true)
+	a1, a2 := cellsSnap(t, sw1.D), cellsSnap(t, sw2.D)
+	k, k0 := a2.KernelRx, b2.KernelRx
+	delivered := a2.ReasmDelivered - b2.ReasmDelivered
+	t.Logf("sw2: %d records delivered, %d by the kernel; %+v", delivered, k.Delivered-k0.Delivered, *k)
+	if kd := k.Delivered - k0.Delivered; kd == 0 || kd*2 < delivered {
+		t.Errorf("sw2's kernel delivered %d of %d records: want most", kd, delivered)
+	}
+	if delivered < r.Unique {
+		t.Errorf("sw2 counts %d records delivered, h2's sink got %d", delivered, r.Unique)
+	}
+	if k.StripErr != 0 || k.Bad != 0 || a2.Malformed != 0 {
+		t.Errorf("sw2: strip errors %d, invalid %d, malformed %d", k.StripErr, k.Bad, a2.Malformed)
+	}
+	// Every frame once: the host port's frames against the records, the
+	// cells sw1 sent against those sw2 received (the kernel's included).
+	if h := a2.Hosts[0].TxFrames - b2.Hosts[0].TxFrames; h != delivered {
+		t.Errorf("sw2 host0 sent %d frames, the reassembly delivered %d", h, delivered)
+	}
+	var sent, got uint64
+	for l := range a1.Links {
+		sent += a1.Links[l].TxCells - b1.Links[l].TxCells
+		got += a2.Links[l].RxCells - b2.Links[l].RxCells
+	}
+	if got != sent {
+		t.Errorf("cells: sw1 sent %d, sw2 received %d", sent, got)
+	}
+	if a2.Node.Delivered-b2.Node.Delivered != delivered {
+		t.Errorf("sw2 node delivered %d, the reassembly %d", a2.Node.Delivered-b2.Node.Delivered, delivered)
+	}
+}
