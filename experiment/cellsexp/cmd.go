@@ -318,7 +318,8 @@ shorter, since veth has no FCS.
 Then the CPU comparison: 60-byte frames at trafgen -b --cpu-rate (trafgen delivers
 about half of it here; each run says where frames were lost, and the CPU per
 frame compares like with like only where no arm lost any), for --cpu-duration through forward,
-forward --fastpath afxdp and cells (packing, MTU cells): the CPU time both switches'
+forward --fastpath afxdp and cells (packing, MTU cells; --fastpath afxdp too, so that
+the edges' kernel paths take none of it): the CPU time both switches'
 dataplanes used (utime + stime from /proc/PID/stat) per frame h2 received. Target:
 cells ≤ 0.6× of forward-afxdp (both through the workers; forward's own frames cross
 on its kernel fast path, whose CPU no dataplane counts). And at saturation (the smallest packet size), cells should carry at least
@@ -462,9 +463,11 @@ ratios, and the verdict is taken on their median. The arms:
 
   forward        linkfabric forward over link0 (the reference): its kernel fast
                  path both ways (the bundle turns the hosts' GRO on for forward)
-  forward-afxdp  forward with every frame through the Go worker, as in cells:
-                 the like-for-like reference for what cells add
-  cells          cells with credits and the standing pre-credit (--pre-credit)
+  forward-afxdp  forward with every frame through the Go worker: the reference
+                 for what cells add beyond a worker hop
+  cells          cells with credits and the standing pre-credit (--pre-credit);
+                 the edges' kernel paths cut and deliver single-record cells
+                 where they can, the workers the rest
   cells-nopre    cells with credits and no pre-credit: every packet waits for a grant
   cells-push     cells without credits (optional)
 

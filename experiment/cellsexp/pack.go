@@ -313,7 +313,10 @@ func startPackArm(ctx context.Context, b *bed.Bed, a packArm, extra []string) (i
 	case PackForwardAfxdp:
 		return 0, b.Start(ctx, bed.BedRun{Mode: "forward", Args: []string{"--fastpath", "afxdp"}})
 	}
-	r := bed.BedRun{Mode: bed.ModeCells, Args: extra}
+	// The cells arms go through the workers, as forward-afxdp does: the
+	// edges' kernel paths would do part of the work in softirqs, which
+	// the dataplanes' CPU time does not count.
+	r := bed.BedRun{Mode: bed.ModeCells, Args: append([]string{"--fastpath", "afxdp"}, extra...)}
 	if a.cellSize > 0 {
 		r.Args = append([]string{"--cells-size", strconv.Itoa(a.cellSize)}, r.Args...)
 	}
