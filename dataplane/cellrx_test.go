@@ -27,7 +27,7 @@ func TestCellsEdgeKernelPath(t *testing.T) {
 		return c
 	}
 	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), node(1), tb.NS("sw2"), node(2))
-	b := &lgBed{tb: tb, sw1: sw1.D, sw2: sw2.D}
+	b := &lgBed{tb: tb, sw1: sw1.D, sw2: sw2.D, kernelIn: cellsKernelIn(sw1.D)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// No IPv6 on h1: its own multicast (neighbour discovery, MLD) would

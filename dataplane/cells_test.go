@@ -57,6 +57,17 @@ func cellsNode(id uint16, hosts, links []string, cc cellspipe.Config) dataplane.
 
 // cellsSnap returns d's cells statistics once a publication after now is
 // in (the worker publishes every 20 ms).
+// cellsKernelIn is, for a bed's kernelIn, how many host frames d's ingress
+// edge cut into cells in the kernel (its last published counters).
+func cellsKernelIn(d *dataplane.Dataplane) func() uint64 {
+	return func() uint64 {
+		if k := cellspipe.StatsOf(d).Snapshot().KernelEdge; k != nil {
+			return k.Sent
+		}
+		return 0
+	}
+}
+
 func cellsSnap(t *testing.T, d *dataplane.Dataplane) cellspipe.Snapshot {
 	t.Helper()
 	time.Sleep(3 * time.Duration(cellspipe.PublishInterval))
@@ -71,7 +82,7 @@ func upBundleCells(t *testing.T, base string, cc cellspipe.Config) *lgBed {
 	workers(t, 2)
 	b := &lgBed{tb: tb}
 	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cellsNode(1, nil, bundleLinks, cc), tb.NS("sw2"), cellsNode(2, nil, bundleLinks, cc))
-	b.sw1, b.sw2 = sw1.D, sw2.D
+	b.sw1, b.sw2, b.kernelIn = sw1.D, sw2.D, cellsKernelIn(sw1.D)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
@@ -565,7 +576,7 @@ func TestCellsFabricKernelPath(t *testing.T) {
 	if k := cellsSnap(t, sw["e1"].D).Kernel; k != nil {
 		t.Fatalf("e1, an edge, has a kernel path: %+v", k)
 	}
-	b := &lgBed{tb: tb, sw1: sw["e1"].D, sw2: sw["e2"].D}
+	b := &lgBed{tb: tb, sw1: sw["e1"].D, sw2: sw["e2"].D, kernelIn: cellsKernelIn(sw["e1"].D)}
 	before := cellsSnap(t, f1)
 	var downAt, downEnd cellspipe.Snapshot
 	r := b.sendDuring(t, 30_000, 500, 10_000, func() {

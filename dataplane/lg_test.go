@@ -63,6 +63,18 @@ const (
 type lgBed struct {
 	tb       *netns.Testbed
 	sw1, sw2 *dataplane.Dataplane
+	// kernelIn, if set, is how many host frames sw1's host port program
+	// took in the kernel (mode cells' ingress edge), which its worker
+	// never sees.
+	kernelIn func() uint64
+}
+
+// takenIn is how many host frames sw1 took in the kernel.
+func (b *lgBed) takenIn() uint64 {
+	if b.kernelIn == nil {
+		return 0
+	}
+	return b.kernelIn()
 }
 
 // upLG brings up a fresh pair testbed (prefix base lfq) and starts mode on
@@ -236,7 +248,7 @@ func (b *lgBed) sendDuring(t *testing.T, count uint64, size int, rate float64, d
 	}
 	defer gen.Close()
 	in0 := socketDrops(t, b.sw1.Host())
-	acc0 := b.sw1.Stats().Host.RX.Frames
+	acc0 := b.sw1.Stats().Host.RX.Frames + b.takenIn()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -269,7 +281,7 @@ func (b *lgBed) sendDuring(t *testing.T, count uint64, size int, rate float64, d
 			continue
 		}
 		quiet := time.Since(last)
-		if (n >= b.sw1.Stats().Host.RX.Frames-acc0 && quiet > 300*time.Millisecond) || quiet > time.Second {
+		if (n >= b.sw1.Stats().Host.RX.Frames+b.takenIn()-acc0 && quiet > 300*time.Millisecond) || quiet > time.Second {
 			break
 		}
 	}
@@ -280,7 +292,7 @@ func (b *lgBed) sendDuring(t *testing.T, count uint64, size int, rate float64, d
 	if err != nil {
 		t.Fatalf("sink counters: %v", err)
 	}
-	r.Accepted = b.sw1.Stats().Host.RX.Frames - acc0
+	r.Accepted = b.sw1.Stats().Host.RX.Frames + b.takenIn() - acc0
 	r.Ingress = socketDrops(t, b.sw1.Host()) - in0
 	r.SinkLost = c.Redirected - r.Received - r.Other
 	t.Logf("sent %d/%d frames of %d B in %v (%.0f frames/s); sw1 accepted %d (dropped %d at its host port), sink lost %d; sink: %+v",
@@ -312,7 +324,9 @@ func (b *lgBed) sendDuring(t *testing.T, count uint64, size int, rate float64, d
 func (b *lgBed) pace(ctx context.Context, t *testing.T, gen *traffic.Generator, count uint64, rate float64, acc0, in0 uint64) uint64 {
 	t.Helper()
 	const chunk = 256
-	taken := func() uint64 { return b.sw1.Stats().Host.RX.Frames - acc0 + socketDrops(t, b.sw1.Host()) - in0 }
+	taken := func() uint64 {
+		return b.sw1.Stats().Host.RX.Frames + b.takenIn() - acc0 + socketDrops(t, b.sw1.Host()) - in0
+	}
 	for sent := uint64(0); sent < count && ctx.Err() == nil; {
 		gen.Run(ctx, sent, min(chunk, count-sent), 0, rate)
 		if gen.Sent() == sent {
