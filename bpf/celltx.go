@@ -15,14 +15,14 @@ import (
 // a link port; every other frame goes to the AF_XDP socket as before. The
 // links, routes, held links and rate limits are the port's own cell maps
 // (CellFwd, as a fabric node's link ports use them); the VOQs, the MAC
-// entries and the edge's constants are ctx_voqs, ctx_mac and ctx_state
+// entries and the edge's constants are cell_tx_voqs, cell_tx_mac and cell_tx_state
 // (CellTx); ToGo and Consumed are LGTx's. The words and the hand-over are
 // cellify's (cellify/kernelvoq.go).
 
-// CellTxVOQs is the number of VOQ slots (LF_CTX_VOQS).
+// CellTxVOQs is the number of VOQ slots (LF_CELL_TX_VOQS).
 const CellTxVOQs = 1024
 
-// CellTxCounters are the ingress path's counters (ctx_shared's).
+// CellTxCounters are the ingress path's counters (cell_tx_shared's).
 type CellTxCounters struct {
 	Sent, Bytes                                 uint64 // cells sent, their records' bytes
 	NoDest, NotOwned, Unread, NoCredit, NoRoute uint64 // to Go, by reason
@@ -30,7 +30,7 @@ type CellTxCounters struct {
 	StampErr                                    uint64 // cells dropped after their seq was taken (must stay 0)
 }
 
-// CellTxDest is a MAC's entry in ctx_mac.
+// CellTxDest is a MAC's entry in cell_tx_mac.
 type CellTxDest struct {
 	Until int64 // CLOCK_MONOTONIC ns (MonoNow) the entry is good until
 	Edge  uint16
@@ -38,14 +38,14 @@ type CellTxDest struct {
 	VOQ   [8]uint32 // per traffic class: VOQ slot + 1, 0: none
 }
 
-// CellTx is a host port's ingress path state: ctx_state and ctx_voqs
-// memory-mapped, ctx_mac through the map. Close (of the program) unmaps it.
+// CellTx is a host port's ingress path state: cell_tx_state and cell_tx_voqs
+// memory-mapped, cell_tx_mac through the map. Close (of the program) unmaps it.
 type CellTx struct {
 	p    *PortProgram
 	mem  []byte
-	st   *portCtxShared
+	st   *portCellTxShared
 	vmem []byte
-	voqs []portCtxVoq
+	voqs []portCellTxVoq
 }
 
 // SetCellHost makes the port an edge's host port whose frames may become
@@ -62,23 +62,23 @@ func (p *PortProgram) SetCellHost(on bool) error {
 // same value.
 func (p *PortProgram) CellTx() (*CellTx, error) {
 	return mapOnce(p, &p.celltx, func() (*CellTx, error) {
-		mem, err := p.mapShared(p.objs.CtxState, "ctx_state", int(unsafe.Sizeof(portCtxShared{})))
+		mem, err := p.mapShared(p.objs.CellTxState, "cell_tx_state", int(unsafe.Sizeof(portCellTxShared{})))
 		if err != nil {
 			return nil, err
 		}
-		m := p.objs.CtxVoqs
-		vs := int(unsafe.Sizeof(portCtxVoq{}))
+		m := p.objs.CellTxVoqs
+		vs := int(unsafe.Sizeof(portCellTxVoq{}))
 		if int(m.ValueSize()) != vs || int(m.MaxEntries()) != CellTxVOQs {
 			unix.Munmap(mem)
-			return nil, fmt.Errorf("map ctx_voqs of %s: %d values of %d bytes, want %d of %d", p.ifname, m.MaxEntries(), m.ValueSize(), CellTxVOQs, vs)
+			return nil, fmt.Errorf("map cell_tx_voqs of %s: %d values of %d bytes, want %d of %d", p.ifname, m.MaxEntries(), m.ValueSize(), CellTxVOQs, vs)
 		}
 		vmem, err := mmapMap(m, 0, vs*CellTxVOQs, unix.PROT_READ|unix.PROT_WRITE)
 		if err != nil {
 			unix.Munmap(mem)
-			return nil, fmt.Errorf("mmap ctx_voqs of %s: %w", p.ifname, err)
+			return nil, fmt.Errorf("mmap cell_tx_voqs of %s: %w", p.ifname, err)
 		}
-		return &CellTx{p: p, mem: mem, st: (*portCtxShared)(unsafe.Pointer(&mem[0])), vmem: vmem,
-			voqs: unsafe.Slice((*portCtxVoq)(unsafe.Pointer(&vmem[0])), CellTxVOQs)}, nil
+		return &CellTx{p: p, mem: mem, st: (*portCellTxShared)(unsafe.Pointer(&mem[0])), vmem: vmem,
+			voqs: unsafe.Slice((*portCellTxVoq)(unsafe.Pointer(&vmem[0])), CellTxVOQs)}, nil
 	})
 }
 
@@ -143,19 +143,19 @@ func macKey(mac [6]byte) uint64 {
 
 // SetDest writes mac's entry.
 func (c *CellTx) SetDest(mac [6]byte, d CellTxDest) error {
-	if c.p.objs.CtxMac == nil {
+	if c.p.objs.CellTxMac == nil {
 		return errors.New("cell tx: the port program is closed")
 	}
-	v := portCtxDest{Until: uint64(max(d.Until, 0)), Edge: d.Edge, Port: d.Port, Voq: d.VOQ}
-	return c.p.objs.CtxMac.Put(macKey(mac), v)
+	v := portCellTxDest{Until: uint64(max(d.Until, 0)), Edge: d.Edge, Port: d.Port, Voq: d.VOQ}
+	return c.p.objs.CellTxMac.Put(macKey(mac), v)
 }
 
 // DeleteDest removes mac's entry (none is not an error).
 func (c *CellTx) DeleteDest(mac [6]byte) error {
-	if c.p.objs.CtxMac == nil {
+	if c.p.objs.CellTxMac == nil {
 		return errors.New("cell tx: the port program is closed")
 	}
-	err := c.p.objs.CtxMac.Delete(macKey(mac))
+	err := c.p.objs.CellTxMac.Delete(macKey(mac))
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
@@ -164,14 +164,14 @@ func (c *CellTx) DeleteDest(mac [6]byte) error {
 
 // ClearDests removes every entry.
 func (c *CellTx) ClearDests() error {
-	m := c.p.objs.CtxMac
+	m := c.p.objs.CellTxMac
 	if m == nil {
 		return errors.New("cell tx: the port program is closed")
 	}
 	var k uint64
 	var keys []uint64
 	it := m.Iterate()
-	var v portCtxDest
+	var v portCellTxDest
 	for it.Next(&k, &v) {
 		keys = append(keys, k)
 	}

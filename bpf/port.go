@@ -105,7 +105,7 @@ type PortProgram struct {
 	lgrx     *LGRx      // lg_rx mapped, once asked for (LGRx)
 	lgtx     *LGTx      // lg_tx, lg_tx_ring and lg_tx_wake mapped, once asked for (LGTx)
 	cells    *CellFwd   // cell_state and cell_route mapped, once asked for (CellFwd)
-	celltx   *CellTx    // ctx_state and ctx_voqs mapped, once asked for (CellTx)
+	celltx   *CellTx    // cell_tx_state and cell_tx_voqs mapped, once asked for (CellTx)
 	cellrx   *CellRx    // cell_rx mapped, once asked for (CellRx)
 	tcx      link.Link  // lf_cell_rx_tc on the TCX ingress (AttachCellRxTC)
 }

@@ -95,7 +95,7 @@ type portCellShared struct {
 	}
 }
 
-type portCtxDest struct {
+type portCellTxDest struct {
 	_     structs.HostLayout
 	Until uint64
 	Edge  uint16
@@ -104,7 +104,7 @@ type portCtxDest struct {
 	Voq   [8]uint32
 }
 
-type portCtxShared struct {
+type portCellTxShared struct {
 	_          structs.HostLayout
 	On         uint32
 	Self       uint16
@@ -130,7 +130,7 @@ type portCtxShared struct {
 	Rr         uint64
 }
 
-type portCtxVoq struct {
+type portCellTxVoq struct {
 	_        structs.HostLayout
 	State    uint64
 	Base     uint64
@@ -259,9 +259,9 @@ const (
 	portMapCellRxIdx   = "cell_rx_idx"
 	portMapCellState   = "cell_state"
 	portMapCellTx      = "cell_tx"
-	portMapCtxMac      = "ctx_mac"
-	portMapCtxState    = "ctx_state"
-	portMapCtxVoqs     = "ctx_voqs"
+	portMapCellTxMac   = "cell_tx_mac"
+	portMapCellTxState = "cell_tx_state"
+	portMapCellTxVoqs  = "cell_tx_voqs"
 	portMapFwdPort     = "fwd_port"
 	portMapImpairCfg   = "impair_cfg"
 	portMapImpairCount = "impair_count"
@@ -335,9 +335,9 @@ type portMapSpecs struct {
 	CellRxIdx   *ebpf.MapSpec `ebpf:"cell_rx_idx"`
 	CellState   *ebpf.MapSpec `ebpf:"cell_state"`
 	CellTx      *ebpf.MapSpec `ebpf:"cell_tx"`
-	CtxMac      *ebpf.MapSpec `ebpf:"ctx_mac"`
-	CtxState    *ebpf.MapSpec `ebpf:"ctx_state"`
-	CtxVoqs     *ebpf.MapSpec `ebpf:"ctx_voqs"`
+	CellTxMac   *ebpf.MapSpec `ebpf:"cell_tx_mac"`
+	CellTxState *ebpf.MapSpec `ebpf:"cell_tx_state"`
+	CellTxVoqs  *ebpf.MapSpec `ebpf:"cell_tx_voqs"`
 	FwdPort     *ebpf.MapSpec `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.MapSpec `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.MapSpec `ebpf:"impair_count"`
@@ -385,9 +385,9 @@ type portMaps struct {
 	CellRxIdx   *ebpf.Map `ebpf:"cell_rx_idx"`
 	CellState   *ebpf.Map `ebpf:"cell_state"`
 	CellTx      *ebpf.Map `ebpf:"cell_tx"`
-	CtxMac      *ebpf.Map `ebpf:"ctx_mac"`
-	CtxState    *ebpf.Map `ebpf:"ctx_state"`
-	CtxVoqs     *ebpf.Map `ebpf:"ctx_voqs"`
+	CellTxMac   *ebpf.Map `ebpf:"cell_tx_mac"`
+	CellTxState *ebpf.Map `ebpf:"cell_tx_state"`
+	CellTxVoqs  *ebpf.Map `ebpf:"cell_tx_voqs"`
 	FwdPort     *ebpf.Map `ebpf:"fwd_port"`
 	ImpairCfg   *ebpf.Map `ebpf:"impair_cfg"`
 	ImpairCount *ebpf.Map `ebpf:"impair_count"`
@@ -411,9 +411,9 @@ func (m *portMaps) Close() error {
 		m.CellRxIdx,
 		m.CellState,
 		m.CellTx,
-		m.CtxMac,
-		m.CtxState,
-		m.CtxVoqs,
+		m.CellTxMac,
+		m.CellTxState,
+		m.CellTxVoqs,
 		m.FwdPort,
 		m.ImpairCfg,
 		m.ImpairCount,

@@ -53,7 +53,7 @@ type KernelModel struct {
 	RR uint64
 }
 
-// KernelCounters are lf_cell_tx's counters (ctx_shared's).
+// KernelCounters are lf_cell_tx's counters (cell_tx_shared's).
 type KernelCounters struct {
 	Sent, Bytes, NoDest, NotOwned, Unread, NoCredit, NoRoute, NoRate, Raced, Ineligible, StampErr, Busy uint64
 }
@@ -133,10 +133,10 @@ func (m *KernelModel) Dest(mac [6]byte) (KernelDest, bool) {
 
 var errKernelModel = errors.New("cellify: the kernel model refuses")
 
-// kernelTries is LF_CTX_TRIES.
+// kernelTries is LF_CELL_TX_TRIES.
 const kernelTries = 4
 
-// kernelGrow is LF_CTX_GROW: the link and cell headers, the record's
+// kernelGrow is LF_CELL_TX_GROW: the link and cell headers, the record's
 // length and source port.
 const kernelGrow = CellPayloadOffset + KernelRecordOverhead
 

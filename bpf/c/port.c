@@ -51,7 +51,7 @@ struct port_conf {
 	__u32 cell;    /* link port of a fabric node: its link index + 1; cells arriving here
 	                  may be forwarded in the kernel (lf_cell_fwd, while cell_state.on);
 	                  host port of an edge: nonzero, host frames may become cells in the
-	                  kernel (lf_cell_tx, while ctx_state.on) */
+	                  kernel (lf_cell_tx, while cell_tx_state.on) */
 };
 
 struct {
@@ -1211,20 +1211,20 @@ route:
  * uses on a fabric node's link ports, and the maps below. The Go side and
  * the argument for the hand-over are in cellify/kernelvoq.go
  * (cellify.KernelModel mirrors these steps one for one). */
-#define LF_CTX_VOQS 1024             /* cellify.DefaultMaxVOQs */
-#define LF_CTX_OWNED (1ULL << 63)    /* ctx_voq.state: the kernel owns the VOQ */
-#define LF_CTX_ROOM_SHIFT 32         /* ctx_voq.state bits 32..62: credit left (bytes) */
-#define LF_CTX_ROOM_MASK 0x7FFFFFFFULL
-#define LF_CTX_SEQ_MASK 0xFFFFFFFFULL /* ctx_voq.state bits 0..31: the next cell seq */
-#define LF_CTX_GROW 45               /* cell and link headers (42) + record length (2) + source port (1) */
-#define LF_CTX_TRIES 4
+#define LF_CELL_TX_VOQS 1024             /* cellify.DefaultMaxVOQs */
+#define LF_CELL_TX_OWNED (1ULL << 63)    /* cell_tx_voq.state: the kernel owns the VOQ */
+#define LF_CELL_TX_ROOM_SHIFT 32         /* cell_tx_voq.state bits 32..62: credit left (bytes) */
+#define LF_CELL_TX_ROOM_MASK 0x7FFFFFFFULL
+#define LF_CELL_TX_SEQ_MASK 0xFFFFFFFFULL /* cell_tx_voq.state bits 0..31: the next cell seq */
+#define LF_CELL_TX_GROW 45               /* cell and link headers (42) + record length (2) + source port (1) */
+#define LF_CELL_TX_TRIES 4
 
 /* One VOQ (slot), shared with Go (memory-mapped). */
-struct ctx_voq {
-	__u64 state;     /* LF_CTX_OWNED | room << 32 | seq; changed only by compare-and-swap */
+struct cell_tx_voq {
+	__u64 state;     /* LF_CELL_TX_OWNED | room << 32 | seq; changed only by compare-and-swap */
 	__u64 base;      /* written by Go before it hands the VOQ over: bits 32..47 the record
 	                    number of the cell whose seq is bits 0..31 */
-	__u16 dst;       /* the VOQ's key, written by Go before the slot is named in ctx_mac */
+	__u16 dst;       /* the VOQ's key, written by Go before the slot is named in cell_tx_mac */
 	__u8 port;
 	__u8 cls;
 	__u32 pad;
@@ -1235,15 +1235,15 @@ struct ctx_voq {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LF_CTX_VOQS);
+	__uint(max_entries, LF_CELL_TX_VOQS);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
-	__type(value, struct ctx_voq);
-} ctx_voqs SEC(".maps");
+	__type(value, struct cell_tx_voq);
+} cell_tx_voqs SEC(".maps");
 
 /* The edge's state, one element, memory-mapped by Go. The counters are
  * plain increments: only RX queue 0 runs the path, on one CPU at a time. */
-struct ctx_shared {
+struct cell_tx_shared {
 	__u32 on;          /* 1: the host port turns frames into cells */
 	__u16 self;        /* this edge */
 	__u8 hops;         /* the cells' hop budget */
@@ -1261,7 +1261,7 @@ struct ctx_shared {
 	__u64 no_credit;   /* to Go, VOQ handed over: the record exceeds the credit left */
 	__u64 no_route;    /* to Go, VOQ handed over: no link reaches the destination */
 	__u64 no_rate;     /* to Go, VOQ handed over: the link picked had no token, or no redirect */
-	__u64 raced;       /* to Go: the VOQ's word changed under the kernel LF_CTX_TRIES times */
+	__u64 raced;       /* to Go: the VOQ's word changed under the kernel LF_CELL_TX_TRIES times */
 	__u64 ineligible;  /* to Go, VOQ untouched: not linear, length out of bounds, group MAC */
 	__u64 stamp_err;   /* dropped after the seq was taken: head or tail could not be moved
 	                      or the trailer sealed (must stay 0) */
@@ -1274,18 +1274,18 @@ struct {
 	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
-	__type(value, struct ctx_shared);
-} ctx_state SEC(".maps");
+	__type(value, struct cell_tx_shared);
+} cell_tx_state SEC(".maps");
 
 /* Where a MAC is, as Go's MAC table says until until (bpf_ktime_get_ns):
  * written by Go. For a destination: its edge, host port, and per traffic
  * class the VOQ slot + 1 (0: none yet). For a source the kernel needs
- * edge == self and port == ctx_shared.host (Go would learn nothing new).
+ * edge == self and port == cell_tx_shared.host (Go would learn nothing new).
  * Not preallocated: an update replaces the element and the old one is
  * freed after an RCU grace period, so the program never reads an element
  * being reused for another MAC (a preallocated hash map reuses freed
  * elements at once). */
-struct ctx_dest {
+struct cell_tx_dest {
 	__u64 until;
 	__u16 edge;
 	__u8 port;
@@ -1298,19 +1298,19 @@ struct {
 	__uint(max_entries, 4096);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
-	__type(value, struct ctx_dest);
-} ctx_mac SEC(".maps");
+	__type(value, struct cell_tx_dest);
+} cell_tx_mac SEC(".maps");
 
-/* lf_ctx_mac is the ctx_mac key of the MAC at p. */
-static __always_inline __u64 lf_ctx_mac(const __u8 *p)
+/* lf_cell_tx_mac is the cell_tx_mac key of the MAC at p. */
+static __always_inline __u64 lf_cell_tx_mac(const __u8 *p)
 {
 	return (__u64)p[0] << 40 | (__u64)p[1] << 32 | (__u64)p[2] << 24 | (__u64)p[3] << 16 | (__u64)p[4] << 8 | p[5];
 }
 
-/* lf_ctx_class is cellify's frameClass: the 802.1p priority of a tagged
+/* lf_cell_tx_class is cellify's frameClass: the 802.1p priority of a tagged
  * frame, the DSCP class selector of IPv4 or IPv6, else 0 (frames of at
  * least 16 bytes; shorter ones are class 0). */
-static __always_inline __u32 lf_ctx_class(const __u8 *eth, const void *end)
+static __always_inline __u32 lf_cell_tx_class(const __u8 *eth, const void *end)
 {
 	__u16 et;
 
@@ -1326,10 +1326,10 @@ static __always_inline __u32 lf_ctx_class(const __u8 *eth, const void *end)
 	return 0;
 }
 
-/* lf_ctx_decline gives VOQ v (state old) to Go and counts why. */
-static __always_inline void lf_ctx_decline(struct ctx_voq *v, __u64 old, __u64 *why)
+/* lf_cell_tx_decline gives VOQ v (state old) to Go and counts why. */
+static __always_inline void lf_cell_tx_decline(struct cell_tx_voq *v, __u64 old, __u64 *why)
 {
-	if (__sync_val_compare_and_swap(&v->state, old, old & ~LF_CTX_OWNED) == old) {
+	if (__sync_val_compare_and_swap(&v->state, old, old & ~LF_CELL_TX_OWNED) == old) {
 		v->declined++;
 		(*why)++;
 	}
@@ -1343,10 +1343,10 @@ static __always_inline void lf_ctx_decline(struct ctx_voq *v, __u64 old, __u64 *
  *     takes in).
  *  1. Eligible frame: linear, 15 <= len (the cell is then at least 60
  *     bytes), len + 3 <= max_payload (one cell holds the record),
- *     LF_CTX_GROW + len + 4 <= LF_CRC_MAX, unicast destination and
- *     source, LF_CTX_GROW bytes of headroom and, with a trailer, 4 of
+ *     LF_CELL_TX_GROW + len + 4 <= LF_CRC_MAX, unicast destination and
+ *     source, LF_CELL_TX_GROW bytes of headroom and, with a trailer, 4 of
  *     tailroom (tried and undone). Else to Go (ineligible), VOQ untouched.
- *  2. ctx_mac: the destination's entry live (now < until) and not this
+ *  2. cell_tx_mac: the destination's entry live (now < until) and not this
  *     edge; the source's live, this edge and host port; the class's VOQ
  *     slot named, its key (dst, port, class) the entry's. Else to Go
  *     (no_dest), VOQ untouched: Go's table decides, and Go learns.
@@ -1368,8 +1368,8 @@ static __always_inline void lf_ctx_decline(struct ctx_voq *v, __u64 old, __u64 *
  *     with the same record number). Lost:
  *     reload; not owned any more: to Go (raced); owned (Go rewrote the
  *     word, a hand-back, or another CPU): steps 4-5 again on it, at most
- *     LF_CTX_TRIES times, then to Go (raced) with the VOQ left as it is.
- *  6. The cell: head grows by LF_CTX_GROW, MACs ff:ff:ff:ff:ff:ff and the
+ *     LF_CELL_TX_TRIES times, then to Go (raced) with the VOQ left as it is.
+ *  6. The cell: head grows by LF_CELL_TX_GROW, MACs ff:ff:ff:ff:ff:ff and the
  *     link's, link header (0x88B5, type cell, zeros), cell header (dst,
  *     src self, class << 5 | hops, port, seq, length len + 3, first record
  *     0, record number base's + (seq - base's seq), epoch, entropy 0, its
@@ -1385,10 +1385,10 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	__u8 *eth = data, *h;
 	struct cell_shared *cs;
 	struct cell_counters *cc;
-	struct ctx_shared *s;
+	struct cell_tx_shared *s;
 	struct lg_tx_shared *lt;
-	struct ctx_dest *dd, *sd;
-	struct ctx_voq *v;
+	struct cell_tx_dest *dd, *sd;
+	struct cell_tx_voq *v;
 	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take, vns = 0, vt = 0;
 	__u32 zero = 0, cls, slot, l = 0, crc, rkey, i, lc;
 	__u16 dst, recno;
@@ -1396,7 +1396,7 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	long act;
 
 	/* 0. */
-	s = bpf_map_lookup_elem(&ctx_state, &zero);
+	s = bpf_map_lookup_elem(&cell_tx_state, &zero);
 	cs = bpf_map_lookup_elem(&cell_state, &zero);
 	cc = bpf_map_lookup_elem(&cell_count, &zero);
 	lt = bpf_map_lookup_elem(&lg_tx, &zero);
@@ -1405,7 +1405,7 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	/* 1. */
 	crc = LF_READ_ONCE(cs->crc);
 	rec = len + 3;
-	if (len < 15 || len > LF_CRC_MAX - LF_CTX_GROW - LF_CRC_LEN) {
+	if (len < 15 || len > LF_CRC_MAX - LF_CELL_TX_GROW - LF_CRC_LEN) {
 		s->ineligible++;
 		return LF_LG_XSK;
 	}
@@ -1415,16 +1415,16 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 		s->ineligible++;
 		return LF_LG_XSK;
 	}
-	/* The cell needs LF_CTX_GROW bytes of headroom and, with a trailer,
+	/* The cell needs LF_CELL_TX_GROW bytes of headroom and, with a trailer,
 	 * LF_CRC_LEN of tailroom: a frame whose buffer lacks them (a veth
 	 * frame from an skb allocated to its size has no tailroom) is
 	 * ineligible. Tried here and undone, so that the moves of step 6,
 	 * after the seq is taken, cannot fail. */
-	if (bpf_xdp_adjust_head(ctx, -LF_CTX_GROW)) {
+	if (bpf_xdp_adjust_head(ctx, -LF_CELL_TX_GROW)) {
 		s->ineligible++;
 		return LF_LG_XSK;
 	}
-	if (bpf_xdp_adjust_head(ctx, LF_CTX_GROW)) {
+	if (bpf_xdp_adjust_head(ctx, LF_CELL_TX_GROW)) {
 		s->stamp_err++;
 		return XDP_DROP;
 	}
@@ -1447,11 +1447,11 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	}
 	/* 2. */
 	now = bpf_ktime_get_ns();
-	key = lf_ctx_mac(eth);
-	dd = bpf_map_lookup_elem(&ctx_mac, &key);
-	key = lf_ctx_mac(eth + 6);
-	sd = bpf_map_lookup_elem(&ctx_mac, &key);
-	cls = lf_ctx_class(eth, end);
+	key = lf_cell_tx_mac(eth);
+	dd = bpf_map_lookup_elem(&cell_tx_mac, &key);
+	key = lf_cell_tx_mac(eth + 6);
+	sd = bpf_map_lookup_elem(&cell_tx_mac, &key);
+	cls = lf_cell_tx_class(eth, end);
 	if (!dd || !sd || now >= LF_READ_ONCE(dd->until) || now >= LF_READ_ONCE(sd->until) ||
 	    sd->edge != s->self || sd->port != s->host || dd->edge == s->self || !dd->edge || cls > 7) {
 		s->no_dest++;
@@ -1460,21 +1460,21 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	dst = dd->edge;
 	port = dd->port;
 	slot = LF_READ_ONCE(dd->voq[cls & 7]);
-	if (!slot || slot > LF_CTX_VOQS) {
+	if (!slot || slot > LF_CELL_TX_VOQS) {
 		s->no_dest++;
 		return LF_LG_XSK;
 	}
 	slot--;
-	v = bpf_map_lookup_elem(&ctx_voqs, &slot);
+	v = bpf_map_lookup_elem(&cell_tx_voqs, &slot);
 	if (!v || v->dst != dst || v->port != port || v->cls != cls) {
 		s->no_dest++;
 		return LF_LG_XSK;
 	}
 	lc = cs->lc[cls & 7];
-	for (i = 0; i < LF_CTX_TRIES; i++) {
+	for (i = 0; i < LF_CELL_TX_TRIES; i++) {
 		/* 3. */
 		old = LF_READ_ONCE(v->state);
-		if (!(old & LF_CTX_OWNED)) {
+		if (!(old & LF_CELL_TX_OWNED)) {
 			if (i == 0)
 				s->not_owned++;
 			else
@@ -1482,19 +1482,19 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 			return LF_LG_XSK;
 		}
 		/* 4. */
-		room = (old >> LF_CTX_ROOM_SHIFT) & LF_CTX_ROOM_MASK;
+		room = (old >> LF_CELL_TX_ROOM_SHIFT) & LF_CELL_TX_ROOM_MASK;
 		if (LF_READ_ONCE(lt->to_go) != LF_READ_ONCE(lt->consumed)) {
-			lf_ctx_decline(v, old, &s->unread);
+			lf_cell_tx_decline(v, old, &s->unread);
 			return LF_LG_XSK;
 		}
 		if (room < rec) {
-			lf_ctx_decline(v, old, &s->no_credit);
+			lf_cell_tx_decline(v, old, &s->no_credit);
 			return LF_LG_XSK;
 		}
 		vns = LF_READ_ONCE(s->voq_ns);
 		vt = v->tat > now ? v->tat : now;
 		if (vns && vt - now > LF_READ_ONCE(s->voq_tau)) {
-			lf_ctx_decline(v, old, &s->busy);
+			lf_cell_tx_decline(v, old, &s->busy);
 			return LF_LG_XSK;
 		}
 		if (i == 0) {
@@ -1506,47 +1506,47 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 				mask &= (1ULL << LF_CELL_LINKS) - 1;
 			}
 			if (!mask) {
-				lf_ctx_decline(v, old, &s->no_route);
+				lf_cell_tx_decline(v, old, &s->no_route);
 				return LF_LG_XSK;
 			}
 			l = lf_cell_kth(mask, s->rr++ % (__u32)__builtin_popcountll(mask));
 			if (l >= LF_CELL_LINKS) {
-				lf_ctx_decline(v, old, &s->no_route);
+				lf_cell_tx_decline(v, old, &s->no_route);
 				return LF_LG_XSK;
 			}
 			act = bpf_redirect_map(&cell_tx, l, 0);
-			if (act != XDP_REDIRECT || !lf_cell_take(&cs->link[l], LF_CTX_GROW + len, cc)) {
-				lf_ctx_decline(v, old, &s->no_rate);
+			if (act != XDP_REDIRECT || !lf_cell_take(&cs->link[l], LF_CELL_TX_GROW + len, cc)) {
+				lf_cell_tx_decline(v, old, &s->no_rate);
 				return LF_LG_XSK;
 			}
 		}
 		/* 5. Base before the CAS: Go writes it before it stores a word
 		 * the kernel owns, and a later Base (Go claimed, cut, handed
 		 * back) could belong to a later seq with another record count. */
-		seq = old & LF_CTX_SEQ_MASK;
+		seq = old & LF_CELL_TX_SEQ_MASK;
 		base = LF_READ_ONCE(v->base);
-		nw = LF_CTX_OWNED | ((room - rec) << LF_CTX_ROOM_SHIFT) | ((seq + 1) & LF_CTX_SEQ_MASK);
+		nw = LF_CELL_TX_OWNED | ((room - rec) << LF_CELL_TX_ROOM_SHIFT) | ((seq + 1) & LF_CELL_TX_SEQ_MASK);
 		if (__sync_val_compare_and_swap(&v->state, old, nw) == old)
 			break;
 	}
-	if (i == LF_CTX_TRIES) {
+	if (i == LF_CELL_TX_TRIES) {
 		s->raced++;
 		return LF_LG_XSK;
 	}
 	/* 6. The record number: base's plus the cells since its seq. */
-	recno = (__u16)(base >> 32) + (__u16)(seq - (base & LF_CTX_SEQ_MASK));
+	recno = (__u16)(base >> 32) + (__u16)(seq - (base & LF_CELL_TX_SEQ_MASK));
 	if (vns)
 		v->tat = vt + vns;
 	s->sent++;
 	s->bytes += rec;
-	if (bpf_xdp_adjust_head(ctx, -LF_CTX_GROW)) {
+	if (bpf_xdp_adjust_head(ctx, -LF_CELL_TX_GROW)) {
 		s->stamp_err++;
 		return XDP_DROP;
 	}
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
 	eth = data;
-	if (data + LF_CTX_GROW > end) {
+	if (data + LF_CELL_TX_GROW > end) {
 		s->stamp_err++;
 		return XDP_DROP;
 	}
@@ -1584,7 +1584,7 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 		s->stamp_err++;
 		return XDP_DROP;
 	}
-	take = LF_CTX_GROW + len;
+	take = LF_CELL_TX_GROW + len;
 	l &= LF_CELL_LINKS - 1;
 	cc->tx_cells[l]++;
 	cc->tx_bytes[l] += take;
