@@ -21,15 +21,16 @@ var CellsLatencyArms = []string{"forward", "cells", "cells-nopre", "cells-push",
 
 // On the bundle, forward's default fast path is XDP both ways, as on pair:
 // the bundle turns the hosts' GRO on for forward (netns gro_modes), so their
-// veth ends take the frames redirected into host0. Cells, and forward-afxdp,
-// run with it off, every frame through the Go workers: forward-afxdp is the
-// like-for-like reference for what cells add.
+// veth ends take the frames redirected into host0. Cells cut and deliver
+// single-record cells in the edges' XDP programs where they can (the
+// workers the rest, and every packed cell); forward-afxdp takes every frame
+// through the Go workers.
 var cellsLatencyWhat = map[string]string{
 	"forward":       "linkfabric forward over link0 (the reference; both directions in XDP, the hosts' ends with GRO)",
 	"cells":         "cells with credits and the standing pre-credit (--cells-pre-credit, default 4096)",
 	"cells-nopre":   "cells with credits, no pre-credit (--cells-pre-credit 0): every packet waits for a grant",
 	"cells-push":    "cells without credits (--cells-credits=false)",
-	"forward-afxdp": "linkfabric forward --fastpath afxdp over link0: every frame through the worker, as in cells",
+	"forward-afxdp": "linkfabric forward --fastpath afxdp over link0: every frame through the workers",
 }
 
 // CellsLatencyConfig sizes `linkfabric cells latency`.
@@ -377,9 +378,9 @@ func (r *CellsLatencyResult) Text() string {
 		b.WriteString("\n")
 	}
 	if v, ok := r.Summary["cells_p50_ratio_afxdp_median"].(float64); ok {
-		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's, median of the rounds (both through the Go worker)\n", v)
+		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's (every frame through the Go workers), median of the rounds\n", v)
 	} else if v, ok := r.Summary["cells_p50_ratio_afxdp"].(float64); ok {
-		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's (%.0f µs; both through the Go worker)\n", v, r.Summary["forward_afxdp_p50_us"])
+		fmt.Fprintf(&b, "cells (pre-credit) p50 %.2f× forward-afxdp's (%.0f µs; every frame through the Go workers)\n", v, r.Summary["forward_afxdp_p50_us"])
 	}
 	return b.String()
 }
