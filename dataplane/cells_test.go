@@ -61,7 +61,7 @@ func cellsNode(id uint16, hosts, links []string, cc cellspipe.Config) dataplane.
 // edge cut into cells in the kernel (its last published counters).
 func cellsKernelIn(d *dataplane.Dataplane) func() uint64 {
 	return func() uint64 {
-		if k := cellspipe.StatsOf(d).Snapshot().KernelEdge; k != nil {
+		if k := cellspipe.StatsOf(d).Snapshot().KernelTx; k != nil {
 			return k.Sent
 		}
 		return 0

@@ -26,7 +26,7 @@ import (
 // fast path). Counting: the node folds the kernel's cells into the host
 // port's counters, CellsCut and its credit totals; publish adds the
 // kernel's per-link counters to the links' (cellFast.fold), so
-// /stats.json counts every frame once; Snapshot.KernelEdge says what the
+// /stats.json counts every frame once; Snapshot.KernelTx says what the
 // kernel sent and why it passed frames to the worker.
 //
 // It runs only where it can: an edge with one host port, one worker,
@@ -192,11 +192,11 @@ func openCellEdge(pl *cellPipeline, e *cellEdgePrep, nc *cellify.NodeConfig) boo
 	return true
 }
 
-// EdgeKernelSnapshot is an edge's kernel path (celledge.go): the cells the
+// KernelTxSnapshot is an edge's kernel path (celledge.go): the cells the
 // kernel sent (counted in the host port's, the links' and the node's
 // counters as well), the host frames it passed to the worker and why, the
 // VOQ hand-overs.
-type EdgeKernelSnapshot struct {
+type KernelTxSnapshot struct {
 	Sent       uint64 `json:"sent"`
 	Bytes      uint64 `json:"bytes"`
 	NoDest     uint64 `json:"to_worker_no_dest"`
@@ -220,7 +220,7 @@ type EdgeKernelSnapshot struct {
 func (pl *cellPipeline) foldEdge(c *Snapshot) {
 	k := pl.kedge.e.tx.Counters()
 	ns := pl.node.KernelStats()
-	c.KernelEdge = &EdgeKernelSnapshot{Sent: k.Sent, Bytes: k.Bytes, NoDest: k.NoDest, NotOwned: k.NotOwned, Unread: k.Unread,
+	c.KernelTx = &KernelTxSnapshot{Sent: k.Sent, Bytes: k.Bytes, NoDest: k.NoDest, NotOwned: k.NotOwned, Unread: k.Unread,
 		NoCredit: k.NoCredit, NoRoute: k.NoRoute, NoRate: k.NoRate, Busy: k.Busy, Raced: k.Raced, Ineligible: k.Ineligible, StampErr: k.StampErr,
 		Claims: ns.Claims, HandBacks: ns.HandBacks, DestSets: ns.DestSets, DestErrs: ns.DestErrs, NoPeer: uint64(pl.fast.noPeer)}
 }

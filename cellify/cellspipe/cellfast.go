@@ -227,7 +227,7 @@ func (f *cellFast) fold(c *Snapshot) {
 		}
 	}
 	if f.peers != nil {
-		return // an edge: its kernel path is Snapshot.KernelEdge
+		return // an edge: its kernel path is Snapshot.KernelTx
 	}
 	c.Node.Forwarded += k.Fwd
 	c.Node.CtrlFwd += k.Ctrl

@@ -86,10 +86,10 @@ type Snapshot struct {
 	// Kernel is a fabric node's kernel path (nil when off); what it
 	// forwarded is counted in Links and Node.Forwarded as well.
 	Kernel *KernelSnapshot `json:"kernel,omitempty"`
-	// KernelEdge is an edge's kernel path (nil when off); the cells it
+	// KernelTx is an edge's ingress kernel path (nil when off); the cells it
 	// sent are counted in Hosts, Links and Node.CellsCut as well.
-	KernelEdge *EdgeKernelSnapshot `json:"kernel_edge,omitempty"`
-	// KernelRx is an edge's kernel path (cellrx.go), nil when off.
+	KernelTx *KernelTxSnapshot `json:"kernel_tx,omitempty"`
+	// KernelRx is an edge's egress kernel path (cellrx.go), nil when off.
 	KernelRx *KernelRxSnapshot `json:"kernel_rx,omitempty"`
 }
 
