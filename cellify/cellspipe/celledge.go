@@ -1,14 +1,12 @@
 package cellspipe
 
 import (
-	"cmp"
 	"sync/atomic"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/dataplane"
-	"github.com/linkfabric/linkfabric/link/linkpipe"
 	"github.com/linkfabric/linkfabric/xdp"
 )
 
@@ -64,26 +62,15 @@ type cellEdgePrep struct {
 // prepareCellEdge readies an edge's kernel path if it can run: nil and
 // why not if it cannot.
 func prepareCellEdge(d *dataplane.Dataplane, cfg *dataplane.Config) (*cellEdgePrep, string) {
-	cc := ConfigOf(cfg)
 	ps := d.Ports()
 	switch {
 	case len(ps.Hosts) != 1:
 		return nil, "not one host port"
-	case linkpipe.FindLayer(cc.LinkMode) != nil:
-		return nil, "a link layer under the cells"
-	case cc.Spray == cellify.SprayHash.String():
+	case ConfigOf(cfg).Spray == cellify.SprayHash.String():
 		return nil, "spray hash"
-	case cfg.Workers > 1:
-		return nil, "more than one worker"
-	case cfg.FastPath != dataplane.FastPathAuto:
-		return nil, "--fastpath " + string(cmp.Or(cfg.FastPath, dataplane.FastPathAFXDP))
-	case len(ps.Links) > bpf.CellLinks:
-		return nil, "more link ports than the kernel path takes"
 	}
-	for _, port := range append([]int{ps.Hosts[0]}, ps.Links...) {
-		if d.Port(port).Program().Mode() != bpf.XDPNative {
-			return nil, d.Port(port).Name + " in generic XDP"
-		}
+	if why := kernelPathWhyNot(d, cfg, append([]int{ps.Hosts[0]}, ps.Links...)); why != "" {
+		return nil, why
 	}
 	host := d.Port(ps.Hosts[0]).Program()
 	e := &cellEdgePrep{}

@@ -97,26 +97,15 @@ type cellFast struct {
 // if it can run (in the ports' network namespace: the redirect targets
 // are its ifindexes): nil and why not if it cannot.
 func prepareCellFast(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellFwd, string) {
-	cc := ConfigOf(cfg)
 	ps := d.Ports()
 	switch {
 	case len(ps.Hosts) > 0:
 		return nil, "an edge"
-	case linkpipe.FindLayer(cc.LinkMode) != nil:
-		return nil, "a link layer under the cells"
-	case cc.Spray == cellify.SprayHash.String():
+	case ConfigOf(cfg).Spray == cellify.SprayHash.String():
 		return nil, "spray hash"
-	case cfg.Workers > 1:
-		return nil, "more than one worker"
-	case cfg.FastPath != dataplane.FastPathAuto:
-		return nil, "--fastpath " + string(cmp.Or(cfg.FastPath, dataplane.FastPathAFXDP))
-	case len(ps.Links) > bpf.CellLinks:
-		return nil, "more link ports than the kernel path takes"
 	}
-	for _, port := range ps.Links {
-		if d.Port(port).Program().Mode() != bpf.XDPNative {
-			return nil, d.Port(port).Name + " in generic XDP"
-		}
+	if why := kernelPathWhyNot(d, cfg, ps.Links); why != "" {
+		return nil, why
 	}
 	fwd, err := d.Port(ps.Links[0]).Program().CellFwd()
 	if err != nil {
@@ -140,6 +129,31 @@ func prepareCellFast(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellFw
 		}
 	}
 	return fwd, ""
+}
+
+// kernelPathWhyNot says why none of mode cells' kernel paths (a fabric
+// node's, an edge's ingress or egress) can run on this node, "" if the
+// node's configuration lets them: one worker (the node's state is one
+// worker's), no link layer under the cells (it numbers and repairs every
+// link frame in the worker), --fastpath auto, no more link ports than the
+// kernel's maps hold, and the given ports attached in native XDP.
+func kernelPathWhyNot(d *dataplane.Dataplane, cfg *dataplane.Config, native []int) string {
+	switch {
+	case linkpipe.FindLayer(ConfigOf(cfg).LinkMode) != nil:
+		return "a link layer under the cells"
+	case cfg.Workers > 1:
+		return "more than one worker"
+	case cfg.FastPath != dataplane.FastPathAuto:
+		return "--fastpath " + string(cmp.Or(cfg.FastPath, dataplane.FastPathAFXDP))
+	case len(d.Ports().Links) > bpf.CellLinks:
+		return "more link ports than the kernel path takes"
+	}
+	for _, port := range native {
+		if d.Port(port).Program().Mode() != bpf.XDPNative {
+			return d.Port(port).Name + " in generic XDP"
+		}
+	}
+	return ""
 }
 
 // openCellFast turns the prepared kernel path on for pl, whose node

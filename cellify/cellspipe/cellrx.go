@@ -1,12 +1,9 @@
 package cellspipe
 
 import (
-	"cmp"
-
 	"github.com/linkfabric/linkfabric/bpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/dataplane"
-	"github.com/linkfabric/linkfabric/link/linkpipe"
 )
 
 // The kernel path of an egress edge: its link ports' XDP program delivers
@@ -64,21 +61,11 @@ func prepareCellRx(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellRx, 
 	switch {
 	case len(ps.Hosts) == 0:
 		return nil, "a fabric node"
-	case linkpipe.FindLayer(cc.LinkMode) != nil:
-		return nil, "a link layer under the cells"
-	case cfg.Workers > 1:
-		return nil, "more than one worker"
-	case cfg.FastPath != dataplane.FastPathAuto:
-		return nil, "--fastpath " + string(cmp.Or(cfg.FastPath, dataplane.FastPathAFXDP))
-	case len(ps.Links) > bpf.CellLinks:
-		return nil, "more link ports than the kernel path takes"
 	case len(ps.Hosts) > bpf.CellRxHosts:
 		return nil, "more host ports than the kernel path takes"
 	}
-	for _, port := range ps.Links {
-		if d.Port(port).Program().Mode() != bpf.XDPNative {
-			return nil, d.Port(port).Name + " in generic XDP"
-		}
+	if why := kernelPathWhyNot(d, cfg, ps.Links); why != "" {
+		return nil, why
 	}
 	for _, port := range ps.Hosts {
 		if s, ok := cfg.Shape[d.Port(port).Name]; ok && s.Rate > 0 {
