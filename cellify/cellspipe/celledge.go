@@ -85,19 +85,11 @@ func prepareCellEdge(d *dataplane.Dataplane, cfg *dataplane.Config) (*cellEdgePr
 		return nil, err.Error()
 	}
 	e.tx.SetOn(false)
-	if err := e.fwd.SetIntegrity(cfg.Link.Integrity); err != nil {
+	if err := setCellLinks(e.fwd, d, cfg); err != nil {
 		return nil, err.Error()
 	}
-	for l, port := range ps.Links {
-		p := d.Port(port)
-		lk := bpf.CellLinkConf{Ifindex: p.Program().Ifindex(), MAC: p.MAC(), Overhead: dataplane.WireOverhead}
-		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {
-			lk.Rate, lk.Burst = s.Rate, s.Burst
-		}
-		if err := e.fwd.SetLink(l, lk); err != nil {
-			return nil, err.Error()
-		}
-		e.ifx = append(e.ifx, p.Program().Ifindex())
+	for _, port := range ps.Links {
+		e.ifx = append(e.ifx, d.Port(port).Program().Ifindex())
 	}
 	if e.peers, err = bpf.NewFeatureReader(); err != nil {
 		return nil, err.Error()

@@ -112,23 +112,34 @@ func prepareCellFast(d *dataplane.Dataplane, cfg *dataplane.Config) (*bpf.CellFw
 		return nil, err.Error()
 	}
 	fwd.SetOn(false)
-	if err := fwd.SetIntegrity(cfg.Link.Integrity); err != nil {
+	if err := setCellLinks(fwd, d, cfg); err != nil {
 		return nil, err.Error()
 	}
 	for l, port := range ps.Links {
+		if err := d.Port(port).Program().SetCellLink(l); err != nil {
+			return nil, err.Error()
+		}
+	}
+	return fwd, ""
+}
+
+// setCellLinks writes into fwd what the kernel sends cells on by: the
+// link frames' trailer, and per link port its ifindex, MAC and rate limit.
+func setCellLinks(fwd *bpf.CellFwd, d *dataplane.Dataplane, cfg *dataplane.Config) error {
+	if err := fwd.SetIntegrity(cfg.Link.Integrity); err != nil {
+		return err
+	}
+	for l, port := range d.Ports().Links {
 		p := d.Port(port)
 		lk := bpf.CellLinkConf{Ifindex: p.Program().Ifindex(), MAC: p.MAC(), Overhead: dataplane.WireOverhead}
 		if s, ok := cfg.Shape[p.Name]; ok && s.Rate > 0 {
 			lk.Rate, lk.Burst = s.Rate, s.Burst
 		}
 		if err := fwd.SetLink(l, lk); err != nil {
-			return nil, err.Error()
-		}
-		if err := p.Program().SetCellLink(l); err != nil {
-			return nil, err.Error()
+			return err
 		}
 	}
-	return fwd, ""
+	return nil
 }
 
 // kernelPathWhyNot says why none of mode cells' kernel paths (a fabric
