@@ -2,6 +2,7 @@ package cellify
 
 import (
 	"encoding/binary"
+	"sync"
 	"sync/atomic"
 
 	"github.com/linkfabric/linkfabric/link/linkcrc"
@@ -289,10 +290,13 @@ func (k *KernelRx) mac(i int) ([6]byte, uint8) {
 // CellRxModel is lf_cell_rx's steps in Go, one for one (see the program):
 // the state of the edge's maps and the rule each cell meets.
 type CellRxModel struct {
-	On    bool
-	Crc   linkcrc.Integrity // linkcrc.Off (NewCellRxModel): no trailer
-	Self  EdgeID
-	Idx   map[uint32]int
+	On   bool
+	Crc  linkcrc.Integrity // linkcrc.Off (NewCellRxModel): no trailer
+	Self EdgeID
+	// idx is cell_rx_idx, a BPF hash map: lookups and updates from
+	// several CPUs and Go at once are safe there, hence the lock here.
+	idxMu sync.RWMutex
+	idx   map[uint32]int
 	S     [KernelRxStreams]ModelSlot
 	Hosts [KernelRxHosts]bool // a redirect target per host port
 	C     ModelCounters
@@ -317,7 +321,7 @@ type ModelCounters struct {
 
 // NewCellRxModel returns a model with no stream.
 func NewCellRxModel(self EdgeID) *CellRxModel {
-	return &CellRxModel{Self: self, Idx: make(map[uint32]int), On: true, Crc: linkcrc.Off}
+	return &CellRxModel{Self: self, idx: make(map[uint32]int), On: true, Crc: linkcrc.Off}
 }
 
 // Point implements RxSlots.
@@ -333,10 +337,28 @@ func (m *CellRxModel) SetStream(i int, key uint32, epoch uint16, mac [6]byte, sr
 func (m *CellRxModel) Stream(i int) ([6]byte, uint8) { return m.S[i].MAC, m.S[i].SrcPort }
 
 // Index implements RxSlots.
-func (m *CellRxModel) Index(key uint32, i int) error { m.Idx[key] = i; return nil }
+func (m *CellRxModel) Index(key uint32, i int) error {
+	m.idxMu.Lock()
+	defer m.idxMu.Unlock()
+	m.idx[key] = i
+	return nil
+}
 
 // Unindex implements RxSlots.
-func (m *CellRxModel) Unindex(key uint32) error { delete(m.Idx, key); return nil }
+func (m *CellRxModel) Unindex(key uint32) error {
+	m.idxMu.Lock()
+	defer m.idxMu.Unlock()
+	delete(m.idx, key)
+	return nil
+}
+
+// Slot returns the slot key is indexed at (cell_rx_idx's lookup).
+func (m *CellRxModel) Slot(key uint32) (int, bool) {
+	m.idxMu.RLock()
+	defer m.idxMu.RUnlock()
+	i, ok := m.idx[key]
+	return i, ok
+}
 
 // Counts implements RxSlots.
 func (m *CellRxModel) Counts(i int) (frames, bytes, payload, handovers uint64) {
@@ -399,7 +421,7 @@ func (m *CellRxModel) Offer(frame []byte, cpu uint32, now uint64) (verdict int, 
 	}
 	// 3.
 	key := RxKey(StreamKey{Src: src, Port: h[5], Class: Class(h[4] >> 5)})
-	i, ok := m.Idx[key]
+	i, ok := m.Slot(key)
 	if dst != m.Self || !ok || i >= KernelRxStreams {
 		m.C.NotOurs.Add(1)
 		return RxToGo, nil, 0

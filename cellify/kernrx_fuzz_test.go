@@ -26,7 +26,7 @@ func FuzzCellRxModel(f *testing.F) {
 		r.SetKernel(NewKernelRx(m, []bool{true}))
 		r.Receive(1, first)
 		r.HandBack()
-		i, ok := m.Idx[RxKey(StreamKey{Src: 7})]
+		i, ok := m.Slot(RxKey(StreamKey{Src: 7}))
 		if !ok || m.S[i].Point.Load() != RxPoint(1000, 77) {
 			t.Fatalf("stream not given at 1000/77")
 		}

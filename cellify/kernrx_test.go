@@ -382,7 +382,7 @@ func TestKernelRxHandsOver(t *testing.T) {
 		}
 	}
 	ok("in order", rxCell(t, 10, 20, 0, 0x1111, rxRecord(0x1111, 0, 40)), RxDelivered)
-	i := m.Idx[RxKey(key)]
+	i, _ := m.Slot(RxKey(key))
 	if s, r := RxPointSeq(m.S[i].Point.Load()); s != 11 || r != 21 || m.S[i].Point.Load()&RxOwned == 0 {
 		t.Fatalf("point %#x after one delivery", m.S[i].Point.Load())
 	}
@@ -484,7 +484,7 @@ func TestKernelRxGiveOnlyInSync(t *testing.T) {
 	if rs := r.Stats(); rs.Delivered != 3 || rs.Inconsistent != 0 {
 		t.Errorf("delivered %d, inconsistent %d", rs.Delivered, rs.Inconsistent)
 	}
-	i := m.Idx[RxKey(StreamKey{Src: 7})]
+	i, _ := m.Slot(RxKey(StreamKey{Src: 7}))
 	if s, rn := RxPointSeq(m.S[i].Point.Load()); s != 4 || rn != 3 {
 		t.Errorf("given at seq %d record %d, want 4 and 3", s, rn)
 	}
