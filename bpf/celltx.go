@@ -17,7 +17,7 @@ import (
 // (CellFwd, as a fabric node's link ports use them); the VOQs, the MAC
 // entries and the edge's constants are cell_tx_voqs, cell_tx_mac and cell_tx_state
 // (CellTx); ToGo and Consumed are LGTx's. The words and the hand-over are
-// cellify's (cellify/kernelvoq.go).
+// cellify's (cellify/kerntx.go).
 
 // CellTxVOQs is the number of VOQ slots (LF_CELL_TX_VOQS).
 const CellTxVOQs = 1024

@@ -14,7 +14,7 @@ import (
 )
 
 // The ingress edge's kernel path (lf_cell_tx), run with BPF_PROG_TEST_RUN
-// against cellify.KernelModel, the Go model of the same steps.
+// against cellify.CellTxModel, the Go model of the same steps.
 
 const (
 	ctxSelf  = 1
@@ -36,7 +36,7 @@ type ctxPair struct {
 	fwd *CellFwd
 	tx  *CellTx
 	lg  *LGTx
-	m   *cellify.KernelModel
+	m   *cellify.CellTxModel
 }
 
 // loadCellTx loads the port program (not attached) as an edge's host port
@@ -63,7 +63,7 @@ func loadCellTx(t *testing.T, integrity linkcrc.Integrity) *ctxPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := cellify.NewKernelModel(CellTxVOQs)
+	m := cellify.NewCellTxModel(CellTxVOQs)
 	if err := fwd.SetIntegrity(integrity); err != nil {
 		t.Fatal(err)
 	}

@@ -73,12 +73,12 @@ type Node struct {
 	allocWait bool        // a VOQ waits for a buffer
 	linkWait  bool        // a VOQ waits for room on its links (retried at every Poll: room comes with the link's events)
 
-	// The kernel path of the ingress edge (kernelvoq.go; nil: off).
+	// The kernel path of the ingress edge (kerntx.go; nil: off).
 	kern     EdgeKernel
 	kdests   map[[6]byte]kdest
 	kclaimed []*nodeVOQ // VOQs with a slot Go holds, to hand back when empty
 	kst      KernelStats
-	polls    uint64 // Polls so far (kernelvoq.go: when a VOQ's cells have left)
+	polls    uint64 // Polls so far (kerntx.go: when a VOQ's cells have left)
 	khold    int64  // a VOQ a host frame joined through Go less than this ago stays Go's
 	kdue     int64  // when such a VOQ may go back (math.MaxInt64: none)
 

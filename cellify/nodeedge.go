@@ -16,7 +16,7 @@ type nodeVOQ struct {
 	due   int64 // cc's next deadline
 	fr    *flowRing
 	held  bool  // in Node.held: records joined it in a host batch, not served yet
-	k     *kvoq // its kernel slot (kernelvoq.go); nil: none
+	k     *kvoq // its kernel slot (kerntx.go); nil: none
 }
 
 // flowRingLen bounds the records whose flow hash a VOQ remembers; beyond,

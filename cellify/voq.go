@@ -117,7 +117,7 @@ func (s *VOQSet) Backlog() int {
 }
 
 // advance counts cells single-record cells of bytes stream bytes in all
-// that were cut from the VOQ elsewhere (the kernel path, kernelvoq.go)
+// that were cut from the VOQ elsewhere (the kernel path, kerntx.go)
 // while it held nothing: the next cell's seq and record number move past
 // them and the totals count them.
 func (v *VOQ) advance(cells, bytes uint64) {

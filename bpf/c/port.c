@@ -1209,8 +1209,8 @@ route:
  * host port program's own cell_state (links, rate limits, held links, loss
  * classes, trailer), cell_route, cell_tx and cell_count, which lf_cell_fwd
  * uses on a fabric node's link ports, and the maps below. The Go side and
- * the argument for the hand-over are in cellify/kernelvoq.go
- * (cellify.KernelModel mirrors these steps one for one). */
+ * the argument for the hand-over are in cellify/kerntx.go
+ * (cellify.CellTxModel mirrors these steps one for one). */
 #define LF_CELL_TX_VOQS 1024             /* cellify.DefaultMaxVOQs */
 #define LF_CELL_TX_OWNED (1ULL << 63)    /* cell_tx_voq.state: the kernel owns the VOQ */
 #define LF_CELL_TX_ROOM_SHIFT 32         /* cell_tx_voq.state bits 32..62: credit left (bytes) */
@@ -1336,7 +1336,7 @@ static __always_inline void lf_cell_tx_decline(struct cell_tx_voq *v, __u64 old,
 }
 
 /* lf_cell_tx turns a host frame into a cell on a link port (XDP_REDIRECT)
- * or leaves it to Go (LF_LG_XSK). The steps (cellify.KernelModel.Offer
+ * or leaves it to Go (LF_LG_XSK). The steps (cellify.CellTxModel.Offer
  * mirrors them):
  *
  *  0. on, RX queue 0 (the others go to Go, which claims the VOQ of what it

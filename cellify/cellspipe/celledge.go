@@ -13,7 +13,7 @@ import (
 // The ingress edge's kernel path: the host port's XDP program turns host
 // frames into cells itself while it owns their VOQ (lf_cell_tx in
 // bpf/c/port.c; the words, the rule and the argument for the hand-over are
-// in cellify/kernelvoq.go). The node claims, folds and hands back its VOQs
+// in cellify/kerntx.go). The node claims, folds and hands back its VOQs
 // (cellify.Node.SetKernelTx); the pipeline gives it the host port's maps
 // (edgeKernel), keeps the links' routes, held links and rate limits in the
 // host port program's cell maps as a fabric node's kernel path does

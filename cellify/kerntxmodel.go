@@ -10,10 +10,10 @@ import (
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 )
 
-// KernelModel is lf_cell_tx (bpf/c/port.c) in Go, step for step, on
+// CellTxModel is lf_cell_tx (bpf/c/port.c) in Go, step for step, on
 // memory of its own: the reference its tests run the kernel program
 // against, and an EdgeKernel for the Node's tests. Keep the two identical.
-type KernelModel struct {
+type CellTxModel struct {
 	mu    sync.Mutex // dests
 	slots []kernelSlot
 	dests map[[6]byte]KernelDest
@@ -72,29 +72,29 @@ const (
 	KernelDrop        // dropped (stamp_err)
 )
 
-// NewKernelModel returns a model with slots VOQ slots, every one Go's.
-func NewKernelModel(slots int) *KernelModel {
-	return &KernelModel{slots: make([]kernelSlot, slots), dests: map[[6]byte]KernelDest{}, Routes: map[[2]int]uint64{}}
+// NewCellTxModel returns a model with slots VOQ slots, every one Go's.
+func NewCellTxModel(slots int) *CellTxModel {
+	return &CellTxModel{slots: make([]kernelSlot, slots), dests: map[[6]byte]KernelDest{}, Routes: map[[2]int]uint64{}}
 }
 
 // Slots implements EdgeKernel.
-func (m *KernelModel) Slots() int                 { return len(m.slots) }
-func (m *KernelModel) State(i int) *atomic.Uint64 { return &m.slots[i].state }
-func (m *KernelModel) Base(i int) *atomic.Uint64  { return &m.slots[i].base }
-func (m *KernelModel) SetKey(i int, k VOQKey)     { m.slots[i].key = k }
-func (m *KernelModel) Clock() int64               { return m.Now }
-func (m *KernelModel) Ready() bool                { return m.ToGo.Load() == m.Consumed.Load() }
-func (m *KernelModel) SetEdge(c KernelEdge)       { m.edge = c }
-func (m *KernelModel) SetOn(on bool)              { m.on.Store(on) }
+func (m *CellTxModel) Slots() int                 { return len(m.slots) }
+func (m *CellTxModel) State(i int) *atomic.Uint64 { return &m.slots[i].state }
+func (m *CellTxModel) Base(i int) *atomic.Uint64  { return &m.slots[i].base }
+func (m *CellTxModel) SetKey(i int, k VOQKey)     { m.slots[i].key = k }
+func (m *CellTxModel) Clock() int64               { return m.Now }
+func (m *CellTxModel) Ready() bool                { return m.ToGo.Load() == m.Consumed.Load() }
+func (m *CellTxModel) SetEdge(c KernelEdge)       { m.edge = c }
+func (m *CellTxModel) SetOn(on bool)              { m.on.Store(on) }
 
 // On says whether the path is on.
-func (m *KernelModel) On() bool { return m.on.Load() }
+func (m *CellTxModel) On() bool { return m.on.Load() }
 
 // Declined is how often slot i was given to Go by the kernel.
-func (m *KernelModel) Declined(i int) uint64 { return m.slots[i].declined }
+func (m *CellTxModel) Declined(i int) uint64 { return m.slots[i].declined }
 
 // SetDest implements EdgeKernel.
-func (m *KernelModel) SetDest(mac [6]byte, d KernelDest) error {
+func (m *CellTxModel) SetDest(mac [6]byte, d KernelDest) error {
 	if m.FailSet {
 		return errKernelModel
 	}
@@ -105,7 +105,7 @@ func (m *KernelModel) SetDest(mac [6]byte, d KernelDest) error {
 }
 
 // DeleteDest implements EdgeKernel.
-func (m *KernelModel) DeleteDest(mac [6]byte) error {
+func (m *CellTxModel) DeleteDest(mac [6]byte) error {
 	if m.FailDelete {
 		return errKernelModel
 	}
@@ -116,7 +116,7 @@ func (m *KernelModel) DeleteDest(mac [6]byte) error {
 }
 
 // ClearDests implements EdgeKernel.
-func (m *KernelModel) ClearDests() error {
+func (m *CellTxModel) ClearDests() error {
 	m.mu.Lock()
 	clear(m.dests)
 	m.mu.Unlock()
@@ -124,7 +124,7 @@ func (m *KernelModel) ClearDests() error {
 }
 
 // Dest returns mac's entry.
-func (m *KernelModel) Dest(mac [6]byte) (KernelDest, bool) {
+func (m *CellTxModel) Dest(mac [6]byte) (KernelDest, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, ok := m.dests[mac]
@@ -143,7 +143,7 @@ const kernelGrow = CellPayloadOffset + KernelRecordOverhead
 // kernelCRCMax is LF_CRC_MAX.
 const kernelCRCMax = 3840
 
-func (m *KernelModel) decline(s *kernelSlot, old uint64, why *uint64) {
+func (m *CellTxModel) decline(s *kernelSlot, old uint64, why *uint64) {
 	if s.state.CompareAndSwap(old, old&^KernelOwned) {
 		s.declined++
 		*why++
@@ -153,7 +153,7 @@ func (m *KernelModel) decline(s *kernelSlot, old uint64, why *uint64) {
 // Offer runs the kernel's rule on host frame f of RX queue rxq (a frame
 // the port program passes to Go counts in ToGo, as lf_port counts it): the
 // verdict, and for KernelSent the cell and the link it leaves on.
-func (m *KernelModel) Offer(f []byte, rxq int) (verdict int, cell []byte, link int) {
+func (m *CellTxModel) Offer(f []byte, rxq int) (verdict int, cell []byte, link int) {
 	verdict, cell, link = m.offer(f, rxq)
 	if verdict == KernelToGo && rxq == 0 {
 		m.ToGo.Add(1)
@@ -161,7 +161,7 @@ func (m *KernelModel) Offer(f []byte, rxq int) (verdict int, cell []byte, link i
 	return
 }
 
-func (m *KernelModel) offer(f []byte, rxq int) (int, []byte, int) {
+func (m *CellTxModel) offer(f []byte, rxq int) (int, []byte, int) {
 	// 0.
 	if !m.on.Load() || rxq != 0 {
 		return KernelToGo, nil, 0

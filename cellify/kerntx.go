@@ -8,7 +8,7 @@ import (
 // # The ingress edge in the kernel: host frames become cells without the worker
 //
 // An edge's host port can turn a host frame into a cell itself (lf_cell_tx
-// in bpf/c/port.c; KernelModel is its Go model, step for step): while the
+// in bpf/c/port.c; CellTxModel is its Go model, step for step): while the
 // kernel owns the frame's VOQ it cuts the frame into a cell of its own, as
 // the Packer would cut a record alone in its VOQ, and redirects it onto a
 // link port that reaches the destination edge. Every other host frame
@@ -30,7 +30,7 @@ import (
 //	  fast path: the host frames of RX queue 0 passed to Go, and those Go
 //	  took in)
 //
-// The kernel's rule for a host frame of RX queue 0 (KernelModel.Offer):
+// The kernel's rule for a host frame of RX queue 0 (CellTxModel.Offer):
 // an eligible frame (linear, 15 bytes or more, its record within a cell's
 // payload, unicast MACs, room in its buffer for the headers and the
 // trailer) whose destination entry is live, for another edge, with a VOQ

@@ -12,14 +12,14 @@ import (
 // host port's program would be, and reach the node only if it passes them.
 type kernNet struct {
 	*nodeNet
-	m             *KernelModel
+	m             *CellTxModel
 	voqNs, voqTau int64
 }
 
 func newKernNet(t *testing.T, links int, mod func(*NodeConfig)) *kernNet {
 	t.Helper()
 	n := newBundle(t, links, mod)
-	k := &kernNet{nodeNet: n, m: NewKernelModel(64)}
+	k := &kernNet{nodeNet: n, m: NewCellTxModel(64)}
 	k.attach(n.nodes[0])
 	return k
 }
@@ -278,7 +278,7 @@ func TestKernelEdgeRestart(t *testing.T) {
 // and still arrive once and in order.
 func TestKernelEdgeBusy(t *testing.T) {
 	n := newBundle(t, 2, func(c *NodeConfig) { c.Credits, c.Packing, c.CellPayload = false, true, 1400 })
-	k := &kernNet{nodeNet: n, m: NewKernelModel(64), voqNs: 10 * nodeUs, voqTau: 20 * nodeUs}
+	k := &kernNet{nodeNet: n, m: NewCellTxModel(64), voqNs: 10 * nodeUs, voqTau: 20 * nodeUs}
 	k.attach(n.nodes[0])
 	const bursts, per = 20, 10
 	for b := range bursts {
