@@ -32,18 +32,8 @@ type cellRxPair struct {
 
 func loadCellRx(t *testing.T, crc linkcrc.Integrity) *cellRxPair {
 	t.Helper()
-	needRoot(t)
+	p := loadTestPort(t)
 	pinCPU(t)
-	prepare()
-	p := &PortProgram{ifname: "test-run"}
-	if err := loadPortObjects(&p.objs, nil); err != nil {
-		t.Fatal(loadErr("port", err))
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	})
 	if err := p.SetCellLink(0); err != nil {
 		t.Fatal(err)
 	}

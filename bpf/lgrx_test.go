@@ -23,6 +23,14 @@ import (
 // lg_rx on and a forward port, and maps lg_rx.
 func loadLGRx(t *testing.T) (*PortProgram, *LGRx) {
 	t.Helper()
+	p := loadTestPort(t)
+	return p, lgRxOn(t, p)
+}
+
+// loadTestPort loads the port program, not attached (its tests run it
+// with BPF_PROG_TEST_RUN), and closes it when the test ends.
+func loadTestPort(t *testing.T) *PortProgram {
+	t.Helper()
 	needRoot(t)
 	prepare()
 	p := &PortProgram{ifname: "test-run"}
@@ -34,7 +42,7 @@ func loadLGRx(t *testing.T) (*PortProgram, *LGRx) {
 			t.Error(err)
 		}
 	})
-	return p, lgRxOn(t, p)
+	return p
 }
 
 // lgRxOn gives loaded program p a forward port (the loopback's ifindex 1),

@@ -109,11 +109,7 @@ func TestKernelEdgeRoundTrip(t *testing.T) {
 				}
 				k.run(20000*nodeUs, 10*nodeUs)
 				got := k.got[[2]int{1, 0}]
-				perFlow := make([][][]byte, 4)
-				for _, b := range got {
-					f, _ := frameSeq(b)
-					perFlow[f] = append(perFlow[f], b)
-				}
+				perFlow := byFlow(got, 4)
 				for f := range perFlow {
 					checkInOrder(t, perFlow[f], frames/4, name)
 				}
@@ -190,11 +186,7 @@ func TestKernelEdgeRace(t *testing.T) {
 			t.Fatalf("committed %v: %d races, kernel %+v", committed, races, k.m.C)
 		}
 		got := k.got[[2]int{1, 0}]
-		perFlow := make([][][]byte, 10)
-		for _, b := range got {
-			f, _ := frameSeq(b)
-			perFlow[f] = append(perFlow[f], b)
-		}
+		perFlow := byFlow(got, 10)
 		for f := range 3 {
 			checkInOrder(t, perFlow[f], frames/3, "race")
 		}
@@ -253,11 +245,7 @@ func TestKernelEdgeRestart(t *testing.T) {
 		t.Fatalf("after the restart the kernel sent %d of 50", k.m.C.Sent-sent)
 	}
 	got := k.got[[2]int{1, 0}]
-	perFlow := make([][][]byte, 2)
-	for _, b := range got {
-		f, _ := frameSeq(b)
-		perFlow[f] = append(perFlow[f], b)
-	}
+	perFlow := byFlow(got, 2)
 	checkInOrder(t, perFlow[0], 50, "before")
 	checkInOrder(t, perFlow[1], 50, "after")
 	if rs := k.nodes[1].ReasmStats(); rs.Restarts != 1 || rs.Inconsistent != 0 || rs.DiscardedRecords != 0 {

@@ -69,11 +69,7 @@ func TestNodeBundleRoundTrip(t *testing.T) {
 					}
 					n.run(2000*nodeUs, nodeUs)
 					got := n.got[[2]int{1, 0}]
-					perFlow := make([][][]byte, 4)
-					for _, b := range got {
-						f, _ := frameSeq(b)
-						perFlow[f] = append(perFlow[f], b)
-					}
+					perFlow := byFlow(got, 4)
 					for f := range perFlow {
 						checkInOrder(t, perFlow[f], frames/4, name)
 					}

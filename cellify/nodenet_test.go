@@ -218,6 +218,16 @@ func frameSeq(b []byte) (flow, seq int) {
 
 // checkInOrder checks that got holds frames of flow with seqs 0..want-1,
 // each once and in order.
+// byFlow sorts delivered frames by the flow number frameSeq reads (below n).
+func byFlow(got [][]byte, n int) [][][]byte {
+	perFlow := make([][][]byte, n)
+	for _, b := range got {
+		f, _ := frameSeq(b)
+		perFlow[f] = append(perFlow[f], b)
+	}
+	return perFlow
+}
+
 func checkInOrder(t testing.TB, got [][]byte, want int, what string) {
 	t.Helper()
 	if len(got) != want {
