@@ -48,17 +48,23 @@ func (p *PortProgram) shareCellMaps(o *ebpf.CollectionOptions) (*ebpf.Collection
 	if p.objs.CellState == nil {
 		return nil, fmt.Errorf("share the cell maps of %s: its program is closed", p.ifname)
 	}
+	return replaceMaps(o, map[string]*ebpf.Map{"cell_state": p.objs.CellState, "cell_route": p.objs.CellRoute,
+		"cell_tx": p.objs.CellTx, "cell_count": p.objs.CellCount}), nil
+}
+
+// replaceMaps adds maps to o's map replacements (o nil: new options), so
+// that a program loaded with them uses those maps instead of its own.
+func replaceMaps(o *ebpf.CollectionOptions, maps map[string]*ebpf.Map) *ebpf.CollectionOptions {
 	if o == nil {
 		o = &ebpf.CollectionOptions{}
 	}
 	if o.MapReplacements == nil {
 		o.MapReplacements = map[string]*ebpf.Map{}
 	}
-	o.MapReplacements["cell_state"] = p.objs.CellState
-	o.MapReplacements["cell_route"] = p.objs.CellRoute
-	o.MapReplacements["cell_tx"] = p.objs.CellTx
-	o.MapReplacements["cell_count"] = p.objs.CellCount
-	return o, nil
+	for name, m := range maps {
+		o.MapReplacements[name] = m
+	}
+	return o
 }
 
 // SetCellLink makes the port link l (0..CellLinks-1) of a fabric node's

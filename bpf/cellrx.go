@@ -51,17 +51,8 @@ func (p *PortProgram) shareCellRxMaps(o *ebpf.CollectionOptions) (*ebpf.Collecti
 	if p.objs.CellRx == nil {
 		return nil, fmt.Errorf("share the edge cell maps of %s: its program is closed", p.ifname)
 	}
-	if o == nil {
-		o = &ebpf.CollectionOptions{}
-	}
-	if o.MapReplacements == nil {
-		o.MapReplacements = map[string]*ebpf.Map{}
-	}
-	o.MapReplacements["cell_rx"] = p.objs.CellRx
-	o.MapReplacements["cell_rx_idx"] = p.objs.CellRxIdx
-	o.MapReplacements["cell_rx_host"] = p.objs.CellRxHost
-	o.MapReplacements["cell_rx_count"] = p.objs.CellRxCount
-	return o, nil
+	return replaceMaps(o, map[string]*ebpf.Map{"cell_rx": p.objs.CellRx, "cell_rx_idx": p.objs.CellRxIdx,
+		"cell_rx_host": p.objs.CellRxHost, "cell_rx_count": p.objs.CellRxCount}), nil
 }
 
 // CellRx is an edge's cell kernel path state: cell_rx memory-mapped, the

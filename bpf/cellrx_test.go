@@ -286,22 +286,7 @@ func TestCellRxHostileAndOutOfOrder(t *testing.T) {
 // refixCRC8 rewrites a cell header's checksum after a change (the
 // hostile cell then passes the checksum and must fail on its fields).
 func refixCRC8(f []byte) {
-	c := byte(0xFF)
-	for _, b := range f[22:41] {
-		c = crc8Step(c ^ b)
-	}
-	f[41] = c
-}
-
-func crc8Step(c byte) byte {
-	for range 8 {
-		if c&0x80 != 0 {
-			c = c<<1 ^ 0x4D
-		} else {
-			c <<= 1
-		}
-	}
-	return c
+	f[41] = crc8(f[22:41])
 }
 
 // The last delivery on another CPU: within the quiet time the cell goes
