@@ -4,20 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
-// TDMAGate is the TDMA exit gate (c/tdmagate.c): on the switch end of a
-// host's veth, a raw TDMA data frame that leaves the host after its slot's
-// end plus the gate's share of the guard, or was released after its
-// window's close or its lease, is returned to the host (XDP_TX) instead
-// of entering the switch; the host's agent sends it again in a later
-// window. Checked against the kernel's clock where the frame leaves the
-// host's line, so no lateness of the agent or of the host's queues lets a
-// frame into another sender's slot. Its rule in Go, the model the program
-// is tested against, is tdma/gate's Verdict.
+// TDMAGate is the TDMA exit and arrival gates (c/tdmagate.c). The exit
+// gate, on the switch end of a host's veth: a raw TDMA data frame that
+// leaves the host after its slot's end plus the gate's share of the
+// guard, or was released after its window's close or its lease, is
+// returned to the host (XDP_TX) instead of entering the switch; the host's
+// agent sends it again in a later window. Checked against the kernel's
+// clock where the frame leaves the host's line, so no lateness of the
+// agent or of the host's queues lets a frame into another sender's slot.
+// The arrival gate, on the host end of each veth, does the same where
+// the frames meet: a frame that reaches its receiver after its slot's end
+// plus the guard (the switch or the receiver's input path held it) goes
+// back into the switch marked held, and the exit program on that port
+// redirects it to its sender's agent. Their rules in Go, the models the
+// programs are tested against, are tdma/gate's Verdict and Arrival.
 type TDMAGate struct {
 	objs  tdmagateObjects
 	links []link.Link
@@ -34,7 +40,22 @@ type TDMAGateCounters struct {
 	// host's queues too late.
 	AfterClose uint64 `json:"returned_after_close"`
 	Other      uint64 `json:"other"`
+	// Arrived: data frames the arrival gate let through to their
+	// receiver; Held: those it sent back, late (HeldBytes their bytes);
+	// SentBack: held frames the switch redirected to their sender;
+	// SendBackDropped: held frames that did not come from their
+	// receiver's port, or whose sender has none.
+	Arrived         uint64 `json:"arrived"`
+	Held            uint64 `json:"held"`
+	HeldBytes       uint64 `json:"held_bytes"`
+	SentBack        uint64 `json:"sent_back"`
+	SendBackDropped uint64 `json:"send_back_dropped"`
 }
+
+// ArrivalMargin is how much before a frame's Due the arrival gate holds
+// it: the rest of the receiver's input path, from its veth's XDP to the
+// kernel's receive stamp, takes a few µs.
+const ArrivalMargin = 20 * time.Microsecond
 
 // LoadTDMAGate loads the gate; share is the part of the guard (0..1) a
 // frame may still leave the host in after its slot's end, the rest is for
@@ -48,7 +69,7 @@ func LoadTDMAGate(share float64) (*TDMAGate, error) {
 	if err := loadTdmagateObjects(&g.objs, nil); err != nil {
 		return nil, loadErr("tdma gate", err)
 	}
-	conf := tdmagateTdmaGateConf{Enabled: 1, SharePermille: uint32(share*1000 + 0.5)}
+	conf := tdmagateTdmaGateConf{Enabled: 1, SharePermille: uint32(share*1000 + 0.5), MarginNs: uint32(ArrivalMargin)}
 	if err := g.objs.TdmaGateCfg.Put(uint32(0), conf); err != nil {
 		g.Close()
 		return nil, fmt.Errorf("tdma gate: configure: %w", err)
@@ -56,14 +77,28 @@ func LoadTDMAGate(share float64) (*TDMAGate, error) {
 	return g, nil
 }
 
-// AttachExit attaches the gate to ifname, the switch end of a host's
-// veth, in the calling thread's network namespace.
-func (g *TDMAGate) AttachExit(ifname string) error { return g.attach(g.objs.LfTdmaExit, ifname) }
+// AttachExit attaches the exit gate to ifname, the switch end of the veth
+// of host index host (0-based, the data header's), in the calling
+// thread's network namespace, where it is also the port that frames held
+// at their receiver are sent back to the host through.
+func (g *TDMAGate) AttachExit(host int, ifname string) error {
+	if host < 0 || uint32(host) >= g.objs.TdmaGatePorts.MaxEntries() {
+		return fmt.Errorf("tdma gate: host index %d: the gate takes 0..%d", host, g.objs.TdmaGatePorts.MaxEntries()-1)
+	}
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return fmt.Errorf("tdma gate: %w", err)
+	}
+	if err := g.objs.TdmaGatePorts.Put(uint32(host), uint32(ifi.Index)); err != nil {
+		return fmt.Errorf("tdma gate: port of host %d (%s): %w", host, ifname, err)
+	}
+	return g.attach(g.objs.LfTdmaExit, ifname)
+}
 
-// AttachHost attaches the pass-through program to ifname, the host's end
-// of the veth (in the calling thread's namespace): a veth takes frames
-// sent back to it by XDP only when it runs XDP itself.
-func (g *TDMAGate) AttachHost(ifname string) error { return g.attach(g.objs.LfTdmaPass, ifname) }
+// AttachHost attaches the arrival gate to ifname, the host's end of the
+// veth (in the calling thread's namespace); a veth also takes frames sent
+// back to it by XDP only when it runs XDP itself.
+func (g *TDMAGate) AttachHost(ifname string) error { return g.attach(g.objs.LfTdmaArrive, ifname) }
 
 func (g *TDMAGate) attach(p *ebpf.Program, ifname string) error {
 	ifi, err := net.InterfaceByName(ifname)

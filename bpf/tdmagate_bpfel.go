@@ -17,15 +17,21 @@ type tdmagateTdmaGateConf struct {
 	_             structs.HostLayout
 	Enabled       uint32
 	SharePermille uint32
+	MarginNs      uint32
 }
 
 type tdmagateTdmaGateCounters struct {
-	_             structs.HostLayout
-	Passed        uint64
-	Returned      uint64
-	ReturnedBytes uint64
-	AfterClose    uint64
-	Other         uint64
+	_               structs.HostLayout
+	Passed          uint64
+	Returned        uint64
+	ReturnedBytes   uint64
+	AfterClose      uint64
+	Other           uint64
+	Arrived         uint64
+	Held            uint64
+	HeldBytes       uint64
+	SentBack        uint64
+	SendBackDropped uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -34,8 +40,9 @@ type tdmagateTdmaGateCounters struct {
 const (
 	tdmagateMapTdmaGateCfg   = "tdma_gate_cfg"
 	tdmagateMapTdmaGateCount = "tdma_gate_count"
+	tdmagateMapTdmaGatePorts = "tdma_gate_ports"
+	tdmagateProgLfTdmaArrive = "lf_tdma_arrive"
 	tdmagateProgLfTdmaExit   = "lf_tdma_exit"
-	tdmagateProgLfTdmaPass   = "lf_tdma_pass"
 )
 
 // loadTdmagate returns the embedded CollectionSpec for tdmagate.
@@ -80,8 +87,8 @@ type tdmagateSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tdmagateProgramSpecs struct {
-	LfTdmaExit *ebpf.ProgramSpec `ebpf:"lf_tdma_exit"`
-	LfTdmaPass *ebpf.ProgramSpec `ebpf:"lf_tdma_pass"`
+	LfTdmaArrive *ebpf.ProgramSpec `ebpf:"lf_tdma_arrive"`
+	LfTdmaExit   *ebpf.ProgramSpec `ebpf:"lf_tdma_exit"`
 }
 
 // tdmagateMapSpecs contains maps before they are loaded into the kernel.
@@ -90,6 +97,7 @@ type tdmagateProgramSpecs struct {
 type tdmagateMapSpecs struct {
 	TdmaGateCfg   *ebpf.MapSpec `ebpf:"tdma_gate_cfg"`
 	TdmaGateCount *ebpf.MapSpec `ebpf:"tdma_gate_count"`
+	TdmaGatePorts *ebpf.MapSpec `ebpf:"tdma_gate_ports"`
 }
 
 // tdmagateVariableSpecs contains global variables before they are loaded into the kernel.
@@ -120,12 +128,14 @@ func (o *tdmagateObjects) Close() error {
 type tdmagateMaps struct {
 	TdmaGateCfg   *ebpf.Map `ebpf:"tdma_gate_cfg"`
 	TdmaGateCount *ebpf.Map `ebpf:"tdma_gate_count"`
+	TdmaGatePorts *ebpf.Map `ebpf:"tdma_gate_ports"`
 }
 
 func (m *tdmagateMaps) Close() error {
 	return _TdmagateClose(
 		m.TdmaGateCfg,
 		m.TdmaGateCount,
+		m.TdmaGatePorts,
 	)
 }
 
@@ -139,14 +149,14 @@ type tdmagateVariables struct {
 //
 // It can be passed to loadTdmagateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tdmagatePrograms struct {
-	LfTdmaExit *ebpf.Program `ebpf:"lf_tdma_exit"`
-	LfTdmaPass *ebpf.Program `ebpf:"lf_tdma_pass"`
+	LfTdmaArrive *ebpf.Program `ebpf:"lf_tdma_arrive"`
+	LfTdmaExit   *ebpf.Program `ebpf:"lf_tdma_exit"`
 }
 
 func (p *tdmagatePrograms) Close() error {
 	return _TdmagateClose(
+		p.LfTdmaArrive,
 		p.LfTdmaExit,
-		p.LfTdmaPass,
 	)
 }
 

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/linkfabric/linkfabric/tdma/clock"
 	"github.com/linkfabric/linkfabric/tdma/gate"
 	"github.com/linkfabric/linkfabric/tdma/wire"
+	"github.com/vishvananda/netlink"
 )
 
 const xdpTx = 3
@@ -51,7 +53,8 @@ func randomTrailer(r *rand.Rand) wire.WinTrailer {
 // Frames are returned for leaving late, for leaving early and for their
 // close or lease.
 // Every data frame, passed or returned, comes out with the time the gate
-// judged it in its trailer's entry field and nothing else changed.
+// judged it in its trailer's entry field, marked returned if it was (a
+// mark on a frame from the host is cleared), and nothing else changed.
 func TestTDMAGateModel(t *testing.T) {
 	needRoot(t)
 	const share = 500
@@ -74,6 +77,9 @@ func TestTDMAGateModel(t *testing.T) {
 			f = short
 		default:
 			f = tdmaFrame(clock.Now()+int64(r.IntN(2_000_000)-1_000_000), randomTrailer(r), r.IntN(1400))
+			if i%3 == 0 { // a host's frame marked as a gate's: the mark goes
+				f[14+7] |= wire.DataReturned
+			}
 		}
 		for _, p := range []struct {
 			prog     *ebpf.Program
@@ -121,6 +127,8 @@ func TestTDMAGateModel(t *testing.T) {
 				switch {
 				case tr != in:
 					t.Fatalf("frame %d: trailer %+v changed to %+v", i, in, tr)
+				case (h.Flags&wire.DataReturned != 0) != (ret == p.rt) || h.Flags&wire.DataHeld != 0:
+					t.Fatalf("frame %d: returned %v with flags %#x: the returned mark is the gate's alone", i, ret == p.rt, h.Flags)
 				case e < t0-h.SendTS || e > t1-h.SendTS:
 					t.Fatalf("frame %d: entry stamped %d ns after its release, the run was %d..%d", i, e, t0-h.SendTS, t1-h.SendTS)
 				}
@@ -151,4 +159,149 @@ func early(f []byte, now int64) bool {
 		return false
 	}
 	return now < h.SendTS+int64(t.FMEnd)-int64(t.SlotUs)*1000+int64(t.GuardUs)*1000
+}
+
+// TestTDMAArrivalModel runs the arrival gate (BPF_PROG_TEST_RUN) on random
+// TDMA data frames, some of them marked returned by a gate, and on other
+// frames, and holds every verdict and the counters to gate.Arrival: a
+// frame that reaches its receiver past its slot's end plus the guard goes
+// back (XDP_TX) marked held, stamped with when it was stopped; every other
+// frame passes unchanged.
+func TestTDMAArrivalModel(t *testing.T) {
+	needRoot(t)
+	g, err := LoadTDMAGate(0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	margin := uint32(ArrivalMargin)
+	r := rand.New(rand.NewPCG(3, 4))
+	var want TDMAGateCounters
+	other := testFrame(100)
+	for i := range 3000 {
+		f := other
+		if i%10 != 0 {
+			f = tdmaFrame(clock.Now()-int64(r.IntN(4_000_000)), randomTrailer(r), r.IntN(1400))
+			if i%7 == 0 {
+				f[14+7] |= wire.DataReturned
+			}
+		}
+		out := make([]byte, len(f)+256)
+		t0 := clock.Now()
+		ret, err := g.objs.LfTdmaArrive.Run(&ebpf.RunOptions{Data: f, DataOut: out})
+		t1 := clock.Now()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		data, held0 := gate.Arrival(f, t0, margin)
+		_, held1 := gate.Arrival(f, t1, margin)
+		if ret != xdpPass && ret != xdpTx {
+			t.Fatalf("frame %d: return code %d", i, ret)
+		}
+		held := ret == xdpTx
+		if held0 == held1 && held != held0 {
+			t.Fatalf("frame %d %x at %d: held %v, the model says %v", i, f[:14+wire.DataHdrLen+wire.WinTrailerLen], t0, held, held0)
+		}
+		if !held {
+			if !bytes.Equal(out[:len(f)], f) {
+				t.Fatalf("frame %d passed changed", i)
+			}
+			if data {
+				want.Arrived++
+			}
+			continue
+		}
+		want.Held++
+		want.HeldBytes += uint64(len(f))
+		var h, hin wire.DataHdr
+		var tr, in wire.WinTrailer
+		wire.DecodeDataHdr(out[14:], &h)
+		wire.DecodeDataHdr(f[14:], &hin)
+		wire.DecodeWinTrailer(out[14+wire.DataHdrLen:], &tr)
+		wire.DecodeWinTrailer(f[14+wire.DataHdrLen:], &in)
+		e := int64(tr.Entry)
+		tr.Entry = in.Entry
+		hin.Flags |= wire.DataReturned | wire.DataHeld
+		switch {
+		case tr != in || h != hin:
+			t.Fatalf("frame %d held: %+v %+v changed to %+v %+v", i, hin, in, h, tr)
+		case e < t0-h.SendTS || e > t1-h.SendTS:
+			t.Fatalf("frame %d: stopped %d ns after its release, the run was %d..%d", i, e, t0-h.SendTS, t1-h.SendTS)
+		}
+	}
+	got, err := g.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("counters %+v, want %+v", got, want)
+	}
+	if want.Held == 0 || want.Arrived == 0 {
+		t.Fatalf("the frames did not exercise both verdicts: %+v", want)
+	}
+}
+
+// xdpMD is struct xdp_md, the context of an XDP program's test run.
+type xdpMD struct {
+	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
+}
+
+// TestTDMAGateSendBack: a frame held at its receiver comes back into the
+// switch at the receiver's port, and the exit program redirects it to its
+// sender's port; a held frame from any other port (a host marking its own
+// frames held to get past the exit gate), or whose sender has no port,
+// is dropped.
+func TestTDMAGateSendBack(t *testing.T) {
+	n := newVethNet(t, 0) // lfba: host 0's port, lfbb: host 1's
+	g, err := LoadTDMAGate(0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for h, l := range []netlink.Link{n.a, n.b} {
+		if err := g.objs.TdmaGatePorts.Put(uint32(h), uint32(l.Attrs().Index)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func(src, dst uint16) []byte {
+		f := tdmaFrame(clock.Now(), wire.WinTrailer{Due: 1, Close: 1, FMEnd: 1, Line: 1, Lease: 1, SlotUs: 5000, GuardUs: 300}, 100)
+		binary.BigEndian.PutUint16(f[14+2:], src)
+		binary.BigEndian.PutUint16(f[14+4:], dst)
+		f[14+7] |= wire.DataReturned | wire.DataHeld
+		return f
+	}
+	var want TDMAGateCounters
+	for _, c := range []struct {
+		name     string
+		f        []byte
+		ingress  netlink.Link
+		redirect bool
+	}{
+		{"from its receiver's port", held(0, 1), n.b, true},
+		{"the other way", held(1, 0), n.a, true},
+		{"from its sender's port", held(0, 1), n.a, false},
+		{"from a port of neither", held(1, 0), n.b, false},
+		{"its sender has no port", held(5, 1), n.b, false},
+		{"its receiver has no port", held(0, 7), n.b, false},
+	} {
+		out := make([]byte, len(c.f)+256)
+		ret, err := g.objs.LfTdmaExit.Run(&ebpf.RunOptions{Data: c.f, DataOut: out,
+			Context: xdpMD{DataEnd: uint32(len(c.f)), IngressIfindex: uint32(c.ingress.Attrs().Index)}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		wantRet := uint32(xdpDrop)
+		if c.redirect {
+			wantRet = xdpRedirect
+			want.SentBack++
+		} else {
+			want.SendBackDropped++
+		}
+		if ret != wantRet {
+			t.Errorf("%s: verdict %d, want %d", c.name, ret, wantRet)
+		}
+	}
+	if got, err := g.Counters(); err != nil || got != want {
+		t.Fatalf("counters %+v (%v), want %+v", got, err, want)
+	}
 }

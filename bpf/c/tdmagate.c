@@ -16,14 +16,33 @@
  * the time it stopped it (its agent names the cause). Frames of other
  * kinds, and windows without a close (the paper's reactive mode), pass.
  *
- * Programs:
- *   lf_tdma_exit  XDP on the switch end of a host's veth (where the frame
- *                 has left the host's line): returns with XDP_TX
- *   lf_tdma_pass  XDP_PASS on the host end, so that the veth takes the
- *                 frames returned to it (veth needs NAPI on the receiver)
+ * The arrival gate is the same rule where the frames of two senders meet:
+ * at the receiver's end of its veth, the last point before the receiver's
+ * kernel stamps the frame. A frame that entered the switch in its slot
+ * but reaches its receiver after the slot's end plus the guard (less a
+ * margin for the rest of the receiver's input path) is when the next
+ * slot's sender may be sending to the same port: the switch or the
+ * receiver's input path held it (a vCPU stopped with the frame inside).
+ * It goes back into the switch marked held (XDP_TX), and the exit program
+ * on the receiver's switch port, seeing the mark, redirects it out of its
+ * sender's port (tdma_gate_ports, by the data header's source) to the
+ * sender's agent, which sends it again as it does a frame the exit gate
+ * returned. Every frame a gate returns carries TG_RETURNED, so that the
+ * arrival gate at its sender passes it. Neither check can be late itself:
+ * each runs when the frame is where it is judged.
  *
- * Maps: tdma_gate_cfg (array[1]: enabled, the gate's share of the guard in
- * per mille), tdma_gate_count (per-CPU counters).
+ * Programs:
+ *   lf_tdma_exit    XDP on the switch end of a host's veth (where the frame
+ *                   has left the host's line): returns with XDP_TX, and
+ *                   sends a frame held at its receiver on to its sender
+ *   lf_tdma_arrive  XDP on the host end (which also makes the veth take
+ *                   frames sent back to it: veth needs NAPI on the
+ *                   receiver): returns a late frame with XDP_TX
+ *
+ * Maps: tdma_gate_cfg (array[1]: enabled, the exit gate's share of the
+ * guard in per mille, the arrival gate's margin), tdma_gate_count (per-CPU
+ * counters), tdma_gate_ports (devmap: the switch port of each host, by
+ * host index).
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -37,11 +56,18 @@
 #define TG_TRAILER_LEN 28   /* wire.WinTrailerLen */
 #define TG_ENTRY_OFF 24     /* in the trailer */
 #define TG_SENDTS_OFF 29    /* in the data header */
+#define TG_SRC_OFF 2        /* in the data header */
+#define TG_DST_OFF 4        /* in the data header */
+#define TG_FLAGS_OFF 7      /* in the data header */
+#define TG_RETURNED 0x10    /* wire.DataReturned */
+#define TG_HELD 0x20        /* wire.DataHeld */
+#define TG_MAX_HOSTS 64
 #define TG_UNKNOWN ((__s32)0x80000000)
 
 struct tdma_gate_conf {
 	__u32 enabled;
 	__u32 share_permille; /* of the guard, past the slot's end */
+	__u32 margin_ns;      /* the arrival gate's, before the slot's end plus the guard */
 };
 
 struct tdma_gate_counters {
@@ -50,6 +76,11 @@ struct tdma_gate_counters {
 	__u64 returned_bytes;
 	__u64 after_close;   /* of them: released after the window's close or the lease */
 	__u64 other;         /* frames that are not TDMA data frames */
+	__u64 arrived;       /* data frames the arrival gate let through */
+	__u64 held;          /* data frames the arrival gate returned: too late */
+	__u64 held_bytes;
+	__u64 sent_back;     /* held frames redirected to their sender's port */
+	__u64 send_back_dropped; /* held frames not from their receiver's port, or whose sender has none */
 };
 
 struct {
@@ -66,8 +97,14 @@ struct {
 	__type(value, struct tdma_gate_counters);
 } tdma_gate_count SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, TG_MAX_HOSTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tdma_gate_ports SEC(".maps");
+
 enum tg_verdict {
-	TG_OTHER = 0,
 	TG_PASS = 1,
 	TG_RETURN = 2,
 };
@@ -82,26 +119,46 @@ static __always_inline __u64 tg_u64(const __u8 *p)
 	return ((__u64)tg_s32(p) << 32) | (__u32)tg_s32(p + 4);
 }
 
-/* tg_check decides on the frame in [data, end) at now. */
-static __always_inline int tg_check(__u8 *data, const __u8 *end, __u64 now, __u32 *late_close)
+static __always_inline struct tdma_gate_conf *tg_conf(void)
 {
 	__u32 key = 0;
 	struct tdma_gate_conf *cfg = bpf_map_lookup_elem(&tdma_gate_cfg, &key);
-	if (!cfg || !cfg->enabled)
-		return TG_OTHER;
+	return cfg && cfg->enabled ? cfg : NULL;
+}
+
+static __always_inline struct tdma_gate_counters *tg_counters(void)
+{
+	__u32 key = 0;
+	return bpf_map_lookup_elem(&tdma_gate_count, &key);
+}
+
+/* tg_is_data tells whether [data, end) is a TDMA data frame, its data
+ * header and trailer included (then data + TG_ETH_HLEN is its header). */
+static __always_inline int tg_is_data(const __u8 *data, const __u8 *end)
+{
 	if (data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN > end)
-		return TG_OTHER;
-	if (((__u16)data[12] << 8 | data[13]) != TG_ETHERTYPE)
-		return TG_OTHER;
+		return 0;
 	const __u8 *h = data + TG_ETH_HLEN;
-	if (((__u16)h[0] << 8 | h[1]) != TG_MAGIC)
-		return TG_OTHER;
+	return ((__u16)data[12] << 8 | data[13]) == TG_ETHERTYPE && ((__u16)h[0] << 8 | h[1]) == TG_MAGIC;
+}
+
+/* tg_gated tells whether data frame h has a window the gates judge: one
+ * with a close (the paper's reactive mode has none, and is not gated). */
+static __always_inline int tg_gated(const __u8 *h)
+{
+	const __u8 *t = h + TG_HDR_LEN;
+	return tg_s32(t + 4) != TG_UNKNOWN && tg_s32(t + 0) != TG_UNKNOWN;
+}
+
+/* tg_check decides on data frame h leaving its host at now. */
+static __always_inline int tg_check(const __u8 *h, __u64 now, __u32 share, __u32 *late_close)
+{
 	const __u8 *t = h + TG_HDR_LEN;
 	__s64 send = (__s64)tg_u64(h + TG_SENDTS_OFF);
 	__s32 due = tg_s32(t + 0), close = tg_s32(t + 4), fm_end = tg_s32(t + 8), lease = tg_s32(t + 16);
 	__u64 guard = ((__u64)t[22] << 8 | t[23]) * 1000;
-	if (close == TG_UNKNOWN || due == TG_UNKNOWN)
-		return TG_PASS; /* no close: the reactive mode, not gated */
+	if (!tg_gated(h))
+		return TG_PASS;
 	if (close < 0 || (lease != TG_UNKNOWN && lease < 0)) {
 		*late_close = 1;
 		return TG_RETURN;
@@ -118,30 +175,63 @@ static __always_inline int tg_check(__u8 *data, const __u8 *end, __u64 now, __u3
 		if (send + fm_end < slot_end)
 			slot_end = send + fm_end;
 	}
-	__s64 deadline = slot_end + (__s64)(guard * cfg->share_permille / 1000);
+	__s64 deadline = slot_end + (__s64)(guard * share / 1000);
 	if ((__s64)now > deadline)
 		return TG_RETURN;
 	return TG_PASS;
 }
 
-static __always_inline void tg_count(int v, __u32 late_close, __u64 len)
+/* tg_late tells whether gated data frame h arriving at now is past its
+ * slot's end plus the guard on the FM's timeline (the sender's estimate
+ * of it without one), less margin: in the next slot, whose sender may be
+ * sending to the same port (gate.Classify's rule). */
+static __always_inline int tg_late(const __u8 *h, __u64 now, __u32 margin)
 {
-	__u32 key = 0;
-	struct tdma_gate_counters *c = bpf_map_lookup_elem(&tdma_gate_count, &key);
-	if (!c)
-		return;
-	switch (v) {
-	case TG_PASS:
-		c->passed++;
-		break;
-	case TG_RETURN:
-		c->returned++;
-		c->returned_bytes += len;
-		c->after_close += late_close;
-		break;
-	default:
-		c->other++;
+	const __u8 *t = h + TG_HDR_LEN;
+	__s64 send = (__s64)tg_u64(h + TG_SENDTS_OFF);
+	__s32 fm_end = tg_s32(t + 8);
+	__s64 at = send + tg_s32(t + 0);
+	if (fm_end != TG_UNKNOWN)
+		at = send + fm_end + (__s64)(((__u64)t[22] << 8 | t[23]) * 1000);
+	return (__s64)now + (__s64)margin > at;
+}
+
+/* tg_stamp writes now, from the frame's release, into its trailer's entry
+ * field (clamped to 32 bits). */
+static __always_inline void tg_stamp(__u8 *h, __u64 now)
+{
+	__s64 d = (__s64)now - (__s64)tg_u64(h + TG_SENDTS_OFF);
+	if (d > 0x7fffffff)
+		d = 0x7fffffff;
+	if (d < -0x7fffffff)
+		d = -0x7fffffff;
+	__u8 *e = h + TG_HDR_LEN + TG_ENTRY_OFF;
+	e[0] = (__u32)d >> 24;
+	e[1] = (__u32)d >> 16;
+	e[2] = (__u32)d >> 8;
+	e[3] = (__u32)d;
+}
+
+/* tg_send_back redirects held frame h, which came back into the switch at
+ * ingress, out of its sender's port; only its receiver's port may send it
+ * back (the devmap's entry for the data header's destination), so that no
+ * host gets past the exit gate by marking its frames held. */
+static __always_inline long tg_send_back(const __u8 *h, __u32 ingress)
+{
+	struct tdma_gate_counters *c = tg_counters();
+	__u32 src = (__u32)h[TG_SRC_OFF] << 8 | h[TG_SRC_OFF + 1];
+	__u32 dst = (__u32)h[TG_DST_OFF] << 8 | h[TG_DST_OFF + 1];
+	__u32 *port = bpf_map_lookup_elem(&tdma_gate_ports, &dst);
+	long r = XDP_DROP;
+	if (port && *port == ingress)
+		r = bpf_redirect_map(&tdma_gate_ports, src, XDP_DROP);
+	if (c) {
+		if (r == XDP_REDIRECT)
+			c->sent_back++;
+		else
+			c->send_back_dropped++;
 	}
+	return r;
 }
 
 SEC("xdp")
@@ -149,34 +239,63 @@ int lf_tdma_exit(struct xdp_md *ctx)
 {
 	__u8 *data = (__u8 *)(long)ctx->data;
 	const __u8 *end = (const __u8 *)(long)ctx->data_end;
+	struct tdma_gate_conf *cfg = tg_conf();
+	struct tdma_gate_counters *c = tg_counters();
+	if (!cfg || !tg_is_data(data, end)) {
+		if (c)
+			c->other++;
+		return XDP_PASS;
+	}
+	__u8 *h = data + TG_ETH_HLEN;
+	if (h[TG_FLAGS_OFF] & TG_HELD)
+		return tg_send_back(h, ctx->ingress_ifindex);
 	__u32 late_close = 0;
 	__u64 now = bpf_ktime_get_ns();
-	int v = tg_check(data, end, now, &late_close);
-	tg_count(v, late_close, end - data);
-	if (v != TG_OTHER && data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN <= end) {
-		/* stamp when it entered the switch (a returned frame: when it
-		 * was stopped), from its release */
-		__s64 send = (__s64)tg_u64(data + TG_ETH_HLEN + TG_SENDTS_OFF);
-		__s64 d = (__s64)now - send;
-		if (d > 0x7fffffff)
-			d = 0x7fffffff;
-		if (d < -0x7fffffff)
-			d = -0x7fffffff;
-		__u8 *e = data + TG_ETH_HLEN + TG_HDR_LEN + TG_ENTRY_OFF;
-		e[0] = (__u32)d >> 24;
-		e[1] = (__u32)d >> 16;
-		e[2] = (__u32)d >> 8;
-		e[3] = (__u32)d;
-	}
-	if (v == TG_RETURN)
+	int v = tg_check(h, now, cfg->share_permille, &late_close);
+	/* when it entered the switch (a returned frame: when it was stopped) */
+	tg_stamp(h, now);
+	if (v == TG_RETURN) {
+		if (c) {
+			c->returned++;
+			c->returned_bytes += end - data;
+			c->after_close += late_close;
+		}
+		h[TG_FLAGS_OFF] |= TG_RETURNED;
 		return XDP_TX; /* back out of the switch's port to the host's end */
+	}
+	if (c)
+		c->passed++;
+	/* the marks are the gates' alone */
+	h[TG_FLAGS_OFF] &= ~(TG_RETURNED | TG_HELD);
 	return XDP_PASS;
 }
 
 SEC("xdp")
-int lf_tdma_pass(struct xdp_md *ctx)
+int lf_tdma_arrive(struct xdp_md *ctx)
 {
-	return XDP_PASS;
+	__u8 *data = (__u8 *)(long)ctx->data;
+	const __u8 *end = (const __u8 *)(long)ctx->data_end;
+	struct tdma_gate_conf *cfg = tg_conf();
+	if (!cfg || !tg_is_data(data, end))
+		return XDP_PASS;
+	__u8 *h = data + TG_ETH_HLEN;
+	/* a frame a gate returned to this host (its own) passes */
+	if ((h[TG_FLAGS_OFF] & TG_RETURNED) || !tg_gated(h))
+		return XDP_PASS;
+	struct tdma_gate_counters *c = tg_counters();
+	__u64 now = bpf_ktime_get_ns();
+	if (!tg_late(h, now, cfg->margin_ns)) {
+		if (c)
+			c->arrived++;
+		return XDP_PASS;
+	}
+	if (c) {
+		c->held++;
+		c->held_bytes += end - data;
+	}
+	tg_stamp(h, now); /* when it was stopped */
+	h[TG_FLAGS_OFF] |= TG_RETURNED | TG_HELD;
+	return XDP_TX; /* into the switch, which sends it on to its sender */
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -266,8 +266,8 @@ func runCauses(label string, c *TDMACounters) causeRun { return causeRun{label: 
 func printCauses(w io.Writer, runs []causeRun) {
 	for _, r := range runs {
 		if g := r.c; g.Gate != nil {
-			fmt.Fprintf(w, "%s: gate passed %d data frames, returned %d (%d released after their close or lease), sent again %d, lost %d; frames that entered the switch outside their slot: %d of %d\n",
-				r.label, g.Gate.Passed, g.Gate.Returned, g.Gate.AfterClose, g.Resent, g.RetLost, g.EnteredOutside, g.Entered)
+			fmt.Fprintf(w, "%s: exit gate passed %d data frames, returned %d (%d released after their close or lease); arrival gate held %d that reached their receiver late (sent back %d, dropped %d); sent again %d, lost %d; frames that entered the switch outside their slot: %d of %d\n",
+				r.label, g.Gate.Passed, g.Gate.Returned, g.Gate.AfterClose, g.Gate.Held, g.Gate.SentBack, g.Gate.SendBackDropped, g.Resent, g.RetLost, g.EnteredOutside, g.Entered)
 		}
 	}
 	printCauseTable(w, runs, "collisions by cause (late: after the slot's end + guard on the FM's timeline; early: released before its start + guard; met: meetings with another sender's frame in the switch laid on the cause)",
@@ -292,7 +292,7 @@ func printCauses(w io.Writer, runs []causeRun) {
 	if !gated {
 		return
 	}
-	printCauseTable(w, runs, "frames the exit gate stopped, by cause (collisions it prevented; late: where the frame would have entered the switch, past its slot's end; early: before its start + guard)",
+	printCauseTable(w, runs, "frames the gates stopped, by cause (collisions they prevented; late: where the exit gate stopped the frame, past its slot's end, or where the arrival gate did, past its end + guard; early: before its start + guard)",
 		"worst sampled stopped frames (src → dst, round/slot: µs late; grant shift = the sender's slot end − the FM's; line = release → modelled departure; transit = departure → the gate)",
 		func(c *TDMACounters) (*gate.Causes, []gate.Collision) { return &c.Stopped, c.StopSample })
 	for _, r := range runs {

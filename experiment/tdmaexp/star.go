@@ -77,7 +77,7 @@ func attachGate(tb *netns.Testbed, c TDMAStar) (*bpf.TDMAGate, error) {
 		return nil, err
 	}
 	for i := 1; i <= c.Hosts; i++ {
-		err := netns.Do(tb.NS("sw"), func() error { return g.AttachExit("p" + strconv.Itoa(i)) })
+		err := netns.Do(tb.NS("sw"), func() error { return g.AttachExit(i-1, "p"+strconv.Itoa(i)) })
 		if err == nil {
 			err = netns.Do(tb.NS("h"+strconv.Itoa(i)), func() error { return g.AttachHost("eth0") })
 		}

@@ -266,6 +266,17 @@ func (w *Window) Trailer(now, line, lease int64) wire.WinTrailer {
 		SlotUs: uint16(min(w.SlotLen/1000, math.MaxUint16)), GuardUs: uint16(min(w.Guard/1000, math.MaxUint16)), Entry: wire.WinUnknown}
 }
 
+// Due is when a frame released at send with trailer t must have reached
+// its receiver: its slot's end plus the guard on the FM's timeline, or
+// the sender's estimate of it when the trailer does not have the FM's.
+// Later, the next slot's sender may be sending to the same port.
+func Due(send int64, t *wire.WinTrailer) int64 {
+	if t.FMEnd != wire.WinUnknown {
+		return send + int64(t.FMEnd) + int64(t.GuardUs)*1000
+	}
+	return send + int64(t.Due)
+}
+
 // Classify tells whether a frame released at send with trailer t and
 // received (kernel time stamp) at rx collided, and why, with its lateness
 // in µs. A frame collides when it arrives after the slot's end plus the
@@ -274,13 +285,10 @@ func (w *Window) Trailer(now, line, lease int64) wire.WinTrailer {
 // timeline when the trailer has it and on the sender's estimate if not.
 func Classify(send, rx int64, t *wire.WinTrailer) (Cause, float64, bool) {
 	guard := int64(t.GuardUs) * 1000
-	var due, open int64
+	due, open := Due(send, t), int64(0)
 	fmKnown := t.FMEnd != wire.WinUnknown
 	if fmKnown {
-		end := send + int64(t.FMEnd)
-		due, open = end+guard, end-int64(t.SlotUs)*1000+guard
-	} else {
-		due, open = send+int64(t.Due), 0
+		open = send + int64(t.FMEnd) - int64(t.SlotUs)*1000 + guard
 	}
 	late := rx - due
 	early := fmKnown && send < open
@@ -334,9 +342,16 @@ func Classify(send, rx int64, t *wire.WinTrailer) (Cause, float64, bool) {
 // there in µs: past the slot's end (the earlier of the sender's estimate
 // and the FM's), 0 if not; an early one: before the FM's slot start plus
 // the guard by. The causes are Classify's but for the switch's, which
-// the frame never reached.
-func Stopped(send int64, t *wire.WinTrailer) (Cause, float64) {
+// the frame never reached; a frame the arrival gate held at its receiver
+// (flags: its data header's, with wire.DataHeld) was stopped there, and
+// is the switch's, late past Due.
+func Stopped(send int64, t *wire.WinTrailer, flags uint8) (Cause, float64) {
 	at := send + int64(t.Entry)
+	if flags&wire.DataHeld != 0 {
+		// the arrival gate: it entered the switch in time (the exit gate
+		// passed it), and the switch or its receiver held it
+		return SwitchQueue, us(max(at-Due(send, t), 0))
+	}
 	guard := int64(t.GuardUs) * 1000
 	end := send + int64(t.Due) - guard
 	if t.Due == wire.WinUnknown {

@@ -91,25 +91,30 @@ func TestStopped(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		edit   func(*wire.WinTrailer)
+		flags  uint8
 		cause  Cause
 		lateUs float64
 	}{
-		{"held by the host", func(w *wire.WinTrailer) { w.Entry = 2_200_000 }, KernelQueue, 200},
-		{"grant late", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line, w.Entry = 2_600_000, 2_250_000, 2_200_000, 2_210_000 }, GrantLate, 210},
+		{"held by the host", func(w *wire.WinTrailer) { w.Entry = 2_200_000 }, 0, KernelQueue, 200},
+		// the arrival gate stopped it at its receiver 29 ms after the
+		// release: past the FM's slot end plus the guard by 26.7 ms
+		{"held by the switch", func(w *wire.WinTrailer) { w.Entry = 29_000_000 }, wire.DataHeld | wire.DataReturned, SwitchQueue, 26_700},
+		{"held by the switch, on the sender's estimate", func(w *wire.WinTrailer) { w.FMEnd, w.Entry = wire.WinUnknown, 2_500_000 }, wire.DataHeld, SwitchQueue, 200},
+		{"grant late", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line, w.Entry = 2_600_000, 2_250_000, 2_200_000, 2_210_000 }, 0, GrantLate, 210},
 		{
-			"grant a little late, then held by the host", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line, w.Entry = 2_400_000, 2_050_000, 2_050_000, 2_500_000 }, KernelQueue, 500,
+			"grant a little late, then held by the host", func(w *wire.WinTrailer) { w.Due, w.Close, w.Line, w.Entry = 2_400_000, 2_050_000, 2_050_000, 2_500_000 }, 0, KernelQueue, 500,
 		},
-		{"after lease", func(w *wire.WinTrailer) { w.Lease, w.Entry = -5, 2_200_000 }, AfterLease, 200},
-		{"released after the close", func(w *wire.WinTrailer) { w.Close, w.Line, w.Entry = -50_000, -40_000, 100_000 }, ClosedLate, 0},
+		{"after lease", func(w *wire.WinTrailer) { w.Lease, w.Entry = -5, 2_200_000 }, 0, AfterLease, 200},
+		{"released after the close", func(w *wire.WinTrailer) { w.Close, w.Line, w.Entry = -50_000, -40_000, 100_000 }, 0, ClosedLate, 0},
 		{"released long after its planned departure", func(w *wire.WinTrailer) {
 			w.Due, w.Close, w.FMEnd, w.Line, w.Entry = 320_000, 10_000, 20_000, -2_000_000, 200_000
-		}, ClosedLate, 180},
-		{"the sender's estimate ends first", func(w *wire.WinTrailer) { w.Due, w.Entry = 2_100_000, 1_900_000 }, KernelQueue, 100},
-		{"before the slot's start plus the guard", func(w *wire.WinTrailer) { w.FMEnd, w.Due, w.Close, w.Entry = 4_800_000, 5_100_000, 4_750_000, 50_000 }, OpenedEarly, 50},
+		}, 0, ClosedLate, 180},
+		{"the sender's estimate ends first", func(w *wire.WinTrailer) { w.Due, w.Entry = 2_100_000, 1_900_000 }, 0, KernelQueue, 100},
+		{"before the slot's start plus the guard", func(w *wire.WinTrailer) { w.FMEnd, w.Due, w.Close, w.Entry = 4_800_000, 5_100_000, 4_750_000, 50_000 }, 0, OpenedEarly, 50},
 	} {
 		w := base
 		c.edit(&w)
-		if cause, late := Stopped(send, &w); cause != c.cause || late != c.lateUs {
+		if cause, late := Stopped(send, &w, c.flags); cause != c.cause || late != c.lateUs {
 			t.Errorf("%s: got %s %.0f µs, want %s %.0f µs", c.name, cause, late, c.cause, c.lateUs)
 		}
 	}

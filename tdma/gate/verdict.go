@@ -46,3 +46,20 @@ func Verdict(frame []byte, now int64, sharePermille uint32) (data, ret, afterClo
 	deadline := end + int64(guard*uint64(sharePermille)/1000)
 	return true, now > deadline, false
 }
+
+// Arrival is the arrival gate's rule (lf_tdma_arrive, at the receiver's
+// end of its veth) in Go: whether frame, reaching its receiver at now, is
+// a gated TDMA data frame not returned by a gate (data), and whether it
+// goes back (held): it arrives later than Due less margin ns, in the
+// next slot, whose sender may be sending to the same port.
+func Arrival(frame []byte, now int64, margin uint32) (data, held bool) {
+	const eth = 14
+	var h wire.DataHdr
+	var t wire.WinTrailer
+	if len(frame) < eth+wire.DataHdrLen+wire.WinTrailerLen || binary.BigEndian.Uint16(frame[12:]) != wire.DataEtherType ||
+		wire.DecodeDataHdr(frame[eth:], &h) != nil || wire.DecodeWinTrailer(frame[eth+wire.DataHdrLen:], &t) != nil ||
+		h.Flags&wire.DataReturned != 0 || t.Close == wire.WinUnknown || t.Due == wire.WinUnknown {
+		return false, false
+	}
+	return true, now+int64(margin) > Due(h.SendTS, &t)
+}

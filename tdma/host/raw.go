@@ -357,7 +357,7 @@ func (a *Agent) resend(r *rawState, i, k int, w gate.Window, line int64) {
 	copy(b, r.ret.buf[k][:l])
 	var h wire.DataHdr
 	wire.DecodeDataHdr(b[ethHdr:], &h) // it decoded when it came back
-	a.header(b, w, w.Dst, h.Seq, h.Offset, h.Flags&^wire.DataFreeRun, line)
+	a.header(b, w, w.Dst, h.Seq, h.Offset, h.Flags&^(wire.DataFreeRun|wire.DataReturned|wire.DataHeld), line)
 	r.tx[i] = b
 	r.txPay[i] = l - dataHdr
 	r.txEnd[i], r.txRet[i] = false, true
@@ -387,7 +387,7 @@ func (a *Agent) stopped(tr []byte, l int, h *wire.DataHdr) {
 	if wire.DecodeWinTrailer(tr, &t) != nil || t.Entry == wire.WinUnknown {
 		return
 	}
-	c, late := gate.Stopped(h.SendTS, &t)
+	c, late := gate.Stopped(h.SendTS, &t, h.Flags)
 	a.s.Stopped.Log(&a.s.StopSample, gate.MaxCollisionSample, gate.Collision{Src: a.cfg.Index, Dst: int(h.Dst), Round: h.Round, Slot: int(h.Slot),
 		Cause: c, LateUs: late, FreeRun: h.Flags&wire.DataFreeRun != 0}, l, h.SendTS, h.SendTS+int64(t.Entry), &t)
 }

@@ -20,6 +20,12 @@ const (
 	DataPing     = 1 << 1 // an RPC request: Seq is its id, Offset its offset index; no payload
 	DataPong     = 1 << 2 // the answer to the request with id Seq
 	DataDeferred = 1 << 3 // a Pong the server could not send at once (it waited for a window)
+	// DataReturned: a gate sent the frame back to its sender (set by the
+	// gates in the kernel, cleared by the exit gate on a frame it passes).
+	DataReturned = 1 << 4
+	// DataHeld: of those, one the arrival gate held at its receiver's end:
+	// it entered the switch in its slot and reached the receiver after it.
+	DataHeld = 1 << 5
 )
 
 // DataHdr heads every raw TDMA data frame; with it a receiver counts loss
