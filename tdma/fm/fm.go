@@ -132,6 +132,11 @@ type Manager struct {
 	firstHeard int64
 	firstRound int64
 
+	// stalls and starts: the clock thread's stalls (fmcore.Stall) and
+	// round starts the scheduler has not yet told its Planner of
+	stalls []fmcore.Stall
+	starts []roundStart
+
 	rounds  []RoundLog // the last keptRounds rounds computed (mu), a ring
 	nround  int
 	want    atomic.Uint32               // round the clock thread needs next
@@ -139,6 +144,12 @@ type Manager struct {
 	taken   atomic.Uint32               // the last round the clock thread published
 	stop    atomic.Bool
 	publ    atomic.Uint64
+}
+
+// roundStart is when the clock thread started a round (clock ns).
+type roundStart struct {
+	id uint32
+	at int64
 }
 
 type calibState struct {
@@ -245,9 +256,15 @@ func (m *Manager) clockThread() (Stats, error) {
 		s.RT = true
 	}
 	src := m.port.MAC
+	var starts []roundStart // rounds started in an Emit
+	started := func(start int64, r *sched.Round, slot int) {
+		if r != nil && slot == 0 {
+			starts = append(starts, roundStart{r.ID, start})
+		}
+	}
 	f, err := fmcore.New(fmcore.Config{N: len(m.cfg.Hosts), SlotLen: int64(m.cfg.SlotLen), Guard: int64(m.cfg.Guard),
 		Mode: m.cfg.Mode, Lead: int64(m.cfg.Lead), LinkSpeed: m.cfg.LinkSpeed, LeaseSlots: m.cfg.LeaseSlots,
-		PublishMargin: int64(m.cfg.SlotLen) / 4, Src: src, Hosts: m.macs, Capacity: m.cfg.Capacity}, clock.Now()+int64(100*time.Millisecond))
+		PublishMargin: int64(m.cfg.SlotLen) / 4, Src: src, Hosts: m.macs, Capacity: m.cfg.Capacity, Trace: started}, clock.Now()+int64(100*time.Millisecond))
 	if err != nil {
 		return s, err
 	}
@@ -257,6 +274,7 @@ func (m *Manager) clockThread() (Stats, error) {
 	bufs := make([][60]byte, 2*len(m.cfg.Hosts))
 	frames := make([][]byte, len(bufs))
 	poll := int64(m.cfg.SlotLen) / 4
+	var stalls uint64
 	for !m.stop.Load() {
 		now := clock.Now()
 		if p := m.pending.Load(); p != nil {
@@ -280,6 +298,18 @@ func (m *Manager) clockThread() (Stats, error) {
 		late.Add(now - d)
 		s.Boundaries++
 		out = f.Emit(now, out[:0])
+		// Before the next round is wanted: the scheduler plans it knowing
+		// when the rounds since started and what the hosts did not send.
+		if st, k := f.LastStall(); k != stalls || len(starts) > 0 {
+			m.mu.Lock()
+			if k != stalls {
+				stalls = k
+				m.stalls = append(m.stalls, fmcore.Stall{From: append([]int64(nil), st.From...), To: st.To})
+			}
+			m.starts = append(m.starts, starts...)
+			m.mu.Unlock()
+			starts = starts[:0]
+		}
 		n := 0
 		for _, e := range out {
 			if n == len(bufs) {
@@ -353,7 +383,15 @@ func (m *Manager) scheduler() {
 		for h, c := range m.ctrs {
 			d.Lost[h] = c.LostWindows()
 		}
+		stalls, starts := m.stalls, m.starts
+		m.stalls, m.starts = nil, nil
 		m.mu.Unlock()
+		for _, st := range stalls {
+			plan.Stalled(st.From, st.To) // its slots skipped carried nothing
+		}
+		for _, s := range starts {
+			plan.Started(s.id, s.at) // a round the FM found itself in after a stall began during it
+		}
 		if last != nil && m.taken.Load() != last.ID {
 			plan.Forget(last.ID) // it came too late: not run
 		}

@@ -57,6 +57,21 @@ type Config struct {
 	Capacity []Capacity
 }
 
+// Stall is a span of the FM's timeline in which the hosts had no window:
+// the FM woke after the grants of some slots were due (its process was
+// stopped or starved) and skipped them. Host h's windows ended at From[h]:
+// where its last grant before the stall had it stop, the end of the
+// granted slot, or in free-run the end of the lease that grant gave it
+// (LeaseSlots slots after it: the host opens its schedule's windows on its
+// own timer until then); 0 if it never had a grant. To is the end of the
+// last slot skipped. Nothing of the slots between From[h] and To left host
+// h, whatever its rounds gave it there. Paper mode has no stall: a host
+// unpaused sends until a pause comes.
+type Stall struct {
+	From []int64
+	To   int64
+}
+
 // Emission is a control frame due to a host.
 type Emission struct {
 	Host  int
@@ -71,6 +86,7 @@ type Stats struct {
 	IdleSlots  uint64 // slots with no round: the next was not published in time
 	Frames     uint64 // control frames emitted
 	Skipped    uint64 // frames skipped: the FM woke after their window had passed
+	Stalls     uint64 // wake-ups that skipped grants (LastStall)
 	LatePublic uint64 // rounds refused by Publish after their deadline
 	Withheld   uint64 // windows into a Capacity's host not opened: its low rate had not drained the ones before
 }
@@ -90,6 +106,12 @@ type FM struct {
 	seq       []uint32
 	capGates  []*capGate // per host; nil: full capacity
 	s         Stats
+	// winEnd: when each host's last granted window ends (its lease's end
+	// in free-run); stall: the last stall (Stats.Stalls counts them);
+	// skipping: Emit has skipped grants in this call
+	winEnd   []int64
+	stall    Stall
+	skipping bool
 }
 
 // New returns an FM whose first slot starts at start; the first round
@@ -109,7 +131,8 @@ func New(cfg Config, start int64) (*FM, error) {
 	case len(cfg.Capacity) > 0 && cfg.Mode == gate.FreeRun:
 		return nil, fmt.Errorf("fmcore: a host's capacity needs lease or paper mode: in free-run hosts open their schedules' windows without a grant")
 	}
-	f := &FM{cfg: cfg, slot: -1, slotStart: start - cfg.SlotLen, phase: 2, seq: make([]uint32, cfg.N)}
+	f := &FM{cfg: cfg, slot: -1, slotStart: start - cfg.SlotLen, phase: 2, seq: make([]uint32, cfg.N),
+		winEnd: make([]int64, cfg.N), stall: Stall{From: make([]int64, cfg.N)}}
 	for _, c := range cfg.Capacity {
 		if err := c.Check(cfg.N, cfg.SlotLen, cfg.Guard); err != nil {
 			return nil, err
@@ -128,6 +151,10 @@ func New(cfg Config, start int64) (*FM, error) {
 
 // Stats returns the counters.
 func (f *FM) Stats() Stats { return f.s }
+
+// LastStall returns the last stall and how many there have been (0: none,
+// and the Stall is empty). Its From is the FM's own: copy it to keep it.
+func (f *FM) LastStall() (Stall, uint64) { return f.stall, f.s.Stalls }
 
 // Want returns the round number the FM needs next and the time by which
 // it must be published; ok is false while one is already waiting.
@@ -229,7 +256,8 @@ func (f *FM) trace() {
 }
 
 // Emit appends to out every frame due by now and returns it. Frames whose
-// window is already over (the FM woke too late) are skipped and counted.
+// window is already over (the FM woke too late) are skipped and counted,
+// and the grants skipped make a stall (LastStall).
 func (f *FM) Emit(now int64, out []Emission) []Emission {
 	for f.NextDeadline() <= now {
 		if f.phase == 2 {
@@ -249,6 +277,10 @@ func (f *FM) Emit(now int64, out []Emission) []Emission {
 			out = f.emitAll(now, end, out, false)
 		}
 	}
+	if f.skipping {
+		f.skipping = false
+		f.s.Stalls++
+	}
 	return out
 }
 
@@ -266,6 +298,13 @@ func (f *FM) emitAll(now, end int64, out []Emission, pause bool) []Emission {
 		}
 		if now >= end-f.cfg.Guard && !pause || now >= end {
 			f.s.Skipped++
+			if !pause && f.cfg.Mode != gate.Paper {
+				if !f.skipping {
+					f.skipping = true
+					copy(f.stall.From, f.winEnd)
+				}
+				f.stall.To = end
+			}
 			continue
 		}
 		if !pause && f.capGates != nil {
@@ -300,6 +339,10 @@ func (f *FM) emitAll(now, end int64, out []Emission, pause bool) []Emission {
 				wire.Unpause(&e.Grant, dst, f.cfg.Src, c, t)
 			} else {
 				wire.LeaseGrant(&e.Grant, dst, f.cfg.Src, c, f.cfg.SlotLen, f.cfg.LinkSpeed, t)
+			}
+			f.winEnd[h] = end
+			if f.cfg.Mode == gate.FreeRun {
+				f.winEnd[h] = max(end, now+int64(f.cfg.LeaseSlots)*f.cfg.SlotLen)
 			}
 		}
 		f.s.Frames++

@@ -170,3 +170,65 @@ func TestLateWakeSkips(t *testing.T) {
 		t.Fatalf("skipped %d, want %d", s.Skipped, 3*N)
 	}
 }
+
+// TestStall: an FM that wakes 100 ms late has skipped the grants of the
+// slots in between, and says so: every host's windows ended with its last
+// grant's slot (in free-run, the lease that grant gave it), and none
+// opened up to the end of the last slot skipped (the rounds published
+// end there; idle slots grant nothing). A later stall is a new
+// one; paper mode has none (a host unpaused sends until it is paused).
+func TestStall(t *testing.T) {
+	for _, m := range []gate.Discipline{gate.Lease, gate.FreeRun, gate.Paper} {
+		f := newFM(t, m)
+		rotor := &sched.Rotor{}
+		id := uint32(0)
+		step := func(now int64) {
+			f.Emit(now, nil)
+			if w, _, ok := f.Want(); ok && w > id {
+				id = w
+				if err := f.Publish(now, sched.Make(rotor, w, uniform(), 100, L, G)); err != nil && !errors.Is(err, ErrLate) {
+					t.Fatal(err)
+				}
+			}
+		}
+		for now := int64(0); now < 2*L; now = f.NextDeadline() {
+			step(now)
+		}
+		if _, n := f.LastStall(); n != 0 {
+			t.Fatalf("%v: %d stalls before any", m, n)
+		}
+		grant := int64(L + G - lead) // the last grants: slot 1's, round 1's first
+		wake := int64(2*L + 100_000_000)
+		step(wake)
+		s, n := f.LastStall()
+		if m == gate.Paper {
+			if n != 0 {
+				t.Errorf("paper: %d stalls", n)
+			}
+			continue
+		}
+		from := int64(2 * L)
+		if m == gate.FreeRun {
+			from = grant + 3*L // LeaseSlots 3
+		}
+		to := int64(L + 2*3*L) // an idle slot, then rounds 1 and 2 of three slots; idle slots after them
+		if n != 1 || s.To != to {
+			t.Fatalf("%v: stall %d %+v: want one up to %d", m, n, s, to)
+		}
+		for h, fr := range s.From {
+			if fr != from {
+				t.Errorf("%v: h%d's windows ended at %d, want %d", m, h, fr, from)
+			}
+		}
+		for now := f.NextDeadline(); now < wake+3*L; now = f.NextDeadline() {
+			step(now)
+		}
+		if _, n := f.LastStall(); n != 1 {
+			t.Errorf("%v: %d stalls once the FM keeps time again", m, n)
+		}
+		step(wake + 3*L + 2*L)
+		if s, n := f.LastStall(); n != 2 || s.From[0] <= to {
+			t.Errorf("%v: a second stall: %d, %+v", m, n, s)
+		}
+	}
+}

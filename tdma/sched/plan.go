@@ -53,13 +53,19 @@ import (
 // their pairs end 21-40 ms apart for it).
 //
 // That holds while every planned window is had. Once some host has lost
-// windows (Demand.Lost), the hosts a backward plan leaves idle at its
-// start are those it counts ahead, and which host ends last depends on the
-// windows still to be lost: a host idle now may be the one behind a round
-// later. There the round's idle senders are given the pairs with the most
-// slots left whose receivers are idle too, within their slots of the plan
-// (a pair's share of the tail moves forward; the pairs then end less
-// together, but no host waits while it has bytes for an idle receiver).
+// windows (Demand.Lost), or all have in a stall of the FM (Stalled), the
+// hosts a backward plan leaves idle at its start are those it counts
+// ahead, and which host ends last depends on the windows still to be lost:
+// a host idle now may be the one behind a round later. After a stall the
+// count itself is rough: the reports from before it less the windows of
+// the hosts' leases, beside reports from after it, could put a host a
+// slot ahead of the others when it is not (on the star, three slots of
+// one host alone led the round after a 100 ms stall, the others idle for
+// 15 ms more). There the round's idle senders are given the pairs with
+// the most slots left whose receivers are idle too, within their slots of
+// the plan (a pair's share of the tail moves forward; the pairs then end
+// less together, but no host waits while it has bytes for an idle
+// receiver).
 //
 // A pair whose sender's latest report has less than a slot's worth for it
 // (SlotCap), but something, keeps one slot in every round outside a tail,
@@ -92,6 +98,14 @@ type Planner struct {
 	tail     bool
 	rep      [][]int64 // scratch: the reports, as they came
 	rest     [][]int64 // scratch: the reports less what the rounds since carry (< 0: to spare)
+	stalls   []stall   // the FM's last stalls (Stalled), oldest first
+}
+
+// stall is a span of the FM's timeline in which host i had no window from
+// from[i] to to (Stalled).
+type stall struct {
+	from []int64
+	to   int64
 }
 
 // levelRounds, driftRounds: outside a tail, once what is left fits in
@@ -210,8 +224,8 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 			p.prev[i], p.asked[i] = make([]int64, N), make([]bool, N)
 		}
 	}
-	if k := len(p.recent) - 1; k >= 0 && p.recent[k].r.ID+1 == id {
-		p.recent[k].start = now
+	if k := len(p.recent) - 1; k >= 0 && p.recent[k].r.ID+1 == id && p.recent[k].start == 0 {
+		p.recent[k].start = now // unless the FM said when it started (Started)
 	}
 	for i := 0; i < N; i++ {
 		if at[i] == p.prevAt[i] {
@@ -223,7 +237,7 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		p.prevAt[i], p.prevLost[i] = at[i], d.Lost[i]
 		copy(p.prev[i], d.Bytes[i])
 	}
-	lossy := false
+	lossy := len(p.stalls) > 0
 	for _, l := range d.Lost {
 		lossy = lossy || l > 0
 	}
@@ -246,7 +260,7 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		for k, m := range pr.r.Slots {
 			for i, j := range m {
 				if j >= 0 {
-					f := int64(p.after(pr.start, k, at[i], math.MaxInt64) * float64(p.pay[i]))
+					f := int64(p.after(i, pr.start, k, at[i], math.MaxInt64) * float64(p.pay[i]))
 					d.Bytes[i][j] = max(0, d.Bytes[i][j]-f)
 					p.rest[i][j] -= f
 				}
@@ -310,6 +324,21 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 	return r
 }
 
+// Started tells the Planner when the FM started round id, on its
+// timeline. Otherwise a round is taken to start when the round after it
+// is planned (Next), as the FM plans one round ahead; but after a stall of
+// the FM's (Stalled) the round it finds itself in began during the stall,
+// up to a round earlier, and placed at the FM's return its slots overlap
+// the next round's: a host's first reports after it would have had two
+// slots at once, and its slots seem to carry half what they do.
+func (p *Planner) Started(id uint32, at int64) {
+	for k := range p.recent {
+		if p.recent[k].r.ID == id {
+			p.recent[k].start = at
+		}
+	}
+}
+
 // Forget drops round id from the rounds the Planner remembers: the FM did
 // not run it (it came too late to publish). Kept, it would be taken off
 // the pairs' reports as sent, and after a stall of the FM, when several
@@ -320,13 +349,37 @@ func (p *Planner) Forget(id uint32) {
 	p.recent = slices.DeleteFunc(p.recent, func(pr planned) bool { return pr.r.ID == id })
 }
 
+// Stalled tells the Planner that the FM ran its slots up to to without
+// sending their grants (a stall of its own: fmcore.Stall), and that host i
+// had no window from from[i] on. What the rounds planned gave host i in
+// between it did not send, and those slots are no measure of what a slot
+// of it carries. Counted as had, after the FM's 100 ms stall they were
+// taken off the reports before it as sent, and a host's first report
+// after it, against its report before, made its slots seem to carry a
+// fraction of what they do (its pay fell half way to SlotCap/4): the
+// hosts that reported first looked most behind, and the tail planned
+// from that gave them a whole round, the others nothing for 80 ms.
+func (p *Planner) Stalled(from []int64, to int64) {
+	st := stall{from: append([]int64(nil), from...), to: to}
+	if k := len(p.stalls) - 1; k >= 0 {
+		for i := range st.from {
+			st.from[i] = max(st.from[i], p.stalls[k].to) // a host without a grant in between: not twice
+		}
+	}
+	if len(p.stalls) == keptPlans {
+		p.stalls = append(p.stalls[:0], p.stalls[1:]...)
+	}
+	p.stalls = append(p.stalls, st)
+}
+
 // after is the share of the open part of slot k of a round that started
-// at start that lies after t0 and by t1; none of it if the round is not
-// known to have started (start 0: the FM skipped the numbers after it).
-// A host silent under its lease sends nothing of such a round, a
-// free-running one at most its lease's windows (see Forget for what
-// taking it off as sent did).
-func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
+// at start that lies after t0 and by t1 and in which sender i had its
+// window (not in a stall: Stalled); none of it if the round is not known
+// to have started (start 0: the FM skipped the numbers after it). A host
+// silent under its lease sends nothing of such a round, a free-running
+// one at most its lease's windows (see Forget for what taking it off as
+// sent did).
+func (p *Planner) after(i int, start int64, k int, t0, t1 int64) float64 {
 	if start == 0 {
 		return 0
 	}
@@ -336,7 +389,13 @@ func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
 	if hi <= lo {
 		return 0
 	}
-	return float64(hi-lo) / float64(end-open)
+	had := hi - lo
+	for _, st := range p.stalls {
+		if i < len(st.from) {
+			had -= max(0, min(hi, st.to)-max(lo, st.from[i]))
+		}
+	}
+	return float64(max(had, 0)) / float64(end-open)
 }
 
 // learn updates what a slot of host i carries from its report rep, which
@@ -347,15 +406,23 @@ func (p *Planner) after(start int64, k int, t0, t1 int64) float64 {
 // reports false while fewer than three such windows lie in between (the
 // Planner then learns from a later report against the same report
 // before), unless the report before is older than the rounds the Planner
-// remembers.
+// remembers. Across a stall of the FM (Stalled) it learns nothing and
+// takes rep as the report before the next: what host i had in between was
+// the windows its lease left it, which a free-running host opens on its
+// own timer, late, and counts as windows had beside the grants it lost.
 func (p *Planner) learn(i int, rep []int64, lost, t int64) bool {
+	for _, st := range p.stalls {
+		if i < len(st.from) && st.from[i] < st.to && st.from[i] < t && st.to > p.prevAt[i] {
+			return true
+		}
+	}
 	var sent int64
 	var slots float64
 	busy := func(j int) bool { return rep[j] > 2*p.pay[i] }
 	for _, pr := range p.recent {
 		for k, m := range pr.r.Slots {
 			if j := m[i]; j >= 0 && busy(int(j)) && pr.start != 0 {
-				slots += p.after(pr.start, k, p.prevAt[i], t)
+				slots += p.after(i, pr.start, k, p.prevAt[i], t)
 			}
 		}
 	}

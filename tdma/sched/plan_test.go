@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -403,5 +404,110 @@ func TestPlannerKeepsReportersAfterSkippedRounds(t *testing.T) {
 				t.Errorf("%s: h%d, with bytes reported to every host, has no slot in round %d (%v)", c.name, i, r.ID, r.Slots)
 			}
 		}
+	}
+}
+
+// TestPlannerAfterAStall follows a 1 MiB shuffle of four hosts through a
+// 100 ms stall of the FM, as the FM and its hosts go through it: the FM
+// stops 4 ms into a round of 16 slots, skips the grants of its next 20
+// slots, and wakes with the reports from the round's start; the hosts sent
+// only the windows their last grant gave them (the round's first slot
+// under a lease, its first four in free-run). The first plan after it
+// comes too late to run, but its schedules bring h1's and h2's reports,
+// and the next plan is made before h0's and h3's come. Told of the stall,
+// the Planner gives every host a slot in that round's first N−1 slots (it
+// must send within a round of the FM's return) and keeps what a slot
+// carries. Without it, the slots skipped are taken as had: h1's and h2's
+// windows seem to have carried a fifth of what they did, the two look far
+// more behind than they are, and the tail gives them the whole round, h0
+// and h3 nothing.
+func TestPlannerAfterAStall(t *testing.T) {
+	const N, slotCap, L = 4, 58_750, int64(5e6)
+	const carry = 56_000 // what a window carries
+	for _, c := range []struct {
+		mode    string
+		lease   int64 // the windows a host had after its last grant
+		stalled bool
+	}{{"lease", 1, true}, {"free-run", 4, true}, {"lease", 1, false}, {"free-run", 4, false}} {
+		p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: 4 * N, SlotLen: L, Guard: 3e5}
+		left := make([][]int64, N)
+		for i := range left {
+			left[i] = make([]int64, N)
+			for j := range left[i] {
+				if i != j {
+					left[i][j] = 1 << 20
+				}
+			}
+		}
+		rep, at := NewDemand(N), make([]int64, N)
+		report := func(t int64, hosts ...int) {
+			for _, i := range hosts {
+				copy(rep.Bytes[i], left[i])
+				at[i] = t
+			}
+		}
+		plan := func(id uint32, now int64) *Round {
+			d := NewDemand(N)
+			for i := range d.Bytes {
+				copy(d.Bytes[i], rep.Bytes[i])
+			}
+			return p.Next(id, now, d, at)
+		}
+		// send: the hosts send what the windows of a round that starts at
+		// start carry, those that open by until
+		send := func(r *Round, start, until int64) {
+			for k, m := range r.Slots {
+				for i, j := range m {
+					if j >= 0 && start+int64(k)*L+p.Guard < until {
+						left[i][j] = max(0, left[i][j]-carry)
+					}
+				}
+			}
+		}
+		all := []int{0, 1, 2, 3}
+		report(1e6, all...)
+		r1 := plan(1, 1e6)
+		s1 := int64(5e6)
+		r2 := plan(2, s1) // round 1 starts; its schedules bring reports
+		report(s1+5e5, all...)
+		send(r1, s1, math.MaxInt64)
+		s2 := s1 + int64(len(r1.Slots))*L
+		plan(3, s2) // round 2 starts
+		report(s2+5e5, all...)
+		if len(r2.Slots) != 4*N {
+			t.Fatalf("round 2 has %d slots: the test wants a full round, whose slots run past the stop", len(r2.Slots))
+		}
+		stop, thaw := s2+4e6, s2+104e6
+		send(r2, s2, s2+c.lease*L) // the last grants came at s2
+		if c.stalled {
+			from := make([]int64, N)
+			for i := range from {
+				from[i] = s2 + c.lease*L
+			}
+			p.Stalled(from, stop-stop%L+20*L) // the slots skipped until the thaw
+		}
+		plan(9, thaw+1e5) // too late: forgotten
+		p.Forget(9)
+		report(thaw+1e6, 1, 2)
+		r := plan(10, thaw+1.2e6)
+		idle := 0
+		for i := range N {
+			k := slices.IndexFunc(r.Slots, func(m Matching) bool { return m[i] >= 0 })
+			if k < 0 || k >= N-1 {
+				idle++
+				if c.stalled {
+					t.Errorf("%s: h%d's first slot is slot %d of round %d (%v): want one in the first %d", c.mode, i, k, r.ID, r.Slots, N-1)
+				}
+			}
+		}
+		if !c.stalled && idle == 0 {
+			t.Errorf("%s: without the stall every host has a slot in the round's first %d too: the test no longer shows what it did", c.mode, N-1)
+		}
+		for i, pay := range p.Payload() {
+			if c.stalled && (pay < carry-carry/20 || pay > slotCap) {
+				t.Errorf("%s: h%d's payload per slot %d after the stall: its windows carried %d", c.mode, i, pay, carry)
+			}
+		}
+		t.Logf("%s, stall told %v: payload per slot %v, round %d: %v", c.mode, c.stalled, p.Payload(), r.ID, r.Slots)
 	}
 }

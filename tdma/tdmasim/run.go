@@ -28,6 +28,10 @@ func (s *Sim) onFM() {
 		return
 	}
 	s.emit = s.fm.Emit(s.now, s.emit[:0])
+	if st, k := s.fm.LastStall(); k != s.stalls {
+		s.stalls = k
+		s.plan.Stalled(st.From, st.To) // as tdma fm does: its slots skipped carried nothing
+	}
 	if r, _, _ := s.fm.Current(); r != s.curRound || r == nil { // a round (or an idle slot) starts: the next is planned
 		s.curRound = r
 		s.computeAt = s.now
@@ -75,6 +79,11 @@ func (s *Sim) publish(now int64) {
 	}
 	copy(d.Lost, s.lost)
 	r := s.plan.Next(id, now, d, s.repAt)
+	for _, b := range s.plan.Payload() {
+		if s.res.PayloadMin == 0 || b < s.res.PayloadMin {
+			s.res.PayloadMin = b
+		}
+	}
 	if err := s.fm.Publish(now, r); err != nil {
 		s.plan.Forget(r.ID) // too late: the FM idles a slot and wants the next number
 		return
@@ -397,6 +406,9 @@ func (s *Sim) tryHost(i int) {
 }
 
 func (s *Sim) trace(start int64, r *sched.Round, slot int) {
+	if r != nil && slot == 0 {
+		s.plan.Started(r.ID, start) // as tdma fm does
+	}
 	k := int(start / s.cfg.Slot)
 	for len(s.slots) < k {
 		s.slots = append(s.slots, nil)
@@ -422,6 +434,10 @@ func (s *Sim) has(k int, src, dst int16) bool {
 func (s *Sim) result() *Result {
 	L, g := s.cfg.Slot, s.cfg.Guard
 	thaw := s.cfg.FreezeAt + s.cfg.FreezeFor
+	resume := make([]int64, s.cfg.Hosts) // each host's first frame after the thaw
+	for i := range resume {
+		resume[i] = -1
+	}
 	for _, f := range s.sends {
 		sh := int64(0)
 		if s.cfg.Stagger {
@@ -456,7 +472,13 @@ func (s *Sim) result() *Result {
 			if f.t0 >= thaw && (s.res.ResumeAfterThaw < 0 || f.t0-thaw < s.res.ResumeAfterThaw) {
 				s.res.ResumeAfterThaw = f.t0 - thaw
 			}
+			if f.t0 >= thaw && (resume[f.src] < 0 || f.t0-thaw < resume[f.src]) {
+				resume[f.src] = f.t0 - thaw
+			}
 		}
+	}
+	for _, r := range resume {
+		s.res.ResumeAllAfterThaw = max(s.res.ResumeAllAfterThaw, r)
 	}
 	for _, h := range s.hosts {
 		st := h.g.Stats()

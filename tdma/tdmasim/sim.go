@@ -160,9 +160,15 @@ type Result struct {
 	FM                                                        fmcore.Stats
 	// SilentAfterFreeze: the last data frame sent after the FM froze,
 	// relative to the freeze; ResumeAfterThaw: the first grant-opened
-	// frame after it thawed, relative to the thaw (freeze runs only).
-	SilentAfterFreeze int64 `json:"silent_after_freeze_ns"`
-	ResumeAfterThaw   int64 `json:"resume_after_thaw_ns"`
+	// frame after it thawed, relative to the thaw, and ResumeAllAfterThaw
+	// the last host's first (freeze runs only; a host that sent nothing
+	// after the thaw does not count).
+	SilentAfterFreeze  int64 `json:"silent_after_freeze_ns"`
+	ResumeAfterThaw    int64 `json:"resume_after_thaw_ns"`
+	ResumeAllAfterThaw int64 `json:"resume_all_after_thaw_ns"`
+	// PayloadMin: the least payload per slot the FM planned any sender's
+	// slots with over the run (sched.Planner.Payload), bytes.
+	PayloadMin int64 `json:"payload_min_bytes"`
 	// Found: the data frames their receivers found outside their slot,
 	// by cause, and the meetings of two frames both inside their slots.
 	gate.Found
@@ -281,6 +287,7 @@ type Sim struct {
 	lastRep   []uint32         // the schedule that made it report
 	curRound  *sched.Round
 	computeAt int64
+	stalls    uint64 // the FM's stalls told to the Planner
 	dEst      int64
 	lead      int64
 	finished  int
@@ -395,7 +402,7 @@ func newSim(cfg Config) (*Sim, error) {
 		s.cfg.MaxTime = 4*s.res.Ideal + 20*s.res.RoundLen
 	}
 	s.res.Config = s.cfg
-	s.res.SilentAfterFreeze, s.res.ResumeAfterThaw = -1, -1
+	s.res.SilentAfterFreeze, s.res.ResumeAfterThaw, s.res.ResumeAllAfterThaw = -1, -1, -1
 	s.rep, s.repAt, s.lastRep, s.lost = make([][]int64, cfg.Hosts), make([]int64, cfg.Hosts), make([]uint32, cfg.Hosts), make([]int64, cfg.Hosts)
 	for i := range s.rep {
 		s.rep[i] = append([]int64(nil), s.hosts[i].remain...)
