@@ -53,7 +53,8 @@ import (
 // their pairs end 21-40 ms apart for it).
 //
 // That holds while every planned window is had. Once some host has lost
-// windows (Demand.Lost), or all have in a stall of the FM (Stalled), the
+// windows (Demand.Lost), or all have in a stall of the FM (Stalled) and
+// some host has not reported since (rough), the
 // hosts a backward plan leaves idle at its start are those it counts
 // ahead, and which host ends last depends on the windows still to be lost:
 // a host idle now may be the one behind a round later. After a stall the
@@ -237,7 +238,7 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		p.prevAt[i], p.prevLost[i] = at[i], d.Lost[i]
 		copy(p.prev[i], d.Bytes[i])
 	}
-	lossy := len(p.stalls) > 0
+	lossy := p.rough(at)
 	for _, l := range d.Lost {
 		lossy = lossy || l > 0
 	}
@@ -370,6 +371,24 @@ func (p *Planner) Stalled(from []int64, to int64) {
 		p.stalls = append(p.stalls[:0], p.stalls[1:]...)
 	}
 	p.stalls = append(p.stalls, st)
+}
+
+// rough reports whether some host's latest report (at) came before the
+// end of one of the FM's stalls the Planner remembers: its count is then
+// rough (see Planner). Once every host has reported after a stall, the
+// counts are as good as before it; filling the idle senders for the rest
+// of a run after any stall would leave the pairs ending apart (on the
+// star, one 12-slot stall mid-shuffle, then a tail whose pairs ended 113
+// ms apart).
+func (p *Planner) rough(at []int64) bool {
+	for _, st := range p.stalls {
+		for i := range at {
+			if at[i] <= st.to {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // after is the share of the open part of slot k of a round that started
