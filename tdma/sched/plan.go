@@ -105,8 +105,9 @@ type Planner struct {
 // stall is a span of the FM's timeline in which host i had no window from
 // from[i] to to (Stalled).
 type stall struct {
-	from []int64
-	to   int64
+	from   []int64
+	to     int64
+	rounds int // rounds planned since
 }
 
 // levelRounds, driftRounds: outside a tail, once what is left fits in
@@ -239,6 +240,9 @@ func (p *Planner) Next(id uint32, now int64, d *Demand, at []int64) *Round {
 		copy(p.prev[i], d.Bytes[i])
 	}
 	lossy := p.rough(at)
+	for k := range p.stalls {
+		p.stalls[k].rounds++
+	}
 	for _, l := range d.Lost {
 		lossy = lossy || l > 0
 	}
@@ -373,15 +377,18 @@ func (p *Planner) Stalled(from []int64, to int64) {
 	p.stalls = append(p.stalls, st)
 }
 
-// rough reports whether some host's latest report (at) came before the
-// end of one of the FM's stalls the Planner remembers: its count is then
-// rough (see Planner). Once every host has reported after a stall, the
-// counts are as good as before it; filling the idle senders for the rest
-// of a run after any stall would leave the pairs ending apart (on the
-// star, one 12-slot stall mid-shuffle, then a tail whose pairs ended 113
-// ms apart).
+// rough reports whether the Planner's counts are rough after a stall of
+// the FM's (see Planner): fewer than keptPlans rounds have been planned
+// since one, the rounds it remembers from before it among them, or some
+// host's latest report (at) came before its end. Past that the counts are
+// as good as before it: filling the idle senders for the rest of a run
+// after any stall left the pairs ending apart (on the star, one stall of
+// 12 slots mid-shuffle, then a tail whose pairs ended 113 ms apart).
 func (p *Planner) rough(at []int64) bool {
 	for _, st := range p.stalls {
+		if st.rounds < keptPlans {
+			return true
+		}
 		for i := range at {
 			if at[i] <= st.to {
 				return true
