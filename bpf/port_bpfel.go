@@ -68,7 +68,8 @@ type portCellRxStream struct {
 	Epoch     uint16
 	Mac       [6]uint8
 	SrcPort   uint8
-	Pad       [11]uint8
+	Pad       [3]uint8
+	Passed    uint64
 	Frames    uint64
 	Bytes     uint64
 	Payload   uint64
