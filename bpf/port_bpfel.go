@@ -129,6 +129,8 @@ type portCellTxShared struct {
 	StampErr   uint64
 	Busy       uint64
 	Rr         uint64
+	Wakeups    uint64
+	WakeErr    uint64
 }
 
 type portCellTxVoq struct {
@@ -138,7 +140,7 @@ type portCellTxVoq struct {
 	Dst      uint16
 	Port     uint8
 	Cls      uint8
-	Pad      uint32
+	Low      uint32
 	Declined uint64
 	Tat      uint64
 }

@@ -356,3 +356,60 @@ func TestKernelEdgeDestErrors(t *testing.T) {
 		t.Fatal("an entry that could be neither written nor removed left the path on")
 	}
 }
+
+// A credit VOQ goes back to the kernel with its low mark at half the
+// Lead (a VOQ without credits with none), and the cell that takes its
+// room below the mark counts a wakeup: after the worker folds it, the
+// client asks for the bytes beyond the grant at once.
+func TestKernelEdgeLowMark(t *testing.T) {
+	for _, credits := range []bool{true, false} {
+		k := newKernNet(t, 3, func(c *NodeConfig) {
+			c.Credits, c.Packing, c.CellPayload = credits, false, 700
+			c.Client.Lead = 8000
+		})
+		e1 := k.nodes[0]
+		given := func() *nodeVOQ {
+			for _, q := range e1.list {
+				if q.k != nil && q.k.given {
+					return q
+				}
+			}
+			return nil
+		}
+		var q *nodeVOQ
+		for i := 0; q == nil && i < 50; i++ {
+			k.hostK(hostFrame(1, 2, 0, i, 100))
+			k.run(200*nodeUs, 10*nodeUs)
+			q = given()
+		}
+		if q == nil {
+			t.Fatalf("credits %v: no VOQ handed to the kernel", credits)
+		}
+		want := uint32(0)
+		if credits {
+			want = 4000
+		}
+		if low := k.m.slots[q.k.slot].low.Load(); low != want {
+			t.Fatalf("credits %v: low mark %d, want %d", credits, low, want)
+		}
+		if !credits {
+			continue
+		}
+		// The kernel alone sends until the room falls below the mark.
+		reqs := q.cc.Stats.Requests
+		for i := 0; k.m.C.Wakeups == 0 && i < 100; i++ {
+			if k.hostK(hostFrame(1, 2, 0, 100+i, 200)) != KernelSent {
+				t.Fatalf("frame %d not sent by the kernel: %+v", i, k.m.C)
+			}
+		}
+		room := k.m.State(q.k.slot).Load() >> KernelRoomShift & KernelRoomMax
+		if k.m.C.Wakeups != 1 || room >= 4000 || room+203 < 4000 {
+			t.Fatalf("wakeups %d at room %d: want one, as the room crossed 4000", k.m.C.Wakeups, room)
+		}
+		// The woken worker's Poll folds and asks.
+		e1.Poll(k.now)
+		if q.cc.Stats.Requests == reqs {
+			t.Fatalf("the worker's Poll after the wakeup asked for nothing (enqueued %d, granted %d)", q.cc.Enqueued(), q.cc.Granted())
+		}
+	}
+}

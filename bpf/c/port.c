@@ -1227,7 +1227,9 @@ struct cell_tx_voq {
 	__u16 dst;       /* the VOQ's key, written by Go before the slot is named in cell_tx_mac */
 	__u8 port;
 	__u8 cls;
-	__u32 pad;
+	__u32 low;       /* written by Go before it hands the VOQ over: a cell that takes the
+	                    room from low or more to below it wakes the worker (lg_tx_wake);
+	                    0: none */
 	__u64 declined;  /* times the kernel gave the VOQ to Go */
 	__u64 tat;       /* the kernel's rate bound on the VOQ as GCRA: the time (bpf_ktime_get_ns)
 	                    its bucket is empty until; written only by the kernel (RX queue 0) */
@@ -1267,6 +1269,8 @@ struct cell_tx_shared {
 	                      or the trailer sealed (must stay 0) */
 	__u64 busy;        /* to Go, VOQ handed over: the VOQ is above the kernel's rate bound */
 	__u64 rr;          /* the round-robin position */
+	__u64 wakeups;     /* cells that took a VOQ's room below its low mark (the worker woken) */
+	__u64 wake_err;    /* ... whose wake record the ring buffer refused */
 };
 
 struct {
@@ -1375,8 +1379,10 @@ static __always_inline void lf_cell_tx_decline(struct cell_tx_voq *v, __u64 old,
  *     0, record number base's + (seq - base's seq), epoch, entropy 0, its
  *     CRC-8), the record's length (len + 1) and source port; with a
  *     trailer, the tail grows by 4 and is sealed; the VOQ's tat moves by
- *     voq_ns. A failure here (cannot happen: step 1 tried the room) drops
- *     the cell: stamp_err. */
+ *     voq_ns. If the commit took the room from the VOQ's low mark or more
+ *     to below it, a record on lg_tx_wake wakes the worker (wakeups; the
+ *     worker folds and asks for credit). A failure here (cannot happen:
+ *     step 1 tried the room) drops the cell: stamp_err. */
 static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -1389,7 +1395,7 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	struct lg_tx_shared *lt;
 	struct cell_tx_dest *dd, *sd;
 	struct cell_tx_voq *v;
-	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take, vns = 0, vt = 0;
+	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take, low, vns = 0, vt = 0;
 	__u32 zero = 0, cls, slot, l = 0, crc, rkey, i, lc;
 	__u16 dst, recno;
 	__u8 port;
@@ -1539,6 +1545,16 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 		v->tat = vt + vns;
 	s->sent++;
 	s->bytes += rec;
+	/* The room crossed the VOQ's low mark: wake the worker, which folds
+	 * and asks for credit before the room runs out. */
+	low = LF_READ_ONCE(v->low);
+	if (room >= low && room - rec < low) {
+		__u64 w = slot;
+
+		s->wakeups++;
+		if (bpf_ringbuf_output(&lg_tx_wake, &w, sizeof(w), BPF_RB_FORCE_WAKEUP))
+			s->wake_err++;
+	}
 	if (bpf_xdp_adjust_head(ctx, -LF_CELL_TX_GROW)) {
 		s->stamp_err++;
 		return XDP_DROP;
