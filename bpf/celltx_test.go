@@ -350,7 +350,7 @@ func TestCellTxLowWakes(t *testing.T) {
 
 // Go and the kernel race for a VOQ: Go claims it, cuts cells of its own
 // from the seq it found, and hands it back, again and again, while the
-// kernel sends. No seq is taken twice, none is skipped, the record
+// kernel sends; in between Go raises the room it gave (grants). No seq is taken twice, none is skipped, the record
 // numbers follow the seqs, and the credit given is never exceeded.
 func TestCellTxRaceWithGo(t *testing.T) {
 	c := loadCellTx(t, linkcrc.Off)
@@ -360,6 +360,7 @@ func TestCellTxRaceWithGo(t *testing.T) {
 	var stop atomic.Bool
 	goRec := map[uint32]uint16{} // Go's cells: seq -> record number
 	var given, spent uint64      // credit handed to the kernel, and what it used of it
+	var raises int
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // Go's side
@@ -370,7 +371,25 @@ func TestCellTxRaceWithGo(t *testing.T) {
 			base.Store(cellify.KernelBase(seq, rec))
 			st.Store(cellify.KernelWord(true, room, seq))
 			given += room
-			for range rng.IntN(2000) {
+			have := uint64(room)
+			for range rng.IntN(4) {
+				for range rng.IntN(2000) {
+				}
+				// A grant while the kernel keeps the VOQ: more room
+				// by CAS from an owned word (cellify's raise).
+				d := uint64(1 + rng.IntN(4096))
+				for {
+					w := st.Load()
+					if w&cellify.KernelOwned == 0 {
+						break
+					}
+					if st.CompareAndSwap(w, w+d<<cellify.KernelRoomShift) {
+						have += d
+						given += d
+						raises++
+						break
+					}
+				}
 			}
 			var w uint64
 			for {
@@ -379,7 +398,7 @@ func TestCellTxRaceWithGo(t *testing.T) {
 					break
 				}
 			}
-			spent += room - (w >> cellify.KernelRoomShift & cellify.KernelRoomMax)
+			spent += have - (w >> cellify.KernelRoomShift & cellify.KernelRoomMax)
 			rec += uint16(uint32(w) - seq) // the kernel's cells, one record each
 			seq = uint32(w)
 			for range rng.IntN(3) { // Go's own cells, packed: two records each
@@ -416,7 +435,7 @@ func TestCellTxRaceWithGo(t *testing.T) {
 	if spent != kBytes || spent > given {
 		t.Fatalf("the kernel sent %d bytes, the words say %d of %d given", kBytes, spent, given)
 	}
-	t.Logf("%d kernel cells, %d Go cells, %d hand-backs", len(kRec), len(goRec), given/room)
+	t.Logf("%d kernel cells, %d Go cells, %d raises", len(kRec), len(goRec), raises)
 }
 
 // checkStream checks the cells of one VOQ, the kernel's and Go's (seq ->

@@ -48,8 +48,8 @@ import (
 // to Go, the VOQ left as it is).
 //
 // What Go does (Node, with SetKernelTx): before it queues a host frame in a
-// VOQ, and before a grant or a session reset changes its credit, it claims
-// the VOQ (claim: CAS until State is not owned) and folds what the kernel
+// VOQ, and before a session reset changes its credit, it claims the VOQ
+// (claim: CAS until State is not owned) and folds what the kernel
 // sent (fold: the cells and bytes since the last fold, from State alone,
 // into the Packer's seq, record number and totals, the credit client's
 // enqueued and sent, and the host port's and the node's counters). While
@@ -112,11 +112,22 @@ import (
 // grant in the worker, and 263 frames more went to the worker behind).
 //
 // Why nothing goes beyond credit. room is what Go allowed (the client's
-// Allowed: granted + lead − sent) when it handed back, and only the
-// kernel lowers it, by each record it sends, while it owns the VOQ; a
-// grant or a session reset changes Allowed only after a claim, and the
-// next hand-back publishes the new one. So the kernel's bytes plus Go's
-// never exceed granted + lead, as Go's alone would not.
+// Allowed: granted + lead − sent) when it handed back, and the kernel
+// lowers it by each record it sends while it owns the VOQ; a session
+// reset changes Allowed only after a claim, and the next hand-back
+// publishes the new one. A grant for a VOQ the kernel owns does not take
+// it back (a claim would send the frames of the next Poll's worth through
+// the worker): Go folds (so Allowed counts every cell up to the word it
+// read, and k.room is that word's room, Allowed's at the fold), and adds
+// what the grant raised Allowed over k.room to the word's room by a CAS
+// from an owned word, and to k.room (raise). A kernel commit between the
+// fold and the CAS has lowered the word's room already and stays
+// subtracted; one that loaded the word before Go's CAS fails its own CAS
+// and reloads. So the word's room is Allowed less what the kernel sent
+// since the fold, which the next fold adds to sent. If the kernel gave the
+// VOQ back meanwhile, the CAS finds it not owned and Go claims as before.
+// So the kernel's bytes plus Go's never exceed granted + lead, as Go's
+// alone would not.
 //
 // Why nothing stale goes after a restart. A new Node (SetKernelTx) first
 // turns the kernel path off, stores every slot's State as Go's and drops
@@ -212,6 +223,7 @@ type KernelStats struct {
 	Bytes     uint64 // their records' bytes
 	Claims    uint64 // VOQs Go took from the kernel (or found declined)
 	HandBacks uint64 // VOQs Go gave the kernel
+	Raises    uint64 // grants added to the room of a VOQ the kernel kept
 	DestSets  uint64 // MAC entries written
 	DestErrs  uint64 // ... that failed (the kernel path was turned off on a failed removal)
 }
@@ -279,6 +291,35 @@ func (n *Node) kernClaimed(q *nodeVOQ) {
 	if !q.k.back {
 		q.k.back = true
 		n.kclaimed = append(n.kclaimed, q)
+	}
+}
+
+// raise adds to the room of q, which Go gave the kernel, what a grant
+// added to the client's Allowed: folded first, then by CAS from an owned
+// word, so the kernel's commits since the fold stay subtracted (see "Why
+// nothing goes beyond credit"). False if the kernel gave q back meanwhile:
+// it is Go's then, to claim.
+func (n *Node) raise(q *nodeVOQ) bool {
+	k := q.k
+	n.fold(q)
+	want := min(q.cc.Allowed(), KernelRoomMax)
+	if want <= k.room {
+		return true
+	}
+	d := want - k.room
+	st := n.kern.State(k.slot)
+	for {
+		w := st.Load()
+		if w&KernelOwned == 0 {
+			return false
+		}
+		// The kernel only lowers the room from k.room: room + d stays
+		// within want.
+		if st.CompareAndSwap(w, w+d<<KernelRoomShift) {
+			k.room += d
+			n.kst.Raises++
+			return true
+		}
 	}
 }
 

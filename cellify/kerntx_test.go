@@ -140,7 +140,10 @@ func TestKernelEdgeRoundTrip(t *testing.T) {
 						t.Fatalf("egress scheduler asked for %d, the VOQs enqueued %d, the host sent %d", req, ct.Requested, total+frames*KernelRecordOverhead)
 					}
 				}
-				t.Logf("%s: kernel %d cells, claims %d, hand-backs %d, %+v", name, k.m.C.Sent, ks.Claims, ks.HandBacks, k.m.C)
+				t.Logf("%s: kernel %d cells, claims %d, hand-backs %d, raises %d, %+v", name, k.m.C.Sent, ks.Claims, ks.HandBacks, ks.Raises, k.m.C)
+				if credits && ks.Raises == 0 {
+					t.Fatalf("pull: no grant raised a room the kernel kept: %+v", ks)
+				}
 				if credits && k.m.C.NoCredit == 0 {
 					t.Fatalf("pull: the kernel never ran out of credit: %+v", k.m.C)
 				}

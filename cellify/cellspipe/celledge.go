@@ -197,6 +197,7 @@ type KernelTxSnapshot struct {
 	StampErr   uint64 `json:"stamp_errors"`
 	Claims     uint64 `json:"claims"`
 	HandBacks  uint64 `json:"hand_backs"`
+	Raises     uint64 `json:"raises"` // grants added to the room of a VOQ the kernel kept
 	DestSets   uint64 `json:"dest_sets"`
 	DestErrs   uint64 `json:"dest_errors"`
 	NoPeer     uint64 `json:"links_no_peer"` // links held now: their peer takes no redirected frame
@@ -209,5 +210,5 @@ func (pl *cellPipeline) foldEdge(c *Snapshot) {
 	c.KernelTx = &KernelTxSnapshot{Sent: k.Sent, Bytes: k.Bytes, NoDest: k.NoDest, NotOwned: k.NotOwned, Unread: k.Unread,
 		NoCredit: k.NoCredit, NoRoute: k.NoRoute, NoRate: k.NoRate, Busy: k.Busy, Raced: k.Raced, Ineligible: k.Ineligible, StampErr: k.StampErr,
 		Wakeups: k.Wakeups, WakeErr: k.WakeErr,
-		Claims: ns.Claims, HandBacks: ns.HandBacks, DestSets: ns.DestSets, DestErrs: ns.DestErrs, NoPeer: uint64(pl.fast.noPeer)}
+		Claims: ns.Claims, HandBacks: ns.HandBacks, Raises: ns.Raises, DestSets: ns.DestSets, DestErrs: ns.DestErrs, NoPeer: uint64(pl.fast.noPeer)}
 }
