@@ -142,11 +142,18 @@ func (c *CellRx) Point(i int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&c.st.S[i].Point))
 }
 
-// SetStream writes slot i's key, epoch, source MAC and port byte (only
-// while Go owns its point).
+// SetStream writes slot i's key, epoch, source MAC and port byte, and
+// clears its passed word (only while Go owns its point).
 func (c *CellRx) SetStream(i int, key uint32, epoch uint16, mac [6]byte, srcPort uint8) {
 	s := &c.st.S[i]
 	s.Key, s.Epoch, s.Mac, s.SrcPort = key, epoch, mac, srcPort
+	atomic.StoreUint64(&s.Passed, 0)
+}
+
+// Passed is slot i's passed word: the point word of the last delivery
+// lf_cell_rx_tc sent on.
+func (c *CellRx) Passed(i int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&c.st.S[i].Passed))
 }
 
 // Stream returns slot i's source MAC and port byte.

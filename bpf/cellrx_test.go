@@ -3,7 +3,9 @@ package bpf
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -115,6 +117,18 @@ const stampMask = 0xff << 48
 // run runs frame through both and compares; it returns the program's verdict.
 func (x *cellRxPair) run(t *testing.T, name string, frame []byte) uint32 {
 	t.Helper()
+	ret, errs := x.try(t, name, frame)
+	for _, e := range errs {
+		t.Error(e)
+	}
+	return ret
+}
+
+// try is run, the differences returned.
+func (x *cellRxPair) try(t *testing.T, name string, frame []byte) (uint32, []string) {
+	t.Helper()
+	var errs []string
+	errorf := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	opts := ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+64)}
 	now := uint64(MonoNow())
 	ret, err := x.p.Program().Run(&opts)
@@ -125,23 +139,23 @@ func (x *cellRxPair) run(t *testing.T, name string, frame []byte) uint32 {
 	v, host, _ := x.m.Offer(bytes.Clone(frame), 0, now)
 	switch {
 	case v == cellify.RxDelivered && (ret != xdpRedirect || !bytes.Equal(opts.DataOut, host)):
-		t.Errorf("%s: model delivers %d bytes, program: verdict %d, %d bytes, same %v", name, len(host), ret,
+		errorf("%s: model delivers %d bytes, program: verdict %d, %d bytes, same %v", name, len(host), ret,
 			len(opts.DataOut), bytes.Equal(opts.DataOut, host))
 	case v == cellify.RxToGo && (ret != xdpPass || !bytes.Equal(opts.DataOut, frame)):
-		t.Errorf("%s: model passes it on, program: verdict %d, changed %v", name, ret, !bytes.Equal(opts.DataOut, frame))
+		errorf("%s: model passes it on, program: verdict %d, changed %v", name, ret, !bytes.Equal(opts.DataOut, frame))
 	case v == cellify.RxDropped:
-		t.Errorf("%s: model drops it", name)
+		errorf("%s: model drops it", name)
 	}
 	for i := range 2 {
 		pp, pm := x.c.Point(i).Load(), x.m.Point(i).Load()
 		if pp&^stampMask != pm&^stampMask || (pp-pm)>>48&0xff > slack {
-			t.Errorf("%s: slot %d point %#x, model's %#x", name, i, pp, pm)
+			errorf("%s: slot %d point %#x, model's %#x", name, i, pp, pm)
 		}
 		x.c.Point(i).Store(pm) // the same stamp from here on
 		f1, b1, p1, h1 := x.c.Counts(i)
 		f2, b2, p2, h2 := x.m.Counts(i)
 		if f1 != f2 || b1 != b2 || p1 != p2 || h1 != h2 {
-			t.Errorf("%s: slot %d counts %d %d %d %d, model's %d %d %d %d", name, i, f1, b1, p1, h1, f2, b2, p2, h2)
+			errorf("%s: slot %d counts %d %d %d %d, model's %d %d %d %d", name, i, f1, b1, p1, h1, f2, b2, p2, h2)
 		}
 	}
 	k, err := x.c.Counters()
@@ -153,10 +167,10 @@ func (x *cellRxPair) run(t *testing.T, name string, frame []byte) uint32 {
 		k.Bad != mc.Bad.Load() || k.NotOurs != mc.NotOurs.Load() || k.GoOwned != mc.GoOwned.Load() ||
 		k.Raced != mc.Raced.Load() || k.StripErr != 0 || k.HoOrder != mc.HoOrder.Load() || k.HoRecord != mc.HoRecord.Load() ||
 		k.HoSource != mc.HoSource.Load() || k.HoCPU != mc.HoCPU.Load() {
-		t.Errorf("%s: counters %+v, model's delivered %d bytes %d handovers %d bad %d not_ours %d go_owned %d raced %d", name, k,
+		errorf("%s: counters %+v, model's delivered %d bytes %d handovers %d bad %d not_ours %d go_owned %d raced %d", name, k,
 			mc.Delivered.Load(), mc.Bytes.Load(), mc.Handovers.Load(), mc.Bad.Load(), mc.NotOurs.Load(), mc.GoOwned.Load(), mc.Raced.Load())
 	}
-	return ret
+	return ret, errs
 }
 
 func TestCellRxInOrder(t *testing.T) {
@@ -285,32 +299,94 @@ func TestCellRxHostileAndOutOfOrder(t *testing.T) {
 
 // refixCRC8 rewrites a cell header's checksum after a change (the
 // hostile cell then passes the checksum and must fail on its fields).
+// syncModel makes the model's counters the program's (after a case whose
+// two runs read the clock too far apart to be compared).
+func (x *cellRxPair) syncModel(t *testing.T) {
+	t.Helper()
+	k, err := x.c.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := &x.m.C
+	for _, p := range []struct {
+		m *atomic.Uint64
+		v uint64
+	}{{&mc.Delivered, k.Delivered}, {&mc.Bytes, k.Bytes}, {&mc.Handovers, k.Handovers}, {&mc.Bad, k.Bad},
+		{&mc.NotOurs, k.NotOurs}, {&mc.GoOwned, k.GoOwned}, {&mc.Raced, k.Raced}, {&mc.HoOrder, k.HoOrder},
+		{&mc.HoRecord, k.HoRecord}, {&mc.HoSource, k.HoSource}, {&mc.HoCPU, k.HoCPU}} {
+		p.m.Store(p.v)
+	}
+	for i := range 2 {
+		s := &x.m.S[i]
+		f, b, pl, h := x.c.Counts(i)
+		s.Frames.Store(f)
+		s.Bytes.Store(b)
+		s.Payload.Store(pl)
+		s.Handovers.Store(h)
+	}
+}
+
 func refixCRC8(f []byte) {
 	f[41] = crc8(f[22:41])
 }
 
 // The last delivery on another CPU: within the quiet time the cell goes
-// to Go (a hand-over), after it the kernel delivers.
+// to Go (a hand-over), after it the kernel delivers; within it too if
+// lf_cell_rx_tc sent that delivery on (passed is the point's word), not
+// if passed is any other word (an earlier delivery's, a word differing in
+// one field).
 func TestCellRxOtherCPU(t *testing.T) {
 	x := loadCellRx(t, linkcrc.Off)
 	x.give(t, 0, 0)
-	now := uint64(MonoNow())
-	stamp := func(at uint64) uint64 { return (at >> 14 & 0xff) << 48 }
+	stamp := func(ago uint64) uint64 { return ((uint64(MonoNow()) - ago) >> 14 & 0xff) << 48 }
 	other := uint64(5+1) << 56
+	same := ^uint64(0) // passed: the point's own word
 	for i, tc := range []struct {
-		name string
-		w    uint64
-		want uint32
+		name   string
+		cpu    uint64 // the last delivery's CPU + 1
+		ago    uint64 // ... how long ago
+		passed uint64 // XORed into the point's word (same: the word, 0: 0)
+		want   uint32
 	}{
-		{"other CPU just now", other | stamp(now), xdpPass},
-		{"other CPU long ago", other | stamp(now-100_000), xdpRedirect},
-		{"this CPU just now", uint64(0+1)<<56 | stamp(now), xdpRedirect},
+		{"other CPU just now", other, 0, 1 << 63, xdpPass},
+		{"other CPU long ago", other, 100_000, 1 << 63, xdpRedirect},
+		{"this CPU just now", 1 << 56, 0, 1 << 63, xdpRedirect},
+		{"other CPU just now, sent on", other, 0, same, xdpRedirect},
+		{"other CPU just now, the delivery before sent on", other, 0, 1 | 1<<32, xdpPass},
+		{"other CPU just now, another CPU's word sent on", other, 0, 3 << 56, xdpPass},
+		{"other CPU just now, an earlier stamp sent on", other, 0, 1 << 48, xdpPass},
+		{"other CPU just now, passed cleared", other, 0, 0, xdpPass},
 	} {
-		p := cellify.RxPoint(uint32(i), uint16(i)) | tc.w
-		x.c.Point(0).Store(p)
-		x.m.Point(0).Store(p)
-		if ret := x.run(t, tc.name, rxCellFrame(t, rxHdr(uint32(i), uint16(i)), rxRec(rxHost(60)), linkcrc.Off)); ret != tc.want {
-			t.Errorf("%s: verdict %d, want %d", tc.name, ret, tc.want)
+		f := rxCellFrame(t, rxHdr(uint32(i), uint16(i)), rxRec(rxHost(60)), linkcrc.Off)
+		for try := 0; ; try++ {
+			// Descheduled for half the quiet time between the stamp and
+			// the run, the case says nothing: again, from the same state.
+			t0 := MonoNow()
+			p := cellify.RxPoint(uint32(i), uint16(i)) | tc.cpu | stamp(tc.ago)
+			passed := p ^ tc.passed
+			switch tc.passed {
+			case same:
+				passed = p
+			case 0:
+				passed = 0
+			}
+			for _, w := range []*atomic.Uint64{x.c.Point(0), x.m.Point(0)} {
+				w.Store(p)
+			}
+			x.c.Passed(0).Store(passed)
+			x.m.S[0].Passed.Store(passed)
+			ret, errs := x.try(t, tc.name, f)
+			if MonoNow()-t0 > 24_000 && try < 20 {
+				x.syncModel(t)
+				continue
+			}
+			for _, e := range errs {
+				t.Error(e)
+			}
+			if ret != tc.want {
+				t.Errorf("%s: verdict %d, want %d", tc.name, ret, tc.want)
+			}
+			break
 		}
 	}
 }
@@ -400,12 +476,16 @@ func TestCellRxPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := []byte{0x11, 0xc3, 0x46, 0x4c, 1, 0, 0, 0}
+	// magic, the host port's ifindex, the slot, 0, the point word left.
+	meta := binary.LittleEndian.AppendUint64([]byte{0x11, 0xc3, 0x46, 0x4c, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, x.c.Point(0).Load())
 	if ret != xdpPass || !bytes.Equal(opts.DataOut, append(meta, host...)) {
 		t.Errorf("verdict %d, out %x; want XDP_PASS and %x then the host frame", ret, opts.DataOut, meta)
 	}
 	if s, r := cellify.RxPointSeq(x.c.Point(0).Load()); s != 6 || r != 10 {
 		t.Errorf("point at %d/%d", s, r)
+	}
+	if p := x.c.Passed(0).Load(); p != 0 {
+		t.Errorf("passed %#x before lf_cell_rx_tc ran", p)
 	}
 	// Out of order: passed on untouched, no metadata, the point given.
 	f = rxCellFrame(t, rxHdr(7, 10), rxRec(host), linkcrc.CRC32C)

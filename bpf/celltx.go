@@ -28,6 +28,7 @@ type CellTxCounters struct {
 	NoDest, NotOwned, Unread, NoCredit, NoRoute uint64 // to Go, by reason
 	NoRate, Raced, Ineligible, Busy             uint64
 	StampErr                                    uint64 // cells dropped after their seq was taken (must stay 0)
+	Wakeups, WakeErr                            uint64 // cells that took a VOQ's room below its low mark; wake records refused
 }
 
 // CellTxDest is a MAC's entry in cell_tx_mac.
@@ -124,6 +125,12 @@ func word(p *uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(p))
 func (c *CellTx) State(i int) *atomic.Uint64 { return word(&c.voqs[i].State) }
 func (c *CellTx) Base(i int) *atomic.Uint64  { return word(&c.voqs[i].Base) }
 
+// SetLow sets slot i's low mark: a cell that takes the room from low or
+// more to below it wakes the worker through the port's lg_tx_wake
+// (LGTx.WakeFD); 0: none. Set it before the State that hands the slot
+// over.
+func (c *CellTx) SetLow(i int, low uint32) { atomic.StoreUint32(&c.voqs[i].Low, low) }
+
 // Declined is how often the kernel gave slot i to Go.
 func (c *CellTx) Declined(i int) uint64 { return atomic.LoadUint64(&c.voqs[i].Declined) }
 
@@ -192,5 +199,6 @@ func (c *CellTx) Counters() CellTxCounters {
 	l := atomic.LoadUint64
 	return CellTxCounters{Sent: l(&s.Sent), Bytes: l(&s.Bytes), NoDest: l(&s.NoDest), NotOwned: l(&s.NotOwned),
 		Unread: l(&s.Unread), NoCredit: l(&s.NoCredit), NoRoute: l(&s.NoRoute), NoRate: l(&s.NoRate),
-		Raced: l(&s.Raced), Ineligible: l(&s.Ineligible), StampErr: l(&s.StampErr), Busy: l(&s.Busy)}
+		Raced: l(&s.Raced), Ineligible: l(&s.Ineligible), StampErr: l(&s.StampErr), Busy: l(&s.Busy),
+		Wakeups: l(&s.Wakeups), WakeErr: l(&s.WakeErr)}
 }

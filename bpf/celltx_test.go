@@ -3,6 +3,7 @@ package bpf
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
+	"golang.org/x/sys/unix"
 )
 
 // The ingress edge's kernel path (lf_cell_tx), run with BPF_PROG_TEST_RUN
@@ -180,7 +182,7 @@ func (c *ctxPair) same(t *testing.T, what string, frame []byte) (int, []byte) {
 	k, mc := c.tx.Counters(), c.m.C
 	want := CellTxCounters{Sent: mc.Sent, Bytes: mc.Bytes, NoDest: mc.NoDest, NotOwned: mc.NotOwned, Unread: mc.Unread,
 		NoCredit: mc.NoCredit, NoRoute: mc.NoRoute, NoRate: mc.NoRate, Raced: mc.Raced, Ineligible: mc.Ineligible, StampErr: mc.StampErr,
-		Busy: mc.Busy}
+		Busy: mc.Busy, Wakeups: mc.Wakeups}
 	if k != want {
 		t.Fatalf("%s: counters %+v, model's %+v", what, k, want)
 	}
@@ -289,9 +291,66 @@ func TestCellTxMatchesModel(t *testing.T) {
 	}
 }
 
+// The low mark: the cell that takes the room from the mark or more to
+// below it wakes the worker, once (a record on lg_tx_wake: the fd polls
+// readable, DrainWake finds it); cells below the mark, or on a VOQ without
+// one, do not; a hand-back with the mark again arms it again.
+func TestCellTxLowWakes(t *testing.T) {
+	c := loadCellTx(t, linkcrc.Off)
+	rng := rand.New(rand.NewPCG(3, 4))
+	c.lg.DrainWake()
+	readable := func() bool {
+		fds := []unix.PollFd{{Fd: int32(c.lg.WakeFD()), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	low := uint32(500)
+	setLow := func(l uint32) {
+		c.tx.SetLow(0, l)
+		c.m.SetLow(0, l)
+	}
+	// 63 bytes a record (60 + 3): from 700, the fourth cell takes the
+	// room from 511 to 448, below 500.
+	setLow(low)
+	c.give(0, 700, 1, 1)
+	for i := range 6 {
+		if v, _ := c.same(t, fmt.Sprintf("cell %d", i), ctxFrame(rng, 60, 0)); v != cellify.KernelSent {
+			t.Fatalf("cell %d not sent", i)
+		}
+		w := c.tx.Counters().Wakeups
+		if want := uint64(0); i >= 3 {
+			if want = 1; w != want || !readable() {
+				t.Fatalf("after cell %d: %d wakeups, readable %v; want 1, readable", i, w, readable())
+			}
+		} else if w != want || readable() {
+			t.Fatalf("after cell %d: %d wakeups, readable %v; want none", i, w, readable())
+		}
+	}
+	if !c.lg.DrainWake() || readable() {
+		t.Fatal("DrainWake: no record, or the fd still readable")
+	}
+	// Handed back with the mark again: armed again; without one: never.
+	c.give(0, 560, 9, 9)
+	c.same(t, "armed again", ctxFrame(rng, 60, 0))
+	if w := c.tx.Counters().Wakeups; w != 2 || !c.lg.DrainWake() {
+		t.Fatalf("handed back at 560 with the mark: %d wakeups, want 2", w)
+	}
+	setLow(0)
+	c.give(0, 200, 20, 20)
+	for i := range 3 {
+		c.same(t, fmt.Sprintf("no mark %d", i), ctxFrame(rng, 60, 0))
+	}
+	if w := c.tx.Counters().Wakeups; w != 2 || readable() {
+		t.Fatalf("no mark: %d wakeups, want still 2", w)
+	}
+}
+
 // Go and the kernel race for a VOQ: Go claims it, cuts cells of its own
 // from the seq it found, and hands it back, again and again, while the
-// kernel sends. No seq is taken twice, none is skipped, the record
+// kernel sends; in between Go raises the room it gave (grants). No seq is taken twice, none is skipped, the record
 // numbers follow the seqs, and the credit given is never exceeded.
 func TestCellTxRaceWithGo(t *testing.T) {
 	c := loadCellTx(t, linkcrc.Off)
@@ -301,6 +360,7 @@ func TestCellTxRaceWithGo(t *testing.T) {
 	var stop atomic.Bool
 	goRec := map[uint32]uint16{} // Go's cells: seq -> record number
 	var given, spent uint64      // credit handed to the kernel, and what it used of it
+	var raises int
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // Go's side
@@ -311,7 +371,25 @@ func TestCellTxRaceWithGo(t *testing.T) {
 			base.Store(cellify.KernelBase(seq, rec))
 			st.Store(cellify.KernelWord(true, room, seq))
 			given += room
-			for range rng.IntN(2000) {
+			have := uint64(room)
+			for range rng.IntN(4) {
+				for range rng.IntN(2000) {
+				}
+				// A grant while the kernel keeps the VOQ: more room
+				// by CAS from an owned word (cellify's raise).
+				d := uint64(1 + rng.IntN(4096))
+				for {
+					w := st.Load()
+					if w&cellify.KernelOwned == 0 {
+						break
+					}
+					if st.CompareAndSwap(w, w+d<<cellify.KernelRoomShift) {
+						have += d
+						given += d
+						raises++
+						break
+					}
+				}
 			}
 			var w uint64
 			for {
@@ -320,7 +398,7 @@ func TestCellTxRaceWithGo(t *testing.T) {
 					break
 				}
 			}
-			spent += room - (w >> cellify.KernelRoomShift & cellify.KernelRoomMax)
+			spent += have - (w >> cellify.KernelRoomShift & cellify.KernelRoomMax)
 			rec += uint16(uint32(w) - seq) // the kernel's cells, one record each
 			seq = uint32(w)
 			for range rng.IntN(3) { // Go's own cells, packed: two records each
@@ -357,7 +435,7 @@ func TestCellTxRaceWithGo(t *testing.T) {
 	if spent != kBytes || spent > given {
 		t.Fatalf("the kernel sent %d bytes, the words say %d of %d given", kBytes, spent, given)
 	}
-	t.Logf("%d kernel cells, %d Go cells, %d hand-backs", len(kRec), len(goRec), given/room)
+	t.Logf("%d kernel cells, %d Go cells, %d raises", len(kRec), len(goRec), raises)
 }
 
 // checkStream checks the cells of one VOQ, the kernel's and Go's (seq ->

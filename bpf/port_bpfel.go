@@ -68,7 +68,8 @@ type portCellRxStream struct {
 	Epoch     uint16
 	Mac       [6]uint8
 	SrcPort   uint8
-	Pad       [11]uint8
+	Pad       [3]uint8
+	Passed    uint64
 	Frames    uint64
 	Bytes     uint64
 	Payload   uint64
@@ -128,6 +129,8 @@ type portCellTxShared struct {
 	StampErr   uint64
 	Busy       uint64
 	Rr         uint64
+	Wakeups    uint64
+	WakeErr    uint64
 }
 
 type portCellTxVoq struct {
@@ -137,7 +140,7 @@ type portCellTxVoq struct {
 	Dst      uint16
 	Port     uint8
 	Cls      uint8
-	Pad      uint32
+	Low      uint32
 	Declined uint64
 	Tat      uint64
 }

@@ -179,9 +179,14 @@ func newRxHarness(t *testing.T) *rxHarness {
 // goes to the worker.
 func (h *rxHarness) kernel(f []byte, cpu uint32) {
 	h.log.mu.Lock()
-	v, host, _ := h.m.Offer(f, cpu, h.clock.Add(10_000))
+	v, host, _, slot, point := h.m.OfferSent(f, cpu, h.clock.Add(10_000))
 	if v == RxDelivered {
 		h.log.add(host, true)
+		// Sent on by lf_cell_rx_tc at once, half the time (else the
+		// quiet time rules).
+		if point&1 == 0 {
+			h.m.PassTC(slot, point)
+		}
 	}
 	h.log.mu.Unlock()
 	if v != RxDelivered {
@@ -453,6 +458,64 @@ func TestKernelRxOtherCPU(t *testing.T) {
 	if v, _, _ := m.Offer(cell(3), 1, t0+(KernelRxQuiet+1)*unit); v != RxDelivered {
 		t.Errorf("another CPU after the quiet time: verdict %d", v)
 	}
+}
+
+// With delivery through the stack, a cell on another CPU within the
+// quiet time is delivered once lf_cell_rx_tc sent the delivery before it
+// on (PassTC with the word that delivery left), not for an earlier
+// delivery's word, nor for a word from before Go took and gave the
+// stream back.
+func TestKernelRxSentOn(t *testing.T) {
+	m := NewCellRxModel(3)
+	m.Hosts[0] = true
+	kr := NewKernelRx(m, []bool{true})
+	key := StreamKey{Src: 7}
+	rec := rxRecord(0x1111, 0, 40)
+	kr.Give(key, 0, 0, 0x1111, rec[2:])
+	cell := func(n uint32) []byte { return rxCell(t, n, uint16(n), 0, 0x1111, rxRecord(0x1111, n, 40)) }
+	const unit = 1 << 14
+	now := uint64(1000 * unit)
+	offer := func(n, cpu uint32) (int, int, uint64) {
+		now += 1000
+		v, _, _, slot, point := m.OfferSent(cell(n), cpu, now)
+		return v, slot, point
+	}
+	v, slot0, p0 := offer(0, 1)
+	if v != RxDelivered || p0 != m.S[slot0].Point.Load() {
+		t.Fatalf("cell 0: verdict %d, point %#x (slot's %#x)", v, p0, m.S[slot0].Point.Load())
+	}
+	v, slot1, p1 := offer(1, 1)
+	if v != RxDelivered || slot1 != slot0 {
+		t.Fatalf("cell 1 on the same CPU: verdict %d", v)
+	}
+	m.PassTC(slot0, p0) // cell 0 sent on, not cell 1
+	if v, _, _ := offer(2, 0); v != RxToGo {
+		t.Errorf("another CPU, the delivery before the last sent on: verdict %d, want to Go", v)
+	}
+	// Go takes and gives back at 2; then a delivery on CPU 0 sent on, one on
+	// CPU 1 after it: delivered.
+	kr.Take(key)
+	kr.Give(key, 2, 2, 0x1111, rec[2:])
+	if p := m.S[slot0].Passed.Load(); p != 0 {
+		t.Errorf("passed %#x after a give", p)
+	}
+	v, _, p2 := offer(2, 0)
+	if v != RxDelivered {
+		t.Fatalf("cell 2: verdict %d", v)
+	}
+	m.PassTC(slot0, p2)
+	if v, _, _ := offer(3, 1); v != RxDelivered {
+		t.Errorf("another CPU, the delivery before sent on: verdict %d, want delivered", v)
+	}
+	// Cell 3's delivery not sent on: cell 4 on CPU 0 goes to Go; the
+	// stale word of cell 2 is still there.
+	if v, _, _ := offer(4, 0); v != RxToGo {
+		t.Errorf("another CPU, the delivery before not sent on: verdict %d, want to Go", v)
+	}
+	if m.C.HoCPU.Load() != 2 {
+		t.Errorf("hand-overs for another CPU: %d, want 2", m.C.HoCPU.Load())
+	}
+	_ = p1
 }
 
 // Go gives a point only when it holds nothing and is at a record

@@ -48,8 +48,8 @@ import (
 // to Go, the VOQ left as it is).
 //
 // What Go does (Node, with SetKernelTx): before it queues a host frame in a
-// VOQ, and before a grant or a session reset changes its credit, it claims
-// the VOQ (claim: CAS until State is not owned) and folds what the kernel
+// VOQ, and before a session reset changes its credit, it claims the VOQ
+// (claim: CAS until State is not owned) and folds what the kernel
 // sent (fold: the cells and bytes since the last fold, from State alone,
 // into the Packer's seq, record number and totals, the credit client's
 // enqueued and sent, and the host port's and the node's counters). While
@@ -95,12 +95,39 @@ import (
 // reorders them on the links as it does the worker's, and the egress
 // edge's reassembly restores seq order.
 //
+// Why the room seldom runs out. The kernel's bytes reach the credit loop
+// only when Go folds them, at a Poll, and a worker whose frames all go
+// through the kernel wakes for little else; by then the room could be
+// spent, and the next frame would decline the VOQ and wait for a grant in
+// the worker. So Go hands a credit VOQ back with a low mark, half the
+// client's Lead, and the cell that takes the room below it wakes the
+// worker (a record on the host port's wake ring buffer, which the worker
+// watches): the worker folds, and as the VOQ is then more than half the
+// Lead beyond its grant the client asks at once (CreditClientConfig's
+// LeadHold holds only bytes within half the Lead), with half the Lead
+// still to send while the grant comes back. The wake is a hint: it moves
+// no word, and a lost one leaves the worker to its other wakeups as
+// before. On the bundle, 2000 back-to-back 143-byte TCP flows declined
+// their VOQ for credit 156 times without it (each frame then waited for a
+// grant in the worker, and 263 frames more went to the worker behind).
+//
 // Why nothing goes beyond credit. room is what Go allowed (the client's
-// Allowed: granted + lead − sent) when it handed back, and only the
-// kernel lowers it, by each record it sends, while it owns the VOQ; a
-// grant or a session reset changes Allowed only after a claim, and the
-// next hand-back publishes the new one. So the kernel's bytes plus Go's
-// never exceed granted + lead, as Go's alone would not.
+// Allowed: granted + lead − sent) when it handed back, and the kernel
+// lowers it by each record it sends while it owns the VOQ; a session
+// reset changes Allowed only after a claim, and the next hand-back
+// publishes the new one. A grant for a VOQ the kernel owns does not take
+// it back (a claim would send the frames of the next Poll's worth through
+// the worker): Go folds (so Allowed counts every cell up to the word it
+// read, and k.room is that word's room, Allowed's at the fold), and adds
+// what the grant raised Allowed over k.room to the word's room by a CAS
+// from an owned word, and to k.room (raise). A kernel commit between the
+// fold and the CAS has lowered the word's room already and stays
+// subtracted; one that loaded the word before Go's CAS fails its own CAS
+// and reloads. So the word's room is Allowed less what the kernel sent
+// since the fold, which the next fold adds to sent. If the kernel gave the
+// VOQ back meanwhile, the CAS finds it not owned and Go claims as before.
+// So the kernel's bytes plus Go's never exceed granted + lead, as Go's
+// alone would not.
 //
 // Why nothing stale goes after a restart. A new Node (SetKernelTx) first
 // turns the kernel path off, stores every slot's State as Go's and drops
@@ -122,6 +149,10 @@ type EdgeKernel interface {
 	Base(i int) *atomic.Uint64
 	// SetKey names slot i's VOQ (before any KernelDest names the slot).
 	SetKey(i int, k VOQKey)
+	// SetLow sets slot i's low mark (before the State that hands it
+	// over): a cell that takes the room from low or more to below it
+	// wakes the worker; 0: none.
+	SetLow(i int, low uint32)
 	// SetDest writes mac's entry, DeleteDest removes it (none is not
 	// an error); ClearDests removes all. After an error the entry is
 	// as it was: the node removes an entry it could not write, and
@@ -192,6 +223,7 @@ type KernelStats struct {
 	Bytes     uint64 // their records' bytes
 	Claims    uint64 // VOQs Go took from the kernel (or found declined)
 	HandBacks uint64 // VOQs Go gave the kernel
+	Raises    uint64 // grants added to the room of a VOQ the kernel kept
 	DestSets  uint64 // MAC entries written
 	DestErrs  uint64 // ... that failed (the kernel path was turned off on a failed removal)
 }
@@ -262,6 +294,35 @@ func (n *Node) kernClaimed(q *nodeVOQ) {
 	}
 }
 
+// raise adds to the room of q, which Go gave the kernel, what a grant
+// added to the client's Allowed: folded first, then by CAS from an owned
+// word, so the kernel's commits since the fold stay subtracted (see "Why
+// nothing goes beyond credit"). False if the kernel gave q back meanwhile:
+// it is Go's then, to claim.
+func (n *Node) raise(q *nodeVOQ) bool {
+	k := q.k
+	n.fold(q)
+	want := min(q.cc.Allowed(), KernelRoomMax)
+	if want <= k.room {
+		return true
+	}
+	d := want - k.room
+	st := n.kern.State(k.slot)
+	for {
+		w := st.Load()
+		if w&KernelOwned == 0 {
+			return false
+		}
+		// The kernel only lowers the room from k.room: room + d stays
+		// within want.
+		if st.CompareAndSwap(w, w+d<<KernelRoomShift) {
+			k.room += d
+			n.kst.Raises++
+			return true
+		}
+	}
+}
+
 // claim takes q from the kernel (if it has it) and folds what it sent.
 func (n *Node) claim(q *nodeVOQ) {
 	k := q.k
@@ -317,7 +378,7 @@ func (n *Node) fold(q *nodeVOQ) {
 	}
 }
 
-// giveBack hands q to the kernel: its Base, then its State.
+// giveBack hands q to the kernel: its low mark and Base, then its State.
 func (n *Node) giveBack(q *nodeVOQ) {
 	k := q.k
 	room := uint64(KernelRoomMax)
@@ -325,6 +386,11 @@ func (n *Node) giveBack(q *nodeVOQ) {
 		room = min(q.cc.Allowed(), KernelRoomMax)
 	}
 	seq := q.v.NextSeq()
+	low := uint32(0)
+	if q.cc != nil {
+		low = uint32(min(q.cc.cfg.Lead/2, KernelRoomMax))
+	}
+	n.kern.SetLow(k.slot, low)
 	n.kern.Base(k.slot).Store(KernelBase(seq, q.v.recNo))
 	k.seq, k.room, k.given = seq, room, true
 	n.kern.State(k.slot).Store(KernelWord(true, room, seq))

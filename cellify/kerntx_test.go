@@ -140,7 +140,10 @@ func TestKernelEdgeRoundTrip(t *testing.T) {
 						t.Fatalf("egress scheduler asked for %d, the VOQs enqueued %d, the host sent %d", req, ct.Requested, total+frames*KernelRecordOverhead)
 					}
 				}
-				t.Logf("%s: kernel %d cells, claims %d, hand-backs %d, %+v", name, k.m.C.Sent, ks.Claims, ks.HandBacks, k.m.C)
+				t.Logf("%s: kernel %d cells, claims %d, hand-backs %d, raises %d, %+v", name, k.m.C.Sent, ks.Claims, ks.HandBacks, ks.Raises, k.m.C)
+				if credits && ks.Raises == 0 {
+					t.Fatalf("pull: no grant raised a room the kernel kept: %+v", ks)
+				}
 				if credits && k.m.C.NoCredit == 0 {
 					t.Fatalf("pull: the kernel never ran out of credit: %+v", k.m.C)
 				}
@@ -354,5 +357,62 @@ func TestKernelEdgeDestErrors(t *testing.T) {
 	nd.kernSet(hostMAC(1), KernelDest{Edge: 1}, k.now+1)
 	if k.m.On() {
 		t.Fatal("an entry that could be neither written nor removed left the path on")
+	}
+}
+
+// A credit VOQ goes back to the kernel with its low mark at half the
+// Lead (a VOQ without credits with none), and the cell that takes its
+// room below the mark counts a wakeup: after the worker folds it, the
+// client asks for the bytes beyond the grant at once.
+func TestKernelEdgeLowMark(t *testing.T) {
+	for _, credits := range []bool{true, false} {
+		k := newKernNet(t, 3, func(c *NodeConfig) {
+			c.Credits, c.Packing, c.CellPayload = credits, false, 700
+			c.Client.Lead = 8000
+		})
+		e1 := k.nodes[0]
+		given := func() *nodeVOQ {
+			for _, q := range e1.list {
+				if q.k != nil && q.k.given {
+					return q
+				}
+			}
+			return nil
+		}
+		var q *nodeVOQ
+		for i := 0; q == nil && i < 50; i++ {
+			k.hostK(hostFrame(1, 2, 0, i, 100))
+			k.run(200*nodeUs, 10*nodeUs)
+			q = given()
+		}
+		if q == nil {
+			t.Fatalf("credits %v: no VOQ handed to the kernel", credits)
+		}
+		want := uint32(0)
+		if credits {
+			want = 4000
+		}
+		if low := k.m.slots[q.k.slot].low.Load(); low != want {
+			t.Fatalf("credits %v: low mark %d, want %d", credits, low, want)
+		}
+		if !credits {
+			continue
+		}
+		// The kernel alone sends until the room falls below the mark.
+		reqs := q.cc.Stats.Requests
+		for i := 0; k.m.C.Wakeups == 0 && i < 100; i++ {
+			if k.hostK(hostFrame(1, 2, 0, 100+i, 200)) != KernelSent {
+				t.Fatalf("frame %d not sent by the kernel: %+v", i, k.m.C)
+			}
+		}
+		room := k.m.State(q.k.slot).Load() >> KernelRoomShift & KernelRoomMax
+		if k.m.C.Wakeups != 1 || room >= 4000 || room+203 < 4000 {
+			t.Fatalf("wakeups %d at room %d: want one, as the room crossed 4000", k.m.C.Wakeups, room)
+		}
+		// The woken worker's Poll folds and asks.
+		e1.Poll(k.now)
+		if q.cc.Stats.Requests == reqs {
+			t.Fatalf("the worker's Poll after the wakeup asked for nothing (enqueued %d, granted %d)", q.cc.Enqueued(), q.cc.Granted())
+		}
 	}
 }

@@ -56,10 +56,12 @@ type CellTxModel struct {
 // KernelCounters are lf_cell_tx's counters (cell_tx_shared's).
 type KernelCounters struct {
 	Sent, Bytes, NoDest, NotOwned, Unread, NoCredit, NoRoute, NoRate, Raced, Ineligible, StampErr, Busy uint64
+	Wakeups                                                                                             uint64
 }
 
 type kernelSlot struct {
 	state, base atomic.Uint64
+	low         atomic.Uint32
 	key         VOQKey
 	declined    uint64
 	tat         int64
@@ -82,6 +84,7 @@ func (m *CellTxModel) Slots() int                 { return len(m.slots) }
 func (m *CellTxModel) State(i int) *atomic.Uint64 { return &m.slots[i].state }
 func (m *CellTxModel) Base(i int) *atomic.Uint64  { return &m.slots[i].base }
 func (m *CellTxModel) SetKey(i int, k VOQKey)     { m.slots[i].key = k }
+func (m *CellTxModel) SetLow(i int, low uint32)   { m.slots[i].low.Store(low) }
 func (m *CellTxModel) Clock() int64               { return m.Now }
 func (m *CellTxModel) Ready() bool                { return m.ToGo.Load() == m.Consumed.Load() }
 func (m *CellTxModel) SetEdge(c KernelEdge)       { m.edge = c }
@@ -201,7 +204,7 @@ func (m *CellTxModel) offer(f []byte, rxq int) (int, []byte, int) {
 		return KernelToGo, nil, 0
 	}
 	lc := int(m.LC[cls])
-	var old, seq, base uint64
+	var old, seq, base, room uint64
 	var vt int64
 	l := 0
 	i := 0
@@ -217,7 +220,7 @@ func (m *CellTxModel) offer(f []byte, rxq int) (int, []byte, int) {
 			return KernelToGo, nil, 0
 		}
 		// 4.
-		room := old >> KernelRoomShift & KernelRoomMax
+		room = old >> KernelRoomShift & KernelRoomMax
 		if m.ToGo.Load() != m.Consumed.Load() {
 			m.decline(s, old, &m.C.Unread)
 			return KernelToGo, nil, 0
@@ -260,7 +263,7 @@ func (m *CellTxModel) offer(f []byte, rxq int) (int, []byte, int) {
 		m.C.Raced++
 		return KernelToGo, nil, 0
 	}
-	// 6.
+	// 6. (The low mark is loaded after the commit, as the program does.)
 	if m.Race != nil {
 		m.Race(int(slot-1), true)
 	}
@@ -270,6 +273,9 @@ func (m *CellTxModel) offer(f []byte, rxq int) (int, []byte, int) {
 	}
 	m.C.Sent++
 	m.C.Bytes += rec
+	if low := uint64(s.low.Load()); room >= low && room-rec < low {
+		m.C.Wakeups++
+	}
 	out := make([]byte, kernelGrow+n, kernelGrow+n+tr)
 	for j := range 6 {
 		out[j] = 0xff

@@ -558,6 +558,17 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 				n.Stats.UnknownVOQ++
 				continue
 			}
+			if q.k != nil && q.k.given {
+				// The kernel keeps the VOQ: the grant raises its room.
+				if q.cc.Grant(e.Total) {
+					if !n.raise(q) {
+						n.claim(q)
+						n.serve(q)
+					}
+					n.request(q)
+				}
+				continue
+			}
 			n.claim(q)
 			if q.cc.Grant(e.Total) {
 				n.serve(q)

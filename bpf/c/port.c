@@ -1227,7 +1227,9 @@ struct cell_tx_voq {
 	__u16 dst;       /* the VOQ's key, written by Go before the slot is named in cell_tx_mac */
 	__u8 port;
 	__u8 cls;
-	__u32 pad;
+	__u32 low;       /* written by Go before it hands the VOQ over: a cell that takes the
+	                    room from low or more to below it wakes the worker (lg_tx_wake);
+	                    0: none */
 	__u64 declined;  /* times the kernel gave the VOQ to Go */
 	__u64 tat;       /* the kernel's rate bound on the VOQ as GCRA: the time (bpf_ktime_get_ns)
 	                    its bucket is empty until; written only by the kernel (RX queue 0) */
@@ -1267,6 +1269,8 @@ struct cell_tx_shared {
 	                      or the trailer sealed (must stay 0) */
 	__u64 busy;        /* to Go, VOQ handed over: the VOQ is above the kernel's rate bound */
 	__u64 rr;          /* the round-robin position */
+	__u64 wakeups;     /* cells that took a VOQ's room below its low mark (the worker woken) */
+	__u64 wake_err;    /* ... whose wake record the ring buffer refused */
 };
 
 struct {
@@ -1375,8 +1379,10 @@ static __always_inline void lf_cell_tx_decline(struct cell_tx_voq *v, __u64 old,
  *     0, record number base's + (seq - base's seq), epoch, entropy 0, its
  *     CRC-8), the record's length (len + 1) and source port; with a
  *     trailer, the tail grows by 4 and is sealed; the VOQ's tat moves by
- *     voq_ns. A failure here (cannot happen: step 1 tried the room) drops
- *     the cell: stamp_err. */
+ *     voq_ns. If the commit took the room from the VOQ's low mark or more
+ *     to below it, a record on lg_tx_wake wakes the worker (wakeups; the
+ *     worker folds and asks for credit). A failure here (cannot happen:
+ *     step 1 tried the room) drops the cell: stamp_err. */
 static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -1389,7 +1395,7 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 	struct lg_tx_shared *lt;
 	struct cell_tx_dest *dd, *sd;
 	struct cell_tx_voq *v;
-	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take, vns = 0, vt = 0;
+	__u64 key, now, old, nw, room, seq, base, mask, *route, rec, take, low, vns = 0, vt = 0;
 	__u32 zero = 0, cls, slot, l = 0, crc, rkey, i, lc;
 	__u16 dst, recno;
 	__u8 port;
@@ -1539,6 +1545,16 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 		v->tat = vt + vns;
 	s->sent++;
 	s->bytes += rec;
+	/* The room crossed the VOQ's low mark: wake the worker, which folds
+	 * and asks for credit before the room runs out. */
+	low = LF_READ_ONCE(v->low);
+	if (room >= low && room - rec < low) {
+		__u64 w = slot;
+
+		s->wakeups++;
+		if (bpf_ringbuf_output(&lg_tx_wake, &w, sizeof(w), BPF_RB_FORCE_WAKEUP))
+			s->wake_err++;
+	}
 	if (bpf_xdp_adjust_head(ctx, -LF_CELL_TX_GROW)) {
 		s->stamp_err++;
 		return XDP_DROP;
@@ -1623,7 +1639,10 @@ static __always_inline int lf_cell_tx(struct xdp_md *ctx)
 /* A cell arriving on another CPU than the stream's last delivery within
  * this many stamp units (49-66 us) goes to Go: the redirect of that
  * delivery may still wait in the other CPU's bulk queue (flushed at the
- * end of its NAPI poll) and this one could overtake it. */
+ * end of its NAPI poll) and this one could overtake it. With delivery
+ * through the stack the quiet time ends early once lf_cell_rx_tc has sent
+ * that delivery on (cell_rx_stream.passed is its point word): see
+ * lf_cell_rx_takes. */
 #define LF_CELL_RX_QUIET 4
 #define LF_CELL_FCI 0x10
 
@@ -1634,7 +1653,10 @@ struct cell_rx_stream {
 	__u16 epoch;     /* the source's epoch the stream is in (nonzero); Go's, likewise */
 	__u8 mac[6];     /* the source MAC of the stream's records the kernel delivers (Go's) */
 	__u8 src_port;   /* ... and their source host port byte (Go's) */
-	__u8 pad[11];
+	__u8 pad[3];
+	__u64 passed;    /* with pass: the point word a delivery of this stream
+			    left, stored by lf_cell_rx_tc as it sends the host
+			    frame on (0 from Go's give) */
 	__u64 frames;    /* records the kernel delivered (one a cell) */
 	__u64 bytes;     /* their host frames' bytes */
 	__u64 payload;   /* the cells' payload bytes */
@@ -1704,6 +1726,9 @@ struct cell_rx_counters {
 struct cell_rx_meta {
 	__u32 magic;
 	__u32 ifindex;
+	__u32 slot;  /* the stream's slot in cell_rx.s */
+	__u32 pad;
+	__u64 point; /* the point word the delivery left (its CAS's new word) */
 };
 
 struct {
@@ -1718,7 +1743,9 @@ struct {
  * carries is the stream's next (seq, record number, epoch), from the
  * source MAC and port Go gave the stream with, no congestion mark for the
  * worker, and the stream's last kernel delivery on this CPU, or on none
- * since Go gave the point, or quiet long enough. */
+ * since Go gave the point, or sent on by lf_cell_rx_tc (passed is old:
+ * the word that delivery left, which only lf_cell_rx_tc stores, after it
+ * ran for that frame), or quiet long enough. */
 static __always_inline __u64 *lf_cell_rx_takes(struct cell_rx_counters *c, struct cell_rx_stream *s, __u64 old, const __u8 *h,
 					    const __u8 *rec, __u32 seq, __u16 recno, __u16 epoch, __u32 cpu, __u64 now)
 {
@@ -1732,7 +1759,8 @@ static __always_inline __u64 *lf_cell_rx_takes(struct cell_rx_counters *c, struc
 	if (rec[9] != s->mac[0] || rec[10] != s->mac[1] || rec[11] != s->mac[2] || rec[12] != s->mac[3] ||
 	    rec[13] != s->mac[4] || rec[14] != s->mac[5])
 		return &c->ho_source;
-	if (last && last != cpu + 1 && ((now >> LF_CELL_RX_STAMP_NS) - stamp & 0xff) < LF_CELL_RX_QUIET)
+	if (last && last != cpu + 1 && LF_READ_ONCE(s->passed) != old &&
+	    ((now >> LF_CELL_RX_STAMP_NS) - stamp & 0xff) < LF_CELL_RX_QUIET)
 		return &c->ho_cpu;
 	return 0;
 }
@@ -1916,6 +1944,9 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 		}
 		m->magic = LF_CELL_RX_MAGIC;
 		m->ifindex = tc_ifindex;
+		m->slot = *idx;
+		m->pad = 0;
+		m->point = nw;
 	}
 	__sync_fetch_and_add(&s->frames, 1);
 	__sync_fetch_and_add(&s->bytes, rlen - 1);
@@ -1930,16 +1961,25 @@ static __always_inline int lf_cell_rx(struct xdp_md *ctx, __u32 in)
 /* lf_cell_rx_tc, on an edge link port's TCX ingress, sends a host frame
  * lf_cell_rx passed up (its metadata says so) out of the host port: the
  * frame left the stream's point behind it in lf_cell_rx already, and
- * anything else goes on. */
+ * anything else goes on. It stores the point word that delivery left in
+ * the stream's passed: a cell of the stream on another CPU need not wait
+ * out the quiet time behind a delivery that has been sent on (the
+ * argument is cellify's KernelRx, "Across CPUs"). */
 #define LF_TCX_NEXT (-1)
 SEC("tc")
 int lf_cell_rx_tc(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	struct cell_rx_meta *m = (void *)(long)skb->data_meta;
+	struct cell_rx_shared *st;
+	__u32 zero = 0, slot;
 
 	if ((void *)(m + 1) > data || m->magic != LF_CELL_RX_MAGIC)
 		return LF_TCX_NEXT;
+	slot = m->slot;
+	st = bpf_map_lookup_elem(&cell_rx, &zero);
+	if (st && slot < LF_CELL_RX_STREAMS)
+		LF_WRITE_ONCE(st->s[slot].passed, m->point);
 	return bpf_redirect(m->ifindex, 0);
 }
 

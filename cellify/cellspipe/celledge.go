@@ -116,6 +116,7 @@ func (k *edgeKernel) Base(i int) *atomic.Uint64  { return k.e.tx.Base(i) }
 func (k *edgeKernel) SetKey(i int, q cellify.VOQKey) {
 	k.e.tx.SetKey(i, uint16(q.Dst), q.Port, uint8(q.Class))
 }
+func (k *edgeKernel) SetLow(i int, low uint32)     { k.e.tx.SetLow(i, low) }
 func (k *edgeKernel) DeleteDest(mac [6]byte) error { return k.e.tx.DeleteDest(mac) }
 func (k *edgeKernel) ClearDests() error            { return k.e.tx.ClearDests() }
 func (k *edgeKernel) Clock() int64                 { return bpf.MonoNow() }
@@ -168,6 +169,10 @@ func openCellEdge(pl *cellPipeline, e *cellEdgePrep, nc *cellify.NodeConfig) boo
 		return false
 	}
 	pl.kedge = k
+	// A cell that takes a VOQ's room below its low mark wakes the worker
+	// through the host port's wake ring (cellify's "Why the room seldom
+	// runs out"); Poll drains it.
+	pl.w.WatchFD(e.lg.WakeFD())
 	return true
 }
 
@@ -185,11 +190,14 @@ type KernelTxSnapshot struct {
 	NoRoute    uint64 `json:"to_worker_no_route"`
 	NoRate     uint64 `json:"to_worker_rate"`
 	Busy       uint64 `json:"to_worker_busy"`
+	Wakeups    uint64 `json:"wakeups"` // cells that took a VOQ's room below its low mark (the worker woken)
+	WakeErr    uint64 `json:"wake_errors,omitempty"`
 	Raced      uint64 `json:"to_worker_raced"`
 	Ineligible uint64 `json:"to_worker_ineligible"`
 	StampErr   uint64 `json:"stamp_errors"`
 	Claims     uint64 `json:"claims"`
 	HandBacks  uint64 `json:"hand_backs"`
+	Raises     uint64 `json:"raises"` // grants added to the room of a VOQ the kernel kept
 	DestSets   uint64 `json:"dest_sets"`
 	DestErrs   uint64 `json:"dest_errors"`
 	NoPeer     uint64 `json:"links_no_peer"` // links held now: their peer takes no redirected frame
@@ -201,5 +209,6 @@ func (pl *cellPipeline) foldEdge(c *Snapshot) {
 	ns := pl.node.KernelStats()
 	c.KernelTx = &KernelTxSnapshot{Sent: k.Sent, Bytes: k.Bytes, NoDest: k.NoDest, NotOwned: k.NotOwned, Unread: k.Unread,
 		NoCredit: k.NoCredit, NoRoute: k.NoRoute, NoRate: k.NoRate, Busy: k.Busy, Raced: k.Raced, Ineligible: k.Ineligible, StampErr: k.StampErr,
-		Claims: ns.Claims, HandBacks: ns.HandBacks, DestSets: ns.DestSets, DestErrs: ns.DestErrs, NoPeer: uint64(pl.fast.noPeer)}
+		Wakeups: k.Wakeups, WakeErr: k.WakeErr,
+		Claims: ns.Claims, HandBacks: ns.HandBacks, Raises: ns.Raises, DestSets: ns.DestSets, DestErrs: ns.DestErrs, NoPeer: uint64(pl.fast.noPeer)}
 }

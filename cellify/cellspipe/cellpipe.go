@@ -393,6 +393,7 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	}
 	if pl.kedge != nil {
 		pl.kedge.takenIn(now)
+		pl.kedge.e.lg.DrainWake()
 	}
 	next = min(next, pl.node.Poll(now))
 	pl.stampExclusions(wnow)
