@@ -427,13 +427,7 @@ func TestKernelRxHandsOver(t *testing.T) {
 // Another CPU's delivery within the quiet time hands over; on the same
 // CPU, or later, the kernel delivers.
 func TestKernelRxOtherCPU(t *testing.T) {
-	m := NewCellRxModel(3)
-	m.Hosts[0] = true
-	kr := NewKernelRx(m, []bool{true})
-	key := StreamKey{Src: 7}
-	rec := rxRecord(0x1111, 0, 40)
-	kr.Give(key, 0, 0, 0x1111, rec[2:])
-	cell := func(n uint32) []byte { return rxCell(t, n, uint16(n), 0, 0x1111, rxRecord(0x1111, n, 40)) }
+	m, kr, key, rec, cell := givenStream(t)
 	const unit = 1 << 14
 	t0 := uint64(1000 * unit)
 	steps := []struct {
@@ -466,13 +460,7 @@ func TestKernelRxOtherCPU(t *testing.T) {
 // delivery's word, nor for a word from before Go took and gave the
 // stream back.
 func TestKernelRxSentOn(t *testing.T) {
-	m := NewCellRxModel(3)
-	m.Hosts[0] = true
-	kr := NewKernelRx(m, []bool{true})
-	key := StreamKey{Src: 7}
-	rec := rxRecord(0x1111, 0, 40)
-	kr.Give(key, 0, 0, 0x1111, rec[2:])
-	cell := func(n uint32) []byte { return rxCell(t, n, uint16(n), 0, 0x1111, rxRecord(0x1111, n, 40)) }
+	m, kr, key, rec, cell := givenStream(t)
 	const unit = 1 << 14
 	now := uint64(1000 * unit)
 	offer := func(n, cpu uint32) (int, int, uint64) {
@@ -551,4 +539,18 @@ func TestKernelRxGiveOnlyInSync(t *testing.T) {
 	if s, rn := RxPointSeq(m.S[i].Point.Load()); s != 4 || rn != 3 {
 		t.Errorf("given at seq %d record %d, want 4 and 3", s, rn)
 	}
+}
+
+// givenStream is a model with one host port and stream key given to the
+// kernel at seq 0, record 0 (rec is that record), and cell(n): the stream's
+// cell n with one record of its own.
+func givenStream(t *testing.T) (m *CellRxModel, kr *KernelRx, key StreamKey, rec []byte, cell func(n uint32) []byte) {
+	m = NewCellRxModel(3)
+	m.Hosts[0] = true
+	kr = NewKernelRx(m, []bool{true})
+	key = StreamKey{Src: 7}
+	rec = rxRecord(0x1111, 0, 40)
+	kr.Give(key, 0, 0, 0x1111, rec[2:])
+	cell = func(n uint32) []byte { return rxCell(t, n, uint16(n), 0, 0x1111, rxRecord(0x1111, n, 40)) }
+	return m, kr, key, rec, cell
 }

@@ -23,26 +23,10 @@ import (
 // (Cells sprayed in one burst over the four links reach sw2 out of order
 // as often as not: each such cell hands its stream to the worker.)
 func TestCellsEdgeKernelPath(t *testing.T) {
-	tb := netns.TestUp(t, "lfcr", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 2)
-	node := func(id uint16) dataplane.Config {
-		c := cellsNode(id, nil, bundleLinks, cellspipe.Config{NoPacking: true})
-		c.FastPath = dataplane.FastPathAuto
-		return c
-	}
-	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), node(1), tb.NS("sw2"), node(2))
-	b := &lgBed{tb: tb, sw1: sw1.D, sw2: sw2.D, kernelIn: cellsKernelIn(sw1.D)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// No IPv6 on h1: its own multicast (neighbour discovery, MLD) would
-	// join the stream sw1 takes from it.
-	if out, err := netns.Command(ctx, tb.NS("h1"), "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1").CombinedOutput(); err != nil {
-		t.Fatalf("h1: disable IPv6: %v\n%s", err, out)
-	}
-	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2: %v", err)
-	}
-	pings(t, tb.NS("h1"), "10.0.0.2", 20)
+	tb, sw1, sw2 := edgeKernelBed(ctx, t, "lfcr")
+	b := &lgBed{tb: tb, sw1: sw1.D, sw2: sw2.D, kernelIn: cellsKernelIn(sw1.D)}
 	// Nor ARP: the hosts' neighbour entries must not expire during the
 	// stream (h2's probes are answered by h1).
 	for _, n := range []struct{ ns, peer, addr string }{{"h1", "h2", "10.0.0.2"}, {"h2", "h1", "10.0.0.1"}} {
@@ -103,23 +87,9 @@ func TestCellsEdgeKernelPathCPUs(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs two CPUs")
 	}
-	tb := netns.TestUp(t, "lfclt", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 2)
-	node := func(id uint16) dataplane.Config {
-		c := cellsNode(id, nil, bundleLinks, cellspipe.Config{NoPacking: true})
-		c.FastPath = dataplane.FastPathAuto
-		return c
-	}
-	_, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), node(1), tb.NS("sw2"), node(2))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if out, err := netns.Command(ctx, tb.NS("h1"), "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1").CombinedOutput(); err != nil {
-		t.Fatalf("h1: disable IPv6: %v\n%s", err, out)
-	}
-	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2: %v", err)
-	}
-	pings(t, tb.NS("h1"), "10.0.0.2", 20)
+	tb, _, sw2 := edgeKernelBed(ctx, t, "lfclt")
 	h1, h2 := tb.NS("h1"), tb.NS("h2")
 	src, dst := macOf(t, h1, "eth0"), macOf(t, h2, "eth0")
 	const count = 3000
@@ -190,4 +160,28 @@ func TestCellsEdgeKernelPathCPUs(t *testing.T) {
 	if kd < count*9/10 || cpu > count/20 {
 		t.Errorf("sw2's kernel delivered %d of %d, %d hand-overs for another CPU: want nearly all, few", kd, count, cpu)
 	}
+}
+
+// edgeKernelBed is the bundle with two cells edges whose edge kernel paths
+// are on (no packing), answering pings h1 → h2, h1 without IPv6 (its own
+// multicast, neighbour discovery and MLD, would join the streams sw1 takes
+// from it).
+func edgeKernelBed(ctx context.Context, t *testing.T, prefix string) (*netns.Testbed, *dataplane.RunningSwitch, *dataplane.RunningSwitch) {
+	t.Helper()
+	tb := netns.TestUp(t, prefix, "bundle", netns.Options{Forwarding: netns.ForwardingNone})
+	workers(t, 2)
+	node := func(id uint16) dataplane.Config {
+		c := cellsNode(id, nil, bundleLinks, cellspipe.Config{NoPacking: true})
+		c.FastPath = dataplane.FastPathAuto
+		return c
+	}
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), node(1), tb.NS("sw2"), node(2))
+	if out, err := netns.Command(ctx, tb.NS("h1"), "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1").CombinedOutput(); err != nil {
+		t.Fatalf("h1: disable IPv6: %v\n%s", err, out)
+	}
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2: %v", err)
+	}
+	pings(t, tb.NS("h1"), "10.0.0.2", 20)
+	return tb, sw1, sw2
 }
