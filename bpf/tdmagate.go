@@ -18,12 +18,13 @@ import (
 // agent sends it again in a later window. Checked against the kernel's
 // clock where the frame leaves the host's line, so no lateness of the
 // agent or of the host's queues lets a frame into another sender's slot.
-// The arrival gate, on the host end of each veth, does the same where
-// the frames meet: a frame that reaches its receiver after its slot's end
-// plus the guard (the switch or the receiver's input path held it) goes
-// back into the switch marked held, and the exit program on that port
-// redirects it to its sender's agent. Their rules in Go, the models the
-// programs are tested against, are tdma/gate's Verdict and Arrival.
+// The arrival gate, on the host end of each veth (TC ingress), does the
+// same where the frames meet: a frame that reaches its receiver after its
+// slot's end plus the guard (the switch or the receiver's input path held
+// it) goes back into the switch marked held, and the program on that
+// switch port's TC ingress redirects it to its sender's agent. Their rules
+// in Go, the models the programs are tested against, are tdma/gate's
+// Verdict and Arrival.
 type TDMAGate struct {
 	objs  tdmagateObjects
 	links []link.Link
@@ -79,8 +80,9 @@ func LoadTDMAGate(share float64) (*TDMAGate, error) {
 
 // AttachExit attaches the exit gate to ifname, the switch end of the veth
 // of host index host (0-based, the data header's), in the calling
-// thread's network namespace, where it is also the port that frames held
-// at their receiver are sent back to the host through.
+// thread's network namespace, with the program that sends frames held at
+// that host back to their senders; it is also the port frames held at
+// other receivers are sent back to the host through.
 func (g *TDMAGate) AttachExit(host int, ifname string) error {
 	if host < 0 || uint32(host) >= g.objs.TdmaGatePorts.MaxEntries() {
 		return fmt.Errorf("tdma gate: host index %d: the gate takes 0..%d", host, g.objs.TdmaGatePorts.MaxEntries()-1)
@@ -92,22 +94,41 @@ func (g *TDMAGate) AttachExit(host int, ifname string) error {
 	if err := g.objs.TdmaGatePorts.Put(uint32(host), uint32(ifi.Index)); err != nil {
 		return fmt.Errorf("tdma gate: port of host %d (%s): %w", host, ifname, err)
 	}
-	return g.attach(g.objs.LfTdmaExit, ifname)
+	if err := g.attach(g.objs.LfTdmaExit, ifi); err != nil {
+		return err
+	}
+	return g.attachTC(g.objs.LfTdmaBack, ifi)
 }
 
 // AttachHost attaches the arrival gate to ifname, the host's end of the
-// veth (in the calling thread's namespace); a veth also takes frames sent
-// back to it by XDP only when it runs XDP itself.
-func (g *TDMAGate) AttachHost(ifname string) error { return g.attach(g.objs.LfTdmaArrive, ifname) }
-
-func (g *TDMAGate) attach(p *ebpf.Program, ifname string) error {
+// veth (in the calling thread's namespace), and an XDP program that
+// passes every frame: a veth takes frames sent back to it by XDP only
+// when it runs XDP itself.
+func (g *TDMAGate) AttachHost(ifname string) error {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return fmt.Errorf("tdma gate: %w", err)
 	}
+	if err := g.attach(g.objs.LfTdmaPass, ifi); err != nil {
+		return err
+	}
+	return g.attachTC(g.objs.LfTdmaArrive, ifi)
+}
+
+// attachTC attaches p to ifi's TC ingress.
+func (g *TDMAGate) attachTC(p *ebpf.Program, ifi *net.Interface) error {
+	l, err := link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: p, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		return fmt.Errorf("tdma gate: attach to %s's TC ingress: %w", ifi.Name, permErr(err))
+	}
+	g.links = append(g.links, l)
+	return nil
+}
+
+func (g *TDMAGate) attach(p *ebpf.Program, ifi *net.Interface) error {
 	l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifi.Index, Flags: link.XDPDriverMode})
 	if err != nil {
-		return fmt.Errorf("tdma gate: attach to %s: %w", ifname, permErr(err))
+		return fmt.Errorf("tdma gate: attach to %s: %w", ifi.Name, permErr(err))
 	}
 	g.links = append(g.links, l)
 	return nil

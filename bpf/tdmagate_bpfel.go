@@ -42,7 +42,9 @@ const (
 	tdmagateMapTdmaGateCount = "tdma_gate_count"
 	tdmagateMapTdmaGatePorts = "tdma_gate_ports"
 	tdmagateProgLfTdmaArrive = "lf_tdma_arrive"
+	tdmagateProgLfTdmaBack   = "lf_tdma_back"
 	tdmagateProgLfTdmaExit   = "lf_tdma_exit"
+	tdmagateProgLfTdmaPass   = "lf_tdma_pass"
 )
 
 // loadTdmagate returns the embedded CollectionSpec for tdmagate.
@@ -88,7 +90,9 @@ type tdmagateSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type tdmagateProgramSpecs struct {
 	LfTdmaArrive *ebpf.ProgramSpec `ebpf:"lf_tdma_arrive"`
+	LfTdmaBack   *ebpf.ProgramSpec `ebpf:"lf_tdma_back"`
 	LfTdmaExit   *ebpf.ProgramSpec `ebpf:"lf_tdma_exit"`
+	LfTdmaPass   *ebpf.ProgramSpec `ebpf:"lf_tdma_pass"`
 }
 
 // tdmagateMapSpecs contains maps before they are loaded into the kernel.
@@ -150,13 +154,17 @@ type tdmagateVariables struct {
 // It can be passed to loadTdmagateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tdmagatePrograms struct {
 	LfTdmaArrive *ebpf.Program `ebpf:"lf_tdma_arrive"`
+	LfTdmaBack   *ebpf.Program `ebpf:"lf_tdma_back"`
 	LfTdmaExit   *ebpf.Program `ebpf:"lf_tdma_exit"`
+	LfTdmaPass   *ebpf.Program `ebpf:"lf_tdma_pass"`
 }
 
 func (p *tdmagatePrograms) Close() error {
 	return _TdmagateClose(
 		p.LfTdmaArrive,
+		p.LfTdmaBack,
 		p.LfTdmaExit,
+		p.LfTdmaPass,
 	)
 }
 

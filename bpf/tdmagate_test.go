@@ -165,8 +165,8 @@ func early(f []byte, now int64) bool {
 // TDMA data frames, some of them marked returned by a gate, and on other
 // frames, and holds every verdict and the counters to gate.Arrival: a
 // frame that reaches its receiver past its slot's end plus the guard goes
-// back (XDP_TX) marked held, stamped with when it was stopped; every other
-// frame passes unchanged.
+// back (redirected to the veth's peer) marked held, stamped with when it
+// was stopped; every other frame passes unchanged.
 func TestTDMAArrivalModel(t *testing.T) {
 	needRoot(t)
 	g, err := LoadTDMAGate(0.5)
@@ -195,10 +195,10 @@ func TestTDMAArrivalModel(t *testing.T) {
 		}
 		data, held0 := gate.Arrival(f, t0, margin)
 		_, held1 := gate.Arrival(f, t1, margin)
-		if ret != xdpPass && ret != xdpTx {
+		if ret != tcNext && ret != tcRedirect {
 			t.Fatalf("frame %d: return code %d", i, ret)
 		}
-		held := ret == xdpTx
+		held := ret == tcRedirect
 		if held0 == held1 && held != held0 {
 			t.Fatalf("frame %d %x at %d: held %v, the model says %v", i, f[:14+wire.DataHdrLen+wire.WinTrailerLen], t0, held, held0)
 		}
@@ -241,16 +241,25 @@ func TestTDMAArrivalModel(t *testing.T) {
 	}
 }
 
-// xdpMD is struct xdp_md, the context of an XDP program's test run.
-type xdpMD struct {
-	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
+// skbCtx is the start of struct __sk_buff, the context of a TC
+// program's test run, up to the fields a test sets.
+type skbCtx struct {
+	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto, Priority, IngressIfindex, Ifindex uint32
 }
 
+// TC verdicts as the test runs return them.
+const (
+	tcNext     = ^uint32(0) // TCX_NEXT (-1)
+	tcDrop     = 2
+	tcRedirect = 7
+)
+
 // TestTDMAGateSendBack: a frame held at its receiver comes back into the
-// switch at the receiver's port, and the exit program redirects it to its
-// sender's port; a held frame from any other port (a host marking its own
-// frames held to get past the exit gate), or whose sender has no port,
-// is dropped.
+// switch at the receiver's port, and the program on that port's TC
+// ingress redirects it to its sender's end; a held frame from any other
+// port (a host marking its own frames held to get past the exit gate), or
+// whose sender or receiver has no port, is dropped; a frame not held goes
+// on.
 func TestTDMAGateSendBack(t *testing.T) {
 	n := newVethNet(t, 0) // lfba: host 0's port, lfbb: host 1's
 	g, err := LoadTDMAGate(0.5)
@@ -263,42 +272,44 @@ func TestTDMAGateSendBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	held := func(src, dst uint16) []byte {
+	frame := func(src, dst uint16, flags uint8) []byte {
 		f := tdmaFrame(clock.Now(), wire.WinTrailer{Due: 1, Close: 1, FMEnd: 1, Line: 1, Lease: 1, SlotUs: 5000, GuardUs: 300}, 100)
 		binary.BigEndian.PutUint16(f[14+2:], src)
 		binary.BigEndian.PutUint16(f[14+4:], dst)
-		f[14+7] |= wire.DataReturned | wire.DataHeld
+		f[14+7] |= flags
 		return f
 	}
+	held := func(src, dst uint16) []byte { return frame(src, dst, wire.DataReturned|wire.DataHeld) }
 	var want TDMAGateCounters
 	for _, c := range []struct {
-		name     string
-		f        []byte
-		ingress  netlink.Link
-		redirect bool
+		name    string
+		f       []byte
+		ingress netlink.Link
+		ret     uint32
 	}{
-		{"from its receiver's port", held(0, 1), n.b, true},
-		{"the other way", held(1, 0), n.a, true},
-		{"from its sender's port", held(0, 1), n.a, false},
-		{"from a port of neither", held(1, 0), n.b, false},
-		{"its sender has no port", held(5, 1), n.b, false},
-		{"its receiver has no port", held(0, 7), n.b, false},
+		{"from its receiver's port", held(0, 1), n.b, tcRedirect},
+		{"the other way", held(1, 0), n.a, tcRedirect},
+		{"from its sender's port", held(0, 1), n.a, tcDrop},
+		{"from a port of neither", held(1, 0), n.b, tcDrop},
+		{"its sender has no port", held(5, 1), n.b, tcDrop},
+		{"its receiver has no port", held(0, 7), n.b, tcDrop},
+		{"not held", frame(0, 1, wire.DataReturned), n.b, tcNext},
+		{"not a TDMA data frame", testFrame(100), n.b, tcNext},
 	} {
 		out := make([]byte, len(c.f)+256)
-		ret, err := g.objs.LfTdmaExit.Run(&ebpf.RunOptions{Data: c.f, DataOut: out,
-			Context: xdpMD{DataEnd: uint32(len(c.f)), IngressIfindex: uint32(c.ingress.Attrs().Index)}})
+		ret, err := g.objs.LfTdmaBack.Run(&ebpf.RunOptions{Data: c.f, DataOut: out,
+			Context: skbCtx{IngressIfindex: uint32(c.ingress.Attrs().Index), Ifindex: uint32(c.ingress.Attrs().Index)}})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		wantRet := uint32(xdpDrop)
-		if c.redirect {
-			wantRet = xdpRedirect
+		switch c.ret {
+		case tcRedirect:
 			want.SentBack++
-		} else {
+		case tcDrop:
 			want.SendBackDropped++
 		}
-		if ret != wantRet {
-			t.Errorf("%s: verdict %d, want %d", c.name, ret, wantRet)
+		if ret != c.ret {
+			t.Errorf("%s: verdict %d, want %d", c.name, ret, c.ret)
 		}
 	}
 	if got, err := g.Counters(); err != nil || got != want {

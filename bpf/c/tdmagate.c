@@ -17,32 +17,41 @@
  * kinds, and windows without a close (the paper's reactive mode), pass.
  *
  * The arrival gate is the same rule where the frames of two senders meet:
- * at the receiver's end of its veth, the last point before the receiver's
- * kernel stamps the frame. A frame that entered the switch in its slot
- * but reaches its receiver after the slot's end plus the guard (less a
- * margin for the rest of the receiver's input path) is when the next
- * slot's sender may be sending to the same port: the switch or the
+ * at the receiver's end of its veth, where the kernel stamps the frame as
+ * it hands it up (the receiver's SO_TIMESTAMPNS, taken before the TC
+ * ingress hook with net.core.netdev_tstamp_prequeue, the default) and
+ * before the receiver's packet socket (bound to the data ethertype: after
+ * the hook) gets it. A frame that entered the switch in its slot but is
+ * there after the slot's end plus the guard (less a margin) is when the
+ * next slot's sender may be sending to the same port: the switch or the
  * receiver's input path held it (a vCPU stopped with the frame inside).
- * It goes back into the switch marked held (XDP_TX), and the exit program
- * on the receiver's switch port, seeing the mark, redirects it out of its
- * sender's port (tdma_gate_ports, by the data header's source) to the
- * sender's agent, which sends it again as it does a frame the exit gate
- * returned. Every frame a gate returns carries TG_RETURNED, so that the
- * arrival gate at its sender passes it. Neither check can be late itself:
- * each runs when the frame is where it is judged.
+ * Checked against the clock at the hook, which is past the frame's stamp:
+ * no frame stamped late passes. It goes back into the switch marked held
+ * (bpf_redirect_peer: to the ingress of the veth's switch end, past no
+ * queue), and the program on that switch port's TC ingress, seeing the
+ * mark, redirects it to the ingress of its sender's end
+ * (tdma_gate_ports, by the data header's source) and the sender's agent,
+ * which sends it again as it does a frame the exit gate returned. Every
+ * frame a gate returns carries TG_RETURNED, so that the arrival gate at
+ * its sender passes it; the exit gate clears both marks on every frame it
+ * passes. (An XDP arrival gate, tried first, left the rest of the NAPI
+ * poll between its check and the stamp: frames 1.6 and 10.8 ms late
+ * passed it under a stolen vCPU.)
  *
  * Programs:
  *   lf_tdma_exit    XDP on the switch end of a host's veth (where the frame
- *                   has left the host's line): returns with XDP_TX, and
- *                   sends a frame held at its receiver on to its sender
- *   lf_tdma_arrive  XDP on the host end (which also makes the veth take
- *                   frames sent back to it: veth needs NAPI on the
- *                   receiver): returns a late frame with XDP_TX
+ *                   has left the host's line): returns with XDP_TX
+ *   lf_tdma_back    TC ingress on the switch end: a frame held at its
+ *                   receiver (from that receiver's end alone) goes on to
+ *                   its sender's end
+ *   lf_tdma_pass    XDP_PASS on the host end, so that the veth takes the
+ *                   frames returned to it (veth needs NAPI on the receiver)
+ *   lf_tdma_arrive  TC ingress on the host end: returns a late frame
  *
  * Maps: tdma_gate_cfg (array[1]: enabled, the exit gate's share of the
  * guard in per mille, the arrival gate's margin), tdma_gate_count (per-CPU
- * counters), tdma_gate_ports (devmap: the switch port of each host, by
- * host index).
+ * counters), tdma_gate_ports (the switch end of each host's veth, its
+ * ifindex by host index).
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -98,7 +107,7 @@ struct {
 } tdma_gate_count SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TG_MAX_HOSTS);
 	__type(key, __u32);
 	__type(value, __u32);
@@ -212,28 +221,6 @@ static __always_inline void tg_stamp(__u8 *h, __u64 now)
 	e[3] = (__u32)d;
 }
 
-/* tg_send_back redirects held frame h, which came back into the switch at
- * ingress, out of its sender's port; only its receiver's port may send it
- * back (the devmap's entry for the data header's destination), so that no
- * host gets past the exit gate by marking its frames held. */
-static __always_inline long tg_send_back(const __u8 *h, __u32 ingress)
-{
-	struct tdma_gate_counters *c = tg_counters();
-	__u32 src = (__u32)h[TG_SRC_OFF] << 8 | h[TG_SRC_OFF + 1];
-	__u32 dst = (__u32)h[TG_DST_OFF] << 8 | h[TG_DST_OFF + 1];
-	__u32 *port = bpf_map_lookup_elem(&tdma_gate_ports, &dst);
-	long r = XDP_DROP;
-	if (port && *port == ingress)
-		r = bpf_redirect_map(&tdma_gate_ports, src, XDP_DROP);
-	if (c) {
-		if (r == XDP_REDIRECT)
-			c->sent_back++;
-		else
-			c->send_back_dropped++;
-	}
-	return r;
-}
-
 SEC("xdp")
 int lf_tdma_exit(struct xdp_md *ctx)
 {
@@ -247,8 +234,6 @@ int lf_tdma_exit(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	__u8 *h = data + TG_ETH_HLEN;
-	if (h[TG_FLAGS_OFF] & TG_HELD)
-		return tg_send_back(h, ctx->ingress_ifindex);
 	__u32 late_close = 0;
 	__u64 now = bpf_ktime_get_ns();
 	int v = tg_check(h, now, cfg->share_permille, &late_close);
@@ -271,31 +256,83 @@ int lf_tdma_exit(struct xdp_md *ctx)
 }
 
 SEC("xdp")
-int lf_tdma_arrive(struct xdp_md *ctx)
+int lf_tdma_pass(struct xdp_md *ctx)
 {
-	__u8 *data = (__u8 *)(long)ctx->data;
-	const __u8 *end = (const __u8 *)(long)ctx->data_end;
+	return XDP_PASS;
+}
+
+#define TG_TC_OK 0
+#define TG_TC_DROP 2
+#define TG_TC_NEXT (-1)
+
+/* tg_skb_data returns the data header of the TDMA data frame skb holds,
+ * pulled into its linear part, or NULL. */
+static __always_inline __u8 *tg_skb_data(struct __sk_buff *skb)
+{
+	if (skb->len < TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN)
+		return NULL;
+	__u8 *data = (__u8 *)(long)skb->data, *end = (__u8 *)(long)skb->data_end;
+	if (data + TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN > end) {
+		if (bpf_skb_pull_data(skb, TG_ETH_HLEN + TG_HDR_LEN + TG_TRAILER_LEN))
+			return NULL;
+		data = (__u8 *)(long)skb->data;
+		end = (__u8 *)(long)skb->data_end;
+	}
+	if (!tg_is_data(data, end))
+		return NULL;
+	return data + TG_ETH_HLEN;
+}
+
+SEC("tc")
+int lf_tdma_arrive(struct __sk_buff *skb)
+{
 	struct tdma_gate_conf *cfg = tg_conf();
-	if (!cfg || !tg_is_data(data, end))
-		return XDP_PASS;
-	__u8 *h = data + TG_ETH_HLEN;
+	if (!cfg)
+		return TG_TC_NEXT;
+	__u8 *h = tg_skb_data(skb);
 	/* a frame a gate returned to this host (its own) passes */
-	if ((h[TG_FLAGS_OFF] & TG_RETURNED) || !tg_gated(h))
-		return XDP_PASS;
+	if (!h || (h[TG_FLAGS_OFF] & TG_RETURNED) || !tg_gated(h))
+		return TG_TC_NEXT;
 	struct tdma_gate_counters *c = tg_counters();
 	__u64 now = bpf_ktime_get_ns();
 	if (!tg_late(h, now, cfg->margin_ns)) {
 		if (c)
 			c->arrived++;
-		return XDP_PASS;
+		return TG_TC_NEXT;
 	}
 	if (c) {
 		c->held++;
-		c->held_bytes += end - data;
+		c->held_bytes += skb->len;
 	}
 	tg_stamp(h, now); /* when it was stopped */
 	h[TG_FLAGS_OFF] |= TG_RETURNED | TG_HELD;
-	return XDP_TX; /* into the switch, which sends it on to its sender */
+	/* into the switch end's ingress, which sends it on to its sender */
+	return bpf_redirect_peer(skb->ifindex, 0);
+}
+
+/* lf_tdma_back redirects a frame held at its receiver, which came back
+ * into the switch at its port, to its sender's end; only the receiver's
+ * own port may send it back (its entry for the data header's destination),
+ * so that no host gets a frame past the exit gate by marking it held. */
+SEC("tc")
+int lf_tdma_back(struct __sk_buff *skb)
+{
+	__u8 *h = tg_skb_data(skb);
+	if (!h || !(h[TG_FLAGS_OFF] & TG_HELD))
+		return TG_TC_NEXT;
+	struct tdma_gate_counters *c = tg_counters();
+	__u32 src = (__u32)h[TG_SRC_OFF] << 8 | h[TG_SRC_OFF + 1];
+	__u32 dst = (__u32)h[TG_DST_OFF] << 8 | h[TG_DST_OFF + 1];
+	__u32 *in = bpf_map_lookup_elem(&tdma_gate_ports, &dst);
+	__u32 *out = bpf_map_lookup_elem(&tdma_gate_ports, &src);
+	if (!in || !out || !*out || *in != skb->ingress_ifindex) {
+		if (c)
+			c->send_back_dropped++;
+		return TG_TC_DROP;
+	}
+	if (c)
+		c->sent_back++;
+	return bpf_redirect_peer(*out, 0);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";
