@@ -19,7 +19,7 @@
  * The arrival gate is the same rule where the frames of two senders meet:
  * at the receiver's end of its veth, where the kernel stamps the frame as
  * it hands it up (the receiver's SO_TIMESTAMPNS, taken before the TC
- * ingress hook with net.core.netdev_tstamp_prequeue, the default) and
+ * ingress hook whatever net.core.netdev_tstamp_prequeue says) and
  * before the receiver's packet socket (bound to the data ethertype: after
  * the hook) gets it. A frame that entered the switch in its slot but is
  * there after the slot's end plus the guard (less a margin) is when the
