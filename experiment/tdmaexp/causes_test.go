@@ -26,7 +26,7 @@ func TestPrintCauses(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"collisions by cause", "1 (42/42) met 1", "tdma 2: 3 meetings of two frames both inside their slots", "tdma 2: h1 → h3, 7/1: switch_queue 42 µs late",
-		"frames the exit gate stopped, by cause", "2 (200/300)", "tdma 2: h2 → h4, 9/2: kernel_queue 300 µs late",
+		"frames the gates stopped, by cause", "2 (200/300)", "tdma 2: h2 → h4, 9/2: kernel_queue 300 µs late",
 		"tdma 2 stopped by sender: h1 0 h2 2 h3 1",
 	} {
 		if !strings.Contains(out, want) {
