@@ -157,13 +157,14 @@ type Stats struct {
 	OpenLateP99 float64 `json:"open_late_p99_us"`
 	LoopLateP99 float64 `json:"loop_late_p99_us"`
 	TxShort     uint64  `json:"tx_short"` // frames the kernel refused (rolled back)
-	// Returned: frames the exit gate sent back (they left too late);
+	// Returned: frames a gate sent back (they left too late, or reached
+	// their receiver too late);
 	// Resent: sent again in a later window; RetRPC: RPC frames among the
 	// returned ones (not sent again); RetFull: returned frames the agent
 	// had no room to hold (lost).
 	Returned uint64 `json:"returned"`
 	// Stopped counts the returned frames by cause (gate.Stopped: the
-	// collisions the exit gate prevented), StopSample holds the first ones
+	// collisions the gates prevented), StopSample holds the first ones
 	// in full (transit: from the planned departure to the gate).
 	Stopped    gate.Causes      `json:"stopped_causes"`
 	StopSample []gate.Collision `json:"stopped_sample,omitempty"`

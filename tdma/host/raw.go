@@ -42,7 +42,7 @@ type rawState struct {
 	txBuf   [batch][2048]byte
 	txPay   [batch]int
 	txEnd   [batch]bool // the frame ends an rr block
-	txRet   [batch]bool // the frame is one the exit gate returned, sent again
+	txRet   [batch]bool // the frame is one a gate returned, sent again
 	ret     retRing
 	visit   []uint64 // rr: the window (round<<8|slot) last seen to each destination
 	started []bool   // rr: a block was started in that window
@@ -241,7 +241,7 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 			if vf-now > backlogNs {
 				break
 			}
-			if k := r.ret.find(w.Dst); k >= 0 { // returned by the exit gate: first
+			if k := r.ret.find(w.Dst); k >= 0 { // returned by a gate: first
 				fl := r.ret.l[k]
 				if a.g.Fit(now, w, fl) < fl {
 					break
@@ -365,7 +365,7 @@ func (a *Agent) resend(r *rawState, i, k int, w gate.Window, line int64) {
 }
 
 // returned holds frame i (l bytes, header h), one of this host's that the
-// exit gate sent back, for a later window of its destination; the
+// exit or arrival gate sent back, for a later window of its destination; the
 // requests and answers of the RPC workload are not sent again (they are
 // counted lost).
 func (a *Agent) returned(r *rawState, i, l int, h *wire.DataHdr) {
@@ -381,7 +381,7 @@ func (a *Agent) returned(r *rawState, i, l int, h *wire.DataHdr) {
 }
 
 // stopped counts a frame of l bytes (header h, window trailer in tr) that
-// the exit gate stopped by its cause: a collision that did not happen.
+// a gate stopped by its cause: a collision that did not happen.
 func (a *Agent) stopped(tr []byte, l int, h *wire.DataHdr) {
 	var t wire.WinTrailer
 	if wire.DecodeWinTrailer(tr, &t) != nil || t.Entry == wire.WinUnknown {

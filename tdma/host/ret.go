@@ -2,10 +2,12 @@ package host
 
 // retCap is how many returned frames an agent holds: an exit gate returns
 // at most what was queued ahead of the line when a window closed (the
-// Backlog) plus a batch, a few dozen frames.
+// Backlog) plus a batch, a few dozen frames; an arrival gate at most what
+// a switch port held past the slot, its buffer (64 KB on the star: 43
+// frames).
 const retCap = 256
 
-// retRing holds the frames the exit gate returned, until a window of their
+// retRing holds the frames the gates returned, until a window of their
 // destination sends them again (same sequence number and offset: the
 // receiver sees a frame reordered, not lost). No allocation after init.
 type retRing struct {
