@@ -117,13 +117,7 @@ func TestTDMAGateModel(t *testing.T) {
 					want.Passed++
 				}
 				// passed or returned, the frame carries when the gate judged it
-				var h wire.DataHdr
-				var tr, in wire.WinTrailer
-				wire.DecodeDataHdr(out[14:], &h)
-				wire.DecodeWinTrailer(out[14+wire.DataHdrLen:], &tr)
-				wire.DecodeWinTrailer(f[14+wire.DataHdrLen:], &in)
-				e := int64(tr.Entry)
-				tr.Entry = in.Entry
+				h, _, tr, in, e := judged(f, out)
 				switch {
 				case tr != in:
 					t.Fatalf("frame %d: trailer %+v changed to %+v", i, in, tr)
@@ -145,6 +139,19 @@ func TestTDMAGateModel(t *testing.T) {
 	if want.Returned == 0 || want.Passed == 0 || want.AfterClose == 0 || earlies == 0 || want.Returned == want.AfterClose+earlies {
 		t.Fatalf("the frames did not exercise every verdict: %+v, %d returned early", want, earlies)
 	}
+}
+
+// judged decodes data frame f as a gate took it and out as it came out:
+// their data headers, their trailers with out's entry field set back to
+// f's, and that field (ns from the release: when the gate judged it).
+func judged(f, out []byte) (h, hin wire.DataHdr, tr, in wire.WinTrailer, entry int64) {
+	wire.DecodeDataHdr(out[14:], &h)
+	wire.DecodeDataHdr(f[14:], &hin)
+	wire.DecodeWinTrailer(out[14+wire.DataHdrLen:], &tr)
+	wire.DecodeWinTrailer(f[14+wire.DataHdrLen:], &in)
+	entry = int64(tr.Entry)
+	tr.Entry = in.Entry
+	return h, hin, tr, in, entry
 }
 
 // early tells whether data frame f, leaving at now, is before its slot's
@@ -213,14 +220,7 @@ func TestTDMAArrivalModel(t *testing.T) {
 		}
 		want.Held++
 		want.HeldBytes += uint64(len(f))
-		var h, hin wire.DataHdr
-		var tr, in wire.WinTrailer
-		wire.DecodeDataHdr(out[14:], &h)
-		wire.DecodeDataHdr(f[14:], &hin)
-		wire.DecodeWinTrailer(out[14+wire.DataHdrLen:], &tr)
-		wire.DecodeWinTrailer(f[14+wire.DataHdrLen:], &in)
-		e := int64(tr.Entry)
-		tr.Entry = in.Entry
+		h, hin, tr, in, e := judged(f, out)
 		hin.Flags |= wire.DataReturned | wire.DataHeld
 		switch {
 		case tr != in || h != hin:

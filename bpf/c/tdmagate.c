@@ -151,6 +151,12 @@ static __always_inline int tg_is_data(const __u8 *data, const __u8 *end)
 	return ((__u16)data[12] << 8 | data[13]) == TG_ETHERTYPE && ((__u16)h[0] << 8 | h[1]) == TG_MAGIC;
 }
 
+/* tg_guard is the guard, in ns, of the window in trailer t. */
+static __always_inline __u64 tg_guard(const __u8 *t)
+{
+	return ((__u64)t[22] << 8 | t[23]) * 1000;
+}
+
 /* tg_gated tells whether data frame h has a window the gates judge: one
  * with a close (the paper's reactive mode has none, and is not gated). */
 static __always_inline int tg_gated(const __u8 *h)
@@ -165,7 +171,7 @@ static __always_inline int tg_check(const __u8 *h, __u64 now, __u32 share, __u32
 	const __u8 *t = h + TG_HDR_LEN;
 	__s64 send = (__s64)tg_u64(h + TG_SENDTS_OFF);
 	__s32 due = tg_s32(t + 0), close = tg_s32(t + 4), fm_end = tg_s32(t + 8), lease = tg_s32(t + 16);
-	__u64 guard = ((__u64)t[22] << 8 | t[23]) * 1000;
+	__u64 guard = tg_guard(t);
 	if (!tg_gated(h))
 		return TG_PASS;
 	if (close < 0 || (lease != TG_UNKNOWN && lease < 0)) {
@@ -201,7 +207,7 @@ static __always_inline int tg_late(const __u8 *h, __u64 now, __u32 margin)
 	__s32 fm_end = tg_s32(t + 8);
 	__s64 at = send + tg_s32(t + 0);
 	if (fm_end != TG_UNKNOWN)
-		at = send + fm_end + (__s64)(((__u64)t[22] << 8 | t[23]) * 1000);
+		at = send + fm_end + (__s64)tg_guard(t);
 	return (__s64)now + (__s64)margin > at;
 }
 
@@ -261,7 +267,6 @@ int lf_tdma_pass(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-#define TG_TC_OK 0
 #define TG_TC_DROP 2
 #define TG_TC_NEXT (-1)
 

@@ -21,11 +21,8 @@ import (
 // gets the time it did (Entry): when it entered the switch, or when it was
 // stopped (Stopped names why).
 func Verdict(frame []byte, now int64, sharePermille uint32) (data, ret, afterClose bool) {
-	const eth = 14
-	var h wire.DataHdr
-	var t wire.WinTrailer
-	if len(frame) < eth+wire.DataHdrLen+wire.WinTrailerLen || binary.BigEndian.Uint16(frame[12:]) != wire.DataEtherType ||
-		wire.DecodeDataHdr(frame[eth:], &h) != nil || wire.DecodeWinTrailer(frame[eth+wire.DataHdrLen:], &t) != nil {
+	h, t, ok := decodeData(frame)
+	if !ok {
 		return false, false, false
 	}
 	if t.Close == wire.WinUnknown || t.Due == wire.WinUnknown {
@@ -53,13 +50,18 @@ func Verdict(frame []byte, now int64, sharePermille uint32) (data, ret, afterClo
 // goes back (held): it arrives later than Due less margin ns, in the
 // next slot, whose sender may be sending to the same port.
 func Arrival(frame []byte, now int64, margin uint32) (data, held bool) {
-	const eth = 14
-	var h wire.DataHdr
-	var t wire.WinTrailer
-	if len(frame) < eth+wire.DataHdrLen+wire.WinTrailerLen || binary.BigEndian.Uint16(frame[12:]) != wire.DataEtherType ||
-		wire.DecodeDataHdr(frame[eth:], &h) != nil || wire.DecodeWinTrailer(frame[eth+wire.DataHdrLen:], &t) != nil ||
-		h.Flags&wire.DataReturned != 0 || t.Close == wire.WinUnknown || t.Due == wire.WinUnknown {
+	h, t, ok := decodeData(frame)
+	if !ok || h.Flags&wire.DataReturned != 0 || t.Close == wire.WinUnknown || t.Due == wire.WinUnknown {
 		return false, false
 	}
 	return true, now+int64(margin) > Due(h.SendTS, &t)
+}
+
+// decodeData decodes the data header and window trailer of frame, an
+// Ethernet frame; ok is false unless it is a TDMA data frame with both.
+func decodeData(frame []byte) (h wire.DataHdr, t wire.WinTrailer, ok bool) {
+	const eth = 14
+	ok = len(frame) >= eth+wire.DataHdrLen+wire.WinTrailerLen && binary.BigEndian.Uint16(frame[12:]) == wire.DataEtherType &&
+		wire.DecodeDataHdr(frame[eth:], &h) == nil && wire.DecodeWinTrailer(frame[eth+wire.DataHdrLen:], &t) == nil
+	return h, t, ok
 }
