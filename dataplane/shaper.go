@@ -72,6 +72,7 @@ type shaper struct {
 	peakFrames, peakBytes int
 	dropped, droppedBytes uint64
 	lateNs                int64
+	idleNs                int64 // nothing queued, the bucket full
 
 	c                             *EgressCounters
 	publishedDrops                uint64
@@ -105,8 +106,10 @@ func newShaper(s PortShape, lanes, maxFrames int, now int64, c *EgressCounters) 
 // cost is what frame d takes from the bucket.
 func cost(d xdp.Desc) int64 { return (int64(d.Len) + WireOverhead) * tokenByte }
 
-// fill adds the tokens earned since the last fill, up to the depth; while
-// frames waited, up to what they cost, at most maxLateCatchUp's worth more:
+// fill adds the tokens earned since the last fill, up to the depth (the
+// time beyond, with nothing queued, is counted as the port's idle time);
+// while frames waited, up to what they cost, at most maxLateCatchUp's worth
+// more:
 // a switch's port keeps sending its queue while its CPU is busy, and a
 // worker kept from running (10-150 ms on a loaded 2-core machine) would
 // otherwise idle its port for all that time less the depth (on the cells
@@ -125,12 +128,18 @@ func (sh *shaper) fill(now int64) {
 		target = max(sh.depth, min(queued, sh.depth+sh.late))
 	}
 	if sh.tokens >= target {
+		if sh.frames == 0 {
+			sh.idleNs += dt
+		}
 		return
 	}
 	if room := target - sh.tokens; dt >= (room+sh.rate-1)/sh.rate {
 		sh.tokens = target
-		if queued > target {
+		switch {
+		case queued > target:
 			sh.lateNs += dt - (room+sh.rate-1)/sh.rate
+		case sh.frames == 0:
+			sh.idleNs += dt - (room+sh.rate-1)/sh.rate
 		}
 	} else {
 		sh.tokens += dt * sh.rate
@@ -208,6 +217,7 @@ func (sh *shaper) publish() {
 	c := sh.c
 	c.Queued.Store(uint64(sh.frames))
 	c.LateNs.Store(uint64(sh.lateNs))
+	c.IdleNs.Store(uint64(sh.idleNs))
 	c.QueuedBytes.Store(uint64(sh.bytes))
 	if sh.dropped != sh.publishedDrops {
 		c.Dropped.Store(sh.dropped)

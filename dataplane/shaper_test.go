@@ -235,3 +235,63 @@ func TestShaperLateWorker(t *testing.T) {
 		t.Errorf("an idle port counted %d ns lost", c.LateNs.Load())
 	}
 }
+
+// TestShaperIdle: a port counts as idle the time it had nothing to send
+// beyond what refilled its bucket; a port whose queue never ran dry counts
+// none, even with its worker late.
+func TestShaperIdle(t *testing.T) {
+	const rate, burst, size = 100e6, MinPortBurst, 1000
+	wire := int64(size + WireOverhead)
+	refill := int64(burst) * 8e9 / rate // an empty bucket's refill time, ns
+
+	// Busy: a queue deeper than the run, the worker every 100 µs, once 5 ms late.
+	sh, c := newTestShaper(rate, 8<<20, burst, 8192)
+	for i := 0; i < 8000; i++ {
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
+	}
+	for now := int64(0); now <= 50e6; now += 100e3 {
+		if now == 20e6 {
+			now += 5e6
+		}
+		sh.fill(now)
+		sh.dequeue(LaneData, math.MaxInt, nil)
+	}
+	sh.publish()
+	if c.IdleNs.Load() != 0 {
+		t.Errorf("a port with frames always waiting counted %d ns idle", c.IdleNs.Load())
+	}
+
+	// Starved: one frame each 1 ms (a tenth of the port's rate), the bucket
+	// full from the start: every gap but each frame's refill is idle.
+	sh, c = newTestShaper(rate, 8<<20, burst, 8192)
+	const gap, n = 1e6, 100
+	for i := int64(1); i <= n; i++ {
+		sh.fill(i * gap)
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
+		if len(sh.dequeue(LaneData, math.MaxInt, nil)) != 1 {
+			t.Fatalf("frame %d waited in a full bucket", i)
+		}
+	}
+	sh.fill((n + 1) * gap)
+	sh.publish()
+	refillFrame := wire * 8e9 / rate
+	want := (n+1)*gap - n*refillFrame
+	if got := int64(c.IdleNs.Load()); got < want-n || got > want+n {
+		t.Errorf("a port sending a frame each %d ns: %d ns idle, want %d", int64(gap), got, want)
+	}
+
+	// Emptied: a burst's worth of frames sent at once, then nothing for a
+	// second: idle from the bucket's refill on.
+	sh, c = newTestShaper(rate, 8<<20, burst, 8192)
+	sh.fill(0)
+	for i := int64(0); i < int64(burst)/wire; i++ {
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
+	}
+	sent := int64(len(sh.dequeue(LaneData, math.MaxInt, nil))) * wire
+	sh.fill(1e9)
+	sh.publish()
+	want = 1e9 - sent*8e9/rate
+	if got := int64(c.IdleNs.Load()); got < want-1e3 || got > want+1e3 {
+		t.Errorf("a second after a burst of %d bytes: %d ns idle, want %d (refill %d ns)", sent, got, want, refill)
+	}
+}
