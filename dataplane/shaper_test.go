@@ -33,11 +33,17 @@ func shaperRun(t *testing.T, sh *shaper, size int, offered float64, dur int64) (
 			t.Fatalf("t=%d: next %d with %d frames waiting after a dequeue without limit", now, next, sh.frames)
 		}
 		if next != math.MaxInt64 {
-			// 1 ns before next the bucket must not cover the head frame.
+			// 1 ns before next nothing may leave (the bucket does not
+			// cover the head frame, or a batch is held); at next the
+			// head frame may.
 			c := *sh
 			c.fill(next - 1)
-			if cost(c.lanes[LaneData].front()) <= c.tokens {
+			if cost(c.lanes[LaneData].front()) <= c.tokens && !c.held(LaneData) {
 				t.Fatalf("t=%d: next %d is late: the frame could leave at %d", now, next, next-1)
+			}
+			c.fill(next)
+			if cost(c.lanes[LaneData].front()) > c.tokens || c.held(LaneData) {
+				t.Fatalf("t=%d: next %d is early: nothing may leave then", now, next)
 			}
 		}
 		now = min(next, arrive)
@@ -233,5 +239,134 @@ func TestShaperLateWorker(t *testing.T) {
 	sh.publish()
 	if c.LateNs.Load() != 0 {
 		t.Errorf("an idle port counted %d ns lost", c.LateNs.Load())
+	}
+}
+
+// TestShaperIdle: a port counts as idle the time it had nothing to send
+// beyond what refilled its bucket; a port whose queue never ran dry counts
+// none, even with its worker late.
+func TestShaperIdle(t *testing.T) {
+	const rate, burst, size = 100e6, MinPortBurst, 1000
+	wire := int64(size + WireOverhead)
+	refill := int64(burst) * 8e9 / rate // an empty bucket's refill time, ns
+
+	// Busy: a queue deeper than the run, the worker every 100 µs, once 5 ms late.
+	sh, c := newTestShaper(rate, 8<<20, burst, 8192)
+	for i := 0; i < 8000; i++ {
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
+	}
+	for now := int64(0); now <= 50e6; now += 100e3 {
+		if now == 20e6 {
+			now += 5e6
+		}
+		sh.fill(now)
+		sh.dequeue(LaneData, math.MaxInt, nil)
+	}
+	sh.publish()
+	if c.IdleNs.Load() != 0 {
+		t.Errorf("a port with frames always waiting counted %d ns idle", c.IdleNs.Load())
+	}
+
+	// Starved: one frame each 1 ms (a tenth of the port's rate), the bucket
+	// full from the start: every gap but each frame's refill is idle.
+	sh, c = newTestShaper(rate, 8<<20, burst, 8192)
+	const gap, n = 1e6, 100
+	for i := int64(1); i <= n; i++ {
+		sh.fill(i * gap)
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
+		if len(sh.dequeue(LaneData, math.MaxInt, nil)) != 1 {
+			t.Fatalf("frame %d waited in a full bucket", i)
+		}
+	}
+	sh.fill((n + 1) * gap)
+	sh.publish()
+	refillFrame := wire * 8e9 / rate
+	want := (n+1)*gap - n*refillFrame
+	if got := int64(c.IdleNs.Load()); got < want-n || got > want+n {
+		t.Errorf("a port sending a frame each %d ns: %d ns idle, want %d", int64(gap), got, want)
+	}
+
+	// Emptied: a burst's worth of frames sent at once, then nothing for a
+	// second: idle from the bucket's refill on.
+	sh, c = newTestShaper(rate, 8<<20, burst, 8192)
+	sh.fill(0)
+	for i := int64(0); i < int64(burst)/wire; i++ {
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
+	}
+	sent := int64(len(sh.dequeue(LaneData, math.MaxInt, nil))) * wire
+	sh.fill(1e9)
+	sh.publish()
+	want = 1e9 - sent*8e9/rate
+	if got := int64(c.IdleNs.Load()); got < want-1e3 || got > want+1e3 {
+		t.Errorf("a second after a burst of %d bytes: %d ns idle, want %d (refill %d ns)", sent, got, want, refill)
+	}
+}
+
+// TestShaperBatch: a backlogged port places its frames a batch at a time
+// (shapeBatch of its rate), keeping its rate, so that its worker kicks the
+// TX ring that many times fewer; a short queue (a ping on an idle port)
+// leaves at once, and a frame on the priority lane is never held.
+func TestShaperBatch(t *testing.T) {
+	const rate, size = 1e9, 1514
+	wire := int64(size + WireOverhead)
+	sh, _ := newTestShaper(rate, 2<<20, 62500, 2048)
+	if want := int64(rate * shapeBatch); sh.batch != want {
+		t.Fatalf("batch %d units, want %d (shapeBatch at 1 Gbit/s)", sh.batch, want)
+	}
+	// Offered 1.5 times the rate for 1 s, the worker at each next.
+	gap := wire * 8 * 1e9 * 2 / 3 / rate
+	var now, arrive, sent int64
+	kicks, small := 0, 0
+	for now < 1e9 {
+		for arrive <= now {
+			sh.enqueue(LaneData, xdp.Desc{Len: size})
+			arrive += gap
+		}
+		sh.fill(now)
+		if out := sh.dequeue(LaneData, math.MaxInt, nil); len(out) > 0 {
+			sent += int64(len(out)) * wire
+			// From 10 ms on: the queue built up (before, the full
+			// bucket let each frame go as it came).
+			if now > 10e6 {
+				kicks++
+				if int64(len(out))*wire*tokenByte < sh.batch-wire*tokenByte {
+					small++
+				}
+			}
+		}
+		now = min(sh.next(now), arrive)
+	}
+	if got := float64(sent*8) / 1; math.Abs(got-rate) > 0.01*rate {
+		t.Errorf("backlogged for 1 s: %.4g bit/s, want the rate", got)
+	}
+	perBatch := rate * shapeBatch / tokenByte / wire * wire // whole frames' wire bytes
+	if max := int(0.99*rate/8/perBatch) + 2; kicks > max {
+		t.Errorf("backlogged for 990 ms: %d placements, want at most %d (a batch each)", kicks, max)
+	}
+	if small > 0 {
+		t.Errorf("backlogged: %d placements of less than a batch", small)
+	}
+	// An idle port: one frame leaves at once, as does a priority frame
+	// behind a held batch.
+	sh, _ = newTestShaper(rate, 2<<20, 62500, 2048)
+	sh.fill(1e9)
+	sh.enqueue(LaneData, xdp.Desc{Len: 98})
+	if n := len(sh.dequeue(LaneData, math.MaxInt, nil)); n != 1 {
+		t.Errorf("a ping on an idle port: %d frames left, want 1", n)
+	}
+	sh.tokens = 0
+	for i := 0; i < 40; i++ {
+		sh.enqueue(LaneData, xdp.Desc{Len: size})
+	}
+	sh.fill(sh.last + 2*wire*8) // two frames' worth: a batch waits
+	if !sh.held(LaneData) || len(sh.dequeue(LaneData, math.MaxInt, nil)) != 0 {
+		t.Fatalf("40 frames queued, two frames' tokens: the batch is not held")
+	}
+	sh.enqueue(LanePrio, xdp.Desc{Len: 100})
+	if sh.held(LaneData) {
+		t.Errorf("held with a priority frame queued")
+	}
+	if n := len(sh.dequeue(LanePrio, math.MaxInt, nil)); n != 1 {
+		t.Errorf("a priority frame behind a held batch: %d left, want 1", n)
 	}
 }

@@ -48,6 +48,12 @@ type EgressCounters struct {
 	// LateNs is the port's time lost to its worker's lateness: frames
 	// waited and the bucket was full (beyond what it caught up).
 	LateNs atomic.Uint64
+	// IdleNs is the port's time unused for want of frames: nothing waited
+	// and the bucket was full (a port that stood empty longer than its
+	// burst covers). A port meant to be busy (one flow at its rate) that
+	// counts idle time was starved upstream: its worker's lateness is
+	// LateNs instead.
+	IdleNs atomic.Uint64
 }
 
 // Stats are the dataplane's live counters.
@@ -84,6 +90,7 @@ type EgressSnapshot struct {
 	Dropped      uint64 `json:"dropped_frames"`
 	DroppedBytes uint64 `json:"dropped_bytes"`
 	LateNs       uint64 `json:"late_ns"`
+	IdleNs       uint64 `json:"idle_ns"`
 }
 
 // PortSnapshot is a point-in-time copy of PortCounters.
@@ -133,7 +140,8 @@ func (c *PortCounters) snapshot() PortSnapshot {
 		s.Egress = &EgressSnapshot{PortShape: e.Shape, SentFrames: s.TX.Frames, SentBytes: s.TX.Bytes,
 			Queued: e.Queued.Load(), QueuedBytes: e.QueuedBytes.Load(),
 			PeakFrames: e.PeakFrames.Load(), PeakBytes: e.PeakBytes.Load(),
-			Dropped: e.Dropped.Load(), DroppedBytes: e.DroppedBytes.Load(), LateNs: e.LateNs.Load()}
+			Dropped: e.Dropped.Load(), DroppedBytes: e.DroppedBytes.Load(), LateNs: e.LateNs.Load(),
+			IdleNs: e.IdleNs.Load()}
 	}
 	return s
 }

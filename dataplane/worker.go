@@ -278,7 +278,7 @@ func newWorker(d *Dataplane, idx int) *Worker {
 		w.counters[p] = c
 		if c.Egress != nil {
 			lanes := min(w.ports[p].lanes, 2) // the kicked lanes
-			w.shapers[p] = newShaper(c.Egress.Shape, lanes, int(d.cfg.RingSize), 0, c.Egress)
+			w.shapers[p] = newShaper(c.Egress.Shape, lanes, int(d.cfg.RingSize), w.Now(), c.Egress)
 			w.shaped = make([]xdp.Desc, 0, d.cfg.RingSize)
 		}
 	}
