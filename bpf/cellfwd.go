@@ -3,7 +3,9 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -245,9 +247,41 @@ func (c *CellFwd) Counters() (CellCounters, error) {
 	return sumPerCPU[CellCounters, portCellCounters](c.p.objs.CellCount)
 }
 
-// MonoNow is CLOCK_MONOTONIC in ns, the program's bpf_ktime_get_ns.
-func MonoNow() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
+// MonoNow is CLOCK_MONOTONIC in ns, the program's bpf_ktime_get_ns. It
+// reads Go's monotonic clock (CLOCK_MONOTONIC through the vDSO, no system
+// call: an edge's worker reads it at every call) from an epoch taken once
+// against clock_gettime(2), off by at most half the narrowest bracket the
+// calibration saw (well under a microsecond on an idle CPU).
+func MonoNow() int64 { return int64(time.Since(monoEpoch)) }
+
+// monoEpoch is when CLOCK_MONOTONIC read 0, in Go's monotonic clock.
+var monoEpoch = monoCalibrate()
+
+// monoBracket: a calibration stops at the first bracket this narrow.
+const monoBracket = time.Microsecond
+
+// monoCalibrate returns the epoch of CLOCK_MONOTONIC in Go's monotonic
+// clock: each try reads it between two time.Now, and the narrowest bracket
+// gives the epoch (its midpoint less the reading).
+func monoCalibrate() time.Time {
+	var epoch time.Time
+	best := time.Duration(math.MaxInt64)
+	for range 16 {
+		var ts unix.Timespec
+		t0 := time.Now()
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			continue
+		}
+		d := time.Since(t0)
+		if d < best {
+			best, epoch = d, t0.Add(d/2-time.Duration(ts.Nano()))
+		}
+		if best <= monoBracket {
+			break
+		}
+	}
+	if best == math.MaxInt64 {
+		return time.Now()
+	}
+	return epoch
 }

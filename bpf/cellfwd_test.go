@@ -3,11 +3,14 @@ package bpf
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/linkfabric/linkfabric/cellify"
 	"github.com/linkfabric/linkfabric/link/linkcrc"
 	"github.com/linkfabric/linkfabric/link/seqhdr"
+	"golang.org/x/sys/unix"
 )
 
 // The cell kernel path (lf_cell_fwd) under BPF_PROG_TEST_RUN: the program
@@ -425,4 +428,40 @@ func fuzzCellProg(t *testing.T, m linkcrc.Integrity) *PortProgram {
 		fuzzProg = p
 	}
 	return fuzzProg
+}
+
+// MonoNow reads what clock_gettime(CLOCK_MONOTONIC) reads (the clock of
+// bpf_ktime_get_ns), without a system call.
+func TestMonoNowIsClockMonotonic(t *testing.T) {
+	read := func() int64 {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return ts.Nano()
+	}
+	// A bracket can be widened by a preemption: the best of a few tries.
+	const slack = 20 * time.Microsecond
+	var off int64 = math.MaxInt64
+	for range 20 {
+		a := read()
+		m := MonoNow()
+		b := read()
+		d := max(a-m, m-b, 0) // 0 inside [a, b]
+		off = min(off, d)
+	}
+	if off > int64(slack) {
+		t.Errorf("MonoNow is %v outside clock_gettime's brackets at best, want at most %v", time.Duration(off), slack)
+	}
+	last := MonoNow()
+	for range 1000 {
+		now := MonoNow()
+		if now < last {
+			t.Fatalf("MonoNow went back from %d to %d", last, now)
+		}
+		last = now
+	}
+	if a := testing.AllocsPerRun(100, func() { MonoNow() }); a != 0 {
+		t.Errorf("MonoNow allocates %.1f times a call", a)
+	}
 }

@@ -182,7 +182,11 @@ type KernelRx struct {
 	used    [KernelRxStreams]bool
 	free    []int
 	seen    [KernelRxStreams]rxSeen
-	Stats   KernelRxStats
+	// d is what Fold hands its fn: a field, not a local, so that Fold,
+	// which runs at every Receive and Poll of the worker, does not
+	// allocate (a local whose address goes to a func value escapes).
+	d     KernelDelivery
+	Stats KernelRxStats
 }
 
 // rxSeen is what Fold last read of a slot.
@@ -292,7 +296,7 @@ type KernelDelivery struct {
 // Fold calls fn with what the kernel delivered of each stream since the
 // last Fold (streams that delivered nothing are skipped).
 func (k *KernelRx) Fold(fn func(d *KernelDelivery)) {
-	var d KernelDelivery
+	d := &k.d
 	for i := range KernelRxStreams {
 		if !k.used[i] {
 			continue
@@ -301,9 +305,9 @@ func (k *KernelRx) Fold(fn func(d *KernelDelivery)) {
 		s := &k.seen[i]
 		k.Stats.Handovers += h - s.handovers
 		if f != s.frames {
-			d = KernelDelivery{Key: k.keys[i], Frames: f - s.frames, Bytes: b - s.bytes, Payload: pl - s.payload}
+			*d = KernelDelivery{Key: k.keys[i], Frames: f - s.frames, Bytes: b - s.bytes, Payload: pl - s.payload}
 			d.MAC, d.SrcPort = k.mac(i)
-			fn(&d)
+			fn(d)
 		}
 		*s = rxSeen{f, b, pl, h}
 	}

@@ -554,3 +554,33 @@ func givenStream(t *testing.T) (m *CellRxModel, kr *KernelRx, key StreamKey, rec
 	cell = func(n uint32) []byte { return rxCell(t, n, uint16(n), 0, 0x1111, rxRecord(0x1111, n, 40)) }
 	return m, kr, key, rec, cell
 }
+
+// Fold reports each stream's deliveries since the last Fold once, and
+// allocates nothing: the worker calls it at every Receive and Poll.
+func TestKernelRxFoldNoAlloc(t *testing.T) {
+	m, kr, key, _, cell := givenStream(t)
+	for n := range uint32(3) {
+		if v, _, _ := m.Offer(cell(n), 0, 0); v != RxDelivered {
+			t.Fatalf("cell %d: verdict %d, want delivered", n, v)
+		}
+	}
+	var got []KernelDelivery
+	kr.Fold(func(d *KernelDelivery) { got = append(got, *d) })
+	if len(got) != 1 || got[0].Key != key || got[0].Frames != 3 {
+		t.Fatalf("first fold: %+v, want 3 frames of %v", got, key)
+	}
+	kr.Fold(func(d *KernelDelivery) { t.Errorf("second fold: %+v, want nothing", *d) })
+	i, _ := m.Slot(RxKey(key))
+	var frames uint64
+	fn := func(d *KernelDelivery) { frames += d.Frames }
+	allocs := testing.AllocsPerRun(100, func() { // 101 calls: one to warm up
+		m.S[i].Frames.Add(1)
+		kr.Fold(fn)
+	})
+	if allocs != 0 {
+		t.Errorf("Fold allocates %.1f times a call, want 0", allocs)
+	}
+	if frames != 101 {
+		t.Errorf("folded %d frames over 101 calls with one each, want 101", frames)
+	}
+}

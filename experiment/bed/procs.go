@@ -344,6 +344,66 @@ func (d *Dataplanes) CPUTime() (map[string]time.Duration, error) {
 	return m, nil
 }
 
+// SchedTotals is what the scheduler counted of threads
+// (/proc/PID/task/TID/schedstat): time on a CPU, time runnable but waiting
+// for one, and how many times they were put on a CPU (a worker that
+// sleeps and wakes runs once a wakeup, and once more after each
+// preemption).
+type SchedTotals struct {
+	Run, Wait time.Duration
+	Runs      uint64
+}
+
+// Sub returns a − b, each field at least 0 (a thread that exited between
+// the two readings leaves the sum).
+func (a SchedTotals) Sub(b SchedTotals) SchedTotals {
+	return SchedTotals{Run: max(a.Run-b.Run, 0), Wait: max(a.Wait-b.Wait, 0), Runs: a.Runs - min(b.Runs, a.Runs)}
+}
+
+// Sched sums the scheduler's counts over every thread of every dataplane.
+func (d *Dataplanes) Sched() (SchedTotals, error) {
+	var t SchedTotals
+	for _, p := range d.procs {
+		dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			return t, fmt.Errorf("threads of the dataplane on %s: %w", p.name, err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(dir + "/" + task.Name() + "/schedstat")
+			if err != nil {
+				continue // the thread exited
+			}
+			s, err := ParseSchedstat(string(b))
+			if err != nil {
+				return t, fmt.Errorf("the dataplane on %s: %w", p.name, err)
+			}
+			t.Run += s.Run
+			t.Wait += s.Wait
+			t.Runs += s.Runs
+		}
+	}
+	return t, nil
+}
+
+// ParseSchedstat reads a schedstat line: ns on a CPU, ns waiting for one,
+// times run.
+func ParseSchedstat(line string) (SchedTotals, error) {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return SchedTotals{}, fmt.Errorf("malformed schedstat: %.40q", line)
+	}
+	var v [3]uint64
+	for i := range v {
+		n, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return SchedTotals{}, fmt.Errorf("malformed schedstat: %q", f[i])
+		}
+		v[i] = n
+	}
+	return SchedTotals{Run: time.Duration(v[0]), Wait: time.Duration(v[1]), Runs: v[2]}, nil
+}
+
 // userHZ is the unit of the times in /proc/PID/stat (USER_HZ, 100 on Linux).
 const userHZ = 100
 

@@ -193,7 +193,36 @@ func TestCellsBundleExperiments(t *testing.T) {
 				t.Errorf("summary lacks %s", k)
 			}
 		}
+		// The cells edges' workers run during the flows (credit, REACH);
+		// forward's may sleep throughout 22 flows.
+		if d := res.DP["cells"]; d.CPUus <= 0 || d.Runs <= 0 {
+			t.Errorf("cells' dataplanes %+v over the flows: want time on a CPU and runs", d)
+		}
+		if _, ok := res.DP["forward"]; !ok || len(res.Rounds[0].DP) != 2 {
+			t.Errorf("dataplanes %+v, first round's %+v: want both arms", res.DP, res.Rounds[0].DP)
+		}
 	})
+}
+
+// A schedstat line is ns on a CPU, ns waiting, times run; a difference of
+// two readings never goes below 0 (a thread that exited between them).
+func TestParseSchedstat(t *testing.T) {
+	got, err := bed.ParseSchedstat("1500000 250000 42\n")
+	if err != nil || got != (bed.SchedTotals{Run: 1500 * time.Microsecond, Wait: 250 * time.Microsecond, Runs: 42}) {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1 2", "1 x 3"} {
+		if _, err := bed.ParseSchedstat(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	d := bed.SchedTotals{Run: time.Millisecond, Runs: 3}.Sub(bed.SchedTotals{Run: 2 * time.Millisecond, Wait: time.Microsecond, Runs: 5})
+	if d != (bed.SchedTotals{}) {
+		t.Errorf("smaller minus larger: %+v, want zeros", d)
+	}
+	if l := latencyDP(bed.SchedTotals{Run: 35 * time.Millisecond, Wait: 40 * time.Millisecond, Runs: 1400}, 1000); l != (LatencyDP{CPUus: 35, WaitUs: 40, Runs: 1.4}) {
+		t.Errorf("per flow: %+v", l)
+	}
 }
 
 // forward-afxdp runs forward with every frame through the worker, and the
@@ -263,7 +292,9 @@ func TestCellsLatencyRounds(t *testing.T) {
 		t.Error("the reference has a ratio to itself")
 	}
 	r.Summary = s
-	if txt := r.Text(); !strings.Contains(txt, "in 3 interleaved rounds") || !strings.Contains(txt, "cells p50 over forward's: median 1.18× of 3 rounds (1.10-1.30)") {
+	r.DP = map[string]LatencyDP{"forward": {CPUus: 3.5, WaitUs: 1, Runs: 0.1}, "cells": {CPUus: 35, WaitUs: 40, Runs: 1.4}}
+	if txt := r.Text(); !strings.Contains(txt, "in 3 interleaved rounds") || !strings.Contains(txt, "cells p50 over forward's: median 1.18× of 3 rounds (1.10-1.30)") ||
+		!strings.Contains(txt, "  cells           35.0 µs    40.0 µs   1.40\n") {
 		t.Errorf("text:\n%s", txt)
 	}
 	c.Flows = 2

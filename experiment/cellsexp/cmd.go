@@ -472,8 +472,12 @@ ratios, and the verdict is taken on their median. The arms:
   cells-push     cells without credits (optional)
 
 Target: cells' p50 ≤ 1.2× forward's (the median of the rounds' ratios); the ratio to
-forward-afxdp's is printed too. Writes latency.json (figures in "summary", each
-round's in "rounds"), flows.csv and a tail-CDF PNG to --out.`,
+forward-afxdp's is printed too. Beside the flows it reports what the scheduler
+counted of each arm's dataplanes while the flows ran, per flow: time on a CPU,
+time waiting for one, times run (a worker runs once per wakeup). With a core
+kept busy a flow's whole path shares the other core with them. Writes
+latency.json (figures in "summary", each round's in "rounds", the dataplanes'
+in "dataplanes"), flows.csv and a tail-CDF PNG to --out.`,
 		Example: `  sudo linkfabric cells latency
   sudo linkfabric cells latency --flows 500 --arms forward,cells,cells-nopre,cells-push`,
 	}

@@ -99,7 +99,9 @@ type CellsLatencyResult struct {
 	// the target of cells_p50_ratio and the verdict, cells_ok, taken on the
 	// rounds' median when there are rounds.
 	Summary map[string]any `json:"summary"`
-	Flows   []fct.Flow     `json:"-"`
+	// DP is each arm's LatencyDP over all its blocks.
+	DP    map[string]LatencyDP `json:"dataplanes"`
+	Flows []fct.Flow           `json:"-"`
 }
 
 // LatencyRound is one round of `cells latency`: the order its arms ran in,
@@ -108,6 +110,28 @@ type LatencyRound struct {
 	Order []string           `json:"order"`
 	P50us map[string]float64 `json:"p50_us"`
 	Ratio map[string]float64 `json:"p50_ratio"`
+	// DP is what the arm's dataplanes cost the machine while its flows
+	// ran (see LatencyDP).
+	DP map[string]LatencyDP `json:"dataplanes,omitempty"`
+}
+
+// LatencyDP is what the scheduler counted of an arm's dataplanes (every
+// thread of both) over a block of flows, per flow (warm-up flows
+// included): their time on a CPU, their time runnable but waiting for
+// one, and how often they were put on one (a worker runs once per wakeup).
+// With a core kept busy the flows' own path (both hosts and every
+// kernel stage of it) shares the other core with these: a flow that
+// crosses no worker still waits for the workers' runs that land on its
+// CPU while it is in flight.
+type LatencyDP struct {
+	CPUus  float64 `json:"cpu_us_per_flow"`
+	WaitUs float64 `json:"wait_us_per_flow"`
+	Runs   float64 `json:"runs_per_flow"`
+}
+
+func latencyDP(t bed.SchedTotals, flows int) LatencyDP {
+	n := float64(max(flows, 1))
+	return LatencyDP{CPUus: float64(t.Run) / 1e3 / n, WaitUs: float64(t.Wait) / 1e3 / n, Runs: float64(t.Runs) / n}
 }
 
 // CellsLatency runs `linkfabric cells latency` on a bundle testbed: short
@@ -119,7 +143,8 @@ func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*Cel
 	if err != nil {
 		return nil, err
 	}
-	res := &CellsLatencyResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc}
+	res := &CellsLatencyResult{Config: cfg, RunInfo: report.NewRunInfo(), CC: cc, DP: map[string]LatencyDP{}}
+	dpSum, dpFlows := map[string]bed.SchedTotals{}, map[string]int{}
 	e.Printf("cells latency: bundle testbed %q; arms %s; %d flows of %s per arm in %d round(s) (builtin tool, %s)",
 		e.Prefix, strings.Join(cfg.Arms, ","), cfg.Flows, fct.FormatSize(cfg.Size), cfg.Rounds, cc)
 	b, err := e.BedUp("bundle", 0)
@@ -143,19 +168,23 @@ func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*Cel
 		if r < cfg.Flows%cfg.Rounds {
 			n++
 		}
-		round := LatencyRound{P50us: map[string]float64{}, Ratio: map[string]float64{}}
+		round := LatencyRound{P50us: map[string]float64{}, Ratio: map[string]float64{}, DP: map[string]LatencyDP{}}
 		var roundFlows []fct.Flow
 		for _, arm := range roundOrder(cfg.Arms, r) {
 			step++
 			e.Printf("cells latency: [%d/%d] round %d/%d (load %.1f), %s: %s", step, steps, r+1, cfg.Rounds, res.Load[r], arm, cellsLatencyWhat[arm])
-			fl, err := latencyBlock(ctx, e, b, &cfg, arm, n, cc, h1, h2)
+			fl, dp, err := latencyBlock(ctx, e, b, &cfg, arm, n, cc, h1, h2)
 			if err != nil {
 				return nil, fmt.Errorf("cells latency %s: %w", arm, err)
 			}
+			round.DP[arm] = latencyDP(dp, n+cfg.Warmup)
+			t := dpSum[arm]
+			dpSum[arm] = bed.SchedTotals{Run: t.Run + dp.Run, Wait: t.Wait + dp.Wait, Runs: t.Runs + dp.Runs}
+			dpFlows[arm] += n + cfg.Warmup
 			round.Order = append(round.Order, arm)
 			roundFlows = append(roundFlows, fl...)
 			for _, s := range fct.Summarize(fl) {
-				e.Printf("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs", arm, s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99))
+				e.Printf("cells latency:   %s: %d flows (%d failed), p50 %s p99 %s µs; dataplanes %.1f µs on a CPU a flow (%.2f runs)", arm, s.Count, s.Failed, report.Micros(s.P50), report.Micros(s.P99), round.DP[arm].CPUus, round.DP[arm].Runs)
 				if s.Count > 0 {
 					round.P50us[arm] = float64(s.P50) / 1e3
 				}
@@ -172,6 +201,9 @@ func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*Cel
 		res.Flows = append(res.Flows, roundFlows...)
 	}
 	b.Stop()
+	for arm, t := range dpSum {
+		res.DP[arm] = latencyDP(t, dpFlows[arm])
+	}
 	// Each block numbered its flows from 0: number them across the rounds.
 	next := map[string]int{}
 	for k := range res.Flows {
@@ -186,10 +218,15 @@ func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*Cel
 }
 
 // latencyBlock starts arm's dataplanes and runs n flows (after the
-// warm-up) through them.
-func latencyBlock(ctx context.Context, e *bed.Env, b *bed.Bed, cfg *CellsLatencyConfig, arm string, n int, cc string, h1, h2 bed.BedHost) ([]fct.Flow, error) {
+// warm-up) through them; it returns the flows and what the scheduler
+// counted of the dataplanes meanwhile.
+func latencyBlock(ctx context.Context, e *bed.Env, b *bed.Bed, cfg *CellsLatencyConfig, arm string, n int, cc string, h1, h2 bed.BedHost) ([]fct.Flow, bed.SchedTotals, error) {
 	if err := b.Start(ctx, cfg.bedRun(arm)); err != nil {
-		return nil, err
+		return nil, bed.SchedTotals{}, err
+	}
+	s0, err := b.Dataplanes().Sched()
+	if err != nil {
+		return nil, bed.SchedTotals{}, err
 	}
 	fl, err := fct.RunBuiltin(ctx, fct.BuiltinConfig{
 		Arm: arm, ServerNS: b.TB.NS(h2.Name), ClientNS: b.TB.NS(h1.Name), ServerAddr: h2.Addr + ":0",
@@ -197,9 +234,13 @@ func latencyBlock(ctx context.Context, e *bed.Env, b *bed.Bed, cfg *CellsLatency
 		Progress: bed.FlowProgress(e.Progress, fmt.Sprintf("%-13s %7s", arm, fct.FormatSize(cfg.Size)), time.Now),
 	})
 	if err != nil {
-		return nil, err
+		return nil, bed.SchedTotals{}, err
 	}
-	return fl, b.Dataplanes().Alive()
+	s1, err := b.Dataplanes().Sched()
+	if err != nil {
+		return nil, bed.SchedTotals{}, err
+	}
+	return fl, s1.Sub(s0), b.Dataplanes().Alive()
 }
 
 // roundOrder is the order of the arms in round r: as given in even rounds,
@@ -361,6 +402,14 @@ func (r *CellsLatencyResult) Text() string {
 			if m, ok := r.Summary[k+"_p50_ratio_median"].(float64); ok {
 				fmt.Fprintf(&b, "  %s p50 over %s's: median %.2f× of %d rounds (%.2f-%.2f); p50 %.1f-%.1f µs\n", a, ref, m, len(r.Rounds),
 					r.Summary[k+"_p50_ratio_min"], r.Summary[k+"_p50_ratio_max"], r.Summary[k+"_p50_us_min"], r.Summary[k+"_p50_us_max"])
+			}
+		}
+	}
+	if len(r.DP) > 0 {
+		b.WriteString("\nthe dataplanes while the flows ran, per flow: time on a CPU, waiting for one, runs (with a core kept busy the flows share the other with them):\n")
+		for _, a := range c.Arms {
+			if d, ok := r.DP[a]; ok {
+				fmt.Fprintf(&b, "  %-13s %6.1f µs  %6.1f µs  %5.2f\n", a, d.CPUus, d.WaitUs, d.Runs)
 			}
 		}
 	}
