@@ -360,6 +360,11 @@ func (a SchedTotals) Sub(b SchedTotals) SchedTotals {
 	return SchedTotals{Run: max(a.Run-b.Run, 0), Wait: max(a.Wait-b.Wait, 0), Runs: a.Runs - min(b.Runs, a.Runs)}
 }
 
+// Add returns a + b.
+func (a SchedTotals) Add(b SchedTotals) SchedTotals {
+	return SchedTotals{Run: a.Run + b.Run, Wait: a.Wait + b.Wait, Runs: a.Runs + b.Runs}
+}
+
 // Sched sums the scheduler's counts over every thread of every dataplane.
 func (d *Dataplanes) Sched() (SchedTotals, error) {
 	var t SchedTotals
@@ -378,9 +383,7 @@ func (d *Dataplanes) Sched() (SchedTotals, error) {
 			if err != nil {
 				return t, fmt.Errorf("the dataplane on %s: %w", p.name, err)
 			}
-			t.Run += s.Run
-			t.Wait += s.Wait
-			t.Runs += s.Runs
+			t = t.Add(s)
 		}
 	}
 	return t, nil

@@ -178,8 +178,7 @@ func CellsLatency(ctx context.Context, e *bed.Env, cfg CellsLatencyConfig) (*Cel
 				return nil, fmt.Errorf("cells latency %s: %w", arm, err)
 			}
 			round.DP[arm] = latencyDP(dp, n+cfg.Warmup)
-			t := dpSum[arm]
-			dpSum[arm] = bed.SchedTotals{Run: t.Run + dp.Run, Wait: t.Wait + dp.Wait, Runs: t.Runs + dp.Runs}
+			dpSum[arm] = dpSum[arm].Add(dp)
 			dpFlows[arm] += n + cfg.Warmup
 			round.Order = append(round.Order, arm)
 			roundFlows = append(roundFlows, fl...)
