@@ -29,6 +29,8 @@ func (d *Dataplane) Register(r *metrics.Registry) error {
 			add(r.GaugeFunc("linkfabric_egress_queued_bytes", "Bytes waiting in the rate-limited port's egress queue.", func() float64 { return float64(e.QueuedBytes.Load()) }, "port", p.Name))
 			add(r.GaugeFunc("linkfabric_egress_peak_queued_bytes", "Most bytes that waited in the port's egress queue.", func() float64 { return float64(e.PeakBytes.Load()) }, "port", p.Name))
 			add(r.GaugeFunc("linkfabric_egress_rate_bps", "The port's rate limit, bit/s on the wire.", func() float64 { return float64(e.Shape.Rate) }, "port", p.Name))
+			add(r.GaugeFunc("linkfabric_egress_late_seconds", "Time the rate-limited port lost to its worker's lateness (frames waited, the bucket full).", func() float64 { return float64(e.LateNs.Load()) / 1e9 }, "port", p.Name))
+			add(r.GaugeFunc("linkfabric_egress_idle_seconds", "Time the rate-limited port had nothing to send and a full bucket (starved by what feeds it).", func() float64 { return float64(e.IdleNs.Load()) / 1e9 }, "port", p.Name))
 		}
 		add(r.Counter("linkfabric_port_down_total", "Times the interface was found down (ENETDOWN/ENXIO on transmit).", &p.DownEvents, "port", p.Name))
 		add(r.GaugeFunc("linkfabric_port_down_seconds", "Time the interface was down (ended events).", func() float64 { return float64(p.DownNs.Load()) / 1e9 }, "port", p.Name))
