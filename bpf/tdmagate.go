@@ -94,7 +94,7 @@ func (g *TDMAGate) AttachExit(host int, ifname string) error {
 	if err := g.objs.TdmaGatePorts.Put(uint32(host), uint32(ifi.Index)); err != nil {
 		return fmt.Errorf("tdma gate: port of host %d (%s): %w", host, ifname, err)
 	}
-	if err := g.attach(g.objs.LfTdmaExit, ifi); err != nil {
+	if err := g.attachXDP(g.objs.LfTdmaExit, ifi); err != nil {
 		return err
 	}
 	return g.attachTC(g.objs.LfTdmaBack, ifi)
@@ -109,7 +109,7 @@ func (g *TDMAGate) AttachHost(ifname string) error {
 	if err != nil {
 		return fmt.Errorf("tdma gate: %w", err)
 	}
-	if err := g.attach(g.objs.LfTdmaPass, ifi); err != nil {
+	if err := g.attachXDP(g.objs.LfTdmaPass, ifi); err != nil {
 		return err
 	}
 	return g.attachTC(g.objs.LfTdmaArrive, ifi)
@@ -125,7 +125,8 @@ func (g *TDMAGate) attachTC(p *ebpf.Program, ifi *net.Interface) error {
 	return nil
 }
 
-func (g *TDMAGate) attach(p *ebpf.Program, ifi *net.Interface) error {
+// attachXDP attaches p to ifi in driver mode.
+func (g *TDMAGate) attachXDP(p *ebpf.Program, ifi *net.Interface) error {
 	l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifi.Index, Flags: link.XDPDriverMode})
 	if err != nil {
 		return fmt.Errorf("tdma gate: attach to %s: %w", ifi.Name, permErr(err))

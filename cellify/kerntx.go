@@ -381,15 +381,12 @@ func (n *Node) fold(q *nodeVOQ) {
 // giveBack hands q to the kernel: its low mark and Base, then its State.
 func (n *Node) giveBack(q *nodeVOQ) {
 	k := q.k
-	room := uint64(KernelRoomMax)
+	room, low := uint64(KernelRoomMax), uint32(0)
 	if q.cc != nil {
 		room = min(q.cc.Allowed(), KernelRoomMax)
-	}
-	seq := q.v.NextSeq()
-	low := uint32(0)
-	if q.cc != nil {
 		low = uint32(min(q.cc.cfg.Lead/2, KernelRoomMax))
 	}
+	seq := q.v.NextSeq()
 	n.kern.SetLow(k.slot, low)
 	n.kern.Base(k.slot).Store(KernelBase(seq, q.v.recNo))
 	k.seq, k.room, k.given = seq, room, true
