@@ -51,6 +51,7 @@ type Node struct {
 	hosts     []HostStats
 	voqs      *VOQSet
 	nv        map[VOQKey]*nodeVOQ
+	lastVOQ   *nodeVOQ // the VOQ voq last returned: a batch's frames mostly go to one
 	list      []*nodeVOQ
 	held      []*nodeVOQ // VOQs records joined in the host batch being taken (HostRxBatch)
 	sched     []*Scheduler

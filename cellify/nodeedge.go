@@ -170,7 +170,11 @@ func (n *Node) MACStats() LearnStats {
 }
 
 func (n *Node) voq(k VOQKey, flood bool) *nodeVOQ {
+	if q := n.lastVOQ; q != nil && q.v.Key == k {
+		return q
+	}
 	if q := n.nv[k]; q != nil {
+		n.lastVOQ = q
 		return q
 	}
 	v := n.voqs.Get(k)
@@ -187,6 +191,7 @@ func (n *Node) voq(k VOQKey, flood bool) *nodeVOQ {
 		q.fr = new(flowRing)
 	}
 	n.nv[k] = q
+	n.lastVOQ = q
 	n.list = append(n.list, q)
 	n.kernVOQ(q, len(n.list)-1)
 	return q
