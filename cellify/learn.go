@@ -4,17 +4,29 @@ package cellify
 // learned like a switch learns: from the source MACs of frames that arrive in
 // cells (and of local host ports, if the caller teaches them). Entries age
 // out; the table is bounded. It does not allocate after NewMACTable.
+//
+// The entries live in a fixed array of slots, the map giving a MAC's slot.
+// Learn and Lookup each remember the slot they last found: a run of
+// frames from one host to another (the common case) finds its source and
+// its destination there, checked by their MACs, without hashing.
 type MACTable struct {
 	max int
 	age int64
-	m   map[[6]byte]macEntry
-	st  LearnStats
+	m   map[[6]byte]int32 // a MAC's slot in ent
+	ent []macEntry
+	// free are the unused slots; learnAt and lookAt the slots Learn and
+	// Lookup last found (-1: none).
+	free            []int32
+	learnAt, lookAt int32
+	st              LearnStats
 }
 
 type macEntry struct {
 	seen int64
+	mac  [6]byte
 	edge EdgeID
 	port uint8
+	used bool
 }
 
 // Dest is where a destination MAC goes: one edge's host port, or everywhere.
@@ -44,7 +56,32 @@ const evictScan = 8
 // forgets an entry not refreshed for age ns.
 func NewMACTable(size int, age int64) *MACTable {
 	size = max(size, 1)
-	return &MACTable{max: size, age: age, m: make(map[[6]byte]macEntry, size)}
+	t := &MACTable{max: size, age: age, m: make(map[[6]byte]int32, size), ent: make([]macEntry, size),
+		free: make([]int32, size), learnAt: -1, lookAt: -1}
+	for i := range t.free {
+		t.free[i] = int32(size - 1 - i) // slot 0 taken first
+	}
+	return t
+}
+
+// slot returns mac's slot, trying at first (a remembered slot, -1: none)
+// before the map.
+func (t *MACTable) slot(mac *[6]byte, at int32) (int32, bool) {
+	if at >= 0 {
+		if e := &t.ent[at]; e.used && e.mac == *mac {
+			return at, true
+		}
+	}
+	i, ok := t.m[*mac]
+	return i, ok
+}
+
+// remove forgets the entry in slot i.
+func (t *MACTable) remove(i int32) {
+	e := &t.ent[i]
+	delete(t.m, e.mac)
+	*e = macEntry{}
+	t.free = append(t.free, i)
 }
 
 // isGroup reports a multicast or broadcast address.
@@ -56,27 +93,33 @@ func (t *MACTable) Learn(now int64, mac [6]byte, edge EdgeID, port uint8) {
 		t.st.BadSrc++
 		return
 	}
-	if e, ok := t.m[mac]; ok {
+	if i, ok := t.slot(&mac, t.learnAt); ok {
+		e := &t.ent[i]
 		if e.edge != edge || e.port != port {
 			t.st.Moved++
 		}
-		t.m[mac] = macEntry{seen: now, edge: edge, port: port}
+		e.seen, e.edge, e.port = now, edge, port
+		t.learnAt = i
 		return
 	}
 	if len(t.m) >= t.max && !t.evictOne(now) {
 		t.st.Refused++
 		return
 	}
-	t.m[mac] = macEntry{seen: now, edge: edge, port: port}
+	i := t.free[len(t.free)-1]
+	t.free = t.free[:len(t.free)-1]
+	t.ent[i] = macEntry{seen: now, mac: mac, edge: edge, port: port, used: true}
+	t.m[mac] = i
+	t.learnAt = i
 	t.st.Learned++
 }
 
 // evictOne removes one expired entry among a few; false if none was found.
 func (t *MACTable) evictOne(now int64) bool {
 	n := 0
-	for k, e := range t.m {
-		if now-e.seen >= t.age {
-			delete(t.m, k)
+	for _, i := range t.m {
+		if now-t.ent[i].seen >= t.age {
+			t.remove(i)
 			t.st.Expired++
 			return true
 		}
@@ -90,12 +133,14 @@ func (t *MACTable) evictOne(now int64) bool {
 // Lookup returns where frames to mac go at time now.
 func (t *MACTable) Lookup(now int64, mac [6]byte) Dest {
 	if !isGroup(&mac) {
-		if e, ok := t.m[mac]; ok {
+		if i, ok := t.slot(&mac, t.lookAt); ok {
+			e := &t.ent[i]
 			if now-e.seen < t.age {
 				t.st.Hits++
+				t.lookAt = i
 				return Dest{Edge: e.edge, Port: e.port}
 			}
-			delete(t.m, mac)
+			t.remove(i)
 			t.st.Expired++
 		}
 	}
@@ -105,16 +150,18 @@ func (t *MACTable) Lookup(now int64, mac [6]byte) Dest {
 
 // Seen returns when mac was last learned, if the table has it.
 func (t *MACTable) Seen(mac [6]byte) (int64, bool) {
-	e, ok := t.m[mac]
-	return e.seen, ok
+	if i, ok := t.slot(&mac, t.lookAt); ok {
+		return t.ent[i].seen, true
+	}
+	return 0, false
 }
 
 // Sweep removes every expired entry and returns how many it removed.
 func (t *MACTable) Sweep(now int64) int {
 	n := 0
-	for k, e := range t.m {
-		if now-e.seen >= t.age {
-			delete(t.m, k)
+	for _, i := range t.m {
+		if now-t.ent[i].seen >= t.age {
+			t.remove(i)
 			n++
 		}
 	}

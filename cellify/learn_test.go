@@ -68,3 +68,37 @@ func TestMACTableNoAlloc(t *testing.T) {
 		t.Fatalf("%v allocations", n)
 	}
 }
+
+// TestMACTableRememberedSlot: the slot Learn and Lookup last found is
+// taken only for its own MAC: after the entry expires and another MAC
+// takes its slot, neither finds the old MAC there.
+func TestMACTableRememberedSlot(t *testing.T) {
+	const age = 1000
+	tb := NewMACTable(1, age)
+	tb.Learn(0, mac(1), 5, 1)
+	if d := tb.Lookup(10, mac(1)); d != (Dest{Edge: 5, Port: 1}) {
+		t.Fatalf("lookup of a learned MAC: %+v", d)
+	}
+	if !tb.Lookup(age, mac(1)).Flood { // expired: its slot is free
+		t.Fatal("aging")
+	}
+	tb.Learn(age, mac(2), 6, 2) // takes the only slot
+	if d := tb.Lookup(age+1, mac(1)); !d.Flood {
+		t.Fatalf("lookup of a forgotten MAC in a reused slot: %+v", d)
+	}
+	if d := tb.Lookup(age+1, mac(2)); d != (Dest{Edge: 6, Port: 2}) {
+		t.Fatalf("lookup of the slot's new MAC: %+v", d)
+	}
+	tb.Learn(age+2, mac(1), 7, 3) // full of a live entry: refused, not a refresh of mac(2)
+	if d := tb.Lookup(age+3, mac(2)); d != (Dest{Edge: 6, Port: 2}) {
+		t.Fatalf("after learning another MAC into a full table: %+v", d)
+	}
+	if s, ok := tb.Seen(mac(1)); ok {
+		t.Fatalf("Seen of a forgotten MAC: %d", s)
+	}
+	st := tb.Stats()
+	want := LearnStats{Learned: 2, Refused: 1, Expired: 1, Hits: 3, Floods: 2, Entries: 1}
+	if st != want {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+}

@@ -51,6 +51,8 @@ type Node struct {
 	hosts     []HostStats
 	voqs      *VOQSet
 	nv        map[VOQKey]*nodeVOQ
+	lastVOQ   *nodeVOQ // the VOQ voq last returned: a batch's frames mostly go to one
+	touched   byte     // touchFrames' sink, so that its loads are kept
 	list      []*nodeVOQ
 	held      []*nodeVOQ // VOQs records joined in the host batch being taken (HostRxBatch)
 	sched     []*Scheduler

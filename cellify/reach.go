@@ -283,6 +283,15 @@ func (r *Reachability) Link(l int) LinkReach {
 	return r.links[l].LinkReach
 }
 
+// Exclusions is Link(l).Exclusions without copying the link's state (a
+// worker reads it at every iteration).
+func (r *Reachability) Exclusions(l int) uint64 {
+	if l < 0 || l >= len(r.links) {
+		return 0
+	}
+	return r.links[l].Exclusions
+}
+
 func (r *Reachability) link(l int) *reachLink {
 	if l < 0 || l >= len(r.links) {
 		r.Stats.BadLink++

@@ -444,7 +444,7 @@ func (pl *cellPipeline) Stop() {
 func (pl *cellPipeline) stampExclusions(wnow int64) {
 	r := pl.node.Reach()
 	for l := range pl.exclusions {
-		if n := r.Link(l).Exclusions; n != pl.exclusions[l] {
+		if n := r.Exclusions(l); n != pl.exclusions[l] {
 			pl.exclusions[l] = n
 			pl.exclAt[l] = pl.w.Wall(wnow).UnixNano()
 		}
@@ -481,8 +481,25 @@ func (pl *cellPipeline) failovers(now int64) {
 // backlogs tells the node every link's TX backlog.
 func (pl *cellPipeline) backlogs() {
 	for l, port := range pl.ps.Links {
-		pl.node.SetLinkBacklog(l, pl.queued(port, pl.cellFrame))
+		pl.node.SetLinkBacklog(l, pl.linkQueued(l, port))
 	}
+}
+
+// linkQueued is queued(port, pl.cellFrame) for link l, port number port:
+// called for every link at every worker iteration, it skips the host
+// port's part.
+func (pl *cellPipeline) linkQueued(l, port int) int {
+	b := pl.pend[port]
+	if pl.links != nil {
+		b += pl.links[l].QueuedBytes()
+	}
+	b += pl.w.ShapedBytes(port)
+	p := pl.w.Port(port)
+	socks := p.Sockets()
+	for lane := 0; lane < min(p.Lanes(), len(socks), 2); lane++ {
+		b += (pl.ring - socks[lane].TxFree()) * pl.cellFrame
+	}
+	return b
 }
 
 // hostWindow bounds the credit window of host port k, which has no rate

@@ -304,8 +304,10 @@ func TestCellsLatencyRounds(t *testing.T) {
 }
 
 // TestPackPathBetween: sw1's host port drops are the ingress's, sw2's
-// egress drops the egress's, VOQ drops apart from the rest of the fabric,
-// and a forward arm (no cells statistics) has only the ingress and sleeps.
+// egress drops the egress's, VOQ drops apart from the rest of the fabric;
+// a forward arm (no cells statistics) has the ingress, its link ports'
+// drops on both switches as the fabric's and sw2's host port transmit
+// drops as the egress's.
 func TestPackPathBetween(t *testing.T) {
 	node := func(voq, reasm, hostQ uint64) *CellsNodeStats {
 		s := &CellsNodeStats{Ports: []CellsPortStats{{Name: "host0", Role: "host"}}}
@@ -324,6 +326,17 @@ func TestPackPathBetween(t *testing.T) {
 		after[sw] = s
 	}
 	if p := packPathBetween(before, after); p.Ingress != 100 || p.VOQ+p.Fabric+p.Egress != 0 {
+		t.Errorf("forward without drops on the way: %+v", p)
+	}
+	// A forward arm: sw2's link port socket dropped 24 (fill ring empty),
+	// sw1's TX ring refused 2; sw2's host port dropped 5, sw1's 9 (the
+	// other way).
+	for sw, n := range map[string][2]uint64{"sw1": {2, 9}, "sw2": {24, 5}} {
+		s := after[sw]
+		s.linkDrops, s.hostTx = n[0], n[1]
+		after[sw] = s
+	}
+	if p := packPathBetween(before, after); p.Ingress != 100 || p.VOQ != 0 || p.Fabric != 26 || p.Egress != 5 {
 		t.Errorf("forward: %+v", p)
 	}
 }

@@ -414,11 +414,15 @@ func offer(ctx context.Context, b *bed.Bed, cfg bed.TrafgenConfig) (offered, err
 }
 
 // packStat is what packPathBetween reads of one switch's statistics: the
-// dataplane's loops and sleeps, its host port sockets' receive drops, and
-// in mode cells the node's drops.
+// dataplane's loops and sleeps, its host port sockets' receive drops, its
+// link ports' drops (their sockets' receive drops and the frames their TX
+// rings refused) and its host port's transmit drops, and in mode cells the
+// node's drops.
 type packStat struct {
 	polls, loops uint64
 	hostRx       uint64
+	linkDrops    uint64
+	hostTx       uint64
 	cells        *CellsNodeStats
 	sent         PackSent
 }
@@ -437,6 +441,7 @@ func packStats(ctx context.Context, b *bed.Bed) (map[string]packStat, error) {
 			return nil, fmt.Errorf("statistics of %s: %w", sw, err)
 		}
 		ps.polls, ps.loops = dp.Dataplane.Polls, dp.Dataplane.Loops
+		ps.linkDrops, ps.hostTx = dp.Dataplane.Link.TX.Dropped, dp.Dataplane.Host.TX.Dropped
 		for k, raw := range doc {
 			if !strings.HasPrefix(k, "port_") {
 				continue
@@ -450,6 +455,7 @@ func packStats(ctx context.Context, b *bed.Bed) (map[string]packStat, error) {
 				ps.sent.HostKicks = pd.TxKicks()
 			} else {
 				ps.sent.LinkKicks += pd.TxKicks()
+				ps.linkDrops += pd.RxDrops()
 			}
 		}
 		if doc["cells"] != nil {
@@ -468,8 +474,10 @@ func packStats(ctx context.Context, b *bed.Bed) (map[string]packStat, error) {
 }
 
 // packPathBetween is the bundle's PackPath between two reads: sw1 is the
-// ingress edge, sw2 the egress one. Forward's drops on the way (its link
-// port sockets, sw2's host port) count as Fabric and Egress alike.
+// ingress edge, sw2 the egress one. Forward's drops on the way count as
+// Fabric (either switch's link ports: a socket's receive drops, a TX ring
+// that refused a frame) and Egress (sw2's host port's transmit drops), as
+// a cell node's do.
 func packPathBetween(before, after map[string]packStat) PackPath {
 	p := PackPath{Sleeps: map[string]uint64{}, Loops: map[string]uint64{}, Sent: map[string]PackSent{}}
 	for sw, a := range after {
@@ -480,6 +488,10 @@ func packPathBetween(before, after map[string]packStat) PackPath {
 			p.Ingress += a.hostRx - b.hostRx
 		}
 		if a.cells == nil || b.cells == nil {
+			p.Fabric += a.linkDrops - b.linkDrops
+			if sw == "sw2" {
+				p.Egress += a.hostTx - b.hostTx
+			}
 			continue
 		}
 		d := CellsDropsBetween(b.cells, a.cells)
