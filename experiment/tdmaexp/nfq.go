@@ -180,6 +180,9 @@ func gatedIperf(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar, 
 			fch <- iperfFlows{err: ctx.Err()}
 		}
 	}()
+	// An nfqueue gate releases what the kernel queued into its windows and
+	// keeps to no slot budget: the FM sets none.
+	c.FMArgs = append(append([]string(nil), c.FMArgs...), "--budget=false")
 	r, err := runTDMA(ctx, e, tb, c, dir, agentsFor+10*time.Second, func(int) []string {
 		return append([]string{"--gate", "nfqueue", "--workload", "none", "--duration", agentsFor.String()}, gate...)
 	})

@@ -423,7 +423,9 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 }
 
 // sameStagger checks that every host took only schedules that staggered
-// the windows as the FM did (tdma fm --stagger), and decoded them all.
+// the windows as the FM did (tdma fm --stagger), and decoded them all;
+// and that every host kept to the slot budgets the FM's schedules carried
+// (tdma fm --budget) and took none without them.
 func (r *TDMARun) sameStagger() error {
 	for i, h := range r.Hosts {
 		other, want := h.AlignedSchedules, "staggered"
@@ -431,7 +433,19 @@ func (r *TDMARun) sameStagger() error {
 			other, want = h.StaggeredSchedules, "aligned"
 		}
 		if other > 0 || h.BadSchedules > 0 {
-			return fmt.Errorf("h%d: %d schedules not %s as the FM's, %d it could not decode (of %d)", i+1, other, want, h.BadSchedules, h.Schedules)
+			why := ""
+			if h.BadScheduleErr != "" {
+				why = ": " + h.BadScheduleErr
+			}
+			return fmt.Errorf("h%d: %d schedules not %s as the FM's, %d it could not decode (of %d)%s", i+1, other, want, h.BadSchedules, h.Schedules, why)
+		}
+		switch {
+		case h.BudgetSchedules > 0 && !r.FM.Budget:
+			return fmt.Errorf("h%d: took %d schedules with slot budgets from an FM without them (tdma fm --budget=false)", i+1, h.BudgetSchedules)
+		case h.BudgetSchedules > 0 && !h.KeepsBudgets:
+			return fmt.Errorf("h%d: took %d schedules with slot budgets and does not keep to them (not a raw sender): tdma fm --budget=false", i+1, h.BudgetSchedules)
+		case r.FM.BudgetRounds > 0 && h.BudgetSchedules == 0 && h.Schedules > 0:
+			return fmt.Errorf("h%d: the FM published %d rounds with slot budgets (tdma fm --budget), the host took none of them (of %d schedules)", i+1, r.FM.BudgetRounds, h.Schedules)
 		}
 	}
 	return nil

@@ -85,3 +85,39 @@ func TestSameStagger(t *testing.T) {
 		}
 	}
 }
+
+// TestSameBudget: a run in which a host took schedules with slot budgets
+// the FM did not set, took budgets it does not keep to, took none of the
+// FM's budgeted rounds, or refused the FM's schedules (a build that does
+// not know the budget flag), is refused, naming the host and the setting.
+func TestSameBudget(t *testing.T) {
+	for _, c := range []struct {
+		fm     bool
+		rounds uint64
+		took   uint64
+		keeps  bool
+		bad    string
+		want   string
+	}{
+		{true, 5, 10, true, "", ""}, {false, 0, 0, true, "", ""}, {true, 0, 0, false, "", ""},
+		{false, 0, 2, true, "", "h2: took 2 schedules with slot budgets from an FM without them (tdma fm --budget=false)"},
+		{true, 5, 10, false, "", "h2: took 10 schedules with slot budgets and does not keep to them"},
+		{true, 5, 0, true, "", "h2: the FM published 5 rounds with slot budgets (tdma fm --budget), the host took none"},
+		{true, 5, 0, true, "wire: schedule flags 0x03, unknown 0x02 (this host knows stagger 0x01)", "could not decode (of 40): wire: schedule flags 0x03, unknown 0x02"},
+	} {
+		r := TDMARun{Hosts: make([]host.Stats, 2)}
+		r.FM.Stagger, r.FM.Budget, r.FM.BudgetRounds = true, c.fm, c.rounds
+		for i := range r.Hosts {
+			r.Hosts[i].StaggeredSchedules, r.Hosts[i].Schedules, r.Hosts[i].KeepsBudgets = 40, 40, true
+			r.Hosts[i].BudgetSchedules = c.rounds * 2
+		}
+		r.Hosts[1].BudgetSchedules, r.Hosts[1].KeepsBudgets = c.took, c.keeps
+		if c.bad != "" {
+			r.Hosts[1].BadSchedules, r.Hosts[1].BadScheduleErr = 10, c.bad
+		}
+		err := r.sameStagger()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c, err, c.want)
+		}
+	}
+}

@@ -47,7 +47,11 @@ type Config struct {
 	RT            int // SCHED_FIFO priority of the clock thread; 0: the default scheduler
 	// Stagger: every round's schedule tells the hosts to stagger their
 	// windows (wire.ScheduleStagger); they all follow it.
-	Stagger    bool
+	Stagger bool
+	// Budget: the rounds of a transfer's last turns carry slot budgets
+	// (sched.Planner.Budget, wire.ScheduleBudget), which raw senders keep
+	// to.
+	Budget     bool
 	CalibEvery time.Duration
 	// StartWait: the first round waits for every host's first demand
 	// report, at most this long after the first one arrives (default one
@@ -67,7 +71,9 @@ type Config struct {
 type Stats struct {
 	fmcore.Stats
 	RT            bool    `json:"rt"`
-	Stagger       bool    `json:"stagger"` // the schedules staggered the windows (Config.Stagger)
+	Stagger       bool    `json:"stagger"`       // the schedules staggered the windows (Config.Stagger)
+	Budget        bool    `json:"budget"`        // the tails' last turns carried slot budgets (Config.Budget)
+	BudgetRounds  uint64  `json:"budget_rounds"` // rounds published with slot budgets
 	Boundaries    uint64  `json:"boundaries"`
 	LateP50us     float64 `json:"late_p50_us"`
 	LateP99us     float64 `json:"late_p99_us"`
@@ -137,13 +143,14 @@ type Manager struct {
 	stalls []fmcore.Stall
 	starts []roundStart
 
-	rounds  []RoundLog // the last keptRounds rounds computed (mu), a ring
-	nround  int
-	want    atomic.Uint32               // round the clock thread needs next
-	pending atomic.Pointer[sched.Round] // computed, not yet taken
-	taken   atomic.Uint32               // the last round the clock thread published
-	stop    atomic.Bool
-	publ    atomic.Uint64
+	rounds   []RoundLog // the last keptRounds rounds computed (mu), a ring
+	nround   int
+	want     atomic.Uint32               // round the clock thread needs next
+	pending  atomic.Pointer[sched.Round] // computed, not yet taken
+	taken    atomic.Uint32               // the last round the clock thread published
+	stop     atomic.Bool
+	publ     atomic.Uint64
+	budgeted atomic.Uint64 // rounds published with slot budgets
 }
 
 // roundStart is when the clock thread started a round (clock ns).
@@ -240,7 +247,7 @@ func (m *Manager) Run(ctx context.Context) (Stats, error) {
 	for _, h := range m.cfg.Hosts {
 		r.s.Hosts = append(r.s.Hosts, h.String())
 	}
-	r.s.SchedPublishs = m.publ.Load()
+	r.s.SchedPublishs, r.s.BudgetRounds = m.publ.Load(), m.budgeted.Load()
 	return r.s, r.err
 }
 
@@ -248,7 +255,7 @@ func (m *Manager) Run(ctx context.Context) (Stats, error) {
 func (m *Manager) clockThread() (Stats, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s := Stats{Stagger: m.cfg.Stagger}
+	s := Stats{Stagger: m.cfg.Stagger, Budget: m.cfg.Budget}
 	if m.cfg.RT > 0 {
 		if err := clock.SetRT(m.cfg.RT); err != nil {
 			return s, err
@@ -352,9 +359,10 @@ func (m *Manager) clockThread() (Stats, error) {
 // sends every host its schedule (twice) and hands the round over.
 func (m *Manager) scheduler() {
 	var last *sched.Round
-	var sb [wire.MaxHosts + wire.MaxSlots + 32]byte
+	var sb [wire.MaxScheduleLen]byte
 	N := len(m.cfg.Hosts)
-	plan := sched.Planner{Sched: m.sch, SlotCap: m.cap, MaxSlots: m.cfg.MaxRoundSlots, SlotLen: int64(m.cfg.SlotLen), Guard: int64(m.cfg.Guard)}
+	plan := sched.Planner{Sched: m.sch, SlotCap: m.cap, MaxSlots: m.cfg.MaxRoundSlots, SlotLen: int64(m.cfg.SlotLen), Guard: int64(m.cfg.Guard),
+		Budget: m.cfg.Budget}
 	at := make([]int64, N)
 	for !m.stop.Load() {
 		time.Sleep(200 * time.Microsecond)
@@ -408,6 +416,9 @@ func (m *Manager) scheduler() {
 		}
 		m.pending.Store(r)
 		m.publ.Add(1)
+		if r.Budget != nil {
+			m.budgeted.Add(1)
+		}
 		last = r
 	}
 }

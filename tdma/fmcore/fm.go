@@ -353,6 +353,9 @@ func (f *FM) emitAll(now, end int64, out []Emission, pause bool) []Emission {
 
 // ScheduleFor fills s with host h's part of round r; stagger: the FM
 // staggers the round's windows for every host alike (wire.ScheduleStagger).
+// A round with slot budgets (sched.Round.Budget) sets them for every host
+// alike (wire.ScheduleBudget), a host without a window or a bound in a
+// slot 0 there.
 func ScheduleFor(r *sched.Round, h int, leaseSlots int, stagger bool, s *wire.Schedule) {
 	N := len(r.Class)
 	*s = wire.Schedule{Host: uint16(h), Round: r.ID, SlotLen: uint32(r.SlotLen), Guard: uint32(r.Guard),
@@ -370,6 +373,14 @@ func ScheduleFor(r *sched.Round, h int, leaseSlots int, stagger bool, s *wire.Sc
 	for k, m := range r.Slots {
 		if j := m[h]; j >= 0 {
 			s.Slot[k] = r.Class[h][j]
+		}
+	}
+	if r.Budget != nil {
+		s.Flags |= wire.ScheduleBudget
+		for k := range r.Slots {
+			if s.Slot[k] >= 0 && k < len(r.Budget) {
+				s.Budget[k] = uint32(min(max(r.Budget[k][h], 0), math.MaxUint32))
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/linkfabric/linkfabric/tdma/gate"
 	"github.com/linkfabric/linkfabric/tdma/sched"
+	"github.com/linkfabric/linkfabric/tdma/wire"
 )
 
 const (
@@ -229,6 +230,41 @@ func TestStall(t *testing.T) {
 		step(wake + 3*L + 2*L)
 		if s, n := f.LastStall(); n != 2 || s.From[0] <= to {
 			t.Errorf("%v: a second stall: %d, %+v", m, n, s)
+		}
+	}
+}
+
+// TestScheduleForBudget: a round with slot budgets gives each host its
+// own budgets in the slots it sends in, flagged (wire.ScheduleBudget) for
+// every host alike, and encodes; one without gives none.
+func TestScheduleForBudget(t *testing.T) {
+	r := sched.Make(&sched.Rotor{}, 5, uniform(), 100, L, G)
+	var s wire.Schedule
+	ScheduleFor(r, 1, 3, true, &s)
+	if s.Budgeted() || s.Budget != [wire.MaxSlots]uint32{} {
+		t.Fatalf("a round without budgets: flags %#x", s.Flags)
+	}
+	r.Budget = make([][]int64, len(r.Slots))
+	for k := range r.Budget {
+		r.Budget[k] = make([]int64, N)
+		r.Budget[k][1] = int64(1000 * (k + 1))
+	}
+	r.Budget[1][1] = 0 // no bound
+	for h := 0; h < N; h++ {
+		ScheduleFor(r, h, 3, true, &s)
+		if !s.Budgeted() || !s.Staggered() {
+			t.Fatalf("h%d: flags %#x, want budget and stagger", h, s.Flags)
+		}
+		for k := range r.Slots {
+			if want := uint32(r.Budget[k][h]); s.Budget[k] != want {
+				t.Errorf("h%d slot %d: budget %d, want %d", h, k, s.Budget[k], want)
+			}
+		}
+		b := make([]byte, wire.MaxScheduleLen)
+		n, err := s.Encode(b)
+		var back wire.Schedule
+		if err != nil || wire.DecodeSchedule(b[:n], &back) != nil || back != s {
+			t.Fatalf("h%d: does not survive the round trip: %v", h, err)
 		}
 	}
 }

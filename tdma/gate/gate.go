@@ -645,3 +645,39 @@ func (g *Gate) Sent(now int64, w Window, frameLen int) int64 {
 	}
 	return g.vf
 }
+
+// Budget keeps a host's windows to the budgets of their rounds'
+// schedules (wire.ScheduleBudget): what the windows of the latest round
+// carried so far, per destination.
+type Budget struct {
+	round uint32
+	spent [wire.MaxHosts]int64
+}
+
+// Left returns how many more payload bytes window w may carry now: its
+// slot's budget less what the windows of its round to its destination
+// carried before, math.MaxInt64 if its schedule sets no bound (or is not
+// held, or w belongs to a round before the latest one that sent).
+func (b *Budget) Left(g *Gate, w Window) int64 {
+	s := g.schedule(w.Round)
+	if s == nil || !s.Budgeted() || uint(w.Slot) >= uint(s.NSlots) || uint(w.Dst) >= wire.MaxHosts || s.Budget[w.Slot] == 0 {
+		return math.MaxInt64
+	}
+	if w.Round != b.round {
+		if w.Round < b.round {
+			return math.MaxInt64
+		}
+		return int64(s.Budget[w.Slot])
+	}
+	return max(int64(s.Budget[w.Slot])-b.spent[w.Dst], 0)
+}
+
+// Sent counts n payload bytes sent in window w.
+func (b *Budget) Sent(w Window, n int64) {
+	if w.Round > b.round {
+		b.round, b.spent = w.Round, [wire.MaxHosts]int64{}
+	}
+	if w.Round == b.round && uint(w.Dst) < wire.MaxHosts {
+		b.spent[w.Dst] += n
+	}
+}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -583,5 +584,41 @@ func TestLateGrantClosesInTime(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBudget: a host's windows of a round keep to its schedule's slot
+// budgets, together per destination and counted from the round's first
+// slot; a slot without a budget, a schedule without budgets or not held,
+// and a window of an older round are not bounded; a new round starts
+// from nothing spent.
+func TestBudget(t *testing.T) {
+	g, err := New(Config{Mode: Lease, Rate: 1e8, LeaseSlots: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sched0(7)                              // slot k: class k, to destination k+1
+	s.Slot[1], s.Flags = 0, wire.ScheduleBudget // slots 0 and 1 to destination 1
+	s.Budget[0], s.Budget[1] = 1000, 2500
+	g.OnSchedule(s)
+	g.OnSchedule(sched0(8))
+	var b Budget
+	w0, w1, w2 := Window{Round: 7, Slot: 0, Dst: 1}, Window{Round: 7, Slot: 1, Dst: 1}, Window{Round: 7, Slot: 2, Dst: 3}
+	const none = math.MaxInt64
+	for _, c := range []struct {
+		w    Window
+		sent int64
+		left int64 // before the send
+	}{{w0, 600, 1000}, {w0, 400, 400}, {w0, 0, 0}, {w1, 1500, 1500}, {w1, 0, 0}, {w2, 9000, none},
+		{Window{Round: 8, Slot: 0, Dst: 1}, 100, none}, {w1, 0, none}, {Window{Round: 9, Slot: 0, Dst: 1}, 0, none}} {
+		if got := b.Left(g, c.w); got != c.left {
+			t.Fatalf("round %d slot %d to %d after %v: %d left, want %d", c.w.Round, c.w.Slot, c.w.Dst, b.spent[:4], got, c.left)
+		}
+		b.Sent(c.w, c.sent)
+	}
+	s.Round = 11
+	g.OnSchedule(s)
+	if got := b.Left(g, Window{Round: 11, Slot: 1, Dst: 1}); got != 2500 {
+		t.Fatalf("a new round's slot 1: %d left, want 2500", got)
 	}
 }

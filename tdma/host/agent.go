@@ -205,11 +205,20 @@ type Stats struct {
 	// windows (wire.ScheduleStagger): the agent follows it. BadSchedules
 	// counts schedules it could not decode (another version of the
 	// format, a flag it does not know): it opens no window of their rounds.
-	StaggeredSchedules uint64  `json:"staggered_schedules"`
-	AlignedSchedules   uint64  `json:"aligned_schedules"`
-	BadSchedules       uint64  `json:"bad_schedules"`
-	Reports            uint64  `json:"reports"`
-	Progress           []Point `json:"progress,omitempty"` // received bytes over time
+	StaggeredSchedules uint64 `json:"staggered_schedules"`
+	AlignedSchedules   uint64 `json:"aligned_schedules"`
+	BadSchedules       uint64 `json:"bad_schedules"`
+	// BadScheduleErr is why the first of them was refused (it names the
+	// flags this host knows).
+	BadScheduleErr string `json:"bad_schedule_err,omitempty"`
+	// BudgetSchedules counts the schedules taken that carried slot
+	// budgets (wire.ScheduleBudget, tdma fm --budget): a raw sender keeps
+	// to them; KeepsBudgets says whether this agent does (not in
+	// nfqueue mode).
+	BudgetSchedules uint64  `json:"budget_schedules"`
+	KeepsBudgets    bool    `json:"keeps_budgets"`
+	Reports         uint64  `json:"reports"`
+	Progress        []Point `json:"progress,omitempty"` // received bytes over time
 	// SendSinceCtlMax: the longest time from the last control frame heard
 	// (kernel receive time) to the moment a released frame's last byte
 	// leaves the host's line (the shaper model), ns. A lease-mode host that
@@ -284,9 +293,11 @@ type Agent struct {
 	sched chan wire.Schedule
 	dEst  atomic.Int64
 	nsch  atomic.Uint64
-	// badSch: schedules DecodeSchedule refused (Stats.BadSchedules)
-	badSch atomic.Uint64
-	stop   atomic.Bool
+	// badSch: schedules DecodeSchedule refused (Stats.BadSchedules), and
+	// why the first was (Stats.BadScheduleErr)
+	badSch    atomic.Uint64
+	badSchErr atomic.Pointer[string]
+	stop      atomic.Bool
 	// heardAt: when the loop first saw a control frame heard (Duration)
 	heardAt int64
 	// fifo: the thread runs under SCHED_FIFO (Config.OpenRT) now;
@@ -379,6 +390,9 @@ func (a *Agent) Run(ctx context.Context) (Stats, error) {
 	a.s.CtlDelayP001us, a.s.CtlDelayP50us = a.delay.Quantile(0.001), a.delay.Quantile(0.5)
 	a.s.CtlDelayP999us, a.s.CtlDelayMaxus = a.delay.Quantile(0.999), a.delay.Quantile(1)
 	a.s.Schedules, a.s.BadSchedules = a.nsch.Load(), a.badSch.Load()
+	if e := a.badSchErr.Load(); e != nil {
+		a.s.BadScheduleErr = *e
+	}
 	if a.q != nil {
 		if st, serr := nfq.ReadStats("/proc/thread-self/net/netfilter/nfnetlink_queue", a.cfg.Queue); serr == nil {
 			a.s.NFQQueueDropped, a.s.NFQUserDropped = st.QueueDropped, st.UserDropped
@@ -407,8 +421,10 @@ func (a *Agent) control() {
 		case wire.DecodeCalib(b[:n], &c) == nil:
 			a.dEst.Store(c.DelayEst)
 		case n >= 2 && binary.BigEndian.Uint16(b) == wire.ScheduleMagic:
-			if wire.DecodeSchedule(b[:n], &s) != nil {
+			if err := wire.DecodeSchedule(b[:n], &s); err != nil {
 				a.badSch.Add(1)
+				e := err.Error()
+				a.badSchErr.CompareAndSwap(nil, &e)
 				return
 			}
 			if int(s.Host) != a.cfg.Index {
@@ -509,6 +525,9 @@ func (a *Agent) pollControl(now int64, c *ctlBufs, onSchedule func(*wire.Schedul
 				a.s.StaggeredSchedules++
 			} else {
 				a.s.AlignedSchedules++
+			}
+			if s.Budgeted() {
+				a.s.BudgetSchedules++
 			}
 			onSchedule(&s)
 			continue

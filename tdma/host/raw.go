@@ -64,6 +64,7 @@ type rawState struct {
 	queued             func(j int) int64
 	fill               fillState
 	left               func(j int) bool // data waits for j
+	bud                gate.Budget      // what the windows of a round carried against its budgets
 }
 
 func (a *Agent) loop() error {
@@ -78,6 +79,7 @@ func (a *Agent) loop() error {
 		openLat: clock.NewLateness(), loopLat: clock.NewLateness(), maxSrc: -1, visit: make([]uint64, N), started: make([]bool, N)}
 	r.ping.init(&a.cfg.Work)
 	r.ret.init(N)
+	a.s.KeepsBudgets = true // send keeps to the schedules' slot budgets
 	switch a.cfg.Work.Kind {
 	case "shuffle":
 		for j := range r.remain {
@@ -241,9 +243,10 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 			if vf-now > backlogNs {
 				break
 			}
+			left := r.bud.Left(a.g, w)          // the FM's budget (wire.ScheduleBudget)
 			if k := r.ret.find(w.Dst); k >= 0 { // returned by a gate: first
 				fl := r.ret.l[k]
-				if a.g.Fit(now, w, fl) < fl {
+				if a.g.Fit(now, w, fl) < fl || int64(fl-dataHdr) > left {
 					break
 				}
 				vf = a.g.Sent(now, w, fl)
@@ -251,15 +254,15 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 				n++
 				continue
 			}
-			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) {
+			if r.remain[w.Dst] <= 0 && !a.startBlock(r, w.Dst, key) || left <= 0 {
 				break
 			}
-			want := int(min(int64(a.cfg.MTU+ethHdr), r.remain[w.Dst]+dataHdr))
+			want := int(min(int64(a.cfg.MTU+ethHdr), min(r.remain[w.Dst], left)+dataHdr))
 			fl := a.g.Fit(now, w, max(want, 60))
 			if fl < dataHdr+1 {
 				break
 			}
-			pay := int(min(int64(fl-dataHdr), r.remain[w.Dst]))
+			pay := int(min(int64(fl-dataHdr), r.remain[w.Dst], left))
 			vf = a.g.Sent(now, w, fl)
 			a.frame(r, n, w, pay, fl, vf)
 			n++
@@ -281,6 +284,7 @@ func (a *Agent) send(now int64, r *rawState) int64 {
 		k2, _ := a.data.Send(r.tx[:n])
 		for i := k2; i < n; i++ { // refused by the kernel: roll back, send again later
 			a.s.TxShort++
+			r.bud.Sent(w, -int64(r.txPay[i]))
 			if r.txRet[i] {
 				if !r.ret.put(r.tx[i], w.Dst, int64(r.txPay[i])) {
 					a.s.RetFull++
@@ -342,6 +346,7 @@ func (a *Agent) frame(r *rawState, i int, w gate.Window, pay, fl int, line int64
 	r.tx[i] = b
 	r.txPay[i] = pay
 	r.txRet[i] = false
+	r.bud.Sent(w, int64(pay))
 	r.seq[w.Dst]++
 	r.offset[w.Dst] += uint64(pay)
 	r.remain[w.Dst] -= int64(pay)
@@ -361,6 +366,7 @@ func (a *Agent) resend(r *rawState, i, k int, w gate.Window, line int64) {
 	r.tx[i] = b
 	r.txPay[i] = l - dataHdr
 	r.txEnd[i], r.txRet[i] = false, true
+	r.bud.Sent(w, int64(l-dataHdr))
 	r.ret.take(k, int64(l-dataHdr))
 }
 

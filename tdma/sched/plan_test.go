@@ -511,3 +511,56 @@ func TestPlannerAfterAStall(t *testing.T) {
 		t.Logf("%s, stall told %v: payload per slot %v, round %d: %v", c.mode, c.stalled, p.Payload(), r.ID, r.Slots)
 	}
 }
+
+// TestPlannerTailBudget: in a tail's last turns (every pair a slot and a
+// half left: two slots each), the round, the plan's first rotor cycle,
+// gives every pair the first of its two slots, bounded at the payload per
+// slot (Round.Budget), so that the second finds the half left; in the
+// next round, planned from reports that leave each pair less than a slot,
+// every pair's slot is its last, unbounded; without Budget no round has
+// budgets.
+func TestPlannerTailBudget(t *testing.T) {
+	const N, slotCap, slotLen = 4, 50_000, int64(5e6)
+	for _, budget := range []bool{true, false} {
+		p := Planner{Sched: &Rotor{}, SlotCap: slotCap, MaxSlots: N, SlotLen: slotLen, Guard: 3e5, Budget: budget}
+		at := make([]int64, N)
+		for id, c := range []struct {
+			left, want int64 // each pair's bytes, and its budget in the round
+		}{{3 * slotCap / 2, slotCap}, {slotCap / 2, 0}} {
+			d := NewDemand(N)
+			for i := range d.Bytes {
+				for j := range d.Bytes[i] {
+					if i != j {
+						d.Bytes[i][j] = c.left
+					}
+				}
+			}
+			now := int64(1 + id*N*int(slotLen))
+			if id > 0 {
+				for i := range at {
+					at[i] = now + N*slotLen // after the round before, which starts now
+				}
+			}
+			r := p.Next(uint32(id+1), now, d, at)
+			if len(r.Slots) != N-1 {
+				t.Fatalf("round %d: %d slots, want %d", id+1, len(r.Slots), N-1)
+			}
+			if !budget {
+				if r.Budget != nil {
+					t.Errorf("round %d without Budget: budgets %v", id+1, r.Budget)
+				}
+				continue
+			}
+			if len(r.Budget) != len(r.Slots) {
+				t.Fatalf("round %d: budgets for %d slots of %d", id+1, len(r.Budget), len(r.Slots))
+			}
+			for k, m := range r.Slots {
+				for i, j := range m {
+					if j >= 0 && r.Budget[k][i] != c.want || j < 0 && r.Budget[k][i] != 0 {
+						t.Errorf("round %d, %d left a pair: slot %d h%d → h%d budget %d, want %d", id+1, c.left, k, i, j, r.Budget[k][i], c.want)
+					}
+				}
+			}
+		}
+	}
+}

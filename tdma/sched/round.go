@@ -40,13 +40,17 @@ func NewDemand(n int) *Demand {
 type Matching []int16
 
 // Round is a schedule: Slots[k] for slot k, Class[i][j] the class host i
-// uses for destination j this round (-1 none).
+// uses for destination j this round (-1 none), and Budget (nil: none)
+// Budget[k][i] the most payload bytes host i's windows of the round to
+// its destination in slot k may carry from the round's first slot to the
+// end of slot k (0: no bound).
 type Round struct {
 	ID      uint32
 	SlotLen int64
 	Guard   int64
 	Slots   []Matching
 	Class   [][]int8
+	Budget  [][]int64
 }
 
 // Scheduler builds the slots of a round from a slot-demand matrix n

@@ -90,7 +90,7 @@ func tdmaFMCmd() *cobra.Command {
 		ns, dev, hosts, sch, mode, rate, out string
 		slot, guard, lead, dur               time.Duration
 		rt, leaseSlots                       int
-		stagger                              bool
+		stagger, budget                      bool
 		capa                                 capacityFlags
 	)
 	cmd := &cobra.Command{
@@ -103,7 +103,9 @@ forwards 01:80:C2:00:00:01); a scheduler goroutine computes round r+1 from the
 hosts' UDP demand reports (port 7400) while round r runs and sends each host its
 schedule (port 7401); echoes calibrate each host's one-way delay d_est. The
 schedule says whether the windows are staggered (--stagger): every host
-follows it.
+follows it. With --budget (the default) the rounds of a transfer's last turns
+carry a payload budget for each slot, which the hosts' raw senders keep to, so
+that a pair's last planned slot finds what the plan left it.
 
 It runs until Ctrl-C (or --duration) and prints its statistics as JSON: slot
 boundary lateness (p50/p99/p99.9/max µs), sendmmsg time, rounds, idle slots,
@@ -130,7 +132,7 @@ only as that capacity drains the windows before (Withheld counts the others).`,
 			}
 			return runAgent(cmd.Context(), "tdma fm", ns, dur, out, func() (*fm.Manager, error) {
 				return fm.New(fm.Config{Dev: dev, Hosts: hs, SlotLen: slot, Guard: guard, Lead: lead, Mode: m, Scheduler: sch,
-					LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt, Stagger: stagger, Capacity: caps})
+					LeaseSlots: leaseSlots, LinkSpeed: uint64(r), RT: rt, Stagger: stagger, Budget: budget, Capacity: caps})
 			})
 		},
 	}
@@ -147,6 +149,7 @@ only as that capacity drains the windows before (Withheld counts the others).`,
 	f.IntVar(&leaseSlots, "lease-slots", 0, "slots a host may free-run after the last frame it heard (0: the number of hosts)")
 	f.IntVar(&rt, "rt", 0, "SCHED_FIFO priority of the clock thread (0: the default scheduler)")
 	f.BoolVar(&stagger, "stagger", true, "the hosts open their windows to destination d d·guard/N after the slot's guard and close them as much later (lease and freerun modes; every round's schedule says so, and every host follows it): the hosts' windows of a slot open at N instants, not all at once")
+	f.BoolVar(&budget, "budget", true, "the rounds of a transfer's last turns carry a payload budget for each slot (a pair's slots before its last carry what a slot was planned to, no more), which the hosts' raw senders keep to (a host of a build without it refuses those schedules: bad_schedules, bad_schedule_err)")
 	f.DurationVar(&dur, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.StringVar(&out, "json", "-", "write the statistics to this file (-: stdout)")
 	capa.register(f)

@@ -92,7 +92,7 @@ func (s *Sim) publish(now int64) {
 	for h := 0; h < N; h++ {
 		var m wire.Schedule
 		fmcore.ScheduleFor(r, h, s.cfg.LeaseSlots, s.cfg.Stagger, &m)
-		var b [wire.MaxHosts + wire.MaxSlots + 32]byte
+		var b [wire.MaxScheduleLen]byte
 		k, err := m.Encode(b[:])
 		if err != nil {
 			panic(err) // a round fmcore accepted always encodes
@@ -385,7 +385,12 @@ func (s *Sim) tryHost(i int) {
 		if n == 0 {
 			continue
 		}
-		payload := int(min(int64(n-HdrLen), h.remain[w.Dst]))
+		payload := int(min(int64(n-HdrLen), h.remain[w.Dst], h.bud.Left(h.g, w)))
+		if payload <= 0 {
+			continue // its budget spent (wire.ScheduleBudget)
+		}
+		n = max(payload+HdrLen, minFrame)
+		h.bud.Sent(w, int64(payload))
 		h.remain[w.Dst] -= int64(payload)
 		end := h.g.Sent(s.now, w, n)
 		h.nicFree = end

@@ -54,6 +54,10 @@ type Config struct {
 	// destination d d·guard/N later (wire.ScheduleStagger), as tdma fm
 	// does by default.
 	Stagger bool
+	// Budget: the FM's schedules carry slot budgets in a tail's last
+	// turns (sched.Planner.Budget, wire.ScheduleBudget), and the hosts
+	// keep to them, as tdma fm --budget and the raw agents do.
+	Budget bool
 	// Lead: grants leave this long before the open part of the slot; -1:
 	// the whole guard (grants at the slot boundary, the host opens at the
 	// guard's end by its own timer). Paper mode has none.
@@ -245,6 +249,7 @@ type port struct {
 
 type host struct {
 	g        *gate.Gate
+	bud      gate.Budget
 	remain   []int64
 	nicFree  int64
 	wakeAt   int64
@@ -395,7 +400,7 @@ func newSim(cfg Config) (*Sim, error) {
 	// The FM plans as tdma fm does, starting from the line rate over the
 	// slot less its guard, then what the slots carried.
 	s.plan = sched.Planner{Sched: sch, SlotCap: sched.SlotBytes(cfg.Rate, cfg.Slot, cfg.Guard), MaxSlots: cfg.MaxRoundSlots,
-		SlotLen: cfg.Slot, Guard: cfg.Guard}
+		SlotLen: cfg.Slot, Guard: cfg.Guard, Budget: cfg.Budget}
 	s.res.Ideal = Ideal(cfg)
 	s.res.RoundLen = int64(cfg.MaxRoundSlots) * cfg.Slot
 	if cfg.MaxTime == 0 {

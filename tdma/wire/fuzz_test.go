@@ -32,11 +32,13 @@ func FuzzGrant(f *testing.F) {
 
 // FuzzSchedule: DecodeSchedule never panics; what it accepts re-encodes to
 // the same bytes, a version 1 schedule to the same schedule (the seeds:
-// staggered, aligned, and aligned in version 1).
+// staggered, aligned, aligned in version 1, and staggered with slot
+// budgets).
 func FuzzSchedule(f *testing.F) {
 	s := sampleSchedule()
 	s.Flags = ScheduleStagger
-	fuzzCodec(f, s, 512, DecodeSchedule, func(in []byte) bool { return in[2] != 1 }, scheduleV1(sampleSchedule()), roundTrip(f, sampleSchedule(), 512, DecodeSchedule))
+	fuzzCodec(f, s, MaxScheduleLen, DecodeSchedule, func(in []byte) bool { return in[2] != 1 }, scheduleV1(sampleSchedule()),
+		roundTrip(f, sampleSchedule(), MaxScheduleLen, DecodeSchedule), roundTrip(f, budgetSchedule(), MaxScheduleLen, DecodeSchedule))
 }
 
 // FuzzReport: DecodeReport never panics; what it accepts re-encodes to the

@@ -14,15 +14,20 @@ const (
 )
 
 // Schedule message layout: magic "TS", version, then the fields below in
-// order, all big-endian, the flags last. Version 1 (before staggered
-// windows) lacked the flags byte: it decodes as Flags 0, aligned windows.
-// A later version, or a flag this decoder does not know, is refused, so
-// that a host never opens windows other than the FM means.
+// order, all big-endian, the flags last, then the class map (NHosts
+// bytes), the slots (NSlots bytes) and, with ScheduleBudget, NSlots
+// budgets of 4 bytes. Version 1 (before staggered windows) lacked the
+// flags byte: it decodes as Flags 0, aligned windows. A later version, or
+// a flag this decoder does not know, is refused (the error names the
+// flags it knows), so that a host never opens windows other than the FM
+// means nor sends more into them than it says.
 const (
 	ScheduleMagic   = 0x5453
 	ScheduleVersion = 2
 	scheduleHdrLen  = 23
 	scheduleV1Len   = scheduleHdrLen - 1
+	// MaxScheduleLen is the longest encoded schedule.
+	MaxScheduleLen = scheduleHdrLen + MaxHosts + 5*MaxSlots
 )
 
 // Schedule flags.
@@ -31,8 +36,15 @@ const (
 	// d·Guard/NHosts later than their slot (staggered windows, package
 	// gate). The FM decides it for every host alike.
 	ScheduleStagger = 1 << 0
-	scheduleFlags   = ScheduleStagger
+	// ScheduleBudget: the schedule carries a budget for each slot
+	// (Schedule.Budget), which the host keeps to. The FM sets it in the
+	// rounds of a transfer's tail whose plan it should follow slot by slot.
+	ScheduleBudget = 1 << 1
+	scheduleFlags  = ScheduleStagger | ScheduleBudget
 )
+
+// flagNames names the flags this decoder knows, for its refusals.
+const flagNames = "stagger 0x01, budget 0x02"
 
 // Schedule is one host's part of a round (FM → host, UDP, one round ahead):
 // its destination → class map and the class it sends in each slot.
@@ -47,14 +59,29 @@ type Schedule struct {
 	Flags      uint8          // Schedule* bits
 	ClassMap   [MaxHosts]int8 // destination → class, -1 none
 	Slot       [MaxSlots]int8 // slot → class this host sends, -1 none
+	// Budget (ScheduleBudget): the most payload bytes this host's windows
+	// of the round to slot k's destination may carry from the round's
+	// first slot to the end of slot k, all of them together; 0: no bound.
+	// None without the flag, nor beyond NSlots.
+	Budget [MaxSlots]uint32
 }
 
 // Staggered reports whether the FM staggers this round's windows
 // (ScheduleStagger).
 func (s *Schedule) Staggered() bool { return s.Flags&ScheduleStagger != 0 }
 
+// Budgeted reports whether the schedule carries slot budgets
+// (ScheduleBudget).
+func (s *Schedule) Budgeted() bool { return s.Flags&ScheduleBudget != 0 }
+
 // Len is the encoded length.
-func (s *Schedule) Len() int { return scheduleHdrLen + int(s.NHosts) + int(s.NSlots) }
+func (s *Schedule) Len() int {
+	n := scheduleHdrLen + int(s.NHosts) + int(s.NSlots)
+	if s.Budgeted() {
+		n += 4 * int(s.NSlots)
+	}
+	return n
+}
 
 // Dst returns the destination of class c in this round, -1 if none.
 func (s *Schedule) Dst(c int) int {
@@ -71,7 +98,12 @@ func (s *Schedule) check() error {
 		return fmt.Errorf("%w: schedule of %d hosts, %d slots (max %d, %d)", ErrRange, s.NHosts, s.NSlots, MaxHosts, MaxSlots)
 	}
 	if s.Flags&^scheduleFlags != 0 {
-		return fmt.Errorf("%w: schedule flags %#02x", ErrRange, s.Flags)
+		return fmt.Errorf("%w: schedule flags %#02x, unknown %#02x (this host knows %s)", ErrRange, s.Flags, s.Flags&^scheduleFlags, flagNames)
+	}
+	for k, b := range s.Budget {
+		if b != 0 && (!s.Budgeted() || k >= int(s.NSlots)) {
+			return fmt.Errorf("%w: budget %d for slot %d of %d, budget flag %v", ErrRange, b, k, s.NSlots, s.Budgeted())
+		}
 	}
 	for d := 0; d < int(s.NHosts); d++ {
 		if c := s.ClassMap[d]; c < -1 || c > 7 {
@@ -113,11 +145,17 @@ func (s *Schedule) Encode(b []byte) (int, error) {
 		b[p] = byte(s.Slot[k])
 		p++
 	}
+	if s.Budgeted() {
+		for k := 0; k < int(s.NSlots); k++ {
+			be.PutUint32(b[p:], s.Budget[k])
+			p += 4
+		}
+	}
 	return n, nil
 }
 
 // DecodeSchedule parses b into s: version 2, or version 1 as Flags 0.
-// Entries beyond NHosts / NSlots are set to -1.
+// Entries beyond NHosts / NSlots are set to -1 (budgets to 0).
 func DecodeSchedule(b []byte, s *Schedule) error {
 	hdr, version := scheduleHdrLen, ScheduleVersion
 	if len(b) > 2 && b[2] == 1 {
@@ -141,7 +179,10 @@ func DecodeSchedule(b []byte, s *Schedule) error {
 	if s.NHosts > MaxHosts || int(s.NSlots) > MaxSlots {
 		return fmt.Errorf("%w: schedule of %d hosts, %d slots (max %d, %d)", ErrRange, s.NHosts, s.NSlots, MaxHosts, MaxSlots)
 	}
-	if n := hdr + int(s.NHosts) + int(s.NSlots); len(b) < n {
+	if s.Flags&^scheduleFlags != 0 {
+		return fmt.Errorf("%w: schedule flags %#02x, unknown %#02x (this host knows %s)", ErrRange, s.Flags, s.Flags&^scheduleFlags, flagNames)
+	}
+	if n := hdr + s.Len() - scheduleHdrLen; len(b) < n {
 		return fmt.Errorf("%w: schedule of %d bytes, its counts need %d", ErrShort, len(b), n)
 	}
 	for i := range s.ClassMap {
@@ -150,6 +191,7 @@ func DecodeSchedule(b []byte, s *Schedule) error {
 	for i := range s.Slot {
 		s.Slot[i] = -1
 	}
+	s.Budget = [MaxSlots]uint32{}
 	p := hdr
 	for d := 0; d < int(s.NHosts); d++ {
 		s.ClassMap[d] = int8(b[p])
@@ -158,6 +200,12 @@ func DecodeSchedule(b []byte, s *Schedule) error {
 	for k := 0; k < int(s.NSlots); k++ {
 		s.Slot[k] = int8(b[p])
 		p++
+	}
+	if s.Budgeted() {
+		for k := 0; k < int(s.NSlots); k++ {
+			s.Budget[k] = be.Uint32(b[p:])
+			p += 4
+		}
 	}
 	return s.check()
 }
