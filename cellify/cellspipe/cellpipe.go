@@ -486,18 +486,12 @@ func (pl *cellPipeline) backlogs() {
 }
 
 // linkQueued is queued(port, pl.cellFrame) for link l, port number port:
-// called for every link at every worker iteration, it skips the host
-// port's part.
+// called for every link at every worker iteration, it skips looking up
+// which kind of port it is.
 func (pl *cellPipeline) linkQueued(l, port int) int {
-	b := pl.pend[port]
+	b := pl.txQueued(port, pl.cellFrame)
 	if pl.links != nil {
 		b += pl.links[l].QueuedBytes()
-	}
-	b += pl.w.ShapedBytes(port)
-	p := pl.w.Port(port)
-	socks := p.Sockets()
-	for lane := 0; lane < min(p.Lanes(), len(socks), 2); lane++ {
-		b += (pl.ring - socks[lane].TxFree()) * pl.cellFrame
 	}
 	return b
 }
@@ -522,16 +516,24 @@ func (pl *cellPipeline) meanLen(k int) int { return pl.avgLen8[k] / 8 }
 // its link layer's credit queue, its shaper's queue, and its kicked TX
 // rings' frames counted at frameLen bytes each.
 func (pl *cellPipeline) queued(port, frameLen int) int {
-	b := pl.pend[port]
+	b := pl.txQueued(port, frameLen)
 	if l, ok := pl.ps.Link(port); ok && pl.links != nil {
 		b += pl.links[l].QueuedBytes()
 	}
 	if k, ok := pl.ps.HostIndex(port); ok {
 		b += pl.hostQ[k].Bytes()
 	}
-	b += pl.w.ShapedBytes(port)
-	socks := pl.w.Port(port).Sockets()
-	for lane := 0; lane < min(pl.w.Port(port).Lanes(), len(socks), 2); lane++ {
+	return b
+}
+
+// txQueued is what port holds on the way out whatever its kind: frames
+// pending for its rings, its shaper's queue and its TX rings' frames
+// (counted at frameLen each).
+func (pl *cellPipeline) txQueued(port, frameLen int) int {
+	b := pl.pend[port] + pl.w.ShapedBytes(port)
+	p := pl.w.Port(port)
+	socks := p.Sockets()
+	for lane := 0; lane < min(p.Lanes(), len(socks), 2); lane++ {
 		b += (pl.ring - socks[lane].TxFree()) * frameLen
 	}
 	return b
