@@ -416,17 +416,17 @@ func runTDMAWith(ctx context.Context, e *bed.Env, tb *netns.Testbed, c TDMAStar,
 			return nil, err
 		}
 	}
-	if err := r.sameStagger(); err != nil {
+	if err := r.sameSchedules(); err != nil {
 		return nil, err
 	}
 	return r, ctx.Err()
 }
 
-// sameStagger checks that every host took only schedules that staggered
+// sameSchedules checks that every host took only schedules that staggered
 // the windows as the FM did (tdma fm --stagger), and decoded them all;
 // and that every host kept to the slot budgets the FM's schedules carried
 // (tdma fm --budget) and took none without them.
-func (r *TDMARun) sameStagger() error {
+func (r *TDMARun) sameSchedules() error {
 	for i, h := range r.Hosts {
 		other, want := h.AlignedSchedules, "staggered"
 		if !r.FM.Stagger {

@@ -79,7 +79,7 @@ func TestSameStagger(t *testing.T) {
 			r.Hosts[0].StaggeredSchedules, r.Hosts[0].AlignedSchedules = 0, 10
 		}
 		r.Hosts[1].StaggeredSchedules, r.Hosts[1].AlignedSchedules, r.Hosts[1].BadSchedules = c.staggered, c.al, c.bad
-		err := r.sameStagger()
+		err := r.sameSchedules()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: %v, want %q", c, err, c.want)
 		}
@@ -115,7 +115,7 @@ func TestSameBudget(t *testing.T) {
 		if c.bad != "" {
 			r.Hosts[1].BadSchedules, r.Hosts[1].BadScheduleErr = 10, c.bad
 		}
-		err := r.sameStagger()
+		err := r.sameSchedules()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: %v, want %q", c, err, c.want)
 		}
