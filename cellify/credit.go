@@ -336,8 +336,12 @@ func (s *Scheduler) Arrived(now int64, src EdgeID, class Class, bytes int) {
 		return
 	}
 	s.Stats.ArrivedBytes += uint64(bytes)
-	vi, ok := s.index[schedKey(src, class)]
-	if !ok {
+	if class >= Classes {
+		return
+	}
+	vi := s.lookup(src, class) // cells sent within the lead may come before the first request
+	if vi < 0 {
+		s.Stats.TableFull++
 		return
 	}
 	v := &s.voqs[vi]

@@ -789,3 +789,27 @@ func TestSchedTiesGoRound(t *testing.T) {
 		}
 	}
 }
+
+// TestCreditArrivedBeforeRequest: a source sends within its pre-credit
+// and lead before it asks (LeadHold), and those cells may arrive before
+// its first request made the VOQ. They count as arrived: once everything
+// granted has arrived no credit is in flight. Uncounted, they stayed in
+// flight for good: the VOQ was taken for late whenever it paused for a
+// loop's timeout, passed its turns, and was owed them (CatchUp) ahead of
+// the others.
+func TestCreditArrivedBeforeRequest(t *testing.T) {
+	cfg := DefaultSchedConfig(100e6)
+	cfg.MaxInFlight, cfg.PreCredit, cfg.Lead = 2<<20, 4096, 4096
+	s, g := newSchedLog(t, cfg)
+	now := int64(credMs)
+	s.Arrived(now, 1, 0, 6000) // pre-credit and lead, before any request
+	s.Request(now, 1, 0, 6000+64<<10)
+	s.Poll(now)
+	g.take(s)
+	_, granted, _ := s.Totals(1, 0)
+	now += 100 * credUs
+	s.Arrived(now, 1, 0, int(granted)+int(cfg.Lead)-6000) // all it may send
+	if f := s.Loop().InFlight; f != 0 {
+		t.Fatalf("granted %d, all of it and the lead arrived: %d bytes still in flight", granted, f)
+	}
+}
