@@ -22,6 +22,10 @@ type creditLoop struct {
 	maxQ    float64
 	drained float64
 	now     int64
+	// fifo: the egress queue by source, in arrival order; out: per
+	// source, the bytes that left the port.
+	fifo []loopQueued
+	out  []float64
 
 	// stall: per source, since when backlog beyond the grant has waited
 	// without the grant growing; longest such wait.
@@ -39,6 +43,11 @@ type loopMsg struct {
 	grant bool
 }
 
+type loopQueued struct {
+	src   EdgeID
+	bytes float64
+}
+
 type loopData struct {
 	at    int64
 	src   EdgeID
@@ -53,6 +62,7 @@ func newCreditLoop(t testing.TB, cfg SchedConfig, ccfg CreditClientConfig, sourc
 		drop:      rand.New(rand.NewPCG(seed, 99)),
 		stallFrom: make([]int64, sources),
 		asleep:    make([]int64, sources),
+		out:       make([]float64, sources),
 	}
 	for range sources {
 		l.cl = append(l.cl, NewCreditClient(ccfg))
@@ -92,12 +102,22 @@ func (l *creditLoop) step(dt int64) {
 		}
 		n++
 		l.egress += float64(d.bytes)
+		l.fifo = append(l.fifo, loopQueued{d.src, float64(d.bytes)})
 		l.s.Arrived(now, d.src, 0, int(d.bytes))
 	}
 	l.data = l.data[n:]
 	out := min(l.egress, l.s.cfg.Rate*float64(dt)*1e-9/8)
 	l.egress -= out
 	l.drained += out
+	for left := out; left > 0 && len(l.fifo) > 0; {
+		h := &l.fifo[0]
+		b := min(left, h.bytes)
+		l.out[h.src-1] += b
+		left -= b
+		if h.bytes -= b; h.bytes <= 0 {
+			l.fifo = l.fifo[1:]
+		}
+	}
 	l.maxQ = max(l.maxQ, l.egress)
 	l.s.SetEgressQueue(int(l.egress))
 	for i := range l.cl {
@@ -380,5 +400,73 @@ func TestCreditLoopSleeperCatchesUp(t *testing.T) {
 		case catchUp == 0 && owed < float64(2*cfg.CreditSize):
 			t.Errorf("without CatchUp: %.0f bytes more to the other source, want the turns it took (several credits)", owed)
 		}
+	}
+}
+
+// TestCreditLoopWindowSourcesFair: two sources share a 100 Mbit/s port
+// with the cells dataplane's credits (64 KiB, StopAbove 256 KiB, 2 MiB
+// window). A window source keeps a fixed number of bytes on their way to
+// the port and not yet out of it, as a TCP flow whose congestion window
+// no loss ever cuts (bbr's is a multiple of its own delivery rate: any
+// split of the port holds); a backlog source offers the port's rate; a
+// sparse one a frame a millisecond. Sources that want the port have it
+// byte for byte (within 5 %), and a sparse source beside a backlog gets
+// all it offers; the port stays busy.
+func TestCreditLoopWindowSourcesFair(t *testing.T) {
+	const dt, mss = 10 * credUs, 1448
+	type source struct{ window, perStep float64 } // window: bytes not out of the port yet; else perStep
+	backlog := source{perStep: 100e6 * float64(dt) * 1e-9 / 8}
+	for _, tc := range []struct {
+		name string
+		srcs [2]source
+		fair bool // else the first gets all it offers
+	}{
+		{"windows 40 and 64 KiB", [2]source{{window: 40 << 10}, {window: 64 << 10}}, true},
+		{"window 40 KiB beside a backlog", [2]source{{window: 40 << 10}, backlog}, true},
+		{"sparse beside a backlog", [2]source{{perStep: mss / 100.0}, backlog}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultSchedConfig(100e6)
+			cfg.CreditSize, cfg.MaxBurst, cfg.MaxBurstTime = 64<<10, 8, 10*credMs
+			cfg.StopAbove, cfg.MaxInFlight = 4*cfg.CreditSize, 2<<20
+			cfg.PreCredit, cfg.Lead = 4096, 4096
+			ccfg := DefaultCreditClientConfig()
+			ccfg.Quantum, ccfg.PreCredit, ccfg.Lead = uint64(cfg.CreditSize), 4096, 4096
+			l := newCreditLoop(t, cfg, ccfg, 2, 0, 1)
+			var from [2]float64
+			var offered [2]float64
+			l.run(300*credMs, dt, func(l *creditLoop) {
+				for i, src := range tc.srcs {
+					c := &l.cl[i]
+					switch {
+					case src.window > 0:
+						for float64(c.Enqueued())-l.out[i]+mss <= src.window {
+							c.Enqueue(mss)
+						}
+					case c.Enqueued()-c.Sent() < 4<<20:
+						offered[i] += src.perStep
+						if n := int(offered[i]) - int(c.Enqueued()); n > 0 {
+							c.Enqueue(n)
+						}
+					}
+				}
+			}, func(l *creditLoop) {
+				if l.now == 100*credMs {
+					copy(from[:], l.out)
+				}
+			})
+			a, b := l.out[0]-from[0], l.out[1]-from[1]
+			busy := (a + b) * 8 / (cfg.Rate * 0.2)
+			t.Logf("%.0f and %.0f bytes out over 200 ms, port busy %.3f; loop %+v; %+v", a, b, busy, l.s.Loop(), l.s.Stats)
+			if d := math.Abs(a-b) / (a + b) * 2; tc.fair && d > 0.05 {
+				t.Errorf("out of the port %.0f and %.0f bytes: %.3f from fair, want within 5 %%", a, b, d)
+			}
+			if want := tc.srcs[0].perStep * float64(200*credMs/dt); !tc.fair && a < 0.98*want {
+				t.Errorf("the sparse source got %.0f bytes out of %.0f offered", a, want)
+			}
+			if busy < 0.98 {
+				t.Errorf("port busy %.3f, want ≥ 0.98", busy)
+			}
+		})
 	}
 }

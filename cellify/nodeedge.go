@@ -390,7 +390,7 @@ func (n *Node) SetEgressQueue(now int64, p int, bytes int) {
 	was := s.Stopped()
 	n.egressQ[p], n.egressRep[p] = bytes, true
 	n.tellEgress(p)
-	if was && !s.Stopped() {
+	if (was || s.Held()) && !s.Stopped() {
 		n.pollSched(p)
 	}
 }

@@ -36,7 +36,11 @@ func incastRun(r *scenario.Result, seed uint64, n int, credits bool, loss Loss, 
 			e.VOQs(func(v cellify.VOQInfo) { o.maxVOQ = max(o.maxVOQ, v.Backlog) })
 		}
 	})
-	s.RunFor(offer + 30*ms) // the VOQs drain
+	// The VOQs drain: 30 ms, and four of a request's longest repeat
+	// intervals (a VOQ always behind its grant backs its repeats off to
+	// RefreshMax; with control frames lost, a drain of 30 ms alone left
+	// one VOQ whose last request and its repeats were lost, by seed).
+	s.RunFor(offer + 30*ms + 4*cellify.DefaultRefreshMax)
 	account(r, s)
 	o.busy = w.busy(0)
 	var total float64

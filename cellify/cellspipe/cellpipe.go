@@ -657,6 +657,7 @@ func (pl *cellPipeline) publish() {
 			ch.WindowFull, ch.CreditExpired = sc.Stats.WindowFull, sc.Stats.ExpiredBytes
 			ch.ShareFull, ch.Stopped, ch.Credits = sc.Stats.ShareFull, sc.Stats.Stopped, sc.Stats.Credits
 			ch.LateFull, ch.Late, ch.CaughtUp = sc.Stats.LateFull, sc.Stats.Late, sc.Stats.CaughtUp
+			ch.WaitedFor = sc.Stats.WaitedFor
 		}
 	}
 	c.VOQs, c.VOQBacklog = pl.voqs, ct.Backlog

@@ -150,7 +150,8 @@ type HostSnapshot struct {
 	// share of it or late (credit in flight, nothing back for the loop's
 	// timeout: their source kept from running) and the times a VOQ was
 	// found late, the credit granted back to VOQs for the turns they
-	// passed late, and the credit taken for lost.
+	// passed late, the Polls that held a grant for a VOQ whose window was
+	// in the port's queue, and the credit taken for lost.
 	CreditRTT     int64  `json:"credit_rtt_ns,omitempty"`
 	CreditRTTVar  int64  `json:"credit_rtt_var_ns,omitempty"`
 	CreditFlight  int    `json:"credit_inflight_bytes"`
@@ -160,6 +161,7 @@ type HostSnapshot struct {
 	LateFull      uint64 `json:"credit_late_full,omitempty"`
 	Late          uint64 `json:"credit_late,omitempty"`
 	CaughtUp      uint64 `json:"credit_caught_up_bytes,omitempty"`
+	WaitedFor     uint64 `json:"credit_waited_for,omitempty"`
 	Stopped       uint64 `json:"credit_stopped,omitempty"`
 	Credits       uint64 `json:"credits,omitempty"`
 	CreditExpired uint64 `json:"credit_expired_bytes,omitempty"`

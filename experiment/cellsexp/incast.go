@@ -90,11 +90,12 @@ type CellsIncastRun struct {
 	PortLate float64 `json:"port_late"`
 	// Credit is e3's host0 scheduler over the run: credits issued, Polls
 	// stopped at the credit window and turns passed at a VOQ's share of
-	// it or late (its source kept from running), and the loop's round
-	// trip at the end (ms).
+	// it or late (its source kept from running), Polls that held a grant
+	// for a source whose window was in the port's queue, and the loop's
+	// round trip at the end (ms).
 	Credit struct {
-		Credits, WindowFull, ShareFull, LateFull uint64
-		RTTMs                                    float64
+		Credits, WindowFull, ShareFull, LateFull, WaitedFor uint64
+		RTTMs                                               float64
 	} `json:"credit"`
 	// Shares are each source's part of what was delivered (UDP: in the
 	// window of PortBusy; TCP: over the run); ShareDev the largest
@@ -161,9 +162,9 @@ func CellsIncast(ctx context.Context, e *bed.Env, cfg CellsIncastConfig) (*Cells
 }
 
 func (r *CellsIncastRun) line() string {
-	return fmt.Sprintf("port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, loop %.2f ms",
+	return fmt.Sprintf("port busy %.3f (lost to e3 late %.3f), shares %s (dev %.3f); drops: %s; max worker gap %.0f ms, node clocks stalled %s; e3 credits %d, held at the window %d, at a share %d, passed late %d, waited for a window %d, loop %.2f ms",
 		r.PortBusy, r.PortLate, joinFloats(r.Shares, 1, "%.3f", "/"), r.ShareDev, r.Drops, r.MaxPollGapMs, fmtStalled(r.StalledMs),
-		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.RTTMs)
+		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull, r.Credit.LateFull, r.Credit.WaitedFor, r.Credit.RTTMs)
 }
 
 func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncastConfig, arm, tr string, run int, res *CellsIncastResult) (*CellsIncastRun, error) {
@@ -242,7 +243,7 @@ func incastOnce(ctx context.Context, e *bed.Env, f *CellsFabric, cfg CellsIncast
 	if b, a := before["e3"], after["e3"]; b != nil && a != nil && len(b.Cells.Hosts) > 0 && len(a.Cells.Hosts) > 0 {
 		hb, ha := b.Cells.Hosts[0], a.Cells.Hosts[0]
 		r.Credit.Credits, r.Credit.WindowFull, r.Credit.ShareFull = ha.Credits-hb.Credits, ha.WindowFull-hb.WindowFull, ha.ShareFull-hb.ShareFull
-		r.Credit.LateFull = ha.LateFull - hb.LateFull
+		r.Credit.LateFull, r.Credit.WaitedFor = ha.LateFull-hb.LateFull, ha.WaitedFor-hb.WaitedFor
 		r.Credit.RTTMs = float64(ha.RTT) / 1e6
 	}
 	if udpSpan > 0 && before["e3"] != nil && after["e3"] != nil {

@@ -51,6 +51,7 @@ type CellsHostStats struct {
 	WindowFull uint64 `json:"credit_window_full"`
 	ShareFull  uint64 `json:"credit_share_full"`
 	LateFull   uint64 `json:"credit_late_full"`
+	WaitedFor  uint64 `json:"credit_waited_for"`
 	Credits    uint64 `json:"credits"`
 }
 
