@@ -77,8 +77,8 @@ func FuzzReachOps(f *testing.F) {
 // and polls never panics, never grants beyond a VOQ's request (or the
 // pre-credit), and grant totals in Out never go down between resets. With
 // the credit window (inputs of odd length): the credit in flight is the
-// sum of the VOQs' and never above MaxInFlight, and Poll's deadline is
-// never in the past.
+// sum of the VOQs' and never above MaxInFlight, the port's queue by VOQ
+// sums to its runs, and Poll's deadline is never in the past.
 func FuzzSchedOps(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 3, 10, 0, 2, 1, 0, 0, 0, 0, 9, 3, 200})
 	f.Add([]byte{0, 1, 9, 0, 0, 1, 0, 1, 1, 3, 50, 4, 1, 3, 50, 2, 2, 3, 100})
@@ -159,6 +159,22 @@ func FuzzSchedOps(f *testing.F) {
 			}
 			if owing != s.owing {
 				t.Fatalf("%d VOQs owed turns, counted %d", owing, s.owing)
+			}
+			var eg, ring uint64
+			idle := 0
+			for i := range s.voqs {
+				if v := &s.voqs[i]; v.eg > 0 {
+					eg += v.eg
+					if !v.active {
+						idle++
+					}
+				}
+			}
+			for i := range s.egq.size {
+				ring += uint64(s.egq.b[(s.egq.head+i)%len(s.egq.b)].bytes)
+			}
+			if eg != ring || idle != s.egIdle || s.egq.in-s.egq.out < ring {
+				t.Fatalf("the port's queue by VOQ sums to %d, its runs to %d (in %d, out %d); %d VOQs idle there, counted %d", eg, ring, s.egq.in, s.egq.out, idle, s.egIdle)
 			}
 			if len(s.Out) > cfg.MaxVOQs {
 				t.Fatalf("%d grants pending for %d VOQs: not coalesced", len(s.Out), cfg.MaxVOQs)

@@ -957,12 +957,13 @@ func (s *Scheduler) aheadOfWaiting(vi int32) bool {
 	}
 	v := &s.voqs[vi]
 	start := s.startTag(v)
-	for i := range s.voqs {
+	for i, seen := 0, 0; i < len(s.voqs) && seen < s.egIdle; i++ {
 		u := &s.voqs[i]
-		if u.active || u.key.Class != v.key.Class || u.eg < x {
+		if u.active || u.eg == 0 {
 			continue
 		}
-		if start > s.startTag(u)+x {
+		seen++ // the VOQs in the queue that want nothing: egIdle of them
+		if u.key.Class == v.key.Class && u.eg >= x && start > s.startTag(u)+x {
 			return true
 		}
 	}
