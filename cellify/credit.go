@@ -46,6 +46,11 @@ type SchedConfig struct {
 	// a VOQ may send beyond its grant, which the round trip's measure
 	// skips (they did not wait for the grant).
 	Lead uint64
+	// Ahead is what the sources' requests name beyond their backlog
+	// (CreditClientConfig.Ahead): a grant of those bytes is not waited
+	// for, so the round trip is measured only from a grant whose first
+	// byte (beyond the lead) was enqueued when it was asked for.
+	Ahead uint64
 	// InFlightExpire: credit of a VOQ from which nothing arrived for this
 	// long (ns) is taken for lost (cells lost in the fabric or dropped with
 	// a source), so that it no longer holds the window; a hole the
@@ -1054,7 +1059,7 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	if s.cfg.MaxInFlight > 0 {
 		// The first byte this grant lets the source send (beyond what
 		// it had and its lead) measures the loop when it arrives.
-		if first := v.granted + s.cfg.Lead; v.sampEnd == 0 && v.granted+b > first && v.arrived <= first {
+		if first := v.granted + s.cfg.Lead; v.sampEnd == 0 && v.granted+b > first && v.arrived <= first && first+s.cfg.Ahead < v.req {
 			v.sampAt, v.sampEnd = now, first+1
 		}
 		if v.fly == 0 {

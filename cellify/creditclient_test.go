@@ -237,3 +237,52 @@ func wantRequest(t *testing.T, c *CreditClient, now int64, total uint64, what st
 		t.Fatalf("%s: send %v total %d, want a request for %d", what, send, got, total)
 	}
 }
+
+// With Ahead a request names that much beyond the backlog; the grant of it
+// is taken (not cut to the backlog), covers the next bytes without a
+// request, and what of it stays unused AheadHold after the last byte
+// enqueued is given up: Allowed falls back to the Lead and the next
+// request starts above the grant.
+func TestCreditClientAhead(t *testing.T) {
+	cfg := CreditClientConfig{Lead: 4000, Ahead: 6000, AheadHold: 1000, Quantum: 16000, Refresh: 100 * credUs}
+	c := NewCreditClient(cfg)
+	c.Enqueue(3000)
+	c.OnSent(3000)
+	wantRequest(t, &c, 0, 9000, "backlog and Ahead")
+	if !c.Grant(9000) || c.Granted() != 9000 {
+		t.Fatalf("grant of the total asked: granted %d, want 9000", c.Granted())
+	}
+	if c.Allowed() != 10000 {
+		t.Fatalf("allowed %d, want granted + lead − sent = 10000", c.Allowed())
+	}
+	c.Enqueue(2000)
+	c.OnSent(2000)
+	if send, _, next := c.Poll(10); send || next != 10+cfg.AheadHold {
+		t.Fatalf("backlog within the grant: send %v next %d, want none until the hold ends at %d", send, next, 10+cfg.AheadHold)
+	}
+	if send, _, next := c.Poll(10 + cfg.AheadHold - 1); send || next != 10+cfg.AheadHold {
+		t.Fatalf("before the hold ends: send %v next %d", send, next)
+	}
+	if send, _, next := c.Poll(10 + cfg.AheadHold); send || next != math.MaxInt64 {
+		t.Fatalf("at the hold's end: send %v next %d, want no request and no timer", send, next)
+	}
+	if c.Stats.Forfeits != 1 || c.Stats.ForfeitBytes != 4000 || c.Allowed() != cfg.Lead {
+		t.Fatalf("forfeits %d (%d bytes), allowed %d: want 4000 given up, the lead allowed", c.Stats.Forfeits, c.Stats.ForfeitBytes, c.Allowed())
+	}
+	if c.Enqueued() != c.Granted() || c.Sent() != c.Granted() {
+		t.Fatalf("enqueued %d sent %d, want both at the grant %d", c.Enqueued(), c.Sent(), c.Granted())
+	}
+	c.Enqueue(100)
+	wantRequest(t, &c, 2000, 9100+6000, "after the forfeit")
+	// A grant beyond the total asked is cut to it.
+	c.Grant(20000)
+	if c.Granted() != 15100 || c.Stats.GrantsClamped != 1 {
+		t.Fatalf("granted %d (clamped %d), want 15100", c.Granted(), c.Stats.GrantsClamped)
+	}
+	// Without Ahead the pre-credit is never given up.
+	p := NewCreditClient(CreditClientConfig{PreCredit: 8000, Quantum: 16000, Refresh: 100 * credUs})
+	p.Enqueue(100)
+	if send, _, next := p.Poll(1 << 40); send || next != math.MaxInt64 || p.Stats.Forfeits != 0 {
+		t.Fatalf("pre-credit without Ahead: send %v next %d forfeits %d", send, next, p.Stats.Forfeits)
+	}
+}

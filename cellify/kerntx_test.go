@@ -70,7 +70,8 @@ func (k *kernNet) checkCredit(what string) {
 		if q.cc.Sent() > q.cc.Granted()+lead {
 			k.t.Fatalf("%s: VOQ %+v sent %d, granted %d + lead %d", what, q.v.Key, q.cc.Sent(), q.cc.Granted(), lead)
 		}
-		if q.v.Sent() != q.cc.Sent() || q.v.Enqueued() != q.cc.Enqueued() {
+		// Credit given up (Ahead) counts as enqueued and sent.
+		if f := q.cc.Stats.ForfeitBytes; q.v.Sent()+f != q.cc.Sent() || q.v.Enqueued()+f != q.cc.Enqueued() {
 			k.t.Fatalf("%s: VOQ %+v: packer sent %d enqueued %d, credit client %d %d", what, q.v.Key,
 				q.v.Sent(), q.v.Enqueued(), q.cc.Sent(), q.cc.Enqueued())
 		}
@@ -414,5 +415,70 @@ func TestKernelEdgeLowMark(t *testing.T) {
 		if q.cc.Stats.Requests == reqs {
 			t.Fatalf("the worker's Poll after the wakeup asked for nothing (enqueued %d, granted %d)", q.cc.Enqueued(), q.cc.Granted())
 		}
+	}
+}
+
+// With Ahead the kernel's short messages make a credit loop per Ahead plus
+// half the Lead bytes instead of per half the Lead, never beyond grant and
+// lead; credit left unused AheadHold after the last byte is given up and
+// taken off the room the kernel keeps (to the Lead), and the next bytes
+// are asked for above the grant.
+func TestKernelEdgeAhead(t *testing.T) {
+	const lead, hold = 4000, 2000 * nodeUs
+	loops := map[uint64]uint64{}
+	for _, ahead := range []uint64{0, 8000} {
+		k := newKernNet(t, 3, func(c *NodeConfig) {
+			c.Packing, c.CellPayload = false, 700
+			c.Client.Lead, c.Client.Ahead, c.Client.AheadHold = lead, ahead, hold
+		})
+		e1 := k.nodes[0]
+		for i := range 300 {
+			k.hostK(hostFrame(1, 2, 0, i, 150))
+			k.run(20*nodeUs, 10*nodeUs)
+			k.checkCredit("short messages")
+		}
+		var q *nodeVOQ
+		for _, v := range e1.list {
+			if v.k != nil && v.cc != nil && v.cc.Stats.Requests > 0 {
+				q = v
+			}
+		}
+		if q == nil {
+			t.Fatalf("ahead %d: no VOQ asked for credit", ahead)
+		}
+		loops[ahead] = q.cc.Stats.Requests
+		t.Logf("ahead %d: requests %d, kernel %+v, node %+v", ahead, q.cc.Stats.Requests, k.m.C, e1.KernelStats())
+		if k.m.C.Sent < 290 {
+			t.Fatalf("ahead %d: the kernel sent %d of 300 frames", ahead, k.m.C.Sent)
+		}
+		if ahead == 0 {
+			continue
+		}
+		k.run(hold+100*nodeUs, 10*nodeUs)
+		k.checkCredit("after the hold")
+		if q.cc.Stats.Forfeits == 0 || e1.KernelStats().Lowers == 0 {
+			t.Fatalf("unused credit not given up: client %+v, node %+v", q.cc.Stats, e1.KernelStats())
+		}
+		if !q.k.given {
+			t.Fatal("the VOQ was taken from the kernel")
+		}
+		if room := k.m.State(q.k.slot).Load() >> KernelRoomShift & KernelRoomMax; room != lead {
+			t.Fatalf("the kernel's room %d after the forfeit, want the lead %d (granted %d sent %d)", room, lead, q.cc.Granted(), q.cc.Sent())
+		}
+		granted := q.cc.Granted()
+		for i := range 20 {
+			k.hostK(hostFrame(1, 2, 0, 300+i, 150))
+			k.run(20*nodeUs, 10*nodeUs)
+			k.checkCredit("after the forfeit")
+		}
+		k.run(20000*nodeUs, 100*nodeUs)
+		if q.cc.Granted() <= granted {
+			t.Fatalf("nothing granted after the forfeit: granted %d", granted)
+		}
+		got := k.got[[2]int{1, 0}]
+		checkInOrder(t, byFlow(got, 1)[0], 320, "ahead")
+	}
+	if loops[8000]*2 > loops[0] {
+		t.Fatalf("requests with Ahead %d, without %d: want at most half", loops[8000], loops[0])
 	}
 }
