@@ -829,10 +829,19 @@ func TestCreditWindowAhead(t *testing.T) {
 	s.Request(now, src, 0, 500+4000)
 	s.Poll(now)
 	g.take(s)
+	if l := s.Loop(); l.InFlight != 500 {
+		t.Fatalf("credit in flight %d after a grant of 4500 with 500 enqueued, want 500: credit ahead of the backlog is not", l.InFlight)
+	}
 	now += 1000 * credUs
 	s.Arrived(now, src, 0, 2000)
 	if n := s.Stats.RTTSamples; n != 0 {
 		t.Fatalf("%d round trips measured from a grant ahead of the backlog", n)
+	}
+	// Unused for far longer than InFlightExpire: nothing expires.
+	now += 2 * s.expire
+	s.Poll(now)
+	if s.Stats.ExpiredBytes != 0 || s.Loop().InFlight != 0 {
+		t.Fatalf("credit ahead of the backlog expired (%d bytes) or in flight (%d)", s.Stats.ExpiredBytes, s.Loop().InFlight)
 	}
 	// 10000 bytes more enqueued: the grant's first byte beyond the lead
 	// was waiting.

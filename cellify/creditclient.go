@@ -56,16 +56,12 @@ type CreditClientConfig struct {
 	// loop woke the source's worker twice and the destination's once:
 	// with 143-byte TCP flows back to back, a loop every three flows was
 	// most of the workers' runs. Unlike the Lead, the bytes are granted:
-	// the scheduler paces them and counts them as credit in flight.
-	// 0: none.
+	// the scheduler paces them. It counts as credit in flight only what
+	// was granted of the bytes enqueued (SchedConfig.Ahead): credit ahead
+	// of the backlog stays with the source until bytes use it, and the
+	// source's numbering of its bytes stays the scheduler's count of
+	// those that arrived. 0: none.
 	Ahead uint64
-	// AheadHold: credit beyond the bytes enqueued that stayed unused
-	// this long (no byte enqueued meanwhile) is given up (counted as
-	// bytes enqueued and sent, which nothing will be): it is never spent
-	// after the scheduler took it for lost (SchedConfig.InFlightExpire,
-	// which must be longer), so a source's unscheduled bytes stay within
-	// the Lead. 0: 5 ms.
-	AheadHold int64
 }
 
 // DefaultCreditClientConfig returns defaults matching DefaultSchedConfig.
@@ -96,8 +92,6 @@ type CreditClientStats struct {
 	GrantsStale   uint64 // ... not above the known total (ignored)
 	GrantsClamped uint64 // ... above the largest total requested (cut to it)
 	Resets        uint64
-	Forfeits      uint64 // unused credit beyond the bytes enqueued given up (AheadHold)
-	ForfeitBytes  uint64 // ... bytes
 }
 
 // CreditClient is the ingress side of one VOQ's credit loop: cumulative
@@ -111,10 +105,6 @@ type CreditClient struct {
 	requested uint64 // the bytes enqueued at the last request
 	asked     uint64 // the largest total requested (requested + Ahead)
 	reqAt     int64
-	// seen is enqueued at the last Poll that found it grown, at seenAt
-	// (AheadHold counts from there).
-	seen   uint64
-	seenAt int64
 	// The repeat timer: the next repeat is due backoff(repeats) after
 	// base, the last request or grant raise (raised: a grant raised the
 	// total since the last Poll, which moves base to its time); repeats
@@ -133,9 +123,6 @@ type CreditClient struct {
 func NewCreditClient(cfg CreditClientConfig) CreditClient {
 	if cfg.Refresh < 1 {
 		cfg.Refresh = 1
-	}
-	if cfg.AheadHold <= 0 {
-		cfg.AheadHold = 5_000_000
 	}
 	return CreditClient{cfg: cfg, granted: cfg.PreCredit}
 }
@@ -195,10 +182,8 @@ func (c *CreditClient) Grant(total uint64) bool {
 
 // Poll says whether to send a request now (send, with the total: the bytes
 // ever enqueued plus Ahead) and returns the next deadline (math.MaxInt64:
-// none, the grant covers the backlog). With Ahead, credit beyond the bytes
-// enqueued is given up AheadHold after the last byte enqueued (Forfeits;
-// the caller lowers what it let others send for the VOQ to Allowed). A request goes out on new backlog beyond the
-// grant (within Gap of the last one only if all it announced was sent, or
+// none, the grant covers the backlog). A request goes out on new backlog
+// beyond the grant (within Gap of the last one only if all it announced was sent, or
 // Quantum more came; LeadHold after the backlog passed the grant while it
 // stays within half the Lead) and, while backlog beyond the grant remains,
 // Refresh after the last request or grant raise, backing off to RefreshMax
@@ -207,18 +192,8 @@ func (c *CreditClient) Poll(now int64) (send bool, total uint64, next int64) {
 	if c.raised {
 		c.raised, c.base = false, now
 	}
-	if c.enqueued != c.seen {
-		c.seen, c.seenAt = c.enqueued, now
-	}
 	if c.enqueued <= c.granted {
 		c.over = false
-		if c.cfg.Ahead == 0 || c.granted <= max(c.enqueued, c.cfg.PreCredit) {
-			return false, 0, math.MaxInt64
-		}
-		if due := c.seenAt + c.cfg.AheadHold; now < due {
-			return false, 0, due
-		}
-		c.forfeit()
 		return false, 0, math.MaxInt64
 	}
 	if !c.over {
@@ -250,18 +225,6 @@ func (c *CreditClient) Poll(now int64) (send bool, total uint64, next int64) {
 	return true, total, now + c.repeatGap()
 }
 
-// forfeit gives up the credit beyond the bytes enqueued (and the session's
-// pre-credit): the bytes count as enqueued and sent, so Allowed falls to
-// the Lead and the next request's total starts above the grant.
-func (c *CreditClient) forfeit() {
-	d := c.granted - max(c.enqueued, c.cfg.PreCredit)
-	c.enqueued += d
-	c.sent += d
-	c.seen = c.enqueued
-	c.Stats.Forfeits++
-	c.Stats.ForfeitBytes += d
-}
-
 func (c *CreditClient) repeatGap() int64 { return backoff(c.cfg.Refresh, c.cfg.RefreshMax, c.repeats) }
 
 // Reset starts a new session (the peer restarted): every total restarts
@@ -273,7 +236,7 @@ func (c *CreditClient) Reset() {
 	}
 	c.enqueued, c.sent, c.granted = backlog, 0, c.cfg.PreCredit
 	c.requested, c.reqAt, c.base, c.repeats, c.raised = 0, 0, 0, 0, false
-	c.asked, c.seen, c.seenAt = 0, 0, 0
+	c.asked = 0
 	c.over = false
 	c.Stats.Resets++
 }

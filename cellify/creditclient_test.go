@@ -239,12 +239,12 @@ func wantRequest(t *testing.T, c *CreditClient, now int64, total uint64, what st
 }
 
 // With Ahead a request names that much beyond the backlog; the grant of it
-// is taken (not cut to the backlog), covers the next bytes without a
-// request, and what of it stays unused AheadHold after the last byte
-// enqueued is given up: Allowed falls back to the Lead and the next
-// request starts above the grant.
+// is taken (not cut to the backlog) and covers the next bytes without a
+// request; what of it stays unused stays, however long (the scheduler
+// does not count it in flight), and the next bytes beyond it are asked for
+// with Ahead again.
 func TestCreditClientAhead(t *testing.T) {
-	cfg := CreditClientConfig{Lead: 4000, Ahead: 6000, AheadHold: 1000, Quantum: 16000, Refresh: 100 * credUs}
+	cfg := CreditClientConfig{Lead: 4000, Ahead: 6000, Quantum: 16000, Refresh: 100 * credUs}
 	c := NewCreditClient(cfg)
 	c.Enqueue(3000)
 	c.OnSent(3000)
@@ -257,32 +257,17 @@ func TestCreditClientAhead(t *testing.T) {
 	}
 	c.Enqueue(2000)
 	c.OnSent(2000)
-	if send, _, next := c.Poll(10); send || next != 10+cfg.AheadHold {
-		t.Fatalf("backlog within the grant: send %v next %d, want none until the hold ends at %d", send, next, 10+cfg.AheadHold)
+	if send, _, next := c.Poll(10); send || next != math.MaxInt64 {
+		t.Fatalf("backlog within the grant: send %v next %d, want no request and no timer", send, next)
 	}
-	if send, _, next := c.Poll(10 + cfg.AheadHold - 1); send || next != 10+cfg.AheadHold {
-		t.Fatalf("before the hold ends: send %v next %d", send, next)
+	if send, _, next := c.Poll(1 << 40); send || next != math.MaxInt64 || c.Allowed() != 4000+cfg.Lead {
+		t.Fatalf("long after: send %v next %d allowed %d, want the credit ahead kept (allowed %d)", send, next, c.Allowed(), 4000+cfg.Lead)
 	}
-	if send, _, next := c.Poll(10 + cfg.AheadHold); send || next != math.MaxInt64 {
-		t.Fatalf("at the hold's end: send %v next %d, want no request and no timer", send, next)
-	}
-	if c.Stats.Forfeits != 1 || c.Stats.ForfeitBytes != 4000 || c.Allowed() != cfg.Lead {
-		t.Fatalf("forfeits %d (%d bytes), allowed %d: want 4000 given up, the lead allowed", c.Stats.Forfeits, c.Stats.ForfeitBytes, c.Allowed())
-	}
-	if c.Enqueued() != c.Granted() || c.Sent() != c.Granted() {
-		t.Fatalf("enqueued %d sent %d, want both at the grant %d", c.Enqueued(), c.Sent(), c.Granted())
-	}
-	c.Enqueue(100)
-	wantRequest(t, &c, 2000, 9100+6000, "after the forfeit")
+	c.Enqueue(4100)
+	wantRequest(t, &c, 1<<40, 9100+6000, "beyond the grant")
 	// A grant beyond the total asked is cut to it.
 	c.Grant(20000)
 	if c.Granted() != 15100 || c.Stats.GrantsClamped != 1 {
 		t.Fatalf("granted %d (clamped %d), want 15100", c.Granted(), c.Stats.GrantsClamped)
-	}
-	// Without Ahead the pre-credit is never given up.
-	p := NewCreditClient(CreditClientConfig{PreCredit: 8000, Quantum: 16000, Refresh: 100 * credUs})
-	p.Enqueue(100)
-	if send, _, next := p.Poll(1 << 40); send || next != math.MaxInt64 || p.Stats.Forfeits != 0 {
-		t.Fatalf("pre-credit without Ahead: send %v next %d forfeits %d", send, next, p.Stats.Forfeits)
 	}
 }

@@ -224,7 +224,6 @@ type KernelStats struct {
 	Claims    uint64 // VOQs Go took from the kernel (or found declined)
 	HandBacks uint64 // VOQs Go gave the kernel
 	Raises    uint64 // grants added to the room of a VOQ the kernel kept
-	Lowers    uint64 // credit given up taken off the room of a VOQ the kernel kept
 	DestSets  uint64 // MAC entries written
 	DestErrs  uint64 // ... that failed (the kernel path was turned off on a failed removal)
 }
@@ -320,35 +319,6 @@ func (n *Node) raise(q *nodeVOQ) bool {
 			k.room += d
 			n.kst.Raises++
 			return true
-		}
-	}
-}
-
-// lower takes the room of a VOQ the kernel keeps down to the client's
-// Allowed, after the client gave up credit (CreditClient.Poll's forfeit):
-// Go folds, and subtracts what Allowed fell below k.room from the word's
-// room by a CAS from an owned word (no lower than 0: a kernel commit since
-// the fold spent that much already) and from k.room. If the kernel gave
-// the VOQ back meanwhile, the next hand-back publishes Allowed.
-func (n *Node) lower(q *nodeVOQ) {
-	k := q.k
-	n.fold(q)
-	want := min(q.cc.Allowed(), KernelRoomMax)
-	if want >= k.room {
-		return
-	}
-	d := k.room - want
-	st := n.kern.State(k.slot)
-	for {
-		w := st.Load()
-		if w&KernelOwned == 0 {
-			return
-		}
-		dd := min(d, w>>KernelRoomShift&KernelRoomMax)
-		if st.CompareAndSwap(w, w-dd<<KernelRoomShift) {
-			k.room -= dd
-			n.kst.Lowers++
-			return
 		}
 	}
 }

@@ -303,11 +303,7 @@ func (n *Node) serveAll() {
 
 // request sends q's credit request if one is due.
 func (n *Node) request(q *nodeVOQ) {
-	f := q.cc.Stats.Forfeits
 	send, total, next := q.cc.Poll(n.now)
-	if q.cc.Stats.Forfeits != f && q.k != nil && q.k.given {
-		n.lower(q)
-	}
 	if send {
 		n.sendCredit(false, n.cfg.Self, q.v.Key.Dst, CreditEntry{Port: q.v.Key.Port, Class: q.v.Key.Class, Total: total})
 	}

@@ -113,11 +113,11 @@ type Config struct {
 	// (DefaultPreCredit); negative: none.
 	PreCredit int
 	// CreditAhead is the bytes a VOQ's credit request names beyond its
-	// backlog (cellify.CreditClientConfig.Ahead): granted, paced and
-	// counted by the scheduler, they make a credit loop per CreditAhead
-	// plus half the pre-credit bytes of a short flow's traffic instead of
-	// per half the pre-credit. 0: the default (DefaultCreditAhead);
-	// negative: none.
+	// backlog (cellify.CreditClientConfig.Ahead): granted and paced by
+	// the scheduler (counted in flight once bytes are enqueued to use
+	// them), they make a credit loop per CreditAhead plus half the
+	// pre-credit bytes of a short flow's traffic instead of per half the
+	// pre-credit. 0: the default (DefaultCreditAhead); negative: none.
 	CreditAhead int
 
 	// flags are what the flags the other way round fill (flags.go).

@@ -198,7 +198,6 @@ type KernelTxSnapshot struct {
 	Claims     uint64 `json:"claims"`
 	HandBacks  uint64 `json:"hand_backs"`
 	Raises     uint64 `json:"raises"` // grants added to the room of a VOQ the kernel kept
-	Lowers     uint64 `json:"lowers"` // credit given up taken off it (the client's AheadHold)
 	DestSets   uint64 `json:"dest_sets"`
 	DestErrs   uint64 `json:"dest_errors"`
 	NoPeer     uint64 `json:"links_no_peer"` // links held now: their peer takes no redirected frame
@@ -211,5 +210,5 @@ func (pl *cellPipeline) foldEdge(c *Snapshot) {
 	c.KernelTx = &KernelTxSnapshot{Sent: k.Sent, Bytes: k.Bytes, NoDest: k.NoDest, NotOwned: k.NotOwned, Unread: k.Unread,
 		NoCredit: k.NoCredit, NoRoute: k.NoRoute, NoRate: k.NoRate, Busy: k.Busy, Raced: k.Raced, Ineligible: k.Ineligible, StampErr: k.StampErr,
 		Wakeups: k.Wakeups, WakeErr: k.WakeErr,
-		Claims: ns.Claims, HandBacks: ns.HandBacks, Raises: ns.Raises, Lowers: ns.Lowers, DestSets: ns.DestSets, DestErrs: ns.DestErrs, NoPeer: uint64(pl.fast.noPeer)}
+		Claims: ns.Claims, HandBacks: ns.HandBacks, Raises: ns.Raises, DestSets: ns.DestSets, DestErrs: ns.DestErrs, NoPeer: uint64(pl.fast.noPeer)}
 }

@@ -28,7 +28,7 @@ func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
 	f.IntVar(&cc.CellSize, "cells-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU, 1494 at the testbed's 1526)")
 	f.BoolVar(&fl.credits, "cells-credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
 	f.IntVar(&fl.preCredit, "cells-pre-credit", DefaultPreCredit, "cells: bytes each VOQ may send ahead of its grant, so a packet after an idle spell skips the credit round trip; 0: none")
-	f.IntVar(&fl.creditAhead, "cells-credit-ahead", DefaultCreditAhead, "cells: bytes a VOQ's credit request names beyond its backlog (granted and paced by the destination; given up after 5ms unused), so a short flow's traffic asks for credit less often; 0: none")
+	f.IntVar(&fl.creditAhead, "cells-credit-ahead", DefaultCreditAhead, "cells: bytes a VOQ's credit request names beyond its backlog (granted and paced by the destination, not counted in flight until bytes use it), so a short flow's traffic asks for credit less often; 0: none")
 	f.BoolVar(&fl.packing, "cells-packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
 	f.Uint16Var(&cc.NodeID, "cells-node-id", 0, "cells: this node's fabric address: 1-1023 for an edge, 1-65535 for a fabric node (default: from the first port's MAC)")
 	f.StringVar(&cc.LinkMode, "cells-link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
