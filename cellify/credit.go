@@ -46,6 +46,18 @@ type SchedConfig struct {
 	// a VOQ may send beyond its grant, which the round trip's measure
 	// skips (they did not wait for the grant).
 	Lead uint64
+	// Ahead is what the sources' requests name beyond their backlog
+	// (CreditClientConfig.Ahead): a grant of those bytes is not waited
+	// for, so the round trip is measured only from a grant whose first
+	// byte (beyond the lead) was enqueued when it was asked for, and only
+	// the credit granted of the bytes enqueued (the last request's total
+	// less Ahead) counts as in flight. Credit ahead of the backlog stays
+	// with the source until bytes come to use it (they arrive at once,
+	// as the Lead's do): counted in flight, it held the window and a
+	// VOQ's share of it for as long as the source had nothing to send,
+	// and expired as lost. The egress queue may thus exceed MaxInFlight
+	// by the sources' Ahead as well as their Lead.
+	Ahead uint64
 	// InFlightExpire: credit of a VOQ from which nothing arrived for this
 	// long (ns) is taken for lost (cells lost in the fabric or dropped with
 	// a source), so that it no longer holds the window; a hole the
@@ -384,18 +396,28 @@ func (s *Scheduler) Lost(src EdgeID, class Class, bytes int) {
 	s.setFly(v)
 }
 
-// setFly recounts v's credit in flight: granted beyond what arrived
-// (bytes within the pre-credit never count).
+// setFly recounts v's credit in flight: granted of the bytes enqueued
+// (flyTop) beyond what arrived (bytes within the pre-credit never count).
 func (s *Scheduler) setFly(v *schedVOQ) {
 	var f uint64
-	if a := max(v.arrived, s.cfg.PreCredit); v.granted > a {
-		f = v.granted - a
+	if a, top := max(v.arrived, s.cfg.PreCredit), s.flyTop(v); top > a {
+		f = top - a
 	}
 	s.inflight += int(f) - int(v.fly)
 	v.fly = f
 	if f == 0 {
 		v.late = false // nothing owed: a late spell ends however the credit left
 	}
+}
+
+// flyTop is the end of v's credit that counts in flight: the grant, but
+// not beyond the bytes enqueued when the source last asked (its total less
+// Ahead).
+func (s *Scheduler) flyTop(v *schedVOQ) uint64 {
+	if s.cfg.Ahead == 0 {
+		return v.granted
+	}
+	return min(v.granted, v.req-min(v.req, s.cfg.Ahead))
 }
 
 // sample takes a measured round trip into the smoothed one (gains 1/8 and
@@ -536,7 +558,7 @@ func (s *Scheduler) expireFly(now int64) {
 		v := &s.voqs[i]
 		if v.fly > 0 && now-v.flyAt >= s.expire {
 			s.Stats.ExpiredBytes += v.fly
-			v.arrived, v.sampEnd = v.granted, 0
+			v.arrived, v.sampEnd = max(v.arrived, s.flyTop(v)), 0
 			s.setFly(v)
 		}
 	}
@@ -624,6 +646,16 @@ func (s *Scheduler) Request(now int64, src EdgeID, class Class, total uint64) {
 	}
 	v.req = total
 	s.setWant(v)
+	if s.cfg.MaxInFlight > 0 && s.cfg.Ahead > 0 {
+		// Credit granted ahead of the backlog counts in flight from
+		// the request that says bytes were enqueued to use it.
+		// (A stale expiry or late scan that this finds due passes over
+		// it: it starts its clock now.)
+		if v.fly == 0 {
+			v.flyAt = now
+		}
+		s.setFly(v)
+	}
 	if total <= v.granted {
 		if v.issued {
 			s.Stats.Repairs++
@@ -1055,7 +1087,7 @@ func (s *Scheduler) grant(now int64, vi int32) {
 	if s.cfg.MaxInFlight > 0 {
 		// The first byte this grant lets the source send (beyond what
 		// it had and its lead) measures the loop when it arrives.
-		if first := v.granted + s.cfg.Lead; v.sampEnd == 0 && v.granted+b > first && v.arrived <= first {
+		if first := v.granted + s.cfg.Lead; v.sampEnd == 0 && v.granted+b > first && v.arrived <= first && first+s.cfg.Ahead < v.req {
 			v.sampAt, v.sampEnd = now, first+1
 		}
 		if v.fly == 0 {

@@ -813,3 +813,44 @@ func TestCreditArrivedBeforeRequest(t *testing.T) {
 		t.Fatalf("granted %d, all of it and the lead arrived: %d bytes still in flight", granted, f)
 	}
 }
+
+// With Ahead the round trip is measured only from a grant whose first byte
+// beyond the lead was enqueued when asked for: a grant of the bytes a
+// request names beyond the backlog waits for the source's next message,
+// not for the loop.
+func TestCreditWindowAhead(t *testing.T) {
+	cfg := DefaultSchedConfig(1e9)
+	cfg.CreditSize, cfg.StopAbove, cfg.MaxInFlight = 10_000, 5_000, 50_000
+	cfg.Lead, cfg.Ahead = 1000, 4000
+	s, g := newSchedLog(t, cfg)
+	const src = EdgeID(2)
+	now := int64(credMs)
+	// 500 bytes enqueued (within the lead, sent): the grant is all ahead.
+	s.Request(now, src, 0, 500+4000)
+	s.Poll(now)
+	g.take(s)
+	if l := s.Loop(); l.InFlight != 500 {
+		t.Fatalf("credit in flight %d after a grant of 4500 with 500 enqueued, want 500: credit ahead of the backlog is not", l.InFlight)
+	}
+	now += 1000 * credUs
+	s.Arrived(now, src, 0, 2000)
+	if n := s.Stats.RTTSamples; n != 0 {
+		t.Fatalf("%d round trips measured from a grant ahead of the backlog", n)
+	}
+	// Unused for far longer than InFlightExpire: nothing expires.
+	now += 2 * s.expire
+	s.Poll(now)
+	if s.Stats.ExpiredBytes != 0 || s.Loop().InFlight != 0 {
+		t.Fatalf("credit ahead of the backlog expired (%d bytes) or in flight (%d)", s.Stats.ExpiredBytes, s.Loop().InFlight)
+	}
+	// 10000 bytes more enqueued: the grant's first byte beyond the lead
+	// was waiting.
+	s.Request(now, src, 0, 14500+4000)
+	s.Poll(now)
+	g.take(s)
+	now += 100 * credUs
+	s.Arrived(now, src, 0, 10_000)
+	if l := s.Loop(); s.Stats.RTTSamples != 1 || l.RTT != 100*credUs {
+		t.Fatalf("after a grant of waiting bytes: %d samples, %+v", s.Stats.RTTSamples, l)
+	}
+}

@@ -237,3 +237,37 @@ func wantRequest(t *testing.T, c *CreditClient, now int64, total uint64, what st
 		t.Fatalf("%s: send %v total %d, want a request for %d", what, send, got, total)
 	}
 }
+
+// With Ahead a request names that much beyond the backlog; the grant of it
+// is taken (not cut to the backlog) and covers the next bytes without a
+// request; what of it stays unused stays, however long (the scheduler
+// does not count it in flight), and the next bytes beyond it are asked for
+// with Ahead again.
+func TestCreditClientAhead(t *testing.T) {
+	cfg := CreditClientConfig{Lead: 4000, Ahead: 6000, Quantum: 16000, Refresh: 100 * credUs}
+	c := NewCreditClient(cfg)
+	c.Enqueue(3000)
+	c.OnSent(3000)
+	wantRequest(t, &c, 0, 9000, "backlog and Ahead")
+	if !c.Grant(9000) || c.Granted() != 9000 {
+		t.Fatalf("grant of the total asked: granted %d, want 9000", c.Granted())
+	}
+	if c.Allowed() != 10000 {
+		t.Fatalf("allowed %d, want granted + lead − sent = 10000", c.Allowed())
+	}
+	c.Enqueue(2000)
+	c.OnSent(2000)
+	if send, _, next := c.Poll(10); send || next != math.MaxInt64 {
+		t.Fatalf("backlog within the grant: send %v next %d, want no request and no timer", send, next)
+	}
+	if send, _, next := c.Poll(1 << 40); send || next != math.MaxInt64 || c.Allowed() != 4000+cfg.Lead {
+		t.Fatalf("long after: send %v next %d allowed %d, want the credit ahead kept (allowed %d)", send, next, c.Allowed(), 4000+cfg.Lead)
+	}
+	c.Enqueue(4100)
+	wantRequest(t, &c, 1<<40, 9100+6000, "beyond the grant")
+	// A grant beyond the total asked is cut to it.
+	c.Grant(20000)
+	if c.Granted() != 15100 || c.Stats.GrantsClamped != 1 {
+		t.Fatalf("granted %d (clamped %d), want 15100", c.Granted(), c.Stats.GrantsClamped)
+	}
+}

@@ -26,6 +26,7 @@ type creditLoop struct {
 	// source, the bytes that left the port.
 	fifo []loopQueued
 	out  []float64
+	got  []uint64 // per source, bytes arrived at the egress
 
 	// stall: per source, since when backlog beyond the grant has waited
 	// without the grant growing; longest such wait.
@@ -63,6 +64,7 @@ func newCreditLoop(t testing.TB, cfg SchedConfig, ccfg CreditClientConfig, sourc
 		stallFrom: make([]int64, sources),
 		asleep:    make([]int64, sources),
 		out:       make([]float64, sources),
+		got:       make([]uint64, sources),
 	}
 	for range sources {
 		l.cl = append(l.cl, NewCreditClient(ccfg))
@@ -103,6 +105,7 @@ func (l *creditLoop) step(dt int64) {
 		n++
 		l.egress += float64(d.bytes)
 		l.fifo = append(l.fifo, loopQueued{d.src, float64(d.bytes)})
+		l.got[d.src-1] += d.bytes
 		l.s.Arrived(now, d.src, 0, int(d.bytes))
 	}
 	l.data = l.data[n:]
@@ -468,5 +471,62 @@ func TestCreditLoopWindowSourcesFair(t *testing.T) {
 				t.Errorf("port busy %.3f, want ≥ 0.98", busy)
 			}
 		})
+	}
+}
+
+// TestCreditLoopAheadAfterChatter: two sources with Ahead send a few small
+// frames with pauses beyond AheadHold between them (a TCP handshake, a
+// control connection's messages), then each saturates a 100 Mbit/s port.
+// Through the bulk the loop's measure stays near the loop (two one-way
+// delays and the step), the credit in flight counts only the bytes that
+// can still arrive, and the sources share the port evenly: credit granted
+// ahead of a source's backlog and never used must not leave the
+// scheduler's count of what arrived behind the source's numbering of its
+// bytes (each round trip then measured up to the bytes it lags, and the
+// credit of the source that lagged more counted in flight for good).
+func TestCreditLoopAheadAfterChatter(t *testing.T) {
+	cfg := DefaultSchedConfig(100e6)
+	cfg.CreditSize, cfg.MaxBurst, cfg.MaxBurstTime = 64<<10, 8, 10*credMs
+	cfg.StopAbove, cfg.MaxInFlight = 4*cfg.CreditSize, 2<<20
+	cfg.Lead, cfg.Ahead = 4096, 4096
+	ccfg := DefaultCreditClientConfig()
+	ccfg.Quantum = uint64(cfg.CreditSize)
+	ccfg.Lead, ccfg.Ahead = cfg.Lead, cfg.Ahead
+	const dt, bulk, end = 10 * credUs, 60 * credMs, 300 * credMs
+	l := newCreditLoop(t, cfg, ccfg, 2, 0, 1)
+	per := int(cfg.Rate * float64(dt) * 1e-9 / 8)
+	var arrived [2]uint64
+	var maxRTT int64
+	l.run(end, dt, func(l *creditLoop) {
+		for i := range l.cl {
+			switch {
+			case l.now < bulk:
+				// Source i: a 300-byte frame every 7+i ms.
+				if l.now%(int64(7+i)*credMs) == 0 {
+					l.cl[i].Enqueue(300)
+				}
+			case l.cl[i].Enqueued()-l.cl[i].Sent() < 1<<20:
+				l.cl[i].Enqueue(per)
+			}
+		}
+	}, func(l *creditLoop) {
+		if l.now == bulk+50*credMs {
+			copy(arrived[:], l.got)
+		}
+		if l.now > bulk+50*credMs {
+			maxRTT = max(maxRTT, l.s.Loop().RTT)
+		}
+	})
+	var sh [2]float64
+	for i := range sh {
+		sh[i] = float64(l.got[i] - arrived[i])
+	}
+	share := sh[0] / (sh[0] + sh[1])
+	t.Logf("loop %+v (largest smoothed RTT %d us), share of source 1 %.3f", l.s.Loop(), maxRTT/credUs, share)
+	if maxRTT > 200*credUs {
+		t.Errorf("the loop measured up to %d us through the bulk, want ≤ 200 (the loop is %d us)", maxRTT/credUs, 2*l.delay/credUs)
+	}
+	if math.Abs(share-0.5) > 0.025 {
+		t.Errorf("source 1 had %.3f of the port through the bulk, want 0.5 ± 0.025", share)
 	}
 }

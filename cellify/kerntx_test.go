@@ -416,3 +416,61 @@ func TestKernelEdgeLowMark(t *testing.T) {
 		}
 	}
 }
+
+// With Ahead the kernel's short messages make a credit loop per Ahead plus
+// half the Lead bytes instead of per half the Lead, never beyond grant and
+// lead; credit left unused stays with the kernel through a pause, and the
+// bytes after it are asked for above the grant.
+func TestKernelEdgeAhead(t *testing.T) {
+	const lead = 4000
+	loops := map[uint64]uint64{}
+	for _, ahead := range []uint64{0, 8000} {
+		k := newKernNet(t, 3, func(c *NodeConfig) {
+			c.Packing, c.CellPayload = false, 700
+			c.Client.Lead, c.Client.Ahead = lead, ahead
+		})
+		e1 := k.nodes[0]
+		for i := range 300 {
+			k.hostK(hostFrame(1, 2, 0, i, 150))
+			k.run(20*nodeUs, 10*nodeUs)
+			k.checkCredit("short messages")
+		}
+		var q *nodeVOQ
+		for _, v := range e1.list {
+			if v.k != nil && v.cc != nil && v.cc.Stats.Requests > 0 {
+				q = v
+			}
+		}
+		if q == nil {
+			t.Fatalf("ahead %d: no VOQ asked for credit", ahead)
+		}
+		loops[ahead] = q.cc.Stats.Requests
+		t.Logf("ahead %d: requests %d, kernel %+v, node %+v", ahead, q.cc.Stats.Requests, k.m.C, e1.KernelStats())
+		if k.m.C.Sent < 290 {
+			t.Fatalf("ahead %d: the kernel sent %d of 300 frames", ahead, k.m.C.Sent)
+		}
+		if ahead == 0 {
+			continue
+		}
+		k.run(20000*nodeUs, 100*nodeUs)
+		k.checkCredit("after a pause")
+		if !q.k.given {
+			t.Fatal("the VOQ was taken from the kernel")
+		}
+		granted := q.cc.Granted()
+		for i := range 100 {
+			k.hostK(hostFrame(1, 2, 0, 300+i, 150))
+			k.run(20*nodeUs, 10*nodeUs)
+			k.checkCredit("after the pause")
+		}
+		k.run(20000*nodeUs, 100*nodeUs)
+		if q.cc.Granted() <= granted {
+			t.Fatalf("nothing granted after the pause: granted %d", granted)
+		}
+		got := k.got[[2]int{1, 0}]
+		checkInOrder(t, byFlow(got, 1)[0], 400, "ahead")
+	}
+	if loops[8000]*2 > loops[0] {
+		t.Fatalf("requests with Ahead %d, without %d: want at most half", loops[8000], loops[0])
+	}
+}

@@ -159,7 +159,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		for p := range cfg.HostPorts {
 			sc := cfg.Sched
 			sc.Port, sc.Rate = uint8(p), cfg.HostRate[p]
-			sc.Lead = cfg.Client.Lead
+			sc.Lead, sc.Ahead = cfg.Client.Lead, cfg.Client.Ahead
 			s, err := NewScheduler(sc)
 			if err != nil {
 				return nil, err

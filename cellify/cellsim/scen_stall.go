@@ -23,7 +23,7 @@ func stallCfg(buf int) func(*Node, *cellify.NodeConfig) {
 		c.Sched.StopAbove = min(4*stallCredit, buf/4)
 		c.Sched.MaxInFlight = max(buf, stallCredit)
 		c.Client.Quantum = stallCredit
-		c.Client.Lead = 4096
+		c.Client.Lead, c.Client.Ahead = 4096, 4096
 		c.RingBytes = 2 << 20
 		c.Reach.Th, c.Reach.ThUp = 20, 3
 		c.Reasm.Timeout = 30 * ms

@@ -112,6 +112,13 @@ type Config struct {
 	// after an idle spell do not wait a credit round trip. 0: the default
 	// (DefaultPreCredit); negative: none.
 	PreCredit int
+	// CreditAhead is the bytes a VOQ's credit request names beyond its
+	// backlog (cellify.CreditClientConfig.Ahead): granted and paced by
+	// the scheduler (counted in flight once bytes are enqueued to use
+	// them), they make a credit loop per CreditAhead plus half the
+	// pre-credit bytes of a short flow's traffic instead of per half the
+	// pre-credit. 0: the default (DefaultCreditAhead); negative: none.
+	CreditAhead int
 
 	// flags are what the flags the other way round fill (flags.go).
 	flags cellsFlags
@@ -139,6 +146,11 @@ const (
 	// DefaultPreCredit is the standing pre-credit of a VOQ: two
 	// full-size frames' records.
 	DefaultPreCredit = 4096
+	// DefaultCreditAhead is what a credit request names beyond the
+	// backlog: on the bundle, 143-byte TCP flows back to back made a
+	// credit loop (three worker wakeups) every three flows with none, one
+	// every ten with it.
+	DefaultCreditAhead = 4096
 	// MinCellSize is the least --cells-size: a cell carries at least as
 	// much payload as its own header.
 	MinCellSize = cellify.CellHeaderLen
@@ -187,6 +199,7 @@ func (c *Config) defaults(edge bool) error {
 	}
 	c.HostRate = cmp.Or(c.HostRate, defaultCellHostRate)
 	c.PreCredit = cmp.Or(c.PreCredit, DefaultPreCredit)
+	c.CreditAhead = cmp.Or(c.CreditAhead, DefaultCreditAhead)
 	return c.parseClasses()
 }
 

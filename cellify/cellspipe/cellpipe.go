@@ -203,6 +203,7 @@ func newCellPipelineEdge(w *dataplane.Worker, fwd *bpf.CellFwd, e *cellEdgePrep)
 	}
 	nc.Client.Quantum = cellCredit
 	nc.Client.Lead = uint64(max(cc.PreCredit, 0))
+	nc.Client.Ahead = uint64(max(cc.CreditAhead, 0))
 	limited := make([]bool, len(ps.Hosts))
 	for k, port := range ps.Hosts {
 		pl.avgLen8[k] = 8 * 1514

@@ -16,6 +16,7 @@ func init() {
 type cellsFlags struct {
 	credits, packing bool
 	preCredit        int
+	creditAhead      int
 }
 
 // declareFlags declares mode cells' flags (--cells-*) into f, filling c's
@@ -27,6 +28,7 @@ func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
 	f.IntVar(&cc.CellSize, "cells-size", 0, "cells: payload bytes per cell, at least 20 (default: what fits the smallest link MTU, 1494 at the testbed's 1526)")
 	f.BoolVar(&fl.credits, "cells-credits", true, "cells: cells leave within the destination's credit grants (pull); false: as frames arrive (push)")
 	f.IntVar(&fl.preCredit, "cells-pre-credit", DefaultPreCredit, "cells: bytes each VOQ may send ahead of its grant, so a packet after an idle spell skips the credit round trip; 0: none")
+	f.IntVar(&fl.creditAhead, "cells-credit-ahead", DefaultCreditAhead, "cells: bytes a VOQ's credit request names beyond its backlog (granted and paced by the destination, not counted in flight until bytes use it), so a short flow's traffic asks for credit less often; 0: none")
 	f.BoolVar(&fl.packing, "cells-packing", true, "cells: pack a queue's frames back to back into cells; false: each frame's bytes in cells of their own")
 	f.Uint16Var(&cc.NodeID, "cells-node-id", 0, "cells: this node's fabric address: 1-1023 for an edge, 1-65535 for a fabric node (default: from the first port's MAC)")
 	f.StringVar(&cc.LinkMode, "cells-link-mode", "none", "cells: what runs under the cells on each link: none, lg, lgnb, monitor or fec (see above)")
@@ -39,7 +41,7 @@ func declareFlags(f *pflag.FlagSet, c *dataplane.Config) {
 	f.StringVar(&cc.ClassMap, "cells-class-map", "", "cells, with --cells-loss-classes: traffic class → loss class, tc=k,... (tc: 802.1p priority, or DSCP/8 for untagged IP), e.g. 5=1")
 }
 
-// checkFlags sets Config's NoCredits, NoPacking and PreCredit from
+// checkFlags sets Config's NoCredits, NoPacking, PreCredit and CreditAhead from
 // their flags.
 func checkFlags(_ *pflag.FlagSet, c *dataplane.Config) error {
 	cc := ConfigOf(c)
@@ -47,6 +49,13 @@ func checkFlags(_ *pflag.FlagSet, c *dataplane.Config) error {
 	cc.NoCredits, cc.NoPacking = !fl.credits, !fl.packing
 	if fl.preCredit < 0 {
 		return fmt.Errorf("--cells-pre-credit %d: want bytes ≥ 0 (0: none)", fl.preCredit)
+	}
+	if fl.creditAhead < 0 {
+		return fmt.Errorf("--cells-credit-ahead %d: want bytes ≥ 0 (0: none)", fl.creditAhead)
+	}
+	cc.CreditAhead = fl.creditAhead
+	if fl.creditAhead == 0 {
+		cc.CreditAhead = -1 // none
 	}
 	cc.PreCredit = fl.preCredit
 	if fl.preCredit == 0 {
