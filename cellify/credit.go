@@ -1004,11 +1004,13 @@ func (s *Scheduler) aheadOfWaiting(vi int32) bool {
 
 // waitDue is when a grant held by aheadOfWaiting is due at the latest:
 // when the port's queue, draining at the port's rate, falls to the loop's
-// worth and a quarter credit (the caller's reports of the queue, and the
-// waited-for VOQ's request, usually come first).
+// worth (the caller's reports of the queue, and the waited-for VOQ's
+// request, usually come first). The hold needs a quarter credit more than
+// that queued, so the deadline is never now: a queue reported exactly at
+// the hold's bound made Poll return now, and a worker sleeping until its
+// next deadline spun on it.
 func (s *Scheduler) waitDue(now int64) int64 {
-	over := s.egressQ - s.loop - s.minGrant()
-	return now + int64(float64(max(over, 0))*8e9/s.cfg.Rate)
+	return now + max(int64(float64(s.egressQ-s.loop)*8e9/s.cfg.Rate), 1)
 }
 
 // owedIn returns the VOQ of ring r owed the most turns that may be served

@@ -854,3 +854,28 @@ func TestCreditWindowAhead(t *testing.T) {
 		t.Fatalf("after a grant of waiting bytes: %d samples, %+v", s.Stats.RTTSamples, l)
 	}
 }
+
+// TestSchedWaitDeadline: a grant held for a VOQ whose window is in the
+// port's queue (aheadOfWaiting: the queue holds at least the loop's worth
+// and a quarter credit) comes due when the queue has drained to the
+// loop's worth, never at once. With the queue exactly at the hold's bound
+// the deadline was now, which Poll returned, and a worker sleeping until
+// its next deadline spun on it.
+func TestSchedWaitDeadline(t *testing.T) {
+	cfg := DefaultSchedConfig(100e6)
+	cfg.CreditSize, cfg.MaxInFlight = 64<<10, 2<<20
+	s, g := newSchedLog(t, cfg)
+	now := int64(credMs)
+	s.Request(now, 1, 0, 64<<10)
+	s.Poll(now)
+	g.take(s)
+	now += 100 * credUs
+	s.Arrived(now, 1, 0, 64<<10) // the loop measured
+	for _, q := range []int{s.loop + s.minGrant(), s.loop + 100<<10} {
+		s.SetEgressQueue(q)
+		want := now + int64(float64(q-s.loop)*8e9/cfg.Rate)
+		if d := s.waitDue(now); d <= now || d > want+1 {
+			t.Errorf("queue %d bytes (loop %d): a held grant due at %d, want after now (%d), by %d", q, s.loop, d, now, want)
+		}
+	}
+}
