@@ -326,7 +326,14 @@ func TestCellsFabric3(t *testing.T) {
 			t.Errorf("%s: reassembly discarded %d records of %d delivered", n, s.ReasmDiscards, s.ReasmDelivered)
 		}
 		s.ReasmDiscards, s.ReasmTimeouts = 0, 0
-		var noRoute0 uint64
+		// Frames that found no route before the measured traffic met a
+		// node whose REACH tables were still filling while the pings
+		// waited for the fabric (under make test's load e3 dropped 7
+		// so, with no link excluded). During iperf3, none.
+		noRoute0 := before[n].Node.NoRoute
+		if noRoute0 > 0 {
+			t.Logf("%s: %d frames found no route while the fabric came up", n, noRoute0)
+		}
 		if exclusions > 0 && s.Node.NoRoute > 0 && s.Node.NoRoute*100 <= s.Node.Delivered+s.Node.Forwarded {
 			t.Logf("%s: %d frames found no route while %d exclusions took links out (allowed: at most 1 %% of what it carried)", n, s.Node.NoRoute, exclusions)
 			noRoute0 = s.Node.NoRoute
