@@ -44,6 +44,21 @@ func schedBusy(t testing.TB, cfg SchedConfig, total uint64, until int64, srcs ..
 	return s, g, pollUntil(s, g, 0, until, nil, 0)
 }
 
+// schedLoopMeasured returns a scheduler of cfg (with the credit window)
+// and its grant log, its loop measured: source 1 asked for bytes at 1 ms,
+// was granted them, and they arrived 100 µs later (now, returned).
+func schedLoopMeasured(t testing.TB, cfg SchedConfig, bytes int) (*Scheduler, *grantLog, int64) {
+	t.Helper()
+	s, g := newSchedLog(t, cfg)
+	now := int64(credMs)
+	s.Request(now, 1, 0, uint64(bytes))
+	s.Poll(now)
+	g.take(s)
+	now += 100 * credUs
+	s.Arrived(now, 1, 0, bytes)
+	return s, g, now
+}
+
 // newSchedLog returns a scheduler of cfg and a log for its grants.
 func newSchedLog(t testing.TB, cfg SchedConfig) (*Scheduler, *grantLog) {
 	t.Helper()
@@ -726,13 +741,7 @@ func TestSchedByteFair(t *testing.T) {
 func TestSchedHandBounded(t *testing.T) {
 	cfg := DefaultSchedConfig(1e9)
 	cfg.CreditSize, cfg.StopAbove, cfg.MaxInFlight = 64<<10, 256<<10, 2<<20
-	s, g := newSchedLog(t, cfg)
-	now := int64(credMs)
-	s.Request(now, 1, 0, 8<<10)
-	s.Poll(now)
-	g.take(s)
-	now += 100 * credUs
-	s.Arrived(now, 1, 0, 8<<10) // the loop measured
+	s, g, now := schedLoopMeasured(t, cfg, 8<<10)
 	loop := s.Loop().Window - cfg.StopAbove
 	if loop <= 0 || loop > 100<<10 {
 		t.Fatalf("the loop's credit %d bytes (window %d)", loop, s.Loop().Window)
@@ -864,13 +873,7 @@ func TestCreditWindowAhead(t *testing.T) {
 func TestSchedWaitDeadline(t *testing.T) {
 	cfg := DefaultSchedConfig(100e6)
 	cfg.CreditSize, cfg.MaxInFlight = 64<<10, 2<<20
-	s, g := newSchedLog(t, cfg)
-	now := int64(credMs)
-	s.Request(now, 1, 0, 64<<10)
-	s.Poll(now)
-	g.take(s)
-	now += 100 * credUs
-	s.Arrived(now, 1, 0, 64<<10) // the loop measured
+	s, _, now := schedLoopMeasured(t, cfg, 64<<10)
 	for _, q := range []int{s.loop + s.minGrant(), s.loop + 100<<10} {
 		s.SetEgressQueue(q)
 		want := now + int64(float64(q-s.loop)*8e9/cfg.Rate)
