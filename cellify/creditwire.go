@@ -18,8 +18,12 @@ import (
 //	30  2  dst epoch: the destination's session nonce with the source,
 //	       drawn when it first grants it and whenever it restarts the
 //	       source's totals (0: none, or not known yet)
-//	32  4  CRC-32C over bytes 22..31 and the entries
-//	36  -  count × 10-byte entries: port 1, class 1, total 8
+//	32  4  lead: the sender's standing pre-credit per VOQ, bytes
+//	       (--cells-pre-credit)
+//	36  4  ahead: what the sender's requests name beyond their backlog,
+//	       bytes (--cells-credit-ahead)
+//	40  4  CRC-32C over bytes 22..39 and the entries
+//	44  -  count × 10-byte entries: port 1, class 1, total 8
 //
 // Total is cumulative: in a request the bytes ever enqueued on VOQ (dst,
 // port, class), in a grant the bytes ever granted to it. A lost or repeated
@@ -27,13 +31,18 @@ import (
 // the session the two epochs name: a request carries its sender's epoch
 // and the session nonce last heard, a grant both as the destination knows
 // them, so that neither end takes a total from before the other restarted.
+// Lead and ahead are the sender's credit settings, which the two edges of a
+// VOQ must share (the destination's scheduler counts the source's lead and
+// ahead in its credit in flight): each edge compares its peers' with its
+// own (Node.CreditSettingsPeer).
 // Frames shorter than seqhdr.MinFrameLen are zero-padded.
 
 // Credit frame sizes.
 const (
-	creditHeadLen    = 14
+	creditHeadLen    = 22
+	creditSumAt      = creditHeadLen - 4 // the CRC-32C, over the header before it and the entries
 	CreditEntryLen   = 10
-	MaxCreditEntries = 128 // 1316 bytes: fits a 1500-byte link MTU
+	MaxCreditEntries = 128 // 1324 bytes: fits a 1500-byte link MTU
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -51,6 +60,7 @@ type CreditFrame struct {
 	Grant    bool
 	Src, Dst EdgeID
 	Epochs   CreditEpochs
+	Settings CreditSettings
 	N        int // entries
 	entries  []byte
 }
@@ -59,6 +69,13 @@ type CreditFrame struct {
 // destination's session nonce with it (0: none, or not known yet).
 type CreditEpochs struct {
 	Src, Dst uint16
+}
+
+// CreditSettings are the credit settings of a credit frame's sender, which
+// the two edges of a VOQ must share.
+type CreditSettings struct {
+	Lead  uint32 // bytes a VOQ sends beyond its grant (--cells-pre-credit)
+	Ahead uint32 // bytes a request names beyond the backlog (--cells-credit-ahead)
 }
 
 // Entry returns entry i (0 ≤ i < N).
@@ -72,15 +89,15 @@ func CreditFrameLen(n int) int {
 	return max(Off+creditHeadLen+n*CreditEntryLen, seqhdr.MinFrameLen)
 }
 
-// PutCredit writes a whole credit frame without epochs but its MACs and
-// returns its length.
+// PutCredit writes a whole credit frame without epochs and settings but its
+// MACs and returns its length.
 func PutCredit(frame []byte, grant bool, src, dst EdgeID, entries []CreditEntry) (int, error) {
-	return PutCreditEpochs(frame, grant, src, dst, CreditEpochs{}, entries)
+	return PutCreditEpochs(frame, grant, src, dst, CreditEpochs{}, CreditSettings{}, entries)
 }
 
 // PutCreditEpochs writes a whole credit frame but its MACs and returns its
 // length.
-func PutCreditEpochs(frame []byte, grant bool, src, dst EdgeID, ep CreditEpochs, entries []CreditEntry) (int, error) {
+func PutCreditEpochs(frame []byte, grant bool, src, dst EdgeID, ep CreditEpochs, set CreditSettings, entries []CreditEntry) (int, error) {
 	n := len(entries)
 	if src == 0 || dst == 0 {
 		return 0, ErrEdge
@@ -103,6 +120,8 @@ func PutCreditEpochs(frame []byte, grant bool, src, dst EdgeID, ep CreditEpochs,
 	b[5] = 0
 	binary.BigEndian.PutUint16(b[6:], ep.Src)
 	binary.BigEndian.PutUint16(b[8:], ep.Dst)
+	binary.BigEndian.PutUint32(b[10:], set.Lead)
+	binary.BigEndian.PutUint32(b[14:], set.Ahead)
 	for i := range entries {
 		e := &entries[i]
 		if e.Class >= Classes {
@@ -114,7 +133,7 @@ func PutCreditEpochs(frame []byte, grant bool, src, dst EdgeID, ep CreditEpochs,
 		binary.BigEndian.PutUint64(p[2:], e.Total)
 	}
 	end := creditHeadLen + n*CreditEntryLen
-	binary.BigEndian.PutUint32(b[10:], sum2(b[:10], b[creditHeadLen:end]))
+	binary.BigEndian.PutUint32(b[creditSumAt:], sum2(b[:creditSumAt], b[creditHeadLen:end]))
 	return pad(frame, Off+end), nil
 }
 
@@ -137,13 +156,14 @@ func ParseCredit(frame []byte) (CreditFrame, error) {
 	if len(b) < end {
 		return c, ErrShort
 	}
-	if sum2(b[:10], b[creditHeadLen:end]) != binary.BigEndian.Uint32(b[10:]) {
+	if sum2(b[:creditSumAt], b[creditHeadLen:end]) != binary.BigEndian.Uint32(b[creditSumAt:]) {
 		return c, ErrChecksum
 	}
 	c.Grant = t == seqhdr.TypeCreditGrant
 	c.Src = EdgeID(binary.BigEndian.Uint16(b[0:]))
 	c.Dst = EdgeID(binary.BigEndian.Uint16(b[2:]))
 	c.Epochs = CreditEpochs{Src: binary.BigEndian.Uint16(b[6:]), Dst: binary.BigEndian.Uint16(b[8:])}
+	c.Settings = CreditSettings{Lead: binary.BigEndian.Uint32(b[10:]), Ahead: binary.BigEndian.Uint32(b[14:])}
 	if c.Src == 0 || c.Dst == 0 {
 		return CreditFrame{}, ErrEdge
 	}

@@ -83,22 +83,22 @@ func FuzzCredit(f *testing.F) {
 	f.Add(bytes.Clone(b[:n]))
 	f.Add(b[:Off+creditHeadLen])
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		fuzzSealed(t, frame, creditHeadLen, func(b []byte) int { return int(b[Off+4]) * CreditEntryLen }, fuzzCredit)
+		fuzzSealed(t, frame, creditHeadLen, creditSumAt, func(b []byte) int { return int(b[Off+4]) * CreditEntryLen }, fuzzCredit)
 	})
 }
 
 // fuzzSealed runs check on frame, then, if it holds a header of headLen,
-// on a copy whose CRC-32C (at Off+10, over the header's first 10 bytes and
-// the body the header claims, bodyLen, as far as the frame goes) is made
-// right, so that the parser gets past its checksum.
-func fuzzSealed(t *testing.T, frame []byte, headLen int, bodyLen func([]byte) int, check func(*testing.T, []byte)) {
+// on a copy whose CRC-32C (at Off+sumAt, over the header's bytes before it
+// and the body the header claims, bodyLen, as far as the frame goes) is
+// made right, so that the parser gets past its checksum.
+func fuzzSealed(t *testing.T, frame []byte, headLen, sumAt int, bodyLen func([]byte) int, check func(*testing.T, []byte)) {
 	check(t, frame)
 	if len(frame) < Off+headLen {
 		return
 	}
 	frame = bytes.Clone(frame)
 	end := min(len(frame), Off+headLen+bodyLen(frame))
-	binary.BigEndian.PutUint32(frame[Off+10:], sum2(frame[Off:Off+10], frame[Off+headLen:end]))
+	binary.BigEndian.PutUint32(frame[Off+sumAt:], sum2(frame[Off:Off+sumAt], frame[Off+headLen:end]))
 	check(t, frame)
 }
 
@@ -112,7 +112,7 @@ func fuzzCredit(t *testing.T, frame []byte) {
 		es[i] = c.Entry(i)
 	}
 	out := make([]byte, CreditFrameLen(c.N))
-	n, err := PutCredit(out, c.Grant, c.Src, c.Dst, es)
+	n, err := PutCreditEpochs(out, c.Grant, c.Src, c.Dst, c.Epochs, c.Settings, es)
 	if err != nil {
 		t.Fatalf("re-encode of %+v: %v", c, err)
 	}
@@ -134,7 +134,7 @@ func FuzzReach(f *testing.F) {
 	n, _ = PutReach(b, &Reach{Node: 9, Role: RoleFabric, Class: 2, Classes: true, Edges: 10, Bitmap: []byte{2, 0, 6, 0, 14, 3}})
 	f.Add(bytes.Clone(b[:n]))
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		fuzzSealed(t, frame, reachHeadLen, func(b []byte) int {
+		fuzzSealed(t, frame, reachHeadLen, 10, func(b []byte) int {
 			return reachBitmaps(b[Off+3]&ReachClasses != 0) * ((int(binary.BigEndian.Uint16(b[Off+8:])) + 7) / 8)
 		}, fuzzReach)
 	})

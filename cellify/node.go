@@ -71,9 +71,10 @@ type Node struct {
 	srcEp     []peerEpoch // per edge id: other edges as sources
 	dstEp     []peerEpoch // ... as destinations of this edge's VOQs (session nonces)
 	sess      []uint16    // per edge id: the schedulers' session nonce with it as a source
-	noRoute   bool        // a VOQ waits for a route
-	allocWait bool        // a VOQ waits for a buffer
-	linkWait  bool        // a VOQ waits for room on its links (retried at every Poll: room comes with the link's events)
+	settings  nodeSettings
+	noRoute   bool // a VOQ waits for a route
+	allocWait bool // a VOQ waits for a buffer
+	linkWait  bool // a VOQ waits for room on its links (retried at every Poll: room comes with the link's events)
 
 	// The kernel path of the ingress edge (kerntx.go; nil: off).
 	kern     EdgeKernel
@@ -170,6 +171,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		n.egressQ, n.egressRep = make([]int, cfg.HostPorts), make([]bool, cfg.HostPorts)
 		n.reasm.SetSkipped(n.skipped)
 		n.cfg.Client.PreCredit = cfg.Sched.PreCredit
+		n.settings.init(n.cfg.Client, rc.MaxEdges)
 	}
 	return n, nil
 }

@@ -445,3 +445,85 @@ func TestNodeHeldCellsCountPerPort(t *testing.T) {
 		t.Errorf("port 1's scheduler sees %d bytes queued for port 0's held cells", q)
 	}
 }
+
+// Two edges whose credit settings differ each count the other's credit
+// frames and name it once, with both settings; equal settings count nothing.
+func TestCreditSettingsDiffer(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		lead, ahead uint64 // edge 2's; edge 1 keeps the defaults
+	}{
+		{"same", 0, 0},
+		{"pre-credit", 8192, 0},
+		{"ahead", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var def CreditClientConfig
+			n := newBundle(t, 2, func(c *NodeConfig) {
+				def = c.Client
+				if c.Self == 2 {
+					c.Client.Lead += tc.lead
+					c.Client.Ahead += tc.ahead
+				}
+			})
+			for i := range 40 {
+				n.host(0, 0, hostFrame(1, 2, 0, i, 1500))
+				n.host(1, 0, hostFrame(2, 1, 0, i, 1500))
+				n.run(4*nodeUs, nodeUs)
+			}
+			n.run(500*nodeUs, nodeUs)
+			one := CreditSettings{Lead: uint32(def.Lead), Ahead: uint32(def.Ahead)}
+			two := CreditSettings{Lead: uint32(def.Lead + tc.lead), Ahead: uint32(def.Ahead + tc.ahead)}
+			for i, nd := range n.nodes {
+				if nd.Stats.CreditReqRx == 0 || nd.Stats.CreditGrantRx == 0 {
+					t.Fatalf("edge %d heard no credit frames: %+v", i+1, nd.Stats)
+				}
+				found, peer, theirs, ours := nd.SettingsDiffer()
+				if tc.lead == 0 && tc.ahead == 0 {
+					if nd.Stats.SettingsDiffer != 0 || found != 0 {
+						t.Fatalf("edge %d: %d frames and %d findings with equal settings", i+1, nd.Stats.SettingsDiffer, found)
+					}
+					continue
+				}
+				want, wantOurs := two, one
+				if i == 1 {
+					want, wantOurs = one, two
+				}
+				if nd.Stats.SettingsDiffer != nd.Stats.CreditReqRx+nd.Stats.CreditGrantRx || found != 1 ||
+					peer != EdgeID(2-i) || theirs != want || ours != wantOurs {
+					t.Fatalf("edge %d: %d of %d frames differ, found %d, peer %d with %+v (ours %+v), want %+v (ours %+v)",
+						i+1, nd.Stats.SettingsDiffer, nd.Stats.CreditReqRx+nd.Stats.CreditGrantRx, found, peer, theirs, ours, want, wantOurs)
+				}
+			}
+		})
+	}
+}
+
+// A peer's settings are reported at each change to other values than this
+// edge's, not at each frame; one that comes back to this edge's and leaves
+// them again is reported again.
+func TestCreditSettingsChanges(t *testing.T) {
+	n := newBundle(t, 1, nil)
+	e := n.nodes[0]
+	own := e.settings.own
+	other := CreditSettings{Lead: own.Lead + 1, Ahead: own.Ahead}
+	for i, step := range []struct {
+		peer  EdgeID
+		set   CreditSettings
+		found uint64
+	}{
+		{2, own, 0}, {2, other, 1}, {2, other, 1}, {2, own, 1}, {2, other, 2},
+		{3, other, 3}, {3, other, 3}, {60000, other, 3}, // beyond the table: counted, not kept
+	} {
+		e.heardSettings(step.peer, step.set)
+		if found, _, _, _ := e.SettingsDiffer(); found != step.found {
+			t.Fatalf("step %d: found %d, want %d", i, found, step.found)
+		}
+	}
+	if e.Stats.SettingsDiffer != 6 {
+		t.Fatalf("%d frames counted, want 6", e.Stats.SettingsDiffer)
+	}
+	if _, peer, theirs, _ := e.SettingsDiffer(); peer != 3 || theirs != other {
+		t.Fatalf("last finding %d %+v", peer, theirs)
+	}
+}

@@ -325,7 +325,7 @@ func (n *Node) sendCredit(grant bool, src, dst EdgeID, e CreditEntry) {
 	}
 	b := n.mem.Bytes(h, size)
 	n.entry[0] = e
-	fl, err := PutCreditEpochs(b, grant, src, dst, n.creditEpochs(grant, src, dst), n.entry[:])
+	fl, err := PutCreditEpochs(b, grant, src, dst, n.creditEpochs(grant, src, dst), n.settings.own, n.entry[:])
 	if err != nil { // cannot happen: entries come from valid keys
 		n.free(link.Frame{H: h, Len: size})
 		return
@@ -573,6 +573,7 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 			return
 		}
 		n.Stats.CreditGrantRx++
+		n.heardSettings(c.Dst, c.Settings)
 		for i := range c.N {
 			e := c.Entry(i)
 			q := n.nv[VOQKey{Dst: c.Dst, Port: e.Port, Class: e.Class}]
@@ -607,6 +608,7 @@ func (n *Node) rxCreditEdge(c *CreditFrame) {
 		return
 	}
 	n.Stats.CreditReqRx++
+	n.heardSettings(c.Src, c.Settings)
 	for i := range c.N {
 		e := c.Entry(i)
 		if int(e.Port) >= len(n.sched) {

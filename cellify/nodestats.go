@@ -47,6 +47,10 @@ type NodeStats struct {
 	CreditGrantTx, CreditGrantRx uint64
 	UnknownVOQ                   uint64 // grant entries for no VOQ of this edge
 	CreditsOff                   uint64 // credit frames at an edge without credits (dropped)
+	// SettingsDiffer counts credit frames from edges whose credit settings
+	// (--cells-pre-credit, --cells-credit-ahead) differ from this edge's
+	// (taken all the same; Node.SettingsDiffer names the last such edge).
+	SettingsDiffer uint64
 
 	// Epochs (edge): other edges' boots.
 	PeerRestarts  uint64 // new boots of other edges seen as sources: their totals restart under a new session

@@ -208,12 +208,13 @@ func TestCreditRoundTrip(t *testing.T) {
 		grant := n%2 == 0
 		f := make([]byte, 2000)
 		ep := CreditEpochs{Src: uint16(rng.Uint32()), Dst: uint16(rng.Uint32())}
-		l, err := PutCreditEpochs(f, grant, 4, 9, ep, es)
+		set := CreditSettings{Lead: rng.Uint32(), Ahead: rng.Uint32()}
+		l, err := PutCreditEpochs(f, grant, 4, 9, ep, set, es)
 		if err != nil || l != CreditFrameLen(n) || l < seqhdr.MinFrameLen {
 			t.Fatalf("n=%d: length %d, %v", n, l, err)
 		}
 		c, err := ParseCredit(f[:l])
-		if err != nil || c.Grant != grant || c.Src != 4 || c.Dst != 9 || c.N != n || c.Epochs != ep {
+		if err != nil || c.Grant != grant || c.Src != 4 || c.Dst != 9 || c.N != n || c.Epochs != ep || c.Settings != set {
 			t.Fatalf("n=%d: %+v %v", n, c, err)
 		}
 		for i := range n {
@@ -250,7 +251,7 @@ func TestCreditRoundTrip(t *testing.T) {
 	f := make([]byte, 100)
 	l, _ := PutCredit(f, false, 1, 2, es)
 	f[Off+creditHeadLen+1] = Classes // class 8 with a valid checksum
-	binary.BigEndian.PutUint32(f[Off+10:], sum2(f[Off:Off+10], f[Off+creditHeadLen:Off+creditHeadLen+CreditEntryLen]))
+	binary.BigEndian.PutUint32(f[Off+creditSumAt:], sum2(f[Off:Off+creditSumAt], f[Off+creditHeadLen:Off+creditHeadLen+CreditEntryLen]))
 	if _, err := ParseCredit(f[:l]); !errors.Is(err, ErrClass) {
 		t.Errorf("class 8: %v", err)
 	}

@@ -146,6 +146,51 @@ func checkCellsClean(t *testing.T, name string, s cellspipe.Snapshot, noRoute0 u
 		t.Errorf("%s: no route %d, alloc failures %d, reassembly discarded %d records and skipped %d holes",
 			name, s.Node.NoRoute, s.Node.AllocFail, s.ReasmDiscards, s.ReasmTimeouts)
 	}
+	if s.Node.SettingsDiffer != 0 {
+		t.Errorf("%s: %d credit frames from edges with other credit settings, between edges run alike", name, s.Node.SettingsDiffer)
+	}
+}
+
+// TestCellsCreditSettingsDiffer: two edges with different --cells-pre-credit
+// carry numbered UDP frames whole and in order, count each other's credit
+// frames as differing and log the setting with both values.
+func TestCellsCreditSettingsDiffer(t *testing.T) {
+	netns.RequireRoot(t)
+	tb := netns.TestUp(t, "lfd", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
+	workers(t, 2)
+	var logs [2]*dataplane.LogBuffer
+	var cfgs [2]dataplane.Config
+	for i, pre := range []int{0, 2 * cellspipe.DefaultPreCredit} {
+		buf, log := dataplane.NewLogBuffer()
+		logs[i] = buf
+		cfgs[i] = cellsNode(uint16(i+1), nil, bundleLinks, cellspipe.Config{PreCredit: pre})
+		cfgs[i].Logger = log
+	}
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cfgs[0], tb.NS("sw2"), cfgs[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
+		t.Fatalf("ping h1→h2 through edges with different pre-credit: %v", err)
+	}
+	b := &lgBed{tb: tb, sw1: sw1.D, sw2: sw2.D, kernelIn: cellsKernelIn(sw1.D)}
+	r := b.send(t, 5000, 500, 25_000)
+	r.Other = 0
+	checkDelivery(t, r, true)
+	d, d2 := cellspipe.DefaultPreCredit, 2*cellspipe.DefaultPreCredit
+	for i, want := range []string{
+		fmt.Sprintf("--cells-pre-credit %d there, %d here", d2, d),
+		fmt.Sprintf("--cells-pre-credit %d there, %d here", d, d2),
+	} {
+		sw := []*dataplane.Dataplane{sw1.D, sw2.D}[i]
+		s := cellsSnap(t, sw)
+		if s.Node.SettingsDiffer == 0 || s.Node.SettingsDiffer > s.Node.CreditReqRx+s.Node.CreditGrantRx {
+			t.Errorf("sw%d: %d credit frames counted as differing of %d requests and %d grants heard",
+				i+1, s.Node.SettingsDiffer, s.Node.CreditReqRx, s.Node.CreditGrantRx)
+		}
+		if out := logs[i].String(); !strings.Contains(out, want) || strings.Contains(out, "--cells-credit-ahead") {
+			t.Errorf("sw%d's log does not name %q alone:\n%s", i+1, want, out)
+		}
+	}
 }
 
 // bundleCells: ping, iperf3 TCP for 3 s and numbered UDP frames from h1

@@ -28,7 +28,7 @@ const dissectorPath = "../deploy/wireshark/linkfabric.lua"
 var tsharkFields = []string{
 	"frame.number", "linkfabric.type", "linkfabric.serial", "linkfabric.flags.retx", "linkfabric.flags.unseq", "linkfabric.ack_serial",
 	"linkfabric.count", "linkfabric.trailer.kind", "linkfabric.trailer.ok", "ip.proto", "linkfabric.hello.epoch",
-	"linkfabric.cell.seq", "linkfabric.credit.count", "linkfabric.reach.counter", "linkfabric.fec.count",
+	"linkfabric.cell.seq", "linkfabric.credit.count", "linkfabric.credit.lead", "linkfabric.credit.ahead", "linkfabric.reach.counter", "linkfabric.fec.count",
 	"linkfabric.tdma.seq", "linkfabric.pause_ns", "linkfabric.hello.caps.integrity", "eth.src", "eth.type",
 	"linkfabric.fec.first_serial", "linkfabric.cell.src", "linkfabric.cell.dst", "linkfabric.cell.port", "linkfabric.cell.class",
 	"_ws.malformed", "_ws.expert.severity", "_ws.expert.message",
@@ -262,11 +262,12 @@ func encoderFrames(t *testing.T, m linkcrc.Integrity) []wsFrame {
 	for i, grant := range []bool{false, true} {
 		entries := []cellify.CreditEntry{{Port: 1, Class: 0, Total: 1 << 40}, {Port: 2, Class: 7, Total: 5}}
 		b := make([]byte, cellify.CreditFrameLen(len(entries)))
-		n, err := cellify.PutCreditEpochs(b, grant, 1, 2, cellify.CreditEpochs{Src: 9, Dst: 10}, entries)
+		n, err := cellify.PutCreditEpochs(b, grant, 1, 2, cellify.CreditEpochs{Src: 9, Dst: 10}, cellify.CreditSettings{Lead: 4096, Ahead: 8192}, entries)
 		if err != nil {
 			t.Fatal(err)
 		}
-		add("credit", b[:n], map[string]string{"linkfabric.type": []string{"10", "11"}[i], "linkfabric.credit.count": "2"})
+		add("credit", b[:n], map[string]string{"linkfabric.type": []string{"10", "11"}[i], "linkfabric.credit.count": "2",
+			"linkfabric.credit.lead": "4096", "linkfabric.credit.ahead": "8192"})
 	}
 	for _, classes := range []bool{false, true} {
 		r := cellify.Reach{Node: 7, Role: cellify.RoleFabric, Class: 2, Classes: classes, Seq: 1234, Edges: 12}

@@ -890,7 +890,7 @@ static __always_inline int lf_lg_tx(struct xdp_md *ctx, struct port_conf *conf)
 #define LF_TYPE_CELL 9
 #define LF_TYPE_CREDIT_REQ 10
 #define LF_TYPE_CREDIT_GRANT 11
-#define LF_CREDIT_HEAD 14     /* a credit frame's header after the link header (cellify) */
+#define LF_CREDIT_HEAD 22     /* a credit frame's header after the link header (cellify) */
 #define LF_CREDIT_ENTRY 10
 #define LF_CREDIT_MAX 128     /* cellify.MaxCreditEntries */
 #define LF_CELL_LINKS 16      /* dataplane.MaxLinkPorts */

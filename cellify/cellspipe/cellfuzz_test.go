@@ -251,7 +251,7 @@ func hostile(o *fuzzops.Ops) []byte {
 			es = append(es, cellify.CreditEntry{Port: o.U8() % 4, Class: cellify.Class(o.U8() % 8), Total: uint64(o.U16()) << (o.U8() % 40)})
 		}
 		n, err = cellify.PutCreditEpochs(b, o.U8()&1 == 1, cellify.EdgeID(o.U8()%5), cellify.EdgeID(o.U8()%5),
-			cellify.CreditEpochs{Src: o.U16() % 4, Dst: o.U16() % 4}, es)
+			cellify.CreditEpochs{Src: o.U16() % 4, Dst: o.U16() % 4}, cellify.CreditSettings{Lead: uint32(o.U16() % 3 << 12), Ahead: uint32(o.U16() % 3 << 12)}, es)
 	case 4: // REACH from any node, any role, any bitmap
 		bm := make([]byte, 128)
 		copy(bm, body)

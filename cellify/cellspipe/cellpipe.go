@@ -1,9 +1,12 @@
 package cellspipe
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/linkfabric/linkfabric/bpf"
@@ -51,6 +54,8 @@ type cellPipeline struct {
 
 	prio []int  // per link: the lane of its control frames
 	up   []bool // per link: up as last reported to the node
+	// settingsSaid is the node's SettingsDiffer count last logged.
+	settingsSaid uint64
 	// links run a link layer and its session under the cells (celllink.go,
 	// cellfec.go; nil with --cells-link-mode none); copyFails counts cells handed back by a
 	// link that found no UMEM frame to be copied into.
@@ -414,6 +419,26 @@ func (pl *cellPipeline) Poll(wnow int64, tx *dataplane.Tx) int64 {
 	return pl.wake // worker time
 }
 
+// sayCreditSettings logs, once per finding, an edge whose credit frames
+// carry other credit settings than this edge's, naming each that differs.
+func (pl *cellPipeline) sayCreditSettings() {
+	found, peer, theirs, ours := pl.node.SettingsDiffer()
+	if found == pl.settingsSaid {
+		return
+	}
+	pl.settingsSaid = found
+	var d []string
+	if theirs.Lead != ours.Lead {
+		d = append(d, fmt.Sprintf("--cells-pre-credit %d there, %d here", theirs.Lead, ours.Lead))
+	}
+	if theirs.Ahead != ours.Ahead {
+		d = append(d, fmt.Sprintf("--cells-credit-ahead %d there, %d here", theirs.Ahead, ours.Ahead))
+	}
+	pl.w.Log().Warn("cells: edge "+strconv.Itoa(int(peer))+" runs other credit settings than this edge ("+strings.Join(d, "; ")+
+		"): the credit loop between them counts wrong (grants held back as late, or the egress window overrun by the difference); run every edge with the same values",
+		"peer_edge", peer)
+}
+
 // clock returns the node's time at worker time now.
 func (pl *cellPipeline) clock(now int64) int64 {
 	if pl.last != 0 {
@@ -620,6 +645,7 @@ func (pl *cellPipeline) SendRelease(tx *dataplane.Tx, port, lane int, f link.Fra
 // publish copies the node's counters to Stats.
 func (pl *cellPipeline) publish() {
 	n := pl.node
+	pl.sayCreditSettings()
 	ns, rs := &n.Stats, n.ReasmStats()
 	ct := n.Credits()
 	pl.voqs = 0

@@ -243,15 +243,16 @@ func registerCells(r *metrics.Registry, c *Stats) error {
 		add(r.CounterFunc("linkfabric_cells_link_exclusions_total", "Times a link left the routes.", link(func(s *LinkSnapshot) uint64 { return s.Exclusions }), "port", l.Name))
 	}
 	for name, fn := range map[string]func(*Snapshot) uint64{
-		"reasm_delivered":  func(s *Snapshot) uint64 { return s.ReasmDelivered },
-		"reasm_discarded":  func(s *Snapshot) uint64 { return s.ReasmDiscards },
-		"malformed":        func(s *Snapshot) uint64 { return s.Malformed },
-		"hop_drops":        func(s *Snapshot) uint64 { return s.HopDrops },
-		"fci_marks":        func(s *Snapshot) uint64 { return s.FCIMarks },
-		"voq_drops":        func(s *Snapshot) uint64 { return s.Node.VOQDrops },
-		"no_route":         func(s *Snapshot) uint64 { return s.Node.NoRoute },
-		"credit_granted":   func(s *Snapshot) uint64 { return s.CreditGranted },
-		"credit_requested": func(s *Snapshot) uint64 { return s.CreditRequested },
+		"reasm_delivered":        func(s *Snapshot) uint64 { return s.ReasmDelivered },
+		"reasm_discarded":        func(s *Snapshot) uint64 { return s.ReasmDiscards },
+		"malformed":              func(s *Snapshot) uint64 { return s.Malformed },
+		"hop_drops":              func(s *Snapshot) uint64 { return s.HopDrops },
+		"fci_marks":              func(s *Snapshot) uint64 { return s.FCIMarks },
+		"voq_drops":              func(s *Snapshot) uint64 { return s.Node.VOQDrops },
+		"no_route":               func(s *Snapshot) uint64 { return s.Node.NoRoute },
+		"credit_granted":         func(s *Snapshot) uint64 { return s.CreditGranted },
+		"credit_requested":       func(s *Snapshot) uint64 { return s.CreditRequested },
+		"credit_settings_differ": func(s *Snapshot) uint64 { return s.Node.SettingsDiffer },
 	} {
 		add(r.CounterFunc("linkfabric_cells_"+name+"_total", "Cells: "+name+".", func() uint64 { s := c.Snapshot(); return fn(&s) }))
 	}

@@ -116,6 +116,8 @@ local f = {
 	cr_resv = ProtoField.uint8("linkfabric.credit.reserved", "Reserved", base.HEX),
 	cr_srcep = ProtoField.uint16("linkfabric.credit.src_epoch", "Src epoch", base.HEX),
 	cr_dstep = ProtoField.uint16("linkfabric.credit.dst_epoch", "Dst epoch", base.HEX),
+	cr_lead = ProtoField.uint32("linkfabric.credit.lead", "Lead: the sender's pre-credit (bytes)", base.DEC),
+	cr_ahead = ProtoField.uint32("linkfabric.credit.ahead", "Ahead: its requests beyond the backlog (bytes)", base.DEC),
 	cr_crc = ProtoField.uint32("linkfabric.credit.crc", "CRC-32C", base.HEX),
 	cr_port = ProtoField.uint8("linkfabric.credit.entry.port", "Port", base.DEC),
 	cr_class = ProtoField.uint8("linkfabric.credit.entry.class", "Class", base.DEC),
@@ -500,24 +502,25 @@ local function dissect_cell(tvb, pinfo, tree, blen, lsum)
 end
 
 local function dissect_credit(tvb, pinfo, tree, t, blen, lsum)
-	if too_short(tree, blen, 22, "a credit frame") then return type_names[t] end
-	local ct = tree:add(p, tvb(8, 14), "Credit header")
+	if too_short(tree, blen, 30, "a credit frame") then return type_names[t] end
+	local ct = tree:add(p, tvb(8, 22), "Credit header")
 	add_at(ct, tvb, f.cr_src, 8, 2, f.cr_dst, 10, 2)
 	local ni = ct:add(f.cr_count, tvb(12, 1))
 	local ri = ct:add(f.cr_resv, tvb(13, 1))
 	add_at(ct, tvb, f.cr_srcep, 14, 2, f.cr_dstep, 16, 2)
-	local si = ct:add(f.cr_crc, tvb(18, 4))
+	add_at(ct, tvb, f.cr_lead, 18, 4, f.cr_ahead, 22, 4)
+	local si = ct:add(f.cr_crc, tvb(26, 4))
 	local n = tvb(12, 1):uint()
 	if tvb(13, 1):uint() ~= 0 then ri:add_proto_expert_info(e.invalid, "reserved byte nonzero (ErrField)") end
 	if n == 0 or n > 128 then ni:add_proto_expert_info(e.invalid, "entries 0 or above 128 (ErrField)"); return type_names[t] end
-	if 22 + n * 10 > blen then ni:add_proto_expert_info(e.short, "entries beyond the frame (ErrShort)"); return type_names[t] end
+	if 30 + n * 10 > blen then ni:add_proto_expert_info(e.short, "entries beyond the frame (ErrShort)"); return type_names[t] end
 	if tvb(8, 2):uint() == 0 or tvb(10, 2):uint() == 0 then ct:add_proto_expert_info(e.invalid, "edge id 0 (ErrEdge)") end
 	if p.prefs.verify then
-		local c = crc32c_update(crc32c_update(0, tvb:raw(8, 10)), tvb:raw(22, n * 10))
-		if c ~= tvb(18, 4):uint() then si:add_proto_expert_info(e.badsum, "CRC-32C mismatch (ErrChecksum)") end
+		local c = crc32c_update(crc32c_update(0, tvb:raw(8, 18)), tvb:raw(30, n * 10))
+		if c ~= tvb(26, 4):uint() then si:add_proto_expert_info(e.badsum, "CRC-32C mismatch (ErrChecksum)") end
 	end
 	for i = 0, n - 1 do
-		local o = 22 + i * 10
+		local o = 30 + i * 10
 		local et = tree:add(p, tvb(o, 10), string.format("Entry: port %d class %d total %s",
 			tvb(o, 1):uint(), tvb(o + 1, 1):uint(), tostring(tvb(o + 2, 8):uint64())))
 		et:add(f.cr_port, tvb(o, 1))
@@ -525,7 +528,7 @@ local function dissect_credit(tvb, pinfo, tree, t, blen, lsum)
 		et:add(f.cr_total, tvb(o + 2, 8))
 		if tvb(o + 1, 1):uint() >= 8 then cl:add_proto_expert_info(e.invalid, "class out of range (ErrClass)") end
 	end
-	padding(tvb, 22 + n * 10, blen, tree, pinfo)
+	padding(tvb, 30 + n * 10, blen, tree, pinfo)
 	local s = string.format("%s %d→%d entries=%d", type_names[t], tvb(8, 2):uint(), tvb(10, 2):uint(), n)
 	return with_link(s, lsum)
 end
