@@ -34,7 +34,7 @@ import (
 // Lead and ahead are the sender's credit settings, which the two edges of a
 // VOQ must share (the destination's scheduler counts the source's lead and
 // ahead in its credit in flight): each edge compares its peers' with its
-// own (Node.CreditSettingsPeer).
+// own (Node.SettingsDiffer).
 // Frames shorter than seqhdr.MinFrameLen are zero-padded.
 
 // Credit frame sizes.
