@@ -166,7 +166,7 @@ type SchedStats struct {
 	ShareFull    uint64 // turns a VOQ passed with its share of the window in flight
 	LateFull     uint64 // turns a late VOQ (credit in flight, nothing back for a loop's timeout) passed
 	CaughtUp     uint64 // bytes granted to VOQs against turns they passed late (CatchUp)
-	Late         uint64 // VOQs found late (their credit's time went back to the pacer)
+	Late         uint64 // VOQs found late (their credit's time went back to the pacer, their grant total was re-sent)
 	WaitedFor    uint64 // Polls that held a VOQ's grant for one whose window was on its way (aheadOfWaiting)
 	ArrivedBytes uint64 // bytes of the cells that arrived for the port
 }
@@ -801,12 +801,17 @@ func (s *Scheduler) lateDue() int64 {
 }
 
 // scanLate marks late the VOQs with credit in flight and nothing back
-// for the loop's timeout, gives the pacer back their credit's time and
-// sets the next scan: the timeout on, at least an eighth of a credit's
-// time at the credit rate. A VOQ marked at its turn (pick) alone would
-// leave the port idle a round of turns: the credit of a source kept from
-// running just after its grant is missed at once, while its next turn
-// comes only after every other VOQ's.
+// for the loop's timeout, gives the pacer back their credit's time, re-sends
+// their grant totals and sets the next scan: the timeout on, at least an
+// eighth of a credit's time at the credit rate. A VOQ marked at its turn
+// (pick) alone would leave the port idle a round of turns: the credit of a
+// source kept from running just after its grant is missed at once, while
+// its next turn comes only after every other VOQ's. The total goes again
+// because the grant itself may have been lost: its credit then holds the
+// window until the source's repeat, which backs off to RefreshMax while
+// its VOQ stays behind its grant (with a tenth of the grants lost, an
+// incast's port idled 3-6 ms at a time with every source backlogged); a
+// source that was only kept from running takes the copy as a repeat.
 func (s *Scheduler) scanLate(now int64) {
 	late := s.lateAfter()
 	if late == math.MaxInt64 {
@@ -818,6 +823,7 @@ func (s *Scheduler) scanLate(now int64) {
 			v.late = true
 			s.Stats.Late++
 			s.refund(now, v.fly)
+			s.emit(int32(i))
 		}
 	}
 	s.lateAt = now + max(late, int64(uint64(s.cfg.CreditSize)*8e9/s.den)/8)
