@@ -50,6 +50,13 @@ func TestLossyLinks(t *testing.T)    { runScenario(t, "lossylinks") }
 func TestStalledSource(t *testing.T) { runScenario(t, "stalledsource") }
 func TestStalls(t *testing.T)        { runScenario(t, "stalls") }
 func TestUDPStalls(t *testing.T)     { runScenario(t, "udpstalls") }
+func TestLinkDeath(t *testing.T)     { runScenario(t, "linkdeath") }
+func TestExclusion(t *testing.T)     { runScenario(t, "exclusion") }
+func TestReasmTimeout(t *testing.T)  { runScenario(t, "reasm") }
+func TestFCI(t *testing.T)           { runScenario(t, "fci") }
+func TestCtrlLoss(t *testing.T)      { runScenario(t, "ctrlloss") }
+func TestRestart(t *testing.T)       { runScenario(t, "restart") }
+func TestCtrlCost(t *testing.T)      { runScenario(t, "ctrlcost") }
 
 // TestCreditLoss runs seeds 1-12: with a tenth of the requests and grants
 // lost, a lost grant's credit held the window until a repeat that had
@@ -65,13 +72,6 @@ func TestCreditLoss(t *testing.T) {
 		})
 	}
 }
-func TestLinkDeath(t *testing.T)    { runScenario(t, "linkdeath") }
-func TestExclusion(t *testing.T)    { runScenario(t, "exclusion") }
-func TestReasmTimeout(t *testing.T) { runScenario(t, "reasm") }
-func TestFCI(t *testing.T)          { runScenario(t, "fci") }
-func TestCtrlLoss(t *testing.T)     { runScenario(t, "ctrlloss") }
-func TestRestart(t *testing.T)      { runScenario(t, "restart") }
-func TestCtrlCost(t *testing.T)     { runScenario(t, "ctrlcost") }
 
 // TestScale runs the scale scenario: the design's 64 edges, or under -short
 // (make test) unless LINKFABRIC_FULL is set (make soak) 8 edges × 4
