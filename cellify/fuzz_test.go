@@ -134,7 +134,7 @@ func FuzzReach(f *testing.F) {
 	n, _ = PutReach(b, &Reach{Node: 9, Role: RoleFabric, Class: 2, Classes: true, Edges: 10, Bitmap: []byte{2, 0, 6, 0, 14, 3}})
 	f.Add(bytes.Clone(b[:n]))
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		fuzzSealed(t, frame, reachHeadLen, 10, func(b []byte) int {
+		fuzzSealed(t, frame, reachHeadLen, reachSumAt, func(b []byte) int {
 			return reachBitmaps(b[Off+3]&ReachClasses != 0) * ((int(binary.BigEndian.Uint16(b[Off+8:])) + 7) / 8)
 		}, fuzzReach)
 	})

@@ -30,6 +30,7 @@ import (
 // Reach frame sizes.
 const (
 	reachHeadLen  = 14
+	reachSumAt    = reachHeadLen - 4 // the CRC-32C, over the header before it and the bitmaps
 	MaxReachEdges = 1024
 )
 
@@ -157,7 +158,7 @@ func PutReach(frame []byte, r *Reach) (int, error) {
 	binary.BigEndian.PutUint32(b[4:], r.Seq)
 	binary.BigEndian.PutUint16(b[8:], uint16(r.Edges))
 	end := reachHeadLen + copy(b[reachHeadLen:], r.Bitmap[:reachBitmaps(r.Classes)*((r.Edges+7)/8)])
-	binary.BigEndian.PutUint32(b[10:], sum2(b[:10], b[reachHeadLen:end]))
+	binary.BigEndian.PutUint32(b[reachSumAt:], sum2(b[:reachSumAt], b[reachHeadLen:end]))
 	return pad(frame, Off+end), nil
 }
 
@@ -180,7 +181,7 @@ func ParseReach(frame []byte) (Reach, error) {
 	if len(b) < end {
 		return Reach{}, ErrShort
 	}
-	if sum2(b[:10], b[reachHeadLen:end]) != binary.BigEndian.Uint32(b[10:]) {
+	if sum2(b[:reachSumAt], b[reachHeadLen:end]) != binary.BigEndian.Uint32(b[reachSumAt:]) {
 		return Reach{}, ErrChecksum
 	}
 	if b[3]&^(ReachFaulty|reachClassMask|ReachClasses) != 0 {

@@ -311,7 +311,7 @@ func TestReachRoundTrip(t *testing.T) {
 	// Fields out of range under a valid checksum.
 	reseal := func(g []byte) []byte {
 		end := Off + reachHeadLen + (int(binary.BigEndian.Uint16(g[Off+8:]))+7)/8
-		binary.BigEndian.PutUint32(g[Off+10:], sum2(g[Off:Off+10], g[Off+reachHeadLen:end]))
+		binary.BigEndian.PutUint32(g[Off+reachSumAt:], sum2(g[Off:Off+reachSumAt], g[Off+reachHeadLen:end]))
 		return g
 	}
 	for name, mod := range map[string]func(g []byte){
