@@ -78,15 +78,22 @@ func cellsSnap(t *testing.T, d *dataplane.Dataplane) cellspipe.Snapshot {
 // sw1 (node 1) and sw2 (node 2), and waits until h1 pings h2 through them.
 func upBundleCells(t *testing.T, base string, cc cellspipe.Config) *lgBed {
 	t.Helper()
+	return upBundleNodes(t, base, cellsNode(1, nil, bundleLinks, cc), cellsNode(2, nil, bundleLinks, cc))
+}
+
+// upBundleNodes is upBundleCells with each switch's configuration given
+// (cellsNode's, on the bundle's links).
+func upBundleNodes(t *testing.T, base string, cfg1, cfg2 dataplane.Config) *lgBed {
+	t.Helper()
 	tb := netns.TestUp(t, base, "bundle", netns.Options{Forwarding: netns.ForwardingNone})
 	workers(t, 2)
 	b := &lgBed{tb: tb}
-	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cellsNode(1, nil, bundleLinks, cc), tb.NS("sw2"), cellsNode(2, nil, bundleLinks, cc))
+	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cfg1, tb.NS("sw2"), cfg2)
 	b.sw1, b.sw2, b.kernelIn = sw1.D, sw2.D, cellsKernelIn(sw1.D)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through cells (link mode %q): %v\nsw1 %+v\nsw2 %+v", cc.LinkMode, err, cellspipe.StatsOf(b.sw1).Snapshot(), cellspipe.StatsOf(b.sw2).Snapshot())
+		t.Fatalf("ping h1→h2 through cells (link mode %q): %v\nsw1 %+v\nsw2 %+v", cellspipe.ConfigOf(&cfg1).LinkMode, err, cellspipe.StatsOf(b.sw1).Snapshot(), cellspipe.StatsOf(b.sw2).Snapshot())
 	}
 	return b
 }
@@ -156,8 +163,6 @@ func checkCellsClean(t *testing.T, name string, s cellspipe.Snapshot, noRoute0 u
 // frames as differing and log the setting with both values.
 func TestCellsCreditSettingsDiffer(t *testing.T) {
 	netns.RequireRoot(t)
-	tb := netns.TestUp(t, "lfd", "bundle", netns.Options{Forwarding: netns.ForwardingNone})
-	workers(t, 2)
 	var logs [2]*dataplane.LogBuffer
 	var cfgs [2]dataplane.Config
 	for i, pre := range []int{0, 2 * cellspipe.DefaultPreCredit} {
@@ -166,13 +171,7 @@ func TestCellsCreditSettingsDiffer(t *testing.T) {
 		cfgs[i] = cellsNode(uint16(i+1), nil, bundleLinks, cellspipe.Config{PreCredit: pre})
 		cfgs[i].Logger = log
 	}
-	sw1, sw2 := dataplane.StartBoth(t, tb.NS("sw1"), cfgs[0], tb.NS("sw2"), cfgs[1])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := netns.WaitPing(ctx, tb.NS("h1"), "10.0.0.2"); err != nil {
-		t.Fatalf("ping h1→h2 through edges with different pre-credit: %v", err)
-	}
-	b := &lgBed{tb: tb, sw1: sw1.D, sw2: sw2.D, kernelIn: cellsKernelIn(sw1.D)}
+	b := upBundleNodes(t, "lfd", cfgs[0], cfgs[1])
 	r := b.send(t, 5000, 500, 25_000)
 	r.Other = 0
 	checkDelivery(t, r, true)
@@ -181,8 +180,7 @@ func TestCellsCreditSettingsDiffer(t *testing.T) {
 		fmt.Sprintf("--cells-pre-credit %d there, %d here", d2, d),
 		fmt.Sprintf("--cells-pre-credit %d there, %d here", d, d2),
 	} {
-		sw := []*dataplane.Dataplane{sw1.D, sw2.D}[i]
-		s := cellsSnap(t, sw)
+		s := cellsSnap(t, []*dataplane.Dataplane{b.sw1, b.sw2}[i])
 		if s.Node.SettingsDiffer == 0 || s.Node.SettingsDiffer > s.Node.CreditReqRx+s.Node.CreditGrantRx {
 			t.Errorf("sw%d: %d credit frames counted as differing of %d requests and %d grants heard",
 				i+1, s.Node.SettingsDiffer, s.Node.CreditReqRx, s.Node.CreditGrantRx)
